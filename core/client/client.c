@@ -1,0 +1,218 @@
+/* The client handle: configuration resolution and the connection pool.
+ * SPDX-License-Identifier: Apache-2.0 */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../util/util.h"
+#include "http.h"
+#include "internal.h"
+
+#define DEFAULT_TIMEOUT_MS 60000L
+#define DEFAULT_RETRIES 3
+#define LOCAL_ENGINE_URL "http://127.0.0.1:49982"
+#define LOCAL_ENGINE_DOMAIN "localhost:49982"
+#define E2B_CLOUD_DOMAIN "e2b.app"
+
+int asb_client_options_init(asb_client_options *opts, unsigned int version) {
+  if (!opts) return asbi_err(ASB_EINVAL, "asb_client_options_init: NULL");
+  if (version == 0 || version > ASB_CLIENT_OPTIONS_VERSION)
+    return asbi_err(ASB_EVERSION, "asb_client_options: unsupported version %u",
+                    version);
+  asb_client_options init = ASB_CLIENT_OPTIONS_INIT;
+  *opts = init;
+  opts->version = version;
+  return ASB_OK;
+}
+
+int asb_call_options_init(asb_call_options *opts, unsigned int version) {
+  if (!opts) return asbi_err(ASB_EINVAL, "asb_call_options_init: NULL");
+  if (version == 0 || version > ASB_CALL_OPTIONS_VERSION)
+    return asbi_err(ASB_EVERSION, "asb_call_options: unsupported version %u",
+                    version);
+  asb_call_options init = ASB_CALL_OPTIONS_INIT;
+  *opts = init;
+  opts->version = version;
+  return ASB_OK;
+}
+
+/* explicit option > ASB_<name> > E2B_<name>; NULL if none. */
+static const char *pick(const char *explicit_value, const char *name) {
+  if (!asbi_empty(explicit_value)) return explicit_value;
+  char var[64];
+  snprintf(var, sizeof var, "ASB_%s", name);
+  const char *v = asbi_getenv(var);
+  if (v) return v;
+  snprintf(var, sizeof var, "E2B_%s", name);
+  return asbi_getenv(var);
+}
+
+static int valid_url(const char *u) {
+  if (!asbi_startswith(u, "http://") && !asbi_startswith(u, "https://"))
+    return 0;
+  for (const char *p = u; *p; p++)
+    if ((unsigned char)*p <= ' ' || *p == 0x7f) return 0;
+  const char *host = strstr(u, "://") + 3;
+  return *host && *host != '/';
+}
+
+static char *dup_url(const char *u) {
+  /* Drop trailing slashes so paths can be appended with "/". */
+  size_t n = strlen(u);
+  while (n > 0 && u[n - 1] == '/') n--;
+  return asbi_strndup(u, n);
+}
+
+static int valid_header(const char *h) {
+  const char *colon = strchr(h, ':');
+  if (!colon || colon == h) return 0;
+  for (const char *p = h; p < colon; p++)
+    if ((unsigned char)*p <= ' ' || *p == 0x7f) return 0;
+  for (const char *p = colon; *p; p++)
+    if (*p == '\r' || *p == '\n') return 0;
+  return 1;
+}
+
+static void client_destroy(asb_client *c) {
+  asbi_http_free(c->http);
+  free(c->api_key);
+  free(c->api_url);
+  free(c->domain);
+  free(c->sandbox_url);
+  free(c->user_agent);
+  if (c->headers)
+    for (char **h = c->headers; *h; h++) free(*h);
+  free(c->headers);
+  free(c);
+}
+
+int asb_client_new(asb_client **out, const asb_client_options *opts) {
+  if (!out) return asbi_err(ASB_EINVAL, "asb_client_new: out is NULL");
+  ASBI_CHECK_VERSION(opts, ASB_CLIENT_OPTIONS_VERSION, "asb_client_options");
+  asb_client_options dflt = ASB_CLIENT_OPTIONS_INIT;
+  if (!opts) opts = &dflt;
+
+  asb_client *c = calloc(1, sizeof *c);
+  if (!c) return asbi_oom();
+  atomic_init(&c->refs, 1);
+  int rc = ASB_OK;
+
+  if (opts->debug)
+    c->debug = opts->debug > 0;
+  else
+    c->debug = asbi_parse_bool(pick(NULL, "DEBUG"), 0);
+
+  const char *key = pick(opts->api_key, "API_KEY");
+  const char *api_url = pick(opts->api_url, "API_URL");
+  const char *domain = pick(opts->domain, "DOMAIN");
+  const char *sandbox_url = pick(opts->sandbox_url, "SANDBOX_URL");
+
+  char buf[512];
+  if (!api_url) {
+    if (c->debug) {
+      api_url = "http://localhost:3000";
+    } else if (domain) {
+      snprintf(buf, sizeof buf, "https://api.%s", domain);
+      api_url = buf;
+    } else if (key) {
+      api_url = "https://api." E2B_CLOUD_DOMAIN;
+    } else {
+      api_url = LOCAL_ENGINE_URL; /* nothing configured: the local engine */
+    }
+  }
+  if (!domain)
+    domain = strcmp(api_url, LOCAL_ENGINE_URL) == 0 ? LOCAL_ENGINE_DOMAIN
+                                                    : E2B_CLOUD_DOMAIN;
+  if (!valid_url(api_url)) {
+    rc = asbi_err(ASB_EINVAL, "invalid API URL '%s': expected http(s)://host",
+                  api_url);
+    goto fail;
+  }
+  if (sandbox_url && !valid_url(sandbox_url)) {
+    rc = asbi_err(ASB_EINVAL,
+                  "invalid sandbox URL '%s': expected http(s)://host",
+                  sandbox_url);
+    goto fail;
+  }
+  for (const char *p = domain; *p; p++)
+    if ((unsigned char)*p <= ' ' || *p == '/' || *p == 0x7f) {
+      rc = asbi_err(ASB_EINVAL, "invalid domain '%s'", domain);
+      goto fail;
+    }
+  if (key)
+    for (const char *p = key; *p; p++)
+      if ((unsigned char)*p < ' ' || *p == 0x7f) {
+        rc = asbi_err(ASB_EINVAL, "invalid API key: control characters");
+        goto fail;
+      }
+
+  c->api_key = asbi_strdup(key);
+  c->api_url = dup_url(api_url);
+  c->domain = asbi_strdup(domain);
+  c->sandbox_url = sandbox_url ? dup_url(sandbox_url) : NULL;
+  if (opts->user_agent) {
+    c->user_agent = asbi_strdup(opts->user_agent);
+  } else {
+    snprintf(buf, sizeof buf, "agent-sandbox-c/%s", ASB_VERSION_STRING);
+    c->user_agent = asbi_strdup(buf);
+  }
+  if ((key && !c->api_key) || !c->api_url || !c->domain || !c->user_agent ||
+      (sandbox_url && !c->sandbox_url)) {
+    rc = asbi_oom();
+    goto fail;
+  }
+  size_t nh = 0;
+  while (opts->headers && opts->headers[nh]) nh++;
+  c->headers = calloc(nh + 1, sizeof *c->headers);
+  if (!c->headers) {
+    rc = asbi_oom();
+    goto fail;
+  }
+  for (size_t i = 0; i < nh; i++) {
+    if (!valid_header(opts->headers[i])) {
+      rc = asbi_err(ASB_EINVAL, "invalid header '%s': expected 'Name: value'",
+                    opts->headers[i]);
+      goto fail;
+    }
+    if (!(c->headers[i] = asbi_strdup(opts->headers[i]))) {
+      rc = asbi_oom();
+      goto fail;
+    }
+  }
+  c->request_timeout_ms =
+      opts->request_timeout_ms ? opts->request_timeout_ms : DEFAULT_TIMEOUT_MS;
+  c->max_retries = opts->max_retries > 0   ? opts->max_retries
+                   : opts->max_retries < 0 ? 0
+                                           : DEFAULT_RETRIES;
+  if ((rc = asbi_http_new(&c->http)) != ASB_OK) goto fail;
+  *out = c;
+  return ASB_OK;
+fail:
+  client_destroy(c);
+  return rc;
+}
+
+void asbi_client_ref(asb_client *c) { atomic_fetch_add(&c->refs, 1); }
+
+void asbi_client_unref(asb_client *c) {
+  if (c && atomic_fetch_sub(&c->refs, 1) == 1) client_destroy(c);
+}
+
+void asb_client_free(asb_client *c) { asbi_client_unref(c); }
+
+long asbi_client_timeout(const asb_client *c, long call_timeout_ms) {
+  if (call_timeout_ms > 0) return call_timeout_ms;
+  if (call_timeout_ms < 0) return 0;
+  return c->request_timeout_ms > 0 ? c->request_timeout_ms : 0;
+}
+
+const char *asb_client_api_url(const asb_client *c) { return c ? c->api_url : NULL; }
+const char *asb_client_domain(const asb_client *c) { return c ? c->domain : NULL; }
+const char *asb_client_sandbox_url(const asb_client *c) {
+  return c ? c->sandbox_url : NULL;
+}
+int asb_client_is_debug(const asb_client *c) { return c ? c->debug : 0; }
+long asb_client_request_timeout_ms(const asb_client *c) {
+  return c ? c->request_timeout_ms : 0;
+}
+int asb_client_has_api_key(const asb_client *c) { return c && c->api_key; }

@@ -1,0 +1,98 @@
+/* L1 transport: HTTP over libcurl with a shared connection pool, per-call
+ * timeouts, cancellation, bounded retries and streaming bodies. Internal.
+ * SPDX-License-Identifier: Apache-2.0 */
+#ifndef ASB_CLIENT_HTTP_H
+#define ASB_CLIENT_HTTP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../util/buf.h"
+#include "agentsandbox/cancel.h"
+
+typedef struct asbi_http asbi_http;
+
+/* Create a pool. Connections are kept alive and reused across calls; the
+ * pool is safe to use from many threads. */
+int asbi_http_new(asbi_http **out);
+void asbi_http_free(asbi_http *h);
+
+/* Statistics for tests and benchmarks. */
+typedef struct asbi_http_stats {
+  uint64_t requests;    /* attempts sent (retries count) */
+  uint64_t connections; /* new connections opened */
+  uint64_t retries;
+} asbi_http_stats;
+void asbi_http_get_stats(asbi_http *h, asbi_http_stats *out);
+
+/* Return value of a read callback to abort the transfer (→ ASB_EUSER unless
+ * the callback recorded another error and set *err). */
+#define ASBI_HTTP_READ_ABORT ((size_t)-1)
+
+typedef struct asbi_http_resp asbi_http_resp;
+
+typedef struct asbi_http_req {
+  const char *method; /* "GET", "POST", ... */
+  const char *url;
+  const char *unix_socket;    /* connect through this unix socket, or NULL */
+  const char *const *headers; /* "Name: value", NULL-ended; may be NULL */
+  const char *const *headers2;/* a second list (e.g. the client's extra) */
+  /* Request body: either memory... */
+  const void *body;
+  size_t body_len;
+  /* ...or streamed from a callback (body must be NULL). body_size -1 =
+   * unknown (chunked transfer encoding). read returns bytes written to buf
+   * (0 = end), or ASBI_HTTP_READ_ABORT. rewind (optional) restarts the body
+   * for a retry; without it a streamed body is never retried. */
+  size_t (*read)(void *ud, char *buf, size_t n);
+  int (*rewind)(void *ud);
+  int64_t body_size;
+  /* Timeouts: timeout_ms bounds the whole call including retries (<=0 =
+   * none); connect_timeout_ms bounds each connection attempt (0 = 10 s). */
+  long timeout_ms;
+  long connect_timeout_ms;
+  asb_cancel *cancel;
+  /* Retry on connection errors, 429, 502, 503 up to max_retries times, with
+   * exponential back-off (or Retry-After), only when idempotent is set. */
+  int idempotent;
+  int max_retries;
+  /* Response handling. on_headers runs once for the final response, before
+   * its body. With on_data set, bodies of statuses < 400 stream to it in
+   * arbitrary chunks; bodies of errors, and all bodies without on_data, are
+   * buffered into resp->body (at most max_body bytes, default 64 MiB; larger
+   * is an ASB_EPROTOCOL failure). A non-zero return from either aborts with
+   * that value (use negative asb_status codes; positive → ASB_EUSER). */
+  int (*on_headers)(void *ud, const asbi_http_resp *resp);
+  int (*on_data)(void *ud, const char *p, size_t n);
+  void *ud;
+  size_t max_body;
+} asbi_http_req;
+
+struct asbi_http_resp {
+  long status;
+  asbi_buf body;
+  /* Headers of the final response, lower-cased names. */
+  char **hdr_names;
+  char **hdr_values;
+  size_t nhdrs;
+  size_t hdr_cap;
+  int body_streamed; /* the body went to on_data */
+};
+
+#define ASBI_HTTP_RESP_INIT {0, ASBI_BUF_INIT, NULL, NULL, 0, 0, 0}
+
+/* Perform a request. Returns ASB_OK once a response arrived (whatever its
+ * status; callers map statuses), or ASB_ECONNECTION, ASB_ETIMEOUT,
+ * ASB_ECANCELED, ASB_EPROTOCOL, ASB_ENOMEM, ASB_EUSER / a callback's code,
+ * with asb_error_last() describing it. resp must be initialised with
+ * ASBI_HTTP_RESP_INIT and freed with asbi_http_resp_free in all cases. */
+int asbi_http_do(asbi_http *h, const asbi_http_req *req, asbi_http_resp *resp);
+void asbi_http_resp_free(asbi_http_resp *resp);
+/* Case-insensitive header lookup; NULL if absent. */
+const char *asbi_http_resp_header(const asbi_http_resp *resp, const char *name);
+
+/* Parse a Retry-After value (delta-seconds or an HTTP date) into seconds
+ * from now; -1 if absent or malformed. */
+int asbi_http_parse_retry_after(const char *v);
+
+#endif

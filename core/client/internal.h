@@ -1,0 +1,67 @@
+/* libagentsandbox internals shared by its source files. Not installed.
+ * SPDX-License-Identifier: Apache-2.0 */
+#ifndef ASB_CLIENT_INTERNAL_H
+#define ASB_CLIENT_INTERNAL_H
+
+#include <stdarg.h>
+#include <stdatomic.h>
+
+#include "agentsandbox.h"
+
+/* ---- errors (errors.c) ---------------------------------------------------
+ * Each setter records the detail for asb_error_last() and returns `code`, so
+ * failures read `return asbi_err(ASB_EINVAL, "bad %s", x);`. */
+int asbi_err(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int asbi_verr(int code, const char *fmt, va_list ap);
+/* As asbi_err, also recording the HTTP status and the server's error code. */
+int asbi_err_remote(int code, int http_status, const char *remote_code,
+                    const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+/* Amend the last error (call after one of the above). */
+void asbi_err_set_retry_after(int seconds);
+void asbi_err_set_reason(const char *reason);
+/* Prefix the last error's message with "<context>: ". */
+void asbi_err_prefix(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+#define asbi_oom() asbi_err(ASB_ENOMEM, "out of memory")
+
+/* Checks an options struct's version field: NULL is fine (defaults). */
+#define ASBI_CHECK_VERSION(opts, max, name)                                    \
+  do {                                                                         \
+    if ((opts) && ((opts)->version == 0 || (opts)->version > (max)))           \
+      return asbi_err(ASB_EVERSION, "%s: unsupported options version %u",     \
+                      name, (opts)->version);                                  \
+  } while (0)
+
+/* ---- global (global.c) --------------------------------------------------- */
+/* Initialise once for the process (idempotent, thread-safe). */
+int asbi_global_ensure(void);
+
+/* ---- cancellation (cancel.c) --------------------------------------------- */
+struct asbi_waker; /* something a cancel request must wake (a curl multi) */
+typedef void (*asbi_wake_fn)(void *target);
+/* Register a wake target; returns 0, or ASB_ECANCELED if already requested.
+ * Every register needs an unregister. cancel may be NULL (no-op). */
+int asbi_cancel_register(asb_cancel *cancel, asbi_wake_fn fn, void *target);
+void asbi_cancel_unregister(asb_cancel *cancel, void *target);
+int asbi_cancel_requested(const asb_cancel *cancel);
+
+/* ---- client (client.c) ---------------------------------------------------- */
+struct asbi_http;
+struct asb_client {
+  atomic_int refs;
+  char *api_key;
+  char *api_url;
+  char *domain;
+  char *sandbox_url;
+  char *user_agent;
+  char **headers; /* extra "Name: value", NULL-ended */
+  long request_timeout_ms; /* <0 none */
+  int debug;
+  int max_retries;
+  struct asbi_http *http;
+};
+void asbi_client_ref(asb_client *c);
+void asbi_client_unref(asb_client *c);
+/* Effective timeout of a call: explicit (>0), none (<0), or the client's. */
+long asbi_client_timeout(const asb_client *c, long call_timeout_ms);
+
+#endif

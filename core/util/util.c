@@ -1,0 +1,181 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "util.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+
+char *asbi_strdup(const char *s) { return s ? strdup(s) : NULL; }
+
+char *asbi_strndup(const char *s, size_t n) {
+  char *p = malloc(n + 1);
+  if (!p) return NULL;
+  if (n) memcpy(p, s, n);
+  p[n] = '\0';
+  return p;
+}
+
+static int lower(int c) { return (c >= 'A' && c <= 'Z') ? c + 32 : c; }
+
+int asbi_strcaseeq(const char *a, const char *b) {
+  if (!a || !b) return a == b;
+  while (*a && *b) {
+    if (lower((unsigned char)*a) != lower((unsigned char)*b)) return 0;
+    a++;
+    b++;
+  }
+  return *a == *b;
+}
+
+int asbi_startswith(const char *s, const char *prefix) {
+  return strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
+int asbi_empty(const char *s) { return !s || !*s; }
+
+const char *asbi_getenv(const char *name) {
+  const char *v = getenv(name);
+  return (v && *v) ? v : NULL;
+}
+
+int asbi_parse_bool(const char *s, int dflt) {
+  if (!s) return dflt;
+  static const char *t[] = {"1", "true", "yes", "on"};
+  static const char *f[] = {"0", "false", "no", "off"};
+  for (size_t i = 0; i < 4; i++) {
+    if (asbi_strcaseeq(s, t[i])) return 1;
+    if (asbi_strcaseeq(s, f[i])) return 0;
+  }
+  return dflt;
+}
+
+int asbi_parse_i64(const char *s, size_t n, int64_t *out) {
+  size_t i = 0;
+  int neg = 0;
+  if (n == 0) return -1;
+  if (s[0] == '-' || s[0] == '+') {
+    neg = s[0] == '-';
+    i = 1;
+    if (n == 1) return -1;
+  }
+  uint64_t v = 0;
+  uint64_t limit = neg ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX;
+  for (; i < n; i++) {
+    if (s[i] < '0' || s[i] > '9') return -1;
+    unsigned d = (unsigned)(s[i] - '0');
+    if (v > (limit - d) / 10) return -1;
+    v = v * 10 + d;
+  }
+  if (neg)
+    *out = v == (uint64_t)INT64_MAX + 1 ? INT64_MIN : -(int64_t)v;
+  else
+    *out = (int64_t)v;
+  return 0;
+}
+
+int asbi_utf8_valid(const char *str, size_t n) {
+  const unsigned char *s = (const unsigned char *)str;
+  size_t i = 0;
+  while (i < n) {
+    unsigned c = s[i];
+    if (c < 0x80) {
+      i++;
+      continue;
+    }
+    size_t k;
+    uint32_t cp, min;
+    if ((c & 0xE0) == 0xC0) {
+      k = 1;
+      cp = c & 0x1F;
+      min = 0x80;
+    } else if ((c & 0xF0) == 0xE0) {
+      k = 2;
+      cp = c & 0x0F;
+      min = 0x800;
+    } else if ((c & 0xF8) == 0xF0) {
+      k = 3;
+      cp = c & 0x07;
+      min = 0x10000;
+    } else {
+      return 0;
+    }
+    if (n - i <= k) return 0;
+    for (size_t j = 1; j <= k; j++) {
+      if ((s[i + j] & 0xC0) != 0x80) return 0;
+      cp = (cp << 6) | (s[i + j] & 0x3F);
+    }
+    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
+    i += k + 1;
+  }
+  return 1;
+}
+
+uint64_t asbi_now_us(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+uint64_t asbi_now_ms(void) { return asbi_now_us() / 1000u; }
+
+void asbi_rfc3339(int64_t sec, long nsec, char out[40]) {
+  struct tm tm;
+  time_t t = (time_t)sec;
+  gmtime_r(&t, &tm);
+  size_t n = strftime(out, 40, "%Y-%m-%dT%H:%M:%S", &tm);
+  if (nsec > 0)
+    snprintf(out + n, 40 - n, ".%09ldZ", nsec);
+  else
+    snprintf(out + n, 40 - n, "Z");
+}
+
+void asbi_rfc3339_now(char out[40]) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  asbi_rfc3339(ts.tv_sec, ts.tv_nsec, out);
+}
+
+int asbi_random_bytes(void *out, size_t n) {
+  unsigned char *p = out;
+  while (n) {
+    ssize_t r = getrandom(p, n, 0);
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      return -1;
+    }
+    p += r;
+    n -= (size_t)r;
+  }
+  return 0;
+}
+
+int asbi_random_hex(char *out, size_t n) {
+  static const char hex[] = "0123456789abcdef";
+  unsigned char b[64];
+  size_t done = 0;
+  while (done < n) {
+    size_t chunk = n - done > sizeof b * 2 ? sizeof b * 2 : n - done;
+    if (asbi_random_bytes(b, (chunk + 1) / 2) != 0) return -1;
+    for (size_t i = 0; i < chunk; i++)
+      out[done + i] = hex[(b[i / 2] >> ((i & 1) ? 0 : 4)) & 15];
+    done += chunk;
+  }
+  out[n] = '\0';
+  return 0;
+}
+
+int asbi_random_alnum(char *out, size_t n) {
+  static const char al[] = "abcdefghijklmnopqrstuvwxyz0123456789";
+  size_t i = 0;
+  unsigned char b[64];
+  while (i < n) {
+    if (asbi_random_bytes(b, sizeof b) != 0) return -1;
+    for (size_t j = 0; j < sizeof b && i < n; j++)
+      if (b[j] < 252) out[i++] = al[b[j] % 36]; /* 252 = 7*36: unbiased */
+  }
+  out[n] = '\0';
+  return 0;
+}

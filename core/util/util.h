@@ -1,0 +1,46 @@
+/* Small shared helpers: strings, numbers, time, randomness. Internal.
+ * SPDX-License-Identifier: Apache-2.0 */
+#ifndef ASB_UTIL_UTIL_H
+#define ASB_UTIL_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define ASBI_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+#define ASBI_UNUSED(x) (void)(x)
+
+/* strdup that accepts NULL (returns NULL). */
+char *asbi_strdup(const char *s);
+char *asbi_strndup(const char *s, size_t n);
+/* ASCII case-insensitive equality of NUL-terminated strings. */
+int asbi_strcaseeq(const char *a, const char *b);
+/* 1 if s starts with prefix. */
+int asbi_startswith(const char *s, const char *prefix);
+/* 1 if s is NULL or "". */
+int asbi_empty(const char *s);
+/* getenv that treats "" as unset. */
+const char *asbi_getenv(const char *name);
+/* "1", "true", "yes", "on" (any case) → 1; "0", "false", "no", "off" → 0;
+ * anything else → dflt. */
+int asbi_parse_bool(const char *s, int dflt);
+/* Parse a whole decimal int64 (optional sign, no spaces). 0 or -1. */
+int asbi_parse_i64(const char *s, size_t n, int64_t *out);
+/* 1 if the n bytes are valid UTF-8 (no overlongs, no surrogates). */
+int asbi_utf8_valid(const char *s, size_t n);
+
+/* Monotonic clock. */
+uint64_t asbi_now_us(void);
+uint64_t asbi_now_ms(void);
+/* Wall clock as RFC 3339 with nanoseconds, UTC ("2026-01-02T03:04:05.123456789Z").
+ * out needs 40 bytes. */
+void asbi_rfc3339_now(char out[40]);
+void asbi_rfc3339(int64_t sec, long nsec, char out[40]);
+
+/* Cryptographically random bytes (getrandom). 0 or -1. */
+int asbi_random_bytes(void *out, size_t n);
+/* n random lowercase hex characters + NUL into out (size n+1). 0 or -1. */
+int asbi_random_hex(char *out, size_t n);
+/* n random characters from [a-z0-9] + NUL. 0 or -1. */
+int asbi_random_alnum(char *out, size_t n);
+
+#endif

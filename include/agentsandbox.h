@@ -1,0 +1,20 @@
+/*
+ * agent-sandbox — umbrella header of libagentsandbox.
+ *
+ * Copyright 2026 The agent-sandbox authors. SPDX-License-Identifier: Apache-2.0
+ *
+ * Include this one header; it pulls in every public header. All public
+ * headers are C89-clean and usable from C++. See docs/abi.md for the
+ * conventions (ownership, errors, threading, callbacks, versioned options).
+ */
+#ifndef AGENTSANDBOX_H
+#define AGENTSANDBOX_H
+
+#include "agentsandbox/common.h"
+#include "agentsandbox/version.h"
+#include "agentsandbox/errors.h"
+#include "agentsandbox/global.h"
+#include "agentsandbox/cancel.h"
+#include "agentsandbox/client.h"
+
+#endif /* AGENTSANDBOX_H */

@@ -1,0 +1,76 @@
+/* A minimal test harness: each test file defines TEST(name) functions and a
+ * main() that lists them with RUN(name). Failures print file:line and the
+ * expression, and the binary exits non-zero. SPDX-License-Identifier: Apache-2.0 */
+#ifndef ASB_TESTING_H
+#define ASB_TESTING_H
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int asbt_failures;
+static int asbt_current_failed;
+
+#define TEST(name) static void test_##name(void)
+
+#define RUN(name)                                                   \
+  do {                                                              \
+    asbt_current_failed = 0;                                        \
+    test_##name();                                                  \
+    printf("%s %s\n", asbt_current_failed ? "FAIL" : "ok  ", #name); \
+    fflush(stdout);                                                 \
+  } while (0)
+
+#define TEST_MAIN_END()                                          \
+  do {                                                           \
+    if (asbt_failures) printf("%d check(s) failed\n", asbt_failures); \
+    return asbt_failures ? 1 : 0;                                \
+  } while (0)
+
+#define ASBT_FAIL(...)                                    \
+  do {                                                    \
+    fprintf(stderr, "%s:%d: ", __FILE__, __LINE__);       \
+    fprintf(stderr, __VA_ARGS__);                         \
+    fputc('\n', stderr);                                  \
+    asbt_failures++;                                      \
+    asbt_current_failed = 1;                              \
+  } while (0)
+
+#define CHECK(cond) \
+  do {              \
+    if (!(cond)) ASBT_FAIL("check failed: %s", #cond); \
+  } while (0)
+
+/* Like CHECK but returns from the test function on failure. */
+#define REQUIRE(cond)                                       \
+  do {                                                      \
+    if (!(cond)) {                                          \
+      ASBT_FAIL("requirement failed: %s", #cond);           \
+      return;                                               \
+    }                                                       \
+  } while (0)
+
+#define CHECK_INT(a, b)                                                     \
+  do {                                                                      \
+    long long asbt_a = (long long)(a), asbt_b = (long long)(b);             \
+    if (asbt_a != asbt_b)                                                   \
+      ASBT_FAIL("%s == %s: %lld != %lld", #a, #b, asbt_a, asbt_b);          \
+  } while (0)
+
+#define CHECK_STR(a, b)                                                       \
+  do {                                                                        \
+    const char *asbt_a = (a), *asbt_b = (b);                                  \
+    if (!asbt_a || !asbt_b || strcmp(asbt_a, asbt_b) != 0)                    \
+      ASBT_FAIL("%s == %s: \"%s\" != \"%s\"", #a, #b,                         \
+                asbt_a ? asbt_a : "(null)", asbt_b ? asbt_b : "(null)");      \
+  } while (0)
+
+#define CHECK_MEM(a, alen, b, blen)                                        \
+  do {                                                                     \
+    size_t asbt_al = (alen), asbt_bl = (blen);                             \
+    if (asbt_al != asbt_bl || memcmp((a), (b), asbt_al) != 0)              \
+      ASBT_FAIL("%s (%zu bytes) != %s (%zu bytes)", #a, asbt_al, #b, asbt_bl); \
+  } while (0)
+
+#endif
