@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages the build and the tests need. Idempotent:
+# does nothing when everything is present. Needs root (or sudo).
+# SPDX-License-Identifier: Apache-2.0
+set -euo pipefail
+
+PACKAGES=(
+  # build
+  build-essential cmake ninja-build pkg-config git
+  libcurl4-openssl-dev libcjson-dev libssl-dev zlib1g-dev
+  libmicrohttpd-dev libseccomp-dev libzmq3-dev
+  # checks
+  abigail-tools clang libclang-rt-14-dev valgrind python3
+  # sandbox templates and baselines
+  busybox-static bubblewrap runc iproute2 e2fsprogs util-linux procps
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
+    missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+SUDO=""
+[ "$(id -u)" -ne 0 ] && SUDO="sudo"
+export DEBIAN_FRONTEND=noninteractive
+echo "deps: installing ${missing[*]}"
+if ! $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"; then
+  $SUDO apt-get update -q
+  $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi

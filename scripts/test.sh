@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# The whole test suite on a fresh Debian 12 machine: installs what it needs,
+# builds the normal and the sanitizer (ASan+UBSan) trees, runs every test in
+# both, and the ABI check against abi/. Run as root (the engine tests need it).
+# SPDX-License-Identifier: Apache-2.0
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+JOBS=$(nproc)
+
+scripts/deps.sh
+
+step() { printf '\n==== %s ====\n' "$*"; }
+
+step "build (RelWithDebInfo)"
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
+cmake --build build -j "$JOBS"
+
+step "build (ASan + UBSan)"
+cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DASB_SANITIZE=ON
+cmake --build build-asan -j "$JOBS"
+
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1
+export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+
+step "tests (normal build)"
+(cd build && ctest --output-on-failure -j "$JOBS" --timeout 600)
+
+step "tests (sanitizer build)"
+(cd build-asan && ctest --output-on-failure -j "$JOBS" --timeout 900 -E '^abi\.abidiff$')
+
+step "ABI: abidiff against abi/"
+cmake --build build --target abi-check
+
+echo
+echo "all tests passed"
