@@ -216,28 +216,35 @@ int asbi_http_parse_retry_after(const char *v) {
 
 /* ---- one transfer attempt ----------------------------------------------- */
 
+#define STREAM_PAUSE_AT (1u << 20) /* pause the transfer past 1 MiB unread */
+
 typedef struct xfer {
   const asbi_http_req *req;
   asbi_http_resp *resp;
+  CURL *easy;
   int may_retry_status; /* a 429/502/503 may still be retried */
   int began;            /* status known, body mode decided */
   int retry_status;     /* this response is a retryable status */
-  int streaming;        /* body goes to on_data */
-  int delivered;        /* user callbacks saw something: no more retries */
+  int streaming;        /* body goes to on_data / the pull buffer */
+  int pull;             /* stream mode: body goes to `pending` */
+  int paused;
+  int delivered;        /* user saw something: no more retries */
   int cb_rc;            /* a callback's abort code */
   int too_big;
   int read_err;
   size_t body_off;
+  uint64_t last_rx_ms; /* last body bytes (stream idle detection) */
+  asbi_buf pending;    /* stream mode: received, not yet handed out */
   char errbuf[CURL_ERROR_SIZE];
 } xfer;
 
 static int is_retry_status(long st) { return st == 429 || st == 502 || st == 503; }
 
-static int begin_body(xfer *x, CURL *easy) {
+static int begin_body(xfer *x) {
   if (x->began) return 0;
   x->began = 1;
   long st = 0;
-  curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &st);
+  curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &st);
   x->resp->status = st;
   if (x->may_retry_status && is_retry_status(st)) {
     x->retry_status = 1;
@@ -251,7 +258,7 @@ static int begin_body(xfer *x, CURL *easy) {
       return -1;
     }
   }
-  x->streaming = x->req->on_data && st < 400;
+  x->streaming = (x->pull || x->req->on_data) && st < 400;
   x->resp->body_streamed = x->streaming;
   return 0;
 }
@@ -259,6 +266,18 @@ static int begin_body(xfer *x, CURL *easy) {
 static size_t on_write(char *p, size_t sz, size_t nm, void *ud) {
   xfer *x = ud;
   size_t n = sz * nm;
+  x->last_rx_ms = asbi_now_ms();
+  if (x->streaming && x->pull) {
+    if (x->pending.len >= STREAM_PAUSE_AT) {
+      x->paused = 1;
+      return CURL_WRITEFUNC_PAUSE; /* curl keeps the data for later */
+    }
+    if (asbi_buf_append(&x->pending, p, n) != 0) {
+      x->cb_rc = asbi_oom();
+      return 0;
+    }
+    return n;
+  }
   if (x->streaming) {
     int rc = x->req->on_data(x->req->ud, p, n);
     if (rc) {
@@ -274,26 +293,18 @@ static size_t on_write(char *p, size_t sz, size_t nm, void *ud) {
   return n;
 }
 
-typedef struct xfer_ctx {
-  xfer *x;
-  CURL *easy;
-} xfer_ctx;
-
 static size_t on_header(char *p, size_t sz, size_t nm, void *ud) {
-  xfer_ctx *c = ud;
-  xfer *x = c->x;
+  xfer *x = ud;
   size_t n = sz * nm;
   if (n >= 5 && memcmp(p, "HTTP/", 5) == 0) {
     /* A new header block (after 1xx or a redirect) replaces the last. */
-    size_t max = x->resp->body.max;
-    asbi_http_resp_free(x->resp);
-    asbi_buf_init(&x->resp->body, max);
+    resp_reset(x->resp);
     return n;
   }
   if (n <= 2) { /* blank line: end of this block */
     long st = 0;
-    curl_easy_getinfo(c->easy, CURLINFO_RESPONSE_CODE, &st);
-    if (st >= 200 && begin_body(x, c->easy) != 0) return 0;
+    curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &st);
+    if (st >= 200 && begin_body(x) != 0) return 0;
     return n;
   }
   const char *colon = memchr(p, ':', n);
@@ -374,6 +385,22 @@ static struct curl_slist *add_headers(struct curl_slist *l,
   return l;
 }
 
+static struct curl_slist *build_headers(const asbi_http_req *req) {
+  int ok = 1;
+  struct curl_slist *hl = NULL;
+  hl = add_headers(hl, req->headers, &ok);
+  hl = add_headers(hl, req->headers2, &ok);
+  const char *fixed[] = {"Expect:", NULL, NULL};
+  if (req->read && !req->body && req->body_size < 0)
+    fixed[1] = "Transfer-Encoding: chunked";
+  hl = add_headers(hl, fixed, &ok);
+  if (!ok) {
+    curl_slist_free_all(hl);
+    return NULL;
+  }
+  return hl;
+}
+
 static long remaining_ms(uint64_t deadline_ms) {
   if (!deadline_ms) return 0;
   uint64_t now = asbi_now_ms();
@@ -399,8 +426,8 @@ static long backoff_ms(int attempt) {
   return ms * 3 / 4 + (ms / 2) * r / 255; /* ±25 % jitter */
 }
 
-static int setup_easy(CURL *e, const asbi_http_req *req, xfer *x, xfer_ctx *c,
-                      struct curl_slist *hl, asbi_http *h, long timeout_ms) {
+static void setup_easy(CURL *e, const asbi_http_req *req, xfer *x,
+                       struct curl_slist *hl, asbi_http *h, long timeout_ms) {
   curl_easy_reset(e);
   curl_easy_setopt(e, CURLOPT_URL, req->url);
   curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
@@ -415,7 +442,7 @@ static int setup_easy(CURL *e, const asbi_http_req *req, xfer *x, xfer_ctx *c,
   curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_write);
   curl_easy_setopt(e, CURLOPT_WRITEDATA, x);
   curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
-  curl_easy_setopt(e, CURLOPT_HEADERDATA, c);
+  curl_easy_setopt(e, CURLOPT_HEADERDATA, x);
   curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS,
                    req->connect_timeout_ms > 0 ? req->connect_timeout_ms
                                                : DEFAULT_CONNECT_TIMEOUT_MS);
@@ -446,175 +473,338 @@ static int setup_easy(CURL *e, const asbi_http_req *req, xfer *x, xfer_ctx *c,
       curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE, 0L);
     }
   }
-  return 0;
+}
+
+/* What to drive a transfer until. */
+typedef enum { UNTIL_DONE, UNTIL_BEGAN, UNTIL_DATA } until_t;
+
+typedef struct driver {
+  asbi_http *h;
+  slot *s;
+  const asbi_http_req *req;
+  xfer x;
+  int active;  /* easy handle added to the multi */
+  int done;    /* transfer finished */
+  CURLcode result;
+  uint64_t deadline;     /* overall (whole call / stream opening); 0 = none */
+  long idle_timeout_ms;  /* stream: max silence while not paused; 0 = none */
+} driver;
+
+static void driver_finish_attempt(driver *d) {
+  if (!d->active) return;
+  long nconn = 0;
+  curl_easy_getinfo(d->s->easy, CURLINFO_NUM_CONNECTS, &nconn);
+  if (nconn > 0) atomic_fetch_add(&d->h->connections, (uint64_t)nconn);
+  curl_multi_remove_handle(d->s->multi, d->s->easy);
+  d->active = 0;
+}
+
+/* Drive the transfer until the condition holds or it finishes. Returns 0,
+ * ASB_ECANCELED or ASB_ETIMEOUT (the transfer is left as it is). */
+static int drive(driver *d, until_t until) {
+  xfer *x = &d->x;
+  for (;;) {
+    if (!d->done) {
+      int running = 0;
+      CURLMcode mc = curl_multi_perform(d->s->multi, &running);
+      if (mc != CURLM_OK) {
+        d->result = CURLE_FAILED_INIT;
+        snprintf(x->errbuf, sizeof x->errbuf, "%s", curl_multi_strerror(mc));
+        d->done = 1;
+      }
+      int q;
+      CURLMsg *msg;
+      while ((msg = curl_multi_info_read(d->s->multi, &q)))
+        if (msg->msg == CURLMSG_DONE) {
+          d->result = msg->data.result;
+          d->done = 1;
+        }
+    }
+    if (d->done) return 0;
+    if (until == UNTIL_BEGAN && x->began && !x->retry_status) return 0;
+    if (until == UNTIL_DATA && x->pending.len > 0) return 0;
+    if (asbi_cancel_requested(d->req->cancel)) return ASB_ECANCELED;
+    long wait = 1000;
+    if (d->deadline) {
+      long left = remaining_ms(d->deadline);
+      if (left < 0) return ASB_ETIMEOUT;
+      if (left < wait) wait = left + 1;
+    }
+    if (d->idle_timeout_ms > 0 && !x->paused) {
+      uint64_t idle = asbi_now_ms() - x->last_rx_ms;
+      if (idle >= (uint64_t)d->idle_timeout_ms) return ASB_ETIMEOUT;
+      if ((long)((uint64_t)d->idle_timeout_ms - idle) < wait)
+        wait = (long)((uint64_t)d->idle_timeout_ms - idle) + 1;
+    }
+    curl_multi_poll(d->s->multi, NULL, 0, (int)wait, NULL);
+  }
+}
+
+/* Outcome of a finished (or abandoned) attempt. */
+enum { ATTEMPT_OK, ATTEMPT_RETRY, ATTEMPT_FAIL };
+
+/* Decide what a finished attempt means; on RETRY the back-off sleep was
+ * already taken. *rc holds the error for FAIL. */
+static int judge(driver *d, int attempt, int max_retries, int *rc) {
+  xfer *x = &d->x;
+  const asbi_http_req *req = d->req;
+  const char *m = req->method ? req->method : "GET";
+  if (x->cb_rc) {
+    *rc = x->cb_rc < 0 ? x->cb_rc : ASB_EUSER;
+    if (asb_error_last()->code != *rc)
+      asbi_err(*rc, "%s %s: aborted by callback", m, req->url);
+    return ATTEMPT_FAIL;
+  }
+  if (x->too_big) {
+    *rc = asbi_err(ASB_EPROTOCOL, "%s %s: response body exceeds %zu bytes", m,
+                   req->url, x->resp->body.max);
+    return ATTEMPT_FAIL;
+  }
+  if (x->read_err) {
+    if (asb_error_last()->code == ASB_OK)
+      asbi_err(ASB_EUSER, "%s %s: request body source failed", m, req->url);
+    *rc = asb_error_last()->code;
+    return ATTEMPT_FAIL;
+  }
+  long wait = -1;
+  if (d->result == CURLE_OK) {
+    if (!x->began && begin_body(x) != 0) {
+      *rc = x->cb_rc < 0 ? x->cb_rc : ASB_EUSER;
+      return ATTEMPT_FAIL;
+    }
+    if (!x->retry_status) return ATTEMPT_OK;
+    int ra = asbi_http_parse_retry_after(
+        asbi_http_resp_header(x->resp, "retry-after"));
+    if (ra <= RETRY_AFTER_MAX_S) wait = ra >= 0 ? ra * 1000L : backoff_ms(attempt);
+  } else if (d->result == CURLE_OPERATION_TIMEDOUT) {
+    *rc = asbi_err(ASB_ETIMEOUT, "%s %s: timed out: %s", m, req->url,
+                   x->errbuf[0] ? x->errbuf : curl_easy_strerror(d->result));
+    return ATTEMPT_FAIL;
+  } else if (is_conn_error(d->result) && !x->delivered &&
+             attempt < max_retries) {
+    wait = backoff_ms(attempt);
+  }
+  if (wait >= 0 && (!d->deadline || remaining_ms(d->deadline) > wait)) {
+    atomic_fetch_add(&d->h->retries, 1);
+    if (cancellable_sleep(d->s, req->cancel, wait)) {
+      *rc = asbi_err(ASB_ECANCELED, "%s %s: cancelled", m, req->url);
+      return ATTEMPT_FAIL;
+    }
+    return ATTEMPT_RETRY;
+  }
+  if (d->result == CURLE_OK) {
+    /* A retryable status we are not retrying: it is the final response. */
+    x->retry_status = 0;
+    if (req->on_headers && (*rc = req->on_headers(req->ud, x->resp)) != 0) {
+      *rc = *rc < 0 ? *rc : ASB_EUSER;
+      return ATTEMPT_FAIL;
+    }
+    return ATTEMPT_OK;
+  }
+  *rc = asbi_err(ASB_ECONNECTION, "%s %s: %s", m, req->url,
+                 x->errbuf[0] ? x->errbuf : curl_easy_strerror(d->result));
+  return ATTEMPT_FAIL;
+}
+
+static int driver_begin(driver *d, asbi_http *h, const asbi_http_req *req) {
+  memset(d, 0, sizeof *d);
+  d->h = h;
+  d->req = req;
+  d->s = slot_get(h);
+  if (!d->s) return asbi_oom();
+  int rc = asbi_cancel_register(req->cancel, wake_multi, d->s->multi);
+  if (rc) {
+    slot_put(h, d->s);
+    return rc;
+  }
+  d->deadline = req->timeout_ms > 0 ? asbi_now_ms() + (uint64_t)req->timeout_ms
+                                    : 0;
+  return ASB_OK;
+}
+
+static void driver_end(driver *d, struct curl_slist *hl) {
+  driver_finish_attempt(d);
+  asbi_cancel_unregister(d->req->cancel, d->s->multi);
+  /* The easy handle still points at the header list: detach before free. */
+  curl_easy_setopt(d->s->easy, CURLOPT_HTTPHEADER, NULL);
+  curl_slist_free_all(hl);
+  asbi_buf_free(&d->x.pending);
+  slot_put(d->h, d->s);
+}
+
+/* Runs attempts until the response is final (whole call: finished; stream:
+ * headers of a non-retried response arrived). */
+static int run_attempts(driver *d, asbi_http_resp *resp, struct curl_slist *hl,
+                        int pull) {
+  const asbi_http_req *req = d->req;
+  const char *m = req->method ? req->method : "GET";
+  int rewindable = !req->read || req->body || req->rewind;
+  int max_retries =
+      (req->idempotent && rewindable && req->max_retries > 0) ? req->max_retries
+                                                              : 0;
+  for (int attempt = 0;; attempt++) {
+    xfer *x = &d->x;
+    asbi_buf_free(&x->pending);
+    memset(x, 0, sizeof *x);
+    x->req = req;
+    x->resp = resp;
+    x->easy = d->s->easy;
+    x->pull = pull;
+    x->may_retry_status = attempt < max_retries;
+    x->last_rx_ms = asbi_now_ms();
+    d->done = 0;
+    d->result = CURLE_OK;
+    resp_reset(resp);
+    long left = remaining_ms(d->deadline);
+    if (left < 0)
+      return asbi_err(ASB_ETIMEOUT, "%s %s: timed out after %ld ms", m,
+                      req->url, req->timeout_ms);
+    if (attempt > 0 && !req->body && req->read && req->rewind &&
+        req->rewind(req->ud) != 0)
+      return asbi_err(ASB_ECONNECTION, "%s %s: request body cannot be replayed",
+                      m, req->url);
+    /* Streams enforce their opening deadline themselves, since curl's
+     * timeout would also cut the open-ended body. */
+    setup_easy(d->s->easy, req, x, hl, d->h, pull ? 0 : left);
+    atomic_fetch_add(&d->h->requests, 1);
+    curl_multi_add_handle(d->s->multi, d->s->easy);
+    d->active = 1;
+    int rc = drive(d, pull ? UNTIL_BEGAN : UNTIL_DONE);
+    if (rc == ASB_ECANCELED)
+      return asbi_err(ASB_ECANCELED, "%s %s: cancelled", m, req->url);
+    if (rc == ASB_ETIMEOUT)
+      return asbi_err(ASB_ETIMEOUT, "%s %s: timed out after %ld ms", m,
+                      req->url, req->timeout_ms);
+    if (pull && !d->done) {
+      if (d->x.resp->status < 400) return ASB_OK; /* the stream is open */
+      /* Error replies are small: read them whole now. */
+      rc = drive(d, UNTIL_DONE);
+      if (rc) return asbi_err(rc, "%s %s: %s", m, req->url, asb_strerror(rc));
+    }
+    driver_finish_attempt(d);
+    int verdict = judge(d, attempt, max_retries, &rc);
+    if (verdict == ATTEMPT_OK) return ASB_OK;
+    if (verdict == ATTEMPT_FAIL) return rc;
+  }
 }
 
 int asbi_http_do(asbi_http *h, const asbi_http_req *req, asbi_http_resp *resp) {
   asbi_buf_init(&resp->body, req->max_body ? req->max_body : DEFAULT_MAX_BODY);
-  slot *s = slot_get(h);
-  if (!s) return asbi_oom();
-  int ok = 1;
-  struct curl_slist *hl = NULL;
-  hl = add_headers(hl, req->headers, &ok);
-  hl = add_headers(hl, req->headers2, &ok);
-  const char *fixed[] = {"Expect:", NULL, NULL};
-  if (req->read && !req->body && req->body_size < 0)
-    fixed[1] = "Transfer-Encoding: chunked";
-  hl = add_headers(hl, fixed, &ok);
-  if (!ok) {
-    curl_slist_free_all(hl);
-    slot_put(h, s);
-    return asbi_oom();
-  }
-  int rc = asbi_cancel_register(req->cancel, wake_multi, s->multi);
+  struct curl_slist *hl = build_headers(req);
+  if (!hl) return asbi_oom();
+  driver d;
+  int rc = driver_begin(&d, h, req);
   if (rc) {
     curl_slist_free_all(hl);
-    slot_put(h, s);
     return rc;
   }
-
-  uint64_t deadline = req->timeout_ms > 0
-                          ? asbi_now_ms() + (uint64_t)req->timeout_ms
-                          : 0;
-  int rewindable = !req->read || req->body || req->rewind;
-  int max_retries = (req->idempotent && rewindable && req->max_retries > 0)
-                        ? req->max_retries
-                        : 0;
-  const char *m = req->method ? req->method : "GET";
-
-  for (int attempt = 0;; attempt++) {
-    xfer x;
-    memset(&x, 0, sizeof x);
-    x.req = req;
-    x.resp = resp;
-    x.may_retry_status = attempt < max_retries;
-    xfer_ctx c = {&x, s->easy};
-    resp_reset(resp);
-    long left = remaining_ms(deadline);
-    if (left < 0) {
-      rc = asbi_err(ASB_ETIMEOUT, "%s %s: timed out after %ld ms", m, req->url,
-                    req->timeout_ms);
-      break;
-    }
-    if (attempt > 0 && !req->body && req->read && req->rewind &&
-        req->rewind(req->ud) != 0) {
-      rc = asbi_err(ASB_ECONNECTION, "%s %s: request body cannot be replayed",
-                    m, req->url);
-      break;
-    }
-    setup_easy(s->easy, req, &x, &c, hl, h, left);
-    atomic_fetch_add(&h->requests, 1);
-    curl_multi_add_handle(s->multi, s->easy);
-    CURLcode result = CURLE_OK;
-    int done = 0, cancelled = 0;
-    while (!done) {
-      int running = 0;
-      CURLMcode mc = curl_multi_perform(s->multi, &running);
-      if (mc != CURLM_OK) {
-        result = CURLE_FAILED_INIT;
-        snprintf(x.errbuf, sizeof x.errbuf, "%s", curl_multi_strerror(mc));
-        break;
-      }
-      int q;
-      CURLMsg *msg;
-      while ((msg = curl_multi_info_read(s->multi, &q)))
-        if (msg->msg == CURLMSG_DONE) {
-          result = msg->data.result;
-          done = 1;
-        }
-      if (done) break;
-      if (asbi_cancel_requested(req->cancel)) {
-        cancelled = 1;
-        break;
-      }
-      curl_multi_poll(s->multi, NULL, 0, 1000, NULL);
-      if (asbi_cancel_requested(req->cancel)) {
-        cancelled = 1;
-        break;
-      }
-    }
-    long nconn = 0;
-    curl_easy_getinfo(s->easy, CURLINFO_NUM_CONNECTS, &nconn);
-    if (nconn > 0) atomic_fetch_add(&h->connections, (uint64_t)nconn);
-    curl_multi_remove_handle(s->multi, s->easy);
-
-    if (cancelled) {
-      rc = asbi_err(ASB_ECANCELED, "%s %s: cancelled", m, req->url);
-      break;
-    }
-    if (x.cb_rc) {
-      rc = x.cb_rc < 0 ? x.cb_rc : ASB_EUSER;
-      /* The callback may have recorded a precise error; keep it if so. */
-      if (asb_error_last()->code != rc)
-        asbi_err(rc, "%s %s: aborted by callback", m, req->url);
-      break;
-    }
-    if (x.too_big) {
-      rc = asbi_err(ASB_EPROTOCOL, "%s %s: response body exceeds %zu bytes", m,
-                    req->url, resp->body.max);
-      break;
-    }
-    if (x.read_err) {
-      if (asb_error_last()->code == ASB_OK)
-        asbi_err(ASB_EUSER, "%s %s: request body source failed", m, req->url);
-      rc = asb_error_last()->code;
-      break;
-    }
-    if (result == CURLE_OK) {
-      if (!x.began && begin_body(&x, s->easy) != 0) {
-        rc = x.cb_rc < 0 ? x.cb_rc : ASB_EUSER;
-        break;
-      }
-      if (x.retry_status) {
-        int ra = asbi_http_parse_retry_after(
-            asbi_http_resp_header(resp, "retry-after"));
-        if (ra <= RETRY_AFTER_MAX_S) {
-          long wait = ra >= 0 ? ra * 1000L : backoff_ms(attempt);
-          long l2 = remaining_ms(deadline);
-          if (!deadline || l2 > wait) {
-            atomic_fetch_add(&h->retries, 1);
-            if (cancellable_sleep(s, req->cancel, wait)) {
-              rc = asbi_err(ASB_ECANCELED, "%s %s: cancelled", m, req->url);
-              break;
-            }
-            continue;
-          }
-        }
-        /* Not retrying after all: hand the response over as final. */
-        x.retry_status = 0;
-        if (req->on_headers && (rc = req->on_headers(req->ud, resp)) != 0) {
-          rc = rc < 0 ? rc : ASB_EUSER;
-          break;
-        }
-      }
-      rc = ASB_OK;
-      break;
-    }
-    if (result == CURLE_OPERATION_TIMEDOUT) {
-      rc = asbi_err(ASB_ETIMEOUT, "%s %s: timed out: %s", m, req->url,
-                    x.errbuf[0] ? x.errbuf : curl_easy_strerror(result));
-      break;
-    }
-    if (is_conn_error(result) && !x.delivered && attempt < max_retries) {
-      long wait = backoff_ms(attempt);
-      long l2 = remaining_ms(deadline);
-      if (!deadline || l2 > wait) {
-        atomic_fetch_add(&h->retries, 1);
-        if (cancellable_sleep(s, req->cancel, wait)) {
-          rc = asbi_err(ASB_ECANCELED, "%s %s: cancelled", m, req->url);
-          break;
-        }
-        continue;
-      }
-    }
-    rc = asbi_err(ASB_ECONNECTION, "%s %s: %s", m, req->url,
-                  x.errbuf[0] ? x.errbuf : curl_easy_strerror(result));
-    break;
-  }
-  asbi_cancel_unregister(req->cancel, s->multi);
-  /* The easy handle still points at our header list: detach before free. */
-  curl_easy_setopt(s->easy, CURLOPT_HTTPHEADER, NULL);
-  curl_slist_free_all(hl);
-  slot_put(h, s);
+  rc = run_attempts(&d, resp, hl, 0);
+  driver_end(&d, hl);
   return rc;
+}
+
+/* ---- pull streams ------------------------------------------------------- */
+
+struct asbi_http_stream {
+  driver d;
+  asbi_http_req req; /* private copy: the caller's may go away */
+  char *url;
+  void *body;
+  struct curl_slist *hl;
+  asbi_http_resp *resp;
+  asbi_buf handed; /* the chunk returned by the last read */
+  int eof;
+};
+
+int asbi_http_stream_open(asbi_http *h, const asbi_http_req *req,
+                          asbi_http_resp *resp, asbi_http_stream **out) {
+  asbi_buf_init(&resp->body, req->max_body ? req->max_body : DEFAULT_MAX_BODY);
+  if (req->on_data || req->read)
+    return asbi_err(ASB_EINVAL, "streams take a memory body and no on_data");
+  asbi_http_stream *st = calloc(1, sizeof *st);
+  if (!st) return asbi_oom();
+  st->req = *req;
+  st->url = asbi_strdup(req->url);
+  if (req->body_len) st->body = malloc(req->body_len);
+  if (!st->url || (req->body_len && !st->body)) {
+    free(st->url);
+    free(st->body);
+    free(st);
+    return asbi_oom();
+  }
+  if (req->body_len) memcpy(st->body, req->body, req->body_len);
+  st->req.url = st->url;
+  st->req.body = req->body ? (st->body ? st->body : "") : NULL;
+  st->resp = resp;
+  st->hl = build_headers(req); /* copies the caller's header strings */
+  st->req.headers = st->req.headers2 = NULL;
+  int rc = st->hl ? driver_begin(&st->d, h, &st->req) : asbi_oom();
+  if (rc) {
+    curl_slist_free_all(st->hl);
+    free(st->url);
+    free(st->body);
+    free(st);
+    return rc;
+  }
+  rc = run_attempts(&st->d, resp, st->hl, 1);
+  if (rc) {
+    asbi_http_stream_close(st);
+    return rc;
+  }
+  st->d.deadline = 0; /* the request timeout covered the opening only */
+  st->d.idle_timeout_ms = req->idle_timeout_ms;
+  st->d.x.last_rx_ms = asbi_now_ms();
+  st->eof = st->d.done || resp->status >= 400;
+  *out = st;
+  return ASB_OK;
+}
+
+int asbi_http_stream_read(asbi_http_stream *st, const char **data,
+                          size_t *len) {
+  *data = NULL;
+  *len = 0;
+  asbi_buf_clear(&st->handed);
+  driver *d = &st->d;
+  xfer *x = &d->x;
+  const char *m = st->req.method ? st->req.method : "GET";
+  for (;;) {
+    if (x->pending.len > 0) {
+      asbi_buf tmp = st->handed;
+      st->handed = x->pending;
+      x->pending = tmp;
+      asbi_buf_clear(&x->pending);
+      if (x->paused && !d->done) {
+        x->paused = 0;
+        curl_easy_pause(d->s->easy, CURLPAUSE_CONT);
+      }
+      *data = st->handed.data;
+      *len = st->handed.len;
+      return ASB_OK;
+    }
+    if (st->eof) return ASB_OK;
+    if (d->done) {
+      st->eof = 1;
+      driver_finish_attempt(d);
+      if (x->cb_rc) return x->cb_rc < 0 ? x->cb_rc : ASB_EUSER;
+      if (d->result == CURLE_OK) return ASB_OK;
+      return asbi_err(ASB_ECONNECTION, "%s %s: stream broke: %s", m, st->url,
+                      x->errbuf[0] ? x->errbuf
+                                   : curl_easy_strerror(d->result));
+    }
+    int rc = drive(d, UNTIL_DATA);
+    if (rc == ASB_ECANCELED)
+      return asbi_err(ASB_ECANCELED, "%s %s: cancelled", m, st->url);
+    if (rc == ASB_ETIMEOUT)
+      return asbi_err(ASB_ETIMEOUT, "%s %s: no data for %ld ms", m, st->url,
+                      d->idle_timeout_ms);
+  }
+}
+
+void asbi_http_stream_close(asbi_http_stream *st) {
+  if (!st) return;
+  driver_end(&st->d, st->hl);
+  asbi_buf_free(&st->handed);
+  free(st->url);
+  free(st->body);
+  free(st);
 }

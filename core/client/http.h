@@ -66,6 +66,9 @@ typedef struct asbi_http_req {
   int (*on_data)(void *ud, const char *p, size_t n);
   void *ud;
   size_t max_body;
+  /* Streams only: fail with ASB_ETIMEOUT after this long without a byte
+   * while the reader is waiting (0 = never). */
+  long idle_timeout_ms;
 } asbi_http_req;
 
 struct asbi_http_resp {
@@ -90,6 +93,25 @@ int asbi_http_do(asbi_http *h, const asbi_http_req *req, asbi_http_resp *resp);
 void asbi_http_resp_free(asbi_http_resp *resp);
 /* Case-insensitive header lookup; NULL if absent. */
 const char *asbi_http_resp_header(const asbi_http_resp *resp, const char *name);
+
+/* ---- pull streams --------------------------------------------------------
+ * For long responses read at the caller's pace (process output, watch
+ * events): open returns once the final response's headers arrived (after any
+ * retries); reads then hand out body chunks as they come. A reader that stops
+ * reading pauses the transfer (back-pressure) once 1 MiB is waiting. The
+ * request's timeout_ms bounds only the opening. Error replies (status >= 400)
+ * are read whole into resp->body by open, and reads then report EOF. One
+ * thread at a time per stream. req may go away after open (it is copied);
+ * streams take a memory body only and no on_data. */
+typedef struct asbi_http_stream asbi_http_stream;
+int asbi_http_stream_open(asbi_http *h, const asbi_http_req *req,
+                          asbi_http_resp *resp, asbi_http_stream **out);
+/* Next chunk: ASB_OK with *len > 0 (valid until the next call), ASB_OK with
+ * *len == 0 at the end, or an error (ECONNECTION if the stream broke,
+ * ECANCELED, ETIMEOUT on idle). */
+int asbi_http_stream_read(asbi_http_stream *st, const char **data, size_t *len);
+/* Abort (if unfinished) and release. Accepts NULL. */
+void asbi_http_stream_close(asbi_http_stream *st);
 
 /* Parse a Retry-After value (delta-seconds or an HTTP date) into seconds
  * from now; -1 if absent or malformed. */

@@ -50,7 +50,11 @@ static ssize_t stream_cb(void *cls, uint64_t pos, char *buf, size_t max) {
   stream_state *s = cls;
   (void)pos;
   if (s->total >= 0 && s->sent >= s->total) return MHD_CONTENT_READER_END_OF_STREAM;
-  if (s->delay_ms) usleep((useconds_t)s->delay_ms * 1000);
+  if (s->delay_ms > 0) usleep((useconds_t)s->delay_ms * 1000);
+  if (s->delay_ms < 0 && s->sent > 0) { /* stall after the first chunk */
+    usleep(3000 * 1000);
+    return MHD_CONTENT_READER_END_OF_STREAM;
+  }
   size_t n = max > 65536 ? 65536 : max;
   if (s->total >= 0 && (long long)n > s->total - s->sent)
     n = (size_t)(s->total - s->sent);
@@ -111,6 +115,9 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c,
   stream_state *s = calloc(1, sizeof *s);
   if (strcmp(url, "/stream10m") == 0) {
     s->total = 10LL << 20;
+  } else if (strcmp(url, "/stall") == 0) {
+    s->total = -1;
+    s->delay_ms = -1;
   } else if (strcmp(url, "/forever") == 0) {
     s->total = -1;
     s->delay_ms = 20;
@@ -511,6 +518,113 @@ TEST(upload_source_failure) {
   asbi_http_free(h);
 }
 
+TEST(pull_stream_reads_everything_with_backpressure) {
+  asbi_http *h = pool();
+  asbi_http_req req = {.method = "GET", .url = url_of("/stream10m")};
+  asbi_http_resp resp = ASBI_HTTP_RESP_INIT;
+  asbi_http_stream *st = NULL;
+  REQUIRE(asbi_http_stream_open(h, &req, &resp, &st) == ASB_OK);
+  CHECK_INT(resp.status, 200);
+  long long total = 0;
+  size_t biggest = 0;
+  for (int i = 0;; i++) {
+    const char *p;
+    size_t n;
+    REQUIRE(asbi_http_stream_read(st, &p, &n) == ASB_OK);
+    if (n == 0) break;
+    if (n > biggest) biggest = n;
+    for (size_t k = 0; k < n; k++)
+      if (p[k] != 'x') {
+        CHECK(!"corrupt stream data");
+        break;
+      }
+    total += (long long)n;
+    if (i == 0) usleep(200 * 1000); /* a slow reader makes the transfer pause */
+  }
+  CHECK_INT(total, 10LL << 20);
+  CHECK(biggest <= (1u << 20) + 300 * 1024); /* bounded by the pause point */
+  asbi_http_stream_close(st);
+  asbi_http_resp_free(&resp);
+  asbi_http_free(h);
+}
+
+TEST(pull_stream_early_close_keeps_pool_usable) {
+  asbi_http *h = pool();
+  for (int i = 0; i < 3; i++) {
+    asbi_http_req req = {.method = "GET", .url = url_of("/forever")};
+    asbi_http_resp resp = ASBI_HTTP_RESP_INIT;
+    asbi_http_stream *st = NULL;
+    REQUIRE(asbi_http_stream_open(h, &req, &resp, &st) == ASB_OK);
+    const char *p;
+    size_t n;
+    CHECK_INT(asbi_http_stream_read(st, &p, &n), ASB_OK);
+    CHECK(n > 0);
+    asbi_http_stream_close(st);
+    asbi_http_resp_free(&resp);
+  }
+  asbi_http_req ok = {.method = "GET", .url = url_of("/ok")};
+  asbi_http_resp resp = ASBI_HTTP_RESP_INIT;
+  CHECK_INT(asbi_http_do(h, &ok, &resp), ASB_OK);
+  CHECK_STR(resp.body.data, "hello");
+  asbi_http_resp_free(&resp);
+  asbi_http_free(h);
+}
+
+TEST(pull_stream_error_reply_is_buffered) {
+  asbi_http *h = pool();
+  asbi_http_req req = {.method = "GET", .url = url_of("/notfound")};
+  asbi_http_resp resp = ASBI_HTTP_RESP_INIT;
+  asbi_http_stream *st = NULL;
+  REQUIRE(asbi_http_stream_open(h, &req, &resp, &st) == ASB_OK);
+  CHECK_INT(resp.status, 404);
+  CHECK(strstr(resp.body.data, "nope") != NULL);
+  const char *p;
+  size_t n = 99;
+  CHECK_INT(asbi_http_stream_read(st, &p, &n), ASB_OK);
+  CHECK_INT(n, 0);
+  asbi_http_stream_close(st);
+  asbi_http_resp_free(&resp);
+  asbi_http_free(h);
+}
+
+TEST(pull_stream_idle_timeout_and_cancel) {
+  asbi_http *h = pool();
+  asbi_http_req req = {.method = "GET", .url = url_of("/stall"),
+                       .idle_timeout_ms = 300};
+  asbi_http_resp resp = ASBI_HTTP_RESP_INIT;
+  asbi_http_stream *st = NULL;
+  REQUIRE(asbi_http_stream_open(h, &req, &resp, &st) == ASB_OK);
+  const char *p;
+  size_t n;
+  CHECK_INT(asbi_http_stream_read(st, &p, &n), ASB_OK);
+  CHECK(n > 0);
+  uint64_t t0 = asbi_now_ms();
+  CHECK_INT(asbi_http_stream_read(st, &p, &n), ASB_ETIMEOUT);
+  CHECK(asbi_now_ms() - t0 < 2500);
+  asbi_http_stream_close(st);
+  asbi_http_resp_free(&resp);
+
+  asb_cancel *c;
+  REQUIRE(asb_cancel_new(&c) == ASB_OK);
+  asbi_http_req req2 = {.method = "GET", .url = url_of("/forever"), .cancel = c};
+  asbi_http_resp resp2 = ASBI_HTTP_RESP_INIT;
+  REQUIRE(asbi_http_stream_open(h, &req2, &resp2, &st) == ASB_OK);
+  canceller k = {c, 200};
+  pthread_t t;
+  pthread_create(&t, NULL, cancel_later, &k);
+  int rc;
+  t0 = asbi_now_ms();
+  while ((rc = asbi_http_stream_read(st, &p, &n)) == ASB_OK && n > 0) {
+  }
+  CHECK_INT(rc, ASB_ECANCELED);
+  CHECK(asbi_now_ms() - t0 < 5000);
+  pthread_join(t, NULL);
+  asbi_http_stream_close(st);
+  asbi_http_resp_free(&resp2);
+  asb_cancel_free(c);
+  asbi_http_free(h);
+}
+
 int main(void) {
   server_start();
   RUN(keepalive_reuses_one_connection);
@@ -531,6 +645,10 @@ int main(void) {
   RUN(callback_abort_returns_its_code);
   RUN(streamed_upload_chunked_and_sized);
   RUN(upload_source_failure);
+  RUN(pull_stream_reads_everything_with_backpressure);
+  RUN(pull_stream_early_close_keeps_pool_usable);
+  RUN(pull_stream_error_reply_is_buffered);
+  RUN(pull_stream_idle_timeout_and_cancel);
   MHD_stop_daemon(d);
   asb_global_cleanup();
   TEST_MAIN_END();
