@@ -1,0 +1,159 @@
+/*
+ * agent-sandbox — commands and processes inside a sandbox.
+ *
+ * Copyright 2026 The agent-sandbox authors. SPDX-License-Identifier: Apache-2.0
+ *
+ * Commands run as `/bin/bash -l -c <cmd>` as the sandbox's default user (or
+ * the one you name), in its home directory unless you give a cwd. Three
+ * timeouts apply, each in its own field: the command's lifetime
+ * (timeout_ms, enforced inside the sandbox, which kills the command on
+ * time even when no client is connected), the request's (request_timeout_ms,
+ * bounding how long starting may take), and the sandbox's own lifetime
+ * (set at create; see sandbox.h).
+ */
+#ifndef AGENTSANDBOX_COMMANDS_H
+#define AGENTSANDBOX_COMMANDS_H
+
+#include "common.h"
+#include "cancel.h"
+#include "client.h"
+#include "sandbox.h"
+
+ASB_BEGIN_DECL
+
+/* Receives a chunk of output (not NUL-terminated; binary-safe). Return 0 to
+ * go on, non-zero to abort the call (it returns ASB_EUSER, or your negative
+ * asb_status). */
+typedef int ASB_CALLBACK(asb_data_fn)(const char *data, size_t len,
+                                      void *userdata);
+
+/* A command or pty running in a sandbox, as seen by one client. */
+typedef struct asb_process asb_process;
+/* The outcome of a finished command. */
+typedef struct asb_command_result asb_command_result;
+
+#define ASB_COMMAND_OPTIONS_VERSION 1
+
+typedef struct asb_command_options {
+  unsigned int version;       /* ASB_COMMAND_OPTIONS_VERSION */
+  const char *const *envs;    /* "KEY=VALUE" strings, NULL-ended */
+  const char *cwd;            /* NULL = the user's home (relative: under it) */
+  const char *user;           /* NULL = the sandbox's default user */
+  long timeout_ms;            /* command lifetime: 0 = 60000, negative = none */
+  long request_timeout_ms;    /* starting: 0 = client default, negative = none */
+  int stdin_enabled;          /* keep stdin open for send_stdin */
+  const char *tag;            /* optional tag to find the process by */
+  asb_data_fn on_stdout;      /* optional: output as it arrives */
+  asb_data_fn on_stderr;
+  void *userdata;             /* passed to the callbacks */
+  int discard_output;         /* don't keep output in the result */
+  asb_cancel *cancel;         /* cancels the call (not the command) */
+} asb_command_options;
+
+#define ASB_COMMAND_OPTIONS_INIT \
+  { ASB_COMMAND_OPTIONS_VERSION, NULL, NULL, NULL, 0, 0, 0, NULL, NULL, NULL, \
+    NULL, 0, NULL }
+
+ASB_API(int) asb_command_options_init(asb_command_options *opts,
+                                      unsigned int version);
+
+/* Run cmd to completion, streaming its output to the callbacks. *out is set
+ * (to be freed with asb_command_result_free) when the command ran: the call
+ * returns ASB_OK for exit code 0 and ASB_ECOMMANDEXIT otherwise. Other
+ * errors: ASB_ETIMEOUT (command killed at its timeout), ASB_EINVAL (bad cwd,
+ * bad user), ASB_ECANCELED, ASB_EUSER, transport errors. Cancelling the call
+ * does not kill the command; asb_commands_kill does. */
+ASB_API(int) asb_commands_run(asb_sandbox *sandbox, const char *cmd,
+                              const asb_command_options *opts,
+                              asb_command_result **out);
+
+/* Start cmd in the background. Returns once the command is running (its pid
+ * known). Its output is delivered to the callbacks during asb_process_wait;
+ * the command keeps running if the handle is freed or disconnected. */
+ASB_API(int) asb_commands_start(asb_sandbox *sandbox, const char *cmd,
+                                const asb_command_options *opts,
+                                asb_process **out);
+
+/* Attach to a running process by pid (its output from now on); the options'
+ * callbacks, timeout and cancel are used, the rest ignored. ASB_ENOTFOUND if
+ * no such process. */
+ASB_API(int) asb_commands_connect(asb_sandbox *sandbox, unsigned int pid,
+                                  const asb_command_options *opts,
+                                  asb_process **out);
+
+/* Kill (SIGKILL) a process and its process group. ASB_ENOTFOUND if none. */
+ASB_API(int) asb_commands_kill(asb_sandbox *sandbox, unsigned int pid,
+                               const asb_call_options *call);
+/* Send SIGTERM (ASB_SIGNAL_TERM) or SIGKILL (ASB_SIGNAL_KILL). */
+#define ASB_SIGNAL_TERM 15
+#define ASB_SIGNAL_KILL 9
+ASB_API(int) asb_commands_signal(asb_sandbox *sandbox, unsigned int pid,
+                                 int signal, const asb_call_options *call);
+/* Write to a process's stdin (it must have been started with
+ * stdin_enabled). */
+ASB_API(int) asb_commands_send_stdin(asb_sandbox *sandbox, unsigned int pid,
+                                     const void *data, size_t len,
+                                     const asb_call_options *call);
+ASB_API(int) asb_commands_close_stdin(asb_sandbox *sandbox, unsigned int pid,
+                                      const asb_call_options *call);
+
+/* ---- the running processes of a sandbox --------------------------------- */
+typedef struct asb_process_list asb_process_list;
+typedef struct asb_process_info asb_process_info;
+
+ASB_API(int) asb_commands_list(asb_sandbox *sandbox,
+                               const asb_call_options *call,
+                               asb_process_list **out);
+ASB_API(size_t) asb_process_list_count(const asb_process_list *list);
+/* Owned by the list; NULL if i is out of range. */
+ASB_API(const asb_process_info *) asb_process_list_get(
+    const asb_process_list *list, size_t i);
+ASB_API(void) asb_process_list_free(asb_process_list *list);
+
+ASB_API(unsigned int) asb_process_info_pid(const asb_process_info *info);
+ASB_API(const char *) asb_process_info_tag(const asb_process_info *info);
+ASB_API(const char *) asb_process_info_cmd(const asb_process_info *info);
+/* NULL-ended argument vector (without cmd). */
+ASB_API(const char *const *) asb_process_info_args(const asb_process_info *info);
+/* NULL-ended "KEY=VALUE" strings given at start. */
+ASB_API(const char *const *) asb_process_info_envs(const asb_process_info *info);
+ASB_API(const char *) asb_process_info_cwd(const asb_process_info *info);
+
+/* ---- process handles ---------------------------------------------------- */
+ASB_API(unsigned int) asb_process_pid(const asb_process *process);
+
+/* Wait for the process to end, delivering its output to the callbacks given
+ * when it was started or connected. *out may be NULL if you need no result.
+ * Returns like asb_commands_run. call->timeout_ms bounds this wait only: on
+ * ASB_ETIMEOUT the process runs on and you may wait again. */
+ASB_API(int) asb_process_wait(asb_process *process,
+                              const asb_call_options *call,
+                              asb_command_result **out);
+ASB_API(int) asb_process_kill(asb_process *process,
+                              const asb_call_options *call);
+ASB_API(int) asb_process_send_stdin(asb_process *process, const void *data,
+                                    size_t len, const asb_call_options *call);
+ASB_API(int) asb_process_close_stdin(asb_process *process,
+                                     const asb_call_options *call);
+/* Stop receiving output; the process keeps running (reattach with
+ * asb_commands_connect). */
+ASB_API(void) asb_process_disconnect(asb_process *process);
+/* Release the handle (disconnects first). Accepts NULL. */
+ASB_API(void) asb_process_free(asb_process *process);
+
+/* ---- results -------------------------------------------------------------- */
+/* All output the command wrote (unless discard_output), not NUL-terminated
+ * in general but always followed by a NUL for convenience. */
+ASB_API(const char *) asb_command_result_stdout(const asb_command_result *r,
+                                                size_t *len);
+ASB_API(const char *) asb_command_result_stderr(const asb_command_result *r,
+                                                size_t *len);
+ASB_API(int) asb_command_result_exit_code(const asb_command_result *r);
+/* The sandbox's description of an abnormal end (e.g. "signal: killed"),
+ * or NULL. */
+ASB_API(const char *) asb_command_result_error(const asb_command_result *r);
+ASB_API(void) asb_command_result_free(asb_command_result *r);
+
+ASB_END_DECL
+
+#endif /* AGENTSANDBOX_COMMANDS_H */
