@@ -397,10 +397,10 @@ static int parse_headers(asbi_mp_parser *p) {
     const char *line = s + i;
     i += ll + 2;
     if (ll == 0) return i == n ? 0 : -1; /* the empty line ends the block */
-    for (size_t k = 0; k < ll; k++) {
-      unsigned char c = (unsigned char)line[k];
-      if ((c < 0x20 && c != '\t') || c == 0x7F) return -1;
-    }
+    /* CR and LF only ever end a line and NUL cannot be carried by a C
+     * string; other control bytes are passed through (the writer allows
+     * them in names, so a round trip keeps them). */
+    if (memchr(line, '\0', ll) || memchr(line, '\n', ll)) return -1;
     if (line[0] == ' ' || line[0] == '\t') return -1; /* obs-fold */
     const char *colon = memchr(line, ':', ll);
     if (!colon || colon == line) return -1;

@@ -433,11 +433,19 @@ static int to_i64(const cJSON *v, int64_t *out) {
   int64_t x;
   if (cJSON_IsNumber(v)) {
     double d = v->valuedouble;
-    if (v->valuestring &&
-        asbi_parse_i64(v->valuestring, strlen(v->valuestring), &x) == 0 &&
-        (double)x == d) {
-      *out = x;
-      return 0;
+    if (v->valuestring) {
+      const char *t = v->valuestring;
+      size_t tl = strlen(t);
+      if (asbi_parse_i64(t, tl, &x) == 0) {
+        if ((double)x == d) {
+          *out = x;
+          return 0;
+        }
+      } else if (tl && tl == strspn(t, "-0123456789") &&
+                 d <= -9223372036854775808.0) {
+        /* An integer below INT64_MIN that rounds to -2^63 as a double. */
+        return -1;
+      }
     }
     /* NaN fails both comparisons. */
     if (!(d >= -9223372036854775808.0 && d < 9223372036854775808.0)) return -1;
