@@ -330,7 +330,10 @@ static int decode_ext_value(const char *v, char **out) {
     } else if (c == '\'') {
       goto bad;
     }
-    if (c == 0 || (cs == 1 && c >= 0x80)) goto bad;
+    /* NUL cannot live in a C string; CR and LF could not appear in the
+     * plain filename parameter either and must not reach anything that
+     * echoes the name into a header. */
+    if (c == 0 || c == '\r' || c == '\n' || (cs == 1 && c >= 0x80)) goto bad;
     if (cs == 2 && c >= 0x80) {
       char two[2] = {(char)(0xC0 | c >> 6), (char)(0x80 | (c & 0x3F))};
       if (asbi_buf_append(&b, two, 2) != 0) goto bad;

@@ -210,6 +210,7 @@ static cJSON *read_number(reader *r) {
   int64_t x;
   if (integral && asbi_parse_i64(text, len, &x) == 0) {
     d = (double)x;
+    if (x == 0 && text[0] == '-') d = -d; /* keep "-0" a negative zero */
   } else {
     /* strtod honours LC_NUMERIC; JSON always uses '.'. */
     char tmp[MAX_NUMBER_TEXT + 1];

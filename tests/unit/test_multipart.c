@@ -423,6 +423,8 @@ TEST(content_disposition) {
       {"form-data; name=f; filename*=UTF-8''%zz", NULL},
       {"form-data; name=f; filename*=UTF-8''%e2%82", NULL}, /* invalid UTF-8 */
       {"form-data; name=f; filename*=UTF-8''a%00b", NULL},
+      {"form-data; name=f; filename*=UTF-8''a%0d%0aX-Evil:%201", NULL},
+      {"form-data; name=f; filename*=UTF-8''a%0Ab", NULL},
       {"form-data; name=f; filename*=us-ascii''%e9", NULL},
       {"form-data; name=f; filename*=noquotes", NULL},
       {"form-data; name=f; filename*=UTF-8'%41", NULL},
