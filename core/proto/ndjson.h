@@ -13,6 +13,9 @@ enum {
   ASBI_NDJSON_ENOMEM = -1102
 };
 
+/* Line limit used when asbi_ndjson_init gets max_line 0. */
+#define ASBI_NDJSON_DEFAULT_MAX (16u * 1024u * 1024u)
+
 /* Called for each non-empty line, without its "\n" or "\r\n". line is
  * NUL-terminated. Return non-zero to stop. */
 typedef int (*asbi_ndjson_line_fn)(void *ud, const char *line, size_t len);
@@ -23,6 +26,7 @@ typedef struct asbi_ndjson {
   int failed;
 } asbi_ndjson;
 
+/* max_line bounds a line without its "\n"/"\r\n"; 0 = the default. */
 void asbi_ndjson_init(asbi_ndjson *s, size_t max_line);
 void asbi_ndjson_free(asbi_ndjson *s);
 /* Feed bytes split anywhere; returns OK, an error, or the callback's value. */

@@ -38,6 +38,7 @@ int asbi_buf_reserve(asbi_buf *b, size_t extra) {
   }
   char *p = realloc(b->data, cap);
   if (!p) return -1;
+  p[b->len] = '\0'; /* keep the documented invariant, also on first allocation */
   b->data = p;
   b->cap = cap;
   return 0;
