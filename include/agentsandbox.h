@@ -16,5 +16,9 @@
 #include "agentsandbox/global.h"
 #include "agentsandbox/cancel.h"
 #include "agentsandbox/client.h"
+#include "agentsandbox/sandbox.h"
+#include "agentsandbox/commands.h"
+#include "agentsandbox/pty.h"
+#include "agentsandbox/files.h"
 
 #endif /* AGENTSANDBOX_H */
