@@ -449,6 +449,8 @@ static void setup_easy(CURL *e, const asbi_http_req *req, xfer *x,
   if (timeout_ms > 0) curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, timeout_ms);
   if (req->unix_socket)
     curl_easy_setopt(e, CURLOPT_UNIX_SOCKET_PATH, req->unix_socket);
+  if (req->accept_encoding)
+    curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, req->accept_encoding);
   const char *m = req->method ? req->method : "GET";
   int has_body = req->body || req->read;
   if (has_body) {
@@ -488,6 +490,7 @@ typedef struct driver {
   CURLcode result;
   uint64_t deadline;     /* overall (whole call / stream opening); 0 = none */
   long idle_timeout_ms;  /* stream: max silence while not paused; 0 = none */
+  asb_cancel *extra_cancel; /* stream reads: a second token for one read */
 } driver;
 
 static void driver_finish_attempt(driver *d) {
@@ -523,7 +526,9 @@ static int drive(driver *d, until_t until) {
     if (d->done) return 0;
     if (until == UNTIL_BEGAN && x->began && !x->retry_status) return 0;
     if (until == UNTIL_DATA && x->pending.len > 0) return 0;
-    if (asbi_cancel_requested(d->req->cancel)) return ASB_ECANCELED;
+    if (asbi_cancel_requested(d->req->cancel) ||
+        asbi_cancel_requested(d->extra_cancel))
+      return ASB_ECANCELED;
     long wait = 1000;
     if (d->deadline) {
       long left = remaining_ms(d->deadline);
@@ -761,6 +766,28 @@ int asbi_http_stream_open(asbi_http *h, const asbi_http_req *req,
 
 int asbi_http_stream_read(asbi_http_stream *st, const char **data,
                           size_t *len) {
+  return asbi_http_stream_read_ex(st, data, len, 0, NULL);
+}
+
+static int stream_read(asbi_http_stream *st, const char **data, size_t *len);
+
+int asbi_http_stream_read_ex(asbi_http_stream *st, const char **data,
+                             size_t *len, long timeout_ms, asb_cancel *extra) {
+  driver *d = &st->d;
+  if (extra) {
+    int rc = asbi_cancel_register(extra, wake_multi, d->s->multi);
+    if (rc) return rc;
+  }
+  d->extra_cancel = extra;
+  d->deadline = timeout_ms > 0 ? asbi_now_ms() + (uint64_t)timeout_ms : 0;
+  int rc = stream_read(st, data, len);
+  d->deadline = 0;
+  d->extra_cancel = NULL;
+  if (extra) asbi_cancel_unregister(extra, d->s->multi);
+  return rc;
+}
+
+static int stream_read(asbi_http_stream *st, const char **data, size_t *len) {
   *data = NULL;
   *len = 0;
   asbi_buf_clear(&st->handed);
@@ -794,6 +821,9 @@ int asbi_http_stream_read(asbi_http_stream *st, const char **data,
     int rc = drive(d, UNTIL_DATA);
     if (rc == ASB_ECANCELED)
       return asbi_err(ASB_ECANCELED, "%s %s: cancelled", m, st->url);
+    if (rc == ASB_ETIMEOUT && d->deadline && asbi_now_ms() >= d->deadline)
+      return asbi_err(ASB_ETIMEOUT, "%s %s: nothing received in time", m,
+                      st->url);
     if (rc == ASB_ETIMEOUT)
       return asbi_err(ASB_ETIMEOUT, "%s %s: no data for %ld ms", m, st->url,
                       d->idle_timeout_ms);

@@ -69,6 +69,8 @@ typedef struct asbi_http_req {
   /* Streams only: fail with ASB_ETIMEOUT after this long without a byte
    * while the reader is waiting (0 = never). */
   long idle_timeout_ms;
+  /* Ask for (and transparently decode) compressed responses, e.g. "gzip". */
+  const char *accept_encoding;
 } asbi_http_req;
 
 struct asbi_http_resp {
@@ -110,6 +112,10 @@ int asbi_http_stream_open(asbi_http *h, const asbi_http_req *req,
  * *len == 0 at the end, or an error (ECONNECTION if the stream broke,
  * ECANCELED, ETIMEOUT on idle). */
 int asbi_http_stream_read(asbi_http_stream *st, const char **data, size_t *len);
+/* The same, also giving up after timeout_ms (> 0) with ASB_ETIMEOUT (the
+ * stream stays usable) and honouring a second cancel token. */
+int asbi_http_stream_read_ex(asbi_http_stream *st, const char **data,
+                             size_t *len, long timeout_ms, asb_cancel *extra);
 /* Abort (if unfinished) and release. Accepts NULL. */
 void asbi_http_stream_close(asbi_http_stream *st);
 

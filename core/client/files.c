@@ -1,0 +1,889 @@
+/* Files: envd's /files endpoint (streamed reads and writes) and its
+ * filesystem service (stat, list, move, remove, make_dir, watch).
+ * SPDX-License-Identifier: Apache-2.0 */
+#include <openssl/evp.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <zlib.h>
+
+#include "../proto/multipart.h"
+#include "../proto/pjson.h"
+#include "../util/base64.h"
+#include "../util/util.h"
+#include "envd.h"
+
+#define GZIP_CHUNK (64u * 1024u)
+
+/* ---- options ------------------------------------------------------------------ */
+
+int asb_files_options_init(asb_files_options *o, unsigned int version) {
+  if (!o) return asbi_err(ASB_EINVAL, "asb_files_options_init: NULL");
+  if (version == 0 || version > ASB_FILES_OPTIONS_VERSION)
+    return asbi_err(ASB_EVERSION, "asb_files_options: version %u", version);
+  asb_files_options init = ASB_FILES_OPTIONS_INIT;
+  *o = init;
+  o->version = version;
+  return ASB_OK;
+}
+
+int asb_watch_options_init(asb_watch_options *o, unsigned int version) {
+  if (!o) return asbi_err(ASB_EINVAL, "asb_watch_options_init: NULL");
+  if (version == 0 || version > ASB_WATCH_OPTIONS_VERSION)
+    return asbi_err(ASB_EVERSION, "asb_watch_options: version %u", version);
+  asb_watch_options init = ASB_WATCH_OPTIONS_INIT;
+  *o = init;
+  o->version = version;
+  return ASB_OK;
+}
+
+static int check_path(const char *path, const char *what) {
+  if (!path || !*path) return asbi_err(ASB_EINVAL, "%s: path is empty", what);
+  if (!asbi_utf8_valid(path, strlen(path)))
+    return asbi_err(ASB_EINVAL, "%s: path is not valid UTF-8", what);
+  return ASB_OK;
+}
+
+/* ---- entries --------------------------------------------------------------------- */
+
+struct asb_entry {
+  char *name, *path, *permissions, *owner, *group, *symlink_target;
+  asb_file_type type;
+  int64_t size;
+  unsigned mode;
+  int64_t mtime;
+  long mtime_ns;
+};
+
+struct asb_entry_list {
+  size_t n;
+  asb_entry **items;
+};
+
+static const asbi_pj_enum FILE_TYPES[] = {
+    {ASB_FILE_TYPE_UNKNOWN, "FILE_TYPE_UNSPECIFIED"},
+    {ASB_FILE_TYPE_FILE, "FILE_TYPE_FILE"},
+    {ASB_FILE_TYPE_DIR, "FILE_TYPE_DIRECTORY"},
+    {ASB_FILE_TYPE_SYMLINK, "FILE_TYPE_SYMLINK"},
+    {0, NULL}};
+
+void asb_entry_free(asb_entry *e) {
+  if (!e) return;
+  free(e->name);
+  free(e->path);
+  free(e->permissions);
+  free(e->owner);
+  free(e->group);
+  free(e->symlink_target);
+  free(e);
+}
+
+/* RFC 3339 ("2026-01-02T03:04:05.123456789Z" or with an offset). */
+static void parse_time(const char *s, int64_t *sec, long *ns) {
+  *sec = 0;
+  *ns = 0;
+  if (!s) return;
+  struct tm tm;
+  memset(&tm, 0, sizeof tm);
+  const char *p = strptime(s, "%Y-%m-%dT%H:%M:%S", &tm);
+  if (!p) return;
+  long frac = 0;
+  int digits = 0;
+  if (*p == '.') {
+    for (p++; *p >= '0' && *p <= '9'; p++)
+      if (digits < 9) {
+        frac = frac * 10 + (*p - '0');
+        digits++;
+      }
+    while (digits < 9) {
+      frac *= 10;
+      digits++;
+    }
+  }
+  int64_t t = (int64_t)timegm(&tm);
+  if (*p == '+' || *p == '-') {
+    int hh = 0, mm = 0;
+    if (sscanf(p + 1, "%d:%d", &hh, &mm) == 2)
+      t -= (*p == '+' ? 1 : -1) * (int64_t)(hh * 3600 + mm * 60);
+  }
+  *sec = t;
+  *ns = frac;
+}
+
+static asb_entry *entry_from_json(const cJSON *j) {
+  if (!cJSON_IsObject(j)) return NULL;
+  asb_entry *e = calloc(1, sizeof *e);
+  if (!e) return NULL;
+  const char *s = NULL;
+  int type = 0;
+  uint32_t mode = 0;
+  asbi_pj_get_str(j, "name", &s);
+  e->name = asbi_strdup(s ? s : "");
+  s = NULL;
+  asbi_pj_get_str(j, "path", &s);
+  e->path = asbi_strdup(s ? s : "");
+  if (asbi_pj_get_enum(j, "type", FILE_TYPES, &type) != 0) {
+    /* WriteInfo says "file"/"dir". */
+    const char *t = NULL;
+    asbi_pj_get_str(j, "type", &t);
+    type = t && strcmp(t, "file") == 0 ? ASB_FILE_TYPE_FILE
+           : t && strcmp(t, "dir") == 0 ? ASB_FILE_TYPE_DIR
+                                        : ASB_FILE_TYPE_UNKNOWN;
+  }
+  e->type = (asb_file_type)type;
+  asbi_pj_get_i64(j, "size", &e->size);
+  asbi_pj_get_u32(j, "mode", &mode);
+  e->mode = mode;
+  s = NULL;
+  asbi_pj_get_str(j, "permissions", &s);
+  e->permissions = asbi_strdup(s ? s : "");
+  s = NULL;
+  asbi_pj_get_str(j, "owner", &s);
+  e->owner = asbi_strdup(s ? s : "");
+  s = NULL;
+  asbi_pj_get_str(j, "group", &s);
+  e->group = asbi_strdup(s ? s : "");
+  s = NULL;
+  asbi_pj_get_str(j, "symlinkTarget", &s);
+  e->symlink_target = asbi_strdup(s);
+  s = NULL;
+  asbi_pj_get_str(j, "modifiedTime", &s);
+  parse_time(s, &e->mtime, &e->mtime_ns);
+  if (!e->name || !e->path || !e->permissions || !e->owner || !e->group) {
+    asb_entry_free(e);
+    return NULL;
+  }
+  return e;
+}
+
+static asb_entry_list *list_from_array(const cJSON *a, int *rc) {
+  size_t n = cJSON_IsArray(a) ? (size_t)cJSON_GetArraySize(a) : 0;
+  asb_entry_list *l = calloc(1, sizeof *l);
+  if (l) l->items = calloc(n ? n : 1, sizeof *l->items);
+  if (!l || !l->items) {
+    free(l);
+    *rc = asbi_oom();
+    return NULL;
+  }
+  const cJSON *it;
+  cJSON_ArrayForEach(it, a) {
+    asb_entry *e = entry_from_json(it);
+    if (!e) {
+      asb_entry_list_free(l);
+      *rc = asbi_err(ASB_EPROTOCOL, "malformed entry in envd's reply");
+      return NULL;
+    }
+    l->items[l->n++] = e;
+  }
+  *rc = ASB_OK;
+  return l;
+}
+
+const char *asb_entry_name(const asb_entry *e) { return e ? e->name : NULL; }
+const char *asb_entry_path(const asb_entry *e) { return e ? e->path : NULL; }
+asb_file_type asb_entry_type(const asb_entry *e) {
+  return e ? e->type : ASB_FILE_TYPE_UNKNOWN;
+}
+asb_int64 asb_entry_size(const asb_entry *e) { return e ? e->size : 0; }
+unsigned int asb_entry_mode(const asb_entry *e) { return e ? e->mode : 0; }
+const char *asb_entry_permissions(const asb_entry *e) {
+  return e ? e->permissions : NULL;
+}
+const char *asb_entry_owner(const asb_entry *e) { return e ? e->owner : NULL; }
+const char *asb_entry_group(const asb_entry *e) { return e ? e->group : NULL; }
+asb_int64 asb_entry_modified_time(const asb_entry *e, long *nanos) {
+  if (nanos) *nanos = e ? e->mtime_ns : 0;
+  return e ? e->mtime : 0;
+}
+const char *asb_entry_symlink_target(const asb_entry *e) {
+  return e ? e->symlink_target : NULL;
+}
+
+size_t asb_entry_list_count(const asb_entry_list *l) { return l ? l->n : 0; }
+const asb_entry *asb_entry_list_get(const asb_entry_list *l, size_t i) {
+  return l && i < l->n ? l->items[i] : NULL;
+}
+void asb_entry_list_free(asb_entry_list *l) {
+  if (!l) return;
+  for (size_t i = 0; i < l->n; i++) asb_entry_free(l->items[i]);
+  free(l->items);
+  free(l);
+}
+
+/* ---- /files: reading ---------------------------------------------------------------- */
+
+typedef struct read_ctx {
+  asb_data_fn fn;
+  void *ud;
+  asbi_buf *keep;
+} read_ctx;
+
+static int on_file_data(void *ud, const char *p, size_t n) {
+  read_ctx *c = ud;
+  if (c->keep) return asbi_buf_append(c->keep, p, n) ? asbi_oom() : 0;
+  int rc = c->fn(p, n, c->ud);
+  if (rc && asb_error_last()->code != (rc < 0 ? rc : ASB_EUSER))
+    asbi_err(rc < 0 ? rc : ASB_EUSER, "files.read: data callback aborted");
+  return rc;
+}
+
+static int files_get(asb_sandbox *sb, const char *path,
+                     const asb_files_options *o, read_ctx *ctx,
+                     const char *what) {
+  int rc = check_path(path, what);
+  if (rc) return rc;
+  ASBI_CHECK_VERSION(o, ASB_FILES_OPTIONS_VERSION, "asb_files_options");
+  asb_files_options d = ASB_FILES_OPTIONS_INIT;
+  if (!o) o = &d;
+  const char *user = asbi_envd_user(sb, o->user);
+  asbi_buf url = ASBI_BUF_INIT, store = ASBI_BUF_INIT;
+  if ((rc = asbi_envd_files_url(sb, ASBI_URL_API, path, user, &url))) return rc;
+  const char *hs[12];
+  asbi_envd_headers(sb, NULL, hs, &store, NULL);
+  asbi_http_req r = {.method = "GET",
+                     .url = url.data,
+                     .headers = hs,
+                     .headers2 = (const char *const *)sb->client->headers,
+                     .timeout_ms = asbi_client_timeout(sb->client, o->timeout_ms),
+                     .cancel = o->cancel,
+                     .idempotent = 1,
+                     .max_retries = sb->client->max_retries,
+                     .on_data = on_file_data,
+                     .ud = ctx,
+                     .accept_encoding = o->gzip ? "gzip" : NULL};
+  asbi_http_resp resp = ASBI_HTTP_RESP_INIT;
+  rc = asbi_http_do(sb->client->http, &r, &resp);
+  if (rc)
+    asbi_prefix_error(rc, what);
+  else if (resp.status != 200)
+    rc = asbi_map_http_error(&resp, what);
+  asbi_http_resp_free(&resp);
+  asbi_buf_free(&url);
+  asbi_buf_free(&store);
+  return rc;
+}
+
+int asb_files_read(asb_sandbox *sb, const char *path,
+                   const asb_files_options *o, char **data, size_t *len) {
+  if (!sb || !data) return asbi_err(ASB_EINVAL, "files.read: bad arguments");
+  asbi_buf b = ASBI_BUF_INIT;
+  read_ctx ctx = {NULL, NULL, &b};
+  int rc = files_get(sb, path, o, &ctx, "files.read");
+  if (rc) {
+    asbi_buf_free(&b);
+    return rc;
+  }
+  size_t n = 0;
+  *data = asbi_buf_detach(&b, &n);
+  if (!*data) return asbi_oom();
+  if (len) *len = n;
+  return ASB_OK;
+}
+
+int asb_files_read_stream(asb_sandbox *sb, const char *path,
+                          const asb_files_options *o, asb_data_fn fn, void *ud) {
+  if (!sb || !fn) return asbi_err(ASB_EINVAL, "files.read_stream: bad arguments");
+  read_ctx ctx = {fn, ud, NULL};
+  return files_get(sb, path, o, &ctx, "files.read_stream");
+}
+
+/* ---- /files: writing ---------------------------------------------------------------- */
+
+/* A request body made of segments: in-memory bytes or a user read callback,
+ * optionally gzip-compressed on the fly. */
+typedef struct seg {
+  const char *mem;
+  size_t len;
+  asb_read_fn read;
+  void *ud;
+} seg;
+
+typedef struct body_src {
+  seg *segs;
+  size_t nseg, cur, off;
+  int64_t produced; /* bytes a streamed segment produced */
+  int64_t expect;   /* its declared size, or -1 */
+  /* gzip */
+  int gzip;
+  z_stream z;
+  int z_init, z_done;
+  char *zin;
+  size_t zin_len, zin_off;
+  int eof;
+} body_src;
+
+/* Raw (uncompressed) bytes from the segments; 0 = end; -1 = abort. */
+static long raw_read(body_src *b, char *buf, size_t cap) {
+  while (b->cur < b->nseg) {
+    seg *s = &b->segs[b->cur];
+    if (s->mem || !s->read) {
+      if (b->off < s->len) {
+        size_t n = s->len - b->off < cap ? s->len - b->off : cap;
+        memcpy(buf, s->mem + b->off, n);
+        b->off += n;
+        return (long)n;
+      }
+    } else {
+      long n = s->read(buf, cap, s->ud);
+      if (n < 0) {
+        if (asb_error_last()->code == ASB_OK || asb_error_last()->code > 0)
+          asbi_err(ASB_EUSER, "files.write: the data source aborted");
+        return -1;
+      }
+      if ((size_t)n > cap) {
+        asbi_err(ASB_EINVAL, "files.write: read callback returned %ld for %zu", n, cap);
+        return -1;
+      }
+      if (n > 0) {
+        b->produced += n;
+        if (b->expect >= 0 && b->produced > b->expect) {
+          asbi_err(ASB_EINVAL, "files.write: source gave more than the declared "
+                   "%lld bytes", (long long)b->expect);
+          return -1;
+        }
+        return n;
+      }
+      if (b->expect >= 0 && b->produced != b->expect) {
+        asbi_err(ASB_EINVAL, "files.write: source ended after %lld of the "
+                 "declared %lld bytes", (long long)b->produced, (long long)b->expect);
+        return -1;
+      }
+    }
+    b->cur++;
+    b->off = 0;
+  }
+  return 0;
+}
+
+static size_t body_read(void *ud, char *buf, size_t cap) {
+  body_src *b = ud;
+  if (!b->gzip) {
+    long n = raw_read(b, buf, cap);
+    return n < 0 ? ASBI_HTTP_READ_ABORT : (size_t)n;
+  }
+  if (b->z_done) return 0;
+  b->z.next_out = (Bytef *)buf;
+  b->z.avail_out = (uInt)(cap > UINT32_MAX ? UINT32_MAX : cap);
+  for (;;) {
+    if (b->zin_off == b->zin_len && !b->eof) {
+      long n = raw_read(b, b->zin, GZIP_CHUNK);
+      if (n < 0) return ASBI_HTTP_READ_ABORT;
+      if (n == 0) b->eof = 1;
+      b->zin_len = (size_t)n;
+      b->zin_off = 0;
+    }
+    b->z.next_in = (Bytef *)b->zin + b->zin_off;
+    b->z.avail_in = (uInt)(b->zin_len - b->zin_off);
+    int zr = deflate(&b->z, b->eof ? Z_FINISH : Z_NO_FLUSH);
+    b->zin_off = b->zin_len - b->z.avail_in;
+    if (zr == Z_STREAM_END) {
+      b->z_done = 1;
+      break;
+    }
+    if (zr != Z_OK && zr != Z_BUF_ERROR) {
+      asbi_err(ASB_ERROR, "files.write: gzip failed");
+      return ASBI_HTTP_READ_ABORT;
+    }
+    if (b->z.avail_out == 0) break;
+  }
+  return cap - b->z.avail_out;
+}
+
+static int body_init(body_src *b, seg *segs, size_t n, int gzip, int64_t expect) {
+  memset(b, 0, sizeof *b);
+  b->segs = segs;
+  b->nseg = n;
+  b->expect = expect;
+  b->gzip = gzip;
+  if (gzip) {
+    b->zin = malloc(GZIP_CHUNK);
+    if (!b->zin) return asbi_oom();
+    /* windowBits 15 + 16: a gzip wrapper, as Content-Encoding: gzip wants. */
+    if (deflateInit2(&b->z, Z_BEST_SPEED, Z_DEFLATED, 15 + 16, 8,
+                     Z_DEFAULT_STRATEGY) != Z_OK) {
+      free(b->zin);
+      return asbi_oom();
+    }
+    b->z_init = 1;
+  }
+  return ASB_OK;
+}
+
+static void body_free(body_src *b) {
+  if (b->z_init) deflateEnd(&b->z);
+  free(b->zin);
+}
+
+/* POST /files with the given body; parses the WriteInfo list. */
+static int files_post(asb_sandbox *sb, const char *path, const char *content_type,
+                      body_src *src, int64_t size, const asb_files_options *o,
+                      const char *what, asb_entry_list **out) {
+  const char *user = asbi_envd_user(sb, o->user);
+  asbi_buf url = ASBI_BUF_INIT, store = ASBI_BUF_INIT;
+  int rc = asbi_envd_files_url(sb, ASBI_URL_API, path, user, &url);
+  if (rc) return rc;
+  const char *hs[14];
+  asbi_envd_headers(sb, NULL, hs, &store, content_type);
+  size_t n = 0;
+  while (hs[n]) n++;
+  if (src->gzip) hs[n++] = "Content-Encoding: gzip";
+  hs[n] = NULL;
+  asbi_http_req r = {.method = "POST",
+                     .url = url.data,
+                     .headers = hs,
+                     .headers2 = (const char *const *)sb->client->headers,
+                     .read = body_read,
+                     .ud = src,
+                     .body_size = src->gzip ? -1 : size,
+                     .timeout_ms = asbi_client_timeout(sb->client, o->timeout_ms),
+                     .cancel = o->cancel,
+                     .max_retries = sb->client->max_retries,
+                     .max_body = 16u << 20};
+  asbi_http_resp resp = ASBI_HTTP_RESP_INIT;
+  rc = asbi_http_do(sb->client->http, &r, &resp);
+  if (rc) {
+    asbi_prefix_error(rc, what);
+  } else if (resp.status != 200) {
+    rc = asbi_map_http_error(&resp, what);
+  } else if (out) {
+    cJSON *j = asbi_pj_parse(resp.body.data ? resp.body.data : "", resp.body.len, NULL);
+    if (!cJSON_IsArray(j))
+      rc = asbi_err(ASB_EPROTOCOL, "%s: envd's reply is not a list of files", what);
+    else
+      *out = list_from_array(j, &rc);
+    cJSON_Delete(j);
+  }
+  asbi_http_resp_free(&resp);
+  asbi_buf_free(&url);
+  asbi_buf_free(&store);
+  return rc;
+}
+
+static int take_first(asb_entry_list *l, asb_entry **out) {
+  if (!out) return ASB_OK;
+  if (!l || l->n == 0) {
+    *out = NULL;
+    return asbi_err(ASB_EPROTOCOL, "files.write: envd reported no written file");
+  }
+  *out = l->items[0];
+  l->items[0] = NULL;
+  return ASB_OK;
+}
+
+/* One file: raw octet-stream (envd >= 0.5.7), else one multipart part. */
+static int write_one(asb_sandbox *sb, const char *path, seg *data, int64_t size,
+                     const asb_files_options *o, asb_entry **out,
+                     const char *what) {
+  int rc = check_path(path, what);
+  if (rc) return rc;
+  ASBI_CHECK_VERSION(o, ASB_FILES_OPTIONS_VERSION, "asb_files_options");
+  asb_files_options d = ASB_FILES_OPTIONS_INIT;
+  if (!o) o = &d;
+  if (out) *out = NULL;
+  asb_entry_list *l = NULL;
+  body_src src;
+  if (asbi_envd_at_least(sb, 0, 5, 7)) {
+    if ((rc = body_init(&src, data, 1, o->gzip, size))) return rc;
+    rc = files_post(sb, path, "application/octet-stream", &src, size, o, what,
+                    out ? &l : NULL);
+  } else {
+    asbi_mpw w;
+    asbi_buf head = ASBI_BUF_INIT, tail = ASBI_BUF_INIT;
+    char ct[128];
+    if (asbi_mpw_init(&w) != 0) return asbi_oom();
+    asbi_mpw_content_type(&w, ct, sizeof ct);
+    if (asbi_mpw_part_head(&w, &head, "file", path, NULL) != 0 ||
+        asbi_mpw_finish(&w, &tail) != 0) {
+      asbi_buf_free(&head);
+      asbi_buf_free(&tail);
+      return asbi_err(ASB_EINVAL, "%s: path cannot be sent in a form: %s", what, path);
+    }
+    seg segs[3] = {{head.data, head.len, NULL, NULL}, *data,
+                   {tail.data, tail.len, NULL, NULL}};
+    int64_t total = size < 0 ? -1 : (int64_t)(head.len + tail.len) + size;
+    if ((rc = body_init(&src, segs, 3, o->gzip, size)) == ASB_OK)
+      rc = files_post(sb, path, ct, &src, total, o, what, out ? &l : NULL);
+    asbi_buf_free(&head);
+    asbi_buf_free(&tail);
+  }
+  body_free(&src);
+  if (rc == ASB_OK) rc = take_first(l, out);
+  asb_entry_list_free(l);
+  return rc;
+}
+
+int asb_files_write(asb_sandbox *sb, const char *path, const void *data,
+                    size_t len, const asb_files_options *o, asb_entry **out) {
+  if (!sb || (!data && len)) return asbi_err(ASB_EINVAL, "files.write: bad arguments");
+  seg s = {data ? data : "", len, NULL, NULL};
+  return write_one(sb, path, &s, (int64_t)len, o, out, "files.write");
+}
+
+int asb_files_write_stream(asb_sandbox *sb, const char *path, asb_read_fn read,
+                           void *ud, asb_int64 size, const asb_files_options *o,
+                           asb_entry **out) {
+  if (!sb || !read || size < -1)
+    return asbi_err(ASB_EINVAL, "files.write_stream: bad arguments");
+  seg s = {NULL, 0, read, ud};
+  return write_one(sb, path, &s, size, o, out, "files.write_stream");
+}
+
+int asb_files_write_many(asb_sandbox *sb, const asb_write_entry *files,
+                         size_t count, const asb_files_options *o,
+                         asb_entry_list **out) {
+  if (out) *out = NULL;
+  if (!sb || (!files && count)) return asbi_err(ASB_EINVAL, "files.write_many: bad arguments");
+  ASBI_CHECK_VERSION(o, ASB_FILES_OPTIONS_VERSION, "asb_files_options");
+  asb_files_options d = ASB_FILES_OPTIONS_INIT;
+  if (!o) o = &d;
+  if (count == 0) {
+    int rc = ASB_OK;
+    if (out) *out = list_from_array(NULL, &rc);
+    return rc;
+  }
+  asbi_mpw w;
+  if (asbi_mpw_init(&w) != 0) return asbi_oom();
+  char ct[128];
+  asbi_mpw_content_type(&w, ct, sizeof ct);
+  /* Heads live in one buffer; segments point into it once it is complete. */
+  asbi_buf heads = ASBI_BUF_INIT;
+  size_t *offs = calloc(count + 1, sizeof *offs);
+  seg *segs = calloc(2 * count + 1, sizeof *segs);
+  int rc = offs && segs ? ASB_OK : asbi_oom();
+  int64_t total = 0;
+  for (size_t i = 0; rc == ASB_OK && i < count; i++) {
+    if ((rc = check_path(files[i].path, "files.write_many"))) break;
+    if (!files[i].data && files[i].len) {
+      rc = asbi_err(ASB_EINVAL, "files.write_many: entry %zu has no data", i);
+      break;
+    }
+    offs[i] = heads.len;
+    if (asbi_mpw_part_head(&w, &heads, "file", files[i].path, NULL) != 0)
+      rc = asbi_err(ASB_EINVAL, "files.write_many: path cannot be sent in a "
+                    "form: %s", files[i].path);
+    total += (int64_t)files[i].len;
+  }
+  if (rc == ASB_OK) {
+    offs[count] = heads.len;
+    if (asbi_mpw_finish(&w, &heads) != 0) rc = asbi_oom();
+  }
+  body_src src;
+  memset(&src, 0, sizeof src);
+  if (rc == ASB_OK) {
+    for (size_t i = 0; i < count; i++) {
+      segs[2 * i] = (seg){heads.data + offs[i], offs[i + 1] - offs[i], NULL, NULL};
+      segs[2 * i + 1] = (seg){files[i].data ? files[i].data : "", files[i].len, NULL, NULL};
+    }
+    segs[2 * count] = (seg){heads.data + offs[count], heads.len - offs[count], NULL, NULL};
+    total += (int64_t)heads.len;
+    if ((rc = body_init(&src, segs, 2 * count + 1, o->gzip, -1)) == ASB_OK)
+      /* No path: each part's filename names its file. */
+      rc = files_post(sb, NULL, ct, &src, total, o, "files.write_many", out);
+  }
+  body_free(&src);
+  asbi_buf_free(&heads);
+  free(offs);
+  free(segs);
+  return rc;
+}
+
+/* ---- filesystem service ------------------------------------------------------------- */
+
+static int fs_call(asb_sandbox *sb, const char *method, cJSON *req,
+                   const asb_files_options *o, int idempotent, const char *what,
+                   cJSON **out) {
+  if (!req) return asbi_oom();
+  asbi_envd_call c;
+  memset(&c, 0, sizeof c);
+  c.user = asbi_envd_user(sb, o->user);
+  c.timeout_ms = asbi_client_timeout(sb->client, o->timeout_ms);
+  c.cancel = o->cancel;
+  c.idempotent = idempotent;
+  int rc = asbi_envd_unary(sb, method, req, &c, what, out);
+  cJSON_Delete(req);
+  return rc;
+}
+
+static cJSON *path_req(const char *key, const char *path) {
+  cJSON *r = cJSON_CreateObject();
+  if (r && !cJSON_AddStringToObject(r, key, path)) {
+    cJSON_Delete(r);
+    return NULL;
+  }
+  return r;
+}
+
+#define FS_PRELUDE(what)                                                      \
+  if (!sb) return asbi_err(ASB_EINVAL, "%s: sandbox is NULL", what);          \
+  ASBI_CHECK_VERSION(o, ASB_FILES_OPTIONS_VERSION, "asb_files_options");      \
+  asb_files_options dflt_ = ASB_FILES_OPTIONS_INIT;                           \
+  if (!o) o = &dflt_
+
+int asb_files_stat(asb_sandbox *sb, const char *path, const asb_files_options *o,
+                   asb_entry **out) {
+  FS_PRELUDE("files.stat");
+  int rc = check_path(path, "files.stat");
+  if (rc) return rc;
+  cJSON *resp = NULL;
+  rc = fs_call(sb, "filesystem.Filesystem/Stat", path_req("path", path), o, 1,
+               "files.stat", &resp);
+  if (rc == ASB_OK && out) {
+    *out = entry_from_json(asbi_pj_field(resp, "entry"));
+    if (!*out) rc = asbi_err(ASB_EPROTOCOL, "files.stat: reply has no entry");
+  }
+  cJSON_Delete(resp);
+  return rc;
+}
+
+int asb_files_exists(asb_sandbox *sb, const char *path,
+                     const asb_files_options *o) {
+  int rc = asb_files_stat(sb, path, o, NULL);
+  if (rc == ASB_OK) return 1;
+  return rc == ASB_ENOTFOUND ? 0 : rc;
+}
+
+int asb_files_list(asb_sandbox *sb, const char *path, int depth,
+                   const asb_files_options *o, asb_entry_list **out) {
+  FS_PRELUDE("files.list");
+  if (!out) return asbi_err(ASB_EINVAL, "files.list: out is NULL");
+  int rc = check_path(path, "files.list");
+  if (rc) return rc;
+  if (depth < 0) return asbi_err(ASB_EINVAL, "files.list: depth %d < 0", depth);
+  cJSON *req = path_req("path", path), *resp = NULL;
+  if (req && depth > 1) cJSON_AddNumberToObject(req, "depth", depth);
+  if (req && depth <= 1) cJSON_AddNumberToObject(req, "depth", 1);
+  rc = fs_call(sb, "filesystem.Filesystem/ListDir", req, o, 1, "files.list", &resp);
+  if (rc == ASB_OK) *out = list_from_array(asbi_pj_field(resp, "entries"), &rc);
+  cJSON_Delete(resp);
+  return rc;
+}
+
+int asb_files_remove(asb_sandbox *sb, const char *path,
+                     const asb_files_options *o) {
+  FS_PRELUDE("files.remove");
+  int rc = check_path(path, "files.remove");
+  if (rc) return rc;
+  return fs_call(sb, "filesystem.Filesystem/Remove", path_req("path", path), o, 0,
+                 "files.remove", NULL);
+}
+
+int asb_files_rename(asb_sandbox *sb, const char *from, const char *to,
+                     const asb_files_options *o, asb_entry **out) {
+  FS_PRELUDE("files.rename");
+  int rc = check_path(from, "files.rename");
+  if (!rc) rc = check_path(to, "files.rename");
+  if (rc) return rc;
+  cJSON *req = path_req("source", from), *resp = NULL;
+  if (req && !cJSON_AddStringToObject(req, "destination", to)) {
+    cJSON_Delete(req);
+    req = NULL;
+  }
+  rc = fs_call(sb, "filesystem.Filesystem/Move", req, o, 0, "files.rename", &resp);
+  if (rc == ASB_OK && out) {
+    *out = entry_from_json(asbi_pj_field(resp, "entry"));
+    if (!*out) rc = asbi_err(ASB_EPROTOCOL, "files.rename: reply has no entry");
+  }
+  cJSON_Delete(resp);
+  return rc;
+}
+
+int asb_files_make_dir(asb_sandbox *sb, const char *path,
+                       const asb_files_options *o) {
+  FS_PRELUDE("files.make_dir");
+  int rc = check_path(path, "files.make_dir");
+  if (rc) return rc;
+  rc = fs_call(sb, "filesystem.Filesystem/MakeDir", path_req("path", path), o, 0,
+               "files.make_dir", NULL);
+  if (rc == ASB_OK) return 1;
+  return rc == ASB_EEXISTS ? 0 : rc;
+}
+
+/* ---- watching ----------------------------------------------------------------------- */
+
+struct asb_watch {
+  asb_sandbox *sb;
+  asbi_envd_stream *stream;
+  asb_watch_fn fn;
+  void *ud;
+  asb_cancel *stop; /* our own token: asb_watch_stop */
+  pthread_mutex_t mu;
+};
+
+static const asbi_pj_enum EVENT_TYPES[] = {
+    {0, "EVENT_TYPE_UNSPECIFIED"}, {ASB_FS_EVENT_CREATE, "EVENT_TYPE_CREATE"},
+    {ASB_FS_EVENT_WRITE, "EVENT_TYPE_WRITE"}, {ASB_FS_EVENT_REMOVE, "EVENT_TYPE_REMOVE"},
+    {ASB_FS_EVENT_RENAME, "EVENT_TYPE_RENAME"}, {ASB_FS_EVENT_CHMOD, "EVENT_TYPE_CHMOD"},
+    {0, NULL}};
+
+int asb_files_watch_dir(asb_sandbox *sb, const char *path,
+                        const asb_watch_options *o, asb_watch **out) {
+  if (!sb || !out) return asbi_err(ASB_EINVAL, "files.watch_dir: bad arguments");
+  ASBI_CHECK_VERSION(o, ASB_WATCH_OPTIONS_VERSION, "asb_watch_options");
+  asb_watch_options d = ASB_WATCH_OPTIONS_INIT;
+  if (!o) o = &d;
+  int rc = check_path(path, "files.watch_dir");
+  if (rc) return rc;
+  if (!o->on_event) return asbi_err(ASB_EINVAL, "files.watch_dir: on_event is NULL");
+  if (o->recursive && !asbi_envd_at_least(sb, 0, 1, 4))
+    return asbi_err(ASB_EUNSUPPORTED, "recursive watching needs envd 0.1.4+");
+  if (o->include_entry && !asbi_envd_at_least(sb, 0, 6, 3))
+    return asbi_err(ASB_EUNSUPPORTED, "include_entry needs envd 0.6.3+");
+  asb_watch *w = calloc(1, sizeof *w);
+  if (!w) return asbi_oom();
+  if ((rc = asb_cancel_new(&w->stop))) {
+    free(w);
+    return rc;
+  }
+  pthread_mutex_init(&w->mu, NULL);
+  asbi_sandbox_ref(sb);
+  w->sb = sb;
+  w->fn = o->on_event;
+  w->ud = o->userdata;
+  cJSON *req = path_req("path", path);
+  if (req && o->recursive) cJSON_AddBoolToObject(req, "recursive", 1);
+  if (req && o->include_entry) cJSON_AddBoolToObject(req, "includeEntry", 1);
+  if (!req) {
+    asb_watch_free(w);
+    return asbi_oom();
+  }
+  asbi_envd_call c;
+  memset(&c, 0, sizeof c);
+  c.user = asbi_envd_user(sb, o->user);
+  c.timeout_ms = asbi_client_timeout(sb->client, o->request_timeout_ms);
+  c.cancel = o->cancel;
+  rc = asbi_envd_stream_open(sb, "filesystem.Filesystem/WatchDir", req, &c, 0,
+                             "files.watch_dir", &w->stream);
+  cJSON_Delete(req);
+  /* The first event confirms the watch is in place. */
+  cJSON *msg = NULL;
+  if (rc == ASB_OK) rc = asbi_envd_stream_next(w->stream, &msg, c.timeout_ms, NULL);
+  if (rc == ASB_OK && (!msg || !asbi_pj_field(asbi_pj_field(msg, "event"), "start")))
+    rc = asbi_err(ASB_EPROTOCOL, "files.watch_dir: no start event");
+  cJSON_Delete(msg);
+  if (rc) {
+    asb_watch_free(w);
+    return rc;
+  }
+  *out = w;
+  return ASB_OK;
+}
+
+int asb_watch_wait(asb_watch *w, long timeout_ms) {
+  if (!w) return asbi_err(ASB_EINVAL, "watch.wait: watch is NULL");
+  pthread_mutex_lock(&w->mu);
+  int delivered = 0, rc = ASB_OK;
+  uint64_t deadline = timeout_ms >= 0 ? asbi_now_ms() + (uint64_t)timeout_ms : 0;
+  while (w->stream) {
+    long left = 0;
+    if (timeout_ms >= 0) {
+      uint64_t now = asbi_now_ms();
+      if (now >= deadline) break;
+      left = (long)(deadline - now);
+      if (left == 0) left = 1;
+    }
+    cJSON *msg = NULL;
+    rc = asbi_envd_stream_next(w->stream, &msg, left, w->stop);
+    if (rc == ASB_ETIMEOUT && timeout_ms >= 0 && asbi_now_ms() >= deadline) {
+      rc = ASB_OK;
+      break;
+    }
+    if (rc == ASB_ECANCELED && asb_cancel_is_requested(w->stop)) {
+      rc = ASB_OK; /* stopped */
+      break;
+    }
+    if (rc) break;
+    if (!msg) { /* the watch ended */
+      asbi_envd_stream_close(w->stream);
+      w->stream = NULL;
+      break;
+    }
+    const cJSON *fs = asbi_pj_field(asbi_pj_field(msg, "event"), "filesystem");
+    if (fs) {
+      int type = 0;
+      const char *name = NULL;
+      asbi_pj_get_enum(fs, "type", EVENT_TYPES, &type);
+      asbi_pj_get_str(fs, "name", &name);
+      asb_entry *e = entry_from_json(asbi_pj_field(fs, "entry"));
+      if (type) {
+        int cb = w->fn((asb_fs_event_type)type, name ? name : "", e, w->ud);
+        delivered++;
+        if (cb) {
+          rc = cb < 0 ? cb : ASB_EUSER;
+          if (asb_error_last()->code != rc)
+            asbi_err(rc, "watch: event callback aborted");
+        }
+      }
+      asb_entry_free(e);
+    }
+    cJSON_Delete(msg);
+    if (rc) break;
+  }
+  pthread_mutex_unlock(&w->mu);
+  return rc ? rc : delivered;
+}
+
+void asb_watch_stop(asb_watch *w) {
+  if (w) asb_cancel_request(w->stop);
+}
+
+void asb_watch_free(asb_watch *w) {
+  if (!w) return;
+  asb_watch_stop(w);
+  pthread_mutex_lock(&w->mu);
+  asbi_envd_stream_close(w->stream);
+  w->stream = NULL;
+  pthread_mutex_unlock(&w->mu);
+  pthread_mutex_destroy(&w->mu);
+  asbi_sandbox_unref(w->sb);
+  asb_cancel_free(w->stop);
+  free(w);
+}
+
+/* ---- signed URLs -------------------------------------------------------------------- */
+
+static int signed_url(asb_sandbox *sb, const char *path, const char *user,
+                      long expires_in_s, const char *op, char **url) {
+  if (!sb || !url) return asbi_err(ASB_EINVAL, "files.%s_url: bad arguments", op);
+  int rc = check_path(path, op);
+  if (rc) return rc;
+  if (expires_in_s < 0) return asbi_err(ASB_EINVAL, "files.%s_url: negative expiry", op);
+  const char *u = asbi_envd_user(sb, user);
+  asbi_buf b = ASBI_BUF_INIT;
+  if ((rc = asbi_envd_files_url(sb, ASBI_URL_PUBLIC, path, u, &b))) return rc;
+  if (sb->envd_token) {
+    /* v1 signature: sha256("path:op:user:token[:expiration]"), base64 without
+     * padding, as E2B's SDKs compute it and envd checks it. */
+    long long exp = expires_in_s > 0 ? (long long)time(NULL) + expires_in_s : 0;
+    asbi_buf raw = ASBI_BUF_INIT;
+    asbi_buf_printf(&raw, "%s:%s:%s:%s", path, op, u ? u : "", sb->envd_token);
+    if (exp) asbi_buf_printf(&raw, ":%lld", exp);
+    unsigned char md[32];
+    unsigned int mdlen = 0;
+    char sig[64];
+    if (!raw.data || !EVP_Digest(raw.data, raw.len, md, &mdlen, EVP_sha256(), NULL)) {
+      asbi_buf_free(&raw);
+      asbi_buf_free(&b);
+      return asbi_oom();
+    }
+    asbi_buf_free(&raw);
+    asbi_b64_encode(md, mdlen, sig, 0, 0);
+    asbi_buf_puts(&b, "&signature=v1_");
+    asbi_url_escape(&b, sig, 0);
+    if (exp) asbi_buf_printf(&b, "&signature_expiration=%lld", exp);
+  }
+  if (!b.data) return asbi_oom();
+  *url = asbi_buf_detach(&b, NULL);
+  return *url ? ASB_OK : asbi_oom();
+}
+
+int asb_files_download_url(asb_sandbox *sb, const char *path, const char *user,
+                           long expires_in_s, char **url) {
+  return signed_url(sb, path, user, expires_in_s, "read", url);
+}
+
+int asb_files_upload_url(asb_sandbox *sb, const char *path, const char *user,
+                         long expires_in_s, char **url) {
+  return signed_url(sb, path, user, expires_in_s, "write", url);
+}
