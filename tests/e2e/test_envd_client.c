@@ -1,0 +1,666 @@
+/* The public C API (commands, pty, files, watch, signed URLs) against a real
+ * envd process, as E2B's debug mode reaches one. Runs as root.
+ * SPDX-License-Identifier: Apache-2.0 */
+#include <agentsandbox.h>
+#include <curl/curl.h>
+#include <errno.h>
+#include <pthread.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "envd_fixture.h"
+#include "testing.h"
+
+static envd_fixture F;
+static asb_client *C;
+static asb_sandbox *SB;
+static char DIR_[128];
+
+static uint64_t now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static const char *path_in(const char *name) {
+  static _Thread_local char p[256];
+  snprintf(p, sizeof p, "%s/%s", DIR_, name);
+  return p;
+}
+
+/* ---- commands ---------------------------------------------------------------- */
+
+TEST(run_echo) {
+  asb_command_result *r = NULL;
+  REQUIRE(asb_commands_run(SB, "echo 'Hello from sandbox!'", NULL, &r) == ASB_OK);
+  size_t n;
+  CHECK_STR(asb_command_result_stdout(r, &n), "Hello from sandbox!\n");
+  CHECK_INT(n, 20);
+  CHECK_INT(asb_command_result_exit_code(r), 0);
+  CHECK(asb_command_result_error(r) == NULL);
+  asb_command_result_free(r);
+}
+
+TEST(non_zero_exit_is_command_exit_with_result) {
+  asb_command_result *r = NULL;
+  CHECK_INT(asb_commands_run(SB, "echo oops >&2; exit 3", NULL, &r), ASB_ECOMMANDEXIT);
+  REQUIRE(r != NULL);
+  CHECK_INT(asb_command_result_exit_code(r), 3);
+  CHECK_STR(asb_command_result_stderr(r, NULL), "oops\n");
+  CHECK_STR(asb_command_result_stdout(r, NULL), "");
+  CHECK_INT(asb_error_last()->code, ASB_ECOMMANDEXIT);
+  asb_command_result_free(r);
+}
+
+TEST(envs_cwd_and_login_shell) {
+  const char *envs[] = {"FOO=bar baz", "EMPTY=", NULL};
+  asb_command_options o = ASB_COMMAND_OPTIONS_INIT;
+  o.envs = envs;
+  o.cwd = DIR_;
+  asb_command_result *r = NULL;
+  REQUIRE(asb_commands_run(SB, "echo \"$FOO|$EMPTY|$(pwd)\"", &o, &r) == ASB_OK);
+  char want[256];
+  snprintf(want, sizeof want, "bar baz||%s\n", DIR_);
+  CHECK_STR(asb_command_result_stdout(r, NULL), want);
+  asb_command_result_free(r);
+  /* A cwd that does not exist is a clear invalid argument. */
+  o.cwd = "/definitely/not/here";
+  CHECK_INT(asb_commands_run(SB, "true", &o, &r), ASB_EINVAL);
+  const char *bad[] = {"NOEQUALS", NULL};
+  asb_command_options o2 = ASB_COMMAND_OPTIONS_INIT;
+  o2.envs = bad;
+  CHECK_INT(asb_commands_run(SB, "true", &o2, &r), ASB_EINVAL);
+}
+
+static int count_bytes(const char *d, size_t n, void *ud) {
+  (void)d;
+  *(long long *)ud += (long long)n;
+  return 0;
+}
+
+TEST(large_output_streams_in_order) {
+  long long got = 0;
+  asb_command_options o = ASB_COMMAND_OPTIONS_INIT;
+  o.on_stdout = count_bytes;
+  o.userdata = &got;
+  o.discard_output = 1;
+  asb_command_result *r = NULL;
+  REQUIRE(asb_commands_run(SB, "head -c 50000000 /dev/zero", &o, &r) == ASB_OK);
+  CHECK_INT(got, 50000000);
+  size_t kept = 1;
+  asb_command_result_stdout(r, &kept);
+  CHECK_INT(kept, 0);
+  asb_command_result_free(r);
+  /* The last bytes arrive before the end event: a trailing marker right
+   * before exit is always seen. */
+  for (int i = 0; i < 20; i++) {
+    REQUIRE(asb_commands_run(SB, "seq 1 2000; printf END", NULL, &r) == ASB_OK);
+    size_t n;
+    const char *out = asb_command_result_stdout(r, &n);
+    CHECK(n > 3 && memcmp(out + n - 3, "END", 3) == 0);
+    asb_command_result_free(r);
+  }
+}
+
+TEST(binary_output) {
+  asb_command_result *r = NULL;
+  REQUIRE(asb_commands_run(SB, "printf '\\000\\001\\377a\\000'", NULL, &r) == ASB_OK);
+  size_t n;
+  const char *out = asb_command_result_stdout(r, &n);
+  CHECK_MEM(out, n, "\0\1\377a\0", 5);
+  asb_command_result_free(r);
+}
+
+TEST(stdin_send_and_close) {
+  asb_command_options o = ASB_COMMAND_OPTIONS_INIT;
+  o.stdin_enabled = 1;
+  asb_process *p = NULL;
+  REQUIRE(asb_commands_start(SB, "cat; echo closed", &o, &p) == ASB_OK);
+  CHECK(asb_process_pid(p) > 0);
+  CHECK_INT(asb_process_send_stdin(p, "hello\n", 6, NULL), ASB_OK);
+  CHECK_INT(asb_commands_send_stdin(SB, asb_process_pid(p), "world\n", 6, NULL), ASB_OK);
+  CHECK_INT(asb_process_close_stdin(p, NULL), ASB_OK);
+  asb_command_result *r = NULL;
+  CHECK_INT(asb_process_wait(p, NULL, &r), ASB_OK);
+  CHECK_STR(asb_command_result_stdout(r, NULL), "hello\nworld\nclosed\n");
+  asb_command_result_free(r);
+  asb_process_free(p);
+}
+
+TEST(background_disconnect_reconnect_and_list) {
+  asb_command_options o = ASB_COMMAND_OPTIONS_INIT;
+  o.tag = "bg-test";
+  asb_process *p = NULL;
+  REQUIRE(asb_commands_start(SB, "sleep 0.5; echo done", &o, &p) == ASB_OK);
+  unsigned pid = asb_process_pid(p);
+  asb_process_free(p); /* disconnects; the command keeps running */
+
+  asb_process_list *l = NULL;
+  REQUIRE(asb_commands_list(SB, NULL, &l) == ASB_OK);
+  int found = 0;
+  for (size_t i = 0; i < asb_process_list_count(l); i++) {
+    const asb_process_info *pi = asb_process_list_get(l, i);
+    if (asb_process_info_pid(pi) == pid) {
+      found = 1;
+      CHECK_STR(asb_process_info_tag(pi), "bg-test");
+      CHECK_STR(asb_process_info_cmd(pi), "/bin/bash");
+      const char *const *args = asb_process_info_args(pi);
+      REQUIRE(args && args[0] && args[1] && args[2]);
+      CHECK_STR(args[2], "sleep 0.5; echo done");
+    }
+  }
+  CHECK(found);
+  asb_process_list_free(l);
+
+  REQUIRE(asb_commands_connect(SB, pid, NULL, &p) == ASB_OK);
+  asb_command_result *r = NULL;
+  CHECK_INT(asb_process_wait(p, NULL, &r), ASB_OK);
+  CHECK_STR(asb_command_result_stdout(r, NULL), "done\n");
+  asb_command_result_free(r);
+  asb_process_free(p);
+  CHECK_INT(asb_commands_connect(SB, pid, NULL, &p), ASB_ENOTFOUND);
+}
+
+TEST(two_clients_watch_one_process) {
+  asb_process *a = NULL, *b = NULL;
+  REQUIRE(asb_commands_start(SB, "sleep 0.3; echo shared", NULL, &a) == ASB_OK);
+  REQUIRE(asb_commands_connect(SB, asb_process_pid(a), NULL, &b) == ASB_OK);
+  asb_command_result *ra = NULL, *rb = NULL;
+  CHECK_INT(asb_process_wait(a, NULL, &ra), ASB_OK);
+  CHECK_INT(asb_process_wait(b, NULL, &rb), ASB_OK);
+  CHECK_STR(asb_command_result_stdout(ra, NULL), "shared\n");
+  CHECK_STR(asb_command_result_stdout(rb, NULL), "shared\n");
+  asb_command_result_free(ra);
+  asb_command_result_free(rb);
+  asb_process_free(a);
+  asb_process_free(b);
+}
+
+TEST(kill_and_signals) {
+  asb_process *p = NULL;
+  REQUIRE(asb_commands_start(SB, "sleep 30", NULL, &p) == ASB_OK);
+  CHECK_INT(asb_process_kill(p, NULL), ASB_OK);
+  asb_command_result *r = NULL;
+  CHECK_INT(asb_process_wait(p, NULL, &r), ASB_ECOMMANDEXIT);
+  REQUIRE(r != NULL);
+  CHECK(asb_command_result_exit_code(r) != 0);
+  asb_command_result_free(r);
+  asb_process_free(p);
+
+  REQUIRE(asb_commands_start(SB, "trap 'echo term; exit 7' TERM; sleep 30 & wait",
+                             NULL, &p) == ASB_OK);
+  usleep(200000);
+  CHECK_INT(asb_commands_signal(SB, asb_process_pid(p), ASB_SIGNAL_TERM, NULL), ASB_OK);
+  CHECK_INT(asb_process_wait(p, NULL, &r), ASB_ECOMMANDEXIT);
+  if (r) {
+    CHECK_INT(asb_command_result_exit_code(r), 7);
+    CHECK_STR(asb_command_result_stdout(r, NULL), "term\n");
+  }
+  asb_command_result_free(r);
+  asb_process_free(p);
+
+  CHECK_INT(asb_commands_kill(SB, 999999, NULL), ASB_ENOTFOUND);
+  CHECK_INT(asb_commands_signal(SB, 1, 3, NULL), ASB_EINVAL);
+}
+
+TEST(command_timeout_is_enforced) {
+  asb_command_options o = ASB_COMMAND_OPTIONS_INIT;
+  o.timeout_ms = 300;
+  asb_command_result *r = NULL;
+  uint64_t t0 = now_ms();
+  CHECK_INT(asb_commands_run(SB, "sleep 20", &o, &r), ASB_ETIMEOUT);
+  CHECK(now_ms() - t0 < 10000);
+  asb_command_result_free(r);
+}
+
+typedef struct later {
+  asb_cancel *c;
+  int ms;
+} later;
+
+static void *cancel_after(void *arg) {
+  later *l = arg;
+  usleep((useconds_t)l->ms * 1000);
+  asb_cancel_request(l->c);
+  return NULL;
+}
+
+TEST(cancel_a_running_call) {
+  asb_cancel *c;
+  REQUIRE(asb_cancel_new(&c) == ASB_OK);
+  asb_command_options o = ASB_COMMAND_OPTIONS_INIT;
+  o.cancel = c;
+  o.tag = "to-cancel";
+  later l = {c, 200};
+  pthread_t t;
+  pthread_create(&t, NULL, cancel_after, &l);
+  asb_command_result *r = NULL;
+  uint64_t t0 = now_ms();
+  CHECK_INT(asb_commands_run(SB, "sleep 20", &o, &r), ASB_ECANCELED);
+  CHECK(now_ms() - t0 < 5000);
+  pthread_join(t, NULL);
+  asb_cancel_free(c);
+  /* Cancelling the call left the command running; clean it up. */
+  asb_process_list *pl = NULL;
+  REQUIRE(asb_commands_list(SB, NULL, &pl) == ASB_OK);
+  for (size_t i = 0; i < asb_process_list_count(pl); i++) {
+    const asb_process_info *pi = asb_process_list_get(pl, i);
+    const char *tag = asb_process_info_tag(pi);
+    if (tag && strcmp(tag, "to-cancel") == 0)
+      CHECK_INT(asb_commands_kill(SB, asb_process_info_pid(pi), NULL), ASB_OK);
+  }
+  asb_process_list_free(pl);
+}
+
+static int abort_cb(const char *d, size_t n, void *ud) {
+  (void)d;
+  (void)n;
+  (void)ud;
+  return 1;
+}
+
+TEST(callback_abort) {
+  asb_command_options o = ASB_COMMAND_OPTIONS_INIT;
+  o.on_stdout = abort_cb;
+  asb_command_result *r = NULL;
+  CHECK_INT(asb_commands_run(SB, "echo x; sleep 0.2", &o, &r), ASB_EUSER);
+}
+
+typedef struct worker_arg {
+  int ok;
+} worker_arg;
+
+static void *runner(void *arg) {
+  worker_arg *w = arg;
+  for (int i = 0; i < 25; i++) {
+    asb_command_result *r = NULL;
+    char cmd[64];
+    snprintf(cmd, sizeof cmd, "echo %d", i);
+    if (asb_commands_run(SB, cmd, NULL, &r) == ASB_OK) {
+      char want[32];
+      snprintf(want, sizeof want, "%d\n", i);
+      if (strcmp(asb_command_result_stdout(r, NULL), want) == 0) w->ok++;
+    }
+    asb_command_result_free(r);
+  }
+  return NULL;
+}
+
+TEST(concurrent_commands_on_one_client) {
+  pthread_t t[8];
+  worker_arg w[8];
+  memset(w, 0, sizeof w);
+  for (int i = 0; i < 8; i++) pthread_create(&t[i], NULL, runner, &w[i]);
+  int ok = 0;
+  for (int i = 0; i < 8; i++) {
+    pthread_join(t[i], NULL);
+    ok += w[i].ok;
+  }
+  CHECK_INT(ok, 200);
+}
+
+/* ---- pty ----------------------------------------------------------------------- */
+
+typedef struct ptyout {
+  char buf[65536];
+  size_t n;
+} ptyout;
+
+static int on_pty(const char *d, size_t n, void *ud) {
+  ptyout *o = ud;
+  if (o->n + n < sizeof o->buf) {
+    memcpy(o->buf + o->n, d, n);
+    o->n += n;
+    o->buf[o->n] = 0;
+  }
+  return 0;
+}
+
+TEST(pty_session) {
+  ptyout out;
+  memset(&out, 0, sizeof out);
+  asb_pty_options o = ASB_PTY_OPTIONS_INIT;
+  o.cols = 100;
+  o.rows = 30;
+  o.on_data = on_pty;
+  o.userdata = &out;
+  o.cwd = "/";
+  asb_process *p = NULL;
+  REQUIRE(asb_pty_create(SB, &o, &p) == ASB_OK);
+  unsigned pid = asb_process_pid(p);
+  CHECK_INT(asb_pty_resize(SB, pid, 120, 40, NULL), ASB_OK);
+  const char *cmd = "echo tty=$(tty | cut -c1-8) size=$(stty size) term=$TERM; exit\n";
+  CHECK_INT(asb_pty_send_input(SB, pid, cmd, strlen(cmd), NULL), ASB_OK);
+  asb_call_options call = ASB_CALL_OPTIONS_INIT;
+  call.timeout_ms = 10000;
+  int rc = asb_process_wait(p, &call, NULL);
+  CHECK(rc == ASB_OK || rc == ASB_ECOMMANDEXIT);
+  CHECK(strstr(out.buf, "tty=/dev/pts") != NULL);
+  CHECK(strstr(out.buf, "size=40 120") != NULL);
+  CHECK(strstr(out.buf, "term=xterm-256color") != NULL);
+  asb_process_free(p);
+  CHECK_INT(asb_pty_kill(SB, pid, NULL), ASB_ENOTFOUND);
+}
+
+/* ---- files --------------------------------------------------------------------- */
+
+TEST(write_read_stat_list) {
+  asb_entry *e = NULL;
+  REQUIRE(asb_files_write(SB, path_in("a/b/hello.txt"), "content", 7, NULL, &e) == ASB_OK);
+  REQUIRE(e != NULL);
+  CHECK_STR(asb_entry_path(e), path_in("a/b/hello.txt"));
+  CHECK_STR(asb_entry_name(e), "hello.txt");
+  CHECK_INT(asb_entry_type(e), ASB_FILE_TYPE_FILE);
+  asb_entry_free(e);
+
+  char *data = NULL;
+  size_t n = 0;
+  REQUIRE(asb_files_read(SB, path_in("a/b/hello.txt"), NULL, &data, &n) == ASB_OK);
+  CHECK_MEM(data, n, "content", 7);
+  asb_free(data);
+
+  REQUIRE(asb_files_stat(SB, path_in("a/b/hello.txt"), NULL, &e) == ASB_OK);
+  CHECK_INT(asb_entry_size(e), 7);
+  CHECK_INT(asb_entry_type(e), ASB_FILE_TYPE_FILE);
+  CHECK_STR(asb_entry_owner(e), "root");
+  CHECK_STR(asb_entry_permissions(e), "-rw-r--r--");
+  CHECK(asb_entry_modified_time(e, NULL) > 1700000000);
+  asb_entry_free(e);
+
+  asb_entry_list *l = NULL;
+  REQUIRE(asb_files_list(SB, path_in("a"), 0, NULL, &l) == ASB_OK);
+  CHECK_INT(asb_entry_list_count(l), 1);
+  CHECK_STR(asb_entry_name(asb_entry_list_get(l, 0)), "b");
+  CHECK_INT(asb_entry_type(asb_entry_list_get(l, 0)), ASB_FILE_TYPE_DIR);
+  asb_entry_list_free(l);
+  REQUIRE(asb_files_list(SB, path_in("a"), 2, NULL, &l) == ASB_OK);
+  CHECK_INT(asb_entry_list_count(l), 2);
+  asb_entry_list_free(l);
+
+  CHECK_INT(asb_files_exists(SB, path_in("a/b/hello.txt"), NULL), 1);
+  CHECK_INT(asb_files_exists(SB, path_in("nope"), NULL), 0);
+  CHECK_INT(asb_files_read(SB, path_in("nope"), NULL, &data, &n), ASB_ENOTFOUND);
+  CHECK_INT(asb_files_stat(SB, path_in("nope"), NULL, &e), ASB_ENOTFOUND);
+  CHECK_INT(asb_files_list(SB, path_in("nope"), 1, NULL, &l), ASB_ENOTFOUND);
+}
+
+TEST(rename_remove_make_dir) {
+  REQUIRE(asb_files_write(SB, path_in("mv-src"), "x", 1, NULL, NULL) == ASB_OK);
+  asb_entry *e = NULL;
+  REQUIRE(asb_files_rename(SB, path_in("mv-src"), path_in("mv-dst"), NULL, &e) == ASB_OK);
+  CHECK_STR(asb_entry_path(e), path_in("mv-dst"));
+  asb_entry_free(e);
+  CHECK_INT(asb_files_exists(SB, path_in("mv-src"), NULL), 0);
+  CHECK_INT(asb_files_remove(SB, path_in("mv-dst"), NULL), ASB_OK);
+  CHECK_INT(asb_files_remove(SB, path_in("mv-dst"), NULL), ASB_ENOTFOUND);
+  CHECK_INT(asb_files_make_dir(SB, path_in("d1/d2"), NULL), 1);
+  CHECK_INT(asb_files_make_dir(SB, path_in("d1/d2"), NULL), 0);
+  REQUIRE(asb_files_write(SB, path_in("d1/d2/f"), "y", 1, NULL, NULL) == ASB_OK);
+  CHECK_INT(asb_files_remove(SB, path_in("d1"), NULL), ASB_OK);
+  CHECK_INT(asb_files_exists(SB, path_in("d1"), NULL), 0);
+}
+
+TEST(write_many_and_gzip) {
+  asb_write_entry files[3] = {{path_in("m/one"), "1", 1},
+                              {path_in("m/two"), "22", 2},
+                              {path_in("m/empty"), "", 0}};
+  asb_entry_list *l = NULL;
+  REQUIRE(asb_files_write_many(SB, files, 3, NULL, &l) == ASB_OK);
+  CHECK_INT(asb_entry_list_count(l), 3);
+  asb_entry_list_free(l);
+  char *d = NULL;
+  size_t n = 0;
+  REQUIRE(asb_files_read(SB, path_in("m/two"), NULL, &d, &n) == ASB_OK);
+  CHECK_MEM(d, n, "22", 2);
+  asb_free(d);
+
+  /* gzip both ways, with compressible and binary content. */
+  size_t big = 3u << 20;
+  char *src = malloc(big);
+  REQUIRE(src != NULL);
+  for (size_t i = 0; i < big; i++) src[i] = (char)(i % 251 < 200 ? 'a' : i % 256);
+  asb_files_options o = ASB_FILES_OPTIONS_INIT;
+  o.gzip = 1;
+  REQUIRE(asb_files_write(SB, path_in("gz.bin"), src, big, &o, NULL) == ASB_OK);
+  REQUIRE(asb_files_read(SB, path_in("gz.bin"), &o, &d, &n) == ASB_OK);
+  CHECK_MEM(d, n, src, big);
+  asb_free(d);
+  REQUIRE(asb_files_read(SB, path_in("gz.bin"), NULL, &d, &n) == ASB_OK);
+  CHECK_MEM(d, n, src, big);
+  asb_free(d);
+  free(src);
+}
+
+typedef struct gen {
+  long long left, total;
+} gen;
+
+static long gen_read(char *buf, size_t cap, void *ud) {
+  gen *g = ud;
+  if (g->left <= 0) return 0;
+  size_t n = cap;
+  if ((long long)n > g->left) n = (size_t)g->left;
+  for (size_t i = 0; i < n; i++) buf[i] = (char)((g->total - g->left + (long long)i) % 241);
+  g->left -= (long long)n;
+  return (long)n;
+}
+
+typedef struct check {
+  long long off;
+  int bad;
+} check;
+
+static int check_read(const char *d, size_t n, void *ud) {
+  check *c = ud;
+  for (size_t i = 0; i < n; i++)
+    if (d[i] != (char)((c->off + (long long)i) % 241)) c->bad = 1;
+  c->off += (long long)n;
+  return 0;
+}
+
+TEST(streamed_write_and_read_of_256_mib) {
+  long long size = 256LL << 20;
+  for (int sized = 0; sized < 2; sized++) {
+    gen g = {size, size};
+    REQUIRE(asb_files_write_stream(SB, path_in("big.bin"), gen_read, &g,
+                                   sized ? size : -1, NULL, NULL) == ASB_OK);
+    check c = {0, 0};
+    REQUIRE(asb_files_read_stream(SB, path_in("big.bin"), NULL, check_read, &c) == ASB_OK);
+    CHECK_INT(c.off, size);
+    CHECK_INT(c.bad, 0);
+  }
+  /* A source that lies about its size is caught before anything lands. */
+  gen g = {10, 10};
+  CHECK_INT(asb_files_write_stream(SB, path_in("short.bin"), gen_read, &g, 100,
+                                   NULL, NULL), ASB_EINVAL);
+  remove(path_in("big.bin"));
+}
+
+typedef struct events {
+  int create, write, remove;
+  char names[1024];
+} events;
+
+static int on_event(asb_fs_event_type type, const char *name, const asb_entry *e,
+                    void *ud) {
+  (void)e;
+  events *ev = ud;
+  if (type == ASB_FS_EVENT_CREATE) ev->create++;
+  if (type == ASB_FS_EVENT_WRITE) ev->write++;
+  if (type == ASB_FS_EVENT_REMOVE) ev->remove++;
+  if (strlen(ev->names) + strlen(name) + 2 < sizeof ev->names) {
+    strcat(ev->names, name);
+    strcat(ev->names, ",");
+  }
+  return 0;
+}
+
+TEST(watch_dir_recursive) {
+  REQUIRE(asb_files_make_dir(SB, path_in("w"), NULL) >= 0);
+  events ev;
+  memset(&ev, 0, sizeof ev);
+  asb_watch_options o = ASB_WATCH_OPTIONS_INIT;
+  o.recursive = 1;
+  o.on_event = on_event;
+  o.userdata = &ev;
+  asb_watch *w = NULL;
+  REQUIRE(asb_files_watch_dir(SB, path_in("w"), &o, &w) == ASB_OK);
+  REQUIRE(asb_files_write(SB, path_in("w/f1"), "a", 1, NULL, NULL) == ASB_OK);
+  REQUIRE(asb_files_make_dir(SB, path_in("w/sub"), NULL) == 1);
+  usleep(100000);
+  REQUIRE(asb_files_write(SB, path_in("w/sub/f2"), "b", 1, NULL, NULL) == ASB_OK);
+  REQUIRE(asb_files_remove(SB, path_in("w/f1"), NULL) == ASB_OK);
+  for (int i = 0; i < 40 && !(ev.remove && strstr(ev.names, "sub/f2")); i++)
+    CHECK(asb_watch_wait(w, 100) >= 0);
+  CHECK(ev.create >= 2);
+  CHECK(ev.remove >= 1);
+  CHECK(strstr(ev.names, "f1,") != NULL);
+  CHECK(strstr(ev.names, "sub/f2") != NULL);
+  asb_watch_free(w);
+  CHECK_INT(asb_files_watch_dir(SB, path_in("not-there"), &o, &w), ASB_ENOTFOUND);
+}
+
+/* ---- auth, users, signed URLs ---------------------------------------------------- */
+
+static size_t sink(char *p, size_t s, size_t n, void *ud) {
+  size_t len = s * n;
+  char *buf = ud;
+  size_t have = strlen(buf);
+  if (have + len < 256) {
+    memcpy(buf + have, p, len);
+    buf[have + len] = 0;
+  }
+  return len;
+}
+
+static long http_status(const char *url, const char *post, char *body) {
+  CURL *h = curl_easy_init();
+  curl_easy_setopt(h, CURLOPT_URL, url);
+  curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, sink);
+  curl_easy_setopt(h, CURLOPT_WRITEDATA, body);
+  struct curl_slist *hl = NULL;
+  if (post) {
+    hl = curl_slist_append(hl, "Content-Type: application/octet-stream");
+    curl_easy_setopt(h, CURLOPT_HTTPHEADER, hl);
+    curl_easy_setopt(h, CURLOPT_POSTFIELDS, post);
+  }
+  long st = 0;
+  if (curl_easy_perform(h) == CURLE_OK) curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &st);
+  curl_slist_free_all(hl);
+  curl_easy_cleanup(h);
+  return st;
+}
+
+TEST(access_token_and_signed_urls) {
+  envd_fixture f;
+  const char *args[] = {"--access-token", "s3cret-token", NULL};
+  REQUIRE(envd_start(&f, args) == 0);
+  asb_client *c = NULL, *c2 = NULL;
+  asb_sandbox *good = NULL, *bad = NULL;
+  REQUIRE(envd_connect(&f, "s3cret-token", &c, &good) == 0);
+  REQUIRE(envd_connect(&f, NULL, &c2, &bad) == 0);
+  asb_command_result *r = NULL;
+  CHECK_INT(asb_commands_run(bad, "touch /tmp/asb-should-not-exist", NULL, &r), ASB_EAUTH);
+  CHECK_INT(asb_error_last()->http_status, 401);
+  struct stat st;
+  CHECK(stat("/tmp/asb-should-not-exist", &st) != 0);
+  CHECK_INT(asb_files_write(bad, path_in("tok"), "x", 1, NULL, NULL), ASB_EAUTH);
+  REQUIRE(asb_commands_run(good, "echo ok", NULL, &r) == ASB_OK);
+  asb_command_result_free(r);
+
+  /* Signed URLs work without the token; tampered or expired ones do not. */
+  REQUIRE(asb_files_write(good, path_in("signed.txt"), "signed!", 7, NULL, NULL) == ASB_OK);
+  char *url = NULL;
+  REQUIRE(asb_files_download_url(good, path_in("signed.txt"), NULL, 60, &url) == ASB_OK);
+  /* The public URL names the sandbox's host; reach envd through the fixture. */
+  char *q = strstr(url, "/files?");
+  REQUIRE(q != NULL);
+  char local[1024], body[256] = "";
+  snprintf(local, sizeof local, "%s%s", f.url, q);
+  CHECK_INT(http_status(local, NULL, body), 200);
+  CHECK_STR(body, "signed!");
+  char *sig = strstr(local, "signature=v1_");
+  REQUIRE(sig != NULL);
+  sig[14] = sig[14] == 'A' ? 'B' : 'A';
+  body[0] = 0;
+  CHECK_INT(http_status(local, NULL, body), 401);
+  asb_free(url);
+  REQUIRE(asb_files_upload_url(good, path_in("up.txt"), NULL, 0, &url) == ASB_OK);
+  q = strstr(url, "/files?");
+  snprintf(local, sizeof local, "%s%s", f.url, q);
+  body[0] = 0;
+  CHECK_INT(http_status(local, "uploaded", body), 200);
+  asb_free(url);
+  char *d = NULL;
+  size_t n = 0;
+  REQUIRE(asb_files_read(good, path_in("up.txt"), NULL, &d, &n) == ASB_OK);
+  CHECK_MEM(d, n, "uploaded", 8);
+  asb_free(d);
+
+  asb_sandbox_free(good);
+  asb_sandbox_free(bad);
+  asb_client_free(c);
+  asb_client_free(c2);
+  envd_stop(&f);
+}
+
+TEST(user_permissions_apply) {
+  REQUIRE(asb_files_write(SB, path_in("private/secret"), "top", 3, NULL, NULL) == ASB_OK);
+  chmod(path_in("private"), 0700);
+  asb_files_options o = ASB_FILES_OPTIONS_INIT;
+  o.user = "nobody";
+  char *d = NULL;
+  size_t n;
+  int rc = asb_files_read(SB, path_in("private/secret"), &o, &d, &n);
+  CHECK(rc == ASB_EPERM || rc == ASB_EAUTH || rc == ASB_EINVAL);
+  CHECK_INT(asb_files_write(SB, "/etc/asb-nobody-was-here", "x", 1, &o, NULL) != ASB_OK, 1);
+  struct stat st;
+  CHECK(stat("/etc/asb-nobody-was-here", &st) != 0);
+  asb_command_options co = ASB_COMMAND_OPTIONS_INIT;
+  co.user = "nobody";
+  co.cwd = "/tmp";
+  asb_command_result *r = NULL;
+  REQUIRE(asb_commands_run(SB, "id -un", &co, &r) == ASB_OK);
+  CHECK_STR(asb_command_result_stdout(r, NULL), "nobody\n");
+  asb_command_result_free(r);
+  co.user = "no-such-user-here";
+  CHECK(asb_commands_run(SB, "true", &co, &r) != ASB_OK);
+}
+
+int main(void) {
+  snprintf(DIR_, sizeof DIR_, "/tmp/asb-e2e-%d", (int)getpid());
+  mkdir(DIR_, 0755);
+  chmod(DIR_, 0755);
+  if (envd_start(&F, NULL) != 0 || envd_connect(&F, NULL, &C, &SB) != 0) {
+    fprintf(stderr, "cannot start envd (%s)\n", ASB_ENVD_BIN);
+    return 1;
+  }
+  RUN(run_echo);
+  RUN(non_zero_exit_is_command_exit_with_result);
+  RUN(envs_cwd_and_login_shell);
+  RUN(large_output_streams_in_order);
+  RUN(binary_output);
+  RUN(stdin_send_and_close);
+  RUN(background_disconnect_reconnect_and_list);
+  RUN(two_clients_watch_one_process);
+  RUN(kill_and_signals);
+  RUN(command_timeout_is_enforced);
+  RUN(cancel_a_running_call);
+  RUN(callback_abort);
+  RUN(concurrent_commands_on_one_client);
+  RUN(pty_session);
+  RUN(write_read_stat_list);
+  RUN(rename_remove_make_dir);
+  RUN(write_many_and_gzip);
+  RUN(streamed_write_and_read_of_256_mib);
+  RUN(watch_dir_recursive);
+  RUN(access_token_and_signed_urls);
+  RUN(user_permissions_apply);
+  asb_sandbox_free(SB);
+  asb_client_free(C);
+  envd_stop(&F);
+  char cmd[256];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", DIR_);
+  if (system(cmd) != 0) fprintf(stderr, "cleanup of %s failed\n", DIR_);
+  TEST_MAIN_END();
+}
