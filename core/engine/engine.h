@@ -1,0 +1,168 @@
+/* agent-sandboxd: the local engine's shared state. Internal.
+ *
+ * Layers inside the engine:
+ *   main.c       CLI, preflight, start-up (adopt or reap), signals
+ *   server.c     libmicrohttpd glue: TCP + unix listeners, dispatch, auth
+ *   api.c        E2B control plane (/sandboxes, /v2/sandboxes, templates…)
+ *   router.c     sandbox traffic: <port>-<id>.<domain> or E2b-Sandbox-* →
+ *                envd's unix socket (49983) or a port in the sandbox's netns
+ *   registry.c   sandbox records, persistence, tombstones of gone sandboxes
+ *   lifecycle.c  timeouts (kill or pause), deaths (OOM, crash), metrics
+ *   templates.c  template registry (base, busybox, built ones on disk)
+ *   iso/         the isolation runtime (namespaces, cgroups, overlay, …)
+ *
+ * SPDX-License-Identifier: Apache-2.0 */
+#ifndef ASB_ENGINE_ENGINE_H
+#define ASB_ENGINE_ENGINE_H
+
+#include <cjson/cJSON.h>
+#include <pthread.h>
+#include <stdint.h>
+
+#include "iso/iso.h"
+
+#define ENGINE_ENVD_VERSION_FALLBACK "0.6.13"
+#define ENGINE_ID_LEN 20
+#define ENGINE_METRICS_RING 60
+
+typedef enum sbx_state { SBX_RUNNING = 1, SBX_PAUSED = 2, SBX_DEAD = 3 } sbx_state;
+
+typedef struct sbx_metric {
+  int64_t ts;        /* unix seconds */
+  double cpu_pct;    /* of the sandbox's CPUs */
+  uint64_t mem_used, mem_total, mem_cache, disk_used, disk_total;
+} sbx_metric;
+
+/* One upstream connection kept alive for reuse (envd or a user port). */
+typedef struct upstream {
+  int fd;
+  int port;
+  struct upstream *next;
+} upstream;
+
+typedef struct sbx {
+  char id[ENGINE_ID_LEN + 1];
+  char token[65];   /* envd access token */
+  char *template_id;
+  char *alias;      /* template name */
+  cJSON *metadata;  /* object of strings */
+  cJSON *env_vars;  /* object of strings */
+  int64_t started_ms, end_ms; /* unix ms */
+  int auto_pause;
+  int cpu_count, memory_mb, disk_mb;
+  sbx_state state;
+  asbe_sandbox *iso;
+  int refs;           /* under engine->mu */
+  pthread_mutex_t mu; /* state changes, upstream pool */
+  upstream *idle;     /* pooled upstream connections */
+  sbx_metric ring[ENGINE_METRICS_RING];
+  unsigned ring_n, ring_at;
+  uint64_t last_cpu_ns;
+  int64_t last_cpu_ts_ms;
+  uint64_t oom_kills; /* last seen, to log new ones */
+} sbx;
+
+typedef struct tomb {
+  char id[ENGINE_ID_LEN + 1];
+  char reason[32];
+  int64_t ended_ms;
+} tomb;
+
+typedef struct template_info template_info;
+
+typedef struct engine {
+  /* configuration */
+  char *state_dir;
+  char *listen_host;
+  int listen_port;    /* actual port once listening */
+  char *socket_path;  /* unix socket of the API */
+  char *domain;       /* "localhost:<port>" */
+  char *envd_path, *init_path;
+  char *envd_version;
+  char api_key[64];
+  int default_timeout_s;
+  /* runtime */
+  asbe_engine *iso;
+  pthread_mutex_t mu;
+  sbx **sbx;          /* table (small engines: linear scan is fine) */
+  size_t nsbx, capsbx;
+  tomb *tombs;
+  size_t ntombs, captombs;
+  template_info *templates;
+  pthread_cond_t lc_cond; /* wakes the lifecycle thread */
+  pthread_t lc_thread;
+  int stopping;
+  void *server;       /* server.c's state */
+} engine;
+
+/* ---- registry.c ----------------------------------------------------------- */
+/* Look up a live record and take a reference (NULL if none). */
+sbx *reg_get(engine *e, const char *id);
+void reg_put(engine *e, sbx *s);
+/* Insert a fully created record (takes the creator's reference). */
+int reg_add(engine *e, sbx *s);
+/* Remove from the table (no-op if absent), leaving a tombstone. */
+void reg_remove(engine *e, sbx *s, const char *reason);
+/* Record that a sandbox ended for reason (not in the table). */
+void reg_tomb_add(engine *e, const char *id, const char *reason);
+/* Reason a sandbox id ended, or NULL if unknown. Copies into buf. */
+const char *reg_tomb(engine *e, const char *id, char *buf, size_t len);
+/* Snapshot of live records, each referenced; free with reg_put_all. */
+sbx **reg_list(engine *e, size_t *n);
+void reg_put_all(engine *e, sbx **v, size_t n);
+/* Persist the record (engine.json in its state dir). */
+int reg_save(engine *e, sbx *s);
+/* Load a record saved by reg_save (for adoption). NULL if missing. */
+sbx *reg_load(engine *e, const char *id);
+void reg_load_tombs(engine *e);
+sbx *sbx_new(void);
+void sbx_free(sbx *s);
+
+/* ---- templates.c ------------------------------------------------------------ */
+struct template_info {
+  char *id;     /* template id ("base", or a built template's id) */
+  char *alias;  /* name */
+  char *dir;    /* prepared template dir */
+  asbe_template *tmpl;
+  int cpu_count, memory_mb, disk_mb;
+  char *envd_version;
+  int64_t created_ms;
+  uint64_t spawn_count;
+  int64_t last_spawned_ms;
+  template_info *next;
+};
+int templates_init(engine *e);
+void templates_free(engine *e);
+/* By id or alias; NULL if unknown. Owned by the engine. */
+template_info *templates_find(engine *e, const char *name);
+
+/* ---- lifecycle.c ---------------------------------------------------------- */
+int lifecycle_start(engine *e);
+void lifecycle_stop(engine *e);
+/* Wake the lifecycle thread (a deadline changed). */
+void lifecycle_kick(engine *e);
+/* Kill a sandbox for `reason` and drop its record. */
+void lifecycle_kill(engine *e, sbx *s, const char *reason);
+/* Pause / resume (freeze / thaw). 0, -EALREADY (pause of a paused one) or
+ * another negative errno. */
+int lifecycle_pause(engine *e, sbx *s);
+int lifecycle_resume(engine *e, sbx *s);
+/* Sample the sandbox's metrics now into its ring. */
+void lifecycle_sample(engine *e, sbx *s);
+
+/* ---- sandbox creation (api.c) --------------------------------------------- */
+/* Talk to the envd of a sandbox over its unix socket: one request, whole
+ * reply. Returns the HTTP status, or a negative errno. */
+int envd_request(sbx *s, const char *method, const char *path,
+                 const char *body, char **reply, int timeout_ms);
+
+/* ---- server.c ------------------------------------------------------------------ */
+int server_start(engine *e, const char *listen, const char *socket_path);
+void server_stop(engine *e);
+
+/* ---- small helpers (main.c) ------------------------------------------------------ */
+int64_t now_unix_ms(void);
+void rfc3339_ms(int64_t ms, char out[40]);
+void engine_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+#endif

@@ -1,0 +1,207 @@
+/* Lifecycle: one thread waits on every sandbox's init (pidfd) and on the
+ * nearest deadline; it kills (or pauses, with autoPause) sandboxes whose
+ * lifetime ran out, records sandboxes that died on their own, and samples
+ * metrics every few seconds.
+ * SPDX-License-Identifier: Apache-2.0 */
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "engine.h"
+
+#define SAMPLE_EVERY_MS 5000
+
+static int kick_fd = -1;
+
+void lifecycle_kick(engine *e) {
+  (void)e;
+  if (kick_fd >= 0) {
+    uint64_t one = 1;
+    if (write(kick_fd, &one, sizeof one) < 0) { /* full: already kicked */
+    }
+  }
+}
+
+void lifecycle_sample(engine *e, sbx *s) {
+  (void)e;
+  asbe_stats st;
+  pthread_mutex_lock(&s->mu);
+  if (s->state != SBX_RUNNING || !s->iso || asbe_sandbox_stats(s->iso, &st) != 0) {
+    pthread_mutex_unlock(&s->mu);
+    return;
+  }
+  int64_t now = now_unix_ms();
+  double pct = 0;
+  if (s->last_cpu_ts_ms && now > s->last_cpu_ts_ms && st.cpu_usage_ns >= s->last_cpu_ns) {
+    double wall_ns = (double)(now - s->last_cpu_ts_ms) * 1e6;
+    pct = 100.0 * (double)(st.cpu_usage_ns - s->last_cpu_ns) /
+          (wall_ns * (s->cpu_count > 0 ? s->cpu_count : 1));
+    if (pct > 100) pct = 100;
+  }
+  s->last_cpu_ns = st.cpu_usage_ns;
+  s->last_cpu_ts_ms = now;
+  sbx_metric *m = &s->ring[s->ring_at];
+  m->ts = now / 1000;
+  m->cpu_pct = pct;
+  m->mem_used = st.memory_bytes;
+  m->mem_total = st.memory_limit_bytes ? st.memory_limit_bytes
+                                       : (uint64_t)s->memory_mb << 20;
+  m->mem_cache = 0;
+  m->disk_used = st.disk_used_bytes;
+  m->disk_total = st.disk_total_bytes;
+  s->ring_at = (s->ring_at + 1) % ENGINE_METRICS_RING;
+  if (s->ring_n < ENGINE_METRICS_RING) s->ring_n++;
+  if (st.oom_kills > s->oom_kills) {
+    engine_log("sandbox %s: %llu OOM kill(s) in its workload", s->id,
+               (unsigned long long)(st.oom_kills - s->oom_kills));
+    s->oom_kills = st.oom_kills;
+  }
+  pthread_mutex_unlock(&s->mu);
+}
+
+void lifecycle_kill(engine *e, sbx *s, const char *reason) {
+  pthread_mutex_lock(&s->mu);
+  if (s->state != SBX_DEAD) {
+    s->state = SBX_DEAD;
+    if (s->iso) asbe_sandbox_kill(s->iso, 1);
+    engine_log("sandbox %s: ended (%s)", s->id, reason);
+  }
+  pthread_mutex_unlock(&s->mu);
+  reg_remove(e, s, reason);
+}
+
+int lifecycle_pause(engine *e, sbx *s) {
+  pthread_mutex_lock(&s->mu);
+  int rc;
+  if (s->state == SBX_PAUSED)
+    rc = -EALREADY;
+  else if (s->state != SBX_RUNNING)
+    rc = -ESRCH;
+  else if ((rc = asbe_sandbox_freeze(s->iso)) == 0)
+    s->state = SBX_PAUSED;
+  pthread_mutex_unlock(&s->mu);
+  if (rc == 0) {
+    reg_save(e, s);
+    engine_log("sandbox %s: paused", s->id);
+  }
+  return rc;
+}
+
+int lifecycle_resume(engine *e, sbx *s) {
+  pthread_mutex_lock(&s->mu);
+  int rc = 0;
+  if (s->state == SBX_PAUSED) {
+    if ((rc = asbe_sandbox_thaw(s->iso)) == 0) s->state = SBX_RUNNING;
+  } else if (s->state != SBX_RUNNING) {
+    rc = -ESRCH;
+  }
+  pthread_mutex_unlock(&s->mu);
+  if (rc == 0) {
+    reg_save(e, s);
+    lifecycle_kick(e);
+  }
+  return rc;
+}
+
+static void *loop(void *arg) {
+  engine *e = arg;
+  int64_t next_sample = now_unix_ms() + SAMPLE_EVERY_MS;
+  for (;;) {
+    pthread_mutex_lock(&e->mu);
+    int stopping = e->stopping;
+    pthread_mutex_unlock(&e->mu);
+    if (stopping) break;
+    size_t n = 0;
+    sbx **v = reg_list(e, &n);
+    if (!v) {
+      usleep(100000);
+      continue;
+    }
+    int64_t now = now_unix_ms();
+    int64_t wake = next_sample;
+    /* Deadlines and deaths. */
+    for (size_t i = 0; i < n; i++) {
+      sbx *s = v[i];
+      pthread_mutex_lock(&s->mu);
+      sbx_state st = s->state;
+      int64_t end = s->end_ms;
+      int alive = s->iso && asbe_sandbox_alive(s->iso);
+      int autop = s->auto_pause;
+      pthread_mutex_unlock(&s->mu);
+      if (st == SBX_DEAD) continue;
+      if (!alive) {
+        asbe_stats stats;
+        int oom = s->iso && asbe_sandbox_stats(s->iso, &stats) == 0 &&
+                  stats.agent_oom_kills > 0;
+        lifecycle_kill(e, s, oom ? "oom" : "crashed");
+        continue;
+      }
+      if (st == SBX_RUNNING && end && now >= end) {
+        if (autop) {
+          engine_log("sandbox %s: lifetime over, pausing (autoPause)", s->id);
+          lifecycle_pause(e, s);
+        } else {
+          lifecycle_kill(e, s, "timeout");
+        }
+        continue;
+      }
+      if (st == SBX_RUNNING && end && end < wake) wake = end;
+    }
+    if (now >= next_sample) {
+      for (size_t i = 0; i < n; i++) lifecycle_sample(e, v[i]);
+      next_sample = now + SAMPLE_EVERY_MS;
+      if (next_sample < wake) wake = next_sample;
+    }
+    /* Wait for a death (pidfd readable), a kick, or the next deadline. */
+    struct pollfd *fds = calloc(n + 1, sizeof *fds);
+    size_t nf = 0;
+    if (fds) {
+      fds[nf].fd = kick_fd;
+      fds[nf++].events = POLLIN;
+      for (size_t i = 0; i < n; i++) {
+        pthread_mutex_lock(&v[i]->mu);
+        if (v[i]->state != SBX_DEAD && v[i]->iso) {
+          fds[nf].fd = asbe_sandbox_pidfd(v[i]->iso);
+          fds[nf++].events = POLLIN;
+        }
+        pthread_mutex_unlock(&v[i]->mu);
+      }
+    }
+    reg_put_all(e, v, n);
+    int64_t ms = wake - now_unix_ms();
+    if (ms < 0) ms = 0;
+    if (ms > SAMPLE_EVERY_MS) ms = SAMPLE_EVERY_MS;
+    if (fds) {
+      poll(fds, nf, (int)ms + 1);
+      if (fds[0].revents & POLLIN) {
+        uint64_t x;
+        if (read(kick_fd, &x, sizeof x) < 0) { /* nothing to drain */
+        }
+      }
+      free(fds);
+    } else {
+      usleep(100000);
+    }
+  }
+  return NULL;
+}
+
+int lifecycle_start(engine *e) {
+  kick_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (kick_fd < 0) return -errno;
+  int rc = pthread_create(&e->lc_thread, NULL, loop, e);
+  return rc ? -rc : 0;
+}
+
+void lifecycle_stop(engine *e) {
+  pthread_mutex_lock(&e->mu);
+  e->stopping = 1;
+  pthread_mutex_unlock(&e->mu);
+  lifecycle_kick(e);
+  pthread_join(e->lc_thread, NULL);
+  close(kick_fd);
+  kick_fd = -1;
+}

@@ -1,0 +1,295 @@
+/* Sandbox records: the live table, their persistence next to the isolation
+ * runtime's state, and tombstones saying why a sandbox ended.
+ * SPDX-License-Identifier: Apache-2.0 */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "engine.h"
+#include "proto/pjson.h"
+#include "util/buf.h"
+#include "util/util.h"
+
+#define TOMBS_MAX 10000
+
+sbx *sbx_new(void) {
+  sbx *s = calloc(1, sizeof *s);
+  if (!s) return NULL;
+  pthread_mutex_init(&s->mu, NULL);
+  s->refs = 1;
+  s->state = SBX_RUNNING;
+  return s;
+}
+
+void sbx_free(sbx *s) {
+  if (!s) return;
+  while (s->idle) {
+    upstream *u = s->idle;
+    s->idle = u->next;
+    close(u->fd);
+    free(u);
+  }
+  if (s->iso) asbe_sandbox_release(s->iso);
+  cJSON_Delete(s->metadata);
+  cJSON_Delete(s->env_vars);
+  free(s->template_id);
+  free(s->alias);
+  pthread_mutex_destroy(&s->mu);
+  free(s);
+}
+
+sbx *reg_get(engine *e, const char *id) {
+  sbx *found = NULL;
+  pthread_mutex_lock(&e->mu);
+  for (size_t i = 0; i < e->nsbx; i++)
+    if (strcmp(e->sbx[i]->id, id) == 0) {
+      found = e->sbx[i];
+      found->refs++;
+      break;
+    }
+  pthread_mutex_unlock(&e->mu);
+  return found;
+}
+
+void reg_put(engine *e, sbx *s) {
+  if (!s) return;
+  pthread_mutex_lock(&e->mu);
+  int last = --s->refs == 0;
+  pthread_mutex_unlock(&e->mu);
+  if (last) sbx_free(s);
+}
+
+int reg_add(engine *e, sbx *s) {
+  pthread_mutex_lock(&e->mu);
+  if (e->nsbx == e->capsbx) {
+    size_t cap = e->capsbx ? e->capsbx * 2 : 64;
+    sbx **v = realloc(e->sbx, cap * sizeof *v);
+    if (!v) {
+      pthread_mutex_unlock(&e->mu);
+      return -ENOMEM;
+    }
+    e->sbx = v;
+    e->capsbx = cap;
+  }
+  e->sbx[e->nsbx++] = s;
+  pthread_mutex_unlock(&e->mu);
+  lifecycle_kick(e);
+  return 0;
+}
+
+static void tomb_append_file(engine *e, const tomb *t) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s/gone.log", e->state_dir);
+  int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+  if (fd < 0) return;
+  char line[128];
+  int n = snprintf(line, sizeof line, "%s %s %lld\n", t->id, t->reason,
+                   (long long)t->ended_ms);
+  if (write(fd, line, (size_t)n) != n) engine_log("cannot record tombstone of %s", t->id);
+  close(fd);
+}
+
+static void tomb_add_locked(engine *e, const char *id, const char *reason,
+                            int64_t when) {
+  if (e->ntombs == e->captombs) {
+    if (e->captombs >= TOMBS_MAX) { /* forget the oldest half */
+      memmove(e->tombs, e->tombs + TOMBS_MAX / 2,
+              (e->ntombs - TOMBS_MAX / 2) * sizeof *e->tombs);
+      e->ntombs -= TOMBS_MAX / 2;
+    } else {
+      size_t cap = e->captombs ? e->captombs * 2 : 256;
+      tomb *v = realloc(e->tombs, cap * sizeof *v);
+      if (!v) return;
+      e->tombs = v;
+      e->captombs = cap;
+    }
+  }
+  tomb *t = &e->tombs[e->ntombs++];
+  snprintf(t->id, sizeof t->id, "%s", id);
+  snprintf(t->reason, sizeof t->reason, "%s", reason);
+  t->ended_ms = when;
+}
+
+void reg_remove(engine *e, sbx *s, const char *reason) {
+  int found = 0;
+  pthread_mutex_lock(&e->mu);
+  for (size_t i = 0; i < e->nsbx; i++)
+    if (e->sbx[i] == s) {
+      e->sbx[i] = e->sbx[--e->nsbx];
+      found = 1;
+      break;
+    }
+  if (found) {
+    tomb_add_locked(e, s->id, reason, now_unix_ms());
+    tomb_append_file(e, &e->tombs[e->ntombs - 1]);
+  }
+  pthread_mutex_unlock(&e->mu);
+  if (found) reg_put(e, s); /* the table's reference */
+}
+
+void reg_tomb_add(engine *e, const char *id, const char *reason) {
+  pthread_mutex_lock(&e->mu);
+  tomb_add_locked(e, id, reason, now_unix_ms());
+  if (e->ntombs) tomb_append_file(e, &e->tombs[e->ntombs - 1]);
+  pthread_mutex_unlock(&e->mu);
+}
+
+const char *reg_tomb(engine *e, const char *id, char *buf, size_t len) {
+  const char *r = NULL;
+  pthread_mutex_lock(&e->mu);
+  for (size_t i = e->ntombs; i-- > 0;)
+    if (strcmp(e->tombs[i].id, id) == 0) {
+      snprintf(buf, len, "%s", e->tombs[i].reason);
+      r = buf;
+      break;
+    }
+  pthread_mutex_unlock(&e->mu);
+  return r;
+}
+
+void reg_load_tombs(engine *e) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s/gone.log", e->state_dir);
+  FILE *f = fopen(path, "re");
+  if (!f) return;
+  char id[64], reason[64];
+  long long when;
+  pthread_mutex_lock(&e->mu);
+  while (fscanf(f, "%63s %63s %lld", id, reason, &when) == 3)
+    if (strlen(id) <= ENGINE_ID_LEN) tomb_add_locked(e, id, reason, when);
+  pthread_mutex_unlock(&e->mu);
+  fclose(f);
+  /* Rewrite compactly so the file does not grow without bound. */
+  char tmp[4200];
+  snprintf(tmp, sizeof tmp, "%s.tmp", path);
+  FILE *o = fopen(tmp, "we");
+  if (!o) return;
+  pthread_mutex_lock(&e->mu);
+  for (size_t i = 0; i < e->ntombs; i++)
+    fprintf(o, "%s %s %lld\n", e->tombs[i].id, e->tombs[i].reason,
+            (long long)e->tombs[i].ended_ms);
+  pthread_mutex_unlock(&e->mu);
+  if (fclose(o) == 0) rename(tmp, path);
+}
+
+sbx **reg_list(engine *e, size_t *n) {
+  pthread_mutex_lock(&e->mu);
+  sbx **v = malloc((e->nsbx ? e->nsbx : 1) * sizeof *v);
+  *n = 0;
+  if (v) {
+    for (size_t i = 0; i < e->nsbx; i++) {
+      v[i] = e->sbx[i];
+      v[i]->refs++;
+    }
+    *n = e->nsbx;
+  }
+  pthread_mutex_unlock(&e->mu);
+  return v;
+}
+
+void reg_put_all(engine *e, sbx **v, size_t n) {
+  for (size_t i = 0; i < n; i++) reg_put(e, v[i]);
+  free(v);
+}
+
+/* ---- persistence ------------------------------------------------------------ */
+
+static void record_path(engine *e, const char *id, char *out, size_t len) {
+  snprintf(out, len, "%s/sandboxes/%s/engine.json", e->state_dir, id);
+}
+
+int reg_save(engine *e, sbx *s) {
+  cJSON *j = cJSON_CreateObject();
+  if (!j) return -ENOMEM;
+  pthread_mutex_lock(&s->mu);
+  cJSON_AddStringToObject(j, "id", s->id);
+  cJSON_AddStringToObject(j, "token", s->token);
+  cJSON_AddStringToObject(j, "templateID", s->template_id ? s->template_id : "");
+  cJSON_AddStringToObject(j, "alias", s->alias ? s->alias : "");
+  cJSON_AddItemToObject(j, "metadata",
+                        s->metadata ? cJSON_Duplicate(s->metadata, 1)
+                                    : cJSON_CreateObject());
+  cJSON_AddItemToObject(j, "envVars",
+                        s->env_vars ? cJSON_Duplicate(s->env_vars, 1)
+                                    : cJSON_CreateObject());
+  cJSON_AddNumberToObject(j, "startedMs", (double)s->started_ms);
+  cJSON_AddNumberToObject(j, "endMs", (double)s->end_ms);
+  cJSON_AddBoolToObject(j, "autoPause", s->auto_pause);
+  cJSON_AddNumberToObject(j, "cpuCount", s->cpu_count);
+  cJSON_AddNumberToObject(j, "memoryMB", s->memory_mb);
+  cJSON_AddNumberToObject(j, "diskMB", s->disk_mb);
+  cJSON_AddStringToObject(j, "state", s->state == SBX_PAUSED ? "paused" : "running");
+  pthread_mutex_unlock(&s->mu);
+  char *text = cJSON_PrintUnformatted(j);
+  cJSON_Delete(j);
+  if (!text) return -ENOMEM;
+  char path[4096], tmp[4200];
+  record_path(e, s->id, path, sizeof path);
+  snprintf(tmp, sizeof tmp, "%s.tmp", path);
+  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  int rc = 0;
+  if (fd < 0) {
+    rc = -errno;
+  } else {
+    size_t n = strlen(text);
+    if (write(fd, text, n) != (ssize_t)n || fsync(fd) != 0) rc = -EIO;
+    close(fd);
+    if (rc == 0 && rename(tmp, path) != 0) rc = -errno;
+  }
+  free(text);
+  return rc;
+}
+
+sbx *reg_load(engine *e, const char *id) {
+  char path[4096];
+  record_path(e, id, path, sizeof path);
+  FILE *f = fopen(path, "re");
+  if (!f) return NULL;
+  asbi_buf b = ASBI_BUF_INIT;
+  char chunk[4096];
+  size_t n;
+  while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) asbi_buf_append(&b, chunk, n);
+  fclose(f);
+  cJSON *j = b.data ? asbi_pj_parse(b.data, b.len, NULL) : NULL;
+  asbi_buf_free(&b);
+  if (!j) return NULL;
+  sbx *s = sbx_new();
+  const char *str = NULL;
+  if (!s) goto fail;
+  if (asbi_pj_get_str(j, "id", &str) != 0 || !str || strcmp(str, id) != 0) goto fail;
+  snprintf(s->id, sizeof s->id, "%s", id);
+  str = NULL;
+  asbi_pj_get_str(j, "token", &str);
+  snprintf(s->token, sizeof s->token, "%s", str ? str : "");
+  str = NULL;
+  asbi_pj_get_str(j, "templateID", &str);
+  s->template_id = asbi_strdup(str ? str : "base");
+  str = NULL;
+  asbi_pj_get_str(j, "alias", &str);
+  s->alias = asbi_strdup(str ? str : "");
+  s->metadata = cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(j, "metadata"), 1);
+  s->env_vars = cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(j, "envVars"), 1);
+  const cJSON *v;
+  if ((v = cJSON_GetObjectItemCaseSensitive(j, "startedMs")) && cJSON_IsNumber(v))
+    s->started_ms = (int64_t)v->valuedouble;
+  if ((v = cJSON_GetObjectItemCaseSensitive(j, "endMs")) && cJSON_IsNumber(v))
+    s->end_ms = (int64_t)v->valuedouble;
+  s->auto_pause = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "autoPause"));
+  if ((v = cJSON_GetObjectItemCaseSensitive(j, "cpuCount"))) s->cpu_count = v->valueint;
+  if ((v = cJSON_GetObjectItemCaseSensitive(j, "memoryMB"))) s->memory_mb = v->valueint;
+  if ((v = cJSON_GetObjectItemCaseSensitive(j, "diskMB"))) s->disk_mb = v->valueint;
+  str = NULL;
+  asbi_pj_get_str(j, "state", &str);
+  s->state = str && strcmp(str, "paused") == 0 ? SBX_PAUSED : SBX_RUNNING;
+  if (!s->template_id || !s->alias) goto fail;
+  cJSON_Delete(j);
+  return s;
+fail:
+  cJSON_Delete(j);
+  sbx_free(s);
+  return NULL;
+}

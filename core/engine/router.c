@@ -1,0 +1,430 @@
+/* Router: forwards sandbox traffic — requests whose Host is
+ * <port>-<id>.<domain> or that carry E2b-Sandbox-Id / E2b-Sandbox-Port — to
+ * envd's unix socket (port 49983) or to the port inside the sandbox's
+ * network namespace. Request bodies and responses stream through unbuffered
+ * (each direction holds at most one chunk); upstream connections are kept
+ * alive and reused per sandbox and port.
+ * SPDX-License-Identifier: Apache-2.0 */
+#include "router.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "proto/http1.h"
+#include "proto/url.h"
+#include "util/buf.h"
+#include "util/util.h"
+
+#define READ_CHUNK (256u * 1024u)
+#define ENVD_PORT 49983
+
+struct route_ctx {
+  engine *e;
+  sbx *s;
+  int port;
+  int fd;
+  int chunked_up;   /* request body re-chunked upstream */
+  int failed;       /* upstream write failed */
+  int head_request;
+  /* response */
+  char *buf;        /* READ_CHUNK bytes */
+  size_t have, off; /* bytes in buf, consumed from buf */
+  asbi_h1_resp head;
+  asbi_h1_chunked chunk;
+  uint64_t left;    /* LENGTH bodies */
+  int done;         /* body fully read */
+  int reusable;
+};
+
+static const char *const HOP[] = {"connection", "keep-alive", "proxy-connection",
+                                  "te", "trailer", "transfer-encoding", "upgrade",
+                                  "content-length", "expect", NULL};
+
+static int is_hop(const char *name, size_t n) {
+  for (const char *const *h = HOP; *h; h++)
+    if (strlen(*h) == n && strncasecmp(*h, name, n) == 0) return 1;
+  return 0;
+}
+
+static struct MHD_Response *json_resp(unsigned status, const char *id,
+                                      const char *reason, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static struct MHD_Response *json_resp(unsigned status, const char *id,
+                                      const char *reason, const char *fmt, ...) {
+  char msg[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  cJSON *j = cJSON_CreateObject();
+  cJSON_AddNumberToObject(j, "code", status);
+  cJSON_AddStringToObject(j, "message", msg);
+  if (id) cJSON_AddStringToObject(j, "sandboxID", id);
+  if (reason) cJSON_AddStringToObject(j, "reason", reason);
+  char *text = cJSON_PrintUnformatted(j);
+  cJSON_Delete(j);
+  struct MHD_Response *r =
+      text ? MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE)
+           : MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
+  MHD_add_response_header(r, "Content-Type", "application/json");
+  return r;
+}
+
+int router_match(struct MHD_Connection *c, char *id, size_t idlen, int *port) {
+  const char *hid = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "E2b-Sandbox-Id");
+  if (hid && *hid) {
+    const char *hp = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "E2b-Sandbox-Port");
+    int64_t p = ENVD_PORT;
+    if (hp && (asbi_parse_i64(hp, strlen(hp), &p) || p < 1 || p > 65535)) p = -1;
+    snprintf(id, idlen, "%s", hid);
+    *port = (int)p;
+    return 1;
+  }
+  const char *host = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Host");
+  char *pid = NULL;
+  int p = 0;
+  if (host && asbi_url_parse_sandbox_host(host, &p, &pid) == 0) {
+    snprintf(id, idlen, "%s", pid);
+    free(pid);
+    *port = p;
+    return 1;
+  }
+  return 0;
+}
+
+/* A pooled connection that the peer has not closed meanwhile, or -1. */
+static int pool_take(sbx *s, int port) {
+  pthread_mutex_lock(&s->mu);
+  int fd = -1;
+  for (upstream **pp = &s->idle; *pp;) {
+    upstream *u = *pp;
+    if (u->port != port) {
+      pp = &u->next;
+      continue;
+    }
+    *pp = u->next;
+    struct pollfd p = {u->fd, POLLIN, 0};
+    if (poll(&p, 1, 0) == 0) { /* nothing to read, not closed: usable */
+      fd = u->fd;
+      free(u);
+      break;
+    }
+    close(u->fd);
+    free(u);
+  }
+  pthread_mutex_unlock(&s->mu);
+  return fd;
+}
+
+static void pool_give(sbx *s, int port, int fd) {
+  upstream *u = malloc(sizeof *u);
+  if (!u) {
+    close(fd);
+    return;
+  }
+  u->fd = fd;
+  u->port = port;
+  pthread_mutex_lock(&s->mu);
+  int n = 0;
+  for (upstream *x = s->idle; x; x = x->next) n++;
+  if (n >= 64 || s->state == SBX_DEAD) {
+    pthread_mutex_unlock(&s->mu);
+    close(fd);
+    free(u);
+    return;
+  }
+  u->next = s->idle;
+  s->idle = u;
+  pthread_mutex_unlock(&s->mu);
+}
+
+static int send_all(int fd, const char *p, size_t n) {
+  while (n) {
+    ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return -1;
+    p += w;
+    n -= (size_t)w;
+  }
+  return 0;
+}
+
+typedef struct head_ctx {
+  asbi_buf *b;
+} head_ctx;
+
+static enum MHD_Result copy_header(void *cls, enum MHD_ValueKind kind,
+                                   const char *key, const char *value) {
+  (void)kind;
+  head_ctx *h = cls;
+  if (is_hop(key, strlen(key))) return MHD_YES;
+  asbi_buf_printf(h->b, "%s: %s\r\n", key, value ? value : "");
+  return MHD_YES;
+}
+
+static void route_free(route_ctx *r) {
+  if (r->fd >= 0) {
+    if (r->reusable && r->done && !r->failed)
+      pool_give(r->s, r->port, r->fd);
+    else
+      close(r->fd);
+  }
+  if (r->s) reg_put(r->e, r->s);
+  free(r->buf);
+  free(r);
+}
+
+route_ctx *router_begin(engine *e, struct MHD_Connection *c, const char *raw_uri,
+                        const char *method, const char *id, int port,
+                        struct MHD_Response **err, unsigned *err_status) {
+  *err = NULL;
+  if (port < 1) {
+    *err_status = 400;
+    *err = json_resp(400, id, NULL, "invalid E2b-Sandbox-Port");
+    return NULL;
+  }
+  sbx *s = reg_get(e, id);
+  if (!s) {
+    char why[32];
+    const char *reason = reg_tomb(e, id, why, sizeof why);
+    *err_status = 404;
+    *err = reason ? json_resp(404, id, reason, "sandbox \"%s\" is gone (%s)", id, reason)
+                  : json_resp(404, id, NULL, "sandbox \"%s\" not found", id);
+    return NULL;
+  }
+  pthread_mutex_lock(&s->mu);
+  sbx_state st = s->state;
+  pthread_mutex_unlock(&s->mu);
+  if (st != SBX_RUNNING) {
+    reg_put(e, s);
+    *err_status = 502;
+    *err = json_resp(502, id, NULL, "sandbox \"%s\" is %s; connect to it to resume",
+                     id, st == SBX_PAUSED ? "paused" : "stopping");
+    return NULL;
+  }
+  route_ctx *r = calloc(1, sizeof *r);
+  if (!r || !(r->buf = malloc(READ_CHUNK))) {
+    free(r);
+    reg_put(e, s);
+    *err_status = 500;
+    *err = json_resp(500, id, NULL, "out of memory");
+    return NULL;
+  }
+  r->e = e;
+  r->s = s;
+  r->port = port;
+  r->head_request = strcmp(method, "HEAD") == 0;
+  r->fd = pool_take(s, port);
+  if (r->fd < 0)
+    r->fd = port == ENVD_PORT ? asbe_sandbox_connect_unix(s->iso, "envd.sock")
+                              : asbe_sandbox_connect_tcp(s->iso, (uint16_t)port);
+  if (r->fd < 0) {
+    *err_status = 502;
+    *err = port == ENVD_PORT
+               ? json_resp(502, id, NULL, "the agent (envd) of sandbox \"%s\" is not reachable: %s",
+                           id, strerror(-r->fd))
+               : json_resp(502, id, NULL,
+                           "nothing is listening on port %d in sandbox \"%s\" (%s)", port,
+                           id, strerror(-r->fd));
+    route_free(r);
+    return NULL;
+  }
+  /* Request head. */
+  asbi_buf head = ASBI_BUF_INIT;
+  asbi_buf_printf(&head, "%s %s HTTP/1.1\r\n", method, raw_uri);
+  head_ctx hc = {&head};
+  MHD_get_connection_values(c, MHD_HEADER_KIND, copy_header, &hc);
+  const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
+  const char *te = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Transfer-Encoding");
+  if (cl)
+    asbi_buf_printf(&head, "Content-Length: %s\r\n", cl);
+  else if (te) {
+    asbi_buf_puts(&head, "Transfer-Encoding: chunked\r\n");
+    r->chunked_up = 1;
+  }
+  asbi_buf_puts(&head, "Connection: keep-alive\r\n\r\n");
+  int rc = head.data ? send_all(r->fd, head.data, head.len) : -1;
+  asbi_buf_free(&head);
+  if (rc) {
+    *err_status = 502;
+    *err = json_resp(502, id, NULL, "lost the connection to port %d of sandbox \"%s\"",
+                     port, id);
+    r->failed = 1;
+    route_free(r);
+    return NULL;
+  }
+  return r;
+}
+
+int router_body(route_ctx *r, const char *data, size_t len) {
+  if (r->failed || len == 0) return r->failed ? -1 : 0;
+  if (r->chunked_up) {
+    char sz[32];
+    int n = snprintf(sz, sizeof sz, "%zx\r\n", len);
+    if (send_all(r->fd, sz, (size_t)n) || send_all(r->fd, data, len) ||
+        send_all(r->fd, "\r\n", 2))
+      r->failed = 1;
+  } else if (send_all(r->fd, data, len)) {
+    r->failed = 1;
+  }
+  return r->failed ? -1 : 0;
+}
+
+/* Read more upstream bytes into buf (after compacting). 0 = EOF. */
+static ssize_t fill(route_ctx *r) {
+  if (r->off == r->have) r->off = r->have = 0;
+  if (r->have == READ_CHUNK) {
+    memmove(r->buf, r->buf + r->off, r->have - r->off);
+    r->have -= r->off;
+    r->off = 0;
+    if (r->have == READ_CHUNK) return -1;
+  }
+  for (;;) {
+    ssize_t n = recv(r->fd, r->buf + r->have, READ_CHUNK - r->have, 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n > 0) r->have += (size_t)n;
+    return n;
+  }
+}
+
+static ssize_t reader(void *cls, uint64_t pos, char *out, size_t max) {
+  route_ctx *r = cls;
+  (void)pos;
+  for (;;) {
+    if (r->done) return MHD_CONTENT_READER_END_OF_STREAM;
+    size_t avail = r->have - r->off;
+    if (r->head.body == ASBI_H1_BODY_LENGTH) {
+      if (r->left == 0) {
+        r->done = 1;
+        r->reusable = r->head.keep_alive && r->off == r->have;
+        continue;
+      }
+      if (avail == 0) {
+        /* Straight into MHD's buffer: no copy for big bodies. */
+        size_t want = max;
+        if ((uint64_t)want > r->left) want = (size_t)r->left;
+        ssize_t n;
+        do n = recv(r->fd, out, want, 0); while (n < 0 && errno == EINTR);
+        if (n <= 0) return MHD_CONTENT_READER_END_WITH_ERROR; /* truncated */
+        r->left -= (uint64_t)n;
+        return n;
+      }
+      size_t n = avail < max ? avail : max;
+      if ((uint64_t)n > r->left) n = (size_t)r->left;
+      memcpy(out, r->buf + r->off, n);
+      r->off += n;
+      r->left -= n;
+      return (ssize_t)n;
+    }
+    if (r->head.body == ASBI_H1_BODY_CHUNKED) {
+      if (avail == 0) {
+        ssize_t n = fill(r);
+        if (n <= 0) return MHD_CONTENT_READER_END_WITH_ERROR;
+        continue;
+      }
+      /* Decode at most `max` input bytes in place; payload <= input. */
+      size_t len = avail < max ? avail : max, outn = 0;
+      if (asbi_h1_chunked_decode(&r->chunk, r->buf + r->off, &len, &outn) != 0)
+        return MHD_CONTENT_READER_END_WITH_ERROR;
+      memcpy(out, r->buf + r->off, outn);
+      r->off += len;
+      if (r->chunk.done) {
+        r->done = 1;
+        r->reusable = r->head.keep_alive && r->off == r->have;
+      }
+      if (outn) return (ssize_t)outn;
+      continue;
+    }
+    /* Until close. */
+    if (avail) {
+      size_t n = avail < max ? avail : max;
+      memcpy(out, r->buf + r->off, n);
+      r->off += n;
+      return (ssize_t)n;
+    }
+    ssize_t n;
+    do n = recv(r->fd, out, max, 0); while (n < 0 && errno == EINTR);
+    if (n == 0) {
+      r->done = 1;
+      continue;
+    }
+    if (n < 0) return MHD_CONTENT_READER_END_WITH_ERROR;
+    return n;
+  }
+}
+
+static void reader_free(void *cls) { route_free(cls); }
+
+struct MHD_Response *router_finish(route_ctx *r, unsigned *status) {
+  const char *id = r->s->id;
+  if (!r->failed && r->chunked_up && send_all(r->fd, "0\r\n\r\n", 5)) r->failed = 1;
+  if (r->failed) {
+    *status = 502;
+    struct MHD_Response *e = json_resp(502, id, NULL,
+                                       "lost the connection to port %d of sandbox \"%s\" "
+                                       "while sending the request", r->port, id);
+    route_free(r);
+    return e;
+  }
+  long hl;
+  for (;;) {
+    hl = asbi_h1_parse_response(r->buf, r->have, r->head_request, &r->head);
+    if (hl != ASBI_H1_EINCOMPLETE) break;
+    ssize_t n = fill(r);
+    if (n <= 0) {
+      hl = n == 0 ? ASBI_H1_ESYNTAX : -1;
+      break;
+    }
+  }
+  if (hl < 0) {
+    *status = 502;
+    struct MHD_Response *e = json_resp(502, id, NULL,
+                                       "port %d of sandbox \"%s\" sent no valid HTTP "
+                                       "response", r->port, id);
+    r->failed = 1;
+    route_free(r);
+    return e;
+  }
+  /* Keep the head: it points into buf, which the body reuses. */
+  struct MHD_Response *resp;
+  r->off = (size_t)hl;
+  if (r->head.body == ASBI_H1_BODY_LENGTH) r->left = r->head.content_length;
+  if (r->head.body == ASBI_H1_BODY_CHUNKED) asbi_h1_chunked_init(&r->chunk);
+  if (r->head.body == ASBI_H1_BODY_NONE) {
+    r->done = 1;
+    r->reusable = r->head.keep_alive && r->off == r->have;
+  }
+  uint64_t size = r->head.body == ASBI_H1_BODY_LENGTH ? r->head.content_length
+                  : r->head.body == ASBI_H1_BODY_NONE ? 0
+                                                      : MHD_SIZE_UNKNOWN;
+  resp = MHD_create_response_from_callback(size, 64 * 1024, reader, r, reader_free);
+  if (!resp) {
+    route_free(r);
+    *status = 500;
+    return json_resp(500, NULL, NULL, "out of memory");
+  }
+  for (size_t i = 0; i < r->head.nheaders; i++) {
+    const asbi_h1_header *h = &r->head.headers[i];
+    if (is_hop(h->name, h->name_len)) continue;
+    char *n = asbi_strndup(h->name, h->name_len), *v = asbi_strndup(h->value, h->value_len);
+    if (n && v) MHD_add_response_header(resp, n, v);
+    free(n);
+    free(v);
+  }
+  *status = (unsigned)r->head.status;
+  /* From here the header pointers are dead: the body may overwrite buf. */
+  r->head.nheaders = 0;
+  return resp;
+}
+
+void router_abort(route_ctx *r) {
+  if (!r) return;
+  r->failed = 1;
+  route_free(r);
+}

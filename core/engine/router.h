@@ -1,0 +1,28 @@
+/* The engine's router (see router.c). SPDX-License-Identifier: Apache-2.0 */
+#ifndef ASB_ENGINE_ROUTER_H
+#define ASB_ENGINE_ROUTER_H
+
+#include <microhttpd.h>
+
+#include "engine.h"
+
+typedef struct route_ctx route_ctx;
+
+/* 1 if the request is sandbox traffic; fills the sandbox id and port (port
+ * -1 if the E2b-Sandbox-Port header is malformed). */
+int router_match(struct MHD_Connection *c, char *id, size_t idlen, int *port);
+/* Connect upstream and send the request head. NULL on failure, with an
+ * error response and status to queue. */
+route_ctx *router_begin(engine *e, struct MHD_Connection *c, const char *raw_uri,
+                        const char *method, const char *id, int port,
+                        struct MHD_Response **err, unsigned *err_status);
+/* Forward a piece of the request body. -1 once the upstream failed. */
+int router_body(route_ctx *r, const char *data, size_t len);
+/* End the request, read the upstream's response head and return a response
+ * streaming its body (the route is owned by the response from now on; on
+ * error an error response, and the route is freed). */
+struct MHD_Response *router_finish(route_ctx *r, unsigned *status);
+/* Drop a route that never reached router_finish. */
+void router_abort(route_ctx *r);
+
+#endif

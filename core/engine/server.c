@@ -1,0 +1,297 @@
+/* libmicrohttpd glue: one daemon on TCP (127.0.0.1:49982 by default) and
+ * one on a unix socket in the state dir; each request is either sandbox
+ * traffic (router.c, no API key: envd checks the sandbox's own token) or a
+ * control-plane call (api.c, API key required).
+ * SPDX-License-Identifier: Apache-2.0 */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <openssl/crypto.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "api.h"
+#include "router.h"
+#include "util/buf.h"
+#include "util/util.h"
+
+#define API_BODY_MAX (1u << 20)
+
+typedef struct server {
+  struct MHD_Daemon *tcp, *unx;
+  int unix_fd;
+} server;
+
+typedef struct req_ctx {
+  char *raw_uri;
+  int kind; /* 0 undecided, 1 API, 2 router, 3 already answered */
+  asbi_buf body;
+  int too_big;
+  route_ctx *route;
+} req_ctx;
+
+static void *uri_log(void *cls, const char *uri, struct MHD_Connection *c) {
+  (void)cls;
+  (void)c;
+  req_ctx *r = calloc(1, sizeof *r);
+  if (r) {
+    r->raw_uri = asbi_strdup(uri);
+    asbi_buf_init(&r->body, API_BODY_MAX);
+  }
+  return r;
+}
+
+static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
+                      enum MHD_RequestTerminationCode toe) {
+  (void)cls;
+  (void)c;
+  (void)toe;
+  req_ctx *r = *con_cls;
+  if (!r) return;
+  router_abort(r->route);
+  asbi_buf_free(&r->body);
+  free(r->raw_uri);
+  free(r);
+  *con_cls = NULL;
+}
+
+static enum MHD_Result queue(struct MHD_Connection *c, unsigned status,
+                             struct MHD_Response *resp) {
+  if (!resp) return MHD_NO;
+  enum MHD_Result ret = MHD_queue_response(c, status, resp);
+  MHD_destroy_response(resp);
+  return ret;
+}
+
+static enum MHD_Result queue_json(struct MHD_Connection *c, unsigned status,
+                                  char *body, const api_reply *rep) {
+  struct MHD_Response *resp =
+      body ? MHD_create_response_from_buffer(strlen(body), body, MHD_RESPMEM_MUST_FREE)
+           : MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
+  if (!resp) return MHD_NO;
+  if (body) MHD_add_response_header(resp, "Content-Type", "application/json");
+  if (rep && rep->next_token[0])
+    MHD_add_response_header(resp, "X-Next-Token", rep->next_token);
+  if (rep && rep->total_running >= 0) {
+    char n[32];
+    snprintf(n, sizeof n, "%lld", rep->total_running);
+    MHD_add_response_header(resp, "X-Total-Running", n);
+  }
+  return queue(c, status, resp);
+}
+
+static enum MHD_Result error(struct MHD_Connection *c, unsigned status,
+                             const char *msg) {
+  api_reply r = {0, NULL, "", -1};
+  api_error(&r, (int)status, "%s", msg);
+  return queue_json(c, status, r.body, NULL);
+}
+
+static int authorized(engine *e, struct MHD_Connection *c) {
+  const char *k = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "X-API-Key");
+  const char *auth = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
+  if (!k && auth && strncasecmp(auth, "Bearer ", 7) == 0) k = auth + 7;
+  size_t n = strlen(e->api_key);
+  return k && strlen(k) == n && CRYPTO_memcmp(k, e->api_key, n) == 0;
+}
+
+static enum MHD_Result handler(void *cls, struct MHD_Connection *c,
+                               const char *url, const char *method,
+                               const char *version, const char *upload,
+                               size_t *upload_size, void **con_cls) {
+  engine *e = cls;
+  (void)version;
+  req_ctx *r = *con_cls;
+  if (!r) return MHD_NO;
+  if (r->kind == 0) {
+    char id[64];
+    int port = 0;
+    if (router_match(c, id, sizeof id, &port)) {
+      struct MHD_Response *err = NULL;
+      unsigned st = 0;
+      r->route = router_begin(e, c, r->raw_uri ? r->raw_uri : url, method, id, port,
+                              &err, &st);
+      if (!r->route) {
+        r->kind = 3;
+        return queue(c, st, err);
+      }
+      r->kind = 2;
+      return MHD_YES;
+    }
+    r->kind = 1;
+    if (!authorized(e, c)) {
+      r->kind = 3;
+      return error(c, 401, "missing or invalid API key (X-API-Key)");
+    }
+    return MHD_YES;
+  }
+  if (r->kind == 3) { /* answered early: swallow the rest of the body */
+    *upload_size = 0;
+    return MHD_YES;
+  }
+  if (*upload_size) {
+    if (r->kind == 2) {
+      router_body(r->route, upload, *upload_size);
+    } else if (!r->too_big && asbi_buf_append(&r->body, upload, *upload_size)) {
+      r->too_big = 1;
+    }
+    *upload_size = 0;
+    return MHD_YES;
+  }
+  if (r->kind == 2) {
+    unsigned st = 0;
+    struct MHD_Response *resp = router_finish(r->route, &st);
+    r->route = NULL; /* owned by the response (or freed) now */
+    r->kind = 3;
+    return queue(c, st, resp);
+  }
+  r->kind = 3;
+  if (r->too_big) return error(c, 413, "request body over 1 MiB");
+  api_req q;
+  memset(&q, 0, sizeof q);
+  q.method = method;
+  q.path = url;
+  const char *qs = r->raw_uri ? strchr(r->raw_uri, '?') : NULL;
+  q.query = qs ? qs + 1 : "";
+  q.body = r->body.data;
+  q.body_len = r->body.len;
+  api_reply rep = {0, NULL, "", -1};
+  api_handle(e, &q, &rep);
+  api_req_free(&q);
+  return queue_json(c, (unsigned)rep.status, rep.body, &rep);
+}
+
+/* ---- query strings --------------------------------------------------------------- */
+
+const char *api_query(api_req *q, const char *name) {
+  if (!q->q_parsed) {
+    q->q_parsed = 1;
+    size_t n = 1;
+    for (const char *p = q->query; *p; p++) n += *p == '&';
+    q->qk = calloc(n, sizeof *q->qk);
+    q->qv = calloc(n, sizeof *q->qv);
+    if (!q->qk || !q->qv) return NULL;
+    const char *p = q->query;
+    while (*p) {
+      const char *end = strchr(p, '&');
+      size_t len = end ? (size_t)(end - p) : strlen(p);
+      const char *eq = memchr(p, '=', len);
+      char *k = NULL, *v = NULL;
+      size_t kl = eq ? (size_t)(eq - p) : len;
+      if (len && asbi_url_unescape(p, kl, 1, &k) == 0 &&
+          asbi_url_unescape(eq ? eq + 1 : "", eq ? len - kl - 1 : 0, 1, &v) == 0) {
+        q->qk[q->nq] = k;
+        q->qv[q->nq++] = v;
+      } else {
+        free(k);
+        free(v);
+      }
+      p += len + (end ? 1 : 0);
+      if (!end) break;
+    }
+  }
+  for (size_t i = 0; i < q->nq; i++)
+    if (strcmp(q->qk[i], name) == 0) return q->qv[i];
+  return NULL;
+}
+
+void api_req_free(api_req *q) {
+  for (size_t i = 0; i < q->nq; i++) {
+    free(q->qk[i]);
+    free(q->qv[i]);
+  }
+  free(q->qk);
+  free(q->qv);
+}
+
+/* ---- start / stop ------------------------------------------------------------------- */
+
+static struct MHD_Daemon *start_daemon(engine *e, int fd) {
+  return MHD_start_daemon(
+      MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
+          MHD_USE_POLL | MHD_USE_ERROR_LOG,
+      0, NULL, NULL, handler, e, MHD_OPTION_LISTEN_SOCKET, fd,
+      MHD_OPTION_URI_LOG_CALLBACK, uri_log, NULL, MHD_OPTION_NOTIFY_COMPLETED,
+      completed, NULL, MHD_OPTION_CONNECTION_TIMEOUT, 0u,
+      MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(256 * 1024), MHD_OPTION_END);
+}
+
+int server_start(engine *e, const char *listen_addr, const char *socket_path) {
+  server *s = calloc(1, sizeof *s);
+  if (!s) return -ENOMEM;
+  s->unix_fd = -1;
+  /* TCP: "host:port" (port 0 = pick one). */
+  char host[256];
+  int port = 49982;
+  const char *colon = strrchr(listen_addr, ':');
+  if (colon) {
+    snprintf(host, sizeof host, "%.*s", (int)(colon - listen_addr), listen_addr);
+    port = atoi(colon + 1);
+  } else {
+    snprintf(host, sizeof host, "%s", listen_addr);
+  }
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  struct sockaddr_in a;
+  memset(&a, 0, sizeof a);
+  a.sin_family = AF_INET;
+  a.sin_port = htons((uint16_t)port);
+  int one = 1;
+  if (fd < 0 || inet_pton(AF_INET, host, &a.sin_addr) != 1 ||
+      setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) ||
+      bind(fd, (struct sockaddr *)&a, sizeof a) || listen(fd, 512)) {
+    int err = errno ? errno : EINVAL;
+    engine_log("cannot listen on %s: %s", listen_addr, strerror(err));
+    if (fd >= 0) close(fd);
+    free(s);
+    return -err;
+  }
+  socklen_t al = sizeof a;
+  getsockname(fd, (struct sockaddr *)&a, &al);
+  e->listen_port = ntohs(a.sin_port);
+  s->tcp = start_daemon(e, fd);
+  if (!s->tcp) {
+    close(fd);
+    free(s);
+    return -EIO;
+  }
+  if (socket_path) {
+    struct sockaddr_un u;
+    memset(&u, 0, sizeof u);
+    u.sun_family = AF_UNIX;
+    if (strlen(socket_path) >= sizeof u.sun_path) {
+      engine_log("socket path too long: %s", socket_path);
+    } else {
+      snprintf(u.sun_path, sizeof u.sun_path, "%s", socket_path);
+      unlink(socket_path);
+      int ufd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+      mode_t old = umask(0077); /* the API key guards it too, but be strict */
+      if (ufd >= 0 && bind(ufd, (struct sockaddr *)&u, sizeof u) == 0 &&
+          listen(ufd, 512) == 0) {
+        s->unx = start_daemon(e, ufd);
+        if (s->unx) s->unix_fd = ufd;
+      }
+      umask(old);
+      if (!s->unx) {
+        engine_log("cannot serve on unix socket %s: %s", socket_path, strerror(errno));
+        if (ufd >= 0) close(ufd);
+      }
+    }
+  }
+  e->server = s;
+  return 0;
+}
+
+void server_stop(engine *e) {
+  server *s = e->server;
+  if (!s) return;
+  if (s->tcp) MHD_stop_daemon(s->tcp);
+  if (s->unx) MHD_stop_daemon(s->unx);
+  free(s);
+  e->server = NULL;
+}
