@@ -13,6 +13,26 @@
 #define LOCAL_ENGINE_URL "http://127.0.0.1:49982"
 #define LOCAL_ENGINE_DOMAIN "localhost:49982"
 #define E2B_CLOUD_DOMAIN "e2b.app"
+#define LOCAL_STATE_DIR "/var/lib/agent-sandbox"
+
+/* An engine started on another port records its URL in <state>/engine.url. */
+static void local_discover_url(asb_client *c) {
+  char path[4096], line[256];
+  snprintf(path, sizeof path, "%s/engine.url", c->state_dir);
+  FILE *f = fopen(path, "re");
+  if (!f) return;
+  if (fgets(line, sizeof line, f)) {
+    line[strcspn(line, "\r\n")] = 0;
+    if (asbi_startswith(line, "http://127.0.0.1:")) {
+      char *u = asbi_strdup(line);
+      if (u) {
+        free(c->api_url);
+        c->api_url = u;
+      }
+    }
+  }
+  fclose(f);
+}
 
 int asb_client_options_init(asb_client_options *opts, unsigned int version) {
   if (!opts) return asbi_err(ASB_EINVAL, "asb_client_options_init: NULL");
@@ -75,6 +95,8 @@ static int valid_header(const char *h) {
 
 static void client_destroy(asb_client *c) {
   asbi_http_free(c->http);
+  free(c->state_dir);
+  pthread_mutex_destroy(&c->mu);
   free(c->api_key);
   free(c->api_url);
   free(c->domain);
@@ -95,6 +117,7 @@ int asb_client_new(asb_client **out, const asb_client_options *opts) {
   asb_client *c = calloc(1, sizeof *c);
   if (!c) return asbi_oom();
   atomic_init(&c->refs, 1);
+  pthread_mutex_init(&c->mu, NULL);
   int rc = ASB_OK;
 
   if (opts->debug)
@@ -108,6 +131,7 @@ int asb_client_new(asb_client **out, const asb_client_options *opts) {
   const char *sandbox_url = pick(opts->sandbox_url, "SANDBOX_URL");
 
   char buf[512];
+  if (!api_url && !c->debug && !domain && !key) c->local = 1;
   if (!api_url) {
     if (c->debug) {
       api_url = "http://localhost:3000";
@@ -150,6 +174,18 @@ int asb_client_new(asb_client **out, const asb_client_options *opts) {
   c->api_url = dup_url(api_url);
   c->domain = asbi_strdup(domain);
   c->sandbox_url = sandbox_url ? dup_url(sandbox_url) : NULL;
+  if (c->local) {
+    const char *sd = asbi_getenv("ASB_STATE_DIR");
+    c->state_dir = asbi_strdup(sd ? sd : LOCAL_STATE_DIR);
+    if (!c->state_dir) {
+      rc = asbi_oom();
+      goto fail;
+    }
+    local_discover_url(c);
+    /* Sandbox traffic goes through the engine's router by headers, so no
+     * name resolution of <port>-<id>.localhost is needed. */
+    if (!c->sandbox_url) c->sandbox_url = asbi_strdup(c->api_url);
+  }
   if (opts->user_agent) {
     c->user_agent = asbi_strdup(opts->user_agent);
   } else {

@@ -46,6 +46,7 @@ int asbi_cancel_requested(const asb_cancel *cancel);
 
 /* ---- client (client.c) ---------------------------------------------------- */
 struct asbi_http;
+#include <pthread.h>
 struct asb_client {
   atomic_int refs;
   char *api_key;
@@ -58,7 +59,15 @@ struct asb_client {
   int debug;
   int max_retries;
   struct asbi_http *http;
+  /* The local engine: api_url was not configured, so the library talks to
+   * the engine of state_dir, reading its key there and starting it when it
+   * is not running. */
+  int local;
+  char *state_dir;
+  pthread_mutex_t mu; /* api_key / api_url discovered lazily in local mode */
 };
+/* Local mode: make sure the engine runs and its key is known. */
+int asbi_client_local_prepare(asb_client *c, int start_engine);
 void asbi_client_ref(asb_client *c);
 void asbi_client_unref(asb_client *c);
 /* Effective timeout of a call: explicit (>0), none (<0), or the client's. */

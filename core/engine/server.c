@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "api.h"
+#include "proto/url.h"
 #include "router.h"
 #include "util/buf.h"
 #include "util/util.h"
@@ -218,7 +219,7 @@ static struct MHD_Daemon *start_daemon(engine *e, int fd) {
           MHD_USE_POLL | MHD_USE_ERROR_LOG,
       0, NULL, NULL, handler, e, MHD_OPTION_LISTEN_SOCKET, fd,
       MHD_OPTION_URI_LOG_CALLBACK, uri_log, NULL, MHD_OPTION_NOTIFY_COMPLETED,
-      completed, NULL, MHD_OPTION_CONNECTION_TIMEOUT, 0u,
+      completed, NULL, MHD_OPTION_CONNECTION_TIMEOUT, 640u,
       MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(256 * 1024), MHD_OPTION_END);
 }
 

@@ -64,6 +64,139 @@ ASB_API(int) asb_sandbox_get_host(const asb_sandbox *sandbox, int port,
 ASB_API(int) asb_sandbox_get_url(const asb_sandbox *sandbox, int port,
                                  char *buf, size_t buflen);
 
+/* ---- the control plane: create, connect, list, lifecycle ------------------ */
+
+#define ASB_SANDBOX_OPTIONS_VERSION 1
+
+typedef struct asb_sandbox_options {
+  unsigned int version;         /* ASB_SANDBOX_OPTIONS_VERSION */
+  const char *template_id;      /* template id or name; NULL = "base" */
+  long timeout_ms;              /* the sandbox's lifetime: 0 = 300000 (5 min),
+                                   rounded up to whole seconds */
+  const char *const *metadata;  /* "key=value" strings, NULL-ended */
+  const char *const *envs;      /* "KEY=VALUE" for every command, NULL-ended */
+  int auto_pause;               /* on timeout: pause instead of kill */
+  long request_timeout_ms;      /* 0 = client default, negative = none */
+  asb_cancel *cancel;
+} asb_sandbox_options;
+
+#define ASB_SANDBOX_OPTIONS_INIT \
+  { ASB_SANDBOX_OPTIONS_VERSION, NULL, 0, NULL, NULL, 0, 0, NULL }
+
+ASB_API(int) asb_sandbox_options_init(asb_sandbox_options *opts,
+                                      unsigned int version);
+
+/* Create a sandbox and return a handle to it. With nothing configured this
+ * uses the local engine (starting it if needed; see client.h). Errors:
+ * ASB_ENOTFOUND (unknown template), ASB_EAUTH, ASB_EINVAL, ASB_ERATELIMIT,
+ * ASB_ETEMPLATE (the template's envd is too old), transport errors. */
+ASB_API(int) asb_sandbox_create(asb_sandbox **out, asb_client *client,
+                                const asb_sandbox_options *opts);
+
+/* Connect to a running or paused sandbox by id; a paused one is resumed.
+ * timeout_ms (0 = 300000) extends its lifetime to at least that long from
+ * now and never shortens it. ASB_ESANDBOXNOTFOUND / ASB_ESANDBOXGONE. */
+ASB_API(int) asb_sandbox_connect(asb_sandbox **out, asb_client *client,
+                                 const char *sandbox_id, long timeout_ms,
+                                 const asb_call_options *call);
+
+/* Kill the sandbox: every process, mount and file of it goes. Returns
+ * ASB_OK, or ASB_ESANDBOXNOTFOUND if it did not exist (any more). */
+ASB_API(int) asb_sandbox_kill(asb_sandbox *sandbox, const asb_call_options *call);
+ASB_API(int) asb_sandbox_kill_id(asb_client *client, const char *sandbox_id,
+                                 const asb_call_options *call);
+
+/* Set the lifetime to timeout_ms from now (shorter or longer). */
+ASB_API(int) asb_sandbox_set_timeout(asb_sandbox *sandbox, long timeout_ms,
+                                     const asb_call_options *call);
+/* 1 if the sandbox is running and its agent answers, 0 if not (paused,
+ * gone), or a negative asb_status. */
+ASB_API(int) asb_sandbox_is_running(asb_sandbox *sandbox,
+                                    const asb_call_options *call);
+/* Pause: 1 if it is paused now, 0 if it already was. Every process is
+ * frozen, every file kept; connect or resume thaws it. */
+ASB_API(int) asb_sandbox_pause(asb_sandbox *sandbox, const asb_call_options *call);
+/* Resume a paused sandbox (as connect does); timeout_ms as for connect. */
+ASB_API(int) asb_sandbox_resume(asb_sandbox *sandbox, long timeout_ms,
+                                const asb_call_options *call);
+
+/* ---- sandbox information ---------------------------------------------------- */
+typedef struct asb_sandbox_info asb_sandbox_info;
+
+ASB_API(int) asb_sandbox_get_info(asb_sandbox *sandbox,
+                                  const asb_call_options *call,
+                                  asb_sandbox_info **out);
+ASB_API(const char *) asb_sandbox_info_id(const asb_sandbox_info *info);
+ASB_API(const char *) asb_sandbox_info_template_id(const asb_sandbox_info *info);
+/* The template's name, or NULL. */
+ASB_API(const char *) asb_sandbox_info_name(const asb_sandbox_info *info);
+/* "running" or "paused". */
+ASB_API(const char *) asb_sandbox_info_state(const asb_sandbox_info *info);
+/* Unix seconds. */
+ASB_API(asb_int64) asb_sandbox_info_started_at(const asb_sandbox_info *info);
+ASB_API(asb_int64) asb_sandbox_info_end_at(const asb_sandbox_info *info);
+ASB_API(int) asb_sandbox_info_cpu_count(const asb_sandbox_info *info);
+ASB_API(int) asb_sandbox_info_memory_mb(const asb_sandbox_info *info);
+ASB_API(int) asb_sandbox_info_disk_mb(const asb_sandbox_info *info);
+ASB_API(const char *) asb_sandbox_info_envd_version(const asb_sandbox_info *info);
+/* Metadata value of key, or NULL; and the i-th pair (NULL past the end). */
+ASB_API(const char *) asb_sandbox_info_metadata(const asb_sandbox_info *info,
+                                                const char *key);
+ASB_API(const char *) asb_sandbox_info_metadata_at(const asb_sandbox_info *info,
+                                                   size_t i, const char **value);
+ASB_API(void) asb_sandbox_info_free(asb_sandbox_info *info);
+
+/* ---- listing ----------------------------------------------------------------- */
+#define ASB_SANDBOX_LIST_OPTIONS_VERSION 1
+
+typedef struct asb_sandbox_list_options {
+  unsigned int version;        /* ASB_SANDBOX_LIST_OPTIONS_VERSION */
+  const char *const *metadata; /* "key=value" filters, all must match */
+  int running;                 /* include running sandboxes */
+  int paused;                  /* include paused sandboxes (both 0 = both) */
+  const char *template_id;     /* filter by template id or name */
+  int limit;                   /* page size: 0 = 100 (the maximum) */
+  const char *next_token;      /* from asb_sandbox_page_next_token */
+  long request_timeout_ms;
+  asb_cancel *cancel;
+} asb_sandbox_list_options;
+
+#define ASB_SANDBOX_LIST_OPTIONS_INIT \
+  { ASB_SANDBOX_LIST_OPTIONS_VERSION, NULL, 0, 0, NULL, 0, NULL, 0, NULL }
+
+ASB_API(int) asb_sandbox_list_options_init(asb_sandbox_list_options *opts,
+                                           unsigned int version);
+
+typedef struct asb_sandbox_page asb_sandbox_page;
+
+/* One page of sandboxes, newest first. */
+ASB_API(int) asb_sandbox_list(asb_client *client,
+                              const asb_sandbox_list_options *opts,
+                              asb_sandbox_page **out);
+ASB_API(size_t) asb_sandbox_page_count(const asb_sandbox_page *page);
+ASB_API(const asb_sandbox_info *) asb_sandbox_page_get(const asb_sandbox_page *page,
+                                                       size_t i);
+/* Token for the next page, or NULL when this is the last. */
+ASB_API(const char *) asb_sandbox_page_next_token(const asb_sandbox_page *page);
+ASB_API(void) asb_sandbox_page_free(asb_sandbox_page *page);
+
+/* ---- metrics ------------------------------------------------------------------- */
+typedef struct asb_metrics asb_metrics;
+
+/* Samples between start and end (Unix seconds; 0 = unbounded). */
+ASB_API(int) asb_sandbox_get_metrics(asb_sandbox *sandbox, asb_int64 start,
+                                     asb_int64 end, const asb_call_options *call,
+                                     asb_metrics **out);
+ASB_API(size_t) asb_metrics_count(const asb_metrics *m);
+ASB_API(asb_int64) asb_metrics_timestamp(const asb_metrics *m, size_t i);
+ASB_API(double) asb_metrics_cpu_used_pct(const asb_metrics *m, size_t i);
+ASB_API(int) asb_metrics_cpu_count(const asb_metrics *m, size_t i);
+ASB_API(asb_int64) asb_metrics_mem_used(const asb_metrics *m, size_t i);
+ASB_API(asb_int64) asb_metrics_mem_total(const asb_metrics *m, size_t i);
+ASB_API(asb_int64) asb_metrics_disk_used(const asb_metrics *m, size_t i);
+ASB_API(asb_int64) asb_metrics_disk_total(const asb_metrics *m, size_t i);
+ASB_API(void) asb_metrics_free(asb_metrics *m);
+
 /* Free memory the library returned as a plain buffer (file contents, URLs).
  * Accepts NULL. */
 ASB_API(void) asb_free(void *ptr);

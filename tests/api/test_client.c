@@ -64,15 +64,18 @@ TEST(options_versioning) {
 
 TEST(defaults_with_nothing_configured_use_the_local_engine) {
   clear_env();
+  setenv("ASB_STATE_DIR", "/nonexistent/asb-state", 1);
   asb_client *c = NULL;
   REQUIRE(asb_client_new(&c, NULL) == ASB_OK);
   CHECK_STR(asb_client_api_url(c), "http://127.0.0.1:49982");
   CHECK_STR(asb_client_domain(c), "localhost:49982");
-  CHECK(asb_client_sandbox_url(c) == NULL);
+  /* Sandbox traffic goes through the engine's router. */
+  CHECK_STR(asb_client_sandbox_url(c), "http://127.0.0.1:49982");
   CHECK_INT(asb_client_is_debug(c), 0);
   CHECK_INT(asb_client_request_timeout_ms(c), 60000);
   CHECK_INT(asb_client_has_api_key(c), 0);
   asb_client_free(c);
+  unsetenv("ASB_STATE_DIR");
 }
 
 TEST(e2b_environment) {

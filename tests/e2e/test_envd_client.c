@@ -11,6 +11,24 @@
 #include "envd_fixture.h"
 #include "testing.h"
 
+/* Like REQUIRE(expr == code) but shows the library's error on failure. */
+#define REQUIRE_RC(expr, code)                                              \
+  do {                                                                      \
+    int rc_ = (expr);                                                       \
+    if (rc_ != (code)) {                                                    \
+      ASBT_FAIL("%s: got %s (%d), want %d: %s", #expr, asb_status_name(rc_), \
+                rc_, (int)(code), asb_error_last()->message);               \
+      return;                                                               \
+    }                                                                       \
+  } while (0)
+#define CHECK_RC(expr, code)                                                \
+  do {                                                                      \
+    int rc_ = (expr);                                                       \
+    if (rc_ != (code))                                                      \
+      ASBT_FAIL("%s: got %s (%d), want %d: %s", #expr, asb_status_name(rc_), \
+                rc_, (int)(code), asb_error_last()->message);               \
+  } while (0)
+
 static envd_fixture F;
 static asb_client *C;
 static asb_sandbox *SB;
@@ -32,7 +50,7 @@ static const char *path_in(const char *name) {
 
 TEST(run_echo) {
   asb_command_result *r = NULL;
-  REQUIRE(asb_commands_run(SB, "echo 'Hello from sandbox!'", NULL, &r) == ASB_OK);
+  REQUIRE_RC(asb_commands_run(SB, "echo 'Hello from sandbox!'", NULL, &r), ASB_OK);
   size_t n;
   CHECK_STR(asb_command_result_stdout(r, &n), "Hello from sandbox!\n");
   CHECK_INT(n, 20);
@@ -43,7 +61,7 @@ TEST(run_echo) {
 
 TEST(non_zero_exit_is_command_exit_with_result) {
   asb_command_result *r = NULL;
-  CHECK_INT(asb_commands_run(SB, "echo oops >&2; exit 3", NULL, &r), ASB_ECOMMANDEXIT);
+  CHECK_RC(asb_commands_run(SB, "echo oops >&2; exit 3", NULL, &r), ASB_ECOMMANDEXIT);
   REQUIRE(r != NULL);
   CHECK_INT(asb_command_result_exit_code(r), 3);
   CHECK_STR(asb_command_result_stderr(r, NULL), "oops\n");
@@ -58,18 +76,18 @@ TEST(envs_cwd_and_login_shell) {
   o.envs = envs;
   o.cwd = DIR_;
   asb_command_result *r = NULL;
-  REQUIRE(asb_commands_run(SB, "echo \"$FOO|$EMPTY|$(pwd)\"", &o, &r) == ASB_OK);
+  REQUIRE_RC(asb_commands_run(SB, "echo \"$FOO|$EMPTY|$(pwd)\"", &o, &r), ASB_OK);
   char want[256];
   snprintf(want, sizeof want, "bar baz||%s\n", DIR_);
   CHECK_STR(asb_command_result_stdout(r, NULL), want);
   asb_command_result_free(r);
   /* A cwd that does not exist is a clear invalid argument. */
   o.cwd = "/definitely/not/here";
-  CHECK_INT(asb_commands_run(SB, "true", &o, &r), ASB_EINVAL);
+  CHECK_RC(asb_commands_run(SB, "true", &o, &r), ASB_EINVAL);
   const char *bad[] = {"NOEQUALS", NULL};
   asb_command_options o2 = ASB_COMMAND_OPTIONS_INIT;
   o2.envs = bad;
-  CHECK_INT(asb_commands_run(SB, "true", &o2, &r), ASB_EINVAL);
+  CHECK_RC(asb_commands_run(SB, "true", &o2, &r), ASB_EINVAL);
 }
 
 static int count_bytes(const char *d, size_t n, void *ud) {
@@ -85,7 +103,7 @@ TEST(large_output_streams_in_order) {
   o.userdata = &got;
   o.discard_output = 1;
   asb_command_result *r = NULL;
-  REQUIRE(asb_commands_run(SB, "head -c 50000000 /dev/zero", &o, &r) == ASB_OK);
+  REQUIRE_RC(asb_commands_run(SB, "head -c 50000000 /dev/zero", &o, &r), ASB_OK);
   CHECK_INT(got, 50000000);
   size_t kept = 1;
   asb_command_result_stdout(r, &kept);
@@ -94,7 +112,7 @@ TEST(large_output_streams_in_order) {
   /* The last bytes arrive before the end event: a trailing marker right
    * before exit is always seen. */
   for (int i = 0; i < 20; i++) {
-    REQUIRE(asb_commands_run(SB, "seq 1 2000; printf END", NULL, &r) == ASB_OK);
+    REQUIRE_RC(asb_commands_run(SB, "seq 1 2000; printf END", NULL, &r), ASB_OK);
     size_t n;
     const char *out = asb_command_result_stdout(r, &n);
     CHECK(n > 3 && memcmp(out + n - 3, "END", 3) == 0);
@@ -104,7 +122,7 @@ TEST(large_output_streams_in_order) {
 
 TEST(binary_output) {
   asb_command_result *r = NULL;
-  REQUIRE(asb_commands_run(SB, "printf '\\000\\001\\377a\\000'", NULL, &r) == ASB_OK);
+  REQUIRE_RC(asb_commands_run(SB, "printf '\\000\\001\\377a\\000'", NULL, &r), ASB_OK);
   size_t n;
   const char *out = asb_command_result_stdout(r, &n);
   CHECK_MEM(out, n, "\0\1\377a\0", 5);
@@ -115,13 +133,13 @@ TEST(stdin_send_and_close) {
   asb_command_options o = ASB_COMMAND_OPTIONS_INIT;
   o.stdin_enabled = 1;
   asb_process *p = NULL;
-  REQUIRE(asb_commands_start(SB, "cat; echo closed", &o, &p) == ASB_OK);
+  REQUIRE_RC(asb_commands_start(SB, "cat; echo closed", &o, &p), ASB_OK);
   CHECK(asb_process_pid(p) > 0);
-  CHECK_INT(asb_process_send_stdin(p, "hello\n", 6, NULL), ASB_OK);
-  CHECK_INT(asb_commands_send_stdin(SB, asb_process_pid(p), "world\n", 6, NULL), ASB_OK);
-  CHECK_INT(asb_process_close_stdin(p, NULL), ASB_OK);
+  CHECK_RC(asb_process_send_stdin(p, "hello\n", 6, NULL), ASB_OK);
+  CHECK_RC(asb_commands_send_stdin(SB, asb_process_pid(p), "world\n", 6, NULL), ASB_OK);
+  CHECK_RC(asb_process_close_stdin(p, NULL), ASB_OK);
   asb_command_result *r = NULL;
-  CHECK_INT(asb_process_wait(p, NULL, &r), ASB_OK);
+  CHECK_RC(asb_process_wait(p, NULL, &r), ASB_OK);
   CHECK_STR(asb_command_result_stdout(r, NULL), "hello\nworld\nclosed\n");
   asb_command_result_free(r);
   asb_process_free(p);
@@ -131,12 +149,12 @@ TEST(background_disconnect_reconnect_and_list) {
   asb_command_options o = ASB_COMMAND_OPTIONS_INIT;
   o.tag = "bg-test";
   asb_process *p = NULL;
-  REQUIRE(asb_commands_start(SB, "sleep 0.5; echo done", &o, &p) == ASB_OK);
+  REQUIRE_RC(asb_commands_start(SB, "sleep 0.5; echo done", &o, &p), ASB_OK);
   unsigned pid = asb_process_pid(p);
   asb_process_free(p); /* disconnects; the command keeps running */
 
   asb_process_list *l = NULL;
-  REQUIRE(asb_commands_list(SB, NULL, &l) == ASB_OK);
+  REQUIRE_RC(asb_commands_list(SB, NULL, &l), ASB_OK);
   int found = 0;
   for (size_t i = 0; i < asb_process_list_count(l); i++) {
     const asb_process_info *pi = asb_process_list_get(l, i);
@@ -152,22 +170,22 @@ TEST(background_disconnect_reconnect_and_list) {
   CHECK(found);
   asb_process_list_free(l);
 
-  REQUIRE(asb_commands_connect(SB, pid, NULL, &p) == ASB_OK);
+  REQUIRE_RC(asb_commands_connect(SB, pid, NULL, &p), ASB_OK);
   asb_command_result *r = NULL;
-  CHECK_INT(asb_process_wait(p, NULL, &r), ASB_OK);
+  CHECK_RC(asb_process_wait(p, NULL, &r), ASB_OK);
   CHECK_STR(asb_command_result_stdout(r, NULL), "done\n");
   asb_command_result_free(r);
   asb_process_free(p);
-  CHECK_INT(asb_commands_connect(SB, pid, NULL, &p), ASB_ENOTFOUND);
+  CHECK_RC(asb_commands_connect(SB, pid, NULL, &p), ASB_ENOTFOUND);
 }
 
 TEST(two_clients_watch_one_process) {
   asb_process *a = NULL, *b = NULL;
-  REQUIRE(asb_commands_start(SB, "sleep 0.3; echo shared", NULL, &a) == ASB_OK);
-  REQUIRE(asb_commands_connect(SB, asb_process_pid(a), NULL, &b) == ASB_OK);
+  REQUIRE_RC(asb_commands_start(SB, "sleep 0.3; echo shared", NULL, &a), ASB_OK);
+  REQUIRE_RC(asb_commands_connect(SB, asb_process_pid(a), NULL, &b), ASB_OK);
   asb_command_result *ra = NULL, *rb = NULL;
-  CHECK_INT(asb_process_wait(a, NULL, &ra), ASB_OK);
-  CHECK_INT(asb_process_wait(b, NULL, &rb), ASB_OK);
+  CHECK_RC(asb_process_wait(a, NULL, &ra), ASB_OK);
+  CHECK_RC(asb_process_wait(b, NULL, &rb), ASB_OK);
   CHECK_STR(asb_command_result_stdout(ra, NULL), "shared\n");
   CHECK_STR(asb_command_result_stdout(rb, NULL), "shared\n");
   asb_command_result_free(ra);
@@ -178,10 +196,10 @@ TEST(two_clients_watch_one_process) {
 
 TEST(kill_and_signals) {
   asb_process *p = NULL;
-  REQUIRE(asb_commands_start(SB, "sleep 30", NULL, &p) == ASB_OK);
-  CHECK_INT(asb_process_kill(p, NULL), ASB_OK);
+  REQUIRE_RC(asb_commands_start(SB, "sleep 30", NULL, &p), ASB_OK);
+  CHECK_RC(asb_process_kill(p, NULL), ASB_OK);
   asb_command_result *r = NULL;
-  CHECK_INT(asb_process_wait(p, NULL, &r), ASB_ECOMMANDEXIT);
+  CHECK_RC(asb_process_wait(p, NULL, &r), ASB_ECOMMANDEXIT);
   REQUIRE(r != NULL);
   CHECK(asb_command_result_exit_code(r) != 0);
   asb_command_result_free(r);
@@ -190,8 +208,8 @@ TEST(kill_and_signals) {
   REQUIRE(asb_commands_start(SB, "trap 'echo term; exit 7' TERM; sleep 30 & wait",
                              NULL, &p) == ASB_OK);
   usleep(200000);
-  CHECK_INT(asb_commands_signal(SB, asb_process_pid(p), ASB_SIGNAL_TERM, NULL), ASB_OK);
-  CHECK_INT(asb_process_wait(p, NULL, &r), ASB_ECOMMANDEXIT);
+  CHECK_RC(asb_commands_signal(SB, asb_process_pid(p), ASB_SIGNAL_TERM, NULL), ASB_OK);
+  CHECK_RC(asb_process_wait(p, NULL, &r), ASB_ECOMMANDEXIT);
   if (r) {
     CHECK_INT(asb_command_result_exit_code(r), 7);
     CHECK_STR(asb_command_result_stdout(r, NULL), "term\n");
@@ -199,8 +217,8 @@ TEST(kill_and_signals) {
   asb_command_result_free(r);
   asb_process_free(p);
 
-  CHECK_INT(asb_commands_kill(SB, 999999, NULL), ASB_ENOTFOUND);
-  CHECK_INT(asb_commands_signal(SB, 1, 3, NULL), ASB_EINVAL);
+  CHECK_RC(asb_commands_kill(SB, 999999, NULL), ASB_ENOTFOUND);
+  CHECK_RC(asb_commands_signal(SB, 1, 3, NULL), ASB_EINVAL);
 }
 
 TEST(command_timeout_is_enforced) {
@@ -208,7 +226,7 @@ TEST(command_timeout_is_enforced) {
   o.timeout_ms = 300;
   asb_command_result *r = NULL;
   uint64_t t0 = now_ms();
-  CHECK_INT(asb_commands_run(SB, "sleep 20", &o, &r), ASB_ETIMEOUT);
+  CHECK_RC(asb_commands_run(SB, "sleep 20", &o, &r), ASB_ETIMEOUT);
   CHECK(now_ms() - t0 < 10000);
   asb_command_result_free(r);
 }
@@ -227,7 +245,7 @@ static void *cancel_after(void *arg) {
 
 TEST(cancel_a_running_call) {
   asb_cancel *c;
-  REQUIRE(asb_cancel_new(&c) == ASB_OK);
+  REQUIRE_RC(asb_cancel_new(&c), ASB_OK);
   asb_command_options o = ASB_COMMAND_OPTIONS_INIT;
   o.cancel = c;
   o.tag = "to-cancel";
@@ -236,18 +254,18 @@ TEST(cancel_a_running_call) {
   pthread_create(&t, NULL, cancel_after, &l);
   asb_command_result *r = NULL;
   uint64_t t0 = now_ms();
-  CHECK_INT(asb_commands_run(SB, "sleep 20", &o, &r), ASB_ECANCELED);
+  CHECK_RC(asb_commands_run(SB, "sleep 20", &o, &r), ASB_ECANCELED);
   CHECK(now_ms() - t0 < 5000);
   pthread_join(t, NULL);
   asb_cancel_free(c);
   /* Cancelling the call left the command running; clean it up. */
   asb_process_list *pl = NULL;
-  REQUIRE(asb_commands_list(SB, NULL, &pl) == ASB_OK);
+  REQUIRE_RC(asb_commands_list(SB, NULL, &pl), ASB_OK);
   for (size_t i = 0; i < asb_process_list_count(pl); i++) {
     const asb_process_info *pi = asb_process_list_get(pl, i);
     const char *tag = asb_process_info_tag(pi);
     if (tag && strcmp(tag, "to-cancel") == 0)
-      CHECK_INT(asb_commands_kill(SB, asb_process_info_pid(pi), NULL), ASB_OK);
+      CHECK_RC(asb_commands_kill(SB, asb_process_info_pid(pi), NULL), ASB_OK);
   }
   asb_process_list_free(pl);
 }
@@ -263,7 +281,7 @@ TEST(callback_abort) {
   asb_command_options o = ASB_COMMAND_OPTIONS_INIT;
   o.on_stdout = abort_cb;
   asb_command_result *r = NULL;
-  CHECK_INT(asb_commands_run(SB, "echo x; sleep 0.2", &o, &r), ASB_EUSER);
+  CHECK_RC(asb_commands_run(SB, "echo x; sleep 0.2", &o, &r), ASB_EUSER);
 }
 
 typedef struct worker_arg {
@@ -326,11 +344,11 @@ TEST(pty_session) {
   o.userdata = &out;
   o.cwd = "/";
   asb_process *p = NULL;
-  REQUIRE(asb_pty_create(SB, &o, &p) == ASB_OK);
+  REQUIRE_RC(asb_pty_create(SB, &o, &p), ASB_OK);
   unsigned pid = asb_process_pid(p);
-  CHECK_INT(asb_pty_resize(SB, pid, 120, 40, NULL), ASB_OK);
+  CHECK_RC(asb_pty_resize(SB, pid, 120, 40, NULL), ASB_OK);
   const char *cmd = "echo tty=$(tty | cut -c1-8) size=$(stty size) term=$TERM; exit\n";
-  CHECK_INT(asb_pty_send_input(SB, pid, cmd, strlen(cmd), NULL), ASB_OK);
+  CHECK_RC(asb_pty_send_input(SB, pid, cmd, strlen(cmd), NULL), ASB_OK);
   asb_call_options call = ASB_CALL_OPTIONS_INIT;
   call.timeout_ms = 10000;
   int rc = asb_process_wait(p, &call, NULL);
@@ -339,14 +357,14 @@ TEST(pty_session) {
   CHECK(strstr(out.buf, "size=40 120") != NULL);
   CHECK(strstr(out.buf, "term=xterm-256color") != NULL);
   asb_process_free(p);
-  CHECK_INT(asb_pty_kill(SB, pid, NULL), ASB_ENOTFOUND);
+  CHECK_RC(asb_pty_kill(SB, pid, NULL), ASB_ENOTFOUND);
 }
 
 /* ---- files --------------------------------------------------------------------- */
 
 TEST(write_read_stat_list) {
   asb_entry *e = NULL;
-  REQUIRE(asb_files_write(SB, path_in("a/b/hello.txt"), "content", 7, NULL, &e) == ASB_OK);
+  REQUIRE_RC(asb_files_write(SB, path_in("a/b/hello.txt"), "content", 7, NULL, &e), ASB_OK);
   REQUIRE(e != NULL);
   CHECK_STR(asb_entry_path(e), path_in("a/b/hello.txt"));
   CHECK_STR(asb_entry_name(e), "hello.txt");
@@ -355,11 +373,11 @@ TEST(write_read_stat_list) {
 
   char *data = NULL;
   size_t n = 0;
-  REQUIRE(asb_files_read(SB, path_in("a/b/hello.txt"), NULL, &data, &n) == ASB_OK);
+  REQUIRE_RC(asb_files_read(SB, path_in("a/b/hello.txt"), NULL, &data, &n), ASB_OK);
   CHECK_MEM(data, n, "content", 7);
   asb_free(data);
 
-  REQUIRE(asb_files_stat(SB, path_in("a/b/hello.txt"), NULL, &e) == ASB_OK);
+  REQUIRE_RC(asb_files_stat(SB, path_in("a/b/hello.txt"), NULL, &e), ASB_OK);
   CHECK_INT(asb_entry_size(e), 7);
   CHECK_INT(asb_entry_type(e), ASB_FILE_TYPE_FILE);
   CHECK_STR(asb_entry_owner(e), "root");
@@ -368,35 +386,35 @@ TEST(write_read_stat_list) {
   asb_entry_free(e);
 
   asb_entry_list *l = NULL;
-  REQUIRE(asb_files_list(SB, path_in("a"), 0, NULL, &l) == ASB_OK);
+  REQUIRE_RC(asb_files_list(SB, path_in("a"), 0, NULL, &l), ASB_OK);
   CHECK_INT(asb_entry_list_count(l), 1);
   CHECK_STR(asb_entry_name(asb_entry_list_get(l, 0)), "b");
   CHECK_INT(asb_entry_type(asb_entry_list_get(l, 0)), ASB_FILE_TYPE_DIR);
   asb_entry_list_free(l);
-  REQUIRE(asb_files_list(SB, path_in("a"), 2, NULL, &l) == ASB_OK);
+  REQUIRE_RC(asb_files_list(SB, path_in("a"), 2, NULL, &l), ASB_OK);
   CHECK_INT(asb_entry_list_count(l), 2);
   asb_entry_list_free(l);
 
   CHECK_INT(asb_files_exists(SB, path_in("a/b/hello.txt"), NULL), 1);
   CHECK_INT(asb_files_exists(SB, path_in("nope"), NULL), 0);
-  CHECK_INT(asb_files_read(SB, path_in("nope"), NULL, &data, &n), ASB_ENOTFOUND);
-  CHECK_INT(asb_files_stat(SB, path_in("nope"), NULL, &e), ASB_ENOTFOUND);
-  CHECK_INT(asb_files_list(SB, path_in("nope"), 1, NULL, &l), ASB_ENOTFOUND);
+  CHECK_RC(asb_files_read(SB, path_in("nope"), NULL, &data, &n), ASB_ENOTFOUND);
+  CHECK_RC(asb_files_stat(SB, path_in("nope"), NULL, &e), ASB_ENOTFOUND);
+  CHECK_RC(asb_files_list(SB, path_in("nope"), 1, NULL, &l), ASB_ENOTFOUND);
 }
 
 TEST(rename_remove_make_dir) {
-  REQUIRE(asb_files_write(SB, path_in("mv-src"), "x", 1, NULL, NULL) == ASB_OK);
+  REQUIRE_RC(asb_files_write(SB, path_in("mv-src"), "x", 1, NULL, NULL), ASB_OK);
   asb_entry *e = NULL;
-  REQUIRE(asb_files_rename(SB, path_in("mv-src"), path_in("mv-dst"), NULL, &e) == ASB_OK);
+  REQUIRE_RC(asb_files_rename(SB, path_in("mv-src"), path_in("mv-dst"), NULL, &e), ASB_OK);
   CHECK_STR(asb_entry_path(e), path_in("mv-dst"));
   asb_entry_free(e);
   CHECK_INT(asb_files_exists(SB, path_in("mv-src"), NULL), 0);
-  CHECK_INT(asb_files_remove(SB, path_in("mv-dst"), NULL), ASB_OK);
-  CHECK_INT(asb_files_remove(SB, path_in("mv-dst"), NULL), ASB_ENOTFOUND);
+  CHECK_RC(asb_files_remove(SB, path_in("mv-dst"), NULL), ASB_OK);
+  CHECK_RC(asb_files_remove(SB, path_in("mv-dst"), NULL), ASB_ENOTFOUND);
   CHECK_INT(asb_files_make_dir(SB, path_in("d1/d2"), NULL), 1);
   CHECK_INT(asb_files_make_dir(SB, path_in("d1/d2"), NULL), 0);
-  REQUIRE(asb_files_write(SB, path_in("d1/d2/f"), "y", 1, NULL, NULL) == ASB_OK);
-  CHECK_INT(asb_files_remove(SB, path_in("d1"), NULL), ASB_OK);
+  REQUIRE_RC(asb_files_write(SB, path_in("d1/d2/f"), "y", 1, NULL, NULL), ASB_OK);
+  CHECK_RC(asb_files_remove(SB, path_in("d1"), NULL), ASB_OK);
   CHECK_INT(asb_files_exists(SB, path_in("d1"), NULL), 0);
 }
 
@@ -405,12 +423,12 @@ TEST(write_many_and_gzip) {
                               {path_in("m/two"), "22", 2},
                               {path_in("m/empty"), "", 0}};
   asb_entry_list *l = NULL;
-  REQUIRE(asb_files_write_many(SB, files, 3, NULL, &l) == ASB_OK);
+  REQUIRE_RC(asb_files_write_many(SB, files, 3, NULL, &l), ASB_OK);
   CHECK_INT(asb_entry_list_count(l), 3);
   asb_entry_list_free(l);
   char *d = NULL;
   size_t n = 0;
-  REQUIRE(asb_files_read(SB, path_in("m/two"), NULL, &d, &n) == ASB_OK);
+  REQUIRE_RC(asb_files_read(SB, path_in("m/two"), NULL, &d, &n), ASB_OK);
   CHECK_MEM(d, n, "22", 2);
   asb_free(d);
 
@@ -421,11 +439,11 @@ TEST(write_many_and_gzip) {
   for (size_t i = 0; i < big; i++) src[i] = (char)(i % 251 < 200 ? 'a' : i % 256);
   asb_files_options o = ASB_FILES_OPTIONS_INIT;
   o.gzip = 1;
-  REQUIRE(asb_files_write(SB, path_in("gz.bin"), src, big, &o, NULL) == ASB_OK);
-  REQUIRE(asb_files_read(SB, path_in("gz.bin"), &o, &d, &n) == ASB_OK);
+  REQUIRE_RC(asb_files_write(SB, path_in("gz.bin"), src, big, &o, NULL), ASB_OK);
+  REQUIRE_RC(asb_files_read(SB, path_in("gz.bin"), &o, &d, &n), ASB_OK);
   CHECK_MEM(d, n, src, big);
   asb_free(d);
-  REQUIRE(asb_files_read(SB, path_in("gz.bin"), NULL, &d, &n) == ASB_OK);
+  REQUIRE_RC(asb_files_read(SB, path_in("gz.bin"), NULL, &d, &n), ASB_OK);
   CHECK_MEM(d, n, src, big);
   asb_free(d);
   free(src);
@@ -465,7 +483,7 @@ TEST(streamed_write_and_read_of_256_mib) {
     REQUIRE(asb_files_write_stream(SB, path_in("big.bin"), gen_read, &g,
                                    sized ? size : -1, NULL, NULL) == ASB_OK);
     check c = {0, 0};
-    REQUIRE(asb_files_read_stream(SB, path_in("big.bin"), NULL, check_read, &c) == ASB_OK);
+    REQUIRE_RC(asb_files_read_stream(SB, path_in("big.bin"), NULL, check_read, &c), ASB_OK);
     CHECK_INT(c.off, size);
     CHECK_INT(c.bad, 0);
   }
@@ -504,12 +522,12 @@ TEST(watch_dir_recursive) {
   o.on_event = on_event;
   o.userdata = &ev;
   asb_watch *w = NULL;
-  REQUIRE(asb_files_watch_dir(SB, path_in("w"), &o, &w) == ASB_OK);
-  REQUIRE(asb_files_write(SB, path_in("w/f1"), "a", 1, NULL, NULL) == ASB_OK);
+  REQUIRE_RC(asb_files_watch_dir(SB, path_in("w"), &o, &w), ASB_OK);
+  REQUIRE_RC(asb_files_write(SB, path_in("w/f1"), "a", 1, NULL, NULL), ASB_OK);
   REQUIRE(asb_files_make_dir(SB, path_in("w/sub"), NULL) == 1);
   usleep(100000);
-  REQUIRE(asb_files_write(SB, path_in("w/sub/f2"), "b", 1, NULL, NULL) == ASB_OK);
-  REQUIRE(asb_files_remove(SB, path_in("w/f1"), NULL) == ASB_OK);
+  REQUIRE_RC(asb_files_write(SB, path_in("w/sub/f2"), "b", 1, NULL, NULL), ASB_OK);
+  REQUIRE_RC(asb_files_remove(SB, path_in("w/f1"), NULL), ASB_OK);
   for (int i = 0; i < 40 && !(ev.remove && strstr(ev.names, "sub/f2")); i++)
     CHECK(asb_watch_wait(w, 100) >= 0);
   CHECK(ev.create >= 2);
@@ -517,7 +535,7 @@ TEST(watch_dir_recursive) {
   CHECK(strstr(ev.names, "f1,") != NULL);
   CHECK(strstr(ev.names, "sub/f2") != NULL);
   asb_watch_free(w);
-  CHECK_INT(asb_files_watch_dir(SB, path_in("not-there"), &o, &w), ASB_ENOTFOUND);
+  CHECK_RC(asb_files_watch_dir(SB, path_in("not-there"), &o, &w), ASB_ENOTFOUND);
 }
 
 /* ---- auth, users, signed URLs ---------------------------------------------------- */
@@ -560,18 +578,18 @@ TEST(access_token_and_signed_urls) {
   REQUIRE(envd_connect(&f, "s3cret-token", &c, &good) == 0);
   REQUIRE(envd_connect(&f, NULL, &c2, &bad) == 0);
   asb_command_result *r = NULL;
-  CHECK_INT(asb_commands_run(bad, "touch /tmp/asb-should-not-exist", NULL, &r), ASB_EAUTH);
+  CHECK_RC(asb_commands_run(bad, "touch /tmp/asb-should-not-exist", NULL, &r), ASB_EAUTH);
   CHECK_INT(asb_error_last()->http_status, 401);
   struct stat st;
   CHECK(stat("/tmp/asb-should-not-exist", &st) != 0);
-  CHECK_INT(asb_files_write(bad, path_in("tok"), "x", 1, NULL, NULL), ASB_EAUTH);
-  REQUIRE(asb_commands_run(good, "echo ok", NULL, &r) == ASB_OK);
+  CHECK_RC(asb_files_write(bad, path_in("tok"), "x", 1, NULL, NULL), ASB_EAUTH);
+  REQUIRE_RC(asb_commands_run(good, "echo ok", NULL, &r), ASB_OK);
   asb_command_result_free(r);
 
   /* Signed URLs work without the token; tampered or expired ones do not. */
-  REQUIRE(asb_files_write(good, path_in("signed.txt"), "signed!", 7, NULL, NULL) == ASB_OK);
+  REQUIRE_RC(asb_files_write(good, path_in("signed.txt"), "signed!", 7, NULL, NULL), ASB_OK);
   char *url = NULL;
-  REQUIRE(asb_files_download_url(good, path_in("signed.txt"), NULL, 60, &url) == ASB_OK);
+  REQUIRE_RC(asb_files_download_url(good, path_in("signed.txt"), NULL, 60, &url), ASB_OK);
   /* The public URL names the sandbox's host; reach envd through the fixture. */
   char *q = strstr(url, "/files?");
   REQUIRE(q != NULL);
@@ -585,7 +603,7 @@ TEST(access_token_and_signed_urls) {
   body[0] = 0;
   CHECK_INT(http_status(local, NULL, body), 401);
   asb_free(url);
-  REQUIRE(asb_files_upload_url(good, path_in("up.txt"), NULL, 0, &url) == ASB_OK);
+  REQUIRE_RC(asb_files_upload_url(good, path_in("up.txt"), NULL, 0, &url), ASB_OK);
   q = strstr(url, "/files?");
   snprintf(local, sizeof local, "%s%s", f.url, q);
   body[0] = 0;
@@ -593,7 +611,7 @@ TEST(access_token_and_signed_urls) {
   asb_free(url);
   char *d = NULL;
   size_t n = 0;
-  REQUIRE(asb_files_read(good, path_in("up.txt"), NULL, &d, &n) == ASB_OK);
+  REQUIRE_RC(asb_files_read(good, path_in("up.txt"), NULL, &d, &n), ASB_OK);
   CHECK_MEM(d, n, "uploaded", 8);
   asb_free(d);
 
@@ -605,7 +623,7 @@ TEST(access_token_and_signed_urls) {
 }
 
 TEST(user_permissions_apply) {
-  REQUIRE(asb_files_write(SB, path_in("private/secret"), "top", 3, NULL, NULL) == ASB_OK);
+  REQUIRE_RC(asb_files_write(SB, path_in("private/secret"), "top", 3, NULL, NULL), ASB_OK);
   chmod(path_in("private"), 0700);
   asb_files_options o = ASB_FILES_OPTIONS_INIT;
   o.user = "nobody";
@@ -620,7 +638,7 @@ TEST(user_permissions_apply) {
   co.user = "nobody";
   co.cwd = "/tmp";
   asb_command_result *r = NULL;
-  REQUIRE(asb_commands_run(SB, "id -un", &co, &r) == ASB_OK);
+  REQUIRE_RC(asb_commands_run(SB, "id -un", &co, &r), ASB_OK);
   CHECK_STR(asb_command_result_stdout(r, NULL), "nobody\n");
   asb_command_result_free(r);
   co.user = "no-such-user-here";

@@ -1,0 +1,781 @@
+/* The control plane from the client side: create, connect, list, kill,
+ * timeouts, pause/resume, info, metrics — E2B's REST API — and the local
+ * engine default (key from the state dir, engine started on demand).
+ * SPDX-License-Identifier: Apache-2.0 */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../proto/pjson.h"
+#include "../proto/url.h"
+#include "../util/util.h"
+#include "envd.h"
+
+#define DEFAULT_SANDBOX_TIMEOUT_MS 300000L
+#define ENGINE_START_WAIT_MS 20000
+#ifndef ASB_ENGINE_BUILD_PATH
+#define ASB_ENGINE_BUILD_PATH ""
+#endif
+#ifndef ASB_ENGINE_INSTALL_PATH
+#define ASB_ENGINE_INSTALL_PATH ""
+#endif
+
+/* ---- local engine ----------------------------------------------------------------- */
+
+static pthread_mutex_t start_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static int read_key(asb_client *c) {
+  char path[4096], key[128] = "";
+  snprintf(path, sizeof path, "%s/api_key", c->state_dir);
+  FILE *f = fopen(path, "re");
+  if (!f) return -errno;
+  int ok = fgets(key, sizeof key, f) != NULL;
+  fclose(f);
+  key[strcspn(key, "\r\n")] = 0;
+  if (!ok || !*key) return -EINVAL;
+  char *k = asbi_strdup(key);
+  if (!k) return -ENOMEM;
+  free(c->api_key);
+  c->api_key = k;
+  return 0;
+}
+
+static int engine_healthy(asb_client *c, const char *url) {
+  asbi_buf u = ASBI_BUF_INIT, h = ASBI_BUF_INIT;
+  asbi_buf_printf(&u, "%s/health", url);
+  asbi_buf_printf(&h, "X-API-Key: %s", c->api_key ? c->api_key : "");
+  const char *hs[] = {h.data, NULL};
+  asbi_http_req r = {.method = "GET", .url = u.data, .headers = hs, .timeout_ms = 2000,
+                     .connect_timeout_ms = 1000};
+  asbi_http_resp resp = ASBI_HTTP_RESP_INIT;
+  int rc = asbi_http_do(c->http, &r, &resp);
+  int ok = rc == ASB_OK && resp.status == 204;
+  asbi_http_resp_free(&resp);
+  asbi_buf_free(&u);
+  asbi_buf_free(&h);
+  return ok;
+}
+
+static const char *engine_binary(void) {
+  const char *env = asbi_getenv("ASB_ENGINE_BIN");
+  if (env) return env;
+  if (*ASB_ENGINE_BUILD_PATH && access(ASB_ENGINE_BUILD_PATH, X_OK) == 0)
+    return ASB_ENGINE_BUILD_PATH;
+  if (*ASB_ENGINE_INSTALL_PATH && access(ASB_ENGINE_INSTALL_PATH, X_OK) == 0)
+    return ASB_ENGINE_INSTALL_PATH;
+  return "agent-sandboxd"; /* from PATH */
+}
+
+/* Start `agent-sandboxd --daemon --state-dir <dir>` and wait for it. */
+static int start_engine(asb_client *c) {
+  const char *bin = engine_binary();
+  pid_t pid = fork();
+  if (pid < 0) return asbi_err(ASB_ECONNECTION, "cannot start the local engine: %s",
+                               strerror(errno));
+  if (pid == 0) {
+    int nul = open("/dev/null", O_RDWR);
+    if (nul >= 0) {
+      dup2(nul, 0);
+      dup2(nul, 1);
+      dup2(nul, 2);
+    }
+    execlp(bin, bin, "--daemon", "--state-dir", c->state_dir, (char *)NULL);
+    _exit(127);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0); /* --daemon: the parent exits once detached */
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    return asbi_err(ASB_ECONNECTION,
+                    "the local engine (%s) could not start (exit %d); run "
+                    "`agent-sandboxd --preflight` as root to see why, or set "
+                    "E2B_API_URL/E2B_API_KEY to use a remote engine",
+                    bin, WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+  uint64_t deadline = asbi_now_ms() + ENGINE_START_WAIT_MS;
+  while (asbi_now_ms() < deadline) {
+    pthread_mutex_lock(&c->mu);
+    if (!c->api_key) read_key(c);
+    pthread_mutex_unlock(&c->mu);
+    if (c->api_key && engine_healthy(c, c->api_url)) return ASB_OK;
+    usleep(20000);
+  }
+  return asbi_err(ASB_ETIMEOUT, "the local engine did not answer within %d ms "
+                  "(see %s/engine.log)", ENGINE_START_WAIT_MS, c->state_dir);
+}
+
+int asbi_client_local_prepare(asb_client *c, int start) {
+  if (!c->local) return ASB_OK;
+  pthread_mutex_lock(&c->mu);
+  int krc = c->api_key ? 0 : read_key(c);
+  pthread_mutex_unlock(&c->mu);
+  if (!start) {
+    if (krc == -EACCES)
+      return asbi_err(ASB_EAUTH, "cannot read the local engine's API key in %s: "
+                      "permission denied (run as root or set E2B_API_KEY)",
+                      c->state_dir);
+    return ASB_OK;
+  }
+  pthread_mutex_lock(&start_mu);
+  int rc = ASB_OK;
+  if (!(c->api_key && engine_healthy(c, c->api_url))) rc = start_engine(c);
+  pthread_mutex_unlock(&start_mu);
+  return rc;
+}
+
+/* ---- calls -------------------------------------------------------------------------- */
+
+typedef struct cp_call {
+  long timeout_ms;
+  asb_cancel *cancel;
+  int idempotent;
+} cp_call;
+
+static void cp_from(cp_call *k, asb_client *c, const asb_call_options *o) {
+  k->timeout_ms = asbi_client_timeout(c, o ? o->timeout_ms : 0);
+  k->cancel = o ? o->cancel : NULL;
+  k->idempotent = 0;
+}
+
+/* A control-plane request. *out (if not NULL) gets the parsed JSON reply of
+ * a 2xx; *status the HTTP status. Errors other than HTTP statuses the caller
+ * accepts (ok_statuses, 0-ended) are mapped and recorded. */
+static int cp_request(asb_client *c, const char *method, const char *path,
+                      const cJSON *body, const cp_call *k, const char *what,
+                      const int *ok_statuses, int *status, cJSON **out,
+                      asbi_http_resp *keep_resp) {
+  if (out) *out = NULL;
+  int rc = asbi_client_local_prepare(c, 0);
+  if (rc) return rc;
+  char *json = body ? asbi_pj_print(body) : NULL;
+  if (body && !json) return asbi_oom();
+  for (int attempt = 0;; attempt++) {
+    asbi_buf url = ASBI_BUF_INIT, key = ASBI_BUF_INIT, ua = ASBI_BUF_INIT;
+    asbi_buf_printf(&url, "%s%s", c->api_url, path);
+    pthread_mutex_lock(&c->mu);
+    if (c->api_key) asbi_buf_printf(&key, "X-API-Key: %s", c->api_key);
+    pthread_mutex_unlock(&c->mu);
+    asbi_buf_printf(&ua, "User-Agent: %s", c->user_agent);
+    const char *hs[5];
+    size_t n = 0;
+    if (key.data) hs[n++] = key.data;
+    hs[n++] = ua.data;
+    if (json) hs[n++] = "Content-Type: application/json";
+    hs[n] = NULL;
+    asbi_http_req r = {.method = method,
+                       .url = url.data,
+                       .headers = hs,
+                       .headers2 = (const char *const *)c->headers,
+                       .body = json,
+                       .body_len = json ? strlen(json) : 0,
+                       .timeout_ms = k->timeout_ms,
+                       .cancel = k->cancel,
+                       .idempotent = k->idempotent,
+                       .max_retries = c->max_retries,
+                       .max_body = 32u << 20};
+    asbi_http_resp resp = ASBI_HTTP_RESP_INIT;
+    rc = url.data && ua.data ? asbi_http_do(c->http, &r, &resp) : asbi_oom();
+    asbi_buf_free(&url);
+    asbi_buf_free(&key);
+    asbi_buf_free(&ua);
+    /* Local mode: nobody listening means the engine is not running yet. */
+    if (rc == ASB_ECONNECTION && c->local && attempt == 0) {
+      asbi_http_resp_free(&resp);
+      if ((rc = asbi_client_local_prepare(c, 1))) break;
+      continue;
+    }
+    if (rc) {
+      asbi_prefix_error(rc, what);
+      asbi_http_resp_free(&resp);
+      break;
+    }
+    if (status) *status = (int)resp.status;
+    int accepted = resp.status >= 200 && resp.status < 300;
+    for (const int *s = ok_statuses; s && *s; s++)
+      if (*s == resp.status) accepted = 1;
+    if (!accepted) {
+      rc = asbi_map_http_error(&resp, what);
+      if (resp.status == 404 && rc == ASB_ENOTFOUND && strstr(path, "/sandboxes/"))
+        ((asb_error *)asb_error_last())->code = rc = ASB_ESANDBOXNOTFOUND;
+    } else if (out && resp.status >= 200 && resp.status < 300 && resp.status != 204) {
+      const char *err = NULL;
+      *out = asbi_pj_parse(resp.body.data ? resp.body.data : "", resp.body.len, &err);
+      if (!*out)
+        rc = asbi_err(ASB_EPROTOCOL, "%s: malformed reply: %s", what,
+                      err ? err : "invalid JSON");
+    }
+    if (keep_resp)
+      *keep_resp = resp;
+    else
+      asbi_http_resp_free(&resp);
+    break;
+  }
+  free(json);
+  return rc;
+}
+
+/* ---- handles from Sandbox replies ------------------------------------------------- */
+
+static int cmp_version(const char *v, int a, int b, int c) {
+  int x = 0, y = 0, z = 0;
+  if (v && *v == 'v') v++;
+  if (v) sscanf(v, "%d.%d.%d", &x, &y, &z);
+  if (x != a) return x < a ? -1 : 1;
+  if (y != b) return y < b ? -1 : 1;
+  return z < c ? -1 : z > c;
+}
+
+static int sandbox_from_reply(asb_client *c, const cJSON *j, asb_sandbox **out,
+                              const char *what) {
+  const char *id = NULL, *tok = NULL, *ver = NULL, *dom = NULL, *tmpl = NULL,
+             *alias = NULL, *traffic = NULL;
+  asbi_pj_get_str(j, "sandboxID", &id);
+  asbi_pj_get_str(j, "envdAccessToken", &tok);
+  asbi_pj_get_str(j, "envdVersion", &ver);
+  asbi_pj_get_str(j, "domain", &dom);
+  asbi_pj_get_str(j, "templateID", &tmpl);
+  asbi_pj_get_str(j, "alias", &alias);
+  asbi_pj_get_str(j, "trafficAccessToken", &traffic);
+  if (!id || !ver)
+    return asbi_err(ASB_EPROTOCOL, "%s: the reply lacks sandboxID or envdVersion", what);
+  int rc = asbi_sandbox_new(out, c, id, tok, ver, dom && *dom ? dom : NULL, traffic);
+  if (rc) return rc;
+  (*out)->template_id = asbi_strdup(tmpl);
+  (*out)->alias = asbi_strdup(alias);
+  return ASB_OK;
+}
+
+static int seconds(long ms) { return ms <= 0 ? 0 : (int)((ms + 999) / 1000); }
+
+static int kv_object(cJSON *parent, const char *key, const char *const *kv,
+                     const char *what) {
+  if (!kv) return ASB_OK;
+  cJSON *o = cJSON_AddObjectToObject(parent, key);
+  if (!o) return asbi_oom();
+  for (; *kv; kv++) {
+    const char *eq = strchr(*kv, '=');
+    if (!eq || eq == *kv)
+      return asbi_err(ASB_EINVAL, "%s: '%s' is not key=value", what, *kv);
+    char *k = asbi_strndup(*kv, (size_t)(eq - *kv));
+    if (!k || !cJSON_AddStringToObject(o, k, eq + 1)) {
+      free(k);
+      return asbi_oom();
+    }
+    free(k);
+  }
+  return ASB_OK;
+}
+
+int asb_sandbox_options_init(asb_sandbox_options *o, unsigned int version) {
+  if (!o) return asbi_err(ASB_EINVAL, "asb_sandbox_options_init: NULL");
+  if (version == 0 || version > ASB_SANDBOX_OPTIONS_VERSION)
+    return asbi_err(ASB_EVERSION, "asb_sandbox_options: version %u", version);
+  asb_sandbox_options init = ASB_SANDBOX_OPTIONS_INIT;
+  *o = init;
+  o->version = version;
+  return ASB_OK;
+}
+
+int asb_sandbox_create(asb_sandbox **out, asb_client *c,
+                       const asb_sandbox_options *o) {
+  if (!out || !c) return asbi_err(ASB_EINVAL, "sandbox.create: bad arguments");
+  ASBI_CHECK_VERSION(o, ASB_SANDBOX_OPTIONS_VERSION, "asb_sandbox_options");
+  asb_sandbox_options d = ASB_SANDBOX_OPTIONS_INIT;
+  if (!o) o = &d;
+  cJSON *body = cJSON_CreateObject();
+  if (!body) return asbi_oom();
+  cJSON_AddStringToObject(body, "templateID", o->template_id ? o->template_id : "base");
+  cJSON_AddNumberToObject(body, "timeout",
+                          seconds(o->timeout_ms ? o->timeout_ms : DEFAULT_SANDBOX_TIMEOUT_MS));
+  if (o->auto_pause) cJSON_AddBoolToObject(body, "autoPause", 1);
+  int rc = kv_object(body, "metadata", o->metadata, "sandbox.create");
+  if (!rc) rc = kv_object(body, "envVars", o->envs, "sandbox.create");
+  cJSON *reply = NULL;
+  cp_call k = {asbi_client_timeout(c, o->request_timeout_ms), o->cancel, 0};
+  /* Current SDKs create with POST /v2/sandboxes; engines that predate it
+   * (404) get the classic POST /sandboxes. */
+  int status = 0;
+  const int ok404[] = {404, 0};
+  if (!rc)
+    rc = cp_request(c, "POST", "/v2/sandboxes", body, &k, "sandbox.create", ok404,
+                    &status, &reply, NULL);
+  if (!rc && status == 404) {
+    cJSON_Delete(reply);
+    reply = NULL;
+    rc = cp_request(c, "POST", "/sandboxes", body, &k, "sandbox.create", NULL, &status,
+                    &reply, NULL);
+  }
+  cJSON_Delete(body);
+  if (rc) return rc;
+  asb_sandbox *sb = NULL;
+  rc = sandbox_from_reply(c, reply, &sb, "sandbox.create");
+  cJSON_Delete(reply);
+  if (rc) return rc;
+  if (cmp_version(sb->envd_version, 0, 1, 0) < 0) {
+    asb_sandbox_kill(sb, NULL);
+    asb_sandbox_free(sb);
+    return asbi_err(ASB_ETEMPLATE, "sandbox.create: the template's envd is too old; "
+                    "rebuild the template");
+  }
+  *out = sb;
+  return ASB_OK;
+}
+
+static int connect_id(asb_client *c, const char *id, long timeout_ms,
+                      const asb_call_options *call, cJSON **reply, int *status) {
+  char path[256];
+  cJSON *body = cJSON_CreateObject();
+  if (!body) return asbi_oom();
+  cJSON_AddNumberToObject(body, "timeout",
+                          seconds(timeout_ms ? timeout_ms : DEFAULT_SANDBOX_TIMEOUT_MS));
+  cp_call k;
+  cp_from(&k, c, call);
+  const int ok404[] = {404, 0};
+  snprintf(path, sizeof path, "/v2/sandboxes/%s/connect", id);
+  int rc = cp_request(c, "POST", path, body, &k, "sandbox.connect", ok404, status,
+                      reply, NULL);
+  if (!rc && *status == 404 && !*reply) {
+    /* Either no such sandbox, or an engine without the v2 route. */
+    snprintf(path, sizeof path, "/sandboxes/%s/connect", id);
+    rc = cp_request(c, "POST", path, body, &k, "sandbox.connect", NULL, status, reply,
+                    NULL);
+  }
+  cJSON_Delete(body);
+  return rc;
+}
+
+static int check_id(const char *id, const char *what) {
+  if (!id || !*id || strlen(id) > 128) return asbi_err(ASB_EINVAL, "%s: bad sandbox id", what);
+  for (const char *p = id; *p; p++)
+    if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '_' || *p == '-'))
+      return asbi_err(ASB_EINVAL, "%s: invalid sandbox id '%s'", what, id);
+  return ASB_OK;
+}
+
+int asb_sandbox_connect(asb_sandbox **out, asb_client *c, const char *id,
+                        long timeout_ms, const asb_call_options *call) {
+  if (!out || !c) return asbi_err(ASB_EINVAL, "sandbox.connect: bad arguments");
+  ASBI_CHECK_VERSION(call, ASB_CALL_OPTIONS_VERSION, "asb_call_options");
+  int rc = check_id(id, "sandbox.connect");
+  if (rc) return rc;
+  if (c->debug) return asb_sandbox_attach(out, c, id, NULL);
+  cJSON *reply = NULL;
+  int status = 0;
+  rc = connect_id(c, id, timeout_ms, call, &reply, &status);
+  if (rc == ASB_OK && !reply)
+    rc = asbi_err(ASB_EPROTOCOL, "sandbox.connect: empty reply");
+  if (rc == ASB_OK) rc = sandbox_from_reply(c, reply, out, "sandbox.connect");
+  cJSON_Delete(reply);
+  return rc;
+}
+
+int asb_sandbox_kill_id(asb_client *c, const char *id, const asb_call_options *call) {
+  if (!c) return asbi_err(ASB_EINVAL, "sandbox.kill: client is NULL");
+  ASBI_CHECK_VERSION(call, ASB_CALL_OPTIONS_VERSION, "asb_call_options");
+  int rc = check_id(id, "sandbox.kill");
+  if (rc) return rc;
+  char path[256];
+  snprintf(path, sizeof path, "/sandboxes/%s", id);
+  cp_call k;
+  cp_from(&k, c, call);
+  k.idempotent = 1;
+  return cp_request(c, "DELETE", path, NULL, &k, "sandbox.kill", NULL, NULL, NULL, NULL);
+}
+
+int asb_sandbox_kill(asb_sandbox *sb, const asb_call_options *call) {
+  if (!sb) return asbi_err(ASB_EINVAL, "sandbox.kill: sandbox is NULL");
+  return asb_sandbox_kill_id(sb->client, sb->id, call);
+}
+
+int asb_sandbox_set_timeout(asb_sandbox *sb, long timeout_ms,
+                            const asb_call_options *call) {
+  if (!sb || timeout_ms < 0) return asbi_err(ASB_EINVAL, "sandbox.set_timeout: bad arguments");
+  ASBI_CHECK_VERSION(call, ASB_CALL_OPTIONS_VERSION, "asb_call_options");
+  char path[256];
+  snprintf(path, sizeof path, "/sandboxes/%s/timeout", sb->id);
+  cJSON *body = cJSON_CreateObject();
+  if (!body) return asbi_oom();
+  cJSON_AddNumberToObject(body, "timeout", seconds(timeout_ms));
+  cp_call k;
+  cp_from(&k, sb->client, call);
+  k.idempotent = 1;
+  int rc = cp_request(sb->client, "POST", path, body, &k, "sandbox.set_timeout", NULL,
+                      NULL, NULL, NULL);
+  cJSON_Delete(body);
+  return rc;
+}
+
+int asb_sandbox_pause(asb_sandbox *sb, const asb_call_options *call) {
+  if (!sb) return asbi_err(ASB_EINVAL, "sandbox.pause: sandbox is NULL");
+  ASBI_CHECK_VERSION(call, ASB_CALL_OPTIONS_VERSION, "asb_call_options");
+  char path[256];
+  snprintf(path, sizeof path, "/sandboxes/%s/pause", sb->id);
+  cJSON *body = cJSON_CreateObject();
+  cp_call k;
+  cp_from(&k, sb->client, call);
+  int status = 0;
+  const int ok409[] = {409, 0};
+  int rc = body ? cp_request(sb->client, "POST", path, body, &k, "sandbox.pause", ok409,
+                             &status, NULL, NULL)
+                : asbi_oom();
+  cJSON_Delete(body);
+  if (rc) return rc;
+  return status == 409 ? 0 : 1;
+}
+
+int asb_sandbox_resume(asb_sandbox *sb, long timeout_ms, const asb_call_options *call) {
+  if (!sb) return asbi_err(ASB_EINVAL, "sandbox.resume: sandbox is NULL");
+  ASBI_CHECK_VERSION(call, ASB_CALL_OPTIONS_VERSION, "asb_call_options");
+  cJSON *reply = NULL;
+  int status = 0;
+  int rc = connect_id(sb->client, sb->id, timeout_ms, call, &reply, &status);
+  cJSON_Delete(reply);
+  return rc;
+}
+
+int asb_sandbox_is_running(asb_sandbox *sb, const asb_call_options *call) {
+  if (!sb) return asbi_err(ASB_EINVAL, "sandbox.is_running: sandbox is NULL");
+  ASBI_CHECK_VERSION(call, ASB_CALL_OPTIONS_VERSION, "asb_call_options");
+  /* As E2B's SDKs: envd's /health through the sandbox route; 502 (or a
+   * sandbox the router does not know) means not running. */
+  asbi_buf url = ASBI_BUF_INIT, store = ASBI_BUF_INIT;
+  asbi_buf_printf(&url, "%s/health", sb->envd_base);
+  const char *hs[12];
+  asbi_envd_headers(sb, NULL, hs, &store, NULL);
+  asbi_http_req r = {.method = "GET",
+                     .url = url.data,
+                     .headers = hs,
+                     .headers2 = (const char *const *)sb->client->headers,
+                     .timeout_ms = asbi_client_timeout(sb->client, call ? call->timeout_ms : 0),
+                     .cancel = call ? call->cancel : NULL};
+  asbi_http_resp resp = ASBI_HTTP_RESP_INIT;
+  int rc = url.data ? asbi_http_do(sb->client->http, &r, &resp) : asbi_oom();
+  if (rc == ASB_OK) rc = resp.status == 204 || resp.status == 200 ? 1 : 0;
+  else if (rc == ASB_ECONNECTION) rc = 0;
+  asbi_http_resp_free(&resp);
+  asbi_buf_free(&url);
+  asbi_buf_free(&store);
+  return rc;
+}
+
+/* ---- info ---------------------------------------------------------------------------- */
+
+struct asb_sandbox_info {
+  char *id, *template_id, *name, *state, *envd_version;
+  int64_t started, end;
+  int cpu, mem, disk;
+  char **mkeys, **mvals;
+  size_t nmeta;
+};
+
+static int64_t parse_time_s(const char *s) {
+  if (!s) return 0;
+  struct tm tm;
+  memset(&tm, 0, sizeof tm);
+  if (!strptime(s, "%Y-%m-%dT%H:%M:%S", &tm)) return 0;
+  return (int64_t)timegm(&tm);
+}
+
+void asb_sandbox_info_free(asb_sandbox_info *i) {
+  if (!i) return;
+  free(i->id);
+  free(i->template_id);
+  free(i->name);
+  free(i->state);
+  free(i->envd_version);
+  for (size_t k = 0; k < i->nmeta; k++) {
+    free(i->mkeys[k]);
+    free(i->mvals[k]);
+  }
+  free(i->mkeys);
+  free(i->mvals);
+  free(i);
+}
+
+static asb_sandbox_info *info_from(const cJSON *j) {
+  asb_sandbox_info *i = calloc(1, sizeof *i);
+  if (!i) return NULL;
+  const char *s = NULL;
+#define STR(field, key)             \
+  s = NULL;                         \
+  asbi_pj_get_str(j, key, &s);      \
+  i->field = asbi_strdup(s);
+  STR(id, "sandboxID");
+  STR(template_id, "templateID");
+  STR(name, "alias");
+  STR(state, "state");
+  STR(envd_version, "envdVersion");
+#undef STR
+  s = NULL;
+  asbi_pj_get_str(j, "startedAt", &s);
+  i->started = parse_time_s(s);
+  s = NULL;
+  asbi_pj_get_str(j, "endAt", &s);
+  i->end = parse_time_s(s);
+  int32_t v = 0;
+  asbi_pj_get_i32(j, "cpuCount", &v);
+  i->cpu = v;
+  v = 0;
+  asbi_pj_get_i32(j, "memoryMB", &v);
+  i->mem = v;
+  v = 0;
+  asbi_pj_get_i32(j, "diskSizeMB", &v);
+  i->disk = v;
+  const cJSON *meta = cJSON_GetObjectItemCaseSensitive(j, "metadata"), *it;
+  size_t n = cJSON_IsObject(meta) ? (size_t)cJSON_GetArraySize(meta) : 0;
+  i->mkeys = calloc(n + 1, sizeof *i->mkeys);
+  i->mvals = calloc(n + 1, sizeof *i->mvals);
+  if (!i->id || !i->mkeys || !i->mvals) {
+    asb_sandbox_info_free(i);
+    return NULL;
+  }
+  cJSON_ArrayForEach(it, meta) {
+    if (!cJSON_IsString(it)) continue;
+    i->mkeys[i->nmeta] = asbi_strdup(it->string);
+    i->mvals[i->nmeta++] = asbi_strdup(it->valuestring);
+  }
+  if (!i->state) i->state = asbi_strdup("running");
+  return i;
+}
+
+int asb_sandbox_get_info(asb_sandbox *sb, const asb_call_options *call,
+                         asb_sandbox_info **out) {
+  if (!sb || !out) return asbi_err(ASB_EINVAL, "sandbox.get_info: bad arguments");
+  ASBI_CHECK_VERSION(call, ASB_CALL_OPTIONS_VERSION, "asb_call_options");
+  char path[256];
+  snprintf(path, sizeof path, "/sandboxes/%s", sb->id);
+  cp_call k;
+  cp_from(&k, sb->client, call);
+  k.idempotent = 1;
+  cJSON *reply = NULL;
+  int rc = cp_request(sb->client, "GET", path, NULL, &k, "sandbox.get_info", NULL, NULL,
+                      &reply, NULL);
+  if (rc == ASB_OK && !(*out = info_from(reply)))
+    rc = asbi_err(ASB_EPROTOCOL, "sandbox.get_info: malformed reply");
+  cJSON_Delete(reply);
+  return rc;
+}
+
+const char *asb_sandbox_info_id(const asb_sandbox_info *i) { return i ? i->id : NULL; }
+const char *asb_sandbox_info_template_id(const asb_sandbox_info *i) {
+  return i ? i->template_id : NULL;
+}
+const char *asb_sandbox_info_name(const asb_sandbox_info *i) { return i ? i->name : NULL; }
+const char *asb_sandbox_info_state(const asb_sandbox_info *i) { return i ? i->state : NULL; }
+asb_int64 asb_sandbox_info_started_at(const asb_sandbox_info *i) { return i ? i->started : 0; }
+asb_int64 asb_sandbox_info_end_at(const asb_sandbox_info *i) { return i ? i->end : 0; }
+int asb_sandbox_info_cpu_count(const asb_sandbox_info *i) { return i ? i->cpu : 0; }
+int asb_sandbox_info_memory_mb(const asb_sandbox_info *i) { return i ? i->mem : 0; }
+int asb_sandbox_info_disk_mb(const asb_sandbox_info *i) { return i ? i->disk : 0; }
+const char *asb_sandbox_info_envd_version(const asb_sandbox_info *i) {
+  return i ? i->envd_version : NULL;
+}
+const char *asb_sandbox_info_metadata(const asb_sandbox_info *i, const char *key) {
+  for (size_t k = 0; i && key && k < i->nmeta; k++)
+    if (strcmp(i->mkeys[k], key) == 0) return i->mvals[k];
+  return NULL;
+}
+const char *asb_sandbox_info_metadata_at(const asb_sandbox_info *i, size_t k,
+                                         const char **value) {
+  if (!i || k >= i->nmeta) {
+    if (value) *value = NULL;
+    return NULL;
+  }
+  if (value) *value = i->mvals[k];
+  return i->mkeys[k];
+}
+
+/* ---- list ------------------------------------------------------------------------------ */
+
+struct asb_sandbox_page {
+  asb_sandbox_info **items;
+  size_t n;
+  char *next;
+};
+
+int asb_sandbox_list_options_init(asb_sandbox_list_options *o, unsigned int version) {
+  if (!o) return asbi_err(ASB_EINVAL, "asb_sandbox_list_options_init: NULL");
+  if (version == 0 || version > ASB_SANDBOX_LIST_OPTIONS_VERSION)
+    return asbi_err(ASB_EVERSION, "asb_sandbox_list_options: version %u", version);
+  asb_sandbox_list_options init = ASB_SANDBOX_LIST_OPTIONS_INIT;
+  *o = init;
+  o->version = version;
+  return ASB_OK;
+}
+
+void asb_sandbox_page_free(asb_sandbox_page *p) {
+  if (!p) return;
+  for (size_t i = 0; i < p->n; i++) asb_sandbox_info_free(p->items[i]);
+  free(p->items);
+  free(p->next);
+  free(p);
+}
+
+int asb_sandbox_list(asb_client *c, const asb_sandbox_list_options *o,
+                     asb_sandbox_page **out) {
+  if (!c || !out) return asbi_err(ASB_EINVAL, "sandbox.list: bad arguments");
+  ASBI_CHECK_VERSION(o, ASB_SANDBOX_LIST_OPTIONS_VERSION, "asb_sandbox_list_options");
+  asb_sandbox_list_options d = ASB_SANDBOX_LIST_OPTIONS_INIT;
+  if (!o) o = &d;
+  if (o->limit < 0 || o->limit > 100)
+    return asbi_err(ASB_EINVAL, "sandbox.list: limit %d out of 1..100", o->limit);
+  asbi_buf path = ASBI_BUF_INIT, meta = ASBI_BUF_INIT;
+  asbi_buf_puts(&path, "/v2/sandboxes?");
+  for (const char *const *m = o->metadata; m && *m; m++) {
+    const char *eq = strchr(*m, '=');
+    if (!eq || eq == *m) {
+      asbi_buf_free(&path);
+      asbi_buf_free(&meta);
+      return asbi_err(ASB_EINVAL, "sandbox.list: metadata '%s' is not key=value", *m);
+    }
+    char *k = asbi_strndup(*m, (size_t)(eq - *m));
+    if (meta.len) asbi_buf_putc(&meta, '&');
+    asbi_url_escape(&meta, k ? k : "", 0);
+    asbi_buf_putc(&meta, '=');
+    asbi_url_escape(&meta, eq + 1, 0);
+    free(k);
+  }
+  if (meta.len) {
+    asbi_buf_puts(&path, "metadata=");
+    asbi_url_escape(&path, meta.data, 0);
+    asbi_buf_putc(&path, '&');
+  }
+  asbi_buf_free(&meta);
+  int running = o->running || !o->paused, paused = o->paused || !o->running;
+  asbi_buf_printf(&path, "state=%s%s%s&limit=%d", running ? "running" : "",
+                  running && paused ? "," : "", paused ? "paused" : "",
+                  o->limit ? o->limit : 100);
+  if (o->template_id) {
+    asbi_buf_puts(&path, "&template=");
+    asbi_url_escape(&path, o->template_id, 0);
+  }
+  if (o->next_token && *o->next_token) {
+    asbi_buf_puts(&path, "&nextToken=");
+    asbi_url_escape(&path, o->next_token, 0);
+  }
+  if (!path.data) return asbi_oom();
+  cp_call k = {asbi_client_timeout(c, o->request_timeout_ms), o->cancel, 1};
+  cJSON *reply = NULL;
+  asbi_http_resp resp = ASBI_HTTP_RESP_INIT;
+  int rc = cp_request(c, "GET", path.data, NULL, &k, "sandbox.list", NULL, NULL, &reply,
+                      &resp);
+  asbi_buf_free(&path);
+  asb_sandbox_page *p = NULL;
+  if (rc == ASB_OK && !cJSON_IsArray(reply))
+    rc = asbi_err(ASB_EPROTOCOL, "sandbox.list: the reply is not a list");
+  if (rc == ASB_OK && !(p = calloc(1, sizeof *p))) rc = asbi_oom();
+  if (rc == ASB_OK) {
+    size_t n = (size_t)cJSON_GetArraySize(reply);
+    p->items = calloc(n ? n : 1, sizeof *p->items);
+    if (!p->items) rc = asbi_oom();
+    const cJSON *it;
+    cJSON_ArrayForEach(it, reply) {
+      if (rc) break;
+      if (!(p->items[p->n] = info_from(it))) rc = asbi_oom();
+      else p->n++;
+    }
+    const char *nt = asbi_http_resp_header(&resp, "x-next-token");
+    if (nt && *nt) p->next = asbi_strdup(nt);
+  }
+  asbi_http_resp_free(&resp);
+  cJSON_Delete(reply);
+  if (rc) {
+    asb_sandbox_page_free(p);
+    return rc;
+  }
+  *out = p;
+  return ASB_OK;
+}
+
+size_t asb_sandbox_page_count(const asb_sandbox_page *p) { return p ? p->n : 0; }
+const asb_sandbox_info *asb_sandbox_page_get(const asb_sandbox_page *p, size_t i) {
+  return p && i < p->n ? p->items[i] : NULL;
+}
+const char *asb_sandbox_page_next_token(const asb_sandbox_page *p) {
+  return p ? p->next : NULL;
+}
+
+/* ---- metrics -------------------------------------------------------------------------- */
+
+typedef struct metric {
+  int64_t ts, mem_used, mem_total, disk_used, disk_total;
+  double cpu_pct;
+  int cpu_count;
+} metric;
+
+struct asb_metrics {
+  metric *v;
+  size_t n;
+};
+
+int asb_sandbox_get_metrics(asb_sandbox *sb, asb_int64 start, asb_int64 end,
+                            const asb_call_options *call, asb_metrics **out) {
+  if (!sb || !out) return asbi_err(ASB_EINVAL, "sandbox.get_metrics: bad arguments");
+  ASBI_CHECK_VERSION(call, ASB_CALL_OPTIONS_VERSION, "asb_call_options");
+  char path[256];
+  int n = snprintf(path, sizeof path, "/sandboxes/%s/metrics", sb->id);
+  if (start || end)
+    snprintf(path + n, sizeof path - (size_t)n, "?start=%lld&end=%lld", (long long)start,
+             (long long)(end ? end : (asb_int64)time(NULL) + 86400));
+  cp_call k;
+  cp_from(&k, sb->client, call);
+  k.idempotent = 1;
+  cJSON *reply = NULL;
+  int rc = cp_request(sb->client, "GET", path, NULL, &k, "sandbox.get_metrics", NULL, NULL,
+                      &reply, NULL);
+  asb_metrics *m = NULL;
+  if (rc == ASB_OK && !cJSON_IsArray(reply))
+    rc = asbi_err(ASB_EPROTOCOL, "sandbox.get_metrics: the reply is not a list");
+  if (rc == ASB_OK && !(m = calloc(1, sizeof *m))) rc = asbi_oom();
+  if (rc == ASB_OK) {
+    size_t cnt = (size_t)cJSON_GetArraySize(reply);
+    m->v = calloc(cnt ? cnt : 1, sizeof *m->v);
+    if (!m->v) rc = asbi_oom();
+    const cJSON *it;
+    cJSON_ArrayForEach(it, reply) {
+      if (rc) break;
+      metric *x = &m->v[m->n++];
+      int32_t cc = 0;
+      asbi_pj_get_i64(it, "timestampUnix", &x->ts);
+      asbi_pj_get_i32(it, "cpuCount", &cc);
+      x->cpu_count = cc;
+      const cJSON *pct = cJSON_GetObjectItemCaseSensitive(it, "cpuUsedPct");
+      x->cpu_pct = cJSON_IsNumber(pct) ? pct->valuedouble : 0;
+      asbi_pj_get_i64(it, "memUsed", &x->mem_used);
+      asbi_pj_get_i64(it, "memTotal", &x->mem_total);
+      asbi_pj_get_i64(it, "diskUsed", &x->disk_used);
+      asbi_pj_get_i64(it, "diskTotal", &x->disk_total);
+    }
+  }
+  cJSON_Delete(reply);
+  if (rc) {
+    asb_metrics_free(m);
+    return rc;
+  }
+  *out = m;
+  return ASB_OK;
+}
+
+void asb_metrics_free(asb_metrics *m) {
+  if (!m) return;
+  free(m->v);
+  free(m);
+}
+
+size_t asb_metrics_count(const asb_metrics *m) { return m ? m->n : 0; }
+#define METRIC_GETTER(type, name, field)                        \
+  type asb_metrics_##name(const asb_metrics *m, size_t i) {     \
+    return m && i < m->n ? (type)m->v[i].field : (type)0;       \
+  }
+METRIC_GETTER(asb_int64, timestamp, ts)
+METRIC_GETTER(double, cpu_used_pct, cpu_pct)
+METRIC_GETTER(int, cpu_count, cpu_count)
+METRIC_GETTER(asb_int64, mem_used, mem_used)
+METRIC_GETTER(asb_int64, mem_total, mem_total)
+METRIC_GETTER(asb_int64, disk_used, disk_used)
+METRIC_GETTER(asb_int64, disk_total, disk_total)
