@@ -759,7 +759,8 @@ int asb_files_watch_dir(asb_sandbox *sb, const char *path,
   /* The first event confirms the watch is in place. */
   cJSON *msg = NULL;
   if (rc == ASB_OK) rc = asbi_envd_stream_next(w->stream, &msg, c.timeout_ms, NULL);
-  if (rc == ASB_OK && (!msg || !asbi_pj_field(asbi_pj_field(msg, "event"), "start")))
+  /* WatchDirResponse's oneof has no wrapper in JSON: {"start":{}}. */
+  if (rc == ASB_OK && (!msg || !asbi_pj_field(msg, "start")))
     rc = asbi_err(ASB_EPROTOCOL, "files.watch_dir: no start event");
   cJSON_Delete(msg);
   if (rc) {
@@ -799,7 +800,7 @@ int asb_watch_wait(asb_watch *w, long timeout_ms) {
       w->stream = NULL;
       break;
     }
-    const cJSON *fs = asbi_pj_field(asbi_pj_field(msg, "event"), "filesystem");
+    const cJSON *fs = asbi_pj_field(msg, "filesystem");
     if (fs) {
       int type = 0;
       const char *name = NULL;

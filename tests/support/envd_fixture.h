@@ -5,6 +5,7 @@
 #define ASB_ENVD_FIXTURE_H
 
 #include <agentsandbox.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,6 +33,13 @@ static int envd_start(envd_fixture *f, const char *const *extra) {
   argv[n++] = ASB_ENVD_BIN;
   argv[n++] = "--port";
   argv[n++] = "0";
+  /* Like an E2B sandbox: commands run as the unprivileged "user" (the test
+   * suite's set-up creates that account). Root's own login profile on a
+   * development machine can be slow and is not what sandboxes run. */
+  if (getpwnam("user")) {
+    argv[n++] = "--default-user";
+    argv[n++] = "user";
+  }
   for (; extra && *extra && n < 30; extra++) argv[n++] = *extra;
   argv[n] = NULL;
   pid_t pid = fork();
