@@ -46,6 +46,8 @@ typedef struct asbi_connect_dec {
   int failed;
 } asbi_connect_dec;
 
+/* max_msg 0 = ASBI_CONNECT_DEFAULT_MAX. The body buffer grows with the bytes
+ * that arrive, never to a declared length up front. */
 void asbi_connect_dec_init(asbi_connect_dec *d, size_t max_msg);
 void asbi_connect_dec_free(asbi_connect_dec *d);
 /* Feed any number of bytes, split anywhere. Returns ASBI_CONNECT_OK, a
@@ -66,14 +68,19 @@ int asbi_connect_encode(asbi_buf *out, unsigned flags, const char *msg,
  * {"code": "<snake_case>", "message": "..."} (end-stream nests it under
  * "error"). Outputs are malloc'd; *code is NULL when there is no error. */
 /* End-stream payload: 0 = no error, 1 = error (code/message set),
- * -1 = malformed payload. */
+ * -1 = malformed payload. Per the protocol, {"error": null}, {"error": {}},
+ * a missing/null code and codes outside the 16 are malformed; an absent
+ * message gives "". The payload is parsed with asbi_pj_parse (strict). */
 int asbi_connect_parse_end(const char *json, size_t len, char **code,
                            char **message);
 /* Unary error body: 0 and code/message set, or -1 if it is not a Connect
  * error body. */
 int asbi_connect_parse_error(const char *json, size_t len, char **code,
                              char **message);
-/* Serialise an end-stream payload ({} or {"error":{...}}) into out. */
+/* Serialise an end-stream payload ({} or {"error":{...}}) into out. code
+ * NULL means success ({}); an invalid code is written as "unknown"; an
+ * empty message is omitted; invalid UTF-8 in message becomes U+FFFD. On
+ * failure out is left as it was. */
 int asbi_connect_end_json(asbi_buf *out, const char *code,
                           const char *message);
 /* Serialise a unary error body {"code","message"} into out. */

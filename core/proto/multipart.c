@@ -153,6 +153,10 @@ struct asbi_mp_parser {
   int failed;
   int in_part;
   char *name, *filename, *ctype;
+  /* Small pieces of part data (runs between CRs, near-delimiters) are
+   * gathered here so binary data does not cost a callback per CR. */
+  char out[8192];
+  size_t nout;
 };
 
 const char *asbi_mp_strerror(int code) {
@@ -479,10 +483,28 @@ static int fail(asbi_mp_parser *p, int rc) {
   return rc;
 }
 
-static int emit(asbi_mp_parser *p, const char *d, size_t n) {
-  if (p->state != S_BODY || n == 0 || !p->cb.on_part_data) return 0;
-  int rc = p->cb.on_part_data(p->ud, d, n);
+static int flush(asbi_mp_parser *p) {
+  size_t n = p->nout;
+  if (n == 0) return 0;
+  p->nout = 0;
+  int rc = p->cb.on_part_data(p->ud, p->out, n);
   return rc ? fail(p, rc) : 0;
+}
+
+/* Part data, in order: large pieces go straight to the callback, small
+ * ones are gathered (flushed before the part ends and before feed
+ * returns). */
+static int emit(asbi_mp_parser *p, const char *d, size_t n) {
+  int rc;
+  if (p->state != S_BODY || n == 0 || !p->cb.on_part_data) return 0;
+  if (p->nout + n > sizeof p->out && (rc = flush(p)) != 0) return rc;
+  if (n >= sizeof p->out / 2) {
+    rc = p->cb.on_part_data(p->ud, d, n);
+    return rc ? fail(p, rc) : 0;
+  }
+  memcpy(p->out + p->nout, d, n);
+  p->nout += n;
+  return 0;
 }
 
 /* What looked like a delimiter was data after all: emit it (in a body). */
@@ -503,6 +525,7 @@ static int delimiter_done(asbi_mp_parser *p, int final) {
   p->tail = T_NONE;
   p->npad = 0;
   if (p->state == S_BODY) {
+    if ((rc = flush(p)) != 0) return rc;
     if (p->cb.on_part_end) rc = p->cb.on_part_end(p->ud);
     clear_part(p);
     if (rc) return fail(p, rc);
@@ -625,7 +648,7 @@ int asbi_mp_parser_feed(asbi_mp_parser *p, const char *data, size_t len) {
     }
     if ((rc = false_delimiter(p)) != 0) return rc;
   }
-  return ASBI_MP_OK;
+  return flush(p);
 }
 
 int asbi_mp_parser_finish(asbi_mp_parser *p) {

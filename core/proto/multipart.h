@@ -28,7 +28,9 @@ void asbi_mpw_content_type(const asbi_mpw *w, char *out, size_t outlen);
  * '"' and '\\' are backslash-escaped inside the quoted strings. */
 int asbi_mpw_part_head(asbi_mpw *w, asbi_buf *out, const char *field,
                        const char *filename, const char *content_type);
-/* Appends the closing delimiter. */
+/* Appends the closing delimiter, always "\r\n--<boundary>--\r\n" (also
+ * with zero parts, where the CRLF is an empty preamble), so its length does
+ * not depend on the parts and can be counted before any head is written. */
 int asbi_mpw_finish(asbi_mpw *w, asbi_buf *out);
 /* Exact number of bytes asbi_mpw_part_head would append (for
  * Content-Length), or -1 for an invalid name. Does not change w. */
@@ -48,6 +50,16 @@ enum {
   ASBI_MP_ENOMEM = -1206
 };
 
+/* Parser behaviour: a delimiter is CRLF "--" boundary followed by "--"
+ * (close) or by up to 64 spaces/tabs and CRLF; anything else is part data
+ * (as Go's mime/multipart does). Part headers must end lines with CRLF and
+ * are bounded to 16 KiB per part; obs-fold, NUL and duplicate
+ * Content-Disposition/Content-Type headers are errors. In quoted-strings a
+ * backslash escapes only a tspecial (so unescaped Windows paths survive);
+ * filename*= (RFC 5987: UTF-8, US-ASCII, ISO-8859-1) wins over filename=,
+ * other charsets are ignored; decoded names may not hold NUL, CR or LF.
+ * Filenames are passed through unsanitised: callers must not trust them as
+ * paths. Small data pieces are gathered into up to 8 KiB per callback. */
 typedef struct asbi_mp_part {
   const char *name;         /* form field name ("" if none) */
   const char *filename;     /* NULL if the part has no filename */

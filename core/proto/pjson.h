@@ -12,8 +12,11 @@
 #include <stdint.h>
 
 /* Parse exactly len bytes as one JSON value: rejects invalid UTF-8, trailing
- * garbage, nesting deeper than 64, and empty input. On failure returns NULL
- * and, if err is not NULL, points it at a static description. */
+ * garbage, nesting deeper than 64, and empty input; also raw control
+ * characters in strings, "\u0000" (it would truncate a C string), unpaired
+ * surrogates and numbers longer than 512 characters. Numbers keep their
+ * source text so int64 values beyond 2^53 read back exactly. On failure
+ * returns NULL and, if err is not NULL, points it at a static description. */
 cJSON *asbi_pj_parse(const char *json, size_t len, const char **err);
 
 /* Look up camel (e.g. "exitCode") or its snake_case twin ("exit_code").
@@ -44,7 +47,9 @@ int asbi_pj_get_enum(const cJSON *obj, const char *camel,
 const char *asbi_pj_enum_name(const asbi_pj_enum *table, int value);
 
 /* Setters add the field to obj unless it holds the zero value. Each returns
- * 0, or -1 on allocation failure. */
+ * 0, or -1 on allocation failure. asbi_pj_add_str replaces invalid UTF-8
+ * with U+FFFD so the output is always valid JSON; enum values missing from
+ * the table are written as numbers. */
 int asbi_pj_add_i64(cJSON *obj, const char *camel, int64_t v);
 int asbi_pj_add_u32(cJSON *obj, const char *camel, uint32_t v);
 int asbi_pj_add_i32(cJSON *obj, const char *camel, int32_t v);

@@ -103,6 +103,76 @@ static int parse(const char *ct, const uint8_t *p, size_t n, int mode, run *r) {
 
 static int has_crlf(const char *s) { return s && strpbrk(s, "\r\n") != NULL; }
 
+/* ---- a whole-buffer reference for the framing (not the headers) --------
+ * A delimiter is "\r\n--" boundary (or "--" boundary at offset 0) followed
+ * by "--" (close) or by up to 64 spaces/tabs and CRLF. Finds the next one
+ * at or after *at; returns its start, sets *after and *close. */
+static size_t ref_delim(const uint8_t *p, size_t n, const char *b, size_t from,
+                        size_t *after, int *close) {
+  size_t bl = strlen(b);
+  for (size_t i = from; i < n; i++) {
+    size_t j;
+    if (i == 0 && from == 0 && n >= 2 + bl && p[0] == '-' && p[1] == '-' &&
+        memcmp(p + 2, b, bl) == 0) {
+      j = 2 + bl;
+    } else if (n - i >= 4 + bl && memcmp(p + i, "\r\n--", 4) == 0 &&
+               memcmp(p + i + 4, b, bl) == 0) {
+      j = i + 4 + bl;
+    } else {
+      continue;
+    }
+    if (n - j >= 2 && p[j] == '-' && p[j + 1] == '-') {
+      *after = j + 2;
+      *close = 1;
+      return i;
+    }
+    size_t pad = 0;
+    while (j + pad < n && pad <= 64 && (p[j + pad] == ' ' || p[j + pad] == '\t')) pad++;
+    if (pad <= 64 && n - (j + pad) >= 2 && p[j + pad] == '\r' && p[j + pad + 1] == '\n') {
+      *after = j + pad + 2;
+      *close = 0;
+      return i;
+    }
+  }
+  return (size_t)-1;
+}
+
+/* Checks the parts' data against the reference framing. rc is the result
+ * of the incremental parser over the same body. */
+static void check_reference(const uint8_t *p, size_t n, const char *b, int rc,
+                            const run *r) {
+  if (rc != 0 && rc != ASBI_MP_ETRUNCATED) return; /* header errors: skip */
+  size_t after;
+  int close, closed = 0, np = 0;
+  size_t at = ref_delim(p, n, b, 0, &after, &close);
+  while (at != (size_t)-1 && !close) {
+    /* headers end at the first empty line */
+    size_t h = after, body;
+    if (n - h >= 2 && p[h] == '\r' && p[h + 1] == '\n') {
+      body = h + 2;
+    } else {
+      const uint8_t *e = memmem(p + h, n - h, "\r\n\r\n", 4);
+      if (!e) break;
+      body = (size_t)(e - p) + 4;
+    }
+    size_t next = ref_delim(p, n, b, body, &after, &close);
+    if (next == (size_t)-1) break;
+    if (rc == 0) {
+      FUZZ_CHECK(np < r->nparts);
+      const asbi_buf *d = &r->parts[np].data;
+      FUZZ_CHECK(d->len == next - body && (d->len == 0 || memcmp(d->data, p + body, d->len) == 0));
+    }
+    np++;
+    at = next;
+  }
+  if (at != (size_t)-1 && close) closed = 1;
+  if (rc == 0) {
+    FUZZ_CHECK(closed && np == r->nparts);
+  } else {
+    FUZZ_CHECK(!closed || np >= MAX_PARTS);
+  }
+}
+
 /* Writer -> parser round trip of what was parsed. */
 static void round_trip(const run *r) {
   for (int i = 0; i < r->nparts; i++)
@@ -172,6 +242,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   FUZZ_CHECK(a.log.len == b.log.len && a.log.len == c.log.len);
   FUZZ_CHECK(a.log.len == 0 || (memcmp(a.log.data, b.log.data, a.log.len) == 0 &&
                                 memcmp(a.log.data, c.log.data, a.log.len) == 0));
+  if (!(data[0] & 1)) check_reference(p, n, (data[0] & 2) ? "----asb" : "BB", ra, &a);
   if (ra == 0) round_trip(&a);
   run_free(&a);
   run_free(&b);

@@ -80,17 +80,26 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                                 memcmp(a.log.data, c.log.data, a.log.len) == 0));
   if (ra == 0) {
     /* Without errors, the lines are exactly the non-empty lines of the
-     * input (CR before LF, and a final CR, removed). */
+     * input (one CR before LF, or at the very end, removed). */
+    asbi_buf ref = ASBI_BUF_INIT;
     size_t lines = 0, i = 0;
     while (i < n) {
       const uint8_t *nl = memchr(p + i, '\n', n - i);
       size_t e = nl ? (size_t)(nl - p) : n;
       size_t l = e - i;
       if (l && p[e - 1] == '\r') l--;
-      if (l) lines++;
+      if (l) {
+        unsigned char l4[4] = {(unsigned char)(l >> 24), (unsigned char)(l >> 16),
+                               (unsigned char)(l >> 8), (unsigned char)l};
+        asbi_buf_append(&ref, l4, 4);
+        asbi_buf_append(&ref, p + i, l);
+        lines++;
+      }
       i = e + 1;
     }
     FUZZ_CHECK((size_t)a.count == lines);
+    FUZZ_CHECK(ref.len == a.log.len && (ref.len == 0 || memcmp(ref.data, a.log.data, ref.len) == 0));
+    asbi_buf_free(&ref);
   }
   asbi_buf_free(&a.log);
   asbi_buf_free(&b.log);

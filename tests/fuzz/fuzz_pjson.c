@@ -12,6 +12,33 @@
 static const asbi_pj_enum TABLE[] = {{0, "ZERO"}, {1, "ONE"}, {-2, "MINUS_TWO"},
                                      {0, NULL}};
 
+/* A snake_case key k ("exit_code") is found through its camelCase name
+ * ("exitCode") unless that exact name is also present, which wins. */
+static void check_snake_lookup(const cJSON *obj, const char *k) {
+  char camel[128];
+  size_t o = 0, n = strlen(k);
+  if (n == 0 || n >= sizeof camel || k[0] < 'a' || k[0] > 'z') return;
+  for (size_t i = 0; i < n; i++) {
+    char c = k[i];
+    if (c == '_') {
+      if (i + 1 >= n || k[i + 1] < 'a' || k[i + 1] > 'z') return;
+      camel[o++] = (char)(k[++i] - 32);
+    } else if ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9')) {
+      camel[o++] = c;
+    } else {
+      return;
+    }
+  }
+  camel[o] = '\0';
+  const cJSON *exact = cJSON_GetObjectItemCaseSensitive(obj, camel);
+  const cJSON *want = exact ? exact : cJSON_GetObjectItemCaseSensitive(obj, k);
+  if (cJSON_IsNull(want)) want = NULL;
+  FUZZ_CHECK(asbi_pj_field(obj, camel) == want);
+  const cJSON *direct = cJSON_GetObjectItemCaseSensitive(obj, k);
+  if (strcmp(camel, k) == 0 || !direct || cJSON_IsNull(direct)) return;
+  FUZZ_CHECK(exact || asbi_pj_field(obj, camel) == direct);
+}
+
 static void exercise_getters(const cJSON *obj) {
   const cJSON *it;
   int budget = 64;
@@ -60,7 +87,7 @@ static void exercise_getters(const cJSON *obj) {
     free(bytes);
     rc = asbi_pj_get_enum(obj, k, TABLE, &e);
     FUZZ_CHECK(rc == 0 || rc == -1);
-    (void)asbi_pj_field(obj, k);
+    check_snake_lookup(obj, k);
   }
 }
 
@@ -124,6 +151,27 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     free(out2);
     free(out);
     cJSON_Delete(again);
+    /* Differential: cJSON accepts whatever we accept (but numbers longer
+     * than its 63-character buffer) and builds the same tree. */
+    char *copy = malloc(size + 1);
+    memcpy(copy, data, size);
+    copy[size] = '\0';
+    cJSON *ref = cJSON_Parse(copy);
+    if (ref) {
+      char *o1 = asbi_pj_print(v), *o2 = asbi_pj_print(ref);
+      FUZZ_CHECK(o1 && o2 && strcmp(o1, o2) == 0);
+      free(o1);
+      free(o2);
+      cJSON_Delete(ref);
+    } else {
+      size_t run = 0, longest = 0;
+      for (size_t i = 0; i < size; i++) {
+        run = strchr("0123456789.eE+-", data[i]) && data[i] ? run + 1 : 0;
+        if (run > longest) longest = run;
+      }
+      FUZZ_CHECK(longest > 63);
+    }
+    free(copy);
     if (cJSON_IsObject(v)) exercise_getters(v);
     const cJSON *child;
     cJSON_ArrayForEach(child, v) if (cJSON_IsObject(child)) exercise_getters(child);

@@ -76,13 +76,40 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     *nl = '\0';
     sid = nl + 1;
   }
-  int ports[] = {ASBI_ENVD_PORT, ASBI_CODE_PORT, 3000, 1, 65535};
+  int ports[] = {ASBI_ENVD_PORT, ASBI_CODE_PORT, 3000, 1, 65535, 0, 65536};
+  /* The first input byte picks the sandbox_url / debug variants. */
+  int sel = size ? data[0] : 0;
+  const char *sandbox_url = (sel & 3) == 1 ? domain : (sel & 3) == 2 ? "http://127.0.0.1:49982/" : NULL;
+  int debug = (sel & 4) != 0;
   for (size_t i = 0; i < sizeof ports / sizeof ports[0]; i++) {
     for (int kind = 0; kind < 2; kind++) {
-      asbi_route_cfg cfg = {NULL, 0, domain, sid};
+      asbi_route_cfg cfg = {sandbox_url, debug, domain, sid};
       asbi_buf b = ASBI_BUF_INIT;
-      if (asbi_url_sandbox_base(&b, &cfg, ports[i], (asbi_url_kind)kind) != 0) {
+      int rc = asbi_url_sandbox_base(&b, &cfg, ports[i], (asbi_url_kind)kind);
+      asbi_buf h = ASBI_BUF_INIT;
+      int hrc = asbi_url_sandbox_host(&h, &cfg, ports[i]);
+      if (hrc == 0) FUZZ_CHECK(h.data && strpbrk(h.data, "/?#@ \r\n") == NULL);
+      else FUZZ_CHECK(h.len == 0);
+      asbi_buf_free(&h);
+      if (rc != 0) {
         FUZZ_CHECK(b.len == 0);
+        FUZZ_CHECK(ports[i] < 1 || ports[i] > 65535 || !debug || (kind == 0 && sandbox_url));
+        continue;
+      }
+      FUZZ_CHECK(ports[i] >= 1 && ports[i] <= 65535);
+      if (kind == ASBI_URL_API && sandbox_url && *sandbox_url) {
+        /* The configured base wins, minus trailing slashes. */
+        size_t l = strlen(sandbox_url);
+        while (l && sandbox_url[l - 1] == '/') l--;
+        FUZZ_CHECK(b.len == l && memcmp(b.data, sandbox_url, l) == 0);
+        asbi_buf_free(&b);
+        continue;
+      }
+      if (debug) {
+        char want[32];
+        snprintf(want, sizeof want, "http://localhost:%d", ports[i]);
+        FUZZ_CHECK(strcmp(b.data, want) == 0);
+        asbi_buf_free(&b);
         continue;
       }
       int https = strncmp(b.data, "https://", 8) == 0;

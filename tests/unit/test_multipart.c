@@ -609,6 +609,33 @@ TEST(callback_errors) {
   asbi_mp_parser_free(p);
 }
 
+static int count_data(void *ud, const char *d, size_t n) {
+  size_t *c = ud;
+  c[0]++;
+  c[1] += n;
+  (void)d;
+  return 0;
+}
+
+TEST(few_callbacks_for_cr_heavy_data) {
+  /* Data full of CRs and near-delimiters is gathered, not delivered one
+   * piece per CR. */
+  asbi_buf body = ASBI_BUF_INIT;
+  asbi_buf_puts(&body, "--BB\r\n\r\n");
+  for (int i = 0; i < 20000; i++) asbi_buf_puts(&body, i % 2 ? "\r\n-" : "x\r");
+  asbi_buf_puts(&body, "\r\n--BB--");
+  size_t counts[2] = {0, 0};
+  asbi_mp_callbacks cb = {NULL, count_data, NULL};
+  asbi_mp_parser *p;
+  REQUIRE(asbi_mp_parser_new(&p, CT, &cb, counts, 0) == 0);
+  CHECK_INT(asbi_mp_parser_feed(p, body.data, body.len), 0);
+  CHECK_INT(asbi_mp_parser_finish(p), 0);
+  CHECK_INT(counts[1], 10000 * 5);
+  CHECK(counts[0] <= 10);
+  asbi_mp_parser_free(p);
+  asbi_buf_free(&body);
+}
+
 TEST(strerror_all) {
   int codes[] = {ASBI_MP_OK, ASBI_MP_EBOUNDARY, ASBI_MP_EHEADER, ASBI_MP_ESYNTAX,
                  ASBI_MP_ETRUNCATED, ASBI_MP_ETOOMANY, ASBI_MP_ENOMEM, 42};
@@ -634,6 +661,7 @@ int main(void) {
   RUN(truncated);
   RUN(max_parts);
   RUN(callback_errors);
+  RUN(few_callbacks_for_cr_heavy_data);
   RUN(strerror_all);
   TEST_MAIN_END();
 }
