@@ -104,11 +104,15 @@ int asbi_map_http_error(const asbi_http_resp *resp, const char *what) {
   if (rc == ASB_ERATELIMIT)
     asbi_err_set_retry_after(
         asbi_http_parse_retry_after(asbi_http_resp_header(resp, "retry-after")));
-  /* The engine's router names a sandbox it does not know, or one that ended
-   * and why (reason), with E2B API-style bodies. */
+  /* The control plane (404) and the engine's router (502, error
+   * "sandbox_not_found") name a sandbox they do not know, or one that
+   * ended and why (reason). */
   const cJSON *sid = j ? cJSON_GetObjectItemCaseSensitive(j, "sandboxID") : NULL;
   const cJSON *why = j ? cJSON_GetObjectItemCaseSensitive(j, "reason") : NULL;
-  if (st == 404 && cJSON_IsString(sid)) {
+  const cJSON *kind = j ? cJSON_GetObjectItemCaseSensitive(j, "error") : NULL;
+  int router_gone = st == 502 && cJSON_IsString(kind) &&
+                    strcmp(kind->valuestring, "sandbox_not_found") == 0;
+  if ((st == 404 || router_gone) && cJSON_IsString(sid)) {
     asb_error *e = (asb_error *)asb_error_last();
     e->code = rc = cJSON_IsString(why) ? ASB_ESANDBOXGONE : ASB_ESANDBOXNOTFOUND;
     if (cJSON_IsString(why)) asbi_err_set_reason(why->valuestring);

@@ -21,6 +21,7 @@
 #define MAX_TIMEOUT_S (30 * 86400)
 #define DEFAULT_CREATE_TIMEOUT_S 15 /* E2B's API default; SDKs send 300 */
 #define ENVD_READY_MS 10000
+#define DEFAULT_CONNECT_TIMEOUT_S 300
 #define LIST_LIMIT_MAX 100
 
 /* ---- replies --------------------------------------------------------------------- */
@@ -555,15 +556,13 @@ static void pause_sbx(engine *e, sbx *s, api_reply *r) {
 /* connect (200 running / 201 resumed) and the deprecated resume (201; 409
  * if it was running). */
 static void connect_sbx(engine *e, sbx *s, api_req *q, api_reply *r, int resume) {
-  cJSON *body = parse_body(q, r, !resume);
+  cJSON *body = parse_body(q, r, 0);
   if (!body) return;
   int secs;
-  if (get_timeout(body, "timeout", resume ? DEFAULT_CREATE_TIMEOUT_S : 0, &secs, r)) {
-    cJSON_Delete(body);
-    return;
-  }
-  if (!resume && !cJSON_GetObjectItemCaseSensitive(body, "timeout")) {
-    api_error(r, 400, "'timeout' is required");
+  /* E2B's spec requires timeout for connect, but its SDKs omit it when the
+   * caller gave none: then the SDKs' default lifetime applies. */
+  if (get_timeout(body, "timeout", resume ? DEFAULT_CREATE_TIMEOUT_S : DEFAULT_CONNECT_TIMEOUT_S,
+                  &secs, r)) {
     cJSON_Delete(body);
     return;
   }

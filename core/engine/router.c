@@ -51,12 +51,16 @@ static int is_hop(const char *name, size_t n) {
   return 0;
 }
 
+/* Error bodies: {"code", "message", "sandboxID", "error": kind, "reason"?}.
+ * kind is sandbox_not_found, sandbox_paused, port_closed or bad_gateway. */
 static struct MHD_Response *json_resp(unsigned status, const char *id,
-                                      const char *reason, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
+                                      const char *kind, const char *reason,
+                                      const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
 
 static struct MHD_Response *json_resp(unsigned status, const char *id,
-                                      const char *reason, const char *fmt, ...) {
+                                      const char *kind, const char *reason,
+                                      const char *fmt, ...) {
   char msg[512];
   va_list ap;
   va_start(ap, fmt);
@@ -66,6 +70,7 @@ static struct MHD_Response *json_resp(unsigned status, const char *id,
   cJSON_AddNumberToObject(j, "code", status);
   cJSON_AddStringToObject(j, "message", msg);
   if (id) cJSON_AddStringToObject(j, "sandboxID", id);
+  if (kind) cJSON_AddStringToObject(j, "error", kind);
   if (reason) cJSON_AddStringToObject(j, "reason", reason);
   char *text = cJSON_PrintUnformatted(j);
   cJSON_Delete(j);
@@ -186,16 +191,21 @@ route_ctx *router_begin(engine *e, struct MHD_Connection *c, const char *raw_uri
   *err = NULL;
   if (port < 1) {
     *err_status = 400;
-    *err = json_resp(400, id, NULL, "invalid E2b-Sandbox-Port");
+    *err = json_resp(400, id, NULL, NULL, "invalid E2b-Sandbox-Port");
     return NULL;
   }
   sbx *s = reg_get(e, id);
   if (!s) {
+    /* 502 as E2B's proxy answers for a sandbox it cannot reach: the stock
+     * SDKs read it as "not running" (isRunning() = false, Connect calls →
+     * SandboxNotFound). The body names the sandbox and why it ended. */
     char why[32];
     const char *reason = reg_tomb(e, id, why, sizeof why);
-    *err_status = 404;
-    *err = reason ? json_resp(404, id, reason, "sandbox \"%s\" is gone (%s)", id, reason)
-                  : json_resp(404, id, NULL, "sandbox \"%s\" not found", id);
+    *err_status = 502;
+    *err = reason ? json_resp(502, id, "sandbox_not_found", reason,
+                              "sandbox \"%s\" is gone (%s)", id, reason)
+                  : json_resp(502, id, "sandbox_not_found", NULL,
+                              "sandbox \"%s\" not found", id);
     return NULL;
   }
   pthread_mutex_lock(&s->mu);
@@ -204,7 +214,8 @@ route_ctx *router_begin(engine *e, struct MHD_Connection *c, const char *raw_uri
   if (st != SBX_RUNNING) {
     reg_put(e, s);
     *err_status = 502;
-    *err = json_resp(502, id, NULL, "sandbox \"%s\" is %s; connect to it to resume",
+    *err = json_resp(502, id, "sandbox_paused", NULL,
+                     "sandbox \"%s\" is %s; connect to it to resume",
                      id, st == SBX_PAUSED ? "paused" : "stopping");
     return NULL;
   }
@@ -213,7 +224,7 @@ route_ctx *router_begin(engine *e, struct MHD_Connection *c, const char *raw_uri
     free(r);
     reg_put(e, s);
     *err_status = 500;
-    *err = json_resp(500, id, NULL, "out of memory");
+    *err = json_resp(500, id, NULL, NULL, "out of memory");
     return NULL;
   }
   r->e = e;
@@ -227,9 +238,10 @@ route_ctx *router_begin(engine *e, struct MHD_Connection *c, const char *raw_uri
   if (r->fd < 0) {
     *err_status = 502;
     *err = port == ENVD_PORT
-               ? json_resp(502, id, NULL, "the agent (envd) of sandbox \"%s\" is not reachable: %s",
+               ? json_resp(502, id, "bad_gateway", NULL,
+                           "the agent (envd) of sandbox \"%s\" is not reachable: %s",
                            id, strerror(-r->fd))
-               : json_resp(502, id, NULL,
+               : json_resp(502, id, "port_closed", NULL,
                            "nothing is listening on port %d in sandbox \"%s\" (%s)", port,
                            id, strerror(-r->fd));
     route_free(r);
@@ -253,7 +265,8 @@ route_ctx *router_begin(engine *e, struct MHD_Connection *c, const char *raw_uri
   asbi_buf_free(&head);
   if (rc) {
     *err_status = 502;
-    *err = json_resp(502, id, NULL, "lost the connection to port %d of sandbox \"%s\"",
+    *err = json_resp(502, id, "bad_gateway", NULL,
+                     "lost the connection to port %d of sandbox \"%s\"",
                      port, id);
     r->failed = 1;
     route_free(r);
@@ -366,7 +379,7 @@ struct MHD_Response *router_finish(route_ctx *r, unsigned *status) {
   if (!r->failed && r->chunked_up && send_all(r->fd, "0\r\n\r\n", 5)) r->failed = 1;
   if (r->failed) {
     *status = 502;
-    struct MHD_Response *e = json_resp(502, id, NULL,
+    struct MHD_Response *e = json_resp(502, id, "bad_gateway", NULL,
                                        "lost the connection to port %d of sandbox \"%s\" "
                                        "while sending the request", r->port, id);
     route_free(r);
@@ -384,7 +397,7 @@ struct MHD_Response *router_finish(route_ctx *r, unsigned *status) {
   }
   if (hl < 0) {
     *status = 502;
-    struct MHD_Response *e = json_resp(502, id, NULL,
+    struct MHD_Response *e = json_resp(502, id, "bad_gateway", NULL,
                                        "port %d of sandbox \"%s\" sent no valid HTTP "
                                        "response", r->port, id);
     r->failed = 1;
@@ -407,7 +420,7 @@ struct MHD_Response *router_finish(route_ctx *r, unsigned *status) {
   if (!resp) {
     route_free(r);
     *status = 500;
-    return json_resp(500, NULL, NULL, "out of memory");
+    return json_resp(500, NULL, NULL, NULL, "out of memory");
   }
   for (size_t i = 0; i < r->head.nheaders; i++) {
     const asbi_h1_header *h = &r->head.headers[i];
