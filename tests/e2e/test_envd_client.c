@@ -9,25 +9,7 @@
 #include <time.h>
 
 #include "envd_fixture.h"
-#include "testing.h"
-
-/* Like REQUIRE(expr == code) but shows the library's error on failure. */
-#define REQUIRE_RC(expr, code)                                              \
-  do {                                                                      \
-    int rc_ = (expr);                                                       \
-    if (rc_ != (code)) {                                                    \
-      ASBT_FAIL("%s: got %s (%d), want %d: %s", #expr, asb_status_name(rc_), \
-                rc_, (int)(code), asb_error_last()->message);               \
-      return;                                                               \
-    }                                                                       \
-  } while (0)
-#define CHECK_RC(expr, code)                                                \
-  do {                                                                      \
-    int rc_ = (expr);                                                       \
-    if (rc_ != (code))                                                      \
-      ASBT_FAIL("%s: got %s (%d), want %d: %s", #expr, asb_status_name(rc_), \
-                rc_, (int)(code), asb_error_last()->message);               \
-  } while (0)
+#include "asb_testing.h"
 
 static envd_fixture F;
 static asb_client *C;

@@ -1,0 +1,449 @@
+/* The public C API against a real agent-sandboxd: the control plane, the
+ * router, lifetimes, pause/resume, restarts and leaks. Runs as root.
+ * SPDX-License-Identifier: Apache-2.0 */
+#include <agentsandbox.h>
+#include <curl/curl.h>
+#include <dirent.h>
+#include <time.h>
+
+#include "asb_testing.h"
+#include "engine_fixture.h"
+
+static engine_fixture F;
+static asb_client *C;
+
+static uint64_t now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static int make(asb_sandbox **sb, long timeout_ms, const char *const *meta,
+                const char *const *envs, int auto_pause) {
+  asb_sandbox_options o = ASB_SANDBOX_OPTIONS_INIT;
+  o.timeout_ms = timeout_ms;
+  o.metadata = meta;
+  o.envs = envs;
+  o.auto_pause = auto_pause;
+  return asb_sandbox_create(sb, C, &o);
+}
+
+static char *run_out(asb_sandbox *sb, const char *cmd) {
+  asb_command_result *r = NULL;
+  if (asb_commands_run(sb, cmd, NULL, &r) != ASB_OK) {
+    fprintf(stderr, "run '%s': %s\n", cmd, asb_error_last()->message);
+    asb_command_result_free(r);
+    return strdup("<error>");
+  }
+  char *s = strdup(asb_command_result_stdout(r, NULL));
+  asb_command_result_free(r);
+  return s;
+}
+
+TEST(create_run_info_kill) {
+  const char *meta[] = {"owner=tests", "purpose=basics", NULL};
+  const char *envs[] = {"GREETING=hello world", NULL};
+  asb_sandbox *sb = NULL;
+  REQUIRE_RC(make(&sb, 60000, meta, envs, 0), ASB_OK);
+  CHECK(strlen(asb_sandbox_id(sb)) == 20);
+  char *out = run_out(sb, "echo \"$GREETING\"; hostname; id -un; pwd; echo $E2B_SANDBOX");
+  char want[256];
+  snprintf(want, sizeof want, "hello world\n%s\nuser\n/home/user\ntrue\n", asb_sandbox_id(sb));
+  CHECK_STR(out, want);
+  free(out);
+
+  asb_sandbox_info *info = NULL;
+  REQUIRE_RC(asb_sandbox_get_info(sb, NULL, &info), ASB_OK);
+  CHECK_STR(asb_sandbox_info_id(info), asb_sandbox_id(sb));
+  CHECK_STR(asb_sandbox_info_template_id(info), "base");
+  CHECK_STR(asb_sandbox_info_state(info), "running");
+  CHECK_STR(asb_sandbox_info_metadata(info, "owner"), "tests");
+  CHECK(asb_sandbox_info_end_at(info) - asb_sandbox_info_started_at(info) >= 59);
+  CHECK(asb_sandbox_info_cpu_count(info) > 0);
+  CHECK(asb_sandbox_info_memory_mb(info) >= 128);
+  asb_sandbox_info_free(info);
+  CHECK_INT(asb_sandbox_is_running(sb, NULL), 1);
+
+  CHECK_RC(asb_sandbox_kill(sb, NULL), ASB_OK);
+  CHECK_INT(asb_sandbox_is_running(sb, NULL), 0);
+  CHECK_RC(asb_sandbox_get_info(sb, NULL, &info), ASB_ESANDBOXGONE);
+  CHECK_STR(asb_error_last()->reason, "killed");
+  asb_command_result *r = NULL;
+  CHECK_RC(asb_commands_run(sb, "true", NULL, &r), ASB_ESANDBOXGONE);
+  CHECK_RC(asb_sandbox_kill(sb, NULL), ASB_ESANDBOXGONE);
+  asb_sandbox_free(sb);
+}
+
+TEST(unknown_sandbox_and_bad_input) {
+  asb_sandbox *sb = NULL;
+  CHECK_RC(asb_sandbox_connect(&sb, C, "doesnotexist0000000x", 0, NULL), ASB_ESANDBOXNOTFOUND);
+  CHECK_RC(asb_sandbox_kill_id(C, "doesnotexist0000000x", NULL), ASB_ESANDBOXNOTFOUND);
+  CHECK_RC(asb_sandbox_connect(&sb, C, "../../etc", 0, NULL), ASB_EINVAL);
+  asb_sandbox_options o = ASB_SANDBOX_OPTIONS_INIT;
+  o.template_id = "no-such-template";
+  CHECK_RC(asb_sandbox_create(&sb, C, &o), ASB_ENOTFOUND);
+  const char *bad[] = {"novalue", NULL};
+  o.template_id = NULL;
+  o.metadata = bad;
+  CHECK_RC(asb_sandbox_create(&sb, C, &o), ASB_EINVAL);
+}
+
+TEST(api_key_and_envd_token_are_required) {
+  asb_client_options o = ASB_CLIENT_OPTIONS_INIT;
+  o.api_url = F.url;
+  o.sandbox_url = F.url;
+  o.api_key = "e2b_0000000000000000000000000000000000000000";
+  asb_client *bad = NULL;
+  REQUIRE_RC(asb_client_new(&bad, &o), ASB_OK);
+  asb_sandbox *sb = NULL;
+  CHECK_RC(asb_sandbox_create(&sb, bad, NULL), ASB_EAUTH);
+  CHECK_INT(asb_error_last()->http_status, 401);
+  asb_sandbox_page *p = NULL;
+  CHECK_RC(asb_sandbox_list(bad, NULL, &p), ASB_EAUTH);
+
+  REQUIRE_RC(make(&sb, 60000, NULL, NULL, 0), ASB_OK);
+  asb_sandbox_attach_options a = ASB_SANDBOX_ATTACH_OPTIONS_INIT;
+  a.envd_access_token = "wrong-token";
+  asb_sandbox *thief = NULL;
+  REQUIRE_RC(asb_sandbox_attach(&thief, bad, asb_sandbox_id(sb), &a), ASB_OK);
+  asb_command_result *r = NULL;
+  CHECK_RC(asb_commands_run(thief, "touch /tmp/pwned", NULL, &r), ASB_EAUTH);
+  char *d = NULL;
+  size_t n;
+  CHECK_RC(asb_files_read(thief, "/etc/hostname", NULL, &d, &n), ASB_EAUTH);
+  char *out = run_out(sb, "test -e /tmp/pwned && echo yes || echo no");
+  CHECK_STR(out, "no\n");
+  free(out);
+  asb_sandbox_free(thief);
+  asb_sandbox_kill(sb, NULL);
+  asb_sandbox_free(sb);
+  asb_client_free(bad);
+}
+
+TEST(lifetime_timeout_and_connect_never_shortens) {
+  asb_sandbox *sb = NULL;
+  REQUIRE_RC(make(&sb, 1000, NULL, NULL, 0), ASB_OK);
+  asb_command_result *r = NULL;
+  int rc = ASB_OK;
+  for (int i = 0; i < 100 && rc == ASB_OK; i++) {
+    usleep(100000);
+    rc = asb_commands_run(sb, "true", NULL, &r);
+    asb_command_result_free(r);
+    r = NULL;
+  }
+  CHECK_RC(rc, ASB_ESANDBOXGONE);
+  CHECK_STR(asb_error_last()->reason, "timeout");
+  asb_sandbox_free(sb);
+
+  REQUIRE_RC(make(&sb, 60000, NULL, NULL, 0), ASB_OK);
+  asb_sandbox *again = NULL;
+  REQUIRE_RC(asb_sandbox_connect(&again, C, asb_sandbox_id(sb), 5000, NULL), ASB_OK);
+  asb_sandbox_info *info = NULL;
+  REQUIRE_RC(asb_sandbox_get_info(sb, NULL, &info), ASB_OK);
+  CHECK(asb_sandbox_info_end_at(info) - (asb_int64)time(NULL) >= 50);
+  asb_sandbox_info_free(info);
+  /* set_timeout sets it, shorter or longer. */
+  REQUIRE_RC(asb_sandbox_set_timeout(sb, 120000, NULL), ASB_OK);
+  REQUIRE_RC(asb_sandbox_get_info(sb, NULL, &info), ASB_OK);
+  CHECK(asb_sandbox_info_end_at(info) - (asb_int64)time(NULL) >= 110);
+  asb_sandbox_info_free(info);
+  asb_sandbox_kill(sb, NULL);
+  asb_sandbox_free(again);
+  asb_sandbox_free(sb);
+}
+
+TEST(pause_resume_keeps_id_and_files) {
+  asb_sandbox *sb = NULL;
+  REQUIRE_RC(make(&sb, 120000, NULL, NULL, 0), ASB_OK);
+  char id[64];
+  snprintf(id, sizeof id, "%s", asb_sandbox_id(sb));
+  for (int i = 0; i < 20; i++) {
+    char path[64], body[32];
+    snprintf(path, sizeof path, "/home/user/f%d", i);
+    snprintf(body, sizeof body, "cycle %d", i);
+    REQUIRE_RC(asb_files_write(sb, path, body, strlen(body), NULL, NULL), ASB_OK);
+    REQUIRE_RC(asb_sandbox_pause(sb, NULL), 1);
+    CHECK_RC(asb_sandbox_pause(sb, NULL), 0); /* already paused */
+    CHECK_INT(asb_sandbox_is_running(sb, NULL), 0);
+    asb_sandbox *back = NULL;
+    REQUIRE_RC(asb_sandbox_connect(&back, C, id, 60000, NULL), ASB_OK);
+    CHECK_STR(asb_sandbox_id(back), id);
+    asb_sandbox_free(back);
+  }
+  char *out = run_out(sb, "cat /home/user/f*; echo");
+  CHECK(strstr(out, "cycle 0") && strstr(out, "cycle 19"));
+  free(out);
+  asb_sandbox_kill(sb, NULL);
+  asb_sandbox_free(sb);
+}
+
+TEST(auto_pause_on_timeout) {
+  asb_sandbox *sb = NULL;
+  REQUIRE_RC(make(&sb, 1000, NULL, NULL, 1), ASB_OK);
+  REQUIRE_RC(asb_files_write(sb, "/home/user/keep", "kept", 4, NULL, NULL), ASB_OK);
+  asb_sandbox_info *info = NULL;
+  int paused = 0;
+  for (int i = 0; i < 100 && !paused; i++) {
+    usleep(100000);
+    REQUIRE_RC(asb_sandbox_get_info(sb, NULL, &info), ASB_OK);
+    paused = strcmp(asb_sandbox_info_state(info), "paused") == 0;
+    asb_sandbox_info_free(info);
+  }
+  CHECK(paused);
+  REQUIRE_RC(asb_sandbox_resume(sb, 60000, NULL), ASB_OK);
+  char *out = run_out(sb, "cat /home/user/keep");
+  CHECK_STR(out, "kept");
+  free(out);
+  asb_sandbox_kill(sb, NULL);
+  asb_sandbox_free(sb);
+}
+
+static size_t sink(char *p, size_t s, size_t n, void *ud) {
+  char *b = ud;
+  size_t len = s * n, have = strlen(b);
+  if (have + len < 1024) {
+    memcpy(b + have, p, len);
+    b[have + len] = 0;
+  }
+  return len;
+}
+
+static long get_port(const char *id, int port, char *body) {
+  CURL *h = curl_easy_init();
+  char hdr1[96], hdr2[64];
+  snprintf(hdr1, sizeof hdr1, "E2b-Sandbox-Id: %s", id);
+  snprintf(hdr2, sizeof hdr2, "E2b-Sandbox-Port: %d", port);
+  struct curl_slist *hl = curl_slist_append(NULL, hdr1);
+  hl = curl_slist_append(hl, hdr2);
+  char url[128];
+  snprintf(url, sizeof url, "%s/index.txt", F.url);
+  curl_easy_setopt(h, CURLOPT_URL, url);
+  curl_easy_setopt(h, CURLOPT_HTTPHEADER, hl);
+  curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, sink);
+  curl_easy_setopt(h, CURLOPT_WRITEDATA, body);
+  long st = 0;
+  if (curl_easy_perform(h) == CURLE_OK) curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &st);
+  curl_slist_free_all(hl);
+  curl_easy_cleanup(h);
+  return st;
+}
+
+TEST(router_reaches_ports_and_names_closed_ones) {
+  asb_sandbox *sb = NULL;
+  REQUIRE_RC(make(&sb, 60000, NULL, NULL, 0), ASB_OK);
+  REQUIRE_RC(asb_files_write(sb, "/home/user/www/index.txt", "served from the sandbox", 23,
+                             NULL, NULL), ASB_OK);
+  asb_command_options o = ASB_COMMAND_OPTIONS_INIT;
+  o.cwd = "/home/user/www";
+  o.timeout_ms = -1;
+  asb_process *p = NULL;
+  REQUIRE_RC(asb_commands_start(sb, "python3 -m http.server 8000 --bind 127.0.0.1", &o, &p),
+             ASB_OK);
+  char body[1024] = "";
+  long st = 0;
+  for (int i = 0; i < 100 && st != 200; i++) {
+    body[0] = 0;
+    st = get_port(asb_sandbox_id(sb), 8000, body);
+    if (st != 200) usleep(100000);
+  }
+  CHECK_INT(st, 200);
+  CHECK_STR(body, "served from the sandbox");
+  body[0] = 0;
+  CHECK_INT(get_port(asb_sandbox_id(sb), 8001, body), 502);
+  CHECK(strstr(body, "8001") != NULL);
+  char url[256];
+  REQUIRE_RC(asb_sandbox_get_url(sb, 8000, url, sizeof url), ASB_OK);
+  char want[256];
+  snprintf(want, sizeof want, "http://8000-%s.localhost:%d", asb_sandbox_id(sb), F.port);
+  CHECK_STR(url, want);
+  asb_process_kill(p, NULL);
+  asb_process_free(p);
+  asb_sandbox_kill(sb, NULL);
+  asb_sandbox_free(sb);
+}
+
+TEST(list_filters_and_pages) {
+  const char *meta[] = {"group=paging", NULL};
+  asb_sandbox *sbs[3];
+  for (int i = 0; i < 3; i++) REQUIRE_RC(make(&sbs[i], 60000, meta, NULL, 0), ASB_OK);
+  asb_sandbox_list_options o = ASB_SANDBOX_LIST_OPTIONS_INIT;
+  o.metadata = meta;
+  o.limit = 2;
+  asb_sandbox_page *p = NULL;
+  REQUIRE_RC(asb_sandbox_list(C, &o, &p), ASB_OK);
+  CHECK_INT(asb_sandbox_page_count(p), 2);
+  REQUIRE(asb_sandbox_page_next_token(p) != NULL);
+  char token[64];
+  snprintf(token, sizeof token, "%s", asb_sandbox_page_next_token(p));
+  asb_sandbox_page_free(p);
+  o.next_token = token;
+  REQUIRE_RC(asb_sandbox_list(C, &o, &p), ASB_OK);
+  CHECK_INT(asb_sandbox_page_count(p), 1);
+  CHECK(asb_sandbox_page_next_token(p) == NULL);
+  asb_sandbox_page_free(p);
+  asb_sandbox_pause(sbs[0], NULL);
+  asb_sandbox_list_options q = ASB_SANDBOX_LIST_OPTIONS_INIT;
+  q.metadata = meta;
+  q.paused = 1;
+  REQUIRE_RC(asb_sandbox_list(C, &q, &p), ASB_OK);
+  CHECK_INT(asb_sandbox_page_count(p), 1);
+  CHECK_STR(asb_sandbox_info_id(asb_sandbox_page_get(p, 0)), asb_sandbox_id(sbs[0]));
+  asb_sandbox_page_free(p);
+  const char *none[] = {"group=nobody", NULL};
+  q.metadata = none;
+  q.paused = 0;
+  REQUIRE_RC(asb_sandbox_list(C, &q, &p), ASB_OK);
+  CHECK_INT(asb_sandbox_page_count(p), 0);
+  asb_sandbox_page_free(p);
+  for (int i = 0; i < 3; i++) {
+    asb_sandbox_kill(sbs[i], NULL);
+    asb_sandbox_free(sbs[i]);
+  }
+}
+
+TEST(metrics) {
+  asb_sandbox *sb = NULL;
+  REQUIRE_RC(make(&sb, 60000, NULL, NULL, 0), ASB_OK);
+  asb_metrics *m = NULL;
+  REQUIRE_RC(asb_sandbox_get_metrics(sb, 0, 0, NULL, &m), ASB_OK);
+  REQUIRE(asb_metrics_count(m) >= 1);
+  size_t last = asb_metrics_count(m) - 1;
+  CHECK(asb_metrics_mem_total(m, last) > 0);
+  CHECK(asb_metrics_mem_used(m, last) > 0);
+  CHECK(asb_metrics_disk_total(m, last) > 0);
+  CHECK(asb_metrics_timestamp(m, last) > 1700000000);
+  asb_metrics_free(m);
+  asb_sandbox_kill(sb, NULL);
+  asb_sandbox_free(sb);
+}
+
+TEST(sandboxes_do_not_see_each_other) {
+  asb_sandbox *a = NULL, *b = NULL;
+  REQUIRE_RC(make(&a, 60000, NULL, NULL, 0), ASB_OK);
+  REQUIRE_RC(make(&b, 60000, NULL, NULL, 0), ASB_OK);
+  REQUIRE_RC(asb_files_write(a, "/tmp/secret-of-a", "a", 1, NULL, NULL), ASB_OK);
+  asb_command_options o = ASB_COMMAND_OPTIONS_INIT;
+  asb_process *p = NULL;
+  REQUIRE_RC(asb_commands_start(a, "sleep 30", &o, &p), ASB_OK);
+  CHECK_RC(asb_files_exists(b, "/tmp/secret-of-a", NULL), 0);
+  char *out = run_out(b, "ps -e -o comm= | grep -c '^sleep$' || true");
+  CHECK_STR(out, "0\n");
+  free(out);
+  asb_process_free(p);
+  asb_sandbox_kill(a, NULL);
+  asb_sandbox_kill(b, NULL);
+  asb_sandbox_free(a);
+  asb_sandbox_free(b);
+}
+
+TEST(engine_restart_adopts_live_sandboxes) {
+  asb_sandbox *sb = NULL;
+  REQUIRE_RC(make(&sb, 120000, NULL, NULL, 0), ASB_OK);
+  REQUIRE_RC(asb_files_write(sb, "/home/user/survivor", "still here", 10, NULL, NULL), ASB_OK);
+  /* A crash: kill -9, then a new engine on the same state and port. */
+  engine_fixture_signal(&F, SIGKILL);
+  REQUIRE(engine_fixture_launch(&F, 1) == 0);
+  char *d = NULL;
+  size_t n = 0;
+  REQUIRE_RC(asb_files_read(sb, "/home/user/survivor", NULL, &d, &n), ASB_OK);
+  CHECK_MEM(d, n, "still here", 10);
+  asb_free(d);
+  char *out = run_out(sb, "echo alive");
+  CHECK_STR(out, "alive\n");
+  free(out);
+  asb_sandbox_info *info = NULL;
+  REQUIRE_RC(asb_sandbox_get_info(sb, NULL, &info), ASB_OK);
+  CHECK_STR(asb_sandbox_info_state(info), "running");
+  asb_sandbox_info_free(info);
+  asb_sandbox_kill(sb, NULL);
+  asb_sandbox_free(sb);
+}
+
+/* ---- leaks ----------------------------------------------------------------------- */
+
+static int count_lines(const char *path, const char *needle) {
+  FILE *f = fopen(path, "r");
+  if (!f) return -1;
+  char line[4096];
+  int n = 0;
+  while (fgets(line, sizeof line, f))
+    if (!needle || strstr(line, needle)) n++;
+  fclose(f);
+  return n;
+}
+
+static int count_dir(const char *path) {
+  DIR *d = opendir(path);
+  if (!d) return 0;
+  int n = 0;
+  struct dirent *de;
+  while ((de = readdir(d)))
+    if (de->d_name[0] != '.') n++;
+  closedir(d);
+  return n;
+}
+
+static int count_cgroups(void) {
+  /* Every cgroup the engine made carries its name. */
+  char cmd[256];
+  snprintf(cmd, sizeof cmd, "find /sys/fs/cgroup -maxdepth 6 -type d -name '%s' 2>/dev/null",
+           F.cgroup);
+  FILE *p = popen(cmd, "r");
+  int n = 0;
+  char line[512];
+  while (p && fgets(line, sizeof line, p)) {
+    line[strcspn(line, "\n")] = 0;
+    n += count_dir(line);
+  }
+  if (p) pclose(p);
+  return n;
+}
+
+TEST(create_kill_loop_leaks_nothing) {
+  int mounts0 = count_lines("/proc/self/mountinfo", NULL);
+  int loops0 = count_lines("/proc/partitions", "loop");
+  int cg0 = count_cgroups();
+  char sdir[256];
+  snprintf(sdir, sizeof sdir, "%s/sandboxes", F.state);
+  int dirs0 = count_dir(sdir);
+  uint64_t t0 = now_ms();
+  for (int i = 0; i < 50; i++) {
+    asb_sandbox *sb = NULL;
+    REQUIRE_RC(make(&sb, 60000, NULL, NULL, 0), ASB_OK);
+    if (i % 10 == 0) {
+      char *out = run_out(sb, "echo ok");
+      CHECK_STR(out, "ok\n");
+      free(out);
+    }
+    REQUIRE_RC(asb_sandbox_kill(sb, NULL), ASB_OK);
+    asb_sandbox_free(sb);
+  }
+  printf("  50 create+kill cycles in %llu ms\n", (unsigned long long)(now_ms() - t0));
+  CHECK_INT(count_lines("/proc/self/mountinfo", NULL), mounts0);
+  CHECK_INT(count_lines("/proc/partitions", "loop"), loops0);
+  CHECK_INT(count_cgroups(), cg0);
+  CHECK_INT(count_dir(sdir), dirs0);
+}
+
+int main(void) {
+  if (engine_fixture_start(&F, "e2e") != 0 || engine_fixture_client(&F, &C) != ASB_OK) {
+    fprintf(stderr, "cannot start the engine (%s)\n", ASB_ENGINE_BIN);
+    engine_fixture_stop(&F);
+    return 1;
+  }
+  RUN(create_run_info_kill);
+  RUN(unknown_sandbox_and_bad_input);
+  RUN(api_key_and_envd_token_are_required);
+  RUN(lifetime_timeout_and_connect_never_shortens);
+  RUN(pause_resume_keeps_id_and_files);
+  RUN(auto_pause_on_timeout);
+  RUN(router_reaches_ports_and_names_closed_ones);
+  RUN(list_filters_and_pages);
+  RUN(metrics);
+  RUN(sandboxes_do_not_see_each_other);
+  RUN(engine_restart_adopts_live_sandboxes);
+  RUN(create_kill_loop_leaks_nothing);
+  asb_client_free(C);
+  engine_fixture_stop(&F);
+  TEST_MAIN_END();
+}

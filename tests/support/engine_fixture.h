@@ -1,0 +1,112 @@
+/* Starts a real agent-sandboxd on a free loopback port with its own state
+ * dir and cgroup name, and a client configured for it. Stopping kills every
+ * sandbox it made and removes the state dir. Runs as root.
+ * SPDX-License-Identifier: Apache-2.0 */
+#ifndef ASB_ENGINE_FIXTURE_H
+#define ASB_ENGINE_FIXTURE_H
+
+#include <agentsandbox.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#ifndef ASB_ENGINE_BIN
+#error "define ASB_ENGINE_BIN"
+#endif
+
+typedef struct engine_fixture {
+  pid_t pid;
+  int port;
+  char url[64];
+  char state[128];
+  char cgroup[64];
+  char key[128];
+  int keep_state; /* do not remove the state dir on stop (restart tests) */
+} engine_fixture;
+
+static int engine_fixture_launch(engine_fixture *f, int kill_on_exit) {
+  int out[2];
+  if (pipe(out) != 0) return -1;
+  char listen[32] = "127.0.0.1:0";
+  if (f->port) snprintf(listen, sizeof listen, "127.0.0.1:%d", f->port);
+  pid_t pid = fork();
+  if (pid < 0) return -1;
+  if (pid == 0) {
+    dup2(out[1], 1);
+    close(out[0]);
+    close(out[1]);
+    const char *argv[] = {ASB_ENGINE_BIN, "--state-dir", f->state, "--listen", listen,
+                          "--cgroup-name", f->cgroup, "--pool", "2",
+                          kill_on_exit ? "--kill-on-exit" : NULL, NULL};
+    execv(argv[0], (char *const *)argv);
+    _exit(127);
+  }
+  close(out[1]);
+  FILE *fp = fdopen(out[0], "r");
+  char line[256];
+  int port = 0;
+  while (fgets(line, sizeof line, fp)) {
+    const char *c = strrchr(line, ':');
+    if (strncmp(line, "listening on", 12) == 0 && c) {
+      port = atoi(c + 1);
+      break;
+    }
+  }
+  fclose(fp);
+  if (!port) {
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    return -1;
+  }
+  f->pid = pid;
+  f->port = port;
+  snprintf(f->url, sizeof f->url, "http://127.0.0.1:%d", port);
+  char path[256];
+  snprintf(path, sizeof path, "%s/api_key", f->state);
+  FILE *k = fopen(path, "r");
+  if (!k || !fgets(f->key, sizeof f->key, k)) {
+    if (k) fclose(k);
+    return -1;
+  }
+  fclose(k);
+  f->key[strcspn(f->key, "\r\n")] = 0;
+  return 0;
+}
+
+static int engine_fixture_start(engine_fixture *f, const char *tag) {
+  memset(f, 0, sizeof *f);
+  snprintf(f->state, sizeof f->state, "/tmp/asb-%s-%d", tag, (int)getpid());
+  snprintf(f->cgroup, sizeof f->cgroup, "asbt-%s-%d", tag, (int)getpid());
+  return engine_fixture_launch(f, 1);
+}
+
+/* SIGTERM (clean stop) or SIGKILL (crash). */
+static void engine_fixture_signal(engine_fixture *f, int sig) {
+  if (f->pid <= 0) return;
+  kill(f->pid, sig);
+  waitpid(f->pid, NULL, 0);
+  f->pid = 0;
+}
+
+static void engine_fixture_stop(engine_fixture *f) {
+  engine_fixture_signal(f, SIGTERM);
+  if (!f->keep_state && f->state[0]) {
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", f->state);
+    if (system(cmd) != 0) fprintf(stderr, "cannot remove %s\n", f->state);
+  }
+}
+
+static int engine_fixture_client(const engine_fixture *f, asb_client **c) {
+  asb_client_options o = ASB_CLIENT_OPTIONS_INIT;
+  o.api_url = f->url;
+  o.sandbox_url = f->url;
+  o.api_key = f->key;
+  o.debug = -1;
+  return asb_client_new(c, &o);
+}
+
+#endif
