@@ -216,7 +216,7 @@ void api_req_free(api_req *q) {
 static struct MHD_Daemon *start_daemon(engine *e, int fd) {
   return MHD_start_daemon(
       MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
-          MHD_USE_POLL | MHD_USE_ERROR_LOG,
+          MHD_USE_POLL,
       0, NULL, NULL, handler, e, MHD_OPTION_LISTEN_SOCKET, fd,
       MHD_OPTION_URI_LOG_CALLBACK, uri_log, NULL, MHD_OPTION_NOTIFY_COMPLETED,
       completed, NULL, MHD_OPTION_CONNECTION_TIMEOUT, 640u,
