@@ -1,0 +1,49 @@
+/* Every example runs to completion against a real engine, configured the
+ * way users run them: nothing but ASB_STATE_DIR (the local-engine default).
+ * SPDX-License-Identifier: Apache-2.0 */
+#include <agentsandbox.h>
+
+#include "asb_testing.h"
+#include "engine_fixture.h"
+
+static engine_fixture F;
+
+static void run_example(const char *name) {
+  char cmd[1024];
+  snprintf(cmd, sizeof cmd, "%s/%s > /tmp/asb-example-%s.log 2>&1", ASB_EXAMPLES_DIR,
+           name, name);
+  int rc = system(cmd);
+  if (rc != 0) {
+    ASBT_FAIL("example %s exited with %d; see /tmp/asb-example-%s.log", name, rc, name);
+    return;
+  }
+  snprintf(cmd, sizeof cmd, "/tmp/asb-example-%s.log", name);
+  remove(cmd);
+}
+
+TEST(quickstart) { run_example("quickstart"); }
+TEST(commands) { run_example("commands"); }
+TEST(files) { run_example("files"); }
+TEST(pty) { run_example("pty"); }
+TEST(sandbox_lifecycle) { run_example("sandbox_lifecycle"); }
+
+int main(void) {
+  if (engine_fixture_start(&F, "examples") != 0) {
+    fprintf(stderr, "cannot start the engine\n");
+    return 1;
+  }
+  /* The examples configure nothing: the library finds this engine through
+   * its state dir (engine.url, api_key). */
+  setenv("ASB_STATE_DIR", F.state, 1);
+  const char *vars[] = {"E2B_API_KEY", "E2B_API_URL", "E2B_DOMAIN", "E2B_SANDBOX_URL",
+                        "E2B_DEBUG", "ASB_API_KEY", "ASB_API_URL", "ASB_DOMAIN",
+                        "ASB_SANDBOX_URL", "ASB_DEBUG"};
+  for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) unsetenv(vars[i]);
+  RUN(quickstart);
+  RUN(commands);
+  RUN(files);
+  RUN(pty);
+  RUN(sandbox_lifecycle);
+  engine_fixture_stop(&F);
+  TEST_MAIN_END();
+}
