@@ -237,7 +237,9 @@ int asbt_count_loops(asbt_env *env) {
     snprintf(p, sizeof p, "/sys/block/%s/loop/backing_file", de->d_name);
     FILE *f = fopen(p, "r");
     if (!f) continue;
-    if (fgets(back, sizeof back, f) && !strncmp(back, env->root, strlen(env->root))) n++;
+    char sbx[PATH_MAX];
+    snprintf(sbx, sizeof sbx, "%s/sandboxes/", env->state);
+    if (fgets(back, sizeof back, f) && !strncmp(back, sbx, strlen(sbx))) n++;
     fclose(f);
   }
   closedir(d);

@@ -46,6 +46,7 @@ int asbt_count_mounts(void);
 int asbt_count_children(void);
 /* Entries under every hierarchy's engine cgroup dir. */
 int asbt_count_cgroups(asbt_env *env);
+/* Loop devices backing a sandbox's disk (not the pool's). */
 int asbt_count_loops(asbt_env *env);
 
 void asbt_sleep_ms(int ms);

@@ -179,6 +179,7 @@ int asbe_sandbox_exec(asbe_sandbox *sb, const asbe_exec_opts *o, asbe_proc **out
   *out = NULL;
   if (!o || !o->argv || !o->argv[0]) return asbe__fail(-EINVAL, "exec: argv required");
   if (sb->dead || sb->pidfd < 0) return asbe__fail(-ESRCH, "sandbox %s is dead", sb->id);
+  if (sb->frozen) return asbe__fail(-EAGAIN, "sandbox %s is frozen", sb->id);
   exec_ctx c;
   memset(&c, 0, sizeof c);
   c.o = o;

@@ -210,13 +210,14 @@ uint64_t asbe__proc_starttime(pid_t pid) {
   snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
   if (asbe__read_small(path, buf, sizeof buf) <= 0) return 0;
   char *p = strrchr(buf, ')');
-  if (!p) return 0;
-  /* fields after ')': 3=state ... 22=starttime */
-  int field = 2;
-  for (; *p && field < 22; p++)
-    if (*p == ' ') field++;
-  if (field != 22 || p[-1] != ' ') return 0;
-  if (p[0] == 'Z' || p[0] == 'X') return 0;
+  if (!p || p[1] != ' ') return 0;
+  p += 2; /* field 3: state */
+  if (*p == 'Z' || *p == 'X' || *p == 'x') return 0; /* exited */
+  for (int field = 3; field < 22; field++) {
+    p = strchr(p, ' ');
+    if (!p) return 0;
+    p++;
+  }
   return strtoull(p, NULL, 10);
 }
 

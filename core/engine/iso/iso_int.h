@@ -210,6 +210,7 @@ struct asbe_sandbox {
   int pidfd;
   int is_child; /* init is our child: reap it */
   int dead;
+  int frozen; /* by asbe_sandbox_freeze (exec refuses: it would hang) */
   int status; /* init's wait status when reaped by us */
   pthread_mutex_t lock; /* procs */
   asbe_proc *procs;

@@ -585,6 +585,8 @@ int asbe_sandbox_kill(asbe_sandbox *sb, int remove_state) {
   if (!sb->dead) {
     asbe__cg_kill(&e->cg, sb->id);
     if (sb->pidfd >= 0) syscall(SYS_pidfd_send_signal, sb->pidfd, SIGKILL, NULL, 0);
+    /* the v1 freezer holds killed tasks until thawed (v2 does not) */
+    if (sb->frozen && asbe__cg_freeze(&e->cg, sb->id, 0) == 0) sb->frozen = 0;
     /* The init finishes dying only once every process of its pid namespace
      * is reaped, including those we exec'd (our children): reap as we go. */
     for (int waited = 0; sb->pidfd >= 0 && !wait_readable(sb->pidfd, 20);) {
@@ -679,10 +681,12 @@ int asbe_sandbox_adopt(asbe_engine *e, const char *id, asbe_sandbox **out) {
     goto fail;
   }
   sb->is_child = ppid_of(rc.pid) == getpid();
-  if (!asbe__cg_exists(&e->cg, id)) {
+  asbe_stats st;
+  if (asbe__cg_stats(&e->cg, id, &st) < 0) {
     r = asbe__fail(-ENOENT, "sandbox %s: cgroups missing", id);
     goto fail;
   }
+  sb->frozen = st.frozen;
   *out = sb;
   return 0;
 fail:
@@ -695,13 +699,17 @@ fail:
 int asbe_sandbox_freeze(asbe_sandbox *sb) {
   asbe__clear_error();
   if (sb->dead) return asbe__fail(-ESRCH, "sandbox %s is dead", sb->id);
-  return asbe__cg_freeze(&sb->e->cg, sb->id, 1);
+  int r = asbe__cg_freeze(&sb->e->cg, sb->id, 1);
+  if (r == 0) sb->frozen = 1;
+  return r;
 }
 
 int asbe_sandbox_thaw(asbe_sandbox *sb) {
   asbe__clear_error();
   if (sb->dead) return asbe__fail(-ESRCH, "sandbox %s is dead", sb->id);
-  return asbe__cg_freeze(&sb->e->cg, sb->id, 0);
+  int r = asbe__cg_freeze(&sb->e->cg, sb->id, 0);
+  if (r == 0) sb->frozen = 0;
+  return r;
 }
 
 int asbe_sandbox_stats(asbe_sandbox *sb, asbe_stats *st) {
