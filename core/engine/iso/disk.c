@@ -220,7 +220,19 @@ static int make_image(asbe_engine *e, uint64_t bytes, const char *dst) {
   }
   int m = fsmount_ext4(dev);
   close(lfd); /* with a mount the fs holds the device; without, autoclear */
-  if (m < 0) unlink(dst);
+  if (m < 0) {
+    unlink(dst);
+    return m;
+  }
+  /* the layout the sandbox needs, made ahead (create only chowns it) */
+  static const char *const dirs[] = {"upper", "work", "run"};
+  for (size_t i = 0; i < ASBI_ARRAY_LEN(dirs); i++)
+    if (mkdirat(m, dirs[i], 0755) < 0 && errno != EEXIST) {
+      int r = asbe__failerr("mkdir %s on %s", dirs[i], dst);
+      close(m);
+      unlink(dst);
+      return r;
+    }
   return m;
 }
 

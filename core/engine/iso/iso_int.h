@@ -146,8 +146,7 @@ unsigned asbe__slot_reap(asbe_engine *e);
 /* ---- security (secure.c) ------------------------------------------------- */
 
 typedef struct asbe_secure {
-  struct sock_fprog main;        /* libseccomp deny-list */
-  struct sock_fprog personality; /* hand-written personality filter */
+  struct sock_fprog prog; /* hand-written prefix + libseccomp deny-list */
   uint64_t keep_caps;            /* bounding/permitted/effective set */
   int last_cap;
 } asbe_secure;

@@ -142,8 +142,6 @@ typedef struct rec {
   uint32_t slot;
   pid_t pid;
   uint64_t start;
-  pid_t owner; /* the creating engine while status=creating */
-  uint64_t owner_start;
 } rec;
 
 static int write_rec(const asbe_sandbox *sb, const char *status) {
@@ -151,9 +149,7 @@ static int write_rec(const asbe_sandbox *sb, const char *status) {
   asbi_buf_printf(&b, "id=%s\nstatus=%s\nslot=%u\nhost_uid=%u\npid=%d\nstarttime=%llu\n",
                   sb->id, status, sb->slot, (unsigned)sb->host_uid, (int)sb->pid,
                   (unsigned long long)sb->starttime);
-  asbi_buf_printf(&b, "owner=%d\nowner_starttime=%llu\ncreated=%lld\n", (int)getpid(),
-                  (unsigned long long)asbe__proc_starttime(getpid()),
-                  (long long)time(NULL));
+  asbi_buf_printf(&b, "engine_pid=%d\ncreated=%lld\n", (int)getpid(), (long long)time(NULL));
   const asbe_cg *cg = &sb->e->cg;
   for (int i = 0; i < cg->n; i++) {
     char d[PATH_MAX];
@@ -184,8 +180,6 @@ static int read_rec(const char *dir, rec *r) {
       else if (!strcmp(l, "slot")) r->slot = (uint32_t)strtoul(v, NULL, 10);
       else if (!strcmp(l, "pid")) r->pid = (pid_t)atoi(v);
       else if (!strcmp(l, "starttime")) r->start = strtoull(v, NULL, 10);
-      else if (!strcmp(l, "owner")) r->owner = (pid_t)atoi(v);
-      else if (!strcmp(l, "owner_starttime")) r->owner_start = strtoull(v, NULL, 10);
     }
     l = nl ? nl + 1 : NULL;
   }
@@ -434,8 +428,7 @@ int asbe_sandbox_create(asbe_engine *e, const asbe_sandbox_spec *spec, asbe_sand
                         : asbe__failerr("mkdir %s", sb->dir);
     goto fail;
   }
-  have_dir = 1;
-  if ((r = write_rec(sb, "creating")) < 0) goto fail;
+  have_dir = 1; /* no record until the init runs: see rec_state() */
   if ((r = asbe__slot_claim(e, sb->dir, &sb->slot)) < 0) goto fail;
   have_slot = 1;
   sb->host_uid = ASBE_UID_BASE + sb->slot * ASBE_UID_RANGE;
@@ -750,17 +743,17 @@ int asbe_state_remove(asbe_engine *e, const char *id) {
   return r < 0 ? asbe__fail(r, "remove %s", dir) : 0;
 }
 
-/* Is the sandbox recorded in dir alive (1), being created by a live engine
- * (2), stopped (3) or dead (0)? */
+/* Is the sandbox recorded in dir alive (1), probably being created (2),
+ * stopped (3) or dead (0)? A dir gets its record once its init runs; a dir
+ * without one is left alone for a minute (a create in progress), then it is
+ * litter of a create that crashed. */
 static int rec_state(const char *dir, rec *rc) {
   if (read_rec(dir, rc) < 0) {
-    struct stat st; /* no record yet: young dirs are being made */
+    struct stat st;
     if (stat(dir, &st) == 0 && time(NULL) - st.st_mtime < 60) return 2;
     return 0;
   }
   if (!strcmp(rc->status, "running")) return rc->pid > 0 && asbe__proc_starttime(rc->pid) == rc->start;
-  if (!strcmp(rc->status, "creating"))
-    return rc->owner > 0 && asbe__proc_starttime(rc->owner) == rc->owner_start ? 2 : 0;
   if (!strcmp(rc->status, "stopped")) return 3;
   return 0;
 }

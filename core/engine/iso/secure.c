@@ -74,7 +74,9 @@ static int assemble(const prog *p, struct sock_fprog *out) {
     const ins *x = &p->v[i];
     f[i].code = x->code;
     f[i].k = x->k;
-    if (BPF_CLASS(x->code) == BPF_JMP) {
+    if (x->code == (BPF_JMP | BPF_JA)) {
+      f[i].k = (uint32_t)(p->labels[x->jt] - i - 1);
+    } else if (BPF_CLASS(x->code) == BPF_JMP) {
       int t = p->labels[x->jt] - i - 1, e = x->jf == L_NONE ? 0 : p->labels[x->jf] - i - 1;
       if (t < 0 || t > 255 || e < 0 || e > 255) {
         free(f);
@@ -111,7 +113,9 @@ static const struct {
              {442, EPERM} /* mount_setattr */, {443, EPERM} /* quotactl_fd */,
              {467, EPERM} /* open_tree_attr */};
 
-static int build_extra(struct sock_fprog *out) {
+/* The prefix; where it allows a call it jumps to its end, where the
+ * libseccomp program is appended. */
+static int build_prefix(struct sock_fprog *out) {
 #ifdef NATIVE_ARCH
   enum { NATIVE, COMPAT, COMPAT_NR, COMMON, PERS, ALLOW, RET_BASE };
   prog p;
@@ -138,7 +142,7 @@ static int build_extra(struct sock_fprog *out) {
   label(&p, COMMON);
   for (size_t i = 0; i < ASBI_ARRAY_LEN(k_new); i++)
     emit(&p, BPF_JMP | BPF_JEQ | BPF_K, k_new[i].nr, RET_BASE + (int)i, L_NONE);
-  emit(&p, BPF_RET | BPF_K, SECCOMP_RET_ALLOW, 0, 0);
+  emit(&p, BPF_JMP | BPF_JA, 0, ALLOW, L_NONE);
   for (size_t i = 0; i < ASBI_ARRAY_LEN(k_new); i++) {
     label(&p, RET_BASE + (int)i);
     emit(&p, BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (uint32_t)k_new[i].err, 0, 0);
@@ -152,8 +156,7 @@ static int build_extra(struct sock_fprog *out) {
   for (size_t i = 0; i < ASBI_ARRAY_LEN(ok); i++)
     emit(&p, BPF_JMP | BPF_JEQ | BPF_K, ok[i], ALLOW, L_NONE);
   emit(&p, BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM, 0, 0);
-  label(&p, ALLOW);
-  emit(&p, BPF_RET | BPF_K, SECCOMP_RET_ALLOW, 0, 0);
+  label(&p, ALLOW); /* = the first instruction after the prefix */
   return assemble(&p, out);
 #else
   out->filter = NULL;
@@ -233,18 +236,31 @@ int asbe__secure_init(asbe_secure *s) {
       if (r < 0) r = asbe__fail(r, "seccomp clone3 rule");
     }
   }
-  if (r == 0 && (r = export_bpf(c, &s->main)) < 0) r = asbe__fail(r, "seccomp export");
+  struct sock_fprog main = {0, NULL}, prefix = {0, NULL};
+  if (r == 0 && (r = export_bpf(c, &main)) < 0) r = asbe__fail(r, "seccomp export");
   seccomp_release(c);
-  if (r == 0 && (r = build_extra(&s->personality)) < 0)
-    r = asbe__fail(r, "personality filter");
+  if (r == 0 && (r = build_prefix(&prefix)) < 0) r = asbe__fail(r, "seccomp prefix");
+  if (r == 0) {
+    size_t n = (size_t)prefix.len + main.len;
+    s->prog.filter = calloc(n, sizeof(struct sock_filter));
+    if (!s->prog.filter || n > BPF_MAXINSNS) {
+      r = asbe__fail(s->prog.filter ? -E2BIG : -ENOMEM, "seccomp program");
+    } else {
+      if (prefix.len) memcpy(s->prog.filter, prefix.filter, prefix.len * sizeof(struct sock_filter));
+      memcpy(s->prog.filter + prefix.len, main.filter, main.len * sizeof(struct sock_filter));
+      s->prog.len = (unsigned short)n;
+    }
+  }
+  free(main.filter);
+  free(prefix.filter);
   if (r < 0) asbe__secure_free(s);
   return r;
 }
 
 void asbe__secure_free(asbe_secure *s) {
-  free(s->main.filter);
-  free(s->personality.filter);
-  s->main.filter = s->personality.filter = NULL;
+  free(s->prog.filter);
+  s->prog.filter = NULL;
+  s->prog.len = 0;
 }
 
 int asbe__secure_bounding(const asbe_secure *s) {
@@ -272,12 +288,7 @@ int asbe__secure_finish(const asbe_secure *s, const char **what) {
     *what = "no_new_privs";
     return -errno;
   }
-  if (s->personality.len &&
-      prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &s->personality) < 0) {
-    *what = "seccomp (personality filter)";
-    return -errno;
-  }
-  if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &s->main) < 0) {
+  if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &s->prog) < 0) {
     *what = "seccomp";
     return -errno;
   }

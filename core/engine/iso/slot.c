@@ -21,12 +21,15 @@ static void slot_path(asbe_engine *e, uint32_t slot, char *buf, size_t len) {
   snprintf(buf, len, "%s/%u", e->slot_dir, slot);
 }
 
+/* Fixed-width numbers: rewriting a claim for the same dir keeps its length,
+ * so no truncation (which makes ext4 flush on close) is needed. */
 static int write_owner(int fd, pid_t pid, uint64_t start, const char *dir) {
   char buf[PATH_MAX + 64];
-  int n = snprintf(buf, sizeof buf, "%d %llu %s\n", (int)pid,
+  int n = snprintf(buf, sizeof buf, "%10d %20llu %s\n", (int)pid,
                    (unsigned long long)start, dir);
-  if (ftruncate(fd, 0) < 0) return -errno;
   if (pwrite(fd, buf, (size_t)n, 0) != n) return -EIO;
+  struct stat st;
+  if (fstat(fd, &st) == 0 && st.st_size != n && ftruncate(fd, n) < 0) return -errno;
   return 0;
 }
 
