@@ -1,12 +1,13 @@
 /* iso_bench: latency and density of the engine's isolation runtime.
  *
- *   iso_bench [-n N] [-t base|busybox] [-p POOL] [-m IDLE] [-c BURST]
+ *   iso_bench [-n N] [-t base|busybox] [-p POOL] [-c BURST] [-f]
  *
  * Measures (p50/p99 over N runs): create -> agent answers on its unix
  * socket; create -> first command result (exec `true`, waited); exec `true`
  * in a running sandbox; kill+destroy; sequential create/s and create+kill
  * cycles/s; host memory per idle sandbox (MemAvailable delta over IDLE
- * sandboxes); time to have BURST sandboxes alive. Needs root.
+ * sandboxes); time to have BURST sandboxes alive. -f turns on the engine's
+ * cgroup_favor_dynmods for the run (and restores the host after). Root.
  * SPDX-License-Identifier: Apache-2.0 */
 #include <stdio.h>
 #include <stdlib.h>
@@ -84,15 +85,18 @@ static void wait_agent_socket(asbe_sandbox *sb) {
 }
 
 int main(int argc, char **argv) {
-  int n = 200, pool = 8, idle = 50, burst = 100;
+  int n = 200, pool = 8, burst = 100;
   const char *tname = "busybox";
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!strcmp(argv[i], "-n")) n = atoi(argv[i + 1]);
     else if (!strcmp(argv[i], "-t")) tname = argv[i + 1];
     else if (!strcmp(argv[i], "-p")) pool = atoi(argv[i + 1]);
-    else if (!strcmp(argv[i], "-m")) idle = atoi(argv[i + 1]);
     else if (!strcmp(argv[i], "-c")) burst = atoi(argv[i + 1]);
   }
+  for (int i = 1; i < argc; i++)
+    if (!strcmp(argv[i], "-f")) asbt_favor_dynmods = 1;
+  char cg2[1024], cg2opts[1024];
+  int have_cg2 = asbt_cgroup2(cg2, sizeof cg2, cg2opts, sizeof cg2opts) == 0;
   /* calibration: how fast is this machine right now? */
   double *v = calloc((size_t)(n > burst ? n : burst) + 1, sizeof *v);
   for (int i = 0; i < n; i++) {
@@ -109,8 +113,8 @@ int main(int argc, char **argv) {
   asbt_env env;
   if (asbt_setup(&env, (unsigned)pool) < 0) return 1;
   const asbe_template *t = strcmp(tname, "base") ? env.busybox : env.base;
-  printf("template %s, pool %d, %d runs; cgroups: %s\n", tname, pool, n,
-         asbe_engine_cgroup_info(env.e));
+  printf("template %s, pool %d, %d runs, favordynmods %s; cgroups: %s\n", tname, pool, n,
+         asbt_favor_dynmods ? "on" : "as the host has it", asbe_engine_cgroup_info(env.e));
   asbe_engine_pool_fill(env.e, 256ull << 20, (unsigned)pool);
   char id[64];
   for (int i = 0; i < 5; i++) { /* warm-up */
@@ -173,7 +177,7 @@ int main(int argc, char **argv) {
   printf("%-40s %7.1f /s\n", "create+kill cycles", cycles * 1000.0 / dt);
 
   /* burst: N alive, sequential creates; then memory per idle sandbox */
-  asbe_sandbox **all = calloc((size_t)(burst > idle ? burst : idle), sizeof *all);
+  asbe_sandbox **all = calloc((size_t)burst, sizeof *all);
   sync();
   asbt_sleep_ms(500);
   long before = mem_available_kb();
@@ -195,12 +199,13 @@ int main(int argc, char **argv) {
   t0 = now_ms();
   for (int i = 0; i < burst; i++) kill_sb(all[i]);
   printf("%-40s %7.1f ms\n", "kill all", now_ms() - t0);
-  (void)idle;
   free(all);
   free(v);
   free(cmd);
   free(kil);
   free(crt);
   asbt_teardown(&env);
+  if (asbt_favor_dynmods && have_cg2 && !strstr(cg2opts, "favordynmods"))
+    asbt_cgroup2_restore(cg2, cg2opts);
   return 0;
 }

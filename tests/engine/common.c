@@ -6,12 +6,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+int asbt_favor_dynmods;
 
 void asbt_sleep_ms(int ms) {
   struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
@@ -45,6 +48,7 @@ int asbt_setup(asbt_env *env, unsigned pool_target) {
   cfg.cgroup_name = env->cgname;
   cfg.pool_disk_bytes = 256ull << 20;
   cfg.pool_target = pool_target;
+  cfg.cgroup_favor_dynmods = asbt_favor_dynmods;
   if (asbe_engine_open(&cfg, &env->e) < 0) {
     fprintf(stderr, "engine: %s\n", asbe_errmsg());
     return -1;
@@ -244,4 +248,34 @@ int asbt_count_loops(asbt_env *env) {
   }
   closedir(d);
   return n;
+}
+
+int asbt_cgroup2(char *point, size_t plen, char *opts, size_t olen) {
+  FILE *f = fopen("/proc/self/mountinfo", "r");
+  char line[4096];
+  int r = -1;
+  while (f && r < 0 && fgets(line, sizeof line, f)) {
+    char *sep = strstr(line, " - cgroup2 ");
+    char pt[1024], so[1024];
+    if (!sep || sscanf(line, "%*s %*s %*s %*s %1023s", pt) != 1 ||
+        sscanf(sep + 11, "%*s %1023s", so) != 1)
+      continue;
+    snprintf(point, plen, "%s", pt);
+    snprintf(opts, olen, "%s", so);
+    r = 0;
+  }
+  if (f) fclose(f);
+  return r;
+}
+
+int asbt_cgroup2_restore(const char *point, const char *opts) {
+  char o[1024] = "";
+  /* drop rw/ro: they are mount flags, not cgroup2 options */
+  for (const char *p = opts; *p;) {
+    size_t n = strcspn(p, ",");
+    if (!(n == 2 && (!strncmp(p, "rw", 2) || !strncmp(p, "ro", 2))))
+      snprintf(o + strlen(o), sizeof o - strlen(o), "%s%.*s", o[0] ? "," : "", (int)n, p);
+    p += n + (p[n] == ',');
+  }
+  return mount("none", point, NULL, MS_REMOUNT | MS_RELATIME, o);
 }

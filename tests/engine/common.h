@@ -19,6 +19,9 @@ typedef struct asbt_env {
   asbe_template *base, *busybox;
 } asbt_env;
 
+/* Engine option for asbt_setup (the benchmark's -f). */
+extern int asbt_favor_dynmods;
+
 /* pool_target 0 = no pool. Returns 0 or -1 (and prints why). */
 int asbt_setup(asbt_env *env, unsigned pool_target);
 /* Reaps, closes the engine, removes the temp dir. */
@@ -50,5 +53,10 @@ int asbt_count_cgroups(asbt_env *env);
 int asbt_count_loops(asbt_env *env);
 
 void asbt_sleep_ms(int ms);
+
+/* The cgroup2 mount point and its super options (0, or -1 if none). */
+int asbt_cgroup2(char *point, size_t plen, char *opts, size_t olen);
+/* Remounts cgroup2 with exactly these super options (undoes favordynmods). */
+int asbt_cgroup2_restore(const char *point, const char *opts);
 
 #endif

@@ -122,9 +122,11 @@ TEST(agent_and_sockets) {
   int s = asbe_sandbox_connect_tcp(sb, 8080);
   CHECK(s >= 0);
   if (s >= 0) {
-    CHECK(write(s, "pid\n", 4) == 4);
-    ssize_t n = read(s, buf, sizeof buf - 1);
-    CHECK(n > 1);
+    CHECK(write(s, "ping\n", 5) == 5);
+    size_t got = 0;
+    for (ssize_t n; got < 5 && (n = read(s, buf + got, sizeof buf - 1 - got)) > 0;) got += (size_t)n;
+    buf[got] = '\0';
+    CHECK_STR(buf, "pong\n");
     close(s);
   }
   CHECK_INT(asbe_sandbox_connect_tcp(sb, 8081), -ECONNREFUSED);
@@ -221,6 +223,34 @@ TEST(exec_options) {
   asbe_sandbox_release(sb);
 }
 
+TEST(exec_service_and_fallback) {
+  asbe_sandbox *sb = asbt_create(&env, "sbx-svc", env.busybox);
+  REQUIRE(sb != NULL);
+  REQUIRE(asbt_wait_agent(sb, 10000) == 0);
+  /* wait for the exec service, then commands are its children */
+  char sock[128];
+  snprintf(sock, sizeof sock, "/proc/%d/root/run/asb/.exec.sock", (int)asbe_sandbox_pid(sb));
+  for (int i = 0; i < 500 && access(sock, F_OK) < 0; i++) asbt_sleep_ms(10);
+  const char *check = "grep -E '^(PPid|NoNewPrivs|Seccomp|CapBnd):' /proc/$$/status | tr '\\t' ' ';"
+                      "grep -E ':(memory|pids):' /proc/$$/cgroup | cut -d: -f3";
+  char *out = NULL;
+  CHECK_INT(asbt_sh(sb, 0, check, &out), 0);
+  CHECK(out && !strstr(out, "PPid: 0\n")); /* forked inside the sandbox */
+  CHECK(out && strstr(out, "NoNewPrivs: 1\nSeccomp: 2\n/workload\n/workload"));
+  char *svc = out;
+  /* without the service (socket gone) exec still works, through setns */
+  CHECK_INT(asbt_sh(sb, 0, "rm /run/asb/.exec.sock", NULL), 0);
+  CHECK_INT(asbt_sh(sb, 0, check, &out), 0);
+  CHECK(out && strstr(out, "PPid: 0\n")); /* a child of the engine */
+  /* the same confinement either way */
+  CHECK(out && strstr(out, "CapBnd: 00000000800425fb\nNoNewPrivs: 1\nSeccomp: 2\n/workload\n/workload"));
+  CHECK(svc && strstr(svc, "CapBnd: 00000000800425fb"));
+  free(out);
+  free(svc);
+  CHECK_INT(asbe_sandbox_kill(sb, 1), 0);
+  asbe_sandbox_release(sb);
+}
+
 TEST(tmpfs_and_layers) {
   /* a second layer on top of busybox */
   char top[PATH_MAX];
@@ -301,6 +331,7 @@ int main(void) {
   RUN(agent_and_sockets);
   RUN(busybox_sandbox);
   RUN(exec_options);
+  RUN(exec_service_and_fallback);
   RUN(tmpfs_and_layers);
   RUN(create_is_transactional);
   asbt_teardown(&env);

@@ -183,6 +183,22 @@ TEST(network_isolation) {
   close(h);
 }
 
+TEST(exec_service_serves_only_the_engine) {
+  /* root inside connects to the exec service: refused (peer in the pid ns) */
+  CHECK(asbt_sh_eq(sb, 0,
+                   "python3 -c \"import socket,struct\n"
+                   "s=socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)\n"
+                   "s.connect('/run/asb/.exec.sock')\n"
+                   "try:\n s.send(struct.pack('8I',0x41534258,0,0,0,1,0,1,0)+b'/'+b'id\\\\0')\n"
+                   " print('reply', s.recv(64))\n"
+                   "except OSError as e: print('refused')\" | sed \"s/reply b''/refused/\"",
+                   "refused"));
+  CHECK(asbt_sh_eq(sb, 0, "stat -c '%U %a' /run/asb/.exec.sock", "root 700"));
+  CHECK(asbt_sh(sb, 1000, "python3 -c \"import socket; s=socket.socket(socket.AF_UNIX, "
+                          "socket.SOCK_SEQPACKET); s.connect('/run/asb/.exec.sock')\"",
+                NULL) != 0);
+}
+
 TEST(workload_cgroup_exposure) {
   /* what the agent (envd) sees */
   CHECK(asbt_sh_eq(sb, 0, "ls /run/asb/cgroup | tr '\\n' ' '", "memory pids "));
@@ -222,6 +238,7 @@ int main(void) {
   RUN(seccomp_denies);
   RUN(capabilities_and_nnp);
   RUN(network_isolation);
+  RUN(exec_service_serves_only_the_engine);
   RUN(workload_cgroup_exposure);
   asbe_sandbox_kill(sb, 1);
   asbe_sandbox_release(sb);

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -229,6 +230,8 @@ int asbe__cg_open(asbe_cg *cg, const char *name) {
       snprintf(h->name, sizeof h->name, "unified");
       h->base = asbe__strfmt("%s/%s", own, name);
       cg->have |= h->ctrl;
+      cg->v2_mount = strdup(m2->point);
+      cg->v2_opts = strdup(m2->opts);
       /* pure v2: enable our controllers below our own cgroup */
       unsigned c = h->ctrl & (ASBE_CG_MEMORY | ASBE_CG_PIDS | ASBE_CG_CPU);
       if (c) {
@@ -334,7 +337,30 @@ void asbe__cg_close(asbe_cg *cg) {
   }
   free(cg->info);
   free(cg->workload_env);
+  free(cg->v2_mount);
+  free(cg->v2_opts);
   memset(cg, 0, sizeof *cg);
+}
+
+int asbe__cg_favor_dynmods(asbe_cg *cg) {
+  if (!cg->v2_mount || !cg->v2_opts) return -ENOTSUP;
+  if (has_word(cg->v2_opts, "favordynmods")) return 0;
+  /* keep the superblock's other options (nsdelegate, ...): a remount
+   * applies exactly the options it is given */
+  asbi_buf o = ASBI_BUF_INIT;
+  for (char *p = cg->v2_opts; p && *p;) {
+    char *c = strchr(p, ',');
+    size_t len = c ? (size_t)(c - p) : strlen(p);
+    if (!(len == 2 && (!strncmp(p, "rw", 2) || !strncmp(p, "ro", 2))))
+      asbi_buf_printf(&o, "%s%.*s", o.len ? "," : "", (int)len, p);
+    p = c ? c + 1 : NULL;
+  }
+  asbi_buf_printf(&o, "%sfavordynmods", o.len ? "," : "");
+  int r = o.data && mount("none", cg->v2_mount, NULL, MS_REMOUNT | MS_RELATIME, o.data) == 0
+              ? 0
+              : -errno;
+  asbi_buf_free(&o);
+  return r;
 }
 
 int asbe__cg_path(const asbe_cg *cg, int i, const char *id, int which,

@@ -1,11 +1,18 @@
 /* Running programs inside a running sandbox without its agent, and sockets
  * into it.
  *
- * exec: fork an intermediate that joins the workload cgroups (as host root),
- * then setns(pidfd of the init, every namespace); it clone3()s the real child
- * with CLONE_PARENT (so the child is ours to wait for, yet inside the pid
- * namespace), reports its pid and exits. The child applies the sandbox's
- * hardening, switches user and execs.
+ * exec, fast path: ask the sandbox's exec service (asb-init -x, see
+ * init/exec_proto.h), a process inside that is already in the workload
+ * cgroups and under the seccomp filter, to fork the command; it passes back a
+ * pidfd and later the exit status. No fork of the engine, no cgroup move
+ * (an RCU grace period when cold), no seccomp load (a JIT compile).
+ *
+ * exec, fallback (service not up yet, or gone): fork an intermediate that
+ * joins the workload cgroups (as host root), then setns(pidfd of the init,
+ * every namespace); it clone3()s the real child with CLONE_PARENT (so the
+ * child is ours to wait for, yet inside the pid namespace), reports its pid
+ * and exits. The child applies the sandbox's hardening, switches user and
+ * execs.
  * SPDX-License-Identifier: Apache-2.0 */
 #include <errno.h>
 #include <grp.h>
@@ -24,6 +31,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "init/exec_proto.h"
 #include "iso_int.h"
 #include "util/buf.h"
 #include "util/util.h"
@@ -174,6 +182,176 @@ static ssize_t read_full(int fd, void *buf, size_t n) {
   return (ssize_t)got;
 }
 
+/* The setns path; fills p or returns -errno (message set). */
+static int exec_setns(exec_ctx *c, asbe_proc *p) {
+  asbe_sandbox *sb = c->sb;
+  if (pipe2(c->pidpipe, O_CLOEXEC) < 0 || pipe2(c->errpipe, O_CLOEXEC) < 0)
+    return asbe__failerr("exec: pipe");
+  pid_t mid = fork();
+  if (mid < 0) return asbe__failerr("exec: fork");
+  if (mid == 0) intermediate(c);
+  close(c->pidpipe[1]);
+  c->pidpipe[1] = -1;
+  close(c->errpipe[1]);
+  c->errpipe[1] = -1;
+  while (waitpid(mid, NULL, 0) < 0 && errno == EINTR) {
+  }
+  pid_t pid = 0;
+  if (read_full(c->pidpipe[0], &pid, sizeof pid) != sizeof pid) pid = 0;
+  int pidfd = pid > 0 ? (int)syscall(SYS_pidfd_open, pid, 0) : -1;
+  /* EOF on errpipe = exec'd (CLOEXEC); else the child's errno */
+  int err = 0;
+  if (read_full(c->errpipe[0], &err, sizeof err) != sizeof err) err = 0;
+  if (pid > 0 && (err || pidfd < 0)) {
+    if (!err) err = errno;
+    while (waitpid(pid, NULL, 0) < 0 && errno == EINTR) {
+    }
+  }
+  if (!err && pid <= 0) err = ESRCH;
+  if (err) {
+    if (pidfd >= 0) close(pidfd);
+    return asbe__fail(-err, "exec %s in sandbox %s", c->o->argv[0], sb->id);
+  }
+  p->pid = pid;
+  p->pidfd = pidfd;
+  return 0;
+}
+
+static int send_fds(int s, const void *buf, size_t len, const int *fds, int n) {
+  union {
+    char b[CMSG_SPACE(sizeof(int) * 3)];
+    struct cmsghdr align;
+  } u;
+  struct iovec io = {(void *)buf, len};
+  struct msghdr mh;
+  memset(&mh, 0, sizeof mh);
+  mh.msg_iov = &io;
+  mh.msg_iovlen = 1;
+  if (n > 0) {
+    memset(&u, 0, sizeof u);
+    mh.msg_control = u.b;
+    mh.msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)n);
+    struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+    cm->cmsg_level = SOL_SOCKET;
+    cm->cmsg_type = SCM_RIGHTS;
+    cm->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)n);
+    memcpy(CMSG_DATA(cm), fds, sizeof(int) * (size_t)n);
+  }
+  ssize_t w;
+  do w = sendmsg(s, &mh, MSG_NOSIGNAL);
+  while (w < 0 && errno == EINTR);
+  return w == (ssize_t)len ? 0 : -1;
+}
+
+/* One reply from the exec service (and the fd it passed, else -1).
+ * 1 = got one, 0 = timeout, -1 = connection gone. */
+static int recv_rep(int s, asb_exec_rep *rep, int *fd, int timeout_ms) {
+  struct pollfd pf = {s, POLLIN, 0};
+  int pr;
+  do pr = poll(&pf, 1, timeout_ms);
+  while (pr < 0 && errno == EINTR);
+  if (pr == 0) return 0;
+  union {
+    char b[CMSG_SPACE(sizeof(int))];
+    struct cmsghdr align;
+  } u;
+  struct iovec io = {rep, sizeof *rep};
+  struct msghdr mh;
+  memset(&mh, 0, sizeof mh);
+  mh.msg_iov = &io;
+  mh.msg_iovlen = 1;
+  mh.msg_control = u.b;
+  mh.msg_controllen = sizeof u.b;
+  ssize_t n;
+  do n = recvmsg(s, &mh, MSG_CMSG_CLOEXEC);
+  while (n < 0 && errno == EINTR);
+  if (fd) *fd = -1;
+  for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
+    if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS) continue;
+    int got;
+    memcpy(&got, CMSG_DATA(cm), sizeof got);
+    if (fd && *fd < 0) *fd = got;
+    else close(got);
+  }
+  if (n != (ssize_t)sizeof *rep) {
+    if (fd && *fd >= 0) close(*fd);
+    return -1;
+  }
+  return 1;
+}
+
+/* Host pid of a pidfd (from fdinfo): 0 if fd is no pidfd, -1 if the
+ * process is gone. */
+static pid_t pidfd_pid(int fd) {
+  char p[64], buf[1024];
+  snprintf(p, sizeof p, "/proc/self/fdinfo/%d", fd);
+  if (asbe__read_small(p, buf, sizeof buf) <= 0) return 0;
+  char *l = strstr(buf, "\nPid:");
+  return l ? (pid_t)atoi(l + 6) : 0;
+}
+
+/* The exec-service path. -ENOTCONN = service unavailable, use the fallback;
+ * other errors are final (message set). */
+static int exec_service(exec_ctx *c, asbe_proc *p) {
+  const asbe_exec_opts *o = c->o;
+  asbe_sandbox *sb = c->sb;
+  const char *cwd = o->cwd ? o->cwd : "/";
+  size_t argc = 0, envc = 0, len = sizeof(asb_exec_req) + strlen(cwd);
+  for (; o->argv[argc]; argc++) len += strlen(o->argv[argc]) + 1;
+  for (; c->envp[envc]; envc++) len += strlen(c->envp[envc]) + 1;
+  if (len > sizeof(asb_exec_req) + ASB_EXEC_MAX || strlen(cwd) > 4095) return -ENOTCONN;
+  char *buf = malloc(len);
+  if (!buf) return asbe__fail(-ENOMEM, "exec");
+  asb_exec_req q = {ASB_EXEC_MAGIC, (uint32_t)o->uid,
+                    (uint32_t)(o->gid_set ? o->gid : (gid_t)o->uid), 0,
+                    (uint32_t)argc, (uint32_t)envc, (uint32_t)strlen(cwd), 0};
+  int fds[3], nf = 0;
+  int want[3] = {o->pipes & ASBE_PIPE_STDIN ? c->in[0] : o->stdin_fd,
+                 o->pipes & ASBE_PIPE_STDOUT ? c->out[1] : o->stdout_fd,
+                 o->pipes & ASBE_PIPE_STDERR ? c->err[1] : o->stderr_fd};
+  for (int i = 0; i < 3; i++)
+    if (want[i] >= 0) {
+      q.fds |= 1u << i;
+      fds[nf++] = want[i];
+    }
+  char *w = buf;
+  memcpy(w, &q, sizeof q);
+  w += sizeof q;
+  memcpy(w, cwd, q.cwd_len);
+  w += q.cwd_len;
+  for (size_t i = 0; i < argc; i++) w = stpcpy(w, o->argv[i]) + 1;
+  for (size_t i = 0; i < envc; i++) w = stpcpy(w, c->envp[i]) + 1;
+  struct sockaddr_un a;
+  memset(&a, 0, sizeof a);
+  a.sun_family = AF_UNIX;
+  int r = -ENOTCONN;
+  int s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+  if (s >= 0 && asbe_sandbox_run_path(sb, strrchr(ASB_EXEC_SOCK, '/') + 1, a.sun_path,
+                                      sizeof a.sun_path) == 0 &&
+      connect(s, (struct sockaddr *)&a, sizeof a) == 0 && send_fds(s, buf, len, fds, nf) == 0) {
+    asb_exec_rep rep;
+    int pidfd = -1;
+    int got = recv_rep(s, &rep, &pidfd, 30000);
+    if (got == 1 && rep.type == ASB_EXEC_FAILED) {
+      r = asbe__fail(-(rep.err ? rep.err : EIO), "exec %s in sandbox %s", o->argv[0], sb->id);
+    } else if (got == 1 && rep.type == ASB_EXEC_STARTED && pidfd >= 0) {
+      /* 0 if it is already over (its status comes on the connection) */
+      p->pid = pidfd_pid(pidfd);
+      if (p->pid < 0) p->pid = 0;
+      p->pidfd = pidfd;
+      p->ctl = s;
+      s = -1;
+      r = 0;
+    } else if (got == 1) {
+      if (pidfd >= 0) close(pidfd);
+      r = asbe__fail(-EPROTO, "exec service of sandbox %s", sb->id);
+    }
+  }
+  if (s >= 0) close(s);
+  free(buf);
+  return r;
+}
+
 int asbe_sandbox_exec(asbe_sandbox *sb, const asbe_exec_opts *o, asbe_proc **out) {
   asbe__clear_error();
   *out = NULL;
@@ -189,53 +367,23 @@ int asbe_sandbox_exec(asbe_sandbox *sb, const asbe_exec_opts *o, asbe_proc **out
   c.envp = (char *const *)(o->envp ? o->envp
                                    : (o->uid == 0 ? k_default_env_root : k_default_env_user));
   int r = 0;
+  asbe_proc *p = NULL;
   if (((o->pipes & ASBE_PIPE_STDIN) && pipe2(c.in, O_CLOEXEC) < 0) ||
       ((o->pipes & ASBE_PIPE_STDOUT) && pipe2(c.out, O_CLOEXEC) < 0) ||
-      ((o->pipes & ASBE_PIPE_STDERR) && pipe2(c.err, O_CLOEXEC) < 0) ||
-      pipe2(c.pidpipe, O_CLOEXEC) < 0 || pipe2(c.errpipe, O_CLOEXEC) < 0) {
+      ((o->pipes & ASBE_PIPE_STDERR) && pipe2(c.err, O_CLOEXEC) < 0)) {
     r = asbe__failerr("exec: pipe");
     goto out;
   }
-  asbe_proc *p = calloc(1, sizeof *p);
+  p = calloc(1, sizeof *p);
   if (!p) {
     r = asbe__fail(-ENOMEM, "exec");
     goto out;
   }
-  pid_t mid = fork();
-  if (mid < 0) {
-    free(p);
-    r = asbe__failerr("exec: fork");
-    goto out;
-  }
-  if (mid == 0) intermediate(&c);
-  close(c.pidpipe[1]);
-  c.pidpipe[1] = -1;
-  close(c.errpipe[1]);
-  c.errpipe[1] = -1;
-  int st;
-  while (waitpid(mid, &st, 0) < 0 && errno == EINTR) {
-  }
-  pid_t pid = 0;
-  if (read_full(c.pidpipe[0], &pid, sizeof pid) != sizeof pid) pid = 0;
-  int pidfd = pid > 0 ? (int)syscall(SYS_pidfd_open, pid, 0) : -1;
-  /* EOF on errpipe = exec'd (CLOEXEC); else the child's errno */
-  int err = 0;
-  if (read_full(c.errpipe[0], &err, sizeof err) != sizeof err) err = 0;
-  if (pid > 0 && (err || pidfd < 0)) {
-    if (!err) err = errno;
-    while (waitpid(pid, NULL, 0) < 0 && errno == EINTR) {
-    }
-  }
-  if (!err && pid <= 0) err = ESRCH;
-  if (err) {
-    if (pidfd >= 0) close(pidfd);
-    free(p);
-    r = asbe__fail(-err, "exec %s in sandbox %s", o->argv[0], sb->id);
-    goto out;
-  }
+  p->ctl = p->pidfd = -1;
+  r = exec_service(&c, p);
+  if (r == -ENOTCONN) r = exec_setns(&c, p);
+  if (r < 0) goto out;
   p->sb = sb;
-  p->pid = pid;
-  p->pidfd = pidfd;
   p->fd_in = c.in[1];
   p->fd_out = c.out[0];
   p->fd_err = c.err[0];
@@ -245,7 +393,9 @@ int asbe_sandbox_exec(asbe_sandbox *sb, const asbe_exec_opts *o, asbe_proc **out
   sb->procs = p;
   pthread_mutex_unlock(&sb->lock);
   *out = p;
+  p = NULL;
 out:
+  free(p);
   for (size_t i = 0; i < ASBI_ARRAY_LEN(pairs); i++) close_pair(pairs[i]);
   return r;
 }
@@ -261,9 +411,33 @@ void asbe_proc_close_stdin(asbe_proc *p) {
   p->fd_in = -1;
 }
 
+/* Status of a process of the exec service: 1 = known now (reaped set),
+ * 0 = still running after timeout_ms. */
+static int service_status(asbe_proc *p, int timeout_ms) {
+  asb_exec_rep rep;
+  int got = recv_rep(p->ctl, &rep, NULL, timeout_ms);
+  if (got == 0) return 0;
+  if (got == 1 && rep.type == ASB_EXEC_EXITED) {
+    p->status = rep.status;
+  } else {
+    /* the service went away (sandbox killed?): status unknown */
+    struct pollfd pf = {p->pidfd, POLLIN, 0};
+    if (poll(&pf, 1, timeout_ms) == 0) return 0;
+    p->status = 0xff00;
+  }
+  close(p->ctl);
+  p->ctl = -1;
+  p->reaped = 1;
+  return 1;
+}
+
 /* Reaps p if it exited (WNOHANG). Caller holds the sandbox lock if any. */
 static void try_reap(asbe_proc *p) {
   if (p->reaped) return;
+  if (p->ctl >= 0) {
+    service_status(p, 0);
+    return;
+  }
   int st;
   pid_t r = waitpid(p->pid, &st, WNOHANG);
   if (r == p->pid) {
@@ -282,6 +456,7 @@ void asbe__procs_reap(asbe_sandbox *sb) {
     try_reap(p);
     if (p->reaped && p->detached) {
       *pp = p->next;
+      if (p->ctl >= 0) close(p->ctl);
       if (p->pidfd >= 0) close(p->pidfd);
       free(p);
       continue;
@@ -301,6 +476,12 @@ int asbe_proc_wait(asbe_proc *p, int timeout_ms, int *status) {
     if (r == 0) return asbe__fail(-ETIMEDOUT, "process %d still running", (int)p->pid);
   }
   if (p->sb) pthread_mutex_lock(&p->sb->lock);
+  if (!p->reaped && p->ctl >= 0) {
+    if (!service_status(p, timeout_ms < 0 ? -1 : timeout_ms)) {
+      if (p->sb) pthread_mutex_unlock(&p->sb->lock);
+      return asbe__fail(-ETIMEDOUT, "process %d still running", (int)p->pid);
+    }
+  }
   if (!p->reaped) {
     int st;
     pid_t r;
@@ -337,7 +518,8 @@ void asbe_proc_free(asbe_proc *p) {
     asbe__procs_reap(sb);
     return;
   }
-  if (!p->reaped) waitpid(p->pid, NULL, WNOHANG);
+  if (!p->reaped && p->ctl < 0) waitpid(p->pid, NULL, WNOHANG);
+  if (p->ctl >= 0) close(p->ctl);
   if (p->pidfd >= 0) close(p->pidfd);
   free(p);
 }

@@ -20,8 +20,8 @@
  * thread at a time, except asbe_sandbox_exec, asbe_sandbox_connect_tcp,
  * asbe_sandbox_connect_unix and asbe_sandbox_stats, which may run
  * concurrently with each other. The process must not ignore SIGCHLD nor reap
- * children it did not create (waitpid(-1)): sandbox inits and processes made
- * by asbe_sandbox_exec are children of the calling process.
+ * children it did not create (waitpid(-1)): sandbox inits (and processes of
+ * the exec fallback path) are children of the calling process.
  *
  * ---------------------------------------------------------------------------
  * Conventions for the agent (envd) inside a sandbox
@@ -111,6 +111,13 @@ typedef struct asbe_engine_config {
    * 0 = no pool (every create formats/copies synchronously). */
   uint64_t pool_disk_bytes;
   unsigned pool_target;
+  /* 1: remount the host's cgroup2 hierarchy with "favordynmods" (Linux >=
+   * 6.0). Moving a process between cgroups then no longer waits for an RCU
+   * grace period (milliseconds on a busy or virtualised host) at the cost
+   * of slightly slower fork/exit host-wide. Helps create, the exec fallback
+   * and envd putting commands into the workload. Host-wide and sticky
+   * (until remounted), hence off by default. */
+  int cgroup_favor_dynmods;
 } asbe_engine_config;
 
 /* Opens the engine: discovers cgroups (v1 or v2), creates the engine's cgroup
@@ -240,12 +247,17 @@ typedef struct asbe_exec_opts {
   int stdin_fd, stdout_fd, stderr_fd;
 } asbe_exec_opts;
 
-/* Runs argv inside a running sandbox without the agent: joins the workload
- * cgroups and every namespace of the init (pidfd + setns), forks, applies the
- * sandbox's capability bounding set, no_new_privs and seccomp filter, execs.
- * The new process is a child of the calling process. */
+/* Runs argv inside a running sandbox without the agent, as uid/gid inside,
+ * in the workload cgroups, confined like the init (capability bounding set,
+ * no_new_privs, seccomp). Fast path: the sandbox's exec service (a process
+ * of asb-init already in the workload cgroups, see init/exec_proto.h) forks
+ * it and hands back a pidfd. Fallback (service not up yet, e.g. right after
+ * create, or gone): join the workload cgroups and every namespace of the init
+ * (pidfd + setns), fork, harden, exec; then it is a child of the calling
+ * process. Either way, wait for it only with asbe_proc_wait. */
 int asbe_sandbox_exec(asbe_sandbox *sb, const asbe_exec_opts *opts,
                       asbe_proc **out);
+/* Host pid (0 if the process had already ended when it was started). */
 pid_t asbe_proc_pid(const asbe_proc *p);
 int asbe_proc_pidfd(const asbe_proc *p);
 /* Pipe ends (parent side) or -1: write to stdin, read stdout/stderr. */

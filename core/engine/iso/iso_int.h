@@ -72,6 +72,7 @@ typedef struct asbe_cg_hier {
 typedef struct asbe_cg {
   int n;
   asbe_cg_hier h[ASBE_CG_MAX];
+  char *v2_mount, *v2_opts; /* the cgroup2 mount and its super options */
   unsigned have; /* union of ctrl */
   char *info;
   char *workload_env; /* in-sandbox dirs, colon-separated */
@@ -89,6 +90,9 @@ enum { ASBE_CGW_SB = 0, ASBE_CGW_AGENT = 1, ASBE_CGW_WORKLOAD = 2 };
  * the engine dirs named `name`. */
 int asbe__cg_open(asbe_cg *cg, const char *name);
 void asbe__cg_close(asbe_cg *cg);
+/* Remounts cgroup2 with favordynmods (see asbe_engine_config). 0, or
+ * -ENOTSUP without a cgroup2 mount. */
+int asbe__cg_favor_dynmods(asbe_cg *cg);
 /* Creates <base>/<id>{,/agent,/workload}, sets limits, gives the sandbox root
  * (host_uid) write access to the workload's cgroup.procs. */
 int asbe__cg_create(const asbe_cg *cg, const char *id,
@@ -194,6 +198,7 @@ struct asbe_proc {
   asbe_sandbox *sb;
   pid_t pid;
   int pidfd;
+  int ctl; /* connection to the sandbox's exec service, or -1 (our child) */
   int fd_in, fd_out, fd_err;
   int reaped, status, detached;
   asbe_proc *next;

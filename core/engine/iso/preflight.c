@@ -196,6 +196,11 @@ int asbe_preflight(char **report) {
     char line[1200];
     snprintf(line, sizeof line, "cgroups: %.1100s", cg.info);
     ok(&p, line);
+    if (cg.v2_opts && !strstr(cg.v2_opts, "favordynmods"))
+      asbi_buf_printf(&p.out, "tip  cgroup moves wait for an RCU grace period. Faster: "
+                              "mount -o remount,favordynmods %s (or engine config "
+                              "cgroup_favor_dynmods)\n",
+                      cg.v2_mount);
     asbe__cg_close(&cg);
   }
 

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "child.h"
+#include "init/exec_proto.h"
 #include "iso_int.h"
 #include "util/buf.h"
 #include "util/util.h"
@@ -93,6 +94,10 @@ int asbe_engine_open(const asbe_engine_config *cfg, asbe_engine **out) {
   }
   chmod(e->stage_dir, 0755); /* the sandbox's root must be able to reach it */
   if ((r = asbe__cg_open(&e->cg, e->cgroup_name)) < 0) goto fail;
+  if (cfg->cgroup_favor_dynmods && (r = asbe__cg_favor_dynmods(&e->cg)) < 0) {
+    r = asbe__fail(r, "remount %s with favordynmods", e->cg.v2_mount ? e->cg.v2_mount : "cgroup2");
+    goto fail;
+  }
   if ((r = asbe__secure_init(&e->sec)) < 0) goto fail;
   e->self_netns = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
   if (e->self_netns < 0) {
@@ -296,11 +301,14 @@ static char **build_argv(const asbe_sandbox_spec *spec) {
   size_t n = 0;
   if (spec->agent_argv)
     while (spec->agent_argv[n]) n++;
-  char **v = calloc(n + 3, sizeof(char *));
+  char **v = calloc(n + 5, sizeof(char *));
   if (!v) return NULL;
-  v[0] = "asb-init";
-  if (n) v[1] = "--";
-  for (size_t i = 0; i < n; i++) v[2 + i] = (char *)spec->agent_argv[i];
+  size_t k = 0;
+  v[k++] = "asb-init";
+  v[k++] = "-x"; /* the exec service, see init/exec_proto.h */
+  v[k++] = ASB_EXEC_SOCK;
+  if (n) v[k++] = "--";
+  for (size_t i = 0; i < n; i++) v[k++] = (char *)spec->agent_argv[i];
   return v;
 }
 
@@ -622,7 +630,8 @@ void asbe_sandbox_release(asbe_sandbox *sb) {
     p->sb = NULL;
     p->next = NULL;
     if (p->detached) {
-      if (!p->reaped) waitpid(p->pid, NULL, WNOHANG);
+      if (!p->reaped && p->ctl < 0) waitpid(p->pid, NULL, WNOHANG);
+      if (p->ctl >= 0) close(p->ctl);
       if (p->pidfd >= 0) close(p->pidfd);
       free(p);
     }
