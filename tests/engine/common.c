@@ -41,19 +41,29 @@ int asbt_setup(asbt_env *env, unsigned pool_target) {
     fprintf(stderr, "setup: %s\n", asbe_errmsg());
     return -1;
   }
+  env->pool_target = pool_target;
+  return asbt_open_engine(env);
+}
+
+int asbt_open_engine(asbt_env *env) {
   asbe_engine_config cfg;
   memset(&cfg, 0, sizeof cfg);
   cfg.state_dir = env->state;
   cfg.agent_dir = env->agent_dir;
   cfg.cgroup_name = env->cgname;
   cfg.pool_disk_bytes = 256ull << 20;
-  cfg.pool_target = pool_target;
+  cfg.pool_target = env->pool_target;
   cfg.cgroup_favor_dynmods = asbt_favor_dynmods;
   if (asbe_engine_open(&cfg, &env->e) < 0) {
     fprintf(stderr, "engine: %s\n", asbe_errmsg());
     return -1;
   }
   return 0;
+}
+
+void asbt_close_engine(asbt_env *env) {
+  asbe_engine_close(env->e);
+  env->e = NULL;
 }
 
 void asbt_teardown(asbt_env *env) {

@@ -15,6 +15,7 @@ typedef struct asbt_env {
   char state[PATH_MAX];
   char agent_dir[PATH_MAX];
   char cgname[64];
+  unsigned pool_target;
   asbe_engine *e;
   asbe_template *base, *busybox;
 } asbt_env;
@@ -24,6 +25,10 @@ extern int asbt_favor_dynmods;
 
 /* pool_target 0 = no pool. Returns 0 or -1 (and prints why). */
 int asbt_setup(asbt_env *env, unsigned pool_target);
+/* Closes env->e and opens it again (another engine can use the state dir
+ * in between: one engine per state dir). */
+void asbt_close_engine(asbt_env *env);
+int asbt_open_engine(asbt_env *env);
 /* Reaps, closes the engine, removes the temp dir. */
 void asbt_teardown(asbt_env *env);
 

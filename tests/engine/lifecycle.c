@@ -198,11 +198,13 @@ TEST(adopt_after_forgetting_the_handle) {
   asbe_sandbox_release(sb);
 }
 
-/* Starts a second engine process on the same state dir that creates the
- * given sandboxes, then SIGKILLs it. */
+/* Hands the state dir to an engine in another process that creates the
+ * given sandboxes and is then SIGKILLed; our engine opens again after it
+ * (an engine restart). */
 static int crashed_engine(const char *const *ids, size_t n) {
   int pfd[2];
   if (pipe(pfd) < 0) return -1;
+  asbt_close_engine(&env);
   pid_t pid = fork();
   if (pid == 0) {
     close(pfd[0]);
@@ -233,6 +235,7 @@ static int crashed_engine(const char *const *ids, size_t n) {
   close(pfd[0]);
   kill(pid, SIGKILL); /* the engine dies; its sandboxes do not */
   waitpid(pid, NULL, 0);
+  if (asbt_open_engine(&env) < 0) return -1;
   return ok ? 0 : -1;
 }
 
@@ -260,6 +263,51 @@ TEST(adopt_after_engine_kill9) {
   CHECK_INT(asbe_sandbox_kill(sb, 1), 0);
   asbe_sandbox_release(sb);
   CHECK_INT(asbt_count_loops(&env), 0);
+}
+
+/* An engine restarted under another cgroup (here: another cgroup name)
+ * still finds, drives and cleans its sandboxes: the record has the paths. */
+TEST(adopt_after_engine_moved) {
+  asbe_sandbox *sb = asbt_create(&env, "sbx-moved", env.busybox);
+  REQUIRE(sb != NULL);
+  asbe_sandbox_release(sb);
+  asbt_close_engine(&env);
+  asbe_engine_config cfg;
+  memset(&cfg, 0, sizeof cfg);
+  cfg.state_dir = env.state;
+  cfg.agent_dir = env.agent_dir;
+  char other[80];
+  snprintf(other, sizeof other, "%s-moved", env.cgname);
+  cfg.cgroup_name = other;
+  asbe_engine *e2 = NULL;
+  REQUIRE(asbe_engine_open(&cfg, &e2) == 0);
+  char live[128] = "";
+  asbe_reap_report rep;
+  CHECK_INT(asbe_reap(e2, collect, live, &rep), 0);
+  CHECK_STR(live, "sbx-moved ");
+  CHECK_INT(rep.cgroups, 0);
+  REQUIRE(asbe_sandbox_adopt(e2, "sbx-moved", &sb) == 0);
+  CHECK(asbt_sh_eq(sb, 0, "hostname", "sbx-moved"));
+  CHECK_INT(asbe_sandbox_freeze(sb), 0);
+  asbe_stats st;
+  CHECK(asbe_sandbox_stats(sb, &st) == 0 && st.frozen == 1 && st.pids_current >= 2);
+  CHECK_INT(asbe_sandbox_thaw(sb), 0);
+  CHECK_INT(asbe_sandbox_kill(sb, 1), 0);
+  asbe_sandbox_release(sb);
+  /* while e2 runs, no other engine gets the state dir */
+  asbe_engine *e3 = NULL;
+  CHECK_INT(asbe_engine_open(&cfg, &e3), -EBUSY);
+  asbe_engine_close(e2);
+  /* its cgroups went, and the old engine's dirs with them */
+  CHECK_INT(asbt_count_cgroups(&env), 0);
+  /* the first engine comes back (and makes its dirs again) */
+  REQUIRE(asbt_open_engine(&env) == 0);
+  sb = asbt_create(&env, "sbx-after", env.busybox);
+  CHECK(sb != NULL);
+  if (sb) {
+    asbe_sandbox_kill(sb, 1);
+    asbe_sandbox_release(sb);
+  }
 }
 
 static pid_t recorded_pid(const char *id) {
@@ -400,6 +448,7 @@ int main(void) {
   RUN(create_kill_cycles_leak_nothing);
   RUN(adopt_after_forgetting_the_handle);
   RUN(adopt_after_engine_kill9);
+  RUN(adopt_after_engine_moved);
   RUN(reaper_cleans_orphans);
   RUN(sigterm_to_init_and_kept_state);
   asbt_teardown(&env);

@@ -331,10 +331,40 @@ fail:
 }
 
 void asbe__cg_close(asbe_cg *cg) {
-  for (int i = 0; i < cg->n; i++) {
+  for (int i = 0; i < cg->n; i++)
     if (cg->h[i].base) rmdir(cg->h[i].base); /* fine to fail: not empty */
-    free(cg->h[i].base);
+  asbe__cg_free(cg);
+}
+
+int asbe__cg_copy(const asbe_cg *src, asbe_cg *dst) {
+  memset(dst, 0, sizeof *dst);
+  dst->n = src->n;
+  dst->have = src->have;
+  for (int i = 0; i < src->n; i++) {
+    dst->h[i] = src->h[i];
+    dst->h[i].base = strdup(src->h[i].base);
+    if (!dst->h[i].base) {
+      asbe__cg_free(dst);
+      return -ENOMEM;
+    }
   }
+  return 0;
+}
+
+void asbe__cg_rebase(asbe_cg *cg, const char *name, const char *sb_path, const char *id) {
+  size_t pl = strlen(sb_path), il = strlen(id);
+  if (pl <= il + 1 || strcmp(sb_path + pl - il, id) || sb_path[pl - il - 1] != '/') return;
+  for (int i = 0; i < cg->n; i++) {
+    if (strcmp(cg->h[i].name, name)) continue;
+    char *b = strndup(sb_path, pl - il - 1);
+    if (!b) return;
+    free(cg->h[i].base);
+    cg->h[i].base = b;
+  }
+}
+
+void asbe__cg_free(asbe_cg *cg) {
+  for (int i = 0; i < cg->n; i++) free(cg->h[i].base);
   free(cg->info);
   free(cg->workload_env);
   free(cg->v2_mount);
@@ -429,7 +459,17 @@ int asbe__cg_create(const asbe_cg *cg, const char *id,
   for (int i = 0; i < cg->n; i++) {
     const asbe_cg_hier *h = &cg->h[i];
     asbe__cg_path(cg, i, id, ASBE_CGW_SB, sb, sizeof sb);
-    if (mkdir(sb, 0755) < 0) return asbe__failerr("mkdir %s", sb);
+    int mk = mkdir(sb, 0755);
+    if (mk < 0 && errno == ENOENT) {
+      /* the engine's dir went (removed by hand, or by an engine that ran
+       * from another cgroup): make it again */
+      if (mkdir(h->base, 0755) < 0 && errno != EEXIST) return asbe__failerr("mkdir %s", h->base);
+      if (h->v2 && (r = v2_enable(h->base, h->ctrl & (ASBE_CG_MEMORY | ASBE_CG_PIDS |
+                                                       ASBE_CG_CPU))) < 0)
+        return asbe__fail(r, "enable controllers in %s", h->base);
+      mk = mkdir(sb, 0755);
+    }
+    if (mk < 0) return asbe__failerr("mkdir %s", sb);
     if ((h->ctrl & ASBE_CG_CPU) && lim->cpu_millicores) {
       char v[64];
       if (h->v2) {

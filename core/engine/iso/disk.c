@@ -257,15 +257,16 @@ int asbe__disk_take(asbe_engine *e, uint64_t bytes, const char *dst, int *mfd) {
     pthread_cond_signal(&p->cv);
     pthread_mutex_unlock(&e->lock);
     if (got.path) {
-      int r = rename(got.path, dst) < 0 ? asbe__failerr("rename %s", got.path) : 0;
-      if (r < 0) {
+      int ok = rename(got.path, dst) == 0;
+      if (!ok) { /* someone removed it: drop the entry, make a fresh one */
         close(got.mfd);
         unlink(got.path);
       }
       free(got.path);
-      if (r < 0) return r;
-      *mfd = got.mfd;
-      return 0;
+      if (ok) {
+        *mfd = got.mfd;
+        return 0;
+      }
     }
   }
   int m = make_image(e, bytes, dst);

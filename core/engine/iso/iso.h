@@ -62,6 +62,7 @@
  *  them. If the agent dies, asb-init restarts it with a backoff.
  *
  * Host state layout (under engine config state_dir):
+ *  engine.lock              flock of the engine using this dir
  *  sandboxes/<id>/state     key=value record used by adopt and the reaper
  *  sandboxes/<id>/disk.img  the writable layer (ext4 image, sparse)
  *  pool/                    pre-formatted images (golden-<bytes>.img and ready
@@ -122,7 +123,8 @@ typedef struct asbe_engine_config {
 
 /* Opens the engine: discovers cgroups (v1 or v2), creates the engine's cgroup
  * and state dirs, compiles the seccomp filter, starts the pool thread. Does
- * not touch existing sandboxes (see asbe_reap). */
+ * not touch existing sandboxes (see asbe_reap). One engine per state dir
+ * (a lock on <state_dir>/engine.lock; -EBUSY if taken). */
 int asbe_engine_open(const asbe_engine_config *cfg, asbe_engine **out);
 /* Stops the pool thread, drops pooled images. Running sandboxes keep running
  * (their handles must be released or killed first). NULL is fine. */

@@ -90,6 +90,13 @@ enum { ASBE_CGW_SB = 0, ASBE_CGW_AGENT = 1, ASBE_CGW_WORKLOAD = 2 };
  * the engine dirs named `name`. */
 int asbe__cg_open(asbe_cg *cg, const char *name);
 void asbe__cg_close(asbe_cg *cg);
+/* A copy of the hierarchies (own base strings) for one sandbox, whose
+ * cgroups may live under another base (an engine restarted elsewhere). */
+int asbe__cg_copy(const asbe_cg *src, asbe_cg *dst);
+/* Frees what asbe__cg_copy made. */
+void asbe__cg_free(asbe_cg *cg);
+/* Points hierarchy `name` at the base of the recorded <base>/<id> path. */
+void asbe__cg_rebase(asbe_cg *cg, const char *name, const char *sb_path, const char *id);
 /* Remounts cgroup2 with favordynmods (see asbe_engine_config). 0, or
  * -ENOTSUP without a cgroup2 mount. */
 int asbe__cg_favor_dynmods(asbe_cg *cg);
@@ -192,6 +199,7 @@ struct asbe_engine {
   uint64_t pool_bytes;
   unsigned pool_target;
   int self_netns; /* fd of the engine's netns (connect_tcp) */
+  int lock_fd;    /* flock on <state>/engine.lock: one engine per state dir */
 };
 
 struct asbe_proc {
@@ -218,7 +226,8 @@ struct asbe_sandbox {
   int status; /* init's wait status when reaped by us */
   pthread_mutex_t lock; /* procs */
   asbe_proc *procs;
-  char **cg_workload; /* per hierarchy: path to join on exec */
+  asbe_cg cg;         /* where its cgroups are (recorded ones after adopt) */
+  char **cg_workload; /* per hierarchy: cgroup.procs to join on exec */
   int n_cg_workload;
 };
 

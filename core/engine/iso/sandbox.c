@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/mount.h>
 #include <sys/pidfd.h>
 #include <sys/socket.h>
@@ -47,7 +48,7 @@ int asbe_engine_open(const asbe_engine_config *cfg, asbe_engine **out) {
   asbe_engine *e = calloc(1, sizeof *e);
   if (!e) return asbe__fail(-ENOMEM, "engine");
   pthread_mutex_init(&e->lock, NULL);
-  e->self_netns = -1;
+  e->self_netns = e->lock_fd = -1;
   int r = 0;
   e->state_dir = abs_path(cfg->state_dir);
   e->agent_dir = abs_path(cfg->agent_dir);
@@ -86,6 +87,13 @@ int asbe_engine_open(const asbe_engine_config *cfg, asbe_engine **out) {
     r = asbe__fail(r, "state dir %s", e->state_dir);
     goto fail;
   }
+  snprintf(p, sizeof p, "%s/engine.lock", e->state_dir);
+  e->lock_fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (e->lock_fd < 0 || flock(e->lock_fd, LOCK_EX | LOCK_NB) < 0) {
+    r = errno == EWOULDBLOCK ? asbe__fail(-EBUSY, "another engine uses %s", e->state_dir)
+                             : asbe__failerr("lock %s", p);
+    goto fail;
+  }
   if ((r = asbe__mkdir_p(e->run_dir, 0755)) < 0 ||
       (r = asbe__mkdir_p(e->slot_dir, 0700)) < 0 ||
       (r = asbe__mkdir_p(e->stage_dir, 0755)) < 0) {
@@ -118,6 +126,7 @@ void asbe_engine_close(asbe_engine *e) {
   if (e->cg.n) asbe__cg_close(&e->cg);
   asbe__secure_free(&e->sec);
   if (e->self_netns >= 0) close(e->self_netns);
+  if (e->lock_fd >= 0) close(e->lock_fd);
   free(e->state_dir);
   free(e->sandboxes_dir);
   free(e->pool_dir);
@@ -147,6 +156,9 @@ typedef struct rec {
   uint32_t slot;
   pid_t pid;
   uint64_t start;
+  int ncg;
+  char cg_name[ASBE_CG_MAX][32];
+  char cg_path[ASBE_CG_MAX][PATH_MAX];
 } rec;
 
 static int write_rec(const asbe_sandbox *sb, const char *status) {
@@ -155,11 +167,11 @@ static int write_rec(const asbe_sandbox *sb, const char *status) {
                   sb->id, status, sb->slot, (unsigned)sb->host_uid, (int)sb->pid,
                   (unsigned long long)sb->starttime);
   asbi_buf_printf(&b, "engine_pid=%d\ncreated=%lld\n", (int)getpid(), (long long)time(NULL));
-  const asbe_cg *cg = &sb->e->cg;
+  const asbe_cg *cg = &sb->cg;
   for (int i = 0; i < cg->n; i++) {
     char d[PATH_MAX];
     asbe__cg_path(cg, i, sb->id, ASBE_CGW_SB, d, sizeof d);
-    asbi_buf_printf(&b, "cgroup=%s\n", d);
+    asbi_buf_printf(&b, "cgroup.%s=%s\n", cg->h[i].name, d);
   }
   char path[PATH_MAX];
   snprintf(path, sizeof path, "%s/state", sb->dir);
@@ -185,6 +197,11 @@ static int read_rec(const char *dir, rec *r) {
       else if (!strcmp(l, "slot")) r->slot = (uint32_t)strtoul(v, NULL, 10);
       else if (!strcmp(l, "pid")) r->pid = (pid_t)atoi(v);
       else if (!strcmp(l, "starttime")) r->start = strtoull(v, NULL, 10);
+      else if (!strncmp(l, "cgroup.", 7) && r->ncg < ASBE_CG_MAX) {
+        snprintf(r->cg_name[r->ncg], sizeof r->cg_name[0], "%s", l + 7);
+        snprintf(r->cg_path[r->ncg], sizeof r->cg_path[0], "%s", v);
+        r->ncg++;
+      }
     }
     l = nl ? nl + 1 : NULL;
   }
@@ -205,6 +222,20 @@ static int valid_id(const char *id) {
   return id[0] != '-';
 }
 
+/* The cgroup.procs files exec joins, from sb->cg. */
+static int sb_workload_paths(asbe_sandbox *sb) {
+  for (int i = 0; i < sb->n_cg_workload; i++) free(sb->cg_workload[i]);
+  sb->n_cg_workload = 0;
+  for (int i = 0; i < sb->cg.n; i++) {
+    char d[PATH_MAX];
+    asbe__cg_path(&sb->cg, i, sb->id, ASBE_CGW_WORKLOAD, d, sizeof d);
+    sb->cg_workload[i] = asbe__strfmt("%s/cgroup.procs", d);
+    if (!sb->cg_workload[i]) return -ENOMEM;
+    sb->n_cg_workload++;
+  }
+  return 0;
+}
+
 static asbe_sandbox *sb_new(asbe_engine *e, const char *id) {
   asbe_sandbox *sb = calloc(1, sizeof *sb);
   if (!sb) return NULL;
@@ -213,22 +244,29 @@ static asbe_sandbox *sb_new(asbe_engine *e, const char *id) {
   sb->id = strdup(id);
   sb->dir = asbe__strfmt("%s/%s", e->sandboxes_dir, id);
   pthread_mutex_init(&sb->lock, NULL);
-  sb->cg_workload = calloc((size_t)e->cg.n, sizeof(char *));
-  if (!sb->id || !sb->dir || !sb->cg_workload) {
+  sb->cg_workload = calloc(ASBE_CG_MAX, sizeof(char *));
+  if (!sb->id || !sb->dir || !sb->cg_workload || asbe__cg_copy(&e->cg, &sb->cg) < 0 ||
+      sb_workload_paths(sb) < 0) {
     asbe_sandbox_release(sb);
     return NULL;
   }
-  for (int i = 0; i < e->cg.n; i++) {
-    char d[PATH_MAX];
-    asbe__cg_path(&e->cg, i, id, ASBE_CGW_WORKLOAD, d, sizeof d);
-    sb->cg_workload[i] = asbe__strfmt("%s/cgroup.procs", d);
-    if (!sb->cg_workload[i]) {
-      asbe_sandbox_release(sb);
-      return NULL;
-    }
-    sb->n_cg_workload++;
-  }
   return sb;
+}
+
+/* After its cgroups are gone: the dir they were under, if it is not the
+ * engine's (an engine that ran in another cgroup made it), goes too. */
+static void drop_old_bases(const asbe_cg *sbcg, const asbe_cg *ecg) {
+  for (int i = 0; i < sbcg->n; i++)
+    if (i < ecg->n && strcmp(sbcg->h[i].base, ecg->h[i].base)) rmdir(sbcg->h[i].base);
+}
+
+/* The cgroups a record says a sandbox has (a copy of the engine's layout
+ * where the record knows no better). */
+static int rec_cg(asbe_engine *e, const rec *rc, const char *id, asbe_cg *out) {
+  int r = asbe__cg_copy(&e->cg, out);
+  if (r < 0) return r;
+  for (int i = 0; i < rc->ncg; i++) asbe__cg_rebase(out, rc->cg_name[i], rc->cg_path[i], id);
+  return 0;
 }
 
 static int wait_readable(int fd, int timeout_ms) {
@@ -456,7 +494,7 @@ int asbe_sandbox_create(asbe_engine *e, const asbe_sandbox_spec *spec, asbe_sand
                         spec->agent_pids_max ? spec->agent_pids_max : DEFAULT_AGENT_PIDS,
                         spec->cpu_millicores};
   have_cg = 1;
-  if ((r = asbe__cg_create(&e->cg, sb->id, &lim, sb->host_uid)) < 0) goto fail;
+  if ((r = asbe__cg_create(&sb->cg, sb->id, &lim, sb->host_uid)) < 0) goto fail;
 
   if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sock) < 0) {
     r = asbe__failerr("socketpair");
@@ -512,7 +550,7 @@ int asbe_sandbox_create(asbe_engine *e, const asbe_sandbox_spec *spec, asbe_sand
   close(userns);
   userns = -1;
 
-  if ((r = asbe__cg_enter(&e->cg, sb->id, pid, ASBE_CGW_SB)) < 0) goto fail;
+  if ((r = asbe__cg_enter(&sb->cg, sb->id, pid, ASBE_CGW_SB)) < 0) goto fail;
   asbe_msg m;
   memset(&m, 0, sizeof m);
   m.type = ASBE_MSG_GO;
@@ -523,8 +561,8 @@ int asbe_sandbox_create(asbe_engine *e, const asbe_sandbox_spec *spec, asbe_sand
   for (int i = 0; i < nfds; i++) close(fds[i]);
   nfds = 0;
   if ((r = child_says(sb, sock[0], ASBE_MSG_CG)) < 0) goto fail;
-  if ((r = asbe__cg_enter(&e->cg, sb->id, pid, ASBE_CGW_AGENT)) < 0 ||
-      (r = asbe__cg_finish(&e->cg, sb->id, &lim)) < 0)
+  if ((r = asbe__cg_enter(&sb->cg, sb->id, pid, ASBE_CGW_AGENT)) < 0 ||
+      (r = asbe__cg_finish(&sb->cg, sb->id, &lim)) < 0)
     goto fail;
   sb->starttime = asbe__proc_starttime(pid);
   if (!sb->starttime) {
@@ -560,7 +598,7 @@ fail:
   {
     char msg[512];
     asbe__save_error(msg, sizeof msg);
-    if (have_cg) asbe__cg_destroy(&e->cg, sb->id, 5000);
+    if (have_cg) asbe__cg_destroy(&sb->cg, sb->id, 5000);
     if (have_slot) asbe__slot_release(e, sb->slot, sb->dir);
     if (have_dir) asbe__rm_rf(sb->dir);
     asbe__restore_error(msg);
@@ -584,17 +622,17 @@ int asbe_sandbox_kill(asbe_sandbox *sb, int remove_state) {
   asbe_engine *e = sb->e;
   int r = 0;
   if (!sb->dead) {
-    asbe__cg_kill(&e->cg, sb->id);
+    asbe__cg_kill(&sb->cg, sb->id);
     if (sb->pidfd >= 0) syscall(SYS_pidfd_send_signal, sb->pidfd, SIGKILL, NULL, 0);
     /* the v1 freezer holds killed tasks until thawed (v2 does not) */
-    if (sb->frozen && asbe__cg_freeze(&e->cg, sb->id, 0) == 0) sb->frozen = 0;
+    if (sb->frozen && asbe__cg_freeze(&sb->cg, sb->id, 0) == 0) sb->frozen = 0;
     /* The init finishes dying only once every process of its pid namespace
      * is reaped, including those we exec'd (our children): reap as we go. */
     for (int waited = 0; sb->pidfd >= 0 && !wait_readable(sb->pidfd, 20);) {
       asbe__procs_reap(sb);
       waited += 20;
       if (waited % 1000 == 0) {
-        asbe__cg_kill(&e->cg, sb->id);
+        asbe__cg_kill(&sb->cg, sb->id);
         syscall(SYS_pidfd_send_signal, sb->pidfd, SIGKILL, NULL, 0);
       }
       if (waited > 60000) {
@@ -607,8 +645,9 @@ int asbe_sandbox_kill(asbe_sandbox *sb, int remove_state) {
     sb->dead = 1;
   }
   asbe__procs_reap(sb);
-  int cr = asbe__cg_destroy(&e->cg, sb->id, 10000);
+  int cr = asbe__cg_destroy(&sb->cg, sb->id, 10000);
   if (cr < 0) r = cr;
+  else drop_old_bases(&sb->cg, &e->cg);
   if (sb->slot || sb->host_uid) asbe__slot_release(e, sb->slot, sb->dir);
   if (remove_state) {
     int rr = asbe__rm_rf(sb->dir);
@@ -640,6 +679,7 @@ void asbe_sandbox_release(asbe_sandbox *sb) {
   if (sb->pidfd >= 0) close(sb->pidfd);
   for (int i = 0; i < sb->n_cg_workload; i++) free(sb->cg_workload[i]);
   free(sb->cg_workload);
+  asbe__cg_free(&sb->cg);
   free(sb->id);
   free(sb->dir);
   pthread_mutex_destroy(&sb->lock);
@@ -683,8 +723,13 @@ int asbe_sandbox_adopt(asbe_engine *e, const char *id, asbe_sandbox **out) {
     goto fail;
   }
   sb->is_child = ppid_of(rc.pid) == getpid();
+  asbe__cg_free(&sb->cg);
+  if ((r = rec_cg(e, &rc, id, &sb->cg)) < 0 || (r = sb_workload_paths(sb)) < 0) {
+    r = asbe__fail(r, "sandbox %s", id);
+    goto fail;
+  }
   asbe_stats st;
-  if (asbe__cg_stats(&e->cg, id, &st) < 0) {
+  if (asbe__cg_stats(&sb->cg, id, &st) < 0) {
     r = asbe__fail(-ENOENT, "sandbox %s: cgroups missing", id);
     goto fail;
   }
@@ -701,7 +746,7 @@ fail:
 int asbe_sandbox_freeze(asbe_sandbox *sb) {
   asbe__clear_error();
   if (sb->dead) return asbe__fail(-ESRCH, "sandbox %s is dead", sb->id);
-  int r = asbe__cg_freeze(&sb->e->cg, sb->id, 1);
+  int r = asbe__cg_freeze(&sb->cg, sb->id, 1);
   if (r == 0) sb->frozen = 1;
   return r;
 }
@@ -709,7 +754,7 @@ int asbe_sandbox_freeze(asbe_sandbox *sb) {
 int asbe_sandbox_thaw(asbe_sandbox *sb) {
   asbe__clear_error();
   if (sb->dead) return asbe__fail(-ESRCH, "sandbox %s is dead", sb->id);
-  int r = asbe__cg_freeze(&sb->e->cg, sb->id, 0);
+  int r = asbe__cg_freeze(&sb->cg, sb->id, 0);
   if (r == 0) sb->frozen = 0;
   return r;
 }
@@ -717,7 +762,7 @@ int asbe_sandbox_thaw(asbe_sandbox *sb) {
 int asbe_sandbox_stats(asbe_sandbox *sb, asbe_stats *st) {
   asbe__clear_error();
   if (sb->dead) return asbe__fail(-ESRCH, "sandbox %s is dead", sb->id);
-  int r = asbe__cg_stats(&sb->e->cg, sb->id, st);
+  int r = asbe__cg_stats(&sb->cg, sb->id, st);
   if (r < 0) return r;
   char path[PATH_MAX];
   if (asbe_sandbox_run_path(sb, "", path, sizeof path) == 0) {
@@ -813,9 +858,16 @@ int asbe_reap(asbe_engine *e, void (*live_cb)(const char *id, void *ctx), void *
       continue;
     }
     /* dead (or stopped): its processes, cgroups and loop devices go */
-    if (asbe__cg_exists(&e->cg, de->d_name)) {
-      asbe__cg_kill(&e->cg, de->d_name);
-      if (asbe__cg_destroy(&e->cg, de->d_name, 5000) == 0) rep.cgroups++;
+    asbe_cg cg;
+    if (rec_cg(e, &rc, de->d_name, &cg) == 0) {
+      if (asbe__cg_exists(&cg, de->d_name)) {
+        asbe__cg_kill(&cg, de->d_name);
+        if (asbe__cg_destroy(&cg, de->d_name, 5000) == 0) {
+          rep.cgroups++;
+          drop_old_bases(&cg, &e->cg);
+        }
+      }
+      asbe__cg_free(&cg);
     }
     rep.loops += (unsigned)asbe__loop_detach_under(dir, NULL, NULL);
     if (st == 3) continue;
