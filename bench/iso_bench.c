@@ -6,9 +6,12 @@
  * socket; create -> first command result (exec `true`, waited); exec `true`
  * in a running sandbox; kill+destroy; sequential create/s and create+kill
  * cycles/s; host memory per idle sandbox (MemAvailable delta over IDLE
- * sandboxes); time to have BURST sandboxes alive. -f turns on the engine's
+ * sandboxes); time to have BURST sandboxes alive, from one thread and from
+ * two; the disk layer: golden image (mkfs), pooled image (copy + loop +
+ * mount) and its host memory. -f turns on the engine's
  * cgroup_favor_dynmods for the run (and restores the host after). Root.
  * SPDX-License-Identifier: Apache-2.0 */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -72,6 +75,23 @@ static int run_true(asbe_sandbox *sb) {
   return st;
 }
 
+typedef struct burst_arg {
+  asbt_env *env;
+  const asbe_template *t;
+  asbe_sandbox **all;
+  int from, to;
+} burst_arg;
+
+static void *burst_thread(void *p) {
+  burst_arg *a = p;
+  char id[64];
+  for (int i = a->from; i < a->to; i++) {
+    snprintf(id, sizeof id, "par-%d", i);
+    a->all[i] = create(a->env, id, a->t);
+  }
+  return NULL;
+}
+
 /* create -> connect to the agent's socket succeeds */
 static void wait_agent_socket(asbe_sandbox *sb) {
   for (;;) {
@@ -110,6 +130,13 @@ int main(int argc, char **argv) {
     v[i] = now_ms() - t0;
   }
   report("host baseline: fork+exec+wait /bin/true", v, n);
+  char psi[256] = "";
+  FILE *pf = fopen("/proc/pressure/cpu", "r");
+  if (pf) {
+    if (!fgets(psi, sizeof psi, pf)) psi[0] = '\0';
+    fclose(pf);
+  }
+  printf("host cpu pressure: %s", psi[0] ? psi : "n/a\n");
   asbt_env env;
   if (asbt_setup(&env, (unsigned)pool) < 0) return 1;
   const asbe_template *t = strcmp(tname, "base") ? env.busybox : env.base;
@@ -199,7 +226,37 @@ int main(int argc, char **argv) {
   t0 = now_ms();
   for (int i = 0; i < burst; i++) kill_sb(all[i]);
   printf("%-40s %7.1f ms\n", "kill all", now_ms() - t0);
+
+  /* the same burst from two threads */
+  asbt_sleep_ms(500);
+  pthread_t th[2];
+  burst_arg ba[2] = {{&env, t, all, 0, burst / 2}, {&env, t, all, burst / 2, burst}};
+  t0 = now_ms();
+  for (int i = 0; i < 2; i++) pthread_create(&th[i], NULL, burst_thread, &ba[i]);
+  for (int i = 0; i < 2; i++) pthread_join(th[i], NULL);
+  dt = now_ms() - t0;
+  printf("%-40s %7.1f ms (%.1f creates/s)\n", "alive: burst from 2 threads", dt, burst * 1000.0 / dt);
+  for (int i = 0; i < burst; i++) kill_sb(all[i]);
   free(all);
+
+  /* the disk layer */
+  uint64_t odd = (300ull << 20) + 4096 * (uint64_t)(getpid() % 97);
+  t0 = now_ms();
+  asbe_engine_pool_fill(env.e, odd, 1); /* golden image (mkfs.ext4) + one image */
+  double first = now_ms() - t0;
+  sync();
+  asbt_sleep_ms(500);
+  before = mem_available_kb();
+  int np = 30;
+  t0 = now_ms();
+  asbe_engine_pool_fill(env.e, odd, (unsigned)np + 1);
+  dt = now_ms() - t0;
+  asbt_sleep_ms(1000);
+  after = mem_available_kb();
+  printf("%-40s %7.1f ms (mkfs.ext4 of a golden image + 1 image)\n", "disk: new size, first image", first);
+  printf("%-40s %7.3f ms (sparse copy + LOOP_CONFIGURE + fsmount)\n", "disk: pooled image", dt / np);
+  printf("%-40s %7.0f KiB (MemAvailable delta / %d mounted images)\n", "disk: host memory per pooled image",
+         (double)(before - after) / np, np);
   free(v);
   free(cmd);
   free(kil);

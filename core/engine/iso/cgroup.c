@@ -149,6 +149,7 @@ int asbe__cg_open(asbe_cg *cg, const char *name) {
   memset(cg, 0, sizeof *cg);
   mnt *mounts = NULL;
   int nm = 0;
+  asbi_buf info = ASBI_BUF_INIT, env = ASBI_BUF_INIT;
   int r = read_mounts(&mounts, &nm);
   if (r < 0) return asbe__fail(r, "read /proc/self/mountinfo");
   FILE *f = fopen("/proc/self/cgroup", "re");
@@ -289,7 +290,6 @@ int asbe__cg_open(asbe_cg *cg, const char *name) {
                    cg->have);
     goto fail;
   }
-  asbi_buf info = ASBI_BUF_INIT, env = ASBI_BUF_INIT;
   for (int i = 0; i < cg->n; i++) {
     asbe_cg_hier *h = &cg->h[i];
     if (!h->base) {
@@ -298,8 +298,6 @@ int asbe__cg_open(asbe_cg *cg, const char *name) {
     }
     if (mkdir(h->base, 0755) < 0 && errno != EEXIST) {
       r = asbe__failerr("mkdir %s", h->base);
-      asbi_buf_free(&info);
-      asbi_buf_free(&env);
       goto fail;
     }
     if (h->v2) {
@@ -307,8 +305,6 @@ int asbe__cg_open(asbe_cg *cg, const char *name) {
                                              ASBE_CG_CPU));
       if (er < 0) {
         r = asbe__fail(er, "enable controllers in %s", h->base);
-        asbi_buf_free(&info);
-        asbi_buf_free(&env);
         goto fail;
       }
     }
@@ -326,6 +322,8 @@ int asbe__cg_open(asbe_cg *cg, const char *name) {
   return 0;
 fail:
   if (mounts) free_mounts(mounts, nm);
+  asbi_buf_free(&info);
+  asbi_buf_free(&env);
   asbe__cg_close(cg);
   return r;
 }

@@ -62,6 +62,10 @@ int asbe_engine_open(const asbe_engine_config *cfg, asbe_engine **out) {
   e->pool_dir = asbe__strfmt("%s/pool", e->state_dir);
   e->slot_dir = asbe__strfmt("%s/slots", e->run_dir);
   e->stage_dir = asbe__strfmt("%s/stage", e->run_dir);
+  if (!e->sandboxes_dir || !e->pool_dir || !e->slot_dir || !e->stage_dir) {
+    r = asbe__fail(-ENOMEM, "engine");
+    goto fail;
+  }
   e->slot_first = cfg->slot_first;
   e->slot_count = cfg->slot_count ? cfg->slot_count : 4096;
   if ((uint64_t)e->slot_first + e->slot_count > 65534) {
