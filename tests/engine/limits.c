@@ -146,7 +146,7 @@ TEST(cpu_quota) {
   REQUIRE(asbe_sandbox_stats(sb, &b) == 0);
   double used = (double)(b.cpu_usage_ns - a.cpu_usage_ns) / 1e9;
   printf("  cpu used in 2 s at 250 millicores: %.2f s\n", used);
-  CHECK(used > 0.1 && used < 1.0); /* ~0.5 s; unlimited would be ~2 s */
+  CHECK(used > 0.02 && used < 1.0); /* ~0.5 s (less on a busy host); unlimited ~2 s */
   CHECK_INT(asbe_sandbox_kill(sb, 1), 0);
   asbe_sandbox_release(sb);
 }

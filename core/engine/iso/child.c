@@ -17,12 +17,13 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-int asbe__send_msg(int sock, const asbe_msg *m, const int *fds, int nfds) {
+int asbe__send_fds(int sock, const void *data, size_t len, const int *fds, int nfds) {
   union {
-    char buf[CMSG_SPACE(sizeof(int) * (ASBE_MAX_LAYERS + ASBE_MAX_BINDS + 2))];
+    char buf[CMSG_SPACE(sizeof(int) * ASBE_MAX_FDS)];
     struct cmsghdr align;
   } u;
-  struct iovec io = {(void *)m, sizeof *m};
+  if (nfds > ASBE_MAX_FDS) return -EINVAL;
+  struct iovec io = {(void *)data, len};
   struct msghdr mh;
   memset(&mh, 0, sizeof mh);
   mh.msg_iov = &io;
@@ -39,17 +40,17 @@ int asbe__send_msg(int sock, const asbe_msg *m, const int *fds, int nfds) {
   }
   for (;;) {
     ssize_t n = sendmsg(sock, &mh, MSG_NOSIGNAL);
-    if (n >= 0) return 0;
+    if (n >= 0) return (size_t)n == len ? 0 : -EIO;
     if (errno != EINTR) return -errno;
   }
 }
 
-int asbe__recv_msg(int sock, asbe_msg *m, int *fds, int max, int *nfds) {
+int asbe__recv_fds(int sock, void *data, size_t len, int *fds, int max, int *nfds) {
   union {
-    char buf[CMSG_SPACE(sizeof(int) * (ASBE_MAX_LAYERS + ASBE_MAX_BINDS + 2))];
+    char buf[CMSG_SPACE(sizeof(int) * ASBE_MAX_FDS)];
     struct cmsghdr align;
   } u;
-  struct iovec io = {m, sizeof *m};
+  struct iovec io = {data, len};
   struct msghdr mh;
   memset(&mh, 0, sizeof mh);
   mh.msg_iov = &io;
@@ -90,7 +91,7 @@ __attribute__((noreturn)) static void die(const asbe_plan *p, const char *what,
   m.type = ASBE_MSG_ERR;
   m.err = err > 0 ? err : EIO;
   copy_str(m.what, sizeof m.what, what);
-  asbe__send_msg(p->sock, &m, NULL, 0);
+  asbe__send_fds(p->sock, &m, sizeof m, NULL, 0);
   _exit(1);
 }
 
@@ -155,7 +156,7 @@ static void lo_up(const asbe_plan *p) {
 
 static void expect(const asbe_plan *p, int type, int *fds, int max, int *nfds) {
   asbe_msg m;
-  int r = asbe__recv_msg(p->sock, &m, fds, max, nfds);
+  int r = asbe__recv_fds(p->sock, &m, sizeof m, fds, max, nfds);
   if (r <= 0) _exit(1); /* parent gone */
   if (m.type != type) die(p, "protocol", EPROTO);
 }
@@ -187,7 +188,7 @@ void asbe__child_main(const asbe_plan *p) {
   asbe_msg m;
   memset(&m, 0, sizeof m);
   m.type = ASBE_MSG_CG;
-  if (asbe__send_msg(p->sock, &m, NULL, 0) < 0) _exit(1);
+  if (asbe__send_fds(p->sock, &m, sizeof m, NULL, 0) < 0) _exit(1);
 
   TRY(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL), "make / private");
   TRY(mount("asb-stage", p->stage, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,

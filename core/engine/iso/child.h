@@ -12,6 +12,8 @@
 
 #define ASBE_MAX_LAYERS 32
 #define ASBE_MAX_BINDS 16
+_Static_assert(ASBE_MAX_LAYERS + ASBE_MAX_BINDS + 1 <= ASBE_MAX_FDS,
+               "layers, binds and the agent dir must fit one SCM_RIGHTS message");
 
 /* Messages on the parent <-> child SOCK_SEQPACKET socket. */
 enum {
@@ -48,11 +50,5 @@ typedef struct asbe_plan {
 } asbe_plan;
 
 __attribute__((noreturn)) void asbe__child_main(const asbe_plan *p);
-
-/* SCM_RIGHTS helpers (also used by the parent). */
-int asbe__send_msg(int sock, const asbe_msg *m, const int *fds, int nfds);
-/* Receives one message; fds (up to max) land in fds. Returns bytes or -errno;
- * 0 at EOF. */
-int asbe__recv_msg(int sock, asbe_msg *m, int *fds, int max, int *nfds);
 
 #endif

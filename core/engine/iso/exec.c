@@ -31,6 +31,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "init/exec_path.h"
 #include "init/exec_proto.h"
 #include "iso_int.h"
 #include "util/buf.h"
@@ -50,37 +51,6 @@ static const char *const k_default_env_user[] = {
 static void report_errno(int fd, int err) {
   if (write(fd, &err, sizeof err) < 0) {
   }
-}
-
-/* execve with a PATH search that uses envp's PATH (no allocation). */
-static void exec_path(const char *file, char *const argv[], char *const envp[]) {
-  if (strchr(file, '/')) {
-    execve(file, argv, envp);
-    return;
-  }
-  const char *path = "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin";
-  for (size_t i = 0; envp[i]; i++)
-    if (!strncmp(envp[i], "PATH=", 5)) path = envp[i] + 5;
-  size_t fl = strlen(file);
-  int saw_eacces = 0;
-  for (const char *p = path;;) {
-    const char *c = strchr(p, ':');
-    size_t dl = c ? (size_t)(c - p) : strlen(p);
-    char buf[PATH_MAX];
-    if (dl + fl + 2 <= sizeof buf) {
-      memcpy(buf, p, dl);
-      if (dl == 0) buf[dl++] = '.';
-      buf[dl] = '/';
-      memcpy(buf + dl + 1, file, fl + 1);
-      execve(buf, argv, envp);
-      if (errno == EACCES) saw_eacces = 1;
-      else if (errno != ENOENT && errno != ENOTDIR)
-        return;
-    }
-    if (!c) break;
-    p = c + 1;
-  }
-  errno = saw_eacces ? EACCES : ENOENT;
 }
 
 typedef struct exec_ctx {
@@ -126,7 +96,7 @@ __attribute__((noreturn)) static void grandchild(exec_ctx *c) {
   const char *what = "";
   if (r == 0) r = asbe__secure_finish(sec, &what);
   if (r == 0) {
-    exec_path(o->argv[0], (char *const *)o->argv, c->envp);
+    asb_exec_path(o->argv[0], (char *const *)o->argv, c->envp);
     r = -errno;
   }
   report_errno(ep, -r);
@@ -217,32 +187,6 @@ static int exec_setns(exec_ctx *c, asbe_proc *p) {
   return 0;
 }
 
-static int send_fds(int s, const void *buf, size_t len, const int *fds, int n) {
-  union {
-    char b[CMSG_SPACE(sizeof(int) * 3)];
-    struct cmsghdr align;
-  } u;
-  struct iovec io = {(void *)buf, len};
-  struct msghdr mh;
-  memset(&mh, 0, sizeof mh);
-  mh.msg_iov = &io;
-  mh.msg_iovlen = 1;
-  if (n > 0) {
-    memset(&u, 0, sizeof u);
-    mh.msg_control = u.b;
-    mh.msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)n);
-    struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
-    cm->cmsg_level = SOL_SOCKET;
-    cm->cmsg_type = SCM_RIGHTS;
-    cm->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)n);
-    memcpy(CMSG_DATA(cm), fds, sizeof(int) * (size_t)n);
-  }
-  ssize_t w;
-  do w = sendmsg(s, &mh, MSG_NOSIGNAL);
-  while (w < 0 && errno == EINTR);
-  return w == (ssize_t)len ? 0 : -1;
-}
-
 /* One reply from the exec service (and the fd it passed, else -1).
  * 1 = got one, 0 = timeout, -1 = connection gone. */
 static int recv_rep(int s, asb_exec_rep *rep, int *fd, int timeout_ms) {
@@ -251,29 +195,11 @@ static int recv_rep(int s, asb_exec_rep *rep, int *fd, int timeout_ms) {
   do pr = poll(&pf, 1, timeout_ms);
   while (pr < 0 && errno == EINTR);
   if (pr == 0) return 0;
-  union {
-    char b[CMSG_SPACE(sizeof(int))];
-    struct cmsghdr align;
-  } u;
-  struct iovec io = {rep, sizeof *rep};
-  struct msghdr mh;
-  memset(&mh, 0, sizeof mh);
-  mh.msg_iov = &io;
-  mh.msg_iovlen = 1;
-  mh.msg_control = u.b;
-  mh.msg_controllen = sizeof u.b;
-  ssize_t n;
-  do n = recvmsg(s, &mh, MSG_CMSG_CLOEXEC);
-  while (n < 0 && errno == EINTR);
-  if (fd) *fd = -1;
-  for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
-    if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS) continue;
-    int got;
-    memcpy(&got, CMSG_DATA(cm), sizeof got);
-    if (fd && *fd < 0) *fd = got;
-    else close(got);
-  }
-  if (n != (ssize_t)sizeof *rep) {
+  int got = -1, nf = 0;
+  int n = asbe__recv_fds(s, rep, sizeof *rep, &got, 1, &nf);
+  if (fd) *fd = nf ? got : -1;
+  else if (nf) close(got);
+  if (n != (int)sizeof *rep) {
     if (fd && *fd >= 0) close(*fd);
     return -1;
   }
@@ -328,7 +254,8 @@ static int exec_service(exec_ctx *c, asbe_proc *p) {
   int s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
   if (s >= 0 && asbe_sandbox_run_path(sb, strrchr(ASB_EXEC_SOCK, '/') + 1, a.sun_path,
                                       sizeof a.sun_path) == 0 &&
-      connect(s, (struct sockaddr *)&a, sizeof a) == 0 && send_fds(s, buf, len, fds, nf) == 0) {
+      connect(s, (struct sockaddr *)&a, sizeof a) == 0 &&
+      asbe__send_fds(s, buf, len, fds, nf) == 0) {
     asb_exec_rep rep;
     int pidfd = -1;
     int got = recv_rep(s, &rep, &pidfd, 30000);

@@ -48,6 +48,15 @@ uint64_t asbe__proc_starttime(pid_t pid);
 int asbe__run_capture(const char *const *argv, char **out);
 char *asbe__strfmt(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* ---- fd passing (child.c; async-signal-safe) ----------------------------- */
+
+#define ASBE_MAX_FDS 64
+/* Sends one message (SOCK_SEQPACKET) with nfds fds (SCM_RIGHTS). 0 or -errno. */
+int asbe__send_fds(int sock, const void *data, size_t len, const int *fds, int nfds);
+/* Receives one message; fds (CLOEXEC, up to max, the rest closed) land in
+ * fds. Returns its length, 0 at EOF, or -errno. */
+int asbe__recv_fds(int sock, void *data, size_t len, int *fds, int max, int *nfds);
+
 /* ---- cgroups (cgroup.c) -------------------------------------------------- */
 
 enum {

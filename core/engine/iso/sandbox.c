@@ -420,7 +420,7 @@ static pid_t clone_sandbox(int *pidfd) {
 static int child_says(asbe_sandbox *sb, int sock, int type) {
   asbe_msg m;
   memset(&m, 0, sizeof m);
-  int n = asbe__recv_msg(sock, &m, NULL, 0, NULL);
+  int n = asbe__recv_fds(sock, &m, sizeof m, NULL, 0, NULL);
   if (n < 0) return asbe__fail(n, "sandbox %s: setup channel", sb->id);
   if (n == 0) {
     if (type == 0) return 0; /* exec'd: the socket closed on exec */
@@ -558,7 +558,7 @@ int asbe_sandbox_create(asbe_engine *e, const asbe_sandbox_spec *spec, asbe_sand
   asbe_msg m;
   memset(&m, 0, sizeof m);
   m.type = ASBE_MSG_GO;
-  if ((r = asbe__send_msg(sock[0], &m, fds, nfds)) < 0) {
+  if ((r = asbe__send_fds(sock[0], &m, sizeof m, fds, nfds)) < 0) {
     r = asbe__fail(r, "sandbox %s: send", sb->id);
     goto fail;
   }
@@ -577,7 +577,7 @@ int asbe_sandbox_create(asbe_engine *e, const asbe_sandbox_spec *spec, asbe_sand
       (r = write_rec(sb, "running")) < 0)
     goto fail;
   m.type = ASBE_MSG_EXEC;
-  if ((r = asbe__send_msg(sock[0], &m, NULL, 0)) < 0) {
+  if ((r = asbe__send_fds(sock[0], &m, sizeof m, NULL, 0)) < 0) {
     r = asbe__fail(r, "sandbox %s: send", sb->id);
     goto fail;
   }

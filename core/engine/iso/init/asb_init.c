@@ -32,6 +32,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "exec_path.h"
 #include "exec_proto.h"
 
 static uint64_t now_ms(void) {
@@ -65,33 +66,6 @@ static int write_file(const char *path, const char *s) {
   int r = write(fd, s, strlen(s)) < 0 ? -errno : 0;
   close(fd);
   return r;
-}
-
-/* execve with a PATH search that uses envp's PATH. */
-static void exec_path(const char *file, char *const argv[], char *const envp[]) {
-  if (strchr(file, '/')) {
-    execve(file, argv, envp);
-    return;
-  }
-  const char *path = "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin";
-  for (size_t i = 0; envp[i]; i++)
-    if (!strncmp(envp[i], "PATH=", 5)) path = envp[i] + 5;
-  int saw_eacces = 0;
-  for (const char *p = path;;) {
-    const char *c = strchr(p, ':');
-    size_t dl = c ? (size_t)(c - p) : strlen(p);
-    char buf[4096];
-    if (dl + strlen(file) + 2 <= sizeof buf) {
-      snprintf(buf, sizeof buf, "%.*s/%s", (int)(dl ? dl : 1), dl ? p : ".", file);
-      execve(buf, argv, envp);
-      if (errno == EACCES) saw_eacces = 1;
-      else if (errno != ENOENT && errno != ENOTDIR)
-        return;
-    }
-    if (!c) break;
-    p = c + 1;
-  }
-  errno = saw_eacces ? EACCES : ENOENT;
 }
 
 typedef struct client {
@@ -161,7 +135,7 @@ static pid_t spawn(const asb_exec_req *q, char *cwd, char **argv, char **envp, c
         setresuid(q->uid, q->uid, q->uid) < 0 || chdir(cwd[0] ? cwd : "/") < 0)
       err = errno;
     if (!err) {
-      exec_path(argv[0], argv, envp);
+      asb_exec_path(argv[0], argv, envp);
       err = errno;
     }
     if (write(ep[1], &err, sizeof err) < 0) {
