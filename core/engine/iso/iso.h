@@ -103,7 +103,9 @@ typedef struct asbe_engine_config {
    * /run/agent-sandbox): slots/ is the registry of uid slots, so no two
    * sandboxes share host uids (slot N maps uids 0..65535 inside to
    * 100000+N*65536 on the host); stage/ is an empty dir each sandbox mounts
-   * its staging tmpfs on, inside its own mount namespace. */
+   * its staging tmpfs on, inside its own mount namespace. Every component of
+   * its path must be searchable by others (o+x): the sandbox's root is an
+   * unprivileged host uid when it gets there. */
   const char *run_dir;
   uint32_t slot_first; /* default 0 */
   uint32_t slot_count; /* default 4096 */
