@@ -3,6 +3,7 @@
  * SPDX-License-Identifier: Apache-2.0 */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -289,6 +290,38 @@ TEST(tmpfs_and_layers) {
   asbe_template_free(t);
 }
 
+/* The engine is multi-threaded: other threads starting and ending while
+ * sandboxes are cloned must not trip the child (glibc's per-thread state is
+ * stale in a raw clone). */
+static volatile int churn_stop;
+static void *churn_one(void *arg) { return arg; }
+static void *churn(void *arg) {
+  (void)arg;
+  while (!churn_stop) {
+    pthread_t t;
+    if (pthread_create(&t, NULL, churn_one, NULL) == 0) pthread_join(t, NULL);
+  }
+  return NULL;
+}
+
+TEST(create_while_threads_come_and_go) {
+  pthread_t th;
+  churn_stop = 0;
+  REQUIRE(pthread_create(&th, NULL, churn, NULL) == 0);
+  for (int i = 0; i < 15; i++) {
+    char id[32];
+    snprintf(id, sizeof id, "sbx-churn-%d", i);
+    asbe_sandbox *sb = asbt_create(&env, id, env.busybox);
+    CHECK(sb != NULL);
+    if (!sb) continue;
+    if (i % 5 == 0) CHECK(asbt_sh_eq(sb, 1000, "id -u", "1000"));
+    CHECK_INT(asbe_sandbox_kill(sb, 1), 0);
+    asbe_sandbox_release(sb);
+  }
+  churn_stop = 1;
+  pthread_join(th, NULL);
+}
+
 TEST(create_is_transactional) {
   int fds = asbt_count_fds(), mounts = asbt_count_mounts(), cgs = asbt_count_cgroups(&env);
   int loops = asbt_count_loops(&env), kids = asbt_count_children();
@@ -336,6 +369,7 @@ int main(void) {
   RUN(exec_options);
   RUN(exec_service_and_fallback);
   RUN(tmpfs_and_layers);
+  RUN(create_while_threads_come_and_go);
   RUN(create_is_transactional);
   asbt_teardown(&env);
   TEST_MAIN_END();

@@ -3,7 +3,6 @@
 #include "child.h"
 
 #include <errno.h>
-#include <grp.h>
 #include <fcntl.h>
 #include <net/if.h>
 #include <sched.h>
@@ -177,10 +176,12 @@ void asbe__child_main(const asbe_plan *p) {
   expect(p, ASBE_MSG_GO, fds, (int)(sizeof fds / sizeof fds[0]), &nfds);
   if (nfds != p->n_layers + p->n_binds + 1) die(p, "fds", EPROTO);
 
-  /* the parent has written our uid/gid maps: become root inside */
-  TRY(setgroups(0, NULL), "setgroups");
-  TRY(setresgid(0, 0, 0), "setresgid");
-  TRY(setresuid(0, 0, 0), "setresuid");
+  /* the parent has written our uid/gid maps: become root inside. Raw
+   * syscalls: glibc's wrappers would try to change the credentials of the
+   * engine's other threads too, which do not exist here (and can hang) */
+  TRY(syscall(SYS_setgroups, 0, NULL), "setgroups");
+  TRY(syscall(SYS_setresgid, 0, 0, 0), "setresgid");
+  TRY(syscall(SYS_setresuid, 0, 0, 0), "setresuid");
   umask(022);
 
   /* we are in <sb> of every hierarchy now: that becomes our cgroup root */

@@ -1,7 +1,8 @@
 /* The sandbox init's setup, run in the cloned child before it execs asb-init.
  * Everything it needs is prepared by the parent in an asbe_plan; the child
- * only makes system calls (no malloc, no stdio: the engine may be
- * multi-threaded and the child is a raw clone3() of it).
+ * only makes system calls (no malloc, no stdio, no glibc setxid wrappers:
+ * the engine may be multi-threaded and the child is a raw clone3() of it,
+ * so glibc's view of "other threads" is stale there).
  * SPDX-License-Identifier: Apache-2.0 */
 #ifndef ASB_ENGINE_ISO_CHILD_H
 #define ASB_ENGINE_ISO_CHILD_H

@@ -15,7 +15,6 @@
  * execs.
  * SPDX-License-Identifier: Apache-2.0 */
 #include <errno.h>
-#include <grp.h>
 #include <fcntl.h>
 #include <linux/sched.h>
 #include <netinet/in.h>
@@ -89,8 +88,10 @@ __attribute__((noreturn)) static void grandchild(exec_ctx *c) {
   syscall(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC);
   int r = asbe__secure_bounding(sec);
   gid_t gid = o->gid_set ? o->gid : (gid_t)o->uid;
-  if (r == 0 && (setgroups(0, NULL) < 0 || setresgid(gid, gid, gid) < 0 ||
-                 setresuid(o->uid, o->uid, o->uid) < 0))
+  /* raw syscalls: no glibc setxid broadcast to threads of a process that
+   * was cloned without glibc (see child.c) */
+  if (r == 0 && (syscall(SYS_setgroups, 0, NULL) < 0 || syscall(SYS_setresgid, gid, gid, gid) < 0 ||
+                 syscall(SYS_setresuid, o->uid, o->uid, o->uid) < 0))
     r = -errno;
   if (r == 0 && chdir(o->cwd ? o->cwd : "/") < 0) r = -errno;
   const char *what = "";
