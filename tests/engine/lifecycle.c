@@ -254,13 +254,18 @@ TEST(adopt_after_engine_kill9) {
   CHECK_STR(live, "sbx-survivor ");
   CHECK_INT(rep.live, 1);
   CHECK_INT(rep.sandboxes, 0);
+  CHECK_INT(rep.slots, 0);
   asbe_sandbox *sb = NULL;
   REQUIRE(asbe_sandbox_adopt(env.e, "sbx-survivor", &sb) == 0);
+  /* its engine is gone but its uid slot is still taken (the init lives) */
+  CHECK(slot_claimed(asbe_sandbox_slot(sb)));
   CHECK(asbt_wait_agent(sb, 10000) == 0);
   CHECK(asbt_sh_eq(sb, 0, "cat /proc/1/comm; hostname", "asb-init\nsbx-survivor"));
   CHECK_INT(asbe_sandbox_freeze(sb), 0);
   CHECK_INT(asbe_sandbox_thaw(sb), 0);
+  uint32_t slot = asbe_sandbox_slot(sb);
   CHECK_INT(asbe_sandbox_kill(sb, 1), 0);
+  CHECK(!slot_claimed(slot));
   asbe_sandbox_release(sb);
   CHECK_INT(asbt_count_loops(&env), 0);
 }

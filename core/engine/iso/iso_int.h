@@ -156,9 +156,6 @@ int asbe__loop_count_under(const char *dir);
 /* ---- uid slots (slot.c) -------------------------------------------------- */
 
 int asbe__slot_claim(asbe_engine *e, const char *owner_dir, uint32_t *slot);
-/* Records the init as the owner of the slot. */
-int asbe__slot_set_owner(asbe_engine *e, uint32_t slot, pid_t pid,
-                         uint64_t starttime, const char *owner_dir);
 void asbe__slot_release(asbe_engine *e, uint32_t slot, const char *owner_dir);
 /* Releases stale claims whose owner dir is under e's state dir. */
 unsigned asbe__slot_reap(asbe_engine *e);
@@ -239,6 +236,9 @@ struct asbe_sandbox {
   char **cg_workload; /* per hierarchy: cgroup.procs to join on exec */
   int n_cg_workload;
 };
+
+/* 1 if the record in a sandbox dir names an init that is alive. */
+int asbe__rec_alive(const char *dir);
 
 /* Reaps exited exec'd processes of sb (non-blocking). */
 void asbe__procs_reap(asbe_sandbox *sb);

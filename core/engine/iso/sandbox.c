@@ -212,6 +212,12 @@ static int read_rec(const char *dir, rec *r) {
   return 0;
 }
 
+int asbe__rec_alive(const char *dir) {
+  rec rc;
+  return read_rec(dir, &rc) == 0 && !strcmp(rc.status, "running") && rc.pid > 0 &&
+         asbe__proc_starttime(rc.pid) == rc.start;
+}
+
 /* ---- sandbox helpers ----------------------------------------------------- */
 
 static int valid_id(const char *id) {
@@ -573,9 +579,7 @@ int asbe_sandbox_create(asbe_engine *e, const asbe_sandbox_spec *spec, asbe_sand
     r = asbe__fail(-ESRCH, "sandbox %s: init gone", sb->id);
     goto fail;
   }
-  if ((r = asbe__slot_set_owner(e, sb->slot, pid, sb->starttime, sb->dir)) < 0 ||
-      (r = write_rec(sb, "running")) < 0)
-    goto fail;
+  if ((r = write_rec(sb, "running")) < 0) goto fail;
   m.type = ASBE_MSG_EXEC;
   if ((r = asbe__send_fds(sock[0], &m, sizeof m, NULL, 0)) < 0) {
     r = asbe__fail(r, "sandbox %s: send", sb->id);

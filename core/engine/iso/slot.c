@@ -1,8 +1,9 @@
 /* uid slots: slot N maps uids 0..65535 inside to 100000+N*65536 on the host.
  * A machine-wide registry dir (one file per claimed slot, "pid starttime
- * owner-dir") keeps two sandboxes, even of two engines, from sharing host
- * uids. A claim whose owner process is gone is stale and may be taken over;
- * the owner is the creating engine during create, then the sandbox's init.
+ * sandbox-dir" of the engine that claimed it) keeps two sandboxes, even of
+ * two engines, from sharing host uids. A claim is stale, and may be taken
+ * over, once that engine is gone and the sandbox's record names no live
+ * init either.
  * SPDX-License-Identifier: Apache-2.0 */
 #include <dirent.h>
 #include <errno.h>
@@ -21,8 +22,8 @@ static void slot_path(asbe_engine *e, uint32_t slot, char *buf, size_t len) {
   snprintf(buf, len, "%s/%u", e->slot_dir, slot);
 }
 
-/* Fixed-width numbers: rewriting a claim for the same dir keeps its length,
- * so no truncation (which makes ext4 flush on close) is needed. */
+/* Writes the claim in place (taking over a stale one truncates it only if
+ * the length differs: truncation makes ext4 flush on close). */
 static int write_owner(int fd, pid_t pid, uint64_t start, const char *dir) {
   char buf[PATH_MAX + 64];
   int n = snprintf(buf, sizeof buf, "%10d %20llu %s\n", (int)pid,
@@ -53,7 +54,11 @@ static int read_owner(int fd, char *dir, size_t dirlen) {
     snprintf(dir, dirlen, "%s", buf + off);
     dir[strcspn(dir, "\n")] = '\0';
   }
-  return pid <= 0 || asbe__proc_starttime(pid) != start;
+  if (pid > 0 && asbe__proc_starttime(pid) == start) return 0;
+  char d[PATH_MAX];
+  snprintf(d, sizeof d, "%s", buf + off);
+  d[strcspn(d, "\n")] = '\0';
+  return !asbe__rec_alive(d);
 }
 
 /* Opens and locks an existing slot file; -ENOENT if it was replaced. */
@@ -110,17 +115,6 @@ int asbe__slot_claim(asbe_engine *e, const char *owner_dir, uint32_t *slot) {
     close(fd);
   }
   return asbe__fail(-EAGAIN, "no free uid slot in %s", e->slot_dir);
-}
-
-int asbe__slot_set_owner(asbe_engine *e, uint32_t slot, pid_t pid,
-                         uint64_t starttime, const char *owner_dir) {
-  char path[PATH_MAX];
-  slot_path(e, slot, path, sizeof path);
-  int fd = open_locked(path);
-  if (fd < 0) return asbe__fail(fd, "slot %s", path);
-  int r = write_owner(fd, pid, starttime, owner_dir);
-  close(fd);
-  return r < 0 ? asbe__fail(r, "write %s", path) : 0;
 }
 
 void asbe__slot_release(asbe_engine *e, uint32_t slot, const char *owner_dir) {
