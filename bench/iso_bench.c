@@ -234,6 +234,13 @@ int main(int argc, char **argv) {
          "host memory per idle sandbox", (double)(before - after) / burst, burst);
   printf("%-40s %7.0f KiB (Slab+Percpu+KernelStack+PageTables delta)\n",
          "  of which kernel", (double)(kafter - kbefore) / burst);
+  uint64_t charged = 0;
+  for (int i = 0; i < burst; i++) {
+    asbe_stats st;
+    if (asbe_sandbox_stats(all[i], &st) == 0) charged += st.memory_bytes;
+  }
+  printf("%-40s %7.0f KiB (its memory cgroup's usage: processes + charged kernel objects)\n",
+         "  charged to the sandbox", (double)charged / 1024.0 / burst);
   t0 = now_ms();
   for (int i = 0; i < burst; i++) kill_sb(all[i]);
   printf("%-40s %7.1f ms\n", "kill all", now_ms() - t0);
