@@ -205,20 +205,27 @@ int asbe__copy_tree(const char *src, const char *dst) {
   return rc;
 }
 
-uint64_t asbe__proc_starttime(pid_t pid) {
+int asbe__proc_stat(pid_t pid, pid_t *ppid, uint64_t *start) {
   char path[64], buf[1024];
   snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-  if (asbe__read_small(path, buf, sizeof buf) <= 0) return 0;
-  char *p = strrchr(buf, ')');
-  if (!p || p[1] != ' ') return 0;
+  if (asbe__read_small(path, buf, sizeof buf) <= 0) return -ESRCH;
+  char *p = strrchr(buf, ')'); /* the comm may contain anything but ')' last */
+  if (!p || p[1] != ' ') return -EIO;
   p += 2; /* field 3: state */
-  if (*p == 'Z' || *p == 'X' || *p == 'x') return 0; /* exited */
+  if (*p == 'Z' || *p == 'X' || *p == 'x') return -ESRCH; /* exited */
   for (int field = 3; field < 22; field++) {
+    if (field == 4 && ppid) *ppid = (pid_t)atoi(p);
     p = strchr(p, ' ');
-    if (!p) return 0;
+    if (!p) return -EIO;
     p++;
   }
-  return strtoull(p, NULL, 10);
+  if (start) *start = strtoull(p, NULL, 10);
+  return 0;
+}
+
+uint64_t asbe__proc_starttime(pid_t pid) {
+  uint64_t start = 0;
+  return asbe__proc_stat(pid, NULL, &start) == 0 ? start : 0;
 }
 
 int asbe__run_capture(const char *const *argv, char **out) {

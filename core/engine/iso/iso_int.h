@@ -41,7 +41,10 @@ ssize_t asbe__read_small(const char *path, char *buf, size_t cap);
 int asbe__copy_file(const char *src, const char *dst, mode_t mode);
 /* Copies a tree: dirs, regular files, symlinks (others skipped). Owner root. */
 int asbe__copy_tree(const char *src, const char *dst);
-/* /proc/<pid>/stat starttime (field 22) or 0 if the process is gone. */
+/* Parent pid and starttime (field 22) of a live process: 0, or -ESRCH if
+ * it is gone (or a zombie). Either out pointer may be NULL. */
+int asbe__proc_stat(pid_t pid, pid_t *ppid, uint64_t *start);
+/* /proc/<pid>/stat starttime or 0 if the process is gone. */
 uint64_t asbe__proc_starttime(pid_t pid);
 /* Runs argv (execvp), stdout captured into *out (malloc'd, may be NULL).
  * Returns exit status (0..255), or -errno. */

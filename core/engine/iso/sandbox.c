@@ -694,16 +694,6 @@ void asbe_sandbox_release(asbe_sandbox *sb) {
   free(sb);
 }
 
-static pid_t ppid_of(pid_t pid) {
-  char path[64], buf[1024];
-  snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-  if (asbe__read_small(path, buf, sizeof buf) <= 0) return 0;
-  char *p = strrchr(buf, ')');
-  int ppid = 0;
-  if (!p || sscanf(p + 1, " %*c %d", &ppid) != 1) return 0;
-  return ppid;
-}
-
 int asbe_sandbox_adopt(asbe_engine *e, const char *id, asbe_sandbox **out) {
   asbe__clear_error();
   *out = NULL;
@@ -730,7 +720,8 @@ int asbe_sandbox_adopt(asbe_engine *e, const char *id, asbe_sandbox **out) {
     r = asbe__fail(-ESRCH, "sandbox %s: init %d is gone", id, (int)rc.pid);
     goto fail;
   }
-  sb->is_child = ppid_of(rc.pid) == getpid();
+  pid_t ppid = 0;
+  sb->is_child = asbe__proc_stat(rc.pid, &ppid, NULL) == 0 && ppid == getpid();
   asbe__cg_free(&sb->cg);
   if ((r = rec_cg(e, &rc, id, &sb->cg)) < 0 || (r = sb_workload_paths(sb)) < 0) {
     r = asbe__fail(r, "sandbox %s", id);
