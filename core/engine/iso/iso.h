@@ -308,7 +308,9 @@ typedef struct asbe_reap_report {
  * sandboxes' cgroups, loop devices backed by files in the state dir, state
  * dirs whose init is gone (except stopped ones kept with remove_state = 0),
  * stale pool images, slot claims of dead sandboxes. For every live sandbox,
- * calls live_cb (may be NULL) with its id, e.g. to adopt it. */
+ * calls live_cb (may be NULL) with its id, e.g. to adopt it. Meant for
+ * engine start-up (before creates): run while the pool refills, it may make
+ * one refill fail (the pool retries). */
 int asbe_reap(asbe_engine *e, void (*live_cb)(const char *id, void *ctx),
               void *ctx, asbe_reap_report *report);
 /* Removes the state dir of a stopped (killed, remove_state = 0) sandbox. */
