@@ -656,7 +656,7 @@ int asbe_sandbox_kill(asbe_sandbox *sb, int remove_state) {
   int cr = asbe__cg_destroy(&sb->cg, sb->id, 10000);
   if (cr < 0) r = cr;
   else drop_old_bases(&sb->cg, &e->cg);
-  if (sb->slot || sb->host_uid) asbe__slot_release(e, sb->slot, sb->dir);
+  asbe__slot_release(e, sb->slot, sb->dir); /* no-op if not ours any more */
   if (remove_state) {
     int rr = asbe__rm_rf(sb->dir);
     if (rr < 0 && r == 0) r = asbe__fail(rr, "remove %s", sb->dir);
