@@ -367,16 +367,22 @@ TEST(reaper_cleans_orphans) {
   REQUIRE(fd >= 0);
   CHECK(ftruncate(fd, 1 << 20) == 0);
   int ctl = open("/dev/loop-control", O_RDWR);
-  int n = ioctl(ctl, LOOP_CTL_GET_FREE);
-  close(ctl);
+  int n = -1, configured = 0;
   char dev[64];
-  snprintf(dev, sizeof dev, "/dev/loop%d", n);
-  int lfd = open(dev, O_RDWR);
-  struct loop_config cfg;
-  memset(&cfg, 0, sizeof cfg);
-  cfg.fd = (uint32_t)fd;
-  CHECK(ioctl(lfd, LOOP_CONFIGURE, &cfg) == 0); /* no autoclear: it would leak */
-  close(lfd);
+  /* another user (our pool thread, another engine) may grab the free device
+   * first: try again then, like the library does */
+  for (int attempt = 0; attempt < 20 && !configured; attempt++) {
+    n = ioctl(ctl, LOOP_CTL_GET_FREE);
+    snprintf(dev, sizeof dev, "/dev/loop%d", n);
+    int lfd = open(dev, O_RDWR);
+    struct loop_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.fd = (uint32_t)fd;
+    configured = lfd >= 0 && ioctl(lfd, LOOP_CONFIGURE, &cfg) == 0; /* no autoclear: it leaks */
+    if (lfd >= 0) close(lfd);
+  }
+  close(ctl);
+  CHECK(configured);
   close(fd);
   /* the dead sandbox's loop device went with its mount namespace */
   CHECK_INT(asbt_count_loops(&env), 1);
