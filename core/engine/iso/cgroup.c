@@ -145,7 +145,7 @@ static int rank(const asbe_cg_hier *h) {
   return 98;
 }
 
-int asbe__cg_open(asbe_cg *cg, const char *name) {
+int asbe__cg_open(asbe_cg *cg, const char *name, int v2_split) {
   memset(cg, 0, sizeof *cg);
   mnt *mounts = NULL;
   int nm = 0;
@@ -227,7 +227,7 @@ int asbe__cg_open(asbe_cg *cg, const char *name) {
       for (size_t k = 0; k < 3; k++)
         if (!(cg->have & k_ctrls[k].bit) && has_word(ctl, k_ctrls[k].name))
           h->ctrl |= k_ctrls[k].bit;
-      h->split = (h->ctrl & (ASBE_CG_MEMORY | ASBE_CG_PIDS)) != 0;
+      h->split = v2_split || (h->ctrl & (ASBE_CG_MEMORY | ASBE_CG_PIDS)) != 0;
       snprintf(h->name, sizeof h->name, "unified");
       h->base = asbe__strfmt("%s/%s", own, name);
       cg->have |= h->ctrl;

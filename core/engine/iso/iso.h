@@ -121,6 +121,11 @@ typedef struct asbe_engine_config {
    * and envd putting commands into the workload. Host-wide and sticky
    * (until remounted), hence off by default. */
   int cgroup_favor_dynmods;
+  /* 1: give the cgroup2 hierarchy agent/ and workload/ children even when it
+   * carries no controllers (hybrid hosts like this one). That is the layout
+   * of a pure cgroup v2 host, including envd's delegated moves into
+   * /run/asb/cgroup/unified; the tests use it to run that path here. */
+  int cgroup_v2_split;
 } asbe_engine_config;
 
 /* Opens the engine: discovers cgroups (v1 or v2), creates the engine's cgroup

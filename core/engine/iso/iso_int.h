@@ -98,9 +98,9 @@ typedef struct asbe_cg_limits {
 
 enum { ASBE_CGW_SB = 0, ASBE_CGW_AGENT = 1, ASBE_CGW_WORKLOAD = 2 };
 
-/* Discovers hierarchies under `root` ("" = real /proc and /sys) and creates
- * the engine dirs named `name`. */
-int asbe__cg_open(asbe_cg *cg, const char *name);
+/* Discovers the hierarchies of this process and creates the engine dirs
+ * named `name`; v2_split: see asbe_engine_config.cgroup_v2_split. */
+int asbe__cg_open(asbe_cg *cg, const char *name, int v2_split);
 void asbe__cg_close(asbe_cg *cg);
 /* A copy of the hierarchies (own base strings) for one sandbox, whose
  * cgroups may live under another base (an engine restarted elsewhere). */

@@ -187,7 +187,7 @@ int asbe_preflight(char **report) {
   asbe_cg cg;
   char name[64];
   snprintf(name, sizeof name, "asb-preflight-%d", (int)getpid());
-  if ((r = asbe__cg_open(&cg, name)) < 0) {
+  if ((r = asbe__cg_open(&cg, name, 0)) < 0) {
     bad(&p, "cgroups",
         "mount the v1 memory, pids, cpu(,cpuacct) controllers, or cgroup2 with them enabled "
         "(boot with cgroup_enable=memory; systemd: Delegate=yes for the engine's unit)",

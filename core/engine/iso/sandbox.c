@@ -105,7 +105,7 @@ int asbe_engine_open(const asbe_engine_config *cfg, asbe_engine **out) {
     goto fail;
   }
   chmod(e->stage_dir, 0755); /* the sandbox's root must be able to reach it */
-  if ((r = asbe__cg_open(&e->cg, e->cgroup_name)) < 0) goto fail;
+  if ((r = asbe__cg_open(&e->cg, e->cgroup_name, cfg->cgroup_v2_split)) < 0) goto fail;
   if (cfg->cgroup_favor_dynmods && (r = asbe__cg_favor_dynmods(&e->cg)) < 0) {
     r = asbe__fail(r, "remount %s with favordynmods", e->cg.v2_mount ? e->cg.v2_mount : "cgroup2");
     goto fail;
