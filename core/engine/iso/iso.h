@@ -42,6 +42,8 @@
  *                        (/proc/<init>/root/run/asb/envd.sock), so symlinks a
  *                        sandbox plants cannot point the engine at host files.
  *  /run/asb/agent.log    stdout+stderr of asb-init and of the agent.
+ *  /run/asb/.exec.sock   reserved: asb-init's exec service (serves only the
+ *                        engine, see init/exec_proto.h).
  *  /run/asb/cgroup/<h>   the sandbox's WORKLOAD cgroup of hierarchy <h>
  *                        (bind mounts; here "memory" and "pids" on cgroup v1,
  *                        "unified" on a pure cgroup v2 host). Only cgroup.procs
