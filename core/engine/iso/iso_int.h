@@ -1,0 +1,252 @@
+/* asb_iso internals shared between the files of core/engine/iso.
+ * SPDX-License-Identifier: Apache-2.0 */
+#ifndef ASB_ENGINE_ISO_INT_H
+#define ASB_ENGINE_ISO_INT_H
+
+#include <limits.h>
+#include <linux/filter.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "iso.h"
+
+/* ---- errors (err.c) ------------------------------------------------------ */
+
+/* Sets the thread's message to "fmt: strerror(-neg_errno)" and returns
+ * neg_errno (a negative errno; -EIO if it was >= 0). */
+int asbe__fail(int neg_errno, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* Like asbe__fail with -errno. */
+int asbe__failerr(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void asbe__clear_error(void);
+/* Keep the first failure's message across cleanup steps that may fail too. */
+void asbe__save_error(char *buf, size_t len);
+void asbe__restore_error(const char *buf);
+
+/* ---- small file helpers (fsutil.c) --------------------------------------- */
+
+int asbe__mkdir_p(const char *path, mode_t mode);
+/* Recursively removes path (no error if missing); never crosses mounts. */
+int asbe__rm_rf(const char *path);
+/* Writes data to path atomically (tmp + rename), mode. */
+int asbe__write_file_atomic(const char *path, const char *data, size_t len,
+                            mode_t mode);
+/* Writes a short string to an existing file (cgroupfs, /proc). -errno. */
+int asbe__write_str(const char *path, const char *s);
+/* Reads up to cap-1 bytes of a (small) file, NUL-terminates. Length or -errno. */
+ssize_t asbe__read_small(const char *path, char *buf, size_t cap);
+/* Copies a regular file (mode kept unless mode != 0) via tmp + rename. */
+int asbe__copy_file(const char *src, const char *dst, mode_t mode);
+/* Copies a tree: dirs, regular files, symlinks (others skipped). Owner root. */
+int asbe__copy_tree(const char *src, const char *dst);
+/* Parent pid and starttime (field 22) of a live process: 0, or -ESRCH if
+ * it is gone (or a zombie). Either out pointer may be NULL. */
+int asbe__proc_stat(pid_t pid, pid_t *ppid, uint64_t *start);
+/* /proc/<pid>/stat starttime or 0 if the process is gone. */
+uint64_t asbe__proc_starttime(pid_t pid);
+/* Runs argv (execvp), stdout captured into *out (malloc'd, may be NULL).
+ * Returns exit status (0..255), or -errno. */
+int asbe__run_capture(const char *const *argv, char **out);
+char *asbe__strfmt(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* ---- fd passing (child.c; async-signal-safe) ----------------------------- */
+
+#define ASBE_MAX_FDS 64
+/* Sends one message (SOCK_SEQPACKET) with nfds fds (SCM_RIGHTS). 0 or -errno. */
+int asbe__send_fds(int sock, const void *data, size_t len, const int *fds, int nfds);
+/* Receives one message; fds (CLOEXEC, up to max, the rest closed) land in
+ * fds. Returns its length, 0 at EOF, or -errno. */
+int asbe__recv_fds(int sock, void *data, size_t len, int *fds, int max, int *nfds);
+
+/* ---- cgroups (cgroup.c) -------------------------------------------------- */
+
+enum {
+  ASBE_CG_MEMORY = 1,
+  ASBE_CG_PIDS = 2,
+  ASBE_CG_CPU = 4,
+  ASBE_CG_CPUACCT = 8,
+  ASBE_CG_FREEZER = 16,
+  ASBE_CG_CORE = 32 /* cgroup v2 core files: cgroup.kill/freeze/events */
+};
+
+#define ASBE_CG_MAX 8
+
+typedef struct asbe_cg_hier {
+  int v2;
+  unsigned ctrl;  /* ASBE_CG_* handled by this hierarchy */
+  int split;      /* sandbox has agent/ + workload/ children here */
+  char name[32];  /* "memory", "pids", "cpu", "cpuacct", "freezer", "unified" */
+  char *base;     /* <mount>/<engine's own cgroup>/<cgroup_name> */
+} asbe_cg_hier;
+
+typedef struct asbe_cg {
+  int n;
+  asbe_cg_hier h[ASBE_CG_MAX];
+  char *v2_mount, *v2_opts; /* the cgroup2 mount and its super options */
+  unsigned have; /* union of ctrl */
+  char *info;
+  char *workload_env; /* in-sandbox dirs, colon-separated */
+} asbe_cg;
+
+typedef struct asbe_cg_limits {
+  uint64_t memory_bytes, pids_max;
+  uint64_t agent_memory_bytes, agent_pids_max;
+  uint32_t cpu_millicores;
+} asbe_cg_limits;
+
+enum { ASBE_CGW_SB = 0, ASBE_CGW_AGENT = 1, ASBE_CGW_WORKLOAD = 2 };
+
+/* Discovers the hierarchies of this process and creates the engine dirs
+ * named `name`; v2_split: see asbe_engine_config.cgroup_v2_split. */
+int asbe__cg_open(asbe_cg *cg, const char *name, int v2_split);
+void asbe__cg_close(asbe_cg *cg);
+/* A copy of the hierarchies (own base strings) for one sandbox, whose
+ * cgroups may live under another base (an engine restarted elsewhere). */
+int asbe__cg_copy(const asbe_cg *src, asbe_cg *dst);
+/* Frees what asbe__cg_copy made. */
+void asbe__cg_free(asbe_cg *cg);
+/* Points hierarchy `name` at the base of the recorded <base>/<id> path. */
+void asbe__cg_rebase(asbe_cg *cg, const char *name, const char *sb_path, const char *id);
+/* Remounts cgroup2 with favordynmods (see asbe_engine_config). 0, or
+ * -ENOTSUP without a cgroup2 mount. */
+int asbe__cg_favor_dynmods(asbe_cg *cg);
+/* Creates <base>/<id>{,/agent,/workload}, sets limits, gives the sandbox root
+ * (host_uid) write access to the workload's cgroup.procs. */
+int asbe__cg_create(const asbe_cg *cg, const char *id,
+                    const asbe_cg_limits *lim, uid_t host_uid);
+/* After the init moved into agent (v2 needs processes out of <sb> first). */
+int asbe__cg_finish(const asbe_cg *cg, const char *id,
+                    const asbe_cg_limits *lim);
+/* Path of <base>/<id>[/agent|/workload] of hierarchy i into buf. */
+int asbe__cg_path(const asbe_cg *cg, int i, const char *id, int which,
+                  char *buf, size_t len);
+/* Moves pid into every hierarchy's `which` dir (for non-split hierarchies,
+ * into <sb>). which = ASBE_CGW_SB moves every hierarchy into <sb>. */
+int asbe__cg_enter(const asbe_cg *cg, const char *id, pid_t pid, int which);
+int asbe__cg_freeze(const asbe_cg *cg, const char *id, int freeze);
+/* Kills every process in the sandbox's cgroups (cgroup.kill or loop). */
+void asbe__cg_kill(const asbe_cg *cg, const char *id);
+/* Removes the cgroups (kills leftovers, retries up to timeout_ms). 0 if gone. */
+int asbe__cg_destroy(const asbe_cg *cg, const char *id, int timeout_ms);
+int asbe__cg_stats(const asbe_cg *cg, const char *id, asbe_stats *st);
+/* 1 if any of the sandbox's cgroup dirs exists. */
+int asbe__cg_exists(const asbe_cg *cg, const char *id);
+
+/* ---- disks (disk.c) ------------------------------------------------------ */
+
+typedef struct asbe_pool asbe_pool;
+
+/* Returns a detached mount fd of a fresh, empty ext4 of `bytes` whose image
+ * is now at `dst_path` (moved out of the pool, or made now). */
+int asbe__disk_take(asbe_engine *e, uint64_t bytes, const char *dst_path,
+                    int *mfd);
+/* Detached tmpfs mount of `bytes`. */
+int asbe__disk_tmpfs(uint64_t bytes, int *mfd);
+int asbe__pool_start(asbe_engine *e);
+void asbe__pool_stop(asbe_engine *e);
+int asbe__pool_fill(asbe_engine *e, uint64_t bytes, unsigned n);
+/* 1 if path is an image held by the pool right now. */
+int asbe__pool_holds(asbe_engine *e, const char *path);
+/* Detaches every loop device whose backing file is under `dir` (returns the
+ * count; lazily for busy ones). skip(path, ctx) = 1 keeps one. */
+int asbe__loop_detach_under(const char *dir,
+                            int (*skip)(const char *path, void *ctx),
+                            void *ctx);
+int asbe__loop_count_under(const char *dir);
+
+/* ---- uid slots (slot.c) -------------------------------------------------- */
+
+int asbe__slot_claim(asbe_engine *e, const char *owner_dir, uint32_t *slot);
+void asbe__slot_release(asbe_engine *e, uint32_t slot, const char *owner_dir);
+/* Releases stale claims whose owner dir is under e's state dir. */
+unsigned asbe__slot_reap(asbe_engine *e);
+
+/* ---- security (secure.c) ------------------------------------------------- */
+
+typedef struct asbe_secure {
+  struct sock_fprog prog; /* hand-written prefix + libseccomp deny-list */
+  uint64_t keep_caps;            /* bounding/permitted/effective set */
+  int last_cap;
+} asbe_secure;
+
+int asbe__secure_init(asbe_secure *s);
+void asbe__secure_free(asbe_secure *s);
+/* In a child, async-signal-safe, while still privileged in the sandbox's
+ * userns: drops the capability bounding set to keep_caps and clears ambient
+ * caps. 0 or -errno. */
+int asbe__secure_bounding(const asbe_secure *s);
+/* Then, after the final setresuid: limits root's caps to keep_caps (if uid 0),
+ * sets no_new_privs and loads the seccomp filters. 0 or -errno; *what names
+ * the failing step. */
+int asbe__secure_finish(const asbe_secure *s, const char **what);
+
+/* ---- templates ----------------------------------------------------------- */
+
+struct asbe_template {
+  char **layers; /* bottom first */
+  size_t n_layers;
+  char **bind_src, **bind_dst;
+  size_t n_binds;
+};
+
+/* ---- engine and sandbox -------------------------------------------------- */
+
+typedef struct asbe_proc_list {
+  asbe_proc *head;
+} asbe_proc_list;
+
+struct asbe_engine {
+  char *state_dir, *sandboxes_dir, *pool_dir, *agent_dir;
+  char *run_dir, *slot_dir, *stage_dir, *cgroup_name;
+  uint32_t slot_first, slot_count, slot_next;
+  asbe_cg cg;
+  asbe_secure sec;
+  pthread_mutex_t lock; /* slot_next, pool */
+  asbe_pool *pool;
+  uint64_t pool_bytes;
+  unsigned pool_target;
+  int self_netns; /* fd of the engine's netns (connect_tcp) */
+  int lock_fd;    /* flock on <state>/engine.lock: one engine per state dir */
+};
+
+struct asbe_proc {
+  asbe_sandbox *sb;
+  pid_t pid;
+  int pidfd;
+  int ctl; /* connection to the sandbox's exec service, or -1 (our child) */
+  int fd_in, fd_out, fd_err;
+  int reaped, status, detached;
+  asbe_proc *next;
+};
+
+struct asbe_sandbox {
+  asbe_engine *e;
+  char *id, *dir;
+  uint32_t slot;
+  uid_t host_uid;
+  pid_t pid;
+  uint64_t starttime;
+  int pidfd;
+  int is_child; /* init is our child: reap it */
+  int dead;
+  int frozen; /* by asbe_sandbox_freeze (exec refuses: it would hang) */
+  int status; /* init's wait status when reaped by us */
+  pthread_mutex_t lock; /* procs */
+  asbe_proc *procs;
+  asbe_cg cg;         /* where its cgroups are (recorded ones after adopt) */
+  char **cg_workload; /* per hierarchy: cgroup.procs to join on exec */
+  int n_cg_workload;
+};
+
+/* 1 if the record in a sandbox dir names an init that is alive. */
+int asbe__rec_alive(const char *dir);
+
+/* Reaps exited exec'd processes of sb (non-blocking). */
+void asbe__procs_reap(asbe_sandbox *sb);
+
+#define ASBE_UID_BASE 100000u
+#define ASBE_UID_RANGE 65536u
+
+#endif

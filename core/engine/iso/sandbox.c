@@ -1,0 +1,909 @@
+/* Engine and sandbox lifecycle: open, create (transactional), kill, freeze,
+ * stats, adopt, and the on-disk record adopt and the reaper read.
+ * SPDX-License-Identifier: Apache-2.0 */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/sched.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/mount.h>
+#include <sys/pidfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "child.h"
+#include "init/exec_proto.h"
+#include "iso_int.h"
+#include "util/buf.h"
+#include "util/util.h"
+
+#define DEFAULT_AGENT_MEMORY (256ull << 20)
+#define DEFAULT_AGENT_PIDS 256
+#define DEFAULT_SHM (64ull << 20)
+
+/* ---- engine -------------------------------------------------------------- */
+
+static char *abs_path(const char *p) {
+  if (p[0] == '/') return strdup(p);
+  char cwd[PATH_MAX];
+  if (!getcwd(cwd, sizeof cwd)) return NULL;
+  return asbe__strfmt("%s/%s", cwd, p);
+}
+
+int asbe_engine_open(const asbe_engine_config *cfg, asbe_engine **out) {
+  asbe__clear_error();
+  *out = NULL;
+  if (!cfg || asbi_empty(cfg->state_dir) || asbi_empty(cfg->agent_dir))
+    return asbe__fail(-EINVAL, "engine config: state_dir and agent_dir are required");
+  asbe_engine *e = calloc(1, sizeof *e);
+  if (!e) return asbe__fail(-ENOMEM, "engine");
+  pthread_mutex_init(&e->lock, NULL);
+  e->self_netns = e->lock_fd = -1;
+  int r = 0;
+  e->state_dir = abs_path(cfg->state_dir);
+  e->agent_dir = abs_path(cfg->agent_dir);
+  e->run_dir = strdup(asbi_empty(cfg->run_dir) ? "/run/agent-sandbox" : cfg->run_dir);
+  e->cgroup_name = strdup(asbi_empty(cfg->cgroup_name) ? "agent-sandbox" : cfg->cgroup_name);
+  if (!e->state_dir || !e->agent_dir || !e->run_dir || !e->cgroup_name) {
+    r = asbe__fail(-ENOMEM, "engine");
+    goto fail;
+  }
+  e->sandboxes_dir = asbe__strfmt("%s/sandboxes", e->state_dir);
+  e->pool_dir = asbe__strfmt("%s/pool", e->state_dir);
+  e->slot_dir = asbe__strfmt("%s/slots", e->run_dir);
+  e->stage_dir = asbe__strfmt("%s/stage", e->run_dir);
+  if (!e->sandboxes_dir || !e->pool_dir || !e->slot_dir || !e->stage_dir) {
+    r = asbe__fail(-ENOMEM, "engine");
+    goto fail;
+  }
+  e->slot_first = cfg->slot_first;
+  e->slot_count = cfg->slot_count ? cfg->slot_count : 4096;
+  if ((uint64_t)e->slot_first + e->slot_count > 65534) {
+    r = asbe__fail(-EINVAL, "slot range %u+%u exceeds 65534", e->slot_first, e->slot_count);
+    goto fail;
+  }
+  {
+    uint32_t rnd = 0;
+    asbi_random_bytes(&rnd, sizeof rnd);
+    e->slot_next = rnd % e->slot_count; /* spread engines over the range */
+  }
+  e->pool_bytes = cfg->pool_disk_bytes;
+  e->pool_target = cfg->pool_target;
+  char p[PATH_MAX];
+  snprintf(p, sizeof p, "%s/bin/asb-init", e->agent_dir);
+  if (access(p, X_OK) < 0) {
+    r = asbe__failerr("agent dir: %s (build it with asbe_agentdir_build)", p);
+    goto fail;
+  }
+  if ((r = asbe__mkdir_p(e->state_dir, 0700)) < 0 ||
+      (r = asbe__mkdir_p(e->sandboxes_dir, 0700)) < 0 ||
+      (r = asbe__mkdir_p(e->pool_dir, 0700)) < 0) {
+    r = asbe__fail(r, "state dir %s", e->state_dir);
+    goto fail;
+  }
+  snprintf(p, sizeof p, "%s/engine.lock", e->state_dir);
+  e->lock_fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (e->lock_fd < 0 || flock(e->lock_fd, LOCK_EX | LOCK_NB) < 0) {
+    r = errno == EWOULDBLOCK ? asbe__fail(-EBUSY, "another engine uses %s", e->state_dir)
+                             : asbe__failerr("lock %s", p);
+    goto fail;
+  }
+  if ((r = asbe__mkdir_p(e->run_dir, 0755)) < 0 ||
+      (r = asbe__mkdir_p(e->slot_dir, 0700)) < 0 ||
+      (r = asbe__mkdir_p(e->stage_dir, 0755)) < 0) {
+    r = asbe__fail(r, "run dir %s", e->run_dir);
+    goto fail;
+  }
+  chmod(e->stage_dir, 0755); /* the sandbox's root must be able to reach it */
+  if ((r = asbe__cg_open(&e->cg, e->cgroup_name, cfg->cgroup_v2_split)) < 0) goto fail;
+  if (cfg->cgroup_favor_dynmods && (r = asbe__cg_favor_dynmods(&e->cg)) < 0) {
+    r = asbe__fail(r, "remount %s with favordynmods", e->cg.v2_mount ? e->cg.v2_mount : "cgroup2");
+    goto fail;
+  }
+  if ((r = asbe__secure_init(&e->sec)) < 0) goto fail;
+  e->self_netns = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+  if (e->self_netns < 0) {
+    r = asbe__failerr("open /proc/self/ns/net");
+    goto fail;
+  }
+  if ((r = asbe__pool_start(e)) < 0) goto fail;
+  *out = e;
+  return 0;
+fail:
+  asbe_engine_close(e);
+  return r;
+}
+
+void asbe_engine_close(asbe_engine *e) {
+  if (!e) return;
+  asbe__pool_stop(e);
+  if (e->cg.n) asbe__cg_close(&e->cg);
+  asbe__secure_free(&e->sec);
+  if (e->self_netns >= 0) close(e->self_netns);
+  if (e->lock_fd >= 0) close(e->lock_fd);
+  free(e->state_dir);
+  free(e->sandboxes_dir);
+  free(e->pool_dir);
+  free(e->agent_dir);
+  free(e->run_dir);
+  free(e->slot_dir);
+  free(e->stage_dir);
+  free(e->cgroup_name);
+  pthread_mutex_destroy(&e->lock);
+  free(e);
+}
+
+int asbe_engine_pool_fill(asbe_engine *e, uint64_t bytes, unsigned n) {
+  asbe__clear_error();
+  return asbe__pool_fill(e, bytes, n);
+}
+
+const char *asbe_engine_cgroup_info(const asbe_engine *e) { return e->cg.info; }
+const char *asbe_engine_workload_cgroups(const asbe_engine *e) {
+  return e->cg.workload_env;
+}
+
+/* ---- state record -------------------------------------------------------- */
+
+typedef struct rec {
+  char status[16];
+  uint32_t slot;
+  pid_t pid;
+  uint64_t start;
+  int ncg;
+  char cg_name[ASBE_CG_MAX][32];
+  char cg_path[ASBE_CG_MAX][PATH_MAX];
+} rec;
+
+static int write_rec(const asbe_sandbox *sb, const char *status) {
+  asbi_buf b = ASBI_BUF_INIT;
+  asbi_buf_printf(&b, "id=%s\nstatus=%s\nslot=%u\nhost_uid=%u\npid=%d\nstarttime=%llu\n",
+                  sb->id, status, sb->slot, (unsigned)sb->host_uid, (int)sb->pid,
+                  (unsigned long long)sb->starttime);
+  asbi_buf_printf(&b, "engine_pid=%d\ncreated=%lld\n", (int)getpid(), (long long)time(NULL));
+  const asbe_cg *cg = &sb->cg;
+  for (int i = 0; i < cg->n; i++) {
+    char d[PATH_MAX];
+    asbe__cg_path(cg, i, sb->id, ASBE_CGW_SB, d, sizeof d);
+    asbi_buf_printf(&b, "cgroup.%s=%s\n", cg->h[i].name, d);
+  }
+  char path[PATH_MAX];
+  snprintf(path, sizeof path, "%s/state", sb->dir);
+  int r = b.data ? asbe__write_file_atomic(path, b.data, b.len, 0600) : -ENOMEM;
+  asbi_buf_free(&b);
+  return r < 0 ? asbe__fail(r, "write %s", path) : 0;
+}
+
+static int read_rec(const char *dir, rec *r) {
+  char path[PATH_MAX], buf[8192];
+  memset(r, 0, sizeof *r);
+  snprintf(path, sizeof path, "%s/state", dir);
+  ssize_t n = asbe__read_small(path, buf, sizeof buf);
+  if (n < 0) return (int)n;
+  for (char *l = buf; l && *l;) {
+    char *nl = strchr(l, '\n');
+    if (nl) *nl = '\0';
+    char *eq = strchr(l, '=');
+    if (eq) {
+      *eq = '\0';
+      const char *v = eq + 1;
+      if (!strcmp(l, "status")) snprintf(r->status, sizeof r->status, "%s", v);
+      else if (!strcmp(l, "slot")) r->slot = (uint32_t)strtoul(v, NULL, 10);
+      else if (!strcmp(l, "pid")) r->pid = (pid_t)atoi(v);
+      else if (!strcmp(l, "starttime")) r->start = strtoull(v, NULL, 10);
+      else if (!strncmp(l, "cgroup.", 7) && r->ncg < ASBE_CG_MAX) {
+        snprintf(r->cg_name[r->ncg], sizeof r->cg_name[0], "%s", l + 7);
+        snprintf(r->cg_path[r->ncg], sizeof r->cg_path[0], "%s", v);
+        r->ncg++;
+      }
+    }
+    l = nl ? nl + 1 : NULL;
+  }
+  return 0;
+}
+
+int asbe__rec_alive(const char *dir) {
+  rec rc;
+  return read_rec(dir, &rc) == 0 && !strcmp(rc.status, "running") && rc.pid > 0 &&
+         asbe__proc_starttime(rc.pid) == rc.start;
+}
+
+/* ---- sandbox helpers ----------------------------------------------------- */
+
+static int valid_id(const char *id) {
+  size_t n = id ? strlen(id) : 0;
+  if (n == 0 || n > 63) return 0;
+  for (size_t i = 0; i < n; i++) {
+    char c = id[i];
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+          c == '-' || c == '_'))
+      return 0;
+  }
+  return id[0] != '-';
+}
+
+/* The cgroup.procs files exec joins, from sb->cg. */
+static int sb_workload_paths(asbe_sandbox *sb) {
+  for (int i = 0; i < sb->n_cg_workload; i++) free(sb->cg_workload[i]);
+  sb->n_cg_workload = 0;
+  for (int i = 0; i < sb->cg.n; i++) {
+    char d[PATH_MAX];
+    asbe__cg_path(&sb->cg, i, sb->id, ASBE_CGW_WORKLOAD, d, sizeof d);
+    sb->cg_workload[i] = asbe__strfmt("%s/cgroup.procs", d);
+    if (!sb->cg_workload[i]) return -ENOMEM;
+    sb->n_cg_workload++;
+  }
+  return 0;
+}
+
+static asbe_sandbox *sb_new(asbe_engine *e, const char *id) {
+  asbe_sandbox *sb = calloc(1, sizeof *sb);
+  if (!sb) return NULL;
+  sb->e = e;
+  sb->pidfd = -1;
+  sb->id = strdup(id);
+  sb->dir = asbe__strfmt("%s/%s", e->sandboxes_dir, id);
+  pthread_mutex_init(&sb->lock, NULL);
+  sb->cg_workload = calloc(ASBE_CG_MAX, sizeof(char *));
+  if (!sb->id || !sb->dir || !sb->cg_workload || asbe__cg_copy(&e->cg, &sb->cg) < 0 ||
+      sb_workload_paths(sb) < 0) {
+    asbe_sandbox_release(sb);
+    return NULL;
+  }
+  return sb;
+}
+
+/* After its cgroups are gone: the dir they were under, if it is not the
+ * engine's (an engine that ran in another cgroup made it), goes too. */
+static void drop_old_bases(const asbe_cg *sbcg, const asbe_cg *ecg) {
+  for (int i = 0; i < sbcg->n; i++)
+    if (i < ecg->n && strcmp(sbcg->h[i].base, ecg->h[i].base)) rmdir(sbcg->h[i].base);
+}
+
+/* The cgroups a record says a sandbox has (a copy of the engine's layout
+ * where the record knows no better). */
+static int rec_cg(asbe_engine *e, const rec *rc, const char *id, asbe_cg *out) {
+  int r = asbe__cg_copy(&e->cg, out);
+  if (r < 0) return r;
+  for (int i = 0; i < rc->ncg; i++) asbe__cg_rebase(out, rc->cg_name[i], rc->cg_path[i], id);
+  return 0;
+}
+
+static int wait_readable(int fd, int timeout_ms) {
+  struct pollfd pf = {fd, POLLIN, 0};
+  int r;
+  do r = poll(&pf, 1, timeout_ms);
+  while (r < 0 && errno == EINTR);
+  return r > 0;
+}
+
+static int write_map(pid_t pid, const char *file, uid_t base) {
+  char path[64], v[64];
+  snprintf(path, sizeof path, "/proc/%d/%s", (int)pid, file);
+  snprintf(v, sizeof v, "0 %u %u\n", (unsigned)base, ASBE_UID_RANGE);
+  int r = asbe__write_str(path, v);
+  return r < 0 ? asbe__fail(r, "write %s", path) : 0;
+}
+
+/* open_tree + idmap (to userns) + read-only: a detached mount fd. */
+static int idmapped_ro(const char *path, int userns) {
+  int fd = open_tree(AT_FDCWD, path, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
+  if (fd < 0) return asbe__failerr("open_tree %s", path);
+  struct mount_attr a;
+  memset(&a, 0, sizeof a);
+  a.attr_set = MOUNT_ATTR_IDMAP | MOUNT_ATTR_RDONLY | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOSUID;
+  a.userns_fd = (uint64_t)userns;
+  if (mount_setattr(fd, "", AT_EMPTY_PATH | AT_RECURSIVE, &a, sizeof a) < 0) {
+    int r = asbe__failerr("idmap %s", path);
+    close(fd);
+    return r;
+  }
+  return fd;
+}
+
+/* Prepares the writable layer: upper/, work/, run/ owned by root inside. */
+static int prep_writable(int mfd, uid_t uid) {
+  static const char *const dirs[] = {"upper", "work", "run"};
+  for (size_t i = 0; i < ASBI_ARRAY_LEN(dirs); i++) {
+    if (mkdirat(mfd, dirs[i], 0755) < 0 && errno != EEXIST)
+      return asbe__failerr("mkdir %s on the writable layer", dirs[i]);
+    if (fchownat(mfd, dirs[i], uid, uid, AT_SYMLINK_NOFOLLOW) < 0)
+      return asbe__failerr("chown %s on the writable layer", dirs[i]);
+  }
+  return 0;
+}
+
+static char **build_env(const asbe_engine *e, const asbe_sandbox_spec *spec) {
+  size_t extra = 0;
+  if (spec->agent_env)
+    while (spec->agent_env[extra]) extra++;
+  char **env = calloc(extra + 8, sizeof(char *));
+  if (!env) return NULL;
+  size_t n = 0;
+  env[n++] = strdup("PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
+  env[n++] = strdup("HOME=/root");
+  env[n++] = asbe__strfmt("ASB_SANDBOX_ID=%s", spec->id);
+  env[n++] = strdup("ASB_RUN_DIR=/run/asb");
+  env[n++] = asbe__strfmt("ASB_WORKLOAD_CGROUPS=%s", e->cg.workload_env);
+  for (size_t i = 0; i < extra; i++) env[n++] = strdup(spec->agent_env[i]);
+  for (size_t i = 0; i < n; i++)
+    if (!env[i]) {
+      for (size_t k = 0; k < n; k++) free(env[k]);
+      free(env);
+      return NULL;
+    }
+  return env;
+}
+
+static char **build_argv(const asbe_sandbox_spec *spec) {
+  size_t n = 0;
+  if (spec->agent_argv)
+    while (spec->agent_argv[n]) n++;
+  char **v = calloc(n + 5, sizeof(char *));
+  if (!v) return NULL;
+  size_t k = 0;
+  v[k++] = "asb-init";
+  v[k++] = "-x"; /* the exec service, see init/exec_proto.h */
+  v[k++] = ASB_EXEC_SOCK;
+  if (n) v[k++] = "--";
+  for (size_t i = 0; i < n; i++) v[k++] = (char *)spec->agent_argv[i];
+  return v;
+}
+
+static void free_strv(char **v) {
+  if (!v) return;
+  for (size_t i = 0; v[i]; i++) free(v[i]);
+  free(v);
+}
+
+static int build_plan(asbe_engine *e, const asbe_sandbox_spec *spec, asbe_plan *p) {
+  const asbe_template *t = spec->tmpl;
+  if (t->n_layers < 1 || t->n_layers > ASBE_MAX_LAYERS || t->n_binds > ASBE_MAX_BINDS)
+    return asbe__fail(-EINVAL, "template: 1..%d layers and at most %d binds",
+                      ASBE_MAX_LAYERS, ASBE_MAX_BINDS);
+  snprintf(p->stage, sizeof p->stage, "%s", e->stage_dir);
+  asbi_buf o = ASBI_BUF_INIT;
+  asbi_buf_puts(&o, "lowerdir=");
+  for (size_t i = t->n_layers; i-- > 0;) /* overlay lists the top layer first */
+    asbi_buf_printf(&o, "l%zu%s", i, i ? ":" : "");
+  asbi_buf_puts(&o, ",upperdir=w/upper,workdir=w/work,userxattr");
+  if (!o.data || o.len >= sizeof p->ovl_opts) {
+    asbi_buf_free(&o);
+    return asbe__fail(-E2BIG, "overlay options");
+  }
+  memcpy(p->ovl_opts, o.data, o.len + 1);
+  asbi_buf_free(&o);
+  p->n_layers = (int)t->n_layers;
+  for (size_t i = 0; i < t->n_layers; i++)
+    snprintf(p->layer_dir[i], sizeof p->layer_dir[i], "l%zu", i);
+  p->n_binds = (int)t->n_binds;
+  for (size_t i = 0; i < t->n_binds; i++)
+    if ((size_t)snprintf(p->bind_dst[i], sizeof p->bind_dst[i], "r%s", t->bind_dst[i]) >=
+        sizeof p->bind_dst[i])
+      return asbe__fail(-ENAMETOOLONG, "bind target %s", t->bind_dst[i]);
+  for (int i = 0; i < e->cg.n; i++) {
+    if (!e->cg.h[i].split) continue;
+    asbe__cg_path(&e->cg, i, spec->id, ASBE_CGW_WORKLOAD, p->cg_src[p->n_cg],
+                  sizeof p->cg_src[0]);
+    snprintf(p->cg_dst[p->n_cg], sizeof p->cg_dst[0], "r/run/asb/cgroup/%s",
+             e->cg.h[i].name);
+    p->n_cg++;
+  }
+  snprintf(p->hostname, sizeof p->hostname, "%s", spec->id);
+  snprintf(p->hostname_line, sizeof p->hostname_line, "%s\n", spec->id);
+  snprintf(p->hosts, sizeof p->hosts,
+           "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n"
+           "127.0.1.1\t%s\n",
+           spec->id);
+  snprintf(p->shm_opts, sizeof p->shm_opts, "mode=1777,size=%llu",
+           (unsigned long long)(spec->shm_bytes ? spec->shm_bytes : DEFAULT_SHM));
+  p->sec = &e->sec;
+  return 0;
+}
+
+static pid_t clone_sandbox(int *pidfd) {
+  struct clone_args ca;
+  memset(&ca, 0, sizeof ca);
+  ca.flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWUTS |
+             CLONE_NEWIPC | CLONE_PIDFD;
+  ca.pidfd = (uint64_t)(uintptr_t)pidfd;
+  ca.exit_signal = SIGCHLD;
+  return (pid_t)syscall(SYS_clone3, &ca, sizeof ca);
+}
+
+/* Waits for the child's next message. 0 = got `type`; <0 = failure (the
+ * child's own error when it sent one). EOF counts as success for EXEC. */
+static int child_says(asbe_sandbox *sb, int sock, int type) {
+  asbe_msg m;
+  memset(&m, 0, sizeof m);
+  int n = asbe__recv_fds(sock, &m, sizeof m, NULL, 0, NULL);
+  if (n < 0) return asbe__fail(n, "sandbox %s: setup channel", sb->id);
+  if (n == 0) {
+    if (type == 0) return 0; /* exec'd: the socket closed on exec */
+    return asbe__fail(-ECHILD, "sandbox %s: setup process died", sb->id);
+  }
+  if (m.type == ASBE_MSG_ERR) {
+    m.what[sizeof m.what - 1] = '\0';
+    return asbe__fail(-m.err, "sandbox %s: %s", sb->id, m.what);
+  }
+  if (m.type != type) return asbe__fail(-EPROTO, "sandbox %s: setup protocol", sb->id);
+  return 0;
+}
+
+static void reap_pidfd(asbe_sandbox *sb) {
+  siginfo_t si;
+  memset(&si, 0, sizeof si);
+  int r;
+  do r = waitid(P_PIDFD, (id_t)sb->pidfd, &si, WEXITED);
+  while (r < 0 && errno == EINTR);
+  if (r == 0) {
+    if (si.si_code == CLD_EXITED)
+      sb->status = (si.si_status & 0xff) << 8;
+    else
+      sb->status = (si.si_status & 0x7f) | (si.si_code == CLD_DUMPED ? 0x80 : 0);
+  }
+}
+
+/* ---- create -------------------------------------------------------------- */
+
+int asbe_sandbox_create(asbe_engine *e, const asbe_sandbox_spec *spec, asbe_sandbox **out) {
+  asbe__clear_error();
+  *out = NULL;
+  if (!spec || !spec->tmpl) return asbe__fail(-EINVAL, "sandbox spec: template required");
+  if (!valid_id(spec->id))
+    return asbe__fail(-EINVAL, "sandbox id \"%s\": use 1..63 of [A-Za-z0-9_-]",
+                      spec->id ? spec->id : "");
+  asbe_sandbox *sb = sb_new(e, spec->id);
+  if (!sb) return asbe__fail(-ENOMEM, "sandbox");
+  asbe_plan *plan = calloc(1, sizeof *plan);
+  char **argv = build_argv(spec), **envp = build_env(e, spec);
+  int r = 0, wfd = -1, sock[2] = {-1, -1}, userns = -1, have_dir = 0, have_slot = 0,
+      have_cg = 0;
+  int fds[ASBE_MAX_LAYERS + ASBE_MAX_BINDS + 2], nfds = 0;
+  char path[PATH_MAX];
+  if (!plan || !argv || !envp) {
+    r = asbe__fail(-ENOMEM, "sandbox");
+    goto fail;
+  }
+  if ((r = build_plan(e, spec, plan)) < 0) goto fail;
+  plan->argv = argv;
+  plan->envp = envp;
+
+  if (mkdir(sb->dir, 0700) < 0) {
+    r = errno == EEXIST ? asbe__fail(-EEXIST, "sandbox %s exists", sb->id)
+                        : asbe__failerr("mkdir %s", sb->dir);
+    goto fail;
+  }
+  have_dir = 1; /* no record until the init runs: see rec_state() */
+  if ((r = asbe__slot_claim(e, sb->dir, &sb->slot)) < 0) goto fail;
+  have_slot = 1;
+  sb->host_uid = ASBE_UID_BASE + sb->slot * ASBE_UID_RANGE;
+
+  if (spec->disk_tmpfs) {
+    r = asbe__disk_tmpfs(spec->disk_bytes, &wfd);
+  } else {
+    snprintf(path, sizeof path, "%s/disk.img", sb->dir);
+    r = asbe__disk_take(e, spec->disk_bytes, path, &wfd);
+  }
+  if (r < 0) goto fail;
+  if ((r = prep_writable(wfd, sb->host_uid)) < 0) goto fail;
+
+  asbe_cg_limits lim = {spec->memory_bytes, spec->pids_max,
+                        spec->agent_memory_bytes ? spec->agent_memory_bytes
+                                                 : DEFAULT_AGENT_MEMORY,
+                        spec->agent_pids_max ? spec->agent_pids_max : DEFAULT_AGENT_PIDS,
+                        spec->cpu_millicores};
+  have_cg = 1;
+  if ((r = asbe__cg_create(&sb->cg, sb->id, &lim, sb->host_uid)) < 0) goto fail;
+
+  if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sock) < 0) {
+    r = asbe__failerr("socketpair");
+    goto fail;
+  }
+  plan->sock = sock[1];
+  plan->wfd = wfd;
+  pid_t pid = clone_sandbox(&sb->pidfd);
+  if (pid < 0) {
+    r = asbe__failerr("clone3");
+    goto fail;
+  }
+  if (pid == 0) {
+    close(sock[0]);
+    asbe__child_main(plan);
+  }
+  sb->pid = pid;
+  sb->is_child = 1;
+  close(sock[1]);
+  sock[1] = -1;
+  close(wfd); /* the child has it */
+  wfd = -1;
+
+  if ((r = write_map(pid, "uid_map", sb->host_uid)) < 0 ||
+      (r = write_map(pid, "gid_map", sb->host_uid)) < 0)
+    goto fail;
+  snprintf(path, sizeof path, "/proc/%d/ns/user", (int)pid);
+  userns = open(path, O_RDONLY | O_CLOEXEC);
+  if (userns < 0) {
+    r = asbe__failerr("open %s", path);
+    goto fail;
+  }
+  const asbe_template *t = spec->tmpl;
+  for (size_t i = 0; i < t->n_layers; i++) {
+    if ((fds[nfds] = idmapped_ro(t->layers[i], userns)) < 0) {
+      r = fds[nfds];
+      goto fail;
+    }
+    nfds++;
+  }
+  for (size_t i = 0; i < t->n_binds; i++) {
+    if ((fds[nfds] = idmapped_ro(t->bind_src[i], userns)) < 0) {
+      r = fds[nfds];
+      goto fail;
+    }
+    nfds++;
+  }
+  if ((fds[nfds] = idmapped_ro(e->agent_dir, userns)) < 0) {
+    r = fds[nfds];
+    goto fail;
+  }
+  nfds++;
+  close(userns);
+  userns = -1;
+
+  if ((r = asbe__cg_enter(&sb->cg, sb->id, pid, ASBE_CGW_SB)) < 0) goto fail;
+  asbe_msg m;
+  memset(&m, 0, sizeof m);
+  m.type = ASBE_MSG_GO;
+  if ((r = asbe__send_fds(sock[0], &m, sizeof m, fds, nfds)) < 0) {
+    r = asbe__fail(r, "sandbox %s: send", sb->id);
+    goto fail;
+  }
+  for (int i = 0; i < nfds; i++) close(fds[i]);
+  nfds = 0;
+  if ((r = child_says(sb, sock[0], ASBE_MSG_CG)) < 0) goto fail;
+  if ((r = asbe__cg_enter(&sb->cg, sb->id, pid, ASBE_CGW_AGENT)) < 0 ||
+      (r = asbe__cg_finish(&sb->cg, sb->id, &lim)) < 0)
+    goto fail;
+  sb->starttime = asbe__proc_starttime(pid);
+  if (!sb->starttime) {
+    r = asbe__fail(-ESRCH, "sandbox %s: init gone", sb->id);
+    goto fail;
+  }
+  if ((r = write_rec(sb, "running")) < 0) goto fail;
+  m.type = ASBE_MSG_EXEC;
+  if ((r = asbe__send_fds(sock[0], &m, sizeof m, NULL, 0)) < 0) {
+    r = asbe__fail(r, "sandbox %s: send", sb->id);
+    goto fail;
+  }
+  if ((r = child_says(sb, sock[0], 0)) < 0) goto fail;
+  close(sock[0]);
+  free(plan);
+  free(argv);
+  free_strv(envp);
+  *out = sb;
+  return 0;
+
+fail:
+  for (int i = 0; i < nfds; i++) close(fds[i]);
+  if (userns >= 0) close(userns);
+  if (sock[0] >= 0) close(sock[0]);
+  if (sock[1] >= 0) close(sock[1]);
+  if (wfd >= 0) close(wfd);
+  if (sb->pidfd >= 0) {
+    syscall(SYS_pidfd_send_signal, sb->pidfd, SIGKILL, NULL, 0);
+    reap_pidfd(sb);
+  }
+  {
+    char msg[512];
+    asbe__save_error(msg, sizeof msg);
+    if (have_cg) asbe__cg_destroy(&sb->cg, sb->id, 5000);
+    if (have_slot) asbe__slot_release(e, sb->slot, sb->dir);
+    if (have_dir) asbe__rm_rf(sb->dir);
+    asbe__restore_error(msg);
+  }
+  free(plan);
+  free(argv);
+  free_strv(envp);
+  asbe_sandbox_release(sb);
+  return r;
+}
+
+/* ---- kill, release, adopt ------------------------------------------------ */
+
+int asbe_sandbox_alive(asbe_sandbox *sb) {
+  if (!sb || sb->dead || sb->pidfd < 0) return 0;
+  return !wait_readable(sb->pidfd, 0);
+}
+
+int asbe_sandbox_kill(asbe_sandbox *sb, int remove_state) {
+  asbe__clear_error();
+  asbe_engine *e = sb->e;
+  int r = 0;
+  if (!sb->dead) {
+    asbe__cg_kill(&sb->cg, sb->id);
+    if (sb->pidfd >= 0) syscall(SYS_pidfd_send_signal, sb->pidfd, SIGKILL, NULL, 0);
+    /* the v1 freezer holds killed tasks until thawed (v2 does not) */
+    if (sb->frozen && asbe__cg_freeze(&sb->cg, sb->id, 0) == 0) sb->frozen = 0;
+    /* The init finishes dying only once every process of its pid namespace
+     * is reaped, including those we exec'd (our children): reap as we go. */
+    for (int waited = 0; sb->pidfd >= 0 && !wait_readable(sb->pidfd, 20);) {
+      asbe__procs_reap(sb);
+      waited += 20;
+      if (waited % 1000 == 0) {
+        asbe__cg_kill(&sb->cg, sb->id);
+        syscall(SYS_pidfd_send_signal, sb->pidfd, SIGKILL, NULL, 0);
+      }
+      if (waited > 60000) {
+        r = asbe__fail(-ETIMEDOUT, "sandbox %s: init does not die", sb->id);
+        break;
+      }
+    }
+    if (r < 0) return r;
+    if (sb->is_child) reap_pidfd(sb);
+    sb->dead = 1;
+  }
+  asbe__procs_reap(sb);
+  int cr = asbe__cg_destroy(&sb->cg, sb->id, 10000);
+  if (cr < 0) r = cr;
+  else drop_old_bases(&sb->cg, &e->cg);
+  asbe__slot_release(e, sb->slot, sb->dir); /* no-op if not ours any more */
+  if (remove_state) {
+    int rr = asbe__rm_rf(sb->dir);
+    if (rr < 0 && r == 0) r = asbe__fail(rr, "remove %s", sb->dir);
+  } else if (access(sb->dir, F_OK) == 0) {
+    write_rec(sb, "stopped");
+  }
+  return r;
+}
+
+void asbe_sandbox_release(asbe_sandbox *sb) {
+  if (!sb) return;
+  pthread_mutex_lock(&sb->lock);
+  asbe_proc *p = sb->procs;
+  sb->procs = NULL;
+  pthread_mutex_unlock(&sb->lock);
+  while (p) { /* handles the caller still has lose their sandbox */
+    asbe_proc *n = p->next;
+    p->sb = NULL;
+    p->next = NULL;
+    if (p->detached) {
+      if (!p->reaped && p->ctl < 0) waitpid(p->pid, NULL, WNOHANG);
+      if (p->ctl >= 0) close(p->ctl);
+      if (p->pidfd >= 0) close(p->pidfd);
+      free(p);
+    }
+    p = n;
+  }
+  if (sb->pidfd >= 0) close(sb->pidfd);
+  for (int i = 0; i < sb->n_cg_workload; i++) free(sb->cg_workload[i]);
+  free(sb->cg_workload);
+  asbe__cg_free(&sb->cg);
+  free(sb->id);
+  free(sb->dir);
+  pthread_mutex_destroy(&sb->lock);
+  free(sb);
+}
+
+int asbe_sandbox_adopt(asbe_engine *e, const char *id, asbe_sandbox **out) {
+  asbe__clear_error();
+  *out = NULL;
+  if (!valid_id(id)) return asbe__fail(-EINVAL, "sandbox id");
+  asbe_sandbox *sb = sb_new(e, id);
+  if (!sb) return asbe__fail(-ENOMEM, "sandbox");
+  rec rc;
+  int r = read_rec(sb->dir, &rc);
+  if (r < 0) {
+    r = asbe__fail(r == -ENOENT ? -ESRCH : r, "sandbox %s: no record", id);
+    goto fail;
+  }
+  if (strcmp(rc.status, "running") != 0 || rc.pid <= 0) {
+    r = asbe__fail(-ESRCH, "sandbox %s is %s", id, rc.status);
+    goto fail;
+  }
+  sb->slot = rc.slot;
+  sb->host_uid = ASBE_UID_BASE + rc.slot * ASBE_UID_RANGE;
+  sb->pid = rc.pid;
+  sb->starttime = rc.start;
+  sb->pidfd = (int)syscall(SYS_pidfd_open, rc.pid, 0);
+  /* the pidfd is the recorded init only if the starttime still matches */
+  if (sb->pidfd < 0 || asbe__proc_starttime(rc.pid) != rc.start || !asbe_sandbox_alive(sb)) {
+    r = asbe__fail(-ESRCH, "sandbox %s: init %d is gone", id, (int)rc.pid);
+    goto fail;
+  }
+  pid_t ppid = 0;
+  sb->is_child = asbe__proc_stat(rc.pid, &ppid, NULL) == 0 && ppid == getpid();
+  asbe__cg_free(&sb->cg);
+  if ((r = rec_cg(e, &rc, id, &sb->cg)) < 0 || (r = sb_workload_paths(sb)) < 0) {
+    r = asbe__fail(r, "sandbox %s", id);
+    goto fail;
+  }
+  asbe_stats st;
+  if (asbe__cg_stats(&sb->cg, id, &st) < 0) {
+    r = asbe__fail(-ENOENT, "sandbox %s: cgroups missing", id);
+    goto fail;
+  }
+  sb->frozen = st.frozen;
+  *out = sb;
+  return 0;
+fail:
+  asbe_sandbox_release(sb);
+  return r;
+}
+
+/* ---- freeze, stats, accessors -------------------------------------------- */
+
+int asbe_sandbox_freeze(asbe_sandbox *sb) {
+  asbe__clear_error();
+  if (sb->dead) return asbe__fail(-ESRCH, "sandbox %s is dead", sb->id);
+  int r = asbe__cg_freeze(&sb->cg, sb->id, 1);
+  if (r == 0) sb->frozen = 1;
+  return r;
+}
+
+int asbe_sandbox_thaw(asbe_sandbox *sb) {
+  asbe__clear_error();
+  if (sb->dead) return asbe__fail(-ESRCH, "sandbox %s is dead", sb->id);
+  int r = asbe__cg_freeze(&sb->cg, sb->id, 0);
+  if (r == 0) sb->frozen = 0;
+  return r;
+}
+
+int asbe_sandbox_stats(asbe_sandbox *sb, asbe_stats *st) {
+  asbe__clear_error();
+  if (sb->dead) return asbe__fail(-ESRCH, "sandbox %s is dead", sb->id);
+  int r = asbe__cg_stats(&sb->cg, sb->id, st);
+  if (r < 0) return r;
+  char path[PATH_MAX];
+  if (asbe_sandbox_run_path(sb, "", path, sizeof path) == 0) {
+    struct statfs fs;
+    if (statfs(path, &fs) == 0) {
+      st->disk_total_bytes = (uint64_t)fs.f_blocks * (uint64_t)fs.f_bsize;
+      st->disk_used_bytes = (uint64_t)(fs.f_blocks - fs.f_bfree) * (uint64_t)fs.f_bsize;
+    }
+  }
+  return 0;
+}
+
+const char *asbe_sandbox_id(const asbe_sandbox *sb) { return sb->id; }
+pid_t asbe_sandbox_pid(const asbe_sandbox *sb) { return sb->pid; }
+int asbe_sandbox_pidfd(const asbe_sandbox *sb) { return sb->pidfd; }
+uint32_t asbe_sandbox_slot(const asbe_sandbox *sb) { return sb->slot; }
+uid_t asbe_sandbox_host_uid(const asbe_sandbox *sb) { return sb->host_uid; }
+const char *asbe_sandbox_dir(const asbe_sandbox *sb) { return sb->dir; }
+
+/* ---- recovery ------------------------------------------------------------ */
+
+int asbe_state_remove(asbe_engine *e, const char *id) {
+  asbe__clear_error();
+  if (!valid_id(id)) return asbe__fail(-EINVAL, "sandbox id");
+  char dir[PATH_MAX];
+  snprintf(dir, sizeof dir, "%s/%s", e->sandboxes_dir, id);
+  rec rc;
+  if (read_rec(dir, &rc) == 0 && !strcmp(rc.status, "running") &&
+      asbe__proc_starttime(rc.pid) == rc.start)
+    return asbe__fail(-EBUSY, "sandbox %s is running", id);
+  int r = asbe__rm_rf(dir);
+  return r < 0 ? asbe__fail(r, "remove %s", dir) : 0;
+}
+
+/* Is the sandbox recorded in dir alive (1), probably being created (2),
+ * stopped (3) or dead (0)? A dir gets its record once its init runs; a dir
+ * without one is left alone for a minute (a create in progress), then it is
+ * litter of a create that crashed. */
+static int rec_state(const char *dir, rec *rc) {
+  if (read_rec(dir, rc) < 0) {
+    struct stat st;
+    if (stat(dir, &st) == 0 && time(NULL) - st.st_mtime < 60) return 2;
+    return 0;
+  }
+  if (!strcmp(rc->status, "running")) return rc->pid > 0 && asbe__proc_starttime(rc->pid) == rc->start;
+  if (!strcmp(rc->status, "stopped")) return 3;
+  return 0;
+}
+
+typedef struct keep_ctx {
+  asbe_engine *e;
+  char **ids;
+  size_t n;
+} keep_ctx;
+
+static int keep_loop(const char *path, void *ctx) {
+  keep_ctx *k = ctx;
+  if (asbe__pool_holds(k->e, path)) return 1;
+  size_t sl = strlen(k->e->sandboxes_dir);
+  if (strncmp(path, k->e->sandboxes_dir, sl) || path[sl] != '/') return 0;
+  const char *id = path + sl + 1;
+  size_t il = strcspn(id, "/");
+  for (size_t i = 0; i < k->n; i++)
+    if (strlen(k->ids[i]) == il && !strncmp(k->ids[i], id, il)) return 1;
+  return 0;
+}
+
+int asbe_reap(asbe_engine *e, void (*live_cb)(const char *id, void *ctx), void *ctx,
+              asbe_reap_report *report) {
+  asbe__clear_error();
+  asbe_reap_report rep;
+  memset(&rep, 0, sizeof rep);
+  keep_ctx keep = {e, NULL, 0};
+  DIR *d = opendir(e->sandboxes_dir);
+  if (!d) return asbe__failerr("open %s", e->sandboxes_dir);
+  struct dirent *de;
+  while ((de = readdir(d))) {
+    if (de->d_name[0] == '.' || !valid_id(de->d_name)) continue;
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s/%s", e->sandboxes_dir, de->d_name);
+    rec rc;
+    int st = rec_state(dir, &rc);
+    if (st == 1 || st == 2) {
+      char **nv = realloc(keep.ids, (keep.n + 1) * sizeof *nv);
+      if (nv) {
+        keep.ids = nv;
+        keep.ids[keep.n++] = strdup(de->d_name);
+      }
+      if (st == 1) {
+        rep.live++;
+        if (live_cb) live_cb(de->d_name, ctx);
+      }
+      continue;
+    }
+    /* dead (or stopped): its processes, cgroups and loop devices go */
+    asbe_cg cg;
+    if (rec_cg(e, &rc, de->d_name, &cg) == 0) {
+      if (asbe__cg_exists(&cg, de->d_name)) {
+        asbe__cg_kill(&cg, de->d_name);
+        if (asbe__cg_destroy(&cg, de->d_name, 5000) == 0) {
+          rep.cgroups++;
+          drop_old_bases(&cg, &e->cg);
+        }
+      }
+      asbe__cg_free(&cg);
+    }
+    rep.loops += (unsigned)asbe__loop_detach_under(dir, NULL, NULL);
+    if (st == 3) continue;
+    if (rc.status[0]) asbe__slot_release(e, rc.slot, dir);
+    if (asbe__rm_rf(dir) == 0) rep.sandboxes++;
+  }
+  closedir(d);
+  /* cgroup dirs of no known sandbox */
+  for (int i = 0; i < e->cg.n; i++) {
+    DIR *cd = opendir(e->cg.h[i].base);
+    if (!cd) continue;
+    while ((de = readdir(cd))) {
+      if (de->d_type != DT_DIR || de->d_name[0] == '.') continue;
+      int known = 0;
+      for (size_t k = 0; k < keep.n && !known; k++) known = !strcmp(keep.ids[k], de->d_name);
+      if (known || !valid_id(de->d_name)) continue;
+      asbe__cg_kill(&e->cg, de->d_name);
+      if (asbe__cg_destroy(&e->cg, de->d_name, 5000) == 0) rep.cgroups++;
+    }
+    closedir(cd);
+  }
+  /* loop devices backed by our files that nobody uses */
+  rep.loops += (unsigned)asbe__loop_detach_under(e->state_dir, keep_loop, &keep);
+  /* pool leftovers (not golden images, not what the pool holds now) */
+  if ((d = opendir(e->pool_dir))) {
+    while ((de = readdir(d))) {
+      if (strncmp(de->d_name, "img-", 4) && strncmp(de->d_name, "tmp-", 4)) continue;
+      char p[PATH_MAX];
+      snprintf(p, sizeof p, "%s/%s", e->pool_dir, de->d_name);
+      if (asbe__pool_holds(e, p)) continue;
+      if (unlink(p) == 0) rep.files++;
+    }
+    closedir(d);
+  }
+  rep.slots = asbe__slot_reap(e);
+  for (size_t k = 0; k < keep.n; k++) free(keep.ids[k]);
+  free(keep.ids);
+  if (report) *report = rep;
+  return 0;
+}

@@ -1,0 +1,316 @@
+/* Templates: read-only lower layers + read-only host binds, and the two
+ * built-in ones: "base" (a generated root layer + the host's /usr) and
+ * "busybox" (busybox-static with applet links).
+ * SPDX-License-Identifier: Apache-2.0 */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "iso_int.h"
+#include "util/util.h"
+
+asbe_template *asbe_template_new(void) { return calloc(1, sizeof(asbe_template)); }
+
+void asbe_template_free(asbe_template *t) {
+  if (!t) return;
+  for (size_t i = 0; i < t->n_layers; i++) free(t->layers[i]);
+  for (size_t i = 0; i < t->n_binds; i++) {
+    free(t->bind_src[i]);
+    free(t->bind_dst[i]);
+  }
+  free(t->layers);
+  free(t->bind_src);
+  free(t->bind_dst);
+  free(t);
+}
+
+static int push(char ***v, size_t n, char *s) {
+  if (!s) return -ENOMEM;
+  char **nv = realloc(*v, (n + 1) * sizeof *nv);
+  if (!nv) {
+    free(s);
+    return -ENOMEM;
+  }
+  nv[n] = s;
+  *v = nv;
+  return 0;
+}
+
+int asbe_template_add_layer(asbe_template *t, const char *dir) {
+  asbe__clear_error();
+  struct stat st;
+  if (!dir || dir[0] != '/') return asbe__fail(-EINVAL, "layer %s: absolute path needed", dir ? dir : "");
+  if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode)) return asbe__fail(-ENOTDIR, "layer %s", dir);
+  int r = push(&t->layers, t->n_layers, strdup(dir));
+  if (r < 0) return asbe__fail(r, "layer");
+  t->n_layers++;
+  return 0;
+}
+
+int asbe_template_add_bind(asbe_template *t, const char *src, const char *dst) {
+  asbe__clear_error();
+  struct stat st;
+  if (!src || src[0] != '/' || !dst || dst[0] != '/' || strstr(dst, ".."))
+    return asbe__fail(-EINVAL, "bind: absolute paths needed");
+  if (stat(src, &st) < 0 || !S_ISDIR(st.st_mode)) return asbe__fail(-ENOTDIR, "bind %s", src);
+  int r = push(&t->bind_src, t->n_binds, strdup(src));
+  if (r == 0) {
+    r = push(&t->bind_dst, t->n_binds, strdup(dst));
+    if (r < 0) free(t->bind_src[t->n_binds]);
+  }
+  if (r < 0) return asbe__fail(r, "bind");
+  t->n_binds++;
+  return 0;
+}
+
+/* ---- building root layers ------------------------------------------------ */
+
+static const char k_group[] =
+    "root:x:0:\n"
+    "tty:x:5:user\n"
+    "users:x:100:user\n"
+    "user:x:1000:\n"
+    "nogroup:x:65534:\n";
+
+static const char k_nsswitch[] =
+    "passwd:         files\n"
+    "group:          files\n"
+    "shadow:         files\n"
+    "hosts:          files dns\n"
+    "networks:       files\n"
+    "protocols:      files\n"
+    "services:       files\n"
+    "ethers:         files\n"
+    "rpc:            files\n";
+
+static const char k_hosts[] =
+    "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n";
+
+static int put(const char *root, const char *rel, const char *data, mode_t mode) {
+  char p[PATH_MAX];
+  snprintf(p, sizeof p, "%s/%s", root, rel);
+  int r = asbe__write_file_atomic(p, data, strlen(data), mode);
+  return r < 0 ? asbe__fail(r, "write %s", p) : 0;
+}
+
+static int mk(const char *root, const char *rel, mode_t mode, uid_t uid) {
+  char p[PATH_MAX];
+  snprintf(p, sizeof p, "%s/%s", root, rel);
+  int r = asbe__mkdir_p(p, mode);
+  if (r < 0) return asbe__fail(r, "mkdir %s", p);
+  if (chmod(p, mode) < 0 || chown(p, uid, uid) < 0) return asbe__failerr("chmod %s", p);
+  return 0;
+}
+
+static int link_to(const char *root, const char *rel, const char *target) {
+  char p[PATH_MAX];
+  snprintf(p, sizeof p, "%s/%s", root, rel);
+  unlink(p);
+  return symlink(target, p) < 0 ? asbe__failerr("symlink %s", p) : 0;
+}
+
+/* Copies host file/tree /<rel> into root/<rel> if the host has it. */
+static int copy_host(const char *root, const char *rel) {
+  char src[PATH_MAX], dst[PATH_MAX];
+  snprintf(src, sizeof src, "/%s", rel);
+  snprintf(dst, sizeof dst, "%s/%s", root, rel);
+  struct stat st;
+  if (lstat(src, &st) < 0) return 0;
+  char *slash = strrchr(dst, '/');
+  if (slash) {
+    *slash = '\0';
+    asbe__mkdir_p(dst, 0755);
+    *slash = '/';
+  }
+  int r = asbe__copy_tree(src, dst);
+  return r < 0 ? asbe__fail(r, "copy %s", src) : 0;
+}
+
+static int chown_tree(const char *path, uid_t uid) {
+  const char *cmd[] = {"chown", "-R", "-h", NULL, NULL, NULL};
+  char owner[32];
+  snprintf(owner, sizeof owner, "%u:%u", (unsigned)uid, (unsigned)uid);
+  cmd[3] = owner;
+  cmd[4] = path;
+  return asbe__run_capture(cmd, NULL) == 0 ? 0 : asbe__fail(-EIO, "chown -R %s", path);
+}
+
+/* The parts base and busybox share: accounts, dirs, /etc basics. */
+static int common_root(const char *root, const char *shell) {
+  int r;
+  char passwd[512], shadow[256];
+  snprintf(passwd, sizeof passwd,
+           "root:x:0:0:root:/root:%s\n"
+           "user:x:1000:1000:user:/home/user:%s\n"
+           "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n",
+           shell, shell);
+  snprintf(shadow, sizeof shadow,
+           "root:*:19000:0:99999:7:::\nuser:*:19000:0:99999:7:::\nnobody:*:19000:0:99999:7:::\n");
+  static const struct {
+    const char *rel;
+    mode_t mode;
+  } dirs[] = {{"etc", 0755},     {"dev", 0755},     {"proc", 0555},    {"sys", 0555},
+              {"run", 0755},     {"run/asb", 0755}, {"tmp", 01777},    {"var", 0755},
+              {"var/tmp", 01777}, {"var/log", 0755}, {"var/lib", 0755}, {"var/cache", 0755},
+              {"home", 0755},    {"root", 0700},    {"mnt", 0755},     {"opt", 0755},
+              {"srv", 0755},     {".asb", 0755}};
+  for (size_t i = 0; i < ASBI_ARRAY_LEN(dirs); i++)
+    if ((r = mk(root, dirs[i].rel, dirs[i].mode, 0)) < 0) return r;
+  if ((r = mk(root, "home/user", 0755, 1000)) < 0) return r;
+  if ((r = put(root, "etc/passwd", passwd, 0644)) < 0 ||
+      (r = put(root, "etc/group", k_group, 0644)) < 0 ||
+      (r = put(root, "etc/shadow", shadow, 0640)) < 0 ||
+      (r = put(root, "etc/hosts", k_hosts, 0644)) < 0 ||
+      (r = put(root, "etc/hostname", "sandbox\n", 0644)) < 0 ||
+      (r = put(root, "etc/nsswitch.conf", k_nsswitch, 0644)) < 0 ||
+      (r = put(root, "etc/resolv.conf", "nameserver 127.0.0.1\noptions timeout:1 attempts:1\n",
+               0644)) < 0)
+    return r;
+  return link_to(root, "etc/mtab", "../proc/self/mounts");
+}
+
+/* Builds into dir/rootfs.tmp.<pid>, then renames to dir/rootfs and writes
+ * dir/rootfs.stamp; a present stamp means done. */
+static int build_once(const char *dir, const char *what, int (*fill)(const char *root)) {
+  asbe__clear_error();
+  char root[PATH_MAX], tmp[PATH_MAX], stamp[PATH_MAX];
+  snprintf(root, sizeof root, "%s/rootfs", dir);
+  snprintf(stamp, sizeof stamp, "%s/rootfs.stamp", dir);
+  snprintf(tmp, sizeof tmp, "%s/rootfs.tmp.%d", dir, (int)getpid());
+  if (access(stamp, F_OK) == 0) return 0;
+  int r = asbe__mkdir_p(dir, 0755);
+  if (r < 0) return asbe__fail(r, "mkdir %s", dir);
+  asbe__rm_rf(tmp);
+  if ((r = asbe__mkdir_p(tmp, 0755)) < 0) return asbe__fail(r, "mkdir %s", tmp);
+  r = fill(tmp);
+  if (r == 0) {
+    asbe__rm_rf(root); /* a half-built one from a crash (no stamp) */
+    if (rename(tmp, root) < 0) r = errno == ENOTEMPTY || errno == EEXIST ? 0 : asbe__failerr("rename %s", tmp);
+  }
+  asbe__rm_rf(tmp);
+  if (r == 0 && access(stamp, F_OK) < 0) {
+    char s[64];
+    snprintf(s, sizeof s, "asb %s template v1\n", what);
+    r = asbe__write_file_atomic(stamp, s, strlen(s), 0644);
+    if (r < 0) r = asbe__fail(r, "write %s", stamp);
+  }
+  return r;
+}
+
+static int fill_base(const char *root) {
+  int r = common_root(root, "/bin/bash");
+  if (r < 0) return r;
+  if ((r = mk(root, "usr", 0755, 0)) < 0) return r;
+  static const char *const links[][2] = {{"bin", "usr/bin"},     {"sbin", "usr/sbin"},
+                                         {"lib", "usr/lib"},     {"lib64", "usr/lib64"},
+                                         {"lib32", "usr/lib32"}, {"libx32", "usr/libx32"}};
+  for (size_t i = 0; i < ASBI_ARRAY_LEN(links); i++) {
+    char host[PATH_MAX];
+    snprintf(host, sizeof host, "/%s", links[i][1]);
+    if (i >= 3 && access(host, F_OK) < 0) continue; /* lib64.. only if present */
+    if ((r = link_to(root, links[i][0], links[i][1])) < 0) return r;
+  }
+  static const char *const etc[] = {
+      "etc/alternatives", "etc/ld.so.cache", "etc/ld.so.conf", "etc/ld.so.conf.d",
+      "etc/profile", "etc/profile.d", "etc/bash.bashrc", "etc/skel", "etc/inputrc",
+      "etc/localtime", "etc/timezone", "etc/protocols", "etc/services", "etc/mime.types",
+      "etc/ssl/certs", "etc/ssl/openssl.cnf", "etc/ca-certificates.conf", "etc/environment",
+      "etc/login.defs", "etc/debian_version", "etc/issue", "etc/os-release", "etc/lsb-release",
+      "etc/python3", "etc/python3.11", "etc/python3.12", "etc/gai.conf", "etc/host.conf",
+      "etc/terminfo", "etc/magic", "etc/mailcap"};
+  for (size_t i = 0; i < ASBI_ARRAY_LEN(etc); i++)
+    if ((r = copy_host(root, etc[i])) < 0) return r;
+  if (access("/etc/os-release", F_OK) < 0 && (r = link_to(root, "etc/os-release",
+                                                          "../usr/lib/os-release")) < 0)
+    return r;
+  /* dotfiles for root and user from /etc/skel */
+  char skel[PATH_MAX], home[PATH_MAX];
+  snprintf(skel, sizeof skel, "%s/etc/skel", root);
+  if (access(skel, F_OK) == 0) {
+    snprintf(home, sizeof home, "%s/root", root);
+    if ((r = asbe__copy_tree(skel, home)) < 0) return asbe__fail(r, "copy skel");
+    chmod(home, 0700);
+    snprintf(home, sizeof home, "%s/home/user", root);
+    if ((r = asbe__copy_tree(skel, home)) < 0) return asbe__fail(r, "copy skel");
+    if ((r = chown_tree(home, 1000)) < 0) return r;
+  }
+  return 0;
+}
+
+int asbe_template_prepare_base(const char *dir) { return build_once(dir, "base", fill_base); }
+
+static const char *busybox_path(void) {
+  if (access("/bin/busybox", X_OK) == 0) return "/bin/busybox";
+  if (access("/usr/bin/busybox", X_OK) == 0) return "/usr/bin/busybox";
+  return NULL;
+}
+
+static int fill_busybox(const char *root) {
+  const char *bb = busybox_path();
+  if (!bb) return asbe__fail(-ENOENT, "busybox not found (apt-get install busybox-static)");
+  int r = common_root(root, "/bin/sh");
+  if (r < 0) return r;
+  static const char *const dirs[] = {"bin", "sbin", "usr", "usr/bin", "usr/sbin", "lib"};
+  for (size_t i = 0; i < ASBI_ARRAY_LEN(dirs); i++)
+    if ((r = mk(root, dirs[i], 0755, 0)) < 0) return r;
+  char dst[PATH_MAX];
+  snprintf(dst, sizeof dst, "%s/bin/busybox", root);
+  if ((r = asbe__copy_file(bb, dst, 0755)) < 0) return asbe__fail(r, "copy %s", bb);
+  const char *argv[] = {bb, "--list-full", NULL};
+  char *list = NULL;
+  r = asbe__run_capture(argv, &list);
+  if (r != 0 || !list) {
+    free(list);
+    return asbe__fail(-EIO, "%s --list-full", bb);
+  }
+  for (char *l = list, *nl; l && *l; l = nl) {
+    nl = strchr(l, '\n');
+    if (nl) *nl++ = '\0';
+    if (!*l || strstr(l, "..") || !strcmp(l, "bin/busybox")) continue;
+    char p[PATH_MAX];
+    snprintf(p, sizeof p, "%s/%s", root, l);
+    if (symlink("/bin/busybox", p) < 0 && errno != EEXIST) {
+      r = asbe__failerr("symlink %s", p);
+      break;
+    }
+  }
+  free(list);
+  if (r < 0) return r;
+  return put(root, "etc/profile",
+             "export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\n"
+             "PS1='\\u@\\h:\\w\\$ '\n",
+             0644);
+}
+
+int asbe_template_prepare_busybox(const char *dir) {
+  return build_once(dir, "busybox", fill_busybox);
+}
+
+static int layer_template(const char *dir, int with_usr, asbe_template **out) {
+  asbe__clear_error();
+  *out = NULL;
+  char root[PATH_MAX];
+  snprintf(root, sizeof root, "%s/rootfs", dir);
+  asbe_template *t = asbe_template_new();
+  if (!t) return asbe__fail(-ENOMEM, "template");
+  int r = asbe_template_add_layer(t, root);
+  if (r == 0 && with_usr) r = asbe_template_add_bind(t, "/usr", "/usr");
+  if (r < 0) {
+    asbe_template_free(t);
+    return r;
+  }
+  *out = t;
+  return 0;
+}
+
+int asbe_template_base(const char *dir, asbe_template **out) {
+  return layer_template(dir, 1, out);
+}
+
+int asbe_template_busybox(const char *dir, asbe_template **out) {
+  return layer_template(dir, 0, out);
+}
