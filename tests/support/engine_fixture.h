@@ -27,7 +27,7 @@ typedef struct engine_fixture {
   int keep_state; /* do not remove the state dir on stop (restart tests) */
 } engine_fixture;
 
-static int engine_fixture_launch(engine_fixture *f, int kill_on_exit) {
+static inline int engine_fixture_launch(engine_fixture *f, int kill_on_exit) {
   int out[2];
   if (pipe(out) != 0) return -1;
   char listen[32] = "127.0.0.1:0";
@@ -76,7 +76,7 @@ static int engine_fixture_launch(engine_fixture *f, int kill_on_exit) {
   return 0;
 }
 
-static int engine_fixture_start(engine_fixture *f, const char *tag) {
+static inline int engine_fixture_start(engine_fixture *f, const char *tag) {
   memset(f, 0, sizeof *f);
   snprintf(f->state, sizeof f->state, "/tmp/asb-%s-%d", tag, (int)getpid());
   snprintf(f->cgroup, sizeof f->cgroup, "asbt-%s-%d", tag, (int)getpid());
@@ -84,14 +84,14 @@ static int engine_fixture_start(engine_fixture *f, const char *tag) {
 }
 
 /* SIGTERM (clean stop) or SIGKILL (crash). */
-static void engine_fixture_signal(engine_fixture *f, int sig) {
+static inline void engine_fixture_signal(engine_fixture *f, int sig) {
   if (f->pid <= 0) return;
   kill(f->pid, sig);
   waitpid(f->pid, NULL, 0);
   f->pid = 0;
 }
 
-static void engine_fixture_stop(engine_fixture *f) {
+static inline void engine_fixture_stop(engine_fixture *f) {
   engine_fixture_signal(f, SIGTERM);
   if (!f->keep_state && f->state[0]) {
     char cmd[300];
@@ -100,7 +100,7 @@ static void engine_fixture_stop(engine_fixture *f) {
   }
 }
 
-static int engine_fixture_client(const engine_fixture *f, asb_client **c) {
+static inline int engine_fixture_client(const engine_fixture *f, asb_client **c) {
   asb_client_options o = ASB_CLIENT_OPTIONS_INIT;
   o.api_url = f->url;
   o.sandbox_url = f->url;

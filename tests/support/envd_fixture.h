@@ -25,7 +25,7 @@ typedef struct envd_fixture {
 
 /* Runs `envd --port 0 [extra...]` and reads the port it prints. Extra args
  * are NULL-terminated. Returns 0 or -1. */
-static int envd_start(envd_fixture *f, const char *const *extra) {
+static inline int envd_start(envd_fixture *f, const char *const *extra) {
   int out[2];
   if (pipe(out) != 0) return -1;
   const char *argv[32];
@@ -78,7 +78,7 @@ static int envd_start(envd_fixture *f, const char *const *extra) {
   return 0;
 }
 
-static void envd_stop(envd_fixture *f) {
+static inline void envd_stop(envd_fixture *f) {
   if (f->pid > 0) {
     kill(f->pid, SIGTERM);
     for (int i = 0; i < 200; i++) {
@@ -96,7 +96,7 @@ static void envd_stop(envd_fixture *f) {
 
 /* A client in E2B debug mode whose sandbox URL is the fixture's envd, and
  * a sandbox handle on it (token may be NULL). */
-static int envd_connect(const envd_fixture *f, const char *token,
+static inline int envd_connect(const envd_fixture *f, const char *token,
                         asb_client **client, asb_sandbox **sb) {
   asb_client_options o = ASB_CLIENT_OPTIONS_INIT;
   o.debug = 1;
