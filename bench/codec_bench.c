@@ -5,7 +5,10 @@
  * parses the JSON strictly and base64-decodes the bytes. This measures each
  * step on its own and the whole chain, in one run:
  *
- *   codec_bench [seconds-per-case]     (default 0.4)
+ *   codec_bench [seconds-per-case [name-filter]]     (default 0.4, all)
+ *
+ * With a filter only benchmarks whose name contains it run (for profiling,
+ * e.g. perf record codec_bench 2 client).
  *
  * Sizes name the base64 string of each event (for base64 and UTF-8: the
  * buffer). "in MB/s" counts the bytes a step consumes (raw bytes for encode, base64
@@ -33,6 +36,7 @@
 #define CHUNK (16u * KIB) /* the Connect decoder is fed this much at a time */
 
 static double g_seconds = 0.4;
+static const char *g_filter; /* run only benchmarks whose name has this */
 static volatile size_t g_sink; /* keeps results observable */
 
 static double now_s(void) {
@@ -61,6 +65,10 @@ static void fill_random(unsigned char *p, size_t n, uint64_t seed) {
     x ^= x << 17;
     p[i] = (unsigned char)(x >> 24);
   }
+}
+
+static int wanted(const char *name) {
+  return !g_filter || strstr(name, g_filter) != NULL;
 }
 
 /* Calls fn(ctx) repeatedly; returns the best seconds per call. */
@@ -125,8 +133,11 @@ static void bench_base64(size_t raw_len, const char *label) {
   if (asbi_b64_decode(c.text, c.text_len, c.out, &got) != 0 || got != raw_len ||
       memcmp(c.out, c.raw, raw_len) != 0)
     die("base64 round trip");
-  report("base64 encode", label, time_best(run_encode, &c), raw_len, raw_len);
-  report("base64 decode", label, time_best(run_decode, &c), c.text_len, raw_len);
+  if (wanted("base64 encode"))
+    report("base64 encode", label, time_best(run_encode, &c), raw_len, raw_len);
+  if (wanted("base64 decode"))
+    report("base64 decode", label, time_best(run_decode, &c), c.text_len,
+           raw_len);
   free(c.raw);
   free(c.text);
   free(c.out);
@@ -151,7 +162,8 @@ static void bench_utf8(void) {
   c.s = xmalloc(c.n);
   /* ASCII: printable text with newlines, like command output. */
   for (size_t i = 0; i < c.n; i++) c.s[i] = (i % 80 == 79) ? '\n' : (char)(' ' + i % 95);
-  report("utf8_valid ascii", "1MiB", time_best(run_utf8, &c), c.n, c.n);
+  if (wanted("utf8_valid ascii"))
+    report("utf8_valid ascii", "1MiB", time_best(run_utf8, &c), c.n, c.n);
   /* Mixed: ASCII words with 2-, 3- and 4-byte sequences between them. */
   static const char piece[] =
       "build: \xC3\xA9t\xC3\xA9 \xE2\x9C\x93 ok \xE6\x97\xA5\xE6\x9C\xAC "
@@ -162,7 +174,8 @@ static void bench_utf8(void) {
     o += pl;
   }
   memset(c.s + o, 'x', c.n - o);
-  report("utf8_valid mixed", "1MiB", time_best(run_utf8, &c), c.n, c.n);
+  if (wanted("utf8_valid mixed"))
+    report("utf8_valid mixed", "1MiB", time_best(run_utf8, &c), c.n, c.n);
   free(c.s);
 }
 
@@ -202,7 +215,9 @@ static void bench_parse(size_t b64_len, const char *label) {
   fill_random(raw, raw_len, b64_len);
   event_ctx c;
   c.json = make_event(raw, raw_len, &c.len);
-  report("pj_parse data event", label, time_best(run_parse, &c), c.len, raw_len);
+  if (wanted("pj_parse data event"))
+    report("pj_parse data event", label, time_best(run_parse, &c), c.len,
+           raw_len);
   free(c.json);
   free(raw);
 }
@@ -325,18 +340,22 @@ static void bench_stream(size_t b64_len, size_t count, const char *label) {
   c.check = 1;
   run_client(&c);
   c.check = 0;
-  report("connect decode (16KiB chunks)", label, time_best(run_connect, &c),
-         c.wire.len, c.payload);
-  report("client path (env+parse+b64)", label, time_best(run_client, &c),
-         c.wire.len, c.payload);
+  if (wanted("connect decode (16KiB chunks)"))
+    report("connect decode (16KiB chunks)", label, time_best(run_connect, &c),
+           c.wire.len, c.payload);
+  if (wanted("client path (env+parse+b64)"))
+    report("client path (env+parse+b64)", label, time_best(run_client, &c),
+           c.wire.len, c.payload);
   stream_free(&c);
 }
 
 int main(int argc, char **argv) {
   if (argc > 1) {
     g_seconds = atof(argv[1]);
-    if (!(g_seconds > 0)) die("usage: codec_bench [seconds-per-case]");
+    if (!(g_seconds > 0))
+      die("usage: codec_bench [seconds-per-case [name-filter]]");
   }
+  if (argc > 2) g_filter = argv[2];
   printf("%-34s %8s %12s %14s\n", "benchmark", "size", "in MB/s", "payload MB/s");
   bench_base64(64 * KIB, "64KiB");
   bench_base64(MIB, "1MiB");
