@@ -438,6 +438,41 @@ TEST(utf8_valid) {
   CHECK(asbi_utf8_valid("\xE2\x82\xAC", 0));
 }
 
+/* The validator checks ASCII 16 bytes at a time: sequences, valid or not,
+ * at every offset of and across those steps, and cut short by the end of
+ * the buffer, get the same verdict as at the start of a string. */
+TEST(utf8_valid_at_every_offset) {
+  static const struct {
+    const char *seq;
+    int ok;
+  } cases[] = {
+      {"\xC3\xA9", 1},         {"\xE2\x82\xAC", 1},     {"\xF0\x9F\x98\x80", 1},
+      {"\xF4\x8F\xBF\xBF", 1}, {"\xED\x9F\xBF", 1},     {"\x7F", 1},
+      {"\x80", 0},             {"\xBF", 0},             {"\xC0\x80", 0},
+      {"\xC1\xBF", 0},         {"\xC3", 0},             {"\xC3\x41", 0},
+      {"\xE0\x9F\xBF", 0},     {"\xED\xA0\x80", 0},     {"\xE2\x82", 0},
+      {"\xF0\x8F\xBF\xBF", 0}, {"\xF4\x90\x80\x80", 0}, {"\xF5\x80\x80\x80", 0},
+      {"\xFF", 0},             {"\xF0\x9F\x98", 0},
+  };
+  char buf[80];
+  for (size_t k = 0; k < ASBI_ARRAY_LEN(cases); k++) {
+    size_t sl = strlen(cases[k].seq);
+    for (size_t at = 0; at + sl <= 48; at++) {
+      /* In the middle of ASCII text ... */
+      memset(buf, 'a', sizeof buf);
+      memcpy(buf + at, cases[k].seq, sl);
+      if (asbi_utf8_valid(buf, 64) != cases[k].ok)
+        ASBT_FAIL("case %zu at %zu of 64", k, at);
+      /* ... and where the buffer ends right after it. */
+      if (asbi_utf8_valid(buf, at + sl) != cases[k].ok)
+        ASBT_FAIL("case %zu at the end (%zu)", k, at + sl);
+      /* A valid sequence cut by the end of the buffer is invalid. */
+      if (sl > 1 && asbi_utf8_valid(buf, at + sl - 1))
+        ASBT_FAIL("case %zu cut at %zu accepted", k, at + sl - 1);
+    }
+  }
+}
+
 /* ---- randomness -------------------------------------------------------- */
 
 TEST(random_alnum) {
@@ -508,6 +543,7 @@ int main(void) {
   RUN(parse_bool);
   RUN(strings);
   RUN(utf8_valid);
+  RUN(utf8_valid_at_every_offset);
   RUN(random_alnum);
   RUN(random_hex);
   RUN(rfc3339);
