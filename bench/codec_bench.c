@@ -296,7 +296,7 @@ static void run_connect(void *p) { feed_all(p, on_envelope_only); }
 
 /* What the client does per envelope (core/client/envd.c on_envelope, then
  * core/client/commands.c pump/deliver): strict parse, look the event up,
- * base64-decode the output and keep it. */
+ * base64-decode the output onto the output it keeps. */
 static int on_envelope_client(void *ud, unsigned flags, const char *data,
                               size_t len) {
   stream_ctx *c = ud;
@@ -313,11 +313,8 @@ static int on_envelope_client(void *ud, unsigned flags, const char *data,
   const cJSON *ev = asbi_pj_field(m, "event");
   const cJSON *dat = asbi_pj_field(ev, "data");
   if (!dat || !asbi_pj_field(dat, "stdout")) die("not a stdout event");
-  unsigned char *bytes = NULL;
   size_t n = 0;
-  if (asbi_pj_get_bytes(dat, "stdout", &bytes, &n) != 0) die("base64");
-  if (asbi_buf_append(&c->out, bytes, n) != 0) die("out of memory");
-  free(bytes);
+  if (asbi_pj_append_bytes(dat, "stdout", &c->out, &n) != 0) die("base64");
   cJSON_Delete(m);
   if (c->check && (n != c->raw_len ||
                    memcmp(c->out.data + c->out.len - n, c->raw + c->seen, n) != 0))

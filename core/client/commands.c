@@ -216,19 +216,29 @@ static int read_start(asb_process *p, const char *what) {
 static int deliver(asb_process *p, const cJSON *data, const char *kind,
                    asb_data_fn fn, asbi_buf *keep) {
   unsigned char *bytes = NULL;
+  const char *view;
   size_t n = 0;
-  if (asbi_pj_get_bytes(data, kind, &bytes, &n) != 0)
-    return asbi_err(ASB_EPROTOCOL, "process %u: invalid base64 output", p->pid);
+  if (!p->discard) {
+    /* Decode straight onto the kept output; the callback sees it there
+     * (keep only grows in pump, which holds p->mu, so it stays put). */
+    size_t at = keep->len;
+    int r = asbi_pj_append_bytes(data, kind, keep, &n);
+    if (r == -2) return asbi_oom();
+    if (r != 0)
+      return asbi_err(ASB_EPROTOCOL, "process %u: invalid base64 output", p->pid);
+    view = keep->data + at;
+  } else {
+    if (asbi_pj_get_bytes(data, kind, &bytes, &n) != 0)
+      return asbi_err(ASB_EPROTOCOL, "process %u: invalid base64 output", p->pid);
+    view = (const char *)bytes;
+  }
   int rc = ASB_OK;
-  if (n) {
-    if (!p->discard && asbi_buf_append(keep, bytes, n) != 0) rc = asbi_oom();
-    if (!rc && fn) {
-      int cb = fn((const char *)bytes, n, p->userdata);
-      if (cb) {
-        rc = cb < 0 ? cb : ASB_EUSER;
-        if (asb_error_last()->code != rc)
-          asbi_err(rc, "process %u: output callback aborted", p->pid);
-      }
+  if (n && fn) {
+    int cb = fn(view, n, p->userdata);
+    if (cb) {
+      rc = cb < 0 ? cb : ASB_EUSER;
+      if (asb_error_last()->code != rc)
+        asbi_err(rc, "process %u: output callback aborted", p->pid);
     }
   }
   free(bytes);

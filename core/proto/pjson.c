@@ -618,6 +618,26 @@ int asbi_pj_get_bytes(const cJSON *obj, const char *camel, unsigned char **out,
   return 0;
 }
 
+int asbi_pj_append_bytes(const cJSON *obj, const char *camel, asbi_buf *out,
+                         size_t *len) {
+  const cJSON *v = asbi_pj_field(obj, camel);
+  *len = 0;
+  if (!v) return 0;
+  if (!cJSON_IsString(v) || !v->valuestring) return -1;
+  size_t n = strlen(v->valuestring);
+  if (n == 0) return 0;
+  if (asbi_buf_reserve(out, asbi_b64_decoded_max(n)) != 0) return -2;
+  size_t got = 0;
+  if (asbi_b64_decode(v->valuestring, n, out->data + out->len, &got) != 0) {
+    out->data[out->len] = '\0'; /* the decoder may have written past it */
+    return -1;
+  }
+  out->len += got;
+  out->data[out->len] = '\0';
+  *len = got;
+  return 0;
+}
+
 int asbi_pj_get_enum(const cJSON *obj, const char *camel,
                      const asbi_pj_enum *table, int *out) {
   const cJSON *v = asbi_pj_field(obj, camel);

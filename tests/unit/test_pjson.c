@@ -436,6 +436,46 @@ static const asbi_pj_enum SIGNALS[] = {{0, "SIGNAL_UNSPECIFIED"},
                                        {15, "SIGNAL_SIGTERM"},
                                        {0, NULL}};
 
+TEST(append_bytes) {
+  cJSON *v = P("{\"a\":\"aGVsbG8=\",\"b\":\"IHdvcmxk\",\"e\":\"\",\"f\":\"aGVsbG8*\","
+               "\"g\":5,\"h\":\"aGVsbG9=\",\"n\":null,\"big\":\"AAAAAAAAAAAA\"}");
+  REQUIRE(v != NULL);
+  asbi_buf b = ASBI_BUF_INIT;
+  size_t n = 99;
+  CHECK_INT(asbi_pj_append_bytes(v, "a", &b, &n), 0);
+  CHECK_INT(n, 5);
+  CHECK_INT(asbi_pj_append_bytes(v, "b", &b, &n), 0);
+  CHECK_INT(n, 6);
+  CHECK_STR(b.data, "hello world");
+  CHECK_INT(b.len, 11);
+  /* Absent, null and empty add nothing. */
+  n = 99;
+  CHECK_INT(asbi_pj_append_bytes(v, "missing", &b, &n), 0);
+  CHECK_INT(n, 0);
+  CHECK_INT(asbi_pj_append_bytes(v, "n", &b, &n), 0);
+  CHECK_INT(asbi_pj_append_bytes(v, "e", &b, &n), 0);
+  CHECK_INT(n, 0);
+  /* Invalid base64 (a bad character, non-canonical bits) or a non-string
+   * fails and leaves the buffer as it was, terminator included. */
+  CHECK_INT(asbi_pj_append_bytes(v, "f", &b, &n), -1);
+  CHECK_INT(asbi_pj_append_bytes(v, "h", &b, &n), -1);
+  CHECK_INT(asbi_pj_append_bytes(v, "g", &b, &n), -1);
+  CHECK_INT(n, 0);
+  CHECK_INT(b.len, 11);
+  CHECK_INT(b.data[11], 0);
+  CHECK_STR(b.data, "hello world");
+  /* A bounded buffer without room for the decoded size: -2, unchanged. */
+  asbi_buf small;
+  asbi_buf_init(&small, 8);
+  CHECK_INT(asbi_pj_append_bytes(v, "big", &small, &n), -2);
+  CHECK_INT(small.len, 0);
+  CHECK_INT(asbi_pj_append_bytes(v, "a", &small, &n), 0);
+  CHECK_MEM(small.data, small.len, "hello", 5);
+  asbi_buf_free(&small);
+  asbi_buf_free(&b);
+  cJSON_Delete(v);
+}
+
 TEST(enums) {
   cJSON *v = P("{\"a\":\"SIGNAL_SIGKILL\",\"b\":15,\"c\":\"SIGNAL_BOGUS\","
                "\"d\":true,\"e\":1.5,\"f\":99,\"g\":\"signal_sigkill\","
@@ -593,6 +633,7 @@ int main(void) {
   RUN(get_32);
   RUN(get_bool_str);
   RUN(get_bytes);
+  RUN(append_bytes);
   RUN(enums);
   RUN(setters_and_print);
   RUN(add_str_invalid_utf8);
