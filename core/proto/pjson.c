@@ -33,6 +33,19 @@ typedef struct reader {
 
 static cJSON *read_value(reader *r, int depth);
 
+/* A string item that owns s (allocated with cJSON_malloc): what
+ * cJSON_CreateString does, minus its copy. On failure s is freed. */
+static cJSON *owned_string(char *s) {
+  cJSON *v = cJSON_CreateStringReference("");
+  if (!v) {
+    cJSON_free(s);
+    return NULL;
+  }
+  v->type = cJSON_String; /* no longer a reference: cJSON_Delete frees s */
+  v->valuestring = s;
+  return v;
+}
+
 static void skip_ws(reader *r) {
   while (r->i < r->n) {
     unsigned char c = r->s[r->i];
@@ -435,15 +448,8 @@ static cJSON *read_value(reader *r, int depth) {
   case '"': {
     char *s = read_string(r);
     if (!s) return NULL;
-    /* A string item that owns s, without cJSON_CreateString's copy. */
-    cJSON *v = cJSON_CreateStringReference("");
-    if (!v) {
-      cJSON_free(s);
-      r->err = "out of memory";
-      return NULL;
-    }
-    v->type = cJSON_String;
-    v->valuestring = s;
+    cJSON *v = owned_string(s);
+    if (!v) r->err = "out of memory";
     return v;
   }
   case 't':
@@ -743,12 +749,11 @@ int asbi_pj_add_str(cJSON *obj, const char *camel, const char *v) {
 int asbi_pj_add_bytes(cJSON *obj, const char *camel, const void *p, size_t n) {
   if (n == 0) return 0;
   if (n > ((size_t)-1 / 4) * 3 - 3) return -1;
-  char *enc = malloc(asbi_b64_encoded_len(n) + 1);
+  /* Encoded once, into memory the item then owns (no second copy). */
+  char *enc = cJSON_malloc(asbi_b64_encoded_len(n) + 1);
   if (!enc) return -1;
   asbi_b64_encode(p, n, enc, 0, 1);
-  int rc = add(obj, camel, cJSON_CreateString(enc));
-  free(enc);
-  return rc;
+  return add(obj, camel, owned_string(enc));
 }
 
 int asbi_pj_add_enum(cJSON *obj, const char *camel, const asbi_pj_enum *table,
