@@ -80,18 +80,33 @@ int asbi_utf8_valid(const char *str, size_t n) {
   const unsigned char *s = (const unsigned char *)str;
   const uint64_t hi = 0x8080808080808080ull;
   size_t i = 0;
-  while (i < n) {
-    /* ASCII fast path: 16 bytes per step while no byte has its top bit. */
-    while (n - i >= 16) {
-      uint64_t a, b;
-      memcpy(&a, s + i, 8);
-      memcpy(&b, s + i + 8, 8);
-      if ((a | b) & hi) break;
+  /* Sixteen bytes at a time: a block without a top bit set is ASCII and
+   * skipped whole; any other is walked byte by byte (its last sequence may
+   * run past the block, never past n). */
+  while (n - i >= 16) {
+    uint64_t a, b;
+    memcpy(&a, s + i, 8);
+    memcpy(&b, s + i + 8, 8);
+    if (!((a | b) & hi)) {
       i += 16;
+      continue;
     }
-    while (i < n && s[i] < 0x80) i++;
-    if (i == n) break;
-    /* A multi-byte sequence. */
+    size_t end = i + 16;
+    do {
+      if (s[i] < 0x80) {
+        i++;
+      } else {
+        size_t k = asbi_utf8_seq(s + i, n - i);
+        if (!k) return 0;
+        i += k;
+      }
+    } while (i < end);
+  }
+  while (i < n) {
+    if (s[i] < 0x80) {
+      i++;
+      continue;
+    }
     size_t k = asbi_utf8_seq(s + i, n - i);
     if (!k) return 0;
     i += k;
