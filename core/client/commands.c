@@ -216,19 +216,29 @@ static int read_start(asb_process *p, const char *what) {
 static int deliver(asb_process *p, const cJSON *data, const char *kind,
                    asb_data_fn fn, asbi_buf *keep) {
   unsigned char *bytes = NULL;
+  const char *view;
   size_t n = 0;
-  if (asbi_pj_get_bytes(data, kind, &bytes, &n) != 0)
-    return asbi_err(ASB_EPROTOCOL, "process %u: invalid base64 output", p->pid);
+  if (!p->discard) {
+    /* Decode straight onto the kept output; the callback sees it there
+     * (keep only grows in pump, which holds p->mu, so it stays put). */
+    size_t at = keep->len;
+    int r = asbi_pj_append_bytes(data, kind, keep, &n);
+    if (r == -2) return asbi_oom();
+    if (r != 0)
+      return asbi_err(ASB_EPROTOCOL, "process %u: invalid base64 output", p->pid);
+    view = keep->data + at;
+  } else {
+    if (asbi_pj_get_bytes(data, kind, &bytes, &n) != 0)
+      return asbi_err(ASB_EPROTOCOL, "process %u: invalid base64 output", p->pid);
+    view = (const char *)bytes;
+  }
   int rc = ASB_OK;
-  if (n) {
-    if (!p->discard && asbi_buf_append(keep, bytes, n) != 0) rc = asbi_oom();
-    if (!rc && fn) {
-      int cb = fn((const char *)bytes, n, p->userdata);
-      if (cb) {
-        rc = cb < 0 ? cb : ASB_EUSER;
-        if (asb_error_last()->code != rc)
-          asbi_err(rc, "process %u: output callback aborted", p->pid);
-      }
+  if (n && fn) {
+    int cb = fn(view, n, p->userdata);
+    if (cb) {
+      rc = cb < 0 ? cb : ASB_EUSER;
+      if (asb_error_last()->code != rc)
+        asbi_err(rc, "process %u: output callback aborted", p->pid);
     }
   }
   free(bytes);
@@ -296,7 +306,9 @@ static int pump(asb_process *p, long wait_ms, asb_cancel *extra) {
   return ASB_OK;
 }
 
-static int finish_result(asb_process *p, asb_command_result **out) {
+/* take: hand over p's own result rather than a copy of it (for callers
+ * that free p next; the output is not copied a second time). */
+static int finish_result(asb_process *p, asb_command_result **out, int take) {
   asb_command_result *r = p->result;
   int rc = ASB_OK;
   if (r->exit_code != 0) {
@@ -305,7 +317,12 @@ static int finish_result(asb_process *p, asb_command_result **out) {
                   p->pid, r->exit_code, *why ? ": " : "", why);
     if (r->error && strstr(r->error, "out of memory")) asbi_err_set_reason("oom");
   }
-  if (out && !(*out = result_dup(r))) rc = asbi_oom();
+  if (out && take) {
+    *out = r;
+    p->result = NULL;
+  } else if (out && !(*out = result_dup(r))) {
+    rc = asbi_oom();
+  }
   return rc;
 }
 
@@ -427,16 +444,21 @@ int asb_commands_connect(asb_sandbox *sb, unsigned int pid,
   return ASB_OK;
 }
 
-int asb_process_wait(asb_process *p, const asb_call_options *call,
-                     asb_command_result **out) {
+static int process_wait(asb_process *p, const asb_call_options *call,
+                        asb_command_result **out, int take) {
   if (out) *out = NULL;
   if (!p) return asbi_err(ASB_EINVAL, "process.wait: process is NULL");
   ASBI_CHECK_VERSION(call, ASB_CALL_OPTIONS_VERSION, "asb_call_options");
   pthread_mutex_lock(&p->mu);
   int rc = pump(p, call ? call->timeout_ms : 0, call ? call->cancel : NULL);
-  if (rc == ASB_OK) rc = finish_result(p, out);
+  if (rc == ASB_OK) rc = finish_result(p, out, take);
   pthread_mutex_unlock(&p->mu);
   return rc;
+}
+
+int asb_process_wait(asb_process *p, const asb_call_options *call,
+                     asb_command_result **out) {
+  return process_wait(p, call, out, 0);
 }
 
 int asb_commands_run(asb_sandbox *sb, const char *cmd,
@@ -447,7 +469,7 @@ int asb_commands_run(asb_sandbox *sb, const char *cmd,
   if (rc) return rc;
   asb_call_options call = ASB_CALL_OPTIONS_INIT;
   call.timeout_ms = -1; /* the command's own lifetime bounds it */
-  rc = asb_process_wait(p, &call, out);
+  rc = process_wait(p, &call, out, 1); /* p is freed next: take its result */
   asb_process_free(p);
   return rc;
 }

@@ -25,14 +25,15 @@ static int fail(asbi_connect_dec *d, int rc) {
   return rc;
 }
 
-/* Deliver the envelope held in d (header in d->hdr, body in d->msg). */
-static int deliver(asbi_connect_dec *d, asbi_connect_msg_fn fn, void *ud) {
+/* Deliver one complete envelope: data is either d->msg's contents or, when
+ * the whole message lay in the caller's chunk followed by a NUL byte, that
+ * chunk itself. Then get ready for the next header. */
+static int deliver(asbi_connect_dec *d, const char *data, size_t len,
+                   asbi_connect_msg_fn fn, void *ud) {
   unsigned flags = d->hdr[0];
   int rc = 0;
-  if (!d->msg.data && asbi_buf_reserve(&d->msg, 0) != 0)
-    return fail(d, ASBI_CONNECT_ENOMEM);
   if (flags & ASBI_CONNECT_FLAG_END_STREAM) d->ended = 1;
-  if (fn) rc = fn(ud, flags, d->msg.data, d->msg.len);
+  if (fn) rc = fn(ud, flags, data, len);
   d->hdr_have = 0;
   d->in_body = 0;
   d->want = 0;
@@ -71,6 +72,17 @@ int asbi_connect_dec_feed(asbi_connect_dec *d, const void *p, size_t n,
       d->in_body = 1;
       asbi_buf_clear(&d->msg);
     }
+    /* None of the body is buffered yet, all of it is in this chunk and the
+     * byte after it is a NUL (typically the flags byte of the next data
+     * envelope): deliver it where it lies, without copying; data[len] == 0
+     * holds. */
+    if (d->msg.len == 0 && n - i > d->want && s[i + d->want] == 0) {
+      const char *m = (const char *)s + i;
+      i += d->want;
+      int rc = deliver(d, m, d->want, fn, ud);
+      if (rc != 0) return rc;
+      continue;
+    }
     size_t need = d->want - d->msg.len;
     size_t take = need < n - i ? need : n - i;
     /* Grows geometrically with the bytes that actually arrived: a large
@@ -79,7 +91,9 @@ int asbi_connect_dec_feed(asbi_connect_dec *d, const void *p, size_t n,
       return fail(d, ASBI_CONNECT_ENOMEM);
     i += take;
     if (d->msg.len == d->want) {
-      int rc = deliver(d, fn, ud);
+      if (!d->msg.data && asbi_buf_reserve(&d->msg, 0) != 0)
+        return fail(d, ASBI_CONNECT_ENOMEM);
+      int rc = deliver(d, d->msg.data, d->msg.len, fn, ud);
       if (rc != 0) return rc;
     }
   }

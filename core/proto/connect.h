@@ -31,7 +31,9 @@ enum {
 };
 
 /* Called once per complete envelope. data is NUL-terminated for
- * convenience (data[len] == 0). Return non-zero to stop decoding. */
+ * convenience (data[len] == 0) and valid only during the call: it points
+ * into the decoder's buffer or, for a message that lay whole in the chunk
+ * being fed, into that chunk. Return non-zero to stop decoding. */
 typedef int (*asbi_connect_msg_fn)(void *ud, unsigned flags, const char *data,
                                    size_t len);
 

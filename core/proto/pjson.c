@@ -33,6 +33,19 @@ typedef struct reader {
 
 static cJSON *read_value(reader *r, int depth);
 
+/* A string item that owns s (allocated with cJSON_malloc): what
+ * cJSON_CreateString does, minus its copy. On failure s is freed. */
+static cJSON *owned_string(char *s) {
+  cJSON *v = cJSON_CreateStringReference("");
+  if (!v) {
+    cJSON_free(s);
+    return NULL;
+  }
+  v->type = cJSON_String; /* no longer a reference: cJSON_Delete frees s */
+  v->valuestring = s;
+  return v;
+}
+
 static void skip_ws(reader *r) {
   while (r->i < r->n) {
     unsigned char c = r->s[r->i];
@@ -83,32 +96,101 @@ static size_t put_utf8(char *o, uint32_t cp) {
   return 4;
 }
 
-/* r->i is at the opening quote. Returns a malloc'd NUL-terminated string. */
+/* Bytes a string can hold as they are: printable ASCII other than '"' and
+ * '\\'. scan_plain returns the index of the first other byte at or after j
+ * (n if none): a quote, a backslash, a control character or a byte >= 0x80
+ * (the start of a multi-byte UTF-8 sequence). Eight bytes per step: a byte
+ * is flagged when it equals '"' or '\\' (x ^ c has a zero byte), is below
+ * 0x20, or has its top bit set. The zero-byte and below tests can only
+ * misfire above a byte that really is flagged, so the lowest flag is
+ * exact. */
+#define ONES 0x0101010101010101ull
+#define HIGHS 0x8080808080808080ull
+
+static inline uint64_t special_bytes(uint64_t x) {
+  uint64_t q = x ^ (ONES * '"'), b = x ^ (ONES * '\\');
+  return (((q - ONES) & ~q) | ((b - ONES) & ~b) | ((x - ONES * 0x20) & ~x) | x) &
+         HIGHS;
+}
+
+static inline int is_plain(unsigned char c) {
+  return c >= 0x20 && c < 0x80 && c != '"' && c != '\\';
+}
+
+static size_t scan_plain(const unsigned char *s, size_t j, size_t n) {
+  while (n - j >= 32) {
+    uint64_t w[4];
+    memcpy(w, s + j, 32);
+    uint64_t m = special_bytes(w[0]) | special_bytes(w[1]) |
+                 special_bytes(w[2]) | special_bytes(w[3]);
+    if (m) break;
+    j += 32;
+  }
+  while (n - j >= 8) {
+    uint64_t w;
+    memcpy(&w, s + j, 8);
+    uint64_t m = special_bytes(w);
+    if (m) {
+#if defined(__GNUC__) && defined(__BYTE_ORDER__) && \
+    __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+      return j + (size_t)(__builtin_ctzll(m) >> 3);
+#else
+      break;
+#endif
+    }
+    j += 8;
+  }
+  while (j < n && is_plain(s[j])) j++;
+  return j;
+}
+
+/* UTF-8 length of the code point of \uXXXX escapes. */
+static size_t utf8_len(uint32_t cp) {
+  return cp < 0x80 ? 1 : cp < 0x800 ? 2 : cp < 0x10000 ? 3 : 4;
+}
+
+/* r->i is at the opening quote. Returns a NUL-terminated string allocated
+ * with cJSON_malloc (so a cJSON item can own it). Also validates the UTF-8
+ * of the string's bytes (asbi_pj_parse relies on it). */
 static char *read_string(reader *r) {
+  const unsigned char *s = r->s;
+  size_t n = r->n;
   size_t start = ++r->i, j = start;
-  /* Pass 1: find the closing quote and validate every escape. */
+  size_t shrink = 0; /* how much shorter than the source the output is */
+  int escaped = 0;
+  /* Pass 1: find the closing quote, validate every escape and every
+   * multi-byte sequence, and size the output. */
   for (;;) {
-    if (j >= r->n) {
+    j = scan_plain(s, j, n);
+    if (j >= n) {
       r->err = "unterminated string";
       return NULL;
     }
-    unsigned char c = r->s[j];
+    unsigned char c = s[j];
     if (c == '"') break;
+    if (c >= 0x80) {
+      size_t k = asbi_utf8_seq(s + j, n - j);
+      if (!k) {
+        r->err = "invalid UTF-8";
+        return NULL;
+      }
+      j += k;
+      continue;
+    }
     if (c < 0x20) {
       r->err = "control character in string";
       return NULL;
     }
-    if (c != '\\') {
-      j++;
-      continue;
-    }
-    if (j + 1 >= r->n) {
+    /* A backslash. */
+    escaped = 1;
+    if (j + 1 >= n) {
       r->err = "unterminated string";
       return NULL;
     }
-    unsigned char e = r->s[j + 1];
+    unsigned char e = s[j + 1];
     if (strchr("\"\\/bfnrt", e) && e) {
       j += 2;
+      shrink += 1;
       continue;
     }
     uint32_t u, lo;
@@ -125,32 +207,41 @@ static char *read_string(reader *r) {
       return NULL;
     }
     if (u >= 0xD800 && u <= 0xDBFF) {
-      if (r->n - (j + 6) < 6 || r->s[j + 6] != '\\' || r->s[j + 7] != 'u' ||
+      if (r->n - (j + 6) < 6 || s[j + 6] != '\\' || s[j + 7] != 'u' ||
           read_hex4(r, j + 8, &lo) != 0 || lo < 0xDC00 || lo > 0xDFFF) {
         r->err = "unpaired surrogate in string";
         return NULL;
       }
       j += 12;
+      shrink += 12 - 4;
     } else {
       j += 6;
+      shrink += 6 - utf8_len(u);
     }
   }
-  size_t end = j;
-  /* Pass 2: decode; the output is never longer than the source. */
-  char *out = malloc(end - start + 1);
+  size_t end = j, olen = end - start - shrink;
+  char *out = cJSON_malloc(olen + 1);
   if (!out) {
     r->err = "out of memory";
     return NULL;
   }
+  if (!escaped) {
+    /* The common case: the string is its source bytes. */
+    memcpy(out, s + start, olen);
+    out[olen] = '\0';
+    r->i = end + 1;
+    return out;
+  }
+  /* Pass 2: copy the runs between escapes whole, decode the escapes. */
   size_t o = 0;
   for (size_t k = start; k < end;) {
-    unsigned char c = r->s[k];
-    if (c != '\\') {
-      out[o++] = (char)c;
-      k++;
-      continue;
-    }
-    unsigned char e = r->s[k + 1];
+    const unsigned char *bs = memchr(s + k, '\\', end - k);
+    size_t run = (bs ? (size_t)(bs - s) : end) - k;
+    memcpy(out + o, s + k, run);
+    o += run;
+    k += run;
+    if (k >= end) break;
+    unsigned char e = s[k + 1];
     switch (e) {
     case 'b': out[o++] = '\b'; k += 2; continue;
     case 'f': out[o++] = '\f'; k += 2; continue;
@@ -170,7 +261,7 @@ static char *read_string(reader *r) {
     }
     o += put_utf8(out + o, u);
   }
-  out[o] = '\0';
+  out[o] = '\0'; /* o == olen: pass 1 sized it */
   r->i = end + 1;
   return out;
 }
@@ -304,19 +395,20 @@ static cJSON *read_object(reader *r, int depth) {
     if (!key) goto fail;
     skip_ws(r);
     if (r->i >= r->n || r->s[r->i] != ':') {
-      free(key);
+      cJSON_free(key);
       r->err = "expected ':'";
       goto fail;
     }
     r->i++;
     cJSON *v = read_value(r, depth);
     if (!v) {
-      free(key);
+      cJSON_free(key);
       goto fail;
     }
-    int ok = cJSON_AddItemToObject(obj, key, v);
-    free(key);
-    if (!ok) {
+    /* What cJSON_AddItemToObject does, minus copying the key: the item owns
+     * it (key came from cJSON_malloc) and cJSON_Delete frees it. */
+    v->string = key;
+    if (!cJSON_AddItemToArray(obj, v)) {
       cJSON_Delete(v);
       r->err = "out of memory";
       goto fail;
@@ -356,8 +448,7 @@ static cJSON *read_value(reader *r, int depth) {
   case '"': {
     char *s = read_string(r);
     if (!s) return NULL;
-    cJSON *v = cJSON_CreateString(s);
-    free(s);
+    cJSON *v = owned_string(s);
     if (!v) r->err = "out of memory";
     return v;
   }
@@ -374,13 +465,16 @@ static cJSON *read_value(reader *r, int depth) {
   }
 }
 
+/* UTF-8 is validated as the reader goes rather than in a pass of its own:
+ * read_string checks every multi-byte sequence inside strings, and outside
+ * strings the grammar admits ASCII only, so accepted input is valid UTF-8.
+ * Invalid input is reported as such before any other error, as if checked
+ * first: on failure the whole input is checked once. */
 cJSON *asbi_pj_parse(const char *json, size_t len, const char **err) {
   reader r = {(const unsigned char *)json, len, 0, NULL};
   cJSON *v = NULL;
   if (!json || len == 0) {
     r.err = "empty input";
-  } else if (!asbi_utf8_valid(json, len)) {
-    r.err = "invalid UTF-8";
   } else {
     skip_ws(&r);
     if (r.i == r.n) {
@@ -398,6 +492,7 @@ cJSON *asbi_pj_parse(const char *json, size_t len, const char **err) {
         r.err = "out of memory";
       }
     }
+    if (!v && !asbi_utf8_valid(json, len)) r.err = "invalid UTF-8";
   }
   if (err) *err = v ? NULL : r.err;
   return v;
@@ -529,6 +624,26 @@ int asbi_pj_get_bytes(const cJSON *obj, const char *camel, unsigned char **out,
   return 0;
 }
 
+int asbi_pj_append_bytes(const cJSON *obj, const char *camel, asbi_buf *out,
+                         size_t *len) {
+  const cJSON *v = asbi_pj_field(obj, camel);
+  *len = 0;
+  if (!v) return 0;
+  if (!cJSON_IsString(v) || !v->valuestring) return -1;
+  size_t n = strlen(v->valuestring);
+  if (n == 0) return 0;
+  if (asbi_buf_reserve(out, asbi_b64_decoded_max(n)) != 0) return -2;
+  size_t got = 0;
+  if (asbi_b64_decode(v->valuestring, n, out->data + out->len, &got) != 0) {
+    out->data[out->len] = '\0'; /* the decoder may have written past it */
+    return -1;
+  }
+  out->len += got;
+  out->data[out->len] = '\0';
+  *len = got;
+  return 0;
+}
+
 int asbi_pj_get_enum(const cJSON *obj, const char *camel,
                      const asbi_pj_enum *table, int *out) {
   const cJSON *v = asbi_pj_field(obj, camel);
@@ -634,12 +749,11 @@ int asbi_pj_add_str(cJSON *obj, const char *camel, const char *v) {
 int asbi_pj_add_bytes(cJSON *obj, const char *camel, const void *p, size_t n) {
   if (n == 0) return 0;
   if (n > ((size_t)-1 / 4) * 3 - 3) return -1;
-  char *enc = malloc(asbi_b64_encoded_len(n) + 1);
+  /* Encoded once, into memory the item then owns (no second copy). */
+  char *enc = cJSON_malloc(asbi_b64_encoded_len(n) + 1);
   if (!enc) return -1;
   asbi_b64_encode(p, n, enc, 0, 1);
-  int rc = add(obj, camel, cJSON_CreateString(enc));
-  free(enc);
-  return rc;
+  return add(obj, camel, owned_string(enc));
 }
 
 int asbi_pj_add_enum(cJSON *obj, const char *camel, const asbi_pj_enum *table,

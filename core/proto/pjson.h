@@ -11,6 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../util/buf.h"
+
 /* Parse exactly len bytes as one JSON value: rejects invalid UTF-8, trailing
  * garbage, nesting deeper than 64, and empty input; also raw control
  * characters in strings, "\u0000" (it would truncate a C string), unpaired
@@ -35,6 +37,13 @@ int asbi_pj_get_str(const cJSON *obj, const char *camel, const char **out);
  * (NUL-terminated for convenience); absent → *out NULL, *len 0. */
 int asbi_pj_get_bytes(const cJSON *obj, const char *camel, unsigned char **out,
                       size_t *len);
+/* The same bytes decoded straight onto the end of out (which stays
+ * NUL-terminated); *len gets their count (0 if absent). Returns 0, -1 if the
+ * field is not valid base64 bytes, or -2 if out cannot grow by
+ * asbi_b64_decoded_max of the text (out of memory or out->max). On failure
+ * out's contents are as they were. */
+int asbi_pj_append_bytes(const cJSON *obj, const char *camel, asbi_buf *out,
+                         size_t *len);
 
 /* Enum tables: {value, "NAME"} pairs ended by {0, NULL}. */
 typedef struct asbi_pj_enum {

@@ -78,37 +78,38 @@ int asbi_parse_i64(const char *s, size_t n, int64_t *out) {
 
 int asbi_utf8_valid(const char *str, size_t n) {
   const unsigned char *s = (const unsigned char *)str;
+  const uint64_t hi = 0x8080808080808080ull;
   size_t i = 0;
+  /* Sixteen bytes at a time: a block without a top bit set is ASCII and
+   * skipped whole; any other is walked byte by byte (its last sequence may
+   * run past the block, never past n). */
+  while (n - i >= 16) {
+    uint64_t a, b;
+    memcpy(&a, s + i, 8);
+    memcpy(&b, s + i + 8, 8);
+    if (!((a | b) & hi)) {
+      i += 16;
+      continue;
+    }
+    size_t end = i + 16;
+    do {
+      if (s[i] < 0x80) {
+        i++;
+      } else {
+        size_t k = asbi_utf8_seq(s + i, n - i);
+        if (!k) return 0;
+        i += k;
+      }
+    } while (i < end);
+  }
   while (i < n) {
-    unsigned c = s[i];
-    if (c < 0x80) {
+    if (s[i] < 0x80) {
       i++;
       continue;
     }
-    size_t k;
-    uint32_t cp, min;
-    if ((c & 0xE0) == 0xC0) {
-      k = 1;
-      cp = c & 0x1F;
-      min = 0x80;
-    } else if ((c & 0xF0) == 0xE0) {
-      k = 2;
-      cp = c & 0x0F;
-      min = 0x800;
-    } else if ((c & 0xF8) == 0xF0) {
-      k = 3;
-      cp = c & 0x07;
-      min = 0x10000;
-    } else {
-      return 0;
-    }
-    if (n - i <= k) return 0;
-    for (size_t j = 1; j <= k; j++) {
-      if ((s[i + j] & 0xC0) != 0x80) return 0;
-      cp = (cp << 6) | (s[i + j] & 0x3F);
-    }
-    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
-    i += k + 1;
+    size_t k = asbi_utf8_seq(s + i, n - i);
+    if (!k) return 0;
+    i += k;
   }
   return 1;
 }

@@ -27,6 +27,32 @@ int asbi_parse_bool(const char *s, int dflt);
 int asbi_parse_i64(const char *s, size_t n, int64_t *out);
 /* 1 if the n bytes are valid UTF-8 (no overlongs, no surrogates). */
 int asbi_utf8_valid(const char *s, size_t n);
+/* Length (2 to 4) of the well-formed multi-byte UTF-8 sequence that starts
+ * at s, whose first byte is >= 0x80, with avail bytes readable; 0 if it is
+ * not one (The Unicode Standard, Table 3-7). For scanners that handle ASCII
+ * themselves. */
+static inline size_t asbi_utf8_seq(const unsigned char *s, size_t avail) {
+  unsigned c = s[0], lo = 0x80, hi = 0xBF;
+  size_t k;
+  if (c < 0xC2) return 0; /* a continuation byte, or an overlong C0/C1 */
+  if (c < 0xE0) {
+    k = 2;
+  } else if (c < 0xF0) {
+    k = 3;
+    if (c == 0xE0) lo = 0xA0;      /* overlong */
+    else if (c == 0xED) hi = 0x9F; /* surrogates */
+  } else if (c < 0xF5) {
+    k = 4;
+    if (c == 0xF0) lo = 0x90;      /* overlong */
+    else if (c == 0xF4) hi = 0x8F; /* beyond U+10FFFF */
+  } else {
+    return 0;
+  }
+  if (avail < k || s[1] < lo || s[1] > hi) return 0;
+  if (k > 2 && (s[2] & 0xC0) != 0x80) return 0;
+  if (k > 3 && (s[3] & 0xC0) != 0x80) return 0;
+  return k;
+}
 
 /* Monotonic clock. */
 uint64_t asbi_now_us(void);

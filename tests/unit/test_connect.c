@@ -302,6 +302,69 @@ TEST(callback_stops) {
   asbi_buf_free(&b);
 }
 
+/* A message that lies whole in the fed chunk with a NUL after it (the next
+ * data envelope's flags byte) is delivered in place; otherwise it is copied
+ * into the decoder's buffer. data[len] == 0 either way. */
+typedef struct where {
+  const char *lo, *hi; /* the chunk being fed */
+  int in_place[4];
+  int n;
+  int bad_nul;
+} where;
+
+static int on_where(void *ud, unsigned flags, const char *data, size_t len) {
+  where *w = ud;
+  (void)flags;
+  if (data[len] != '\0') w->bad_nul = 1;
+  if (w->n < 4) w->in_place[w->n] = data >= w->lo && data + len < w->hi;
+  w->n++;
+  return 0;
+}
+
+TEST(delivered_in_place) {
+  asbi_buf b = ASBI_BUF_INIT;
+  asbi_connect_encode(&b, 0, "{\"a\":1}", 7); /* next flags byte: 0 */
+  asbi_connect_encode(&b, 0, "", 0);          /* ditto */
+  asbi_connect_encode(&b, 0, "{\"b\":2}", 7); /* next is end-stream: 0x02 */
+  asbi_connect_encode(&b, 2, "{}", 2);        /* last: nothing after it */
+  asbi_connect_dec d;
+  asbi_connect_dec_init(&d, 0);
+  where w;
+  memset(&w, 0, sizeof w);
+  w.lo = b.data;
+  w.hi = b.data + b.len;
+  CHECK_INT(asbi_connect_dec_feed(&d, b.data, b.len, on_where, &w), 0);
+  CHECK_INT(asbi_connect_dec_finish(&d), 0);
+  CHECK_INT(w.n, 4);
+  CHECK(!w.bad_nul);
+  CHECK(w.in_place[0] && w.in_place[1]);
+  CHECK(!w.in_place[2] && !w.in_place[3]);
+  asbi_connect_dec_free(&d);
+  /* Header in one chunk, body in the next: the body still lies in place. */
+  asbi_connect_dec_init(&d, 0);
+  memset(&w, 0, sizeof w);
+  w.lo = b.data + 5;
+  w.hi = b.data + b.len;
+  CHECK_INT(asbi_connect_dec_feed(&d, b.data, 5, on_where, &w), 0);
+  CHECK_INT(asbi_connect_dec_feed(&d, b.data + 5, b.len - 5, on_where, &w), 0);
+  CHECK_INT(w.n, 4);
+  CHECK(w.in_place[0] && !w.bad_nul);
+  asbi_connect_dec_free(&d);
+  /* A body cut by the end of the chunk is buffered. */
+  asbi_connect_dec_init(&d, 0);
+  memset(&w, 0, sizeof w);
+  w.lo = b.data;
+  w.hi = b.data + 10;
+  CHECK_INT(asbi_connect_dec_feed(&d, b.data, 10, on_where, &w), 0);
+  w.lo = b.data + 10;
+  w.hi = b.data + b.len;
+  CHECK_INT(asbi_connect_dec_feed(&d, b.data + 10, b.len - 10, on_where, &w), 0);
+  CHECK_INT(w.n, 4);
+  CHECK(!w.in_place[0] && w.in_place[1] && !w.bad_nul);
+  asbi_connect_dec_free(&d);
+  asbi_buf_free(&b);
+}
+
 TEST(empty_stream) {
   asbi_connect_dec d;
   asbi_connect_dec_init(&d, 0);
@@ -524,6 +587,7 @@ int main(void) {
   RUN(flags);
   RUN(data_after_end);
   RUN(callback_stops);
+  RUN(delivered_in_place);
   RUN(empty_stream);
   RUN(strerror_all);
   RUN(parse_end);

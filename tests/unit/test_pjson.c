@@ -130,6 +130,141 @@ TEST(strings_decoded) {
   cJSON_Delete(v);
 }
 
+/* The string reader skips plain bytes eight at a time: whatever is not
+ * plain (an escape, a multi-byte sequence, a quote, a control character, a
+ * bad byte) must be found at every offset from the opening quote. */
+TEST(string_scan_every_offset) {
+  static const struct {
+    const char *src, *want;
+  } ok[] = {
+      {"\\n", "\n"},
+      {"\\\"", "\""},
+      {"\\\\", "\\"},
+      {"\\/", "/"},
+      {"\\u00e9", "\xC3\xA9"},
+      {"\\u0041", "A"},
+      {"\\u20AC", "\xE2\x82\xAC"},
+      {"\\ud83d\\ude00", "\xF0\x9F\x98\x80"},
+      {"\xC3\xA9", "\xC3\xA9"},
+      {"\xF0\x9F\x98\x80", "\xF0\x9F\x98\x80"},
+      {"\x7F", "\x7F"},
+      {"\\t\\u00e9\xC3\xA9\\\\", "\t\xC3\xA9\xC3\xA9\\"},
+  };
+  static const struct {
+    const char *src, *err;
+  } bad[] = {
+      {"\x01", "control character in string"},
+      {"\x1F", "control character in string"},
+      {"\\x", "invalid escape in string"},
+      {"\\u00G0", "invalid escape in string"},
+      {"\\u0000", "NUL character in string"},
+      {"\\udc00", "unpaired surrogate in string"},
+      {"\\ud800\\u0041", "unpaired surrogate in string"},
+      {"\xFF", "invalid UTF-8"},
+      {"\x80", "invalid UTF-8"},
+      {"\xC3(", "invalid UTF-8"},
+      {"\xED\xA0\x80", "invalid UTF-8"},
+  };
+  char src[160], want[160];
+  for (size_t at = 0; at < 70; at++) {
+    for (size_t k = 0; k < ASBI_ARRAY_LEN(ok); k++) {
+      /* "xxx<escape>yyyyyyyyy" with the escape `at` bytes in. */
+      memset(src, 'x', at + 1);
+      src[0] = '"';
+      size_t n = at + 1;
+      n += (size_t)sprintf(src + n, "%s0123456789\"", ok[k].src);
+      memset(want, 'x', at);
+      sprintf(want + at, "%s0123456789", ok[k].want);
+      const char *err = NULL;
+      cJSON *v = asbi_pj_parse(src, n, &err);
+      if (!v || !cJSON_IsString(v) || strcmp(v->valuestring, want) != 0)
+        ASBT_FAIL("ok case %zu at %zu: %s", k, at, v ? "wrong value" : err);
+      cJSON_Delete(v);
+      /* As an object key too. */
+      asbi_buf b = ASBI_BUF_INIT;
+      asbi_buf_puts(&b, "{");
+      asbi_buf_append(&b, src, n);
+      asbi_buf_puts(&b, ":true}");
+      v = asbi_pj_parse(b.data, b.len, &err);
+      if (!v || !cJSON_GetObjectItemCaseSensitive(v, want))
+        ASBT_FAIL("ok key case %zu at %zu: %s", k, at, v ? "not found" : err);
+      cJSON_Delete(v);
+      asbi_buf_free(&b);
+      /* Without its closing quote it is unterminated. */
+      CHECK(asbi_pj_parse(src, n - 1, &err) == NULL);
+      if (err && strcmp(err, "unterminated string") != 0)
+        ASBT_FAIL("ok case %zu at %zu cut: %s", k, at, err);
+    }
+    for (size_t k = 0; k < ASBI_ARRAY_LEN(bad); k++) {
+      memset(src, 'x', at + 1);
+      src[0] = '"';
+      size_t n = at + 1;
+      n += (size_t)sprintf(src + n, "%s0123456789\"", bad[k].src);
+      const char *err = NULL;
+      cJSON *v = asbi_pj_parse(src, n, &err);
+      if (v || !err || strcmp(err, bad[k].err) != 0)
+        ASBT_FAIL("bad case %zu at %zu: %s", k, at, v ? "accepted" : err);
+      cJSON_Delete(v);
+    }
+  }
+  /* A multi-byte sequence cut by the end of the input. */
+  const char *err = NULL;
+  CHECK(asbi_pj_parse("\"abcdefghijklmnop\xE2\x82", 19, &err) == NULL);
+  CHECK_STR(err, "invalid UTF-8");
+}
+
+/* Invalid UTF-8 anywhere is reported as such, ahead of any other error,
+ * wherever it sits (the reader checks strings as it goes and the whole
+ * input only when it fails). Valid UTF-8 outside a string is a syntax
+ * error. */
+TEST(utf8_error_comes_first) {
+  static const char *inv[] = {
+      "\xff",           "[1,]\xff",        "\"\\x\xff\"",      "{\"a\":1}\xff",
+      "[\"\xC0\x80\"",  "{\"a\" 1, \"\xff\"", "[\"a\"] \xED\xA0\x80",
+      "\xff{}",         "[1, 2, 3, \xF5]",  "{\"a\":\"b\xC3\"}",
+  };
+  for (size_t i = 0; i < ASBI_ARRAY_LEN(inv); i++) {
+    const char *err = NULL;
+    cJSON *v = asbi_pj_parse(inv[i], strlen(inv[i]), &err);
+    if (v || !err || strcmp(err, "invalid UTF-8") != 0)
+      ASBT_FAIL("#%zu: %s", i, v ? "accepted" : err);
+    cJSON_Delete(v);
+  }
+  const char *err = NULL;
+  CHECK(asbi_pj_parse("{\"a\":1}\xC3\xA9", 9, &err) == NULL);
+  CHECK_STR(err, "trailing data after JSON value");
+  CHECK(asbi_pj_parse("[\xC3\xA9]", 4, &err) == NULL);
+  CHECK_STR(err, "unexpected character");
+}
+
+/* Keys and string values are handed to the tree, not copied: they must
+ * still look up, print and free like cJSON's own. */
+TEST(strings_owned_by_tree) {
+  const char *src = "{\"a\\u00e9\":1,\"b\":\"x\\ny\",\"a\\u00e9\":3,\"\":[\"\",\"z\"]}";
+  cJSON *v = P(src);
+  REQUIRE(v != NULL);
+  const cJSON *a = cJSON_GetObjectItemCaseSensitive(v, "a\xC3\xA9");
+  REQUIRE(a != NULL);
+  CHECK_INT(a->valuedouble, 1); /* the first of two equal keys */
+  CHECK_STR(cJSON_GetObjectItemCaseSensitive(v, "b")->valuestring, "x\ny");
+  CHECK_INT(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(v, "")), 2);
+  char *out = asbi_pj_print(v);
+  CHECK_STR(out, "{\"a\xC3\xA9\":1,\"b\":\"x\\ny\",\"a\xC3\xA9\":3,\"\":[\"\",\"z\"]}");
+  free(out);
+  /* Detaching and re-adding a member works as with cJSON's own items. */
+  cJSON *b = cJSON_DetachItemFromObjectCaseSensitive(v, "b");
+  REQUIRE(b != NULL);
+  CHECK(cJSON_AddItemToObject(v, "c", b));
+  CHECK_STR(cJSON_GetObjectItemCaseSensitive(v, "c")->valuestring, "x\ny");
+  cJSON *dup = cJSON_Duplicate(v, 1);
+  char *o1 = asbi_pj_print(v), *o2 = asbi_pj_print(dup);
+  CHECK(o1 && o2 && strcmp(o1, o2) == 0);
+  free(o1);
+  free(o2);
+  cJSON_Delete(dup);
+  cJSON_Delete(v);
+}
+
 TEST(field_lookup) {
   cJSON *v = P("{\"exitCode\":1,\"exit_code\":2,\"watcher_id\":\"w\",\"pid\":3,"
                "\"nothing\":null,\"symlinkTarget\":null,\"symlink_target\":\"x\"}");
@@ -301,6 +436,46 @@ static const asbi_pj_enum SIGNALS[] = {{0, "SIGNAL_UNSPECIFIED"},
                                        {15, "SIGNAL_SIGTERM"},
                                        {0, NULL}};
 
+TEST(append_bytes) {
+  cJSON *v = P("{\"a\":\"aGVsbG8=\",\"b\":\"IHdvcmxk\",\"e\":\"\",\"f\":\"aGVsbG8*\","
+               "\"g\":5,\"h\":\"aGVsbG9=\",\"n\":null,\"big\":\"AAAAAAAAAAAA\"}");
+  REQUIRE(v != NULL);
+  asbi_buf b = ASBI_BUF_INIT;
+  size_t n = 99;
+  CHECK_INT(asbi_pj_append_bytes(v, "a", &b, &n), 0);
+  CHECK_INT(n, 5);
+  CHECK_INT(asbi_pj_append_bytes(v, "b", &b, &n), 0);
+  CHECK_INT(n, 6);
+  CHECK_STR(b.data, "hello world");
+  CHECK_INT(b.len, 11);
+  /* Absent, null and empty add nothing. */
+  n = 99;
+  CHECK_INT(asbi_pj_append_bytes(v, "missing", &b, &n), 0);
+  CHECK_INT(n, 0);
+  CHECK_INT(asbi_pj_append_bytes(v, "n", &b, &n), 0);
+  CHECK_INT(asbi_pj_append_bytes(v, "e", &b, &n), 0);
+  CHECK_INT(n, 0);
+  /* Invalid base64 (a bad character, non-canonical bits) or a non-string
+   * fails and leaves the buffer as it was, terminator included. */
+  CHECK_INT(asbi_pj_append_bytes(v, "f", &b, &n), -1);
+  CHECK_INT(asbi_pj_append_bytes(v, "h", &b, &n), -1);
+  CHECK_INT(asbi_pj_append_bytes(v, "g", &b, &n), -1);
+  CHECK_INT(n, 0);
+  CHECK_INT(b.len, 11);
+  CHECK_INT(b.data[11], 0);
+  CHECK_STR(b.data, "hello world");
+  /* A bounded buffer without room for the decoded size: -2, unchanged. */
+  asbi_buf small;
+  asbi_buf_init(&small, 8);
+  CHECK_INT(asbi_pj_append_bytes(v, "big", &small, &n), -2);
+  CHECK_INT(small.len, 0);
+  CHECK_INT(asbi_pj_append_bytes(v, "a", &small, &n), 0);
+  CHECK_MEM(small.data, small.len, "hello", 5);
+  asbi_buf_free(&small);
+  asbi_buf_free(&b);
+  cJSON_Delete(v);
+}
+
 TEST(enums) {
   cJSON *v = P("{\"a\":\"SIGNAL_SIGKILL\",\"b\":15,\"c\":\"SIGNAL_BOGUS\","
                "\"d\":true,\"e\":1.5,\"f\":99,\"g\":\"signal_sigkill\","
@@ -450,11 +625,15 @@ int main(void) {
   RUN(depth_limit);
   RUN(long_number);
   RUN(strings_decoded);
+  RUN(string_scan_every_offset);
+  RUN(utf8_error_comes_first);
+  RUN(strings_owned_by_tree);
   RUN(field_lookup);
   RUN(get_i64);
   RUN(get_32);
   RUN(get_bool_str);
   RUN(get_bytes);
+  RUN(append_bytes);
   RUN(enums);
   RUN(setters_and_print);
   RUN(add_str_invalid_utf8);

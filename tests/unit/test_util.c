@@ -215,6 +215,121 @@ TEST(b64_all_bytes) {
   }
 }
 
+/* The decoder as first written (one character at a time, a bit
+ * accumulator), kept as the reference the table-driven one must agree with
+ * on every input: same verdict, same bytes. */
+static int ref_b64_val(unsigned char c) {
+  if (c >= 'A' && c <= 'Z') return c - 'A';
+  if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+  if (c >= '0' && c <= '9') return c - '0' + 52;
+  if (c == '+' || c == '-') return 62;
+  if (c == '/' || c == '_') return 63;
+  return -1;
+}
+
+static int ref_b64_decode(const char *in, size_t n, unsigned char *o,
+                          size_t *outlen) {
+  size_t len = n;
+  if (len > 0 && in[len - 1] == '=') {
+    len--;
+    if (len > 0 && in[len - 1] == '=') len--;
+    if (n % 4 != 0) return -1;
+  }
+  if (len % 4 == 1) return -1;
+  size_t w = 0;
+  uint32_t acc = 0;
+  int bits = 0;
+  for (size_t i = 0; i < len; i++) {
+    int v = ref_b64_val((unsigned char)in[i]);
+    if (v < 0) return -1;
+    acc = (acc << 6) | (uint32_t)v;
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      o[w++] = (unsigned char)(acc >> bits);
+      acc &= (1u << bits) - 1;
+    }
+  }
+  if (acc != 0) return -1;
+  *outlen = w;
+  return 0;
+}
+
+static int b64_alpha(int c) {
+  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
+         (c >= '0' && c <= '9') || c == '+' || c == '/' || c == '-' || c == '_';
+}
+
+/* Every byte value at every position of encodings long enough to reach the
+ * decoder's multi-quantum steps, its single-quantum loop and the partial
+ * final quantum: a byte outside the alphabets is rejected wherever it sits
+ * in a quantum, and on every input the verdict and output equal the
+ * reference's. */
+TEST(b64_bad_byte_at_every_position) {
+  unsigned char raw[40];
+  for (size_t i = 0; i < sizeof raw; i++) raw[i] = (unsigned char)(i * 73 + 5);
+  int mismatches = 0;
+  for (size_t n = 0; n <= sizeof raw; n++) {
+    for (int mode = 0; mode < 4; mode++) {
+      char enc[64];
+      size_t el = asbi_b64_encode(raw, n, enc, mode & 1, mode >> 1);
+      for (size_t p = 0; p < el; p++) {
+        for (int c = 0; c < 256; c++) {
+          char in[64];
+          memcpy(in, enc, el);
+          in[p] = (char)c;
+          unsigned char got[64], want[64];
+          size_t gl = 0, wl = 0;
+          int rc = asbi_b64_decode(in, el, got, &gl);
+          int ref = ref_b64_decode(in, el, want, &wl);
+          if (!b64_alpha(c) && c != '=' && rc != -1) {
+            ASBT_FAIL("n=%zu mode=%d: byte 0x%02x at %zu accepted", n, mode, c, p);
+            mismatches++;
+          }
+          if (rc != ref || (rc == 0 && (gl != wl || memcmp(got, want, gl) != 0))) {
+            if (mismatches++ < 5)
+              ASBT_FAIL("n=%zu mode=%d: byte 0x%02x at %zu: rc %d, reference %d",
+                        n, mode, c, p, rc, ref);
+          }
+        }
+      }
+    }
+  }
+  CHECK_INT(mismatches, 0);
+}
+
+/* Long inputs: the bulk path decodes them exactly, and one bad character
+ * anywhere (first, in the middle of a step, last) fails the whole input. */
+TEST(b64_long_inputs) {
+  size_t n = 100000;
+  unsigned char *raw = malloc(n);
+  char *enc = malloc(asbi_b64_encoded_len(n) + 1);
+  unsigned char *dec = malloc(asbi_b64_decoded_max(asbi_b64_encoded_len(n)) + 1);
+  REQUIRE(raw && enc && dec);
+  uint32_t x = 12345;
+  for (size_t i = 0; i < n; i++) {
+    x = x * 1103515245u + 12345u;
+    raw[i] = (unsigned char)(x >> 16);
+  }
+  for (size_t len = n - 3; len <= n; len++) {
+    size_t el = asbi_b64_encode(raw, len, enc, (int)(len & 1), 1);
+    size_t dl = 0;
+    CHECK_INT(asbi_b64_decode(enc, el, dec, &dl), 0);
+    CHECK_MEM(dec, dl, raw, len);
+    size_t at[] = {0, 1, 15, 16, 17, el / 2, el - 5, el - 1};
+    for (size_t k = 0; k < ASBI_ARRAY_LEN(at); k++) {
+      char keep = enc[at[k]];
+      if (keep == '=') continue;
+      enc[at[k]] = '*';
+      CHECK_INT(asbi_b64_decode(enc, el, dec, &dl), -1);
+      enc[at[k]] = keep;
+    }
+  }
+  free(raw);
+  free(enc);
+  free(dec);
+}
+
 /* ---- numbers ----------------------------------------------------------- */
 
 static int p64(const char *s, int64_t *v) { return asbi_parse_i64(s, strlen(s), v); }
@@ -323,6 +438,41 @@ TEST(utf8_valid) {
   CHECK(asbi_utf8_valid("\xE2\x82\xAC", 0));
 }
 
+/* The validator checks ASCII 16 bytes at a time: sequences, valid or not,
+ * at every offset of and across those steps, and cut short by the end of
+ * the buffer, get the same verdict as at the start of a string. */
+TEST(utf8_valid_at_every_offset) {
+  static const struct {
+    const char *seq;
+    int ok;
+  } cases[] = {
+      {"\xC3\xA9", 1},         {"\xE2\x82\xAC", 1},     {"\xF0\x9F\x98\x80", 1},
+      {"\xF4\x8F\xBF\xBF", 1}, {"\xED\x9F\xBF", 1},     {"\x7F", 1},
+      {"\x80", 0},             {"\xBF", 0},             {"\xC0\x80", 0},
+      {"\xC1\xBF", 0},         {"\xC3", 0},             {"\xC3\x41", 0},
+      {"\xE0\x9F\xBF", 0},     {"\xED\xA0\x80", 0},     {"\xE2\x82", 0},
+      {"\xF0\x8F\xBF\xBF", 0}, {"\xF4\x90\x80\x80", 0}, {"\xF5\x80\x80\x80", 0},
+      {"\xFF", 0},             {"\xF0\x9F\x98", 0},
+  };
+  char buf[80];
+  for (size_t k = 0; k < ASBI_ARRAY_LEN(cases); k++) {
+    size_t sl = strlen(cases[k].seq);
+    for (size_t at = 0; at + sl <= 48; at++) {
+      /* In the middle of ASCII text ... */
+      memset(buf, 'a', sizeof buf);
+      memcpy(buf + at, cases[k].seq, sl);
+      if (asbi_utf8_valid(buf, 64) != cases[k].ok)
+        ASBT_FAIL("case %zu at %zu of 64", k, at);
+      /* ... and where the buffer ends right after it. */
+      if (asbi_utf8_valid(buf, at + sl) != cases[k].ok)
+        ASBT_FAIL("case %zu at the end (%zu)", k, at + sl);
+      /* A valid sequence cut by the end of the buffer is invalid. */
+      if (sl > 1 && asbi_utf8_valid(buf, at + sl - 1))
+        ASBT_FAIL("case %zu cut at %zu accepted", k, at + sl - 1);
+    }
+  }
+}
+
 /* ---- randomness -------------------------------------------------------- */
 
 TEST(random_alnum) {
@@ -387,10 +537,13 @@ int main(void) {
   RUN(b64_invalid);
   RUN(b64_round_trip_all_lengths);
   RUN(b64_all_bytes);
+  RUN(b64_bad_byte_at_every_position);
+  RUN(b64_long_inputs);
   RUN(parse_i64_edges);
   RUN(parse_bool);
   RUN(strings);
   RUN(utf8_valid);
+  RUN(utf8_valid_at_every_offset);
   RUN(random_alnum);
   RUN(random_hex);
   RUN(rfc3339);
