@@ -20,5 +20,6 @@
 #include "agentsandbox/commands.h"
 #include "agentsandbox/pty.h"
 #include "agentsandbox/files.h"
+#include "agentsandbox/code.h"
 
 #endif /* AGENTSANDBOX_H */
