@@ -21,5 +21,6 @@
 #include "agentsandbox/pty.h"
 #include "agentsandbox/files.h"
 #include "agentsandbox/code.h"
+#include "agentsandbox/session.h"
 
 #endif /* AGENTSANDBOX_H */
