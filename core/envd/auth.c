@@ -154,32 +154,43 @@ static void save_groups(void) {
   g_root_ngroups = n < 0 ? 0 : n;
 }
 
+/* What the calling thread currently runs as (-1: root's own, unchanged),
+ * so repeated enters for the same user and leaves cost no system call. */
+static _Thread_local long t_uid = -1;
+static _Thread_local long t_gid = -1;
+
 int envd_creds_enter(const envd_user *u) {
   pthread_once(&g_groups_once, save_groups);
   uid_t me = geteuid();
-  if (u->uid == me && me != 0) return 0; /* non-root envd acting as itself */
   if (me != 0) {
+    if (u->uid == me) return 0; /* non-root envd acting as itself */
     errno = EPERM;
     return -1;
   }
+  if (u->uid == 0 && u->gid == 0 && t_uid < 0) return 0; /* root as root */
+  if (t_uid == (long)u->uid && t_gid == (long)u->gid) return 0;
   if (syscall(SYS_setgroups, (size_t)u->ngroups, u->groups) != 0) return -1;
   setfsgid(u->gid);
   setfsuid(u->uid);
   if ((uid_t)setfsuid((uid_t)-1) != u->uid ||
       (gid_t)setfsgid((gid_t)-1) != u->gid) {
+    t_uid = t_gid = 0;
     envd_creds_leave();
     errno = EPERM;
     return -1;
   }
+  t_uid = (long)u->uid;
+  t_gid = (long)u->gid;
   return 0;
 }
 
 void envd_creds_leave(void) {
+  if (t_uid < 0) return;
   pthread_once(&g_groups_once, save_groups);
-  if (geteuid() != 0) return;
   setfsuid(0);
   setfsgid(getegid());
   syscall(SYS_setgroups, (size_t)g_root_ngroups, g_root_groups);
+  t_uid = t_gid = -1;
 }
 
 /* ---- paths ------------------------------------------------------------- */

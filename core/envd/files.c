@@ -23,6 +23,7 @@
 
 #define XATTR_PREFIX "user.e2b."
 #define MAX_MD_TOTAL 4096
+#define SMALL_FILE (256u * 1024u)
 
 static unsigned errno_status(int err) {
   switch (err) {
@@ -357,9 +358,28 @@ struct MHD_Response *envd_files_get(envd_hreq *r, unsigned *status) {
         *status = 206;
       }
     }
-    resp = MHD_create_response_from_fd_at_offset64(len, fd, off);
-    if (!resp) {
+    if (len <= SMALL_FILE) {
+      /* Small files go out in one write with the headers: no sendfile
+       * round trip (and no header/body segment split on the wire). */
+      char *mem = malloc(len ? len : 1);
+      size_t got = 0;
+      while (mem && got < len) {
+        ssize_t n = pread(fd, mem + got, len - got, (off_t)(off + got));
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break;
+        got += (size_t)n;
+      }
       close(fd);
+      if (!mem) {
+        free(path);
+        return NULL;
+      }
+      resp = MHD_create_response_from_buffer(got, mem, MHD_RESPMEM_MUST_FREE);
+    } else {
+      resp = MHD_create_response_from_fd_at_offset64(len, fd, off);
+      if (!resp) close(fd);
+    }
+    if (!resp) {
       free(path);
       return NULL;
     }

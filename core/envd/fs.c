@@ -299,12 +299,14 @@ static int list_fn(const envd_call *c, const cJSON *req, cJSON **resp,
     free(path);
     return -1;
   }
-  if (access(real, R_OK | X_OK) != 0) {
+  DIR *probe = opendir(real);
+  if (!probe) {
     errno_err(e, "error reading directory", real, errno);
     free(real);
     free(path);
     return -1;
   }
+  closedir(probe);
   cJSON *arr = cJSON_CreateArray();
   walk(real, path, depth, 1, arr);
   free(real);

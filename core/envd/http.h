@@ -27,6 +27,8 @@ struct envd_hreq {
   envd_user user;
   int have_user;
   int fs_creds;        /* enter the user's credentials around callbacks */
+  struct MHD_Response *early; /* answer decided on the first call */
+  unsigned early_status;
 };
 
 /* Header value (case-insensitive name) or NULL. */

@@ -658,9 +658,28 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
     if (ci) r->sock = ci->connect_fd;
     unsigned status = 500;
     struct MHD_Response *resp = route(r, &status);
-    if (resp) return queue(r, resp, status);
+    if (resp) {
+      /* A response queued on the first call makes libmicrohttpd close the
+       * connection; when no body follows, hold it for the next call so the
+       * connection stays alive. With a body pending, answer early (and
+       * close) rather than read a body nobody wants. */
+      const char *cl = envd_hdr(r, "Content-Length");
+      const char *te = envd_hdr(r, "Transfer-Encoding");
+      if (!te && (!cl || strcmp(cl, "0") == 0)) {
+        r->early = resp;
+        r->early_status = status;
+        return MHD_YES;
+      }
+      return queue(r, resp, status);
+    }
     if (!r->on_done) return MHD_NO;
     return MHD_YES;
+  }
+  if (r->early) {
+    struct MHD_Response *resp = r->early;
+    r->early = NULL;
+    *upload_size = 0;
+    return queue(r, resp, r->early_status);
   }
   if (*upload_size) {
     if (!r->failed && r->on_body) {
@@ -697,6 +716,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn,
   envd_hreq *r = *con_cls;
   if (!r) return;
   if (r->on_free) r->on_free(r);
+  if (r->early) MHD_destroy_response(r->early);
   asbi_buf_free(&r->body);
   free(r);
   *con_cls = NULL;
