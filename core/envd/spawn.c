@@ -22,13 +22,15 @@
 /* One stack: callers serialise spawns (the process table lock). */
 static void *t_stack;
 
-static size_t c_strlen(const char *s) {
+__attribute__((no_sanitize("address", "undefined"))) static size_t
+c_strlen(const char *s) {
   size_t n = 0;
   while (s[n]) n++;
   return n;
 }
 
-static void c_fail(envd_spawn *s, const char *stage, int err) {
+__attribute__((no_sanitize("address", "undefined"))) static void
+c_fail(envd_spawn *s, const char *stage, int err) {
   size_t i = 0;
   for (; stage[i] && i + 1 < sizeof s->fail_stage; i++)
     s->fail_stage[i] = stage[i];

@@ -296,7 +296,7 @@ static inline int et_contains(const et_resp *r, const char *s) {
 static inline const char *et_end_json(et_resp *r, int *nmsg) {
   size_t i = 0;
   int n = 0;
-  static char end[4096];
+  static _Thread_local char end[4096];
   end[0] = '\0';
   while (i + 5 <= r->len) {
     unsigned char *h = (unsigned char *)r->body + i;

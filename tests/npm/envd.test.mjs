@@ -4,7 +4,7 @@
 import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
-import { mkdtempSync, rmSync, chownSync, existsSync } from 'node:fs'
+import { mkdtempSync, rmSync, chownSync, existsSync, writeFileSync } from 'node:fs'
 import { execSync } from 'node:child_process'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -22,7 +22,10 @@ const hasUser = (() => {
 
 function startEnvd() {
   return new Promise((resolve, reject) => {
-    const p = spawn(ENVD, ['--port', '0'], { stdio: ['ignore', 'pipe', 'inherit'] })
+    // Like an E2B sandbox: commands run as the unprivileged "user" unless a
+    // call names another user.
+    const args = ['--port', '0', ...(hasUser ? ['--default-user', 'user'] : [])]
+    const p = spawn(ENVD, args, { stdio: ['ignore', 'pipe', 'inherit'] })
     let buf = ''
     p.stdout.on('data', (d) => {
       buf += d.toString()
@@ -42,12 +45,19 @@ before(async () => {
   e2b = await import('e2b')
   sbx = await e2b.Sandbox.create({ debug: true, sandboxUrl: process.env.E2B_SANDBOX_URL })
   dir = mkdtempSync('/tmp/asb-npm-')
+  writeFileSync('/root/asb-npm-secret', 'secret', { mode: 0o600 })
   if (hasUser) chownSync(dir, parseInt(execSync('id -u user').toString()), parseInt(execSync('id -g user').toString()))
 })
 
-after(() => {
-  envd?.kill('SIGTERM')
+after(async () => {
+  // envd must shut down cleanly (the sanitizer build reports leaks and
+  // errors through its exit status).
+  const exited = new Promise((resolve) => envd.once('exit', (code, sig) => resolve({ code, sig })))
+  envd.kill('SIGTERM')
+  const { code, sig } = await exited
+  assert.equal(code, 0, `envd exited with ${code} ${sig}`)
   if (dir) rmSync(dir, { recursive: true, force: true })
+  rmSync('/root/asb-npm-secret', { force: true })
 })
 
 test('commands.run: stdout, stderr, exit code', async () => {
@@ -67,10 +77,10 @@ test('commands.run: stdout, stderr, exit code', async () => {
 test('commands.run: envs, cwd, user', async () => {
   const r = await sbx.commands.run('echo $FOO; pwd', { envs: { FOO: 'bar baz' }, cwd: '/tmp' })
   assert.equal(r.stdout, 'bar baz\n/tmp\n')
-  const root = await sbx.commands.run('whoami')
+  const root = await sbx.commands.run('id -un', { user: 'root' })
   assert.equal(root.stdout.trim(), 'root')
   if (hasUser) {
-    const u = await sbx.commands.run('whoami; echo $HOME; pwd', { user: 'user' })
+    const u = await sbx.commands.run('whoami; echo $HOME; pwd')
     assert.equal(u.stdout, 'user\n/home/user\n/home/user\n')
   }
   await assert.rejects(sbx.commands.run('true', { cwd: '/does/not/exist' }))
@@ -178,9 +188,11 @@ test('files: remove, rename, makeDir', async () => {
 })
 
 test('files: as user, permissions are the user\'s', { skip: !hasUser }, async () => {
-  await assert.rejects(sbx.files.write('/root/asb-npm-denied', 'x', { user: 'user' }))
+  await assert.rejects(sbx.files.write('/root/asb-npm-denied', 'x'))
+  await assert.rejects(sbx.files.read('/root/asb-npm-secret'))
+  assert.equal(await sbx.files.read('/root/asb-npm-secret', { user: 'root' }), 'secret')
   assert.equal(existsSync('/root/asb-npm-denied'), false)
-  const w = await sbx.files.write(`${dir}/owned/u.txt`, 'mine', { user: 'user' })
+  const w = await sbx.files.write(`${dir}/owned/u.txt`, 'mine')
   const info = await sbx.files.getInfo(w.path)
   assert.equal(info.owner, 'user')
   const dinfo = await sbx.files.getInfo(`${dir}/owned`)
