@@ -26,6 +26,21 @@ static void fill(char *b, size_t n) {
   for (size_t i = 0; i < n; i++) b[i] = (char)(i * 31);
 }
 
+/* envd's CPU time (user+system) in microseconds. */
+static double envd_cpu_us(pid_t pid) {
+  char p[64], buf[1024];
+  snprintf(p, sizeof p, "/proc/%d/stat", pid);
+  FILE *f = fopen(p, "r");
+  if (!f) return 0;
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = '\0';
+  char *cp = strrchr(buf, ')');
+  unsigned long ut = 0, st = 0;
+  if (cp) sscanf(cp + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st);
+  return (double)(ut + st) * 1e6 / (double)sysconf(_SC_CLK_TCK);
+}
+
 static void discard(void *ud, const char *d, size_t n) {
   (void)ud;
   (void)d;
@@ -51,6 +66,7 @@ int main(int argc, char **argv) {
     et_stream(&c, "process.Process/Start", "{\"process\":{\"cmd\":\"/bin/true\"},\"stdin\":false}", NULL, &r);
     et_resp_free(&r);
   }
+  double cpu0 = envd_cpu_us(E.pid);
   for (int i = 0; i < iters; i++) {
     double t = et_now();
     et_stream(&c, "process.Process/Start", "{\"process\":{\"cmd\":\"/bin/true\"},\"stdin\":false}", NULL, &r);
@@ -62,6 +78,7 @@ int main(int argc, char **argv) {
     et_resp_free(&r);
   }
   report("Start(/bin/true) via envd", v, iters);
+  printf("%-28s %8.1f us CPU in envd per Start\n", "", (envd_cpu_us(E.pid) - cpu0) / iters);
 
   char *const av[] = {"/bin/true", NULL};
   for (int i = 0; i < iters; i++) {
@@ -93,6 +110,7 @@ int main(int argc, char **argv) {
     et_resp_free(&r);
   }
   report("4 KiB write+read", v, iters);
+  cpu0 = envd_cpu_us(E.pid);
   for (int i = 0; i < iters; i++) {
     double t = et_now();
     snprintf(q, sizeof q, "/files?path=%s", path);
@@ -101,8 +119,10 @@ int main(int argc, char **argv) {
     et_resp_free(&r);
   }
   report("4 KiB write", v, iters);
+  printf("%-28s %8.1f us CPU in envd per write\n", "", (envd_cpu_us(E.pid) - cpu0) / iters);
   char sj[256];
   snprintf(sj, sizeof sj, "{\"path\":\"%s\"}", path);
+  cpu0 = envd_cpu_us(E.pid);
   for (int i = 0; i < iters; i++) {
     double t = et_now();
     et_unary(&c, "filesystem.Filesystem/Stat", sj, NULL, &r);
@@ -110,6 +130,7 @@ int main(int argc, char **argv) {
     et_resp_free(&r);
   }
   report("Stat", v, iters);
+  printf("%-28s %8.1f us CPU in envd per Stat\n", "", (envd_cpu_us(E.pid) - cpu0) / iters);
 
   /* 1 GiB upload / download */
   unsigned long long gib = 1ull << 30;
@@ -120,11 +141,13 @@ int main(int argc, char **argv) {
                     path, gib);
   static char buf[1 << 20];
   fill(buf, sizeof buf);
+  cpu0 = envd_cpu_us(E.pid);
   double t = et_now();
   et_send(&c, head, (size_t)hn);
   for (unsigned long long off = 0; off < gib; off += sizeof buf) et_send(&c, buf, sizeof buf);
   et_read_resp(&c, &r, NULL, NULL);
   double up = et_now() - t;
+  double upcpu = envd_cpu_us(E.pid) - cpu0;
   et_resp_free(&r);
   snprintf(head, sizeof head, "GET /files?path=%s HTTP/1.1\r\nHost: x\r\n\r\n", path);
   t = et_now();
@@ -132,7 +155,7 @@ int main(int argc, char **argv) {
   et_read_resp(&c, &r, discard, NULL);
   double down = et_now() - t;
   et_resp_free(&r);
-  printf("%-28s %8.0f MB/s\n", "upload 1 GiB", gib / up / 1e6);
+  printf("%-28s %8.0f MB/s   (envd CPU %.2f s)\n", "upload 1 GiB", gib / up / 1e6, upcpu / 1e6);
   printf("%-28s %8.0f MB/s\n", "download 1 GiB", gib / down / 1e6);
   printf("%-28s %8ld kB\n", "envd idle RSS", idle);
   printf("%-28s %8ld kB\n", "envd VmHWM after", et_proc_status(E.pid, "VmHWM"));
