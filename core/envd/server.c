@@ -814,7 +814,7 @@ int envd_server_start(const envd_listen *l, int *bound_port) {
   g_daemon = MHD_start_daemon(
       flags, 0, NULL, NULL, on_request, NULL, MHD_OPTION_LISTEN_SOCKET, fd,
       MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL,
-      MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(256u << 10),
+      MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(1u << 20),
       MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)640,
       MHD_OPTION_THREAD_STACK_SIZE, stack, MHD_OPTION_EXTERNAL_LOGGER,
       mhd_log, NULL, MHD_OPTION_END);
