@@ -248,6 +248,7 @@ static inline int et_request(et_conn *c, const char *method, const char *path,
                     "%s %s HTTP/1.1\r\nHost: localhost\r\n%sContent-Length: "
                     "%zu\r\n\r\n",
                     method, path, extra_headers ? extra_headers : "", len);
+  memset(r, 0, sizeof *r);
   for (int attempt = 0; attempt < 2; attempt++) {
     if (c->fd < 0 && et_connect(c, c->port) != 0) return -1;
     if (et_send(c, head, (size_t)hn) == 0 && (!len || et_send(c, body, len) == 0) &&

@@ -265,6 +265,113 @@ TEST(bad_input_values) {
   et_resp_free(&r);
 }
 
+static size_t put_env(char *out, unsigned flags, const char *json) {
+  size_t n = strlen(json);
+  out[0] = (char)flags;
+  out[1] = (char)(n >> 24);
+  out[2] = (char)(n >> 16);
+  out[3] = (char)(n >> 8);
+  out[4] = (char)n;
+  memcpy(out + 5, json, n);
+  return n + 5;
+}
+
+TEST(stream_input_and_connect) {
+  et_resp r;
+  /* a background cat, fed through StreamInput, read back through Connect;
+   * its Start stream is left unread on a second connection */
+  et_conn bg;
+  REQUIRE(et_connect(&bg, E.port) == 0);
+  const char *sj = "{\"process\":{\"cmd\":\"/bin/cat\"},\"tag\":\"cat1\"}";
+  char sb[256], head[256];
+  size_t sn = put_env(sb, 0, sj);
+  int hn = snprintf(head, sizeof head,
+                    "POST /process.Process/Start HTTP/1.1\r\nHost: x\r\nContent-Type: "
+                    "application/connect+json\r\nContent-Length: %zu\r\n\r\n", sn);
+  REQUIRE(et_send(&bg, head, (size_t)hn) == 0 && et_send(&bg, sb, sn) == 0);
+  usleep(200000);
+  char body[512];
+  size_t n = 0;
+  n += put_env(body + n, 0, "{\"start\":{\"process\":{\"tag\":\"cat1\"}}}");
+  n += put_env(body + n, 0, "{\"data\":{\"input\":{\"stdin\":\"aGVsbG8K\"}}}");
+  n += put_env(body + n, 0, "{\"keepalive\":{}}");
+  n += put_env(body + n, 2, "{}");
+  REQUIRE(et_request(&C, "POST", "/process.Process/StreamInput",
+                     "Content-Type: application/connect+json\r\n", body, n, &r) == 0);
+  CHECK_INT(r.status, 200);
+  CHECK_STR(et_end_json(&r, NULL), "{}");
+  et_resp_free(&r);
+  /* watch with Connect (on a third connection), then close stdin */
+  et_conn w;
+  REQUIRE(et_connect(&w, E.port) == 0);
+  sn = put_env(sb, 0, "{\"process\":{\"tag\":\"cat1\"}}");
+  hn = snprintf(head, sizeof head,
+                "POST /process.Process/Connect HTTP/1.1\r\nHost: x\r\nContent-Type: "
+                "application/connect+json\r\nContent-Length: %zu\r\n\r\n", sn);
+  REQUIRE(et_send(&w, head, (size_t)hn) == 0 && et_send(&w, sb, sn) == 0);
+  usleep(100000);
+  n = put_env(body, 0, "{\"start\":{\"process\":{\"tag\":\"cat1\"}}}");
+  n += put_env(body + n, 0, "{\"data\":{\"input\":{\"stdin\":\"d29ybGQK\"}}}");
+  n += put_env(body + n, 2, "{}");
+  REQUIRE(et_request(&C, "POST", "/process.Process/StreamInput",
+                     "Content-Type: application/connect+json\r\n", body, n, &r) == 0);
+  et_resp_free(&r);
+  REQUIRE(et_unary(&C, "process.Process/CloseStdin", "{\"process\":{\"tag\":\"cat1\"}}",
+                   NULL, &r) == 0);
+  CHECK_INT(r.status, 200);
+  et_resp_free(&r);
+  REQUIRE(et_read_resp(&w, &r, NULL, NULL) == 0);
+  CHECK(et_contains(&r, "d29ybGQK")); /* "world\n", written after Connect */
+  CHECK(et_contains(&r, "exit status 0"));
+  CHECK_STR(et_end_json(&r, NULL), "{}");
+  et_resp_free(&r);
+  et_close(&w);
+  et_close(&bg);
+  /* data before start; unknown process in start */
+  n = put_env(body, 0, "{\"data\":{\"input\":{\"stdin\":\"eA==\"}}}");
+  n += put_env(body + n, 2, "{}");
+  REQUIRE(et_request(&C, "POST", "/process.Process/StreamInput",
+                     "Content-Type: application/connect+json\r\n", body, n, &r) == 0);
+  CHECK(strstr(et_end_json(&r, NULL), "failed_precondition") != NULL);
+  et_resp_free(&r);
+  n = put_env(body, 0, "{\"start\":{\"process\":{\"pid\":4000000}}}");
+  REQUIRE(et_request(&C, "POST", "/process.Process/StreamInput",
+                     "Content-Type: application/connect+json\r\n", body, n, &r) == 0);
+  CHECK(strstr(et_end_json(&r, NULL), "not_found") != NULL);
+  et_resp_free(&r);
+}
+
+/* ENOSPC: 507 on /files, resource_exhausted on RPCs (a tiny tmpfs). */
+TEST(no_space) {
+  char mnt[128], cmd[256], q[256];
+  snprintf(mnt, sizeof mnt, "%s/tiny", dir);
+  mkdir(mnt, 0777);
+  snprintf(cmd, sizeof cmd, "mount -t tmpfs -o size=64k,nr_inodes=8 asb-tiny %s 2>/dev/null", mnt);
+  if (system(cmd) != 0) {
+    printf("    SKIP: cannot mount a tmpfs\n");
+    return;
+  }
+  et_resp r;
+  size_t big = 1 << 20;
+  char *b = calloc(1, big);
+  snprintf(q, sizeof q, "/files?path=%s/big", mnt);
+  REQUIRE(et_request(&C, "POST", q, "Content-Type: application/octet-stream\r\n", b, big, &r) == 0);
+  CHECK_INT(r.status, 507);
+  et_resp_free(&r);
+  free(b);
+  char j[256];
+  int saw = 0;
+  for (int i = 0; i < 16 && !saw; i++) {
+    snprintf(j, sizeof j, "{\"path\":\"%s/d%d\"}", mnt, i);
+    REQUIRE(et_unary(&C, "filesystem.Filesystem/MakeDir", j, NULL, &r) == 0);
+    if (r.status == 429 && strstr(r.body, "resource_exhausted")) saw = 1;
+    et_resp_free(&r);
+  }
+  CHECK(saw);
+  snprintf(cmd, sizeof cmd, "umount %s", mnt);
+  CHECK(system(cmd) == 0);
+}
+
 static void sign(const char *path, const char *op, const char *user,
                  const char *tok, const char *exp, char *out, size_t n);
 
@@ -429,6 +536,8 @@ int main(void) {
   RUN(malformed_rpc);
   RUN(bad_input_values);
   RUN(token_and_signatures);
+  RUN(stream_input_and_connect);
+  RUN(no_space);
   et_close(&C);
   CHECK_INT(et_stop(&E), 0);
   unlink("/root/asb-secret");
