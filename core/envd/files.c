@@ -416,6 +416,7 @@ typedef struct upl {
   char *path_param;
   char *raw_path;
   int fd;
+  uint64_t written; /* bytes written to the current file */
   char *cur;
   int skip;
   cJSON *results;
@@ -473,7 +474,11 @@ static int open_target(upl *u, const char *path) {
     upl_fail(u, 400, "path is a directory: %s", path);
     return -1;
   }
-  u->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+  /* Not O_TRUNC: the file is overwritten in place and cut to the new
+   * length when the upload completes, so rewriting a file of the same size
+   * does not free and reallocate its blocks. */
+  u->fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0666);
+  u->written = 0;
   if (u->fd < 0) {
     int err = errno;
     lc_err(err, m, sizeof m);
@@ -502,12 +507,19 @@ static int write_out(upl *u, const char *d, size_t n) {
     }
     d += w;
     n -= (size_t)w;
+    u->written += (uint64_t)w;
   }
   return 0;
 }
 
 /* Applies X-Metadata-* to the open file and closes it; adds the result. */
 static int finish_file(upl *u, const char *path) {
+  struct stat st;
+  if (fstat(u->fd, &st) == 0 && (uint64_t)st.st_size != u->written &&
+      ftruncate(u->fd, (off_t)u->written) != 0) {
+    upl_fail(u, errno_status(errno), "error writing file: %s", strerror(errno));
+    return -1;
+  }
   char names[8192];
   ssize_t nl = flistxattr(u->fd, names, sizeof names);
   for (ssize_t i = 0; i < nl;) {
