@@ -1037,7 +1037,8 @@ static envd_stream *start_stream(const envd_call *c, const cJSON *req,
                  cmd, strerror(serr));
   else
     envd_err_set(e, "invalid_argument",
-                 "error starting process '%s': %s %s: %s", cmd, sp.fail_stage,
+                 "error starting process '%s': %s%s%s: %s", cmd, sp.fail_stage,
+                 strcmp(sp.fail_stage, "chdir") == 0 ? " " : "",
                  strcmp(sp.fail_stage, "chdir") == 0 ? dir : "",
                  strerror(sp.fail_errno));
 fail:

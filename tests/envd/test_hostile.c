@@ -375,6 +375,90 @@ TEST(no_space) {
 static void sign(const char *path, const char *op, const char *user,
                  const char *tok, const char *exp, char *out, size_t n);
 
+static int write_file(const char *path, const char *s) {
+  FILE *f = fopen(path, "w");
+  if (!f) return -1;
+  int rc = fputs(s, f) < 0 ? -1 : 0;
+  return fclose(f) == 0 ? rc : -1;
+}
+
+/* ASB_WORKLOAD_CGROUPS and ASB_OOM_COUNTER on a cgroup v1 memory hierarchy
+ * or cgroup v2. */
+TEST(workload_cgroups_and_oom) {
+  char cg[128], counter[160], limit[160];
+  int v2 = access("/sys/fs/cgroup/cgroup.controllers", F_OK) == 0;
+  snprintf(cg, sizeof cg, "%s/asb-envd-test-%d", v2 ? "/sys/fs/cgroup" : "/sys/fs/cgroup/memory",
+           (int)getpid());
+  if (mkdir(cg, 0755) != 0) {
+    printf("    SKIP: cannot create a cgroup\n");
+    return;
+  }
+  snprintf(counter, sizeof counter, "%s/%s", cg, v2 ? "memory.events" : "memory.oom_control");
+  snprintf(limit, sizeof limit, "%s/%s", cg, v2 ? "memory.max" : "memory.limit_in_bytes");
+  int have_limit = write_file(limit, "33554432") == 0;
+  if (!v2) {
+    char sw[160];
+    snprintf(sw, sizeof sw, "%s/memory.memsw.limit_in_bytes", cg);
+    write_file(sw, "33554432");
+  }
+  setenv("ASB_WORKLOAD_CGROUPS", cg, 1);
+  setenv("ASB_OOM_COUNTER", counter, 1);
+  et_envd G;
+  int started = et_start(&G, NULL) == 0;
+  unsetenv("ASB_WORKLOAD_CGROUPS");
+  unsetenv("ASB_OOM_COUNTER");
+  if (started) {
+    et_conn c;
+    et_resp r;
+    REQUIRE(et_connect(&c, G.port) == 0);
+    REQUIRE(et_stream(&c, "process.Process/Start",
+                      "{\"process\":{\"cmd\":\"/bin/cat\",\"args\":[\"/proc/self/cgroup\"]}}",
+                      AS_USER, &r) == 0);
+    /* the child joined the cgroup before exec, even as the user */
+    const char *leaf = strrchr(cg, '/');
+    char *dec = NULL;
+    int found = 0;
+    for (size_t i = 0; i + 5 <= r.len;) {
+      unsigned char *h = (unsigned char *)r.body + i;
+      size_t l = (size_t)h[1] << 24 | (size_t)h[2] << 16 | (size_t)h[3] << 8 | h[4];
+      const char *js = r.body + i + 5;
+      const char *so = memmem(js, l, "\"stdout\":\"", 10);
+      if (so) {
+        so += 10;
+        const char *q = memchr(so, '"', l - (size_t)(so - js));
+        char cmd[8192];
+        snprintf(cmd, sizeof cmd, "printf '%%s' '%.*s' | base64 -d", (int)(q - so), so);
+        FILE *f = popen(cmd, "r");
+        char out[4096] = {0};
+        if (f) {
+          size_t k = fread(out, 1, sizeof out - 1, f);
+          out[k] = '\0';
+          pclose(f);
+        }
+        if (strstr(out, leaf)) found = 1;
+        free(dec);
+      }
+      i += 5 + l;
+    }
+    CHECK(found);
+    et_resp_free(&r);
+    if (have_limit) {
+      REQUIRE(et_stream(&c, "process.Process/Start",
+                        "{\"process\":{\"cmd\":\"/usr/bin/python3\",\"args\":[\"-c\",\"b = bytearray(400 << 20)\"]}}",
+                        NULL, &r) == 0);
+      CHECK(et_contains(&r, "signal: killed (out of memory)"));
+      if (!et_contains(&r, "out of memory")) {
+        for (size_t k = 0; k < r.len; k++) putchar(r.body[k] >= 32 ? r.body[k] : '.');
+        putchar('\n');
+      }
+      et_resp_free(&r);
+    }
+    et_close(&c);
+    CHECK_INT(et_stop(&G), 0);
+  }
+  for (int i = 0; i < 50 && rmdir(cg) != 0; i++) usleep(20000);
+}
+
 TEST(token_and_signatures) {
   et_envd T;
   const char *args[] = {"--access-token", "s3cret", NULL};
@@ -538,6 +622,7 @@ int main(void) {
   RUN(token_and_signatures);
   RUN(stream_input_and_connect);
   RUN(no_space);
+  RUN(workload_cgroups_and_oom);
   et_close(&C);
   CHECK_INT(et_stop(&E), 0);
   unlink("/root/asb-secret");
