@@ -335,6 +335,11 @@ static void reap_all(void) {
         if (p->pid == r && !p->exited) {
           p->exited = 1;
           p->wstatus = st;
+          /* Usually the pipes are at EOF already: see it now rather than
+           * on the next epoll round. */
+          if (p->fd_out >= 0) io_read(p, K_STDOUT, 16);
+          if (p->fd_err >= 0) io_read(p, K_STDERR, 16);
+          if (p->is_pty && !p->pty_eof) io_read(p, K_PTY, 16);
           maybe_finalize(p);
           break;
         }
