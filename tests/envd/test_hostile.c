@@ -544,6 +544,11 @@ TEST(token_and_signatures) {
                      init, strlen(init), &r) == 0);
   CHECK_INT(r.status, 204);
   et_resp_free(&r);
+  REQUIRE(et_request(&c, "GET", "/metrics", "X-Access-Token: s3cret\r\n", NULL, 0, &r) == 0);
+  CHECK_INT(r.status, 200);
+  CHECK(strstr(r.body, "\"cpu_count\":") && strstr(r.body, "\"mem_total\":") &&
+        strstr(r.body, "\"disk_total\":") && strstr(r.body, "\"ts\":"));
+  et_resp_free(&r);
   REQUIRE(et_request(&c, "GET", "/envs", "X-Access-Token: s3cret\r\n", NULL, 0, &r) == 0);
   CHECK_INT(r.status, 200);
   CHECK(strstr(r.body, "\"A\":\"1\"") != NULL);
