@@ -375,6 +375,57 @@ TEST(no_space) {
 static void sign(const char *path, const char *op, const char *user,
                  const char *tok, const char *exp, char *out, size_t n);
 
+/* The polling watcher trio (what the Python SDK's sync watch_dir uses). */
+TEST(polling_watchers) {
+  et_resp r;
+  char j[512], wd[128], id[64] = {0};
+  snprintf(wd, sizeof wd, "%s/pw", dir);
+  mkdir(wd, 0777);
+  chown(wd, uid, gid);
+  snprintf(j, sizeof j, "{\"path\":\"%s\",\"recursive\":true,\"includeEntry\":true}", wd);
+  REQUIRE(et_unary(&C, "filesystem.Filesystem/CreateWatcher", j, AS_USER, &r) == 0);
+  CHECK_INT(r.status, 200);
+  const char *p = strstr(r.body, "\"watcherId\":\"");
+  REQUIRE(p != NULL);
+  sscanf(p + 13, "%63[^\"]", id);
+  et_resp_free(&r);
+  char f[256];
+  snprintf(f, sizeof f, "%s/sub", wd);
+  mkdir(f, 0777);
+  usleep(100000);
+  snprintf(f, sizeof f, "%s/sub/new.txt", wd);
+  FILE *fp = fopen(f, "w");
+  REQUIRE(fp != NULL);
+  fputs("x", fp);
+  fclose(fp);
+  usleep(200000);
+  snprintf(j, sizeof j, "{\"watcherId\":\"%s\"}", id);
+  REQUIRE(et_unary(&C, "filesystem.Filesystem/GetWatcherEvents", j, AS_USER, &r) == 0);
+  CHECK_INT(r.status, 200);
+  CHECK(strstr(r.body, "\"name\":\"sub\",\"type\":\"EVENT_TYPE_CREATE\"") != NULL);
+  CHECK(strstr(r.body, "\"name\":\"sub/new.txt\",\"type\":\"EVENT_TYPE_CREATE\"") != NULL);
+  CHECK(strstr(r.body, "\"entry\":{") != NULL);
+  et_resp_free(&r);
+  REQUIRE(et_unary(&C, "filesystem.Filesystem/GetWatcherEvents", j, AS_USER, &r) == 0);
+  CHECK_STR(r.body, "{}"); /* drained */
+  et_resp_free(&r);
+  REQUIRE(et_unary(&C, "filesystem.Filesystem/RemoveWatcher", j, AS_USER, &r) == 0);
+  CHECK_INT(r.status, 200);
+  et_resp_free(&r);
+  REQUIRE(et_unary(&C, "filesystem.Filesystem/GetWatcherEvents", j, AS_USER, &r) == 0);
+  CHECK_INT(r.status, 404);
+  et_resp_free(&r);
+  /* not a directory; a directory the user cannot read */
+  REQUIRE(et_unary(&C, "filesystem.Filesystem/CreateWatcher", "{\"path\":\"/etc/hostname\"}",
+                   NULL, &r) == 0);
+  CHECK_INT(r.status, 400);
+  et_resp_free(&r);
+  REQUIRE(et_unary(&C, "filesystem.Filesystem/CreateWatcher", "{\"path\":\"/root\"}",
+                   AS_USER, &r) == 0);
+  CHECK_INT(r.status, 403);
+  et_resp_free(&r);
+}
+
 static int write_file(const char *path, const char *s) {
   FILE *f = fopen(path, "w");
   if (!f) return -1;
@@ -627,6 +678,7 @@ int main(void) {
   RUN(token_and_signatures);
   RUN(stream_input_and_connect);
   RUN(no_space);
+  RUN(polling_watchers);
   RUN(workload_cgroups_and_oom);
   et_close(&C);
   CHECK_INT(et_stop(&E), 0);
