@@ -254,7 +254,10 @@ static void walk(const char *real, const char *shown, unsigned depth,
       cJSON *ent = entry_from_stat(rp, &ls);
       cJSON_ReplaceItemInObject(ent, "path", cJSON_CreateString(sp));
       cJSON_AddItemToArray(arr, ent);
-      if (S_ISDIR(ls.st_mode) && cur < depth) walk(rp, sp, depth, cur + 1, arr);
+      /* Bounded so a hostile, deeply nested tree cannot exhaust the
+       * thread's stack. */
+      if (S_ISDIR(ls.st_mode) && cur < depth && cur < 1024)
+        walk(rp, sp, depth, cur + 1, arr);
     }
     free(rp);
     free(sp);
@@ -394,7 +397,7 @@ static int move_fn(const envd_call *c, const cJSON *req, cJSON **resp,
 static int rm_at(int dfd, const char *name, int depth) {
   if (unlinkat(dfd, name, 0) == 0 || errno == ENOENT) return 0;
   if (errno != EISDIR && errno != EPERM) return -1;
-  if (depth > 4096) {
+  if (depth > 2048) {
     errno = ELOOP;
     return -1;
   }

@@ -809,7 +809,7 @@ int envd_server_start(const envd_listen *l, int *bound_port) {
 #if defined(__SANITIZE_ADDRESS__)
   size_t stack = 4u << 20;
 #else
-  size_t stack = 512u << 10;
+  size_t stack = 1u << 20;
 #endif
   g_daemon = MHD_start_daemon(
       flags, 0, NULL, NULL, on_request, NULL, MHD_OPTION_LISTEN_SOCKET, fd,
