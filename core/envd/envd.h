@@ -36,7 +36,8 @@ typedef struct envd_state {
   size_t n_cgroups;
   char *oom_counter; /* ASB_OOM_COUNTER file */
   size_t max_body;   /* bound on an RPC / JSON request body */
-  size_t sub_buffer; /* bound on one stream subscriber's queued output */
+  size_t sub_buffer; /* a subscriber queueing more holds the process up */
+  unsigned stall_ms; /* a subscriber holding it up this long is cut off */
   uint64_t started_us;
 } envd_state;
 

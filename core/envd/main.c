@@ -150,7 +150,9 @@ static void usage(FILE *f) {
           "  --default-user NAME  user when a request names none (default root)\n"
           "  --default-workdir D  working directory default (default: home)\n"
           "  --max-body BYTES     bound on one RPC/JSON body (default 16 MiB)\n"
-          "  --stream-buffer B    output queued per stream reader (default 16 MiB)\n"
+          "  --stream-buffer B    output queued per stream reader before envd stops\n"
+          "                       reading the process (default 16 MiB)\n"
+          "  --stream-stall-ms N  a reader stuck that long is cut off (default 60000)\n"
           "  --verbose            log to stderr\n"
           "  --version            print the E2B envd version implemented\n"
           "env: ASB_WORKLOAD_CGROUPS=dir[:dir...]  ASB_OOM_COUNTER=file\n");
@@ -174,6 +176,7 @@ int main(int argc, char **argv) {
   int port_given = 0;
   g_envd.max_body = 16u << 20;
   g_envd.sub_buffer = 16u << 20;
+  g_envd.stall_ms = 60000;
   const char *tok = asbi_getenv("ENVD_ACCESS_TOKEN");
   const char *duser = NULL, *dwork = NULL;
   for (int i = 1; i < argc; i++) {
@@ -223,6 +226,12 @@ int main(int argc, char **argv) {
     } else if (strcmp(a, "--stream-buffer") == 0) {
       NEEDV();
       if (parse_size(v, &g_envd.sub_buffer) != 0) return 2;
+    } else if (strcmp(a, "--stream-stall-ms") == 0) {
+      NEEDV();
+      char *end = NULL;
+      unsigned long ms = strtoul(v, &end, 10);
+      if (!*v || *end || ms < 100 || ms > 86400000UL) return 2;
+      g_envd.stall_ms = (unsigned)ms;
     } else if (strcmp(a, "--verbose") == 0) {
       g_envd_verbose = 1;
     } else {

@@ -1,8 +1,16 @@
 /* envd: the process service (process.Process). One I/O thread owns every
  * child's output descriptors (epoll), reaps children (signalfd SIGCHLD),
  * enforces lifetimes (Connect-Timeout-Ms on Start) and fans output out to
- * the streams watching a process, each through its own bounded queue, so a
- * slow or absent reader never blocks the process or the other readers.
+ * the streams watching a process, each through its own queue.
+ *
+ * Back-pressure, never loss: when a watching stream has more than the
+ * stream buffer (16 MiB) queued, envd stops reading the process's output
+ * (the pipe fills and the writer blocks, as with a slow terminal) until the
+ * readers drain to half of it. Output nobody watches is read and dropped,
+ * so a process without a client never blocks. A reader that stays stuck
+ * for --stream-stall-ms (60 s) while holding the process up is cut off (resource_exhausted,
+ * "reattach with Connect") so one dead client cannot stall a process
+ * forever.
  * SPDX-License-Identifier: Apache-2.0 */
 #include <errno.h>
 #include <fcntl.h>
@@ -73,6 +81,8 @@ struct proc {
   int exited, wstatus;
   int kill_req;
   int timed_out;
+  int throttled;            /* output not read: a reader is full (under lock) */
+  uint64_t throttled_since;
   int ended;
   uint64_t deadline_ms; /* lifetime, 0 = none */
   uint64_t retain_until;
@@ -208,18 +218,38 @@ static void describe_exit(proc *p) {
 
 /* ---- I/O thread -------------------------------------------------------- */
 
+static int *io_fdp(proc *p, int kind);
+
+/* Stop or resume epoll interest in the process's output. p->lock held. */
+static void set_reading(proc *p, int on) {
+  if (p->ended) { /* its descriptors are being closed */
+    p->throttled = 0;
+    return;
+  }
+  for (int kind = K_STDOUT; kind <= K_PTY; kind++) {
+    int fd = *io_fdp(p, kind);
+    if (fd < 0 || (kind == K_PTY && p->pty_eof)) continue;
+    struct epoll_event e = {.events = on ? EPOLLIN : 0, .data.ptr = &p->io[kind - 1]};
+    epoll_ctl(g_ep, EPOLL_CTL_MOD, fd, &e); /* ENOENT once closed: fine */
+  }
+  p->throttled = !on;
+  if (!on) p->throttled_since = asbi_now_ms();
+}
+
+/* Resume reading once every reader is at most half full. p->lock held. */
+static void maybe_resume(proc *p) {
+  if (!p->throttled) return;
+  for (sub *s = p->subs; s; s = s->next)
+    if (!s->overflow && s->queued > g_envd.sub_buffer / 2) return;
+  set_reading(p, 1);
+  wake_io();
+}
+
 static void fanout(proc *p, int kind, const char *data, size_t n) {
   pthread_mutex_lock(&p->lock);
+  int full = 0;
   for (sub *s = p->subs; s; s = s->next) {
     if (s->overflow) continue;
-    if (s->queued + n > g_envd.sub_buffer) {
-      free_chunks(s->head);
-      s->head = s->tail = NULL;
-      s->queued = 0;
-      s->overflow = 1;
-      wake_sub(s);
-      continue;
-    }
     chunk *c = malloc(sizeof *c + n);
     if (!c) {
       s->overflow = 1;
@@ -236,8 +266,10 @@ static void fanout(proc *p, int kind, const char *data, size_t n) {
       s->head = c;
     s->tail = c;
     s->queued += n;
+    if (s->queued > g_envd.sub_buffer) full = 1;
     wake_sub(s);
   }
+  if (full && !p->throttled) set_reading(p, 0);
   pthread_mutex_unlock(&p->lock);
 }
 
@@ -246,15 +278,19 @@ static int *io_fdp(proc *p, int kind) {
 }
 
 static void io_close(proc *p, int kind) {
+  /* Under p->lock: set_reading() looks at these fds from stream threads. */
+  pthread_mutex_lock(&p->lock);
   int *fdp = io_fdp(p, kind);
-  if (*fdp < 0) return;
-  epoll_ctl(g_ep, EPOLL_CTL_DEL, *fdp, NULL);
-  if (kind == K_PTY) {
-    p->pty_eof = 1; /* the fd stays open for input until the end */
-    return;
+  if (*fdp >= 0) {
+    epoll_ctl(g_ep, EPOLL_CTL_DEL, *fdp, NULL);
+    if (kind == K_PTY) {
+      p->pty_eof = 1; /* the fd stays open for input until the end */
+    } else {
+      close(*fdp);
+      *fdp = -1;
+    }
   }
-  close(*fdp);
-  *fdp = -1;
+  pthread_mutex_unlock(&p->lock);
 }
 
 /* Read what is there. Returns 1 at EOF. */
@@ -263,6 +299,7 @@ static int io_read(proc *p, int kind, int budget) {
   int fd = *io_fdp(p, kind);
   if (fd < 0 || (kind == K_PTY && p->pty_eof)) return 1;
   for (int i = 0; budget < 0 || i < budget; i++) {
+    if (p->throttled && !p->kill_req) return 0; /* a reader is full */
     ssize_t n = read(fd, buf, sizeof buf);
     if (n > 0) {
       fanout(p, kind, buf, (size_t)n);
@@ -354,6 +391,23 @@ static int timers(void) {
   uint64_t now = asbi_now_ms();
   uint64_t next = 0;
   for (proc *p = g_live; p; p = p->next) {
+    pthread_mutex_lock(&p->lock);
+    if (p->throttled && now - p->throttled_since >= g_envd.stall_ms) {
+      /* Cut off the readers that still hold the process up. */
+      for (sub *s = p->subs; s; s = s->next) {
+        if (s->overflow || s->queued <= g_envd.sub_buffer / 2) continue;
+        free_chunks(s->head);
+        s->head = s->tail = NULL;
+        s->queued = 0;
+        s->overflow = 1;
+        wake_sub(s);
+      }
+      maybe_resume(p);
+    } else if (p->throttled) {
+      uint64_t at = p->throttled_since + g_envd.stall_ms;
+      if (!next || at < next) next = at;
+    }
+    pthread_mutex_unlock(&p->lock);
     if (p->deadline_ms && !p->timed_out) {
       if (now >= p->deadline_ms) {
         p->timed_out = 1;
@@ -619,6 +673,7 @@ static int pstream_next(envd_stream *base, asbi_buf *out) {
       ps->s->head = ps->s->tail = NULL;
       ps->s->queued = 0;
       of = ps->s->overflow;
+      maybe_resume(p);
     }
     ended = p->ended;
     pthread_mutex_unlock(&p->lock);
@@ -626,9 +681,9 @@ static int pstream_next(envd_stream *base, asbi_buf *out) {
       free_chunks(c);
       char m[200];
       snprintf(m, sizeof m,
-               "stream reader too slow: more than %zu bytes of output were "
-               "waiting; the process keeps running (reattach with Connect)",
-               g_envd.sub_buffer);
+               "stream reader stuck: more than %zu bytes of output waited "
+               "%u s; the process keeps running (reattach with Connect)",
+               g_envd.sub_buffer, g_envd.stall_ms / 1000);
       envd_env_end(out, "resource_exhausted", m);
       return 0;
     }
@@ -672,6 +727,7 @@ static void pstream_destroy(envd_stream *base) {
         break;
       }
     }
+    maybe_resume(ps->p); /* a reader that leaves no longer holds it up */
     pthread_mutex_unlock(&ps->p->lock);
     free_chunks(ps->s->head);
     close(ps->s->wake);
@@ -1203,11 +1259,12 @@ static int signal_fn(const envd_call *c, const cJSON *req, cJSON **resp,
     return -1;
   }
   pthread_mutex_lock(&g_tab);
-  p->kill_req = 1;
-  if (!p->ended) {
-    kill(-p->pid, sig); /* the whole process group */
-    kill(p->pid, sig);
-  }
+  /* Only a kill stops the wait for the output to drain: a process may
+   * handle SIGTERM and go on writing. */
+  if (sig == SIGKILL) p->kill_req = 1;
+  /* The whole process group, once (the process leads it; signalling both
+   * would deliver the signal twice to the leader). */
+  if (!p->ended && kill(-p->pid, sig) != 0) kill(p->pid, sig);
   pthread_mutex_unlock(&g_tab);
   wake_io();
   proc_unref(p);
