@@ -81,13 +81,12 @@ static int builtin(engine *e, const char *name,
 static int load_one(engine *e, const char *id, const char *dir) {
   char path[4096];
   snprintf(path, sizeof path, "%s/template.json", dir);
-  FILE *f = fopen(path, "re");
-  if (!f) return -ENOENT;
   asbi_buf b = ASBI_BUF_INIT;
-  char chunk[4096];
-  size_t n;
-  while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) asbi_buf_append(&b, chunk, n);
-  fclose(f);
+  int frc = asbi_buf_read_file(&b, path, 1u << 20);
+  if (frc) {
+    asbi_buf_free(&b);
+    return frc;
+  }
   cJSON *j = b.data ? asbi_pj_parse(b.data, b.len, NULL) : NULL;
   asbi_buf_free(&b);
   if (!j) {
