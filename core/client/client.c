@@ -15,23 +15,41 @@
 #define E2B_CLOUD_DOMAIN "e2b.app"
 #define LOCAL_STATE_DIR "/var/lib/agent-sandbox"
 
-/* An engine started on another port records its URL in <state>/engine.url. */
-static void local_discover_url(asb_client *c) {
+/* An engine started on another port records its URL in <state>/engine.url.
+ * Returns a malloc'd URL, or NULL. */
+static char *read_engine_url(const char *state_dir) {
   char path[4096], line[256];
-  snprintf(path, sizeof path, "%s/engine.url", c->state_dir);
+  snprintf(path, sizeof path, "%s/engine.url", state_dir);
   FILE *f = fopen(path, "re");
-  if (!f) return;
+  if (!f) return NULL;
+  char *u = NULL;
   if (fgets(line, sizeof line, f)) {
     line[strcspn(line, "\r\n")] = 0;
-    if (asbi_startswith(line, "http://127.0.0.1:")) {
-      char *u = asbi_strdup(line);
-      if (u) {
-        free(c->api_url);
-        c->api_url = u;
+    if (asbi_startswith(line, "http://127.0.0.1:")) u = asbi_strdup(line);
+  }
+  fclose(f);
+  return u;
+}
+
+void asbi_client_follow_engine_url(asb_client *c) {
+  char *u = c->local ? read_engine_url(c->state_dir) : NULL;
+  if (!u) return;
+  pthread_mutex_lock(&c->mu);
+  if (strcmp(u, c->api_url) != 0 && c->nretired + 2 <= 8) {
+    int same = c->sandbox_url && strcmp(c->sandbox_url, c->api_url) == 0;
+    c->retired[c->nretired++] = c->api_url;
+    c->api_url = u;
+    u = NULL;
+    if (same) {
+      char *s2 = asbi_strdup(c->api_url);
+      if (s2) {
+        c->retired[c->nretired++] = c->sandbox_url;
+        c->sandbox_url = s2;
       }
     }
   }
-  fclose(f);
+  pthread_mutex_unlock(&c->mu);
+  free(u);
 }
 
 ASBI_DEFINE_OPTIONS_INIT(asb_client_options, ASB_CLIENT_OPTIONS_VERSION, ASB_CLIENT_OPTIONS_INIT)
@@ -77,6 +95,7 @@ static int valid_header(const char *h) {
 
 static void client_destroy(asb_client *c) {
   asbi_http_free(c->http);
+  for (int i = 0; i < c->nretired; i++) free(c->retired[i]);
   free(c->state_dir);
   pthread_mutex_destroy(&c->mu);
   free(c->api_key);
@@ -163,7 +182,11 @@ int asb_client_new(asb_client **out, const asb_client_options *opts) {
       rc = asbi_oom();
       goto fail;
     }
-    local_discover_url(c);
+    char *u = read_engine_url(c->state_dir);
+    if (u) {
+      free(c->api_url);
+      c->api_url = u;
+    }
     /* Sandbox traffic goes through the engine's router by headers, so no
      * name resolution of <port>-<id>.localhost is needed. */
     if (!c->sandbox_url) c->sandbox_url = asbi_strdup(c->api_url);

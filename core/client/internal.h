@@ -87,7 +87,12 @@ struct asb_client {
   int local;
   char *state_dir;
   pthread_mutex_t mu; /* api_key / api_url discovered lazily in local mode */
+  char *retired[8];   /* URLs replaced at run time, freed with the client
+                         (a concurrent call may still hold them) */
+  int nretired;
 };
+/* Local mode: adopt the URL the engine recorded in <state>/engine.url. */
+void asbi_client_follow_engine_url(asb_client *c);
 /* Local mode: make sure the engine runs and its key is known. */
 int asbi_client_local_prepare(asb_client *c, int start_engine);
 void asbi_client_ref(asb_client *c);

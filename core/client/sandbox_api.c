@@ -73,12 +73,28 @@ static const char *engine_binary(void) {
   return "agent-sandboxd"; /* from PATH */
 }
 
-/* Start `agent-sandboxd --daemon --state-dir <dir>` and wait for it. */
+/* Start `agent-sandboxd --daemon --state-dir <dir> [$ASB_ENGINE_ARGS]` and
+ * wait for it; then follow the URL it records (it may listen elsewhere). */
 static int start_engine(asb_client *c) {
   const char *bin = engine_binary();
+  const char *extra = asbi_getenv("ASB_ENGINE_ARGS");
+  char *extra_copy = asbi_strdup(extra ? extra : "");
+  const char *argv[32];
+  int n = 0;
+  argv[n++] = bin;
+  argv[n++] = "--daemon";
+  argv[n++] = "--state-dir";
+  argv[n++] = c->state_dir;
+  char *save = NULL;
+  for (char *t = extra_copy ? strtok_r(extra_copy, " \t", &save) : NULL; t && n < 30;
+       t = strtok_r(NULL, " \t", &save))
+    argv[n++] = t;
+  argv[n] = NULL;
   pid_t pid = fork();
-  if (pid < 0) return asbi_err(ASB_ECONNECTION, "cannot start the local engine: %s",
-                               strerror(errno));
+  if (pid < 0) {
+    free(extra_copy);
+    return asbi_err(ASB_ECONNECTION, "cannot start the local engine: %s", strerror(errno));
+  }
   if (pid == 0) {
     int nul = open("/dev/null", O_RDWR);
     if (nul >= 0) {
@@ -86,9 +102,10 @@ static int start_engine(asb_client *c) {
       dup2(nul, 1);
       dup2(nul, 2);
     }
-    execlp(bin, bin, "--daemon", "--state-dir", c->state_dir, (char *)NULL);
+    execvp(bin, (char *const *)argv);
     _exit(127);
   }
+  free(extra_copy);
   int status = 0;
   waitpid(pid, &status, 0); /* --daemon: the parent exits once detached */
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
@@ -102,6 +119,7 @@ static int start_engine(asb_client *c) {
     pthread_mutex_lock(&c->mu);
     if (!c->api_key) read_key(c);
     pthread_mutex_unlock(&c->mu);
+    asbi_client_follow_engine_url(c);
     if (c->api_key && engine_healthy(c, c->api_url)) return ASB_OK;
     usleep(20000);
   }

@@ -6,7 +6,9 @@
 #define ASB_ENGINE_FIXTURE_H
 
 #include <agentsandbox.h>
+#include <pthread.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,7 +78,45 @@ static inline int engine_fixture_launch(engine_fixture *f, int kill_on_exit) {
   return 0;
 }
 
+/* When a test kills the engine with SIGKILL, the sandboxes' inits are
+ * re-parented to the nearest subreaper, normally PID 1, which reaps them
+ * once the restarted engine has killed them. Some machines' PID 1 (in
+ * containers and VMs, this one's included) does not reap, so the zombies
+ * would pin their cgroups; the test process stands in for a proper PID 1 by
+ * being a subreaper that reaps. */
+static void *engine_fixture_reaper(void *arg) {
+  (void)arg;
+  for (;;) {
+    /* Reap only re-parented sandbox inits: the test's own children are
+     * waited for by the code that started them. */
+    siginfo_t si;
+    memset(&si, 0, sizeof si);
+    if (waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid > 0) {
+      char path[64], comm[64] = "";
+      snprintf(path, sizeof path, "/proc/%d/comm", (int)si.si_pid);
+      FILE *c = fopen(path, "r");
+      if (c) {
+        if (!fgets(comm, sizeof comm, c)) comm[0] = 0;
+        fclose(c);
+      }
+      if (strncmp(comm, "asb-init", 8) == 0) {
+        waitpid(si.si_pid, NULL, 0);
+        continue;
+      }
+    }
+    usleep(50000);
+  }
+  return NULL;
+}
+
 static inline int engine_fixture_start(engine_fixture *f, const char *tag) {
+  static int reaping;
+  if (!reaping) {
+    pthread_t t;
+    prctl(PR_SET_CHILD_SUBREAPER, 1);
+    if (pthread_create(&t, NULL, engine_fixture_reaper, NULL) == 0) pthread_detach(t);
+    reaping = 1;
+  }
   memset(f, 0, sizeof *f);
   snprintf(f->state, sizeof f->state, "/tmp/asb-%s-%d", tag, (int)getpid());
   snprintf(f->cgroup, sizeof f->cgroup, "asbt-%s-%d", tag, (int)getpid());
@@ -87,7 +127,9 @@ static inline int engine_fixture_start(engine_fixture *f, const char *tag) {
 static inline void engine_fixture_signal(engine_fixture *f, int sig) {
   if (f->pid <= 0) return;
   kill(f->pid, sig);
-  waitpid(f->pid, NULL, 0);
+  /* A subreaper thread of the test may reap it first: then wait for it to
+   * be gone rather than for its status. */
+  while (waitpid(f->pid, NULL, WNOHANG) != f->pid && kill(f->pid, 0) == 0) usleep(10000);
   f->pid = 0;
 }
 
