@@ -21,5 +21,7 @@
 #include "agentsandbox/pty.h"
 #include "agentsandbox/files.h"
 #include "agentsandbox/code.h"
+#include "agentsandbox/named.h"
+#include "agentsandbox/template.h"
 
 #endif /* AGENTSANDBOX_H */
