@@ -21,6 +21,7 @@
 #include "agentsandbox/pty.h"
 #include "agentsandbox/files.h"
 #include "agentsandbox/code.h"
+#include "agentsandbox/session.h"
 #include "agentsandbox/named.h"
 #include "agentsandbox/template.h"
 

@@ -380,6 +380,8 @@ static void create(engine *e, api_req *q, api_reply *r) {
   }
   t->spawn_count++;
   t->last_spawned_ms = now_unix_ms();
+  /* Code-interpreter templates warm their kernel from the start. */
+  if (t->start_codei && e->codei_path) codei_start(e, s);
   api_reply_json(r, 201, sandbox_json(e, s));
   reg_add(e, s); /* the table takes our reference */
   s = NULL;

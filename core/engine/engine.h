@@ -60,6 +60,7 @@ typedef struct sbx {
   uint64_t last_cpu_ns;
   int64_t last_cpu_ts_ms;
   uint64_t oom_kills; /* last seen, to log new ones */
+  int codei_started;  /* the code interpreter was launched (under mu) */
 } sbx;
 
 typedef struct tomb {
@@ -78,6 +79,7 @@ typedef struct engine {
   char *socket_path;  /* unix socket of the API */
   char *domain;       /* "localhost:<port>" */
   char *envd_path, *init_path;
+  char *codei_path;   /* code interpreter binary, or NULL (feature off) */
   char *envd_version;
   char api_key[64];
   int default_timeout_s;
@@ -121,6 +123,7 @@ void sbx_free(sbx *s);
 /* ---- templates.c ------------------------------------------------------------ */
 struct template_info {
   char *id;     /* template id ("base", or a built template's id) */
+  int start_codei; /* start the code interpreter at create (code-interpreter-v1) */
   char *alias;  /* name */
   char *dir;    /* prepared template dir */
   asbe_template *tmpl;
@@ -155,6 +158,15 @@ void lifecycle_sample(engine *e, sbx *s);
  * reply. Returns the HTTP status, or a negative errno. */
 int envd_request(sbx *s, const char *method, const char *path,
                  const char *body, char **reply, int timeout_ms);
+
+/* ---- codei.c: the code interpreter inside sandboxes ---------------------- */
+#define CODEI_PORT 49999
+/* Launch the sandbox's code interpreter (once; later calls are no-ops).
+ * Does not wait for it. 0 or a negative errno. */
+int codei_start(engine *e, sbx *s);
+/* Launch it if needed and wait until its port accepts connections, up to
+ * timeout_ms. Returns a connected socket or a negative errno. */
+int codei_connect(engine *e, sbx *s, int timeout_ms);
 
 /* ---- server.c ------------------------------------------------------------------ */
 int server_start(engine *e, const char *listen, const char *socket_path);

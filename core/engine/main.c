@@ -22,6 +22,9 @@
 #ifndef ASB_DEFAULT_ENVD
 #define ASB_DEFAULT_ENVD "/usr/local/bin/agent-sandbox-envd"
 #endif
+#ifndef ASB_DEFAULT_CODEI
+#define ASB_DEFAULT_CODEI "/usr/local/bin/agent-sandbox-code-interpreter"
+#endif
 #ifndef ASB_DEFAULT_INIT
 #define ASB_DEFAULT_INIT "/usr/local/libexec/agent-sandbox/asb-init"
 #endif
@@ -56,6 +59,8 @@ static void usage(FILE *f) {
           "  --socket PATH     also serve on this unix socket (default <state>/engine.sock)\n"
           "  --envd PATH       envd binary run inside sandboxes (default %s)\n"
           "  --init PATH       asb-init binary (default %s)\n"
+          "  --code-interpreter PATH  code interpreter run inside sandboxes for\n"
+          "                    port 49999 (default %s; absent = disabled)\n"
           "  --cgroup-name N   name of the engine's cgroups (default agent-sandbox)\n"
           "  --pool N          keep N pre-formatted disk images ready (default 8)\n"
           "  --daemon          detach; log to <state>/engine.log, pid in <state>/engine.pid\n"
@@ -63,7 +68,7 @@ static void usage(FILE *f) {
           "                    running; a restarted engine adopts them)\n"
           "  --preflight       check what the engine needs, print the report, exit\n"
           "  --version         print the version and exit\n",
-          ASB_DEFAULT_ENVD, ASB_DEFAULT_INIT);
+          ASB_DEFAULT_ENVD, ASB_DEFAULT_INIT, ASB_DEFAULT_CODEI);
 }
 
 static int write_file(const char *path, const char *text, mode_t mode) {
@@ -211,13 +216,15 @@ int main(int argc, char **argv) {
   const char *listen_addr = "127.0.0.1:49982";
   const char *sock = NULL, *cgroup_name = NULL;
   const char *envd = ASB_DEFAULT_ENVD, *init = ASB_DEFAULT_INIT;
+  const char *codei = ASB_DEFAULT_CODEI;
   int daemonize = 0, kill_on_exit = 0, preflight_only = 0, pool = 8;
-  enum { O_STATE = 1, O_LISTEN, O_SOCKET, O_ENVD, O_INIT, O_CGROUP, O_POOL,
+  enum { O_STATE = 1, O_LISTEN, O_SOCKET, O_ENVD, O_INIT, O_CODEI, O_CGROUP, O_POOL,
          O_DAEMON, O_KILL, O_PREFLIGHT, O_VERSION, O_HELP };
   static const struct option opts[] = {
       {"state-dir", required_argument, 0, O_STATE}, {"listen", required_argument, 0, O_LISTEN},
       {"socket", required_argument, 0, O_SOCKET},   {"envd", required_argument, 0, O_ENVD},
-      {"init", required_argument, 0, O_INIT},       {"cgroup-name", required_argument, 0, O_CGROUP},
+      {"init", required_argument, 0, O_INIT},
+      {"code-interpreter", required_argument, 0, O_CODEI},       {"cgroup-name", required_argument, 0, O_CGROUP},
       {"pool", required_argument, 0, O_POOL},       {"daemon", no_argument, 0, O_DAEMON},
       {"kill-on-exit", no_argument, 0, O_KILL},     {"preflight", no_argument, 0, O_PREFLIGHT},
       {"version", no_argument, 0, O_VERSION},       {"help", no_argument, 0, O_HELP},
@@ -230,6 +237,7 @@ int main(int argc, char **argv) {
       case O_SOCKET: sock = optarg; break;
       case O_ENVD: envd = optarg; break;
       case O_INIT: init = optarg; break;
+      case O_CODEI: codei = optarg; break;
       case O_CGROUP: cgroup_name = optarg; break;
       case O_POOL: pool = atoi(optarg); break;
       case O_DAEMON: daemonize = 1; break;
@@ -287,23 +295,31 @@ int main(int argc, char **argv) {
   }
   e->envd_path = realpath(envd, NULL);
   e->init_path = realpath(init, NULL);
+  e->codei_path = access(codei, X_OK) == 0 ? realpath(codei, NULL) : NULL;
+  if (!e->codei_path)
+    engine_log("no code interpreter at %s: port 49999 is not served", codei);
   e->envd_version = envd_version(e->envd_path);
   if (!e->envd_version) e->envd_version = asbi_strdup(ENGINE_ENVD_VERSION_FALLBACK);
   char agent_dir[4096];
   snprintf(agent_dir, sizeof agent_dir, "%s/agent", e->state_dir);
-  const char *bins[] = {e->envd_path};
-  if (asbe_agentdir_build(agent_dir, e->init_path, bins, 1)) {
+  const char *bins[] = {e->envd_path, e->codei_path};
+  if (asbe_agentdir_build(agent_dir, e->init_path, bins, e->codei_path ? 2 : 1)) {
     engine_log("cannot assemble the agent dir: %s", asbe_errmsg());
     return 1;
   }
-  /* The agent is called "envd" inside sandboxes whatever its host name. */
-  char link[4200], from[4200];
-  snprintf(link, sizeof link, "%s/bin/envd", agent_dir);
-  const char *base = strrchr(e->envd_path, '/');
-  snprintf(from, sizeof from, "%s", base ? base + 1 : e->envd_path);
-  if (strcmp(from, "envd") != 0) {
+  /* Inside sandboxes the programs are called "envd" and "code-interpreter"
+   * whatever their names on the host. */
+  const char *host_bins[] = {e->envd_path, e->codei_path};
+  const char *names[] = {"envd", "code-interpreter"};
+  for (int i = 0; i < 2; i++) {
+    if (!host_bins[i]) continue;
+    const char *base = strrchr(host_bins[i], '/');
+    base = base ? base + 1 : host_bins[i];
+    if (strcmp(base, names[i]) == 0) continue;
+    char link[4200];
+    snprintf(link, sizeof link, "%s/bin/%s", agent_dir, names[i]);
     unlink(link);
-    if (symlink(from, link) != 0) engine_log("cannot link %s: %s", link, strerror(errno));
+    if (symlink(base, link) != 0) engine_log("cannot link %s: %s", link, strerror(errno));
   }
   asbe_engine_config cfg;
   memset(&cfg, 0, sizeof cfg);
@@ -383,6 +399,7 @@ int main(int argc, char **argv) {
   free(e->state_dir);
   free(e->envd_path);
   free(e->init_path);
+  free(e->codei_path);
   free(e->envd_version);
   free(e->domain);
   return 0;

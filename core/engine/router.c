@@ -233,8 +233,9 @@ route_ctx *router_begin(engine *e, struct MHD_Connection *c, const char *raw_uri
   r->head_request = strcmp(method, "HEAD") == 0;
   r->fd = pool_take(s, port);
   if (r->fd < 0)
-    r->fd = port == ENVD_PORT ? asbe_sandbox_connect_unix(s->iso, "envd.sock")
-                              : asbe_sandbox_connect_tcp(s->iso, (uint16_t)port);
+    r->fd = port == ENVD_PORT    ? asbe_sandbox_connect_unix(s->iso, "envd.sock")
+            : port == CODEI_PORT ? codei_connect(e, s, 30000)
+                                 : asbe_sandbox_connect_tcp(s->iso, (uint16_t)port);
   if (r->fd < 0) {
     *err_status = 502;
     *err = port == ENVD_PORT

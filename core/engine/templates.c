@@ -149,6 +149,17 @@ int templates_init(engine *e) {
   if (mkdir(dir, 0755) != 0 && errno != EEXIST) return -errno;
   int rc = builtin(e, "base", asbe_template_prepare_base, asbe_template_base);
   if (rc) return rc;
+  /* E2B's code-interpreter template: base, with the code interpreter
+   * started at create so its default kernel is warm for the first call. */
+  template_info *b = templates_find(e, "base");
+  template_info *ci = b ? tinfo_new("code-interpreter-v1", "code-interpreter", b->dir) : NULL;
+  if (ci && asbe_template_base(b->dir, &ci->tmpl) == 0) {
+    ci->start_codei = 1;
+    ci->envd_version = asbi_strdup(e->envd_version);
+    push(e, ci);
+  } else {
+    tinfo_free(ci);
+  }
   /* busybox is optional: Debian's busybox-static provides /bin/busybox. */
   if (builtin(e, "busybox", asbe_template_prepare_busybox, asbe_template_busybox))
     engine_log("template busybox unavailable (install busybox-static)");
@@ -157,6 +168,7 @@ int templates_init(engine *e) {
   struct dirent *de;
   while ((de = readdir(d))) {
     if (de->d_name[0] == '.' || strcmp(de->d_name, "base") == 0 ||
+        strcmp(de->d_name, "code-interpreter-v1") == 0 ||
         strcmp(de->d_name, "busybox") == 0)
       continue;
     char sub[4200];

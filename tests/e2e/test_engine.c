@@ -4,6 +4,7 @@
 #include <agentsandbox.h>
 #include <curl/curl.h>
 #include <dirent.h>
+#include <sys/wait.h>
 #include <time.h>
 
 #include "asb_testing.h"
@@ -359,6 +360,44 @@ TEST(engine_restart_adopts_live_sandboxes) {
   asb_sandbox_free(sb);
 }
 
+TEST(session_reconnects_from_another_process) {
+  char dir[128];
+  snprintf(dir, sizeof dir, "/tmp/asb-e2e-sessions-%d", (int)getpid());
+  setenv("ASB_SESSION_DIR", dir, 1);
+  asb_sandbox *sb = NULL;
+  REQUIRE_RC(make(&sb, 60000, NULL, NULL, 0), ASB_OK);
+  REQUIRE_RC(asb_files_write(sb, "/home/user/note", "from the first process", 22, NULL, NULL),
+             ASB_OK);
+  const char *meta[] = {"task=e2e", NULL};
+  REQUIRE_RC(asb_session_save("agent-work", sb, meta), ASB_OK);
+  pid_t kid = fork();
+  if (kid == 0) {
+    asb_client *c = NULL;
+    asb_sandbox *again = NULL;
+    char *d = NULL;
+    size_t n = 0;
+    if (engine_fixture_client(&F, &c) || asb_session_load(c, "agent-work", 0, NULL, &again) ||
+        asb_files_read(again, "/home/user/note", NULL, &d, &n) || n != 22 ||
+        memcmp(d, "from the first process", 22) != 0)
+      _exit(1);
+    _exit(0);
+  }
+  int st = 0;
+  waitpid(kid, &st, 0);
+  CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  asb_sandbox_kill(sb, NULL);
+  asb_client *c2 = NULL;
+  asb_sandbox *gone = NULL;
+  REQUIRE_RC(engine_fixture_client(&F, &c2), ASB_OK);
+  CHECK_RC(asb_session_load(c2, "agent-work", 0, NULL, &gone), ASB_ESANDBOXGONE);
+  CHECK_RC(asb_session_delete("agent-work"), ASB_OK);
+  asb_client_free(c2);
+  asb_sandbox_free(sb);
+  char cmd[256];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  if (system(cmd) != 0) fprintf(stderr, "cleanup failed\n");
+}
+
 /* ---- leaks ----------------------------------------------------------------------- */
 
 static int count_lines(const char *path, const char *needle) {
@@ -442,6 +481,7 @@ int main(void) {
   RUN(metrics);
   RUN(sandboxes_do_not_see_each_other);
   RUN(engine_restart_adopts_live_sandboxes);
+  RUN(session_reconnects_from_another_process);
   RUN(create_kill_loop_leaks_nothing);
   asb_client_free(C);
   engine_fixture_stop(&F);

@@ -10,14 +10,18 @@ static engine_fixture F;
 
 static void run_example(const char *name) {
   char cmd[1024];
+  char base[64];
+  snprintf(base, sizeof base, "%s", name);
+  char *sp = strchr(base, ' ');
+  if (sp) *sp = '_';
   snprintf(cmd, sizeof cmd, "%s/%s > /tmp/asb-example-%s.log 2>&1", ASB_EXAMPLES_DIR,
-           name, name);
+           name, base);
   int rc = system(cmd);
   if (rc != 0) {
-    ASBT_FAIL("example %s exited with %d; see /tmp/asb-example-%s.log", name, rc, name);
+    ASBT_FAIL("example %s exited with %d; see /tmp/asb-example-%s.log", name, rc, base);
     return;
   }
-  snprintf(cmd, sizeof cmd, "/tmp/asb-example-%s.log", name);
+  snprintf(cmd, sizeof cmd, "/tmp/asb-example-%s.log", base);
   remove(cmd);
 }
 
@@ -26,6 +30,11 @@ TEST(commands) { run_example("commands"); }
 TEST(files) { run_example("files"); }
 TEST(pty) { run_example("pty"); }
 TEST(sandbox_lifecycle) { run_example("sandbox_lifecycle"); }
+TEST(sessions) {
+  run_example("sessions"); /* creates and saves */
+  run_example("sessions"); /* reconnects */
+  run_example("sessions done");
+}
 
 int main(void) {
   if (engine_fixture_start(&F, "examples") != 0) {
@@ -35,6 +44,9 @@ int main(void) {
   /* The examples configure nothing: the library finds this engine through
    * its state dir (engine.url, api_key). */
   setenv("ASB_STATE_DIR", F.state, 1);
+  char sessions[160];
+  snprintf(sessions, sizeof sessions, "%s/sessions", F.state);
+  setenv("ASB_SESSION_DIR", sessions, 1);
   const char *vars[] = {"E2B_API_KEY", "E2B_API_URL", "E2B_DOMAIN", "E2B_SANDBOX_URL",
                         "E2B_DEBUG", "ASB_API_KEY", "ASB_API_URL", "ASB_DOMAIN",
                         "ASB_SANDBOX_URL", "ASB_DEBUG"};
@@ -44,6 +56,7 @@ int main(void) {
   RUN(files);
   RUN(pty);
   RUN(sandbox_lifecycle);
+  RUN(sessions);
   engine_fixture_stop(&F);
   TEST_MAIN_END();
 }
