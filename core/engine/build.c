@@ -880,20 +880,24 @@ void template_delete(engine *e, const char *id, api_reply *r) {
   /* the base of other templates? */
   size_t nt = 0;
   template_info **all = templates_snapshot(e, &nt);
-  const char *child = NULL;
-  for (size_t i = 0; all && i < nt && !child; i++) {
+  char child[128] = "";
+  for (size_t i = 0; all && i < nt && !child[0]; i++) {
     if (all[i] == t) continue;
     for (size_t k = 0; k < asbe_template_layer_count(all[i]->tmpl); k++)
-      if (under(asbe_template_layer(all[i]->tmpl, k), t->dir)) child = all[i]->alias;
+      if (under(asbe_template_layer(all[i]->tmpl, k), t->dir))
+        snprintf(child, sizeof child, "%s", all[i]->alias);
   }
+  templates_put_all(e, all, nt); /* before uninstall counts the users */
   if (users) {
     api_error(r, 409, "template \"%s\" is in use by %zu sandbox(es); kill them first", t->alias,
               users);
-  } else if (child) {
+  } else if (child[0]) {
     api_error(r, 409, "template \"%s\" is the base of template \"%s\"; delete that first",
               t->alias, child);
+  } else if (templates_uninstall(e, t) != 0) {
+    api_error(r, 409, "template \"%s\" is in use (a sandbox is being created from it); try "
+              "again", t->alias);
   } else {
-    templates_uninstall(e, t);
     char gone[4300];
     snprintf(gone, sizeof gone, "%s.deleted", t->dir);
     /* rename first: a crash mid-delete leaves no half template behind */
@@ -904,7 +908,6 @@ void template_delete(engine *e, const char *id, api_reply *r) {
     engine_log("template %s (%s): deleted", t->alias, t->id);
     r->status = 204;
   }
-  templates_put_all(e, all, nt);
   pthread_mutex_unlock(&e->build_mu);
   templates_put(e, t);
 }
@@ -921,7 +924,7 @@ void templates_gc(engine *e) {
   /* every layer in use: by templates and by live sandboxes */
   cJSON *used = cJSON_CreateArray();
   size_t nt = 0, ns = 0;
-  template_info **all = templates_snapshot(e, &nt);
+  template_info **all = templates_snapshot_all(e, &nt); /* retired ones in use too */
   for (size_t i = 0; all && i < nt; i++)
     for (size_t k = 0; k < asbe_template_layer_count(all[i]->tmpl); k++)
       cJSON_AddItemToArray(used, cJSON_CreateString(asbe_template_layer(all[i]->tmpl, k)));

@@ -97,6 +97,7 @@ typedef struct engine {
   tomb *tombs;
   size_t ntombs, captombs;
   template_info *templates; /* under tmpl_mu */
+  template_info *retired;   /* replaced or deleted, still referenced */
   pthread_mutex_t tmpl_mu;
   pthread_mutex_t build_mu; /* one template build at a time */
   pthread_cond_t lc_cond; /* wakes the lifecycle thread */
@@ -153,8 +154,10 @@ void templates_free(engine *e);
 /* By id or alias, referenced (release with templates_put); NULL if unknown. */
 template_info *templates_find(engine *e, const char *name);
 void templates_put(engine *e, template_info *t);
-/* Every template, each referenced; release with templates_put_all. */
+/* Every template, each referenced; release with templates_put_all. With
+ * retired, also those replaced or deleted that are still in use. */
 template_info **templates_snapshot(engine *e, size_t *n);
+template_info **templates_snapshot_all(engine *e, size_t *n);
 void templates_put_all(engine *e, template_info **v, size_t n);
 /* Load the built template recorded in <state>/templates/<id>/template.json
  * (not registered). 0 or a negative errno. */
@@ -162,8 +165,9 @@ int templates_load(engine *e, const char *id, template_info **out);
 /* Register t (taking the caller's reference), replacing a template of the
  * same id. */
 void templates_install(engine *e, template_info *t);
-/* Unregister t (its files stay; in-flight users keep their reference). */
-void templates_uninstall(engine *e, template_info *t);
+/* Unregister t unless someone besides the caller and the registry holds
+ * it (a create in progress): 0 or -EBUSY. Its files stay. */
+int templates_uninstall(engine *e, template_info *t);
 /* The layer dirs of t as a JSON array (for sandbox records). */
 cJSON *templates_layers_json(const template_info *t);
 

@@ -235,6 +235,7 @@ void templates_free(engine *e) {
   template_info *t = e->templates;
   e->templates = NULL;
   pthread_mutex_unlock(&e->tmpl_mu);
+  /* retired ones go with their last user */
   while (t) {
     template_info *n = t->next;
     templates_put(e, t);
@@ -259,14 +260,21 @@ void templates_put(engine *e, template_info *t) {
   if (!t) return;
   pthread_mutex_lock(&e->tmpl_mu);
   int last = --t->refs == 0;
+  if (last) /* a retired one leaves the retired list */
+    for (template_info **pp = &e->retired; *pp; pp = &(*pp)->next)
+      if (*pp == t) {
+        *pp = t->next;
+        break;
+      }
   pthread_mutex_unlock(&e->tmpl_mu);
   if (last) tinfo_free(t);
 }
 
-template_info **templates_snapshot(engine *e, size_t *n) {
+static template_info **snapshot(engine *e, size_t *n, int retired) {
   pthread_mutex_lock(&e->tmpl_mu);
   size_t k = 0;
   for (template_info *t = e->templates; t; t = t->next) k++;
+  for (template_info *t = retired ? e->retired : NULL; t; t = t->next) k++;
   template_info **v = malloc((k ? k : 1) * sizeof *v);
   *n = 0;
   if (v) {
@@ -276,10 +284,29 @@ template_info **templates_snapshot(engine *e, size_t *n) {
       t->refs++;
       v[--i] = t;
     }
+    for (template_info *t = retired ? e->retired : NULL; t; t = t->next) {
+      t->refs++;
+      v[--i] = t;
+    }
     *n = k;
   }
   pthread_mutex_unlock(&e->tmpl_mu);
   return v;
+}
+
+template_info **templates_snapshot(engine *e, size_t *n) { return snapshot(e, n, 0); }
+template_info **templates_snapshot_all(engine *e, size_t *n) { return snapshot(e, n, 1); }
+
+/* Moves t (just unlinked from the registry, registry reference held) to the
+ * retired list if others still use it; returns 1 if the caller should drop
+ * the registry's reference. Under tmpl_mu. */
+static void retire_locked(engine *e, template_info *t) {
+  if (t->refs > 1) {
+    t->next = e->retired;
+    e->retired = t;
+  } else {
+    t->next = NULL;
+  }
 }
 
 void templates_put_all(engine *e, template_info **v, size_t n) {
@@ -294,25 +321,32 @@ void templates_install(engine *e, template_info *t) {
     if (strcmp((*pp)->id, t->id) == 0) {
       old = *pp;
       *pp = old->next;
+      retire_locked(e, old);
       break;
     }
   t->next = e->templates;
   e->templates = t;
   pthread_mutex_unlock(&e->tmpl_mu);
-  templates_put(e, old);
+  templates_put(e, old); /* the registry's reference */
 }
 
-void templates_uninstall(engine *e, template_info *t) {
-  int found = 0;
+int templates_uninstall(engine *e, template_info *t) {
+  int rc = -ENOENT;
   pthread_mutex_lock(&e->tmpl_mu);
   for (template_info **pp = &e->templates; *pp; pp = &(*pp)->next)
     if (*pp == t) {
+      if (t->refs > 2) { /* the registry, the caller, and someone else */
+        rc = -EBUSY;
+        break;
+      }
       *pp = t->next;
-      found = 1;
+      retire_locked(e, t);
+      rc = 0;
       break;
     }
   pthread_mutex_unlock(&e->tmpl_mu);
-  if (found) templates_put(e, t); /* the registry's reference */
+  if (rc == 0) templates_put(e, t); /* the registry's reference */
+  return rc;
 }
 
 cJSON *templates_layers_json(const template_info *t) {
