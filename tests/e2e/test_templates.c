@@ -12,6 +12,11 @@
 #include "asb_testing.h"
 #include "engine_fixture.h"
 
+#include <sys/wait.h>
+
+#ifndef ASB_CLI_BIN
+#error "define ASB_CLI_BIN"
+#endif
 #ifndef ASB_TEMPLATE_DIR
 #error "define ASB_TEMPLATE_DIR (the staged c-hello template)"
 #endif
@@ -237,6 +242,83 @@ TEST(c_hello_commands) {
   asb_sandbox_free(sb);
 }
 
+/* ---- the asb CLI ------------------------------------------------------------------ */
+
+/* Runs the CLI with the engine's configuration; stdout into a buffer. */
+static char *cli(const char *args, int *status) {
+  char cmd[2048];
+  snprintf(cmd, sizeof cmd,
+           "E2B_API_URL=%s E2B_SANDBOX_URL=%s E2B_API_KEY=%s ASB_DEBUG= E2B_DEBUG= %s %s 2>&1",
+           F.url, F.url, F.key, ASB_CLI_BIN, args);
+  FILE *p = popen(cmd, "r");
+  static char out[65536];
+  size_t n = p ? fread(out, 1, sizeof out - 1, p) : 0;
+  out[n] = '\0';
+  int st = p ? pclose(p) : -1;
+  *status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  return out;
+}
+
+TEST(cli) {
+  int st;
+  char args[512];
+  char *o = cli("template list", &st);
+  CHECK_INT(st, 0);
+  CHECK(strstr(o, "c-hello") && strstr(o, "base"));
+  snprintf(args, sizeof args, "template build %s", ASB_TEMPLATE_DIR);
+  o = cli(args, &st);
+  CHECK_INT(st, 0);
+  CHECK(strstr(o, "c-hello ") && strstr(o, "(cached)"));
+  o = cli("template get c-hello", &st);
+  CHECK(strstr(o, "\"templateID\":") && strstr(o, "\"customCommands\":[\"shout\",\"whoami\"]"));
+  o = cli("create --template c-hello --env WHO=cli", &st);
+  CHECK_INT(st, 0);
+  char id[64] = "";
+  sscanf(o, "%63s", id);
+  CHECK_INT(strlen(id), 20);
+  snprintf(args, sizeof args, "run %s hello '{\"name\":\"CLI\"}'", id);
+  o = cli(args, &st);
+  CHECK_INT(st, 0);
+  CHECK(strstr(o, "\"greeting\":\"Hello, CLI!\""));
+  snprintf(args, sizeof args, "run %s nope", id);
+  o = cli(args, &st);
+  CHECK_INT(st, 3);
+  CHECK(strstr(o, "ASB_ECOMMANDNOTFOUND"));
+  snprintf(args, sizeof args, "commands %s", id);
+  o = cli(args, &st);
+  CHECK(strstr(o, "shout(text: string)  Upper-cases text") &&
+        strstr(o, "add(a: integer, b: integer = 0)"));
+  snprintf(args, sizeof args, "exec %s -- 'echo $WHO; exit 4'", id);
+  o = cli(args, &st);
+  CHECK_INT(st, 4);
+  CHECK_STR(o, "cli\n");
+  char local[256];
+  snprintf(local, sizeof local, "%s/cli.txt", WORK);
+  FILE *f = fopen(local, "w");
+  if (f) {
+    fputs("copied by asb\n", f);
+    fclose(f);
+  }
+  snprintf(args, sizeof args, "cp %s %s:/home/user/cli.txt", local, id);
+  o = cli(args, &st);
+  CHECK_INT(st, 0);
+  snprintf(args, sizeof args, "ls %s /home/user", id);
+  o = cli(args, &st);
+  CHECK(strstr(o, "cli.txt"));
+  snprintf(args, sizeof args, "cp %s:/home/user/cli.txt -", id);
+  o = cli(args, &st);
+  CHECK_STR(o, "copied by asb\n");
+  o = cli("list", &st);
+  CHECK(strstr(o, id) && strstr(o, "c-hello"));
+  snprintf(args, sizeof args, "kill %s", id);
+  o = cli(args, &st);
+  CHECK_INT(st, 0);
+  o = cli(args, &st);
+  CHECK(st != 0);
+  o = cli("template delete base", &st);
+  CHECK_INT(st, 2);
+}
+
 /* ---- failures -------------------------------------------------------------------- */
 
 TEST(build_errors) {
@@ -442,6 +524,7 @@ int main(void) {
   }
   RUN(build_c_hello);
   RUN(c_hello_commands);
+  RUN(cli);
   RUN(build_errors);
   RUN(ready_check_failures);
   RUN(layers);
