@@ -142,9 +142,12 @@ int template_start(engine *e, sbx *s, template_info *t, char *err, size_t errlen
       died = 1;
       break;
     }
-    if (now_unix_ms() + interval >= deadline) break;
-    usleep((useconds_t)interval * 1000);
-    (void)attempt;
+    /* back off from 2 ms up to the interval: most servers are up within
+     * milliseconds, and a slow one is not polled more than asked */
+    int nap = 2 << (attempt < 16 ? attempt : 16);
+    if (nap > interval) nap = interval;
+    if (now_unix_ms() + nap >= deadline) break;
+    usleep((useconds_t)nap * 1000);
   }
   sbx_env_free(envp);
   if (ok) {
