@@ -12,6 +12,12 @@ scripts/deps.sh
 
 step() { printf '\n==== %s ====\n' "$*"; }
 
+step "test prerequisites"
+# The stock E2B npm SDK used by the npm.envd test (pinned in tests/npm).
+npm ci --prefix tests/npm --no-audit --no-fund
+# envd's tests act as E2B's default unprivileged sandbox user.
+id user >/dev/null 2>&1 || useradd -m -s /bin/bash user
+
 step "build (RelWithDebInfo)"
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
 cmake --build build -j "$JOBS"

@@ -34,27 +34,9 @@ static void local_discover_url(asb_client *c) {
   fclose(f);
 }
 
-int asb_client_options_init(asb_client_options *opts, unsigned int version) {
-  if (!opts) return asbi_err(ASB_EINVAL, "asb_client_options_init: NULL");
-  if (version == 0 || version > ASB_CLIENT_OPTIONS_VERSION)
-    return asbi_err(ASB_EVERSION, "asb_client_options: unsupported version %u",
-                    version);
-  asb_client_options init = ASB_CLIENT_OPTIONS_INIT;
-  *opts = init;
-  opts->version = version;
-  return ASB_OK;
-}
+ASBI_DEFINE_OPTIONS_INIT(asb_client_options, ASB_CLIENT_OPTIONS_VERSION, ASB_CLIENT_OPTIONS_INIT)
 
-int asb_call_options_init(asb_call_options *opts, unsigned int version) {
-  if (!opts) return asbi_err(ASB_EINVAL, "asb_call_options_init: NULL");
-  if (version == 0 || version > ASB_CALL_OPTIONS_VERSION)
-    return asbi_err(ASB_EVERSION, "asb_call_options: unsupported version %u",
-                    version);
-  asb_call_options init = ASB_CALL_OPTIONS_INIT;
-  *opts = init;
-  opts->version = version;
-  return ASB_OK;
-}
+ASBI_DEFINE_OPTIONS_INIT(asb_call_options, ASB_CALL_OPTIONS_VERSION, ASB_CALL_OPTIONS_INIT)
 
 /* explicit option > ASB_<name> > E2B_<name>; NULL if none. */
 static const char *pick(const char *explicit_value, const char *name) {

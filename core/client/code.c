@@ -153,15 +153,7 @@ int asb_execution_count(const asb_execution *e) { return e ? e->count : -1; }
 
 /* ---- requests ------------------------------------------------------------------- */
 
-int asb_code_options_init(asb_code_options *o, unsigned int version) {
-  if (!o) return asbi_err(ASB_EINVAL, "asb_code_options_init: NULL");
-  if (version == 0 || version > ASB_CODE_OPTIONS_VERSION)
-    return asbi_err(ASB_EVERSION, "asb_code_options: version %u", version);
-  asb_code_options init = ASB_CODE_OPTIONS_INIT;
-  *o = init;
-  o->version = version;
-  return ASB_OK;
-}
+ASBI_DEFINE_OPTIONS_INIT(asb_code_options, ASB_CODE_OPTIONS_VERSION, ASB_CODE_OPTIONS_INIT)
 
 /* Base URL of the code interpreter (port 49999) and its headers. */
 static int ci_prepare(asb_sandbox *sb, asbi_buf *url, const char *path,

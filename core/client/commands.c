@@ -36,25 +36,9 @@ struct asb_process {
 
 /* ---- options ----------------------------------------------------------------- */
 
-int asb_command_options_init(asb_command_options *o, unsigned int version) {
-  if (!o) return asbi_err(ASB_EINVAL, "asb_command_options_init: NULL");
-  if (version == 0 || version > ASB_COMMAND_OPTIONS_VERSION)
-    return asbi_err(ASB_EVERSION, "asb_command_options: version %u", version);
-  asb_command_options init = ASB_COMMAND_OPTIONS_INIT;
-  *o = init;
-  o->version = version;
-  return ASB_OK;
-}
+ASBI_DEFINE_OPTIONS_INIT(asb_command_options, ASB_COMMAND_OPTIONS_VERSION, ASB_COMMAND_OPTIONS_INIT)
 
-int asb_pty_options_init(asb_pty_options *o, unsigned int version) {
-  if (!o) return asbi_err(ASB_EINVAL, "asb_pty_options_init: NULL");
-  if (version == 0 || version > ASB_PTY_OPTIONS_VERSION)
-    return asbi_err(ASB_EVERSION, "asb_pty_options: version %u", version);
-  asb_pty_options init = ASB_PTY_OPTIONS_INIT;
-  *o = init;
-  o->version = version;
-  return ASB_OK;
-}
+ASBI_DEFINE_OPTIONS_INIT(asb_pty_options, ASB_PTY_OPTIONS_VERSION, ASB_PTY_OPTIONS_INIT)
 
 /* ---- results ------------------------------------------------------------------ */
 

@@ -19,25 +19,9 @@
 
 /* ---- options ------------------------------------------------------------------ */
 
-int asb_files_options_init(asb_files_options *o, unsigned int version) {
-  if (!o) return asbi_err(ASB_EINVAL, "asb_files_options_init: NULL");
-  if (version == 0 || version > ASB_FILES_OPTIONS_VERSION)
-    return asbi_err(ASB_EVERSION, "asb_files_options: version %u", version);
-  asb_files_options init = ASB_FILES_OPTIONS_INIT;
-  *o = init;
-  o->version = version;
-  return ASB_OK;
-}
+ASBI_DEFINE_OPTIONS_INIT(asb_files_options, ASB_FILES_OPTIONS_VERSION, ASB_FILES_OPTIONS_INIT)
 
-int asb_watch_options_init(asb_watch_options *o, unsigned int version) {
-  if (!o) return asbi_err(ASB_EINVAL, "asb_watch_options_init: NULL");
-  if (version == 0 || version > ASB_WATCH_OPTIONS_VERSION)
-    return asbi_err(ASB_EVERSION, "asb_watch_options: version %u", version);
-  asb_watch_options init = ASB_WATCH_OPTIONS_INIT;
-  *o = init;
-  o->version = version;
-  return ASB_OK;
-}
+ASBI_DEFINE_OPTIONS_INIT(asb_watch_options, ASB_WATCH_OPTIONS_VERSION, ASB_WATCH_OPTIONS_INIT)
 
 static int check_path(const char *path, const char *what) {
   if (!path || !*path) return asbi_err(ASB_EINVAL, "%s: path is empty", what);

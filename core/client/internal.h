@@ -31,6 +31,21 @@ void asbi_err_prefix(const char *fmt, ...) __attribute__((format(printf, 1, 2)))
                       name, (opts)->version);                                  \
   } while (0)
 
+/* Defines `int <type>_init(<type> *opts, unsigned int version)` for a
+ * versioned options struct: rejects NULL and unknown versions, fills the
+ * defaults from the struct's _INIT macro, stores the requested version. */
+#define ASBI_DEFINE_OPTIONS_INIT(type, max_version, init_macro)             \
+  int type##_init(type *opts, unsigned int version) {                      \
+    if (!opts) return asbi_err(ASB_EINVAL, #type "_init: NULL");           \
+    if (version == 0 || version > (max_version))                           \
+      return asbi_err(ASB_EVERSION, #type ": unsupported version %u",      \
+                      version);                                            \
+    type init_ = init_macro;                                               \
+    *opts = init_;                                                         \
+    opts->version = version;                                               \
+    return ASB_OK;                                                         \
+  }
+
 /* ---- global (global.c) --------------------------------------------------- */
 /* Initialise once for the process (idempotent, thread-safe). */
 int asbi_global_ensure(void);

@@ -13,15 +13,7 @@
 
 #define DEFAULT_PORT 9000
 
-int asb_named_command_options_init(asb_named_command_options *o, unsigned int version) {
-  if (!o) return asbi_err(ASB_EINVAL, "asb_named_command_options_init: NULL");
-  if (version == 0 || version > ASB_NAMED_COMMAND_OPTIONS_VERSION)
-    return asbi_err(ASB_EVERSION, "asb_named_command_options: version %u", version);
-  asb_named_command_options init = ASB_NAMED_COMMAND_OPTIONS_INIT;
-  *o = init;
-  o->version = version;
-  return ASB_OK;
-}
+ASBI_DEFINE_OPTIONS_INIT(asb_named_command_options, ASB_NAMED_COMMAND_OPTIONS_VERSION, ASB_NAMED_COMMAND_OPTIONS_INIT)
 
 /* Maps an error reply of a command server ({"error", "type"}) or of the
  * route to it (the engine's router, an E2B proxy). */

@@ -12,16 +12,7 @@
  * (kept equal to what our own envd reports). */
 #define NEWEST_KNOWN_ENVD "0.6.13"
 
-int asb_sandbox_attach_options_init(asb_sandbox_attach_options *opts,
-                                    unsigned int version) {
-  if (!opts) return asbi_err(ASB_EINVAL, "asb_sandbox_attach_options_init: NULL");
-  if (version == 0 || version > ASB_SANDBOX_ATTACH_OPTIONS_VERSION)
-    return asbi_err(ASB_EVERSION, "asb_sandbox_attach_options: version %u", version);
-  asb_sandbox_attach_options init = ASB_SANDBOX_ATTACH_OPTIONS_INIT;
-  *opts = init;
-  opts->version = version;
-  return ASB_OK;
-}
+ASBI_DEFINE_OPTIONS_INIT(asb_sandbox_attach_options, ASB_SANDBOX_ATTACH_OPTIONS_VERSION, ASB_SANDBOX_ATTACH_OPTIONS_INIT)
 
 static void parse_version(const char *v, int out[3]) {
   out[0] = out[1] = out[2] = 0;

@@ -287,15 +287,7 @@ static int kv_object(cJSON *parent, const char *key, const char *const *kv,
   return ASB_OK;
 }
 
-int asb_sandbox_options_init(asb_sandbox_options *o, unsigned int version) {
-  if (!o) return asbi_err(ASB_EINVAL, "asb_sandbox_options_init: NULL");
-  if (version == 0 || version > ASB_SANDBOX_OPTIONS_VERSION)
-    return asbi_err(ASB_EVERSION, "asb_sandbox_options: version %u", version);
-  asb_sandbox_options init = ASB_SANDBOX_OPTIONS_INIT;
-  *o = init;
-  o->version = version;
-  return ASB_OK;
-}
+ASBI_DEFINE_OPTIONS_INIT(asb_sandbox_options, ASB_SANDBOX_OPTIONS_VERSION, ASB_SANDBOX_OPTIONS_INIT)
 
 int asb_sandbox_create(asb_sandbox **out, asb_client *c,
                        const asb_sandbox_options *o) {
@@ -614,15 +606,7 @@ struct asb_sandbox_page {
   char *next;
 };
 
-int asb_sandbox_list_options_init(asb_sandbox_list_options *o, unsigned int version) {
-  if (!o) return asbi_err(ASB_EINVAL, "asb_sandbox_list_options_init: NULL");
-  if (version == 0 || version > ASB_SANDBOX_LIST_OPTIONS_VERSION)
-    return asbi_err(ASB_EVERSION, "asb_sandbox_list_options: version %u", version);
-  asb_sandbox_list_options init = ASB_SANDBOX_LIST_OPTIONS_INIT;
-  *o = init;
-  o->version = version;
-  return ASB_OK;
-}
+ASBI_DEFINE_OPTIONS_INIT(asb_sandbox_list_options, ASB_SANDBOX_LIST_OPTIONS_VERSION, ASB_SANDBOX_LIST_OPTIONS_INIT)
 
 void asb_sandbox_page_free(asb_sandbox_page *p) {
   if (!p) return;

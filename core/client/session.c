@@ -106,23 +106,19 @@ void asb_session_free(asb_session *s) {
 static asb_session *read_session(const char *dir, const char *name) {
   char path[4200];
   snprintf(path, sizeof path, "%s/%s.json", dir, name);
-  FILE *f = fopen(path, "re");
-  if (!f) {
-    if (errno == ENOENT)
-      asbi_err(ASB_ENOTFOUND, "no session named '%s'", name);
-    else
-      asbi_err(ASB_EPERM, "session '%s': %s", name, strerror(errno));
+  asbi_buf b = ASBI_BUF_INIT;
+  int frc = asbi_buf_read_file(&b, path, MAX_SESSION_FILE);
+  if (frc == -ENOENT) {
+    asbi_buf_free(&b);
+    asbi_err(ASB_ENOTFOUND, "no session named '%s'", name);
     return NULL;
   }
-  asbi_buf b = ASBI_BUF_INIT;
-  asbi_buf_init(&b, MAX_SESSION_FILE);
-  char chunk[4096];
-  size_t n;
-  int big = 0;
-  while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
-    if (asbi_buf_append(&b, chunk, n)) big = 1;
-  fclose(f);
-  cJSON *j = b.data && !big ? asbi_pj_parse(b.data, b.len, NULL) : NULL;
+  if (frc && frc != -EFBIG) {
+    asbi_buf_free(&b);
+    asbi_err(ASB_EPERM, "session '%s': %s", name, strerror(-frc));
+    return NULL;
+  }
+  cJSON *j = b.data && !frc ? asbi_pj_parse(b.data, b.len, NULL) : NULL;
   asbi_buf_free(&b);
   const char *id = NULL, *tmpl = NULL, *url = NULL, *nm = NULL;
   int64_t created = 0;

@@ -34,15 +34,7 @@ struct asb_template_list {
   size_t n;
 };
 
-int asb_template_build_options_init(asb_template_build_options *o, unsigned int version) {
-  if (!o) return asbi_err(ASB_EINVAL, "asb_template_build_options_init: NULL");
-  if (version == 0 || version > ASB_TEMPLATE_BUILD_OPTIONS_VERSION)
-    return asbi_err(ASB_EVERSION, "asb_template_build_options: version %u", version);
-  asb_template_build_options init = ASB_TEMPLATE_BUILD_OPTIONS_INIT;
-  *o = init;
-  o->version = version;
-  return ASB_OK;
-}
+ASBI_DEFINE_OPTIONS_INIT(asb_template_build_options, ASB_TEMPLATE_BUILD_OPTIONS_VERSION, ASB_TEMPLATE_BUILD_OPTIONS_INIT)
 
 /* ---- packing -------------------------------------------------------------------- */
 

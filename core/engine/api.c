@@ -599,6 +599,9 @@ static void connect_sbx(engine *e, sbx *s, api_req *q, api_reply *r, int resume)
     api_error(r, 409, "sandbox \"%s\" is already running", s->id);
     return;
   }
+  /* The new lifetime first: a sandbox thawed with its old, passed
+   * deadline would be paused again by the lifecycle thread at once. */
+  extend(s, secs);
   if (was_paused) {
     int rc = lifecycle_resume(e, s);
     if (rc) {
@@ -607,7 +610,6 @@ static void connect_sbx(engine *e, sbx *s, api_req *q, api_reply *r, int resume)
     }
     engine_log("sandbox %s: resumed", s->id);
   }
-  extend(s, secs);
   reg_save(e, s);
   lifecycle_kick(e);
   api_reply_json(r, was_paused ? 201 : 200, sandbox_json(e, s));

@@ -254,14 +254,10 @@ int reg_save(engine *e, sbx *s) {
 sbx *reg_load(engine *e, const char *id) {
   char path[4096];
   record_path(e, id, path, sizeof path);
-  FILE *f = fopen(path, "re");
-  if (!f) return NULL;
   asbi_buf b = ASBI_BUF_INIT;
-  char chunk[4096];
-  size_t n;
-  while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) asbi_buf_append(&b, chunk, n);
-  fclose(f);
-  cJSON *j = b.data ? asbi_pj_parse(b.data, b.len, NULL) : NULL;
+  cJSON *j = asbi_buf_read_file(&b, path, 1u << 20) == 0 && b.data
+                 ? asbi_pj_parse(b.data, b.len, NULL)
+                 : NULL;
   asbi_buf_free(&b);
   if (!j) return NULL;
   sbx *s = sbx_new();

@@ -112,13 +112,12 @@ int templates_load(engine *e, const char *id, template_info **out) {
   snprintf(tdir, sizeof tdir, "%s/templates", e->state_dir);
   snprintf(dir, sizeof dir, "%s/%s", tdir, id);
   snprintf(path, sizeof path, "%s/template.json", dir);
-  FILE *f = fopen(path, "re");
-  if (!f) return -ENOENT;
   asbi_buf b = ASBI_BUF_INIT;
-  char chunk[4096];
-  size_t n;
-  while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) asbi_buf_append(&b, chunk, n);
-  fclose(f);
+  int frc = asbi_buf_read_file(&b, path, 1u << 20);
+  if (frc) {
+    asbi_buf_free(&b);
+    return frc;
+  }
   cJSON *j = b.data ? asbi_pj_parse(b.data, b.len, NULL) : NULL;
   asbi_buf_free(&b);
   if (!j) {

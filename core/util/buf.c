@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "buf.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -94,4 +95,21 @@ char *asbi_buf_detach(asbi_buf *b, size_t *len) {
   b->data = NULL;
   b->len = b->cap = 0;
   return p;
+}
+
+int asbi_buf_read_file(asbi_buf *b, const char *path, size_t max) {
+  FILE *f = fopen(path, "re");
+  if (!f) return -errno;
+  char chunk[8192];
+  size_t n, start = b->len;
+  int rc = 0;
+  while (!rc && (n = fread(chunk, 1, sizeof chunk, f)) > 0) {
+    if (max && b->len - start + n > max)
+      rc = -EFBIG;
+    else if (asbi_buf_append(b, chunk, n) != 0)
+      rc = b->max && b->len + n > b->max ? -EFBIG : -ENOMEM;
+  }
+  if (!rc && ferror(f)) rc = -EIO;
+  fclose(f);
+  return rc;
 }

@@ -32,6 +32,9 @@ int asbi_buf_printf(asbi_buf *b, const char *fmt, ...)
 int asbi_buf_vprintf(asbi_buf *b, const char *fmt, va_list ap);
 /* Remove the first n bytes. */
 void asbi_buf_consume(asbi_buf *b, size_t n);
+/* Append the whole file at path (at most max bytes, 0 = the buffer's own
+ * bound). 0, -errno, or -EFBIG when it is longer. */
+int asbi_buf_read_file(asbi_buf *b, const char *path, size_t max);
 /* Hand the (NUL-terminated) contents to the caller and reset the buffer.
  * Never returns NULL unless out of memory: an empty buffer gives "". */
 char *asbi_buf_detach(asbi_buf *b, size_t *len);

@@ -1,0 +1,58 @@
+/* envd: the HTTP request context shared by the server plumbing and the
+ * plain-HTTP endpoints (/files, /init, /envs, /metrics). Internal.
+ * SPDX-License-Identifier: Apache-2.0 */
+#ifndef ASB_ENVD_HTTP_H
+#define ASB_ENVD_HTTP_H
+
+#include <microhttpd.h>
+
+#include "envd.h"
+
+typedef struct envd_hreq envd_hreq;
+struct envd_hreq {
+  struct MHD_Connection *conn;
+  const char *method;
+  const char *url;
+  int sock;
+  /* body handling, set by the route */
+  int (*on_body)(envd_hreq *r, const char *data, size_t len);
+  /* Builds the response at the end of the body; returns it with *status. */
+  struct MHD_Response *(*on_done)(envd_hreq *r, unsigned *status);
+  void (*on_free)(envd_hreq *r);
+  void *state;
+  asbi_buf body;       /* bounded body for JSON requests */
+  int body_too_big;
+  int failed;          /* discard the rest of the body */
+  const envd_method *rpc;
+  envd_user user;
+  int have_user;
+  int fs_creds;        /* enter the user's credentials around callbacks */
+  struct MHD_Response *early; /* answer decided on the first call */
+  unsigned early_status;
+};
+
+/* Header value (case-insensitive name) or NULL. */
+const char *envd_hdr(envd_hreq *r, const char *name);
+/* Query argument or NULL. */
+const char *envd_arg(envd_hreq *r, const char *name);
+/* Responses. The JSON error body is E2B's {"code": status, "message"}. */
+struct MHD_Response *envd_resp_buf(const char *ctype, const void *data,
+                                   size_t len);
+struct MHD_Response *envd_resp_json_error(unsigned status, const char *fmt,
+                                          ...)
+    __attribute__((format(printf, 2, 3)));
+struct MHD_Response *envd_resp_empty(void);
+/* The connection's access token check for /files: header or signature. 0
+ * ok, else fills msg. */
+int envd_check_signing(envd_hreq *r, const char *path, const char *op,
+                       char *msg, size_t n);
+
+/* Routes in files.c and api.c: called on the first callback; either set
+ * on_body/on_done or return a ready response (with *status). */
+struct MHD_Response *envd_files_get(envd_hreq *r, unsigned *status);
+struct MHD_Response *envd_files_post(envd_hreq *r, unsigned *status);
+struct MHD_Response *envd_api_init(envd_hreq *r, unsigned *status);
+struct MHD_Response *envd_api_envs(envd_hreq *r, unsigned *status);
+struct MHD_Response *envd_api_metrics(envd_hreq *r, unsigned *status);
+
+#endif

@@ -1,0 +1,319 @@
+/* envd: command line, shared state and startup. See docs/envd.md.
+ * SPDX-License-Identifier: Apache-2.0 */
+#include <errno.h>
+#include <fcntl.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "envd.h"
+#include "util/util.h"
+
+envd_state g_envd = {.lock = PTHREAD_MUTEX_INITIALIZER};
+int g_envd_verbose;
+
+void envd_log(const char *fmt, ...) {
+  if (!g_envd_verbose) return;
+  va_list ap;
+  va_start(ap, fmt);
+  fprintf(stderr, "envd: ");
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
+  va_end(ap);
+}
+
+char *envd_default_user(void) {
+  pthread_mutex_lock(&g_envd.lock);
+  char *s = asbi_strdup(g_envd.default_user);
+  pthread_mutex_unlock(&g_envd.lock);
+  return s;
+}
+
+char *envd_default_workdir(void) {
+  pthread_mutex_lock(&g_envd.lock);
+  char *s = asbi_strdup(g_envd.default_workdir);
+  pthread_mutex_unlock(&g_envd.lock);
+  return s;
+}
+
+char *envd_token(void) {
+  pthread_mutex_lock(&g_envd.lock);
+  char *s = asbi_strdup(g_envd.access_token);
+  pthread_mutex_unlock(&g_envd.lock);
+  return s;
+}
+
+char **envd_env_snapshot(size_t *n) {
+  pthread_mutex_lock(&g_envd.lock);
+  char **v = calloc(g_envd.n_envs + 1, sizeof *v);
+  size_t k = 0;
+  for (size_t i = 0; v && i < g_envd.n_envs; i++) {
+    asbi_buf b = ASBI_BUF_INIT;
+    asbi_buf_printf(&b, "%s=%s", g_envd.envs[i].key, g_envd.envs[i].value);
+    v[k++] = asbi_buf_detach(&b, NULL);
+  }
+  pthread_mutex_unlock(&g_envd.lock);
+  *n = k;
+  return v;
+}
+
+void envd_strv_free(char **v) {
+  if (!v) return;
+  for (size_t i = 0; v[i]; i++) free(v[i]);
+  free(v);
+}
+
+/* Lock held. */
+static void env_set(const char *k, const char *v, int internal) {
+  for (size_t i = 0; i < g_envd.n_envs; i++) {
+    if (strcmp(g_envd.envs[i].key, k) == 0) {
+      if (g_envd.envs[i].internal && !internal) return;
+      free(g_envd.envs[i].value);
+      g_envd.envs[i].value = asbi_strdup(v);
+      g_envd.envs[i].internal = internal;
+      return;
+    }
+  }
+  envd_env_var *n =
+      realloc(g_envd.envs, (g_envd.n_envs + 1) * sizeof *g_envd.envs);
+  if (!n) return;
+  g_envd.envs = n;
+  g_envd.envs[g_envd.n_envs++] =
+      (envd_env_var){asbi_strdup(k), asbi_strdup(v), internal};
+}
+
+void envd_env_set_internal(const char *key, const char *value) {
+  pthread_mutex_lock(&g_envd.lock);
+  env_set(key, value, 1);
+  pthread_mutex_unlock(&g_envd.lock);
+}
+
+void envd_env_replace(const cJSON *obj) {
+  pthread_mutex_lock(&g_envd.lock);
+  for (size_t i = 0; i < g_envd.n_envs;) {
+    envd_env_var *e = &g_envd.envs[i];
+    if (!e->internal && !cJSON_GetObjectItemCaseSensitive(obj, e->key)) {
+      free(e->key);
+      free(e->value);
+      g_envd.envs[i] = g_envd.envs[--g_envd.n_envs];
+      continue;
+    }
+    i++;
+  }
+  const cJSON *it;
+  cJSON_ArrayForEach(it, obj) {
+    if (cJSON_IsString(it) && it->string && it->string[0] &&
+        !strchr(it->string, '='))
+      env_set(it->string, it->valuestring, 0);
+  }
+  pthread_mutex_unlock(&g_envd.lock);
+}
+
+cJSON *envd_env_json(void) {
+  cJSON *o = cJSON_CreateObject();
+  pthread_mutex_lock(&g_envd.lock);
+  for (size_t i = 0; i < g_envd.n_envs; i++)
+    cJSON_AddStringToObject(o, g_envd.envs[i].key, g_envd.envs[i].value);
+  pthread_mutex_unlock(&g_envd.lock);
+  return o;
+}
+
+static void free_state(void) {
+  free(g_envd.access_token);
+  free(g_envd.default_user);
+  free(g_envd.default_workdir);
+  for (size_t i = 0; i < g_envd.n_envs; i++) {
+    free(g_envd.envs[i].key);
+    free(g_envd.envs[i].value);
+  }
+  free(g_envd.envs);
+  for (size_t i = 0; i < g_envd.n_cgroups; i++) free(g_envd.cgroups[i]);
+  free(g_envd.cgroups);
+  free(g_envd.oom_counter);
+  free(g_envd.path_env);
+}
+
+static void usage(FILE *f) {
+  fprintf(f,
+          "usage: envd [options]\n"
+          "  --port N             listen on TCP port N (0 = any free port; the\n"
+          "                       port is printed on stdout). Default 49983.\n"
+          "  --listen ADDR        TCP address (default 127.0.0.1)\n"
+          "  --unix PATH          listen on a unix socket instead of TCP\n"
+          "  --access-token TOK   require X-Access-Token (also ENVD_ACCESS_TOKEN)\n"
+          "  --default-user NAME  user when a request names none (default root)\n"
+          "  --default-workdir D  working directory default (default: home)\n"
+          "  --max-body BYTES     bound on one RPC/JSON body (default 16 MiB)\n"
+          "  --stream-buffer B    output queued per stream reader before envd stops\n"
+          "                       reading the process (default 16 MiB)\n"
+          "  --stream-stall-ms N  a reader stuck that long is cut off (default 60000)\n"
+          "  --verbose            log to stderr\n"
+          "  --version            print the E2B envd version implemented\n"
+          "env: ASB_WORKLOAD_CGROUPS=dir[:dir...]  ASB_OOM_COUNTER=file\n");
+}
+
+static int parse_size(const char *s, size_t *out) {
+  int64_t v;
+  if (!s || asbi_parse_i64(s, strlen(s), &v) != 0 || v <= 0) return -1;
+  *out = (size_t)v;
+  return 0;
+}
+
+static volatile sig_atomic_t g_quit;
+static void on_term(int sig) {
+  (void)sig;
+  g_quit = 1;
+}
+
+int main(int argc, char **argv) {
+  envd_listen l = {NULL, "127.0.0.1", 49983};
+  int port_given = 0;
+  g_envd.max_body = 16u << 20;
+  g_envd.sub_buffer = 16u << 20;
+  g_envd.stall_ms = 60000;
+  const char *tok = asbi_getenv("ENVD_ACCESS_TOKEN");
+  const char *duser = NULL, *dwork = NULL;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+#define NEEDV()                                              \
+  do {                                                       \
+    if (!v) {                                                \
+      fprintf(stderr, "envd: %s needs a value\n", a);        \
+      return 2;                                              \
+    }                                                        \
+    i++;                                                     \
+  } while (0)
+    if (strcmp(a, "--version") == 0 || strcmp(a, "-version") == 0) {
+      printf("%s\n", ENVD_E2B_VERSION);
+      return 0;
+    } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+      usage(stdout);
+      return 0;
+    } else if (strcmp(a, "--port") == 0 || strcmp(a, "-port") == 0) {
+      NEEDV();
+      int64_t p;
+      if (asbi_parse_i64(v, strlen(v), &p) != 0 || p < 0 || p > 65535) {
+        fprintf(stderr, "envd: bad port '%s'\n", v);
+        return 2;
+      }
+      l.port = (int)p;
+      port_given = 1;
+    } else if (strcmp(a, "--listen") == 0) {
+      NEEDV();
+      l.addr = v;
+    } else if (strcmp(a, "--unix") == 0) {
+      NEEDV();
+      l.unix_path = v;
+    } else if (strcmp(a, "--access-token") == 0) {
+      NEEDV();
+      tok = v;
+    } else if (strcmp(a, "--default-user") == 0) {
+      NEEDV();
+      duser = v;
+    } else if (strcmp(a, "--default-workdir") == 0) {
+      NEEDV();
+      dwork = v;
+    } else if (strcmp(a, "--max-body") == 0) {
+      NEEDV();
+      if (parse_size(v, &g_envd.max_body) != 0) return 2;
+    } else if (strcmp(a, "--stream-buffer") == 0) {
+      NEEDV();
+      if (parse_size(v, &g_envd.sub_buffer) != 0) return 2;
+    } else if (strcmp(a, "--stream-stall-ms") == 0) {
+      NEEDV();
+      char *end = NULL;
+      unsigned long ms = strtoul(v, &end, 10);
+      if (!*v || *end || ms < 100 || ms > 86400000UL) return 2;
+      g_envd.stall_ms = (unsigned)ms;
+    } else if (strcmp(a, "--verbose") == 0) {
+      g_envd_verbose = 1;
+    } else {
+      fprintf(stderr, "envd: unknown option '%s'\n", a);
+      usage(stderr);
+      return 2;
+    }
+  }
+  (void)port_given;
+
+  /* fds 0-2 must exist so no pipe lands there. */
+  for (int fd = open("/dev/null", O_RDWR); fd >= 0 && fd <= 2;
+       fd = open("/dev/null", O_RDWR)) {
+  }
+
+  /* SIGCHLD is read through a signalfd; SIGPIPE becomes EPIPE. Blocked
+   * before any thread starts so every thread inherits the mask. */
+  sigset_t ss;
+  sigemptyset(&ss);
+  sigaddset(&ss, SIGCHLD);
+  sigaddset(&ss, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &ss, NULL);
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_term;
+  sigaction(SIGTERM, &sa, NULL);
+  sigaction(SIGINT, &sa, NULL);
+  /* Orphaned descendants are re-parented to us and reaped. */
+  prctl(PR_SET_CHILD_SUBREAPER, 1);
+
+  g_envd.started_us = asbi_now_us();
+  g_envd.path_env = asbi_strdup(
+      asbi_getenv("PATH") ? asbi_getenv("PATH")
+                          : "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
+  if (tok) g_envd.access_token = asbi_strdup(tok);
+  if (duser) {
+    g_envd.default_user = asbi_strdup(duser);
+  } else if (geteuid() != 0) {
+    struct passwd *pw = getpwuid(geteuid());
+    g_envd.default_user = asbi_strdup(pw ? pw->pw_name : "root");
+  } else {
+    g_envd.default_user = asbi_strdup("root");
+  }
+  if (dwork) g_envd.default_workdir = asbi_strdup(dwork);
+  const char *cg = asbi_getenv("ASB_WORKLOAD_CGROUPS");
+  if (cg) {
+    char *dup = asbi_strdup(cg), *save = NULL;
+    for (char *t = strtok_r(dup, ":", &save); t; t = strtok_r(NULL, ":", &save)) {
+      char **n = realloc(g_envd.cgroups, (g_envd.n_cgroups + 1) * sizeof *n);
+      if (!n) break;
+      g_envd.cgroups = n;
+      g_envd.cgroups[g_envd.n_cgroups++] = asbi_strdup(t);
+    }
+    free(dup);
+  }
+  if (asbi_getenv("ASB_OOM_COUNTER"))
+    g_envd.oom_counter = asbi_strdup(asbi_getenv("ASB_OOM_COUNTER"));
+  envd_env_set_internal("E2B_SANDBOX", "true");
+
+  if (envd_proc_init() != 0) {
+    fprintf(stderr, "envd: cannot start the process service: %s\n",
+            strerror(errno));
+    return 1;
+  }
+  int bound = 0;
+  if (envd_server_start(&l, &bound) != 0) {
+    envd_proc_shutdown();
+    free_state();
+    return 1;
+  }
+  if (!l.unix_path) {
+    printf("%d\n", bound);
+    fflush(stdout);
+  }
+  envd_log("listening on %s%s%d", l.unix_path ? l.unix_path : l.addr,
+           l.unix_path ? "" : ":", l.unix_path ? 0 : bound);
+
+  /* Wait for SIGTERM/SIGINT; SIGCHLD stays blocked (the signalfd reads it). */
+  while (!g_quit) sigsuspend(&ss);
+  envd_server_stop();
+  envd_watch_shutdown();
+  envd_proc_shutdown();
+  free_state();
+  return 0;
+}

@@ -1,0 +1,690 @@
+/* envd under hostile input: path traversal and symlink tricks against the
+ * user's permissions, malformed/truncated/oversized envelopes and JSON,
+ * invalid base64, unknown pids and users, access tokens and signed URLs.
+ * Needs root (it acts as the unprivileged "user"). SPDX-License-Identifier: Apache-2.0 */
+#include <fcntl.h>
+#include <pwd.h>
+#include <sys/stat.h>
+
+#include "envd_test.h"
+#include "testing.h"
+
+static et_envd E;
+static et_conn C;
+static char dir[64];
+static uid_t uid;
+static gid_t gid;
+/* Basic base64("user:") */
+#define AS_USER "Authorization: Basic dXNlcjo=\r\n"
+
+static int exists(const char *p) {
+  struct stat st;
+  return lstat(p, &st) == 0;
+}
+
+TEST(files_traversal_as_user) {
+  et_resp r;
+  char q[512];
+  /* direct, ../.. from home, and through a symlink */
+  const char *reads[] = {"/root/asb-secret", "../../root/asb-secret", NULL};
+  for (int i = 0; reads[i]; i++) {
+    snprintf(q, sizeof q, "/files?username=user&path=%s", reads[i]);
+    REQUIRE(et_request(&C, "GET", q, NULL, NULL, 0, &r) == 0);
+    CHECK_INT(r.status, 403);
+    CHECK(strstr(r.body, "TOPSECRET") == NULL);
+    et_resp_free(&r);
+  }
+  snprintf(q, sizeof q, "/files?username=user&path=%s/link-secret", dir);
+  REQUIRE(et_request(&C, "GET", q, NULL, NULL, 0, &r) == 0);
+  CHECK_INT(r.status, 403);
+  CHECK(strstr(r.body, "TOPSECRET") == NULL);
+  et_resp_free(&r);
+  /* root may */
+  REQUIRE(et_request(&C, "GET", "/files?username=root&path=/root/asb-secret",
+                     NULL, NULL, 0, &r) == 0);
+  CHECK_INT(r.status, 200);
+  CHECK_STR(r.body, "TOPSECRET");
+  et_resp_free(&r);
+  /* writes */
+  const char *writes[] = {"/etc/asb-hostile-x", "../../etc/asb-hostile-x", NULL};
+  for (int i = 0; writes[i]; i++) {
+    snprintf(q, sizeof q, "/files?username=user&path=%s", writes[i]);
+    REQUIRE(et_request(&C, "POST", q, "Content-Type: application/octet-stream\r\n",
+                       "pwned", 5, &r) == 0);
+    CHECK_INT(r.status, 403);
+    et_resp_free(&r);
+  }
+  CHECK(!exists("/etc/asb-hostile-x"));
+  snprintf(q, sizeof q, "/files?username=user&path=%s/link-etc", dir);
+  REQUIRE(et_request(&C, "POST", q, "Content-Type: application/octet-stream\r\n",
+                     "pwned", 5, &r) == 0);
+  CHECK_INT(r.status, 403);
+  et_resp_free(&r);
+  CHECK(!exists("/etc/asb-hostile-evil"));
+  /* parent creation inside a forbidden dir */
+  REQUIRE(et_request(&C, "POST",
+                     "/files?username=user&path=/root/newdir/deep/f",
+                     "Content-Type: application/octet-stream\r\n", "x", 1, &r) == 0);
+  CHECK_INT(r.status, 403);
+  et_resp_free(&r);
+  CHECK(!exists("/root/newdir"));
+  /* multipart with a hostile filename */
+  const char *mp =
+      "--XX\r\nContent-Disposition: form-data; name=\"file\"; "
+      "filename=\"../../etc/asb-hostile-mp\"\r\n\r\npwned\r\n--XX--\r\n";
+  REQUIRE(et_request(&C, "POST", "/files?username=user",
+                     "Content-Type: multipart/form-data; boundary=XX\r\n", mp,
+                     strlen(mp), &r) == 0);
+  CHECK_INT(r.status, 403);
+  et_resp_free(&r);
+  CHECK(!exists("/etc/asb-hostile-mp"));
+  /* a user's own file: created, owned by the user, parents too */
+  snprintf(q, sizeof q, "/files?username=user&path=%s/mine/a/b.txt", dir);
+  REQUIRE(et_request(&C, "POST", q, "Content-Type: application/octet-stream\r\n",
+                     "ok", 2, &r) == 0);
+  CHECK_INT(r.status, 200);
+  et_resp_free(&r);
+  struct stat st;
+  snprintf(q, sizeof q, "%s/mine/a/b.txt", dir);
+  REQUIRE(stat(q, &st) == 0);
+  CHECK_INT(st.st_uid, uid);
+  snprintf(q, sizeof q, "%s/mine/a", dir);
+  REQUIRE(stat(q, &st) == 0);
+  CHECK_INT(st.st_uid, uid);
+}
+
+TEST(rpc_traversal_as_user) {
+  et_resp r;
+  char j[512];
+  REQUIRE(et_unary(&C, "filesystem.Filesystem/Stat",
+                   "{\"path\":\"/root/asb-secret\"}", AS_USER, &r) == 0);
+  CHECK_INT(r.status, 403);
+  CHECK(strstr(r.body, "permission_denied") != NULL);
+  et_resp_free(&r);
+  REQUIRE(et_unary(&C, "filesystem.Filesystem/ListDir", "{\"path\":\"/root\"}",
+                   AS_USER, &r) == 0);
+  CHECK_INT(r.status, 403);
+  et_resp_free(&r);
+  REQUIRE(et_unary(&C, "filesystem.Filesystem/MakeDir",
+                   "{\"path\":\"../../root/asb-made\"}", AS_USER, &r) == 0);
+  CHECK_INT(r.status, 403);
+  et_resp_free(&r);
+  CHECK(!exists("/root/asb-made"));
+  REQUIRE(et_unary(&C, "filesystem.Filesystem/Remove",
+                   "{\"path\":\"/root/asb-secret\"}", AS_USER, &r) == 0);
+  CHECK_INT(r.status, 403);
+  et_resp_free(&r);
+  CHECK(exists("/root/asb-secret"));
+  snprintf(j, sizeof j, "{\"source\":\"/root/asb-secret\",\"destination\":\"%s/stolen\"}", dir);
+  REQUIRE(et_unary(&C, "filesystem.Filesystem/Move", j, AS_USER, &r) == 0);
+  CHECK_INT(r.status, 403);
+  et_resp_free(&r);
+  CHECK(exists("/root/asb-secret"));
+  /* Remove through a symlink removes the link, never the target. */
+  snprintf(j, sizeof j, "{\"path\":\"%s/link-secret\"}", dir);
+  REQUIRE(et_unary(&C, "filesystem.Filesystem/Remove", j, NULL, &r) == 0);
+  CHECK_INT(r.status, 200);
+  et_resp_free(&r);
+  CHECK(exists("/root/asb-secret"));
+  char lp[128];
+  snprintf(lp, sizeof lp, "%s/link-secret", dir);
+  CHECK(!exists(lp));
+  CHECK(symlink("/root/asb-secret", lp) == 0);
+  /* processes run as the user */
+  REQUIRE(et_stream(&C, "process.Process/Start",
+                    "{\"process\":{\"cmd\":\"/bin/cat\",\"args\":[\"/root/asb-secret\"]}}",
+                    AS_USER, &r) == 0);
+  CHECK_INT(r.status, 200);
+  CHECK(et_contains(&r, "exit status 1"));
+  CHECK(!et_contains(&r, "VE9QU0VDUkVU")); /* base64 of TOPSECRET */
+  et_resp_free(&r);
+}
+
+TEST(malformed_rpc) {
+  et_resp r;
+  const char *bad[] = {"{", "[]", "\"x\"", "{\"path\":5}", "{\"path\":\"a\"} x", "", NULL};
+  for (int i = 0; bad[i]; i++) {
+    REQUIRE(et_unary(&C, "filesystem.Filesystem/Stat", bad[i], NULL, &r) == 0);
+    CHECK_INT(r.status, 400);
+    CHECK(strstr(r.body, "invalid_argument") != NULL);
+    et_resp_free(&r);
+  }
+  /* truncated, huge-length and compressed envelopes on a stream */
+  const char *h = "Content-Type: application/connect+json\r\n";
+  const char trunc[] = {0, 0, 0, 0, 10, '{', '}'};
+  const char huge[] = {0, 0x7f, 0xff, 0xff, 0xff, '{', '}'};
+  const char comp[] = {1, 0, 0, 0, 2, '{', '}'};
+  const char two[] = {0, 0, 0, 0, 2, '{', '}', 0, 0, 0, 0, 2, '{', '}'};
+  const struct { const char *d; size_t n; } envs[] = {
+      {trunc, sizeof trunc}, {huge, sizeof huge}, {comp, sizeof comp},
+      {two, sizeof two}, {"", 0}, {"\x00\x00", 2}};
+  for (size_t i = 0; i < sizeof envs / sizeof envs[0]; i++) {
+    REQUIRE(et_request(&C, "POST", "/process.Process/Start", h, envs[i].d,
+                       envs[i].n, &r) == 0);
+    CHECK_INT(r.status, 200);
+    CHECK(strstr(et_end_json(&r, NULL), "invalid_argument") != NULL);
+    et_resp_free(&r);
+  }
+  /* oversized body (envd runs with --max-body 65536) */
+  size_t big = 200000;
+  char *b = malloc(big);
+  memset(b, ' ', big);
+  b[0] = '{';
+  b[big - 1] = '}';
+  REQUIRE(et_request(&C, "POST", "/filesystem.Filesystem/Stat",
+                     "Content-Type: application/json\r\n", b, big, &r) == 0);
+  CHECK_INT(r.status, 400);
+  CHECK(strstr(r.body, "invalid_argument") != NULL);
+  et_resp_free(&r);
+  free(b);
+  /* wrong content type, unknown method, wrong HTTP method */
+  REQUIRE(et_request(&C, "POST", "/filesystem.Filesystem/Stat",
+                     "Content-Type: text/plain\r\n", "{}", 2, &r) == 0);
+  CHECK_INT(r.status, 415);
+  et_resp_free(&r);
+  REQUIRE(et_unary(&C, "filesystem.Filesystem/Nope", "{}", NULL, &r) == 0);
+  CHECK_INT(r.status, 404);
+  et_resp_free(&r);
+  REQUIRE(et_request(&C, "GET", "/process.Process/List", NULL, NULL, 0, &r) == 0);
+  CHECK_INT(r.status, 405);
+  et_resp_free(&r);
+  /* bad types inside a Start */
+  REQUIRE(et_stream(&C, "process.Process/Start",
+                    "{\"process\":{\"cmd\":\"/bin/true\",\"args\":[1]}}", NULL, &r) == 0);
+  CHECK(strstr(et_end_json(&r, NULL), "invalid_argument") != NULL);
+  et_resp_free(&r);
+  REQUIRE(et_stream(&C, "process.Process/Start",
+                    "{\"process\":{\"cmd\":\"/bin/true\",\"cwd\":\"/nonexistent-dir\"}}",
+                    NULL, &r) == 0);
+  CHECK(strstr(et_end_json(&r, NULL), "invalid_argument") != NULL);
+  et_resp_free(&r);
+}
+
+TEST(bad_input_values) {
+  et_resp r;
+  /* invalid base64 to a real process */
+  REQUIRE(et_stream(&C, "process.Process/Start",
+                    "{\"process\":{\"cmd\":\"/bin/sleep\",\"args\":[\"0.3\"]},\"tag\":\"b64\"}",
+                    "Connect-Timeout-Ms: 50\r\n", &r) == 0);
+  et_resp_free(&r);
+  REQUIRE(et_unary(&C, "process.Process/SendInput",
+                   "{\"process\":{\"tag\":\"b64\"},\"input\":{\"stdin\":\"!!!notbase64\"}}",
+                   NULL, &r) == 0);
+  CHECK(r.status == 400 || r.status == 404);
+  et_resp_free(&r);
+  /* unknown pid: unary and stream */
+  REQUIRE(et_unary(&C, "process.Process/SendSignal",
+                   "{\"process\":{\"pid\":4000000},\"signal\":\"SIGNAL_SIGKILL\"}",
+                   NULL, &r) == 0);
+  CHECK_INT(r.status, 404);
+  CHECK(strstr(r.body, "not_found") != NULL);
+  et_resp_free(&r);
+  REQUIRE(et_stream(&C, "process.Process/Connect", "{\"process\":{\"pid\":4000000}}",
+                    NULL, &r) == 0);
+  CHECK_INT(r.status, 200);
+  CHECK(strstr(et_end_json(&r, NULL), "not_found") != NULL);
+  et_resp_free(&r);
+  /* unknown user */
+  REQUIRE(et_unary(&C, "filesystem.Filesystem/Stat", "{\"path\":\"/\"}",
+                   "Authorization: Basic bm9ib2R5LXh5ejo=\r\n", &r) == 0);
+  CHECK_INT(r.status, 401);
+  CHECK(strstr(r.body, "unauthenticated") != NULL);
+  et_resp_free(&r);
+  REQUIRE(et_request(&C, "GET", "/files?path=/etc/hostname&username=nobody-xyz",
+                     NULL, NULL, 0, &r) == 0);
+  CHECK_INT(r.status, 401);
+  et_resp_free(&r);
+  /* missing path */
+  REQUIRE(et_request(&C, "GET", "/files?path=/nonexistent/x", NULL, NULL, 0, &r) == 0);
+  CHECK_INT(r.status, 404);
+  et_resp_free(&r);
+  REQUIRE(et_unary(&C, "filesystem.Filesystem/Stat", "{\"path\":\"/nonexistent/x\"}",
+                   NULL, &r) == 0);
+  CHECK_INT(r.status, 404);
+  et_resp_free(&r);
+  /* a directory is not downloadable; truncated multipart; bad gzip */
+  REQUIRE(et_request(&C, "GET", "/files?path=/etc", NULL, NULL, 0, &r) == 0);
+  CHECK_INT(r.status, 400);
+  et_resp_free(&r);
+  char q[256];
+  snprintf(q, sizeof q, "/files?path=%s/trunc", dir);
+  const char *mp = "--XX\r\nContent-Disposition: form-data; name=\"file\"; "
+                   "filename=\"a\"\r\n\r\npartial";
+  REQUIRE(et_request(&C, "POST", q, "Content-Type: multipart/form-data; boundary=XX\r\n",
+                     mp, strlen(mp), &r) == 0);
+  CHECK(r.status >= 400);
+  et_resp_free(&r);
+  REQUIRE(et_request(&C, "POST", q,
+                     "Content-Type: application/octet-stream\r\nContent-Encoding: gzip\r\n",
+                     "notgzip", 7, &r) == 0);
+  CHECK_INT(r.status, 400);
+  et_resp_free(&r);
+  REQUIRE(et_request(&C, "POST", q, "Content-Type: application/octet-stream\r\n"
+                     "X-Metadata-Bad: \x01\r\n", "x", 1, &r) == 0);
+  CHECK_INT(r.status, 400);
+  et_resp_free(&r);
+}
+
+static size_t put_env(char *out, unsigned flags, const char *json) {
+  size_t n = strlen(json);
+  out[0] = (char)flags;
+  out[1] = (char)(n >> 24);
+  out[2] = (char)(n >> 16);
+  out[3] = (char)(n >> 8);
+  out[4] = (char)n;
+  memcpy(out + 5, json, n);
+  return n + 5;
+}
+
+TEST(stream_input_and_connect) {
+  et_resp r;
+  /* a background cat, fed through StreamInput, read back through Connect;
+   * its Start stream is left unread on a second connection */
+  et_conn bg;
+  REQUIRE(et_connect(&bg, E.port) == 0);
+  const char *sj = "{\"process\":{\"cmd\":\"/bin/cat\"},\"tag\":\"cat1\"}";
+  char sb[256], head[256];
+  size_t sn = put_env(sb, 0, sj);
+  int hn = snprintf(head, sizeof head,
+                    "POST /process.Process/Start HTTP/1.1\r\nHost: x\r\nContent-Type: "
+                    "application/connect+json\r\nContent-Length: %zu\r\n\r\n", sn);
+  REQUIRE(et_send(&bg, head, (size_t)hn) == 0 && et_send(&bg, sb, sn) == 0);
+  usleep(200000);
+  char body[512];
+  size_t n = 0;
+  n += put_env(body + n, 0, "{\"start\":{\"process\":{\"tag\":\"cat1\"}}}");
+  n += put_env(body + n, 0, "{\"data\":{\"input\":{\"stdin\":\"aGVsbG8K\"}}}");
+  n += put_env(body + n, 0, "{\"keepalive\":{}}");
+  n += put_env(body + n, 2, "{}");
+  REQUIRE(et_request(&C, "POST", "/process.Process/StreamInput",
+                     "Content-Type: application/connect+json\r\n", body, n, &r) == 0);
+  CHECK_INT(r.status, 200);
+  CHECK_STR(et_end_json(&r, NULL), "{}");
+  et_resp_free(&r);
+  /* watch with Connect (on a third connection), then close stdin */
+  et_conn w;
+  REQUIRE(et_connect(&w, E.port) == 0);
+  sn = put_env(sb, 0, "{\"process\":{\"tag\":\"cat1\"}}");
+  hn = snprintf(head, sizeof head,
+                "POST /process.Process/Connect HTTP/1.1\r\nHost: x\r\nContent-Type: "
+                "application/connect+json\r\nContent-Length: %zu\r\n\r\n", sn);
+  REQUIRE(et_send(&w, head, (size_t)hn) == 0 && et_send(&w, sb, sn) == 0);
+  usleep(100000);
+  n = put_env(body, 0, "{\"start\":{\"process\":{\"tag\":\"cat1\"}}}");
+  n += put_env(body + n, 0, "{\"data\":{\"input\":{\"stdin\":\"d29ybGQK\"}}}");
+  n += put_env(body + n, 2, "{}");
+  REQUIRE(et_request(&C, "POST", "/process.Process/StreamInput",
+                     "Content-Type: application/connect+json\r\n", body, n, &r) == 0);
+  et_resp_free(&r);
+  REQUIRE(et_unary(&C, "process.Process/CloseStdin", "{\"process\":{\"tag\":\"cat1\"}}",
+                   NULL, &r) == 0);
+  CHECK_INT(r.status, 200);
+  et_resp_free(&r);
+  REQUIRE(et_read_resp(&w, &r, NULL, NULL) == 0);
+  CHECK(et_contains(&r, "d29ybGQK")); /* "world\n", written after Connect */
+  CHECK(et_contains(&r, "exit status 0"));
+  CHECK_STR(et_end_json(&r, NULL), "{}");
+  et_resp_free(&r);
+  et_close(&w);
+  et_close(&bg);
+  /* data before start; unknown process in start */
+  n = put_env(body, 0, "{\"data\":{\"input\":{\"stdin\":\"eA==\"}}}");
+  n += put_env(body + n, 2, "{}");
+  REQUIRE(et_request(&C, "POST", "/process.Process/StreamInput",
+                     "Content-Type: application/connect+json\r\n", body, n, &r) == 0);
+  CHECK(strstr(et_end_json(&r, NULL), "failed_precondition") != NULL);
+  et_resp_free(&r);
+  n = put_env(body, 0, "{\"start\":{\"process\":{\"pid\":4000000}}}");
+  REQUIRE(et_request(&C, "POST", "/process.Process/StreamInput",
+                     "Content-Type: application/connect+json\r\n", body, n, &r) == 0);
+  CHECK(strstr(et_end_json(&r, NULL), "not_found") != NULL);
+  et_resp_free(&r);
+}
+
+/* ENOSPC: 507 on /files, resource_exhausted on RPCs (a tiny tmpfs). */
+TEST(no_space) {
+  char mnt[128], cmd[256], q[256];
+  snprintf(mnt, sizeof mnt, "%s/tiny", dir);
+  mkdir(mnt, 0777);
+  snprintf(cmd, sizeof cmd, "mount -t tmpfs -o size=64k,nr_inodes=8 asb-tiny %s 2>/dev/null", mnt);
+  if (system(cmd) != 0) {
+    printf("    SKIP: cannot mount a tmpfs\n");
+    return;
+  }
+  et_resp r;
+  size_t big = 1 << 20;
+  char *b = calloc(1, big);
+  snprintf(q, sizeof q, "/files?path=%s/big", mnt);
+  REQUIRE(et_request(&C, "POST", q, "Content-Type: application/octet-stream\r\n", b, big, &r) == 0);
+  CHECK_INT(r.status, 507);
+  et_resp_free(&r);
+  free(b);
+  char j[256];
+  int saw = 0;
+  for (int i = 0; i < 16 && !saw; i++) {
+    snprintf(j, sizeof j, "{\"path\":\"%s/d%d\"}", mnt, i);
+    REQUIRE(et_unary(&C, "filesystem.Filesystem/MakeDir", j, NULL, &r) == 0);
+    if (r.status == 429 && strstr(r.body, "resource_exhausted")) saw = 1;
+    et_resp_free(&r);
+  }
+  CHECK(saw);
+  snprintf(cmd, sizeof cmd, "umount %s", mnt);
+  CHECK(system(cmd) == 0);
+}
+
+static void sign(const char *path, const char *op, const char *user,
+                 const char *tok, const char *exp, char *out, size_t n);
+
+/* The polling watcher trio (what the Python SDK's sync watch_dir uses). */
+TEST(polling_watchers) {
+  et_resp r;
+  char j[512], wd[128], id[64] = {0};
+  snprintf(wd, sizeof wd, "%s/pw", dir);
+  mkdir(wd, 0777);
+  chown(wd, uid, gid);
+  snprintf(j, sizeof j, "{\"path\":\"%s\",\"recursive\":true,\"includeEntry\":true}", wd);
+  REQUIRE(et_unary(&C, "filesystem.Filesystem/CreateWatcher", j, AS_USER, &r) == 0);
+  CHECK_INT(r.status, 200);
+  const char *p = strstr(r.body, "\"watcherId\":\"");
+  REQUIRE(p != NULL);
+  sscanf(p + 13, "%63[^\"]", id);
+  et_resp_free(&r);
+  char f[256];
+  snprintf(f, sizeof f, "%s/sub", wd);
+  mkdir(f, 0777);
+  usleep(100000);
+  snprintf(f, sizeof f, "%s/sub/new.txt", wd);
+  FILE *fp = fopen(f, "w");
+  REQUIRE(fp != NULL);
+  fputs("x", fp);
+  fclose(fp);
+  usleep(200000);
+  snprintf(j, sizeof j, "{\"watcherId\":\"%s\"}", id);
+  REQUIRE(et_unary(&C, "filesystem.Filesystem/GetWatcherEvents", j, AS_USER, &r) == 0);
+  CHECK_INT(r.status, 200);
+  CHECK(strstr(r.body, "\"name\":\"sub\",\"type\":\"EVENT_TYPE_CREATE\"") != NULL);
+  CHECK(strstr(r.body, "\"name\":\"sub/new.txt\",\"type\":\"EVENT_TYPE_CREATE\"") != NULL);
+  CHECK(strstr(r.body, "\"entry\":{") != NULL);
+  et_resp_free(&r);
+  REQUIRE(et_unary(&C, "filesystem.Filesystem/GetWatcherEvents", j, AS_USER, &r) == 0);
+  CHECK_STR(r.body, "{}"); /* drained */
+  et_resp_free(&r);
+  REQUIRE(et_unary(&C, "filesystem.Filesystem/RemoveWatcher", j, AS_USER, &r) == 0);
+  CHECK_INT(r.status, 200);
+  et_resp_free(&r);
+  REQUIRE(et_unary(&C, "filesystem.Filesystem/GetWatcherEvents", j, AS_USER, &r) == 0);
+  CHECK_INT(r.status, 404);
+  et_resp_free(&r);
+  /* not a directory; a directory the user cannot read */
+  REQUIRE(et_unary(&C, "filesystem.Filesystem/CreateWatcher", "{\"path\":\"/etc/hostname\"}",
+                   NULL, &r) == 0);
+  CHECK_INT(r.status, 400);
+  et_resp_free(&r);
+  REQUIRE(et_unary(&C, "filesystem.Filesystem/CreateWatcher", "{\"path\":\"/root\"}",
+                   AS_USER, &r) == 0);
+  CHECK_INT(r.status, 403);
+  et_resp_free(&r);
+}
+
+static int write_file(const char *path, const char *s) {
+  FILE *f = fopen(path, "w");
+  if (!f) return -1;
+  int rc = fputs(s, f) < 0 ? -1 : 0;
+  return fclose(f) == 0 ? rc : -1;
+}
+
+/* ASB_WORKLOAD_CGROUPS and ASB_OOM_COUNTER on a cgroup v1 memory hierarchy
+ * or cgroup v2. */
+TEST(workload_cgroups_and_oom) {
+  char cg[128], counter[160], limit[160];
+  int v2 = access("/sys/fs/cgroup/cgroup.controllers", F_OK) == 0;
+  snprintf(cg, sizeof cg, "%s/asb-envd-test-%d", v2 ? "/sys/fs/cgroup" : "/sys/fs/cgroup/memory",
+           (int)getpid());
+  if (mkdir(cg, 0755) != 0) {
+    printf("    SKIP: cannot create a cgroup\n");
+    return;
+  }
+  snprintf(counter, sizeof counter, "%s/%s", cg, v2 ? "memory.events" : "memory.oom_control");
+  snprintf(limit, sizeof limit, "%s/%s", cg, v2 ? "memory.max" : "memory.limit_in_bytes");
+  int have_limit = write_file(limit, "33554432") == 0;
+  if (!v2) {
+    char sw[160];
+    snprintf(sw, sizeof sw, "%s/memory.memsw.limit_in_bytes", cg);
+    write_file(sw, "33554432");
+  }
+  setenv("ASB_WORKLOAD_CGROUPS", cg, 1);
+  setenv("ASB_OOM_COUNTER", counter, 1);
+  et_envd G;
+  int started = et_start(&G, NULL) == 0;
+  unsetenv("ASB_WORKLOAD_CGROUPS");
+  unsetenv("ASB_OOM_COUNTER");
+  if (started) {
+    et_conn c;
+    et_resp r;
+    REQUIRE(et_connect(&c, G.port) == 0);
+    REQUIRE(et_stream(&c, "process.Process/Start",
+                      "{\"process\":{\"cmd\":\"/bin/cat\",\"args\":[\"/proc/self/cgroup\"]}}",
+                      AS_USER, &r) == 0);
+    /* the child joined the cgroup before exec, even as the user */
+    const char *leaf = strrchr(cg, '/');
+    char *dec = NULL;
+    int found = 0;
+    for (size_t i = 0; i + 5 <= r.len;) {
+      unsigned char *h = (unsigned char *)r.body + i;
+      size_t l = (size_t)h[1] << 24 | (size_t)h[2] << 16 | (size_t)h[3] << 8 | h[4];
+      const char *js = r.body + i + 5;
+      const char *so = memmem(js, l, "\"stdout\":\"", 10);
+      if (so) {
+        so += 10;
+        const char *q = memchr(so, '"', l - (size_t)(so - js));
+        char cmd[8192];
+        snprintf(cmd, sizeof cmd, "printf '%%s' '%.*s' | base64 -d", (int)(q - so), so);
+        FILE *f = popen(cmd, "r");
+        char out[4096] = {0};
+        if (f) {
+          size_t k = fread(out, 1, sizeof out - 1, f);
+          out[k] = '\0';
+          pclose(f);
+        }
+        if (strstr(out, leaf)) found = 1;
+        free(dec);
+      }
+      i += 5 + l;
+    }
+    CHECK(found);
+    et_resp_free(&r);
+    if (have_limit) {
+      REQUIRE(et_stream(&c, "process.Process/Start",
+                        "{\"process\":{\"cmd\":\"/usr/bin/python3\",\"args\":[\"-c\",\"b = bytearray(400 << 20)\"]}}",
+                        NULL, &r) == 0);
+      CHECK(et_contains(&r, "signal: killed (out of memory)"));
+      if (!et_contains(&r, "out of memory")) {
+        for (size_t k = 0; k < r.len; k++) putchar(r.body[k] >= 32 ? r.body[k] : '.');
+        putchar('\n');
+      }
+      et_resp_free(&r);
+    }
+    et_close(&c);
+    CHECK_INT(et_stop(&G), 0);
+  }
+  for (int i = 0; i < 50 && rmdir(cg) != 0; i++) usleep(20000);
+}
+
+TEST(token_and_signatures) {
+  et_envd T;
+  const char *args[] = {"--access-token", "s3cret", NULL};
+  REQUIRE(et_start(&T, args) == 0);
+  et_conn c;
+  REQUIRE(et_connect(&c, T.port) == 0);
+  et_resp r;
+  char marker[128], j[512];
+  snprintf(marker, sizeof marker, "%s/ran", dir);
+  snprintf(j, sizeof j, "{\"process\":{\"cmd\":\"/bin/touch\",\"args\":[\"%s\"]}}", marker);
+  REQUIRE(et_stream(&c, "process.Process/Start", j, NULL, &r) == 0);
+  CHECK_INT(r.status, 401);
+  et_resp_free(&r);
+  REQUIRE(et_stream(&c, "process.Process/Start", j, "X-Access-Token: wrong\r\n", &r) == 0);
+  CHECK_INT(r.status, 401);
+  et_resp_free(&r);
+  usleep(100000);
+  CHECK(!exists(marker));
+  REQUIRE(et_stream(&c, "process.Process/Start", j, "X-Access-Token: s3cret\r\n", &r) == 0);
+  CHECK_INT(r.status, 200);
+  et_resp_free(&r);
+  CHECK(exists(marker));
+  REQUIRE(et_request(&c, "GET", "/health", NULL, NULL, 0, &r) == 0);
+  CHECK_INT(r.status, 204);
+  et_resp_free(&r);
+  REQUIRE(et_request(&c, "GET", "/envs", NULL, NULL, 0, &r) == 0);
+  CHECK_INT(r.status, 401);
+  et_resp_free(&r);
+  /* /files: header, signature, wrong and expired signatures */
+  REQUIRE(et_request(&c, "GET", "/files?path=/etc/hostname", NULL, NULL, 0, &r) == 0);
+  CHECK_INT(r.status, 401);
+  et_resp_free(&r);
+  REQUIRE(et_request(&c, "GET", "/files?path=/etc/hostname", "X-Access-Token: s3cret\r\n",
+                     NULL, 0, &r) == 0);
+  CHECK_INT(r.status, 200);
+  et_resp_free(&r);
+  char sig[128], q[512];
+  sign("/etc/hostname", "read", "", "s3cret", NULL, sig, sizeof sig);
+  snprintf(q, sizeof q, "/files?path=/etc/hostname&signature=%s", sig);
+  REQUIRE(et_request(&c, "GET", q, NULL, NULL, 0, &r) == 0);
+  CHECK_INT(r.status, 200);
+  et_resp_free(&r);
+  sign("/etc/hostname", "write", "", "s3cret", NULL, sig, sizeof sig);
+  snprintf(q, sizeof q, "/files?path=/etc/hostname&signature=%s", sig);
+  REQUIRE(et_request(&c, "GET", q, NULL, NULL, 0, &r) == 0);
+  CHECK_INT(r.status, 401);
+  et_resp_free(&r);
+  char exp[32];
+  snprintf(exp, sizeof exp, "%lld", (long long)time(NULL) + 60);
+  sign("/etc/hostname", "read", "root", "s3cret", exp, sig, sizeof sig);
+  snprintf(q, sizeof q, "/files?path=/etc/hostname&username=root&signature=%s&signature_expiration=%s",
+           sig, exp);
+  REQUIRE(et_request(&c, "GET", q, NULL, NULL, 0, &r) == 0);
+  CHECK_INT(r.status, 200);
+  et_resp_free(&r);
+  snprintf(exp, sizeof exp, "%lld", (long long)time(NULL) - 60);
+  sign("/etc/hostname", "read", "root", "s3cret", exp, sig, sizeof sig);
+  snprintf(q, sizeof q, "/files?path=/etc/hostname&username=root&signature=%s&signature_expiration=%s",
+           sig, exp);
+  REQUIRE(et_request(&c, "GET", q, NULL, NULL, 0, &r) == 0);
+  CHECK_INT(r.status, 401);
+  CHECK(strstr(r.body, "expired") != NULL);
+  et_resp_free(&r);
+  char wpath[256];
+  snprintf(wpath, sizeof wpath, "%s/signed-upload", dir);
+  sign(wpath, "write", "", "s3cret", NULL, sig, sizeof sig);
+  snprintf(q, sizeof q, "/files?path=%s&signature=%s", wpath, sig);
+  REQUIRE(et_request(&c, "POST", q, "Content-Type: application/octet-stream\r\n", "up", 2, &r) == 0);
+  CHECK_INT(r.status, 200);
+  et_resp_free(&r);
+  CHECK(exists(wpath));
+  /* re-init: wrong token refused, same token accepted */
+  REQUIRE(et_request(&c, "POST", "/init", "Content-Type: application/json\r\n",
+                     "{\"accessToken\":\"other\"}", 23, &r) == 0);
+  CHECK_INT(r.status, 401);
+  et_resp_free(&r);
+  REQUIRE(et_request(&c, "POST", "/init", "Content-Type: application/json\r\n",
+                     "{}", 2, &r) == 0);
+  CHECK_INT(r.status, 401);
+  et_resp_free(&r);
+  const char *init = "{\"accessToken\":\"s3cret\",\"envVars\":{\"A\":\"1\"},\"defaultUser\":\"user\"}";
+  REQUIRE(et_request(&c, "POST", "/init", "Content-Type: application/json\r\n",
+                     init, strlen(init), &r) == 0);
+  CHECK_INT(r.status, 204);
+  et_resp_free(&r);
+  REQUIRE(et_request(&c, "GET", "/metrics", "X-Access-Token: s3cret\r\n", NULL, 0, &r) == 0);
+  CHECK_INT(r.status, 200);
+  CHECK(strstr(r.body, "\"cpu_count\":") && strstr(r.body, "\"mem_total\":") &&
+        strstr(r.body, "\"disk_total\":") && strstr(r.body, "\"ts\":"));
+  et_resp_free(&r);
+  REQUIRE(et_request(&c, "GET", "/envs", "X-Access-Token: s3cret\r\n", NULL, 0, &r) == 0);
+  CHECK_INT(r.status, 200);
+  CHECK(strstr(r.body, "\"A\":\"1\"") != NULL);
+  et_resp_free(&r);
+  REQUIRE(et_stream(&c, "process.Process/Start",
+                    "{\"process\":{\"cmd\":\"/usr/bin/id\",\"args\":[\"-un\"]}}",
+                    "X-Access-Token: s3cret\r\n", &r) == 0);
+  CHECK(et_contains(&r, "dXNlcgo=")); /* "user\n": the new default */
+  et_resp_free(&r);
+  et_close(&c);
+  CHECK_INT(et_stop(&T), 0);
+}
+
+/* A second implementation of the signature (sha256 via sha256sum). */
+static void sign(const char *path, const char *op, const char *user,
+                 const char *tok, const char *exp, char *out, size_t n) {
+  char cmd[1024];
+  snprintf(cmd, sizeof cmd,
+           "python3 -c 'import hashlib,base64,sys;print(base64.b64encode("
+           "hashlib.sha256(sys.argv[1].encode()).digest()).decode().rstrip(\"=\"))' "
+           "'%s:%s:%s:%s%s%s'",
+           path, op, user, tok, exp ? ":" : "", exp ? exp : "");
+  FILE *f = popen(cmd, "r");
+  char b[128] = {0};
+  if (f) {
+    if (!fgets(b, sizeof b, f)) b[0] = '\0';
+    pclose(f);
+    b[strcspn(b, "\n")] = '\0';
+  }
+  /* percent-encode for the query string */
+  char enc[256];
+  size_t w = 0;
+  for (const char *p = b; *p && w + 4 < sizeof enc; p++) {
+    if (*p == '+' || *p == '/') w += (size_t)snprintf(enc + w, sizeof enc - w, "%%%02X", *p);
+    else enc[w++] = *p;
+  }
+  enc[w] = '\0';
+  snprintf(out, n, "v1_%s", enc);
+}
+
+int main(void) {
+  if (geteuid() != 0) {
+    printf("SKIP: needs root\n");
+    return 77;
+  }
+  struct passwd *pw = getpwnam("user");
+  if (!pw) {
+    printf("SKIP: needs a 'user' account (scripts/test.sh creates it)\n");
+    return 77;
+  }
+  uid = pw->pw_uid;
+  gid = pw->pw_gid;
+  snprintf(dir, sizeof dir, "/tmp/asb-hostile-XXXXXX");
+  if (!mkdtemp(dir)) return 1;
+  chown(dir, uid, gid);
+  unlink("/etc/asb-hostile-x");
+  unlink("/etc/asb-hostile-evil");
+  int fd = open("/root/asb-secret", O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  if (fd < 0 || write(fd, "TOPSECRET", 9) != 9) return 1;
+  close(fd);
+  char p[128];
+  snprintf(p, sizeof p, "%s/link-secret", dir);
+  symlink("/root/asb-secret", p);
+  snprintf(p, sizeof p, "%s/link-etc", dir);
+  symlink("/etc/asb-hostile-evil", p);
+  const char *args[] = {"--max-body", "65536", NULL};
+  if (et_start(&E, args) != 0) {
+    printf("cannot start envd\n");
+    return 1;
+  }
+  et_connect(&C, E.port);
+  RUN(files_traversal_as_user);
+  RUN(rpc_traversal_as_user);
+  RUN(malformed_rpc);
+  RUN(bad_input_values);
+  RUN(token_and_signatures);
+  RUN(stream_input_and_connect);
+  RUN(no_space);
+  RUN(polling_watchers);
+  RUN(workload_cgroups_and_oom);
+  et_close(&C);
+  CHECK_INT(et_stop(&E), 0);
+  unlink("/root/asb-secret");
+  char cmd[128];
+  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+  if (system(cmd) != 0) return 1;
+  TEST_MAIN_END();
+}
