@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -66,6 +67,7 @@ void lifecycle_kill(engine *e, sbx *s, const char *reason) {
   pthread_mutex_lock(&s->mu);
   if (s->state != SBX_DEAD) {
     s->state = SBX_DEAD;
+    snprintf(s->end_reason, sizeof s->end_reason, "%s", reason);
     if (s->iso) asbe_sandbox_kill(s->iso, 1);
     engine_log("sandbox %s: ended (%s)", s->id, reason);
   }

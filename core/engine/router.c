@@ -210,7 +210,16 @@ route_ctx *router_begin(engine *e, struct MHD_Connection *c, const char *raw_uri
   }
   pthread_mutex_lock(&s->mu);
   sbx_state st = s->state;
+  char why[sizeof s->end_reason];
+  memcpy(why, s->end_reason, sizeof why);
   pthread_mutex_unlock(&s->mu);
+  if (st == SBX_DEAD) { /* ended, its record not yet removed: as if gone */
+    reg_put(e, s);
+    *err_status = 502;
+    *err = json_resp(502, id, "sandbox_not_found", why[0] ? why : NULL,
+                     "sandbox \"%s\" is gone (%s)", id, why[0] ? why : "stopped");
+    return NULL;
+  }
   if (st != SBX_RUNNING) {
     reg_put(e, s);
     *err_status = 502;
