@@ -211,7 +211,6 @@ typedef struct build {
   asbe_sandbox *iso;
   char sid[ENGINE_ID_LEN + 1];
   asbi_buf log;
-  char **base_env;       /* template env only */
   int nsteps;
 } build;
 

@@ -296,9 +296,8 @@ static template_info **snapshot(engine *e, size_t *n, int retired) {
 template_info **templates_snapshot(engine *e, size_t *n) { return snapshot(e, n, 0); }
 template_info **templates_snapshot_all(engine *e, size_t *n) { return snapshot(e, n, 1); }
 
-/* Moves t (just unlinked from the registry, registry reference held) to the
- * retired list if others still use it; returns 1 if the caller should drop
- * the registry's reference. Under tmpl_mu. */
+/* Puts t (just unlinked from the registry, whose reference the caller then
+ * drops) on the retired list if others still use it. Under tmpl_mu. */
 static void retire_locked(engine *e, template_info *t) {
   if (t->refs > 1) {
     t->next = e->retired;
