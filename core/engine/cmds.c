@@ -18,6 +18,7 @@
  * AuthError), like commands.run does.
  * SPDX-License-Identifier: Apache-2.0 */
 #include <errno.h>
+#include <openssl/crypto.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -208,7 +209,8 @@ char *cmds_serve(engine *e, const char *id, int port, const char *method, const 
     return error_body("sandbox not found", "SandboxNotFound");
   }
   char *out = NULL;
-  if (!token || strcmp(token, s->token) != 0) {
+  size_t tl = strlen(s->token);
+  if (!token || strlen(token) != tl || CRYPTO_memcmp(token, s->token, tl) != 0) {
     *status = 401;
     out = error_body("unauthorized", "AuthError");
     goto done;
