@@ -62,7 +62,7 @@ typedef struct sbx {
   int64_t last_cpu_ts_ms;
   uint64_t oom_kills; /* last seen, to log new ones */
   int codei_started;  /* the code interpreter was launched (under mu) */
-  char end_reason[32]; /* why it ended, once state is SBX_DEAD */
+  char end_reason[32]; /* set with SBX_DEAD, before the kill starts */
   /* From a template built from template.yaml (NULL / 0 otherwise): */
   cJSON *tmpl_layers; /* the template's layer dirs (old builds in use) */
   cJSON *commands;    /* its custom_commands (normalised spec array) */

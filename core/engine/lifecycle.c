@@ -5,8 +5,8 @@
  * SPDX-License-Identifier: Apache-2.0 */
 #include <errno.h>
 #include <poll.h>
-#include <stdlib.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
