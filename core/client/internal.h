@@ -104,9 +104,11 @@ long asbi_client_timeout(const asb_client *c, long call_timeout_ms);
  * to be freed by the caller. */
 struct cJSON;
 struct asbi_http_resp;
+#define ASBI_CP_IDEMPOTENT 1 /* may be retried */
+#define ASBI_CP_NO_START 2   /* local mode: never start the engine for it */
 int asbi_cp_request_raw(asb_client *c, const char *method, const char *path,
                         const void *body, size_t body_len, const char *content_type,
-                        long timeout_ms, asb_cancel *cancel, int idempotent,
+                        long timeout_ms, asb_cancel *cancel, int flags,
                         const char *what, const int *ok_statuses, int *status,
                         struct cJSON **out, struct asbi_http_resp *keep_resp);
 

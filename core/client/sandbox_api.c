@@ -147,7 +147,7 @@ static void cp_from(cp_call *k, asb_client *c, const asb_call_options *o) {
 /* A control-plane request with a raw body (see internal.h). */
 int asbi_cp_request_raw(asb_client *c, const char *method, const char *path,
                         const void *body, size_t body_len, const char *content_type,
-                        long timeout_ms, asb_cancel *cancel, int idempotent,
+                        long timeout_ms, asb_cancel *cancel, int flags,
                         const char *what, const int *ok_statuses, int *status,
                         cJSON **out, asbi_http_resp *keep_resp) {
   if (out) *out = NULL;
@@ -175,7 +175,7 @@ int asbi_cp_request_raw(asb_client *c, const char *method, const char *path,
                        .body_len = body ? body_len : 0,
                        .timeout_ms = timeout_ms,
                        .cancel = cancel,
-                       .idempotent = idempotent,
+                       .idempotent = (flags & ASBI_CP_IDEMPOTENT) != 0,
                        .max_retries = c->max_retries,
                        .max_body = 32u << 20};
     asbi_http_resp resp = ASBI_HTTP_RESP_INIT;
@@ -186,7 +186,7 @@ int asbi_cp_request_raw(asb_client *c, const char *method, const char *path,
     asbi_buf_free(&ua);
     asbi_buf_free(&ct);
     /* Local mode: nobody listening means the engine is not running yet. */
-    if (rc == ASB_ECONNECTION && c->local && attempt == 0 && !k->no_start) {
+    if (rc == ASB_ECONNECTION && c->local && attempt == 0 && !(flags & ASBI_CP_NO_START)) {
       asbi_http_resp_free(&resp);
       if ((rc = asbi_client_local_prepare(c, 1))) break;
       continue;
@@ -232,7 +232,9 @@ static int cp_request(asb_client *c, const char *method, const char *path,
   if (body && !json) return asbi_oom();
   int rc = asbi_cp_request_raw(c, method, path, json, json ? strlen(json) : 0,
                                json ? "application/json" : NULL, k->timeout_ms, k->cancel,
-                               k->idempotent, what, ok_statuses, status, out, keep_resp);
+                               (k->idempotent ? ASBI_CP_IDEMPOTENT : 0) |
+                                   (k->no_start ? ASBI_CP_NO_START : 0),
+                               what, ok_statuses, status, out, keep_resp);
   free(json);
   return rc;
 }

@@ -283,7 +283,8 @@ int asb_templates_get(asb_client *c, const char *id, const asb_call_options *cal
   if (!rc)
     rc = asbi_cp_request_raw(c, "GET", p.data, NULL, 0, NULL,
                              asbi_client_timeout(c, call ? call->timeout_ms : 0),
-                             call ? call->cancel : NULL, 1, "template.get", NULL, NULL, &reply,
+                             call ? call->cancel : NULL, ASBI_CP_IDEMPOTENT, "template.get", NULL,
+                             NULL, &reply,
                              NULL);
   asbi_buf_free(&p);
   if (rc) return rc;
@@ -301,7 +302,8 @@ int asb_templates_list(asb_client *c, const asb_call_options *call, asb_template
   cJSON *reply = NULL;
   int rc = asbi_cp_request_raw(c, "GET", "/templates", NULL, 0, NULL,
                                asbi_client_timeout(c, call ? call->timeout_ms : 0),
-                               call ? call->cancel : NULL, 1, "template.list", NULL, NULL,
+                               call ? call->cancel : NULL, ASBI_CP_IDEMPOTENT, "template.list",
+                               NULL, NULL,
                                &reply, NULL);
   if (rc) return rc;
   if (!cJSON_IsArray(reply)) {
