@@ -22,5 +22,7 @@
 #include "agentsandbox/files.h"
 #include "agentsandbox/code.h"
 #include "agentsandbox/session.h"
+#include "agentsandbox/named.h"
+#include "agentsandbox/template.h"
 
 #endif /* AGENTSANDBOX_H */

@@ -8,7 +8,7 @@ PACKAGES=(
   # build
   build-essential cmake ninja-build pkg-config git
   libcurl4-openssl-dev libcjson-dev libssl-dev zlib1g-dev
-  libmicrohttpd-dev libseccomp-dev libzmq3-dev
+  libmicrohttpd-dev libseccomp-dev libzmq3-dev libyaml-dev
   # checks
   abigail-tools clang libclang-rt-14-dev valgrind python3
   # sandbox templates and baselines

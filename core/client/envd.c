@@ -112,6 +112,12 @@ int asbi_map_http_error(const asbi_http_resp *resp, const char *what) {
   const cJSON *kind = j ? cJSON_GetObjectItemCaseSensitive(j, "error") : NULL;
   int router_gone = st == 502 && cJSON_IsString(kind) &&
                     strcmp(kind->valuestring, "sandbox_not_found") == 0;
+  /* The local engine: a template's start command or ready check failed. */
+  if (cJSON_IsString(kind) && strcmp(kind->valuestring, "template_start_failed") == 0) {
+    asb_error *e = (asb_error *)asb_error_last();
+    e->code = rc = ASB_ETEMPLATE;
+    asbi_err_set_reason("template_start_failed");
+  }
   if ((st == 404 || router_gone) && cJSON_IsString(sid)) {
     asb_error *e = (asb_error *)asb_error_last();
     e->code = rc = cJSON_IsString(why) ? ASB_ESANDBOXGONE : ASB_ESANDBOXNOTFOUND;

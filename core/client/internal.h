@@ -100,4 +100,21 @@ void asbi_client_unref(asb_client *c);
 /* Effective timeout of a call: explicit (>0), none (<0), or the client's. */
 long asbi_client_timeout(const asb_client *c, long call_timeout_ms);
 
+/* ---- control plane (sandbox_api.c) ---------------------------------------- */
+/* One request to the control plane (local mode: starting the engine if
+ * needed) with a raw body of content_type (both may be NULL). A 2xx, or a
+ * status listed in ok_statuses (0-ended), is accepted: *status gets it and
+ * *out (if not NULL) the parsed JSON reply; other statuses are mapped to an
+ * asb_status and recorded. keep_resp (if not NULL) receives the response,
+ * to be freed by the caller. */
+struct cJSON;
+struct asbi_http_resp;
+#define ASBI_CP_IDEMPOTENT 1 /* may be retried */
+#define ASBI_CP_NO_START 2   /* local mode: never start the engine for it */
+int asbi_cp_request_raw(asb_client *c, const char *method, const char *path,
+                        const void *body, size_t body_len, const char *content_type,
+                        long timeout_ms, asb_cancel *cancel, int flags,
+                        const char *what, const int *ok_statuses, int *status,
+                        struct cJSON **out, struct asbi_http_resp *keep_resp);
+
 #endif

@@ -162,49 +162,49 @@ static void cp_from(cp_call *k, asb_client *c, const asb_call_options *o) {
   k->no_start = 0;
 }
 
-/* A control-plane request. *out (if not NULL) gets the parsed JSON reply of
- * a 2xx; *status the HTTP status. Errors other than HTTP statuses the caller
- * accepts (ok_statuses, 0-ended) are mapped and recorded. */
-static int cp_request(asb_client *c, const char *method, const char *path,
-                      const cJSON *body, const cp_call *k, const char *what,
-                      const int *ok_statuses, int *status, cJSON **out,
-                      asbi_http_resp *keep_resp) {
+/* A control-plane request with a raw body (see internal.h). */
+int asbi_cp_request_raw(asb_client *c, const char *method, const char *path,
+                        const void *body, size_t body_len, const char *content_type,
+                        long timeout_ms, asb_cancel *cancel, int flags,
+                        const char *what, const int *ok_statuses, int *status,
+                        cJSON **out, asbi_http_resp *keep_resp) {
   if (out) *out = NULL;
   int rc = asbi_client_local_prepare(c, 0);
   if (rc) return rc;
-  char *json = body ? asbi_pj_print(body) : NULL;
-  if (body && !json) return asbi_oom();
   for (int attempt = 0;; attempt++) {
-    asbi_buf url = ASBI_BUF_INIT, key = ASBI_BUF_INIT, ua = ASBI_BUF_INIT;
+    asbi_buf url = ASBI_BUF_INIT, key = ASBI_BUF_INIT, ua = ASBI_BUF_INIT, ct = ASBI_BUF_INIT;
     asbi_buf_printf(&url, "%s%s", c->api_url, path);
     pthread_mutex_lock(&c->mu);
     if (c->api_key) asbi_buf_printf(&key, "X-API-Key: %s", c->api_key);
     pthread_mutex_unlock(&c->mu);
     asbi_buf_printf(&ua, "User-Agent: %s", c->user_agent);
+    if (content_type) asbi_buf_printf(&ct, "Content-Type: %s", content_type);
     const char *hs[5];
     size_t n = 0;
     if (key.data) hs[n++] = key.data;
     hs[n++] = ua.data;
-    if (json) hs[n++] = "Content-Type: application/json";
+    if (ct.data) hs[n++] = ct.data;
     hs[n] = NULL;
     asbi_http_req r = {.method = method,
                        .url = url.data,
                        .headers = hs,
                        .headers2 = (const char *const *)c->headers,
-                       .body = json,
-                       .body_len = json ? strlen(json) : 0,
-                       .timeout_ms = k->timeout_ms,
-                       .cancel = k->cancel,
-                       .idempotent = k->idempotent,
+                       .body = body,
+                       .body_len = body ? body_len : 0,
+                       .timeout_ms = timeout_ms,
+                       .cancel = cancel,
+                       .idempotent = (flags & ASBI_CP_IDEMPOTENT) != 0,
                        .max_retries = c->max_retries,
                        .max_body = 32u << 20};
     asbi_http_resp resp = ASBI_HTTP_RESP_INIT;
-    rc = url.data && ua.data ? asbi_http_do(c->http, &r, &resp) : asbi_oom();
+    rc = url.data && ua.data && (!content_type || ct.data) ? asbi_http_do(c->http, &r, &resp)
+                                                           : asbi_oom();
     asbi_buf_free(&url);
     asbi_buf_free(&key);
     asbi_buf_free(&ua);
+    asbi_buf_free(&ct);
     /* Local mode: nobody listening means the engine is not running yet. */
-    if (rc == ASB_ECONNECTION && c->local && attempt == 0 && !k->no_start) {
+    if (rc == ASB_ECONNECTION && c->local && attempt == 0 && !(flags & ASBI_CP_NO_START)) {
       asbi_http_resp_free(&resp);
       if ((rc = asbi_client_local_prepare(c, 1))) break;
       continue;
@@ -235,6 +235,24 @@ static int cp_request(asb_client *c, const char *method, const char *path,
       asbi_http_resp_free(&resp);
     break;
   }
+  return rc;
+}
+
+/* A control-plane request. *out (if not NULL) gets the parsed JSON reply of
+ * a 2xx; *status the HTTP status. Errors other than HTTP statuses the caller
+ * accepts (ok_statuses, 0-ended) are mapped and recorded. */
+static int cp_request(asb_client *c, const char *method, const char *path,
+                      const cJSON *body, const cp_call *k, const char *what,
+                      const int *ok_statuses, int *status, cJSON **out,
+                      asbi_http_resp *keep_resp) {
+  if (out) *out = NULL;
+  char *json = body ? asbi_pj_print(body) : NULL;
+  if (body && !json) return asbi_oom();
+  int rc = asbi_cp_request_raw(c, method, path, json, json ? strlen(json) : 0,
+                               json ? "application/json" : NULL, k->timeout_ms, k->cancel,
+                               (k->idempotent ? ASBI_CP_IDEMPOTENT : 0) |
+                                   (k->no_start ? ASBI_CP_NO_START : 0),
+                               what, ok_statuses, status, out, keep_resp);
   free(json);
   return rc;
 }

@@ -292,12 +292,13 @@ static void create(engine *e, api_req *q, api_reply *r) {
   cJSON *body = parse_body(q, r, 1);
   if (!body) return;
   sbx *s = NULL;
+  template_info *t = NULL;
   const cJSON *tv = cJSON_GetObjectItemCaseSensitive(body, "templateID");
   if (!cJSON_IsString(tv) || !*tv->valuestring) {
     api_error(r, 400, "'templateID' is required");
     goto out;
   }
-  template_info *t = templates_find(e, tv->valuestring);
+  t = templates_find(e, tv->valuestring);
   if (!t) {
     api_error(r, 404, "template \"%s\" not found", tv->valuestring);
     goto out;
@@ -327,6 +328,13 @@ static void create(engine *e, api_req *q, api_reply *r) {
   s->cpu_count = t->cpu_count;
   s->memory_mb = t->memory_mb;
   s->disk_mb = t->disk_mb;
+  if (t->spec) {
+    s->tmpl_layers = templates_layers_json(t);
+    s->commands = cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(t->spec, "commands"), 1);
+    s->tmpl_env = cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(t->spec, "env"), 1);
+    const cJSON *cp = cJSON_GetObjectItemCaseSensitive(t->spec, "commandsPort");
+    s->commands_port = cJSON_IsNumber(cp) ? cp->valueint : 9000;
+  }
   s->started_ms = now_unix_ms();
   s->end_ms = s->started_ms + (int64_t)timeout_s * 1000;
 
@@ -374,6 +382,20 @@ static void create(engine *e, api_req *q, api_reply *r) {
               st < 0 ? strerror(-st) : "HTTP error");
     goto undo;
   }
+  /* A template's start command and ready check: create returns once the
+   * check passes, or fails (and undoes the sandbox) naming it. */
+  if (t->spec) {
+    char why[4096];
+    if (template_start(e, s, t, why, sizeof why)) {
+      cJSON *j = cJSON_CreateObject();
+      cJSON_AddNumberToObject(j, "code", 500);
+      cJSON_AddStringToObject(j, "message", why);
+      cJSON_AddStringToObject(j, "error", "template_start_failed");
+      api_reply_json(r, 500, j);
+      engine_log("sandbox %s: %s", s->id, why);
+      goto undo;
+    }
+  }
   if ((rc = reg_save(e, s))) {
     api_error(r, 500, "cannot record the sandbox: %s", strerror(-rc));
     goto undo;
@@ -390,6 +412,7 @@ undo:
   asbe_sandbox_kill(s->iso, 1);
 out:
   sbx_free(s);
+  templates_put(e, t);
   cJSON_Delete(body);
 }
 
@@ -711,36 +734,12 @@ static void logs(engine *e, sbx *s, api_req *q, api_reply *r, int v2) {
 
 /* ---- templates ------------------------------------------------------------------------- */
 
-static cJSON *template_json(engine *e, template_info *t) {
-  cJSON *j = cJSON_CreateObject();
-  cJSON_AddStringToObject(j, "templateID", t->id);
-  cJSON_AddStringToObject(j, "buildID", t->id);
-  cJSON_AddNumberToObject(j, "cpuCount", t->cpu_count);
-  cJSON_AddNumberToObject(j, "memoryMB", t->memory_mb);
-  cJSON_AddNumberToObject(j, "diskSizeMB", t->disk_mb);
-  cJSON_AddBoolToObject(j, "public", 1);
-  cJSON *aliases = cJSON_AddArrayToObject(j, "aliases");
-  cJSON_AddItemToArray(aliases, cJSON_CreateString(t->alias));
-  cJSON *names = cJSON_AddArrayToObject(j, "names");
-  cJSON_AddItemToArray(names, cJSON_CreateString(t->alias));
-  add_time(j, "createdAt", t->created_ms);
-  add_time(j, "updatedAt", t->created_ms);
-  cJSON_AddNullToObject(j, "createdBy");
-  if (t->last_spawned_ms)
-    add_time(j, "lastSpawnedAt", t->last_spawned_ms);
-  else
-    cJSON_AddNullToObject(j, "lastSpawnedAt");
-  cJSON_AddNumberToObject(j, "spawnCount", (double)t->spawn_count);
-  cJSON_AddNumberToObject(j, "buildCount", 1);
-  cJSON_AddStringToObject(j, "envdVersion", t->envd_version ? t->envd_version : e->envd_version);
-  cJSON_AddStringToObject(j, "buildStatus", "ready");
-  return j;
-}
-
 static void templates_list(engine *e, api_reply *r) {
   cJSON *arr = cJSON_CreateArray();
-  for (template_info *t = e->templates; t; t = t->next)
-    cJSON_AddItemToArray(arr, template_json(e, t));
+  size_t n = 0;
+  template_info **v = templates_snapshot(e, &n);
+  for (size_t i = 0; v && i < n; i++) cJSON_AddItemToArray(arr, template_json(e, v[i]));
+  templates_put_all(e, v, n);
   api_reply_json(r, 200, arr);
 }
 
@@ -776,11 +775,17 @@ void api_handle(engine *e, api_req *q, api_reply *r) {
   if (is(q, "GET", "/v2/sandboxes")) return list(e, q, r, 1);
   if (is(q, "GET", "/sandboxes/metrics")) return metrics_many(e, q, r);
   if (is(q, "GET", "/templates") || is(q, "GET", "/v2/templates")) return templates_list(e, r);
+  if (is(q, "POST", "/templates/builds") || is(q, "POST", "/v2/templates/builds"))
+    return build_handle(e, q, r);
   if (asbi_startswith(q->path, "/templates/") && strcmp(q->method, "GET") == 0) {
     template_info *t = templates_find(e, q->path + strlen("/templates/"));
     if (!t) return api_error(r, 404, "template \"%s\" not found", q->path + 11);
-    return api_reply_json(r, 200, template_json(e, t));
+    api_reply_json(r, 200, template_json(e, t));
+    templates_put(e, t);
+    return;
   }
+  if (asbi_startswith(q->path, "/templates/") && strcmp(q->method, "DELETE") == 0)
+    return template_delete(e, q->path + strlen("/templates/"), r);
   char id[64];
   const char *action = NULL;
   if (!sandbox_path(q->path, id, sizeof id, &action))

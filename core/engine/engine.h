@@ -20,6 +20,7 @@
 #include <stdint.h>
 
 #include "iso/iso.h"
+#include "util/buf.h"
 
 #define ENGINE_ENVD_VERSION_FALLBACK "0.6.13"
 #define ENGINE_ID_LEN 20
@@ -62,6 +63,11 @@ typedef struct sbx {
   uint64_t oom_kills; /* last seen, to log new ones */
   int codei_started;  /* the code interpreter was launched (under mu) */
   char end_reason[32]; /* set with SBX_DEAD, before the kill starts */
+  /* From a template built from template.yaml (NULL / 0 otherwise): */
+  cJSON *tmpl_layers; /* the template's layer dirs (old builds in use) */
+  cJSON *commands;    /* its custom_commands (normalised spec array) */
+  cJSON *tmpl_env;    /* its env */
+  int commands_port;  /* where custom commands are served */
 } sbx;
 
 typedef struct tomb {
@@ -91,7 +97,10 @@ typedef struct engine {
   size_t nsbx, capsbx;
   tomb *tombs;
   size_t ntombs, captombs;
-  template_info *templates;
+  template_info *templates; /* under tmpl_mu */
+  template_info *retired;   /* replaced or deleted, still referenced */
+  pthread_mutex_t tmpl_mu;
+  pthread_mutex_t build_mu; /* one template build at a time */
   pthread_cond_t lc_cond; /* wakes the lifecycle thread */
   pthread_t lc_thread;
   int stopping;
@@ -125,6 +134,12 @@ void sbx_free(sbx *s);
 struct template_info {
   char *id;     /* template id ("base", or a built template's id) */
   int start_codei; /* start the code interpreter at create (code-interpreter-v1) */
+  int builtin;  /* base, busybox, code-interpreter-v1 */
+  int refs;     /* under tmpl_mu; the registry holds one */
+  char *build_id, *hash; /* built templates: this build, its inputs' hash */
+  char *base;   /* built templates: the template it was built on */
+  cJSON *spec;  /* built templates: the normalised template.yaml */
+  int64_t build_ms; /* how long the build took */
   char *alias;  /* name */
   char *dir;    /* prepared template dir */
   asbe_template *tmpl;
@@ -137,8 +152,87 @@ struct template_info {
 };
 int templates_init(engine *e);
 void templates_free(engine *e);
-/* By id or alias; NULL if unknown. Owned by the engine. */
+/* By id or alias, referenced (release with templates_put); NULL if unknown. */
 template_info *templates_find(engine *e, const char *name);
+void templates_put(engine *e, template_info *t);
+/* Every template, each referenced; release with templates_put_all. With
+ * retired, also those replaced or deleted that are still in use. */
+template_info **templates_snapshot(engine *e, size_t *n);
+template_info **templates_snapshot_all(engine *e, size_t *n);
+void templates_put_all(engine *e, template_info **v, size_t n);
+/* Load the built template recorded in <state>/templates/<id>/template.json
+ * (not registered). 0 or a negative errno. */
+int templates_load(engine *e, const char *id, template_info **out);
+/* Register t (taking the caller's reference), replacing a template of the
+ * same id. */
+void templates_install(engine *e, template_info *t);
+/* Unregister t unless someone besides the caller and the registry holds
+ * it (a create in progress): 0 or -EBUSY. Its files stay. */
+int templates_uninstall(engine *e, template_info *t);
+/* The layer dirs of t as a JSON array (for sandbox records). */
+cJSON *templates_layers_json(const template_info *t);
+
+/* ---- build.c: templates from template.yaml -------------------------------- */
+struct api_req;
+struct api_reply;
+/* POST /templates/builds: the body is a tar of the template directory. */
+void build_handle(engine *e, struct api_req *q, struct api_reply *r);
+/* DELETE /templates/{id}. */
+void template_delete(engine *e, const char *id, struct api_reply *r);
+/* Remove build dirs that no template and no live sandbox uses. */
+void templates_gc(engine *e);
+/* The E2B Template object (+ our fields) of t. */
+cJSON *template_json(engine *e, template_info *t);
+/* Remove state dirs of build sandboxes left by a crash (start-up). */
+void build_cleanup(engine *e);
+
+/* ---- tstart.c: a template's start command and ready check at create ------- */
+/* 0, or -1 with a message in err (the sandbox should then be undone). */
+int template_start(engine *e, sbx *s, template_info *t, char *err, size_t errlen);
+
+/* ---- cmds.c: a template's custom_commands on its commands port ------------ */
+/* 1 if the engine answers this sandbox request itself. */
+int cmds_wants(engine *e, const char *id, int port, const char *url);
+/* Answer it: *status and a JSON body (malloc'd). */
+char *cmds_serve(engine *e, const char *id, int port, const char *method, const char *url,
+                 const char *token, const char *body, size_t len, int *status);
+
+/* ---- sbxexec.c: programs in a sandbox ------------------------------------- */
+/* The environment of a program run for the engine: PATH, HOME, USER,
+ * LOGNAME, LANG, TERM, E2B_SANDBOX, then the template's env, the
+ * sandbox's envVars, the call's, and extra "K=V" strings (later wins). */
+char **sbx_env(int uid, const cJSON *tmpl_env, const cJSON *sandbox_env,
+               const cJSON *call_env, const char *const *extra);
+void sbx_env_free(char **env);
+typedef struct sbx_run_opts {
+  const char *const *argv;
+  const char *const *envp;
+  int uid;            /* 0 root, 1000 user (gid = uid) */
+  const char *cwd;
+  const void *in;     /* stdin data, or NULL (/dev/null) */
+  size_t in_len;
+  int timeout_ms;     /* <= 0: none */
+  size_t max_output;  /* per stream; 0 = 1 MiB */
+  int merge;          /* stderr into out */
+  int keep_tail;      /* keep the end of long output, not the start */
+} sbx_run_opts;
+typedef struct sbx_run_result {
+  int status;         /* wait status, -1 if timed out */
+  int exit_code;      /* exit code, 128+signal, -1 if timed out */
+  int timed_out;
+  int64_t ms;
+  asbi_buf out, err;
+} sbx_run_result;
+/* Runs to the end (or the timeout: then killed). 0 with *res filled (free
+ * with sbx_run_result_free), or a negative errno if it could not start
+ * (asbe_errmsg() says why). */
+int sbx_run(asbe_sandbox *iso, const sbx_run_opts *o, sbx_run_result *res);
+void sbx_run_result_free(sbx_run_result *r);
+/* One HTTP/1.1 request to a port in the sandbox; whole reply into *reply
+ * (malloc'd). The status, or a negative errno. */
+int sbx_http(asbe_sandbox *iso, int port, const char *method, const char *path,
+             const char *const *headers, const char *body, size_t len, char **reply,
+             int timeout_ms);
 
 /* ---- lifecycle.c ---------------------------------------------------------- */
 int lifecycle_start(engine *e);

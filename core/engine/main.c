@@ -337,6 +337,8 @@ int main(int argc, char **argv) {
     return 1;
   }
   adopt_or_reap(e);
+  build_cleanup(e); /* build sandboxes of builds a crash interrupted */
+  templates_gc(e);  /* builds no template and no live sandbox uses */
   sigset_t set;
   sigemptyset(&set);
   sigaddset(&set, SIGTERM);

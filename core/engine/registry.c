@@ -36,6 +36,9 @@ void sbx_free(sbx *s) {
   if (s->iso) asbe_sandbox_release(s->iso);
   cJSON_Delete(s->metadata);
   cJSON_Delete(s->env_vars);
+  cJSON_Delete(s->tmpl_layers);
+  cJSON_Delete(s->commands);
+  cJSON_Delete(s->tmpl_env);
   free(s->template_id);
   free(s->alias);
   pthread_mutex_destroy(&s->mu);
@@ -223,6 +226,10 @@ int reg_save(engine *e, sbx *s) {
   cJSON_AddNumberToObject(j, "memoryMB", s->memory_mb);
   cJSON_AddNumberToObject(j, "diskMB", s->disk_mb);
   cJSON_AddStringToObject(j, "state", s->state == SBX_PAUSED ? "paused" : "running");
+  if (s->tmpl_layers) cJSON_AddItemToObject(j, "templateLayers", cJSON_Duplicate(s->tmpl_layers, 1));
+  if (s->commands) cJSON_AddItemToObject(j, "customCommands", cJSON_Duplicate(s->commands, 1));
+  if (s->tmpl_env) cJSON_AddItemToObject(j, "templateEnv", cJSON_Duplicate(s->tmpl_env, 1));
+  if (s->commands_port) cJSON_AddNumberToObject(j, "commandsPort", s->commands_port);
   pthread_mutex_unlock(&s->mu);
   char *text = cJSON_PrintUnformatted(j);
   cJSON_Delete(j);
@@ -281,6 +288,14 @@ sbx *reg_load(engine *e, const char *id) {
   str = NULL;
   asbi_pj_get_str(j, "state", &str);
   s->state = str && strcmp(str, "paused") == 0 ? SBX_PAUSED : SBX_RUNNING;
+  if ((v = cJSON_GetObjectItemCaseSensitive(j, "templateLayers")) && cJSON_IsArray(v))
+    s->tmpl_layers = cJSON_Duplicate(v, 1);
+  if ((v = cJSON_GetObjectItemCaseSensitive(j, "customCommands")) && cJSON_IsArray(v))
+    s->commands = cJSON_Duplicate(v, 1);
+  if ((v = cJSON_GetObjectItemCaseSensitive(j, "templateEnv")) && cJSON_IsObject(v))
+    s->tmpl_env = cJSON_Duplicate(v, 1);
+  if ((v = cJSON_GetObjectItemCaseSensitive(j, "commandsPort")) && cJSON_IsNumber(v))
+    s->commands_port = v->valueint;
   if (!s->template_id || !s->alias) goto fail;
   cJSON_Delete(j);
   return s;

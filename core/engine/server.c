@@ -23,6 +23,7 @@
 #include "util/util.h"
 
 #define API_BODY_MAX (1u << 20)
+#define BUILD_BODY_MAX (128u << 20) /* POST /templates/builds: a tar */
 
 typedef struct server {
   struct MHD_Daemon *tcp, *unx;
@@ -31,7 +32,10 @@ typedef struct server {
 
 typedef struct req_ctx {
   char *raw_uri;
-  int kind; /* 0 undecided, 1 API, 2 router, 3 already answered */
+  int kind; /* 0 undecided, 1 API, 2 router, 3 already answered,
+               4 a template's custom commands (cmds.c) */
+  char sid[64];
+  int port;
   asbi_buf body;
   int too_big;
   route_ctx *route;
@@ -114,6 +118,12 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c,
     char id[64];
     int port = 0;
     if (router_match(c, id, sizeof id, &port)) {
+      if (port > 0 && cmds_wants(e, id, port, url)) {
+        r->kind = 4;
+        snprintf(r->sid, sizeof r->sid, "%s", id);
+        r->port = port;
+        return MHD_YES;
+      }
       struct MHD_Response *err = NULL;
       unsigned st = 0;
       r->route = router_begin(e, c, r->raw_uri ? r->raw_uri : url, method, id, port,
@@ -126,6 +136,9 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c,
       return MHD_YES;
     }
     r->kind = 1;
+    if (strcmp(method, "POST") == 0 &&
+        (strcmp(url, "/templates/builds") == 0 || strcmp(url, "/v2/templates/builds") == 0))
+      r->body.max = BUILD_BODY_MAX;
     if (!authorized(e, c)) {
       r->kind = 3;
       return error(c, 401, "missing or invalid API key (X-API-Key)");
@@ -145,6 +158,22 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c,
     *upload_size = 0;
     return MHD_YES;
   }
+  if (r->kind == 4) {
+    r->kind = 3;
+    if (r->too_big) return error(c, 413, "request body over 1 MiB");
+    int st = 500;
+    const char *tok = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "X-Access-Token");
+    char *body = cmds_serve(e, r->sid, r->port, method, url, tok, r->body.data, r->body.len, &st);
+    struct MHD_Response *resp =
+        MHD_create_response_from_buffer(body ? strlen(body) : 0, body ? body : (void *)"",
+                                        body ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);
+    if (!resp) {
+      free(body);
+      return MHD_NO;
+    }
+    MHD_add_response_header(resp, "Content-Type", "application/json");
+    return queue(c, (unsigned)st, resp);
+  }
   if (r->kind == 2) {
     unsigned st = 0;
     struct MHD_Response *resp = router_finish(r->route, &st);
@@ -153,7 +182,11 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c,
     return queue(c, st, resp);
   }
   r->kind = 3;
-  if (r->too_big) return error(c, 413, "request body over 1 MiB");
+  if (r->too_big) {
+    char msg[64];
+    snprintf(msg, sizeof msg, "request body over %zu MiB", r->body.max >> 20);
+    return error(c, 413, msg);
+  }
   api_req q;
   memset(&q, 0, sizeof q);
   q.method = method;

@@ -1,6 +1,18 @@
-/* Template registry: the built-in `base` (host /usr, read-only) and
- * `busybox`, and templates recorded on disk under <state>/templates/<id>/
- * (template.json + layer dirs; built from template.yaml by later tooling).
+/* Template registry: the built-in `base` (host /usr, read-only),
+ * `code-interpreter-v1` and `busybox`, and templates built from
+ * template.yaml (build.c), recorded under <state>/templates/<id>/:
+ *
+ *   template.json   {"alias", "base", "buildID", "hash", "layers": [own
+ *                    layer dirs, relative to this dir], "lowerLayers": [the
+ *                    base's layer dirs, relative to <state>/templates, or
+ *                    absolute], "binds": [[src, dst]], "cpuCount",
+ *                    "memoryMB", "diskSizeMB", "createdMs", "buildMs",
+ *                    "spec": <normalised template.yaml>}
+ *   builds/<build>/layer/   the layer of one build
+ *
+ * A template keeps the exact layers it was built on, so rebuilding its
+ * base does not change it. Entries are reference-counted: a create that
+ * found a template may use it while a build replaces it.
  * SPDX-License-Identifier: Apache-2.0 */
 #include <dirent.h>
 #include <errno.h>
@@ -18,21 +30,25 @@
 #define DEFAULT_MEMORY_MB 512
 #define DEFAULT_DISK_MB 1024
 
-static template_info *tinfo_new(const char *id, const char *alias,
-                                const char *dir) {
+static template_info *tinfo_new(const char *id, const char *alias, const char *dir) {
   template_info *t = calloc(1, sizeof *t);
   if (!t) return NULL;
   t->id = asbi_strdup(id);
   t->alias = asbi_strdup(alias);
   t->dir = asbi_strdup(dir);
+  t->build_id = asbi_strdup("");
+  t->hash = asbi_strdup("");
   t->cpu_count = DEFAULT_CPU;
   t->memory_mb = DEFAULT_MEMORY_MB;
   t->disk_mb = DEFAULT_DISK_MB;
   t->created_ms = now_unix_ms();
-  if (!t->id || !t->alias || !t->dir) {
+  t->refs = 1;
+  if (!t->id || !t->alias || !t->dir || !t->build_id || !t->hash) {
     free(t->id);
     free(t->alias);
     free(t->dir);
+    free(t->build_id);
+    free(t->hash);
     free(t);
     return NULL;
   }
@@ -46,6 +62,10 @@ static void tinfo_free(template_info *t) {
   free(t->alias);
   free(t->dir);
   free(t->envd_version);
+  free(t->build_id);
+  free(t->hash);
+  free(t->base);
+  cJSON_Delete(t->spec);
   free(t);
 }
 
@@ -54,8 +74,7 @@ static void push(engine *e, template_info *t) {
   e->templates = t;
 }
 
-static int builtin(engine *e, const char *name,
-                   int (*prepare)(const char *),
+static int builtin(engine *e, const char *name, int (*prepare)(const char *),
                    int (*make)(const char *, asbe_template **)) {
   char dir[4096];
   snprintf(dir, sizeof dir, "%s/templates/%s", e->state_dir, name);
@@ -72,14 +91,26 @@ static int builtin(engine *e, const char *name,
     tinfo_free(t);
     return rc;
   }
+  t->builtin = 1;
   t->envd_version = asbi_strdup(e->envd_version);
   push(e, t);
   return 0;
 }
 
-/* A template on disk: template.json names its base and its own layers. */
-static int load_one(engine *e, const char *id, const char *dir) {
-  char path[4096];
+/* A layer path of template.json: absolute, or relative to rel_to. */
+static int layer_path(const char *rel_to, const char *p, char *out, size_t len) {
+  if (!p || !*p || strstr(p, "..")) return -EINVAL;
+  if ((size_t)snprintf(out, len, p[0] == '/' ? "%s" : "%s/%s", p[0] == '/' ? p : rel_to,
+                       p) >= len)
+    return -ENAMETOOLONG;
+  return 0;
+}
+
+int templates_load(engine *e, const char *id, template_info **out) {
+  *out = NULL;
+  char dir[4096], path[4200], tdir[4096];
+  snprintf(tdir, sizeof tdir, "%s/templates", e->state_dir);
+  snprintf(dir, sizeof dir, "%s/%s", tdir, id);
   snprintf(path, sizeof path, "%s/template.json", dir);
   asbi_buf b = ASBI_BUF_INIT;
   int frc = asbi_buf_read_file(&b, path, 1u << 20);
@@ -93,52 +124,71 @@ static int load_one(engine *e, const char *id, const char *dir) {
     engine_log("template %s: %s is not valid JSON; skipped", id, path);
     return -EINVAL;
   }
-  const char *alias = NULL, *base = NULL;
+  const char *alias = NULL, *base = NULL, *bid = NULL, *hash = NULL;
   asbi_pj_get_str(j, "alias", &alias);
   asbi_pj_get_str(j, "base", &base);
-  template_info *parent = base ? templates_find(e, base) : NULL;
+  asbi_pj_get_str(j, "buildID", &bid);
+  asbi_pj_get_str(j, "hash", &hash);
   template_info *t = tinfo_new(id, alias ? alias : id, dir);
   int rc = t ? 0 : -ENOMEM;
   if (!rc && !(t->tmpl = asbe_template_new())) rc = -ENOMEM;
-  /* Layers: the parent's chain (for `base`: its root layer and the /usr
-   * bind), then this template's own layers on top. */
-  if (!rc && parent) {
-    if (strcmp(parent->id, "base") == 0) {
-      char layer[4200];
-      snprintf(layer, sizeof layer, "%s/rootfs", parent->dir);
-      rc = asbe_template_add_layer(t->tmpl, layer);
-      if (!rc) rc = asbe_template_add_bind(t->tmpl, "/usr", "/usr");
-    } else if (strcmp(parent->id, "busybox") == 0) {
-      char layer[4200];
-      snprintf(layer, sizeof layer, "%s/rootfs", parent->dir);
-      rc = asbe_template_add_layer(t->tmpl, layer);
-    }
-  }
-  const cJSON *layers = cJSON_GetObjectItemCaseSensitive(j, "layers"), *it;
-  cJSON_ArrayForEach(it, layers) {
-    if (rc || !cJSON_IsString(it) || strstr(it->valuestring, "..")) {
+  const cJSON *it;
+  /* The base's layers and binds as they were at build time. */
+  cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(j, "lowerLayers")) {
+    char layer[4200];
+    if (rc || !cJSON_IsString(it) ||
+        (rc = layer_path(tdir, it->valuestring, layer, sizeof layer)) ||
+        (rc = asbe_template_add_layer(t->tmpl, layer))) {
       rc = rc ? rc : -EINVAL;
       break;
     }
-    char layer[4200];
-    snprintf(layer, sizeof layer, "%s/%s", dir, it->valuestring);
-    rc = asbe_template_add_layer(t->tmpl, layer);
   }
+  cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(j, "layers")) {
+    char layer[4200];
+    if (rc || !cJSON_IsString(it) || (rc = layer_path(dir, it->valuestring, layer, sizeof layer)) ||
+        (rc = asbe_template_add_layer(t->tmpl, layer))) {
+      rc = rc ? rc : -EINVAL;
+      break;
+    }
+  }
+  cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(j, "binds")) {
+    const cJSON *src = cJSON_GetArrayItem(it, 0), *dst = cJSON_GetArrayItem(it, 1);
+    if (rc || !cJSON_IsString(src) || !cJSON_IsString(dst) ||
+        (rc = asbe_template_add_bind(t->tmpl, src->valuestring, dst->valuestring))) {
+      rc = rc ? rc : -EINVAL;
+      break;
+    }
+  }
+  if (!rc && asbe_template_layer_count(t->tmpl) == 0) rc = -EINVAL;
   const cJSON *v;
-  if (t && (v = cJSON_GetObjectItemCaseSensitive(j, "cpuCount")) && cJSON_IsNumber(v))
-    t->cpu_count = v->valueint;
-  if (t && (v = cJSON_GetObjectItemCaseSensitive(j, "memoryMB")) && cJSON_IsNumber(v))
-    t->memory_mb = v->valueint;
-  if (t && (v = cJSON_GetObjectItemCaseSensitive(j, "diskSizeMB")) && cJSON_IsNumber(v))
-    t->disk_mb = v->valueint;
-  if (t) t->envd_version = asbi_strdup(e->envd_version);
+  if (!rc) {
+    if ((v = cJSON_GetObjectItemCaseSensitive(j, "cpuCount")) && cJSON_IsNumber(v))
+      t->cpu_count = v->valueint;
+    if ((v = cJSON_GetObjectItemCaseSensitive(j, "memoryMB")) && cJSON_IsNumber(v))
+      t->memory_mb = v->valueint;
+    if ((v = cJSON_GetObjectItemCaseSensitive(j, "diskSizeMB")) && cJSON_IsNumber(v))
+      t->disk_mb = v->valueint;
+    if ((v = cJSON_GetObjectItemCaseSensitive(j, "createdMs")) && cJSON_IsNumber(v))
+      t->created_ms = (int64_t)v->valuedouble;
+    if ((v = cJSON_GetObjectItemCaseSensitive(j, "buildMs")) && cJSON_IsNumber(v))
+      t->build_ms = (int64_t)v->valuedouble;
+    free(t->build_id);
+    free(t->hash);
+    t->build_id = asbi_strdup(bid ? bid : "");
+    t->hash = asbi_strdup(hash ? hash : "");
+    t->base = base ? asbi_strdup(base) : NULL;
+    if ((v = cJSON_GetObjectItemCaseSensitive(j, "spec")) && cJSON_IsObject(v))
+      t->spec = cJSON_Duplicate(v, 1);
+    t->envd_version = asbi_strdup(e->envd_version);
+    if (!t->build_id || !t->hash || !t->envd_version) rc = -ENOMEM;
+  }
   cJSON_Delete(j);
   if (rc) {
-    engine_log("template %s: cannot load (%s); skipped", id, strerror(-rc));
+    engine_log("template %s: cannot load (%s): %s", id, strerror(-rc), asbe_errmsg());
     tinfo_free(t);
     return rc;
   }
-  push(e, t);
+  *out = t;
   return 0;
 }
 
@@ -146,14 +196,17 @@ int templates_init(engine *e) {
   char dir[4096];
   snprintf(dir, sizeof dir, "%s/templates", e->state_dir);
   if (mkdir(dir, 0755) != 0 && errno != EEXIST) return -errno;
+  pthread_mutex_init(&e->tmpl_mu, NULL);
+  pthread_mutex_init(&e->build_mu, NULL);
   int rc = builtin(e, "base", asbe_template_prepare_base, asbe_template_base);
   if (rc) return rc;
   /* E2B's code-interpreter template: base, with the code interpreter
    * started at create so its default kernel is warm for the first call. */
-  template_info *b = templates_find(e, "base");
+  template_info *b = e->templates;
   template_info *ci = b ? tinfo_new("code-interpreter-v1", "code-interpreter", b->dir) : NULL;
   if (ci && asbe_template_base(b->dir, &ci->tmpl) == 0) {
     ci->start_codei = 1;
+    ci->builtin = 1;
     ci->envd_version = asbi_strdup(e->envd_version);
     push(e, ci);
   } else {
@@ -167,28 +220,136 @@ int templates_init(engine *e) {
   struct dirent *de;
   while ((de = readdir(d))) {
     if (de->d_name[0] == '.' || strcmp(de->d_name, "base") == 0 ||
-        strcmp(de->d_name, "code-interpreter-v1") == 0 ||
-        strcmp(de->d_name, "busybox") == 0)
+        strcmp(de->d_name, "code-interpreter-v1") == 0 || strcmp(de->d_name, "busybox") == 0)
       continue;
-    char sub[4200];
-    snprintf(sub, sizeof sub, "%s/%s", dir, de->d_name);
-    load_one(e, de->d_name, sub);
+    template_info *t = NULL;
+    if (templates_load(e, de->d_name, &t) == 0) push(e, t);
   }
   closedir(d);
   return 0;
 }
 
 void templates_free(engine *e) {
-  while (e->templates) {
-    template_info *t = e->templates;
-    e->templates = t->next;
-    tinfo_free(t);
+  pthread_mutex_lock(&e->tmpl_mu);
+  template_info *t = e->templates;
+  e->templates = NULL;
+  pthread_mutex_unlock(&e->tmpl_mu);
+  /* retired ones go with their last user */
+  while (t) {
+    template_info *n = t->next;
+    templates_put(e, t);
+    t = n;
   }
 }
 
 template_info *templates_find(engine *e, const char *name) {
   if (!name || !*name) return NULL;
-  for (template_info *t = e->templates; t; t = t->next)
-    if (strcmp(t->id, name) == 0 || strcmp(t->alias, name) == 0) return t;
-  return NULL;
+  template_info *found = NULL;
+  pthread_mutex_lock(&e->tmpl_mu);
+  for (template_info *t = e->templates; t && !found; t = t->next)
+    if (strcmp(t->id, name) == 0) found = t;
+  for (template_info *t = e->templates; t && !found; t = t->next)
+    if (strcmp(t->alias, name) == 0) found = t;
+  if (found) found->refs++;
+  pthread_mutex_unlock(&e->tmpl_mu);
+  return found;
+}
+
+void templates_put(engine *e, template_info *t) {
+  if (!t) return;
+  pthread_mutex_lock(&e->tmpl_mu);
+  int last = --t->refs == 0;
+  if (last) /* a retired one leaves the retired list */
+    for (template_info **pp = &e->retired; *pp; pp = &(*pp)->next)
+      if (*pp == t) {
+        *pp = t->next;
+        break;
+      }
+  pthread_mutex_unlock(&e->tmpl_mu);
+  if (last) tinfo_free(t);
+}
+
+static template_info **snapshot(engine *e, size_t *n, int retired) {
+  pthread_mutex_lock(&e->tmpl_mu);
+  size_t k = 0;
+  for (template_info *t = e->templates; t; t = t->next) k++;
+  for (template_info *t = retired ? e->retired : NULL; t; t = t->next) k++;
+  template_info **v = malloc((k ? k : 1) * sizeof *v);
+  *n = 0;
+  if (v) {
+    /* oldest first: the list is newest first */
+    size_t i = k;
+    for (template_info *t = e->templates; t; t = t->next) {
+      t->refs++;
+      v[--i] = t;
+    }
+    for (template_info *t = retired ? e->retired : NULL; t; t = t->next) {
+      t->refs++;
+      v[--i] = t;
+    }
+    *n = k;
+  }
+  pthread_mutex_unlock(&e->tmpl_mu);
+  return v;
+}
+
+template_info **templates_snapshot(engine *e, size_t *n) { return snapshot(e, n, 0); }
+template_info **templates_snapshot_all(engine *e, size_t *n) { return snapshot(e, n, 1); }
+
+/* Puts t (just unlinked from the registry, whose reference the caller then
+ * drops) on the retired list if others still use it. Under tmpl_mu. */
+static void retire_locked(engine *e, template_info *t) {
+  if (t->refs > 1) {
+    t->next = e->retired;
+    e->retired = t;
+  } else {
+    t->next = NULL;
+  }
+}
+
+void templates_put_all(engine *e, template_info **v, size_t n) {
+  for (size_t i = 0; i < n; i++) templates_put(e, v[i]);
+  free(v);
+}
+
+void templates_install(engine *e, template_info *t) {
+  template_info *old = NULL;
+  pthread_mutex_lock(&e->tmpl_mu);
+  for (template_info **pp = &e->templates; *pp; pp = &(*pp)->next)
+    if (strcmp((*pp)->id, t->id) == 0) {
+      old = *pp;
+      *pp = old->next;
+      retire_locked(e, old);
+      break;
+    }
+  t->next = e->templates;
+  e->templates = t;
+  pthread_mutex_unlock(&e->tmpl_mu);
+  templates_put(e, old); /* the registry's reference */
+}
+
+int templates_uninstall(engine *e, template_info *t) {
+  int rc = -ENOENT;
+  pthread_mutex_lock(&e->tmpl_mu);
+  for (template_info **pp = &e->templates; *pp; pp = &(*pp)->next)
+    if (*pp == t) {
+      if (t->refs > 2) { /* the registry, the caller, and someone else */
+        rc = -EBUSY;
+        break;
+      }
+      *pp = t->next;
+      retire_locked(e, t);
+      rc = 0;
+      break;
+    }
+  pthread_mutex_unlock(&e->tmpl_mu);
+  if (rc == 0) templates_put(e, t); /* the registry's reference */
+  return rc;
+}
+
+cJSON *templates_layers_json(const template_info *t) {
+  cJSON *a = cJSON_CreateArray();
+  for (size_t i = 0; a && i < asbe_template_layer_count(t->tmpl); i++)
+    cJSON_AddItemToArray(a, cJSON_CreateString(asbe_template_layer(t->tmpl, i)));
+  return a;
 }

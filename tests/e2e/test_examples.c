@@ -30,6 +30,20 @@ TEST(commands) { run_example("commands"); }
 TEST(files) { run_example("files"); }
 TEST(pty) { run_example("pty"); }
 TEST(sandbox_lifecycle) { run_example("sandbox_lifecycle"); }
+#ifdef ASB_TEMPLATE_DIR
+/* builds the c-hello template, creates a sandbox from it, calls its commands */
+TEST(named_commands) {
+  char cmd[1024];
+  snprintf(cmd, sizeof cmd, "%s/named_commands %s > /tmp/asb-example-named.log 2>&1",
+           ASB_EXAMPLES_DIR, ASB_TEMPLATE_DIR);
+  int rc = system(cmd);
+  if (rc != 0) {
+    ASBT_FAIL("example named_commands exited with %d; see /tmp/asb-example-named.log", rc);
+    return;
+  }
+  remove("/tmp/asb-example-named.log");
+}
+#endif
 TEST(sessions) {
   run_example("sessions"); /* creates and saves */
   run_example("sessions"); /* reconnects */
@@ -57,6 +71,9 @@ int main(void) {
   RUN(pty);
   RUN(sandbox_lifecycle);
   RUN(sessions);
+#ifdef ASB_TEMPLATE_DIR
+  RUN(named_commands);
+#endif
   engine_fixture_stop(&F);
   TEST_MAIN_END();
 }

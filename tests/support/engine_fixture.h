@@ -40,9 +40,30 @@ static inline int engine_fixture_launch(engine_fixture *f, int kill_on_exit) {
     dup2(out[1], 1);
     close(out[0]);
     close(out[1]);
-    const char *argv[] = {ASB_ENGINE_BIN, "--state-dir", f->state, "--listen", listen,
-                          "--cgroup-name", f->cgroup, "--pool", "2",
-                          kill_on_exit ? "--kill-on-exit" : NULL, NULL};
+    /* ASB_TEST_ENVD / ASB_TEST_INIT: run these instead of the build
+     * tree's envd and asb-init. */
+    const char *envd = getenv("ASB_TEST_ENVD"), *init = getenv("ASB_TEST_INIT");
+    const char *argv[16];
+    int n = 0;
+    argv[n++] = ASB_ENGINE_BIN;
+    argv[n++] = "--state-dir";
+    argv[n++] = f->state;
+    argv[n++] = "--listen";
+    argv[n++] = listen;
+    argv[n++] = "--cgroup-name";
+    argv[n++] = f->cgroup;
+    argv[n++] = "--pool";
+    argv[n++] = "2";
+    if (envd && *envd) {
+      argv[n++] = "--envd";
+      argv[n++] = envd;
+    }
+    if (init && *init) {
+      argv[n++] = "--init";
+      argv[n++] = init;
+    }
+    if (kill_on_exit) argv[n++] = "--kill-on-exit";
+    argv[n] = NULL;
     execv(argv[0], (char *const *)argv);
     _exit(127);
   }

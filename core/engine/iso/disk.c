@@ -143,8 +143,8 @@ static int sparse_copy(const char *src, const char *dst) {
 
 /* Attaches path to a free loop device (AUTOCLEAR, direct I/O). Returns the
  * open loop fd; keep it open until the filesystem holds the device. */
-static int loop_attach(const char *path, char *dev, size_t devlen) {
-  int bfd = open(path, O_RDWR | O_CLOEXEC);
+static int loop_attach_mode(const char *path, char *dev, size_t devlen, int ro) {
+  int bfd = open(path, (ro ? O_RDONLY : O_RDWR) | O_CLOEXEC);
   if (bfd < 0) return asbe__failerr("open %s", path);
   int ctl = open("/dev/loop-control", O_RDWR | O_CLOEXEC);
   if (ctl < 0) {
@@ -160,7 +160,7 @@ static int loop_attach(const char *path, char *dev, size_t devlen) {
       break;
     }
     snprintf(dev, devlen, "/dev/loop%d", n);
-    int lfd = open(dev, O_RDWR | O_CLOEXEC);
+    int lfd = open(dev, (ro ? O_RDONLY : O_RDWR) | O_CLOEXEC);
     if (lfd < 0) {
       if (errno == ENOENT || errno == ENXIO) continue;
       r = asbe__failerr("open %s", dev);
@@ -170,10 +170,11 @@ static int loop_attach(const char *path, char *dev, size_t devlen) {
     memset(&cfg, 0, sizeof cfg);
     cfg.fd = (uint32_t)bfd;
     cfg.block_size = 4096;
-    cfg.info.lo_flags = LO_FLAGS_AUTOCLEAR | LO_FLAGS_DIRECT_IO;
+    cfg.info.lo_flags = LO_FLAGS_AUTOCLEAR | LO_FLAGS_DIRECT_IO | (ro ? LO_FLAGS_READ_ONLY : 0);
     int ok = ioctl(lfd, LOOP_CONFIGURE, &cfg);
     if (ok < 0 && errno == EINVAL) {
-      cfg.info.lo_flags = LO_FLAGS_AUTOCLEAR; /* no O_DIRECT on this fs */
+      /* no O_DIRECT on this fs */
+      cfg.info.lo_flags = LO_FLAGS_AUTOCLEAR | (ro ? LO_FLAGS_READ_ONLY : 0);
       ok = ioctl(lfd, LOOP_CONFIGURE, &cfg);
     }
     if (ok == 0) {
@@ -193,18 +194,38 @@ static int loop_attach(const char *path, char *dev, size_t devlen) {
   return r;
 }
 
-static int fsmount_ext4(const char *dev) {
+static int loop_attach(const char *path, char *dev, size_t devlen) {
+  return loop_attach_mode(path, dev, devlen, 0);
+}
+
+static int fsmount_ext4_mode(const char *dev, int ro) {
   int fs = fsopen("ext4", FSOPEN_CLOEXEC);
   if (fs < 0) return asbe__failerr("fsopen ext4");
   int r = 0;
   if (fsconfig(fs, FSCONFIG_SET_STRING, "source", dev, 0) < 0 ||
-      fsconfig(fs, FSCONFIG_SET_FLAG, "noinit_itable", NULL, 0) < 0 ||
+      (!ro && fsconfig(fs, FSCONFIG_SET_FLAG, "noinit_itable", NULL, 0) < 0) ||
+      (ro && fsconfig(fs, FSCONFIG_SET_FLAG, "ro", NULL, 0) < 0) ||
       fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0)
     r = asbe__failerr("mount ext4 %s", dev);
-  int m = r < 0 ? r : fsmount(fs, FSMOUNT_CLOEXEC, MOUNT_ATTR_NODEV | MOUNT_ATTR_NOSUID);
+  int m = r < 0 ? r
+                : fsmount(fs, FSMOUNT_CLOEXEC,
+                          MOUNT_ATTR_NODEV | MOUNT_ATTR_NOSUID | (ro ? MOUNT_ATTR_RDONLY : 0));
   if (m < 0 && r == 0) r = asbe__failerr("fsmount %s", dev);
   close(fs);
   return r < 0 ? r : m;
+}
+
+static int fsmount_ext4(const char *dev) { return fsmount_ext4_mode(dev, 0); }
+
+int asbe__disk_mount_ro(const char *path, int *mfd) {
+  char dev[64];
+  int lfd = loop_attach_mode(path, dev, sizeof dev, 1);
+  if (lfd < 0) return lfd;
+  int m = fsmount_ext4_mode(dev, 1);
+  close(lfd); /* the mount holds the device now; without one, autoclear */
+  if (m < 0) return m;
+  *mfd = m;
+  return 0;
 }
 
 /* New image at dst, attached and mounted: returns the mount fd. */

@@ -155,6 +155,13 @@ int asbe_template_add_layer(asbe_template *t, const char *dir);
 /* Bind host dir `src` at `dst` (absolute, inside) read-only; idmapped so that
  * host root's files are root's inside. */
 int asbe_template_add_bind(asbe_template *t, const char *src, const char *dst);
+/* A copy (layers and binds) to stack more layers on. NULL on OOM. */
+asbe_template *asbe_template_copy(const asbe_template *t);
+/* Layers (bottom first) and binds ("src" returned, *dst set). */
+size_t asbe_template_layer_count(const asbe_template *t);
+const char *asbe_template_layer(const asbe_template *t, size_t i);
+size_t asbe_template_bind_count(const asbe_template *t);
+const char *asbe_template_bind(const asbe_template *t, size_t i, const char **dst);
 /* Prepare (once, idempotently) the base template in `dir`: a generated root
  * layer dir/rootfs (bin,sbin,lib,lib64 -> usr/..., minimal /etc with root and
  * user (1000), /home/user, /root, /tmp...). Use with asbe_template_base(). */
@@ -213,6 +220,16 @@ void asbe_sandbox_release(asbe_sandbox *sb);
  * slot; with remove_state also deletes its state dir. The handle stays valid
  * (asbe_sandbox_alive() = 0) until released. Idempotent. */
 int asbe_sandbox_kill(asbe_sandbox *sb, int remove_state);
+/* Copies the writable layer of a sandbox killed with remove_state = 0 (its
+ * disk image still in its state dir) into the new directory `dest`, as a
+ * template layer: regular files, dirs, symlinks, fifos, overlay whiteouts
+ * (0/0 char devices) and user.* xattrs (overlay's "opaque" marker kept,
+ * its upper-only markers dropped), modes and times; ownership shifted back
+ * to in-sandbox ids (ids outside the sandbox's range become 65534); hard
+ * links become copies; sockets, devices and file capabilities are not
+ * kept. The image is mounted read-only and detached, never in the host's
+ * namespace. On failure dest is removed. */
+int asbe_sandbox_export_upper(asbe_sandbox *sb, const char *dest);
 /* Pause / resume every process of the sandbox (agent and workload). */
 int asbe_sandbox_freeze(asbe_sandbox *sb);
 int asbe_sandbox_thaw(asbe_sandbox *sb);

@@ -142,6 +142,9 @@ typedef struct asbe_pool asbe_pool;
  * is now at `dst_path` (moved out of the pool, or made now). */
 int asbe__disk_take(asbe_engine *e, uint64_t bytes, const char *dst_path,
                     int *mfd);
+/* A detached, read-only mount of an existing image (loop device read-only,
+ * autoclear). */
+int asbe__disk_mount_ro(const char *path, int *mfd);
 /* Detached tmpfs mount of `bytes`. */
 int asbe__disk_tmpfs(uint64_t bytes, int *mfd);
 int asbe__pool_start(asbe_engine *e);

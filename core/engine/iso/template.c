@@ -67,6 +67,37 @@ int asbe_template_add_bind(asbe_template *t, const char *src, const char *dst) {
   return 0;
 }
 
+asbe_template *asbe_template_copy(const asbe_template *src) {
+  asbe_template *t = asbe_template_new();
+  if (!t) return NULL;
+  for (size_t i = 0; i < src->n_layers; i++)
+    if (push(&t->layers, t->n_layers, strdup(src->layers[i])) < 0) goto fail;
+    else t->n_layers++;
+  for (size_t i = 0; i < src->n_binds; i++) {
+    if (push(&t->bind_src, t->n_binds, strdup(src->bind_src[i])) < 0) goto fail;
+    if (push(&t->bind_dst, t->n_binds, strdup(src->bind_dst[i])) < 0) {
+      free(t->bind_src[t->n_binds]);
+      goto fail;
+    }
+    t->n_binds++;
+  }
+  return t;
+fail:
+  asbe_template_free(t);
+  return NULL;
+}
+
+size_t asbe_template_layer_count(const asbe_template *t) { return t ? t->n_layers : 0; }
+const char *asbe_template_layer(const asbe_template *t, size_t i) {
+  return t && i < t->n_layers ? t->layers[i] : NULL;
+}
+size_t asbe_template_bind_count(const asbe_template *t) { return t ? t->n_binds : 0; }
+const char *asbe_template_bind(const asbe_template *t, size_t i, const char **dst) {
+  if (!t || i >= t->n_binds) return NULL;
+  if (dst) *dst = t->bind_dst[i];
+  return t->bind_src[i];
+}
+
 /* ---- building root layers ------------------------------------------------ */
 
 static const char k_group[] =

@@ -1,0 +1,362 @@
+/* Templates: build (pack a directory as a deterministic tar and POST it to
+ * the engine's /templates/builds), list, get, delete.
+ * SPDX-License-Identifier: Apache-2.0 */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../proto/cmdargs.h"
+#include "../proto/pjson.h"
+#include "../proto/tar.h"
+#include "../proto/url.h"
+#include "../util/util.h"
+#include "http.h"
+#include "internal.h"
+
+#define CONTEXT_MAX (64u << 20)
+#define DEFAULT_BUILD_TIMEOUT_MS 1800000L
+#define MAX_DEPTH 32
+
+struct asb_template {
+  char *id, *name, *build_id, *description, *log, *json;
+  int cpu, mem, disk, cached;
+  int64_t created;
+};
+
+struct asb_template_list {
+  asb_template **v;
+  size_t n;
+};
+
+ASBI_DEFINE_OPTIONS_INIT(asb_template_build_options, ASB_TEMPLATE_BUILD_OPTIONS_VERSION, ASB_TEMPLATE_BUILD_OPTIONS_INIT)
+
+/* ---- packing -------------------------------------------------------------------- */
+
+static int cmp_str(const void *a, const void *b) {
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static int read_file(const char *path, asbi_buf *out, size_t limit) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) return -errno;
+  char chunk[65536];
+  ssize_t n;
+  int rc = 0;
+  while ((n = read(fd, chunk, sizeof chunk)) > 0) {
+    if (out->len + (size_t)n > limit) {
+      rc = -EFBIG;
+      break;
+    }
+    if (asbi_buf_append(out, chunk, (size_t)n)) {
+      rc = -ENOMEM;
+      break;
+    }
+  }
+  if (n < 0 && !rc) rc = -errno;
+  close(fd);
+  return rc;
+}
+
+/* Adds dir/<rel> (a directory) and everything under it, names sorted. */
+static int pack_dir(const char *root, const char *rel, asbi_buf *tar, int depth) {
+  if (depth > MAX_DEPTH) return asbi_err(ASB_EINVAL, "template: %s/%s nests too deep", root, rel);
+  char path[8192];
+  snprintf(path, sizeof path, "%s%s%s", root, *rel ? "/" : "", rel);
+  DIR *d = opendir(path);
+  if (!d) return asbi_err(ASB_EINVAL, "template: cannot read %s: %s", path, strerror(errno));
+  char **names = NULL;
+  size_t n = 0, cap = 0;
+  struct dirent *de;
+  int rc = ASB_OK;
+  while ((de = readdir(d))) {
+    if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..")) continue;
+    if (n == cap) {
+      cap = cap ? cap * 2 : 32;
+      char **v = realloc(names, cap * sizeof *v);
+      if (!v) {
+        rc = asbi_oom();
+        break;
+      }
+      names = v;
+    }
+    if (!(names[n] = asbi_strdup(de->d_name))) {
+      rc = asbi_oom();
+      break;
+    }
+    n++;
+  }
+  closedir(d);
+  if (!rc) qsort(names, n, sizeof *names, cmp_str);
+  asbi_buf data = ASBI_BUF_INIT;
+  for (size_t i = 0; !rc && i < n; i++) {
+    char child[8192], full[8192];
+    snprintf(child, sizeof child, "%s%s%s", rel, *rel ? "/" : "", names[i]);
+    snprintf(full, sizeof full, "%s/%s", root, child);
+    struct stat st;
+    if (lstat(full, &st) != 0) {
+      rc = asbi_err(ASB_EINVAL, "template: %s: %s", full, strerror(errno));
+      break;
+    }
+    int t;
+    if (S_ISDIR(st.st_mode)) {
+      t = asbi_tar_add(tar, child, ASBI_TAR_DIR, st.st_mode & 07777, NULL, 0, NULL);
+      if (!t) rc = pack_dir(root, child, tar, depth + 1);
+    } else if (S_ISREG(st.st_mode)) {
+      asbi_buf_clear(&data);
+      int r = read_file(full, &data, CONTEXT_MAX);
+      if (r == -EFBIG)
+        rc = asbi_err(ASB_EINVAL, "template: %s is over %u MiB", full, CONTEXT_MAX >> 20);
+      else if (r)
+        rc = asbi_err(ASB_EINVAL, "template: cannot read %s: %s", full, strerror(-r));
+      t = rc ? 0 : asbi_tar_add(tar, child, ASBI_TAR_FILE, st.st_mode & 07777, data.data,
+                                data.len, NULL);
+    } else if (S_ISLNK(st.st_mode)) {
+      char target[4096];
+      ssize_t k = readlink(full, target, sizeof target - 1);
+      if (k < 0) {
+        rc = asbi_err(ASB_EINVAL, "template: %s: %s", full, strerror(errno));
+        break;
+      }
+      target[k] = '\0';
+      t = asbi_tar_add(tar, child, ASBI_TAR_SYMLINK, 0777, NULL, 0, target);
+    } else {
+      continue; /* sockets, fifos, devices: not part of a template */
+    }
+    if (!rc && t == -2) rc = asbi_err(ASB_EINVAL, "template: cannot pack %s (name or link too long)", full);
+    else if (!rc && t) rc = tar->max && tar->len + BUFSIZ > tar->max
+                                ? asbi_err(ASB_EINVAL, "template: %s is over %u MiB", root,
+                                           CONTEXT_MAX >> 20)
+                                : asbi_oom();
+  }
+  asbi_buf_free(&data);
+  for (size_t i = 0; i < n; i++) free(names[i]);
+  free(names);
+  return rc;
+}
+
+/* ---- objects -------------------------------------------------------------------- */
+
+void asb_template_free(asb_template *t) {
+  if (!t) return;
+  free(t->id);
+  free(t->name);
+  free(t->build_id);
+  free(t->description);
+  free(t->log);
+  free(t->json);
+  free(t);
+}
+
+static int64_t parse_time(const char *s) {
+  struct tm tm;
+  memset(&tm, 0, sizeof tm);
+  if (!s || !strptime(s, "%Y-%m-%dT%H:%M:%S", &tm)) return 0;
+  return (int64_t)timegm(&tm);
+}
+
+static int num(const cJSON *j, const char *key) {
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, key);
+  return cJSON_IsNumber(v) ? v->valueint : 0;
+}
+
+static asb_template *template_from(const cJSON *j, int with_build) {
+  if (!cJSON_IsObject(j)) return NULL;
+  asb_template *t = calloc(1, sizeof *t);
+  if (!t) return NULL;
+  const char *id = NULL, *bid = NULL, *desc = NULL, *log = NULL, *name = NULL, *created = NULL;
+  asbi_pj_get_str(j, "templateID", &id);
+  asbi_pj_get_str(j, "buildID", &bid);
+  asbi_pj_get_str(j, "description", &desc);
+  asbi_pj_get_str(j, "buildLog", &log);
+  asbi_pj_get_str(j, "name", &name);
+  asbi_pj_get_str(j, "createdAt", &created);
+  if (!name) {
+    const cJSON *aliases = cJSON_GetObjectItemCaseSensitive(j, "aliases");
+    const cJSON *first = cJSON_IsArray(aliases) ? cJSON_GetArrayItem(aliases, 0) : NULL;
+    if (cJSON_IsString(first)) name = first->valuestring;
+  }
+  t->id = asbi_strdup(id ? id : "");
+  t->name = asbi_strdup(name ? name : (id ? id : ""));
+  t->build_id = asbi_strdup(bid ? bid : "");
+  t->description = asbi_strdup(desc ? desc : "");
+  t->log = with_build && log ? asbi_strdup(log) : NULL;
+  asbi_buf b = ASBI_BUF_INIT;
+  if (asbi_json_print(j, &b) == 0) t->json = asbi_buf_detach(&b, NULL);
+  asbi_buf_free(&b);
+  t->cpu = num(j, "cpuCount");
+  t->mem = num(j, "memoryMB");
+  t->disk = num(j, "diskSizeMB");
+  t->created = parse_time(created);
+  t->cached = with_build ? cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "cached")) : -1;
+  if (!t->id || !t->name || !t->build_id || !t->description || !t->json ||
+      (with_build && log && !t->log)) {
+    asb_template_free(t);
+    return NULL;
+  }
+  return t;
+}
+
+const char *asb_template_id(const asb_template *t) { return t ? t->id : NULL; }
+const char *asb_template_name(const asb_template *t) { return t ? t->name : NULL; }
+const char *asb_template_build_id(const asb_template *t) { return t ? t->build_id : NULL; }
+const char *asb_template_description(const asb_template *t) { return t ? t->description : NULL; }
+int asb_template_cpu_count(const asb_template *t) { return t ? t->cpu : 0; }
+int asb_template_memory_mb(const asb_template *t) { return t ? t->mem : 0; }
+int asb_template_disk_mb(const asb_template *t) { return t ? t->disk : 0; }
+asb_int64 asb_template_created_at(const asb_template *t) { return t ? t->created : 0; }
+int asb_template_cached(const asb_template *t) { return t ? t->cached : -1; }
+const char *asb_template_build_log(const asb_template *t) { return t ? t->log : NULL; }
+const char *asb_template_json(const asb_template *t) { return t ? t->json : NULL; }
+
+/* ---- calls ---------------------------------------------------------------------- */
+
+int asb_templates_build(asb_client *c, const char *dir, const asb_template_build_options *o,
+                       asb_template **out) {
+  if (out) *out = NULL;
+  if (!c || !dir || !*dir || !out) return asbi_err(ASB_EINVAL, "template.build: bad arguments");
+  ASBI_CHECK_VERSION(o, ASB_TEMPLATE_BUILD_OPTIONS_VERSION, "asb_template_build_options");
+  struct stat st;
+  if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
+    return asbi_err(ASB_ENOTFOUND, "template.build: %s is not a directory", dir);
+  char yaml[8192];
+  snprintf(yaml, sizeof yaml, "%s/template.yaml", dir);
+  if (access(yaml, R_OK) != 0) {
+    snprintf(yaml, sizeof yaml, "%s/template.yml", dir);
+    if (access(yaml, R_OK) != 0)
+      return asbi_err(ASB_EINVAL, "template.build: %s has no template.yaml", dir);
+  }
+  asbi_buf tar;
+  asbi_buf_init(&tar, CONTEXT_MAX);
+  int rc = pack_dir(dir, "", &tar, 0);
+  if (!rc && asbi_tar_finish(&tar))
+    rc = asbi_err(ASB_EINVAL, "template: %s is over %u MiB", dir, CONTEXT_MAX >> 20);
+  if (rc) {
+    asbi_buf_free(&tar);
+    return rc;
+  }
+  long timeout = o && o->timeout_ms ? (o->timeout_ms < 0 ? 0 : o->timeout_ms)
+                                    : DEFAULT_BUILD_TIMEOUT_MS;
+  cJSON *reply = NULL;
+  int status = 0;
+  rc = asbi_cp_request_raw(c, "POST", o && o->force ? "/templates/builds?force=true"
+                                                     : "/templates/builds",
+                           tar.data, tar.len, "application/x-tar", timeout,
+                           o ? o->cancel : NULL, 0, "template.build", NULL, &status, &reply,
+                           NULL);
+  asbi_buf_free(&tar);
+  if (rc) {
+    asb_error *e = (asb_error *)asb_error_last();
+    if (e->http_status == 422) e->code = rc = ASB_EBUILD;
+    if (e->http_status == 404 || e->http_status == 405) {
+      e->code = rc = ASB_EUNSUPPORTED;
+      asbi_err_prefix("the engine at %s cannot build templates", asb_client_api_url(c));
+    }
+    return rc;
+  }
+  asb_template *t = template_from(reply, 1);
+  cJSON_Delete(reply);
+  if (!t) return asbi_err(ASB_EPROTOCOL, "template.build: malformed reply");
+  *out = t;
+  return ASB_OK;
+}
+
+static int template_path(asbi_buf *p, const char *id) {
+  asbi_buf_puts(p, "/templates/");
+  asbi_url_escape(p, id, 0);
+  return p->data ? ASB_OK : asbi_oom();
+}
+
+int asb_templates_get(asb_client *c, const char *id, const asb_call_options *call,
+                     asb_template **out) {
+  if (out) *out = NULL;
+  if (!c || !id || !*id || !out) return asbi_err(ASB_EINVAL, "template.get: bad arguments");
+  ASBI_CHECK_VERSION(call, ASB_CALL_OPTIONS_VERSION, "asb_call_options");
+  asbi_buf p = ASBI_BUF_INIT;
+  int rc = template_path(&p, id);
+  cJSON *reply = NULL;
+  if (!rc)
+    rc = asbi_cp_request_raw(c, "GET", p.data, NULL, 0, NULL,
+                             asbi_client_timeout(c, call ? call->timeout_ms : 0),
+                             call ? call->cancel : NULL, ASBI_CP_IDEMPOTENT, "template.get", NULL,
+                             NULL, &reply,
+                             NULL);
+  asbi_buf_free(&p);
+  if (rc) return rc;
+  asb_template *t = template_from(reply, 0);
+  cJSON_Delete(reply);
+  if (!t) return asbi_err(ASB_EPROTOCOL, "template.get: malformed reply");
+  *out = t;
+  return ASB_OK;
+}
+
+int asb_templates_list(asb_client *c, const asb_call_options *call, asb_template_list **out) {
+  if (out) *out = NULL;
+  if (!c || !out) return asbi_err(ASB_EINVAL, "template.list: bad arguments");
+  ASBI_CHECK_VERSION(call, ASB_CALL_OPTIONS_VERSION, "asb_call_options");
+  cJSON *reply = NULL;
+  int rc = asbi_cp_request_raw(c, "GET", "/templates", NULL, 0, NULL,
+                               asbi_client_timeout(c, call ? call->timeout_ms : 0),
+                               call ? call->cancel : NULL, ASBI_CP_IDEMPOTENT, "template.list",
+                               NULL, NULL,
+                               &reply, NULL);
+  if (rc) return rc;
+  if (!cJSON_IsArray(reply)) {
+    cJSON_Delete(reply);
+    return asbi_err(ASB_EPROTOCOL, "template.list: the reply is not a list");
+  }
+  asb_template_list *l = calloc(1, sizeof *l);
+  size_t n = (size_t)cJSON_GetArraySize(reply);
+  if (l) l->v = calloc(n ? n : 1, sizeof *l->v);
+  if (!l || !l->v) {
+    free(l);
+    cJSON_Delete(reply);
+    return asbi_oom();
+  }
+  const cJSON *it;
+  cJSON_ArrayForEach(it, reply) {
+    asb_template *t = template_from(it, 0);
+    if (!t) {
+      rc = asbi_err(ASB_EPROTOCOL, "template.list: malformed entry");
+      break;
+    }
+    l->v[l->n++] = t;
+  }
+  cJSON_Delete(reply);
+  if (rc) {
+    asb_template_list_free(l);
+    return rc;
+  }
+  *out = l;
+  return ASB_OK;
+}
+
+size_t asb_template_list_count(const asb_template_list *l) { return l ? l->n : 0; }
+const asb_template *asb_template_list_get(const asb_template_list *l, size_t i) {
+  return l && i < l->n ? l->v[i] : NULL;
+}
+void asb_template_list_free(asb_template_list *l) {
+  if (!l) return;
+  for (size_t i = 0; i < l->n; i++) asb_template_free(l->v[i]);
+  free(l->v);
+  free(l);
+}
+
+int asb_templates_delete(asb_client *c, const char *id, const asb_call_options *call) {
+  if (!c || !id || !*id) return asbi_err(ASB_EINVAL, "template.delete: bad arguments");
+  ASBI_CHECK_VERSION(call, ASB_CALL_OPTIONS_VERSION, "asb_call_options");
+  asbi_buf p = ASBI_BUF_INIT;
+  int rc = template_path(&p, id);
+  if (!rc)
+    rc = asbi_cp_request_raw(c, "DELETE", p.data, NULL, 0, NULL,
+                             asbi_client_timeout(c, call ? call->timeout_ms : 0),
+                             call ? call->cancel : NULL, 0, "template.delete", NULL, NULL, NULL,
+                             NULL);
+  asbi_buf_free(&p);
+  return rc;
+}

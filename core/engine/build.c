@@ -1,0 +1,983 @@
+/* Building templates from template.yaml (docs/templates.md):
+ *
+ *   POST /templates/builds[?force=true]   body: a tar of the template dir
+ *
+ * The engine reads template.yaml from the archive, validates it, hashes the
+ * inputs (the base's layers, template.yaml, every file: name, type, mode,
+ * contents) and, unless a build of the same inputs exists, creates a build
+ * sandbox on the base (no agent, no network), unpacks the archive into it
+ * (tar runs inside the sandbox), runs the steps as root or user, then kills
+ * it and copies its writable layer out as the template's new read-only
+ * layer (asbe_sandbox_export_upper). The reply is synchronous: 201 built,
+ * 200 cached, 400 invalid input, 422 a failed step (its output included).
+ * SPDX-License-Identifier: Apache-2.0 */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <openssl/evp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "api.h"
+#include "proto/cmdargs.h"
+#include "proto/pjson.h"
+#include "proto/tar.h"
+#include "tmpl/tmpl.h"
+#include "util/buf.h"
+#include "util/util.h"
+
+#define LOG_MAX (1u << 20)
+#define STEP_OUTPUT_MAX (256u * 1024u)
+#define ERROR_TAIL 3000
+#define UNPACK_TIMEOUT_MS 300000
+#define BUILD_PIDS 4096
+#define CTX_DIR "/.asb-build/ctx"
+
+/* ---- the Template object ------------------------------------------------------- */
+
+static void add_time(cJSON *j, const char *key, int64_t ms) {
+  char t[40];
+  rfc3339_ms(ms, t);
+  cJSON_AddStringToObject(j, key, t);
+}
+
+cJSON *template_json(engine *e, template_info *t) {
+  cJSON *j = cJSON_CreateObject();
+  cJSON_AddStringToObject(j, "templateID", t->id);
+  cJSON_AddStringToObject(j, "buildID", *t->build_id ? t->build_id : t->id);
+  cJSON_AddNumberToObject(j, "cpuCount", t->cpu_count);
+  cJSON_AddNumberToObject(j, "memoryMB", t->memory_mb);
+  cJSON_AddNumberToObject(j, "diskSizeMB", t->disk_mb);
+  cJSON_AddBoolToObject(j, "public", 1);
+  cJSON *aliases = cJSON_AddArrayToObject(j, "aliases");
+  cJSON_AddItemToArray(aliases, cJSON_CreateString(t->alias));
+  cJSON *names = cJSON_AddArrayToObject(j, "names");
+  cJSON_AddItemToArray(names, cJSON_CreateString(t->alias));
+  add_time(j, "createdAt", t->created_ms);
+  add_time(j, "updatedAt", t->created_ms);
+  cJSON_AddNullToObject(j, "createdBy");
+  if (t->last_spawned_ms)
+    add_time(j, "lastSpawnedAt", t->last_spawned_ms);
+  else
+    cJSON_AddNullToObject(j, "lastSpawnedAt");
+  cJSON_AddNumberToObject(j, "spawnCount", (double)t->spawn_count);
+  cJSON_AddNumberToObject(j, "buildCount", 1);
+  cJSON_AddStringToObject(j, "envdVersion", t->envd_version ? t->envd_version : e->envd_version);
+  cJSON_AddStringToObject(j, "buildStatus", "ready");
+  /* ours */
+  cJSON_AddStringToObject(j, "name", t->alias);
+  cJSON_AddBoolToObject(j, "builtIn", t->builtin);
+  const cJSON *spec = t->spec;
+  const char *desc = NULL, *version = NULL;
+  asbi_pj_get_str(spec, "description", &desc);
+  asbi_pj_get_str(spec, "version", &version);
+  cJSON_AddStringToObject(j, "description", desc ? desc : "");
+  cJSON_AddStringToObject(j, "version", version ? version : "");
+  if (t->base) cJSON_AddStringToObject(j, "base", t->base);
+  if (*t->hash) cJSON_AddStringToObject(j, "buildHash", t->hash);
+  if (t->build_ms) cJSON_AddNumberToObject(j, "buildDurationMs", (double)t->build_ms);
+  if (spec) {
+    static const char *const keys[] = {"start", "ready", "ports", "capabilities", "env",
+                                       "commandsPort", "tags"};
+    for (size_t i = 0; i < ASBI_ARRAY_LEN(keys); i++) {
+      const cJSON *v = cJSON_GetObjectItemCaseSensitive(spec, keys[i]);
+      if (v) cJSON_AddItemToObject(j, keys[i], cJSON_Duplicate(v, 1));
+    }
+    cJSON *cmds = cJSON_AddArrayToObject(j, "customCommands");
+    const cJSON *c;
+    cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(spec, "commands")) {
+      const cJSON *n = cJSON_GetObjectItemCaseSensitive(c, "name");
+      if (cJSON_IsString(n)) cJSON_AddItemToArray(cmds, cJSON_CreateString(n->valuestring));
+    }
+  }
+  return j;
+}
+
+/* ---- helpers ------------------------------------------------------------------------ */
+
+static void reply_400(api_reply *r, const asbi_tmpl_error *te, const char *file) {
+  char msg[1024];
+  asbi_tmpl_format_error(te, file, msg, sizeof msg);
+  cJSON *j = cJSON_CreateObject();
+  cJSON_AddNumberToObject(j, "code", 400);
+  cJSON_AddStringToObject(j, "message", msg);
+  cJSON_AddStringToObject(j, "file", file);
+  if (te->line) {
+    cJSON_AddNumberToObject(j, "line", te->line);
+    cJSON_AddNumberToObject(j, "column", te->column);
+  }
+  if (te->field[0]) cJSON_AddStringToObject(j, "field", te->field);
+  api_reply_json(r, 400, j);
+}
+
+static void reply_bad(api_reply *r, const char *file, int line, const char *field,
+                      const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+static void reply_bad(api_reply *r, const char *file, int line, const char *field,
+                      const char *fmt, ...) {
+  asbi_tmpl_error te;
+  memset(&te, 0, sizeof te);
+  te.line = line;
+  te.column = line ? 1 : 0;
+  snprintf(te.field, sizeof te.field, "%s", field ? field : "");
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(te.message, sizeof te.message, fmt, ap);
+  va_end(ap);
+  reply_400(r, &te, file);
+}
+
+static int cmp_entries(const void *a, const void *b) {
+  return strcmp((*(asbi_tar_entry *const *)a)->name, (*(asbi_tar_entry *const *)b)->name);
+}
+
+static void hex(const unsigned char *d, size_t n, char *out) {
+  for (size_t i = 0; i < n; i++) sprintf(out + 2 * i, "%02x", d[i]);
+}
+
+static void h_str(EVP_MD_CTX *h, const char *s) { EVP_DigestUpdate(h, s, strlen(s) + 1); }
+
+static void h_u64(EVP_MD_CTX *h, uint64_t v) {
+  unsigned char b[8];
+  for (int i = 0; i < 8; i++) b[i] = (unsigned char)(v >> (8 * i));
+  EVP_DigestUpdate(h, b, 8);
+}
+
+/* Runs argv on the host (no shell), output into *out. Exit status or -errno. */
+static int run_host(const char *const *argv, char **out) {
+  int p[2];
+  if (pipe2(p, O_CLOEXEC)) return -errno;
+  pid_t pid = fork();
+  if (pid < 0) {
+    close(p[0]);
+    close(p[1]);
+    return -errno;
+  }
+  if (pid == 0) {
+    dup2(p[1], 1);
+    int nul = open("/dev/null", O_RDWR);
+    if (nul >= 0) {
+      dup2(nul, 0);
+      dup2(nul, 2);
+    }
+    execv(argv[0], (char *const *)argv);
+    _exit(127);
+  }
+  close(p[1]);
+  asbi_buf b = ASBI_BUF_INIT;
+  char chunk[4096];
+  ssize_t n;
+  while ((n = read(p[0], chunk, sizeof chunk)) > 0)
+    if (b.len < 65536) asbi_buf_append(&b, chunk, (size_t)n);
+  close(p[0]);
+  int st = 0;
+  while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+  }
+  if (!b.data) asbi_buf_puts(&b, "");
+  *out = asbi_buf_detach(&b, NULL);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+static int has_usr_bind(const asbe_template *t) {
+  for (size_t i = 0; i < asbe_template_bind_count(t); i++) {
+    const char *dst = NULL;
+    const char *src = asbe_template_bind(t, i, &dst);
+    if (src && dst && !strcmp(src, "/usr") && !strcmp(dst, "/usr")) return 1;
+  }
+  return 0;
+}
+
+/* The name part of a package spec: "foo=1.2" → "foo", "requests>=2" →
+ * "requests", "@scope/x@1" → "@scope/x". */
+static void pkg_name(const char *spec, const char *stops, int npm, char *out, size_t len) {
+  size_t n = strcspn(spec, stops);
+  if (npm) {
+    const char *at = strrchr(spec, '@');
+    n = at && at != spec ? (size_t)(at - spec) : strlen(spec);
+  }
+  snprintf(out, len, "%.*s", (int)n, spec);
+}
+
+/* ---- one build ------------------------------------------------------------------------ */
+
+typedef struct build {
+  engine *e;
+  api_reply *r;
+  const cJSON *spec;
+  template_info *base;
+  asbe_sandbox *iso;
+  char sid[ENGINE_ID_LEN + 1];
+  asbi_buf log;
+  int nsteps;
+} build;
+
+static void logf_(build *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void logf_(build *b, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  char line[4096];
+  vsnprintf(line, sizeof line, fmt, ap);
+  va_end(ap);
+  if (b->log.len + strlen(line) < LOG_MAX) asbi_buf_puts(&b->log, line);
+}
+
+static void log_output(build *b, const asbi_buf *out) {
+  if (!out->len) return;
+  if (b->log.len + out->len < LOG_MAX) {
+    asbi_buf_append(&b->log, out->data, out->len);
+    if (out->data[out->len - 1] != '\n') asbi_buf_putc(&b->log, '\n');
+  } else {
+    logf_(b, "[%zu bytes of output not kept: the build log is full]\n", out->len);
+  }
+}
+
+/* 422 naming the step, with its output's tail. */
+static void step_failed(build *b, int idx, const cJSON *step, const char *desc,
+                        const char *why, const asbi_buf *out) {
+  const char *text = out && out->data ? out->data : "";
+  size_t n = strlen(text);
+  const char *tail = n > ERROR_TAIL ? text + n - ERROR_TAIL : text;
+  const cJSON *line = cJSON_GetObjectItemCaseSensitive(step, "line");
+  char msg[ERROR_TAIL + 1024];
+  snprintf(msg, sizeof msg, "template %s: step %d/%d (%s) at template.yaml:%d %s%s%s",
+           cJSON_GetObjectItemCaseSensitive(b->spec, "name")->valuestring, idx + 1, b->nsteps,
+           desc, cJSON_IsNumber(line) ? line->valueint : 0, why, *tail ? ":\n" : "", tail);
+  logf_(b, "==> FAILED: %s\n", why);
+  cJSON *j = cJSON_CreateObject();
+  cJSON_AddNumberToObject(j, "code", 422);
+  cJSON_AddStringToObject(j, "message", msg);
+  cJSON_AddNumberToObject(j, "step", idx + 1);
+  if (cJSON_IsNumber(line)) cJSON_AddNumberToObject(j, "line", line->valueint);
+  cJSON_AddStringToObject(j, "output", text);
+  cJSON_AddStringToObject(j, "buildLog", b->log.data ? b->log.data : "");
+  api_reply_json(b->r, 422, j);
+}
+
+static const char *step_desc(const cJSON *st, char *buf, size_t len) {
+  const char *kind = cJSON_GetObjectItemCaseSensitive(st, "kind")->valuestring;
+  if (!strcmp(kind, "run")) {
+    snprintf(buf, len, "run: %.120s", cJSON_GetObjectItemCaseSensitive(st, "cmd")->valuestring);
+  } else if (!strcmp(kind, "copy")) {
+    snprintf(buf, len, "copy: %.100s -> %.100s",
+             cJSON_GetObjectItemCaseSensitive(st, "src")->valuestring,
+             cJSON_GetObjectItemCaseSensitive(st, "dest")->valuestring);
+  } else {
+    asbi_buf p = ASBI_BUF_INIT;
+    const cJSON *it;
+    cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(st, "packages")) {
+      asbi_buf_printf(&p, "%s%s", p.len ? " " : "", it->valuestring);
+    }
+    snprintf(buf, len, "%s: %.200s", kind, p.data ? p.data : "");
+    asbi_buf_free(&p);
+  }
+  return buf;
+}
+
+/* Runs argv in the build sandbox; 0 if it exited 0, else fails the step. */
+static int run_step_cmd(build *b, int idx, const cJSON *st, const char *desc,
+                        const char *const *argv, int uid, const char *cwd, const cJSON *env,
+                        int timeout_s) {
+  char **envp = sbx_env(uid, cJSON_GetObjectItemCaseSensitive(b->spec, "env"), NULL, env, NULL);
+  sbx_run_opts o = {argv, (const char *const *)envp, uid, cwd, NULL, 0, timeout_s * 1000,
+                    STEP_OUTPUT_MAX, 1, 1};
+  sbx_run_result res;
+  int rc = envp ? sbx_run(b->iso, &o, &res) : -ENOMEM;
+  sbx_env_free(envp);
+  if (rc) {
+    char why[600];
+    snprintf(why, sizeof why, "could not start: %s", asbe_errmsg());
+    step_failed(b, idx, st, desc, why, NULL);
+    return -1;
+  }
+  log_output(b, &res.out);
+  int ok = !res.timed_out && res.exit_code == 0;
+  if (!ok) {
+    char why[128];
+    if (res.timed_out)
+      snprintf(why, sizeof why, "timed out after %d s", timeout_s);
+    else
+      snprintf(why, sizeof why, "failed with exit code %d", res.exit_code);
+    step_failed(b, idx, st, desc, why, &res.out);
+  } else {
+    logf_(b, "    (%lld ms)\n", (long long)res.ms);
+  }
+  sbx_run_result_free(&res);
+  return ok ? 0 : -1;
+}
+
+static const char COPY_SCRIPT[] =
+    "set -e\n"
+    "src=\"$1\"; dest=\"$2\"; owner=\"$3\"; mode=\"$4\"\n"
+    "case \"$dest\" in */) mkdir -p \"$dest\"; dest=\"$dest$(basename \"$src\")\";; esac\n"
+    "mkdir -p \"$(dirname \"$dest\")\"\n"
+    "if [ -d \"$src\" ]; then mkdir -p \"$dest\"; cp -a \"$src/.\" \"$dest/\";\n"
+    "else cp -a \"$src\" \"$dest\"; fi\n"
+    "if [ \"$owner\" = user ]; then chown -R 1000:1000 \"$dest\"; fi\n"
+    "if [ -n \"$mode\" ]; then chmod \"$mode\" \"$dest\"; fi\n"
+    "echo \"copied $src to $dest\"\n";
+
+static const char PIP_CHECK[] =
+    "import sys, importlib.metadata as m\n"
+    "missing = []\n"
+    "for p in sys.argv[1:]:\n"
+    "    try:\n"
+    "        print(p, m.version(p))\n"
+    "    except Exception:\n"
+    "        missing.append(p)\n"
+    "if missing:\n"
+    "    print('not installed:', ' '.join(missing))\n"
+    "    sys.exit(1)\n";
+
+static const char NPM_CHECK[] =
+    "m=\n"
+    "for p; do f=\n"
+    "  for d in /usr/local/lib/node_modules /usr/lib/node_modules /usr/share/nodejs "
+    "/usr/lib/nodejs; do\n"
+    "    [ -e \"$d/$p/package.json\" ] && { echo \"$p in $d\"; f=1; break; }\n"
+    "  done\n"
+    "  [ -n \"$f\" ] || m=\"$m $p\"\n"
+    "done\n"
+    "[ -z \"$m\" ] || { echo \"not installed:$m\"; exit 1; }\n";
+
+static int package_step(build *b, int idx, const cJSON *st, const char *desc) {
+  const char *kind = cJSON_GetObjectItemCaseSensitive(st, "kind")->valuestring;
+  const cJSON *pk = cJSON_GetObjectItemCaseSensitive(st, "packages"), *it;
+  int n = cJSON_GetArraySize(pk);
+  const char **names = calloc((size_t)n + 8, sizeof *names);
+  char(*bufs)[256] = calloc((size_t)n + 1, sizeof *bufs);
+  if (!names || !bufs) {
+    free(names);
+    free(bufs);
+    step_failed(b, idx, st, desc, "out of memory", NULL);
+    return -1;
+  }
+  int k = 0, rc = 0;
+  cJSON_ArrayForEach(it, pk) {
+    pkg_name(it->valuestring, !strcmp(kind, "apt") ? "=:" : "<>=!~[;@ ", !strcmp(kind, "npm"),
+             bufs[k], sizeof bufs[k]);
+    k++;
+  }
+  const char *no_net =
+      "; build steps have no network here (sandboxes are loopback-only), so packages must "
+      "already be in the base";
+  if (!strcmp(kind, "apt")) {
+    /* The base shares the host's /usr: its packages are the host's. */
+    if (!has_usr_bind(b->base->tmpl)) {
+      char why[512];
+      snprintf(why, sizeof why, "cannot check packages: the base '%s' has no package database%s",
+               b->base->alias, no_net);
+      step_failed(b, idx, st, desc, why, NULL);
+      rc = -1;
+    } else {
+      asbi_buf missing = ASBI_BUF_INIT, out = ASBI_BUF_INIT;
+      for (int i = 0; i < k; i++) {
+        char *o = NULL;
+        const char *argv[] = {"/usr/bin/dpkg-query", "-W", "-f=${db:Status-Status} ${Version}",
+                              bufs[i], NULL};
+        int st2 = access(argv[0], X_OK) == 0 ? run_host(argv, &o) : -ENOENT;
+        if (st2 == 0 && o && !strncmp(o, "installed ", 10))
+          asbi_buf_printf(&out, "%s %s (installed on the host)\n", bufs[i], o + 10);
+        else
+          asbi_buf_printf(&missing, " %s", bufs[i]);
+        free(o);
+      }
+      if (missing.len) {
+        char why[1024];
+        snprintf(why, sizeof why,
+                 "package(s)%s not installed in the base (the host's /usr)%s: install them on "
+                 "the host (apt-get install%s), then build again",
+                 missing.data, no_net, missing.data);
+        step_failed(b, idx, st, desc, why, &out);
+        rc = -1;
+      } else {
+        log_output(b, &out);
+        logf_(b, "    all present: skipped\n");
+      }
+      asbi_buf_free(&missing);
+      asbi_buf_free(&out);
+    }
+  } else {
+    int pip = !strcmp(kind, "pip");
+    names[0] = pip ? "/usr/bin/python3" : "/bin/sh";
+    names[1] = pip ? "-c" : "-c";
+    names[2] = pip ? PIP_CHECK : NPM_CHECK;
+    int a = 3;
+    if (!pip) names[a++] = "sh";
+    for (int i = 0; i < k; i++) names[a++] = bufs[i];
+    names[a] = NULL;
+    char **envp = sbx_env(0, NULL, NULL, NULL, NULL);
+    sbx_run_opts o = {names, (const char *const *)envp, 0, "/", NULL, 0, 120000, 65536, 1, 0};
+    sbx_run_result res;
+    int r = envp ? sbx_run(b->iso, &o, &res) : -ENOMEM;
+    sbx_env_free(envp);
+    if (r) {
+      char why[600];
+      snprintf(why, sizeof why, "cannot check packages (%s)%s", asbe_errmsg(), no_net);
+      step_failed(b, idx, st, desc, why, NULL);
+      rc = -1;
+    } else if (res.exit_code != 0) {
+      char why[600];
+      snprintf(why, sizeof why, "package(s) missing from the base%s", no_net);
+      step_failed(b, idx, st, desc, why, &res.out);
+      rc = -1;
+    } else {
+      log_output(b, &res.out);
+      logf_(b, "    all present: skipped\n");
+    }
+    if (!r) sbx_run_result_free(&res);
+  }
+  free(names);
+  free(bufs);
+  return rc;
+}
+
+static int run_steps(build *b) {
+  const cJSON *steps = cJSON_GetObjectItemCaseSensitive(b->spec, "steps"), *st;
+  b->nsteps = cJSON_GetArraySize(steps);
+  int idx = 0;
+  cJSON_ArrayForEach(st, steps) {
+    char desc[512];
+    step_desc(st, desc, sizeof desc);
+    const cJSON *line = cJSON_GetObjectItemCaseSensitive(st, "line");
+    logf_(b, "==> step %d/%d (template.yaml:%d) %s\n", idx + 1, b->nsteps,
+          cJSON_IsNumber(line) ? line->valueint : 0, desc);
+    const char *kind = cJSON_GetObjectItemCaseSensitive(st, "kind")->valuestring;
+    const char *user = cJSON_GetObjectItemCaseSensitive(st, "user")->valuestring;
+    int uid = !strcmp(user, "user") ? 1000 : 0;
+    const char *cwd = cJSON_GetObjectItemCaseSensitive(st, "cwd")->valuestring;
+    const cJSON *env = cJSON_GetObjectItemCaseSensitive(st, "env");
+    int timeout = cJSON_GetObjectItemCaseSensitive(st, "timeout")->valueint;
+    int rc;
+    if (!strcmp(kind, "run")) {
+      const char *argv[] = {"/bin/sh", "-c",
+                            cJSON_GetObjectItemCaseSensitive(st, "cmd")->valuestring, NULL};
+      rc = run_step_cmd(b, idx, st, desc, argv, uid, cwd, env, timeout);
+    } else if (!strcmp(kind, "copy")) {
+      char src[4200];
+      snprintf(src, sizeof src, "%s/%s", CTX_DIR,
+               cJSON_GetObjectItemCaseSensitive(st, "src")->valuestring);
+      const cJSON *mode = cJSON_GetObjectItemCaseSensitive(st, "mode");
+      const char *argv[] = {"/bin/sh", "-c", COPY_SCRIPT, "sh", src,
+                            cJSON_GetObjectItemCaseSensitive(st, "dest")->valuestring,
+                            cJSON_GetObjectItemCaseSensitive(st, "owner")->valuestring,
+                            cJSON_IsString(mode) ? mode->valuestring : "", NULL};
+      rc = run_step_cmd(b, idx, st, desc, argv, 0, "/", env, timeout);
+    } else {
+      rc = package_step(b, idx, st, desc);
+    }
+    if (rc) return -1;
+    idx++;
+  }
+  return 0;
+}
+
+/* Unpacks the archive into CTX_DIR inside the build sandbox. */
+static int unpack(build *b, const char *tar, size_t len) {
+  const char *argv[] = {"/bin/sh", "-c",
+                        "mkdir -p " CTX_DIR " && cd " CTX_DIR " && exec tar -x -o -f -", NULL};
+  char **envp = sbx_env(0, NULL, NULL, NULL, NULL);
+  sbx_run_opts o = {argv, (const char *const *)envp, 0, "/", tar, len, UNPACK_TIMEOUT_MS, 65536, 1, 1};
+  sbx_run_result res;
+  int rc = envp ? sbx_run(b->iso, &o, &res) : -ENOMEM;
+  sbx_env_free(envp);
+  if (rc) {
+    api_error(b->r, 500, "cannot unpack the template directory in the build sandbox: %s",
+              asbe_errmsg());
+    return -1;
+  }
+  if (res.exit_code != 0) {
+    api_error(b->r, 500, "cannot unpack the template directory in the build sandbox (tar exit "
+              "%d): %.2000s", res.exit_code, res.out.data);
+    sbx_run_result_free(&res);
+    return -1;
+  }
+  sbx_run_result_free(&res);
+  return 0;
+}
+
+static int finish_layer(build *b) {
+  const char *argv[] = {"/bin/sh", "-c",
+                        "rm -rf /.asb-build && mkdir -p /var/log/asb && "
+                        "chown 1000:1000 /var/log/asb && chmod 0755 /var/log/asb",
+                        NULL};
+  char **envp = sbx_env(0, NULL, NULL, NULL, NULL);
+  sbx_run_opts o = {argv, (const char *const *)envp, 0, "/", NULL, 0, 120000, 65536, 1, 1};
+  sbx_run_result res;
+  int rc = envp ? sbx_run(b->iso, &o, &res) : -ENOMEM;
+  sbx_env_free(envp);
+  if (rc || res.exit_code != 0) {
+    api_error(b->r, 500, "cannot finish the build: %s",
+              rc ? asbe_errmsg() : (res.out.data ? res.out.data : ""));
+    if (!rc) sbx_run_result_free(&res);
+    return -1;
+  }
+  sbx_run_result_free(&res);
+  return 0;
+}
+
+static int write_json_file(const char *path, cJSON *j) {
+  char *text = cJSON_Print(j);
+  if (!text) return -ENOMEM;
+  char tmp[4200];
+  snprintf(tmp, sizeof tmp, "%s.tmp", path);
+  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  int rc = 0;
+  if (fd < 0) {
+    rc = -errno;
+  } else {
+    size_t n = strlen(text);
+    if (write(fd, text, n) != (ssize_t)n || fsync(fd) != 0) rc = -EIO;
+    close(fd);
+    if (!rc && rename(tmp, path) != 0) rc = -errno;
+  }
+  free(text);
+  return rc;
+}
+
+static int rm_rf(const char *path) {
+  char *out = NULL;
+  const char *argv[] = {"/bin/rm", "-rf", "--one-file-system", path, NULL};
+  int rc = run_host(argv, &out);
+  free(out);
+  return rc;
+}
+
+/* The base's layer paths as template.json stores them (relative to the
+ * templates dir when inside it). */
+static cJSON *rel_layers(engine *e, const asbe_template *t) {
+  char tdir[4200];
+  snprintf(tdir, sizeof tdir, "%s/templates/", e->state_dir);
+  cJSON *a = cJSON_CreateArray();
+  for (size_t i = 0; a && i < asbe_template_layer_count(t); i++) {
+    const char *l = asbe_template_layer(t, i);
+    cJSON_AddItemToArray(a, cJSON_CreateString(asbi_startswith(l, tdir) ? l + strlen(tdir) : l));
+  }
+  return a;
+}
+
+void build_handle(engine *e, api_req *q, api_reply *r) {
+  const char *force_q = api_query(q, "force");
+  int force = force_q && (asbi_parse_bool(force_q, 0) || !*force_q);
+  int64_t t0 = now_unix_ms();
+  if (!q->body || !q->body_len) {
+    api_error(r, 400, "the body must be a tar archive of the template directory "
+              "(Content-Type: application/x-tar)");
+    return;
+  }
+  /* ---- read the archive ---- */
+  asbi_tar_reader tr;
+  asbi_tar_reader_init(&tr, q->body, q->body_len);
+  size_t cap = 64, n = 0;
+  asbi_tar_entry **ents = calloc(cap, sizeof *ents);
+  int rc = ents ? 0 : -1;
+  const asbi_tar_entry *yaml = NULL;
+  while (!rc) {
+    if (n == cap) {
+      asbi_tar_entry **v = realloc(ents, cap * 2 * sizeof *v);
+      if (!v) {
+        rc = -1;
+        break;
+      }
+      ents = v;
+      cap *= 2;
+    }
+    asbi_tar_entry *en = malloc(sizeof *en);
+    if (!en) {
+      rc = -1;
+      break;
+    }
+    int k = asbi_tar_next(&tr, en);
+    if (k <= 0) {
+      free(en);
+      if (k < 0) {
+        api_error(r, 400, "the body is not a valid tar archive: %s", tr.err);
+        rc = -2;
+      }
+      break;
+    }
+    if (!en->name[0]) {
+      free(en);
+      continue;
+    }
+    ents[n++] = en;
+    if ((!strcmp(en->name, "template.yaml") || (!yaml && !strcmp(en->name, "template.yml"))) &&
+        en->type == ASBI_TAR_FILE)
+      yaml = en;
+  }
+  cJSON *spec = NULL;
+  template_info *base = NULL, *existing = NULL;
+  build b;
+  memset(&b, 0, sizeof b);
+  b.e = e;
+  b.r = r;
+  int locked = 0;
+  char tdir[4200] = "", bdir[4400] = "";
+  if (rc == -1) {
+    api_error(r, 500, "out of memory");
+    goto out;
+  }
+  if (rc) goto out;
+  if (!yaml) {
+    api_error(r, 400, "the archive has no template.yaml at its top level");
+    goto out;
+  }
+  const char *yname = !strcmp(yaml->name, "template.yml") ? "template.yml" : "template.yaml";
+  asbi_tmpl_error te;
+  spec = asbi_tmpl_parse(yaml->data, (size_t)yaml->size, &te);
+  if (!spec) {
+    reply_400(r, &te, yname);
+    goto out;
+  }
+  b.spec = spec;
+  const char *name = cJSON_GetObjectItemCaseSensitive(spec, "name")->valuestring;
+  const char *base_name = cJSON_GetObjectItemCaseSensitive(spec, "base")->valuestring;
+  base = templates_find(e, base_name);
+  if (!base) {
+    reply_bad(r, yname, 0, "base", "template '%s' not found (base, busybox, or a template "
+              "built before)", base_name);
+    goto out;
+  }
+  if (!strcmp(base->alias, name) || !strcmp(base->id, name)) {
+    reply_bad(r, yname, 0, "base", "a template cannot be built on itself");
+    goto out;
+  }
+  /* copy sources must be in the archive */
+  {
+    const cJSON *st;
+    int i = 0;
+    cJSON_ArrayForEach(st, cJSON_GetObjectItemCaseSensitive(spec, "steps")) {
+      if (!strcmp(cJSON_GetObjectItemCaseSensitive(st, "kind")->valuestring, "copy")) {
+        char src[4096];
+        const char *raw = cJSON_GetObjectItemCaseSensitive(st, "src")->valuestring;
+        /* normalise like the tar reader: drop "./" and trailing "/" */
+        while (raw[0] == '.' && raw[1] == '/') raw += 2;
+        snprintf(src, sizeof src, "%s", raw);
+        size_t sl = strlen(src);
+        while (sl > 1 && src[sl - 1] == '/') src[--sl] = '\0';
+        int found = !strcmp(src, ".") || !sl;
+        for (size_t k = 0; !found && k < n; k++)
+          if (!strcmp(ents[k]->name, src) ||
+              (!strncmp(ents[k]->name, src, sl) && ents[k]->name[sl] == '/'))
+            found = 1;
+        if (!found) {
+          char field[64];
+          snprintf(field, sizeof field, "steps[%d].copy.src", i);
+          reply_bad(r, yname, cJSON_GetObjectItemCaseSensitive(st, "line")->valueint, field,
+                    "'%s' is not in the template directory", raw);
+          goto out;
+        }
+      }
+      i++;
+    }
+  }
+  /* ---- the inputs' hash ---- */
+  char hash[65];
+  {
+    qsort(ents, n, sizeof *ents, cmp_entries);
+    EVP_MD_CTX *h = EVP_MD_CTX_new();
+    unsigned char d[32];
+    unsigned dl = 0;
+    EVP_DigestInit_ex(h, EVP_sha256(), NULL);
+    h_str(h, "asb-template-build-v1");
+    for (size_t i = 0; i < asbe_template_layer_count(base->tmpl); i++)
+      h_str(h, asbe_template_layer(base->tmpl, i));
+    for (size_t i = 0; i < asbe_template_bind_count(base->tmpl); i++) {
+      const char *dst = NULL;
+      h_str(h, asbe_template_bind(base->tmpl, i, &dst));
+      h_str(h, dst);
+    }
+    for (size_t i = 0; i < n; i++) {
+      const asbi_tar_entry *en = ents[i];
+      h_str(h, en->name);
+      h_u64(h, (uint64_t)en->type);
+      h_u64(h, en->mode);
+      h_u64(h, en->size);
+      if (en->size) EVP_DigestUpdate(h, en->data, (size_t)en->size);
+      h_str(h, en->linkname);
+    }
+    EVP_DigestFinal_ex(h, d, &dl);
+    EVP_MD_CTX_free(h);
+    hex(d, 32, hash);
+  }
+  /* ---- one build at a time; cached? ---- */
+  pthread_mutex_lock(&e->build_mu);
+  locked = 1;
+  existing = templates_find(e, name);
+  if (existing && existing->builtin) {
+    reply_bad(r, yname, 0, "name", "'%s' is a built-in template", name);
+    goto out;
+  }
+  if (existing && strcmp(existing->alias, name) != 0) {
+    /* found by id: a name must not shadow another template's id */
+    reply_bad(r, yname, 0, "name", "'%s' is the id of template '%s'", name, existing->alias);
+    goto out;
+  }
+  if (existing && !force && !strcmp(existing->hash, hash)) {
+    cJSON *j = template_json(e, existing);
+    char line[256];
+    snprintf(line, sizeof line, "cached: the inputs are those of build %s (hash %.16s)\n",
+             existing->build_id, hash);
+    cJSON_AddBoolToObject(j, "cached", 1);
+    cJSON_AddStringToObject(j, "buildLog", line);
+    api_reply_json(r, 200, j);
+    engine_log("template %s: build cached (%s)", name, existing->build_id);
+    goto out;
+  }
+  char id[ENGINE_ID_LEN + 1], suffix[7];
+  if (existing)
+    snprintf(id, sizeof id, "%s", existing->id);
+  else if (asbi_random_alnum(id, ENGINE_ID_LEN)) {
+    api_error(r, 500, "no randomness available");
+    goto out;
+  }
+  asbi_random_alnum(suffix, 6);
+  char build_id[32];
+  snprintf(build_id, sizeof build_id, "%.16s-%s", hash, suffix);
+  snprintf(tdir, sizeof tdir, "%s/templates/%s", e->state_dir, id);
+  snprintf(bdir, sizeof bdir, "%s/builds/%s", tdir, build_id);
+  char builds[4300];
+  snprintf(builds, sizeof builds, "%s/builds", tdir);
+  if ((mkdir(tdir, 0755) && errno != EEXIST) || (mkdir(builds, 0755) && errno != EEXIST) ||
+      mkdir(bdir, 0755)) {
+    api_error(r, 500, "cannot make %s: %s", bdir, strerror(errno));
+    bdir[0] = '\0';
+    goto out;
+  }
+  engine_log("template %s: build %s started on %s", name, build_id, base->alias);
+  logf_(&b, "==> build %s of template %s on %s\n", build_id, name, base->alias);
+  /* ---- the build sandbox ---- */
+  b.base = base;
+  snprintf(b.sid, sizeof b.sid, "bld");
+  if (asbi_random_alnum(b.sid + 3, ENGINE_ID_LEN - 3)) {
+    api_error(r, 500, "no randomness available");
+    goto out;
+  }
+  const cJSON *res = cJSON_GetObjectItemCaseSensitive(spec, "resources");
+  asbe_sandbox_spec ss;
+  memset(&ss, 0, sizeof ss);
+  ss.id = b.sid;
+  ss.tmpl = base->tmpl;
+  ss.memory_bytes = (uint64_t)cJSON_GetObjectItemCaseSensitive(res, "memoryMB")->valueint << 20;
+  ss.pids_max = BUILD_PIDS;
+  ss.cpu_millicores = (uint32_t)cJSON_GetObjectItemCaseSensitive(res, "cpu")->valueint * 1000;
+  ss.disk_bytes = (uint64_t)cJSON_GetObjectItemCaseSensitive(res, "diskMB")->valueint << 20;
+  ss.agent_argv = NULL; /* no agent: steps run through the exec service */
+  if (asbe_sandbox_create(e->iso, &ss, &b.iso)) {
+    api_error(r, 500, "cannot create the build sandbox: %s", asbe_errmsg());
+    goto out;
+  }
+  if (unpack(&b, q->body, q->body_len) || run_steps(&b) || finish_layer(&b)) goto out;
+  /* ---- commit: the writable layer becomes the template's layer ---- */
+  if (asbe_sandbox_kill(b.iso, 0)) {
+    api_error(r, 500, "cannot stop the build sandbox: %s", asbe_errmsg());
+    goto out;
+  }
+  char layer[4500];
+  snprintf(layer, sizeof layer, "%s/layer", bdir);
+  int64_t tc = now_unix_ms();
+  if (asbe_sandbox_export_upper(b.iso, layer)) {
+    api_error(r, 500, "cannot commit the build: %s", asbe_errmsg());
+    goto out;
+  }
+  logf_(&b, "==> committed the layer in %lld ms\n", (long long)(now_unix_ms() - tc));
+  asbe_state_remove(e->iso, b.sid);
+  asbe_sandbox_release(b.iso);
+  b.iso = NULL;
+  /* ---- record it ---- */
+  int64_t took = now_unix_ms() - t0;
+  cJSON *j = cJSON_CreateObject();
+  cJSON_AddStringToObject(j, "alias", name);
+  cJSON_AddStringToObject(j, "base", base->id);
+  cJSON_AddStringToObject(j, "buildID", build_id);
+  cJSON_AddStringToObject(j, "hash", hash);
+  cJSON *own = cJSON_AddArrayToObject(j, "layers");
+  char rel[128];
+  snprintf(rel, sizeof rel, "builds/%s/layer", build_id);
+  cJSON_AddItemToArray(own, cJSON_CreateString(rel));
+  cJSON_AddItemToObject(j, "lowerLayers", rel_layers(e, base->tmpl));
+  cJSON *binds = cJSON_AddArrayToObject(j, "binds");
+  for (size_t i = 0; i < asbe_template_bind_count(base->tmpl); i++) {
+    const char *dst = NULL;
+    const char *src = asbe_template_bind(base->tmpl, i, &dst);
+    cJSON *pair = cJSON_CreateArray();
+    cJSON_AddItemToArray(pair, cJSON_CreateString(src));
+    cJSON_AddItemToArray(pair, cJSON_CreateString(dst));
+    cJSON_AddItemToArray(binds, pair);
+  }
+  cJSON_AddNumberToObject(j, "cpuCount", cJSON_GetObjectItemCaseSensitive(res, "cpu")->valueint);
+  cJSON_AddNumberToObject(j, "memoryMB", cJSON_GetObjectItemCaseSensitive(res, "memoryMB")->valueint);
+  cJSON_AddNumberToObject(j, "diskSizeMB", cJSON_GetObjectItemCaseSensitive(res, "diskMB")->valueint);
+  cJSON_AddNumberToObject(j, "createdMs", (double)now_unix_ms());
+  cJSON_AddNumberToObject(j, "buildMs", (double)took);
+  cJSON_AddItemToObject(j, "spec", cJSON_Duplicate(spec, 1));
+  char path[4500];
+  snprintf(path, sizeof path, "%s/template.json", tdir);
+  rc = write_json_file(path, j);
+  cJSON_Delete(j);
+  template_info *t = NULL;
+  if (rc || (rc = templates_load(e, id, &t))) {
+    api_error(r, 500, "cannot record the template: %s", strerror(-rc));
+    goto out;
+  }
+  templates_install(e, t);
+  bdir[0] = '\0'; /* keep it */
+  engine_log("template %s: build %s ready in %lld ms", name, build_id, (long long)took);
+  logf_(&b, "==> template %s (%s) ready in %lld ms\n", name, id, (long long)took);
+  cJSON *out = template_json(e, t);
+  cJSON_AddBoolToObject(out, "cached", 0);
+  cJSON_AddStringToObject(out, "buildLog", b.log.data ? b.log.data : "");
+  api_reply_json(r, 201, out);
+  templates_gc(e);
+out:
+  if (b.iso) {
+    asbe_sandbox_kill(b.iso, 1);
+    asbe_sandbox_release(b.iso);
+    engine_log("template %s: build failed", spec ? cJSON_GetObjectItemCaseSensitive(spec, "name")->valuestring : "?");
+  }
+  if (bdir[0]) {
+    rm_rf(bdir);
+    if (!existing && tdir[0]) rm_rf(tdir); /* a new name that never built */
+  }
+  if (locked) pthread_mutex_unlock(&e->build_mu);
+  templates_put(e, existing);
+  templates_put(e, base);
+  cJSON_Delete(spec);
+  asbi_buf_free(&b.log);
+  for (size_t i = 0; i < n; i++) free(ents[i]);
+  free(ents);
+}
+
+/* ---- delete and garbage collection ------------------------------------------------- */
+
+/* 1 if path lies in dir (dir itself or below it). */
+static int under(const char *path, const char *dir) {
+  size_t n = strlen(dir);
+  return !strncmp(path, dir, n) && (path[n] == '/' || path[n] == '\0');
+}
+
+void template_delete(engine *e, const char *id, api_reply *r) {
+  template_info *t = templates_find(e, id);
+  if (!t) {
+    api_error(r, 404, "template \"%s\" not found", id);
+    return;
+  }
+  if (t->builtin) {
+    api_error(r, 400, "template \"%s\" is built in and cannot be deleted", t->alias);
+    templates_put(e, t);
+    return;
+  }
+  pthread_mutex_lock(&e->build_mu);
+  /* in use by sandboxes? */
+  size_t ns = 0, users = 0;
+  sbx **v = reg_list(e, &ns);
+  for (size_t i = 0; v && i < ns; i++)
+    if (v[i]->template_id && !strcmp(v[i]->template_id, t->id)) users++;
+  reg_put_all(e, v, ns);
+  /* the base of other templates? */
+  size_t nt = 0;
+  template_info **all = templates_snapshot(e, &nt);
+  char child[128] = "";
+  for (size_t i = 0; all && i < nt && !child[0]; i++) {
+    if (all[i] == t) continue;
+    for (size_t k = 0; k < asbe_template_layer_count(all[i]->tmpl); k++)
+      if (under(asbe_template_layer(all[i]->tmpl, k), t->dir))
+        snprintf(child, sizeof child, "%s", all[i]->alias);
+  }
+  templates_put_all(e, all, nt); /* before uninstall counts the users */
+  if (users) {
+    api_error(r, 409, "template \"%s\" is in use by %zu sandbox(es); kill them first", t->alias,
+              users);
+  } else if (child[0]) {
+    api_error(r, 409, "template \"%s\" is the base of template \"%s\"; delete that first",
+              t->alias, child);
+  } else if (templates_uninstall(e, t) != 0) {
+    api_error(r, 409, "template \"%s\" is in use (a sandbox is being created from it); try "
+              "again", t->alias);
+  } else {
+    char gone[4300];
+    snprintf(gone, sizeof gone, "%s.deleted", t->dir);
+    /* rename first: a crash mid-delete leaves no half template behind */
+    if (rename(t->dir, gone) == 0)
+      rm_rf(gone);
+    else
+      rm_rf(t->dir);
+    engine_log("template %s (%s): deleted", t->alias, t->id);
+    r->status = 204;
+  }
+  pthread_mutex_unlock(&e->build_mu);
+  templates_put(e, t);
+}
+
+static int in_list(const cJSON *arr, const char *dir) {
+  const cJSON *it;
+  cJSON_ArrayForEach(it, arr) {
+    if (cJSON_IsString(it) && under(it->valuestring, dir)) return 1;
+  }
+  return 0;
+}
+
+void templates_gc(engine *e) {
+  /* every layer in use: by templates and by live sandboxes */
+  cJSON *used = cJSON_CreateArray();
+  size_t nt = 0, ns = 0;
+  template_info **all = templates_snapshot_all(e, &nt); /* retired ones in use too */
+  for (size_t i = 0; all && i < nt; i++)
+    for (size_t k = 0; k < asbe_template_layer_count(all[i]->tmpl); k++)
+      cJSON_AddItemToArray(used, cJSON_CreateString(asbe_template_layer(all[i]->tmpl, k)));
+  templates_put_all(e, all, nt);
+  sbx **v = reg_list(e, &ns);
+  for (size_t i = 0; v && i < ns; i++) {
+    pthread_mutex_lock(&v[i]->mu);
+    const cJSON *it;
+    cJSON_ArrayForEach(it, v[i]->tmpl_layers) {
+      if (cJSON_IsString(it)) cJSON_AddItemToArray(used, cJSON_CreateString(it->valuestring));
+    }
+    pthread_mutex_unlock(&v[i]->mu);
+  }
+  reg_put_all(e, v, ns);
+  char tdir[4200];
+  snprintf(tdir, sizeof tdir, "%s/templates", e->state_dir);
+  DIR *d = opendir(tdir);
+  struct dirent *de;
+  while (d && (de = readdir(d))) {
+    if (de->d_name[0] == '.') continue;
+    char path[4500];
+    size_t nl = strlen(de->d_name);
+    if (nl > 8 && !strcmp(de->d_name + nl - 8, ".deleted")) { /* an interrupted delete */
+      snprintf(path, sizeof path, "%s/%s", tdir, de->d_name);
+      rm_rf(path);
+      continue;
+    }
+    char builds[4500];
+    snprintf(builds, sizeof builds, "%s/%s/builds", tdir, de->d_name);
+    DIR *bd = opendir(builds);
+    struct dirent *be;
+    while (bd && (be = readdir(bd))) {
+      if (be->d_name[0] == '.') continue;
+      snprintf(path, sizeof path, "%s/%s", builds, be->d_name);
+      if (!in_list(used, path)) {
+        engine_log("template %s: removing unused build %s", de->d_name, be->d_name);
+        rm_rf(path);
+      }
+    }
+    if (bd) closedir(bd);
+  }
+  if (d) closedir(d);
+  cJSON_Delete(used);
+}
+
+void build_cleanup(engine *e) {
+  char dir[4200];
+  snprintf(dir, sizeof dir, "%s/sandboxes", e->state_dir);
+  DIR *d = opendir(dir);
+  struct dirent *de;
+  while (d && (de = readdir(d))) {
+    if (strncmp(de->d_name, "bld", 3) != 0 || strlen(de->d_name) != ENGINE_ID_LEN) continue;
+    if (asbe_state_remove(e->iso, de->d_name) == 0)
+      engine_log("removed the build sandbox %s of an interrupted build", de->d_name);
+  }
+  if (d) closedir(d);
+}

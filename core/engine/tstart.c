@@ -1,0 +1,176 @@
+/* A built template's start command and ready check, run while a sandbox is
+ * created: the command starts in the background (as its user, with the
+ * template's and the sandbox's environment and ASB_SERVER_TOKEN = the
+ * sandbox's envd access token; output appended to /var/log/asb/start.log
+ * inside), then the ready check (a port accepting connections, or a
+ * command exiting 0) is retried until it passes or its timeout ends.
+ * SPDX-License-Identifier: Apache-2.0 */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "engine.h"
+#include "proto/pjson.h"
+#include "util/buf.h"
+#include "util/util.h"
+
+#define CHECK_CMD_MAX_MS 10000
+#define TAIL_BYTES 1500
+
+static const char START_PREFIX[] =
+    "log=/var/log/asb/start.log; [ -w /var/log/asb ] || log=/tmp/asb-start.log; "
+    "exec >>\"$log\" 2>&1 </dev/null; ";
+
+/* The last bytes the start command wrote (read inside the sandbox). */
+static void start_output(sbx *s, char *out, size_t len) {
+  out[0] = '\0';
+  const char *argv[] = {"/bin/sh", "-c",
+                        "tail -c " "1500" " /var/log/asb/start.log 2>/dev/null || "
+                        "tail -c 1500 /tmp/asb-start.log 2>/dev/null",
+                        NULL};
+  char **envp = sbx_env(0, NULL, NULL, NULL, NULL);
+  sbx_run_opts o = {argv, (const char *const *)envp, 0, "/", NULL, 0, 5000, TAIL_BYTES + 64, 1, 1};
+  sbx_run_result r;
+  if (envp && sbx_run(s->iso, &o, &r) == 0) {
+    snprintf(out, len, "%s", r.out.data ? r.out.data : "");
+    sbx_run_result_free(&r);
+  }
+  sbx_env_free(envp);
+}
+
+/* Starts a shell command: bash -l -c if the template has bash, else sh -c
+ * (-ENOENT from the first means no bash there, or no cwd). */
+static int exec_shell(sbx *s, const char *cmd, int uid, const char *cwd, char **envp,
+                      asbe_proc **p) {
+  static const char *const shells[][2] = {{"/bin/bash", "-lc"}, {"/bin/sh", "-c"}};
+  int rc = -ENOENT;
+  for (int i = 0; i < 2 && rc == -ENOENT; i++) {
+    const char *argv[] = {shells[i][0], shells[i][1], cmd, NULL};
+    asbe_exec_opts o;
+    memset(&o, 0, sizeof o);
+    o.argv = argv;
+    o.envp = (const char *const *)envp;
+    o.uid = (uid_t)uid;
+    o.gid = (gid_t)uid;
+    o.gid_set = 1;
+    o.cwd = cwd;
+    o.stdin_fd = o.stdout_fd = o.stderr_fd = -1;
+    rc = asbe_sandbox_exec(s->iso, &o, p);
+  }
+  return rc;
+}
+
+int template_start(engine *e, sbx *s, template_info *t, char *err, size_t errlen) {
+  (void)e;
+  const cJSON *start = cJSON_GetObjectItemCaseSensitive(t->spec, "start");
+  if (!cJSON_IsObject(start)) return 0;
+  const cJSON *ready = cJSON_GetObjectItemCaseSensitive(t->spec, "ready");
+  const char *cmd = cJSON_GetObjectItemCaseSensitive(start, "cmd")->valuestring;
+  const char *user = cJSON_GetObjectItemCaseSensitive(start, "user")->valuestring;
+  const char *cwd = cJSON_GetObjectItemCaseSensitive(start, "cwd")->valuestring;
+  int uid = !strcmp(user, "root") ? 0 : 1000;
+  char tok[128], sid[64];
+  snprintf(tok, sizeof tok, "ASB_SERVER_TOKEN=%s", s->token);
+  snprintf(sid, sizeof sid, "ASB_SANDBOX_ID=%s", s->id);
+  const char *extra[] = {tok, sid, NULL};
+  char **envp = sbx_env(uid, cJSON_GetObjectItemCaseSensitive(t->spec, "env"), s->env_vars,
+                        cJSON_GetObjectItemCaseSensitive(start, "env"), extra);
+  asbi_buf full = ASBI_BUF_INIT;
+  asbi_buf_puts(&full, START_PREFIX);
+  asbi_buf_puts(&full, cmd);
+  asbe_proc *p = NULL;
+  int64_t t0 = now_unix_ms();
+  int rc = envp && full.data ? exec_shell(s, full.data, uid, cwd, envp, &p) : -ENOMEM;
+  asbi_buf_free(&full);
+  if (rc) {
+    snprintf(err, errlen, "template %s: cannot run the start command '%.200s' as %s in %s: %s",
+             t->alias, cmd, user, cwd, asbe_errmsg());
+    sbx_env_free(envp);
+    return -1;
+  }
+  if (!cJSON_IsObject(ready)) {
+    engine_log("sandbox %s: start command running", s->id);
+    asbe_proc_free(p);
+    sbx_env_free(envp);
+    return 0;
+  }
+  const cJSON *port_j = cJSON_GetObjectItemCaseSensitive(ready, "port");
+  const cJSON *cmd_j = cJSON_GetObjectItemCaseSensitive(ready, "cmd");
+  int timeout_s = cJSON_GetObjectItemCaseSensitive(ready, "timeout")->valueint;
+  int interval = cJSON_GetObjectItemCaseSensitive(ready, "interval")->valueint;
+  int64_t deadline = t0 + (int64_t)timeout_s * 1000;
+  char check[300], last[TAIL_BYTES + 200] = "";
+  if (cJSON_IsNumber(port_j))
+    snprintf(check, sizeof check, "port %d", port_j->valueint);
+  else
+    snprintf(check, sizeof check, "command '%.200s'", cmd_j->valuestring);
+  int ok = 0, died = 0, status = 0;
+  for (int attempt = 0;; attempt++) {
+    if (cJSON_IsNumber(port_j)) {
+      int fd = asbe_sandbox_connect_tcp(s->iso, (uint16_t)port_j->valueint);
+      if (fd >= 0) {
+        close(fd);
+        ok = 1;
+      } else {
+        snprintf(last, sizeof last, "connecting to port %d: %s", port_j->valueint,
+                 strerror(-fd));
+      }
+    } else {
+      int64_t left = deadline - now_unix_ms();
+      const char *argv[] = {"/bin/sh", "-c", cmd_j->valuestring, NULL};
+      sbx_run_opts o = {argv, (const char *const *)envp, uid, cwd, NULL, 0,
+                        (int)(left < CHECK_CMD_MAX_MS ? (left > 100 ? left : 100) : CHECK_CMD_MAX_MS),
+                        TAIL_BYTES, 1, 1};
+      sbx_run_result r;
+      if (sbx_run(s->iso, &o, &r) == 0) {
+        if (!r.timed_out && r.exit_code == 0) ok = 1;
+        else if (r.timed_out)
+          snprintf(last, sizeof last, "timed out; output: %s", r.out.data);
+        else
+          snprintf(last, sizeof last, "exit code %d; output: %s", r.exit_code, r.out.data);
+        sbx_run_result_free(&r);
+      } else {
+        snprintf(last, sizeof last, "cannot run it: %s", asbe_errmsg());
+      }
+    }
+    if (ok) break;
+    if (asbe_proc_wait(p, 0, &status) == 0) {
+      died = 1;
+      break;
+    }
+    /* back off from 2 ms up to the interval: most servers are up within
+     * milliseconds, and a slow one is not polled more than asked */
+    int nap = 2 << (attempt < 16 ? attempt : 16);
+    if (nap > interval) nap = interval;
+    if (now_unix_ms() + nap >= deadline) break;
+    usleep((useconds_t)nap * 1000);
+  }
+  sbx_env_free(envp);
+  if (ok) {
+    engine_log("sandbox %s: ready (%s) after %lld ms", s->id, check,
+               (long long)(now_unix_ms() - t0));
+    asbe_proc_free(p);
+    return 0;
+  }
+  char out[TAIL_BYTES + 64];
+  start_output(s, out, sizeof out);
+  if (died) {
+    int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    snprintf(err, errlen,
+             "template %s: the start command '%.200s' exited (code %d) before the ready check "
+             "(%s) passed; last check: %s; start command output: %s",
+             t->alias, cmd, code, check, last[0] ? last : "none", out[0] ? out : "(none)");
+  } else {
+    snprintf(err, errlen,
+             "template %s: the ready check (%s) did not pass within %d s; last check: %s; "
+             "start command output: %s",
+             t->alias, check, timeout_s, last[0] ? last : "none", out[0] ? out : "(none)");
+  }
+  asbe_proc_signal(p, SIGKILL);
+  asbe_proc_free(p);
+  return -1;
+}

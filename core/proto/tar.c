@@ -1,0 +1,297 @@
+/* ustar/GNU/pax tar reader and a deterministic ustar writer.
+ * SPDX-License-Identifier: Apache-2.0 */
+#include "tar.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define BLOCK 512
+#define NAME_MAX_LEN 4095
+
+/* ---- writer -------------------------------------------------------------- */
+
+static void octal(char *field, size_t width, uint64_t v) {
+  /* width-1 digits, then NUL */
+  char tmp[32];
+  snprintf(tmp, sizeof tmp, "%0*llo", (int)(width - 1), (unsigned long long)v);
+  memcpy(field, tmp, width - 1);
+  field[width - 1] = '\0';
+}
+
+static void checksum(unsigned char *h) {
+  memset(h + 148, ' ', 8);
+  unsigned sum = 0;
+  for (int i = 0; i < BLOCK; i++) sum += h[i];
+  char tmp[16];
+  snprintf(tmp, sizeof tmp, "%06o", sum);
+  memcpy(h + 148, tmp, 6);
+  h[154] = '\0';
+  h[155] = ' ';
+}
+
+static int put_header(asbi_buf *out, const char *name, size_t nlen, const char *prefix,
+                      size_t plen, int type, unsigned mode, uint64_t size,
+                      const char *linkname) {
+  unsigned char h[BLOCK];
+  memset(h, 0, sizeof h);
+  memcpy(h, name, nlen);
+  octal((char *)h + 100, 8, mode & 07777);
+  octal((char *)h + 108, 8, 0);
+  octal((char *)h + 116, 8, 0);
+  if (size > 077777777777ull) { /* GNU base-256 */
+    h[124] = 0x80;
+    for (int i = 0; i < 8; i++) h[135 - i] = (unsigned char)(size >> (8 * i));
+  } else {
+    octal((char *)h + 124, 12, size);
+  }
+  octal((char *)h + 136, 12, 0);
+  h[156] = (unsigned char)type;
+  if (linkname) memcpy(h + 157, linkname, strlen(linkname));
+  memcpy(h + 257, "ustar", 6);
+  memcpy(h + 263, "00", 2);
+  octal((char *)h + 329, 8, 0);
+  octal((char *)h + 337, 8, 0);
+  if (plen) memcpy(h + 345, prefix, plen);
+  checksum(h);
+  return asbi_buf_append(out, h, sizeof h) ? -1 : 0;
+}
+
+static int put_data(asbi_buf *out, const void *data, size_t len) {
+  if (len && asbi_buf_append(out, data, len)) return -1;
+  size_t pad = (BLOCK - len % BLOCK) % BLOCK;
+  static const char zeros[BLOCK];
+  return pad && asbi_buf_append(out, zeros, pad) ? -1 : 0;
+}
+
+int asbi_tar_add(asbi_buf *out, const char *name, int type, unsigned mode, const void *data,
+                 size_t len, const char *linkname) {
+  if (!name || !*name || strlen(name) > NAME_MAX_LEN - 1) return -2;
+  if (type == ASBI_TAR_SYMLINK && (!linkname || !*linkname || strlen(linkname) > 100)) return -2;
+  if (type != ASBI_TAR_SYMLINK) linkname = NULL;
+  if (type != ASBI_TAR_FILE) len = 0;
+  char full[NAME_MAX_LEN + 2];
+  snprintf(full, sizeof full, "%s%s", name, type == ASBI_TAR_DIR ? "/" : "");
+  size_t n = strlen(full);
+  size_t start = out->len;
+  int rc = 0;
+  if (n <= 100) {
+    rc = put_header(out, full, n, NULL, 0, type, mode, len, linkname);
+  } else {
+    /* ustar prefix/name split at a '/' */
+    size_t split = 0;
+    for (size_t i = n - 1; i > 0; i--)
+      if (full[i] == '/' && i <= 155 && n - i - 1 <= 100 && n - i - 1 > 0) {
+        split = i;
+        break;
+      }
+    if (split) {
+      rc = put_header(out, full + split + 1, n - split - 1, full, split, type, mode, len,
+                      linkname);
+    } else { /* GNU long name */
+      rc = put_header(out, "././@LongLink", 13, NULL, 0, 'L', 0644, n + 1, NULL);
+      if (!rc) rc = put_data(out, full, n + 1);
+      if (!rc) rc = put_header(out, full, 100, NULL, 0, type, mode, len, linkname);
+    }
+  }
+  if (!rc && type == ASBI_TAR_FILE) rc = put_data(out, data, len);
+  if (rc) {
+    out->len = start; /* leave the archive as it was */
+    if (out->data) out->data[start] = '\0';
+  }
+  return rc;
+}
+
+int asbi_tar_finish(asbi_buf *out) {
+  static const char zeros[2 * BLOCK];
+  return asbi_buf_append(out, zeros, sizeof zeros) ? -1 : 0;
+}
+
+/* ---- reader -------------------------------------------------------------- */
+
+void asbi_tar_reader_init(asbi_tar_reader *r, const char *buf, size_t len) {
+  memset(r, 0, sizeof *r);
+  r->buf = buf;
+  r->len = len;
+}
+
+static int fail(asbi_tar_reader *r, const char *why) {
+  r->err = why;
+  return -1;
+}
+
+static int parse_num(const unsigned char *f, size_t width, uint64_t *out) {
+  if (f[0] & 0x80) { /* base-256 (positive only) */
+    if (f[0] != 0x80) return -1;
+    uint64_t v = 0;
+    for (size_t i = 1; i < width; i++) {
+      if (v >> 56) return -1;
+      v = (v << 8) | f[i];
+    }
+    *out = v;
+    return 0;
+  }
+  size_t i = 0;
+  while (i < width && f[i] == ' ') i++;
+  uint64_t v = 0;
+  int digits = 0;
+  for (; i < width && f[i] >= '0' && f[i] <= '7'; i++, digits++) {
+    if (v >> 60) return -1;
+    v = v * 8 + (uint64_t)(f[i] - '0');
+  }
+  for (; i < width; i++)
+    if (f[i] != ' ' && f[i] != '\0') return -1;
+  (void)digits;
+  *out = v;
+  return 0;
+}
+
+static int zero_block(const unsigned char *h) {
+  for (int i = 0; i < BLOCK; i++)
+    if (h[i]) return 0;
+  return 1;
+}
+
+/* "./a//b/" → "a/b"; -1 for absolute names or ".." components. */
+static int normalise(const char *in, size_t n, char *out, size_t cap) {
+  if (n && in[0] == '/') return -1;
+  size_t o = 0, i = 0;
+  while (i < n) {
+    while (i < n && in[i] == '/') i++;
+    size_t s = i;
+    while (i < n && in[i] != '/') i++;
+    size_t k = i - s;
+    if (k == 0 || (k == 1 && in[s] == '.')) continue;
+    if (k == 2 && in[s] == '.' && in[s + 1] == '.') return -1;
+    if (o + k + 2 > cap) return -1;
+    if (o) out[o++] = '/';
+    memcpy(out + o, in + s, k);
+    o += k;
+  }
+  out[o] = '\0';
+  return 0;
+}
+
+static size_t field_len(const unsigned char *f, size_t width) {
+  size_t n = 0;
+  while (n < width && f[n]) n++;
+  return n;
+}
+
+/* pax records "LEN key=value\n": takes path and linkpath. */
+static int parse_pax(asbi_tar_reader *r, const char *p, size_t n, char *path, int *have_path,
+                     char *link, int *have_link) {
+  size_t i = 0;
+  while (i < n) {
+    size_t j = i, len = 0;
+    while (j < n && p[j] >= '0' && p[j] <= '9') {
+      len = len * 10 + (size_t)(p[j] - '0');
+      if (len > n) return fail(r, "malformed pax header");
+      j++;
+    }
+    if (j == i || j >= n || p[j] != ' ' || len < 3 || i + len > n || p[i + len - 1] != '\n')
+      return fail(r, "malformed pax header");
+    const char *kv = p + j + 1, *end = p + i + len - 1;
+    const char *eq = memchr(kv, '=', (size_t)(end - kv));
+    if (!eq) return fail(r, "malformed pax record");
+    size_t kl = (size_t)(eq - kv), vl = (size_t)(end - eq - 1);
+    if (vl > NAME_MAX_LEN) return fail(r, "pax value too long");
+    if (kl == 4 && memcmp(kv, "path", 4) == 0) {
+      memcpy(path, eq + 1, vl);
+      path[vl] = '\0';
+      *have_path = 1;
+    } else if (kl == 8 && memcmp(kv, "linkpath", 8) == 0) {
+      memcpy(link, eq + 1, vl);
+      link[vl] = '\0';
+      *have_link = 1;
+    }
+    i += len;
+  }
+  return 0;
+}
+
+int asbi_tar_next(asbi_tar_reader *r, asbi_tar_entry *e) {
+  char longname[NAME_MAX_LEN + 1], longlink[NAME_MAX_LEN + 1];
+  int have_name = 0, have_link = 0;
+  if (r->ended) return 0;
+  for (;;) {
+    if (r->len - r->off < BLOCK) {
+      /* no end marker: accept a clean end (some writers omit it) */
+      if (r->off == r->len && !have_name && !have_link) {
+        r->ended = 1;
+        return 0;
+      }
+      return fail(r, "truncated archive");
+    }
+    const unsigned char *h = (const unsigned char *)r->buf + r->off;
+    if (zero_block(h)) {
+      r->ended = 1;
+      if (have_name || have_link) return fail(r, "long name without an entry");
+      return 0;
+    }
+    /* checksum: unsigned sum with the field as spaces */
+    uint64_t want;
+    if (parse_num(h + 148, 8, &want)) return fail(r, "bad checksum field");
+    unsigned sum = 0;
+    for (int i = 0; i < BLOCK; i++) sum += (i >= 148 && i < 156) ? ' ' : h[i];
+    if (sum != want) return fail(r, "checksum mismatch");
+    uint64_t size, mode;
+    if (parse_num(h + 124, 12, &size) || parse_num(h + 100, 8, &mode))
+      return fail(r, "bad size or mode field");
+    int type = h[156];
+    if (type == '\0' || type == '7') type = ASBI_TAR_FILE;
+    /* only regular files (and these metadata entries) carry data here */
+    uint64_t dsize = (type == ASBI_TAR_FILE || type == 'L' || type == 'K' || type == 'x' ||
+                      type == 'g')
+                         ? size
+                         : 0;
+    size_t avail = r->len - r->off - BLOCK;
+    if (dsize > avail) return fail(r, "entry data past the end of the archive");
+    uint64_t padded = (dsize + BLOCK - 1) / BLOCK * BLOCK;
+    if (padded > avail) return fail(r, "truncated archive");
+    const char *data = r->buf + r->off + BLOCK;
+    r->off += BLOCK + (size_t)padded;
+    if (type == 'L' || type == 'K') {
+      if (size == 0 || size > NAME_MAX_LEN + 1) return fail(r, "bad GNU long name");
+      char *dst = type == 'L' ? longname : longlink;
+      size_t n = (size_t)size;
+      while (n && data[n - 1] == '\0') n--;
+      memcpy(dst, data, n);
+      dst[n] = '\0';
+      if (memchr(dst, '\0', n)) return fail(r, "NUL in a long name");
+      if (type == 'L') have_name = 1;
+      else have_link = 1;
+      continue;
+    }
+    if (type == 'x') {
+      if (parse_pax(r, data, (size_t)size, longname, &have_name, longlink, &have_link)) return -1;
+      continue;
+    }
+    if (type == 'g') continue; /* global pax header */
+    memset(e, 0, sizeof *e);
+    char raw[NAME_MAX_LEN + 1];
+    if (have_name) {
+      snprintf(raw, sizeof raw, "%s", longname);
+    } else {
+      size_t nl = field_len(h, 100), pl = 0;
+      if (memcmp(h + 257, "ustar\0", 6) == 0) pl = field_len(h + 345, 155);
+      if (pl)
+        snprintf(raw, sizeof raw, "%.*s/%.*s", (int)pl, (const char *)h + 345, (int)nl,
+                 (const char *)h);
+      else
+        snprintf(raw, sizeof raw, "%.*s", (int)nl, (const char *)h);
+    }
+    if (memchr(raw, '\0', strlen(raw)) || normalise(raw, strlen(raw), e->name, sizeof e->name))
+      return fail(r, "unsafe or malformed entry name");
+    if (have_link)
+      snprintf(e->linkname, sizeof e->linkname, "%s", longlink);
+    else
+      snprintf(e->linkname, sizeof e->linkname, "%.*s", (int)field_len(h + 157, 100),
+               (const char *)h + 157);
+    e->type = type;
+    e->mode = (unsigned)(mode & 07777);
+    e->size = dsize;
+    e->data = data;
+    return 1;
+  }
+}

@@ -1,0 +1,88 @@
+/* libagentsandbox-server internals shared by its source files. Not installed.
+ * SPDX-License-Identifier: Apache-2.0 */
+#ifndef ASB_SERVER_INTERNAL_H
+#define ASB_SERVER_INTERNAL_H
+
+#include <cjson/cJSON.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+
+#include "agentsandbox/server.h"
+#include "proto/cmdargs.h"
+#include "util/buf.h"
+
+/* ---- errors (error.c) ------------------------------------------------------
+ * Record the detail for asb_server_error_last() and return `code`. */
+int asbs_err(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+#define asbs_oom() asbs_err(ASB_ENOMEM, "out of memory")
+
+/* ---- registry (registry.c) -------------------------------------------------- */
+typedef struct asbs_arg {
+  char *name;
+  char *description; /* never NULL */
+  char *dflt_text;   /* default as given, or NULL */
+  cJSON *dflt;       /* coerced default, or NULL */
+  int type;
+  int required;
+} asbs_arg;
+
+struct asb_server_command {
+  asb_server *server;
+  char *name;
+  char *description; /* never NULL */
+  asb_server_handler_fn handler;
+  void *userdata;
+  asb_server_destroy_fn destroy;
+  int hidden;
+  asbs_arg *args;
+  size_t nargs, capargs;
+  asbi_argspec *specs; /* built when the server starts */
+};
+
+struct asb_server_call {
+  asb_server_command *cmd;
+  cJSON *args;      /* bound arguments */
+  char **texts;     /* per arg: cached string / JSON texts */
+  char *args_text;  /* cached asb_server_call_args_json */
+  char *result;     /* JSON text of the result, or NULL */
+  char *err_type, *err_message;
+};
+
+struct asb_server {
+  /* configuration */
+  char *host;
+  char *token; /* NULL = none */
+  size_t max_body;
+  unsigned max_conns;
+  long grace_ms;
+  /* registry */
+  asb_server_command **cmds;
+  size_t ncmds, capcmds;
+  char *listing; /* GET /commands body, built at start */
+  /* running */
+  pthread_mutex_t mu;
+  atomic_int running;   /* 1 from start until fully stopped */
+  atomic_int stopping;  /* stop requested */
+  atomic_int port;
+  atomic_int inflight;  /* requests being handled */
+  int stop_pipe[2];     /* written by asb_server_stop (async-signal-safe) */
+  int listen_fd;
+  void *daemon;         /* struct MHD_Daemon */
+  pthread_t bg_thread;  /* background mode: the supervisor */
+  int bg;
+  pthread_cond_t done_cv;
+  int done;             /* the last run finished */
+};
+
+asb_server_command *asbs_find(const asb_server *s, const char *name);
+/* Freeze the registry: build per-command specs and the listing. */
+int asbs_freeze(asb_server *s);
+/* Run a command: bind the body, call the handler. Fills *status and a
+ * malloc'd JSON body. */
+void asbs_invoke(asb_server_command *c, const char *body, size_t len,
+                 int *status, char **reply);
+/* {"error": message, "type": type} (malloc'd, never NULL unless OOM). */
+char *asbs_error_json(const char *message, const char *type);
+
+#endif

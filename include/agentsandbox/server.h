@@ -1,0 +1,221 @@
+/*
+ * agent-sandbox — the server SDK: named commands served over HTTP from
+ * inside a sandbox (libagentsandbox-server, `asb_server_*`).
+ *
+ * Copyright 2026 The agent-sandbox authors. SPDX-License-Identifier: Apache-2.0
+ *
+ * A program in a template registers commands (a name, a description, typed
+ * arguments, a C handler) and serves them, by default on port 9000:
+ *
+ *   GET  /health          {"status":"ok"}
+ *   GET  /commands        {"commands":[{"name","description","args":[{"name",
+ *                          "type","required","default","description"}]}]}
+ *   POST /commands/<name> body = a JSON object of keyword arguments →
+ *                          200 {"result": <the handler's JSON result>}
+ *
+ * Errors are {"error": <message>, "type": <name>}: 404 for an unknown
+ * command ("Unknown command 'x'; available: a, b"), 400 for a malformed body
+ * or bad arguments, 401 without the access token, 413 for a body over the
+ * limit, 500 when the handler fails (type and message are the handler's).
+ * Clients call them with asb_sandbox_run_command (agentsandbox/named.h).
+ *
+ * This library is separate from libagentsandbox (the client) and needs
+ * neither libcurl nor OpenSSL: only libmicrohttpd and cJSON. It shares the
+ * client's status codes and error struct (errors.h) but keeps its own
+ * thread-local last error, read with asb_server_error_last() — so a program
+ * may link both libraries. This header is C89-clean and usable from C++.
+ */
+#ifndef AGENTSANDBOX_SERVER_H
+#define AGENTSANDBOX_SERVER_H
+
+#include "common.h"
+#include "errors.h"
+
+ASB_BEGIN_DECL
+
+/* A command server: the registry of commands and the HTTP service. */
+typedef struct asb_server asb_server;
+/* A registered command (owned by its server). */
+typedef struct asb_server_command asb_server_command;
+/* One call of a command, handed to its handler. */
+typedef struct asb_server_call asb_server_call;
+
+/* Argument types. Values arriving as JSON are coerced: an integer or a
+ * float also from a string holding one ("42", "2.5"); a boolean from
+ * true/false, 1/0 or the strings true/false/yes/no/on/off/1/0 (any case);
+ * a string also from a number or a boolean (its text); json takes any
+ * value as is. */
+typedef enum asb_server_arg_type {
+  ASB_ARG_STRING = 1,
+  ASB_ARG_INTEGER = 2,
+  ASB_ARG_FLOAT = 3,
+  ASB_ARG_BOOLEAN = 4,
+  ASB_ARG_JSON = 5
+} asb_server_arg_type;
+
+/* Flags of asb_server_command_add_arg. */
+#define ASB_ARG_REQUIRED 1
+
+/* A command's handler. Read the arguments with the asb_server_call_*
+ * getters, set a result with asb_server_call_set_result_* and return 0;
+ * or return non-zero to fail the call (HTTP 500), after describing the
+ * failure with asb_server_call_error. Handlers run on the server's threads,
+ * several at once when requests arrive together. */
+typedef int ASB_CALLBACK(asb_server_handler_fn)(asb_server_call *call,
+                                                void *userdata);
+/* Releases a command's userdata when the server is freed. */
+typedef void ASB_CALLBACK(asb_server_destroy_fn)(void *userdata);
+
+#define ASB_SERVER_OPTIONS_VERSION 1
+
+typedef struct asb_server_options {
+  unsigned int version;      /* ASB_SERVER_OPTIONS_VERSION */
+  const char *host;          /* address to listen on: NULL = "0.0.0.0"
+                                (IPv4 or IPv6 literal) */
+  const char *token;         /* X-Access-Token required on every route but
+                                /health: NULL = $ASB_SERVER_TOKEN (none if
+                                unset or empty), "" = none */
+  size_t max_body_bytes;     /* request bodies: 0 = 1 MiB (larger: 413) */
+  unsigned int max_connections; /* 0 = 256 */
+  long shutdown_grace_ms;    /* how long stopping waits for calls in
+                                progress: 0 = 10000, negative = no limit */
+} asb_server_options;
+
+#define ASB_SERVER_OPTIONS_INIT \
+  { ASB_SERVER_OPTIONS_VERSION, NULL, NULL, 0, 0, 0 }
+
+ASB_API(int) asb_server_options_init(asb_server_options *opts,
+                                     unsigned int version);
+
+/* Make a server (nothing listens yet). opts may be NULL. Errors:
+ * ASB_EVERSION, ASB_ENOMEM. */
+ASB_API(int) asb_server_new(asb_server **out, const asb_server_options *opts);
+
+/* Stop the server if it runs (asb_server_stop + asb_server_wait), call each
+ * command's destroy function, release everything. Accepts NULL. Not from a
+ * handler. */
+ASB_API(void) asb_server_free(asb_server *server);
+
+/* ---- the registry ---------------------------------------------------------
+ * Register every command before the server starts; the registry is frozen
+ * from then on (ASB_EINVAL). */
+
+/* Register a command. name: 1..128 of [A-Za-z0-9_.-], starting with a
+ * letter or '_'. description may be NULL. destroy (may be NULL) is called
+ * with userdata by asb_server_free, also when registration fails. *out (may
+ * be NULL) receives the command, to add arguments to; it is owned by the
+ * server. Errors: ASB_EINVAL (bad name, server running), ASB_EEXISTS (name
+ * taken), ASB_ENOMEM. */
+ASB_API(int) asb_server_register(asb_server *server, const char *name,
+                                 const char *description,
+                                 asb_server_handler_fn handler, void *userdata,
+                                 asb_server_destroy_fn destroy,
+                                 asb_server_command **out);
+
+/* Declare an argument: name is [A-Za-z_][A-Za-z0-9_]* (at most 128); type
+ * an asb_server_arg_type; flags ASB_ARG_REQUIRED or 0; default_value (may
+ * be NULL) is the value an omitted argument takes, written as text ("42",
+ * "yes", "2.5", JSON for json, verbatim for string) — it must be valid for
+ * the type and cannot go with ASB_ARG_REQUIRED. An optional argument
+ * without a default is simply absent when omitted. description may be
+ * NULL. Errors: ASB_EINVAL, ASB_EEXISTS (argument declared twice),
+ * ASB_ENOMEM. */
+ASB_API(int) asb_server_command_add_arg(asb_server_command *command,
+                                        const char *name, int type, int flags,
+                                        const char *default_value,
+                                        const char *description);
+
+/* Hide the command from GET /commands (it stays callable). */
+ASB_API(int) asb_server_command_set_hidden(asb_server_command *command,
+                                           int hidden);
+
+/* ---- running ----------------------------------------------------------------
+ * port: 1..65535, or 0 for a free port (read it with asb_server_port). */
+
+/* Serve until asb_server_stop is called (from a handler, another thread or
+ * a signal handler), then shut down gracefully and return ASB_OK. Errors:
+ * ASB_EINVAL (bad port, already running), ASB_ECONNECTION (cannot listen:
+ * the message says why, e.g. the port is in use), ASB_ENOMEM. */
+ASB_API(int) asb_server_start(asb_server *server, int port);
+
+/* Start serving on threads of the server's own and return once it listens.
+ * Stop it with asb_server_stop + asb_server_wait, or asb_server_free. Same
+ * errors as asb_server_start. */
+ASB_API(int) asb_server_start_background(asb_server *server, int port);
+
+/* The port the server listens on, or 0 when it is not running. */
+ASB_API(int) asb_server_port(const asb_server *server);
+
+/* Ask the server to stop: it stops accepting connections, lets calls in
+ * progress finish (up to shutdown_grace_ms), then closes every connection.
+ * Returns at once. Async-signal-safe: call it from a SIGTERM handler.
+ * Stopping a server that does not run is a no-op. */
+ASB_API(int) asb_server_stop(asb_server *server);
+
+/* Wait until the server has stopped (after asb_server_stop). Returns at
+ * once when it does not run. Not from a handler. */
+ASB_API(int) asb_server_wait(asb_server *server);
+
+/* ---- calls: arguments --------------------------------------------------------
+ * Strings returned are owned by the call and valid until the handler
+ * returns. An argument is present when the request gave it or it has a
+ * default. */
+
+/* The command's name. */
+ASB_API(const char *) asb_server_call_command(const asb_server_call *call);
+/* 1 if the argument is present, else 0. */
+ASB_API(int) asb_server_call_has(const asb_server_call *call, const char *arg);
+/* A string argument; other types as text ("42", "true", JSON). NULL if
+ * absent. */
+ASB_API(const char *) asb_server_call_string(asb_server_call *call,
+                                             const char *arg);
+/* An integer argument (a float is truncated, a boolean is 0/1); 0 if
+ * absent. */
+ASB_API(asb_int64) asb_server_call_integer(const asb_server_call *call,
+                                           const char *arg);
+/* A float or integer argument; 0.0 if absent. */
+ASB_API(double) asb_server_call_float(const asb_server_call *call,
+                                      const char *arg);
+/* A boolean argument (1 or 0); 0 if absent. */
+ASB_API(int) asb_server_call_boolean(const asb_server_call *call,
+                                     const char *arg);
+/* Any argument as compact JSON text ("\"hi\"", "[1,2]"); NULL if absent. */
+ASB_API(const char *) asb_server_call_json(asb_server_call *call,
+                                           const char *arg);
+/* Every present argument as one JSON object. */
+ASB_API(const char *) asb_server_call_args_json(asb_server_call *call);
+
+/* ---- calls: results -----------------------------------------------------------
+ * The last result set wins; a handler that returns 0 without one answers
+ * {"result": null}. Each returns ASB_OK, ASB_EINVAL or ASB_ENOMEM. */
+
+/* A result given as JSON text (any value: object, array, string, ...);
+ * ASB_EINVAL if it is not one valid JSON document. */
+ASB_API(int) asb_server_call_set_result_json(asb_server_call *call,
+                                             const char *json);
+ASB_API(int) asb_server_call_set_result_string(asb_server_call *call,
+                                               const char *value);
+ASB_API(int) asb_server_call_set_result_integer(asb_server_call *call,
+                                                asb_int64 value);
+ASB_API(int) asb_server_call_set_result_float(asb_server_call *call,
+                                              double value);
+ASB_API(int) asb_server_call_set_result_boolean(asb_server_call *call,
+                                                int value);
+
+/* Describe the failure of the call: type names it (like an exception
+ * class: "ValueError"; NULL = "Error"), message says what happened. The
+ * client sees HTTP 500 {"error": message, "type": type}. Returns
+ * ASB_ECOMMANDFAILED, so a handler can end with
+ *   return asb_server_call_error(call, "ValueError", "n must be >= 0"); */
+ASB_API(int) asb_server_call_error(asb_server_call *call, const char *type,
+                                   const char *message);
+
+/* ---- errors ---------------------------------------------------------------------
+ * The calling thread's last error in this library (never NULL): code (an
+ * asb_status), message. Valid until the next failing call of this library
+ * on the thread. */
+ASB_API(const asb_error *) asb_server_error_last(void);
+
+ASB_END_DECL
+
+#endif /* AGENTSANDBOX_SERVER_H */

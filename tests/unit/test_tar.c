@@ -1,0 +1,177 @@
+/* Unit tests for core/proto/tar: the writer, the reader, and archives made
+ * by GNU tar in its ustar, gnu and pax formats. SPDX-License-Identifier: Apache-2.0 */
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "proto/tar.h"
+#include "testing.h"
+#include "util/util.h"
+
+static asbi_tar_entry E;
+
+TEST(round_trip) {
+  asbi_buf b = ASBI_BUF_INIT;
+  char longdir[200], longname[400], flat[300];
+  memset(longdir, 'd', 150);
+  longdir[150] = 0;
+  snprintf(longname, sizeof longname, "%s/file-with-a-name.txt", longdir);
+  memset(flat, 'f', 250);
+  flat[250] = 0;
+  char *big = malloc(70000);
+  for (int i = 0; i < 70000; i++) big[i] = (char)(i * 7);
+  CHECK_INT(asbi_tar_add(&b, "template.yaml", ASBI_TAR_FILE, 0644, "name: x\n", 8, NULL), 0);
+  CHECK_INT(asbi_tar_add(&b, "src", ASBI_TAR_DIR, 0755, NULL, 0, NULL), 0);
+  CHECK_INT(asbi_tar_add(&b, "src/run.sh", ASBI_TAR_FILE, 0755, "#!/bin/sh\n", 10, NULL), 0);
+  CHECK_INT(asbi_tar_add(&b, "src/link", ASBI_TAR_SYMLINK, 0777, NULL, 0, "run.sh"), 0);
+  CHECK_INT(asbi_tar_add(&b, "empty", ASBI_TAR_FILE, 0600, NULL, 0, NULL), 0);
+  CHECK_INT(asbi_tar_add(&b, longname, ASBI_TAR_FILE, 0644, "L", 1, NULL), 0);
+  CHECK_INT(asbi_tar_add(&b, flat, ASBI_TAR_FILE, 0644, "F", 1, NULL), 0);
+  CHECK_INT(asbi_tar_add(&b, "big.bin", ASBI_TAR_FILE, 0644, big, 70000, NULL), 0);
+  CHECK_INT(asbi_tar_add(&b, "", ASBI_TAR_FILE, 0644, NULL, 0, NULL), -2);
+  CHECK_INT(asbi_tar_add(&b, "l2", ASBI_TAR_SYMLINK, 0777, NULL, 0, NULL), -2);
+  CHECK_INT(asbi_tar_finish(&b), 0);
+  CHECK_INT(b.len % 512, 0);
+  asbi_tar_reader r;
+  asbi_tar_reader_init(&r, b.data, b.len);
+  REQUIRE(asbi_tar_next(&r, &E) == 1);
+  CHECK_STR(E.name, "template.yaml");
+  CHECK_INT(E.type, ASBI_TAR_FILE);
+  CHECK_INT(E.mode, 0644);
+  CHECK_MEM(E.data, E.size, "name: x\n", 8);
+  REQUIRE(asbi_tar_next(&r, &E) == 1);
+  CHECK_STR(E.name, "src");
+  CHECK_INT(E.type, ASBI_TAR_DIR);
+  CHECK_INT(E.mode, 0755);
+  REQUIRE(asbi_tar_next(&r, &E) == 1);
+  CHECK_STR(E.name, "src/run.sh");
+  CHECK_INT(E.mode, 0755);
+  REQUIRE(asbi_tar_next(&r, &E) == 1);
+  CHECK_STR(E.name, "src/link");
+  CHECK_INT(E.type, ASBI_TAR_SYMLINK);
+  CHECK_STR(E.linkname, "run.sh");
+  CHECK_INT(E.size, 0);
+  REQUIRE(asbi_tar_next(&r, &E) == 1);
+  CHECK_STR(E.name, "empty");
+  CHECK_INT(E.size, 0);
+  REQUIRE(asbi_tar_next(&r, &E) == 1);
+  CHECK_STR(E.name, longname);
+  REQUIRE(asbi_tar_next(&r, &E) == 1);
+  CHECK_STR(E.name, flat);
+  CHECK_MEM(E.data, E.size, "F", 1);
+  REQUIRE(asbi_tar_next(&r, &E) == 1);
+  CHECK_STR(E.name, "big.bin");
+  CHECK_MEM(E.data, E.size, big, 70000);
+  CHECK_INT(asbi_tar_next(&r, &E), 0);
+  CHECK_INT(asbi_tar_next(&r, &E), 0);
+  /* deterministic: the same entries give the same bytes */
+  asbi_buf b2 = ASBI_BUF_INIT;
+  asbi_tar_add(&b2, "template.yaml", ASBI_TAR_FILE, 0644, "name: x\n", 8, NULL);
+  CHECK_MEM(b.data, 1024, b2.data, 1024);
+  asbi_buf_free(&b2);
+  /* truncations and corruptions are errors, never overreads */
+  for (size_t cut = 1; cut < b.len; cut += 509) {
+    asbi_tar_reader_init(&r, b.data, cut);
+    int rc;
+    while ((rc = asbi_tar_next(&r, &E)) == 1) {
+    }
+    if (rc == 0 && cut % 512 && cut < b.len - 1024) ASBT_FAIL("cut %zu read cleanly", cut);
+  }
+  b.data[150] ^= 1; /* the checksum field of the first header */
+  asbi_tar_reader_init(&r, b.data, b.len);
+  CHECK_INT(asbi_tar_next(&r, &E), -1);
+  CHECK_STR(r.err, "checksum mismatch");
+  free(big);
+  asbi_buf_free(&b);
+}
+
+static int unsafe(const char *name) {
+  asbi_buf b = ASBI_BUF_INIT;
+  /* forge a header with the raw name, bypassing the writer's checks */
+  asbi_tar_add(&b, "placeholder", ASBI_TAR_FILE, 0644, "x", 1, NULL);
+  memset(b.data, 0, 100);
+  memcpy(b.data, name, strlen(name));
+  unsigned sum = 0;
+  memset(b.data + 148, ' ', 8);
+  for (int i = 0; i < 512; i++) sum += (unsigned char)b.data[i];
+  snprintf(b.data + 148, 8, "%06o", sum);
+  asbi_tar_finish(&b);
+  asbi_tar_reader r;
+  asbi_tar_reader_init(&r, b.data, b.len);
+  int rc = asbi_tar_next(&r, &E);
+  asbi_buf_free(&b);
+  return rc;
+}
+
+TEST(names) {
+  CHECK_INT(unsafe("/etc/passwd"), -1);
+  CHECK_INT(unsafe("../x"), -1);
+  CHECK_INT(unsafe("a/../../x"), -1);
+  CHECK_INT(unsafe("a/.."), -1);
+  CHECK_INT(unsafe("./a//b/./c/"), 1);
+  CHECK_STR(E.name, "a/b/c");
+  CHECK_INT(unsafe("..."), 1);
+  CHECK_STR(E.name, "...");
+  CHECK_INT(unsafe("./"), 1);
+  CHECK_STR(E.name, "");
+}
+
+/* Reads an archive made by GNU tar from a small tree. */
+static void gnu_tar(const char *format) {
+  char dir[] = "/tmp/asb-tar-test-XXXXXX";
+  REQUIRE(mkdtemp(dir));
+  char cmd[1024];
+  snprintf(cmd, sizeof cmd,
+           "cd %s && mkdir -p t/sub/%070d/%070d && printf hello > t/a.txt && "
+           "printf x > t/sub/%070d/%070d/deep.txt && ln -s a.txt t/ln && "
+           "tar --format=%s -cf out.tar -C t . 2>/dev/null",
+           dir, 0, 0, 0, 0, format);
+  REQUIRE(system(cmd) == 0);
+  char path[300];
+  snprintf(path, sizeof path, "%s/out.tar", dir);
+  FILE *f = fopen(path, "rb");
+  REQUIRE(f);
+  asbi_buf b = ASBI_BUF_INIT;
+  char chunk[4096];
+  size_t n;
+  while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) asbi_buf_append(&b, chunk, n);
+  fclose(f);
+  asbi_tar_reader r;
+  asbi_tar_reader_init(&r, b.data, b.len);
+  int seen_a = 0, seen_deep = 0, seen_ln = 0, rc;
+  while ((rc = asbi_tar_next(&r, &E)) == 1) {
+    if (!strcmp(E.name, "a.txt")) {
+      seen_a = 1;
+      CHECK_MEM(E.data, E.size, "hello", 5);
+    }
+    if (strstr(E.name, "/deep.txt")) {
+      seen_deep = 1;
+      CHECK_INT(strlen(E.name), 4 + 71 + 71 + 8);
+      CHECK_MEM(E.data, E.size, "x", 1);
+    }
+    if (!strcmp(E.name, "ln")) {
+      seen_ln = 1;
+      CHECK_INT(E.type, ASBI_TAR_SYMLINK);
+      CHECK_STR(E.linkname, "a.txt");
+    }
+  }
+  if (rc != 0) ASBT_FAIL("%s: %s", format, r.err);
+  CHECK(seen_a && seen_deep && seen_ln);
+  asbi_buf_free(&b);
+  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+  if (system(cmd) != 0) ASBT_FAIL("cleanup");
+}
+
+TEST(gnu_tar_formats) {
+  if (access("/usr/bin/tar", X_OK) != 0 && access("/bin/tar", X_OK) != 0) return;
+  gnu_tar("ustar");
+  gnu_tar("gnu");
+  gnu_tar("pax");
+}
+
+int main(void) {
+  RUN(round_trip);
+  RUN(names);
+  RUN(gnu_tar_formats);
+  TEST_MAIN_END();
+}
