@@ -264,6 +264,12 @@ int main(int argc, char **argv) {
             access(envd, X_OK) ? envd : init, strerror(errno));
     return 1;
   }
+  /* Set once, before any thread: templates, writable layers and their dirs
+   * get the modes the code asks for whatever umask the operator runs with,
+   * and nothing changes it later (umask is per process; a thread that
+   * narrowed it for a moment once made the pool thread create a 0700 upper
+   * dir, and user commands in that sandbox failed with EACCES). */
+  umask(022);
   if (mkdir(state, 0700) != 0 && errno != EEXIST) {
     fprintf(stderr, "agent-sandboxd: cannot create %s: %s\n", state, strerror(errno));
     return 1;

@@ -304,13 +304,13 @@ int server_start(engine *e, const char *listen_addr, const char *socket_path) {
       snprintf(u.sun_path, sizeof u.sun_path, "%s", socket_path);
       unlink(socket_path);
       int ufd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-      mode_t old = umask(0077); /* the API key guards it too, but be strict */
+      /* The state dir is 0700; chmod the socket too, but never the
+       * process umask (other threads are creating files right now). */
       if (ufd >= 0 && bind(ufd, (struct sockaddr *)&u, sizeof u) == 0 &&
-          listen(ufd, 512) == 0) {
+          chmod(socket_path, 0600) == 0 && listen(ufd, 512) == 0) {
         s->unx = start_daemon(e, ufd);
         if (s->unx) s->unix_fd = ufd;
       }
-      umask(old);
       if (!s->unx) {
         engine_log("cannot serve on unix socket %s: %s", socket_path, strerror(errno));
         if (ufd >= 0) close(ufd);

@@ -4,6 +4,7 @@
 #include <agentsandbox.h>
 #include <curl/curl.h>
 #include <dirent.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 
@@ -487,6 +488,10 @@ TEST(create_kill_loop_leaks_nothing) {
 }
 
 int main(void) {
+  /* An operator's strict umask must not reach the sandboxes' dirs: the
+   * engine sets its own before any thread (a umask changed for a moment in
+   * one thread once gave a pooled writable layer a 0700 "/"). */
+  umask(077);
   if (engine_fixture_start(&F, "e2e") != 0 || engine_fixture_client(&F, &C) != ASB_OK) {
     fprintf(stderr, "cannot start the engine (%s)\n", ASB_ENGINE_BIN);
     engine_fixture_stop(&F);

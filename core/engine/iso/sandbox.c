@@ -319,6 +319,9 @@ static int prep_writable(int mfd, uid_t uid) {
       return asbe__failerr("mkdir %s on the writable layer", dirs[i]);
     if (fchownat(mfd, dirs[i], uid, uid, AT_SYMLINK_NOFOLLOW) < 0)
       return asbe__failerr("chown %s on the writable layer", dirs[i]);
+    /* upper/ is the sandbox's "/": its mode must not depend on a umask */
+    if (fchmodat(mfd, dirs[i], 0755, 0) < 0)
+      return asbe__failerr("chmod %s on the writable layer", dirs[i]);
   }
   return 0;
 }
