@@ -140,7 +140,8 @@ void ci_exec_unref(ci_exec *e) {
 /* Output lines for the running execution's client. */
 static void client_push(ci_ctx *c, ci_exec *e) {
   if (c->line.len) ci_queue_push(&e->q, c->line.data, c->line.len);
-  asbi_buf_clear(&c->line);
+  if (c->line.cap > (4u << 20)) asbi_buf_free(&c->line);
+  else asbi_buf_clear(&c->line);
 }
 
 /* End an execution's output with an error. */
@@ -326,7 +327,18 @@ static void on_ev(void *ud, const ci_ev *ev) {
   if (!e || c->step != 1 || c->client_closed || c->setup_running) return;
   switch (ev->kind) {
   case CI_EV_COUNT: ci_out_count(&c->line, ev->count); break;
-  case CI_EV_STREAM: ci_out_stream(&c->line, ev->is_stderr, ev->text, ev->len, ev->ts); break;
+  case CI_EV_STREAM: {
+    /* line by line, so a large output is never held twice */
+    size_t off = 0;
+    do {
+      size_t k = ci_out_stream_line(&c->line, ev->is_stderr, ev->text + off, ev->len - off,
+                                    ev->ts, ev->escaped);
+      if (!k) break;
+      client_push(c, e);
+      off += k;
+    } while (off < ev->len);
+    return;
+  }
   case CI_EV_RESULT: ci_out_result(&c->line, ev->bundle, ev->is_main); break;
   case CI_EV_ERROR: ci_out_error(&c->line, ev->ename, ev->evalue, ev->traceback); break;
   default: break;

@@ -105,6 +105,19 @@ void ci_jmsg_free(ci_jmsg *m) {
 }
 
 int ci_jmsg_parse(ci_hmac *h, ci_frame *frames, size_t n, ci_jmsg *out) {
+  return ci_jmsg_parse_lazy(h, frames, n, 0, out);
+}
+
+int ci_jmsg_content(ci_jmsg *m) {
+  if (m->content) return CI_JMSG_OK;
+  if (!m->raw_content.data || !(m->content = parse_object(&m->raw_content))) return CI_JMSG_EJSON;
+  m->raw_content.data = NULL;
+  m->raw_content.len = 0;
+  return CI_JMSG_OK;
+}
+
+int ci_jmsg_parse_lazy(ci_hmac *h, ci_frame *frames, size_t n, size_t lazy_over,
+                       ci_jmsg *out) {
   memset(out, 0, sizeof *out);
   size_t d = 0;
   static const size_t dl = sizeof CI_JMSG_DELIM - 1;
@@ -120,8 +133,14 @@ int ci_jmsg_parse(ci_hmac *h, ci_frame *frames, size_t n, ci_jmsg *out) {
   }
   out->nids = d;
   out->nbuffers = n - d - 6;
+  int lazy = lazy_over && parts[3].len > lazy_over;
+  if (lazy) {
+    defuse_nul_escapes((char *)parts[3].data, parts[3].len);
+    out->raw_content = parts[3];
+  }
   if (!(out->header = parse_object(&parts[0])) || !(out->parent = parse_object(&parts[1])) ||
-      !(out->metadata = parse_object(&parts[2])) || !(out->content = parse_object(&parts[3]))) {
+      !(out->metadata = parse_object(&parts[2])) ||
+      (!lazy && !(out->content = parse_object(&parts[3])))) {
     ci_jmsg_free(out);
     return CI_JMSG_EJSON;
   }
@@ -134,6 +153,74 @@ int ci_jmsg_parse(ci_hmac *h, ci_frame *frames, size_t n, ci_jmsg *out) {
     return CI_JMSG_EFIELD;
   }
   return CI_JMSG_OK;
+}
+
+/* ---- scanning object text ------------------------------------------------ */
+
+static size_t skip_ws(const char *s, size_t n, size_t i) {
+  while (i < n && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r')) i++;
+  return i;
+}
+
+/* s[i] is '"': the index of the closing quote, or n. */
+static size_t string_end(const char *s, size_t n, size_t i) {
+  for (i++; i < n; i++) {
+    if (s[i] == '\\') i++;
+    else if (s[i] == '"') return i;
+  }
+  return n;
+}
+
+/* The index just past the value at s[i], or n if it runs off the end. */
+static size_t value_end(const char *s, size_t n, size_t i) {
+  if (i < n && s[i] == '"') {
+    size_t e = string_end(s, n, i);
+    return e < n ? e + 1 : n;
+  }
+  int depth = 0;
+  for (; i < n; i++) {
+    char c = s[i];
+    if (c == '"') {
+      i = string_end(s, n, i);
+      if (i >= n) return n;
+    } else if (c == '{' || c == '[') {
+      depth++;
+    } else if (c == '}' || c == ']') {
+      if (depth == 0) return i;
+      if (--depth == 0) return i + 1;
+    } else if (c == ',' && depth == 0) {
+      return i;
+    }
+  }
+  return n;
+}
+
+int ci_json_member_body(const char *s, size_t n, const char *key, const char **body,
+                        size_t *len) {
+  size_t kl = strlen(key);
+  size_t i = skip_ws(s, n, 0);
+  if (i >= n || s[i] != '{') return -1;
+  i = skip_ws(s, n, i + 1);
+  while (i < n && s[i] == '"') {
+    size_t ke = string_end(s, n, i);
+    if (ke >= n) return -1;
+    int match = ke - i - 1 == kl && memcmp(s + i + 1, key, kl) == 0;
+    i = skip_ws(s, n, ke + 1);
+    if (i >= n || s[i] != ':') return -1;
+    i = skip_ws(s, n, i + 1);
+    size_t ve = value_end(s, n, i);
+    if (ve >= n || ve <= i) return -1;
+    if (match) {
+      if (s[i] != '"') return -1;
+      *body = s + i + 1;
+      *len = ve - i - 2;
+      return 0;
+    }
+    i = skip_ws(s, n, ve);
+    if (i < n && s[i] == ',') i = skip_ws(s, n, i + 1);
+    else break;
+  }
+  return -1;
 }
 
 const char *ci_jmsg_strerror(int rc) {

@@ -44,6 +44,7 @@ typedef struct ci_jmsg {
   const char *date;      /* in header, or NULL */
   size_t nids;           /* routing identities before the delimiter */
   size_t nbuffers;       /* extra binary buffers after content */
+  ci_frame raw_content;  /* the content frame, when it was left unparsed */
 } ci_jmsg;
 
 /* Parse and verify a received message. On success the caller frees it with
@@ -51,6 +52,19 @@ typedef struct ci_jmsg {
  * read as U+FFFD (kernel output may hold NULs; strings here are C strings):
  * parts must therefore be writable, and are changed in place. */
 int ci_jmsg_parse(ci_hmac *h, ci_frame *frames, size_t n, ci_jmsg *out);
+/* The same, but a content frame longer than lazy_over bytes is verified and
+ * left unparsed (content NULL, raw_content set): large output can then be
+ * copied out of it without a parsed copy. ci_jmsg_content parses it later. */
+int ci_jmsg_parse_lazy(ci_hmac *h, ci_frame *frames, size_t n, size_t lazy_over,
+                       ci_jmsg *out);
+int ci_jmsg_content(ci_jmsg *m);
+
+/* In the JSON object text s[0..n), the top-level member key whose value is
+ * a string: *body points at that string's raw (still escaped) text between
+ * its quotes. 0, or -1 if absent, not a string, or s is not an object.
+ * Keys are compared as written (no unescaping). */
+int ci_json_member_body(const char *s, size_t n, const char *key, const char **body,
+                        size_t *len);
 void ci_jmsg_free(ci_jmsg *m);
 const char *ci_jmsg_strerror(int rc);
 

@@ -30,11 +30,15 @@ extern char **environ;
 
 #define START_TIMEOUT_MS 60000   /* kernel_info must be answered by then */
 #define IOPUB_RETRY_MS 250       /* re-ask kernel_info until iopub is heard */
-#define IDLE_AFTER_REPLY_MS 10000 /* execute_reply without status idle */
+/* After execute_reply, output and the idle status may lag on iopub (an
+ * ipykernel whose flush timed out sends the reply first); a cell ends
+ * without its idle status only after this long with nothing on iopub. */
+#define IDLE_AFTER_REPLY_MS 30000
 #define HB_INTERVAL_MS 5000
 #define HB_TIMEOUT_MS 30000
 #define MAX_FRAMES 64
 #define READ_CHUNK 65536
+#define LAZY_CONTENT (256u * 1024u) /* larger iopub contents: see on_iopub */
 
 struct ci_kernel {
   ci_kind kind;
@@ -60,7 +64,7 @@ struct ci_kernel {
   char session[33];
   char cur_id[33];
   int got_reply, got_idle, errored, reply_status;
-  uint64_t reply_ms;
+  uint64_t reply_ms; /* the reply, or the last iopub message after it */
   int got_info, iopub_seen;
   uint64_t info_sent_ms;
   int hb_out;
@@ -74,6 +78,9 @@ struct ci_kernel {
   size_t carry_len[2];
   unsigned seq;
 };
+
+/* ASB_CODEI_TRACE=1: log each kernel message to stderr. */
+static int g_trace = -1;
 
 /* ---- ZeroMQ context ------------------------------------------------------ */
 
@@ -438,10 +445,26 @@ static void check_done(ci_kernel *k, ci_ev_fn fn, void *ud, int force) {
   fn(ud, &ev);
 }
 
-static void on_iopub(ci_kernel *k, const ci_jmsg *m, ci_ev_fn fn, void *ud) {
+static void on_iopub(ci_kernel *k, ci_jmsg *m, ci_ev_fn fn, void *ud) {
   k->iopub_seen = 1;
+  if (k->busy && k->got_reply) k->reply_ms = asbi_now_ms();
   if (!k->busy || !m->parent_id || strcmp(m->parent_id, k->cur_id) != 0) return;
   const char *t = m->msg_type;
+  if (!m->content && strcmp(t, "stream") == 0) {
+    /* Large output (ipykernel sends all that was printed since its last
+     * flush, tens of MB when the cell prints fast): copy the text's JSON
+     * escapes straight into our lines instead of parsing a copy. */
+    const char *s = m->raw_content.data, *name, *text;
+    size_t sl = m->raw_content.len, nl, tl;
+    if (ci_json_member_body(s, sl, "name", &name, &nl) == 0 &&
+        ci_json_member_body(s, sl, "text", &text, &tl) == 0 && ci_json_body_valid(text, tl)) {
+      ci_ev ev = {.kind = CI_EV_STREAM, .is_stderr = nl == 6 && memcmp(name, "stderr", 6) == 0,
+                  .text = text, .len = tl, .ts = m->date, .escaped = 1};
+      fn(ud, &ev);
+      return;
+    }
+  }
+  if (ci_jmsg_content(m) != CI_JMSG_OK) return;
   const cJSON *c = m->content;
   if (strcmp(t, "status") == 0) {
     const char *st = cstr(c, "execution_state");
@@ -484,7 +507,7 @@ static void on_shell(ci_kernel *k, const ci_jmsg *m, ci_ev_fn fn, void *ud) {
   if (st && strcmp(st, "error") == 0) {
     k->reply_status = CI_DONE_ERROR;
     emit_error(k, m->content, fn, ud);
-  } else if (st && strcmp(st, "abort") == 0) {
+  } else if (st && (strcmp(st, "abort") == 0 || strcmp(st, "aborted") == 0)) {
     k->reply_status = CI_DONE_ABORT;
     if (!k->errored) {
       k->errored = 1;
@@ -527,7 +550,14 @@ static int drain_socket(ci_kernel *k, void *sock, int which, ci_ev_fn fn, void *
       k->hb_next_ms = asbi_now_ms() + HB_INTERVAL_MS;
     } else if (rc == 0 && which != 2) {
       ci_jmsg m;
-      int prc = ci_jmsg_parse(k->hmac, frames, n, &m);
+      int prc = ci_jmsg_parse_lazy(k->hmac, frames, n, which == 1 ? LAZY_CONTENT : 0, &m);
+      if (prc == CI_JMSG_OK && g_trace) {
+        size_t tot = 0;
+        for (size_t i = 0; i < n; i++) tot += frames[i].len;
+        fprintf(stderr, "code-interpreter: %llu %s %s %s %zu bytes%s\n",
+                (unsigned long long)asbi_now_ms(), k->tag, which ? "iopub" : "shell", m.msg_type,
+                tot, m.parent_id && strcmp(m.parent_id, k->cur_id) == 0 ? " (current)" : "");
+      }
       if (prc == CI_JMSG_OK) {
         if (which == 0) on_shell(k, &m, fn, ud);
         else on_iopub(k, &m, fn, ud);
@@ -770,6 +800,7 @@ int ci_kernel_start(ci_kernel **out, const ci_kspec *spec, const char *cwd,
   k->pidfd = k->diag_fd = k->cmd_fd = k->out_fd = k->err_fd = k->ev_fd = -1;
   k->started_ms = asbi_now_ms();
   snprintf(k->tag, sizeof k->tag, "%s", tag);
+  if (g_trace < 0) g_trace = asbi_parse_bool(asbi_getenv("ASB_CODEI_TRACE"), 0);
   int rc = spec->kind == CI_KIND_JUPYTER ? start_jupyter(k, spec, cwd, rundir, err, errlen)
                                          : start_driver(k, spec, cwd, rundir, err, errlen);
   if (rc == 0) {
@@ -853,8 +884,14 @@ int ci_kernel_handle(ci_kernel *k, const zmq_pollitem_t *items, int n, ci_ev_fn 
       }
     }
     if (k->busy) {
-      if (k->got_reply && !k->got_idle && now - k->reply_ms >= IDLE_AFTER_REPLY_MS)
+      if (k->got_reply && !k->got_idle && now - k->reply_ms >= IDLE_AFTER_REPLY_MS) {
+        static const char note[] =
+            "[code-interpreter: the kernel replied but sent no idle status for 30 s; "
+            "output it sends later is not part of this execution]\n";
+        ci_ev ev = {.kind = CI_EV_STREAM, .is_stderr = 1, .text = note, .len = sizeof note - 1};
+        fn(ud, &ev);
         check_done(k, fn, ud, 1);
+      }
       if (k->hb_out && now - k->hb_sent_ms >= HB_TIMEOUT_MS) {
         snprintf(k->why, sizeof k->why, "the kernel stopped answering its heartbeat for %d s",
                  HB_TIMEOUT_MS / 1000);
@@ -919,8 +956,10 @@ int ci_kernel_execute(ci_kernel *k, const char *code, int silent) {
     ci_out_json_str(&b, code, strlen(code));
     asbi_buf_printf(&b,
                     ",\"silent\":%s,\"store_history\":%s,\"user_expressions\":{},"
-                    "\"allow_stdin\":false,\"stop_on_error\":true}",
+                    "\"allow_stdin\":false,\"stop_on_error\":false}",
                     silent ? "true" : "false", silent ? "false" : "true");
+    /* stop_on_error false: we send one cell at a time, and ipykernel would
+     * otherwise abort a cell that arrives just after one that failed */
     rc = b.data ? jsend(k, k->shell, "execute_request", b.data, k->cur_id) : -1;
     k->hb_out = 0;
     k->hb_next_ms = asbi_now_ms() + HB_INTERVAL_MS;

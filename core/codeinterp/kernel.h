@@ -47,6 +47,7 @@ typedef struct ci_ev {
   const char *text;
   size_t len;
   const char *ts;            /* STREAM: the kernel's timestamp, or NULL */
+  int escaped;               /* STREAM: text is a JSON string's escaped body */
   const cJSON *bundle;       /* RESULT: MIME bundle */
   int is_main;
   const char *ename, *evalue, *traceback; /* ERROR */

@@ -64,20 +64,90 @@ static size_t cut_at(const char *s, size_t n, size_t max) {
   return c;
 }
 
-int ci_out_stream(asbi_buf *b, int is_stderr, const char *text, size_t n,
-                  const char *ts) {
+static int hex4(const char *s, unsigned *v) {
+  *v = 0;
+  for (int i = 0; i < 4; i++) {
+    char c = s[i];
+    unsigned d = c >= '0' && c <= '9' ? (unsigned)(c - '0')
+                 : c >= 'a' && c <= 'f' ? (unsigned)(c - 'a' + 10)
+                 : c >= 'A' && c <= 'F' ? (unsigned)(c - 'A' + 10)
+                                        : 16u;
+    if (d > 15) return -1;
+    *v = *v << 4 | d;
+  }
+  return 0;
+}
+
+/* Length of the unit (a character, an escape, or a surrogate pair of
+ * escapes) at s[0] of a JSON string body, or 0 if it is not valid. */
+static size_t body_unit(const char *s, size_t n) {
+  unsigned char c = (unsigned char)s[0];
+  if (c < 0x20 || c == '"') return 0;
+  if (c >= 0x80) return asbi_utf8_seq((const unsigned char *)s, n);
+  if (c != '\\') return 1;
+  if (n < 2) return 0;
+  if (s[1] && strchr("\"\\/bfnrt", s[1])) return 2;
+  unsigned v, w;
+  if (s[1] != 'u' || n < 6 || hex4(s + 2, &v)) return 0;
+  if (v >= 0xDC00 && v <= 0xDFFF) return 0;
+  if (v < 0xD800 || v > 0xDBFF) return 6;
+  if (n < 12 || s[6] != '\\' || s[7] != 'u' || hex4(s + 8, &w) || w < 0xDC00 || w > 0xDFFF)
+    return 0;
+  return 12;
+}
+
+int ci_json_body_valid(const char *s, size_t n) {
+  size_t i = 0;
+  while (i < n) {
+    /* plain ASCII runs first: the common case */
+    while (i < n && (unsigned char)s[i] >= 0x20 && (unsigned char)s[i] < 0x80 && s[i] != '"' &&
+           s[i] != '\\')
+      i++;
+    if (i >= n) break;
+    size_t k = body_unit(s + i, n - i);
+    if (!k) return 0;
+    i += k;
+  }
+  return 1;
+}
+
+size_t ci_out_stream_line(asbi_buf *b, int is_stderr, const char *text, size_t n,
+                          const char *ts, int escaped) {
   char now[40];
   if (!ts) {
     asbi_rfc3339_now(now);
     ts = now;
   }
+  size_t k;
+  if (!escaped) {
+    k = cut_at(text, n, CI_OUT_MAX_TEXT);
+  } else if (n <= CI_OUT_MAX_TEXT) {
+    k = n;
+  } else {
+    k = 0;
+    while (k < n) {
+      size_t u = body_unit(text + k, n - k);
+      if (!u) u = 1; /* not reached for a checked body */
+      if (k + u > CI_OUT_MAX_TEXT && k) break;
+      k += u;
+    }
+  }
+  if (asbi_buf_puts(b, is_stderr ? "{\"type\":\"stderr\",\"text\":" : "{\"type\":\"stdout\",\"text\":"))
+    return 0;
+  int rc = escaped ? asbi_buf_putc(b, '"') || asbi_buf_append(b, text, k) || asbi_buf_putc(b, '"')
+                   : ci_out_json_str(b, text, k);
+  if (rc || asbi_buf_puts(b, ",\"timestamp\":") || ci_out_json_str(b, ts, strlen(ts)) ||
+      asbi_buf_puts(b, "}\n"))
+    return 0;
+  return k ? k : (n ? 0 : 1);
+}
+
+int ci_out_stream(asbi_buf *b, int is_stderr, const char *text, size_t n,
+                  const char *ts) {
   size_t off = 0;
   do {
-    size_t k = cut_at(text + off, n - off, CI_OUT_MAX_TEXT);
-    if (asbi_buf_puts(b, is_stderr ? "{\"type\":\"stderr\",\"text\":" : "{\"type\":\"stdout\",\"text\":") ||
-        ci_out_json_str(b, text + off, k) || asbi_buf_puts(b, ",\"timestamp\":") ||
-        ci_out_json_str(b, ts, strlen(ts)) || asbi_buf_puts(b, "}\n"))
-      return -1;
+    size_t k = ci_out_stream_line(b, is_stderr, text + off, n - off, ts, 0);
+    if (!k) return -1;
     off += k;
   } while (off < n);
   return 0;

@@ -20,6 +20,17 @@ int ci_out_json_str(asbi_buf *b, const char *s, size_t n);
  * CI_OUT_MAX_TEXT bytes of text. ts NULL = now. */
 int ci_out_stream(asbi_buf *b, int is_stderr, const char *text, size_t n,
                   const char *ts);
+/* One such line for at most CI_OUT_MAX_TEXT bytes from the start of text,
+ * cut where no character (or, with escaped, no JSON escape or surrogate
+ * pair) is split. escaped: text is the body of a JSON string literal, as
+ * it appeared between the quotes (checked by ci_json_body_valid), copied
+ * as it is. Returns the bytes of text used (> 0 unless n is 0), or 0 on
+ * allocation failure. */
+size_t ci_out_stream_line(asbi_buf *b, int is_stderr, const char *text, size_t n,
+                          const char *ts, int escaped);
+/* 1 if s[0..n) is a valid body of a JSON string literal: escapes well
+ * formed, surrogate escapes paired, no control characters, UTF-8. */
+int ci_json_body_valid(const char *s, size_t n);
 /* {"type":"result",…} from a Jupyter MIME bundle, mapped as E2B maps it:
  * text/plain→text (one pair of enclosing quotes removed), text/html→html,
  * text/markdown→markdown, image/svg+xml→svg, image/png→png,
