@@ -12,6 +12,11 @@ scripts/deps.sh
 
 step() { printf '\n==== %s ====\n' "$*"; }
 
+step "test prerequisites"
+# The stock E2B code interpreter npm SDK used by the npm.codei test (pinned
+# in tests/npm-codei).
+npm ci --prefix tests/npm-codei --no-audit --no-fund
+
 step "build (RelWithDebInfo)"
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
 cmake --build build -j "$JOBS"
