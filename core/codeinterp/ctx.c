@@ -827,8 +827,9 @@ int ci_ctx_remove(const char *id) {
 int ci_ctx_startup_done(void) {
   pthread_mutex_lock(&g_mu);
   ci_ctx *c = g_boot;
+  int expected = g_cfg.default_context;
   pthread_mutex_unlock(&g_mu);
-  if (!c) return 1;
+  if (!c) return !expected; /* not started yet, or its start failed */
   pthread_mutex_lock(&c->mu);
   int done = c->state != ST_STARTING || c->removed;
   pthread_mutex_unlock(&c->mu);
@@ -855,6 +856,9 @@ int ci_ctx_start_default(void) {
     pthread_mutex_unlock(&g_mu);
   } else {
     fprintf(stderr, "code-interpreter: default python context: %s\n", err);
+    pthread_mutex_lock(&g_mu);
+    g_cfg.default_context = 0; /* healthy without it: calls report the error */
+    pthread_mutex_unlock(&g_mu);
   }
   pthread_mutex_unlock(&g_default_mu);
   return rc;

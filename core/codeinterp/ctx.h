@@ -16,6 +16,8 @@ typedef struct ci_config {
   size_t queue_mem;        /* per-execution memory bound */
   int interrupt_grace_ms;  /* an interrupted cell that runs on this long gets
                               its kernel restarted */
+  int default_context;     /* a python context is started ahead of the first
+                              call (ci_ctx_start_default); /health waits */
 } ci_config;
 
 int ci_ctx_init(const ci_config *cfg);

@@ -554,8 +554,8 @@ static int drain_socket(ci_kernel *k, void *sock, int which, ci_ev_fn fn, void *
       if (prc == CI_JMSG_OK && g_trace) {
         size_t tot = 0;
         for (size_t i = 0; i < n; i++) tot += frames[i].len;
-        fprintf(stderr, "code-interpreter: %llu %s %s %s %zu bytes%s\n",
-                (unsigned long long)asbi_now_ms(), k->tag, which ? "iopub" : "shell", m.msg_type,
+        fprintf(stderr, "code-interpreter: %llu us %s %s %s %zu bytes%s\n",
+                (unsigned long long)asbi_now_us(), k->tag, which ? "iopub" : "shell", m.msg_type,
                 tot, m.parent_id && strcmp(m.parent_id, k->cur_id) == 0 ? " (current)" : "");
       }
       if (prc == CI_JMSG_OK) {

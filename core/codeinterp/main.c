@@ -115,7 +115,7 @@ int main(int argc, char **argv) {
   sigaddset(&stop, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &stop, NULL);
 
-  ci_config cfg = {.rundir = rundir, .default_cwd = cwd};
+  ci_config cfg = {.rundir = rundir, .default_cwd = cwd, .default_context = default_ctx};
   ci_ctx_init(&cfg);
   ci_server_opts so = {.listen = listen, .port = port, .access_token = token};
   char err[512];
