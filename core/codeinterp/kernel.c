@@ -31,8 +31,12 @@ extern char **environ;
 #define START_TIMEOUT_MS 60000   /* kernel_info must be answered by then */
 #define IOPUB_RETRY_MS 250       /* re-ask kernel_info until iopub is heard */
 /* After execute_reply, output and the idle status may lag on iopub (an
- * ipykernel whose flush timed out sends the reply first); a cell ends
- * without its idle status only after this long with nothing on iopub. */
+ * ipykernel whose flush timed out sends the reply first). If the idle status
+ * has not come PROBE_AFTER_REPLY_MS after the reply, a kernel_info_request
+ * is sent as a barrier: iopub is one ordered stream, so once a message about
+ * the probe arrives, everything the cell published has arrived too. A cell
+ * ends without either only after IDLE_AFTER_REPLY_MS with nothing on iopub. */
+#define PROBE_AFTER_REPLY_MS 1000
 #define IDLE_AFTER_REPLY_MS 30000
 #define HB_INTERVAL_MS 5000
 #define HB_TIMEOUT_MS 30000
@@ -64,6 +68,7 @@ struct ci_kernel {
   char session[33];
   char cur_id[33];
   int got_reply, got_idle, errored, reply_status;
+  char probe_id[33]; /* the barrier's msg_id, "" when none was sent */
   uint64_t reply_ms; /* the reply, or the last iopub message after it */
   int got_info, iopub_seen;
   uint64_t info_sent_ms;
@@ -448,6 +453,11 @@ static void check_done(ci_kernel *k, ci_ev_fn fn, void *ud, int force) {
 static void on_iopub(ci_kernel *k, ci_jmsg *m, ci_ev_fn fn, void *ud) {
   k->iopub_seen = 1;
   if (k->busy && k->got_reply) k->reply_ms = asbi_now_ms();
+  if (k->busy && k->probe_id[0] && m->parent_id && strcmp(m->parent_id, k->probe_id) == 0) {
+    k->got_idle = 1; /* the barrier: nothing of the cell's is still on its way */
+    check_done(k, fn, ud, 0);
+    return;
+  }
   if (!k->busy || !m->parent_id || strcmp(m->parent_id, k->cur_id) != 0) return;
   const char *t = m->msg_type;
   if (!m->content && strcmp(t, "stream") == 0) {
@@ -884,6 +894,9 @@ int ci_kernel_handle(ci_kernel *k, const zmq_pollitem_t *items, int n, ci_ev_fn 
       }
     }
     if (k->busy) {
+      if (k->got_reply && !k->got_idle && !k->probe_id[0] &&
+          now - k->reply_ms >= PROBE_AFTER_REPLY_MS)
+        jsend(k, k->shell, "kernel_info_request", "{}", k->probe_id);
       if (k->got_reply && !k->got_idle && now - k->reply_ms >= IDLE_AFTER_REPLY_MS) {
         static const char note[] =
             "[code-interpreter: the kernel replied but sent no idle status for 30 s; "
@@ -930,7 +943,10 @@ long ci_kernel_timeout(ci_kernel *k) {
     if (k->kind == CI_KIND_JUPYTER && k->got_info) AT(k->info_sent_ms + IOPUB_RETRY_MS);
   }
   if (k->kind == CI_KIND_JUPYTER && k->busy) {
-    if (k->got_reply && !k->got_idle) AT(k->reply_ms + IDLE_AFTER_REPLY_MS);
+    if (k->got_reply && !k->got_idle) {
+      if (!k->probe_id[0]) AT(k->reply_ms + PROBE_AFTER_REPLY_MS);
+      AT(k->reply_ms + IDLE_AFTER_REPLY_MS);
+    }
     if (k->hb_out) AT(k->hb_sent_ms + HB_TIMEOUT_MS);
     else AT(k->hb_next_ms);
   }
@@ -948,6 +964,7 @@ int ci_kernel_execute(ci_kernel *k, const char *code, int silent) {
   k->interrupted = 0;
   k->errored = 0;
   k->got_reply = k->got_idle = 0;
+  k->probe_id[0] = '\0';
   k->reply_status = CI_DONE_OK;
   asbi_buf b = ASBI_BUF_INIT;
   int rc;
