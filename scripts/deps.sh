@@ -11,6 +11,9 @@ PACKAGES=(
   libmicrohttpd-dev libseccomp-dev libzmq3-dev libyaml-dev
   # checks
   abigail-tools clang libclang-rt-14-dev valgrind python3
+  # code interpreter kernels (python via ipykernel; javascript via node) and
+  # what its tests plot with
+  python3-ipykernel python3-matplotlib nodejs
   # sandbox templates and baselines
   busybox-static bubblewrap runc iproute2 e2fsprogs util-linux procps
 )

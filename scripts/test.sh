@@ -17,6 +17,9 @@ step "test prerequisites"
 npm ci --prefix tests/npm --no-audit --no-fund
 # envd's tests act as E2B's default unprivileged sandbox user.
 id user >/dev/null 2>&1 || useradd -m -s /bin/bash user
+# The stock E2B code interpreter npm SDK used by the npm.codei test (pinned
+# in tests/npm-codei).
+npm ci --prefix tests/npm-codei --no-audit --no-fund
 
 step "build (RelWithDebInfo)"
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo

@@ -448,8 +448,9 @@ int asb_code_context_create(asb_sandbox *sb, const char *language, const char *c
   ASBI_CHECK_VERSION(call, ASB_CALL_OPTIONS_VERSION, "asb_call_options");
   cJSON *body = cJSON_CreateObject(), *reply = NULL;
   if (!body) return asbi_oom();
-  cJSON_AddStringToObject(body, "language", language ? language : "python");
-  cJSON_AddStringToObject(body, "cwd", cwd ? cwd : "/home/user");
+  /* unset fields are left to the server, as E2B's SDKs leave them */
+  if (language) cJSON_AddStringToObject(body, "language", language);
+  if (cwd) cJSON_AddStringToObject(body, "cwd", cwd);
   int rc = ci_call(sb, "POST", "/contexts", body, call, "code.context_create", &reply);
   cJSON_Delete(body);
   asb_code_context *c = NULL;

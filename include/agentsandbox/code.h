@@ -102,7 +102,8 @@ ASB_API(const char *) asb_code_result_format_name(const asb_code_result *r,
 ASB_API(int) asb_code_result_is_main(const asb_code_result *r);
 
 /* ---- contexts ------------------------------------------------------------------ */
-/* language NULL = "python"; cwd NULL = "/home/user". */
+/* language NULL = "python"; cwd NULL = the server's default (/home/user in
+ * E2B's sandboxes). */
 ASB_API(int) asb_code_context_create(asb_sandbox *sandbox, const char *language,
                                      const char *cwd,
                                      const asb_call_options *call,

@@ -1,0 +1,122 @@
+/* The code interpreter from the C client (E2B debug mode, standalone
+ * server), with the floors each figure stands on:
+ *   - server start → port printed → /health 200 (python kernel ready) →
+ *     first asb_code_run("1+1") completed
+ *   - warm asb_code_run("1+1") p50/p99 in the default python context,
+ *     next to GET /contexts through the same client (HTTP + client, no
+ *     kernel) and the same cell on the bash and javascript drivers
+ * usage: codei_bench [iterations]
+ * SPDX-License-Identifier: Apache-2.0 */
+#include <agentsandbox.h>
+#include <curl/curl.h>
+#include <stdint.h>
+
+#include "bench.h"
+
+#ifndef CODEI_BIN
+#define CODEI_BIN "code-interpreter"
+#endif
+#include "../tests/codei/codei_fixture.h"
+
+static size_t discard(char *p, size_t s, size_t n, void *ud) {
+  (void)p;
+  (void)ud;
+  return s * n;
+}
+
+static long health(CURL *c, const char *url) {
+  char u[128];
+  snprintf(u, sizeof u, "%s/health", url);
+  curl_easy_setopt(c, CURLOPT_URL, u);
+  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, discard);
+  long st = 0;
+  if (curl_easy_perform(c) == CURLE_OK) curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &st);
+  return st;
+}
+
+static double run_ok(asb_sandbox *sb, const char *code, const char *lang, const char *want) {
+  asb_code_options o = ASB_CODE_OPTIONS_INIT;
+  o.language = lang;
+  asb_execution *e = NULL;
+  double t0 = bench_now();
+  int rc = asb_code_run(sb, code, &o, &e);
+  double dt = bench_now() - t0;
+  const char *got = NULL;
+  if (rc == ASB_OK && want) {
+    got = asb_execution_text(e);
+    if (!got && asb_execution_stdout_count(e)) got = asb_execution_stdout(e, 0);
+  }
+  if (rc != ASB_OK || (want && (!got || strncmp(got, want, strlen(want)) != 0))) {
+    fprintf(stderr, "codei_bench: %s: %s (%s)\n", code, asb_status_name(rc),
+            rc ? asb_error_last()->message : got ? got : "no output");
+    exit(1);
+  }
+  asb_execution_free(e);
+  return dt;
+}
+
+int main(int argc, char **argv) {
+  int n = argc > 1 ? atoi(argv[1]) : 300;
+  if (n < 10) n = 10;
+  curl_global_init(CURL_GLOBAL_DEFAULT);
+  CURL *c = curl_easy_init();
+
+  /* ---- start-up ---- */
+  codei_fixture f;
+  double t0 = bench_now();
+  if (codei_start(&f, NULL, NULL) != 0) {
+    fprintf(stderr, "codei_bench: cannot start %s\n", CODEI_BIN);
+    return 1;
+  }
+  double t_port = bench_now() - t0;
+  asb_client *cl = NULL;
+  asb_sandbox *sb = NULL;
+  if (codei_connect(&f, NULL, &cl, &sb) != 0) return 1;
+  /* the first run is sent at once: it waits in the server for the kernel */
+  run_ok(sb, "1+1", NULL, "2");
+  double t_first = bench_now() - t0;
+  printf("start → port printed                          %9.1f ms\n", t_port * 1e3);
+  printf("start → first run_code(\"1+1\") completed       %9.1f ms\n", t_first * 1e3);
+  codei_stop(&f);
+  asb_sandbox_free(sb);
+  asb_client_free(cl);
+
+  /* and again, noting when /health turns 200 (the kernel answered) */
+  t0 = bench_now();
+  if (codei_start(&f, NULL, NULL) != 0) return 1;
+  while (health(c, f.url) != 200) usleep(2000);
+  double t_health = bench_now() - t0;
+  printf("start → /health 200 (python kernel ready)      %9.1f ms\n", t_health * 1e3);
+  if (codei_connect(&f, NULL, &cl, &sb) != 0) return 1;
+
+  /* ---- warm ---- */
+  double *v = calloc((size_t)n, sizeof *v);
+  for (int i = 0; i < 20; i++) run_ok(sb, "1+1", NULL, "2");
+  for (int i = 0; i < n; i++) v[i] = run_ok(sb, "1+1", NULL, "2");
+  double p50 = bench_report("run_code(\"1+1\") python, warm", v, n);
+  for (int i = 0; i < n; i++) {
+    asb_code_context_list *l = NULL;
+    double s = bench_now();
+    if (asb_code_list_contexts(sb, NULL, &l) != ASB_OK) return 1;
+    v[i] = bench_now() - s;
+    asb_code_context_list_free(l);
+  }
+  double floor = bench_report("GET /contexts (HTTP + client, no kernel)", v, n);
+  run_ok(sb, "echo 2", "bash", "2");
+  for (int i = 0; i < n; i++) v[i] = run_ok(sb, "echo $((1+1))", "bash", "2");
+  bench_report("run_code(\"echo $((1+1))\") bash driver", v, n);
+  run_ok(sb, "1+1", "javascript", "2");
+  for (int i = 0; i < n; i++) v[i] = run_ok(sb, "1+1", "javascript", "2");
+  bench_report("run_code(\"1+1\") javascript driver", v, n);
+  printf("python: %.0f us of the %.0f us p50 is the kernel (ipykernel's execute and its "
+         "iopub/shell messages); the HTTP + client floor is %.0f us\n",
+         p50 - floor, p50, floor);
+  printf("server RSS %ld KiB\n", bench_proc_kb(f.pid, "VmRSS"));
+  free(v);
+  asb_sandbox_free(sb);
+  asb_client_free(cl);
+  codei_stop(&f);
+  curl_easy_cleanup(c);
+  curl_global_cleanup();
+  return 0;
+}

@@ -1,0 +1,384 @@
+/* HTTP routes: /health, /execute, /contexts. One thread per connection,
+ * so an execution's output is streamed by a content reader that blocks
+ * until its context's thread has more. SPDX-License-Identifier: Apache-2.0 */
+#include "server.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <openssl/crypto.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "ctx.h"
+#include "ndout.h"
+#include "proto/pjson.h"
+#include "util/buf.h"
+#include "util/util.h"
+
+static struct MHD_Daemon *g_daemon;
+static char *g_token;
+
+typedef struct req {
+  asbi_buf body;
+  int too_big;
+} req;
+
+/* ---- responses ---------------------------------------------------------------- */
+
+static enum MHD_Result respond(struct MHD_Connection *conn, unsigned status, const char *ctype,
+                               const char *body) {
+  struct MHD_Response *r =
+      MHD_create_response_from_buffer(strlen(body), (void *)body, MHD_RESPMEM_MUST_COPY);
+  if (!r) return MHD_NO;
+  if (ctype) MHD_add_response_header(r, "Content-Type", ctype);
+  enum MHD_Result rc = MHD_queue_response(conn, status, r);
+  MHD_destroy_response(r);
+  return rc;
+}
+
+/* Plain-text errors, as E2B's server sends them. */
+static enum MHD_Result text_error(struct MHD_Connection *conn, unsigned status, const char *fmt,
+                                  ...) __attribute__((format(printf, 3, 4)));
+static enum MHD_Result text_error(struct MHD_Connection *conn, unsigned status, const char *fmt,
+                                  ...) {
+  char msg[1200];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  return respond(conn, status, "text/plain; charset=utf-8", msg);
+}
+
+static unsigned ci_status(int rc) {
+  return rc == CI_EBADREQ ? 400 : rc == CI_ENOTFOUND ? 404 : 500;
+}
+
+/* ---- /execute ------------------------------------------------------------------ */
+
+typedef struct xstream {
+  ci_exec *e;
+  int sock;
+  int ended;
+  uint64_t last_ms;
+} xstream;
+
+static ssize_t exec_read(void *cls, uint64_t pos, char *buf, size_t max) {
+  xstream *s = cls;
+  ci_queue *q = ci_exec_queue(s->e);
+  (void)pos;
+  for (;;) {
+    if (s->ended) return MHD_CONTENT_READER_END_OF_STREAM;
+    int closed = 0;
+    long n = ci_queue_pop(q, buf, max, &closed);
+    if (n < 0) return MHD_CONTENT_READER_END_WITH_ERROR;
+    uint64_t now = asbi_now_ms();
+    if (n > 0) {
+      s->last_ms = now;
+      return n;
+    }
+    asbi_buf line = ASBI_BUF_INIT;
+    if (closed) {
+      ci_out_type(&line, "end_of_execution");
+      s->ended = 1;
+    } else if (now - s->last_ms >= CI_KEEPALIVE_MS) {
+      ci_out_type(&line, "keepalive");
+      s->last_ms = now;
+    }
+    if (line.len) {
+      size_t k = line.len <= max ? line.len : 0;
+      if (k) memcpy(buf, line.data, k);
+      asbi_buf_free(&line);
+      if (!k) return MHD_CONTENT_READER_END_WITH_ERROR;
+      return (ssize_t)k;
+    }
+    struct pollfd p[2] = {{q->wake_fd, POLLIN, 0}, {s->sock, POLLRDHUP, 0}};
+    int wait = (int)(CI_KEEPALIVE_MS - (now - s->last_ms));
+    int pr = poll(p, s->sock >= 0 ? 2 : 1, wait > 0 ? wait : 0);
+    if (pr < 0 && errno != EINTR) return MHD_CONTENT_READER_END_WITH_ERROR;
+    if (pr > 0 && s->sock >= 0 && (p[1].revents & (POLLRDHUP | POLLHUP | POLLERR))) {
+      /* the client is gone (its timeout, a cancel, a crash) */
+      ci_exec_cancel(s->e);
+      s->ended = 1;
+      return MHD_CONTENT_READER_END_WITH_ERROR;
+    }
+    if (pr > 0 && (p[0].revents & POLLIN)) ci_queue_ack(q);
+  }
+}
+
+static void exec_free(void *cls) {
+  xstream *s = cls;
+  if (!s->ended) ci_exec_cancel(s->e);
+  ci_exec_unref(s->e);
+  free(s);
+}
+
+static const char *opt_str(const cJSON *o, const char *name, int *bad) {
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, name);
+  if (!v || cJSON_IsNull(v)) return NULL;
+  if (!cJSON_IsString(v)) {
+    *bad = 1;
+    return NULL;
+  }
+  return v->valuestring;
+}
+
+static enum MHD_Result parse_body(struct MHD_Connection *conn, req *r, cJSON **out, int empty_ok) {
+  *out = NULL;
+  if (r->too_big)
+    return text_error(conn, 400, "Request body is larger than the limit of %u bytes", CI_MAX_BODY);
+  if (!r->body.len && empty_ok) {
+    *out = cJSON_CreateObject();
+    return *out ? MHD_YES : MHD_NO;
+  }
+  const char *why = NULL;
+  cJSON *j = r->body.len ? asbi_pj_parse(r->body.data, r->body.len, &why) : NULL;
+  if (!cJSON_IsObject(j)) {
+    cJSON_Delete(j);
+    return text_error(conn, 400, "Request body must be a JSON object%s%s", why ? ": " : "",
+                      why ? why : "");
+  }
+  *out = j;
+  return MHD_YES;
+}
+
+static enum MHD_Result do_execute(struct MHD_Connection *conn, req *r) {
+  cJSON *j;
+  enum MHD_Result mr = parse_body(conn, r, &j, 0);
+  if (!j) return mr;
+  int bad = 0;
+  const cJSON *code = cJSON_GetObjectItemCaseSensitive(j, "code");
+  const char *ctx_id = opt_str(j, "context_id", &bad);
+  const char *lang = opt_str(j, "language", &bad);
+  const cJSON *env = cJSON_GetObjectItemCaseSensitive(j, "env_vars");
+  char err[1000];
+  ci_ctx *c = NULL;
+  int rc = CI_OK;
+  if (!cJSON_IsString(code)) {
+    mr = text_error(conn, 400, "'code' must be a string");
+    goto out;
+  }
+  if (bad) {
+    mr = text_error(conn, 400, "'context_id' and 'language' must be strings");
+    goto out;
+  }
+  if (env && !cJSON_IsNull(env) && !cJSON_IsObject(env)) {
+    mr = text_error(conn, 400, "'env_vars' must be an object of strings");
+    goto out;
+  }
+  if (!asbi_empty(ctx_id) && !asbi_empty(lang)) {
+    mr = text_error(conn, 400, "Only one of context_id or language can be provided");
+    goto out;
+  }
+  if (!asbi_empty(ctx_id)) {
+    if (!(c = ci_ctx_get(ctx_id))) {
+      mr = text_error(conn, 404, "Context %s not found", ctx_id);
+      goto out;
+    }
+  } else if ((rc = ci_ctx_default(lang, &c, err, sizeof err)) != CI_OK) {
+    mr = text_error(conn, ci_status(rc), "%s", err);
+    goto out;
+  }
+  ci_exec *e = NULL;
+  rc = ci_exec_submit(c, code->valuestring, cJSON_IsObject(env) ? env : NULL, &e, err, sizeof err);
+  if (rc != CI_OK) {
+    mr = text_error(conn, ci_status(rc), "%s", err);
+    goto out;
+  }
+  xstream *s = calloc(1, sizeof *s);
+  if (!s) {
+    ci_exec_cancel(e);
+    ci_exec_unref(e);
+    mr = MHD_NO;
+    goto out;
+  }
+  s->e = e;
+  s->last_ms = asbi_now_ms();
+  const union MHD_ConnectionInfo *ci =
+      MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+  s->sock = ci ? ci->connect_fd : -1;
+  struct MHD_Response *resp =
+      MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 64 * 1024, exec_read, s, exec_free);
+  if (!resp) {
+    exec_free(s);
+    mr = MHD_NO;
+    goto out;
+  }
+  MHD_add_response_header(resp, "Content-Type", "application/x-ndjson");
+  mr = MHD_queue_response(conn, 200, resp);
+  MHD_destroy_response(resp);
+out:
+  ci_ctx_unref(c);
+  cJSON_Delete(j);
+  return mr;
+}
+
+/* ---- /contexts ------------------------------------------------------------------ */
+
+static enum MHD_Result do_create_context(struct MHD_Connection *conn, req *r) {
+  cJSON *j;
+  enum MHD_Result mr = parse_body(conn, r, &j, 1);
+  if (!j) return mr;
+  int bad = 0;
+  const char *lang = opt_str(j, "language", &bad);
+  const char *cwd = opt_str(j, "cwd", &bad);
+  if (bad) {
+    cJSON_Delete(j);
+    return text_error(conn, 400, "'language' and 'cwd' must be strings");
+  }
+  char err[1000];
+  ci_ctx *c = NULL;
+  int rc = ci_ctx_create(lang, cwd, &c, err, sizeof err);
+  cJSON_Delete(j);
+  if (rc != CI_OK) return text_error(conn, ci_status(rc), "%s", err);
+  char *body = ci_ctx_json(c);
+  ci_ctx_unref(c);
+  if (!body) return MHD_NO;
+  mr = respond(conn, 200, "application/json", body);
+  free(body);
+  return mr;
+}
+
+static enum MHD_Result do_list_contexts(struct MHD_Connection *conn) {
+  char *body = ci_ctx_list_json();
+  if (!body) return MHD_NO;
+  enum MHD_Result mr = respond(conn, 200, "application/json", body);
+  free(body);
+  return mr;
+}
+
+/* /contexts/{id}[/restart] → id (decoded), action. */
+static int context_path(const char *url, char *id, size_t n, int *restart) {
+  const char *p = url + strlen("/contexts/");
+  const char *slash = strchr(p, '/');
+  size_t l = slash ? (size_t)(slash - p) : strlen(p);
+  *restart = 0;
+  if (slash) {
+    if (strcmp(slash, "/restart") != 0) return -1;
+    *restart = 1;
+  }
+  if (l == 0 || l >= n) return -1;
+  memcpy(id, p, l);
+  id[l] = '\0';
+  return 0;
+}
+
+/* ---- dispatch -------------------------------------------------------------------- */
+
+static int token_ok(struct MHD_Connection *conn) {
+  if (!g_token) return 1;
+  const char *h = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "X-Access-Token");
+  size_t n = strlen(g_token);
+  return h && strlen(h) == n && CRYPTO_memcmp(h, g_token, n) == 0;
+}
+
+static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char *url,
+                              const char *method, const char *version, const char *upload,
+                              size_t *upload_size, void **con_cls) {
+  (void)cls;
+  (void)version;
+  req *r = *con_cls;
+  if (!r) {
+    if (!(r = calloc(1, sizeof *r))) return MHD_NO;
+    asbi_buf_init(&r->body, CI_MAX_BODY);
+    *con_cls = r;
+    return MHD_YES;
+  }
+  if (*upload_size) {
+    if (!r->too_big && asbi_buf_append(&r->body, upload, *upload_size) != 0) {
+      r->too_big = 1;
+      asbi_buf_free(&r->body);
+    }
+    *upload_size = 0;
+    return MHD_YES;
+  }
+  int get = strcmp(method, "GET") == 0, post = strcmp(method, "POST") == 0;
+  int del = strcmp(method, "DELETE") == 0;
+  if (strcmp(url, "/health") == 0) {
+    if (!get) return respond(conn, 405, "application/json", "{\"detail\":\"Method Not Allowed\"}");
+    return ci_ctx_startup_done() ? respond(conn, 200, "application/json", "\"OK\"")
+                                 : respond(conn, 503, "application/json", "\"starting\"");
+  }
+  if (!token_ok(conn)) return text_error(conn, 401, "Unauthorized: missing or wrong X-Access-Token");
+  if (strcmp(url, "/execute") == 0) {
+    if (!post) return respond(conn, 405, "application/json", "{\"detail\":\"Method Not Allowed\"}");
+    return do_execute(conn, r);
+  }
+  if (strcmp(url, "/contexts") == 0) {
+    if (post) return do_create_context(conn, r);
+    if (get) return do_list_contexts(conn);
+    return respond(conn, 405, "application/json", "{\"detail\":\"Method Not Allowed\"}");
+  }
+  if (asbi_startswith(url, "/contexts/")) {
+    char id[256];
+    int restart;
+    if (context_path(url, id, sizeof id, &restart) == 0 && ((restart && post) || (!restart && del))) {
+      char err[1000];
+      int rc = restart ? ci_ctx_restart(id, err, sizeof err) : ci_ctx_remove(id);
+      if (rc == CI_ENOTFOUND) return text_error(conn, 404, "Context %s not found", id);
+      if (rc != CI_OK) return text_error(conn, ci_status(rc), "%s", err);
+      return respond(conn, 200, "application/json", "null");
+    }
+    if (context_path(url, id, sizeof id, &restart) == 0)
+      return respond(conn, 405, "application/json", "{\"detail\":\"Method Not Allowed\"}");
+  }
+  return respond(conn, 404, "application/json", "{\"detail\":\"Not Found\"}");
+}
+
+static void completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+                      enum MHD_RequestTerminationCode why) {
+  (void)cls;
+  (void)conn;
+  (void)why;
+  req *r = *con_cls;
+  if (!r) return;
+  asbi_buf_free(&r->body);
+  free(r);
+  *con_cls = NULL;
+}
+
+int ci_server_start(const ci_server_opts *o, char *err, size_t errlen) {
+  struct sockaddr_storage ss;
+  memset(&ss, 0, sizeof ss);
+  unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD;
+  const char *addr = o->listen ? o->listen : "127.0.0.1";
+  struct sockaddr_in *a4 = (struct sockaddr_in *)&ss;
+  struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)&ss;
+  if (inet_pton(AF_INET, addr, &a4->sin_addr) == 1) {
+    a4->sin_family = AF_INET;
+    a4->sin_port = htons((uint16_t)o->port);
+  } else if (inet_pton(AF_INET6, addr, &a6->sin6_addr) == 1) {
+    a6->sin6_family = AF_INET6;
+    a6->sin6_port = htons((uint16_t)o->port);
+    flags |= MHD_USE_IPv6;
+  } else {
+    snprintf(err, errlen, "--listen %s: not an IPv4 or IPv6 address", addr);
+    return -1;
+  }
+  g_token = o->access_token && *o->access_token ? strdup(o->access_token) : NULL;
+  g_daemon = MHD_start_daemon(flags, 0, NULL, NULL, handle, NULL, MHD_OPTION_SOCK_ADDR,
+                              (struct sockaddr *)&ss, MHD_OPTION_NOTIFY_COMPLETED, completed, NULL,
+                              MHD_OPTION_CONNECTION_TIMEOUT, 640u, MHD_OPTION_END);
+  if (!g_daemon) {
+    snprintf(err, errlen, "cannot listen on %s port %d: %s", addr, o->port, strerror(errno));
+    free(g_token);
+    g_token = NULL;
+    return -1;
+  }
+  const union MHD_DaemonInfo *di = MHD_get_daemon_info(g_daemon, MHD_DAEMON_INFO_BIND_PORT);
+  return di ? (int)di->port : o->port;
+}
+
+void ci_server_stop(void) {
+  if (!g_daemon) return;
+  MHD_quiesce_daemon(g_daemon);
+  MHD_stop_daemon(g_daemon);
+  g_daemon = NULL;
+  free(g_token);
+  g_token = NULL;
+}

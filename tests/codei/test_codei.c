@@ -1,0 +1,691 @@
+/* The code interpreter server against the C client library (E2B debug mode)
+ * and raw HTTP: state, contexts, rich results, errors, streaming,
+ * interrupts, dead kernels, huge output, env vars, javascript and bash,
+ * restart/remove, bad input and auth. SPDX-License-Identifier: Apache-2.0 */
+#include <agentsandbox.h>
+#include <curl/curl.h>
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "asb_testing.h"
+#include "codei_fixture.h"
+
+#define TOKEN "codei-test-token"
+
+static codei_fixture F;
+static asb_client *C;
+static asb_sandbox *SB;
+static char TMPD[64];
+
+#if defined(__SANITIZE_ADDRESS__)
+#define SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define SANITIZED 1
+#endif
+#endif
+#ifndef SANITIZED
+#define SANITIZED 0
+#endif
+
+/* ---- helpers ------------------------------------------------------------------ */
+
+static asb_execution *run_opts(const char *code, asb_code_options *o) {
+  asb_execution *e = NULL;
+  int rc = asb_code_run(SB, code, o, &e);
+  if (rc != ASB_OK)
+    ASBT_FAIL("asb_code_run(%.60s): %s: %s", code, asb_status_name(rc), asb_error_last()->message);
+  return e;
+}
+
+static asb_execution *run_in(const char *code, const char *ctx, const char *lang) {
+  asb_code_options o = ASB_CODE_OPTIONS_INIT;
+  o.context_id = ctx;
+  o.language = lang;
+  return run_opts(code, &o);
+}
+
+static asb_execution *run(const char *code) { return run_in(code, NULL, NULL); }
+
+/* The text of the main result of code, or "" (the static buffer is reused). */
+static const char *value_of(const char *code, const char *ctx, const char *lang) {
+  static char buf[4096];
+  asb_execution *e = run_in(code, ctx, lang);
+  const char *t = asb_execution_text(e);
+  snprintf(buf, sizeof buf, "%s", t ? t : "");
+  if (e && asb_execution_error_name(e))
+    snprintf(buf, sizeof buf, "!%s: %s", asb_execution_error_name(e), asb_execution_error_value(e));
+  asb_execution_free(e);
+  return buf;
+}
+
+static const char *joined_stdout(const asb_execution *e, char *buf, size_t n) {
+  size_t at = 0;
+  buf[0] = '\0';
+  for (size_t i = 0; i < asb_execution_stdout_count(e); i++)
+    at += (size_t)snprintf(buf + at, at < n ? n - at : 0, "%s", asb_execution_stdout(e, i));
+  return buf;
+}
+
+typedef struct http_resp {
+  long status;
+  char body[4096];
+  size_t len;
+} http_resp;
+
+static size_t http_sink(char *p, size_t s, size_t n, void *ud) {
+  http_resp *r = ud;
+  size_t k = s * n;
+  size_t room = sizeof r->body - 1 - r->len;
+  size_t c = k < room ? k : room;
+  memcpy(r->body + r->len, p, c);
+  r->len += c;
+  r->body[r->len] = '\0';
+  return k;
+}
+
+/* A raw request; token NULL = no X-Access-Token. */
+static http_resp http(const char *method, const char *path, const char *body, size_t body_len,
+                      const char *token) {
+  http_resp r;
+  memset(&r, 0, sizeof r);
+  CURL *c = curl_easy_init();
+  char url[256], hdr[128];
+  snprintf(url, sizeof url, "%s%s", F.url, path);
+  struct curl_slist *h = curl_slist_append(NULL, "Content-Type: application/json");
+  if (token) {
+    snprintf(hdr, sizeof hdr, "X-Access-Token: %s", token);
+    h = curl_slist_append(h, hdr);
+  }
+  curl_easy_setopt(c, CURLOPT_URL, url);
+  curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+  curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+  curl_easy_setopt(c, CURLOPT_TIMEOUT, 120L);
+  if (body) {
+    curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+    curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)body_len);
+  }
+  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, http_sink);
+  curl_easy_setopt(c, CURLOPT_WRITEDATA, &r);
+  if (curl_easy_perform(c) == CURLE_OK) curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r.status);
+  curl_slist_free_all(h);
+  curl_easy_cleanup(c);
+  return r;
+}
+
+static int wait_healthy(void) {
+  for (int i = 0; i < 1200; i++) {
+    if (http("GET", "/health", NULL, 0, NULL).status == 200) return 0;
+    usleep(100000);
+  }
+  return -1;
+}
+
+static long kb_field(pid_t pid, const char *field) {
+  char path[64], line[256];
+  snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+  FILE *f = fopen(path, "r");
+  long v = -1;
+  size_t fl = strlen(field);
+  while (f && fgets(line, sizeof line, f))
+    if (strncmp(line, field, fl) == 0 && line[fl] == ':') v = atol(line + fl + 1);
+  if (f) fclose(f);
+  return v;
+}
+
+static int pid_of_kernel(const char *ctx, const char *lang) {
+  if (lang && strcmp(lang, "bash") == 0) {
+    asb_execution *e = run_in("echo $$", ctx, lang);
+    int pid = e && asb_execution_stdout_count(e) ? atoi(asb_execution_stdout(e, 0)) : 0;
+    asb_execution_free(e);
+    return pid;
+  }
+  return atoi(value_of("import os; os.getpid()", ctx, lang));
+}
+
+static int wait_gone(pid_t pid) {
+  for (int i = 0; i < 600; i++) {
+    if (kill(pid, 0) != 0 && errno == ESRCH) return 0;
+    usleep(50000);
+  }
+  return -1;
+}
+
+/* ---- state, contexts, results --------------------------------------------------- */
+
+TEST(state_persists_in_default_context) {
+  asb_execution *e = run("x = 40\nprint('set')");
+  REQUIRE(e);
+  CHECK(asb_execution_count(e) > 0);
+  CHECK_INT(asb_execution_stdout_count(e), 1);
+  CHECK_STR(asb_execution_stdout(e, 0), "set\n");
+  CHECK(asb_execution_text(e) == NULL);
+  int n = asb_execution_count(e);
+  asb_execution_free(e);
+  e = run("x + 2");
+  REQUIRE(e);
+  CHECK_STR(asb_execution_text(e), "42");
+  CHECK_INT(asb_execution_count(e), n + 1);
+  CHECK_INT(asb_execution_result_count(e), 1);
+  CHECK(asb_code_result_is_main(asb_execution_result(e, 0)));
+  asb_execution_free(e);
+  /* a string's repr loses its quotes, as E2B maps text/plain */
+  CHECK_STR(value_of("'hello'", NULL, NULL), "hello");
+}
+
+TEST(contexts_are_isolated) {
+  asb_code_context *a = NULL, *b = NULL;
+  REQUIRE_RC(asb_code_context_create(SB, "python", TMPD, NULL, &a), ASB_OK);
+  REQUIRE_RC(asb_code_context_create(SB, NULL, NULL, NULL, &b), ASB_OK);
+  CHECK_STR(asb_code_context_language(a), "python");
+  CHECK_STR(asb_code_context_cwd(a), TMPD);
+  CHECK_STR(asb_code_context_language(b), "python");
+  CHECK_STR(asb_code_context_cwd(b), "/tmp"); /* the server's --cwd */
+  CHECK(strcmp(asb_code_context_id(a), asb_code_context_id(b)) != 0);
+  CHECK_STR(value_of("v = 'in a'; v", asb_code_context_id(a), NULL), "in a");
+  CHECK_STR(value_of("v", asb_code_context_id(b), NULL), "!NameError: name 'v' is not defined");
+  CHECK_STR(value_of("import os; os.getcwd()", asb_code_context_id(a), NULL), TMPD);
+  CHECK_STR(value_of("v", asb_code_context_id(a), NULL), "in a");
+  CHECK_RC(asb_code_context_remove(SB, asb_code_context_id(a), NULL), ASB_OK);
+  CHECK_RC(asb_code_context_remove(SB, asb_code_context_id(b), NULL), ASB_OK);
+  asb_code_context_free(a);
+  asb_code_context_free(b);
+}
+
+TEST(matplotlib_png) {
+  asb_execution *e = run(
+      "import matplotlib\nimport matplotlib.pyplot as plt\n"
+      "plt.plot([1, 2, 3], [1, 4, 9])\nplt.show()");
+  REQUIRE(e);
+  CHECK(asb_execution_error_name(e) == NULL);
+  const char *png = NULL;
+  for (size_t i = 0; i < asb_execution_result_count(e) && !png; i++)
+    png = asb_code_result_get(asb_execution_result(e, i), "png");
+  REQUIRE(png != NULL);
+  CHECK(strncmp(png, "iVBORw0KGgo", 11) == 0); /* base64 of the PNG signature */
+  CHECK(strlen(png) > 1000);
+  asb_execution_free(e);
+}
+
+TEST(display_html_markdown_json) {
+  asb_execution *e = run(
+      "from IPython.display import display, HTML, Markdown, JSON\n"
+      "display(HTML('<b>bold</b>'))\ndisplay(Markdown('**md**'))\n"
+      "display(JSON({'a': [1, 2]}))\n"
+      "display({'application/x-custom': 'raw'}, raw=True)");
+  REQUIRE(e);
+  REQUIRE(asb_execution_result_count(e) == 4);
+  CHECK_STR(asb_code_result_get(asb_execution_result(e, 0), "html"), "<b>bold</b>");
+  CHECK(!asb_code_result_is_main(asb_execution_result(e, 0)));
+  CHECK_STR(asb_code_result_get(asb_execution_result(e, 1), "markdown"), "**md**");
+  CHECK_STR(asb_code_result_get(asb_execution_result(e, 2), "json"), "{\"a\":[1,2]}");
+  /* other MIME types arrive under extra */
+  CHECK_STR(asb_code_result_get(asb_execution_result(e, 3), "application/x-custom"), "raw");
+  asb_execution_free(e);
+}
+
+TEST(exception_name_value_traceback) {
+  asb_execution *e = run("def f():\n    raise ValueError('boom')\nf()");
+  REQUIRE(e);
+  CHECK_STR(asb_execution_error_name(e), "ValueError");
+  CHECK_STR(asb_execution_error_value(e), "boom");
+  const char *tb = asb_execution_error_traceback(e);
+  CHECK(tb && strstr(tb, "ValueError") && strstr(tb, "raise ValueError"));
+  CHECK(tb && !strchr(tb, '\033')); /* no colour codes */
+  asb_execution_free(e);
+  e = run("1 +");
+  REQUIRE(e);
+  CHECK_STR(asb_execution_error_name(e), "SyntaxError");
+  for (size_t i = 0; i < asb_execution_stderr_count(e); i++)
+    printf("# stderr: %s\n", asb_execution_stderr(e, i));
+  for (size_t i = 0; i < asb_execution_stdout_count(e); i++)
+    printf("# stdout: %s\n", asb_execution_stdout(e, i));
+  asb_execution_free(e);
+}
+
+/* The cell prints, then waits for a file that only the stdout callback
+ * creates: it finishes "second" only if the first line reached us while
+ * it ran. */
+static char g_flag[128];
+static int g_seen_first;
+static int flag_on_first(const char *d, size_t n, void *ud) {
+  (void)ud;
+  if (!g_seen_first && n >= 5 && memcmp(d, "first", 5) == 0) {
+    g_seen_first = 1;
+    FILE *f = fopen(g_flag, "w");
+    if (f) fclose(f);
+  }
+  return 0;
+}
+
+TEST(stdout_streams_while_the_cell_runs) {
+  snprintf(g_flag, sizeof g_flag, "%s/streamed", TMPD);
+  unlink(g_flag);
+  char code[512];
+  snprintf(code, sizeof code,
+           "import os, time, sys\nprint('first', flush=True)\nt = time.time()\n"
+           "while not os.path.exists('%s') and time.time() - t < 120: time.sleep(0.02)\n"
+           "print('second' if os.path.exists('%s') else 'not streamed')\n"
+           "print('to stderr', file=sys.stderr)",
+           g_flag, g_flag);
+  asb_code_options o = ASB_CODE_OPTIONS_INIT;
+  o.on_stdout = flag_on_first;
+  asb_execution *e = run_opts(code, &o);
+  REQUIRE(e);
+  char out[256];
+  CHECK_STR(joined_stdout(e, out, sizeof out), "first\nsecond\n");
+  CHECK(asb_execution_stdout_count(e) >= 2);
+  /* print() writes text and newline apart: one or two chunks */
+  char err[64] = "";
+  for (size_t i = 0; i < asb_execution_stderr_count(e); i++)
+    strncat(err, asb_execution_stderr(e, i), sizeof err - strlen(err) - 1);
+  CHECK_STR(err, "to stderr\n");
+  asb_execution_free(e);
+}
+
+TEST(timeout_interrupts_and_context_survives) {
+  asb_code_context *c = NULL;
+  REQUIRE_RC(asb_code_context_create(SB, "python", NULL, NULL, &c), ASB_OK);
+  const char *id = asb_code_context_id(c);
+  CHECK_STR(value_of("kept = 'still here'; kept", id, NULL), "still here");
+  asb_code_options o = ASB_CODE_OPTIONS_INIT;
+  o.context_id = id;
+  o.timeout_ms = 1500;
+  asb_execution *e = NULL;
+  CHECK_RC(asb_code_run(SB, "while True:\n    pass", &o, &e), ASB_ETIMEOUT);
+  CHECK(e == NULL);
+  /* a sleeping cell (a blocking call) too */
+  CHECK_RC(asb_code_run(SB, "import time\ntime.sleep(600)", &o, &e), ASB_ETIMEOUT);
+  CHECK_STR(value_of("kept", id, NULL), "still here");
+  CHECK_STR(value_of("21 * 2", id, NULL), "42");
+  asb_code_context_remove(SB, id, NULL);
+  asb_code_context_free(c);
+}
+
+static int kill_on_pid(const char *d, size_t n, void *ud) {
+  char buf[32];
+  if (n >= sizeof buf) return 0;
+  memcpy(buf, d, n);
+  buf[n] = '\0';
+  int pid = atoi(buf);
+  if (pid > 1) {
+    *(int *)ud = pid;
+    kill(pid, SIGKILL);
+  }
+  return 0;
+}
+
+TEST(killed_kernel_is_reported_and_recovers) {
+  asb_code_context *c = NULL;
+  REQUIRE_RC(asb_code_context_create(SB, "python", NULL, NULL, &c), ASB_OK);
+  const char *id = asb_code_context_id(c);
+  /* killed while running: the running call reports it */
+  CHECK_STR(value_of("state = 1; state", id, NULL), "1");
+  asb_code_options o = ASB_CODE_OPTIONS_INIT;
+  o.context_id = id;
+  int killed = 0;
+  o.on_stdout = kill_on_pid;
+  o.userdata = &killed;
+  asb_execution *e = run_opts("import os, time\nprint(os.getpid(), flush=True)\ntime.sleep(300)", &o);
+  REQUIRE(e);
+  CHECK(killed > 1);
+  CHECK_STR(asb_execution_error_name(e), "ContextRestarting");
+  CHECK(strstr(asb_execution_error_value(e), "killed by signal 9") != NULL);
+  asb_execution_free(e);
+  CHECK_STR(value_of("1 + 1", id, NULL), "2");
+  CHECK_STR(value_of("state", id, NULL), "!NameError: name 'state' is not defined");
+  /* killed while idle: the next call says so (and does not run the code) */
+  int pid = pid_of_kernel(id, NULL);
+  REQUIRE(pid > 1);
+  kill(pid, SIGKILL);
+  CHECK(wait_gone(pid) == 0);
+  e = run_in("ran = True", id, NULL);
+  REQUIRE(e);
+  CHECK_STR(asb_execution_error_name(e), "ContextRestarting");
+  CHECK(strstr(asb_execution_error_value(e), "not run") != NULL);
+  asb_execution_free(e);
+  CHECK_STR(value_of("'ran' in dir()", id, NULL), "False");
+  CHECK(pid_of_kernel(id, NULL) != pid);
+  asb_code_context_remove(SB, id, NULL);
+  asb_code_context_free(c);
+}
+
+static int count_bytes(const char *d, size_t n, void *ud) {
+  (void)d;
+  *(long long *)ud += (long long)n;
+  return 0;
+}
+
+/* Forget the server's peak RSS so far (Linux: clear_refs 5). */
+static void reset_peak(void) {
+  char path[64];
+  snprintf(path, sizeof path, "/proc/%d/clear_refs", (int)F.pid);
+  FILE *f = fopen(path, "w");
+  if (f) {
+    fputs("5", f);
+    fclose(f);
+  }
+}
+
+static long long huge_run(const char *code, const char *lang) {
+  long long got = 0;
+  asb_code_context *c = NULL;
+  if (asb_code_context_create(SB, lang, NULL, NULL, &c) != ASB_OK) return -1;
+  asb_code_options o = ASB_CODE_OPTIONS_INIT;
+  o.context_id = asb_code_context_id(c);
+  o.on_stdout = count_bytes;
+  o.userdata = &got;
+  o.timeout_ms = 600000;
+  asb_execution *e = run_opts(code, &o);
+  if (!e || asb_execution_error_name(e)) got = -1;
+  asb_execution_free(e);
+  asb_code_context_remove(SB, asb_code_context_id(c), NULL);
+  asb_code_context_free(c);
+  return got;
+}
+
+TEST(huge_output_streams_with_bounded_memory) {
+  /* 200 MiB (50 MiB under the sanitizers), every byte delivered. */
+  long long mib = SANITIZED ? 50 : 200;
+  char code[256];
+  /* bash: the driver's pipe is read only while the execution's queue has
+   * room, so the server's memory stays small whatever the output */
+  snprintf(code, sizeof code, "yes 0123456789abcdefghijklmnopqrstuvwxyz | head -c %lldM", mib);
+  reset_peak();
+  CHECK_INT(huge_run(code, "bash"), mib << 20);
+  long hwm = kb_field(F.pid, "VmHWM");
+  printf("# server peak RSS while bash printed %lld MiB: %ld KiB\n", mib, hwm);
+  CHECK(hwm > 0);
+  /* (the sanitizers' allocator keeps freed memory in quarantine) */
+  if (!SANITIZED) CHECK(hwm < 64 * 1024);
+  /* python: ipykernel publishes what was printed since its last flush as
+   * one message, which the server receives whole and copies out line by
+   * line, spooling what the client has not read: the peak is about the
+   * largest message (a flush every 4 MiB, unless the machine is so busy
+   * that ipykernel's flush times out), never the whole output. */
+  snprintf(code, sizeof code,
+           "import sys\nline = 'x' * 1023 + '\\n'\nfor i in range(%lld * 1024):\n"
+           "    sys.stdout.write(line)\n    if i %% 4096 == 4095: sys.stdout.flush()\n",
+           mib);
+  reset_peak();
+  CHECK_INT(huge_run(code, "python"), mib << 20);
+  hwm = kb_field(F.pid, "VmHWM");
+  printf("# server peak RSS while python printed %lld MiB: %ld KiB\n", mib, hwm);
+  CHECK(hwm > 0);
+  if (!SANITIZED) CHECK(hwm < (mib << 10));
+}
+
+TEST(env_vars_per_call_and_global) {
+  const char *envs[] = {"ASBT_CALL=per call", "ASBT_GLOBAL=overridden", NULL};
+  asb_code_options o = ASB_CODE_OPTIONS_INIT;
+  o.envs = envs;
+  asb_execution *e =
+      run_opts("import os; os.environ.get('ASBT_CALL') + '|' + os.environ['ASBT_GLOBAL']", &o);
+  REQUIRE(e);
+  CHECK_STR(asb_execution_text(e), "per call|overridden");
+  CHECK_INT(asb_execution_stdout_count(e), 0);
+  asb_execution_free(e);
+  /* restored after the call: unset, and the server's own value */
+  CHECK_STR(value_of("import os; repr(os.environ.get('ASBT_CALL'))", NULL, NULL), "None");
+  CHECK_STR(value_of("os.environ['ASBT_GLOBAL']", NULL, NULL), "from the server");
+  /* bash and javascript too */
+  const char *one[] = {"ASBT_CALL=b'q", NULL};
+  o.envs = one;
+  o.language = "bash";
+  e = run_opts("echo \"[$ASBT_CALL|$ASBT_GLOBAL]\"", &o);
+  char out[128];
+  CHECK_STR(joined_stdout(e, out, sizeof out), "[b'q|from the server]\n");
+  asb_execution_free(e);
+  o.language = "javascript";
+  e = run_opts("process.env.ASBT_CALL", &o);
+  CHECK_STR(asb_execution_text(e), "b'q");
+  asb_execution_free(e);
+  CHECK_STR(value_of("String(process.env.ASBT_CALL)", NULL, "javascript"), "undefined");
+  const char *bad[] = {"1BAD=x", NULL};
+  o.envs = bad;
+  o.language = NULL;
+  CHECK_RC(asb_code_run(SB, "1", &o, &e), ASB_EINVAL);
+}
+
+TEST(javascript_context) {
+  CHECK_STR(value_of("let q = 2; q * 21", NULL, "javascript"), "42");
+  CHECK_STR(value_of("q + 1", NULL, "js"), "3");
+  CHECK_STR(value_of("({a: 1})", NULL, "javascript"), "{ a: 1 }");
+  CHECK_STR(value_of("const w = await Promise.resolve(5);\nawait Promise.resolve(w * 2)", NULL,
+                     "javascript"),
+            "10");
+  asb_execution *e = run_in("console.log('out'); console.error('err'); undefined", NULL, "javascript");
+  REQUIRE(e);
+  char out[64];
+  CHECK_STR(joined_stdout(e, out, sizeof out), "out\n");
+  CHECK_INT(asb_execution_stderr_count(e), 1);
+  CHECK_INT(asb_execution_result_count(e), 0);
+  asb_execution_free(e);
+  e = run_in("null.x", NULL, "javascript");
+  REQUIRE(e);
+  CHECK_STR(asb_execution_error_name(e), "TypeError");
+  CHECK(strstr(asb_execution_error_traceback(e), "TypeError") != NULL);
+  asb_execution_free(e);
+  /* typescript runs on the javascript driver, in a context of its own */
+  asb_code_context *c = NULL;
+  REQUIRE_RC(asb_code_context_create(SB, "typescript", NULL, NULL, &c), ASB_OK);
+  CHECK_STR(asb_code_context_language(c), "typescript");
+  CHECK_STR(value_of("typeof q", asb_code_context_id(c), NULL), "undefined");
+  asb_code_options o = ASB_CODE_OPTIONS_INIT;
+  o.context_id = asb_code_context_id(c);
+  o.timeout_ms = 1500;
+  CHECK_RC(asb_code_run(SB, "globalThis.kept = 1; for (;;) {}", &o, &e), ASB_ETIMEOUT);
+  CHECK_STR(value_of("kept + 1", asb_code_context_id(c), NULL), "2");
+  asb_code_context_remove(SB, asb_code_context_id(c), NULL);
+  asb_code_context_free(c);
+}
+
+TEST(bash_context) {
+  asb_execution *e = run_in("export B=1; f() { echo \"f:$1\"; }; cd /tmp; echo $B", NULL, "bash");
+  REQUIRE(e);
+  char out[256];
+  CHECK_STR(joined_stdout(e, out, sizeof out), "1\n");
+  CHECK(asb_execution_error_name(e) == NULL);
+  CHECK(asb_execution_count(e) > 0);
+  asb_execution_free(e);
+  e = run_in("declare -A m=([k]=v); f x; pwd; echo ${m[k]}; ls /nonexistent-dir", NULL, "bash");
+  REQUIRE(e);
+  CHECK_STR(joined_stdout(e, out, sizeof out), "f:x\n/tmp\nv\n");
+  CHECK(asb_execution_stderr_count(e) >= 1);
+  CHECK_STR(asb_execution_error_name(e), "Error");
+  CHECK_STR(asb_execution_error_value(e), "2");
+  asb_execution_free(e);
+  e = run_in("echo ${m[k]}; cat", NULL, "bash"); /* stdin is empty, not the driver's */
+  CHECK_STR(joined_stdout(e, out, sizeof out), "v\n");
+  asb_execution_free(e);
+  asb_code_options o = ASB_CODE_OPTIONS_INIT;
+  o.language = "bash";
+  o.timeout_ms = 1500;
+  CHECK_RC(asb_code_run(SB, "sleep 600", &o, &e), ASB_ETIMEOUT);
+  CHECK_RC(asb_code_run(SB, "while :; do :; done", &o, &e), ASB_ETIMEOUT);
+  CHECK_STR(value_of("echo $B", NULL, "bash"), "");
+  e = run_in("echo $B", NULL, "bash");
+  CHECK_STR(joined_stdout(e, out, sizeof out), "1\n");
+  asb_execution_free(e);
+}
+
+TEST(restart_and_remove) {
+  asb_code_context *c = NULL;
+  REQUIRE_RC(asb_code_context_create(SB, "python", NULL, NULL, &c), ASB_OK);
+  const char *id = asb_code_context_id(c);
+  CHECK_STR(value_of("r = 1; r", id, NULL), "1");
+  REQUIRE_RC(asb_code_context_restart(SB, id, NULL), ASB_OK);
+  CHECK_STR(value_of("'r' in dir()", id, NULL), "False");
+  asb_code_context_list *l = NULL;
+  REQUIRE_RC(asb_code_list_contexts(SB, NULL, &l), ASB_OK);
+  int found = 0;
+  for (size_t i = 0; i < asb_code_context_list_count(l); i++)
+    found += strcmp(asb_code_context_id(asb_code_context_list_get(l, i)), id) == 0;
+  CHECK_INT(found, 1);
+  asb_code_context_list_free(l);
+  int pid = pid_of_kernel(id, NULL);
+  REQUIRE_RC(asb_code_context_remove(SB, id, NULL), ASB_OK);
+  CHECK(wait_gone(pid) == 0);
+  asb_code_options o = ASB_CODE_OPTIONS_INIT;
+  o.context_id = id;
+  asb_execution *e = NULL;
+  CHECK_RC(asb_code_run(SB, "1", &o, &e), ASB_ENOTFOUND);
+  CHECK_RC(asb_code_context_restart(SB, id, NULL), ASB_ENOTFOUND);
+  CHECK_RC(asb_code_context_remove(SB, id, NULL), ASB_ENOTFOUND);
+  REQUIRE_RC(asb_code_list_contexts(SB, NULL, &l), ASB_OK);
+  for (size_t i = 0; i < asb_code_context_list_count(l); i++)
+    CHECK(strcmp(asb_code_context_id(asb_code_context_list_get(l, i)), id) != 0);
+  asb_code_context_list_free(l);
+  asb_code_context_free(c);
+}
+
+TEST(bad_input) {
+  http_resp r = http("POST", "/execute", "{\"code\": ", 9, TOKEN);
+  CHECK_INT(r.status, 400);
+  CHECK(strstr(r.body, "JSON") != NULL);
+  r = http("POST", "/execute", "[1]", 3, TOKEN);
+  CHECK_INT(r.status, 400);
+  r = http("POST", "/execute", "{\"code\": 5}", 11, TOKEN);
+  CHECK_INT(r.status, 400);
+  const char *both = "{\"code\":\"1\",\"context_id\":\"x\",\"language\":\"python\"}";
+  r = http("POST", "/execute", both, strlen(both), TOKEN);
+  CHECK_INT(r.status, 400);
+  CHECK(strstr(r.body, "Only one of context_id or language") != NULL);
+  const char *unknown = "{\"code\":\"1\",\"context_id\":\"no-such-context\"}";
+  r = http("POST", "/execute", unknown, strlen(unknown), TOKEN);
+  CHECK_INT(r.status, 404);
+  CHECK_STR(r.body, "Context no-such-context not found");
+  const char *lang = "{\"code\":\"1\",\"language\":\"cobol\"}";
+  r = http("POST", "/execute", lang, strlen(lang), TOKEN);
+  CHECK_INT(r.status, 400);
+  CHECK(strstr(r.body, "cobol") != NULL);
+  r = http("POST", "/contexts", "{\"language\":\"cobol\"}", 20, TOKEN);
+  CHECK_INT(r.status, 400);
+  r = http("POST", "/contexts", "{\"cwd\":\"/no/such/dir\"}", 22, TOKEN);
+  CHECK_INT(r.status, 400);
+  const char *badenv = "{\"code\":\"1\",\"env_vars\":{\"A\":1}}";
+  r = http("POST", "/execute", badenv, strlen(badenv), TOKEN);
+  CHECK_INT(r.status, 400);
+  /* oversized body */
+  size_t big = (16u << 20) + 100;
+  char *body = malloc(big);
+  REQUIRE(body);
+  memset(body, ' ', big);
+  memcpy(body, "{\"code\":\"", 9);
+  memcpy(body + big - 2, "\"}", 2);
+  r = http("POST", "/execute", body, big, TOKEN);
+  free(body);
+  CHECK_INT(r.status, 400);
+  CHECK(strstr(r.body, "larger than") != NULL);
+  r = http("GET", "/nope", NULL, 0, TOKEN);
+  CHECK_INT(r.status, 404);
+  r = http("GET", "/execute", NULL, 0, TOKEN);
+  CHECK_INT(r.status, 405);
+  r = http("POST", "/contexts/abc/nonsense", "", 0, TOKEN);
+  CHECK_INT(r.status, 404);
+  /* the server is still fine */
+  CHECK_STR(value_of("6 * 7", NULL, NULL), "42");
+}
+
+TEST(access_token) {
+  CHECK_INT(http("GET", "/health", NULL, 0, NULL).status, 200);
+  CHECK_INT(http("GET", "/contexts", NULL, 0, NULL).status, 401);
+  CHECK_INT(http("GET", "/contexts", NULL, 0, "wrong").status, 401);
+  CHECK_INT(http("POST", "/execute", "{\"code\":\"1\"}", 12, "wrong").status, 401);
+  CHECK_INT(http("DELETE", "/contexts/x", NULL, 0, NULL).status, 401);
+  CHECK_INT(http("GET", "/contexts", NULL, 0, TOKEN).status, 200);
+  asb_client *c2 = NULL;
+  asb_sandbox *sb2 = NULL;
+  REQUIRE(codei_connect(&F, "not-the-token", &c2, &sb2) == 0);
+  asb_execution *e = NULL;
+  CHECK_RC(asb_code_run(sb2, "1", NULL, &e), ASB_EAUTH);
+  asb_sandbox_free(sb2);
+  asb_client_free(c2);
+}
+
+/* Executions on one context queue; on different contexts they overlap. */
+typedef struct par {
+  const char *ctx;
+  char out[64];
+} par;
+static void *par_run(void *arg) {
+  par *p = arg;
+  asb_code_options o = ASB_CODE_OPTIONS_INIT;
+  o.context_id = p->ctx;
+  asb_execution *e = NULL;
+  if (asb_code_run(SB, "import time; time.sleep(0.3); n = globals().get('n', 0) + 1; n", &o, &e) == ASB_OK)
+    snprintf(p->out, sizeof p->out, "%s", asb_execution_text(e) ? asb_execution_text(e) : "");
+  asb_execution_free(e);
+  return NULL;
+}
+
+TEST(concurrent_calls_queue_per_context) {
+  asb_code_context *c = NULL;
+  REQUIRE_RC(asb_code_context_create(SB, "python", NULL, NULL, &c), ASB_OK);
+  par p[4];
+  pthread_t t[4];
+  for (int i = 0; i < 4; i++) {
+    p[i].ctx = asb_code_context_id(c);
+    p[i].out[0] = '\0';
+    pthread_create(&t[i], NULL, par_run, &p[i]);
+  }
+  int seen = 0;
+  for (int i = 0; i < 4; i++) {
+    pthread_join(t[i], NULL);
+    int v = atoi(p[i].out);
+    CHECK(v >= 1 && v <= 4);
+    if (v >= 1 && v <= 4) seen |= 1 << (v - 1);
+  }
+  CHECK_INT(seen, 15); /* each run saw the one before it */
+  asb_code_context_remove(SB, asb_code_context_id(c), NULL);
+  asb_code_context_free(c);
+}
+
+int main(void) {
+  setvbuf(stdout, NULL, _IOLBF, 0);
+  snprintf(TMPD, sizeof TMPD, "/tmp/asbt-codei-XXXXXX");
+  if (!mkdtemp(TMPD)) return 1;
+  curl_global_init(CURL_GLOBAL_DEFAULT);
+  const char *args[] = {"--access-token", TOKEN, "--cwd", "/tmp", NULL};
+  const char *env[] = {"ASBT_GLOBAL=from the server", NULL};
+  if (codei_start(&F, args, env) != 0) {
+    fprintf(stderr, "cannot start %s\n", CODEI_BIN);
+    return 1;
+  }
+  if (wait_healthy() != 0 || codei_connect(&F, TOKEN, &C, &SB) != 0) {
+    fprintf(stderr, "the server did not become healthy\n");
+    codei_stop(&F);
+    return 1;
+  }
+  RUN(state_persists_in_default_context);
+  RUN(contexts_are_isolated);
+  RUN(matplotlib_png);
+  RUN(display_html_markdown_json);
+  RUN(exception_name_value_traceback);
+  RUN(stdout_streams_while_the_cell_runs);
+  RUN(timeout_interrupts_and_context_survives);
+  RUN(killed_kernel_is_reported_and_recovers);
+  RUN(huge_output_streams_with_bounded_memory);
+  RUN(env_vars_per_call_and_global);
+  RUN(javascript_context);
+  RUN(bash_context);
+  RUN(restart_and_remove);
+  RUN(bad_input);
+  RUN(access_token);
+  RUN(concurrent_calls_queue_per_context);
+  /* every kernel goes with the server */
+  int py = pid_of_kernel(NULL, NULL), sh = pid_of_kernel(NULL, "bash");
+  asb_sandbox_free(SB);
+  asb_client_free(C);
+  CHECK_INT(codei_stop(&F), 0);
+  CHECK(py > 1 && wait_gone(py) == 0);
+  CHECK(sh > 1 && wait_gone(sh) == 0);
+  unlink(g_flag);
+  rmdir(TMPD);
+  curl_global_cleanup();
+  TEST_MAIN_END();
+}
