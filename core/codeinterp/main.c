@@ -28,6 +28,9 @@ static void usage(FILE *f) {
           "  --listen ADDR        address to bind (default 127.0.0.1)\n"
           "  --access-token T     require X-Access-Token: T on every route but GET /health\n"
           "                       (default: $ASB_ACCESS_TOKEN; unset = no auth)\n"
+          "  --token-scope S      all (default) or execute: the token guards only\n"
+          "                       POST /execute, as the stock E2B SDKs expect (they send\n"
+          "                       it nowhere else); a wrong token is refused anywhere\n"
           "  --cwd DIR            cwd of contexts created without one (default /home/user\n"
           "                       if it exists, else the current directory)\n"
           "  --no-default-context do not start a python kernel ahead of the first call\n"
@@ -36,7 +39,7 @@ static void usage(FILE *f) {
 }
 
 int main(int argc, char **argv) {
-  int port = 49999, default_ctx = 1;
+  int port = 49999, default_ctx = 1, execute_only = 0;
   const char *listen = "127.0.0.1", *cwd = NULL;
   char *token = asbi_strdup(asbi_getenv("ASB_ACCESS_TOKEN"));
   for (int i = 1; i < argc; i++) {
@@ -67,6 +70,10 @@ int main(int argc, char **argv) {
     } else if (v && strcmp(a, "--access-token") == 0) {
       free(token);
       token = asbi_strdup(v);
+      i++;
+    } else if (v && strcmp(a, "--token-scope") == 0 &&
+               (strcmp(v, "all") == 0 || strcmp(v, "execute") == 0)) {
+      execute_only = strcmp(v, "execute") == 0;
       i++;
     } else if (v && strcmp(a, "--cwd") == 0) {
       cwd = v;
@@ -117,7 +124,8 @@ int main(int argc, char **argv) {
 
   ci_config cfg = {.rundir = rundir, .default_cwd = cwd, .default_context = default_ctx};
   ci_ctx_init(&cfg);
-  ci_server_opts so = {.listen = listen, .port = port, .access_token = token};
+  ci_server_opts so = {.listen = listen, .port = port, .access_token = token,
+                        .token_execute_only = execute_only};
   char err[512];
   int bound = ci_server_start(&so, err, sizeof err);
   free(token);

@@ -23,6 +23,7 @@
 
 static struct MHD_Daemon *g_daemon;
 static char *g_token;
+static int g_token_execute_only;
 
 typedef struct req {
   asbi_buf body;
@@ -270,9 +271,10 @@ static int context_path(const char *url, char *id, size_t n, int *restart) {
 
 /* ---- dispatch -------------------------------------------------------------------- */
 
-static int token_ok(struct MHD_Connection *conn) {
+static int token_ok(struct MHD_Connection *conn, int execute) {
   if (!g_token) return 1;
   const char *h = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "X-Access-Token");
+  if (!h && g_token_execute_only && !execute) return 1;
   size_t n = strlen(g_token);
   return h && strlen(h) == n && CRYPTO_memcmp(h, g_token, n) == 0;
 }
@@ -304,7 +306,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
     return ci_ctx_startup_done() ? respond(conn, 200, "application/json", "\"OK\"")
                                  : respond(conn, 503, "application/json", "\"starting\"");
   }
-  if (!token_ok(conn)) return text_error(conn, 401, "Unauthorized: missing or wrong X-Access-Token");
+  if (!token_ok(conn, strcmp(url, "/execute") == 0)) return text_error(conn, 401, "Unauthorized: missing or wrong X-Access-Token");
   if (strcmp(url, "/execute") == 0) {
     if (!post) return respond(conn, 405, "application/json", "{\"detail\":\"Method Not Allowed\"}");
     return do_execute(conn, r);
@@ -361,6 +363,7 @@ int ci_server_start(const ci_server_opts *o, char *err, size_t errlen) {
     return -1;
   }
   g_token = o->access_token && *o->access_token ? strdup(o->access_token) : NULL;
+  g_token_execute_only = o->token_execute_only;
   g_daemon = MHD_start_daemon(flags, 0, NULL, NULL, handle, NULL, MHD_OPTION_SOCK_ADDR,
                               (struct sockaddr *)&ss, MHD_OPTION_NOTIFY_COMPLETED, completed, NULL,
                               MHD_OPTION_CONNECTION_TIMEOUT, 640u, MHD_OPTION_END);

@@ -14,6 +14,11 @@ typedef struct ci_server_opts {
   const char *listen;       /* IPv4 or IPv6 address */
   int port;                 /* 0 = any free port */
   const char *access_token; /* NULL = no auth */
+  /* 1: the token guards only POST /execute (what runs code). E2B's stock
+   * SDKs send X-Access-Token on /execute alone, so this is how the engine
+   * runs it; a wrong token on any route is still a 401. 0: every route but
+   * GET /health needs it. */
+  int token_execute_only;
 } ci_server_opts;
 
 /* Start serving (threads of its own). Returns the bound port, or -1 with a

@@ -356,6 +356,9 @@ static void create(engine *e, api_req *q, api_reply *r) {
     goto out;
   }
   /* From here a failure must undo the sandbox: create is transactional. */
+  /* Code-interpreter templates warm their kernel from the start, while envd
+   * starts: Python importing ipykernel dominates the first run_code. */
+  if (t->start_codei && e->codei_path) codei_start(e, s);
   if ((rc = wait_envd(s))) {
     api_error(r, 500, "the sandbox's agent did not start: %s", strerror(-rc));
     goto undo;
@@ -402,8 +405,6 @@ static void create(engine *e, api_req *q, api_reply *r) {
   }
   t->spawn_count++;
   t->last_spawned_ms = now_unix_ms();
-  /* Code-interpreter templates warm their kernel from the start. */
-  if (t->start_codei && e->codei_path) codei_start(e, s);
   api_reply_json(r, 201, sandbox_json(e, s));
   reg_add(e, s); /* the table takes our reference */
   s = NULL;

@@ -25,7 +25,8 @@ int codei_start(engine *e, sbx *s) {
   }
   s->codei_started = 1;
   const char *args[] = {"--port", "49999", "--listen", "127.0.0.1", "--access-token",
-                        s->token, "--cwd", "/home/user", NULL};
+                        s->token, "--token-scope", "execute", "--cwd", "/home/user",
+                        NULL};
   char **argv = asbe_agent_argv("code-interpreter", args);
   /* The sandbox's environment, as envd gives it to commands. */
   size_t n = s->env_vars ? (size_t)cJSON_GetArraySize(s->env_vars) : 0;

@@ -33,6 +33,7 @@ struct route_ctx {
   int write_failed; /* sending the body failed: the upstream may have
                        answered early (401, 413) and closed */
   int head_request;
+  int client_fd;    /* the caller's socket, watched while we wait upstream */
   /* response */
   char *buf;        /* READ_CHUNK bytes */
   size_t have, off; /* bytes in buf, consumed from buf */
@@ -244,6 +245,8 @@ route_ctx *router_begin(engine *e, struct MHD_Connection *c, const char *raw_uri
     return NULL;
   }
   r->e = e;
+  const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+  r->client_fd = ci ? ci->connect_fd : -1;
   r->s = s;
   r->port = port;
   r->head_request = strcmp(method, "HEAD") == 0;
@@ -310,6 +313,25 @@ int router_body(route_ctx *r, const char *data, size_t len) {
   return r->write_failed ? -1 : 0;
 }
 
+/* recv from upstream; while nothing comes, also watch the caller: if it
+ * hangs up (a client-side timeout, a cancelled run_code), give up so the
+ * upstream sees its connection close now rather than at the next byte it
+ * sends (the code interpreter interrupts the cell on disconnect; a
+ * keepalive only comes every 5 s). -1 with ECONNABORTED then. */
+static ssize_t up_recv(route_ctx *r, char *buf, size_t n) {
+  for (;;) {
+    ssize_t got = recv(r->fd, buf, n, MSG_DONTWAIT);
+    if (got >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) return got;
+    struct pollfd p[2] = {{r->fd, POLLIN, 0}, {r->client_fd, POLLRDHUP, 0}};
+    int np = r->client_fd >= 0 ? 2 : 1;
+    if (poll(p, (nfds_t)np, -1) < 0 && errno != EINTR) return -1;
+    if (np == 2 && (p[1].revents & (POLLRDHUP | POLLHUP | POLLERR)) && !(p[0].revents & POLLIN)) {
+      errno = ECONNABORTED;
+      return -1;
+    }
+  }
+}
+
 /* Read more upstream bytes into buf (after compacting). 0 = EOF. */
 static ssize_t fill(route_ctx *r) {
   if (r->off == r->have) r->off = r->have = 0;
@@ -320,7 +342,7 @@ static ssize_t fill(route_ctx *r) {
     if (r->have == READ_CHUNK) return -1;
   }
   for (;;) {
-    ssize_t n = recv(r->fd, r->buf + r->have, READ_CHUNK - r->have, 0);
+    ssize_t n = up_recv(r, r->buf + r->have, READ_CHUNK - r->have);
     if (n < 0 && errno == EINTR) continue;
     if (n > 0) r->have += (size_t)n;
     return n;
@@ -344,7 +366,7 @@ static ssize_t reader(void *cls, uint64_t pos, char *out, size_t max) {
         size_t want = max;
         if ((uint64_t)want > r->left) want = (size_t)r->left;
         ssize_t n;
-        do n = recv(r->fd, out, want, 0); while (n < 0 && errno == EINTR);
+        n = up_recv(r, out, want);
         if (n <= 0) return MHD_CONTENT_READER_END_WITH_ERROR; /* truncated */
         r->left -= (uint64_t)n;
         return n;
@@ -383,7 +405,7 @@ static ssize_t reader(void *cls, uint64_t pos, char *out, size_t max) {
       return (ssize_t)n;
     }
     ssize_t n;
-    do n = recv(r->fd, out, max, 0); while (n < 0 && errno == EINTR);
+    n = up_recv(r, out, max);
     if (n == 0) {
       r->done = 1;
       continue;

@@ -1,0 +1,126 @@
+// The stock E2B code interpreter SDK (npm "@e2b/code-interpreter", pinned)
+// against a real agent-sandboxd, configured only by E2B_API_URL,
+// E2B_SANDBOX_URL and E2B_API_KEY: an unchanged E2B program on the local
+// engine. Sandbox.create uses the SDK's default template, code-interpreter-v1.
+// Run: ENGINE_BIN=... node --test engine.test.mjs   (as root)
+// SPDX-License-Identifier: Apache-2.0
+import { test, before, after } from 'node:test'
+import assert from 'node:assert/strict'
+import { spawn } from 'node:child_process'
+import { readFileSync, rmSync } from 'node:fs'
+import path from 'node:path'
+import { fileURLToPath } from 'node:url'
+
+const here = path.dirname(fileURLToPath(import.meta.url))
+const ENGINE = process.env.ENGINE_BIN || path.join(here, '../../build/core/engine/agent-sandboxd')
+const STATE = `/tmp/asb-npm-codei-${process.pid}`
+const failFast = { requestTimeoutMs: 5000 }
+let engine, ci, e2b, sbx
+
+function startEngine() {
+  return new Promise((resolve, reject) => {
+    const p = spawn(ENGINE, ['--state-dir', STATE, '--listen', '127.0.0.1:0',
+      '--cgroup-name', `asbt-npmci-${process.pid}`, '--pool', '2', '--kill-on-exit'],
+    { stdio: ['ignore', 'pipe', 'inherit'] })
+    let buf = ''
+    p.stdout.on('data', (d) => {
+      buf += d.toString()
+      const m = buf.match(/listening on 127\.0\.0\.1:(\d+)/)
+      if (m) resolve({ proc: p, port: parseInt(m[1], 10) })
+    })
+    p.on('error', reject)
+    p.on('exit', (code) => reject(new Error(`engine exited with ${code}`)))
+  })
+}
+
+before(async () => {
+  const { proc, port } = await startEngine()
+  engine = proc
+  process.env.E2B_API_URL = `http://127.0.0.1:${port}`
+  process.env.E2B_SANDBOX_URL = `http://127.0.0.1:${port}`
+  process.env.E2B_API_KEY = readFileSync(`${STATE}/api_key`, 'utf8').trim()
+  delete process.env.E2B_DEBUG
+  ci = await import('@e2b/code-interpreter')
+  e2b = await import('e2b')
+  sbx = await ci.Sandbox.create({ timeoutMs: 120_000 })
+})
+
+after(async () => {
+  if (sbx) await sbx.kill().catch(() => {})
+  const exited = new Promise((resolve) => engine.once('exit', resolve))
+  engine.kill('SIGTERM')
+  await exited
+  rmSync(STATE, { recursive: true, force: true })
+})
+
+test('runCode: results, logs, state, execution count', async () => {
+  const info = await sbx.getInfo()
+  assert.equal(info.templateId, 'code-interpreter-v1')
+  const stdout = []
+  const e = await sbx.runCode('x = 2 ** 10\nprint("hi")\nx', { onStdout: (m) => stdout.push(m.line) })
+  assert.equal(e.text, '1024')
+  assert.deepEqual(e.logs.stdout, ['hi\n'])
+  assert.deepEqual(stdout, ['hi\n'])
+  assert.equal(e.error, undefined)
+  assert.ok(e.executionCount >= 1)
+  const again = await sbx.runCode('x + 1')
+  assert.equal(again.text, '1025')
+  assert.equal(again.executionCount, e.executionCount + 1)
+  // the kernel runs inside this sandbox, as its user
+  const who = await sbx.runCode('import os, socket; (os.getuid(), socket.gethostname())')
+  assert.equal(who.text, `(1000, '${sbx.sandboxId}')`)
+  // and shares its filesystem with commands and files
+  await sbx.files.write('/home/user/data.csv', 'a,b\n1,2\n')
+  const csv = await sbx.runCode("open('/home/user/data.csv').read().splitlines()[1]")
+  assert.equal(csv.text, '1,2') // E2B drops one pair of enclosing quotes
+})
+
+test('runCode: errors and rich results', async () => {
+  const err = await sbx.runCode('1/0')
+  assert.equal(err.error.name, 'ZeroDivisionError')
+  assert.equal(err.error.value, 'division by zero')
+  assert.match(err.error.traceback, /ZeroDivisionError/)
+  const plot = await sbx.runCode('import matplotlib.pyplot as plt\nplt.plot([1, 2, 3])\nplt.show()')
+  assert.equal(plot.error, undefined)
+  const png = plot.results.find((r) => r.png)
+  assert.ok(png && png.png.startsWith('iVBORw0KGgo'), 'a png result')
+  const html = await sbx.runCode("from IPython.display import HTML\nHTML('<b>x</b>')")
+  assert.equal(html.results.at(-1).html, '<b>x</b>')
+})
+
+test('runCode: other languages, envs', async () => {
+  assert.equal((await sbx.runCode('1 + 1', { language: 'javascript' })).text, '2')
+  const b = await sbx.runCode('echo "$GREETING"', { language: 'bash', envs: { GREETING: 'hi' } })
+  assert.deepEqual(b.logs.stdout, ['hi\n'])
+})
+
+test('contexts: create, list, run in, restart, remove (no token on these calls)', async () => {
+  const ctx = await sbx.createCodeContext({ language: 'python', cwd: '/tmp' })
+  assert.equal(ctx.cwd, '/tmp')
+  await sbx.runCode('y = 5', { context: ctx })
+  assert.equal((await sbx.runCode('y', { context: ctx })).text, '5')
+  assert.equal((await sbx.runCode("'y' in dir()")).text, 'False')
+  assert.ok((await sbx.listCodeContexts()).some((c) => c.id === ctx.id))
+  await sbx.restartCodeContext(ctx)
+  assert.equal((await sbx.runCode('y', { context: ctx })).error.name, 'NameError')
+  await sbx.removeCodeContext(ctx.id)
+  assert.ok(!(await sbx.listCodeContexts()).some((c) => c.id === ctx.id))
+  await assert.rejects(sbx.runCode('1', { context: ctx, ...failFast }), e2b.NotFoundError)
+})
+
+test('runCode: a timeout interrupts the cell, the context lives on', async () => {
+  await sbx.runCode("kept = 'yes'")
+  await assert.rejects(sbx.runCode('while True: pass', { timeoutMs: 1000 }), e2b.TimeoutError)
+  assert.equal((await sbx.runCode('kept')).text, 'yes')
+})
+
+test('connect from a second client, then kill: runCode says the sandbox is gone', async () => {
+  const other = await ci.Sandbox.connect(sbx.sandboxId)
+  assert.equal((await other.runCode('kept')).text, 'yes')
+  const wrong = new ci.Sandbox({ sandboxId: sbx.sandboxId, envdVersion: '0.6.4',
+    envdAccessToken: 'wrong' })
+  await assert.rejects(wrong.runCode('1', failFast), /401|[Uu]nauthori/)
+  const victim = await ci.Sandbox.create({ timeoutMs: 60_000 })
+  await victim.kill()
+  await assert.rejects(victim.runCode('1', failFast))
+})
