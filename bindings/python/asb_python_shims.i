@@ -83,13 +83,19 @@ int asbpy_commands_run(asb_sandbox *sandbox, const char *cmd,
     o.userdata = cb;
   }
   if (stdin_data) o.stdin_enabled = 1;
+  /* Starting is not cancelled half-way (bounded by the request timeout):
+   * a start cut short could leave the command running with its pid unknown.
+   * A cancellation that arrives meanwhile kills it right after. */
+  asb_cancel *cancel = o.cancel;
+  o.cancel = NULL;
   asb_process *p = NULL;
   int rc = asb_commands_start(sandbox, cmd, &o, &p);
   if (rc) return rc;
   if (cb) cb->pid = asb_process_pid(p);
   asb_call_options call = ASB_CALL_OPTIONS_INIT;
-  call.cancel = o.cancel;
-  if (stdin_data) {
+  call.cancel = cancel;
+  if (cancel && asb_cancel_is_requested(cancel)) rc = ASB_ECANCELED;
+  if (stdin_data && rc == ASB_OK) {
     if (stdin_len) rc = asb_process_send_stdin(p, stdin_data, stdin_len, &call);
     if (rc == ASB_OK) rc = asb_process_close_stdin(p, &call);
   }

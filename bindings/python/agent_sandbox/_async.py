@@ -110,8 +110,14 @@ class CommandHandle:
         return result
 
     async def kill(self) -> bool:
-        """Kill the command (SIGKILL). False if it already ended."""
-        return await N.run(self._h.kill)
+        """Kill the command (SIGKILL). False if it already ended.
+
+        Returns once its output stream has ended too (so the handle holds no
+        work on a closing loop)."""
+        killed = await N.run(self._h.kill)
+        if not self._pump.done():
+            await asyncio.wait([self._pump], timeout=10)
+        return killed
 
     async def send_stdin(self, data: S.Data, request_timeout: Optional[float] = None) -> None:
         await N.run(self._h.send_stdin, data, request_timeout)

@@ -436,23 +436,25 @@ class Commands:
 
 def _open(sandbox: "Sandbox", sink: _Sink, opts: Any, start: Callable[[Any], Any],
           feed: Optional[Data], not_found: Any = None) -> CommandHandle:
-    """Open a process with a token of its own (linked to the caller's, so a
-    cancelled caller cancels the start too) and bind its callbacks."""
+    """Open a process with a cancel token of its own (it lives as long as
+    the process handle) and bind its callbacks.
+
+    Starting is not cancelled half-way (it is bounded by the request
+    timeout): a start cut short could leave the command running with its pid
+    unknown. A cancellation requested meanwhile kills it right after."""
     token = N.CancelToken()
     h = CommandHandle(sandbox, sink, token)
     opts.bind(h._cb)
     opts.cancel = token._h
-    scope = N.current_token()
-    if scope is not None:
-        scope.link(token)
-    try:
-        rc, p = start(opts)
-    finally:
-        if scope is not None:
-            scope.unlink(token)
+    rc, p = start(opts)
     if rc != N.OK:
         N.fail(rc, h._cb, not_found)
     h._attach(p)
+    scope = N.current_token()
+    if scope is not None and scope.cancelled:
+        h.kill()
+        raise E.OperationCancelledError("cancelled while starting; the command was killed",
+                                        code=N.ECANCELED, status="ASB_ECANCELED")
     if feed is not None:
         try:
             if len(feed):
