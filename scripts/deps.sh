@@ -11,6 +11,10 @@ PACKAGES=(
   libmicrohttpd-dev libseccomp-dev libzmq3-dev
   # checks
   abigail-tools clang libclang-rt-14-dev valgrind python3
+  # the Python binding (built and tested offline, no PyPI): SWIG, headers,
+  # venv + pip, setuptools/wheel/build for wheels and sdists, pytest
+  swig python3-dev python3-venv python3-pip python3-setuptools python3-wheel
+  python3-build python3-pytest python3-pytest-asyncio
   # sandbox templates and baselines
   busybox-static bubblewrap runc iproute2 e2fsprogs util-linux procps
 )
