@@ -203,9 +203,9 @@ int asbi_envd_unary(asb_sandbox *sb, const char *method, const cJSON *req,
   asbi_http_resp resp = ASBI_HTTP_RESP_INIT;
   int rc = asbi_http_do(sb->client->http, &r, &resp);
   if (rc) {
-    asbi_prefix_error(rc, what);
+    rc = asbi_sandbox_explain(sb, asbi_prefix_error(rc, what));
   } else if (resp.status != 200) {
-    rc = asbi_map_http_error(&resp, what);
+    rc = asbi_sandbox_explain(sb, asbi_map_http_error(&resp, what));
   } else if (out) {
     const char *err = NULL;
     *out = asbi_pj_parse(resp.body.data ? resp.body.data : "", resp.body.len, &err);
@@ -228,6 +228,7 @@ typedef struct msg_node {
 } msg_node;
 
 struct asbi_envd_stream {
+  asb_sandbox *sb; /* borrowed: the caller's handle outlives the stream */
   asbi_http_stream *http;
   asbi_http_resp resp;
   asbi_connect_dec dec;
@@ -329,14 +330,15 @@ int asbi_envd_stream_open(asb_sandbox *sb, const char *method,
   asbi_buf_free(&url);
   asbi_buf_free(&store);
   if (rc) {
-    asbi_prefix_error(rc, what);
+    rc = asbi_sandbox_explain(sb, asbi_prefix_error(rc, what));
   } else if (s->resp.status != 200) {
-    rc = asbi_map_http_error(&s->resp, what);
+    rc = asbi_sandbox_explain(sb, asbi_map_http_error(&s->resp, what));
   }
   if (rc) {
     asbi_envd_stream_close(s);
     return rc;
   }
+  s->sb = sb;
   *out = s;
   return ASB_OK;
 }
@@ -378,15 +380,15 @@ int asbi_envd_stream_next(asbi_envd_stream *s, cJSON **msg, long wait_ms,
       if (rc == ASB_ETIMEOUT && deadline && asbi_now_ms() >= deadline)
         return asbi_err(ASB_ETIMEOUT, "%s: no event within %ld ms", s->what,
                         wait_ms);
-      s->failed = asbi_prefix_error(rc, s->what);
-      return rc;
+      s->failed = asbi_sandbox_explain(s->sb, asbi_prefix_error(rc, s->what));
+      return s->failed;
     }
     if (len == 0) { /* EOF */
       int f = asbi_connect_dec_finish(&s->dec);
       if (!s->ended) {
-        s->failed = asbi_err(ASB_ECONNECTION,
-                             "%s: stream ended without its end frame (%s)",
-                             s->what, asbi_connect_strerror(f ? f : ASBI_CONNECT_ENOEND));
+        asbi_err(ASB_ECONNECTION, "%s: stream ended without its end frame (%s)",
+                 s->what, asbi_connect_strerror(f ? f : ASBI_CONNECT_ENOEND));
+        s->failed = asbi_sandbox_explain(s->sb, ASB_ECONNECTION);
         return s->failed;
       }
       continue;

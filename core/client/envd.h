@@ -92,6 +92,12 @@ int asbi_map_http_error(const asbi_http_resp *resp, const char *what);
 /* Map a Connect error code (from an end-stream frame) and record it. */
 int asbi_map_connect_error(const char *code, const char *message,
                            const char *what);
+/* A call to the sandbox failed with rc. When the connection broke (or the
+ * router could not reach its agent), ask the control plane whether the
+ * sandbox is still there: if it ended, the error becomes ASB_ESANDBOXGONE
+ * with its reason (e.g. "timeout"), which tells the caller more than a
+ * broken stream. Otherwise rc and its error stay. Returns the code. */
+int asbi_sandbox_explain(asb_sandbox *sb, int rc);
 /* Map a transport failure: just prefixes the message. Returns rc. */
 int asbi_prefix_error(int rc, const char *what);
 

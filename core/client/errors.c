@@ -128,3 +128,18 @@ const char *asb_status_name(int code) {
     if (TABLE[i].code == code) return TABLE[i].name;
   return "ASB_UNKNOWN";
 }
+
+void asbi_err_save(asbi_err_saved *s) {
+  ensure();
+  s->e = tls.e;
+  snprintf(s->message, sizeof s->message, "%s", tls.message);
+  snprintf(s->remote_code, sizeof s->remote_code, "%s", tls.remote_code);
+  snprintf(s->reason, sizeof s->reason, "%s", tls.reason);
+}
+
+void asbi_err_restore(const asbi_err_saved *s) {
+  ensure();
+  asbi_err_remote(s->e.code, s->e.http_status, s->remote_code, "%s", s->message);
+  tls.e.retry_after = s->e.retry_after;
+  snprintf(tls.reason, sizeof tls.reason, "%s", s->reason);
+}

@@ -240,9 +240,9 @@ static int files_get(asb_sandbox *sb, const char *path,
   asbi_http_resp resp = ASBI_HTTP_RESP_INIT;
   rc = asbi_http_do(sb->client->http, &r, &resp);
   if (rc)
-    asbi_prefix_error(rc, what);
+    rc = asbi_sandbox_explain(sb, asbi_prefix_error(rc, what));
   else if (resp.status != 200)
-    rc = asbi_map_http_error(&resp, what);
+    rc = asbi_sandbox_explain(sb, asbi_map_http_error(&resp, what));
   asbi_http_resp_free(&resp);
   asbi_buf_free(&url);
   asbi_buf_free(&store);
@@ -428,9 +428,9 @@ static int files_post(asb_sandbox *sb, const char *path, const char *content_typ
   asbi_http_resp resp = ASBI_HTTP_RESP_INIT;
   rc = asbi_http_do(sb->client->http, &r, &resp);
   if (rc) {
-    asbi_prefix_error(rc, what);
+    rc = asbi_sandbox_explain(sb, asbi_prefix_error(rc, what));
   } else if (resp.status != 200) {
-    rc = asbi_map_http_error(&resp, what);
+    rc = asbi_sandbox_explain(sb, asbi_map_http_error(&resp, what));
   } else if (out) {
     cJSON *j = asbi_pj_parse(resp.body.data ? resp.body.data : "", resp.body.len, NULL);
     if (!cJSON_IsArray(j))

@@ -22,6 +22,13 @@ void asbi_err_set_reason(const char *reason);
 /* Prefix the last error's message with "<context>: ". */
 void asbi_err_prefix(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 #define asbi_oom() asbi_err(ASB_ENOMEM, "out of memory")
+/* Keep the calling thread's last error across another call. */
+typedef struct asbi_err_saved {
+  asb_error e;
+  char message[1024], remote_code[128], reason[128];
+} asbi_err_saved;
+void asbi_err_save(asbi_err_saved *s);
+void asbi_err_restore(const asbi_err_saved *s);
 
 /* Checks an options struct's version field: NULL is fine (defaults). */
 #define ASBI_CHECK_VERSION(opts, max, name)                                    \

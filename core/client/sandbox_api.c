@@ -134,12 +134,14 @@ typedef struct cp_call {
   long timeout_ms;
   asb_cancel *cancel;
   int idempotent;
+  int no_start; /* local mode: never start the engine for this call */
 } cp_call;
 
 static void cp_from(cp_call *k, asb_client *c, const asb_call_options *o) {
   k->timeout_ms = asbi_client_timeout(c, o ? o->timeout_ms : 0);
   k->cancel = o ? o->cancel : NULL;
   k->idempotent = 0;
+  k->no_start = 0;
 }
 
 /* A control-plane request. *out (if not NULL) gets the parsed JSON reply of
@@ -184,7 +186,7 @@ static int cp_request(asb_client *c, const char *method, const char *path,
     asbi_buf_free(&key);
     asbi_buf_free(&ua);
     /* Local mode: nobody listening means the engine is not running yet. */
-    if (rc == ASB_ECONNECTION && c->local && attempt == 0) {
+    if (rc == ASB_ECONNECTION && c->local && attempt == 0 && !k->no_start) {
       asbi_http_resp_free(&resp);
       if ((rc = asbi_client_local_prepare(c, 1))) break;
       continue;
@@ -216,6 +218,21 @@ static int cp_request(asb_client *c, const char *method, const char *path,
     break;
   }
   free(json);
+  return rc;
+}
+
+int asbi_sandbox_explain(asb_sandbox *sb, int rc) {
+  const asb_error *e = asb_error_last();
+  int unreachable = rc == ASB_ECONNECTION || (rc == ASB_ETIMEOUT && e->http_status == 502);
+  if (!unreachable || !sb || sb->client->debug) return rc;
+  asbi_err_saved saved;
+  asbi_err_save(&saved);
+  char path[256];
+  snprintf(path, sizeof path, "/sandboxes/%s", sb->id);
+  cp_call k = {3000, NULL, 1, 1};
+  int prc = cp_request(sb->client, "GET", path, NULL, &k, "sandbox", NULL, NULL, NULL, NULL);
+  if (prc == ASB_ESANDBOXGONE || prc == ASB_ESANDBOXNOTFOUND) return prc;
+  asbi_err_restore(&saved);
   return rc;
 }
 
@@ -288,7 +305,7 @@ int asb_sandbox_create(asb_sandbox **out, asb_client *c,
   int rc = kv_object(body, "metadata", o->metadata, "sandbox.create");
   if (!rc) rc = kv_object(body, "envVars", o->envs, "sandbox.create");
   cJSON *reply = NULL;
-  cp_call k = {asbi_client_timeout(c, o->request_timeout_ms), o->cancel, 0};
+  cp_call k = {asbi_client_timeout(c, o->request_timeout_ms), o->cancel, 0, 0};
   /* Current SDKs create with POST /v2/sandboxes; engines that predate it
    * (404) get the classic POST /sandboxes. */
   int status = 0;
@@ -643,7 +660,7 @@ int asb_sandbox_list(asb_client *c, const asb_sandbox_list_options *o,
     asbi_url_escape(&path, o->next_token, 0);
   }
   if (!path.data) return asbi_oom();
-  cp_call k = {asbi_client_timeout(c, o->request_timeout_ms), o->cancel, 1};
+  cp_call k = {asbi_client_timeout(c, o->request_timeout_ms), o->cancel, 1, 0};
   cJSON *reply = NULL;
   asbi_http_resp resp = ASBI_HTTP_RESP_INIT;
   int rc = cp_request(c, "GET", path.data, NULL, &k, "sandbox.list", NULL, NULL, &reply,

@@ -45,9 +45,9 @@ void api_error(api_reply *r, int status, const char *fmt, ...) {
 }
 
 /* 404 for an unknown sandbox, naming it and, if it existed, why it ended. */
-static void not_found(engine *e, api_reply *r, const char *id) {
+static void not_found(engine *e, api_reply *r, const char *id, const char *dying) {
   char why[32];
-  const char *reason = reg_tomb(e, id, why, sizeof why);
+  const char *reason = dying ? dying : reg_tomb(e, id, why, sizeof why);
   cJSON *j = cJSON_CreateObject();
   cJSON_AddNumberToObject(j, "code", 404);
   char msg[256];
@@ -803,7 +803,15 @@ void api_handle(engine *e, api_req *q, api_reply *r) {
   if (!known) return api_error(r, 404, "no such endpoint: %s %s", q->method, q->path);
   if (!method_ok) return api_error(r, 405, "method %s not allowed on %s", q->method, q->path);
   sbx *s = reg_get(e, id);
-  if (!s) return not_found(e, r, id);
+  if (!s) return not_found(e, r, id, NULL);
+  pthread_mutex_lock(&s->mu);
+  char dying[32] = "";
+  if (s->state == SBX_DEAD) snprintf(dying, sizeof dying, "%s", s->end_reason);
+  pthread_mutex_unlock(&s->mu);
+  if (dying[0]) { /* being killed right now: already gone for callers */
+    reg_put(e, s);
+    return not_found(e, r, id, dying);
+  }
   if (strcmp(action, "") == 0 && strcmp(q->method, "GET") == 0) get_info(e, s, r);
   else if (strcmp(action, "") == 0) {
     lifecycle_kill(e, s, "killed");

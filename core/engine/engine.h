@@ -61,6 +61,7 @@ typedef struct sbx {
   int64_t last_cpu_ts_ms;
   uint64_t oom_kills; /* last seen, to log new ones */
   int codei_started;  /* the code interpreter was launched (under mu) */
+  char end_reason[32]; /* set with SBX_DEAD, before the kill starts */
 } sbx;
 
 typedef struct tomb {

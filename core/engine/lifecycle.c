@@ -5,6 +5,7 @@
  * SPDX-License-Identifier: Apache-2.0 */
 #include <errno.h>
 #include <poll.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -66,6 +67,7 @@ void lifecycle_kill(engine *e, sbx *s, const char *reason) {
   pthread_mutex_lock(&s->mu);
   if (s->state != SBX_DEAD) {
     s->state = SBX_DEAD;
+    snprintf(s->end_reason, sizeof s->end_reason, "%s", reason);
     if (s->iso) asbe_sandbox_kill(s->iso, 1);
     engine_log("sandbox %s: ended (%s)", s->id, reason);
   }

@@ -210,13 +210,21 @@ route_ctx *router_begin(engine *e, struct MHD_Connection *c, const char *raw_uri
   }
   pthread_mutex_lock(&s->mu);
   sbx_state st = s->state;
+  char dying[32];
+  snprintf(dying, sizeof dying, "%s", s->end_reason);
   pthread_mutex_unlock(&s->mu);
+  if (st == SBX_DEAD) { /* being killed right now */
+    reg_put(e, s);
+    *err_status = 502;
+    *err = json_resp(502, id, "sandbox_not_found", dying,
+                     "sandbox \"%s\" is gone (%s)", id, dying);
+    return NULL;
+  }
   if (st != SBX_RUNNING) {
     reg_put(e, s);
     *err_status = 502;
     *err = json_resp(502, id, "sandbox_paused", NULL,
-                     "sandbox \"%s\" is %s; connect to it to resume",
-                     id, st == SBX_PAUSED ? "paused" : "stopping");
+                     "sandbox \"%s\" is paused; connect to it to resume", id);
     return NULL;
   }
   route_ctx *r = calloc(1, sizeof *r);
