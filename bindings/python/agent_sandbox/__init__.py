@@ -33,6 +33,7 @@ from ._async import (
     WatchHandle,
 )
 from ._native import CancelToken
+from .decorator import RemoteError, RemoteTraceback, sandbox
 from ._sync import Network
 from ._sync import Sandbox as SandboxSync
 from .exceptions import (
@@ -101,6 +102,9 @@ __all__ = [
     "Code",
     "CancelToken",
     "library_version",
+    "sandbox",
+    "RemoteError",
+    "RemoteTraceback",
     # exceptions
     "AgentSandboxError",
     "SandboxException",

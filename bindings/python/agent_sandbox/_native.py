@@ -371,6 +371,17 @@ def sync_only(fn: Optional[Callable[..., Any]]) -> Optional[Callable[..., Any]]:
 
 
 @contextlib.contextmanager
+def no_cancel() -> Iterator[None]:
+    """Calls in this block are not cancelled by the token in scope (cleanup)."""
+    prev = getattr(_tls, "cancel", None)
+    _tls.cancel = None
+    try:
+        yield
+    finally:
+        _tls.cancel = prev
+
+
+@contextlib.contextmanager
 def token_scope(token: Optional[CancelToken]) -> Iterator[None]:
     if token is None:
         yield

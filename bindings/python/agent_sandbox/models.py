@@ -106,6 +106,9 @@ class WriteInfo:
     name: str
     type: Optional[FileType]
     path: str
+    metadata: Optional[Dict[str, str]] = None
+    """User metadata of the file (E2B's ``user.e2b.*`` attributes); this
+    library does not read or write it yet, so it is None."""
 
 
 @dataclass
@@ -226,6 +229,8 @@ class SandboxMetrics:
     mem_total: int
     disk_used: int
     disk_total: int
+    mem_cache: int = 0
+    """Page cache in bytes (not reported by this library: 0)."""
 
     @classmethod
     def _from_tuple(cls, t: tuple) -> "SandboxMetrics":

@@ -114,3 +114,17 @@ def eventually(fn, timeout: float = 30.0, interval: float = 0.05):
         if time.monotonic() > deadline:
             return v
         time.sleep(interval)
+
+
+@pytest.fixture(scope="session")
+def code_sandbox(sandbox):
+    """The shared sandbox, when the engine runs a code interpreter in it."""
+    from agent_sandbox import TimeoutException, SandboxException
+
+    try:
+        sandbox.run_code_sync("1", timeout=60)
+    except (TimeoutException, SandboxException) as e:
+        if "49999" in str(e):
+            pytest.skip("the engine has no code interpreter (agent-sandbox-code-interpreter)")
+        raise
+    return sandbox
