@@ -29,7 +29,9 @@ struct route_ctx {
   int port;
   int fd;
   int chunked_up;   /* request body re-chunked upstream */
-  int failed;       /* upstream write failed */
+  int failed;       /* the upstream connection is unusable */
+  int write_failed; /* sending the body failed: the upstream may have
+                       answered early (401, 413) and closed */
   int head_request;
   /* response */
   char *buf;        /* READ_CHUNK bytes */
@@ -175,7 +177,7 @@ static enum MHD_Result copy_header(void *cls, enum MHD_ValueKind kind,
 
 static void route_free(route_ctx *r) {
   if (r->fd >= 0) {
-    if (r->reusable && r->done && !r->failed)
+    if (r->reusable && r->done && !r->failed && !r->write_failed)
       pool_give(r->s, r->port, r->fd);
     else
       close(r->fd);
@@ -183,6 +185,12 @@ static void route_free(route_ctx *r) {
   if (r->s) reg_put(r->e, r->s);
   free(r->buf);
   free(r);
+}
+
+static int connect_port(engine *e, sbx *s, int port) {
+  return port == ENVD_PORT    ? asbe_sandbox_connect_unix(s->iso, "envd.sock")
+         : port == CODEI_PORT ? codei_connect(e, s, 30000)
+                              : asbe_sandbox_connect_tcp(s->iso, (uint16_t)port);
 }
 
 route_ctx *router_begin(engine *e, struct MHD_Connection *c, const char *raw_uri,
@@ -240,10 +248,8 @@ route_ctx *router_begin(engine *e, struct MHD_Connection *c, const char *raw_uri
   r->port = port;
   r->head_request = strcmp(method, "HEAD") == 0;
   r->fd = pool_take(s, port);
-  if (r->fd < 0)
-    r->fd = port == ENVD_PORT    ? asbe_sandbox_connect_unix(s->iso, "envd.sock")
-            : port == CODEI_PORT ? codei_connect(e, s, 30000)
-                                 : asbe_sandbox_connect_tcp(s->iso, (uint16_t)port);
+  int pooled = r->fd >= 0;
+  if (r->fd < 0) r->fd = connect_port(e, s, port);
   if (r->fd < 0) {
     *err_status = 502;
     *err = port == ENVD_PORT
@@ -271,6 +277,12 @@ route_ctx *router_begin(engine *e, struct MHD_Connection *c, const char *raw_uri
   }
   asbi_buf_puts(&head, "Connection: keep-alive\r\n\r\n");
   int rc = head.data ? send_all(r->fd, head.data, head.len) : -1;
+  if (rc && head.data && pooled) {
+    /* The kept connection died meanwhile: one fresh attempt. */
+    close(r->fd);
+    r->fd = connect_port(e, s, port);
+    rc = r->fd >= 0 ? send_all(r->fd, head.data, head.len) : -1;
+  }
   asbi_buf_free(&head);
   if (rc) {
     *err_status = 502;
@@ -285,17 +297,17 @@ route_ctx *router_begin(engine *e, struct MHD_Connection *c, const char *raw_uri
 }
 
 int router_body(route_ctx *r, const char *data, size_t len) {
-  if (r->failed || len == 0) return r->failed ? -1 : 0;
+  if (r->write_failed || len == 0) return r->write_failed ? -1 : 0;
   if (r->chunked_up) {
     char sz[32];
     int n = snprintf(sz, sizeof sz, "%zx\r\n", len);
     if (send_all(r->fd, sz, (size_t)n) || send_all(r->fd, data, len) ||
         send_all(r->fd, "\r\n", 2))
-      r->failed = 1;
+      r->write_failed = 1;
   } else if (send_all(r->fd, data, len)) {
-    r->failed = 1;
+    r->write_failed = 1;
   }
-  return r->failed ? -1 : 0;
+  return r->write_failed ? -1 : 0;
 }
 
 /* Read more upstream bytes into buf (after compacting). 0 = EOF. */
@@ -385,15 +397,10 @@ static void reader_free(void *cls) { route_free(cls); }
 
 struct MHD_Response *router_finish(route_ctx *r, unsigned *status) {
   const char *id = r->s->id;
-  if (!r->failed && r->chunked_up && send_all(r->fd, "0\r\n\r\n", 5)) r->failed = 1;
-  if (r->failed) {
-    *status = 502;
-    struct MHD_Response *e = json_resp(502, id, "bad_gateway", NULL,
-                                       "lost the connection to port %d of sandbox \"%s\" "
-                                       "while sending the request", r->port, id);
-    route_free(r);
-    return e;
-  }
+  if (!r->write_failed && r->chunked_up && send_all(r->fd, "0\r\n\r\n", 5))
+    r->write_failed = 1;
+  /* Even when sending failed, the upstream may have answered already
+   * (e.g. 401 before reading the body): relay that answer if it is there. */
   long hl;
   for (;;) {
     hl = asbi_h1_parse_response(r->buf, r->have, r->head_request, &r->head);
@@ -406,13 +413,19 @@ struct MHD_Response *router_finish(route_ctx *r, unsigned *status) {
   }
   if (hl < 0) {
     *status = 502;
-    struct MHD_Response *e = json_resp(502, id, "bad_gateway", NULL,
-                                       "port %d of sandbox \"%s\" sent no valid HTTP "
-                                       "response", r->port, id);
+    struct MHD_Response *e =
+        r->write_failed
+            ? json_resp(502, id, "bad_gateway", NULL,
+                        "lost the connection to port %d of sandbox \"%s\" while "
+                        "sending the request", r->port, id)
+            : json_resp(502, id, "bad_gateway", NULL,
+                        "port %d of sandbox \"%s\" sent no valid HTTP response",
+                        r->port, id);
     r->failed = 1;
     route_free(r);
     return e;
   }
+  if (r->write_failed) r->head.keep_alive = 0; /* never reuse it */
   /* Keep the head: it points into buf, which the body reuses. */
   struct MHD_Response *resp;
   r->off = (size_t)hl;
