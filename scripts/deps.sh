@@ -14,6 +14,10 @@ PACKAGES=(
   # code interpreter kernels (python via ipykernel; javascript via node) and
   # what its tests plot with
   python3-ipykernel python3-matplotlib nodejs
+  # the Python binding (built and tested offline, no PyPI): SWIG, headers,
+  # venv + pip, setuptools/wheel/build for wheels and sdists, pytest
+  swig python3-dev python3-venv python3-pip python3-setuptools python3-wheel
+  python3-build python3-pytest python3-pytest-asyncio
   # sandbox templates and baselines
   busybox-static bubblewrap runc iproute2 e2fsprogs util-linux procps
 )

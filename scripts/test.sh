@@ -25,6 +25,9 @@ step "build (RelWithDebInfo)"
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
 cmake --build build -j "$JOBS"
 
+step "Python binding (venv in build/py-venv, pip offline)"
+cmake --build build --target python-binding
+
 step "build (ASan + UBSan)"
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DASB_SANITIZE=ON
 cmake --build build-asan -j "$JOBS"

@@ -1,0 +1,900 @@
+"""E2B's Python SDK names and signatures over agent-sandbox.
+
+Change only the import line of an E2B program::
+
+    from e2b import Sandbox, AsyncSandbox            # before
+    from agent_sandbox.compat import Sandbox, AsyncSandbox   # after
+
+    from e2b_code_interpreter import Sandbox                  # before
+    from agent_sandbox.compat.code_interpreter import Sandbox  # after
+
+Behaviour follows E2B where it differs from the native API:
+``commands.run`` raises :class:`CommandExitException` for a non-zero exit
+code, ``files.read(format="bytes")`` returns a ``bytearray``, run_code's
+``execution.text`` is the main result's text only, its ``on_stdout`` gets
+:class:`OutputMessage` objects, ``Sandbox.list()`` returns a paginator,
+``kill``/``set_timeout``/``get_info``/``get_metrics``/``pause`` work on an
+instance or as ``Sandbox.kill(sandbox_id)``. docs/python-compat.md lists
+what is covered, method by method, and what is not.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as _dt
+import functools
+import warnings
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, List, Optional, Union
+
+from .. import _async as A
+from .. import _native as N
+from .. import _sync as S
+from ..exceptions import (
+    AuthenticationException,
+    BuildException,
+    CommandExitException,
+    FileNotFoundException,
+    InvalidArgumentException,
+    NotEnoughSpaceException,
+    NotFoundException,
+    RateLimitException,
+    SandboxException,
+    SandboxNotFoundException,
+    TemplateException,
+    TimeoutException,
+)
+from ..models import (
+    CommandResult,
+    Context,
+    EntryInfo,
+    ExecutionError,
+    FilesystemEvent,
+    FilesystemEventType,
+    FileType,
+    Logs,
+    OutputMessage,
+    ProcessInfo,
+    PtySize,
+    Result,
+    SandboxInfo,
+    SandboxMetrics,
+    SandboxState,
+    WriteInfo,
+)
+from ..models import Execution as _NativeExecution
+
+__all__ = [
+    "Sandbox",
+    "AsyncSandbox",
+    "CommandResult",
+    "CommandHandle",
+    "AsyncCommandHandle",
+    "CommandExitException",
+    "ProcessInfo",
+    "PtySize",
+    "EntryInfo",
+    "WriteInfo",
+    "FileType",
+    "FilesystemEvent",
+    "FilesystemEventType",
+    "WatchHandle",
+    "AsyncWatchHandle",
+    "SandboxInfo",
+    "SandboxQuery",
+    "SandboxState",
+    "SandboxMetrics",
+    "SandboxPaginator",
+    "AsyncSandboxPaginator",
+    "Execution",
+    "Result",
+    "Logs",
+    "ExecutionError",
+    "OutputMessage",
+    "Context",
+    "SandboxException",
+    "TimeoutException",
+    "NotFoundException",
+    "FileNotFoundException",
+    "SandboxNotFoundException",
+    "AuthenticationException",
+    "InvalidArgumentException",
+    "NotEnoughSpaceException",
+    "TemplateException",
+    "RateLimitException",
+    "BuildException",
+]
+
+DEFAULT_TEMPLATE = "base"
+
+# E2B's ApiParams -> our connection options.
+_IGNORED_OPTS = ("validate_api_key", "proxy", "logger")
+
+
+def _conn(opts: Dict[str, Any]) -> Dict[str, Any]:
+    conn: Dict[str, Any] = {}
+    for k, v in opts.items():
+        if v is None:
+            continue
+        if k in ("api_headers", "headers"):
+            conn.setdefault("headers", {}).update(v)
+        elif k in _IGNORED_OPTS:
+            continue
+        elif k in N.CLIENT_KEYS:
+            conn[k] = v
+        else:
+            raise TypeError(f"unexpected keyword argument {k!r}")
+    return conn
+
+
+def _cmd_timeout(timeout: Optional[float]) -> float:
+    """E2B: None and 0 disable the command timeout (native: 0)."""
+    return timeout or 0
+
+
+def _unsupported(name: str, value: Any, default: Any) -> None:
+    if value is not None and value != default:
+        warnings.warn(f"agent_sandbox.compat: {name}={value!r} is not supported and is ignored",
+                      stacklevel=3)
+
+
+class _dual:
+    """A method callable on an instance (``sbx.kill()``) or on the class
+    with a sandbox id first (``Sandbox.kill(sandbox_id)``), as E2B's
+    ``class_method_variant``."""
+
+    def __init__(self, inst: Callable[..., Any], cls: Callable[..., Any]) -> None:
+        self._inst = inst
+        self._cls = cls
+        functools.update_wrapper(self, inst)  # type: ignore[arg-type]
+
+    def __get__(self, obj: Any, owner: Any) -> Callable[..., Any]:
+        if obj is None:
+            return functools.partial(self._cls, owner)
+        return functools.partial(self._inst, obj)
+
+
+# ---- results --------------------------------------------------------------------------
+
+
+class Execution(_NativeExecution):
+    """E2B's Execution: ``text`` is the main result's text only."""
+
+    @property
+    def text(self) -> Optional[str]:  # type: ignore[override]
+        main = self.main_result
+        return main.text if main is not None else None
+
+    @classmethod
+    def _of(cls, ex: _NativeExecution) -> "Execution":
+        return cls(results=ex.results, logs=ex.logs, error=ex.error,
+                   execution_count=ex.execution_count)
+
+
+@dataclass
+class SandboxQuery:
+    """Filters of :meth:`Sandbox.list`."""
+
+    metadata: Optional[Dict[str, str]] = None
+    state: Optional[List[SandboxState]] = None
+    started_after: Optional[_dt.datetime] = None
+    template: Optional[str] = None
+
+
+class _PaginatorBase:
+    def __init__(self, query: Optional[SandboxQuery] = None, limit: Optional[int] = None,
+                 next_token: Optional[str] = None, order: Optional[str] = None,
+                 **opts: Any) -> None:
+        self.query = query
+        self.limit = limit
+        self._next_token = next_token
+        self._has_next = True
+        self.order = order
+        self._conn = _conn(opts)
+
+    @property
+    def has_next(self) -> bool:
+        return self._has_next
+
+    @property
+    def next_token(self) -> Optional[str]:
+        return self._next_token
+
+    def _fetch(self) -> List[SandboxInfo]:
+        if not self._has_next:
+            raise SandboxException("No more items to fetch")
+        q = self.query or SandboxQuery()
+        items, token = S.Sandbox._list_page(metadata=q.metadata, state=q.state,
+                                            template=q.template, limit=self.limit,
+                                            next_token=self._next_token, **self._conn)
+        self._next_token = token
+        self._has_next = bool(token)
+        if q.started_after is not None:
+            after = q.started_after
+            if after.tzinfo is None:
+                after = after.astimezone()
+            items = [i for i in items if i.started_at > after]
+        if self.order == "asc":
+            items.reverse()
+        return items
+
+
+class SandboxPaginator(_PaginatorBase):
+    """``while paginator.has_next: items = paginator.next_items()``."""
+
+    def next_items(self) -> List[SandboxInfo]:
+        return self._fetch()
+
+
+class AsyncSandboxPaginator(_PaginatorBase):
+    """``while paginator.has_next: items = await paginator.next_items()``."""
+
+    async def next_items(self) -> List[SandboxInfo]:
+        return await N.run(self._fetch)
+
+
+# ---- sync: commands, pty, files -------------------------------------------------------------
+
+
+class CommandHandle:
+    """E2B's (sync) CommandHandle: ``wait()`` raises on a non-zero exit code."""
+
+    def __init__(self, h: S.CommandHandle) -> None:
+        self._h = h
+
+    @property
+    def pid(self) -> int:
+        return self._h.pid
+
+    def __iter__(self) -> Any:
+        return iter(self._h)
+
+    def wait(self, on_pty: Optional[Callable[[bytes], Any]] = None,
+             on_stdout: Optional[Callable[[str], Any]] = None,
+             on_stderr: Optional[Callable[[str], Any]] = None) -> CommandResult:
+        return self._h.wait(on_stdout=on_stdout, on_stderr=on_stderr, on_pty=on_pty, check=True)
+
+    def kill(self) -> bool:
+        return self._h.kill()
+
+    def send_stdin(self, data: Union[str, bytes], request_timeout: Optional[float] = None) -> None:
+        self._h.send_stdin(data, request_timeout)
+
+    def close_stdin(self, request_timeout: Optional[float] = None) -> None:
+        self._h.close_stdin(request_timeout)
+
+    def disconnect(self) -> None:
+        self._h.disconnect()
+
+
+class Commands:
+    def __init__(self, c: S.Commands) -> None:
+        self._c = c
+
+    def run(self, cmd: str, background: Optional[bool] = None,
+            envs: Optional[Dict[str, str]] = None, user: Optional[str] = None,
+            cwd: Optional[str] = None, on_stdout: Optional[Callable[[str], Any]] = None,
+            on_stderr: Optional[Callable[[str], Any]] = None, stdin: Optional[bool] = None,
+            timeout: Optional[float] = 60, request_timeout: Optional[float] = None) -> Any:
+        if background:
+            return CommandHandle(self._c.run(cmd, background=True, envs=envs, user=user, cwd=cwd,
+                                             on_stdout=on_stdout, on_stderr=on_stderr,
+                                             stdin=bool(stdin), timeout=_cmd_timeout(timeout),
+                                             request_timeout=request_timeout))
+        return self._c.run(cmd, envs=envs, user=user, cwd=cwd, on_stdout=on_stdout,
+                           on_stderr=on_stderr, stdin=bool(stdin), timeout=_cmd_timeout(timeout),
+                           request_timeout=request_timeout, check=True)
+
+    def connect(self, pid: int, timeout: Optional[float] = 60,
+                request_timeout: Optional[float] = None) -> CommandHandle:
+        return CommandHandle(self._c.connect(pid, timeout=timeout or None,
+                                             request_timeout=request_timeout))
+
+    def list(self, request_timeout: Optional[float] = None) -> List[ProcessInfo]:
+        return self._c.list(request_timeout)
+
+    def kill(self, pid: int, request_timeout: Optional[float] = None) -> bool:
+        return self._c.kill(pid, request_timeout)
+
+    def send_stdin(self, pid: int, data: Union[str, bytes],
+                   request_timeout: Optional[float] = None) -> None:
+        self._c.send_stdin(pid, data, request_timeout)
+
+    def close_stdin(self, pid: int, request_timeout: Optional[float] = None) -> None:
+        self._c.close_stdin(pid, request_timeout)
+
+
+class Pty:
+    def __init__(self, p: S.Pty) -> None:
+        self._p = p
+
+    def create(self, size: PtySize, user: Optional[str] = None, cwd: Optional[str] = None,
+               envs: Optional[Dict[str, str]] = None, timeout: Optional[float] = 60,
+               request_timeout: Optional[float] = None) -> CommandHandle:
+        return CommandHandle(self._p.create(size, None, user=user, cwd=cwd, envs=envs,
+                                            timeout=_cmd_timeout(timeout),
+                                            request_timeout=request_timeout))
+
+    def connect(self, pid: int, timeout: Optional[float] = 60,
+                request_timeout: Optional[float] = None) -> CommandHandle:
+        return CommandHandle(self._p.connect(pid, None, timeout=timeout or None,
+                                             request_timeout=request_timeout))
+
+    def kill(self, pid: int, request_timeout: Optional[float] = None) -> bool:
+        return self._p.kill(pid, request_timeout)
+
+    def send_stdin(self, pid: int, data: bytes, request_timeout: Optional[float] = None) -> None:
+        self._p.send_stdin(pid, data, request_timeout)
+
+    def resize(self, pid: int, size: PtySize, request_timeout: Optional[float] = None) -> None:
+        self._p.resize(pid, size, request_timeout)
+
+
+class WatchHandle:
+    """E2B's sync WatchHandle: poll with ``get_new_events()``, end with ``stop()``."""
+
+    def __init__(self, h: S.WatchHandle) -> None:
+        self._h = h
+
+    def get_new_events(self, request_timeout: Optional[float] = None) -> List[FilesystemEvent]:
+        return self._h.get_new_events()
+
+    def stop(self, request_timeout: Optional[float] = None) -> None:
+        self._h.stop()
+
+
+def _read_result(data: Any, format: str) -> Any:
+    return bytearray(data) if format == "bytes" else data
+
+
+def _write_entries(files: List[Any]) -> List[Any]:
+    return [f if not isinstance(f, dict) else {"path": f["path"], "data": f["data"]} for f in files]
+
+
+class Filesystem:
+    def __init__(self, f: S.Files) -> None:
+        self._f = f
+
+    def read(self, path: str, format: str = "text", user: Optional[str] = None,
+             request_timeout: Optional[float] = None, gzip: bool = False,
+             stream_idle_timeout: Optional[float] = None) -> Any:
+        return _read_result(self._f.read(path, format, user=user, request_timeout=request_timeout,
+                                         gzip=gzip), format)
+
+    def write(self, path: str, data: Any, user: Optional[str] = None,
+              request_timeout: Optional[float] = None, gzip: bool = False,
+              use_octet_stream: Optional[bool] = None,
+              metadata: Optional[Dict[str, str]] = None) -> WriteInfo:
+        _unsupported("metadata", metadata, None)
+        return self._f.write(path, data, user=user, request_timeout=request_timeout, gzip=gzip)
+
+    def write_files(self, files: List[Any], user: Optional[str] = None,
+                    request_timeout: Optional[float] = None, gzip: bool = False,
+                    use_octet_stream: Optional[bool] = None,
+                    metadata: Optional[Dict[str, str]] = None) -> List[WriteInfo]:
+        _unsupported("metadata", metadata, None)
+        return list(self._f.write_files(_write_entries(files), user=user,
+                                        request_timeout=request_timeout, gzip=gzip))
+
+    def list(self, path: str, depth: Optional[int] = 1, user: Optional[str] = None,
+             request_timeout: Optional[float] = None) -> List[EntryInfo]:
+        return self._f.list(path, depth or 1, user=user, request_timeout=request_timeout)
+
+    def exists(self, path: str, user: Optional[str] = None,
+               request_timeout: Optional[float] = None) -> bool:
+        return self._f.exists(path, user=user, request_timeout=request_timeout)
+
+    def get_info(self, path: str, user: Optional[str] = None,
+                 request_timeout: Optional[float] = None) -> EntryInfo:
+        return self._f.get_info(path, user=user, request_timeout=request_timeout)
+
+    def remove(self, path: str, user: Optional[str] = None,
+               request_timeout: Optional[float] = None) -> None:
+        self._f.remove(path, user=user, request_timeout=request_timeout)
+
+    def rename(self, old_path: str, new_path: str, user: Optional[str] = None,
+               request_timeout: Optional[float] = None) -> EntryInfo:
+        return self._f.rename(old_path, new_path, user=user, request_timeout=request_timeout)
+
+    def make_dir(self, path: str, user: Optional[str] = None,
+                 request_timeout: Optional[float] = None) -> bool:
+        return self._f.make_dir(path, user=user, request_timeout=request_timeout)
+
+    def watch_dir(self, path: str, user: Optional[str] = None,
+                  request_timeout: Optional[float] = None, recursive: bool = False,
+                  include_entry: bool = False, allow_network_mounts: bool = False) -> WatchHandle:
+        return WatchHandle(self._f.watch_dir(path, recursive=recursive,
+                                             include_entry=include_entry, user=user,
+                                             request_timeout=request_timeout))
+
+
+# ---- sync sandbox ---------------------------------------------------------------------------
+
+
+def _create_args(template: Optional[str], timeout: Optional[int], metadata: Any, envs: Any,
+                 secure: bool, allow_internet_access: bool, lifecycle: Any,
+                 extra: Dict[str, Any], opts: Dict[str, Any]) -> Dict[str, Any]:
+    for k in ("mcp", "network", "iam", "volume_mounts"):
+        _unsupported(k, extra.get(k), None)
+    auto_pause = False
+    if lifecycle:
+        on_timeout = lifecycle.get("on_timeout")
+        action = on_timeout.get("action") if isinstance(on_timeout, dict) else on_timeout
+        auto_pause = action == "pause"
+    return dict(template=template, timeout=timeout or 300, metadata=metadata, envs=envs,
+                auto_pause=auto_pause, **_conn(opts))
+
+
+class Sandbox:
+    """E2B's ``Sandbox`` (sync), with ``e2b_code_interpreter``'s ``run_code``."""
+
+    default_template = DEFAULT_TEMPLATE
+
+    def __init__(self, sandbox: S.Sandbox) -> None:
+        if not isinstance(sandbox, S.Sandbox):
+            raise TypeError("use Sandbox.create() or Sandbox.connect()")
+        self._s = sandbox
+        self.commands = Commands(sandbox.commands)
+        self.pty = Pty(sandbox.pty)
+        self.files = Filesystem(sandbox.files)
+
+    @property
+    def sandbox_id(self) -> str:
+        return self._s.sandbox_id
+
+    @property
+    def sandbox_domain(self) -> str:
+        return self._s.sandbox_domain
+
+    @property
+    def envd_version(self) -> str:
+        return self._s.envd_version
+
+    @classmethod
+    def create(cls, template: Optional[str] = None, timeout: Optional[int] = None,
+               metadata: Optional[Dict[str, str]] = None, envs: Optional[Dict[str, str]] = None,
+               secure: bool = True, allow_internet_access: bool = True, mcp: Any = None,
+               network: Any = None, iam: Any = None, lifecycle: Any = None,
+               volume_mounts: Any = None, logger: Any = None, **opts: Any) -> "Sandbox":
+        kw = _create_args(template or cls.default_template, timeout, metadata, envs, secure,
+                          allow_internet_access, lifecycle,
+                          dict(mcp=mcp, network=network, iam=iam, volume_mounts=volume_mounts),
+                          opts)
+        return cls(S.Sandbox.create(**kw))
+
+    def _connect_inst(self, timeout: Optional[int] = None, **opts: Any) -> "Sandbox":
+        S.Sandbox.connect(self.sandbox_id, timeout=timeout, **_conn(opts))
+        return self
+
+    def _connect_cls(cls, sandbox_id: str, timeout: Optional[int] = None, logger: Any = None,
+                     **opts: Any) -> "Sandbox":
+        return cls(S.Sandbox.connect(sandbox_id, timeout=timeout, **_conn(opts)))
+
+    connect = _dual(_connect_inst, _connect_cls)
+
+    def _kill_inst(self, **opts: Any) -> bool:
+        return self._s.kill()
+
+    def _kill_cls(cls, sandbox_id: str, **opts: Any) -> bool:
+        return S.Sandbox.kill_by_id(sandbox_id, **_conn(opts))
+
+    kill = _dual(_kill_inst, _kill_cls)
+
+    def _set_timeout_inst(self, timeout: int, **opts: Any) -> None:
+        self._s.set_timeout(timeout)
+
+    def _set_timeout_cls(cls, sandbox_id: str, timeout: int, **opts: Any) -> None:
+        S.Sandbox.connect(sandbox_id, **_conn(opts)).set_timeout(timeout)
+
+    set_timeout = _dual(_set_timeout_inst, _set_timeout_cls)
+
+    def _get_info_inst(self, **opts: Any) -> SandboxInfo:
+        return self._s.get_info()
+
+    def _get_info_cls(cls, sandbox_id: str, **opts: Any) -> SandboxInfo:
+        return _attach_by_list(sandbox_id, _conn(opts))
+
+    get_info = _dual(_get_info_inst, _get_info_cls)
+
+    def _get_metrics_inst(self, start: Any = None, end: Any = None,
+                          **opts: Any) -> List[SandboxMetrics]:
+        return self._s.get_metrics(start, end)
+
+    def _get_metrics_cls(cls, sandbox_id: str, start: Any = None, end: Any = None,
+                         **opts: Any) -> List[SandboxMetrics]:
+        return S.Sandbox.connect(sandbox_id, **_conn(opts)).get_metrics(start, end)
+
+    get_metrics = _dual(_get_metrics_inst, _get_metrics_cls)
+
+    def _pause_inst(self, keep_memory: bool = True, **opts: Any) -> bool:
+        return self._s.pause()
+
+    def _pause_cls(cls, sandbox_id: str, keep_memory: bool = True, **opts: Any) -> bool:
+        return _pause_by_id(sandbox_id, _conn(opts))
+
+    pause = _dual(_pause_inst, _pause_cls)
+    beta_pause = pause
+
+    def is_running(self, request_timeout: Optional[float] = None) -> bool:
+        return self._s.is_running(request_timeout=request_timeout)
+
+    @classmethod
+    def list(cls, query: Optional[SandboxQuery] = None, limit: Optional[int] = None,
+             next_token: Optional[str] = None, order: Optional[str] = None,
+             **opts: Any) -> SandboxPaginator:
+        return SandboxPaginator(query, limit, next_token, order, **opts)
+
+    def get_host(self, port: int) -> str:
+        return self._s.get_host(port)
+
+    def upload_url(self, path: Optional[str] = None, user: Optional[str] = None,
+                   use_signature_expiration: Optional[int] = None) -> str:
+        return self._s.upload_url(path, user=user, expires_in=use_signature_expiration)
+
+    def download_url(self, path: str, user: Optional[str] = None,
+                     use_signature_expiration: Optional[int] = None) -> str:
+        return self._s.download_url(path, user=user, expires_in=use_signature_expiration)
+
+    # e2b_code_interpreter
+    def run_code(self, code: str, language: Optional[str] = None, context: Optional[Context] = None,
+                 on_stdout: Optional[Callable[[OutputMessage], Any]] = None,
+                 on_stderr: Optional[Callable[[OutputMessage], Any]] = None,
+                 on_result: Optional[Callable[[Result], Any]] = None,
+                 on_error: Optional[Callable[[ExecutionError], Any]] = None,
+                 envs: Optional[Dict[str, str]] = None, timeout: Optional[float] = None,
+                 request_timeout: Optional[float] = None) -> Execution:
+        if language and context:
+            raise InvalidArgumentException("You can provide context or language, but not both at the same time.")
+        ex = self._s.code.run(code, language, context, envs=envs, timeout=timeout,
+                              request_timeout=request_timeout, on_stdout=on_stdout,
+                              on_stderr=on_stderr, on_result=on_result, on_error=on_error,
+                              _messages=True)
+        return Execution._of(ex)
+
+    def create_code_context(self, cwd: Optional[str] = None, language: Optional[str] = None,
+                            request_timeout: Optional[float] = None) -> Context:
+        return self._s.create_code_context(cwd, language, request_timeout)
+
+    def list_code_contexts(self) -> List[Context]:
+        return self._s.list_code_contexts()
+
+    def restart_code_context(self, context: Union[Context, str]) -> None:
+        self._s.restart_code_context(context)
+
+    def remove_code_context(self, context: Union[Context, str]) -> None:
+        self._s.remove_code_context(context)
+
+    def __enter__(self) -> "Sandbox":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.kill()
+
+
+def _attach_by_list(sandbox_id: str, conn: Dict[str, Any]) -> SandboxInfo:
+    """get_info by id: connect would resume a paused sandbox, so read the list."""
+    for info in S.Sandbox.list(**conn):
+        if info.sandbox_id == sandbox_id:
+            return info
+    raise SandboxNotFoundException(f"sandbox {sandbox_id} not found")
+
+
+def _pause_by_id(sandbox_id: str, conn: Dict[str, Any]) -> bool:
+    for info in S.Sandbox.list(**conn):
+        if info.sandbox_id == sandbox_id:
+            if info.state == SandboxState.PAUSED:
+                return False
+            return S.Sandbox.connect(sandbox_id, **conn).pause()
+    raise SandboxNotFoundException(f"sandbox {sandbox_id} not found")
+
+
+# ---- async -------------------------------------------------------------------------------------
+
+
+class AsyncCommandHandle:
+    """E2B's AsyncCommandHandle: output collected from the start, ``wait()``
+    raises on a non-zero exit code."""
+
+    def __init__(self, h: A.CommandHandle) -> None:
+        self._h = h
+
+    pid = property(lambda self: self._h.pid)
+    stdout = property(lambda self: self._h.stdout)
+    stderr = property(lambda self: self._h.stderr)
+    exit_code = property(lambda self: self._h.exit_code)
+    error = property(lambda self: self._h.error)
+
+    async def wait(self) -> CommandResult:
+        return await self._h.wait(check=True)
+
+    async def kill(self) -> bool:
+        return await self._h.kill()
+
+    async def send_stdin(self, data: Union[str, bytes],
+                         request_timeout: Optional[float] = None) -> None:
+        await self._h.send_stdin(data, request_timeout)
+
+    async def close_stdin(self, request_timeout: Optional[float] = None) -> None:
+        await self._h.close_stdin(request_timeout)
+
+    async def disconnect(self) -> None:
+        await self._h.disconnect()
+
+
+class AsyncCommands:
+    def __init__(self, c: A.Commands) -> None:
+        self._c = c
+
+    async def run(self, cmd: str, background: Optional[bool] = None,
+                  envs: Optional[Dict[str, str]] = None, user: Optional[str] = None,
+                  cwd: Optional[str] = None, on_stdout: Any = None, on_stderr: Any = None,
+                  stdin: Optional[bool] = None, timeout: Optional[float] = 60,
+                  request_timeout: Optional[float] = None) -> Any:
+        if background:
+            return AsyncCommandHandle(await self._c.run(
+                cmd, background=True, envs=envs, user=user, cwd=cwd, on_stdout=on_stdout,
+                on_stderr=on_stderr, stdin=bool(stdin), timeout=_cmd_timeout(timeout),
+                request_timeout=request_timeout))
+        return await self._c.run(cmd, envs=envs, user=user, cwd=cwd, on_stdout=on_stdout,
+                                 on_stderr=on_stderr, stdin=bool(stdin),
+                                 timeout=_cmd_timeout(timeout), request_timeout=request_timeout,
+                                 check=True)
+
+    async def connect(self, pid: int, timeout: Optional[float] = 60,
+                      request_timeout: Optional[float] = None, on_stdout: Any = None,
+                      on_stderr: Any = None) -> AsyncCommandHandle:
+        return AsyncCommandHandle(await self._c.connect(pid, on_stdout=on_stdout,
+                                                        on_stderr=on_stderr,
+                                                        timeout=timeout or None,
+                                                        request_timeout=request_timeout))
+
+    async def list(self, request_timeout: Optional[float] = None) -> List[ProcessInfo]:
+        return await self._c.list(request_timeout)
+
+    async def kill(self, pid: int, request_timeout: Optional[float] = None) -> bool:
+        return await self._c.kill(pid, request_timeout)
+
+    async def send_stdin(self, pid: int, data: Union[str, bytes],
+                         request_timeout: Optional[float] = None) -> None:
+        await self._c.send_stdin(pid, data, request_timeout)
+
+    async def close_stdin(self, pid: int, request_timeout: Optional[float] = None) -> None:
+        await self._c.close_stdin(pid, request_timeout)
+
+
+class AsyncPty:
+    def __init__(self, p: A.Pty) -> None:
+        self._p = p
+
+    async def create(self, size: PtySize, on_data: Any, user: Optional[str] = None,
+                     cwd: Optional[str] = None, envs: Optional[Dict[str, str]] = None,
+                     timeout: Optional[float] = 60,
+                     request_timeout: Optional[float] = None) -> AsyncCommandHandle:
+        return AsyncCommandHandle(await self._p.create(size, on_data, user=user, cwd=cwd,
+                                                       envs=envs, timeout=_cmd_timeout(timeout),
+                                                       request_timeout=request_timeout))
+
+    async def connect(self, pid: int, on_data: Any, timeout: Optional[float] = 60,
+                      request_timeout: Optional[float] = None) -> AsyncCommandHandle:
+        return AsyncCommandHandle(await self._p.connect(pid, on_data, timeout=timeout or None,
+                                                        request_timeout=request_timeout))
+
+    async def kill(self, pid: int, request_timeout: Optional[float] = None) -> bool:
+        return await self._p.kill(pid, request_timeout)
+
+    async def send_stdin(self, pid: int, data: bytes,
+                         request_timeout: Optional[float] = None) -> None:
+        await self._p.send_stdin(pid, data, request_timeout)
+
+    async def resize(self, pid: int, size: PtySize,
+                     request_timeout: Optional[float] = None) -> None:
+        await self._p.resize(pid, size, request_timeout)
+
+
+class AsyncWatchHandle:
+    def __init__(self, h: A.WatchHandle) -> None:
+        self._h = h
+
+    async def stop(self) -> None:
+        await self._h.stop()
+
+
+class AsyncFilesystem:
+    def __init__(self, f: A.Files) -> None:
+        self._f = f
+
+    async def read(self, path: str, format: str = "text", user: Optional[str] = None,
+                   request_timeout: Optional[float] = None, gzip: bool = False,
+                   stream_idle_timeout: Optional[float] = None) -> Any:
+        return _read_result(await self._f.read(path, format, user=user,
+                                               request_timeout=request_timeout, gzip=gzip), format)
+
+    async def write(self, path: str, data: Any, user: Optional[str] = None,
+                    request_timeout: Optional[float] = None, gzip: bool = False,
+                    use_octet_stream: Optional[bool] = None,
+                    metadata: Optional[Dict[str, str]] = None) -> WriteInfo:
+        _unsupported("metadata", metadata, None)
+        return await self._f.write(path, data, user=user, request_timeout=request_timeout,
+                                   gzip=gzip)
+
+    async def write_files(self, files: List[Any], user: Optional[str] = None,
+                          request_timeout: Optional[float] = None, gzip: bool = False,
+                          use_octet_stream: Optional[bool] = None,
+                          metadata: Optional[Dict[str, str]] = None) -> List[WriteInfo]:
+        _unsupported("metadata", metadata, None)
+        return list(await self._f.write_files(_write_entries(files), user=user,
+                                              request_timeout=request_timeout, gzip=gzip))
+
+    async def list(self, path: str, depth: Optional[int] = 1, user: Optional[str] = None,
+                   request_timeout: Optional[float] = None) -> List[EntryInfo]:
+        return await self._f.list(path, depth or 1, user=user, request_timeout=request_timeout)
+
+    async def exists(self, path: str, user: Optional[str] = None,
+                     request_timeout: Optional[float] = None) -> bool:
+        return await self._f.exists(path, user=user, request_timeout=request_timeout)
+
+    async def get_info(self, path: str, user: Optional[str] = None,
+                       request_timeout: Optional[float] = None) -> EntryInfo:
+        return await self._f.get_info(path, user=user, request_timeout=request_timeout)
+
+    async def remove(self, path: str, user: Optional[str] = None,
+                     request_timeout: Optional[float] = None) -> None:
+        await self._f.remove(path, user=user, request_timeout=request_timeout)
+
+    async def rename(self, old_path: str, new_path: str, user: Optional[str] = None,
+                     request_timeout: Optional[float] = None) -> EntryInfo:
+        return await self._f.rename(old_path, new_path, user=user,
+                                    request_timeout=request_timeout)
+
+    async def make_dir(self, path: str, user: Optional[str] = None,
+                       request_timeout: Optional[float] = None) -> bool:
+        return await self._f.make_dir(path, user=user, request_timeout=request_timeout)
+
+    async def watch_dir(self, path: str, on_event: Any, on_exit: Any = None,
+                        user: Optional[str] = None, request_timeout: Optional[float] = None,
+                        timeout: Optional[float] = 60, recursive: bool = False,
+                        include_entry: bool = False,
+                        allow_network_mounts: bool = False) -> AsyncWatchHandle:
+        return AsyncWatchHandle(await self._f.watch_dir(path, on_event, on_exit=on_exit,
+                                                        recursive=recursive,
+                                                        include_entry=include_entry, user=user,
+                                                        request_timeout=request_timeout))
+
+
+class AsyncSandbox:
+    """E2B's ``AsyncSandbox``, with ``e2b_code_interpreter``'s ``run_code``."""
+
+    default_template = DEFAULT_TEMPLATE
+
+    def __init__(self, sandbox: A.Sandbox) -> None:
+        if not isinstance(sandbox, A.Sandbox):
+            raise TypeError("use await AsyncSandbox.create() or AsyncSandbox.connect()")
+        self._s = sandbox
+        self.commands = AsyncCommands(sandbox.commands)
+        self.pty = AsyncPty(sandbox.pty)
+        self.files = AsyncFilesystem(sandbox.files)
+
+    sandbox_id = property(lambda self: self._s.sandbox_id)
+    sandbox_domain = property(lambda self: self._s.sandbox_domain)
+    envd_version = property(lambda self: self._s.envd_version)
+
+    @classmethod
+    async def create(cls, template: Optional[str] = None, timeout: Optional[int] = None,
+                     metadata: Optional[Dict[str, str]] = None,
+                     envs: Optional[Dict[str, str]] = None, secure: bool = True,
+                     allow_internet_access: bool = True, mcp: Any = None, network: Any = None,
+                     iam: Any = None, lifecycle: Any = None, volume_mounts: Any = None,
+                     logger: Any = None, **opts: Any) -> "AsyncSandbox":
+        kw = _create_args(template or cls.default_template, timeout, metadata, envs, secure,
+                          allow_internet_access, lifecycle,
+                          dict(mcp=mcp, network=network, iam=iam, volume_mounts=volume_mounts),
+                          opts)
+        return cls(await A.Sandbox.create(**kw))
+
+    async def _connect_inst(self, timeout: Optional[int] = None, **opts: Any) -> "AsyncSandbox":
+        await A.Sandbox.connect(self.sandbox_id, timeout=timeout, **_conn(opts))
+        return self
+
+    async def _connect_cls(cls, sandbox_id: str, timeout: Optional[int] = None,
+                           logger: Any = None, **opts: Any) -> "AsyncSandbox":
+        return cls(await A.Sandbox.connect(sandbox_id, timeout=timeout, **_conn(opts)))
+
+    connect = _dual(_connect_inst, _connect_cls)
+
+    async def _kill_inst(self, **opts: Any) -> bool:
+        return await self._s.kill()
+
+    async def _kill_cls(cls, sandbox_id: str, **opts: Any) -> bool:
+        return await A.Sandbox.kill_by_id(sandbox_id, **_conn(opts))
+
+    kill = _dual(_kill_inst, _kill_cls)
+
+    async def _set_timeout_inst(self, timeout: int, **opts: Any) -> None:
+        await self._s.set_timeout(timeout)
+
+    async def _set_timeout_cls(cls, sandbox_id: str, timeout: int, **opts: Any) -> None:
+        sb = await A.Sandbox.connect(sandbox_id, **_conn(opts))
+        await sb.set_timeout(timeout)
+
+    set_timeout = _dual(_set_timeout_inst, _set_timeout_cls)
+
+    async def _get_info_inst(self, **opts: Any) -> SandboxInfo:
+        return await self._s.get_info()
+
+    async def _get_info_cls(cls, sandbox_id: str, **opts: Any) -> SandboxInfo:
+        return await N.run(_attach_by_list, sandbox_id, _conn(opts))
+
+    get_info = _dual(_get_info_inst, _get_info_cls)
+
+    async def _get_metrics_inst(self, start: Any = None, end: Any = None,
+                                **opts: Any) -> List[SandboxMetrics]:
+        return await self._s.get_metrics(start, end)
+
+    async def _get_metrics_cls(cls, sandbox_id: str, start: Any = None, end: Any = None,
+                               **opts: Any) -> List[SandboxMetrics]:
+        sb = await A.Sandbox.connect(sandbox_id, **_conn(opts))
+        return await sb.get_metrics(start, end)
+
+    get_metrics = _dual(_get_metrics_inst, _get_metrics_cls)
+
+    async def _pause_inst(self, keep_memory: bool = True, **opts: Any) -> bool:
+        return await self._s.pause()
+
+    async def _pause_cls(cls, sandbox_id: str, keep_memory: bool = True, **opts: Any) -> bool:
+        return await N.run(_pause_by_id, sandbox_id, _conn(opts))
+
+    pause = _dual(_pause_inst, _pause_cls)
+    beta_pause = pause
+
+    async def is_running(self, request_timeout: Optional[float] = None) -> bool:
+        return await self._s.is_running(request_timeout=request_timeout)
+
+    @classmethod
+    def list(cls, query: Optional[SandboxQuery] = None, limit: Optional[int] = None,
+             next_token: Optional[str] = None, order: Optional[str] = None,
+             **opts: Any) -> AsyncSandboxPaginator:
+        return AsyncSandboxPaginator(query, limit, next_token, order, **opts)
+
+    def get_host(self, port: int) -> str:
+        return self._s.get_host(port)
+
+    async def upload_url(self, path: Optional[str] = None, user: Optional[str] = None,
+                         use_signature_expiration: Optional[int] = None) -> str:
+        return await self._s.upload_url(path, user=user, expires_in=use_signature_expiration)
+
+    async def download_url(self, path: str, user: Optional[str] = None,
+                           use_signature_expiration: Optional[int] = None) -> str:
+        return await self._s.download_url(path, user=user, expires_in=use_signature_expiration)
+
+    async def run_code(self, code: str, language: Optional[str] = None,
+                       context: Optional[Context] = None, on_stdout: Any = None,
+                       on_stderr: Any = None, on_result: Any = None, on_error: Any = None,
+                       envs: Optional[Dict[str, str]] = None, timeout: Optional[float] = None,
+                       request_timeout: Optional[float] = None) -> Execution:
+        if language and context:
+            raise InvalidArgumentException("You can provide context or language, but not both at the same time.")
+        ex = await self._s.code.run(code, language, context, envs=envs, timeout=timeout,
+                                    request_timeout=request_timeout, on_stdout=on_stdout,
+                                    on_stderr=on_stderr, on_result=on_result, on_error=on_error,
+                                    _messages=True)
+        return Execution._of(ex)
+
+    async def create_code_context(self, cwd: Optional[str] = None,
+                                  language: Optional[str] = None,
+                                  request_timeout: Optional[float] = None) -> Context:
+        return await self._s.create_code_context(cwd, language, request_timeout)
+
+    async def list_code_contexts(self) -> List[Context]:
+        return await self._s.list_code_contexts()
+
+    async def restart_code_context(self, context: Union[Context, str]) -> None:
+        await self._s.restart_code_context(context)
+
+    async def remove_code_context(self, context: Union[Context, str]) -> None:
+        await self._s.remove_code_context(context)
+
+    async def __aenter__(self) -> "AsyncSandbox":
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.kill()

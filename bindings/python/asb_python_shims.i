@@ -1,0 +1,289 @@
+/*
+ * agent-sandbox — the Python half of bindings/agentsandbox.i: C shims.
+ *
+ * Copyright 2026 The agent-sandbox authors. SPDX-License-Identifier: Apache-2.0
+ *
+ * What SWIG alone cannot do right:
+ *   - bind(cb) on the options structs that carry callbacks: points their
+ *     callback members at the trampolines and their userdata at cb;
+ *   - asbpy_commands_run: start + optional stdin + wait in one call with the
+ *     lock released, which also kills the command when the call is
+ *     cancelled (the pid is known only inside);
+ *   - bulk converters that turn a whole list into Python tuples in one call
+ *     (an entry list, a process list, a sandbox info) instead of one SWIG
+ *     call per field.
+ */
+
+%extend asb_command_options {
+  void bind(asbpy_callbacks *cb) {
+    $self->on_stdout = cb && cb->on_stdout ? asbpy_tramp_stdout : NULL;
+    $self->on_stderr = cb && cb->on_stderr ? asbpy_tramp_stderr : NULL;
+    $self->userdata = cb;
+  }
+}
+%extend asb_pty_options {
+  void bind(asbpy_callbacks *cb) {
+    $self->on_data = cb && cb->on_stdout ? asbpy_tramp_stdout : NULL;
+    $self->userdata = cb;
+  }
+}
+%extend asb_watch_options {
+  void bind(asbpy_callbacks *cb) {
+    $self->on_event = cb ? asbpy_tramp_event : NULL;
+    $self->userdata = cb;
+  }
+}
+%extend asb_code_options {
+  void bind(asbpy_callbacks *cb) {
+    $self->on_stdout = cb && cb->on_stdout ? asbpy_tramp_stdout : NULL;
+    $self->on_stderr = cb && cb->on_stderr ? asbpy_tramp_stderr : NULL;
+    $self->on_result = cb && cb->on_result ? asbpy_tramp_result : NULL;
+    $self->on_error = cb && cb->on_error ? asbpy_tramp_error : NULL;
+    $self->userdata = cb;
+  }
+}
+
+%typemap(in) (const void *stdin_data, size_t stdin_len) (Py_buffer view, int have = 0) {
+  $1 = NULL;
+  $2 = 0;
+  if ($input != Py_None) {
+    if (PyUnicode_Check($input)) {
+      Py_ssize_t n = 0;
+      const char *s = PyUnicode_AsUTF8AndSize($input, &n);
+      if (!s) SWIG_fail;
+      $1 = (void *)s;
+      $2 = (size_t)n;
+    } else {
+      if (PyObject_GetBuffer($input, &view, PyBUF_SIMPLE) != 0) SWIG_fail;
+      have = 1;
+      $1 = view.buf ? view.buf : (void *)"";
+      $2 = (size_t)view.len;
+    }
+  }
+}
+%typemap(freearg) (const void *stdin_data, size_t stdin_len) {
+  if (have$argnum) PyBuffer_Release(&view$argnum);
+}
+
+%thread asbpy_commands_run;
+%inline %{
+/* Run cmd to the end like asb_commands_run, writing stdin_data (if not NULL)
+ * to its stdin and closing it first. The command's pid goes to cb->pid as
+ * soon as it is known. When the call is cancelled through opts->cancel the
+ * command is killed too: a cancelled foreground run stops. */
+int asbpy_commands_run(asb_sandbox *sandbox, const char *cmd,
+                       const asb_command_options *opts, asbpy_callbacks *cb,
+                       const void *stdin_data, size_t stdin_len,
+                       asb_command_result **out) {
+  asb_command_options o = ASB_COMMAND_OPTIONS_INIT;
+  if (opts) o = *opts;
+  if (cb) {
+    o.on_stdout = cb->on_stdout ? asbpy_tramp_stdout : NULL;
+    o.on_stderr = cb->on_stderr ? asbpy_tramp_stderr : NULL;
+    o.userdata = cb;
+  }
+  if (stdin_data) o.stdin_enabled = 1;
+  /* Starting is not cancelled half-way (bounded by the request timeout):
+   * a start cut short could leave the command running with its pid unknown.
+   * A cancellation that arrives meanwhile kills it right after. */
+  asb_cancel *cancel = o.cancel;
+  o.cancel = NULL;
+  asb_process *p = NULL;
+  int rc = asb_commands_start(sandbox, cmd, &o, &p);
+  if (rc) return rc;
+  if (cb) cb->pid = asb_process_pid(p);
+  asb_call_options call = ASB_CALL_OPTIONS_INIT;
+  call.cancel = cancel;
+  if (cancel && asb_cancel_is_requested(cancel)) rc = ASB_ECANCELED;
+  if (stdin_data && rc == ASB_OK) {
+    if (stdin_len) rc = asb_process_send_stdin(p, stdin_data, stdin_len, &call);
+    if (rc == ASB_OK) rc = asb_process_close_stdin(p, &call);
+  }
+  if (rc == ASB_OK) {
+    call.timeout_ms = -1; /* the command's own lifetime bounds it */
+    rc = asb_process_wait(p, &call, out);
+  }
+  if (rc == ASB_ECANCELED || (rc != ASB_OK && rc != ASB_ECOMMANDEXIT &&
+                              rc != ASB_ETIMEOUT && stdin_data)) {
+    asb_call_options kc = ASB_CALL_OPTIONS_INIT;
+    kc.timeout_ms = 5000;
+    /* Keep the cancellation as the error the caller sees. */
+    int keep = rc;
+    asb_process_kill(p, &kc);
+    rc = keep;
+  }
+  asb_process_free(p);
+  return rc;
+}
+%}
+
+%inline %{
+/* Every entry of a list as asbpy_entry_tuple tuples. */
+PyObject *asbpy_entry_list_tuples(const asb_entry_list *list) {
+  size_t n = asb_entry_list_count(list);
+  PyObject *l = PyList_New((Py_ssize_t)n);
+  for (size_t i = 0; l && i < n; i++) {
+    PyObject *t = asbpy_entry_tuple(asb_entry_list_get(list, i));
+    if (!t) {
+      Py_CLEAR(l);
+      break;
+    }
+    PyList_SET_ITEM(l, (Py_ssize_t)i, t);
+  }
+  return l;
+}
+
+PyObject *asbpy_entry_as_tuple(const asb_entry *entry) {
+  return asbpy_entry_tuple(entry);
+}
+
+static PyObject *asbpy_strv_list(const char *const *v) {
+  PyObject *l = PyList_New(0);
+  for (; l && v && *v; v++) {
+    PyObject *s = asbpy_str(*v);
+    if (!s || PyList_Append(l, s) != 0) {
+      Py_XDECREF(s);
+      Py_CLEAR(l);
+      break;
+    }
+    Py_DECREF(s);
+  }
+  return l;
+}
+
+/* Every process as (pid, tag, cmd, args, envs, cwd). */
+PyObject *asbpy_process_list_tuples(const asb_process_list *list) {
+  size_t n = asb_process_list_count(list);
+  PyObject *l = PyList_New((Py_ssize_t)n);
+  for (size_t i = 0; l && i < n; i++) {
+    const asb_process_info *p = asb_process_list_get(list, i);
+    PyObject *t = Py_BuildValue("(INNNNN)", asb_process_info_pid(p),
+                                asbpy_str(asb_process_info_tag(p)),
+                                asbpy_str(asb_process_info_cmd(p)),
+                                asbpy_strv_list(asb_process_info_args(p)),
+                                asbpy_strv_list(asb_process_info_envs(p)),
+                                asbpy_str(asb_process_info_cwd(p)));
+    if (!t) {
+      Py_CLEAR(l);
+      break;
+    }
+    PyList_SET_ITEM(l, (Py_ssize_t)i, t);
+  }
+  return l;
+}
+
+/* A sandbox info as a dict of its fields. */
+PyObject *asbpy_sandbox_info_dict(const asb_sandbox_info *info) {
+  if (!info) Py_RETURN_NONE;
+  PyObject *meta = PyDict_New();
+  for (size_t i = 0; meta; i++) {
+    const char *value = NULL;
+    const char *key = asb_sandbox_info_metadata_at(info, i, &value);
+    if (!key) break;
+    PyObject *v = asbpy_str(value ? value : "");
+    if (!v || PyDict_SetItemString(meta, key, v) != 0) Py_CLEAR(meta);
+    Py_XDECREF(v);
+  }
+  if (!meta) return NULL;
+  return Py_BuildValue("{s:N,s:N,s:N,s:N,s:L,s:L,s:i,s:i,s:i,s:N,s:N}",
+                       "sandbox_id", asbpy_str(asb_sandbox_info_id(info)),
+                       "template_id", asbpy_str(asb_sandbox_info_template_id(info)),
+                       "name", asbpy_str(asb_sandbox_info_name(info)),
+                       "state", asbpy_str(asb_sandbox_info_state(info)),
+                       "started_at", (long long)asb_sandbox_info_started_at(info),
+                       "end_at", (long long)asb_sandbox_info_end_at(info),
+                       "cpu_count", asb_sandbox_info_cpu_count(info),
+                       "memory_mb", asb_sandbox_info_memory_mb(info),
+                       "disk_mb", asb_sandbox_info_disk_mb(info),
+                       "envd_version", asbpy_str(asb_sandbox_info_envd_version(info)),
+                       "metadata", meta);
+}
+
+/* Every sandbox of a page as asbpy_sandbox_info_dict dicts. */
+PyObject *asbpy_sandbox_page_dicts(const asb_sandbox_page *page) {
+  size_t n = asb_sandbox_page_count(page);
+  PyObject *l = PyList_New((Py_ssize_t)n);
+  for (size_t i = 0; l && i < n; i++) {
+    PyObject *d = asbpy_sandbox_info_dict(asb_sandbox_page_get(page, i));
+    if (!d) {
+      Py_CLEAR(l);
+      break;
+    }
+    PyList_SET_ITEM(l, (Py_ssize_t)i, d);
+  }
+  return l;
+}
+
+/* Every sample as (timestamp, cpu_used_pct, cpu_count, mem_used, mem_total,
+ * disk_used, disk_total). */
+PyObject *asbpy_metrics_tuples(const asb_metrics *m) {
+  size_t n = asb_metrics_count(m);
+  PyObject *l = PyList_New((Py_ssize_t)n);
+  for (size_t i = 0; l && i < n; i++) {
+    PyObject *t = Py_BuildValue("(LdiLLLL)", (long long)asb_metrics_timestamp(m, i),
+                                asb_metrics_cpu_used_pct(m, i), asb_metrics_cpu_count(m, i),
+                                (long long)asb_metrics_mem_used(m, i),
+                                (long long)asb_metrics_mem_total(m, i),
+                                (long long)asb_metrics_disk_used(m, i),
+                                (long long)asb_metrics_disk_total(m, i));
+    if (!t) {
+      Py_CLEAR(l);
+      break;
+    }
+    PyList_SET_ITEM(l, (Py_ssize_t)i, t);
+  }
+  return l;
+}
+
+/* An execution as (results, stdout chunks, stderr chunks, error or None,
+ * execution count); results are asbpy_code_result_dict dicts and the error
+ * a (name, value, traceback) tuple. */
+PyObject *asbpy_execution_tuple(const asb_execution *e) {
+  size_t n = asb_execution_result_count(e);
+  PyObject *results = PyList_New((Py_ssize_t)n);
+  for (size_t i = 0; results && i < n; i++) {
+    PyObject *d = asbpy_code_result_dict(asb_execution_result(e, i));
+    if (!d) {
+      Py_CLEAR(results);
+      break;
+    }
+    PyList_SET_ITEM(results, (Py_ssize_t)i, d);
+  }
+  PyObject *out = PyList_New(0), *err = PyList_New(0);
+  for (size_t i = 0; out && i < asb_execution_stdout_count(e); i++) {
+    PyObject *s = asbpy_str(asb_execution_stdout(e, i));
+    if (!s || PyList_Append(out, s) != 0) Py_CLEAR(out);
+    Py_XDECREF(s);
+  }
+  for (size_t i = 0; err && i < asb_execution_stderr_count(e); i++) {
+    PyObject *s = asbpy_str(asb_execution_stderr(e, i));
+    if (!s || PyList_Append(err, s) != 0) Py_CLEAR(err);
+    Py_XDECREF(s);
+  }
+  PyObject *error;
+  if (asb_execution_error_name(e)) {
+    error = Py_BuildValue("(NNN)", asbpy_str(asb_execution_error_name(e)),
+                          asbpy_str(asb_execution_error_value(e)),
+                          asbpy_str(asb_execution_error_traceback(e)));
+  } else {
+    error = Py_None;
+    Py_INCREF(error);
+  }
+  if (!results || !out || !err || !error) {
+    Py_XDECREF(results);
+    Py_XDECREF(out);
+    Py_XDECREF(err);
+    Py_XDECREF(error);
+    return NULL;
+  }
+  return Py_BuildValue("(NNNNi)", results, out, err, error, asb_execution_count(e));
+}
+
+/* The last error of the calling thread as (code, http_status, message,
+ * remote_code, retry_after, reason). */
+PyObject *asbpy_error_last(void) {
+  const asb_error *e = asb_error_last();
+  return Py_BuildValue("(iiNNiN)", e->code, e->http_status, asbpy_str(e->message),
+                       asbpy_str(e->remote_code), e->retry_after, asbpy_str(e->reason));
+}
+%}

@@ -1,0 +1,107 @@
+"""E2B programs run through agent_sandbox.compat with only their import line
+changed (e2b_programs/), plus checks of the E2B-specific behaviour.
+SPDX-License-Identifier: Apache-2.0"""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from agent_sandbox.compat import (
+    AsyncSandbox,
+    CommandExitException,
+    Execution,
+    Sandbox,
+    SandboxNotFoundException,
+)
+
+HERE = Path(__file__).parent
+
+
+def _run(engine, name):
+    r = subprocess.run([sys.executable, str(HERE / "e2b_programs" / name)], env=engine.env(),
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    return r.stdout.splitlines()
+
+
+def test_sync_program(engine):
+    assert _run(engine, "basics_sync.py") == [
+        "running True",
+        "hello from e2b 0",
+        "exit 3 oops",
+        "hi there",
+        "bytearray",
+        "['a.txt', 'b.txt', 'hello.txt']",
+        "True True",
+        "bg bg",
+        "listed True False",
+        "info base basics_sync",
+        "host True",
+        "connected again",
+        "killed True False",
+    ]
+
+
+def test_async_program(engine):
+    assert _run(engine, "basics_async.py") == [
+        "['one', 'two'] ['one', 'two']",
+        "True background 0",
+        "watched True",
+        "pty True",
+        "procs True",
+        "killed True",
+    ]
+
+
+def test_code_interpreter_program(engine, code_sandbox):
+    assert _run(engine, "code_interpreter.py") == [
+        "2",
+        "None ['only printed\\n']",
+        "['streamed\\n']",
+        "NameError",
+        "10",
+    ]
+
+
+def test_e2b_semantics(engine):
+    with Sandbox.create() as sbx:
+        with pytest.raises(CommandExitException) as ei:
+            sbx.commands.run("exit 7")
+        assert ei.value.exit_code == 7
+        h = sbx.commands.run("exit 2", background=True)
+        with pytest.raises(CommandExitException):
+            h.wait()
+        assert sbx.commands.run("sleep 0.1", timeout=None).exit_code == 0
+        sid = sbx.sandbox_id
+    assert Sandbox.kill(sid) is False
+    with pytest.raises(SandboxNotFoundException):
+        Sandbox.connect(sid)
+
+
+async def test_async_e2b_semantics(engine):
+    sbx = await AsyncSandbox.create()
+    try:
+        with pytest.raises(CommandExitException):
+            await sbx.commands.run("exit 5")
+        assert await AsyncSandbox.pause(sbx.sandbox_id) is True
+        assert await AsyncSandbox.pause(sbx.sandbox_id) is False
+        info = await AsyncSandbox.get_info(sbx.sandbox_id)
+        assert info.state.value == "paused"
+        await AsyncSandbox.connect(sbx.sandbox_id)
+        assert (await sbx.commands.run("echo up")).stdout == "up\n"
+        paginator = AsyncSandbox.list()
+        items = await paginator.next_items()
+        assert sbx.sandbox_id in [i.sandbox_id for i in items]
+    finally:
+        assert await AsyncSandbox.kill(sbx.sandbox_id) is True
+
+
+def test_execution_text_is_e2b(code_sandbox):
+    from agent_sandbox.compat import Execution as CompatExecution
+    from agent_sandbox.models import Execution as Native, Logs
+
+    native = Native(logs=Logs(stdout=["printed\n"]))
+    assert native.text == "printed"
+    assert CompatExecution._of(native).text is None
