@@ -6,6 +6,7 @@
 #define ASB_ENGINE_FIXTURE_H
 
 #include <agentsandbox.h>
+#include <dirent.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -107,25 +108,31 @@ static inline int engine_fixture_launch(engine_fixture *f, int kill_on_exit) {
  * being a subreaper that reaps. */
 static void *engine_fixture_reaper(void *arg) {
   (void)arg;
+  pid_t self = getpid();
   for (;;) {
-    /* Reap only re-parented sandbox inits: the test's own children are
-     * waited for by the code that started them. */
-    siginfo_t si;
-    memset(&si, 0, sizeof si);
-    if (waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid > 0) {
-      char path[64], comm[64] = "";
-      snprintf(path, sizeof path, "/proc/%d/comm", (int)si.si_pid);
-      FILE *c = fopen(path, "r");
-      if (c) {
-        if (!fgets(comm, sizeof comm, c)) comm[0] = 0;
-        fclose(c);
-      }
-      if (strncmp(comm, "asb-init", 8) == 0) {
-        waitpid(si.si_pid, NULL, 0);
+    /* Reap only re-parented sandbox inits (our zombie children named
+     * asb-init): the test's own children are waited for by the code that
+     * started them, and one of them being waitable must not hide the rest. */
+    DIR *d = opendir("/proc");
+    struct dirent *de;
+    while (d && (de = readdir(d)) != NULL) {
+      if (de->d_name[0] < '1' || de->d_name[0] > '9') continue;
+      char path[300], st[512] = "";
+      snprintf(path, sizeof path, "/proc/%s/stat", de->d_name);
+      FILE *f = fopen(path, "r");
+      if (!f) continue;
+      if (!fgets(st, sizeof st, f)) st[0] = 0;
+      fclose(f);
+      const char *close_paren = strrchr(st, ')');
+      char state = 0;
+      int ppid = 0;
+      if (!strstr(st, "(asb-init)") || !close_paren ||
+          sscanf(close_paren + 1, " %c %d", &state, &ppid) != 2)
         continue;
-      }
+      if (state == 'Z' && ppid == (int)self) waitpid(atoi(de->d_name), NULL, WNOHANG);
     }
-    usleep(50000);
+    if (d) closedir(d);
+    usleep(20000);
   }
   return NULL;
 }
