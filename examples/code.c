@@ -19,12 +19,16 @@ int main(void) {
     fprintf(stderr, "%s\n", asb_error_last()->message);
     return 1;
   }
+  int rc = 0;
   asb_execution *ex = NULL;
   asb_code_options o = ASB_CODE_OPTIONS_INIT;
   o.on_stdout = on_stdout;
   if (asb_code_run(sb, "x = 2 ** 10\nprint('computing')\nx", &o, &ex) == ASB_OK) {
     printf("result: %s\n", asb_execution_text(ex));
     asb_execution_free(ex);
+  } else {
+    fprintf(stderr, "run_code: %s\n", asb_error_last()->message);
+    rc = 1;
   }
   if (asb_code_run(sb, "x + 1", NULL, &ex) == ASB_OK) { /* state persists */
     printf("x + 1 = %s\n", asb_execution_text(ex));
@@ -48,5 +52,5 @@ int main(void) {
   asb_sandbox_kill(sb, NULL);
   asb_sandbox_free(sb);
   asb_client_free(client);
-  return 0;
+  return rc;
 }

@@ -30,6 +30,7 @@ TEST(commands) { run_example("commands"); }
 TEST(files) { run_example("files"); }
 TEST(pty) { run_example("pty"); }
 TEST(sandbox_lifecycle) { run_example("sandbox_lifecycle"); }
+TEST(code) { run_example("code"); }
 #ifdef ASB_TEMPLATE_DIR
 /* builds the c-hello template, creates a sandbox from it, calls its commands */
 TEST(named_commands) {
@@ -70,6 +71,7 @@ int main(void) {
   RUN(files);
   RUN(pty);
   RUN(sandbox_lifecycle);
+  RUN(code);
   RUN(sessions);
 #ifdef ASB_TEMPLATE_DIR
   RUN(named_commands);
