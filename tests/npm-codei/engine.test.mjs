@@ -6,40 +6,13 @@
 // SPDX-License-Identifier: Apache-2.0
 import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
-import { spawn } from 'node:child_process'
-import { readFileSync, rmSync } from 'node:fs'
-import path from 'node:path'
-import { fileURLToPath } from 'node:url'
+import { startEngine } from '../support/engine.mjs'
 
-const here = path.dirname(fileURLToPath(import.meta.url))
-const ENGINE = process.env.ENGINE_BIN || path.join(here, '../../build/core/engine/agent-sandboxd')
-const STATE = `/tmp/asb-npm-codei-${process.pid}`
 const failFast = { requestTimeoutMs: 5000 }
 let engine, ci, e2b, sbx
 
-function startEngine() {
-  return new Promise((resolve, reject) => {
-    const p = spawn(ENGINE, ['--state-dir', STATE, '--listen', '127.0.0.1:0',
-      '--cgroup-name', `asbt-npmci-${process.pid}`, '--pool', '2', '--kill-on-exit'],
-    { stdio: ['ignore', 'pipe', 'inherit'] })
-    let buf = ''
-    p.stdout.on('data', (d) => {
-      buf += d.toString()
-      const m = buf.match(/listening on 127\.0\.0\.1:(\d+)/)
-      if (m) resolve({ proc: p, port: parseInt(m[1], 10) })
-    })
-    p.on('error', reject)
-    p.on('exit', (code) => reject(new Error(`engine exited with ${code}`)))
-  })
-}
-
 before(async () => {
-  const { proc, port } = await startEngine()
-  engine = proc
-  process.env.E2B_API_URL = `http://127.0.0.1:${port}`
-  process.env.E2B_SANDBOX_URL = `http://127.0.0.1:${port}`
-  process.env.E2B_API_KEY = readFileSync(`${STATE}/api_key`, 'utf8').trim()
-  delete process.env.E2B_DEBUG
+  engine = await startEngine('npm-codei')
   ci = await import('@e2b/code-interpreter')
   e2b = await import('e2b')
   sbx = await ci.Sandbox.create({ timeoutMs: 120_000 })
@@ -47,10 +20,7 @@ before(async () => {
 
 after(async () => {
   if (sbx) await sbx.kill().catch(() => {})
-  const exited = new Promise((resolve) => engine.once('exit', resolve))
-  engine.kill('SIGTERM')
-  await exited
-  rmSync(STATE, { recursive: true, force: true })
+  await engine.stop()
 })
 
 test('runCode: results, logs, state, execution count', async () => {
