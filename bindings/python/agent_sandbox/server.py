@@ -458,7 +458,7 @@ class CommandRegistry:
         """The commands as ``GET /commands`` lists them (hidden ones included)."""
         return [c.info() for c in self._commands.values()]
 
-    def call(self, name: str, **kwargs: Any) -> Any:
+    def call(self, name: str, /, **kwargs: Any) -> Any:
         """Call a registered command in this process (for tests), as the server would."""
         cmd = self._commands[name]
         return cmd.call(json.dumps(kwargs).encode())
