@@ -97,6 +97,7 @@ static const char *const *asbswig_strv_dup(const char *const *v) {
 %immutable asb_files_options::version;
 %immutable asb_watch_options::version;
 %immutable asb_code_options::version;
+%immutable asb_named_command_options::version;
 /* The last error is read-only. */
 %immutable asb_error;
 
@@ -173,6 +174,8 @@ ASB_OWNED_HANDLE(asb_code_context, asb_code_context_free)
 ASB_OWNED_HANDLE(asb_code_context_list, asb_code_context_list_free)
 ASB_OWNED_HANDLE(asb_session, asb_session_free)
 ASB_OWNED_HANDLE(asb_session_list, asb_session_list_free)
+ASB_OWNED_HANDLE(asb_named_command_list, asb_named_command_list_free)
+ASB_BORROWED_HANDLE(asb_named_command)
 /* A process or watch holds the cancel token it was opened with and the
  * callback state of the binding: the binding frees the handle first, then
  * those (asb_process_free / asb_watch_free are wrapped for that). */
@@ -229,6 +232,8 @@ ASB_OPTIONS(asb_watch_options, ASB_WATCH_OPTIONS_VERSION,
 ASB_OPTIONS(asb_code_options, ASB_CODE_OPTIONS_VERSION,
             %arg({&$self->language, &$self->context_id}),
             %arg({&$self->envs}))
+ASB_OPTIONS(asb_named_command_options, ASB_NAMED_COMMAND_OPTIONS_VERSION,
+            ASB_NONE, ASB_NONE)
 
 /* ---- calls that block ------------------------------------------------------ */
 
@@ -289,6 +294,8 @@ ASB_BLOCKING(asb_session_load)
 ASB_BLOCKING(asb_session_get)
 ASB_BLOCKING(asb_session_list_all)
 ASB_BLOCKING(asb_session_delete)
+ASB_BLOCKING(asb_sandbox_run_command)
+ASB_BLOCKING(asb_sandbox_list_commands)
 
 /* ---- the headers ------------------------------------------------------------ */
 
@@ -304,6 +311,7 @@ ASB_BLOCKING(asb_session_delete)
 %include "agentsandbox/files.h"
 %include "agentsandbox/code.h"
 %include "agentsandbox/session.h"
+%include "agentsandbox/named.h"
 
 /* ---- the language's shims (after the declarations they use) --------------- */
 #if defined(SWIGPYTHON)

@@ -286,4 +286,35 @@ PyObject *asbpy_error_last(void) {
   return Py_BuildValue("(iiNNiN)", e->code, e->http_status, asbpy_str(e->message),
                        asbpy_str(e->remote_code), e->retry_after, asbpy_str(e->reason));
 }
+
+/* Every command of a list as (name, description, [(arg name, type,
+ * required, default or None, description)]): one call for the whole list. */
+PyObject *asbpy_named_command_list_tuples(const asb_named_command_list *list) {
+  size_t n = asb_named_command_list_count(list);
+  PyObject *out = PyList_New((Py_ssize_t)n);
+  if (!out) return NULL;
+  for (size_t i = 0; i < n; i++) {
+    const asb_named_command *c = asb_named_command_list_get(list, i);
+    size_t na = asb_named_command_arg_count(c);
+    PyObject *args = PyList_New((Py_ssize_t)na);
+    for (size_t k = 0; args && k < na; k++) {
+      PyObject *a = Py_BuildValue("(NNNNN)", asbpy_str(asb_named_command_arg_name(c, k)),
+                                  asbpy_str(asb_named_command_arg_type(c, k)),
+                                  PyBool_FromLong(asb_named_command_arg_required(c, k)),
+                                  asbpy_str(asb_named_command_arg_default(c, k)),
+                                  asbpy_str(asb_named_command_arg_description(c, k)));
+      if (!a) Py_CLEAR(args);
+      else PyList_SET_ITEM(args, (Py_ssize_t)k, a);
+    }
+    PyObject *t = args ? Py_BuildValue("(NNN)", asbpy_str(asb_named_command_name(c)),
+                                       asbpy_str(asb_named_command_description(c)), args)
+                       : NULL;
+    if (!t) {
+      Py_DECREF(out);
+      return NULL;
+    }
+    PyList_SET_ITEM(out, (Py_ssize_t)i, t);
+  }
+  return out;
+}
 %}

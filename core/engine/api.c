@@ -298,6 +298,13 @@ static void create(engine *e, api_req *q, api_reply *r) {
     api_error(r, 400, "'templateID' is required");
     goto out;
   }
+  {
+    char berr[2048];
+    if (bundled_ensure(e, tv->valuestring, berr, sizeof berr)) {
+      api_error(r, 500, "%s", berr);
+      goto out;
+    }
+  }
   t = templates_find(e, tv->valuestring);
   if (!t) {
     api_error(r, 404, "template \"%s\" not found", tv->valuestring);

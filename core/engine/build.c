@@ -634,6 +634,13 @@ void build_handle(engine *e, api_req *q, api_reply *r) {
   b.spec = spec;
   const char *name = cJSON_GetObjectItemCaseSensitive(spec, "name")->valuestring;
   const char *base_name = cJSON_GetObjectItemCaseSensitive(spec, "base")->valuestring;
+  {
+    char berr[2048];
+    if (bundled_ensure(e, base_name, berr, sizeof berr)) {
+      reply_bad(r, yname, 0, "base", "%s", berr);
+      goto out;
+    }
+  }
   base = templates_find(e, base_name);
   if (!base) {
     reply_bad(r, yname, 0, "base", "template '%s' not found (base, busybox, or a template "

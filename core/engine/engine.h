@@ -87,6 +87,8 @@ typedef struct engine {
   char *domain;       /* "localhost:<port>" */
   char *envd_path, *init_path;
   char *codei_path;   /* code interpreter binary, or NULL (feature off) */
+  char *templates_dir; /* bundled template dirs (<dir>/<name>/template.yaml),
+                          or NULL */
   char *envd_version;
   char api_key[64];
   int default_timeout_s;
@@ -185,6 +187,12 @@ void templates_gc(engine *e);
 cJSON *template_json(engine *e, template_info *t);
 /* Remove state dirs of build sandboxes left by a crash (start-up). */
 void build_cleanup(engine *e);
+
+/* ---- bundled.c: template dirs shipped with the engine (python-base) ---- */
+/* If <templates_dir>/<name>/template.yaml exists and was not built yet in
+ * this run, build it (cached when unchanged). 0 (nothing to do, or built),
+ * or -1 with a message in err. */
+int bundled_ensure(engine *e, const char *name, char *err, size_t errlen);
 
 /* ---- tstart.c: a template's start command and ready check at create ------- */
 /* 0, or -1 with a message in err (the sandbox should then be undone). */

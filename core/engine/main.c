@@ -25,6 +25,9 @@
 #ifndef ASB_DEFAULT_CODEI
 #define ASB_DEFAULT_CODEI "/usr/local/bin/agent-sandbox-code-interpreter"
 #endif
+#ifndef ASB_DEFAULT_TEMPLATES_DIR
+#define ASB_DEFAULT_TEMPLATES_DIR "/usr/share/agent-sandbox/templates"
+#endif
 #ifndef ASB_DEFAULT_INIT
 #define ASB_DEFAULT_INIT "/usr/local/libexec/agent-sandbox/asb-init"
 #endif
@@ -61,6 +64,8 @@ static void usage(FILE *f) {
           "  --init PATH       asb-init binary (default %s)\n"
           "  --code-interpreter PATH  code interpreter run inside sandboxes for\n"
           "                    port 49999 (default %s; absent = disabled)\n"
+          "  --templates-dir DIR  bundled templates, built on first use (default\n"
+          "                    $ASB_TEMPLATES_DIR or %s)\n"
           "  --cgroup-name N   name of the engine's cgroups (default agent-sandbox)\n"
           "  --pool N          keep N pre-formatted disk images ready (default 8)\n"
           "  --daemon          detach; log to <state>/engine.log, pid in <state>/engine.pid\n"
@@ -68,7 +73,7 @@ static void usage(FILE *f) {
           "                    running; a restarted engine adopts them)\n"
           "  --preflight       check what the engine needs, print the report, exit\n"
           "  --version         print the version and exit\n",
-          ASB_DEFAULT_ENVD, ASB_DEFAULT_INIT, ASB_DEFAULT_CODEI);
+          ASB_DEFAULT_ENVD, ASB_DEFAULT_INIT, ASB_DEFAULT_CODEI, ASB_DEFAULT_TEMPLATES_DIR);
 }
 
 static int write_file(const char *path, const char *text, mode_t mode) {
@@ -217,14 +222,16 @@ int main(int argc, char **argv) {
   const char *sock = NULL, *cgroup_name = NULL;
   const char *envd = ASB_DEFAULT_ENVD, *init = ASB_DEFAULT_INIT;
   const char *codei = ASB_DEFAULT_CODEI;
+  const char *tdir = asbi_getenv("ASB_TEMPLATES_DIR");
   int daemonize = 0, kill_on_exit = 0, preflight_only = 0, pool = 8;
-  enum { O_STATE = 1, O_LISTEN, O_SOCKET, O_ENVD, O_INIT, O_CODEI, O_CGROUP, O_POOL,
+  enum { O_STATE = 1, O_LISTEN, O_SOCKET, O_ENVD, O_INIT, O_CODEI, O_TDIR, O_CGROUP, O_POOL,
          O_DAEMON, O_KILL, O_PREFLIGHT, O_VERSION, O_HELP };
   static const struct option opts[] = {
       {"state-dir", required_argument, 0, O_STATE}, {"listen", required_argument, 0, O_LISTEN},
       {"socket", required_argument, 0, O_SOCKET},   {"envd", required_argument, 0, O_ENVD},
       {"init", required_argument, 0, O_INIT},
-      {"code-interpreter", required_argument, 0, O_CODEI},       {"cgroup-name", required_argument, 0, O_CGROUP},
+      {"code-interpreter", required_argument, 0, O_CODEI},
+      {"templates-dir", required_argument, 0, O_TDIR},       {"cgroup-name", required_argument, 0, O_CGROUP},
       {"pool", required_argument, 0, O_POOL},       {"daemon", no_argument, 0, O_DAEMON},
       {"kill-on-exit", no_argument, 0, O_KILL},     {"preflight", no_argument, 0, O_PREFLIGHT},
       {"version", no_argument, 0, O_VERSION},       {"help", no_argument, 0, O_HELP},
@@ -238,6 +245,7 @@ int main(int argc, char **argv) {
       case O_ENVD: envd = optarg; break;
       case O_INIT: init = optarg; break;
       case O_CODEI: codei = optarg; break;
+      case O_TDIR: tdir = optarg; break;
       case O_CGROUP: cgroup_name = optarg; break;
       case O_POOL: pool = atoi(optarg); break;
       case O_DAEMON: daemonize = 1; break;
@@ -304,6 +312,10 @@ int main(int argc, char **argv) {
   e->codei_path = access(codei, X_OK) == 0 ? realpath(codei, NULL) : NULL;
   if (!e->codei_path)
     engine_log("no code interpreter at %s: port 49999 is not served", codei);
+  if (!tdir) tdir = ASB_DEFAULT_TEMPLATES_DIR;
+  e->templates_dir = *tdir ? realpath(tdir, NULL) : NULL;
+  if (*tdir && !e->templates_dir)
+    engine_log("no bundled templates at %s (python-base): %s", tdir, strerror(errno));
   e->envd_version = envd_version(e->envd_path);
   if (!e->envd_version) e->envd_version = asbi_strdup(ENGINE_ENVD_VERSION_FALLBACK);
   char agent_dir[4096];
@@ -408,6 +420,7 @@ int main(int argc, char **argv) {
   free(e->envd_path);
   free(e->init_path);
   free(e->codei_path);
+  free(e->templates_dir);
   free(e->envd_version);
   free(e->domain);
   return 0;

@@ -21,21 +21,13 @@ Async first, with a blocking twin of everything::
 - :mod:`agent_sandbox.lowlevel`: the SWIG module over the C ABI.
 """
 
+from typing import TYPE_CHECKING, Any
+
+# The pure-Python parts load at once; the client (which needs the native
+# module over libagentsandbox) loads on first use of one of its names, so
+# ``agent_sandbox.server`` also works inside a sandbox, where only the
+# server SDK's library is present.
 from . import exceptions, models
-from ._async import (
-    Code,
-    CommandHandle,
-    Commands,
-    Files,
-    FileStream,
-    Pty,
-    Sandbox,
-    WatchHandle,
-)
-from ._native import CancelToken
-from .decorator import RemoteError, RemoteTraceback, sandbox
-from ._sync import Network
-from ._sync import Sandbox as SandboxSync
 from .exceptions import (
     AgentSandboxError,
     AuthenticationException,
@@ -79,14 +71,64 @@ from .models import (
     TemplateInfo,
     WriteInfo,
 )
-from . import lowlevel as _ll
+
+if TYPE_CHECKING:
+    from ._async import (
+        Code,
+        CommandHandle,
+        Commands,
+        Files,
+        FileStream,
+        Pty,
+        Sandbox,
+        WatchHandle,
+    )
+    from ._native import CancelToken
+    from ._sync import Network
+    from ._sync import Sandbox as SandboxSync
+    from .decorator import RemoteError, RemoteTraceback, sandbox
+
+_LAZY = {
+    "Sandbox": ("._async", "Sandbox"),
+    "Code": ("._async", "Code"),
+    "CommandHandle": ("._async", "CommandHandle"),
+    "Commands": ("._async", "Commands"),
+    "Files": ("._async", "Files"),
+    "FileStream": ("._async", "FileStream"),
+    "Pty": ("._async", "Pty"),
+    "WatchHandle": ("._async", "WatchHandle"),
+    "CancelToken": ("._native", "CancelToken"),
+    "Network": ("._sync", "Network"),
+    "SandboxSync": ("._sync", "Sandbox"),
+    "RemoteError": (".decorator", "RemoteError"),
+    "RemoteTraceback": (".decorator", "RemoteTraceback"),
+    "sandbox": (".decorator", "sandbox"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    where = _LAZY.get(name)
+    if where is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(where[0], __name__), where[1])
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> "list[str]":
+    return sorted(set(globals()) | set(_LAZY))
+
 
 __version__ = "1.0.0"
 
 
 def library_version() -> str:
     """The version of the libagentsandbox this module runs against."""
-    return _ll.asb_version()[0]
+    from . import lowlevel
+
+    return lowlevel.asb_version()[0]
 
 
 __all__ = [

@@ -21,6 +21,7 @@ from . import _native as N
 from . import _sync as S
 from . import exceptions as E
 from .models import (
+    CommandInfo,
     CommandResult,
     Context,
     EntryInfo,
@@ -652,6 +653,32 @@ class Sandbox:
     list_code_contexts_sync = _twin("list_code_contexts")
     restart_code_context_sync = _twin("restart_code_context")
     remove_code_context_sync = _twin("remove_code_context")
+
+    # ---- named commands -------------------------------------------------------------------
+    async def run(self, command: str, /, **kwargs: Any) -> Any:
+        """Run the named command ``command`` with ``kwargs`` and return its
+        result: ``await sandbox.run("hello", name="Alice")``. Errors:
+        :class:`CommandNotFoundError`, :class:`InvalidArgumentException`,
+        :class:`CommandFailedError` (see :meth:`agent_sandbox.sync.Sandbox.run`)."""
+        return await N.run(self._sync.run_command, command, kwargs)
+
+    def run_sync(self, command: str, /, **kwargs: Any) -> Any:
+        """The blocking twin of :meth:`run`."""
+        return self._sync.run_command(command, kwargs)
+
+    async def run_command(self, command: str, args: Optional[Mapping[str, Any]] = None, *,
+                          port: Optional[int] = None, timeout: Optional[float] = None) -> Any:
+        """:meth:`run` with the arguments as a mapping, a ``port`` (default
+        9000) and a ``timeout`` in seconds."""
+        return await N.run(self._sync.run_command, command, args, port=port, timeout=timeout)
+
+    async def list_commands(self, *, port: Optional[int] = None,
+                            request_timeout: Optional[float] = None) -> List[CommandInfo]:
+        """The named commands the sandbox serves."""
+        return await N.run(self._sync.list_commands, port=port, request_timeout=request_timeout)
+
+    run_command_sync = _twin("run_command")
+    list_commands_sync = _twin("list_commands")
 
     # ---- sessions ---------------------------------------------------------------------------
     async def save_session(self, name: str, metadata: Optional[Mapping[str, str]] = None) -> None:

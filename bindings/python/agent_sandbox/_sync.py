@@ -949,6 +949,16 @@ class Code:
         N.call(ll.asb_code_context_remove, self._sandbox._h, cid, _call_options(request_timeout))
 
 
+def _named_options(port: Optional[int], timeout: Optional[float]) -> Any:
+    o = ll.asb_named_command_options()
+    if port is not None:
+        o.port = int(port)
+    if timeout is not None:
+        o.timeout_ms = N.ms(timeout)
+    o.cancel = N.current_cancel()
+    return o
+
+
 # ---- network ---------------------------------------------------------------------------------
 
 
@@ -1217,6 +1227,55 @@ class Sandbox:
     def remove_code_context(self, context: Union[Context, str],
                             request_timeout: Optional[float] = None) -> None:
         self.code.remove_context(context, request_timeout)
+
+    # ---- named commands ------------------------------------------------------------------
+    def run(self, command: str, /, **kwargs: Any) -> Any:
+        """Run the named command ``command`` that the sandbox serves (a
+        template's ``commands.py`` made with :mod:`agent_sandbox.server`,
+        a C server, or ``custom_commands``) with ``kwargs`` as its keyword
+        arguments, and return its result (the JSON value, decoded).
+
+        ``sandbox.run("hello", name="Alice")``. The command name is
+        positional-only, so any argument name can be passed. For a port
+        other than 9000 or a timeout, use :meth:`run_command`.
+
+        Raises :class:`CommandNotFoundError` (no such command; the message
+        lists the available ones), :class:`InvalidArgumentException` (bad
+        or missing arguments), :class:`CommandFailedError` (the command
+        raised: ``.type`` is its exception type, the message its message).
+        """
+        return self.run_command(command, kwargs)
+
+    def run_command(self, command: str, args: Optional[Mapping[str, Any]] = None, *,
+                    port: Optional[int] = None, timeout: Optional[float] = None) -> Any:
+        """:meth:`run` with the arguments as a mapping and the call's options:
+        ``port`` (the command server's, default 9000) and ``timeout``
+        (seconds; None = the client's default, 0 = none)."""
+        if args is None:
+            args = {}
+        if not isinstance(args, Mapping):
+            raise E.InvalidArgumentException(
+                f"run({command!r}): the arguments must be a mapping, not {type(args).__name__}",
+                code=ll.ASB_EINVAL, status="ASB_EINVAL")
+        try:
+            body = _json.dumps(dict(args), allow_nan=False)
+        except (TypeError, ValueError) as exc:
+            raise E.InvalidArgumentException(
+                f"run({command!r}): the arguments are not JSON-serializable: {exc}",
+                code=ll.ASB_EINVAL, status="ASB_EINVAL") from None
+        o = _named_options(port, timeout)
+        out = N.call(ll.asb_sandbox_run_command, self._h, command, body, o)
+        return _json.loads(out) if out else None
+
+    def list_commands(self, *, port: Optional[int] = None,
+                      request_timeout: Optional[float] = None) -> List[CommandInfo]:
+        """The named commands the sandbox serves (hidden ones are not listed)."""
+        lst = N.call(ll.asb_sandbox_list_commands, self._h, _named_options(port, request_timeout))
+        return [CommandInfo(name=n, description=d or "",
+                            args=[CommandArg(name=an, type=at, required=bool(rq), default=df,
+                                             description=ad or "")
+                                  for an, at, rq, df, ad in args])
+                for n, d, args in ll.asbpy_named_command_list_tuples(lst)]
 
     # ---- sessions ---------------------------------------------------------------------
     def save_session(self, name: str, metadata: Optional[Mapping[str, str]] = None) -> None:

@@ -118,13 +118,23 @@ def eventually(fn, timeout: float = 30.0, interval: float = 0.05):
 
 @pytest.fixture(scope="session")
 def code_sandbox(sandbox):
-    """The shared sandbox, when the engine runs a code interpreter in it."""
-    from agent_sandbox import TimeoutException, SandboxException
-
-    try:
-        sandbox.run_code_sync("1", timeout=60)
-    except (TimeoutException, SandboxException) as e:
-        if "49999" in str(e):
-            pytest.skip("the engine has no code interpreter (agent-sandbox-code-interpreter)")
-        raise
+    """The shared sandbox, its code interpreter warmed up (any template
+    starts it on the first request to port 49999)."""
+    sandbox.run_code_sync("1", timeout=120)
     return sandbox
+
+
+def build_template(engine, directory):
+    """Build a template directory with the asb CLI (a real build in the
+    test's engine); returns its name."""
+    asb = REPO / "build" / "core" / "cli" / "asb"
+    r = subprocess.run([str(asb), "template", "build", str(directory)], env=engine.env(),
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, f"asb template build {directory}:\n{r.stdout}\n{r.stderr}"
+    return Path(directory).name
+
+
+def delete_template(engine, name):
+    asb = REPO / "build" / "core" / "cli" / "asb"
+    subprocess.run([str(asb), "template", "delete", name], env=engine.env(),
+                   capture_output=True, text=True, timeout=120)

@@ -6,7 +6,7 @@
 # SPDX-License-Identifier: Apache-2.0
 PY=$1
 shift
-if [ ! -x "$PY" ] || ! "$PY" -c "import agent_sandbox" 2>/dev/null; then
+if [ ! -x "$PY" ] || ! "$PY" -c "import agent_sandbox.lowlevel" 2>/dev/null; then
   echo "python binding not built (cmake --build build --target python-binding): skipped"
   exit 77
 fi

@@ -59,3 +59,14 @@ def test_e2b_compat(engine):
 def test_code(engine, code_sandbox):
     out = run(engine, "code.py")
     assert out.startswith("1024\n42\nZeroDivisionError")
+
+
+def test_named_commands(engine):
+    out = run(engine, "named_commands.py").splitlines()
+    assert out[0] == "hello(name: string = 'world') - Greets someone."
+    assert out[1] == "Hello, Alice!"
+    assert "Unknown command 'goodbye'; available: hello" in out[2]
+    assert "unexpected argument 'nme'" in out[3]
+    assert out[4] == "word_count: {'total': 6, 'common': [['a', 3], ['b', 2], ['c', 1]]}"
+    assert out[5] == "mean: 2.5"
+    assert out[6].startswith("remote ValueError:") and out[6].endswith("no values")

@@ -1,8 +1,8 @@
 """The contract: examples/python/quickstart.py, exactly as written, against
-the local engine. It needs the python-base template (named command "hello")
-and the code interpreter; until the engine has both, the same program runs
-with template="base" and without the named-command lines, so everything
-else in it stays checked.
+the local engine: the built-in python-base template (built on first use),
+a command, the code interpreter, the named command "hello" that
+python-base's commands.py registers, files and a port URL. Every printed
+value is checked.
 SPDX-License-Identifier: Apache-2.0"""
 
 import subprocess
@@ -12,42 +12,37 @@ from pathlib import Path
 QUICKSTART = Path(__file__).resolve().parents[3] / "examples" / "python" / "quickstart.py"
 
 
-def _has_template(name):
-    from agent_sandbox import Sandbox
-
-    try:
-        Sandbox.create_sync(template=name, timeout=30).kill_sync()
-        return True
-    except Exception:
-        return False
-
-
-def _has_code_interpreter():
-    from agent_sandbox import Sandbox
-
-    with Sandbox.create_sync(timeout=60) as sb:
-        try:
-            sb.run_code_sync("1")
-            return True
-        except Exception:
-            return False
-
-
-def test_quickstart(engine, tmp_path):
-    src = QUICKSTART.read_text()
-    full = _has_template("python-base") and _has_code_interpreter()
-    if not full:
-        src = src.replace('template="python-base"', 'template="base"')
-        src = "\n".join(l for l in src.splitlines()
-                        if "run_code" not in l and "result.text" not in l
-                        and "sandbox.run(" not in l and "print(greeting)" not in l)
-    prog = tmp_path / "quickstart.py"
-    prog.write_text(src)
-    r = subprocess.run([sys.executable, str(prog)], env=engine.env(), capture_output=True,
+def test_quickstart_as_written(engine):
+    r = subprocess.run([sys.executable, str(QUICKSTART)], env=engine.env(), capture_output=True,
                        text=True, timeout=300)
     assert r.returncode == 0, r.stdout + r.stderr
-    lines = r.stdout.splitlines()
-    assert lines[:3] == ["Hello from sandbox!", "", "0"]
-    if full:
-        assert lines[3] == "1024"
-        assert "Alice" in lines[4]
+    assert r.stdout.splitlines() == [
+        "Hello from sandbox!",  # proc.stdout ends with a newline: an empty line follows
+        "",
+        "0",
+        "1024",
+        "Hello, Alice!",
+    ]
+    from agent_sandbox import Sandbox
+
+    assert Sandbox.list_sync() == []  # "async with" killed the program's sandbox
+
+
+def test_quickstart_values(engine):
+    """What the program does not print: the file it wrote and the URL."""
+    import asyncio
+
+    from agent_sandbox import Sandbox
+
+    async def main():
+        async with await Sandbox.create(template="python-base") as sandbox:
+            await sandbox.files.write("/tmp/data.txt", "content")
+            assert await sandbox.files.read("/tmp/data.txt") == "content"
+            assert sandbox.network.get_url(3000) == \
+                f"http://3000-{sandbox.sandbox_id}.{sandbox.sandbox_domain}"
+            commands = await sandbox.list_commands()
+            assert [c.name for c in commands] == ["hello"]
+            assert commands[0].args[0].name == "name" and commands[0].args[0].default == "world"
+            assert await sandbox.run("hello") == "Hello, world!"
+
+    asyncio.run(main())

@@ -535,6 +535,15 @@ class Sandbox:
                      use_signature_expiration: Optional[int] = None) -> str:
         return self._s.download_url(path, user=user, expires_in=use_signature_expiration)
 
+    # extensions (not in E2B): the named commands a template serves
+    def run(self, command: str, /, **kwargs: Any) -> Any:
+        """agent-sandbox's named commands: ``sandbox.run("hello", name="Alice")``."""
+        return self._s.run_command(command, kwargs)
+
+    def list_commands(self, request_timeout: Optional[float] = None) -> List[Any]:
+        """agent-sandbox's named commands: what the sandbox serves."""
+        return self._s.list_commands(request_timeout=request_timeout)
+
     # e2b_code_interpreter
     def run_code(self, code: str, language: Optional[str] = None, context: Optional[Context] = None,
                  on_stdout: Optional[Callable[[OutputMessage], Any]] = None,
@@ -865,6 +874,15 @@ class AsyncSandbox:
     async def download_url(self, path: str, user: Optional[str] = None,
                            use_signature_expiration: Optional[int] = None) -> str:
         return await self._s.download_url(path, user=user, expires_in=use_signature_expiration)
+
+    # extensions (not in E2B): the named commands a template serves
+    async def run(self, command: str, /, **kwargs: Any) -> Any:
+        """agent-sandbox's named commands: ``await sandbox.run("hello", name="Alice")``."""
+        return await self._s.run_command(command, kwargs)
+
+    async def list_commands(self, request_timeout: Optional[float] = None) -> List[Any]:
+        """agent-sandbox's named commands: what the sandbox serves."""
+        return await self._s.list_commands(request_timeout=request_timeout)
 
     async def run_code(self, code: str, language: Optional[str] = None,
                        context: Optional[Context] = None, on_stdout: Any = None,
