@@ -106,30 +106,46 @@ static inline int engine_fixture_launch(engine_fixture *f, int kill_on_exit) {
  * containers and VMs, this one's included) does not reap, so the zombies
  * would pin their cgroups; the test process stands in for a proper PID 1 by
  * being a subreaper that reaps. */
+/* 1 if pid is a zombie child of ours that belonged to a sandbox: an init
+ * (asb-init), or any process in a test engine's cgroups (a sandbox child
+ * that died before it exec'd asb-init still carries the engine thread's
+ * name). */
+static int engine_fixture_adopted_zombie(const char *pid, pid_t self) {
+  char path[300], st[512] = "";
+  snprintf(path, sizeof path, "/proc/%s/stat", pid);
+  FILE *f = fopen(path, "r");
+  if (!f) return 0;
+  if (!fgets(st, sizeof st, f)) st[0] = 0;
+  fclose(f);
+  const char *close_paren = strrchr(st, ')');
+  char state = 0;
+  int ppid = 0;
+  if (!close_paren || sscanf(close_paren + 1, " %c %d", &state, &ppid) != 2 || state != 'Z' ||
+      ppid != (int)self)
+    return 0;
+  if (strstr(st, "(asb-init)")) return 1;
+  char cg[4096] = "";
+  snprintf(path, sizeof path, "/proc/%s/cgroup", pid);
+  f = fopen(path, "r");
+  if (!f) return 0;
+  size_t n = fread(cg, 1, sizeof cg - 1, f);
+  cg[n] = 0;
+  fclose(f);
+  return strstr(cg, "/asbt-") != NULL;
+}
+
 static void *engine_fixture_reaper(void *arg) {
   (void)arg;
   pid_t self = getpid();
   for (;;) {
-    /* Reap only re-parented sandbox inits (our zombie children named
-     * asb-init): the test's own children are waited for by the code that
-     * started them, and one of them being waitable must not hide the rest. */
+    /* Reap only what sandboxes left us: the test's own children (engines,
+     * system(), popen()) are waited for by the code that started them, and
+     * one of them being waitable must not hide the rest. */
     DIR *d = opendir("/proc");
     struct dirent *de;
     while (d && (de = readdir(d)) != NULL) {
       if (de->d_name[0] < '1' || de->d_name[0] > '9') continue;
-      char path[300], st[512] = "";
-      snprintf(path, sizeof path, "/proc/%s/stat", de->d_name);
-      FILE *f = fopen(path, "r");
-      if (!f) continue;
-      if (!fgets(st, sizeof st, f)) st[0] = 0;
-      fclose(f);
-      const char *close_paren = strrchr(st, ')');
-      char state = 0;
-      int ppid = 0;
-      if (!strstr(st, "(asb-init)") || !close_paren ||
-          sscanf(close_paren + 1, " %c %d", &state, &ppid) != 2)
-        continue;
-      if (state == 'Z' && ppid == (int)self) waitpid(atoi(de->d_name), NULL, WNOHANG);
+      if (engine_fixture_adopted_zombie(de->d_name, self)) waitpid(atoi(de->d_name), NULL, WNOHANG);
     }
     if (d) closedir(d);
     usleep(20000);
