@@ -28,9 +28,27 @@
 #ifndef ASB_DEFAULT_TEMPLATES_DIR
 #define ASB_DEFAULT_TEMPLATES_DIR "/usr/share/agent-sandbox/templates"
 #endif
+#ifndef ASB_INSTALLED_ENVD
+#define ASB_INSTALLED_ENVD ASB_DEFAULT_ENVD
+#endif
+#ifndef ASB_INSTALLED_CODEI
+#define ASB_INSTALLED_CODEI ASB_DEFAULT_CODEI
+#endif
+#ifndef ASB_INSTALLED_TEMPLATES_DIR
+#define ASB_INSTALLED_TEMPLATES_DIR ASB_DEFAULT_TEMPLATES_DIR
+#endif
 #ifndef ASB_DEFAULT_INIT
 #define ASB_DEFAULT_INIT "/usr/local/libexec/agent-sandbox/asb-init"
 #endif
+#ifndef ASB_INSTALLED_INIT
+#define ASB_INSTALLED_INIT ASB_DEFAULT_INIT
+#endif
+
+/* A default: this build tree's file while it exists, else where
+ * `cmake --install` put it. */
+static const char *default_path(const char *built, const char *installed) {
+  return access(built, F_OK) == 0 ? built : installed;
+}
 
 int64_t now_unix_ms(void) {
   struct timespec ts;
@@ -220,8 +238,9 @@ int main(int argc, char **argv) {
   const char *state = asbi_getenv("ASB_STATE_DIR");
   const char *listen_addr = "127.0.0.1:49982";
   const char *sock = NULL, *cgroup_name = NULL;
-  const char *envd = ASB_DEFAULT_ENVD, *init = ASB_DEFAULT_INIT;
-  const char *codei = ASB_DEFAULT_CODEI;
+  const char *envd = default_path(ASB_DEFAULT_ENVD, ASB_INSTALLED_ENVD);
+  const char *init = default_path(ASB_DEFAULT_INIT, ASB_INSTALLED_INIT);
+  const char *codei = default_path(ASB_DEFAULT_CODEI, ASB_INSTALLED_CODEI);
   const char *tdir = asbi_getenv("ASB_TEMPLATES_DIR");
   int daemonize = 0, kill_on_exit = 0, preflight_only = 0, pool = 8;
   enum { O_STATE = 1, O_LISTEN, O_SOCKET, O_ENVD, O_INIT, O_CODEI, O_TDIR, O_CGROUP, O_POOL,
@@ -312,7 +331,7 @@ int main(int argc, char **argv) {
   e->codei_path = access(codei, X_OK) == 0 ? realpath(codei, NULL) : NULL;
   if (!e->codei_path)
     engine_log("no code interpreter at %s: port 49999 is not served", codei);
-  if (!tdir) tdir = ASB_DEFAULT_TEMPLATES_DIR;
+  if (!tdir) tdir = default_path(ASB_DEFAULT_TEMPLATES_DIR, ASB_INSTALLED_TEMPLATES_DIR);
   e->templates_dir = *tdir ? realpath(tdir, NULL) : NULL;
   if (*tdir && !e->templates_dir)
     engine_log("no bundled templates at %s (python-base): %s", tdir, strerror(errno));
