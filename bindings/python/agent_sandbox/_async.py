@@ -15,18 +15,16 @@ of handles (:class:`agent_sandbox.sync.CommandHandle`, ...).
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Awaitable, Callable, Dict, List, Mapping, Optional, Union
+from typing import Any, Awaitable, Callable, List, Mapping, Optional, Union
 
 from . import _native as N
 from . import _sync as S
-from . import exceptions as E
 from .models import (
     CommandInfo,
     CommandResult,
     Context,
     EntryInfo,
     Execution,
-    FilesystemEvent,
     ProcessInfo,
     PtySize,
     SandboxInfo,

@@ -20,7 +20,6 @@ from typing import (
     Any,
     Callable,
     Dict,
-    Iterable,
     Iterator,
     List,
     Mapping,
@@ -43,7 +42,6 @@ from .models import (
     Execution,
     ExecutionError,
     FilesystemEvent,
-    Logs,
     OutputMessage,
     ProcessInfo,
     PtySize,
@@ -109,6 +107,21 @@ def _call_options(timeout: Optional[float] = None) -> Any:
 
 # ---- commands -------------------------------------------------------------------------
 
+
+
+def _process_options(o: Any, envs: "Envs", cwd: Optional[str], user: Optional[str],
+                     timeout: Optional[float], request_timeout: Optional[float]) -> Any:
+    """Fills what asb_command_options and asb_pty_options share."""
+    if envs:
+        o.envs = dict(envs)
+    if cwd:
+        o.cwd = cwd
+    if user:
+        o.user = user
+    o.timeout_ms = N.ms(timeout)
+    if request_timeout is not None:
+        o.request_timeout_ms = N.ms(request_timeout)
+    return o
 
 class _Sink:
     """Receives a process's output from the trampolines (holds no reference to
@@ -292,16 +305,8 @@ class Commands:
     def _options(self, envs: Envs, cwd: Optional[str], user: Optional[str],
                  timeout: Optional[float], request_timeout: Optional[float],
                  stdin: bool, tag: Optional[str]) -> Any:
-        o = ll.asb_command_options()
-        if envs:
-            o.envs = dict(envs)
-        if cwd:
-            o.cwd = cwd
-        if user:
-            o.user = user
-        o.timeout_ms = N.ms(timeout)
-        if request_timeout is not None:
-            o.request_timeout_ms = N.ms(request_timeout)
+        o = _process_options(ll.asb_command_options(), envs, cwd, user, timeout,
+                             request_timeout)
         if stdin:
             o.stdin_enabled = 1
         if tag:
@@ -486,17 +491,8 @@ class Pty:
         """Start a shell on a new terminal; ``on_data`` gets its output (bytes,
         escapes included) while you :meth:`CommandHandle.wait`."""
         size = size or PtySize()
-        o = ll.asb_pty_options()
+        o = _process_options(ll.asb_pty_options(), envs, cwd, user, timeout, request_timeout)
         o.cols, o.rows = size.cols, size.rows
-        if envs:
-            o.envs = dict(envs)
-        if cwd:
-            o.cwd = cwd
-        if user:
-            o.user = user
-        o.timeout_ms = N.ms(timeout)
-        if request_timeout is not None:
-            o.request_timeout_ms = N.ms(request_timeout)
         sink = _Sink(None, None, N.sync_only(on_data), True)
         return _open(self._sandbox, sink, o,
                      lambda opts: ll.asb_pty_create(self._sandbox._h, opts), None)

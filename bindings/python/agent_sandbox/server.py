@@ -147,7 +147,7 @@ def _load() -> ctypes.CDLL:
         else:
             raise ServerError("agent_sandbox.server: cannot load libagentsandbox-server "
                               "(set ASB_SERVER_LIB to its path); tried: " + "; ".join(tried))
-        vp, cp, i, sz = ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int, ctypes.c_size_t
+        vp, cp, i = ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int
         sig = {
             "asb_server_options_init": (i, [ctypes.POINTER(_Options), ctypes.c_uint]),
             "asb_server_new": (i, [ctypes.POINTER(vp), ctypes.POINTER(_Options)]),

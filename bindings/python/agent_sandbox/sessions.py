@@ -18,7 +18,7 @@ Every function is async with a ``*_sync`` twin::
 from __future__ import annotations
 
 import datetime as _dt
-from typing import Any, Iterator, List, Mapping, Optional, Union
+from typing import Any, Iterator, List, Mapping, Optional
 
 from . import _native as N
 from . import _sync as S

@@ -20,7 +20,6 @@ what is covered, method by method, and what is not.
 
 from __future__ import annotations
 
-import asyncio
 import datetime as _dt
 import functools
 import warnings
