@@ -171,10 +171,13 @@ static void on_live(const char *id, void *ctx) {
   if (!s) {
     engine_log("sandbox %s is alive but has no engine record; killing it", id);
     asbe_sandbox *iso = NULL;
-    if (asbe_sandbox_adopt(e->iso, id, &iso) == 0) {
-      asbe_sandbox_kill(iso, 1);
-      asbe_sandbox_release(iso);
+    if (asbe_sandbox_adopt(e->iso, id, &iso) != 0) {
+      engine_log("sandbox %s: cannot adopt it to kill it: %s", id, asbe_errmsg());
+      return;
     }
+    if (asbe_sandbox_kill(iso, 1) != 0)
+      engine_log("sandbox %s: kill: %s", id, asbe_errmsg());
+    asbe_sandbox_release(iso);
     return;
   }
   if (asbe_sandbox_adopt(e->iso, id, &s->iso) != 0) {

@@ -176,7 +176,15 @@ TEST(kill_9_during_creates_and_streams) {
   int left = 0;
   struct dirent *de;
   while (d && (de = readdir(d)))
-    if (de->d_name[0] != '.') left++;
+    if (de->d_name[0] != '.') {
+      left++;
+      char cmd[600];
+      snprintf(cmd, sizeof cmd, "ls -la '%s/%s'; cat '%s/%s'/*.json '%s/%s'/rec* 2>/dev/null; "
+               "find /sys/fs/cgroup -type d -path '*%s/*' 2>/dev/null | head -3",
+               sdir, de->d_name, sdir, de->d_name, sdir, de->d_name, F.cgroup);
+      printf("  left: %s\n", de->d_name);
+      if (system(cmd) != 0) printf("  (cannot list it)\n");
+    }
   if (d) closedir(d);
   CHECK_INT(left, 0);
 }

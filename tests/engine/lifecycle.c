@@ -248,12 +248,24 @@ static void collect(const char *id, void *ctx) {
 TEST(adopt_after_engine_kill9) {
   const char *ids[] = {"sbx-survivor"};
   REQUIRE(crashed_engine(ids, 1) == 0);
+  /* a create an engine died in the middle of: a dir with a disk image and
+   * no record (no create of this engine is making it) */
+  char half[PATH_MAX];
+  snprintf(half, sizeof half, "%s/sandboxes/sbx-halfmade", env.state);
+  CHECK(mkdir(half, 0700) == 0);
+  char halfimg[PATH_MAX + 16];
+  snprintf(halfimg, sizeof halfimg, "%s/disk.img", half);
+  int hf = open(halfimg, O_RDWR | O_CREAT, 0600);
+  CHECK(hf >= 0);
+  if (hf >= 0) close(hf);
+
   char live[256] = "";
   asbe_reap_report rep;
   CHECK_INT(asbe_reap(env.e, collect, live, &rep), 0);
+  CHECK(access(half, F_OK) < 0);
   CHECK_STR(live, "sbx-survivor ");
   CHECK_INT(rep.live, 1);
-  CHECK_INT(rep.sandboxes, 0);
+  CHECK_INT(rep.sandboxes, 1); /* the half-made one */
   CHECK_INT(rep.slots, 0);
   asbe_sandbox *sb = NULL;
   REQUIRE(asbe_sandbox_adopt(env.e, "sbx-survivor", &sb) == 0);
@@ -387,13 +399,25 @@ TEST(reaper_cleans_orphans) {
   /* the dead sandbox's loop device went with its mount namespace */
   CHECK_INT(asbt_count_loops(&env), 1);
 
+  /* a create an engine died in the middle of: a dir with a disk image and
+   * no record (no create of this engine is making it) */
+  char half[PATH_MAX];
+  snprintf(half, sizeof half, "%s/sandboxes/sbx-halfmade", env.state);
+  CHECK(mkdir(half, 0700) == 0);
+  char halfimg[PATH_MAX + 16];
+  snprintf(halfimg, sizeof halfimg, "%s/disk.img", half);
+  int hf = open(halfimg, O_RDWR | O_CREAT, 0600);
+  CHECK(hf >= 0);
+  if (hf >= 0) close(hf);
+
   char live[256] = "";
   asbe_reap_report rep;
   CHECK_INT(asbe_reap(env.e, collect, live, &rep), 0);
+  CHECK(access(half, F_OK) < 0);
   printf("  reaped: live %u sandboxes %u cgroups %u loops %u files %u slots %u\n", rep.live,
          rep.sandboxes, rep.cgroups, rep.loops, rep.files, rep.slots);
   CHECK_STR(live, "sbx-live ");
-  CHECK_INT(rep.sandboxes, 1);
+  CHECK_INT(rep.sandboxes, 2); /* the orphan and the half-made one */
   CHECK(rep.cgroups >= 2); /* the orphan's and the fake one */
   CHECK(rep.loops >= 1);
   CHECK(rep.files >= 1);

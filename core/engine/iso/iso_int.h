@@ -206,7 +206,11 @@ struct asbe_engine {
   uint32_t slot_first, slot_count, slot_next;
   asbe_cg cg;
   asbe_secure sec;
-  pthread_mutex_t lock; /* slot_next, pool */
+  pthread_mutex_t lock; /* slot_next, pool, creating */
+  /* ids of the creates in progress in this process: their dirs have no
+   * record yet, and asbe_reap must leave exactly those alone */
+  char **creating;
+  size_t n_creating;
   asbe_pool *pool;
   uint64_t pool_bytes;
   unsigned pool_target;

@@ -139,6 +139,7 @@ void asbe_engine_close(asbe_engine *e) {
   free(e->slot_dir);
   free(e->stage_dir);
   free(e->cgroup_name);
+  free(e->creating); /* empty: every create removes its id */
   pthread_mutex_destroy(&e->lock);
   free(e);
 }
@@ -459,6 +460,36 @@ static void reap_pidfd(asbe_sandbox *sb) {
 
 /* ---- create -------------------------------------------------------------- */
 
+/* The creates in progress (see asbe_engine.creating). */
+static int creating_add(asbe_engine *e, const char *id) {
+  pthread_mutex_lock(&e->lock);
+  char **v = realloc(e->creating, (e->n_creating + 1) * sizeof *v);
+  if (v) {
+    e->creating = v;
+    e->creating[e->n_creating++] = (char *)id;
+  }
+  pthread_mutex_unlock(&e->lock);
+  return v ? 0 : asbe__fail(-ENOMEM, "sandbox");
+}
+
+static void creating_del(asbe_engine *e, const char *id) {
+  pthread_mutex_lock(&e->lock);
+  for (size_t i = 0; i < e->n_creating; i++)
+    if (e->creating[i] == id) {
+      e->creating[i] = e->creating[--e->n_creating];
+      break;
+    }
+  pthread_mutex_unlock(&e->lock);
+}
+
+static int creating_has(asbe_engine *e, const char *id) {
+  pthread_mutex_lock(&e->lock);
+  int has = 0;
+  for (size_t i = 0; i < e->n_creating && !has; i++) has = !strcmp(e->creating[i], id);
+  pthread_mutex_unlock(&e->lock);
+  return has;
+}
+
 int asbe_sandbox_create(asbe_engine *e, const asbe_sandbox_spec *spec, asbe_sandbox **out) {
   asbe__clear_error();
   *out = NULL;
@@ -488,6 +519,11 @@ int asbe_sandbox_create(asbe_engine *e, const asbe_sandbox_spec *spec, asbe_sand
     goto fail;
   }
   have_dir = 1; /* no record until the init runs: see rec_state() */
+  if ((r = creating_add(e, sb->id)) < 0) {
+    have_dir = 0;
+    rmdir(sb->dir);
+    goto fail;
+  }
   if ((r = asbe__slot_claim(e, sb->dir, &sb->slot)) < 0) goto fail;
   have_slot = 1;
   sb->host_uid = ASBE_UID_BASE + sb->slot * ASBE_UID_RANGE;
@@ -589,6 +625,7 @@ int asbe_sandbox_create(asbe_engine *e, const asbe_sandbox_spec *spec, asbe_sand
     goto fail;
   }
   if ((r = child_says(sb, sock[0], 0)) < 0) goto fail;
+  creating_del(e, sb->id);
   close(sock[0]);
   free(plan);
   free(argv);
@@ -611,7 +648,10 @@ fail:
     asbe__save_error(msg, sizeof msg);
     if (have_cg) asbe__cg_destroy(&sb->cg, sb->id, 5000);
     if (have_slot) asbe__slot_release(e, sb->slot, sb->dir);
-    if (have_dir) asbe__rm_rf(sb->dir);
+    if (have_dir) {
+      asbe__rm_rf(sb->dir);
+      creating_del(e, sb->id);
+    }
     asbe__restore_error(msg);
   }
   free(plan);
@@ -803,12 +843,11 @@ int asbe_state_remove(asbe_engine *e, const char *id) {
  * stopped (3) or dead (0)? A dir gets its record once its init runs; a dir
  * without one is left alone for a minute (a create in progress), then it is
  * litter of a create that crashed. */
-static int rec_state(const char *dir, rec *rc) {
-  if (read_rec(dir, rc) < 0) {
-    struct stat st;
-    if (stat(dir, &st) == 0 && time(NULL) - st.st_mtime < 60) return 2;
-    return 0;
-  }
+/* 1 live, 2 being created by this process (no record yet), 3 stopped,
+ * 0 dead: a dir without a record that no create of ours is making was left
+ * by an engine that died mid-create (one engine per state dir). */
+static int rec_state(asbe_engine *e, const char *id, const char *dir, rec *rc) {
+  if (read_rec(dir, rc) < 0) return creating_has(e, id) ? 2 : 0;
   if (!strcmp(rc->status, "running")) return rc->pid > 0 && asbe__proc_starttime(rc->pid) == rc->start;
   if (!strcmp(rc->status, "stopped")) return 3;
   return 0;
@@ -846,7 +885,7 @@ int asbe_reap(asbe_engine *e, void (*live_cb)(const char *id, void *ctx), void *
     char dir[PATH_MAX];
     snprintf(dir, sizeof dir, "%s/%s", e->sandboxes_dir, de->d_name);
     rec rc;
-    int st = rec_state(dir, &rc);
+    int st = rec_state(e, de->d_name, dir, &rc);
     if (st == 1 || st == 2) {
       char **nv = realloc(keep.ids, (keep.n + 1) * sizeof *nv);
       if (nv) {
