@@ -21,7 +21,6 @@
 
 #define CONTEXT_MAX (64u << 20)
 #define DEFAULT_BUILD_TIMEOUT_MS 1800000L
-#define MAX_DEPTH 32
 
 struct asb_template {
   char *id, *name, *build_id, *description, *log, *json;
@@ -38,107 +37,6 @@ ASBI_DEFINE_OPTIONS_INIT(asb_template_build_options, ASB_TEMPLATE_BUILD_OPTIONS_
 
 /* ---- packing -------------------------------------------------------------------- */
 
-static int cmp_str(const void *a, const void *b) {
-  return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-static int read_file(const char *path, asbi_buf *out, size_t limit) {
-  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-  if (fd < 0) return -errno;
-  char chunk[65536];
-  ssize_t n;
-  int rc = 0;
-  while ((n = read(fd, chunk, sizeof chunk)) > 0) {
-    if (out->len + (size_t)n > limit) {
-      rc = -EFBIG;
-      break;
-    }
-    if (asbi_buf_append(out, chunk, (size_t)n)) {
-      rc = -ENOMEM;
-      break;
-    }
-  }
-  if (n < 0 && !rc) rc = -errno;
-  close(fd);
-  return rc;
-}
-
-/* Adds dir/<rel> (a directory) and everything under it, names sorted. */
-static int pack_dir(const char *root, const char *rel, asbi_buf *tar, int depth) {
-  if (depth > MAX_DEPTH) return asbi_err(ASB_EINVAL, "template: %s/%s nests too deep", root, rel);
-  char path[8192];
-  snprintf(path, sizeof path, "%s%s%s", root, *rel ? "/" : "", rel);
-  DIR *d = opendir(path);
-  if (!d) return asbi_err(ASB_EINVAL, "template: cannot read %s: %s", path, strerror(errno));
-  char **names = NULL;
-  size_t n = 0, cap = 0;
-  struct dirent *de;
-  int rc = ASB_OK;
-  while ((de = readdir(d))) {
-    if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..")) continue;
-    if (n == cap) {
-      cap = cap ? cap * 2 : 32;
-      char **v = realloc(names, cap * sizeof *v);
-      if (!v) {
-        rc = asbi_oom();
-        break;
-      }
-      names = v;
-    }
-    if (!(names[n] = asbi_strdup(de->d_name))) {
-      rc = asbi_oom();
-      break;
-    }
-    n++;
-  }
-  closedir(d);
-  if (!rc) qsort(names, n, sizeof *names, cmp_str);
-  asbi_buf data = ASBI_BUF_INIT;
-  for (size_t i = 0; !rc && i < n; i++) {
-    char child[8192], full[8192];
-    snprintf(child, sizeof child, "%s%s%s", rel, *rel ? "/" : "", names[i]);
-    snprintf(full, sizeof full, "%s/%s", root, child);
-    struct stat st;
-    if (lstat(full, &st) != 0) {
-      rc = asbi_err(ASB_EINVAL, "template: %s: %s", full, strerror(errno));
-      break;
-    }
-    int t;
-    if (S_ISDIR(st.st_mode)) {
-      t = asbi_tar_add(tar, child, ASBI_TAR_DIR, st.st_mode & 07777, NULL, 0, NULL);
-      if (!t) rc = pack_dir(root, child, tar, depth + 1);
-    } else if (S_ISREG(st.st_mode)) {
-      asbi_buf_clear(&data);
-      int r = read_file(full, &data, CONTEXT_MAX);
-      if (r == -EFBIG)
-        rc = asbi_err(ASB_EINVAL, "template: %s is over %u MiB", full, CONTEXT_MAX >> 20);
-      else if (r)
-        rc = asbi_err(ASB_EINVAL, "template: cannot read %s: %s", full, strerror(-r));
-      t = rc ? 0 : asbi_tar_add(tar, child, ASBI_TAR_FILE, st.st_mode & 07777, data.data,
-                                data.len, NULL);
-    } else if (S_ISLNK(st.st_mode)) {
-      char target[4096];
-      ssize_t k = readlink(full, target, sizeof target - 1);
-      if (k < 0) {
-        rc = asbi_err(ASB_EINVAL, "template: %s: %s", full, strerror(errno));
-        break;
-      }
-      target[k] = '\0';
-      t = asbi_tar_add(tar, child, ASBI_TAR_SYMLINK, 0777, NULL, 0, target);
-    } else {
-      continue; /* sockets, fifos, devices: not part of a template */
-    }
-    if (!rc && t == -2) rc = asbi_err(ASB_EINVAL, "template: cannot pack %s (name or link too long)", full);
-    else if (!rc && t) rc = tar->max && tar->len + BUFSIZ > tar->max
-                                ? asbi_err(ASB_EINVAL, "template: %s is over %u MiB", root,
-                                           CONTEXT_MAX >> 20)
-                                : asbi_oom();
-  }
-  asbi_buf_free(&data);
-  for (size_t i = 0; i < n; i++) free(names[i]);
-  free(names);
-  return rc;
-}
 
 /* ---- objects -------------------------------------------------------------------- */
 
@@ -233,8 +131,14 @@ int asb_templates_build(asb_client *c, const char *dir, const asb_template_build
   }
   asbi_buf tar;
   asbi_buf_init(&tar, CONTEXT_MAX);
-  int rc = pack_dir(dir, "", &tar, 0);
-  if (!rc && asbi_tar_finish(&tar))
+  char why[8400];
+  int rc = asbi_tar_pack_dir(dir, &tar, CONTEXT_MAX, why, sizeof why);
+  if (rc == -ENOMEM) rc = asbi_oom();
+  else if (rc == -EFBIG)
+    rc = asbi_err(ASB_EINVAL, "template: %s (a build context is at most %u MiB)", why,
+                  CONTEXT_MAX >> 20);
+  else if (rc) rc = asbi_err(ASB_EINVAL, "template: cannot pack %s", why);
+  else if (asbi_tar_finish(&tar))
     rc = asbi_err(ASB_EINVAL, "template: %s is over %u MiB", dir, CONTEXT_MAX >> 20);
   if (rc) {
     asbi_buf_free(&tar);

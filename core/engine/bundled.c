@@ -24,7 +24,6 @@
 #include "util/util.h"
 
 #define BUNDLE_MAX (64u << 20)
-#define MAX_DEPTH 32
 
 /* Recursive: a bundled template built on another bundled one builds that
  * one first, on the same thread. */
@@ -63,95 +62,6 @@ static int was_done(const char *name) {
   return 0;
 }
 
-static int cmp_str(const void *a, const void *b) {
-  return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-static int read_file(const char *path, asbi_buf *out) {
-  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-  if (fd < 0) return -errno;
-  char chunk[65536];
-  ssize_t n;
-  int rc = 0;
-  while ((n = read(fd, chunk, sizeof chunk)) > 0)
-    if (out->len + (size_t)n > BUNDLE_MAX || asbi_buf_append(out, chunk, (size_t)n)) {
-      rc = -EFBIG;
-      break;
-    }
-  if (n < 0 && !rc) rc = -errno;
-  close(fd);
-  return rc;
-}
-
-/* Packs root/<rel> and everything under it, names sorted (as the client's
- * asb_templates_build does: the same directory hashes the same). */
-static int pack(const char *root, const char *rel, asbi_buf *tar, int depth) {
-  if (depth > MAX_DEPTH) return -ELOOP;
-  char path[8192];
-  snprintf(path, sizeof path, "%s%s%s", root, *rel ? "/" : "", rel);
-  DIR *d = opendir(path);
-  if (!d) return -errno;
-  char **names = NULL;
-  size_t n = 0, cap = 0;
-  int rc = 0;
-  struct dirent *de;
-  while ((de = readdir(d))) {
-    if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..")) continue;
-    if (n == cap) {
-      cap = cap ? cap * 2 : 32;
-      char **v = realloc(names, cap * sizeof *v);
-      if (!v) {
-        rc = -ENOMEM;
-        break;
-      }
-      names = v;
-    }
-    if (!(names[n] = asbi_strdup(de->d_name))) {
-      rc = -ENOMEM;
-      break;
-    }
-    n++;
-  }
-  closedir(d);
-  if (!rc && n) qsort(names, n, sizeof *names, cmp_str);
-  asbi_buf data = ASBI_BUF_INIT;
-  for (size_t i = 0; !rc && i < n; i++) {
-    char child[8192], full[16400];
-    snprintf(child, sizeof child, "%s%s%s", rel, *rel ? "/" : "", names[i]);
-    snprintf(full, sizeof full, "%s/%s", root, child);
-    struct stat st;
-    if (lstat(full, &st) != 0) {
-      rc = -errno;
-      break;
-    }
-    int t = 0;
-    if (S_ISDIR(st.st_mode)) {
-      t = asbi_tar_add(tar, child, ASBI_TAR_DIR, st.st_mode & 07777, NULL, 0, NULL);
-      if (!t) rc = pack(root, child, tar, depth + 1);
-    } else if (S_ISREG(st.st_mode)) {
-      asbi_buf_clear(&data);
-      rc = read_file(full, &data);
-      if (!rc)
-        t = asbi_tar_add(tar, child, ASBI_TAR_FILE, st.st_mode & 07777, data.data, data.len,
-                         NULL);
-    } else if (S_ISLNK(st.st_mode)) {
-      char target[4096];
-      ssize_t k = readlink(full, target, sizeof target - 1);
-      if (k < 0) {
-        rc = -errno;
-        break;
-      }
-      target[k] = '\0';
-      t = asbi_tar_add(tar, child, ASBI_TAR_SYMLINK, 0777, NULL, 0, target);
-    }
-    if (!rc && t) rc = t == -2 ? -ENAMETOOLONG : -ENOMEM;
-  }
-  asbi_buf_free(&data);
-  for (size_t i = 0; i < n; i++) free(names[i]);
-  free(names);
-  return rc;
-}
-
 int bundled_ensure(engine *e, const char *name, char *err, size_t errlen) {
   if (!e->templates_dir || !name || !valid_name(name)) return 0;
   char dir[4400], yaml[4500];
@@ -169,10 +79,15 @@ int bundled_ensure(engine *e, const char *name, char *err, size_t errlen) {
   }
   busy[nbusy++] = name;
   asbi_buf tar = ASBI_BUF_INIT;
-  int rc = pack(dir, "", &tar, 0);
-  if (!rc && asbi_tar_finish(&tar)) rc = -ENOMEM;
+  asbi_buf_init(&tar, BUNDLE_MAX);
+  char why[8400];
+  int rc = asbi_tar_pack_dir(dir, &tar, BUNDLE_MAX, why, sizeof why);
+  if (!rc && asbi_tar_finish(&tar)) {
+    snprintf(why, sizeof why, "%s: too big", dir);
+    rc = -EFBIG;
+  }
   if (rc) {
-    snprintf(err, errlen, "built-in template %s: cannot read %s: %s", name, dir, strerror(-rc));
+    snprintf(err, errlen, "built-in template %s: cannot pack %s", name, why);
     engine_log("%s", err);
     asbi_buf_free(&tar);
     nbusy--;

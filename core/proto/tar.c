@@ -2,6 +2,12 @@
  * SPDX-License-Identifier: Apache-2.0 */
 #include "tar.h"
 
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -294,4 +300,120 @@ int asbi_tar_next(asbi_tar_reader *r, asbi_tar_entry *e) {
     e->data = data;
     return 1;
   }
+}
+
+/* ---- packing a directory ---------------------------------------------------------- */
+
+#define PACK_MAX_DEPTH 32
+
+static int pack_cmp(const void *a, const void *b) {
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static int pack_fail(char *err, size_t errlen, int rc, const char *path, const char *why) {
+  snprintf(err, errlen, "%s: %s", path, why ? why : strerror(-rc));
+  return rc;
+}
+
+static int pack_read(const char *path, asbi_buf *out, size_t max) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) return -errno;
+  char chunk[65536];
+  ssize_t n;
+  int rc = 0;
+  while ((n = read(fd, chunk, sizeof chunk)) > 0) {
+    if (out->len + (size_t)n > max) {
+      rc = -EFBIG;
+      break;
+    }
+    if (asbi_buf_append(out, chunk, (size_t)n)) {
+      rc = -ENOMEM;
+      break;
+    }
+  }
+  if (n < 0 && !rc) rc = -errno;
+  close(fd);
+  return rc;
+}
+
+static int pack_level(const char *root, const char *rel, asbi_buf *tar, size_t file_max,
+                      int depth, char *err, size_t errlen) {
+  char path[8192];
+  snprintf(path, sizeof path, "%s%s%s", root, *rel ? "/" : "", rel);
+  if (depth > PACK_MAX_DEPTH) return pack_fail(err, errlen, -ELOOP, path, "nests too deep");
+  DIR *d = opendir(path);
+  if (!d) return pack_fail(err, errlen, -errno, path, NULL);
+  char **names = NULL;
+  size_t n = 0, cap = 0;
+  int rc = 0;
+  struct dirent *de;
+  while ((de = readdir(d))) {
+    if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..")) continue;
+    if (n == cap) {
+      cap = cap ? cap * 2 : 32;
+      char **v = realloc(names, cap * sizeof *v);
+      if (!v) {
+        rc = pack_fail(err, errlen, -ENOMEM, path, NULL);
+        break;
+      }
+      names = v;
+    }
+    if (!(names[n] = strdup(de->d_name))) {
+      rc = pack_fail(err, errlen, -ENOMEM, path, NULL);
+      break;
+    }
+    n++;
+  }
+  closedir(d);
+  if (!rc && n) qsort(names, n, sizeof *names, pack_cmp);
+  asbi_buf data = ASBI_BUF_INIT;
+  for (size_t i = 0; !rc && i < n; i++) {
+    char child[8192], full[16400];
+    snprintf(child, sizeof child, "%s%s%s", rel, *rel ? "/" : "", names[i]);
+    snprintf(full, sizeof full, "%s/%s", root, child);
+    struct stat st;
+    if (lstat(full, &st) != 0) {
+      rc = pack_fail(err, errlen, -errno, full, NULL);
+      break;
+    }
+    int t;
+    if (S_ISDIR(st.st_mode)) {
+      t = asbi_tar_add(tar, child, ASBI_TAR_DIR, st.st_mode & 07777, NULL, 0, NULL);
+      if (!t) rc = pack_level(root, child, tar, file_max, depth + 1, err, errlen);
+    } else if (S_ISREG(st.st_mode)) {
+      asbi_buf_clear(&data);
+      int r = pack_read(full, &data, file_max);
+      if (r) {
+        rc = pack_fail(err, errlen, r, full, r == -EFBIG ? "file too big" : NULL);
+        break;
+      }
+      t = asbi_tar_add(tar, child, ASBI_TAR_FILE, st.st_mode & 07777, data.data, data.len, NULL);
+    } else if (S_ISLNK(st.st_mode)) {
+      char target[4096];
+      ssize_t k = readlink(full, target, sizeof target - 1);
+      if (k < 0) {
+        rc = pack_fail(err, errlen, -errno, full, NULL);
+        break;
+      }
+      target[k] = '\0';
+      t = asbi_tar_add(tar, child, ASBI_TAR_SYMLINK, 0777, NULL, 0, target);
+    } else {
+      continue; /* sockets, fifos, devices: not part of a template */
+    }
+    if (!rc && t == -2) rc = pack_fail(err, errlen, -ENAMETOOLONG, full, "name or link too long");
+    else if (!rc && t)
+      rc = tar->max && tar->len + BUFSIZ > tar->max
+               ? pack_fail(err, errlen, -EFBIG, root, "the archive is too big")
+               : pack_fail(err, errlen, -ENOMEM, full, NULL);
+  }
+  asbi_buf_free(&data);
+  for (size_t i = 0; i < n; i++) free(names[i]);
+  free(names);
+  return rc;
+}
+
+int asbi_tar_pack_dir(const char *root, asbi_buf *tar, size_t file_max, char *err,
+                      size_t errlen) {
+  if (errlen) err[0] = '\0';
+  return pack_level(root, "", tar, file_max, 0, err, errlen);
 }

@@ -32,6 +32,18 @@ int asbi_tar_add(asbi_buf *out, const char *name, int type, unsigned mode,
 /* The end-of-archive marker (two zero blocks). 0 or -1. */
 int asbi_tar_finish(asbi_buf *out);
 
+/* Packs the directory `root` and everything under it (not root itself):
+ * entries named relative to it, names sorted bytewise at every level so the
+ * same directory always gives the same archive (the client's template
+ * builds and the engine's bundled templates hash what this makes); regular
+ * files, directories and symlinks with their permission bits; sockets,
+ * fifos and devices skipped; symlinks not followed. Does not write the end
+ * marker. Returns 0 or a negative errno with "<path>: <reason>" in err:
+ * -EFBIG (a file over file_max, or tar->max reached), -ENAMETOOLONG,
+ * -ELOOP (nested over 32 deep), -ENOMEM, or what the filesystem said. */
+int asbi_tar_pack_dir(const char *root, asbi_buf *tar, size_t file_max, char *err,
+                      size_t errlen);
+
 typedef struct asbi_tar_entry {
   char name[4096];     /* normalised, relative, no trailing '/' */
   char linkname[4096]; /* symlinks and hard links */
