@@ -239,6 +239,18 @@ static int crashed_engine(const char *const *ids, size_t n) {
   return ok ? 0 : -1;
 }
 
+/* What a create an engine died in the middle of leaves: a dir with a disk
+ * image and no record (no create of this engine is making it). */
+static void half_made_sandbox(char *dir, size_t len) {
+  snprintf(dir, len, "%s/sandboxes/sbx-halfmade", env.state);
+  CHECK(mkdir(dir, 0700) == 0);
+  char img[PATH_MAX + 16];
+  snprintf(img, sizeof img, "%s/disk.img", dir);
+  int fd = open(img, O_RDWR | O_CREAT, 0600);
+  CHECK(fd >= 0);
+  if (fd >= 0) close(fd);
+}
+
 static void collect(const char *id, void *ctx) {
   char *buf = ctx;
   strcat(buf, id);
@@ -248,16 +260,8 @@ static void collect(const char *id, void *ctx) {
 TEST(adopt_after_engine_kill9) {
   const char *ids[] = {"sbx-survivor"};
   REQUIRE(crashed_engine(ids, 1) == 0);
-  /* a create an engine died in the middle of: a dir with a disk image and
-   * no record (no create of this engine is making it) */
   char half[PATH_MAX];
-  snprintf(half, sizeof half, "%s/sandboxes/sbx-halfmade", env.state);
-  CHECK(mkdir(half, 0700) == 0);
-  char halfimg[PATH_MAX + 16];
-  snprintf(halfimg, sizeof halfimg, "%s/disk.img", half);
-  int hf = open(halfimg, O_RDWR | O_CREAT, 0600);
-  CHECK(hf >= 0);
-  if (hf >= 0) close(hf);
+  half_made_sandbox(half, sizeof half);
 
   char live[256] = "";
   asbe_reap_report rep;
@@ -399,16 +403,8 @@ TEST(reaper_cleans_orphans) {
   /* the dead sandbox's loop device went with its mount namespace */
   CHECK_INT(asbt_count_loops(&env), 1);
 
-  /* a create an engine died in the middle of: a dir with a disk image and
-   * no record (no create of this engine is making it) */
   char half[PATH_MAX];
-  snprintf(half, sizeof half, "%s/sandboxes/sbx-halfmade", env.state);
-  CHECK(mkdir(half, 0700) == 0);
-  char halfimg[PATH_MAX + 16];
-  snprintf(halfimg, sizeof halfimg, "%s/disk.img", half);
-  int hf = open(halfimg, O_RDWR | O_CREAT, 0600);
-  CHECK(hf >= 0);
-  if (hf >= 0) close(hf);
+  half_made_sandbox(half, sizeof half);
 
   char live[256] = "";
   asbe_reap_report rep;

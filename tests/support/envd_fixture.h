@@ -4,6 +4,7 @@
 #ifndef ASB_ENVD_FIXTURE_H
 #define ASB_ENVD_FIXTURE_H
 
+#include "debug_client.h"
 #include <agentsandbox.h>
 #include <pwd.h>
 #include <signal.h>
@@ -96,19 +97,9 @@ static inline void envd_stop(envd_fixture *f) {
 
 /* A client in E2B debug mode whose sandbox URL is the fixture's envd, and
  * a sandbox handle on it (token may be NULL). */
-static inline int envd_connect(const envd_fixture *f, const char *token,
-                        asb_client **client, asb_sandbox **sb) {
-  asb_client_options o = ASB_CLIENT_OPTIONS_INIT;
-  o.debug = 1;
-  o.sandbox_url = f->url;
-  if (asb_client_new(client, &o) != ASB_OK) return -1;
-  asb_sandbox_attach_options a = ASB_SANDBOX_ATTACH_OPTIONS_INIT;
-  a.envd_access_token = token;
-  if (asb_sandbox_attach(sb, *client, "debugsandbox", &a) != ASB_OK) {
-    asb_client_free(*client);
-    return -1;
-  }
-  return 0;
+static inline int envd_connect(const envd_fixture *f, const char *token, asb_client **client,
+                                asb_sandbox **sb) {
+  return asbt_debug_connect(f->url, token, client, sb);
 }
 
 #endif
