@@ -176,6 +176,16 @@ static enum MHD_Result copy_header(void *cls, enum MHD_ValueKind kind,
   return MHD_YES;
 }
 
+/* The response is complete: hand a reusable upstream connection back now,
+ * before MHD sends the last bytes, so the caller's next request (often on
+ * a new client connection, in another thread) finds it in the pool. */
+static void release_upstream(route_ctx *r) {
+  if (r->fd >= 0 && r->reusable && r->done && !r->failed && !r->write_failed) {
+    pool_give(r->s, r->port, r->fd);
+    r->fd = -1;
+  }
+}
+
 static void route_free(route_ctx *r) {
   if (r->fd >= 0) {
     if (r->reusable && r->done && !r->failed && !r->write_failed)
@@ -349,6 +359,16 @@ static ssize_t fill(route_ctx *r) {
   }
 }
 
+/* A Content-Length body fully read: the connection can go back to the pool.
+ * Checked right after the last bytes, because MHD, knowing the size, does
+ * not call the reader again (and never calls it for an empty body). */
+static void length_body_read(route_ctx *r) {
+  if (r->left) return;
+  r->done = 1;
+  r->reusable = r->head.keep_alive && r->off == r->have;
+  release_upstream(r);
+}
+
 static ssize_t reader(void *cls, uint64_t pos, char *out, size_t max) {
   route_ctx *r = cls;
   (void)pos;
@@ -369,6 +389,7 @@ static ssize_t reader(void *cls, uint64_t pos, char *out, size_t max) {
         n = up_recv(r, out, want);
         if (n <= 0) return MHD_CONTENT_READER_END_WITH_ERROR; /* truncated */
         r->left -= (uint64_t)n;
+        length_body_read(r);
         return n;
       }
       size_t n = avail < max ? avail : max;
@@ -376,6 +397,7 @@ static ssize_t reader(void *cls, uint64_t pos, char *out, size_t max) {
       memcpy(out, r->buf + r->off, n);
       r->off += n;
       r->left -= n;
+      length_body_read(r);
       return (ssize_t)n;
     }
     if (r->head.body == ASBI_H1_BODY_CHUNKED) {
@@ -393,6 +415,7 @@ static ssize_t reader(void *cls, uint64_t pos, char *out, size_t max) {
       if (r->chunk.done) {
         r->done = 1;
         r->reusable = r->head.keep_alive && r->off == r->have;
+        release_upstream(r);
       }
       if (outn) return (ssize_t)outn;
       continue;
@@ -451,11 +474,15 @@ struct MHD_Response *router_finish(route_ctx *r, unsigned *status) {
   /* Keep the head: it points into buf, which the body reuses. */
   struct MHD_Response *resp;
   r->off = (size_t)hl;
-  if (r->head.body == ASBI_H1_BODY_LENGTH) r->left = r->head.content_length;
+  if (r->head.body == ASBI_H1_BODY_LENGTH) {
+    r->left = r->head.content_length;
+    length_body_read(r); /* Content-Length: 0 */
+  }
   if (r->head.body == ASBI_H1_BODY_CHUNKED) asbi_h1_chunked_init(&r->chunk);
   if (r->head.body == ASBI_H1_BODY_NONE) {
     r->done = 1;
     r->reusable = r->head.keep_alive && r->off == r->have;
+    release_upstream(r);
   }
   uint64_t size = r->head.body == ASBI_H1_BODY_LENGTH ? r->head.content_length
                   : r->head.body == ASBI_H1_BODY_NONE ? 0

@@ -210,7 +210,12 @@ static size_t sink(char *p, size_t s, size_t n, void *ud) {
   return len;
 }
 
+static long get_port_path(const char *id, int port, const char *path, char *body);
 static long get_port(const char *id, int port, char *body) {
+  return get_port_path(id, port, "/index.txt", body);
+}
+
+static long get_port_path(const char *id, int port, const char *path, char *body) {
   CURL *h = curl_easy_init();
   char hdr1[96], hdr2[64];
   snprintf(hdr1, sizeof hdr1, "E2b-Sandbox-Id: %s", id);
@@ -218,7 +223,7 @@ static long get_port(const char *id, int port, char *body) {
   struct curl_slist *hl = curl_slist_append(NULL, hdr1);
   hl = curl_slist_append(hl, hdr2);
   char url[128];
-  snprintf(url, sizeof url, "%s/index.txt", F.url);
+  snprintf(url, sizeof url, "%s%s", F.url, path);
   curl_easy_setopt(h, CURLOPT_URL, url);
   curl_easy_setopt(h, CURLOPT_HTTPHEADER, hl);
   curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, sink);
@@ -258,6 +263,67 @@ TEST(router_reaches_ports_and_names_closed_ones) {
   char want[256];
   snprintf(want, sizeof want, "http://8000-%s.localhost:%d", asb_sandbox_id(sb), F.port);
   CHECK_STR(url, want);
+  asb_process_kill(p, NULL);
+  asb_process_free(p);
+  asb_sandbox_kill(sb, NULL);
+  asb_sandbox_free(sb);
+}
+
+/* An HTTP/1.1 server in the sandbox that answers with how many connections
+ * it has accepted: the router must keep and reuse its upstream connection
+ * (sized bodies, empty ones, 204) instead of opening one per request. */
+static const char k_counting_server[] =
+    "import http.server, socketserver\n"
+    "class H(http.server.BaseHTTPRequestHandler):\n"
+    "    protocol_version = 'HTTP/1.1'\n"
+    "    def do_GET(self):\n"
+    "        if self.path == '/none':\n"
+    "            self.send_response(204); self.end_headers(); return\n"
+    "        body = b'' if self.path == '/empty' else str(self.server.conns).encode()\n"
+    "        self.send_response(200)\n"
+    "        self.send_header('Content-Length', str(len(body)))\n"
+    "        self.end_headers()\n"
+    "        self.wfile.write(body)\n"
+    "    def log_message(self, *a): pass\n"
+    "class S(socketserver.ThreadingMixIn, http.server.HTTPServer):\n"
+    "    conns = 0\n"
+    "    daemon_threads = True\n"
+    "    def get_request(self):\n"
+    "        r = super().get_request(); S.conns += 1; return r\n"
+    "S(('127.0.0.1', 8002), H).serve_forever()\n";
+
+TEST(router_reuses_upstream_connections) {
+  asb_sandbox *sb = NULL;
+  REQUIRE_RC(make(&sb, 60000, NULL, NULL, 0), ASB_OK);
+  REQUIRE_RC(asb_files_write(sb, "/home/user/count.py", k_counting_server,
+                             strlen(k_counting_server), NULL, NULL), ASB_OK);
+  asb_command_options o = ASB_COMMAND_OPTIONS_INIT;
+  o.timeout_ms = -1;
+  asb_process *p = NULL;
+  REQUIRE_RC(asb_commands_start(sb, "python3 /home/user/count.py", &o, &p), ASB_OK);
+  char body[1024] = "";
+  long st = 0;
+  for (int i = 0; i < 100 && st != 200; i++) {
+    body[0] = 0;
+    st = get_port_path(asb_sandbox_id(sb), 8002, "/count", body);
+    if (st != 200) usleep(100000);
+  }
+  REQUIRE(st == 200);
+  int first = atoi(body);
+  for (int i = 0; i < 10; i++) {
+    char b[1024] = "";
+    CHECK_INT(get_port_path(asb_sandbox_id(sb), 8002, "/empty", b), 200);
+    CHECK_STR(b, "");
+    b[0] = 0;
+    CHECK_INT(get_port_path(asb_sandbox_id(sb), 8002, "/count", b), 200);
+    CHECK_INT(get_port_path(asb_sandbox_id(sb), 8002, "/none", b), 204);
+    b[0] = 0;
+    CHECK_INT(get_port_path(asb_sandbox_id(sb), 8002, "/count", b), 200);
+  }
+  body[0] = 0;
+  CHECK_INT(get_port_path(asb_sandbox_id(sb), 8002, "/count", body), 200);
+  /* 31 requests after the first: all on the connection it opened */
+  CHECK_INT(atoi(body), first);
   asb_process_kill(p, NULL);
   asb_process_free(p);
   asb_sandbox_kill(sb, NULL);
@@ -504,6 +570,7 @@ int main(void) {
   RUN(pause_resume_keeps_id_and_files);
   RUN(auto_pause_on_timeout);
   RUN(router_reaches_ports_and_names_closed_ones);
+  RUN(router_reuses_upstream_connections);
   RUN(list_filters_and_pages);
   RUN(metrics);
   RUN(sandboxes_do_not_see_each_other);
