@@ -18,6 +18,7 @@
 #include <fcntl.h>
 #include <linux/sched.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
@@ -545,6 +546,11 @@ int asbe_sandbox_connect_tcp(asbe_sandbox *sb, uint16_t port) {
   int serr = errno;
   if (setns(sb->e->self_netns, CLONE_NEWNET) < 0) abort(); /* never stay inside */
   if (s < 0) return asbe__fail(-serr, "socket in sandbox %s", sb->id);
+  /* Callers relay requests whose head and body arrive in separate writes
+   * on kept-alive connections: without this, Nagle holds the body back
+   * until the server's delayed ACK (40 ms). */
+  int one = 1;
+  setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   struct sockaddr_in a;
   memset(&a, 0, sizeof a);
   a.sin_family = AF_INET;
