@@ -368,6 +368,16 @@ int main(int argc, char **argv) {
   cfg.cgroup_name = cgroup_name;
   cfg.pool_disk_bytes = pool > 0 ? 1024ull << 20 : 0;
   cfg.pool_target = pool > 0 ? (unsigned)pool : 0;
+  /* Stop signals are taken by sigwait in this thread only: block them
+   * before the first thread (the disk-pool thread of asbe_engine_open)
+   * starts, or one arriving during start-up could land in a thread that
+   * does not block it and end the engine without any cleanup. */
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGHUP);
+  pthread_sigmask(SIG_BLOCK, &set, NULL); /* threads inherit the mask */
   if (asbe_engine_open(&cfg, &e->iso)) {
     engine_log("cannot open the isolation runtime: %s", asbe_errmsg());
     return 1;
@@ -379,12 +389,6 @@ int main(int argc, char **argv) {
   adopt_or_reap(e);
   build_cleanup(e); /* build sandboxes of builds a crash interrupted */
   templates_gc(e);  /* builds no template and no live sandbox uses */
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGTERM);
-  sigaddset(&set, SIGINT);
-  sigaddset(&set, SIGHUP);
-  pthread_sigmask(SIG_BLOCK, &set, NULL); /* threads inherit the mask */
   signal(SIGPIPE, SIG_IGN);
   if (lifecycle_start(e)) {
     engine_log("cannot start the lifecycle thread");

@@ -253,7 +253,14 @@ int main(int argc, char **argv) {
   sigemptyset(&ss);
   sigaddset(&ss, SIGCHLD);
   sigaddset(&ss, SIGPIPE);
-  pthread_sigmask(SIG_BLOCK, &ss, NULL);
+  /* SIGTERM/SIGINT are blocked in every thread too and taken only by the
+   * main thread's sigsuspend(&ss) below, which unblocks them: a stop signal
+   * delivered to another thread set g_quit without waking main, and envd
+   * then ignored SIGTERM (seen as a hung npm.envd under ASan). */
+  sigset_t blocked = ss;
+  sigaddset(&blocked, SIGTERM);
+  sigaddset(&blocked, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &blocked, NULL);
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
   sa.sa_handler = on_term;

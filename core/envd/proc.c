@@ -104,8 +104,45 @@ static int g_tag_sig, g_tag_wake;
 
 static void proc_ref(proc *p) { __atomic_add_fetch(&p->refs, 1, __ATOMIC_RELAXED); }
 
+/* Procs whose last reference went while the I/O thread runs: it frees them
+ * between epoll rounds, never during one, because the batch it is working
+ * through may still hold events pointing at them (a process reaped and
+ * retained early in a batch, then dropped by a Start in another thread
+ * whose child got the same pid, while a stale pipe event for it waited
+ * later in the batch: a use after free under ASan in envd.stress). */
+static pthread_mutex_t g_grave_mu = PTHREAD_MUTEX_INITIALIZER;
+static proc *g_grave;
+static int g_io_running; /* atomic */
+
+static void proc_free(proc *p);
+static void wake_io(void);
+
 static void proc_unref(proc *p) {
   if (__atomic_sub_fetch(&p->refs, 1, __ATOMIC_ACQ_REL) != 0) return;
+  if (__atomic_load_n(&g_io_running, __ATOMIC_ACQUIRE)) {
+    pthread_mutex_lock(&g_grave_mu);
+    p->next = g_grave;
+    g_grave = p;
+    pthread_mutex_unlock(&g_grave_mu);
+    wake_io(); /* so its fds do not wait for the next timer */
+    return;
+  }
+  proc_free(p);
+}
+
+static void free_grave(void) {
+  pthread_mutex_lock(&g_grave_mu);
+  proc *p = g_grave;
+  g_grave = NULL;
+  pthread_mutex_unlock(&g_grave_mu);
+  while (p) {
+    proc *n = p->next;
+    proc_free(p);
+    p = n;
+  }
+}
+
+static void proc_free(proc *p) {
   if (p->fd_out >= 0) close(p->fd_out);
   if (p->fd_err >= 0) close(p->fd_err);
   if (p->fd_pty >= 0) close(p->fd_pty);
@@ -445,6 +482,7 @@ static void *io_main(void *arg) {
   (void)arg;
   struct epoll_event ev[64];
   for (;;) {
+    free_grave(); /* no event of the last round points anywhere now */
     pthread_mutex_lock(&g_tab);
     int to = timers();
     pthread_mutex_unlock(&g_tab);
@@ -489,9 +527,13 @@ int envd_proc_init(void) {
 #if !defined(__SANITIZE_ADDRESS__)
   pthread_attr_setstacksize(&a, 256u << 10);
 #endif
+  __atomic_store_n(&g_io_running, 1, __ATOMIC_RELEASE);
   int rc = pthread_create(&g_io, &a, io_main, NULL);
   pthread_attr_destroy(&a);
-  if (rc != 0) return -1;
+  if (rc != 0) {
+    __atomic_store_n(&g_io_running, 0, __ATOMIC_RELEASE);
+    return -1;
+  }
   g_io_started = 1;
   return 0;
 }
@@ -517,6 +559,8 @@ void envd_proc_shutdown(void) {
     pthread_join(g_io, NULL);
     g_io_started = 0;
   }
+  __atomic_store_n(&g_io_running, 0, __ATOMIC_RELEASE);
+  free_grave();
   pthread_mutex_lock(&g_tab);
   while (g_live) {
     proc *p = g_live;
