@@ -63,84 +63,21 @@ static void not_found(engine *e, api_reply *r, const char *id, const char *dying
 
 /* ---- envd over its unix socket ----------------------------------------------------- */
 
-static int wait_fd(int fd, short ev, int64_t deadline) {
-  for (;;) {
-    int64_t left = deadline - now_unix_ms();
-    if (left <= 0) return -ETIMEDOUT;
-    struct pollfd p = {fd, ev, 0};
-    int n = poll(&p, 1, (int)left);
-    if (n > 0) return 0;
-    if (n < 0 && errno != EINTR) return -errno;
-  }
-}
-
 int envd_request(sbx *s, const char *method, const char *path, const char *body,
                  char **reply, int timeout_ms) {
   if (reply) *reply = NULL;
   int fd = asbe_sandbox_connect_unix(s->iso, "envd.sock");
   if (fd < 0) return fd;
-  int64_t deadline = now_unix_ms() + timeout_ms;
-  asbi_buf req = ASBI_BUF_INIT;
-  size_t blen = body ? strlen(body) : 0;
-  asbi_buf_printf(&req,
-                  "%s %s HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n"
-                  "User-Agent: agent-sandboxd\r\n",
-                  method, path);
-  if (s->token[0]) asbi_buf_printf(&req, "X-Access-Token: %s\r\n", s->token);
-  if (body)
-    asbi_buf_printf(&req, "Content-Type: application/json\r\nContent-Length: %zu\r\n",
-                    blen);
-  asbi_buf_puts(&req, "\r\n");
-  if (body) asbi_buf_append(&req, body, blen);
-  int rc = 0;
-  size_t off = 0;
-  while (!rc && off < req.len) {
-    if ((rc = wait_fd(fd, POLLOUT, deadline))) break;
-    ssize_t w = send(fd, req.data + off, req.len - off, MSG_NOSIGNAL);
-    if (w < 0 && errno != EINTR) rc = -errno;
-    if (w > 0) off += (size_t)w;
-  }
-  asbi_buf_free(&req);
-  asbi_buf in = ASBI_BUF_INIT;
-  while (!rc) {
-    if ((rc = wait_fd(fd, POLLIN, deadline))) break;
-    char chunk[8192];
-    ssize_t n = recv(fd, chunk, sizeof chunk, 0);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) rc = -errno;
-    if (n <= 0) break;
-    if (asbi_buf_append(&in, chunk, (size_t)n)) rc = -ENOMEM;
-    if (in.len > (4u << 20)) rc = -E2BIG;
-  }
-  close(fd);
-  if (rc) {
-    asbi_buf_free(&in);
-    return rc;
-  }
-  asbi_h1_resp h;
-  long head = in.data ? asbi_h1_parse_response(in.data, in.len, 0, &h) : -1;
-  if (head <= 0) {
-    asbi_buf_free(&in);
-    return -EPROTO;
-  }
-  if (reply) {
-    asbi_buf out = ASBI_BUF_INIT;
-    char *b = in.data + head;
-    size_t blen2 = in.len - (size_t)head;
-    if (h.body == ASBI_H1_BODY_CHUNKED) {
-      asbi_h1_chunked ch;
-      asbi_h1_chunked_init(&ch);
-      size_t used = blen2, outn = 0;
-      if (asbi_h1_chunked_decode(&ch, b, &used, &outn) == 0) asbi_buf_append(&out, b, outn);
-    } else if (h.body == ASBI_H1_BODY_LENGTH) {
-      asbi_buf_append(&out, b, h.content_length < blen2 ? h.content_length : blen2);
-    } else if (h.body == ASBI_H1_BODY_CLOSE) {
-      asbi_buf_append(&out, b, blen2);
-    }
-    *reply = asbi_buf_detach(&out, NULL);
-  }
-  asbi_buf_free(&in);
-  return h.status;
+  char token[sizeof s->token + 32];
+  snprintf(token, sizeof token, "X-Access-Token: %s", s->token);
+  const char *hs[4];
+  size_t n = 0;
+  hs[n++] = "User-Agent: agent-sandboxd";
+  if (s->token[0]) hs[n++] = token;
+  if (body) hs[n++] = "Content-Type: application/json";
+  hs[n] = NULL;
+  return sbx_http_fd(fd, method, path, hs, body, body ? strlen(body) : 0, reply, timeout_ms,
+                     4u << 20);
 }
 
 /* ---- helpers ---------------------------------------------------------------------- */

@@ -241,6 +241,11 @@ void sbx_run_result_free(sbx_run_result *r);
 int sbx_http(asbe_sandbox *iso, int port, const char *method, const char *path,
              const char *const *headers, const char *body, size_t len, char **reply,
              int timeout_ms);
+/* The same over a connected socket (closed here), with the reply capped at
+ * max bytes (-E2BIG beyond); reply may be NULL. Shared by sbx_http and
+ * envd_request. */
+int sbx_http_fd(int fd, const char *method, const char *path, const char *const *headers,
+                const char *body, size_t len, char **reply, int timeout_ms, size_t max);
 
 /* ---- lifecycle.c ---------------------------------------------------------- */
 int lifecycle_start(engine *e);

@@ -194,14 +194,21 @@ void sbx_run_result_free(sbx_run_result *r) {
   asbi_buf_free(&r->err);
 }
 
-/* One request to a port inside the sandbox, whole reply (small replies
- * only: a command server's). Returns the HTTP status or a negative errno. */
-int sbx_http(asbe_sandbox *iso, int port, const char *method, const char *path,
-             const char *const *headers, const char *body, size_t len, char **reply,
-             int timeout_ms) {
-  *reply = NULL;
-  int fd = asbe_sandbox_connect_tcp(iso, (uint16_t)port);
-  if (fd < 0) return fd;
+/* Waits until fd is ready for ev or the deadline passes: 0 or -errno. */
+static int wait_fd(int fd, short ev, uint64_t deadline) {
+  for (;;) {
+    uint64_t now = asbi_now_ms();
+    if (now >= deadline) return -ETIMEDOUT;
+    struct pollfd p = {fd, ev, 0};
+    int n = poll(&p, 1, (int)(deadline - now));
+    if (n > 0) return 0;
+    if (n < 0 && errno != EINTR) return -errno;
+  }
+}
+
+int sbx_http_fd(int fd, const char *method, const char *path, const char *const *headers,
+                const char *body, size_t len, char **reply, int timeout_ms, size_t max) {
+  if (reply) *reply = NULL;
   asbi_buf req = ASBI_BUF_INIT;
   asbi_buf_printf(&req, "%s %s HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n", method, path);
   for (const char *const *h = headers; h && *h; h++) asbi_buf_printf(&req, "%s\r\n", *h);
@@ -211,29 +218,23 @@ int sbx_http(asbe_sandbox *iso, int port, const char *method, const char *path,
   uint64_t deadline = asbi_now_ms() + (uint64_t)timeout_ms;
   int rc = req.data ? 0 : -ENOMEM;
   for (size_t off = 0; !rc && off < req.len;) {
+    if ((rc = wait_fd(fd, POLLOUT, deadline))) break;
     ssize_t w = send(fd, req.data + off, req.len - off, MSG_NOSIGNAL);
     if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) rc = -EIO;
+    if (w < 0) rc = -errno;
+    else if (w == 0) rc = -EIO;
     else off += (size_t)w;
   }
   asbi_buf_free(&req);
   asbi_buf in = ASBI_BUF_INIT;
   while (!rc) {
-    uint64_t now = asbi_now_ms();
-    if (now >= deadline) {
-      rc = -ETIMEDOUT;
-      break;
-    }
-    struct pollfd pf = {fd, POLLIN, 0};
-    int pr = poll(&pf, 1, (int)(deadline - now));
-    if (pr < 0 && errno == EINTR) continue;
-    if (pr == 0) continue;
+    if ((rc = wait_fd(fd, POLLIN, deadline))) break;
     char chunk[8192];
     ssize_t n = recv(fd, chunk, sizeof chunk, 0);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) rc = -errno;
     if (n <= 0) break;
-    if (asbi_buf_append(&in, chunk, (size_t)n) || in.len > (8u << 20)) rc = -E2BIG;
+    if (asbi_buf_append(&in, chunk, (size_t)n) || in.len > max) rc = -E2BIG;
   }
   close(fd);
   if (rc) {
@@ -246,22 +247,35 @@ int sbx_http(asbe_sandbox *iso, int port, const char *method, const char *path,
     asbi_buf_free(&in);
     return -EPROTO;
   }
-  asbi_buf out = ASBI_BUF_INIT;
-  char *b = in.data + head;
-  size_t blen = in.len - (size_t)head;
-  if (h.body == ASBI_H1_BODY_CHUNKED) {
-    asbi_h1_chunked ch;
-    asbi_h1_chunked_init(&ch);
-    size_t used = blen, outn = 0;
-    if (asbi_h1_chunked_decode(&ch, b, &used, &outn) == 0) asbi_buf_append(&out, b, outn);
-  } else if (h.body == ASBI_H1_BODY_LENGTH) {
-    asbi_buf_append(&out, b, h.content_length < blen ? (size_t)h.content_length : blen);
-  } else if (h.body == ASBI_H1_BODY_CLOSE) {
-    asbi_buf_append(&out, b, blen);
+  if (reply) {
+    asbi_buf out = ASBI_BUF_INIT;
+    char *b = in.data + head;
+    size_t blen = in.len - (size_t)head;
+    if (h.body == ASBI_H1_BODY_CHUNKED) {
+      asbi_h1_chunked ch;
+      asbi_h1_chunked_init(&ch);
+      size_t used = blen, outn = 0;
+      if (asbi_h1_chunked_decode(&ch, b, &used, &outn) == 0) asbi_buf_append(&out, b, outn);
+    } else if (h.body == ASBI_H1_BODY_LENGTH) {
+      asbi_buf_append(&out, b, h.content_length < blen ? (size_t)h.content_length : blen);
+    } else if (h.body == ASBI_H1_BODY_CLOSE) {
+      asbi_buf_append(&out, b, blen);
+    }
+    if (!out.data) asbi_buf_puts(&out, "");
+    *reply = asbi_buf_detach(&out, NULL);
   }
-  if (!out.data) asbi_buf_puts(&out, "");
-  *reply = asbi_buf_detach(&out, NULL);
   int status = h.status;
   asbi_buf_free(&in);
   return status;
+}
+
+/* One request to a port inside the sandbox, whole reply (small replies
+ * only: a command server's). Returns the HTTP status or a negative errno. */
+int sbx_http(asbe_sandbox *iso, int port, const char *method, const char *path,
+             const char *const *headers, const char *body, size_t len, char **reply,
+             int timeout_ms) {
+  *reply = NULL;
+  int fd = asbe_sandbox_connect_tcp(iso, (uint16_t)port);
+  if (fd < 0) return fd;
+  return sbx_http_fd(fd, method, path, headers, body, len, reply, timeout_ms, 8u << 20);
 }
