@@ -290,6 +290,28 @@ static int abs_path(ctx *c, yaml_node_t *n, const char *field, const char **out)
   return 0;
 }
 
+/* The fields a build step and the start command share: user, cwd (alias
+ * workdir), env. 1 if key was one of them (stored in st), 0 if not, -1 on a
+ * bad value. */
+static int process_field(ctx *c, const char *key, yaml_node_t *v, const char *f, cJSON *st) {
+  const char *t;
+  if (!strcmp(key, "user")) {
+    if (scalar(c, v, f, &t)) return -1;
+    if (!valid_user(t)) return fail_at(c, v, f, "must be root or user, got '%.32s'", t);
+    cJSON_ReplaceItemInObject(st, "user", cJSON_CreateString(t));
+  } else if (!strcmp(key, "cwd") || !strcmp(key, "workdir")) {
+    if (abs_path(c, v, f, &t)) return -1;
+    cJSON_ReplaceItemInObject(st, "cwd", cJSON_CreateString(t));
+  } else if (!strcmp(key, "env")) {
+    cJSON *env = env_map(c, v, f);
+    if (!env) return -1;
+    cJSON_ReplaceItemInObject(st, "env", env);
+  } else {
+    return 0;
+  }
+  return 1;
+}
+
 /* One step. kinds: run, copy, apt, pip, npm. */
 typedef struct step_ctx {
   cJSON *step;
@@ -316,18 +338,9 @@ static int step_pair(ctx *c, const char *key, yaml_node_t *k, yaml_node_t *v, vo
   cJSON *st = s->step;
   const char *t;
   long l;
-  if (!strcmp(key, "user")) {
-    if (scalar(c, v, f, &t)) return -1;
-    if (!valid_user(t)) return fail_at(c, v, f, "must be root or user, got '%.32s'", t);
-    cJSON_ReplaceItemInObject(st, "user", cJSON_CreateString(t));
-  } else if (!strcmp(key, "cwd") || !strcmp(key, "workdir")) {
-    if (abs_path(c, v, f, &t)) return -1;
-    cJSON_ReplaceItemInObject(st, "cwd", cJSON_CreateString(t));
-  } else if (!strcmp(key, "env")) {
-    cJSON *env = env_map(c, v, f);
-    if (!env) return -1;
-    cJSON_ReplaceItemInObject(st, "env", env);
-  } else if (!strcmp(key, "timeout")) {
+  int pf = process_field(c, key, v, f, st);
+  if (pf) return pf < 0 ? -1 : 0;
+  if (!strcmp(key, "timeout")) {
     if (integer(c, v, f, 1, 86400, &l)) return -1;
     cJSON_ReplaceItemInObject(st, "timeout", cJSON_CreateNumber((double)l));
   } else if (!strcmp(key, "owner") || !strcmp(key, "mode")) {
@@ -504,20 +517,11 @@ static int start_pair(ctx *c, const char *key, yaml_node_t *k, yaml_node_t *v, v
   char f[300];
   snprintf(f, sizeof f, "start.%s", key);
   const char *t;
+  int pf = process_field(c, key, v, f, st);
+  if (pf) return pf < 0 ? -1 : 0;
   if (!strcmp(key, "cmd") || !strcmp(key, "command")) {
     if (nonempty(c, v, f, &t)) return -1;
     cJSON_ReplaceItemInObject(st, "cmd", cJSON_CreateString(t));
-  } else if (!strcmp(key, "user")) {
-    if (scalar(c, v, f, &t)) return -1;
-    if (!valid_user(t)) return fail_at(c, v, f, "must be root or user, got '%.32s'", t);
-    cJSON_ReplaceItemInObject(st, "user", cJSON_CreateString(t));
-  } else if (!strcmp(key, "cwd") || !strcmp(key, "workdir")) {
-    if (abs_path(c, v, f, &t)) return -1;
-    cJSON_ReplaceItemInObject(st, "cwd", cJSON_CreateString(t));
-  } else if (!strcmp(key, "env")) {
-    cJSON *env = env_map(c, v, f);
-    if (!env) return -1;
-    cJSON_ReplaceItemInObject(st, "env", env);
   } else {
     return fail_at(c, k, f, "unknown field (cmd, user, cwd, env)");
   }
