@@ -186,13 +186,17 @@ static void release_upstream(route_ctx *r) {
   }
 }
 
+/* The body is complete: reusable if nothing followed it, and then handed
+ * back at once. */
+static void body_done(route_ctx *r) {
+  r->done = 1;
+  r->reusable = r->head.keep_alive && r->off == r->have;
+  release_upstream(r);
+}
+
 static void route_free(route_ctx *r) {
-  if (r->fd >= 0) {
-    if (r->reusable && r->done && !r->failed && !r->write_failed)
-      pool_give(r->s, r->port, r->fd);
-    else
-      close(r->fd);
-  }
+  release_upstream(r);
+  if (r->fd >= 0) close(r->fd);
   if (r->s) reg_put(r->e, r->s);
   free(r->buf);
   free(r);
@@ -363,10 +367,7 @@ static ssize_t fill(route_ctx *r) {
  * Checked right after the last bytes, because MHD, knowing the size, does
  * not call the reader again (and never calls it for an empty body). */
 static void length_body_read(route_ctx *r) {
-  if (r->left) return;
-  r->done = 1;
-  r->reusable = r->head.keep_alive && r->off == r->have;
-  release_upstream(r);
+  if (!r->left) body_done(r);
 }
 
 static ssize_t reader(void *cls, uint64_t pos, char *out, size_t max) {
@@ -376,11 +377,6 @@ static ssize_t reader(void *cls, uint64_t pos, char *out, size_t max) {
     if (r->done) return MHD_CONTENT_READER_END_OF_STREAM;
     size_t avail = r->have - r->off;
     if (r->head.body == ASBI_H1_BODY_LENGTH) {
-      if (r->left == 0) {
-        r->done = 1;
-        r->reusable = r->head.keep_alive && r->off == r->have;
-        continue;
-      }
       if (avail == 0) {
         /* Straight into MHD's buffer: no copy for big bodies. */
         size_t want = max;
@@ -412,11 +408,7 @@ static ssize_t reader(void *cls, uint64_t pos, char *out, size_t max) {
         return MHD_CONTENT_READER_END_WITH_ERROR;
       memcpy(out, r->buf + r->off, outn);
       r->off += len;
-      if (r->chunk.done) {
-        r->done = 1;
-        r->reusable = r->head.keep_alive && r->off == r->have;
-        release_upstream(r);
-      }
+      if (r->chunk.done) body_done(r);
       if (outn) return (ssize_t)outn;
       continue;
     }
@@ -479,11 +471,7 @@ struct MHD_Response *router_finish(route_ctx *r, unsigned *status) {
     length_body_read(r); /* Content-Length: 0 */
   }
   if (r->head.body == ASBI_H1_BODY_CHUNKED) asbi_h1_chunked_init(&r->chunk);
-  if (r->head.body == ASBI_H1_BODY_NONE) {
-    r->done = 1;
-    r->reusable = r->head.keep_alive && r->off == r->have;
-    release_upstream(r);
-  }
+  if (r->head.body == ASBI_H1_BODY_NONE) body_done(r);
   uint64_t size = r->head.body == ASBI_H1_BODY_LENGTH ? r->head.content_length
                   : r->head.body == ASBI_H1_BODY_NONE ? 0
                                                       : MHD_SIZE_UNKNOWN;
