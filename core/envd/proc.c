@@ -98,7 +98,6 @@ static pthread_mutex_t g_tab = PTHREAD_MUTEX_INITIALIZER;
 static proc *g_live, *g_retained;
 static int g_ep = -1, g_wake = -1, g_sfd = -1;
 static pthread_t g_io;
-static int g_io_started;
 static volatile int g_stop;
 static int g_tag_sig, g_tag_wake;
 
@@ -112,7 +111,7 @@ static void proc_ref(proc *p) { __atomic_add_fetch(&p->refs, 1, __ATOMIC_RELAXED
  * later in the batch: a use after free under ASan in envd.stress). */
 static pthread_mutex_t g_grave_mu = PTHREAD_MUTEX_INITIALIZER;
 static proc *g_grave;
-static int g_io_running; /* atomic */
+static int g_io_running; /* atomic: the I/O thread exists (set before it starts) */
 
 static void proc_free(proc *p);
 static void wake_io(void);
@@ -534,7 +533,6 @@ int envd_proc_init(void) {
     __atomic_store_n(&g_io_running, 0, __ATOMIC_RELEASE);
     return -1;
   }
-  g_io_started = 1;
   return 0;
 }
 
@@ -545,7 +543,7 @@ void envd_proc_shutdown(void) {
     kill(p->pid, SIGKILL);
   }
   pthread_mutex_unlock(&g_tab);
-  if (g_io_started) {
+  if (__atomic_load_n(&g_io_running, __ATOMIC_ACQUIRE)) {
     /* Let the I/O thread reap and finalize what just died. */
     for (int i = 0; i < 100; i++) {
       pthread_mutex_lock(&g_tab);
@@ -557,7 +555,6 @@ void envd_proc_shutdown(void) {
     g_stop = 1;
     wake_io();
     pthread_join(g_io, NULL);
-    g_io_started = 0;
   }
   __atomic_store_n(&g_io_running, 0, __ATOMIC_RELEASE);
   free_grave();
