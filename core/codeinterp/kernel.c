@@ -884,7 +884,7 @@ int ci_kernel_handle(ci_kernel *k, const zmq_pollitem_t *items, int n, ci_ev_fn 
     if (k->kind == CI_KIND_JUPYTER && k->diag_fd >= 0) read_diag(k);
     return died(k);
   }
-  uint64_t now = asbi_now_ms();
+  uint64_t now;
   if (k->kind == CI_KIND_JUPYTER) {
     if (items[5].revents & ZMQ_POLLIN) read_diag(k);
     /* iopub before shell: outputs precede the reply that ends them */
@@ -894,15 +894,21 @@ int ci_kernel_handle(ci_kernel *k, const zmq_pollitem_t *items, int n, ci_ev_fn 
       return snprintf(k->why, sizeof k->why, "lost the kernel's shell channel"), died(k);
     if (items[3].revents & ZMQ_POLLIN) drain_socket(k, k->control, 2, fn, ud);
     if (items[4].revents & ZMQ_POLLIN) drain_socket(k, k->hb, 3, fn, ud);
+    /* Read the clock after draining: the handlers above stamp reply_ms and
+     * info_sent_ms with the time they ran, and deadlines are compared as
+     * now >= stamp + interval, which cannot wrap the way now - stamp did
+     * when a stamp was a millisecond newer than a clock read before it (a
+     * slow drain then ended the cell as if 30 s had passed). */
+    now = asbi_now_ms();
     if (!k->ready) {
       if (k->got_info && k->iopub_seen) {
         k->ready = 1;
         k->diag_len = 0; /* start-up chatter; keep what comes later */
-      } else if (now - k->started_ms > START_TIMEOUT_MS) {
+      } else if (now > k->started_ms + START_TIMEOUT_MS) {
         snprintf(k->why, sizeof k->why,
                  "the kernel did not answer kernel_info within %d s", START_TIMEOUT_MS / 1000);
         return died(k);
-      } else if (k->got_info && now - k->info_sent_ms >= IOPUB_RETRY_MS) {
+      } else if (k->got_info && now >= k->info_sent_ms + IOPUB_RETRY_MS) {
         /* the reply came before our iopub subscription took: ask again */
         k->got_info = 0;
         jsend(k, k->shell, "kernel_info_request", "{}", NULL);
@@ -911,9 +917,9 @@ int ci_kernel_handle(ci_kernel *k, const zmq_pollitem_t *items, int n, ci_ev_fn 
     }
     if (k->busy) {
       if (k->got_reply && !k->got_idle && !k->probe_id[0] &&
-          now - k->reply_ms >= PROBE_AFTER_REPLY_MS)
+          now >= k->reply_ms + PROBE_AFTER_REPLY_MS)
         jsend(k, k->shell, "kernel_info_request", "{}", k->probe_id);
-      if (k->got_reply && !k->got_idle && now - k->reply_ms >= IDLE_AFTER_REPLY_MS) {
+      if (k->got_reply && !k->got_idle && now >= k->reply_ms + IDLE_AFTER_REPLY_MS) {
         static const char note[] =
             "[code-interpreter: the kernel replied but sent no idle status for 30 s; "
             "output it sends later is not part of this execution]\n";
@@ -921,7 +927,7 @@ int ci_kernel_handle(ci_kernel *k, const zmq_pollitem_t *items, int n, ci_ev_fn 
         fn(ud, &ev);
         check_done(k, fn, ud, 1);
       }
-      if (k->hb_out && now - k->hb_sent_ms >= HB_TIMEOUT_MS) {
+      if (k->hb_out && now >= k->hb_sent_ms + HB_TIMEOUT_MS) {
         snprintf(k->why, sizeof k->why, "the kernel stopped answering its heartbeat for %d s",
                  HB_TIMEOUT_MS / 1000);
         return died(k);
@@ -933,6 +939,7 @@ int ci_kernel_handle(ci_kernel *k, const zmq_pollitem_t *items, int n, ci_ev_fn 
     }
     return CI_K_OK;
   }
+  now = asbi_now_ms();
   if (k->count_pending) {
     k->count_pending = 0;
     ci_ev ev = {.kind = CI_EV_COUNT, .count = k->count};
@@ -941,7 +948,7 @@ int ci_kernel_handle(ci_kernel *k, const zmq_pollitem_t *items, int n, ci_ev_fn 
   if (items[3].revents & ZMQ_POLLIN) read_events(k, fn, ud);
   if (items[1].revents & ZMQ_POLLIN) read_out(k, 0, 0, fn, ud);
   if (items[2].revents & ZMQ_POLLIN) read_out(k, 1, 0, fn, ud);
-  if (!k->ready && now - k->started_ms > START_TIMEOUT_MS) {
+  if (!k->ready && now > k->started_ms + START_TIMEOUT_MS) {
     snprintf(k->why, sizeof k->why, "the %s driver did not start within %d s",
              k->kind == CI_KIND_BASH ? "bash" : "node", START_TIMEOUT_MS / 1000);
     return died(k);

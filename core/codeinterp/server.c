@@ -87,7 +87,7 @@ static ssize_t exec_read(void *cls, uint64_t pos, char *buf, size_t max) {
     if (closed) {
       ci_out_type(&line, "end_of_execution");
       s->ended = 1;
-    } else if (now - s->last_ms >= CI_KEEPALIVE_MS) {
+    } else if (now >= s->last_ms + CI_KEEPALIVE_MS) {
       ci_out_type(&line, "keepalive");
       s->last_ms = now;
     }

@@ -428,7 +428,7 @@ static int timers(void) {
   uint64_t next = 0;
   for (proc *p = g_live; p; p = p->next) {
     pthread_mutex_lock(&p->lock);
-    if (p->throttled && now - p->throttled_since >= g_envd.stall_ms) {
+    if (p->throttled && now >= p->throttled_since + g_envd.stall_ms) {
       /* Cut off the readers that still hold the process up. */
       for (sub *s = p->subs; s; s = s->next) {
         if (s->overflow || s->queued <= g_envd.sub_buffer / 2) continue;
