@@ -442,6 +442,9 @@ static int ctx_from(const cJSON *j, asb_code_context *c) {
   return ASB_OK;
 }
 
+static int ctx_item(const cJSON *j, void *item) { return ctx_from(j, item); }
+static void ctx_drop(void *item) { ctx_fields_free(item); }
+
 int asb_code_context_create(asb_sandbox *sb, const char *language, const char *cwd,
                             const asb_call_options *call, asb_code_context **out) {
   if (!sb || !out) return asbi_err(ASB_EINVAL, "code.context_create: bad arguments");
@@ -483,26 +486,13 @@ int asb_code_list_contexts(asb_sandbox *sb, const asb_call_options *call,
   cJSON *reply = NULL;
   int rc = ci_call(sb, "GET", "/contexts", NULL, call, "code.context_list", &reply);
   if (rc) return rc;
-  if (!cJSON_IsArray(reply)) {
-    cJSON_Delete(reply);
-    return asbi_err(ASB_EPROTOCOL, "code.context_list: the reply is not a list");
-  }
   asb_code_context_list *l = calloc(1, sizeof *l);
-  size_t n = (size_t)cJSON_GetArraySize(reply);
-  if (l) l->v = calloc(n ? n : 1, sizeof *l->v);
-  if (!l || !l->v) {
-    free(l);
-    cJSON_Delete(reply);
-    return asbi_oom();
-  }
-  const cJSON *it;
-  cJSON_ArrayForEach(it, reply) {
-    if ((rc = ctx_from(it, &l->v[l->n]))) break;
-    l->n++;
-  }
+  if (!l) rc = asbi_oom();
+  else rc = asbi_json_items(reply, sizeof *l->v, ctx_item, ctx_drop, (void **)&l->v, &l->n);
   cJSON_Delete(reply);
   if (rc) {
-    asb_code_context_list_free(l);
+    asbi_err_prefix("code.context_list");
+    free(l);
     return rc;
   }
   *out = l;

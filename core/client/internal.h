@@ -117,4 +117,15 @@ int asbi_cp_request_raw(asb_client *c, const char *method, const char *path,
                         const char *what, const int *ok_statuses, int *status,
                         struct cJSON **out, struct asbi_http_resp *keep_resp);
 
+/* ---- JSON lists (list.c) -------------------------------------------------- */
+/* Turn each element of the JSON array arr into an item of elem_size bytes in
+ * a fresh zeroed array (*items, never NULL on success; *count items). conv
+ * fills one item and, when it fails, leaves nothing of its own behind; on
+ * the first failure drop (may be NULL) is called on the items converted so
+ * far, the array is freed and conv's status returned. */
+typedef int (*asbi_item_from_json)(const struct cJSON *j, void *item);
+typedef void (*asbi_item_drop)(void *item);
+int asbi_json_items(const struct cJSON *arr, size_t elem_size, asbi_item_from_json conv,
+                    asbi_item_drop drop, void **items, size_t *count);
+
 #endif

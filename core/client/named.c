@@ -216,6 +216,14 @@ static int cmd_from(const cJSON *j, asb_named_command *c) {
   return ASB_OK;
 }
 
+/* A command that failed half way is freed here: the list holds only whole ones. */
+static int cmd_item(const cJSON *j, void *item) {
+  int rc = cmd_from(j, item);
+  if (rc) cmd_free(item);
+  return rc;
+}
+static void cmd_drop(void *item) { cmd_free(item); }
+
 int asb_sandbox_list_commands(asb_sandbox *sb, const asb_named_command_options *o,
                               asb_named_command_list **out) {
   if (out) *out = NULL;
@@ -230,21 +238,11 @@ int asb_sandbox_list_commands(asb_sandbox *sb, const asb_named_command_options *
     return asbi_err(ASB_EPROTOCOL, "list_commands: the reply has no \"commands\" list");
   }
   asb_named_command_list *l = calloc(1, sizeof *l);
-  size_t n = (size_t)cJSON_GetArraySize(cmds);
-  if (l) l->v = calloc(n ? n : 1, sizeof *l->v);
-  if (!l || !l->v) {
-    free(l);
-    cJSON_Delete(reply);
-    return asbi_oom();
-  }
-  const cJSON *it;
-  cJSON_ArrayForEach(it, cmds) {
-    rc = cmd_from(it, &l->v[l->n++]);
-    if (rc) break;
-  }
+  if (!l) rc = asbi_oom();
+  else rc = asbi_json_items(cmds, sizeof *l->v, cmd_item, cmd_drop, (void **)&l->v, &l->n);
   cJSON_Delete(reply);
   if (rc) {
-    asb_named_command_list_free(l);
+    free(l);
     return rc;
   }
   *out = l;

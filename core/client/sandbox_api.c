@@ -542,10 +542,13 @@ void asb_sandbox_info_free(asb_sandbox_info *i) {
   free(i);
 }
 
-static asb_sandbox_info *info_from(const cJSON *j) {
-  asb_sandbox_info *i = calloc(1, sizeof *i);
-  if (!i) return NULL;
+/* One sandbox of a reply: ASB_EPROTOCOL unless an object with a sandboxID. */
+static int info_from(const cJSON *j, asb_sandbox_info **out) {
   const char *s = NULL;
+  if (!cJSON_IsObject(j) || asbi_pj_get_str(j, "sandboxID", &s) || !s || !*s)
+    return asbi_err(ASB_EPROTOCOL, "a sandbox without a sandboxID");
+  asb_sandbox_info *i = calloc(1, sizeof *i);
+  if (!i) return asbi_oom();
 #define STR(field, key)             \
   s = NULL;                         \
   asbi_pj_get_str(j, key, &s);      \
@@ -575,17 +578,22 @@ static asb_sandbox_info *info_from(const cJSON *j) {
   size_t n = cJSON_IsObject(meta) ? (size_t)cJSON_GetArraySize(meta) : 0;
   i->mkeys = calloc(n + 1, sizeof *i->mkeys);
   i->mvals = calloc(n + 1, sizeof *i->mvals);
-  if (!i->id || !i->mkeys || !i->mvals) {
-    asb_sandbox_info_free(i);
-    return NULL;
-  }
+  if (!i->state) i->state = asbi_strdup("running");
+  int oom = !i->id || !i->state || !i->mkeys || !i->mvals;
   cJSON_ArrayForEach(it, meta) {
+    if (oom) break;
     if (!cJSON_IsString(it)) continue;
     i->mkeys[i->nmeta] = asbi_strdup(it->string);
-    i->mvals[i->nmeta++] = asbi_strdup(it->valuestring);
+    i->mvals[i->nmeta] = asbi_strdup(it->valuestring);
+    oom = !i->mkeys[i->nmeta] || !i->mvals[i->nmeta];
+    i->nmeta++;
   }
-  if (!i->state) i->state = asbi_strdup("running");
-  return i;
+  if (oom) {
+    asb_sandbox_info_free(i);
+    return asbi_oom();
+  }
+  *out = i;
+  return ASB_OK;
 }
 
 int asb_sandbox_get_info(asb_sandbox *sb, const asb_call_options *call,
@@ -600,8 +608,7 @@ int asb_sandbox_get_info(asb_sandbox *sb, const asb_call_options *call,
   cJSON *reply = NULL;
   int rc = cp_request(sb->client, "GET", path, NULL, &k, "sandbox.get_info", NULL, NULL,
                       &reply, NULL);
-  if (rc == ASB_OK && !(*out = info_from(reply)))
-    rc = asbi_err(ASB_EPROTOCOL, "sandbox.get_info: malformed reply");
+  if (rc == ASB_OK && (rc = info_from(reply, out))) asbi_err_prefix("sandbox.get_info");
   cJSON_Delete(reply);
   return rc;
 }
@@ -653,6 +660,9 @@ void asb_sandbox_page_free(asb_sandbox_page *p) {
   free(p);
 }
 
+static int info_item(const cJSON *j, void *item) { return info_from(j, item); }
+static void info_drop(void *item) { asb_sandbox_info_free(*(asb_sandbox_info **)item); }
+
 int asb_sandbox_list(asb_client *c, const asb_sandbox_list_options *o,
                      asb_sandbox_page **out) {
   if (!c || !out) return asbi_err(ASB_EINVAL, "sandbox.list: bad arguments");
@@ -703,21 +713,13 @@ int asb_sandbox_list(asb_client *c, const asb_sandbox_list_options *o,
                       &resp);
   asbi_buf_free(&path);
   asb_sandbox_page *p = NULL;
-  if (rc == ASB_OK && !cJSON_IsArray(reply))
-    rc = asbi_err(ASB_EPROTOCOL, "sandbox.list: the reply is not a list");
   if (rc == ASB_OK && !(p = calloc(1, sizeof *p))) rc = asbi_oom();
+  if (rc == ASB_OK && (rc = asbi_json_items(reply, sizeof *p->items, info_item, info_drop,
+                                            (void **)&p->items, &p->n)))
+    asbi_err_prefix("sandbox.list");
   if (rc == ASB_OK) {
-    size_t n = (size_t)cJSON_GetArraySize(reply);
-    p->items = calloc(n ? n : 1, sizeof *p->items);
-    if (!p->items) rc = asbi_oom();
-    const cJSON *it;
-    cJSON_ArrayForEach(it, reply) {
-      if (rc) break;
-      if (!(p->items[p->n] = info_from(it))) rc = asbi_oom();
-      else p->n++;
-    }
     const char *nt = asbi_http_resp_header(&resp, "x-next-token");
-    if (nt && *nt) p->next = asbi_strdup(nt);
+    if (nt && *nt && !(p->next = asbi_strdup(nt))) rc = asbi_oom();
   }
   asbi_http_resp_free(&resp);
   cJSON_Delete(reply);
@@ -750,6 +752,21 @@ struct asb_metrics {
   size_t n;
 };
 
+static int metric_item(const cJSON *it, void *item) {
+  metric *x = item;
+  int32_t cc = 0;
+  asbi_pj_get_i64(it, "timestampUnix", &x->ts);
+  asbi_pj_get_i32(it, "cpuCount", &cc);
+  x->cpu_count = cc;
+  const cJSON *pct = cJSON_GetObjectItemCaseSensitive(it, "cpuUsedPct");
+  x->cpu_pct = cJSON_IsNumber(pct) ? pct->valuedouble : 0;
+  asbi_pj_get_i64(it, "memUsed", &x->mem_used);
+  asbi_pj_get_i64(it, "memTotal", &x->mem_total);
+  asbi_pj_get_i64(it, "diskUsed", &x->disk_used);
+  asbi_pj_get_i64(it, "diskTotal", &x->disk_total);
+  return ASB_OK;
+}
+
 int asb_sandbox_get_metrics(asb_sandbox *sb, asb_int64 start, asb_int64 end,
                             const asb_call_options *call, asb_metrics **out) {
   if (!sb || !out) return asbi_err(ASB_EINVAL, "sandbox.get_metrics: bad arguments");
@@ -766,29 +783,10 @@ int asb_sandbox_get_metrics(asb_sandbox *sb, asb_int64 start, asb_int64 end,
   int rc = cp_request(sb->client, "GET", path, NULL, &k, "sandbox.get_metrics", NULL, NULL,
                       &reply, NULL);
   asb_metrics *m = NULL;
-  if (rc == ASB_OK && !cJSON_IsArray(reply))
-    rc = asbi_err(ASB_EPROTOCOL, "sandbox.get_metrics: the reply is not a list");
   if (rc == ASB_OK && !(m = calloc(1, sizeof *m))) rc = asbi_oom();
-  if (rc == ASB_OK) {
-    size_t cnt = (size_t)cJSON_GetArraySize(reply);
-    m->v = calloc(cnt ? cnt : 1, sizeof *m->v);
-    if (!m->v) rc = asbi_oom();
-    const cJSON *it;
-    cJSON_ArrayForEach(it, reply) {
-      if (rc) break;
-      metric *x = &m->v[m->n++];
-      int32_t cc = 0;
-      asbi_pj_get_i64(it, "timestampUnix", &x->ts);
-      asbi_pj_get_i32(it, "cpuCount", &cc);
-      x->cpu_count = cc;
-      const cJSON *pct = cJSON_GetObjectItemCaseSensitive(it, "cpuUsedPct");
-      x->cpu_pct = cJSON_IsNumber(pct) ? pct->valuedouble : 0;
-      asbi_pj_get_i64(it, "memUsed", &x->mem_used);
-      asbi_pj_get_i64(it, "memTotal", &x->mem_total);
-      asbi_pj_get_i64(it, "diskUsed", &x->disk_used);
-      asbi_pj_get_i64(it, "diskTotal", &x->disk_total);
-    }
-  }
+  if (rc == ASB_OK &&
+      (rc = asbi_json_items(reply, sizeof *m->v, metric_item, NULL, (void **)&m->v, &m->n)))
+    asbi_err_prefix("sandbox.get_metrics");
   cJSON_Delete(reply);
   if (rc) {
     asb_metrics_free(m);

@@ -199,6 +199,17 @@ int asb_templates_get(asb_client *c, const char *id, const asb_call_options *cal
   return ASB_OK;
 }
 
+static int template_item(const cJSON *j, void *item) {
+  const char *id = NULL;
+  if (!cJSON_IsObject(j) || asbi_pj_get_str(j, "templateID", &id) || !id || !*id)
+    return asbi_err(ASB_EPROTOCOL, "a template without a templateID");
+  asb_template *t = template_from(j, 0);
+  if (!t) return asbi_oom();
+  *(asb_template **)item = t;
+  return ASB_OK;
+}
+static void template_drop(void *item) { asb_template_free(*(asb_template **)item); }
+
 int asb_templates_list(asb_client *c, const asb_call_options *call, asb_template_list **out) {
   if (out) *out = NULL;
   if (!c || !out) return asbi_err(ASB_EINVAL, "template.list: bad arguments");
@@ -210,30 +221,15 @@ int asb_templates_list(asb_client *c, const asb_call_options *call, asb_template
                                NULL, NULL,
                                &reply, NULL);
   if (rc) return rc;
-  if (!cJSON_IsArray(reply)) {
-    cJSON_Delete(reply);
-    return asbi_err(ASB_EPROTOCOL, "template.list: the reply is not a list");
-  }
   asb_template_list *l = calloc(1, sizeof *l);
-  size_t n = (size_t)cJSON_GetArraySize(reply);
-  if (l) l->v = calloc(n ? n : 1, sizeof *l->v);
-  if (!l || !l->v) {
-    free(l);
-    cJSON_Delete(reply);
-    return asbi_oom();
-  }
-  const cJSON *it;
-  cJSON_ArrayForEach(it, reply) {
-    asb_template *t = template_from(it, 0);
-    if (!t) {
-      rc = asbi_err(ASB_EPROTOCOL, "template.list: malformed entry");
-      break;
-    }
-    l->v[l->n++] = t;
-  }
+  if (!l) rc = asbi_oom();
+  else
+    rc = asbi_json_items(reply, sizeof *l->v, template_item, template_drop, (void **)&l->v,
+                         &l->n);
   cJSON_Delete(reply);
   if (rc) {
-    asb_template_list_free(l);
+    asbi_err_prefix("template.list");
+    free(l);
     return rc;
   }
   *out = l;
