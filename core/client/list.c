@@ -5,13 +5,11 @@
 
 #include "internal.h"
 
-int asbi_json_items(const cJSON *arr, size_t elem_size,
-                    asbi_item_from_json conv, asbi_item_drop drop, void **items,
-                    size_t *count) {
+int asbi_json_items(const cJSON *arr, size_t elem_size, asbi_item_from_json conv,
+                    asbi_item_drop drop, void **items, size_t *count) {
   *items = NULL;
   *count = 0;
-  if (!cJSON_IsArray(arr))
-    return asbi_err(ASB_EPROTOCOL, "the reply is not a list");
+  if (!cJSON_IsArray(arr)) return asbi_err(ASB_EPROTOCOL, "the reply is not a list");
   size_t n = (size_t)cJSON_GetArraySize(arr), done = 0;
   char *v = calloc(n ? n : 1, elem_size);
   if (!v) return asbi_oom();

@@ -22,8 +22,8 @@ static const char *g_next; /* x-next-token, or NULL */
 static char g_path[256], g_port_hdr[16];
 
 static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *url,
-                               const char *method, const char *version,
-                               const char *upload, size_t *upload_len, void **req) {
+                               const char *method, const char *version, const char *upload,
+                               size_t *upload_len, void **req) {
   (void)cls, (void)method, (void)version, (void)upload, (void)upload_len;
   if (!*req) { /* headers only; the calls under test send no body */
     *req = c;
@@ -33,8 +33,8 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
   snprintf(g_path, sizeof g_path, "%s", url);
   const char *port = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "E2b-Sandbox-Port");
   snprintf(g_port_hdr, sizeof g_port_hdr, "%s", port ? port : "");
-  struct MHD_Response *r = MHD_create_response_from_buffer(strlen(g_body), (void *)g_body,
-                                                           MHD_RESPMEM_MUST_COPY);
+  struct MHD_Response *r =
+      MHD_create_response_from_buffer(strlen(g_body), (void *)g_body, MHD_RESPMEM_MUST_COPY);
   MHD_add_response_header(r, "Content-Type", "application/json");
   if (g_next) MHD_add_response_header(r, "x-next-token", g_next);
   pthread_mutex_unlock(&mu);
@@ -55,20 +55,21 @@ static asb_client *C;
 static asb_sandbox *SB;
 
 /* The call failed with ASB_EPROTOCOL and says which call and what is wrong. */
-#define CHECK_PROTOCOL(expr, call, why)                                     \
-  do {                                                                      \
-    CHECK_RC(expr, ASB_EPROTOCOL);                                          \
-    const char *m_ = asb_error_last()->message;                             \
-    if (!strstr(m_, call) || !strstr(m_, why))                              \
+#define CHECK_PROTOCOL(expr, call, why)                                       \
+  do {                                                                        \
+    CHECK_RC(expr, ASB_EPROTOCOL);                                            \
+    const char *m_ = asb_error_last()->message;                               \
+    if (!strstr(m_, call) || !strstr(m_, why))                                \
       ASBT_FAIL("%s: message '%s' lacks '%s' or '%s'", #expr, m_, call, why); \
   } while (0)
 
 TEST(sandbox_list_reads_a_good_page) {
-  serve("[{\"sandboxID\":\"a1\",\"templateID\":\"base\",\"alias\":\"base\","
-        "\"startedAt\":\"2026-01-02T03:04:05Z\",\"cpuCount\":2,\"memoryMB\":512,"
-        "\"metadata\":{\"user\":\"ann\",\"n\":7}},"
-        "{\"sandboxID\":\"b2\",\"templateID\":\"t\",\"state\":\"paused\"}]",
-        "page2");
+  serve(
+      "[{\"sandboxID\":\"a1\",\"templateID\":\"base\",\"alias\":\"base\","
+      "\"startedAt\":\"2026-01-02T03:04:05Z\",\"cpuCount\":2,\"memoryMB\":512,"
+      "\"metadata\":{\"user\":\"ann\",\"n\":7}},"
+      "{\"sandboxID\":\"b2\",\"templateID\":\"t\",\"state\":\"paused\"}]",
+      "page2");
   asb_sandbox_page *p = NULL;
   REQUIRE_RC(asb_sandbox_list(C, NULL, &p), ASB_OK);
   CHECK_INT(asb_sandbox_page_count(p), 2);
@@ -132,10 +133,11 @@ TEST(sandbox_info_needs_an_id) {
 }
 
 TEST(metrics) {
-  serve("[{\"timestampUnix\":\"1700000000\",\"cpuCount\":2,\"cpuUsedPct\":12.5,"
-        "\"memUsed\":\"1048576\",\"memTotal\":\"2097152\",\"diskUsed\":\"1\",\"diskTotal\":\"2\"},"
-        "{\"timestampUnix\":1700000005}]",
-        NULL);
+  serve(
+      "[{\"timestampUnix\":\"1700000000\",\"cpuCount\":2,\"cpuUsedPct\":12.5,"
+      "\"memUsed\":\"1048576\",\"memTotal\":\"2097152\",\"diskUsed\":\"1\",\"diskTotal\":\"2\"},"
+      "{\"timestampUnix\":1700000005}]",
+      NULL);
   asb_metrics *m = NULL;
   REQUIRE_RC(asb_sandbox_get_metrics(SB, 0, 0, NULL, &m), ASB_OK);
   CHECK_INT(asb_metrics_count(m), 2);
@@ -152,9 +154,10 @@ TEST(metrics) {
 }
 
 TEST(templates) {
-  serve("[{\"templateID\":\"t1\",\"buildID\":\"b1\",\"aliases\":[\"hello\"]},"
-        "{\"templateID\":\"t2\",\"name\":\"two\"}]",
-        NULL);
+  serve(
+      "[{\"templateID\":\"t1\",\"buildID\":\"b1\",\"aliases\":[\"hello\"]},"
+      "{\"templateID\":\"t2\",\"name\":\"two\"}]",
+      NULL);
   asb_template_list *l = NULL;
   REQUIRE_RC(asb_templates_list(C, NULL, &l), ASB_OK);
   CHECK_INT(asb_template_list_count(l), 2);
@@ -173,8 +176,7 @@ TEST(templates) {
 }
 
 TEST(code_contexts) {
-  serve("[{\"id\":\"c1\",\"language\":\"python\",\"cwd\":\"/home/user\"},{\"id\":\"c2\"}]",
-        NULL);
+  serve("[{\"id\":\"c1\",\"language\":\"python\",\"cwd\":\"/home/user\"},{\"id\":\"c2\"}]", NULL);
   asb_code_context_list *l = NULL;
   REQUIRE_RC(asb_code_list_contexts(SB, NULL, &l), ASB_OK);
   CHECK_STR(g_port_hdr, "49999");
@@ -199,9 +201,10 @@ TEST(named_commands) {
   l = NULL;
   /* the second command fails after its name and first argument were read:
    * what it had is freed with it */
-  serve("{\"commands\":[{\"name\":\"a\",\"args\":[{\"name\":\"x\"}]},"
-        "{\"name\":\"b\",\"description\":\"d\",\"args\":[{\"name\":\"y\",\"default\":\"z\"},5]}]}",
-        NULL);
+  serve(
+      "{\"commands\":[{\"name\":\"a\",\"args\":[{\"name\":\"x\"}]},"
+      "{\"name\":\"b\",\"description\":\"d\",\"args\":[{\"name\":\"y\",\"default\":\"z\"},5]}]}",
+      NULL);
   CHECK_PROTOCOL(asb_sandbox_list_commands(SB, NULL, &l), "list_commands", "malformed argument");
   serve("{\"commands\":[{\"name\":\"a\"},{\"description\":\"nameless\"}]}", NULL);
   CHECK_PROTOCOL(asb_sandbox_list_commands(SB, NULL, &l), "list_commands", "without a name");
@@ -215,13 +218,15 @@ int main(void) {
                        NULL, handler, NULL, MHD_OPTION_END);
   if (!D) return fprintf(stderr, "cannot start the test server\n"), 2;
   char url[64];
-  snprintf(url, sizeof url, "http://127.0.0.1:%u", MHD_get_daemon_info(D, MHD_DAEMON_INFO_BIND_PORT)->port);
+  snprintf(url, sizeof url, "http://127.0.0.1:%u",
+           MHD_get_daemon_info(D, MHD_DAEMON_INFO_BIND_PORT)->port);
   asb_client_options o = ASB_CLIENT_OPTIONS_INIT;
   o.api_key = "k";
   o.api_url = url;
   o.sandbox_url = url;
   o.max_retries = -1;
-  if (asb_client_new(&C, &o) != ASB_OK) return fprintf(stderr, "client: %s\n", asb_error_last()->message), 2;
+  if (asb_client_new(&C, &o) != ASB_OK)
+    return fprintf(stderr, "client: %s\n", asb_error_last()->message), 2;
   if (asb_sandbox_attach(&SB, C, "i0named0test0sandbox", NULL) != ASB_OK) return 2;
   RUN(sandbox_list_reads_a_good_page);
   RUN(sandbox_list_rejects_malformed_replies);
