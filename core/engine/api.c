@@ -685,6 +685,7 @@ static void templates_list(engine *e, api_reply *r) {
   template_info **v = templates_snapshot(e, &n);
   for (size_t i = 0; v && i < n; i++) cJSON_AddItemToArray(arr, template_json(e, v[i]));
   templates_put_all(e, v, n);
+  bundled_list_waiting(e, arr);
   api_reply_json(r, 200, arr);
 }
 
@@ -723,8 +724,14 @@ void api_handle(engine *e, api_req *q, api_reply *r) {
   if (is(q, "POST", "/templates/builds") || is(q, "POST", "/v2/templates/builds"))
     return build_handle(e, q, r);
   if (asbi_startswith(q->path, "/templates/") && strcmp(q->method, "GET") == 0) {
-    template_info *t = templates_find(e, q->path + strlen("/templates/"));
-    if (!t) return api_error(r, 404, "template \"%s\" not found", q->path + 11);
+    const char *name = q->path + strlen("/templates/");
+    template_info *t = templates_find(e, name);
+    cJSON *waiting = t ? NULL : bundled_waiting_json(e, name);
+    if (waiting) {
+      api_reply_json(r, 200, waiting);
+      return;
+    }
+    if (!t) return api_error(r, 404, "template \"%s\" not found", name);
     api_reply_json(r, 200, template_json(e, t));
     templates_put(e, t);
     return;

@@ -20,6 +20,7 @@
 #include "engine.h"
 #include "proto/pjson.h"
 #include "proto/tar.h"
+#include "tmpl/tmpl.h"
 #include "util/buf.h"
 #include "util/util.h"
 
@@ -128,4 +129,97 @@ int bundled_ensure(engine *e, const char *name, char *err, size_t errlen) {
   nbusy--;
   pthread_mutex_unlock(&bundled_mu);
   return rc;
+}
+
+/* ---- listing templates that are not built yet ------------------------------------ */
+
+static void add_time(cJSON *j, const char *key, int64_t ms) {
+  char t[40];
+  rfc3339_ms(ms, t);
+  cJSON_AddStringToObject(j, key, t);
+}
+
+cJSON *bundled_waiting_json(engine *e, const char *name) {
+  if (!e->templates_dir || !name || !valid_name(name)) return NULL;
+  char yaml[4500];
+  snprintf(yaml, sizeof yaml, "%s/%s/template.yaml", e->templates_dir, name);
+  struct stat st;
+  int fd = open(yaml, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return NULL;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    close(fd);
+    return NULL;
+  }
+  cJSON *spec = NULL;
+  char why[1024] = "";
+  if (st.st_size > (off_t)ASBI_TMPL_MAX_BYTES) {
+    snprintf(why, sizeof why, "%s: larger than %u bytes", yaml, ASBI_TMPL_MAX_BYTES);
+  } else {
+    char *text = malloc((size_t)st.st_size + 1);
+    ssize_t got = text ? read(fd, text, (size_t)st.st_size) : -1;
+    asbi_tmpl_error te;
+    if (got != (ssize_t)st.st_size)
+      snprintf(why, sizeof why, "%s: cannot read it", yaml);
+    else if (!(spec = asbi_tmpl_parse(text, (size_t)got, &te)))
+      asbi_tmpl_format_error(&te, yaml, why, sizeof why);
+    free(text);
+  }
+  close(fd);
+  int64_t mtime = (int64_t)st.st_mtim.tv_sec * 1000 + st.st_mtim.tv_nsec / 1000000;
+  const cJSON *res = cJSON_GetObjectItemCaseSensitive(spec, "resources");
+  const char *desc = NULL, *version = NULL;
+  int32_t cpu = 0, mem = 0, disk = 0;
+  asbi_pj_get_str(spec, "description", &desc);
+  asbi_pj_get_str(spec, "version", &version);
+  asbi_pj_get_i32(res, "cpu", &cpu);
+  asbi_pj_get_i32(res, "memoryMB", &mem);
+  asbi_pj_get_i32(res, "diskMB", &disk);
+  cJSON *j = cJSON_CreateObject();
+  cJSON_AddStringToObject(j, "templateID", name);
+  cJSON_AddStringToObject(j, "buildID", "");
+  cJSON_AddNumberToObject(j, "cpuCount", cpu);
+  cJSON_AddNumberToObject(j, "memoryMB", mem);
+  cJSON_AddNumberToObject(j, "diskSizeMB", disk);
+  cJSON_AddBoolToObject(j, "public", 1);
+  cJSON_AddItemToArray(cJSON_AddArrayToObject(j, "aliases"), cJSON_CreateString(name));
+  cJSON_AddItemToArray(cJSON_AddArrayToObject(j, "names"), cJSON_CreateString(name));
+  add_time(j, "createdAt", mtime);
+  add_time(j, "updatedAt", mtime);
+  cJSON_AddNullToObject(j, "createdBy");
+  cJSON_AddNullToObject(j, "lastSpawnedAt");
+  cJSON_AddNumberToObject(j, "spawnCount", 0);
+  cJSON_AddNumberToObject(j, "buildCount", 0);
+  cJSON_AddStringToObject(j, "envdVersion", e->envd_version);
+  cJSON_AddStringToObject(j, "buildStatus", spec ? "waiting" : "error");
+  if (!spec) cJSON_AddStringToObject(j, "buildError", why);
+  /* ours */
+  cJSON_AddStringToObject(j, "name", name);
+  cJSON_AddBoolToObject(j, "builtIn", 1);
+  cJSON_AddStringToObject(j, "description", desc ? desc : "");
+  cJSON_AddStringToObject(j, "version", version ? version : "");
+  cJSON_Delete(spec);
+  return j;
+}
+
+static int listed(const cJSON *arr, const char *name) {
+  const cJSON *it;
+  cJSON_ArrayForEach(it, arr) {
+    const char *id = NULL, *n = NULL;
+    asbi_pj_get_str(it, "templateID", &id);
+    asbi_pj_get_str(it, "name", &n);
+    if ((id && !strcmp(id, name)) || (n && !strcmp(n, name))) return 1;
+  }
+  return 0;
+}
+
+void bundled_list_waiting(engine *e, cJSON *arr) {
+  DIR *d = e->templates_dir ? opendir(e->templates_dir) : NULL;
+  if (!d) return;
+  struct dirent *de;
+  while ((de = readdir(d))) {
+    if (de->d_name[0] == '.' || !valid_name(de->d_name) || listed(arr, de->d_name)) continue;
+    cJSON *j = bundled_waiting_json(e, de->d_name);
+    if (j) cJSON_AddItemToArray(arr, j);
+  }
+  closedir(d);
 }

@@ -150,6 +150,31 @@ TEST(build_c_hello) {
   CHECK_RC(asb_templates_get(C, "no-such-template", NULL, &t), ASB_ENOTFOUND);
 }
 
+/* A bundled template (the engine's templates dir: python-base) is listed
+ * and found before its first use builds it, as "waiting". */
+TEST(bundled_templates_are_listed_before_their_first_build) {
+  asb_template_list *l = NULL;
+  REQUIRE_RC(asb_templates_list(C, NULL, &l), ASB_OK);
+  const asb_template *pb = NULL;
+  for (size_t i = 0; i < asb_template_list_count(l); i++)
+    if (!strcmp(asb_template_name(asb_template_list_get(l, i)), "python-base"))
+      pb = asb_template_list_get(l, i);
+  REQUIRE(pb);
+  CHECK_STR(asb_template_id(pb), "python-base");
+  CHECK(strstr(asb_template_json(pb), "\"buildStatus\":\"waiting\""));
+  CHECK(strstr(asb_template_json(pb), "\"builtIn\":true"));
+  CHECK(strlen(asb_template_description(pb)) > 0);
+  CHECK(asb_template_created_at(pb) > 1700000000);
+  asb_template_list_free(l);
+  asb_template *t = NULL;
+  REQUIRE_RC(asb_templates_get(C, "python-base", NULL, &t), ASB_OK);
+  CHECK(strstr(asb_template_json(t), "\"buildStatus\":\"waiting\""));
+  asb_template_free(t);
+  /* names that are not template dirs are not found */
+  CHECK_RC(asb_templates_get(C, "..", NULL, &t), ASB_ENOTFOUND);
+  CHECK_RC(asb_templates_get(C, "python-base/..", NULL, &t), ASB_ENOTFOUND);
+}
+
 TEST(c_hello_commands) {
   asb_sandbox *sb = make("c-hello");
   if (!sb) {
@@ -522,6 +547,7 @@ int main(void) {
     if (system(cmd) != 0) fprintf(stderr, "cannot remove %s\n", WORK);
     return 1;
   }
+  RUN(bundled_templates_are_listed_before_their_first_build);
   RUN(build_c_hello);
   RUN(c_hello_commands);
   RUN(cli);
