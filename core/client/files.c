@@ -388,6 +388,7 @@ static int body_init(body_src *b, seg *segs, size_t n, int gzip, int64_t expect)
     if (deflateInit2(&b->z, Z_BEST_SPEED, Z_DEFLATED, 15 + 16, 8,
                      Z_DEFAULT_STRATEGY) != Z_OK) {
       free(b->zin);
+      b->zin = NULL; /* body_free frees it again otherwise */
       return asbi_oom();
     }
     b->z_init = 1;

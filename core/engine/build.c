@@ -402,7 +402,7 @@ static int package_step(build *b, int idx, const cJSON *st, const char *desc) {
   } else {
     int pip = !strcmp(kind, "pip");
     names[0] = pip ? "/usr/bin/python3" : "/bin/sh";
-    names[1] = pip ? "-c" : "-c";
+    names[1] = "-c";
     names[2] = pip ? PIP_CHECK : NPM_CHECK;
     int a = 3;
     if (!pip) names[a++] = "sh";

@@ -788,7 +788,11 @@ static int listen_socket(const envd_listen *l, int *bound_port) {
     }
     struct sockaddr_storage ss;
     socklen_t sl = sizeof ss;
-    getsockname(fd, (struct sockaddr *)&ss, &sl);
+    if (getsockname(fd, (struct sockaddr *)&ss, &sl) != 0) {
+      fprintf(stderr, "envd: getsockname %s:%d: %s\n", addr, l->port, strerror(errno));
+      close(fd);
+      return -1;
+    }
     *bound_port = ss.ss_family == AF_INET6
                       ? ntohs(((struct sockaddr_in6 *)&ss)->sin6_port)
                       : ntohs(((struct sockaddr_in *)&ss)->sin_port);

@@ -202,6 +202,7 @@ static int parse_pax(asbi_tar_reader *r, const char *p, size_t n, char *path, in
     if (!eq) return fail(r, "malformed pax record");
     size_t kl = (size_t)(eq - kv), vl = (size_t)(end - eq - 1);
     if (vl > NAME_MAX_LEN) return fail(r, "pax value too long");
+    if (memchr(eq + 1, '\0', vl)) return fail(r, "NUL in a pax value");
     if (kl == 4 && memcmp(kv, "path", 4) == 0) {
       memcpy(path, eq + 1, vl);
       path[vl] = '\0';
@@ -287,7 +288,7 @@ int asbi_tar_next(asbi_tar_reader *r, asbi_tar_entry *e) {
       else
         snprintf(raw, sizeof raw, "%.*s", (int)nl, (const char *)h);
     }
-    if (memchr(raw, '\0', strlen(raw)) || normalise(raw, strlen(raw), e->name, sizeof e->name))
+    if (normalise(raw, strlen(raw), e->name, sizeof e->name))
       return fail(r, "unsafe or malformed entry name");
     if (have_link)
       snprintf(e->linkname, sizeof e->linkname, "%s", longlink);

@@ -117,6 +117,34 @@ TEST(names) {
   CHECK_STR(E.name, "");
 }
 
+/* A pax header (type 'x') with the raw record, then one file. */
+static int pax_then_file(const char *record, size_t len) {
+  asbi_buf b = ASBI_BUF_INIT;
+  asbi_tar_add(&b, "pax", ASBI_TAR_FILE, 0644, record, len, NULL);
+  b.data[156] = 'x';
+  unsigned sum = 0;
+  memset(b.data + 148, ' ', 8);
+  for (int i = 0; i < 512; i++) sum += (unsigned char)b.data[i];
+  snprintf(b.data + 148, 8, "%06o", sum);
+  asbi_tar_add(&b, "plain.txt", ASBI_TAR_FILE, 0644, "x", 1, NULL);
+  asbi_tar_finish(&b);
+  asbi_tar_reader r;
+  asbi_tar_reader_init(&r, b.data, b.len);
+  int rc = asbi_tar_next(&r, &E);
+  asbi_buf_free(&b);
+  return rc;
+}
+
+TEST(pax_names) {
+  CHECK_INT(pax_then_file("15 path=a_evil\n", 15), 1);
+  CHECK_STR(E.name, "a_evil");
+  /* a NUL inside a pax path would cut the name short: refused, not cut */
+  CHECK_INT(pax_then_file("15 path=a\0evil\n", 15), -1);
+  CHECK_INT(pax_then_file("19 linkpath=a\0evil\n", 19), -1);
+  CHECK_INT(pax_then_file("16 path=../evil\n", 16), -1);
+  CHECK_INT(pax_then_file("99 path=x\n", 11), -1);
+}
+
 /* Reads an archive made by GNU tar from a small tree. */
 static void gnu_tar(const char *format) {
   char dir[] = "/tmp/asb-tar-test-XXXXXX";
@@ -234,6 +262,7 @@ int main(void) {
   RUN(round_trip);
   RUN(pack_dir);
   RUN(names);
+  RUN(pax_names);
   RUN(gnu_tar_formats);
   TEST_MAIN_END();
 }

@@ -26,7 +26,7 @@ static inline void asb_exec_path(const char *file, char *const argv[], char *con
     const char *c = strchr(p, ':');
     size_t dl = c ? (size_t)(c - p) : strlen(p);
     char buf[PATH_MAX];
-    if (dl + fl + 2 <= sizeof buf) {
+    if (dl + fl + 3 <= sizeof buf) { /* dir (or "."), "/", file, NUL */
       memcpy(buf, p, dl);
       if (dl == 0) buf[dl++] = '.';
       buf[dl] = '/';
