@@ -149,12 +149,6 @@ static int get_timeout(const cJSON *body, const char *key, int dflt, int *out,
   return 0;
 }
 
-static void add_time(cJSON *j, const char *key, int64_t ms) {
-  char t[40];
-  rfc3339_ms(ms, t);
-  cJSON_AddStringToObject(j, key, t);
-}
-
 /* The Sandbox object of create/connect replies. */
 static cJSON *sandbox_json(engine *e, sbx *s) {
   cJSON *j = cJSON_CreateObject();
@@ -177,8 +171,8 @@ static cJSON *listed_json(engine *e, sbx *s, int detail) {
   if (s->alias && *s->alias) cJSON_AddStringToObject(j, "alias", s->alias);
   cJSON_AddStringToObject(j, "sandboxID", s->id);
   cJSON_AddStringToObject(j, "clientID", "local");
-  add_time(j, "startedAt", s->started_ms);
-  add_time(j, "endAt", s->end_ms);
+  json_add_time(j, "startedAt", s->started_ms);
+  json_add_time(j, "endAt", s->end_ms);
   cJSON_AddNumberToObject(j, "cpuCount", s->cpu_count);
   cJSON_AddNumberToObject(j, "memoryMB", s->memory_mb);
   cJSON_AddNumberToObject(j, "diskSizeMB", s->disk_mb);

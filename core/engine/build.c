@@ -39,12 +39,6 @@
 
 /* ---- the Template object ------------------------------------------------------- */
 
-static void add_time(cJSON *j, const char *key, int64_t ms) {
-  char t[40];
-  rfc3339_ms(ms, t);
-  cJSON_AddStringToObject(j, key, t);
-}
-
 cJSON *template_json(engine *e, template_info *t) {
   cJSON *j = cJSON_CreateObject();
   cJSON_AddStringToObject(j, "templateID", t->id);
@@ -57,11 +51,11 @@ cJSON *template_json(engine *e, template_info *t) {
   cJSON_AddItemToArray(aliases, cJSON_CreateString(t->alias));
   cJSON *names = cJSON_AddArrayToObject(j, "names");
   cJSON_AddItemToArray(names, cJSON_CreateString(t->alias));
-  add_time(j, "createdAt", t->created_ms);
-  add_time(j, "updatedAt", t->created_ms);
+  json_add_time(j, "createdAt", t->created_ms);
+  json_add_time(j, "updatedAt", t->created_ms);
   cJSON_AddNullToObject(j, "createdBy");
   if (t->last_spawned_ms)
-    add_time(j, "lastSpawnedAt", t->last_spawned_ms);
+    json_add_time(j, "lastSpawnedAt", t->last_spawned_ms);
   else
     cJSON_AddNullToObject(j, "lastSpawnedAt");
   cJSON_AddNumberToObject(j, "spawnCount", (double)t->spawn_count);

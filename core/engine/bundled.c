@@ -133,12 +133,6 @@ int bundled_ensure(engine *e, const char *name, char *err, size_t errlen) {
 
 /* ---- listing templates that are not built yet ------------------------------------ */
 
-static void add_time(cJSON *j, const char *key, int64_t ms) {
-  char t[40];
-  rfc3339_ms(ms, t);
-  cJSON_AddStringToObject(j, key, t);
-}
-
 cJSON *bundled_waiting_json(engine *e, const char *name) {
   if (!e->templates_dir || !name || !valid_name(name)) return NULL;
   char yaml[4500];
@@ -183,8 +177,8 @@ cJSON *bundled_waiting_json(engine *e, const char *name) {
   cJSON_AddBoolToObject(j, "public", 1);
   cJSON_AddItemToArray(cJSON_AddArrayToObject(j, "aliases"), cJSON_CreateString(name));
   cJSON_AddItemToArray(cJSON_AddArrayToObject(j, "names"), cJSON_CreateString(name));
-  add_time(j, "createdAt", mtime);
-  add_time(j, "updatedAt", mtime);
+  json_add_time(j, "createdAt", mtime);
+  json_add_time(j, "updatedAt", mtime);
   cJSON_AddNullToObject(j, "createdBy");
   cJSON_AddNullToObject(j, "lastSpawnedAt");
   cJSON_AddNumberToObject(j, "spawnCount", 0);

@@ -290,6 +290,8 @@ void server_stop(engine *e);
 /* ---- small helpers (main.c) ------------------------------------------------------ */
 int64_t now_unix_ms(void);
 void rfc3339_ms(int64_t ms, char out[40]);
+/* obj[key] = that time as an RFC 3339 string (E2B's createdAt, startedAt…). */
+void json_add_time(cJSON *obj, const char *key, int64_t ms);
 void engine_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 #endif

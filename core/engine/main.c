@@ -60,6 +60,12 @@ void rfc3339_ms(int64_t ms, char out[40]) {
   asbi_rfc3339(ms / 1000, (long)(ms % 1000) * 1000000L, out);
 }
 
+void json_add_time(cJSON *obj, const char *key, int64_t ms) {
+  char t[40];
+  rfc3339_ms(ms, t);
+  cJSON_AddStringToObject(obj, key, t);
+}
+
 void engine_log(const char *fmt, ...) {
   char ts[40];
   asbi_rfc3339_now(ts);
