@@ -5,6 +5,7 @@
  * ASB_* variables point it elsewhere. See docs/cli.md.
  * SPDX-License-Identifier: Apache-2.0 */
 #include <agentsandbox.h>
+#include <cjson/cJSON.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -121,12 +122,17 @@ static int template_cmd(int argc, char **argv) {
   if (!strcmp(sub, "list") && argc == 1) {
     asb_template_list *l = NULL;
     if (asb_templates_list(client, NULL, &l) != ASB_OK) return fail("template list");
-    printf("%-22s %-24s %4s %7s %7s  %s\n", "ID", "NAME", "CPU", "MEM_MB", "DISK_MB", "DESCRIPTION");
+    printf("%-22s %-24s %-8s %4s %7s %7s  %s\n", "ID", "NAME", "STATUS", "CPU", "MEM_MB",
+           "DISK_MB", "DESCRIPTION");
     for (size_t i = 0; i < asb_template_list_count(l); i++) {
       const asb_template *t = asb_template_list_get(l, i);
-      printf("%-22s %-24s %4d %7d %7d  %s\n", asb_template_id(t), asb_template_name(t),
-             asb_template_cpu_count(t), asb_template_memory_mb(t), asb_template_disk_mb(t),
-             asb_template_description(t));
+      /* "ready", or "waiting" for a bundled template not built yet */
+      cJSON *j = cJSON_Parse(asb_template_json(t));
+      const cJSON *st = cJSON_GetObjectItemCaseSensitive(j, "buildStatus");
+      printf("%-22s %-24s %-8s %4d %7d %7d  %s\n", asb_template_id(t), asb_template_name(t),
+             cJSON_IsString(st) ? st->valuestring : "ready", asb_template_cpu_count(t),
+             asb_template_memory_mb(t), asb_template_disk_mb(t), asb_template_description(t));
+      cJSON_Delete(j);
     }
     asb_template_list_free(l);
     return 0;

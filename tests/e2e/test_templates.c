@@ -290,6 +290,7 @@ TEST(cli) {
   char *o = cli("template list", &st);
   CHECK_INT(st, 0);
   CHECK(strstr(o, "c-hello") && strstr(o, "base"));
+  CHECK(strstr(o, "STATUS") && strstr(o, "python-base ") && strstr(o, " waiting "));
   snprintf(args, sizeof args, "template build %s", ASB_TEMPLATE_DIR);
   o = cli(args, &st);
   CHECK_INT(st, 0);
