@@ -85,7 +85,15 @@ static int add_one(watch *w, const char *path) {
   return 0;
 }
 
-static void add_tree(watch *w, const char *path, int depth) {
+static void add_event(watch *w, cJSON *arr, const char *full, int type);
+
+/* Watch path and the directories under it. With arr (a directory that
+ * appeared under a recursive watch), also report a CREATE for everything
+ * already inside: a file made right after its directory, before the watch
+ * on that directory existed, has no inotify event of its own (as watchdog
+ * does; an entry made between the watch and the scan may be reported
+ * twice, never not at all). */
+static void add_tree(watch *w, const char *path, int depth, cJSON *arr) {
   if (add_one(w, path) != 0 || depth > 64) return;
   DIR *d = opendir(path);
   if (!d) return;
@@ -94,8 +102,9 @@ static void add_tree(watch *w, const char *path, int depth) {
     if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0) continue;
     char *sub = envd_path_join(path, de->d_name);
     struct stat st;
+    if (sub && arr) add_event(w, arr, sub, 1);
     if (sub && lstat(sub, &st) == 0 && S_ISDIR(st.st_mode))
-      add_tree(w, sub, depth + 1);
+      add_tree(w, sub, depth + 1, arr);
     free(sub);
   }
   closedir(d);
@@ -181,7 +190,7 @@ static int watch_open(watch *w, const envd_call *c, const cJSON *req,
           continue;
         char *sub = envd_path_join(w->root, de->d_name);
         if (sub && lstat(sub, &st) == 0 && S_ISDIR(st.st_mode))
-          add_tree(w, sub, 1);
+          add_tree(w, sub, 1, NULL);
         free(sub);
       }
       closedir(d);
@@ -248,7 +257,7 @@ static int watch_read(watch *w, cJSON *arr, envd_err *e) {
       if (m & (IN_DELETE_SELF | IN_DELETE)) add_event(w, arr, full, 3);
       if (w->recursive && (ev->mask & IN_ISDIR) &&
           (ev->mask & (IN_CREATE | IN_MOVED_TO)))
-        add_tree(w, full, 1);
+        add_tree(w, full, 1, arr);
       if (ev->mask & IN_IGNORED) wd_forget(w, ev->wd);
       free(full);
     }

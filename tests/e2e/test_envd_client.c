@@ -517,16 +517,28 @@ TEST(watch_dir_recursive) {
   asb_watch *w = NULL;
   REQUIRE_RC(asb_files_watch_dir(SB, path_in("w"), &o, &w), ASB_OK);
   REQUIRE_RC(asb_files_write(SB, path_in("w/f1"), "a", 1, NULL, NULL), ASB_OK);
+  /* a file made right after its directory, before envd could watch it */
   REQUIRE(asb_files_make_dir(SB, path_in("w/sub"), NULL) == 1);
-  usleep(100000);
   REQUIRE_RC(asb_files_write(SB, path_in("w/sub/f2"), "b", 1, NULL, NULL), ASB_OK);
+  /* a tree made elsewhere and moved in: its contents never had a watch */
+  char cmd[1024];
+  snprintf(cmd, sizeof cmd, "mkdir -p %s/t/in && echo x > %s/t/in/deep && mv %s/t %s/w/moved",
+           DIR_, DIR_, DIR_, DIR_);
+  asb_command_result *r = NULL;
+  CHECK_RC(asb_commands_run(SB, cmd, NULL, &r), ASB_OK);
+  asb_command_result_free(r);
   REQUIRE_RC(asb_files_remove(SB, path_in("w/f1"), NULL), ASB_OK);
-  for (int i = 0; i < 40 && !(ev.remove && strstr(ev.names, "sub/f2")); i++)
+  for (int i = 0; i < 40 && !(ev.remove && strstr(ev.names, "sub/f2") &&
+                              strstr(ev.names, "moved/in/deep"));
+       i++)
     CHECK(asb_watch_wait(w, 100) >= 0);
-  CHECK(ev.create >= 2);
+  CHECK(ev.create >= 5);
   CHECK(ev.remove >= 1);
   CHECK(strstr(ev.names, "f1,") != NULL);
-  CHECK(strstr(ev.names, "sub/f2") != NULL);
+  CHECK(strstr(ev.names, "sub/f2,") != NULL);
+  CHECK(strstr(ev.names, "moved,") != NULL);
+  CHECK(strstr(ev.names, "moved/in,") != NULL);
+  CHECK(strstr(ev.names, "moved/in/deep,") != NULL);
   asb_watch_free(w);
   CHECK_RC(asb_files_watch_dir(SB, path_in("not-there"), &o, &w), ASB_ENOTFOUND);
 }
