@@ -159,38 +159,24 @@ cJSON *bundled_waiting_json(engine *e, const char *name) {
     free(text);
   }
   close(fd);
-  int64_t mtime = (int64_t)st.st_mtim.tv_sec * 1000 + st.st_mtim.tv_nsec / 1000000;
+  /* The Template object of a built one (build.c), from what template.yaml
+   * says, then marked as not built. */
   const cJSON *res = cJSON_GetObjectItemCaseSensitive(spec, "resources");
-  const char *desc = NULL, *version = NULL;
   int32_t cpu = 0, mem = 0, disk = 0;
-  asbi_pj_get_str(spec, "description", &desc);
-  asbi_pj_get_str(spec, "version", &version);
   asbi_pj_get_i32(res, "cpu", &cpu);
   asbi_pj_get_i32(res, "memoryMB", &mem);
   asbi_pj_get_i32(res, "diskMB", &disk);
-  cJSON *j = cJSON_CreateObject();
-  cJSON_AddStringToObject(j, "templateID", name);
-  cJSON_AddStringToObject(j, "buildID", "");
-  cJSON_AddNumberToObject(j, "cpuCount", cpu);
-  cJSON_AddNumberToObject(j, "memoryMB", mem);
-  cJSON_AddNumberToObject(j, "diskSizeMB", disk);
-  cJSON_AddBoolToObject(j, "public", 1);
-  cJSON_AddItemToArray(cJSON_AddArrayToObject(j, "aliases"), cJSON_CreateString(name));
-  cJSON_AddItemToArray(cJSON_AddArrayToObject(j, "names"), cJSON_CreateString(name));
-  json_add_time(j, "createdAt", mtime);
-  json_add_time(j, "updatedAt", mtime);
-  cJSON_AddNullToObject(j, "createdBy");
-  cJSON_AddNullToObject(j, "lastSpawnedAt");
-  cJSON_AddNumberToObject(j, "spawnCount", 0);
-  cJSON_AddNumberToObject(j, "buildCount", 0);
-  cJSON_AddStringToObject(j, "envdVersion", e->envd_version);
-  cJSON_AddStringToObject(j, "buildStatus", spec ? "waiting" : "error");
+  template_info t = {.id = (char *)name, .alias = (char *)name, .build_id = "", .hash = "",
+                     .builtin = 1, .spec = spec, .cpu_count = cpu, .memory_mb = mem,
+                     .disk_mb = disk,
+                     .created_ms = (int64_t)st.st_mtim.tv_sec * 1000 +
+                                   st.st_mtim.tv_nsec / 1000000};
+  cJSON *j = template_json(e, &t);
+  cJSON_ReplaceItemInObjectCaseSensitive(j, "buildID", cJSON_CreateString(""));
+  cJSON_ReplaceItemInObjectCaseSensitive(j, "buildCount", cJSON_CreateNumber(0));
+  cJSON_ReplaceItemInObjectCaseSensitive(j, "buildStatus",
+                                         cJSON_CreateString(spec ? "waiting" : "error"));
   if (!spec) cJSON_AddStringToObject(j, "buildError", why);
-  /* ours */
-  cJSON_AddStringToObject(j, "name", name);
-  cJSON_AddBoolToObject(j, "builtIn", 1);
-  cJSON_AddStringToObject(j, "description", desc ? desc : "");
-  cJSON_AddStringToObject(j, "version", version ? version : "");
   cJSON_Delete(spec);
   return j;
 }
