@@ -86,22 +86,32 @@ TEST(round_trip) {
   asbi_buf_free(&b);
 }
 
+/* Recompute the checksum of the header at hdr after a test forged it. */
+static void reseal(char *hdr) {
+  unsigned sum = 0;
+  memset(hdr + 148, ' ', 8);
+  for (int i = 0; i < 512; i++) sum += (unsigned char)hdr[i];
+  snprintf(hdr + 148, 8, "%06o", sum);
+}
+
+/* Finish b, read its first entry into E, free b; asbi_tar_next's result. */
+static int first_entry(asbi_buf *b) {
+  asbi_tar_finish(b);
+  asbi_tar_reader r;
+  asbi_tar_reader_init(&r, b->data, b->len);
+  int rc = asbi_tar_next(&r, &E);
+  asbi_buf_free(b);
+  return rc;
+}
+
 static int unsafe(const char *name) {
   asbi_buf b = ASBI_BUF_INIT;
   /* forge a header with the raw name, bypassing the writer's checks */
   asbi_tar_add(&b, "placeholder", ASBI_TAR_FILE, 0644, "x", 1, NULL);
   memset(b.data, 0, 100);
   memcpy(b.data, name, strlen(name));
-  unsigned sum = 0;
-  memset(b.data + 148, ' ', 8);
-  for (int i = 0; i < 512; i++) sum += (unsigned char)b.data[i];
-  snprintf(b.data + 148, 8, "%06o", sum);
-  asbi_tar_finish(&b);
-  asbi_tar_reader r;
-  asbi_tar_reader_init(&r, b.data, b.len);
-  int rc = asbi_tar_next(&r, &E);
-  asbi_buf_free(&b);
-  return rc;
+  reseal(b.data);
+  return first_entry(&b);
 }
 
 TEST(names) {
@@ -122,17 +132,9 @@ static int pax_then_file(const char *record, size_t len) {
   asbi_buf b = ASBI_BUF_INIT;
   asbi_tar_add(&b, "pax", ASBI_TAR_FILE, 0644, record, len, NULL);
   b.data[156] = 'x';
-  unsigned sum = 0;
-  memset(b.data + 148, ' ', 8);
-  for (int i = 0; i < 512; i++) sum += (unsigned char)b.data[i];
-  snprintf(b.data + 148, 8, "%06o", sum);
+  reseal(b.data);
   asbi_tar_add(&b, "plain.txt", ASBI_TAR_FILE, 0644, "x", 1, NULL);
-  asbi_tar_finish(&b);
-  asbi_tar_reader r;
-  asbi_tar_reader_init(&r, b.data, b.len);
-  int rc = asbi_tar_next(&r, &E);
-  asbi_buf_free(&b);
-  return rc;
+  return first_entry(&b);
 }
 
 TEST(pax_names) {
