@@ -127,8 +127,8 @@ static const char *const *asbswig_strv_dup(const char *const *v) {
  *   ASB_BLOCKING(name)         release the interpreter lock around name
  * and typemaps for (char **data, size_t *len), char **url,
  * char **result_json, (const void *data, size_t len), const char *const *
- * in and out, size_t *len (binary getters), long *nanos,
- * const char **value, (char *buf, size_t buflen), int *major/minor/patch,
+ * in and out, size_t *len (binary getters), (char *buf, size_t buflen),
+ * int *major/minor/patch,
  * (const asb_write_entry *files, size_t count), and the callback pairs
  * (asb_data_fn on_data, void *userdata), (asb_read_fn read, void *userdata).
  * Options structs that carry callbacks (command, pty, watch, code) get
@@ -286,20 +286,21 @@ ASB_BLOCKING(asb_files_download_url)
 ASB_BLOCKING(asb_files_upload_url)
 ASB_BLOCKING(asb_code_run)
 ASB_BLOCKING(asb_code_context_create)
-ASB_BLOCKING(asb_code_list_contexts)
+ASB_BLOCKING(asb_code_contexts_list)
 ASB_BLOCKING(asb_code_context_restart)
 ASB_BLOCKING(asb_code_context_remove)
 ASB_BLOCKING(asb_session_save)        /* file locks */
 ASB_BLOCKING(asb_session_load)
 ASB_BLOCKING(asb_session_get)
-ASB_BLOCKING(asb_session_list_all)
+ASB_BLOCKING(asb_sessions_list)
 ASB_BLOCKING(asb_session_delete)
 ASB_BLOCKING(asb_sandbox_run_command)
-ASB_BLOCKING(asb_sandbox_list_commands)
+ASB_BLOCKING(asb_sandbox_commands_list)
 
 /* ---- the headers ------------------------------------------------------------ */
 
 %include "agentsandbox/common.h"
+%include "agentsandbox/types.h"
 %include "agentsandbox/version.h"
 %include "agentsandbox/errors.h"
 %include "agentsandbox/global.h"

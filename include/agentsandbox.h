@@ -11,6 +11,7 @@
 #define AGENTSANDBOX_H
 
 #include "agentsandbox/common.h"
+#include "agentsandbox/types.h"
 #include "agentsandbox/version.h"
 #include "agentsandbox/errors.h"
 #include "agentsandbox/global.h"

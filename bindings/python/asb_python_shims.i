@@ -89,7 +89,7 @@ int asbpy_commands_run(asb_sandbox *sandbox, const char *cmd,
   asb_cancel *cancel = o.cancel;
   o.cancel = NULL;
   asb_process *p = NULL;
-  int rc = asb_commands_start(sandbox, cmd, &o, &p);
+  int rc = asb_commands_start(&p, sandbox, cmd, &o);
   if (rc) return rc;
   if (cb) cb->pid = asb_process_pid(p);
   asb_call_options call = ASB_CALL_OPTIONS_INIT;
@@ -101,7 +101,7 @@ int asbpy_commands_run(asb_sandbox *sandbox, const char *cmd,
   }
   if (rc == ASB_OK) {
     call.timeout_ms = -1; /* the command's own lifetime bounds it */
-    rc = asb_process_wait(p, &call, out);
+    rc = asb_process_wait(out, p, &call);
   }
   if (rc == ASB_ECANCELED || (rc != ASB_OK && rc != ASB_ECOMMANDEXIT &&
                               rc != ASB_ETIMEOUT && stdin_data)) {
@@ -176,10 +176,10 @@ PyObject *asbpy_process_list_tuples(const asb_process_list *list) {
 PyObject *asbpy_sandbox_info_dict(const asb_sandbox_info *info) {
   if (!info) Py_RETURN_NONE;
   PyObject *meta = PyDict_New();
-  for (size_t i = 0; meta; i++) {
-    const char *value = NULL;
-    const char *key = asb_sandbox_info_metadata_at(info, i, &value);
-    if (!key) break;
+  size_t nmeta = asb_sandbox_info_metadata_count(info);
+  for (size_t i = 0; meta && i < nmeta; i++) {
+    const char *key = asb_sandbox_info_metadata_key(info, i);
+    const char *value = asb_sandbox_info_metadata_value(info, i);
     PyObject *v = asbpy_str(value ? value : "");
     if (!v || PyDict_SetItemString(meta, key, v) != 0) Py_CLEAR(meta);
     Py_XDECREF(v);
@@ -220,7 +220,7 @@ PyObject *asbpy_metrics_tuples(const asb_metrics *m) {
   size_t n = asb_metrics_count(m);
   PyObject *l = PyList_New((Py_ssize_t)n);
   for (size_t i = 0; l && i < n; i++) {
-    PyObject *t = Py_BuildValue("(LdiLLLL)", (long long)asb_metrics_timestamp(m, i),
+    PyObject *t = Py_BuildValue("(LdiLLLL)", (long long)asb_metrics_sampled_at(m, i),
                                 asb_metrics_cpu_used_pct(m, i), asb_metrics_cpu_count(m, i),
                                 (long long)asb_metrics_mem_used(m, i),
                                 (long long)asb_metrics_mem_total(m, i),
@@ -242,7 +242,7 @@ PyObject *asbpy_execution_tuple(const asb_execution *e) {
   size_t n = asb_execution_result_count(e);
   PyObject *results = PyList_New((Py_ssize_t)n);
   for (size_t i = 0; results && i < n; i++) {
-    PyObject *d = asbpy_code_result_dict(asb_execution_result(e, i));
+    PyObject *d = asbpy_code_result_dict(asb_execution_result_get(e, i));
     if (!d) {
       Py_CLEAR(results);
       break;
@@ -251,12 +251,12 @@ PyObject *asbpy_execution_tuple(const asb_execution *e) {
   }
   PyObject *out = PyList_New(0), *err = PyList_New(0);
   for (size_t i = 0; out && i < asb_execution_stdout_count(e); i++) {
-    PyObject *s = asbpy_str(asb_execution_stdout(e, i));
+    PyObject *s = asbpy_str(asb_execution_stdout_get(e, i));
     if (!s || PyList_Append(out, s) != 0) Py_CLEAR(out);
     Py_XDECREF(s);
   }
   for (size_t i = 0; err && i < asb_execution_stderr_count(e); i++) {
-    PyObject *s = asbpy_str(asb_execution_stderr(e, i));
+    PyObject *s = asbpy_str(asb_execution_stderr_get(e, i));
     if (!s || PyList_Append(err, s) != 0) Py_CLEAR(err);
     Py_XDECREF(s);
   }

@@ -364,8 +364,8 @@ static int open_process(asb_sandbox *sb, cJSON *req, const char *method,
   return rc;
 }
 
-int asb_commands_start(asb_sandbox *sb, const char *cmd,
-                       const asb_command_options *o, asb_process **out) {
+int asb_commands_start(asb_process **out, asb_sandbox *sb, const char *cmd,
+                       const asb_command_options *o) {
   if (!sb || !cmd || !out)
     return asbi_err(ASB_EINVAL, "commands.start: sandbox, cmd and out are required");
   ASBI_CHECK_VERSION(o, ASB_COMMAND_OPTIONS_VERSION, "asb_command_options");
@@ -398,8 +398,8 @@ int asb_commands_start(asb_sandbox *sb, const char *cmd,
   return ASB_OK;
 }
 
-int asb_commands_connect(asb_sandbox *sb, unsigned int pid,
-                         const asb_command_options *o, asb_process **out) {
+int asb_commands_connect(asb_process **out, asb_sandbox *sb, unsigned int pid,
+                         const asb_command_options *o) {
   if (!sb || !out || !pid)
     return asbi_err(ASB_EINVAL, "commands.connect: sandbox, pid and out are required");
   ASBI_CHECK_VERSION(o, ASB_COMMAND_OPTIONS_VERSION, "asb_command_options");
@@ -440,16 +440,15 @@ static int process_wait(asb_process *p, const asb_call_options *call,
   return rc;
 }
 
-int asb_process_wait(asb_process *p, const asb_call_options *call,
-                     asb_command_result **out) {
+int asb_process_wait(asb_command_result **out, asb_process *p, const asb_call_options *call) {
   return process_wait(p, call, out, 0);
 }
 
-int asb_commands_run(asb_sandbox *sb, const char *cmd,
-                     const asb_command_options *o, asb_command_result **out) {
+int asb_commands_run(asb_command_result **out, asb_sandbox *sb, const char *cmd,
+                     const asb_command_options *o) {
   if (out) *out = NULL;
   asb_process *p = NULL;
-  int rc = asb_commands_start(sb, cmd, o, &p);
+  int rc = asb_commands_start(&p, sb, cmd, o);
   if (rc) return rc;
   asb_call_options call = ASB_CALL_OPTIONS_INIT;
   call.timeout_ms = -1; /* the command's own lifetime bounds it */
@@ -625,8 +624,7 @@ static char **strv_from_map(const cJSON *m) {
   return v;
 }
 
-int asb_commands_list(asb_sandbox *sb, const asb_call_options *call,
-                      asb_process_list **out) {
+int asb_commands_list(asb_process_list **out, asb_sandbox *sb, const asb_call_options *call) {
   if (!sb || !out) return asbi_err(ASB_EINVAL, "commands.list: bad arguments");
   ASBI_CHECK_VERSION(call, ASB_CALL_OPTIONS_VERSION, "asb_call_options");
   asbi_envd_call c;
@@ -694,7 +692,7 @@ const char *asb_process_info_cwd(const asb_process_info *i) { return i ? i->cwd 
 
 /* ---- PTYs -------------------------------------------------------------------------- */
 
-int asb_pty_create(asb_sandbox *sb, const asb_pty_options *o, asb_process **out) {
+int asb_pty_create(asb_process **out, asb_sandbox *sb, const asb_pty_options *o) {
   if (!sb || !out) return asbi_err(ASB_EINVAL, "pty.create: bad arguments");
   ASBI_CHECK_VERSION(o, ASB_PTY_OPTIONS_VERSION, "asb_pty_options");
   asb_pty_options d = ASB_PTY_OPTIONS_INIT;

@@ -177,10 +177,8 @@ const char *asb_entry_permissions(const asb_entry *e) {
 }
 const char *asb_entry_owner(const asb_entry *e) { return e ? e->owner : NULL; }
 const char *asb_entry_group(const asb_entry *e) { return e ? e->group : NULL; }
-asb_int64 asb_entry_modified_time(const asb_entry *e, long *nanos) {
-  if (nanos) *nanos = e ? e->mtime_ns : 0;
-  return e ? e->mtime : 0;
-}
+asb_int64 asb_entry_modified_at(const asb_entry *e) { return e ? e->mtime : 0; }
+long asb_entry_modified_nanos(const asb_entry *e) { return e ? e->mtime_ns : 0; }
 const char *asb_entry_symlink_target(const asb_entry *e) {
   return e ? e->symlink_target : NULL;
 }
@@ -249,8 +247,8 @@ static int files_get(asb_sandbox *sb, const char *path,
   return rc;
 }
 
-int asb_files_read(asb_sandbox *sb, const char *path,
-                   const asb_files_options *o, char **data, size_t *len) {
+int asb_files_read(char **data, size_t *len, asb_sandbox *sb, const char *path,
+                   const asb_files_options *o) {
   if (!sb || !data) return asbi_err(ASB_EINVAL, "files.read: bad arguments");
   asbi_buf b = ASBI_BUF_INIT;
   read_ctx ctx = {NULL, NULL, &b};
@@ -499,25 +497,23 @@ static int write_one(asb_sandbox *sb, const char *path, seg *data, int64_t size,
   return rc;
 }
 
-int asb_files_write(asb_sandbox *sb, const char *path, const void *data,
-                    size_t len, const asb_files_options *o, asb_entry **out) {
+int asb_files_write(asb_entry **out, asb_sandbox *sb, const char *path, const void *data,
+                    size_t len, const asb_files_options *o) {
   if (!sb || (!data && len)) return asbi_err(ASB_EINVAL, "files.write: bad arguments");
   seg s = {data ? data : "", len, NULL, NULL};
   return write_one(sb, path, &s, (int64_t)len, o, out, "files.write");
 }
 
-int asb_files_write_stream(asb_sandbox *sb, const char *path, asb_read_fn read,
-                           void *ud, asb_int64 size, const asb_files_options *o,
-                           asb_entry **out) {
+int asb_files_write_stream(asb_entry **out, asb_sandbox *sb, const char *path, asb_read_fn read,
+                           void *ud, asb_int64 size, const asb_files_options *o) {
   if (!sb || !read || size < -1)
     return asbi_err(ASB_EINVAL, "files.write_stream: bad arguments");
   seg s = {NULL, 0, read, ud};
   return write_one(sb, path, &s, size, o, out, "files.write_stream");
 }
 
-int asb_files_write_many(asb_sandbox *sb, const asb_write_entry *files,
-                         size_t count, const asb_files_options *o,
-                         asb_entry_list **out) {
+int asb_files_write_many(asb_entry_list **out, asb_sandbox *sb, const asb_write_entry *files,
+                         size_t count, const asb_files_options *o) {
   if (out) *out = NULL;
   if (!sb || (!files && count)) return asbi_err(ASB_EINVAL, "files.write_many: bad arguments");
   ASBI_CHECK_VERSION(o, ASB_FILES_OPTIONS_VERSION, "asb_files_options");
@@ -606,8 +602,7 @@ static cJSON *path_req(const char *key, const char *path) {
   asb_files_options dflt_ = ASB_FILES_OPTIONS_INIT;                           \
   if (!o) o = &dflt_
 
-int asb_files_stat(asb_sandbox *sb, const char *path, const asb_files_options *o,
-                   asb_entry **out) {
+int asb_files_stat(asb_entry **out, asb_sandbox *sb, const char *path, const asb_files_options *o) {
   FS_PRELUDE("files.stat");
   int rc = check_path(path, "files.stat");
   if (rc) return rc;
@@ -624,13 +619,13 @@ int asb_files_stat(asb_sandbox *sb, const char *path, const asb_files_options *o
 
 int asb_files_exists(asb_sandbox *sb, const char *path,
                      const asb_files_options *o) {
-  int rc = asb_files_stat(sb, path, o, NULL);
+  int rc = asb_files_stat(NULL, sb, path, o);
   if (rc == ASB_OK) return 1;
   return rc == ASB_ENOTFOUND ? 0 : rc;
 }
 
-int asb_files_list(asb_sandbox *sb, const char *path, int depth,
-                   const asb_files_options *o, asb_entry_list **out) {
+int asb_files_list(asb_entry_list **out, asb_sandbox *sb, const char *path, int depth,
+                   const asb_files_options *o) {
   FS_PRELUDE("files.list");
   if (!out) return asbi_err(ASB_EINVAL, "files.list: out is NULL");
   int rc = check_path(path, "files.list");
@@ -654,8 +649,8 @@ int asb_files_remove(asb_sandbox *sb, const char *path,
                  "files.remove", NULL);
 }
 
-int asb_files_rename(asb_sandbox *sb, const char *from, const char *to,
-                     const asb_files_options *o, asb_entry **out) {
+int asb_files_rename(asb_entry **out, asb_sandbox *sb, const char *from, const char *to,
+                     const asb_files_options *o) {
   FS_PRELUDE("files.rename");
   int rc = check_path(from, "files.rename");
   if (!rc) rc = check_path(to, "files.rename");
@@ -702,8 +697,8 @@ static const asbi_pj_enum EVENT_TYPES[] = {
     {ASB_FS_EVENT_RENAME, "EVENT_TYPE_RENAME"}, {ASB_FS_EVENT_CHMOD, "EVENT_TYPE_CHMOD"},
     {0, NULL}};
 
-int asb_files_watch_dir(asb_sandbox *sb, const char *path,
-                        const asb_watch_options *o, asb_watch **out) {
+int asb_files_watch_dir(asb_watch **out, asb_sandbox *sb, const char *path,
+                        const asb_watch_options *o) {
   if (!sb || !out) return asbi_err(ASB_EINVAL, "files.watch_dir: bad arguments");
   ASBI_CHECK_VERSION(o, ASB_WATCH_OPTIONS_VERSION, "asb_watch_options");
   asb_watch_options d = ASB_WATCH_OPTIONS_INIT;
@@ -864,12 +859,12 @@ static int signed_url(asb_sandbox *sb, const char *path, const char *user,
   return *url ? ASB_OK : asbi_oom();
 }
 
-int asb_files_download_url(asb_sandbox *sb, const char *path, const char *user,
-                           long expires_in_s, char **url) {
+int asb_files_download_url(char **url, asb_sandbox *sb, const char *path, const char *user,
+                           long expires_in_s) {
   return signed_url(sb, path, user, expires_in_s, "read", url);
 }
 
-int asb_files_upload_url(asb_sandbox *sb, const char *path, const char *user,
-                         long expires_in_s, char **url) {
+int asb_files_upload_url(char **url, asb_sandbox *sb, const char *path, const char *user,
+                         long expires_in_s) {
   return signed_url(sb, path, user, expires_in_s, "write", url);
 }

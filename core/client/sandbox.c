@@ -145,8 +145,7 @@ static int copy_out(asbi_buf *b, char *buf, size_t buflen, const char *what) {
   return rc;
 }
 
-int asb_sandbox_get_host(const asb_sandbox *sb, int port, char *buf,
-                         size_t buflen) {
+int asb_sandbox_get_host(char *buf, size_t buflen, const asb_sandbox *sb, int port) {
   if (!sb) return asbi_err(ASB_EINVAL, "get_host: sandbox is NULL");
   if (port < 1 || port > 65535)
     return asbi_err(ASB_EINVAL, "get_host: port %d out of range", port);
@@ -160,8 +159,7 @@ int asb_sandbox_get_host(const asb_sandbox *sb, int port, char *buf,
   return copy_out(&b, buf, buflen, "get_host");
 }
 
-int asb_sandbox_get_url(const asb_sandbox *sb, int port, char *buf,
-                        size_t buflen) {
+int asb_sandbox_get_url(char *buf, size_t buflen, const asb_sandbox *sb, int port) {
   if (!sb) return asbi_err(ASB_EINVAL, "get_url: sandbox is NULL");
   if (port < 1 || port > 65535)
     return asbi_err(ASB_EINVAL, "get_url: port %d out of range", port);

@@ -596,8 +596,7 @@ static int info_from(const cJSON *j, asb_sandbox_info **out) {
   return ASB_OK;
 }
 
-int asb_sandbox_get_info(asb_sandbox *sb, const asb_call_options *call,
-                         asb_sandbox_info **out) {
+int asb_sandbox_get_info(asb_sandbox_info **out, asb_sandbox *sb, const asb_call_options *call) {
   if (!sb || !out) return asbi_err(ASB_EINVAL, "sandbox.get_info: bad arguments");
   ASBI_CHECK_VERSION(call, ASB_CALL_OPTIONS_VERSION, "asb_call_options");
   char path[256];
@@ -632,14 +631,12 @@ const char *asb_sandbox_info_metadata(const asb_sandbox_info *i, const char *key
     if (strcmp(i->mkeys[k], key) == 0) return i->mvals[k];
   return NULL;
 }
-const char *asb_sandbox_info_metadata_at(const asb_sandbox_info *i, size_t k,
-                                         const char **value) {
-  if (!i || k >= i->nmeta) {
-    if (value) *value = NULL;
-    return NULL;
-  }
-  if (value) *value = i->mvals[k];
-  return i->mkeys[k];
+size_t asb_sandbox_info_metadata_count(const asb_sandbox_info *i) { return i ? i->nmeta : 0; }
+const char *asb_sandbox_info_metadata_key(const asb_sandbox_info *i, size_t k) {
+  return i && k < i->nmeta ? i->mkeys[k] : NULL;
+}
+const char *asb_sandbox_info_metadata_value(const asb_sandbox_info *i, size_t k) {
+  return i && k < i->nmeta ? i->mvals[k] : NULL;
 }
 
 /* ---- list ------------------------------------------------------------------------------ */
@@ -663,8 +660,7 @@ void asb_sandbox_page_free(asb_sandbox_page *p) {
 static int info_item(const cJSON *j, void *item) { return info_from(j, item); }
 static void info_drop(void *item) { asb_sandbox_info_free(*(asb_sandbox_info **)item); }
 
-int asb_sandbox_list(asb_client *c, const asb_sandbox_list_options *o,
-                     asb_sandbox_page **out) {
+int asb_sandbox_list(asb_sandbox_page **out, asb_client *c, const asb_sandbox_list_options *o) {
   if (!c || !out) return asbi_err(ASB_EINVAL, "sandbox.list: bad arguments");
   ASBI_CHECK_VERSION(o, ASB_SANDBOX_LIST_OPTIONS_VERSION, "asb_sandbox_list_options");
   asb_sandbox_list_options d = ASB_SANDBOX_LIST_OPTIONS_INIT;
@@ -767,8 +763,8 @@ static int metric_item(const cJSON *it, void *item) {
   return ASB_OK;
 }
 
-int asb_sandbox_get_metrics(asb_sandbox *sb, asb_int64 start, asb_int64 end,
-                            const asb_call_options *call, asb_metrics **out) {
+int asb_sandbox_get_metrics(asb_metrics **out, asb_sandbox *sb, asb_int64 start, asb_int64 end,
+                            const asb_call_options *call) {
   if (!sb || !out) return asbi_err(ASB_EINVAL, "sandbox.get_metrics: bad arguments");
   ASBI_CHECK_VERSION(call, ASB_CALL_OPTIONS_VERSION, "asb_call_options");
   char path[256];
@@ -807,7 +803,7 @@ size_t asb_metrics_count(const asb_metrics *m) { return m ? m->n : 0; }
   type asb_metrics_##name(const asb_metrics *m, size_t i) {     \
     return m && i < m->n ? (type)m->v[i].field : (type)0;       \
   }
-METRIC_GETTER(asb_int64, timestamp, ts)
+METRIC_GETTER(asb_int64, sampled_at, ts)
 METRIC_GETTER(double, cpu_used_pct, cpu_pct)
 METRIC_GETTER(int, cpu_count, cpu_count)
 METRIC_GETTER(asb_int64, mem_used, mem_used)

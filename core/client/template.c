@@ -114,8 +114,8 @@ const char *asb_template_json(const asb_template *t) { return t ? t->json : NULL
 
 /* ---- calls ---------------------------------------------------------------------- */
 
-int asb_templates_build(asb_client *c, const char *dir, const asb_template_build_options *o,
-                       asb_template **out) {
+int asb_templates_build(asb_template **out, asb_client *c, const char *dir,
+                        const asb_template_build_options *o) {
   if (out) *out = NULL;
   if (!c || !dir || !*dir || !out) return asbi_err(ASB_EINVAL, "template.build: bad arguments");
   ASBI_CHECK_VERSION(o, ASB_TEMPLATE_BUILD_OPTIONS_VERSION, "asb_template_build_options");
@@ -176,8 +176,8 @@ static int template_path(asbi_buf *p, const char *id) {
   return p->data ? ASB_OK : asbi_oom();
 }
 
-int asb_templates_get(asb_client *c, const char *id, const asb_call_options *call,
-                     asb_template **out) {
+int asb_templates_get(asb_template **out, asb_client *c, const char *id,
+                      const asb_call_options *call) {
   if (out) *out = NULL;
   if (!c || !id || !*id || !out) return asbi_err(ASB_EINVAL, "template.get: bad arguments");
   ASBI_CHECK_VERSION(call, ASB_CALL_OPTIONS_VERSION, "asb_call_options");
@@ -210,7 +210,7 @@ static int template_item(const cJSON *j, void *item) {
 }
 static void template_drop(void *item) { asb_template_free(*(asb_template **)item); }
 
-int asb_templates_list(asb_client *c, const asb_call_options *call, asb_template_list **out) {
+int asb_templates_list(asb_template_list **out, asb_client *c, const asb_call_options *call) {
   if (out) *out = NULL;
   if (!c || !out) return asbi_err(ASB_EINVAL, "template.list: bad arguments");
   ASBI_CHECK_VERSION(call, ASB_CALL_OPTIONS_VERSION, "asb_call_options");

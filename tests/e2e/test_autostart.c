@@ -36,7 +36,7 @@ TEST(nothing_configured_starts_the_engine) {
   asb_sandbox *sb = NULL;
   REQUIRE_RC(asb_sandbox_create(&sb, c, NULL), ASB_OK);
   asb_command_result *r = NULL;
-  REQUIRE_RC(asb_commands_run(sb, "echo started on demand", NULL, &r), ASB_OK);
+  REQUIRE_RC(asb_commands_run(&r, sb, "echo started on demand", NULL), ASB_OK);
   CHECK_STR(asb_command_result_stdout(r, NULL), "started on demand\n");
   asb_command_result_free(r);
   char path[256];
@@ -49,7 +49,7 @@ TEST(nothing_configured_starts_the_engine) {
   /* A second client finds the running engine (no second start). */
   REQUIRE_RC(asb_client_new(&c, NULL), ASB_OK);
   asb_sandbox_page *p = NULL;
-  CHECK_RC(asb_sandbox_list(c, NULL, &p), ASB_OK);
+  CHECK_RC(asb_sandbox_list(&p, c, NULL), ASB_OK);
   asb_sandbox_page_free(p);
   asb_client_free(c);
 }

@@ -925,7 +925,7 @@ class Code:
                        cwd=ll.asb_code_context_cwd(c) or "")
 
     def list_contexts(self, request_timeout: Optional[float] = None) -> List[Context]:
-        lst = N.call(ll.asb_code_list_contexts, self._sandbox._h, _call_options(request_timeout))
+        lst = N.call(ll.asb_code_contexts_list, self._sandbox._h, _call_options(request_timeout))
         out = []
         for i in range(ll.asb_code_context_list_count(lst)):
             c = ll.asb_code_context_list_get(lst, i)
@@ -1266,7 +1266,7 @@ class Sandbox:
     def list_commands(self, *, port: Optional[int] = None,
                       request_timeout: Optional[float] = None) -> List[CommandInfo]:
         """The named commands the sandbox serves (hidden ones are not listed)."""
-        lst = N.call(ll.asb_sandbox_list_commands, self._h, _named_options(port, request_timeout))
+        lst = N.call(ll.asb_sandbox_commands_list, self._h, _named_options(port, request_timeout))
         return [CommandInfo(name=n, description=d or "",
                             args=[CommandArg(name=an, type=at, required=bool(rq), default=df,
                                              description=ad or "")

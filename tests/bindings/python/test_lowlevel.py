@@ -66,7 +66,7 @@ def test_out_parameters(engine):
         rc, res = ll.asb_commands_run(sb, "printf 'a\\0b'", None)
         assert ll.asb_command_result_stdout(res) == b"a\x00b"
         rc, entry = ll.asb_files_stat(sb, "/tmp/ll", None)
-        secs, nanos = ll.asb_entry_modified_time(entry)
+        secs, nanos = ll.asb_entry_modified_at(entry), ll.asb_entry_modified_nanos(entry)
         assert secs > 0 and 0 <= nanos < 10**9
     finally:
         ll.asb_sandbox_kill(sb, None)
