@@ -85,6 +85,7 @@ struct asb_client {
    * the engine of state_dir, reading its key there and starting it when it
    * is not running. */
   int local;
+  int autostart; /* local mode: start the engine when it is not running */
   char *state_dir;
   pthread_mutex_t mu; /* api_key / api_url discovered lazily in local mode */
   char *retired[8];   /* URLs replaced at run time, freed with the client
