@@ -68,9 +68,9 @@ def check_functions(man, hdrs):
         check_returns(where, e, f, params)
         if "frees" in e:
             t = e["frees"]
-            if t == "buffer":
+            if t in ("buffer", "options"):
                 if [p["type"] for p in params] != ["void *"]:
-                    err(f"{where}: frees a buffer but does not take one void *")
+                    err(f"{where}: frees {t} but does not take one void *")
             else:
                 h = man["handles"].get(t)
                 if [p["type"] for p in params] != [f"{t} *"]:
@@ -92,7 +92,7 @@ def check_functions(man, hdrs):
 
 
 OUT_TYPES = {"bytes": "char **", "string": "char **", "chars": "char *", "int": "int *",
-             "length": "size_t *"}
+             "length": "size_t *", "options": "void **"}
 
 
 def check_outputs(where, e, params, man, mf):
@@ -236,6 +236,16 @@ def check_options(man, hdrs):
             err(f"{where}: callback members are {want_cb}, {o.get('callbacks', {})} described")
         if want_cb and members.get(o.get("userdata")) != "void *":
             err(f"{where}: callbacks without a void * userdata member named in \"userdata\"")
+        since = o.get("since", {})
+        if not isinstance(since, dict):
+            err(f"{where}: \"since\" maps members to the options version that added them")
+            since = {}
+        top = hdrs.macros.get(o.get("version"), "")
+        for m, v in since.items():
+            if m not in members or m == "version":
+                err(f"{where}: since: {m!r} is no member")
+            elif not isinstance(v, int) or v < 2 or not top.isdigit() or v > int(top):
+                err(f"{where}: since: {m} added in version {v!r}, the struct is version {top}")
         has_cancel = members.get("cancel") == "asb_cancel *"
         if has_cancel != (o.get("cancel") == "cancel"):
             err(f"{where}: the cancel member and \"cancel\" disagree")
