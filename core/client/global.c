@@ -1,4 +1,14 @@
 /* Process-wide initialisation of libcurl (and through it OpenSSL).
+ *
+ * libcurl is initialised once, by the first asb_global_init() or, without
+ * one, by the first client; libcurl counts initialisations, so this library
+ * makes exactly one of its own and gives it back exactly once: at the last
+ * asb_global_cleanup(), or when the library is unloaded (dlclose, exit).
+ * The second matters to hosts that load this library at run time and also
+ * use libcurl themselves: libcurl then stays loaded when this library goes,
+ * and an initialisation never given back would keep the host's own last
+ * curl_global_cleanup() from releasing libcurl's global state — once per
+ * load of this library.
  * SPDX-License-Identifier: Apache-2.0 */
 #include <curl/curl.h>
 #include <pthread.h>
@@ -7,6 +17,7 @@
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static int refs;        /* explicit asb_global_init references */
+static int users;       /* live HTTP pools (one per client) */
 static int initialised; /* curl_global_init done */
 
 static int init_locked(void) {
@@ -36,9 +47,30 @@ void asb_global_cleanup(void) {
   pthread_mutex_unlock(&mu);
 }
 
-int asbi_global_ensure(void) {
+int asbi_global_hold(void) {
   pthread_mutex_lock(&mu);
   int rc = init_locked();
+  if (rc == ASB_OK) users++;
   pthread_mutex_unlock(&mu);
   return rc;
+}
+
+void asbi_global_release(void) {
+  pthread_mutex_lock(&mu);
+  if (users > 0) users--;
+  pthread_mutex_unlock(&mu);
+}
+
+/* Unloading (dlclose) or exiting. Not while a client is alive: at exit
+ * another thread may still be in a call, and what it holds goes with the
+ * process. An asb_global_init() never matched by asb_global_cleanup()
+ * goes with the library too. */
+__attribute__((destructor)) static void global_fini(void) {
+  pthread_mutex_lock(&mu);
+  if (initialised && users == 0) {
+    curl_global_cleanup();
+    initialised = 0;
+    refs = 0;
+  }
+  pthread_mutex_unlock(&mu);
 }

@@ -63,10 +63,13 @@ static void share_unlock(CURL *e, curl_lock_data d, void *ud) {
 }
 
 int asbi_http_new(asbi_http **out) {
-  int rc = asbi_global_ensure();
+  int rc = asbi_global_hold();
   if (rc) return rc;
   asbi_http *h = calloc(1, sizeof *h);
-  if (!h) return asbi_oom();
+  if (!h) {
+    asbi_global_release();
+    return asbi_oom();
+  }
   pthread_mutex_init(&h->mu, NULL);
   for (int i = 0; i < CURL_LOCK_DATA_LAST; i++)
     pthread_mutex_init(&h->share_mu[i], NULL);
@@ -103,6 +106,7 @@ void asbi_http_free(asbi_http *h) {
     pthread_mutex_destroy(&h->share_mu[i]);
   pthread_mutex_destroy(&h->mu);
   free(h);
+  asbi_global_release();
 }
 
 void asbi_http_get_stats(asbi_http *h, asbi_http_stats *out) {
