@@ -9,8 +9,16 @@
  * and an initialisation never given back would keep the host's own last
  * curl_global_cleanup() from releasing libcurl's global state — once per
  * load of this library.
+ *
+ * libcurl itself stays loaded once used, as OpenSSL keeps itself loaded:
+ * its threaded resolver hands a name lookup that is given up (a cancelled
+ * or timed-out call) to a detached thread, which finishes it in libcurl's
+ * code, and nothing can wait for that thread. Were libcurl unloaded with
+ * this library meanwhile (a host dlclose'ing us), the thread would run
+ * unmapped code.
  * SPDX-License-Identifier: Apache-2.0 */
 #include <curl/curl.h>
+#include <dlfcn.h>
 #include <pthread.h>
 
 #include "internal.h"
@@ -20,6 +28,19 @@ static int refs;        /* explicit asb_global_init references */
 static int users;       /* live HTTP pools (one per client) */
 static int initialised; /* curl_global_init done */
 
+/* Keep libcurl loaded for the rest of the process if its resolver runs on
+ * threads (see above): RTLD_NOLOAD finds the copy already loaded, and
+ * RTLD_NODELETE marks it never to be unloaded. */
+static void pin_libcurl(void) {
+  static int pinned;
+  const curl_version_info_data *v = curl_version_info(CURLVERSION_NOW);
+  if (pinned || !(v->features & CURL_VERSION_ASYNCHDNS) || v->ares) return;
+  Dl_info info;
+  if (dladdr((void *)curl_easy_init, &info) && info.dli_fname &&
+      dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE))
+    pinned = 1;
+}
+
 static int init_locked(void) {
   if (initialised) return ASB_OK;
   CURLcode rc = curl_global_init(CURL_GLOBAL_DEFAULT);
@@ -27,6 +48,7 @@ static int init_locked(void) {
     return asbi_err(ASB_ERROR, "libcurl initialisation failed: %s",
                     curl_easy_strerror(rc));
   initialised = 1;
+  pin_libcurl();
   return ASB_OK;
 }
 

@@ -9,8 +9,9 @@
  *    from several threads at once over "localhost" (so libcurl resolves
  *    names on threads of its own), a background process whose wait is
  *    cancelled from another thread, files written and read — then every
- *    object freed and the library dlclose'd: it is unmapped, libcurl with
- *    it, and no thread is left; then loaded again and used again without
+ *    object freed and the library dlclose'd: it is unmapped (libcurl is
+ *    kept, pinned by the library on purpose) and no thread is left; then
+ *    loaded again and used again without
  *    asb_global_init (the implicit initialisation a destructor must undo);
  *  - host_keeps_libcurl: a host that uses libcurl itself, and so keeps it
  *    loaded, loads and unloads this library twice; its own last
@@ -252,7 +253,9 @@ TEST(after_use) {
     use_library(h, round == 0);
     CHECK(dlclose(h) == 0);
     CHECK(!loaded(SONAME));
-    CHECK(!loaded("libcurl.so.4")); /* nothing else of this process uses it */
+    /* libcurl stays: a name lookup it gave up finishes on a detached
+     * thread in its code (core/client/global.c) */
+    CHECK(loaded("libcurl.so.4"));
     CHECK_INT(thread_count(), threads);
   }
 }
