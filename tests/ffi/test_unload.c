@@ -85,6 +85,47 @@ static int thread_count(void) {
   return n;
 }
 
+/* 1 if /proc/net/<file> lists a socket of this inode. */
+static int in_net_table(const char *file, unsigned long inode) {
+  char path[64], line[512];
+  snprintf(path, sizeof path, "/proc/net/%s", file);
+  FILE *f = fopen(path, "r");
+  int found = 0;
+  while (f && !found && fgets(line, sizeof line, f)) {
+    unsigned long ino = 0;
+    /* sl local rem st tx:rx tr:when retrnsmt uid timeout inode */
+    if (sscanf(line, "%*s %*s %*s %*s %*s %*s %*s %*s %*s %lu", &ino) == 1 && ino == inode)
+      found = 1;
+  }
+  if (f) fclose(f);
+  return found;
+}
+
+/* The TCP sockets of this process that a child it forks would inherit
+ * (no O_CLOEXEC): this process has none of its own, so they would be the
+ * library's connections. */
+static int inheritable_tcp_sockets(void) {
+  DIR *d = opendir("/proc/self/fd");
+  int n = 0;
+  for (struct dirent *e; d && (e = readdir(d)) != NULL;) {
+    char path[300], link[64] = "", line[128];
+    snprintf(path, sizeof path, "/proc/self/fd/%s", e->d_name);
+    ssize_t len = readlink(path, link, sizeof link - 1);
+    unsigned long inode = 0;
+    if (len <= 0 || (link[len] = 0, sscanf(link, "socket:[%lu]", &inode) != 1)) continue;
+    if (!in_net_table("tcp", inode) && !in_net_table("tcp6", inode)) continue;
+    snprintf(path, sizeof path, "/proc/self/fdinfo/%s", e->d_name);
+    FILE *f = fopen(path, "r");
+    unsigned long flags = 0;
+    while (f && fgets(line, sizeof line, f))
+      if (sscanf(line, "flags: %lo", &flags) == 1) break;
+    if (f) fclose(f);
+    if (!(flags & 02000000)) n++; /* O_CLOEXEC */
+  }
+  if (d) closedir(d);
+  return n;
+}
+
 /* A client of the fixture's engine, its URLs with host name `host`. */
 static int client(const api *a, asb_client **out, const char *host) {
   char url[96];
@@ -230,6 +271,9 @@ static void use_library(void *h, int explicit_init) {
     pthread_join(t[i], NULL);
     CHECK(w[i].ok);
   }
+  /* The pooled connections (several now, one per concurrent call, and the
+   * waiter's stream) are not inherited by children the host forks. */
+  CHECK_INT(inheritable_tcp_sockets(), 0);
   if (waiting) {
     a.asb_cancel_request(wt.cancel);
     pthread_join(tw, NULL);
