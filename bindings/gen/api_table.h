@@ -54,7 +54,7 @@
   X(asb_cancel_reset, 0u, 1, 0, "", "") \
   X(asb_client_options_init, 0u, 2, 0, "", "") \
   X(asb_client_new, ASB_API_BLOCKING, 2, 1, "", "") \
-  X(asb_client_free, ASB_API_FREES, 1, 0, "", "") \
+  X(asb_client_free, ASB_API_ANY_THREAD|ASB_API_FREES, 1, 0, "", "") \
   X(asb_client_api_url, ASB_API_RETURNS_BORROWED, 1, 0, "", "") \
   X(asb_client_domain, ASB_API_RETURNS_BORROWED, 1, 0, "", "") \
   X(asb_client_sandbox_url, ASB_API_RETURNS_BORROWED, 1, 0, "", "") \
@@ -114,8 +114,9 @@
   X(asb_process_kill, ASB_API_BLOCKING|ASB_API_CANCELLABLE, 2, 0, "call", "") \
   X(asb_process_send_stdin, ASB_API_BLOCKING|ASB_API_CANCELLABLE, 4, 0, "call", "") \
   X(asb_process_close_stdin, ASB_API_BLOCKING|ASB_API_CANCELLABLE, 2, 0, "call", "") \
-  X(asb_process_disconnect, ASB_API_BLOCKING, 1, 0, "", "") \
-  X(asb_process_free, ASB_API_BLOCKING|ASB_API_FREES, 1, 0, "", "") \
+  X(asb_process_stop, ASB_API_ANY_THREAD, 1, 0, "", "") \
+  X(asb_process_disconnect, ASB_API_ANY_THREAD, 1, 0, "", "") \
+  X(asb_process_free, ASB_API_ANY_THREAD|ASB_API_FREES, 1, 0, "", "") \
   X(asb_command_result_stdout, ASB_API_RETURNS_BORROWED, 2, 0, "", "") \
   X(asb_command_result_stderr, ASB_API_RETURNS_BORROWED, 2, 0, "", "") \
   X(asb_command_result_exit_code, 0u, 1, 0, "", "") \
@@ -157,7 +158,7 @@
   X(asb_files_watch_dir, ASB_API_BLOCKING|ASB_API_CANCELLABLE, 4, 1, "opts", "") \
   X(asb_watch_wait, ASB_API_BLOCKING|ASB_API_CALLBACKS, 2, 0, "", "caller") \
   X(asb_watch_stop, ASB_API_ANY_THREAD, 1, 0, "", "") \
-  X(asb_watch_free, ASB_API_BLOCKING|ASB_API_FREES, 1, 0, "", "") \
+  X(asb_watch_free, ASB_API_ANY_THREAD|ASB_API_FREES, 1, 0, "", "") \
   X(asb_files_download_url, ASB_API_BLOCKING, 5, 1, "", "") \
   X(asb_files_upload_url, ASB_API_BLOCKING, 5, 1, "", "") \
   X(asb_global_init, ASB_API_BLOCKING, 0, 0, "", "") \
@@ -184,7 +185,7 @@
   X(asb_pty_kill, ASB_API_BLOCKING|ASB_API_CANCELLABLE, 3, 0, "call", "") \
   X(asb_sandbox_attach_options_init, 0u, 2, 0, "", "") \
   X(asb_sandbox_attach, 0u, 4, 1, "", "") \
-  X(asb_sandbox_free, ASB_API_FREES, 1, 0, "", "") \
+  X(asb_sandbox_free, ASB_API_ANY_THREAD|ASB_API_FREES, 1, 0, "", "") \
   X(asb_sandbox_id, ASB_API_RETURNS_BORROWED, 1, 0, "", "") \
   X(asb_sandbox_envd_version, ASB_API_RETURNS_BORROWED, 1, 0, "", "") \
   X(asb_sandbox_domain, ASB_API_RETURNS_BORROWED, 1, 0, "", "") \
@@ -383,7 +384,7 @@
   X(asb_server_options, ASB_SERVER_OPTIONS_VERSION, asb_server_options_init) \
   X(asb_template_build_options, ASB_TEMPLATE_BUILD_OPTIONS_VERSION, asb_template_build_options_init)
 
-#define ASB_API_FUNCTION_COUNT 248
+#define ASB_API_FUNCTION_COUNT 249
 #define ASB_API_OUTPUT_COUNT 42
 
 typedef struct asb_api_function_info {

@@ -116,10 +116,18 @@ ASB_API(int) asb_process_send_stdin(asb_process *process, const void *data,
                                     size_t len, const asb_call_options *call);
 ASB_API(int) asb_process_close_stdin(asb_process *process,
                                      const asb_call_options *call);
-/* Stop receiving output; the process keeps running (reattach with
+/* The next three never block and may be called from any thread, also while
+ * another thread waits on the process (docs/abi.md, Lifecycle). */
+/* Make a wait in progress return ASB_ECANCELED at once, and later waits
+ * too; no output callback starts after it returned (one already running
+ * finishes). The process keeps running. */
+ASB_API(void) asb_process_stop(asb_process *process);
+/* Stop (as above) and release the connection (now, or when a wait in
+ * progress returns); the process keeps running (reattach with
  * asb_commands_connect). */
 ASB_API(void) asb_process_disconnect(asb_process *process);
-/* Release the handle (disconnects first). Accepts NULL. */
+/* Disconnect, cancel every call in flight on the handle, and release it: its
+ * memory goes when the last of those calls has returned. Accepts NULL. */
 ASB_API(void) asb_process_free(asb_process *process);
 
 /* ---- results -------------------------------------------------------------- */
