@@ -105,7 +105,10 @@ def gen_swig(man):
             return "\n            ".join(text + [line])
         lines.append(f"ASB_OPTIONS({n}, {o['version']},")
         lines.append(f"            {arg(o.get('strings'))},")
-        lines.append(f"            {arg(o.get('arrays'))})")
+        lines.append(f"            {arg(o.get('arrays'))},")
+        lines.append(f"            {arg([b['data'] for b in o.get('bytes', [])])})")
+        for b in o.get("bytes", []):
+            lines.append(f"ASB_OPTIONS_BYTES({n}, {b['data']}, {b['length']})")
     lines.append("")
     lines.append("/* ---- calls that block: the binding releases its interpreter lock ----- */")
     for n, f in funcs.items():

@@ -1,6 +1,7 @@
 /* Commands, processes and PTYs: envd's process service.
  * SPDX-License-Identifier: Apache-2.0 */
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,7 +50,14 @@ struct asb_process {
 
 /* ---- options ----------------------------------------------------------------- */
 
-ASBI_DEFINE_OPTIONS_INIT(asb_command_options, ASB_COMMAND_OPTIONS_VERSION, ASB_COMMAND_OPTIONS_INIT)
+/* Version 1 ended before stdin_data. */
+static size_t command_options_size(unsigned int version) {
+  return version >= 2 ? sizeof(asb_command_options)
+                      : offsetof(asb_command_options, stdin_data);
+}
+
+ASBI_DEFINE_OPTIONS_INIT_SIZED(asb_command_options, ASB_COMMAND_OPTIONS_VERSION,
+                               ASB_COMMAND_OPTIONS_INIT, command_options_size)
 
 ASBI_DEFINE_OPTIONS_INIT(asb_pty_options, ASB_PTY_OPTIONS_VERSION, ASB_PTY_OPTIONS_INIT)
 
@@ -427,7 +435,32 @@ static int open_process(asb_sandbox *sb, cJSON *req, const char *method,
   return rc;
 }
 
-/* own: a process for asb_commands_run, which holds it only for the call. */
+static int signal_pid(asb_sandbox *sb, unsigned int pid, int sig,
+                      const asb_call_options *call, asb_cancel *stop);
+static int send_input(asb_sandbox *sb, unsigned pid, const void *data, size_t len, int pty,
+                      const asb_call_options *call, asb_cancel *stop, const char *what);
+static int close_stdin(asb_sandbox *sb, unsigned int pid, const asb_call_options *call,
+                       asb_cancel *stop);
+
+/* Kill p after a call on it failed or was cancelled: its own bounded
+ * request, which no token of that call cancels; the call's error stays. */
+static void kill_after(asb_process *p) {
+  asbi_err_saved saved;
+  asbi_err_save(&saved);
+  asb_call_options kc = ASB_CALL_OPTIONS_INIT;
+  kc.timeout_ms = 5000;
+  signal_pid(p->sb, p->pid, ASB_SIGNAL_KILL, &kc, NULL);
+  asbi_err_restore(&saved);
+}
+
+/* own: a process for asb_commands_run, which holds it only for the call.
+ * Everything a binding would otherwise sequence around a start happens
+ * here: stdin_data is written and stdin closed once the command runs (if
+ * that fails the command is killed: it would wait for its input forever),
+ * and with kill_on_cancel the start is not cut short by the cancel token
+ * (a start cut short could leave the command running with its pid
+ * unknown; the request timeout bounds it) but a cancel that came
+ * meanwhile kills the command right after. */
 static int start_process(asb_process **out, asb_sandbox *sb, const char *cmd,
                          const asb_command_options *o, int own) {
   if (!sb || !cmd || !out)
@@ -435,10 +468,14 @@ static int start_process(asb_process **out, asb_sandbox *sb, const char *cmd,
   ASBI_CHECK_VERSION(o, ASB_COMMAND_OPTIONS_VERSION, "asb_command_options");
   asb_command_options d = ASB_COMMAND_OPTIONS_INIT;
   if (!o) o = &d;
+  const void *in = ASBI_OPT(o, 2, stdin_data, NULL);
+  size_t in_len = ASBI_OPT(o, 2, stdin_len, 0);
+  int kill = ASBI_OPT(o, 2, kill_on_cancel, 0);
+  if (!in && in_len) return asbi_err(ASB_EINVAL, "commands.start: stdin_len without stdin_data");
   const char *args[] = {"-l", "-c", cmd, NULL};
   int rc;
   cJSON *req = start_request(sb, "/bin/bash", args, o->envs, o->cwd, o->tag,
-                             o->stdin_enabled, 0, 0, &rc);
+                             o->stdin_enabled || in, 0, 0, &rc);
   if (!req) return rc;
   asb_process *p = process_new(sb, o->user);
   if (!p) {
@@ -451,10 +488,24 @@ static int start_process(asb_process **out, asb_sandbox *sb, const char *cmd,
   p->discard = o->discard_output;
   if (own) p->ends = sb->life.stop;
   rc = open_process(sb, req, "process.Process/Start", o->user,
-                    lifetime_of(o->timeout_ms), o->request_timeout_ms, o->cancel,
-                    own ? o->cancel : NULL, own ? sb->life.stop : p->halt,
-                    "commands.start", p);
+                    lifetime_of(o->timeout_ms), o->request_timeout_ms,
+                    kill ? NULL : o->cancel, own ? o->cancel : NULL,
+                    own ? sb->life.stop : p->halt, "commands.start", p);
   cJSON_Delete(req);
+  if (rc == ASB_OK && kill &&
+      (asb_cancel_is_requested(o->cancel) || asbi_life_stopped(&sb->life))) {
+    kill_after(p);
+    rc = asbi_err(ASB_ECANCELED, "commands.start: cancelled while starting; the command "
+                  "was killed");
+  }
+  if (rc == ASB_OK && in) {
+    asb_call_options c = ASB_CALL_OPTIONS_INIT;
+    c.cancel = o->cancel;
+    if (in_len)
+      rc = send_input(sb, p->pid, in, in_len, 0, &c, sb->life.stop, "commands.start: stdin");
+    if (rc == ASB_OK) rc = close_stdin(sb, p->pid, &c, sb->life.stop);
+    if (rc) kill_after(p);
+  }
   if (rc) {
     asb_process_free(p);
     return rc;
@@ -542,6 +593,7 @@ int asb_commands_run(asb_command_result **out, asb_sandbox *sb, const char *cmd,
   asb_call_options call = ASB_CALL_OPTIONS_INIT;
   call.timeout_ms = -1; /* the command's own lifetime bounds it */
   rc = process_wait(p, &call, out, 1); /* p is freed next: take its result */
+  if (rc == ASB_ECANCELED && o && ASBI_OPT(o, 2, kill_on_cancel, 0)) kill_after(p);
   asb_process_free(p);
   return rc;
 }

@@ -38,6 +38,11 @@ void asbi_err_restore(const asbi_err_saved *s);
                       name, (opts)->version);                                  \
   } while (0)
 
+/* A field appended in version `since` of an options struct: a struct of an
+ * older version (from a program built against older headers) does not
+ * have it, so it reads as dflt. */
+#define ASBI_OPT(opts, since, field, dflt) ((opts)->version >= (since) ? (opts)->field : (dflt))
+
 /* Defines `int <type>_init(<type> *opts, unsigned int version)` for a
  * versioned options struct: rejects NULL and unknown versions, fills the
  * defaults from the struct's _INIT macro, stores the requested version. */
@@ -49,6 +54,21 @@ void asbi_err_restore(const asbi_err_saved *s);
                       version);                                            \
     type init_ = init_macro;                                               \
     *opts = init_;                                                         \
+    opts->version = version;                                               \
+    return ASB_OK;                                                         \
+  }
+
+/* The same for an options struct that grew: size(version) is the size of
+ * that version's struct (a program built against older headers passes a
+ * smaller one, so no byte beyond it is written). */
+#define ASBI_DEFINE_OPTIONS_INIT_SIZED(type, max_version, init_macro, size)  \
+  int type##_init(type *opts, unsigned int version) {                      \
+    if (!opts) return asbi_err(ASB_EINVAL, #type "_init: NULL");           \
+    if (version == 0 || version > (max_version))                           \
+      return asbi_err(ASB_EVERSION, #type ": unsupported version %u",      \
+                      version);                                            \
+    type init_ = init_macro;                                               \
+    memcpy(opts, &init_, size(version));                                   \
     opts->version = version;                                               \
     return ASB_OK;                                                         \
   }
