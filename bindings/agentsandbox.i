@@ -140,7 +140,7 @@ ASB_OUT_HANDLE_UNOWNED(T)
 
 /* ---- options structs: constructed with the library's defaults ----------- */
 
-%define ASB_OPTIONS(T, VERSION, STRINGS, VECTORS)
+%define ASB_OPTIONS(T, VERSION, STRINGS, VECTORS, BYTES)
 %extend T {
   T() {
     T *o = (T *)calloc(1, sizeof(T));
@@ -154,7 +154,31 @@ ASB_OUT_HANDLE_UNOWNED(T)
     const char *const **v[] = VECTORS;
     for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
       if (v[i]) asbswig_strv_free(*v[i]);
+    const void **b[] = BYTES;
+    for (size_t i = 0; i < sizeof b / sizeof b[0]; i++)
+      if (b[i]) free((void *)*b[i]);
     free($self);
+  }
+}
+%enddef
+
+/* A byte buffer member (pointer + length) is set through set_<member>,
+ * which copies the bytes (freed with the struct or when replaced); the raw
+ * members stay hidden. */
+%define ASB_OPTIONS_BYTES(T, DATA, LEN)
+%ignore T::DATA;
+%ignore T::LEN;
+%extend T {
+  void set_##DATA(const void *data, size_t len) {
+    void *copy = NULL;
+    if (data) {
+      copy = malloc(len ? len : 1);
+      if (!copy) return;
+      memcpy(copy, data, len);
+    }
+    free((void *)$self->DATA);
+    $self->DATA = copy;
+    $self->LEN = copy ? len : 0;
   }
 }
 %enddef

@@ -17,8 +17,9 @@
  *   ASB_API_OPTION_FIELDS(X) X(type, member, field_kind, since_version)
  *                           one per member but version, for
  *                           asb_options_new's setters (options.h): kind
- *                           ASB_API_FIELD_INT/_STRING/_STRINGS/_POINTER
- *                           says which setter sets it
+ *                           ASB_API_FIELD_INT/_STRING/_STRINGS/_POINTER/
+ *                           _BYTES says which setter sets it (_BYTES: a
+ *                           buffer and its length member, set together)
  * name/function/type are C identifiers (take an address, declare a
  * pointer); the rest are string literals ("" for none) or numbers. Define
  * ASB_API_TABLE_IMPLEMENTATION in one file before including this header to
@@ -61,7 +62,7 @@
   X(asb_cancel_reset, 0u, 1, 0, "", "") \
   X(asb_client_options_init, 0u, 2, 0, "", "") \
   X(asb_client_new, ASB_API_BLOCKING, 2, 1, "", "") \
-  X(asb_client_free, ASB_API_FREES, 1, 0, "", "") \
+  X(asb_client_free, ASB_API_ANY_THREAD|ASB_API_FREES, 1, 0, "", "") \
   X(asb_client_api_url, ASB_API_RETURNS_BORROWED, 1, 0, "", "") \
   X(asb_client_domain, ASB_API_RETURNS_BORROWED, 1, 0, "", "") \
   X(asb_client_sandbox_url, ASB_API_RETURNS_BORROWED, 1, 0, "", "") \
@@ -121,8 +122,9 @@
   X(asb_process_kill, ASB_API_BLOCKING|ASB_API_CANCELLABLE, 2, 0, "call", "") \
   X(asb_process_send_stdin, ASB_API_BLOCKING|ASB_API_CANCELLABLE, 4, 0, "call", "") \
   X(asb_process_close_stdin, ASB_API_BLOCKING|ASB_API_CANCELLABLE, 2, 0, "call", "") \
-  X(asb_process_disconnect, ASB_API_BLOCKING, 1, 0, "", "") \
-  X(asb_process_free, ASB_API_BLOCKING|ASB_API_FREES, 1, 0, "", "") \
+  X(asb_process_stop, ASB_API_ANY_THREAD, 1, 0, "", "") \
+  X(asb_process_disconnect, ASB_API_ANY_THREAD, 1, 0, "", "") \
+  X(asb_process_free, ASB_API_ANY_THREAD|ASB_API_FREES, 1, 0, "", "") \
   X(asb_command_result_stdout, ASB_API_RETURNS_BORROWED, 2, 0, "", "") \
   X(asb_command_result_stderr, ASB_API_RETURNS_BORROWED, 2, 0, "", "") \
   X(asb_command_result_exit_code, 0u, 1, 0, "", "") \
@@ -170,7 +172,7 @@
   X(asb_files_watch_dir, ASB_API_BLOCKING|ASB_API_CANCELLABLE, 4, 1, "opts", "") \
   X(asb_watch_wait, ASB_API_BLOCKING|ASB_API_CALLBACKS, 2, 0, "", "caller") \
   X(asb_watch_stop, ASB_API_ANY_THREAD, 1, 0, "", "") \
-  X(asb_watch_free, ASB_API_BLOCKING|ASB_API_FREES, 1, 0, "", "") \
+  X(asb_watch_free, ASB_API_ANY_THREAD|ASB_API_FREES, 1, 0, "", "") \
   X(asb_files_download_url, ASB_API_BLOCKING, 5, 1, "", "") \
   X(asb_files_upload_url, ASB_API_BLOCKING, 5, 1, "", "") \
   X(asb_global_init, ASB_API_BLOCKING, 0, 0, "", "") \
@@ -195,6 +197,7 @@
   X(asb_options_set_int, 0u, 3, 0, "", "") \
   X(asb_options_set_string, 0u, 3, 0, "", "") \
   X(asb_options_add_string, 0u, 3, 0, "", "") \
+  X(asb_options_set_bytes, 0u, 4, 0, "", "") \
   X(asb_options_set_pointer, 0u, 3, 0, "", "") \
   X(asb_pty_options_init, 0u, 2, 0, "", "") \
   X(asb_pty_create, ASB_API_BLOCKING|ASB_API_CANCELLABLE, 3, 1, "opts", "") \
@@ -203,7 +206,7 @@
   X(asb_pty_kill, ASB_API_BLOCKING|ASB_API_CANCELLABLE, 3, 0, "call", "") \
   X(asb_sandbox_attach_options_init, 0u, 2, 0, "", "") \
   X(asb_sandbox_attach, 0u, 4, 1, "", "") \
-  X(asb_sandbox_free, ASB_API_FREES, 1, 0, "", "") \
+  X(asb_sandbox_free, ASB_API_ANY_THREAD|ASB_API_FREES, 1, 0, "", "") \
   X(asb_sandbox_id, ASB_API_RETURNS_BORROWED, 1, 0, "", "") \
   X(asb_sandbox_envd_version, ASB_API_RETURNS_BORROWED, 1, 0, "", "") \
   X(asb_sandbox_domain, ASB_API_RETURNS_BORROWED, 1, 0, "", "") \
@@ -408,6 +411,7 @@
 #define ASB_API_FIELD_STRING 2
 #define ASB_API_FIELD_STRINGS 3
 #define ASB_API_FIELD_POINTER 4
+#define ASB_API_FIELD_BYTES 5
 #define ASB_API_OPTION_FIELDS(X) \
   X(asb_client_options, api_key, ASB_API_FIELD_STRING, 1) \
   X(asb_client_options, api_url, ASB_API_FIELD_STRING, 1) \
@@ -444,6 +448,9 @@
   X(asb_command_options, userdata, ASB_API_FIELD_POINTER, 1) \
   X(asb_command_options, discard_output, ASB_API_FIELD_INT, 1) \
   X(asb_command_options, cancel, ASB_API_FIELD_POINTER, 1) \
+  X(asb_command_options, stdin_data, ASB_API_FIELD_BYTES, 2) \
+  X(asb_command_options, stdin_len, ASB_API_FIELD_BYTES, 2) \
+  X(asb_command_options, kill_on_cancel, ASB_API_FIELD_INT, 2) \
   X(asb_files_options, user, ASB_API_FIELD_STRING, 1) \
   X(asb_files_options, timeout_ms, ASB_API_FIELD_INT, 1) \
   X(asb_files_options, cancel, ASB_API_FIELD_POINTER, 1) \
@@ -491,7 +498,7 @@
   X(asb_template_build_options, timeout_ms, ASB_API_FIELD_INT, 1) \
   X(asb_template_build_options, cancel, ASB_API_FIELD_POINTER, 1)
 
-#define ASB_API_FUNCTION_COUNT 260
+#define ASB_API_FUNCTION_COUNT 262
 #define ASB_API_OUTPUT_COUNT 43
 
 typedef struct asb_api_function_info {

@@ -59,39 +59,52 @@ ASB_EXPLICIT_HANDLE(asb_watch)
 ASB_OPTIONS(asb_client_options, ASB_CLIENT_OPTIONS_VERSION,
             %arg({&$self->api_key, &$self->api_url, &$self->domain, &$self->sandbox_url,
                   &$self->user_agent}),
-            %arg({&$self->headers}))
+            %arg({&$self->headers}),
+            ASB_NONE)
 ASB_OPTIONS(asb_call_options, ASB_CALL_OPTIONS_VERSION,
+            ASB_NONE,
             ASB_NONE,
             ASB_NONE)
 ASB_OPTIONS(asb_code_options, ASB_CODE_OPTIONS_VERSION,
             %arg({&$self->language, &$self->context_id}),
-            %arg({&$self->envs}))
+            %arg({&$self->envs}),
+            ASB_NONE)
 ASB_OPTIONS(asb_command_options, ASB_COMMAND_OPTIONS_VERSION,
             %arg({&$self->cwd, &$self->user, &$self->tag}),
-            %arg({&$self->envs}))
+            %arg({&$self->envs}),
+            %arg({&$self->stdin_data}))
+ASB_OPTIONS_BYTES(asb_command_options, stdin_data, stdin_len)
 ASB_OPTIONS(asb_files_options, ASB_FILES_OPTIONS_VERSION,
             %arg({&$self->user}),
+            ASB_NONE,
             ASB_NONE)
 ASB_OPTIONS(asb_watch_options, ASB_WATCH_OPTIONS_VERSION,
             %arg({&$self->user}),
+            ASB_NONE,
             ASB_NONE)
 ASB_OPTIONS(asb_named_command_options, ASB_NAMED_COMMAND_OPTIONS_VERSION,
+            ASB_NONE,
             ASB_NONE,
             ASB_NONE)
 ASB_OPTIONS(asb_pty_options, ASB_PTY_OPTIONS_VERSION,
             %arg({&$self->cwd, &$self->user}),
-            %arg({&$self->envs}))
+            %arg({&$self->envs}),
+            ASB_NONE)
 ASB_OPTIONS(asb_sandbox_attach_options, ASB_SANDBOX_ATTACH_OPTIONS_VERSION,
             %arg({&$self->envd_access_token, &$self->envd_version, &$self->domain,
                   &$self->traffic_access_token}),
+            ASB_NONE,
             ASB_NONE)
 ASB_OPTIONS(asb_sandbox_options, ASB_SANDBOX_OPTIONS_VERSION,
             %arg({&$self->template_id}),
-            %arg({&$self->metadata, &$self->envs}))
+            %arg({&$self->metadata, &$self->envs}),
+            ASB_NONE)
 ASB_OPTIONS(asb_sandbox_list_options, ASB_SANDBOX_LIST_OPTIONS_VERSION,
             %arg({&$self->template_id, &$self->next_token}),
-            %arg({&$self->metadata}))
+            %arg({&$self->metadata}),
+            ASB_NONE)
 ASB_OPTIONS(asb_template_build_options, ASB_TEMPLATE_BUILD_OPTIONS_VERSION,
+            ASB_NONE,
             ASB_NONE,
             ASB_NONE)
 
@@ -114,8 +127,6 @@ ASB_BLOCKING(asb_process_wait)
 ASB_BLOCKING(asb_process_kill)
 ASB_BLOCKING(asb_process_send_stdin)
 ASB_BLOCKING(asb_process_close_stdin)
-ASB_BLOCKING(asb_process_disconnect)
-ASB_BLOCKING(asb_process_free)
 ASB_BLOCKING(asb_files_read)
 ASB_BLOCKING(asb_files_read_stream)
 ASB_BLOCKING(asb_files_write)
@@ -129,7 +140,6 @@ ASB_BLOCKING(asb_files_rename)
 ASB_BLOCKING(asb_files_make_dir)
 ASB_BLOCKING(asb_files_watch_dir)
 ASB_BLOCKING(asb_watch_wait)
-ASB_BLOCKING(asb_watch_free)
 ASB_BLOCKING(asb_files_download_url)
 ASB_BLOCKING(asb_files_upload_url)
 ASB_BLOCKING(asb_global_init)

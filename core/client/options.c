@@ -30,6 +30,8 @@ enum field_kind {
   ASBI_OPT_LONG,
   ASBI_OPT_STRING,
   ASBI_OPT_STRINGS,
+  ASBI_OPT_BYTES,
+  ASBI_OPT_LENGTH,
   ASBI_OPT_USERDATA,
   ASBI_OPT_CANCEL,
   ASBI_OPT_CALLBACK
@@ -40,7 +42,8 @@ typedef struct opt_field {
   const char *name;
   size_t offset;
   enum field_kind kind;
-  unsigned int since; /* the options version that added it */
+  unsigned int since;    /* the options version that added it */
+  size_t partner_offset; /* BYTES: its length member's; LENGTH: its buffer's */
 } opt_field;
 
 typedef struct opt_type {
@@ -52,7 +55,7 @@ typedef struct opt_type {
 
 /* One init wrapper per type, so each init function is called through its
  * own type. */
-#define ASBI_OPTIONS_FIELD(type, member, kind, since)
+#define ASBI_OPTIONS_FIELD(type, member, kind, since, partner)
 #define ASBI_OPTIONS_TYPE(type, version_macro, init_fn) \
   static int init_##type(void *o, unsigned int v) {     \
     return init_fn((type *)o, v);                       \
@@ -62,7 +65,7 @@ typedef struct opt_type {
 #undef ASBI_OPTIONS_FIELD
 
 static const opt_type TYPES[] = {
-#define ASBI_OPTIONS_FIELD(type, member, kind, since)
+#define ASBI_OPTIONS_FIELD(type, member, kind, since, partner)
 #define ASBI_OPTIONS_TYPE(type, version_macro, init_fn) \
   {#type, sizeof(type), version_macro, init_##type},
 #include "options_fields.h"
@@ -72,8 +75,8 @@ static const opt_type TYPES[] = {
 
 static const opt_field FIELDS[] = {
 #define ASBI_OPTIONS_TYPE(type, version_macro, init_fn)
-#define ASBI_OPTIONS_FIELD(type, member, kind, since) \
-  {#type, #member, offsetof(type, member), ASBI_OPT_##kind, since},
+#define ASBI_OPTIONS_FIELD(type, member, kind, since, partner) \
+  {#type, #member, offsetof(type, member), ASBI_OPT_##kind, since, offsetof(type, partner)},
 #include "options_fields.h"
 #undef ASBI_OPTIONS_TYPE
 #undef ASBI_OPTIONS_FIELD
@@ -85,7 +88,7 @@ static const opt_field FIELDS[] = {
 /* What a heap options struct owns: per member, its string copy or its
  * array of copies. */
 typedef struct slot {
-  char *str;     /* STRING: our copy, or NULL */
+  char *str;     /* STRING, BYTES: our copy, or NULL */
   char **arr;    /* STRINGS: NULL-ended copies */
   size_t n, cap; /* STRINGS: count, capacity (without the NULL) */
 } slot;
@@ -193,12 +196,24 @@ static const opt_field *field(record *r, const char *name, const char *setter, u
   for (size_t i = 0; i < r->nfields; i++) {
     const opt_field *f = &r->first[i];
     if (strcmp(f->name, name) != 0) continue;
+    if (f->kind == ASBI_OPT_LENGTH) {
+      const char *buffer = "?";
+      for (size_t k = 0; k < r->nfields; k++)
+        if (r->first[k].offset == f->partner_offset) buffer = r->first[k].name;
+      asbi_err(ASB_EINVAL,
+               "%s: %s.%s is the length of %s: set both with "
+               "asb_options_set_bytes(opts, \"%s\", data, len)",
+               setter, r->type->name, name, buffer, buffer);
+      return NULL;
+    }
     if (!(kinds & (1u << f->kind))) {
       static const char *const use[] = {[ASBI_OPT_INT] = "asb_options_set_int",
                                         [ASBI_OPT_UINT] = "asb_options_set_int",
                                         [ASBI_OPT_LONG] = "asb_options_set_int",
                                         [ASBI_OPT_STRING] = "asb_options_set_string",
                                         [ASBI_OPT_STRINGS] = "asb_options_add_string",
+                                        [ASBI_OPT_BYTES] = "asb_options_set_bytes",
+                                        [ASBI_OPT_LENGTH] = "asb_options_set_bytes",
                                         [ASBI_OPT_USERDATA] = "asb_options_set_pointer",
                                         [ASBI_OPT_CANCEL] = "asb_options_set_pointer",
                                         [ASBI_OPT_CALLBACK] = "asb_options_set_pointer"};
@@ -281,6 +296,25 @@ int asb_options_add_string(void *opts, const char *name, const char *value) {
   s->arr[++s->n] = NULL;
   const char *const *v = (const char *const *)s->arr;
   memcpy((char *)opts + f->offset, &v, sizeof v);
+  return ASB_OK;
+}
+
+int asb_options_set_bytes(void *opts, const char *name, const void *data, size_t len) {
+  record *r = lookup(opts, "asb_options_set_bytes");
+  size_t i;
+  const opt_field *f = r ? field(r, name, "asb_options_set_bytes", KIND(BYTES), &i) : NULL;
+  if (!f) return asb_error_last()->code;
+  if (!data && len)
+    return asbi_err(ASB_EINVAL, "asb_options_set_bytes: %s.%s: %zu bytes at NULL", r->type->name,
+                    name, len);
+  char *copy = NULL;
+  if (data && !(copy = malloc(len ? len : 1))) return asbi_oom();
+  if (len) memcpy(copy, data, len);
+  const void *v = copy;
+  memcpy((char *)opts + f->offset, &v, sizeof v);
+  memcpy((char *)opts + f->partner_offset, &len, sizeof len);
+  free(r->slots[i].str);
+  r->slots[i].str = copy;
   return ASB_OK;
 }
 

@@ -51,6 +51,12 @@ ASB_API(int) asb_options_set_string(void *opts, const char *field,
 ASB_API(int) asb_options_add_string(void *opts, const char *field,
                                     const char *value);
 
+/* Set a byte-buffer member (const void *, e.g. stdin_data) and its length
+ * member (stdin_len) together, to a copy of the len bytes at data; data
+ * NULL (len 0) restores the default. The length member is set only so. */
+ASB_API(int) asb_options_set_bytes(void *opts, const char *field,
+                                   const void *data, size_t len);
+
 /* Set a pointer member as it is: a callback (the address of a function of
  * the member's callback type), its userdata, or an asb_cancel. Nothing is
  * copied: what it points to must outlive every call using the options. */

@@ -29,8 +29,8 @@ FN_KEYS = {"params", "blocking", "cancel", "out", "returns", "length", "frees", 
            "callbacks", "note", "lifecycle"}
 OUT_KEYS = {"param", "kind", "type", "free", "owner", "optional", "also_on", "length", "size",
             "note"}
-OPT_KEYS = {"version", "init_macro", "init", "strings", "arrays", "callbacks", "userdata",
-            "cancel", "note", "since"}
+OPT_KEYS = {"version", "init_macro", "init", "strings", "arrays", "bytes", "callbacks",
+            "userdata", "cancel", "note", "since"}
 HANDLE_KEYS = {"header", "free", "owner", "explicit", "note"}
 RETURNS = {"borrowed", "static", "thread"}
 THREADS = {"caller", "server", "any"}
@@ -231,21 +231,28 @@ def check_options(man, hdrs):
             want = [m for m, t in members.items() if t == ctype]
             if sorted(o.get(key, [])) != sorted(want):
                 err(f"{where}: {key} are {want} in the struct, {o.get(key, [])} in abi/api.json")
+        want_bytes = sorted(m for m, t in members.items() if t == "const void *")
+        got_bytes = o.get("bytes", [])
+        if sorted(b.get("data") for b in got_bytes) != want_bytes:
+            err(f"{where}: byte buffers (const void *) are {want_bytes}, "
+                f"{[b.get('data') for b in got_bytes]} described")
+        for b in got_bytes:
+            if members.get(b.get("length")) != "size_t":
+                err(f"{where}: the length {b.get('length')!r} of {b.get('data')} is no size_t "
+                    "member")
+        for m, v in o.get("since", {}).items():
+            if m not in members:
+                err(f"{where}: since names {m!r}, which is no member")
+            elif not isinstance(v, int) or v < 2:
+                err(f"{where}: since.{m} must be the version (2, 3, ...) that added it")
+        version = hdrs.macros.get(o.get("version"), "")
+        if o.get("since") and version.isdigit() and max(o["since"].values()) > int(version):
+            err(f"{where}: a member is newer than {o['version']} ({version})")
         want_cb = {m: t for m, t in members.items() if t in hdrs.callbacks}
         if o.get("callbacks", {}) != want_cb:
             err(f"{where}: callback members are {want_cb}, {o.get('callbacks', {})} described")
         if want_cb and members.get(o.get("userdata")) != "void *":
             err(f"{where}: callbacks without a void * userdata member named in \"userdata\"")
-        since = o.get("since", {})
-        if not isinstance(since, dict):
-            err(f"{where}: \"since\" maps members to the options version that added them")
-            since = {}
-        top = hdrs.macros.get(o.get("version"), "")
-        for m, v in since.items():
-            if m not in members or m == "version":
-                err(f"{where}: since: {m!r} is no member")
-            elif not isinstance(v, int) or v < 2 or not top.isdigit() or v > int(top):
-                err(f"{where}: since: {m} added in version {v!r}, the struct is version {top}")
         has_cancel = members.get("cancel") == "asb_cancel *"
         if has_cancel != (o.get("cancel") == "cancel"):
             err(f"{where}: the cancel member and \"cancel\" disagree")

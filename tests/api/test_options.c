@@ -43,60 +43,112 @@ static void check_int_member(void *o, const char *type, const char *member, cons
     ASBT_FAIL("%s.%s: set_int(-1) returned %d and stored %lld", type, member, rc, got);
 }
 
+/* A byte buffer and its length member are set together (and the length
+ * member only so); at is the member named, the buffer or the length. */
+static void bytes_member(void *o, const char *type, const char *member, const void *at) {
+  char data[] = {'a', 0, 'b'};
+  int rc = asb_options_set_bytes(o, member, data, sizeof data);
+  if (rc == ASB_EINVAL && strstr(asb_error_message(NULL), "is the length of"))
+    return; /* the length member: refused, it comes with its buffer */
+  if (rc != ASB_OK) {
+    ASBT_FAIL("%s.%s: set_bytes: %s", type, member, asb_error_message(NULL));
+    return;
+  }
+  data[0] = 'X'; /* copied */
+  const char *p;
+  memcpy(&p, at, sizeof p);
+  if (!p || memcmp(p, "a\0b", 3) != 0)
+    ASBT_FAIL("%s.%s: set_bytes did not store a copy", type, member);
+  CHECK_RC(asb_options_set_bytes(o, member, NULL, 3), ASB_EINVAL);
+  CHECK_RC(asb_options_set_bytes(o, member, NULL, 0), ASB_OK);
+  memcpy(&p, at, sizeof p);
+  CHECK(p == NULL);
+  CHECK_RC(asb_options_set_int(o, member, 1), ASB_EINVAL);
+}
+
 TEST(every_member_of_every_options_struct) {
   int members = 0;
-#define ONE_FIELD(type, member, kind, since)                                                   \
-  do {                                                                                         \
-    void *o = NULL;                                                                            \
-    if (asb_options_new(&o, #type, 1) != ASB_OK) {                                             \
-      ASBT_FAIL("asb_options_new(%s): %s", #type, asb_error_message(NULL));                    \
-      break;                                                                                   \
-    }                                                                                          \
-    type *s = (type *)o;                                                                       \
-    members++;                                                                                 \
-    CHECK_INT(s->version, 1);                                                                  \
-    if (kind == ASB_API_FIELD_INT) {                                                           \
-      check_int_member(o, #type, #member, &s->member, sizeof s->member);                       \
-      CHECK_RC(asb_options_set_string(o, #member, "x"), ASB_EINVAL);                           \
-    } else if (kind == ASB_API_FIELD_STRING) {                                                 \
-      char value[] = "a value";                                                                \
-      REQUIRE_RC(asb_options_set_string(o, #member, value), ASB_OK);                           \
-      value[0] = 'X'; /* copied: the caller's buffer may change */                             \
-      const void *p;                                                                           \
-      memcpy(&p, &s->member, sizeof p);                                                        \
-      CHECK_STR((const char *)p, "a value");                                                   \
-      REQUIRE_RC(asb_options_set_string(o, #member, "another"), ASB_OK);                       \
-      memcpy(&p, &s->member, sizeof p);                                                        \
-      CHECK_STR((const char *)p, "another");                                                   \
-      REQUIRE_RC(asb_options_set_string(o, #member, NULL), ASB_OK);                            \
-      memcpy(&p, &s->member, sizeof p);                                                        \
-      CHECK(p == NULL);                                                                        \
-      CHECK_RC(asb_options_set_int(o, #member, 1), ASB_EINVAL);                                \
-      CHECK(strstr(asb_error_message(NULL), "asb_options_set_string") != NULL);                \
-    } else if (kind == ASB_API_FIELD_STRINGS) {                                                \
-      REQUIRE_RC(asb_options_add_string(o, #member, "A=1"), ASB_OK);                           \
-      for (int k = 0; k < 9; k++) REQUIRE_RC(asb_options_add_string(o, #member, "B=2"), ASB_OK); \
-      const char *const *arr;                                                                  \
-      memcpy(&arr, &s->member, sizeof arr);                                                    \
-      REQUIRE(arr != NULL);                                                                    \
-      CHECK_STR(arr[0], "A=1");                                                                \
-      CHECK_STR(arr[9], "B=2");                                                                \
-      CHECK(arr[10] == NULL);                                                                  \
-      CHECK_RC(asb_options_add_string(o, #member, NULL), ASB_EINVAL);                          \
-      CHECK_RC(asb_options_set_string(o, #member, "x"), ASB_EINVAL);                           \
-    } else {                                                                                   \
+#define ONE_FIELD(type, member, kind, since)                                                       \
+  do {                                                                                             \
+    void *o = NULL;                                                                                \
+    /* a member newer than the options' version: refused by its setter */                          \
+    if (since > 1 && asb_options_new(&o, #type, since - 1) == ASB_OK) {                            \
+      int rc_ = kind == ASB_API_FIELD_INT       ? asb_options_set_int(o, #member, 1)               \
+                : kind == ASB_API_FIELD_STRING  ? asb_options_set_string(o, #member, "x")          \
+                : kind == ASB_API_FIELD_STRINGS ? asb_options_add_string(o, #member, "x")          \
+                : kind == ASB_API_FIELD_BYTES   ? asb_options_set_bytes(o, #member, "x", 1)        \
+                                                : asb_options_set_pointer(o, #member, NULL);         \
+      if (rc_ != ASB_EVERSION && !(kind == ASB_API_FIELD_BYTES && rc_ == ASB_EINVAL))              \
+        ASBT_FAIL("%s.%s (since %d) set on version %d: %d", #type, #member, since, since - 1,      \
+                  rc_);                                                                            \
+      asb_options_free(o);                                                                         \
+    }                                                                                              \
+    if (asb_options_new(&o, #type, since) != ASB_OK) {                                             \
+      ASBT_FAIL("asb_options_new(%s, %d): %s", #type, since, asb_error_message(NULL));             \
+      break;                                                                                       \
+    }                                                                                              \
+    type *s = (type *)o;                                                                           \
+    members++;                                                                                     \
+    CHECK_INT(s->version, since);                                                                  \
+    if (kind == ASB_API_FIELD_INT) {                                                               \
+      check_int_member(o, #type, #member, &s->member, sizeof s->member);                           \
+      CHECK_RC(asb_options_set_string(o, #member, "x"), ASB_EINVAL);                               \
+    } else if (kind == ASB_API_FIELD_STRING) {                                                     \
+      char value[] = "a value";                                                                    \
+      REQUIRE_RC(asb_options_set_string(o, #member, value), ASB_OK);                               \
+      value[0] = 'X'; /* copied: the caller's buffer may change */                                 \
+      const void *p;                                                                               \
+      memcpy(&p, &s->member, sizeof p);                                                            \
+      CHECK_STR((const char *)p, "a value");                                                       \
+      REQUIRE_RC(asb_options_set_string(o, #member, "another"), ASB_OK);                           \
+      memcpy(&p, &s->member, sizeof p);                                                            \
+      CHECK_STR((const char *)p, "another");                                                       \
+      REQUIRE_RC(asb_options_set_string(o, #member, NULL), ASB_OK);                                \
+      memcpy(&p, &s->member, sizeof p);                                                            \
+      CHECK(p == NULL);                                                                            \
+      CHECK_RC(asb_options_set_int(o, #member, 1), ASB_EINVAL);                                    \
+      CHECK(strstr(asb_error_message(NULL), "asb_options_set_string") != NULL);                    \
+    } else if (kind == ASB_API_FIELD_STRINGS) {                                                    \
+      REQUIRE_RC(asb_options_add_string(o, #member, "A=1"), ASB_OK);                               \
+      for (int k = 0; k < 9; k++) REQUIRE_RC(asb_options_add_string(o, #member, "B=2"), ASB_OK);   \
+      const char *const *arr;                                                                      \
+      memcpy(&arr, &s->member, sizeof arr);                                                        \
+      REQUIRE(arr != NULL);                                                                        \
+      CHECK_STR(arr[0], "A=1");                                                                    \
+      CHECK_STR(arr[9], "B=2");                                                                    \
+      CHECK(arr[10] == NULL);                                                                      \
+      CHECK_RC(asb_options_add_string(o, #member, NULL), ASB_EINVAL);                              \
+      CHECK_RC(asb_options_set_string(o, #member, "x"), ASB_EINVAL);                               \
+    } else if (kind == ASB_API_FIELD_BYTES) {                                                      \
+      bytes_member(o, #type, #member, &s->member);                                                 \
+    } else {                                                                                       \
       void *want = strncmp(#member, "on_", 3) == 0 ? (void *)sentinel_fn : (void *)&sentinel_data; \
-      REQUIRE_RC(asb_options_set_pointer(o, #member, want), ASB_OK);                           \
-      CHECK(sizeof s->member == sizeof want && memcmp(&s->member, &want, sizeof want) == 0);   \
-      CHECK_RC(asb_options_set_int(o, #member, 1), ASB_EINVAL);                                \
-      CHECK(strstr(asb_error_message(NULL), "asb_options_set_pointer") != NULL);               \
-    }                                                                                          \
-    CHECK_INT(since, 1);                                                                       \
-    asb_options_free(o);                                                                       \
+      REQUIRE_RC(asb_options_set_pointer(o, #member, want), ASB_OK);                               \
+      CHECK(sizeof s->member == sizeof want && memcmp(&s->member, &want, sizeof want) == 0);       \
+      CHECK_RC(asb_options_set_int(o, #member, 1), ASB_EINVAL);                                    \
+      CHECK(strstr(asb_error_message(NULL), "asb_options_set_pointer") != NULL);                   \
+    }                                                                                              \
+    asb_options_free(o);                                                                           \
   } while (0);
   ASB_API_OPTION_FIELDS(ONE_FIELD)
 #undef ONE_FIELD
   CHECK(members > 0);
+}
+
+/* The length member of a buffer follows it. */
+TEST(bytes_and_their_length) {
+  void *o = NULL;
+  REQUIRE_RC(asb_options_new(&o, "asb_command_options", 2), ASB_OK);
+  asb_command_options *c = o;
+  REQUIRE_RC(asb_options_set_bytes(o, "stdin_data", "hello", 5), ASB_OK);
+  CHECK_INT(c->stdin_len, 5);
+  CHECK(c->stdin_data && memcmp(c->stdin_data, "hello", 5) == 0);
+  CHECK_RC(asb_options_set_int(o, "stdin_len", 3), ASB_EINVAL);
+  CHECK_RC(asb_options_set_bytes(o, "stdin_len", "x", 1), ASB_EINVAL);
+  REQUIRE_RC(asb_options_set_bytes(o, "stdin_data", "", 0), ASB_OK); /* empty input */
+  CHECK_INT(c->stdin_len, 0);
+  CHECK(c->stdin_data != NULL);
+  asb_options_free(o);
 }
 
 /* Freshly made heap options hold exactly what their _init gives (every
@@ -105,22 +157,22 @@ TEST(every_member_of_every_options_struct) {
 TEST(defaults_are_the_init_functions) {
   const char *last = "";
   int types = 0;
-#define ONE_TYPE(type, member, kind, since)                                     \
-  if (strcmp(last, #type) != 0) {                                               \
-    last = #type;                                                               \
-    types++;                                                                    \
-    void *o = NULL;                                                             \
-    type want;                                                                  \
-    memset(&want, 0, sizeof want);                                              \
-    REQUIRE_RC(type##_init(&want, 1), ASB_OK);                                  \
-    REQUIRE_RC(asb_options_new(&o, #type, 1), ASB_OK);                          \
-    CHECK(memcmp(o, &want, sizeof want) == 0);                                  \
-    asb_options_free(o);                                                        \
-    /* version 0 and newer than the library knows: nothing written */          \
-    o = &want;                                                                  \
-    CHECK_RC(asb_options_new(&o, #type, 0), ASB_EVERSION);                      \
-    CHECK_RC(asb_options_new(&o, #type, 1000), ASB_EVERSION);                   \
-    CHECK(o == &want);                                                          \
+#define ONE_TYPE(type, member, kind, since)                           \
+  if (strcmp(last, #type) != 0) {                                     \
+    last = #type;                                                     \
+    types++;                                                          \
+    void *o = NULL;                                                   \
+    type want;                                                        \
+    memset(&want, 0, sizeof want);                                    \
+    REQUIRE_RC(type##_init(&want, 1), ASB_OK);                        \
+    REQUIRE_RC(asb_options_new(&o, #type, 1), ASB_OK);                \
+    CHECK(memcmp(o, &want, sizeof want) == 0);                        \
+    asb_options_free(o);                                              \
+    /* version 0 and newer than the library knows: nothing written */ \
+    o = &want;                                                        \
+    CHECK_RC(asb_options_new(&o, #type, 0), ASB_EVERSION);            \
+    CHECK_RC(asb_options_new(&o, #type, 1000), ASB_EVERSION);         \
+    CHECK(o == &want);                                                \
   }
   ASB_API_OPTION_FIELDS(ONE_TYPE)
 #undef ONE_TYPE
@@ -236,6 +288,7 @@ TEST(error_getters) {
 
 int main(void) {
   RUN(every_member_of_every_options_struct);
+  RUN(bytes_and_their_length);
   RUN(defaults_are_the_init_functions);
   RUN(refused);
   RUN(many_at_once);
