@@ -9,6 +9,7 @@
 #include <dirent.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,6 +29,9 @@ typedef struct engine_fixture {
   char cgroup[64];
   char key[128];
   int keep_state; /* do not remove the state dir on stop (restart tests) */
+  int ctty;       /* > 0: a terminal (pty slave) the engine starts with as its
+                     controlling terminal and stdin, as `sudo agent-sandboxd`
+                     on a terminal does */
 } engine_fixture;
 
 static inline int engine_fixture_launch(engine_fixture *f, int kill_on_exit) {
@@ -41,6 +45,11 @@ static inline int engine_fixture_launch(engine_fixture *f, int kill_on_exit) {
     dup2(out[1], 1);
     close(out[0]);
     close(out[1]);
+    if (f->ctty > 0) {
+      setsid();
+      if (ioctl(f->ctty, TIOCSCTTY, 0) != 0) _exit(126);
+      dup2(f->ctty, 0);
+    }
     /* ASB_TEST_ENVD / ASB_TEST_INIT: run these instead of the build
      * tree's envd and asb-init. */
     const char *envd = getenv("ASB_TEST_ENVD"), *init = getenv("ASB_TEST_INIT");
@@ -153,7 +162,15 @@ static void *engine_fixture_reaper(void *arg) {
   return NULL;
 }
 
+/* Like engine_fixture_start, with ctty as the engine's controlling
+ * terminal (see engine_fixture.ctty). */
+static inline int engine_fixture_start_ctty(engine_fixture *f, const char *tag, int ctty);
+
 static inline int engine_fixture_start(engine_fixture *f, const char *tag) {
+  return engine_fixture_start_ctty(f, tag, 0);
+}
+
+static inline int engine_fixture_start_ctty(engine_fixture *f, const char *tag, int ctty) {
   static int reaping;
   if (!reaping) {
     pthread_t t;
@@ -164,6 +181,7 @@ static inline int engine_fixture_start(engine_fixture *f, const char *tag) {
   memset(f, 0, sizeof *f);
   snprintf(f->state, sizeof f->state, "/tmp/asb-%s-%d", tag, (int)getpid());
   snprintf(f->cgroup, sizeof f->cgroup, "asbt-%s-%d", tag, (int)getpid());
+  f->ctty = ctty;
   return engine_fixture_launch(f, 1);
 }
 
