@@ -518,10 +518,12 @@ TEST(sys_and_proc_show_no_host_paths_or_other_sandboxes) {
   char *hc = read_file("/proc/cmdline");
   snprintf(host, sizeof host, "%s", hc ? hc : "");
   r = sh(a, "root",
-         "for f in /proc/cmdline /proc/kcore /proc/keys /proc/timer_list /proc/sched_debug; do "
+         "for f in /proc/cmdline /proc/kcore /proc/keys /proc/timer_list /proc/sched_debug "
+         "/proc/partitions /proc/diskstats; do "
          "printf '%s=%s\\n' $f $(head -c 64 $f 2>/dev/null | wc -c); done");
   CHECK_STR(r.out,
-            "/proc/cmdline=0\n/proc/kcore=0\n/proc/keys=0\n/proc/timer_list=0\n/proc/sched_debug=0\n");
+            "/proc/cmdline=0\n/proc/kcore=0\n/proc/keys=0\n/proc/timer_list=0\n/proc/sched_debug=0\n"
+            "/proc/partitions=0\n/proc/diskstats=0\n");
   r = sh(a, "root", "cat /proc/cmdline");
   CHECK(host[0] && strstr(r.out, host) == NULL);
   /* what a sandbox needs from /proc and /sys still works */

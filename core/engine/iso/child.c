@@ -243,9 +243,13 @@ static void mask_dir(const asbe_plan *p, const char *path) {
 }
 
 static void mask_proc(const asbe_plan *p) {
-  static const char *const files[] = {"r/proc/cmdline", "r/proc/kcore", "r/proc/keys",
-                                      "r/proc/timer_list", "r/proc/sched_debug",
-                                      "r/proc/sysrq-trigger"};
+  static const char *const files[] = {"r/proc/cmdline",    "r/proc/kcore",
+                                      "r/proc/keys",       "r/proc/timer_list",
+                                      "r/proc/sched_debug", "r/proc/sysrq-trigger",
+                                      /* the host's block devices (other
+                                       * sandboxes' disks) and swap files */
+                                      "r/proc/partitions", "r/proc/diskstats",
+                                      "r/proc/swaps"};
   for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) mask_file(p, files[i]);
   static const char *const dirs[] = {"r/proc/acpi", "r/proc/scsi"};
   for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++) mask_dir(p, dirs[i]);
