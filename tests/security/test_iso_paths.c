@@ -25,6 +25,7 @@
 
 static asbt_env env;
 static char BAIT[128]; /* host dir for sockets and files the runtime must not reach */
+static char OPEN[128]; /* host dir (0755) for files an unprivileged uid could write */
 
 typedef struct bait {
   int fd, type;
@@ -269,11 +270,10 @@ TEST(every_sandbox_process_has_its_own_session) {
 TEST(template_layer_links_stay_inside) {
   char layer[PATH_MAX], p[PATH_MAX], victim[PATH_MAX], created[PATH_MAX], etcdir[PATH_MAX],
       rundir[PATH_MAX];
-  snprintf(victim, sizeof victim, "/tmp/asb-iso-victim-%d", (int)getpid());
-  snprintf(created, sizeof created, "/tmp/asb-iso-created-%d", (int)getpid());
-  snprintf(etcdir, sizeof etcdir, "/tmp/asb-iso-etc-%d", (int)getpid());
-  snprintf(rundir, sizeof rundir, "/tmp/asb-iso-run-%d", (int)getpid());
-  unlink(created);
+  snprintf(victim, sizeof victim, "%s/victim", OPEN);
+  snprintf(created, sizeof created, "%s/created", OPEN);
+  snprintf(etcdir, sizeof etcdir, "%s/etc", OPEN);
+  snprintf(rundir, sizeof rundir, "%s/run", OPEN);
   REQUIRE(write_file(victim, "original\n", 0666) == 0);
   mkdir(etcdir, 0777);
   chmod(etcdir, 0777);
@@ -340,18 +340,19 @@ TEST(template_layer_links_stay_inside) {
   }
   CHECK_INT(dir_entries(rundir), 0);
   asbe_template_free(t);
-  unlink(victim);
-  unlink(created);
-  char cmd[PATH_MAX * 2 + 16];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s' '%s'", etcdir, rundir);
-  if (system(cmd) != 0) fprintf(stderr, "cannot remove %s %s\n", etcdir, rundir);
 }
 
 int main(void) {
   snprintf(BAIT, sizeof BAIT, "/tmp/asb-isobait-%d", (int)getpid());
+  snprintf(OPEN, sizeof OPEN, "/tmp/asb-isohost-%d", (int)getpid());
   if (mkdir(BAIT, 0700) != 0) return 1;
+  if (mkdir(OPEN, 0755) != 0 || chmod(OPEN, 0755) != 0) {
+    rmdir(BAIT);
+    return 1;
+  }
   if (asbt_setup(&env, 1) < 0) {
     rmdir(BAIT);
+    rmdir(OPEN);
     return 1;
   }
   char secret[200];
@@ -363,8 +364,8 @@ int main(void) {
   RUN(template_layer_links_stay_inside);
   RUN(connect_to_a_full_backlog_ends);
   asbt_teardown(&env);
-  char cmd[200];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", BAIT);
-  if (system(cmd) != 0) fprintf(stderr, "cannot remove %s\n", BAIT);
+  char cmd[400];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s' '%s'", BAIT, OPEN);
+  if (system(cmd) != 0) fprintf(stderr, "cannot remove %s, %s\n", BAIT, OPEN);
   TEST_MAIN_END();
 }

@@ -28,6 +28,7 @@ static engine_fixture F;
 static asb_client *C;
 static char BAIT[128];  /* host dir, 0700: sockets and a secret the engine must not reach */
 static char WORK[128];  /* template dirs */
+static char OPEN[128];  /* host dir (0755) for files an unprivileged uid could write */
 static int NDIRS;
 
 #define MARKER "HOST-SIDE-MARKER-d41d8cd9"
@@ -468,10 +469,9 @@ TEST(no_terminal_and_own_session) {
 /* ---- finding 4: /etc/hostname and /etc/hosts links in a template ------------------- */
 
 TEST(template_etc_links_to_host_files) {
-  char victim[128], created[128], yaml[1024];
-  snprintf(victim, sizeof victim, "/tmp/asb-victim-%d", (int)getpid());
-  snprintf(created, sizeof created, "/tmp/asb-created-%d", (int)getpid());
-  unlink(created);
+  char victim[256], created[256], yaml[1024];
+  snprintf(victim, sizeof victim, "%s/victim", OPEN);
+  snprintf(created, sizeof created, "%s/created", OPEN);
   REQUIRE(write_file(victim, "original\n", 0666) == 0);
   snprintf(yaml, sizeof yaml,
            "name: sec-etc\nbase: base\nsteps:\n"
@@ -495,8 +495,6 @@ TEST(template_etc_links_to_host_files) {
   }
   drop(sb);
   asb_template_free(t);
-  unlink(victim);
-  unlink(created);
 }
 
 /* ---- findings 11, 16, 17: what /sys and /proc show ---------------------------------- */
@@ -568,13 +566,21 @@ TEST(no_setid_files_in_layers) {
 int main(void) {
   snprintf(BAIT, sizeof BAIT, "/tmp/asb-bait-%d", (int)getpid());
   snprintf(WORK, sizeof WORK, "/tmp/asb-secwork-%d", (int)getpid());
-  if (mkdir(BAIT, 0700) != 0 || mkdir(WORK, 0700) != 0) {
-    fprintf(stderr, "cannot make %s or %s\n", BAIT, WORK);
+  snprintf(OPEN, sizeof OPEN, "/tmp/asb-sechost-%d", (int)getpid());
+  if (mkdir(BAIT, 0700) != 0 || mkdir(WORK, 0700) != 0 || mkdir(OPEN, 0755) != 0 ||
+      chmod(OPEN, 0755) != 0) {
+    fprintf(stderr, "cannot make %s, %s or %s\n", BAIT, WORK, OPEN);
+    rmdir(BAIT);
+    rmdir(WORK);
+    rmdir(OPEN);
     return 1;
   }
+  char cmd[600];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s' '%s' '%s'", BAIT, WORK, OPEN);
   if (engine_fixture_start(&F, "secpaths") != 0 || engine_fixture_client(&F, &C) != ASB_OK) {
     fprintf(stderr, "cannot start the engine\n");
     engine_fixture_stop(&F);
+    if (system(cmd) != 0) fprintf(stderr, "cannot remove %s, %s, %s\n", BAIT, WORK, OPEN);
     return 1;
   }
   RUN(envd_sock_link_to_a_host_socket);
@@ -587,8 +593,6 @@ int main(void) {
   RUN(full_backlog_listeners_do_not_hang_the_engine);
   asb_client_free(C);
   engine_fixture_stop(&F);
-  char cmd[400];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s' '%s'", BAIT, WORK);
-  if (system(cmd) != 0) fprintf(stderr, "cannot remove %s, %s\n", BAIT, WORK);
+  if (system(cmd) != 0) fprintf(stderr, "cannot remove %s, %s, %s\n", BAIT, WORK, OPEN);
   TEST_MAIN_END();
 }
