@@ -25,7 +25,8 @@
 
 static asbt_env env;
 static char BAIT[128]; /* host dir for sockets and files the runtime must not reach */
-static char OPEN[128]; /* host dir (0755) for files an unprivileged uid could write */
+static char OPEN[128]; /* host dir (0755) for files an unprivileged uid could write
+                          (and OPEN/w, 0777, for ones it could create) */
 
 typedef struct bait {
   int fd, type;
@@ -271,7 +272,7 @@ TEST(template_layer_links_stay_inside) {
   char layer[PATH_MAX], p[PATH_MAX], victim[PATH_MAX], created[PATH_MAX], etcdir[PATH_MAX],
       rundir[PATH_MAX];
   snprintf(victim, sizeof victim, "%s/victim", OPEN);
-  snprintf(created, sizeof created, "%s/created", OPEN);
+  snprintf(created, sizeof created, "%s/w/created", OPEN); /* w: 0777 */
   snprintf(etcdir, sizeof etcdir, "%s/etc", OPEN);
   snprintf(rundir, sizeof rundir, "%s/run", OPEN);
   REQUIRE(write_file(victim, "original\n", 0666) == 0);
@@ -346,12 +347,18 @@ int main(void) {
   snprintf(BAIT, sizeof BAIT, "/tmp/asb-isobait-%d", (int)getpid());
   snprintf(OPEN, sizeof OPEN, "/tmp/asb-isohost-%d", (int)getpid());
   if (mkdir(BAIT, 0700) != 0) return 1;
-  if (mkdir(OPEN, 0755) != 0 || chmod(OPEN, 0755) != 0) {
+  char w[160];
+  snprintf(w, sizeof w, "%s/w", OPEN);
+  if (mkdir(OPEN, 0755) != 0 || chmod(OPEN, 0755) != 0 || mkdir(w, 0777) != 0 ||
+      chmod(w, 0777) != 0) {
     rmdir(BAIT);
+    rmdir(w);
+    rmdir(OPEN);
     return 1;
   }
   if (asbt_setup(&env, 1) < 0) {
     rmdir(BAIT);
+    rmdir(w);
     rmdir(OPEN);
     return 1;
   }

@@ -28,7 +28,8 @@ static engine_fixture F;
 static asb_client *C;
 static char BAIT[128];  /* host dir, 0700: sockets and a secret the engine must not reach */
 static char WORK[128];  /* template dirs */
-static char OPEN[128];  /* host dir (0755) for files an unprivileged uid could write */
+static char OPEN[128];  /* host dir (0755) for files an unprivileged uid could write
+                            (and OPEN/w, 0777, for ones it could create) */
 static int NDIRS;
 
 #define MARKER "HOST-SIDE-MARKER-d41d8cd9"
@@ -471,7 +472,7 @@ TEST(no_terminal_and_own_session) {
 TEST(template_etc_links_to_host_files) {
   char victim[256], created[256], yaml[1024];
   snprintf(victim, sizeof victim, "%s/victim", OPEN);
-  snprintf(created, sizeof created, "%s/created", OPEN);
+  snprintf(created, sizeof created, "%s/w/created", OPEN); /* w: 0777 */
   REQUIRE(write_file(victim, "original\n", 0666) == 0);
   snprintf(yaml, sizeof yaml,
            "name: sec-etc\nbase: base\nsteps:\n"
@@ -567,11 +568,14 @@ int main(void) {
   snprintf(BAIT, sizeof BAIT, "/tmp/asb-bait-%d", (int)getpid());
   snprintf(WORK, sizeof WORK, "/tmp/asb-secwork-%d", (int)getpid());
   snprintf(OPEN, sizeof OPEN, "/tmp/asb-sechost-%d", (int)getpid());
+  char w[160];
+  snprintf(w, sizeof w, "%s/w", OPEN);
   if (mkdir(BAIT, 0700) != 0 || mkdir(WORK, 0700) != 0 || mkdir(OPEN, 0755) != 0 ||
-      chmod(OPEN, 0755) != 0) {
+      chmod(OPEN, 0755) != 0 || mkdir(w, 0777) != 0 || chmod(w, 0777) != 0) {
     fprintf(stderr, "cannot make %s, %s or %s\n", BAIT, WORK, OPEN);
     rmdir(BAIT);
     rmdir(WORK);
+    rmdir(w);
     rmdir(OPEN);
     return 1;
   }
