@@ -185,6 +185,24 @@ int asbe__secure_bounding(const asbe_secure *s);
  * the failing step. */
 int asbe__secure_finish(const asbe_secure *s, const char **what);
 
+/* Resource limits of sandbox processes. The init and the agent may hold
+ * ASBE_NOFILE_AGENT files (envd keeps pipes of every process it runs, its
+ * watches and its connections); every other process, started by the exec
+ * service, the setns fallback or the agent, gets soft ASBE_NOFILE_SOFT (what
+ * select() can handle) and hard ASBE_NOFILE_HARD: the hard one bounds a
+ * sandbox's open files to pids.max x ASBE_NOFILE_HARD. The agent and asb-init
+ * learn the user limits from ASB_NOFILE=<soft>:<hard> in their environment.
+ * No core dumps (a pipe core_pattern would run a host helper as root), no
+ * real-time priority, no negative nice, 8 MiB locked memory, the default
+ * 800 KiB of message queues: whatever the engine itself was given. */
+#define ASBE_NOFILE_AGENT 16384u
+#define ASBE_NOFILE_SOFT 1024u
+#define ASBE_NOFILE_HARD 4096u
+/* Sets those limits on pid (the agent's on the init), or, with pid 0, the
+ * user ones on the calling process (async-signal-safe; limits it could not
+ * raise stay where they are). 0 or -errno. */
+int asbe__rlimits_set(pid_t pid);
+
 /* ---- templates ----------------------------------------------------------- */
 
 struct asbe_template {

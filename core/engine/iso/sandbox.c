@@ -339,6 +339,7 @@ static char **build_env(const asbe_engine *e, const asbe_sandbox_spec *spec) {
   env[n++] = asbe__strfmt("ASB_SANDBOX_ID=%s", spec->id);
   env[n++] = strdup("ASB_RUN_DIR=/run/asb");
   env[n++] = asbe__strfmt("ASB_WORKLOAD_CGROUPS=%s", e->cg.workload_env);
+  env[n++] = asbe__strfmt("ASB_NOFILE=%u:%u", ASBE_NOFILE_SOFT, ASBE_NOFILE_HARD);
   for (size_t i = 0; i < extra; i++) env[n++] = strdup(spec->agent_env[i]);
   for (size_t i = 0; i < n; i++)
     if (!env[i]) {
@@ -570,6 +571,11 @@ int asbe_sandbox_create(asbe_engine *e, const asbe_sandbox_spec *spec, asbe_sand
   if ((r = write_map(pid, "uid_map", sb->host_uid)) < 0 ||
       (r = write_map(pid, "gid_map", sb->host_uid)) < 0)
     goto fail;
+  /* the init's (and agent's) limits, from here: the child could only lower */
+  if ((r = asbe__rlimits_set(pid)) < 0) {
+    r = asbe__fail(r, "sandbox %s: resource limits", sb->id);
+    goto fail;
+  }
   snprintf(path, sizeof path, "/proc/%d/ns/user", (int)pid);
   userns = open(path, O_RDONLY | O_CLOEXEC);
   if (userns < 0) {

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -352,6 +353,33 @@ int asbe__secure_finish(const asbe_secure *s, const char **what) {
   if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &s->prog) < 0) {
     *what = "seccomp";
     return -errno;
+  }
+  return 0;
+}
+
+/* ---- resource limits ------------------------------------------------------ */
+
+static const struct {
+  int res;
+  rlim_t soft, hard;
+} k_rlimits[] = {{RLIMIT_NOFILE, ASBE_NOFILE_SOFT, ASBE_NOFILE_HARD},
+                 {RLIMIT_CORE, 0, 0},
+                 {RLIMIT_RTPRIO, 0, 0},
+                 {RLIMIT_NICE, 0, 0},
+                 {RLIMIT_MEMLOCK, 8u << 20, 8u << 20},
+                 {RLIMIT_MSGQUEUE, 819200, 819200}};
+
+int asbe__rlimits_set(pid_t pid) {
+  for (size_t i = 0; i < ASBI_ARRAY_LEN(k_rlimits); i++) {
+    struct rlimit want = {k_rlimits[i].soft, k_rlimits[i].hard}, cur;
+    if (pid && k_rlimits[i].res == RLIMIT_NOFILE) want.rlim_cur = want.rlim_max = ASBE_NOFILE_AGENT;
+    if (!pid) {
+      /* inside the sandbox's user namespace nothing can be raised */
+      if (prlimit(0, k_rlimits[i].res, NULL, &cur) < 0) return -errno;
+      if (want.rlim_max > cur.rlim_max) want.rlim_max = cur.rlim_max;
+      if (want.rlim_cur > want.rlim_max) want.rlim_cur = want.rlim_max;
+    }
+    if (prlimit(pid, k_rlimits[i].res, &want, NULL) < 0) return -errno;
   }
   return 0;
 }
