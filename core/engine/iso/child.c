@@ -284,7 +284,9 @@ void asbe__child_main(const asbe_plan *p) {
   if (keep > 3) syscall(SYS_close_range, 3, keep - 1, 0);
   syscall(SYS_close_range, keep + 1, ~0U, 0);
 
-  int r = asbe__secure_bounding(p->sec);
+  int r = asbe__rlimits_set(1);
+  if (r < 0) die(p, "resource limits", -r);
+  r = asbe__secure_bounding(p->sec);
   if (r < 0) die(p, "capability bounding set", -r);
   const char *what = "";
   r = asbe__secure_finish(p->sec, &what);

@@ -198,10 +198,12 @@ int asbe__secure_finish(const asbe_secure *s, const char **what);
 #define ASBE_NOFILE_AGENT 16384u
 #define ASBE_NOFILE_SOFT 1024u
 #define ASBE_NOFILE_HARD 4096u
-/* Sets those limits on pid (the agent's on the init), or, with pid 0, the
- * user ones on the calling process (async-signal-safe; limits it could not
- * raise stay where they are). 0 or -errno. */
-int asbe__rlimits_set(pid_t pid);
+/* Sets those limits (the agent's, else the user's) on the calling process,
+ * async-signal-safe. Lowering only: nothing in a sandbox's user namespace can
+ * raise a hard limit (that takes CAP_SYS_RESOURCE in the initial one, which
+ * even the engine may lack), so a limit above the engine's own stays the
+ * engine's. 0 or -errno. */
+int asbe__rlimits_set(int agent);
 
 /* ---- templates ----------------------------------------------------------- */
 

@@ -571,11 +571,6 @@ int asbe_sandbox_create(asbe_engine *e, const asbe_sandbox_spec *spec, asbe_sand
   if ((r = write_map(pid, "uid_map", sb->host_uid)) < 0 ||
       (r = write_map(pid, "gid_map", sb->host_uid)) < 0)
     goto fail;
-  /* the init's (and agent's) limits, from here: the child could only lower */
-  if ((r = asbe__rlimits_set(pid)) < 0) {
-    r = asbe__fail(r, "sandbox %s: resource limits", sb->id);
-    goto fail;
-  }
   snprintf(path, sizeof path, "/proc/%d/ns/user", (int)pid);
   userns = open(path, O_RDONLY | O_CLOEXEC);
   if (userns < 0) {

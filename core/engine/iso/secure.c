@@ -369,17 +369,15 @@ static const struct {
                  {RLIMIT_MEMLOCK, 8u << 20, 8u << 20},
                  {RLIMIT_MSGQUEUE, 819200, 819200}};
 
-int asbe__rlimits_set(pid_t pid) {
+int asbe__rlimits_set(int agent) {
   for (size_t i = 0; i < ASBI_ARRAY_LEN(k_rlimits); i++) {
     struct rlimit want = {k_rlimits[i].soft, k_rlimits[i].hard}, cur;
-    if (pid && k_rlimits[i].res == RLIMIT_NOFILE) want.rlim_cur = want.rlim_max = ASBE_NOFILE_AGENT;
-    if (!pid) {
-      /* inside the sandbox's user namespace nothing can be raised */
-      if (prlimit(0, k_rlimits[i].res, NULL, &cur) < 0) return -errno;
-      if (want.rlim_max > cur.rlim_max) want.rlim_max = cur.rlim_max;
-      if (want.rlim_cur > want.rlim_max) want.rlim_cur = want.rlim_max;
-    }
-    if (prlimit(pid, k_rlimits[i].res, &want, NULL) < 0) return -errno;
+    if (agent && k_rlimits[i].res == RLIMIT_NOFILE)
+      want.rlim_cur = want.rlim_max = ASBE_NOFILE_AGENT;
+    if (prlimit(0, k_rlimits[i].res, NULL, &cur) < 0) return -errno;
+    if (want.rlim_max > cur.rlim_max) want.rlim_max = cur.rlim_max;
+    if (want.rlim_cur > want.rlim_max) want.rlim_cur = want.rlim_max;
+    if (prlimit(0, k_rlimits[i].res, &want, NULL) < 0) return -errno;
   }
   return 0;
 }
