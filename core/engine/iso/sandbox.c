@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/sched.h>
+#include <linux/securebits.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -13,6 +14,7 @@
 #include <sys/file.h>
 #include <sys/mount.h>
 #include <sys/pidfd.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
@@ -416,14 +418,44 @@ static int build_plan(asbe_engine *e, const asbe_sandbox_spec *spec, asbe_plan *
   return 0;
 }
 
-static pid_t clone_sandbox(int *pidfd) {
+/* The sandbox's user namespace is owned by the sandbox's own host uid, not
+ * by root: the kernel charges what a user namespace's users hold of the
+ * per-user counts (inotify instances and watches, fanotify groups, message
+ * queue bytes, pending signals, locked shm) to its owner in the parent
+ * namespace too, against the owner's limit. Owned by root, one sandbox could
+ * take all 128 inotify instances of the host's root and of every other
+ * sandbox. The owner is the effective uid of the creator, so this thread
+ * (credentials are per thread; raw syscalls, not glibc's broadcasting
+ * wrappers) takes that euid for the clone only, keeping its capabilities
+ * (SECBIT_NO_SETUID_FIXUP); the child's securebits start afresh in its new
+ * user namespace. */
+static pid_t clone_sandbox(int *pidfd, uid_t owner) {
+  int bits = prctl(PR_GET_SECUREBITS, 0, 0, 0, 0);
+  int dumpable = prctl(PR_GET_DUMPABLE, 0, 0, 0, 0);
+  if (bits < 0 || prctl(PR_SET_SECUREBITS, bits | SECBIT_NO_SETUID_FIXUP, 0, 0, 0) < 0)
+    return -1;
+  if (syscall(SYS_setresuid, -1, owner, -1) < 0) {
+    int err = errno;
+    prctl(PR_SET_SECUREBITS, bits, 0, 0, 0);
+    errno = err;
+    return -1;
+  }
   struct clone_args ca;
   memset(&ca, 0, sizeof ca);
   ca.flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWUTS |
              CLONE_NEWIPC | CLONE_PIDFD;
   ca.pidfd = (uint64_t)(uintptr_t)pidfd;
   ca.exit_signal = SIGCHLD;
-  return (pid_t)syscall(SYS_clone3, &ca, sizeof ca);
+  pid_t pid = (pid_t)syscall(SYS_clone3, &ca, sizeof ca);
+  if (pid == 0) return 0;
+  int err = errno;
+  /* back to root (the real and saved uids stayed 0); a changed euid also
+   * cleared the process's dumpable flag */
+  if (syscall(SYS_setresuid, -1, 0, -1) < 0) abort(); /* cannot happen: suid is 0 */
+  prctl(PR_SET_SECUREBITS, bits, 0, 0, 0);
+  if (dumpable >= 0) prctl(PR_SET_DUMPABLE, dumpable, 0, 0, 0);
+  errno = err;
+  return pid;
 }
 
 /* Waits for the child's next message. 0 = got `type`; <0 = failure (the
@@ -552,7 +584,7 @@ int asbe_sandbox_create(asbe_engine *e, const asbe_sandbox_spec *spec, asbe_sand
   }
   plan->sock = sock[1];
   plan->wfd = wfd;
-  pid_t pid = clone_sandbox(&sb->pidfd);
+  pid_t pid = clone_sandbox(&sb->pidfd, sb->host_uid);
   if (pid < 0) {
     r = asbe__failerr("clone3");
     goto fail;
