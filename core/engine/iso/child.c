@@ -243,7 +243,7 @@ void asbe__child_main(const asbe_plan *p) {
   for (size_t i = 0; i < sizeof devs / sizeof devs[0]; i++) bind_dev(p, devs[i]);
   mkdir_ok(p, "r/dev/pts", 0755);
   TRY(mount("devpts", "r/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC,
-            "newinstance,ptmxmode=0666,mode=0620,gid=5"),
+            "newinstance,ptmxmode=0666,mode=0620,gid=5,max=" ASBE_PTY_MAX),
       "mount devpts");
   TRY(symlink("pts/ptmx", "r/dev/ptmx"), "r/dev/ptmx");
   mkdir_ok(p, "r/dev/shm", 01777);

@@ -196,6 +196,10 @@ int asbe__secure_finish(const asbe_secure *s, const char **what);
  * real-time priority, no negative nice, 8 MiB locked memory, the default
  * 800 KiB of message queues: whatever the engine itself was given. */
 #define ASBE_NOFILE_AGENT 16384u
+/* ptys of one sandbox (its devpts instance's max=): the kernel's pool,
+ * kernel.pty.max less kernel.pty.reserve for the host's own devpts, is
+ * shared by every sandbox (3072 by default). A string: a mount option. */
+#define ASBE_PTY_MAX "256"
 #define ASBE_NOFILE_SOFT 1024u
 #define ASBE_NOFILE_HARD 4096u
 /* Sets those limits (the agent's, else the user's) on the calling process,
