@@ -16,6 +16,7 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -338,6 +339,7 @@ int asbe__cg_copy(const asbe_cg *src, asbe_cg *dst) {
   memset(dst, 0, sizeof *dst);
   dst->n = src->n;
   dst->have = src->have;
+  dst->owner = src->owner;
   for (int i = 0; i < src->n; i++) {
     dst->h[i] = src->h[i];
     dst->h[i].base = strdup(src->h[i].base);
@@ -468,6 +470,12 @@ int asbe__cg_create(const asbe_cg *cg, const char *id,
       mk = mkdir(sb, 0755);
     }
     if (mk < 0) return asbe__failerr("mkdir %s", sb);
+    /* whose it is, for the reaper of any engine using this cgroup name;
+     * cgroupfs without xattrs (v1 before 5.x without the xattr option)
+     * leaves it unmarked: no reaper then takes it for litter */
+    if (cg->owner && setxattr(sb, ASBE_CG_OWNER_XATTR, cg->owner, strlen(cg->owner), 0) < 0 &&
+        errno != EOPNOTSUPP && errno != ENOTSUP)
+      return asbe__failerr("mark %s", sb);
     if ((h->ctrl & ASBE_CG_CPU) && lim->cpu_millicores) {
       char v[64];
       if (h->v2) {
@@ -637,6 +645,18 @@ int asbe__cg_exists(const asbe_cg *cg, const char *id) {
     if (access(d, F_OK) == 0) return 1;
   }
   return 0;
+}
+
+int asbe__cg_owned(const asbe_cg *cg, int i, const char *id, char *other, size_t olen) {
+  char d[PATH_MAX], v[PATH_MAX];
+  if (other && olen) other[0] = '\0';
+  if (asbe__cg_path(cg, i, id, ASBE_CGW_SB, d, sizeof d) < 0) return 0;
+  ssize_t n = getxattr(d, ASBE_CG_OWNER_XATTR, v, sizeof v - 1);
+  if (n < 0) return 0;
+  v[n] = '\0';
+  if (cg->owner && !strcmp(v, cg->owner)) return 1;
+  if (other && olen) snprintf(other, olen, "%s", v);
+  return -1;
 }
 
 static uint64_t read_u64(const char *dir, const char *file) {
