@@ -319,6 +319,51 @@ TEST(ptys_are_limited_per_sandbox) {
   if (n > 256) fprintf(stderr, "one sandbox opened %d ptys\n", n);
 }
 
+/* ---- host pids ------------------------------------------------------------ */
+
+static unsigned long long read_ull(const char *path) {
+  FILE *f = fopen(path, "r");
+  unsigned long long v = 0;
+  if (f) {
+    if (fscanf(f, "%llu", &v) != 1) v = 0;
+    fclose(f);
+  }
+  return v;
+}
+
+/* Every sandbox process also takes a host pid: all of an engine's sandboxes
+ * together stay below kernel.pid_max and kernel.threads-max (32768 and
+ * ~190k here: some 25 sandboxes at their own pids.max would take every pid
+ * the host has, its root's included). Checked on the engine's cgroup, as
+ * filling the host's pid space in a test would stop the machine. */
+TEST(all_sandboxes_together_leave_the_host_pids) {
+  char p[512], line[4200], base[4200] = "";
+  snprintf(p, sizeof p, "%s/sandboxes/%s/state", F.state, asb_sandbox_id(SB));
+  FILE *f = fopen(p, "r");
+  REQUIRE(f != NULL);
+  while (fgets(line, sizeof line, f))
+    if (!strncmp(line, "cgroup.pids=", 12)) {
+      line[strcspn(line, "\n")] = '\0';
+      snprintf(base, sizeof base, "%s", line + 12);
+    }
+  fclose(f);
+  char *slash = strrchr(base, '/');
+  REQUIRE(slash != NULL);
+  *slash = '\0'; /* the engine's dir above the sandbox's */
+  snprintf(line, sizeof line, "%s/pids.max", base);
+  char v[32] = "";
+  FILE *m = fopen(line, "r");
+  REQUIRE(m != NULL);
+  if (!fgets(v, sizeof v, m)) v[0] = '\0';
+  fclose(m);
+  unsigned long long pm = read_ull("/proc/sys/kernel/pid_max"),
+                     tm = read_ull("/proc/sys/kernel/threads-max");
+  unsigned long long lim = pm < tm ? pm : tm, cap = strtoull(v, NULL, 10);
+  CHECK(strncmp(v, "max", 3) != 0);
+  CHECK(cap > 0 && cap + 4096 <= lim);
+  if (!cap || cap + 4096 > lim) fprintf(stderr, "all sandboxes: pids.max %s, host %llu\n", v, lim);
+}
+
 /* ---- loop devices under concurrent creates -------------------------------- */
 
 #define NCREATE 50
@@ -396,6 +441,7 @@ int main(void) {
   RUN(unused_socket_families_are_denied);
   RUN(per_user_kernel_counts_are_per_sandbox);
   RUN(ptys_are_limited_per_sandbox);
+  RUN(all_sandboxes_together_leave_the_host_pids);
   RUN(concurrent_creates_all_get_a_loop_device);
   asb_sandbox_kill(SB, NULL);
   asb_sandbox_free(SB);

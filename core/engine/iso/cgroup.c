@@ -139,6 +139,30 @@ static int v2_enable(const char *dir, unsigned ctrl) {
   return r;
 }
 
+/* Every process of every sandbox also takes one of the host's pids
+ * (kernel.pid_max: 32768 on hosts without systemd's 4194304) and threads
+ * (kernel.threads-max): about 25 sandboxes at a pids.max of 1024 plus the
+ * agent's 256 would leave the host none, its root included. The engine's own
+ * dir caps all of its sandboxes together below both, keeping an eighth (at
+ * least 4096) for everything else. Best effort: the sandboxes' own limits
+ * hold without it. */
+static void cap_all_pids(const asbe_cg_hier *h) {
+  if (!(h->ctrl & ASBE_CG_PIDS)) return;
+  char buf[32];
+  unsigned long long pm = 0, tm = 0;
+  if (asbe__read_small("/proc/sys/kernel/pid_max", buf, sizeof buf) > 0)
+    pm = strtoull(buf, NULL, 10);
+  if (asbe__read_small("/proc/sys/kernel/threads-max", buf, sizeof buf) > 0)
+    tm = strtoull(buf, NULL, 10);
+  unsigned long long m = pm && tm ? (pm < tm ? pm : tm) : (pm ? pm : tm);
+  unsigned long long reserve = m / 8 > 4096 ? m / 8 : 4096;
+  if (m <= 2 * reserve) return;
+  snprintf(buf, sizeof buf, "%llu", m - reserve);
+  char p[PATH_MAX];
+  snprintf(p, sizeof p, "%s/pids.max", h->base);
+  asbe__write_str(p, buf);
+}
+
 static int rank(const asbe_cg_hier *h) {
   if (h->v2) return 99;
   for (size_t k = 0; k < ASBI_ARRAY_LEN(k_ctrls); k++)
@@ -301,6 +325,7 @@ int asbe__cg_open(asbe_cg *cg, const char *name, int v2_split) {
       r = asbe__failerr("mkdir %s", h->base);
       goto fail;
     }
+    cap_all_pids(h);
     if (h->v2) {
       int er = v2_enable(h->base, h->ctrl & (ASBE_CG_MEMORY | ASBE_CG_PIDS |
                                              ASBE_CG_CPU));
@@ -464,6 +489,7 @@ int asbe__cg_create(const asbe_cg *cg, const char *id,
       /* the engine's dir went (removed by hand, or by an engine that ran
        * from another cgroup): make it again */
       if (mkdir(h->base, 0755) < 0 && errno != EEXIST) return asbe__failerr("mkdir %s", h->base);
+      cap_all_pids(h);
       if (h->v2 && (r = v2_enable(h->base, h->ctrl & (ASBE_CG_MEMORY | ASBE_CG_PIDS |
                                                        ASBE_CG_CPU))) < 0)
         return asbe__fail(r, "enable controllers in %s", h->base);
