@@ -381,7 +381,11 @@ static void *create_one(void *arg) {
   asb_client *cl = NULL;
   c->rc = engine_fixture_client(c->f, &cl);
   pthread_barrier_wait(c->go);
-  if (c->rc == ASB_OK) c->rc = asb_sandbox_create(&c->sb, cl, NULL);
+  /* a hundred creates at once on two cores may take a while: no request
+   * deadline but the test's own */
+  asb_sandbox_options o = ASB_SANDBOX_OPTIONS_INIT;
+  o.request_timeout_ms = 600000;
+  if (c->rc == ASB_OK) c->rc = asb_sandbox_create(&c->sb, cl, &o);
   if (c->rc != ASB_OK) snprintf(c->err, sizeof c->err, "%s", asb_error_last()->message);
   if (c->sb) {
     asb_sandbox_kill(c->sb, NULL);
