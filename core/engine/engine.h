@@ -92,6 +92,9 @@ typedef struct engine {
   char *envd_version;
   char api_key[64];
   int default_timeout_s;
+  /* HTTP front (server.c): connections per listener, per TCP client
+   * address, and seconds a request head may take */
+  unsigned max_conns, max_conns_per_ip, header_timeout_s;
   /* runtime */
   asbe_engine *iso;
   pthread_mutex_t mu;
