@@ -44,6 +44,9 @@ typedef struct upstream {
 typedef struct sbx {
   char id[ENGINE_ID_LEN + 1];
   char token[65];   /* envd access token */
+  char traffic_token[65]; /* E2B's trafficAccessToken: the code interpreter
+                             takes it in E2B-Traffic-Access-Token (what the
+                             stock SDKs send on their context calls) */
   char *template_id;
   char *alias;      /* template name */
   cJSON *metadata;  /* object of strings */
