@@ -140,13 +140,27 @@ TEST(kill_9_during_creates_and_streams) {
   for (int i = 0; i < 3; i++) pthread_join(t[i], NULL);
 
   REQUIRE(engine_fixture_launch(&F, 1) == 0);
-  /* Every sandbox the new engine lists works; the streaming one survived. */
-  asb_sandbox_page *p = NULL;
-  REQUIRE_RC(asb_sandbox_list(c, NULL, &p), ASB_OK);
+  /* Every sandbox the new engine lists works; the streaming one survived.
+   * All pages first (the creators may have made more than one page's
+   * worth), then each is checked and killed. */
+  static char ids[4096][32];
+  size_t nids = 0;
+  char next[64] = "";
+  do {
+    asb_sandbox_list_options lo = ASB_SANDBOX_LIST_OPTIONS_INIT;
+    lo.next_token = next[0] ? next : NULL;
+    asb_sandbox_page *p = NULL;
+    REQUIRE_RC(asb_sandbox_list(c, &lo, &p), ASB_OK);
+    for (size_t i = 0; i < asb_sandbox_page_count(p) && nids < 4096; i++)
+      snprintf(ids[nids++], sizeof ids[0], "%s", asb_sandbox_info_id(asb_sandbox_page_get(p, i)));
+    const char *nt = asb_sandbox_page_next_token(p);
+    snprintf(next, sizeof next, "%s", nt ? nt : "");
+    asb_sandbox_page_free(p);
+  } while (next[0]);
   int found_streaming = 0;
-  printf("  after the crash the engine lists %zu sandbox(es)\n", asb_sandbox_page_count(p));
-  for (size_t i = 0; i < asb_sandbox_page_count(p); i++) {
-    const char *id = asb_sandbox_info_id(asb_sandbox_page_get(p, i));
+  printf("  after the crash the engine lists %zu sandbox(es)\n", nids);
+  for (size_t i = 0; i < nids; i++) {
+    const char *id = ids[i];
     if (strcmp(id, streaming_id) == 0) found_streaming = 1;
     asb_sandbox *sb = NULL;
     REQUIRE_RC(asb_sandbox_connect(&sb, c, id, 60000, NULL), ASB_OK);
@@ -157,7 +171,6 @@ TEST(kill_9_during_creates_and_streams) {
     CHECK_RC(asb_sandbox_kill(sb, NULL), ASB_OK);
     asb_sandbox_free(sb);
   }
-  asb_sandbox_page_free(p);
   CHECK(found_streaming);
   asb_sandbox_free(streaming);
   asb_client_free(c);
