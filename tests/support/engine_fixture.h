@@ -29,6 +29,7 @@ typedef struct engine_fixture {
   char cgroup[64];
   char key[128];
   int keep_state; /* do not remove the state dir on stop (restart tests) */
+  const char *const *extra_args; /* more engine options, NULL-ended (or NULL) */
   int ctty;       /* > 0: a terminal (pty slave) the engine starts with as its
                      controlling terminal and stdin, as `sudo agent-sandboxd`
                      on a terminal does */
@@ -53,7 +54,7 @@ static inline int engine_fixture_launch(engine_fixture *f, int kill_on_exit) {
     /* ASB_TEST_ENVD / ASB_TEST_INIT: run these instead of the build
      * tree's envd and asb-init. */
     const char *envd = getenv("ASB_TEST_ENVD"), *init = getenv("ASB_TEST_INIT");
-    const char *argv[16];
+    const char *argv[48];
     int n = 0;
     argv[n++] = ASB_ENGINE_BIN;
     argv[n++] = "--state-dir";
@@ -73,6 +74,8 @@ static inline int engine_fixture_launch(engine_fixture *f, int kill_on_exit) {
       argv[n++] = init;
     }
     if (kill_on_exit) argv[n++] = "--kill-on-exit";
+    for (size_t i = 0; f->extra_args && f->extra_args[i] && n < 47; i++)
+      argv[n++] = f->extra_args[i];
     argv[n] = NULL;
     execv(argv[0], (char *const *)argv);
     _exit(127);
@@ -162,15 +165,11 @@ static void *engine_fixture_reaper(void *arg) {
   return NULL;
 }
 
-/* Like engine_fixture_start, with ctty as the engine's controlling
- * terminal (see engine_fixture.ctty). */
-static inline int engine_fixture_start_ctty(engine_fixture *f, const char *tag, int ctty);
-
-static inline int engine_fixture_start(engine_fixture *f, const char *tag) {
-  return engine_fixture_start_ctty(f, tag, 0);
-}
-
-static inline int engine_fixture_start_ctty(engine_fixture *f, const char *tag, int ctty) {
+/* engine_fixture_start with more engine options (NULL-ended, or NULL; the
+ * array must outlive the fixture: restarts pass it again) and ctty (> 0) as
+ * the engine's controlling terminal (see engine_fixture.ctty). */
+static inline int engine_fixture_start_full(engine_fixture *f, const char *tag,
+                                            const char *const *extra_args, int ctty) {
   static int reaping;
   if (!reaping) {
     pthread_t t;
@@ -181,8 +180,24 @@ static inline int engine_fixture_start_ctty(engine_fixture *f, const char *tag, 
   memset(f, 0, sizeof *f);
   snprintf(f->state, sizeof f->state, "/tmp/asb-%s-%d", tag, (int)getpid());
   snprintf(f->cgroup, sizeof f->cgroup, "asbt-%s-%d", tag, (int)getpid());
+  f->extra_args = extra_args;
   f->ctty = ctty;
   return engine_fixture_launch(f, 1);
+}
+
+/* Like engine_fixture_start, with more engine options. */
+static inline int engine_fixture_start_args(engine_fixture *f, const char *tag,
+                                            const char *const *extra_args) {
+  return engine_fixture_start_full(f, tag, extra_args, 0);
+}
+
+/* Like engine_fixture_start, with ctty as the engine's controlling terminal. */
+static inline int engine_fixture_start_ctty(engine_fixture *f, const char *tag, int ctty) {
+  return engine_fixture_start_full(f, tag, NULL, ctty);
+}
+
+static inline int engine_fixture_start(engine_fixture *f, const char *tag) {
+  return engine_fixture_start_full(f, tag, NULL, 0);
 }
 
 /* SIGTERM (clean stop) or SIGKILL (crash). */
