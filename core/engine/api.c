@@ -288,16 +288,22 @@ static void create(engine *e, api_req *q, api_reply *r) {
   spec.cpu_millicores = (uint32_t)t->cpu_count * 1000;
   spec.disk_bytes = (uint64_t)t->disk_mb << 20;
   spec.agent_argv = (const char *const *)argv;
-  int rc = argv ? asbe_sandbox_create(e->iso, &spec, &s->iso) : -ENOMEM;
+  /* The code interpreter, asb-init's aux agent: started with the sandbox for
+   * the code-interpreter templates (Python importing ipykernel dominates the
+   * first run_code, so the kernel warms while envd starts), on the first
+   * request for port 49999 otherwise. */
+  char **aux = codei_aux_argv(e, s);
+  spec.aux_argv = (const char *const *)aux;
+  spec.aux_on_demand = !t->start_codei;
+  s->codei_started = aux && t->start_codei;
+  int rc = argv && (aux || !e->codei_path) ? asbe_sandbox_create(e->iso, &spec, &s->iso) : -ENOMEM;
   free(argv);
+  codei_argv_free(aux);
   if (rc) {
     api_error(r, 500, "cannot create the sandbox: %s", asbe_errmsg());
     goto out;
   }
   /* From here a failure must undo the sandbox: create is transactional. */
-  /* Code-interpreter templates warm their kernel from the start, while envd
-   * starts: Python importing ipykernel dominates the first run_code. */
-  if (t->start_codei && e->codei_path) codei_start(e, s);
   if ((rc = wait_envd(s))) {
     api_error(r, 500, "the sandbox's agent did not start: %s", strerror(-rc));
     goto undo;

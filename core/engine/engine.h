@@ -282,8 +282,14 @@ int envd_request(sbx *s, const char *method, const char *path,
 
 /* ---- codei.c: the code interpreter inside sandboxes ---------------------- */
 #define CODEI_PORT 49999
-/* Launch the sandbox's code interpreter (once; later calls are no-ops).
- * Does not wait for it. 0 or a negative errno. */
+/* The aux agent words of asb-init for the sandbox's code interpreter
+ * (NAME=VALUE environment words, then its argv), or NULL when the feature
+ * is off or out of memory. Free with codei_argv_free. */
+char **codei_aux_argv(engine *e, const sbx *s);
+void codei_argv_free(char **v);
+/* Ask asb-init to start the sandbox's on-demand code interpreter (once per
+ * engine run; asb-init ignores repeats). Does not wait for it. 0 or a
+ * negative errno. */
 int codei_start(engine *e, sbx *s);
 /* Launch it if needed and wait until its port accepts connections, up to
  * timeout_ms. Returns a connected socket or a negative errno. */
