@@ -98,3 +98,75 @@ int codei_connect(engine *e, sbx *s, int timeout_ms) {
     if (nap < 20000) nap *= 2;
   }
 }
+
+/* ---- preflight: the code interpreter's packages ------------------------- */
+
+extern const char codei_packages_txt[]; /* templates/code-interpreter/packages.txt */
+
+/* Is a package installed, per dpkg's status file (status holds the whole
+ * file, NUL-terminated)? */
+static int dpkg_installed(const char *status, const char *name) {
+  size_t nl = strlen(name);
+  for (const char *p = status; (p = strstr(p, "Package: ")) != NULL; p += 9) {
+    if ((p != status && p[-1] != '\n') || strncmp(p + 9, name, nl) != 0 || p[9 + nl] != '\n')
+      continue;
+    const char *end = strstr(p, "\n\n");
+    const char *st = strstr(p, "\nStatus: ");
+    if (st && (!end || st < end))
+      return strncmp(st + 9, "install ok installed", 20) == 0;
+  }
+  return 0;
+}
+
+char *codei_preflight(void) {
+  FILE *f = fopen("/var/lib/dpkg/status", "re");
+  if (!f) return asbi_strdup("info code interpreter packages: not a dpkg system, not checked\n");
+  asbi_buf st = ASBI_BUF_INIT;
+  char chunk[65536];
+  size_t n;
+  while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) asbi_buf_append(&st, chunk, n);
+  fclose(f);
+  asbi_buf out = ASBI_BUF_INIT;
+  asbi_buf missing[2] = {ASBI_BUF_INIT, ASBI_BUF_INIT};
+  int total[2] = {0, 0}, miss[2] = {0, 0}, sec = -1;
+  const char *p = codei_packages_txt;
+  while (*p && st.data) {
+    const char *eol = strchr(p, '\n');
+    size_t len = eol ? (size_t)(eol - p) : strlen(p);
+    char line[256];
+    snprintf(line, sizeof line, "%.*s", (int)(len < sizeof line ? len : sizeof line - 1), p);
+    p += len + (eol ? 1 : 0);
+    char *hash = strchr(line, '#');
+    if (hash) *hash = '\0';
+    char name[128];
+    if (sscanf(line, "%127s", name) != 1) continue;
+    if (name[0] == '[') {
+      sec = strcmp(name, "[core]") == 0 ? 0 : strcmp(name, "[full]") == 0 ? 1 : -1;
+      continue;
+    }
+    if (sec < 0) continue;
+    total[sec]++;
+    if (!dpkg_installed(st.data, name)) {
+      miss[sec]++;
+      asbi_buf_printf(&missing[sec], " %s", name);
+    }
+  }
+  if (!miss[0])
+    asbi_buf_printf(&out, "ok   code interpreter packages (%d)\n", total[0]);
+  else
+    asbi_buf_printf(&out,
+                    "WARN code interpreter packages: %d of %d missing:%s. Fix: scripts/deps.sh "
+                    "(or apt-get install them)\n",
+                    miss[0], total[0], missing[0].data);
+  if (!miss[1])
+    asbi_buf_printf(&out, "ok   code interpreter, the rest of E2B's image (%d)\n", total[1]);
+  else
+    asbi_buf_printf(&out,
+                    "info code interpreter, the rest of E2B's image: %d of %d missing:%s. "
+                    "Install: scripts/deps.sh --code-interpreter-full\n",
+                    miss[1], total[1], missing[1].data);
+  asbi_buf_free(&st);
+  asbi_buf_free(&missing[0]);
+  asbi_buf_free(&missing[1]);
+  return out.data;
+}

@@ -294,6 +294,9 @@ int codei_start(engine *e, sbx *s);
 /* Launch it if needed and wait until its port accepts connections, up to
  * timeout_ms. Returns a connected socket or a negative errno. */
 int codei_connect(engine *e, sbx *s, int timeout_ms);
+/* Preflight lines (caller frees): which of the code interpreter's packages
+ * (templates/code-interpreter/packages.txt) the host lacks. Never fatal. */
+char *codei_preflight(void);
 
 /* ---- server.c ------------------------------------------------------------------ */
 int server_start(engine *e, const char *listen, const char *socket_path);
