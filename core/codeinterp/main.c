@@ -182,16 +182,20 @@ int main(int argc, char **argv) {
                        .access_sha256 = have_access ? access_md : NULL,
                        .traffic_sha256 = have_traffic ? traffic_md : NULL};
   char err[512];
+  /* the default contexts exist (starting) before the first request can
+   * list them */
+  if (default_ctx) ci_ctx_start_default();
   int bound = ci_server_start(&so, err, sizeof err);
   if (bound < 0) {
     fprintf(stderr, "code-interpreter: %s\n", err);
+    ci_ctx_shutdown();
+    ci_zmq_term();
     unlink(rc);
     rmdir(rundir);
     return 1;
   }
   printf("%d\n", bound);
   fflush(stdout);
-  if (default_ctx) ci_ctx_start_default();
 
   int sig = 0;
   sigwait(&stop, &sig);
