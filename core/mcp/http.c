@@ -709,14 +709,14 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
       r->answered = 1;
       return fail(c, 405, MCP_INVALID_REQUEST, "Method Not Allowed: use POST, GET or DELETE");
     }
+    /* Over the limit: read on and drop the body (up to DISCARD_MAX), then
+     * answer 413; answering first would reset a client still sending. */
     const char *cl = header(c, "Content-Length");
     int64_t n = -1;
     if (cl && asbi_parse_i64(cl, strlen(cl), &n) == 0 && n > (int64_t)h->srv->cfg.max_message) {
-      r->answered = 1;
-      char msg[160];
-      snprintf(msg, sizeof msg, "Payload Too Large: a message may have at most %zu bytes",
-               h->srv->cfg.max_message);
-      return fail(c, 413, MCP_INVALID_REQUEST, msg);
+      if (n > (int64_t)DISCARD_MAX) return MHD_NO;
+      r->too_big = 1;
+      asbi_buf_free(&r->body);
     }
     return MHD_YES;
   }

@@ -551,6 +551,20 @@ static bg_cmd *bg_find(mcp_session *s, const char *sbx, unsigned pid) {
   return b;
 }
 
+/* Kill the processes started with tag (after a cancelled start). */
+static void kill_tagged(asb_sandbox *sb, const char *tag) {
+  asb_call_options co = ASB_CALL_OPTIONS_INIT;
+  co.timeout_ms = 10000;
+  asb_process_list *l = NULL;
+  if (asb_commands_list(&l, sb, &co) != ASB_OK) return;
+  for (size_t i = 0; i < asb_process_list_count(l); i++) {
+    const asb_process_info *pi = asb_process_list_get(l, i);
+    const char *t = asb_process_info_tag(pi);
+    if (t && !strcmp(t, tag)) asb_commands_kill(sb, asb_process_info_pid(pi), &co);
+  }
+  asb_process_list_free(l);
+}
+
 static int t_run_command(mcp_call *c, const cJSON *args, mcp_result *r) {
   int dflt;
   sbx_ref *ref = mcp_sandbox_for(c, args, 1, r, &dflt);
@@ -610,7 +624,17 @@ static int t_run_command(mcp_call *c, const cJSON *args, mcp_result *r) {
   o.on_stderr = fg_stderr;
   o.userdata = &f;
   o.cancel = c->cancel;
+  /* A cancellation can land while the start is in flight: the command may
+   * run then, without us knowing its pid. Its tag finds it. */
+  int kill_on_cancel = arg_bool(c, args, "kill_on_cancel");
+  char tag[32] = "mcp-";
+  if (kill_on_cancel && asbi_random_hex(tag + 4, 16) == 0) o.tag = tag;
   rc = asb_commands_start(&p, ref->h, cmd, &o);
+  if (rc == ASB_ECANCELED && o.tag) {
+    kill_tagged(ref->h, tag);
+    mcp_result_fail(r, "run_command: cancelled");
+    goto fg_out;
+  }
   if (rc != ASB_OK) {
     sbx_fail(c, r, ref, dflt, rc, "run_command");
     goto fg_out;
@@ -630,7 +654,7 @@ static int t_run_command(mcp_call *c, const cJSON *args, mcp_result *r) {
   if (rc == ASB_ECANCELED || mcp_call_cancelled(c)) {
     /* Cancelling the call leaves the command running; the caller asked
      * for it to go too (the default). */
-    if (arg_bool(c, args, "kill_on_cancel")) {
+    if (kill_on_cancel) {
       asb_call_options kc = ASB_CALL_OPTIONS_INIT;
       kc.timeout_ms = 10000;
       int krc = asb_commands_kill(ref->h, pid, &kc);

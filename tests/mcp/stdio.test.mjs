@@ -12,13 +12,15 @@
 import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { mkdtempSync, writeFileSync, rmSync } from 'node:fs'
+import { execFile } from 'node:child_process'
+import { promisify } from 'node:util'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import Ajv2020 from 'ajv/dist/2020.js'
 import { LoggingMessageNotificationSchema, LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS }
   from '@modelcontextprotocol/sdk/types.js'
 import { startEngine } from '../support/engine.mjs'
-import { stdioClient, RawStdio, call, waitFor, sandboxExists, killSandbox, hostFetch } from './harness.mjs'
+import { stdioClient, RawStdio, call, waitFor, sandboxExists, killSandbox, hostFetch, serverEnv, MCP_BIN } from './harness.mjs'
 
 const TOOLS = ['create_sandbox', 'kill_sandbox', 'list_sandboxes', 'sandbox_info', 'set_timeout',
   'pause_sandbox', 'resume_sandbox', 'run_command', 'command_output', 'kill_command',
@@ -359,11 +361,17 @@ test('templates: build_template, list_templates, list_named_commands, run_named_
 test('progress notifications and output streamed as log messages', async () => {
   logs.length = 0
   const progress = []
-  const r = await call(mcp.client, 'run_command', {
-    sandbox_id: sbx, command: 'for i in 1 2 3; do echo line$i; done; echo oops >&2'
+  await call(mcp.client, 'remove', { sandbox_id: sbx, path: '/tmp/progressed' })
+  // The command waits until the test saw progress: the SDK drops progress
+  // that arrives together with its answer (notifications are handled a
+  // microtask later than answers).
+  const pending = call(mcp.client, 'run_command', {
+    sandbox_id: sbx, command: 'for i in 1 2 3; do echo line$i; done; echo oops >&2; while [ ! -e /tmp/progressed ]; do sleep 0.05; done'
   }, { onprogress: (p) => progress.push(p) })
+  await waitFor('progress', () => progress.length >= 1)
+  await call(mcp.client, 'write_file', { sandbox_id: sbx, path: '/tmp/progressed', content: '' })
+  const r = await pending
   assert.equal(r.stdout, 'line1\nline2\nline3\n')
-  assert.ok(progress.length >= 1)
   for (let i = 1; i < progress.length; i++) assert.ok(progress[i].progress > progress[i - 1].progress)
   // Log messages arrive before the result (one stream, in order).
   const out = logs.filter((l) => l.logger === 'stdout').map((l) => l.data).join('')
@@ -469,4 +477,15 @@ test('a client that disappears mid-call: its command is cancelled and killed, th
   const { code } = await raw.exited
   assert.equal(code, 0)
   await waitFor('the orphan to be killed', async () => !(await running()))
+})
+
+test('examples/mcp/client.py runs against the server', async () => {
+  const script = new URL('../../examples/mcp/client.py', import.meta.url).pathname
+  const { stdout } = await promisify(execFile)('/usr/bin/python3', [script], {
+    env: serverEnv({ ASB_MCP_BIN: MCP_BIN }), timeout: 120_000
+  })
+  assert.match(stdout, /server: agent-sandbox-mcp protocol 2025-11-25/)
+  assert.match(stdout, /run_command exit 0 stdout 'Linux\\n'/)
+  assert.match(stdout, /read_file: 42/)
+  assert.match(stdout, /python 3/)
 })
