@@ -87,6 +87,7 @@ struct mcp_server {
   pthread_t ticker;
   pthread_cond_t tick_cv;
   int ticker_started, stopping;
+  int tick_wanted;             /* some call has output waiting or a progress token */
   atomic_int inflight;
 };
 

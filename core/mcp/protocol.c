@@ -118,11 +118,24 @@ mcp_sink *mcp_batch_sink_new(mcp_sink *parent, size_t n) {
 
 static void flush_output(mcp_call *c, int final);
 
+/* Wake the ticker: a call has a progress token or output waiting. Never
+ * called with a call's out_mu held (the ticker takes it under srv->mu). */
+static void ticker_kick(mcp_server *srv) {
+  pthread_mutex_lock(&srv->mu);
+  if (!srv->tick_wanted) {
+    srv->tick_wanted = 1;
+    pthread_cond_signal(&srv->tick_cv);
+  }
+  pthread_mutex_unlock(&srv->mu);
+}
+
+/* Sleeps while no call needs it, so calls without progress or output
+ * (most of them) cost no extra wake-ups. */
 static void *ticker_main(void *arg) {
   mcp_server *srv = arg;
   pthread_mutex_lock(&srv->mu);
   while (!srv->stopping) {
-    if (atomic_load(&srv->inflight) == 0) {
+    if (!srv->tick_wanted) {
       pthread_cond_wait(&srv->tick_cv, &srv->mu);
       continue;
     }
@@ -136,13 +149,16 @@ static void *ticker_main(void *arg) {
     pthread_cond_timedwait(&srv->tick_cv, &srv->mu, &ts);
     if (srv->stopping) break;
     uint64_t now = asbi_now_ms();
+    int wanted = 0;
     for (mcp_session *s = srv->sessions; s; s = s->next) {
       pthread_mutex_lock(&s->mu);
       for (mcp_call *c = s->calls; c; c = c->next) {
         pthread_mutex_lock(&c->out_mu);
         if (c->pending_since_ms && now - c->pending_since_ms >= FLUSH_AFTER_MS)
           flush_output(c, 0);
+        if (c->pending_since_ms) wanted = 1;
         pthread_mutex_unlock(&c->out_mu);
+        if (c->progress_token) wanted = 1;
         if (c->progress_token && now - c->last_progress_ms >= HEARTBEAT_MS) {
           char msg[64];
           snprintf(msg, sizeof msg, "running for %llu s",
@@ -152,6 +168,7 @@ static void *ticker_main(void *arg) {
       }
       pthread_mutex_unlock(&s->mu);
     }
+    srv->tick_wanted = wanted;
   }
   pthread_mutex_unlock(&srv->mu);
   return NULL;
@@ -442,7 +459,11 @@ void mcp_call_output(mcp_call *c, int which, const char *data, size_t len) {
   size_t take = len < room ? len : room;
   if (take) asbi_buf_append(&c->pending[which], data, take);
   c->streamed += take;
-  if (!c->pending_since_ms) c->pending_since_ms = now;
+  int kick = 0;
+  if (!c->pending_since_ms) {
+    c->pending_since_ms = now;
+    kick = 1;
+  }
   if (take < len) {
     c->stream_capped = 1;
     flush_output(c, 1);
@@ -454,7 +475,9 @@ void mcp_call_output(mcp_call *c, int which, const char *data, size_t len) {
   } else if (c->pending[which].len >= FLUSH_BYTES) {
     flush_output(c, 0);
   }
+  kick = kick && c->pending_since_ms;
   pthread_mutex_unlock(&c->out_mu);
+  if (kick) ticker_kick(c->s->srv);
 }
 
 void mcp_call_output_end(mcp_call *c) {
@@ -818,9 +841,7 @@ static void start_call(mcp_session *s, const mcp_msg *m, mcp_sink *sink) {
   }
   mcp_server *srv = s->srv;
   atomic_fetch_add(&srv->inflight, 1);
-  pthread_mutex_lock(&srv->mu);
-  pthread_cond_signal(&srv->tick_cv);
-  pthread_mutex_unlock(&srv->mu);
+  if (c->progress_token) ticker_kick(srv); /* heartbeats */
   pthread_attr_t attr;
   pthread_attr_init(&attr);
   pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
