@@ -274,7 +274,6 @@ typedef struct asbpy_callbacks {
   PyObject *reader;      /* (cap) -> bytes; b"" at the end */
   PyObject *error;       /* the exception a callable raised, or NULL */
   int text;              /* deliver data as str */
-  unsigned int pid;      /* set by asbpy_commands_run once started */
 } asbpy_callbacks;
 
 static int asbpy_fail(asbpy_callbacks *cb) {
@@ -441,9 +440,7 @@ static long asbpy_tramp_read(char *buf, size_t cap, void *ud) {
 }
 
 %nodefaultctor asbpy_callbacks;
-%immutable asbpy_callbacks::pid;
 typedef struct asbpy_callbacks {
-  unsigned int pid;
 } asbpy_callbacks;
 
 %extend asbpy_callbacks {

@@ -6,9 +6,6 @@
  * What SWIG alone cannot do right:
  *   - bind(cb) on the options structs that carry callbacks: points their
  *     callback members at the trampolines and their userdata at cb;
- *   - asbpy_commands_run: start + optional stdin + wait in one call with the
- *     lock released, which also kills the command when the call is
- *     cancelled (the pid is known only inside);
  *   - bulk converters that turn a whole list into Python tuples in one call
  *     (an entry list, a process list, a sandbox info) instead of one SWIG
  *     call per field.
@@ -42,80 +39,6 @@
     $self->userdata = cb;
   }
 }
-
-%typemap(in) (const void *stdin_data, size_t stdin_len) (Py_buffer view, int have = 0) {
-  $1 = NULL;
-  $2 = 0;
-  if ($input != Py_None) {
-    if (PyUnicode_Check($input)) {
-      Py_ssize_t n = 0;
-      const char *s = PyUnicode_AsUTF8AndSize($input, &n);
-      if (!s) SWIG_fail;
-      $1 = (void *)s;
-      $2 = (size_t)n;
-    } else {
-      if (PyObject_GetBuffer($input, &view, PyBUF_SIMPLE) != 0) SWIG_fail;
-      have = 1;
-      $1 = view.buf ? view.buf : (void *)"";
-      $2 = (size_t)view.len;
-    }
-  }
-}
-%typemap(freearg) (const void *stdin_data, size_t stdin_len) {
-  if (have$argnum) PyBuffer_Release(&view$argnum);
-}
-
-%thread asbpy_commands_run;
-%inline %{
-/* Run cmd to the end like asb_commands_run, writing stdin_data (if not NULL)
- * to its stdin and closing it first. The command's pid goes to cb->pid as
- * soon as it is known. When the call is cancelled through opts->cancel the
- * command is killed too: a cancelled foreground run stops. */
-int asbpy_commands_run(asb_sandbox *sandbox, const char *cmd,
-                       const asb_command_options *opts, asbpy_callbacks *cb,
-                       const void *stdin_data, size_t stdin_len,
-                       asb_command_result **out) {
-  asb_command_options o = ASB_COMMAND_OPTIONS_INIT;
-  if (opts) o = *opts;
-  if (cb) {
-    o.on_stdout = cb->on_stdout ? asbpy_tramp_stdout : NULL;
-    o.on_stderr = cb->on_stderr ? asbpy_tramp_stderr : NULL;
-    o.userdata = cb;
-  }
-  if (stdin_data) o.stdin_enabled = 1;
-  /* Starting is not cancelled half-way (bounded by the request timeout):
-   * a start cut short could leave the command running with its pid unknown.
-   * A cancellation that arrives meanwhile kills it right after. */
-  asb_cancel *cancel = o.cancel;
-  o.cancel = NULL;
-  asb_process *p = NULL;
-  int rc = asb_commands_start(&p, sandbox, cmd, &o);
-  if (rc) return rc;
-  if (cb) cb->pid = asb_process_pid(p);
-  asb_call_options call = ASB_CALL_OPTIONS_INIT;
-  call.cancel = cancel;
-  if (cancel && asb_cancel_is_requested(cancel)) rc = ASB_ECANCELED;
-  if (stdin_data && rc == ASB_OK) {
-    if (stdin_len) rc = asb_process_send_stdin(p, stdin_data, stdin_len, &call);
-    if (rc == ASB_OK) rc = asb_process_close_stdin(p, &call);
-  }
-  if (rc == ASB_OK) {
-    call.timeout_ms = -1; /* the command's own lifetime bounds it */
-    rc = asb_process_wait(out, p, &call);
-  }
-  if (rc == ASB_ECANCELED || (rc != ASB_OK && rc != ASB_ECOMMANDEXIT &&
-                              rc != ASB_ETIMEOUT && stdin_data)) {
-    asb_call_options kc = ASB_CALL_OPTIONS_INIT;
-    kc.timeout_ms = 5000;
-    /* Keep the cancellation as the error the caller sees. */
-    int keep = rc;
-    asb_process_kill(p, &kc);
-    rc = keep;
-  }
-  asb_process_free(p);
-  return rc;
-}
-%}
 
 %inline %{
 /* Every entry of a list as asbpy_entry_tuple tuples. */

@@ -196,6 +196,7 @@ static int ci_call(asb_sandbox *sb, const char *method, const char *path,
                        .body_len = json ? strlen(json) : 0,
                        .timeout_ms = asbi_client_timeout(sb->client, call ? call->timeout_ms : 0),
                        .cancel = call ? call->cancel : NULL,
+                       .stop = sb->life.stop,
                        .idempotent = strcmp(method, "GET") == 0,
                        .max_retries = sb->client->max_retries};
     rc = asbi_http_do(sb->client->http, &r, &resp);
@@ -337,6 +338,7 @@ static int add_env_map(cJSON *body, const char *const *envs) {
 
 int asb_code_run(asb_execution **out, asb_sandbox *sb, const char *code,
                  const asb_code_options *o) {
+  ASBI_SANDBOX_CALL(sb);
   if (out) *out = NULL;
   if (!sb || !code || !out) return asbi_err(ASB_EINVAL, "code.run: bad arguments");
   ASBI_CHECK_VERSION(o, ASB_CODE_OPTIONS_VERSION, "asb_code_options");
@@ -377,6 +379,7 @@ int asb_code_run(asb_execution **out, asb_sandbox *sb, const char *code,
                        .body_len = strlen(json),
                        .timeout_ms = timeout,
                        .cancel = o->cancel,
+                       .stop = sb->life.stop,
                        .max_retries = sb->client->max_retries,
                        .on_data = on_data,
                        .ud = &c};
@@ -447,6 +450,7 @@ static void ctx_drop(void *item) { ctx_fields_free(item); }
 
 int asb_code_context_create(asb_code_context **out, asb_sandbox *sb, const char *language,
                             const char *cwd, const asb_call_options *call) {
+  ASBI_SANDBOX_CALL(sb);
   if (!sb || !out) return asbi_err(ASB_EINVAL, "code.context_create: bad arguments");
   ASBI_CHECK_VERSION(call, ASB_CALL_OPTIONS_VERSION, "asb_call_options");
   cJSON *body = cJSON_CreateObject(), *reply = NULL;
@@ -481,6 +485,7 @@ void asb_code_context_free(asb_code_context *c) {
 
 int asb_code_contexts_list(asb_code_context_list **out, asb_sandbox *sb,
                            const asb_call_options *call) {
+  ASBI_SANDBOX_CALL(sb);
   if (!sb || !out) return asbi_err(ASB_EINVAL, "code.list_contexts: bad arguments");
   ASBI_CHECK_VERSION(call, ASB_CALL_OPTIONS_VERSION, "asb_call_options");
   cJSON *reply = NULL;
@@ -525,9 +530,11 @@ static int ctx_action(asb_sandbox *sb, const char *id, const char *method,
 }
 
 int asb_code_context_restart(asb_sandbox *sb, const char *id, const asb_call_options *call) {
+  ASBI_SANDBOX_CALL(sb);
   return ctx_action(sb, id, "POST", "/restart", call, "code.context_restart");
 }
 
 int asb_code_context_remove(asb_sandbox *sb, const char *id, const asb_call_options *call) {
+  ASBI_SANDBOX_CALL(sb);
   return ctx_action(sb, id, "DELETE", "", call, "code.context_remove");
 }

@@ -279,6 +279,13 @@ static size_t on_write(char *p, size_t sz, size_t nm, void *ud) {
     return n;
   }
   if (x->streaming) {
+    /* No callback once the call is cancelled or its handle stopped (a free
+     * that returned must not see another one start). */
+    if (asbi_cancel_requested(x->req->cancel) || asbi_cancel_requested(x->req->stop)) {
+      x->cb_rc = asbi_err(ASB_ECANCELED, "%s %s: cancelled",
+                          x->req->method ? x->req->method : "GET", x->req->url);
+      return 0;
+    }
     int rc = x->req->on_data(x->req->ud, p, n);
     if (rc) {
       x->cb_rc = rc;
@@ -408,10 +415,11 @@ static long remaining_ms(uint64_t deadline_ms) {
 }
 
 /* Sleep up to ms, waking early on cancellation. Returns ASB_ECANCELED or 0. */
-static int cancellable_sleep(slot *s, asb_cancel *cancel, long ms) {
+static int cancellable_sleep(slot *s, const asbi_http_req *req, long ms) {
   uint64_t end = asbi_now_ms() + (uint64_t)ms;
   for (;;) {
-    if (asbi_cancel_requested(cancel)) return ASB_ECANCELED;
+    if (asbi_cancel_requested(req->cancel) || asbi_cancel_requested(req->stop))
+      return ASB_ECANCELED;
     long left = remaining_ms(end);
     if (left <= 0) return 0;
     curl_multi_poll(s->multi, NULL, 0, (int)left, NULL);
@@ -526,7 +534,7 @@ static int drive(driver *d, until_t until) {
     if (d->done) return 0;
     if (until == UNTIL_BEGAN && x->began && !x->retry_status) return 0;
     if (until == UNTIL_DATA && x->pending.len > 0) return 0;
-    if (asbi_cancel_requested(d->req->cancel) ||
+    if (asbi_cancel_requested(d->req->cancel) || asbi_cancel_requested(d->req->stop) ||
         asbi_cancel_requested(d->extra_cancel))
       return ASB_ECANCELED;
     long wait = 1000;
@@ -591,7 +599,7 @@ static int judge(driver *d, int attempt, int max_retries, int *rc) {
   }
   if (wait >= 0 && (!d->deadline || remaining_ms(d->deadline) > wait)) {
     atomic_fetch_add(&d->h->retries, 1);
-    if (cancellable_sleep(d->s, req->cancel, wait)) {
+    if (cancellable_sleep(d->s, req, wait)) {
       *rc = asbi_err(ASB_ECANCELED, "%s %s: cancelled", m, req->url);
       return ATTEMPT_FAIL;
     }
@@ -618,6 +626,8 @@ static int driver_begin(driver *d, asbi_http *h, const asbi_http_req *req) {
   d->s = slot_get(h);
   if (!d->s) return asbi_oom();
   int rc = asbi_cancel_register(req->cancel, wake_multi, d->s->multi);
+  if (rc == ASB_OK && (rc = asbi_cancel_register(req->stop, wake_multi, d->s->multi)))
+    asbi_cancel_unregister(req->cancel, d->s->multi);
   if (rc) {
     slot_put(h, d->s);
     return rc;
@@ -630,6 +640,7 @@ static int driver_begin(driver *d, asbi_http *h, const asbi_http_req *req) {
 static void driver_end(driver *d, struct curl_slist *hl) {
   driver_finish_attempt(d);
   asbi_cancel_unregister(d->req->cancel, d->s->multi);
+  asbi_cancel_unregister(d->req->stop, d->s->multi);
   /* The easy handle still points at the header list: detach before free. */
   curl_easy_setopt(d->s->easy, CURLOPT_HTTPHEADER, NULL);
   curl_slist_free_all(hl);
@@ -828,6 +839,22 @@ static int stream_read(asbi_http_stream *st, const char **data, size_t *len) {
       return asbi_err(ASB_ETIMEOUT, "%s %s: no data for %ld ms", m, st->url,
                       d->idle_timeout_ms);
   }
+}
+
+void asbi_http_stream_set_tokens(asbi_http_stream *st, asb_cancel *cancel, asb_cancel *stop) {
+  if (!st) return;
+  CURLM *m = st->d.s->multi;
+  asbi_cancel_unregister(st->req.cancel, m);
+  asbi_cancel_unregister(st->req.stop, m);
+  st->req.cancel = cancel;
+  st->req.stop = stop;
+  /* A token requested already is not registered (ASB_ECANCELED, which is
+   * no error of this caller's): drive() reads its flag before every wait. */
+  asbi_err_saved saved;
+  asbi_err_save(&saved);
+  asbi_cancel_register(cancel, wake_multi, m);
+  asbi_cancel_register(stop, wake_multi, m);
+  asbi_err_restore(&saved);
 }
 
 void asbi_http_stream_close(asbi_http_stream *st) {

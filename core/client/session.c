@@ -223,6 +223,7 @@ int asb_session_get(asb_session **out, const char *name) {
 
 int asb_session_load(asb_sandbox **out, asb_client *c, const char *name, long timeout_ms,
                      const asb_call_options *call) {
+  ASBI_CLIENT_CALL(c);
   if (!c || !out) return asbi_err(ASB_EINVAL, "session.load: bad arguments");
   asb_session *s = NULL;
   int rc = asb_session_get(&s, name);

@@ -4,6 +4,7 @@
 #include <agentsandbox.h>
 #include <curl/curl.h>
 #include <errno.h>
+#include <stddef.h>
 #include <pthread.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -259,6 +260,119 @@ TEST(cancel_a_running_call) {
       CHECK_RC(asb_commands_kill(SB, asb_process_info_pid(pi), NULL), ASB_OK);
   }
   asb_process_list_free(pl);
+}
+
+/* How many processes carry tag (-1 on error). */
+static int tagged(const char *tag) {
+  asb_process_list *pl = NULL;
+  if (asb_commands_list(&pl, SB, NULL) != ASB_OK) return -1;
+  int n = 0;
+  for (size_t i = 0; i < asb_process_list_count(pl); i++) {
+    const char *t = asb_process_info_tag(asb_process_list_get(pl, i));
+    if (t && strcmp(t, tag) == 0) n++;
+  }
+  asb_process_list_free(pl);
+  return n;
+}
+
+/* Wait (up to 30 s) until no process carries tag. */
+static int gone(const char *tag) {
+  for (int i = 0; i < 300; i++) {
+    if (tagged(tag) == 0) return 1;
+    usleep(100000); /* polling envd's process table */
+  }
+  return 0;
+}
+
+static int cancel_on_output(const char *d, size_t n, void *ud) {
+  (void)d;
+  (void)n;
+  asb_cancel_request(ud);
+  return 0;
+}
+
+/* Version 2 of asb_command_options: stdin_data, kill_on_cancel — what
+ * bindings used to sequence themselves (start, write, close, wait, kill). */
+TEST(stdin_data_and_kill_on_cancel) {
+  asb_command_options o = ASB_COMMAND_OPTIONS_INIT;
+  CHECK_INT(o.version, 2);
+  o.stdin_data = "fed to stdin";
+  o.stdin_len = 12;
+  asb_command_result *r = NULL;
+  CHECK_RC(asb_commands_run(&r, SB, "cat; echo", &o), ASB_OK);
+  if (r) CHECK_STR(asb_command_result_stdout(r, NULL), "fed to stdin\n");
+  asb_command_result_free(r);
+  o.stdin_data = "\0\1\2";
+  o.stdin_len = 3;
+  CHECK_RC(asb_commands_run(&r, SB, "wc -c", &o), ASB_OK);
+  if (r) CHECK_STR(asb_command_result_stdout(r, NULL), "3\n");
+  asb_command_result_free(r);
+  o.stdin_len = 0; /* empty input: stdin is just closed */
+  CHECK_RC(asb_commands_run(&r, SB, "wc -c", &o), ASB_OK);
+  if (r) CHECK_STR(asb_command_result_stdout(r, NULL), "0\n");
+  asb_command_result_free(r);
+  /* background: written before start returns */
+  asb_process *p = NULL;
+  o.stdin_data = "abc";
+  o.stdin_len = 3;
+  REQUIRE_RC(asb_commands_start(&p, SB, "cat", &o), ASB_OK);
+  CHECK_RC(asb_process_wait(&r, p, NULL), ASB_OK);
+  if (r) CHECK_STR(asb_command_result_stdout(r, NULL), "abc");
+  asb_command_result_free(r);
+  asb_process_free(p);
+
+  /* kill_on_cancel: the cancelled run's command is gone */
+  asb_cancel *c;
+  REQUIRE_RC(asb_cancel_new(&c), ASB_OK);
+  asb_command_options k = ASB_COMMAND_OPTIONS_INIT;
+  k.cancel = c;
+  k.kill_on_cancel = 1;
+  k.on_stdout = cancel_on_output;
+  k.userdata = c;
+  k.tag = "koc-run";
+  CHECK_RC(asb_commands_run(&r, SB, "echo started; sleep 60", &k), ASB_ECANCELED);
+  CHECK(gone("koc-run"));
+  /* ...also when the cancel came before the command ran */
+  k.tag = "koc-early";
+  k.on_stdout = NULL;
+  CHECK_RC(asb_commands_run(&r, SB, "sleep 60", &k), ASB_ECANCELED);
+  CHECK(strstr(asb_error_last()->message, "was killed"));
+  CHECK(gone("koc-early"));
+  k.tag = "koc-start";
+  CHECK_RC(asb_commands_start(&p, SB, "sleep 60", &k), ASB_ECANCELED);
+  CHECK(gone("koc-start"));
+  /* without it, the command runs on */
+  asb_cancel_reset(c);
+  k.kill_on_cancel = 0;
+  k.on_stdout = cancel_on_output;
+  k.tag = "no-koc";
+  CHECK_RC(asb_commands_run(&r, SB, "echo started; sleep 60", &k), ASB_ECANCELED);
+  CHECK_INT(tagged("no-koc"), 1);
+  asb_process_list *pl = NULL;
+  REQUIRE_RC(asb_commands_list(&pl, SB, NULL), ASB_OK);
+  for (size_t i = 0; i < asb_process_list_count(pl); i++) {
+    const asb_process_info *pi = asb_process_list_get(pl, i);
+    if (asb_process_info_tag(pi) && !strcmp(asb_process_info_tag(pi), "no-koc"))
+      CHECK_RC(asb_commands_kill(SB, asb_process_info_pid(pi), NULL), ASB_OK);
+  }
+  asb_process_list_free(pl);
+  asb_cancel_free(c);
+
+  /* A version-1 struct (a program built against the old header) is exactly
+   * as long as version 1 was: init writes no byte beyond it (ASan checks),
+   * and the run reads none of the version-2 fields. */
+  size_t v1 = offsetof(asb_command_options, stdin_data);
+  asb_command_options *old = malloc(v1);
+  REQUIRE(old);
+  REQUIRE_RC(asb_command_options_init(old, 1), ASB_OK);
+  unsigned int ver = 0;
+  memcpy(&ver, old, sizeof ver); /* (old->version: the compiler knows the block is short) */
+  CHECK_INT(ver, 1);
+  CHECK_RC(asb_commands_run(&r, SB, "echo v1", old), ASB_OK);
+  if (r) CHECK_STR(asb_command_result_stdout(r, NULL), "v1\n");
+  asb_command_result_free(r);
+  free(old);
+  CHECK_RC(asb_command_options_init(&o, 3), ASB_EVERSION);
 }
 
 static int abort_cb(const char *d, size_t n, void *ud) {
@@ -677,6 +791,7 @@ int main(void) {
   RUN(kill_and_signals);
   RUN(command_timeout_is_enforced);
   RUN(cancel_a_running_call);
+  RUN(stdin_data_and_kill_on_cancel);
   RUN(callback_abort);
   RUN(concurrent_commands_on_one_client);
   RUN(pty_session);
