@@ -551,20 +551,6 @@ static bg_cmd *bg_find(mcp_session *s, const char *sbx, unsigned pid) {
   return b;
 }
 
-/* Kill the processes started with tag (after a cancelled start). */
-static void kill_tagged(asb_sandbox *sb, const char *tag) {
-  asb_call_options co = ASB_CALL_OPTIONS_INIT;
-  co.timeout_ms = 10000;
-  asb_process_list *l = NULL;
-  if (asb_commands_list(&l, sb, &co) != ASB_OK) return;
-  for (size_t i = 0; i < asb_process_list_count(l); i++) {
-    const asb_process_info *pi = asb_process_list_get(l, i);
-    const char *t = asb_process_info_tag(pi);
-    if (t && !strcmp(t, tag)) asb_commands_kill(sb, asb_process_info_pid(pi), &co);
-  }
-  asb_process_list_free(l);
-}
-
 static int t_run_command(mcp_call *c, const cJSON *args, mcp_result *r) {
   int dflt;
   sbx_ref *ref = mcp_sandbox_for(c, args, 1, r, &dflt);
@@ -580,9 +566,13 @@ static int t_run_command(mcp_call *c, const cJSON *args, mcp_result *r) {
   o.cwd = arg_str(c, args, "cwd");
   o.user = arg_str(c, args, "user");
   o.timeout_ms = timeout_s * 1000;
-  o.stdin_enabled = in != NULL;
+  o.stdin_data = in; /* written once it runs, then stdin is closed */
+  o.stdin_len = in ? strlen(in) : 0;
   o.discard_output = 1; /* kept here, bounded */
-  asb_process *p = NULL;
+  o.cancel = c->cancel;
+  /* A cancelled call kills its command: the library also covers a cancel
+   * that lands while the start is in flight (the pid is not known yet). */
+  o.kill_on_cancel = arg_bool(c, args, "kill_on_cancel");
   int rc;
   if (background) {
     bg_cmd *b = bg_new(c->s, ref);
@@ -593,7 +583,6 @@ static int t_run_command(mcp_call *c, const cJSON *args, mcp_result *r) {
     o.on_stdout = bg_stdout;
     o.on_stderr = bg_stderr;
     o.userdata = b;
-    o.cancel = b->cancel; /* the output outlives this call */
     rc = asb_commands_start(&b->p, ref->h, cmd, &o);
     if (rc != ASB_OK) {
       bg_free(srv, b);
@@ -601,11 +590,6 @@ static int t_run_command(mcp_call *c, const cJSON *args, mcp_result *r) {
       goto out;
     }
     b->pid = asb_process_pid(b->p);
-    if (in) {
-      asb_call_options co = call_opts(c);
-      asb_process_send_stdin(b->p, in, strlen(in), &co);
-      asb_process_close_stdin(b->p, &co);
-    }
     unsigned pid = b->pid;
     if (bg_register(c->s, b)) {
       mcp_result_fail(r, "run_command: cannot start a thread for the background command");
@@ -623,48 +607,13 @@ static int t_run_command(mcp_call *c, const cJSON *args, mcp_result *r) {
   o.on_stdout = fg_stdout;
   o.on_stderr = fg_stderr;
   o.userdata = &f;
-  o.cancel = c->cancel;
-  /* A cancellation can land while the start is in flight: the command may
-   * run then, without us knowing its pid. Its tag finds it. */
-  int kill_on_cancel = arg_bool(c, args, "kill_on_cancel");
-  char tag[32] = "mcp-";
-  if (kill_on_cancel && asbi_random_hex(tag + 4, 16) == 0) o.tag = tag;
-  rc = asb_commands_start(&p, ref->h, cmd, &o);
-  if (rc == ASB_ECANCELED && o.tag) {
-    kill_tagged(ref->h, tag);
-    mcp_result_fail(r, "run_command: cancelled");
-    goto fg_out;
-  }
-  if (rc != ASB_OK) {
-    sbx_fail(c, r, ref, dflt, rc, "run_command");
-    goto fg_out;
-  }
-  unsigned pid = asb_process_pid(p);
-  if (in) {
-    asb_call_options co = call_opts(c);
-    asb_process_send_stdin(p, in, strlen(in), &co);
-    asb_process_close_stdin(p, &co);
-  }
-  asb_call_options wait = ASB_CALL_OPTIONS_INIT;
-  wait.timeout_ms = -1; /* the command's own timeout bounds it */
-  wait.cancel = c->cancel;
   asb_command_result *res = NULL;
-  rc = asb_process_wait(&res, p, &wait);
+  rc = asb_commands_run(&res, ref->h, cmd, &o);
   mcp_call_output_end(c);
   if (rc == ASB_ECANCELED || mcp_call_cancelled(c)) {
-    /* Cancelling the call leaves the command running; the caller asked
-     * for it to go too (the default). */
-    if (kill_on_cancel) {
-      asb_call_options kc = ASB_CALL_OPTIONS_INIT;
-      kc.timeout_ms = 10000;
-      int krc = asb_commands_kill(ref->h, pid, &kc);
-      mcp_logf(srv, "cancelled: killed command %u: %s", pid,
-               krc == ASB_OK ? "ok" : asb_strerror(krc));
-    }
     mcp_result_fail(r, "run_command: cancelled");
   } else if (rc == ASB_OK || rc == ASB_ECOMMANDEXIT || rc == ASB_ETIMEOUT) {
     cJSON *out = sandbox_obj(ref);
-    cJSON_AddNumberToObject(out, "pid", pid);
     if (res) cJSON_AddNumberToObject(out, "exit_code", asb_command_result_exit_code(res));
     add_bytes(out, "stdout", f.out.b.data ? f.out.b.data : "", f.out.b.len);
     add_bytes(out, "stderr", f.err.b.data ? f.err.b.data : "", f.err.b.len);
@@ -683,8 +632,6 @@ static int t_run_command(mcp_call *c, const cJSON *args, mcp_result *r) {
     sbx_fail(c, r, ref, dflt, rc, "run_command");
   }
   asb_command_result_free(res);
-fg_out:
-  asb_process_free(p);
   asbi_buf_free(&f.out.b);
   asbi_buf_free(&f.err.b);
 out:
