@@ -23,11 +23,14 @@
 #include <unistd.h>
 
 #include "mcp.h"
+#include "util/connguard.h"
 #include "util/util.h"
 
 #define KEEPALIVE_MS 15000
 #define REAP_EVERY_MS 10000
 #define DISCARD_MAX (16u << 20)
+#define MAX_CONNECTIONS 256u
+#define HEAD_TIMEOUT_MS 10000u
 
 typedef struct http_server http_server;
 typedef struct http_session http_session;
@@ -78,6 +81,7 @@ struct http_server {
   int nsessions;
   stream *streams;
   int stopping;
+  asbi_connguard *guard;       /* request-head deadlines (slow clients) */
 };
 
 static void stream_send(mcp_sink *sk, char *msg, int final) {
@@ -377,9 +381,28 @@ typedef struct req {
   size_t discarded;
 } req;
 
+static asbi_guarded *guarded(struct MHD_Connection *c) {
+  const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+  return ci ? ci->socket_context : NULL;
+}
+
+/* Each connection's phases go to the shared guard (util/connguard.h), as in
+ * the tree's other libmicrohttpd servers: a head that trickles in is cut. */
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_ctx,
+                          enum MHD_ConnectionNotificationCode code) {
+  http_server *h = cls;
+  if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+    *socket_ctx = ci ? asbi_connguard_open(h->guard, ci->connect_fd) : NULL;
+  } else if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
+    asbi_connguard_close(*socket_ctx);
+    *socket_ctx = NULL;
+  }
+}
+
 static void *on_uri(void *cls, const char *uri, struct MHD_Connection *c) {
   (void)uri;
-  (void)c;
+  asbi_connguard_request_line(guarded(c));
   http_server *h = cls;
   req *r = calloc(1, sizeof *r);
   if (!r) return NULL;
@@ -391,8 +414,8 @@ static void *on_uri(void *cls, const char *uri, struct MHD_Connection *c) {
 static void on_done(void *cls, struct MHD_Connection *c, void **con_cls,
                     enum MHD_RequestTerminationCode toe) {
   (void)cls;
-  (void)c;
   (void)toe;
+  asbi_connguard_request_done(guarded(c));
   req *r = *con_cls;
   if (!r) return;
   asbi_buf_free(&r->body);
@@ -680,6 +703,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
   int post = !strcmp(method, "POST");
   if (!r->started) {
     r->started = 1;
+    asbi_connguard_head_done(guarded(c));
     /* The order matters: a page from elsewhere learns nothing (403 before
      * anything else), then the token, then the rest. */
     if (!origin_ok(h, header(c, "Origin"))) {
@@ -808,6 +832,14 @@ int mcp_http_run(mcp_server *srv, const mcp_http_options *o) {
     fprintf(stderr, "agent-sandbox-mcp: cannot listen on %s: %s\n", o->listen, strerror(errno));
     return 1;
   }
+  /* Idle keep-alive connections are MHD's timeout's business; a head gets
+   * HEAD_TIMEOUT_MS; at most half the slots wait for a request. */
+  h.guard = asbi_connguard_new(0, HEAD_TIMEOUT_MS, MAX_CONNECTIONS / 2);
+  if (!h.guard) {
+    fprintf(stderr, "agent-sandbox-mcp: cannot start a thread: %s\n", strerror(errno));
+    close(h.listen_fd);
+    return 1;
+  }
   pthread_mutex_init(&h.mu, NULL);
   pthread_cond_init(&h.cv, NULL);
   h.d = MHD_start_daemon(
@@ -815,11 +847,13 @@ int mcp_http_run(mcp_server *srv, const mcp_http_options *o) {
           MHD_USE_ITC,
       0, NULL, NULL, handler, &h, MHD_OPTION_LISTEN_SOCKET, h.listen_fd,
       MHD_OPTION_URI_LOG_CALLBACK, on_uri, &h, MHD_OPTION_NOTIFY_COMPLETED, on_done, &h,
-      MHD_OPTION_CONNECTION_LIMIT, 256u, MHD_OPTION_CONNECTION_TIMEOUT, 120u,
+      MHD_OPTION_NOTIFY_CONNECTION, on_connection, &h,
+      MHD_OPTION_CONNECTION_LIMIT, MAX_CONNECTIONS, MHD_OPTION_CONNECTION_TIMEOUT, 120u,
       MHD_OPTION_END);
   if (!h.d) {
     fprintf(stderr, "agent-sandbox-mcp: cannot start the HTTP service\n");
     close(h.listen_fd);
+    asbi_connguard_free(h.guard);
     return 1;
   }
   pthread_t reaper;
@@ -858,6 +892,7 @@ int mcp_http_run(mcp_server *srv, const mcp_http_options *o) {
   for (stream *st = h.streams; st; st = st->next) stream_close(st);
   pthread_mutex_unlock(&h.mu);
   MHD_stop_daemon(h.d);
+  asbi_connguard_free(h.guard);
   pthread_mutex_destroy(&h.mu);
   pthread_cond_destroy(&h.cv);
   return 0;
