@@ -47,38 +47,54 @@ static int emit(mcp_framer *f, mcp_frame_fn fn, void *ud) {
   return rc;
 }
 
-int mcp_framer_feed(mcp_framer *f, const void *p, size_t n, mcp_frame_fn fn, void *ud) {
-  const char *c = p;
+int mcp_framer_feed(mcp_framer *f, const void *p, size_t n, mcp_frame_fn fn, void *ud,
+                    size_t *used) {
+  const char *c = p, *start = p;
+  int rc = 0;
   while (n) {
     const char *nl = memchr(c, '\n', n);
     size_t seg = nl ? (size_t)(nl - c) : n;
     if (f->skipping) {
-      if (!nl) return 0;
+      if (!nl) {
+        c += n;
+        break;
+      }
       f->skipping = 0;
     } else if (seg > f->max + 1 - f->line.len) {
       /* Over the bound (one byte of slack for a CR before the LF): report
        * it now, not when (if ever) its newline comes. */
       size_t seen = f->line.len + seg;
       asbi_buf_clear(&f->line);
-      int rc = fn(ud, NULL, seen);
+      rc = fn(ud, NULL, seen);
       if (!nl) {
         f->skipping = 1;
-        return rc;
+        c += n;
+        break;
       }
       if (rc) {
         c += seg + 1;
-        return rc;
+        break;
       }
     } else {
-      if (seg && asbi_buf_append(&f->line, c, seg)) return -1;
-      if (!nl) return 0;
-      int rc = emit(f, fn, ud);
-      if (rc) return rc;
+      if (seg && asbi_buf_append(&f->line, c, seg)) {
+        rc = -1;
+        break;
+      }
+      if (!nl) {
+        c += n;
+        break;
+      }
+      rc = emit(f, fn, ud);
+      if (rc) {
+        c += seg + 1;
+        break;
+      }
     }
     c += seg + 1;
     n -= seg + 1;
   }
-  return 0;
+  if (used) *used = (size_t)(c - start);
+  return rc;
 }
 
 int mcp_framer_finish(mcp_framer *f, mcp_frame_fn fn, void *ud) {

@@ -40,8 +40,11 @@ typedef struct mcp_framer {
 void mcp_framer_init(mcp_framer *f, size_t max);
 void mcp_framer_free(mcp_framer *f);
 /* Bytes split anywhere. Returns 0, -1 out of memory, or the callback's
- * non-zero value. */
-int mcp_framer_feed(mcp_framer *f, const void *p, size_t n, mcp_frame_fn fn, void *ud);
+ * non-zero value; *used (may be NULL) is then how many of the n bytes were
+ * taken (up to and including the newline of the line that stopped it):
+ * feed the rest again to go on. */
+int mcp_framer_feed(mcp_framer *f, const void *p, size_t n, mcp_frame_fn fn, void *ud,
+                    size_t *used);
 /* At end of input: a last line without its newline. */
 int mcp_framer_finish(mcp_framer *f, mcp_frame_fn fn, void *ud);
 

@@ -88,6 +88,12 @@ struct mcp_server {
   pthread_cond_t tick_cv;
   int ticker_started, stopping;
   int tick_wanted;             /* some call has output waiting or a progress token */
+  /* Every thread the server starts (calls, stdio readers), joined: a
+   * process must not run its exit handlers (OpenSSL's) while a thread is
+   * still in its own exit. */
+  pthread_mutex_t threads_mu;
+  pthread_cond_t threads_cv;
+  struct mcp_thread *threads;
   atomic_int inflight;
 };
 
@@ -142,14 +148,22 @@ struct mcp_call {
 /* Lifecycle. mcp_server_init makes the client (from the environment and
  * the options) and loads the tool table. */
 int mcp_server_init(mcp_server *srv, const mcp_config *cfg, const asb_client_options *copts);
-void mcp_server_free(mcp_server *srv);
+/* Returns 0, or the number of threads still running (stuck calls): the
+ * process should then leave with _exit. */
+int mcp_server_free(mcp_server *srv);
+/* Start fn(arg) on a thread the server joins (1 MiB stack). 0 or errno. */
+int mcp_thread_start(mcp_server *srv, void *(*fn)(void *), void *arg);
 
 /* A session whose unrelated messages go to out (ref taken; may be NULL). */
 mcp_session *mcp_session_new(mcp_server *srv, mcp_sink *out, const char *transport);
 /* Hand the session one incoming message (or batch). Answers go to sink.
- * For transports that need to look before handing over (HTTP), the parsed
- * form; it is consumed. */
-void mcp_session_handle(mcp_session *s, const char *text, size_t len, mcp_sink *sink);
+ * With run_here (may be NULL), a request that needs a worker is not given
+ * a thread: *run_here is set and the caller runs it with mcp_call_run once
+ * it no longer is needed to read. For transports that need to look before
+ * handing over (HTTP), the parsed form; it is consumed. */
+void mcp_session_handle(mcp_session *s, const char *text, size_t len, mcp_sink *sink,
+                        mcp_call **run_here);
+void mcp_call_run(mcp_call *c);
 void mcp_session_handle_parsed(mcp_session *s, mcp_parsed *p, mcp_sink *sink);
 /* Report an over-long message (answered with an error, id unknown). */
 void mcp_session_oversized(mcp_session *s, size_t len, mcp_sink *sink);

@@ -174,6 +174,84 @@ static void *ticker_main(void *arg) {
   return NULL;
 }
 
+/* ---- threads -------------------------------------------------------------------- */
+
+typedef struct mcp_thread {
+  struct mcp_thread *next;
+  mcp_server *srv;
+  pthread_t th;
+  void *(*fn)(void *);
+  void *arg;
+  int done;
+} mcp_thread;
+
+static void *thread_main(void *a) {
+  mcp_thread *t = a;
+  t->fn(t->arg);
+  pthread_mutex_lock(&t->srv->threads_mu);
+  t->done = 1;
+  pthread_cond_broadcast(&t->srv->threads_cv);
+  pthread_mutex_unlock(&t->srv->threads_mu);
+  return NULL;
+}
+
+/* Join the threads that are done (they are only leaving). Holds
+ * threads_mu. */
+static void reap_locked(mcp_server *srv) {
+  for (mcp_thread **p = &srv->threads; *p;) {
+    mcp_thread *t = *p;
+    if (!t->done) {
+      p = &t->next;
+      continue;
+    }
+    *p = t->next;
+    pthread_join(t->th, NULL);
+    free(t);
+  }
+}
+
+int mcp_thread_start(mcp_server *srv, void *(*fn)(void *), void *arg) {
+  mcp_thread *t = calloc(1, sizeof *t);
+  if (!t) return ENOMEM;
+  t->srv = srv;
+  t->fn = fn;
+  t->arg = arg;
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setstacksize(&attr, 1u << 20);
+  pthread_mutex_lock(&srv->threads_mu);
+  reap_locked(srv);
+  int rc = pthread_create(&t->th, &attr, thread_main, t);
+  if (rc == 0) {
+    t->next = srv->threads;
+    srv->threads = t;
+  } else {
+    free(t);
+  }
+  pthread_mutex_unlock(&srv->threads_mu);
+  pthread_attr_destroy(&attr);
+  return rc;
+}
+
+/* Wait up to ms for every thread to be done, join them; how many are not. */
+static int threads_join(mcp_server *srv, long ms) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  ts.tv_sec += ms / 1000;
+  pthread_mutex_lock(&srv->threads_mu);
+  int left;
+  for (;;) {
+    reap_locked(srv);
+    left = 0;
+    for (mcp_thread *t = srv->threads; t; t = t->next) left++;
+    if (!left || pthread_cond_timedwait(&srv->threads_cv, &srv->threads_mu, &ts) == ETIMEDOUT)
+      break;
+  }
+  reap_locked(srv);
+  pthread_mutex_unlock(&srv->threads_mu);
+  return left;
+}
+
 /* ---- the server ---------------------------------------------------------------- */
 
 static int disabled(const mcp_config *cfg, const char *name) {
@@ -210,6 +288,8 @@ int mcp_server_init(mcp_server *srv, const mcp_config *cfg, const asb_client_opt
   }
   pthread_mutex_init(&srv->mu, NULL);
   pthread_cond_init(&srv->tick_cv, NULL);
+  pthread_mutex_init(&srv->threads_mu, NULL);
+  pthread_cond_init(&srv->threads_cv, NULL);
   if (copts) {
     int rc = asb_client_new(&srv->client, copts);
     if (rc != ASB_OK) {
@@ -222,12 +302,16 @@ int mcp_server_init(mcp_server *srv, const mcp_config *cfg, const asb_client_opt
   return 0;
 }
 
-void mcp_server_free(mcp_server *srv) {
+int mcp_server_free(mcp_server *srv) {
   pthread_mutex_lock(&srv->mu);
   srv->stopping = 1;
   pthread_cond_broadcast(&srv->tick_cv);
   pthread_mutex_unlock(&srv->mu);
   if (srv->ticker_started) pthread_join(srv->ticker, NULL);
+  int left = threads_join(srv, 10000);
+  if (left) return left; /* a call is stuck in the library: leave it all */
+  pthread_mutex_destroy(&srv->threads_mu);
+  pthread_cond_destroy(&srv->threads_cv);
   mcp_sandbox_cache_free(srv);
   for (size_t i = 0; i < sizeof srv->tools_json / sizeof srv->tools_json[0]; i++)
     free(srv->tools_json[i]);
@@ -235,6 +319,7 @@ void mcp_server_free(mcp_server *srv) {
   asb_client_free(srv->client);
   pthread_mutex_destroy(&srv->mu);
   pthread_cond_destroy(&srv->tick_cv);
+  return 0;
 }
 
 /* ---- sessions -------------------------------------------------------------------- */
@@ -770,8 +855,7 @@ static void run_resources(mcp_call *c) {
   free(msg);
 }
 
-static void *call_main(void *arg) {
-  mcp_call *c = arg;
+void mcp_call_run(mcp_call *c) {
   if (!strcmp(c->method, "tools/call"))
     run_tool(c);
   else
@@ -789,10 +873,18 @@ static void *call_main(void *arg) {
   pthread_mutex_unlock(&s->mu);
   atomic_fetch_sub(&srv->inflight, 1);
   call_free(c);
+}
+
+static void *call_main(void *arg) {
+  mcp_call_run(arg);
   return NULL;
 }
 
-static void start_call(mcp_session *s, const mcp_msg *m, mcp_sink *sink) {
+/* Registers the call and runs it on a thread of its own, or, with
+ * run_here, hands it back for the caller's thread to run (mcp_call_run):
+ * the stdio reader does that after passing reading on to a new thread, so
+ * the call skips a thread hand-off on its way. */
+static void start_call(mcp_session *s, const mcp_msg *m, mcp_sink *sink, mcp_call **run_here) {
   mcp_call *c = calloc(1, sizeof *c);
   if (!c || asb_cancel_new(&c->cancel) != ASB_OK) {
     free(c);
@@ -842,14 +934,11 @@ static void start_call(mcp_session *s, const mcp_msg *m, mcp_sink *sink) {
   mcp_server *srv = s->srv;
   atomic_fetch_add(&srv->inflight, 1);
   if (c->progress_token) ticker_kick(srv); /* heartbeats */
-  pthread_attr_t attr;
-  pthread_attr_init(&attr);
-  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-  pthread_attr_setstacksize(&attr, 1u << 20);
-  pthread_t th;
-  int rc = pthread_create(&th, &attr, call_main, c);
-  pthread_attr_destroy(&attr);
-  if (rc) {
+  if (run_here) {
+    *run_here = c;
+    return;
+  }
+  if (mcp_thread_start(srv, call_main, c) != 0) {
     pthread_mutex_lock(&s->mu);
     for (mcp_call **p = &s->calls; *p; p = &(*p)->next)
       if (*p == c) {
@@ -884,7 +973,7 @@ static void do_cancelled(mcp_session *s, const mcp_msg *m) {
   free(id);
 }
 
-static void handle_one(mcp_session *s, const mcp_msg *m, mcp_sink *sink) {
+static void handle_one(mcp_session *s, const mcp_msg *m, mcp_sink *sink, mcp_call **run_here) {
   if (m->kind == MCP_MSG_INVALID) {
     reply_error(s, sink, m->id, m->err_code, m->err_msg);
     return;
@@ -923,7 +1012,7 @@ static void handle_one(mcp_session *s, const mcp_msg *m, mcp_sink *sink) {
     sink->send(sink, msg, 1);
   } else if (!strcmp(meth, "tools/call") || !strcmp(meth, "resources/list") ||
              !strcmp(meth, "resources/read")) {
-    start_call(s, m, sink);
+    start_call(s, m, sink, run_here);
   } else if (!strcmp(meth, "resources/templates/list")) {
     do_resource_templates(s, m, sink);
   } else if (!strcmp(meth, "logging/setLevel")) {
@@ -935,14 +1024,14 @@ static void handle_one(mcp_session *s, const mcp_msg *m, mcp_sink *sink) {
   }
 }
 
-void mcp_session_handle_parsed(mcp_session *s, mcp_parsed *p, mcp_sink *sink) {
+static void handle_parsed(mcp_session *s, mcp_parsed *p, mcp_sink *sink, mcp_call **run_here) {
   if (p->err_code) {
     reply_error(s, sink, NULL, p->err_code, p->err_msg);
     mcp_parsed_free(p);
     return;
   }
   if (!p->batch) {
-    handle_one(s, &p->msgs[0], sink);
+    handle_one(s, &p->msgs[0], sink, run_here);
     mcp_parsed_free(p);
     return;
   }
@@ -972,13 +1061,18 @@ void mcp_session_handle_parsed(mcp_session *s, mcp_parsed *p, mcp_sink *sink) {
                   "Invalid Request: initialize may not be part of a batch");
       continue;
     }
-    handle_one(s, &p->msgs[i], b ? b : sink);
+    handle_one(s, &p->msgs[i], b ? b : sink, NULL);
   }
   mcp_sink_unref(b);
   mcp_parsed_free(p);
 }
 
-void mcp_session_handle(mcp_session *s, const char *text, size_t len, mcp_sink *sink) {
+void mcp_session_handle_parsed(mcp_session *s, mcp_parsed *p, mcp_sink *sink) {
+  handle_parsed(s, p, sink, NULL);
+}
+
+void mcp_session_handle(mcp_session *s, const char *text, size_t len, mcp_sink *sink,
+                        mcp_call **run_here) {
   mcp_parsed p;
   int rc = mcp_rpc_parse(&p, text, len);
   if (rc == -1) {
@@ -986,5 +1080,5 @@ void mcp_session_handle(mcp_session *s, const char *text, size_t len, mcp_sink *
     reply_error(s, sink, NULL, MCP_INTERNAL_ERROR, "out of memory");
     return;
   }
-  mcp_session_handle_parsed(s, &p, sink);
+  handle_parsed(s, &p, sink, run_here);
 }

@@ -21,6 +21,7 @@ typedef struct run {
   asbi_buf log; /* 'L' len:4 bytes... per line, 'O' per over-long line */
   size_t max;
   int lines;
+  int events, stop_every; /* stop the feed every stop_every events (0 = never) */
 } run;
 
 static void check_json_rpc(const char *text, int want_id) {
@@ -91,10 +92,11 @@ static void check_message(const char *line, size_t len) {
 
 static int on_line(void *ud, const char *line, size_t len) {
   run *r = ud;
+  int stop = r->stop_every && ++r->events % r->stop_every == 0;
   if (!line) {
     FUZZ_CHECK(len > r->max);
     asbi_buf_putc(&r->log, 'O');
-    return 0;
+    return stop;
   }
   FUZZ_CHECK(len > 0 && len <= r->max);
   FUZZ_CHECK(line[len] == '\0');
@@ -108,9 +110,12 @@ static int on_line(void *ud, const char *line, size_t len) {
   char *clean = mcp_utf8_clean(line, len);
   FUZZ_CHECK(clean && asbi_utf8_valid(clean, strlen(clean)));
   free(clean);
-  return 0;
+  return stop;
 }
 
+/* mode 0: one feed; 1: random chunks; 2: byte by byte; 3: random chunks,
+ * stopping after some lines and feeding the rest again (what the stdio
+ * reader does when it hands reading over to another thread). */
 static void frame(const uint8_t *p, size_t n, size_t max, int mode, run *r) {
   mcp_framer f;
   mcp_framer_init(&f, max);
@@ -119,13 +124,24 @@ static void frame(const uint8_t *p, size_t n, size_t max, int mode, run *r) {
   r->max = f.max;
   fuzz_rng rng;
   fuzz_rng_init(&rng, p, n, 7);
+  if (mode == 3) r->stop_every = 1 + (int)(fuzz_rng_next(&rng) % 3);
   size_t at = 0;
   while (at < n) {
     size_t k = mode == 0 ? n : mode == 2 ? 1 : fuzz_chunk(&rng, n - at);
-    FUZZ_CHECK(mcp_framer_feed(&f, p + at, k, on_line, r) == 0);
-    at += k;
+    size_t used = 0;
+    int rc = mcp_framer_feed(&f, p + at, k, on_line, r, &used);
+    FUZZ_CHECK(used <= k);
+    if (rc == 0) {
+      FUZZ_CHECK(used == k);
+    } else {
+      /* Stopped after a line (its newline taken), or on an over-long line
+       * whose rest will be skipped (all of this chunk taken). */
+      FUZZ_CHECK(rc == 1 && mode == 3 && used > 0 && (p[at + used - 1] == '\n' || used == k));
+    }
+    at += used;
   }
-  FUZZ_CHECK(mcp_framer_finish(&f, on_line, r) == 0);
+  int rc = mcp_framer_finish(&f, on_line, r);
+  FUZZ_CHECK(rc == 0 || (rc == 1 && mode == 3));
   mcp_framer_free(&f);
 }
 
@@ -135,13 +151,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   size_t max = maxes[data[0] & 7];
   const uint8_t *p = data + 1;
   size_t n = size - 1;
-  run a, b, c;
+  run a, b, c, d;
   frame(p, n, max, 0, &a);
   frame(p, n, max, 1, &b);
   frame(p, n, max, 2, &c);
-  FUZZ_CHECK(a.log.len == b.log.len && a.log.len == c.log.len);
+  frame(p, n, max, 3, &d);
+  FUZZ_CHECK(a.log.len == b.log.len && a.log.len == c.log.len && a.log.len == d.log.len);
   FUZZ_CHECK(a.log.len == 0 || (memcmp(a.log.data, b.log.data, a.log.len) == 0 &&
-                                memcmp(a.log.data, c.log.data, a.log.len) == 0));
+                                memcmp(a.log.data, c.log.data, a.log.len) == 0 &&
+                                memcmp(a.log.data, d.log.data, a.log.len) == 0));
   /* Against a model: split on LF, drop one CR before it (or at the end),
    * blank lines vanish, longer than max is an over-long event. */
   asbi_buf ref = ASBI_BUF_INIT;
@@ -181,5 +199,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   asbi_buf_free(&a.log);
   asbi_buf_free(&b.log);
   asbi_buf_free(&c.log);
+  asbi_buf_free(&d.log);
   return 0;
 }

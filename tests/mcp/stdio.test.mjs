@@ -32,10 +32,18 @@ let engine
 let mcp // one SDK session shared by the tool tests
 let sbx // a sandbox made with create_sandbox for them
 const logs = []
+const called = new Set()
 
 before(async () => {
   engine = await startEngine('mcp-stdio')
   mcp = await stdioClient()
+  // Which tools the tests called with success: the last test wants all.
+  const callTool = mcp.client.callTool.bind(mcp.client)
+  mcp.client.callTool = async (params, ...rest) => {
+    const r = await callTool(params, ...rest)
+    if (!r.isError) called.add(params.name)
+    return r
+  }
   mcp.client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => logs.push(n.params))
   sbx = (await call(mcp.client, 'create_sandbox', { timeout_s: 600, metadata: { suite: 'mcp' } })).sandbox_id
 })
@@ -488,4 +496,8 @@ test('examples/mcp/client.py runs against the server', async () => {
   assert.match(stdout, /run_command exit 0 stdout 'Linux\\n'/)
   assert.match(stdout, /read_file: 42/)
   assert.match(stdout, /python 3/)
+})
+
+test('every tool was called and succeeded at least once', () => {
+  assert.deepEqual([...called].sort(), [...TOOLS].sort())
 })
