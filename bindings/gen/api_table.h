@@ -251,6 +251,11 @@
   X(asb_server_port, ASB_API_SERVER, 1, 0, "", "") \
   X(asb_server_stop, ASB_API_ANY_THREAD|ASB_API_SERVER, 1, 0, "", "") \
   X(asb_server_wait, ASB_API_BLOCKING|ASB_API_SERVER, 1, 0, "", "") \
+  X(asb_server_fd, ASB_API_ANY_THREAD|ASB_API_SERVER, 1, 0, "", "") \
+  X(asb_server_next_call, ASB_API_BLOCKING|ASB_API_ANY_THREAD|ASB_API_SERVER, 3, 1, "", "") \
+  X(asb_server_call_defer, ASB_API_SERVER, 1, 0, "", "") \
+  X(asb_server_call_reply, ASB_API_ANY_THREAD|ASB_API_SERVER, 1, 0, "", "") \
+  X(asb_server_call_fail, ASB_API_ANY_THREAD|ASB_API_SERVER, 3, 0, "", "") \
   X(asb_server_call_command, ASB_API_SERVER|ASB_API_RETURNS_BORROWED, 1, 0, "", "") \
   X(asb_server_call_has, ASB_API_SERVER, 2, 0, "", "") \
   X(asb_server_call_string, ASB_API_SERVER|ASB_API_RETURNS_BORROWED, 2, 0, "", "") \
@@ -342,6 +347,7 @@
   X(asb_sandbox_get_metrics, 0, "out", ASB_API_OUT_HANDLE, asb_metrics, "asb_metrics_free", 0) \
   X(asb_server_new, 0, "out", ASB_API_OUT_HANDLE, asb_server, "asb_server_free", 0) \
   X(asb_server_register, 0, "out", ASB_API_OUT_HANDLE, asb_server_command, "", 1) \
+  X(asb_server_next_call, 0, "out", ASB_API_OUT_HANDLE, asb_server_call, "", 0) \
   X(asb_session_load, 0, "out", ASB_API_OUT_HANDLE, asb_sandbox, "asb_sandbox_free", 0) \
   X(asb_session_get, 0, "out", ASB_API_OUT_HANDLE, asb_session, "asb_session_free", 0) \
   X(asb_sessions_list, 0, "out", ASB_API_OUT_HANDLE, asb_session_list, "asb_session_list_free", 0) \
@@ -396,8 +402,8 @@
   X(asb_server_options, ASB_SERVER_OPTIONS_VERSION, asb_server_options_init) \
   X(asb_template_build_options, ASB_TEMPLATE_BUILD_OPTIONS_VERSION, asb_template_build_options_init)
 
-#define ASB_API_FUNCTION_COUNT 254
-#define ASB_API_OUTPUT_COUNT 46
+#define ASB_API_FUNCTION_COUNT 259
+#define ASB_API_OUTPUT_COUNT 47
 
 typedef struct asb_api_function_info {
   const char *name;
