@@ -71,6 +71,7 @@ int asb_server_new(asb_server **out, const asb_server_options *o) {
   } else if (hex) {
     if (asbi_sha256_hex_parse(hex, s->token_md) != 0) {
       free(s->host);
+      close(s->efd);
       free(s);
       return asbs_err(ASB_EINVAL, "ASB_SERVER_TOKEN_SHA256 is not 64 hex digits");
     }
