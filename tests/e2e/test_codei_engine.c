@@ -167,16 +167,17 @@ static int run_cmd(asb_sandbox *sb, const char *cmd, const char *user, char *out
 TEST(the_interpreter_is_supervised_apart_from_the_user) {
   asb_sandbox *sb = NULL;
   REQUIRE_RC(make(&sb, "code-interpreter-v1"), ASB_OK);
-  asb_code_context *c = NULL;
-  REQUIRE_RC(asb_code_context_create(&c, sb, "python", "/root", NULL), ASB_OK);
-  CHECK_STR(asb_code_context_cwd(c), "/root"); /* E2B's kernels are root's */
-  CHECK_VALUE(sb, "import os; mine = 1; os.getcwd()", asb_code_context_id(c), "/root");
+  CHECK_VALUE(sb, "alive = 1; alive", NULL, "1");
   char out[4096];
   /* the user cannot signal it ([c]: the pattern does not match the shell) */
   CHECK_RC(run_cmd(sb, "kill -9 $(pgrep -f '[c]ode-interpreter --port') 2>&1; echo rc=$?", NULL,
                    out, sizeof out), ASB_OK);
   CHECK(strstr(out, "Operation not permitted") != NULL && strstr(out, "rc=1") != NULL);
-  CHECK_VALUE(sb, "mine + 1", asb_code_context_id(c), "2");
+  CHECK_VALUE(sb, "alive + 1", NULL, "2");
+  asb_code_context *c = NULL;
+  REQUIRE_RC(asb_code_context_create(&c, sb, "python", "/root", NULL), ASB_OK);
+  CHECK_STR(asb_code_context_cwd(c), "/root"); /* E2B's kernels are root's */
+  CHECK_VALUE(sb, "import os; mine = 1; os.getcwd()", asb_code_context_id(c), "/root");
   /* not in the workload cgroup, where the user's processes (and kernels) are */
   CHECK_RC(run_cmd(sb, "cat /proc/$(pgrep -f '[c]ode-interpreter --port')/cgroup; echo ==; cat /proc/self/cgroup",
                    "root", out, sizeof out), ASB_OK);
