@@ -151,6 +151,10 @@ TEST(kernel_state_survives_pause_resume) {
   asb_sandbox_free(sb);
 }
 
+/* The interpreter's pid, in a shell ([c]: not the shell itself; not PID 1,
+ * asb-init, whose command line holds the aux agent's). */
+#define PGREP_CODEI "$(pgrep -f '[c]ode-interpreter --port' | grep -vx 1)"
+
 static int run_cmd(asb_sandbox *sb, const char *cmd, const char *user, char *out, size_t n) {
   asb_command_options o = ASB_COMMAND_OPTIONS_INIT;
   o.user = user;
@@ -170,7 +174,7 @@ TEST(the_interpreter_is_supervised_apart_from_the_user) {
   CHECK_VALUE(sb, "alive = 1; alive", NULL, "1");
   char out[4096];
   /* the user cannot signal it ([c]: the pattern does not match the shell) */
-  CHECK_RC(run_cmd(sb, "kill -9 $(pgrep -f '[c]ode-interpreter --port') 2>&1; echo rc=$?", NULL,
+  CHECK_RC(run_cmd(sb, "kill -9 " PGREP_CODEI " 2>&1; echo rc=$?", NULL,
                    out, sizeof out), ASB_OK);
   CHECK(strstr(out, "Operation not permitted") != NULL && strstr(out, "rc=1") != NULL);
   CHECK_VALUE(sb, "alive + 1", NULL, "2");
@@ -179,7 +183,7 @@ TEST(the_interpreter_is_supervised_apart_from_the_user) {
   CHECK_STR(asb_code_context_cwd(c), "/root"); /* E2B's kernels are root's */
   CHECK_VALUE(sb, "import os; mine = 1; os.getcwd()", asb_code_context_id(c), "/root");
   /* not in the workload cgroup, where the user's processes (and kernels) are */
-  CHECK_RC(run_cmd(sb, "cat /proc/$(pgrep -f '[c]ode-interpreter --port')/cgroup; echo ==; cat /proc/self/cgroup",
+  CHECK_RC(run_cmd(sb, "cat /proc/" PGREP_CODEI "/cgroup; echo ==; cat /proc/self/cgroup",
                    "root", out, sizeof out), ASB_OK);
   char *sep = strstr(out, "==\n");
   REQUIRE(sep != NULL);
@@ -192,7 +196,10 @@ TEST(the_interpreter_is_supervised_apart_from_the_user) {
   CHECK_RC(run_cmd(sb, cmd, "root", kcg, sizeof kcg), ASB_OK);
   CHECK_STR(kcg, sep + 3);
   /* root kills it: it comes back, and the context says it restarted */
-  CHECK_RC(run_cmd(sb, "kill -9 $(pgrep -f '[c]ode-interpreter --port')", "root", NULL, 0), ASB_OK);
+  CHECK_RC(run_cmd(sb, "p=" PGREP_CODEI "; kill -9 $p; "
+                   "while kill -0 $p 2>/dev/null; do sleep 0.05; done", /* gone, reaped */
+                   "root", NULL, 0),
+           ASB_OK);
   char *v = value_of(sb, "mine", asb_code_context_id(c));
   CHECK(strncmp(v, "!ContextRestarting", 18) == 0);
   free(v);
