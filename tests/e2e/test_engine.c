@@ -363,6 +363,37 @@ TEST(list_filters_and_pages) {
   REQUIRE_RC(asb_sandbox_list(C, &q, &p), ASB_OK);
   CHECK_INT(asb_sandbox_page_count(p), 0);
   asb_sandbox_page_free(p);
+  /* Kill what the first page showed, then ask for the next: the token is a
+   * cursor, so the one not shown yet is still on it (an offset would skip
+   * it, as many places as were killed). */
+  o.next_token = NULL;
+  REQUIRE_RC(asb_sandbox_list(C, &o, &p), ASB_OK);
+  CHECK_INT(asb_sandbox_page_count(p), 2);
+  int shown[3] = {0, 0, 0};
+  for (size_t i = 0; i < asb_sandbox_page_count(p); i++) {
+    const char *id = asb_sandbox_info_id(asb_sandbox_page_get(p, i));
+    for (int k = 0; k < 3; k++) shown[k] |= strcmp(id, asb_sandbox_id(sbs[k])) == 0;
+    CHECK_RC(asb_sandbox_kill_id(C, id, NULL), ASB_OK);
+  }
+  const char *nt = asb_sandbox_page_next_token(p);
+  snprintf(token, sizeof token, "%s", nt ? nt : "");
+  asb_sandbox_page_free(p);
+  o.next_token = token;
+  REQUIRE_RC(asb_sandbox_list(C, &o, &p), ASB_OK);
+  CHECK_INT(asb_sandbox_page_count(p), 1);
+  for (int k = 0; k < 3 && asb_sandbox_page_count(p) == 1; k++)
+    if (!shown[k])
+      CHECK_STR(asb_sandbox_info_id(asb_sandbox_page_get(p, 0)), asb_sandbox_id(sbs[k]));
+  CHECK(asb_sandbox_page_next_token(p) == NULL);
+  asb_sandbox_page_free(p);
+  p = NULL;
+  const char *bad[] = {"o2", "c", "c.abc", "c12", "c12.", "c-1.abc", "c12.ABC", "c12.a/b"};
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    o.next_token = bad[i];
+    CHECK_RC(asb_sandbox_list(C, &o, &p), ASB_EINVAL);
+    asb_sandbox_page_free(p);
+    p = NULL;
+  }
   for (int i = 0; i < 3; i++) {
     asb_sandbox_kill(sbs[i], NULL);
     asb_sandbox_free(sbs[i]);
