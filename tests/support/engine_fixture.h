@@ -35,9 +35,17 @@ static inline int engine_fixture_launch(engine_fixture *f, int kill_on_exit) {
   if (pipe(out) != 0) return -1;
   char listen[32] = "127.0.0.1:0";
   if (f->port) snprintf(listen, sizeof listen, "127.0.0.1:%d", f->port);
+  pid_t parent = getpid();
   pid_t pid = fork();
   if (pid < 0) return -1;
   if (pid == 0) {
+    /* Should the test die without stopping it (a crash, an abort, a ctest
+     * timeout), the engine gets SIGTERM and, started with --kill-on-exit,
+     * kills its sandboxes: no engine, loop device or cgroup outlives the
+     * test. (PDEATHSIG follows the forking thread: fixtures are started
+     * from the test's main thread.) */
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (getppid() != parent) _exit(127);
     dup2(out[1], 1);
     close(out[0]);
     close(out[1]);
@@ -153,14 +161,34 @@ static void *engine_fixture_reaper(void *arg) {
   return NULL;
 }
 
+static inline void engine_fixture_stop(engine_fixture *f);
+
+/* The fixtures started, for engine_fixture_at_exit. */
+static engine_fixture *engine_fixture_started[4];
+
+/* A test that exits without reaching its engine_fixture_stop (exit() from
+ * a helper, a failed check that returns from main early) still stops its
+ * engines and removes their state. */
+static void engine_fixture_at_exit(void) {
+  for (size_t i = 0; i < sizeof engine_fixture_started / sizeof *engine_fixture_started; i++)
+    if (engine_fixture_started[i] && engine_fixture_started[i]->pid > 0)
+      engine_fixture_stop(engine_fixture_started[i]);
+}
+
 static inline int engine_fixture_start(engine_fixture *f, const char *tag) {
   static int reaping;
   if (!reaping) {
     pthread_t t;
     prctl(PR_SET_CHILD_SUBREAPER, 1);
     if (pthread_create(&t, NULL, engine_fixture_reaper, NULL) == 0) pthread_detach(t);
+    atexit(engine_fixture_at_exit);
     reaping = 1;
   }
+  for (size_t i = 0; i < sizeof engine_fixture_started / sizeof *engine_fixture_started; i++)
+    if (!engine_fixture_started[i] || engine_fixture_started[i] == f) {
+      engine_fixture_started[i] = f;
+      break;
+    }
   memset(f, 0, sizeof *f);
   snprintf(f->state, sizeof f->state, "/tmp/asb-%s-%d", tag, (int)getpid());
   snprintf(f->cgroup, sizeof f->cgroup, "asbt-%s-%d", tag, (int)getpid());
