@@ -10,7 +10,6 @@
 #include <stdatomic.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
-#include <time.h>
 
 #include "asb_testing.h"
 #include "engine_fixture.h"
@@ -99,22 +98,10 @@ static int count_sandbox_loops(void) {
   return n;
 }
 
-/* Monotonic milliseconds, for deadlines. */
-static long long now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-/* Generous: a loaded 2-core machine running the sanitizer build is slow. */
-#define DEADLINE_MS 120000
-
 /* Killed inits are reaped asynchronously (by the engine, or by this test
  * standing in for PID 1): wait for none to be left, then count them. */
 static int procs_left_after_reaping(void) {
-  for (long long end = now_ms() + DEADLINE_MS;
-       count_matching_procs_quiet(F.cgroup) > 0 && now_ms() < end;)
-    usleep(50000);
+  WAIT_UNTIL(count_matching_procs_quiet(F.cgroup) == 0, ASBT_DEADLINE_MS);
   return count_matching_procs(F.cgroup);
 }
 
@@ -230,11 +217,9 @@ TEST(kill_9_during_creates_and_streams) {
    * sandboxes made, output streaming, a create under way. Waiting for that
    * (rather than for a fixed time) keeps the count small on a fast machine
    * and the test meaningful on a slow one. */
-  long long end = now_ms() + DEADLINE_MS;
-  while (!(atomic_load(&created) >= 10 && atomic_load(&streamed) >= 5 &&
-           atomic_load(&creating) > 0) &&
-         now_ms() < end)
-    usleep(2000);
+  WAIT_UNTIL(atomic_load(&created) >= 10 && atomic_load(&streamed) >= 5 &&
+                 atomic_load(&creating) > 0,
+             ASBT_DEADLINE_MS);
   printf("  kill -9 after %d create(s), %d line(s) streamed, %d create(s) under way\n",
          atomic_load(&created), atomic_load(&streamed), atomic_load(&creating));
   CHECK(atomic_load(&created) >= 10 && atomic_load(&streamed) >= 5);
