@@ -5,6 +5,7 @@
 #include <curl/curl.h>
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <sys/stat.h>
 #include <time.h>
 
@@ -133,8 +134,9 @@ TEST(stdin_send_and_close) {
 TEST(background_disconnect_reconnect_and_list) {
   asb_command_options o = ASB_COMMAND_OPTIONS_INIT;
   o.tag = "bg-test";
+  o.stdin_enabled = 1; /* it runs until told to finish, however slow we are */
   asb_process *p = NULL;
-  REQUIRE_RC(asb_commands_start(SB, "sleep 0.5; echo done", &o, &p), ASB_OK);
+  REQUIRE_RC(asb_commands_start(SB, "read go; echo done", &o, &p), ASB_OK);
   unsigned pid = asb_process_pid(p);
   asb_process_free(p); /* disconnects; the command keeps running */
 
@@ -149,13 +151,14 @@ TEST(background_disconnect_reconnect_and_list) {
       CHECK_STR(asb_process_info_cmd(pi), "/bin/bash");
       const char *const *args = asb_process_info_args(pi);
       REQUIRE(args && args[0] && args[1] && args[2]);
-      CHECK_STR(args[2], "sleep 0.5; echo done");
+      CHECK_STR(args[2], "read go; echo done");
     }
   }
   CHECK(found);
   asb_process_list_free(l);
 
   REQUIRE_RC(asb_commands_connect(SB, pid, NULL, &p), ASB_OK);
+  CHECK_RC(asb_commands_send_stdin(SB, pid, "go\n", 3, NULL), ASB_OK);
   asb_command_result *r = NULL;
   CHECK_RC(asb_process_wait(p, NULL, &r), ASB_OK);
   CHECK_STR(asb_command_result_stdout(r, NULL), "done\n");
@@ -172,8 +175,11 @@ TEST(background_disconnect_reconnect_and_list) {
 
 TEST(two_clients_watch_one_process) {
   asb_process *a = NULL, *b = NULL;
-  REQUIRE_RC(asb_commands_start(SB, "sleep 0.3; echo shared", NULL, &a), ASB_OK);
+  asb_command_options o = ASB_COMMAND_OPTIONS_INIT;
+  o.stdin_enabled = 1; /* prints only once both are watching */
+  REQUIRE_RC(asb_commands_start(SB, "read go; echo shared", &o, &a), ASB_OK);
   REQUIRE_RC(asb_commands_connect(SB, asb_process_pid(a), NULL, &b), ASB_OK);
+  CHECK_RC(asb_process_send_stdin(a, "go\n", 3, NULL), ASB_OK);
   asb_command_result *ra = NULL, *rb = NULL;
   CHECK_RC(asb_process_wait(a, NULL, &ra), ASB_OK);
   CHECK_RC(asb_process_wait(b, NULL, &rb), ASB_OK);
@@ -183,6 +189,13 @@ TEST(two_clients_watch_one_process) {
   asb_command_result_free(rb);
   asb_process_free(a);
   asb_process_free(b);
+}
+
+/* Sets *(atomic_int *)ud once output arrives. */
+static int flag_output(const char *data, size_t len, void *ud) {
+  (void)data;
+  if (len) atomic_store((atomic_int *)ud, 1);
+  return 0;
 }
 
 TEST(kill_and_signals) {
@@ -196,14 +209,25 @@ TEST(kill_and_signals) {
   asb_command_result_free(r);
   asb_process_free(p);
 
-  REQUIRE(asb_commands_start(SB, "trap 'echo term; exit 7' TERM; sleep 30 & wait",
-                             NULL, &p) == ASB_OK);
-  usleep(200000);
+  /* signal only once the trap is set (it says so), not after a while */
+  atomic_int trapped = 0;
+  asb_command_options o = ASB_COMMAND_OPTIONS_INIT;
+  o.on_stdout = flag_output;
+  o.userdata = &trapped;
+  REQUIRE(asb_commands_start(SB, "trap 'echo term; exit 7' TERM; echo trapped; sleep 30 & wait",
+                             &o, &p) == ASB_OK);
+  /* output reaches the callback while we wait: wait in short slices */
+  asb_call_options slice = ASB_CALL_OPTIONS_INIT;
+  slice.timeout_ms = 100;
+  for (long long end = asbt_now_ms() + ASBT_DEADLINE_MS;
+       !atomic_load(&trapped) && asbt_now_ms() < end;)
+    if (asb_process_wait(p, &slice, NULL) != ASB_ETIMEOUT) break;
+  CHECK(atomic_load(&trapped));
   CHECK_RC(asb_commands_signal(SB, asb_process_pid(p), ASB_SIGNAL_TERM, NULL), ASB_OK);
   CHECK_RC(asb_process_wait(p, NULL, &r), ASB_ECOMMANDEXIT);
   if (r) {
     CHECK_INT(asb_command_result_exit_code(r), 7);
-    CHECK_STR(asb_command_result_stdout(r, NULL), "term\n");
+    CHECK_STR(asb_command_result_stdout(r, NULL), "trapped\nterm\n");
   }
   asb_command_result_free(r);
   asb_process_free(p);
@@ -217,8 +241,8 @@ TEST(command_timeout_is_enforced) {
   o.timeout_ms = 300;
   asb_command_result *r = NULL;
   uint64_t t0 = now_ms();
-  CHECK_RC(asb_commands_run(SB, "sleep 20", &o, &r), ASB_ETIMEOUT);
-  CHECK(now_ms() - t0 < 10000);
+  CHECK_RC(asb_commands_run(SB, "sleep 600", &o, &r), ASB_ETIMEOUT);
+  CHECK(now_ms() - t0 < 120000); /* the timeout, not the command's end */
   asb_command_result_free(r);
 }
 
@@ -245,8 +269,8 @@ TEST(cancel_a_running_call) {
   pthread_create(&t, NULL, cancel_after, &l);
   asb_command_result *r = NULL;
   uint64_t t0 = now_ms();
-  CHECK_RC(asb_commands_run(SB, "sleep 20", &o, &r), ASB_ECANCELED);
-  CHECK(now_ms() - t0 < 5000);
+  CHECK_RC(asb_commands_run(SB, "sleep 600", &o, &r), ASB_ECANCELED);
+  CHECK(now_ms() - t0 < 120000); /* the cancel, not the command's end */
   pthread_join(t, NULL);
   asb_cancel_free(c);
   /* Cancelling the call left the command running; clean it up. */
@@ -528,9 +552,9 @@ TEST(watch_dir_recursive) {
   CHECK_RC(asb_commands_run(SB, cmd, NULL, &r), ASB_OK);
   asb_command_result_free(r);
   REQUIRE_RC(asb_files_remove(SB, path_in("w/f1"), NULL), ASB_OK);
-  for (int i = 0; i < 40 && !(ev.remove && strstr(ev.names, "sub/f2") &&
-                              strstr(ev.names, "moved/in/deep"));
-       i++)
+  for (long long end = asbt_now_ms() + ASBT_DEADLINE_MS;
+       !(ev.remove && strstr(ev.names, "sub/f2") && strstr(ev.names, "moved/in/deep")) &&
+       asbt_now_ms() < end;)
     CHECK(asb_watch_wait(w, 100) >= 0);
   CHECK(ev.create >= 5);
   CHECK(ev.remove >= 1);
