@@ -127,7 +127,7 @@ TEST(lifetime_timeout_and_connect_never_shortens) {
   REQUIRE_RC(make(&sb, 1000, NULL, NULL, 0), ASB_OK);
   asb_command_result *r = NULL;
   int rc = ASB_OK;
-  for (int i = 0; i < 100 && rc == ASB_OK; i++) {
+  for (long long end = asbt_now_ms() + ASBT_DEADLINE_MS; rc == ASB_OK && asbt_now_ms() < end;) {
     usleep(100000);
     rc = asb_commands_run(sb, "true", NULL, &r);
     asb_command_result_free(r);
@@ -185,7 +185,7 @@ TEST(auto_pause_on_timeout) {
   REQUIRE_RC(asb_files_write(sb, "/home/user/keep", "kept", 4, NULL, NULL), ASB_OK);
   asb_sandbox_info *info = NULL;
   int paused = 0;
-  for (int i = 0; i < 100 && !paused; i++) {
+  for (long long end = asbt_now_ms() + ASBT_DEADLINE_MS; !paused && asbt_now_ms() < end;) {
     usleep(100000);
     REQUIRE_RC(asb_sandbox_get_info(sb, NULL, &info), ASB_OK);
     paused = strcmp(asb_sandbox_info_state(info), "paused") == 0;
@@ -248,7 +248,8 @@ TEST(router_reaches_ports_and_names_closed_ones) {
              ASB_OK);
   char body[1024] = "";
   long st = 0;
-  for (int i = 0; i < 100 && st != 200; i++) {
+  /* until the server is up */
+  for (long long end = asbt_now_ms() + ASBT_DEADLINE_MS; st != 200 && asbt_now_ms() < end;) {
     body[0] = 0;
     st = get_port(asb_sandbox_id(sb), 8000, body);
     if (st != 200) usleep(100000);
@@ -303,7 +304,7 @@ TEST(router_reuses_upstream_connections) {
   REQUIRE_RC(asb_commands_start(sb, "python3 /home/user/count.py", &o, &p), ASB_OK);
   char body[1024] = "";
   long st = 0;
-  for (int i = 0; i < 100 && st != 200; i++) {
+  for (long long end = asbt_now_ms() + ASBT_DEADLINE_MS; st != 200 && asbt_now_ms() < end;) {
     body[0] = 0;
     st = get_port_path(asb_sandbox_id(sb), 8002, "/count", body);
     if (st != 200) usleep(100000);
