@@ -104,7 +104,7 @@ TEST(base_filesystem_view) {
 TEST(agent_and_sockets) {
   asbe_sandbox *sb = asbt_create(&env, "sbx-agent", env.base);
   REQUIRE(sb != NULL);
-  REQUIRE(asbt_wait_agent(sb, 10000) == 0);
+  REQUIRE(asbt_wait_agent(sb, ASBT_DEADLINE_MS) == 0);
   char buf[512];
   CHECK(asbt_agent(sb, "uid", buf, sizeof buf) == 0 && !strcmp(buf, "0"));
   CHECK(asbt_agent(sb, "hostname", buf, sizeof buf) == 0 && !strcmp(buf, "sbx-agent"));
@@ -139,7 +139,7 @@ TEST(agent_and_sockets) {
   char pid1[32], pid2[32];
   CHECK(asbt_agent(sb, "pid", pid1, sizeof pid1) == 0);
   CHECK(asbt_agent(sb, "exit 3", buf, sizeof buf) == 0);
-  CHECK(asbt_wait_agent(sb, 15000) == 0);
+  CHECK(asbt_wait_agent(sb, ASBT_DEADLINE_MS) == 0);
   CHECK(asbt_agent(sb, "pid", pid2, sizeof pid2) == 0 && strcmp(pid1, pid2) != 0);
   CHECK(asbe_sandbox_alive(sb));
   CHECK(asbt_sh_eq(sb, 0, "grep -c 'agent exited with 3' /run/asb/agent.log", "1"));
@@ -156,7 +156,7 @@ TEST(busybox_sandbox) {
   CHECK(asbt_sh_eq(sb, 0, "cat /proc/1/comm", "asb-init"));
   CHECK(asbt_sh_eq(sb, 0, "ls /sys/class/net", "lo"));
   /* the dynamically linked agent runs from /.asb */
-  CHECK(asbt_wait_agent(sb, 10000) == 0);
+  CHECK(asbt_wait_agent(sb, ASBT_DEADLINE_MS) == 0);
   CHECK(asbt_sh_eq(sb, 0, "ls /.asb/lib | grep -c ld-linux", "1"));
   CHECK_INT(asbe_sandbox_kill(sb, 1), 0);
   asbe_sandbox_release(sb);
@@ -231,11 +231,12 @@ TEST(exec_options) {
 TEST(exec_service_and_fallback) {
   asbe_sandbox *sb = asbt_create(&env, "sbx-svc", env.busybox);
   REQUIRE(sb != NULL);
-  REQUIRE(asbt_wait_agent(sb, 10000) == 0);
+  REQUIRE(asbt_wait_agent(sb, ASBT_DEADLINE_MS) == 0);
   /* wait for the exec service, then commands are its children */
   char sock[128];
   snprintf(sock, sizeof sock, "/proc/%d/root/run/asb/.exec.sock", (int)asbe_sandbox_pid(sb));
-  for (int i = 0; i < 500 && access(sock, F_OK) < 0; i++) asbt_sleep_ms(10);
+  WAIT_UNTIL(access(sock, F_OK) == 0, ASBT_DEADLINE_MS);
+  CHECK(access(sock, F_OK) == 0);
   const char *check = "grep -E '^(PPid|NoNewPrivs|Seccomp|CapBnd):' /proc/$$/status | tr '\\t' ' ';"
                       "grep -E ':(memory|pids):' /proc/$$/cgroup | cut -d: -f3";
   char *out = NULL;
@@ -284,7 +285,7 @@ TEST(tmpfs_and_layers) {
     CHECK(asbt_sh_eq(sb, 0, "cat /etc/motd; stat -c %U /etc/motd", "from the top layer\nroot"));
     CHECK(asbt_sh_eq(sb, 0, "test -x /bin/busybox && echo ok", "ok"));
     CHECK(asbt_sh_eq(sb, 0, "df -k / | tail -1 | awk '{print ($2 <= 32768)}'", "1"));
-    CHECK(asbt_wait_agent(sb, 10000) == 0);
+    CHECK(asbt_wait_agent(sb, ASBT_DEADLINE_MS) == 0);
     CHECK_INT(asbe_sandbox_kill(sb, 1), 0);
     asbe_sandbox_release(sb);
   }
