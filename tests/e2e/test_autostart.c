@@ -21,8 +21,13 @@ static void stop_engine(void) {
     fclose(f);
   }
   if (pid > 0) {
+    /* --kill-on-exit: a sandbox a failed check left goes with it */
     kill(pid, SIGTERM);
-    for (int i = 0; i < 500 && kill(pid, 0) == 0; i++) usleep(20000);
+    WAIT_UNTIL(kill(pid, 0) != 0, ASBT_DEADLINE_MS);
+    if (kill(pid, 0) == 0) {
+      fprintf(stderr, "the engine (pid %d) did not stop on SIGTERM; killing it\n", pid);
+      kill(pid, SIGKILL);
+    }
   }
   char cmd[256];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", STATE);
@@ -63,7 +68,7 @@ int main(void) {
   setenv("ASB_STATE_DIR", STATE, 1);
   setenv("ASB_ENGINE_BIN", ASB_ENGINE_BIN, 1);
   char args[128];
-  snprintf(args, sizeof args, "--listen 127.0.0.1:0 --cgroup-name asbt-auto-%d --pool 1",
+  snprintf(args, sizeof args, "--listen 127.0.0.1:0 --cgroup-name asbt-auto-%d --pool 1 --kill-on-exit",
            (int)getpid());
   setenv("ASB_ENGINE_ARGS", args, 1);
   RUN(nothing_configured_starts_the_engine);
