@@ -171,10 +171,15 @@ TEST(one_gib_streamed) {
 /* A reader that never reads holds the process up (back-pressure, nothing
  * lost) only until it is cut off as stuck; then the process finishes. The
  * envd under test runs with --stream-stall-ms 1500. */
+/* 1 if a process with tag is listed, 0 if not, -1 if the call failed. */
 static int process_listed(et_conn *c, const char *tag) {
   et_resp r;
-  if (et_unary(c, "process.Process/List", "{}", NULL, &r) != 0) return 1;
-  int listed = strstr(r.body, tag) != NULL;
+  if (et_unary(c, "process.Process/List", "{}", NULL, &r) != 0) {
+    fprintf(stderr, "List: no answer\n");
+    return -1;
+  }
+  int listed = r.status != 200 ? -1 : strstr(r.body, tag) != NULL;
+  if (listed < 0) fprintf(stderr, "List: %d %s\n", r.status, r.body);
   et_resp_free(&r);
   return listed;
 }
@@ -201,8 +206,12 @@ TEST(stuck_reader_is_cut_off) {
   /* Do not read; the process must still finish. */
   et_conn c2;
   REQUIRE(et_connect(&c2, E.port) == 0);
-  WAIT_UNTIL(!process_listed(&c2, "flood"), ASBT_DEADLINE_MS);
-  CHECK(!process_listed(&c2, "flood"));
+  /* first it must be there (the Start may still be on its way: "not
+   * listed" before that proves nothing), then it must go */
+  WAIT_UNTIL(process_listed(&c2, "flood") == 1, ASBT_DEADLINE_MS);
+  CHECK_INT(process_listed(&c2, "flood"), 1);
+  WAIT_UNTIL(process_listed(&c2, "flood") == 0, ASBT_DEADLINE_MS);
+  CHECK_INT(process_listed(&c2, "flood"), 0);
   et_close(&c2);
   et_close(&c);
 }
