@@ -228,7 +228,14 @@ TEST(kill_9_during_creates_and_streams) {
   for (int i = 0; i < 3; i++) pthread_join(t[i], NULL);
   asb_sandbox_free(streaming);
 
-  REQUIRE(engine_fixture_launch(&F, 1) == 0);
+  int relaunched = engine_fixture_launch(&F, 1) == 0;
+  if (!relaunched) {
+    /* Fail, but let an engine adopt what the crash left (on any port), so
+     * that stopping it (--kill-on-exit) still cleans up. */
+    F.port = 0;
+    if (engine_fixture_launch(&F, 1) != 0) fprintf(stderr, "the engine does not start again\n");
+  }
+  REQUIRE(relaunched);
   /* Every sandbox the new engine lists works; the streaming one survived. */
   restart_seen seen = {streaming_id, 0};
   int listed = for_each_listed(c, check_and_kill, &seen);
