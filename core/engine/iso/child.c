@@ -243,7 +243,7 @@ void asbe__child_main(const asbe_plan *p) {
   for (size_t i = 0; i < sizeof devs / sizeof devs[0]; i++) bind_dev(p, devs[i]);
   mkdir_ok(p, "r/dev/pts", 0755);
   TRY(mount("devpts", "r/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC,
-            "newinstance,ptmxmode=0666,mode=0620,gid=5"),
+            "newinstance,ptmxmode=0666,mode=0620,gid=5,max=" ASBE_PTY_MAX),
       "mount devpts");
   TRY(symlink("pts/ptmx", "r/dev/ptmx"), "r/dev/ptmx");
   mkdir_ok(p, "r/dev/shm", 01777);
@@ -284,7 +284,9 @@ void asbe__child_main(const asbe_plan *p) {
   if (keep > 3) syscall(SYS_close_range, 3, keep - 1, 0);
   syscall(SYS_close_range, keep + 1, ~0U, 0);
 
-  int r = asbe__secure_bounding(p->sec);
+  int r = asbe__rlimits_set(1);
+  if (r < 0) die(p, "resource limits", -r);
+  r = asbe__secure_bounding(p->sec);
   if (r < 0) die(p, "capability bounding set", -r);
   const char *what = "";
   r = asbe__secure_finish(p->sec, &what);

@@ -88,6 +88,7 @@ __attribute__((noreturn)) static void grandchild(exec_ctx *c) {
   child_stdio(c);
   syscall(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC);
   int r = asbe__secure_bounding(sec);
+  if (r == 0) r = asbe__rlimits_set(0); /* the engine's own are higher */
   gid_t gid = o->gid_set ? o->gid : (gid_t)o->uid;
   /* raw syscalls: no glibc setxid broadcast to threads of a process that
    * was cloned without glibc (see child.c) */

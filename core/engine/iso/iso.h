@@ -59,6 +59,9 @@
  *                        root inside, writes "0\n" (itself) to
  *                        <dir>/cgroup.procs for EVERY dir in the list, then
  *                        drops to the user and execs.
+ *    ASB_NOFILE=1024:4096 soft:hard RLIMIT_NOFILE for the processes the agent
+ *                        starts: set it in each child before exec (the agent
+ *                        itself and asb-init have 16384).
  *  The agent and asb-init run in the "agent" cgroup, which has its own small
  *  memory/pids limits, so a fork bomb or OOM in the workload does not reach
  *  them. If the agent dies, asb-init restarts it with a backoff.

@@ -84,6 +84,9 @@ typedef struct asbe_cg_hier {
 typedef struct asbe_cg {
   int n;
   asbe_cg_hier h[ASBE_CG_MAX];
+  /* The state dir of the engine (not owned): every sandbox cgroup it makes
+   * carries it as ASBE_CG_OWNER_XATTR, so an engine reaps only its own. */
+  const char *owner;
   char *v2_mount, *v2_opts; /* the cgroup2 mount and its super options */
   unsigned have; /* union of ctrl */
   char *info;
@@ -112,7 +115,9 @@ void asbe__cg_rebase(asbe_cg *cg, const char *name, const char *sb_path, const c
 /* Remounts cgroup2 with favordynmods (see asbe_engine_config). 0, or
  * -ENOTSUP without a cgroup2 mount. */
 int asbe__cg_favor_dynmods(asbe_cg *cg);
-/* Creates <base>/<id>{,/agent,/workload}, sets limits, gives the sandbox root
+#define ASBE_CG_OWNER_XATTR "trusted.agent-sandbox.owner"
+/* Creates <base>/<id>{,/agent,/workload}, marks <base>/<id> with cg->owner
+ * (where cgroupfs has xattrs), sets limits, gives the sandbox root
  * (host_uid) write access to the workload's cgroup.procs. */
 int asbe__cg_create(const asbe_cg *cg, const char *id,
                     const asbe_cg_limits *lim, uid_t host_uid);
@@ -133,6 +138,9 @@ int asbe__cg_destroy(const asbe_cg *cg, const char *id, int timeout_ms);
 int asbe__cg_stats(const asbe_cg *cg, const char *id, asbe_stats *st);
 /* 1 if any of the sandbox's cgroup dirs exists. */
 int asbe__cg_exists(const asbe_cg *cg, const char *id);
+/* Whose is <base>/<id> of hierarchy i: 1 marked cg->owner's, 0 not marked
+ * (or no xattrs here), -1 another engine's (its state dir into other). */
+int asbe__cg_owned(const asbe_cg *cg, int i, const char *id, char *other, size_t olen);
 
 /* ---- disks (disk.c) ------------------------------------------------------ */
 
@@ -185,6 +193,30 @@ int asbe__secure_bounding(const asbe_secure *s);
  * the failing step. */
 int asbe__secure_finish(const asbe_secure *s, const char **what);
 
+/* Resource limits of sandbox processes. The init and the agent may hold
+ * ASBE_NOFILE_AGENT files (envd keeps pipes of every process it runs, its
+ * watches and its connections); every other process, started by the exec
+ * service, the setns fallback or the agent, gets soft ASBE_NOFILE_SOFT (what
+ * select() can handle) and hard ASBE_NOFILE_HARD: the hard one bounds a
+ * sandbox's open files to pids.max x ASBE_NOFILE_HARD. The agent and asb-init
+ * learn the user limits from ASB_NOFILE=<soft>:<hard> in their environment.
+ * No core dumps (a pipe core_pattern would run a host helper as root), no
+ * real-time priority, no negative nice, 8 MiB locked memory, the default
+ * 800 KiB of message queues: whatever the engine itself was given. */
+#define ASBE_NOFILE_AGENT 16384u
+/* ptys of one sandbox (its devpts instance's max=): the kernel's pool,
+ * kernel.pty.max less kernel.pty.reserve for the host's own devpts, is
+ * shared by every sandbox (3072 by default). A string: a mount option. */
+#define ASBE_PTY_MAX "256"
+#define ASBE_NOFILE_SOFT 1024u
+#define ASBE_NOFILE_HARD 4096u
+/* Sets those limits (the agent's, else the user's) on the calling process,
+ * async-signal-safe. Lowering only: nothing in a sandbox's user namespace can
+ * raise a hard limit (that takes CAP_SYS_RESOURCE in the initial one, which
+ * even the engine may lack), so a limit above the engine's own stays the
+ * engine's. 0 or -errno. */
+int asbe__rlimits_set(int agent);
+
 /* ---- templates ----------------------------------------------------------- */
 
 struct asbe_template {
@@ -216,6 +248,7 @@ struct asbe_engine {
   unsigned pool_target;
   int self_netns; /* fd of the engine's netns (connect_tcp) */
   int lock_fd;    /* flock on <state>/engine.lock: one engine per state dir */
+  int name_fd;    /* flock on <run>/cgroups/<cgroup_name>.lock: one per name */
 };
 
 struct asbe_proc {

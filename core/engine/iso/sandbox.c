@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/sched.h>
+#include <linux/securebits.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -13,6 +14,7 @@
 #include <sys/file.h>
 #include <sys/mount.h>
 #include <sys/pidfd.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
@@ -40,6 +42,68 @@ static char *abs_path(const char *p) {
   return asbe__strfmt("%s/%s", cwd, p);
 }
 
+/* A cgroup name is one path component: it names dirs and a lock file. */
+static int valid_cgroup_name(const char *n) {
+  size_t len = strlen(n);
+  if (len == 0 || len > 128 || n[0] == '.') return 0;
+  for (size_t i = 0; i < len; i++)
+    if (!((n[i] >= 'a' && n[i] <= 'z') || (n[i] >= 'A' && n[i] <= 'Z') ||
+          (n[i] >= '0' && n[i] <= '9') || n[i] == '-' || n[i] == '_' || n[i] == '.'))
+      return 0;
+  return 1;
+}
+
+/* One engine per cgroup name on the machine: the engine's cgroup dirs
+ * (<own cgroup>/<name>/ of every hierarchy) hold its sandboxes, and its
+ * reaper removes what it finds there. The lock is an flock held for the
+ * engine's life on <run>/cgroups/<name>.lock, which says whose it is; a
+ * crashed engine's lock is free again (its sandboxes live on, and only an
+ * engine with their state dir touches them: see asbe_reap). The engine
+ * removes the file when it closes, still holding the lock, so whoever
+ * locks checks that the file it locked is still the one at the path. */
+static void name_lock_path(const asbe_engine *e, char *p, size_t len) {
+  snprintf(p, len, "%s/cgroups/%s.lock", e->run_dir, e->cgroup_name);
+}
+
+static int lock_cgroup_name(asbe_engine *e) {
+  char dir[PATH_MAX], p[PATH_MAX];
+  snprintf(dir, sizeof dir, "%s/cgroups", e->run_dir);
+  int r = asbe__mkdir_p(dir, 0700);
+  if (r < 0) return asbe__fail(r, "mkdir %s", dir);
+  name_lock_path(e, p, sizeof p);
+  for (;;) {
+    int fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0) return asbe__failerr("open %s", p);
+    if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+      int err = errno;
+      char who[PATH_MAX + 64] = "";
+      ssize_t n = err == EWOULDBLOCK ? pread(fd, who, sizeof who - 1, 0) : 0;
+      close(fd);
+      if (err != EWOULDBLOCK) return asbe__fail(-err, "lock %s", p);
+      who[n > 0 ? n : 0] = '\0';
+      who[strcspn(who, "\n")] = '\0';
+      int pid = 0, off = 0;
+      const char *state = "?";
+      if (sscanf(who, "%d %n", &pid, &off) >= 1 && off > 0) state = who + off;
+      return asbe__fail(-EBUSY,
+                        "cgroup name \"%s\" is in use by another engine (pid %d, state dir %s); "
+                        "give each engine its own cgroup name",
+                        e->cgroup_name, pid, state);
+    }
+    struct stat a, b;
+    if (fstat(fd, &a) == 0 && stat(p, &b) == 0 && a.st_ino == b.st_ino && a.st_dev == b.st_dev) {
+      e->name_fd = fd;
+      break;
+    }
+    close(fd); /* removed by the engine that had it: again */
+  }
+  char line[PATH_MAX + 64];
+  int n = snprintf(line, sizeof line, "%d %s\n", (int)getpid(), e->state_dir);
+  if (ftruncate(e->name_fd, 0) < 0 || pwrite(e->name_fd, line, (size_t)n, 0) != n)
+    return asbe__failerr("write %s", p);
+  return 0;
+}
+
 int asbe_engine_open(const asbe_engine_config *cfg, asbe_engine **out) {
   asbe__clear_error();
   *out = NULL;
@@ -48,7 +112,7 @@ int asbe_engine_open(const asbe_engine_config *cfg, asbe_engine **out) {
   asbe_engine *e = calloc(1, sizeof *e);
   if (!e) return asbe__fail(-ENOMEM, "engine");
   pthread_mutex_init(&e->lock, NULL);
-  e->self_netns = e->lock_fd = -1;
+  e->self_netns = e->lock_fd = e->name_fd = -1;
   int r = 0;
   e->state_dir = abs_path(cfg->state_dir);
   e->agent_dir = abs_path(cfg->agent_dir);
@@ -56,6 +120,11 @@ int asbe_engine_open(const asbe_engine_config *cfg, asbe_engine **out) {
   e->cgroup_name = strdup(asbi_empty(cfg->cgroup_name) ? "agent-sandbox" : cfg->cgroup_name);
   if (!e->state_dir || !e->agent_dir || !e->run_dir || !e->cgroup_name) {
     r = asbe__fail(-ENOMEM, "engine");
+    goto fail;
+  }
+  if (!valid_cgroup_name(e->cgroup_name)) {
+    r = asbe__fail(-EINVAL, "cgroup name \"%s\": use 1..128 of [A-Za-z0-9._-], not starting with .",
+                   e->cgroup_name);
     goto fail;
   }
   e->sandboxes_dir = asbe__strfmt("%s/sandboxes", e->state_dir);
@@ -105,7 +174,9 @@ int asbe_engine_open(const asbe_engine_config *cfg, asbe_engine **out) {
     goto fail;
   }
   chmod(e->stage_dir, 0755); /* the sandbox's root must be able to reach it */
+  if ((r = lock_cgroup_name(e)) < 0) goto fail;
   if ((r = asbe__cg_open(&e->cg, e->cgroup_name, cfg->cgroup_v2_split)) < 0) goto fail;
+  e->cg.owner = e->state_dir;
   if (cfg->cgroup_favor_dynmods && (r = asbe__cg_favor_dynmods(&e->cg)) < 0) {
     r = asbe__fail(r, "remount %s with favordynmods", e->cg.v2_mount ? e->cg.v2_mount : "cgroup2");
     goto fail;
@@ -130,6 +201,12 @@ void asbe_engine_close(asbe_engine *e) {
   if (e->cg.n) asbe__cg_close(&e->cg);
   asbe__secure_free(&e->sec);
   if (e->self_netns >= 0) close(e->self_netns);
+  if (e->name_fd >= 0) {
+    char p[PATH_MAX];
+    name_lock_path(e, p, sizeof p);
+    unlink(p); /* while still holding it: see lock_cgroup_name */
+    close(e->name_fd);
+  }
   if (e->lock_fd >= 0) close(e->lock_fd);
   free(e->state_dir);
   free(e->sandboxes_dir);
@@ -339,6 +416,7 @@ static char **build_env(const asbe_engine *e, const asbe_sandbox_spec *spec) {
   env[n++] = asbe__strfmt("ASB_SANDBOX_ID=%s", spec->id);
   env[n++] = strdup("ASB_RUN_DIR=/run/asb");
   env[n++] = asbe__strfmt("ASB_WORKLOAD_CGROUPS=%s", e->cg.workload_env);
+  env[n++] = asbe__strfmt("ASB_NOFILE=%u:%u", ASBE_NOFILE_SOFT, ASBE_NOFILE_HARD);
   for (size_t i = 0; i < extra; i++) env[n++] = strdup(spec->agent_env[i]);
   for (size_t i = 0; i < n; i++)
     if (!env[i]) {
@@ -415,14 +493,44 @@ static int build_plan(asbe_engine *e, const asbe_sandbox_spec *spec, asbe_plan *
   return 0;
 }
 
-static pid_t clone_sandbox(int *pidfd) {
+/* The sandbox's user namespace is owned by the sandbox's own host uid, not
+ * by root: the kernel charges what a user namespace's users hold of the
+ * per-user counts (inotify instances and watches, fanotify groups, message
+ * queue bytes, pending signals, locked shm) to its owner in the parent
+ * namespace too, against the owner's limit. Owned by root, one sandbox could
+ * take all 128 inotify instances of the host's root and of every other
+ * sandbox. The owner is the effective uid of the creator, so this thread
+ * (credentials are per thread; raw syscalls, not glibc's broadcasting
+ * wrappers) takes that euid for the clone only, keeping its capabilities
+ * (SECBIT_NO_SETUID_FIXUP); the child's securebits start afresh in its new
+ * user namespace. */
+static pid_t clone_sandbox(int *pidfd, uid_t owner) {
+  int bits = prctl(PR_GET_SECUREBITS, 0, 0, 0, 0);
+  int dumpable = prctl(PR_GET_DUMPABLE, 0, 0, 0, 0);
+  if (bits < 0 || prctl(PR_SET_SECUREBITS, bits | SECBIT_NO_SETUID_FIXUP, 0, 0, 0) < 0)
+    return -1;
+  if (syscall(SYS_setresuid, -1, owner, -1) < 0) {
+    int err = errno;
+    prctl(PR_SET_SECUREBITS, bits, 0, 0, 0);
+    errno = err;
+    return -1;
+  }
   struct clone_args ca;
   memset(&ca, 0, sizeof ca);
   ca.flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWUTS |
              CLONE_NEWIPC | CLONE_PIDFD;
   ca.pidfd = (uint64_t)(uintptr_t)pidfd;
   ca.exit_signal = SIGCHLD;
-  return (pid_t)syscall(SYS_clone3, &ca, sizeof ca);
+  pid_t pid = (pid_t)syscall(SYS_clone3, &ca, sizeof ca);
+  if (pid == 0) return 0;
+  int err = errno;
+  /* back to root (the real and saved uids stayed 0); a changed euid also
+   * cleared the process's dumpable flag */
+  if (syscall(SYS_setresuid, -1, 0, -1) < 0) abort(); /* cannot happen: suid is 0 */
+  prctl(PR_SET_SECUREBITS, bits, 0, 0, 0);
+  if (dumpable >= 0) prctl(PR_SET_DUMPABLE, dumpable, 0, 0, 0);
+  errno = err;
+  return pid;
 }
 
 /* Waits for the child's next message. 0 = got `type`; <0 = failure (the
@@ -551,7 +659,7 @@ int asbe_sandbox_create(asbe_engine *e, const asbe_sandbox_spec *spec, asbe_sand
   }
   plan->sock = sock[1];
   plan->wfd = wfd;
-  pid_t pid = clone_sandbox(&sb->pidfd);
+  pid_t pid = clone_sandbox(&sb->pidfd, sb->host_uid);
   if (pid < 0) {
     r = asbe__failerr("clone3");
     goto fail;
@@ -898,10 +1006,14 @@ int asbe_reap(asbe_engine *e, void (*live_cb)(const char *id, void *ctx), void *
       }
       continue;
     }
-    /* dead (or stopped): its processes, cgroups and loop devices go */
+    /* dead (or stopped): its processes, cgroups and loop devices go; not
+     * cgroups another engine marked as its own (an id both have, by chance
+     * or by hand) */
     asbe_cg cg;
     if (rec_cg(e, &rc, de->d_name, &cg) == 0) {
-      if (asbe__cg_exists(&cg, de->d_name)) {
+      int foreign = 0;
+      for (int i = 0; i < cg.n; i++) foreign |= asbe__cg_owned(&cg, i, de->d_name, NULL, 0) < 0;
+      if (!foreign && asbe__cg_exists(&cg, de->d_name)) {
         asbe__cg_kill(&cg, de->d_name);
         if (asbe__cg_destroy(&cg, de->d_name, 5000) == 0) {
           rep.cgroups++;
@@ -916,7 +1028,9 @@ int asbe_reap(asbe_engine *e, void (*live_cb)(const char *id, void *ctx), void *
     if (asbe__rm_rf(dir) == 0) rep.sandboxes++;
   }
   closedir(d);
-  /* cgroup dirs of no known sandbox */
+  /* cgroup dirs of no known sandbox that this state dir's engine made (an
+   * engine that used this cgroup name before may have had another state
+   * dir: its sandboxes may be alive, and are not ours to judge) */
   for (int i = 0; i < e->cg.n; i++) {
     DIR *cd = opendir(e->cg.h[i].base);
     if (!cd) continue;
@@ -924,7 +1038,8 @@ int asbe_reap(asbe_engine *e, void (*live_cb)(const char *id, void *ctx), void *
       if (de->d_type != DT_DIR || de->d_name[0] == '.') continue;
       int known = 0;
       for (size_t k = 0; k < keep.n && !known; k++) known = !strcmp(keep.ids[k], de->d_name);
-      if (known || !valid_id(de->d_name)) continue;
+      if (known || !valid_id(de->d_name) || asbe__cg_owned(&e->cg, i, de->d_name, NULL, 0) != 1)
+        continue;
       asbe__cg_kill(&e->cg, de->d_name);
       if (asbe__cg_destroy(&e->cg, de->d_name, 5000) == 0) rep.cgroups++;
     }

@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -233,7 +234,25 @@ static void serve_request(client *c) {
   c->pid = pid;
 }
 
+/* The open-file limit of user processes (ASB_NOFILE=<soft>:<hard>; the init
+ * and the agent have more): set on the exec service, whose children inherit
+ * it. Lowering only, like everything inside. */
+static void user_nofile(void) {
+  const char *v = getenv("ASB_NOFILE");
+  unsigned long s = 0, h = 0;
+  if (!v) return;
+  struct rlimit cur, want;
+  if (sscanf(v, "%lu:%lu", &s, &h) != 2 || !h || s > h || getrlimit(RLIMIT_NOFILE, &cur) < 0) {
+    logmsg("exec service: ignoring ASB_NOFILE=%s", v);
+    return;
+  }
+  want.rlim_max = h < cur.rlim_max ? h : cur.rlim_max;
+  want.rlim_cur = s < want.rlim_max ? s : want.rlim_max;
+  if (setrlimit(RLIMIT_NOFILE, &want) < 0) logmsg("exec service: RLIMIT_NOFILE: %s", strerror(errno));
+}
+
 __attribute__((noreturn)) static void exec_service(const char *path) {
+  user_nofile();
   /* into the workload first: everything forked here inherits it */
   const char *dirs = getenv("ASB_WORKLOAD_CGROUPS");
   if (dirs) {
