@@ -3,7 +3,13 @@
  * when it is not running. Runs as root.
  * SPDX-License-Identifier: Apache-2.0 */
 #include <agentsandbox.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -32,6 +38,52 @@ static void stop_engine(void) {
   char cmd[256];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", STATE);
   if (system(cmd) != 0) fprintf(stderr, "cleanup failed\n");
+}
+
+/* Another engine on the default port (127.0.0.1:49982), as on a machine
+ * where one already runs: it answers every request with 401, as an engine
+ * does to a request without its key. Our state dir's engine never ran, so
+ * the library must start it rather than talk to this one. If the port is
+ * taken already, someone else plays this part. */
+static atomic_int other_stop;
+static int other_fd = -1;
+
+static void *other_engine(void *arg) {
+  (void)arg;
+  static const char reply[] =
+      "HTTP/1.1 401 Unauthorized\r\nContent-Type: application/json\r\nContent-Length: "
+      "40\r\nConnection: close\r\n\r\n{\"code\":401,\"message\":\"invalid API key\"}";
+  while (!atomic_load(&other_stop)) {
+    struct pollfd p = {other_fd, POLLIN, 0};
+    if (poll(&p, 1, 50) <= 0) continue;
+    int c = accept(other_fd, NULL, NULL);
+    if (c < 0) continue;
+    char buf[4096];
+    struct pollfd q = {c, POLLIN, 0};
+    if (poll(&q, 1, 1000) > 0 && read(c, buf, sizeof buf) > 0 &&
+        write(c, reply, sizeof reply - 1) < 0)
+      fprintf(stderr, "other engine: write failed\n");
+    close(c);
+  }
+  return NULL;
+}
+
+static int start_other_engine(pthread_t *t) {
+  other_fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  int one = 1;
+  setsockopt(other_fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  struct sockaddr_in a;
+  memset(&a, 0, sizeof a);
+  a.sin_family = AF_INET;
+  a.sin_port = htons(49982);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (bind(other_fd, (struct sockaddr *)&a, sizeof a) != 0 || listen(other_fd, 16) != 0) {
+    printf("  127.0.0.1:49982 is taken already: that one is the other engine\n");
+    close(other_fd);
+    other_fd = -1;
+    return 0;
+  }
+  return pthread_create(t, NULL, other_engine, NULL) == 0;
 }
 
 TEST(nothing_configured_starts_the_engine) {
@@ -71,7 +123,14 @@ int main(void) {
   snprintf(args, sizeof args, "--listen 127.0.0.1:0 --cgroup-name asbt-auto-%d --pool 1 --kill-on-exit",
            (int)getpid());
   setenv("ASB_ENGINE_ARGS", args, 1);
+  pthread_t other;
+  int other_running = start_other_engine(&other);
   RUN(nothing_configured_starts_the_engine);
+  if (other_running) {
+    atomic_store(&other_stop, 1);
+    pthread_join(other, NULL);
+  }
+  if (other_fd >= 0) close(other_fd);
   stop_engine();
   TEST_MAIN_END();
 }
