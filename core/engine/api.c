@@ -158,7 +158,7 @@ static cJSON *sandbox_json(engine *e, sbx *s) {
   cJSON_AddStringToObject(j, "clientID", "local");
   cJSON_AddStringToObject(j, "envdVersion", e->envd_version);
   cJSON_AddStringToObject(j, "envdAccessToken", s->token);
-  cJSON_AddNullToObject(j, "trafficAccessToken");
+  cJSON_AddStringToObject(j, "trafficAccessToken", s->traffic_token);
   cJSON_AddStringToObject(j, "domain", e->domain);
   return j;
 }
@@ -257,7 +257,8 @@ static void create(engine *e, api_req *q, api_reply *r) {
       string_map(body, "envVars", &s->env_vars, r))
     goto out;
   s->auto_pause = cJSON_IsTrue(ap);
-  if (asbi_random_alnum(s->id, ENGINE_ID_LEN) || asbi_random_hex(s->token, 40)) {
+  if (asbi_random_alnum(s->id, ENGINE_ID_LEN) || asbi_random_hex(s->token, 40) ||
+      asbi_random_hex(s->traffic_token, 40)) {
     api_error(r, 500, "no randomness available");
     goto out;
   }

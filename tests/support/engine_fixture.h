@@ -28,6 +28,7 @@ typedef struct engine_fixture {
   char cgroup[64];
   char key[128];
   int keep_state; /* do not remove the state dir on stop (restart tests) */
+  const char *const *extra_args; /* more engine options, NULL-ended (or NULL) */
 } engine_fixture;
 
 static inline int engine_fixture_launch(engine_fixture *f, int kill_on_exit) {
@@ -52,7 +53,7 @@ static inline int engine_fixture_launch(engine_fixture *f, int kill_on_exit) {
     /* ASB_TEST_ENVD / ASB_TEST_INIT: run these instead of the build
      * tree's envd and asb-init. */
     const char *envd = getenv("ASB_TEST_ENVD"), *init = getenv("ASB_TEST_INIT");
-    const char *argv[16];
+    const char *argv[48];
     int n = 0;
     argv[n++] = ASB_ENGINE_BIN;
     argv[n++] = "--state-dir";
@@ -72,6 +73,8 @@ static inline int engine_fixture_launch(engine_fixture *f, int kill_on_exit) {
       argv[n++] = init;
     }
     if (kill_on_exit) argv[n++] = "--kill-on-exit";
+    for (size_t i = 0; f->extra_args && f->extra_args[i] && n < 47; i++)
+      argv[n++] = f->extra_args[i];
     argv[n] = NULL;
     execv(argv[0], (char *const *)argv);
     _exit(127);
@@ -175,7 +178,10 @@ static void engine_fixture_at_exit(void) {
       engine_fixture_stop(engine_fixture_started[i]);
 }
 
-static inline int engine_fixture_start(engine_fixture *f, const char *tag) {
+/* Like engine_fixture_start, with more engine options (NULL-ended; the
+ * array must outlive the fixture: restarts pass it again). */
+static inline int engine_fixture_start_args(engine_fixture *f, const char *tag,
+                                            const char *const *extra_args) {
   static int reaping;
   if (!reaping) {
     pthread_t t;
@@ -192,7 +198,12 @@ static inline int engine_fixture_start(engine_fixture *f, const char *tag) {
   memset(f, 0, sizeof *f);
   snprintf(f->state, sizeof f->state, "/tmp/asb-%s-%d", tag, (int)getpid());
   snprintf(f->cgroup, sizeof f->cgroup, "asbt-%s-%d", tag, (int)getpid());
+  f->extra_args = extra_args;
   return engine_fixture_launch(f, 1);
+}
+
+static inline int engine_fixture_start(engine_fixture *f, const char *tag) {
+  return engine_fixture_start_args(f, tag, NULL);
 }
 
 /* SIGTERM (clean stop) or SIGKILL (crash). */
