@@ -31,6 +31,23 @@ typedef struct engine_fixture {
   const char *const *extra_args; /* more engine options, NULL-ended (or NULL) */
 } engine_fixture;
 
+/* Engines running, by pid and state dir (copies: a fixture may live on a
+ * test's stack), for engine_fixture_at_exit. */
+static struct {
+  pid_t pid;
+  char state[128];
+} engine_fixture_live[8];
+
+static void engine_fixture_live_set(pid_t pid, const char *state) {
+  for (size_t i = 0; i < sizeof engine_fixture_live / sizeof *engine_fixture_live; i++)
+    if (engine_fixture_live[i].pid == (state ? 0 : pid)) {
+      engine_fixture_live[i].pid = state ? pid : 0;
+      snprintf(engine_fixture_live[i].state, sizeof engine_fixture_live[i].state, "%s",
+               state ? state : "");
+      return;
+    }
+}
+
 static inline int engine_fixture_launch(engine_fixture *f, int kill_on_exit) {
   int out[2];
   if (pipe(out) != 0) return -1;
@@ -97,6 +114,7 @@ static inline int engine_fixture_launch(engine_fixture *f, int kill_on_exit) {
     return -1;
   }
   f->pid = pid;
+  engine_fixture_live_set(pid, f->state);
   f->port = port;
   snprintf(f->url, sizeof f->url, "http://127.0.0.1:%d", port);
   char path[256];
@@ -164,18 +182,20 @@ static void *engine_fixture_reaper(void *arg) {
   return NULL;
 }
 
-static inline void engine_fixture_stop(engine_fixture *f);
-
-/* The fixtures started, for engine_fixture_at_exit. */
-static engine_fixture *engine_fixture_started[4];
-
-/* A test that exits without reaching its engine_fixture_stop (exit() from
- * a helper, a failed check that returns from main early) still stops its
- * engines and removes their state. */
+/* A test that exits without stopping an engine (exit() from a helper, a
+ * failed REQUIRE that returned past a fixture's stop) still stops it (it
+ * kills its sandboxes: --kill-on-exit) and removes its state. */
 static void engine_fixture_at_exit(void) {
-  for (size_t i = 0; i < sizeof engine_fixture_started / sizeof *engine_fixture_started; i++)
-    if (engine_fixture_started[i] && engine_fixture_started[i]->pid > 0)
-      engine_fixture_stop(engine_fixture_started[i]);
+  for (size_t i = 0; i < sizeof engine_fixture_live / sizeof *engine_fixture_live; i++) {
+    pid_t pid = engine_fixture_live[i].pid;
+    if (pid <= 0) continue;
+    kill(pid, SIGTERM);
+    while (waitpid(pid, NULL, WNOHANG) != pid && kill(pid, 0) == 0) usleep(10000);
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", engine_fixture_live[i].state);
+    if (system(cmd) != 0) fprintf(stderr, "cannot remove %s\n", engine_fixture_live[i].state);
+    engine_fixture_live[i].pid = 0;
+  }
 }
 
 /* Like engine_fixture_start, with more engine options (NULL-ended; the
@@ -190,11 +210,6 @@ static inline int engine_fixture_start_args(engine_fixture *f, const char *tag,
     atexit(engine_fixture_at_exit);
     reaping = 1;
   }
-  for (size_t i = 0; i < sizeof engine_fixture_started / sizeof *engine_fixture_started; i++)
-    if (!engine_fixture_started[i] || engine_fixture_started[i] == f) {
-      engine_fixture_started[i] = f;
-      break;
-    }
   memset(f, 0, sizeof *f);
   snprintf(f->state, sizeof f->state, "/tmp/asb-%s-%d", tag, (int)getpid());
   snprintf(f->cgroup, sizeof f->cgroup, "asbt-%s-%d", tag, (int)getpid());
@@ -213,6 +228,7 @@ static inline void engine_fixture_signal(engine_fixture *f, int sig) {
   /* A subreaper thread of the test may reap it first: then wait for it to
    * be gone rather than for its status. */
   while (waitpid(f->pid, NULL, WNOHANG) != f->pid && kill(f->pid, 0) == 0) usleep(10000);
+  engine_fixture_live_set(f->pid, NULL);
   f->pid = 0;
 }
 
