@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -170,6 +171,40 @@ static char *envd_version(const char *envd) {
   return v ? asbi_strdup(v) : NULL;
 }
 
+/* The engine keeps no terminal. Run in the foreground (`sudo
+ * agent-sandboxd` on a terminal), it would otherwise be the controlling
+ * terminal of the engine's session, and any process the engine forks
+ * before it enters a sandbox inherits that: one that reached a sandbox with
+ * it could type into the operator's shell (TIOCSTI). Sandbox processes get
+ * sessions of their own anyway; this is the second wall. stdin becomes
+ * /dev/null; stdout and stderr stay (the log), and no sandbox process gets
+ * them (every one has its stdio set explicitly). Ctrl-C still stops the
+ * engine: the terminal signals its foreground process group, which the
+ * engine stays in. */
+static void detach_terminal(void) {
+  int nul = open("/dev/null", O_RDWR | O_CLOEXEC);
+  if (nul >= 0) {
+    if (nul != 0) {
+      dup2(nul, 0);
+      close(nul);
+    }
+  }
+  int tty = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC);
+  if (tty < 0) return; /* no controlling terminal: nothing to drop */
+  /* a session leader giving up its terminal sends SIGHUP to the terminal's
+   * foreground group, which may be ours */
+  int leader = getsid(0) == getpid();
+  struct sigaction ign, old;
+  memset(&ign, 0, sizeof ign);
+  ign.sa_handler = SIG_IGN;
+  if (leader) sigaction(SIGHUP, &ign, &old);
+  if (ioctl(tty, TIOCNOTTY) != 0)
+    fprintf(stderr, "agent-sandboxd: cannot drop the controlling terminal: %s\n",
+            strerror(errno));
+  if (leader) sigaction(SIGHUP, &old, NULL);
+  close(tty);
+}
+
 /* ---- adopting sandboxes after a restart -------------------------------------- */
 
 typedef struct adopt_ctx {
@@ -315,6 +350,7 @@ int main(int argc, char **argv) {
     }
   }
   if (!state) state = "/var/lib/agent-sandbox";
+  detach_terminal();
 
   char *report = NULL;
   int pf = asbe_preflight(&report);

@@ -9,6 +9,7 @@
 #include <dirent.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,6 +30,9 @@ typedef struct engine_fixture {
   char key[128];
   int keep_state; /* do not remove the state dir on stop (restart tests) */
   const char *const *extra_args; /* more engine options, NULL-ended (or NULL) */
+  int ctty;       /* > 0: a terminal (pty slave) the engine starts with as its
+                     controlling terminal and stdin, as `sudo agent-sandboxd`
+                     on a terminal does */
 } engine_fixture;
 
 /* Engines running, by pid and state dir (copies: a fixture may live on a
@@ -67,6 +71,11 @@ static inline int engine_fixture_launch(engine_fixture *f, int kill_on_exit) {
     dup2(out[1], 1);
     close(out[0]);
     close(out[1]);
+    if (f->ctty > 0) {
+      setsid();
+      if (ioctl(f->ctty, TIOCSCTTY, 0) != 0) _exit(126);
+      dup2(f->ctty, 0);
+    }
     /* ASB_TEST_ENVD / ASB_TEST_INIT: run these instead of the build
      * tree's envd and asb-init. */
     const char *envd = getenv("ASB_TEST_ENVD"), *init = getenv("ASB_TEST_INIT");
@@ -198,10 +207,11 @@ static void engine_fixture_at_exit(void) {
   }
 }
 
-/* Like engine_fixture_start, with more engine options (NULL-ended; the
- * array must outlive the fixture: restarts pass it again). */
-static inline int engine_fixture_start_args(engine_fixture *f, const char *tag,
-                                            const char *const *extra_args) {
+/* engine_fixture_start with more engine options (NULL-ended, or NULL; the
+ * array must outlive the fixture: restarts pass it again) and ctty (> 0) as
+ * the engine's controlling terminal (see engine_fixture.ctty). */
+static inline int engine_fixture_start_full(engine_fixture *f, const char *tag,
+                                            const char *const *extra_args, int ctty) {
   static int reaping;
   if (!reaping) {
     pthread_t t;
@@ -214,11 +224,23 @@ static inline int engine_fixture_start_args(engine_fixture *f, const char *tag,
   snprintf(f->state, sizeof f->state, "/tmp/asb-%s-%d", tag, (int)getpid());
   snprintf(f->cgroup, sizeof f->cgroup, "asbt-%s-%d", tag, (int)getpid());
   f->extra_args = extra_args;
+  f->ctty = ctty;
   return engine_fixture_launch(f, 1);
 }
 
+/* Like engine_fixture_start, with more engine options. */
+static inline int engine_fixture_start_args(engine_fixture *f, const char *tag,
+                                            const char *const *extra_args) {
+  return engine_fixture_start_full(f, tag, extra_args, 0);
+}
+
+/* Like engine_fixture_start, with ctty as the engine's controlling terminal. */
+static inline int engine_fixture_start_ctty(engine_fixture *f, const char *tag, int ctty) {
+  return engine_fixture_start_full(f, tag, NULL, ctty);
+}
+
 static inline int engine_fixture_start(engine_fixture *f, const char *tag) {
-  return engine_fixture_start_args(f, tag, NULL);
+  return engine_fixture_start_full(f, tag, NULL, 0);
 }
 
 /* SIGTERM (clean stop) or SIGKILL (crash). */

@@ -167,6 +167,12 @@ int asbe__loop_detach_under(const char *dir,
                             void *ctx);
 int asbe__loop_count_under(const char *dir);
 
+/* ---- the agent dir (agentdir.c) ------------------------------------------ */
+
+/* A detached tmpfs mount holding a copy of the agent dir `dir` (its root is
+ * "/", so no host path shows in a sandbox's mountinfo). */
+int asbe__agentdir_mount(const char *dir, int *mfd);
+
 /* ---- uid slots (slot.c) -------------------------------------------------- */
 
 int asbe__slot_claim(asbe_engine *e, const char *owner_dir, uint32_t *slot);
@@ -247,6 +253,7 @@ struct asbe_engine {
   uint64_t pool_bytes;
   unsigned pool_target;
   int self_netns; /* fd of the engine's netns (connect_tcp) */
+  int agent_mfd;  /* detached tmpfs copy of agent_dir (asbe__agentdir_mount) */
   int lock_fd;    /* flock on <state>/engine.lock: one engine per state dir */
   int name_fd;    /* flock on <run>/cgroups/<cgroup_name>.lock: one per name */
 };
@@ -275,10 +282,28 @@ struct asbe_sandbox {
   int status; /* init's wait status when reaped by us */
   pthread_mutex_t lock; /* procs */
   asbe_proc *procs;
+  dev_t run_dev; /* st_dev of its writable layer (/run/asb); 0 = unknown */
+  int log_fd;    /* the agent log (see asbe_sandbox_agent_log), or -1 */
+  dev_t log_dev; /* and its identity, recorded for adopt */
+  ino_t log_ino;
   asbe_cg cg;         /* where its cgroups are (recorded ones after adopt) */
   char **cg_workload; /* per hierarchy: cgroup.procs to join on exec */
   int n_cg_workload;
 };
+
+/* ---- paths inside a sandbox (exec.c) ------------------------------------ */
+
+/* How long a connect to a listener of a sandbox (a unix socket of /run/asb,
+ * a TCP port) may wait: a sandbox can make any listener accept nothing. */
+#define ASBE_CONNECT_TIMEOUT_MS 10000
+
+/* An O_PATH fd of /run/asb inside sb (name NULL), or of /run/asb/<name>,
+ * which must be of `type` (S_IFSOCK, S_IFREG). Resolved inside the sandbox's
+ * root with openat2 (RESOLVE_IN_ROOT, no symlinks, no magic links), and on
+ * the sandbox's writable layer (sb->run_dev): never a host path, whatever
+ * the sandbox made of its tree. Use the fd (fstatfs, connect to
+ * /proc/self/fd/<fd>, reopen), never a path. -errno, message set. */
+int asbe__run_open(asbe_sandbox *sb, const char *name, mode_t type);
 
 /* 1 if the record in a sandbox dir names an init that is alive. */
 int asbe__rec_alive(const char *dir);

@@ -112,7 +112,7 @@ int asbe_engine_open(const asbe_engine_config *cfg, asbe_engine **out) {
   asbe_engine *e = calloc(1, sizeof *e);
   if (!e) return asbe__fail(-ENOMEM, "engine");
   pthread_mutex_init(&e->lock, NULL);
-  e->self_netns = e->lock_fd = e->name_fd = -1;
+  e->self_netns = e->lock_fd = e->name_fd = e->agent_mfd = -1;
   int r = 0;
   e->state_dir = abs_path(cfg->state_dir);
   e->agent_dir = abs_path(cfg->agent_dir);
@@ -182,6 +182,7 @@ int asbe_engine_open(const asbe_engine_config *cfg, asbe_engine **out) {
     goto fail;
   }
   if ((r = asbe__secure_init(&e->sec)) < 0) goto fail;
+  if ((r = asbe__agentdir_mount(e->agent_dir, &e->agent_mfd)) < 0) goto fail;
   e->self_netns = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
   if (e->self_netns < 0) {
     r = asbe__failerr("open /proc/self/ns/net");
@@ -201,6 +202,7 @@ void asbe_engine_close(asbe_engine *e) {
   if (e->cg.n) asbe__cg_close(&e->cg);
   asbe__secure_free(&e->sec);
   if (e->self_netns >= 0) close(e->self_netns);
+  if (e->agent_mfd >= 0) close(e->agent_mfd);
   if (e->name_fd >= 0) {
     char p[PATH_MAX];
     name_lock_path(e, p, sizeof p);
@@ -238,6 +240,7 @@ typedef struct rec {
   uint32_t slot;
   pid_t pid;
   uint64_t start;
+  uint64_t run_dev, log_dev, log_ino; /* 0 = not recorded (older engines) */
   int ncg;
   char cg_name[ASBE_CG_MAX][32];
   char cg_path[ASBE_CG_MAX][PATH_MAX];
@@ -249,6 +252,8 @@ static int write_rec(const asbe_sandbox *sb, const char *status) {
                   sb->id, status, sb->slot, (unsigned)sb->host_uid, (int)sb->pid,
                   (unsigned long long)sb->starttime);
   asbi_buf_printf(&b, "engine_pid=%d\ncreated=%lld\n", (int)getpid(), (long long)time(NULL));
+  asbi_buf_printf(&b, "run_dev=%llu\nlog=%llu:%llu\n", (unsigned long long)sb->run_dev,
+                  (unsigned long long)sb->log_dev, (unsigned long long)sb->log_ino);
   const asbe_cg *cg = &sb->cg;
   for (int i = 0; i < cg->n; i++) {
     char d[PATH_MAX];
@@ -279,6 +284,12 @@ static int read_rec(const char *dir, rec *r) {
       else if (!strcmp(l, "slot")) r->slot = (uint32_t)strtoul(v, NULL, 10);
       else if (!strcmp(l, "pid")) r->pid = (pid_t)atoi(v);
       else if (!strcmp(l, "starttime")) r->start = strtoull(v, NULL, 10);
+      else if (!strcmp(l, "run_dev")) r->run_dev = strtoull(v, NULL, 10);
+      else if (!strcmp(l, "log")) {
+        char *end = NULL;
+        r->log_dev = strtoull(v, &end, 10);
+        r->log_ino = end && *end == ':' ? strtoull(end + 1, NULL, 10) : 0;
+      }
       else if (!strncmp(l, "cgroup.", 7) && r->ncg < ASBE_CG_MAX) {
         snprintf(r->cg_name[r->ncg], sizeof r->cg_name[0], "%s", l + 7);
         snprintf(r->cg_path[r->ncg], sizeof r->cg_path[0], "%s", v);
@@ -328,7 +339,7 @@ static asbe_sandbox *sb_new(asbe_engine *e, const char *id) {
   asbe_sandbox *sb = calloc(1, sizeof *sb);
   if (!sb) return NULL;
   sb->e = e;
-  sb->pidfd = -1;
+  sb->pidfd = sb->log_fd = -1;
   sb->id = strdup(id);
   sb->dir = asbe__strfmt("%s/%s", e->sandboxes_dir, id);
   pthread_mutex_init(&sb->lock, NULL);
@@ -373,25 +384,30 @@ static int write_map(pid_t pid, const char *file, uid_t base) {
   return r < 0 ? asbe__fail(r, "write %s", path) : 0;
 }
 
-/* open_tree + idmap (to userns) + read-only: a detached mount fd. */
-static int idmapped_ro(const char *path, int userns) {
-  int fd = open_tree(AT_FDCWD, path, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
-  if (fd < 0) return asbe__failerr("open_tree %s", path);
+/* open_tree + idmap (to userns) + read-only: a detached mount fd. path
+ * relative to dirfd; "" = the mount dirfd itself (a detached one too). */
+static int idmapped_ro_at(int dirfd, const char *path, int userns) {
+  int fd = open_tree(dirfd, path,
+                     OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE | (path[0] ? 0 : AT_EMPTY_PATH));
+  if (fd < 0) return asbe__failerr("open_tree %s", path[0] ? path : "(agent dir)");
   struct mount_attr a;
   memset(&a, 0, sizeof a);
   a.attr_set = MOUNT_ATTR_IDMAP | MOUNT_ATTR_RDONLY | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOSUID;
   a.userns_fd = (uint64_t)userns;
   if (mount_setattr(fd, "", AT_EMPTY_PATH | AT_RECURSIVE, &a, sizeof a) < 0) {
-    int r = asbe__failerr("idmap %s", path);
+    int r = asbe__failerr("idmap %s", path[0] ? path : "(agent dir)");
     close(fd);
     return r;
   }
   return fd;
 }
 
-/* Prepares the writable layer: upper/, work/, run/ owned by root inside. */
+static int idmapped_ro(const char *path, int userns) { return idmapped_ro_at(AT_FDCWD, path, userns); }
+
+/* Prepares the writable layer: upper/, work/, run/ owned by root inside
+ * (log/ too, but no path inside the sandbox reaches it: see open_log). */
 static int prep_writable(int mfd, uid_t uid) {
-  static const char *const dirs[] = {"upper", "work", "run"};
+  static const char *const dirs[] = {"upper", "work", "run", "log"};
   for (size_t i = 0; i < ASBI_ARRAY_LEN(dirs); i++) {
     if (mkdirat(mfd, dirs[i], 0755) < 0 && errno != EEXIST)
       return asbe__failerr("mkdir %s on the writable layer", dirs[i]);
@@ -402,6 +418,33 @@ static int prep_writable(int mfd, uid_t uid) {
       return asbe__failerr("chmod %s on the writable layer", dirs[i]);
   }
   return 0;
+}
+
+/* The agent log: stdout and stderr of the init and the agent. Not a file in
+ * the sandbox's tree (the engine used to read /run/asb/agent.log through
+ * /proc/<init>/root, and a sandbox that made it a symlink got the engine to
+ * return any host file), not a pipe (a restarted engine adopts running
+ * sandboxes, and a pipe without a reader would kill or stall the agent
+ * meanwhile), not a file in the engine's state dir (a sandbox could fill the
+ * host's disk through it). It is log/agent.log on the sandbox's writable
+ * layer: bounded by the sandbox's disk limit like everything it writes, and
+ * outside its tree (only upper/ and run/ of that fs are mounted inside), so
+ * the sandbox holds it only as the fds its init has. The engine keeps an fd
+ * and reads through it; a restarted one gets it back from the init
+ * (pidfd_getfd) and checks it is the same inode. Owned by root inside, who
+ * may write to it through /proc/1/fd/1 as before. */
+static int open_log(int mfd, uid_t uid, dev_t *dev, ino_t *ino) {
+  int fd = openat(mfd, "log/agent.log", O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC,
+                  0600);
+  struct stat st;
+  if (fd < 0 || fchown(fd, uid, uid) < 0 || fstat(fd, &st) < 0) {
+    int r = asbe__failerr("the agent log on the writable layer");
+    if (fd >= 0) close(fd);
+    return r;
+  }
+  *dev = st.st_dev;
+  *ino = st.st_ino;
+  return fd;
 }
 
 static char **build_env(const asbe_engine *e, const asbe_sandbox_spec *spec) {
@@ -644,6 +687,18 @@ int asbe_sandbox_create(asbe_engine *e, const asbe_sandbox_spec *spec, asbe_sand
   }
   if (r < 0) goto fail;
   if ((r = prep_writable(wfd, sb->host_uid)) < 0) goto fail;
+  {
+    struct stat ws;
+    if (fstatat(wfd, "run", &ws, AT_SYMLINK_NOFOLLOW) < 0) {
+      r = asbe__failerr("stat run/ on the writable layer");
+      goto fail;
+    }
+    sb->run_dev = ws.st_dev;
+  }
+  if ((sb->log_fd = open_log(wfd, sb->host_uid, &sb->log_dev, &sb->log_ino)) < 0) {
+    r = sb->log_fd;
+    goto fail;
+  }
 
   asbe_cg_limits lim = {spec->memory_bytes, spec->pids_max,
                         spec->agent_memory_bytes ? spec->agent_memory_bytes
@@ -659,6 +714,7 @@ int asbe_sandbox_create(asbe_engine *e, const asbe_sandbox_spec *spec, asbe_sand
   }
   plan->sock = sock[1];
   plan->wfd = wfd;
+  plan->logfd = sb->log_fd;
   pid_t pid = clone_sandbox(&sb->pidfd, sb->host_uid);
   if (pid < 0) {
     r = asbe__failerr("clone3");
@@ -699,7 +755,7 @@ int asbe_sandbox_create(asbe_engine *e, const asbe_sandbox_spec *spec, asbe_sand
     }
     nfds++;
   }
-  if ((fds[nfds] = idmapped_ro(e->agent_dir, userns)) < 0) {
+  if ((fds[nfds] = idmapped_ro_at(e->agent_mfd, "", userns)) < 0) {
     r = fds[nfds];
     goto fail;
   }
@@ -729,7 +785,10 @@ int asbe_sandbox_create(asbe_engine *e, const asbe_sandbox_spec *spec, asbe_sand
   if ((r = write_rec(sb, "running")) < 0) goto fail;
   m.type = ASBE_MSG_EXEC;
   if ((r = asbe__send_fds(sock[0], &m, sizeof m, NULL, 0)) < 0) {
-    r = asbe__fail(r, "sandbox %s: send", sb->id);
+    /* the child failed meanwhile (it does its mounts after CG): its own
+     * message, still queued, says why */
+    int cr = child_says(sb, sock[0], 0);
+    r = cr < 0 ? cr : asbe__fail(r, "sandbox %s: send", sb->id);
     goto fail;
   }
   if ((r = child_says(sb, sock[0], 0)) < 0) goto fail;
@@ -803,6 +862,10 @@ int asbe_sandbox_kill(asbe_sandbox *sb, int remove_state) {
     if (sb->is_child) reap_pidfd(sb);
     sb->dead = 1;
   }
+  /* it pins the writable layer's mount (and so the loop device): an export
+   * of the layer waits for that to go */
+  if (sb->log_fd >= 0) close(sb->log_fd);
+  sb->log_fd = -1;
   asbe__procs_reap(sb);
   int cr = asbe__cg_destroy(&sb->cg, sb->id, 10000);
   if (cr < 0) r = cr;
@@ -836,6 +899,7 @@ void asbe_sandbox_release(asbe_sandbox *sb) {
     p = n;
   }
   if (sb->pidfd >= 0) close(sb->pidfd);
+  if (sb->log_fd >= 0) close(sb->log_fd);
   for (int i = 0; i < sb->n_cg_workload; i++) free(sb->cg_workload[i]);
   free(sb->cg_workload);
   asbe__cg_free(&sb->cg);
@@ -873,6 +937,20 @@ int asbe_sandbox_adopt(asbe_engine *e, const char *id, asbe_sandbox **out) {
   }
   pid_t ppid = 0;
   sb->is_child = asbe__proc_stat(rc.pid, &ppid, NULL) == 0 && ppid == getpid();
+  sb->run_dev = (dev_t)rc.run_dev;
+  sb->log_dev = (dev_t)rc.log_dev;
+  sb->log_ino = (ino_t)rc.log_ino;
+  if (rc.log_ino) {
+    /* the init's stdout is the agent log, unless root inside took over the
+     * init and replaced it: only the recorded inode is taken */
+    int fd = (int)syscall(SYS_pidfd_getfd, sb->pidfd, 1, 0);
+    struct stat st;
+    if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_dev == sb->log_dev &&
+        st.st_ino == sb->log_ino)
+      sb->log_fd = fd;
+    else if (fd >= 0)
+      close(fd);
+  }
   asbe__cg_free(&sb->cg);
   if ((r = rec_cg(e, &rc, id, &sb->cg)) < 0 || (r = sb_workload_paths(sb)) < 0) {
     r = asbe__fail(r, "sandbox %s", id);
@@ -914,15 +992,35 @@ int asbe_sandbox_stats(asbe_sandbox *sb, asbe_stats *st) {
   if (sb->dead) return asbe__fail(-ESRCH, "sandbox %s is dead", sb->id);
   int r = asbe__cg_stats(&sb->cg, sb->id, st);
   if (r < 0) return r;
-  char path[PATH_MAX];
-  if (asbe_sandbox_run_path(sb, "", path, sizeof path) == 0) {
+  int run = asbe__run_open(sb, NULL, 0);
+  if (run >= 0) {
     struct statfs fs;
-    if (statfs(path, &fs) == 0) {
+    if (fstatfs(run, &fs) == 0) {
       st->disk_total_bytes = (uint64_t)fs.f_blocks * (uint64_t)fs.f_bsize;
       st->disk_used_bytes = (uint64_t)(fs.f_blocks - fs.f_bfree) * (uint64_t)fs.f_bsize;
     }
+    close(run);
   }
+  asbe__clear_error(); /* disk numbers are best effort */
   return 0;
+}
+
+int asbe_sandbox_agent_log(asbe_sandbox *sb) {
+  asbe__clear_error();
+  if (sb->log_fd < 0) return asbe__fail(-ENOENT, "sandbox %s: no agent log", sb->id);
+  /* a new open file (own offset, readable) of the very inode the engine
+   * holds: the magic link of its own fd, not a path of the sandbox */
+  char p[64];
+  snprintf(p, sizeof p, "/proc/self/fd/%d", sb->log_fd);
+  int fd = open(p, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  struct stat st;
+  if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_ino != sb->log_ino) {
+    int r = fd < 0 ? asbe__failerr("sandbox %s: agent log", sb->id)
+                   : asbe__fail(-EIO, "sandbox %s: agent log", sb->id);
+    if (fd >= 0) close(fd);
+    return r;
+  }
+  return fd;
 }
 
 const char *asbe_sandbox_id(const asbe_sandbox *sb) { return sb->id; }

@@ -2,7 +2,9 @@
  *
  *   asb-init [-r MIN_MS] [-R MAX_MS] [-g GRACE_MS] [-x EXEC_SOCK] [-- AGENT ARGS...]
  *
- * Spawns the agent (its own session), restarts it when it dies with an
+ * Spawns the agent (its own session; asb-init has one too, made by the
+ * engine, so nothing here shares a session or terminal with the host),
+ * restarts it when it dies with an
  * exponential backoff (MIN_MS doubling up to MAX_MS, back to MIN_MS after
  * 10 s of uptime), so an agent crash never ends the sandbox. Reaps every
  * orphan. On SIGTERM/SIGINT: SIGTERM to every process, SIGKILL to what is
@@ -364,8 +366,8 @@ static void start(kid *k, const sigset_t *orig) {
   }
   if (pid == 0) {
     sigprocmask(SIG_SETMASK, orig, NULL);
+    setsid(); /* each its own session (the exec service's commands get theirs) */
     if (!k->argv) exec_service(k->sock);
-    setsid();
     execvp(k->argv[0], k->argv);
     logmsg("exec %s: %s", k->argv[0], strerror(errno));
     _exit(127);
