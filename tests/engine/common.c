@@ -264,7 +264,7 @@ int asbt_count_loops(asbt_env *env) {
   return n;
 }
 
-int asbt_pool_settled(asbt_env *env) {
+static int pool_settled_once(asbt_env *env) {
   char dir[PATH_MAX], want[PATH_MAX];
   snprintf(dir, sizeof dir, "%s/pool", env->state);
   snprintf(want, sizeof want, "%s/img-", dir);
@@ -286,6 +286,12 @@ int asbt_pool_settled(asbt_env *env) {
   }
   if (d) closedir(d);
   return imgs == env->pool_target && loops == env->pool_target;
+}
+
+int asbt_pool_settled(asbt_env *env) {
+  if (!pool_settled_once(env)) return 0;
+  asbt_sleep_ms(20);
+  return pool_settled_once(env);
 }
 
 int asbt_cgroup2(char *point, size_t plen, char *opts, size_t olen) {

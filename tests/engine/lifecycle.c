@@ -140,12 +140,6 @@ TEST(kill_leaves_nothing) {
   asbe_sandbox_release(sb);
 }
 
-static int pool_settled(void) {
-  if (!asbt_pool_settled(&env)) return 0;
-  asbt_sleep_ms(20);
-  return asbt_pool_settled(&env);
-}
-
 TEST(create_kill_cycles_leak_nothing) {
   /* warm up (pool, golden image, lazily made loop devices) */
   asbe_sandbox *sb = asbt_create(&env, "sbx-warm", env.busybox);
@@ -154,8 +148,8 @@ TEST(create_kill_cycles_leak_nothing) {
   asbe_sandbox_release(sb);
   /* Count once the pool has refilled (its images hold fds), not after a
    * while: on a slow machine the refill outlasts any fixed pause. */
-  WAIT_UNTIL(pool_settled(), ASBT_DEADLINE_MS);
-  CHECK(pool_settled());
+  WAIT_UNTIL(asbt_pool_settled(&env), ASBT_DEADLINE_MS);
+  CHECK(asbt_pool_settled(&env));
   int fds = asbt_count_fds(), mounts = asbt_count_mounts(), cgs = asbt_count_cgroups(&env);
   int kids = asbt_count_children(), loops = asbt_count_loops(&env);
   for (int i = 0; i < 50; i++) {
@@ -167,9 +161,9 @@ TEST(create_kill_cycles_leak_nothing) {
     CHECK_INT(asbe_sandbox_kill(sb, 1), 0);
     asbe_sandbox_release(sb);
   }
-  WAIT_UNTIL(pool_settled() && asbt_count_fds() == fds && asbt_count_children() == kids,
+  WAIT_UNTIL(asbt_pool_settled(&env) && asbt_count_fds() == fds && asbt_count_children() == kids,
              ASBT_DEADLINE_MS);
-  CHECK(pool_settled());
+  CHECK(asbt_pool_settled(&env));
   CHECK_INT(asbt_count_fds(), fds);
   CHECK_INT(asbt_count_mounts(), mounts);
   CHECK_INT(asbt_count_cgroups(&env), cgs);
