@@ -143,8 +143,8 @@ static void *streamer(void *arg) {
   o.discard_output = 1;
   /* Streams until the engine dies under it (that is the point); the bound
    * only keeps it finite should the kill never come. */
-  asb_commands_run(sb, "i=0; while [ $i -lt 100000 ]; do echo line $i; i=$((i+1)); sleep 0.01; done",
-                   &o, &r);
+  asb_commands_run(&r, sb, "i=0; while [ $i -lt 100000 ]; do echo line $i; i=$((i+1)); sleep 0.01; done",
+                   &o);
   asb_command_result_free(r);
   return NULL;
 }
@@ -162,7 +162,7 @@ static int for_each_listed(asb_client *c, void (*fn)(asb_client *, const char *,
   for (;;) {
     asb_sandbox_page *p = NULL;
     o.next_token = token[0] ? token : NULL;
-    if (asb_sandbox_list(c, &o, &p) != ASB_OK) {
+    if (asb_sandbox_list(&p, c, &o) != ASB_OK) {
       fprintf(stderr, "list: %s\n", asb_error_last()->message);
       return -1;
     }
@@ -188,7 +188,7 @@ static void check_and_kill(asb_client *c, const char *id, void *ud) {
   CHECK_RC(asb_sandbox_connect(&sb, c, id, 60000, NULL), ASB_OK);
   if (sb) {
     asb_command_result *r = NULL;
-    CHECK_RC(asb_commands_run(sb, "echo alive", NULL, &r), ASB_OK);
+    CHECK_RC(asb_commands_run(&r, sb, "echo alive", NULL), ASB_OK);
     if (r) CHECK_STR(asb_command_result_stdout(r, NULL), "alive\n");
     asb_command_result_free(r);
   }
