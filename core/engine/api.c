@@ -21,6 +21,8 @@
 #define MAX_TIMEOUT_S (30 * 86400)
 #define DEFAULT_CREATE_TIMEOUT_S 15 /* E2B's API default; SDKs send 300 */
 #define ENVD_READY_MS 10000
+/* how long create waits for a code-interpreter template's /health */
+#define CODEI_READY_MS 30000
 #define DEFAULT_CONNECT_TIMEOUT_S 300
 #define LIST_LIMIT_MAX 100
 
@@ -344,6 +346,11 @@ static void create(engine *e, api_req *q, api_reply *r) {
       goto undo;
     }
   }
+  /* Code-interpreter templates: create returns once the interpreter is up,
+   * as E2B's does (its kernel warmed while envd started). */
+  if (s->codei_started && (rc = codei_wait_ready(e, s, CODEI_READY_MS)))
+    engine_log("sandbox %s: the code interpreter is not ready after create's wait (%s); "
+               "its first call will wait for it", s->id, strerror(-rc));
   if ((rc = reg_save(e, s))) {
     api_error(r, 500, "cannot record the sandbox: %s", strerror(-rc));
     goto undo;

@@ -99,6 +99,27 @@ int codei_connect(engine *e, sbx *s, int timeout_ms) {
   }
 }
 
+int codei_wait_ready(engine *e, sbx *s, int timeout_ms) {
+  (void)e;
+  /* E2B hands a code-interpreter sandbox out once its server answers
+   * /health; ours answers 503 until the default python kernel is ready (or
+   * failed to start), so poll it. A slow or broken interpreter does not fail
+   * create: its first /execute waits for it (up to 120 s) or reports why. */
+  int64_t deadline = now_unix_ms() + timeout_ms;
+  useconds_t nap = 2000;
+  const char *hs[] = {"User-Agent: agent-sandboxd", NULL};
+  for (;;) {
+    char *reply = NULL;
+    int st = sbx_http(s->iso, CODEI_PORT, "GET", "/health", hs, NULL, 0, &reply, 2000);
+    free(reply);
+    if (st == 200) return 0;
+    if (!asbe_sandbox_alive(s->iso)) return -ESRCH;
+    if (now_unix_ms() >= deadline) return st < 0 ? st : -ETIMEDOUT;
+    usleep(nap);
+    if (nap < 20000) nap *= 2;
+  }
+}
+
 /* ---- preflight: the code interpreter's packages ------------------------- */
 
 extern const char codei_packages_txt[]; /* templates/code-interpreter/packages.txt */

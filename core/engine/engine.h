@@ -294,6 +294,10 @@ int codei_start(engine *e, sbx *s);
 /* Launch it if needed and wait until its port accepts connections, up to
  * timeout_ms. Returns a connected socket or a negative errno. */
 int codei_connect(engine *e, sbx *s, int timeout_ms);
+/* Wait until the sandbox's code interpreter answers GET /health with 200
+ * (its default python kernel is up), up to timeout_ms. 0, or a negative
+ * errno (-ETIMEDOUT, -ESRCH when the sandbox died). */
+int codei_wait_ready(engine *e, sbx *s, int timeout_ms);
 /* Preflight lines (caller frees): which of the code interpreter's packages
  * (templates/code-interpreter/packages.txt) the host lacks. Never fatal. */
 char *codei_preflight(void);

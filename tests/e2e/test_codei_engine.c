@@ -1,5 +1,5 @@
 /* The code interpreter through a real agent-sandboxd: the
- * code-interpreter-v1 template warms its kernel at create, any other
+ * code-interpreter-v1 template's create returns with its kernel up, any other
  * template gets the interpreter on the first request for port 49999, the
  * router carries /execute's NDJSON stream, kernels run as root inside (as
  * E2B's) in the workload and survive pause/resume, a kernel killed from
@@ -305,6 +305,9 @@ static long raw(asb_sandbox *sb, const char *method, const char *path, const cha
 TEST(the_token_guards_code_execution) {
   asb_sandbox *sb = NULL;
   REQUIRE_RC(make(&sb, "code-interpreter-v1"), ASB_OK);
+  /* create returned with the interpreter up, as E2B's does: /health is 200
+   * at once (it is 503 while the default python kernel starts) */
+  CHECK_INT(raw(sb, "GET", "/health", NULL, NULL), 200);
   const char *tok = asb_sandbox_envd_access_token(sb);
   REQUIRE(tok && *tok);
   CHECK_INT(raw(sb, "POST", "/execute", "{\"code\":\"1\"}", NULL), 401);
