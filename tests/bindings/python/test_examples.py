@@ -78,3 +78,10 @@ def test_templates(engine):
     assert out[1] == "hello from a template"
     assert out[2] == "listed: True"
     assert out[3].startswith("build failed:") and "exit code 3" in out[3]
+
+
+def test_e2b_charts(engine):
+    out = run(engine, "e2b_charts.py").splitlines()
+    assert out[0] == "chart: Fruit kg [('apples', '2024', 3.0), ('pears', '2024', 5.0)] png"
+    assert out[1] == "data: {'n': [1, 2], 'sq': [1, 4]}"
+    assert out[2] == "image: 1 png"
