@@ -760,6 +760,40 @@ TEST(contexts_survive_a_server_restart) {
   unlink(state);
 }
 
+/* Right after the port line (before /health is 200): GET /contexts already
+ * lists both default contexts (E2B's 'list contexts' test lists right after
+ * create), and the first /execute waits for the python kernel instead of
+ * failing. */
+TEST(defaults_listed_and_waited_for_before_ready) {
+  codei_fixture g;
+  const char *args[] = {"--cwd", TMPD, NULL};
+  REQUIRE(codei_start(&g, args, NULL) == 0);
+  asb_client *gc = NULL;
+  asb_sandbox *gs = NULL;
+  REQUIRE(codei_connect(&g, NULL, &gc, &gs) == 0);
+  asb_code_context_list *l = NULL;
+  REQUIRE_RC(asb_code_contexts_list(&l, gs, NULL), ASB_OK);
+  int py = 0, js = 0;
+  for (size_t i = 0; i < asb_code_context_list_count(l); i++) {
+    const char *lang = asb_code_context_language(asb_code_context_list_get(l, i));
+    py += strcmp(lang, "python") == 0;
+    js += strcmp(lang, "javascript") == 0;
+  }
+  CHECK_INT(py, 1);
+  CHECK_INT(js, 1);
+  asb_code_context_list_free(l);
+  asb_code_options o = ASB_CODE_OPTIONS_INIT;
+  o.timeout_ms = 120000;
+  asb_execution *e = NULL;
+  REQUIRE_RC(asb_code_run(&e, gs, "1 + 1", &o), ASB_OK);
+  CHECK(asb_execution_error_name(e) == NULL);
+  CHECK_STR(asb_execution_text(e), "2");
+  asb_execution_free(e);
+  asb_sandbox_free(gs);
+  asb_client_free(gc);
+  codei_stop(&g);
+}
+
 int main(void) {
   setvbuf(stdout, NULL, _IOLBF, 0);
   snprintf(TMPD, sizeof TMPD, "/tmp/asbt-codei-XXXXXX");
@@ -795,6 +829,7 @@ int main(void) {
   RUN(access_token);
   RUN(concurrent_calls_queue_per_context);
   RUN(contexts_survive_a_server_restart);
+  RUN(defaults_listed_and_waited_for_before_ready);
   /* every kernel goes with the server */
   int py = pid_of_kernel(NULL, NULL), sh = pid_of_kernel(NULL, "bash");
   asb_sandbox_free(SB);
