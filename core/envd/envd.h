@@ -15,7 +15,7 @@
 /* The E2B envd version whose behaviour this envd implements (docs/envd.md). */
 #define ENVD_E2B_VERSION "0.6.4"
 
-/* ---- configuration and shared state (main.c) -------------------------- */
+/* ---- configuration and shared state (state.c) ------------------------- */
 typedef struct envd_env_var {
   char *key;
   char *value;
@@ -58,6 +58,8 @@ void envd_strv_free(char **v);
 void envd_env_replace(const cJSON *obj);
 void envd_env_set_internal(const char *key, const char *value);
 cJSON *envd_env_json(void);
+/* Frees what the state holds (at exit). */
+void envd_state_free(void);
 
 /* ---- users and credentials (auth.c) ----------------------------------- */
 typedef struct envd_user {
@@ -193,7 +195,7 @@ typedef struct envd_listen {
 int envd_server_start(const envd_listen *l, int *bound_port);
 void envd_server_stop(void);
 
-/* ---- misc -------------------------------------------------------------- */
+/* ---- logging (log.c) ---------------------------------------------------- */
 void envd_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 extern int g_envd_verbose;
 
