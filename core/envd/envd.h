@@ -95,7 +95,7 @@ int envd_token_eq(const char *a, const char *b);
 void envd_sign(const char *path, const char *op, const char *user,
                const char *token, const char *exp, char *out, size_t n);
 
-/* ---- RPC plumbing (server.c) ------------------------------------------ */
+/* ---- RPC plumbing (rpc.c) --------------------------------------------- */
 /* A Connect error: code is one of the Connect code names. */
 typedef struct envd_err {
   const char *code;

@@ -42,6 +42,9 @@ struct MHD_Response *envd_resp_json_error(unsigned status, const char *fmt,
                                           ...)
     __attribute__((format(printf, 2, 3)));
 struct MHD_Response *envd_resp_empty(void);
+/* The access token check of every route but /health, /init and /files: 1
+ * when no token is set or X-Access-Token matches it. */
+int envd_check_token(envd_hreq *r);
 /* The connection's access token check for /files: header or signature. 0
  * ok, else fills msg. */
 int envd_check_signing(envd_hreq *r, const char *path, const char *op,

@@ -1,0 +1,106 @@
+/* envd: the HTTP request context's helpers: headers, query arguments,
+ * responses (E2B's JSON error body), and the access-token and signed-URL
+ * checks. SPDX-License-Identifier: Apache-2.0 */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "http.h"
+#include "util/util.h"
+
+const char *envd_hdr(envd_hreq *r, const char *name) {
+  return MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, name);
+}
+
+const char *envd_arg(envd_hreq *r, const char *name) {
+  return MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, name);
+}
+
+struct MHD_Response *envd_resp_buf(const char *ctype, const void *data,
+                                   size_t len) {
+  struct MHD_Response *resp = MHD_create_response_from_buffer(
+      len, (void *)data, MHD_RESPMEM_MUST_COPY);
+  if (resp && ctype) MHD_add_response_header(resp, "Content-Type", ctype);
+  return resp;
+}
+
+struct MHD_Response *envd_resp_empty(void) {
+  return MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
+}
+
+/* JSON string literal of s (ASCII-safe enough for messages). */
+static void json_str(asbi_buf *b, const char *s) {
+  cJSON *j = cJSON_CreateString(s ? s : "");
+  char *p = j ? cJSON_PrintUnformatted(j) : NULL;
+  asbi_buf_puts(b, p ? p : "\"\"");
+  free(p);
+  cJSON_Delete(j);
+}
+
+struct MHD_Response *envd_resp_json_error(unsigned status, const char *fmt,
+                                          ...) {
+  char msg[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  asbi_buf b = ASBI_BUF_INIT;
+  asbi_buf_printf(&b, "{\"code\":%u,\"message\":", status);
+  json_str(&b, msg);
+  asbi_buf_puts(&b, "}\n");
+  struct MHD_Response *r =
+      envd_resp_buf("application/json; charset=utf-8", b.data, b.len);
+  if (r) MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
+  asbi_buf_free(&b);
+  return r;
+}
+
+int envd_check_token(envd_hreq *r) {
+  char *tok = envd_token();
+  if (!tok) return 1;
+  const char *h = envd_hdr(r, "X-Access-Token");
+  int ok = h && envd_token_eq(h, tok);
+  free(tok);
+  return ok;
+}
+
+int envd_check_signing(envd_hreq *r, const char *path, const char *op,
+                       char *msg, size_t n) {
+  char *tok = envd_token();
+  if (!tok) return 0;
+  int rc = -1;
+  const char *h = envd_hdr(r, "X-Access-Token");
+  const char *sig = envd_arg(r, "signature");
+  const char *exp = envd_arg(r, "signature_expiration");
+  const char *user = envd_arg(r, "username");
+  if (!asbi_empty(h)) {
+    if (envd_token_eq(h, tok))
+      rc = 0;
+    else
+      snprintf(msg, n, "access token present in header but does not match");
+  } else if (!sig) {
+    snprintf(msg, n, "missing signature query parameter");
+  } else {
+    int64_t e = 0;
+    char expbuf[32];
+    if (exp && asbi_parse_i64(exp, strlen(exp), &e) != 0) {
+      snprintf(msg, n, "invalid signature_expiration");
+    } else {
+      if (exp) snprintf(expbuf, sizeof expbuf, "%lld", (long long)e);
+      char want[80];
+      envd_sign(path ? path : "", op, user ? user : "", tok,
+                exp ? expbuf : NULL, want, sizeof want);
+      if (!envd_token_eq(want, sig))
+        snprintf(msg, n, "invalid signature");
+      else if (exp && e < (int64_t)time(NULL))
+        snprintf(msg, n, "signature is already expired");
+      else
+        rc = 0;
+    }
+  }
+  free(tok);
+  return rc;
+}
+
