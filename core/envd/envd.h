@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include "util/buf.h"
@@ -106,6 +107,8 @@ void envd_err_set(envd_err *e, const char *code, const char *fmt, ...)
 /* Map errno to a Connect code (ENOENT not_found, EACCES/EPERM
  * permission_denied, ENOSPC/EDQUOT resource_exhausted, ...). */
 const char *envd_errno_code(int err);
+/* Go's syscall error text for errno: strerror, first letter in lower case. */
+void envd_errno_text(int err, char *out, size_t n);
 
 /* Per-request context handed to RPC handlers. */
 typedef struct envd_call {
@@ -165,8 +168,10 @@ int envd_proc_init(void);     /* starts the process I/O thread */
 void envd_proc_shutdown(void); /* kills every process, joins the thread */
 size_t envd_proc_count(void);
 
-/* EntryInfo JSON for path (lstat). NULL and e on failure. */
+/* EntryInfo (entry.c): JSON for path (lstat). NULL and e on failure. */
 cJSON *envd_entry_info(const char *path, envd_err *e);
+/* EntryInfo of path from its lstat result ls. */
+cJSON *envd_entry_from_stat(const char *path, const struct stat *ls);
 /* EnsureDirs: mkdir -p with 0755 (as the calling thread's fs creds). 0 or
  * -1 with errno. */
 int envd_mkdirs(const char *path);

@@ -6,6 +6,7 @@
 #include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "envd.h"
 #include "proto/connect.h"
@@ -68,4 +69,11 @@ int envd_wait(int wake_fd, int sock, int timeout_ms) {
       return -1;
     return 1;
   }
+}
+
+/* Go's syscall error text: strerror in lower case. */
+void envd_errno_text(int err, char *out, size_t n) {
+  snprintf(out, n, "%s", strerror(err));
+  if (out[0] >= 'A' && out[0] <= 'Z' && !(out[1] >= 'A' && out[1] <= 'Z'))
+    out[0] = (char)(out[0] - 'A' + 'a');
 }
