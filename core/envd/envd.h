@@ -176,15 +176,9 @@ cJSON *envd_entry_from_stat(const char *path, const struct stat *ls);
  * -1 with errno. */
 int envd_mkdirs(const char *path);
 
-/* Watchers (watch.c). */
-envd_stream *envd_watch_stream(const envd_call *c, const cJSON *req,
-                               envd_err *e);
-int envd_watcher_create(const envd_call *c, const cJSON *req, cJSON **resp,
-                        envd_err *e);
-int envd_watcher_events(const envd_call *c, const cJSON *req, cJSON **resp,
-                        envd_err *e);
-int envd_watcher_remove(const envd_call *c, const cJSON *req, cJSON **resp,
-                        envd_err *e);
+/* Watchers (watch.c): WatchDir and the polling watchers of
+ * filesystem.Filesystem; envd_watch_shutdown stops every polling watcher. */
+extern const envd_method envd_watch_methods[];
 void envd_watch_shutdown(void);
 
 /* Process service internals shared with the HTTP layer. */

@@ -256,22 +256,10 @@ static int remove_fn(const envd_call *c, const cJSON *req, cJSON **resp,
   return rc;
 }
 
-static envd_stream *watch_fn(const envd_call *c, const cJSON *req,
-                             envd_err *e) {
-  return envd_watch_stream(c, req, e);
-}
-
 const envd_method envd_fs_methods[] = {
     {"/filesystem.Filesystem/Stat", 0, stat_fn, NULL, NULL, 1},
     {"/filesystem.Filesystem/ListDir", 0, list_fn, NULL, NULL, 1},
     {"/filesystem.Filesystem/MakeDir", 0, mkdir_fn, NULL, NULL, 1},
     {"/filesystem.Filesystem/Move", 0, move_fn, NULL, NULL, 1},
     {"/filesystem.Filesystem/Remove", 0, remove_fn, NULL, NULL, 1},
-    {"/filesystem.Filesystem/WatchDir", 1, NULL, watch_fn, NULL, 1},
-    {"/filesystem.Filesystem/CreateWatcher", 0, envd_watcher_create, NULL,
-     NULL, 1},
-    {"/filesystem.Filesystem/GetWatcherEvents", 0, envd_watcher_events, NULL,
-     NULL, 1},
-    {"/filesystem.Filesystem/RemoveWatcher", 0, envd_watcher_remove, NULL,
-     NULL, 1},
     {NULL, 0, NULL, NULL, NULL, 0}};

@@ -348,8 +348,9 @@ static struct MHD_Response *rpc_done(envd_hreq *r, unsigned *status) {
 }
 
 static const envd_method *find_method(const char *url) {
-  const envd_method *tabs[] = {envd_process_methods, envd_fs_methods};
-  for (size_t t = 0; t < 2; t++)
+  const envd_method *tabs[] = {envd_process_methods, envd_fs_methods,
+                               envd_watch_methods};
+  for (size_t t = 0; t < ASBI_ARRAY_LEN(tabs); t++)
     for (const envd_method *m = tabs[t]; m->path; m++)
       if (strcmp(m->path, url) == 0) return m;
   return NULL;

@@ -333,8 +333,8 @@ static void ws_destroy(envd_stream *base) {
   free(s);
 }
 
-envd_stream *envd_watch_stream(const envd_call *c, const cJSON *req,
-                               envd_err *e) {
+static envd_stream *watch_stream(const envd_call *c, const cJSON *req,
+                                 envd_err *e) {
   wstream *s = calloc(1, sizeof *s);
   if (!s) {
     envd_err_set(e, "internal", "out of memory");
@@ -418,8 +418,8 @@ static void pw_free(pwatch *pw) {
   free(pw);
 }
 
-int envd_watcher_create(const envd_call *c, const cJSON *req, cJSON **resp,
-                        envd_err *e) {
+static int watcher_create(const envd_call *c, const cJSON *req,
+                          cJSON **resp, envd_err *e) {
   pwatch *pw = calloc(1, sizeof *pw);
   if (!pw) {
     envd_err_set(e, "internal", "out of memory");
@@ -469,8 +469,8 @@ static const char *watcher_id(const cJSON *req, envd_err *e) {
   return id ? id : "";
 }
 
-int envd_watcher_events(const envd_call *c, const cJSON *req, cJSON **resp,
-                        envd_err *e) {
+static int watcher_events(const envd_call *c, const cJSON *req,
+                          cJSON **resp, envd_err *e) {
   (void)c;
   const char *id = watcher_id(req, e);
   if (!id) return -1;
@@ -501,8 +501,8 @@ int envd_watcher_events(const envd_call *c, const cJSON *req, cJSON **resp,
   return rc;
 }
 
-int envd_watcher_remove(const envd_call *c, const cJSON *req, cJSON **resp,
-                        envd_err *e) {
+static int watcher_remove(const envd_call *c, const cJSON *req,
+                          cJSON **resp, envd_err *e) {
   (void)c;
   const char *id = watcher_id(req, e);
   if (!id) return -1;
@@ -520,6 +520,14 @@ int envd_watcher_remove(const envd_call *c, const cJSON *req, cJSON **resp,
   *resp = cJSON_CreateObject();
   return 0;
 }
+
+const envd_method envd_watch_methods[] = {
+    {"/filesystem.Filesystem/WatchDir", 1, NULL, watch_stream, NULL, 1},
+    {"/filesystem.Filesystem/CreateWatcher", 0, watcher_create, NULL, NULL, 1},
+    {"/filesystem.Filesystem/GetWatcherEvents", 0, watcher_events, NULL, NULL,
+     1},
+    {"/filesystem.Filesystem/RemoveWatcher", 0, watcher_remove, NULL, NULL, 1},
+    {NULL, 0, NULL, NULL, NULL, 0}};
 
 void envd_watch_shutdown(void) {
   pthread_mutex_lock(&g_pw_lock);
