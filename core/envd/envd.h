@@ -82,6 +82,7 @@ void envd_gid_name(gid_t gid, char *out, size_t n);
  * 0, or -1 with errno. */
 int envd_creds_enter(const envd_user *u);
 void envd_creds_leave(void);
+/* ---- paths (path.c) ---------------------------------------------------- */
 /* E2B's ExpandAndResolve: "" → default workdir → home; "~" and "~/x"
  * expanded; relative paths are joined under home. Returns a malloc'd path,
  * or NULL and *err (static text) for "~other". */
@@ -90,6 +91,7 @@ char *envd_resolve_path(const char *path, const envd_user *u,
 /* Go's filepath.Clean / Join. malloc'd. */
 char *envd_path_clean(const char *p);
 char *envd_path_join(const char *a, const char *b);
+/* ---- tokens and signed URLs (sign.c) ---------------------------------- */
 /* Constant-time string equality. */
 int envd_token_eq(const char *a, const char *b);
 /* "v1_" + base64-nopad(sha256("path:op:user:token[:exp]")) into out (64+). */

@@ -1,4 +1,5 @@
-/* envd: signed /files URLs. The signature is E2B's:
+/* envd: signed /files URLs and the constant-time token comparison. The
+ * signature is E2B's:
  *   "v1_" + base64-nopad(sha256("path:read|write:user:token[:expiration]"))
  * (SHA-256 from util/sha256.c: envd does not map libcrypto for one hash.)
  * SPDX-License-Identifier: Apache-2.0 */
@@ -30,4 +31,13 @@ void envd_sign(const char *path, const char *op, const char *user,
   char b64[64];
   asbi_b64_encode(md, sizeof md, b64, 0, 0);
   snprintf(out, n, "v1_%s", b64);
+}
+
+int envd_token_eq(const char *a, const char *b) {
+  if (!a || !b) return 0;
+  size_t la = strlen(a), lb = strlen(b);
+  unsigned char d = (unsigned char)(la != lb);
+  size_t n = la < lb ? la : lb;
+  for (size_t i = 0; i < n; i++) d |= (unsigned char)(a[i] ^ b[i]);
+  return d == 0;
 }
