@@ -39,33 +39,33 @@
 #define READ_CHUNK (64u * 1024u)
 #define EVENT_RAW_MAX (1u << 20) /* bytes of output coalesced in one event */
 
-enum { K_STDOUT = 1, K_STDERR = 2, K_PTY = 3 };
+enum { ENVD_OUT_STDOUT = 1, ENVD_OUT_STDERR = 2, ENVD_OUT_PTY = 3 };
 
-typedef struct chunk {
-  struct chunk *next;
+typedef struct envd_chunk {
+  struct envd_chunk *next;
   int kind;
   size_t len;
   char data[];
-} chunk;
+} envd_chunk;
 
-typedef struct proc proc;
+typedef struct envd_proc envd_proc;
 
-typedef struct sub {
-  struct sub *next;
+typedef struct envd_sub {
+  struct envd_sub *next;
   int wake; /* eventfd */
-  chunk *head, *tail;
+  envd_chunk *head, *tail;
   size_t queued;
   int overflow;
-} sub;
+} envd_sub;
 
-typedef struct ioref {
-  proc *p;
+typedef struct envd_ioref {
+  envd_proc *p;
   int kind;
-} ioref;
+} envd_ioref;
 
-struct proc {
+struct envd_proc {
   int refs; /* atomic */
-  proc *next;
+  envd_proc *next;
   pid_t pid;
   char *tag;
   cJSON *config;
@@ -76,8 +76,8 @@ struct proc {
   int pty_w;                  /* pty fd for writes/resizes, under in_lock */
   pthread_mutex_t in_lock;
   pthread_mutex_t lock; /* subs, ended and end info */
-  sub *subs;
-  ioref io[3];
+  envd_sub *subs;
+  envd_ioref io[3];
   int exited, wstatus;
   int kill_req;
   int timed_out;
@@ -95,13 +95,13 @@ struct proc {
 };
 
 static pthread_mutex_t g_tab = PTHREAD_MUTEX_INITIALIZER;
-static proc *g_live, *g_retained;
+static envd_proc *g_live, *g_retained;
 static int g_ep = -1, g_wake = -1, g_sfd = -1;
 static pthread_t g_io;
 static volatile int g_stop;
 static int g_tag_sig, g_tag_wake;
 
-static void proc_ref(proc *p) { __atomic_add_fetch(&p->refs, 1, __ATOMIC_RELAXED); }
+static void proc_ref(envd_proc *p) { __atomic_add_fetch(&p->refs, 1, __ATOMIC_RELAXED); }
 
 /* Procs whose last reference went while the I/O thread runs: it frees them
  * between epoll rounds, never during one, because the batch it is working
@@ -110,13 +110,13 @@ static void proc_ref(proc *p) { __atomic_add_fetch(&p->refs, 1, __ATOMIC_RELAXED
  * whose child got the same pid, while a stale pipe event for it waited
  * later in the batch: a use after free under ASan in envd.stress). */
 static pthread_mutex_t g_grave_mu = PTHREAD_MUTEX_INITIALIZER;
-static proc *g_grave;
+static envd_proc *g_grave;
 static int g_io_running; /* atomic: the I/O thread exists (set before it starts) */
 
-static void proc_free(proc *p);
+static void proc_free(envd_proc *p);
 static void wake_io(void);
 
-static void proc_unref(proc *p) {
+static void proc_unref(envd_proc *p) {
   if (__atomic_sub_fetch(&p->refs, 1, __ATOMIC_ACQ_REL) != 0) return;
   if (__atomic_load_n(&g_io_running, __ATOMIC_ACQUIRE)) {
     pthread_mutex_lock(&g_grave_mu);
@@ -131,17 +131,17 @@ static void proc_unref(proc *p) {
 
 static void free_grave(void) {
   pthread_mutex_lock(&g_grave_mu);
-  proc *p = g_grave;
+  envd_proc *p = g_grave;
   g_grave = NULL;
   pthread_mutex_unlock(&g_grave_mu);
   while (p) {
-    proc *n = p->next;
+    envd_proc *n = p->next;
     proc_free(p);
     p = n;
   }
 }
 
-static void proc_free(proc *p) {
+static void proc_free(envd_proc *p) {
   if (p->fd_out >= 0) close(p->fd_out);
   if (p->fd_err >= 0) close(p->fd_err);
   if (p->fd_pty >= 0) close(p->fd_pty);
@@ -158,14 +158,14 @@ static void wake_io(void) {
   if (g_wake >= 0 && write(g_wake, &one, sizeof one) < 0) { /* full: fine */ }
 }
 
-static void wake_sub(sub *s) {
+static void wake_sub(envd_sub *s) {
   uint64_t one = 1;
   if (write(s->wake, &one, sizeof one) < 0) { /* counter saturated: fine */ }
 }
 
-static void free_chunks(chunk *c) {
+static void free_chunks(envd_chunk *c) {
   while (c) {
-    chunk *n = c->next;
+    envd_chunk *n = c->next;
     free(c);
     c = n;
   }
@@ -224,7 +224,7 @@ static uint64_t oom_count(void) {
   return v;
 }
 
-static void describe_exit(proc *p) {
+static void describe_exit(envd_proc *p) {
   int st = p->wstatus;
   if (WIFEXITED(st)) {
     p->exit_code = WEXITSTATUS(st);
@@ -254,17 +254,17 @@ static void describe_exit(proc *p) {
 
 /* ---- I/O thread -------------------------------------------------------- */
 
-static int *io_fdp(proc *p, int kind);
+static int *io_fdp(envd_proc *p, int kind);
 
 /* Stop or resume epoll interest in the process's output. p->lock held. */
-static void set_reading(proc *p, int on) {
+static void set_reading(envd_proc *p, int on) {
   if (p->ended) { /* its descriptors are being closed */
     p->throttled = 0;
     return;
   }
-  for (int kind = K_STDOUT; kind <= K_PTY; kind++) {
+  for (int kind = ENVD_OUT_STDOUT; kind <= ENVD_OUT_PTY; kind++) {
     int fd = *io_fdp(p, kind);
-    if (fd < 0 || (kind == K_PTY && p->pty_eof)) continue;
+    if (fd < 0 || (kind == ENVD_OUT_PTY && p->pty_eof)) continue;
     struct epoll_event e = {.events = on ? EPOLLIN : 0, .data.ptr = &p->io[kind - 1]};
     epoll_ctl(g_ep, EPOLL_CTL_MOD, fd, &e); /* ENOENT once closed: fine */
   }
@@ -273,20 +273,20 @@ static void set_reading(proc *p, int on) {
 }
 
 /* Resume reading once every reader is at most half full. p->lock held. */
-static void maybe_resume(proc *p) {
+static void maybe_resume(envd_proc *p) {
   if (!p->throttled) return;
-  for (sub *s = p->subs; s; s = s->next)
+  for (envd_sub *s = p->subs; s; s = s->next)
     if (!s->overflow && s->queued > g_envd.sub_buffer / 2) return;
   set_reading(p, 1);
   wake_io();
 }
 
-static void fanout(proc *p, int kind, const char *data, size_t n) {
+static void fanout(envd_proc *p, int kind, const char *data, size_t n) {
   pthread_mutex_lock(&p->lock);
   int full = 0;
-  for (sub *s = p->subs; s; s = s->next) {
+  for (envd_sub *s = p->subs; s; s = s->next) {
     if (s->overflow) continue;
-    chunk *c = malloc(sizeof *c + n);
+    envd_chunk *c = malloc(sizeof *c + n);
     if (!c) {
       s->overflow = 1;
       wake_sub(s);
@@ -309,17 +309,17 @@ static void fanout(proc *p, int kind, const char *data, size_t n) {
   pthread_mutex_unlock(&p->lock);
 }
 
-static int *io_fdp(proc *p, int kind) {
-  return kind == K_STDOUT ? &p->fd_out : kind == K_STDERR ? &p->fd_err : &p->fd_pty;
+static int *io_fdp(envd_proc *p, int kind) {
+  return kind == ENVD_OUT_STDOUT ? &p->fd_out : kind == ENVD_OUT_STDERR ? &p->fd_err : &p->fd_pty;
 }
 
-static void io_close(proc *p, int kind) {
+static void io_close(envd_proc *p, int kind) {
   /* Under p->lock: set_reading() looks at these fds from stream threads. */
   pthread_mutex_lock(&p->lock);
   int *fdp = io_fdp(p, kind);
   if (*fdp >= 0) {
     epoll_ctl(g_ep, EPOLL_CTL_DEL, *fdp, NULL);
-    if (kind == K_PTY) {
+    if (kind == ENVD_OUT_PTY) {
       p->pty_eof = 1; /* the fd stays open for input until the end */
     } else {
       close(*fdp);
@@ -330,10 +330,10 @@ static void io_close(proc *p, int kind) {
 }
 
 /* Read what is there. Returns 1 at EOF. */
-static int io_read(proc *p, int kind, int budget) {
+static int io_read(envd_proc *p, int kind, int budget) {
   static char buf[READ_CHUNK];
   int fd = *io_fdp(p, kind);
-  if (fd < 0 || (kind == K_PTY && p->pty_eof)) return 1;
+  if (fd < 0 || (kind == ENVD_OUT_PTY && p->pty_eof)) return 1;
   for (int i = 0; budget < 0 || i < budget; i++) {
     if (p->throttled && !p->kill_req) return 0; /* a reader is full */
     ssize_t n = read(fd, buf, sizeof buf);
@@ -349,15 +349,15 @@ static int io_read(proc *p, int kind, int budget) {
   return 0;
 }
 
-static int outputs_open(const proc *p) {
+static int outputs_open(const envd_proc *p) {
   return p->fd_out >= 0 || p->fd_err >= 0 || (p->is_pty && !p->pty_eof);
 }
 
-static void finalize(proc *p) {
+static void finalize(envd_proc *p) {
   describe_exit(p);
   pthread_mutex_lock(&p->lock);
   p->ended = 1;
-  for (sub *s = p->subs; s; s = s->next) wake_sub(s);
+  for (envd_sub *s = p->subs; s; s = s->next) wake_sub(s);
   pthread_mutex_unlock(&p->lock);
   pthread_mutex_lock(&p->in_lock);
   if (p->fd_in >= 0) close(p->fd_in);
@@ -367,7 +367,7 @@ static void finalize(proc *p) {
   p->pty_w = -1;
   pthread_mutex_unlock(&p->in_lock);
   /* live → retained (the table lock is held by the caller) */
-  for (proc **pp = &g_live; *pp; pp = &(*pp)->next) {
+  for (envd_proc **pp = &g_live; *pp; pp = &(*pp)->next) {
     if (*pp == p) {
       *pp = p->next;
       break;
@@ -379,16 +379,16 @@ static void finalize(proc *p) {
 }
 
 /* Table lock held. */
-static void maybe_finalize(proc *p) {
+static void maybe_finalize(envd_proc *p) {
   if (p->ended || !p->exited) return;
   if (outputs_open(p)) {
     if (!p->kill_req) return; /* drain to EOF first */
     /* Killed: take what is buffered, then stop waiting for descendants
      * that escaped the process group and still hold the pipes. */
-    if (p->fd_out >= 0 && io_read(p, K_STDOUT, 64) == 0) io_close(p, K_STDOUT);
-    if (p->fd_err >= 0 && io_read(p, K_STDERR, 64) == 0) io_close(p, K_STDERR);
-    if (p->is_pty && !p->pty_eof && io_read(p, K_PTY, 64) == 0)
-      io_close(p, K_PTY);
+    if (p->fd_out >= 0 && io_read(p, ENVD_OUT_STDOUT, 64) == 0) io_close(p, ENVD_OUT_STDOUT);
+    if (p->fd_err >= 0 && io_read(p, ENVD_OUT_STDERR, 64) == 0) io_close(p, ENVD_OUT_STDERR);
+    if (p->is_pty && !p->pty_eof && io_read(p, ENVD_OUT_PTY, 64) == 0)
+      io_close(p, ENVD_OUT_PTY);
   }
   finalize(p);
 }
@@ -404,15 +404,15 @@ static void reap_all(void) {
     int st = 0;
     pid_t r = waitpid(si.si_pid, &st, WNOHANG);
     if (r == si.si_pid) {
-      for (proc *p = g_live; p; p = p->next) {
+      for (envd_proc *p = g_live; p; p = p->next) {
         if (p->pid == r && !p->exited) {
           p->exited = 1;
           p->wstatus = st;
           /* Usually the pipes are at EOF already: see it now rather than
            * on the next epoll round. */
-          if (p->fd_out >= 0) io_read(p, K_STDOUT, 16);
-          if (p->fd_err >= 0) io_read(p, K_STDERR, 16);
-          if (p->is_pty && !p->pty_eof) io_read(p, K_PTY, 16);
+          if (p->fd_out >= 0) io_read(p, ENVD_OUT_STDOUT, 16);
+          if (p->fd_err >= 0) io_read(p, ENVD_OUT_STDERR, 16);
+          if (p->is_pty && !p->pty_eof) io_read(p, ENVD_OUT_PTY, 16);
           maybe_finalize(p);
           break;
         }
@@ -426,11 +426,11 @@ static void reap_all(void) {
 static int timers(void) {
   uint64_t now = asbi_now_ms();
   uint64_t next = 0;
-  for (proc *p = g_live; p; p = p->next) {
+  for (envd_proc *p = g_live; p; p = p->next) {
     pthread_mutex_lock(&p->lock);
     if (p->throttled && now >= p->throttled_since + g_envd.stall_ms) {
       /* Cut off the readers that still hold the process up. */
-      for (sub *s = p->subs; s; s = s->next) {
+      for (envd_sub *s = p->subs; s; s = s->next) {
         if (s->overflow || s->queued <= g_envd.sub_buffer / 2) continue;
         free_chunks(s->head);
         s->head = s->tail = NULL;
@@ -458,12 +458,12 @@ static int timers(void) {
       /* handled below, after the loop (finalize edits the list) */
     }
   }
-  for (proc *p = g_live, *n; p; p = n) {
+  for (envd_proc *p = g_live, *n; p; p = n) {
     n = p->next;
     if (p->exited && p->kill_req && !p->ended) maybe_finalize(p);
   }
-  for (proc **pp = &g_retained; *pp;) {
-    proc *p = *pp;
+  for (envd_proc **pp = &g_retained; *pp;) {
+    envd_proc *p = *pp;
     if (now >= p->retain_until) {
       *pp = p->next;
       proc_unref(p);
@@ -499,7 +499,7 @@ static void *io_main(void *arg) {
         uint64_t v;
         if (read(g_wake, &v, sizeof v) < 0) { /* spurious */ }
       } else {
-        ioref *io = ptr;
+        envd_ioref *io = ptr;
         pthread_mutex_lock(&g_tab);
         if (io_read(io->p, io->kind, 16)) maybe_finalize(io->p);
         pthread_mutex_unlock(&g_tab);
@@ -538,7 +538,7 @@ int envd_proc_init(void) {
 
 void envd_proc_shutdown(void) {
   pthread_mutex_lock(&g_tab);
-  for (proc *p = g_live; p; p = p->next) {
+  for (envd_proc *p = g_live; p; p = p->next) {
     kill(-p->pid, SIGKILL);
     kill(p->pid, SIGKILL);
   }
@@ -560,12 +560,12 @@ void envd_proc_shutdown(void) {
   free_grave();
   pthread_mutex_lock(&g_tab);
   while (g_live) {
-    proc *p = g_live;
+    envd_proc *p = g_live;
     g_live = p->next;
     proc_unref(p);
   }
   while (g_retained) {
-    proc *p = g_retained;
+    envd_proc *p = g_retained;
     g_retained = p->next;
     proc_unref(p);
   }
@@ -579,7 +579,7 @@ void envd_proc_shutdown(void) {
 size_t envd_proc_count(void) {
   size_t n = 0;
   pthread_mutex_lock(&g_tab);
-  for (proc *p = g_live; p; p = p->next) n++;
+  for (envd_proc *p = g_live; p; p = p->next) n++;
   pthread_mutex_unlock(&g_tab);
   return n;
 }
@@ -588,7 +588,7 @@ size_t envd_proc_count(void) {
 
 /* Finds a live process (ref taken) or, with retained, an ended one kept
  * for late Connects. sel is a ProcessSelector. */
-static proc *find_proc(const cJSON *sel, int retained, envd_err *e) {
+static envd_proc *find_proc(const cJSON *sel, int retained, envd_err *e) {
   const cJSON *pidj = asbi_pj_field(sel, "pid");
   const cJSON *tagj = asbi_pj_field(sel, "tag");
   uint32_t pid = 0;
@@ -607,10 +607,10 @@ static proc *find_proc(const cJSON *sel, int retained, envd_err *e) {
     envd_err_set(e, "unimplemented", "invalid input type <nil>");
     return NULL;
   }
-  proc *found = NULL;
+  envd_proc *found = NULL;
   pthread_mutex_lock(&g_tab);
   for (int pass = 0; pass < (retained ? 2 : 1) && !found; pass++) {
-    for (proc *p = pass ? g_retained : g_live; p; p = p->next) {
+    for (envd_proc *p = pass ? g_retained : g_live; p; p = p->next) {
       if (pidj ? p->pid == (pid_t)pid : (p->tag && strcmp(p->tag, tag) == 0)) {
         found = p;
         break;
@@ -632,8 +632,8 @@ static proc *find_proc(const cJSON *sel, int retained, envd_err *e) {
 
 typedef struct pstream {
   envd_stream base;
-  proc *p;
-  sub *s;
+  envd_proc *p;
+  envd_sub *s;
   int sent_start;
   uint64_t deadline_ms;
   int ka_ms;
@@ -658,7 +658,7 @@ static void encode_data(asbi_buf *out, int kind, const char *data, size_t n) {
   asbi_buf_free(&j);
 }
 
-static void encode_chunks(asbi_buf *out, chunk *c) {
+static void encode_chunks(asbi_buf *out, envd_chunk *c) {
   asbi_buf acc = ASBI_BUF_INIT;
   int kind = 0;
   for (; c; c = c->next) {
@@ -673,7 +673,7 @@ static void encode_chunks(asbi_buf *out, chunk *c) {
   asbi_buf_free(&acc);
 }
 
-static void encode_end(asbi_buf *out, const proc *p) {
+static void encode_end(asbi_buf *out, const envd_proc *p) {
   cJSON *end = cJSON_CreateObject();
   asbi_pj_add_i32(end, "exitCode", p->exit_code);
   asbi_pj_add_bool(end, "exited", p->exited_normally);
@@ -691,7 +691,7 @@ static void encode_end(asbi_buf *out, const proc *p) {
 
 static int pstream_next(envd_stream *base, asbi_buf *out) {
   pstream *ps = (pstream *)base;
-  proc *p = ps->p;
+  envd_proc *p = ps->p;
   if (!ps->sent_start) {
     char j[96];
     int n = snprintf(j, sizeof j, "{\"event\":{\"start\":{\"pid\":%d}}}", p->pid);
@@ -706,7 +706,7 @@ static int pstream_next(envd_stream *base, asbi_buf *out) {
       envd_env_end(out, "deadline_exceeded", "context deadline exceeded");
       return 0;
     }
-    chunk *c = NULL;
+    envd_chunk *c = NULL;
     int of = 0, ended;
     pthread_mutex_lock(&p->lock);
     if (ps->s) {
@@ -762,7 +762,7 @@ static void pstream_destroy(envd_stream *base) {
   pstream *ps = (pstream *)base;
   if (ps->s) {
     pthread_mutex_lock(&ps->p->lock);
-    for (sub **pp = &ps->p->subs; *pp; pp = &(*pp)->next) {
+    for (envd_sub **pp = &ps->p->subs; *pp; pp = &(*pp)->next) {
       if (*pp == ps->s) {
         *pp = ps->s->next;
         break;
@@ -779,9 +779,9 @@ static void pstream_destroy(envd_stream *base) {
 }
 
 /* Subscribes a new stream to p (ref transferred to the stream). */
-static pstream *pstream_new(proc *p, const envd_call *c) {
+static pstream *pstream_new(envd_proc *p, const envd_call *c) {
   pstream *ps = calloc(1, sizeof *ps);
-  sub *s = calloc(1, sizeof *s);
+  envd_sub *s = calloc(1, sizeof *s);
   int wfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (!ps || !s || wfd < 0) {
     free(ps);
@@ -859,8 +859,8 @@ static int set_nonblock(int fd) {
   return fl < 0 ? -1 : fcntl(fd, F_SETFL, fl | O_NONBLOCK);
 }
 
-static void reg_fd(proc *p, int kind, int fd) {
-  p->io[kind - 1] = (ioref){p, kind};
+static void reg_fd(envd_proc *p, int kind, int fd) {
+  p->io[kind - 1] = (envd_ioref){p, kind};
   struct epoll_event e = {.events = EPOLLIN, .data.ptr = &p->io[kind - 1]};
   epoll_ctl(g_ep, EPOLL_CTL_ADD, fd, &e);
 }
@@ -971,7 +971,7 @@ static envd_stream *start_stream(const envd_call *c, const cJSON *req,
   snprintf(msg_noent, sizeof msg_noent, "exec: %s: not found\n", cmd);
   snprintf(msg_acces, sizeof msg_acces, "exec: %s: Permission denied\n", cmd);
 
-  proc *p = calloc(1, sizeof *p);
+  envd_proc *p = calloc(1, sizeof *p);
   p->refs = 1; /* the table's */
   p->fd_out = p->fd_err = p->fd_pty = p->fd_in = p->pty_w = -1;
   pthread_mutex_init(&p->lock, NULL);
@@ -1098,8 +1098,8 @@ static envd_stream *start_stream(const envd_call *c, const cJSON *req,
   if (pid > 0 && !sp.fail_errno) {
     p->pid = pid;
     /* A retained exit of an earlier process with this pid or tag is stale. */
-    for (proc **pp = &g_retained; *pp;) {
-      proc *q = *pp;
+    for (envd_proc **pp = &g_retained; *pp;) {
+      envd_proc *q = *pp;
       if (q->pid == pid || (p->tag && q->tag && strcmp(q->tag, p->tag) == 0)) {
         *pp = q->next;
         proc_unref(q);
@@ -1111,10 +1111,10 @@ static envd_stream *start_stream(const envd_call *c, const cJSON *req,
     g_live = p;
     if (c->timeout_ms) p->deadline_ms = asbi_now_ms() + (uint64_t)c->timeout_ms;
     if (p->is_pty)
-      reg_fd(p, K_PTY, p->fd_pty);
+      reg_fd(p, ENVD_OUT_PTY, p->fd_pty);
     else {
-      reg_fd(p, K_STDOUT, p->fd_out);
-      reg_fd(p, K_STDERR, p->fd_err);
+      reg_fd(p, ENVD_OUT_STDOUT, p->fd_out);
+      reg_fd(p, ENVD_OUT_STDERR, p->fd_err);
     }
   }
   pthread_mutex_unlock(&g_tab);
@@ -1164,7 +1164,7 @@ fail:
 
 static envd_stream *connect_stream(const envd_call *c, const cJSON *req,
                                    envd_err *e) {
-  proc *p = find_proc(asbi_pj_field(req, "process"), 1, e);
+  envd_proc *p = find_proc(asbi_pj_field(req, "process"), 1, e);
   if (!p) return NULL;
   pstream *ps = pstream_new(p, c);
   if (!ps) {
@@ -1184,7 +1184,7 @@ static int list_fn(const envd_call *c, const cJSON *req, cJSON **resp,
   (void)e;
   cJSON *arr = cJSON_CreateArray();
   pthread_mutex_lock(&g_tab);
-  for (proc *p = g_live; p; p = p->next) {
+  for (envd_proc *p = g_live; p; p = p->next) {
     cJSON *o = cJSON_CreateObject();
     cJSON_AddItemToObject(o, "config", cJSON_Duplicate(p->config, 1));
     asbi_pj_add_u32(o, "pid", (uint32_t)p->pid);
@@ -1220,7 +1220,7 @@ static int write_all(int fd, const unsigned char *d, size_t n) {
 }
 
 /* Applies one ProcessInput. */
-static int do_input(proc *p, const cJSON *in, envd_err *e) {
+static int do_input(envd_proc *p, const cJSON *in, envd_err *e) {
   const cJSON *sj = asbi_pj_field(in, "stdin");
   const cJSON *pj = asbi_pj_field(in, "pty");
   unsigned char *data = NULL;
@@ -1272,7 +1272,7 @@ static int do_input(proc *p, const cJSON *in, envd_err *e) {
 static int send_input_fn(const envd_call *c, const cJSON *req, cJSON **resp,
                          envd_err *e) {
   (void)c;
-  proc *p = find_proc(asbi_pj_field(req, "process"), 0, e);
+  envd_proc *p = find_proc(asbi_pj_field(req, "process"), 0, e);
   if (!p) return -1;
   int rc = do_input(p, asbi_pj_field(req, "input"), e);
   proc_unref(p);
@@ -1292,7 +1292,7 @@ static int signal_fn(const envd_call *c, const cJSON *req, cJSON **resp,
     envd_err_set(e, "invalid_argument", "invalid signal");
     return -1;
   }
-  proc *p = find_proc(asbi_pj_field(req, "process"), 0, e);
+  envd_proc *p = find_proc(asbi_pj_field(req, "process"), 0, e);
   if (!p) return -1;
   if (sig != SIGKILL && sig != SIGTERM) {
     proc_unref(p);
@@ -1318,7 +1318,7 @@ static int signal_fn(const envd_call *c, const cJSON *req, cJSON **resp,
 static int close_stdin_fn(const envd_call *c, const cJSON *req, cJSON **resp,
                           envd_err *e) {
   (void)c;
-  proc *p = find_proc(asbi_pj_field(req, "process"), 0, e);
+  envd_proc *p = find_proc(asbi_pj_field(req, "process"), 0, e);
   if (!p) return -1;
   int rc = 0;
   pthread_mutex_lock(&p->in_lock);
@@ -1351,7 +1351,7 @@ static int update_fn(const envd_call *c, const cJSON *req, cJSON **resp,
       return -1;
     }
   }
-  proc *p = find_proc(asbi_pj_field(req, "process"), 0, e);
+  envd_proc *p = find_proc(asbi_pj_field(req, "process"), 0, e);
   if (!p) return -1;
   int rc = 0;
   if (pty) {
@@ -1376,7 +1376,7 @@ static int update_fn(const envd_call *c, const cJSON *req, cJSON **resp,
 
 typedef struct instream {
   envd_cstream base;
-  proc *p;
+  envd_proc *p;
 } instream;
 
 static int in_message(envd_cstream *base, const cJSON *msg, envd_err *e) {
@@ -1385,7 +1385,7 @@ static int in_message(envd_cstream *base, const cJSON *msg, envd_err *e) {
   const cJSON *data = asbi_pj_field(msg, "data");
   const cJSON *ka = asbi_pj_field(msg, "keepalive");
   if (start) {
-    proc *p = find_proc(asbi_pj_field(start, "process"), 0, e);
+    envd_proc *p = find_proc(asbi_pj_field(start, "process"), 0, e);
     if (!p) return -1;
     if (s->p) proc_unref(s->p);
     s->p = p;
