@@ -163,12 +163,7 @@ typedef struct envd_method {
 int envd_wait(int wake_fd, int sock, int timeout_ms);
 
 /* ---- services ---------------------------------------------------------- */
-extern const envd_method envd_process_methods[];
 extern const envd_method envd_fs_methods[];
-
-int envd_proc_init(void);     /* starts the process I/O thread */
-void envd_proc_shutdown(void); /* kills every process, joins the thread */
-size_t envd_proc_count(void);
 
 /* EntryInfo (entry.c): JSON for path (lstat). NULL and e on failure. */
 cJSON *envd_entry_info(const char *path, envd_err *e);
@@ -182,9 +177,6 @@ int envd_mkdirs(const char *path);
  * filesystem.Filesystem; envd_watch_shutdown stops every polling watcher. */
 extern const envd_method envd_watch_methods[];
 void envd_watch_shutdown(void);
-
-/* Process service internals shared with the HTTP layer. */
-int envd_proc_spawn_test(void);
 
 /* ---- HTTP server (server.c) ------------------------------------------- */
 typedef struct envd_listen {

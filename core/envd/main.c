@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "envd.h"
+#include "proc.h"
 #include "util/util.h"
 
 static void usage(FILE *f) {

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "http.h"
+#include "proc_rpc.h"
 #include "proto/connect.h"
 #include "proto/pjson.h"
 #include "util/base64.h"
