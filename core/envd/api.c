@@ -6,8 +6,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "http.h"
+#include "api.h"
 #include "proto/pjson.h"
+#include "sign.h"
+#include "state.h"
 #include "util/util.h"
 
 /* RFC 3339 → ns since the epoch. 0 or -1. */

@@ -2,6 +2,7 @@
  * SPDX-License-Identifier: Apache-2.0 */
 #include <errno.h>
 #include <grp.h>
+#include <pthread.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,7 +12,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "envd.h"
+#include "auth.h"
 #include "util/base64.h"
 #include "util/util.h"
 

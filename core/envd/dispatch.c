@@ -10,12 +10,16 @@
 #include <string.h>
 #include <strings.h>
 
+#include "auth.h"
 #include "dispatch.h"
+#include "fs.h"
 #include "proc_rpc.h"
 #include "proto/connect.h"
 #include "proto/pjson.h"
+#include "state.h"
 #include "util/base64.h"
 #include "util/util.h"
+#include "watch.h"
 
 /* Authorization: Basic base64("<user>:"). 0 = no usable header (default
  * user), 1 = name set, -1 = not a valid user name (never: any name is

@@ -3,7 +3,7 @@
 #ifndef ASB_ENVD_DISPATCH_H
 #define ASB_ENVD_DISPATCH_H
 
-#include "http.h"
+#include "hreq.h"
 
 /* The method served at url (process.Process, filesystem.Filesystem and the
  * watchers' tables), or NULL. */

@@ -11,7 +11,9 @@
 #include <sys/xattr.h>
 #include <time.h>
 
-#include "envd.h"
+#include "auth.h"
+#include "entry.h"
+#include "path.h"
 #include "proto/pjson.h"
 #include "util/util.h"
 

@@ -17,8 +17,12 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "http.h"
+#include "auth.h"
+#include "entry.h"
+#include "files.h"
+#include "path.h"
 #include "proto/multipart.h"
+#include "state.h"
 #include "util/util.h"
 
 #define XATTR_PREFIX "user.e2b."

@@ -12,7 +12,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "envd.h"
+#include "entry.h"
+#include "fs.h"
+#include "path.h"
 #include "proto/pjson.h"
 #include "util/util.h"
 

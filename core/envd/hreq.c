@@ -7,7 +7,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "http.h"
+#include "hreq.h"
+#include "sign.h"
+#include "state.h"
 #include "util/util.h"
 
 const char *envd_hdr(envd_hreq *r, const char *name) {

@@ -3,7 +3,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 
-#include "envd.h"
+#include "log.h"
 
 int g_envd_verbose;
 

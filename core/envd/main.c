@@ -4,7 +4,6 @@
 #include <fcntl.h>
 #include <pwd.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,9 +11,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "envd.h"
+#include "log.h"
 #include "proc.h"
+#include "server.h"
+#include "state.h"
 #include "util/util.h"
+#include "watch.h"
 
 static void usage(FILE *f) {
   fprintf(f,

@@ -6,7 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "envd.h"
+#include "path.h"
+#include "state.h"
+#include "util/buf.h"
 #include "util/util.h"
 
 /* Go's path/filepath.Clean for Unix paths. */

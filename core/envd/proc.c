@@ -17,11 +17,13 @@
 #include <termios.h>
 #include <unistd.h>
 
-#include "envd.h"
+#include "path.h"
 #include "proc.h"
 #include "proc_io.h"
+#include "proc_tab.h"
 #include "proto/pjson.h"
 #include "spawn.h"
+#include "state.h"
 #include "util/base64.h"
 #include "util/util.h"
 

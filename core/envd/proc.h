@@ -3,7 +3,7 @@
 #ifndef ASB_ENVD_PROC_H
 #define ASB_ENVD_PROC_H
 
-#include "envd.h"
+#include "rpc.h"
 
 /* Starts the process service (its I/O thread). 0 or -1 with errno. */
 int envd_proc_init(void);

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "proc_io.h"
+#include "state.h"
 #include "util/util.h"
 
 #define READ_CHUNK (64u * 1024u)

@@ -13,6 +13,7 @@
 #include "proc.h"
 #include "proc_io.h"
 #include "proc_rpc.h"
+#include "proc_tab.h"
 #include "proto/pjson.h"
 
 /* ---- unary methods ----------------------------------------------------- */

@@ -4,7 +4,7 @@
 #ifndef ASB_ENVD_PROC_RPC_H
 #define ASB_ENVD_PROC_RPC_H
 
-#include "envd.h"
+#include "rpc.h"
 
 extern const envd_method envd_process_methods[];
 

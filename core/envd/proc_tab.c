@@ -9,6 +9,7 @@
 
 #include "proc_tab.h"
 #include "proto/pjson.h"
+#include "state.h"
 #include "util/util.h"
 
 static pthread_mutex_t g_tab = PTHREAD_MUTEX_INITIALIZER;

@@ -13,7 +13,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "envd.h"
+#include "rpc.h"
 
 /* E2B keeps an ended process 30 s for a late Connect. */
 #define ENVD_PTAB_RETAIN_MS 30000u

@@ -8,8 +8,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "envd.h"
 #include "proto/connect.h"
+#include "rpc.h"
 
 void envd_err_set(envd_err *e, const char *code, const char *fmt, ...) {
   va_list ap;

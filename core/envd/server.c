@@ -15,8 +15,12 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "api.h"
 #include "dispatch.h"
-#include "http.h"
+#include "files.h"
+#include "hreq.h"
+#include "log.h"
+#include "server.h"
 #include "util/connguard.h"
 #include "util/util.h"
 

@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "envd.h"
+#include "sign.h"
 #include "util/base64.h"
 #include "util/sha256.h"
 

@@ -5,7 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "envd.h"
+#include "state.h"
+#include "util/buf.h"
 #include "util/util.h"
 
 envd_state g_envd = {.lock = PTHREAD_MUTEX_INITIALIZER};

@@ -7,6 +7,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,9 +17,12 @@
 #include <sys/vfs.h>
 #include <unistd.h>
 
-#include "envd.h"
+#include "auth.h"
+#include "entry.h"
+#include "path.h"
 #include "proto/pjson.h"
 #include "util/util.h"
+#include "watch.h"
 
 #define WMASK                                                            \
   (IN_MOVED_TO | IN_MOVED_FROM | IN_CREATE | IN_ATTRIB | IN_MODIFY |     \

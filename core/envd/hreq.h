@@ -1,12 +1,14 @@
-/* envd: the HTTP request context shared by the server plumbing and the
- * plain-HTTP endpoints (/files, /init, /envs, /metrics). Internal.
- * SPDX-License-Identifier: Apache-2.0 */
-#ifndef ASB_ENVD_HTTP_H
-#define ASB_ENVD_HTTP_H
+/* envd: the HTTP request context shared by the server plumbing, the RPC
+ * dispatch and the plain-HTTP endpoints (/files, /init, /envs, /metrics),
+ * and its helpers (hreq.c). Internal. SPDX-License-Identifier: Apache-2.0 */
+#ifndef ASB_ENVD_HREQ_H
+#define ASB_ENVD_HREQ_H
 
 #include <microhttpd.h>
 
-#include "envd.h"
+#include "auth.h"
+#include "rpc.h"
+#include "util/buf.h"
 
 typedef struct envd_hreq envd_hreq;
 struct envd_hreq {
@@ -49,13 +51,5 @@ int envd_check_token(envd_hreq *r);
  * ok, else fills msg. */
 int envd_check_signing(envd_hreq *r, const char *path, const char *op,
                        char *msg, size_t n);
-
-/* Routes in files.c and api.c: called on the first callback; either set
- * on_body/on_done or return a ready response (with *status). */
-struct MHD_Response *envd_files_get(envd_hreq *r, unsigned *status);
-struct MHD_Response *envd_files_post(envd_hreq *r, unsigned *status);
-struct MHD_Response *envd_api_init(envd_hreq *r, unsigned *status);
-struct MHD_Response *envd_api_envs(envd_hreq *r, unsigned *status);
-struct MHD_Response *envd_api_metrics(envd_hreq *r, unsigned *status);
 
 #endif
