@@ -71,15 +71,6 @@ static struct MHD_Response *init_reply(unsigned status, const char *text) {
   return r;
 }
 
-static int body_append(envd_hreq *r, const char *d, size_t n) {
-  if (r->body_too_big) return 0;
-  if (asbi_buf_append(&r->body, d, n) != 0) {
-    r->body_too_big = 1;
-    asbi_buf_free(&r->body);
-  }
-  return 0;
-}
-
 static pthread_mutex_t g_init_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static struct MHD_Response *init_done(envd_hreq *r, unsigned *status) {
@@ -162,7 +153,7 @@ static struct MHD_Response *init_done(envd_hreq *r, unsigned *status) {
 struct MHD_Response *envd_api_init(envd_hreq *r, unsigned *status) {
   (void)status;
   asbi_buf_init(&r->body, g_envd.max_body);
-  r->on_body = body_append;
+  r->on_body = envd_body_append;
   r->on_done = init_done;
   return NULL;
 }

@@ -223,15 +223,6 @@ static void rpc_cs_free(envd_hreq *r) {
   free(s);
 }
 
-static int rpc_body(envd_hreq *r, const char *data, size_t len) {
-  if (r->body_too_big) return 0;
-  if (asbi_buf_append(&r->body, data, len) != 0) {
-    r->body_too_big = 1;
-    asbi_buf_free(&r->body);
-  }
-  return 0;
-}
-
 typedef struct one_msg {
   char *data;
   size_t len;
@@ -407,7 +398,7 @@ struct MHD_Response *envd_dispatch_begin(envd_hreq *r, const envd_method *m,
     return NULL;
   }
   asbi_buf_init(&r->body, g_envd.max_body + ASBI_CONNECT_HEADER_LEN);
-  r->on_body = rpc_body;
+  r->on_body = envd_body_append;
   r->on_done = rpc_done;
   return NULL;
 }

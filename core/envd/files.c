@@ -22,35 +22,13 @@
 #include "files.h"
 #include "path.h"
 #include "proto/multipart.h"
+#include "rpc.h"
 #include "state.h"
 #include "util/util.h"
 
 #define XATTR_PREFIX "user.e2b."
 #define MAX_MD_TOTAL 4096
 #define SMALL_FILE (256u * 1024u)
-
-static unsigned errno_status(int err) {
-  switch (err) {
-  case ENOENT: return 404;
-  case EACCES:
-  case EPERM:
-  case EROFS: return 403;
-  case ENOSPC:
-  case EDQUOT: return 507;
-  case ENOTDIR:
-  case EISDIR:
-  case ENAMETOOLONG:
-  case ELOOP:
-  case EINVAL: return 400;
-  default: return 500;
-  }
-}
-
-static void lc_err(int err, char *out, size_t n) {
-  snprintf(out, n, "%s", strerror(err));
-  if (out[0] >= 'A' && out[0] <= 'Z' && !(out[1] >= 'A' && out[1] <= 'Z'))
-    out[0] = (char)(out[0] - 'A' + 'a');
-}
 
 /* Common prologue: signature/token, user, path. Returns the resolved path
  * or NULL with *resp set. */
@@ -260,8 +238,8 @@ struct MHD_Response *envd_files_get(envd_hreq *r, unsigned *status) {
   envd_creds_leave();
   char m[128];
   if (fd < 0) {
-    lc_err(err, m, sizeof m);
-    *status = errno_status(err);
+    envd_errno_text(err, m, sizeof m);
+    *status = envd_errno_status(err);
     if (err == ENOENT)
       resp = envd_resp_json_error(404, "path '%s' does not exist", path);
     else
@@ -466,8 +444,8 @@ static int open_target(upl *u, const char *path) {
   char m[128];
   if (envd_mkdirs(parent) != 0) {
     int err = errno;
-    lc_err(err, m, sizeof m);
-    upl_fail(u, err == ENOTDIR ? 400 : errno_status(err),
+    envd_errno_text(err, m, sizeof m);
+    upl_fail(u, err == ENOTDIR ? 400 : envd_errno_status(err),
              "error ensuring directories: %s: %s", parent, m);
     free(parent);
     return -1;
@@ -485,11 +463,11 @@ static int open_target(upl *u, const char *path) {
   u->written = 0;
   if (u->fd < 0) {
     int err = errno;
-    lc_err(err, m, sizeof m);
+    envd_errno_text(err, m, sizeof m);
     if (err == ENOSPC)
       upl_fail(u, 507, "not enough inodes available: open %s: %s", path, m);
     else
-      upl_fail(u, errno_status(err), "error opening file: open %s: %s", path, m);
+      upl_fail(u, envd_errno_status(err), "error opening file: open %s: %s", path, m);
     return -1;
   }
   return 0;
@@ -502,11 +480,11 @@ static int write_out(upl *u, const char *d, size_t n) {
     if (w <= 0) {
       int err = w < 0 ? errno : EIO;
       char m[128];
-      lc_err(err, m, sizeof m);
+      envd_errno_text(err, m, sizeof m);
       if (err == ENOSPC || err == EDQUOT)
         upl_fail(u, 507, "not enough disk space available");
       else
-        upl_fail(u, errno_status(err), "error writing file: %s", m);
+        upl_fail(u, envd_errno_status(err), "error writing file: %s", m);
       return -1;
     }
     d += w;
@@ -521,7 +499,7 @@ static int finish_file(upl *u, const char *path) {
   struct stat st;
   if (fstat(u->fd, &st) == 0 && (uint64_t)st.st_size != u->written &&
       ftruncate(u->fd, (off_t)u->written) != 0) {
-    upl_fail(u, errno_status(errno), "error writing file: %s", strerror(errno));
+    upl_fail(u, envd_errno_status(errno), "error writing file: %s", strerror(errno));
     return -1;
   }
   char names[8192];

@@ -1,6 +1,7 @@
 /* envd: the HTTP request context's helpers: headers, query arguments,
  * responses (E2B's JSON error body), and the access-token and signed-URL
  * checks. SPDX-License-Identifier: Apache-2.0 */
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -106,3 +107,28 @@ int envd_check_signing(envd_hreq *r, const char *path, const char *op,
   return rc;
 }
 
+unsigned envd_errno_status(int err) {
+  switch (err) {
+  case ENOENT: return 404;
+  case EACCES:
+  case EPERM:
+  case EROFS: return 403;
+  case ENOSPC:
+  case EDQUOT: return 507;
+  case ENOTDIR:
+  case EISDIR:
+  case ENAMETOOLONG:
+  case ELOOP:
+  case EINVAL: return 400;
+  default: return 500;
+  }
+}
+
+int envd_body_append(envd_hreq *r, const char *data, size_t len) {
+  if (r->body_too_big) return 0;
+  if (asbi_buf_append(&r->body, data, len) != 0) {
+    r->body_too_big = 1;
+    asbi_buf_free(&r->body);
+  }
+  return 0;
+}

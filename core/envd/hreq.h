@@ -52,4 +52,11 @@ int envd_check_token(envd_hreq *r);
 int envd_check_signing(envd_hreq *r, const char *path, const char *op,
                        char *msg, size_t n);
 
+/* The HTTP status of a file operation's errno (ENOENT 404, EACCES/EPERM/
+ * EROFS 403, ENOSPC/EDQUOT 507, path errors 400, else 500). */
+unsigned envd_errno_status(int err);
+/* An on_body that collects the body into r->body, bounded by the limit it
+ * was initialised with; past it, body_too_big is set and the rest dropped. */
+int envd_body_append(envd_hreq *r, const char *data, size_t len);
+
 #endif
