@@ -72,37 +72,11 @@ int envd_check_token(envd_hreq *r) {
 int envd_check_signing(envd_hreq *r, const char *path, const char *op,
                        char *msg, size_t n) {
   char *tok = envd_token();
-  if (!tok) return 0;
-  int rc = -1;
-  const char *h = envd_hdr(r, "X-Access-Token");
-  const char *sig = envd_arg(r, "signature");
-  const char *exp = envd_arg(r, "signature_expiration");
-  const char *user = envd_arg(r, "username");
-  if (!asbi_empty(h)) {
-    if (envd_token_eq(h, tok))
-      rc = 0;
-    else
-      snprintf(msg, n, "access token present in header but does not match");
-  } else if (!sig) {
-    snprintf(msg, n, "missing signature query parameter");
-  } else {
-    int64_t e = 0;
-    char expbuf[32];
-    if (exp && asbi_parse_i64(exp, strlen(exp), &e) != 0) {
-      snprintf(msg, n, "invalid signature_expiration");
-    } else {
-      if (exp) snprintf(expbuf, sizeof expbuf, "%lld", (long long)e);
-      char want[80];
-      envd_sign(path ? path : "", op, user ? user : "", tok,
-                exp ? expbuf : NULL, want, sizeof want);
-      if (!envd_token_eq(want, sig))
-        snprintf(msg, n, "invalid signature");
-      else if (exp && e < (int64_t)time(NULL))
-        snprintf(msg, n, "signature is already expired");
-      else
-        rc = 0;
-    }
-  }
+  int rc = envd_sign_verify(tok, envd_hdr(r, "X-Access-Token"),
+                            envd_arg(r, "signature"),
+                            envd_arg(r, "signature_expiration"),
+                            envd_arg(r, "username"), path, op,
+                            (int64_t)time(NULL), msg, n);
   free(tok);
   return rc;
 }

@@ -10,6 +10,7 @@
 #include "sign.h"
 #include "util/base64.h"
 #include "util/sha256.h"
+#include "util/util.h"
 
 void envd_sign(const char *path, const char *op, const char *user,
                const char *token, const char *exp, char *out, size_t n) {
@@ -40,4 +41,38 @@ int envd_token_eq(const char *a, const char *b) {
   size_t n = la < lb ? la : lb;
   for (size_t i = 0; i < n; i++) d |= (unsigned char)(a[i] ^ b[i]);
   return d == 0;
+}
+
+int envd_sign_verify(const char *tok, const char *h, const char *sig,
+                     const char *exp, const char *user, const char *path,
+                     const char *op, int64_t now, char *msg, size_t n) {
+  if (!tok) return 0;
+  if (!asbi_empty(h)) {
+    if (envd_token_eq(h, tok)) return 0;
+    snprintf(msg, n, "access token present in header but does not match");
+    return -1;
+  }
+  if (!sig) {
+    snprintf(msg, n, "missing signature query parameter");
+    return -1;
+  }
+  int64_t e = 0;
+  char expbuf[32];
+  if (exp && asbi_parse_i64(exp, strlen(exp), &e) != 0) {
+    snprintf(msg, n, "invalid signature_expiration");
+    return -1;
+  }
+  if (exp) snprintf(expbuf, sizeof expbuf, "%lld", (long long)e);
+  char want[80];
+  envd_sign(path ? path : "", op, user ? user : "", tok, exp ? expbuf : NULL,
+            want, sizeof want);
+  if (!envd_token_eq(want, sig)) {
+    snprintf(msg, n, "invalid signature");
+    return -1;
+  }
+  if (exp && e < now) {
+    snprintf(msg, n, "signature is already expired");
+    return -1;
+  }
+  return 0;
 }
