@@ -1,10 +1,12 @@
 /* envd under hostile input: path traversal and symlink tricks against the
  * user's permissions, malformed/truncated/oversized envelopes and JSON,
- * invalid base64, unknown pids and users, access tokens and signed URLs.
+ * invalid base64, unknown pids and users, access tokens and signed URLs,
+ * download ranges and encodings.
  * Needs root (it acts as the unprivileged "user"). SPDX-License-Identifier: Apache-2.0 */
 #include <fcntl.h>
 #include <pwd.h>
 #include <sys/stat.h>
+#include <zlib.h>
 
 #include "envd_test.h"
 #include "testing.h"
@@ -613,6 +615,120 @@ TEST(token_and_signatures) {
   CHECK_INT(et_stop(&T), 0);
 }
 
+static void put_file(const char *path, const char *data) {
+  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (fd >= 0) {
+    if (write(fd, data, strlen(data)) < 0) { /* checked by the GETs */ }
+    close(fd);
+  }
+}
+
+/* GET on /files with one extra header; the body and headers in r. */
+static int get_file(const char *q, const char *hdr, et_resp *r) {
+  return et_request(&C, "GET", q, hdr, NULL, 0, r);
+}
+
+static void gunzip(const char *in, size_t n, char *out, size_t cap, size_t *got) {
+  z_stream z;
+  memset(&z, 0, sizeof z);
+  *got = 0;
+  if (inflateInit2(&z, 15 + 16) != Z_OK) return;
+  z.next_in = (unsigned char *)in;
+  z.avail_in = (uInt)n;
+  z.next_out = (unsigned char *)out;
+  z.avail_out = (uInt)cap;
+  if (inflate(&z, Z_FINISH) == Z_STREAM_END) *got = cap - z.avail_out;
+  inflateEnd(&z);
+}
+
+/* Range, Accept-Encoding, Content-Type and Content-Disposition of GET
+ * /files, as Go's net/http answers them. */
+TEST(download_ranges_and_encodings) {
+  char path[128], q[256];
+  snprintf(path, sizeof path, "%s/rng.txt", dir);
+  put_file(path, "0123456789");
+  snprintf(q, sizeof q, "/files?path=%s", path);
+  static const struct {
+    const char *range;
+    int status;
+    const char *body, *content_range;
+  } cases[] = {
+      {"bytes=2-4", 206, "234", "bytes 2-4/10"},
+      {"bytes=7-", 206, "789", "bytes 7-9/10"},
+      {"bytes=-3", 206, "789", "bytes 7-9/10"},
+      {"bytes=-30", 206, "0123456789", "bytes 0-9/10"},
+      {"bytes=5-100", 206, "56789", "bytes 5-9/10"},
+      {"bytes=10-", 416, "invalid range: failed to overlap\n", "bytes */10"},
+      {"bytes=5-2", 416, "invalid range: failed to overlap\n", "bytes */10"},
+      {"bytes=0-1,3-4", 200, "0123456789", NULL},
+      {"bytes=abc", 200, "0123456789", NULL},
+      {"bytes=-0", 200, "0123456789", NULL},
+      {"lines=1-2", 200, "0123456789", NULL},
+  };
+  et_resp r;
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    char h[128];
+    snprintf(h, sizeof h, "Range: %s\r\n", cases[i].range);
+    REQUIRE(get_file(q, h, &r) == 0);
+    if (r.status != cases[i].status || strcmp(r.body, cases[i].body) != 0)
+      ASBT_FAIL("Range %s: %d '%s', want %d '%s'", cases[i].range, r.status,
+                r.body, cases[i].status, cases[i].body);
+    const char *cr = et_header(&r, "Content-Range");
+    if (cases[i].content_range)
+      CHECK(cr && strncmp(cr, cases[i].content_range, strlen(cases[i].content_range)) == 0);
+    else
+      CHECK(cr == NULL);
+    et_resp_free(&r);
+  }
+  /* gzip when asked (never with a Range), identity when gzip is refused,
+   * 406 when identity is refused and gzip not offered */
+  REQUIRE(get_file(q, "Accept-Encoding: gzip\r\n", &r) == 0);
+  CHECK_INT(r.status, 200);
+  const char *ce = et_header(&r, "Content-Encoding");
+  CHECK(ce && strncmp(ce, "gzip", 4) == 0);
+  char plain[64];
+  size_t got = 0;
+  gunzip(r.body, r.len, plain, sizeof plain, &got);
+  CHECK_MEM(plain, got, "0123456789", (size_t)10);
+  et_resp_free(&r);
+  REQUIRE(get_file(q, "Accept-Encoding: gzip\r\nRange: bytes=1-2\r\n", &r) == 0);
+  CHECK_INT(r.status, 206);
+  CHECK(et_header(&r, "Content-Encoding") == NULL);
+  CHECK_STR(r.body, "12");
+  et_resp_free(&r);
+  REQUIRE(get_file(q, "Accept-Encoding: gzip;q=0, identity\r\n", &r) == 0);
+  CHECK_INT(r.status, 200);
+  CHECK(et_header(&r, "Content-Encoding") == NULL);
+  CHECK_STR(r.body, "0123456789");
+  et_resp_free(&r);
+  REQUIRE(get_file(q, "Accept-Encoding: br, identity;q=0\r\n", &r) == 0);
+  CHECK_INT(r.status, 406);
+  et_resp_free(&r);
+  REQUIRE(get_file(q, "Accept-Encoding: *;q=0\r\n", &r) == 0);
+  CHECK_INT(r.status, 406);
+  et_resp_free(&r);
+  REQUIRE(get_file(q, "Accept-Encoding: br\r\n", &r) == 0);
+  CHECK_INT(r.status, 200);
+  CHECK_STR(r.body, "0123456789");
+  const char *ct = et_header(&r, "Content-Type");
+  CHECK(ct && strncmp(ct, "text/plain; charset=utf-8", 25) == 0);
+  const char *cd = et_header(&r, "Content-Disposition");
+  CHECK(cd && strncmp(cd, "inline; filename=rng.txt", 24) == 0);
+  CHECK(et_header(&r, "Accept-Ranges") != NULL);
+  et_resp_free(&r);
+  /* a name that needs RFC 5987 encoding, a type by extension */
+  snprintf(path, sizeof path, "%s/a b.JSON", dir);
+  put_file(path, "{}");
+  snprintf(q, sizeof q, "/files?path=%s/a%%20b.JSON", dir);
+  REQUIRE(get_file(q, NULL, &r) == 0);
+  CHECK_INT(r.status, 200);
+  ct = et_header(&r, "Content-Type");
+  CHECK(ct && strncmp(ct, "application/json", 16) == 0);
+  cd = et_header(&r, "Content-Disposition");
+  CHECK(cd && strncmp(cd, "inline; filename*=utf-8''a%20b.JSON", 35) == 0);
+  et_resp_free(&r);
+}
+
 /* A second implementation of the signature (sha256 via sha256sum). */
 static void sign(const char *path, const char *op, const char *user,
                  const char *tok, const char *exp, char *out, size_t n) {
@@ -675,6 +791,7 @@ int main(void) {
   RUN(rpc_traversal_as_user);
   RUN(malformed_rpc);
   RUN(bad_input_values);
+  RUN(download_ranges_and_encodings);
   RUN(token_and_signatures);
   RUN(stream_input_and_connect);
   RUN(no_space);
