@@ -20,6 +20,7 @@
 #include "auth.h"
 #include "entry.h"
 #include "files.h"
+#include "hdrval.h"
 #include "path.h"
 #include "proto/multipart.h"
 #include "rpc.h"
@@ -76,63 +77,6 @@ static char *files_prologue(envd_hreq *r, const char *op,
 
 /* ---- download ---------------------------------------------------------- */
 
-/* Accept-Encoding negotiation as E2B's envd does it: gzip or identity;
- * 0 identity, 1 gzip, -1 nothing acceptable. */
-static int pick_encoding(const char *h) {
-  if (asbi_empty(h)) return 0;
-  struct { char enc[32]; double q; } list[16];
-  int n = 0;
-  const char *p = h;
-  while (*p && n < 16) {
-    while (*p == ' ' || *p == ',') p++;
-    if (!*p) break;
-    const char *e = strchr(p, ',');
-    size_t l = e ? (size_t)(e - p) : strlen(p);
-    char item[128];
-    snprintf(item, sizeof item, "%.*s", (int)(l < 127 ? l : 127), p);
-    char *semi = strchr(item, ';');
-    double q = 1.0;
-    if (semi) {
-      *semi = '\0';
-      char *qp = strstr(semi + 1, "q=");
-      if (qp) q = atof(qp + 2);
-    }
-    char *s = item;
-    while (*s == ' ') s++;
-    size_t sl = strlen(s);
-    while (sl && s[sl - 1] == ' ') s[--sl] = '\0';
-    for (char *c = s; *c; c++)
-      if (*c >= 'A' && *c <= 'Z') *c = (char)(*c - 'A' + 'a');
-    snprintf(list[n].enc, sizeof list[n].enc, "%s", s);
-    list[n].q = q;
-    n++;
-    p = e ? e + 1 : p + l;
-  }
-  int id_rej = 0, id_acc = 0, wc_rej = 0;
-  for (int i = 0; i < n; i++) {
-    if (strcmp(list[i].enc, "identity") == 0) {
-      if (list[i].q == 0) id_rej = 1; else id_acc = 1;
-    } else if (strcmp(list[i].enc, "*") == 0 && list[i].q == 0) {
-      wc_rej = 1;
-    }
-  }
-  if (wc_rej && !id_acc) id_rej = 1;
-  /* stable sort by q, descending */
-  for (int i = 1; i < n; i++)
-    for (int j = i; j > 0 && list[j].q > list[j - 1].q; j--) {
-      __typeof__(list[0]) t = list[j];
-      list[j] = list[j - 1];
-      list[j - 1] = t;
-    }
-  for (int i = 0; i < n; i++) {
-    if (list[i].q == 0) continue;
-    if (strcmp(list[i].enc, "identity") == 0) return 0;
-    if (strcmp(list[i].enc, "*") == 0) return id_rej ? 1 : 0;
-    if (strcmp(list[i].enc, "gzip") == 0) return 1;
-  }
-  return id_rej ? -1 : 0;
-}
-
 typedef struct gzsrc {
   int fd;
   z_stream z;
@@ -176,53 +120,6 @@ static void gz_free(void *cls) {
   free(g);
 }
 
-static const char *mime_of(const char *path) {
-  const char *dot = strrchr(path, '.');
-  const char *sl = strrchr(path, '/');
-  if (!dot || (sl && dot < sl)) return "application/octet-stream";
-  static const char *const map[][2] = {
-      {".txt", "text/plain; charset=utf-8"}, {".html", "text/html; charset=utf-8"},
-      {".htm", "text/html; charset=utf-8"},  {".css", "text/css; charset=utf-8"},
-      {".js", "text/javascript; charset=utf-8"},
-      {".mjs", "text/javascript; charset=utf-8"},
-      {".json", "application/json"},         {".xml", "text/xml; charset=utf-8"},
-      {".png", "image/png"},                 {".jpg", "image/jpeg"},
-      {".jpeg", "image/jpeg"},               {".gif", "image/gif"},
-      {".svg", "image/svg+xml"},             {".webp", "image/webp"},
-      {".pdf", "application/pdf"},           {".wasm", "application/wasm"},
-      {".csv", "text/csv; charset=utf-8"},   {".md", "text/markdown; charset=utf-8"},
-      {".zip", "application/zip"},           {".gz", "application/gzip"},
-  };
-  for (size_t i = 0; i < ASBI_ARRAY_LEN(map); i++)
-    if (strcasecmp(dot, map[i][0]) == 0) return map[i][1];
-  return "application/octet-stream";
-}
-
-static void add_disposition(struct MHD_Response *resp, const char *path) {
-  const char *b = strrchr(path, '/');
-  b = b ? b + 1 : path;
-  int plain = 1;
-  for (const char *c = b; *c; c++)
-    if ((unsigned char)*c < 0x21 || (unsigned char)*c > 0x7e || *c == '"' ||
-        *c == '\\' || *c == ';')
-      plain = 0;
-  asbi_buf v = ASBI_BUF_INIT;
-  if (plain) {
-    asbi_buf_printf(&v, "inline; filename=%s", b);
-  } else {
-    asbi_buf_puts(&v, "inline; filename*=utf-8''");
-    for (const unsigned char *c = (const unsigned char *)b; *c; c++) {
-      if ((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
-          (*c >= '0' && *c <= '9') || strchr("-._~", *c))
-        asbi_buf_putc(&v, (char)*c);
-      else
-        asbi_buf_printf(&v, "%%%02X", *c);
-    }
-  }
-  if (v.data) MHD_add_response_header(resp, "Content-Disposition", v.data);
-  asbi_buf_free(&v);
-}
-
 struct MHD_Response *envd_files_get(envd_hreq *r, unsigned *status) {
   struct MHD_Response *resp = NULL;
   char *path = files_prologue(r, "read", &resp, status);
@@ -262,7 +159,7 @@ struct MHD_Response *envd_files_get(envd_hreq *r, unsigned *status) {
   }
   int fl = fcntl(fd, F_GETFL);
   fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
-  int enc = pick_encoding(envd_hdr(r, "Accept-Encoding"));
+  int enc = envd_hdrval_encoding(envd_hdr(r, "Accept-Encoding"));
   const char *range = envd_hdr(r, "Range");
   if (range && enc == 1) enc = 0;
   if (enc < 0) {
@@ -301,44 +198,21 @@ struct MHD_Response *envd_files_get(envd_hreq *r, unsigned *status) {
     uint64_t off = 0, len = (uint64_t)st.st_size;
     *status = 200;
     int partial = 0;
-    if (range && strncmp(range, "bytes=", 6) == 0 && !strchr(range, ',')) {
-      const char *s = range + 6;
-      char *end;
-      unsigned long long a = 0, b = 0;
-      int ok = 1;
-      if (*s == '-') {
-        unsigned long long sfx = strtoull(s + 1, &end, 10);
-        if (*end || sfx == 0) ok = 0;
-        if (sfx > len) sfx = len;
-        a = len - sfx;
-        b = len ? len - 1 : 0;
-      } else {
-        a = strtoull(s, &end, 10);
-        if (*end != '-') ok = 0;
-        else if (end[1] == '\0') b = len ? len - 1 : 0;
-        else {
-          b = strtoull(end + 1, &end, 10);
-          if (*end) ok = 0;
-        }
-        if (b >= len) b = len ? len - 1 : 0;
-      }
-      if (ok && (a >= len || a > b)) {
-        close(fd);
-        *status = 416;
-        resp = envd_resp_buf("text/plain; charset=utf-8",
-                             "invalid range: failed to overlap\n", 33);
-        char cr[64];
-        snprintf(cr, sizeof cr, "bytes */%llu", (unsigned long long)len);
-        if (resp) MHD_add_response_header(resp, "Content-Range", cr);
-        free(path);
-        return resp;
-      }
-      if (ok) {
-        off = a;
-        len = b - a + 1;
-        partial = 1;
-        *status = 206;
-      }
+    int rr = envd_hdrval_range(range, len, &off, &len);
+    if (rr < 0) {
+      close(fd);
+      *status = 416;
+      resp = envd_resp_buf("text/plain; charset=utf-8",
+                           "invalid range: failed to overlap\n", 33);
+      char cr[64];
+      snprintf(cr, sizeof cr, "bytes */%llu", (unsigned long long)len);
+      if (resp) MHD_add_response_header(resp, "Content-Range", cr);
+      free(path);
+      return resp;
+    }
+    if (rr > 0) {
+      partial = 1;
+      *status = 206;
     }
     if (len <= SMALL_FILE) {
       /* Small files go out in one write with the headers: no sendfile
@@ -374,10 +248,13 @@ struct MHD_Response *envd_files_get(envd_hreq *r, unsigned *status) {
     }
     MHD_add_response_header(resp, "Accept-Ranges", "bytes");
   }
-  MHD_add_response_header(resp, "Content-Type", mime_of(path));
+  MHD_add_response_header(resp, "Content-Type", envd_hdrval_mime(path));
   MHD_add_response_header(resp, "Vary", "Accept-Encoding");
   MHD_add_response_header(resp, "Last-Modified", lm);
-  add_disposition(resp, path);
+  asbi_buf cd = ASBI_BUF_INIT;
+  envd_hdrval_disposition(path, &cd);
+  if (cd.data) MHD_add_response_header(resp, "Content-Disposition", cd.data);
+  asbi_buf_free(&cd);
   free(path);
   return resp;
 }
