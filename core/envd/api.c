@@ -8,7 +8,6 @@
 
 #include "api.h"
 #include "proto/pjson.h"
-#include "sign.h"
 #include "state.h"
 #include "util/util.h"
 
@@ -55,10 +54,6 @@ static int parse_rfc3339(const char *s, int64_t *ns) {
   return 0;
 }
 
-typedef struct init_state {
-  int dummy;
-} init_state;
-
 static struct MHD_Response *init_reply(unsigned status, const char *text) {
   struct MHD_Response *r =
       text ? envd_resp_buf("text/plain; charset=utf-8", text, strlen(text))
@@ -70,8 +65,6 @@ static struct MHD_Response *init_reply(unsigned status, const char *text) {
   (void)status;
   return r;
 }
-
-static pthread_mutex_t g_init_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static struct MHD_Response *init_done(envd_hreq *r, unsigned *status) {
   if (r->body_too_big) {
@@ -113,38 +106,16 @@ static struct MHD_Response *init_done(envd_hreq *r, unsigned *status) {
     *status = 400;
     return init_reply(400, NULL);
   }
-  pthread_mutex_lock(&g_init_lock);
-  /* E2B's guard: once a token is set, only the same token may re-init
-   * (without MMDS there is no other source of truth). */
-  char *cur = envd_token();
-  const char *reqtok = tok && tok->valuestring[0] ? tok->valuestring : NULL;
-  if (cur && !(reqtok && envd_token_eq(cur, reqtok))) {
-    free(cur);
-    pthread_mutex_unlock(&g_init_lock);
+  envd_init in = {tok ? tok->valuestring : NULL, du ? du->valuestring : NULL,
+                  dw ? dw->valuestring : NULL, envs, ts != NULL, tsns};
+  int rc = envd_state_init(&in);
+  if (rc < 0) {
     cJSON_Delete(req);
     *status = 401;
-    return init_reply(401, reqtok ? "access token validation failed"
-                                  : "access token reset not authorized");
+    return init_reply(401, rc == ENVD_INIT_BAD_TOKEN
+                               ? "access token validation failed"
+                               : "access token reset not authorized");
   }
-  free(cur);
-  pthread_mutex_lock(&g_envd.lock);
-  int apply = !ts || tsns > g_envd.last_init_ts;
-  if (apply && ts) g_envd.last_init_ts = tsns;
-  if (apply) {
-    free(g_envd.access_token);
-    g_envd.access_token = reqtok ? asbi_strdup(reqtok) : NULL;
-    if (du && du->valuestring[0]) {
-      free(g_envd.default_user);
-      g_envd.default_user = asbi_strdup(du->valuestring);
-    }
-    if (dw && dw->valuestring[0]) {
-      free(g_envd.default_workdir);
-      g_envd.default_workdir = asbi_strdup(dw->valuestring);
-    }
-  }
-  pthread_mutex_unlock(&g_envd.lock);
-  if (apply && envs) envd_env_replace(envs);
-  pthread_mutex_unlock(&g_init_lock);
   cJSON_Delete(req);
   *status = 204;
   return init_reply(204, NULL);

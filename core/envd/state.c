@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sign.h"
 #include "state.h"
 #include "util/buf.h"
 #include "util/util.h"
@@ -122,3 +123,39 @@ void envd_state_free(void) {
   free(g_envd.path_env);
 }
 
+/* /init calls are applied one at a time: the token check and the update
+ * are one step. */
+static pthread_mutex_t g_init_lock = PTHREAD_MUTEX_INITIALIZER;
+
+int envd_state_init(const envd_init *in) {
+  pthread_mutex_lock(&g_init_lock);
+  /* E2B's guard: once a token is set, only the same token may re-init
+   * (without MMDS there is no other source of truth). */
+  char *cur = envd_token();
+  const char *reqtok = in->access_token && in->access_token[0] ? in->access_token : NULL;
+  if (cur && !(reqtok && envd_token_eq(cur, reqtok))) {
+    free(cur);
+    pthread_mutex_unlock(&g_init_lock);
+    return reqtok ? ENVD_INIT_BAD_TOKEN : ENVD_INIT_RESET_DENIED;
+  }
+  free(cur);
+  pthread_mutex_lock(&g_envd.lock);
+  int apply = !in->has_timestamp || in->timestamp_ns > g_envd.last_init_ts;
+  if (apply && in->has_timestamp) g_envd.last_init_ts = in->timestamp_ns;
+  if (apply) {
+    free(g_envd.access_token);
+    g_envd.access_token = reqtok ? asbi_strdup(reqtok) : NULL;
+    if (in->default_user && in->default_user[0]) {
+      free(g_envd.default_user);
+      g_envd.default_user = asbi_strdup(in->default_user);
+    }
+    if (in->default_workdir && in->default_workdir[0]) {
+      free(g_envd.default_workdir);
+      g_envd.default_workdir = asbi_strdup(in->default_workdir);
+    }
+  }
+  pthread_mutex_unlock(&g_envd.lock);
+  if (apply && in->env_vars) envd_env_replace(in->env_vars);
+  pthread_mutex_unlock(&g_init_lock);
+  return apply ? ENVD_INIT_APPLIED : ENVD_INIT_STALE;
+}

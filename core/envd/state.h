@@ -56,6 +56,26 @@ void envd_strv_free(char **v);
 void envd_env_replace(const cJSON *obj);
 void envd_env_set_internal(const char *key, const char *value);
 cJSON *envd_env_json(void);
+/* What a POST /init asks for (strings NULL or "" = not given). */
+typedef struct envd_init {
+  const char *access_token;    /* the new token; none = no token */
+  const char *default_user;    /* none = unchanged */
+  const char *default_workdir; /* none = unchanged */
+  const cJSON *env_vars;       /* replaces the /init variables; NULL = kept */
+  int has_timestamp;
+  int64_t timestamp_ns; /* an /init older than the newest applied is stale */
+} envd_init;
+
+enum {
+  ENVD_INIT_APPLIED = 0,
+  ENVD_INIT_STALE = 1,         /* older than the newest applied: ignored */
+  ENVD_INIT_BAD_TOKEN = -1,    /* a token is set and this one differs */
+  ENVD_INIT_RESET_DENIED = -2, /* a token is set and this /init has none */
+};
+/* Applies an /init as E2B's envd does: once a token is set, only an /init
+ * carrying the same token may change anything (including the token). One
+ * of the ENVD_INIT_ values. */
+int envd_state_init(const envd_init *in);
 /* Frees what the state holds (at exit). */
 void envd_state_free(void);
 
