@@ -122,7 +122,7 @@ static struct MHD_Response *unary_error(const char *code, const char *msg,
 /* Error in the protocol form of the method. */
 static struct MHD_Response *rpc_error(envd_hreq *r, const char *code,
                                       const char *msg, unsigned *status) {
-  if (r->rpc->kind == 0) return unary_error(code, msg, status);
+  if (r->rpc->kind == ENVD_UNARY) return unary_error(code, msg, status);
   *status = 200;
   return stream_response(NULL, NULL, 0, code, msg);
 }
@@ -255,7 +255,7 @@ static struct MHD_Response *rpc_done(envd_hreq *r, unsigned *status) {
   const char *json = r->body.data ? r->body.data : "";
   size_t jlen = r->body.len;
   char *msgcopy = NULL;
-  if (m->kind == 1) {
+  if (m->kind == ENVD_SERVER_STREAM) {
     /* One enveloped message. */
     asbi_connect_dec d;
     asbi_connect_dec_init(&d, g_envd.max_body);
@@ -306,7 +306,7 @@ static struct MHD_Response *rpc_done(envd_hreq *r, unsigned *status) {
     return rpc_error(r, "permission_denied",
                      "cannot act as the requested user", status);
   }
-  if (m->kind == 0) {
+  if (m->kind == ENVD_UNARY) {
     cJSON *out = NULL;
     int rc = m->unary(&c, req, &out, &e);
     if (m->fs_creds) envd_creds_leave();
@@ -351,7 +351,7 @@ struct MHD_Response *envd_dispatch_begin(envd_hreq *r, const envd_method *m,
                                          unsigned *status) {
   r->rpc = m;
   const char *ct = envd_hdr(r, "Content-Type");
-  const char *want = m->kind == 0 ? "application/json"
+  const char *want = m->kind == ENVD_UNARY ? "application/json"
                                   : "application/connect+json";
   if (strcmp(r->method, "POST") != 0) {
     *status = 405;
@@ -383,7 +383,7 @@ struct MHD_Response *envd_dispatch_begin(envd_hreq *r, const envd_method *m,
     return rpc_error(r, "unauthenticated", msg, status);
   }
   r->have_user = 1;
-  if (m->kind == 2) {
+  if (m->kind == ENVD_CLIENT_STREAM) {
     envd_call c;
     call_init(r, &c);
     cs_state *s = calloc(1, sizeof *s);

@@ -259,9 +259,9 @@ static int remove_fn(const envd_call *c, const cJSON *req, cJSON **resp,
 }
 
 const envd_method envd_fs_methods[] = {
-    {"/filesystem.Filesystem/Stat", 0, stat_fn, NULL, NULL, 1},
-    {"/filesystem.Filesystem/ListDir", 0, list_fn, NULL, NULL, 1},
-    {"/filesystem.Filesystem/MakeDir", 0, mkdir_fn, NULL, NULL, 1},
-    {"/filesystem.Filesystem/Move", 0, move_fn, NULL, NULL, 1},
-    {"/filesystem.Filesystem/Remove", 0, remove_fn, NULL, NULL, 1},
+    {"/filesystem.Filesystem/Stat", ENVD_UNARY, stat_fn, NULL, NULL, 1},
+    {"/filesystem.Filesystem/ListDir", ENVD_UNARY, list_fn, NULL, NULL, 1},
+    {"/filesystem.Filesystem/MakeDir", ENVD_UNARY, mkdir_fn, NULL, NULL, 1},
+    {"/filesystem.Filesystem/Move", ENVD_UNARY, move_fn, NULL, NULL, 1},
+    {"/filesystem.Filesystem/Remove", ENVD_UNARY, remove_fn, NULL, NULL, 1},
     {NULL, 0, NULL, NULL, NULL, 0}};

@@ -272,12 +272,15 @@ static envd_cstream *stream_input(const envd_call *c, envd_err *e) {
 }
 
 const envd_method envd_process_methods[] = {
-    {"/process.Process/Start", 1, NULL, envd_proc_start, NULL, 0},
-    {"/process.Process/Connect", 1, NULL, envd_proc_connect, NULL, 0},
-    {"/process.Process/List", 0, list_fn, NULL, NULL, 0},
-    {"/process.Process/SendInput", 0, send_input_fn, NULL, NULL, 0},
-    {"/process.Process/StreamInput", 2, NULL, NULL, stream_input, 0},
-    {"/process.Process/SendSignal", 0, signal_fn, NULL, NULL, 0},
-    {"/process.Process/CloseStdin", 0, close_stdin_fn, NULL, NULL, 0},
-    {"/process.Process/Update", 0, update_fn, NULL, NULL, 0},
+    {"/process.Process/Start", ENVD_SERVER_STREAM, NULL, envd_proc_start, NULL,
+     0},
+    {"/process.Process/Connect", ENVD_SERVER_STREAM, NULL, envd_proc_connect,
+     NULL, 0},
+    {"/process.Process/List", ENVD_UNARY, list_fn, NULL, NULL, 0},
+    {"/process.Process/SendInput", ENVD_UNARY, send_input_fn, NULL, NULL, 0},
+    {"/process.Process/StreamInput", ENVD_CLIENT_STREAM, NULL, NULL,
+     stream_input, 0},
+    {"/process.Process/SendSignal", ENVD_UNARY, signal_fn, NULL, NULL, 0},
+    {"/process.Process/CloseStdin", ENVD_UNARY, close_stdin_fn, NULL, NULL, 0},
+    {"/process.Process/Update", ENVD_UNARY, update_fn, NULL, NULL, 0},
     {NULL, 0, NULL, NULL, NULL, 0}};

@@ -62,9 +62,12 @@ struct envd_cstream {
 };
 typedef envd_cstream *(*envd_cstream_fn)(const envd_call *c, envd_err *e);
 
+/* envd_method.kind */
+enum { ENVD_UNARY = 0, ENVD_SERVER_STREAM = 1, ENVD_CLIENT_STREAM = 2 };
+
 typedef struct envd_method {
   const char *path; /* "/process.Process/Start" */
-  int kind;         /* 0 unary, 1 server stream, 2 client stream */
+  int kind;         /* ENVD_UNARY, ENVD_SERVER_STREAM or ENVD_CLIENT_STREAM */
   envd_unary_fn unary;
   envd_stream_fn stream;
   envd_cstream_fn cstream;

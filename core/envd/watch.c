@@ -526,11 +526,14 @@ static int watcher_remove(const envd_call *c, const cJSON *req,
 }
 
 const envd_method envd_watch_methods[] = {
-    {"/filesystem.Filesystem/WatchDir", 1, NULL, watch_stream, NULL, 1},
-    {"/filesystem.Filesystem/CreateWatcher", 0, watcher_create, NULL, NULL, 1},
-    {"/filesystem.Filesystem/GetWatcherEvents", 0, watcher_events, NULL, NULL,
-     1},
-    {"/filesystem.Filesystem/RemoveWatcher", 0, watcher_remove, NULL, NULL, 1},
+    {"/filesystem.Filesystem/WatchDir", ENVD_SERVER_STREAM, NULL, watch_stream,
+     NULL, 1},
+    {"/filesystem.Filesystem/CreateWatcher", ENVD_UNARY, watcher_create, NULL,
+     NULL, 1},
+    {"/filesystem.Filesystem/GetWatcherEvents", ENVD_UNARY, watcher_events,
+     NULL, NULL, 1},
+    {"/filesystem.Filesystem/RemoveWatcher", ENVD_UNARY, watcher_remove, NULL,
+     NULL, 1},
     {NULL, 0, NULL, NULL, NULL, 0}};
 
 void envd_watch_shutdown(void) {
