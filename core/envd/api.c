@@ -146,8 +146,10 @@ struct MHD_Response *envd_api_envs(envd_hreq *r, unsigned *status) {
 
 /* cpu_used_pct over the interval since the previous call (gopsutil's
  * cpu.Percent(0)). */
-static pthread_mutex_t g_cpu_lock = PTHREAD_MUTEX_INITIALIZER;
-static unsigned long long g_prev_total, g_prev_busy;
+static struct {
+  pthread_mutex_t lock;
+  unsigned long long total, busy; /* /proc/stat at the previous call */
+} g_cpu = {PTHREAD_MUTEX_INITIALIZER, 0, 0};
 
 static double cpu_pct(void) {
   FILE *f = fopen("/proc/stat", "re");
@@ -161,13 +163,13 @@ static double cpu_pct(void) {
   unsigned long long total = 0;
   for (int i = 0; i < 8; i++) total += v[i];
   unsigned long long busy = total - v[3] - v[4];
-  pthread_mutex_lock(&g_cpu_lock);
+  pthread_mutex_lock(&g_cpu.lock);
   double pct = 0;
-  if (g_prev_total && total > g_prev_total)
-    pct = 100.0 * (double)(busy - g_prev_busy) / (double)(total - g_prev_total);
-  g_prev_total = total;
-  g_prev_busy = busy;
-  pthread_mutex_unlock(&g_cpu_lock);
+  if (g_cpu.total && total > g_cpu.total)
+    pct = 100.0 * (double)(busy - g_cpu.busy) / (double)(total - g_cpu.total);
+  g_cpu.total = total;
+  g_cpu.busy = busy;
+  pthread_mutex_unlock(&g_cpu.lock);
   if (pct < 0) pct = 0;
   if (pct > 100) pct = 100;
   return (double)(long long)(pct * 100 + 0.5) / 100;

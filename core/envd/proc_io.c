@@ -28,15 +28,20 @@
 
 #define READ_CHUNK (64u * 1024u)
 
-static int g_ep = -1, g_wake = -1, g_sfd = -1;
-static pthread_t g_io;
-static int g_started; /* the thread was created */
-static volatile int g_stop;
-static int g_tag_sig, g_tag_wake;
+/* The I/O thread's state: everything this file keeps process-wide. */
+static struct {
+  int ep;                /* epoll: the output fds, sfd and wake */
+  int wake;              /* eventfd: a deadline, kill or grave to look at */
+  int sfd;               /* signalfd of SIGCHLD */
+  pthread_t thread;
+  int started;           /* the thread was created */
+  volatile int stop;     /* set by envd_pio_stop */
+  char tag_sig, tag_wake; /* their addresses tag sfd's and wake's events */
+} g_pio = {-1, -1, -1, 0, 0, 0, 0, 0};
 
 void envd_pio_wake(void) {
   uint64_t one = 1;
-  if (g_wake >= 0 && write(g_wake, &one, sizeof one) < 0) { /* full: fine */ }
+  if (g_pio.wake >= 0 && write(g_pio.wake, &one, sizeof one) < 0) { /* full: fine */ }
 }
 
 static int *io_fdp(envd_proc *p, int kind);
@@ -51,7 +56,7 @@ static void set_reading(envd_proc *p, int on) {
     int fd = *io_fdp(p, kind);
     if (fd < 0 || (kind == ENVD_OUT_PTY && p->pty_eof)) continue;
     struct epoll_event e = {.events = on ? EPOLLIN : 0, .data.ptr = &p->io[kind - 1]};
-    epoll_ctl(g_ep, EPOLL_CTL_MOD, fd, &e); /* ENOENT once closed: fine */
+    epoll_ctl(g_pio.ep, EPOLL_CTL_MOD, fd, &e); /* ENOENT once closed: fine */
   }
   p->throttled = !on;
   if (!on) p->throttled_since = asbi_now_ms();
@@ -103,7 +108,7 @@ static void io_close(envd_proc *p, int kind) {
   pthread_mutex_lock(&p->lock);
   int *fdp = io_fdp(p, kind);
   if (*fdp >= 0) {
-    epoll_ctl(g_ep, EPOLL_CTL_DEL, *fdp, NULL);
+    epoll_ctl(g_pio.ep, EPOLL_CTL_DEL, *fdp, NULL);
     if (kind == ENVD_OUT_PTY) {
       p->pty_eof = 1; /* the fd stays open for input until the end */
     } else {
@@ -237,19 +242,19 @@ static void *io_main(void *arg) {
     envd_ptab_lock();
     int to = timers();
     envd_ptab_unlock();
-    if (g_stop) break;
-    int n = epoll_wait(g_ep, ev, 64, to);
+    if (g_pio.stop) break;
+    int n = epoll_wait(g_pio.ep, ev, 64, to);
     if (n < 0 && errno != EINTR) break;
     for (int i = 0; i < n; i++) {
       void *ptr = ev[i].data.ptr;
-      if (ptr == &g_tag_sig) {
+      if (ptr == &g_pio.tag_sig) {
         struct signalfd_siginfo si;
-        while (read(g_sfd, &si, sizeof si) == (ssize_t)sizeof si) {
+        while (read(g_pio.sfd, &si, sizeof si) == (ssize_t)sizeof si) {
         }
         reap_all();
-      } else if (ptr == &g_tag_wake) {
+      } else if (ptr == &g_pio.tag_wake) {
         uint64_t v;
-        if (read(g_wake, &v, sizeof v) < 0) { /* spurious */ }
+        if (read(g_pio.wake, &v, sizeof v) < 0) { /* spurious */ }
       } else {
         envd_ioref *io = ptr;
         envd_ptab_lock();
@@ -266,32 +271,32 @@ int envd_pio_start(void) {
   sigset_t ss;
   sigemptyset(&ss);
   sigaddset(&ss, SIGCHLD);
-  g_sfd = signalfd(-1, &ss, SFD_NONBLOCK | SFD_CLOEXEC);
-  g_ep = epoll_create1(EPOLL_CLOEXEC);
-  g_wake = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-  if (g_sfd < 0 || g_ep < 0 || g_wake < 0) return -1;
-  struct epoll_event e = {.events = EPOLLIN, .data.ptr = &g_tag_sig};
-  epoll_ctl(g_ep, EPOLL_CTL_ADD, g_sfd, &e);
-  e.data.ptr = &g_tag_wake;
-  epoll_ctl(g_ep, EPOLL_CTL_ADD, g_wake, &e);
+  g_pio.sfd = signalfd(-1, &ss, SFD_NONBLOCK | SFD_CLOEXEC);
+  g_pio.ep = epoll_create1(EPOLL_CLOEXEC);
+  g_pio.wake = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (g_pio.sfd < 0 || g_pio.ep < 0 || g_pio.wake < 0) return -1;
+  struct epoll_event e = {.events = EPOLLIN, .data.ptr = &g_pio.tag_sig};
+  epoll_ctl(g_pio.ep, EPOLL_CTL_ADD, g_pio.sfd, &e);
+  e.data.ptr = &g_pio.tag_wake;
+  epoll_ctl(g_pio.ep, EPOLL_CTL_ADD, g_pio.wake, &e);
   pthread_attr_t a;
   pthread_attr_init(&a);
 #if !defined(__SANITIZE_ADDRESS__)
   pthread_attr_setstacksize(&a, 256u << 10);
 #endif
-  envd_ptab_attach(g_wake);
-  int rc = pthread_create(&g_io, &a, io_main, NULL);
+  envd_ptab_attach(g_pio.wake);
+  int rc = pthread_create(&g_pio.thread, &a, io_main, NULL);
   pthread_attr_destroy(&a);
   if (rc != 0) {
     envd_ptab_detach();
     return -1;
   }
-  g_started = 1;
+  g_pio.started = 1;
   return 0;
 }
 
 void envd_pio_stop(void) {
-  if (g_started) {
+  if (g_pio.started) {
     /* Let the I/O thread reap and finalize what just died. */
     for (int i = 0; i < 100; i++) {
       envd_ptab_lock();
@@ -300,22 +305,22 @@ void envd_pio_stop(void) {
       if (!live) break;
       usleep(10000);
     }
-    g_stop = 1;
+    g_pio.stop = 1;
     envd_pio_wake();
-    pthread_join(g_io, NULL);
-    g_started = 0;
+    pthread_join(g_pio.thread, NULL);
+    g_pio.started = 0;
   }
   envd_ptab_detach();
-  if (g_ep >= 0) close(g_ep);
-  if (g_wake >= 0) close(g_wake);
-  if (g_sfd >= 0) close(g_sfd);
-  g_ep = g_wake = g_sfd = -1;
+  if (g_pio.ep >= 0) close(g_pio.ep);
+  if (g_pio.wake >= 0) close(g_pio.wake);
+  if (g_pio.sfd >= 0) close(g_pio.sfd);
+  g_pio.ep = g_pio.wake = g_pio.sfd = -1;
 }
 
 static void reg_fd(envd_proc *p, int kind, int fd) {
   p->io[kind - 1] = (envd_ioref){p, kind};
   struct epoll_event e = {.events = EPOLLIN, .data.ptr = &p->io[kind - 1]};
-  epoll_ctl(g_ep, EPOLL_CTL_ADD, fd, &e);
+  epoll_ctl(g_pio.ep, EPOLL_CTL_ADD, fd, &e);
 }
 
 void envd_pio_watch(envd_proc *p) {

@@ -12,19 +12,23 @@
 #include "state.h"
 #include "util/util.h"
 
-static pthread_mutex_t g_tab = PTHREAD_MUTEX_INITIALIZER;
-static envd_proc *g_live, *g_retained;
-
-/* Procs whose last reference went while the I/O thread runs: it frees them
- * between epoll rounds, never during one, because the batch it is working
- * through may still hold events pointing at them (a process reaped and
- * retained early in a batch, then dropped by a Start in another thread
- * whose child got the same pid, while a stale pipe event for it waited
- * later in the batch: a use after free under ASan in envd.stress). */
-static pthread_mutex_t g_grave_mu = PTHREAD_MUTEX_INITIALIZER;
-static envd_proc *g_grave;
-static int g_io_running; /* atomic: the I/O thread exists (set before it starts) */
-static int g_wake = -1;  /* the I/O thread's eventfd while it is attached */
+/* The process table's state: everything this file keeps process-wide. */
+static struct {
+  pthread_mutex_t lock;       /* the table lock (envd_ptab_lock) */
+  envd_proc *live, *retained; /* linked through next, under lock */
+  /* Procs whose last reference went while the I/O thread runs: it frees
+   * them between epoll rounds, never during one, because the batch it is
+   * working through may still hold events pointing at them (a process
+   * reaped and retained early in a batch, then dropped by a Start in
+   * another thread whose child got the same pid, while a stale pipe event
+   * for it waited later in the batch: a use after free under ASan in
+   * envd.stress). */
+  pthread_mutex_t grave_lock;
+  envd_proc *grave;
+  int io_attached; /* atomic: the I/O thread exists (set before it starts) */
+  int io_wake;     /* its eventfd while it is attached */
+} g_ptab = {PTHREAD_MUTEX_INITIALIZER, NULL, NULL, PTHREAD_MUTEX_INITIALIZER,
+            NULL, 0, -1};
 
 static void proc_free(envd_proc *p);
 static void wake_io(void);
@@ -45,11 +49,11 @@ void envd_ptab_ref(envd_proc *p) { __atomic_add_fetch(&p->refs, 1, __ATOMIC_RELA
 
 void envd_ptab_unref(envd_proc *p) {
   if (__atomic_sub_fetch(&p->refs, 1, __ATOMIC_ACQ_REL) != 0) return;
-  if (__atomic_load_n(&g_io_running, __ATOMIC_ACQUIRE)) {
-    pthread_mutex_lock(&g_grave_mu);
-    p->next = g_grave;
-    g_grave = p;
-    pthread_mutex_unlock(&g_grave_mu);
+  if (__atomic_load_n(&g_ptab.io_attached, __ATOMIC_ACQUIRE)) {
+    pthread_mutex_lock(&g_ptab.grave_lock);
+    p->next = g_ptab.grave;
+    g_ptab.grave = p;
+    pthread_mutex_unlock(&g_ptab.grave_lock);
     wake_io(); /* so its fds do not wait for the next timer */
     return;
   }
@@ -57,10 +61,10 @@ void envd_ptab_unref(envd_proc *p) {
 }
 
 void envd_ptab_free_grave(void) {
-  pthread_mutex_lock(&g_grave_mu);
-  envd_proc *p = g_grave;
-  g_grave = NULL;
-  pthread_mutex_unlock(&g_grave_mu);
+  pthread_mutex_lock(&g_ptab.grave_lock);
+  envd_proc *p = g_ptab.grave;
+  g_ptab.grave = NULL;
+  pthread_mutex_unlock(&g_ptab.grave_lock);
   while (p) {
     envd_proc *n = p->next;
     proc_free(p);
@@ -82,7 +86,7 @@ static void proc_free(envd_proc *p) {
 
 static void wake_io(void) {
   uint64_t one = 1;
-  if (g_wake >= 0 && write(g_wake, &one, sizeof one) < 0) { /* full: fine */ }
+  if (g_ptab.io_wake >= 0 && write(g_ptab.io_wake, &one, sizeof one) < 0) { /* full: fine */ }
 }
 
 void envd_ptab_wake_sub(envd_sub *s) {
@@ -99,26 +103,26 @@ void envd_ptab_free_chunks(envd_chunk *c) {
 }
 
 void envd_ptab_attach(int wake_fd) {
-  g_wake = wake_fd;
-  __atomic_store_n(&g_io_running, 1, __ATOMIC_RELEASE);
+  g_ptab.io_wake = wake_fd;
+  __atomic_store_n(&g_ptab.io_attached, 1, __ATOMIC_RELEASE);
 }
 
 void envd_ptab_detach(void) {
-  __atomic_store_n(&g_io_running, 0, __ATOMIC_RELEASE);
+  __atomic_store_n(&g_ptab.io_attached, 0, __ATOMIC_RELEASE);
   envd_ptab_free_grave();
-  g_wake = -1;
+  g_ptab.io_wake = -1;
 }
 
 /* ---- the lists ----------------------------------------------------------- */
 
-void envd_ptab_lock(void) { pthread_mutex_lock(&g_tab); }
-void envd_ptab_unlock(void) { pthread_mutex_unlock(&g_tab); }
-envd_proc *envd_ptab_live(void) { return g_live; }
-envd_proc *envd_ptab_retained(void) { return g_retained; }
+void envd_ptab_lock(void) { pthread_mutex_lock(&g_ptab.lock); }
+void envd_ptab_unlock(void) { pthread_mutex_unlock(&g_ptab.lock); }
+envd_proc *envd_ptab_live(void) { return g_ptab.live; }
+envd_proc *envd_ptab_retained(void) { return g_ptab.retained; }
 
 void envd_ptab_insert(envd_proc *p) {
   /* A retained exit of an earlier process with this pid or tag is stale. */
-  for (envd_proc **pp = &g_retained; *pp;) {
+  for (envd_proc **pp = &g_ptab.retained; *pp;) {
     envd_proc *q = *pp;
     if (q->pid == p->pid || (p->tag && q->tag && strcmp(q->tag, p->tag) == 0)) {
       *pp = q->next;
@@ -127,8 +131,8 @@ void envd_ptab_insert(envd_proc *p) {
     }
     pp = &q->next;
   }
-  p->next = g_live;
-  g_live = p;
+  p->next = g_ptab.live;
+  g_ptab.live = p;
 }
 
 void envd_ptab_retire(envd_proc *p) {
@@ -145,20 +149,20 @@ void envd_ptab_retire(envd_proc *p) {
   p->pty_w = -1;
   pthread_mutex_unlock(&p->in_lock);
   /* live → retained (the table lock is held by the caller) */
-  for (envd_proc **pp = &g_live; *pp; pp = &(*pp)->next) {
+  for (envd_proc **pp = &g_ptab.live; *pp; pp = &(*pp)->next) {
     if (*pp == p) {
       *pp = p->next;
       break;
     }
   }
   p->retain_until = asbi_now_ms() + ENVD_PTAB_RETAIN_MS;
-  p->next = g_retained;
-  g_retained = p;
+  p->next = g_ptab.retained;
+  g_ptab.retained = p;
 }
 
 uint64_t envd_ptab_expire(uint64_t now) {
   uint64_t next = 0;
-  for (envd_proc **pp = &g_retained; *pp;) {
+  for (envd_proc **pp = &g_ptab.retained; *pp;) {
     envd_proc *p = *pp;
     if (now >= p->retain_until) {
       *pp = p->next;
@@ -195,7 +199,7 @@ envd_proc *envd_ptab_find(const cJSON *sel, int retained, envd_err *e) {
   envd_proc *found = NULL;
   envd_ptab_lock();
   for (int pass = 0; pass < (retained ? 2 : 1) && !found; pass++) {
-    for (envd_proc *p = pass ? g_retained : g_live; p; p = p->next) {
+    for (envd_proc *p = pass ? g_ptab.retained : g_ptab.live; p; p = p->next) {
       if (pidj ? p->pid == (pid_t)pid : (p->tag && strcmp(p->tag, tag) == 0)) {
         found = p;
         break;
@@ -215,25 +219,25 @@ envd_proc *envd_ptab_find(const cJSON *sel, int retained, envd_err *e) {
 
 size_t envd_ptab_count(void) {
   size_t n = 0;
-  pthread_mutex_lock(&g_tab);
-  for (envd_proc *p = g_live; p; p = p->next) n++;
-  pthread_mutex_unlock(&g_tab);
+  pthread_mutex_lock(&g_ptab.lock);
+  for (envd_proc *p = g_ptab.live; p; p = p->next) n++;
+  pthread_mutex_unlock(&g_ptab.lock);
   return n;
 }
 
 void envd_ptab_clear(void) {
-  pthread_mutex_lock(&g_tab);
-  while (g_live) {
-    envd_proc *p = g_live;
-    g_live = p->next;
+  pthread_mutex_lock(&g_ptab.lock);
+  while (g_ptab.live) {
+    envd_proc *p = g_ptab.live;
+    g_ptab.live = p->next;
     envd_ptab_unref(p);
   }
-  while (g_retained) {
-    envd_proc *p = g_retained;
-    g_retained = p->next;
+  while (g_ptab.retained) {
+    envd_proc *p = g_ptab.retained;
+    g_ptab.retained = p->next;
     envd_ptab_unref(p);
   }
-  pthread_mutex_unlock(&g_tab);
+  pthread_mutex_unlock(&g_ptab.lock);
 }
 
 /* ---- Go-compatible exit descriptions ----------------------------------- */

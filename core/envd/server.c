@@ -27,8 +27,11 @@
 #define ENVD_HEAD_TIMEOUT_MS 30000u /* request line to the end of the head */
 #define ENVD_MAX_CONNECTIONS 1000u
 
-static struct MHD_Daemon *g_daemon;
-static asbi_connguard *g_guard;
+/* The server's state: the daemon and its slow-client guard. */
+static struct {
+  struct MHD_Daemon *daemon;
+  asbi_connguard *guard;
+} g_srv;
 
 /* ---- routing ----------------------------------------------------------- */
 
@@ -109,7 +112,7 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_ctx
   if (code == MHD_CONNECTION_NOTIFY_STARTED) {
     const union MHD_ConnectionInfo *ci =
         MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
-    *socket_ctx = ci ? asbi_connguard_open(g_guard, ci->connect_fd) : NULL;
+    *socket_ctx = ci ? asbi_connguard_open(g_srv.guard, ci->connect_fd) : NULL;
   } else if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
     asbi_connguard_close(*socket_ctx);
     *socket_ctx = NULL;
@@ -305,13 +308,13 @@ int envd_server_start(const envd_listen *l, int *bound_port) {
    * must arrive within 30 s of its request line, and at most half the
    * connections may wait for one (the oldest goes first); idle keep-alive
    * connections (the engine pools them) are otherwise left open. */
-  g_guard = asbi_connguard_new(0, ENVD_HEAD_TIMEOUT_MS, ENVD_MAX_CONNECTIONS / 2);
-  if (!g_guard) {
+  g_srv.guard = asbi_connguard_new(0, ENVD_HEAD_TIMEOUT_MS, ENVD_MAX_CONNECTIONS / 2);
+  if (!g_srv.guard) {
     close(fd);
     fprintf(stderr, "envd: cannot start a thread: %s\n", strerror(errno));
     return -1;
   }
-  g_daemon = MHD_start_daemon(
+  g_srv.daemon = MHD_start_daemon(
       flags, 0, NULL, NULL, on_request, NULL, MHD_OPTION_LISTEN_SOCKET, fd,
       MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL,
       MHD_OPTION_NOTIFY_CONNECTION, on_connection, NULL,
@@ -321,10 +324,10 @@ int envd_server_start(const envd_listen *l, int *bound_port) {
       MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)640,
       MHD_OPTION_THREAD_STACK_SIZE, stack, MHD_OPTION_EXTERNAL_LOGGER,
       mhd_log, NULL, MHD_OPTION_END);
-  if (!g_daemon) {
+  if (!g_srv.daemon) {
     close(fd);
-    asbi_connguard_free(g_guard);
-    g_guard = NULL;
+    asbi_connguard_free(g_srv.guard);
+    g_srv.guard = NULL;
     fprintf(stderr, "envd: cannot start the HTTP server\n");
     return -1;
   }
@@ -332,8 +335,8 @@ int envd_server_start(const envd_listen *l, int *bound_port) {
 }
 
 void envd_server_stop(void) {
-  if (g_daemon) MHD_stop_daemon(g_daemon);
-  g_daemon = NULL;
-  asbi_connguard_free(g_guard);
-  g_guard = NULL;
+  if (g_srv.daemon) MHD_stop_daemon(g_srv.daemon);
+  g_srv.daemon = NULL;
+  asbi_connguard_free(g_srv.guard);
+  g_srv.guard = NULL;
 }

@@ -10,7 +10,8 @@
 #include "util/buf.h"
 #include "util/util.h"
 
-envd_state g_envd = {.lock = PTHREAD_MUTEX_INITIALIZER};
+envd_state g_envd = {.lock = PTHREAD_MUTEX_INITIALIZER,
+                      .init_lock = PTHREAD_MUTEX_INITIALIZER};
 
 char *envd_default_user(void) {
   pthread_mutex_lock(&g_envd.lock);
@@ -123,19 +124,15 @@ void envd_state_free(void) {
   free(g_envd.path_env);
 }
 
-/* /init calls are applied one at a time: the token check and the update
- * are one step. */
-static pthread_mutex_t g_init_lock = PTHREAD_MUTEX_INITIALIZER;
-
 int envd_state_init(const envd_init *in) {
-  pthread_mutex_lock(&g_init_lock);
+  pthread_mutex_lock(&g_envd.init_lock);
   /* E2B's guard: once a token is set, only the same token may re-init
    * (without MMDS there is no other source of truth). */
   char *cur = envd_token();
   const char *reqtok = in->access_token && in->access_token[0] ? in->access_token : NULL;
   if (cur && !(reqtok && envd_token_eq(cur, reqtok))) {
     free(cur);
-    pthread_mutex_unlock(&g_init_lock);
+    pthread_mutex_unlock(&g_envd.init_lock);
     return reqtok ? ENVD_INIT_BAD_TOKEN : ENVD_INIT_RESET_DENIED;
   }
   free(cur);
@@ -156,6 +153,6 @@ int envd_state_init(const envd_init *in) {
   }
   pthread_mutex_unlock(&g_envd.lock);
   if (apply && in->env_vars) envd_env_replace(in->env_vars);
-  pthread_mutex_unlock(&g_init_lock);
+  pthread_mutex_unlock(&g_envd.init_lock);
   return apply ? ENVD_INIT_APPLIED : ENVD_INIT_STALE;
 }

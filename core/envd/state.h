@@ -19,6 +19,9 @@ typedef struct envd_env_var {
 } envd_env_var;
 
 typedef struct envd_state {
+  /* /init calls are applied one at a time: the token check and the update
+   * are one step (envd_state_init). Taken before lock. */
+  pthread_mutex_t init_lock;
   pthread_mutex_t lock; /* guards every field below */
   char *access_token;   /* NULL = no token: nothing is checked */
   char *default_user;

@@ -370,8 +370,11 @@ typedef struct pwatch {
   int failed;
 } pwatch;
 
-static pthread_mutex_t g_pw_lock = PTHREAD_MUTEX_INITIALIZER;
-static pwatch *g_pw;
+/* The polling watchers, by id: everything this file keeps process-wide. */
+static struct {
+  pthread_mutex_t lock;
+  pwatch *list;
+} g_watchers = {PTHREAD_MUTEX_INITIALIZER, NULL};
 
 static void *pw_main(void *arg) {
   pwatch *pw = arg;
@@ -455,10 +458,10 @@ static int watcher_create(const envd_call *c, const cJSON *req,
     envd_err_set(e, "internal", "error creating watcher");
     return -1;
   }
-  pthread_mutex_lock(&g_pw_lock);
-  pw->next = g_pw;
-  g_pw = pw;
-  pthread_mutex_unlock(&g_pw_lock);
+  pthread_mutex_lock(&g_watchers.lock);
+  pw->next = g_watchers.list;
+  g_watchers.list = pw;
+  pthread_mutex_unlock(&g_watchers.lock);
   *resp = cJSON_CreateObject();
   cJSON_AddStringToObject(*resp, "watcherId", pw->id);
   return 0;
@@ -478,11 +481,11 @@ static int watcher_events(const envd_call *c, const cJSON *req,
   (void)c;
   const char *id = watcher_id(req, e);
   if (!id) return -1;
-  pthread_mutex_lock(&g_pw_lock);
-  pwatch *pw = g_pw;
+  pthread_mutex_lock(&g_watchers.lock);
+  pwatch *pw = g_watchers.list;
   while (pw && strcmp(pw->id, id) != 0) pw = pw->next;
   if (!pw) {
-    pthread_mutex_unlock(&g_pw_lock);
+    pthread_mutex_unlock(&g_watchers.lock);
     envd_err_set(e, "not_found", "watcher with id %s not found", id);
     return -1;
   }
@@ -501,7 +504,7 @@ static int watcher_events(const envd_call *c, const cJSON *req,
       cJSON_Delete(evs);
   }
   pthread_mutex_unlock(&pw->lock);
-  pthread_mutex_unlock(&g_pw_lock);
+  pthread_mutex_unlock(&g_watchers.lock);
   return rc;
 }
 
@@ -510,12 +513,12 @@ static int watcher_remove(const envd_call *c, const cJSON *req,
   (void)c;
   const char *id = watcher_id(req, e);
   if (!id) return -1;
-  pthread_mutex_lock(&g_pw_lock);
-  pwatch **pp = &g_pw;
+  pthread_mutex_lock(&g_watchers.lock);
+  pwatch **pp = &g_watchers.list;
   while (*pp && strcmp((*pp)->id, id) != 0) pp = &(*pp)->next;
   pwatch *pw = *pp;
   if (pw) *pp = pw->next;
-  pthread_mutex_unlock(&g_pw_lock);
+  pthread_mutex_unlock(&g_watchers.lock);
   if (!pw) {
     envd_err_set(e, "not_found", "watcher with id %s not found", id);
     return -1;
@@ -537,10 +540,10 @@ const envd_method envd_watch_methods[] = {
     {NULL, 0, NULL, NULL, NULL, 0}};
 
 void envd_watch_shutdown(void) {
-  pthread_mutex_lock(&g_pw_lock);
-  pwatch *pw = g_pw;
-  g_pw = NULL;
-  pthread_mutex_unlock(&g_pw_lock);
+  pthread_mutex_lock(&g_watchers.lock);
+  pwatch *pw = g_watchers.list;
+  g_watchers.list = NULL;
+  pthread_mutex_unlock(&g_watchers.lock);
   while (pw) {
     pwatch *n = pw->next;
     pw_free(pw);
