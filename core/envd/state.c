@@ -110,6 +110,7 @@ cJSON *envd_env_json(void) {
 }
 
 void envd_state_free(void) {
+  pthread_mutex_lock(&g_envd.lock);
   free(g_envd.access_token);
   free(g_envd.default_user);
   free(g_envd.default_workdir);
@@ -122,6 +123,14 @@ void envd_state_free(void) {
   free(g_envd.cgroups);
   free(g_envd.oom_counter);
   free(g_envd.path_env);
+  g_envd.access_token = g_envd.default_user = g_envd.default_workdir = NULL;
+  g_envd.envs = NULL;
+  g_envd.n_envs = 0;
+  g_envd.cgroups = NULL;
+  g_envd.n_cgroups = 0;
+  g_envd.oom_counter = g_envd.path_env = NULL;
+  g_envd.last_init_ts = 0;
+  pthread_mutex_unlock(&g_envd.lock);
 }
 
 int envd_state_init(const envd_init *in) {

@@ -79,7 +79,7 @@ enum {
  * carrying the same token may change anything (including the token). One
  * of the ENVD_INIT_ values. */
 int envd_state_init(const envd_init *in);
-/* Frees what the state holds (at exit). */
+/* Frees what the state holds and empties it (at exit). */
 void envd_state_free(void);
 
 #endif
