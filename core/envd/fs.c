@@ -1,6 +1,6 @@
 /* envd: the filesystem service (filesystem.Filesystem): Stat, ListDir,
  * MakeDir, Move and Remove (EntryInfo is entry.c). Every call runs with the
- * requesting user's filesystem credentials (server.c enters them), so the
+ * requesting user's filesystem credentials (dispatch.c enters them), so the
  * kernel enforces that user's permissions on every path component.
  * SPDX-License-Identifier: Apache-2.0 */
 #include <dirent.h>
