@@ -30,9 +30,9 @@ asb_server_command *asbs_find(const asb_server *s, const char *name) {
   return NULL;
 }
 
-int asb_server_register(asb_server *s, const char *name, const char *description,
-                        asb_server_handler_fn handler, void *userdata,
-                        asb_server_destroy_fn destroy, asb_server_command **out) {
+int asb_server_register(asb_server_command **out, asb_server *s, const char *name,
+                        const char *description, asb_server_handler_fn handler, void *userdata,
+                        asb_server_destroy_fn destroy) {
   int rc = ASB_OK;
   if (out) *out = NULL;
   if (!s || !handler)

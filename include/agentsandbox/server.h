@@ -29,16 +29,10 @@
 #define AGENTSANDBOX_SERVER_H
 
 #include "common.h"
+#include "types.h"
 #include "errors.h"
 
 ASB_BEGIN_DECL
-
-/* A command server: the registry of commands and the HTTP service. */
-typedef struct asb_server asb_server;
-/* A registered command (owned by its server). */
-typedef struct asb_server_command asb_server_command;
-/* One call of a command, handed to its handler. */
-typedef struct asb_server_call asb_server_call;
 
 /* Argument types. Values arriving as JSON are coerced: an integer or a
  * float also from a string holding one ("42", "2.5"); a boolean from
@@ -56,15 +50,13 @@ typedef enum asb_server_arg_type {
 /* Flags of asb_server_command_add_arg. */
 #define ASB_ARG_REQUIRED 1
 
-/* A command's handler. Read the arguments with the asb_server_call_*
- * getters, set a result with asb_server_call_set_result_* and return 0;
- * or return non-zero to fail the call (HTTP 500), after describing the
- * failure with asb_server_call_error. Handlers run on the server's threads,
- * several at once when requests arrive together. */
-typedef int ASB_CALLBACK(asb_server_handler_fn)(asb_server_call *call,
-                                                void *userdata);
-/* Releases a command's userdata when the server is freed. */
-typedef void ASB_CALLBACK(asb_server_destroy_fn)(void *userdata);
+/* A command's handler (asb_server_handler_fn, types.h): read the arguments
+ * with the asb_server_call_* getters, set a result with
+ * asb_server_call_set_result_* and return 0; or return non-zero to fail the
+ * call (HTTP 500), after describing the failure with asb_server_call_error.
+ * Handlers run on the server's threads, several at once when requests
+ * arrive together. A command's destroy function (asb_server_destroy_fn)
+ * releases its userdata when the server is freed. */
 
 #define ASB_SERVER_OPTIONS_VERSION 1
 
@@ -108,11 +100,10 @@ ASB_API(void) asb_server_free(asb_server *server);
  * be NULL) receives the command, to add arguments to; it is owned by the
  * server. Errors: ASB_EINVAL (bad name, server running), ASB_EEXISTS (name
  * taken), ASB_ENOMEM. */
-ASB_API(int) asb_server_register(asb_server *server, const char *name,
-                                 const char *description,
+ASB_API(int) asb_server_register(asb_server_command **out, asb_server *server,
+                                 const char *name, const char *description,
                                  asb_server_handler_fn handler, void *userdata,
-                                 asb_server_destroy_fn destroy,
-                                 asb_server_command **out);
+                                 asb_server_destroy_fn destroy);
 
 /* Declare an argument: name is [A-Za-z_][A-Za-z0-9_]* (at most 128); type
  * an asb_server_arg_type; flags ASB_ARG_REQUIRED or 0; default_value (may

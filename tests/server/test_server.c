@@ -195,27 +195,27 @@ static asb_server *make_server(const char *token) {
   asb_server *s = NULL;
   if (asb_server_new(&s, &o) != ASB_OK) return NULL;
   asb_server_command *c = NULL;
-  asb_server_register(s, "hello", "Greets someone", h_hello, NULL, destroy_counter, &c);
+  asb_server_register(&c, s, "hello", "Greets someone", h_hello, NULL, destroy_counter);
   asb_server_command_add_arg(c, "name", ASB_ARG_STRING, ASB_ARG_REQUIRED, NULL, "who");
   asb_server_command_add_arg(c, "greeting", ASB_ARG_STRING, 0, "Hello", NULL);
   asb_server_command_add_arg(c, "times", ASB_ARG_INTEGER, 0, "1", "how often");
   asb_server_command_add_arg(c, "loud", ASB_ARG_BOOLEAN, 0, "no", NULL);
-  asb_server_register(s, "fail", NULL, h_fail, NULL, NULL, &c);
+  asb_server_register(&c, s, "fail", NULL, h_fail, NULL, NULL);
   asb_server_command_add_arg(c, "why", ASB_ARG_STRING, 0, "because", NULL);
-  asb_server_register(s, "bare_fail", NULL, h_bare_fail, NULL, NULL, NULL);
-  asb_server_register(s, "types", NULL, h_types, NULL, NULL, &c);
+  asb_server_register(NULL, s, "bare_fail", NULL, h_bare_fail, NULL, NULL);
+  asb_server_register(&c, s, "types", NULL, h_types, NULL, NULL);
   asb_server_command_add_arg(c, "kind", ASB_ARG_STRING, ASB_ARG_REQUIRED, NULL, NULL);
-  asb_server_register(s, "echo", NULL, h_echo, NULL, NULL, &c);
+  asb_server_register(&c, s, "echo", NULL, h_echo, NULL, NULL);
   asb_server_command_add_arg(c, "i", ASB_ARG_INTEGER, 0, NULL, NULL);
   asb_server_command_add_arg(c, "f", ASB_ARG_FLOAT, 0, "0.5", NULL);
   asb_server_command_add_arg(c, "j", ASB_ARG_JSON, 0, NULL, NULL);
   asb_server_command_add_arg(c, "opt", ASB_ARG_STRING, 0, NULL, NULL);
-  asb_server_register(s, "secret.tool", "hidden", h_types, NULL, NULL, &c);
+  asb_server_register(&c, s, "secret.tool", "hidden", h_types, NULL, NULL);
   asb_server_command_set_hidden(c, 1);
   asb_server_command_add_arg(c, "kind", ASB_ARG_STRING, 0, "none", NULL);
-  asb_server_register(s, "meet", NULL, h_meet, NULL, NULL, NULL);
-  asb_server_register(s, "gate", NULL, h_gate, NULL, NULL, NULL);
-  asb_server_register(s, "stop", NULL, h_stop, s, NULL, NULL);
+  asb_server_register(NULL, s, "meet", NULL, h_meet, NULL, NULL);
+  asb_server_register(NULL, s, "gate", NULL, h_gate, NULL, NULL);
+  asb_server_register(NULL, s, "stop", NULL, h_stop, s, NULL);
   return s;
 }
 
@@ -231,18 +231,18 @@ TEST(registry_rules) {
   REQUIRE(asb_server_new(&s, NULL) == ASB_OK);
   asb_server_command *c = NULL;
   destroyed = 0;
-  CHECK_RC(asb_server_register(s, "", NULL, h_hello, NULL, destroy_counter, &c), ASB_EINVAL);
+  CHECK_RC(asb_server_register(&c, s, "", NULL, h_hello, NULL, destroy_counter), ASB_EINVAL);
   CHECK_INT(destroyed, 1); /* destroy runs when registration fails */
-  CHECK_RC(asb_server_register(s, "1abc", NULL, h_hello, NULL, NULL, &c), ASB_EINVAL);
-  CHECK_RC(asb_server_register(s, "a b", NULL, h_hello, NULL, NULL, &c), ASB_EINVAL);
-  CHECK_RC(asb_server_register(s, "a/b", NULL, h_hello, NULL, NULL, &c), ASB_EINVAL);
-  CHECK_RC(asb_server_register(s, "ok", NULL, NULL, NULL, NULL, &c), ASB_EINVAL);
+  CHECK_RC(asb_server_register(&c, s, "1abc", NULL, h_hello, NULL, NULL), ASB_EINVAL);
+  CHECK_RC(asb_server_register(&c, s, "a b", NULL, h_hello, NULL, NULL), ASB_EINVAL);
+  CHECK_RC(asb_server_register(&c, s, "a/b", NULL, h_hello, NULL, NULL), ASB_EINVAL);
+  CHECK_RC(asb_server_register(&c, s, "ok", NULL, NULL, NULL, NULL), ASB_EINVAL);
   char longname[200];
   memset(longname, 'a', sizeof longname - 1);
   longname[sizeof longname - 1] = 0;
-  CHECK_RC(asb_server_register(s, longname, NULL, h_hello, NULL, NULL, &c), ASB_EINVAL);
-  CHECK_RC(asb_server_register(s, "ok.cmd-1", NULL, h_hello, NULL, destroy_counter, &c), ASB_OK);
-  CHECK_RC(asb_server_register(s, "ok.cmd-1", NULL, h_hello, NULL, NULL, NULL), ASB_EEXISTS);
+  CHECK_RC(asb_server_register(&c, s, longname, NULL, h_hello, NULL, NULL), ASB_EINVAL);
+  CHECK_RC(asb_server_register(&c, s, "ok.cmd-1", NULL, h_hello, NULL, destroy_counter), ASB_OK);
+  CHECK_RC(asb_server_register(NULL, s, "ok.cmd-1", NULL, h_hello, NULL, NULL), ASB_EEXISTS);
   CHECK_RC(asb_server_command_add_arg(c, "x-y", ASB_ARG_STRING, 0, NULL, NULL), ASB_EINVAL);
   CHECK_RC(asb_server_command_add_arg(c, "x", 0, 0, NULL, NULL), ASB_EINVAL);
   CHECK_RC(asb_server_command_add_arg(c, "x", 9, 0, NULL, NULL), ASB_EINVAL);
@@ -274,7 +274,7 @@ TEST(routes_and_results) {
   int port = asb_server_port(s);
   REQUIRE(port > 0);
   /* the registry is frozen while running */
-  CHECK_RC(asb_server_register(s, "late", NULL, h_hello, NULL, NULL, NULL), ASB_EINVAL);
+  CHECK_RC(asb_server_register(NULL, s, "late", NULL, h_hello, NULL, NULL), ASB_EINVAL);
   CHECK_RC(asb_server_start_background(s, 0), ASB_EINVAL);
   expect(GET(port, "/health"), 200, "{\"status\":\"ok\"}", "health");
   expect(http("HEAD", port, "/health", NULL, 0, NULL), 200, "", "health HEAD");

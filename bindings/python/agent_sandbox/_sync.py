@@ -231,6 +231,8 @@ class CommandHandle:
 
     def kill(self) -> bool:
         """Kill the command (SIGKILL to its process group). False if it already ended."""
+        if self._p is not None:
+            return _not_found_false(lambda: N.call(ll.asb_process_kill, self._p, _call_options()))
         return _not_found_false(lambda: N.call(ll.asb_commands_kill, self._sandbox._h,
                                                self._pid, _call_options()))
 
@@ -242,8 +244,11 @@ class CommandHandle:
 
     def close_stdin(self, request_timeout: Optional[float] = None) -> None:
         """Close its stdin (the command reads end-of-file)."""
-        N.call(ll.asb_commands_close_stdin, self._sandbox._h, self._pid,
-               _call_options(request_timeout))
+        if self._p is not None:
+            N.call(ll.asb_process_close_stdin, self._p, _call_options(request_timeout))
+        else:
+            N.call(ll.asb_commands_close_stdin, self._sandbox._h, self._pid,
+                   _call_options(request_timeout))
 
     def disconnect(self) -> None:
         """Stop receiving its output; the command keeps running
@@ -359,6 +364,9 @@ class Commands:
             feed = stdin
         o = self._options(envs, cwd, user, timeout, request_timeout, stdin is True, tag)
         o.cancel = N.current_cancel()
+        o.kill_on_cancel = 1  # a cancelled foreground run stops
+        if feed is not None:
+            o.set_stdin_data(feed)
         on_stdout, on_stderr = N.sync_only(on_stdout), N.sync_only(on_stderr)
         out = N.Decoder(on_stdout) if on_stdout else None
         err = N.Decoder(on_stderr) if on_stderr else None
@@ -366,7 +374,8 @@ class Commands:
         if out or err:
             cb = ll.asbpy_callbacks(out.feed if out else None, err.feed if err else None,
                                     None, None, None, None, 0)
-        rc, res = ll.asbpy_commands_run(self._sandbox._h, cmd, o, cb, feed)
+            o.bind(cb)
+        rc, res = ll.asb_commands_run(self._sandbox._h, cmd, o)
         if rc != N.OK and not (rc == N.ECOMMANDEXIT and res is not None):
             N.fail(rc, cb)
         if out:
@@ -441,33 +450,20 @@ class Commands:
 
 def _open(sandbox: "Sandbox", sink: _Sink, opts: Any, start: Callable[[Any], Any],
           feed: Optional[Data], not_found: Any = None) -> CommandHandle:
-    """Open a process with a cancel token of its own (it lives as long as
-    the process handle) and bind its callbacks.
-
-    Starting is not cancelled half-way (it is bounded by the request
-    timeout): a start cut short could leave the command running with its pid
-    unknown. A cancellation requested meanwhile kills it right after."""
-    token = N.CancelToken()
-    h = CommandHandle(sandbox, sink, token)
+    """Open a process and bind its callbacks. The C call does the rest: it
+    writes ``feed`` to stdin and closes it, and (kill_on_cancel) a
+    cancellation during the start kills the command right after it runs
+    instead of cutting the start short."""
+    h = CommandHandle(sandbox, sink, N.CancelToken())
     opts.bind(h._cb)
-    opts.cancel = token._h
+    opts.cancel = N.current_cancel()
+    opts.kill_on_cancel = 1
+    if feed is not None:
+        opts.set_stdin_data(feed)
     rc, p = start(opts)
     if rc != N.OK:
         N.fail(rc, h._cb, not_found)
     h._attach(p)
-    scope = N.current_token()
-    if scope is not None and scope.cancelled:
-        h.kill()
-        raise E.OperationCancelledError("cancelled while starting; the command was killed",
-                                        code=N.ECANCELED, status="ASB_ECANCELED")
-    if feed is not None:
-        try:
-            if len(feed):
-                h.send_stdin(feed)
-            h.close_stdin()
-        except BaseException:
-            h.kill()
-            raise
     return h
 
 
@@ -925,7 +921,7 @@ class Code:
                        cwd=ll.asb_code_context_cwd(c) or "")
 
     def list_contexts(self, request_timeout: Optional[float] = None) -> List[Context]:
-        lst = N.call(ll.asb_code_list_contexts, self._sandbox._h, _call_options(request_timeout))
+        lst = N.call(ll.asb_code_contexts_list, self._sandbox._h, _call_options(request_timeout))
         out = []
         for i in range(ll.asb_code_context_list_count(lst)):
             c = ll.asb_code_context_list_get(lst, i)
@@ -1266,7 +1262,7 @@ class Sandbox:
     def list_commands(self, *, port: Optional[int] = None,
                       request_timeout: Optional[float] = None) -> List[CommandInfo]:
         """The named commands the sandbox serves (hidden ones are not listed)."""
-        lst = N.call(ll.asb_sandbox_list_commands, self._h, _named_options(port, request_timeout))
+        lst = N.call(ll.asb_sandbox_commands_list, self._h, _named_options(port, request_timeout))
         return [CommandInfo(name=n, description=d or "",
                             args=[CommandArg(name=an, type=at, required=bool(rq), default=df,
                                              description=ad or "")
