@@ -13,6 +13,7 @@
 
 #include "log.h"
 #include "proc.h"
+#include "proto/url.h"
 #include "server.h"
 #include "state.h"
 #include "util/util.h"
@@ -52,7 +53,7 @@ static void on_term(int sig) {
 }
 
 int main(int argc, char **argv) {
-  envd_listen l = {NULL, "127.0.0.1", 49983};
+  envd_listen l = {NULL, "127.0.0.1", ASBI_ENVD_PORT};
   int port_given = 0;
   g_envd.max_body = 16u << 20;
   g_envd.sub_buffer = 16u << 20;
