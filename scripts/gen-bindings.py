@@ -138,7 +138,7 @@ FLAGS = [("blocking", "ASB_API_BLOCKING", "blocks: run it off the event loop / w
          ("frees", "ASB_API_FREES", "releases the handle (or buffer) it is given"),
          ("server", "ASB_API_SERVER", "in libagentsandbox-server, not libagentsandbox")]
 RETURNS = {"borrowed": 0x100, "static": 0x200, "thread": 0x400}
-KINDS = ["handle", "bytes", "string", "chars", "int", "length", "options"]
+KINDS = ["handle", "bytes", "string", "chars", "int", "length", "options", "view"]
 # An options member's C type -> its kind in options_fields.h; the setter of
 # each kind in options.h (set_int, set_string, add_string, set_bytes,
 # set_pointer). A byte buffer (const void *) and its size_t length (both
@@ -219,7 +219,8 @@ def gen_table(man, hdrs):
     out.append("/* Output kinds: a handle (T **), bytes (char ** with a size_t * length),")
     out.append(" * a NUL-terminated string (char **), a caller's buffer (char *, size_t),")
     out.append(" * an int, the length of returned bytes, heap options (void **, see")
-    out.append(" * options.h). */")
+    out.append(" * options.h), a view (const char ** with a size_t * length) into memory")
+    out.append(" * its owner keeps until its next call. */")
     for i, k in enumerate(KINDS):
         out.append(f"#define ASB_API_OUT_{k.upper()} {i + 1}")
     out.append("")
