@@ -16,6 +16,10 @@ static et_conn C;
 static char dir[64];
 static uid_t uid;
 static gid_t gid;
+/* The files outside the test's directory it plants or must not see
+ * created, named per run (other runs may use /root and /etc meanwhile). */
+static char secret[64], etc_x[64], etc_evil[64], etc_mp[64], root_made[64],
+    root_newdir[64];
 /* Basic base64("user:") */
 #define AS_USER "Authorization: Basic dXNlcjo=\r\n"
 
@@ -28,7 +32,9 @@ TEST(files_traversal_as_user) {
   et_resp r;
   char q[512];
   /* direct, ../.. from home, and through a symlink */
-  const char *reads[] = {"/root/asb-secret", "../../root/asb-secret", NULL};
+  char up[96];
+  snprintf(up, sizeof up, "../..%s", secret);
+  const char *reads[] = {secret, up, NULL};
   for (int i = 0; reads[i]; i++) {
     snprintf(q, sizeof q, "/files?username=user&path=%s", reads[i]);
     REQUIRE(et_request(&C, "GET", q, NULL, NULL, 0, &r) == 0);
@@ -42,13 +48,14 @@ TEST(files_traversal_as_user) {
   CHECK(strstr(r.body, "TOPSECRET") == NULL);
   et_resp_free(&r);
   /* root may */
-  REQUIRE(et_request(&C, "GET", "/files?username=root&path=/root/asb-secret",
-                     NULL, NULL, 0, &r) == 0);
+  snprintf(q, sizeof q, "/files?username=root&path=%s", secret);
+  REQUIRE(et_request(&C, "GET", q, NULL, NULL, 0, &r) == 0);
   CHECK_INT(r.status, 200);
   CHECK_STR(r.body, "TOPSECRET");
   et_resp_free(&r);
   /* writes */
-  const char *writes[] = {"/etc/asb-hostile-x", "../../etc/asb-hostile-x", NULL};
+  snprintf(up, sizeof up, "../..%s", etc_x);
+  const char *writes[] = {etc_x, up, NULL};
   for (int i = 0; writes[i]; i++) {
     snprintf(q, sizeof q, "/files?username=user&path=%s", writes[i]);
     REQUIRE(et_request(&C, "POST", q, "Content-Type: application/octet-stream\r\n",
@@ -56,30 +63,31 @@ TEST(files_traversal_as_user) {
     CHECK_INT(r.status, 403);
     et_resp_free(&r);
   }
-  CHECK(!exists("/etc/asb-hostile-x"));
+  CHECK(!exists(etc_x));
   snprintf(q, sizeof q, "/files?username=user&path=%s/link-etc", dir);
   REQUIRE(et_request(&C, "POST", q, "Content-Type: application/octet-stream\r\n",
                      "pwned", 5, &r) == 0);
   CHECK_INT(r.status, 403);
   et_resp_free(&r);
-  CHECK(!exists("/etc/asb-hostile-evil"));
+  CHECK(!exists(etc_evil));
   /* parent creation inside a forbidden dir */
-  REQUIRE(et_request(&C, "POST",
-                     "/files?username=user&path=/root/newdir/deep/f",
-                     "Content-Type: application/octet-stream\r\n", "x", 1, &r) == 0);
+  snprintf(q, sizeof q, "/files?username=user&path=%s/deep/f", root_newdir);
+  REQUIRE(et_request(&C, "POST", q, "Content-Type: application/octet-stream\r\n",
+                     "x", 1, &r) == 0);
   CHECK_INT(r.status, 403);
   et_resp_free(&r);
-  CHECK(!exists("/root/newdir"));
+  CHECK(!exists(root_newdir));
   /* multipart with a hostile filename */
-  const char *mp =
-      "--XX\r\nContent-Disposition: form-data; name=\"file\"; "
-      "filename=\"../../etc/asb-hostile-mp\"\r\n\r\npwned\r\n--XX--\r\n";
+  char mp[256];
+  snprintf(mp, sizeof mp,
+           "--XX\r\nContent-Disposition: form-data; name=\"file\"; "
+           "filename=\"../..%s\"\r\n\r\npwned\r\n--XX--\r\n", etc_mp);
   REQUIRE(et_request(&C, "POST", "/files?username=user",
                      "Content-Type: multipart/form-data; boundary=XX\r\n", mp,
                      strlen(mp), &r) == 0);
   CHECK_INT(r.status, 403);
   et_resp_free(&r);
-  CHECK(!exists("/etc/asb-hostile-mp"));
+  CHECK(!exists(etc_mp));
   /* a user's own file: created, owned by the user, parents too */
   snprintf(q, sizeof q, "/files?username=user&path=%s/mine/a/b.txt", dir);
   REQUIRE(et_request(&C, "POST", q, "Content-Type: application/octet-stream\r\n",
@@ -98,8 +106,8 @@ TEST(files_traversal_as_user) {
 TEST(rpc_traversal_as_user) {
   et_resp r;
   char j[512];
-  REQUIRE(et_unary(&C, "filesystem.Filesystem/Stat",
-                   "{\"path\":\"/root/asb-secret\"}", AS_USER, &r) == 0);
+  snprintf(j, sizeof j, "{\"path\":\"%s\"}", secret);
+  REQUIRE(et_unary(&C, "filesystem.Filesystem/Stat", j, AS_USER, &r) == 0);
   CHECK_INT(r.status, 403);
   CHECK(strstr(r.body, "permission_denied") != NULL);
   et_resp_free(&r);
@@ -107,35 +115,35 @@ TEST(rpc_traversal_as_user) {
                    AS_USER, &r) == 0);
   CHECK_INT(r.status, 403);
   et_resp_free(&r);
-  REQUIRE(et_unary(&C, "filesystem.Filesystem/MakeDir",
-                   "{\"path\":\"../../root/asb-made\"}", AS_USER, &r) == 0);
+  snprintf(j, sizeof j, "{\"path\":\"../..%s\"}", root_made);
+  REQUIRE(et_unary(&C, "filesystem.Filesystem/MakeDir", j, AS_USER, &r) == 0);
   CHECK_INT(r.status, 403);
   et_resp_free(&r);
-  CHECK(!exists("/root/asb-made"));
-  REQUIRE(et_unary(&C, "filesystem.Filesystem/Remove",
-                   "{\"path\":\"/root/asb-secret\"}", AS_USER, &r) == 0);
+  CHECK(!exists(root_made));
+  snprintf(j, sizeof j, "{\"path\":\"%s\"}", secret);
+  REQUIRE(et_unary(&C, "filesystem.Filesystem/Remove", j, AS_USER, &r) == 0);
   CHECK_INT(r.status, 403);
   et_resp_free(&r);
-  CHECK(exists("/root/asb-secret"));
-  snprintf(j, sizeof j, "{\"source\":\"/root/asb-secret\",\"destination\":\"%s/stolen\"}", dir);
+  CHECK(exists(secret));
+  snprintf(j, sizeof j, "{\"source\":\"%s\",\"destination\":\"%s/stolen\"}", secret,
+           dir);
   REQUIRE(et_unary(&C, "filesystem.Filesystem/Move", j, AS_USER, &r) == 0);
   CHECK_INT(r.status, 403);
   et_resp_free(&r);
-  CHECK(exists("/root/asb-secret"));
+  CHECK(exists(secret));
   /* Remove through a symlink removes the link, never the target. */
   snprintf(j, sizeof j, "{\"path\":\"%s/link-secret\"}", dir);
   REQUIRE(et_unary(&C, "filesystem.Filesystem/Remove", j, NULL, &r) == 0);
   CHECK_INT(r.status, 200);
   et_resp_free(&r);
-  CHECK(exists("/root/asb-secret"));
+  CHECK(exists(secret));
   char lp[128];
   snprintf(lp, sizeof lp, "%s/link-secret", dir);
   CHECK(!exists(lp));
-  CHECK(symlink("/root/asb-secret", lp) == 0);
+  CHECK(symlink(secret, lp) == 0);
   /* processes run as the user */
-  REQUIRE(et_stream(&C, "process.Process/Start",
-                    "{\"process\":{\"cmd\":\"/bin/cat\",\"args\":[\"/root/asb-secret\"]}}",
-                    AS_USER, &r) == 0);
+  snprintf(j, sizeof j, "{\"process\":{\"cmd\":\"/bin/cat\",\"args\":[\"%s\"]}}", secret);
+  REQUIRE(et_stream(&C, "process.Process/Start", j, AS_USER, &r) == 0);
   CHECK_INT(r.status, 200);
   CHECK(et_contains(&r, "exit status 1"));
   CHECK(!et_contains(&r, "VE9QU0VDUkVU")); /* base64 of TOPSECRET */
@@ -771,16 +779,23 @@ int main(void) {
   snprintf(dir, sizeof dir, "/tmp/asb-hostile-XXXXXX");
   if (!mkdtemp(dir)) return 1;
   chown(dir, uid, gid);
-  unlink("/etc/asb-hostile-x");
-  unlink("/etc/asb-hostile-evil");
-  int fd = open("/root/asb-secret", O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  int pid = (int)getpid();
+  snprintf(secret, sizeof secret, "/root/asb-secret-%d", pid);
+  snprintf(etc_x, sizeof etc_x, "/etc/asb-hostile-x-%d", pid);
+  snprintf(etc_evil, sizeof etc_evil, "/etc/asb-hostile-evil-%d", pid);
+  snprintf(etc_mp, sizeof etc_mp, "/etc/asb-hostile-mp-%d", pid);
+  snprintf(root_made, sizeof root_made, "/root/asb-made-%d", pid);
+  snprintf(root_newdir, sizeof root_newdir, "/root/asb-newdir-%d", pid);
+  unlink(etc_x);
+  unlink(etc_evil);
+  int fd = open(secret, O_WRONLY | O_CREAT | O_TRUNC, 0600);
   if (fd < 0 || write(fd, "TOPSECRET", 9) != 9) return 1;
   close(fd);
   char p[128];
   snprintf(p, sizeof p, "%s/link-secret", dir);
-  symlink("/root/asb-secret", p);
+  symlink(secret, p);
   snprintf(p, sizeof p, "%s/link-etc", dir);
-  symlink("/etc/asb-hostile-evil", p);
+  symlink(etc_evil, p);
   const char *args[] = {"--max-body", "65536", NULL};
   if (et_start(&E, args) != 0) {
     printf("cannot start envd\n");
@@ -799,7 +814,7 @@ int main(void) {
   RUN(workload_cgroups_and_oom);
   et_close(&C);
   CHECK_INT(et_stop(&E), 0);
-  unlink("/root/asb-secret");
+  unlink(secret);
   char cmd[128];
   snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
   if (system(cmd) != 0) return 1;
