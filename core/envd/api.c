@@ -67,13 +67,13 @@ static struct MHD_Response *init_reply(unsigned status, const char *text) {
 }
 
 static struct MHD_Response *init_done(envd_hreq *r, unsigned *status) {
-  if (r->body_too_big) {
+  if (r->body.too_big) {
     *status = 400;
     return init_reply(400, "request body too large");
   }
   cJSON *req = NULL;
-  if (r->body.len) {
-    req = asbi_pj_parse(r->body.data, r->body.len, NULL);
+  if (r->body.buf.len) {
+    req = asbi_pj_parse(r->body.buf.data, r->body.buf.len, NULL);
     if (!req || !cJSON_IsObject(req)) {
       cJSON_Delete(req);
       *status = 400;
@@ -123,7 +123,7 @@ static struct MHD_Response *init_done(envd_hreq *r, unsigned *status) {
 
 struct MHD_Response *envd_api_init(envd_hreq *r, unsigned *status) {
   (void)status;
-  asbi_buf_init(&r->body, g_envd.max_body);
+  asbi_httpd_body_init(&r->body, g_envd.max_body);
   r->on_body = envd_body_append;
   r->on_done = init_done;
   return NULL;

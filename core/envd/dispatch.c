@@ -247,13 +247,13 @@ static int one_msg_cb(void *ud, unsigned flags, const char *data, size_t len) {
 static struct MHD_Response *rpc_done(envd_hreq *r, unsigned *status) {
   const envd_method *m = r->rpc;
   char big[128];
-  if (r->body_too_big) {
+  if (r->body.too_big) {
     snprintf(big, sizeof big, "request body exceeds the %zu-byte limit",
              g_envd.max_body);
     return rpc_error(r, "invalid_argument", big, status);
   }
-  const char *json = r->body.data ? r->body.data : "";
-  size_t jlen = r->body.len;
+  const char *json = r->body.buf.data ? r->body.buf.data : "";
+  size_t jlen = r->body.buf.len;
   char *msgcopy = NULL;
   if (m->kind == ENVD_SERVER_STREAM) {
     /* One enveloped message. */
@@ -397,7 +397,7 @@ struct MHD_Response *envd_dispatch_begin(envd_hreq *r, const envd_method *m,
     r->on_done = rpc_cs_done;
     return NULL;
   }
-  asbi_buf_init(&r->body, g_envd.max_body + ASBI_CONNECT_HEADER_LEN);
+  asbi_httpd_body_init(&r->body, g_envd.max_body + ASBI_CONNECT_HEADER_LEN);
   r->on_body = envd_body_append;
   r->on_done = rpc_done;
   return NULL;

@@ -39,7 +39,7 @@ static char *files_prologue(envd_hreq *r, const char *op,
   char msg[256];
   if (envd_check_signing(r, path, op, msg, sizeof msg) != 0) {
     *status = 401;
-    *resp = envd_resp_json_error(401, "%s", msg);
+    *resp = asbi_httpd_json_error(401, "%s", msg);
     return NULL;
   }
   const char *uname = envd_arg(r, "username");
@@ -51,12 +51,12 @@ static char *files_prologue(envd_hreq *r, const char *op,
   if (asbi_empty(uname)) {
     free(dflt);
     *status = 400;
-    *resp = envd_resp_json_error(400, "username not provided");
+    *resp = asbi_httpd_json_error(400, "username not provided");
     return NULL;
   }
   if (envd_user_lookup(uname, &r->user) != 0) {
     *status = 401;
-    *resp = envd_resp_json_error(
+    *resp = asbi_httpd_json_error(
         401, "error looking up user '%s': user: unknown user %s", uname, uname);
     free(dflt);
     return NULL;
@@ -67,7 +67,7 @@ static char *files_prologue(envd_hreq *r, const char *op,
   char *rp = envd_resolve_path(path ? path : "", &r->user, &perr);
   if (!rp) {
     *status = 400;
-    *resp = envd_resp_json_error(
+    *resp = asbi_httpd_json_error(
         400, "error expanding and resolving path '%s': failed to expand path "
              "'%s' for user '%s': %s",
         path, path, r->user.name, perr);
@@ -126,7 +126,7 @@ struct MHD_Response *envd_files_get(envd_hreq *r, unsigned *status) {
   if (!path) return resp;
   if (envd_creds_enter(&r->user) != 0) {
     *status = 403;
-    resp = envd_resp_json_error(403, "cannot act as user '%s'", r->user.name);
+    resp = asbi_httpd_json_error(403, "cannot act as user '%s'", r->user.name);
     free(path);
     return resp;
   }
@@ -138,9 +138,9 @@ struct MHD_Response *envd_files_get(envd_hreq *r, unsigned *status) {
     envd_errno_text(err, m, sizeof m);
     *status = envd_errno_status(err);
     if (err == ENOENT)
-      resp = envd_resp_json_error(404, "path '%s' does not exist", path);
+      resp = asbi_httpd_json_error(404, "path '%s' does not exist", path);
     else
-      resp = envd_resp_json_error(*status, "error opening file '%s': open %s: %s",
+      resp = asbi_httpd_json_error(*status, "error opening file '%s': open %s: %s",
                                   path, path, m);
     free(path);
     return resp;
@@ -150,7 +150,7 @@ struct MHD_Response *envd_files_get(envd_hreq *r, unsigned *status) {
   if (S_ISDIR(st.st_mode) || !S_ISREG(st.st_mode)) {
     close(fd);
     *status = 400;
-    resp = envd_resp_json_error(400, S_ISDIR(st.st_mode)
+    resp = asbi_httpd_json_error(400, S_ISDIR(st.st_mode)
                                          ? "path '%s' is a directory"
                                          : "path '%s' is not a regular file",
                                 path);
@@ -165,7 +165,7 @@ struct MHD_Response *envd_files_get(envd_hreq *r, unsigned *status) {
   if (enc < 0) {
     close(fd);
     *status = 406;
-    resp = envd_resp_json_error(
+    resp = asbi_httpd_json_error(
         406, "error parsing Accept-Encoding: no acceptable encoding found, "
              "supported: [gzip]");
     free(path);
@@ -530,7 +530,7 @@ static struct MHD_Response *upl_done(envd_hreq *r, unsigned *status) {
   }
   if (u->failed) {
     *status = u->st;
-    return envd_resp_json_error(u->st, "%s", u->msg);
+    return asbi_httpd_json_error(u->st, "%s", u->msg);
   }
   char *j = cJSON_PrintUnformatted(u->results);
   *status = 200;
@@ -603,7 +603,7 @@ struct MHD_Response *envd_files_post(envd_hreq *r, unsigned *status) {
     if (strcasecmp(ce, "gzip") != 0) {
       *status = 400;
       free(path);
-      return envd_resp_json_error(
+      return asbi_httpd_json_error(
           400, "error decompressing request body: unsupported "
                "Content-Encoding: %s, supported: [gzip]", ce);
     }
@@ -623,7 +623,7 @@ struct MHD_Response *envd_files_post(envd_hreq *r, unsigned *status) {
   if (ms.bad) {
     *status = 400;
     free(path);
-    return envd_resp_json_error(400, "invalid metadata: %s", ms.why);
+    return asbi_httpd_json_error(400, "invalid metadata: %s", ms.why);
   }
   const char *ct = envd_hdr(r, "Content-Type");
   if (ct && strncasecmp(ct, "application/octet-stream", 24) == 0) {
@@ -631,20 +631,20 @@ struct MHD_Response *envd_files_post(envd_hreq *r, unsigned *status) {
     if (!envd_arg(r, "path")) {
       *status = 400;
       free(path);
-      return envd_resp_json_error(
+      return asbi_httpd_json_error(
           400, "path query parameter is required for raw body upload");
     }
     if (envd_creds_enter(&r->user) != 0) {
       *status = 403;
       free(path);
-      return envd_resp_json_error(403, "cannot act as user '%s'", r->user.name);
+      return asbi_httpd_json_error(403, "cannot act as user '%s'", r->user.name);
     }
     int rc = open_target(u, path);
     envd_creds_leave();
     if (rc != 0) {
       *status = u->st;
       free(path);
-      return envd_resp_json_error(u->st, "%s", u->msg);
+      return asbi_httpd_json_error(u->st, "%s", u->msg);
     }
     u->raw_path = path;
   } else if (ct && strncasecmp(ct, "multipart/", 10) == 0) {
@@ -653,7 +653,7 @@ struct MHD_Response *envd_files_post(envd_hreq *r, unsigned *status) {
     if (rc != 0) {
       *status = 500;
       free(path);
-      return envd_resp_json_error(500, "error parsing multipart form: %s",
+      return asbi_httpd_json_error(500, "error parsing multipart form: %s",
                                   asbi_mp_strerror(rc));
     }
     u->path_param = envd_arg(r, "path") ? path : NULL;
@@ -661,7 +661,7 @@ struct MHD_Response *envd_files_post(envd_hreq *r, unsigned *status) {
   } else {
     *status = 400;
     free(path);
-    return envd_resp_json_error(
+    return asbi_httpd_json_error(
         400, "unsupported content type: %s, expected multipart/form-data or "
              "application/octet-stream", ct ? ct : "");
   }

@@ -33,38 +33,11 @@ struct MHD_Response *envd_resp_empty(void) {
   return MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
 }
 
-/* JSON string literal of s (ASCII-safe enough for messages). */
-static void json_str(asbi_buf *b, const char *s) {
-  cJSON *j = cJSON_CreateString(s ? s : "");
-  char *p = j ? cJSON_PrintUnformatted(j) : NULL;
-  asbi_buf_puts(b, p ? p : "\"\"");
-  free(p);
-  cJSON_Delete(j);
-}
-
-struct MHD_Response *envd_resp_json_error(unsigned status, const char *fmt,
-                                          ...) {
-  char msg[1024];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
-  va_end(ap);
-  asbi_buf b = ASBI_BUF_INIT;
-  asbi_buf_printf(&b, "{\"code\":%u,\"message\":", status);
-  json_str(&b, msg);
-  asbi_buf_puts(&b, "}\n");
-  struct MHD_Response *r =
-      envd_resp_buf("application/json; charset=utf-8", b.data, b.len);
-  if (r) MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
-  asbi_buf_free(&b);
-  return r;
-}
-
 int envd_check_token(envd_hreq *r) {
   char *tok = envd_token();
   if (!tok) return 1;
   const char *h = envd_hdr(r, "X-Access-Token");
-  int ok = h && envd_token_eq(h, tok);
+  int ok = h && asbi_httpd_token_eq(h, tok);
   free(tok);
   return ok;
 }
@@ -99,10 +72,6 @@ unsigned envd_errno_status(int err) {
 }
 
 int envd_body_append(envd_hreq *r, const char *data, size_t len) {
-  if (r->body_too_big) return 0;
-  if (asbi_buf_append(&r->body, data, len) != 0) {
-    r->body_too_big = 1;
-    asbi_buf_free(&r->body);
-  }
+  asbi_httpd_body_append(&r->body, data, len);
   return 0;
 }

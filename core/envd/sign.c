@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "httpd/httpd.h"
 #include "sign.h"
 #include "util/base64.h"
 #include "util/sha256.h"
@@ -34,21 +35,12 @@ void envd_sign(const char *path, const char *op, const char *user,
   snprintf(out, n, "v1_%s", b64);
 }
 
-int envd_token_eq(const char *a, const char *b) {
-  if (!a || !b) return 0;
-  size_t la = strlen(a), lb = strlen(b);
-  unsigned char d = (unsigned char)(la != lb);
-  size_t n = la < lb ? la : lb;
-  for (size_t i = 0; i < n; i++) d |= (unsigned char)(a[i] ^ b[i]);
-  return d == 0;
-}
-
 int envd_sign_verify(const char *tok, const char *h, const char *sig,
                      const char *exp, const char *user, const char *path,
                      const char *op, int64_t now, char *msg, size_t n) {
   if (!tok) return 0;
   if (!asbi_empty(h)) {
-    if (envd_token_eq(h, tok)) return 0;
+    if (asbi_httpd_token_eq(h, tok)) return 0;
     snprintf(msg, n, "access token present in header but does not match");
     return -1;
   }
@@ -66,7 +58,7 @@ int envd_sign_verify(const char *tok, const char *h, const char *sig,
   char want[80];
   envd_sign(path ? path : "", op, user ? user : "", tok, exp ? expbuf : NULL,
             want, sizeof want);
-  if (!envd_token_eq(want, sig)) {
+  if (!asbi_httpd_token_eq(want, sig)) {
     snprintf(msg, n, "invalid signature");
     return -1;
   }

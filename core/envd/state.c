@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sign.h"
+#include "httpd/httpd.h"
 #include "state.h"
 #include "util/buf.h"
 #include "util/util.h"
@@ -139,7 +139,7 @@ int envd_state_init(const envd_init *in) {
    * (without MMDS there is no other source of truth). */
   char *cur = envd_token();
   const char *reqtok = in->access_token && in->access_token[0] ? in->access_token : NULL;
-  if (cur && !(reqtok && envd_token_eq(cur, reqtok))) {
+  if (cur && !(reqtok && asbi_httpd_token_eq(cur, reqtok))) {
     free(cur);
     pthread_mutex_unlock(&g_envd.init_lock);
     return reqtok ? ENVD_INIT_BAD_TOKEN : ENVD_INIT_RESET_DENIED;
