@@ -192,7 +192,7 @@ asbi_httpd *asbi_httpd_start(const asbi_httpd_opts *o, char *err, size_t n) {
   unsigned head_ms = o->head_timeout_ms ? o->head_timeout_ms : 30000u;
   unsigned waiting = o->max_waiting ? o->max_waiting
                                     : (max_conns > 1 ? max_conns / 2 : 1);
-  h->guard = asbi_connguard_new(0, head_ms, waiting);
+  h->guard = asbi_connguard_new(o->wait_timeout_ms, head_ms, waiting);
   if (!h->guard) {
     snprintf(err, n, "cannot start a thread: %s", strerror(errno));
     close(o->listen_fd);
@@ -205,7 +205,7 @@ asbi_httpd *asbi_httpd_start(const asbi_httpd_opts *o, char *err, size_t n) {
                    MHD_USE_ITC | MHD_USE_ERROR_LOG | o->extra_flags;
   /* Options that have their library default when 0 are passed as
    * MHD_OPTION_ARRAY entries only when set. */
-  struct MHD_OptionItem opt[4];
+  struct MHD_OptionItem opt[8];
   int k = 0;
   if (o->conn_memory)
     opt[k++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_MEMORY_LIMIT,
@@ -213,6 +213,9 @@ asbi_httpd *asbi_httpd_start(const asbi_httpd_opts *o, char *err, size_t n) {
   if (o->thread_stack)
     opt[k++] = (struct MHD_OptionItem){MHD_OPTION_THREAD_STACK_SIZE,
                                        (intptr_t)o->thread_stack, NULL};
+  if (o->per_ip_limit)
+    opt[k++] = (struct MHD_OptionItem){MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+                                       (intptr_t)o->per_ip_limit, NULL};
   opt[k++] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
   h->daemon = MHD_start_daemon(
       flags, 0, NULL, NULL, on_request, h,

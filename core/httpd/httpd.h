@@ -62,6 +62,10 @@ typedef struct asbi_httpd_opts {
   unsigned head_timeout_ms; /* request line to end of head; 0 = 30 000 */
   unsigned max_waiting;     /* connections waiting for a head before the
                                oldest is cut; 0 = max_connections / 2 */
+  unsigned wait_timeout_ms; /* connection start, or end of the previous
+                               request, to the next request line; 0 = no
+                               limit but idle_timeout_s */
+  unsigned per_ip_limit;    /* connections per client address; 0 = none */
   unsigned idle_timeout_s;  /* libmicrohttpd's inactivity timeout; 0 = none */
   size_t conn_memory;       /* per-connection memory; 0 = libmicrohttpd's */
   size_t thread_stack;      /* per-connection thread stack; 0 = default */

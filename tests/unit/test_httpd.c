@@ -209,11 +209,57 @@ TEST(daemon_round_trip_deadline_and_quiesce) {
   asbi_httpd_stop(NULL);
 }
 
+/* Reads until buf holds needle; 0 or -1 past the deadline or on EOF. */
+static int read_until(int fd, char *buf, size_t cap, const char *needle) {
+  size_t len = 0;
+  buf[0] = '\0';
+  long long end = asbt_now_ms() + ASBT_DEADLINE_MS;
+  while (!strstr(buf, needle) && asbt_now_ms() < end && len < cap - 1) {
+    struct pollfd p = {fd, POLLIN, 0};
+    if (poll(&p, 1, 100) <= 0) continue;
+    ssize_t n = read(fd, buf + len, cap - 1 - len);
+    if (n <= 0) return -1;
+    len += (size_t)n;
+    buf[len] = '\0';
+  }
+  return strstr(buf, needle) ? 0 : -1;
+}
+
+TEST(per_address_limit) {
+  char err[256];
+  int port = 0;
+  asbi_httpd_addr a = {NULL, "127.0.0.1", 0};
+  int lfd = asbi_httpd_listen(&a, &port, err, sizeof err);
+  REQUIRE(lfd >= 0);
+  asbi_httpd_opts o = {.listen_fd = lfd, .handler = handler,
+                       .completed = completed, .per_ip_limit = 1,
+                       .idle_timeout_s = 600, .log = tlog};
+  asbi_httpd *h = asbi_httpd_start(&o, err, sizeof err);
+  REQUIRE(h != NULL);
+  /* The first connection is served and kept alive ... */
+  int c1 = connect_to(port);
+  REQUIRE(c1 >= 0);
+  const char *req = "GET /a HTTP/1.1\r\nHost: t\r\n\r\n";
+  CHECK(write(c1, req, strlen(req)) == (ssize_t)strlen(req));
+  char buf[4096];
+  CHECK_INT(read_until(c1, buf, sizeof buf, "break\"}\n"), 0);
+  /* ... so a second one from the same address is closed unanswered. */
+  int c2 = connect_to(port);
+  if (c2 >= 0) {
+    if (write(c2, req, strlen(req)) < 0) { /* a reset counts as closed */ }
+    CHECK_INT(read_to_eof(c2, buf, sizeof buf), 0); /* EOF or reset */
+    close(c2);
+  }
+  close(c1);
+  asbi_httpd_stop(h);
+}
+
 int main(void) {
   RUN(token_eq);
   RUN(body_is_bounded);
   RUN(listen_errors);
   RUN(listen_unix);
   RUN(daemon_round_trip_deadline_and_quiesce);
+  RUN(per_address_limit);
   TEST_MAIN_END();
 }
