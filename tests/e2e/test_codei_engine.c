@@ -4,7 +4,8 @@
  * router carries /execute's NDJSON stream, kernels run as root inside (as
  * E2B's) in the workload and survive pause/resume, a kernel killed from
  * inside the sandbox is reported and restarted, the interpreter itself is
- * out of a user's reach and comes back when root kills it, charts, data
+ * out of a user's reach (signals, an OOM in the workload) and comes back
+ * when root kills it, charts, data
  * and the default contexts are E2B's, and the token guards code execution.
  * The server's own semantics are in tests/codei (codei.server). Runs as
  * root.
@@ -178,6 +179,20 @@ TEST(the_interpreter_is_supervised_apart_from_the_user) {
                    out, sizeof out), ASB_OK);
   CHECK(strstr(out, "Operation not permitted") != NULL && strstr(out, "rc=1") != NULL);
   CHECK_VALUE(sb, "alive + 1", NULL, "2");
+  /* an OOM in the workload (the user's 1 GiB into the sandbox's 512 MiB)
+   * kills the hog, not the interpreter: the same process serves on */
+  char before[64], after[64];
+  CHECK_RC(run_cmd(sb, "echo " PGREP_CODEI, "root", before, sizeof before), ASB_OK);
+  CHECK_RC(run_cmd(sb, "python3 -c 'b = bytearray(1024 << 20)'; echo rc=$?", NULL, out,
+                   sizeof out), ASB_OK);
+  CHECK_STR(out, "rc=137\n");
+  CHECK_RC(run_cmd(sb, "echo " PGREP_CODEI, "root", after, sizeof after), ASB_OK);
+  CHECK(before[0] >= '1' && before[0] <= '9');
+  CHECK_STR(after, before);
+  char *ov = value_of(sb, "6 * 7", NULL); /* its kernel, in the workload, may be the victim */
+  if (strncmp(ov, "!ContextRestarting", 18) == 0) CHECK_VALUE(sb, "6 * 7", NULL, "42");
+  else CHECK_STR(ov, "42");
+  free(ov);
   asb_code_context *c = NULL;
   REQUIRE_RC(asb_code_context_create(&c, sb, "python", "/root", NULL), ASB_OK);
   CHECK_STR(asb_code_context_cwd(c), "/root"); /* E2B's kernels are root's */
