@@ -554,6 +554,55 @@ static int asblua_is_object(lua_State *L) {
 }
 %}
 
+/* ---- agent_sandbox.mcp: replace this process with agent-sandbox-mcp -------------- */
+%{
+#include <errno.h>
+#include <unistd.h>
+
+/* Where agent-sandbox-mcp is, as this module was built: the install
+ * prefix's bin dir and the build tree (either may be absent). */
+#ifndef ASBLUA_MCP_INSTALLED
+#define ASBLUA_MCP_INSTALLED ""
+#endif
+#ifndef ASBLUA_MCP_BUILD
+#define ASBLUA_MCP_BUILD ""
+#endif
+
+static int asblua_mcp_paths(lua_State *L) {
+  lua_pushstring(L, ASBLUA_MCP_INSTALLED);
+  lua_pushstring(L, ASBLUA_MCP_BUILD);
+  return 2;
+}
+
+/* asblua_exec(path, {argv...}): execv (execvp for a name without '/'), so
+ * the program gets this process's stdin, stdout, signals and environment
+ * as they are (Lua's os.execute would put a shell and a wait in between).
+ * Returns only on failure: nil, message. */
+static int asblua_exec(lua_State *L) {
+  const char *path = luaL_checkstring(L, 1);
+  luaL_checktype(L, 2, LUA_TTABLE);
+  lua_Integer n = luaL_len(L, 2);
+  const char **argv = (const char **)lua_newuserdatauv(L, sizeof *argv * ((size_t)n + 1), 0);
+  for (lua_Integer i = 0; i < n; i++) {
+    lua_rawgeti(L, 2, i + 1);
+    argv[i] = luaL_checkstring(L, -1); /* kept alive by the table */
+    lua_pop(L, 1);
+  }
+  argv[n] = NULL;
+  fflush(NULL);
+  if (strchr(path, '/')) {
+    execv(path, (char *const *)argv);
+  } else {
+    execvp(path, (char *const *)argv);
+  }
+  lua_pushnil(L);
+  lua_pushfstring(L, "%s: %s", path, strerror(errno));
+  return 2;
+}
+%}
+%native(asblua_mcp_paths) int asblua_mcp_paths(lua_State *L);
+%native(asblua_exec) int asblua_exec(lua_State *L);
+
 %native(asblua_entry) int asblua_entry(lua_State *L);
 %native(asblua_entry_list) int asblua_entry_list(lua_State *L);
 %native(asblua_command_result) int asblua_command_result(lua_State *L);

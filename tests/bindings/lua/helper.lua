@@ -54,7 +54,7 @@ function H.sh(cmd)
   local p = assert(io.popen(cmd .. " 2>&1", "r"))
   local out = p:read("a")
   local ok, _, code = p:close()
-  return out, ok, code
+  return out, ok == true, code
 end
 
 -- The shell-quoted form of s.

@@ -1,0 +1,47 @@
+-- `lua5.4 -l agent_sandbox.mcp`: the process becomes agent-sandbox-mcp (the
+-- one MCP server, a C program), found through ASB_MCP_BIN, the install
+-- prefix, the build tree, then PATH.
+-- SPDX-License-Identifier: Apache-2.0
+local H = require "helper"
+
+local MCP = H.BUILD .. "/core/mcp/agent-sandbox-mcp"
+
+local function have_mcp()
+  local f = io.open(MCP, "rb")
+  if f then f:close() end
+  return f ~= nil
+end
+
+describe("agent_sandbox.mcp", function()
+  it("fails clearly when the program cannot be started", function()
+    local out, ok = H.sh("ASB_MCP_BIN=/no/such/agent-sandbox-mcp lua5.4 -l agent_sandbox.mcp")
+    assert.is_false(ok)
+    assert.matches("cannot start agent%-sandbox%-mcp %(set ASB_MCP_BIN to its path%): " ..
+                   "/no/such/agent%-sandbox%-mcp: No such file or directory", out)
+  end)
+
+  it("is agent-sandbox-mcp itself, with this process's arguments and stdio", function()
+    if not have_mcp() then
+      pending("agent-sandbox-mcp is not built in " .. H.BUILD .. " (core/mcp)")
+      return
+    end
+    local want = H.sh(H.q(MCP) .. " --version")
+    assert.are.equal(want, H.sh("lua5.4 -l agent_sandbox.mcp - --version"))
+    assert.are.equal(want, H.sh("ASB_MCP_BIN=" .. H.q(MCP) .. " lua5.4 -l agent_sandbox.mcp - --version"))
+    -- an MCP session over stdio: initialize, then tools/list
+    local init = '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":' ..
+                 '"2025-06-18","capabilities":{},"clientInfo":{"name":"lua","version":"1"}}}\n' ..
+                 '{"jsonrpc":"2.0","method":"notifications/initialized"}\n' ..
+                 '{"jsonrpc":"2.0","id":2,"method":"tools/list"}\n'
+    local path = os.tmpname()
+    local f = assert(io.open(path, "w"))
+    f:write(init)
+    f:close()
+    local out, ok = H.sh("lua5.4 -l agent_sandbox.mcp < " .. H.q(path))
+    os.remove(path)
+    assert.is_true(ok, out)
+    assert.matches('"id":1,"result":{[^\n]*"protocolVersion":"2025%-06%-18"', out)
+    assert.matches('"id":2,"result":{"tools":%[', out)
+    assert.matches('"run_command"', out)
+  end)
+end)
