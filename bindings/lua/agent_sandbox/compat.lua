@@ -80,8 +80,9 @@ local function e2b(v, err, not_found)
   if v == nil and err then
     err.name = (err.code == "ASB_ENOTFOUND" and not_found) or NAMES[err.code]
                or "SandboxException"
+    return nil, err
   end
-  return v, err
+  return v
 end
 
 -- ---- arguments ---------------------------------------------------------------------------
