@@ -175,6 +175,16 @@ describe("background commands", function()
     end, "agent_sandbox: the process handle is closed")
   end)
 
+  it("closing a handle from one of its own callbacks ends the call (nil, ECANCELED)", function()
+    local p = assert(sb.commands:start("echo a; sleep 30"))
+    H.fails("ASB_ECANCELED", p:wait{ on_stdout = function() p:close() end })
+    assert.matches("closed", tostring(p))
+    local other = H.sandbox()
+    H.fails("ASB_ECANCELED", other.commands:run("echo x; sleep 30", {
+      on_stdout = function() other:close() end }))
+    assert.is_true(H.ok(asb.Sandbox.kill(other.id)))
+  end)
+
   it("signal", function()
     local p = assert(sb.commands:start("trap 'echo term; exit 7' TERM; echo ready; sleep 30 & wait"))
     local ready = false
