@@ -49,8 +49,16 @@ function H.sandbox(opts)
   return assert(asb.Sandbox.create(t))
 end
 
--- Run a shell command; its output and whether it exited 0.
+-- The command that runs lua5.4 with this run's module (in a sanitizer
+-- build: with the sanitizers' runtime preloaded, run.sh).
+local preload = os.getenv("ASB_LUA_PRELOAD") or ""
+H.LUA = (preload:match("%S") and ("LD_PRELOAD='" .. preload .. "' ") or "") .. "lua5.4"
+
+-- Run a shell command; its output and whether it exited 0. It runs without
+-- the sanitizers' preload (only H.LUA has it): a plain program under
+-- LeakSanitizer would fail on its own leaks.
 function H.sh(cmd)
+  cmd = "exec env -u LD_PRELOAD sh -c " .. H.q(cmd)
   local p = assert(io.popen(cmd .. " 2>&1", "r"))
   local out = p:read("a")
   local ok, _, code = p:close()
@@ -76,7 +84,7 @@ end
 function H.lua(script, ...)
   local args = {}
   for i, a in ipairs({ ... }) do args[i] = H.q(a) end
-  return H.sh("lua5.4 " .. H.q(script) .. " " .. table.concat(args, " "))
+  return H.sh(H.LUA .. " " .. H.q(script) .. " " .. table.concat(args, " "))
 end
 
 return H

@@ -14,7 +14,7 @@ end
 
 describe("agent_sandbox.mcp", function()
   it("fails clearly when the program cannot be started", function()
-    local out, ok = H.sh("ASB_MCP_BIN=/no/such/agent-sandbox-mcp lua5.4 -l agent_sandbox.mcp")
+    local out, ok = H.sh("ASB_MCP_BIN=/no/such/agent-sandbox-mcp " .. H.LUA .. " -l agent_sandbox.mcp")
     assert.is_false(ok)
     assert.matches("cannot start agent%-sandbox%-mcp %(set ASB_MCP_BIN to its path%): " ..
                    "/no/such/agent%-sandbox%-mcp: No such file or directory", out)
@@ -26,8 +26,8 @@ describe("agent_sandbox.mcp", function()
       return
     end
     local want = H.sh(H.q(MCP) .. " --version")
-    assert.are.equal(want, H.sh("lua5.4 -l agent_sandbox.mcp - --version"))
-    assert.are.equal(want, H.sh("ASB_MCP_BIN=" .. H.q(MCP) .. " lua5.4 -l agent_sandbox.mcp - --version"))
+    assert.are.equal(want, H.sh(H.LUA .. " -l agent_sandbox.mcp - --version"))
+    assert.are.equal(want, H.sh("ASB_MCP_BIN=" .. H.q(MCP) .. " " .. H.LUA .. " -l agent_sandbox.mcp - --version"))
     -- an MCP session over stdio: initialize, then tools/list
     local init = '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":' ..
                  '"2025-06-18","capabilities":{},"clientInfo":{"name":"lua","version":"1"}}}\n' ..
@@ -37,7 +37,7 @@ describe("agent_sandbox.mcp", function()
     local f = assert(io.open(path, "w"))
     f:write(init)
     f:close()
-    local out, ok = H.sh("lua5.4 -l agent_sandbox.mcp < " .. H.q(path))
+    local out, ok = H.sh(H.LUA .. " -l agent_sandbox.mcp < " .. H.q(path))
     os.remove(path)
     assert.is_true(ok, out)
     assert.matches('"id":1,"result":{[^\n]*"protocolVersion":"2025%-06%-18"', out)

@@ -28,6 +28,15 @@ command -v lua5.4 >/dev/null 2>&1 || skip "no lua5.4 (apt-get install lua5.4)"
 [ "$(id -u)" = 0 ] || skip "the engine needs root"
 [ -x "$ENGINE" ] || skip "no engine at $ENGINE"
 
+# A sanitizer build's module needs its runtime loaded first: lua5.4 is not
+# instrumented, so busted's lua5.4 (and the lua5.4 the specs start, through
+# ASB_LUA_PRELOAD) preloads the module's own libasan and libubsan. Lua closes
+# its state at exit, so LeakSanitizer sees what the module left; the specs'
+# other child processes run without it (helper.lua).
+san=$(ldd "$TREE/agent_sandbox/core.so" 2>/dev/null | awk '/lib(asan|ubsan)\.so/ {print $3}' |
+      tr '\n' ' ')
+export ASB_LUA_PRELOAD="$san"
+
 HERE=$(cd "$(dirname "$0")" && pwd)
 name=$(basename "$SPEC" _spec.lua)
 state=$(mktemp -d "${TMPDIR:-/tmp}/asb-lua-$name-XXXXXX") || exit 1
@@ -69,4 +78,4 @@ export ASB_TEST_STATE="$state"
 export LUA_PATH="$TREE/?.lua;$TREE/?/init.lua;$HERE/?.lua;;"
 export LUA_CPATH="$TREE/?.so;;"
 cd "$HERE" || exit 1
-lua5.4 /usr/bin/busted --no-auto-insulate "$@" "$SPEC"
+LD_PRELOAD="$san" lua5.4 /usr/bin/busted --no-auto-insulate "$@" "$SPEC"
