@@ -112,6 +112,27 @@ static int asblua_isinteger(lua_State *L, int i) {
 }
 %typemap(freearg) char **url, char **result_json { asb_free(*$1); }
 
+/* Views (asb_process_read, asb_file_reader_read): the bytes are copied into
+ * a Lua string at once; the library's memory is valid only until the next
+ * call on the handle. */
+%typemap(in, numinputs=0) (const char **data, size_t *len) (const char *tdata = NULL, size_t tlen = 0) {
+  $1 = ($1_ltype)&tdata;
+  $2 = &tlen;
+}
+%typemap(argout) (const char **data, size_t *len) {
+  if (*$1) {
+    lua_pushlstring(L, *$1, *$2);
+  } else {
+    lua_pushnil(L);
+  }
+  SWIG_arg++;
+}
+%typemap(in, numinputs=0) int *kind (int t = 0) { $1 = &t; }
+%typemap(argout) int *kind {
+  lua_pushinteger(L, *$1);
+  SWIG_arg++;
+}
+
 /* const char *asb_command_result_stdout(r, size_t *len): the bytes, as one
  * string (the plain string the out typemap pushed is replaced). */
 %typemap(in, numinputs=0) size_t *len (size_t tlen = 0) { $1 = &tlen; }

@@ -780,6 +780,41 @@ function Process.wait(p, t)
   return finish(rc, res, t.check or s.check, "process:wait")
 end
 
+local OUTPUT_KINDS = { [core.ASB_OUTPUT_STDOUT] = "stdout", [core.ASB_OUTPUT_STDERR] = "stderr",
+                       [core.ASB_OUTPUT_PTY] = "pty" }
+
+--- p:read{ timeout_ms }: the next chunk of output, pulled at the caller's
+--- pace instead of pushed to callbacks: data, kind ("stdout", "stderr" or
+--- "pty"); nil once the process ended (p:wait() then returns its result at
+--- once); nil, err on a failure (ASB_ETIMEOUT: timeout_ms passed, it runs on).
+--- The callbacks, if any, see each chunk too.
+function Process.read(p, t)
+  t = options(t, set({ "timeout_ms" }), "process:read")
+  local s = private(p)
+  if s.result then return nil end
+  local h = process_h(p, 2)
+  if s.waiting then error("process:read: a wait or read is in progress", 2) end
+  arm(s.cb)
+  s.waiting = true
+  local rc, kind, data = core.asb_process_read(h, call_options(t.timeout_ms))
+  s.waiting = false
+  reraise(s.cb)
+  if rc < 0 then return fail(rc, "process:read") end
+  if rc == 0 then return nil end
+  return data, OUTPUT_KINDS[kind] or "stdout"
+end
+
+--- for data, kind in p:lines() do ... end: p:read() until the process ends.
+--- As io.lines, the loop raises a failure (the Error) instead of returning
+--- it, since a generic for has no place for err; use p:read() for nil, err.
+function Process.lines(p, t)
+  return function()
+    local data, kind = Process.read(p, t)
+    if data == nil and kind ~= nil then error(kind, 2) end
+    return data, kind
+  end
+end
+
 --- p:kill(): true if killed, false if it had ended.
 function Process.kill(p, t)
   t = options(t, REQ, "process:kill")
@@ -929,6 +964,72 @@ function Files.read_stream(f, path, on_chunk, t)
   if rc < 0 then return fail(rc, "files:read_stream") end
   return true
 end
+
+-- ---- file readers (pulled) ---------------------------------------------------------
+
+local FileReader = {}
+M.FileReader = FileReader
+
+local function reader_release(r)
+  local s = private(r)
+  local h = s.r
+  if h then
+    s.r = nil
+    h:__disown()
+    core.asb_file_reader_free(h) -- never blocks
+  end
+end
+
+local FileReaderMT = new_class("FileReader", FileReader, {
+  __tostring = function(r)
+    return ("agent_sandbox.FileReader(%s%s)"):format(r.path, private(r).r and "" or ", closed")
+  end,
+  __close = reader_release,
+  -- collected: the SWIG userdata frees the reader
+})
+
+--- files:open(path, { user, gzip, request_timeout_ms }): a FileReader, once
+--- the sandbox answered (nil, err ASB_ENOTFOUND for a missing file). The
+--- transfer of read_stream, pulled a chunk per r:read() at the caller's
+--- pace (the library reads ahead about 1 MiB).
+function Files.open(f, path, t)
+  check(path, "string", "files:open", "path")
+  t = options(t, FILES, "files:open")
+  local sb = private(f).sb
+  local rc, r = core.asb_files_open_read(sandbox_h(sb, 2), path, files_options(t, "files:open"))
+  if rc < 0 then return fail(rc, "files:open") end
+  return new_object(FileReaderMT, { path = path, sandbox = sb }, { r = r })
+end
+
+--- r:read{ timeout_ms }: the next chunk; nil at the end of the file; nil,
+--- err on a failure (ASB_ETIMEOUT: timeout_ms passed, read again).
+function FileReader.read(r, t)
+  t = options(t, set({ "timeout_ms" }), "reader:read")
+  local h = private(r).r
+  if not h then closed_error("file reader", 2) end
+  local rc, data = core.asb_file_reader_read(h, call_options(t.timeout_ms))
+  if rc < 0 then return fail(rc, "reader:read") end
+  if rc == 0 then return nil end
+  return data
+end
+
+--- for chunk in r:chunks() do ... end: r:read() to the end (a failure is
+--- raised, as io.lines does).
+function FileReader.chunks(r, t)
+  return function()
+    local data, err = FileReader.read(r, t)
+    if data == nil and err ~= nil then error(err, 2) end
+    return data
+  end
+end
+
+--- r:stop(): stop the transfer (later reads: ASB_ECANCELED); r:close():
+--- stop and release it. Both never block and are idempotent.
+function FileReader.stop(r)
+  local h = private(r).r
+  if h then core.asb_file_reader_stop(h) end
+end
+FileReader.close = reader_release
 
 local WRITE = set({ "user", "gzip", "request_timeout_ms", "size" })
 
@@ -1242,7 +1343,8 @@ M.null = json.null
 --- JSON text of a Lua value (an empty table is an object).
 function M.json_encode(v)
   if type(v) == "table" and next(v) == nil and getmetatable(v) == nil then return "{}" end
-  local s, err = json.encode(v)
+  local ok, s, err = pcall(json.encode, v) -- dkjson raises on what JSON cannot hold
+  if not ok then return nil, s end
   if not s then return nil, err end
   return s
 end

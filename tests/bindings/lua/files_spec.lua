@@ -50,6 +50,34 @@ describe("files", function()
     assert.are.equal(chunk:rep(3), assert(sb.files:read("/tmp/from-file")))
   end)
 
+  it("open a file and pull it chunk by chunk", function()
+    local big = bytes(65536):rep(40)
+    assert(sb.files:write("/tmp/pulled", big))
+    local got, n = {}, 0
+    do
+      local r <close> = assert(sb.files:open("/tmp/pulled"))
+      assert.matches("^agent_sandbox.FileReader%(/tmp/pulled%)$", tostring(r))
+      for chunk in r:chunks() do
+        n = n + 1
+        got[#got + 1] = chunk
+      end
+      assert.is_nil(r:read())
+    end
+    assert.are.equal(big, table.concat(got))
+    assert.truthy(n > 1)
+    local r = assert(sb.files:open("/tmp/pulled"))
+    assert.truthy(assert(r:read()))
+    r:stop()
+    H.fails("ASB_ECANCELED", r:read())
+    r:close()
+    assert.has_error(function() r:read() end, "agent_sandbox: the file reader is closed")
+    H.fails("ASB_ENOTFOUND", sb.files:open("/tmp/none/such"))
+    r = assert(sb.files:open("/tmp/pulled"))
+    r = nil -- luacheck: ignore
+    collectgarbage()
+    collectgarbage()
+  end)
+
   it("a reader or a chunk callback that raises aborts the transfer with its error", function()
     local ok, err = pcall(sb.files.write, sb.files, "/tmp/aborted", function() error("reader broke") end)
     assert.is_false(ok)
