@@ -22,6 +22,8 @@ PACKAGES=(
   # them), luarocks (the rockspec's offline `luarocks make`), busted (its
   # tests, run as `lua5.4 /usr/bin/busted`) and dkjson (its JSON)
   lua5.4 liblua5.4-dev luarocks lua-busted lua-dkjson
+  # the FFI examples (examples/ffi: LuaJIT's ffi; ctypes needs only python3)
+  luajit
   # sandbox templates and baselines
   busybox-static bubblewrap runc iproute2 e2fsprogs util-linux procps
 )
