@@ -150,7 +150,7 @@ end
 -- ---- clients -----------------------------------------------------------------------
 
 local CONN_KEYS = { "api_key", "api_url", "domain", "sandbox_url", "request_timeout_ms",
-                    "debug", "headers", "max_retries", "user_agent" }
+                    "debug", "headers", "max_retries", "user_agent", "autostart" }
 local CONN = set(CONN_KEYS)
 
 local Client = {}
@@ -163,7 +163,9 @@ M.Client = Client
 --- made with it. Keys left out come from the environment (ASB_* then E2B_*)
 --- and, with nothing set, the local engine (started if needed).
 --- Client.new{ api_key, api_url, domain, sandbox_url, request_timeout_ms,
---- debug, headers = {Name = value}, max_retries, user_agent }
+--- debug, headers = {Name = value}, max_retries (0: never retry), user_agent,
+--- autostart (false: never start the local engine; calls fail with
+--- ASB_ECONNECTION instead) }
 function Client.new(cfg)
   cfg = options(cfg, CONN, "Client.new")
   local o = core.asb_client_options()
@@ -172,6 +174,7 @@ function Client.new(cfg)
   end
   if cfg.request_timeout_ms ~= nil then o.request_timeout_ms = cfg.request_timeout_ms end
   if cfg.debug ~= nil then o.debug = cfg.debug and 1 or -1 end
+  if cfg.autostart ~= nil then o.autostart = cfg.autostart and 1 or -1 end
   if cfg.max_retries ~= nil then o.max_retries = cfg.max_retries == 0 and -1 or cfg.max_retries end
   if cfg.headers ~= nil then
     local h = {}

@@ -126,11 +126,23 @@ describe("the error convention", function()
 
   it("returns nil, err when nothing listens (ECONNECTION) or the key is wrong (EAUTH)", function()
     local c = assert(asb.Client.new())
-    local down = assert(asb.Client.new{ api_url = "http://127.0.0.1:1", max_retries = 0 })
+    local down = assert(asb.Client.new{ api_url = "http://127.0.0.1:1", max_retries = 0,
+                                        autostart = false })
     H.fails("ASB_ECONNECTION", asb.Sandbox.create{ client = down })
     local wrong = assert(asb.Client.new{ api_url = c.api_url, api_key = "not-the-key" })
     local err = H.fails("ASB_EAUTH", asb.Sandbox.list{ client = wrong })
     assert.are.equal(401, err.http_status)
+  end)
+
+  it("with autostart = false, no engine running is ECONNECTION (nothing started)", function()
+    local dir = os.getenv("ASB_TEST_STATE") .. "/no-engine"
+    local out, ok = H.sh(("mkdir -p %s && ASB_STATE_DIR=%s %s -e %s"):format(H.q(dir), H.q(dir), H.LUA,
+      H.q([[local asb = require "agent_sandbox"
+            local v, err = asb.Sandbox.create{ autostart = false }
+            io.write(tostring(v), " ", err.code)]])))
+    assert.is_true(ok, out)
+    assert.are.equal("nil ASB_ECONNECTION", out)
+    assert.is_nil(io.open(dir .. "/engine.pid"), "no engine was started")
   end)
 
   it("returns nil, err (ESANDBOXGONE) from a killed sandbox's calls", function()
