@@ -7,8 +7,9 @@
 --     SWIG module, no Lua layer), agent_sandbox (sb.commands:run);
 --   - a 1 MiB file round trip (write + read), the same three ways.
 --
--- Each round makes one call of each variant (C, core, agent_sandbox, in that
--- order), so the drift of a loaded machine spreads over all three.
+-- Each round makes one call of each variant (C, core, agent_sandbox, their
+-- order rotating round by round), so the drift of a loaded machine and
+-- whatever the previous call left behind spread over all three alike.
 --
 -- usage (as root, from anywhere):
 --   ninja -C build lua-binding lua_bench_c
@@ -72,30 +73,41 @@ local function mean(xs)
   return t / #xs
 end
 
+-- Per call: the wall time (the variant's own measure) and this process's CPU
+-- time (os.clock: every thread of the process, so the C library's own work
+-- is in it for all three). The CPU time is what a binding adds to; the wall
+-- time also holds the engine, the sandbox and whatever else the machine ran.
 local function interleave(order, variants)
-  local samples = {}
+  local samples, cpu = {}, {}
   for _, k in ipairs(order) do
     variants[k]() -- warm up
-    samples[k] = {}
+    samples[k], cpu[k] = {}, {}
   end
-  for _ = 1, iters do
-    for _, k in ipairs(order) do
-      local xs = samples[k]
-      xs[#xs + 1] = variants[k]()
+  for i = 1, iters do
+    for j = 0, #order - 1 do -- the order rotates round by round
+      local k = order[(i + j) % #order + 1]
+      local c0 = os.clock()
+      local dt = variants[k]()
+      local xs, cs = samples[k], cpu[k]
+      cs[#cs + 1] = os.clock() - c0
+      xs[#xs + 1] = dt
     end
   end
-  return samples
+  return samples, cpu
 end
 
-local function report(name, order, samples)
-  local base = pct(samples[order[1]], 50)
+local function report(name, order, samples, cpu)
+  local base, cbase = pct(samples[order[1]], 50), mean(cpu[order[1]])
   print("\n" .. name)
-  print(("  %-22s %10s %10s %10s %10s"):format("", "p50 us", "p90 us", "mean us", "x C (p50)"))
+  print(("  %-16s %9s %9s %9s %9s %11s %9s"):format("", "p50 us", "p90 us", "mean us",
+                                                   "x C p50", "CPU us/call", "x C CPU"))
   for _, k in ipairs(order) do
     local xs = samples[k]
     local p50 = pct(xs, 50)
-    print(("  %-22s %10.1f %10.1f %10.1f %10.3f"):format(k, p50 * 1e6, pct(xs, 90) * 1e6,
-                                                        mean(xs) * 1e6, p50 / base))
+    local c = mean(cpu[k])
+    print(("  %-16s %9.1f %9.1f %9.1f %9.3f %11.1f %9.3f"):format(k, p50 * 1e6, pct(xs, 90) * 1e6,
+                                                                mean(xs) * 1e6, p50 / base, c * 1e6,
+                                                                c / cbase))
   end
 end
 
@@ -108,7 +120,8 @@ local ok, err = pcall(function()
         :format(iters, engine_bin, _VERSION))
 
   local order = { "C", "core (SWIG)", "agent_sandbox" }
-  report('commands.run("true") round trip', order, interleave(order, {
+  local function bench(name, variants) report(name, order, interleave(order, variants)) end
+  bench('commands.run("true") round trip', {
     C = function() return ch:run("true") end,
     ["core (SWIG)"] = function()
       local t = now()
@@ -122,7 +135,7 @@ local ok, err = pcall(function()
       assert(sb.commands:run("true"))
       return now() - t
     end,
-  }))
+  })
 
   local data = {}
   for i = 1, 1 << 14 do data[i] = string.pack("<I4I4I4I4I4I4I4I4I4I4I4I4I4I4I4I4",
@@ -130,7 +143,7 @@ local ok, err = pcall(function()
                                                i, i, i, i, i, i, i, i) end
   data = table.concat(data)
   assert(#data == 1 << 20)
-  report("1 MiB file write + read", order, interleave(order, {
+  bench("1 MiB file write + read", {
     C = function() return ch:file("/tmp/bench.bin", data) end,
     ["core (SWIG)"] = function()
       local t = now()
@@ -148,7 +161,7 @@ local ok, err = pcall(function()
       assert(#back == #data)
       return dt
     end,
-  }))
+  })
 end)
 stop_engine()
 if not ok then error(err, 0) end

@@ -574,7 +574,16 @@ end
 local RUN = set({ "envs", "cwd", "user", "timeout_ms", "request_timeout_ms", "stdin", "tag",
                   "on_stdout", "on_stderr", "background", "check" })
 
-local function command_options(t, where)
+-- The asb_command_options for t, or nil (the library's defaults, no struct
+-- to make) when t sets none of its members.
+local STRUCT_KEYS = { "envs", "cwd", "user", "timeout_ms", "request_timeout_ms", "tag", "stdin" }
+local function command_options(t, where, needed)
+  if not needed then
+    for _, k in ipairs(STRUCT_KEYS) do
+      if t[k] ~= nil then needed = true break end
+    end
+    if not needed then return nil end
+  end
   local o = core.asb_command_options()
   fill_process(o, t)
   if t.tag ~= nil then o.tag = check(t.tag, "string", where, "tag") end
@@ -653,7 +662,7 @@ function Commands.run(c, cmd, t)
   local h = sandbox_h(private(c).sb, 2)
   local on_out = fn_or_nil(t.on_stdout, "commands:run", "on_stdout")
   local on_err = fn_or_nil(t.on_stderr, "commands:run", "on_stderr")
-  local o = command_options(t, "commands:run")
+  local o = command_options(t, "commands:run", on_out or on_err)
   local cb
   if on_out or on_err then
     cb = callbacks({ on_stdout = on_out, on_stderr = on_err })
@@ -671,7 +680,7 @@ function Commands.start(c, cmd, t)
   t = options(t, RUN, "commands:start")
   local sb = private(c).sb
   local h = sandbox_h(sb, 2)
-  local o = command_options(t, "commands:start")
+  local o = command_options(t, "commands:start", true)
   local fns = { on_stdout = fn_or_nil(t.on_stdout, "commands:start", "on_stdout"),
                 on_stderr = fn_or_nil(t.on_stderr, "commands:start", "on_stderr") }
   local p, err = open_process(sb, o, fns, false, function(opts)
