@@ -219,8 +219,8 @@ def gen_table(man, hdrs):
     out.append("/* Output kinds: a handle (T **), bytes (char ** with a size_t * length),")
     out.append(" * a NUL-terminated string (char **), a caller's buffer (char *, size_t),")
     out.append(" * an int, the length of returned bytes, heap options (void **, see")
-    out.append(" * options.h), a view (const char ** with a size_t * length) into")
-    out.append(" * memory its owner keeps until its next call. */")
+    out.append(" * options.h), a view (const char ** with a size_t * length) into memory")
+    out.append(" * its owner keeps until its next call. */")
     for i, k in enumerate(KINDS):
         out.append(f"#define ASB_API_OUT_{k.upper()} {i + 1}")
     out.append("")

@@ -45,8 +45,8 @@
 /* Output kinds: a handle (T **), bytes (char ** with a size_t * length),
  * a NUL-terminated string (char **), a caller's buffer (char *, size_t),
  * an int, the length of returned bytes, heap options (void **, see
- * options.h), a view (const char ** with a size_t * length) into
- * memory its owner keeps until its next call. */
+ * options.h), a view (const char ** with a size_t * length) into memory
+ * its owner keeps until its next call. */
 #define ASB_API_OUT_HANDLE 1
 #define ASB_API_OUT_BYTES 2
 #define ASB_API_OUT_STRING 3
