@@ -21,6 +21,9 @@ id user >/dev/null 2>&1 || useradd -m -s /bin/bash user
 # The stock E2B code interpreter npm SDK used by the npm.codei test (pinned
 # in tests/npm-codei).
 npm ci --prefix tests/npm-codei --no-audit --no-fund
+# The official MCP TypeScript SDK client used by the mcp.* tests (pinned in
+# tests/mcp).
+npm ci --prefix tests/mcp --no-audit --no-fund
 
 step "build (RelWithDebInfo)"
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo

@@ -556,28 +556,35 @@ static int asblua_is_object(lua_State *L) {
 
 /* ---- agent_sandbox.mcp: replace this process with agent-sandbox-mcp -------------- */
 %{
+#include <dlfcn.h>
 #include <errno.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
-/* Where agent-sandbox-mcp is, as this module was built: the install
- * prefix's bin dir and the build tree (either may be absent). */
-#ifndef ASBLUA_MCP_INSTALLED
-#define ASBLUA_MCP_INSTALLED ""
-#endif
-#ifndef ASBLUA_MCP_BUILD
-#define ASBLUA_MCP_BUILD ""
-#endif
-
-static int asblua_mcp_paths(lua_State *L) {
-  lua_pushstring(L, ASBLUA_MCP_INSTALLED);
-  lua_pushstring(L, ASBLUA_MCP_BUILD);
-  return 2;
+/* The path of the libagentsandbox this module loaded (docs/mcp.md: a
+ * launcher looks for agent-sandbox-mcp next to it), or nil. */
+static int asblua_library_path(lua_State *L) {
+  Dl_info info;
+  if (dladdr((void *)asb_version, &info) && info.dli_fname && *info.dli_fname) {
+    lua_pushstring(L, info.dli_fname);
+  } else {
+    lua_pushnil(L);
+  }
+  return 1;
 }
 
-/* asblua_exec(path, {argv...}): execv (execvp for a name without '/'), so
- * the program gets this process's stdin, stdout, signals and environment
- * as they are (Lua's os.execute would put a shell and a wait in between).
- * Returns only on failure: nil, message. */
+/* asblua_is_executable(path): a regular file this process may execute. */
+static int asblua_is_executable(lua_State *L) {
+  struct stat st;
+  const char *path = luaL_checkstring(L, 1);
+  lua_pushboolean(L, stat(path, &st) == 0 && S_ISREG(st.st_mode) && access(path, X_OK) == 0);
+  return 1;
+}
+
+/* asblua_exec(path, {argv...}): execv, so the program gets this process's
+ * stdin, stdout, signals and environment as they are (Lua's os.execute
+ * would put a shell and a wait in between). Returns only on failure: nil,
+ * message. */
 static int asblua_exec(lua_State *L) {
   const char *path = luaL_checkstring(L, 1);
   luaL_checktype(L, 2, LUA_TTABLE);
@@ -590,17 +597,14 @@ static int asblua_exec(lua_State *L) {
   }
   argv[n] = NULL;
   fflush(NULL);
-  if (strchr(path, '/')) {
-    execv(path, (char *const *)argv);
-  } else {
-    execvp(path, (char *const *)argv);
-  }
+  execv(path, (char *const *)argv);
   lua_pushnil(L);
   lua_pushfstring(L, "%s: %s", path, strerror(errno));
   return 2;
 }
 %}
-%native(asblua_mcp_paths) int asblua_mcp_paths(lua_State *L);
+%native(asblua_library_path) int asblua_library_path(lua_State *L);
+%native(asblua_is_executable) int asblua_is_executable(lua_State *L);
 %native(asblua_exec) int asblua_exec(lua_State *L);
 
 %native(asblua_entry) int asblua_entry(lua_State *L);

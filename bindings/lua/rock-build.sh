@@ -25,9 +25,7 @@ pick_build() {
   client_libs="-L$b/core/client -Wl,-rpath,$b/core/client -lagentsandbox"
   server_cflags="-I$REPO/include"
   server_libs="-L$b/core/server -Wl,-rpath,$b/core/server -lagentsandbox-server"
-  mcp_build="$b/core/mcp/agent-sandbox-mcp"
 }
-mcp_build= mcp_installed=
 if [ -n "${ASB_BUILD_DIR:-}" ]; then
   pick_build "$ASB_BUILD_DIR" || { echo "rock-build: no libagentsandbox in $ASB_BUILD_DIR" >&2; exit 1; }
 elif pkg-config --exists agentsandbox 2>/dev/null; then
@@ -36,7 +34,6 @@ elif pkg-config --exists agentsandbox 2>/dev/null; then
   client_libs="$(pkg-config --libs agentsandbox) -Wl,-rpath,$libdir"
   server_cflags=$(pkg-config --cflags agentsandbox-server 2>/dev/null || echo "$client_cflags")
   server_libs="$(pkg-config --libs agentsandbox-server 2>/dev/null || echo -lagentsandbox-server) -Wl,-rpath,$libdir"
-  mcp_installed="$(pkg-config --variable=prefix agentsandbox)/bin/agent-sandbox-mcp"
 else
   pick_build "$REPO/build" || {
     echo "rock-build: libagentsandbox not found: build the repo (cmake --build build)," \
@@ -49,7 +46,6 @@ fi
   -module agent_sandbox_swig -o "$OUT/core_wrap.c" "$REPO/bindings/agentsandbox.i"
 # shellcheck disable=SC2086
 ${CC:-cc} ${CFLAGS:--O2 -fPIC} -std=gnu11 -I"${LUA_INCDIR:-/usr/include/lua5.4}" $client_cflags \
-  -DASBLUA_MCP_INSTALLED="\"$mcp_installed\"" -DASBLUA_MCP_BUILD="\"$mcp_build\"" \
   "$OUT/core_wrap.c" ${LIBFLAG:--shared} -o "$OUT/core.so" $client_libs
 if [ -f "$HERE/server_core.c" ]; then
   # shellcheck disable=SC2086

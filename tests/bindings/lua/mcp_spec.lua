@@ -13,11 +13,13 @@ local function have_mcp()
 end
 
 describe("agent_sandbox.mcp", function()
-  it("fails clearly when the program cannot be started", function()
-    local out, ok = H.sh("ASB_MCP_BIN=/no/such/agent-sandbox-mcp " .. H.LUA .. " -l agent_sandbox.mcp")
+  it("says what it tried and exits 127 when the program is not there", function()
+    local out, ok, code = H.sh("ASB_MCP_BIN=/no/such/agent-sandbox-mcp " .. H.LUA .. " -l agent_sandbox.mcp")
     assert.is_false(ok)
-    assert.matches("cannot start agent%-sandbox%-mcp %(set ASB_MCP_BIN to its path%): " ..
-                   "/no/such/agent%-sandbox%-mcp: No such file or directory", out)
+    assert.are.equal(127, code)
+    assert.are.equal("agent_sandbox.mcp: cannot find agent-sandbox-mcp (tried " ..
+                     "/no/such/agent-sandbox-mcp); build or install it (cmake --install build), " ..
+                     "or set ASB_MCP_BIN\n", out)
   end)
 
   it("is agent-sandbox-mcp itself, with this process's arguments and stdio", function()
@@ -25,6 +27,9 @@ describe("agent_sandbox.mcp", function()
       pending("agent-sandbox-mcp is not built in " .. H.BUILD .. " (core/mcp)")
       return
     end
+    -- found next to the libagentsandbox the module loaded (build/core/client -> core/mcp)
+    local which = H.sh("env -u ASB_MCP_BIN " .. H.LUA .. " -l agent_sandbox.mcp - --which")
+    assert.are.equal(MCP, (which:gsub("\n$", ""):gsub("/core/client/%.%./", "/core/")))
     local want = H.sh(H.q(MCP) .. " --version")
     assert.are.equal(want, H.sh(H.LUA .. " -l agent_sandbox.mcp - --version"))
     assert.are.equal(want, H.sh("ASB_MCP_BIN=" .. H.q(MCP) .. " " .. H.LUA .. " -l agent_sandbox.mcp - --version"))
