@@ -19,6 +19,15 @@
  *     another OS thread.
  */
 
+/* dladdr (agent_sandbox.mcp finds the MCP server next to the loaded
+ * libagentsandbox) is a GNU extension; the CMake build defines _GNU_SOURCE
+ * for every file, luarocks' build (rock-build.sh) does not. */
+%begin %{
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE 1
+#endif
+%}
+
 /* The shared interface (and gen/asb_api.i) write %arg as the Python side's
  * library defines it; Lua's has no such macro. */
 #define %arg(Arg...) Arg

@@ -46,9 +46,13 @@ local function candidates()
   return out, false
 end
 
+-- lua.c puts the interpreter and its options at arg's negative indices and
+-- the script's arguments at the positive ones, but only when there is a
+-- script: `lua5.4 -l agent_sandbox.mcp` alone has none, and then arg[0] is
+-- the interpreter and arg[1], arg[2] its own "-l", "agent_sandbox.mcp".
 local args = {}
 local a = rawget(_G, "arg")
-if type(a) == "table" then
+if type(a) == "table" and a[-1] ~= nil then
   for i = 1, #a do args[#args + 1] = tostring(a[i]) end
 end
 
