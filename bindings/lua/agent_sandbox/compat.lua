@@ -65,6 +65,15 @@ exception("CommandExitException", SandboxException)
 exception("AuthenticationException")
 exception("BuildException")
 
+-- E2B's JS SDK has the same classes named *Error (CommandExitError,
+-- NotFoundError, ...): those names are the same classes here, so a script
+-- ported from either SDK finds its names. err.name stays the Python one.
+do
+  local js = {}
+  for name, c in pairs(classes) do js[(name:gsub("Exception$", "Error"))] = c end
+  for name, c in pairs(js) do M[name] = c end
+end
+
 local NAMES = {
   ASB_EINVAL = "InvalidArgumentException", ASB_ENOTFOUND = "NotFoundException",
   ASB_ETIMEOUT = "TimeoutException", ASB_EAUTH = "AuthenticationException",

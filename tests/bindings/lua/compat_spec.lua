@@ -24,6 +24,11 @@ describe("agent_sandbox.compat", function()
     assert.is_true(e2b.SandboxException:is(err))
     assert.is_false(e2b.NotFoundException:is(err))
     assert.are.equal("CommandExitException", err.name)
+    -- the JS SDK's names are the same classes
+    assert.are.equal(e2b.CommandExitException, e2b.CommandExitError)
+    assert.is_true(e2b.CommandExitError:is(err))
+    assert.is_true(e2b.SandboxError:is(err))
+    assert.is_false(e2b.NotFoundError:is(err))
     assert.are.equal(3, err.exit_code)
     assert.are.equal("partial\n", err.stdout)
     local h = assert(sandbox.commands.run("sleep 0.1; echo bg", { background = true }))
@@ -65,6 +70,14 @@ describe("agent_sandbox.compat", function()
     assert.is_true(assert(sandbox.set_timeout(600)))
     assert.are.equal(sandbox.sandbox_id, assert(sandbox.get_info()).sandbox_id)
     assert.are.equal(sandbox.sandbox_id, assert(e2b.Sandbox.get_info(sandbox.sandbox_id)).sandbox_id)
+    assert.is_true(H.ok(sandbox.is_running()))
+    assert.matches("^8080%-" .. sandbox.sandbox_id, assert(sandbox.get_host(8080)))
+    assert.matches("^https?://", assert(sandbox.download_url("/etc/hostname")))
+    assert.are.equal("table", type(assert(sandbox.get_metrics())))
+    assert.is_true(H.ok(sandbox.pause()))
+    assert.are.equal("paused", assert(sandbox.get_info()).state)
+    assert.is_true(H.ok(sandbox.resume()))
+    assert.is_true(H.ok(sandbox.is_running()))
     local p = e2b.Sandbox.list{ query = { state = { "running" } } }
     local found = false
     while p.has_next do
@@ -91,6 +104,43 @@ describe("agent_sandbox.compat", function()
     assert.are.equal("integer", math.type(lines[1].timestamp))
     ex = assert(sandbox.run_code("print('only printed')"))
     assert.is_nil(ex.text, "E2B: text is the main result's only")
+  end)
+
+  it("drives background commands and ptys by pid, and code contexts", function()
+    local h = assert(sandbox.commands.run("cat", { background = true, stdin = true }))
+    local listed = false
+    for _, i in ipairs(assert(sandbox.commands.list())) do listed = listed or i.pid == h.pid end
+    assert.is_true(listed)
+    assert.truthy(sandbox.commands.send_stdin(h.pid, "one\n"))
+    assert.truthy(h.send_stdin("two\n"))
+    local seen = {}
+    local c = assert(sandbox.commands.connect(h.pid, { on_stdout = function(s) seen[#seen + 1] = s end }))
+    assert.are.equal(h.pid, c.pid)
+    assert.truthy(sandbox.commands.close_stdin(h.pid))
+    assert.are.equal("one\ntwo\n", assert(h.wait()).stdout)
+    c.disconnect()
+    local k = assert(sandbox.commands.run("sleep 60", { background = true }))
+    assert.is_true(H.ok(sandbox.commands.kill(k.pid)))
+    assert.is_true(e2b.CommandExitException:is(select(2, k.wait())))
+
+    local out = {}
+    local t = assert(sandbox.pty.create({ cols = 80, rows = 24 }, { timeout = 60 }))
+    assert(sandbox.pty.resize(t.pid, { cols = 90, rows = 20 }))
+    assert(sandbox.pty.send_stdin(t.pid, "stty size; exit\n"))
+    assert(t.wait{ on_pty = function(d) out[#out + 1] = d end })
+    assert.matches("20 90", table.concat(out))
+
+    local ctx = assert(sandbox.create_code_context{ cwd = "/tmp" })
+    assert.truthy(ctx.id)
+    assert(sandbox.run_code("x = 5", { context = ctx }))
+    assert.are.equal("5", assert(sandbox.run_code("x", { context = ctx })).text)
+    local ids = {}
+    for _, x in ipairs(assert(sandbox.list_code_contexts())) do ids[x.id] = true end
+    assert.is_true(ids[ctx.id])
+    assert(sandbox.restart_code_context(ctx))
+    local ex = assert(sandbox.run_code("x", { context = ctx }))
+    assert.are.equal("NameError", ex.error.name)
+    assert(sandbox.remove_code_context(ctx))
   end)
 
   it("<close> kills the sandbox", function()
