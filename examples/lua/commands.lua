@@ -1,5 +1,6 @@
 -- Commands: output as it arrives, exit codes, environment and directory,
--- stdin, background commands, and a callback that stops a command.
+-- stdin, background commands (their output pushed or pulled), and a callback
+-- that stops a command.
 -- SPDX-License-Identifier: Apache-2.0
 local asb = require "agent_sandbox"
 
@@ -25,6 +26,9 @@ io.write(r.stdout)
 local p = assert(sb.commands:start("read name; echo hello $name", { stdin = true }))
 assert(p:send_stdin("Alice\n"))
 io.write(assert(p:wait()).stdout)
+-- Or pull a background command's output when you want it, chunk by chunk.
+local q <close> = assert(sb.commands:start("echo out; echo err >&2"))
+for data, kind in q:lines() do io.write(kind, ": ", data) end
 local sleeper <close> = assert(sb.commands:start("sleep 600")) -- killed at the end of the scope
 print("running", sleeper.pid)
 

@@ -1,5 +1,5 @@
--- Files: bytes in and out, streaming both ways, listing, metadata, and a
--- directory watch.
+-- Files: bytes in and out, streaming both ways (pushed or pulled), listing,
+-- metadata, and a directory watch.
 -- SPDX-License-Identifier: Apache-2.0
 local asb = require "agent_sandbox"
 
@@ -17,6 +17,12 @@ end))
 local total = 0
 assert(sb.files:read_stream("/tmp/demo/big", function(chunk) total = total + #chunk end))
 print("streamed " .. total .. " bytes")
+
+-- Or pull it at your own pace (the library reads ahead about 1 MiB).
+local reader <close> = assert(sb.files:open("/tmp/demo/big"))
+local pulled = 0
+for chunk in reader:chunks() do pulled = pulled + #chunk end
+print("pulled " .. pulled .. " bytes")
 
 assert(sb.files:write_files({ { path = "/tmp/demo/a.txt", data = "A" }, { path = "/tmp/demo/b.txt", data = "B" } }))
 for _, e in ipairs(assert(sb.files:list("/tmp/demo"))) do print(e.type, e.name, e.size) end
