@@ -1,4 +1,4 @@
-/* asb_iso internals shared between the files of core/engine/iso.
+/* asb_iso internals shared between the files of core/iso.
  * SPDX-License-Identifier: Apache-2.0 */
 #ifndef ASB_ENGINE_ISO_INT_H
 #define ASB_ENGINE_ISO_INT_H
