@@ -265,8 +265,9 @@ int asbi_sandbox_explain(asb_sandbox *sb, int rc) {
   asbi_err_save(&saved);
   char path[256];
   snprintf(path, sizeof path, "/sandboxes/%s", sb->id);
-  cp_call k = {3000, NULL, 1, 1};
-  int prc = cp_request(sb->client, "GET", path, NULL, &k, "sandbox", NULL, NULL, NULL, NULL);
+  int prc = asbi_cp_request_raw(sb->client, "GET", path, NULL, 0, NULL, 3000, NULL,
+                                ASBI_CP_IDEMPOTENT | ASBI_CP_NO_START, "sandbox", NULL, NULL,
+                                NULL, NULL);
   if (prc == ASB_ESANDBOXGONE || prc == ASB_ESANDBOXNOTFOUND) return prc;
   asbi_err_restore(&saved);
   return rc;
