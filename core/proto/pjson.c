@@ -756,6 +756,12 @@ int asbi_pj_add_bytes(cJSON *obj, const char *camel, const void *p, size_t n) {
   return add(obj, camel, owned_string(enc));
 }
 
+int asbi_pj_add_time(cJSON *obj, const char *key, int64_t ms) {
+  char t[40];
+  asbi_rfc3339_ms(ms, t);
+  return cJSON_AddStringToObject(obj, key, t) ? 0 : -1;
+}
+
 int asbi_pj_add_enum(cJSON *obj, const char *camel, const asbi_pj_enum *table,
                      int value) {
   if (value == 0) return 0;

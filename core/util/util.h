@@ -61,6 +61,10 @@ uint64_t asbi_now_ms(void);
  * out needs 40 bytes. */
 void asbi_rfc3339_now(char out[40]);
 void asbi_rfc3339(int64_t sec, long nsec, char out[40]);
+/* Wall clock in Unix milliseconds, and such a time as RFC 3339 (UTC, the
+ * milliseconds as nanoseconds; out needs 40 bytes): E2B's times. */
+int64_t asbi_unix_ms(void);
+void asbi_rfc3339_ms(int64_t ms, char out[40]);
 
 /* Cryptographically random bytes (getrandom). 0 or -1. */
 int asbi_random_bytes(void *out, size_t n);
