@@ -171,8 +171,8 @@ static cJSON *listed_json(engine *e, sbx *s, int detail) {
   if (s->alias && *s->alias) cJSON_AddStringToObject(j, "alias", s->alias);
   cJSON_AddStringToObject(j, "sandboxID", s->id);
   cJSON_AddStringToObject(j, "clientID", "local");
-  json_add_time(j, "startedAt", s->started_ms);
-  json_add_time(j, "endAt", s->end_ms);
+  asbi_pj_add_time(j, "startedAt", s->started_ms);
+  asbi_pj_add_time(j, "endAt", s->end_ms);
   cJSON_AddNumberToObject(j, "cpuCount", s->cpu_count);
   cJSON_AddNumberToObject(j, "memoryMB", s->memory_mb);
   cJSON_AddNumberToObject(j, "diskSizeMB", s->disk_mb);
@@ -195,7 +195,7 @@ static cJSON *listed_json(engine *e, sbx *s, int detail) {
 
 /* Extend the lifetime to at least now + seconds (never shortens). */
 static void extend(sbx *s, int seconds) {
-  int64_t want = now_unix_ms() + (int64_t)seconds * 1000;
+  int64_t want = asbi_unix_ms() + (int64_t)seconds * 1000;
   pthread_mutex_lock(&s->mu);
   if (want > s->end_ms) s->end_ms = want;
   pthread_mutex_unlock(&s->mu);
@@ -204,7 +204,7 @@ static void extend(sbx *s, int seconds) {
 /* ---- create ------------------------------------------------------------------------ */
 
 static int wait_envd(sbx *s) {
-  int64_t deadline = now_unix_ms() + ENVD_READY_MS;
+  int64_t deadline = asbi_unix_ms() + ENVD_READY_MS;
   useconds_t nap = 100;
   for (;;) {
     int fd = asbe_sandbox_connect_unix(s->iso, "envd.sock");
@@ -213,7 +213,7 @@ static int wait_envd(sbx *s) {
       return 0;
     }
     if (!asbe_sandbox_alive(s->iso)) return -ESRCH;
-    if (now_unix_ms() >= deadline) return -ETIMEDOUT;
+    if (asbi_unix_ms() >= deadline) return -ETIMEDOUT;
     usleep(nap);
     if (nap < 5000) nap *= 2;
   }
@@ -274,7 +274,7 @@ static void create(engine *e, api_req *q, api_reply *r) {
     const cJSON *cp = cJSON_GetObjectItemCaseSensitive(t->spec, "commandsPort");
     s->commands_port = cJSON_IsNumber(cp) ? cp->valueint : 9000;
   }
-  s->started_ms = now_unix_ms();
+  s->started_ms = asbi_unix_ms();
   s->end_ms = s->started_ms + (int64_t)timeout_s * 1000;
 
   const char *args[] = {"--unix", "/run/asb/envd.sock", NULL};
@@ -308,7 +308,7 @@ static void create(engine *e, api_req *q, api_reply *r) {
   cJSON_AddStringToObject(init, "defaultUser", "user");
   cJSON_AddStringToObject(init, "defaultWorkdir", "/home/user");
   char ts[40];
-  rfc3339_ms(now_unix_ms(), ts);
+  asbi_rfc3339_ms(asbi_unix_ms(), ts);
   cJSON_AddStringToObject(init, "timestamp", ts);
   char *init_body = cJSON_PrintUnformatted(init);
   cJSON_Delete(init);
@@ -334,7 +334,7 @@ static void create(engine *e, api_req *q, api_reply *r) {
       cJSON_AddStringToObject(j, "message", why);
       cJSON_AddStringToObject(j, "error", "template_start_failed");
       api_reply_json(r, 500, j);
-      engine_log("sandbox %s: %s", s->id, why);
+      asbi_log("sandbox %s: %s", s->id, why);
       goto undo;
     }
   }
@@ -343,7 +343,7 @@ static void create(engine *e, api_req *q, api_reply *r) {
     goto undo;
   }
   t->spawn_count++;
-  t->last_spawned_ms = now_unix_ms();
+  t->last_spawned_ms = asbi_unix_ms();
   api_reply_json(r, 201, sandbox_json(e, s));
   reg_add(e, s); /* the table takes our reference */
   s = NULL;
@@ -482,7 +482,7 @@ static void set_timeout(engine *e, sbx *s, api_req *q, api_reply *r) {
   } else if (get_timeout(body, "timeout", 0, &secs, r) == 0) {
     /* An explicit timeout sets the lifetime, shorter or longer. */
     pthread_mutex_lock(&s->mu);
-    s->end_ms = now_unix_ms() + (int64_t)secs * 1000;
+    s->end_ms = asbi_unix_ms() + (int64_t)secs * 1000;
     pthread_mutex_unlock(&s->mu);
     reg_save(e, s);
     lifecycle_kick(e);
@@ -548,7 +548,7 @@ static void connect_sbx(engine *e, sbx *s, api_req *q, api_reply *r, int resume)
       api_error(r, 500, "cannot resume sandbox \"%s\": %s", s->id, asbe_errmsg());
       return;
     }
-    engine_log("sandbox %s: resumed", s->id);
+    asbi_log("sandbox %s: resumed", s->id);
   }
   reg_save(e, s);
   lifecycle_kick(e);
@@ -558,7 +558,7 @@ static void connect_sbx(engine *e, sbx *s, api_req *q, api_reply *r, int resume)
 static cJSON *metric_json(const sbx *s, const sbx_metric *m) {
   cJSON *j = cJSON_CreateObject();
   char t[40];
-  rfc3339_ms(m->ts * 1000, t);
+  asbi_rfc3339_ms(m->ts * 1000, t);
   cJSON_AddStringToObject(j, "timestamp", t);
   cJSON_AddNumberToObject(j, "timestampUnix", (double)m->ts);
   cJSON_AddNumberToObject(j, "cpuCount", s->cpu_count);
@@ -648,7 +648,7 @@ static void logs(engine *e, sbx *s, api_req *q, api_reply *r, int v2) {
     int64_t count = 0;
     size_t read_total = 0;
     char ts[40];
-    rfc3339_ms(s->started_ms, ts);
+    asbi_rfc3339_ms(s->started_ms, ts);
     while (f && count < limit && read_total < LOGS_READ_MAX && fgets(line, sizeof line, f)) {
       size_t n = strlen(line);
       read_total += n;

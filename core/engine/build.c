@@ -51,11 +51,11 @@ cJSON *template_json(engine *e, template_info *t) {
   cJSON_AddItemToArray(aliases, cJSON_CreateString(t->alias));
   cJSON *names = cJSON_AddArrayToObject(j, "names");
   cJSON_AddItemToArray(names, cJSON_CreateString(t->alias));
-  json_add_time(j, "createdAt", t->created_ms);
-  json_add_time(j, "updatedAt", t->created_ms);
+  asbi_pj_add_time(j, "createdAt", t->created_ms);
+  asbi_pj_add_time(j, "updatedAt", t->created_ms);
   cJSON_AddNullToObject(j, "createdBy");
   if (t->last_spawned_ms)
-    json_add_time(j, "lastSpawnedAt", t->last_spawned_ms);
+    asbi_pj_add_time(j, "lastSpawnedAt", t->last_spawned_ms);
   else
     cJSON_AddNullToObject(j, "lastSpawnedAt");
   cJSON_AddNumberToObject(j, "spawnCount", (double)t->spawn_count);
@@ -555,7 +555,7 @@ static cJSON *rel_layers(engine *e, const asbe_template *t) {
 void build_handle(engine *e, api_req *q, api_reply *r) {
   const char *force_q = api_query(q, "force");
   int force = force_q && (asbi_parse_bool(force_q, 0) || !*force_q);
-  int64_t t0 = now_unix_ms();
+  int64_t t0 = asbi_unix_ms();
   if (!q->body || !q->body_len) {
     api_error(r, 400, "the body must be a tar archive of the template directory "
               "(Content-Type: application/x-tar)");
@@ -724,7 +724,7 @@ void build_handle(engine *e, api_req *q, api_reply *r) {
     cJSON_AddBoolToObject(j, "cached", 1);
     cJSON_AddStringToObject(j, "buildLog", line);
     api_reply_json(r, 200, j);
-    engine_log("template %s: build cached (%s)", name, existing->build_id);
+    asbi_log("template %s: build cached (%s)", name, existing->build_id);
     goto out;
   }
   char id[ENGINE_ID_LEN + 1], suffix[7];
@@ -747,7 +747,7 @@ void build_handle(engine *e, api_req *q, api_reply *r) {
     bdir[0] = '\0';
     goto out;
   }
-  engine_log("template %s: build %s started on %s", name, build_id, base->alias);
+  asbi_log("template %s: build %s started on %s", name, build_id, base->alias);
   logf_(&b, "==> build %s of template %s on %s\n", build_id, name, base->alias);
   /* ---- the build sandbox ---- */
   b.base = base;
@@ -778,17 +778,17 @@ void build_handle(engine *e, api_req *q, api_reply *r) {
   }
   char layer[4500];
   snprintf(layer, sizeof layer, "%s/layer", bdir);
-  int64_t tc = now_unix_ms();
+  int64_t tc = asbi_unix_ms();
   if (asbe_sandbox_export_upper(b.iso, layer)) {
     api_error(r, 500, "cannot commit the build: %s", asbe_errmsg());
     goto out;
   }
-  logf_(&b, "==> committed the layer in %lld ms\n", (long long)(now_unix_ms() - tc));
+  logf_(&b, "==> committed the layer in %lld ms\n", (long long)(asbi_unix_ms() - tc));
   asbe_state_remove(e->iso, b.sid);
   asbe_sandbox_release(b.iso);
   b.iso = NULL;
   /* ---- record it ---- */
-  int64_t took = now_unix_ms() - t0;
+  int64_t took = asbi_unix_ms() - t0;
   cJSON *j = cJSON_CreateObject();
   cJSON_AddStringToObject(j, "alias", name);
   cJSON_AddStringToObject(j, "base", base->id);
@@ -811,7 +811,7 @@ void build_handle(engine *e, api_req *q, api_reply *r) {
   cJSON_AddNumberToObject(j, "cpuCount", cJSON_GetObjectItemCaseSensitive(res, "cpu")->valueint);
   cJSON_AddNumberToObject(j, "memoryMB", cJSON_GetObjectItemCaseSensitive(res, "memoryMB")->valueint);
   cJSON_AddNumberToObject(j, "diskSizeMB", cJSON_GetObjectItemCaseSensitive(res, "diskMB")->valueint);
-  cJSON_AddNumberToObject(j, "createdMs", (double)now_unix_ms());
+  cJSON_AddNumberToObject(j, "createdMs", (double)asbi_unix_ms());
   cJSON_AddNumberToObject(j, "buildMs", (double)took);
   cJSON_AddItemToObject(j, "spec", cJSON_Duplicate(spec, 1));
   char path[4500];
@@ -825,7 +825,7 @@ void build_handle(engine *e, api_req *q, api_reply *r) {
   }
   templates_install(e, t);
   bdir[0] = '\0'; /* keep it */
-  engine_log("template %s: build %s ready in %lld ms", name, build_id, (long long)took);
+  asbi_log("template %s: build %s ready in %lld ms", name, build_id, (long long)took);
   logf_(&b, "==> template %s (%s) ready in %lld ms\n", name, id, (long long)took);
   cJSON *out = template_json(e, t);
   cJSON_AddBoolToObject(out, "cached", 0);
@@ -836,7 +836,7 @@ out:
   if (b.iso) {
     asbe_sandbox_kill(b.iso, 1);
     asbe_sandbox_release(b.iso);
-    engine_log("template %s: build failed", spec ? cJSON_GetObjectItemCaseSensitive(spec, "name")->valuestring : "?");
+    asbi_log("template %s: build failed", spec ? cJSON_GetObjectItemCaseSensitive(spec, "name")->valuestring : "?");
   }
   if (bdir[0]) {
     rm_rf(bdir);
@@ -905,7 +905,7 @@ void template_delete(engine *e, const char *id, api_reply *r) {
       rm_rf(gone);
     else
       rm_rf(t->dir);
-    engine_log("template %s (%s): deleted", t->alias, t->id);
+    asbi_log("template %s (%s): deleted", t->alias, t->id);
     r->status = 204;
   }
   pthread_mutex_unlock(&e->build_mu);
@@ -960,7 +960,7 @@ void templates_gc(engine *e) {
       if (be->d_name[0] == '.') continue;
       snprintf(path, sizeof path, "%s/%s", builds, be->d_name);
       if (!in_list(used, path)) {
-        engine_log("template %s: removing unused build %s", de->d_name, be->d_name);
+        asbi_log("template %s: removing unused build %s", de->d_name, be->d_name);
         rm_rf(path);
       }
     }
@@ -978,7 +978,7 @@ void build_cleanup(engine *e) {
   while (d && (de = readdir(d))) {
     if (strncmp(de->d_name, "bld", 3) != 0 || strlen(de->d_name) != ENGINE_ID_LEN) continue;
     if (asbe_state_remove(e->iso, de->d_name) == 0)
-      engine_log("removed the build sandbox %s of an interrupted build", de->d_name);
+      asbi_log("removed the build sandbox %s of an interrupted build", de->d_name);
   }
   if (d) closedir(d);
 }

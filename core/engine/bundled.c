@@ -89,7 +89,7 @@ int bundled_ensure(engine *e, const char *name, char *err, size_t errlen) {
   }
   if (rc) {
     snprintf(err, errlen, "built-in template %s: cannot pack %s", name, why);
-    engine_log("%s", err);
+    asbi_log("%s", err);
     asbi_buf_free(&tar);
     nbusy--;
     pthread_mutex_unlock(&bundled_mu);
@@ -105,14 +105,14 @@ int bundled_ensure(engine *e, const char *name, char *err, size_t errlen) {
   api_reply r;
   memset(&r, 0, sizeof r);
   r.total_running = -1;
-  int64_t t0 = now_unix_ms();
+  int64_t t0 = asbi_unix_ms();
   build_handle(e, &q, &r);
   api_req_free(&q);
   asbi_buf_free(&tar);
   if (r.status == 200 || r.status == 201) {
-    engine_log("built-in template %s: %s from %s in %lld ms", name,
+    asbi_log("built-in template %s: %s from %s in %lld ms", name,
                r.status == 200 ? "cached build" : "built", dir,
-               (long long)(now_unix_ms() - t0));
+               (long long)(asbi_unix_ms() - t0));
     asbi_buf_append(&done, name, strlen(name) + 1);
     rc = 0;
   } else {
@@ -121,7 +121,7 @@ int bundled_ensure(engine *e, const char *name, char *err, size_t errlen) {
     if (j) asbi_pj_get_str(j, "message", &msg);
     snprintf(err, errlen, "built-in template %s (%s) failed to build: %s", name, dir,
              msg ? msg : (r.body ? r.body : "no reply"));
-    engine_log("%s", err);
+    asbi_log("%s", err);
     cJSON_Delete(j);
     rc = -1;
   }

@@ -233,7 +233,7 @@ char *cmds_serve(engine *e, const char *id, int port, const char *method, const 
       out = error_body("call a command with POST", "MethodNotAllowed");
     } else {
       out = run_custom(s, cmd, body, len, status);
-      engine_log("sandbox %s: custom command %s: HTTP %d", s->id, name, *status);
+      asbi_log("sandbox %s: custom command %s: HTTP %d", s->id, name, *status);
     }
     goto done;
   }

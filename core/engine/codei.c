@@ -66,7 +66,7 @@ int codei_start(engine *e, sbx *s) {
     asbe_proc *p = NULL;
     rc = asbe_sandbox_exec(s->iso, &o, &p);
     if (rc)
-      engine_log("sandbox %s: cannot start the code interpreter: %s", s->id, asbe_errmsg());
+      asbi_log("sandbox %s: cannot start the code interpreter: %s", s->id, asbe_errmsg());
     asbe_proc_free(p);
   }
   if (rc) s->codei_started = 0;
@@ -82,12 +82,12 @@ int codei_connect(engine *e, sbx *s, int timeout_ms) {
   if (fd >= 0 || !e->codei_path) return fd;
   int rc = codei_start(e, s);
   if (rc) return rc;
-  int64_t deadline = now_unix_ms() + timeout_ms;
+  int64_t deadline = asbi_unix_ms() + timeout_ms;
   useconds_t nap = 1000;
   for (;;) {
     fd = asbe_sandbox_connect_tcp(s->iso, CODEI_PORT);
     if (fd >= 0) return fd;
-    if (now_unix_ms() >= deadline || !asbe_sandbox_alive(s->iso)) return fd;
+    if (asbi_unix_ms() >= deadline || !asbe_sandbox_alive(s->iso)) return fd;
     usleep(nap);
     if (nap < 20000) nap *= 2;
   }

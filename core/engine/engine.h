@@ -20,7 +20,10 @@
 #include <stdint.h>
 
 #include "iso/iso.h"
+#include "proto/pjson.h"
 #include "util/buf.h"
+#include "util/log.h"
+#include "util/util.h"
 
 #define ENGINE_ENVD_VERSION_FALLBACK "0.6.13"
 #define ENGINE_ID_LEN 20
@@ -292,12 +295,5 @@ int codei_connect(engine *e, sbx *s, int timeout_ms);
 /* ---- server.c ------------------------------------------------------------------ */
 int server_start(engine *e, const char *listen, const char *socket_path);
 void server_stop(engine *e);
-
-/* ---- small helpers (main.c) ------------------------------------------------------ */
-int64_t now_unix_ms(void);
-void rfc3339_ms(int64_t ms, char out[40]);
-/* obj[key] = that time as an RFC 3339 string (E2B's createdAt, startedAt…). */
-void json_add_time(cJSON *obj, const char *key, int64_t ms);
-void engine_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 #endif

@@ -6,7 +6,6 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +17,7 @@
 
 #include "engine.h"
 #include "util/buf.h"
+#include "util/log.h"
 #include "util/util.h"
 
 #ifndef ASB_DEFAULT_ENVD
@@ -49,33 +49,6 @@
  * `cmake --install` put it. */
 static const char *default_path(const char *built, const char *installed) {
   return access(built, F_OK) == 0 ? built : installed;
-}
-
-int64_t now_unix_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-void rfc3339_ms(int64_t ms, char out[40]) {
-  asbi_rfc3339(ms / 1000, (long)(ms % 1000) * 1000000L, out);
-}
-
-void json_add_time(cJSON *obj, const char *key, int64_t ms) {
-  char t[40];
-  rfc3339_ms(ms, t);
-  cJSON_AddStringToObject(obj, key, t);
-}
-
-void engine_log(const char *fmt, ...) {
-  char ts[40];
-  asbi_rfc3339_now(ts);
-  char msg[2048];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
-  va_end(ap);
-  fprintf(stderr, "%s agent-sandboxd: %s\n", ts, msg);
 }
 
 static void usage(FILE *f) {
@@ -135,7 +108,7 @@ static int load_api_key(engine *e) {
       chmod(path, 0600);
       return 0;
     }
-    engine_log("%s is malformed; making a new key", path);
+    asbi_log("%s is malformed; making a new key", path);
   }
   char hex[41];
   if (asbi_random_hex(hex, 40)) return -EIO;
@@ -217,19 +190,19 @@ static void on_live(const char *id, void *ctx) {
   engine *e = a->e;
   sbx *s = reg_load(e, id);
   if (!s) {
-    engine_log("sandbox %s is alive but has no engine record; killing it", id);
+    asbi_log("sandbox %s is alive but has no engine record; killing it", id);
     asbe_sandbox *iso = NULL;
     if (asbe_sandbox_adopt(e->iso, id, &iso) != 0) {
-      engine_log("sandbox %s: cannot adopt it to kill it: %s", id, asbe_errmsg());
+      asbi_log("sandbox %s: cannot adopt it to kill it: %s", id, asbe_errmsg());
       return;
     }
     if (asbe_sandbox_kill(iso, 1) != 0)
-      engine_log("sandbox %s: kill: %s", id, asbe_errmsg());
+      asbi_log("sandbox %s: kill: %s", id, asbe_errmsg());
     asbe_sandbox_release(iso);
     return;
   }
   if (asbe_sandbox_adopt(e->iso, id, &s->iso) != 0) {
-    engine_log("sandbox %s: cannot adopt: %s", id, asbe_errmsg());
+    asbi_log("sandbox %s: cannot adopt: %s", id, asbe_errmsg());
     sbx_free(s);
     return;
   }
@@ -260,7 +233,7 @@ static void adopt_or_reap(engine *e) {
   asbe_reap_report rep;
   memset(&rep, 0, sizeof rep);
   if (asbe_reap(e->iso, on_live, &a, &rep) != 0)
-    engine_log("reaper: %s", asbe_errmsg());
+    asbi_log("reaper: %s", asbe_errmsg());
   for (size_t i = 0; i < nknown; i++) {
     sbx *s = known[i] ? reg_get(e, known[i]) : NULL;
     if (s) {
@@ -274,7 +247,7 @@ static void adopt_or_reap(engine *e) {
     free(known[i]);
   }
   free(known);
-  engine_log("start-up: adopted %u live sandbox(es); cleaned %u dead, %u cgroup(s), "
+  asbi_log("start-up: adopted %u live sandbox(es); cleaned %u dead, %u cgroup(s), "
              "%u loop device(s), %u file(s)",
              a.adopted, rep.sandboxes, rep.cgroups, rep.loops, rep.files);
 }
@@ -282,6 +255,7 @@ static void adopt_or_reap(engine *e) {
 /* ---- main ---------------------------------------------------------------------------- */
 
 int main(int argc, char **argv) {
+  asbi_log_init("agent-sandboxd", ASBI_LOG_TIME);
   engine eng;
   engine *e = &eng;
   memset(e, 0, sizeof *e);
@@ -398,25 +372,25 @@ int main(int argc, char **argv) {
     }
   }
   if (load_api_key(e)) {
-    engine_log("cannot write the API key under %s", e->state_dir);
+    asbi_log("cannot write the API key under %s", e->state_dir);
     return 1;
   }
   e->envd_path = realpath(envd, NULL);
   e->init_path = realpath(init, NULL);
   e->codei_path = access(codei, X_OK) == 0 ? realpath(codei, NULL) : NULL;
   if (!e->codei_path)
-    engine_log("no code interpreter at %s: port 49999 is not served", codei);
+    asbi_log("no code interpreter at %s: port 49999 is not served", codei);
   if (!tdir) tdir = default_path(ASB_DEFAULT_TEMPLATES_DIR, ASB_INSTALLED_TEMPLATES_DIR);
   e->templates_dir = *tdir ? realpath(tdir, NULL) : NULL;
   if (*tdir && !e->templates_dir)
-    engine_log("no bundled templates at %s (python-base): %s", tdir, strerror(errno));
+    asbi_log("no bundled templates at %s (python-base): %s", tdir, strerror(errno));
   e->envd_version = envd_version(e->envd_path);
   if (!e->envd_version) e->envd_version = asbi_strdup(ENGINE_ENVD_VERSION_FALLBACK);
   char agent_dir[4096];
   snprintf(agent_dir, sizeof agent_dir, "%s/agent", e->state_dir);
   const char *bins[] = {e->envd_path, e->codei_path};
   if (asbe_agentdir_build(agent_dir, e->init_path, bins, e->codei_path ? 2 : 1)) {
-    engine_log("cannot assemble the agent dir: %s", asbe_errmsg());
+    asbi_log("cannot assemble the agent dir: %s", asbe_errmsg());
     return 1;
   }
   /* Inside sandboxes the programs are called "envd" and "code-interpreter"
@@ -431,7 +405,7 @@ int main(int argc, char **argv) {
     char link[4200];
     snprintf(link, sizeof link, "%s/bin/%s", agent_dir, names[i]);
     unlink(link);
-    if (symlink(base, link) != 0) engine_log("cannot link %s: %s", link, strerror(errno));
+    if (symlink(base, link) != 0) asbi_log("cannot link %s: %s", link, strerror(errno));
   }
   asbe_engine_config cfg;
   memset(&cfg, 0, sizeof cfg);
@@ -451,11 +425,11 @@ int main(int argc, char **argv) {
   sigaddset(&set, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &set, NULL); /* threads inherit the mask */
   if (asbe_engine_open(&cfg, &e->iso)) {
-    engine_log("cannot open the isolation runtime: %s", asbe_errmsg());
+    asbi_log("cannot open the isolation runtime: %s", asbe_errmsg());
     return 1;
   }
   if (templates_init(e)) {
-    engine_log("cannot prepare the base template");
+    asbi_log("cannot prepare the base template");
     return 1;
   }
   adopt_or_reap(e);
@@ -463,7 +437,7 @@ int main(int argc, char **argv) {
   templates_gc(e);  /* builds no template and no live sandbox uses */
   signal(SIGPIPE, SIG_IGN);
   if (lifecycle_start(e)) {
-    engine_log("cannot start the lifecycle thread");
+    asbi_log("cannot start the lifecycle thread");
     return 1;
   }
   char sockbuf[4200];
@@ -483,14 +457,14 @@ int main(int argc, char **argv) {
   char urlline[128];
   snprintf(urlline, sizeof urlline, "http://127.0.0.1:%d\n", e->listen_port);
   write_file(path, urlline, 0644);
-  engine_log("listening on %s (port %d), unix socket %s, state %s, envd %s",
+  asbi_log("listening on %s (port %d), unix socket %s, state %s, envd %s",
              listen_addr, e->listen_port, sock, e->state_dir, e->envd_version);
   printf("listening on 127.0.0.1:%d\n", e->listen_port);
   fflush(stdout);
 
   int sig = 0;
   sigwait(&set, &sig);
-  engine_log("stopping (signal %d)%s", sig, kill_on_exit ? ", killing sandboxes" : "");
+  asbi_log("stopping (signal %d)%s", sig, kill_on_exit ? ", killing sandboxes" : "");
   server_stop(e);
   lifecycle_stop(e);
   size_t n = 0;

@@ -92,7 +92,7 @@ static void tomb_append_file(engine *e, const tomb *t) {
   char line[128];
   int n = snprintf(line, sizeof line, "%s %s %lld\n", t->id, t->reason,
                    (long long)t->ended_ms);
-  if (write(fd, line, (size_t)n) != n) engine_log("cannot record tombstone of %s", t->id);
+  if (write(fd, line, (size_t)n) != n) asbi_log("cannot record tombstone of %s", t->id);
   close(fd);
 }
 
@@ -127,7 +127,7 @@ void reg_remove(engine *e, sbx *s, const char *reason) {
       break;
     }
   if (found) {
-    tomb_add_locked(e, s->id, reason, now_unix_ms());
+    tomb_add_locked(e, s->id, reason, asbi_unix_ms());
     tomb_append_file(e, &e->tombs[e->ntombs - 1]);
   }
   pthread_mutex_unlock(&e->mu);
@@ -136,7 +136,7 @@ void reg_remove(engine *e, sbx *s, const char *reason) {
 
 void reg_tomb_add(engine *e, const char *id, const char *reason) {
   pthread_mutex_lock(&e->mu);
-  tomb_add_locked(e, id, reason, now_unix_ms());
+  tomb_add_locked(e, id, reason, asbi_unix_ms());
   if (e->ntombs) tomb_append_file(e, &e->tombs[e->ntombs - 1]);
   pthread_mutex_unlock(&e->mu);
 }

@@ -402,7 +402,7 @@ int server_start(engine *e, const char *listen_addr, const char *socket_path) {
       setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) ||
       bind(fd, (struct sockaddr *)&a, sizeof a) || listen(fd, 512)) {
     int err = errno ? errno : EINVAL;
-    engine_log("cannot listen on %s: %s", listen_addr, strerror(err));
+    asbi_log("cannot listen on %s: %s", listen_addr, strerror(err));
     if (fd >= 0) close(fd);
     free(s);
     return -err;
@@ -421,7 +421,7 @@ int server_start(engine *e, const char *listen_addr, const char *socket_path) {
     memset(&u, 0, sizeof u);
     u.sun_family = AF_UNIX;
     if (strlen(socket_path) >= sizeof u.sun_path) {
-      engine_log("socket path too long: %s", socket_path);
+      asbi_log("socket path too long: %s", socket_path);
     } else {
       snprintf(u.sun_path, sizeof u.sun_path, "%s", socket_path);
       unlink(socket_path);
@@ -434,7 +434,7 @@ int server_start(engine *e, const char *listen_addr, const char *socket_path) {
         if (s->unx) s->unix_fd = ufd;
       }
       if (!s->unx) {
-        engine_log("cannot serve on unix socket %s: %s", socket_path, strerror(errno));
+        asbi_log("cannot serve on unix socket %s: %s", socket_path, strerror(errno));
         if (ufd >= 0) close(ufd);
       }
     }

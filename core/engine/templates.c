@@ -41,7 +41,7 @@ static template_info *tinfo_new(const char *id, const char *alias, const char *d
   t->cpu_count = DEFAULT_CPU;
   t->memory_mb = DEFAULT_MEMORY_MB;
   t->disk_mb = DEFAULT_DISK_MB;
-  t->created_ms = now_unix_ms();
+  t->created_ms = asbi_unix_ms();
   t->refs = 1;
   if (!t->id || !t->alias || !t->dir || !t->build_id || !t->hash) {
     free(t->id);
@@ -81,13 +81,13 @@ static int builtin(engine *e, const char *name, int (*prepare)(const char *),
   if (mkdir(dir, 0755) != 0 && errno != EEXIST) return -errno;
   int rc = prepare(dir);
   if (rc) {
-    engine_log("template %s: cannot prepare %s: %s", name, dir, asbe_errmsg());
+    asbi_log("template %s: cannot prepare %s: %s", name, dir, asbe_errmsg());
     return rc;
   }
   template_info *t = tinfo_new(name, name, dir);
   if (!t) return -ENOMEM;
   if ((rc = make(dir, &t->tmpl))) {
-    engine_log("template %s: %s", name, asbe_errmsg());
+    asbi_log("template %s: %s", name, asbe_errmsg());
     tinfo_free(t);
     return rc;
   }
@@ -121,7 +121,7 @@ int templates_load(engine *e, const char *id, template_info **out) {
   cJSON *j = b.data ? asbi_pj_parse(b.data, b.len, NULL) : NULL;
   asbi_buf_free(&b);
   if (!j) {
-    engine_log("template %s: %s is not valid JSON; skipped", id, path);
+    asbi_log("template %s: %s is not valid JSON; skipped", id, path);
     return -EINVAL;
   }
   const char *alias = NULL, *base = NULL, *bid = NULL, *hash = NULL;
@@ -184,7 +184,7 @@ int templates_load(engine *e, const char *id, template_info **out) {
   }
   cJSON_Delete(j);
   if (rc) {
-    engine_log("template %s: cannot load (%s): %s", id, strerror(-rc), asbe_errmsg());
+    asbi_log("template %s: cannot load (%s): %s", id, strerror(-rc), asbe_errmsg());
     tinfo_free(t);
     return rc;
   }
@@ -214,7 +214,7 @@ int templates_init(engine *e) {
   }
   /* busybox is optional: Debian's busybox-static provides /bin/busybox. */
   if (builtin(e, "busybox", asbe_template_prepare_busybox, asbe_template_busybox))
-    engine_log("template busybox unavailable (install busybox-static)");
+    asbi_log("template busybox unavailable (install busybox-static)");
   DIR *d = opendir(dir);
   if (!d) return 0;
   struct dirent *de;
