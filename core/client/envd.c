@@ -40,7 +40,7 @@ void asbi_envd_headers(asb_sandbox *sb, const char *user, const char **hs,
                        asbi_buf *store, const char *content_type) {
   size_t n = 0;
   hs[n++] = sb->hdr_id;
-  hs[n++] = "E2b-Sandbox-Port: 49983";
+  hs[n++] = "E2b-Sandbox-Port: " ASBI_STRINGIFY(ASBI_ENVD_PORT);
   if (sb->hdr_token) hs[n++] = sb->hdr_token;
   hs[n++] = sb->hdr_ua;
   /* Offsets into store, turned into pointers once it stops growing. */

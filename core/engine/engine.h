@@ -284,7 +284,6 @@ int envd_request(sbx *s, const char *method, const char *path,
                  const char *body, char **reply, int timeout_ms);
 
 /* ---- codei.c: the code interpreter inside sandboxes ---------------------- */
-#define CODEI_PORT 49999
 /* Launch the sandbox's code interpreter (once; later calls are no-ops).
  * Does not wait for it. 0 or a negative errno. */
 int codei_start(engine *e, sbx *s);

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "engine.h"
+#include "proto/url.h"
 #include "util/buf.h"
 #include "util/log.h"
 #include "util/util.h"
@@ -55,13 +56,13 @@ static void usage(FILE *f) {
   fprintf(f,
           "usage: agent-sandboxd [options]\n"
           "  --state-dir DIR   engine state (default $ASB_STATE_DIR or /var/lib/agent-sandbox)\n"
-          "  --listen H:P      control plane + router address (default 127.0.0.1:49982;\n"
+          "  --listen H:P      control plane + router address (default 127.0.0.1:%d;\n"
           "                    port 0 picks a free one)\n"
           "  --socket PATH     also serve on this unix socket (default <state>/engine.sock)\n"
           "  --envd PATH       envd binary run inside sandboxes (default %s)\n"
           "  --init PATH       asb-init binary (default %s)\n"
           "  --code-interpreter PATH  code interpreter run inside sandboxes for\n"
-          "                    port 49999 (default %s; absent = disabled)\n"
+          "                    port %d (default %s; absent = disabled)\n"
           "  --templates-dir DIR  bundled templates, built on first use (default\n"
           "                    $ASB_TEMPLATES_DIR or %s)\n"
           "  --cgroup-name N   name of the engine's cgroups (default agent-sandbox)\n"
@@ -78,7 +79,8 @@ static void usage(FILE *f) {
           "                    running; a restarted engine adopts them)\n"
           "  --preflight       check what the engine needs, print the report, exit\n"
           "  --version         print the version and exit\n",
-          ASB_DEFAULT_ENVD, ASB_DEFAULT_INIT, ASB_DEFAULT_CODEI, ASB_DEFAULT_TEMPLATES_DIR);
+          ASBI_ENGINE_PORT, ASB_DEFAULT_ENVD, ASB_DEFAULT_INIT, ASBI_CODE_PORT, ASB_DEFAULT_CODEI,
+          ASB_DEFAULT_TEMPLATES_DIR);
 }
 
 static int write_file(const char *path, const char *text, mode_t mode) {
@@ -261,7 +263,7 @@ int main(int argc, char **argv) {
   memset(e, 0, sizeof *e);
   pthread_mutex_init(&e->mu, NULL);
   const char *state = asbi_getenv("ASB_STATE_DIR");
-  const char *listen_addr = "127.0.0.1:49982";
+  const char *listen_addr = "127.0.0.1:" ASBI_STRINGIFY(ASBI_ENGINE_PORT);
   const char *sock = NULL, *cgroup_name = NULL;
   const char *envd = default_path(ASB_DEFAULT_ENVD, ASB_INSTALLED_ENVD);
   const char *init = default_path(ASB_DEFAULT_INIT, ASB_INSTALLED_INIT);
@@ -379,7 +381,7 @@ int main(int argc, char **argv) {
   e->init_path = realpath(init, NULL);
   e->codei_path = access(codei, X_OK) == 0 ? realpath(codei, NULL) : NULL;
   if (!e->codei_path)
-    asbi_log("no code interpreter at %s: port 49999 is not served", codei);
+    asbi_log("no code interpreter at %s: port %d is not served", codei, ASBI_CODE_PORT);
   if (!tdir) tdir = default_path(ASB_DEFAULT_TEMPLATES_DIR, ASB_INSTALLED_TEMPLATES_DIR);
   e->templates_dir = *tdir ? realpath(tdir, NULL) : NULL;
   if (*tdir && !e->templates_dir)

@@ -384,7 +384,7 @@ int server_start(engine *e, const char *listen_addr, const char *socket_path) {
   s->unix_fd = -1;
   /* TCP: "host:port" (port 0 = pick one). */
   char host[256];
-  int port = 49982;
+  int port = ASBI_ENGINE_PORT;
   const char *colon = strrchr(listen_addr, ':');
   if (colon) {
     snprintf(host, sizeof host, "%.*s", (int)(colon - listen_addr), listen_addr);

@@ -8,6 +8,9 @@
 
 #define ASBI_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 #define ASBI_UNUSED(x) (void)(x)
+/* A macro's value as a string literal: ASBI_STRINGIFY(ASBI_ENGINE_PORT) -> "49982". */
+#define ASBI_STRINGIFY_(x) #x
+#define ASBI_STRINGIFY(x) ASBI_STRINGIFY_(x)
 
 /* strdup that accepts NULL (returns NULL). */
 char *asbi_strdup(const char *s);
