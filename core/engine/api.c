@@ -12,10 +12,19 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "build.h"
+#include "bundled.h"
+#include "codei.h"
+#include "lifecycle.h"
 #include "proto/http1.h"
 #include "proto/pjson.h"
 #include "proto/url.h"
+#include "registry.h"
+#include "sbxexec.h"
+#include "templates.h"
+#include "tstart.h"
 #include "util/buf.h"
+#include "util/log.h"
 #include "util/util.h"
 
 #define MAX_TIMEOUT_S (30 * 86400)

@@ -6,7 +6,10 @@
 #include <stdarg.h>
 #include <stddef.h>
 
+#include <cjson/cJSON.h>
+
 #include "engine.h"
+#include "registry.h"
 
 typedef struct api_req {
   const char *method;
@@ -32,6 +35,10 @@ const char *api_query(api_req *q, const char *name);
 void api_req_free(api_req *q);
 
 void api_handle(engine *e, api_req *q, api_reply *r);
+/* Talk to the envd of a sandbox over its unix socket: one request, whole
+ * reply. Returns the HTTP status, or a negative errno. */
+int envd_request(sbx *s, const char *method, const char *path,
+                 const char *body, char **reply, int timeout_ms);
 void api_reply_json(api_reply *r, int status, cJSON *body);
 void api_error(api_reply *r, int status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

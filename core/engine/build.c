@@ -23,11 +23,17 @@
 #include <unistd.h>
 
 #include "api.h"
+#include "build.h"
+#include "bundled.h"
 #include "proto/cmdargs.h"
 #include "proto/pjson.h"
 #include "proto/tar.h"
+#include "registry.h"
+#include "sbxexec.h"
+#include "templates.h"
 #include "tmpl/tmpl.h"
 #include "util/buf.h"
+#include "util/log.h"
 #include "util/util.h"
 
 #define LOG_MAX (1u << 20)

@@ -17,11 +17,14 @@
 #include <unistd.h>
 
 #include "api.h"
-#include "engine.h"
+#include "build.h"
+#include "bundled.h"
 #include "proto/pjson.h"
 #include "proto/tar.h"
+#include "templates.h"
 #include "tmpl/tmpl.h"
 #include "util/buf.h"
+#include "util/log.h"
 #include "util/util.h"
 
 #define BUNDLE_MAX (64u << 20)

@@ -23,10 +23,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine.h"
+#include "cmds.h"
 #include "proto/cmdargs.h"
 #include "proto/pjson.h"
+#include "registry.h"
+#include "sbxexec.h"
 #include "util/buf.h"
+#include "util/log.h"
 #include "util/util.h"
 
 #define UPSTREAM_TIMEOUT_MS 60000

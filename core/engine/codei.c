@@ -9,9 +9,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "engine.h"
+#include "codei.h"
 #include "proto/url.h"
 #include "util/buf.h"
+#include "util/log.h"
 #include "util/sha256.h"
 #include "util/util.h"
 

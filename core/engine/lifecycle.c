@@ -11,7 +11,10 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-#include "engine.h"
+#include "lifecycle.h"
+#include "registry.h"
+#include "util/log.h"
+#include "util/util.h"
 
 #define SAMPLE_EVERY_MS 5000
 

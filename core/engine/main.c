@@ -15,8 +15,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "build.h"
 #include "engine.h"
+#include "lifecycle.h"
 #include "proto/url.h"
+#include "registry.h"
+#include "server.h"
+#include "templates.h"
 #include "util/buf.h"
 #include "util/log.h"
 #include "util/util.h"

@@ -9,9 +9,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "engine.h"
+#include "lifecycle.h"
 #include "proto/pjson.h"
+#include "registry.h"
 #include "util/buf.h"
+#include "util/log.h"
 #include "util/util.h"
 
 #define TOMBS_MAX 10000

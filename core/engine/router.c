@@ -29,8 +29,10 @@
 
 #include <openssl/crypto.h>
 
+#include "codei.h"
 #include "proto/http1.h"
 #include "proto/url.h"
+#include "registry.h"
 #include "util/buf.h"
 #include "util/util.h"
 

@@ -13,8 +13,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "engine.h"
 #include "proto/http1.h"
+#include "sbxexec.h"
 #include "util/buf.h"
 #include "util/util.h"
 

@@ -26,11 +26,14 @@
 #include <unistd.h>
 
 #include "api.h"
+#include "cmds.h"
 #include "proto/http1.h"
 #include "proto/url.h"
 #include "router.h"
+#include "server.h"
 #include "util/buf.h"
 #include "util/connguard.h"
+#include "util/log.h"
 #include "util/util.h"
 
 #define API_BODY_MAX (1u << 20)

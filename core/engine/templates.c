@@ -21,9 +21,10 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "engine.h"
 #include "proto/pjson.h"
+#include "templates.h"
 #include "util/buf.h"
+#include "util/log.h"
 #include "util/util.h"
 
 #define DEFAULT_CPU 2

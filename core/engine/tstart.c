@@ -14,9 +14,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "engine.h"
 #include "proto/pjson.h"
+#include "sbxexec.h"
+#include "tstart.h"
 #include "util/buf.h"
+#include "util/log.h"
 #include "util/sha256.h"
 #include "util/util.h"
 
