@@ -33,26 +33,6 @@
 #define DEFAULT_CONNECT_TIMEOUT_S 300
 #define LIST_LIMIT_MAX 100
 
-/* ---- replies --------------------------------------------------------------------- */
-
-void api_reply_json(api_reply *r, int status, cJSON *body) {
-  r->status = status;
-  r->body = body ? cJSON_PrintUnformatted(body) : NULL;
-  cJSON_Delete(body);
-}
-
-void api_error(api_reply *r, int status, const char *fmt, ...) {
-  char msg[1024];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
-  va_end(ap);
-  cJSON *j = cJSON_CreateObject();
-  cJSON_AddNumberToObject(j, "code", status);
-  cJSON_AddStringToObject(j, "message", msg);
-  api_reply_json(r, status, j);
-}
-
 /* 404 for an unknown sandbox, naming it and, if it existed, why it ended. */
 static void not_found(engine *e, api_reply *r, const char *id, const char *dying) {
   char why[32];
