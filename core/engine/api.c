@@ -50,25 +50,6 @@ static void not_found(engine *e, api_reply *r, const char *id, const char *dying
   api_reply_json(r, 404, j);
 }
 
-/* ---- envd over its unix socket ----------------------------------------------------- */
-
-int envd_request(sbx *s, const char *method, const char *path, const char *body,
-                 char **reply, int timeout_ms) {
-  if (reply) *reply = NULL;
-  int fd = asbe_sandbox_connect_unix(s->iso, "envd.sock");
-  if (fd < 0) return fd;
-  char token[sizeof s->token + 32];
-  snprintf(token, sizeof token, "X-Access-Token: %s", s->token);
-  const char *hs[4];
-  size_t n = 0;
-  hs[n++] = "User-Agent: agent-sandboxd";
-  if (s->token[0]) hs[n++] = token;
-  if (body) hs[n++] = "Content-Type: application/json";
-  hs[n] = NULL;
-  return sbx_http_fd(fd, method, path, hs, body, body ? strlen(body) : 0, reply, timeout_ms,
-                     4u << 20);
-}
-
 /* ---- helpers ---------------------------------------------------------------------- */
 
 static cJSON *parse_body(api_req *q, api_reply *r, int required) {
@@ -302,11 +283,8 @@ static void create(engine *e, api_req *q, api_reply *r) {
   char *init_body = cJSON_PrintUnformatted(init);
   cJSON_Delete(init);
   /* The token is not set in envd yet: send /init without it. */
-  char token[sizeof s->token];
-  memcpy(token, s->token, sizeof token);
-  s->token[0] = '\0';
-  int st = init_body ? envd_request(s, "POST", "/init", init_body, NULL, 5000) : -ENOMEM;
-  memcpy(s->token, token, sizeof token);
+  int st = init_body ? sbx_envd_request(s->iso, "", "POST", "/init", init_body, NULL, 5000)
+                     : -ENOMEM;
   free(init_body);
   if (st < 200 || st >= 300) {
     api_error(r, 500, "the sandbox's agent refused /init (%s)",

@@ -47,8 +47,15 @@ int sbx_http(asbe_sandbox *iso, int port, const char *method, const char *path,
              int timeout_ms);
 /* The same over a connected socket (closed here), with the reply capped at
  * max bytes (-E2BIG beyond); reply may be NULL. Shared by sbx_http and
- * envd_request. */
+ * sbx_envd_request. */
 int sbx_http_fd(int fd, const char *method, const char *path, const char *const *headers,
                 const char *body, size_t len, char **reply, int timeout_ms, size_t max);
+
+/* One request to the sandbox's envd over its unix socket (envd.sock),
+ * with X-Access-Token: token unless token is "" (before /init set one);
+ * whole reply into *reply (malloc'd; may be NULL), at most 4 MiB. The HTTP
+ * status, or a negative errno. */
+int sbx_envd_request(asbe_sandbox *iso, const char *token, const char *method,
+                     const char *path, const char *body, char **reply, int timeout_ms);
 
 #endif
