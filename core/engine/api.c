@@ -313,6 +313,7 @@ static void create(engine *e, api_req *q, api_reply *r) {
   t->last_spawned_ms = asbi_unix_ms();
   api_reply_json(r, 201, sandbox_json(e, s));
   reg_add(e, s); /* the table takes our reference */
+  lifecycle_kick(e); /* a new deadline */
   s = NULL;
   goto out;
 undo:

@@ -9,7 +9,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "lifecycle.h"
 #include "proto/pjson.h"
 #include "registry.h"
 #include "util/buf.h"
@@ -82,7 +81,6 @@ int reg_add(engine *e, sbx *s) {
   }
   e->sbx[e->nsbx++] = s;
   pthread_mutex_unlock(&e->mu);
-  lifecycle_kick(e);
   return 0;
 }
 

@@ -70,7 +70,8 @@ typedef struct tomb {
 /* Look up a live record and take a reference (NULL if none). */
 sbx *reg_get(engine *e, const char *id);
 void reg_put(engine *e, sbx *s);
-/* Insert a fully created record (takes the creator's reference). */
+/* Insert a fully created record (takes the creator's reference). The
+ * caller wakes the lifecycle thread if it runs (lifecycle_kick). */
 int reg_add(engine *e, sbx *s);
 /* Remove from the table (no-op if absent), leaving a tombstone. */
 void reg_remove(engine *e, sbx *s, const char *reason);
