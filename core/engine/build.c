@@ -24,6 +24,7 @@
 
 #include "api.h"
 #include "build.h"
+#include "host.h"
 #include "bundled.h"
 #include "proto/cmdargs.h"
 #include "proto/pjson.h"
@@ -144,41 +145,6 @@ static void h_u64(EVP_MD_CTX *h, uint64_t v) {
   unsigned char b[8];
   for (int i = 0; i < 8; i++) b[i] = (unsigned char)(v >> (8 * i));
   EVP_DigestUpdate(h, b, 8);
-}
-
-/* Runs argv on the host (no shell), output into *out. Exit status or -errno. */
-static int run_host(const char *const *argv, char **out) {
-  int p[2];
-  if (pipe2(p, O_CLOEXEC)) return -errno;
-  pid_t pid = fork();
-  if (pid < 0) {
-    close(p[0]);
-    close(p[1]);
-    return -errno;
-  }
-  if (pid == 0) {
-    dup2(p[1], 1);
-    int nul = open("/dev/null", O_RDWR);
-    if (nul >= 0) {
-      dup2(nul, 0);
-      dup2(nul, 2);
-    }
-    execv(argv[0], (char *const *)argv);
-    _exit(127);
-  }
-  close(p[1]);
-  asbi_buf b = ASBI_BUF_INIT;
-  char chunk[4096];
-  ssize_t n;
-  while ((n = read(p[0], chunk, sizeof chunk)) > 0)
-    if (b.len < 65536) asbi_buf_append(&b, chunk, (size_t)n);
-  close(p[0]);
-  int st = 0;
-  while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
-  }
-  if (!b.data) asbi_buf_puts(&b, "");
-  *out = asbi_buf_detach(&b, NULL);
-  return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
 }
 
 static int has_usr_bind(const asbe_template *t) {
@@ -377,7 +343,7 @@ static int package_step(build *b, int idx, const cJSON *st, const char *desc) {
         char *o = NULL;
         const char *argv[] = {"/usr/bin/dpkg-query", "-W", "-f=${db:Status-Status} ${Version}",
                               bufs[i], NULL};
-        int st2 = access(argv[0], X_OK) == 0 ? run_host(argv, &o) : -ENOENT;
+        int st2 = access(argv[0], X_OK) == 0 ? host_run(argv, &o) : -ENOENT;
         if (st2 == 0 && o && !strncmp(o, "installed ", 10))
           asbi_buf_printf(&out, "%s %s (installed on the host)\n", bufs[i], o + 10);
         else
@@ -534,14 +500,6 @@ static int write_json_file(const char *path, cJSON *j) {
     if (!rc && rename(tmp, path) != 0) rc = -errno;
   }
   free(text);
-  return rc;
-}
-
-static int rm_rf(const char *path) {
-  char *out = NULL;
-  const char *argv[] = {"/bin/rm", "-rf", "--one-file-system", path, NULL};
-  int rc = run_host(argv, &out);
-  free(out);
   return rc;
 }
 
@@ -845,8 +803,8 @@ out:
     asbi_log("template %s: build failed", spec ? cJSON_GetObjectItemCaseSensitive(spec, "name")->valuestring : "?");
   }
   if (bdir[0]) {
-    rm_rf(bdir);
-    if (!existing && tdir[0]) rm_rf(tdir); /* a new name that never built */
+    host_rm_rf(bdir);
+    if (!existing && tdir[0]) host_rm_rf(tdir); /* a new name that never built */
   }
   if (locked) pthread_mutex_unlock(&e->build_mu);
   templates_put(e, existing);
@@ -908,9 +866,9 @@ void template_delete(engine *e, const char *id, api_reply *r) {
     snprintf(gone, sizeof gone, "%s.deleted", t->dir);
     /* rename first: a crash mid-delete leaves no half template behind */
     if (rename(t->dir, gone) == 0)
-      rm_rf(gone);
+      host_rm_rf(gone);
     else
-      rm_rf(t->dir);
+      host_rm_rf(t->dir);
     asbi_log("template %s (%s): deleted", t->alias, t->id);
     r->status = 204;
   }
@@ -955,7 +913,7 @@ void templates_gc(engine *e) {
     size_t nl = strlen(de->d_name);
     if (nl > 8 && !strcmp(de->d_name + nl - 8, ".deleted")) { /* an interrupted delete */
       snprintf(path, sizeof path, "%s/%s", tdir, de->d_name);
-      rm_rf(path);
+      host_rm_rf(path);
       continue;
     }
     char builds[4500];
@@ -967,7 +925,7 @@ void templates_gc(engine *e) {
       snprintf(path, sizeof path, "%s/%s", builds, be->d_name);
       if (!in_list(used, path)) {
         asbi_log("template %s: removing unused build %s", de->d_name, be->d_name);
-        rm_rf(path);
+        host_rm_rf(path);
       }
     }
     if (bd) closedir(bd);
