@@ -12,7 +12,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "build.h"
+#include "api_templates.h"
 #include "bundled.h"
 #include "codei.h"
 #include "lifecycle.h"
@@ -200,9 +200,9 @@ static void create(engine *e, api_req *q, api_reply *r) {
     goto out;
   }
   {
-    char berr[2048];
-    if (bundled_ensure(e, tv->valuestring, berr, sizeof berr)) {
-      api_error(r, 500, "%s", berr);
+    eng_err berr;
+    if (bundled_ensure(e, tv->valuestring, &berr)) {
+      api_reply_err(r, &berr);
       goto out;
     }
   }
@@ -647,18 +647,6 @@ static void logs(engine *e, sbx *s, api_req *q, api_reply *r, int v2) {
   api_reply_json(r, 200, out);
 }
 
-/* ---- templates ------------------------------------------------------------------------- */
-
-static void templates_list(engine *e, api_reply *r) {
-  cJSON *arr = cJSON_CreateArray();
-  size_t n = 0;
-  template_info **v = templates_snapshot(e, &n);
-  for (size_t i = 0; v && i < n; i++) cJSON_AddItemToArray(arr, template_json(e, v[i]));
-  templates_put_all(e, v, n);
-  bundled_list_waiting(e, arr);
-  api_reply_json(r, 200, arr);
-}
-
 /* ---- dispatch ------------------------------------------------------------------------------ */
 
 /* Splits "/sandboxes/<id>[/<action>]" (after an optional "/v2"). */
@@ -690,24 +678,13 @@ void api_handle(engine *e, api_req *q, api_reply *r) {
   if (is(q, "GET", "/sandboxes")) return list(e, q, r, 0);
   if (is(q, "GET", "/v2/sandboxes")) return list(e, q, r, 1);
   if (is(q, "GET", "/sandboxes/metrics")) return metrics_many(e, q, r);
-  if (is(q, "GET", "/templates") || is(q, "GET", "/v2/templates")) return templates_list(e, r);
+  if (is(q, "GET", "/templates") || is(q, "GET", "/v2/templates")) return api_templates_list(e, r);
   if (is(q, "POST", "/templates/builds") || is(q, "POST", "/v2/templates/builds"))
-    return build_handle(e, q, r);
-  if (asbi_startswith(q->path, "/templates/") && strcmp(q->method, "GET") == 0) {
-    const char *name = q->path + strlen("/templates/");
-    template_info *t = templates_find(e, name);
-    cJSON *waiting = t ? NULL : bundled_waiting_json(e, name);
-    if (waiting) {
-      api_reply_json(r, 200, waiting);
-      return;
-    }
-    if (!t) return api_error(r, 404, "template \"%s\" not found", name);
-    api_reply_json(r, 200, template_json(e, t));
-    templates_put(e, t);
-    return;
-  }
+    return api_templates_build(e, q, r);
+  if (asbi_startswith(q->path, "/templates/") && strcmp(q->method, "GET") == 0)
+    return api_templates_get(e, q->path + strlen("/templates/"), r);
   if (asbi_startswith(q->path, "/templates/") && strcmp(q->method, "DELETE") == 0)
-    return template_delete(e, q->path + strlen("/templates/"), r);
+    return api_templates_delete(e, q->path + strlen("/templates/"), r);
   char id[64];
   const char *action = NULL;
   if (!sandbox_path(q->path, id, sizeof id, &action))

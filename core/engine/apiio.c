@@ -30,6 +30,25 @@ void api_error(api_reply *r, int status, const char *fmt, ...) {
   api_reply_json(r, status, j);
 }
 
+int api_status_of(const eng_err *err) {
+  switch (err->status) {
+    case ENG_EINVAL: return 400;
+    case ENG_ENOTFOUND: return 404;
+    case ENG_ECONFLICT: return 409;
+    case ENG_EFAILED: return 422;
+    default: return 500;
+  }
+}
+
+void api_reply_err(api_reply *r, const eng_err *err) {
+  int status = api_status_of(err);
+  cJSON *j = cJSON_CreateObject();
+  cJSON_AddNumberToObject(j, "code", status);
+  cJSON_AddStringToObject(j, "message", err->message);
+  if (err->code[0]) cJSON_AddStringToObject(j, "error", err->code);
+  api_reply_json(r, status, j);
+}
+
 /* ---- query strings --------------------------------------------------------------- */
 
 const char *api_query(api_req *q, const char *name) {

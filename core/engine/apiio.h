@@ -7,6 +7,8 @@
 #include <cjson/cJSON.h>
 #include <stddef.h>
 
+#include "eng_err.h"
+
 typedef struct api_req {
   const char *method;
   const char *path;  /* decoded path, no query */
@@ -34,5 +36,11 @@ void api_reply_json(api_reply *r, int status, cJSON *body);
 /* r = status with {"code": status, "message": <fmt...>}. */
 void api_error(api_reply *r, int status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* The HTTP status of an operation's failure: 400 invalid, 404 not found,
+ * 409 conflict, 422 failed, 500 internal. */
+int api_status_of(const eng_err *err);
+/* r = that status with {"code": status, "message": err's, "error": err's
+ * code when it has one}. */
+void api_reply_err(api_reply *r, const eng_err *err);
 
 #endif

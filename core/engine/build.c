@@ -8,8 +8,10 @@
  * sandbox on the base (no agent, no network), unpacks the archive into it
  * (tar runs inside the sandbox), runs the steps as root or user, then kills
  * it and copies its writable layer out as the template's new read-only
- * layer (asbe_sandbox_export_upper). The reply is synchronous: 201 built,
- * 200 cached, 400 invalid input, 422 a failed step (its output included).
+ * layer (asbe_sandbox_export_upper). build_run is synchronous and says
+ * what happened as plain data (a template, a build report, an eng_err):
+ * api_templates.c makes E2B's replies of it (201 built, 200 cached, 400
+ * invalid input, 422 a failed step), bundled.c builds with it directly.
  * SPDX-License-Identifier: Apache-2.0 */
 #include <dirent.h>
 #include <errno.h>
@@ -22,10 +24,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "api.h"
 #include "build.h"
+#include "eng_err.h"
 #include "host.h"
-#include "bundled.h"
 #include "proto/cmdargs.h"
 #include "proto/pjson.h"
 #include "proto/tar.h"
@@ -44,81 +45,24 @@
 #define BUILD_PIDS 4096
 #define CTX_DIR "/.asb-build/ctx"
 
-/* ---- the Template object ------------------------------------------------------- */
-
-cJSON *template_json(engine *e, template_info *t) {
-  cJSON *j = cJSON_CreateObject();
-  cJSON_AddStringToObject(j, "templateID", t->id);
-  cJSON_AddStringToObject(j, "buildID", *t->build_id ? t->build_id : t->id);
-  cJSON_AddNumberToObject(j, "cpuCount", t->cpu_count);
-  cJSON_AddNumberToObject(j, "memoryMB", t->memory_mb);
-  cJSON_AddNumberToObject(j, "diskSizeMB", t->disk_mb);
-  cJSON_AddBoolToObject(j, "public", 1);
-  cJSON *aliases = cJSON_AddArrayToObject(j, "aliases");
-  cJSON_AddItemToArray(aliases, cJSON_CreateString(t->alias));
-  cJSON *names = cJSON_AddArrayToObject(j, "names");
-  cJSON_AddItemToArray(names, cJSON_CreateString(t->alias));
-  asbi_pj_add_time(j, "createdAt", t->created_ms);
-  asbi_pj_add_time(j, "updatedAt", t->created_ms);
-  cJSON_AddNullToObject(j, "createdBy");
-  if (t->last_spawned_ms)
-    asbi_pj_add_time(j, "lastSpawnedAt", t->last_spawned_ms);
-  else
-    cJSON_AddNullToObject(j, "lastSpawnedAt");
-  cJSON_AddNumberToObject(j, "spawnCount", (double)t->spawn_count);
-  cJSON_AddNumberToObject(j, "buildCount", 1);
-  cJSON_AddStringToObject(j, "envdVersion", t->envd_version ? t->envd_version : e->envd_version);
-  cJSON_AddStringToObject(j, "buildStatus", "ready");
-  /* ours */
-  cJSON_AddStringToObject(j, "name", t->alias);
-  cJSON_AddBoolToObject(j, "builtIn", t->builtin);
-  const cJSON *spec = t->spec;
-  const char *desc = NULL, *version = NULL;
-  asbi_pj_get_str(spec, "description", &desc);
-  asbi_pj_get_str(spec, "version", &version);
-  cJSON_AddStringToObject(j, "description", desc ? desc : "");
-  cJSON_AddStringToObject(j, "version", version ? version : "");
-  if (t->base) cJSON_AddStringToObject(j, "base", t->base);
-  if (*t->hash) cJSON_AddStringToObject(j, "buildHash", t->hash);
-  if (t->build_ms) cJSON_AddNumberToObject(j, "buildDurationMs", (double)t->build_ms);
-  if (spec) {
-    static const char *const keys[] = {"start", "ready", "ports", "capabilities", "env",
-                                       "commandsPort", "tags"};
-    for (size_t i = 0; i < ASBI_ARRAY_LEN(keys); i++) {
-      const cJSON *v = cJSON_GetObjectItemCaseSensitive(spec, keys[i]);
-      if (v) cJSON_AddItemToObject(j, keys[i], cJSON_Duplicate(v, 1));
-    }
-    cJSON *cmds = cJSON_AddArrayToObject(j, "customCommands");
-    const cJSON *c;
-    cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(spec, "commands")) {
-      const cJSON *n = cJSON_GetObjectItemCaseSensitive(c, "name");
-      if (cJSON_IsString(n)) cJSON_AddItemToArray(cmds, cJSON_CreateString(n->valuestring));
-    }
-  }
-  return j;
-}
-
 /* ---- helpers ------------------------------------------------------------------------ */
 
-static void reply_400(api_reply *r, const asbi_tmpl_error *te, const char *file) {
+/* Invalid input in a file of the archive: ENG_EINVAL, where in rep. -1. */
+static int bad_input(build_report *rep, eng_err *err, const asbi_tmpl_error *te,
+                     const char *file) {
   char msg[1024];
   asbi_tmpl_format_error(te, file, msg, sizeof msg);
-  cJSON *j = cJSON_CreateObject();
-  cJSON_AddNumberToObject(j, "code", 400);
-  cJSON_AddStringToObject(j, "message", msg);
-  cJSON_AddStringToObject(j, "file", file);
-  if (te->line) {
-    cJSON_AddNumberToObject(j, "line", te->line);
-    cJSON_AddNumberToObject(j, "column", te->column);
-  }
-  if (te->field[0]) cJSON_AddStringToObject(j, "field", te->field);
-  api_reply_json(r, 400, j);
+  snprintf(rep->file, sizeof rep->file, "%s", file);
+  rep->line = te->line;
+  rep->column = te->column;
+  snprintf(rep->field, sizeof rep->field, "%s", te->field);
+  return eng_err_set(err, ENG_EINVAL, NULL, "%s", msg);
 }
 
-static void reply_bad(api_reply *r, const char *file, int line, const char *field,
-                      const char *fmt, ...) __attribute__((format(printf, 5, 6)));
-static void reply_bad(api_reply *r, const char *file, int line, const char *field,
-                      const char *fmt, ...) {
+static int bad(build_report *rep, eng_err *err, const char *file, int line, const char *field,
+               const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+static int bad(build_report *rep, eng_err *err, const char *file, int line, const char *field,
+               const char *fmt, ...) {
   asbi_tmpl_error te;
   memset(&te, 0, sizeof te);
   te.line = line;
@@ -128,7 +72,7 @@ static void reply_bad(api_reply *r, const char *file, int line, const char *fiel
   va_start(ap, fmt);
   vsnprintf(te.message, sizeof te.message, fmt, ap);
   va_end(ap);
-  reply_400(r, &te, file);
+  return bad_input(rep, err, &te, file);
 }
 
 static int cmp_entries(const void *a, const void *b) {
@@ -171,7 +115,8 @@ static void pkg_name(const char *spec, const char *stops, int npm, char *out, si
 
 typedef struct build {
   engine *e;
-  api_reply *r;
+  eng_err *err;
+  build_report *rep;
   const cJSON *spec;
   template_info *base;
   asbe_sandbox *iso;
@@ -200,7 +145,8 @@ static void log_output(build *b, const asbi_buf *out) {
   }
 }
 
-/* 422 naming the step, with its output's tail. */
+/* ENG_EFAILED naming the step, with its output's tail; the step, its line
+ * and its whole output in the report. */
 static void step_failed(build *b, int idx, const cJSON *step, const char *desc,
                         const char *why, const asbi_buf *out) {
   const char *text = out && out->data ? out->data : "";
@@ -212,14 +158,11 @@ static void step_failed(build *b, int idx, const cJSON *step, const char *desc,
            cJSON_GetObjectItemCaseSensitive(b->spec, "name")->valuestring, idx + 1, b->nsteps,
            desc, cJSON_IsNumber(line) ? line->valueint : 0, why, *tail ? ":\n" : "", tail);
   logf_(b, "==> FAILED: %s\n", why);
-  cJSON *j = cJSON_CreateObject();
-  cJSON_AddNumberToObject(j, "code", 422);
-  cJSON_AddStringToObject(j, "message", msg);
-  cJSON_AddNumberToObject(j, "step", idx + 1);
-  if (cJSON_IsNumber(line)) cJSON_AddNumberToObject(j, "line", line->valueint);
-  cJSON_AddStringToObject(j, "output", text);
-  cJSON_AddStringToObject(j, "buildLog", b->log.data ? b->log.data : "");
-  api_reply_json(b->r, 422, j);
+  b->rep->step = idx + 1;
+  b->rep->step_line = cJSON_IsNumber(line) ? line->valueint : 0;
+  free(b->rep->output);
+  b->rep->output = asbi_strdup(text);
+  eng_err_set(b->err, ENG_EFAILED, NULL, "%s", msg);
 }
 
 static const char *step_desc(const cJSON *st, char *buf, size_t len) {
@@ -450,13 +393,14 @@ static int unpack(build *b, const char *tar, size_t len) {
   int rc = envp ? sbx_run(b->iso, &o, &res) : -ENOMEM;
   sbx_env_free(envp);
   if (rc) {
-    api_error(b->r, 500, "cannot unpack the template directory in the build sandbox: %s",
-              asbe_errmsg());
+    eng_err_set(b->err, ENG_EINTERNAL, NULL,
+                "cannot unpack the template directory in the build sandbox: %s", asbe_errmsg());
     return -1;
   }
   if (res.exit_code != 0) {
-    api_error(b->r, 500, "cannot unpack the template directory in the build sandbox (tar exit "
-              "%d): %.2000s", res.exit_code, res.out.data);
+    eng_err_set(b->err, ENG_EINTERNAL, NULL,
+                "cannot unpack the template directory in the build sandbox (tar exit %d): %.2000s",
+                res.exit_code, res.out.data);
     sbx_run_result_free(&res);
     return -1;
   }
@@ -475,8 +419,8 @@ static int finish_layer(build *b) {
   int rc = envp ? sbx_run(b->iso, &o, &res) : -ENOMEM;
   sbx_env_free(envp);
   if (rc || res.exit_code != 0) {
-    api_error(b->r, 500, "cannot finish the build: %s",
-              rc ? asbe_errmsg() : (res.out.data ? res.out.data : ""));
+    eng_err_set(b->err, ENG_EINTERNAL, NULL, "cannot finish the build: %s",
+                rc ? asbe_errmsg() : (res.out.data ? res.out.data : ""));
     if (!rc) sbx_run_result_free(&res);
     return -1;
   }
@@ -516,18 +460,24 @@ static cJSON *rel_layers(engine *e, const asbe_template *t) {
   return a;
 }
 
-void build_handle(engine *e, api_req *q, api_reply *r) {
-  const char *force_q = api_query(q, "force");
-  int force = force_q && (asbi_parse_bool(force_q, 0) || !*force_q);
+void build_report_free(build_report *rep) {
+  if (!rep) return;
+  free(rep->log);
+  free(rep->output);
+  memset(rep, 0, sizeof *rep);
+}
+
+int build_run(engine *e, const void *tar, size_t tar_len, int force, build_base_fn base_fn,
+              template_info **out, build_report *rep, eng_err *err) {
+  *out = NULL;
+  memset(rep, 0, sizeof *rep);
+  eng_err_clear(err);
   int64_t t0 = asbi_unix_ms();
-  if (!q->body || !q->body_len) {
-    api_error(r, 400, "the body must be a tar archive of the template directory "
-              "(Content-Type: application/x-tar)");
-    return;
-  }
+  if (!tar || !tar_len)
+    return eng_err_set(err, ENG_EINVAL, NULL, "the template archive is empty");
   /* ---- read the archive ---- */
   asbi_tar_reader tr;
-  asbi_tar_reader_init(&tr, q->body, q->body_len);
+  asbi_tar_reader_init(&tr, tar, tar_len);
   size_t cap = 64, n = 0;
   asbi_tar_entry **ents = calloc(cap, sizeof *ents);
   int rc = ents ? 0 : -1;
@@ -551,7 +501,7 @@ void build_handle(engine *e, api_req *q, api_reply *r) {
     if (k <= 0) {
       free(en);
       if (k < 0) {
-        api_error(r, 400, "the body is not a valid tar archive: %s", tr.err);
+        eng_err_set(err, ENG_EINVAL, NULL, "the body is not a valid tar archive: %s", tr.err);
         rc = -2;
       }
       break;
@@ -570,43 +520,44 @@ void build_handle(engine *e, api_req *q, api_reply *r) {
   build b;
   memset(&b, 0, sizeof b);
   b.e = e;
-  b.r = r;
-  int locked = 0;
+  b.err = err;
+  b.rep = rep;
+  int locked = 0, ok = 0;
   char tdir[4200] = "", bdir[4400] = "";
   if (rc == -1) {
-    api_error(r, 500, "out of memory");
+    eng_err_set(err, ENG_EINTERNAL, NULL, "out of memory");
     goto out;
   }
   if (rc) goto out;
   if (!yaml) {
-    api_error(r, 400, "the archive has no template.yaml at its top level");
+    eng_err_set(err, ENG_EINVAL, NULL, "the archive has no template.yaml at its top level");
     goto out;
   }
   const char *yname = !strcmp(yaml->name, "template.yml") ? "template.yml" : "template.yaml";
   asbi_tmpl_error te;
   spec = asbi_tmpl_parse(yaml->data, (size_t)yaml->size, &te);
   if (!spec) {
-    reply_400(r, &te, yname);
+    bad_input(rep, err, &te, yname);
     goto out;
   }
   b.spec = spec;
   const char *name = cJSON_GetObjectItemCaseSensitive(spec, "name")->valuestring;
   const char *base_name = cJSON_GetObjectItemCaseSensitive(spec, "base")->valuestring;
-  {
-    char berr[2048];
-    if (bundled_ensure(e, base_name, berr, sizeof berr)) {
-      reply_bad(r, yname, 0, "base", "%s", berr);
+  if (base_fn) {
+    eng_err why;
+    if (base_fn(e, base_name, &why)) {
+      bad(rep, err, yname, 0, "base", "%s", why.message);
       goto out;
     }
   }
   base = templates_find(e, base_name);
   if (!base) {
-    reply_bad(r, yname, 0, "base", "template '%s' not found (base, busybox, or a template "
+    bad(rep, err, yname, 0, "base", "template '%s' not found (base, busybox, or a template "
               "built before)", base_name);
     goto out;
   }
   if (!strcmp(base->alias, name) || !strcmp(base->id, name)) {
-    reply_bad(r, yname, 0, "base", "a template cannot be built on itself");
+    bad(rep, err, yname, 0, "base", "a template cannot be built on itself");
     goto out;
   }
   /* copy sources must be in the archive */
@@ -630,7 +581,7 @@ void build_handle(engine *e, api_req *q, api_reply *r) {
         if (!found) {
           char field[64];
           snprintf(field, sizeof field, "steps[%d].copy.src", i);
-          reply_bad(r, yname, cJSON_GetObjectItemCaseSensitive(st, "line")->valueint, field,
+          bad(rep, err, yname, cJSON_GetObjectItemCaseSensitive(st, "line")->valueint, field,
                     "'%s' is not in the template directory", raw);
           goto out;
         }
@@ -672,22 +623,21 @@ void build_handle(engine *e, api_req *q, api_reply *r) {
   locked = 1;
   existing = templates_find(e, name);
   if (existing && existing->builtin) {
-    reply_bad(r, yname, 0, "name", "'%s' is a built-in template", name);
+    bad(rep, err, yname, 0, "name", "'%s' is a built-in template", name);
     goto out;
   }
   if (existing && strcmp(existing->alias, name) != 0) {
     /* found by id: a name must not shadow another template's id */
-    reply_bad(r, yname, 0, "name", "'%s' is the id of template '%s'", name, existing->alias);
+    bad(rep, err, yname, 0, "name", "'%s' is the id of template '%s'", name, existing->alias);
     goto out;
   }
   if (existing && !force && !strcmp(existing->hash, hash)) {
-    cJSON *j = template_json(e, existing);
-    char line[256];
-    snprintf(line, sizeof line, "cached: the inputs are those of build %s (hash %.16s)\n",
-             existing->build_id, hash);
-    cJSON_AddBoolToObject(j, "cached", 1);
-    cJSON_AddStringToObject(j, "buildLog", line);
-    api_reply_json(r, 200, j);
+    asbi_buf_printf(&b.log, "cached: the inputs are those of build %s (hash %.16s)\n",
+                    existing->build_id, hash);
+    rep->cached = 1;
+    templates_hold(e, existing);
+    *out = existing;
+    ok = 1;
     asbi_log("template %s: build cached (%s)", name, existing->build_id);
     goto out;
   }
@@ -695,7 +645,7 @@ void build_handle(engine *e, api_req *q, api_reply *r) {
   if (existing)
     snprintf(id, sizeof id, "%s", existing->id);
   else if (asbi_random_alnum(id, ENGINE_ID_LEN)) {
-    api_error(r, 500, "no randomness available");
+    eng_err_set(err, ENG_EINTERNAL, NULL, "no randomness available");
     goto out;
   }
   asbi_random_alnum(suffix, 6);
@@ -707,7 +657,7 @@ void build_handle(engine *e, api_req *q, api_reply *r) {
   snprintf(builds, sizeof builds, "%s/builds", tdir);
   if ((mkdir(tdir, 0755) && errno != EEXIST) || (mkdir(builds, 0755) && errno != EEXIST) ||
       mkdir(bdir, 0755)) {
-    api_error(r, 500, "cannot make %s: %s", bdir, strerror(errno));
+    eng_err_set(err, ENG_EINTERNAL, NULL, "cannot make %s: %s", bdir, strerror(errno));
     bdir[0] = '\0';
     goto out;
   }
@@ -717,7 +667,7 @@ void build_handle(engine *e, api_req *q, api_reply *r) {
   b.base = base;
   snprintf(b.sid, sizeof b.sid, "bld");
   if (asbi_random_alnum(b.sid + 3, ENGINE_ID_LEN - 3)) {
-    api_error(r, 500, "no randomness available");
+    eng_err_set(err, ENG_EINTERNAL, NULL, "no randomness available");
     goto out;
   }
   const cJSON *res = cJSON_GetObjectItemCaseSensitive(spec, "resources");
@@ -731,20 +681,20 @@ void build_handle(engine *e, api_req *q, api_reply *r) {
   ss.disk_bytes = (uint64_t)cJSON_GetObjectItemCaseSensitive(res, "diskMB")->valueint << 20;
   ss.agent_argv = NULL; /* no agent: steps run through the exec service */
   if (asbe_sandbox_create(e->iso, &ss, &b.iso)) {
-    api_error(r, 500, "cannot create the build sandbox: %s", asbe_errmsg());
+    eng_err_set(err, ENG_EINTERNAL, NULL, "cannot create the build sandbox: %s", asbe_errmsg());
     goto out;
   }
-  if (unpack(&b, q->body, q->body_len) || run_steps(&b) || finish_layer(&b)) goto out;
+  if (unpack(&b, tar, tar_len) || run_steps(&b) || finish_layer(&b)) goto out;
   /* ---- commit: the writable layer becomes the template's layer ---- */
   if (asbe_sandbox_kill(b.iso, 0)) {
-    api_error(r, 500, "cannot stop the build sandbox: %s", asbe_errmsg());
+    eng_err_set(err, ENG_EINTERNAL, NULL, "cannot stop the build sandbox: %s", asbe_errmsg());
     goto out;
   }
   char layer[4500];
   snprintf(layer, sizeof layer, "%s/layer", bdir);
   int64_t tc = asbi_unix_ms();
   if (asbe_sandbox_export_upper(b.iso, layer)) {
-    api_error(r, 500, "cannot commit the build: %s", asbe_errmsg());
+    eng_err_set(err, ENG_EINTERNAL, NULL, "cannot commit the build: %s", asbe_errmsg());
     goto out;
   }
   logf_(&b, "==> committed the layer in %lld ms\n", (long long)(asbi_unix_ms() - tc));
@@ -784,17 +734,16 @@ void build_handle(engine *e, api_req *q, api_reply *r) {
   cJSON_Delete(j);
   template_info *t = NULL;
   if (rc || (rc = templates_load(e, id, &t))) {
-    api_error(r, 500, "cannot record the template: %s", strerror(-rc));
+    eng_err_set(err, ENG_EINTERNAL, NULL, "cannot record the template: %s", strerror(-rc));
     goto out;
   }
+  templates_hold(e, t); /* the caller's, next to the registry's */
   templates_install(e, t);
   bdir[0] = '\0'; /* keep it */
   asbi_log("template %s: build %s ready in %lld ms", name, build_id, (long long)took);
   logf_(&b, "==> template %s (%s) ready in %lld ms\n", name, id, (long long)took);
-  cJSON *out = template_json(e, t);
-  cJSON_AddBoolToObject(out, "cached", 0);
-  cJSON_AddStringToObject(out, "buildLog", b.log.data ? b.log.data : "");
-  api_reply_json(r, 201, out);
+  *out = t;
+  ok = 1;
   templates_gc(e);
 out:
   if (b.iso) {
@@ -810,70 +759,19 @@ out:
   templates_put(e, existing);
   templates_put(e, base);
   cJSON_Delete(spec);
-  asbi_buf_free(&b.log);
+  rep->log = asbi_buf_detach(&b.log, NULL);
+  if (!rep->log) rep->log = asbi_strdup("");
   for (size_t i = 0; i < n; i++) free(ents[i]);
   free(ents);
+  return ok ? 0 : -1;
 }
 
-/* ---- delete and garbage collection ------------------------------------------------- */
+/* ---- garbage collection ------------------------------------------------- */
 
 /* 1 if path lies in dir (dir itself or below it). */
 static int under(const char *path, const char *dir) {
   size_t n = strlen(dir);
   return !strncmp(path, dir, n) && (path[n] == '/' || path[n] == '\0');
-}
-
-void template_delete(engine *e, const char *id, api_reply *r) {
-  template_info *t = templates_find(e, id);
-  if (!t) {
-    api_error(r, 404, "template \"%s\" not found", id);
-    return;
-  }
-  if (t->builtin) {
-    api_error(r, 400, "template \"%s\" is built in and cannot be deleted", t->alias);
-    templates_put(e, t);
-    return;
-  }
-  pthread_mutex_lock(&e->build_mu);
-  /* in use by sandboxes? */
-  size_t ns = 0, users = 0;
-  sbx **v = reg_list(e, &ns);
-  for (size_t i = 0; v && i < ns; i++)
-    if (v[i]->template_id && !strcmp(v[i]->template_id, t->id)) users++;
-  reg_put_all(e, v, ns);
-  /* the base of other templates? */
-  size_t nt = 0;
-  template_info **all = templates_snapshot(e, &nt);
-  char child[128] = "";
-  for (size_t i = 0; all && i < nt && !child[0]; i++) {
-    if (all[i] == t) continue;
-    for (size_t k = 0; k < asbe_template_layer_count(all[i]->tmpl); k++)
-      if (under(asbe_template_layer(all[i]->tmpl, k), t->dir))
-        snprintf(child, sizeof child, "%s", all[i]->alias);
-  }
-  templates_put_all(e, all, nt); /* before uninstall counts the users */
-  if (users) {
-    api_error(r, 409, "template \"%s\" is in use by %zu sandbox(es); kill them first", t->alias,
-              users);
-  } else if (child[0]) {
-    api_error(r, 409, "template \"%s\" is the base of template \"%s\"; delete that first",
-              t->alias, child);
-  } else if (templates_uninstall(e, t) != 0) {
-    api_error(r, 409, "template \"%s\" is in use (a sandbox is being created from it); try "
-              "again", t->alias);
-  } else {
-    char gone[4300];
-    snprintf(gone, sizeof gone, "%s.deleted", t->dir);
-    /* rename first: a crash mid-delete leaves no half template behind */
-    if (rename(t->dir, gone) == 0)
-      host_rm_rf(gone);
-    else
-      host_rm_rf(t->dir);
-    asbi_log("template %s (%s): deleted", t->alias, t->id);
-    r->status = 204;
-  }
-  pthread_mutex_unlock(&e->build_mu);
-  templates_put(e, t);
 }
 
 static int in_list(const cJSON *arr, const char *dir) {

@@ -7,6 +7,7 @@
 #include <cjson/cJSON.h>
 #include <stdint.h>
 
+#include "eng_err.h"
 #include "engine.h"
 
 struct template_info {
@@ -49,5 +50,14 @@ void templates_install(engine *e, template_info *t);
 int templates_uninstall(engine *e, template_info *t);
 /* The layer dirs of t as a JSON array (for sandbox records). */
 cJSON *templates_layers_json(const template_info *t);
+/* One more reference to t (a template the caller holds already). */
+void templates_hold(engine *e, template_info *t);
+/* A fresh record (refs 1, not registered; defaults: 2 CPUs, 512 MiB, 1 GiB,
+ * created now), or NULL without memory. Release with templates_put. */
+template_info *templates_info_new(const char *id, const char *alias, const char *dir);
+/* Deletes the built template id (name or id) and its files, unless it is
+ * built in (ENG_EINVAL), in use by sandboxes or a create, or the base of
+ * another template (ENG_ECONFLICT). 0, or -1 with err. */
+int templates_delete(engine *e, const char *id, eng_err *err);
 
 #endif
