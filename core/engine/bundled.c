@@ -29,25 +29,6 @@
 
 #define BUNDLE_MAX (64u << 20)
 
-/* Recursive: a bundled template built on another bundled one builds that
- * one first, on the same thread. */
-static pthread_mutex_t bundled_mu;
-static pthread_once_t bundled_once = PTHREAD_ONCE_INIT;
-/* Names built (or found cached) in this engine run, "\0"-separated. */
-static asbi_buf done = ASBI_BUF_INIT;
-/* Names being built on the thread that holds bundled_mu (a template built
- * on itself, directly or not, must not recurse forever). */
-static const char *busy[16];
-static int nbusy;
-
-static void init_mu(void) {
-  pthread_mutexattr_t a;
-  pthread_mutexattr_init(&a);
-  pthread_mutexattr_settype(&a, PTHREAD_MUTEX_RECURSIVE);
-  pthread_mutex_init(&bundled_mu, &a);
-  pthread_mutexattr_destroy(&a);
-}
-
 static int valid_name(const char *n) {
   size_t len = strlen(n);
   if (len < 1 || len > 63) return 0;
@@ -60,9 +41,10 @@ static int valid_name(const char *n) {
   return strstr(n, "..") == NULL;
 }
 
-static int was_done(const char *name) {
-  for (size_t off = 0; off < done.len; off += strlen(done.data + off) + 1)
-    if (!strcmp(done.data + off, name)) return 1;
+static int was_done(engine *e, const char *name) {
+  const asbi_buf *d = &e->bundled_done;
+  for (size_t off = 0; off < d->len; off += strlen(d->data + off) + 1)
+    if (!strcmp(d->data + off, name)) return 1;
   return 0;
 }
 
@@ -72,16 +54,16 @@ int bundled_ensure(engine *e, const char *name, eng_err *err) {
   snprintf(dir, sizeof dir, "%s/%s", e->templates_dir, name);
   snprintf(yaml, sizeof yaml, "%s/template.yaml", dir);
   if (access(yaml, R_OK) != 0) return 0;
-  pthread_once(&bundled_once, init_mu);
-  pthread_mutex_lock(&bundled_mu);
+  pthread_mutex_lock(&e->bundled_mu);
   int in_progress = 0;
-  for (int i = 0; i < nbusy; i++)
-    if (!strcmp(busy[i], name)) in_progress = 1;
-  if (was_done(name) || in_progress || nbusy == (int)(sizeof busy / sizeof busy[0])) {
-    pthread_mutex_unlock(&bundled_mu);
+  for (int i = 0; i < e->bundled_nbusy; i++)
+    if (!strcmp(e->bundled_busy[i], name)) in_progress = 1;
+  if (was_done(e, name) || in_progress ||
+      e->bundled_nbusy == (int)ASBI_ARRAY_LEN(e->bundled_busy)) {
+    pthread_mutex_unlock(&e->bundled_mu);
     return 0; /* the build reports the cycle (or a missing base) itself */
   }
-  busy[nbusy++] = name;
+  e->bundled_busy[e->bundled_nbusy++] = name;
   asbi_buf tar = ASBI_BUF_INIT;
   asbi_buf_init(&tar, BUNDLE_MAX);
   char why[8400];
@@ -94,8 +76,8 @@ int bundled_ensure(engine *e, const char *name, eng_err *err) {
     eng_err_set(err, ENG_EINTERNAL, NULL, "built-in template %s: cannot pack %s", name, why);
     asbi_log("%s", err->message);
     asbi_buf_free(&tar);
-    nbusy--;
-    pthread_mutex_unlock(&bundled_mu);
+    e->bundled_nbusy--;
+    pthread_mutex_unlock(&e->bundled_mu);
     return -1;
   }
   int64_t t0 = asbi_unix_ms();
@@ -108,7 +90,7 @@ int bundled_ensure(engine *e, const char *name, eng_err *err) {
   if (rc == 0) {
     asbi_log("built-in template %s: %s from %s in %lld ms", name,
              rep.cached ? "cached build" : "built", dir, (long long)(asbi_unix_ms() - t0));
-    asbi_buf_append(&done, name, strlen(name) + 1);
+    asbi_buf_append(&e->bundled_done, name, strlen(name) + 1);
     templates_put(e, t);
   } else {
     eng_err_set(err, ENG_EINTERNAL, NULL, "built-in template %s (%s) failed to build: %s", name,
@@ -116,8 +98,8 @@ int bundled_ensure(engine *e, const char *name, eng_err *err) {
     asbi_log("%s", err->message);
   }
   build_report_free(&rep);
-  nbusy--;
-  pthread_mutex_unlock(&bundled_mu);
+  e->bundled_nbusy--;
+  pthread_mutex_unlock(&e->bundled_mu);
   return rc;
 }
 

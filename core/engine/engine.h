@@ -20,6 +20,7 @@
 #include <stddef.h>
 
 #include "iso/iso.h"
+#include "util/buf.h"
 
 #define ENGINE_ENVD_VERSION_FALLBACK "0.6.13"
 
@@ -30,9 +31,7 @@ typedef struct template_info template_info;
 typedef struct engine {
   /* configuration */
   char *state_dir;
-  char *listen_host;
   int listen_port;    /* actual port once listening */
-  char *socket_path;  /* unix socket of the API */
   char *domain;       /* "localhost:<port>" */
   char *envd_path, *init_path;
   char *codei_path;   /* code interpreter binary, or NULL (feature off) */
@@ -40,7 +39,6 @@ typedef struct engine {
                           or NULL */
   char *envd_version;
   char api_key[64];
-  int default_timeout_s;
   /* HTTP front (server.c): connections per listener, per TCP client
    * address, and seconds a request head may take */
   unsigned max_conns, max_conns_per_ip, header_timeout_s;
@@ -55,10 +53,25 @@ typedef struct engine {
   template_info *retired;   /* replaced or deleted, still referenced */
   pthread_mutex_t tmpl_mu;
   pthread_mutex_t build_mu; /* one template build at a time */
-  pthread_cond_t lc_cond; /* wakes the lifecycle thread */
+  /* bundled.c: one bundled build at a time (recursive: a bundled template
+   * built on another builds that one first, on the same thread); the
+   * names built (or found cached) in this run, "\0"-separated; those being
+   * built on the thread that holds the lock (a template built on itself,
+   * directly or not, must not recurse forever) */
+  pthread_mutex_t bundled_mu;
+  asbi_buf bundled_done;
+  const char *bundled_busy[16];
+  int bundled_nbusy;
+  /* lifecycle.c */
   pthread_t lc_thread;
-  int stopping;
+  int lc_kick_fd;     /* eventfd that wakes the thread; -1 when not running */
+  int stopping;       /* under mu */
   void *server;       /* server.c's state */
 } engine;
+
+/* A zeroed engine with its locks made and nothing running (engine.c). */
+void engine_init(engine *e);
+/* Releases what engine_init made and the configuration strings. */
+void engine_free(engine *e);
 
 #endif

@@ -18,13 +18,10 @@
 
 #define SAMPLE_EVERY_MS 5000
 
-static int kick_fd = -1;
-
 void lifecycle_kick(engine *e) {
-  (void)e;
-  if (kick_fd >= 0) {
+  if (e->lc_kick_fd >= 0) {
     uint64_t one = 1;
-    if (write(kick_fd, &one, sizeof one) < 0) { /* full: already kicked */
+    if (write(e->lc_kick_fd, &one, sizeof one) < 0) { /* full: already kicked */
     }
   }
 }
@@ -164,7 +161,7 @@ static void *loop(void *arg) {
     struct pollfd *fds = calloc(n + 1, sizeof *fds);
     size_t nf = 0;
     if (fds) {
-      fds[nf].fd = kick_fd;
+      fds[nf].fd = e->lc_kick_fd;
       fds[nf++].events = POLLIN;
       for (size_t i = 0; i < n; i++) {
         pthread_mutex_lock(&v[i]->mu);
@@ -183,7 +180,7 @@ static void *loop(void *arg) {
       poll(fds, nf, (int)ms + 1);
       if (fds[0].revents & POLLIN) {
         uint64_t x;
-        if (read(kick_fd, &x, sizeof x) < 0) { /* nothing to drain */
+        if (read(e->lc_kick_fd, &x, sizeof x) < 0) { /* nothing to drain */
         }
       }
       free(fds);
@@ -195,9 +192,13 @@ static void *loop(void *arg) {
 }
 
 int lifecycle_start(engine *e) {
-  kick_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-  if (kick_fd < 0) return -errno;
+  e->lc_kick_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (e->lc_kick_fd < 0) return -errno;
   int rc = pthread_create(&e->lc_thread, NULL, loop, e);
+  if (rc) {
+    close(e->lc_kick_fd);
+    e->lc_kick_fd = -1;
+  }
   return rc ? -rc : 0;
 }
 
@@ -207,6 +208,6 @@ void lifecycle_stop(engine *e) {
   pthread_mutex_unlock(&e->mu);
   lifecycle_kick(e);
   pthread_join(e->lc_thread, NULL);
-  close(kick_fd);
-  kick_fd = -1;
+  close(e->lc_kick_fd);
+  e->lc_kick_fd = -1;
 }

@@ -265,8 +265,7 @@ int main(int argc, char **argv) {
   asbi_log_init("agent-sandboxd", ASBI_LOG_TIME);
   engine eng;
   engine *e = &eng;
-  memset(e, 0, sizeof *e);
-  pthread_mutex_init(&e->mu, NULL);
+  engine_init(e);
   const char *state = asbi_getenv("ASB_STATE_DIR");
   const char *listen_addr = "127.0.0.1:" ASBI_STRINGIFY(ASBI_ENGINE_PORT);
   const char *sock = NULL, *cgroup_name = NULL;
@@ -494,13 +493,6 @@ int main(int argc, char **argv) {
   snprintf(path, sizeof path, "%s/engine.pid", e->state_dir);
   unlink(path);
   unlink(sock);
-  free(e->tombs);
-  free(e->state_dir);
-  free(e->envd_path);
-  free(e->init_path);
-  free(e->codei_path);
-  free(e->templates_dir);
-  free(e->envd_version);
-  free(e->domain);
+  engine_free(e);
   return 0;
 }

@@ -199,8 +199,6 @@ int templates_init(engine *e) {
   char dir[4096];
   snprintf(dir, sizeof dir, "%s/templates", e->state_dir);
   if (mkdir(dir, 0755) != 0 && errno != EEXIST) return -errno;
-  pthread_mutex_init(&e->tmpl_mu, NULL);
-  pthread_mutex_init(&e->build_mu, NULL);
   int rc = builtin(e, "base", asbe_template_prepare_base, asbe_template_base);
   if (rc) return rc;
   /* E2B's code-interpreter template: base, with the code interpreter
