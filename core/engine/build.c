@@ -744,7 +744,7 @@ int build_run(engine *e, const void *tar, size_t tar_len, int force, build_base_
   logf_(&b, "==> template %s (%s) ready in %lld ms\n", name, id, (long long)took);
   *out = t;
   ok = 1;
-  templates_gc(e);
+  build_gc(e);
 out:
   if (b.iso) {
     asbe_sandbox_kill(b.iso, 1);
@@ -782,7 +782,7 @@ static int in_list(const cJSON *arr, const char *dir) {
   return 0;
 }
 
-void templates_gc(engine *e) {
+void build_gc(engine *e) {
   /* every layer in use: by templates and by live sandboxes */
   cJSON *used = cJSON_CreateArray();
   size_t nt = 0, ns = 0;

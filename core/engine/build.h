@@ -38,7 +38,7 @@ typedef int (*build_base_fn)(engine *e, const char *name, eng_err *err);
 int build_run(engine *e, const void *tar, size_t tar_len, int force, build_base_fn base_fn,
               template_info **out, build_report *rep, eng_err *err);
 /* Remove build dirs that no template and no live sandbox uses. */
-void templates_gc(engine *e);
+void build_gc(engine *e);
 /* Remove state dirs of build sandboxes left by a crash (start-up). */
 void build_cleanup(engine *e);
 

@@ -210,7 +210,7 @@ static void on_live(const char *id, void *ctx) {
   }
   if (asbe_sandbox_adopt(e->iso, id, &s->iso) != 0) {
     asbi_log("sandbox %s: cannot adopt: %s", id, asbe_errmsg());
-    sbx_free(s);
+    reg_sbx_free(s);
     return;
   }
   /* A paused sandbox stays frozen; make sure the runtime agrees. */
@@ -440,7 +440,7 @@ int main(int argc, char **argv) {
   }
   adopt_or_reap(e);
   build_cleanup(e); /* build sandboxes of builds a crash interrupted */
-  templates_gc(e);  /* builds no template and no live sandbox uses */
+  build_gc(e);  /* builds no template and no live sandbox uses */
   signal(SIGPIPE, SIG_IGN);
   if (lifecycle_start(e)) {
     asbi_log("cannot start the lifecycle thread");

@@ -17,7 +17,7 @@
 
 #define TOMBS_MAX 10000
 
-sbx *sbx_new(void) {
+sbx *reg_sbx_new(void) {
   sbx *s = calloc(1, sizeof *s);
   if (!s) return NULL;
   pthread_mutex_init(&s->mu, NULL);
@@ -26,7 +26,7 @@ sbx *sbx_new(void) {
   return s;
 }
 
-void sbx_free(sbx *s) {
+void reg_sbx_free(sbx *s) {
   if (!s) return;
   while (s->idle) {
     upstream *u = s->idle;
@@ -64,7 +64,7 @@ void reg_put(engine *e, sbx *s) {
   pthread_mutex_lock(&e->mu);
   int last = --s->refs == 0;
   pthread_mutex_unlock(&e->mu);
-  if (last) sbx_free(s);
+  if (last) reg_sbx_free(s);
 }
 
 int reg_add(engine *e, sbx *s) {
@@ -261,7 +261,7 @@ sbx *reg_load(engine *e, const char *id) {
                  : NULL;
   asbi_buf_free(&b);
   if (!j) return NULL;
-  sbx *s = sbx_new();
+  sbx *s = reg_sbx_new();
   const char *str = NULL;
   if (!s) goto fail;
   if (asbi_pj_get_str(j, "id", &str) != 0 || !str || strcmp(str, id) != 0) goto fail;
@@ -308,6 +308,6 @@ sbx *reg_load(engine *e, const char *id) {
   return s;
 fail:
   cJSON_Delete(j);
-  sbx_free(s);
+  reg_sbx_free(s);
   return NULL;
 }

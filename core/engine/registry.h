@@ -87,7 +87,7 @@ int reg_save(engine *e, sbx *s);
 /* Load a record saved by reg_save (for adoption). NULL if missing. */
 sbx *reg_load(engine *e, const char *id);
 void reg_load_tombs(engine *e);
-sbx *sbx_new(void);
-void sbx_free(sbx *s);
+sbx *reg_sbx_new(void);
+void reg_sbx_free(sbx *s);
 
 #endif

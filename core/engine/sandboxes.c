@@ -66,7 +66,7 @@ int sandboxes_create(engine *e, const sandboxes_create_req *rq, sbx **out, eng_e
   template_info *t = templates_find(e, rq->template_id);
   if (!t) return eng_err_set(err, ENG_ENOTFOUND, NULL, "template \"%s\" not found", rq->template_id);
   int rc;
-  sbx *s = sbx_new();
+  sbx *s = reg_sbx_new();
   if (!s) {
     eng_err_set(err, ENG_EINTERNAL, NULL, "out of memory");
     goto out;
@@ -135,7 +135,7 @@ int sandboxes_create(engine *e, const sandboxes_create_req *rq, sbx **out, eng_e
    * check passes, or fails (and undoes the sandbox) naming it. */
   if (t->spec) {
     char why[4096];
-    if (template_start(e, s, t, why, sizeof why)) {
+    if (tstart_run(e, s, t, why, sizeof why)) {
       eng_err_set(err, ENG_EINTERNAL, "template_start_failed", "%s", why);
       asbi_log("sandbox %s: %s", s->id, why);
       goto undo;
@@ -162,7 +162,7 @@ int sandboxes_create(engine *e, const sandboxes_create_req *rq, sbx **out, eng_e
 undo:
   asbe_sandbox_kill(s->iso, 1);
 out:
-  sbx_free(s);
+  reg_sbx_free(s);
   templates_put(e, t);
   return *out ? 0 : -1;
 }

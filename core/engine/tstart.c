@@ -68,7 +68,7 @@ static int exec_shell(sbx *s, const char *cmd, int uid, const char *cwd, char **
   return rc;
 }
 
-int template_start(engine *e, sbx *s, template_info *t, char *err, size_t errlen) {
+int tstart_run(engine *e, sbx *s, template_info *t, char *err, size_t errlen) {
   (void)e;
   const cJSON *start = cJSON_GetObjectItemCaseSensitive(t->spec, "start");
   if (!cJSON_IsObject(start)) return 0;

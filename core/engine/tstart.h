@@ -9,6 +9,6 @@
 #include "templates.h"
 
 /* 0, or -1 with a message in err (the sandbox should then be undone). */
-int template_start(engine *e, sbx *s, template_info *t, char *err, size_t errlen);
+int tstart_run(engine *e, sbx *s, template_info *t, char *err, size_t errlen);
 
 #endif
