@@ -19,6 +19,7 @@
 #include <pthread.h>
 #include <stddef.h>
 
+#include "eng_err.h"
 #include "iso/iso.h"
 #include "util/buf.h"
 
@@ -71,7 +72,28 @@ typedef struct engine {
 
 /* A zeroed engine with its locks made and nothing running (engine.c). */
 void engine_init(engine *e);
-/* Releases what engine_init made and the configuration strings. */
+/* Releases what engine_init and engine_open made (after engine_close). */
 void engine_free(engine *e);
+
+typedef struct engine_config {
+  const char *state_dir;     /* an existing dir (0700: keys and tokens) */
+  const char *envd, *init;   /* binaries run in every sandbox */
+  const char *codei;         /* the code interpreter, or NULL ("" or not
+                                executable: port 49999 is not served) */
+  const char *templates_dir; /* bundled templates, or NULL/"" */
+  const char *cgroup_name;   /* NULL: "agent-sandbox" */
+  int pool;                  /* disk images kept formatted (0: none) */
+} engine_config;
+
+/* Opens the engine on cfg without any front: the agent dir, the isolation
+ * runtime, the templates; adopts the sandboxes a previous run left running
+ * and reaps the dead ones; removes what interrupted builds left; starts
+ * the lifecycle thread. Threads it starts inherit the caller's signal
+ * mask. 0, or -1 with err (nothing left open). */
+int engine_open(engine *e, const engine_config *cfg, eng_err *err);
+/* Stops the lifecycle thread, kills every sandbox if kill_sandboxes
+ * ("engine_stopped"), drops the records (sandboxes not killed keep
+ * running; the next engine adopts them) and closes the runtime. */
+void engine_close(engine *e, int kill_sandboxes);
 
 #endif
