@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../proto/pjson.h"
-#include "../util/util.h"
+#include "proto/pjson.h"
+#include "util/util.h"
 #include "envd.h"
 
 /* A control-plane request with a raw body (see internal.h). */

@@ -6,10 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../proto/connect.h"
-#include "../proto/pjson.h"
-#include "../util/base64.h"
-#include "../util/util.h"
+#include "proto/connect.h"
+#include "proto/pjson.h"
+#include "util/base64.h"
+#include "util/util.h"
 
 #define KEEPALIVE_S 50        /* Keepalive-Ping-Interval we ask for */
 #define STREAM_IDLE_MS 180000 /* no byte for this long: the stream is dead */

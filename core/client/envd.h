@@ -6,8 +6,8 @@
 
 #include <cjson/cJSON.h>
 
-#include "../proto/url.h"
-#include "../util/buf.h"
+#include "proto/url.h"
+#include "util/buf.h"
 #include "http.h"
 #include "internal.h"
 

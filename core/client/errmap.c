@@ -6,8 +6,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../proto/pjson.h"
-#include "../util/util.h"
+#include "proto/pjson.h"
+#include "util/util.h"
 #include "envd.h"
 
 static const struct {

@@ -21,7 +21,7 @@
 #include <strings.h>
 #include <time.h>
 
-#include "../util/util.h"
+#include "util/util.h"
 #include "internal.h"
 
 #define POOL_MAX_IDLE 32

@@ -10,7 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../util/util.h"
+#include "util/util.h"
 #include "http.h"
 #include "internal.h"
 

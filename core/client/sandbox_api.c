@@ -8,9 +8,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "../proto/pjson.h"
-#include "../proto/url.h"
-#include "../util/util.h"
+#include "proto/pjson.h"
+#include "proto/url.h"
+#include "util/util.h"
 #include "envd.h"
 
 #define DEFAULT_SANDBOX_TIMEOUT_MS 300000L

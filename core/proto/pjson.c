@@ -18,8 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../util/base64.h"
-#include "../util/util.h"
+#include "util/base64.h"
+#include "util/util.h"
 
 #define MAX_DEPTH 64
 #define MAX_NUMBER_TEXT 512

@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../util/buf.h"
+#include "util/buf.h"
 
 /* Parse exactly len bytes as one JSON value: rejects invalid UTF-8, trailing
  * garbage, nesting deeper than 64, and empty input; also raw control

@@ -6,7 +6,7 @@
 
 #include <stddef.h>
 
-#include "../util/buf.h"
+#include "util/buf.h"
 
 #define ASBI_ENGINE_PORT 49982 /* the local engine: control plane and router */
 #define ASBI_ENVD_PORT 49983
