@@ -274,8 +274,8 @@ static void list(engine *e, api_req *q, api_reply *r, int v2) {
       if (strcmp(p, "running") == 0) f.running = 1;
       else if (strcmp(p, "paused") == 0) f.paused = 1;
       else {
+        api_error(r, 400, "unknown state '%s' (running, paused)", p); /* p is in dup */
         free(dup);
-        api_error(r, 400, "unknown state '%s' (running, paused)", p);
         return;
       }
     }
