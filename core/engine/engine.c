@@ -178,7 +178,8 @@ int engine_open(engine *e, const engine_config *cfg, eng_err *err) {
   const char *codei = cfg->codei ? cfg->codei : "";
   e->codei_path = *codei && access(codei, X_OK) == 0 ? realpath(codei, NULL) : NULL;
   if (!e->codei_path)
-    asbi_log("no code interpreter at %s: port %d is not served", codei, ASBI_CODE_PORT);
+    asbi_log("no code interpreter at %s: port %d is not served", *codei ? codei : "(none)",
+             ASBI_CODE_PORT);
   const char *tdir = cfg->templates_dir ? cfg->templates_dir : "";
   e->templates_dir = *tdir ? realpath(tdir, NULL) : NULL;
   if (*tdir && !e->templates_dir)
