@@ -4,8 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../proto/url.h"
-#include "../util/util.h"
+#include "proto/url.h"
+#include "util/util.h"
 #include "http.h"
 #include "internal.h"
 
