@@ -1,17 +1,8 @@
-/* agent-sandboxd: the engine's state, shared by its modules (each has its
- * own .c and .h). Internal.
- *
- * Layers inside the engine:
- *   main.c       CLI, preflight, start-up (adopt or reap), signals
- *   server.c     libmicrohttpd glue: TCP + unix listeners, dispatch, auth
- *   api.c        E2B control plane (/sandboxes, /v2/sandboxes, templates…)
- *   router.c     sandbox traffic: <port>-<id>.<domain> or E2b-Sandbox-* →
- *                envd's unix socket (49983) or a port in the sandbox's netns
- *   registry.c   sandbox records, persistence, tombstones of gone sandboxes
- *   lifecycle.c  timeouts (kill or pause), deaths (OOM, crash), metrics
- *   templates.c  template registry (base, busybox, built ones on disk)
- * on the isolation runtime (core/iso: namespaces, cgroups, overlay, …).
- *
+/* The local engine's state, shared by its modules, and the engine as a
+ * library: engine_init/engine_open/engine_close/engine_free (engine.c).
+ * Each module has its own .c and .h; the map (operations below, HTTP
+ * fronts above, main.c on top) is in core/README.md. The engine runs on
+ * the isolation runtime, core/iso. Internal.
  * SPDX-License-Identifier: Apache-2.0 */
 #ifndef ASB_ENGINE_ENGINE_H
 #define ASB_ENGINE_ENGINE_H
