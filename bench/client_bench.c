@@ -72,13 +72,13 @@ int main(int argc, char **argv) {
   for (int pass = 0; pass < 2; pass++) {
     for (int i = 0; i < 20; i++) { /* warm the connection */
       asb_command_result *r = NULL;
-      asb_commands_run(sb, "true", &direct, &r);
+      asb_commands_run(&r, sb, "true", &direct);
       asb_command_result_free(r);
     }
     for (int i = 0; i < iters; i++) {
       asb_command_result *r = NULL;
       double t = bench_now();
-      int rc = asb_commands_run(sb, pass ? "true" : "exec /bin/true", &direct, &r);
+      int rc = asb_commands_run(&r, sb, pass ? "true" : "exec /bin/true", &direct);
       v[i] = bench_now() - t;
       asb_command_result_free(r);
       if (rc) {
@@ -97,27 +97,27 @@ int main(int argc, char **argv) {
   snprintf(path, sizeof path, "%s/small", dir);
   char small[4096];
   memset(small, 's', sizeof small);
-  asb_files_write(sb, path, small, sizeof small, NULL, NULL);
+  asb_files_write(NULL, sb, path, small, sizeof small, NULL);
   for (int i = 0; i < iters; i++) {
     double t = bench_now();
     asb_entry *e = NULL;
-    asb_files_stat(sb, path, NULL, &e);
+    asb_files_stat(&e, sb, path, NULL);
     v[i] = bench_now() - t;
     asb_entry_free(e);
   }
   bench_report("files.stat", v, iters);
   for (int i = 0; i < iters; i++) {
     double t = bench_now();
-    asb_files_write(sb, path, small, sizeof small, NULL, NULL);
+    asb_files_write(NULL, sb, path, small, sizeof small, NULL);
     v[i] = bench_now() - t;
   }
   bench_report("files.write 4 KiB", v, iters);
   for (int i = 0; i < iters; i++) {
     double t = bench_now();
-    asb_files_write(sb, path, small, sizeof small, NULL, NULL);
+    asb_files_write(NULL, sb, path, small, sizeof small, NULL);
     char *d = NULL;
     size_t n;
-    asb_files_read(sb, path, NULL, &d, &n);
+    asb_files_read(&d, &n, sb, path, NULL);
     v[i] = bench_now() - t;
     asb_free(d);
   }
@@ -128,10 +128,10 @@ int main(int argc, char **argv) {
   int n1 = iters / 10 > 10 ? iters / 10 : 10;
   for (int i = 0; i < n1; i++) {
     double t = bench_now();
-    asb_files_write(sb, path, big, mib, NULL, NULL);
+    asb_files_write(NULL, sb, path, big, mib, NULL);
     char *d = NULL;
     size_t n;
-    asb_files_read(sb, path, NULL, &d, &n);
+    asb_files_read(&d, &n, sb, path, NULL);
     v[i] = bench_now() - t;
     asb_free(d);
   }
@@ -142,7 +142,7 @@ int main(int argc, char **argv) {
   snprintf(path, sizeof path, "%s/1gib", dir);
   long long left = size;
   double t = bench_now();
-  int rc = asb_files_write_stream(sb, path, gen, &left, size, NULL, NULL);
+  int rc = asb_files_write_stream(NULL, sb, path, gen, &left, size, NULL);
   double up = bench_now() - t;
   t = bench_now();
   int rc2 = asb_files_read_stream(sb, path, NULL, sink, NULL);
@@ -160,7 +160,7 @@ int main(int argc, char **argv) {
   o.discard_output = 1;
   asb_command_result *r = NULL;
   t = bench_now();
-  rc = asb_commands_run(sb, "head -c 200000000 /dev/zero", &o, &r);
+  rc = asb_commands_run(&r, sb, "head -c 200000000 /dev/zero", &o);
   double dt = bench_now() - t;
   asb_command_result_free(r);
   printf("%-44s %8.0f MB/s  (%s)\n", "stdout of head -c 200 MB /dev/zero", consumed / dt / 1e6,

@@ -39,12 +39,12 @@ static double run_ok(asb_sandbox *sb, const char *code, const char *lang, const 
   o.language = lang;
   asb_execution *e = NULL;
   double t0 = bench_now();
-  int rc = asb_code_run(sb, code, &o, &e);
+  int rc = asb_code_run(&e, sb, code, &o);
   double dt = bench_now() - t0;
   const char *got = NULL;
   if (rc == ASB_OK && want) {
     got = asb_execution_text(e);
-    if (!got && asb_execution_stdout_count(e)) got = asb_execution_stdout(e, 0);
+    if (!got && asb_execution_stdout_count(e)) got = asb_execution_stdout_get(e, 0);
   }
   if (rc != ASB_OK || (want && (!got || strncmp(got, want, strlen(want)) != 0))) {
     fprintf(stderr, "codei_bench: %s: %s (%s)\n", code, asb_status_name(rc),
@@ -97,7 +97,7 @@ int main(int argc, char **argv) {
   for (int i = 0; i < n; i++) {
     asb_code_context_list *l = NULL;
     double s = bench_now();
-    if (asb_code_list_contexts(sb, NULL, &l) != ASB_OK) return 1;
+    if (asb_code_contexts_list(&l, sb, NULL) != ASB_OK) return 1;
     v[i] = bench_now() - s;
     asb_code_context_list_free(l);
   }

@@ -26,7 +26,7 @@ static int create(asb_sandbox **sb) {
 
 static int one_plus_one(asb_sandbox *sb) {
   asb_execution *e = NULL;
-  int rc = asb_code_run(sb, "1+1", NULL, &e);
+  int rc = asb_code_run(&e, sb, "1+1", NULL);
   if (rc == ASB_OK && (!asb_execution_text(e) || strcmp(asb_execution_text(e), "2") != 0)) rc = -1;
   if (rc) fprintf(stderr, "run_code: %s\n", asb_error_last()->message);
   asb_execution_free(e);
@@ -36,7 +36,7 @@ static int one_plus_one(asb_sandbox *sb) {
 static double shell_seconds(asb_sandbox *sb, const char *cmd) {
   asb_command_result *r = NULL;
   double v = -1;
-  if (asb_commands_run(sb, cmd, NULL, &r) == ASB_OK) v = atof(asb_command_result_stdout(r, NULL));
+  if (asb_commands_run(&r, sb, cmd, NULL) == ASB_OK) v = atof(asb_command_result_stdout(r, NULL));
   asb_command_result_free(r);
   return v;
 }
@@ -89,12 +89,12 @@ int main(int argc, char **argv) {
     code[i] = bench_now() - t;
     t = bench_now();
     asb_command_result *r = NULL;
-    if (asb_commands_run(sb, "exec /bin/true", NULL, &r) != ASB_OK) return 1;
+    if (asb_commands_run(&r, sb, "exec /bin/true", NULL) != ASB_OK) return 1;
     asb_command_result_free(r);
     cmd[i] = bench_now() - t;
     t = bench_now();
     asb_code_context_list *l = NULL;
-    if (asb_code_list_contexts(sb, NULL, &l) != ASB_OK) return 1;
+    if (asb_code_contexts_list(&l, sb, NULL) != ASB_OK) return 1;
     asb_code_context_list_free(l);
     ctx[i] = bench_now() - t;
   }

@@ -28,7 +28,7 @@ static int create(asb_sandbox **sb) {
 
 static int run_true(asb_sandbox *sb) {
   asb_command_result *r = NULL;
-  int rc = asb_commands_run(sb, "exec /bin/true", NULL, &r);
+  int rc = asb_commands_run(&r, sb, "exec /bin/true", NULL);
   asb_command_result_free(r);
   return rc;
 }

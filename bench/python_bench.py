@@ -69,11 +69,11 @@ def loaded_library() -> str:
 def c_api(path):
     lib = ctypes.CDLL(path)
     vp, sz = ctypes.c_void_p, ctypes.c_size_t
-    lib.asb_commands_run.argtypes = [vp, ctypes.c_char_p, vp, ctypes.POINTER(vp)]
+    lib.asb_commands_run.argtypes = [ctypes.POINTER(vp), vp, ctypes.c_char_p, vp]
     lib.asb_command_result_free.argtypes = [vp]
-    lib.asb_files_write.argtypes = [vp, ctypes.c_char_p, ctypes.c_char_p, sz, vp, vp]
-    lib.asb_files_read.argtypes = [vp, ctypes.c_char_p, vp, ctypes.POINTER(ctypes.c_char_p),
-                                   ctypes.POINTER(sz)]
+    lib.asb_files_write.argtypes = [vp, vp, ctypes.c_char_p, ctypes.c_char_p, sz, vp]
+    lib.asb_files_read.argtypes = [ctypes.POINTER(ctypes.c_char_p), ctypes.POINTER(sz), vp,
+                                   ctypes.c_char_p, vp]
     lib.asb_free.argtypes = [vp]
     return lib
 
@@ -121,7 +121,7 @@ def run_bench(sb, ll, N, per, rounds):
     def c_run():
         out = ctypes.c_void_p()
         t = time.perf_counter()
-        rc = lib.asb_commands_run(handle, b"true", None, ctypes.byref(out))
+        rc = lib.asb_commands_run(ctypes.byref(out), handle, b"true", None)
         dt = time.perf_counter() - t
         lib.asb_command_result_free(out)
         assert rc == 0
@@ -149,9 +149,9 @@ def run_bench(sb, ll, N, per, rounds):
     def c_file():
         buf, n = ctypes.c_char_p(), ctypes.c_size_t()
         t = time.perf_counter()
-        rc = lib.asb_files_write(handle, b"/tmp/bench.bin", data, len(data), None, None)
-        rc2 = lib.asb_files_read(handle, b"/tmp/bench.bin", None, ctypes.byref(buf),
-                                 ctypes.byref(n))
+        rc = lib.asb_files_write(None, handle, b"/tmp/bench.bin", data, len(data), None)
+        rc2 = lib.asb_files_read(ctypes.byref(buf), ctypes.byref(n), handle, b"/tmp/bench.bin",
+                                 None)
         dt = time.perf_counter() - t
         assert rc == 0 and rc2 == 0 and n.value == len(data)
         lib.asb_free(buf)

@@ -37,7 +37,7 @@ static int build(const char *dir, int force, int *cached) {
   asb_template_build_options o = ASB_TEMPLATE_BUILD_OPTIONS_INIT;
   o.force = force;
   asb_template *t = NULL;
-  int rc = asb_templates_build(C, dir, &o, &t);
+  int rc = asb_templates_build(&t, C, dir, &o);
   if (rc) fprintf(stderr, "build: %s\n", asb_error_last()->message);
   if (cached) *cached = asb_template_cached(t);
   asb_template_free(t);
@@ -101,15 +101,15 @@ int main(int argc, char **argv) {
       int r;
       if (pass == 0) {
         char *out = NULL;
-        r = asb_sandbox_run_command(sb, "echo", "{\"value\":\"x\"}", NULL, &out);
+        r = asb_sandbox_run_command(&out, sb, "echo", "{\"value\":\"x\"}", NULL);
         asb_free(out);
       } else if (pass == 1) {
         asb_command_result *res = NULL;
-        r = asb_commands_run(sb, "true", NULL, &res);
+        r = asb_commands_run(&res, sb, "true", NULL);
         asb_command_result_free(res);
       } else {
         char *out = NULL;
-        r = asb_sandbox_run_command(sb, "whoami", NULL, NULL, &out);
+        r = asb_sandbox_run_command(&out, sb, "whoami", NULL, NULL);
         asb_free(out);
       }
       if (r != ASB_OK) {

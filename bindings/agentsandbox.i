@@ -4,7 +4,8 @@
  * Copyright 2026 The agent-sandbox authors. SPDX-License-Identifier: Apache-2.0
  *
  * This file wraps the public C ABI (include/agentsandbox.h) and says, once
- * for every language, what each function and type means to a binding:
+ * for every language, what each function and type means to a binding (the
+ * per-function lists are generated from abi/api.json into gen/asb_api.i):
  *
  *   - which handles the binding owns (freed by the wrapper's destructor)
  *     and which it frees itself in a set order (processes and watches: they
@@ -68,36 +69,16 @@ static const char *const *asbswig_strv_dup(const char *const *v) {
 }
 %}
 
-/* ---- what a binding sees of the headers ---------------------------------- */
+/* ---- what a binding sees of the headers ----------------------------------
+ * The per-function and per-type facts (callback members hidden, options
+ * versions immutable, who frees each handle, options constructors, the calls
+ * that block) come from the ABI description, abi/api.json, through
+ * gen/asb_api.i (scripts/gen-bindings.py), included below. Only what is
+ * about SWIG itself stays here. */
 
-/* Callbacks are reached through the languages' trampolines only. */
-%ignore asb_command_options::on_stdout;
-%ignore asb_command_options::on_stderr;
-%ignore asb_command_options::userdata;
-%ignore asb_pty_options::on_data;
-%ignore asb_pty_options::userdata;
-%ignore asb_watch_options::on_event;
-%ignore asb_watch_options::userdata;
-%ignore asb_code_options::on_stdout;
-%ignore asb_code_options::on_stderr;
-%ignore asb_code_options::on_result;
-%ignore asb_code_options::on_error;
-%ignore asb_code_options::userdata;
 /* Wrappers free returned buffers themselves. */
 %ignore asb_free;
 %ignore asb_write_entry;   /* write_many takes the language's list */
-/* Options version fields are set by the constructors. */
-%immutable asb_client_options::version;
-%immutable asb_call_options::version;
-%immutable asb_sandbox_attach_options::version;
-%immutable asb_sandbox_options::version;
-%immutable asb_sandbox_list_options::version;
-%immutable asb_command_options::version;
-%immutable asb_pty_options::version;
-%immutable asb_files_options::version;
-%immutable asb_watch_options::version;
-%immutable asb_code_options::version;
-%immutable asb_named_command_options::version;
 /* The last error is read-only. */
 %immutable asb_error;
 
@@ -127,8 +108,8 @@ static const char *const *asbswig_strv_dup(const char *const *v) {
  *   ASB_BLOCKING(name)         release the interpreter lock around name
  * and typemaps for (char **data, size_t *len), char **url,
  * char **result_json, (const void *data, size_t len), const char *const *
- * in and out, size_t *len (binary getters), long *nanos,
- * const char **value, (char *buf, size_t buflen), int *major/minor/patch,
+ * in and out, size_t *len (binary getters), (char *buf, size_t buflen),
+ * int *major/minor/patch,
  * (const asb_write_entry *files, size_t count), and the callback pairs
  * (asb_data_fn on_data, void *userdata), (asb_read_fn read, void *userdata).
  * Options structs that carry callbacks (command, pty, watch, code) get
@@ -157,34 +138,9 @@ struct T {};
 ASB_OUT_HANDLE_UNOWNED(T)
 %enddef
 
-ASB_OWNED_HANDLE(asb_cancel, asb_cancel_free)
-ASB_OWNED_HANDLE(asb_client, asb_client_free)
-ASB_OWNED_HANDLE(asb_sandbox, asb_sandbox_free)
-ASB_OWNED_HANDLE(asb_sandbox_info, asb_sandbox_info_free)
-ASB_OWNED_HANDLE(asb_sandbox_page, asb_sandbox_page_free)
-ASB_OWNED_HANDLE(asb_metrics, asb_metrics_free)
-ASB_OWNED_HANDLE(asb_command_result, asb_command_result_free)
-ASB_OWNED_HANDLE(asb_process_list, asb_process_list_free)
-ASB_BORROWED_HANDLE(asb_process_info)
-ASB_OWNED_HANDLE(asb_entry, asb_entry_free)
-ASB_OWNED_HANDLE(asb_entry_list, asb_entry_list_free)
-ASB_OWNED_HANDLE(asb_execution, asb_execution_free)
-ASB_BORROWED_HANDLE(asb_code_result)
-ASB_OWNED_HANDLE(asb_code_context, asb_code_context_free)
-ASB_OWNED_HANDLE(asb_code_context_list, asb_code_context_list_free)
-ASB_OWNED_HANDLE(asb_session, asb_session_free)
-ASB_OWNED_HANDLE(asb_session_list, asb_session_list_free)
-ASB_OWNED_HANDLE(asb_named_command_list, asb_named_command_list_free)
-ASB_BORROWED_HANDLE(asb_named_command)
-/* A process or watch holds the cancel token it was opened with and the
- * callback state of the binding: the binding frees the handle first, then
- * those (asb_process_free / asb_watch_free are wrapped for that). */
-ASB_EXPLICIT_HANDLE(asb_process)
-ASB_EXPLICIT_HANDLE(asb_watch)
-
 /* ---- options structs: constructed with the library's defaults ----------- */
 
-%define ASB_OPTIONS(T, VERSION, STRINGS, VECTORS)
+%define ASB_OPTIONS(T, VERSION, STRINGS, VECTORS, BYTES)
 %extend T {
   T() {
     T *o = (T *)calloc(1, sizeof(T));
@@ -198,108 +154,44 @@ ASB_EXPLICIT_HANDLE(asb_watch)
     const char *const **v[] = VECTORS;
     for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
       if (v[i]) asbswig_strv_free(*v[i]);
+    const void **b[] = BYTES;
+    for (size_t i = 0; i < sizeof b / sizeof b[0]; i++)
+      if (b[i]) free((void *)*b[i]);
     free($self);
   }
 }
 %enddef
 
+/* A byte buffer member (pointer + length) is set through set_<member>,
+ * which copies the bytes (freed with the struct or when replaced); the raw
+ * members stay hidden. */
+%define ASB_OPTIONS_BYTES(T, DATA, LEN)
+%ignore T::DATA;
+%ignore T::LEN;
+%extend T {
+  void set_##DATA(const void *data, size_t len) {
+    void *copy = NULL;
+    if (data) {
+      copy = malloc(len ? len : 1);
+      if (!copy) return;
+      memcpy(copy, data, len);
+    }
+    free((void *)$self->DATA);
+    $self->DATA = copy;
+    $self->LEN = copy ? len : 0;
+  }
+}
+%enddef
+
 #define ASB_NONE {NULL}
-ASB_OPTIONS(asb_client_options, ASB_CLIENT_OPTIONS_VERSION,
-            %arg({&$self->api_key, &$self->api_url, &$self->domain,
-                  &$self->sandbox_url, &$self->user_agent}),
-            %arg({&$self->headers}))
-ASB_OPTIONS(asb_call_options, ASB_CALL_OPTIONS_VERSION, ASB_NONE, ASB_NONE)
-ASB_OPTIONS(asb_sandbox_attach_options, ASB_SANDBOX_ATTACH_OPTIONS_VERSION,
-            %arg({&$self->envd_access_token, &$self->envd_version,
-                  &$self->domain, &$self->traffic_access_token}),
-            ASB_NONE)
-ASB_OPTIONS(asb_sandbox_options, ASB_SANDBOX_OPTIONS_VERSION,
-            %arg({&$self->template_id}),
-            %arg({&$self->metadata, &$self->envs}))
-ASB_OPTIONS(asb_sandbox_list_options, ASB_SANDBOX_LIST_OPTIONS_VERSION,
-            %arg({&$self->template_id, &$self->next_token}),
-            %arg({&$self->metadata}))
-ASB_OPTIONS(asb_command_options, ASB_COMMAND_OPTIONS_VERSION,
-            %arg({&$self->cwd, &$self->user, &$self->tag}),
-            %arg({&$self->envs}))
-ASB_OPTIONS(asb_pty_options, ASB_PTY_OPTIONS_VERSION,
-            %arg({&$self->cwd, &$self->user}),
-            %arg({&$self->envs}))
-ASB_OPTIONS(asb_files_options, ASB_FILES_OPTIONS_VERSION,
-            %arg({&$self->user}), ASB_NONE)
-ASB_OPTIONS(asb_watch_options, ASB_WATCH_OPTIONS_VERSION,
-            %arg({&$self->user}), ASB_NONE)
-ASB_OPTIONS(asb_code_options, ASB_CODE_OPTIONS_VERSION,
-            %arg({&$self->language, &$self->context_id}),
-            %arg({&$self->envs}))
-ASB_OPTIONS(asb_named_command_options, ASB_NAMED_COMMAND_OPTIONS_VERSION,
-            ASB_NONE, ASB_NONE)
 
-/* ---- calls that block ------------------------------------------------------ */
-
-ASB_BLOCKING(asb_global_init)
-ASB_BLOCKING(asb_client_new)          /* may start the local engine */
-ASB_BLOCKING(asb_sandbox_create)
-ASB_BLOCKING(asb_sandbox_connect)
-ASB_BLOCKING(asb_sandbox_kill)
-ASB_BLOCKING(asb_sandbox_kill_id)
-ASB_BLOCKING(asb_sandbox_set_timeout)
-ASB_BLOCKING(asb_sandbox_is_running)
-ASB_BLOCKING(asb_sandbox_pause)
-ASB_BLOCKING(asb_sandbox_resume)
-ASB_BLOCKING(asb_sandbox_get_info)
-ASB_BLOCKING(asb_sandbox_list)
-ASB_BLOCKING(asb_sandbox_get_metrics)
-ASB_BLOCKING(asb_commands_run)
-ASB_BLOCKING(asb_commands_start)
-ASB_BLOCKING(asb_commands_connect)
-ASB_BLOCKING(asb_commands_kill)
-ASB_BLOCKING(asb_commands_signal)
-ASB_BLOCKING(asb_commands_send_stdin)
-ASB_BLOCKING(asb_commands_close_stdin)
-ASB_BLOCKING(asb_commands_list)
-ASB_BLOCKING(asb_process_wait)
-ASB_BLOCKING(asb_process_kill)
-ASB_BLOCKING(asb_process_send_stdin)
-ASB_BLOCKING(asb_process_close_stdin)
-ASB_BLOCKING(asb_process_disconnect)  /* waits for a wait in progress */
-ASB_BLOCKING(asb_process_free)
-ASB_BLOCKING(asb_pty_create)
-ASB_BLOCKING(asb_pty_send_input)
-ASB_BLOCKING(asb_pty_resize)
-ASB_BLOCKING(asb_pty_kill)
-ASB_BLOCKING(asb_files_read)
-ASB_BLOCKING(asb_files_read_stream)
-ASB_BLOCKING(asb_files_write_stream)
-ASB_BLOCKING(asb_files_write_many)
-ASB_BLOCKING(asb_files_write)
-ASB_BLOCKING(asb_files_list)
-ASB_BLOCKING(asb_files_exists)
-ASB_BLOCKING(asb_files_stat)
-ASB_BLOCKING(asb_files_remove)
-ASB_BLOCKING(asb_files_rename)
-ASB_BLOCKING(asb_files_make_dir)
-ASB_BLOCKING(asb_files_watch_dir)
-ASB_BLOCKING(asb_watch_wait)
-ASB_BLOCKING(asb_watch_free)          /* waits for a wait in progress */
-ASB_BLOCKING(asb_files_download_url)
-ASB_BLOCKING(asb_files_upload_url)
-ASB_BLOCKING(asb_code_run)
-ASB_BLOCKING(asb_code_context_create)
-ASB_BLOCKING(asb_code_list_contexts)
-ASB_BLOCKING(asb_code_context_restart)
-ASB_BLOCKING(asb_code_context_remove)
-ASB_BLOCKING(asb_session_save)        /* file locks */
-ASB_BLOCKING(asb_session_load)
-ASB_BLOCKING(asb_session_get)
-ASB_BLOCKING(asb_session_list_all)
-ASB_BLOCKING(asb_session_delete)
-ASB_BLOCKING(asb_sandbox_run_command)
-ASB_BLOCKING(asb_sandbox_list_commands)
+/* ---- the lists generated from abi/api.json -------------------------------- */
+%include "gen/asb_api.i"
 
 /* ---- the headers ------------------------------------------------------------ */
 
 %include "agentsandbox/common.h"
+%include "agentsandbox/types.h"
 %include "agentsandbox/version.h"
 %include "agentsandbox/errors.h"
 %include "agentsandbox/global.h"
@@ -312,6 +204,7 @@ ASB_BLOCKING(asb_sandbox_list_commands)
 %include "agentsandbox/code.h"
 %include "agentsandbox/session.h"
 %include "agentsandbox/named.h"
+%include "agentsandbox/template.h"
 
 /* ---- the language's shims (after the declarations they use) --------------- */
 #if defined(SWIGPYTHON)

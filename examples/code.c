@@ -23,26 +23,26 @@ int main(void) {
   asb_execution *ex = NULL;
   asb_code_options o = ASB_CODE_OPTIONS_INIT;
   o.on_stdout = on_stdout;
-  if (asb_code_run(sb, "x = 2 ** 10\nprint('computing')\nx", &o, &ex) == ASB_OK) {
+  if (asb_code_run(&ex, sb, "x = 2 ** 10\nprint('computing')\nx", &o) == ASB_OK) {
     printf("result: %s\n", asb_execution_text(ex));
     asb_execution_free(ex);
   } else {
     fprintf(stderr, "run_code: %s\n", asb_error_last()->message);
     rc = 1;
   }
-  if (asb_code_run(sb, "x + 1", NULL, &ex) == ASB_OK) { /* state persists */
+  if (asb_code_run(&ex, sb, "x + 1", NULL) == ASB_OK) { /* state persists */
     printf("x + 1 = %s\n", asb_execution_text(ex));
     asb_execution_free(ex);
   }
-  if (asb_code_run(sb, "1 / 0", NULL, &ex) == ASB_OK) {
+  if (asb_code_run(&ex, sb, "1 / 0", NULL) == ASB_OK) {
     printf("error: %s: %s\n", asb_execution_error_name(ex), asb_execution_error_value(ex));
     asb_execution_free(ex);
   }
   asb_code_context *ctx = NULL;
-  if (asb_code_context_create(sb, "python", "/tmp", NULL, &ctx) == ASB_OK) {
+  if (asb_code_context_create(&ctx, sb, "python", "/tmp", NULL) == ASB_OK) {
     asb_code_options in_ctx = ASB_CODE_OPTIONS_INIT;
     in_ctx.context_id = asb_code_context_id(ctx);
-    if (asb_code_run(sb, "import os; os.getcwd()", &in_ctx, &ex) == ASB_OK) {
+    if (asb_code_run(&ex, sb, "import os; os.getcwd()", &in_ctx) == ASB_OK) {
       printf("context cwd: %s\n", asb_execution_text(ex));
       asb_execution_free(ex);
     }

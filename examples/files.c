@@ -24,21 +24,21 @@ int main(void) {
   wo.on_event = on_event;
   asb_watch *w = NULL;
   asb_files_make_dir(sb, "/home/user/project", NULL);
-  asb_files_watch_dir(sb, "/home/user/project", &wo, &w);
+  asb_files_watch_dir(&w, sb, "/home/user/project", &wo);
 
-  asb_files_write(sb, "/home/user/project/a.txt", "alpha", 5, NULL, NULL);
+  asb_files_write(NULL, sb, "/home/user/project/a.txt", "alpha", 5, NULL);
   asb_write_entry many[] = {{"/home/user/project/b.txt", "beta", 4},
                             {"/home/user/project/sub/c.txt", "gamma", 5}};
-  asb_files_write_many(sb, many, 2, NULL, NULL);
+  asb_files_write_many(NULL, sb, many, 2, NULL);
 
   char *data = NULL;
   size_t len = 0;
-  if (asb_files_read(sb, "project/a.txt", NULL, &data, &len) == ASB_OK)
+  if (asb_files_read(&data, &len, sb, "project/a.txt", NULL) == ASB_OK)
     printf("read back: %.*s\n", (int)len, data);
   asb_free(data);
 
   asb_entry_list *l = NULL;
-  if (asb_files_list(sb, "/home/user/project", 2, NULL, &l) == ASB_OK) {
+  if (asb_files_list(&l, sb, "/home/user/project", 2, NULL) == ASB_OK) {
     for (size_t i = 0; i < asb_entry_list_count(l); i++) {
       const asb_entry *e = asb_entry_list_get(l, i);
       printf("%s %8lld %s\n", asb_entry_permissions(e), (long long)asb_entry_size(e),
@@ -46,7 +46,7 @@ int main(void) {
     }
     asb_entry_list_free(l);
   }
-  asb_files_rename(sb, "/home/user/project/a.txt", "/home/user/project/A.txt", NULL, NULL);
+  asb_files_rename(NULL, sb, "/home/user/project/a.txt", "/home/user/project/A.txt", NULL);
   printf("exists a.txt: %d, A.txt: %d\n", asb_files_exists(sb, "project/a.txt", NULL),
          asb_files_exists(sb, "project/A.txt", NULL));
   asb_files_remove(sb, "/home/user/project/sub", NULL);
@@ -55,7 +55,7 @@ int main(void) {
   asb_watch_free(w);
 
   char *url = NULL;
-  if (asb_files_download_url(sb, "/home/user/project/b.txt", NULL, 300, &url) == ASB_OK)
+  if (asb_files_download_url(&url, sb, "/home/user/project/b.txt", NULL, 300) == ASB_OK)
     printf("download for 5 minutes: %s\n", url);
   asb_free(url);
   asb_sandbox_kill(sb, NULL);

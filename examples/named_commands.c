@@ -21,7 +21,7 @@ int main(int argc, char **argv) {
 
   /* 1. Build the template (cached when nothing changed). */
   asb_template *t = NULL;
-  if (asb_templates_build(client, dir, NULL, &t) != ASB_OK) return fail("build");
+  if (asb_templates_build(&t, client, dir, NULL) != ASB_OK) return fail("build");
   printf("template %s (%s): %s\n", asb_template_name(t), asb_template_id(t),
          asb_template_cached(t) ? "cached" : "built");
 
@@ -34,7 +34,7 @@ int main(int argc, char **argv) {
 
   /* 3. What does it serve? */
   asb_named_command_list *list = NULL;
-  if (asb_sandbox_list_commands(sb, NULL, &list) != ASB_OK) return fail("list");
+  if (asb_sandbox_commands_list(&list, sb, NULL) != ASB_OK) return fail("list");
   for (size_t i = 0; i < asb_named_command_list_count(list); i++) {
     const asb_named_command *c = asb_named_command_list_get(list, i);
     printf("  %-8s %s (", asb_named_command_name(c), asb_named_command_description(c));
@@ -47,21 +47,21 @@ int main(int argc, char **argv) {
 
   /* 4. Call them. */
   char *result = NULL;
-  if (asb_sandbox_run_command(sb, "hello", "{\"name\":\"Ada\"}", NULL, &result) != ASB_OK)
+  if (asb_sandbox_run_command(&result, sb, "hello", "{\"name\":\"Ada\"}", NULL) != ASB_OK)
     return fail("hello");
   printf("hello -> %s\n", result);
   asb_free(result);
-  if (asb_sandbox_run_command(sb, "shout", "{\"text\":\"quiet please\"}", NULL, &result) != ASB_OK)
+  if (asb_sandbox_run_command(&result, sb, "shout", "{\"text\":\"quiet please\"}", NULL) != ASB_OK)
     return fail("shout");
   printf("shout -> %s\n", result);
   asb_free(result);
 
   /* 5. The errors each have their own code. */
-  int rc = asb_sandbox_run_command(sb, "nope", NULL, NULL, &result);
+  int rc = asb_sandbox_run_command(&result, sb, "nope", NULL, NULL);
   printf("nope -> %s: %s\n", asb_status_name(rc), asb_error_last()->message);
-  rc = asb_sandbox_run_command(sb, "add", "{\"a\":\"one\"}", NULL, &result);
+  rc = asb_sandbox_run_command(&result, sb, "add", "{\"a\":\"one\"}", NULL);
   printf("add(a=\"one\") -> %s: %s\n", asb_status_name(rc), asb_error_last()->message);
-  rc = asb_sandbox_run_command(sb, "fail", NULL, NULL, &result);
+  rc = asb_sandbox_run_command(&result, sb, "fail", NULL, NULL);
   printf("fail -> %s, type %s\n", asb_status_name(rc), asb_error_last()->remote_code);
 
   asb_sandbox_kill(sb, NULL);

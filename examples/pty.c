@@ -22,14 +22,14 @@ int main(void) {
   o.rows = 30;
   o.on_data = to_terminal;
   asb_process *pty = NULL;
-  if (asb_pty_create(sb, &o, &pty) == ASB_OK) {
+  if (asb_pty_create(&pty, sb, &o) == ASB_OK) {
     unsigned pid = asb_process_pid(pty);
     asb_pty_resize(sb, pid, 120, 40, NULL);
     const char *keys = "stty size; echo $TERM; exit\n";
     asb_pty_send_input(sb, pid, keys, strlen(keys), NULL);
     asb_call_options call = ASB_CALL_OPTIONS_INIT;
     call.timeout_ms = 10000;
-    asb_process_wait(pty, &call, NULL);
+    asb_process_wait(NULL, pty, &call);
     asb_process_free(pty);
   }
   asb_sandbox_kill(sb, NULL);

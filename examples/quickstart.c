@@ -32,7 +32,7 @@ int main(void) {
   printf("sandbox %s (envd %s)\n", asb_sandbox_id(sandbox),
          asb_sandbox_envd_version(sandbox));
 
-  if (asb_commands_run(sandbox, "echo 'Hello from sandbox!'", NULL, &result) !=
+  if (asb_commands_run(&result, sandbox, "echo 'Hello from sandbox!'", NULL) !=
       ASB_OK) {
     rc = fail("asb_commands_run");
     goto out;
@@ -40,16 +40,16 @@ int main(void) {
   printf("stdout: %s", asb_command_result_stdout(result, NULL));
   printf("exit code: %d\n", asb_command_result_exit_code(result));
 
-  if (asb_files_write(sandbox, "/tmp/data.txt", "content", 7, NULL, NULL) !=
+  if (asb_files_write(NULL, sandbox, "/tmp/data.txt", "content", 7, NULL) !=
           ASB_OK ||
-      asb_files_read(sandbox, "/tmp/data.txt", NULL, &content, &len) != ASB_OK) {
+      asb_files_read(&content, &len, sandbox, "/tmp/data.txt", NULL) != ASB_OK) {
     rc = fail("asb_files_write/read");
     goto out;
   }
   printf("file: %.*s\n", (int)len, content);
 
   char url[256];
-  if (asb_sandbox_get_url(sandbox, 3000, url, sizeof url) == ASB_OK)
+  if (asb_sandbox_get_url(url, sizeof url, sandbox, 3000) == ASB_OK)
     printf("port 3000 would be at %s\n", url);
   rc = 0;
 out:

@@ -19,25 +19,25 @@ int main(void) {
   asb_sandbox_list_options lo = ASB_SANDBOX_LIST_OPTIONS_INIT;
   lo.metadata = meta;
   asb_sandbox_page *page = NULL;
-  if (asb_sandbox_list(client, &lo, &page) == ASB_OK) {
+  if (asb_sandbox_list(&page, client, &lo) == ASB_OK) {
     printf("sandboxes with app=example: %zu\n", asb_sandbox_page_count(page));
     asb_sandbox_page_free(page);
   }
   asb_sandbox_set_timeout(sb, 600000, NULL); /* 10 minutes from now */
-  asb_files_write(sb, "/home/user/state", "kept", 4, NULL, NULL);
+  asb_files_write(NULL, sb, "/home/user/state", "kept", 4, NULL);
   printf("pause: %d\n", asb_sandbox_pause(sb, NULL));
   printf("running while paused: %d\n", asb_sandbox_is_running(sb, NULL));
   asb_sandbox *again = NULL; /* e.g. in another process, from the id */
   if (asb_sandbox_connect(&again, client, asb_sandbox_id(sb), 60000, NULL) == ASB_OK) {
     char *d = NULL;
     size_t n = 0;
-    asb_files_read(again, "/home/user/state", NULL, &d, &n);
+    asb_files_read(&d, &n, again, "/home/user/state", NULL);
     printf("after resume: %.*s\n", (int)n, d);
     asb_free(d);
     asb_sandbox_free(again);
   }
   asb_sandbox_info *info = NULL;
-  if (asb_sandbox_get_info(sb, NULL, &info) == ASB_OK) {
+  if (asb_sandbox_get_info(&info, sb, NULL) == ASB_OK) {
     printf("%s: %s, template %s, %d CPU, %d MiB, ends at %lld\n", asb_sandbox_info_id(info),
            asb_sandbox_info_state(info), asb_sandbox_info_template_id(info),
            asb_sandbox_info_cpu_count(info), asb_sandbox_info_memory_mb(info),
@@ -45,13 +45,13 @@ int main(void) {
     asb_sandbox_info_free(info);
   }
   asb_metrics *m = NULL;
-  if (asb_sandbox_get_metrics(sb, 0, 0, NULL, &m) == ASB_OK && asb_metrics_count(m)) {
+  if (asb_sandbox_get_metrics(&m, sb, 0, 0, NULL) == ASB_OK && asb_metrics_count(m)) {
     size_t last = asb_metrics_count(m) - 1;
     printf("memory used: %lld bytes\n", (long long)asb_metrics_mem_used(m, last));
   }
   asb_metrics_free(m);
   asb_sandbox_kill(sb, NULL);
-  if (asb_sandbox_get_info(sb, NULL, &info) == ASB_ESANDBOXGONE)
+  if (asb_sandbox_get_info(&info, sb, NULL) == ASB_ESANDBOXGONE)
     printf("gone: %s\n", asb_error_last()->reason);
   asb_sandbox_free(sb);
   asb_client_free(client);

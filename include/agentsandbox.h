@@ -11,6 +11,7 @@
 #define AGENTSANDBOX_H
 
 #include "agentsandbox/common.h"
+#include "agentsandbox/types.h"
 #include "agentsandbox/version.h"
 #include "agentsandbox/errors.h"
 #include "agentsandbox/global.h"
@@ -24,5 +25,6 @@
 #include "agentsandbox/session.h"
 #include "agentsandbox/named.h"
 #include "agentsandbox/template.h"
+#include "agentsandbox/options.h"
 
 #endif /* AGENTSANDBOX_H */

@@ -87,12 +87,25 @@
   }
 }
 
-%apply long *OUTPUT { long *nanos };
 %apply int *OUTPUT { int *major, int *minor, int *patch };
+%apply int *OUTPUT { int *kind };
 
-%typemap(in, numinputs=0) const char **value (const char *tmp = NULL) { $1 = ($1_ltype)&tmp; }
-%typemap(argout) const char **value {
-  %append_output(SWIG_FromCharPtr(*$1));
+/* Views (asb_file_reader_read, asb_process_read): the bytes are copied out
+ * at once; the library's memory is valid only until the next call. */
+%typemap(in, numinputs=0) (const char **data, size_t *len) (const char *tdata = NULL, size_t tlen = 0) {
+  $1 = &tdata;
+  $2 = &tlen;
+}
+%typemap(argout) (const char **data, size_t *len) {
+  PyObject *o;
+  if (*$1) {
+    o = PyBytes_FromStringAndSize(*$1, (Py_ssize_t)*$2);
+    if (!o) SWIG_fail;
+  } else {
+    o = Py_None;
+    Py_INCREF(o);
+  }
+  %append_output(o);
 }
 
 %typemap(in, numinputs=0) (char *buf, size_t buflen) (char tmp[1024]) {
@@ -280,7 +293,6 @@ typedef struct asbpy_callbacks {
   PyObject *reader;      /* (cap) -> bytes; b"" at the end */
   PyObject *error;       /* the exception a callable raised, or NULL */
   int text;              /* deliver data as str */
-  unsigned int pid;      /* set by asbpy_commands_run once started */
 } asbpy_callbacks;
 
 static int asbpy_fail(asbpy_callbacks *cb) {
@@ -331,14 +343,12 @@ static PyObject *asbpy_str(const char *s) {
  * group, mtime_seconds, mtime_nanos, symlink_target). */
 static PyObject *asbpy_entry_tuple(const asb_entry *e) {
   if (!e) Py_RETURN_NONE;
-  long nanos = 0;
-  asb_int64 mtime = asb_entry_modified_time(e, &nanos);
   return Py_BuildValue("(NNiLINNNLlN)", asbpy_str(asb_entry_name(e)),
                        asbpy_str(asb_entry_path(e)), (int)asb_entry_type(e),
                        (long long)asb_entry_size(e), asb_entry_mode(e),
                        asbpy_str(asb_entry_permissions(e)),
                        asbpy_str(asb_entry_owner(e)), asbpy_str(asb_entry_group(e)),
-                       (long long)mtime, nanos,
+                       (long long)asb_entry_modified_at(e), asb_entry_modified_nanos(e),
                        asbpy_str(asb_entry_symlink_target(e)));
 }
 
@@ -362,7 +372,7 @@ static PyObject *asbpy_code_result_dict(const asb_code_result *r) {
   size_t n = asb_code_result_format_count(r);
   for (size_t i = 0; i < n; i++) {
     const char *name = asb_code_result_format_name(r, i);
-    PyObject *v = name ? asbpy_str(asb_code_result_get(r, name)) : NULL;
+    PyObject *v = name ? asbpy_str(asb_code_result_value(r, name)) : NULL;
     if (!v || PyDict_SetItemString(d, name, v) != 0) {
       Py_XDECREF(v);
       Py_DECREF(d);
@@ -449,9 +459,7 @@ static long asbpy_tramp_read(char *buf, size_t cap, void *ud) {
 }
 
 %nodefaultctor asbpy_callbacks;
-%immutable asbpy_callbacks::pid;
 typedef struct asbpy_callbacks {
-  unsigned int pid;
 } asbpy_callbacks;
 
 %extend asbpy_callbacks {

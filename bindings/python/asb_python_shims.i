@@ -6,9 +6,6 @@
  * What SWIG alone cannot do right:
  *   - bind(cb) on the options structs that carry callbacks: points their
  *     callback members at the trampolines and their userdata at cb;
- *   - asbpy_commands_run: start + optional stdin + wait in one call with the
- *     lock released, which also kills the command when the call is
- *     cancelled (the pid is known only inside);
  *   - bulk converters that turn a whole list into Python tuples in one call
  *     (an entry list, a process list, a sandbox info) instead of one SWIG
  *     call per field.
@@ -42,80 +39,6 @@
     $self->userdata = cb;
   }
 }
-
-%typemap(in) (const void *stdin_data, size_t stdin_len) (Py_buffer view, int have = 0) {
-  $1 = NULL;
-  $2 = 0;
-  if ($input != Py_None) {
-    if (PyUnicode_Check($input)) {
-      Py_ssize_t n = 0;
-      const char *s = PyUnicode_AsUTF8AndSize($input, &n);
-      if (!s) SWIG_fail;
-      $1 = (void *)s;
-      $2 = (size_t)n;
-    } else {
-      if (PyObject_GetBuffer($input, &view, PyBUF_SIMPLE) != 0) SWIG_fail;
-      have = 1;
-      $1 = view.buf ? view.buf : (void *)"";
-      $2 = (size_t)view.len;
-    }
-  }
-}
-%typemap(freearg) (const void *stdin_data, size_t stdin_len) {
-  if (have$argnum) PyBuffer_Release(&view$argnum);
-}
-
-%thread asbpy_commands_run;
-%inline %{
-/* Run cmd to the end like asb_commands_run, writing stdin_data (if not NULL)
- * to its stdin and closing it first. The command's pid goes to cb->pid as
- * soon as it is known. When the call is cancelled through opts->cancel the
- * command is killed too: a cancelled foreground run stops. */
-int asbpy_commands_run(asb_sandbox *sandbox, const char *cmd,
-                       const asb_command_options *opts, asbpy_callbacks *cb,
-                       const void *stdin_data, size_t stdin_len,
-                       asb_command_result **out) {
-  asb_command_options o = ASB_COMMAND_OPTIONS_INIT;
-  if (opts) o = *opts;
-  if (cb) {
-    o.on_stdout = cb->on_stdout ? asbpy_tramp_stdout : NULL;
-    o.on_stderr = cb->on_stderr ? asbpy_tramp_stderr : NULL;
-    o.userdata = cb;
-  }
-  if (stdin_data) o.stdin_enabled = 1;
-  /* Starting is not cancelled half-way (bounded by the request timeout):
-   * a start cut short could leave the command running with its pid unknown.
-   * A cancellation that arrives meanwhile kills it right after. */
-  asb_cancel *cancel = o.cancel;
-  o.cancel = NULL;
-  asb_process *p = NULL;
-  int rc = asb_commands_start(sandbox, cmd, &o, &p);
-  if (rc) return rc;
-  if (cb) cb->pid = asb_process_pid(p);
-  asb_call_options call = ASB_CALL_OPTIONS_INIT;
-  call.cancel = cancel;
-  if (cancel && asb_cancel_is_requested(cancel)) rc = ASB_ECANCELED;
-  if (stdin_data && rc == ASB_OK) {
-    if (stdin_len) rc = asb_process_send_stdin(p, stdin_data, stdin_len, &call);
-    if (rc == ASB_OK) rc = asb_process_close_stdin(p, &call);
-  }
-  if (rc == ASB_OK) {
-    call.timeout_ms = -1; /* the command's own lifetime bounds it */
-    rc = asb_process_wait(p, &call, out);
-  }
-  if (rc == ASB_ECANCELED || (rc != ASB_OK && rc != ASB_ECOMMANDEXIT &&
-                              rc != ASB_ETIMEOUT && stdin_data)) {
-    asb_call_options kc = ASB_CALL_OPTIONS_INIT;
-    kc.timeout_ms = 5000;
-    /* Keep the cancellation as the error the caller sees. */
-    int keep = rc;
-    asb_process_kill(p, &kc);
-    rc = keep;
-  }
-  asb_process_free(p);
-  return rc;
-}
-%}
 
 %inline %{
 /* Every entry of a list as asbpy_entry_tuple tuples. */
@@ -176,10 +99,10 @@ PyObject *asbpy_process_list_tuples(const asb_process_list *list) {
 PyObject *asbpy_sandbox_info_dict(const asb_sandbox_info *info) {
   if (!info) Py_RETURN_NONE;
   PyObject *meta = PyDict_New();
-  for (size_t i = 0; meta; i++) {
-    const char *value = NULL;
-    const char *key = asb_sandbox_info_metadata_at(info, i, &value);
-    if (!key) break;
+  size_t nmeta = asb_sandbox_info_metadata_count(info);
+  for (size_t i = 0; meta && i < nmeta; i++) {
+    const char *key = asb_sandbox_info_metadata_key(info, i);
+    const char *value = asb_sandbox_info_metadata_value(info, i);
     PyObject *v = asbpy_str(value ? value : "");
     if (!v || PyDict_SetItemString(meta, key, v) != 0) Py_CLEAR(meta);
     Py_XDECREF(v);
@@ -220,7 +143,7 @@ PyObject *asbpy_metrics_tuples(const asb_metrics *m) {
   size_t n = asb_metrics_count(m);
   PyObject *l = PyList_New((Py_ssize_t)n);
   for (size_t i = 0; l && i < n; i++) {
-    PyObject *t = Py_BuildValue("(LdiLLLL)", (long long)asb_metrics_timestamp(m, i),
+    PyObject *t = Py_BuildValue("(LdiLLLL)", (long long)asb_metrics_sampled_at(m, i),
                                 asb_metrics_cpu_used_pct(m, i), asb_metrics_cpu_count(m, i),
                                 (long long)asb_metrics_mem_used(m, i),
                                 (long long)asb_metrics_mem_total(m, i),
@@ -242,7 +165,7 @@ PyObject *asbpy_execution_tuple(const asb_execution *e) {
   size_t n = asb_execution_result_count(e);
   PyObject *results = PyList_New((Py_ssize_t)n);
   for (size_t i = 0; results && i < n; i++) {
-    PyObject *d = asbpy_code_result_dict(asb_execution_result(e, i));
+    PyObject *d = asbpy_code_result_dict(asb_execution_result_get(e, i));
     if (!d) {
       Py_CLEAR(results);
       break;
@@ -251,12 +174,12 @@ PyObject *asbpy_execution_tuple(const asb_execution *e) {
   }
   PyObject *out = PyList_New(0), *err = PyList_New(0);
   for (size_t i = 0; out && i < asb_execution_stdout_count(e); i++) {
-    PyObject *s = asbpy_str(asb_execution_stdout(e, i));
+    PyObject *s = asbpy_str(asb_execution_stdout_get(e, i));
     if (!s || PyList_Append(out, s) != 0) Py_CLEAR(out);
     Py_XDECREF(s);
   }
   for (size_t i = 0; err && i < asb_execution_stderr_count(e); i++) {
-    PyObject *s = asbpy_str(asb_execution_stderr(e, i));
+    PyObject *s = asbpy_str(asb_execution_stderr_get(e, i));
     if (!s || PyList_Append(err, s) != 0) Py_CLEAR(err);
     Py_XDECREF(s);
   }

@@ -15,8 +15,9 @@ A library found outside the linker's default paths is recorded as the
 extension's RPATH, so nothing needs LD_LIBRARY_PATH.
 
 The SWIG interface is bindings/agentsandbox.i (shared with the other
-bindings) with bindings/python/asb_python*.i; an sdist carries copies of
-them and of the public headers under swig/.
+bindings, with the lists generated from abi/api.json in bindings/gen/) with
+bindings/python/asb_python*.i; an sdist carries copies of them and of the
+public headers under swig/.
 """
 
 from __future__ import annotations
@@ -110,6 +111,8 @@ class SDist(sdist):
         shutil.copyfile(idir / "agentsandbox.i", dest / "agentsandbox.i")
         for f in ("asb_python.i", "asb_python_shims.i"):
             shutil.copyfile(idir / "python" / f, dest / "python" / f)
+        (dest / "gen").mkdir(exist_ok=True)
+        shutil.copyfile(idir / "gen" / "asb_api.i", dest / "gen" / "asb_api.i")
         if (dest / "include").exists():
             shutil.rmtree(dest / "include")
         shutil.copytree(hdir, dest / "include",

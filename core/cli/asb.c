@@ -112,7 +112,7 @@ static int template_cmd(int argc, char **argv) {
     int rc = template_check(dir); /* clear errors before uploading */
     if (rc) return rc;
     asb_template *t = NULL;
-    if (asb_templates_build(client, dir, &o, &t) != ASB_OK) return fail("template build");
+    if (asb_templates_build(&t, client, dir, &o) != ASB_OK) return fail("template build");
     if (show_log && asb_template_build_log(t)) fputs(asb_template_build_log(t), stderr);
     printf("%s %s %s (%s)\n", asb_template_name(t), asb_template_id(t),
            asb_template_build_id(t), asb_template_cached(t) ? "cached" : "built");
@@ -121,7 +121,7 @@ static int template_cmd(int argc, char **argv) {
   }
   if (!strcmp(sub, "list") && argc == 1) {
     asb_template_list *l = NULL;
-    if (asb_templates_list(client, NULL, &l) != ASB_OK) return fail("template list");
+    if (asb_templates_list(&l, client, NULL) != ASB_OK) return fail("template list");
     printf("%-22s %-24s %-8s %4s %7s %7s  %s\n", "ID", "NAME", "STATUS", "CPU", "MEM_MB",
            "DISK_MB", "DESCRIPTION");
     for (size_t i = 0; i < asb_template_list_count(l); i++) {
@@ -139,7 +139,7 @@ static int template_cmd(int argc, char **argv) {
   }
   if (!strcmp(sub, "get") && argc == 2) {
     asb_template *t = NULL;
-    if (asb_templates_get(client, argv[1], NULL, &t) != ASB_OK) return fail(argv[1]);
+    if (asb_templates_get(&t, client, argv[1], NULL) != ASB_OK) return fail(argv[1]);
     printf("%s\n", asb_template_json(t));
     asb_template_free(t);
     return 0;
@@ -176,7 +176,7 @@ static int create_cmd(int argc, char **argv) {
 
 static int list_cmd(void) {
   asb_sandbox_page *p = NULL;
-  if (asb_sandbox_list(client, NULL, &p) != ASB_OK) return fail("list");
+  if (asb_sandbox_list(&p, client, NULL) != ASB_OK) return fail("list");
   printf("%-22s %-24s %-8s %s\n", "ID", "TEMPLATE", "STATE", "ENDS");
   for (size_t i = 0; i < asb_sandbox_page_count(p); i++) {
     const asb_sandbox_info *s = asb_sandbox_page_get(p, i);
@@ -225,7 +225,7 @@ static int exec_cmd(int argc, char **argv) {
   o.on_stderr = to_stderr;
   o.discard_output = 1;
   asb_command_result *r = NULL;
-  int st = asb_commands_run(sb, cmd, &o, &r);
+  int st = asb_commands_run(&r, sb, cmd, &o);
   int code;
   if (r) {
     code = asb_command_result_exit_code(r);
@@ -245,7 +245,7 @@ static int ls_cmd(int argc, char **argv) {
   int rc = connect_to(argv[0], &sb);
   if (rc) return rc;
   asb_entry_list *l = NULL;
-  if (asb_files_list(sb, argc > 1 ? argv[1] : "/home/user", 1, NULL, &l) != ASB_OK) {
+  if (asb_files_list(&l, sb, argc > 1 ? argv[1] : "/home/user", 1, NULL) != ASB_OK) {
     asb_sandbox_free(sb);
     return fail("ls");
   }
@@ -284,7 +284,7 @@ static int cp_cmd(int argc, char **argv) {
   if (rsrc) { /* download */
     char *data = NULL;
     size_t len = 0;
-    if (asb_files_read(sb, rsrc, NULL, &data, &len) != ASB_OK) {
+    if (asb_files_read(&data, &len, sb, rsrc, NULL) != ASB_OK) {
       asb_sandbox_free(sb);
       return fail("cp");
     }
@@ -315,7 +315,7 @@ static int cp_cmd(int argc, char **argv) {
       }
     }
     if (f != stdin) fclose(f);
-    if (!buf || asb_files_write(sb, rdst, buf, len, NULL, NULL) != ASB_OK) rc = fail("cp");
+    if (!buf || asb_files_write(NULL, sb, rdst, buf, len, NULL) != ASB_OK) rc = fail("cp");
     free(buf);
   }
   asb_sandbox_free(sb);
@@ -349,7 +349,7 @@ static int commands_cmd(int argc, char **argv) {
   int rc = connect_to(argv[0], &sb);
   if (rc) return rc;
   asb_named_command_list *l = NULL;
-  if (asb_sandbox_list_commands(sb, &o, &l) != ASB_OK) {
+  if (asb_sandbox_commands_list(&l, sb, &o) != ASB_OK) {
     asb_sandbox_free(sb);
     return fail("commands");
   }
@@ -378,7 +378,7 @@ static int run_cmd(int argc, char **argv) {
   int rc = connect_to(argv[0], &sb);
   if (rc) return rc;
   char *out = NULL;
-  if (asb_sandbox_run_command(sb, argv[1], argc > 2 ? argv[2] : NULL, &o, &out) != ASB_OK) {
+  if (asb_sandbox_run_command(&out, sb, argv[1], argc > 2 ? argv[2] : NULL, &o) != ASB_OK) {
     asb_sandbox_free(sb);
     return fail(argv[1]);
   }

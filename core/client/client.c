@@ -96,6 +96,7 @@ static int valid_header(const char *h) {
 
 static void client_destroy(asb_client *c) {
   asbi_http_free(c->http);
+  asbi_life_fini(&c->life);
   for (int i = 0; i < c->nretired; i++) free(c->retired[i]);
   free(c->state_dir);
   pthread_mutex_destroy(&c->mu);
@@ -118,7 +119,10 @@ int asb_client_new(asb_client **out, const asb_client_options *opts) {
 
   asb_client *c = calloc(1, sizeof *c);
   if (!c) return asbi_oom();
-  atomic_init(&c->refs, 1);
+  if (asbi_life_init(&c->life)) {
+    free(c);
+    return asbi_oom();
+  }
   pthread_mutex_init(&c->mu, NULL);
   int rc = ASB_OK;
 
@@ -177,6 +181,8 @@ int asb_client_new(asb_client **out, const asb_client_options *opts) {
   c->domain = asbi_strdup(domain);
   c->sandbox_url = sandbox_url ? dup_url(sandbox_url) : NULL;
   if (c->local) {
+    c->autostart = opts->autostart ? opts->autostart > 0
+                                   : asbi_parse_bool(asbi_getenv("ASB_AUTOSTART"), 1);
     const char *sd = asbi_getenv("ASB_STATE_DIR");
     c->state_dir = asbi_strdup(sd ? sd : LOCAL_STATE_DIR);
     if (!c->state_dir) {
@@ -234,13 +240,24 @@ fail:
   return rc;
 }
 
-void asbi_client_ref(asb_client *c) { atomic_fetch_add(&c->refs, 1); }
+void asbi_client_ref(asb_client *c) { asbi_life_hold(&c->life); }
 
-void asbi_client_unref(asb_client *c) {
-  if (c && atomic_fetch_sub(&c->refs, 1) == 1) client_destroy(c);
+asb_client *asbi_client_hold(asb_client *c) {
+  if (c) asbi_life_hold(&c->life);
+  return c;
 }
 
-void asb_client_free(asb_client *c) { asbi_client_unref(c); }
+void asbi_client_unref(asb_client *c) {
+  if (c && asbi_life_drop(&c->life)) client_destroy(c);
+}
+
+/* Calls in flight on the client (creating a sandbox, building a template)
+ * end with ASB_ECANCELED; its sandboxes go on, holding it. */
+void asb_client_free(asb_client *c) {
+  if (!c) return;
+  asbi_life_stop(&c->life);
+  asbi_client_unref(c);
+}
 
 long asbi_client_timeout(const asb_client *c, long call_timeout_ms) {
   if (call_timeout_ms > 0) return call_timeout_ms;

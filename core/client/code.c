@@ -118,7 +118,7 @@ static asb_code_result *result_from(const cJSON *j) {
   return r;
 }
 
-const char *asb_code_result_get(const asb_code_result *r, const char *format) {
+const char *asb_code_result_value(const asb_code_result *r, const char *format) {
   for (size_t i = 0; r && format && i < r->n; i++)
     if (strcmp(r->names[i], format) == 0) return r->values[i];
   return NULL;
@@ -130,20 +130,20 @@ const char *asb_code_result_format_name(const asb_code_result *r, size_t i) {
 int asb_code_result_is_main(const asb_code_result *r) { return r ? r->is_main : 0; }
 
 size_t asb_execution_result_count(const asb_execution *e) { return e ? e->nresults : 0; }
-const asb_code_result *asb_execution_result(const asb_execution *e, size_t i) {
+const asb_code_result *asb_execution_result_get(const asb_execution *e, size_t i) {
   return e && i < e->nresults ? e->results[i] : NULL;
 }
 const char *asb_execution_text(const asb_execution *e) {
   for (size_t i = 0; e && i < e->nresults; i++)
-    if (e->results[i]->is_main) return asb_code_result_get(e->results[i], "text");
+    if (e->results[i]->is_main) return asb_code_result_value(e->results[i], "text");
   return NULL;
 }
 size_t asb_execution_stdout_count(const asb_execution *e) { return e ? e->out.n : 0; }
-const char *asb_execution_stdout(const asb_execution *e, size_t i) {
+const char *asb_execution_stdout_get(const asb_execution *e, size_t i) {
   return e && i < e->out.n ? e->out.v[i] : NULL;
 }
 size_t asb_execution_stderr_count(const asb_execution *e) { return e ? e->err.n : 0; }
-const char *asb_execution_stderr(const asb_execution *e, size_t i) {
+const char *asb_execution_stderr_get(const asb_execution *e, size_t i) {
   return e && i < e->err.n ? e->err.v[i] : NULL;
 }
 const char *asb_execution_error_name(const asb_execution *e) { return e ? e->err_name : NULL; }
@@ -196,6 +196,7 @@ static int ci_call(asb_sandbox *sb, const char *method, const char *path,
                        .body_len = json ? strlen(json) : 0,
                        .timeout_ms = asbi_client_timeout(sb->client, call ? call->timeout_ms : 0),
                        .cancel = call ? call->cancel : NULL,
+                       .stop = sb->life.stop,
                        .idempotent = strcmp(method, "GET") == 0,
                        .max_retries = sb->client->max_retries};
     rc = asbi_http_do(sb->client->http, &r, &resp);
@@ -335,8 +336,9 @@ static int add_env_map(cJSON *body, const char *const *envs) {
   return ASB_OK;
 }
 
-int asb_code_run(asb_sandbox *sb, const char *code, const asb_code_options *o,
-                 asb_execution **out) {
+int asb_code_run(asb_execution **out, asb_sandbox *sb, const char *code,
+                 const asb_code_options *o) {
+  ASBI_SANDBOX_CALL(sb);
   if (out) *out = NULL;
   if (!sb || !code || !out) return asbi_err(ASB_EINVAL, "code.run: bad arguments");
   ASBI_CHECK_VERSION(o, ASB_CODE_OPTIONS_VERSION, "asb_code_options");
@@ -377,6 +379,7 @@ int asb_code_run(asb_sandbox *sb, const char *code, const asb_code_options *o,
                        .body_len = strlen(json),
                        .timeout_ms = timeout,
                        .cancel = o->cancel,
+                       .stop = sb->life.stop,
                        .max_retries = sb->client->max_retries,
                        .on_data = on_data,
                        .ud = &c};
@@ -445,8 +448,9 @@ static int ctx_from(const cJSON *j, asb_code_context *c) {
 static int ctx_item(const cJSON *j, void *item) { return ctx_from(j, item); }
 static void ctx_drop(void *item) { ctx_fields_free(item); }
 
-int asb_code_context_create(asb_sandbox *sb, const char *language, const char *cwd,
-                            const asb_call_options *call, asb_code_context **out) {
+int asb_code_context_create(asb_code_context **out, asb_sandbox *sb, const char *language,
+                            const char *cwd, const asb_call_options *call) {
+  ASBI_SANDBOX_CALL(sb);
   if (!sb || !out) return asbi_err(ASB_EINVAL, "code.context_create: bad arguments");
   ASBI_CHECK_VERSION(call, ASB_CALL_OPTIONS_VERSION, "asb_call_options");
   cJSON *body = cJSON_CreateObject(), *reply = NULL;
@@ -479,8 +483,9 @@ void asb_code_context_free(asb_code_context *c) {
   free(c);
 }
 
-int asb_code_list_contexts(asb_sandbox *sb, const asb_call_options *call,
-                          asb_code_context_list **out) {
+int asb_code_contexts_list(asb_code_context_list **out, asb_sandbox *sb,
+                           const asb_call_options *call) {
+  ASBI_SANDBOX_CALL(sb);
   if (!sb || !out) return asbi_err(ASB_EINVAL, "code.list_contexts: bad arguments");
   ASBI_CHECK_VERSION(call, ASB_CALL_OPTIONS_VERSION, "asb_call_options");
   cJSON *reply = NULL;
@@ -525,9 +530,11 @@ static int ctx_action(asb_sandbox *sb, const char *id, const char *method,
 }
 
 int asb_code_context_restart(asb_sandbox *sb, const char *id, const asb_call_options *call) {
+  ASBI_SANDBOX_CALL(sb);
   return ctx_action(sb, id, "POST", "/restart", call, "code.context_restart");
 }
 
 int asb_code_context_remove(asb_sandbox *sb, const char *id, const asb_call_options *call) {
+  ASBI_SANDBOX_CALL(sb);
   return ctx_action(sb, id, "DELETE", "", call, "code.context_remove");
 }

@@ -1,6 +1,7 @@
 /* Commands, processes and PTYs: envd's process service.
  * SPDX-License-Identifier: Apache-2.0 */
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,24 +20,47 @@ struct asb_command_result {
   char *status;
 };
 
+/* A process handle's life (docs/abi.md, Lifecycle): `life` counts the
+ * user's reference and one per call in flight; its stop token, requested by
+ * asb_process_free, rides on every request made for the handle. `halt`
+ * (asb_process_stop, disconnect, free) ends waits: the output stream carries
+ * it. Neither stop, disconnect nor free takes `mu`, which a wait holds while
+ * it runs callbacks: they never wait for a call. */
 struct asb_process {
+  asbi_life life;
+  asb_cancel *halt;
+  asb_cancel *ends;    /* what ends waits: halt, or for asb_commands_run's own
+                          process the sandbox handle's stop */
   asb_sandbox *sb;
   unsigned pid;
   int is_pty;
-  pthread_mutex_t mu; /* one waiter at a time */
+  pthread_mutex_t mu;  /* one waiter at a time */
+  pthread_mutex_t smu; /* guards stream, waiting, disconnected; never held
+                          across I/O or a callback */
+  int waiting;         /* a wait owns the stream */
+  int disconnected;    /* close the stream when the wait gives it back */
   asbi_envd_stream *stream;
   asb_data_fn on_stdout, on_stderr;
   void *userdata;
   int discard;
-  asb_cancel *cancel;
   char *user;
   asb_command_result *result; /* filled as events arrive */
   int ended;
+  /* asb_process_read: the chunk it hands out (valid until the next call) */
+  int want_chunk, chunk_kind;
+  asbi_buf chunk;
 };
 
 /* ---- options ----------------------------------------------------------------- */
 
-ASBI_DEFINE_OPTIONS_INIT(asb_command_options, ASB_COMMAND_OPTIONS_VERSION, ASB_COMMAND_OPTIONS_INIT)
+/* Version 1 ended before stdin_data. */
+static size_t command_options_size(unsigned int version) {
+  return version >= 2 ? sizeof(asb_command_options)
+                      : offsetof(asb_command_options, stdin_data);
+}
+
+ASBI_DEFINE_OPTIONS_INIT_SIZED(asb_command_options, ASB_COMMAND_OPTIONS_VERSION,
+                               ASB_COMMAND_OPTIONS_INIT, command_options_size)
 
 ASBI_DEFINE_OPTIONS_INIT(asb_pty_options, ASB_PTY_OPTIONS_VERSION, ASB_PTY_OPTIONS_INIT)
 
@@ -197,7 +221,7 @@ static int read_start(asb_process *p, const char *what) {
   }
 }
 
-static int deliver(asb_process *p, const cJSON *data, const char *kind,
+static int deliver(asb_process *p, const cJSON *data, const char *kind, int out_kind,
                    asb_data_fn fn, asbi_buf *keep) {
   unsigned char *bytes = NULL;
   const char *view;
@@ -217,13 +241,21 @@ static int deliver(asb_process *p, const cJSON *data, const char *kind,
     view = (const char *)bytes;
   }
   int rc = ASB_OK;
-  if (n && fn) {
+  if (asb_cancel_is_requested(p->ends)) {
+    rc = asbi_err(ASB_ECANCELED, "process %u: stopped", p->pid); /* no callback after */
+  } else if (n && fn) {
     int cb = fn(view, n, p->userdata);
     if (cb) {
       rc = cb < 0 ? cb : ASB_EUSER;
       if (asb_error_last()->code != rc)
         asbi_err(rc, "process %u: output callback aborted", p->pid);
     }
+  }
+  if (rc == ASB_OK && n && p->want_chunk) {
+    asbi_buf_clear(&p->chunk);
+    if (asbi_buf_append(&p->chunk, view, n)) rc = asbi_oom();
+    p->chunk_kind = out_kind;
+    p->want_chunk = 0; /* got it: pump returns */
   }
   free(bytes);
   return rc;
@@ -236,6 +268,9 @@ static int pump(asb_process *p, long wait_ms, asb_cancel *extra) {
     if (!p->stream)
       return asbi_err(ASB_EINVAL, "process %u: disconnected; reattach with "
                       "asb_commands_connect", p->pid);
+    if (asb_cancel_is_requested(p->ends))
+      return asbi_err(ASB_ECANCELED, "process %u: stopped (asb_process_stop, "
+                      "disconnect or free)", p->pid);
     long left = 0;
     if (deadline) {
       uint64_t now = asbi_now_ms();
@@ -246,6 +281,9 @@ static int pump(asb_process *p, long wait_ms, asb_cancel *extra) {
     }
     cJSON *msg = NULL;
     int rc = asbi_envd_stream_next(p->stream, &msg, left, extra);
+    if (rc == ASB_ECANCELED && asb_cancel_is_requested(p->ends))
+      return asbi_err(ASB_ECANCELED, "process %u: stopped (asb_process_stop, "
+                      "disconnect or free)", p->pid);
     if (rc) {
       if (rc == ASB_ETIMEOUT &&
           strcmp(asb_error_last()->remote_code, "deadline_exceeded") == 0)
@@ -260,11 +298,11 @@ static int pump(asb_process *p, long wait_ms, asb_cancel *extra) {
     const cJSON *end = asbi_pj_field(ev, "end");
     if (data) {
       if (asbi_pj_field(data, "stdout"))
-        rc = deliver(p, data, "stdout", p->on_stdout, &p->result->out);
+        rc = deliver(p, data, "stdout", ASB_OUTPUT_STDOUT, p->on_stdout, &p->result->out);
       else if (asbi_pj_field(data, "stderr"))
-        rc = deliver(p, data, "stderr", p->on_stderr, &p->result->err);
+        rc = deliver(p, data, "stderr", ASB_OUTPUT_STDERR, p->on_stderr, &p->result->err);
       else if (asbi_pj_field(data, "pty"))
-        rc = deliver(p, data, "pty", p->on_stdout, &p->result->out);
+        rc = deliver(p, data, "pty", ASB_OUTPUT_PTY, p->on_stdout, &p->result->out);
     } else if (end) {
       int32_t code = 0;
       const char *err = NULL, *status = NULL;
@@ -278,6 +316,7 @@ static int pump(asb_process *p, long wait_ms, asb_cancel *extra) {
     }
     cJSON_Delete(msg);
     if (rc) return rc;
+    if (p->chunk_kind) return ASB_OK; /* asb_process_read got its chunk */
   }
   /* Drain to the end-stream frame so the connection can be reused. */
   if (p->stream) {
@@ -316,33 +355,70 @@ static asb_process *process_new(asb_sandbox *sb, const char *user) {
   asb_process *p = calloc(1, sizeof *p);
   if (!p) return NULL;
   p->result = result_new();
-  if (!p->result) {
+  if (!p->result || asbi_life_init(&p->life) || asb_cancel_new(&p->halt)) {
+    asb_command_result_free(p->result);
+    asbi_life_fini(&p->life);
     free(p);
     return NULL;
   }
+  p->ends = p->halt;
   pthread_mutex_init(&p->mu, NULL);
+  pthread_mutex_init(&p->smu, NULL);
   asbi_sandbox_ref(sb);
   p->sb = sb;
   p->user = asbi_strdup(user);
   return p;
 }
 
+static void process_unref(asb_process *p) {
+  if (!asbi_life_drop(&p->life)) return;
+  asbi_envd_stream_close(p->stream);
+  asb_command_result_free(p->result);
+  asbi_sandbox_unref(p->sb);
+  asb_cancel_free(p->halt);
+  asbi_life_fini(&p->life);
+  asbi_buf_free(&p->chunk);
+  pthread_mutex_destroy(&p->mu);
+  pthread_mutex_destroy(&p->smu);
+  free(p->user);
+  free(p);
+}
+
+/* Hold p for a call on it (ASBI_PROCESS_CALL: released at every return). */
+static asb_process *process_hold(asb_process *p) {
+  if (p) asbi_life_hold(&p->life);
+  return p;
+}
+static void process_release_(asb_process *const *p) {
+  if (*p) process_unref(*p);
+}
+#define ASBI_PROCESS_CALL(p) \
+  asb_process *const held_process_ __attribute__((cleanup(process_release_), unused)) = \
+      process_hold(p)
+
+void asb_process_stop(asb_process *p) {
+  if (p) asb_cancel_request(p->halt);
+}
+
 void asb_process_disconnect(asb_process *p) {
   if (!p) return;
-  pthread_mutex_lock(&p->mu);
-  asbi_envd_stream_close(p->stream);
-  p->stream = NULL;
-  pthread_mutex_unlock(&p->mu);
+  asb_process_stop(p);
+  pthread_mutex_lock(&p->smu);
+  p->disconnected = 1;
+  asbi_envd_stream *s = NULL;
+  if (!p->waiting) { /* else the wait closes it on its way out */
+    s = p->stream;
+    p->stream = NULL;
+  }
+  pthread_mutex_unlock(&p->smu);
+  asbi_envd_stream_close(s);
 }
 
 void asb_process_free(asb_process *p) {
   if (!p) return;
-  asbi_envd_stream_close(p->stream);
-  asb_command_result_free(p->result);
-  asbi_sandbox_unref(p->sb);
-  pthread_mutex_destroy(&p->mu);
-  free(p->user);
-  free(p);
+  asbi_life_stop(&p->life);
+  asb_process_disconnect(p);
+  process_unref(p);
 }
 
 unsigned int asb_process_pid(const asb_process *p) { return p ? p->pid : 0; }
@@ -352,29 +428,66 @@ static long lifetime_of(long timeout_ms) {
   return timeout_ms < 0 ? 0 : timeout_ms;
 }
 
+/* Open p's output stream and read its start event. Opening is a call on the
+ * sandbox: cancel (the options') and the sandbox's stop end it. From then
+ * on the stream honours stream_cancel and stream_stop only: the handle's
+ * halt token (the opener's cancel token may go away), or for
+ * asb_commands_run's own process the run's cancel and the sandbox's stop. */
 static int open_process(asb_sandbox *sb, cJSON *req, const char *method,
                         const char *user, long lifetime, long request_timeout,
-                        asb_cancel *cancel, const char *what, asb_process *p) {
+                        asb_cancel *cancel, asb_cancel *stream_cancel,
+                        asb_cancel *stream_stop, const char *what, asb_process *p) {
   asbi_envd_call c;
   asbi_envd_call_from(&c, sb, NULL, user);
   c.timeout_ms = asbi_client_timeout(sb->client, request_timeout);
   c.cancel = cancel;
   int rc = asbi_envd_stream_open(sb, method, req, &c, lifetime, what, &p->stream);
   if (rc == ASB_OK) rc = read_start(p, what);
+  if (rc == ASB_OK) asbi_envd_stream_set_tokens(p->stream, stream_cancel, stream_stop);
   return rc;
 }
 
-int asb_commands_start(asb_sandbox *sb, const char *cmd,
-                       const asb_command_options *o, asb_process **out) {
+static int signal_pid(asb_sandbox *sb, unsigned int pid, int sig,
+                      const asb_call_options *call, asb_cancel *stop);
+static int send_input(asb_sandbox *sb, unsigned pid, const void *data, size_t len, int pty,
+                      const asb_call_options *call, asb_cancel *stop, const char *what);
+static int close_stdin(asb_sandbox *sb, unsigned int pid, const asb_call_options *call,
+                       asb_cancel *stop);
+
+/* Kill p after a call on it failed or was cancelled: its own bounded
+ * request, which no token of that call cancels; the call's error stays. */
+static void kill_after(asb_process *p) {
+  asbi_err_saved saved;
+  asbi_err_save(&saved);
+  asb_call_options kc = ASB_CALL_OPTIONS_INIT;
+  kc.timeout_ms = 5000;
+  signal_pid(p->sb, p->pid, ASB_SIGNAL_KILL, &kc, NULL);
+  asbi_err_restore(&saved);
+}
+
+/* own: a process for asb_commands_run, which holds it only for the call.
+ * Everything a binding would otherwise sequence around a start happens
+ * here: stdin_data is written and stdin closed once the command runs (if
+ * that fails the command is killed: it would wait for its input forever),
+ * and with kill_on_cancel the start is not cut short by the cancel token
+ * (a start cut short could leave the command running with its pid
+ * unknown; the request timeout bounds it) but a cancel that came
+ * meanwhile kills the command right after. */
+static int start_process(asb_process **out, asb_sandbox *sb, const char *cmd,
+                         const asb_command_options *o, int own) {
   if (!sb || !cmd || !out)
     return asbi_err(ASB_EINVAL, "commands.start: sandbox, cmd and out are required");
   ASBI_CHECK_VERSION(o, ASB_COMMAND_OPTIONS_VERSION, "asb_command_options");
   asb_command_options d = ASB_COMMAND_OPTIONS_INIT;
   if (!o) o = &d;
+  const void *in = ASBI_OPT(o, 2, stdin_data, NULL);
+  size_t in_len = ASBI_OPT(o, 2, stdin_len, 0);
+  int kill = ASBI_OPT(o, 2, kill_on_cancel, 0);
+  if (!in && in_len) return asbi_err(ASB_EINVAL, "commands.start: stdin_len without stdin_data");
   const char *args[] = {"-l", "-c", cmd, NULL};
   int rc;
   cJSON *req = start_request(sb, "/bin/bash", args, o->envs, o->cwd, o->tag,
-                             o->stdin_enabled, 0, 0, &rc);
+                             o->stdin_enabled || in, 0, 0, &rc);
   if (!req) return rc;
   asb_process *p = process_new(sb, o->user);
   if (!p) {
@@ -385,11 +498,26 @@ int asb_commands_start(asb_sandbox *sb, const char *cmd,
   p->on_stderr = o->on_stderr;
   p->userdata = o->userdata;
   p->discard = o->discard_output;
-  p->cancel = o->cancel;
+  if (own) p->ends = sb->life.stop;
   rc = open_process(sb, req, "process.Process/Start", o->user,
                     lifetime_of(o->timeout_ms), o->request_timeout_ms,
-                    o->cancel, "commands.start", p);
+                    kill ? NULL : o->cancel, own ? o->cancel : NULL,
+                    own ? sb->life.stop : p->halt, "commands.start", p);
   cJSON_Delete(req);
+  if (rc == ASB_OK && kill &&
+      (asb_cancel_is_requested(o->cancel) || asbi_life_stopped(&sb->life))) {
+    kill_after(p);
+    rc = asbi_err(ASB_ECANCELED, "commands.start: cancelled while starting; the command "
+                  "was killed");
+  }
+  if (rc == ASB_OK && in) {
+    asb_call_options c = ASB_CALL_OPTIONS_INIT;
+    c.cancel = o->cancel;
+    if (in_len)
+      rc = send_input(sb, p->pid, in, in_len, 0, &c, sb->life.stop, "commands.start: stdin");
+    if (rc == ASB_OK) rc = close_stdin(sb, p->pid, &c, sb->life.stop);
+    if (rc) kill_after(p);
+  }
   if (rc) {
     asb_process_free(p);
     return rc;
@@ -398,8 +526,15 @@ int asb_commands_start(asb_sandbox *sb, const char *cmd,
   return ASB_OK;
 }
 
-int asb_commands_connect(asb_sandbox *sb, unsigned int pid,
-                         const asb_command_options *o, asb_process **out) {
+int asb_commands_start(asb_process **out, asb_sandbox *sb, const char *cmd,
+                       const asb_command_options *o) {
+  ASBI_SANDBOX_CALL(sb);
+  return start_process(out, sb, cmd, o, 0);
+}
+
+int asb_commands_connect(asb_process **out, asb_sandbox *sb, unsigned int pid,
+                         const asb_command_options *o) {
+  ASBI_SANDBOX_CALL(sb);
   if (!sb || !out || !pid)
     return asbi_err(ASB_EINVAL, "commands.connect: sandbox, pid and out are required");
   ASBI_CHECK_VERSION(o, ASB_COMMAND_OPTIONS_VERSION, "asb_command_options");
@@ -415,10 +550,9 @@ int asb_commands_connect(asb_sandbox *sb, unsigned int pid,
   p->on_stderr = o->on_stderr;
   p->userdata = o->userdata;
   p->discard = o->discard_output;
-  p->cancel = o->cancel;
   int rc = open_process(sb, req, "process.Process/Connect", o->user,
-                        o->timeout_ms > 0 ? o->timeout_ms : 0,
-                        o->request_timeout_ms, o->cancel, "commands.connect", p);
+                        o->timeout_ms > 0 ? o->timeout_ms : 0, o->request_timeout_ms,
+                        o->cancel, NULL, p->halt, "commands.connect", p);
   cJSON_Delete(req);
   if (rc) {
     asb_process_free(p);
@@ -434,39 +568,105 @@ static int process_wait(asb_process *p, const asb_call_options *call,
   if (!p) return asbi_err(ASB_EINVAL, "process.wait: process is NULL");
   ASBI_CHECK_VERSION(call, ASB_CALL_OPTIONS_VERSION, "asb_call_options");
   pthread_mutex_lock(&p->mu);
-  int rc = pump(p, call ? call->timeout_ms : 0, call ? call->cancel : NULL);
+  pthread_mutex_lock(&p->smu);
+  int gone = p->disconnected;
+  p->waiting = !gone;
+  pthread_mutex_unlock(&p->smu);
+  int rc = gone ? asbi_err(ASB_EINVAL, "process %u: disconnected; reattach with "
+                           "asb_commands_connect", p->pid)
+                : pump(p, call ? call->timeout_ms : 0, call ? call->cancel : NULL);
   if (rc == ASB_OK) rc = finish_result(p, out, take);
+  /* Give the stream back; close it if a disconnect came meanwhile. */
+  asbi_envd_stream *s = NULL;
+  pthread_mutex_lock(&p->smu);
+  p->waiting = 0;
+  if (p->disconnected) {
+    s = p->stream;
+    p->stream = NULL;
+  }
+  pthread_mutex_unlock(&p->smu);
+  pthread_mutex_unlock(&p->mu);
+  asbi_envd_stream_close(s);
+  return rc;
+}
+
+int asb_process_wait(asb_command_result **out, asb_process *p, const asb_call_options *call) {
+  ASBI_PROCESS_CALL(p);
+  return process_wait(p, call, out, 0);
+}
+
+int asb_process_read(int *kind, const char **data, size_t *len, asb_process *p,
+                     const asb_call_options *call) {
+  ASBI_PROCESS_CALL(p);
+  if (!kind || !data || !len || !p)
+    return asbi_err(ASB_EINVAL, "process.read: bad arguments");
+  *kind = 0;
+  *data = NULL;
+  *len = 0;
+  ASBI_CHECK_VERSION(call, ASB_CALL_OPTIONS_VERSION, "asb_call_options");
+  pthread_mutex_lock(&p->mu);
+  int rc = ASB_OK;
+  if (!p->ended) {
+    pthread_mutex_lock(&p->smu);
+    int gone = p->disconnected;
+    p->waiting = !gone;
+    pthread_mutex_unlock(&p->smu);
+    if (gone) {
+      rc = asbi_err(ASB_EINVAL, "process %u: disconnected; reattach with "
+                    "asb_commands_connect", p->pid);
+    } else {
+      p->want_chunk = 1;
+      p->chunk_kind = 0;
+      rc = pump(p, call ? call->timeout_ms : 0, call ? call->cancel : NULL);
+      p->want_chunk = 0;
+    }
+    asbi_envd_stream *s = NULL;
+    pthread_mutex_lock(&p->smu);
+    p->waiting = 0;
+    if (p->disconnected) {
+      s = p->stream;
+      p->stream = NULL;
+    }
+    pthread_mutex_unlock(&p->smu);
+    asbi_envd_stream_close(s);
+  }
+  if (rc == ASB_OK && p->chunk_kind) {
+    *kind = p->chunk_kind;
+    *data = p->chunk.data;
+    *len = p->chunk.len;
+    p->chunk_kind = 0;
+    rc = 1;
+  }
   pthread_mutex_unlock(&p->mu);
   return rc;
 }
 
-int asb_process_wait(asb_process *p, const asb_call_options *call,
-                     asb_command_result **out) {
-  return process_wait(p, call, out, 0);
-}
-
-int asb_commands_run(asb_sandbox *sb, const char *cmd,
-                     const asb_command_options *o, asb_command_result **out) {
+int asb_commands_run(asb_command_result **out, asb_sandbox *sb, const char *cmd,
+                     const asb_command_options *o) {
+  ASBI_SANDBOX_CALL(sb);
   if (out) *out = NULL;
   asb_process *p = NULL;
-  int rc = asb_commands_start(sb, cmd, o, &p);
+  int rc = start_process(&p, sb, cmd, o, 1);
   if (rc) return rc;
   asb_call_options call = ASB_CALL_OPTIONS_INIT;
   call.timeout_ms = -1; /* the command's own lifetime bounds it */
   rc = process_wait(p, &call, out, 1); /* p is freed next: take its result */
+  if (rc == ASB_ECANCELED && o && ASBI_OPT(o, 2, kill_on_cancel, 0)) kill_after(p);
   asb_process_free(p);
   return rc;
 }
 
 /* ---- unary process calls --------------------------------------------------------- */
 
+/* stop: the acting handle's (the sandbox's, or a process handle's). */
 static int unary_pid(asb_sandbox *sb, unsigned pid, const char *method,
                      cJSON *req, const asb_call_options *call, int idempotent,
-                     const char *what) {
+                     asb_cancel *stop, const char *what) {
   if (!req) return asbi_oom();
   asbi_envd_call c;
   asbi_envd_call_from(&c, sb, call, NULL);
   c.idempotent = idempotent;
+  c.stop = stop;
   int rc = asbi_envd_unary(sb, method, req, &c, what, NULL);
   cJSON_Delete(req);
   if (rc == ASB_ENOTFOUND)
@@ -474,8 +674,8 @@ static int unary_pid(asb_sandbox *sb, unsigned pid, const char *method,
   return rc;
 }
 
-int asb_commands_signal(asb_sandbox *sb, unsigned int pid, int sig,
-                        const asb_call_options *call) {
+static int signal_pid(asb_sandbox *sb, unsigned int pid, int sig,
+                      const asb_call_options *call, asb_cancel *stop) {
   if (!sb || !pid) return asbi_err(ASB_EINVAL, "commands.signal: bad arguments");
   ASBI_CHECK_VERSION(call, ASB_CALL_OPTIONS_VERSION, "asb_call_options");
   const char *name = sig == ASB_SIGNAL_KILL   ? "SIGNAL_SIGKILL"
@@ -489,8 +689,14 @@ int asb_commands_signal(asb_sandbox *sb, unsigned int pid, int sig,
     cJSON_Delete(req);
     req = NULL;
   }
-  return unary_pid(sb, pid, "process.Process/SendSignal", req, call, 1,
+  return unary_pid(sb, pid, "process.Process/SendSignal", req, call, 1, stop,
                    "commands.signal");
+}
+
+int asb_commands_signal(asb_sandbox *sb, unsigned int pid, int sig,
+                        const asb_call_options *call) {
+  ASBI_SANDBOX_CALL(sb);
+  return signal_pid(sb, pid, sig, call, sb ? sb->life.stop : NULL);
 }
 
 int asb_commands_kill(asb_sandbox *sb, unsigned int pid,
@@ -500,7 +706,7 @@ int asb_commands_kill(asb_sandbox *sb, unsigned int pid,
 
 static int send_input(asb_sandbox *sb, unsigned pid, const void *data,
                       size_t len, int pty, const asb_call_options *call,
-                      const char *what) {
+                      asb_cancel *stop, const char *what) {
   if (!sb || !pid || (!data && len)) return asbi_err(ASB_EINVAL, "%s: bad arguments", what);
   ASBI_CHECK_VERSION(call, ASB_CALL_OPTIONS_VERSION, "asb_call_options");
   cJSON *req = pid_request(pid);
@@ -517,21 +723,25 @@ static int send_input(asb_sandbox *sb, unsigned pid, const void *data,
     cJSON_Delete(req);
     return asbi_oom();
   }
-  return unary_pid(sb, pid, "process.Process/SendInput", req, call, 0, what);
+  return unary_pid(sb, pid, "process.Process/SendInput", req, call, 0, stop, what);
 }
 
 int asb_commands_send_stdin(asb_sandbox *sb, unsigned int pid, const void *data,
                             size_t len, const asb_call_options *call) {
-  return send_input(sb, pid, data, len, 0, call, "commands.send_stdin");
+  ASBI_SANDBOX_CALL(sb);
+  return send_input(sb, pid, data, len, 0, call, sb ? sb->life.stop : NULL,
+                    "commands.send_stdin");
 }
 
 int asb_pty_send_input(asb_sandbox *sb, unsigned int pid, const void *data,
                        size_t len, const asb_call_options *call) {
-  return send_input(sb, pid, data, len, 1, call, "pty.send_input");
+  ASBI_SANDBOX_CALL(sb);
+  return send_input(sb, pid, data, len, 1, call, sb ? sb->life.stop : NULL,
+                    "pty.send_input");
 }
 
-int asb_commands_close_stdin(asb_sandbox *sb, unsigned int pid,
-                             const asb_call_options *call) {
+static int close_stdin(asb_sandbox *sb, unsigned int pid, const asb_call_options *call,
+                       asb_cancel *stop) {
   if (!sb || !pid) return asbi_err(ASB_EINVAL, "commands.close_stdin: bad arguments");
   ASBI_CHECK_VERSION(call, ASB_CALL_OPTIONS_VERSION, "asb_call_options");
   if (!asbi_envd_at_least(sb, 0, 5, 2))
@@ -539,24 +749,33 @@ int asb_commands_close_stdin(asb_sandbox *sb, unsigned int pid,
                     "commands.close_stdin needs envd 0.5.2 or newer (this "
                     "sandbox runs %s)", sb->envd_version);
   return unary_pid(sb, pid, "process.Process/CloseStdin", pid_request(pid), call,
-                   1, "commands.close_stdin");
+                   1, stop, "commands.close_stdin");
+}
+
+int asb_commands_close_stdin(asb_sandbox *sb, unsigned int pid,
+                             const asb_call_options *call) {
+  ASBI_SANDBOX_CALL(sb);
+  return close_stdin(sb, pid, call, sb ? sb->life.stop : NULL);
 }
 
 int asb_process_kill(asb_process *p, const asb_call_options *call) {
+  ASBI_PROCESS_CALL(p);
   if (!p) return asbi_err(ASB_EINVAL, "process.kill: process is NULL");
-  return asb_commands_kill(p->sb, p->pid, call);
+  return signal_pid(p->sb, p->pid, ASB_SIGNAL_KILL, call, p->life.stop);
 }
 
 int asb_process_send_stdin(asb_process *p, const void *data, size_t len,
                            const asb_call_options *call) {
+  ASBI_PROCESS_CALL(p);
   if (!p) return asbi_err(ASB_EINVAL, "process.send_stdin: process is NULL");
-  return send_input(p->sb, p->pid, data, len, p->is_pty, call,
+  return send_input(p->sb, p->pid, data, len, p->is_pty, call, p->life.stop,
                     "process.send_stdin");
 }
 
 int asb_process_close_stdin(asb_process *p, const asb_call_options *call) {
+  ASBI_PROCESS_CALL(p);
   if (!p) return asbi_err(ASB_EINVAL, "process.close_stdin: process is NULL");
-  return asb_commands_close_stdin(p->sb, p->pid, call);
+  return close_stdin(p->sb, p->pid, call, p->life.stop);
 }
 
 /* ---- listing ----------------------------------------------------------------------- */
@@ -625,8 +844,8 @@ static char **strv_from_map(const cJSON *m) {
   return v;
 }
 
-int asb_commands_list(asb_sandbox *sb, const asb_call_options *call,
-                      asb_process_list **out) {
+int asb_commands_list(asb_process_list **out, asb_sandbox *sb, const asb_call_options *call) {
+  ASBI_SANDBOX_CALL(sb);
   if (!sb || !out) return asbi_err(ASB_EINVAL, "commands.list: bad arguments");
   ASBI_CHECK_VERSION(call, ASB_CALL_OPTIONS_VERSION, "asb_call_options");
   asbi_envd_call c;
@@ -694,7 +913,8 @@ const char *asb_process_info_cwd(const asb_process_info *i) { return i ? i->cwd 
 
 /* ---- PTYs -------------------------------------------------------------------------- */
 
-int asb_pty_create(asb_sandbox *sb, const asb_pty_options *o, asb_process **out) {
+int asb_pty_create(asb_process **out, asb_sandbox *sb, const asb_pty_options *o) {
+  ASBI_SANDBOX_CALL(sb);
   if (!sb || !out) return asbi_err(ASB_EINVAL, "pty.create: bad arguments");
   ASBI_CHECK_VERSION(o, ASB_PTY_OPTIONS_VERSION, "asb_pty_options");
   asb_pty_options d = ASB_PTY_OPTIONS_INIT;
@@ -725,10 +945,9 @@ int asb_pty_create(asb_sandbox *sb, const asb_pty_options *o, asb_process **out)
   p->is_pty = 1;
   p->on_stdout = o->on_data;
   p->userdata = o->userdata;
-  p->cancel = o->cancel;
   rc = open_process(sb, req, "process.Process/Start", o->user,
-                    lifetime_of(o->timeout_ms), o->request_timeout_ms, o->cancel,
-                    "pty.create", p);
+                    lifetime_of(o->timeout_ms), o->request_timeout_ms, o->cancel, NULL,
+                    p->halt, "pty.create", p);
   cJSON_Delete(req);
   if (rc) {
     asb_process_free(p);
@@ -740,6 +959,7 @@ int asb_pty_create(asb_sandbox *sb, const asb_pty_options *o, asb_process **out)
 
 int asb_pty_resize(asb_sandbox *sb, unsigned int pid, unsigned int cols,
                    unsigned int rows, const asb_call_options *call) {
+  ASBI_SANDBOX_CALL(sb);
   if (!sb || !pid || !cols || !rows || cols > 65535 || rows > 65535)
     return asbi_err(ASB_EINVAL, "pty.resize: bad arguments");
   ASBI_CHECK_VERSION(call, ASB_CALL_OPTIONS_VERSION, "asb_call_options");
@@ -752,7 +972,8 @@ int asb_pty_resize(asb_sandbox *sb, unsigned int pid, unsigned int cols,
   }
   cJSON_AddNumberToObject(size, "cols", cols);
   cJSON_AddNumberToObject(size, "rows", rows);
-  return unary_pid(sb, pid, "process.Process/Update", req, call, 1, "pty.resize");
+  return unary_pid(sb, pid, "process.Process/Update", req, call, 1, sb->life.stop,
+                   "pty.resize");
 }
 
 int asb_pty_kill(asb_sandbox *sb, unsigned int pid, const asb_call_options *call) {

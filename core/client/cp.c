@@ -14,7 +14,7 @@
 /* A control-plane request with a raw body (see internal.h). */
 int asbi_cp_request_raw(asb_client *c, const char *method, const char *path,
                         const void *body, size_t body_len, const char *content_type,
-                        long timeout_ms, asb_cancel *cancel, int flags,
+                        long timeout_ms, asb_cancel *cancel, asb_cancel *stop, int flags,
                         const char *what, const int *ok_statuses, int *status,
                         cJSON **out, asbi_http_resp *keep_resp) {
   if (out) *out = NULL;
@@ -42,6 +42,7 @@ int asbi_cp_request_raw(asb_client *c, const char *method, const char *path,
                        .body_len = body ? body_len : 0,
                        .timeout_ms = timeout_ms,
                        .cancel = cancel,
+                       .stop = stop,
                        .idempotent = (flags & ASBI_CP_IDEMPOTENT) != 0,
                        .max_retries = c->max_retries,
                        .max_body = 32u << 20};
@@ -95,7 +96,7 @@ int asbi_sandbox_explain(asb_sandbox *sb, int rc) {
   asbi_err_save(&saved);
   char path[256];
   snprintf(path, sizeof path, "/sandboxes/%s", sb->id);
-  int prc = asbi_cp_request_raw(sb->client, "GET", path, NULL, 0, NULL, 3000, NULL,
+  int prc = asbi_cp_request_raw(sb->client, "GET", path, NULL, 0, NULL, 3000, NULL, NULL,
                                 ASBI_CP_IDEMPOTENT | ASBI_CP_NO_START, "sandbox", NULL, NULL,
                                 NULL, NULL);
   if (prc == ASB_ESANDBOXGONE || prc == ASB_ESANDBOXNOTFOUND) return prc;

@@ -34,6 +34,7 @@ void asbi_envd_call_from(asbi_envd_call *c, asb_sandbox *sb,
   c->user = asbi_envd_user(sb, user);
   c->timeout_ms = asbi_client_timeout(sb->client, o ? o->timeout_ms : 0);
   c->cancel = o ? o->cancel : NULL;
+  c->stop = sb->life.stop;
 }
 
 void asbi_envd_headers(asb_sandbox *sb, const char *user, const char **hs,
@@ -91,6 +92,7 @@ int asbi_envd_unary(asb_sandbox *sb, const char *method, const cJSON *req,
                      .body_len = strlen(body),
                      .timeout_ms = c->timeout_ms,
                      .cancel = c->cancel,
+                     .stop = c->stop,
                      .idempotent = c->idempotent,
                      .max_retries = sb->client->max_retries,
                      .max_body = MAX_UNARY_REPLY};
@@ -215,6 +217,7 @@ int asbi_envd_stream_open(asb_sandbox *sb, const char *method,
                      .body_len = body.len,
                      .timeout_ms = c->timeout_ms,
                      .cancel = c->cancel,
+                     .stop = c->stop,
                      .idempotent = c->idempotent,
                      .max_retries = sb->client->max_retries,
                      .idle_timeout_ms = STREAM_IDLE_MS};
@@ -296,6 +299,10 @@ int asbi_envd_stream_next(asbi_envd_stream *s, cJSON **msg, long wait_ms,
       return s->failed;
     }
   }
+}
+
+void asbi_envd_stream_set_tokens(asbi_envd_stream *s, asb_cancel *cancel, asb_cancel *stop) {
+  if (s) asbi_http_stream_set_tokens(s->http, cancel, stop);
 }
 
 void asbi_envd_stream_close(asbi_envd_stream *s) {

@@ -12,7 +12,7 @@
 #include "internal.h"
 
 struct asb_sandbox {
-  atomic_int refs;
+  asbi_life life; /* refs: the user's, its children's, calls in flight */
   asb_client *client;
   char *id;
   char *envd_token;    /* NULL = none */
@@ -35,6 +35,13 @@ int asbi_sandbox_new(asb_sandbox **out, asb_client *client, const char *id,
                      const char *domain, const char *traffic_token);
 void asbi_sandbox_ref(asb_sandbox *sb);
 void asbi_sandbox_unref(asb_sandbox *sb);
+/* Hold the sandbox a public call acts on for the whole call:
+ * ASBI_SANDBOX_CALL(sb); as the function's first line (see asbi_life). */
+asb_sandbox *asbi_sandbox_hold(asb_sandbox *sb);
+static inline void asbi_sandbox_release_(asb_sandbox *const *sb) { asbi_sandbox_unref(*sb); }
+#define ASBI_SANDBOX_CALL(sb)                                                 \
+  asb_sandbox *const asbi_held_sandbox_                                      \
+      __attribute__((cleanup(asbi_sandbox_release_), unused)) = asbi_sandbox_hold(sb)
 /* 1 if the sandbox's envd is at least major.minor.patch. */
 int asbi_envd_at_least(const asb_sandbox *sb, int major, int minor, int patch);
 /* The user to name for a call: the given one; else "user" for envds older
@@ -46,10 +53,12 @@ typedef struct asbi_envd_call {
   const char *user;  /* already passed through asbi_envd_user */
   long timeout_ms;   /* effective request timeout, 0 = none */
   asb_cancel *cancel;
+  asb_cancel *stop;  /* the acting handle's stop token (asbi_life) */
   int idempotent;
 } asbi_envd_call;
 
-/* Fill c from a public asb_call_options (NULL = defaults). */
+/* Fill c from a public asb_call_options (NULL = defaults); the call acts
+ * on the sandbox handle itself (c->stop = its stop token). */
 void asbi_envd_call_from(asbi_envd_call *c, asb_sandbox *sb,
                          const asb_call_options *opts, const char *user);
 
@@ -74,6 +83,8 @@ int asbi_envd_stream_open(asb_sandbox *sb, const char *method,
  * additional cancel token for this wait only. */
 int asbi_envd_stream_next(asbi_envd_stream *s, cJSON **msg, long wait_ms,
                           asb_cancel *extra);
+/* After opening: the tokens the stream honours from now on (http.h). */
+void asbi_envd_stream_set_tokens(asbi_envd_stream *s, asb_cancel *cancel, asb_cancel *stop);
 void asbi_envd_stream_close(asbi_envd_stream *s);
 
 /* Headers common to envd requests into hs (NULL-ended, at most 8 entries);

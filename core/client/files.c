@@ -177,10 +177,8 @@ const char *asb_entry_permissions(const asb_entry *e) {
 }
 const char *asb_entry_owner(const asb_entry *e) { return e ? e->owner : NULL; }
 const char *asb_entry_group(const asb_entry *e) { return e ? e->group : NULL; }
-asb_int64 asb_entry_modified_time(const asb_entry *e, long *nanos) {
-  if (nanos) *nanos = e ? e->mtime_ns : 0;
-  return e ? e->mtime : 0;
-}
+asb_int64 asb_entry_modified_at(const asb_entry *e) { return e ? e->mtime : 0; }
+long asb_entry_modified_nanos(const asb_entry *e) { return e ? e->mtime_ns : 0; }
 const char *asb_entry_symlink_target(const asb_entry *e) {
   return e ? e->symlink_target : NULL;
 }
@@ -232,6 +230,7 @@ static int files_get(asb_sandbox *sb, const char *path,
                      .headers2 = (const char *const *)sb->client->headers,
                      .timeout_ms = asbi_client_timeout(sb->client, o->timeout_ms),
                      .cancel = o->cancel,
+                     .stop = sb->life.stop,
                      .idempotent = 1,
                      .max_retries = sb->client->max_retries,
                      .on_data = on_file_data,
@@ -249,8 +248,9 @@ static int files_get(asb_sandbox *sb, const char *path,
   return rc;
 }
 
-int asb_files_read(asb_sandbox *sb, const char *path,
-                   const asb_files_options *o, char **data, size_t *len) {
+int asb_files_read(char **data, size_t *len, asb_sandbox *sb, const char *path,
+                   const asb_files_options *o) {
+  ASBI_SANDBOX_CALL(sb);
   if (!sb || !data) return asbi_err(ASB_EINVAL, "files.read: bad arguments");
   asbi_buf b = ASBI_BUF_INIT;
   read_ctx ctx = {NULL, NULL, &b};
@@ -268,9 +268,121 @@ int asb_files_read(asb_sandbox *sb, const char *path,
 
 int asb_files_read_stream(asb_sandbox *sb, const char *path,
                           const asb_files_options *o, asb_data_fn fn, void *ud) {
+  ASBI_SANDBOX_CALL(sb);
   if (!sb || !fn) return asbi_err(ASB_EINVAL, "files.read_stream: bad arguments");
   read_ctx ctx = {fn, ud, NULL};
   return files_get(sb, path, o, &ctx, "files.read_stream");
+}
+
+/* ---- /files: reading at the caller's pace -------------------------------------------- */
+
+/* Its life is a watch's: the user's reference and one per read in flight;
+ * free requests the stop token the stream carries. */
+struct asb_file_reader {
+  asbi_life life;
+  asb_sandbox *sb;
+  asbi_http_stream *http;
+  asbi_http_resp resp;
+  pthread_mutex_t mu; /* one read at a time */
+};
+
+static void reader_unref(asb_file_reader *r) {
+  if (!asbi_life_drop(&r->life)) return;
+  asbi_http_stream_close(r->http);
+  asbi_http_resp_free(&r->resp);
+  pthread_mutex_destroy(&r->mu);
+  asbi_sandbox_unref(r->sb);
+  asbi_life_fini(&r->life);
+  free(r);
+}
+
+int asb_files_open_read(asb_file_reader **out, asb_sandbox *sb, const char *path,
+                        const asb_files_options *o) {
+  ASBI_SANDBOX_CALL(sb);
+  const char *what = "files.open_read";
+  if (!sb || !out) return asbi_err(ASB_EINVAL, "%s: bad arguments", what);
+  int rc = check_path(path, what);
+  if (rc) return rc;
+  ASBI_CHECK_VERSION(o, ASB_FILES_OPTIONS_VERSION, "asb_files_options");
+  asb_files_options d = ASB_FILES_OPTIONS_INIT;
+  if (!o) o = &d;
+  asb_file_reader *r = calloc(1, sizeof *r);
+  if (!r) return asbi_oom();
+  if (asbi_life_init(&r->life)) {
+    free(r);
+    return asbi_oom();
+  }
+  pthread_mutex_init(&r->mu, NULL);
+  asbi_sandbox_ref(sb);
+  r->sb = sb;
+  r->resp = (asbi_http_resp)ASBI_HTTP_RESP_INIT;
+  const char *user = asbi_envd_user(sb, o->user);
+  asbi_buf url = ASBI_BUF_INIT, store = ASBI_BUF_INIT;
+  rc = asbi_envd_files_url(sb, ASBI_URL_API, path, user, &url);
+  const char *hs[12];
+  asbi_envd_headers(sb, NULL, hs, &store, NULL);
+  asbi_http_req q = {.method = "GET",
+                     .url = url.data,
+                     .headers = hs,
+                     .headers2 = (const char *const *)sb->client->headers,
+                     .timeout_ms = asbi_client_timeout(sb->client, o->timeout_ms),
+                     .cancel = o->cancel,
+                     .stop = sb->life.stop,
+                     .idempotent = 1,
+                     .max_retries = sb->client->max_retries,
+                     .accept_encoding = o->gzip ? "gzip" : NULL};
+  if (rc == ASB_OK) {
+    rc = asbi_http_stream_open(sb->client->http, &q, &r->resp, &r->http);
+    if (rc)
+      rc = asbi_sandbox_explain(sb, asbi_prefix_error(rc, what));
+    else if (r->resp.status != 200)
+      rc = asbi_sandbox_explain(sb, asbi_map_http_error(&r->resp, what));
+  }
+  asbi_buf_free(&url);
+  asbi_buf_free(&store);
+  if (rc) {
+    asb_file_reader_free(r);
+    return rc;
+  }
+  /* From here the reader's own stop ends its reads (the opener's tokens may
+   * go away). */
+  asbi_http_stream_set_tokens(r->http, NULL, r->life.stop);
+  *out = r;
+  return ASB_OK;
+}
+
+int asb_file_reader_read(const char **data, size_t *len, asb_file_reader *r,
+                         const asb_call_options *call) {
+  if (!data || !len || !r) return asbi_err(ASB_EINVAL, "file_reader.read: bad arguments");
+  *data = NULL;
+  *len = 0;
+  ASBI_CHECK_VERSION(call, ASB_CALL_OPTIONS_VERSION, "asb_call_options");
+  asbi_life_hold(&r->life);
+  pthread_mutex_lock(&r->mu);
+  int rc = asbi_life_stopped(&r->life)
+               ? asbi_err(ASB_ECANCELED, "file_reader.read: the reader was freed")
+               : asbi_http_stream_read_ex(r->http, data, len, call ? call->timeout_ms : 0,
+                                          call ? call->cancel : NULL);
+  if (rc && rc != ASB_ETIMEOUT && rc != ASB_ECANCELED)
+    rc = asbi_sandbox_explain(r->sb, asbi_prefix_error(rc, "file_reader.read"));
+  pthread_mutex_unlock(&r->mu);
+  reader_unref(r);
+  if (rc) {
+    *data = NULL;
+    *len = 0;
+    return rc;
+  }
+  return *len ? 1 : 0;
+}
+
+void asb_file_reader_stop(asb_file_reader *r) {
+  if (r) asbi_life_stop(&r->life);
+}
+
+void asb_file_reader_free(asb_file_reader *r) {
+  if (!r) return;
+  asbi_life_stop(&r->life);
+  reader_unref(r);
 }
 
 /* ---- /files: writing ---------------------------------------------------------------- */
@@ -424,6 +536,7 @@ static int files_post(asb_sandbox *sb, const char *path, const char *content_typ
                      .body_size = src->gzip ? -1 : size,
                      .timeout_ms = asbi_client_timeout(sb->client, o->timeout_ms),
                      .cancel = o->cancel,
+                     .stop = sb->life.stop,
                      .max_retries = sb->client->max_retries,
                      .max_body = 16u << 20};
   asbi_http_resp resp = ASBI_HTTP_RESP_INIT;
@@ -499,25 +612,26 @@ static int write_one(asb_sandbox *sb, const char *path, seg *data, int64_t size,
   return rc;
 }
 
-int asb_files_write(asb_sandbox *sb, const char *path, const void *data,
-                    size_t len, const asb_files_options *o, asb_entry **out) {
+int asb_files_write(asb_entry **out, asb_sandbox *sb, const char *path, const void *data,
+                    size_t len, const asb_files_options *o) {
+  ASBI_SANDBOX_CALL(sb);
   if (!sb || (!data && len)) return asbi_err(ASB_EINVAL, "files.write: bad arguments");
   seg s = {data ? data : "", len, NULL, NULL};
   return write_one(sb, path, &s, (int64_t)len, o, out, "files.write");
 }
 
-int asb_files_write_stream(asb_sandbox *sb, const char *path, asb_read_fn read,
-                           void *ud, asb_int64 size, const asb_files_options *o,
-                           asb_entry **out) {
+int asb_files_write_stream(asb_entry **out, asb_sandbox *sb, const char *path, asb_read_fn read,
+                           void *ud, asb_int64 size, const asb_files_options *o) {
+  ASBI_SANDBOX_CALL(sb);
   if (!sb || !read || size < -1)
     return asbi_err(ASB_EINVAL, "files.write_stream: bad arguments");
   seg s = {NULL, 0, read, ud};
   return write_one(sb, path, &s, size, o, out, "files.write_stream");
 }
 
-int asb_files_write_many(asb_sandbox *sb, const asb_write_entry *files,
-                         size_t count, const asb_files_options *o,
-                         asb_entry_list **out) {
+int asb_files_write_many(asb_entry_list **out, asb_sandbox *sb, const asb_write_entry *files,
+                         size_t count, const asb_files_options *o) {
+  ASBI_SANDBOX_CALL(sb);
   if (out) *out = NULL;
   if (!sb || (!files && count)) return asbi_err(ASB_EINVAL, "files.write_many: bad arguments");
   ASBI_CHECK_VERSION(o, ASB_FILES_OPTIONS_VERSION, "asb_files_options");
@@ -585,6 +699,7 @@ static int fs_call(asb_sandbox *sb, const char *method, cJSON *req,
   c.user = asbi_envd_user(sb, o->user);
   c.timeout_ms = asbi_client_timeout(sb->client, o->timeout_ms);
   c.cancel = o->cancel;
+  c.stop = sb->life.stop;
   c.idempotent = idempotent;
   int rc = asbi_envd_unary(sb, method, req, &c, what, out);
   cJSON_Delete(req);
@@ -606,8 +721,8 @@ static cJSON *path_req(const char *key, const char *path) {
   asb_files_options dflt_ = ASB_FILES_OPTIONS_INIT;                           \
   if (!o) o = &dflt_
 
-int asb_files_stat(asb_sandbox *sb, const char *path, const asb_files_options *o,
-                   asb_entry **out) {
+int asb_files_stat(asb_entry **out, asb_sandbox *sb, const char *path, const asb_files_options *o) {
+  ASBI_SANDBOX_CALL(sb);
   FS_PRELUDE("files.stat");
   int rc = check_path(path, "files.stat");
   if (rc) return rc;
@@ -624,13 +739,15 @@ int asb_files_stat(asb_sandbox *sb, const char *path, const asb_files_options *o
 
 int asb_files_exists(asb_sandbox *sb, const char *path,
                      const asb_files_options *o) {
-  int rc = asb_files_stat(sb, path, o, NULL);
+  ASBI_SANDBOX_CALL(sb);
+  int rc = asb_files_stat(NULL, sb, path, o);
   if (rc == ASB_OK) return 1;
   return rc == ASB_ENOTFOUND ? 0 : rc;
 }
 
-int asb_files_list(asb_sandbox *sb, const char *path, int depth,
-                   const asb_files_options *o, asb_entry_list **out) {
+int asb_files_list(asb_entry_list **out, asb_sandbox *sb, const char *path, int depth,
+                   const asb_files_options *o) {
+  ASBI_SANDBOX_CALL(sb);
   FS_PRELUDE("files.list");
   if (!out) return asbi_err(ASB_EINVAL, "files.list: out is NULL");
   int rc = check_path(path, "files.list");
@@ -647,6 +764,7 @@ int asb_files_list(asb_sandbox *sb, const char *path, int depth,
 
 int asb_files_remove(asb_sandbox *sb, const char *path,
                      const asb_files_options *o) {
+  ASBI_SANDBOX_CALL(sb);
   FS_PRELUDE("files.remove");
   int rc = check_path(path, "files.remove");
   if (rc) return rc;
@@ -654,8 +772,9 @@ int asb_files_remove(asb_sandbox *sb, const char *path,
                  "files.remove", NULL);
 }
 
-int asb_files_rename(asb_sandbox *sb, const char *from, const char *to,
-                     const asb_files_options *o, asb_entry **out) {
+int asb_files_rename(asb_entry **out, asb_sandbox *sb, const char *from, const char *to,
+                     const asb_files_options *o) {
+  ASBI_SANDBOX_CALL(sb);
   FS_PRELUDE("files.rename");
   int rc = check_path(from, "files.rename");
   if (!rc) rc = check_path(to, "files.rename");
@@ -676,6 +795,7 @@ int asb_files_rename(asb_sandbox *sb, const char *from, const char *to,
 
 int asb_files_make_dir(asb_sandbox *sb, const char *path,
                        const asb_files_options *o) {
+  ASBI_SANDBOX_CALL(sb);
   FS_PRELUDE("files.make_dir");
   int rc = check_path(path, "files.make_dir");
   if (rc) return rc;
@@ -687,14 +807,32 @@ int asb_files_make_dir(asb_sandbox *sb, const char *path,
 
 /* ---- watching ----------------------------------------------------------------------- */
 
+/* A watch's life is a process's (commands.c): `life` counts the user's
+ * reference and the waits in flight; `stop` (asb_watch_stop, free) ends
+ * waits, riding on the event stream. Neither stop nor free takes `mu`. */
 struct asb_watch {
+  asbi_life life;
   asb_sandbox *sb;
   asbi_envd_stream *stream;
   asb_watch_fn fn;
   void *ud;
-  asb_cancel *stop; /* our own token: asb_watch_stop */
-  pthread_mutex_t mu;
+  asb_cancel *stop;   /* asb_watch_stop, free */
+  pthread_mutex_t mu; /* one waiter at a time */
+  pthread_mutex_t smu; /* guards stream, waiting, freed; never held across I/O */
+  int waiting;
+  int freed;
 };
+
+static void watch_unref(asb_watch *w) {
+  if (!asbi_life_drop(&w->life)) return;
+  asbi_envd_stream_close(w->stream);
+  pthread_mutex_destroy(&w->mu);
+  pthread_mutex_destroy(&w->smu);
+  asbi_sandbox_unref(w->sb);
+  asb_cancel_free(w->stop);
+  asbi_life_fini(&w->life);
+  free(w);
+}
 
 static const asbi_pj_enum EVENT_TYPES[] = {
     {0, "EVENT_TYPE_UNSPECIFIED"}, {ASB_FS_EVENT_CREATE, "EVENT_TYPE_CREATE"},
@@ -702,8 +840,9 @@ static const asbi_pj_enum EVENT_TYPES[] = {
     {ASB_FS_EVENT_RENAME, "EVENT_TYPE_RENAME"}, {ASB_FS_EVENT_CHMOD, "EVENT_TYPE_CHMOD"},
     {0, NULL}};
 
-int asb_files_watch_dir(asb_sandbox *sb, const char *path,
-                        const asb_watch_options *o, asb_watch **out) {
+int asb_files_watch_dir(asb_watch **out, asb_sandbox *sb, const char *path,
+                        const asb_watch_options *o) {
+  ASBI_SANDBOX_CALL(sb);
   if (!sb || !out) return asbi_err(ASB_EINVAL, "files.watch_dir: bad arguments");
   ASBI_CHECK_VERSION(o, ASB_WATCH_OPTIONS_VERSION, "asb_watch_options");
   asb_watch_options d = ASB_WATCH_OPTIONS_INIT;
@@ -717,11 +856,13 @@ int asb_files_watch_dir(asb_sandbox *sb, const char *path,
     return asbi_err(ASB_EUNSUPPORTED, "include_entry needs envd 0.6.3+");
   asb_watch *w = calloc(1, sizeof *w);
   if (!w) return asbi_oom();
-  if ((rc = asb_cancel_new(&w->stop))) {
+  if ((rc = asbi_life_init(&w->life)) || (rc = asb_cancel_new(&w->stop))) {
+    asbi_life_fini(&w->life);
     free(w);
     return rc;
   }
   pthread_mutex_init(&w->mu, NULL);
+  pthread_mutex_init(&w->smu, NULL);
   asbi_sandbox_ref(sb);
   w->sb = sb;
   w->fn = o->on_event;
@@ -738,6 +879,7 @@ int asb_files_watch_dir(asb_sandbox *sb, const char *path,
   c.user = asbi_envd_user(sb, o->user);
   c.timeout_ms = asbi_client_timeout(sb->client, o->request_timeout_ms);
   c.cancel = o->cancel;
+  c.stop = sb->life.stop;
   rc = asbi_envd_stream_open(sb, "filesystem.Filesystem/WatchDir", req, &c, 0,
                              "files.watch_dir", &w->stream);
   cJSON_Delete(req);
@@ -752,13 +894,38 @@ int asb_files_watch_dir(asb_sandbox *sb, const char *path,
     asb_watch_free(w);
     return rc;
   }
+  /* The opener's cancel token may go away now: the watch's own stop ends
+   * its waits from here. */
+  asbi_envd_stream_set_tokens(w->stream, NULL, w->stop);
   *out = w;
   return ASB_OK;
 }
 
+static int watch_wait(asb_watch *w, long timeout_ms);
+
 int asb_watch_wait(asb_watch *w, long timeout_ms) {
   if (!w) return asbi_err(ASB_EINVAL, "watch.wait: watch is NULL");
+  asbi_life_hold(&w->life);
   pthread_mutex_lock(&w->mu);
+  pthread_mutex_lock(&w->smu);
+  w->waiting = !w->freed;
+  pthread_mutex_unlock(&w->smu);
+  int rc = w->waiting ? watch_wait(w, timeout_ms) : 0;
+  asbi_envd_stream *s = NULL;
+  pthread_mutex_lock(&w->smu);
+  w->waiting = 0;
+  if (w->freed) {
+    s = w->stream;
+    w->stream = NULL;
+  }
+  pthread_mutex_unlock(&w->smu);
+  pthread_mutex_unlock(&w->mu);
+  asbi_envd_stream_close(s);
+  watch_unref(w);
+  return rc;
+}
+
+static int watch_wait(asb_watch *w, long timeout_ms) {
   int delivered = 0, rc = ASB_OK;
   uint64_t deadline = timeout_ms >= 0 ? asbi_now_ms() + (uint64_t)timeout_ms : 0;
   while (w->stream) {
@@ -792,6 +959,10 @@ int asb_watch_wait(asb_watch *w, long timeout_ms) {
       asbi_pj_get_enum(fs, "type", EVENT_TYPES, &type);
       asbi_pj_get_str(fs, "name", &name);
       asb_entry *e = entry_from_json(asbi_pj_field(fs, "entry"));
+      if (type && asb_cancel_is_requested(w->stop)) {
+        type = 0; /* stopped: no callback after asb_watch_stop returned */
+        rc = ASB_ECANCELED;
+      }
       if (type) {
         int cb = w->fn((asb_fs_event_type)type, name ? name : "", e, w->ud);
         delivered++;
@@ -804,9 +975,12 @@ int asb_watch_wait(asb_watch *w, long timeout_ms) {
       asb_entry_free(e);
     }
     cJSON_Delete(msg);
+    if (rc == ASB_ECANCELED && asb_cancel_is_requested(w->stop)) {
+      rc = ASB_OK; /* stopped */
+      break;
+    }
     if (rc) break;
   }
-  pthread_mutex_unlock(&w->mu);
   return rc ? rc : delivered;
 }
 
@@ -817,14 +991,17 @@ void asb_watch_stop(asb_watch *w) {
 void asb_watch_free(asb_watch *w) {
   if (!w) return;
   asb_watch_stop(w);
-  pthread_mutex_lock(&w->mu);
-  asbi_envd_stream_close(w->stream);
-  w->stream = NULL;
-  pthread_mutex_unlock(&w->mu);
-  pthread_mutex_destroy(&w->mu);
-  asbi_sandbox_unref(w->sb);
-  asb_cancel_free(w->stop);
-  free(w);
+  asbi_life_stop(&w->life);
+  asbi_envd_stream *s = NULL;
+  pthread_mutex_lock(&w->smu);
+  w->freed = 1;
+  if (!w->waiting) { /* else the wait closes it on its way out */
+    s = w->stream;
+    w->stream = NULL;
+  }
+  pthread_mutex_unlock(&w->smu);
+  asbi_envd_stream_close(s);
+  watch_unref(w);
 }
 
 /* ---- signed URLs -------------------------------------------------------------------- */
@@ -864,12 +1041,14 @@ static int signed_url(asb_sandbox *sb, const char *path, const char *user,
   return *url ? ASB_OK : asbi_oom();
 }
 
-int asb_files_download_url(asb_sandbox *sb, const char *path, const char *user,
-                           long expires_in_s, char **url) {
+int asb_files_download_url(char **url, asb_sandbox *sb, const char *path, const char *user,
+                           long expires_in_s) {
+  ASBI_SANDBOX_CALL(sb);
   return signed_url(sb, path, user, expires_in_s, "read", url);
 }
 
-int asb_files_upload_url(asb_sandbox *sb, const char *path, const char *user,
-                         long expires_in_s, char **url) {
+int asb_files_upload_url(char **url, asb_sandbox *sb, const char *path, const char *user,
+                         long expires_in_s) {
+  ASBI_SANDBOX_CALL(sb);
   return signed_url(sb, path, user, expires_in_s, "write", url);
 }

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/socket.h>
 #include <time.h>
 
 #include "util/util.h"
@@ -63,10 +64,13 @@ static void share_unlock(CURL *e, curl_lock_data d, void *ud) {
 }
 
 int asbi_http_new(asbi_http **out) {
-  int rc = asbi_global_ensure();
+  int rc = asbi_global_hold();
   if (rc) return rc;
   asbi_http *h = calloc(1, sizeof *h);
-  if (!h) return asbi_oom();
+  if (!h) {
+    asbi_global_release();
+    return asbi_oom();
+  }
   pthread_mutex_init(&h->mu, NULL);
   for (int i = 0; i < CURL_LOCK_DATA_LAST; i++)
     pthread_mutex_init(&h->share_mu[i], NULL);
@@ -103,6 +107,7 @@ void asbi_http_free(asbi_http *h) {
     pthread_mutex_destroy(&h->share_mu[i]);
   pthread_mutex_destroy(&h->mu);
   free(h);
+  asbi_global_release();
 }
 
 void asbi_http_get_stats(asbi_http *h, asbi_http_stats *out) {
@@ -279,6 +284,13 @@ static size_t on_write(char *p, size_t sz, size_t nm, void *ud) {
     return n;
   }
   if (x->streaming) {
+    /* No callback once the call is cancelled or its handle stopped (a free
+     * that returned must not see another one start). */
+    if (asbi_cancel_requested(x->req->cancel) || asbi_cancel_requested(x->req->stop)) {
+      x->cb_rc = asbi_err(ASB_ECANCELED, "%s %s: cancelled",
+                          x->req->method ? x->req->method : "GET", x->req->url);
+      return 0;
+    }
     int rc = x->req->on_data(x->req->ud, p, n);
     if (rc) {
       x->cb_rc = rc;
@@ -408,10 +420,11 @@ static long remaining_ms(uint64_t deadline_ms) {
 }
 
 /* Sleep up to ms, waking early on cancellation. Returns ASB_ECANCELED or 0. */
-static int cancellable_sleep(slot *s, asb_cancel *cancel, long ms) {
+static int cancellable_sleep(slot *s, const asbi_http_req *req, long ms) {
   uint64_t end = asbi_now_ms() + (uint64_t)ms;
   for (;;) {
-    if (asbi_cancel_requested(cancel)) return ASB_ECANCELED;
+    if (asbi_cancel_requested(req->cancel) || asbi_cancel_requested(req->stop))
+      return ASB_ECANCELED;
     long left = remaining_ms(end);
     if (left <= 0) return 0;
     curl_multi_poll(s->multi, NULL, 0, (int)left, NULL);
@@ -426,6 +439,16 @@ static long backoff_ms(int attempt) {
   return ms * 3 / 4 + (ms / 2) * r / 255; /* ±25 % jitter */
 }
 
+/* libcurl (7.88) makes its sockets without SOCK_CLOEXEC, so every child
+ * its host forks and execs would inherit this library's pooled
+ * connections (and keep them open past their use: a host, FFI or not,
+ * cannot know about them). We make the socket ourselves, close-on-exec. */
+static curl_socket_t open_socket(void *ud, curlsocktype purpose, struct curl_sockaddr *a) {
+  (void)ud;
+  (void)purpose;
+  return socket(a->family, a->socktype | SOCK_CLOEXEC, a->protocol);
+}
+
 static void setup_easy(CURL *e, const asbi_http_req *req, xfer *x,
                        struct curl_slist *hl, asbi_http *h, long timeout_ms) {
   curl_easy_reset(e);
@@ -435,6 +458,7 @@ static void setup_easy(CURL *e, const asbi_http_req *req, xfer *x,
   curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
   curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
   curl_easy_setopt(e, CURLOPT_TCP_NODELAY, 1L);
+  curl_easy_setopt(e, CURLOPT_OPENSOCKETFUNCTION, open_socket);
   curl_easy_setopt(e, CURLOPT_BUFFERSIZE, IO_BUFFER_SIZE);
   curl_easy_setopt(e, CURLOPT_UPLOAD_BUFFERSIZE, IO_BUFFER_SIZE);
   curl_easy_setopt(e, CURLOPT_ERRORBUFFER, x->errbuf);
@@ -526,7 +550,7 @@ static int drive(driver *d, until_t until) {
     if (d->done) return 0;
     if (until == UNTIL_BEGAN && x->began && !x->retry_status) return 0;
     if (until == UNTIL_DATA && x->pending.len > 0) return 0;
-    if (asbi_cancel_requested(d->req->cancel) ||
+    if (asbi_cancel_requested(d->req->cancel) || asbi_cancel_requested(d->req->stop) ||
         asbi_cancel_requested(d->extra_cancel))
       return ASB_ECANCELED;
     long wait = 1000;
@@ -591,7 +615,7 @@ static int judge(driver *d, int attempt, int max_retries, int *rc) {
   }
   if (wait >= 0 && (!d->deadline || remaining_ms(d->deadline) > wait)) {
     atomic_fetch_add(&d->h->retries, 1);
-    if (cancellable_sleep(d->s, req->cancel, wait)) {
+    if (cancellable_sleep(d->s, req, wait)) {
       *rc = asbi_err(ASB_ECANCELED, "%s %s: cancelled", m, req->url);
       return ATTEMPT_FAIL;
     }
@@ -618,6 +642,8 @@ static int driver_begin(driver *d, asbi_http *h, const asbi_http_req *req) {
   d->s = slot_get(h);
   if (!d->s) return asbi_oom();
   int rc = asbi_cancel_register(req->cancel, wake_multi, d->s->multi);
+  if (rc == ASB_OK && (rc = asbi_cancel_register(req->stop, wake_multi, d->s->multi)))
+    asbi_cancel_unregister(req->cancel, d->s->multi);
   if (rc) {
     slot_put(h, d->s);
     return rc;
@@ -630,6 +656,7 @@ static int driver_begin(driver *d, asbi_http *h, const asbi_http_req *req) {
 static void driver_end(driver *d, struct curl_slist *hl) {
   driver_finish_attempt(d);
   asbi_cancel_unregister(d->req->cancel, d->s->multi);
+  asbi_cancel_unregister(d->req->stop, d->s->multi);
   /* The easy handle still points at the header list: detach before free. */
   curl_easy_setopt(d->s->easy, CURLOPT_HTTPHEADER, NULL);
   curl_slist_free_all(hl);
@@ -828,6 +855,22 @@ static int stream_read(asbi_http_stream *st, const char **data, size_t *len) {
       return asbi_err(ASB_ETIMEOUT, "%s %s: no data for %ld ms", m, st->url,
                       d->idle_timeout_ms);
   }
+}
+
+void asbi_http_stream_set_tokens(asbi_http_stream *st, asb_cancel *cancel, asb_cancel *stop) {
+  if (!st) return;
+  CURLM *m = st->d.s->multi;
+  asbi_cancel_unregister(st->req.cancel, m);
+  asbi_cancel_unregister(st->req.stop, m);
+  st->req.cancel = cancel;
+  st->req.stop = stop;
+  /* A token requested already is not registered (ASB_ECANCELED, which is
+   * no error of this caller's): drive() reads its flag before every wait. */
+  asbi_err_saved saved;
+  asbi_err_save(&saved);
+  asbi_cancel_register(cancel, wake_multi, m);
+  asbi_cancel_register(stop, wake_multi, m);
+  asbi_err_restore(&saved);
 }
 
 void asbi_http_stream_close(asbi_http_stream *st) {

@@ -52,6 +52,10 @@ typedef struct asbi_http_req {
   long timeout_ms;
   long connect_timeout_ms;
   asb_cancel *cancel;
+  /* The stop token of the handle the call acts on (requested when that
+   * handle is freed or stopped: docs/abi.md, Lifecycle). It interrupts the
+   * call like cancel does, for the whole request or stream. */
+  asb_cancel *stop;
   /* Retry on connection errors, 429, 502, 503 up to max_retries times, with
    * exponential back-off (or Retry-After), only when idempotent is set. */
   int idempotent;
@@ -116,6 +120,10 @@ int asbi_http_stream_read(asbi_http_stream *st, const char **data, size_t *len);
  * stream stays usable) and honouring a second cancel token. */
 int asbi_http_stream_read_ex(asbi_http_stream *st, const char **data,
                              size_t *len, long timeout_ms, asb_cancel *extra);
+/* Replace the request's cancel and stop tokens for the rest of the stream
+ * (either may be NULL): an opener's tokens may go away once it is open, and
+ * the handle that owns the stream from then on has its own. */
+void asbi_http_stream_set_tokens(asbi_http_stream *st, asb_cancel *cancel, asb_cancel *stop);
 /* Abort (if unfinished) and release. Accepts NULL. */
 void asbi_http_stream_close(asbi_http_stream *st);
 

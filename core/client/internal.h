@@ -38,6 +38,11 @@ void asbi_err_restore(const asbi_err_saved *s);
                       name, (opts)->version);                                  \
   } while (0)
 
+/* A field appended in version `since` of an options struct: a struct of an
+ * older version (from a program built against older headers) does not
+ * have it, so it reads as dflt. */
+#define ASBI_OPT(opts, since, field, dflt) ((opts)->version >= (since) ? (opts)->field : (dflt))
+
 /* Defines `int <type>_init(<type> *opts, unsigned int version)` for a
  * versioned options struct: rejects NULL and unknown versions, fills the
  * defaults from the struct's _INIT macro, stores the requested version. */
@@ -53,9 +58,28 @@ void asbi_err_restore(const asbi_err_saved *s);
     return ASB_OK;                                                         \
   }
 
+/* The same for an options struct that grew: size(version) is the size of
+ * that version's struct (a program built against older headers passes a
+ * smaller one, so no byte beyond it is written). */
+#define ASBI_DEFINE_OPTIONS_INIT_SIZED(type, max_version, init_macro, size)  \
+  int type##_init(type *opts, unsigned int version) {                      \
+    if (!opts) return asbi_err(ASB_EINVAL, #type "_init: NULL");           \
+    if (version == 0 || version > (max_version))                           \
+      return asbi_err(ASB_EVERSION, #type ": unsupported version %u",      \
+                      version);                                            \
+    type init_ = init_macro;                                               \
+    memcpy(opts, &init_, size(version));                                   \
+    opts->version = version;                                               \
+    return ASB_OK;                                                         \
+  }
+
 /* ---- global (global.c) --------------------------------------------------- */
-/* Initialise once for the process (idempotent, thread-safe). */
-int asbi_global_ensure(void);
+/* Initialise once for the process (idempotent, thread-safe) and count one
+ * more user (an HTTP pool); every successful hold needs a release. The
+ * library gives its libcurl initialisation back when it is unloaded while
+ * nothing holds it. */
+int asbi_global_hold(void);
+void asbi_global_release(void);
 
 /* ---- cancellation (cancel.c) --------------------------------------------- */
 struct asbi_waker; /* something a cancel request must wake (a curl multi) */
@@ -66,11 +90,34 @@ int asbi_cancel_register(asb_cancel *cancel, asbi_wake_fn fn, void *target);
 void asbi_cancel_unregister(asb_cancel *cancel, void *target);
 int asbi_cancel_requested(const asb_cancel *cancel);
 
+/* ---- handle lifecycle (cancel.c; docs/abi.md, Lifecycle) -----------------
+ * A handle's memory is shared by the user's reference, its children's and
+ * one per call in flight on it (asbi_life_hold at the call's start). Freeing
+ * it requests its stop token, which every request made for the handle
+ * carries (asbi_http_req.stop): calls in flight on it return ASB_ECANCELED
+ * promptly, and it drops the user's reference. The memory goes with the last
+ * reference, on whichever thread drops it: free never waits for a call. */
+typedef struct asbi_life {
+  atomic_int refs;
+  asb_cancel *stop;
+} asbi_life;
+/* refs = 1 and a fresh stop token; ASB_OK or ASB_ENOMEM. */
+int asbi_life_init(asbi_life *l);
+void asbi_life_hold(asbi_life *l);
+/* Drop one reference: 1 when it was the last (destroy the handle now, and
+ * asbi_life_fini once nothing registered on its stop token any more), else
+ * 0. */
+int asbi_life_drop(asbi_life *l);
+void asbi_life_fini(asbi_life *l);
+/* Cancel what runs for the handle, now and later. Thread-safe. */
+void asbi_life_stop(asbi_life *l);
+int asbi_life_stopped(const asbi_life *l);
+
 /* ---- client (client.c) ---------------------------------------------------- */
 struct asbi_http;
 #include <pthread.h>
 struct asb_client {
-  atomic_int refs;
+  asbi_life life; /* refs: the user's, its sandboxes', calls in flight */
   char *api_key;
   char *api_url;
   char *domain;
@@ -85,6 +132,7 @@ struct asb_client {
    * the engine of state_dir, reading its key there and starting it when it
    * is not running. */
   int local;
+  int autostart; /* local mode: start the engine when it is not running */
   char *state_dir;
   pthread_mutex_t mu; /* api_key / api_url discovered lazily in local mode */
   char *retired[8];   /* URLs replaced at run time, freed with the client
@@ -97,6 +145,13 @@ void asbi_client_follow_engine_url(asb_client *c);
 int asbi_client_local_prepare(asb_client *c, int start_engine);
 void asbi_client_ref(asb_client *c);
 void asbi_client_unref(asb_client *c);
+/* The client a public call acts on is held for the whole call (released by
+ * the compiler at every return): ASBI_CLIENT_CALL(c); as its first line. */
+asb_client *asbi_client_hold(asb_client *c);
+static inline void asbi_client_release_(asb_client *const *c) { asbi_client_unref(*c); }
+#define ASBI_CLIENT_CALL(c)                                                   \
+  asb_client *const asbi_held_client_                                        \
+      __attribute__((cleanup(asbi_client_release_), unused)) = asbi_client_hold(c)
 /* Effective timeout of a call: explicit (>0), none (<0), or the client's. */
 long asbi_client_timeout(const asb_client *c, long call_timeout_ms);
 
@@ -113,7 +168,7 @@ struct asbi_http_resp;
 #define ASBI_CP_NO_START 2   /* local mode: never start the engine for it */
 int asbi_cp_request_raw(asb_client *c, const char *method, const char *path,
                         const void *body, size_t body_len, const char *content_type,
-                        long timeout_ms, asb_cancel *cancel, int flags,
+                        long timeout_ms, asb_cancel *cancel, asb_cancel *stop, int flags,
                         const char *what, const int *ok_statuses, int *status,
                         struct cJSON **out, struct asbi_http_resp *keep_resp);
 

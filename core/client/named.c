@@ -93,6 +93,7 @@ static int call(asb_sandbox *sb, const char *method, const char *name, const cha
                      .body_len = body ? strlen(body) : 0,
                      .timeout_ms = asbi_client_timeout(sb->client, o ? o->timeout_ms : 0),
                      .cancel = o ? o->cancel : NULL,
+                     .stop = sb->life.stop,
                      .idempotent = strcmp(method, "GET") == 0,
                      .max_retries = sb->client->max_retries};
   asbi_http_resp resp = ASBI_HTTP_RESP_INIT;
@@ -114,8 +115,9 @@ static int call(asb_sandbox *sb, const char *method, const char *name, const cha
   return rc;
 }
 
-int asb_sandbox_run_command(asb_sandbox *sb, const char *name, const char *args_json,
-                            const asb_named_command_options *o, char **result_json) {
+int asb_sandbox_run_command(char **result_json, asb_sandbox *sb, const char *name,
+                            const char *args_json, const asb_named_command_options *o) {
+  ASBI_SANDBOX_CALL(sb);
   if (result_json) *result_json = NULL;
   if (!sb || !name || !*name || !result_json)
     return asbi_err(ASB_EINVAL, "run_command: sandbox, name and result_json are required");
@@ -224,8 +226,9 @@ static int cmd_item(const cJSON *j, void *item) {
 }
 static void cmd_drop(void *item) { cmd_free(item); }
 
-int asb_sandbox_list_commands(asb_sandbox *sb, const asb_named_command_options *o,
-                              asb_named_command_list **out) {
+int asb_sandbox_commands_list(asb_named_command_list **out, asb_sandbox *sb,
+                              const asb_named_command_options *o) {
+  ASBI_SANDBOX_CALL(sb);
   if (out) *out = NULL;
   if (!sb || !out) return asbi_err(ASB_EINVAL, "list_commands: bad arguments");
   ASBI_CHECK_VERSION(o, ASB_NAMED_COMMAND_OPTIONS_VERSION, "asb_named_command_options");

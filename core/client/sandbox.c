@@ -37,10 +37,15 @@ static int no_ctl(const char *s) {
   return 1;
 }
 
-void asbi_sandbox_ref(asb_sandbox *sb) { atomic_fetch_add(&sb->refs, 1); }
+void asbi_sandbox_ref(asb_sandbox *sb) { asbi_life_hold(&sb->life); }
 
-void asbi_sandbox_unref(asb_sandbox *sb) {
-  if (!sb || atomic_fetch_sub(&sb->refs, 1) != 1) return;
+asb_sandbox *asbi_sandbox_hold(asb_sandbox *sb) {
+  if (sb) asbi_life_hold(&sb->life);
+  return sb;
+}
+
+static void sandbox_destroy(asb_sandbox *sb) {
+  asbi_life_fini(&sb->life);
   asbi_client_unref(sb->client);
   free(sb->id);
   free(sb->envd_token);
@@ -56,7 +61,17 @@ void asbi_sandbox_unref(asb_sandbox *sb) {
   free(sb);
 }
 
-void asb_sandbox_free(asb_sandbox *sb) { asbi_sandbox_unref(sb); }
+void asbi_sandbox_unref(asb_sandbox *sb) {
+  if (sb && asbi_life_drop(&sb->life)) sandbox_destroy(sb);
+}
+
+/* Calls in flight on the handle end with ASB_ECANCELED; its processes and
+ * watches go on (they hold it, and their calls carry their own stop). */
+void asb_sandbox_free(asb_sandbox *sb) {
+  if (!sb) return;
+  asbi_life_stop(&sb->life);
+  asbi_sandbox_unref(sb);
+}
 
 /* Shared by attach and by the control-plane constructors (sandbox_api.c). */
 int asbi_sandbox_new(asb_sandbox **out, asb_client *client, const char *id,
@@ -72,7 +87,10 @@ int asbi_sandbox_new(asb_sandbox **out, asb_client *client, const char *id,
     return asbi_err(ASB_EINVAL, "invalid sandbox domain '%s'", domain);
   asb_sandbox *sb = calloc(1, sizeof *sb);
   if (!sb) return asbi_oom();
-  atomic_init(&sb->refs, 1);
+  if (asbi_life_init(&sb->life)) {
+    free(sb);
+    return asbi_oom();
+  }
   asbi_client_ref(client);
   sb->client = client;
   sb->id = asbi_strdup(id);
@@ -145,8 +163,7 @@ static int copy_out(asbi_buf *b, char *buf, size_t buflen, const char *what) {
   return rc;
 }
 
-int asb_sandbox_get_host(const asb_sandbox *sb, int port, char *buf,
-                         size_t buflen) {
+int asb_sandbox_get_host(char *buf, size_t buflen, const asb_sandbox *sb, int port) {
   if (!sb) return asbi_err(ASB_EINVAL, "get_host: sandbox is NULL");
   if (port < 1 || port > 65535)
     return asbi_err(ASB_EINVAL, "get_host: port %d out of range", port);
@@ -160,8 +177,7 @@ int asb_sandbox_get_host(const asb_sandbox *sb, int port, char *buf,
   return copy_out(&b, buf, buflen, "get_host");
 }
 
-int asb_sandbox_get_url(const asb_sandbox *sb, int port, char *buf,
-                        size_t buflen) {
+int asb_sandbox_get_url(char *buf, size_t buflen, const asb_sandbox *sb, int port) {
   if (!sb) return asbi_err(ASB_EINVAL, "get_url: sandbox is NULL");
   if (port < 1 || port > 65535)
     return asbi_err(ASB_EINVAL, "get_url: port %d out of range", port);

@@ -21,14 +21,17 @@ typedef struct cp_call {
   long timeout_ms;
   asb_cancel *cancel;
   int idempotent;
-  int no_start; /* local mode: never start the engine for this call */
+  int no_start;     /* local mode: never start the engine for this call */
+  asb_cancel *stop; /* the acting handle's stop token (asbi_life) */
 } cp_call;
 
+/* A call on the client; calls on a sandbox set k->stop to its own. */
 static void cp_from(cp_call *k, asb_client *c, const asb_call_options *o) {
   k->timeout_ms = asbi_client_timeout(c, o ? o->timeout_ms : 0);
   k->cancel = o ? o->cancel : NULL;
   k->idempotent = 0;
   k->no_start = 0;
+  k->stop = c->life.stop;
 }
 
 /* A control-plane request. *out (if not NULL) gets the parsed JSON reply of
@@ -43,7 +46,7 @@ static int cp_request(asb_client *c, const char *method, const char *path,
   if (body && !json) return asbi_oom();
   int rc = asbi_cp_request_raw(c, method, path, json, json ? strlen(json) : 0,
                                json ? "application/json" : NULL, k->timeout_ms, k->cancel,
-                               (k->idempotent ? ASBI_CP_IDEMPOTENT : 0) |
+                               k->stop, (k->idempotent ? ASBI_CP_IDEMPOTENT : 0) |
                                    (k->no_start ? ASBI_CP_NO_START : 0),
                                what, ok_statuses, status, out, keep_resp);
   free(json);
@@ -106,6 +109,7 @@ ASBI_DEFINE_OPTIONS_INIT(asb_sandbox_options, ASB_SANDBOX_OPTIONS_VERSION, ASB_S
 
 int asb_sandbox_create(asb_sandbox **out, asb_client *c,
                        const asb_sandbox_options *o) {
+  ASBI_CLIENT_CALL(c);
   if (!out || !c) return asbi_err(ASB_EINVAL, "sandbox.create: bad arguments");
   ASBI_CHECK_VERSION(o, ASB_SANDBOX_OPTIONS_VERSION, "asb_sandbox_options");
   asb_sandbox_options d = ASB_SANDBOX_OPTIONS_INIT;
@@ -119,7 +123,7 @@ int asb_sandbox_create(asb_sandbox **out, asb_client *c,
   int rc = kv_object(body, "metadata", o->metadata, "sandbox.create");
   if (!rc) rc = kv_object(body, "envVars", o->envs, "sandbox.create");
   cJSON *reply = NULL;
-  cp_call k = {asbi_client_timeout(c, o->request_timeout_ms), o->cancel, 0, 0};
+  cp_call k = {asbi_client_timeout(c, o->request_timeout_ms), o->cancel, 0, 0, c->life.stop};
   /* Current SDKs create with POST /v2/sandboxes; engines that predate it
    * (404) get the classic POST /sandboxes. */
   int status = 0;
@@ -150,7 +154,8 @@ int asb_sandbox_create(asb_sandbox **out, asb_client *c,
 }
 
 static int connect_id(asb_client *c, const char *id, long timeout_ms,
-                      const asb_call_options *call, cJSON **reply, int *status) {
+                      const asb_call_options *call, asb_cancel *stop, cJSON **reply,
+                      int *status) {
   char path[256];
   cJSON *body = cJSON_CreateObject();
   if (!body) return asbi_oom();
@@ -158,6 +163,7 @@ static int connect_id(asb_client *c, const char *id, long timeout_ms,
                           seconds(timeout_ms ? timeout_ms : DEFAULT_SANDBOX_TIMEOUT_MS));
   cp_call k;
   cp_from(&k, c, call);
+  k.stop = stop;
   const int ok404[] = {404, 0};
   snprintf(path, sizeof path, "/v2/sandboxes/%s/connect", id);
   int rc = cp_request(c, "POST", path, body, &k, "sandbox.connect", ok404, status,
@@ -182,6 +188,7 @@ static int check_id(const char *id, const char *what) {
 
 int asb_sandbox_connect(asb_sandbox **out, asb_client *c, const char *id,
                         long timeout_ms, const asb_call_options *call) {
+  ASBI_CLIENT_CALL(c);
   if (!out || !c) return asbi_err(ASB_EINVAL, "sandbox.connect: bad arguments");
   ASBI_CHECK_VERSION(call, ASB_CALL_OPTIONS_VERSION, "asb_call_options");
   int rc = check_id(id, "sandbox.connect");
@@ -189,7 +196,7 @@ int asb_sandbox_connect(asb_sandbox **out, asb_client *c, const char *id,
   if (c->debug) return asb_sandbox_attach(out, c, id, NULL);
   cJSON *reply = NULL;
   int status = 0;
-  rc = connect_id(c, id, timeout_ms, call, &reply, &status);
+  rc = connect_id(c, id, timeout_ms, call, c->life.stop, &reply, &status);
   if (rc == ASB_OK && !reply)
     rc = asbi_err(ASB_EPROTOCOL, "sandbox.connect: empty reply");
   if (rc == ASB_OK) rc = sandbox_from_reply(c, reply, out, "sandbox.connect");
@@ -197,8 +204,8 @@ int asb_sandbox_connect(asb_sandbox **out, asb_client *c, const char *id,
   return rc;
 }
 
-int asb_sandbox_kill_id(asb_client *c, const char *id, const asb_call_options *call) {
-  if (!c) return asbi_err(ASB_EINVAL, "sandbox.kill: client is NULL");
+static int kill_id(asb_client *c, const char *id, const asb_call_options *call,
+                   asb_cancel *stop) {
   ASBI_CHECK_VERSION(call, ASB_CALL_OPTIONS_VERSION, "asb_call_options");
   int rc = check_id(id, "sandbox.kill");
   if (rc) return rc;
@@ -207,16 +214,25 @@ int asb_sandbox_kill_id(asb_client *c, const char *id, const asb_call_options *c
   cp_call k;
   cp_from(&k, c, call);
   k.idempotent = 1;
+  k.stop = stop;
   return cp_request(c, "DELETE", path, NULL, &k, "sandbox.kill", NULL, NULL, NULL, NULL);
 }
 
+int asb_sandbox_kill_id(asb_client *c, const char *id, const asb_call_options *call) {
+  ASBI_CLIENT_CALL(c);
+  if (!c) return asbi_err(ASB_EINVAL, "sandbox.kill: client is NULL");
+  return kill_id(c, id, call, c->life.stop);
+}
+
 int asb_sandbox_kill(asb_sandbox *sb, const asb_call_options *call) {
+  ASBI_SANDBOX_CALL(sb);
   if (!sb) return asbi_err(ASB_EINVAL, "sandbox.kill: sandbox is NULL");
-  return asb_sandbox_kill_id(sb->client, sb->id, call);
+  return kill_id(sb->client, sb->id, call, sb->life.stop);
 }
 
 int asb_sandbox_set_timeout(asb_sandbox *sb, long timeout_ms,
                             const asb_call_options *call) {
+  ASBI_SANDBOX_CALL(sb);
   if (!sb || timeout_ms < 0) return asbi_err(ASB_EINVAL, "sandbox.set_timeout: bad arguments");
   ASBI_CHECK_VERSION(call, ASB_CALL_OPTIONS_VERSION, "asb_call_options");
   char path[256];
@@ -227,6 +243,7 @@ int asb_sandbox_set_timeout(asb_sandbox *sb, long timeout_ms,
   cp_call k;
   cp_from(&k, sb->client, call);
   k.idempotent = 1;
+  k.stop = sb->life.stop;
   int rc = cp_request(sb->client, "POST", path, body, &k, "sandbox.set_timeout", NULL,
                       NULL, NULL, NULL);
   cJSON_Delete(body);
@@ -234,6 +251,7 @@ int asb_sandbox_set_timeout(asb_sandbox *sb, long timeout_ms,
 }
 
 int asb_sandbox_pause(asb_sandbox *sb, const asb_call_options *call) {
+  ASBI_SANDBOX_CALL(sb);
   if (!sb) return asbi_err(ASB_EINVAL, "sandbox.pause: sandbox is NULL");
   ASBI_CHECK_VERSION(call, ASB_CALL_OPTIONS_VERSION, "asb_call_options");
   char path[256];
@@ -241,6 +259,7 @@ int asb_sandbox_pause(asb_sandbox *sb, const asb_call_options *call) {
   cJSON *body = cJSON_CreateObject();
   cp_call k;
   cp_from(&k, sb->client, call);
+  k.stop = sb->life.stop;
   int status = 0;
   const int ok409[] = {409, 0};
   int rc = body ? cp_request(sb->client, "POST", path, body, &k, "sandbox.pause", ok409,
@@ -252,16 +271,18 @@ int asb_sandbox_pause(asb_sandbox *sb, const asb_call_options *call) {
 }
 
 int asb_sandbox_resume(asb_sandbox *sb, long timeout_ms, const asb_call_options *call) {
+  ASBI_SANDBOX_CALL(sb);
   if (!sb) return asbi_err(ASB_EINVAL, "sandbox.resume: sandbox is NULL");
   ASBI_CHECK_VERSION(call, ASB_CALL_OPTIONS_VERSION, "asb_call_options");
   cJSON *reply = NULL;
   int status = 0;
-  int rc = connect_id(sb->client, sb->id, timeout_ms, call, &reply, &status);
+  int rc = connect_id(sb->client, sb->id, timeout_ms, call, sb->life.stop, &reply, &status);
   cJSON_Delete(reply);
   return rc;
 }
 
 int asb_sandbox_is_running(asb_sandbox *sb, const asb_call_options *call) {
+  ASBI_SANDBOX_CALL(sb);
   if (!sb) return asbi_err(ASB_EINVAL, "sandbox.is_running: sandbox is NULL");
   ASBI_CHECK_VERSION(call, ASB_CALL_OPTIONS_VERSION, "asb_call_options");
   /* As E2B's SDKs: envd's /health through the sandbox route; 502 (or a
@@ -275,7 +296,8 @@ int asb_sandbox_is_running(asb_sandbox *sb, const asb_call_options *call) {
                      .headers = hs,
                      .headers2 = (const char *const *)sb->client->headers,
                      .timeout_ms = asbi_client_timeout(sb->client, call ? call->timeout_ms : 0),
-                     .cancel = call ? call->cancel : NULL};
+                     .cancel = call ? call->cancel : NULL,
+                     .stop = sb->life.stop};
   asbi_http_resp resp = ASBI_HTTP_RESP_INIT;
   int rc = url.data ? asbi_http_do(sb->client->http, &r, &resp) : asbi_oom();
   if (rc == ASB_OK) rc = resp.status == 204 || resp.status == 200 ? 1 : 0;
@@ -374,8 +396,8 @@ static int info_from(const cJSON *j, asb_sandbox_info **out) {
   return ASB_OK;
 }
 
-int asb_sandbox_get_info(asb_sandbox *sb, const asb_call_options *call,
-                         asb_sandbox_info **out) {
+int asb_sandbox_get_info(asb_sandbox_info **out, asb_sandbox *sb, const asb_call_options *call) {
+  ASBI_SANDBOX_CALL(sb);
   if (!sb || !out) return asbi_err(ASB_EINVAL, "sandbox.get_info: bad arguments");
   ASBI_CHECK_VERSION(call, ASB_CALL_OPTIONS_VERSION, "asb_call_options");
   char path[256];
@@ -383,6 +405,7 @@ int asb_sandbox_get_info(asb_sandbox *sb, const asb_call_options *call,
   cp_call k;
   cp_from(&k, sb->client, call);
   k.idempotent = 1;
+  k.stop = sb->life.stop;
   cJSON *reply = NULL;
   int rc = cp_request(sb->client, "GET", path, NULL, &k, "sandbox.get_info", NULL, NULL,
                       &reply, NULL);
@@ -410,14 +433,12 @@ const char *asb_sandbox_info_metadata(const asb_sandbox_info *i, const char *key
     if (strcmp(i->mkeys[k], key) == 0) return i->mvals[k];
   return NULL;
 }
-const char *asb_sandbox_info_metadata_at(const asb_sandbox_info *i, size_t k,
-                                         const char **value) {
-  if (!i || k >= i->nmeta) {
-    if (value) *value = NULL;
-    return NULL;
-  }
-  if (value) *value = i->mvals[k];
-  return i->mkeys[k];
+size_t asb_sandbox_info_metadata_count(const asb_sandbox_info *i) { return i ? i->nmeta : 0; }
+const char *asb_sandbox_info_metadata_key(const asb_sandbox_info *i, size_t k) {
+  return i && k < i->nmeta ? i->mkeys[k] : NULL;
+}
+const char *asb_sandbox_info_metadata_value(const asb_sandbox_info *i, size_t k) {
+  return i && k < i->nmeta ? i->mvals[k] : NULL;
 }
 
 /* ---- list ------------------------------------------------------------------------------ */
@@ -441,8 +462,8 @@ void asb_sandbox_page_free(asb_sandbox_page *p) {
 static int info_item(const cJSON *j, void *item) { return info_from(j, item); }
 static void info_drop(void *item) { asb_sandbox_info_free(*(asb_sandbox_info **)item); }
 
-int asb_sandbox_list(asb_client *c, const asb_sandbox_list_options *o,
-                     asb_sandbox_page **out) {
+int asb_sandbox_list(asb_sandbox_page **out, asb_client *c, const asb_sandbox_list_options *o) {
+  ASBI_CLIENT_CALL(c);
   if (!c || !out) return asbi_err(ASB_EINVAL, "sandbox.list: bad arguments");
   ASBI_CHECK_VERSION(o, ASB_SANDBOX_LIST_OPTIONS_VERSION, "asb_sandbox_list_options");
   asb_sandbox_list_options d = ASB_SANDBOX_LIST_OPTIONS_INIT;
@@ -484,7 +505,7 @@ int asb_sandbox_list(asb_client *c, const asb_sandbox_list_options *o,
     asbi_url_escape(&path, o->next_token, 0);
   }
   if (!path.data) return asbi_oom();
-  cp_call k = {asbi_client_timeout(c, o->request_timeout_ms), o->cancel, 1, 0};
+  cp_call k = {asbi_client_timeout(c, o->request_timeout_ms), o->cancel, 1, 0, c->life.stop};
   cJSON *reply = NULL;
   asbi_http_resp resp = ASBI_HTTP_RESP_INIT;
   int rc = cp_request(c, "GET", path.data, NULL, &k, "sandbox.list", NULL, NULL, &reply,
@@ -545,8 +566,9 @@ static int metric_item(const cJSON *it, void *item) {
   return ASB_OK;
 }
 
-int asb_sandbox_get_metrics(asb_sandbox *sb, asb_int64 start, asb_int64 end,
-                            const asb_call_options *call, asb_metrics **out) {
+int asb_sandbox_get_metrics(asb_metrics **out, asb_sandbox *sb, asb_int64 start, asb_int64 end,
+                            const asb_call_options *call) {
+  ASBI_SANDBOX_CALL(sb);
   if (!sb || !out) return asbi_err(ASB_EINVAL, "sandbox.get_metrics: bad arguments");
   ASBI_CHECK_VERSION(call, ASB_CALL_OPTIONS_VERSION, "asb_call_options");
   char path[256];
@@ -557,6 +579,7 @@ int asb_sandbox_get_metrics(asb_sandbox *sb, asb_int64 start, asb_int64 end,
   cp_call k;
   cp_from(&k, sb->client, call);
   k.idempotent = 1;
+  k.stop = sb->life.stop;
   cJSON *reply = NULL;
   int rc = cp_request(sb->client, "GET", path, NULL, &k, "sandbox.get_metrics", NULL, NULL,
                       &reply, NULL);
@@ -585,7 +608,7 @@ size_t asb_metrics_count(const asb_metrics *m) { return m ? m->n : 0; }
   type asb_metrics_##name(const asb_metrics *m, size_t i) {     \
     return m && i < m->n ? (type)m->v[i].field : (type)0;       \
   }
-METRIC_GETTER(asb_int64, timestamp, ts)
+METRIC_GETTER(asb_int64, sampled_at, ts)
 METRIC_GETTER(double, cpu_used_pct, cpu_pct)
 METRIC_GETTER(int, cpu_count, cpu_count)
 METRIC_GETTER(asb_int64, mem_used, mem_used)

@@ -207,7 +207,7 @@ int asb_session_save(const char *name, const asb_sandbox *sb, const char *const 
   return rc;
 }
 
-int asb_session_get(const char *name, asb_session **out) {
+int asb_session_get(asb_session **out, const char *name) {
   if (!out) return asbi_err(ASB_EINVAL, "session.get: out is NULL");
   if (!valid_name(name)) return asbi_err(ASB_EINVAL, "session: invalid name");
   char *dir = session_dir();
@@ -221,11 +221,12 @@ int asb_session_get(const char *name, asb_session **out) {
   return ASB_OK;
 }
 
-int asb_session_load(asb_client *c, const char *name, long timeout_ms,
-                     const asb_call_options *call, asb_sandbox **out) {
+int asb_session_load(asb_sandbox **out, asb_client *c, const char *name, long timeout_ms,
+                     const asb_call_options *call) {
+  ASBI_CLIENT_CALL(c);
   if (!c || !out) return asbi_err(ASB_EINVAL, "session.load: bad arguments");
   asb_session *s = NULL;
-  int rc = asb_session_get(name, &s);
+  int rc = asb_session_get(&s, name);
   if (rc) return rc;
   rc = asb_sandbox_connect(out, c, s->sandbox_id, timeout_ms, call);
   if (rc) asbi_err_prefix("session '%s'", name);
@@ -255,7 +256,7 @@ static int by_name(const void *a, const void *b) {
   return strcmp((*(asb_session *const *)a)->name, (*(asb_session *const *)b)->name);
 }
 
-int asb_session_list_all(asb_session_list **out) {
+int asb_sessions_list(asb_session_list **out) {
   if (!out) return asbi_err(ASB_EINVAL, "session.list: out is NULL");
   char *dir = session_dir();
   if (!dir) return asb_error_last()->code;

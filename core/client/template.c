@@ -114,8 +114,9 @@ const char *asb_template_json(const asb_template *t) { return t ? t->json : NULL
 
 /* ---- calls ---------------------------------------------------------------------- */
 
-int asb_templates_build(asb_client *c, const char *dir, const asb_template_build_options *o,
-                       asb_template **out) {
+int asb_templates_build(asb_template **out, asb_client *c, const char *dir,
+                        const asb_template_build_options *o) {
+  ASBI_CLIENT_CALL(c);
   if (out) *out = NULL;
   if (!c || !dir || !*dir || !out) return asbi_err(ASB_EINVAL, "template.build: bad arguments");
   ASBI_CHECK_VERSION(o, ASB_TEMPLATE_BUILD_OPTIONS_VERSION, "asb_template_build_options");
@@ -151,8 +152,8 @@ int asb_templates_build(asb_client *c, const char *dir, const asb_template_build
   rc = asbi_cp_request_raw(c, "POST", o && o->force ? "/templates/builds?force=true"
                                                      : "/templates/builds",
                            tar.data, tar.len, "application/x-tar", timeout,
-                           o ? o->cancel : NULL, 0, "template.build", NULL, &status, &reply,
-                           NULL);
+                           o ? o->cancel : NULL, c->life.stop, 0, "template.build", NULL,
+                           &status, &reply, NULL);
   asbi_buf_free(&tar);
   if (rc) {
     asb_error *e = (asb_error *)asb_error_last();
@@ -176,8 +177,9 @@ static int template_path(asbi_buf *p, const char *id) {
   return p->data ? ASB_OK : asbi_oom();
 }
 
-int asb_templates_get(asb_client *c, const char *id, const asb_call_options *call,
-                     asb_template **out) {
+int asb_templates_get(asb_template **out, asb_client *c, const char *id,
+                      const asb_call_options *call) {
+  ASBI_CLIENT_CALL(c);
   if (out) *out = NULL;
   if (!c || !id || !*id || !out) return asbi_err(ASB_EINVAL, "template.get: bad arguments");
   ASBI_CHECK_VERSION(call, ASB_CALL_OPTIONS_VERSION, "asb_call_options");
@@ -187,7 +189,8 @@ int asb_templates_get(asb_client *c, const char *id, const asb_call_options *cal
   if (!rc)
     rc = asbi_cp_request_raw(c, "GET", p.data, NULL, 0, NULL,
                              asbi_client_timeout(c, call ? call->timeout_ms : 0),
-                             call ? call->cancel : NULL, ASBI_CP_IDEMPOTENT, "template.get", NULL,
+                             call ? call->cancel : NULL, c->life.stop, ASBI_CP_IDEMPOTENT,
+                             "template.get", NULL,
                              NULL, &reply,
                              NULL);
   asbi_buf_free(&p);
@@ -210,14 +213,16 @@ static int template_item(const cJSON *j, void *item) {
 }
 static void template_drop(void *item) { asb_template_free(*(asb_template **)item); }
 
-int asb_templates_list(asb_client *c, const asb_call_options *call, asb_template_list **out) {
+int asb_templates_list(asb_template_list **out, asb_client *c, const asb_call_options *call) {
+  ASBI_CLIENT_CALL(c);
   if (out) *out = NULL;
   if (!c || !out) return asbi_err(ASB_EINVAL, "template.list: bad arguments");
   ASBI_CHECK_VERSION(call, ASB_CALL_OPTIONS_VERSION, "asb_call_options");
   cJSON *reply = NULL;
   int rc = asbi_cp_request_raw(c, "GET", "/templates", NULL, 0, NULL,
                                asbi_client_timeout(c, call ? call->timeout_ms : 0),
-                               call ? call->cancel : NULL, ASBI_CP_IDEMPOTENT, "template.list",
+                               call ? call->cancel : NULL, c->life.stop, ASBI_CP_IDEMPOTENT,
+                               "template.list",
                                NULL, NULL,
                                &reply, NULL);
   if (rc) return rc;
@@ -248,6 +253,7 @@ void asb_template_list_free(asb_template_list *l) {
 }
 
 int asb_templates_delete(asb_client *c, const char *id, const asb_call_options *call) {
+  ASBI_CLIENT_CALL(c);
   if (!c || !id || !*id) return asbi_err(ASB_EINVAL, "template.delete: bad arguments");
   ASBI_CHECK_VERSION(call, ASB_CALL_OPTIONS_VERSION, "asb_call_options");
   asbi_buf p = ASBI_BUF_INIT;
@@ -255,8 +261,8 @@ int asb_templates_delete(asb_client *c, const char *id, const asb_call_options *
   if (!rc)
     rc = asbi_cp_request_raw(c, "DELETE", p.data, NULL, 0, NULL,
                              asbi_client_timeout(c, call ? call->timeout_ms : 0),
-                             call ? call->cancel : NULL, 0, "template.delete", NULL, NULL, NULL,
-                             NULL);
+                             call ? call->cancel : NULL, c->life.stop, 0, "template.delete", NULL,
+                             NULL, NULL, NULL);
   asbi_buf_free(&p);
   return rc;
 }

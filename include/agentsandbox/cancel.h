@@ -13,10 +13,9 @@
 #define AGENTSANDBOX_CANCEL_H
 
 #include "common.h"
+#include "types.h"
 
 ASB_BEGIN_DECL
-
-typedef struct asb_cancel asb_cancel;
 
 /* Create a token in the "not requested" state. */
 ASB_API(int) asb_cancel_new(asb_cancel **out);

@@ -12,11 +12,9 @@
 #define AGENTSANDBOX_CLIENT_H
 
 #include "common.h"
-#include "cancel.h"
+#include "types.h"
 
 ASB_BEGIN_DECL
-
-typedef struct asb_client asb_client;
 
 #define ASB_CLIENT_OPTIONS_VERSION 1
 
@@ -39,10 +37,15 @@ typedef struct asb_client_options {
   int max_retries;            /* retries of idempotent requests on connection
                                  errors, 429, 502, 503: 0 = default (3),
                                  negative = never retry */
+  int autostart;              /* the local engine (nothing else configured):
+                                 start it when it is not running? 0 = from
+                                 ASB_AUTOSTART (default yes), >0 = yes,
+                                 <0 = never (calls fail with
+                                 ASB_ECONNECTION instead) */
 } asb_client_options;
 
 #define ASB_CLIENT_OPTIONS_INIT \
-  { ASB_CLIENT_OPTIONS_VERSION, NULL, NULL, NULL, NULL, 0, NULL, NULL, 0, 0 }
+  { ASB_CLIENT_OPTIONS_VERSION, NULL, NULL, NULL, NULL, 0, NULL, NULL, 0, 0, 0 }
 
 /* Initialise opts to the defaults of the given version (pass
  * ASB_CLIENT_OPTIONS_VERSION). Returns ASB_EVERSION for unknown versions. */
@@ -71,13 +74,14 @@ ASB_API(int) asb_client_has_api_key(const asb_client *client);
 
 #define ASB_CALL_OPTIONS_VERSION 1
 
-/* Options common to every blocking call that has no options of its own. */
-typedef struct asb_call_options {
+/* Options common to every blocking call that has no options of its own
+ * (the typedef is in types.h). */
+struct asb_call_options {
   unsigned int version;  /* ASB_CALL_OPTIONS_VERSION */
   long timeout_ms;       /* request timeout: 0 = the client's default,
                             negative = none */
   asb_cancel *cancel;    /* optional cancellation token */
-} asb_call_options;
+};
 
 #define ASB_CALL_OPTIONS_INIT { ASB_CALL_OPTIONS_VERSION, 0, NULL }
 

@@ -13,27 +13,9 @@
 #define AGENTSANDBOX_CODE_H
 
 #include "common.h"
-#include "cancel.h"
-#include "client.h"
-#include "commands.h"
-#include "sandbox.h"
+#include "types.h"
 
 ASB_BEGIN_DECL
-
-/* One rich result of an execution. */
-typedef struct asb_code_result asb_code_result;
-/* The outcome of one run: results, logs, error, execution count. */
-typedef struct asb_execution asb_execution;
-typedef struct asb_code_context asb_code_context;
-typedef struct asb_code_context_list asb_code_context_list;
-
-/* A result arrived (valid during the call only). Return non-zero to abort. */
-typedef int ASB_CALLBACK(asb_result_fn)(const asb_code_result *result,
-                                        void *userdata);
-/* The code raised: exception name, value and the formatted traceback. */
-typedef int ASB_CALLBACK(asb_code_error_fn)(const char *name, const char *value,
-                                            const char *traceback,
-                                            void *userdata);
 
 #define ASB_CODE_OPTIONS_VERSION 1
 
@@ -65,20 +47,22 @@ ASB_API(int) asb_code_options_init(asb_code_options *opts, unsigned int version)
  * asb_execution_error_name; the call itself returns ASB_OK). Errors:
  * ASB_ENOTFOUND (unknown context), ASB_EINVAL (both language and context),
  * ASB_ETIMEOUT, ASB_ECANCELED, ASB_EUSER, transport errors. */
-ASB_API(int) asb_code_run(asb_sandbox *sandbox, const char *code,
-                          const asb_code_options *opts, asb_execution **out);
+ASB_API(int) asb_code_run(asb_execution **out, asb_sandbox *sandbox,
+                          const char *code, const asb_code_options *opts);
 
 /* ---- executions ------------------------------------------------------------ */
 ASB_API(size_t) asb_execution_result_count(const asb_execution *e);
-ASB_API(const asb_code_result *) asb_execution_result(const asb_execution *e,
-                                                      size_t i);
+ASB_API(const asb_code_result *) asb_execution_result_get(
+    const asb_execution *e, size_t i);
 /* The main result's text ("1024" for print-less `2 ** 10`), or NULL. */
 ASB_API(const char *) asb_execution_text(const asb_execution *e);
 /* stdout / stderr as the list of chunks the kernel sent. */
 ASB_API(size_t) asb_execution_stdout_count(const asb_execution *e);
-ASB_API(const char *) asb_execution_stdout(const asb_execution *e, size_t i);
+ASB_API(const char *) asb_execution_stdout_get(const asb_execution *e,
+                                               size_t i);
 ASB_API(size_t) asb_execution_stderr_count(const asb_execution *e);
-ASB_API(const char *) asb_execution_stderr(const asb_execution *e, size_t i);
+ASB_API(const char *) asb_execution_stderr_get(const asb_execution *e,
+                                               size_t i);
 /* The error, or NULL for all three when the code did not raise. */
 ASB_API(const char *) asb_execution_error_name(const asb_execution *e);
 ASB_API(const char *) asb_execution_error_value(const asb_execution *e);
@@ -92,8 +76,8 @@ ASB_API(void) asb_execution_free(asb_execution *e);
  * "pdf", "latex", "json", "javascript", "chart", "data", or an extra MIME
  * type. png/jpeg/pdf are base64; json/chart/data are JSON text. NULL if the
  * result lacks it. */
-ASB_API(const char *) asb_code_result_get(const asb_code_result *r,
-                                          const char *format);
+ASB_API(const char *) asb_code_result_value(const asb_code_result *r,
+                                            const char *format);
 /* The formats present, in the order the kernel sent them. */
 ASB_API(size_t) asb_code_result_format_count(const asb_code_result *r);
 ASB_API(const char *) asb_code_result_format_name(const asb_code_result *r,
@@ -104,18 +88,18 @@ ASB_API(int) asb_code_result_is_main(const asb_code_result *r);
 /* ---- contexts ------------------------------------------------------------------ */
 /* language NULL = "python"; cwd NULL = the server's default (/home/user in
  * E2B's sandboxes). */
-ASB_API(int) asb_code_context_create(asb_sandbox *sandbox, const char *language,
+ASB_API(int) asb_code_context_create(asb_code_context **out,
+                                     asb_sandbox *sandbox, const char *language,
                                      const char *cwd,
-                                     const asb_call_options *call,
-                                     asb_code_context **out);
+                                     const asb_call_options *call);
 ASB_API(const char *) asb_code_context_id(const asb_code_context *c);
 ASB_API(const char *) asb_code_context_language(const asb_code_context *c);
 ASB_API(const char *) asb_code_context_cwd(const asb_code_context *c);
 ASB_API(void) asb_code_context_free(asb_code_context *c);
 
-ASB_API(int) asb_code_list_contexts(asb_sandbox *sandbox,
-                                    const asb_call_options *call,
-                                    asb_code_context_list **out);
+ASB_API(int) asb_code_contexts_list(asb_code_context_list **out,
+                                    asb_sandbox *sandbox,
+                                    const asb_call_options *call);
 ASB_API(size_t) asb_code_context_list_count(const asb_code_context_list *l);
 ASB_API(const asb_code_context *) asb_code_context_list_get(
     const asb_code_context_list *l, size_t i);

@@ -52,4 +52,12 @@ typedef long long asb_int64;
 #endif
 #endif
 
+ASB_BEGIN_DECL
+
+/* Free memory libagentsandbox returned as a plain buffer (file contents,
+ * URLs, JSON text). Accepts NULL. (The server SDK returns no buffers.) */
+ASB_API(void) asb_free(void *ptr);
+
+ASB_END_DECL
+
 #endif /* AGENTSANDBOX_COMMON_H */

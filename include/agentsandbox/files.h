@@ -12,10 +12,7 @@
 #define AGENTSANDBOX_FILES_H
 
 #include "common.h"
-#include "cancel.h"
-#include "client.h"
-#include "commands.h"
-#include "sandbox.h"
+#include "types.h"
 
 ASB_BEGIN_DECL
 
@@ -43,9 +40,6 @@ typedef enum asb_file_type {
   ASB_FILE_TYPE_SYMLINK = 3
 } asb_file_type;
 
-typedef struct asb_entry asb_entry;
-typedef struct asb_entry_list asb_entry_list;
-
 ASB_API(const char *) asb_entry_name(const asb_entry *e);
 ASB_API(const char *) asb_entry_path(const asb_entry *e);
 ASB_API(asb_file_type) asb_entry_type(const asb_entry *e);
@@ -54,8 +48,9 @@ ASB_API(unsigned int) asb_entry_mode(const asb_entry *e);        /* st_mode bits
 ASB_API(const char *) asb_entry_permissions(const asb_entry *e); /* "-rw-r--r--" */
 ASB_API(const char *) asb_entry_owner(const asb_entry *e);
 ASB_API(const char *) asb_entry_group(const asb_entry *e);
-/* Modification time, Unix seconds (and nanoseconds, may be NULL). */
-ASB_API(asb_int64) asb_entry_modified_time(const asb_entry *e, long *nanos);
+/* Modification time: Unix seconds, and the nanoseconds within that second. */
+ASB_API(asb_int64) asb_entry_modified_at(const asb_entry *e);
+ASB_API(long) asb_entry_modified_nanos(const asb_entry *e);
 /* The link's target for symlinks, else NULL. */
 ASB_API(const char *) asb_entry_symlink_target(const asb_entry *e);
 ASB_API(void) asb_entry_free(asb_entry *e);
@@ -68,31 +63,53 @@ ASB_API(void) asb_entry_list_free(asb_entry_list *list);
 /* ---- reading ---------------------------------------------------------------- */
 /* The whole file into a new buffer (NUL-terminated for convenience; free
  * with asb_free). ASB_ENOTFOUND if missing. */
-ASB_API(int) asb_files_read(asb_sandbox *sandbox, const char *path,
-                            const asb_files_options *opts, char **data,
-                            size_t *len);
+ASB_API(int) asb_files_read(char **data, size_t *len, asb_sandbox *sandbox,
+                            const char *path, const asb_files_options *opts);
 /* Stream the file to on_data in chunks. */
 ASB_API(int) asb_files_read_stream(asb_sandbox *sandbox, const char *path,
                                    const asb_files_options *opts,
                                    asb_data_fn on_data, void *userdata);
 
+/* ---- reading at the caller's pace ------------------------------------------
+ * The transfer of asb_files_read_stream, pulled one chunk per call by a
+ * runtime that reads when it likes (an iterator, an event loop); the
+ * library reads ahead at most about 1 MiB. */
+
+/* Open path for reading; returns once the sandbox answered: ASB_ENOTFOUND
+ * if there is no such file, ASB_EPERM, ASB_EINVAL (a directory). opts'
+ * timeout_ms and cancel bound the opening only; *out is freed with
+ * asb_file_reader_free. */
+ASB_API(int) asb_files_open_read(asb_file_reader **out, asb_sandbox *sandbox,
+                                 const char *path,
+                                 const asb_files_options *opts);
+/* The next chunk: 1 with *data and *len set (owned by the reader, valid
+ * until its next call), 0 at the end of the file, or a negative asb_status.
+ * call->timeout_ms > 0 bounds this wait (ASB_ETIMEOUT, the reader stays
+ * usable); call->cancel interrupts it. */
+ASB_API(int) asb_file_reader_read(const char **data, size_t *len,
+                                  asb_file_reader *reader,
+                                  const asb_call_options *call);
+/* Stop the transfer: a read in progress returns ASB_ECANCELED, later reads
+ * at once. Thread-safe, never blocks; the reader stays to be freed. */
+ASB_API(void) asb_file_reader_stop(asb_file_reader *reader);
+/* Stop and release the reader; a read in progress on another thread
+ * returns ASB_ECANCELED and the memory goes when it returned. Never
+ * blocks. Accepts NULL. */
+ASB_API(void) asb_file_reader_free(asb_file_reader *reader);
+
 /* ---- writing ---------------------------------------------------------------- */
-/* Fills buf with up to cap bytes; returns the count, 0 at the end, or a
- * negative value to abort the upload. */
-typedef long ASB_CALLBACK(asb_read_fn)(char *buf, size_t cap, void *userdata);
 
 /* Create or replace path with len bytes (parent directories are created).
  * *out (may be NULL) receives the written entry. */
-ASB_API(int) asb_files_write(asb_sandbox *sandbox, const char *path,
-                             const void *data, size_t len,
-                             const asb_files_options *opts, asb_entry **out);
+ASB_API(int) asb_files_write(asb_entry **out, asb_sandbox *sandbox,
+                             const char *path, const void *data, size_t len,
+                             const asb_files_options *opts);
 /* The same, streaming the content from read; size is the exact length, or
  * -1 if unknown. */
-ASB_API(int) asb_files_write_stream(asb_sandbox *sandbox, const char *path,
-                                    asb_read_fn read, void *userdata,
-                                    asb_int64 size,
-                                    const asb_files_options *opts,
-                                    asb_entry **out);
+ASB_API(int) asb_files_write_stream(asb_entry **out, asb_sandbox *sandbox,
+                                    const char *path, asb_read_fn read,
+                                    void *userdata, asb_int64 size,
+                                    const asb_files_options *opts);
 
 /* One file of a batch write. */
 typedef struct asb_write_entry {
@@ -102,50 +119,35 @@ typedef struct asb_write_entry {
 } asb_write_entry;
 
 /* Write several files in one request. *out (may be NULL) lists them. */
-ASB_API(int) asb_files_write_many(asb_sandbox *sandbox,
+ASB_API(int) asb_files_write_many(asb_entry_list **out, asb_sandbox *sandbox,
                                   const asb_write_entry *files, size_t count,
-                                  const asb_files_options *opts,
-                                  asb_entry_list **out);
+                                  const asb_files_options *opts);
 
 /* ---- directory and metadata operations ------------------------------------ */
 /* Entries of a directory, recursing depth levels (0 or 1 = only its own). */
-ASB_API(int) asb_files_list(asb_sandbox *sandbox, const char *path, int depth,
-                            const asb_files_options *opts,
-                            asb_entry_list **out);
+ASB_API(int) asb_files_list(asb_entry_list **out, asb_sandbox *sandbox,
+                            const char *path, int depth,
+                            const asb_files_options *opts);
 /* 1 if path exists, 0 if not, or a negative asb_status. */
 ASB_API(int) asb_files_exists(asb_sandbox *sandbox, const char *path,
                               const asb_files_options *opts);
-ASB_API(int) asb_files_stat(asb_sandbox *sandbox, const char *path,
-                            const asb_files_options *opts, asb_entry **out);
+ASB_API(int) asb_files_stat(asb_entry **out, asb_sandbox *sandbox,
+                            const char *path, const asb_files_options *opts);
 /* Remove a file or a directory tree. ASB_ENOTFOUND if missing. */
 ASB_API(int) asb_files_remove(asb_sandbox *sandbox, const char *path,
                               const asb_files_options *opts);
 /* Move/rename; *out (may be NULL) receives the entry at its new path. */
-ASB_API(int) asb_files_rename(asb_sandbox *sandbox, const char *from,
-                              const char *to, const asb_files_options *opts,
-                              asb_entry **out);
+ASB_API(int) asb_files_rename(asb_entry **out, asb_sandbox *sandbox,
+                              const char *from, const char *to,
+                              const asb_files_options *opts);
 /* Create a directory and its parents: 1 if created, 0 if it already
  * existed, or a negative asb_status. */
 ASB_API(int) asb_files_make_dir(asb_sandbox *sandbox, const char *path,
                                 const asb_files_options *opts);
 
 /* ---- watching -------------------------------------------------------------- */
-typedef enum asb_fs_event_type {
-  ASB_FS_EVENT_CREATE = 1,
-  ASB_FS_EVENT_WRITE = 2,
-  ASB_FS_EVENT_REMOVE = 3,
-  ASB_FS_EVENT_RENAME = 4,
-  ASB_FS_EVENT_CHMOD = 5
-} asb_fs_event_type;
-
-/* name is relative to the watched directory; entry is NULL unless
- * include_entry was set (and the file still exists). */
-typedef int ASB_CALLBACK(asb_watch_fn)(asb_fs_event_type type,
-                                       const char *name,
-                                       const asb_entry *entry,
-                                       void *userdata);
-
-typedef struct asb_watch asb_watch;
+/* Events (asb_fs_event_type) and the callback (asb_watch_fn) are in
+ * types.h. */
 
 #define ASB_WATCH_OPTIONS_VERSION 1
 
@@ -168,9 +170,9 @@ ASB_API(int) asb_watch_options_init(asb_watch_options *opts,
 
 /* Start watching; returns once the watch is in place, so every change made
  * after it returns is reported. */
-ASB_API(int) asb_files_watch_dir(asb_sandbox *sandbox, const char *path,
-                                 const asb_watch_options *opts,
-                                 asb_watch **out);
+ASB_API(int) asb_files_watch_dir(asb_watch **out, asb_sandbox *sandbox,
+                                 const char *path,
+                                 const asb_watch_options *opts);
 /* Deliver events to on_event for up to timeout_ms (negative = until stopped
  * or the watch ends). Returns the number of events delivered, or a
  * negative asb_status. */
@@ -184,12 +186,12 @@ ASB_API(void) asb_watch_free(asb_watch *watch);
 /* A URL that downloads (GET) or uploads (POST multipart/octet-stream) path
  * without other credentials, valid until expires_in_s seconds from now
  * (0 = no expiry). Free with asb_free. */
-ASB_API(int) asb_files_download_url(asb_sandbox *sandbox, const char *path,
-                                    const char *user, long expires_in_s,
-                                    char **url);
-ASB_API(int) asb_files_upload_url(asb_sandbox *sandbox, const char *path,
-                                  const char *user, long expires_in_s,
-                                  char **url);
+ASB_API(int) asb_files_download_url(char **url, asb_sandbox *sandbox,
+                                    const char *path, const char *user,
+                                    long expires_in_s);
+ASB_API(int) asb_files_upload_url(char **url, asb_sandbox *sandbox,
+                                  const char *path, const char *user,
+                                  long expires_in_s);
 
 ASB_END_DECL
 

@@ -15,8 +15,7 @@
 #define AGENTSANDBOX_NAMED_H
 
 #include "common.h"
-#include "cancel.h"
-#include "sandbox.h"
+#include "types.h"
 
 ASB_BEGIN_DECL
 
@@ -50,19 +49,15 @@ ASB_API(int) asb_named_command_options_init(asb_named_command_options *opts,
  *   ASB_ECONNECTION       nothing listens on the port in the sandbox
  *   ASB_ESANDBOXGONE, ASB_ESANDBOXNOTFOUND, ASB_ETIMEOUT, ASB_ECANCELED,
  *   ASB_EPROTOCOL (a reply without "result"), transport errors. */
-ASB_API(int) asb_sandbox_run_command(asb_sandbox *sandbox, const char *name,
-                                     const char *args_json,
-                                     const asb_named_command_options *opts,
-                                     char **result_json);
+ASB_API(int) asb_sandbox_run_command(char **result_json, asb_sandbox *sandbox,
+                                     const char *name, const char *args_json,
+                                     const asb_named_command_options *opts);
 
 /* ---- listing ------------------------------------------------------------- */
-typedef struct asb_named_command_list asb_named_command_list;
-typedef struct asb_named_command asb_named_command;
-
 /* The commands the server lists (GET /commands; hidden ones are not). */
-ASB_API(int) asb_sandbox_list_commands(asb_sandbox *sandbox,
-                                       const asb_named_command_options *opts,
-                                       asb_named_command_list **out);
+ASB_API(int) asb_sandbox_commands_list(asb_named_command_list **out,
+                                       asb_sandbox *sandbox,
+                                       const asb_named_command_options *opts);
 ASB_API(size_t) asb_named_command_list_count(const asb_named_command_list *l);
 /* Owned by the list; NULL past the end. */
 ASB_API(const asb_named_command *) asb_named_command_list_get(

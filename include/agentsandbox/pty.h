@@ -12,7 +12,7 @@
 #define AGENTSANDBOX_PTY_H
 
 #include "common.h"
-#include "commands.h"
+#include "types.h"
 
 ASB_BEGIN_DECL
 
@@ -38,8 +38,8 @@ typedef struct asb_pty_options {
 ASB_API(int) asb_pty_options_init(asb_pty_options *opts, unsigned int version);
 
 /* Start a shell on a new pty; returns once it runs. */
-ASB_API(int) asb_pty_create(asb_sandbox *sandbox, const asb_pty_options *opts,
-                            asb_process **out);
+ASB_API(int) asb_pty_create(asb_process **out, asb_sandbox *sandbox,
+                            const asb_pty_options *opts);
 /* Type into the pty (keystrokes, including control characters). */
 ASB_API(int) asb_pty_send_input(asb_sandbox *sandbox, unsigned int pid,
                                 const void *data, size_t len,

@@ -12,11 +12,9 @@
 #define AGENTSANDBOX_SANDBOX_H
 
 #include "common.h"
-#include "client.h"
+#include "types.h"
 
 ASB_BEGIN_DECL
-
-typedef struct asb_sandbox asb_sandbox;
 
 #define ASB_SANDBOX_ATTACH_OPTIONS_VERSION 1
 
@@ -57,12 +55,12 @@ ASB_API(const char *) asb_sandbox_envd_access_token(const asb_sandbox *sandbox);
 /* "<port>-<id>.<domain>" (debug mode: "localhost:<port>") into buf, as
  * E2B's get_host does. Returns ASB_OK, or ASB_EINVAL if the port is out of
  * range or buf is too small. */
-ASB_API(int) asb_sandbox_get_host(const asb_sandbox *sandbox, int port,
-                                  char *buf, size_t buflen);
+ASB_API(int) asb_sandbox_get_host(char *buf, size_t buflen,
+                                  const asb_sandbox *sandbox, int port);
 /* The public URL of a port: "https://<host>" ("http" for loopback
  * domains such as the local engine's). Same errors. */
-ASB_API(int) asb_sandbox_get_url(const asb_sandbox *sandbox, int port,
-                                 char *buf, size_t buflen);
+ASB_API(int) asb_sandbox_get_url(char *buf, size_t buflen,
+                                 const asb_sandbox *sandbox, int port);
 
 /* ---- the control plane: create, connect, list, lifecycle ------------------ */
 
@@ -120,12 +118,9 @@ ASB_API(int) asb_sandbox_pause(asb_sandbox *sandbox, const asb_call_options *cal
 ASB_API(int) asb_sandbox_resume(asb_sandbox *sandbox, long timeout_ms,
                                 const asb_call_options *call);
 
-/* ---- sandbox information ---------------------------------------------------- */
-typedef struct asb_sandbox_info asb_sandbox_info;
-
-ASB_API(int) asb_sandbox_get_info(asb_sandbox *sandbox,
-                                  const asb_call_options *call,
-                                  asb_sandbox_info **out);
+/* ---- sandbox information ---------------------------------------------- */
+ASB_API(int) asb_sandbox_get_info(asb_sandbox_info **out, asb_sandbox *sandbox,
+                                  const asb_call_options *call);
 ASB_API(const char *) asb_sandbox_info_id(const asb_sandbox_info *info);
 ASB_API(const char *) asb_sandbox_info_template_id(const asb_sandbox_info *info);
 /* The template's name, or NULL. */
@@ -139,11 +134,16 @@ ASB_API(int) asb_sandbox_info_cpu_count(const asb_sandbox_info *info);
 ASB_API(int) asb_sandbox_info_memory_mb(const asb_sandbox_info *info);
 ASB_API(int) asb_sandbox_info_disk_mb(const asb_sandbox_info *info);
 ASB_API(const char *) asb_sandbox_info_envd_version(const asb_sandbox_info *info);
-/* Metadata value of key, or NULL; and the i-th pair (NULL past the end). */
+/* The metadata value of key, or NULL. */
 ASB_API(const char *) asb_sandbox_info_metadata(const asb_sandbox_info *info,
                                                 const char *key);
-ASB_API(const char *) asb_sandbox_info_metadata_at(const asb_sandbox_info *info,
-                                                   size_t i, const char **value);
+/* Every metadata pair: the count, and the key and value of pair i (NULL
+ * past the end). */
+ASB_API(size_t) asb_sandbox_info_metadata_count(const asb_sandbox_info *info);
+ASB_API(const char *) asb_sandbox_info_metadata_key(
+    const asb_sandbox_info *info, size_t i);
+ASB_API(const char *) asb_sandbox_info_metadata_value(
+    const asb_sandbox_info *info, size_t i);
 ASB_API(void) asb_sandbox_info_free(asb_sandbox_info *info);
 
 /* ---- listing ----------------------------------------------------------------- */
@@ -167,12 +167,9 @@ typedef struct asb_sandbox_list_options {
 ASB_API(int) asb_sandbox_list_options_init(asb_sandbox_list_options *opts,
                                            unsigned int version);
 
-typedef struct asb_sandbox_page asb_sandbox_page;
-
 /* One page of sandboxes, newest first. */
-ASB_API(int) asb_sandbox_list(asb_client *client,
-                              const asb_sandbox_list_options *opts,
-                              asb_sandbox_page **out);
+ASB_API(int) asb_sandbox_list(asb_sandbox_page **out, asb_client *client,
+                              const asb_sandbox_list_options *opts);
 ASB_API(size_t) asb_sandbox_page_count(const asb_sandbox_page *page);
 ASB_API(const asb_sandbox_info *) asb_sandbox_page_get(const asb_sandbox_page *page,
                                                        size_t i);
@@ -180,15 +177,14 @@ ASB_API(const asb_sandbox_info *) asb_sandbox_page_get(const asb_sandbox_page *p
 ASB_API(const char *) asb_sandbox_page_next_token(const asb_sandbox_page *page);
 ASB_API(void) asb_sandbox_page_free(asb_sandbox_page *page);
 
-/* ---- metrics ------------------------------------------------------------------- */
-typedef struct asb_metrics asb_metrics;
-
+/* ---- metrics ----------------------------------------------------------- */
 /* Samples between start and end (Unix seconds; 0 = unbounded). */
-ASB_API(int) asb_sandbox_get_metrics(asb_sandbox *sandbox, asb_int64 start,
-                                     asb_int64 end, const asb_call_options *call,
-                                     asb_metrics **out);
+ASB_API(int) asb_sandbox_get_metrics(asb_metrics **out, asb_sandbox *sandbox,
+                                     asb_int64 start, asb_int64 end,
+                                     const asb_call_options *call);
 ASB_API(size_t) asb_metrics_count(const asb_metrics *m);
-ASB_API(asb_int64) asb_metrics_timestamp(const asb_metrics *m, size_t i);
+/* Each sample i: when it was taken (Unix seconds), CPU, memory and disk. */
+ASB_API(asb_int64) asb_metrics_sampled_at(const asb_metrics *m, size_t i);
 ASB_API(double) asb_metrics_cpu_used_pct(const asb_metrics *m, size_t i);
 ASB_API(int) asb_metrics_cpu_count(const asb_metrics *m, size_t i);
 ASB_API(asb_int64) asb_metrics_mem_used(const asb_metrics *m, size_t i);
@@ -196,10 +192,6 @@ ASB_API(asb_int64) asb_metrics_mem_total(const asb_metrics *m, size_t i);
 ASB_API(asb_int64) asb_metrics_disk_used(const asb_metrics *m, size_t i);
 ASB_API(asb_int64) asb_metrics_disk_total(const asb_metrics *m, size_t i);
 ASB_API(void) asb_metrics_free(asb_metrics *m);
-
-/* Free memory the library returned as a plain buffer (file contents, URLs).
- * Accepts NULL. */
-ASB_API(void) asb_free(void *ptr);
 
 ASB_END_DECL
 

@@ -17,13 +17,9 @@
 #define AGENTSANDBOX_SESSION_H
 
 #include "common.h"
-#include "client.h"
-#include "sandbox.h"
+#include "types.h"
 
 ASB_BEGIN_DECL
-
-typedef struct asb_session asb_session;
-typedef struct asb_session_list asb_session_list;
 
 /* Save sandbox under name (letters, digits, '.', '_', '-'; ≤ 128 chars),
  * replacing an existing session of that name. metadata: "key=value"
@@ -37,13 +33,13 @@ ASB_API(int) asb_session_save(const char *name, const asb_sandbox *sandbox,
  * ASB_ESANDBOXGONE if its sandbox is no more (the session is kept: delete
  * it yourself). The client should point at the engine the session was
  * saved from (its api_url is recorded: see asb_session_api_url). */
-ASB_API(int) asb_session_load(asb_client *client, const char *name,
-                              long timeout_ms, const asb_call_options *call,
-                              asb_sandbox **out);
+ASB_API(int) asb_session_load(asb_sandbox **out, asb_client *client,
+                              const char *name, long timeout_ms,
+                              const asb_call_options *call);
 
 /* Read a session's record without connecting. */
-ASB_API(int) asb_session_get(const char *name, asb_session **out);
-ASB_API(int) asb_session_list_all(asb_session_list **out);
+ASB_API(int) asb_session_get(asb_session **out, const char *name);
+ASB_API(int) asb_sessions_list(asb_session_list **out);
 /* ASB_ENOTFOUND if there is no such session. */
 ASB_API(int) asb_session_delete(const char *name);
 

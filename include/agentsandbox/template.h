@@ -17,13 +17,9 @@
 #define AGENTSANDBOX_TEMPLATE_H
 
 #include "common.h"
-#include "cancel.h"
-#include "client.h"
+#include "types.h"
 
 ASB_BEGIN_DECL
-
-typedef struct asb_template asb_template;
-typedef struct asb_template_list asb_template_list;
 
 #define ASB_TEMPLATE_BUILD_OPTIONS_VERSION 1
 
@@ -54,17 +50,18 @@ ASB_API(int) asb_template_build_options_init(asb_template_build_options *opts,
  *   ASB_ENOTFOUND     dir does not exist
  *   ASB_EUNSUPPORTED  the engine cannot build templates
  *   ASB_ETIMEOUT, ASB_ECANCELED, transport errors. */
-ASB_API(int) asb_templates_build(asb_client *client, const char *dir,
-                                const asb_template_build_options *opts,
-                                asb_template **out);
+ASB_API(int) asb_templates_build(asb_template **out, asb_client *client,
+                                 const char *dir,
+                                 const asb_template_build_options *opts);
 
 /* A template by id or name. ASB_ENOTFOUND if there is none. */
-ASB_API(int) asb_templates_get(asb_client *client, const char *template_id,
-                              const asb_call_options *call, asb_template **out);
+ASB_API(int) asb_templates_get(asb_template **out, asb_client *client,
+                               const char *template_id,
+                               const asb_call_options *call);
 
 /* Every template the engine has (the built-in ones too). */
-ASB_API(int) asb_templates_list(asb_client *client, const asb_call_options *call,
-                               asb_template_list **out);
+ASB_API(int) asb_templates_list(asb_template_list **out, asb_client *client,
+                                const asb_call_options *call);
 ASB_API(size_t) asb_template_list_count(const asb_template_list *l);
 /* Owned by the list; NULL past the end. */
 ASB_API(const asb_template *) asb_template_list_get(const asb_template_list *l,

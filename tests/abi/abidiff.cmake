@@ -4,8 +4,12 @@
 # any removed or changed function or variable fails; added ones pass and are
 # reported so the baseline can be refreshed with `ninja abi-update`.
 # SPDX-License-Identifier: Apache-2.0
+set(suppr)
+if(SUPPRESSIONS)
+  set(suppr --suppressions ${SUPPRESSIONS})
+endif()
 execute_process(
-  COMMAND ${ABIDIFF} --headers-dir2 ${HEADERS} ${BASELINE} ${LIB}
+  COMMAND ${ABIDIFF} ${suppr} --headers-dir2 ${HEADERS} ${BASELINE} ${LIB}
   RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
 message("${out}${err}")
 math(EXPR bad "${rc} & 11")

@@ -11,7 +11,7 @@ int main(void) {
   asb_server_options o = ASB_SERVER_OPTIONS_INIT;
   asb_server *s = NULL;
   int rc = asb_server_new(&s, &o);
-  if (rc == ASB_OK) rc = asb_server_register(s, "x", NULL, handler, NULL, NULL, NULL);
+  if (rc == ASB_OK) rc = asb_server_register(NULL, s, "x", NULL, handler, NULL, NULL);
   asb_server_free(s);
   return rc == ASB_OK ? 0 : 1;
 }

@@ -42,48 +42,48 @@ TEST(run) {
   asb_sandbox *sb = attach("tok");
   REQUIRE(sb);
   char *out = NULL;
-  REQUIRE_RC(asb_sandbox_run_command(sb, "hello", "{\"name\":\"Ada\",\"n\":\"3\"}", NULL, &out),
+  REQUIRE_RC(asb_sandbox_run_command(&out, sb, "hello", "{\"name\":\"Ada\",\"n\":\"3\"}", NULL),
              ASB_OK);
   CHECK_STR(out, "{\"greeting\":\"Hello, Ada!\",\"n\":3}");
   asb_free(out);
   out = NULL;
-  REQUIRE_RC(asb_sandbox_run_command(sb, "big", NULL, NULL, &out), ASB_OK);
+  REQUIRE_RC(asb_sandbox_run_command(&out, sb, "big", NULL, NULL), ASB_OK);
   CHECK_STR(out, "12345678901234567");
   asb_free(out);
 
   /* unknown command */
   out = (char *)"untouched";
-  CHECK_RC(asb_sandbox_run_command(sb, "nope", "{}", NULL, &out), ASB_ECOMMANDNOTFOUND);
+  CHECK_RC(asb_sandbox_run_command(&out, sb, "nope", "{}", NULL), ASB_ECOMMANDNOTFOUND);
   CHECK(out == NULL);
   CHECK_INT(asb_error_last()->http_status, 404);
   CHECK_STR(asb_error_last()->remote_code, "CommandNotFoundError");
   CHECK(strstr(asb_error_last()->message, "Unknown command 'nope'; available: hello, fail, big"));
   /* bad arguments */
-  CHECK_RC(asb_sandbox_run_command(sb, "hello", "{}", NULL, &out), ASB_EINVAL);
+  CHECK_RC(asb_sandbox_run_command(&out, sb, "hello", "{}", NULL), ASB_EINVAL);
   CHECK(strstr(asb_error_last()->message, "missing required argument 'name'"));
-  CHECK_RC(asb_sandbox_run_command(sb, "hello", "{\"name\":\"x\",\"n\":\"lots\"}", NULL, &out),
+  CHECK_RC(asb_sandbox_run_command(&out, sb, "hello", "{\"name\":\"x\",\"n\":\"lots\"}", NULL),
            ASB_EINVAL);
   CHECK_INT(asb_error_last()->http_status, 400);
-  CHECK_RC(asb_sandbox_run_command(sb, "hello", "{\"name\":\"x\",\"zzz\":1}", NULL, &out),
+  CHECK_RC(asb_sandbox_run_command(&out, sb, "hello", "{\"name\":\"x\",\"zzz\":1}", NULL),
            ASB_EINVAL);
   /* args_json must be an object: refused before any request */
-  CHECK_RC(asb_sandbox_run_command(sb, "hello", "[1]", NULL, &out), ASB_EINVAL);
+  CHECK_RC(asb_sandbox_run_command(&out, sb, "hello", "[1]", NULL), ASB_EINVAL);
   CHECK_INT(asb_error_last()->http_status, 0);
-  CHECK_RC(asb_sandbox_run_command(sb, "hello", "{oops", NULL, &out), ASB_EINVAL);
+  CHECK_RC(asb_sandbox_run_command(&out, sb, "hello", "{oops", NULL), ASB_EINVAL);
   /* the command raised */
-  CHECK_RC(asb_sandbox_run_command(sb, "fail", NULL, NULL, &out), ASB_ECOMMANDFAILED);
+  CHECK_RC(asb_sandbox_run_command(&out, sb, "fail", NULL, NULL), ASB_ECOMMANDFAILED);
   CHECK_STR(asb_error_last()->remote_code, "HelloError");
   CHECK_INT(asb_error_last()->http_status, 500);
   CHECK(strstr(asb_error_last()->message, "HelloError: no greeting today"));
   /* misuse */
-  CHECK_RC(asb_sandbox_run_command(sb, "", NULL, NULL, &out), ASB_EINVAL);
-  CHECK_RC(asb_sandbox_run_command(sb, "hello", NULL, NULL, NULL), ASB_EINVAL);
+  CHECK_RC(asb_sandbox_run_command(&out, sb, "", NULL, NULL), ASB_EINVAL);
+  CHECK_RC(asb_sandbox_run_command(NULL, sb, "hello", NULL, NULL), ASB_EINVAL);
   asb_named_command_options o = ASB_NAMED_COMMAND_OPTIONS_INIT;
   o.version = 7;
-  CHECK_RC(asb_sandbox_run_command(sb, "hello", NULL, &o, &out), ASB_EVERSION);
+  CHECK_RC(asb_sandbox_run_command(&out, sb, "hello", NULL, &o), ASB_EVERSION);
   CHECK_RC(asb_named_command_options_init(&o, ASB_NAMED_COMMAND_OPTIONS_VERSION), ASB_OK);
   o.port = 70000;
-  CHECK_RC(asb_sandbox_run_command(sb, "hello", NULL, &o, &out), ASB_EINVAL);
+  CHECK_RC(asb_sandbox_run_command(&out, sb, "hello", NULL, &o), ASB_EINVAL);
   asb_sandbox_free(sb);
 }
 
@@ -91,10 +91,10 @@ TEST(auth) {
   asb_sandbox *sb = attach("wrong");
   REQUIRE(sb);
   char *out = NULL;
-  CHECK_RC(asb_sandbox_run_command(sb, "hello", "{\"name\":\"x\"}", NULL, &out), ASB_EAUTH);
+  CHECK_RC(asb_sandbox_run_command(&out, sb, "hello", "{\"name\":\"x\"}", NULL), ASB_EAUTH);
   CHECK_STR(asb_error_last()->remote_code, "AuthError");
   asb_named_command_list *l = NULL;
-  CHECK_RC(asb_sandbox_list_commands(sb, NULL, &l), ASB_EAUTH);
+  CHECK_RC(asb_sandbox_commands_list(&l, sb, NULL), ASB_EAUTH);
   asb_sandbox_free(sb);
 }
 
@@ -102,7 +102,7 @@ TEST(list) {
   asb_sandbox *sb = attach("tok");
   REQUIRE(sb);
   asb_named_command_list *l = NULL;
-  REQUIRE_RC(asb_sandbox_list_commands(sb, NULL, &l), ASB_OK);
+  REQUIRE_RC(asb_sandbox_commands_list(&l, sb, NULL), ASB_OK);
   CHECK_INT(asb_named_command_list_count(l), 3);
   const asb_named_command *c = asb_named_command_list_find(l, "hello");
   REQUIRE(c);
@@ -136,7 +136,7 @@ TEST(nothing_listening) {
   char *out = NULL;
   asb_named_command_options o = ASB_NAMED_COMMAND_OPTIONS_INIT;
   o.timeout_ms = 20000;
-  CHECK_RC(asb_sandbox_run_command(sb, "hello", "{\"name\":\"x\"}", &o, &out), ASB_ECONNECTION);
+  CHECK_RC(asb_sandbox_run_command(&out, sb, "hello", "{\"name\":\"x\"}", &o), ASB_ECONNECTION);
   asb_sandbox_free(sb);
   (void)port;
 }
@@ -147,12 +147,12 @@ int main(void) {
   so.token = "tok";
   if (asb_server_new(&S, &so) != ASB_OK) return 1;
   asb_server_command *c = NULL;
-  asb_server_register(S, "hello", "Greets someone", h_hello, NULL, NULL, &c);
+  asb_server_register(&c, S, "hello", "Greets someone", h_hello, NULL, NULL);
   asb_server_command_add_arg(c, "name", ASB_ARG_STRING, ASB_ARG_REQUIRED, NULL, "who to greet");
   asb_server_command_add_arg(c, "n", ASB_ARG_INTEGER, 0, "1", NULL);
-  asb_server_register(S, "fail", NULL, h_fail, NULL, NULL, NULL);
-  asb_server_register(S, "big", NULL, h_big, NULL, NULL, NULL);
-  asb_server_register(S, "secret", NULL, h_big, NULL, NULL, &c);
+  asb_server_register(NULL, S, "fail", NULL, h_fail, NULL, NULL);
+  asb_server_register(NULL, S, "big", NULL, h_big, NULL, NULL);
+  asb_server_register(&c, S, "secret", NULL, h_big, NULL, NULL);
   asb_server_command_set_hidden(c, 1);
   if (asb_server_start_background(S, 0) != ASB_OK) return 1;
   char url[64];

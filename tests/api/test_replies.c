@@ -71,7 +71,7 @@ TEST(sandbox_list_reads_a_good_page) {
       "{\"sandboxID\":\"b2\",\"templateID\":\"t\",\"state\":\"paused\"}]",
       "page2");
   asb_sandbox_page *p = NULL;
-  REQUIRE_RC(asb_sandbox_list(C, NULL, &p), ASB_OK);
+  REQUIRE_RC(asb_sandbox_list(&p, C, NULL), ASB_OK);
   CHECK_INT(asb_sandbox_page_count(p), 2);
   const asb_sandbox_info *a = asb_sandbox_page_get(p, 0), *b = asb_sandbox_page_get(p, 1);
   REQUIRE(a && b);
@@ -86,7 +86,7 @@ TEST(sandbox_list_reads_a_good_page) {
   asb_sandbox_page_free(p);
 
   serve("[]", NULL);
-  REQUIRE_RC(asb_sandbox_list(C, NULL, &p), ASB_OK);
+  REQUIRE_RC(asb_sandbox_list(&p, C, NULL), ASB_OK);
   CHECK_INT(asb_sandbox_page_count(p), 0);
   CHECK(asb_sandbox_page_get(p, 0) == NULL);
   CHECK(asb_sandbox_page_next_token(p) == NULL);
@@ -107,29 +107,29 @@ TEST(sandbox_list_rejects_malformed_replies) {
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     serve(bad[i].body, "next");
     asb_sandbox_page *p = NULL;
-    CHECK_PROTOCOL(asb_sandbox_list(C, NULL, &p), "sandbox.list", bad[i].why);
+    CHECK_PROTOCOL(asb_sandbox_list(&p, C, NULL), "sandbox.list", bad[i].why);
     CHECK(p == NULL);
   }
   /* truncated JSON: the reply cannot be parsed at all */
   serve("[{\"sandboxID\":\"a1\"", NULL);
   asb_sandbox_page *p = NULL;
-  CHECK_RC(asb_sandbox_list(C, NULL, &p), ASB_EPROTOCOL);
+  CHECK_RC(asb_sandbox_list(&p, C, NULL), ASB_EPROTOCOL);
   CHECK(p == NULL);
 }
 
 TEST(sandbox_info_needs_an_id) {
   asb_sandbox_info *i = NULL;
   serve("{\"sandboxID\":\"i0named0test0sandbox\",\"templateID\":\"base\"}", NULL);
-  REQUIRE_RC(asb_sandbox_get_info(SB, NULL, &i), ASB_OK);
+  REQUIRE_RC(asb_sandbox_get_info(&i, SB, NULL), ASB_OK);
   CHECK_STR(asb_sandbox_info_template_id(i), "base");
   CHECK_STR(g_path, "/sandboxes/i0named0test0sandbox");
   asb_sandbox_info_free(i);
   i = NULL;
   serve("{\"templateID\":\"base\"}", NULL);
-  CHECK_PROTOCOL(asb_sandbox_get_info(SB, NULL, &i), "sandbox.get_info", "without a sandboxID");
+  CHECK_PROTOCOL(asb_sandbox_get_info(&i, SB, NULL), "sandbox.get_info", "without a sandboxID");
   CHECK(i == NULL);
   serve("[]", NULL);
-  CHECK_PROTOCOL(asb_sandbox_get_info(SB, NULL, &i), "sandbox.get_info", "without a sandboxID");
+  CHECK_PROTOCOL(asb_sandbox_get_info(&i, SB, NULL), "sandbox.get_info", "without a sandboxID");
 }
 
 TEST(metrics) {
@@ -139,17 +139,17 @@ TEST(metrics) {
       "{\"timestampUnix\":1700000005}]",
       NULL);
   asb_metrics *m = NULL;
-  REQUIRE_RC(asb_sandbox_get_metrics(SB, 0, 0, NULL, &m), ASB_OK);
+  REQUIRE_RC(asb_sandbox_get_metrics(&m, SB, 0, 0, NULL), ASB_OK);
   CHECK_INT(asb_metrics_count(m), 2);
-  CHECK(asb_metrics_timestamp(m, 0) == 1700000000);
+  CHECK(asb_metrics_sampled_at(m, 0) == 1700000000);
   CHECK(asb_metrics_cpu_used_pct(m, 0) == 12.5);
   CHECK(asb_metrics_mem_used(m, 0) == 1048576);
-  CHECK(asb_metrics_timestamp(m, 1) == 1700000005);
+  CHECK(asb_metrics_sampled_at(m, 1) == 1700000005);
   CHECK(asb_metrics_mem_used(m, 1) == 0);
   asb_metrics_free(m);
   m = NULL;
   serve("{\"timestampUnix\":\"1700000000\"}", NULL);
-  CHECK_PROTOCOL(asb_sandbox_get_metrics(SB, 0, 0, NULL, &m), "sandbox.get_metrics", "not a list");
+  CHECK_PROTOCOL(asb_sandbox_get_metrics(&m, SB, 0, 0, NULL), "sandbox.get_metrics", "not a list");
   CHECK(m == NULL);
 }
 
@@ -159,7 +159,7 @@ TEST(templates) {
       "{\"templateID\":\"t2\",\"name\":\"two\"}]",
       NULL);
   asb_template_list *l = NULL;
-  REQUIRE_RC(asb_templates_list(C, NULL, &l), ASB_OK);
+  REQUIRE_RC(asb_templates_list(&l, C, NULL), ASB_OK);
   CHECK_INT(asb_template_list_count(l), 2);
   CHECK_STR(asb_template_name(asb_template_list_get(l, 0)), "hello");
   CHECK_STR(asb_template_id(asb_template_list_get(l, 1)), "t2");
@@ -167,34 +167,34 @@ TEST(templates) {
   asb_template_list_free(l);
   l = NULL;
   serve("[{\"templateID\":\"t1\",\"aliases\":[\"hello\"]},{\"name\":\"no id\"}]", NULL);
-  CHECK_PROTOCOL(asb_templates_list(C, NULL, &l), "template.list", "without a templateID");
+  CHECK_PROTOCOL(asb_templates_list(&l, C, NULL), "template.list", "without a templateID");
   serve("[{\"templateID\":\"t1\"},\"t2\"]", NULL);
-  CHECK_PROTOCOL(asb_templates_list(C, NULL, &l), "template.list", "without a templateID");
+  CHECK_PROTOCOL(asb_templates_list(&l, C, NULL), "template.list", "without a templateID");
   serve("{}", NULL);
-  CHECK_PROTOCOL(asb_templates_list(C, NULL, &l), "template.list", "not a list");
+  CHECK_PROTOCOL(asb_templates_list(&l, C, NULL), "template.list", "not a list");
   CHECK(l == NULL);
 }
 
 TEST(code_contexts) {
   serve("[{\"id\":\"c1\",\"language\":\"python\",\"cwd\":\"/home/user\"},{\"id\":\"c2\"}]", NULL);
   asb_code_context_list *l = NULL;
-  REQUIRE_RC(asb_code_list_contexts(SB, NULL, &l), ASB_OK);
+  REQUIRE_RC(asb_code_contexts_list(&l, SB, NULL), ASB_OK);
   CHECK_STR(g_port_hdr, "49999");
   CHECK_INT(asb_code_context_list_count(l), 2);
   CHECK_STR(asb_code_context_language(asb_code_context_list_get(l, 1)), "python");
   asb_code_context_list_free(l);
   l = NULL;
   serve("[{\"id\":\"c1\",\"language\":\"bash\"},{\"language\":\"js\"}]", NULL);
-  CHECK_PROTOCOL(asb_code_list_contexts(SB, NULL, &l), "code.context_list", "without an id");
+  CHECK_PROTOCOL(asb_code_contexts_list(&l, SB, NULL), "code.context_list", "without an id");
   serve("{\"id\":\"c1\"}", NULL);
-  CHECK_PROTOCOL(asb_code_list_contexts(SB, NULL, &l), "code.context_list", "not a list");
+  CHECK_PROTOCOL(asb_code_contexts_list(&l, SB, NULL), "code.context_list", "not a list");
   CHECK(l == NULL);
 }
 
 TEST(named_commands) {
   serve("{\"commands\":[{\"name\":\"a\",\"args\":[{\"name\":\"x\",\"default\":3}]}]}", NULL);
   asb_named_command_list *l = NULL;
-  REQUIRE_RC(asb_sandbox_list_commands(SB, NULL, &l), ASB_OK);
+  REQUIRE_RC(asb_sandbox_commands_list(&l, SB, NULL), ASB_OK);
   CHECK_INT(asb_named_command_list_count(l), 1);
   CHECK_STR(asb_named_command_arg_default(asb_named_command_list_get(l, 0), 0), "3");
   asb_named_command_list_free(l);
@@ -205,11 +205,11 @@ TEST(named_commands) {
       "{\"commands\":[{\"name\":\"a\",\"args\":[{\"name\":\"x\"}]},"
       "{\"name\":\"b\",\"description\":\"d\",\"args\":[{\"name\":\"y\",\"default\":\"z\"},5]}]}",
       NULL);
-  CHECK_PROTOCOL(asb_sandbox_list_commands(SB, NULL, &l), "list_commands", "malformed argument");
+  CHECK_PROTOCOL(asb_sandbox_commands_list(&l, SB, NULL), "list_commands", "malformed argument");
   serve("{\"commands\":[{\"name\":\"a\"},{\"description\":\"nameless\"}]}", NULL);
-  CHECK_PROTOCOL(asb_sandbox_list_commands(SB, NULL, &l), "list_commands", "without a name");
+  CHECK_PROTOCOL(asb_sandbox_commands_list(&l, SB, NULL), "list_commands", "without a name");
   serve("{\"commands\":{\"name\":\"a\"}}", NULL);
-  CHECK_PROTOCOL(asb_sandbox_list_commands(SB, NULL, &l), "list_commands", "\"commands\" list");
+  CHECK_PROTOCOL(asb_sandbox_commands_list(&l, SB, NULL), "list_commands", "\"commands\" list");
   CHECK(l == NULL);
 }
 

@@ -23,7 +23,7 @@ TEST(save_get_list_delete) {
   const char *meta[] = {"project=demo", "owner=me", NULL};
   REQUIRE_RC(asb_session_save("work", sb, meta), ASB_OK);
   asb_session *s = NULL;
-  REQUIRE_RC(asb_session_get("work", &s), ASB_OK);
+  REQUIRE_RC(asb_session_get(&s, "work"), ASB_OK);
   CHECK_STR(asb_session_name(s), "work");
   CHECK_STR(asb_session_sandbox_id(s), "abc123");
   CHECK_STR(asb_session_metadata(s, "project"), "demo");
@@ -40,14 +40,14 @@ TEST(save_get_list_delete) {
   REQUIRE_RC(asb_session_save("work", sb2, NULL), ASB_OK);
   REQUIRE_RC(asb_session_save("other", sb, NULL), ASB_OK);
   asb_session_list *l = NULL;
-  REQUIRE_RC(asb_session_list_all(&l), ASB_OK);
+  REQUIRE_RC(asb_sessions_list(&l), ASB_OK);
   CHECK_INT(asb_session_list_count(l), 2);
   CHECK_STR(asb_session_name(asb_session_list_get(l, 0)), "other");
   CHECK_STR(asb_session_sandbox_id(asb_session_list_get(l, 1)), "def456");
   asb_session_list_free(l);
   CHECK_RC(asb_session_delete("work"), ASB_OK);
   CHECK_RC(asb_session_delete("work"), ASB_ENOTFOUND);
-  CHECK_RC(asb_session_get("work", &s), ASB_ENOTFOUND);
+  CHECK_RC(asb_session_get(&s, "work"), ASB_ENOTFOUND);
   CHECK_RC(asb_session_delete("other"), ASB_OK);
   asb_sandbox_free(sb);
   asb_sandbox_free(sb2);
@@ -58,15 +58,15 @@ TEST(bad_names_and_corrupt_files) {
   const char *bad[] = {"", "../escape", "a/b", ".hidden", "sp ace", NULL};
   for (int i = 0; bad[i]; i++) CHECK_RC(asb_session_save(bad[i], sb, NULL), ASB_EINVAL);
   asb_session *s = NULL;
-  CHECK_RC(asb_session_get("../../etc/passwd", &s), ASB_EINVAL);
+  CHECK_RC(asb_session_get(&s, "../../etc/passwd"), ASB_EINVAL);
   char path[256];
   snprintf(path, sizeof path, "%s/broken.json", DIR_);
   FILE *f = fopen(path, "w");
   fputs("{not json", f);
   fclose(f);
-  CHECK_RC(asb_session_get("broken", &s), ASB_EPROTOCOL);
+  CHECK_RC(asb_session_get(&s, "broken"), ASB_EPROTOCOL);
   asb_session_list *l = NULL;
-  REQUIRE_RC(asb_session_list_all(&l), ASB_OK); /* a corrupt file is skipped */
+  REQUIRE_RC(asb_sessions_list(&l), ASB_OK); /* a corrupt file is skipped */
   CHECK_INT(asb_session_list_count(l), 0);
   asb_session_list_free(l);
   remove(path);
@@ -95,7 +95,7 @@ TEST(concurrent_processes) {
         asb_sandbox_attach(&sb, c, id, NULL);
         if (asb_session_save(name, sb, NULL) || asb_session_save("shared", sb, NULL)) bad++;
         asb_session *s = NULL;
-        if (asb_session_get("shared", &s) != ASB_OK || strncmp(asb_session_sandbox_id(s), "sbx", 3))
+        if (asb_session_get(&s, "shared") != ASB_OK || strncmp(asb_session_sandbox_id(s), "sbx", 3))
           bad++;
         asb_session_free(s);
         asb_sandbox_free(sb);
@@ -112,7 +112,7 @@ TEST(concurrent_processes) {
   }
   CHECK_INT(failed, 0);
   asb_session_list *l = NULL;
-  REQUIRE_RC(asb_session_list_all(&l), ASB_OK);
+  REQUIRE_RC(asb_sessions_list(&l), ASB_OK);
   CHECK_INT(asb_session_list_count(l), 9);
   asb_session_list_free(l);
 }

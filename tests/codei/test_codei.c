@@ -39,7 +39,7 @@ static char TMPD[64];
 
 static asb_execution *run_opts(const char *code, asb_code_options *o) {
   asb_execution *e = NULL;
-  int rc = asb_code_run(SB, code, o, &e);
+  int rc = asb_code_run(&e, SB, code, o);
   if (rc != ASB_OK)
     ASBT_FAIL("asb_code_run(%.60s): %s: %s", code, asb_status_name(rc), asb_error_last()->message);
   return e;
@@ -70,7 +70,7 @@ static const char *joined_stdout(const asb_execution *e, char *buf, size_t n) {
   size_t at = 0;
   buf[0] = '\0';
   for (size_t i = 0; i < asb_execution_stdout_count(e); i++)
-    at += (size_t)snprintf(buf + at, at < n ? n - at : 0, "%s", asb_execution_stdout(e, i));
+    at += (size_t)snprintf(buf + at, at < n ? n - at : 0, "%s", asb_execution_stdout_get(e, i));
   return buf;
 }
 
@@ -146,7 +146,7 @@ static long kb_field(pid_t pid, const char *field) {
 static int pid_of_kernel(const char *ctx, const char *lang) {
   if (lang && strcmp(lang, "bash") == 0) {
     asb_execution *e = run_in("echo $$", ctx, lang);
-    int pid = e && asb_execution_stdout_count(e) ? atoi(asb_execution_stdout(e, 0)) : 0;
+    int pid = e && asb_execution_stdout_count(e) ? atoi(asb_execution_stdout_get(e, 0)) : 0;
     asb_execution_free(e);
     return pid;
   }
@@ -168,7 +168,7 @@ TEST(state_persists_in_default_context) {
   REQUIRE(e);
   CHECK(asb_execution_count(e) > 0);
   CHECK_INT(asb_execution_stdout_count(e), 1);
-  CHECK_STR(asb_execution_stdout(e, 0), "set\n");
+  CHECK_STR(asb_execution_stdout_get(e, 0), "set\n");
   CHECK(asb_execution_text(e) == NULL);
   int n = asb_execution_count(e);
   asb_execution_free(e);
@@ -177,7 +177,7 @@ TEST(state_persists_in_default_context) {
   CHECK_STR(asb_execution_text(e), "42");
   CHECK_INT(asb_execution_count(e), n + 1);
   CHECK_INT(asb_execution_result_count(e), 1);
-  CHECK(asb_code_result_is_main(asb_execution_result(e, 0)));
+  CHECK(asb_code_result_is_main(asb_execution_result_get(e, 0)));
   asb_execution_free(e);
   /* a string's repr loses its quotes, as E2B maps text/plain */
   CHECK_STR(value_of("'hello'", NULL, NULL), "hello");
@@ -185,8 +185,8 @@ TEST(state_persists_in_default_context) {
 
 TEST(contexts_are_isolated) {
   asb_code_context *a = NULL, *b = NULL;
-  REQUIRE_RC(asb_code_context_create(SB, "python", TMPD, NULL, &a), ASB_OK);
-  REQUIRE_RC(asb_code_context_create(SB, NULL, NULL, NULL, &b), ASB_OK);
+  REQUIRE_RC(asb_code_context_create(&a, SB, "python", TMPD, NULL), ASB_OK);
+  REQUIRE_RC(asb_code_context_create(&b, SB, NULL, NULL, NULL), ASB_OK);
   CHECK_STR(asb_code_context_language(a), "python");
   CHECK_STR(asb_code_context_cwd(a), TMPD);
   CHECK_STR(asb_code_context_language(b), "python");
@@ -210,7 +210,7 @@ TEST(matplotlib_png) {
   CHECK(asb_execution_error_name(e) == NULL);
   const char *png = NULL;
   for (size_t i = 0; i < asb_execution_result_count(e) && !png; i++)
-    png = asb_code_result_get(asb_execution_result(e, i), "png");
+    png = asb_code_result_value(asb_execution_result_get(e, i), "png");
   REQUIRE(png != NULL);
   CHECK(strncmp(png, "iVBORw0KGgo", 11) == 0); /* base64 of the PNG signature */
   CHECK(strlen(png) > 1000);
@@ -225,12 +225,12 @@ TEST(display_html_markdown_json) {
       "display({'application/x-custom': 'raw'}, raw=True)");
   REQUIRE(e);
   REQUIRE(asb_execution_result_count(e) == 4);
-  CHECK_STR(asb_code_result_get(asb_execution_result(e, 0), "html"), "<b>bold</b>");
-  CHECK(!asb_code_result_is_main(asb_execution_result(e, 0)));
-  CHECK_STR(asb_code_result_get(asb_execution_result(e, 1), "markdown"), "**md**");
-  CHECK_STR(asb_code_result_get(asb_execution_result(e, 2), "json"), "{\"a\":[1,2]}");
+  CHECK_STR(asb_code_result_value(asb_execution_result_get(e, 0), "html"), "<b>bold</b>");
+  CHECK(!asb_code_result_is_main(asb_execution_result_get(e, 0)));
+  CHECK_STR(asb_code_result_value(asb_execution_result_get(e, 1), "markdown"), "**md**");
+  CHECK_STR(asb_code_result_value(asb_execution_result_get(e, 2), "json"), "{\"a\":[1,2]}");
   /* other MIME types arrive under extra */
-  CHECK_STR(asb_code_result_get(asb_execution_result(e, 3), "application/x-custom"), "raw");
+  CHECK_STR(asb_code_result_value(asb_execution_result_get(e, 3), "application/x-custom"), "raw");
   asb_execution_free(e);
 }
 
@@ -247,9 +247,9 @@ TEST(exception_name_value_traceback) {
   REQUIRE(e);
   CHECK_STR(asb_execution_error_name(e), "SyntaxError");
   for (size_t i = 0; i < asb_execution_stderr_count(e); i++)
-    printf("# stderr: %s\n", asb_execution_stderr(e, i));
+    printf("# stderr: %s\n", asb_execution_stderr_get(e, i));
   for (size_t i = 0; i < asb_execution_stdout_count(e); i++)
-    printf("# stdout: %s\n", asb_execution_stdout(e, i));
+    printf("# stdout: %s\n", asb_execution_stdout_get(e, i));
   asb_execution_free(e);
 }
 
@@ -288,24 +288,24 @@ TEST(stdout_streams_while_the_cell_runs) {
   /* print() writes text and newline apart: one or two chunks */
   char err[64] = "";
   for (size_t i = 0; i < asb_execution_stderr_count(e); i++)
-    strncat(err, asb_execution_stderr(e, i), sizeof err - strlen(err) - 1);
+    strncat(err, asb_execution_stderr_get(e, i), sizeof err - strlen(err) - 1);
   CHECK_STR(err, "to stderr\n");
   asb_execution_free(e);
 }
 
 TEST(timeout_interrupts_and_context_survives) {
   asb_code_context *c = NULL;
-  REQUIRE_RC(asb_code_context_create(SB, "python", NULL, NULL, &c), ASB_OK);
+  REQUIRE_RC(asb_code_context_create(&c, SB, "python", NULL, NULL), ASB_OK);
   const char *id = asb_code_context_id(c);
   CHECK_STR(value_of("kept = 'still here'; kept", id, NULL), "still here");
   asb_code_options o = ASB_CODE_OPTIONS_INIT;
   o.context_id = id;
   o.timeout_ms = 1500;
   asb_execution *e = NULL;
-  CHECK_RC(asb_code_run(SB, "while True:\n    pass", &o, &e), ASB_ETIMEOUT);
+  CHECK_RC(asb_code_run(&e, SB, "while True:\n    pass", &o), ASB_ETIMEOUT);
   CHECK(e == NULL);
   /* a sleeping cell (a blocking call) too */
-  CHECK_RC(asb_code_run(SB, "import time\ntime.sleep(600)", &o, &e), ASB_ETIMEOUT);
+  CHECK_RC(asb_code_run(&e, SB, "import time\ntime.sleep(600)", &o), ASB_ETIMEOUT);
   CHECK_STR(value_of("kept", id, NULL), "still here");
   CHECK_STR(value_of("21 * 2", id, NULL), "42");
   asb_code_context_remove(SB, id, NULL);
@@ -327,7 +327,7 @@ static int kill_on_pid(const char *d, size_t n, void *ud) {
 
 TEST(killed_kernel_is_reported_and_recovers) {
   asb_code_context *c = NULL;
-  REQUIRE_RC(asb_code_context_create(SB, "python", NULL, NULL, &c), ASB_OK);
+  REQUIRE_RC(asb_code_context_create(&c, SB, "python", NULL, NULL), ASB_OK);
   const char *id = asb_code_context_id(c);
   /* killed while running: the running call reports it */
   CHECK_STR(value_of("state = 1; state", id, NULL), "1");
@@ -380,7 +380,7 @@ static void reset_peak(void) {
 static long long huge_run(const char *code, const char *lang) {
   long long got = 0;
   asb_code_context *c = NULL;
-  if (asb_code_context_create(SB, lang, NULL, NULL, &c) != ASB_OK) return -1;
+  if (asb_code_context_create(&c, SB, lang, NULL, NULL) != ASB_OK) return -1;
   asb_code_options o = ASB_CODE_OPTIONS_INIT;
   o.context_id = asb_code_context_id(c);
   o.on_stdout = count_bytes;
@@ -454,7 +454,7 @@ TEST(env_vars_per_call_and_global) {
   const char *bad[] = {"1BAD=x", NULL};
   o.envs = bad;
   o.language = NULL;
-  CHECK_RC(asb_code_run(SB, "1", &o, &e), ASB_EINVAL);
+  CHECK_RC(asb_code_run(&e, SB, "1", &o), ASB_EINVAL);
 }
 
 TEST(javascript_context) {
@@ -478,13 +478,13 @@ TEST(javascript_context) {
   asb_execution_free(e);
   /* typescript runs on the javascript driver, in a context of its own */
   asb_code_context *c = NULL;
-  REQUIRE_RC(asb_code_context_create(SB, "typescript", NULL, NULL, &c), ASB_OK);
+  REQUIRE_RC(asb_code_context_create(&c, SB, "typescript", NULL, NULL), ASB_OK);
   CHECK_STR(asb_code_context_language(c), "typescript");
   CHECK_STR(value_of("typeof q", asb_code_context_id(c), NULL), "undefined");
   asb_code_options o = ASB_CODE_OPTIONS_INIT;
   o.context_id = asb_code_context_id(c);
   o.timeout_ms = 1500;
-  CHECK_RC(asb_code_run(SB, "globalThis.kept = 1; for (;;) {}", &o, &e), ASB_ETIMEOUT);
+  CHECK_RC(asb_code_run(&e, SB, "globalThis.kept = 1; for (;;) {}", &o), ASB_ETIMEOUT);
   CHECK_STR(value_of("kept + 1", asb_code_context_id(c), NULL), "2");
   asb_code_context_remove(SB, asb_code_context_id(c), NULL);
   asb_code_context_free(c);
@@ -511,8 +511,8 @@ TEST(bash_context) {
   asb_code_options o = ASB_CODE_OPTIONS_INIT;
   o.language = "bash";
   o.timeout_ms = 1500;
-  CHECK_RC(asb_code_run(SB, "sleep 600", &o, &e), ASB_ETIMEOUT);
-  CHECK_RC(asb_code_run(SB, "while :; do :; done", &o, &e), ASB_ETIMEOUT);
+  CHECK_RC(asb_code_run(&e, SB, "sleep 600", &o), ASB_ETIMEOUT);
+  CHECK_RC(asb_code_run(&e, SB, "while :; do :; done", &o), ASB_ETIMEOUT);
   CHECK_STR(value_of("echo $B", NULL, "bash"), "");
   e = run_in("echo $B", NULL, "bash");
   CHECK_STR(joined_stdout(e, out, sizeof out), "1\n");
@@ -521,13 +521,13 @@ TEST(bash_context) {
 
 TEST(restart_and_remove) {
   asb_code_context *c = NULL;
-  REQUIRE_RC(asb_code_context_create(SB, "python", NULL, NULL, &c), ASB_OK);
+  REQUIRE_RC(asb_code_context_create(&c, SB, "python", NULL, NULL), ASB_OK);
   const char *id = asb_code_context_id(c);
   CHECK_STR(value_of("r = 1; r", id, NULL), "1");
   REQUIRE_RC(asb_code_context_restart(SB, id, NULL), ASB_OK);
   CHECK_STR(value_of("'r' in dir()", id, NULL), "False");
   asb_code_context_list *l = NULL;
-  REQUIRE_RC(asb_code_list_contexts(SB, NULL, &l), ASB_OK);
+  REQUIRE_RC(asb_code_contexts_list(&l, SB, NULL), ASB_OK);
   int found = 0;
   for (size_t i = 0; i < asb_code_context_list_count(l); i++)
     found += strcmp(asb_code_context_id(asb_code_context_list_get(l, i)), id) == 0;
@@ -539,10 +539,10 @@ TEST(restart_and_remove) {
   asb_code_options o = ASB_CODE_OPTIONS_INIT;
   o.context_id = id;
   asb_execution *e = NULL;
-  CHECK_RC(asb_code_run(SB, "1", &o, &e), ASB_ENOTFOUND);
+  CHECK_RC(asb_code_run(&e, SB, "1", &o), ASB_ENOTFOUND);
   CHECK_RC(asb_code_context_restart(SB, id, NULL), ASB_ENOTFOUND);
   CHECK_RC(asb_code_context_remove(SB, id, NULL), ASB_ENOTFOUND);
-  REQUIRE_RC(asb_code_list_contexts(SB, NULL, &l), ASB_OK);
+  REQUIRE_RC(asb_code_contexts_list(&l, SB, NULL), ASB_OK);
   for (size_t i = 0; i < asb_code_context_list_count(l); i++)
     CHECK(strcmp(asb_code_context_id(asb_code_context_list_get(l, i)), id) != 0);
   asb_code_context_list_free(l);
@@ -619,7 +619,7 @@ TEST(access_token) {
   asb_sandbox *sb2 = NULL;
   REQUIRE(codei_connect(&F, "not-the-token", &c2, &sb2) == 0);
   asb_execution *e = NULL;
-  CHECK_RC(asb_code_run(sb2, "1", NULL, &e), ASB_EAUTH);
+  CHECK_RC(asb_code_run(&e, sb2, "1", NULL), ASB_EAUTH);
   asb_sandbox_free(sb2);
   asb_client_free(c2);
 }
@@ -634,7 +634,8 @@ static void *par_run(void *arg) {
   asb_code_options o = ASB_CODE_OPTIONS_INIT;
   o.context_id = p->ctx;
   asb_execution *e = NULL;
-  if (asb_code_run(SB, "import time; time.sleep(0.3); n = globals().get('n', 0) + 1; n", &o, &e) == ASB_OK)
+  if (asb_code_run(&e, SB, "import time; time.sleep(0.3); n = globals().get('n', 0) + 1; n",
+                   &o) == ASB_OK)
     snprintf(p->out, sizeof p->out, "%s", asb_execution_text(e) ? asb_execution_text(e) : "");
   asb_execution_free(e);
   return NULL;
@@ -642,7 +643,7 @@ static void *par_run(void *arg) {
 
 TEST(concurrent_calls_queue_per_context) {
   asb_code_context *c = NULL;
-  REQUIRE_RC(asb_code_context_create(SB, "python", NULL, NULL, &c), ASB_OK);
+  REQUIRE_RC(asb_code_context_create(&c, SB, "python", NULL, NULL), ASB_OK);
   par p[4];
   pthread_t t[4];
   for (int i = 0; i < 4; i++) {

@@ -29,7 +29,7 @@ static char *value_of(asb_sandbox *sb, const char *code, const char *ctx) {
   o.context_id = ctx;
   o.timeout_ms = 60000;
   asb_execution *e = NULL;
-  int rc = asb_code_run(sb, code, &o, &e);
+  int rc = asb_code_run(&e, sb, code, &o);
   char buf[512];
   if (rc != ASB_OK)
     snprintf(buf, sizeof buf, "<%s: %s>", asb_strerror(rc), asb_error_last()->message);
@@ -53,10 +53,10 @@ TEST(code_interpreter_template_runs_python) {
   asb_sandbox *sb = NULL;
   REQUIRE_RC(make(&sb, "code-interpreter-v1"), ASB_OK);
   asb_execution *e = NULL;
-  REQUIRE_RC(asb_code_run(sb, "x = 2 ** 10\nprint('hi')\nx", NULL, &e), ASB_OK);
+  REQUIRE_RC(asb_code_run(&e, sb, "x = 2 ** 10\nprint('hi')\nx", NULL), ASB_OK);
   CHECK_STR(asb_execution_text(e), "1024");
   CHECK_INT((int)asb_execution_stdout_count(e), 1);
-  if (asb_execution_stdout_count(e) == 1) CHECK_STR(asb_execution_stdout(e, 0), "hi\n");
+  if (asb_execution_stdout_count(e) == 1) CHECK_STR(asb_execution_stdout_get(e, 0), "hi\n");
   CHECK(asb_execution_error_name(e) == NULL);
   asb_execution_free(e);
   /* state persists in the default context */
@@ -70,14 +70,13 @@ TEST(code_interpreter_template_runs_python) {
   CHECK_VALUE(sb, "1/0", NULL, "!ZeroDivisionError: division by zero");
   /* matplotlib draws a png (Debian's python3-matplotlib, its rc from /etc) */
   e = NULL;
-  REQUIRE_RC(asb_code_run(sb,
-                          "import matplotlib.pyplot as plt\nplt.plot([1, 2, 3])\nplt.show()",
-                          NULL, &e),
+  REQUIRE_RC(asb_code_run(&e, sb,
+                          "import matplotlib.pyplot as plt\nplt.plot([1, 2, 3])\nplt.show()", NULL),
              ASB_OK);
   CHECK(asb_execution_error_name(e) == NULL);
   int png = 0;
   for (size_t i = 0; i < asb_execution_result_count(e); i++) {
-    const char *p = asb_code_result_get(asb_execution_result(e, i), "png");
+    const char *p = asb_code_result_value(asb_execution_result_get(e, i), "png");
     if (p && strlen(p) > 100) png = 1;
   }
   CHECK(png);
@@ -86,8 +85,8 @@ TEST(code_interpreter_template_runs_python) {
   asb_code_options o = ASB_CODE_OPTIONS_INIT;
   o.language = "javascript";
   e = NULL;
-  REQUIRE_RC(asb_code_run(sb, "console.log(6 * 7)", &o, &e), ASB_OK);
-  CHECK(asb_execution_stdout_count(e) == 1 && strcmp(asb_execution_stdout(e, 0), "42\n") == 0);
+  REQUIRE_RC(asb_code_run(&e, sb, "console.log(6 * 7)", &o), ASB_OK);
+  CHECK(asb_execution_stdout_count(e) == 1 && strcmp(asb_execution_stdout_get(e, 0), "42\n") == 0);
   asb_execution_free(e);
   CHECK_RC(asb_sandbox_kill(sb, NULL), ASB_OK);
   asb_sandbox_free(sb);
@@ -98,7 +97,7 @@ TEST(any_template_starts_the_interpreter_on_demand) {
   REQUIRE_RC(make(&sb, NULL), ASB_OK); /* base */
   CHECK_VALUE(sb, "sum(range(10))", NULL, "45");
   asb_code_context *c = NULL;
-  REQUIRE_RC(asb_code_context_create(sb, "python", NULL, NULL, &c), ASB_OK);
+  REQUIRE_RC(asb_code_context_create(&c, sb, "python", NULL, NULL), ASB_OK);
   CHECK_VALUE(sb, "y = 'ctx'; y", asb_code_context_id(c), "ctx");
   /* contexts are isolated from each other */
   CHECK_VALUE(sb, "y", NULL, "!NameError: name 'y' is not defined");
@@ -114,7 +113,7 @@ TEST(timeout_interrupts_and_kernel_killed_in_the_sandbox_recovers) {
   asb_code_options o = ASB_CODE_OPTIONS_INIT;
   o.timeout_ms = 1500;
   asb_execution *e = NULL;
-  CHECK_RC(asb_code_run(sb, "while True:\n    pass", &o, &e), ASB_ETIMEOUT);
+  CHECK_RC(asb_code_run(&e, sb, "while True:\n    pass", &o), ASB_ETIMEOUT);
   asb_execution_free(e);
   CHECK_VALUE(sb, "kept * 6", NULL, "42");
   /* a command in the sandbox kills the kernel (pid from the kernel) */
@@ -123,7 +122,7 @@ TEST(timeout_interrupts_and_kernel_killed_in_the_sandbox_recovers) {
   snprintf(cmd, sizeof cmd, "kill -9 %s", pid);
   free(pid);
   asb_command_result *r = NULL;
-  CHECK_RC(asb_commands_run(sb, cmd, NULL, &r), ASB_OK);
+  CHECK_RC(asb_commands_run(&r, sb, cmd, NULL), ASB_OK);
   asb_command_result_free(r);
   char *v = value_of(sb, "ran = 1", NULL);
   CHECK(strncmp(v, "!ContextRestarting", 18) == 0);

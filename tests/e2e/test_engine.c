@@ -32,7 +32,7 @@ static int make(asb_sandbox **sb, long timeout_ms, const char *const *meta,
 
 static char *run_out(asb_sandbox *sb, const char *cmd) {
   asb_command_result *r = NULL;
-  if (asb_commands_run(sb, cmd, NULL, &r) != ASB_OK) {
+  if (asb_commands_run(&r, sb, cmd, NULL) != ASB_OK) {
     fprintf(stderr, "run '%s': %s\n", cmd, asb_error_last()->message);
     asb_command_result_free(r);
     return strdup("<error>");
@@ -55,7 +55,7 @@ TEST(create_run_info_kill) {
   free(out);
 
   asb_sandbox_info *info = NULL;
-  REQUIRE_RC(asb_sandbox_get_info(sb, NULL, &info), ASB_OK);
+  REQUIRE_RC(asb_sandbox_get_info(&info, sb, NULL), ASB_OK);
   CHECK_STR(asb_sandbox_info_id(info), asb_sandbox_id(sb));
   CHECK_STR(asb_sandbox_info_template_id(info), "base");
   CHECK_STR(asb_sandbox_info_state(info), "running");
@@ -68,10 +68,10 @@ TEST(create_run_info_kill) {
 
   CHECK_RC(asb_sandbox_kill(sb, NULL), ASB_OK);
   CHECK_INT(asb_sandbox_is_running(sb, NULL), 0);
-  CHECK_RC(asb_sandbox_get_info(sb, NULL, &info), ASB_ESANDBOXGONE);
+  CHECK_RC(asb_sandbox_get_info(&info, sb, NULL), ASB_ESANDBOXGONE);
   CHECK_STR(asb_error_last()->reason, "killed");
   asb_command_result *r = NULL;
-  CHECK_RC(asb_commands_run(sb, "true", NULL, &r), ASB_ESANDBOXGONE);
+  CHECK_RC(asb_commands_run(&r, sb, "true", NULL), ASB_ESANDBOXGONE);
   CHECK_RC(asb_sandbox_kill(sb, NULL), ASB_ESANDBOXGONE);
   asb_sandbox_free(sb);
 }
@@ -101,7 +101,7 @@ TEST(api_key_and_envd_token_are_required) {
   CHECK_RC(asb_sandbox_create(&sb, bad, NULL), ASB_EAUTH);
   CHECK_INT(asb_error_last()->http_status, 401);
   asb_sandbox_page *p = NULL;
-  CHECK_RC(asb_sandbox_list(bad, NULL, &p), ASB_EAUTH);
+  CHECK_RC(asb_sandbox_list(&p, bad, NULL), ASB_EAUTH);
 
   REQUIRE_RC(make(&sb, 60000, NULL, NULL, 0), ASB_OK);
   asb_sandbox_attach_options a = ASB_SANDBOX_ATTACH_OPTIONS_INIT;
@@ -109,10 +109,10 @@ TEST(api_key_and_envd_token_are_required) {
   asb_sandbox *thief = NULL;
   REQUIRE_RC(asb_sandbox_attach(&thief, bad, asb_sandbox_id(sb), &a), ASB_OK);
   asb_command_result *r = NULL;
-  CHECK_RC(asb_commands_run(thief, "touch /tmp/pwned", NULL, &r), ASB_EAUTH);
+  CHECK_RC(asb_commands_run(&r, thief, "touch /tmp/pwned", NULL), ASB_EAUTH);
   char *d = NULL;
   size_t n;
-  CHECK_RC(asb_files_read(thief, "/etc/hostname", NULL, &d, &n), ASB_EAUTH);
+  CHECK_RC(asb_files_read(&d, &n, thief, "/etc/hostname", NULL), ASB_EAUTH);
   char *out = run_out(sb, "test -e /tmp/pwned && echo yes || echo no");
   CHECK_STR(out, "no\n");
   free(out);
@@ -129,7 +129,7 @@ TEST(lifetime_timeout_and_connect_never_shortens) {
   int rc = ASB_OK;
   for (int i = 0; i < 100 && rc == ASB_OK; i++) {
     usleep(100000);
-    rc = asb_commands_run(sb, "true", NULL, &r);
+    rc = asb_commands_run(&r, sb, "true", NULL);
     asb_command_result_free(r);
     r = NULL;
   }
@@ -141,12 +141,12 @@ TEST(lifetime_timeout_and_connect_never_shortens) {
   asb_sandbox *again = NULL;
   REQUIRE_RC(asb_sandbox_connect(&again, C, asb_sandbox_id(sb), 5000, NULL), ASB_OK);
   asb_sandbox_info *info = NULL;
-  REQUIRE_RC(asb_sandbox_get_info(sb, NULL, &info), ASB_OK);
+  REQUIRE_RC(asb_sandbox_get_info(&info, sb, NULL), ASB_OK);
   CHECK(asb_sandbox_info_end_at(info) - (asb_int64)time(NULL) >= 50);
   asb_sandbox_info_free(info);
   /* set_timeout sets it, shorter or longer. */
   REQUIRE_RC(asb_sandbox_set_timeout(sb, 120000, NULL), ASB_OK);
-  REQUIRE_RC(asb_sandbox_get_info(sb, NULL, &info), ASB_OK);
+  REQUIRE_RC(asb_sandbox_get_info(&info, sb, NULL), ASB_OK);
   CHECK(asb_sandbox_info_end_at(info) - (asb_int64)time(NULL) >= 110);
   asb_sandbox_info_free(info);
   asb_sandbox_kill(sb, NULL);
@@ -163,7 +163,7 @@ TEST(pause_resume_keeps_id_and_files) {
     char path[64], body[32];
     snprintf(path, sizeof path, "/home/user/f%d", i);
     snprintf(body, sizeof body, "cycle %d", i);
-    REQUIRE_RC(asb_files_write(sb, path, body, strlen(body), NULL, NULL), ASB_OK);
+    REQUIRE_RC(asb_files_write(NULL, sb, path, body, strlen(body), NULL), ASB_OK);
     REQUIRE_RC(asb_sandbox_pause(sb, NULL), 1);
     CHECK_RC(asb_sandbox_pause(sb, NULL), 0); /* already paused */
     CHECK_INT(asb_sandbox_is_running(sb, NULL), 0);
@@ -182,12 +182,12 @@ TEST(pause_resume_keeps_id_and_files) {
 TEST(auto_pause_on_timeout) {
   asb_sandbox *sb = NULL;
   REQUIRE_RC(make(&sb, 1000, NULL, NULL, 1), ASB_OK);
-  REQUIRE_RC(asb_files_write(sb, "/home/user/keep", "kept", 4, NULL, NULL), ASB_OK);
+  REQUIRE_RC(asb_files_write(NULL, sb, "/home/user/keep", "kept", 4, NULL), ASB_OK);
   asb_sandbox_info *info = NULL;
   int paused = 0;
   for (int i = 0; i < 100 && !paused; i++) {
     usleep(100000);
-    REQUIRE_RC(asb_sandbox_get_info(sb, NULL, &info), ASB_OK);
+    REQUIRE_RC(asb_sandbox_get_info(&info, sb, NULL), ASB_OK);
     paused = strcmp(asb_sandbox_info_state(info), "paused") == 0;
     asb_sandbox_info_free(info);
   }
@@ -238,13 +238,13 @@ static long get_port_path(const char *id, int port, const char *path, char *body
 TEST(router_reaches_ports_and_names_closed_ones) {
   asb_sandbox *sb = NULL;
   REQUIRE_RC(make(&sb, 60000, NULL, NULL, 0), ASB_OK);
-  REQUIRE_RC(asb_files_write(sb, "/home/user/www/index.txt", "served from the sandbox", 23,
-                             NULL, NULL), ASB_OK);
+  REQUIRE_RC(asb_files_write(NULL, sb, "/home/user/www/index.txt", "served from the sandbox", 23,
+                             NULL), ASB_OK);
   asb_command_options o = ASB_COMMAND_OPTIONS_INIT;
   o.cwd = "/home/user/www";
   o.timeout_ms = -1;
   asb_process *p = NULL;
-  REQUIRE_RC(asb_commands_start(sb, "python3 -m http.server 8000 --bind 127.0.0.1", &o, &p),
+  REQUIRE_RC(asb_commands_start(&p, sb, "python3 -m http.server 8000 --bind 127.0.0.1", &o),
              ASB_OK);
   char body[1024] = "";
   long st = 0;
@@ -259,7 +259,7 @@ TEST(router_reaches_ports_and_names_closed_ones) {
   CHECK_INT(get_port(asb_sandbox_id(sb), 8001, body), 502);
   CHECK(strstr(body, "8001") != NULL);
   char url[256];
-  REQUIRE_RC(asb_sandbox_get_url(sb, 8000, url, sizeof url), ASB_OK);
+  REQUIRE_RC(asb_sandbox_get_url(url, sizeof url, sb, 8000), ASB_OK);
   char want[256];
   snprintf(want, sizeof want, "http://8000-%s.localhost:%d", asb_sandbox_id(sb), F.port);
   CHECK_STR(url, want);
@@ -295,12 +295,12 @@ static const char k_counting_server[] =
 TEST(router_reuses_upstream_connections) {
   asb_sandbox *sb = NULL;
   REQUIRE_RC(make(&sb, 60000, NULL, NULL, 0), ASB_OK);
-  REQUIRE_RC(asb_files_write(sb, "/home/user/count.py", k_counting_server,
-                             strlen(k_counting_server), NULL, NULL), ASB_OK);
+  REQUIRE_RC(asb_files_write(NULL, sb, "/home/user/count.py", k_counting_server,
+                             strlen(k_counting_server), NULL), ASB_OK);
   asb_command_options o = ASB_COMMAND_OPTIONS_INIT;
   o.timeout_ms = -1;
   asb_process *p = NULL;
-  REQUIRE_RC(asb_commands_start(sb, "python3 /home/user/count.py", &o, &p), ASB_OK);
+  REQUIRE_RC(asb_commands_start(&p, sb, "python3 /home/user/count.py", &o), ASB_OK);
   char body[1024] = "";
   long st = 0;
   for (int i = 0; i < 100 && st != 200; i++) {
@@ -338,14 +338,14 @@ TEST(list_filters_and_pages) {
   o.metadata = meta;
   o.limit = 2;
   asb_sandbox_page *p = NULL;
-  REQUIRE_RC(asb_sandbox_list(C, &o, &p), ASB_OK);
+  REQUIRE_RC(asb_sandbox_list(&p, C, &o), ASB_OK);
   CHECK_INT(asb_sandbox_page_count(p), 2);
   REQUIRE(asb_sandbox_page_next_token(p) != NULL);
   char token[64];
   snprintf(token, sizeof token, "%s", asb_sandbox_page_next_token(p));
   asb_sandbox_page_free(p);
   o.next_token = token;
-  REQUIRE_RC(asb_sandbox_list(C, &o, &p), ASB_OK);
+  REQUIRE_RC(asb_sandbox_list(&p, C, &o), ASB_OK);
   CHECK_INT(asb_sandbox_page_count(p), 1);
   CHECK(asb_sandbox_page_next_token(p) == NULL);
   asb_sandbox_page_free(p);
@@ -353,14 +353,14 @@ TEST(list_filters_and_pages) {
   asb_sandbox_list_options q = ASB_SANDBOX_LIST_OPTIONS_INIT;
   q.metadata = meta;
   q.paused = 1;
-  REQUIRE_RC(asb_sandbox_list(C, &q, &p), ASB_OK);
+  REQUIRE_RC(asb_sandbox_list(&p, C, &q), ASB_OK);
   CHECK_INT(asb_sandbox_page_count(p), 1);
   CHECK_STR(asb_sandbox_info_id(asb_sandbox_page_get(p, 0)), asb_sandbox_id(sbs[0]));
   asb_sandbox_page_free(p);
   const char *none[] = {"group=nobody", NULL};
   q.metadata = none;
   q.paused = 0;
-  REQUIRE_RC(asb_sandbox_list(C, &q, &p), ASB_OK);
+  REQUIRE_RC(asb_sandbox_list(&p, C, &q), ASB_OK);
   CHECK_INT(asb_sandbox_page_count(p), 0);
   asb_sandbox_page_free(p);
   for (int i = 0; i < 3; i++) {
@@ -373,13 +373,13 @@ TEST(metrics) {
   asb_sandbox *sb = NULL;
   REQUIRE_RC(make(&sb, 60000, NULL, NULL, 0), ASB_OK);
   asb_metrics *m = NULL;
-  REQUIRE_RC(asb_sandbox_get_metrics(sb, 0, 0, NULL, &m), ASB_OK);
+  REQUIRE_RC(asb_sandbox_get_metrics(&m, sb, 0, 0, NULL), ASB_OK);
   REQUIRE(asb_metrics_count(m) >= 1);
   size_t last = asb_metrics_count(m) - 1;
   CHECK(asb_metrics_mem_total(m, last) > 0);
   CHECK(asb_metrics_mem_used(m, last) > 0);
   CHECK(asb_metrics_disk_total(m, last) > 0);
-  CHECK(asb_metrics_timestamp(m, last) > 1700000000);
+  CHECK(asb_metrics_sampled_at(m, last) > 1700000000);
   asb_metrics_free(m);
   asb_sandbox_kill(sb, NULL);
   asb_sandbox_free(sb);
@@ -389,10 +389,10 @@ TEST(sandboxes_do_not_see_each_other) {
   asb_sandbox *a = NULL, *b = NULL;
   REQUIRE_RC(make(&a, 60000, NULL, NULL, 0), ASB_OK);
   REQUIRE_RC(make(&b, 60000, NULL, NULL, 0), ASB_OK);
-  REQUIRE_RC(asb_files_write(a, "/tmp/secret-of-a", "a", 1, NULL, NULL), ASB_OK);
+  REQUIRE_RC(asb_files_write(NULL, a, "/tmp/secret-of-a", "a", 1, NULL), ASB_OK);
   asb_command_options o = ASB_COMMAND_OPTIONS_INIT;
   asb_process *p = NULL;
-  REQUIRE_RC(asb_commands_start(a, "sleep 30", &o, &p), ASB_OK);
+  REQUIRE_RC(asb_commands_start(&p, a, "sleep 30", &o), ASB_OK);
   CHECK_RC(asb_files_exists(b, "/tmp/secret-of-a", NULL), 0);
   char *out = run_out(b, "ps -e -o comm= | grep -c '^sleep$' || true");
   CHECK_STR(out, "0\n");
@@ -407,20 +407,20 @@ TEST(sandboxes_do_not_see_each_other) {
 TEST(engine_restart_adopts_live_sandboxes) {
   asb_sandbox *sb = NULL;
   REQUIRE_RC(make(&sb, 120000, NULL, NULL, 0), ASB_OK);
-  REQUIRE_RC(asb_files_write(sb, "/home/user/survivor", "still here", 10, NULL, NULL), ASB_OK);
+  REQUIRE_RC(asb_files_write(NULL, sb, "/home/user/survivor", "still here", 10, NULL), ASB_OK);
   /* A crash: kill -9, then a new engine on the same state and port. */
   engine_fixture_signal(&F, SIGKILL);
   REQUIRE(engine_fixture_launch(&F, 1) == 0);
   char *d = NULL;
   size_t n = 0;
-  REQUIRE_RC(asb_files_read(sb, "/home/user/survivor", NULL, &d, &n), ASB_OK);
+  REQUIRE_RC(asb_files_read(&d, &n, sb, "/home/user/survivor", NULL), ASB_OK);
   CHECK_MEM(d, n, "still here", 10);
   asb_free(d);
   char *out = run_out(sb, "echo alive");
   CHECK_STR(out, "alive\n");
   free(out);
   asb_sandbox_info *info = NULL;
-  REQUIRE_RC(asb_sandbox_get_info(sb, NULL, &info), ASB_OK);
+  REQUIRE_RC(asb_sandbox_get_info(&info, sb, NULL), ASB_OK);
   CHECK_STR(asb_sandbox_info_state(info), "running");
   asb_sandbox_info_free(info);
   asb_sandbox_kill(sb, NULL);
@@ -433,7 +433,7 @@ TEST(session_reconnects_from_another_process) {
   setenv("ASB_SESSION_DIR", dir, 1);
   asb_sandbox *sb = NULL;
   REQUIRE_RC(make(&sb, 60000, NULL, NULL, 0), ASB_OK);
-  REQUIRE_RC(asb_files_write(sb, "/home/user/note", "from the first process", 22, NULL, NULL),
+  REQUIRE_RC(asb_files_write(NULL, sb, "/home/user/note", "from the first process", 22, NULL),
              ASB_OK);
   const char *meta[] = {"task=e2e", NULL};
   REQUIRE_RC(asb_session_save("agent-work", sb, meta), ASB_OK);
@@ -443,8 +443,8 @@ TEST(session_reconnects_from_another_process) {
     asb_sandbox *again = NULL;
     char *d = NULL;
     size_t n = 0;
-    if (engine_fixture_client(&F, &c) || asb_session_load(c, "agent-work", 0, NULL, &again) ||
-        asb_files_read(again, "/home/user/note", NULL, &d, &n) || n != 22 ||
+    if (engine_fixture_client(&F, &c) || asb_session_load(&again, c, "agent-work", 0, NULL) ||
+        asb_files_read(&d, &n, again, "/home/user/note", NULL) || n != 22 ||
         memcmp(d, "from the first process", 22) != 0)
       _exit(1);
     _exit(0);
@@ -456,7 +456,7 @@ TEST(session_reconnects_from_another_process) {
   asb_client *c2 = NULL;
   asb_sandbox *gone = NULL;
   REQUIRE_RC(engine_fixture_client(&F, &c2), ASB_OK);
-  CHECK_RC(asb_session_load(c2, "agent-work", 0, NULL, &gone), ASB_ESANDBOXGONE);
+  CHECK_RC(asb_session_load(&gone, c2, "agent-work", 0, NULL), ASB_ESANDBOXGONE);
   CHECK_RC(asb_session_delete("agent-work"), ASB_OK);
   asb_client_free(c2);
   asb_sandbox_free(sb);

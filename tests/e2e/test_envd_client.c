@@ -4,6 +4,7 @@
 #include <agentsandbox.h>
 #include <curl/curl.h>
 #include <errno.h>
+#include <stddef.h>
 #include <pthread.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -35,7 +36,7 @@ static const char *path_in(const char *name) {
 
 TEST(run_echo) {
   asb_command_result *r = NULL;
-  REQUIRE_RC(asb_commands_run(SB, "echo 'Hello from sandbox!'", NULL, &r), ASB_OK);
+  REQUIRE_RC(asb_commands_run(&r, SB, "echo 'Hello from sandbox!'", NULL), ASB_OK);
   size_t n;
   CHECK_STR(asb_command_result_stdout(r, &n), "Hello from sandbox!\n");
   CHECK_INT(n, 20);
@@ -46,7 +47,7 @@ TEST(run_echo) {
 
 TEST(non_zero_exit_is_command_exit_with_result) {
   asb_command_result *r = NULL;
-  CHECK_RC(asb_commands_run(SB, "echo oops >&2; exit 3", NULL, &r), ASB_ECOMMANDEXIT);
+  CHECK_RC(asb_commands_run(&r, SB, "echo oops >&2; exit 3", NULL), ASB_ECOMMANDEXIT);
   REQUIRE(r != NULL);
   CHECK_INT(asb_command_result_exit_code(r), 3);
   CHECK_STR(asb_command_result_stderr(r, NULL), "oops\n");
@@ -61,18 +62,18 @@ TEST(envs_cwd_and_login_shell) {
   o.envs = envs;
   o.cwd = DIR_;
   asb_command_result *r = NULL;
-  REQUIRE_RC(asb_commands_run(SB, "echo \"$FOO|$EMPTY|$(pwd)\"", &o, &r), ASB_OK);
+  REQUIRE_RC(asb_commands_run(&r, SB, "echo \"$FOO|$EMPTY|$(pwd)\"", &o), ASB_OK);
   char want[256];
   snprintf(want, sizeof want, "bar baz||%s\n", DIR_);
   CHECK_STR(asb_command_result_stdout(r, NULL), want);
   asb_command_result_free(r);
   /* A cwd that does not exist is a clear invalid argument. */
   o.cwd = "/definitely/not/here";
-  CHECK_RC(asb_commands_run(SB, "true", &o, &r), ASB_EINVAL);
+  CHECK_RC(asb_commands_run(&r, SB, "true", &o), ASB_EINVAL);
   const char *bad[] = {"NOEQUALS", NULL};
   asb_command_options o2 = ASB_COMMAND_OPTIONS_INIT;
   o2.envs = bad;
-  CHECK_RC(asb_commands_run(SB, "true", &o2, &r), ASB_EINVAL);
+  CHECK_RC(asb_commands_run(&r, SB, "true", &o2), ASB_EINVAL);
 }
 
 static int count_bytes(const char *d, size_t n, void *ud) {
@@ -88,7 +89,7 @@ TEST(large_output_streams_in_order) {
   o.userdata = &got;
   o.discard_output = 1;
   asb_command_result *r = NULL;
-  REQUIRE_RC(asb_commands_run(SB, "head -c 50000000 /dev/zero", &o, &r), ASB_OK);
+  REQUIRE_RC(asb_commands_run(&r, SB, "head -c 50000000 /dev/zero", &o), ASB_OK);
   CHECK_INT(got, 50000000);
   size_t kept = 1;
   asb_command_result_stdout(r, &kept);
@@ -97,7 +98,7 @@ TEST(large_output_streams_in_order) {
   /* The last bytes arrive before the end event: a trailing marker right
    * before exit is always seen. */
   for (int i = 0; i < 20; i++) {
-    REQUIRE_RC(asb_commands_run(SB, "seq 1 2000; printf END", NULL, &r), ASB_OK);
+    REQUIRE_RC(asb_commands_run(&r, SB, "seq 1 2000; printf END", NULL), ASB_OK);
     size_t n;
     const char *out = asb_command_result_stdout(r, &n);
     CHECK(n > 3 && memcmp(out + n - 3, "END", 3) == 0);
@@ -107,7 +108,7 @@ TEST(large_output_streams_in_order) {
 
 TEST(binary_output) {
   asb_command_result *r = NULL;
-  REQUIRE_RC(asb_commands_run(SB, "printf '\\000\\001\\377a\\000'", NULL, &r), ASB_OK);
+  REQUIRE_RC(asb_commands_run(&r, SB, "printf '\\000\\001\\377a\\000'", NULL), ASB_OK);
   size_t n;
   const char *out = asb_command_result_stdout(r, &n);
   CHECK_MEM(out, n, "\0\1\377a\0", 5);
@@ -118,13 +119,13 @@ TEST(stdin_send_and_close) {
   asb_command_options o = ASB_COMMAND_OPTIONS_INIT;
   o.stdin_enabled = 1;
   asb_process *p = NULL;
-  REQUIRE_RC(asb_commands_start(SB, "cat; echo closed", &o, &p), ASB_OK);
+  REQUIRE_RC(asb_commands_start(&p, SB, "cat; echo closed", &o), ASB_OK);
   CHECK(asb_process_pid(p) > 0);
   CHECK_RC(asb_process_send_stdin(p, "hello\n", 6, NULL), ASB_OK);
   CHECK_RC(asb_commands_send_stdin(SB, asb_process_pid(p), "world\n", 6, NULL), ASB_OK);
   CHECK_RC(asb_process_close_stdin(p, NULL), ASB_OK);
   asb_command_result *r = NULL;
-  CHECK_RC(asb_process_wait(p, NULL, &r), ASB_OK);
+  CHECK_RC(asb_process_wait(&r, p, NULL), ASB_OK);
   CHECK_STR(asb_command_result_stdout(r, NULL), "hello\nworld\nclosed\n");
   asb_command_result_free(r);
   asb_process_free(p);
@@ -134,12 +135,12 @@ TEST(background_disconnect_reconnect_and_list) {
   asb_command_options o = ASB_COMMAND_OPTIONS_INIT;
   o.tag = "bg-test";
   asb_process *p = NULL;
-  REQUIRE_RC(asb_commands_start(SB, "sleep 0.5; echo done", &o, &p), ASB_OK);
+  REQUIRE_RC(asb_commands_start(&p, SB, "sleep 0.5; echo done", &o), ASB_OK);
   unsigned pid = asb_process_pid(p);
   asb_process_free(p); /* disconnects; the command keeps running */
 
   asb_process_list *l = NULL;
-  REQUIRE_RC(asb_commands_list(SB, NULL, &l), ASB_OK);
+  REQUIRE_RC(asb_commands_list(&l, SB, NULL), ASB_OK);
   int found = 0;
   for (size_t i = 0; i < asb_process_list_count(l); i++) {
     const asb_process_info *pi = asb_process_list_get(l, i);
@@ -155,28 +156,28 @@ TEST(background_disconnect_reconnect_and_list) {
   CHECK(found);
   asb_process_list_free(l);
 
-  REQUIRE_RC(asb_commands_connect(SB, pid, NULL, &p), ASB_OK);
+  REQUIRE_RC(asb_commands_connect(&p, SB, pid, NULL), ASB_OK);
   asb_command_result *r = NULL;
-  CHECK_RC(asb_process_wait(p, NULL, &r), ASB_OK);
+  CHECK_RC(asb_process_wait(&r, p, NULL), ASB_OK);
   CHECK_STR(asb_command_result_stdout(r, NULL), "done\n");
   asb_command_result_free(r);
   asb_process_free(p);
   /* As E2B's envd: an ended process is kept a while, so a late connect
    * still learns how it ended. */
-  REQUIRE_RC(asb_commands_connect(SB, pid, NULL, &p), ASB_OK);
-  CHECK_RC(asb_process_wait(p, NULL, &r), ASB_OK);
+  REQUIRE_RC(asb_commands_connect(&p, SB, pid, NULL), ASB_OK);
+  CHECK_RC(asb_process_wait(&r, p, NULL), ASB_OK);
   asb_command_result_free(r);
   asb_process_free(p);
-  CHECK_RC(asb_commands_connect(SB, 999999, NULL, &p), ASB_ENOTFOUND);
+  CHECK_RC(asb_commands_connect(&p, SB, 999999, NULL), ASB_ENOTFOUND);
 }
 
 TEST(two_clients_watch_one_process) {
   asb_process *a = NULL, *b = NULL;
-  REQUIRE_RC(asb_commands_start(SB, "sleep 0.3; echo shared", NULL, &a), ASB_OK);
-  REQUIRE_RC(asb_commands_connect(SB, asb_process_pid(a), NULL, &b), ASB_OK);
+  REQUIRE_RC(asb_commands_start(&a, SB, "sleep 0.3; echo shared", NULL), ASB_OK);
+  REQUIRE_RC(asb_commands_connect(&b, SB, asb_process_pid(a), NULL), ASB_OK);
   asb_command_result *ra = NULL, *rb = NULL;
-  CHECK_RC(asb_process_wait(a, NULL, &ra), ASB_OK);
-  CHECK_RC(asb_process_wait(b, NULL, &rb), ASB_OK);
+  CHECK_RC(asb_process_wait(&ra, a, NULL), ASB_OK);
+  CHECK_RC(asb_process_wait(&rb, b, NULL), ASB_OK);
   CHECK_STR(asb_command_result_stdout(ra, NULL), "shared\n");
   CHECK_STR(asb_command_result_stdout(rb, NULL), "shared\n");
   asb_command_result_free(ra);
@@ -187,20 +188,20 @@ TEST(two_clients_watch_one_process) {
 
 TEST(kill_and_signals) {
   asb_process *p = NULL;
-  REQUIRE_RC(asb_commands_start(SB, "sleep 30", NULL, &p), ASB_OK);
+  REQUIRE_RC(asb_commands_start(&p, SB, "sleep 30", NULL), ASB_OK);
   CHECK_RC(asb_process_kill(p, NULL), ASB_OK);
   asb_command_result *r = NULL;
-  CHECK_RC(asb_process_wait(p, NULL, &r), ASB_ECOMMANDEXIT);
+  CHECK_RC(asb_process_wait(&r, p, NULL), ASB_ECOMMANDEXIT);
   REQUIRE(r != NULL);
   CHECK(asb_command_result_exit_code(r) != 0);
   asb_command_result_free(r);
   asb_process_free(p);
 
-  REQUIRE(asb_commands_start(SB, "trap 'echo term; exit 7' TERM; sleep 30 & wait",
-                             NULL, &p) == ASB_OK);
+  REQUIRE(asb_commands_start(&p, SB, "trap 'echo term; exit 7' TERM; sleep 30 & wait",
+                             NULL) == ASB_OK);
   usleep(200000);
   CHECK_RC(asb_commands_signal(SB, asb_process_pid(p), ASB_SIGNAL_TERM, NULL), ASB_OK);
-  CHECK_RC(asb_process_wait(p, NULL, &r), ASB_ECOMMANDEXIT);
+  CHECK_RC(asb_process_wait(&r, p, NULL), ASB_ECOMMANDEXIT);
   if (r) {
     CHECK_INT(asb_command_result_exit_code(r), 7);
     CHECK_STR(asb_command_result_stdout(r, NULL), "term\n");
@@ -217,7 +218,7 @@ TEST(command_timeout_is_enforced) {
   o.timeout_ms = 300;
   asb_command_result *r = NULL;
   uint64_t t0 = now_ms();
-  CHECK_RC(asb_commands_run(SB, "sleep 20", &o, &r), ASB_ETIMEOUT);
+  CHECK_RC(asb_commands_run(&r, SB, "sleep 20", &o), ASB_ETIMEOUT);
   CHECK(now_ms() - t0 < 10000);
   asb_command_result_free(r);
 }
@@ -245,13 +246,13 @@ TEST(cancel_a_running_call) {
   pthread_create(&t, NULL, cancel_after, &l);
   asb_command_result *r = NULL;
   uint64_t t0 = now_ms();
-  CHECK_RC(asb_commands_run(SB, "sleep 20", &o, &r), ASB_ECANCELED);
+  CHECK_RC(asb_commands_run(&r, SB, "sleep 20", &o), ASB_ECANCELED);
   CHECK(now_ms() - t0 < 5000);
   pthread_join(t, NULL);
   asb_cancel_free(c);
   /* Cancelling the call left the command running; clean it up. */
   asb_process_list *pl = NULL;
-  REQUIRE_RC(asb_commands_list(SB, NULL, &pl), ASB_OK);
+  REQUIRE_RC(asb_commands_list(&pl, SB, NULL), ASB_OK);
   for (size_t i = 0; i < asb_process_list_count(pl); i++) {
     const asb_process_info *pi = asb_process_list_get(pl, i);
     const char *tag = asb_process_info_tag(pi);
@@ -259,6 +260,170 @@ TEST(cancel_a_running_call) {
       CHECK_RC(asb_commands_kill(SB, asb_process_info_pid(pi), NULL), ASB_OK);
   }
   asb_process_list_free(pl);
+}
+
+/* How many processes carry tag (-1 on error). */
+typedef struct small_buf {
+  char data[4096];
+  size_t len;
+} small_buf;
+
+static int tagged(const char *tag) {
+  asb_process_list *pl = NULL;
+  if (asb_commands_list(&pl, SB, NULL) != ASB_OK) return -1;
+  int n = 0;
+  for (size_t i = 0; i < asb_process_list_count(pl); i++) {
+    const char *t = asb_process_info_tag(asb_process_list_get(pl, i));
+    if (t && strcmp(t, tag) == 0) n++;
+  }
+  asb_process_list_free(pl);
+  return n;
+}
+
+/* Wait (up to 30 s) until no process carries tag. */
+static int gone(const char *tag) {
+  for (int i = 0; i < 300; i++) {
+    if (tagged(tag) == 0) return 1;
+    usleep(100000); /* polling envd's process table */
+  }
+  return 0;
+}
+
+static int cancel_on_output(const char *d, size_t n, void *ud) {
+  (void)d;
+  (void)n;
+  asb_cancel_request(ud);
+  return 0;
+}
+
+/* Version 2 of asb_command_options: stdin_data, kill_on_cancel — what
+ * bindings used to sequence themselves (start, write, close, wait, kill). */
+TEST(stdin_data_and_kill_on_cancel) {
+  asb_command_options o = ASB_COMMAND_OPTIONS_INIT;
+  CHECK_INT(o.version, 2);
+  o.stdin_data = "fed to stdin";
+  o.stdin_len = 12;
+  asb_command_result *r = NULL;
+  CHECK_RC(asb_commands_run(&r, SB, "cat; echo", &o), ASB_OK);
+  if (r) CHECK_STR(asb_command_result_stdout(r, NULL), "fed to stdin\n");
+  asb_command_result_free(r);
+  o.stdin_data = "\0\1\2";
+  o.stdin_len = 3;
+  CHECK_RC(asb_commands_run(&r, SB, "wc -c", &o), ASB_OK);
+  if (r) CHECK_STR(asb_command_result_stdout(r, NULL), "3\n");
+  asb_command_result_free(r);
+  o.stdin_len = 0; /* empty input: stdin is just closed */
+  CHECK_RC(asb_commands_run(&r, SB, "wc -c", &o), ASB_OK);
+  if (r) CHECK_STR(asb_command_result_stdout(r, NULL), "0\n");
+  asb_command_result_free(r);
+  /* background: written before start returns */
+  asb_process *p = NULL;
+  o.stdin_data = "abc";
+  o.stdin_len = 3;
+  REQUIRE_RC(asb_commands_start(&p, SB, "cat", &o), ASB_OK);
+  CHECK_RC(asb_process_wait(&r, p, NULL), ASB_OK);
+  if (r) CHECK_STR(asb_command_result_stdout(r, NULL), "abc");
+  asb_command_result_free(r);
+  asb_process_free(p);
+
+  /* kill_on_cancel: the cancelled run's command is gone */
+  asb_cancel *c;
+  REQUIRE_RC(asb_cancel_new(&c), ASB_OK);
+  asb_command_options k = ASB_COMMAND_OPTIONS_INIT;
+  k.cancel = c;
+  k.kill_on_cancel = 1;
+  k.on_stdout = cancel_on_output;
+  k.userdata = c;
+  k.tag = "koc-run";
+  CHECK_RC(asb_commands_run(&r, SB, "echo started; sleep 60", &k), ASB_ECANCELED);
+  CHECK(gone("koc-run"));
+  /* ...also when the cancel came before the command ran */
+  k.tag = "koc-early";
+  k.on_stdout = NULL;
+  CHECK_RC(asb_commands_run(&r, SB, "sleep 60", &k), ASB_ECANCELED);
+  CHECK(strstr(asb_error_last()->message, "was killed"));
+  CHECK(gone("koc-early"));
+  k.tag = "koc-start";
+  CHECK_RC(asb_commands_start(&p, SB, "sleep 60", &k), ASB_ECANCELED);
+  CHECK(gone("koc-start"));
+  /* without it, the command runs on */
+  asb_cancel_reset(c);
+  k.kill_on_cancel = 0;
+  k.on_stdout = cancel_on_output;
+  k.tag = "no-koc";
+  CHECK_RC(asb_commands_run(&r, SB, "echo started; sleep 60", &k), ASB_ECANCELED);
+  CHECK_INT(tagged("no-koc"), 1);
+  asb_process_list *pl = NULL;
+  REQUIRE_RC(asb_commands_list(&pl, SB, NULL), ASB_OK);
+  for (size_t i = 0; i < asb_process_list_count(pl); i++) {
+    const asb_process_info *pi = asb_process_list_get(pl, i);
+    if (asb_process_info_tag(pi) && !strcmp(asb_process_info_tag(pi), "no-koc"))
+      CHECK_RC(asb_commands_kill(SB, asb_process_info_pid(pi), NULL), ASB_OK);
+  }
+  asb_process_list_free(pl);
+  asb_cancel_free(c);
+
+  /* A version-1 struct (a program built against the old header) is exactly
+   * as long as version 1 was: init writes no byte beyond it (ASan checks),
+   * and the run reads none of the version-2 fields. */
+  size_t v1 = offsetof(asb_command_options, stdin_data);
+  asb_command_options *old = malloc(v1);
+  REQUIRE(old);
+  REQUIRE_RC(asb_command_options_init(old, 1), ASB_OK);
+  unsigned int ver = 0;
+  memcpy(&ver, old, sizeof ver); /* (old->version: the compiler knows the block is short) */
+  CHECK_INT(ver, 1);
+  CHECK_RC(asb_commands_run(&r, SB, "echo v1", old), ASB_OK);
+  if (r) CHECK_STR(asb_command_result_stdout(r, NULL), "v1\n");
+  asb_command_result_free(r);
+  free(old);
+  CHECK_RC(asb_command_options_init(&o, 3), ASB_EVERSION);
+}
+
+/* Pulling output (asb_process_read) and a file (asb_file_reader_read)
+ * instead of callbacks: what an iterator or an event loop does. */
+TEST(pull_output_and_file) {
+  asb_process *p = NULL;
+  REQUIRE_RC(asb_commands_start(&p, SB, "echo out; echo err >&2; printf 'tail'", NULL), ASB_OK);
+  small_buf out = {{0}, 0}, err = {{0}, 0};
+  int kind = 0, rc;
+  const char *d;
+  size_t n;
+  while ((rc = asb_process_read(&kind, &d, &n, p, NULL)) == 1) {
+    small_buf *b = kind == ASB_OUTPUT_STDOUT ? &out : &err;
+    CHECK(kind == ASB_OUTPUT_STDOUT || kind == ASB_OUTPUT_STDERR);
+    if (b->len + n < sizeof b->data) memcpy(b->data + b->len, d, n), b->len += n;
+  }
+  CHECK_INT(rc, 0);
+  CHECK_MEM(out.data, out.len, "out\ntail", 8);
+  CHECK_MEM(err.data, err.len, "err\n", 4);
+  CHECK_INT(asb_process_read(&kind, &d, &n, p, NULL), 0); /* ended stays ended */
+  asb_command_result *r = NULL;
+  CHECK_RC(asb_process_wait(&r, p, NULL), ASB_OK);
+  if (r) CHECK_STR(asb_command_result_stdout(r, NULL), "out\ntail");
+  asb_command_result_free(r);
+  asb_process_free(p);
+
+  /* a 3 MiB file, pulled */
+  static char big[3 << 20];
+  for (size_t i = 0; i < sizeof big; i++) big[i] = (char)(i * 7);
+  REQUIRE_RC(asb_files_write(NULL, SB, path_in("pulled"), big, sizeof big, NULL), ASB_OK);
+  asb_file_reader *fr = NULL;
+  REQUIRE_RC(asb_files_open_read(&fr, SB, path_in("pulled"), NULL), ASB_OK);
+  size_t got = 0;
+  int same = 1;
+  while ((rc = asb_file_reader_read(&d, &n, fr, NULL)) == 1) {
+    if (got + n > sizeof big || memcmp(big + got, d, n) != 0) same = 0;
+    got += n;
+  }
+  CHECK_INT(rc, 0);
+  CHECK_INT(got, sizeof big);
+  CHECK(same);
+  CHECK_INT(asb_file_reader_read(&d, &n, fr, NULL), 0);
+  asb_file_reader_stop(fr);
+  CHECK_RC(asb_file_reader_read(&d, &n, fr, NULL), ASB_ECANCELED);
+  asb_file_reader_free(fr);
+  CHECK_RC(asb_files_open_read(&fr, SB, path_in("no-such-file"), NULL), ASB_ENOTFOUND);
 }
 
 static int abort_cb(const char *d, size_t n, void *ud) {
@@ -272,7 +437,7 @@ TEST(callback_abort) {
   asb_command_options o = ASB_COMMAND_OPTIONS_INIT;
   o.on_stdout = abort_cb;
   asb_command_result *r = NULL;
-  CHECK_RC(asb_commands_run(SB, "echo x; sleep 0.2", &o, &r), ASB_EUSER);
+  CHECK_RC(asb_commands_run(&r, SB, "echo x; sleep 0.2", &o), ASB_EUSER);
 }
 
 typedef struct worker_arg {
@@ -285,7 +450,7 @@ static void *runner(void *arg) {
     asb_command_result *r = NULL;
     char cmd[64];
     snprintf(cmd, sizeof cmd, "echo %d", i);
-    if (asb_commands_run(SB, cmd, NULL, &r) == ASB_OK) {
+    if (asb_commands_run(&r, SB, cmd, NULL) == ASB_OK) {
       char want[32];
       snprintf(want, sizeof want, "%d\n", i);
       if (strcmp(asb_command_result_stdout(r, NULL), want) == 0) w->ok++;
@@ -335,14 +500,14 @@ TEST(pty_session) {
   o.userdata = &out;
   o.cwd = "/";
   asb_process *p = NULL;
-  REQUIRE_RC(asb_pty_create(SB, &o, &p), ASB_OK);
+  REQUIRE_RC(asb_pty_create(&p, SB, &o), ASB_OK);
   unsigned pid = asb_process_pid(p);
   CHECK_RC(asb_pty_resize(SB, pid, 120, 40, NULL), ASB_OK);
   const char *cmd = "echo tty=$(tty | cut -c1-8) size=$(stty size) term=$TERM; exit\n";
   CHECK_RC(asb_pty_send_input(SB, pid, cmd, strlen(cmd), NULL), ASB_OK);
   asb_call_options call = ASB_CALL_OPTIONS_INIT;
   call.timeout_ms = 10000;
-  int rc = asb_process_wait(p, &call, NULL);
+  int rc = asb_process_wait(NULL, p, &call);
   CHECK(rc == ASB_OK || rc == ASB_ECOMMANDEXIT);
   CHECK(strstr(out.buf, "tty=/dev/pts") != NULL);
   CHECK(strstr(out.buf, "size=40 120") != NULL);
@@ -355,7 +520,7 @@ TEST(pty_session) {
 
 TEST(write_read_stat_list) {
   asb_entry *e = NULL;
-  REQUIRE_RC(asb_files_write(SB, path_in("a/b/hello.txt"), "content", 7, NULL, &e), ASB_OK);
+  REQUIRE_RC(asb_files_write(&e, SB, path_in("a/b/hello.txt"), "content", 7, NULL), ASB_OK);
   REQUIRE(e != NULL);
   CHECK_STR(asb_entry_path(e), path_in("a/b/hello.txt"));
   CHECK_STR(asb_entry_name(e), "hello.txt");
@@ -364,49 +529,49 @@ TEST(write_read_stat_list) {
 
   char *data = NULL;
   size_t n = 0;
-  REQUIRE_RC(asb_files_read(SB, path_in("a/b/hello.txt"), NULL, &data, &n), ASB_OK);
+  REQUIRE_RC(asb_files_read(&data, &n, SB, path_in("a/b/hello.txt"), NULL), ASB_OK);
   CHECK_MEM(data, n, "content", 7);
   asb_free(data);
 
-  REQUIRE_RC(asb_files_stat(SB, path_in("a/b/hello.txt"), NULL, &e), ASB_OK);
+  REQUIRE_RC(asb_files_stat(&e, SB, path_in("a/b/hello.txt"), NULL), ASB_OK);
   CHECK_INT(asb_entry_size(e), 7);
   CHECK_INT(asb_entry_type(e), ASB_FILE_TYPE_FILE);
   CHECK_STR(asb_entry_owner(e), "user");
   CHECK_STR(asb_entry_permissions(e), "-rw-r--r--");
-  CHECK(asb_entry_modified_time(e, NULL) > 1700000000);
+  CHECK(asb_entry_modified_at(e) > 1700000000);
   asb_entry_free(e);
 
   asb_entry_list *l = NULL;
-  REQUIRE_RC(asb_files_list(SB, path_in("a"), 0, NULL, &l), ASB_OK);
+  REQUIRE_RC(asb_files_list(&l, SB, path_in("a"), 0, NULL), ASB_OK);
   CHECK_INT(asb_entry_list_count(l), 1);
   CHECK_STR(asb_entry_name(asb_entry_list_get(l, 0)), "b");
   CHECK_INT(asb_entry_type(asb_entry_list_get(l, 0)), ASB_FILE_TYPE_DIR);
   asb_entry_list_free(l);
-  REQUIRE_RC(asb_files_list(SB, path_in("a"), 2, NULL, &l), ASB_OK);
+  REQUIRE_RC(asb_files_list(&l, SB, path_in("a"), 2, NULL), ASB_OK);
   CHECK_INT(asb_entry_list_count(l), 2);
   asb_entry_list_free(l);
 
   CHECK_INT(asb_files_exists(SB, path_in("a/b/hello.txt"), NULL), 1);
   CHECK_INT(asb_files_exists(SB, path_in("nope"), NULL), 0);
-  CHECK_RC(asb_files_read(SB, path_in("nope"), NULL, &data, &n), ASB_ENOTFOUND);
-  CHECK_RC(asb_files_stat(SB, path_in("nope"), NULL, &e), ASB_ENOTFOUND);
-  CHECK_RC(asb_files_list(SB, path_in("nope"), 1, NULL, &l), ASB_ENOTFOUND);
+  CHECK_RC(asb_files_read(&data, &n, SB, path_in("nope"), NULL), ASB_ENOTFOUND);
+  CHECK_RC(asb_files_stat(&e, SB, path_in("nope"), NULL), ASB_ENOTFOUND);
+  CHECK_RC(asb_files_list(&l, SB, path_in("nope"), 1, NULL), ASB_ENOTFOUND);
 }
 
 TEST(rename_remove_make_dir) {
-  REQUIRE_RC(asb_files_write(SB, path_in("mv-src"), "x", 1, NULL, NULL), ASB_OK);
+  REQUIRE_RC(asb_files_write(NULL, SB, path_in("mv-src"), "x", 1, NULL), ASB_OK);
   asb_entry *e = NULL;
-  REQUIRE_RC(asb_files_rename(SB, path_in("mv-src"), path_in("mv-dst"), NULL, &e), ASB_OK);
+  REQUIRE_RC(asb_files_rename(&e, SB, path_in("mv-src"), path_in("mv-dst"), NULL), ASB_OK);
   CHECK_STR(asb_entry_path(e), path_in("mv-dst"));
   asb_entry_free(e);
   CHECK_INT(asb_files_exists(SB, path_in("mv-src"), NULL), 0);
   CHECK_RC(asb_files_remove(SB, path_in("mv-dst"), NULL), ASB_OK);
   /* As in E2B's envd, removing what is not there is not an error. */
   CHECK_RC(asb_files_remove(SB, path_in("mv-dst"), NULL), ASB_OK);
-  CHECK_RC(asb_files_rename(SB, path_in("mv-src"), path_in("x"), NULL, NULL), ASB_ENOTFOUND);
+  CHECK_RC(asb_files_rename(NULL, SB, path_in("mv-src"), path_in("x"), NULL), ASB_ENOTFOUND);
   CHECK_INT(asb_files_make_dir(SB, path_in("d1/d2"), NULL), 1);
   CHECK_INT(asb_files_make_dir(SB, path_in("d1/d2"), NULL), 0);
-  REQUIRE_RC(asb_files_write(SB, path_in("d1/d2/f"), "y", 1, NULL, NULL), ASB_OK);
+  REQUIRE_RC(asb_files_write(NULL, SB, path_in("d1/d2/f"), "y", 1, NULL), ASB_OK);
   CHECK_RC(asb_files_remove(SB, path_in("d1"), NULL), ASB_OK);
   CHECK_INT(asb_files_exists(SB, path_in("d1"), NULL), 0);
 }
@@ -416,12 +581,12 @@ TEST(write_many_and_gzip) {
                               {path_in("m/two"), "22", 2},
                               {path_in("m/empty"), "", 0}};
   asb_entry_list *l = NULL;
-  REQUIRE_RC(asb_files_write_many(SB, files, 3, NULL, &l), ASB_OK);
+  REQUIRE_RC(asb_files_write_many(&l, SB, files, 3, NULL), ASB_OK);
   CHECK_INT(asb_entry_list_count(l), 3);
   asb_entry_list_free(l);
   char *d = NULL;
   size_t n = 0;
-  REQUIRE_RC(asb_files_read(SB, path_in("m/two"), NULL, &d, &n), ASB_OK);
+  REQUIRE_RC(asb_files_read(&d, &n, SB, path_in("m/two"), NULL), ASB_OK);
   CHECK_MEM(d, n, "22", 2);
   asb_free(d);
 
@@ -432,11 +597,11 @@ TEST(write_many_and_gzip) {
   for (size_t i = 0; i < big; i++) src[i] = (char)(i % 251 < 200 ? 'a' : i % 256);
   asb_files_options o = ASB_FILES_OPTIONS_INIT;
   o.gzip = 1;
-  REQUIRE_RC(asb_files_write(SB, path_in("gz.bin"), src, big, &o, NULL), ASB_OK);
-  REQUIRE_RC(asb_files_read(SB, path_in("gz.bin"), &o, &d, &n), ASB_OK);
+  REQUIRE_RC(asb_files_write(NULL, SB, path_in("gz.bin"), src, big, &o), ASB_OK);
+  REQUIRE_RC(asb_files_read(&d, &n, SB, path_in("gz.bin"), &o), ASB_OK);
   CHECK_MEM(d, n, src, big);
   asb_free(d);
-  REQUIRE_RC(asb_files_read(SB, path_in("gz.bin"), NULL, &d, &n), ASB_OK);
+  REQUIRE_RC(asb_files_read(&d, &n, SB, path_in("gz.bin"), NULL), ASB_OK);
   CHECK_MEM(d, n, src, big);
   asb_free(d);
   free(src);
@@ -473,8 +638,8 @@ TEST(streamed_write_and_read_of_256_mib) {
   long long size = 256LL << 20;
   for (int sized = 0; sized < 2; sized++) {
     gen g = {size, size};
-    REQUIRE(asb_files_write_stream(SB, path_in("big.bin"), gen_read, &g,
-                                   sized ? size : -1, NULL, NULL) == ASB_OK);
+    REQUIRE(asb_files_write_stream(NULL, SB, path_in("big.bin"), gen_read, &g, sized ? size : -1,
+                                   NULL) == ASB_OK);
     check c = {0, 0};
     REQUIRE_RC(asb_files_read_stream(SB, path_in("big.bin"), NULL, check_read, &c), ASB_OK);
     CHECK_INT(c.off, size);
@@ -482,8 +647,8 @@ TEST(streamed_write_and_read_of_256_mib) {
   }
   /* A source that lies about its size is caught before anything lands. */
   gen g = {10, 10};
-  CHECK_INT(asb_files_write_stream(SB, path_in("short.bin"), gen_read, &g, 100,
-                                   NULL, NULL), ASB_EINVAL);
+  CHECK_INT(asb_files_write_stream(NULL, SB, path_in("short.bin"), gen_read, &g, 100,
+                                   NULL), ASB_EINVAL);
   remove(path_in("big.bin"));
 }
 
@@ -515,17 +680,17 @@ TEST(watch_dir_recursive) {
   o.on_event = on_event;
   o.userdata = &ev;
   asb_watch *w = NULL;
-  REQUIRE_RC(asb_files_watch_dir(SB, path_in("w"), &o, &w), ASB_OK);
-  REQUIRE_RC(asb_files_write(SB, path_in("w/f1"), "a", 1, NULL, NULL), ASB_OK);
+  REQUIRE_RC(asb_files_watch_dir(&w, SB, path_in("w"), &o), ASB_OK);
+  REQUIRE_RC(asb_files_write(NULL, SB, path_in("w/f1"), "a", 1, NULL), ASB_OK);
   /* a file made right after its directory, before envd could watch it */
   REQUIRE(asb_files_make_dir(SB, path_in("w/sub"), NULL) == 1);
-  REQUIRE_RC(asb_files_write(SB, path_in("w/sub/f2"), "b", 1, NULL, NULL), ASB_OK);
+  REQUIRE_RC(asb_files_write(NULL, SB, path_in("w/sub/f2"), "b", 1, NULL), ASB_OK);
   /* a tree made elsewhere and moved in: its contents never had a watch */
   char cmd[1024];
   snprintf(cmd, sizeof cmd, "mkdir -p %s/t/in && echo x > %s/t/in/deep && mv %s/t %s/w/moved",
            DIR_, DIR_, DIR_, DIR_);
   asb_command_result *r = NULL;
-  CHECK_RC(asb_commands_run(SB, cmd, NULL, &r), ASB_OK);
+  CHECK_RC(asb_commands_run(&r, SB, cmd, NULL), ASB_OK);
   asb_command_result_free(r);
   REQUIRE_RC(asb_files_remove(SB, path_in("w/f1"), NULL), ASB_OK);
   for (int i = 0; i < 40 && !(ev.remove && strstr(ev.names, "sub/f2") &&
@@ -540,7 +705,7 @@ TEST(watch_dir_recursive) {
   CHECK(strstr(ev.names, "moved/in,") != NULL);
   CHECK(strstr(ev.names, "moved/in/deep,") != NULL);
   asb_watch_free(w);
-  CHECK_RC(asb_files_watch_dir(SB, path_in("not-there"), &o, &w), ASB_ENOTFOUND);
+  CHECK_RC(asb_files_watch_dir(&w, SB, path_in("not-there"), &o), ASB_ENOTFOUND);
 }
 
 /* ---- auth, users, signed URLs ---------------------------------------------------- */
@@ -583,18 +748,18 @@ TEST(access_token_and_signed_urls) {
   REQUIRE(envd_connect(&f, "s3cret-token", &c, &good) == 0);
   REQUIRE(envd_connect(&f, NULL, &c2, &bad) == 0);
   asb_command_result *r = NULL;
-  CHECK_RC(asb_commands_run(bad, "touch /tmp/asb-should-not-exist", NULL, &r), ASB_EAUTH);
+  CHECK_RC(asb_commands_run(&r, bad, "touch /tmp/asb-should-not-exist", NULL), ASB_EAUTH);
   CHECK_INT(asb_error_last()->http_status, 401);
   struct stat st;
   CHECK(stat("/tmp/asb-should-not-exist", &st) != 0);
-  CHECK_RC(asb_files_write(bad, path_in("tok"), "x", 1, NULL, NULL), ASB_EAUTH);
-  REQUIRE_RC(asb_commands_run(good, "echo ok", NULL, &r), ASB_OK);
+  CHECK_RC(asb_files_write(NULL, bad, path_in("tok"), "x", 1, NULL), ASB_EAUTH);
+  REQUIRE_RC(asb_commands_run(&r, good, "echo ok", NULL), ASB_OK);
   asb_command_result_free(r);
 
   /* Signed URLs work without the token; tampered or expired ones do not. */
-  REQUIRE_RC(asb_files_write(good, path_in("signed.txt"), "signed!", 7, NULL, NULL), ASB_OK);
+  REQUIRE_RC(asb_files_write(NULL, good, path_in("signed.txt"), "signed!", 7, NULL), ASB_OK);
   char *url = NULL;
-  REQUIRE_RC(asb_files_download_url(good, path_in("signed.txt"), NULL, 60, &url), ASB_OK);
+  REQUIRE_RC(asb_files_download_url(&url, good, path_in("signed.txt"), NULL, 60), ASB_OK);
   /* The public URL names the sandbox's host; reach envd through the fixture. */
   char *q = strstr(url, "/files?");
   REQUIRE(q != NULL);
@@ -608,7 +773,7 @@ TEST(access_token_and_signed_urls) {
   body[0] = 0;
   CHECK_INT(http_status(local, NULL, body), 401);
   asb_free(url);
-  REQUIRE_RC(asb_files_upload_url(good, path_in("up.txt"), NULL, 0, &url), ASB_OK);
+  REQUIRE_RC(asb_files_upload_url(&url, good, path_in("up.txt"), NULL, 0), ASB_OK);
   q = strstr(url, "/files?");
   snprintf(local, sizeof local, "%s%s", f.url, q);
   body[0] = 0;
@@ -616,7 +781,7 @@ TEST(access_token_and_signed_urls) {
   asb_free(url);
   char *d = NULL;
   size_t n = 0;
-  REQUIRE_RC(asb_files_read(good, path_in("up.txt"), NULL, &d, &n), ASB_OK);
+  REQUIRE_RC(asb_files_read(&d, &n, good, path_in("up.txt"), NULL), ASB_OK);
   CHECK_MEM(d, n, "uploaded", 8);
   asb_free(d);
 
@@ -628,27 +793,27 @@ TEST(access_token_and_signed_urls) {
 }
 
 TEST(user_permissions_apply) {
-  REQUIRE_RC(asb_files_write(SB, path_in("private/secret"), "top", 3, NULL, NULL), ASB_OK);
+  REQUIRE_RC(asb_files_write(NULL, SB, path_in("private/secret"), "top", 3, NULL), ASB_OK);
   chmod(path_in("private"), 0700);
   chmod(path_in("private/secret"), 0600);
   asb_files_options o = ASB_FILES_OPTIONS_INIT;
   o.user = "nobody";
   char *d = NULL;
   size_t n;
-  int rc = asb_files_read(SB, path_in("private/secret"), &o, &d, &n);
+  int rc = asb_files_read(&d, &n, SB, path_in("private/secret"), &o);
   CHECK(rc == ASB_EPERM || rc == ASB_EAUTH || rc == ASB_EINVAL);
-  CHECK_INT(asb_files_write(SB, "/etc/asb-nobody-was-here", "x", 1, &o, NULL) != ASB_OK, 1);
+  CHECK_INT(asb_files_write(NULL, SB, "/etc/asb-nobody-was-here", "x", 1, &o) != ASB_OK, 1);
   struct stat st;
   CHECK(stat("/etc/asb-nobody-was-here", &st) != 0);
   asb_command_options co = ASB_COMMAND_OPTIONS_INIT;
   co.user = "nobody";
   co.cwd = "/tmp";
   asb_command_result *r = NULL;
-  REQUIRE_RC(asb_commands_run(SB, "id -un", &co, &r), ASB_OK);
+  REQUIRE_RC(asb_commands_run(&r, SB, "id -un", &co), ASB_OK);
   CHECK_STR(asb_command_result_stdout(r, NULL), "nobody\n");
   asb_command_result_free(r);
   co.user = "no-such-user-here";
-  CHECK(asb_commands_run(SB, "true", &co, &r) != ASB_OK);
+  CHECK(asb_commands_run(&r, SB, "true", &co) != ASB_OK);
 }
 
 int main(void) {
@@ -677,6 +842,8 @@ int main(void) {
   RUN(kill_and_signals);
   RUN(command_timeout_is_enforced);
   RUN(cancel_a_running_call);
+  RUN(stdin_data_and_kill_on_cancel);
+  RUN(pull_output_and_file);
   RUN(callback_abort);
   RUN(concurrent_commands_on_one_client);
   RUN(pty_session);

@@ -117,7 +117,7 @@ static void *streamer(void *arg) {
   asb_command_options o = ASB_COMMAND_OPTIONS_INIT;
   o.timeout_ms = -1;
   /* Fails when the engine dies under it: that is the point. */
-  asb_commands_run(sb, "for i in $(seq 1 400); do echo line $i; sleep 0.01; done", &o, &r);
+  asb_commands_run(&r, sb, "for i in $(seq 1 400); do echo line $i; sleep 0.01; done", &o);
   asb_command_result_free(r);
   return NULL;
 }
@@ -149,7 +149,7 @@ TEST(kill_9_during_creates_and_streams) {
     asb_sandbox_list_options lo = ASB_SANDBOX_LIST_OPTIONS_INIT;
     lo.next_token = token;
     asb_sandbox_page *p = NULL;
-    int rc = asb_sandbox_list(c, &lo, &p);
+    int rc = asb_sandbox_list(&p, c, &lo);
     free(token);
     token = NULL;
     CHECK_RC(rc, ASB_OK);
@@ -172,7 +172,7 @@ TEST(kill_9_during_creates_and_streams) {
     asb_sandbox *sb = NULL;
     REQUIRE_RC(asb_sandbox_connect(&sb, c, id, 60000, NULL), ASB_OK);
     asb_command_result *r = NULL;
-    CHECK_RC(asb_commands_run(sb, "echo alive", NULL, &r), ASB_OK);
+    CHECK_RC(asb_commands_run(&r, sb, "echo alive", NULL), ASB_OK);
     if (r) CHECK_STR(asb_command_result_stdout(r, NULL), "alive\n");
     asb_command_result_free(r);
     CHECK_RC(asb_sandbox_kill(sb, NULL), ASB_OK);

@@ -82,7 +82,7 @@ static asb_sandbox *make(const char *tmpl) {
 
 static char *sh(asb_sandbox *sb, const char *cmd) {
   asb_command_result *r = NULL;
-  int rc = asb_commands_run(sb, cmd, NULL, &r);
+  int rc = asb_commands_run(&r, sb, cmd, NULL);
   char *out = strdup(r ? asb_command_result_stdout(r, NULL) : "<error>");
   if (rc != ASB_OK && rc != ASB_ECOMMANDEXIT)
     fprintf(stderr, "run '%s': %s\n", cmd, asb_error_last()->message);
@@ -92,7 +92,7 @@ static char *sh(asb_sandbox *sb, const char *cmd) {
 
 static char *run(asb_sandbox *sb, const char *name, const char *args, int *rc) {
   char *out = NULL;
-  *rc = asb_sandbox_run_command(sb, name, args, NULL, &out);
+  *rc = asb_sandbox_run_command(&out, sb, name, args, NULL);
   return out;
 }
 
@@ -100,7 +100,7 @@ static char *run(asb_sandbox *sb, const char *name, const char *args, int *rc) {
 
 TEST(build_c_hello) {
   asb_template *t = NULL;
-  REQUIRE_RC(asb_templates_build(C, ASB_TEMPLATE_DIR, NULL, &t), ASB_OK);
+  REQUIRE_RC(asb_templates_build(&t, C, ASB_TEMPLATE_DIR, NULL), ASB_OK);
   CHECK_STR(asb_template_name(t), "c-hello");
   CHECK_INT(strlen(asb_template_id(t)), 20);
   CHECK_INT(asb_template_cached(t), 0);
@@ -121,23 +121,23 @@ TEST(build_c_hello) {
 
   /* the same inputs: cached, same build */
   t = NULL;
-  REQUIRE_RC(asb_templates_build(C, ASB_TEMPLATE_DIR, NULL, &t), ASB_OK);
+  REQUIRE_RC(asb_templates_build(&t, C, ASB_TEMPLATE_DIR, NULL), ASB_OK);
   CHECK_INT(asb_template_cached(t), 1);
   CHECK_STR(asb_template_build_id(t), build_id);
   CHECK(strstr(asb_template_build_log(t), "cached"));
   asb_template_free(t);
 
   /* get by name and by id; the list */
-  REQUIRE_RC(asb_templates_get(C, "c-hello", NULL, &t), ASB_OK);
+  REQUIRE_RC(asb_templates_get(&t, C, "c-hello", NULL), ASB_OK);
   CHECK_STR(asb_template_id(t), id);
   CHECK_INT(asb_template_cached(t), -1);
   CHECK(asb_template_build_log(t) == NULL);
   asb_template_free(t);
-  REQUIRE_RC(asb_templates_get(C, id, NULL, &t), ASB_OK);
+  REQUIRE_RC(asb_templates_get(&t, C, id, NULL), ASB_OK);
   CHECK_STR(asb_template_name(t), "c-hello");
   asb_template_free(t);
   asb_template_list *l = NULL;
-  REQUIRE_RC(asb_templates_list(C, NULL, &l), ASB_OK);
+  REQUIRE_RC(asb_templates_list(&l, C, NULL), ASB_OK);
   int seen = 0, base = 0;
   for (size_t i = 0; i < asb_template_list_count(l); i++) {
     const char *n = asb_template_name(asb_template_list_get(l, i));
@@ -147,14 +147,14 @@ TEST(build_c_hello) {
   CHECK_INT(seen, 1);
   CHECK_INT(base, 1);
   asb_template_list_free(l);
-  CHECK_RC(asb_templates_get(C, "no-such-template", NULL, &t), ASB_ENOTFOUND);
+  CHECK_RC(asb_templates_get(&t, C, "no-such-template", NULL), ASB_ENOTFOUND);
 }
 
 /* A bundled template (the engine's templates dir: python-base) is listed
  * and found before its first use builds it, as "waiting". */
 TEST(bundled_templates_are_listed_before_their_first_build) {
   asb_template_list *l = NULL;
-  REQUIRE_RC(asb_templates_list(C, NULL, &l), ASB_OK);
+  REQUIRE_RC(asb_templates_list(&l, C, NULL), ASB_OK);
   const asb_template *pb = NULL;
   for (size_t i = 0; i < asb_template_list_count(l); i++)
     if (!strcmp(asb_template_name(asb_template_list_get(l, i)), "python-base"))
@@ -167,12 +167,12 @@ TEST(bundled_templates_are_listed_before_their_first_build) {
   CHECK(asb_template_created_at(pb) > 1700000000);
   asb_template_list_free(l);
   asb_template *t = NULL;
-  REQUIRE_RC(asb_templates_get(C, "python-base", NULL, &t), ASB_OK);
+  REQUIRE_RC(asb_templates_get(&t, C, "python-base", NULL), ASB_OK);
   CHECK(strstr(asb_template_json(t), "\"buildStatus\":\"waiting\""));
   asb_template_free(t);
   /* names that are not template dirs are not found */
-  CHECK_RC(asb_templates_get(C, "..", NULL, &t), ASB_ENOTFOUND);
-  CHECK_RC(asb_templates_get(C, "python-base/..", NULL, &t), ASB_ENOTFOUND);
+  CHECK_RC(asb_templates_get(&t, C, "..", NULL), ASB_ENOTFOUND);
+  CHECK_RC(asb_templates_get(&t, C, "python-base/..", NULL), ASB_ENOTFOUND);
 }
 
 TEST(c_hello_commands) {
@@ -232,7 +232,7 @@ TEST(c_hello_commands) {
 
   /* the listing: the template's commands, then the server's */
   asb_named_command_list *l = NULL;
-  REQUIRE_RC(asb_sandbox_list_commands(sb, NULL, &l), ASB_OK);
+  REQUIRE_RC(asb_sandbox_commands_list(&l, sb, NULL), ASB_OK);
   const char *names[] = {"shout", "whoami", "hello", "add", "echo", "fail"};
   CHECK_INT(asb_named_command_list_count(l), 6);
   for (size_t i = 0; i < 6 && i < asb_named_command_list_count(l); i++)
@@ -249,14 +249,14 @@ TEST(c_hello_commands) {
   ao.envd_access_token = "wrong";
   asb_sandbox *bad = NULL;
   REQUIRE_RC(asb_sandbox_attach(&bad, C, asb_sandbox_id(sb), &ao), ASB_OK);
-  CHECK_INT(asb_sandbox_run_command(bad, "hello", "{\"name\":\"x\"}", NULL, &out), ASB_EAUTH);
-  CHECK_INT(asb_sandbox_run_command(bad, "shout", "{\"text\":\"x\"}", NULL, &out), ASB_EAUTH);
+  CHECK_INT(asb_sandbox_run_command(&out, bad, "hello", "{\"name\":\"x\"}", NULL), ASB_EAUTH);
+  CHECK_INT(asb_sandbox_run_command(&out, bad, "shout", "{\"text\":\"x\"}", NULL), ASB_EAUTH);
   asb_sandbox_free(bad);
 
   /* a port nobody serves */
   asb_named_command_options no = ASB_NAMED_COMMAND_OPTIONS_INIT;
   no.port = 9999;
-  CHECK_INT(asb_sandbox_run_command(sb, "hello", NULL, &no, &out), ASB_ECONNECTION);
+  CHECK_INT(asb_sandbox_run_command(&out, sb, "hello", NULL, &no), ASB_ECONNECTION);
 
   /* the server runs as user, its output goes to /var/log/asb/start.log */
   char *o = sh(sb, "ps -o user=,args= -C hello-server; cat /var/log/asb/start.log");
@@ -350,63 +350,65 @@ TEST(cli) {
 TEST(build_errors) {
   int before = templates_on_disk();
   asb_template *t = NULL;
-  CHECK_RC(asb_templates_build(C, "/nonexistent/dir", NULL, &t), ASB_ENOTFOUND);
-  CHECK_RC(asb_templates_build(C, WORK, NULL, &t), ASB_EINVAL); /* no template.yaml */
+  CHECK_RC(asb_templates_build(&t, C, "/nonexistent/dir", NULL), ASB_ENOTFOUND);
+  CHECK_RC(asb_templates_build(&t, C, WORK, NULL), ASB_EINVAL); /* no template.yaml */
   CHECK(strstr(asb_error_last()->message, "has no template.yaml"));
-  CHECK_RC(asb_templates_build(C, tdir("name: Bad-Name\n", NULL), NULL, &t), ASB_EINVAL);
+  CHECK_RC(asb_templates_build(&t, C, tdir("name: Bad-Name\n", NULL), NULL), ASB_EINVAL);
   CHECK(strstr(asb_error_last()->message, "template.yaml:1:7: name: 'Bad-Name' is not a valid"));
-  CHECK_RC(asb_templates_build(C, tdir("name: x\nresources:\n  memory: lots\n", NULL), NULL, &t),
+  CHECK_RC(asb_templates_build(&t, C, tdir("name: x\nresources:\n  memory: lots\n", NULL), NULL),
            ASB_EINVAL);
   CHECK(strstr(asb_error_last()->message, "template.yaml:3:11: resources.memory:"));
-  CHECK_RC(asb_templates_build(C, tdir("name: x\nbase: nothing-like-it\n", NULL), NULL, &t),
+  CHECK_RC(asb_templates_build(&t, C, tdir("name: x\nbase: nothing-like-it\n", NULL), NULL),
            ASB_EINVAL);
   CHECK(strstr(asb_error_last()->message, "base: template 'nothing-like-it' not found"));
-  CHECK_RC(asb_templates_build(C, tdir("name: x\nsteps:\n  - copy: missing.txt /x\n", NULL),
-                               NULL, &t),
+  CHECK_RC(asb_templates_build(&t, C, tdir("name: x\nsteps:\n  - copy: missing.txt /x\n", NULL),
+                               NULL),
            ASB_EINVAL);
   CHECK(strstr(asb_error_last()->message,
                "template.yaml:3:1: steps[0].copy.src: 'missing.txt' is not in the template"));
   /* a failing step: named, with its output */
-  CHECK_RC(asb_templates_build(C,
+  CHECK_RC(asb_templates_build(&t, C,
                                tdir("name: broken\nsteps:\n  - run: echo fine\n"
                                     "  - run: echo going wrong >&2; exit 3\n",
                                     NULL),
-                               NULL, &t),
+                               NULL),
            ASB_EBUILD);
   CHECK(strstr(asb_error_last()->message,
                "step 2/2 (run: echo going wrong >&2; exit 3) at template.yaml:4 failed with exit "
                "code 3:\ngoing wrong"));
   CHECK_INT(asb_error_last()->http_status, 422);
   /* packages: present ones are skipped, missing ones fail (no network) */
-  CHECK_RC(asb_templates_build(C,
+  CHECK_RC(asb_templates_build(&t, C,
                                tdir("name: pkgs\nsteps:\n  - apt: [no-such-package-xyz, libc6]\n",
                                     NULL),
-                               NULL, &t),
+                               NULL),
            ASB_EBUILD);
   CHECK(strstr(asb_error_last()->message, "no-such-package-xyz not installed in the base"));
   CHECK(strstr(asb_error_last()->message, "no network"));
-  CHECK_RC(asb_templates_build(C, tdir("name: pkgs\nsteps:\n  - pip: [nosuchpipthing]\n", NULL),
-                               NULL, &t),
+  CHECK_RC(asb_templates_build(&t, C, tdir("name: pkgs\nsteps:\n  - pip: [nosuchpipthing]\n", NULL),
+                               NULL),
            ASB_EBUILD);
   CHECK(strstr(asb_error_last()->message, "not installed: nosuchpipthing"));
   /* a timed-out step */
-  CHECK_RC(asb_templates_build(C, tdir("name: slow\nsteps:\n  - run: sleep 60\n    timeout: 1\n",
-                                       NULL),
-                               NULL, &t),
+  CHECK_RC(asb_templates_build(&t, C,
+                               tdir("name: slow\nsteps:\n  - run: sleep 60\n    timeout: 1\n",
+                                    NULL),
+                               NULL),
            ASB_EBUILD);
   CHECK(strstr(asb_error_last()->message, "timed out after 1 s"));
   /* nothing left behind: no template dirs, no build sandboxes */
   CHECK_INT(templates_on_disk(), before);
   CHECK_INT(sandboxes_on_disk(), 0);
-  CHECK_RC(asb_templates_get(C, "broken", NULL, &t), ASB_ENOTFOUND);
+  CHECK_RC(asb_templates_get(&t, C, "broken", NULL), ASB_ENOTFOUND);
 }
 
 TEST(ready_check_failures) {
   asb_template *t = NULL;
-  REQUIRE_RC(asb_templates_build(C, tdir("name: never-ready\nstart: sleep 600\n"
-                                         "ready: {port: 7777, timeout: 2}\n",
-                                         NULL),
-                                 NULL, &t),
+  REQUIRE_RC(asb_templates_build(&t, C,
+                                 tdir("name: never-ready\nstart: sleep 600\n"
+                                      "ready: {port: 7777, timeout: 2}\n",
+                                      NULL),
+                                 NULL),
              ASB_OK);
   asb_template_free(t);
   asb_sandbox *sb = make("never-ready");
@@ -415,10 +417,11 @@ TEST(ready_check_failures) {
   CHECK(strstr(asb_error_last()->message,
                "the ready check (port 7777) did not pass within 2 s; last check: connecting to "
                "port 7777: Connection refused"));
-  REQUIRE_RC(asb_templates_build(C, tdir("name: dies\nstart: echo starting up; exit 3\n"
-                                         "ready: {cmd: 'test -f /tmp/never', timeout: 60}\n",
-                                         NULL),
-                                 NULL, &t),
+  REQUIRE_RC(asb_templates_build(&t, C,
+                                 tdir("name: dies\nstart: echo starting up; exit 3\n"
+                                      "ready: {cmd: 'test -f /tmp/never', timeout: 60}\n",
+                                      NULL),
+                                 NULL),
              ASB_OK);
   asb_template_free(t);
   sb = make("dies");
@@ -430,17 +433,17 @@ TEST(ready_check_failures) {
   CHECK(strstr(asb_error_last()->message, "start command output: starting up"));
   /* nothing left behind */
   asb_sandbox_page *p = NULL;
-  REQUIRE_RC(asb_sandbox_list(C, NULL, &p), ASB_OK);
+  REQUIRE_RC(asb_sandbox_list(&p, C, NULL), ASB_OK);
   CHECK_INT(asb_sandbox_page_count(p), 0);
   asb_sandbox_page_free(p);
   CHECK_INT(sandboxes_on_disk(), 0);
   /* a command check that passes once the server made its file */
-  REQUIRE_RC(asb_templates_build(C,
+  REQUIRE_RC(asb_templates_build(&t, C,
                                  tdir("name: slow-start\n"
                                       "start: {cmd: 'sleep 1; touch /tmp/up; exec sleep 600'}\n"
                                       "ready: {cmd: 'test -f /tmp/up', interval: 50}\n",
                                       NULL),
-                                 NULL, &t),
+                                 NULL),
              ASB_OK);
   asb_template_free(t);
   sb = make("slow-start");
@@ -474,14 +477,15 @@ TEST(layers) {
       "  - run: echo made by user > /home/user/mine\n"
       "    user: user\n";
   asb_template *t = NULL;
-  REQUIRE_RC(asb_templates_build(C, tdir(yaml, files), NULL, &t), ASB_OK);
+  REQUIRE_RC(asb_templates_build(&t, C, tdir(yaml, files), NULL), ASB_OK);
   asb_template_free(t);
   /* a template built on the one above */
-  REQUIRE_RC(asb_templates_build(C, tdir("name: layered-2\nbase: layered\nsteps:\n"
-                                         "  - run: rm -rf /srv/d && mkdir /srv/d && echo two > "
-                                         "/srv/d/new\n",
-                                         NULL),
-                                 NULL, &t),
+  REQUIRE_RC(asb_templates_build(&t, C,
+                                 tdir("name: layered-2\nbase: layered\nsteps:\n"
+                                      "  - run: rm -rf /srv/d && mkdir /srv/d && echo two > "
+                                      "/srv/d/new\n",
+                                      NULL),
+                                 NULL),
              ASB_OK);
   asb_template_free(t);
   asb_sandbox *sb = make("layered");
@@ -523,7 +527,7 @@ TEST(restart) {
   REQUIRE(engine_fixture_client(&F, &C) == 0);
   CHECK_INT(templates_on_disk(), n);
   asb_template *t = NULL;
-  REQUIRE_RC(asb_templates_build(C, ASB_TEMPLATE_DIR, NULL, &t), ASB_OK);
+  REQUIRE_RC(asb_templates_build(&t, C, ASB_TEMPLATE_DIR, NULL), ASB_OK);
   CHECK_INT(asb_template_cached(t), 1);
   asb_template_free(t);
   asb_sandbox *sb = make("c-hello");

@@ -116,7 +116,7 @@ static int answers(asb_sandbox *sb) {
   asb_command_options o = ASB_COMMAND_OPTIONS_INIT;
   o.timeout_ms = 60000;
   asb_command_result *res = NULL;
-  int rc = asb_commands_run(sb, "echo alive", &o, &res);
+  int rc = asb_commands_run(&res, sb, "echo alive", &o);
   int ok = rc == ASB_OK && res && !strcmp(asb_command_result_stdout(res, NULL), "alive\n");
   asb_command_result_free(res);
   return ok;

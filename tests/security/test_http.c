@@ -265,7 +265,7 @@ static char *rec_log_after(const char *path) {
   while (now_ms() < deadline) {
     char *log = NULL;
     size_t len = 0;
-    if (asb_files_read(SB, REC_LOG, NULL, &log, &len) == ASB_OK && strstr(log, want)) return log;
+    if (asb_files_read(&log, &len, SB, REC_LOG, NULL) == ASB_OK && strstr(log, want)) return log;
     asb_free(log);
     usleep(20000);
   }
@@ -556,7 +556,7 @@ TEST(deep_template_yaml_is_refused_before_it_costs) {
   fputc('\n', f);
   fclose(f);
   asb_template *t = NULL;
-  int rc = asb_templates_build(C, dir, NULL, &t);
+  int rc = asb_templates_build(&t, C, dir, NULL);
   CHECK_RC(rc, ASB_EINVAL);
   const char *msg = asb_error_last()->message;
   if (!strstr(msg, "nest")) ASBT_FAIL("the error does not name the nesting limit: %s", msg);
@@ -673,10 +673,10 @@ static void no_token_visible_to_user(asb_sandbox *sb, const char *what) {
   o.user = "user";
   asb_command_result *res = NULL;
   /* everything `user` can read about every process */
-  int rc = asb_commands_run(sb,
+  int rc = asb_commands_run(&res, sb,
                             "for p in /proc/[0-9]*; do cat $p/cmdline $p/environ 2>/dev/null; "
                             "echo; done | tr '\\0' ' '",
-                            &o, &res);
+                            &o);
   CHECK_RC(rc, ASB_OK);
   const char *out = res ? asb_command_result_stdout(res, NULL) : "";
   const char *tok = asb_sandbox_envd_access_token(sb);
@@ -697,7 +697,7 @@ TEST(secrets_are_not_readable_by_user) {
   fputs("name: sechttp-start\nstart: sleep 100000\n", f);
   fclose(f);
   asb_template *t = NULL;
-  int rc = asb_templates_build(C, dir, NULL, &t);
+  int rc = asb_templates_build(&t, C, dir, NULL);
   remove(path);
   rmdir(dir);
   REQUIRE_RC(rc, ASB_OK);
@@ -711,8 +711,8 @@ TEST(secrets_are_not_readable_by_user) {
   asb_command_result *res = NULL;
   asb_command_options o = ASB_COMMAND_OPTIONS_INIT;
   o.user = "user";
-  CHECK_RC(asb_commands_run(sb, "cat /proc/$(pgrep -x sleep)/environ | tr '\\0' '\\n' | "
-                                "grep -c '^ASB_SERVER_TOKEN_SHA256=[0-9a-f]\\{64\\}$'", &o, &res),
+  CHECK_RC(asb_commands_run(&res, sb, "cat /proc/$(pgrep -x sleep)/environ | tr '\\0' '\\n' | "
+                                "grep -c '^ASB_SERVER_TOKEN_SHA256=[0-9a-f]\\{64\\}$'", &o),
            ASB_OK);
   if (res) CHECK_STR(asb_command_result_stdout(res, NULL), "1\n");
   asb_command_result_free(res);
@@ -741,8 +741,8 @@ int main(void) {
   asb_process *srv = NULL;
   char cmd[128];
   snprintf(cmd, sizeof cmd, "python3 /tmp/rec.py %d %s", REC_PORT, REC_LOG);
-  int ok = asb_files_write(SB, "/tmp/rec.py", RECORDER, strlen(RECORDER), NULL, NULL) == ASB_OK &&
-           asb_commands_start(SB, cmd, &co, &srv) == ASB_OK;
+  int ok = asb_files_write(NULL, SB, "/tmp/rec.py", RECORDER, strlen(RECORDER), NULL) == ASB_OK &&
+           asb_commands_start(&srv, SB, cmd, &co) == ASB_OK;
   resp r = {0};
   for (int64_t deadline = now_ms() + 30000; ok && r.status != 200 && now_ms() < deadline;) {
     to_rec("GET", "/ready", "Connection: close\r\n", "", 0, &r);

@@ -48,7 +48,7 @@ static run_res sh(asb_sandbox *sb, const char *user, const char *cmd) {
   o.user = user;
   o.timeout_ms = 120000;
   asb_command_result *res = NULL;
-  r.rc = asb_commands_run(sb, cmd, &o, &res);
+  r.rc = asb_commands_run(&res, sb, cmd, &o);
   if (res) {
     r.exit_code = asb_command_result_exit_code(res);
     snprintf(r.out, sizeof r.out, "%s", asb_command_result_stdout(res, NULL));
@@ -216,7 +216,7 @@ static const char *tdir(const char *yaml, const char *const *files) {
 
 static asb_template *build(asb_client *c, const char *yaml, const char *const *files) {
   asb_template *t = NULL;
-  if (asb_templates_build(c, tdir(yaml, files), NULL, &t) != ASB_OK) {
+  if (asb_templates_build(&t, c, tdir(yaml, files), NULL) != ASB_OK) {
     fprintf(stderr, "build: %s\n", asb_error_last()->message);
     return NULL;
   }

@@ -32,7 +32,7 @@ static run_res sh(asb_sandbox *sb, const char *user, const char *cmd, long timeo
   o.user = user;
   o.timeout_ms = timeout_ms ? timeout_ms : 60000;
   asb_command_result *res = NULL;
-  r.rc = asb_commands_run(sb, cmd, &o, &res);
+  r.rc = asb_commands_run(&res, sb, cmd, &o);
   if (res) {
     r.exit_code = asb_command_result_exit_code(res);
     snprintf(r.out, sizeof r.out, "%s", asb_command_result_stdout(res, NULL));
@@ -52,7 +52,7 @@ static long long now_ms(void) {
 }
 
 static int put(asb_sandbox *sb, const char *path, const char *text) {
-  return asb_files_write(sb, path, text, strlen(text), NULL, NULL);
+  return asb_files_write(NULL, sb, path, text, strlen(text), NULL);
 }
 
 /* ---- open files and the other rlimits ------------------------------------ */
@@ -253,7 +253,7 @@ TEST(per_user_kernel_counts_are_per_sandbox) {
   CHECK_RC(put(hog, "/tmp/hold.py", k_hold_py), ASB_OK);
   asb_command_options o = ASB_COMMAND_OPTIONS_INIT;
   o.timeout_ms = 600000;
-  CHECK_RC(asb_commands_start(hog, "python3 /tmp/hold.py", &o, &p), ASB_OK);
+  CHECK_RC(asb_commands_start(&p, hog, "python3 /tmp/hold.py", &o), ASB_OK);
   run_res held;
   memset(&held, 0, sizeof held);
   for (long long end = now_ms() + 120000; now_ms() < end;) {
@@ -285,7 +285,7 @@ TEST(per_user_kernel_counts_are_per_sandbox) {
   if (p) {
     asb_call_options co = ASB_CALL_OPTIONS_INIT;
     co.timeout_ms = 60000;
-    asb_process_wait(p, &co, NULL);
+    asb_process_wait(NULL, p, &co);
     asb_process_free(p);
   }
   asb_sandbox_kill(hog, NULL);

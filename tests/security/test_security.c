@@ -29,7 +29,7 @@ static run_res sh(asb_sandbox *sb, const char *user, const char *cmd, long timeo
   o.user = user;
   o.timeout_ms = timeout_ms ? timeout_ms : 60000;
   asb_command_result *res = NULL;
-  r.rc = asb_commands_run(sb, cmd, &o, &res);
+  r.rc = asb_commands_run(&res, sb, cmd, &o);
   if (res) {
     r.exit_code = asb_command_result_exit_code(res);
     snprintf(r.out, sizeof r.out, "%s", asb_command_result_stdout(res, NULL));
@@ -99,11 +99,11 @@ TEST(host_loopback_is_unreachable) {
 TEST(other_sandboxes_are_unreachable) {
   asb_sandbox *other = NULL;
   REQUIRE_RC(asb_sandbox_create(&other, C, NULL), ASB_OK);
-  REQUIRE_RC(asb_files_write(other, "/tmp/other-secret", "x", 1, NULL, NULL), ASB_OK);
+  REQUIRE_RC(asb_files_write(NULL, other, "/tmp/other-secret", "x", 1, NULL), ASB_OK);
   asb_command_options o = ASB_COMMAND_OPTIONS_INIT;
   o.timeout_ms = -1;
   asb_process *srv = NULL;
-  REQUIRE_RC(asb_commands_start(other, "python3 -m http.server 8765 --bind 127.0.0.1", &o, &srv),
+  REQUIRE_RC(asb_commands_start(&srv, other, "python3 -m http.server 8765 --bind 127.0.0.1", &o),
              ASB_OK);
   usleep(500000);
   EXPECT_DENIED(SB, "root", "cat /tmp/other-secret");
@@ -193,7 +193,7 @@ TEST(api_and_envd_need_credentials) {
   asb_client *nokey = NULL;
   REQUIRE_RC(asb_client_new(&nokey, &o), ASB_OK);
   asb_sandbox_page *p = NULL;
-  CHECK_RC(asb_sandbox_list(nokey, NULL, &p), ASB_EAUTH);
+  CHECK_RC(asb_sandbox_list(&p, nokey, NULL), ASB_EAUTH);
   asb_sandbox *stolen = NULL;
   REQUIRE_RC(asb_sandbox_attach(&stolen, nokey, asb_sandbox_id(SB), NULL), ASB_OK);
   run_res r = sh(stolen, NULL, "echo nope", 0);

@@ -16,6 +16,7 @@ Async first, with a blocking twin of everything::
   :class:`SandboxSync` (= :class:`agent_sandbox.sync.Sandbox`, all blocking);
 - :mod:`agent_sandbox.compat`: E2B's ``Sandbox``/``AsyncSandbox`` names and
   signatures; :mod:`agent_sandbox.sessions`: named sessions;
+  :mod:`agent_sandbox.templates`: build, list, get and delete templates;
   :func:`sandbox` (the decorator): run a function in a sandbox;
   :mod:`agent_sandbox.server`: serve named commands from inside a template;
 - :mod:`agent_sandbox.lowlevel`: the SWIG module over the C ABI.

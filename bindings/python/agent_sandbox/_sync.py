@@ -231,6 +231,8 @@ class CommandHandle:
 
     def kill(self) -> bool:
         """Kill the command (SIGKILL to its process group). False if it already ended."""
+        if self._p is not None:
+            return _not_found_false(lambda: N.call(ll.asb_process_kill, self._p, _call_options()))
         return _not_found_false(lambda: N.call(ll.asb_commands_kill, self._sandbox._h,
                                                self._pid, _call_options()))
 
@@ -242,8 +244,11 @@ class CommandHandle:
 
     def close_stdin(self, request_timeout: Optional[float] = None) -> None:
         """Close its stdin (the command reads end-of-file)."""
-        N.call(ll.asb_commands_close_stdin, self._sandbox._h, self._pid,
-               _call_options(request_timeout))
+        if self._p is not None:
+            N.call(ll.asb_process_close_stdin, self._p, _call_options(request_timeout))
+        else:
+            N.call(ll.asb_commands_close_stdin, self._sandbox._h, self._pid,
+                   _call_options(request_timeout))
 
     def disconnect(self) -> None:
         """Stop receiving its output; the command keeps running
@@ -254,10 +259,11 @@ class CommandHandle:
     def __iter__(self) -> Iterator[Tuple[Optional[str], Optional[str], Optional[bytes]]]:
         """Iterate over the output as (stdout, stderr, pty) tuples until the command ends.
 
-        The result is available afterwards from :meth:`wait`.
+        The result is available afterwards from :meth:`wait`. Each chunk is
+        pulled with asb_process_read on the iterating thread (the callbacks
+        given at start see it too).
         """
-        q: "queue.SimpleQueue[Any]" = queue.SimpleQueue()
-        done = object()
+        items: List[Tuple[Any, Any, Any]] = []
         out_fn, err_fn, pty_fn = self._sink.out.fn, self._sink.err.fn, self._sink.pty
 
         def tee(kind: int, fn: Any) -> Callable[[Any], None]:
@@ -266,34 +272,37 @@ class CommandHandle:
                     fn(chunk)
                 item: List[Any] = [None, None, None]
                 item[kind] = chunk
-                q.put(tuple(item))
+                items.append((item[0], item[1], item[2]))
 
             return f
 
         self._sink.out.fn, self._sink.err.fn, self._sink.pty = tee(0, out_fn), tee(1, err_fn), tee(2, pty_fn)
-        box: Dict[str, BaseException] = {}
-
-        def pump() -> None:
-            try:
-                self.wait()
-            except BaseException as e:  # noqa: BLE001 - handed to the iterating thread
-                box["e"] = e
-            finally:
-                q.put(done)
-
-        t = threading.Thread(target=pump, daemon=True)
-        t.start()
+        error: Optional[BaseException] = None
         try:
-            while True:
-                item = q.get()
-                if item is done:
+            if self._result is None and self._p is not None:
+                while True:
+                    rc, _kind, _data = ll.asb_process_read(self._p, _call_options())
+                    while items:
+                        yield items.pop(0)
+                    if rc > 0:
+                        continue
+                    if rc < 0:
+                        try:
+                            N.fail(rc, self._cb)
+                        except BaseException as e:  # noqa: BLE001 - raised after the output
+                            error = e
                     break
-                yield item
+            if error is None:
+                try:
+                    self.wait()  # the process ended: returns (and flushes) at once
+                except BaseException as e:  # noqa: BLE001
+                    error = e
+            while items:
+                yield items.pop(0)
         finally:
-            t.join()
             self._sink.out.fn, self._sink.err.fn, self._sink.pty = out_fn, err_fn, pty_fn
-        if "e" in box:
-            raise box["e"]
+        if error is not None:
+            raise error
 
 
 class Commands:
@@ -359,6 +368,9 @@ class Commands:
             feed = stdin
         o = self._options(envs, cwd, user, timeout, request_timeout, stdin is True, tag)
         o.cancel = N.current_cancel()
+        o.kill_on_cancel = 1  # a cancelled foreground run stops
+        if feed is not None:
+            o.set_stdin_data(feed)
         on_stdout, on_stderr = N.sync_only(on_stdout), N.sync_only(on_stderr)
         out = N.Decoder(on_stdout) if on_stdout else None
         err = N.Decoder(on_stderr) if on_stderr else None
@@ -366,7 +378,8 @@ class Commands:
         if out or err:
             cb = ll.asbpy_callbacks(out.feed if out else None, err.feed if err else None,
                                     None, None, None, None, 0)
-        rc, res = ll.asbpy_commands_run(self._sandbox._h, cmd, o, cb, feed)
+            o.bind(cb)
+        rc, res = ll.asb_commands_run(self._sandbox._h, cmd, o)
         if rc != N.OK and not (rc == N.ECOMMANDEXIT and res is not None):
             N.fail(rc, cb)
         if out:
@@ -441,33 +454,20 @@ class Commands:
 
 def _open(sandbox: "Sandbox", sink: _Sink, opts: Any, start: Callable[[Any], Any],
           feed: Optional[Data], not_found: Any = None) -> CommandHandle:
-    """Open a process with a cancel token of its own (it lives as long as
-    the process handle) and bind its callbacks.
-
-    Starting is not cancelled half-way (it is bounded by the request
-    timeout): a start cut short could leave the command running with its pid
-    unknown. A cancellation requested meanwhile kills it right after."""
-    token = N.CancelToken()
-    h = CommandHandle(sandbox, sink, token)
+    """Open a process and bind its callbacks. The C call does the rest: it
+    writes ``feed`` to stdin and closes it, and (kill_on_cancel) a
+    cancellation during the start kills the command right after it runs
+    instead of cutting the start short."""
+    h = CommandHandle(sandbox, sink, N.CancelToken())
     opts.bind(h._cb)
-    opts.cancel = token._h
+    opts.cancel = N.current_cancel()
+    opts.kill_on_cancel = 1
+    if feed is not None:
+        opts.set_stdin_data(feed)
     rc, p = start(opts)
     if rc != N.OK:
         N.fail(rc, h._cb, not_found)
     h._attach(p)
-    scope = N.current_token()
-    if scope is not None and scope.cancelled:
-        h.kill()
-        raise E.OperationCancelledError("cancelled while starting; the command was killed",
-                                        code=N.ECANCELED, status="ASB_ECANCELED")
-    if feed is not None:
-        try:
-            if len(feed):
-                h.send_stdin(feed)
-            h.close_stdin()
-        except BaseException:
-            h.kill()
-            raise
     return h
 
 
@@ -547,79 +547,51 @@ class FileStream:
     """A file being read in chunks (``files.read(path, format="stream")``).
 
     Iterate over it for ``bytes`` chunks; close it (or use ``with``) to stop
-    early. The transfer runs on a thread of its own, a few chunks ahead.
+    early. Each chunk is pulled from the C reader (asb_file_reader_read),
+    which reads ahead about 1 MiB.
     """
 
     def __init__(self, sandbox: "Sandbox", path: str, opts: Any) -> None:
-        self._q: "queue.Queue[Any]" = queue.Queue(maxsize=8)
-        self._done = object()
-        self._closed = threading.Event()
-        self._token = N.CancelToken()
-        opts.cancel = self._token._h
+        self._r: Any = None
         self._error: Optional[BaseException] = None
-
-        def sink(chunk: bytes) -> None:
-            while True:
-                if self._closed.is_set():
-                    raise _StreamClosed()
-                try:
-                    self._q.put(chunk, timeout=0.1)
-                    return
-                except queue.Full:
-                    continue
-
-        cb = ll.asbpy_callbacks(sink, None, None, None, None, None, 0)
-
-        def pump() -> None:
-            try:
-                rc = ll.asb_files_read_stream(sandbox._h, path, opts, cb)
-                if rc < 0 and not self._closed.is_set():
-                    exc = cb.take_error()
-                    self._error = exc if exc is not None else N.make_error(rc, E.FileNotFoundException)
-            finally:
-                while True:
-                    try:
-                        self._q.put(self._done, timeout=0.1)
-                        break
-                    except queue.Full:
-                        if self._closed.is_set():
-                            break
-
-        self._thread = threading.Thread(target=pump, name="agent-sandbox-read", daemon=True)
-        self._thread.start()
+        opts.cancel = N.current_cancel()
+        try:
+            self._r = N.call(ll.asb_files_open_read, sandbox._h, path, opts,
+                             not_found=E.FileNotFoundException)
+        except E.AgentSandboxError as e:  # raised by the first read, as before
+            self._error = e
+        self._lock = threading.Lock()
 
     def __iter__(self) -> "FileStream":
         return self
 
     def __next__(self) -> bytes:
-        if self._closed.is_set():
+        if self._error is not None:
+            err, self._error = self._error, None
+            raise err
+        r = self._r
+        if r is None:
             raise StopIteration
-        scope = N.current_token()
-        while True:
-            try:
-                item = self._q.get(timeout=0.1)
-                break
-            except queue.Empty:
-                if scope is not None and scope.cancelled:
-                    raise E.OperationCancelledError("cancelled") from None
-        if item is self._done:
-            self._closed.set()
-            if self._error is not None:
-                err, self._error = self._error, None
-                raise err
-            raise StopIteration
-        return item
+        rc, chunk = ll.asb_file_reader_read(r, _call_options())
+        if rc > 0:
+            return chunk
+        closed = self._r is None  # closed meanwhile: the read was stopped
+        self.close()
+        if rc < 0 and not closed:
+            N.fail(rc, None, E.FileNotFoundException)
+        raise StopIteration
 
     def read(self) -> bytes:
         """The rest of the file."""
         return b"".join(self)
 
     def close(self) -> None:
-        """Stop the transfer."""
-        if not self._closed.is_set():
-            self._closed.set()
-            self._token.cancel()
-        self._thread.join()
+        """Stop the transfer (a read in progress on another thread ends)."""
+        with self._lock:
+            r, self._r = self._r, None
+        if r is not None:
+            ll.asb_file_reader_stop(r)
+            # The wrapper frees it once no call holds it (asb_file_reader_free).
 
     def __enter__(self) -> "FileStream":
         return self
@@ -925,7 +897,7 @@ class Code:
                        cwd=ll.asb_code_context_cwd(c) or "")
 
     def list_contexts(self, request_timeout: Optional[float] = None) -> List[Context]:
-        lst = N.call(ll.asb_code_list_contexts, self._sandbox._h, _call_options(request_timeout))
+        lst = N.call(ll.asb_code_contexts_list, self._sandbox._h, _call_options(request_timeout))
         out = []
         for i in range(ll.asb_code_context_list_count(lst)):
             c = ll.asb_code_context_list_get(lst, i)
@@ -1266,7 +1238,7 @@ class Sandbox:
     def list_commands(self, *, port: Optional[int] = None,
                       request_timeout: Optional[float] = None) -> List[CommandInfo]:
         """The named commands the sandbox serves (hidden ones are not listed)."""
-        lst = N.call(ll.asb_sandbox_list_commands, self._h, _named_options(port, request_timeout))
+        lst = N.call(ll.asb_sandbox_commands_list, self._h, _named_options(port, request_timeout))
         return [CommandInfo(name=n, description=d or "",
                             args=[CommandArg(name=an, type=at, required=bool(rq), default=df,
                                              description=ad or "")

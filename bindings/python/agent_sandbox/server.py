@@ -152,7 +152,7 @@ def _load() -> ctypes.CDLL:
             "asb_server_options_init": (i, [ctypes.POINTER(_Options), ctypes.c_uint]),
             "asb_server_new": (i, [ctypes.POINTER(vp), ctypes.POINTER(_Options)]),
             "asb_server_free": (None, [vp]),
-            "asb_server_register": (i, [vp, cp, cp, _HANDLER, vp, vp, ctypes.POINTER(vp)]),
+            "asb_server_register": (i, [ctypes.POINTER(vp), vp, cp, cp, _HANDLER, vp, vp]),
             "asb_server_command_add_arg": (i, [vp, cp, i, i, cp, cp]),
             "asb_server_command_set_hidden": (i, [vp, i]),
             "asb_server_start_background": (i, [vp, i]),
@@ -503,8 +503,8 @@ class CommandRegistry:
                 keep.append(cb)
                 out = ctypes.c_void_p()
                 desc = cmd.description.encode() if cmd.description else None
-                _check(lib.asb_server_register(h, cmd.name.encode(), desc, cb, None, None,
-                                               ctypes.byref(out)),
+                _check(lib.asb_server_register(ctypes.byref(out), h, cmd.name.encode(), desc,
+                                               cb, None, None),
                        f"command {cmd.name!r}")
                 for a in cmd.args:
                     _check(lib.asb_server_command_add_arg(

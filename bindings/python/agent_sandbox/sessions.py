@@ -95,7 +95,7 @@ def get_sync(name: str) -> SessionInfo:
 
 def list_all_sync() -> List[SessionInfo]:
     """Every session, by name."""
-    lst = N.call(ll.asb_session_list_all)
+    lst = N.call(ll.asb_sessions_list)
     out = []
     for i in range(ll.asb_session_list_count(lst)):
         # Records are owned by the list: read each one's own copy.

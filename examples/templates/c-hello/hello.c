@@ -79,16 +79,16 @@ int main(int argc, char **argv) {
     fprintf(stderr, "hello-server: %s\n", asb_server_error_last()->message);
     return 1;
   }
-  asb_server_register(server, "hello", "Greets someone", hello, NULL, NULL, &c);
+  asb_server_register(&c, server, "hello", "Greets someone", hello, NULL, NULL);
   asb_server_command_add_arg(c, "name", ASB_ARG_STRING, ASB_ARG_REQUIRED, NULL, "who to greet");
   asb_server_command_add_arg(c, "greeting", ASB_ARG_STRING, 0,
                              greeting && *greeting ? greeting : "Hello", "the greeting word");
-  asb_server_register(server, "add", "Adds two integers", add, NULL, NULL, &c);
+  asb_server_register(&c, server, "add", "Adds two integers", add, NULL, NULL);
   asb_server_command_add_arg(c, "a", ASB_ARG_INTEGER, ASB_ARG_REQUIRED, NULL, NULL);
   asb_server_command_add_arg(c, "b", ASB_ARG_INTEGER, 0, "0", NULL);
-  asb_server_register(server, "echo", "Returns its argument", echo, NULL, NULL, &c);
+  asb_server_register(&c, server, "echo", "Returns its argument", echo, NULL, NULL);
   asb_server_command_add_arg(c, "value", ASB_ARG_JSON, 0, "null", "any JSON value");
-  asb_server_register(server, "fail", "Always raises HelloError", fail, NULL, NULL, &c);
+  asb_server_register(&c, server, "fail", "Always raises HelloError", fail, NULL, NULL);
   asb_server_command_add_arg(c, "reason", ASB_ARG_STRING, 0, "nothing to see here", NULL);
 
   struct sigaction sa;

@@ -70,3 +70,11 @@ def test_named_commands(engine):
     assert out[4] == "word_count: {'total': 6, 'common': [['a', 3], ['b', 2], ['c', 1]]}"
     assert out[5] == "mean: 2.5"
     assert out[6].startswith("remote ValueError:") and out[6].endswith("no values")
+
+
+def test_templates(engine):
+    out = run(engine, "templates.py").splitlines()
+    assert out[0].startswith("py-example built ")
+    assert out[1] == "hello from a template"
+    assert out[2] == "listed: True"
+    assert out[3].startswith("build failed:") and "exit code 3" in out[3]

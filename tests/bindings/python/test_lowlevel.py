@@ -66,7 +66,7 @@ def test_out_parameters(engine):
         rc, res = ll.asb_commands_run(sb, "printf 'a\\0b'", None)
         assert ll.asb_command_result_stdout(res) == b"a\x00b"
         rc, entry = ll.asb_files_stat(sb, "/tmp/ll", None)
-        secs, nanos = ll.asb_entry_modified_time(entry)
+        secs, nanos = ll.asb_entry_modified_at(entry), ll.asb_entry_modified_nanos(entry)
         assert secs > 0 and 0 <= nanos < 10**9
     finally:
         ll.asb_sandbox_kill(sb, None)
@@ -85,7 +85,9 @@ def test_callback_exception_aborts_with_euser(sandbox):
         raise Stop("enough")
 
     cbs = ll.asbpy_callbacks(cb, None, None, None, None, None, 0)
-    rc, res = ll.asbpy_commands_run(sb, "echo 1; sleep 0.3; echo 2", None, cbs, None)
+    o = ll.asb_command_options()
+    o.bind(cbs)
+    rc, res = ll.asb_commands_run(sb, "echo 1; sleep 0.3; echo 2", o)
     assert rc == ll.ASB_EUSER and len(calls) == 1
     exc = cbs.take_error()
     assert isinstance(exc, Stop) and exc.__traceback__ is not None
@@ -106,7 +108,7 @@ def test_gil_released_around_blocking_calls(sandbox):
     t = threading.Thread(target=ticker)
     t.start()
     start = time.monotonic()
-    rc, res = ll.asbpy_commands_run(sb, "sleep 0.5", None, None, None)
+    rc, res = ll.asb_commands_run(sb, "sleep 0.5", None)
     end = time.monotonic()
     stop.set()
     t.join()
@@ -124,10 +126,13 @@ def test_callbacks_from_worker_thread_take_the_gil(sandbox):
                              None, None, None, 0)
     box = {}
 
+    o = ll.asb_command_options()
+    o.bind(cbs)
+
     def worker():
         box["tid"] = threading.get_ident()
-        box["rc"] = ll.asbpy_commands_run(sb, "for i in 1 2 3; do echo $i; sleep 0.05; done",
-                                          None, cbs, None)[0]
+        box["rc"] = ll.asb_commands_run(sb, "for i in 1 2 3; do echo $i; sleep 0.05; done",
+                                        o)[0]
 
     t = threading.Thread(target=worker)
     t.start()
@@ -138,3 +143,16 @@ def test_callbacks_from_worker_thread_take_the_gil(sandbox):
     assert box["rc"] == 0
     assert b"".join(b for _, b in seen) == b"1\n2\n3\n"
     assert {tid for tid, _ in seen} == {box["tid"]}
+
+
+def test_command_options_v2_from_python(sandbox):
+    """stdin_data (set_stdin_data copies the bytes) and kill_on_cancel are
+    plain members of the version-2 options struct."""
+    sb = sandbox.sync._h
+    o = ll.asb_command_options()
+    assert o.version == ll.ASB_COMMAND_OPTIONS_VERSION == 2
+    o.set_stdin_data(b"from python")
+    o.kill_on_cancel = 1
+    rc, res = ll.asb_commands_run(sb, "cat", o)
+    assert rc == 0 and ll.asb_command_result_stdout(res) == b"from python"
+    assert not hasattr(o, "stdin_data")  # the raw pointer stays hidden
