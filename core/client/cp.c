@@ -18,7 +18,7 @@ int asbi_cp_request_raw(asb_client *c, const char *method, const char *path,
                         const char *what, const int *ok_statuses, int *status,
                         cJSON **out, asbi_http_resp *keep_resp) {
   if (out) *out = NULL;
-  int rc = asbi_client_local_prepare(c, 0);
+  int rc = asbi_client_local_prepare(c, flags & ASBI_CP_NO_START ? -1 : 0);
   if (rc) return rc;
   for (int attempt = 0;; attempt++) {
     asbi_buf url = ASBI_BUF_INIT, key = ASBI_BUF_INIT, ua = ASBI_BUF_INIT, ct = ASBI_BUF_INIT;

@@ -147,12 +147,16 @@ int asbi_client_local_prepare(asb_client *c, int start) {
   pthread_mutex_lock(&c->mu);
   int krc = c->api_key ? 0 : read_key(c);
   pthread_mutex_unlock(&c->mu);
-  if (!start) {
+  if (start <= 0) {
     if (krc == -EACCES)
       return asbi_err(ASB_EAUTH, "cannot read the local engine's API key in %s: "
                       "permission denied (run as root or set E2B_API_KEY)",
                       c->state_dir);
-    return ASB_OK;
+    /* No key in the state dir: its engine never ran (it writes the key
+     * before it listens), so whatever answers on the default port is
+     * another engine. Start ours instead of sending that one a request
+     * without a key (401). Not for a call that may not start it. */
+    if (start < 0 || krc != -ENOENT) return ASB_OK;
   }
   pthread_mutex_lock(&start_mu);
   int rc = ASB_OK;

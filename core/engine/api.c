@@ -190,6 +190,23 @@ static int rfc3339_ms_of(const char *v, int64_t *out) {
   return 0;
 }
 
+/* nextToken is a cursor, as E2B's is: "c<startedAt ms>.<sandbox id>" of the
+ * last sandbox of the page, and the next page starts after that key (an
+ * offset would shift when sandboxes end between pages: list a page, kill
+ * what it holds, ask for the next, and an offset skips as many as were
+ * killed). */
+static int parse_cursor(const char *t, int64_t *ms, char *id, size_t idlen) {
+  const char *dot = t[0] == 'c' ? strchr(t, '.') : NULL;
+  if (!dot || asbi_parse_i64(t + 1, (size_t)(dot - t - 1), ms) || *ms < 0) return -1;
+  size_t n = strlen(dot + 1);
+  if (n == 0 || n >= idlen) return -1;
+  for (size_t i = 0; i < n; i++)
+    if (!((dot[1 + i] >= 'a' && dot[1 + i] <= 'z') || (dot[1 + i] >= '0' && dot[1 + i] <= '9')))
+      return -1;
+  memcpy(id, dot + 1, n + 1);
+  return 0;
+}
+
 /* The metadata query "k=v&k2=v2" (url-encoded pairs) as an object, or NULL
  * when it is malformed. */
 static cJSON *metadata_query(const char *q) {
@@ -292,12 +309,12 @@ static void list(engine *e, api_req *q, api_reply *r, int v2) {
     api_error(r, 400, "limit must be 1..%d", LIST_LIMIT_MAX);
     return;
   }
-  if (next && *next &&
-      (next[0] != 'o' || asbi_parse_i64(next + 1, strlen(next + 1), &f.offset) ||
-       f.offset < 0)) {
+  char cursor_id[ENGINE_ID_LEN + 1] = "";
+  if (next && *next && parse_cursor(next, &f.cursor_ms, cursor_id, sizeof cursor_id)) {
     api_error(r, 400, "invalid nextToken");
     return;
   }
+  f.cursor_id = cursor_id;
   if (after && *after && rfc3339_ms_of(after, &f.started_after_ms)) {
     api_error(r, 400, "startedAfter must be an RFC 3339 date-time");
     return;
@@ -321,8 +338,11 @@ static void list(engine *e, api_req *q, api_reply *r, int v2) {
   }
   cJSON *arr = cJSON_CreateArray();
   for (size_t i = 0; i < page.n; i++) cJSON_AddItemToArray(arr, listed_json(e, page.v[i], 0));
-  if (page.next_offset)
-    snprintf(r->next_token, sizeof r->next_token, "o%lld", (long long)page.next_offset);
+  if (page.more && page.n) {
+    const sbx *last = page.v[page.n - 1];
+    snprintf(r->next_token, sizeof r->next_token, "c%lld.%s", (long long)last->started_ms,
+             last->id);
+  }
   if (v2 && f.running) r->total_running = page.running;
   sandboxes_page_free(e, &page);
   api_reply_json(r, 200, arr);

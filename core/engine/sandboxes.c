@@ -201,10 +201,16 @@ static int meta_match(const cJSON *have, const cJSON *want) {
   return 1;
 }
 
+/* The list's order: newest first, ties by id; ascending is its exact
+ * reverse. */
+static int key_desc(int64_t xs, const char *xid, int64_t ys, const char *yid) {
+  if (xs != ys) return xs < ys ? 1 : -1;
+  return strcmp(xid, yid);
+}
+
 static int by_start_desc(const void *a, const void *b) {
   const sbx *x = *(sbx *const *)a, *y = *(sbx *const *)b;
-  if (x->started_ms != y->started_ms) return x->started_ms < y->started_ms ? 1 : -1;
-  return strcmp(x->id, y->id);
+  return key_desc(x->started_ms, x->id, y->started_ms, y->id);
 }
 
 static int by_start_asc(const void *a, const void *b) { return by_start_desc(b, a); }
@@ -215,7 +221,7 @@ int sandboxes_list(engine *e, const sandboxes_filter *f, sandboxes_page *out, en
   sbx **v = reg_list(e, &n);
   if (!v) return eng_err_set(err, ENG_EINTERNAL, NULL, "out of memory");
   qsort(v, n, sizeof *v, f->ascending ? by_start_asc : by_start_desc);
-  int64_t matched = 0;
+  int cursor = f->cursor_id && *f->cursor_id;
   size_t keep = 0;
   for (size_t i = 0; i < n; i++) {
     sbx *s = v[i];
@@ -228,7 +234,13 @@ int sandboxes_list(engine *e, const sandboxes_filter *f, sandboxes_page *out, en
     else if (f->started_after_ms && s->started_ms < f->started_after_ms) take = 0;
     if (take) {
       if (!paused) out->running++;
-      if (matched++ < f->offset || (f->limit && matched > f->offset + f->limit)) take = 0;
+      int c = cursor ? key_desc(s->started_ms, s->id, f->cursor_ms, f->cursor_id) : 1;
+      if (cursor && (f->ascending ? c >= 0 : c <= 0)) {
+        take = 0; /* on an earlier page */
+      } else if (f->limit && (int64_t)keep == f->limit) {
+        out->more = 1;
+        take = 0;
+      }
     }
     if (take)
       v[keep++] = s; /* the page keeps this reference */
@@ -237,7 +249,6 @@ int sandboxes_list(engine *e, const sandboxes_filter *f, sandboxes_page *out, en
   }
   out->v = v;
   out->n = keep;
-  if (f->limit && matched > f->offset + f->limit) out->next_offset = f->offset + f->limit;
   return 0;
 }
 

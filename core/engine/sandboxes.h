@@ -43,14 +43,19 @@ typedef struct sandboxes_filter {
   const cJSON *metadata;    /* object of strings that must all match, or NULL */
   const char *template_id;  /* id or name, or NULL */
   int64_t started_after_ms; /* 0: any */
-  int ascending;            /* by start time; default newest first */
-  int64_t offset, limit;    /* limit 0: all */
+  int ascending;            /* by start time; default newest first, ties by id */
+  int64_t limit;            /* 0: all */
+  /* A later page: the one after the sandbox with this start time and id
+   * (the last of the page before; a cursor, so sandboxes that end between
+   * pages shift nothing). cursor_id NULL or "": from the start. */
+  int64_t cursor_ms;
+  const char *cursor_id;
 } sandboxes_filter;
 typedef struct sandboxes_page {
-  sbx **v; /* the matching records from offset on, at most limit, referenced */
+  sbx **v; /* the matching records after the cursor, at most limit, referenced */
   size_t n;
-  int64_t running;     /* running ones among all that matched */
-  int64_t next_offset; /* where the next page starts; 0 = this is the last */
+  int64_t running; /* running ones among all that matched, on any page */
+  int more;        /* more match after this page: its last is the next cursor */
 } sandboxes_page;
 /* 0 with *out filled (free with sandboxes_page_free), or -1 with err. */
 int sandboxes_list(engine *e, const sandboxes_filter *f, sandboxes_page *out, eng_err *err);

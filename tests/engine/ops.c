@@ -123,13 +123,19 @@ TEST(create_get_list_kill) {
   REQUIRE(sandboxes_list(&E, &f, &p, &err) == 0);
   CHECK_INT(p.n, 1);
   CHECK(p.n == 1 && p.v[0] == b); /* newest first */
-  CHECK_INT(p.next_offset, 1);
+  CHECK_INT(p.more, 1);
   CHECK_INT(p.running, 2);
   sandboxes_page_free(&E, &p);
-  f.offset = 1;
+  f.cursor_ms = b->started_ms; /* the page after b */
+  f.cursor_id = b->id;
   REQUIRE(sandboxes_list(&E, &f, &p, &err) == 0);
   CHECK(p.n == 1 && p.v[0] == a);
-  CHECK_INT(p.next_offset, 0);
+  CHECK_INT(p.more, 0);
+  CHECK_INT(p.running, 2);
+  sandboxes_page_free(&E, &p);
+  f.ascending = 1; /* the exact reverse: after b, nothing */
+  REQUIRE(sandboxes_list(&E, &f, &p, &err) == 0);
+  CHECK_INT(p.n, 0);
   sandboxes_page_free(&E, &p);
   /* metrics sampled on demand */
   sbx_metric m[ENGINE_METRICS_RING];
