@@ -698,7 +698,13 @@ int asbe_sandbox_create(asbe_engine *e, const asbe_sandbox_spec *spec, asbe_sand
     goto fail;
   sb->starttime = asbe__proc_starttime(pid);
   if (!sb->starttime) {
-    r = asbe__fail(-ESRCH, "sandbox %s: init gone", sb->id);
+    /* Gone already (its pidfd is readable: it exited): the child failed
+     * after CG (it does its mounts then), and its own message, still
+     * queued, says why. Only then: a live child waits for EXEC, and
+     * reading its socket would wait with it. */
+    struct pollfd pf = {.fd = sb->pidfd, .events = POLLIN};
+    int cr = sb->pidfd >= 0 && poll(&pf, 1, 0) == 1 ? child_says(sb, sock[0], 0) : 0;
+    r = cr < 0 ? cr : asbe__fail(-ESRCH, "sandbox %s: init gone", sb->id);
     goto fail;
   }
   if ((r = asbe__rec_write(sb, "running")) < 0) goto fail;
