@@ -139,9 +139,10 @@ describe("a server in another process", function()
 
   it("answers from a host's loop with poll until a handler stops it", function()
     -- echo, echo, where, boom and bad_result counted by the polls that
-    -- answered them; the poll that answers stop returns nil, err (the
+    -- answered them; stop's is counted too when that poll returned before
+    -- the server's stop took effect, else that poll returns nil, err (the
     -- server stopped) instead of its count
-    assert.are.equal("polled 5; then ASB_ECANCELED\n", child_server("poll"))
+    assert.matches("^polled [56]; then ASB_ECANCELED\n$", child_server("poll"))
   end)
 
   it("returns nil, err for a port in use and a bad name; raises for mistakes", function()
