@@ -14,8 +14,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "engine.h"
+#include "codei.h"
+#include "proto/url.h"
+#include "sbxexec.h"
 #include "util/buf.h"
+#include "util/log.h"
 #include "util/sha256.h"
 #include "util/util.h"
 
@@ -27,7 +30,7 @@ char **codei_aux_argv(engine *e, const sbx *s) {
   char access_hex[65], traffic_hex[65];
   asbi_sha256_hex(s->token, strlen(s->token), access_hex);
   asbi_sha256_hex(s->traffic_token, strlen(s->traffic_token), traffic_hex);
-  const char *args[] = {"--port", "49999", "--listen", "127.0.0.1", "--access-token-sha256",
+  const char *args[] = {"--port", ASBI_STRINGIFY(ASBI_CODE_PORT), "--listen", "127.0.0.1", "--access-token-sha256",
                         access_hex, "--traffic-token-sha256", traffic_hex, "--cwd", "/home/user",
                         "--state", "/run/asb/codei-contexts.json", NULL};
   char **argv = asbe_agent_argv("code-interpreter", args);
@@ -75,25 +78,25 @@ int codei_start(engine *e, sbx *s) {
   int rc = 0;
   if (s->state != SBX_RUNNING) rc = -ESRCH;
   else if (!s->codei_started && (rc = asbe_sandbox_start_aux(s->iso)) != 0)
-    engine_log("sandbox %s: cannot start the code interpreter: %s", s->id, asbe_errmsg());
+    asbi_log("sandbox %s: cannot start the code interpreter: %s", s->id, asbe_errmsg());
   if (!rc) s->codei_started = 1;
   pthread_mutex_unlock(&s->mu);
   return rc;
 }
 
 int codei_connect(engine *e, sbx *s, int timeout_ms) {
-  int fd = asbe_sandbox_connect_tcp(s->iso, CODEI_PORT);
+  int fd = asbe_sandbox_connect_tcp(s->iso, ASBI_CODE_PORT);
   if (fd >= 0 || !e->codei_path) return fd;
   /* Not listening (yet): starting, or restarting after a crash (asb-init's
    * backoff is at most 5 s), or never asked for. Wait for it. */
   int rc = codei_start(e, s);
   if (rc) return rc;
-  int64_t deadline = now_unix_ms() + timeout_ms;
+  int64_t deadline = asbi_unix_ms() + timeout_ms;
   useconds_t nap = 1000;
   for (;;) {
-    fd = asbe_sandbox_connect_tcp(s->iso, CODEI_PORT);
+    fd = asbe_sandbox_connect_tcp(s->iso, ASBI_CODE_PORT);
     if (fd >= 0) return fd;
-    if (now_unix_ms() >= deadline || !asbe_sandbox_alive(s->iso)) return fd;
+    if (asbi_unix_ms() >= deadline || !asbe_sandbox_alive(s->iso)) return fd;
     usleep(nap);
     if (nap < 20000) nap *= 2;
   }
@@ -105,16 +108,16 @@ int codei_wait_ready(engine *e, sbx *s, int timeout_ms) {
    * /health; ours answers 503 until the default python kernel is ready (or
    * failed to start), so poll it. A slow or broken interpreter does not fail
    * create: its first /execute waits for it (up to 120 s) or reports why. */
-  int64_t deadline = now_unix_ms() + timeout_ms;
+  int64_t deadline = asbi_unix_ms() + timeout_ms;
   useconds_t nap = 2000;
   const char *hs[] = {"User-Agent: agent-sandboxd", NULL};
   for (;;) {
     char *reply = NULL;
-    int st = sbx_http(s->iso, CODEI_PORT, "GET", "/health", hs, NULL, 0, &reply, 2000);
+    int st = sbx_http(s->iso, ASBI_CODE_PORT, "GET", "/health", hs, NULL, 0, &reply, 2000);
     free(reply);
     if (st == 200) return 0;
     if (!asbe_sandbox_alive(s->iso)) return -ESRCH;
-    if (now_unix_ms() >= deadline) return st < 0 ? st : -ETIMEDOUT;
+    if (asbi_unix_ms() >= deadline) return st < 0 ? st : -ETIMEDOUT;
     usleep(nap);
     if (nap < 20000) nap *= 2;
   }
