@@ -45,6 +45,7 @@
 #include "agents.h"
 #include "internal.h"
 #include "proto/pjson.h"
+#include "util/agents_table.h"
 #include "util/util.h"
 
 extern char **environ;
@@ -59,7 +60,7 @@ extern char **environ;
 #define KEEPALIVE_MS 15000         /* SSE comment while a stream idles */
 #define MAX_LIST 64                /* args / env entries of a session */
 #define PAGE_MAX 10000             /* events of one GET .../events page */
-#define DEFAULT_SEARCH "/opt/agent-sandbox/agents:/usr/local/lib/agent-sandbox/agents"
+#define DEFAULT_SEARCH ASBI_AGENTS_TEMPLATE_PREFIX ":" ASBI_AGENTS_HOST_PREFIX
 
 /* ---- the event log of a session (or of an install) ----------------------------------- */
 

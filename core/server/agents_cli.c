@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "agents.h"
+#include "util/agents_table.h"
 #include "util/util.h"
 
 /* ---- argv and env lists ----------------------------------------------------------- */
@@ -792,15 +793,15 @@ static void opencode_map(asbs_map *m, const cJSON *ev) {
 /* ---- the table ------------------------------------------------------------------------- */
 
 const asbs_agent_spec asbs_agent_specs[] = {
-    {"codex", "@openai/codex", "codex", "codex exec --json (exec resume for later turns)",
+    {"codex", ASBI_AGENT_CODEX_PKG, "codex", "codex exec --json (exec resume for later turns)",
      "OPENAI_API_KEY", "responses", codex_command, codex_map},
-    {"qwen", "@qwen-code/qwen-code", "qwen",
+    {"qwen", ASBI_AGENT_QWEN_PKG, "qwen",
      "qwen --output-format stream-json (--session-id, then --resume)", "OPENAI_API_KEY", "chat",
      qwen_command, stream_json_map},
-    {"claude", "@anthropic-ai/claude-code", "claude",
+    {"claude", ASBI_AGENT_CLAUDE_PKG, "claude",
      "claude -p --output-format stream-json --verbose (--session-id, then --resume)",
      "ANTHROPIC_API_KEY", "anthropic", claude_command, stream_json_map},
-    {"opencode", "opencode-ai", "opencode", "opencode run --format json (--session for later turns)",
+    {"opencode", ASBI_AGENT_OPENCODE_PKG, "opencode", "opencode run --format json (--session for later turns)",
      "OPENAI_API_KEY", "chat", opencode_command, opencode_map},
 };
 const size_t asbs_agent_nspecs = sizeof asbs_agent_specs / sizeof *asbs_agent_specs;
