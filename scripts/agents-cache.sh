@@ -27,6 +27,15 @@ for spec in "${PKGS[@]}"; do
   have=$( [ -f "$pj" ] && node -p "require('$pj').version" 2>/dev/null || true)
   [ "$have" = "$want" ] || missing+=("$spec")
 done
+# A tarball of one of them, for the tests' local npm registry (the install
+# on demand path: npm install -g from a registry inside the sandbox).
+TARBALLS=$(dirname "$PREFIX")/tarballs
+QWEN_TGZ="$TARBALLS/qwen-code-qwen-code-0.15.10.tgz"
+if [ ! -s "$QWEN_TGZ" ]; then
+  mkdir -p "$TARBALLS"
+  (cd "$TARBALLS" && npm pack --silent "@qwen-code/qwen-code@0.15.10" >/dev/null)
+  echo "agents cache: packed $QWEN_TGZ"
+fi
 if [ ${#missing[@]} -eq 0 ]; then
   echo "agents cache: up to date in $PREFIX"
   exit 0

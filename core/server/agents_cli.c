@@ -422,6 +422,9 @@ static int qwen_command(const asbs_agent_spec *spec, const asbs_session_cfg *cfg
   }
   rc |= asbs_argv_add(argv, native_id ? "--resume" : "--session-id");
   rc |= asbs_argv_add(argv, native_id ? native_id : first_id);
+  /* qwen starts a second Node.js process of itself to raise its heap
+   * limit: one start per turn is enough (and halves a turn's start-up) */
+  rc |= asbs_argv_add(env, "QWEN_CODE_NO_RELAUNCH=true");
   rc |= add_extra_args(cfg, argv);
   /* the prompt as the option's value, so one that starts with '-' is not
    * taken for an option */

@@ -16,7 +16,8 @@ test sent as the prompt):
   contains "RECALL"  answer "recall: yes" when the conversation holds the
                      earlier `echo hi > /tmp/x` call (the agent kept its
                      context across turns), else "recall: no"
-  contains "SLEEP"   call the shell tool with `sleep 300` (a turn to cancel)
+  contains "SLEEP"   call the shell tool with `timeout 300 tail -f /dev/null`
+                     (a turn to cancel; Qwen Code refuses a plain `sleep 300`)
   contains "FAIL"    answer HTTP 400 with an OpenAI-style error
   anything else      answer "ok"
 
@@ -41,7 +42,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 SHELL_TOOLS = ("shell", "shell_command", "exec_command", "local_shell", "run_shell_command",
                "bash", "Bash", "run_command", "execute_command", "terminal")
 WRITE_CMD = "echo hi > /tmp/x"
-SLEEP_CMD = "sleep 300"
+SLEEP_CMD = "timeout 300 tail -f /dev/null"
 LOG_LOCK = threading.Lock()
 ARGS = None
 
