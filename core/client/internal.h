@@ -52,8 +52,10 @@ void asbi_err_restore(const asbi_err_saved *s);
     if (version == 0 || version > (max_version))                           \
       return asbi_err(ASB_EVERSION, #type ": unsupported version %u",      \
                       version);                                            \
-    type init_ = init_macro;                                               \
-    *opts = init_;                                                         \
+    /* static, and copied with memcpy: the padding is zero as well (callers \
+     * and asb_options_new compare or hand out whole structs) */           \
+    static const type init_ = init_macro;                                  \
+    memcpy(opts, &init_, sizeof *opts);                                    \
     opts->version = version;                                               \
     return ASB_OK;                                                         \
   }
@@ -67,7 +69,8 @@ void asbi_err_restore(const asbi_err_saved *s);
     if (version == 0 || version > (max_version))                           \
       return asbi_err(ASB_EVERSION, #type ": unsupported version %u",      \
                       version);                                            \
-    type init_ = init_macro;                                               \
+    /* static: its padding is zero too, and memcpy copies padding */       \
+    static const type init_ = init_macro;                                  \
     memcpy(opts, &init_, size(version));                                   \
     opts->version = version;                                               \
     return ASB_OK;                                                         \
@@ -141,7 +144,9 @@ struct asb_client {
 };
 /* Local mode: adopt the URL the engine recorded in <state>/engine.url. */
 void asbi_client_follow_engine_url(asb_client *c);
-/* Local mode: make sure the engine runs and its key is known. */
+/* Local mode: make sure the engine runs and its key is known. start_engine:
+ * 1 = start it unless it answers; 0 = only if its state dir has no key yet
+ * (it never ran); -1 = never. */
 int asbi_client_local_prepare(asb_client *c, int start_engine);
 void asbi_client_ref(asb_client *c);
 void asbi_client_unref(asb_client *c);
