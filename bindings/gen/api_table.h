@@ -381,7 +381,7 @@
   X(asb_agents_install, 0, "version", ASB_API_OUT_STRING, char, "asb_free", 1) \
   X(asb_agent_session_new, 0, "out", ASB_API_OUT_HANDLE, asb_agent_session, "asb_agent_session_free", 0) \
   X(asb_agent_session_connect, 0, "out", ASB_API_OUT_HANDLE, asb_agent_session, "asb_agent_session_free", 0) \
-  X(asb_agent_session_send, 0, "turn", ASB_API_OUT_HANDLE, asb_agent_turn, "asb_agent_turn_free", 0) \
+  X(asb_agent_session_send, 0, "out", ASB_API_OUT_HANDLE, asb_agent_turn, "asb_agent_turn_free", 0) \
   X(asb_agent_session_events, 0, "out", ASB_API_OUT_HANDLE, asb_agent_event_list, "asb_agent_event_list_free", 0) \
   X(asb_agent_session_info, 0, "json", ASB_API_OUT_STRING, char, "asb_free", 0) \
   X(asb_cancel_new, 0, "out", ASB_API_OUT_HANDLE, asb_cancel, "asb_cancel_free", 0) \

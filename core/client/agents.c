@@ -552,12 +552,12 @@ static int follow(asb_agent_session *s, const asb_agents_options *o, stream_ud *
   }
 }
 
-int asb_agent_session_send(asb_agent_turn **turn, asb_agent_session *s, const char *prompt,
+int asb_agent_session_send(asb_agent_turn **out, asb_agent_session *s, const char *prompt,
                            const asb_agents_options *o) {
   SESSION_CALL(s);
-  if (turn) *turn = NULL;
-  if (!turn || !s || !prompt || !*prompt)
-    return asbi_err(ASB_EINVAL, "agent_session_send: session, prompt and turn are required");
+  if (out) *out = NULL;
+  if (!out || !s || !prompt || !*prompt)
+    return asbi_err(ASB_EINVAL, "agent_session_send: session, prompt and out are required");
   ASBI_CHECK_VERSION(o, ASB_AGENTS_OPTIONS_VERSION, "asb_agents_options");
   cJSON *b = cJSON_CreateObject();
   cJSON_AddStringToObject(b, "prompt", prompt);
@@ -594,7 +594,7 @@ int asb_agent_session_send(asb_agent_turn **turn, asb_agent_session *s, const ch
     free(su.turn_json);
     return rc ? rc : asbi_err(ASB_EPROTOCOL, "agent_session_send: no turn.completed");
   }
-  return turn_from(turn, su.turn_json, su.last_seq);
+  return turn_from(out, su.turn_json, su.last_seq);
 }
 
 int asb_agent_session_events(asb_agent_event_list **out, asb_agent_session *s, asb_int64 after,

@@ -161,7 +161,7 @@ ASB_API(const char *) asb_agent_session_agent(
     const asb_agent_session *session);
 
 /* One turn: send prompt and stream its events (to opts->on_event) until
- * turn.completed, then return its result in *turn (free with
+ * turn.completed, then return its result in *out (free with
  * asb_agent_turn_free). A stream that breaks is resumed from the last
  * event received (GET .../events?after=N), so no event is lost or
  * repeated. ASB_OK whatever the turn's status (completed, failed,
@@ -169,7 +169,7 @@ ASB_API(const char *) asb_agent_session_agent(
  * progress), ASB_ENOMEM/ASB_EINVAL (413/400: the message says why),
  * ASB_ENOTFOUND (the session is gone), ASB_EUSER, ASB_ECANCELED,
  * ASB_ETIMEOUT, transport errors. */
-ASB_API(int) asb_agent_session_send(asb_agent_turn **turn,
+ASB_API(int) asb_agent_session_send(asb_agent_turn **out,
                                     asb_agent_session *session,
                                     const char *prompt,
                                     const asb_agents_options *opts);
