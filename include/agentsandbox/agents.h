@@ -166,7 +166,7 @@ ASB_API(const char *) asb_agent_session_agent(
  * event received (GET .../events?after=N), so no event is lost or
  * repeated. ASB_OK whatever the turn's status (completed, failed,
  * cancelled: asb_agent_turn_status). Errors: ASB_EEXISTS (a turn is in
- * progress), ASB_ENOMEM/ASB_EINVAL (413/400: the message says why),
+ * progress), ASB_EINVAL (400, 413: the message says why),
  * ASB_ENOTFOUND (the session is gone), ASB_EUSER, ASB_ECANCELED,
  * ASB_ETIMEOUT, transport errors. */
 ASB_API(int) asb_agent_session_send(asb_agent_turn **out,
