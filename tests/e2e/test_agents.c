@@ -385,10 +385,11 @@ static int installed[4];
 
 /* ASB_AGENTS_TEST_AGENTS (comma-separated) limits which CLIs are driven
  * through every behaviour; unset = all. The sanitizer tree drives codex and
- * claude only (tests/e2e/CMakeLists.txt): what ASan checks is our client
- * and server code, which every CLI exercises alike, while each CLI's own
- * start-up costs the same in both trees (qwen's and opencode's turns are
- * ~15 s and ~30 s each). The mappers of all four are fuzzed with real
+ * claude only (tests/e2e/CMakeLists.txt): what ASan checks here is the
+ * client library (the server in the sandbox is the tree's plain build),
+ * which every CLI exercises alike, while each CLI's own start-up costs the
+ * same in both trees (qwen's and opencode's turns are ~15 s and ~30 s
+ * each). The server's mappers of all four are fuzzed with their real
  * events in the sanitizer tree (fuzz.agents_map). */
 static int wanted(const char *agent) {
   const char *w = getenv("ASB_AGENTS_TEST_AGENTS");
