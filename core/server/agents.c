@@ -255,6 +255,17 @@ static void cfg_free(asbs_session_cfg *c) {
 
 static void session_unref(asbs_session *s) {
   if (!s || atomic_fetch_sub(&s->refs, 1) != 1) return;
+  /* The last turn's thread, unless a later turn or the service's free
+   * joined it: a session closed with DELETE is not in the table, so without
+   * this its thread was never joined (server.agents under TSan: a thread
+   * leak per closed session). The last reference is that thread's own when
+   * the session was closed while it ran: then it detaches itself. */
+  if (s->has_thread) {
+    if (pthread_equal(s->thread, pthread_self()))
+      pthread_detach(s->thread);
+    else
+      pthread_join(s->thread, NULL);
+  }
   cfg_free(&s->cfg);
   free(s->native_id);
   cJSON_Delete(s->turns);
