@@ -9,11 +9,11 @@
 #include <string.h>
 #include <time.h>
 
-#include "../proto/cmdargs.h"
-#include "../proto/ndjson.h"
-#include "../proto/pjson.h"
-#include "../proto/url.h"
-#include "../util/util.h"
+#include "proto/cmdargs.h"
+#include "proto/ndjson.h"
+#include "proto/pjson.h"
+#include "proto/url.h"
+#include "util/util.h"
 #include "envd.h"
 
 #define DEFAULT_PORT 9000
