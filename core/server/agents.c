@@ -319,13 +319,13 @@ static void agg_take(asbs_session *s, const char *type, const cJSON *f) {
   }
 }
 
-/* Build the event's JSON and append it; the session's log mutex is not held. */
-static void emit_in(asbs_session *s, int turn, const char *type, cJSON *fields,
-                    const cJSON *native) {
+/* Build an event (fields taken): its seq is set when it is appended. */
+static cJSON *emit_build(asbs_session *s, int turn, const char *type, cJSON *fields,
+                         const cJSON *native) {
   cJSON *e = cJSON_CreateObject();
   if (!e) {
     cJSON_Delete(fields);
-    return;
+    return NULL;
   }
   cJSON_AddNumberToObject(e, "seq", 0); /* set under the log's lock below */
   cJSON_AddStringToObject(e, "type", type);
@@ -347,12 +347,26 @@ static void emit_in(asbs_session *s, int turn, const char *type, cJSON *fields,
     cJSON_Delete(fields);
   }
   if (native) cJSON_AddItemToObject(e, "native", cJSON_Duplicate(native, 1));
-  pthread_mutex_lock(&s->log.mu);
+  return e;
+}
+
+/* Append a built event (taken) with the log's mutex held. */
+static void emit_append_locked(asbs_session *s, int turn, const char *type, cJSON *e) {
+  if (!e) return;
   cJSON_SetNumberValue(cJSON_GetObjectItemCaseSensitive(e, "seq"), (double)s->log.next_seq);
   char *json = cJSON_PrintUnformatted(e);
   evlog_append_locked(&s->log, turn, type, json);
-  pthread_mutex_unlock(&s->log.mu);
   cJSON_Delete(e);
+}
+
+/* Build the event's JSON and append it; the session's log mutex is not held. */
+static void emit_in(asbs_session *s, int turn, const char *type, cJSON *fields,
+                    const cJSON *native) {
+  cJSON *e = emit_build(s, turn, type, fields, native);
+  if (!e) return;
+  pthread_mutex_lock(&s->log.mu);
+  emit_append_locked(s, turn, type, e);
+  pthread_mutex_unlock(&s->log.mu);
 }
 
 void asbs_emit(asbs_map *m, const char *type, cJSON *fields, const cJSON *native) {
@@ -1055,11 +1069,15 @@ static void *turn_main(void *arg) {
   cJSON *entry = cJSON_Duplicate(f, 1);
   cJSON_AddNumberToObject(entry, "turn", j->turn);
   cJSON_AddStringToObject(entry, "prompt", j->prompt);
-  emit_in(s, j->turn, "turn.completed", f, NULL);
+  cJSON *done = emit_build(s, j->turn, "turn.completed", f, NULL);
   cJSON_Delete(s->map.calls);
   free(s->map.out_id);
   memset(&s->map, 0, sizeof s->map);
+  /* turn.completed and the session going idle are one step: a client that
+   * has read turn.completed may send the next prompt at once (before, it
+   * could get 409 TurnInProgressError in between) */
   pthread_mutex_lock(&s->log.mu);
+  emit_append_locked(s, j->turn, "turn.completed", done);
   cJSON *last = cJSON_GetArrayItem(s->turns, cJSON_GetArraySize(s->turns) - 1);
   if (last) { /* turn.started put {turn, prompt, status: running} there */
     cJSON_ReplaceItemViaPointer(s->turns, last, entry);

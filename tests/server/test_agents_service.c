@@ -270,12 +270,21 @@ TEST(turns_streams_and_log) {
   CHECK(strstr(r.body, want));
   CHECK(strstr(r.body, "event: turn.completed\ndata: ") && strstr(r.body, "recall: yes"));
   free(r.body);
+  /* turns back to back: the next prompt goes as soon as turn.completed has
+   * been read (the session is idle by then, never 409) */
+  for (int i = 0; i < 2; i++) {
+    snprintf(path, sizeof path, "/agents/sessions/%s/messages?stream=ndjson", id);
+    r = http("POST", path, "{\"prompt\":\"hello\"}");
+    CHECK_INT(r.status, 200);
+    CHECK(strstr(r.body, "\"type\":\"turn.completed\"") && strstr(r.body, "\"final_message\":\"ok\""));
+    free(r.body);
+  }
   /* the log after turn 1 */
   snprintf(path, sizeof path, "/agents/sessions/%s/events?after=%d", id, n);
   r = http("GET", path, NULL);
   CHECK_INT(r.status, 200);
   CHECK(strstr(r.body, "\"status\":\"idle\"") && strstr(r.body, "\"more\":false"));
-  CHECK(strstr(r.body, "\"turn\":2") && !strstr(r.body, "\"turn\":1,"));
+  CHECK(strstr(r.body, "\"turn\":2") && strstr(r.body, "\"turn\":4") && !strstr(r.body, "\"turn\":1,"));
   free(r.body);
   snprintf(path, sizeof path, "/agents/sessions/%s", id);
   r = http("DELETE", path, NULL);
