@@ -565,6 +565,14 @@ static long asblua_tramp_read(char *buf, size_t cap, void *ud) {
   return a.n;
 }
 
+/* An agent session's event (agents.h): its JSON text goes to on_stdout. */
+static int asblua_tramp_agent_event(const asb_agent_event *event, void *ud) {
+  const char *json = asb_agent_event_json(event);
+  asblua_args a = {ASBLUA_STDOUT, json, json ? strlen(json) : 0, 0, NULL, NULL, NULL, NULL,
+                   NULL, NULL, 0, 0};
+  return asblua_dispatch((asblua_cb *)ud, &a);
+}
+
 /* The callbacks userdata at idx, armed for a call made on L; NULL if idx
  * is something else. */
 static asblua_cb *asblua_cb_arm(lua_State *L, int idx) {
