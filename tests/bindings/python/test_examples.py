@@ -85,3 +85,14 @@ def test_e2b_charts(engine):
     assert out[0] == "chart: Fruit kg [('apples', '2024', 3.0), ('pears', '2024', 5.0)] png"
     assert out[1] == "data: {'n': [1, 2], 'sq': [1, 4]}"
     assert out[2] == "image: 1 png"
+
+
+@pytest.mark.skipif(not Path("/usr/local/lib/agent-sandbox/agents/bin/codex").exists(),
+                    reason="no codex in the host-wide prefix (scripts/agents-cache.sh)")
+def test_agents(engine):
+    out = run(engine, "agents.py").splitlines()
+    assert out[0].startswith("codex: @openai/codex ") and out[0].endswith("(installed)")
+    assert any("tool.started:" in line and "echo hi > /tmp/x" in line for line in out), out
+    assert "turn 1: completed, final message 'done'" in out
+    assert "/tmp/x: hi" in out
+    assert out[-1] == "turn 2: recall: yes"
