@@ -25,6 +25,7 @@
 #include "agentsandbox/session.h"
 #include "agentsandbox/named.h"
 #include "agentsandbox/template.h"
+#include "agentsandbox/git.h"
 #include "agentsandbox/options.h"
 
 #endif /* AGENTSANDBOX_H */
