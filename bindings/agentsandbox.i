@@ -205,6 +205,7 @@ ASB_OUT_HANDLE_UNOWNED(T)
 %include "agentsandbox/session.h"
 %include "agentsandbox/named.h"
 %include "agentsandbox/template.h"
+%include "agentsandbox/git.h"
 
 /* ---- the language's shims (after the declarations they use) --------------- */
 #if defined(SWIGPYTHON)

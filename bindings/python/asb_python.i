@@ -59,10 +59,11 @@
   %append_output(o);
 }
 
-%typemap(in, numinputs=0) char **url (char *tmp = NULL), char **result_json (char *tmp = NULL) {
+%typemap(in, numinputs=0) char **url (char *tmp = NULL), char **result_json (char *tmp = NULL),
+                           char **value (char *tmp = NULL) {
   $1 = &tmp;
 }
-%typemap(argout) char **url, char **result_json {
+%typemap(argout) char **url, char **result_json, char **value {
   PyObject *o;
   if (*$1) {
     o = PyUnicode_DecodeUTF8(*$1, (Py_ssize_t)strlen(*$1), "replace");

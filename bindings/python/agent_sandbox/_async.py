@@ -19,6 +19,7 @@ from typing import Any, Awaitable, Callable, List, Mapping, Optional, Union
 
 from . import _native as N
 from . import _sync as S
+from .git import AsyncGit
 from .models import (
     CommandInfo,
     CommandResult,
@@ -487,6 +488,7 @@ class Sandbox:
         self.files = Files(sync.files)
         self.code = Code(sync.code)
         self.network = sync.network
+        self.git = AsyncGit(sync.git)
 
     @property
     def id(self) -> str:

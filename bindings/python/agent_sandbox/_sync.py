@@ -32,6 +32,7 @@ from typing import (
 from . import _native as N
 from . import exceptions as E
 from . import lowlevel as ll
+from .git import Git
 from .models import (
     _EVENT_TYPES,
     CommandArg,
@@ -990,6 +991,7 @@ class Sandbox:
         self.files = Files(self)
         self.network = Network(self)
         self.code = Code(self)
+        self.git = Git(self)
 
     # ---- identity --------------------------------------------------------------
     @property

@@ -34,6 +34,9 @@ __all__ = [
     "CommandInfo",
     "SessionInfo",
     "TemplateInfo",
+    "GitFileStatus",
+    "GitStatus",
+    "GitBranches",
 ]
 
 
@@ -518,3 +521,82 @@ class TemplateInfo:
     """After a build: whether an earlier build was reused."""
     build_log: Optional[str] = None
     raw: Dict[str, Any] = field(default_factory=dict)
+
+
+# ---- git (sandbox.git) ----------------------------------------------------------
+
+
+@dataclass
+class GitFileStatus:
+    """One changed file of :meth:`Git.status <agent_sandbox.git.Git.status>`."""
+
+    name: str
+    """Its path from the repository's root."""
+    status: str
+    """``modified``, ``added``, ``deleted``, ``renamed``, ``copied``,
+    ``typechange``, ``untracked``, ``conflict`` or ``unknown``."""
+    index_status: str
+    """The index's letter (porcelain v1's: ``M``, ``A``, ``?``, ``" "``...)."""
+    working_tree_status: str
+    staged: bool
+    renamed_from: Optional[str] = None
+
+
+@dataclass
+class GitStatus:
+    """A work tree's state (``git status``)."""
+
+    current_branch: Optional[str]
+    upstream: Optional[str]
+    ahead: int
+    behind: int
+    detached: bool
+    file_status: List[GitFileStatus]
+
+    @property
+    def is_clean(self) -> bool:
+        return not self.file_status
+
+    @property
+    def has_changes(self) -> bool:
+        return bool(self.file_status)
+
+    @property
+    def has_staged(self) -> bool:
+        return any(f.staged for f in self.file_status)
+
+    @property
+    def has_untracked(self) -> bool:
+        return any(f.status == "untracked" for f in self.file_status)
+
+    @property
+    def has_conflicts(self) -> bool:
+        return any(f.status == "conflict" for f in self.file_status)
+
+    @property
+    def total_count(self) -> int:
+        return len(self.file_status)
+
+    @property
+    def staged_count(self) -> int:
+        return sum(1 for f in self.file_status if f.staged)
+
+    @property
+    def unstaged_count(self) -> int:
+        return sum(1 for f in self.file_status if not f.staged)
+
+    @property
+    def untracked_count(self) -> int:
+        return sum(1 for f in self.file_status if f.status == "untracked")
+
+    @property
+    def conflict_count(self) -> int:
+        return sum(1 for f in self.file_status if f.status == "conflict")
+
+
+@dataclass
+class GitBranches:
+    """The local branches and the checked-out one (None when detached)."""
+
+    branches: List[str]
+    current_branch: Optional[str]

@@ -34,6 +34,8 @@ from ..exceptions import (
     BuildException,
     CommandExitException,
     FileNotFoundException,
+    GitAuthException,
+    GitUpstreamException,
     InvalidArgumentException,
     NotEnoughSpaceException,
     NotFoundException,
@@ -51,6 +53,9 @@ from ..models import (
     FilesystemEvent,
     FilesystemEventType,
     FileType,
+    GitBranches,
+    GitFileStatus,
+    GitStatus,
     Logs,
     OutputMessage,
     ProcessInfo,
@@ -62,6 +67,7 @@ from ..models import (
     WriteInfo,
 )
 from ..models import Execution as _NativeExecution
+from ..git import AsyncGit, Git
 
 __all__ = [
     "Sandbox",
@@ -102,6 +108,13 @@ __all__ = [
     "TemplateException",
     "RateLimitException",
     "BuildException",
+    "Git",
+    "AsyncGit",
+    "GitStatus",
+    "GitFileStatus",
+    "GitBranches",
+    "GitAuthException",
+    "GitUpstreamException",
 ]
 
 DEFAULT_TEMPLATE = "base"
@@ -436,6 +449,7 @@ class Sandbox:
         self.commands = Commands(sandbox.commands)
         self.pty = Pty(sandbox.pty)
         self.files = Filesystem(sandbox.files)
+        self.git = sandbox.git  # E2B's names and arguments (agent_sandbox.git)
 
     @property
     def sandbox_id(self) -> str:
@@ -781,6 +795,7 @@ class AsyncSandbox:
         self.commands = AsyncCommands(sandbox.commands)
         self.pty = AsyncPty(sandbox.pty)
         self.files = AsyncFilesystem(sandbox.files)
+        self.git = sandbox.git
 
     sandbox_id = property(lambda self: self._s.sandbox_id)
     sandbox_domain = property(lambda self: self._s.sandbox_domain)
