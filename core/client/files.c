@@ -1011,14 +1011,16 @@ static int signed_url(asb_sandbox *sb, const char *path, const char *user,
   if (!sb || !url) return asbi_err(ASB_EINVAL, "files.%s_url: bad arguments", op);
   int rc = check_path(path, op);
   if (rc) return rc;
-  if (expires_in_s < 0) return asbi_err(ASB_EINVAL, "files.%s_url: negative expiry", op);
   const char *u = asbi_envd_user(sb, user);
   asbi_buf b = ASBI_BUF_INIT;
   if ((rc = asbi_envd_files_url(sb, ASBI_URL_PUBLIC, path, u, &b))) return rc;
   if (sb->envd_token) {
     /* v1 signature: sha256("path:op:user:token[:expiration]"), base64 without
      * padding, as E2B's SDKs compute it and envd checks it. */
-    long long exp = expires_in_s > 0 ? (long long)time(NULL) + expires_in_s : 0;
+    /* A negative expiry signs a URL that has already expired, as E2B's
+     * SDKs do (envd answers 401 "signature is already expired"). */
+    long long exp = expires_in_s ? (long long)time(NULL) + expires_in_s : 0;
+    if (expires_in_s && exp <= 0) exp = 1;
     asbi_buf raw = ASBI_BUF_INIT;
     asbi_buf_printf(&raw, "%s:%s:%s:%s", path, op, u ? u : "", sb->envd_token);
     if (exp) asbi_buf_printf(&raw, ":%lld", exp);

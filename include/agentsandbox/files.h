@@ -185,7 +185,8 @@ ASB_API(void) asb_watch_free(asb_watch *watch);
 /* ---- signed URLs ------------------------------------------------------------ */
 /* A URL that downloads (GET) or uploads (POST multipart/octet-stream) path
  * without other credentials, valid until expires_in_s seconds from now
- * (0 = no expiry). Free with asb_free. */
+ * (0 = no expiry; negative: already expired, as E2B signs it, which envd
+ * refuses with 401). Free with asb_free. */
 ASB_API(int) asb_files_download_url(char **url, asb_sandbox *sandbox,
                                     const char *path, const char *user,
                                     long expires_in_s);
