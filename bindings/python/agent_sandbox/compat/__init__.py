@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import functools
+import inspect
 import warnings
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Union
@@ -41,6 +42,7 @@ from ..exceptions import (
     NotFoundException,
     RateLimitException,
     SandboxException,
+    SandboxGoneException,
     SandboxNotFoundException,
     TemplateException,
     TimeoutException,
@@ -148,6 +150,33 @@ def _unsupported(name: str, value: Any, default: Any) -> None:
     if value is not None and value != default:
         warnings.warn(f"agent_sandbox.compat: {name}={value!r} is not supported and is ignored",
                       stacklevel=3)
+
+
+_GONE_MESSAGE = ("{}: The sandbox was killed or reached its end of life while the request "
+                 "was in flight.")
+
+
+def _gone_as_timeout(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """E2B raises TimeoutException when the sandbox dies under a call (its
+    envd connection drops); ours knows it is gone (SandboxGoneException)."""
+
+    @functools.wraps(fn)
+    def sync_wrapper(*a: Any, **kw: Any) -> Any:
+        try:
+            return fn(*a, **kw)
+        except SandboxGoneException as e:
+            raise TimeoutException(_GONE_MESSAGE.format(e), code=e.code, status=e.status,
+                                   reason=e.reason) from e
+
+    @functools.wraps(fn)
+    async def async_wrapper(*a: Any, **kw: Any) -> Any:
+        try:
+            return await fn(*a, **kw)
+        except SandboxGoneException as e:
+            raise TimeoutException(_GONE_MESSAGE.format(e), code=e.code, status=e.status,
+                                   reason=e.reason) from e
+
+    return async_wrapper if inspect.iscoroutinefunction(fn) else sync_wrapper
 
 
 class _dual:
@@ -261,6 +290,7 @@ class CommandHandle:
     def __iter__(self) -> Any:
         return iter(self._h)
 
+    @_gone_as_timeout
     def wait(self, on_pty: Optional[Callable[[bytes], Any]] = None,
              on_stdout: Optional[Callable[[str], Any]] = None,
              on_stderr: Optional[Callable[[str], Any]] = None) -> CommandResult:
@@ -356,7 +386,26 @@ class WatchHandle:
 
 
 def _read_result(data: Any, format: str) -> Any:
+    if format == "stream":
+        # E2B raises at read() (FileNotFoundException for a missing file);
+        # the native stream defers the error to its first chunk.
+        sync = getattr(data, "_s", data)
+        err = getattr(sync, "_error", None)
+        if err is not None:
+            sync._error = None
+            raise err
     return bytearray(data) if format == "bytes" else data
+
+
+def _depth(depth: Optional[int]) -> int:
+    """E2B: None is 1; below 1 is refused with its message."""
+    if depth is None:
+        return 1
+    if depth < 1:
+        raise InvalidArgumentException("depth should be at least 1")
+    return depth
+
+
 
 
 def _write_entries(files: List[Any]) -> List[Any]:
@@ -390,7 +439,7 @@ class Filesystem:
 
     def list(self, path: str, depth: Optional[int] = 1, user: Optional[str] = None,
              request_timeout: Optional[float] = None) -> List[EntryInfo]:
-        return self._f.list(path, depth or 1, user=user, request_timeout=request_timeout)
+        return self._f.list(path, _depth(depth), user=user, request_timeout=request_timeout)
 
     def exists(self, path: str, user: Optional[str] = None,
                request_timeout: Optional[float] = None) -> bool:
@@ -462,6 +511,15 @@ class Sandbox:
     @property
     def envd_version(self) -> str:
         return self._s.envd_version
+
+    # private in E2B, but its tests and some programs read them
+    @property
+    def _envd_version(self) -> str:
+        return self._s.envd_version
+
+    @property
+    def _envd_access_token(self) -> Optional[str]:
+        return self._s.envd_access_token
 
     @classmethod
     def create(cls, template: Optional[str] = None, timeout: Optional[int] = None,
@@ -626,6 +684,7 @@ class AsyncCommandHandle:
     exit_code = property(lambda self: self._h.exit_code)
     error = property(lambda self: self._h.error)
 
+    @_gone_as_timeout
     async def wait(self) -> CommandResult:
         return await self._h.wait(check=True)
 
@@ -749,7 +808,8 @@ class AsyncFilesystem:
 
     async def list(self, path: str, depth: Optional[int] = 1, user: Optional[str] = None,
                    request_timeout: Optional[float] = None) -> List[EntryInfo]:
-        return await self._f.list(path, depth or 1, user=user, request_timeout=request_timeout)
+        return await self._f.list(path, _depth(depth), user=user,
+                                  request_timeout=request_timeout)
 
     async def exists(self, path: str, user: Optional[str] = None,
                      request_timeout: Optional[float] = None) -> bool:
@@ -800,6 +860,9 @@ class AsyncSandbox:
     sandbox_id = property(lambda self: self._s.sandbox_id)
     sandbox_domain = property(lambda self: self._s.sandbox_domain)
     envd_version = property(lambda self: self._s.envd_version)
+    # private in E2B, but its tests and some programs read them
+    _envd_version = property(lambda self: self._s.envd_version)
+    _envd_access_token = property(lambda self: self._s._sync.envd_access_token)
 
     @classmethod
     async def create(cls, template: Optional[str] = None, timeout: Optional[int] = None,
@@ -881,13 +944,14 @@ class AsyncSandbox:
     def get_host(self, port: int) -> str:
         return self._s.get_host(port)
 
-    async def upload_url(self, path: Optional[str] = None, user: Optional[str] = None,
-                         use_signature_expiration: Optional[int] = None) -> str:
-        return await self._s.upload_url(path, user=user, expires_in=use_signature_expiration)
+    # plain methods, as in E2B: signing is local (no request)
+    def upload_url(self, path: Optional[str] = None, user: Optional[str] = None,
+                   use_signature_expiration: Optional[int] = None) -> str:
+        return self._s._sync.upload_url(path, user=user, expires_in=use_signature_expiration)
 
-    async def download_url(self, path: str, user: Optional[str] = None,
-                           use_signature_expiration: Optional[int] = None) -> str:
-        return await self._s.download_url(path, user=user, expires_in=use_signature_expiration)
+    def download_url(self, path: str, user: Optional[str] = None,
+                     use_signature_expiration: Optional[int] = None) -> str:
+        return self._s._sync.download_url(path, user=user, expires_in=use_signature_expiration)
 
     # extensions (not in E2B): the named commands a template serves
     async def run(self, command: str, /, **kwargs: Any) -> Any:
