@@ -602,6 +602,7 @@
   X(asb_sandbox_list_options, next_token, ASB_API_FIELD_STRING, 1) \
   X(asb_sandbox_list_options, request_timeout_ms, ASB_API_FIELD_INT, 1) \
   X(asb_sandbox_list_options, cancel, ASB_API_FIELD_POINTER, 1) \
+  X(asb_sandbox_list_options, started_after, ASB_API_FIELD_STRING, 2) \
   X(asb_template_build_options, force, ASB_API_FIELD_INT, 1) \
   X(asb_template_build_options, timeout_ms, ASB_API_FIELD_INT, 1) \
   X(asb_template_build_options, cancel, ASB_API_FIELD_POINTER, 1)

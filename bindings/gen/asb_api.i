@@ -111,7 +111,7 @@ ASB_OPTIONS(asb_sandbox_options, ASB_SANDBOX_OPTIONS_VERSION,
             %arg({&$self->metadata, &$self->envs}),
             ASB_NONE)
 ASB_OPTIONS(asb_sandbox_list_options, ASB_SANDBOX_LIST_OPTIONS_VERSION,
-            %arg({&$self->template_id, &$self->next_token}),
+            %arg({&$self->template_id, &$self->next_token, &$self->started_after}),
             %arg({&$self->metadata}),
             ASB_NONE)
 ASB_OPTIONS(asb_template_build_options, ASB_TEMPLATE_BUILD_OPTIONS_VERSION,

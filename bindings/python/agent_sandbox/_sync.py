@@ -967,6 +967,15 @@ def _state_flags(o: Any, state: Any) -> None:
     o.paused = 1 if "paused" in names else 0
 
 
+def _rfc3339(t: Any) -> str:
+    """A datetime (naive = local time) or an RFC 3339 string, in UTC."""
+    if isinstance(t, str):
+        return t
+    if t.tzinfo is None:
+        t = t.astimezone()
+    return t.astimezone(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
 def _epoch(t: Any) -> int:
     if t is None:
         return 0
@@ -1066,7 +1075,7 @@ class Sandbox:
     @classmethod
     def _list_page(cls, *, metadata: Any = None, state: Any = None, template: Optional[str] = None,
                    limit: Optional[int] = None, next_token: Optional[str] = None,
-                   request_timeout: Optional[float] = None,
+                   request_timeout: Optional[float] = None, started_after: Any = None,
                    **conn: Any) -> Tuple[List[SandboxInfo], Optional[str]]:
         c = N.client(**conn)
         o = ll.asb_sandbox_list_options()
@@ -1080,6 +1089,8 @@ class Sandbox:
             o.limit = min(int(limit), 100)
         if next_token:
             o.next_token = next_token
+        if started_after is not None:
+            o.started_after = _rfc3339(started_after)
         if request_timeout is not None:
             o.request_timeout_ms = N.ms(request_timeout)
         o.cancel = N.current_cancel()

@@ -102,6 +102,17 @@ def test_e2b_behaviour_its_suite_checks(engine):
         exp = int(urllib.parse.parse_qs(urllib.parse.urlparse(url).query)["signature_expiration"][0])
         assert exp < time.time()
         assert sbx._envd_version == sbx.envd_version and sbx._envd_access_token
+        # started_after is the engine's filter (whole seconds), as E2B's API
+        import datetime as dt
+
+        from agent_sandbox.compat import SandboxQuery
+
+        sid = sbx.sandbox_id
+        started = sbx.get_info().started_at
+        ids = [i.sandbox_id for i in Sandbox.list(SandboxQuery(started_after=started)).next_items()]
+        assert sid in ids
+        later = Sandbox.list(SandboxQuery(started_after=started + dt.timedelta(seconds=1)))
+        assert sid not in [i.sandbox_id for i in later.next_items()]
         # the sandbox killed under wait(): TimeoutException, with E2B's words
         h = sbx.commands.run("sleep 60", background=True)
     finally:

@@ -245,16 +245,13 @@ class _PaginatorBase:
         if not self._has_next:
             raise SandboxException("No more items to fetch")
         q = self.query or SandboxQuery()
+        # started_after goes to the engine, as E2B sends it (pages stay full)
         items, token = S.Sandbox._list_page(metadata=q.metadata, state=q.state,
                                             template=q.template, limit=self.limit,
-                                            next_token=self._next_token, **self._conn)
+                                            next_token=self._next_token,
+                                            started_after=q.started_after, **self._conn)
         self._next_token = token
         self._has_next = bool(token)
-        if q.started_after is not None:
-            after = q.started_after
-            if after.tzinfo is None:
-                after = after.astimezone()
-            items = [i for i in items if i.started_at > after]
         if self.order == "asc":
             items.reverse()
         return items
