@@ -1134,8 +1134,10 @@ class Sandbox:
             return False
 
     def set_timeout(self, timeout: float, *, request_timeout: Optional[float] = None) -> None:
-        """Make the sandbox live ``timeout`` seconds from now (shorter or longer)."""
-        N.call(ll.asb_sandbox_set_timeout, self._h, N.ms(timeout), _call_options(request_timeout))
+        """Make the sandbox live ``timeout`` seconds from now (shorter or longer);
+        0 ends its lifetime now (it is killed, or paused with auto-pause), as in E2B."""
+        ms = 0 if timeout <= 0 else N.ms(timeout)
+        N.call(ll.asb_sandbox_set_timeout, self._h, ms, _call_options(request_timeout))
 
     def get_info(self, *, request_timeout: Optional[float] = None) -> SandboxInfo:
         info = N.call(ll.asb_sandbox_get_info, self._h, _call_options(request_timeout))

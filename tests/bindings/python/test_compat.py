@@ -19,6 +19,8 @@ from agent_sandbox.compat import (
     TimeoutException,
 )
 
+from conftest import eventually
+
 HERE = Path(__file__).parent
 
 
@@ -113,12 +115,20 @@ def test_e2b_behaviour_its_suite_checks(engine):
         assert sid in ids
         later = Sandbox.list(SandboxQuery(started_after=started + dt.timedelta(seconds=1)))
         assert sid not in [i.sandbox_id for i in later.next_items()]
+        from agent_sandbox.compat import WriteEntry
+
+        sbx.files.write_files([WriteEntry(path="/tmp/we.txt", data="we")])
+        assert sbx.files.read("/tmp/we.txt") == "we"
         # the sandbox killed under wait(): TimeoutException, with E2B's words
         h = sbx.commands.run("sleep 60", background=True)
     finally:
         sbx.kill()
     with pytest.raises(TimeoutException, match="killed or reached its end of life"):
         h.wait()
+    # set_timeout(0) ends the sandbox's life now, as in E2B
+    sbx = Sandbox.create()
+    sbx.set_timeout(0)
+    assert eventually(lambda: not sbx.is_running())
 
 
 async def test_async_signed_urls_are_plain_methods(engine):

@@ -25,7 +25,7 @@ import functools
 import inspect
 import warnings
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Optional, Union
+from typing import IO, Any, Callable, Dict, List, Optional, TypedDict, Union
 
 from .. import _async as A
 from .. import _native as N
@@ -110,6 +110,7 @@ __all__ = [
     "TemplateException",
     "RateLimitException",
     "BuildException",
+    "WriteEntry",
     "Git",
     "AsyncGit",
     "GitStatus",
@@ -403,6 +404,13 @@ def _depth(depth: Optional[int]) -> int:
     return depth
 
 
+
+
+class WriteEntry(TypedDict):
+    """E2B's entry of ``files.write_files``: a path and its data."""
+
+    path: str
+    data: Union[str, bytes, IO[Any]]
 
 
 def _write_entries(files: List[Any]) -> List[Any]:
