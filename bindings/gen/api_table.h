@@ -156,6 +156,9 @@
   X(asb_entry_modified_at, 0u, 1, 0, "", "") \
   X(asb_entry_modified_nanos, 0u, 1, 0, "", "") \
   X(asb_entry_symlink_target, ASB_API_RETURNS_BORROWED, 1, 0, "", "") \
+  X(asb_entry_metadata_count, 0u, 1, 0, "", "") \
+  X(asb_entry_metadata_key, ASB_API_RETURNS_BORROWED, 2, 0, "", "") \
+  X(asb_entry_metadata_value, ASB_API_RETURNS_BORROWED, 2, 0, "", "") \
   X(asb_entry_free, ASB_API_FREES, 1, 0, "", "") \
   X(asb_entry_list_count, 0u, 1, 0, "", "") \
   X(asb_entry_list_get, ASB_API_RETURNS_BORROWED, 2, 0, "", "") \
@@ -532,6 +535,7 @@
   X(asb_files_options, timeout_ms, ASB_API_FIELD_INT, 1) \
   X(asb_files_options, cancel, ASB_API_FIELD_POINTER, 1) \
   X(asb_files_options, gzip, ASB_API_FIELD_INT, 1) \
+  X(asb_files_options, metadata, ASB_API_FIELD_STRINGS, 2) \
   X(asb_watch_options, user, ASB_API_FIELD_STRING, 1) \
   X(asb_watch_options, recursive, ASB_API_FIELD_INT, 1) \
   X(asb_watch_options, include_entry, ASB_API_FIELD_INT, 1) \
@@ -607,7 +611,7 @@
   X(asb_template_build_options, timeout_ms, ASB_API_FIELD_INT, 1) \
   X(asb_template_build_options, cancel, ASB_API_FIELD_POINTER, 1)
 
-#define ASB_API_FUNCTION_COUNT 309
+#define ASB_API_FUNCTION_COUNT 312
 #define ASB_API_OUTPUT_COUNT 67
 
 typedef struct asb_api_function_info {

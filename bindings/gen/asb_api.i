@@ -80,7 +80,7 @@ ASB_OPTIONS(asb_command_options, ASB_COMMAND_OPTIONS_VERSION,
 ASB_OPTIONS_BYTES(asb_command_options, stdin_data, stdin_len)
 ASB_OPTIONS(asb_files_options, ASB_FILES_OPTIONS_VERSION,
             %arg({&$self->user}),
-            ASB_NONE,
+            %arg({&$self->metadata}),
             ASB_NONE)
 ASB_OPTIONS(asb_watch_options, ASB_WATCH_OPTIONS_VERSION,
             %arg({&$self->user}),

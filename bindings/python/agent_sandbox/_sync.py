@@ -532,8 +532,11 @@ class Pty:
 # ---- files --------------------------------------------------------------------------------
 
 
-def _files_options(user: Optional[str], request_timeout: Optional[float], gzip: bool = False) -> Any:
+def _files_options(user: Optional[str], request_timeout: Optional[float], gzip: bool = False,
+                   metadata: Optional[Mapping[str, str]] = None) -> Any:
     o = ll.asb_files_options()
+    if metadata:
+        o.metadata = dict(metadata)
     if user:
         o.user = user
     if request_timeout is not None:
@@ -722,10 +725,12 @@ class Files:
         return self.read(path, "bytes", **kw)
 
     def write(self, path: str, data: Union[Data, IO[Any]], *, user: Optional[str] = None,
-              request_timeout: Optional[float] = None, gzip: bool = False) -> EntryInfo:
+              request_timeout: Optional[float] = None, gzip: bool = False,
+              metadata: Optional[Mapping[str, str]] = None) -> EntryInfo:
         """Create or replace a file (parent directories are made) with
-        ``data``: str (UTF-8), bytes-like, or a file object read in chunks."""
-        o = _files_options(user, request_timeout, gzip)
+        ``data``: str (UTF-8), bytes-like, or a file object read in chunks;
+        ``metadata`` is stored on it (``EntryInfo.metadata``)."""
+        o = _files_options(user, request_timeout, gzip, metadata)
         if isinstance(data, (str, bytes, bytearray, memoryview)):
             entry = N.call(ll.asb_files_write, self._sandbox._h, path, data, o)
         elif hasattr(data, "read"):
@@ -756,7 +761,8 @@ class Files:
         return N.call(ll.asb_files_write_stream, self._sandbox._h, path, cb, size, o, cb=cb)
 
     def write_files(self, files: Sequence[Any], *, user: Optional[str] = None,
-                    request_timeout: Optional[float] = None, gzip: bool = False) -> List[EntryInfo]:
+                    request_timeout: Optional[float] = None, gzip: bool = False,
+                    metadata: Optional[Mapping[str, str]] = None) -> List[EntryInfo]:
         """Write several files in one request: ``[{"path": p, "data": d}, ...]``
         or ``[(path, data), ...]``."""
         pairs = []
@@ -768,7 +774,7 @@ class Files:
             if hasattr(d, "read"):
                 d = d.read()
             pairs.append((p, d))
-        o = _files_options(user, request_timeout, gzip)
+        o = _files_options(user, request_timeout, gzip, metadata)
         lst = N.call(ll.asb_files_write_many, self._sandbox._h, pairs, o)
         return [EntryInfo._from_tuple(t) for t in ll.asbpy_entry_list_tuples(lst)]
 

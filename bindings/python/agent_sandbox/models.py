@@ -110,8 +110,8 @@ class WriteInfo:
     type: Optional[FileType]
     path: str
     metadata: Optional[Dict[str, str]] = None
-    """User metadata of the file (E2B's ``user.e2b.*`` attributes); this
-    library does not read or write it yet, so it is None."""
+    """User metadata of the file (E2B's ``user.e2b.*`` attributes, set by
+    ``files.write(..., metadata=...)``); None when it has none."""
 
 
 @dataclass
@@ -128,7 +128,7 @@ class EntryInfo(WriteInfo):
 
     @classmethod
     def _from_tuple(cls, t: tuple) -> "EntryInfo":
-        name, path, ftype, size, mode, perms, owner, group, secs, nanos, target = t
+        name, path, ftype, size, mode, perms, owner, group, secs, nanos, target, meta = t
         return cls(
             name=name or "",
             type=_FILE_TYPES.get(ftype),
@@ -140,6 +140,7 @@ class EntryInfo(WriteInfo):
             group=group or "",
             modified_time=_utc(secs, nanos),
             symlink_target=target,
+            metadata=meta,
         )
 
 

@@ -115,6 +115,16 @@ def test_e2b_behaviour_its_suite_checks(engine):
         assert sid in ids
         later = Sandbox.list(SandboxQuery(started_after=started + dt.timedelta(seconds=1)))
         assert sid not in [i.sandbox_id for i in later.next_items()]
+        # file metadata: stored on write, surfaced by get_info and list
+        w = sbx.files.write("/tmp/md.txt", "m", metadata={"author": "mish", "purpose": "t"})
+        assert w.metadata == {"author": "mish", "purpose": "t"}
+        assert sbx.files.get_info("/tmp/md.txt").metadata == {"author": "mish", "purpose": "t"}
+        listed = {e.name: e.metadata for e in sbx.files.list("/tmp")}
+        assert listed["md.txt"] == {"author": "mish", "purpose": "t"}
+        assert sbx.files.get_info("/tmp").metadata is None
+        with pytest.raises(InvalidArgumentException):
+            sbx.files.write("/tmp/md2.txt", "m", metadata={"bad key": "v"})
+
         from agent_sandbox.compat import WriteEntry
 
         sbx.files.write_files([WriteEntry(path="/tmp/we.txt", data="we")])

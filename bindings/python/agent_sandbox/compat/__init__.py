@@ -431,16 +431,16 @@ class Filesystem:
               request_timeout: Optional[float] = None, gzip: bool = False,
               use_octet_stream: Optional[bool] = None,
               metadata: Optional[Dict[str, str]] = None) -> WriteInfo:
-        _unsupported("metadata", metadata, None)
-        return self._f.write(path, data, user=user, request_timeout=request_timeout, gzip=gzip)
+        return self._f.write(path, data, user=user, request_timeout=request_timeout, gzip=gzip,
+                             metadata=metadata)
 
     def write_files(self, files: List[Any], user: Optional[str] = None,
                     request_timeout: Optional[float] = None, gzip: bool = False,
                     use_octet_stream: Optional[bool] = None,
                     metadata: Optional[Dict[str, str]] = None) -> List[WriteInfo]:
-        _unsupported("metadata", metadata, None)
         return list(self._f.write_files(_write_entries(files), user=user,
-                                        request_timeout=request_timeout, gzip=gzip))
+                                        request_timeout=request_timeout, gzip=gzip,
+                                        metadata=metadata))
 
     def list(self, path: str, depth: Optional[int] = 1, user: Optional[str] = None,
              request_timeout: Optional[float] = None) -> List[EntryInfo]:
@@ -799,17 +799,16 @@ class AsyncFilesystem:
                     request_timeout: Optional[float] = None, gzip: bool = False,
                     use_octet_stream: Optional[bool] = None,
                     metadata: Optional[Dict[str, str]] = None) -> WriteInfo:
-        _unsupported("metadata", metadata, None)
         return await self._f.write(path, data, user=user, request_timeout=request_timeout,
-                                   gzip=gzip)
+                                   gzip=gzip, metadata=metadata)
 
     async def write_files(self, files: List[Any], user: Optional[str] = None,
                           request_timeout: Optional[float] = None, gzip: bool = False,
                           use_octet_stream: Optional[bool] = None,
                           metadata: Optional[Dict[str, str]] = None) -> List[WriteInfo]:
-        _unsupported("metadata", metadata, None)
         return list(await self._f.write_files(_write_entries(files), user=user,
-                                              request_timeout=request_timeout, gzip=gzip))
+                                              request_timeout=request_timeout, gzip=gzip,
+                                              metadata=metadata))
 
     async def list(self, path: str, depth: Optional[int] = 1, user: Optional[str] = None,
                    request_timeout: Optional[float] = None) -> List[EntryInfo]:
