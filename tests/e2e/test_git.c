@@ -305,7 +305,9 @@ TEST(credentials_reach_git_and_nothing_else) {
   REQUIRE(sh_ok("mkdir -p " D "/srv && git clone -q --bare " D "/remote.git " D
                 "/srv/r.git && git -C " D "/srv/r.git config http.receivepack true && "
                 "rm -f " D "/port " D "/leak"));
-  REQUIRE(sh_in("cat > " D "/srv.py", SERVER_PY) != NULL);
+  char *wrote = sh_in("cat > " D "/srv.py", SERVER_PY);
+  REQUIRE(wrote != NULL);
+  free(wrote);
   asb_process *srv = NULL;
   asb_command_options so = ASB_COMMAND_OPTIONS_INIT;
   so.stdin_data = PASSWORD "\n"; /* not on its own command line either */
