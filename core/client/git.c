@@ -12,9 +12,9 @@
 #include <string.h>
 #include <strings.h>
 
-#include "../proto/cmdargs.h"
-#include "../proto/gitout.h"
-#include "../util/util.h"
+#include "proto/cmdargs.h"
+#include "proto/gitout.h"
+#include "util/util.h"
 #include "envd.h"
 
 ASBI_DEFINE_OPTIONS_INIT(asb_git_options, ASB_GIT_OPTIONS_VERSION, ASB_GIT_OPTIONS_INIT)
