@@ -699,19 +699,21 @@ static int sync_cmd(asb_command_result **out, asb_sandbox *sb, const char *path,
     return rc;
   int creds;
   if ((rc = creds_ok(o, action, &creds))) return rc;
-  if (!push && !remote && !branch) {
-    /* A pull with nothing named needs an upstream: say so before git
-     * asks the remote anything. */
-    git(&g, path, 0);
-    put(&g, " rev-parse --abbrev-ref --symbolic-full-name '@{u}' >/dev/null 2>&1 || "
-            "{ echo 'agent-sandbox: the branch has no upstream branch' >&2; exit 1; }; ");
-  }
+  /* The credentials are read first, so the script has taken its input
+   * before anything can end it. */
   if (creds) {
     put(&g, CRED_READ);
     if ((rc = creds_input(&g, o->username, o->password))) {
       git_run_free(&g);
       return rc;
     }
+  }
+  if (!push && !remote && !branch) {
+    /* A pull with nothing named needs an upstream: say so before git
+     * asks the remote anything. */
+    git(&g, path, 0);
+    put(&g, " rev-parse --abbrev-ref --symbolic-full-name '@{u}' >/dev/null 2>&1 || "
+            "{ echo 'agent-sandbox: the branch has no upstream branch' >&2; exit 1; }; ");
   }
   git(&g, path, creds);
   put(&g, push ? " push" : " pull");
