@@ -22,6 +22,10 @@ PACKAGES=(
   # tests/e2b-python/run.sh): their pytest.ini sets a per-test timeout, and
   # many of their test modules import httpx
   python3-pytest-timeout python3-httpx
+  # the Lua 5.4 binding: interpreter, headers (SWIG's module builds against
+  # them), luarocks (the rockspec's offline `luarocks make`), busted (its
+  # tests, run as `lua5.4 /usr/bin/busted`) and dkjson (its JSON)
+  lua5.4 liblua5.4-dev luarocks lua-busted lua-dkjson
   # the FFI examples (examples/ffi: LuaJIT's ffi; ctypes needs only python3)
   luajit
   # sandbox templates and baselines
