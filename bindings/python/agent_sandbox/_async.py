@@ -492,6 +492,8 @@ class Sandbox:
         self.code = Code(sync.code)
         self.network = sync.network
         self.git = AsyncGit(sync.git)
+        from .agents import AsyncAgents
+        self.agents = AsyncAgents(sync.agents)
 
     @property
     def id(self) -> str:

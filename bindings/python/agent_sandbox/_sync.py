@@ -1007,6 +1007,8 @@ class Sandbox:
         self.network = Network(self)
         self.code = Code(self)
         self.git = Git(self)
+        from .agents import Agents
+        self.agents = Agents(self)
 
     # ---- identity --------------------------------------------------------------
     @property
