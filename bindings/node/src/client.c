@@ -190,6 +190,37 @@ static napi_value js_sandbox_host(napi_env env, napi_callback_info info) {
   return anode_str(env, buf);
 }
 
+/* sandboxAttach(client, id, {envdAccessToken, envdVersion, domain}) -> a
+ * sandbox (no I/O: for the calls by id that must not resume it). */
+static napi_value js_sandbox_attach(napi_env env, napi_callback_info info) {
+  GEN_ARGS(3);
+  anode_box *b = anode_box_arg(env, argv[0], BOX_CLIENT);
+  char *id = NULL, *tok = NULL, *ver = NULL, *dom = NULL;
+  if (!b || anode_get_string(env, argv[1], &id) || anode_opt_string(env, argv[2], "envdAccessToken", &tok) ||
+      anode_opt_string(env, argv[2], "envdVersion", &ver) || anode_opt_string(env, argv[2], "domain", &dom)) {
+    free(id);
+    free(tok);
+    free(ver);
+    free(dom);
+    return NULL;
+  }
+  asb_sandbox_attach_options o = ASB_SANDBOX_ATTACH_OPTIONS_INIT;
+  o.envd_access_token = tok;
+  o.envd_version = ver;
+  o.domain = dom;
+  asb_sandbox *sb = NULL;
+  int rc = asb_sandbox_attach(&sb, b->ptr, id, &o);
+  free(id);
+  free(tok);
+  free(ver);
+  free(dom);
+  if (rc < 0) {
+    napi_throw_error(env, asb_status_name(rc), asb_error_last()->message);
+    return NULL;
+  }
+  return sandbox_value(env, sb);
+}
+
 /* ---- control plane on a sandbox ---------------------------------------------------- */
 
 enum { OP_KILL = 1, OP_SET_TIMEOUT, OP_IS_RUNNING, OP_PAUSE, OP_RESUME, OP_KILL_ID };
@@ -706,6 +737,7 @@ const anode_fn anode_client_fns[] = {{"clientNew", js_client_new},
                                      {"sandboxCreate", js_sandbox_create},
                                      {"sandboxConnect", js_sandbox_connect},
                                      {"sandboxProps", js_sandbox_props},
+                                     {"sandboxAttach", js_sandbox_attach},
                                      {"sandboxHost", js_sandbox_host},
                                      {"sandboxOp", js_sandbox_op},
                                      {"sandboxKillId", js_sandbox_kill_id},

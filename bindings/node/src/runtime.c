@@ -1,7 +1,9 @@
 /* agent-sandbox Node binding: module init, worker threads, the loop's
  * queue, calls, handles and the argument/result helpers. See anode.h.
  * SPDX-License-Identifier: Apache-2.0 */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
