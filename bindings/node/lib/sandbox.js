@@ -487,6 +487,7 @@ class Files {
     }
     return new Promise((resolve, reject) => {
       let started = false
+      let cancelled = false
       const stream = new ReadableStream({
         start: (c) => {
           controller = c
@@ -495,6 +496,7 @@ class Files {
           if (ctl) flush()
         },
         cancel: () => {
+          cancelled = true
           if (ctl) N.cancel(ctl.id)
         }
       }, { highWaterMark: 4 })
@@ -503,6 +505,7 @@ class Files {
           started = true
           resolve(stream)
         }
+        if (cancelled) return false
         controller.enqueue(new Uint8Array(buf.buffer, buf.byteOffset, buf.length))
         if (controller.desiredSize > 0) return false
         pendingAck.push(cost)
@@ -511,11 +514,11 @@ class Files {
       finished = p.then(
         () => {
           if (!started) resolve(stream)
-          try { controller.close() } catch (_) {}
+          if (!cancelled) controller.close()
         },
         (err) => {
           if (!started) reject(err)
-          else try { controller.error(err) } catch (_) {}
+          else if (!cancelled) controller.error(err)
         }
       )
       finished.catch(() => {})
@@ -713,7 +716,7 @@ class Sandbox {
   }
 
   static async _client(opts) {
-    const conn = connOf(opts)
+    const conn = connOf(this._boundOpts ? Object.assign({}, this._boundOpts, opts) : opts)
     return { conn, client: await client(conn) }
   }
 

@@ -108,6 +108,7 @@ struct anode_msg {
 
 struct anode_call {
   anode_call *prev, *next; /* the environment's calls in flight */
+  anode_call *qnext;       /* the worker pool's queue */
   anode_msg done;          /* posted when the work is over */
   double id;
   anode_env *ae;

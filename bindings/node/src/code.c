@@ -80,7 +80,7 @@ static void drop_result(anode_msg *m) {
 
 static int code_result(const asb_code_result *res, void *ud) {
   anode_call *c = ud;
-  if (atomic_load(&c->aborted)) return 1;
+  if (atomic_load(&c->aborted)) return 0; /* cancelled: see js_abort */
   anode_msg *m = calloc(1, sizeof *m);
   result_copy *r = calloc(1, sizeof *r);
   size_t n = asb_code_result_format_count(res);
@@ -129,7 +129,7 @@ static void drop_error(anode_msg *m) {
 
 static int code_error(const char *name, const char *value, const char *tb, void *ud) {
   anode_call *c = ud;
-  if (atomic_load(&c->aborted)) return 1;
+  if (atomic_load(&c->aborted)) return 0; /* cancelled: see js_abort */
   anode_msg *m = calloc(1, sizeof *m);
   char **s = calloc(3, sizeof *s);
   if (!m || !s) {

@@ -41,7 +41,7 @@ enum {
 
 static int on_chunk(const char *data, size_t len, void *ud) {
   anode_call *c = ud;
-  if (atomic_load(&c->aborted)) return 1;
+  if (atomic_load(&c->aborted)) return 0; /* cancelled: see js_abort */
   anode_msg *m = anode_msg_bytes(EV_DATA, data, len);
   return m ? anode_emit(c, m) : 1;
 }
@@ -396,7 +396,7 @@ static void drop_watch(anode_msg *m) {
 static int on_watch(asb_fs_event_type type, const char *name, const asb_entry *entry, void *ud) {
   anode_call *c = anode_sink_get(ud);
   if (!c) return 0;
-  if (atomic_load(&c->aborted)) return 1;
+  if (atomic_load(&c->aborted)) return 0; /* cancelled: see js_abort */
   anode_msg *m = calloc(1, sizeof *m);
   if (!m) return 1;
   m->event = EV_WATCH;

@@ -11,7 +11,7 @@
 
 static int emit_bytes(anode_call *c, int ev, const char *data, size_t len) {
   if (!c) return 0;
-  if (atomic_load(&c->aborted)) return 1;
+  if (atomic_load(&c->aborted)) return 0; /* cancelled: see js_abort */
   anode_msg *m = anode_msg_bytes(ev, data, len);
   if (!m) return 1;
   return anode_emit(c, m);

@@ -124,7 +124,7 @@ static void *worker_main(void *arg) {
       }
     }
     anode_call *c = pool.head;
-    pool.head = c->next;
+    pool.head = c->qnext;
     if (!pool.head) pool.tail = NULL;
     pool.queued--;
     pthread_mutex_unlock(&pool.mu);
@@ -141,9 +141,9 @@ static void pool_submit(anode_call *c) {
     long v = m ? strtol(m, NULL, 10) : 0;
     pool.max = v > 0 && v < 100000 ? (unsigned)v : 256;
   }
-  c->next = NULL;
+  c->qnext = NULL;
   if (pool.tail)
-    pool.tail->next = c;
+    pool.tail->qnext = c;
   else
     pool.head = c;
   pool.tail = c;
@@ -433,9 +433,12 @@ int anode_emit(anode_call *c, anode_msg *m) {
   pthread_mutex_lock(&c->mu);
   while (c->pending > PENDING_LIMIT && !anode_call_stopping(c)) pthread_cond_wait(&c->cv, &c->mu);
   if (atomic_load(&c->aborted)) {
+    /* A JS callback threw: the call's token was requested, which ends it
+     * (ASB_ECANCELED: a foreground command is killed, a cell interrupted);
+     * what still arrives meanwhile is dropped. */
     pthread_mutex_unlock(&c->mu);
     msg_free(m);
-    return 1;
+    return 0;
   }
   c->pending += m->cost;
   pthread_mutex_unlock(&c->mu);
@@ -612,14 +615,18 @@ static napi_value js_cancel(napi_env env, napi_callback_info info) {
   return anode_undefined(env);
 }
 
-/* abort(id): a JS callback of the call threw: its C callbacks return 1
- * from now on (ASB_EUSER) and the token is requested so a quiet stream
- * ends too. */
+/* abort(id): a JS callback of the call threw. The call is cancelled
+ * rather than ended by a non-zero callback return (ASB_EUSER), because the
+ * token also kills a foreground command (kill_on_cancel) and interrupts a
+ * code cell, where ASB_EUSER would leave them running; a watch, which has
+ * no token, is stopped. Its events from now on are dropped. */
 static napi_value js_abort(napi_env env, napi_callback_info info) {
   size_t argc = 1;
   napi_value argv[1];
   anode_call *c = call_arg(env, info, &argc, argv);
-  if (c) call_wake(c, 1);
+  if (!c) return anode_undefined(env);
+  call_wake(c, 1);
+  if (c->box && c->box->kind == BOX_WATCH && c->box->ptr) asb_watch_stop(c->box->ptr);
   return anode_undefined(env);
 }
 
