@@ -6,18 +6,32 @@
 // the remote stack.
 // SPDX-License-Identifier: Apache-2.0
 const crypto = require('node:crypto')
+const vm = require('node:vm')
 const { RemoteError } = require('./errors.js')
+
+function compiles(expr) {
+  try {
+    new vm.Script(`(${expr})`) // compiled only, never run here
+    return true
+  } catch (_) {
+    return false
+  }
+}
 
 function sourceOf(fn) {
   if (typeof fn !== 'function') throw new TypeError('sandboxed() takes a function')
-  let src = Function.prototype.toString.call(fn)
+  const src = Function.prototype.toString.call(fn)
   if (/\{\s*\[native code\]\s*\}\s*$/.test(src)) throw new TypeError('sandboxed(): a native or bound function has no source to ship')
   if (/^class\b/.test(src)) throw new TypeError('sandboxed(): a class is not a function to call')
-  // A method shorthand ("name(a) { ... }", "async name(a) {...}") is not an
-  // expression on its own.
-  const m = /^(async\s+)?(?!function\b)([A-Za-z_$][\w$]*)\s*\(/.exec(src)
-  if (m && !/^(async\s+)?[A-Za-z_$][\w$]*\s*=>/.test(src)) src = `${m[1] || ''}function ${src.slice(m[0].length - 1 - 0).replace(/^\(/, `${m[2]}(`)}`
-  return src
+  if (compiles(src)) return src
+  // A method shorthand ("name(a) {...}", "async name(a) {...}") is not an
+  // expression on its own; as a function expression it is.
+  const m = /^(async\s+)?(\*?\s*[A-Za-z_$][\w$]*\s*\()/.exec(src)
+  if (m) {
+    const f = `${m[1] || ''}function ${src.slice((m[1] || '').length)}`
+    if (compiles(f)) return f
+  }
+  throw new TypeError('sandboxed(): cannot ship this function (its source is not a function expression)')
 }
 
 function program(src, argsJson, out) {
