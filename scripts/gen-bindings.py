@@ -124,7 +124,7 @@ FLAGS = [("blocking", "ASB_API_BLOCKING", "blocks: run it off the event loop / w
          ("frees", "ASB_API_FREES", "releases the handle (or buffer) it is given"),
          ("server", "ASB_API_SERVER", "in libagentsandbox-server, not libagentsandbox")]
 RETURNS = {"borrowed": 0x100, "static": 0x200, "thread": 0x400}
-KINDS = ["handle", "bytes", "string", "chars", "int", "length"]
+KINDS = ["handle", "bytes", "string", "chars", "int", "length", "view"]
 
 
 def gen_table(man, hdrs):
@@ -141,7 +141,8 @@ def gen_table(man, hdrs):
     out.append("")
     out.append("/* Output kinds: a handle (T **), bytes (char ** with a size_t * length),")
     out.append(" * a NUL-terminated string (char **), a caller's buffer (char *, size_t),")
-    out.append(" * an int, the length of returned bytes. */")
+    out.append(" * an int, the length of returned bytes, a view (const char ** with a")
+    out.append(" * size_t * length) into memory its owner keeps until its next call. */")
     for i, k in enumerate(KINDS):
         out.append(f"#define ASB_API_OUT_{k.upper()} {i + 1}")
     out.append("")

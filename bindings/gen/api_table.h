@@ -38,13 +38,15 @@
 
 /* Output kinds: a handle (T **), bytes (char ** with a size_t * length),
  * a NUL-terminated string (char **), a caller's buffer (char *, size_t),
- * an int, the length of returned bytes. */
+ * an int, the length of returned bytes, a view (const char ** with a
+ * size_t * length) into memory its owner keeps until its next call. */
 #define ASB_API_OUT_HANDLE 1
 #define ASB_API_OUT_BYTES 2
 #define ASB_API_OUT_STRING 3
 #define ASB_API_OUT_CHARS 4
 #define ASB_API_OUT_INT 5
 #define ASB_API_OUT_LENGTH 6
+#define ASB_API_OUT_VIEW 7
 
 #define ASB_API_FUNCTIONS(X) \
   X(asb_cancel_new, 0u, 1, 1, "", "") \
@@ -111,6 +113,7 @@
   X(asb_process_info_cwd, ASB_API_RETURNS_BORROWED, 1, 0, "", "") \
   X(asb_process_pid, 0u, 1, 0, "", "") \
   X(asb_process_wait, ASB_API_BLOCKING|ASB_API_CANCELLABLE|ASB_API_CALLBACKS, 3, 1, "call", "caller") \
+  X(asb_process_read, ASB_API_BLOCKING|ASB_API_CANCELLABLE|ASB_API_CALLBACKS, 5, 2, "call", "caller") \
   X(asb_process_kill, ASB_API_BLOCKING|ASB_API_CANCELLABLE, 2, 0, "call", "") \
   X(asb_process_send_stdin, ASB_API_BLOCKING|ASB_API_CANCELLABLE, 4, 0, "call", "") \
   X(asb_process_close_stdin, ASB_API_BLOCKING|ASB_API_CANCELLABLE, 2, 0, "call", "") \
@@ -145,6 +148,10 @@
   X(asb_entry_list_free, ASB_API_FREES, 1, 0, "", "") \
   X(asb_files_read, ASB_API_BLOCKING|ASB_API_CANCELLABLE, 5, 1, "opts", "") \
   X(asb_files_read_stream, ASB_API_BLOCKING|ASB_API_CANCELLABLE|ASB_API_CALLBACKS, 5, 0, "opts", "caller") \
+  X(asb_files_open_read, ASB_API_BLOCKING|ASB_API_CANCELLABLE, 4, 1, "opts", "") \
+  X(asb_file_reader_read, ASB_API_BLOCKING|ASB_API_CANCELLABLE, 4, 1, "call", "") \
+  X(asb_file_reader_stop, ASB_API_ANY_THREAD, 1, 0, "", "") \
+  X(asb_file_reader_free, ASB_API_ANY_THREAD|ASB_API_FREES, 1, 0, "", "") \
   X(asb_files_write, ASB_API_BLOCKING|ASB_API_CANCELLABLE, 6, 1, "opts", "") \
   X(asb_files_write_stream, ASB_API_BLOCKING|ASB_API_CANCELLABLE|ASB_API_CALLBACKS, 7, 1, "opts", "caller") \
   X(asb_files_write_many, ASB_API_BLOCKING|ASB_API_CANCELLABLE, 5, 1, "opts", "") \
@@ -244,6 +251,11 @@
   X(asb_server_port, ASB_API_SERVER, 1, 0, "", "") \
   X(asb_server_stop, ASB_API_ANY_THREAD|ASB_API_SERVER, 1, 0, "", "") \
   X(asb_server_wait, ASB_API_BLOCKING|ASB_API_SERVER, 1, 0, "", "") \
+  X(asb_server_fd, ASB_API_ANY_THREAD|ASB_API_SERVER, 1, 0, "", "") \
+  X(asb_server_next_call, ASB_API_BLOCKING|ASB_API_ANY_THREAD|ASB_API_SERVER, 3, 1, "", "") \
+  X(asb_server_call_defer, ASB_API_SERVER, 1, 0, "", "") \
+  X(asb_server_call_reply, ASB_API_ANY_THREAD|ASB_API_SERVER, 1, 0, "", "") \
+  X(asb_server_call_fail, ASB_API_ANY_THREAD|ASB_API_SERVER, 3, 0, "", "") \
   X(asb_server_call_command, ASB_API_SERVER|ASB_API_RETURNS_BORROWED, 1, 0, "", "") \
   X(asb_server_call_has, ASB_API_SERVER, 2, 0, "", "") \
   X(asb_server_call_string, ASB_API_SERVER|ASB_API_RETURNS_BORROWED, 2, 0, "", "") \
@@ -308,7 +320,11 @@
   X(asb_commands_connect, 0, "out", ASB_API_OUT_HANDLE, asb_process, "asb_process_free", 0) \
   X(asb_commands_list, 0, "out", ASB_API_OUT_HANDLE, asb_process_list, "asb_process_list_free", 0) \
   X(asb_process_wait, 0, "out", ASB_API_OUT_HANDLE, asb_command_result, "asb_command_result_free", 1) \
+  X(asb_process_read, 0, "kind", ASB_API_OUT_INT, int, "", 0) \
+  X(asb_process_read, 1, "data", ASB_API_OUT_VIEW, char, "", 0) \
   X(asb_files_read, 0, "data", ASB_API_OUT_BYTES, char, "asb_free", 0) \
+  X(asb_files_open_read, 0, "out", ASB_API_OUT_HANDLE, asb_file_reader, "asb_file_reader_free", 0) \
+  X(asb_file_reader_read, 0, "data", ASB_API_OUT_VIEW, char, "", 0) \
   X(asb_files_write, 0, "out", ASB_API_OUT_HANDLE, asb_entry, "asb_entry_free", 1) \
   X(asb_files_write_stream, 0, "out", ASB_API_OUT_HANDLE, asb_entry, "asb_entry_free", 1) \
   X(asb_files_write_many, 0, "out", ASB_API_OUT_HANDLE, asb_entry_list, "asb_entry_list_free", 1) \
@@ -331,6 +347,7 @@
   X(asb_sandbox_get_metrics, 0, "out", ASB_API_OUT_HANDLE, asb_metrics, "asb_metrics_free", 0) \
   X(asb_server_new, 0, "out", ASB_API_OUT_HANDLE, asb_server, "asb_server_free", 0) \
   X(asb_server_register, 0, "out", ASB_API_OUT_HANDLE, asb_server_command, "", 1) \
+  X(asb_server_next_call, 0, "out", ASB_API_OUT_HANDLE, asb_server_call, "", 0) \
   X(asb_session_load, 0, "out", ASB_API_OUT_HANDLE, asb_sandbox, "asb_sandbox_free", 0) \
   X(asb_session_get, 0, "out", ASB_API_OUT_HANDLE, asb_session, "asb_session_free", 0) \
   X(asb_sessions_list, 0, "out", ASB_API_OUT_HANDLE, asb_session_list, "asb_session_list_free", 0) \
@@ -351,6 +368,7 @@
   X(asb_entry, "asb_entry_free", "") \
   X(asb_entry_list, "asb_entry_list_free", "") \
   X(asb_execution, "asb_execution_free", "") \
+  X(asb_file_reader, "asb_file_reader_free", "") \
   X(asb_metrics, "asb_metrics_free", "") \
   X(asb_named_command, "", "asb_named_command_list") \
   X(asb_named_command_list, "asb_named_command_list_free", "") \
@@ -384,8 +402,8 @@
   X(asb_server_options, ASB_SERVER_OPTIONS_VERSION, asb_server_options_init) \
   X(asb_template_build_options, ASB_TEMPLATE_BUILD_OPTIONS_VERSION, asb_template_build_options_init)
 
-#define ASB_API_FUNCTION_COUNT 249
-#define ASB_API_OUTPUT_COUNT 42
+#define ASB_API_FUNCTION_COUNT 259
+#define ASB_API_OUTPUT_COUNT 47
 
 typedef struct asb_api_function_info {
   const char *name;

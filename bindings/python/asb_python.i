@@ -88,6 +88,25 @@
 }
 
 %apply int *OUTPUT { int *major, int *minor, int *patch };
+%apply int *OUTPUT { int *kind };
+
+/* Views (asb_file_reader_read, asb_process_read): the bytes are copied out
+ * at once; the library's memory is valid only until the next call. */
+%typemap(in, numinputs=0) (const char **data, size_t *len) (const char *tdata = NULL, size_t tlen = 0) {
+  $1 = &tdata;
+  $2 = &tlen;
+}
+%typemap(argout) (const char **data, size_t *len) {
+  PyObject *o;
+  if (*$1) {
+    o = PyBytes_FromStringAndSize(*$1, (Py_ssize_t)*$2);
+    if (!o) SWIG_fail;
+  } else {
+    o = Py_None;
+    Py_INCREF(o);
+  }
+  %append_output(o);
+}
 
 %typemap(in, numinputs=0) (char *buf, size_t buflen) (char tmp[1024]) {
   tmp[0] = 0;

@@ -98,11 +98,11 @@ int asbi_life_init(asbi_life *l) {
 
 void asbi_life_hold(asbi_life *l) { atomic_fetch_add(&l->refs, 1); }
 
-int asbi_life_drop(asbi_life *l) {
-  if (atomic_fetch_sub(&l->refs, 1) != 1) return 0;
+int asbi_life_drop(asbi_life *l) { return atomic_fetch_sub(&l->refs, 1) == 1; }
+
+void asbi_life_fini(asbi_life *l) {
   asb_cancel_free(l->stop);
   l->stop = NULL;
-  return 1;
 }
 
 void asbi_life_stop(asbi_life *l) { asb_cancel_request(l->stop); }

@@ -94,8 +94,8 @@ static int valid_header(const char *h) {
 }
 
 static void client_destroy(asb_client *c) {
-  asb_cancel_free(c->life.stop); /* NULL once the last reference went */
   asbi_http_free(c->http);
+  asbi_life_fini(&c->life);
   for (int i = 0; i < c->nretired; i++) free(c->retired[i]);
   free(c->state_dir);
   pthread_mutex_destroy(&c->mu);

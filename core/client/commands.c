@@ -46,6 +46,9 @@ struct asb_process {
   char *user;
   asb_command_result *result; /* filled as events arrive */
   int ended;
+  /* asb_process_read: the chunk it hands out (valid until the next call) */
+  int want_chunk, chunk_kind;
+  asbi_buf chunk;
 };
 
 /* ---- options ----------------------------------------------------------------- */
@@ -218,7 +221,7 @@ static int read_start(asb_process *p, const char *what) {
   }
 }
 
-static int deliver(asb_process *p, const cJSON *data, const char *kind,
+static int deliver(asb_process *p, const cJSON *data, const char *kind, int out_kind,
                    asb_data_fn fn, asbi_buf *keep) {
   unsigned char *bytes = NULL;
   const char *view;
@@ -247,6 +250,12 @@ static int deliver(asb_process *p, const cJSON *data, const char *kind,
       if (asb_error_last()->code != rc)
         asbi_err(rc, "process %u: output callback aborted", p->pid);
     }
+  }
+  if (rc == ASB_OK && n && p->want_chunk) {
+    asbi_buf_clear(&p->chunk);
+    if (asbi_buf_append(&p->chunk, view, n)) rc = asbi_oom();
+    p->chunk_kind = out_kind;
+    p->want_chunk = 0; /* got it: pump returns */
   }
   free(bytes);
   return rc;
@@ -289,11 +298,11 @@ static int pump(asb_process *p, long wait_ms, asb_cancel *extra) {
     const cJSON *end = asbi_pj_field(ev, "end");
     if (data) {
       if (asbi_pj_field(data, "stdout"))
-        rc = deliver(p, data, "stdout", p->on_stdout, &p->result->out);
+        rc = deliver(p, data, "stdout", ASB_OUTPUT_STDOUT, p->on_stdout, &p->result->out);
       else if (asbi_pj_field(data, "stderr"))
-        rc = deliver(p, data, "stderr", p->on_stderr, &p->result->err);
+        rc = deliver(p, data, "stderr", ASB_OUTPUT_STDERR, p->on_stderr, &p->result->err);
       else if (asbi_pj_field(data, "pty"))
-        rc = deliver(p, data, "pty", p->on_stdout, &p->result->out);
+        rc = deliver(p, data, "pty", ASB_OUTPUT_PTY, p->on_stdout, &p->result->out);
     } else if (end) {
       int32_t code = 0;
       const char *err = NULL, *status = NULL;
@@ -307,6 +316,7 @@ static int pump(asb_process *p, long wait_ms, asb_cancel *extra) {
     }
     cJSON_Delete(msg);
     if (rc) return rc;
+    if (p->chunk_kind) return ASB_OK; /* asb_process_read got its chunk */
   }
   /* Drain to the end-stream frame so the connection can be reused. */
   if (p->stream) {
@@ -347,7 +357,7 @@ static asb_process *process_new(asb_sandbox *sb, const char *user) {
   p->result = result_new();
   if (!p->result || asbi_life_init(&p->life) || asb_cancel_new(&p->halt)) {
     asb_command_result_free(p->result);
-    asb_cancel_free(p->life.stop);
+    asbi_life_fini(&p->life);
     free(p);
     return NULL;
   }
@@ -366,6 +376,8 @@ static void process_unref(asb_process *p) {
   asb_command_result_free(p->result);
   asbi_sandbox_unref(p->sb);
   asb_cancel_free(p->halt);
+  asbi_life_fini(&p->life);
+  asbi_buf_free(&p->chunk);
   pthread_mutex_destroy(&p->mu);
   pthread_mutex_destroy(&p->smu);
   free(p->user);
@@ -581,6 +593,52 @@ static int process_wait(asb_process *p, const asb_call_options *call,
 int asb_process_wait(asb_command_result **out, asb_process *p, const asb_call_options *call) {
   ASBI_PROCESS_CALL(p);
   return process_wait(p, call, out, 0);
+}
+
+int asb_process_read(int *kind, const char **data, size_t *len, asb_process *p,
+                     const asb_call_options *call) {
+  ASBI_PROCESS_CALL(p);
+  if (!kind || !data || !len || !p)
+    return asbi_err(ASB_EINVAL, "process.read: bad arguments");
+  *kind = 0;
+  *data = NULL;
+  *len = 0;
+  ASBI_CHECK_VERSION(call, ASB_CALL_OPTIONS_VERSION, "asb_call_options");
+  pthread_mutex_lock(&p->mu);
+  int rc = ASB_OK;
+  if (!p->ended) {
+    pthread_mutex_lock(&p->smu);
+    int gone = p->disconnected;
+    p->waiting = !gone;
+    pthread_mutex_unlock(&p->smu);
+    if (gone) {
+      rc = asbi_err(ASB_EINVAL, "process %u: disconnected; reattach with "
+                    "asb_commands_connect", p->pid);
+    } else {
+      p->want_chunk = 1;
+      p->chunk_kind = 0;
+      rc = pump(p, call ? call->timeout_ms : 0, call ? call->cancel : NULL);
+      p->want_chunk = 0;
+    }
+    asbi_envd_stream *s = NULL;
+    pthread_mutex_lock(&p->smu);
+    p->waiting = 0;
+    if (p->disconnected) {
+      s = p->stream;
+      p->stream = NULL;
+    }
+    pthread_mutex_unlock(&p->smu);
+    asbi_envd_stream_close(s);
+  }
+  if (rc == ASB_OK && p->chunk_kind) {
+    *kind = p->chunk_kind;
+    *data = p->chunk.data;
+    *len = p->chunk.len;
+    p->chunk_kind = 0;
+    rc = 1;
+  }
+  pthread_mutex_unlock(&p->mu);
+  return rc;
 }
 
 int asb_commands_run(asb_command_result **out, asb_sandbox *sb, const char *cmd,

@@ -274,6 +274,117 @@ int asb_files_read_stream(asb_sandbox *sb, const char *path,
   return files_get(sb, path, o, &ctx, "files.read_stream");
 }
 
+/* ---- /files: reading at the caller's pace -------------------------------------------- */
+
+/* Its life is a watch's: the user's reference and one per read in flight;
+ * free requests the stop token the stream carries. */
+struct asb_file_reader {
+  asbi_life life;
+  asb_sandbox *sb;
+  asbi_http_stream *http;
+  asbi_http_resp resp;
+  pthread_mutex_t mu; /* one read at a time */
+};
+
+static void reader_unref(asb_file_reader *r) {
+  if (!asbi_life_drop(&r->life)) return;
+  asbi_http_stream_close(r->http);
+  asbi_http_resp_free(&r->resp);
+  pthread_mutex_destroy(&r->mu);
+  asbi_sandbox_unref(r->sb);
+  asbi_life_fini(&r->life);
+  free(r);
+}
+
+int asb_files_open_read(asb_file_reader **out, asb_sandbox *sb, const char *path,
+                        const asb_files_options *o) {
+  ASBI_SANDBOX_CALL(sb);
+  const char *what = "files.open_read";
+  if (!sb || !out) return asbi_err(ASB_EINVAL, "%s: bad arguments", what);
+  int rc = check_path(path, what);
+  if (rc) return rc;
+  ASBI_CHECK_VERSION(o, ASB_FILES_OPTIONS_VERSION, "asb_files_options");
+  asb_files_options d = ASB_FILES_OPTIONS_INIT;
+  if (!o) o = &d;
+  asb_file_reader *r = calloc(1, sizeof *r);
+  if (!r) return asbi_oom();
+  if (asbi_life_init(&r->life)) {
+    free(r);
+    return asbi_oom();
+  }
+  pthread_mutex_init(&r->mu, NULL);
+  asbi_sandbox_ref(sb);
+  r->sb = sb;
+  r->resp = (asbi_http_resp)ASBI_HTTP_RESP_INIT;
+  const char *user = asbi_envd_user(sb, o->user);
+  asbi_buf url = ASBI_BUF_INIT, store = ASBI_BUF_INIT;
+  rc = asbi_envd_files_url(sb, ASBI_URL_API, path, user, &url);
+  const char *hs[12];
+  asbi_envd_headers(sb, NULL, hs, &store, NULL);
+  asbi_http_req q = {.method = "GET",
+                     .url = url.data,
+                     .headers = hs,
+                     .headers2 = (const char *const *)sb->client->headers,
+                     .timeout_ms = asbi_client_timeout(sb->client, o->timeout_ms),
+                     .cancel = o->cancel,
+                     .stop = sb->life.stop,
+                     .idempotent = 1,
+                     .max_retries = sb->client->max_retries,
+                     .accept_encoding = o->gzip ? "gzip" : NULL};
+  if (rc == ASB_OK) {
+    rc = asbi_http_stream_open(sb->client->http, &q, &r->resp, &r->http);
+    if (rc)
+      rc = asbi_sandbox_explain(sb, asbi_prefix_error(rc, what));
+    else if (r->resp.status != 200)
+      rc = asbi_sandbox_explain(sb, asbi_map_http_error(&r->resp, what));
+  }
+  asbi_buf_free(&url);
+  asbi_buf_free(&store);
+  if (rc) {
+    asb_file_reader_free(r);
+    return rc;
+  }
+  /* From here the reader's own stop ends its reads (the opener's tokens may
+   * go away). */
+  asbi_http_stream_set_tokens(r->http, NULL, r->life.stop);
+  *out = r;
+  return ASB_OK;
+}
+
+int asb_file_reader_read(const char **data, size_t *len, asb_file_reader *r,
+                         const asb_call_options *call) {
+  if (!data || !len || !r) return asbi_err(ASB_EINVAL, "file_reader.read: bad arguments");
+  *data = NULL;
+  *len = 0;
+  ASBI_CHECK_VERSION(call, ASB_CALL_OPTIONS_VERSION, "asb_call_options");
+  asbi_life_hold(&r->life);
+  pthread_mutex_lock(&r->mu);
+  int rc = asbi_life_stopped(&r->life)
+               ? asbi_err(ASB_ECANCELED, "file_reader.read: the reader was freed")
+               : asbi_http_stream_read_ex(r->http, data, len, call ? call->timeout_ms : 0,
+                                          call ? call->cancel : NULL);
+  if (rc && rc != ASB_ETIMEOUT && rc != ASB_ECANCELED)
+    rc = asbi_sandbox_explain(r->sb, asbi_prefix_error(rc, "file_reader.read"));
+  pthread_mutex_unlock(&r->mu);
+  reader_unref(r);
+  if (rc) {
+    *data = NULL;
+    *len = 0;
+    return rc;
+  }
+  return *len ? 1 : 0;
+}
+
+void asb_file_reader_stop(asb_file_reader *r) {
+  if (r) asbi_life_stop(&r->life);
+}
+
+void asb_file_reader_free(asb_file_reader *r) {
+  if (!r) return;
+  asbi_life_stop(&r->life);
+  reader_unref(r);
+}
+
 /* ---- /files: writing ---------------------------------------------------------------- */
 
 /* A request body made of segments: in-memory bytes or a user read callback,
@@ -719,6 +830,7 @@ static void watch_unref(asb_watch *w) {
   pthread_mutex_destroy(&w->smu);
   asbi_sandbox_unref(w->sb);
   asb_cancel_free(w->stop);
+  asbi_life_fini(&w->life);
   free(w);
 }
 
@@ -745,7 +857,7 @@ int asb_files_watch_dir(asb_watch **out, asb_sandbox *sb, const char *path,
   asb_watch *w = calloc(1, sizeof *w);
   if (!w) return asbi_oom();
   if ((rc = asbi_life_init(&w->life)) || (rc = asb_cancel_new(&w->stop))) {
-    asb_cancel_free(w->life.stop);
+    asbi_life_fini(&w->life);
     free(w);
     return rc;
   }

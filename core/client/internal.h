@@ -100,9 +100,11 @@ typedef struct asbi_life {
 /* refs = 1 and a fresh stop token; ASB_OK or ASB_ENOMEM. */
 int asbi_life_init(asbi_life *l);
 void asbi_life_hold(asbi_life *l);
-/* Drop one reference: 1 when it was the last (destroy the handle now; the
- * stop token is already freed), else 0. */
+/* Drop one reference: 1 when it was the last (destroy the handle now, and
+ * asbi_life_fini once nothing registered on its stop token any more), else
+ * 0. */
 int asbi_life_drop(asbi_life *l);
+void asbi_life_fini(asbi_life *l);
 /* Cancel what runs for the handle, now and later. Thread-safe. */
 void asbi_life_stop(asbi_life *l);
 int asbi_life_stopped(const asbi_life *l);

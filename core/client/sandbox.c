@@ -45,7 +45,7 @@ asb_sandbox *asbi_sandbox_hold(asb_sandbox *sb) {
 }
 
 static void sandbox_destroy(asb_sandbox *sb) {
-  asb_cancel_free(sb->life.stop); /* NULL once the last reference went */
+  asbi_life_fini(&sb->life);
   asbi_client_unref(sb->client);
   free(sb->id);
   free(sb->envd_token);

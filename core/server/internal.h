@@ -40,16 +40,34 @@ struct asb_server_command {
   asbi_argspec *specs; /* built when the server starts */
 };
 
+/* A call's states (guarded by its server's qmu). */
+enum {
+  ASBS_CALL_HANDLER, /* its handler runs on the connection's thread */
+  ASBS_CALL_QUEUED,  /* pull mode: waiting in the server's queue */
+  ASBS_CALL_TAKEN,   /* pulled (asb_server_next_call) or deferred: the
+                        program answers it from any thread */
+  ASBS_CALL_DONE,    /* answered: status and reply are set */
+  ASBS_CALL_ABANDONED /* the connection gave up (the server stopped) */
+};
+
 struct asb_server_call {
   asb_server_command *cmd;
+  asb_server *server;
+  atomic_int refs;  /* the connection's, and the program's once taken */
   cJSON *args;      /* bound arguments */
   char **texts;     /* per arg: cached string / JSON texts */
   char *args_text;  /* cached asb_server_call_args_json */
   char *result;     /* JSON text of the result, or NULL */
   char *err_type, *err_message;
+  int state;
+  int deferred;     /* its handler called asb_server_call_defer */
+  int status;       /* DONE: the HTTP status and body to send */
+  char *reply;
+  asb_server_call *next; /* the queue */
 };
 
 struct asb_server {
+  atomic_int refs; /* the user's, and one per call the program holds */
   /* configuration */
   char *host;
   char *token; /* NULL = none */
@@ -73,15 +91,33 @@ struct asb_server {
   int bg;
   pthread_cond_t done_cv;
   int done;             /* the last run finished */
+  /* calls answered by the program (pull mode, deferred replies) */
+  pthread_mutex_t qmu;
+  pthread_cond_t qcv;      /* a call was queued, or the server stops */
+  pthread_cond_t call_cv;  /* a call was answered, or waiting calls give up */
+  asb_server_call *qhead, *qtail;
+  int efd;                 /* eventfd: readable while calls are queued or
+                              the server stopped */
+  int efd_set;
+  int queue_closed;        /* stopping: no more calls are queued */
+  int abandon;             /* after the grace: waiting calls answer 503 */
 };
+
+/* Drop a reference to the server: the last one releases it. */
+void asbs_server_unref(asb_server *s);
 
 asb_server_command *asbs_find(const asb_server *s, const char *name);
 /* Freeze the registry: build per-command specs and the listing. */
 int asbs_freeze(asb_server *s);
-/* Run a command: bind the body, call the handler. Fills *status and a
- * malloc'd JSON body. */
-void asbs_invoke(asb_server_command *c, const char *body, size_t len,
-                 int *status, char **reply);
+/* A call of c with the request body bound to its arguments (the
+ * connection's reference; it holds the server), or NULL with *status and a
+ * malloc'd *reply set (400 for bad arguments). */
+asb_server_call *asbs_call_new(asb_server_command *c, const char *body, size_t len,
+                               int *status, char **reply);
+/* The reply of a call whose handler returned rc (or of an answered call:
+ * rc 0): 200 {"result": ...} or the error. */
+void asbs_call_finish(asb_server_call *call, int rc, int *status, char **reply);
+void asbs_call_release(asb_server_call *call);
 /* {"error": message, "type": type} (malloc'd, never NULL unless OOM). */
 char *asbs_error_json(const char *message, const char *type);
 

@@ -35,8 +35,8 @@ int asb_server_register(asb_server_command **out, asb_server *s, const char *nam
                         asb_server_destroy_fn destroy) {
   int rc = ASB_OK;
   if (out) *out = NULL;
-  if (!s || !handler)
-    rc = asbs_err(ASB_EINVAL, "asb_server_register: server and handler are required");
+  if (!s)
+    rc = asbs_err(ASB_EINVAL, "asb_server_register: no server");
   else if (atomic_load(&s->running))
     rc = asbs_err(ASB_EINVAL, "asb_server_register: the server is running; register "
                   "commands before starting it");
@@ -409,31 +409,43 @@ static void reply_error(int *status, char **reply, int st, const char *msg, cons
   *reply = asbs_error_json(msg, type);
 }
 
-void asbs_invoke(asb_server_command *c, const char *body, size_t len, int *status,
-                 char **reply) {
+asb_server_call *asbs_call_new(asb_server_command *c, const char *body, size_t len,
+                               int *status, char **reply) {
   char err[512];
   err[0] = '\0';
-  asb_server_call call;
-  memset(&call, 0, sizeof call);
-  call.cmd = c;
-  call.args = asbi_args_parse(body ? body : "", len, c->specs, c->nargs, err, sizeof err);
-  if (!call.args) {
+  asb_server_call *call = calloc(1, sizeof *call);
+  if (!call) {
+    reply_error(status, reply, 500, "out of memory", "MemoryError");
+    return NULL;
+  }
+  call->cmd = c;
+  call->args = asbi_args_parse(body ? body : "", len, c->specs, c->nargs, err, sizeof err);
+  if (!call->args) {
     char msg[700];
     snprintf(msg, sizeof msg, "command '%s': %s", c->name, err);
     reply_error(status, reply, 400, msg, "ValidationError");
-    return;
+    free(call);
+    return NULL;
   }
-  call.texts = calloc(2 * c->nargs + 1, sizeof *call.texts);
-  if (!call.texts) {
-    cJSON_Delete(call.args);
+  call->texts = calloc(2 * c->nargs + 1, sizeof *call->texts);
+  if (!call->texts) {
+    cJSON_Delete(call->args);
+    free(call);
     reply_error(status, reply, 500, "out of memory", "MemoryError");
-    return;
+    return NULL;
   }
-  int rc = c->handler(&call, c->userdata);
-  if (rc == 0 && !call.err_type) {
+  call->server = c->server;
+  atomic_fetch_add(&c->server->refs, 1);
+  atomic_init(&call->refs, 1);
+  return call;
+}
+
+void asbs_call_finish(asb_server_call *call, int rc, int *status, char **reply) {
+  asb_server_command *c = call->cmd;
+  if (rc == 0 && !call->err_type) {
     asbi_buf b = ASBI_BUF_INIT;
     asbi_buf_puts(&b, "{\"result\":");
-    asbi_buf_puts(&b, call.result ? call.result : "null");
+    asbi_buf_puts(&b, call->result ? call->result : "null");
     asbi_buf_putc(&b, '}');
     if (b.data && b.len) {
       *status = 200;
@@ -442,18 +454,26 @@ void asbs_invoke(asb_server_command *c, const char *body, size_t len, int *statu
       asbi_buf_free(&b);
       reply_error(status, reply, 500, "out of memory", "MemoryError");
     }
-  } else if (call.err_type) {
-    reply_error(status, reply, 500, call.err_message, call.err_type);
+  } else if (call->err_type) {
+    reply_error(status, reply, 500, call->err_message, call->err_type);
   } else {
     char msg[300];
     snprintf(msg, sizeof msg, "command '%s' failed (its handler returned %d)", c->name, rc);
     reply_error(status, reply, 500, msg, "Error");
   }
-  for (size_t i = 0; i < 2 * c->nargs; i++) free(call.texts[i]);
-  free(call.texts);
-  free(call.args_text);
-  free(call.result);
-  free(call.err_type);
-  free(call.err_message);
-  cJSON_Delete(call.args);
+}
+
+void asbs_call_release(asb_server_call *call) {
+  if (!call || atomic_fetch_sub(&call->refs, 1) != 1) return;
+  for (size_t i = 0; i < 2 * call->cmd->nargs; i++) free(call->texts[i]);
+  free(call->texts);
+  free(call->args_text);
+  free(call->result);
+  free(call->err_type);
+  free(call->err_message);
+  free(call->reply);
+  cJSON_Delete(call->args);
+  asb_server *s = call->server;
+  free(call);
+  asbs_server_unref(s);
 }

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -47,6 +48,13 @@ int asb_server_new(asb_server **out, const asb_server_options *o) {
   asb_server *s = calloc(1, sizeof *s);
   if (!s) return asbs_oom();
   s->stop_pipe[0] = s->stop_pipe[1] = s->listen_fd = -1;
+  s->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (s->efd < 0) {
+    int err = errno;
+    free(s);
+    return asbs_err(ASB_ERROR, "asb_server_new: eventfd: %s", strerror(err));
+  }
+  atomic_init(&s->refs, 1);
   s->host = asbi_strdup(o->host && *o->host ? o->host : "0.0.0.0");
   const char *tok = o->token ? o->token : asbi_getenv("ASB_SERVER_TOKEN");
   s->token = tok && *tok ? asbi_strdup(tok) : NULL;
@@ -59,19 +67,25 @@ int asb_server_new(asb_server **out, const asb_server_options *o) {
                  : asbs_oom();
     free(s->host);
     free(s->token);
+    close(s->efd);
     free(s);
     return rc;
   }
   pthread_mutex_init(&s->mu, NULL);
   pthread_cond_init(&s->done_cv, NULL);
+  pthread_mutex_init(&s->qmu, NULL);
+  pthread_condattr_t ca; /* next_call's timeout is on the monotonic clock */
+  pthread_condattr_init(&ca);
+  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+  pthread_cond_init(&s->qcv, &ca);
+  pthread_condattr_destroy(&ca);
+  pthread_cond_init(&s->call_cv, NULL);
   *out = s;
   return ASB_OK;
 }
 
-void asb_server_free(asb_server *s) {
-  if (!s) return;
-  asb_server_stop(s);
-  asb_server_wait(s);
+void asbs_server_unref(asb_server *s) {
+  if (!s || atomic_fetch_sub(&s->refs, 1) != 1) return;
   for (size_t i = 0; i < s->ncmds; i++) asbs_command_free(s->cmds[i]);
   free(s->cmds);
   free(s->listing);
@@ -79,9 +93,167 @@ void asb_server_free(asb_server *s) {
   free(s->token);
   close(s->stop_pipe[0]);
   close(s->stop_pipe[1]);
+  close(s->efd);
   pthread_mutex_destroy(&s->mu);
   pthread_cond_destroy(&s->done_cv);
+  pthread_mutex_destroy(&s->qmu);
+  pthread_cond_destroy(&s->qcv);
+  pthread_cond_destroy(&s->call_cv);
   free(s);
+}
+
+/* Calls the program still holds keep the server's memory (and their
+ * command's) until they are answered. */
+void asb_server_free(asb_server *s) {
+  if (!s) return;
+  asb_server_stop(s);
+  asb_server_wait(s);
+  asbs_server_unref(s);
+}
+
+/* ---- calls answered by the program ---------------------------------------------------
+ * qmu guards every call's state, the queue and the eventfd's level: the fd is
+ * readable exactly while calls wait in the queue, or once the server stops
+ * (so a poll loop wakes up to learn it from asb_server_next_call). */
+
+static void efd_update(asb_server *s) {
+  int want = s->qhead != NULL || s->queue_closed;
+  if (want && !s->efd_set) {
+    uint64_t one = 1;
+    if (write(s->efd, &one, sizeof one) == sizeof one) s->efd_set = 1;
+  } else if (!want && s->efd_set) {
+    uint64_t v;
+    if (read(s->efd, &v, sizeof v) == sizeof v) s->efd_set = 0;
+  }
+}
+
+static void unqueue(asb_server *s, asb_server_call *call) {
+  for (asb_server_call **pp = &s->qhead; *pp; pp = &(*pp)->next) {
+    if (*pp != call) continue;
+    *pp = call->next;
+    if (s->qtail == call) {
+      s->qtail = NULL;
+      for (asb_server_call *q = s->qhead; q; q = q->next) s->qtail = q;
+    }
+    call->next = NULL;
+    break;
+  }
+  efd_update(s);
+}
+
+/* On the connection's thread, with qmu held: wait until the program answers
+ * the call, or the server gives up on it (a queued call when the server
+ * stops, a taken one after the shutdown grace): 503. Sets status/reply. */
+static void await_answer(asb_server *s, asb_server_call *call, int *status, char **reply) {
+  while (call->state != ASBS_CALL_DONE) {
+    int give_up = (call->state == ASBS_CALL_QUEUED && s->queue_closed) || s->abandon;
+    if (give_up) {
+      if (call->state == ASBS_CALL_QUEUED) unqueue(s, call);
+      call->state = ASBS_CALL_ABANDONED;
+      *status = 503;
+      *reply = asbs_error_json("the server is stopping", "ServiceUnavailable");
+      return;
+    }
+    pthread_cond_wait(&s->call_cv, &s->qmu);
+  }
+  *status = call->status;
+  *reply = call->reply;
+  call->reply = NULL;
+}
+
+int asb_server_fd(const asb_server *s) { return s ? s->efd : -1; }
+
+int asb_server_next_call(asb_server_call **out, asb_server *s, long timeout_ms) {
+  if (!out || !s) return asbs_err(ASB_EINVAL, "asb_server_next_call: bad arguments");
+  *out = NULL;
+  struct timespec until;
+  if (timeout_ms > 0) {
+    clock_gettime(CLOCK_MONOTONIC, &until);
+    until.tv_sec += timeout_ms / 1000;
+    until.tv_nsec += (timeout_ms % 1000) * 1000000L;
+    if (until.tv_nsec >= 1000000000L) {
+      until.tv_sec++;
+      until.tv_nsec -= 1000000000L;
+    }
+  }
+  pthread_mutex_lock(&s->qmu);
+  int rc = ASB_OK;
+  for (;;) {
+    if (s->qhead) {
+      asb_server_call *call = s->qhead;
+      s->qhead = call->next;
+      if (!s->qhead) s->qtail = NULL;
+      call->next = NULL;
+      call->state = ASBS_CALL_TAKEN;
+      atomic_fetch_add(&call->refs, 1); /* the program's */
+      efd_update(s);
+      *out = call;
+      break;
+    }
+    if (s->queue_closed || !atomic_load(&s->running)) {
+      rc = asbs_err(ASB_ECANCELED, "asb_server_next_call: the server is not running");
+      break;
+    }
+    if (timeout_ms == 0) {
+      rc = asbs_err(ASB_ETIMEOUT, "asb_server_next_call: no call waiting");
+      break;
+    }
+    if (timeout_ms < 0) {
+      pthread_cond_wait(&s->qcv, &s->qmu);
+    } else if (pthread_cond_timedwait(&s->qcv, &s->qmu, &until) == ETIMEDOUT && !s->qhead &&
+               !s->queue_closed) {
+      rc = asbs_err(ASB_ETIMEOUT, "asb_server_next_call: no call within %ld ms", timeout_ms);
+      break;
+    }
+  }
+  pthread_mutex_unlock(&s->qmu);
+  return rc;
+}
+
+int asb_server_call_defer(asb_server_call *call) {
+  if (!call) return asbs_err(ASB_EINVAL, "asb_server_call_defer: no call");
+  asb_server *s = call->server;
+  pthread_mutex_lock(&s->qmu);
+  int rc = ASB_OK;
+  if (call->state != ASBS_CALL_HANDLER || call->deferred) {
+    rc = asbs_err(ASB_EINVAL, "asb_server_call_defer: only a handler defers its own call, "
+                  "once");
+  } else {
+    call->deferred = 1;
+    call->state = ASBS_CALL_TAKEN;
+    atomic_fetch_add(&call->refs, 1); /* the program's, until it answers */
+  }
+  pthread_mutex_unlock(&s->qmu);
+  return rc;
+}
+
+int asb_server_call_reply(asb_server_call *call) {
+  if (!call) return asbs_err(ASB_EINVAL, "asb_server_call_reply: no call");
+  asb_server *s = call->server;
+  pthread_mutex_lock(&s->qmu);
+  int rc = ASB_OK;
+  if (call->state == ASBS_CALL_TAKEN) {
+    asbs_call_finish(call, 0, &call->status, &call->reply);
+    call->state = ASBS_CALL_DONE;
+    pthread_cond_broadcast(&s->call_cv);
+  } else if (call->state == ASBS_CALL_ABANDONED) {
+    rc = asbs_err(ASB_ECANCELED, "command '%s': the server stopped before the reply",
+                  call->cmd->name);
+  } else {
+    pthread_mutex_unlock(&s->qmu);
+    return asbs_err(ASB_EINVAL, "asb_server_call_reply: the call is not the program's "
+                    "(pull it with asb_server_next_call or defer it first), or was "
+                    "answered already");
+  }
+  pthread_mutex_unlock(&s->qmu);
+  asbs_call_release(call); /* the program's reference */
+  return rc;
+}
+
+int asb_server_call_fail(asb_server_call *call, const char *type, const char *message) {
+  if (!call) return asbs_err(ASB_EINVAL, "asb_server_call_fail: no call");
+  asb_server_call_error(call, type, message);
+  return asb_server_call_reply(call);
 }
 
 /* ---- requests ------------------------------------------------------------------------ */
@@ -261,7 +433,35 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
   r->answered = 1;
   int status = 500;
   char *reply = NULL;
-  asbs_invoke(cmd, r->body.data, r->body.len, &status, &reply);
+  asb_server_call *call = asbs_call_new(cmd, r->body.data, r->body.len, &status, &reply);
+  if (call && cmd->handler) {
+    call->state = ASBS_CALL_HANDLER;
+    int rc = cmd->handler(call, cmd->userdata);
+    pthread_mutex_lock(&s->qmu);
+    if (!call->deferred)
+      asbs_call_finish(call, rc, &status, &reply);
+    else
+      await_answer(s, call, &status, &reply); /* its return value is ignored */
+    pthread_mutex_unlock(&s->qmu);
+  } else if (call) { /* pull mode: the program takes it from the queue */
+    pthread_mutex_lock(&s->qmu);
+    if (s->queue_closed) {
+      status = 503;
+      reply = asbs_error_json("the server is stopping", "ServiceUnavailable");
+    } else {
+      call->state = ASBS_CALL_QUEUED;
+      if (s->qtail)
+        s->qtail->next = call;
+      else
+        s->qhead = call;
+      s->qtail = call;
+      efd_update(s);
+      pthread_cond_broadcast(&s->qcv);
+      await_answer(s, call, &status, &reply);
+    }
+    pthread_mutex_unlock(&s->qmu);
+  }
+  asbs_call_release(call); /* the connection's reference */
   if (!reply) return MHD_NO;
   return send_json(s, c, (unsigned)status, reply);
 }
@@ -325,6 +525,11 @@ static int begin(asb_server *s, int port) {
   pthread_mutex_unlock(&s->mu);
   drain_stop_pipe(s);
   atomic_store(&s->stopping, 0);
+  pthread_mutex_lock(&s->qmu);
+  s->queue_closed = 0;
+  s->abandon = 0;
+  efd_update(s);
+  pthread_mutex_unlock(&s->qmu);
   int rc = asbs_freeze(s);
   if (!rc) rc = listen_on(s, port);
   if (!rc) {
@@ -368,11 +573,31 @@ static void serve_until_stopped(asb_server *s) {
     if (n > 0 || atomic_load(&s->stopping)) break;
   }
   atomic_store(&s->stopping, 1);
-  /* No new connections; calls in progress finish (bounded by the grace). */
+  /* No new connections; calls in progress finish (bounded by the grace).
+   * Calls still queued for the program are answered 503 at once, and the
+   * program's next_call learns that the server stops (the fd turns
+   * readable); calls it took may still be answered during the grace. */
   MHD_socket lfd = MHD_quiesce_daemon(d);
   if (lfd != MHD_INVALID_SOCKET) close(lfd);
+  pthread_mutex_lock(&s->qmu);
+  s->queue_closed = 1;
+  efd_update(s);
+  pthread_cond_broadcast(&s->qcv);
+  pthread_cond_broadcast(&s->call_cv);
+  pthread_mutex_unlock(&s->qmu);
   long long deadline = s->grace_ms < 0 ? -1 : now_ms() + s->grace_ms;
   while (atomic_load(&s->inflight) > 0 && (deadline < 0 || now_ms() < deadline)) {
+    struct timespec ts = {0, 5 * 1000000};
+    nanosleep(&ts, NULL);
+  }
+  pthread_mutex_lock(&s->qmu);
+  s->abandon = 1; /* what is still unanswered gets 503 */
+  pthread_cond_broadcast(&s->call_cv);
+  pthread_mutex_unlock(&s->qmu);
+  /* Let those 503s go out before the connections close (a handler still
+   * running after the grace is not waited for any longer). */
+  long long sent_by = now_ms() + 2000;
+  while (atomic_load(&s->inflight) > 0 && now_ms() < sent_by) {
     struct timespec ts = {0, 5 * 1000000};
     nanosleep(&ts, NULL);
   }

@@ -125,6 +125,23 @@ ASB_API(unsigned int) asb_process_pid(const asb_process *process);
  * ASB_ETIMEOUT the process runs on and you may wait again. */
 ASB_API(int) asb_process_wait(asb_command_result **out, asb_process *process,
                               const asb_call_options *call);
+/* Where a chunk of asb_process_read came from. */
+typedef enum asb_output_kind {
+  ASB_OUTPUT_STDOUT = 1,
+  ASB_OUTPUT_STDERR = 2,
+  ASB_OUTPUT_PTY = 3
+} asb_output_kind;
+
+/* Pull the next chunk of output instead of waiting with callbacks (for a
+ * runtime that reads at its own pace: an iterator, an event loop). Returns
+ * 1 with *kind (an asb_output_kind), *data and *len set (owned by the
+ * handle, valid until its next call; the callbacks, if any, get it too),
+ * 0 once the process ended (asb_process_wait then returns its result at
+ * once), or a negative asb_status. call->timeout_ms bounds this wait
+ * (ASB_ETIMEOUT: the process runs on). */
+ASB_API(int) asb_process_read(int *kind, const char **data, size_t *len,
+                              asb_process *process,
+                              const asb_call_options *call);
 ASB_API(int) asb_process_kill(asb_process *process,
                               const asb_call_options *call);
 ASB_API(int) asb_process_send_stdin(asb_process *process, const void *data,

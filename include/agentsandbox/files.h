@@ -70,6 +70,33 @@ ASB_API(int) asb_files_read_stream(asb_sandbox *sandbox, const char *path,
                                    const asb_files_options *opts,
                                    asb_data_fn on_data, void *userdata);
 
+/* ---- reading at the caller's pace ------------------------------------------
+ * The transfer of asb_files_read_stream, pulled one chunk per call by a
+ * runtime that reads when it likes (an iterator, an event loop); the
+ * library reads ahead at most about 1 MiB. */
+
+/* Open path for reading; returns once the sandbox answered: ASB_ENOTFOUND
+ * if there is no such file, ASB_EPERM, ASB_EINVAL (a directory). opts'
+ * timeout_ms and cancel bound the opening only; *out is freed with
+ * asb_file_reader_free. */
+ASB_API(int) asb_files_open_read(asb_file_reader **out, asb_sandbox *sandbox,
+                                 const char *path,
+                                 const asb_files_options *opts);
+/* The next chunk: 1 with *data and *len set (owned by the reader, valid
+ * until its next call), 0 at the end of the file, or a negative asb_status.
+ * call->timeout_ms > 0 bounds this wait (ASB_ETIMEOUT, the reader stays
+ * usable); call->cancel interrupts it. */
+ASB_API(int) asb_file_reader_read(const char **data, size_t *len,
+                                  asb_file_reader *reader,
+                                  const asb_call_options *call);
+/* Stop the transfer: a read in progress returns ASB_ECANCELED, later reads
+ * at once. Thread-safe, never blocks; the reader stays to be freed. */
+ASB_API(void) asb_file_reader_stop(asb_file_reader *reader);
+/* Stop and release the reader; a read in progress on another thread
+ * returns ASB_ECANCELED and the memory goes when it returned. Never
+ * blocks. Accepts NULL. */
+ASB_API(void) asb_file_reader_free(asb_file_reader *reader);
+
 /* ---- writing ---------------------------------------------------------------- */
 
 /* Create or replace path with len bytes (parent directories are created).

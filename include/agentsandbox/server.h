@@ -83,9 +83,11 @@ ASB_API(int) asb_server_options_init(asb_server_options *opts,
  * ASB_EVERSION, ASB_ENOMEM. */
 ASB_API(int) asb_server_new(asb_server **out, const asb_server_options *opts);
 
-/* Stop the server if it runs (asb_server_stop + asb_server_wait), call each
- * command's destroy function, release everything. Accepts NULL. Not from a
- * handler. */
+/* Stop the server if it runs (asb_server_stop + asb_server_wait: at most
+ * shutdown_grace_ms for calls in progress), call each command's destroy
+ * function, release everything; calls the program still holds (pull mode,
+ * deferred) keep its memory until they are answered. Accepts NULL. Not from
+ * a handler. */
 ASB_API(void) asb_server_free(asb_server *server);
 
 /* ---- the registry ---------------------------------------------------------
@@ -93,11 +95,12 @@ ASB_API(void) asb_server_free(asb_server *server);
  * from then on (ASB_EINVAL). */
 
 /* Register a command. name: 1..128 of [A-Za-z0-9_.-], starting with a
- * letter or '_'. description may be NULL. destroy (may be NULL) is called
- * with userdata by asb_server_free, also when registration fails. *out (may
- * be NULL) receives the command, to add arguments to; it is owned by the
- * server. Errors: ASB_EINVAL (bad name, server running), ASB_EEXISTS (name
- * taken), ASB_ENOMEM. */
+ * letter or '_'. description may be NULL. handler NULL: the command's calls
+ * are served by the program's own loop (asb_server_next_call, below).
+ * destroy (may be NULL) is called with userdata by asb_server_free, also
+ * when registration fails. *out (may be NULL) receives the command, to add
+ * arguments to; it is owned by the server. Errors: ASB_EINVAL (bad name,
+ * server running), ASB_EEXISTS (name taken), ASB_ENOMEM. */
 ASB_API(int) asb_server_register(asb_server_command **out, asb_server *server,
                                  const char *name, const char *description,
                                  asb_server_handler_fn handler, void *userdata,
@@ -147,10 +150,54 @@ ASB_API(int) asb_server_stop(asb_server *server);
  * once when it does not run. Not from a handler. */
 ASB_API(int) asb_server_wait(asb_server *server);
 
+/* ---- calls answered by the program: pull mode, deferred replies -------------
+ * For runtimes that cannot be entered from the server's threads (Lua, a
+ * Node event loop) or that answer later: a command registered without a
+ * handler queues its calls, and the program takes them with
+ * asb_server_next_call on its own thread, when asb_server_fd (an eventfd)
+ * is readable — poll(2), epoll, uv_poll_t, luv. A handler may also defer
+ * its call and return at once. Either way the program answers each call it
+ * holds exactly once, with asb_server_call_reply or asb_server_call_fail,
+ * from any thread and at any later time; the HTTP request waits for it.
+ * When the server stops, queued calls are answered 503 at once and
+ * asb_server_next_call returns ASB_ECANCELED; calls taken earlier may still
+ * be answered until shutdown_grace_ms, then they are answered 503 (and a
+ * late reply returns ASB_ECANCELED; its memory stays valid until then, also
+ * after asb_server_free). */
+
+/* An fd that is readable while calls wait to be taken, and once the server
+ * stopped; never read or close it (asb_server_next_call keeps its level).
+ * The same fd for the server's whole life. */
+ASB_API(int) asb_server_fd(const asb_server *server);
+
+/* Take the next queued call: ASB_OK with *out set (the program's now:
+ * answer it), ASB_ETIMEOUT when none came within timeout_ms (0 = do not
+ * wait, negative = wait until one comes or the server stops),
+ * ASB_ECANCELED when the server does not run (stopped, or not started).
+ * Thread-safe. */
+ASB_API(int) asb_server_next_call(asb_server_call **out, asb_server *server,
+                                  long timeout_ms);
+
+/* In a handler: keep the call for an answer later (asb_server_call_reply or
+ * _fail, from any thread); the handler then returns at once and its return
+ * value is ignored. ASB_EINVAL outside a handler or when called twice. */
+ASB_API(int) asb_server_call_defer(asb_server_call *call);
+
+/* Answer a call the program holds with the result set on it
+ * (asb_server_call_set_result_*, none = null) or the error described with
+ * asb_server_call_error; the call is released (do not use it after).
+ * Thread-safe. ASB_ECANCELED if the server gave up on it meanwhile. */
+ASB_API(int) asb_server_call_reply(asb_server_call *call);
+
+/* Answer with HTTP 500 {"error": message, "type": type} (type NULL =
+ * "Error") and release the call. */
+ASB_API(int) asb_server_call_fail(asb_server_call *call, const char *type,
+                                  const char *message);
+
 /* ---- calls: arguments --------------------------------------------------------
  * Strings returned are owned by the call and valid until the handler
- * returns. An argument is present when the request gave it or it has a
- * default. */
+ * returns (or, for a call the program holds, until it is answered). An
+ * argument is present when the request gave it or it has a default. */
 
 /* The command's name. */
 ASB_API(const char *) asb_server_call_command(const asb_server_call *call);

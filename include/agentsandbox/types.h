@@ -39,6 +39,8 @@ typedef struct asb_process_info asb_process_info;
 typedef struct asb_entry asb_entry;
 typedef struct asb_entry_list asb_entry_list;
 typedef struct asb_watch asb_watch;
+/* A file being read one chunk per call (files.h). */
+typedef struct asb_file_reader asb_file_reader;
 /* Code execution (code.h): one rich result, the outcome of one run, a
  * kernel context and the list of them. */
 typedef struct asb_code_result asb_code_result;

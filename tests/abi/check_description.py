@@ -92,7 +92,7 @@ def check_functions(man, hdrs):
 
 
 OUT_TYPES = {"bytes": "char **", "string": "char **", "chars": "char *", "int": "int *",
-             "length": "size_t *"}
+             "length": "size_t *", "view": "const char **"}
 
 
 def check_outputs(where, e, params, man, mf):
@@ -123,12 +123,14 @@ def check_outputs(where, e, params, man, mf):
             err(f"{where}: output {o.get('param')}: unknown kind {kind!r}")
         if o.get("free") and o["free"] not in mf:
             err(f"{where}: output {o['param']}: free function {o['free']} does not exist")
+        if kind == "view" and not o.get("owner"):
+            err(f"{where}: output {o['param']}: a view needs its owner")
         if o.get("owner") and o["owner"] not in [p["name"] for p in params]:
             err(f"{where}: output {o['param']}: owner {o['owner']} is not a parameter")
         if kind == "handle" and not o.get("free") and not o.get("owner"):
             err(f"{where}: output {o['param']}: neither a free function nor an owner")
         pos += 1
-        extra = {"bytes": "length", "chars": "size"}.get(kind)
+        extra = {"bytes": "length", "view": "length", "chars": "size"}.get(kind)
         if extra:
             if pos >= len(params) or params[pos]["name"] != o.get(extra):
                 err(f"{where}: output {o['param']}: its {extra} parameter "

@@ -263,6 +263,11 @@ TEST(cancel_a_running_call) {
 }
 
 /* How many processes carry tag (-1 on error). */
+typedef struct small_buf {
+  char data[4096];
+  size_t len;
+} small_buf;
+
 static int tagged(const char *tag) {
   asb_process_list *pl = NULL;
   if (asb_commands_list(&pl, SB, NULL) != ASB_OK) return -1;
@@ -373,6 +378,52 @@ TEST(stdin_data_and_kill_on_cancel) {
   asb_command_result_free(r);
   free(old);
   CHECK_RC(asb_command_options_init(&o, 3), ASB_EVERSION);
+}
+
+/* Pulling output (asb_process_read) and a file (asb_file_reader_read)
+ * instead of callbacks: what an iterator or an event loop does. */
+TEST(pull_output_and_file) {
+  asb_process *p = NULL;
+  REQUIRE_RC(asb_commands_start(&p, SB, "echo out; echo err >&2; printf 'tail'", NULL), ASB_OK);
+  small_buf out = {{0}, 0}, err = {{0}, 0};
+  int kind = 0, rc;
+  const char *d;
+  size_t n;
+  while ((rc = asb_process_read(&kind, &d, &n, p, NULL)) == 1) {
+    small_buf *b = kind == ASB_OUTPUT_STDOUT ? &out : &err;
+    CHECK(kind == ASB_OUTPUT_STDOUT || kind == ASB_OUTPUT_STDERR);
+    if (b->len + n < sizeof b->data) memcpy(b->data + b->len, d, n), b->len += n;
+  }
+  CHECK_INT(rc, 0);
+  CHECK_MEM(out.data, out.len, "out\ntail", 8);
+  CHECK_MEM(err.data, err.len, "err\n", 4);
+  CHECK_INT(asb_process_read(&kind, &d, &n, p, NULL), 0); /* ended stays ended */
+  asb_command_result *r = NULL;
+  CHECK_RC(asb_process_wait(&r, p, NULL), ASB_OK);
+  if (r) CHECK_STR(asb_command_result_stdout(r, NULL), "out\ntail");
+  asb_command_result_free(r);
+  asb_process_free(p);
+
+  /* a 3 MiB file, pulled */
+  static char big[3 << 20];
+  for (size_t i = 0; i < sizeof big; i++) big[i] = (char)(i * 7);
+  REQUIRE_RC(asb_files_write(NULL, SB, path_in("pulled"), big, sizeof big, NULL), ASB_OK);
+  asb_file_reader *fr = NULL;
+  REQUIRE_RC(asb_files_open_read(&fr, SB, path_in("pulled"), NULL), ASB_OK);
+  size_t got = 0;
+  int same = 1;
+  while ((rc = asb_file_reader_read(&d, &n, fr, NULL)) == 1) {
+    if (got + n > sizeof big || memcmp(big + got, d, n) != 0) same = 0;
+    got += n;
+  }
+  CHECK_INT(rc, 0);
+  CHECK_INT(got, sizeof big);
+  CHECK(same);
+  CHECK_INT(asb_file_reader_read(&d, &n, fr, NULL), 0);
+  asb_file_reader_stop(fr);
+  CHECK_RC(asb_file_reader_read(&d, &n, fr, NULL), ASB_ECANCELED);
+  asb_file_reader_free(fr);
+  CHECK_RC(asb_files_open_read(&fr, SB, path_in("no-such-file"), NULL), ASB_ENOTFOUND);
 }
 
 static int abort_cb(const char *d, size_t n, void *ud) {
@@ -792,6 +843,7 @@ int main(void) {
   RUN(command_timeout_is_enforced);
   RUN(cancel_a_running_call);
   RUN(stdin_data_and_kill_on_cancel);
+  RUN(pull_output_and_file);
   RUN(callback_abort);
   RUN(concurrent_commands_on_one_client);
   RUN(pty_session);

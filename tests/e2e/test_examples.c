@@ -44,6 +44,20 @@ TEST(named_commands) {
   }
   remove("/tmp/asb-example-named.log");
 }
+/* the server SDK in pull mode, answered by a poll loop and a worker */
+TEST(server_pull) {
+  char cmd[1024];
+  snprintf(cmd, sizeof cmd, "%s/server_pull", ASB_EXAMPLES_DIR);
+  FILE *p = popen(cmd, "r");
+  REQUIRE(p);
+  char out[1024];
+  size_t n = fread(out, 1, sizeof out - 1, p);
+  out[n] = 0;
+  CHECK_INT(pclose(p), 0);
+  CHECK(strstr(out, "add -> 42\n"));
+  CHECK(strstr(out, "slow_square -> 144\n"));
+  CHECK(strstr(out, "add -> ASB_EINVAL"));
+}
 #endif
 TEST(sessions) {
   run_example("sessions"); /* creates and saves */
@@ -75,6 +89,7 @@ int main(void) {
   RUN(sessions);
 #ifdef ASB_TEMPLATE_DIR
   RUN(named_commands);
+  RUN(server_pull);
 #endif
   engine_fixture_stop(&F);
   TEST_MAIN_END();

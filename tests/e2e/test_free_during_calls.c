@@ -425,6 +425,71 @@ TEST(client_freed_before_its_sandbox) {
   asb_sandbox_free(sb);
 }
 
+/* ---- pulled streams: stopped at arbitrary points ------------------------------------ */
+
+typedef struct puller {
+  pthread_t t;
+  asb_file_reader *r;
+  asb_process *p;
+  atomic_int chunks;
+  atomic_int done;
+  int rc;
+} puller;
+
+static void *pull_file(void *arg) {
+  puller *u = arg;
+  const char *d;
+  size_t n;
+  while ((u->rc = asb_file_reader_read(&d, &n, u->r, NULL)) == 1) atomic_fetch_add(&u->chunks, 1);
+  atomic_store(&u->done, 1);
+  return NULL;
+}
+
+static void *pull_output(void *arg) {
+  puller *u = arg;
+  int kind;
+  const char *d;
+  size_t n;
+  while ((u->rc = asb_process_read(&kind, &d, &n, u->p, NULL)) == 1)
+    atomic_fetch_add(&u->chunks, 1);
+  atomic_store(&u->done, 1);
+  return NULL;
+}
+
+TEST(pulled_streams_stopped_at_random_points) {
+  asb_sandbox *sb = attach(C);
+  REQUIRE(sb);
+  char path[256];
+  snprintf(path, sizeof path, "%s/big", DIR_); /* made by the file stream case */
+  srand(13);
+  for (int i = 0; i < 20; i++) {
+    puller u = {0};
+    REQUIRE_RC(asb_files_open_read(&u.r, sb, path, NULL), ASB_OK);
+    pthread_create(&u.t, NULL, pull_file, &u);
+    while (atomic_load(&u.chunks) == 0 && !atomic_load(&u.done)) sched_yield();
+    for (int y = rand() % 20000; y > 0; y--) sched_yield();
+    asb_file_reader_stop(u.r); /* from another thread, during a read */
+    pthread_join(u.t, NULL);
+    CHECK(u.rc == ASB_ECANCELED || u.rc == 0); /* 0: it had read the whole file */
+    asb_file_reader_free(u.r);
+  }
+  for (int i = 0; i < 4; i++) {
+    puller u = {0};
+    unsigned pid = 0;
+    u.p = start_loud(sb, NULL, NULL, &pid);
+    REQUIRE(u.p);
+    pthread_create(&u.t, NULL, pull_output, &u);
+    while (atomic_load(&u.chunks) == 0 && !atomic_load(&u.done)) sched_yield();
+    for (int y = rand() % 20000; y > 0; y--) sched_yield();
+    asb_process_stop(u.p);
+    pthread_join(u.t, NULL);
+    CHECK_RC(u.rc, ASB_ECANCELED);
+    asb_process_free(u.p);
+    kill_pid(pid);
+  }
+  asb_sandbox_free(sb);
+}
+
 /* ---- main ------------------------------------------------------------------------------ */
 
 static int code_ready(void) {
@@ -469,6 +534,7 @@ int main(void) {
   RUN(sandbox_free_during_file_stream);
   RUN(sandbox_free_during_command_run);
   RUN(sandbox_free_during_code_run);
+  RUN(pulled_streams_stopped_at_random_points);
   RUN(client_freed_before_its_sandbox);
   asb_client_free(C);
   asb_client_free(CC);

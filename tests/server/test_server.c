@@ -6,9 +6,11 @@
 #include <arpa/inet.h>
 #include <curl/curl.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "testing.h"
@@ -236,7 +238,8 @@ TEST(registry_rules) {
   CHECK_RC(asb_server_register(&c, s, "1abc", NULL, h_hello, NULL, NULL), ASB_EINVAL);
   CHECK_RC(asb_server_register(&c, s, "a b", NULL, h_hello, NULL, NULL), ASB_EINVAL);
   CHECK_RC(asb_server_register(&c, s, "a/b", NULL, h_hello, NULL, NULL), ASB_EINVAL);
-  CHECK_RC(asb_server_register(&c, s, "ok", NULL, NULL, NULL, NULL), ASB_EINVAL);
+  /* no handler: a command served in pull mode (asb_server_next_call) */
+  CHECK_RC(asb_server_register(&c, s, "ok", NULL, NULL, NULL, NULL), ASB_OK);
   char longname[200];
   memset(longname, 'a', sizeof longname - 1);
   longname[sizeof longname - 1] = 0;
@@ -584,6 +587,291 @@ TEST(raw_garbage) {
   asb_server_free(s);
 }
 
+/* ---- pull mode and deferred replies ------------------------------------------- */
+
+/* A server whose "add" and "slow" have no handler (pull mode), next to
+ * "hello" (a handler). */
+static asb_server *pull_server(long grace_ms) {
+  asb_server_options o = ASB_SERVER_OPTIONS_INIT;
+  o.host = "127.0.0.1";
+  o.token = "";
+  o.shutdown_grace_ms = grace_ms;
+  asb_server *s = NULL;
+  if (asb_server_new(&s, &o) != ASB_OK) return NULL;
+  asb_server_command *c = NULL;
+  asb_server_register(&c, s, "add", "a + b", NULL, NULL, NULL);
+  asb_server_command_add_arg(c, "a", ASB_ARG_INTEGER, ASB_ARG_REQUIRED, NULL, NULL);
+  asb_server_command_add_arg(c, "b", ASB_ARG_INTEGER, ASB_ARG_REQUIRED, NULL, NULL);
+  asb_server_register(NULL, s, "slow", NULL, NULL, NULL, NULL);
+  asb_server_register(&c, s, "hello", NULL, h_hello, NULL, NULL);
+  asb_server_command_add_arg(c, "name", ASB_ARG_STRING, ASB_ARG_REQUIRED, NULL, NULL);
+  asb_server_command_add_arg(c, "greeting", ASB_ARG_STRING, 0, "Hello", NULL);
+  asb_server_command_add_arg(c, "times", ASB_ARG_INTEGER, 0, "1", NULL);
+  asb_server_command_add_arg(c, "loud", ASB_ARG_BOOLEAN, 0, "no", NULL);
+  return s;
+}
+
+/* Answers an "add" call (or fails a bad one). */
+static void answer(asb_server_call *call) {
+  if (strcmp(asb_server_call_command(call), "add") != 0) {
+    CHECK_RC(asb_server_call_fail(call, "NotHere", "only add"), ASB_OK);
+    return;
+  }
+  asb_int64 a = asb_server_call_integer(call, "a"), b = asb_server_call_integer(call, "b");
+  if (a < 0) {
+    CHECK_RC(asb_server_call_fail(call, "ValueError", "a must be >= 0"), ASB_OK); /* sent */
+    return;
+  }
+  CHECK_RC(asb_server_call_set_result_integer(call, a + b), ASB_OK);
+  CHECK_RC(asb_server_call_reply(call), ASB_OK);
+}
+
+/* Lua-style: ONE thread runs both the clients (a curl multi) and the
+ * server's program side (poll its fd through curl_multi_poll's extra fds,
+ * take calls, answer them). Nothing of the program runs on another thread. */
+TEST(pull_single_threaded_loop) {
+  asb_server *s = pull_server(0);
+  REQUIRE(s && asb_server_start_background(s, 0) == ASB_OK);
+  int port = asb_server_port(s);
+  enum { N = 24 };
+  CURLM *m = curl_multi_init();
+  CURL *e[N];
+  resp r[N];
+  char body[N][64], url[128];
+  struct curl_slist *h = curl_slist_append(NULL, "Content-Type: application/json");
+  snprintf(url, sizeof url, "http://127.0.0.1:%d/commands/add", port);
+  for (int i = 0; i < N; i++) {
+    memset(&r[i], 0, sizeof r[i]);
+    snprintf(body[i], sizeof body[i], "{\"a\":%d,\"b\":%d}", i == 5 ? -1 : i, 1000);
+    e[i] = curl_easy_init();
+    curl_easy_setopt(e[i], CURLOPT_URL, url);
+    curl_easy_setopt(e[i], CURLOPT_HTTPHEADER, h);
+    curl_easy_setopt(e[i], CURLOPT_POSTFIELDS, body[i]);
+    curl_easy_setopt(e[i], CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(e[i], CURLOPT_WRITEDATA, &r[i]);
+    curl_multi_add_handle(m, e[i]);
+  }
+  int running = N, served = 0;
+  time_t give_up = time(NULL) + 120; /* only so a broken server fails, not hangs */
+  while (running > 0 && time(NULL) < give_up) {
+    curl_multi_perform(m, &running);
+    struct curl_waitfd w = {asb_server_fd(s), CURL_WAIT_POLLIN, 0};
+    curl_multi_poll(m, &w, 1, 1000, NULL);
+    if (w.revents & CURL_WAIT_POLLIN) {
+      asb_server_call *call = NULL;
+      while (asb_server_next_call(&call, s, 0) == ASB_OK) {
+        answer(call);
+        served++;
+      }
+    }
+  }
+  CHECK_INT(running, 0);
+  CHECK_INT(served, N);
+  for (int i = 0; i < N; i++) {
+    long st = 0;
+    curl_easy_getinfo(e[i], CURLINFO_RESPONSE_CODE, &st);
+    char want[64];
+    if (i == 5) {
+      CHECK_INT(st, 500);
+      CHECK(contains(r[i].body, "\"type\":\"ValueError\""));
+    } else {
+      snprintf(want, sizeof want, "{\"result\":%d}", i + 1000);
+      CHECK_INT(st, 200);
+      CHECK_STR(r[i].body, want);
+    }
+    curl_multi_remove_handle(m, e[i]);
+    curl_easy_cleanup(e[i]);
+    free(r[i].body);
+  }
+  curl_multi_cleanup(m);
+  curl_slist_free_all(h);
+  /* No call waiting: next_call says so at once, or after its timeout. */
+  asb_server_call *none = NULL;
+  CHECK_RC(asb_server_next_call(&none, s, 0), ASB_ETIMEOUT);
+  CHECK_RC(asb_server_next_call(&none, s, 30), ASB_ETIMEOUT);
+  CHECK(none == NULL);
+  /* Handler commands of the same server work as before. */
+  expect(POST(port, "/commands/hello", "{\"name\":\"Ada\"}"), 200,
+         "{\"result\":{\"greeting\":\"Hello, Ada!\",\"times\":1,\"loud\":false}}",
+         "handler next to pull commands");
+  asb_server_free(s);
+}
+
+/* poll(2) on the server's fd next to other fds; the loop hands each call
+ * to a worker thread that answers it later (deferred replies from another
+ * thread); clients on threads of their own. */
+typedef struct work {
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  asb_server_call *q[64];
+  int n, closed;
+} work;
+
+static void *worker(void *arg) {
+  work *w = arg;
+  for (;;) {
+    pthread_mutex_lock(&w->mu);
+    while (!w->n && !w->closed) pthread_cond_wait(&w->cv, &w->mu);
+    if (!w->n) {
+      pthread_mutex_unlock(&w->mu);
+      return NULL;
+    }
+    asb_server_call *call = w->q[--w->n];
+    pthread_mutex_unlock(&w->mu);
+    answer(call);
+  }
+}
+
+typedef struct client {
+  pthread_t t;
+  int port, i, done_fd;
+  resp r;
+} client;
+
+static void *client_main(void *arg) {
+  client *c = arg;
+  char body[64];
+  snprintf(body, sizeof body, "{\"a\":%d,\"b\":1}", c->i);
+  c->r = POST(c->port, "/commands/add", body);
+  char one = 1;
+  if (write(c->done_fd, &one, 1) != 1) ASBT_FAIL("write");
+  return NULL;
+}
+
+TEST(poll_loop_with_deferred_replies) {
+  asb_server *s = pull_server(0);
+  REQUIRE(s && asb_server_start_background(s, 0) == ASB_OK);
+  int done[2];
+  REQUIRE(pipe(done) == 0);
+  work w;
+  memset(&w, 0, sizeof w);
+  pthread_mutex_init(&w.mu, NULL);
+  pthread_cond_init(&w.cv, NULL);
+  pthread_t wt;
+  pthread_create(&wt, NULL, worker, &w);
+  enum { N = 12 };
+  client cs[N];
+  for (int i = 0; i < N; i++) {
+    cs[i] = (client){.port = asb_server_port(s), .i = i, .done_fd = done[1]};
+    pthread_create(&cs[i].t, NULL, client_main, &cs[i]);
+  }
+  int finished = 0, taken = 0;
+  while (finished < N) {
+    struct pollfd p[2] = {{asb_server_fd(s), POLLIN, 0}, {done[0], POLLIN, 0}};
+    if (poll(p, 2, 60000) <= 0) {
+      ASBT_FAIL("nothing happened for 60 s");
+      break;
+    }
+    if (p[0].revents & POLLIN) {
+      asb_server_call *call = NULL;
+      while (asb_server_next_call(&call, s, 0) == ASB_OK) {
+        pthread_mutex_lock(&w.mu);
+        w.q[w.n++] = call;
+        pthread_cond_signal(&w.cv);
+        pthread_mutex_unlock(&w.mu);
+        taken++;
+      }
+    }
+    if (p[1].revents & POLLIN) {
+      char b[16];
+      ssize_t k = read(done[0], b, sizeof b);
+      if (k > 0) finished += (int)k;
+    }
+  }
+  CHECK_INT(taken, N);
+  for (int i = 0; i < N; i++) {
+    pthread_join(cs[i].t, NULL);
+    char want[64];
+    snprintf(want, sizeof want, "{\"result\":%d}", i + 1);
+    expect(cs[i].r, 200, want, "deferred reply");
+  }
+  pthread_mutex_lock(&w.mu);
+  w.closed = 1;
+  pthread_cond_signal(&w.cv);
+  pthread_mutex_unlock(&w.mu);
+  pthread_join(wt, NULL);
+  close(done[0]);
+  close(done[1]);
+  asb_server_free(s);
+}
+
+/* A handler defers its call and another thread answers it. */
+static asb_server_call *deferred_call;
+static pthread_mutex_t defer_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t defer_cv = PTHREAD_COND_INITIALIZER;
+
+static int h_defer(asb_server_call *call, void *ud) {
+  (void)ud;
+  CHECK_RC(asb_server_call_defer(call), ASB_OK);
+  CHECK_RC(asb_server_call_defer(call), ASB_EINVAL); /* once */
+  pthread_mutex_lock(&defer_mu);
+  deferred_call = call;
+  pthread_cond_broadcast(&defer_cv);
+  pthread_mutex_unlock(&defer_mu);
+  return 1; /* ignored: the call was deferred */
+}
+
+TEST(handler_defers_its_call) {
+  asb_server_options o = ASB_SERVER_OPTIONS_INIT;
+  o.host = "127.0.0.1";
+  o.token = "";
+  asb_server *s = NULL;
+  REQUIRE(asb_server_new(&s, &o) == ASB_OK);
+  asb_server_command *c = NULL;
+  REQUIRE(asb_server_register(&c, s, "later", NULL, h_defer, NULL, NULL) == ASB_OK);
+  asb_server_command_add_arg(c, "x", ASB_ARG_STRING, 0, "?", NULL);
+  REQUIRE(asb_server_start_background(s, 0) == ASB_OK);
+  post_job j = {asb_server_port(s), "/commands/later", "{\"x\":\"hi\"}", {0, NULL, 0}};
+  pthread_t t;
+  pthread_create(&t, NULL, post_thread, &j);
+  pthread_mutex_lock(&defer_mu);
+  while (!deferred_call) pthread_cond_wait(&defer_cv, &defer_mu);
+  asb_server_call *call = deferred_call;
+  deferred_call = NULL;
+  pthread_mutex_unlock(&defer_mu);
+  /* the handler returned long ago; the request still waits */
+  CHECK_STR(asb_server_call_string(call, "x"), "hi");
+  CHECK_RC(asb_server_call_set_result_string(call, "answered later"), ASB_OK);
+  CHECK_RC(asb_server_call_reply(call), ASB_OK);
+  pthread_join(t, NULL);
+  expect(j.r, 200, "{\"result\":\"answered later\"}", "deferred");
+  asb_server_free(s);
+}
+
+/* Stopping: queued calls are answered 503 at once, next_call returns
+ * ASB_ECANCELED and the fd turns readable; a taken call gets 503 after the
+ * grace, and a late reply (even after asb_server_free) is safe. */
+TEST(pull_mode_stops) {
+  asb_server *s = pull_server(300);
+  REQUIRE(s && asb_server_start_background(s, 0) == ASB_OK);
+  int port = asb_server_port(s);
+  post_job taken_job = {port, "/commands/slow", "{}", {0, NULL, 0}};
+  post_job queued_job = {port, "/commands/add", "{\"a\":1,\"b\":2}", {0, NULL, 0}};
+  pthread_t t1, t2;
+  pthread_create(&t1, NULL, post_thread, &taken_job);
+  asb_server_call *held = NULL;
+  CHECK_RC(asb_server_next_call(&held, s, 60000), ASB_OK);
+  REQUIRE(held);
+  CHECK_STR(asb_server_call_command(held), "slow");
+  pthread_create(&t2, NULL, post_thread, &queued_job);
+  struct pollfd p = {asb_server_fd(s), POLLIN, 0};
+  CHECK(poll(&p, 1, 60000) == 1); /* the second call is queued */
+  CHECK_RC(asb_server_stop(s), ASB_OK);
+  pthread_join(t2, NULL);
+  CHECK_INT(queued_job.r.status, 503);
+  free(queued_job.r.body);
+  asb_server_call *none = NULL;
+  CHECK_RC(asb_server_next_call(&none, s, -1), ASB_ECANCELED);
+  p.revents = 0;
+  CHECK(poll(&p, 1, 0) == 1 && (p.revents & POLLIN)); /* readable: stopped */
+  pthread_join(t1, NULL); /* the taken call was given up after the grace */
+  CHECK_INT(taken_job.r.status, 503);
+  free(taken_job.r.body);
+  CHECK_RC(asb_server_wait(s), ASB_OK);
+  asb_server_free(s);
+  CHECK_RC(asb_server_call_reply(held), ASB_ECANCELED); /* the last reference */
+}
+
 int main(void) {
   curl_global_init(CURL_GLOBAL_ALL);
   RUN(registry_rules);
@@ -593,6 +881,10 @@ int main(void) {
   RUN(graceful_shutdown);
   RUN(blocking_start);
   RUN(raw_garbage);
+  RUN(pull_single_threaded_loop);
+  RUN(poll_loop_with_deferred_replies);
+  RUN(handler_defers_its_call);
+  RUN(pull_mode_stops);
   curl_global_cleanup();
   TEST_MAIN_END();
 }

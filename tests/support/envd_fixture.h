@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -46,6 +47,7 @@ static inline int envd_start(envd_fixture *f, const char *const *extra) {
   pid_t pid = fork();
   if (pid < 0) return -1;
   if (pid == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGTERM); /* no envd outlives a test that died */
     dup2(out[1], 1);
     close(out[0]);
     close(out[1]);

@@ -259,10 +259,11 @@ class CommandHandle:
     def __iter__(self) -> Iterator[Tuple[Optional[str], Optional[str], Optional[bytes]]]:
         """Iterate over the output as (stdout, stderr, pty) tuples until the command ends.
 
-        The result is available afterwards from :meth:`wait`.
+        The result is available afterwards from :meth:`wait`. Each chunk is
+        pulled with asb_process_read on the iterating thread (the callbacks
+        given at start see it too).
         """
-        q: "queue.SimpleQueue[Any]" = queue.SimpleQueue()
-        done = object()
+        items: List[Tuple[Any, Any, Any]] = []
         out_fn, err_fn, pty_fn = self._sink.out.fn, self._sink.err.fn, self._sink.pty
 
         def tee(kind: int, fn: Any) -> Callable[[Any], None]:
@@ -271,34 +272,37 @@ class CommandHandle:
                     fn(chunk)
                 item: List[Any] = [None, None, None]
                 item[kind] = chunk
-                q.put(tuple(item))
+                items.append((item[0], item[1], item[2]))
 
             return f
 
         self._sink.out.fn, self._sink.err.fn, self._sink.pty = tee(0, out_fn), tee(1, err_fn), tee(2, pty_fn)
-        box: Dict[str, BaseException] = {}
-
-        def pump() -> None:
-            try:
-                self.wait()
-            except BaseException as e:  # noqa: BLE001 - handed to the iterating thread
-                box["e"] = e
-            finally:
-                q.put(done)
-
-        t = threading.Thread(target=pump, daemon=True)
-        t.start()
+        error: Optional[BaseException] = None
         try:
-            while True:
-                item = q.get()
-                if item is done:
+            if self._result is None and self._p is not None:
+                while True:
+                    rc, _kind, _data = ll.asb_process_read(self._p, _call_options())
+                    while items:
+                        yield items.pop(0)
+                    if rc > 0:
+                        continue
+                    if rc < 0:
+                        try:
+                            N.fail(rc, self._cb)
+                        except BaseException as e:  # noqa: BLE001 - raised after the output
+                            error = e
                     break
-                yield item
+            if error is None:
+                try:
+                    self.wait()  # the process ended: returns (and flushes) at once
+                except BaseException as e:  # noqa: BLE001
+                    error = e
+            while items:
+                yield items.pop(0)
         finally:
-            t.join()
             self._sink.out.fn, self._sink.err.fn, self._sink.pty = out_fn, err_fn, pty_fn
-        if "e" in box:
-            raise box["e"]
+        if error is not None:
+            raise error
 
 
 class Commands:
@@ -543,79 +547,51 @@ class FileStream:
     """A file being read in chunks (``files.read(path, format="stream")``).
 
     Iterate over it for ``bytes`` chunks; close it (or use ``with``) to stop
-    early. The transfer runs on a thread of its own, a few chunks ahead.
+    early. Each chunk is pulled from the C reader (asb_file_reader_read),
+    which reads ahead about 1 MiB.
     """
 
     def __init__(self, sandbox: "Sandbox", path: str, opts: Any) -> None:
-        self._q: "queue.Queue[Any]" = queue.Queue(maxsize=8)
-        self._done = object()
-        self._closed = threading.Event()
-        self._token = N.CancelToken()
-        opts.cancel = self._token._h
+        self._r: Any = None
         self._error: Optional[BaseException] = None
-
-        def sink(chunk: bytes) -> None:
-            while True:
-                if self._closed.is_set():
-                    raise _StreamClosed()
-                try:
-                    self._q.put(chunk, timeout=0.1)
-                    return
-                except queue.Full:
-                    continue
-
-        cb = ll.asbpy_callbacks(sink, None, None, None, None, None, 0)
-
-        def pump() -> None:
-            try:
-                rc = ll.asb_files_read_stream(sandbox._h, path, opts, cb)
-                if rc < 0 and not self._closed.is_set():
-                    exc = cb.take_error()
-                    self._error = exc if exc is not None else N.make_error(rc, E.FileNotFoundException)
-            finally:
-                while True:
-                    try:
-                        self._q.put(self._done, timeout=0.1)
-                        break
-                    except queue.Full:
-                        if self._closed.is_set():
-                            break
-
-        self._thread = threading.Thread(target=pump, name="agent-sandbox-read", daemon=True)
-        self._thread.start()
+        opts.cancel = N.current_cancel()
+        try:
+            self._r = N.call(ll.asb_files_open_read, sandbox._h, path, opts,
+                             not_found=E.FileNotFoundException)
+        except E.AgentSandboxError as e:  # raised by the first read, as before
+            self._error = e
+        self._lock = threading.Lock()
 
     def __iter__(self) -> "FileStream":
         return self
 
     def __next__(self) -> bytes:
-        if self._closed.is_set():
+        if self._error is not None:
+            err, self._error = self._error, None
+            raise err
+        r = self._r
+        if r is None:
             raise StopIteration
-        scope = N.current_token()
-        while True:
-            try:
-                item = self._q.get(timeout=0.1)
-                break
-            except queue.Empty:
-                if scope is not None and scope.cancelled:
-                    raise E.OperationCancelledError("cancelled") from None
-        if item is self._done:
-            self._closed.set()
-            if self._error is not None:
-                err, self._error = self._error, None
-                raise err
-            raise StopIteration
-        return item
+        rc, chunk = ll.asb_file_reader_read(r, _call_options())
+        if rc > 0:
+            return chunk
+        closed = self._r is None  # closed meanwhile: the read was stopped
+        self.close()
+        if rc < 0 and not closed:
+            N.fail(rc, None, E.FileNotFoundException)
+        raise StopIteration
 
     def read(self) -> bytes:
         """The rest of the file."""
         return b"".join(self)
 
     def close(self) -> None:
-        """Stop the transfer."""
-        if not self._closed.is_set():
-            self._closed.set()
-            self._token.cancel()
-        self._thread.join()
+        """Stop the transfer (a read in progress on another thread ends)."""
+        with self._lock:
+            r, self._r = self._r, None
+        if r is not None:
+            ll.asb_file_reader_stop(r)
+            # The wrapper frees it once no call holds it (asb_file_reader_free).
 
     def __enter__(self) -> "FileStream":
         return self
