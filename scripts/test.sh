@@ -20,6 +20,9 @@ id user >/dev/null 2>&1 || useradd -m -s /bin/bash user
 # The stock E2B code interpreter npm SDK used by the npm.codei test (pinned
 # in tests/npm-codei).
 npm ci --prefix tests/npm-codei --no-audit --no-fund
+# The TypeScript compiler the node.types test checks the Node binding's
+# declarations with (pinned in tests/npm-ts).
+npm ci --prefix tests/npm-ts --no-audit --no-fund
 
 step "build (RelWithDebInfo)"
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
@@ -27,6 +30,9 @@ cmake --build build -j "$JOBS"
 
 step "Python binding (venv in build/py-venv, pip offline)"
 cmake --build build --target python-binding
+
+step "Node binding (the addon against the installed Node headers, node-hello)"
+cmake --build build --target node-binding
 
 step "build (ASan + UBSan)"
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DASB_SANITIZE=ON
