@@ -9,7 +9,7 @@ const primes = sandboxed((n) => {
   for (let i = 2; out.length < n; i++) if (out.every((p) => i % p)) out.push(i)
   return out
 })
-console.log(await primes(10)) // made, run, killed
+console.log((await primes(10)).join(', ')) // made, run, killed
 
 const risky = sandboxed(function risky(x) {
   if (x < 0) throw new RangeError('negative')

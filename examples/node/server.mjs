@@ -1,7 +1,8 @@
 // agent-sandbox/server in a running sandbox: ship a commands file and the
 // server SDK into a base sandbox, start it on port 9001 and call it (a
 // template does the same from its start command: examples/templates/node-hello).
-// Run: node examples/node/server.mjs   (after the node-binding target)
+// Run: node examples/node/server.mjs [staged node-hello dir]   (after the
+// node-binding target)
 // SPDX-License-Identifier: Apache-2.0
 import { readFileSync } from 'node:fs'
 import path from 'node:path'
@@ -9,7 +10,7 @@ import { fileURLToPath } from 'node:url'
 import { Sandbox } from 'agent-sandbox'
 
 const here = path.dirname(fileURLToPath(import.meta.url))
-const staged = path.join(here, '..', '..', 'build', 'examples', 'templates', 'node-hello')
+const staged = process.argv[2] || path.join(here, '..', '..', 'build', 'examples', 'templates', 'node-hello')
 const sandbox = await Sandbox.create()
 try {
   const pkg = '/home/user/app/node_modules/agent-sandbox'

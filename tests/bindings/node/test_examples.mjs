@@ -53,7 +53,7 @@ const staged = existsSync(path.join(buildDir, 'examples', 'templates', 'node-hel
 for (const [name, patterns] of Object.entries(expect)) {
   const needsHello = name === 'templates.mjs' || name === 'server.mjs'
   test(name, { skip: needsHello && !staged && 'node-hello is not staged (node-binding target)' }, async () => {
-    const r = await run(name, name === 'templates.mjs' ? [path.join(buildDir, 'examples', 'templates', 'node-hello')] : [])
+    const r = await run(name, needsHello ? [path.join(buildDir, 'examples', 'templates', 'node-hello')] : [])
     assert.equal(r.code, 0, `${r.out}\n${r.err}`)
     for (const p of patterns) assert.match(r.out, p)
   })
