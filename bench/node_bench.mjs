@@ -22,6 +22,7 @@ const build = process.env.ASB_BUILD_DIR || path.join(repo, 'build')
 process.env.ASB_BUILD_DIR = build
 const rounds = Number(process.argv[2] || 10)
 const TEMPLATE = 'code-interpreter-v1'
+const LIFE = 3_600_000 // the long-lived sandboxes outlast a slow run
 const PER_ROUND = Object.fromEntries(Object.entries({ run: 20, files: 20, code: 10, create: 2 }).filter(([k]) => !process.env.NODE_BENCH_OPS || process.env.NODE_BENCH_OPS.split(',').includes(k)))
 
 const engine = await startEngine('nodebench')
@@ -37,7 +38,7 @@ function jsClient(name, { create, run, write, read, code, kill }) {
 }
 
 const oursC = jsClient('agent-sandbox', {
-  create: () => ours.Sandbox.create({ template: TEMPLATE }),
+  create: (life) => ours.Sandbox.create({ template: TEMPLATE, timeoutMs: life }),
   run: (s) => s.commands.run('true'),
   write: (s) => s.files.write('/tmp/node-bench', payload),
   read: (s) => s.files.read('/tmp/node-bench', { format: 'bytes' }),
@@ -45,7 +46,7 @@ const oursC = jsClient('agent-sandbox', {
   kill: (s) => s.kill().then(() => s.close())
 })
 const stockC = jsClient('e2b', {
-  create: () => codei.Sandbox.create(TEMPLATE),
+  create: (life) => codei.Sandbox.create(TEMPLATE, { timeoutMs: life }),
   run: (s) => s.commands.run('true'),
   write: (s) => s.files.write('/tmp/node-bench', payload.buffer.slice(0)),
   read: (s) => s.files.read('/tmp/node-bench', { format: 'bytes' }),
@@ -95,8 +96,8 @@ function pct(v, p) {
 }
 
 try {
-  const sOurs = await oursC.create()
-  const sStock = await stockC.create()
+  const sOurs = await oursC.create(LIFE)
+  const sStock = await stockC.create(LIFE)
   const samples = {}
   for (const op of Object.keys(PER_ROUND)) samples[op] = { ours: [], e2b: [], c: [] }
   // warm-up: connections, the code interpreter's first start

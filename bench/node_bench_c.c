@@ -56,6 +56,7 @@ static int one(const char *op, char *payload) {
 int main(void) {
   asb_sandbox_options so = ASB_SANDBOX_OPTIONS_INIT;
   so.template_id = getenv("NODE_BENCH_TEMPLATE");
+  so.timeout_ms = 3600000; /* outlasts a slow run */
   if (asb_client_new(&c, NULL) || asb_sandbox_create(&sb, c, &so)) {
     fprintf(stderr, "node_bench_c: %s\n", asb_error_last()->message);
     return 1;

@@ -15,8 +15,8 @@ const pkgDir = path.resolve(__dirname, '..')
 function addonCandidates() {
   const c = []
   if (process.env.ASB_NODE_ADDON) c.push(path.resolve(process.env.ASB_NODE_ADDON))
-  c.push(path.join(pkgDir, 'build', 'agentsandbox.node'))
   if (process.env.ASB_BUILD_DIR) c.push(path.join(process.env.ASB_BUILD_DIR, 'bindings', 'node', 'agentsandbox.node'))
+  c.push(path.join(pkgDir, 'build', 'agentsandbox.node'))
   c.push(path.join(pkgDir, '..', '..', 'build', 'bindings', 'node', 'agentsandbox.node'))
   return c
 }

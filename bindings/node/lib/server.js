@@ -17,8 +17,8 @@ function load() {
   if (addon) return addon
   const c = []
   if (process.env.ASB_NODE_SERVER_ADDON) c.push(path.resolve(process.env.ASB_NODE_SERVER_ADDON))
-  c.push(path.join(pkgDir, 'build', 'agentsandbox_server.node'))
   if (process.env.ASB_BUILD_DIR) c.push(path.join(process.env.ASB_BUILD_DIR, 'bindings', 'node', 'agentsandbox_server.node'))
+  c.push(path.join(pkgDir, 'build', 'agentsandbox_server.node'))
   c.push(path.join(pkgDir, '..', '..', 'build', 'bindings', 'node', 'agentsandbox_server.node'))
   for (const p of c) {
     if (fs.existsSync(p)) {
