@@ -15,6 +15,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -200,6 +202,34 @@ int main(int argc, char **argv) {
     if (s >= 0) close(s);
   }
   printf("%-40s %7.3f ms each\n", "connect_tcp into the netns", (now_ms() - t0) / n);
+  /* the agent's unix socket: the engine's checked connect (openat2 in the
+   * sandbox's root, fstat, connect through /proc/self/fd) side by side with
+   * the plain /proc/<init>/root path it replaced (unsafe: it follows a
+   * sandbox's symlinks on the host; here only as the baseline) */
+  double *plain = calloc((size_t)n, sizeof *plain);
+  struct sockaddr_un ua;
+  memset(&ua, 0, sizeof ua);
+  ua.sun_family = AF_UNIX;
+  snprintf(ua.sun_path, sizeof ua.sun_path, "/proc/%d/root/run/asb/envd.sock",
+           (int)asbe_sandbox_pid(sb));
+  for (int i = 0; i < n; i++) {
+    double a = now_ms();
+    int s = asbe_sandbox_connect_unix(sb, "envd.sock");
+    double b = now_ms();
+    if (s >= 0) close(s);
+    s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    double c = now_ms();
+    if (connect(s, (struct sockaddr *)&ua, sizeof ua) < 0) perror("plain connect");
+    double d = now_ms();
+    close(s);
+    v[i] = b - a;
+    plain[i] = d - c;
+  }
+  report("connect_unix (checked, in the sandbox)", v, n);
+  double checked50 = v[n / 2];
+  report("  baseline: connect to /proc path", plain, n);
+  printf("%-40s %7.2f x\n", "  ratio of p50s", plain[n / 2] > 0 ? checked50 / plain[n / 2] : 0);
+  free(plain);
   kill_sb(sb);
 
   /* sequential throughput */

@@ -25,5 +25,6 @@
 #include "agentsandbox/session.h"
 #include "agentsandbox/named.h"
 #include "agentsandbox/template.h"
+#include "agentsandbox/options.h"
 
 #endif /* AGENTSANDBOX_H */

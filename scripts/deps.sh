@@ -18,6 +18,8 @@ PACKAGES=(
   # venv + pip, setuptools/wheel/build for wheels and sdists, pytest
   swig python3-dev python3-venv python3-pip python3-setuptools python3-wheel
   python3-build python3-pytest python3-pytest-asyncio
+  # the FFI examples (examples/ffi: LuaJIT's ffi; ctypes needs only python3)
+  luajit
   # sandbox templates and baselines
   busybox-static bubblewrap runc iproute2 e2fsprogs util-linux procps
 )

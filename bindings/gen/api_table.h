@@ -14,6 +14,12 @@
  *                           optional)   one per output parameter
  *   ASB_API_HANDLES(X)    X(type, free_fn, owner_type)
  *   ASB_API_OPTIONS(X)    X(type, version_macro, init_fn)
+ *   ASB_API_OPTION_FIELDS(X) X(type, member, field_kind, since_version)
+ *                           one per member but version, for
+ *                           asb_options_new's setters (options.h): kind
+ *                           ASB_API_FIELD_INT/_STRING/_STRINGS/_POINTER/
+ *                           _BYTES says which setter sets it (_BYTES: a
+ *                           buffer and its length member, set together)
  * name/function/type are C identifiers (take an address, declare a
  * pointer); the rest are string literals ("" for none) or numbers. Define
  * ASB_API_TABLE_IMPLEMENTATION in one file before including this header to
@@ -38,15 +44,17 @@
 
 /* Output kinds: a handle (T **), bytes (char ** with a size_t * length),
  * a NUL-terminated string (char **), a caller's buffer (char *, size_t),
- * an int, the length of returned bytes, a view (const char ** with a
- * size_t * length) into memory its owner keeps until its next call. */
+ * an int, the length of returned bytes, heap options (void **, see
+ * options.h), a view (const char ** with a size_t * length) into memory
+ * its owner keeps until its next call. */
 #define ASB_API_OUT_HANDLE 1
 #define ASB_API_OUT_BYTES 2
 #define ASB_API_OUT_STRING 3
 #define ASB_API_OUT_CHARS 4
 #define ASB_API_OUT_INT 5
 #define ASB_API_OUT_LENGTH 6
-#define ASB_API_OUT_VIEW 7
+#define ASB_API_OUT_OPTIONS 7
+#define ASB_API_OUT_VIEW 8
 
 #define ASB_API_FUNCTIONS(X) \
   X(asb_cancel_new, 0u, 1, 1, "", "") \
@@ -127,6 +135,12 @@
   X(asb_command_result_free, ASB_API_FREES, 1, 0, "", "") \
   X(asb_free, ASB_API_FREES, 1, 0, "", "") \
   X(asb_error_last, ASB_API_RETURNS_THREAD, 0, 0, "", "") \
+  X(asb_error_code, 0u, 1, 0, "", "") \
+  X(asb_error_http_status, 0u, 1, 0, "", "") \
+  X(asb_error_message, ASB_API_RETURNS_BORROWED, 1, 0, "", "") \
+  X(asb_error_remote_code, ASB_API_RETURNS_BORROWED, 1, 0, "", "") \
+  X(asb_error_retry_after, 0u, 1, 0, "", "") \
+  X(asb_error_reason, ASB_API_RETURNS_BORROWED, 1, 0, "", "") \
   X(asb_error_clear, 0u, 0, 0, "", "") \
   X(asb_strerror, ASB_API_RETURNS_STATIC, 1, 0, "", "") \
   X(asb_status_name, ASB_API_RETURNS_STATIC, 1, 0, "", "") \
@@ -185,6 +199,13 @@
   X(asb_named_command_arg_required, 0u, 2, 0, "", "") \
   X(asb_named_command_arg_default, ASB_API_RETURNS_BORROWED, 2, 0, "", "") \
   X(asb_named_command_arg_description, ASB_API_RETURNS_BORROWED, 2, 0, "", "") \
+  X(asb_options_new, 0u, 3, 1, "", "") \
+  X(asb_options_free, ASB_API_FREES, 1, 0, "", "") \
+  X(asb_options_set_int, 0u, 3, 0, "", "") \
+  X(asb_options_set_string, 0u, 3, 0, "", "") \
+  X(asb_options_add_string, 0u, 3, 0, "", "") \
+  X(asb_options_set_bytes, 0u, 4, 0, "", "") \
+  X(asb_options_set_pointer, 0u, 3, 0, "", "") \
   X(asb_pty_options_init, 0u, 2, 0, "", "") \
   X(asb_pty_create, ASB_API_BLOCKING|ASB_API_CANCELLABLE, 3, 1, "opts", "") \
   X(asb_pty_send_input, ASB_API_BLOCKING|ASB_API_CANCELLABLE, 5, 0, "call", "") \
@@ -336,6 +357,7 @@
   X(asb_files_upload_url, 0, "url", ASB_API_OUT_STRING, char, "asb_free", 0) \
   X(asb_sandbox_run_command, 0, "result_json", ASB_API_OUT_STRING, char, "asb_free", 0) \
   X(asb_sandbox_commands_list, 0, "out", ASB_API_OUT_HANDLE, asb_named_command_list, "asb_named_command_list_free", 0) \
+  X(asb_options_new, 0, "out", ASB_API_OUT_OPTIONS, void, "asb_options_free", 0) \
   X(asb_pty_create, 0, "out", ASB_API_OUT_HANDLE, asb_process, "asb_process_free", 0) \
   X(asb_sandbox_attach, 0, "out", ASB_API_OUT_HANDLE, asb_sandbox, "asb_sandbox_free", 0) \
   X(asb_sandbox_get_host, 0, "buf", ASB_API_OUT_CHARS, char, "", 0) \
@@ -402,8 +424,100 @@
   X(asb_server_options, ASB_SERVER_OPTIONS_VERSION, asb_server_options_init) \
   X(asb_template_build_options, ASB_TEMPLATE_BUILD_OPTIONS_VERSION, asb_template_build_options_init)
 
-#define ASB_API_FUNCTION_COUNT 259
-#define ASB_API_OUTPUT_COUNT 47
+/* Which setter of options.h sets an options member. */
+#define ASB_API_FIELD_INT 1
+#define ASB_API_FIELD_STRING 2
+#define ASB_API_FIELD_STRINGS 3
+#define ASB_API_FIELD_POINTER 4
+#define ASB_API_FIELD_BYTES 5
+#define ASB_API_OPTION_FIELDS(X) \
+  X(asb_client_options, api_key, ASB_API_FIELD_STRING, 1) \
+  X(asb_client_options, api_url, ASB_API_FIELD_STRING, 1) \
+  X(asb_client_options, domain, ASB_API_FIELD_STRING, 1) \
+  X(asb_client_options, sandbox_url, ASB_API_FIELD_STRING, 1) \
+  X(asb_client_options, request_timeout_ms, ASB_API_FIELD_INT, 1) \
+  X(asb_client_options, user_agent, ASB_API_FIELD_STRING, 1) \
+  X(asb_client_options, headers, ASB_API_FIELD_STRINGS, 1) \
+  X(asb_client_options, debug, ASB_API_FIELD_INT, 1) \
+  X(asb_client_options, max_retries, ASB_API_FIELD_INT, 1) \
+  X(asb_client_options, autostart, ASB_API_FIELD_INT, 1) \
+  X(asb_call_options, timeout_ms, ASB_API_FIELD_INT, 1) \
+  X(asb_call_options, cancel, ASB_API_FIELD_POINTER, 1) \
+  X(asb_code_options, language, ASB_API_FIELD_STRING, 1) \
+  X(asb_code_options, context_id, ASB_API_FIELD_STRING, 1) \
+  X(asb_code_options, envs, ASB_API_FIELD_STRINGS, 1) \
+  X(asb_code_options, timeout_ms, ASB_API_FIELD_INT, 1) \
+  X(asb_code_options, request_timeout_ms, ASB_API_FIELD_INT, 1) \
+  X(asb_code_options, on_stdout, ASB_API_FIELD_POINTER, 1) \
+  X(asb_code_options, on_stderr, ASB_API_FIELD_POINTER, 1) \
+  X(asb_code_options, on_result, ASB_API_FIELD_POINTER, 1) \
+  X(asb_code_options, on_error, ASB_API_FIELD_POINTER, 1) \
+  X(asb_code_options, userdata, ASB_API_FIELD_POINTER, 1) \
+  X(asb_code_options, cancel, ASB_API_FIELD_POINTER, 1) \
+  X(asb_command_options, envs, ASB_API_FIELD_STRINGS, 1) \
+  X(asb_command_options, cwd, ASB_API_FIELD_STRING, 1) \
+  X(asb_command_options, user, ASB_API_FIELD_STRING, 1) \
+  X(asb_command_options, timeout_ms, ASB_API_FIELD_INT, 1) \
+  X(asb_command_options, request_timeout_ms, ASB_API_FIELD_INT, 1) \
+  X(asb_command_options, stdin_enabled, ASB_API_FIELD_INT, 1) \
+  X(asb_command_options, tag, ASB_API_FIELD_STRING, 1) \
+  X(asb_command_options, on_stdout, ASB_API_FIELD_POINTER, 1) \
+  X(asb_command_options, on_stderr, ASB_API_FIELD_POINTER, 1) \
+  X(asb_command_options, userdata, ASB_API_FIELD_POINTER, 1) \
+  X(asb_command_options, discard_output, ASB_API_FIELD_INT, 1) \
+  X(asb_command_options, cancel, ASB_API_FIELD_POINTER, 1) \
+  X(asb_command_options, stdin_data, ASB_API_FIELD_BYTES, 2) \
+  X(asb_command_options, stdin_len, ASB_API_FIELD_BYTES, 2) \
+  X(asb_command_options, kill_on_cancel, ASB_API_FIELD_INT, 2) \
+  X(asb_files_options, user, ASB_API_FIELD_STRING, 1) \
+  X(asb_files_options, timeout_ms, ASB_API_FIELD_INT, 1) \
+  X(asb_files_options, cancel, ASB_API_FIELD_POINTER, 1) \
+  X(asb_files_options, gzip, ASB_API_FIELD_INT, 1) \
+  X(asb_watch_options, user, ASB_API_FIELD_STRING, 1) \
+  X(asb_watch_options, recursive, ASB_API_FIELD_INT, 1) \
+  X(asb_watch_options, include_entry, ASB_API_FIELD_INT, 1) \
+  X(asb_watch_options, request_timeout_ms, ASB_API_FIELD_INT, 1) \
+  X(asb_watch_options, on_event, ASB_API_FIELD_POINTER, 1) \
+  X(asb_watch_options, userdata, ASB_API_FIELD_POINTER, 1) \
+  X(asb_watch_options, cancel, ASB_API_FIELD_POINTER, 1) \
+  X(asb_named_command_options, port, ASB_API_FIELD_INT, 1) \
+  X(asb_named_command_options, timeout_ms, ASB_API_FIELD_INT, 1) \
+  X(asb_named_command_options, cancel, ASB_API_FIELD_POINTER, 1) \
+  X(asb_pty_options, cols, ASB_API_FIELD_INT, 1) \
+  X(asb_pty_options, rows, ASB_API_FIELD_INT, 1) \
+  X(asb_pty_options, envs, ASB_API_FIELD_STRINGS, 1) \
+  X(asb_pty_options, cwd, ASB_API_FIELD_STRING, 1) \
+  X(asb_pty_options, user, ASB_API_FIELD_STRING, 1) \
+  X(asb_pty_options, timeout_ms, ASB_API_FIELD_INT, 1) \
+  X(asb_pty_options, request_timeout_ms, ASB_API_FIELD_INT, 1) \
+  X(asb_pty_options, on_data, ASB_API_FIELD_POINTER, 1) \
+  X(asb_pty_options, userdata, ASB_API_FIELD_POINTER, 1) \
+  X(asb_pty_options, cancel, ASB_API_FIELD_POINTER, 1) \
+  X(asb_sandbox_attach_options, envd_access_token, ASB_API_FIELD_STRING, 1) \
+  X(asb_sandbox_attach_options, envd_version, ASB_API_FIELD_STRING, 1) \
+  X(asb_sandbox_attach_options, domain, ASB_API_FIELD_STRING, 1) \
+  X(asb_sandbox_attach_options, traffic_access_token, ASB_API_FIELD_STRING, 1) \
+  X(asb_sandbox_options, template_id, ASB_API_FIELD_STRING, 1) \
+  X(asb_sandbox_options, timeout_ms, ASB_API_FIELD_INT, 1) \
+  X(asb_sandbox_options, metadata, ASB_API_FIELD_STRINGS, 1) \
+  X(asb_sandbox_options, envs, ASB_API_FIELD_STRINGS, 1) \
+  X(asb_sandbox_options, auto_pause, ASB_API_FIELD_INT, 1) \
+  X(asb_sandbox_options, request_timeout_ms, ASB_API_FIELD_INT, 1) \
+  X(asb_sandbox_options, cancel, ASB_API_FIELD_POINTER, 1) \
+  X(asb_sandbox_list_options, metadata, ASB_API_FIELD_STRINGS, 1) \
+  X(asb_sandbox_list_options, running, ASB_API_FIELD_INT, 1) \
+  X(asb_sandbox_list_options, paused, ASB_API_FIELD_INT, 1) \
+  X(asb_sandbox_list_options, template_id, ASB_API_FIELD_STRING, 1) \
+  X(asb_sandbox_list_options, limit, ASB_API_FIELD_INT, 1) \
+  X(asb_sandbox_list_options, next_token, ASB_API_FIELD_STRING, 1) \
+  X(asb_sandbox_list_options, request_timeout_ms, ASB_API_FIELD_INT, 1) \
+  X(asb_sandbox_list_options, cancel, ASB_API_FIELD_POINTER, 1) \
+  X(asb_template_build_options, force, ASB_API_FIELD_INT, 1) \
+  X(asb_template_build_options, timeout_ms, ASB_API_FIELD_INT, 1) \
+  X(asb_template_build_options, cancel, ASB_API_FIELD_POINTER, 1)
+
+#define ASB_API_FUNCTION_COUNT 272
+#define ASB_API_OUTPUT_COUNT 48
 
 typedef struct asb_api_function_info {
   const char *name;

@@ -180,6 +180,8 @@ int asb_client_new(asb_client **out, const asb_client_options *opts) {
   c->domain = asbi_strdup(domain);
   c->sandbox_url = sandbox_url ? dup_url(sandbox_url) : NULL;
   if (c->local) {
+    c->autostart = opts->autostart ? opts->autostart > 0
+                                   : asbi_parse_bool(asbi_getenv("ASB_AUTOSTART"), 1);
     const char *sd = asbi_getenv("ASB_STATE_DIR");
     c->state_dir = asbi_strdup(sd ? sd : LOCAL_STATE_DIR);
     if (!c->state_dir) {

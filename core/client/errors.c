@@ -30,6 +30,25 @@ const asb_error *asb_error_last(void) {
   return &tls.e;
 }
 
+/* NULL reads the calling thread's last error. */
+static const asb_error *err_or_last(const asb_error *e) { return e ? e : asb_error_last(); }
+
+int asb_error_code(const asb_error *e) { return err_or_last(e)->code; }
+int asb_error_http_status(const asb_error *e) { return err_or_last(e)->http_status; }
+int asb_error_retry_after(const asb_error *e) { return err_or_last(e)->retry_after; }
+const char *asb_error_message(const asb_error *e) {
+  const char *s = err_or_last(e)->message;
+  return s ? s : "";
+}
+const char *asb_error_remote_code(const asb_error *e) {
+  const char *s = err_or_last(e)->remote_code;
+  return s ? s : "";
+}
+const char *asb_error_reason(const asb_error *e) {
+  const char *s = err_or_last(e)->reason;
+  return s ? s : "";
+}
+
 void asb_error_clear(void) {
   ensure();
   tls.e.code = ASB_OK;

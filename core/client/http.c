@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/socket.h>
 #include <time.h>
 
 #include "../util/util.h"
@@ -63,10 +64,13 @@ static void share_unlock(CURL *e, curl_lock_data d, void *ud) {
 }
 
 int asbi_http_new(asbi_http **out) {
-  int rc = asbi_global_ensure();
+  int rc = asbi_global_hold();
   if (rc) return rc;
   asbi_http *h = calloc(1, sizeof *h);
-  if (!h) return asbi_oom();
+  if (!h) {
+    asbi_global_release();
+    return asbi_oom();
+  }
   pthread_mutex_init(&h->mu, NULL);
   for (int i = 0; i < CURL_LOCK_DATA_LAST; i++)
     pthread_mutex_init(&h->share_mu[i], NULL);
@@ -103,6 +107,7 @@ void asbi_http_free(asbi_http *h) {
     pthread_mutex_destroy(&h->share_mu[i]);
   pthread_mutex_destroy(&h->mu);
   free(h);
+  asbi_global_release();
 }
 
 void asbi_http_get_stats(asbi_http *h, asbi_http_stats *out) {
@@ -434,6 +439,16 @@ static long backoff_ms(int attempt) {
   return ms * 3 / 4 + (ms / 2) * r / 255; /* ±25 % jitter */
 }
 
+/* libcurl (7.88) makes its sockets without SOCK_CLOEXEC, so every child
+ * its host forks and execs would inherit this library's pooled
+ * connections (and keep them open past their use: a host, FFI or not,
+ * cannot know about them). We make the socket ourselves, close-on-exec. */
+static curl_socket_t open_socket(void *ud, curlsocktype purpose, struct curl_sockaddr *a) {
+  (void)ud;
+  (void)purpose;
+  return socket(a->family, a->socktype | SOCK_CLOEXEC, a->protocol);
+}
+
 static void setup_easy(CURL *e, const asbi_http_req *req, xfer *x,
                        struct curl_slist *hl, asbi_http *h, long timeout_ms) {
   curl_easy_reset(e);
@@ -443,6 +458,7 @@ static void setup_easy(CURL *e, const asbi_http_req *req, xfer *x,
   curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
   curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
   curl_easy_setopt(e, CURLOPT_TCP_NODELAY, 1L);
+  curl_easy_setopt(e, CURLOPT_OPENSOCKETFUNCTION, open_socket);
   curl_easy_setopt(e, CURLOPT_BUFFERSIZE, IO_BUFFER_SIZE);
   curl_easy_setopt(e, CURLOPT_UPLOAD_BUFFERSIZE, IO_BUFFER_SIZE);
   curl_easy_setopt(e, CURLOPT_ERRORBUFFER, x->errbuf);

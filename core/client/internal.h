@@ -74,8 +74,12 @@ void asbi_err_restore(const asbi_err_saved *s);
   }
 
 /* ---- global (global.c) --------------------------------------------------- */
-/* Initialise once for the process (idempotent, thread-safe). */
-int asbi_global_ensure(void);
+/* Initialise once for the process (idempotent, thread-safe) and count one
+ * more user (an HTTP pool); every successful hold needs a release. The
+ * library gives its libcurl initialisation back when it is unloaded while
+ * nothing holds it. */
+int asbi_global_hold(void);
+void asbi_global_release(void);
 
 /* ---- cancellation (cancel.c) --------------------------------------------- */
 struct asbi_waker; /* something a cancel request must wake (a curl multi) */
@@ -128,6 +132,7 @@ struct asb_client {
    * the engine of state_dir, reading its key there and starting it when it
    * is not running. */
   int local;
+  int autostart; /* local mode: start the engine when it is not running */
   char *state_dir;
   pthread_mutex_t mu; /* api_key / api_url discovered lazily in local mode */
   char *retired[8];   /* URLs replaced at run time, freed with the client

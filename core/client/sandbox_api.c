@@ -96,18 +96,40 @@ static int start_engine(asb_client *c) {
     return asbi_err(ASB_ECONNECTION, "cannot start the local engine: %s", strerror(errno));
   }
   if (pid == 0) {
+    /* The engine outlives this process and must not depend on its host's
+     * state (an FFI host, a daemon — docs/ffi.md): signals the host ignores
+     * (SIGCHLD: the engine would lose its children's exit statuses, and
+     * failed to start at all) or blocks in this thread stay so across exec,
+     * and every descriptor without O_CLOEXEC would be held open by the
+     * engine for its lifetime. Only async-signal-safe calls between fork
+     * and exec: the host may have other threads. */
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    struct sigaction dfl;
+    memset(&dfl, 0, sizeof dfl);
+    dfl.sa_handler = SIG_DFL;
+    for (int s = 1; s < NSIG; s++) sigaction(s, &dfl, NULL); /* EINVAL for KILL, STOP, libc's */
     int nul = open("/dev/null", O_RDWR);
     if (nul >= 0) {
       dup2(nul, 0);
       dup2(nul, 1);
       dup2(nul, 2);
     }
+    if (close_range(3, ~0u, 0) != 0)
+      for (int fd = 3; fd < 4096; fd++) close(fd);
     execvp(bin, (char *const *)argv);
     _exit(127);
   }
   free(extra_copy);
   int status = 0;
-  waitpid(pid, &status, 0); /* --daemon: the parent exits once detached */
+  /* --daemon: the parent exits once detached. Only this pid is waited for
+   * (a host's own children are its business); a host signal handler
+   * without SA_RESTART must not leave it a zombie, and a host that ignores
+   * SIGCHLD has it reaped already (ECHILD: then the health check below
+   * tells whether it started). */
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
     return asbi_err(ASB_ECONNECTION,
                     "the local engine (%s) could not start (exit %d); run "
@@ -141,7 +163,15 @@ int asbi_client_local_prepare(asb_client *c, int start) {
   }
   pthread_mutex_lock(&start_mu);
   int rc = ASB_OK;
-  if (!(c->api_key && engine_healthy(c, c->api_url))) rc = start_engine(c);
+  if (c->api_key && engine_healthy(c, c->api_url))
+    rc = ASB_OK;
+  else if (!c->autostart)
+    rc = asbi_err(ASB_ECONNECTION,
+                  "the local engine (%s, state dir %s) is not running and autostart is off "
+                  "(asb_client_options.autostart / ASB_AUTOSTART)",
+                  c->api_url, c->state_dir);
+  else
+    rc = start_engine(c);
   pthread_mutex_unlock(&start_mu);
   return rc;
 }

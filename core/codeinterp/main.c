@@ -14,6 +14,7 @@
 #include "ctx.h"
 #include "kernel.h"
 #include "server.h"
+#include "util/sha256.h"
 #include "util/util.h"
 
 #ifndef ASB_VERSION
@@ -23,14 +24,19 @@
 static void usage(FILE *f) {
   fprintf(f,
           "usage: code-interpreter [--port N] [--listen ADDR] [--access-token T]\n"
+          "                        [--access-token-sha256 H] [--traffic-token T]\n"
+          "                        [--traffic-token-sha256 H]\n"
           "                        [--cwd DIR] [--no-default-context] [--version]\n"
           "  --port N             port to serve (default 49999; 0 = any free port)\n"
           "  --listen ADDR        address to bind (default 127.0.0.1)\n"
           "  --access-token T     require X-Access-Token: T on every route but GET /health\n"
-          "                       (default: $ASB_ACCESS_TOKEN; unset = no auth)\n"
-          "  --token-scope S      all (default) or execute: the token guards only\n"
-          "                       POST /execute, as the stock E2B SDKs expect (they send\n"
-          "                       it nowhere else); a wrong token is refused anywhere\n"
+          "                       (default: $ASB_ACCESS_TOKEN; unset = no auth). Anyone\n"
+          "                       can read a command line: prefer the variable, or\n"
+          "  --access-token-sha256 H  the same, given the token's SHA-256 (64 hex\n"
+          "                       digits; default $ASB_ACCESS_TOKEN_SHA256)\n"
+          "  --traffic-token T, --traffic-token-sha256 H  also accept\n"
+          "                       E2B-Traffic-Access-Token: T instead (default\n"
+          "                       $ASB_TRAFFIC_TOKEN, $ASB_TRAFFIC_TOKEN_SHA256)\n"
           "  --cwd DIR            cwd of contexts created without one (default /home/user\n"
           "                       if it exists, else the current directory)\n"
           "  --no-default-context do not start a python kernel ahead of the first call\n"
@@ -38,20 +44,41 @@ static void usage(FILE *f) {
           "GET /health answers 200 once the default python kernel is ready.\n");
 }
 
+/* A token given as itself or as its SHA-256: into md (*have = 1). */
+static int take_token(const char *raw, const char *hex, const char *what, unsigned char md[32],
+                      int *have) {
+  if (hex) {
+    if (asbi_sha256_hex_parse(hex, md) != 0) {
+      fprintf(stderr, "code-interpreter: %s-sha256: not 64 hex digits\n", what);
+      return -1;
+    }
+    *have = 1;
+  } else if (raw) {
+    asbi_sha256(raw, strlen(raw), md);
+    *have = 1;
+  }
+  return 0;
+}
+
 int main(int argc, char **argv) {
-  int port = 49999, default_ctx = 1, execute_only = 0;
+  int port = 49999, default_ctx = 1;
   const char *listen = "127.0.0.1", *cwd = NULL;
-  char *token = asbi_strdup(asbi_getenv("ASB_ACCESS_TOKEN"));
+  /* the variables first; options override them */
+  const char *tok = asbi_getenv("ASB_ACCESS_TOKEN"), *tok_hex = asbi_getenv("ASB_ACCESS_TOKEN_SHA256");
+  const char *tt = asbi_getenv("ASB_TRAFFIC_TOKEN"), *tt_hex = asbi_getenv("ASB_TRAFFIC_TOKEN_SHA256");
+  unsigned char access_md[32], traffic_md[32];
+  int have_access = 0, have_traffic = 0;
+  if (take_token(tok, tok_hex, "$ASB_ACCESS_TOKEN", access_md, &have_access) ||
+      take_token(tt, tt_hex, "$ASB_TRAFFIC_TOKEN", traffic_md, &have_traffic))
+    return 2;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     const char *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (strcmp(a, "--version") == 0) {
       printf("code-interpreter %s\n", ASB_VERSION);
-      free(token);
       return 0;
     } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
       usage(stdout);
-      free(token);
       return 0;
     } else if (strcmp(a, "--no-default-context") == 0) {
       default_ctx = 0;
@@ -59,7 +86,6 @@ int main(int argc, char **argv) {
       int64_t p;
       if (asbi_parse_i64(v, strlen(v), &p) != 0 || p < 0 || p > 65535) {
         fprintf(stderr, "code-interpreter: --port %s: not a port number\n", v);
-        free(token);
         return 2;
       }
       port = (int)p;
@@ -67,13 +93,15 @@ int main(int argc, char **argv) {
     } else if (v && strcmp(a, "--listen") == 0) {
       listen = v;
       i++;
-    } else if (v && strcmp(a, "--access-token") == 0) {
-      free(token);
-      token = asbi_strdup(v);
+    } else if (v && (strcmp(a, "--access-token") == 0 || strcmp(a, "--access-token-sha256") == 0)) {
+      int hex = strcmp(a, "--access-token-sha256") == 0;
+      if (take_token(hex ? NULL : v, hex ? v : NULL, "--access-token", access_md, &have_access))
+        return 2;
       i++;
-    } else if (v && strcmp(a, "--token-scope") == 0 &&
-               (strcmp(v, "all") == 0 || strcmp(v, "execute") == 0)) {
-      execute_only = strcmp(v, "execute") == 0;
+    } else if (v && (strcmp(a, "--traffic-token") == 0 || strcmp(a, "--traffic-token-sha256") == 0)) {
+      int hex = strcmp(a, "--traffic-token-sha256") == 0;
+      if (take_token(hex ? NULL : v, hex ? v : NULL, "--traffic-token", traffic_md, &have_traffic))
+        return 2;
       i++;
     } else if (v && strcmp(a, "--cwd") == 0) {
       cwd = v;
@@ -81,12 +109,14 @@ int main(int argc, char **argv) {
     } else {
       fprintf(stderr, "code-interpreter: unknown or incomplete option %s\n", a);
       usage(stderr);
-      free(token);
       return 2;
     }
   }
-  /* kernels inherit our environment: not the token */
+  /* kernels inherit our environment: not the tokens */
   unsetenv("ASB_ACCESS_TOKEN");
+  unsetenv("ASB_ACCESS_TOKEN_SHA256");
+  unsetenv("ASB_TRAFFIC_TOKEN");
+  unsetenv("ASB_TRAFFIC_TOKEN_SHA256");
 
   char here[PATH_MAX];
   struct stat st;
@@ -97,7 +127,6 @@ int main(int argc, char **argv) {
   }
   if (stat(cwd, &st) != 0 || !S_ISDIR(st.st_mode)) {
     fprintf(stderr, "code-interpreter: --cwd %s: not a directory\n", cwd);
-    free(token);
     return 2;
   }
 
@@ -107,7 +136,6 @@ int main(int argc, char **argv) {
   if (!mkdtemp(rundir)) {
     fprintf(stderr, "code-interpreter: cannot create a run directory %s: %s\n", rundir,
             strerror(errno));
-    free(token);
     return 1;
   }
 
@@ -124,11 +152,11 @@ int main(int argc, char **argv) {
 
   ci_config cfg = {.rundir = rundir, .default_cwd = cwd, .default_context = default_ctx};
   ci_ctx_init(&cfg);
-  ci_server_opts so = {.listen = listen, .port = port, .access_token = token,
-                        .token_execute_only = execute_only};
+  ci_server_opts so = {.listen = listen, .port = port,
+                       .access_sha256 = have_access ? access_md : NULL,
+                       .traffic_sha256 = have_traffic ? traffic_md : NULL};
   char err[512];
   int bound = ci_server_start(&so, err, sizeof err);
-  free(token);
   if (bound < 0) {
     fprintf(stderr, "code-interpreter: %s\n", err);
     rmdir(rundir);

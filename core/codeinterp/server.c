@@ -7,7 +7,6 @@
 #include <errno.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
-#include <openssl/crypto.h>
 #include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -19,11 +18,14 @@
 #include "ndout.h"
 #include "proto/pjson.h"
 #include "util/buf.h"
+#include "util/connguard.h"
+#include "util/sha256.h"
 #include "util/util.h"
 
 static struct MHD_Daemon *g_daemon;
-static char *g_token;
-static int g_token_execute_only;
+static asbi_connguard *g_guard;
+static unsigned char g_access[32], g_traffic[32];
+static int g_have_access, g_have_traffic;
 
 typedef struct req {
   asbi_buf body;
@@ -271,12 +273,40 @@ static int context_path(const char *url, char *id, size_t n, int *restart) {
 
 /* ---- dispatch -------------------------------------------------------------------- */
 
-static int token_ok(struct MHD_Connection *conn, int execute) {
-  if (!g_token) return 1;
-  const char *h = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "X-Access-Token");
-  if (!h && g_token_execute_only && !execute) return 1;
-  size_t n = strlen(g_token);
-  return h && strlen(h) == n && CRYPTO_memcmp(h, g_token, n) == 0;
+/* Either token, compared through its SHA-256 (constant time). */
+static int token_ok(struct MHD_Connection *conn) {
+  if (!g_have_access && !g_have_traffic) return 1;
+  const char *a = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "X-Access-Token");
+  const char *t = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "E2B-Traffic-Access-Token");
+  int ok_a = g_have_access && asbi_sha256_matches(a, g_access);
+  int ok_t = g_have_traffic && asbi_sha256_matches(t, g_traffic);
+  return ok_a | ok_t;
+}
+
+static asbi_guarded *guarded(struct MHD_Connection *c) {
+  const union MHD_ConnectionInfo *ci =
+      MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+  return ci ? ci->socket_context : NULL;
+}
+
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_ctx,
+                          enum MHD_ConnectionNotificationCode code) {
+  (void)cls;
+  if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+    *socket_ctx = ci ? asbi_connguard_open(g_guard, ci->connect_fd) : NULL;
+  } else if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
+    asbi_connguard_close(*socket_ctx);
+    *socket_ctx = NULL;
+  }
+}
+
+static void *on_uri(void *cls, const char *uri, struct MHD_Connection *c) {
+  (void)cls;
+  (void)uri;
+  asbi_connguard_request_line(guarded(c));
+  return NULL;
 }
 
 static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char *url,
@@ -286,6 +316,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
   (void)version;
   req *r = *con_cls;
   if (!r) {
+    asbi_connguard_head_done(guarded(conn));
     if (!(r = calloc(1, sizeof *r))) return MHD_NO;
     asbi_buf_init(&r->body, CI_MAX_BODY);
     *con_cls = r;
@@ -306,7 +337,9 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
     return ci_ctx_startup_done() ? respond(conn, 200, "application/json", "\"OK\"")
                                  : respond(conn, 503, "application/json", "\"starting\"");
   }
-  if (!token_ok(conn, strcmp(url, "/execute") == 0)) return text_error(conn, 401, "Unauthorized: missing or wrong X-Access-Token");
+  if (!token_ok(conn))
+    return text_error(conn, 401,
+                      "Unauthorized: missing or wrong X-Access-Token (or E2B-Traffic-Access-Token)");
   if (strcmp(url, "/execute") == 0) {
     if (!post) return respond(conn, 405, "application/json", "{\"detail\":\"Method Not Allowed\"}");
     return do_execute(conn, r);
@@ -335,8 +368,8 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
 static void completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                       enum MHD_RequestTerminationCode why) {
   (void)cls;
-  (void)conn;
   (void)why;
+  asbi_connguard_request_done(guarded(conn));
   req *r = *con_cls;
   if (!r) return;
   asbi_buf_free(&r->body);
@@ -347,7 +380,7 @@ static void completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 int ci_server_start(const ci_server_opts *o, char *err, size_t errlen) {
   struct sockaddr_storage ss;
   memset(&ss, 0, sizeof ss);
-  unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD;
+  unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL;
   const char *addr = o->listen ? o->listen : "127.0.0.1";
   struct sockaddr_in *a4 = (struct sockaddr_in *)&ss;
   struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)&ss;
@@ -362,15 +395,27 @@ int ci_server_start(const ci_server_opts *o, char *err, size_t errlen) {
     snprintf(err, errlen, "--listen %s: not an IPv4 or IPv6 address", addr);
     return -1;
   }
-  g_token = o->access_token && *o->access_token ? strdup(o->access_token) : NULL;
-  g_token_execute_only = o->token_execute_only;
+  if ((g_have_access = o->access_sha256 != NULL)) memcpy(g_access, o->access_sha256, 32);
+  if ((g_have_traffic = o->traffic_sha256 != NULL)) memcpy(g_traffic, o->traffic_sha256, 32);
+  /* Requests come through the engine's router, all from one address: a
+   * head deadline and at most half the connections waiting for a request
+   * (the oldest goes first), no per-address limit; the router's idle
+   * connections otherwise stay open for reuse. */
+  g_guard = asbi_connguard_new(0, CI_HEAD_TIMEOUT_S * 1000u, CI_MAX_CONNECTIONS / 2);
+  if (!g_guard) {
+    snprintf(err, errlen, "cannot start a thread: %s", strerror(errno));
+    return -1;
+  }
   g_daemon = MHD_start_daemon(flags, 0, NULL, NULL, handle, NULL, MHD_OPTION_SOCK_ADDR,
                               (struct sockaddr *)&ss, MHD_OPTION_NOTIFY_COMPLETED, completed, NULL,
+                              MHD_OPTION_NOTIFY_CONNECTION, on_connection, NULL,
+                              MHD_OPTION_URI_LOG_CALLBACK, on_uri, NULL,
+                              MHD_OPTION_CONNECTION_LIMIT, (unsigned)CI_MAX_CONNECTIONS,
                               MHD_OPTION_CONNECTION_TIMEOUT, 640u, MHD_OPTION_END);
   if (!g_daemon) {
     snprintf(err, errlen, "cannot listen on %s port %d: %s", addr, o->port, strerror(errno));
-    free(g_token);
-    g_token = NULL;
+    asbi_connguard_free(g_guard);
+    g_guard = NULL;
     return -1;
   }
   const union MHD_DaemonInfo *di = MHD_get_daemon_info(g_daemon, MHD_DAEMON_INFO_BIND_PORT);
@@ -382,6 +427,6 @@ void ci_server_stop(void) {
   MHD_quiesce_daemon(g_daemon);
   MHD_stop_daemon(g_daemon);
   g_daemon = NULL;
-  free(g_token);
-  g_token = NULL;
+  asbi_connguard_free(g_guard);
+  g_guard = NULL;
 }

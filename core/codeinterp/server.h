@@ -10,15 +10,22 @@
 /* A keepalive line goes out after this long without output. */
 #define CI_KEEPALIVE_MS 5000
 
+/* Seconds a request head may take from its request line. */
+#define CI_HEAD_TIMEOUT_S 30
+/* Connections served at once. */
+#define CI_MAX_CONNECTIONS 512
+
 typedef struct ci_server_opts {
-  const char *listen;       /* IPv4 or IPv6 address */
-  int port;                 /* 0 = any free port */
-  const char *access_token; /* NULL = no auth */
-  /* 1: the token guards only POST /execute (what runs code). E2B's stock
-   * SDKs send X-Access-Token on /execute alone, so this is how the engine
-   * runs it; a wrong token on any route is still a 401. 0: every route but
-   * GET /health needs it. */
-  int token_execute_only;
+  const char *listen; /* IPv4 or IPv6 address */
+  int port;           /* 0 = any free port */
+  /* SHA-256 of the tokens taken (NULL = that one is not configured). With
+   * either configured, every route but GET /health needs X-Access-Token
+   * matching access_sha256 or E2B-Traffic-Access-Token matching
+   * traffic_sha256 (the stock SDKs send the second one on their context
+   * calls, the first only on /execute). Only hashes: the server runs as
+   * the sandbox's user, who can read whatever it holds. */
+  const unsigned char *access_sha256;
+  const unsigned char *traffic_sha256;
 } ci_server_opts;
 
 /* Start serving (threads of its own). Returns the bound port, or -1 with a

@@ -158,7 +158,7 @@ static cJSON *sandbox_json(engine *e, sbx *s) {
   cJSON_AddStringToObject(j, "clientID", "local");
   cJSON_AddStringToObject(j, "envdVersion", e->envd_version);
   cJSON_AddStringToObject(j, "envdAccessToken", s->token);
-  cJSON_AddNullToObject(j, "trafficAccessToken");
+  cJSON_AddStringToObject(j, "trafficAccessToken", s->traffic_token);
   cJSON_AddStringToObject(j, "domain", e->domain);
   return j;
 }
@@ -257,7 +257,8 @@ static void create(engine *e, api_req *q, api_reply *r) {
       string_map(body, "envVars", &s->env_vars, r))
     goto out;
   s->auto_pause = cJSON_IsTrue(ap);
-  if (asbi_random_alnum(s->id, ENGINE_ID_LEN) || asbi_random_hex(s->token, 40)) {
+  if (asbi_random_alnum(s->id, ENGINE_ID_LEN) || asbi_random_hex(s->token, 40) ||
+      asbi_random_hex(s->traffic_token, 40)) {
     api_error(r, 500, "no randomness available");
     goto out;
   }
@@ -624,7 +625,11 @@ static void metrics_many(engine *e, api_req *q, api_reply *r) {
   api_reply_json(r, 200, out);
 }
 
-/* Logs: the sandbox agent's log (/run/asb/agent.log inside). */
+/* Logs: the agent log of the sandbox (asb-init's and envd's stdout and
+ * stderr), read through the fd the runtime holds: nothing the sandbox
+ * names. At most `limit` lines of at most 4 KiB each are returned, and at
+ * most LOGS_READ_MAX bytes read (a sandbox writes what it likes there). */
+#define LOGS_READ_MAX (16u << 20)
 static void logs(engine *e, sbx *s, api_req *q, api_reply *r, int v2) {
   (void)e;
   int64_t start = 0, limit = 1000;
@@ -634,16 +639,19 @@ static void logs(engine *e, sbx *s, api_req *q, api_reply *r, int v2) {
     return;
   }
   if (parse_unix_q(q, "start", &start, r)) return;
-  char path[4096];
   cJSON *lines = cJSON_CreateArray(), *entries = cJSON_CreateArray();
-  if (asbe_sandbox_run_path(s->iso, "agent.log", path, sizeof path) == 0) {
-    FILE *f = fopen(path, "re");
+  int lfd = asbe_sandbox_agent_log(s->iso);
+  if (lfd >= 0) {
+    FILE *f = fdopen(lfd, "r");
+    if (!f) close(lfd);
     char line[4096];
     int64_t count = 0;
+    size_t read_total = 0;
     char ts[40];
     rfc3339_ms(s->started_ms, ts);
-    while (f && count < limit && fgets(line, sizeof line, f)) {
+    while (f && count < limit && read_total < LOGS_READ_MAX && fgets(line, sizeof line, f)) {
       size_t n = strlen(line);
+      read_total += n;
       while (n && (line[n - 1] == '\n' || line[n - 1] == '\r')) line[--n] = 0;
       if (!asbi_utf8_valid(line, n)) continue;
       cJSON *l = cJSON_CreateObject();

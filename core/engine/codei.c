@@ -11,6 +11,7 @@
 
 #include "engine.h"
 #include "util/buf.h"
+#include "util/sha256.h"
 #include "util/util.h"
 
 #define USER_UID 1000
@@ -24,8 +25,14 @@ int codei_start(engine *e, sbx *s) {
     return rc;
   }
   s->codei_started = 1;
-  const char *args[] = {"--port", "49999", "--listen", "127.0.0.1", "--access-token",
-                        s->token, "--token-scope", "execute", "--cwd", "/home/user",
+  /* Only the tokens' SHA-256 is on its command line (anyone in the sandbox
+   * reads that, and the interpreter runs as user, who can read whatever it
+   * holds): a hash lets it check a token without being able to use one. */
+  char access_hex[65], traffic_hex[65];
+  asbi_sha256_hex(s->token, strlen(s->token), access_hex);
+  asbi_sha256_hex(s->traffic_token, strlen(s->traffic_token), traffic_hex);
+  const char *args[] = {"--port", "49999", "--listen", "127.0.0.1", "--access-token-sha256",
+                        access_hex, "--traffic-token-sha256", traffic_hex, "--cwd", "/home/user",
                         NULL};
   char **argv = asbe_agent_argv("code-interpreter", args);
   /* The sandbox's environment, as envd gives it to commands. */

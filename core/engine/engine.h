@@ -44,6 +44,9 @@ typedef struct upstream {
 typedef struct sbx {
   char id[ENGINE_ID_LEN + 1];
   char token[65];   /* envd access token */
+  char traffic_token[65]; /* E2B's trafficAccessToken: the code interpreter
+                             takes it in E2B-Traffic-Access-Token (what the
+                             stock SDKs send on their context calls) */
   char *template_id;
   char *alias;      /* template name */
   cJSON *metadata;  /* object of strings */
@@ -92,6 +95,9 @@ typedef struct engine {
   char *envd_version;
   char api_key[64];
   int default_timeout_s;
+  /* HTTP front (server.c): connections per listener, per TCP client
+   * address, and seconds a request head may take */
+  unsigned max_conns, max_conns_per_ip, header_timeout_s;
   /* runtime */
   asbe_engine *iso;
   pthread_mutex_t mu;

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -92,6 +93,13 @@ static void usage(FILE *f) {
           "                    $ASB_TEMPLATES_DIR or %s)\n"
           "  --cgroup-name N   name of the engine's cgroups (default agent-sandbox)\n"
           "  --pool N          keep N pre-formatted disk images ready (default 8)\n"
+          "  --max-connections N  connections each listener (TCP, unix socket) serves\n"
+          "                    at once (default 1000)\n"
+          "  --max-connections-per-ip N  TCP connections one client address may hold\n"
+          "                    (default 256)\n"
+          "  --header-timeout S  seconds a connection may take to send a request\n"
+          "                    head, counted from its start or its previous request\n"
+          "                    (default 30)\n"
           "  --daemon          detach; log to <state>/engine.log, pid in <state>/engine.pid\n"
           "  --kill-on-exit    kill every sandbox when stopping (default: keep them\n"
           "                    running; a restarted engine adopts them)\n"
@@ -161,6 +169,40 @@ static char *envd_version(const char *envd) {
   for (char *t = strtok(buf, " \t\r\n"); t; t = strtok(NULL, " \t\r\n"))
     if (t[0] >= '0' && t[0] <= '9' && strchr(t, '.')) v = t;
   return v ? asbi_strdup(v) : NULL;
+}
+
+/* The engine keeps no terminal. Run in the foreground (`sudo
+ * agent-sandboxd` on a terminal), it would otherwise be the controlling
+ * terminal of the engine's session, and any process the engine forks
+ * before it enters a sandbox inherits that: one that reached a sandbox with
+ * it could type into the operator's shell (TIOCSTI). Sandbox processes get
+ * sessions of their own anyway; this is the second wall. stdin becomes
+ * /dev/null; stdout and stderr stay (the log), and no sandbox process gets
+ * them (every one has its stdio set explicitly). Ctrl-C still stops the
+ * engine: the terminal signals its foreground process group, which the
+ * engine stays in. */
+static void detach_terminal(void) {
+  int nul = open("/dev/null", O_RDWR | O_CLOEXEC);
+  if (nul >= 0) {
+    if (nul != 0) {
+      dup2(nul, 0);
+      close(nul);
+    }
+  }
+  int tty = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC);
+  if (tty < 0) return; /* no controlling terminal: nothing to drop */
+  /* a session leader giving up its terminal sends SIGHUP to the terminal's
+   * foreground group, which may be ours */
+  int leader = getsid(0) == getpid();
+  struct sigaction ign, old;
+  memset(&ign, 0, sizeof ign);
+  ign.sa_handler = SIG_IGN;
+  if (leader) sigaction(SIGHUP, &ign, &old);
+  if (ioctl(tty, TIOCNOTTY) != 0)
+    fprintf(stderr, "agent-sandboxd: cannot drop the controlling terminal: %s\n",
+            strerror(errno));
+  if (leader) sigaction(SIGHUP, &old, NULL);
+  close(tty);
 }
 
 /* ---- adopting sandboxes after a restart -------------------------------------- */
@@ -252,8 +294,12 @@ int main(int argc, char **argv) {
   const char *codei = default_path(ASB_DEFAULT_CODEI, ASB_INSTALLED_CODEI);
   const char *tdir = asbi_getenv("ASB_TEMPLATES_DIR");
   int daemonize = 0, kill_on_exit = 0, preflight_only = 0, pool = 8;
+  e->max_conns = 1000;
+  e->max_conns_per_ip = 256;
+  e->header_timeout_s = 30;
   enum { O_STATE = 1, O_LISTEN, O_SOCKET, O_ENVD, O_INIT, O_CODEI, O_TDIR, O_CGROUP, O_POOL,
-         O_DAEMON, O_KILL, O_PREFLIGHT, O_VERSION, O_HELP };
+         O_DAEMON, O_KILL, O_PREFLIGHT, O_VERSION, O_HELP, O_MAXCONN, O_MAXCONN_IP,
+         O_HDR_TIMEOUT };
   static const struct option opts[] = {
       {"state-dir", required_argument, 0, O_STATE}, {"listen", required_argument, 0, O_LISTEN},
       {"socket", required_argument, 0, O_SOCKET},   {"envd", required_argument, 0, O_ENVD},
@@ -263,6 +309,9 @@ int main(int argc, char **argv) {
       {"pool", required_argument, 0, O_POOL},       {"daemon", no_argument, 0, O_DAEMON},
       {"kill-on-exit", no_argument, 0, O_KILL},     {"preflight", no_argument, 0, O_PREFLIGHT},
       {"version", no_argument, 0, O_VERSION},       {"help", no_argument, 0, O_HELP},
+      {"max-connections", required_argument, 0, O_MAXCONN},
+      {"max-connections-per-ip", required_argument, 0, O_MAXCONN_IP},
+      {"header-timeout", required_argument, 0, O_HDR_TIMEOUT},
       {0, 0, 0, 0}};
   int o;
   while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -281,10 +330,27 @@ int main(int argc, char **argv) {
       case O_PREFLIGHT: preflight_only = 1; break;
       case O_VERSION: printf("agent-sandboxd 1.0.0\n"); return 0;
       case O_HELP: usage(stdout); return 0;
+      case O_MAXCONN:
+      case O_MAXCONN_IP:
+      case O_HDR_TIMEOUT: {
+        char *end = NULL;
+        long v = strtol(optarg, &end, 10);
+        if (!*optarg || *end || v < 1 || v > 100000) {
+          fprintf(stderr, "agent-sandboxd: --%s wants a whole number 1..100000, not '%s'\n",
+                  o == O_MAXCONN ? "max-connections"
+                  : o == O_MAXCONN_IP ? "max-connections-per-ip" : "header-timeout", optarg);
+          return 2;
+        }
+        if (o == O_MAXCONN) e->max_conns = (unsigned)v;
+        else if (o == O_MAXCONN_IP) e->max_conns_per_ip = (unsigned)v;
+        else e->header_timeout_s = (unsigned)v;
+        break;
+      }
       default: usage(stderr); return 2;
     }
   }
   if (!state) state = "/var/lib/agent-sandbox";
+  detach_terminal();
 
   char *report = NULL;
   int pf = asbe_preflight(&report);

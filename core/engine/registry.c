@@ -211,6 +211,7 @@ int reg_save(engine *e, sbx *s) {
   pthread_mutex_lock(&s->mu);
   cJSON_AddStringToObject(j, "id", s->id);
   cJSON_AddStringToObject(j, "token", s->token);
+  cJSON_AddStringToObject(j, "trafficToken", s->traffic_token);
   cJSON_AddStringToObject(j, "templateID", s->template_id ? s->template_id : "");
   cJSON_AddStringToObject(j, "alias", s->alias ? s->alias : "");
   cJSON_AddItemToObject(j, "metadata",
@@ -268,6 +269,12 @@ sbx *reg_load(engine *e, const char *id) {
   str = NULL;
   asbi_pj_get_str(j, "token", &str);
   snprintf(s->token, sizeof s->token, "%s", str ? str : "");
+  str = NULL;
+  asbi_pj_get_str(j, "trafficToken", &str);
+  snprintf(s->traffic_token, sizeof s->traffic_token, "%s", str ? str : "");
+  /* a record from before traffic tokens: one now (a code interpreter
+   * started from here on takes it) */
+  if (!s->traffic_token[0] && asbi_random_hex(s->traffic_token, 40)) goto fail;
   str = NULL;
   asbi_pj_get_str(j, "templateID", &str);
   s->template_id = asbi_strdup(str ? str : "base");

@@ -4,6 +4,18 @@
  * network namespace. Request bodies and responses stream through unbuffered
  * (each direction holds at most one chunk); upstream connections are kept
  * alive and reused per sandbox and port.
+ *
+ * Framing is the router's own, never the client's bytes: server.c has
+ * refused heads with both or repeated Content-Length/Transfer-Encoding, and
+ * the body goes upstream as libmicrohttpd read it — with the Content-Length
+ * it counted, or re-chunked (and then on a connection that is not reused:
+ * a server that does not decode chunked bodies would read their bytes as a
+ * next request). Hop-by-hop fields (Connection and the fields it names,
+ * Keep-Alive, TE, Trailer, Upgrade, Proxy-*) and the engine's API key are
+ * not forwarded. An upstream connection goes back to the pool only after a
+ * well-framed response to a well-framed request was read to its last byte
+ * with nothing after it; anything else closes it, so one connection never
+ * carries a reply into another client's exchange.
  * SPDX-License-Identifier: Apache-2.0 */
 #include "router.h"
 
@@ -14,6 +26,8 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
+
+#include <openssl/crypto.h>
 
 #include "proto/http1.h"
 #include "proto/url.h"
@@ -29,6 +43,9 @@ struct route_ctx {
   int port;
   int fd;
   int chunked_up;   /* request body re-chunked upstream */
+  uint64_t body_len;  /* Content-Length sent upstream (when not chunked) */
+  uint64_t body_sent; /* body bytes sent upstream */
+  int no_reuse;     /* close the upstream connection after this exchange */
   int failed;       /* the upstream connection is unusable */
   int write_failed; /* sending the body failed: the upstream may have
                        answered early (401, 413) and closed */
@@ -44,11 +61,15 @@ struct route_ctx {
   int reusable;
 };
 
-static const char *const HOP[] = {"connection", "keep-alive", "proxy-connection",
-                                  "te", "trailer", "transfer-encoding", "upgrade",
-                                  "content-length", "expect", NULL};
+/* Fields that concern one connection only (RFC 9110 section 7.6.1), and
+ * the framing fields the router sets itself. Proxy-* also goes. No upgrade
+ * (WebSocket) is relayed, so Upgrade is dropped too. */
+static const char *const HOP[] = {"connection", "keep-alive", "te", "trailer",
+                                  "transfer-encoding", "upgrade", "content-length",
+                                  "expect", NULL};
 
 static int is_hop(const char *name, size_t n) {
+  if (n >= 6 && strncasecmp(name, "proxy-", 6) == 0) return 1;
   for (const char *const *h = HOP; *h; h++)
     if (strlen(*h) == n && strncasecmp(*h, name, n) == 0) return 1;
   return 0;
@@ -165,22 +186,58 @@ static int send_all(int fd, const char *p, size_t n) {
 
 typedef struct head_ctx {
   asbi_buf *b;
+  asbi_buf conn;      /* the Connection fields' values, joined by ',' */
+  const char *api_key;
 } head_ctx;
 
+static enum MHD_Result gather_connection(void *cls, enum MHD_ValueKind kind,
+                                         const char *key, const char *value) {
+  (void)kind;
+  head_ctx *h = cls;
+  if (value && asbi_strcaseeq(key, "Connection")) asbi_buf_printf(&h->conn, "%s,", value);
+  return MHD_YES;
+}
+
+/* The engine's own key never goes into a sandbox, whichever way a client
+ * sent it along (X-API-Key, or Authorization: Bearer like the API takes). */
+static int is_api_key(const head_ctx *h, const char *key, const char *value) {
+  if (asbi_strcaseeq(key, "X-API-Key")) return 1;
+  if (!value || !asbi_strcaseeq(key, "Authorization") || strncasecmp(value, "Bearer ", 7) != 0)
+    return 0;
+  size_t n = strlen(h->api_key);
+  return n && strlen(value + 7) == n && CRYPTO_memcmp(value + 7, h->api_key, n) == 0;
+}
+
+/* server.c checked every name and value (tokens; no CR, LF or controls). */
 static enum MHD_Result copy_header(void *cls, enum MHD_ValueKind kind,
                                    const char *key, const char *value) {
   (void)kind;
   head_ctx *h = cls;
-  if (is_hop(key, strlen(key))) return MHD_YES;
+  size_t kl = strlen(key);
+  if (is_hop(key, kl) || is_api_key(h, key, value)) return MHD_YES;
+  if (h->conn.len && asbi_h1_list_has(h->conn.data, h->conn.len, key)) return MHD_YES;
   asbi_buf_printf(h->b, "%s: %s\r\n", key, value ? value : "");
   return MHD_YES;
+}
+
+/* A Content-Length as libmicrohttpd accepted it: digits only. */
+static int parse_length(const char *v, uint64_t *out) {
+  uint64_t n = 0;
+  size_t len = strlen(v);
+  if (!len || len > 19) return -1;
+  for (size_t i = 0; i < len; i++) {
+    if (v[i] < '0' || v[i] > '9') return -1;
+    n = n * 10 + (uint64_t)(v[i] - '0');
+  }
+  *out = n;
+  return 0;
 }
 
 /* The response is complete: hand a reusable upstream connection back now,
  * before MHD sends the last bytes, so the caller's next request (often on
  * a new client connection, in another thread) finds it in the pool. */
 static void release_upstream(route_ctx *r) {
-  if (r->fd >= 0 && r->reusable && r->done && !r->failed && !r->write_failed) {
+  if (r->fd >= 0 && r->reusable && r->done && !r->failed && !r->write_failed && !r->no_reuse) {
     pool_give(r->s, r->port, r->fd);
     r->fd = -1;
   }
@@ -279,20 +336,32 @@ route_ctx *router_begin(engine *e, struct MHD_Connection *c, const char *raw_uri
     route_free(r);
     return NULL;
   }
-  /* Request head. */
+  /* Request head. The body's framing is what libmicrohttpd reads: chunked
+   * if Transfer-Encoding is there (server.c let only "chunked" through,
+   * never with a Content-Length), else Content-Length, else no body. */
   asbi_buf head = ASBI_BUF_INIT;
   asbi_buf_printf(&head, "%s %s HTTP/1.1\r\n", method, raw_uri);
-  head_ctx hc = {&head};
+  head_ctx hc = {&head, ASBI_BUF_INIT, e->api_key};
+  MHD_get_connection_values(c, MHD_HEADER_KIND, gather_connection, &hc);
   MHD_get_connection_values(c, MHD_HEADER_KIND, copy_header, &hc);
+  asbi_buf_free(&hc.conn);
   const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
   const char *te = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Transfer-Encoding");
-  if (cl)
-    asbi_buf_printf(&head, "Content-Length: %s\r\n", cl);
-  else if (te) {
-    asbi_buf_puts(&head, "Transfer-Encoding: chunked\r\n");
+  if (te) {
+    asbi_buf_puts(&head, "Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n");
     r->chunked_up = 1;
+    r->no_reuse = 1;
+  } else {
+    if (cl && parse_length(cl, &r->body_len) != 0) {
+      asbi_buf_free(&head);
+      *err_status = 400;
+      *err = json_resp(400, id, NULL, NULL, "invalid Content-Length");
+      route_free(r);
+      return NULL;
+    }
+    if (cl) asbi_buf_printf(&head, "Content-Length: %llu\r\n", (unsigned long long)r->body_len);
+    asbi_buf_puts(&head, "Connection: keep-alive\r\n\r\n");
   }
-  asbi_buf_puts(&head, "Connection: keep-alive\r\n\r\n");
   int rc = head.data ? send_all(r->fd, head.data, head.len) : -1;
   if (rc && head.data && pooled) {
     /* The kept connection died meanwhile: one fresh attempt. */
@@ -315,6 +384,12 @@ route_ctx *router_begin(engine *e, struct MHD_Connection *c, const char *raw_uri
 
 int router_body(route_ctx *r, const char *data, size_t len) {
   if (r->write_failed || len == 0) return r->write_failed ? -1 : 0;
+  if (!r->chunked_up && r->body_sent + len > r->body_len) {
+    /* more than the Content-Length sent upstream: never forward it */
+    r->write_failed = 1;
+    return -1;
+  }
+  r->body_sent += len;
   if (r->chunked_up) {
     char sz[32];
     int n = snprintf(sz, sizeof sz, "%zx\r\n", len);
@@ -436,11 +511,22 @@ struct MHD_Response *router_finish(route_ctx *r, unsigned *status) {
   const char *id = r->s->id;
   if (!r->write_failed && r->chunked_up && send_all(r->fd, "0\r\n\r\n", 5))
     r->write_failed = 1;
+  if (!r->chunked_up && r->body_sent != r->body_len) r->no_reuse = 1; /* short body */
   /* Even when sending failed, the upstream may have answered already
    * (e.g. 401 before reading the body): relay that answer if it is there. */
   long hl;
   for (;;) {
     hl = asbi_h1_parse_response(r->buf, r->have, r->head_request, &r->head);
+    if (hl > 0 && r->head.status == 101) {
+      hl = ASBI_H1_ESYNTAX; /* the router never asks for an upgrade */
+      break;
+    }
+    if (hl > 0 && r->head.status < 200) {
+      /* an interim response (100 Continue, 103 Early Hints): skip it */
+      memmove(r->buf, r->buf + hl, r->have - (size_t)hl);
+      r->have -= (size_t)hl;
+      continue;
+    }
     if (hl != ASBI_H1_EINCOMPLETE) break;
     ssize_t n = fill(r);
     if (n <= 0) {
@@ -481,9 +567,17 @@ struct MHD_Response *router_finish(route_ctx *r, unsigned *status) {
     *status = 500;
     return json_resp(500, NULL, NULL, NULL, "out of memory");
   }
+  const asbi_h1_header *conn = asbi_h1_find(&r->head, "connection");
   for (size_t i = 0; i < r->head.nheaders; i++) {
     const asbi_h1_header *h = &r->head.headers[i];
     if (is_hop(h->name, h->name_len)) continue;
+    if (conn) { /* and the fields its Connection names */
+      char nm[256];
+      if (h->name_len >= sizeof nm) continue;
+      memcpy(nm, h->name, h->name_len);
+      nm[h->name_len] = '\0';
+      if (asbi_h1_list_has(conn->value, conn->value_len, nm)) continue;
+    }
     char *n = asbi_strndup(h->name, h->name_len), *v = asbi_strndup(h->value, h->value_len);
     if (n && v) MHD_add_response_header(resp, n, v);
     free(n);

@@ -1,7 +1,16 @@
 /* libmicrohttpd glue: one daemon on TCP (127.0.0.1:49982 by default) and
  * one on a unix socket in the state dir; each request is either sandbox
  * traffic (router.c, no API key: envd checks the sandbox's own token) or a
- * control-plane call (api.c, API key required).
+ * control-plane call (api.c, API key required; GET /health alone is open).
+ *
+ * Every request head is checked before anything acts on it (field names
+ * are tokens, values and the target hold no control bytes, one framing:
+ * Content-Length or Transfer-Encoding: chunked, never both or twice), so
+ * the router forwards only what libmicrohttpd and the server behind it read
+ * the same way. Slow clients: a request head must arrive within
+ * --header-timeout of the connection's start or of its previous request
+ * (connguard.c), TCP clients get --max-connections-per-ip connections per
+ * address, and the unix socket has its own connection budget.
  * SPDX-License-Identifier: Apache-2.0 */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -17,9 +26,11 @@
 #include <unistd.h>
 
 #include "api.h"
+#include "proto/http1.h"
 #include "proto/url.h"
 #include "router.h"
 #include "util/buf.h"
+#include "util/connguard.h"
 #include "util/util.h"
 
 #define API_BODY_MAX (1u << 20)
@@ -27,8 +38,28 @@
 
 typedef struct server {
   struct MHD_Daemon *tcp, *unx;
+  asbi_connguard *tcp_guard, *unx_guard;
   int unix_fd;
 } server;
+
+static asbi_guarded *guarded(struct MHD_Connection *c) {
+  const union MHD_ConnectionInfo *ci =
+      MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+  return ci ? ci->socket_context : NULL;
+}
+
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_ctx,
+                          enum MHD_ConnectionNotificationCode code) {
+  asbi_connguard *g = cls;
+  if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+    *socket_ctx = ci ? asbi_connguard_open(g, ci->connect_fd) : NULL;
+  } else if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
+    asbi_connguard_close(*socket_ctx);
+    *socket_ctx = NULL;
+  }
+}
 
 typedef struct req_ctx {
   char *raw_uri;
@@ -43,7 +74,7 @@ typedef struct req_ctx {
 
 static void *uri_log(void *cls, const char *uri, struct MHD_Connection *c) {
   (void)cls;
-  (void)c;
+  asbi_connguard_request_line(guarded(c));
   req_ctx *r = calloc(1, sizeof *r);
   if (r) {
     r->raw_uri = asbi_strdup(uri);
@@ -55,8 +86,8 @@ static void *uri_log(void *cls, const char *uri, struct MHD_Connection *c) {
 static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
                       enum MHD_RequestTerminationCode toe) {
   (void)cls;
-  (void)c;
   (void)toe;
+  asbi_connguard_request_done(guarded(c));
   req_ctx *r = *con_cls;
   if (!r) return;
   router_abort(r->route);
@@ -98,6 +129,71 @@ static enum MHD_Result error(struct MHD_Connection *c, unsigned status,
   return queue_json(c, status, r.body, NULL);
 }
 
+/* ---- the request head ------------------------------------------------------------- */
+
+typedef struct head_check {
+  int n_cl, n_te, te_other;
+  const char *bad;
+} head_check;
+
+static enum MHD_Result check_field(void *cls, enum MHD_ValueKind kind, const char *key,
+                                   const char *value) {
+  (void)kind;
+  head_check *h = cls;
+  /* libmicrohttpd keeps a name's whitespace before the colon
+   * ("Transfer-Encoding : chunked" is a field named "Transfer-Encoding "),
+   * lets a bare CR through in values, and cuts values at a NUL. */
+  if (!asbi_h1_is_token(key, strlen(key))) {
+    h->bad = "a header field name that is not a token (whitespace before the colon?)";
+    return MHD_NO;
+  }
+  if (value && !asbi_h1_value_ok(value, strlen(value))) {
+    h->bad = "a control character (CR, LF, ...) in a header field value";
+    return MHD_NO;
+  }
+  if (asbi_strcaseeq(key, "Content-Length")) {
+    h->n_cl++;
+  } else if (asbi_strcaseeq(key, "Transfer-Encoding")) {
+    h->n_te++;
+    /* exactly what libmicrohttpd decodes as chunked; anything else it
+     * would read to the end of the connection */
+    if (!value || !asbi_strcaseeq(value, "chunked")) h->te_other = 1;
+  }
+  return MHD_YES;
+}
+
+/* 0 if the head may be acted on; else the status (400, 501) and why. */
+static unsigned head_problem(struct MHD_Connection *c, const char *method, const char *target,
+                             const char **why) {
+  head_check h = {0, 0, 0, NULL};
+  if (!asbi_h1_is_token(method, strlen(method))) {
+    *why = "the method is not a token";
+    return 400;
+  }
+  if (!target || !asbi_h1_target_ok(target, strlen(target))) {
+    *why = "a control character or space in the request target";
+    return 400;
+  }
+  MHD_get_connection_values(c, MHD_HEADER_KIND, check_field, &h);
+  if (h.bad) {
+    *why = h.bad;
+    return 400;
+  }
+  if (h.n_te && h.n_cl) {
+    *why = "both Content-Length and Transfer-Encoding (RFC 9112 section 6.1)";
+    return 400;
+  }
+  if (h.n_te > 1 || h.n_cl > 1) {
+    *why = h.n_te > 1 ? "more than one Transfer-Encoding" : "more than one Content-Length";
+    return 400;
+  }
+  if (h.te_other) {
+    *why = "a Transfer-Encoding other than chunked";
+    return 501;
+  }
+  return 0;
+}
+
 static int authorized(engine *e, struct MHD_Connection *c) {
   const char *k = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "X-API-Key");
   const char *auth = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
@@ -115,6 +211,13 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c,
   req_ctx *r = *con_cls;
   if (!r) return MHD_NO;
   if (r->kind == 0) {
+    asbi_connguard_head_done(guarded(c));
+    const char *why = NULL;
+    unsigned bad = head_problem(c, method, r->raw_uri, &why);
+    if (bad) {
+      r->kind = 3;
+      return error(c, bad, why);
+    }
     char id[64];
     int port = 0;
     if (router_match(c, id, sizeof id, &port)) {
@@ -136,6 +239,11 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c,
       return MHD_YES;
     }
     r->kind = 1;
+    if (strcmp(url, "/health") == 0 && strcmp(method, "GET") == 0) {
+      /* open: tells a caller the engine is up, nothing else */
+      r->kind = 3;
+      return queue(c, 204, MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT));
+    }
     if (strcmp(method, "POST") == 0 &&
         (strcmp(url, "/templates/builds") == 0 || strcmp(url, "/v2/templates/builds") == 0))
       r->body.max = BUILD_BODY_MAX;
@@ -246,14 +354,28 @@ void api_req_free(api_req *q) {
 
 /* ---- start / stop ------------------------------------------------------------------- */
 
-static struct MHD_Daemon *start_daemon(engine *e, int fd) {
-  return MHD_start_daemon(
+/* per_ip: the TCP listener's limit per client address (0 for the unix
+ * socket, whose clients have none). After the head, 640 s of silence end a
+ * connection (long command streams send keepalives well within that). */
+static struct MHD_Daemon *start_daemon(engine *e, int fd, unsigned per_ip,
+                                       asbi_connguard **guard) {
+  unsigned hdr_ms = (unsigned)e->header_timeout_s * 1000u;
+  *guard = asbi_connguard_new(hdr_ms, hdr_ms, e->max_conns > 1 ? e->max_conns / 2 : 1);
+  if (!*guard) return NULL;
+  struct MHD_Daemon *d = MHD_start_daemon(
       MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
           MHD_USE_POLL,
       0, NULL, NULL, handler, e, MHD_OPTION_LISTEN_SOCKET, fd,
       MHD_OPTION_URI_LOG_CALLBACK, uri_log, NULL, MHD_OPTION_NOTIFY_COMPLETED,
-      completed, NULL, MHD_OPTION_CONNECTION_TIMEOUT, 640u,
+      completed, NULL, MHD_OPTION_NOTIFY_CONNECTION, on_connection, *guard,
+      MHD_OPTION_CONNECTION_LIMIT, e->max_conns, MHD_OPTION_PER_IP_CONNECTION_LIMIT, per_ip,
+      MHD_OPTION_CONNECTION_TIMEOUT, 640u,
       MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(256 * 1024), MHD_OPTION_END);
+  if (!d) {
+    asbi_connguard_free(*guard);
+    *guard = NULL;
+  }
+  return d;
 }
 
 int server_start(engine *e, const char *listen_addr, const char *socket_path) {
@@ -288,7 +410,7 @@ int server_start(engine *e, const char *listen_addr, const char *socket_path) {
   socklen_t al = sizeof a;
   getsockname(fd, (struct sockaddr *)&a, &al);
   e->listen_port = ntohs(a.sin_port);
-  s->tcp = start_daemon(e, fd);
+  s->tcp = start_daemon(e, fd, e->max_conns_per_ip, &s->tcp_guard);
   if (!s->tcp) {
     close(fd);
     free(s);
@@ -308,7 +430,7 @@ int server_start(engine *e, const char *listen_addr, const char *socket_path) {
        * process umask (other threads are creating files right now). */
       if (ufd >= 0 && bind(ufd, (struct sockaddr *)&u, sizeof u) == 0 &&
           chmod(socket_path, 0600) == 0 && listen(ufd, 512) == 0) {
-        s->unx = start_daemon(e, ufd);
+        s->unx = start_daemon(e, ufd, 0, &s->unx_guard);
         if (s->unx) s->unix_fd = ufd;
       }
       if (!s->unx) {
@@ -326,6 +448,8 @@ void server_stop(engine *e) {
   if (!s) return;
   if (s->tcp) MHD_stop_daemon(s->tcp);
   if (s->unx) MHD_stop_daemon(s->unx);
+  asbi_connguard_free(s->tcp_guard);
+  asbi_connguard_free(s->unx_guard);
   free(s);
   e->server = NULL;
 }

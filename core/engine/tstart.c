@@ -1,7 +1,8 @@
 /* A built template's start command and ready check, run while a sandbox is
  * created: the command starts in the background (as its user, with the
- * template's and the sandbox's environment and ASB_SERVER_TOKEN = the
- * sandbox's envd access token; output appended to /var/log/asb/start.log
+ * template's and the sandbox's environment and ASB_SERVER_TOKEN_SHA256 =
+ * the SHA-256 of the sandbox's envd access token; output appended to
+ * /var/log/asb/start.log
  * inside), then the ready check (a port accepting connections, or a
  * command exiting 0) is retried until it passes or its timeout ends.
  * SPDX-License-Identifier: Apache-2.0 */
@@ -16,6 +17,7 @@
 #include "engine.h"
 #include "proto/pjson.h"
 #include "util/buf.h"
+#include "util/sha256.h"
 #include "util/util.h"
 
 #define CHECK_CMD_MAX_MS 10000
@@ -73,8 +75,12 @@ int template_start(engine *e, sbx *s, template_info *t, char *err, size_t errlen
   const char *user = cJSON_GetObjectItemCaseSensitive(start, "user")->valuestring;
   const char *cwd = cJSON_GetObjectItemCaseSensitive(start, "cwd")->valuestring;
   int uid = !strcmp(user, "root") ? 0 : 1000;
-  char tok[128], sid[64];
-  snprintf(tok, sizeof tok, "ASB_SERVER_TOKEN=%s", s->token);
+  /* Not the token itself: the command runs as user (or root), and user
+   * reads its processes' environment; with the envd token user would drive
+   * envd as root. A server checks callers' tokens against the hash. */
+  char tok[128], sid[64], hex[65];
+  asbi_sha256_hex(s->token, strlen(s->token), hex);
+  snprintf(tok, sizeof tok, "ASB_SERVER_TOKEN_SHA256=%s", hex);
   snprintf(sid, sizeof sid, "ASB_SANDBOX_ID=%s", s->id);
   const char *extra[] = {tok, sid, NULL};
   char **envp = sbx_env(uid, cJSON_GetObjectItemCaseSensitive(t->spec, "env"), s->env_vars,

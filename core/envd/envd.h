@@ -35,6 +35,9 @@ typedef struct envd_state {
   char **cgroups; /* ASB_WORKLOAD_CGROUPS directories */
   size_t n_cgroups;
   char *oom_counter; /* ASB_OOM_COUNTER file */
+  /* ASB_NOFILE=<soft>:<hard>: the open-file limit of the processes envd
+   * starts (envd itself may have more); nofile_max 0 = leave them envd's */
+  unsigned long nofile_cur, nofile_max;
   size_t max_body;   /* bound on an RPC / JSON request body */
   size_t sub_buffer; /* a subscriber queueing more holds the process up */
   unsigned stall_ms; /* a subscriber holding it up this long is cut off */

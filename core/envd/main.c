@@ -155,7 +155,8 @@ static void usage(FILE *f) {
           "  --stream-stall-ms N  a reader stuck that long is cut off (default 60000)\n"
           "  --verbose            log to stderr\n"
           "  --version            print the E2B envd version implemented\n"
-          "env: ASB_WORKLOAD_CGROUPS=dir[:dir...]  ASB_OOM_COUNTER=file\n");
+          "env: ASB_WORKLOAD_CGROUPS=dir[:dir...]  ASB_OOM_COUNTER=file\n"
+          "     ASB_NOFILE=soft:hard (open-file limit of the processes it starts)\n");
 }
 
 static int parse_size(const char *s, size_t *out) {
@@ -296,6 +297,16 @@ int main(int argc, char **argv) {
   }
   if (asbi_getenv("ASB_OOM_COUNTER"))
     g_envd.oom_counter = asbi_strdup(asbi_getenv("ASB_OOM_COUNTER"));
+  const char *nofile = asbi_getenv("ASB_NOFILE");
+  if (nofile) {
+    unsigned long s = 0, h = 0;
+    if (sscanf(nofile, "%lu:%lu", &s, &h) == 2 && h > 0 && s <= h) {
+      g_envd.nofile_cur = s;
+      g_envd.nofile_max = h;
+    } else {
+      fprintf(stderr, "envd: ignoring ASB_NOFILE=%s (want <soft>:<hard>)\n", nofile);
+    }
+  }
   envd_env_set_internal("E2B_SANDBOX", "true");
 
   if (envd_proc_init() != 0) {

@@ -1081,6 +1081,8 @@ static envd_stream *start_stream(const envd_call *c, const cJSON *req,
     sp.cgroup_procs = cgp;
   }
   sp.oom_score_adj = 100;
+  sp.nofile_cur = g_envd.nofile_cur;
+  sp.nofile_max = g_envd.nofile_max;
   sp.msg_noent = msg_noent;
   sp.msg_acces = msg_acces;
   p->oom_before = oom_count();

@@ -19,9 +19,14 @@
 #include "proto/connect.h"
 #include "proto/pjson.h"
 #include "util/base64.h"
+#include "util/connguard.h"
 #include "util/util.h"
 
+#define ENVD_HEAD_TIMEOUT_MS 30000u /* request line to the end of the head */
+#define ENVD_MAX_CONNECTIONS 1000u
+
 static struct MHD_Daemon *g_daemon;
+static asbi_connguard *g_guard;
 
 /* ---- small helpers ----------------------------------------------------- */
 
@@ -638,6 +643,32 @@ static enum MHD_Result queue(envd_hreq *r, struct MHD_Response *resp,
   return rc;
 }
 
+static asbi_guarded *guarded(struct MHD_Connection *c) {
+  const union MHD_ConnectionInfo *ci =
+      MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+  return ci ? ci->socket_context : NULL;
+}
+
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_ctx,
+                          enum MHD_ConnectionNotificationCode code) {
+  (void)cls;
+  if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+    *socket_ctx = ci ? asbi_connguard_open(g_guard, ci->connect_fd) : NULL;
+  } else if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
+    asbi_connguard_close(*socket_ctx);
+    *socket_ctx = NULL;
+  }
+}
+
+static void *on_uri(void *cls, const char *uri, struct MHD_Connection *c) {
+  (void)cls;
+  (void)uri;
+  asbi_connguard_request_line(guarded(c));
+  return NULL;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
                                   const char *url, const char *method,
                                   const char *version, const char *upload,
@@ -646,6 +677,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
   (void)version;
   envd_hreq *r = *con_cls;
   if (!r) {
+    asbi_connguard_head_done(guarded(conn));
     r = calloc(1, sizeof *r);
     if (!r) return MHD_NO;
     *con_cls = r;
@@ -711,8 +743,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
 static void on_completed(void *cls, struct MHD_Connection *conn,
                          void **con_cls, enum MHD_RequestTerminationCode toe) {
   (void)cls;
-  (void)conn;
   (void)toe;
+  asbi_connguard_request_done(guarded(conn));
   envd_hreq *r = *con_cls;
   if (!r) return;
   if (r->on_free) r->on_free(r);
@@ -815,15 +847,30 @@ int envd_server_start(const envd_listen *l, int *bound_port) {
 #else
   size_t stack = 1u << 20;
 #endif
+  /* Slow clients (any process in the sandbox may connect): a request head
+   * must arrive within 30 s of its request line, and at most half the
+   * connections may wait for one (the oldest goes first); idle keep-alive
+   * connections (the engine pools them) are otherwise left open. */
+  g_guard = asbi_connguard_new(0, ENVD_HEAD_TIMEOUT_MS, ENVD_MAX_CONNECTIONS / 2);
+  if (!g_guard) {
+    close(fd);
+    fprintf(stderr, "envd: cannot start a thread: %s\n", strerror(errno));
+    return -1;
+  }
   g_daemon = MHD_start_daemon(
       flags, 0, NULL, NULL, on_request, NULL, MHD_OPTION_LISTEN_SOCKET, fd,
       MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL,
+      MHD_OPTION_NOTIFY_CONNECTION, on_connection, NULL,
+      MHD_OPTION_URI_LOG_CALLBACK, on_uri, NULL,
+      MHD_OPTION_CONNECTION_LIMIT, (unsigned)ENVD_MAX_CONNECTIONS,
       MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(1u << 20),
       MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)640,
       MHD_OPTION_THREAD_STACK_SIZE, stack, MHD_OPTION_EXTERNAL_LOGGER,
       mhd_log, NULL, MHD_OPTION_END);
   if (!g_daemon) {
     close(fd);
+    asbi_connguard_free(g_guard);
+    g_guard = NULL;
     fprintf(stderr, "envd: cannot start the HTTP server\n");
     return -1;
   }
@@ -833,4 +880,6 @@ int envd_server_start(const envd_listen *l, int *bound_port) {
 void envd_server_stop(void) {
   if (g_daemon) MHD_stop_daemon(g_daemon);
   g_daemon = NULL;
+  asbi_connguard_free(g_guard);
+  g_guard = NULL;
 }

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <termios.h>
 #include <unistd.h>
@@ -92,6 +93,16 @@ child_main(void *arg) {
       syscall(SYS_write, fd, v, (size_t)n);
       syscall(SYS_close, fd);
     }
+  }
+  if (s->nofile_max) {
+    /* lower only: a hard limit above envd's own cannot be set anyway */
+    struct rlimit cur, want = {s->nofile_cur, s->nofile_max};
+    if (syscall(SYS_prlimit64, 0, RLIMIT_NOFILE, NULL, &cur) == 0 && want.rlim_max > cur.rlim_max) {
+      want.rlim_max = cur.rlim_max;
+      if (want.rlim_cur > want.rlim_max) want.rlim_cur = want.rlim_max;
+    }
+    if (syscall(SYS_prlimit64, 0, RLIMIT_NOFILE, &want, NULL) < 0)
+      c_fail(s, "set the open-file limit", errno);
   }
   if (s->set_ids) {
     if (syscall(SYS_setgroups, (size_t)s->ngroups, s->groups) < 0)

@@ -19,6 +19,7 @@ typedef struct envd_spawn {
   int ngroups;
   char *const *cgroup_procs; /* "<dir>/cgroup.procs" files to join */
   int oom_score_adj;         /* written when >= -1000 */
+  unsigned long nofile_cur, nofile_max; /* RLIMIT_NOFILE when nofile_max > 0 */
   /* Written to fd 2 when execve fails (the shell's message) */
   const char *msg_noent;
   const char *msg_acces;

@@ -34,6 +34,32 @@ static int list_has(const char *v, size_t n, const char *t) {
   return 0;
 }
 
+int asbi_h1_is_token(const char *s, size_t n) {
+  if (!n) return 0;
+  for (size_t i = 0; i < n; i++)
+    if (!tchar((unsigned char)s[i])) return 0;
+  return 1;
+}
+
+int asbi_h1_value_ok(const char *s, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    unsigned char c = (unsigned char)s[i];
+    if ((c < ' ' && c != '\t') || c == 0x7f) return 0;
+  }
+  return 1;
+}
+
+int asbi_h1_target_ok(const char *s, size_t n) {
+  if (!n) return 0;
+  for (size_t i = 0; i < n; i++) {
+    unsigned char c = (unsigned char)s[i];
+    if (c <= ' ' || c == 0x7f) return 0;
+  }
+  return 1;
+}
+
+int asbi_h1_list_has(const char *v, size_t n, const char *t) { return list_has(v, n, t); }
+
 const asbi_h1_header *asbi_h1_find(const asbi_h1_resp *r, const char *name) {
   for (size_t i = 0; i < r->nheaders; i++)
     if (ieq(r->headers[i].name, r->headers[i].name_len, name)) return &r->headers[i];

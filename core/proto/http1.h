@@ -56,6 +56,16 @@ long asbi_h1_parse_response(const char *buf, size_t len, int head_request,
 /* Case-insensitive lookup; NULL if absent. */
 const asbi_h1_header *asbi_h1_find(const asbi_h1_resp *r, const char *name);
 
+/* 1 if the n bytes are a non-empty RFC 9110 token (a field name, a method). */
+int asbi_h1_is_token(const char *s, size_t n);
+/* 1 if the n bytes may be a field value as a proxy forwards it: no CR, LF,
+ * NUL or other control byte but HTAB (RFC 9110 §5.5). */
+int asbi_h1_value_ok(const char *s, size_t n);
+/* 1 if the n bytes may be a request target: no SP, control byte or DEL. */
+int asbi_h1_target_ok(const char *s, size_t n);
+/* 1 if the comma-separated list v (n bytes) holds token t, any case. */
+int asbi_h1_list_has(const char *v, size_t n, const char *t);
+
 /* Incremental chunked decoder. */
 typedef struct asbi_h1_chunked {
   int state;

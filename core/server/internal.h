@@ -70,7 +70,8 @@ struct asb_server {
   atomic_int refs; /* the user's, and one per call the program holds */
   /* configuration */
   char *host;
-  char *token; /* NULL = none */
+  unsigned char token_md[32]; /* SHA-256 of the token, when has_token */
+  int has_token;
   size_t max_body;
   unsigned max_conns;
   long grace_ms;
@@ -87,6 +88,7 @@ struct asb_server {
   int stop_pipe[2];     /* written by asb_server_stop (async-signal-safe) */
   int listen_fd;
   void *daemon;         /* struct MHD_Daemon */
+  void *guard;          /* asbi_connguard: request-head deadlines */
   pthread_t bg_thread;  /* background mode: the supervisor */
   int bg;
   pthread_cond_t done_cv;

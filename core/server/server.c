@@ -17,6 +17,8 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "util/connguard.h"
+#include "util/sha256.h"
 #include "util/util.h"
 
 #define DEFAULT_MAX_BODY (1u << 20)
@@ -24,6 +26,7 @@
 #define DEFAULT_GRACE_MS 10000L
 #define AVAILABLE_MAX 2048 /* bytes of "available: ..." in a 404 */
 #define DISCARD_MAX (16u << 20) /* of a streamed body over the limit */
+#define HEAD_TIMEOUT_MS 30000u /* from a request line to the end of its head */
 
 void asbs_command_free(asb_server_command *c);
 
@@ -56,17 +59,31 @@ int asb_server_new(asb_server **out, const asb_server_options *o) {
   }
   atomic_init(&s->refs, 1);
   s->host = asbi_strdup(o->host && *o->host ? o->host : "0.0.0.0");
-  const char *tok = o->token ? o->token : asbi_getenv("ASB_SERVER_TOKEN");
-  s->token = tok && *tok ? asbi_strdup(tok) : NULL;
+  /* The token: the option; else $ASB_SERVER_TOKEN (set but empty = none);
+   * else $ASB_SERVER_TOKEN_SHA256, its SHA-256, which is what the engine
+   * gives a template's start command (a process of the sandbox's user
+   * must not hold the envd token itself). Only the hash is kept. */
+  const char *tok = o->token ? o->token : getenv("ASB_SERVER_TOKEN");
+  const char *hex = tok ? NULL : asbi_getenv("ASB_SERVER_TOKEN_SHA256");
+  if (tok && *tok) {
+    asbi_sha256(tok, strlen(tok), s->token_md);
+    s->has_token = 1;
+  } else if (hex) {
+    if (asbi_sha256_hex_parse(hex, s->token_md) != 0) {
+      free(s->host);
+      close(s->efd);
+      free(s);
+      return asbs_err(ASB_EINVAL, "ASB_SERVER_TOKEN_SHA256 is not 64 hex digits");
+    }
+    s->has_token = 1;
+  }
   s->max_body = o->max_body_bytes ? o->max_body_bytes : DEFAULT_MAX_BODY;
   s->max_conns = o->max_connections ? o->max_connections : DEFAULT_MAX_CONNS;
   s->grace_ms = o->shutdown_grace_ms ? o->shutdown_grace_ms : DEFAULT_GRACE_MS;
-  if (!s->host || (tok && *tok && !s->token) || pipe2(s->stop_pipe, O_CLOEXEC | O_NONBLOCK)) {
-    int rc = s->host && (!tok || !*tok || s->token)
-                 ? asbs_err(ASB_ERROR, "asb_server_new: pipe: %s", strerror(errno))
-                 : asbs_oom();
+  if (!s->host || pipe2(s->stop_pipe, O_CLOEXEC | O_NONBLOCK)) {
+    int rc = s->host ? asbs_err(ASB_ERROR, "asb_server_new: pipe: %s", strerror(errno))
+                     : asbs_oom();
     free(s->host);
-    free(s->token);
     close(s->efd);
     free(s);
     return rc;
@@ -90,7 +107,6 @@ void asbs_server_unref(asb_server *s) {
   free(s->cmds);
   free(s->listing);
   free(s->host);
-  free(s->token);
   close(s->stop_pipe[0]);
   close(s->stop_pipe[1]);
   close(s->efd);
@@ -264,11 +280,31 @@ typedef struct req {
   int too_big;
   size_t discarded;
   int answered; /* a response was queued early: ignore the rest */
+  int headed;   /* the handler has seen the head */
 } req;
+
+static asbi_guarded *guarded(struct MHD_Connection *c) {
+  const union MHD_ConnectionInfo *ci =
+      MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+  return ci ? ci->socket_context : NULL;
+}
+
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_ctx,
+                          enum MHD_ConnectionNotificationCode code) {
+  asb_server *s = cls;
+  if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+    *socket_ctx = ci ? asbi_connguard_open(s->guard, ci->connect_fd) : NULL;
+  } else if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
+    asbi_connguard_close(*socket_ctx);
+    *socket_ctx = NULL;
+  }
+}
 
 static void *on_uri(void *cls, const char *uri, struct MHD_Connection *c) {
   (void)uri;
-  (void)c;
+  asbi_connguard_request_line(guarded(c));
   asb_server *s = cls;
   req *r = calloc(1, sizeof *r);
   if (!r) return NULL;
@@ -280,8 +316,8 @@ static void *on_uri(void *cls, const char *uri, struct MHD_Connection *c) {
 
 static void on_done(void *cls, struct MHD_Connection *c, void **con_cls,
                     enum MHD_RequestTerminationCode toe) {
-  (void)c;
   (void)toe;
+  asbi_connguard_request_done(guarded(c));
   asb_server *s = cls;
   req *r = *con_cls;
   if (!r) return;
@@ -315,13 +351,9 @@ static enum MHD_Result send_error(asb_server *s, struct MHD_Connection *c, unsig
 }
 
 static int authorized(asb_server *s, struct MHD_Connection *c) {
-  if (!s->token) return 1;
+  if (!s->has_token) return 1;
   const char *t = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "X-Access-Token");
-  size_t n = strlen(s->token);
-  if (!t || strlen(t) != n) return 0;
-  unsigned char diff = 0; /* constant time */
-  for (size_t i = 0; i < n; i++) diff |= (unsigned char)(t[i] ^ s->token[i]);
-  return diff == 0;
+  return asbi_sha256_matches(t, s->token_md); /* constant time */
 }
 
 /* "Unknown command 'x'; available: a, b" (visible commands only). */
@@ -352,6 +384,10 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
   asb_server *s = cls;
   req *r = *con_cls;
   if (!r) return MHD_NO;
+  if (!r->headed) {
+    r->headed = 1;
+    asbi_connguard_head_done(guarded(c));
+  }
   if (r->answered) { /* swallow what follows an early answer */
     *upload_size = 0;
     return MHD_YES;
@@ -532,6 +568,11 @@ static int begin(asb_server *s, int port) {
   pthread_mutex_unlock(&s->qmu);
   int rc = asbs_freeze(s);
   if (!rc) rc = listen_on(s, port);
+  if (!rc && !(s->guard = asbi_connguard_new(0, HEAD_TIMEOUT_MS, s->max_conns > 1 ? s->max_conns / 2 : 1))) {
+    close(s->listen_fd);
+    s->listen_fd = -1;
+    rc = asbs_err(ASB_ERROR, "asb_server: cannot start a thread: %s", strerror(errno));
+  }
   if (!rc) {
     s->daemon = MHD_start_daemon(
         MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL |
@@ -539,9 +580,12 @@ static int begin(asb_server *s, int port) {
         0,
         NULL, NULL, handler, s, MHD_OPTION_LISTEN_SOCKET, s->listen_fd,
         MHD_OPTION_URI_LOG_CALLBACK, on_uri, s, MHD_OPTION_NOTIFY_COMPLETED, on_done, s,
+        MHD_OPTION_NOTIFY_CONNECTION, on_connection, s,
         MHD_OPTION_CONNECTION_LIMIT, s->max_conns, MHD_OPTION_CONNECTION_TIMEOUT, 300u,
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(64 * 1024), MHD_OPTION_END);
     if (!s->daemon) {
+      asbi_connguard_free(s->guard);
+      s->guard = NULL;
       close(s->listen_fd);
       s->listen_fd = -1;
       rc = asbs_err(ASB_ERROR, "asb_server: cannot start the HTTP service");
@@ -603,6 +647,8 @@ static void serve_until_stopped(asb_server *s) {
   }
   MHD_stop_daemon(d);
   s->daemon = NULL;
+  asbi_connguard_free(s->guard);
+  s->guard = NULL;
   s->listen_fd = -1;
   atomic_store(&s->port, 0);
   drain_stop_pipe(s);

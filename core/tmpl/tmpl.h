@@ -26,6 +26,10 @@
 #include <stddef.h>
 
 #define ASBI_TMPL_MAX_BYTES (1u << 20)
+/* Mappings and lists inside each other, at most (checked on libyaml's
+ * event stream before the document is built: deeply nested flow
+ * collections cost libyaml's scanner time quadratic in their depth). */
+#define ASBI_TMPL_MAX_DEPTH 64
 
 typedef struct asbi_tmpl_error {
   int line, column;   /* 1-based; 0 when the error has no position */

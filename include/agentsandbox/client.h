@@ -37,10 +37,15 @@ typedef struct asb_client_options {
   int max_retries;            /* retries of idempotent requests on connection
                                  errors, 429, 502, 503: 0 = default (3),
                                  negative = never retry */
+  int autostart;              /* the local engine (nothing else configured):
+                                 start it when it is not running? 0 = from
+                                 ASB_AUTOSTART (default yes), >0 = yes,
+                                 <0 = never (calls fail with
+                                 ASB_ECONNECTION instead) */
 } asb_client_options;
 
 #define ASB_CLIENT_OPTIONS_INIT \
-  { ASB_CLIENT_OPTIONS_VERSION, NULL, NULL, NULL, NULL, 0, NULL, NULL, 0, 0 }
+  { ASB_CLIENT_OPTIONS_VERSION, NULL, NULL, NULL, NULL, 0, NULL, NULL, 0, 0, 0 }
 
 /* Initialise opts to the defaults of the given version (pass
  * ASB_CLIENT_OPTIONS_VERSION). Returns ASB_EVERSION for unknown versions. */

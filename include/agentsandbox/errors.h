@@ -65,6 +65,17 @@ typedef struct asb_error {
  * returns an entry with code ASB_OK and an empty message. */
 ASB_API(const asb_error *) asb_error_last(void);
 
+/* The fields of an asb_error, for callers that read no struct layouts
+ * (FFI: docs/ffi.md). e NULL means asb_error_last(), so one call reads a
+ * field of the calling thread's last error. Strings are never NULL and
+ * live as long as e does. */
+ASB_API(int) asb_error_code(const asb_error *e);
+ASB_API(int) asb_error_http_status(const asb_error *e);
+ASB_API(const char *) asb_error_message(const asb_error *e);
+ASB_API(const char *) asb_error_remote_code(const asb_error *e);
+ASB_API(int) asb_error_retry_after(const asb_error *e);
+ASB_API(const char *) asb_error_reason(const asb_error *e);
+
 /* Forget the calling thread's last error. */
 ASB_API(void) asb_error_clear(void);
 

@@ -65,8 +65,10 @@ typedef struct asb_server_options {
   const char *host;          /* address to listen on: NULL = "0.0.0.0"
                                 (IPv4 or IPv6 literal) */
   const char *token;         /* X-Access-Token required on every route but
-                                /health: NULL = $ASB_SERVER_TOKEN (none if
-                                unset or empty), "" = none */
+                                /health: NULL = $ASB_SERVER_TOKEN ("" =
+                                none), else the token whose SHA-256 (hex) is
+                                $ASB_SERVER_TOKEN_SHA256, else none; "" =
+                                none */
   size_t max_body_bytes;     /* request bodies: 0 = 1 MiB (larger: 413) */
   unsigned int max_connections; /* 0 = 256 */
   long shutdown_grace_ms;    /* how long stopping waits for calls in

@@ -68,9 +68,9 @@ def check_functions(man, hdrs):
         check_returns(where, e, f, params)
         if "frees" in e:
             t = e["frees"]
-            if t == "buffer":
+            if t in ("buffer", "options"):
                 if [p["type"] for p in params] != ["void *"]:
-                    err(f"{where}: frees a buffer but does not take one void *")
+                    err(f"{where}: frees {t} but does not take one void *")
             else:
                 h = man["handles"].get(t)
                 if [p["type"] for p in params] != [f"{t} *"]:
@@ -92,7 +92,7 @@ def check_functions(man, hdrs):
 
 
 OUT_TYPES = {"bytes": "char **", "string": "char **", "chars": "char *", "int": "int *",
-             "length": "size_t *", "view": "const char **"}
+             "length": "size_t *", "options": "void **", "view": "const char **"}
 
 
 def check_outputs(where, e, params, man, mf):

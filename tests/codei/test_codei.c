@@ -15,6 +15,9 @@
 #include "codei_fixture.h"
 
 #define TOKEN "codei-test-token"
+/* The traffic token is given as its SHA-256 (what the engine does). */
+#define TRAFFIC_TOKEN "traffic-s3cret"
+#define TRAFFIC_SHA256 "bc65b6407c2580e3e9d14a1c5c1fec49d416bb1e7d65e32e18e673226d6dc850"
 
 static codei_fixture F;
 static asb_client *C;
@@ -89,6 +92,8 @@ static size_t http_sink(char *p, size_t s, size_t n, void *ud) {
 }
 
 /* A raw request; token NULL = no X-Access-Token. */
+static const char *g_header; /* one more request header, or NULL */
+
 static http_resp http(const char *method, const char *path, const char *body, size_t body_len,
                       const char *token) {
   http_resp r;
@@ -101,6 +106,7 @@ static http_resp http(const char *method, const char *path, const char *body, si
     snprintf(hdr, sizeof hdr, "X-Access-Token: %s", token);
     h = curl_slist_append(h, hdr);
   }
+  if (g_header) h = curl_slist_append(h, g_header);
   curl_easy_setopt(c, CURLOPT_URL, url);
   curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
   curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
@@ -598,6 +604,17 @@ TEST(access_token) {
   CHECK_INT(http("POST", "/execute", "{\"code\":\"1\"}", 12, "wrong").status, 401);
   CHECK_INT(http("DELETE", "/contexts/x", NULL, 0, NULL).status, 401);
   CHECK_INT(http("GET", "/contexts", NULL, 0, TOKEN).status, 200);
+  /* or the traffic token, which the stock SDKs send on context calls */
+  g_header = "E2B-Traffic-Access-Token: " TRAFFIC_TOKEN;
+  CHECK_INT(http("GET", "/contexts", NULL, 0, NULL).status, 200);
+  CHECK_INT(http("DELETE", "/contexts/x", NULL, 0, NULL).status, 404);
+  CHECK_INT(http("GET", "/contexts", NULL, 0, "wrong").status, 200); /* one matches */
+  g_header = "E2B-Traffic-Access-Token: " TRAFFIC_SHA256; /* the hash is no token */
+  CHECK_INT(http("GET", "/contexts", NULL, 0, NULL).status, 401);
+  g_header = "E2B-Traffic-Access-Token: wrong";
+  CHECK_INT(http("GET", "/contexts", NULL, 0, NULL).status, 401);
+  CHECK_INT(http("POST", "/contexts", "{}", 2, NULL).status, 401);
+  g_header = NULL;
   asb_client *c2 = NULL;
   asb_sandbox *sb2 = NULL;
   REQUIRE(codei_connect(&F, "not-the-token", &c2, &sb2) == 0);
@@ -651,7 +668,8 @@ int main(void) {
   snprintf(TMPD, sizeof TMPD, "/tmp/asbt-codei-XXXXXX");
   if (!mkdtemp(TMPD)) return 1;
   curl_global_init(CURL_GLOBAL_DEFAULT);
-  const char *args[] = {"--access-token", TOKEN, "--cwd", "/tmp", NULL};
+  const char *args[] = {"--access-token", TOKEN, "--traffic-token-sha256", TRAFFIC_SHA256,
+                        "--cwd", "/tmp", NULL};
   const char *env[] = {"ASBT_GLOBAL=from the server", NULL};
   if (codei_start(&F, args, env) != 0) {
     fprintf(stderr, "cannot start %s\n", CODEI_BIN);

@@ -176,9 +176,9 @@ static long raw(asb_sandbox *sb, const char *method, const char *path, const cha
   return st;
 }
 
-/* E2B's stock SDKs send X-Access-Token on /execute only; the engine runs
- * the interpreter so that running code always needs the sandbox's token,
- * the context calls work without one, and a wrong one is refused anywhere. */
+/* Every route but /health needs the sandbox's envd token (or its traffic
+ * token, which E2B's stock SDKs send on the context calls: security.http
+ * and npm.codei_engine); the sandbox id alone gets nothing. */
 TEST(the_token_guards_code_execution) {
   asb_sandbox *sb = NULL;
   REQUIRE_RC(make(&sb, "code-interpreter-v1"), ASB_OK);
@@ -187,8 +187,10 @@ TEST(the_token_guards_code_execution) {
   CHECK_INT(raw(sb, "POST", "/execute", "{\"code\":\"1\"}", NULL), 401);
   CHECK_INT(raw(sb, "POST", "/execute", "{\"code\":\"1\"}", "wrong"), 401);
   CHECK_INT(raw(sb, "POST", "/execute", "{\"code\":\"1\"}", tok), 200);
-  CHECK_INT(raw(sb, "GET", "/contexts", NULL, NULL), 200);
+  CHECK_INT(raw(sb, "GET", "/contexts", NULL, NULL), 401);
+  CHECK_INT(raw(sb, "GET", "/contexts", NULL, tok), 200);
   CHECK_INT(raw(sb, "GET", "/contexts", NULL, "wrong"), 401);
+  CHECK_INT(raw(sb, "DELETE", "/contexts/nope", NULL, NULL), 401);
   CHECK_INT(raw(sb, "DELETE", "/contexts/nope", NULL, "wrong"), 401);
   CHECK_INT(raw(sb, "GET", "/health", NULL, NULL), 200);
   CHECK_RC(asb_sandbox_kill(sb, NULL), ASB_OK);

@@ -140,13 +140,34 @@ TEST(kill_9_during_creates_and_streams) {
   for (int i = 0; i < 3; i++) pthread_join(t[i], NULL);
 
   REQUIRE(engine_fixture_launch(&F, 1) == 0);
-  /* Every sandbox the new engine lists works; the streaming one survived. */
-  asb_sandbox_page *p = NULL;
-  REQUIRE_RC(asb_sandbox_list(&p, c, NULL), ASB_OK);
+  /* Every sandbox the new engine lists works; the streaming one survived.
+   * All pages first (more than a page's 100 may have been made), then each. */
+  char **ids = NULL;
+  size_t n_ids = 0;
+  char *token = NULL;
+  do {
+    asb_sandbox_list_options lo = ASB_SANDBOX_LIST_OPTIONS_INIT;
+    lo.next_token = token;
+    asb_sandbox_page *p = NULL;
+    int rc = asb_sandbox_list(&p, c, &lo);
+    free(token);
+    token = NULL;
+    CHECK_RC(rc, ASB_OK);
+    if (rc != ASB_OK) break;
+    for (size_t i = 0; i < asb_sandbox_page_count(p); i++) {
+      char **nv = realloc(ids, (n_ids + 1) * sizeof *nv);
+      REQUIRE(nv != NULL);
+      ids = nv;
+      ids[n_ids++] = strdup(asb_sandbox_info_id(asb_sandbox_page_get(p, i)));
+    }
+    const char *next = asb_sandbox_page_next_token(p);
+    if (next && *next) token = strdup(next);
+    asb_sandbox_page_free(p);
+  } while (token);
   int found_streaming = 0;
-  printf("  after the crash the engine lists %zu sandbox(es)\n", asb_sandbox_page_count(p));
-  for (size_t i = 0; i < asb_sandbox_page_count(p); i++) {
-    const char *id = asb_sandbox_info_id(asb_sandbox_page_get(p, i));
+  printf("  after the crash the engine lists %zu sandbox(es)\n", n_ids);
+  for (size_t i = 0; i < n_ids; i++) {
+    const char *id = ids[i];
     if (strcmp(id, streaming_id) == 0) found_streaming = 1;
     asb_sandbox *sb = NULL;
     REQUIRE_RC(asb_sandbox_connect(&sb, c, id, 60000, NULL), ASB_OK);
@@ -157,7 +178,8 @@ TEST(kill_9_during_creates_and_streams) {
     CHECK_RC(asb_sandbox_kill(sb, NULL), ASB_OK);
     asb_sandbox_free(sb);
   }
-  asb_sandbox_page_free(p);
+  for (size_t i = 0; i < n_ids; i++) free(ids[i]);
+  free(ids);
   CHECK(found_streaming);
   asb_sandbox_free(streaming);
   asb_client_free(c);

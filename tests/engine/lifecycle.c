@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include "common.h"
@@ -370,13 +371,19 @@ TEST(reaper_cleans_orphans) {
     if (st == 'Z') break;
     asbt_sleep_ms(10);
   }
-  /* more litter: a cgroup of no sandbox, a stale pool image, a loop device */
+  /* more litter: a cgroup of no sandbox (marked as this state dir's), a
+   * stale pool image, a loop device; and cgroups of no sandbox that are not
+   * ours to reap: another state dir's, and one nobody marked */
   char *mb = memory_base();
   REQUIRE(mb != NULL);
-  char fake[PATH_MAX];
+  char fake[PATH_MAX], foreign[PATH_MAX], unmarked[PATH_MAX];
   snprintf(fake, sizeof fake, "%s/fake-orphan", mb);
+  snprintf(foreign, sizeof foreign, "%s/fake-foreign", mb);
+  snprintf(unmarked, sizeof unmarked, "%s/fake-unmarked", mb);
   free(mb);
-  CHECK(mkdir(fake, 0755) == 0);
+  CHECK(mkdir(fake, 0755) == 0 && mkdir(foreign, 0755) == 0 && mkdir(unmarked, 0755) == 0);
+  CHECK(setxattr(fake, "trusted.agent-sandbox.owner", env.state, strlen(env.state), 0) == 0);
+  CHECK(setxattr(foreign, "trusted.agent-sandbox.owner", "/elsewhere", 10, 0) == 0);
   char img[PATH_MAX];
   snprintf(img, sizeof img, "%s/pool/tmp-litter.img", env.state);
   int fd = open(img, O_RDWR | O_CREAT, 0600);
@@ -426,6 +433,10 @@ TEST(reaper_cleans_orphans) {
   }
   CHECK(strstr(back, "tmp-litter") == NULL); /* detached */
   CHECK(access(fake, F_OK) < 0);
+  CHECK(access(foreign, F_OK) == 0);
+  CHECK(access(unmarked, F_OK) == 0);
+  rmdir(foreign);
+  rmdir(unmarked);
   CHECK(access(img, F_OK) < 0);
   char dir[PATH_MAX];
   snprintf(dir, sizeof dir, "%s/sandboxes/sbx-orphan", env.state);

@@ -89,9 +89,10 @@ TEST(base_filesystem_view) {
   snprintf(path, sizeof path, "/proc/%d/root/home/user/f", (int)asbe_sandbox_pid(sb));
   struct stat st;
   CHECK(stat(path, &st) == 0 && st.st_uid == asbe_sandbox_host_uid(sb) + 1000);
-  /* /dev: the basics, a PTY, shm */
+  /* /dev: the basics, a PTY, shm; no tty (no process here has a host
+   * terminal, and /dev/tty would be the opener's) */
   CHECK(asbt_sh_eq(sb, 1000, "ls /dev | tr '\\n' ' '",
-                   "fd full null ptmx pts random shm stderr stdin stdout tty urandom zero "));
+                   "fd full null ptmx pts random shm stderr stdin stdout urandom zero "));
   CHECK(asbt_sh_eq(sb, 1000, "head -c 4 /dev/zero | wc -c; echo x > /dev/null && echo ok", "4\nok"));
   CHECK(asbt_sh_eq(sb, 1000, "python3 -c 'import os,pty; m,s=pty.openpty(); print(os.ttyname(s))'",
                    "/dev/pts/0"));
@@ -99,6 +100,19 @@ TEST(base_filesystem_view) {
   CHECK(asbt_sh_eq(sb, 0, "test -d /proc/self/fd && echo ok", "ok"));
   CHECK_INT(asbe_sandbox_kill(sb, 1), 0);
   asbe_sandbox_release(sb);
+}
+
+/* 1 if the agent log of sb contains text. */
+static int agent_log_has(asbe_sandbox *sb, const char *text) {
+  int fd = asbe_sandbox_agent_log(sb);
+  if (fd < 0) return 0;
+  char buf[65536];
+  size_t got = 0;
+  for (ssize_t n; got + 1 < sizeof buf && (n = read(fd, buf + got, sizeof buf - 1 - got)) > 0;)
+    got += (size_t)n;
+  close(fd);
+  buf[got] = '\0';
+  return strstr(buf, text) != NULL;
 }
 
 TEST(agent_and_sockets) {
@@ -114,14 +128,10 @@ TEST(agent_and_sockets) {
         !strcmp(buf, asbe_engine_workload_cgroups(env.e)));
   /* the agent's cgroup is "agent", the cgroup namespace root is the sandbox */
   CHECK(asbt_agent(sb, "cgroup", buf, sizeof buf) == 0 && strstr(buf, ":memory:/agent"));
-  /* its log goes to /run/asb/agent.log */
-  CHECK(asbt_sh_eq(sb, 0, "grep -c 'asbt-agent .* listening' /run/asb/agent.log", "1"));
-  /* the host path for libcurl */
-  char path[256];
-  CHECK_INT(asbe_sandbox_run_path(sb, "envd.sock", path, sizeof path), 0);
-  struct stat st;
-  CHECK(stat(path, &st) == 0 && S_ISSOCK(st.st_mode));
-  CHECK(asbe_sandbox_run_path(sb, "../x", path, sizeof path) < 0);
+  /* its log goes to the agent log, which no path inside names */
+  CHECK(agent_log_has(sb, "asbt-agent") && agent_log_has(sb, "listening"));
+  CHECK(asbt_sh_eq(sb, 0, "ls /run/asb/agent.log 2>/dev/null | wc -l", "0"));
+  CHECK(asbe_sandbox_connect_unix(sb, "../x") < 0);
   CHECK(asbe_sandbox_connect_unix(sb, "nosuch.sock") < 0);
   /* TCP into the sandbox's netns: the agent listens on 127.0.0.1:8080 */
   int s = asbe_sandbox_connect_tcp(sb, 8080);
@@ -142,7 +152,7 @@ TEST(agent_and_sockets) {
   CHECK(asbt_wait_agent(sb, 15000) == 0);
   CHECK(asbt_agent(sb, "pid", pid2, sizeof pid2) == 0 && strcmp(pid1, pid2) != 0);
   CHECK(asbe_sandbox_alive(sb));
-  CHECK(asbt_sh_eq(sb, 0, "grep -c 'agent exited with 3' /run/asb/agent.log", "1"));
+  CHECK(agent_log_has(sb, "agent exited with 3"));
   CHECK_INT(asbe_sandbox_kill(sb, 1), 0);
   asbe_sandbox_release(sb);
 }

@@ -140,14 +140,19 @@ test('runCode: timeout interrupts, the context lives on', async () => {
   await sbx.removeCodeContext(ctx)
 })
 
-test('access token: runCode sends the envd token; context calls do not', async () => {
-  const turl = await startServer(['--access-token', TOKEN])
+test('access token: runCode sends the envd token; context calls the traffic token', async () => {
+  const traffic = 'traffic-' + TOKEN
+  const turl = await startServer(['--access-token', TOKEN, '--traffic-token', traffic])
   await healthy(turl)
   const opts = { sandboxId: 'debugsandbox', envdVersion: '0.6.0', debug: true, sandboxUrl: turl }
-  const good = new Sandbox({ ...opts, envdAccessToken: TOKEN })
+  const good = new Sandbox({ ...opts, envdAccessToken: TOKEN, trafficAccessToken: traffic })
   assert.equal((await good.runCode('6 * 7')).text, '42')
+  assert.ok(Array.isArray(await good.listCodeContexts()))
   const bad = new Sandbox({ ...opts, envdAccessToken: 'wrong' })
   await assert.rejects(bad.runCode('1', failFast), /401/)
-  // E2B's SDK sends no X-Access-Token on /contexts (docs/code-interpreter.md)
-  await assert.rejects(good.listCodeContexts(), /401/)
+  // E2B's SDK sends no X-Access-Token on /contexts (docs/code-interpreter.md):
+  // without the traffic token those calls are refused
+  const envdOnly = new Sandbox({ ...opts, envdAccessToken: TOKEN })
+  await assert.rejects(envdOnly.listCodeContexts(), /401/)
+  await assert.rejects(envdOnly.createCodeContext(), /401/)
 })

@@ -64,7 +64,10 @@ test('runCode: other languages, envs', async () => {
   assert.deepEqual(b.logs.stdout, ['hi\n'])
 })
 
-test('contexts: create, list, run in, restart, remove (no token on these calls)', async () => {
+test('contexts: create, list, run in, restart, remove (the traffic token on these calls)', async () => {
+  // the SDK sends no X-Access-Token on context calls, only the sandbox's
+  // trafficAccessToken; the sandbox id alone is refused (security.http)
+  assert.ok(sbx.trafficAccessToken && sbx.trafficAccessToken !== sbx.envdAccessToken)
   const ctx = await sbx.createCodeContext({ language: 'python', cwd: '/tmp' })
   assert.equal(ctx.cwd, '/tmp')
   await sbx.runCode('y = 5', { context: ctx })

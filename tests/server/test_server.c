@@ -435,6 +435,32 @@ TEST(auth) {
   expect(http("GET", port, "/commands", NULL, 0, "from-env"), 200, "{\"commands\":[]}",
          "env token");
   asb_server_free(s);
+
+  /* its SHA-256 from the environment (what the engine gives a start
+   * command): the token works, the hash does not */
+  setenv("ASB_SERVER_TOKEN_SHA256", "5be15563b7e4ee3be72026539d59cb0d580d63b77909f4cf7411b99da0edbcc5", 1);
+  s = NULL;
+  REQUIRE(asb_server_new(&s, &o) == ASB_OK);
+  REQUIRE(asb_server_start_background(s, 0) == ASB_OK);
+  port = asb_server_port(s);
+  expect(GET(port, "/commands"), 401, NULL, "hashed token required");
+  expect(http("GET", port, "/commands", NULL, 0, "5be15563b7e4ee3be72026539d59cb0d580d63b77909f4cf7411b99da0edbcc5"), 401, NULL, "the hash is no token");
+  expect(http("GET", port, "/commands", NULL, 0, "hashed-s3cret"), 200, "{\"commands\":[]}",
+         "hashed token");
+  asb_server_free(s);
+  /* an explicitly empty ASB_SERVER_TOKEN still means none */
+  setenv("ASB_SERVER_TOKEN", "", 1);
+  s = NULL;
+  REQUIRE(asb_server_new(&s, &o) == ASB_OK);
+  unsetenv("ASB_SERVER_TOKEN");
+  REQUIRE(asb_server_start_background(s, 0) == ASB_OK);
+  port = asb_server_port(s);
+  expect(GET(port, "/commands"), 200, "{\"commands\":[]}", "explicitly no token");
+  asb_server_free(s);
+  setenv("ASB_SERVER_TOKEN_SHA256", "not-hex", 1);
+  s = NULL;
+  CHECK_INT(asb_server_new(&s, &o), ASB_EINVAL);
+  unsetenv("ASB_SERVER_TOKEN_SHA256");
 }
 
 typedef struct post_job {

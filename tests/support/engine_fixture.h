@@ -9,6 +9,7 @@
 #include <dirent.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,6 +29,10 @@ typedef struct engine_fixture {
   char cgroup[64];
   char key[128];
   int keep_state; /* do not remove the state dir on stop (restart tests) */
+  const char *const *extra_args; /* more engine options, NULL-ended (or NULL) */
+  int ctty;       /* > 0: a terminal (pty slave) the engine starts with as its
+                     controlling terminal and stdin, as `sudo agent-sandboxd`
+                     on a terminal does */
 } engine_fixture;
 
 static inline int engine_fixture_launch(engine_fixture *f, int kill_on_exit) {
@@ -41,10 +46,15 @@ static inline int engine_fixture_launch(engine_fixture *f, int kill_on_exit) {
     dup2(out[1], 1);
     close(out[0]);
     close(out[1]);
+    if (f->ctty > 0) {
+      setsid();
+      if (ioctl(f->ctty, TIOCSCTTY, 0) != 0) _exit(126);
+      dup2(f->ctty, 0);
+    }
     /* ASB_TEST_ENVD / ASB_TEST_INIT: run these instead of the build
      * tree's envd and asb-init. */
     const char *envd = getenv("ASB_TEST_ENVD"), *init = getenv("ASB_TEST_INIT");
-    const char *argv[16];
+    const char *argv[48];
     int n = 0;
     argv[n++] = ASB_ENGINE_BIN;
     argv[n++] = "--state-dir";
@@ -64,6 +74,8 @@ static inline int engine_fixture_launch(engine_fixture *f, int kill_on_exit) {
       argv[n++] = init;
     }
     if (kill_on_exit) argv[n++] = "--kill-on-exit";
+    for (size_t i = 0; f->extra_args && f->extra_args[i] && n < 47; i++)
+      argv[n++] = f->extra_args[i];
     argv[n] = NULL;
     execv(argv[0], (char *const *)argv);
     _exit(127);
@@ -153,7 +165,11 @@ static void *engine_fixture_reaper(void *arg) {
   return NULL;
 }
 
-static inline int engine_fixture_start(engine_fixture *f, const char *tag) {
+/* engine_fixture_start with more engine options (NULL-ended, or NULL; the
+ * array must outlive the fixture: restarts pass it again) and ctty (> 0) as
+ * the engine's controlling terminal (see engine_fixture.ctty). */
+static inline int engine_fixture_start_full(engine_fixture *f, const char *tag,
+                                            const char *const *extra_args, int ctty) {
   static int reaping;
   if (!reaping) {
     pthread_t t;
@@ -164,7 +180,24 @@ static inline int engine_fixture_start(engine_fixture *f, const char *tag) {
   memset(f, 0, sizeof *f);
   snprintf(f->state, sizeof f->state, "/tmp/asb-%s-%d", tag, (int)getpid());
   snprintf(f->cgroup, sizeof f->cgroup, "asbt-%s-%d", tag, (int)getpid());
+  f->extra_args = extra_args;
+  f->ctty = ctty;
   return engine_fixture_launch(f, 1);
+}
+
+/* Like engine_fixture_start, with more engine options. */
+static inline int engine_fixture_start_args(engine_fixture *f, const char *tag,
+                                            const char *const *extra_args) {
+  return engine_fixture_start_full(f, tag, extra_args, 0);
+}
+
+/* Like engine_fixture_start, with ctty as the engine's controlling terminal. */
+static inline int engine_fixture_start_ctty(engine_fixture *f, const char *tag, int ctty) {
+  return engine_fixture_start_full(f, tag, NULL, ctty);
+}
+
+static inline int engine_fixture_start(engine_fixture *f, const char *tag) {
+  return engine_fixture_start_full(f, tag, NULL, 0);
 }
 
 /* SIGTERM (clean stop) or SIGKILL (crash). */

@@ -3,6 +3,7 @@
 #include "proto/cmdargs.h"
 #include "testing.h"
 #include "tmpl/tmpl.h"
+#include "util/buf.h"
 #include "util/util.h"
 
 static asbi_tmpl_error E;
@@ -253,6 +254,40 @@ TEST(alias_bomb) {
   cJSON_Delete(s);
 }
 
+TEST(nesting_bomb) {
+  /* 100 000 nested flow lists on one line: refused at depth 65, at once
+   * (libyaml alone spends seconds on them) */
+  enum { N = 100000 };
+  char *y = malloc(2 * N + 32);
+  REQUIRE(y);
+  int n = sprintf(y, "name: x\nsteps: ");
+  memset(y + n, '[', N);
+  memset(y + n + N, ']', N);
+  y[n + 2 * N] = '\0';
+  expect_error(y, 2, 7 + 64, "", "nested deeper than 64 levels");
+  /* unbalanced, as an attacker sends it */
+  y[n + N] = '\0';
+  expect_error(y, 2, 7 + 64, "", "nested deeper than 64 levels");
+  free(y);
+  /* block style counts too */
+  asbi_buf b = ASBI_BUF_INIT;
+  asbi_buf_puts(&b, "name: x\nenv:\n");
+  for (int i = 0; i < 70; i++) asbi_buf_printf(&b, "%*sk%d:\n", 2 * (i + 1), "", i);
+  cJSON *s = parse(b.data);
+  CHECK(s == NULL && strstr(E.message, "nested deeper than 64 levels"));
+  cJSON_Delete(s);
+  asbi_buf_free(&b);
+  /* 64 levels are fine for the depth check (the spec then says why not) */
+  char ok[256];
+  n = sprintf(ok, "name: x\ntags: ");
+  for (int i = 0; i < 63; i++) ok[n++] = '[';
+  for (int i = 0; i < 63; i++) ok[n++] = ']';
+  ok[n] = '\0';
+  s = parse(ok);
+  CHECK(s == NULL && !strstr(E.message, "nested"));
+  cJSON_Delete(s);
+}
+
 TEST(format_and_sizes) {
   asbi_tmpl_error e = {12, 5, "resources.memory", "too big"};
   char out[256];
@@ -278,6 +313,7 @@ int main(void) {
   RUN(defaults_and_compat);
   RUN(errors);
   RUN(alias_bomb);
+  RUN(nesting_bomb);
   RUN(format_and_sizes);
   TEST_MAIN_END();
 }

@@ -471,8 +471,9 @@ class CommandRegistry:
 
         ``host``: the address to listen on (default ``0.0.0.0``); ``token``:
         the ``X-Access-Token`` every call must carry (default
-        ``$ASB_SERVER_TOKEN``, which the engine sets to the sandbox's
-        access token; ``""`` = none).
+        ``$ASB_SERVER_TOKEN``; else the token whose SHA-256 is
+        ``$ASB_SERVER_TOKEN_SHA256``, which the engine sets from the
+        sandbox's access token; ``""`` = none).
 
         Blocks until SIGTERM or SIGINT (or :class:`KeyboardInterrupt`),
         then stops gracefully. With ``background=True`` it returns a

@@ -16,6 +16,7 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -136,6 +137,30 @@ static int v2_enable(const char *dir, unsigned ctrl) {
   int r = p ? asbe__write_str(p, buf) : -ENOMEM;
   free(p);
   return r;
+}
+
+/* Every process of every sandbox also takes one of the host's pids
+ * (kernel.pid_max: 32768 on hosts without systemd's 4194304) and threads
+ * (kernel.threads-max): about 25 sandboxes at a pids.max of 1024 plus the
+ * agent's 256 would leave the host none, its root included. The engine's own
+ * dir caps all of its sandboxes together below both, keeping an eighth (at
+ * least 4096) for everything else. Best effort: the sandboxes' own limits
+ * hold without it. */
+static void cap_all_pids(const asbe_cg_hier *h) {
+  if (!(h->ctrl & ASBE_CG_PIDS)) return;
+  char buf[32];
+  unsigned long long pm = 0, tm = 0;
+  if (asbe__read_small("/proc/sys/kernel/pid_max", buf, sizeof buf) > 0)
+    pm = strtoull(buf, NULL, 10);
+  if (asbe__read_small("/proc/sys/kernel/threads-max", buf, sizeof buf) > 0)
+    tm = strtoull(buf, NULL, 10);
+  unsigned long long m = pm && tm ? (pm < tm ? pm : tm) : (pm ? pm : tm);
+  unsigned long long reserve = m / 8 > 4096 ? m / 8 : 4096;
+  if (m <= 2 * reserve) return;
+  snprintf(buf, sizeof buf, "%llu", m - reserve);
+  char p[PATH_MAX];
+  snprintf(p, sizeof p, "%s/pids.max", h->base);
+  asbe__write_str(p, buf);
 }
 
 static int rank(const asbe_cg_hier *h) {
@@ -300,6 +325,7 @@ int asbe__cg_open(asbe_cg *cg, const char *name, int v2_split) {
       r = asbe__failerr("mkdir %s", h->base);
       goto fail;
     }
+    cap_all_pids(h);
     if (h->v2) {
       int er = v2_enable(h->base, h->ctrl & (ASBE_CG_MEMORY | ASBE_CG_PIDS |
                                              ASBE_CG_CPU));
@@ -338,6 +364,7 @@ int asbe__cg_copy(const asbe_cg *src, asbe_cg *dst) {
   memset(dst, 0, sizeof *dst);
   dst->n = src->n;
   dst->have = src->have;
+  dst->owner = src->owner;
   for (int i = 0; i < src->n; i++) {
     dst->h[i] = src->h[i];
     dst->h[i].base = strdup(src->h[i].base);
@@ -462,12 +489,19 @@ int asbe__cg_create(const asbe_cg *cg, const char *id,
       /* the engine's dir went (removed by hand, or by an engine that ran
        * from another cgroup): make it again */
       if (mkdir(h->base, 0755) < 0 && errno != EEXIST) return asbe__failerr("mkdir %s", h->base);
+      cap_all_pids(h);
       if (h->v2 && (r = v2_enable(h->base, h->ctrl & (ASBE_CG_MEMORY | ASBE_CG_PIDS |
                                                        ASBE_CG_CPU))) < 0)
         return asbe__fail(r, "enable controllers in %s", h->base);
       mk = mkdir(sb, 0755);
     }
     if (mk < 0) return asbe__failerr("mkdir %s", sb);
+    /* whose it is, for the reaper of any engine using this cgroup name;
+     * cgroupfs without xattrs (v1 before 5.x without the xattr option)
+     * leaves it unmarked: no reaper then takes it for litter */
+    if (cg->owner && setxattr(sb, ASBE_CG_OWNER_XATTR, cg->owner, strlen(cg->owner), 0) < 0 &&
+        errno != EOPNOTSUPP && errno != ENOTSUP)
+      return asbe__failerr("mark %s", sb);
     if ((h->ctrl & ASBE_CG_CPU) && lim->cpu_millicores) {
       char v[64];
       if (h->v2) {
@@ -637,6 +671,18 @@ int asbe__cg_exists(const asbe_cg *cg, const char *id) {
     if (access(d, F_OK) == 0) return 1;
   }
   return 0;
+}
+
+int asbe__cg_owned(const asbe_cg *cg, int i, const char *id, char *other, size_t olen) {
+  char d[PATH_MAX], v[PATH_MAX];
+  if (other && olen) other[0] = '\0';
+  if (asbe__cg_path(cg, i, id, ASBE_CGW_SB, d, sizeof d) < 0) return 0;
+  ssize_t n = getxattr(d, ASBE_CG_OWNER_XATTR, v, sizeof v - 1);
+  if (n < 0) return 0;
+  v[n] = '\0';
+  if (cg->owner && !strcmp(v, cg->owner)) return 1;
+  if (other && olen) snprintf(other, olen, "%s", v);
+  return -1;
 }
 
 static uint64_t read_u64(const char *dir, const char *file) {

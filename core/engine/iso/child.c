@@ -4,9 +4,11 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/openat2.h>
 #include <net/if.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mount.h>
@@ -109,19 +111,6 @@ static void move_fd(const asbe_plan *p, int fd, const char *to) {
   close(fd);
 }
 
-/* mkdir -p for a path relative to the stage (no allocation). */
-static void mkdirs(const asbe_plan *p, const char *path) {
-  char tmp[PATH_MAX];
-  copy_str(tmp, sizeof tmp, path);
-  for (char *s = tmp + 1; *s; s++) {
-    if (*s != '/') continue;
-    *s = '\0';
-    mkdir(tmp, 0755);
-    *s = '/';
-  }
-  mkdir_ok(p, tmp, 0755);
-}
-
 static void bind_dev(const asbe_plan *p, const char *name) {
   char src[32] = "/dev/", dst[32] = "r/dev/";
   copy_str(src + 5, sizeof src - 5, name);
@@ -132,13 +121,163 @@ static void bind_dev(const asbe_plan *p, const char *name) {
   TRY(mount(src, dst, NULL, MS_BIND, NULL), dst);
 }
 
-static void write_file(const char *path, const char *data) {
-  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return; /* a template without /etc: fine */
-  size_t n = strlen(data);
-  if (write(fd, data, n) < 0) {
+/* ---- paths in the template's tree ---------------------------------------- */
+
+/* The template's layers are what a build step (root in a build sandbox)
+ * made, and this process still sees the host's tree: an absolute symlink
+ * in them, followed here the ordinary way, resolves against the host
+ * ("/etc/hostname -> /etc/shadow", "/run -> /tmp"). So every path under r/
+ * is resolved below the new root without following any symlink (openat2),
+ * and mounts go onto the directory fd through /proc/self/fd/N. */
+
+static int openat2_fd(int dirfd, const char *path, int flags, uint64_t resolve) {
+  struct open_how how;
+  memset(&how, 0, sizeof how);
+  how.flags = (uint64_t)flags;
+  how.resolve = resolve;
+  return (int)syscall(SYS_openat2, dirfd, path, &how, sizeof how);
+}
+
+#define IN_TREE (RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS)
+
+/* "/proc/self/fd/<fd>" into buf (no allocation). */
+static const char *fd_path(char buf[32], int fd) {
+  char digits[12];
+  int n = 0;
+  do digits[n++] = (char)('0' + fd % 10);
+  while ((fd /= 10) > 0);
+  copy_str(buf, 32, "/proc/self/fd/");
+  size_t at = strlen(buf);
+  while (n) buf[at++] = digits[--n];
+  buf[at] = '\0';
+  return buf;
+}
+
+__attribute__((noreturn)) static void die_path(const asbe_plan *p, const char *rel, int err) {
+  char what[120];
+  copy_str(what, sizeof what, err == ELOOP || err == ENOTDIR
+                                  ? "a mount point of the sandbox is a symlink or no directory: /"
+                                  : "mount point /");
+  size_t at = strlen(what);
+  copy_str(what + at, sizeof what - at, rel);
+  die(p, what, err);
+}
+
+/* mkdir -p of rel (relative to the new root, fd root) that creates and
+ * enters only real directories; an O_PATH fd of the last one. */
+static int tree_dir(const asbe_plan *p, int root, const char *rel) {
+  char comp[PATH_MAX];
+  int cur = root;
+  for (const char *s = rel; *s;) {
+    size_t n = strcspn(s, "/");
+    if (n && n < sizeof comp) {
+      memcpy(comp, s, n);
+      comp[n] = '\0';
+      if (mkdirat(cur, comp, 0755) < 0 && errno != EEXIST) die_path(p, rel, errno);
+      int next = openat2_fd(cur, comp, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, IN_TREE);
+      if (next < 0) die_path(p, rel, errno);
+      if (cur != root) close(cur);
+      cur = next;
+    }
+    s += n;
+    while (*s == '/') s++;
   }
+  return cur == root ? openat2_fd(root, ".", O_PATH | O_DIRECTORY | O_CLOEXEC, IN_TREE) : cur;
+}
+
+/* Moves the detached mount fd onto the directory rel of the new root. */
+static void move_into(const asbe_plan *p, int fd, int root, const char *rel) {
+  int t = tree_dir(p, root, rel);
+  if (move_mount(fd, "", t, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
+    die_path(p, rel, errno);
+  close(t);
   close(fd);
+}
+
+/* mount(2) onto the directory rel of the new root. */
+static int mount_into(const asbe_plan *p, int root, const char *rel, const char *src,
+                      const char *type, unsigned long flags, const char *opts) {
+  char buf[32];
+  int t = tree_dir(p, root, rel);
+  int r = mount(src, fd_path(buf, t), type, flags, opts);
+  int e = errno;
+  close(t);
+  errno = e;
+  return r;
+}
+
+/* Writes /etc/<name> of the new root: a new file renamed over whatever is
+ * there, so a symlink (or fifo) the template put in its place is replaced,
+ * never followed. No /etc, or /etc a symlink: nothing to do. */
+static void write_etc(int root, const char *name, const char *data) {
+  int etc = openat2_fd(root, "etc", O_PATH | O_DIRECTORY | O_CLOEXEC, IN_TREE);
+  if (etc < 0) return;
+  char tmp[64] = ".asb-";
+  copy_str(tmp + 5, sizeof tmp - 5, name);
+  unlinkat(etc, tmp, 0);
+  int fd = openat(etc, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (fd >= 0) {
+    size_t n = strlen(data);
+    int ok = write(fd, data, n) == (ssize_t)n;
+    close(fd);
+    if (!ok || renameat(etc, tmp, etc, name) < 0) unlinkat(etc, tmp, 0);
+  }
+  close(etc);
+}
+
+/* What /proc and /sys of the host show that a sandbox must not see: the
+ * host's boot command line, kernel memory and keys, timers and scheduler
+ * internals (as container runtimes mask them), and every block device's
+ * details (a loop device's backing_file names another sandbox's state dir
+ * and id). Files get /dev/null bound over them, directories an empty
+ * read-only tmpfs; what this kernel lacks is skipped. */
+static void mask_file(const asbe_plan *p, const char *path) {
+  if (mount("/dev/null", path, NULL, MS_BIND, NULL) < 0 && errno != ENOENT) die(p, path, errno);
+}
+
+static void mask_dir(const asbe_plan *p, const char *path) {
+  if (mount("asb-masked", path, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+            "size=4k,mode=0555") < 0 &&
+      errno != ENOENT)
+    die(p, path, errno);
+}
+
+static void mask_proc(const asbe_plan *p) {
+  static const char *const files[] = {"r/proc/cmdline",    "r/proc/kcore",
+                                      "r/proc/keys",       "r/proc/timer_list",
+                                      "r/proc/sched_debug", "r/proc/sysrq-trigger",
+                                      /* the host's block devices (other
+                                       * sandboxes' disks) and swap files */
+                                      "r/proc/partitions", "r/proc/diskstats",
+                                      "r/proc/swaps"};
+  for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) mask_file(p, files[i]);
+  static const char *const dirs[] = {"r/proc/acpi", "r/proc/scsi"};
+  for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++) mask_dir(p, dirs[i]);
+}
+
+static void mask_sys(const asbe_plan *p) {
+  static const char *const dirs[] = {"r/sys/block", "r/sys/class/block", "r/sys/dev/block",
+                                     "r/sys/devices/virtual/block", "r/sys/firmware"};
+  for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++) mask_dir(p, dirs[i]);
+}
+
+/* Closes every fd but the three given (the engine's are all inherited). */
+static void close_all_but(int a, int b, int c) {
+  int k[3] = {a, b, c};
+  for (int i = 0; i < 3; i++)
+    for (int j = i + 1; j < 3; j++)
+      if (k[j] < k[i]) {
+        int t = k[i];
+        k[i] = k[j];
+        k[j] = t;
+      }
+  unsigned lo = 3;
+  for (int i = 0; i < 3; i++) {
+    if (k[i] < (int)lo) continue;
+    if ((unsigned)k[i] > lo) syscall(SYS_close_range, lo, (unsigned)k[i] - 1, 0);
+    lo = (unsigned)k[i] + 1;
+  }
+  syscall(SYS_close_range, lo, ~0U, 0);
 }
 
 static void lo_up(const asbe_plan *p) {
@@ -171,6 +310,11 @@ void asbe__child_main(const asbe_plan *p) {
   sigset_t all;
   sigemptyset(&all);
   sigprocmask(SIG_SETMASK, &all, NULL);
+  /* A session of its own: the init and everything it starts must never
+   * share the engine's session, nor so its controlling terminal. And none
+   * of the engine's fds (clients, files, other sandboxes' pidfds). */
+  if (setsid() < 0) die(p, "setsid", errno);
+  close_all_but(p->sock, p->wfd, p->logfd);
 
   int fds[ASBE_MAX_LAYERS + ASBE_MAX_BINDS + 2], nfds = 0;
   expect(p, ASBE_MSG_GO, fds, (int)(sizeof fds / sizeof fds[0]), &nfds);
@@ -204,17 +348,16 @@ void asbe__child_main(const asbe_plan *p) {
     move_fd(p, fds[i], p->layer_dir[i]);
   }
   TRY(mount("overlay", "r", "overlay", 0, p->ovl_opts), "mount overlay");
+  /* the new root: below it, nothing is followed (see tree_dir) */
+  int root = openat2_fd(AT_FDCWD, "r", O_PATH | O_DIRECTORY | O_CLOEXEC, IN_TREE);
+  if (root < 0) die(p, "open the new root", errno);
 
-  for (int i = 0; i < p->n_binds; i++) {
-    mkdirs(p, p->bind_dst[i]);
-    move_fd(p, fds[p->n_layers + i], p->bind_dst[i]);
-  }
-  mkdirs(p, "r/.asb");
-  move_fd(p, fds[p->n_layers + p->n_binds], "r/.asb");
+  for (int i = 0; i < p->n_binds; i++)
+    move_into(p, fds[p->n_layers + i], root, p->bind_dst[i] + 2); /* after "r/" */
+  move_into(p, fds[p->n_layers + p->n_binds], root, ".asb");
 
-  /* /run/asb = the run dir on the writable layer */
-  mkdirs(p, "r/run/asb");
-  TRY(mount("w/run", "r/run/asb", NULL, MS_BIND, NULL), "bind /run/asb");
+  /* /run/asb = the run dir on the writable layer (fresh: plain paths below) */
+  TRY(mount_into(p, root, "run/asb", "w/run", NULL, MS_BIND, NULL), "bind /run/asb");
   if (p->n_cg) {
     mkdir_ok(p, "r/run/asb/cgroup", 0755);
     TRY(mount("asb-cgroup", "r/run/asb/cgroup", "tmpfs",
@@ -230,20 +373,21 @@ void asbe__child_main(const asbe_plan *p) {
         "remount cgroup tmpfs ro");
   }
 
-  mkdirs(p, "r/proc");
-  TRY(mount("proc", "r/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL),
+  TRY(mount_into(p, root, "proc", "proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL),
       "mount /proc");
 
-  mkdirs(p, "r/dev");
-  TRY(mount("asb-dev", "r/dev", "tmpfs", MS_NOSUID | MS_NOEXEC,
-            "mode=0755,size=64k"),
+  TRY(mount_into(p, root, "dev", "asb-dev", "tmpfs", MS_NOSUID | MS_NOEXEC,
+                 "mode=0755,size=64k"),
       "mount /dev");
-  static const char *const devs[] = {"null", "zero", "full", "random", "urandom",
-                                     "tty"};
+  /* No /dev/tty: it is whatever terminal its opener controls, and no
+   * process of a sandbox may have one of the host (each gets a session of
+   * its own); envd's terminals are the sandbox's own devpts below. */
+  static const char *const devs[] = {"null", "zero", "full", "random", "urandom"};
   for (size_t i = 0; i < sizeof devs / sizeof devs[0]; i++) bind_dev(p, devs[i]);
+  mask_proc(p);
   mkdir_ok(p, "r/dev/pts", 0755);
   TRY(mount("devpts", "r/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC,
-            "newinstance,ptmxmode=0666,mode=0620,gid=5"),
+            "newinstance,ptmxmode=0666,mode=0620,gid=5,max=" ASBE_PTY_MAX),
       "mount devpts");
   TRY(symlink("pts/ptmx", "r/dev/ptmx"), "r/dev/ptmx");
   mkdir_ok(p, "r/dev/shm", 01777);
@@ -255,12 +399,13 @@ void asbe__child_main(const asbe_plan *p) {
   TRY(symlink("/proc/self/fd/2", "r/dev/stderr"), "r/dev/stderr");
 
   /* /sys read-only if the kernel lets us (it does with our own netns) */
-  if (mkdir("r/sys", 0755) == 0 || errno == EEXIST)
-    mount("sysfs", "r/sys", "sysfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
-          NULL);
+  if (mount_into(p, root, "sys", "sysfs", "sysfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+                 NULL) == 0)
+    mask_sys(p);
 
-  write_file("r/etc/hostname", p->hostname_line);
-  write_file("r/etc/hosts", p->hosts);
+  write_etc(root, "hostname", p->hostname_line);
+  write_etc(root, "hosts", p->hosts);
+  close(root);
 
   lo_up(p);
   TRY(sethostname(p->hostname, strlen(p->hostname)), "sethostname");
@@ -273,18 +418,18 @@ void asbe__child_main(const asbe_plan *p) {
   expect(p, ASBE_MSG_EXEC, NULL, 0, NULL);
 
   int null = open("/dev/null", O_RDWR | O_CLOEXEC);
-  int log = open("/run/asb/agent.log", O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC,
-                 0600);
-  if (null < 0 || log < 0) die(p, "open /dev/null or /run/asb/agent.log", errno);
+  if (null < 0) die(p, "open /dev/null", errno);
   TRY(dup2(null, 0), "dup2");
-  TRY(dup2(log, 1), "dup2");
-  TRY(dup2(log, 2), "dup2");
+  TRY(dup2(p->logfd, 1), "dup2");
+  TRY(dup2(p->logfd, 2), "dup2");
   /* every other inherited fd is closed: only the socket (CLOEXEC) remains */
   int keep = p->sock;
   if (keep > 3) syscall(SYS_close_range, 3, keep - 1, 0);
   syscall(SYS_close_range, keep + 1, ~0U, 0);
 
-  int r = asbe__secure_bounding(p->sec);
+  int r = asbe__rlimits_set(1);
+  if (r < 0) die(p, "resource limits", -r);
+  r = asbe__secure_bounding(p->sec);
   if (r < 0) die(p, "capability bounding set", -r);
   const char *what = "";
   r = asbe__secure_finish(p->sec, &what);

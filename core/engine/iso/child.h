@@ -33,6 +33,7 @@ typedef struct asbe_msg {
 typedef struct asbe_plan {
   int sock;
   int wfd;                  /* writable layer (detached mount, inherited) */
+  int logfd;                /* the agent log (inherited): stdout, stderr */
   int n_layers, n_binds;    /* fds sent with GO: layers, binds, agent dir */
   char stage[PATH_MAX];     /* shared empty dir to mount the staging tmpfs on */
   char ovl_opts[4096];      /* relative to the stage */

@@ -18,7 +18,9 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mount.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "iso_int.h"
@@ -141,6 +143,27 @@ static int sparse_copy(const char *src, const char *dst) {
   return r;
 }
 
+/* Loop devices are a machine-wide pool: LOOP_CTL_GET_FREE names a free one
+ * but does not reserve it, so concurrent attachers (this engine's creates and
+ * its pool thread, other engines, losetup, systemd...) all get the same
+ * number and all but one fail LOOP_CONFIGURE with EBUSY. Attachers take an
+ * exclusive flock on /dev/loop-control for GET_FREE + LOOP_CONFIGURE, as
+ * systemd's loop-util does: every engine (each attach opens its own
+ * descriptor, so threads of one process too) and systemd wait for each other
+ * instead of racing. A program that does not lock can still take the device
+ * we were given; then we ask again (after a short pause if it is the same
+ * device, someone holding it open exclusively). The machine is out of loop
+ * devices when LOOP_CTL_GET_FREE itself fails (it makes new ones up to the
+ * loop module's max_loop, or the minor numbers); LOOP_ATTEMPTS only stops a
+ * program that keeps taking every device we are given. */
+#define LOOP_ATTEMPTS 200
+
+static void pause_ms(int ms) {
+  struct timespec ts = {0, (long)ms * 1000000L};
+  while (nanosleep(&ts, &ts) < 0 && errno == EINTR) {
+  }
+}
+
 /* Attaches path to a free loop device (AUTOCLEAR, direct I/O). Returns the
  * open loop fd; keep it open until the filesystem holds the device. */
 static int loop_attach_mode(const char *path, char *dev, size_t devlen, int ro) {
@@ -152,17 +175,29 @@ static int loop_attach_mode(const char *path, char *dev, size_t devlen, int ro) 
     close(bfd);
     return r;
   }
-  int r = -EBUSY;
-  for (int attempt = 0; attempt < 32; attempt++) {
+  int r = 0;
+  while (flock(ctl, LOCK_EX) < 0)
+    if (errno != EINTR) {
+      r = asbe__failerr("lock /dev/loop-control");
+      close(ctl);
+      close(bfd);
+      return r;
+    }
+  int last = -1, same = 0, attempt = 0;
+  for (; attempt < LOOP_ATTEMPTS; attempt++) {
     int n = ioctl(ctl, LOOP_CTL_GET_FREE);
     if (n < 0) {
-      r = asbe__failerr("LOOP_CTL_GET_FREE");
+      r = asbe__failerr("no free loop device (LOOP_CTL_GET_FREE; the loop module's max_loop?)");
       break;
     }
+    if (n == last && same < 5) same++;
+    else if (n != last) same = 0;
+    if (same) pause_ms(1 << same); /* 2..32 ms: it is held open exclusively */
+    last = n;
     snprintf(dev, devlen, "/dev/loop%d", n);
     int lfd = open(dev, (ro ? O_RDONLY : O_RDWR) | O_CLOEXEC);
     if (lfd < 0) {
-      if (errno == ENOENT || errno == ENXIO) continue;
+      if (errno == ENOENT || errno == ENXIO) continue; /* removed meanwhile */
       r = asbe__failerr("open %s", dev);
       break;
     }
@@ -178,17 +213,18 @@ static int loop_attach_mode(const char *path, char *dev, size_t devlen, int ro) 
       ok = ioctl(lfd, LOOP_CONFIGURE, &cfg);
     }
     if (ok == 0) {
-      close(ctl);
+      close(ctl); /* unlocks */
       close(bfd);
       return lfd;
     }
     int err = errno;
     close(lfd);
-    if (err == EBUSY) continue; /* raced with another user of the device */
+    if (err == EBUSY) continue; /* taken by a program that does not lock */
     r = asbe__fail(-err, "LOOP_CONFIGURE %s", dev);
     break;
   }
-  if (r == -EBUSY) r = asbe__fail(r, "no free loop device");
+  if (attempt == LOOP_ATTEMPTS)
+    r = asbe__fail(-EBUSY, "no loop device: %d free ones were taken by others first", attempt);
   close(ctl);
   close(bfd);
   return r;

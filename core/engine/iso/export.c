@@ -37,7 +37,8 @@ static uid_t unshift(const exp_ctx *x, uid_t u) {
  * lower layer honours too; origin/impure/nlink describe the upper fs and
  * mean nothing in a layer. File capabilities (security.capability) are not
  * kept: set inside a user namespace they name its root, which differs in
- * every sandbox. fd must be open on the object. */
+ * every sandbox, and on the host they would be capabilities of a host file.
+ * fd must be open on the object. */
 static int copy_xattrs(int src, int dst) {
   char names[65536];
   ssize_t n = flistxattr(src, names, sizeof names);
@@ -115,8 +116,12 @@ static int copy_entry(exp_ctx *x, int sfd, int dfd, const char *name, int depth)
     if (in < 0 || out < 0) r = asbe__failerr("export: open %s", name);
     if (!r && (r = copy_data(in, out, st.st_size)) < 0) r = asbe__fail(r, "export: copy %s", name);
     if (!r && copy_xattrs(in, out) < 0) r = asbe__failerr("export: xattrs of %s", name);
-    /* chown first: it clears set-id bits, which chmod then restores */
-    if (!r && (fchown(out, uid, gid) < 0 || fchmod(out, st.st_mode & 07777) < 0))
+    /* No set-user-ID or set-group-ID bit survives: the layer is a host
+     * directory, and a build step's `chmod 4755` on a file it owns as root
+     * inside would otherwise leave a set-uid-root binary on the host (its
+     * owner unshifted to host uid 0). Inside sandboxes they never worked
+     * (no_new_privs, nosuid mounts), so nothing a template does is lost. */
+    if (!r && (fchown(out, uid, gid) < 0 || fchmod(out, st.st_mode & 01777) < 0))
       r = asbe__failerr("export: owner of %s", name);
     if (!r) futimens(out, times);
     if (in >= 0) close(in);

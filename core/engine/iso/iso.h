@@ -38,10 +38,15 @@
  *                        against the disk limit). envd listens on
  *                        /run/asb/envd.sock; the engine connects from the host
  *                        with asbe_sandbox_connect_unix(sb, "envd.sock"), which
- *                        resolves the path inside the sandbox root
- *                        (/proc/<init>/root/run/asb/envd.sock), so symlinks a
- *                        sandbox plants cannot point the engine at host files.
- *  /run/asb/agent.log    stdout+stderr of asb-init and of the agent.
+ *                        resolves the path inside the sandbox root (openat2,
+ *                        no symlinks, on the writable layer) and connects to
+ *                        the inode it checked, so nothing a sandbox plants
+ *                        there can point the engine at a host socket. There
+ *                        is no host path of it to hand to anyone else.
+ *  stdout+stderr of asb-init and of the agent: the agent log, a file on the
+ *                        sandbox's writable layer outside its tree (the
+ *                        sandbox has only the fds: /proc/1/fd/1); read it with
+ *                        asbe_sandbox_agent_log.
  *  /run/asb/.exec.sock   reserved: asb-init's exec service (serves only the
  *                        engine, see init/exec_proto.h).
  *  /run/asb/cgroup/<h>   the sandbox's WORKLOAD cgroup of hierarchy <h>
@@ -59,6 +64,9 @@
  *                        root inside, writes "0\n" (itself) to
  *                        <dir>/cgroup.procs for EVERY dir in the list, then
  *                        drops to the user and execs.
+ *    ASB_NOFILE=1024:4096 soft:hard RLIMIT_NOFILE for the processes the agent
+ *                        starts: set it in each child before exec (the agent
+ *                        itself and asb-init have 16384).
  *  The agent and asb-init run in the "agent" cgroup, which has its own small
  *  memory/pids limits, so a fork bomb or OOM in the workload does not reach
  *  them. If the agent dies, asb-init restarts it with a backoff.
@@ -227,8 +235,11 @@ int asbe_sandbox_kill(asbe_sandbox *sb, int remove_state);
  * its upper-only markers dropped), modes and times; ownership shifted back
  * to in-sandbox ids (ids outside the sandbox's range become 65534); hard
  * links become copies; sockets, devices and file capabilities are not
- * kept. The image is mounted read-only and detached, never in the host's
- * namespace. On failure dest is removed. */
+ * kept, and neither are the set-user-ID and set-group-ID bits of files (a
+ * layer is a host directory: a set-id file owned by host root there would
+ * be a host set-id binary; inside sandboxes no_new_privs and nosuid mounts
+ * make them meaningless anyway). The image is mounted read-only and
+ * detached, never in the host's namespace. On failure dest is removed. */
 int asbe_sandbox_export_upper(asbe_sandbox *sb, const char *dest);
 /* Pause / resume every process of the sandbox (agent and workload). */
 int asbe_sandbox_freeze(asbe_sandbox *sb);
@@ -309,14 +320,24 @@ int asbe_sandbox_run(asbe_sandbox *sb, const char *const *argv, uid_t uid,
                      size_t max_out, int timeout_ms);
 
 /* A host-side socket (SOCK_STREAM, CLOEXEC, blocking) connected to
- * 127.0.0.1:port inside the sandbox's network namespace. */
+ * 127.0.0.1:port inside the sandbox's network namespace. The connect gives
+ * up after 10 s (-ETIMEDOUT; a listener with a full accept queue drops the
+ * SYNs). */
 int asbe_sandbox_connect_tcp(asbe_sandbox *sb, uint16_t port);
-/* A host-side socket connected to the unix socket /run/asb/<name> inside. */
+/* A host-side socket (SOCK_STREAM, CLOEXEC, blocking) connected to the
+ * unix socket /run/asb/<name> inside (name without '/'). Resolved inside the
+ * sandbox's root and on its writable layer, never through a symlink; the
+ * connect waits at most 10 s for a listener that does not accept
+ * (-ETIMEDOUT). */
 int asbe_sandbox_connect_unix(asbe_sandbox *sb, const char *name);
-/* Host path of /run/asb/<name> inside (for libcurl's UNIX_SOCKET_PATH);
- * valid while the sandbox lives. 0 or -ENAMETOOLONG. */
-int asbe_sandbox_run_path(const asbe_sandbox *sb, const char *name, char *buf,
-                          size_t len);
+
+/* A new fd (O_RDONLY, CLOEXEC, at offset 0) of the agent log: what asb-init
+ * and the agent wrote to their stdout and stderr. The file lives on the
+ * sandbox's writable layer, bounded by its disk limit, but outside the
+ * sandbox's tree: no path inside names it, so a sandbox can neither replace
+ * it nor point it elsewhere. Available while the engine holds the sandbox
+ * (adopted ones too, when their init still has the log). -errno. */
+int asbe_sandbox_agent_log(asbe_sandbox *sb);
 
 /* ---- recovery ------------------------------------------------------------ */
 

@@ -84,6 +84,9 @@ typedef struct asbe_cg_hier {
 typedef struct asbe_cg {
   int n;
   asbe_cg_hier h[ASBE_CG_MAX];
+  /* The state dir of the engine (not owned): every sandbox cgroup it makes
+   * carries it as ASBE_CG_OWNER_XATTR, so an engine reaps only its own. */
+  const char *owner;
   char *v2_mount, *v2_opts; /* the cgroup2 mount and its super options */
   unsigned have; /* union of ctrl */
   char *info;
@@ -112,7 +115,9 @@ void asbe__cg_rebase(asbe_cg *cg, const char *name, const char *sb_path, const c
 /* Remounts cgroup2 with favordynmods (see asbe_engine_config). 0, or
  * -ENOTSUP without a cgroup2 mount. */
 int asbe__cg_favor_dynmods(asbe_cg *cg);
-/* Creates <base>/<id>{,/agent,/workload}, sets limits, gives the sandbox root
+#define ASBE_CG_OWNER_XATTR "trusted.agent-sandbox.owner"
+/* Creates <base>/<id>{,/agent,/workload}, marks <base>/<id> with cg->owner
+ * (where cgroupfs has xattrs), sets limits, gives the sandbox root
  * (host_uid) write access to the workload's cgroup.procs. */
 int asbe__cg_create(const asbe_cg *cg, const char *id,
                     const asbe_cg_limits *lim, uid_t host_uid);
@@ -133,6 +138,9 @@ int asbe__cg_destroy(const asbe_cg *cg, const char *id, int timeout_ms);
 int asbe__cg_stats(const asbe_cg *cg, const char *id, asbe_stats *st);
 /* 1 if any of the sandbox's cgroup dirs exists. */
 int asbe__cg_exists(const asbe_cg *cg, const char *id);
+/* Whose is <base>/<id> of hierarchy i: 1 marked cg->owner's, 0 not marked
+ * (or no xattrs here), -1 another engine's (its state dir into other). */
+int asbe__cg_owned(const asbe_cg *cg, int i, const char *id, char *other, size_t olen);
 
 /* ---- disks (disk.c) ------------------------------------------------------ */
 
@@ -159,6 +167,12 @@ int asbe__loop_detach_under(const char *dir,
                             void *ctx);
 int asbe__loop_count_under(const char *dir);
 
+/* ---- the agent dir (agentdir.c) ------------------------------------------ */
+
+/* A detached tmpfs mount holding a copy of the agent dir `dir` (its root is
+ * "/", so no host path shows in a sandbox's mountinfo). */
+int asbe__agentdir_mount(const char *dir, int *mfd);
+
 /* ---- uid slots (slot.c) -------------------------------------------------- */
 
 int asbe__slot_claim(asbe_engine *e, const char *owner_dir, uint32_t *slot);
@@ -184,6 +198,30 @@ int asbe__secure_bounding(const asbe_secure *s);
  * sets no_new_privs and loads the seccomp filters. 0 or -errno; *what names
  * the failing step. */
 int asbe__secure_finish(const asbe_secure *s, const char **what);
+
+/* Resource limits of sandbox processes. The init and the agent may hold
+ * ASBE_NOFILE_AGENT files (envd keeps pipes of every process it runs, its
+ * watches and its connections); every other process, started by the exec
+ * service, the setns fallback or the agent, gets soft ASBE_NOFILE_SOFT (what
+ * select() can handle) and hard ASBE_NOFILE_HARD: the hard one bounds a
+ * sandbox's open files to pids.max x ASBE_NOFILE_HARD. The agent and asb-init
+ * learn the user limits from ASB_NOFILE=<soft>:<hard> in their environment.
+ * No core dumps (a pipe core_pattern would run a host helper as root), no
+ * real-time priority, no negative nice, 8 MiB locked memory, the default
+ * 800 KiB of message queues: whatever the engine itself was given. */
+#define ASBE_NOFILE_AGENT 16384u
+/* ptys of one sandbox (its devpts instance's max=): the kernel's pool,
+ * kernel.pty.max less kernel.pty.reserve for the host's own devpts, is
+ * shared by every sandbox (3072 by default). A string: a mount option. */
+#define ASBE_PTY_MAX "256"
+#define ASBE_NOFILE_SOFT 1024u
+#define ASBE_NOFILE_HARD 4096u
+/* Sets those limits (the agent's, else the user's) on the calling process,
+ * async-signal-safe. Lowering only: nothing in a sandbox's user namespace can
+ * raise a hard limit (that takes CAP_SYS_RESOURCE in the initial one, which
+ * even the engine may lack), so a limit above the engine's own stays the
+ * engine's. 0 or -errno. */
+int asbe__rlimits_set(int agent);
 
 /* ---- templates ----------------------------------------------------------- */
 
@@ -215,7 +253,9 @@ struct asbe_engine {
   uint64_t pool_bytes;
   unsigned pool_target;
   int self_netns; /* fd of the engine's netns (connect_tcp) */
+  int agent_mfd;  /* detached tmpfs copy of agent_dir (asbe__agentdir_mount) */
   int lock_fd;    /* flock on <state>/engine.lock: one engine per state dir */
+  int name_fd;    /* flock on <run>/cgroups/<cgroup_name>.lock: one per name */
 };
 
 struct asbe_proc {
@@ -242,10 +282,28 @@ struct asbe_sandbox {
   int status; /* init's wait status when reaped by us */
   pthread_mutex_t lock; /* procs */
   asbe_proc *procs;
+  dev_t run_dev; /* st_dev of its writable layer (/run/asb); 0 = unknown */
+  int log_fd;    /* the agent log (see asbe_sandbox_agent_log), or -1 */
+  dev_t log_dev; /* and its identity, recorded for adopt */
+  ino_t log_ino;
   asbe_cg cg;         /* where its cgroups are (recorded ones after adopt) */
   char **cg_workload; /* per hierarchy: cgroup.procs to join on exec */
   int n_cg_workload;
 };
+
+/* ---- paths inside a sandbox (exec.c) ------------------------------------ */
+
+/* How long a connect to a listener of a sandbox (a unix socket of /run/asb,
+ * a TCP port) may wait: a sandbox can make any listener accept nothing. */
+#define ASBE_CONNECT_TIMEOUT_MS 10000
+
+/* An O_PATH fd of /run/asb inside sb (name NULL), or of /run/asb/<name>,
+ * which must be of `type` (S_IFSOCK, S_IFREG). Resolved inside the sandbox's
+ * root with openat2 (RESOLVE_IN_ROOT, no symlinks, no magic links), and on
+ * the sandbox's writable layer (sb->run_dev): never a host path, whatever
+ * the sandbox made of its tree. Use the fd (fstatfs, connect to
+ * /proc/self/fd/<fd>, reopen), never a path. -errno, message set. */
+int asbe__run_open(asbe_sandbox *sb, const char *name, mode_t type);
 
 /* 1 if the record in a sandbox dir names an init that is alive. */
 int asbe__rec_alive(const char *dir);

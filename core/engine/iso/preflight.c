@@ -130,6 +130,38 @@ static int make_userns(pid_t *helper) {
   return fd;
 }
 
+static unsigned long long sysctl_ull(const char *path) {
+  char buf[32];
+  return asbe__read_small(path, buf, sizeof buf) > 0 ? strtoull(buf, NULL, 10) : 0;
+}
+
+/* Machine-wide counts every sandbox draws on (docs/engine.md, "Limits and
+ * resources"): fine for a few sandboxes, tight for many. */
+static void shared_counts(pf *p) {
+  unsigned long long pid_max = sysctl_ull("/proc/sys/kernel/pid_max");
+  if (pid_max && pid_max < 4194304)
+    asbi_buf_printf(&p->out,
+                    "tip  kernel.pid_max is %llu: every sandbox process takes a host pid too "
+                    "(an engine's sandboxes together stop an eighth short of it). For many "
+                    "sandboxes: sysctl -w kernel.pid_max=4194304\n",
+                    pid_max);
+  unsigned long long file_max = sysctl_ull("/proc/sys/fs/file-max");
+  if (file_max && file_max < (1ull << 40))
+    asbi_buf_printf(&p->out,
+                    "tip  fs.file-max is %llu: sandboxes' open files count against it (%u per "
+                    "process; their memory is charged to each sandbox's limit). Like systemd: "
+                    "sysctl -w fs.file-max=9223372036854775807\n",
+                    file_max, ASBE_NOFILE_HARD);
+  unsigned long long pty_max = sysctl_ull("/proc/sys/kernel/pty/max"),
+                     pty_reserve = sysctl_ull("/proc/sys/kernel/pty/reserve");
+  if (pty_max && pty_max < pty_reserve + 64ull * (unsigned long long)atoi(ASBE_PTY_MAX))
+    asbi_buf_printf(&p->out,
+                    "tip  kernel.pty.max is %llu (%llu of them for the host): each sandbox may "
+                    "hold %s. For many sandboxes: sysctl -w kernel.pty.max=%llu\n",
+                    pty_max, pty_reserve, ASBE_PTY_MAX,
+                    pty_reserve + 64ull * (unsigned long long)atoi(ASBE_PTY_MAX));
+}
+
 int asbe_preflight(char **report) {
   pf p;
   memset(&p, 0, sizeof p);
@@ -248,6 +280,7 @@ int asbe_preflight(char **report) {
     ok(&p, "new mount API (fsopen/fsmount/move_mount)");
     close(fs);
   }
+  shared_counts(&p);
   if (access("/bin/busybox", X_OK) < 0 && access("/usr/bin/busybox", X_OK) < 0)
     asbi_buf_puts(&p.out, "note busybox template unavailable. Fix: apt-get install busybox-static\n");
   if (report) *report = asbi_buf_detach(&p.out, NULL);

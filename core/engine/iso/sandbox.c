@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/sched.h>
+#include <linux/securebits.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -13,6 +14,7 @@
 #include <sys/file.h>
 #include <sys/mount.h>
 #include <sys/pidfd.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
@@ -40,6 +42,68 @@ static char *abs_path(const char *p) {
   return asbe__strfmt("%s/%s", cwd, p);
 }
 
+/* A cgroup name is one path component: it names dirs and a lock file. */
+static int valid_cgroup_name(const char *n) {
+  size_t len = strlen(n);
+  if (len == 0 || len > 128 || n[0] == '.') return 0;
+  for (size_t i = 0; i < len; i++)
+    if (!((n[i] >= 'a' && n[i] <= 'z') || (n[i] >= 'A' && n[i] <= 'Z') ||
+          (n[i] >= '0' && n[i] <= '9') || n[i] == '-' || n[i] == '_' || n[i] == '.'))
+      return 0;
+  return 1;
+}
+
+/* One engine per cgroup name on the machine: the engine's cgroup dirs
+ * (<own cgroup>/<name>/ of every hierarchy) hold its sandboxes, and its
+ * reaper removes what it finds there. The lock is an flock held for the
+ * engine's life on <run>/cgroups/<name>.lock, which says whose it is; a
+ * crashed engine's lock is free again (its sandboxes live on, and only an
+ * engine with their state dir touches them: see asbe_reap). The engine
+ * removes the file when it closes, still holding the lock, so whoever
+ * locks checks that the file it locked is still the one at the path. */
+static void name_lock_path(const asbe_engine *e, char *p, size_t len) {
+  snprintf(p, len, "%s/cgroups/%s.lock", e->run_dir, e->cgroup_name);
+}
+
+static int lock_cgroup_name(asbe_engine *e) {
+  char dir[PATH_MAX], p[PATH_MAX];
+  snprintf(dir, sizeof dir, "%s/cgroups", e->run_dir);
+  int r = asbe__mkdir_p(dir, 0700);
+  if (r < 0) return asbe__fail(r, "mkdir %s", dir);
+  name_lock_path(e, p, sizeof p);
+  for (;;) {
+    int fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0) return asbe__failerr("open %s", p);
+    if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+      int err = errno;
+      char who[PATH_MAX + 64] = "";
+      ssize_t n = err == EWOULDBLOCK ? pread(fd, who, sizeof who - 1, 0) : 0;
+      close(fd);
+      if (err != EWOULDBLOCK) return asbe__fail(-err, "lock %s", p);
+      who[n > 0 ? n : 0] = '\0';
+      who[strcspn(who, "\n")] = '\0';
+      int pid = 0, off = 0;
+      const char *state = "?";
+      if (sscanf(who, "%d %n", &pid, &off) >= 1 && off > 0) state = who + off;
+      return asbe__fail(-EBUSY,
+                        "cgroup name \"%s\" is in use by another engine (pid %d, state dir %s); "
+                        "give each engine its own cgroup name",
+                        e->cgroup_name, pid, state);
+    }
+    struct stat a, b;
+    if (fstat(fd, &a) == 0 && stat(p, &b) == 0 && a.st_ino == b.st_ino && a.st_dev == b.st_dev) {
+      e->name_fd = fd;
+      break;
+    }
+    close(fd); /* removed by the engine that had it: again */
+  }
+  char line[PATH_MAX + 64];
+  int n = snprintf(line, sizeof line, "%d %s\n", (int)getpid(), e->state_dir);
+  if (ftruncate(e->name_fd, 0) < 0 || pwrite(e->name_fd, line, (size_t)n, 0) != n)
+    return asbe__failerr("write %s", p);
+  return 0;
+}
+
 int asbe_engine_open(const asbe_engine_config *cfg, asbe_engine **out) {
   asbe__clear_error();
   *out = NULL;
@@ -48,7 +112,7 @@ int asbe_engine_open(const asbe_engine_config *cfg, asbe_engine **out) {
   asbe_engine *e = calloc(1, sizeof *e);
   if (!e) return asbe__fail(-ENOMEM, "engine");
   pthread_mutex_init(&e->lock, NULL);
-  e->self_netns = e->lock_fd = -1;
+  e->self_netns = e->lock_fd = e->name_fd = e->agent_mfd = -1;
   int r = 0;
   e->state_dir = abs_path(cfg->state_dir);
   e->agent_dir = abs_path(cfg->agent_dir);
@@ -56,6 +120,11 @@ int asbe_engine_open(const asbe_engine_config *cfg, asbe_engine **out) {
   e->cgroup_name = strdup(asbi_empty(cfg->cgroup_name) ? "agent-sandbox" : cfg->cgroup_name);
   if (!e->state_dir || !e->agent_dir || !e->run_dir || !e->cgroup_name) {
     r = asbe__fail(-ENOMEM, "engine");
+    goto fail;
+  }
+  if (!valid_cgroup_name(e->cgroup_name)) {
+    r = asbe__fail(-EINVAL, "cgroup name \"%s\": use 1..128 of [A-Za-z0-9._-], not starting with .",
+                   e->cgroup_name);
     goto fail;
   }
   e->sandboxes_dir = asbe__strfmt("%s/sandboxes", e->state_dir);
@@ -105,12 +174,15 @@ int asbe_engine_open(const asbe_engine_config *cfg, asbe_engine **out) {
     goto fail;
   }
   chmod(e->stage_dir, 0755); /* the sandbox's root must be able to reach it */
+  if ((r = lock_cgroup_name(e)) < 0) goto fail;
   if ((r = asbe__cg_open(&e->cg, e->cgroup_name, cfg->cgroup_v2_split)) < 0) goto fail;
+  e->cg.owner = e->state_dir;
   if (cfg->cgroup_favor_dynmods && (r = asbe__cg_favor_dynmods(&e->cg)) < 0) {
     r = asbe__fail(r, "remount %s with favordynmods", e->cg.v2_mount ? e->cg.v2_mount : "cgroup2");
     goto fail;
   }
   if ((r = asbe__secure_init(&e->sec)) < 0) goto fail;
+  if ((r = asbe__agentdir_mount(e->agent_dir, &e->agent_mfd)) < 0) goto fail;
   e->self_netns = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
   if (e->self_netns < 0) {
     r = asbe__failerr("open /proc/self/ns/net");
@@ -130,6 +202,13 @@ void asbe_engine_close(asbe_engine *e) {
   if (e->cg.n) asbe__cg_close(&e->cg);
   asbe__secure_free(&e->sec);
   if (e->self_netns >= 0) close(e->self_netns);
+  if (e->agent_mfd >= 0) close(e->agent_mfd);
+  if (e->name_fd >= 0) {
+    char p[PATH_MAX];
+    name_lock_path(e, p, sizeof p);
+    unlink(p); /* while still holding it: see lock_cgroup_name */
+    close(e->name_fd);
+  }
   if (e->lock_fd >= 0) close(e->lock_fd);
   free(e->state_dir);
   free(e->sandboxes_dir);
@@ -161,6 +240,7 @@ typedef struct rec {
   uint32_t slot;
   pid_t pid;
   uint64_t start;
+  uint64_t run_dev, log_dev, log_ino; /* 0 = not recorded (older engines) */
   int ncg;
   char cg_name[ASBE_CG_MAX][32];
   char cg_path[ASBE_CG_MAX][PATH_MAX];
@@ -172,6 +252,8 @@ static int write_rec(const asbe_sandbox *sb, const char *status) {
                   sb->id, status, sb->slot, (unsigned)sb->host_uid, (int)sb->pid,
                   (unsigned long long)sb->starttime);
   asbi_buf_printf(&b, "engine_pid=%d\ncreated=%lld\n", (int)getpid(), (long long)time(NULL));
+  asbi_buf_printf(&b, "run_dev=%llu\nlog=%llu:%llu\n", (unsigned long long)sb->run_dev,
+                  (unsigned long long)sb->log_dev, (unsigned long long)sb->log_ino);
   const asbe_cg *cg = &sb->cg;
   for (int i = 0; i < cg->n; i++) {
     char d[PATH_MAX];
@@ -202,6 +284,12 @@ static int read_rec(const char *dir, rec *r) {
       else if (!strcmp(l, "slot")) r->slot = (uint32_t)strtoul(v, NULL, 10);
       else if (!strcmp(l, "pid")) r->pid = (pid_t)atoi(v);
       else if (!strcmp(l, "starttime")) r->start = strtoull(v, NULL, 10);
+      else if (!strcmp(l, "run_dev")) r->run_dev = strtoull(v, NULL, 10);
+      else if (!strcmp(l, "log")) {
+        char *end = NULL;
+        r->log_dev = strtoull(v, &end, 10);
+        r->log_ino = end && *end == ':' ? strtoull(end + 1, NULL, 10) : 0;
+      }
       else if (!strncmp(l, "cgroup.", 7) && r->ncg < ASBE_CG_MAX) {
         snprintf(r->cg_name[r->ncg], sizeof r->cg_name[0], "%s", l + 7);
         snprintf(r->cg_path[r->ncg], sizeof r->cg_path[0], "%s", v);
@@ -251,7 +339,7 @@ static asbe_sandbox *sb_new(asbe_engine *e, const char *id) {
   asbe_sandbox *sb = calloc(1, sizeof *sb);
   if (!sb) return NULL;
   sb->e = e;
-  sb->pidfd = -1;
+  sb->pidfd = sb->log_fd = -1;
   sb->id = strdup(id);
   sb->dir = asbe__strfmt("%s/%s", e->sandboxes_dir, id);
   pthread_mutex_init(&sb->lock, NULL);
@@ -296,25 +384,30 @@ static int write_map(pid_t pid, const char *file, uid_t base) {
   return r < 0 ? asbe__fail(r, "write %s", path) : 0;
 }
 
-/* open_tree + idmap (to userns) + read-only: a detached mount fd. */
-static int idmapped_ro(const char *path, int userns) {
-  int fd = open_tree(AT_FDCWD, path, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
-  if (fd < 0) return asbe__failerr("open_tree %s", path);
+/* open_tree + idmap (to userns) + read-only: a detached mount fd. path
+ * relative to dirfd; "" = the mount dirfd itself (a detached one too). */
+static int idmapped_ro_at(int dirfd, const char *path, int userns) {
+  int fd = open_tree(dirfd, path,
+                     OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE | (path[0] ? 0 : AT_EMPTY_PATH));
+  if (fd < 0) return asbe__failerr("open_tree %s", path[0] ? path : "(agent dir)");
   struct mount_attr a;
   memset(&a, 0, sizeof a);
   a.attr_set = MOUNT_ATTR_IDMAP | MOUNT_ATTR_RDONLY | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOSUID;
   a.userns_fd = (uint64_t)userns;
   if (mount_setattr(fd, "", AT_EMPTY_PATH | AT_RECURSIVE, &a, sizeof a) < 0) {
-    int r = asbe__failerr("idmap %s", path);
+    int r = asbe__failerr("idmap %s", path[0] ? path : "(agent dir)");
     close(fd);
     return r;
   }
   return fd;
 }
 
-/* Prepares the writable layer: upper/, work/, run/ owned by root inside. */
+static int idmapped_ro(const char *path, int userns) { return idmapped_ro_at(AT_FDCWD, path, userns); }
+
+/* Prepares the writable layer: upper/, work/, run/ owned by root inside
+ * (log/ too, but no path inside the sandbox reaches it: see open_log). */
 static int prep_writable(int mfd, uid_t uid) {
-  static const char *const dirs[] = {"upper", "work", "run"};
+  static const char *const dirs[] = {"upper", "work", "run", "log"};
   for (size_t i = 0; i < ASBI_ARRAY_LEN(dirs); i++) {
     if (mkdirat(mfd, dirs[i], 0755) < 0 && errno != EEXIST)
       return asbe__failerr("mkdir %s on the writable layer", dirs[i]);
@@ -325,6 +418,33 @@ static int prep_writable(int mfd, uid_t uid) {
       return asbe__failerr("chmod %s on the writable layer", dirs[i]);
   }
   return 0;
+}
+
+/* The agent log: stdout and stderr of the init and the agent. Not a file in
+ * the sandbox's tree (the engine used to read /run/asb/agent.log through
+ * /proc/<init>/root, and a sandbox that made it a symlink got the engine to
+ * return any host file), not a pipe (a restarted engine adopts running
+ * sandboxes, and a pipe without a reader would kill or stall the agent
+ * meanwhile), not a file in the engine's state dir (a sandbox could fill the
+ * host's disk through it). It is log/agent.log on the sandbox's writable
+ * layer: bounded by the sandbox's disk limit like everything it writes, and
+ * outside its tree (only upper/ and run/ of that fs are mounted inside), so
+ * the sandbox holds it only as the fds its init has. The engine keeps an fd
+ * and reads through it; a restarted one gets it back from the init
+ * (pidfd_getfd) and checks it is the same inode. Owned by root inside, who
+ * may write to it through /proc/1/fd/1 as before. */
+static int open_log(int mfd, uid_t uid, dev_t *dev, ino_t *ino) {
+  int fd = openat(mfd, "log/agent.log", O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC,
+                  0600);
+  struct stat st;
+  if (fd < 0 || fchown(fd, uid, uid) < 0 || fstat(fd, &st) < 0) {
+    int r = asbe__failerr("the agent log on the writable layer");
+    if (fd >= 0) close(fd);
+    return r;
+  }
+  *dev = st.st_dev;
+  *ino = st.st_ino;
+  return fd;
 }
 
 static char **build_env(const asbe_engine *e, const asbe_sandbox_spec *spec) {
@@ -339,6 +459,7 @@ static char **build_env(const asbe_engine *e, const asbe_sandbox_spec *spec) {
   env[n++] = asbe__strfmt("ASB_SANDBOX_ID=%s", spec->id);
   env[n++] = strdup("ASB_RUN_DIR=/run/asb");
   env[n++] = asbe__strfmt("ASB_WORKLOAD_CGROUPS=%s", e->cg.workload_env);
+  env[n++] = asbe__strfmt("ASB_NOFILE=%u:%u", ASBE_NOFILE_SOFT, ASBE_NOFILE_HARD);
   for (size_t i = 0; i < extra; i++) env[n++] = strdup(spec->agent_env[i]);
   for (size_t i = 0; i < n; i++)
     if (!env[i]) {
@@ -415,14 +536,44 @@ static int build_plan(asbe_engine *e, const asbe_sandbox_spec *spec, asbe_plan *
   return 0;
 }
 
-static pid_t clone_sandbox(int *pidfd) {
+/* The sandbox's user namespace is owned by the sandbox's own host uid, not
+ * by root: the kernel charges what a user namespace's users hold of the
+ * per-user counts (inotify instances and watches, fanotify groups, message
+ * queue bytes, pending signals, locked shm) to its owner in the parent
+ * namespace too, against the owner's limit. Owned by root, one sandbox could
+ * take all 128 inotify instances of the host's root and of every other
+ * sandbox. The owner is the effective uid of the creator, so this thread
+ * (credentials are per thread; raw syscalls, not glibc's broadcasting
+ * wrappers) takes that euid for the clone only, keeping its capabilities
+ * (SECBIT_NO_SETUID_FIXUP); the child's securebits start afresh in its new
+ * user namespace. */
+static pid_t clone_sandbox(int *pidfd, uid_t owner) {
+  int bits = prctl(PR_GET_SECUREBITS, 0, 0, 0, 0);
+  int dumpable = prctl(PR_GET_DUMPABLE, 0, 0, 0, 0);
+  if (bits < 0 || prctl(PR_SET_SECUREBITS, bits | SECBIT_NO_SETUID_FIXUP, 0, 0, 0) < 0)
+    return -1;
+  if (syscall(SYS_setresuid, -1, owner, -1) < 0) {
+    int err = errno;
+    prctl(PR_SET_SECUREBITS, bits, 0, 0, 0);
+    errno = err;
+    return -1;
+  }
   struct clone_args ca;
   memset(&ca, 0, sizeof ca);
   ca.flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWUTS |
              CLONE_NEWIPC | CLONE_PIDFD;
   ca.pidfd = (uint64_t)(uintptr_t)pidfd;
   ca.exit_signal = SIGCHLD;
-  return (pid_t)syscall(SYS_clone3, &ca, sizeof ca);
+  pid_t pid = (pid_t)syscall(SYS_clone3, &ca, sizeof ca);
+  if (pid == 0) return 0;
+  int err = errno;
+  /* back to root (the real and saved uids stayed 0); a changed euid also
+   * cleared the process's dumpable flag */
+  if (syscall(SYS_setresuid, -1, 0, -1) < 0) abort(); /* cannot happen: suid is 0 */
+  prctl(PR_SET_SECUREBITS, bits, 0, 0, 0);
+  if (dumpable >= 0) prctl(PR_SET_DUMPABLE, dumpable, 0, 0, 0);
+  errno = err;
+  return pid;
 }
 
 /* Waits for the child's next message. 0 = got `type`; <0 = failure (the
@@ -536,6 +687,18 @@ int asbe_sandbox_create(asbe_engine *e, const asbe_sandbox_spec *spec, asbe_sand
   }
   if (r < 0) goto fail;
   if ((r = prep_writable(wfd, sb->host_uid)) < 0) goto fail;
+  {
+    struct stat ws;
+    if (fstatat(wfd, "run", &ws, AT_SYMLINK_NOFOLLOW) < 0) {
+      r = asbe__failerr("stat run/ on the writable layer");
+      goto fail;
+    }
+    sb->run_dev = ws.st_dev;
+  }
+  if ((sb->log_fd = open_log(wfd, sb->host_uid, &sb->log_dev, &sb->log_ino)) < 0) {
+    r = sb->log_fd;
+    goto fail;
+  }
 
   asbe_cg_limits lim = {spec->memory_bytes, spec->pids_max,
                         spec->agent_memory_bytes ? spec->agent_memory_bytes
@@ -551,7 +714,8 @@ int asbe_sandbox_create(asbe_engine *e, const asbe_sandbox_spec *spec, asbe_sand
   }
   plan->sock = sock[1];
   plan->wfd = wfd;
-  pid_t pid = clone_sandbox(&sb->pidfd);
+  plan->logfd = sb->log_fd;
+  pid_t pid = clone_sandbox(&sb->pidfd, sb->host_uid);
   if (pid < 0) {
     r = asbe__failerr("clone3");
     goto fail;
@@ -591,7 +755,7 @@ int asbe_sandbox_create(asbe_engine *e, const asbe_sandbox_spec *spec, asbe_sand
     }
     nfds++;
   }
-  if ((fds[nfds] = idmapped_ro(e->agent_dir, userns)) < 0) {
+  if ((fds[nfds] = idmapped_ro_at(e->agent_mfd, "", userns)) < 0) {
     r = fds[nfds];
     goto fail;
   }
@@ -621,7 +785,10 @@ int asbe_sandbox_create(asbe_engine *e, const asbe_sandbox_spec *spec, asbe_sand
   if ((r = write_rec(sb, "running")) < 0) goto fail;
   m.type = ASBE_MSG_EXEC;
   if ((r = asbe__send_fds(sock[0], &m, sizeof m, NULL, 0)) < 0) {
-    r = asbe__fail(r, "sandbox %s: send", sb->id);
+    /* the child failed meanwhile (it does its mounts after CG): its own
+     * message, still queued, says why */
+    int cr = child_says(sb, sock[0], 0);
+    r = cr < 0 ? cr : asbe__fail(r, "sandbox %s: send", sb->id);
     goto fail;
   }
   if ((r = child_says(sb, sock[0], 0)) < 0) goto fail;
@@ -695,6 +862,10 @@ int asbe_sandbox_kill(asbe_sandbox *sb, int remove_state) {
     if (sb->is_child) reap_pidfd(sb);
     sb->dead = 1;
   }
+  /* it pins the writable layer's mount (and so the loop device): an export
+   * of the layer waits for that to go */
+  if (sb->log_fd >= 0) close(sb->log_fd);
+  sb->log_fd = -1;
   asbe__procs_reap(sb);
   int cr = asbe__cg_destroy(&sb->cg, sb->id, 10000);
   if (cr < 0) r = cr;
@@ -728,6 +899,7 @@ void asbe_sandbox_release(asbe_sandbox *sb) {
     p = n;
   }
   if (sb->pidfd >= 0) close(sb->pidfd);
+  if (sb->log_fd >= 0) close(sb->log_fd);
   for (int i = 0; i < sb->n_cg_workload; i++) free(sb->cg_workload[i]);
   free(sb->cg_workload);
   asbe__cg_free(&sb->cg);
@@ -765,6 +937,20 @@ int asbe_sandbox_adopt(asbe_engine *e, const char *id, asbe_sandbox **out) {
   }
   pid_t ppid = 0;
   sb->is_child = asbe__proc_stat(rc.pid, &ppid, NULL) == 0 && ppid == getpid();
+  sb->run_dev = (dev_t)rc.run_dev;
+  sb->log_dev = (dev_t)rc.log_dev;
+  sb->log_ino = (ino_t)rc.log_ino;
+  if (rc.log_ino) {
+    /* the init's stdout is the agent log, unless root inside took over the
+     * init and replaced it: only the recorded inode is taken */
+    int fd = (int)syscall(SYS_pidfd_getfd, sb->pidfd, 1, 0);
+    struct stat st;
+    if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_dev == sb->log_dev &&
+        st.st_ino == sb->log_ino)
+      sb->log_fd = fd;
+    else if (fd >= 0)
+      close(fd);
+  }
   asbe__cg_free(&sb->cg);
   if ((r = rec_cg(e, &rc, id, &sb->cg)) < 0 || (r = sb_workload_paths(sb)) < 0) {
     r = asbe__fail(r, "sandbox %s", id);
@@ -806,15 +992,35 @@ int asbe_sandbox_stats(asbe_sandbox *sb, asbe_stats *st) {
   if (sb->dead) return asbe__fail(-ESRCH, "sandbox %s is dead", sb->id);
   int r = asbe__cg_stats(&sb->cg, sb->id, st);
   if (r < 0) return r;
-  char path[PATH_MAX];
-  if (asbe_sandbox_run_path(sb, "", path, sizeof path) == 0) {
+  int run = asbe__run_open(sb, NULL, 0);
+  if (run >= 0) {
     struct statfs fs;
-    if (statfs(path, &fs) == 0) {
+    if (fstatfs(run, &fs) == 0) {
       st->disk_total_bytes = (uint64_t)fs.f_blocks * (uint64_t)fs.f_bsize;
       st->disk_used_bytes = (uint64_t)(fs.f_blocks - fs.f_bfree) * (uint64_t)fs.f_bsize;
     }
+    close(run);
   }
+  asbe__clear_error(); /* disk numbers are best effort */
   return 0;
+}
+
+int asbe_sandbox_agent_log(asbe_sandbox *sb) {
+  asbe__clear_error();
+  if (sb->log_fd < 0) return asbe__fail(-ENOENT, "sandbox %s: no agent log", sb->id);
+  /* a new open file (own offset, readable) of the very inode the engine
+   * holds: the magic link of its own fd, not a path of the sandbox */
+  char p[64];
+  snprintf(p, sizeof p, "/proc/self/fd/%d", sb->log_fd);
+  int fd = open(p, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  struct stat st;
+  if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_ino != sb->log_ino) {
+    int r = fd < 0 ? asbe__failerr("sandbox %s: agent log", sb->id)
+                   : asbe__fail(-EIO, "sandbox %s: agent log", sb->id);
+    if (fd >= 0) close(fd);
+    return r;
+  }
+  return fd;
 }
 
 const char *asbe_sandbox_id(const asbe_sandbox *sb) { return sb->id; }
@@ -898,10 +1104,14 @@ int asbe_reap(asbe_engine *e, void (*live_cb)(const char *id, void *ctx), void *
       }
       continue;
     }
-    /* dead (or stopped): its processes, cgroups and loop devices go */
+    /* dead (or stopped): its processes, cgroups and loop devices go; not
+     * cgroups another engine marked as its own (an id both have, by chance
+     * or by hand) */
     asbe_cg cg;
     if (rec_cg(e, &rc, de->d_name, &cg) == 0) {
-      if (asbe__cg_exists(&cg, de->d_name)) {
+      int foreign = 0;
+      for (int i = 0; i < cg.n; i++) foreign |= asbe__cg_owned(&cg, i, de->d_name, NULL, 0) < 0;
+      if (!foreign && asbe__cg_exists(&cg, de->d_name)) {
         asbe__cg_kill(&cg, de->d_name);
         if (asbe__cg_destroy(&cg, de->d_name, 5000) == 0) {
           rep.cgroups++;
@@ -916,7 +1126,9 @@ int asbe_reap(asbe_engine *e, void (*live_cb)(const char *id, void *ctx), void *
     if (asbe__rm_rf(dir) == 0) rep.sandboxes++;
   }
   closedir(d);
-  /* cgroup dirs of no known sandbox */
+  /* cgroup dirs of no known sandbox that this state dir's engine made (an
+   * engine that used this cgroup name before may have had another state
+   * dir: its sandboxes may be alive, and are not ours to judge) */
   for (int i = 0; i < e->cg.n; i++) {
     DIR *cd = opendir(e->cg.h[i].base);
     if (!cd) continue;
@@ -924,7 +1136,8 @@ int asbe_reap(asbe_engine *e, void (*live_cb)(const char *id, void *ctx), void *
       if (de->d_type != DT_DIR || de->d_name[0] == '.') continue;
       int known = 0;
       for (size_t k = 0; k < keep.n && !known; k++) known = !strcmp(keep.ids[k], de->d_name);
-      if (known || !valid_id(de->d_name)) continue;
+      if (known || !valid_id(de->d_name) || asbe__cg_owned(&e->cg, i, de->d_name, NULL, 0) != 1)
+        continue;
       asbe__cg_kill(&e->cg, de->d_name);
       if (asbe__cg_destroy(&e->cg, de->d_name, 5000) == 0) rep.cgroups++;
     }

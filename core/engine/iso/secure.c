@@ -1,8 +1,8 @@
 /* Hardening applied to every process of a sandbox (init and asbe_sandbox_exec
  * children): a reduced capability bounding set, no_new_privs, and a seccomp
  * deny-list (libseccomp, default allow, EPERM for the calls below) plus a
- * small hand-written filter for personality(2) arguments and syscalls newer
- * than the installed libseccomp knows.
+ * small hand-written filter for personality(2) arguments, socket families and
+ * syscalls newer than the installed libseccomp knows.
  * SPDX-License-Identifier: Apache-2.0 */
 #include <errno.h>
 #include <fcntl.h>
@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -56,9 +57,9 @@ typedef struct ins {
 } ins;
 
 typedef struct prog {
-  ins v[96];
+  ins v[160];
   int n;
-  int labels[32];
+  int labels[48];
 } prog;
 
 static void emit(prog *p, uint16_t code, uint32_t k, int jt, int jf) {
@@ -94,13 +95,39 @@ static int assemble(const prog *p, struct sock_fprog *out) {
 #if defined(__x86_64__)
 #define NATIVE_ARCH AUDIT_ARCH_X86_64
 #define NATIVE_PERSONALITY 135
+#define NATIVE_SOCKET 41
+#define NATIVE_SOCKETPAIR 53
 #define COMPAT_ARCH AUDIT_ARCH_I386
 #define COMPAT_PERSONALITY 136
+#define COMPAT_SOCKET 359
+#define COMPAT_SOCKETPAIR 360
+#define COMPAT_SOCKETCALL 102
 #define X32_BIT 0x40000000u
 #elif defined(__aarch64__)
 #define NATIVE_ARCH AUDIT_ARCH_AARCH64
 #define NATIVE_PERSONALITY 92
+#define NATIVE_SOCKET 198
+#define NATIVE_SOCKETPAIR 199
 #endif
+
+/* Socket families a sandbox may create: unix, IPv4, IPv6 (its own network
+ * namespace, loopback only) and netlink for NETLINK_ROUTE (ip, getifaddrs,
+ * getaddrinfo's AI_ADDRCONFIG) and NETLINK_SOCK_DIAG (ss). Everything else
+ * gets EAFNOSUPPORT (EPROTONOSUPPORT for the other netlink protocols), as if
+ * the kernel did not have it: AF_VSOCK above all, which is not network
+ * namespaced (a VM's host agent listens on it), and AF_PACKET (raw frames on
+ * a loopback-only namespace are of no use; CAP_NET_RAW stays for raw IP
+ * sockets, ping), netlink's generic, uevent, audit, netfilter, xfrm...
+ * families, AF_ALG, AF_KEY, AF_TIPC, AF_RDS, AF_XDP, bluetooth, CAN... The
+ * family is an int argument, so its low 32 bits are what the kernel uses. */
+static const uint32_t k_families[] = {1 /* AF_UNIX */, 2 /* AF_INET */, 10 /* AF_INET6 */};
+#define FAMILY_NETLINK 16
+static const uint32_t k_netlink[] = {0 /* NETLINK_ROUTE */, 4 /* NETLINK_SOCK_DIAG */};
+/* socketcall(2) (i386) hides its arguments in memory a filter cannot read:
+ * its SYS_SOCKET and SYS_SOCKETPAIR calls get ENOSYS; socket(2) and
+ * socketpair(2) themselves (i386 numbers 359, 360) are filtered as above. */
+#define SOCKETCALL_SOCKET 1
+#define SOCKETCALL_SOCKETPAIR 8
 
 /* Syscalls numbered >= 424 share one number on every architecture. */
 static const struct {
@@ -117,7 +144,8 @@ static const struct {
  * libseccomp program is appended. */
 static int build_prefix(struct sock_fprog *out) {
 #ifdef NATIVE_ARCH
-  enum { NATIVE, COMPAT, COMPAT_NR, COMMON, PERS, ALLOW, RET_BASE };
+  enum { NATIVE, COMPAT, COMPAT_NR, COMMON, PERS, SOCK, NETLINK, SOCKPAIR, SOCKETCALL,
+         NOFAMILY, NOPROTO, NOSYS, ALLOW, RET_BASE };
   prog p;
   memset(&p, 0, sizeof p);
   emit(&p, BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch), 0, 0);
@@ -133,11 +161,16 @@ static int build_prefix(struct sock_fprog *out) {
 #ifdef X32_BIT
   emit(&p, BPF_ALU | BPF_AND | BPF_K, ~X32_BIT, 0, 0);
 #endif
-  emit(&p, BPF_JMP | BPF_JEQ | BPF_K, NATIVE_PERSONALITY, PERS, COMMON);
+  emit(&p, BPF_JMP | BPF_JEQ | BPF_K, NATIVE_PERSONALITY, PERS, L_NONE);
+  emit(&p, BPF_JMP | BPF_JEQ | BPF_K, NATIVE_SOCKET, SOCK, L_NONE);
+  emit(&p, BPF_JMP | BPF_JEQ | BPF_K, NATIVE_SOCKETPAIR, SOCKPAIR, COMMON);
 #ifdef COMPAT_ARCH
   label(&p, COMPAT_NR);
   emit(&p, BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr), 0, 0);
-  emit(&p, BPF_JMP | BPF_JEQ | BPF_K, COMPAT_PERSONALITY, PERS, COMMON);
+  emit(&p, BPF_JMP | BPF_JEQ | BPF_K, COMPAT_PERSONALITY, PERS, L_NONE);
+  emit(&p, BPF_JMP | BPF_JEQ | BPF_K, COMPAT_SOCKET, SOCK, L_NONE);
+  emit(&p, BPF_JMP | BPF_JEQ | BPF_K, COMPAT_SOCKETPAIR, SOCKPAIR, L_NONE);
+  emit(&p, BPF_JMP | BPF_JEQ | BPF_K, COMPAT_SOCKETCALL, SOCKETCALL, COMMON);
 #endif
   label(&p, COMMON);
   for (size_t i = 0; i < ASBI_ARRAY_LEN(k_new); i++)
@@ -156,6 +189,35 @@ static int build_prefix(struct sock_fprog *out) {
   for (size_t i = 0; i < ASBI_ARRAY_LEN(ok); i++)
     emit(&p, BPF_JMP | BPF_JEQ | BPF_K, ok[i], ALLOW, L_NONE);
   emit(&p, BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM, 0, 0);
+  /* socket(family, type, protocol): see k_families */
+  label(&p, SOCK);
+  emit(&p, BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[0]), 0, 0);
+  for (size_t i = 0; i < ASBI_ARRAY_LEN(k_families); i++)
+    emit(&p, BPF_JMP | BPF_JEQ | BPF_K, k_families[i], ALLOW, L_NONE);
+  emit(&p, BPF_JMP | BPF_JEQ | BPF_K, FAMILY_NETLINK, NETLINK, NOFAMILY);
+  label(&p, NETLINK);
+  emit(&p, BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[2]), 0, 0);
+  for (size_t i = 0; i < ASBI_ARRAY_LEN(k_netlink); i++)
+    emit(&p, BPF_JMP | BPF_JEQ | BPF_K, k_netlink[i], ALLOW, L_NONE);
+  emit(&p, BPF_JMP | BPF_JA, 0, NOPROTO, L_NONE);
+  /* socketpair: only unix sockets come in pairs anyway */
+  label(&p, SOCKPAIR);
+  emit(&p, BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[0]), 0, 0);
+  emit(&p, BPF_JMP | BPF_JEQ | BPF_K, 1 /* AF_UNIX */, ALLOW, NOFAMILY);
+#ifdef COMPAT_ARCH
+  label(&p, SOCKETCALL);
+  emit(&p, BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[0]), 0, 0);
+  emit(&p, BPF_JMP | BPF_JEQ | BPF_K, SOCKETCALL_SOCKET, NOSYS, L_NONE);
+  emit(&p, BPF_JMP | BPF_JEQ | BPF_K, SOCKETCALL_SOCKETPAIR, NOSYS, ALLOW);
+#else
+  label(&p, SOCKETCALL);
+#endif
+  label(&p, NOSYS);
+  emit(&p, BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS, 0, 0);
+  label(&p, NOFAMILY);
+  emit(&p, BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EAFNOSUPPORT, 0, 0);
+  label(&p, NOPROTO);
+  emit(&p, BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPROTONOSUPPORT, 0, 0);
   label(&p, ALLOW); /* = the first instruction after the prefix */
   return assemble(&p, out);
 #else
@@ -291,6 +353,31 @@ int asbe__secure_finish(const asbe_secure *s, const char **what) {
   if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &s->prog) < 0) {
     *what = "seccomp";
     return -errno;
+  }
+  return 0;
+}
+
+/* ---- resource limits ------------------------------------------------------ */
+
+static const struct {
+  int res;
+  rlim_t soft, hard;
+} k_rlimits[] = {{RLIMIT_NOFILE, ASBE_NOFILE_SOFT, ASBE_NOFILE_HARD},
+                 {RLIMIT_CORE, 0, 0},
+                 {RLIMIT_RTPRIO, 0, 0},
+                 {RLIMIT_NICE, 0, 0},
+                 {RLIMIT_MEMLOCK, 8u << 20, 8u << 20},
+                 {RLIMIT_MSGQUEUE, 819200, 819200}};
+
+int asbe__rlimits_set(int agent) {
+  for (size_t i = 0; i < ASBI_ARRAY_LEN(k_rlimits); i++) {
+    struct rlimit want = {k_rlimits[i].soft, k_rlimits[i].hard}, cur;
+    if (agent && k_rlimits[i].res == RLIMIT_NOFILE)
+      want.rlim_cur = want.rlim_max = ASBE_NOFILE_AGENT;
+    if (prlimit(0, k_rlimits[i].res, NULL, &cur) < 0) return -errno;
+    if (want.rlim_max > cur.rlim_max) want.rlim_max = cur.rlim_max;
+    if (want.rlim_cur > want.rlim_max) want.rlim_cur = want.rlim_max;
+    if (prlimit(0, k_rlimits[i].res, &want, NULL) < 0) return -errno;
   }
   return 0;
 }

@@ -2,7 +2,9 @@
  *
  *   asb-init [-r MIN_MS] [-R MAX_MS] [-g GRACE_MS] [-x EXEC_SOCK] [-- AGENT ARGS...]
  *
- * Spawns the agent (its own session), restarts it when it dies with an
+ * Spawns the agent (its own session; asb-init has one too, made by the
+ * engine, so nothing here shares a session or terminal with the host),
+ * restarts it when it dies with an
  * exponential backoff (MIN_MS doubling up to MAX_MS, back to MIN_MS after
  * 10 s of uptime), so an agent crash never ends the sandbox. Reaps every
  * orphan. On SIGTERM/SIGINT: SIGTERM to every process, SIGKILL to what is
@@ -23,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -233,7 +236,25 @@ static void serve_request(client *c) {
   c->pid = pid;
 }
 
+/* The open-file limit of user processes (ASB_NOFILE=<soft>:<hard>; the init
+ * and the agent have more): set on the exec service, whose children inherit
+ * it. Lowering only, like everything inside. */
+static void user_nofile(void) {
+  const char *v = getenv("ASB_NOFILE");
+  unsigned long s = 0, h = 0;
+  if (!v) return;
+  struct rlimit cur, want;
+  if (sscanf(v, "%lu:%lu", &s, &h) != 2 || !h || s > h || getrlimit(RLIMIT_NOFILE, &cur) < 0) {
+    logmsg("exec service: ignoring ASB_NOFILE=%s", v);
+    return;
+  }
+  want.rlim_max = h < cur.rlim_max ? h : cur.rlim_max;
+  want.rlim_cur = s < want.rlim_max ? s : want.rlim_max;
+  if (setrlimit(RLIMIT_NOFILE, &want) < 0) logmsg("exec service: RLIMIT_NOFILE: %s", strerror(errno));
+}
+
 __attribute__((noreturn)) static void exec_service(const char *path) {
+  user_nofile();
   /* into the workload first: everything forked here inherits it */
   const char *dirs = getenv("ASB_WORKLOAD_CGROUPS");
   if (dirs) {
@@ -345,8 +366,8 @@ static void start(kid *k, const sigset_t *orig) {
   }
   if (pid == 0) {
     sigprocmask(SIG_SETMASK, orig, NULL);
+    setsid(); /* each its own session (the exec service's commands get theirs) */
     if (!k->argv) exec_service(k->sock);
-    setsid();
     execvp(k->argv[0], k->argv);
     logmsg("exec %s: %s", k->argv[0], strerror(errno));
     _exit(127);
