@@ -2,7 +2,7 @@
 // Named sessions on the C library's store (asb_session_*): one on-disk
 // format for every binding, so a session saved from Python loads here.
 // SPDX-License-Identifier: Apache-2.0
-const { N, invoke, pairs, callOpts } = require('./native.js')
+const { N, invoke, pairs } = require('./native.js')
 const E = require('./errors.js')
 
 /** A session's record. Its metadata is read by key: info.metadata.get(k). */
@@ -56,5 +56,4 @@ class Session {
   }
 }
 
-void callOpts
 module.exports = { Session, SessionInfo }
