@@ -641,6 +641,20 @@ static napi_value js_ack(napi_env env, napi_callback_info info) {
   return anode_undefined(env);
 }
 
+/* nop(cb): a call that does nothing on a worker: the binding's fixed cost
+ * per call (bench/node_bench.mjs). */
+static void w_nop(anode_call *c) { (void)c; }
+
+static napi_value js_nop(napi_env env, napi_callback_info info) {
+  size_t argc = 1;
+  napi_value argv[1];
+  NAPI_OK(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  anode_call *c = anode_call_new(env, sizeof *c, argv[0]);
+  if (!c) return NULL;
+  c->work = w_nop;
+  return anode_call_submit(env, c, NULL);
+}
+
 /* The calls in flight, handles' busy counts: for tests of the binding. */
 static napi_value js_stats(napi_env env, napi_callback_info info) {
   (void)info;
@@ -775,6 +789,7 @@ const anode_fn anode_runtime_fns[] = {{"close", js_close},
                                       {"abort", js_abort},
                                       {"ack", js_ack},
                                       {"stats", js_stats},
+                                      {"nop", js_nop},
                                       {"abiCheck", js_abi_check},
                                       {"version", js_version},
                                       {"statusName", js_status_name},
