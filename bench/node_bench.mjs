@@ -6,7 +6,9 @@
 //   commands.run("true"), a 4 KiB files.write + files.read round trip,
 //   runCode("1+1"), create -> first command -> kill.
 // Each client works in a sandbox of its own (template code-interpreter-v1)
-// on the same engine. Prints p50/p99 and the ratios ours/e2b and ours/C.
+// on the same engine. Prints p50/p99 and the ratios ours/e2b and ours/C,
+// and the binding's fixed cost per call (a call that does nothing on a
+// worker thread: the hand-off there and back to the event loop).
 // usage: node bench/node_bench.mjs [rounds]   (as root; needs
 //   ninja -C build agent-sandboxd node-binding node_bench_c,
 //   npm ci --prefix tests/npm, --prefix tests/npm-codei)
@@ -27,6 +29,7 @@ const PER_ROUND = Object.fromEntries(Object.entries({ run: 20, files: 20, code: 
 
 const engine = await startEngine('nodebench')
 const ours = await import(path.join(repo, 'bindings/node/lib/index.mjs'))
+const native = (await import('node:module')).createRequire(import.meta.url)(path.join(repo, 'bindings/node/lib/native.js'))
 const e2b = await import(path.join(repo, 'tests/npm/node_modules/e2b/dist/index.mjs'))
 const codei = await import(path.join(repo, 'tests/npm-codei/node_modules/@e2b/code-interpreter/dist/index.mjs'))
 
@@ -117,6 +120,12 @@ try {
       for (let k = 0; k < 3; k++) await steps[(order + k) % 3]()
     }
   }
+  const nop = []
+  for (let i = 0; i < 2000; i++) {
+    const t0 = now()
+    await native.invoke(native.N.nop, [])
+    nop.push(now() - t0)
+  }
   await oursC.kill(sOurs)
   await stockC.kill(sStock)
   const names = { run: 'commands.run("true")', files: '4 KiB files.write + read', code: 'runCode("1+1")', create: 'create -> first command -> kill' }
@@ -129,6 +138,7 @@ try {
     const r2 = pct(s.ours, 0.5) / pct(s.c, 0.5)
     console.log(`${(names[op] + ` (${s.ours.length})`).padEnd(34)} ${p(s.ours)} ${p(s.e2b)} ${p(s.c)}   ${r1.toFixed(2).padStart(7)}x ${r2.toFixed(2).padStart(6)}x`)
   }
+  console.log(`the binding's fixed cost per call (a call doing nothing on a worker, n=${nop.length}): p50 ${pct(nop, 0.5).toFixed(1)} us, p99 ${pct(nop, 0.99).toFixed(1)} us`)
 } finally {
   cproc.stdin.end()
   await new Promise((r) => cproc.once('exit', r))
