@@ -5,8 +5,8 @@
 // round by round so load drift hits all three alike:
 //   commands.run("true"), a 4 KiB files.write + files.read round trip,
 //   runCode("1+1"), create -> first command -> kill.
-// Each client works in a sandbox of its own (template code-interpreter-v1)
-// on the same engine. Prints p50/p99 and the ratios ours/e2b and ours/C,
+// The three share one sandbox (template code-interpreter-v1) for the
+// calls, and create fresh ones of the same template for create -> kill. Prints p50/p99 and the ratios ours/e2b and ours/C,
 // and the binding's fixed cost per call (a call that does nothing on a
 // worker thread: the hand-off there and back to the event loop).
 // usage: node bench/node_bench.mjs [rounds]   (as root; needs
@@ -50,6 +50,7 @@ const oursC = jsClient('agent-sandbox', {
 })
 const stockC = jsClient('e2b', {
   create: (life) => codei.Sandbox.create(TEMPLATE, { timeoutMs: life }),
+  connect: (id) => codei.Sandbox.connect(id),
   run: (s) => s.commands.run('true'),
   write: (s) => s.files.write('/tmp/node-bench', payload.buffer.slice(0)),
   read: (s) => s.files.read('/tmp/node-bench', { format: 'bytes' }),
@@ -80,14 +81,20 @@ async function jsOp(cl, sbx, op, n) {
 }
 
 // The C side: one process, one request per line.
-const cproc = spawn(path.join(build, 'bench', 'node_bench_c'), [], { env: Object.assign({}, process.env, { NODE_BENCH_TEMPLATE: TEMPLATE }), stdio: ['pipe', 'pipe', 'inherit'] })
-const lines = createInterface({ input: cproc.stdout })[Symbol.asyncIterator]()
-const nextLine = async () => {
-  const { value, done } = await lines.next()
-  if (done) throw new Error('node_bench_c ended')
-  return value
+let cproc, nextLine
+async function startC(sandboxId) {
+  cproc = spawn(path.join(build, 'bench', 'node_bench_c'), [], {
+    env: Object.assign({}, process.env, { NODE_BENCH_TEMPLATE: TEMPLATE, NODE_BENCH_SANDBOX: sandboxId }),
+    stdio: ['pipe', 'pipe', 'inherit']
+  })
+  const lines = createInterface({ input: cproc.stdout })[Symbol.asyncIterator]()
+  nextLine = async () => {
+    const { value, done } = await lines.next()
+    if (done) throw new Error('node_bench_c ended')
+    return value
+  }
+  if ((await nextLine()) !== 'ready') throw new Error('node_bench_c did not start')
 }
-if ((await nextLine()) !== 'ready') throw new Error('node_bench_c did not start')
 async function cOp(op, n) {
   cproc.stdin.write(`${op} ${n}\n`)
   return (await nextLine()).split(' ').map(Number)
@@ -99,8 +106,11 @@ function pct(v, p) {
 }
 
 try {
+  // run, files and code: the three clients in one sandbox (the same envd and
+  // kernel); create: fresh sandboxes of the same template each
   const sOurs = await oursC.create(LIFE)
-  const sStock = await stockC.create(LIFE)
+  const sStock = await codei.Sandbox.connect(sOurs.sandboxId)
+  await startC(sOurs.sandboxId)
   const samples = {}
   for (const op of Object.keys(PER_ROUND)) samples[op] = { ours: [], e2b: [], c: [] }
   // warm-up: connections, the code interpreter's first start
@@ -127,7 +137,6 @@ try {
     nop.push(now() - t0)
   }
   await oursC.kill(sOurs)
-  await stockC.kill(sStock)
   const names = { run: 'commands.run("true")', files: '4 KiB files.write + read', code: 'runCode("1+1")', create: 'create -> first command -> kill' }
   const ms = (v) => (v / 1000).toFixed(2).padStart(7)
   console.log(`node ${process.version}; ${rounds} rounds; p50 / p99 in ms (n per client)`)
@@ -140,7 +149,9 @@ try {
   }
   console.log(`the binding's fixed cost per call (a call doing nothing on a worker, n=${nop.length}): p50 ${pct(nop, 0.5).toFixed(1)} us, p99 ${pct(nop, 0.99).toFixed(1)} us`)
 } finally {
-  cproc.stdin.end()
-  await new Promise((r) => cproc.once('exit', r))
+  if (cproc) {
+    cproc.stdin.end()
+    await new Promise((r) => cproc.once('exit', r))
+  }
   await engine.stop()
 }

@@ -1,14 +1,15 @@
 /* The C library's side of bench/node_bench.mjs: the same operations the
  * Node binding and the stock e2b SDK do there, against the same engine
- * (configured by the same E2B_* variables), in a sandbox of its own,
- * driven round by round over stdin so the three are interleaved:
+ * (configured by the same E2B_* variables) and the same sandbox
+ * (NODE_BENCH_SANDBOX, by id), driven round by round over stdin so the
+ * three are interleaved:
  *   run N     N x commands.run("true")
  *   files N   N x (4 KiB files.write + files.read)
  *   code N    N x run_code("1+1")
- *   create N  N x (create -> commands.run("true") -> kill)
+ *   create N  N x (create -> commands.run("true") -> kill), from the
+ *             template NODE_BENCH_TEMPLATE
  * Each request is answered with one line: the N latencies in microseconds.
- * usage: node_bench_c   (started by node_bench.mjs; NODE_BENCH_TEMPLATE
- * names the sandbox's template)
+ * usage: node_bench_c   (started by node_bench.mjs)
  * SPDX-License-Identifier: Apache-2.0 */
 #include <agentsandbox.h>
 
@@ -17,7 +18,7 @@
 static asb_client *c;
 static asb_sandbox *sb;
 
-static int one(const char *op, char *payload) {
+static int one(const char *op, char *payload, const asb_sandbox_options *so) {
   if (strcmp(op, "run") == 0) {
     asb_command_result *r = NULL;
     int rc = asb_commands_run(&r, sb, "true", NULL);
@@ -41,7 +42,7 @@ static int one(const char *op, char *payload) {
   }
   if (strcmp(op, "create") == 0) {
     asb_sandbox *s = NULL;
-    int rc = asb_sandbox_create(&s, c, NULL);
+    int rc = asb_sandbox_create(&s, c, so);
     if (rc) return rc;
     asb_command_result *r = NULL;
     rc = asb_commands_run(&r, s, "true", NULL);
@@ -56,8 +57,8 @@ static int one(const char *op, char *payload) {
 int main(void) {
   asb_sandbox_options so = ASB_SANDBOX_OPTIONS_INIT;
   so.template_id = getenv("NODE_BENCH_TEMPLATE");
-  so.timeout_ms = 3600000; /* outlasts a slow run */
-  if (asb_client_new(&c, NULL) || asb_sandbox_create(&sb, c, &so)) {
+  const char *id = getenv("NODE_BENCH_SANDBOX");
+  if (asb_client_new(&c, NULL) || !id || asb_sandbox_connect(&sb, c, id, 0, NULL)) {
     fprintf(stderr, "node_bench_c: %s\n", asb_error_last()->message);
     return 1;
   }
@@ -71,7 +72,7 @@ int main(void) {
     if (sscanf(line, "%31s %d", op, &n) != 2 || n <= 0) break;
     for (int i = 0; i < n; i++) {
       double t0 = bench_now();
-      int rc = one(op, payload);
+      int rc = one(op, payload, &so);
       if (rc) {
         fprintf(stderr, "node_bench_c: %s: %s\n", op, asb_error_last()->message);
         return 1;
@@ -81,8 +82,7 @@ int main(void) {
     printf("\n");
     fflush(stdout);
   }
-  asb_sandbox_kill(sb, NULL);
-  asb_sandbox_free(sb);
+  asb_sandbox_free(sb); /* the sandbox is node_bench.mjs's */
   asb_client_free(c);
   return 0;
 }
