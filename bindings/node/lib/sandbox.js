@@ -329,13 +329,13 @@ class Pty {
       requestTimeoutMs: opts.requestTimeoutMs === undefined ? 0 : ms(opts.requestTimeoutMs)
     }
     const opened = await invoke(N.ptyCreate, [this._sb._h, o], { signal: opts.signal })
-    return new CommandHandle(this._sb, opened, { pty: true, onPty: opts.onData })
+    return new CommandHandle(this._sb, opened, { pty: true, onPty: opts.onData, throwOnExit: this._sb.constructor._throwOnExit })
   }
 
   /** Attach to a running pty. */
   async connect(pid, opts = {}) {
     const opened = await invoke(N.commandsConnect, [this._sb._h, pid, { timeoutMs: ms(opts.timeoutMs) }], { signal: opts.signal })
-    return new CommandHandle(this._sb, opened, { pty: true, onPty: opts.onData })
+    return new CommandHandle(this._sb, opened, { pty: true, onPty: opts.onData, throwOnExit: this._sb.constructor._throwOnExit })
   }
 
   async sendInput(pid, data, opts = {}) {
