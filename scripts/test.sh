@@ -24,6 +24,9 @@ npm ci --prefix tests/npm-codei --no-audit --no-fund
 # The TypeScript compiler the node.types test checks the Node binding's
 # declarations with (pinned in tests/npm-ts).
 npm ci --prefix tests/npm-ts --no-audit --no-fund
+# The official MCP TypeScript SDK client used by the mcp.* tests (pinned in
+# tests/mcp).
+npm ci --prefix tests/mcp --no-audit --no-fund
 
 step "build (RelWithDebInfo)"
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo

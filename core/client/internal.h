@@ -52,8 +52,10 @@ void asbi_err_restore(const asbi_err_saved *s);
     if (version == 0 || version > (max_version))                           \
       return asbi_err(ASB_EVERSION, #type ": unsupported version %u",      \
                       version);                                            \
-    type init_ = init_macro;                                               \
-    *opts = init_;                                                         \
+    /* static, and copied with memcpy: the padding is zero as well (callers \
+     * and asb_options_new compare or hand out whole structs) */           \
+    static const type init_ = init_macro;                                  \
+    memcpy(opts, &init_, sizeof *opts);                                    \
     opts->version = version;                                               \
     return ASB_OK;                                                         \
   }
@@ -67,7 +69,8 @@ void asbi_err_restore(const asbi_err_saved *s);
     if (version == 0 || version > (max_version))                           \
       return asbi_err(ASB_EVERSION, #type ": unsupported version %u",      \
                       version);                                            \
-    type init_ = init_macro;                                               \
+    /* static: its padding is zero too, and memcpy copies padding */       \
+    static const type init_ = init_macro;                                  \
     memcpy(opts, &init_, size(version));                                   \
     opts->version = version;                                               \
     return ASB_OK;                                                         \

@@ -460,7 +460,14 @@ TEST(pulled_streams_stopped_at_random_points) {
   asb_sandbox *sb = attach(C);
   REQUIRE(sb);
   char path[256];
-  snprintf(path, sizeof path, "%s/big", DIR_); /* made by the file stream case */
+  snprintf(path, sizeof path, "%s/pulled", DIR_);
+  FILE *f = fopen(path, "w");
+  REQUIRE(f);
+  static char block[1 << 16];
+  memset(block, 'y', sizeof block);
+  for (int i = 0; i < 64; i++) fwrite(block, 1, sizeof block, f); /* 4 MiB */
+  fclose(f);
+  chmod(path, 0644);
   srand(13);
   for (int i = 0; i < 20; i++) {
     puller u = {0};

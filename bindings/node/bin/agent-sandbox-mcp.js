@@ -4,10 +4,13 @@
 // project (a C program on libagentsandbox, docs/mcp.md), with this
 // process's configuration (ASB_* / E2B_* variables pass through) and its
 // arguments, stdin and stdout; its exit status and signals are ours. No
-// second implementation: this only finds the program, at ASB_MCP_BIN, then
-// the bin dir of libagentsandbox's install prefix (pkg-config), the
-// repository's build tree (ASB_BUILD_DIR, or the build/ of the checkout this
-// package is in), then PATH.
+// second implementation: this only finds the program, by the rule of
+// docs/mcp.md: ASB_MCP_BIN; next to the libagentsandbox the binding loads
+// (a build tree's core/mcp/, then its install prefix's bin/); then (for a
+// package whose addon is not built yet) pkg-config's prefix, ASB_BUILD_DIR
+// and the build/ of the checkout this package is in; then PATH.
+// `--which` prints the program it would run. Node cannot exec(2) itself
+// away, so the program runs as a child with our stdio, signals forwarded.
 // SPDX-License-Identifier: Apache-2.0
 const fs = require('node:fs')
 const path = require('node:path')
@@ -24,9 +27,30 @@ function executable(p) {
   }
 }
 
+/** Where the libagentsandbox this binding loads lives (the addon links it):
+ * read from /proc/self/maps once the addon is loaded; null without one. */
+function loadedLibraryDir() {
+  try {
+    require('../lib/native.js').load()
+    const maps = fs.readFileSync('/proc/self/maps', 'utf8')
+    const m = /\s(\/\S*\/libagentsandbox\.so[.\d]*)$/m.exec(maps)
+    return m ? path.dirname(m[1]) : null
+  } catch (_) {
+    return null
+  }
+}
+
 function candidates() {
   const c = []
   if (process.env.ASB_MCP_BIN) c.push(process.env.ASB_MCP_BIN)
+  // next to the library the binding loaded: a build tree (core/client ->
+  // core/mcp), then its install prefix (<prefix>/lib[/<multiarch>] -> bin)
+  const lib = loadedLibraryDir()
+  if (lib) {
+    c.push(path.join(lib, '..', 'mcp', NAME))
+    const m = /^(.*)\/lib(?:64)?(?:\/[^/]+-linux-gnu[^/]*)?$/.exec(lib)
+    if (m) c.push(path.join(m[1] || '/', 'bin', NAME))
+  }
   try {
     const prefix = execFileSync('pkg-config', ['--variable=prefix', 'agentsandbox'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim()
     if (prefix) c.push(path.join(prefix, 'bin', NAME))
@@ -46,6 +70,10 @@ function find() {
 
 if (require.main === module) {
   const bin = find()
+  if (process.argv[2] === '--which') {
+    console.log(bin)
+    process.exit(0)
+  }
   const child = spawn(bin, process.argv.slice(2), { stdio: 'inherit' })
   for (const s of ['SIGINT', 'SIGTERM', 'SIGHUP']) process.on(s, () => child.kill(s))
   child.on('error', (e) => {
