@@ -175,17 +175,32 @@ static int create_cmd(int argc, char **argv) {
 }
 
 static int list_cmd(void) {
-  asb_sandbox_page *p = NULL;
-  if (asb_sandbox_list(&p, client, NULL) != ASB_OK) return fail("list");
+  /* Every page, not only the first 100. */
+  asb_sandbox_list_options o = ASB_SANDBOX_LIST_OPTIONS_INIT;
+  char *token = NULL;
   printf("%-22s %-24s %-8s %s\n", "ID", "TEMPLATE", "STATE", "ENDS");
-  for (size_t i = 0; i < asb_sandbox_page_count(p); i++) {
-    const asb_sandbox_info *s = asb_sandbox_page_get(p, i);
-    const char *name = asb_sandbox_info_name(s);
-    printf("%-22s %-24s %-8s in %llds\n", asb_sandbox_info_id(s),
-           name ? name : asb_sandbox_info_template_id(s), asb_sandbox_info_state(s),
-           (long long)(asb_sandbox_info_end_at(s) - (asb_int64)time(NULL)));
-  }
-  asb_sandbox_page_free(p);
+  do {
+    asb_sandbox_page *p = NULL;
+    o.next_token = token;
+    int rc = asb_sandbox_list(&p, client, &o);
+    free(token);
+    token = NULL;
+    if (rc != ASB_OK) return fail("list");
+    for (size_t i = 0; i < asb_sandbox_page_count(p); i++) {
+      const asb_sandbox_info *s = asb_sandbox_page_get(p, i);
+      const char *name = asb_sandbox_info_name(s);
+      printf("%-22s %-24s %-8s in %llds\n", asb_sandbox_info_id(s),
+             name ? name : asb_sandbox_info_template_id(s), asb_sandbox_info_state(s),
+             (long long)(asb_sandbox_info_end_at(s) - (asb_int64)time(NULL)));
+    }
+    const char *next = asb_sandbox_page_next_token(p);
+    if (next && !(token = strdup(next))) {
+      asb_sandbox_page_free(p);
+      fprintf(stderr, "asb: list: out of memory\n");
+      return 1;
+    }
+    asb_sandbox_page_free(p);
+  } while (token);
   return 0;
 }
 

@@ -144,7 +144,9 @@ struct asb_client {
 };
 /* Local mode: adopt the URL the engine recorded in <state>/engine.url. */
 void asbi_client_follow_engine_url(asb_client *c);
-/* Local mode: make sure the engine runs and its key is known. */
+/* Local mode: make sure the engine runs and its key is known. start_engine:
+ * 1 = start it unless it answers; 0 = only if its state dir has no key yet
+ * (it never ran); -1 = never. */
 int asbi_client_local_prepare(asb_client *c, int start_engine);
 void asbi_client_ref(asb_client *c);
 void asbi_client_unref(asb_client *c);

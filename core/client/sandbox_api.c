@@ -154,12 +154,16 @@ int asbi_client_local_prepare(asb_client *c, int start) {
   pthread_mutex_lock(&c->mu);
   int krc = c->api_key ? 0 : read_key(c);
   pthread_mutex_unlock(&c->mu);
-  if (!start) {
+  if (start <= 0) {
     if (krc == -EACCES)
       return asbi_err(ASB_EAUTH, "cannot read the local engine's API key in %s: "
                       "permission denied (run as root or set E2B_API_KEY)",
                       c->state_dir);
-    return ASB_OK;
+    /* No key in the state dir: its engine never ran (it writes the key
+     * before it listens), so whatever answers on the default port is
+     * another engine. Start ours instead of sending that one a request
+     * without a key (401). Not for a call that may not start it. */
+    if (start < 0 || krc != -ENOENT) return ASB_OK;
   }
   pthread_mutex_lock(&start_mu);
   int rc = ASB_OK;
@@ -202,7 +206,7 @@ int asbi_cp_request_raw(asb_client *c, const char *method, const char *path,
                         const char *what, const int *ok_statuses, int *status,
                         cJSON **out, asbi_http_resp *keep_resp) {
   if (out) *out = NULL;
-  int rc = asbi_client_local_prepare(c, 0);
+  int rc = asbi_client_local_prepare(c, flags & ASBI_CP_NO_START ? -1 : 0);
   if (rc) return rc;
   for (int attempt = 0;; attempt++) {
     asbi_buf url = ASBI_BUF_INIT, key = ASBI_BUF_INIT, ua = ASBI_BUF_INIT, ct = ASBI_BUF_INIT;

@@ -381,13 +381,34 @@ static int meta_match(sbx *s, const char *q) {
   return ok;
 }
 
+/* The list's order: newest first, ties by id; "asc" is its exact reverse. */
+static int key_desc(int64_t xs, const char *xid, int64_t ys, const char *yid) {
+  if (xs != ys) return xs < ys ? 1 : -1;
+  return strcmp(xid, yid);
+}
+
 static int by_start_desc(const void *a, const void *b) {
   const sbx *x = *(sbx *const *)a, *y = *(sbx *const *)b;
-  if (x->started_ms != y->started_ms) return x->started_ms < y->started_ms ? 1 : -1;
-  return strcmp(x->id, y->id);
+  return key_desc(x->started_ms, x->id, y->started_ms, y->id);
 }
 
 static int by_start_asc(const void *a, const void *b) { return by_start_desc(b, a); }
+
+/* nextToken is a cursor, as E2B's is: "c<startedAt ms>.<sandbox id>" of the
+ * last sandbox of the page, and the next page starts after that key. An
+ * offset would shift when sandboxes end between pages (list a page, kill
+ * what it holds, ask for the next: an offset skips as many as were killed). */
+static int parse_cursor(const char *t, int64_t *ms, char *id, size_t idlen) {
+  const char *dot = t[0] == 'c' ? strchr(t, '.') : NULL;
+  if (!dot || asbi_parse_i64(t + 1, (size_t)(dot - t - 1), ms) || *ms < 0) return -1;
+  size_t n = strlen(dot + 1);
+  if (n == 0 || n >= idlen) return -1;
+  for (size_t i = 0; i < n; i++)
+    if (!((dot[1 + i] >= 'a' && dot[1 + i] <= 'z') || (dot[1 + i] >= '0' && dot[1 + i] <= '9')))
+      return -1;
+  memcpy(id, dot + 1, n + 1);
+  return 0;
+}
 
 static void list(engine *e, api_req *q, api_reply *r, int v2) {
   const char *meta = api_query(q, "metadata");
@@ -416,18 +437,19 @@ static void list(engine *e, api_req *q, api_reply *r, int v2) {
     api_error(r, 400, "order must be asc or desc");
     return;
   }
-  int64_t limit = LIST_LIMIT_MAX, offset = 0;
+  int64_t limit = LIST_LIMIT_MAX, cur_ms = 0;
   if (limit_s && (asbi_parse_i64(limit_s, strlen(limit_s), &limit) || limit < 1 ||
                   limit > LIST_LIMIT_MAX)) {
     api_error(r, 400, "limit must be 1..%d", LIST_LIMIT_MAX);
     return;
   }
-  if (next && *next &&
-      (next[0] != 'o' || asbi_parse_i64(next + 1, strlen(next + 1), &offset) ||
-       offset < 0)) {
+  char cur_id[ENGINE_ID_LEN + 1] = "";
+  int has_cursor = next && *next;
+  if (has_cursor && parse_cursor(next, &cur_ms, cur_id, sizeof cur_id)) {
     api_error(r, 400, "invalid nextToken");
     return;
   }
+  int asc = order && strcmp(order, "asc") == 0;
   int64_t after_ms = 0;
   if (after && *after) {
     struct tm tm;
@@ -444,9 +466,11 @@ static void list(engine *e, api_req *q, api_reply *r, int v2) {
     api_error(r, 500, "out of memory");
     return;
   }
-  qsort(v, n, sizeof *v, order && strcmp(order, "asc") == 0 ? by_start_asc : by_start_desc);
+  qsort(v, n, sizeof *v, asc ? by_start_asc : by_start_desc);
   cJSON *arr = cJSON_CreateArray();
-  int64_t matched = 0, running = 0;
+  int64_t shown = 0, running = 0, last_ms = 0;
+  int more = 0;
+  char last_id[ENGINE_ID_LEN + 1] = "";
   for (size_t i = 0; i < n; i++) {
     sbx *s = v[i];
     int paused = s->state == SBX_PAUSED;
@@ -456,13 +480,22 @@ static void list(engine *e, api_req *q, api_reply *r, int v2) {
     if (tmpl && *tmpl && strcmp(tmpl, s->template_id) && strcmp(tmpl, s->alias)) continue;
     if (after_ms && s->started_ms < after_ms) continue;
     if (!paused) running++;
-    if (matched++ < offset || (v2 && matched > offset + limit)) continue;
+    if (has_cursor) {
+      int c = key_desc(s->started_ms, s->id, cur_ms, cur_id);
+      if (asc ? c >= 0 : c <= 0) continue; /* on an earlier page */
+    }
+    if (v2 && shown == limit) {
+      more = 1;
+      continue;
+    }
+    shown++;
+    last_ms = s->started_ms;
+    snprintf(last_id, sizeof last_id, "%s", s->id);
     cJSON_AddItemToArray(arr, listed_json(e, s, 0));
   }
   reg_put_all(e, v, n);
-  if (v2 && matched > offset + limit) {
-    snprintf(r->next_token, sizeof r->next_token, "o%lld", (long long)(offset + limit));
-  }
+  if (more)
+    snprintf(r->next_token, sizeof r->next_token, "c%lld.%s", (long long)last_ms, last_id);
   if (v2 && want_running) r->total_running = running;
   api_reply_json(r, 200, arr);
 }

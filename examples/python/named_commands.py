@@ -11,6 +11,7 @@ with the Python server SDK (agent_sandbox.server).
 SPDX-License-Identifier: Apache-2.0
 """
 import asyncio
+import time
 
 from agent_sandbox import (
     CommandFailedError,
@@ -63,12 +64,13 @@ async def main():
         await sandbox.commands.run(
             "PYTHONPATH=/opt/agent-sandbox/python python3 /home/user/my_commands.py",
             background=True)
-        for attempt in range(200):  # wait until it listens (nothing there: SandboxException)
+        deadline = time.monotonic() + 120  # wait until it listens (nothing there: SandboxException)
+        while True:
             try:
                 await sandbox.list_commands(port=9001)
                 break
             except SandboxException:
-                if attempt == 199:
+                if time.monotonic() > deadline:
                     raise
                 await asyncio.sleep(0.05)
         r = await sandbox.run_command("word_count", {"text": "a b a c a b"}, port=9001)

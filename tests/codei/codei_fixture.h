@@ -71,7 +71,8 @@ static inline int codei_stop(codei_fixture *f) {
   int st = -1;
   if (f->pid > 0) {
     kill(f->pid, SIGTERM);
-    for (int i = 0; i < 3000; i++) {
+    /* it stops its kernels first: give a slow machine time (120 s) */
+    for (int i = 0; i < 12000; i++) {
       if (waitpid(f->pid, &st, WNOHANG) == f->pid) {
         f->pid = 0;
         return WIFEXITED(st) ? WEXITSTATUS(st) : -1;

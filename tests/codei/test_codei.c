@@ -154,11 +154,8 @@ static int pid_of_kernel(const char *ctx, const char *lang) {
 }
 
 static int wait_gone(pid_t pid) {
-  for (int i = 0; i < 600; i++) {
-    if (kill(pid, 0) != 0 && errno == ESRCH) return 0;
-    usleep(50000);
-  }
-  return -1;
+  WAIT_UNTIL(kill(pid, 0) != 0 && errno == ESRCH, ASBT_DEADLINE_MS);
+  return kill(pid, 0) != 0 && errno == ESRCH ? 0 : -1;
 }
 
 /* ---- state, contexts, results --------------------------------------------------- */

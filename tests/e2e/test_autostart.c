@@ -6,8 +6,10 @@
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -16,9 +18,10 @@
 
 static char STATE[128];
 
-static void stop_engine(void) {
+/* Stops the engine of a state dir and removes the dir. */
+static void stop_engine_in(const char *state) {
   char path[256];
-  snprintf(path, sizeof path, "%s/engine.pid", STATE);
+  snprintf(path, sizeof path, "%s/engine.pid", state);
   FILE *f = fopen(path, "r");
   int pid = 0;
   if (f) {
@@ -26,13 +29,20 @@ static void stop_engine(void) {
     fclose(f);
   }
   if (pid > 0) {
+    /* --kill-on-exit: a sandbox a failed check left goes with it */
     kill(pid, SIGTERM);
-    for (int i = 0; i < 500 && kill(pid, 0) == 0; i++) usleep(20000);
+    WAIT_UNTIL(kill(pid, 0) != 0, ASBT_DEADLINE_MS);
+    if (kill(pid, 0) == 0) {
+      fprintf(stderr, "the engine (pid %d) did not stop on SIGTERM; killing it\n", pid);
+      kill(pid, SIGKILL);
+    }
   }
   char cmd[256];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", STATE);
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", state);
   if (system(cmd) != 0) fprintf(stderr, "cleanup failed\n");
 }
+
+static void stop_engine(void) { stop_engine_in(STATE); }
 
 static int engine_pid(void) {
   char path[256];
@@ -147,6 +157,76 @@ TEST(nothing_configured_starts_the_engine) {
   asb_client_free(c);
 }
 
+/* Another engine on the default port (127.0.0.1:49982), as on a machine
+ * where one already runs: it answers every request with 401, as an engine
+ * does to a request without its key. If the port is taken already,
+ * someone else plays this part. */
+static atomic_int other_stop;
+static int other_fd = -1;
+
+static void *other_engine(void *arg) {
+  (void)arg;
+  static const char reply[] =
+      "HTTP/1.1 401 Unauthorized\r\nContent-Type: application/json\r\nContent-Length: "
+      "40\r\nConnection: close\r\n\r\n{\"code\":401,\"message\":\"invalid API key\"}";
+  while (!atomic_load(&other_stop)) {
+    struct pollfd p = {other_fd, POLLIN, 0};
+    if (poll(&p, 1, 50) <= 0) continue;
+    int c = accept(other_fd, NULL, NULL);
+    if (c < 0) continue;
+    char buf[4096];
+    struct pollfd q = {c, POLLIN, 0};
+    if (poll(&q, 1, 1000) > 0 && read(c, buf, sizeof buf) > 0 &&
+        write(c, reply, sizeof reply - 1) < 0)
+      fprintf(stderr, "other engine: write failed\n");
+    close(c);
+  }
+  return NULL;
+}
+
+static int start_other_engine(pthread_t *t) {
+  other_fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  int one = 1;
+  setsockopt(other_fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  struct sockaddr_in a;
+  memset(&a, 0, sizeof a);
+  a.sin_family = AF_INET;
+  a.sin_port = htons(49982);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (bind(other_fd, (struct sockaddr *)&a, sizeof a) != 0 || listen(other_fd, 16) != 0) {
+    printf("  127.0.0.1:49982 is taken already: that one is the other engine\n");
+    close(other_fd);
+    other_fd = -1;
+    return 0;
+  }
+  return pthread_create(t, NULL, other_engine, NULL) == 0;
+}
+
+/* A state dir whose engine never ran (no key, no engine.url): the library
+ * starts that engine rather than send a request without a key to whatever
+ * answers on the default port. */
+TEST(another_engine_on_the_default_port_is_not_ours) {
+  char fresh[128];
+  snprintf(fresh, sizeof fresh, "/tmp/asb-autostart-fresh-%d", (int)getpid());
+  setenv("ASB_STATE_DIR", fresh, 1);
+  pthread_t other;
+  int other_running = start_other_engine(&other);
+  asb_client *c = NULL;
+  asb_sandbox *sb = NULL;
+  CHECK_RC(asb_client_new(&c, NULL), ASB_OK);
+  if (c) CHECK_RC(asb_sandbox_create(&sb, c, NULL), ASB_OK);
+  if (sb) CHECK_RC(asb_sandbox_kill(sb, NULL), ASB_OK);
+  asb_sandbox_free(sb);
+  asb_client_free(c);
+  if (other_running) {
+    atomic_store(&other_stop, 1);
+    pthread_join(other, NULL);
+  }
+  if (other_fd >= 0) close(other_fd);
+  stop_engine_in(fresh);
+  setenv("ASB_STATE_DIR", STATE, 1);
+}
+
 int main(void) {
   snprintf(STATE, sizeof STATE, "/tmp/asb-autostart-%d", (int)getpid());
   const char *vars[] = {"E2B_API_KEY", "E2B_API_URL", "E2B_DOMAIN", "E2B_SANDBOX_URL",
@@ -156,7 +236,7 @@ int main(void) {
   setenv("ASB_STATE_DIR", STATE, 1);
   setenv("ASB_ENGINE_BIN", ASB_ENGINE_BIN, 1);
   char args[128];
-  snprintf(args, sizeof args, "--listen 127.0.0.1:0 --cgroup-name asbt-auto-%d --pool 1",
+  snprintf(args, sizeof args, "--listen 127.0.0.1:0 --cgroup-name asbt-auto-%d --pool 1 --kill-on-exit",
            (int)getpid());
   setenv("ASB_ENGINE_ARGS", args, 1);
   /* Point the client at a port nobody listens on (the engine, once
@@ -180,5 +260,6 @@ int main(void) {
   RUN(autostart_off_never_starts_the_engine);
   RUN(nothing_configured_starts_the_engine);
   stop_engine();
+  RUN(another_engine_on_the_default_port_is_not_ours);
   TEST_MAIN_END();
 }

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <stddef.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <sys/stat.h>
 #include <time.h>
 
@@ -134,8 +135,9 @@ TEST(stdin_send_and_close) {
 TEST(background_disconnect_reconnect_and_list) {
   asb_command_options o = ASB_COMMAND_OPTIONS_INIT;
   o.tag = "bg-test";
+  o.stdin_enabled = 1; /* it runs until told to finish, however slow we are */
   asb_process *p = NULL;
-  REQUIRE_RC(asb_commands_start(&p, SB, "sleep 0.5; echo done", &o), ASB_OK);
+  REQUIRE_RC(asb_commands_start(&p, SB, "read go; echo done", &o), ASB_OK);
   unsigned pid = asb_process_pid(p);
   asb_process_free(p); /* disconnects; the command keeps running */
 
@@ -150,13 +152,14 @@ TEST(background_disconnect_reconnect_and_list) {
       CHECK_STR(asb_process_info_cmd(pi), "/bin/bash");
       const char *const *args = asb_process_info_args(pi);
       REQUIRE(args && args[0] && args[1] && args[2]);
-      CHECK_STR(args[2], "sleep 0.5; echo done");
+      CHECK_STR(args[2], "read go; echo done");
     }
   }
   CHECK(found);
   asb_process_list_free(l);
 
   REQUIRE_RC(asb_commands_connect(&p, SB, pid, NULL), ASB_OK);
+  CHECK_RC(asb_commands_send_stdin(SB, pid, "go\n", 3, NULL), ASB_OK);
   asb_command_result *r = NULL;
   CHECK_RC(asb_process_wait(&r, p, NULL), ASB_OK);
   CHECK_STR(asb_command_result_stdout(r, NULL), "done\n");
@@ -173,8 +176,11 @@ TEST(background_disconnect_reconnect_and_list) {
 
 TEST(two_clients_watch_one_process) {
   asb_process *a = NULL, *b = NULL;
-  REQUIRE_RC(asb_commands_start(&a, SB, "sleep 0.3; echo shared", NULL), ASB_OK);
+  asb_command_options o = ASB_COMMAND_OPTIONS_INIT;
+  o.stdin_enabled = 1; /* prints only once both are watching */
+  REQUIRE_RC(asb_commands_start(&a, SB, "read go; echo shared", &o), ASB_OK);
   REQUIRE_RC(asb_commands_connect(&b, SB, asb_process_pid(a), NULL), ASB_OK);
+  CHECK_RC(asb_process_send_stdin(a, "go\n", 3, NULL), ASB_OK);
   asb_command_result *ra = NULL, *rb = NULL;
   CHECK_RC(asb_process_wait(&ra, a, NULL), ASB_OK);
   CHECK_RC(asb_process_wait(&rb, b, NULL), ASB_OK);
@@ -184,6 +190,13 @@ TEST(two_clients_watch_one_process) {
   asb_command_result_free(rb);
   asb_process_free(a);
   asb_process_free(b);
+}
+
+/* Sets *(atomic_int *)ud once output arrives. */
+static int flag_output(const char *data, size_t len, void *ud) {
+  (void)data;
+  if (len) atomic_store((atomic_int *)ud, 1);
+  return 0;
 }
 
 TEST(kill_and_signals) {
@@ -197,14 +210,25 @@ TEST(kill_and_signals) {
   asb_command_result_free(r);
   asb_process_free(p);
 
-  REQUIRE(asb_commands_start(&p, SB, "trap 'echo term; exit 7' TERM; sleep 30 & wait",
-                             NULL) == ASB_OK);
-  usleep(200000);
+  /* signal only once the trap is set (it says so), not after a while */
+  atomic_int trapped = 0;
+  asb_command_options o = ASB_COMMAND_OPTIONS_INIT;
+  o.on_stdout = flag_output;
+  o.userdata = &trapped;
+  REQUIRE(asb_commands_start(&p, SB, "trap 'echo term; exit 7' TERM; echo trapped; sleep 30 & wait",
+                             &o) == ASB_OK);
+  /* output reaches the callback while we wait: wait in short slices */
+  asb_call_options slice = ASB_CALL_OPTIONS_INIT;
+  slice.timeout_ms = 100;
+  for (long long end = asbt_now_ms() + ASBT_DEADLINE_MS;
+       !atomic_load(&trapped) && asbt_now_ms() < end;)
+    if (asb_process_wait(NULL, p, &slice) != ASB_ETIMEOUT) break;
+  CHECK(atomic_load(&trapped));
   CHECK_RC(asb_commands_signal(SB, asb_process_pid(p), ASB_SIGNAL_TERM, NULL), ASB_OK);
   CHECK_RC(asb_process_wait(&r, p, NULL), ASB_ECOMMANDEXIT);
   if (r) {
     CHECK_INT(asb_command_result_exit_code(r), 7);
-    CHECK_STR(asb_command_result_stdout(r, NULL), "term\n");
+    CHECK_STR(asb_command_result_stdout(r, NULL), "trapped\nterm\n");
   }
   asb_command_result_free(r);
   asb_process_free(p);
@@ -218,8 +242,8 @@ TEST(command_timeout_is_enforced) {
   o.timeout_ms = 300;
   asb_command_result *r = NULL;
   uint64_t t0 = now_ms();
-  CHECK_RC(asb_commands_run(&r, SB, "sleep 20", &o), ASB_ETIMEOUT);
-  CHECK(now_ms() - t0 < 10000);
+  CHECK_RC(asb_commands_run(&r, SB, "sleep 600", &o), ASB_ETIMEOUT);
+  CHECK(now_ms() - t0 < 120000); /* the timeout, not the command's end */
   asb_command_result_free(r);
 }
 
@@ -246,8 +270,8 @@ TEST(cancel_a_running_call) {
   pthread_create(&t, NULL, cancel_after, &l);
   asb_command_result *r = NULL;
   uint64_t t0 = now_ms();
-  CHECK_RC(asb_commands_run(&r, SB, "sleep 20", &o), ASB_ECANCELED);
-  CHECK(now_ms() - t0 < 5000);
+  CHECK_RC(asb_commands_run(&r, SB, "sleep 600", &o), ASB_ECANCELED);
+  CHECK(now_ms() - t0 < 120000); /* the cancel, not the command's end */
   pthread_join(t, NULL);
   asb_cancel_free(c);
   /* Cancelling the call left the command running; clean it up. */
@@ -698,9 +722,9 @@ TEST(watch_dir_recursive) {
   CHECK_RC(asb_commands_run(&r, SB, cmd, NULL), ASB_OK);
   asb_command_result_free(r);
   REQUIRE_RC(asb_files_remove(SB, path_in("w/f1"), NULL), ASB_OK);
-  for (int i = 0; i < 40 && !(ev.remove && strstr(ev.names, "sub/f2") &&
-                              strstr(ev.names, "moved/in/deep"));
-       i++)
+  for (long long end = asbt_now_ms() + ASBT_DEADLINE_MS;
+       !(ev.remove && strstr(ev.names, "sub/f2") && strstr(ev.names, "moved/in/deep")) &&
+       asbt_now_ms() < end;)
     CHECK(asb_watch_wait(w, 100) >= 0);
   CHECK(ev.create >= 5);
   CHECK(ev.remove >= 1);

@@ -173,11 +173,15 @@ int asbt_agent(asbe_sandbox *sb, const char *line, char *buf, size_t len) {
 
 int asbt_wait_agent(asbe_sandbox *sb, int timeout_ms) {
   char buf[64];
-  for (int t = 0; t < timeout_ms; t += 5) {
+  struct timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  long long end = (long long)now.tv_sec * 1000 + now.tv_nsec / 1000000 + timeout_ms;
+  for (;;) {
     if (asbt_agent(sb, "ping", buf, sizeof buf) == 0 && !strcmp(buf, "pong")) return 0;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    if ((long long)now.tv_sec * 1000 + now.tv_nsec / 1000000 >= end) return -1;
     asbt_sleep_ms(5);
   }
-  return -1;
 }
 
 static int count_dir(const char *path) {
@@ -258,6 +262,36 @@ int asbt_count_loops(asbt_env *env) {
   }
   closedir(d);
   return n;
+}
+
+static int pool_settled_once(asbt_env *env) {
+  char dir[PATH_MAX], want[PATH_MAX];
+  snprintf(dir, sizeof dir, "%s/pool", env->state);
+  snprintf(want, sizeof want, "%s/img-", dir);
+  unsigned imgs = 0, loops = 0;
+  DIR *d = opendir(dir);
+  struct dirent *de;
+  while (d && (de = readdir(d)))
+    imgs += strncmp(de->d_name, "img-", 4) == 0 || strncmp(de->d_name, "tmp-", 4) == 0;
+  if (d) closedir(d);
+  d = opendir("/sys/block");
+  while (d && (de = readdir(d))) {
+    if (strncmp(de->d_name, "loop", 4)) continue;
+    char p[512], back[PATH_MAX];
+    snprintf(p, sizeof p, "/sys/block/%s/loop/backing_file", de->d_name);
+    FILE *f = fopen(p, "r");
+    if (!f) continue;
+    if (fgets(back, sizeof back, f) && !strncmp(back, want, strlen(want))) loops++;
+    fclose(f);
+  }
+  if (d) closedir(d);
+  return imgs == env->pool_target && loops == env->pool_target;
+}
+
+int asbt_pool_settled(asbt_env *env) {
+  if (!pool_settled_once(env)) return 0;
+  asbt_sleep_ms(20);
+  return pool_settled_once(env);
 }
 
 int asbt_cgroup2(char *point, size_t plen, char *opts, size_t olen) {

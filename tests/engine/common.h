@@ -45,6 +45,11 @@ int asbt_sh_eq(asbe_sandbox *sb, uid_t uid, const char *cmd, const char *expect)
 /* Sends one line to the stand-in agent over /run/asb/envd.sock; reply into
  * buf. 0 or -1. */
 int asbt_agent(asbe_sandbox *sb, const char *line, char *buf, size_t len);
+/* 1 when the disk pool holds exactly pool_target images, each on its loop
+ * device (none being made). It refills in the background after a create,
+ * and its images hold fds: count fds only once it has settled. An image
+ * is on its loop a moment before it is pooled, so this checks twice. */
+int asbt_pool_settled(asbt_env *env);
 /* Waits (up to timeout_ms) until the agent answers ping. 0 or -1. */
 int asbt_wait_agent(asbe_sandbox *sb, int timeout_ms);
 

@@ -59,7 +59,7 @@ static int slot_claimed(uint32_t slot) {
 TEST(freeze_and_thaw) {
   asbe_sandbox *sb = asbt_create(&env, "sbx-freeze", env.base);
   REQUIRE(sb != NULL);
-  REQUIRE(asbt_wait_agent(sb, 10000) == 0);
+  REQUIRE(asbt_wait_agent(sb, ASBT_DEADLINE_MS) == 0);
   asbe_exec_opts o;
   memset(&o, 0, sizeof o);
   const char *argv[] = {"sh", "-c", "i=0; while :; do i=$((i+1)); echo $i > /tmp/c; sleep 0.01; done",
@@ -68,7 +68,7 @@ TEST(freeze_and_thaw) {
   o.stdin_fd = o.stdout_fd = o.stderr_fd = -1;
   asbe_proc *p = NULL;
   REQUIRE(asbe_sandbox_exec(sb, &o, &p) == 0);
-  for (int i = 0; i < 200 && read_counter(sb) < 3; i++) asbt_sleep_ms(10);
+  WAIT_UNTIL(read_counter(sb) >= 3, ASBT_DEADLINE_MS);
   CHECK(read_counter(sb) >= 3);
   CHECK_INT(asbe_sandbox_freeze(sb), 0);
   asbe_stats st;
@@ -91,12 +91,8 @@ TEST(freeze_and_thaw) {
   CHECK_INT(asbe_sandbox_exec(sb, &o, &q), -EAGAIN);
   CHECK_INT(asbe_sandbox_thaw(sb), 0);
   CHECK(asbe_sandbox_stats(sb, &st) == 0 && st.frozen == 0);
-  int moved = 0;
-  for (int i = 0; i < 300 && !moved; i++) {
-    asbt_sleep_ms(10);
-    moved = read_counter(sb) > a;
-  }
-  CHECK(moved);
+  WAIT_UNTIL(read_counter(sb) > a, ASBT_DEADLINE_MS);
+  CHECK(read_counter(sb) > a);
   CHECK(asbt_agent(sb, "ping", buf, sizeof buf) == 0 && !strcmp(buf, "pong"));
   /* a frozen sandbox can be killed without thawing it first */
   CHECK_INT(asbe_sandbox_freeze(sb), 0);
@@ -114,7 +110,7 @@ TEST(kill_leaves_nothing) {
   uint32_t slot = asbe_sandbox_slot(sb);
   char dir[PATH_MAX];
   snprintf(dir, sizeof dir, "%s", asbe_sandbox_dir(sb));
-  REQUIRE(asbt_wait_agent(sb, 10000) == 0);
+  REQUIRE(asbt_wait_agent(sb, ASBT_DEADLINE_MS) == 0);
   /* some processes, including one the engine does not wait for */
   asbe_exec_opts o;
   memset(&o, 0, sizeof o);
@@ -131,7 +127,7 @@ TEST(kill_leaves_nothing) {
   CHECK(slot_claimed(slot));
   CHECK_INT(asbt_count_mounts(), mounts); /* never a host mount */
   CHECK_INT(asbe_sandbox_kill(sb, 1), 0);
-  CHECK_INT(asbe_proc_wait(p, 1000, NULL), 0);
+  CHECK_INT(asbe_proc_wait(p, ASBT_DEADLINE_MS, NULL), 0);
   asbe_proc_free(p);
   CHECK_INT(count_sandbox_procs(hu), 0);
   CHECK_INT(asbt_count_mounts(), mounts);
@@ -150,7 +146,10 @@ TEST(create_kill_cycles_leak_nothing) {
   REQUIRE(sb != NULL);
   asbe_sandbox_kill(sb, 1);
   asbe_sandbox_release(sb);
-  asbt_sleep_ms(200);
+  /* Count once the pool has refilled (its images hold fds), not after a
+   * while: on a slow machine the refill outlasts any fixed pause. */
+  WAIT_UNTIL(asbt_pool_settled(&env), ASBT_DEADLINE_MS);
+  CHECK(asbt_pool_settled(&env));
   int fds = asbt_count_fds(), mounts = asbt_count_mounts(), cgs = asbt_count_cgroups(&env);
   int kids = asbt_count_children(), loops = asbt_count_loops(&env);
   for (int i = 0; i < 50; i++) {
@@ -162,7 +161,9 @@ TEST(create_kill_cycles_leak_nothing) {
     CHECK_INT(asbe_sandbox_kill(sb, 1), 0);
     asbe_sandbox_release(sb);
   }
-  asbt_sleep_ms(300); /* let the pool refill settle */
+  WAIT_UNTIL(asbt_pool_settled(&env) && asbt_count_fds() == fds && asbt_count_children() == kids,
+             ASBT_DEADLINE_MS);
+  CHECK(asbt_pool_settled(&env));
   CHECK_INT(asbt_count_fds(), fds);
   CHECK_INT(asbt_count_mounts(), mounts);
   CHECK_INT(asbt_count_cgroups(&env), cgs);
@@ -189,7 +190,7 @@ TEST(adopt_after_forgetting_the_handle) {
   REQUIRE(asbe_sandbox_adopt(env.e, "sbx-adopt", &sb) == 0);
   CHECK_INT(asbe_sandbox_pid(sb), pid);
   CHECK_INT(asbe_sandbox_slot(sb), slot);
-  CHECK(asbt_wait_agent(sb, 10000) == 0);
+  CHECK(asbt_wait_agent(sb, ASBT_DEADLINE_MS) == 0);
   CHECK(asbt_sh_eq(sb, 0, "hostname", "sbx-adopt"));
   asbe_stats st;
   CHECK(asbe_sandbox_stats(sb, &st) == 0 && st.pids_current >= 2);
@@ -276,7 +277,7 @@ TEST(adopt_after_engine_kill9) {
   REQUIRE(asbe_sandbox_adopt(env.e, "sbx-survivor", &sb) == 0);
   /* its engine is gone but its uid slot is still taken (the init lives) */
   CHECK(slot_claimed(asbe_sandbox_slot(sb)));
-  CHECK(asbt_wait_agent(sb, 10000) == 0);
+  CHECK(asbt_wait_agent(sb, ASBT_DEADLINE_MS) == 0);
   CHECK(asbt_sh_eq(sb, 0, "cat /proc/1/comm; hostname", "asb-init\nsbx-survivor"));
   CHECK_INT(asbe_sandbox_freeze(sb), 0);
   CHECK_INT(asbe_sandbox_thaw(sb), 0);
@@ -343,6 +344,18 @@ static pid_t recorded_pid(const char *id) {
   return pid;
 }
 
+static int dead_or_zombie(pid_t pid) {
+  char p[64];
+  snprintf(p, sizeof p, "/proc/%d/stat", (int)pid);
+  FILE *f = fopen(p, "r");
+  char st = 'Z';
+  if (f) {
+    if (fscanf(f, "%*d %*s %c", &st) != 1) st = 'Z';
+    fclose(f);
+  }
+  return st == 'Z';
+}
+
 static char *memory_base(void) {
   const char *info = asbe_engine_cgroup_info(env.e);
   const char *m = strstr(info, "memory at ");
@@ -359,18 +372,8 @@ TEST(reaper_cleans_orphans) {
   pid_t op = recorded_pid("sbx-orphan");
   REQUIRE(op > 0);
   kill(op, SIGKILL);
-  for (int i = 0; i < 500; i++) {
-    char p[64];
-    snprintf(p, sizeof p, "/proc/%d/stat", (int)op);
-    FILE *f = fopen(p, "r");
-    char st = 'Z';
-    if (f) {
-      if (fscanf(f, "%*d %*s %c", &st) != 1) st = 'Z';
-      fclose(f);
-    }
-    if (st == 'Z') break;
-    asbt_sleep_ms(10);
-  }
+  WAIT_UNTIL(dead_or_zombie(op), ASBT_DEADLINE_MS);
+  CHECK(dead_or_zombie(op));
   /* more litter: a cgroup of no sandbox (marked as this state dir's), a
    * stale pool image, a loop device; and cgroups of no sandbox that are not
    * ours to reap: another state dir's, and one nobody marked */
@@ -457,16 +460,12 @@ TEST(reaper_cleans_orphans) {
 TEST(sigterm_to_init_and_kept_state) {
   asbe_sandbox *sb = asbt_create(&env, "sbx-term", env.busybox);
   REQUIRE(sb != NULL);
-  REQUIRE(asbt_wait_agent(sb, 10000) == 0);
+  REQUIRE(asbt_wait_agent(sb, ASBT_DEADLINE_MS) == 0);
   CHECK(asbt_sh_eq(sb, 0, "echo keep > /root/file && echo ok", "ok"));
   /* SIGTERM: the init stops every process and exits */
   CHECK(syscall(SYS_pidfd_send_signal, asbe_sandbox_pidfd(sb), SIGTERM, NULL, 0) == 0);
-  int gone = 0;
-  for (int i = 0; i < 1000 && !gone; i++) {
-    asbt_sleep_ms(10);
-    gone = !asbe_sandbox_alive(sb);
-  }
-  CHECK(gone);
+  WAIT_UNTIL(!asbe_sandbox_alive(sb), ASBT_DEADLINE_MS);
+  CHECK(!asbe_sandbox_alive(sb));
   /* keep the state dir: stopped, not reaped, not adoptable */
   CHECK_INT(asbe_sandbox_kill(sb, 0), 0);
   char img[PATH_MAX];

@@ -118,7 +118,7 @@ static int agent_log_has(asbe_sandbox *sb, const char *text) {
 TEST(agent_and_sockets) {
   asbe_sandbox *sb = asbt_create(&env, "sbx-agent", env.base);
   REQUIRE(sb != NULL);
-  REQUIRE(asbt_wait_agent(sb, 10000) == 0);
+  REQUIRE(asbt_wait_agent(sb, ASBT_DEADLINE_MS) == 0);
   char buf[512];
   CHECK(asbt_agent(sb, "uid", buf, sizeof buf) == 0 && !strcmp(buf, "0"));
   CHECK(asbt_agent(sb, "hostname", buf, sizeof buf) == 0 && !strcmp(buf, "sbx-agent"));
@@ -149,7 +149,7 @@ TEST(agent_and_sockets) {
   char pid1[32], pid2[32];
   CHECK(asbt_agent(sb, "pid", pid1, sizeof pid1) == 0);
   CHECK(asbt_agent(sb, "exit 3", buf, sizeof buf) == 0);
-  CHECK(asbt_wait_agent(sb, 15000) == 0);
+  CHECK(asbt_wait_agent(sb, ASBT_DEADLINE_MS) == 0);
   CHECK(asbt_agent(sb, "pid", pid2, sizeof pid2) == 0 && strcmp(pid1, pid2) != 0);
   CHECK(asbe_sandbox_alive(sb));
   CHECK(agent_log_has(sb, "agent exited with 3"));
@@ -166,7 +166,7 @@ TEST(busybox_sandbox) {
   CHECK(asbt_sh_eq(sb, 0, "cat /proc/1/comm", "asb-init"));
   CHECK(asbt_sh_eq(sb, 0, "ls /sys/class/net", "lo"));
   /* the dynamically linked agent runs from /.asb */
-  CHECK(asbt_wait_agent(sb, 10000) == 0);
+  CHECK(asbt_wait_agent(sb, ASBT_DEADLINE_MS) == 0);
   CHECK(asbt_sh_eq(sb, 0, "ls /.asb/lib | grep -c ld-linux", "1"));
   CHECK_INT(asbe_sandbox_kill(sb, 1), 0);
   asbe_sandbox_release(sb);
@@ -241,11 +241,12 @@ TEST(exec_options) {
 TEST(exec_service_and_fallback) {
   asbe_sandbox *sb = asbt_create(&env, "sbx-svc", env.busybox);
   REQUIRE(sb != NULL);
-  REQUIRE(asbt_wait_agent(sb, 10000) == 0);
+  REQUIRE(asbt_wait_agent(sb, ASBT_DEADLINE_MS) == 0);
   /* wait for the exec service, then commands are its children */
   char sock[128];
   snprintf(sock, sizeof sock, "/proc/%d/root/run/asb/.exec.sock", (int)asbe_sandbox_pid(sb));
-  for (int i = 0; i < 500 && access(sock, F_OK) < 0; i++) asbt_sleep_ms(10);
+  WAIT_UNTIL(access(sock, F_OK) == 0, ASBT_DEADLINE_MS);
+  CHECK(access(sock, F_OK) == 0);
   const char *check = "grep -E '^(PPid|NoNewPrivs|Seccomp|CapBnd):' /proc/$$/status | tr '\\t' ' ';"
                       "grep -E ':(memory|pids):' /proc/$$/cgroup | cut -d: -f3";
   char *out = NULL;
@@ -294,7 +295,7 @@ TEST(tmpfs_and_layers) {
     CHECK(asbt_sh_eq(sb, 0, "cat /etc/motd; stat -c %U /etc/motd", "from the top layer\nroot"));
     CHECK(asbt_sh_eq(sb, 0, "test -x /bin/busybox && echo ok", "ok"));
     CHECK(asbt_sh_eq(sb, 0, "df -k / | tail -1 | awk '{print ($2 <= 32768)}'", "1"));
-    CHECK(asbt_wait_agent(sb, 10000) == 0);
+    CHECK(asbt_wait_agent(sb, ASBT_DEADLINE_MS) == 0);
     CHECK_INT(asbe_sandbox_kill(sb, 1), 0);
     asbe_sandbox_release(sb);
   }
@@ -334,6 +335,10 @@ TEST(create_while_threads_come_and_go) {
 }
 
 TEST(create_is_transactional) {
+  /* the disk pool refills after the last test's creates; its images hold
+   * fds: count once it is full, not while it fills */
+  WAIT_UNTIL(asbt_pool_settled(&env), ASBT_DEADLINE_MS);
+  CHECK(asbt_pool_settled(&env));
   int fds = asbt_count_fds(), mounts = asbt_count_mounts(), cgs = asbt_count_cgroups(&env);
   int loops = asbt_count_loops(&env), kids = asbt_count_children();
   asbe_sandbox *sb = NULL;
@@ -364,6 +369,7 @@ TEST(create_is_transactional) {
   char dir[PATH_MAX];
   snprintf(dir, sizeof dir, "%s/sandboxes/sbx-bad", env.state);
   CHECK(access(dir, F_OK) < 0);
+  WAIT_UNTIL(asbt_pool_settled(&env) && asbt_count_fds() == fds, ASBT_DEADLINE_MS);
   CHECK_INT(asbt_count_fds(), fds);
   CHECK_INT(asbt_count_mounts(), mounts);
   CHECK_INT(asbt_count_cgroups(&env), cgs);

@@ -253,7 +253,7 @@ TEST(cgroup_v2_delegation) {
     asbt_spec(&s, "sbx-v2", env.base);
     asbe_sandbox *v2 = NULL;
     REQUIRE(asbe_sandbox_create(e, &s, &v2) == 0);
-    CHECK(asbt_wait_agent(v2, 10000) == 0);
+    CHECK(asbt_wait_agent(v2, ASBT_DEADLINE_MS) == 0);
     char buf[512];
     CHECK(asbt_agent(v2, "cgroup", buf, sizeof buf) == 0 && strstr(buf, "0::/agent"));
     CHECK(asbt_agent(v2, "workload", buf, sizeof buf) == 0 && !strcmp(buf, "ok"));
@@ -279,7 +279,7 @@ TEST(cgroup_v2_delegation) {
 int main(void) {
   if (asbt_setup(&env, 1) < 0) return 1;
   sb = asbt_create(&env, "sbx-sec", env.base);
-  if (!sb || asbt_wait_agent(sb, 10000) < 0) {
+  if (!sb || asbt_wait_agent(sb, ASBT_DEADLINE_MS) < 0) {
     asbt_teardown(&env);
     return 1;
   }

@@ -197,7 +197,9 @@ static inline const char *et_header(const et_resp *r, const char *name) {
   return NULL;
 }
 
-static inline int et_read_resp(et_conn *c, et_resp *r, et_sink sink, void *ud) {
+/* The status line and headers only (et_read_body reads the rest): for a
+ * stream, its head says the server has set it up. */
+static inline int et_read_head(et_conn *c, et_resp *r) {
   memset(r, 0, sizeof *r);
   char line[8192];
   if (et_line(c, line, sizeof line) < 0) return -1;
@@ -214,6 +216,11 @@ static inline int et_read_resp(et_conn *c, et_resp *r, et_sink sink, void *ud) {
       r->headers[hl] = '\0';
     }
   }
+  return 0;
+}
+
+static inline int et_read_body(et_conn *c, et_resp *r, et_sink sink, void *ud) {
+  char line[8192];
   r->body = calloc(1, 1);
   const char *te = et_header(r, "Transfer-Encoding");
   const char *cl = et_header(r, "Content-Length");
@@ -237,6 +244,11 @@ static inline int et_read_resp(et_conn *c, et_resp *r, et_sink sink, void *ud) {
     }
   }
   return 0;
+}
+
+static inline int et_read_resp(et_conn *c, et_resp *r, et_sink sink, void *ud) {
+  if (et_read_head(c, r) != 0) return -1;
+  return et_read_body(c, r, sink, ud);
 }
 
 /* One request on c (reconnects if needed). extra_headers: "K: V\r\n"... */

@@ -289,7 +289,11 @@ TEST(stream_input_and_connect) {
                     "POST /process.Process/Start HTTP/1.1\r\nHost: x\r\nContent-Type: "
                     "application/connect+json\r\nContent-Length: %zu\r\n\r\n", sn);
   REQUIRE(et_send(&bg, head, (size_t)hn) == 0 && et_send(&bg, sb, sn) == 0);
-  usleep(200000);
+  /* its head comes once the process runs (not after a while); the body
+   * stays unread */
+  et_resp bgh;
+  REQUIRE(et_read_head(&bg, &bgh) == 0);
+  CHECK_INT(bgh.status, 200);
   char body[512];
   size_t n = 0;
   n += put_env(body + n, 0, "{\"start\":{\"process\":{\"tag\":\"cat1\"}}}");
@@ -309,7 +313,10 @@ TEST(stream_input_and_connect) {
                 "POST /process.Process/Connect HTTP/1.1\r\nHost: x\r\nContent-Type: "
                 "application/connect+json\r\nContent-Length: %zu\r\n\r\n", sn);
   REQUIRE(et_send(&w, head, (size_t)hn) == 0 && et_send(&w, sb, sn) == 0);
-  usleep(100000);
+  /* attached once its head is here: what is written next must reach it */
+  et_resp wr;
+  REQUIRE(et_read_head(&w, &wr) == 0);
+  CHECK_INT(wr.status, 200);
   n = put_env(body, 0, "{\"start\":{\"process\":{\"tag\":\"cat1\"}}}");
   n += put_env(body + n, 0, "{\"data\":{\"input\":{\"stdin\":\"d29ybGQK\"}}}");
   n += put_env(body + n, 2, "{}");
@@ -320,11 +327,11 @@ TEST(stream_input_and_connect) {
                    NULL, &r) == 0);
   CHECK_INT(r.status, 200);
   et_resp_free(&r);
-  REQUIRE(et_read_resp(&w, &r, NULL, NULL) == 0);
-  CHECK(et_contains(&r, "d29ybGQK")); /* "world\n", written after Connect */
-  CHECK(et_contains(&r, "exit status 0"));
-  CHECK_STR(et_end_json(&r, NULL), "{}");
-  et_resp_free(&r);
+  REQUIRE(et_read_body(&w, &wr, NULL, NULL) == 0);
+  CHECK(et_contains(&wr, "d29ybGQK")); /* "world\n", written after Connect */
+  CHECK(et_contains(&wr, "exit status 0"));
+  CHECK_STR(et_end_json(&wr, NULL), "{}");
+  et_resp_free(&wr);
   et_close(&w);
   et_close(&bg);
   /* data before start; unknown process in start */
@@ -392,22 +399,31 @@ TEST(polling_watchers) {
   char f[256];
   snprintf(f, sizeof f, "%s/sub", wd);
   mkdir(f, 0777);
-  usleep(100000);
+  /* at once: a file in a directory the watcher may not watch yet */
   snprintf(f, sizeof f, "%s/sub/new.txt", wd);
   FILE *fp = fopen(f, "w");
   REQUIRE(fp != NULL);
   fputs("x", fp);
   fclose(fp);
-  usleep(200000);
+  /* poll until both have been reported (not once, after a while) */
+  static const char sub_created[] = "\"name\":\"sub\",\"type\":\"EVENT_TYPE_CREATE\"";
+  static const char new_created[] = "\"name\":\"sub/new.txt\",\"type\":\"EVENT_TYPE_CREATE\"";
   snprintf(j, sizeof j, "{\"watcherId\":\"%s\"}", id);
+  char seen[16384] = "";
+  for (long long end = asbt_now_ms() + ASBT_DEADLINE_MS;
+       !(strstr(seen, sub_created) && strstr(seen, new_created)) && asbt_now_ms() < end;) {
+    REQUIRE(et_unary(&C, "filesystem.Filesystem/GetWatcherEvents", j, AS_USER, &r) == 0);
+    CHECK_INT(r.status, 200);
+    strncat(seen, r.body, sizeof seen - strlen(seen) - 1);
+    et_resp_free(&r);
+    usleep(10000);
+  }
+  CHECK(strstr(seen, sub_created) != NULL);
+  CHECK(strstr(seen, new_created) != NULL);
+  CHECK(strstr(seen, "\"entry\":{") != NULL);
+  /* drained: what was returned is not returned again */
   REQUIRE(et_unary(&C, "filesystem.Filesystem/GetWatcherEvents", j, AS_USER, &r) == 0);
-  CHECK_INT(r.status, 200);
-  CHECK(strstr(r.body, "\"name\":\"sub\",\"type\":\"EVENT_TYPE_CREATE\"") != NULL);
-  CHECK(strstr(r.body, "\"name\":\"sub/new.txt\",\"type\":\"EVENT_TYPE_CREATE\"") != NULL);
-  CHECK(strstr(r.body, "\"entry\":{") != NULL);
-  et_resp_free(&r);
-  REQUIRE(et_unary(&C, "filesystem.Filesystem/GetWatcherEvents", j, AS_USER, &r) == 0);
-  CHECK_STR(r.body, "{}"); /* drained */
+  CHECK(strstr(r.body, sub_created) == NULL && strstr(r.body, new_created) == NULL);
   et_resp_free(&r);
   REQUIRE(et_unary(&C, "filesystem.Filesystem/RemoveWatcher", j, AS_USER, &r) == 0);
   CHECK_INT(r.status, 200);
@@ -507,7 +523,7 @@ TEST(workload_cgroups_and_oom) {
     et_close(&c);
     CHECK_INT(et_stop(&G), 0);
   }
-  for (int i = 0; i < 50 && rmdir(cg) != 0; i++) usleep(20000);
+  WAIT_UNTIL(rmdir(cg) == 0 || errno == ENOENT, ASBT_DEADLINE_MS);
 }
 
 TEST(token_and_signatures) {

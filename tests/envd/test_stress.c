@@ -43,6 +43,14 @@ static void *starter(void *arg) {
   return NULL;
 }
 
+static int no_processes(et_conn *c) {
+  et_resp r;
+  if (et_unary(c, "process.Process/List", "{}", NULL, &r) != 0) return 0;
+  int empty = strcmp(r.body, "{}") == 0;
+  et_resp_free(&r);
+  return empty;
+}
+
 TEST(ten_thousand_processes) {
   int fds0 = et_count_fds(E.pid);
   double t0 = et_now();
@@ -63,19 +71,14 @@ TEST(ten_thousand_processes) {
                       "Connect-Timeout-Ms: 1\r\n", &r) == 0);
     et_resp_free(&r);
   }
-  usleep(300000);
-  for (int i = 0; i < 100; i++) {
-    REQUIRE(et_unary(&c, "process.Process/List", "{}", NULL, &r) == 0);
-    int empty = strcmp(r.body, "{}") == 0;
-    et_resp_free(&r);
-    if (empty) break;
-    usleep(50000);
-  }
+  WAIT_UNTIL(no_processes(&c), ASBT_DEADLINE_MS);
   REQUIRE(et_unary(&c, "process.Process/List", "{}", NULL, &r) == 0);
   CHECK_STR(r.body, "{}");
   et_resp_free(&r);
   et_close(&c);
-  usleep(200000);
+  /* envd closes their pipes and reaps them as they go: wait for that, not
+   * for a while */
+  WAIT_UNTIL(et_count_fds(E.pid) <= fds0 && et_count_zombies(E.pid) == 0, ASBT_DEADLINE_MS);
   int fds1 = et_count_fds(E.pid);
   int z = et_count_zombies(E.pid);
   printf("    fds before %d after %d, zombies %d\n", fds0, fds1, z);
@@ -168,6 +171,19 @@ TEST(one_gib_streamed) {
 /* A reader that never reads holds the process up (back-pressure, nothing
  * lost) only until it is cut off as stuck; then the process finishes. The
  * envd under test runs with --stream-stall-ms 1500. */
+/* 1 if a process with tag is listed, 0 if not, -1 if the call failed. */
+static int process_listed(et_conn *c, const char *tag) {
+  et_resp r;
+  if (et_unary(c, "process.Process/List", "{}", NULL, &r) != 0) {
+    fprintf(stderr, "List: no answer\n");
+    return -1;
+  }
+  int listed = r.status != 200 ? -1 : strstr(r.body, tag) != NULL;
+  if (listed < 0) fprintf(stderr, "List: %d %s\n", r.status, r.body);
+  et_resp_free(&r);
+  return listed;
+}
+
 TEST(stuck_reader_is_cut_off) {
   et_conn c;
   REQUIRE(et_connect(&c, E.port) == 0);
@@ -190,15 +206,12 @@ TEST(stuck_reader_is_cut_off) {
   /* Do not read; the process must still finish. */
   et_conn c2;
   REQUIRE(et_connect(&c2, E.port) == 0);
-  int gone = 0;
-  for (int i = 0; i < 200 && !gone; i++) {
-    usleep(50000);
-    et_resp r;
-    REQUIRE(et_unary(&c2, "process.Process/List", "{}", NULL, &r) == 0);
-    gone = strstr(r.body, "flood") == NULL;
-    et_resp_free(&r);
-  }
-  CHECK(gone);
+  /* first it must be there (the Start may still be on its way: "not
+   * listed" before that proves nothing), then it must go */
+  WAIT_UNTIL(process_listed(&c2, "flood") == 1, ASBT_DEADLINE_MS);
+  CHECK_INT(process_listed(&c2, "flood"), 1);
+  WAIT_UNTIL(process_listed(&c2, "flood") == 0, ASBT_DEADLINE_MS);
+  CHECK_INT(process_listed(&c2, "flood"), 0);
   et_close(&c2);
   et_close(&c);
 }

@@ -15,9 +15,11 @@ const BIN = process.env.CODEI_BIN || path.join(here, '../../build/core/codeinter
 const TOKEN = 'npm-codei-token'
 const servers = []
 // runCode leaves its request timer running when the request fails (the
-// SDK clears it only on success): keep it short where a call must fail,
-// or node waits out the default 60 s before it exits.
-const failFast = { requestTimeoutMs: 3000 }
+// SDK clears it only on success): keep it shorter where a call must fail,
+// or node waits out the default 60 s before it exits; but long enough that
+// a loaded sanitizer build answers in time (it must fail for its reason,
+// not by timing out).
+const failFast = { requestTimeoutMs: 10000 }
 
 function startServer(args) {
   return new Promise((resolve, reject) => {

@@ -8,7 +8,9 @@ import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { startEngine } from '../support/engine.mjs'
 
-const failFast = { requestTimeoutMs: 5000 }
+// Where a call must fail: short, as runCode's timer outlives a failed call
+// (see codei.test.mjs), but long enough for a loaded sanitizer build.
+const failFast = { requestTimeoutMs: 10000 }
 let engine, ci, e2b, sbx
 
 before(async () => {

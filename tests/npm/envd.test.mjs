@@ -12,6 +12,15 @@ import { fileURLToPath } from 'node:url'
 const here = path.dirname(fileURLToPath(import.meta.url))
 const ENVD = process.env.ENVD_BIN || path.join(here, '../../build/core/envd/envd')
 
+// Waits for a condition, polling; the deadline only ends a test that
+// would otherwise hang (a slow machine never decides a result).
+const DEADLINE_MS = 120_000
+async function until(cond, ms = DEADLINE_MS) {
+  const end = Date.now() + ms
+  while (!(await cond()) && Date.now() < end) await new Promise((r) => setTimeout(r, 20))
+  return cond()
+}
+
 let envd
 let sbx
 let e2b
@@ -101,25 +110,28 @@ test('commands: background, list, connect, kill', async () => {
 })
 
 test('commands: background survives disconnect and streams output', async () => {
-  const h = await sbx.commands.run('for i in 1 2 3; do echo line$i; sleep 0.2; done', { background: true })
+  // it prints once told to (stdin), after the reconnect, however slow we are
+  const h = await sbx.commands.run('read go; for i in 1 2 3; do echo line$i; done',
+    { background: true, stdin: true })
   await h.disconnect()
   const again = await sbx.commands.connect(h.pid)
+  await sbx.commands.sendStdin(h.pid, 'go\n')
   const r = await again.wait()
   assert.equal(r.exitCode, 0)
+  assert.equal(r.stdout, 'line1\nline2\nline3\n')
 })
 
 test('commands: timeoutMs kills the process inside the sandbox', async () => {
   const t0 = Date.now()
-  await assert.rejects(sbx.commands.run('sleep 30', { timeoutMs: 500 }), (err) => {
+  await assert.rejects(sbx.commands.run('sleep 600', { timeoutMs: 500 }), (err) => {
     assert.ok(err instanceof e2b.TimeoutError, String(err))
     return true
   })
-  assert.ok(Date.now() - t0 < 10000)
-  const h = await sbx.commands.run('sleep 30', { background: true, timeoutMs: 300 })
+  assert.ok(Date.now() - t0 < DEADLINE_MS) // the timeout, not the command's end
+  const h = await sbx.commands.run('sleep 600', { background: true, timeoutMs: 300 })
   await h.disconnect()
-  await new Promise((r) => setTimeout(r, 800))
-  const list = await sbx.commands.list()
-  assert.ok(!list.some((p) => p.pid === h.pid), 'timed-out process still listed')
+  const gone = await until(async () => !(await sbx.commands.list()).some((p) => p.pid === h.pid))
+  assert.ok(gone, 'timed-out process still listed')
 })
 
 test('commands: stdin (sendStdin, closeStdin)', async () => {
@@ -136,7 +148,7 @@ test('pty: create, sendInput, resize, output, kill', async () => {
   const t = await sbx.pty.create({ cols: 80, rows: 24, onData: (d) => { out += dec.decode(d) } })
   await sbx.pty.resize(t.pid, { cols: 100, rows: 30 })
   await sbx.pty.sendInput(t.pid, new TextEncoder().encode('stty size; echo pty-$((40+2))\n'))
-  for (let i = 0; i < 100 && !out.includes('pty-42'); i++) await new Promise((r) => setTimeout(r, 50))
+  await until(() => out.includes('pty-42') && out.includes('30 100'))
   assert.ok(out.includes('pty-42'), out)
   assert.ok(out.includes('30 100'), out)
   assert.equal(await sbx.pty.kill(t.pid), true)
@@ -196,7 +208,7 @@ test('files: metadata and watch entries', async () => {
   const events = []
   const h = await sbx.files.watchDir(`${dir}/we`, (e) => events.push(e), { includeEntry: true })
   await sbx.files.write(`${dir}/we/x.txt`, 'hello')
-  for (let i = 0; i < 50 && !events.some((e) => e.entry); i++) await new Promise((r) => setTimeout(r, 50))
+  await until(() => events.some((e) => e.name === 'x.txt' && e.entry))
   await h.stop()
   const ev = events.find((e) => e.name === 'x.txt' && e.entry)
   assert.ok(ev, JSON.stringify(events))
@@ -234,16 +246,13 @@ test('files: watchDir create/write/remove events', async () => {
   const h = await sbx.files.watchDir(`${dir}/w`, (e) => events.push(e), { recursive: true })
   await sbx.files.write(`${dir}/w/f.txt`, 'data')
   await sbx.files.makeDir(`${dir}/w/sub`)
-  await new Promise((r) => setTimeout(r, 100))
+  // at once: envd reports what a new directory holds when it adds its watch
   await sbx.files.write(`${dir}/w/sub/g.txt`, 'data')
   await sbx.files.remove(`${dir}/w/f.txt`)
-  for (let i = 0; i < 50; i++) {
-    if (events.some((e) => e.name === 'f.txt' && e.type === 'remove') &&
-        events.some((e) => e.name === 'sub/g.txt' && e.type === 'write')) break
-    await new Promise((r) => setTimeout(r, 50))
-  }
-  await h.stop()
   const has = (name, type) => events.some((e) => e.name === name && e.type === type)
+  await until(() => has('f.txt', 'create') && has('f.txt', 'write') && has('f.txt', 'remove') &&
+    has('sub', 'create') && has('sub/g.txt', 'create'))
+  await h.stop()
   assert.ok(has('f.txt', 'create'), JSON.stringify(events))
   assert.ok(has('f.txt', 'write'), JSON.stringify(events))
   assert.ok(has('f.txt', 'remove'), JSON.stringify(events))

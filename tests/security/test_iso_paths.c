@@ -114,7 +114,7 @@ TEST(envd_sock_link_to_a_host_socket) {
   bait b;
   REQUIRE(bait_open(&b, "host.sock", SOCK_STREAM) == 0);
   asbe_sandbox *sb = asbt_create(&env, "iso-link", env.base);
-  if (!sb || asbt_wait_agent(sb, 10000) != 0) {
+  if (!sb || asbt_wait_agent(sb, ASBT_DEADLINE_MS) != 0) {
     ASBT_FAIL("create");
     bait_close(&b);
     if (sb) asbe_sandbox_kill(sb, 1), asbe_sandbox_release(sb);
@@ -211,7 +211,7 @@ static int log_has(asbe_sandbox *sb, const char *text) {
 TEST(agent_log_is_held_by_fd_across_adopt) {
   asbe_sandbox *sb = asbt_create(&env, "iso-log", env.base);
   REQUIRE(sb != NULL);
-  CHECK(asbt_wait_agent(sb, 10000) == 0);
+  CHECK(asbt_wait_agent(sb, ASBT_DEADLINE_MS) == 0);
   CHECK(log_has(sb, "listening"));
   char cmd[512];
   snprintf(cmd, sizeof cmd, "ln -sfn %s/secret /run/asb/agent.log && echo before-restart > /proc/1/fd/1",
@@ -228,7 +228,7 @@ TEST(agent_log_is_held_by_fd_across_adopt) {
   CHECK(log_has(sb, "after-restart"));
   CHECK(!log_has(sb, "HOST-SECRET"));
   /* the recorded writable layer still tells the sandbox's socket */
-  CHECK(asbt_wait_agent(sb, 10000) == 0);
+  CHECK(asbt_wait_agent(sb, ASBT_DEADLINE_MS) == 0);
   CHECK_INT(asbe_sandbox_kill(sb, 1), 0);
   CHECK(asbe_sandbox_agent_log(sb) < 0); /* gone with the sandbox */
   asbe_sandbox_release(sb);

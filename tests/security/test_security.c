@@ -105,7 +105,13 @@ TEST(other_sandboxes_are_unreachable) {
   asb_process *srv = NULL;
   REQUIRE_RC(asb_commands_start(&srv, other, "python3 -m http.server 8765 --bind 127.0.0.1", &o),
              ASB_OK);
-  usleep(500000);
+  /* The server must be up (its own sandbox reaches it) for "unreachable"
+   * to mean anything: wait for that, not for half a second. */
+  run_res up = sh(other, "root",
+                  "for i in $(seq 1200); do (exec 3<>/dev/tcp/127.0.0.1/8765) 2>/dev/null && "
+                  "echo up && exit 0; sleep 0.1; done; exit 1",
+                  ASBT_DEADLINE_MS + 60000);
+  CHECK_STR(up.out, "up\n");
   EXPECT_DENIED(SB, "root", "cat /tmp/other-secret");
   EXPECT_DENIED(SB, "root",
                 "python3 -c \"import urllib.request; urllib.request.urlopen('http://127.0.0.1:8765', timeout=2)\"");

@@ -35,14 +35,39 @@ typedef struct engine_fixture {
                      on a terminal does */
 } engine_fixture;
 
+/* Engines running, by pid and state dir (copies: a fixture may live on a
+ * test's stack), for engine_fixture_at_exit. */
+static struct {
+  pid_t pid;
+  char state[128];
+} engine_fixture_live[8];
+
+static void engine_fixture_live_set(pid_t pid, const char *state) {
+  for (size_t i = 0; i < sizeof engine_fixture_live / sizeof *engine_fixture_live; i++)
+    if (engine_fixture_live[i].pid == (state ? 0 : pid)) {
+      engine_fixture_live[i].pid = state ? pid : 0;
+      snprintf(engine_fixture_live[i].state, sizeof engine_fixture_live[i].state, "%s",
+               state ? state : "");
+      return;
+    }
+}
+
 static inline int engine_fixture_launch(engine_fixture *f, int kill_on_exit) {
   int out[2];
   if (pipe(out) != 0) return -1;
   char listen[32] = "127.0.0.1:0";
   if (f->port) snprintf(listen, sizeof listen, "127.0.0.1:%d", f->port);
+  pid_t parent = getpid();
   pid_t pid = fork();
   if (pid < 0) return -1;
   if (pid == 0) {
+    /* Should the test die without stopping it (a crash, an abort, a ctest
+     * timeout), the engine gets SIGTERM and, started with --kill-on-exit,
+     * kills its sandboxes: no engine, loop device or cgroup outlives the
+     * test. (PDEATHSIG follows the forking thread: fixtures are started
+     * from the test's main thread.) */
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (getppid() != parent) _exit(127);
     dup2(out[1], 1);
     close(out[0]);
     close(out[1]);
@@ -98,6 +123,7 @@ static inline int engine_fixture_launch(engine_fixture *f, int kill_on_exit) {
     return -1;
   }
   f->pid = pid;
+  engine_fixture_live_set(pid, f->state);
   f->port = port;
   snprintf(f->url, sizeof f->url, "http://127.0.0.1:%d", port);
   char path[256];
@@ -165,6 +191,22 @@ static void *engine_fixture_reaper(void *arg) {
   return NULL;
 }
 
+/* A test that exits without stopping an engine (exit() from a helper, a
+ * failed REQUIRE that returned past a fixture's stop) still stops it (it
+ * kills its sandboxes: --kill-on-exit) and removes its state. */
+static void engine_fixture_at_exit(void) {
+  for (size_t i = 0; i < sizeof engine_fixture_live / sizeof *engine_fixture_live; i++) {
+    pid_t pid = engine_fixture_live[i].pid;
+    if (pid <= 0) continue;
+    kill(pid, SIGTERM);
+    while (waitpid(pid, NULL, WNOHANG) != pid && kill(pid, 0) == 0) usleep(10000);
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", engine_fixture_live[i].state);
+    if (system(cmd) != 0) fprintf(stderr, "cannot remove %s\n", engine_fixture_live[i].state);
+    engine_fixture_live[i].pid = 0;
+  }
+}
+
 /* engine_fixture_start with more engine options (NULL-ended, or NULL; the
  * array must outlive the fixture: restarts pass it again) and ctty (> 0) as
  * the engine's controlling terminal (see engine_fixture.ctty). */
@@ -175,6 +217,7 @@ static inline int engine_fixture_start_full(engine_fixture *f, const char *tag,
     pthread_t t;
     prctl(PR_SET_CHILD_SUBREAPER, 1);
     if (pthread_create(&t, NULL, engine_fixture_reaper, NULL) == 0) pthread_detach(t);
+    atexit(engine_fixture_at_exit);
     reaping = 1;
   }
   memset(f, 0, sizeof *f);
@@ -207,6 +250,7 @@ static inline void engine_fixture_signal(engine_fixture *f, int sig) {
   /* A subreaper thread of the test may reap it first: then wait for it to
    * be gone rather than for its status. */
   while (waitpid(f->pid, NULL, WNOHANG) != f->pid && kill(f->pid, 0) == 0) usleep(10000);
+  engine_fixture_live_set(f->pid, NULL);
   f->pid = 0;
 }
 

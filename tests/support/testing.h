@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 static int asbt_failures;
 static int asbt_current_failed;
@@ -64,6 +66,28 @@ static int asbt_current_failed;
     if (!asbt_a || !asbt_b || strcmp(asbt_a, asbt_b) != 0)                    \
       ASBT_FAIL("%s == %s: \"%s\" != \"%s\"", #a, #b,                         \
                 asbt_a ? asbt_a : "(null)", asbt_b ? asbt_b : "(null)");      \
+  } while (0)
+
+/* Monotonic milliseconds. */
+static inline long long asbt_now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* How long a test waits for something that must happen: enough for a
+ * loaded 2-core machine running the sanitizer build. A deadline only ends
+ * a test that would otherwise hang; on a working machine the wait ends as
+ * soon as the condition holds, so a generous one costs nothing. */
+#define ASBT_DEADLINE_MS 120000
+
+/* Polls cond (every 10 ms) until it holds or ms have passed; check cond
+ * afterwards. Waiting for a condition, never for a time, keeps a test's
+ * outcome independent of the machine's speed. */
+#define WAIT_UNTIL(cond, ms)                                              \
+  do {                                                                    \
+    long long asbt_end_ = asbt_now_ms() + (ms);                           \
+    while (!(cond) && asbt_now_ms() < asbt_end_) usleep(10000);           \
   } while (0)
 
 #define CHECK_MEM(a, alen, b, blen)                                        \

@@ -26,6 +26,15 @@ ENGINE_BIN = os.environ.get("ASB_ENGINE_BIN", str(REPO / "build" / "core" / "eng
 _CONFIG_VARS = ("API_KEY", "API_URL", "DOMAIN", "SANDBOX_URL", "DEBUG")
 
 
+def _die_with_parent() -> None:
+    """In the engine's child before exec: SIGTERM when pytest dies (a crash,
+    a ctest timeout), so --kill-on-exit still kills its sandboxes."""
+    import ctypes
+
+    PR_SET_PDEATHSIG = 1
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+
+
 class Engine:
     def __init__(self, tag: str) -> None:
         self.state = tempfile.mkdtemp(prefix=f"asb-py-{tag}-")
@@ -33,7 +42,8 @@ class Engine:
         self.proc = subprocess.Popen(
             [ENGINE_BIN, "--state-dir", self.state, "--listen", "127.0.0.1:0",
              "--cgroup-name", self.cgroup, "--pool", "2", "--kill-on-exit"],
-            stdout=subprocess.PIPE, stderr=open(self.state + ".log", "w"), text=True)
+            stdout=subprocess.PIPE, stderr=open(self.state + ".log", "w"), text=True,
+            preexec_fn=_die_with_parent)
         self.port = 0
         assert self.proc.stdout is not None
         for line in self.proc.stdout:
@@ -58,7 +68,7 @@ class Engine:
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
             try:
-                self.proc.wait(60)
+                self.proc.wait(300)  # it kills every sandbox first
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
@@ -103,7 +113,7 @@ def sync_sandbox(sandbox):
     return sandbox.sync
 
 
-def eventually(fn, timeout: float = 30.0, interval: float = 0.05):
+def eventually(fn, timeout: float = 120.0, interval: float = 0.05):
     """Poll fn until it returns a true value (no timing assertions: the
     deadline only stops a test that would otherwise hang)."""
     deadline = time.monotonic() + timeout

@@ -5,6 +5,7 @@ SPDX-License-Identifier: Apache-2.0"""
 
 import asyncio
 import threading
+import time
 
 import pytest
 
@@ -12,14 +13,25 @@ from agent_sandbox import CancelToken, OperationCancelledError, Sandbox
 from conftest import eventually
 
 
+DEADLINE = 120  # seconds; only ends a test that would hang
+
+
+async def _running(sandbox, marker, n=1):
+    """Wait until n commands with marker run (a cancel sent before its
+    command started could leave the command running unseen)."""
+    end = time.monotonic() + DEADLINE
+    while time.monotonic() < end:
+        procs = await sandbox.commands.list()
+        if sum(marker in " ".join(p.args) for p in procs) >= n:
+            return True
+        await asyncio.sleep(0.05)
+    return False
+
+
 async def _cancel_after_start(sandbox, coro, marker):
     """Start coro, wait until the sandbox shows marker running, cancel it."""
     task = asyncio.ensure_future(coro)
-    for _ in range(400):
-        procs = await sandbox.commands.list()
-        if any(marker in " ".join(p.args) for p in procs):
-            break
-        await asyncio.sleep(0.05)
+    assert await _running(sandbox, marker)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
@@ -85,7 +97,15 @@ async def test_cancelled_create(engine):
 
 def test_cancel_token_blocking(sync_sandbox):
     tok = CancelToken()
-    threading.Timer(0.3, tok.cancel).start()
+
+    def cancel_once_running():
+        end = time.monotonic() + DEADLINE
+        while time.monotonic() < end and not any(
+                "cancel-me-3" in " ".join(p.args) for p in sync_sandbox.commands.list()):
+            time.sleep(0.05)
+        tok.cancel()
+
+    threading.Thread(target=cancel_once_running, daemon=True).start()
     with pytest.raises(OperationCancelledError):
         with tok:
             sync_sandbox.commands.run("sleep 1000 # cancel-me-3")
@@ -110,11 +130,7 @@ async def test_many_concurrent_coroutines(sandbox):
 async def test_cancel_many_at_once(sandbox):
     tasks = [asyncio.ensure_future(sandbox.commands.run(f"sleep 1000 # mass-{i}"))
              for i in range(20)]
-    for _ in range(400):
-        procs = await sandbox.commands.list()
-        if sum("mass-" in " ".join(p.args) for p in procs) == 20:
-            break
-        await asyncio.sleep(0.05)
+    assert await _running(sandbox, "mass-", 20)
     for t in tasks:
         t.cancel()
     done = await asyncio.gather(*tasks, return_exceptions=True)

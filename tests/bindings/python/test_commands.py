@@ -118,9 +118,11 @@ async def test_background_kill_and_list(sandbox):
 
 
 async def test_connect_to_running(sandbox):
-    h = await sandbox.commands.run("sleep 0.5; echo later", background=True)
+    # it prints once told to (on stdin), after the connect, however slow
+    h = await sandbox.commands.run("read go; echo later", background=True, stdin=True)
     got = []
     h2 = await sandbox.commands.connect(h.pid, on_stdout=got.append)
+    await h.send_stdin("go\n")
     r = await h2.wait()
     assert r.stdout == "later\n" and "".join(got) == "later\n"
     await h.wait()
@@ -136,9 +138,10 @@ async def test_send_stdin_and_close_by_pid(sandbox):
 
 
 async def test_disconnect_keeps_the_command(sandbox):
-    h = await sandbox.commands.run("sleep 1; echo done", background=True)
+    h = await sandbox.commands.run("read go; echo done", background=True, stdin=True)
     await h.disconnect()
     h2 = await sandbox.commands.connect(h.pid)
+    await sandbox.commands.send_stdin(h.pid, "go\n")
     assert (await h2.wait()).stdout == "done\n"
 
 

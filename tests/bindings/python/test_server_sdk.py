@@ -77,7 +77,7 @@ def hidden() -> str:
     return "h"
 
 
-barrier = threading.Barrier(3, timeout=10)
+barrier = threading.Barrier(3, timeout=120)
 
 
 @reg.command
@@ -222,7 +222,19 @@ def test_blocking_start_stops_on_sigterm(tmp_path):
     p = subprocess.Popen([sys.executable, str(prog)], stdout=subprocess.PIPE, text=True,
                          env=dict(os.environ, ASB_SERVER_TOKEN=""))
     assert p.stdout.readline().strip() == "serving"
-    time.sleep(0.3)
+
+    def catches_sigterm():
+        # start() serves until SIGTERM once it has its handler: wait for
+        # that (SigCgt), not for a while
+        for line in open(f"/proc/{p.pid}/status"):
+            if line.startswith("SigCgt:"):
+                return int(line.split()[1], 16) & (1 << (signal.SIGTERM - 1))
+        return False
+
+    end = time.monotonic() + 120
+    while not catches_sigterm() and time.monotonic() < end:
+        time.sleep(0.01)
+    assert catches_sigterm()
     p.send_signal(signal.SIGTERM)
     out, _ = p.communicate(timeout=30)
     assert p.returncode == 0 and out.strip() == "stopped"
