@@ -141,7 +141,8 @@ export declare class CommandHandle implements AsyncIterable<OutputChunk> {
   /** Once it ended. */
   readonly exitCode: number | undefined
   readonly error: string | undefined
-  wait(opts?: { check?: boolean }): Promise<CommandResult>
+  /** A signal that fires rejects this wait; the command runs on. */
+  wait(opts?: { check?: boolean; signal?: AbortSignal }): Promise<CommandResult>
   kill(opts?: CallOpts): Promise<boolean>
   sendStdin(data: string | ArrayBuffer | ArrayBufferView, opts?: CallOpts): Promise<void>
   closeStdin(opts?: CallOpts): Promise<void>
@@ -390,8 +391,8 @@ export declare class SandboxBase implements AsyncDisposable {
   getMetrics(opts?: CallOpts & { start?: Date; end?: Date }): Promise<SandboxMetrics[]>
   getHost(port: number): string
   getUrl(port: number): string
-  downloadUrl(path: string, opts?: { user?: string; useSignatureExpiration?: number }): Promise<string>
-  uploadUrl(path?: string, opts?: { user?: string; useSignatureExpiration?: number }): Promise<string>
+  downloadUrl(path: string, opts?: { user?: string; useSignatureExpiration?: number; signal?: AbortSignal }): Promise<string>
+  uploadUrl(path?: string, opts?: { user?: string; useSignatureExpiration?: number; signal?: AbortSignal }): Promise<string>
 
   runCode(code: string, opts?: RunCodeOpts): Promise<Execution>
   createCodeContext(opts?: CallOpts & { cwd?: string; language?: string }): Promise<Context>
@@ -403,7 +404,7 @@ export declare class SandboxBase implements AsyncDisposable {
   run(name: string, args?: Record<string, JsonValue>, opts?: RunCommandOpts): Promise<JsonValue>
   listCommands(opts?: CallOpts & { port?: number }): Promise<NamedCommand[]>
 
-  saveSession(name: string, metadata?: Record<string, string>): Promise<void>
+  saveSession(name: string, metadata?: Record<string, string>, opts?: { signal?: AbortSignal }): Promise<void>
   /** Release the handle (the sandbox keeps running). */
   close(): void
   /** `await using`: kill the sandbox and release the handle. */
@@ -420,11 +421,11 @@ export declare class SessionInfo {
 }
 
 export declare class Session {
-  static save(name: string, sandbox: SandboxBase, metadata?: Record<string, string>): Promise<void>
+  static save(name: string, sandbox: SandboxBase, metadata?: Record<string, string>, opts?: { signal?: AbortSignal }): Promise<void>
   static load(name: string, opts?: SandboxConnectOpts): Promise<SandboxBase>
-  static get(name: string): Promise<SessionInfo>
-  static list(): Promise<SessionInfo[]>
-  static delete(name: string): Promise<boolean>
+  static get(name: string, opts?: { signal?: AbortSignal }): Promise<SessionInfo>
+  static list(opts?: { signal?: AbortSignal }): Promise<SessionInfo[]>
+  static delete(name: string, opts?: { signal?: AbortSignal }): Promise<boolean>
 }
 
 export interface TemplateInfo {

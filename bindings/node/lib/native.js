@@ -123,7 +123,11 @@ function invoke(fn, args, o = {}) {
         if (o.accept && o.accept.includes(detail[5]) && value !== undefined) return resolve(value)
         reject(errors.fromStatus(rc, detail, o.notFound))
       }
-      if (ctl.chain) ctl.chain.then(finish, finish)
+      // A cancelled call (its signal, close(), a callback that threw) does
+      // not wait for its callbacks: one may never settle (an upload's
+      // source that stalls), and what they would report is moot.
+      const cancelled = rc < 0 && (ctl.aborted || (detail && detail[5] === 'ASB_ECANCELED'))
+      if (ctl.chain && !cancelled) ctl.chain.then(finish, finish)
       else finish()
     }
     const full = args.map((a) => (a === EVENTS ? (o.handlers ? (k, v, c) => dispatch(ctl, o.handlers, k, v, c) : undefined) : a))

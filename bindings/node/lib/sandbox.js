@@ -2,7 +2,7 @@
 // The Node API: Sandbox and its parts (commands, pty, files, code, named
 // commands), each call one C call run off the event loop (lib/native.js).
 // SPDX-License-Identifier: Apache-2.0
-const { N, EV, EVENTS, invoke, ms, pairs, client, connOf, callOpts, asyncDispose, isThenable } = require('./native.js')
+const { N, EV, EVENTS, invoke, ms, pairs, client, connOf, callOpts, abortError, asyncDispose, isThenable } = require('./native.js')
 const E = require('./errors.js')
 
 const KIND = { client: 1, sandbox: 2, process: 3, watch: 4 }
@@ -67,6 +67,17 @@ function textSink(fn) {
 }
 
 // ---- commands --------------------------------------------------------------------------
+
+/** p, or a rejection with signal.reason once signal fires (p runs on). */
+function untilAborted(p, signal) {
+  if (signal.aborted) return Promise.reject(abortError(signal))
+  let onAbort
+  const aborted = new Promise((resolve, reject) => {
+    onAbort = () => reject(abortError(signal))
+    signal.addEventListener('abort', onAbort, { once: true })
+  })
+  return Promise.race([p, aborted]).finally(() => signal.removeEventListener('abort', onAbort))
+}
 
 /**
  * A command (or pty) running in the background. Its output is received from
@@ -151,9 +162,10 @@ class CommandHandle {
 
   /** Wait for the end: the CommandResult (a non-zero exit code rejects with
    * CommandExitError when `check` is set). Ending this wait does not stop
-   * the command. */
-  async wait({ check } = {}) {
-    const r = await this._pump
+   * the command: a `signal` that fires rejects this wait (with its reason)
+   * while the output is still received and the command runs on. */
+  async wait({ check, signal } = {}) {
+    const r = signal ? await untilAborted(this._pump, signal) : await this._pump
     if ((check === undefined ? this._throwOnExit : check) && r.exitCode !== 0) throw new E.CommandExitError(r)
     return r
   }
@@ -537,14 +549,20 @@ class Files {
     if (isBlob(data)) data = data.stream()
     if (isReadable(data)) {
       const reader = data.getReader()
-      const e = await this._call(4, path, typeof opts.size === 'number' ? opts.size : -1, opts, {
-        handlers: {
-          [EV.NEED]: async (_, ctl) => {
-            const { done, value } = await reader.read()
-            N.feed(ctl.id, done ? null : typeof value === 'string' ? value : value)
+      let e
+      try {
+        e = await this._call(4, path, typeof opts.size === 'number' ? opts.size : -1, opts, {
+          handlers: {
+            [EV.NEED]: async (_, ctl) => {
+              const { done, value } = await reader.read()
+              N.feed(ctl.id, done ? null : typeof value === 'string' ? value : value)
+            }
           }
-        }
-      })
+        })
+      } catch (err) {
+        reader.cancel(err).catch(() => {}) // the source is released
+        throw err
+      }
       return entryInfo(e)
     }
     return entryInfo(await this._call(3, path, toBytes(data), opts))
@@ -840,8 +858,8 @@ class Sandbox {
     return new this(made, c, conn)
   }
 
-  async saveSession(name, metadata) {
-    await invoke(N.sessionSave, [name, this._h, pairs(metadata, '=')])
+  async saveSession(name, metadata, opts = {}) {
+    await invoke(N.sessionSave, [name, this._h, pairs(metadata, '=')], { signal: opts.signal })
   }
 
   _op(op, n, opts) {
@@ -902,11 +920,11 @@ class Sandbox {
 
   /** A signed URL to download path (no other credentials). */
   async downloadUrl(path, opts = {}) {
-    return invoke(N.files, [this._h, 12, path, Math.round((opts.useSignatureExpiration || 0) / 1000), { user: opts.user }, undefined])
+    return invoke(N.files, [this._h, 12, path, Math.round((opts.useSignatureExpiration || 0) / 1000), { user: opts.user }, undefined], { signal: opts.signal })
   }
 
   async uploadUrl(path, opts = {}) {
-    return invoke(N.files, [this._h, 13, path || '', Math.round((opts.useSignatureExpiration || 0) / 1000), { user: opts.user }, undefined])
+    return invoke(N.files, [this._h, 13, path || '', Math.round((opts.useSignatureExpiration || 0) / 1000), { user: opts.user }, undefined], { signal: opts.signal })
   }
 
   // ---- code ----

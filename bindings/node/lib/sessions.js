@@ -23,8 +23,8 @@ class SessionInfo {
 
 class Session {
   /** Remember sandbox under name (letters, digits, '.', '_', '-'). */
-  static async save(name, sandbox, metadata) {
-    await invoke(N.sessionSave, [name, sandbox._h, pairs(metadata, '=')])
+  static async save(name, sandbox, metadata, opts = {}) {
+    await invoke(N.sessionSave, [name, sandbox._h, pairs(metadata, '=')], { signal: opts.signal })
   }
 
   /** Reconnect (a paused sandbox is resumed). NotFoundError without such a
@@ -36,18 +36,18 @@ class Session {
     return S.fromSession(name, opts)
   }
 
-  static async get(name) {
-    return new SessionInfo(await invoke(N.sessionOp, [2, name]))
+  static async get(name, opts = {}) {
+    return new SessionInfo(await invoke(N.sessionOp, [2, name], { signal: opts.signal }))
   }
 
-  static async list() {
-    return (await invoke(N.sessionOp, [3, undefined])).map((r) => new SessionInfo(r))
+  static async list(opts = {}) {
+    return (await invoke(N.sessionOp, [3, undefined], { signal: opts.signal })).map((r) => new SessionInfo(r))
   }
 
   /** true, or false if there was none. */
-  static async delete(name) {
+  static async delete(name, opts = {}) {
     try {
-      await invoke(N.sessionOp, [4, name])
+      await invoke(N.sessionOp, [4, name], { signal: opts.signal })
       return true
     } catch (e) {
       if (e instanceof E.NotFoundError) return false

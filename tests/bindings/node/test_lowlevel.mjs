@@ -95,3 +95,114 @@ test('error classes: hierarchy and fields', () => {
     assert.equal(x.name, cls.name)
   }
 })
+
+test('every call takes a signal: an aborted one rejects it, one firing mid-call stops it', async () => {
+  const sbx = await lib.Sandbox.create({ timeoutMs: 60_000 })
+  try {
+    const reason = new Error('aborted before the call')
+    const ac = new AbortController()
+    ac.abort(reason)
+    const o = { signal: ac.signal }
+    const id = sbx.sandboxId
+    const bg = await sbx.commands.run('sleep 30', { background: true })
+    const calls = {
+      'Sandbox.create': () => lib.Sandbox.create(o),
+      'Sandbox.connect': () => lib.Sandbox.connect(id, o),
+      'Sandbox.list': () => lib.Sandbox.list(o),
+      'Sandbox.listPage': () => lib.Sandbox.listPage(o),
+      'Sandbox.kill': () => lib.Sandbox.kill(id, o),
+      'Sandbox.getInfo': () => lib.Sandbox.getInfo(id, o),
+      'Sandbox.setTimeout': () => lib.Sandbox.setTimeout(id, 60_000, o),
+      'Sandbox.getMetrics': () => lib.Sandbox.getMetrics(id, o),
+      'Sandbox.pause': () => lib.Sandbox.pause(id, o),
+      'Sandbox.fromSession': () => lib.Sandbox.fromSession('s', o),
+      kill: () => sbx.kill(o),
+      setTimeout: () => sbx.setTimeout(60_000, o),
+      getInfo: () => sbx.getInfo(o),
+      isRunning: () => sbx.isRunning(o),
+      pause: () => sbx.pause(o),
+      resume: () => sbx.resume(o),
+      getMetrics: () => sbx.getMetrics(o),
+      downloadUrl: () => sbx.downloadUrl('/tmp/x', o),
+      uploadUrl: () => sbx.uploadUrl('/tmp/x', o),
+      runCode: () => sbx.runCode('1', o),
+      createCodeContext: () => sbx.createCodeContext(o),
+      listCodeContexts: () => sbx.listCodeContexts(o),
+      restartCodeContext: () => sbx.restartCodeContext('c', o),
+      removeCodeContext: () => sbx.removeCodeContext('c', o),
+      run: () => sbx.run('hello', {}, o),
+      listCommands: () => sbx.listCommands(o),
+      saveSession: () => sbx.saveSession('s', {}, o),
+      'commands.run': () => sbx.commands.run('true', o),
+      'commands.run background': () => sbx.commands.run('true', { ...o, background: true }),
+      'commands.connect': () => sbx.commands.connect(bg.pid, o),
+      'commands.list': () => sbx.commands.list(o),
+      'commands.kill': () => sbx.commands.kill(bg.pid, o),
+      'commands.signal': () => sbx.commands.signal(bg.pid, 15, o),
+      'commands.sendStdin': () => sbx.commands.sendStdin(bg.pid, 'x', o),
+      'commands.closeStdin': () => sbx.commands.closeStdin(bg.pid, o),
+      'handle.wait': () => bg.wait(o),
+      'handle.kill': () => bg.kill(o),
+      'handle.sendStdin': () => bg.sendStdin('x', o),
+      'handle.closeStdin': () => bg.closeStdin(o),
+      'pty.create': () => sbx.pty.create(o),
+      'pty.connect': () => sbx.pty.connect(bg.pid, o),
+      'pty.sendInput': () => sbx.pty.sendInput(bg.pid, 'x', o),
+      'pty.resize': () => sbx.pty.resize(bg.pid, { cols: 80, rows: 24 }, o),
+      'pty.kill': () => sbx.pty.kill(bg.pid, o),
+      'files.read': () => sbx.files.read('/etc/hostname', o),
+      'files.read stream': () => sbx.files.read('/etc/hostname', { ...o, format: 'stream' }),
+      'files.write': () => sbx.files.write('/tmp/x', 'x', o),
+      'files.write stream': () => sbx.files.write('/tmp/x', new Blob(['x']).stream(), o),
+      'files.writeFiles': () => sbx.files.writeFiles([{ path: '/tmp/x', data: 'x' }], o),
+      'files.list': () => sbx.files.list('/tmp', o),
+      'files.exists': () => sbx.files.exists('/tmp', o),
+      'files.getInfo': () => sbx.files.getInfo('/tmp', o),
+      'files.remove': () => sbx.files.remove('/tmp/x', o),
+      'files.rename': () => sbx.files.rename('/tmp/x', '/tmp/y', o),
+      'files.makeDir': () => sbx.files.makeDir('/tmp/d', o),
+      'files.watchDir': () => sbx.files.watchDir('/tmp', () => {}, o),
+      'Session.save': () => lib.Session.save('s', sbx, {}, o),
+      'Session.load': () => lib.Session.load('s', o),
+      'Session.get': () => lib.Session.get('s', o),
+      'Session.list': () => lib.Session.list(o),
+      'Session.delete': () => lib.Session.delete('s', o),
+      'Template.build': () => lib.Template.build('/nonexistent', o),
+      'Template.get': () => lib.Template.get('base', o),
+      'Template.list': () => lib.Template.list(o),
+      'Template.delete': () => lib.Template.delete('none', o)
+    }
+    for (const [name, call] of Object.entries(calls)) {
+      await assert.rejects(call(), (e) => e === reason, name)
+    }
+    assert.equal(await sbx.isRunning(), true, 'nothing ran')
+    assert.ok((await sbx.commands.list()).some((p) => p.pid === bg.pid), 'nothing ran')
+
+    // mid-call: a background handle's wait stops waiting, the command runs on
+    const waiting = new AbortController()
+    const w = bg.wait({ signal: waiting.signal })
+    waiting.abort()
+    await assert.rejects(w, (e) => e.name === 'AbortError')
+    assert.ok((await sbx.commands.list()).some((p) => p.pid === bg.pid), 'the command runs on')
+    assert.equal(await bg.kill(), true)
+
+    // mid-call: an upload whose source stalls after its first chunk (the C
+    // call is reading it) is cancelled, and no call is left behind
+    const up = new AbortController()
+    let pulls = 0
+    const body = new ReadableStream({
+      pull(c) {
+        if (++pulls === 1) return c.enqueue(new Uint8Array(64 * 1024))
+        up.abort()
+        return new Promise(() => {})
+      }
+    }, { highWaterMark: 0 })
+    await assert.rejects(sbx.files.write('/tmp/stalled', body, { signal: up.signal }), (e) => e.name === 'AbortError')
+    assert.ok(pulls >= 2, 'the upload had started')
+    for (let i = 0; i < 250 && native.N.stats().inflight; i++) await new Promise((r) => setTimeout(r, 20))
+    assert.equal(native.N.stats().inflight, 0, 'no call left in flight')
+  } finally {
+    await sbx.kill()
+    sbx.close()
+  }
+})

@@ -30,6 +30,9 @@ async function main(): Promise<void> {
   const id: string = list[0].sandboxId
   const ac = new AbortController()
   await sbx.kill({ signal: ac.signal })
+  const waited: CommandResult = await h.wait({ check: false, signal: ac.signal })
+  await Session.list({ signal: ac.signal })
+  await sbx.downloadUrl('/x', { signal: ac.signal })
   try {
     await sbx.commands.run('false', { check: true })
   } catch (err) {
@@ -51,6 +54,6 @@ async function main(): Promise<void> {
   r.pid
   await using disposable = await Sandbox.create()
   void disposable
-  void [other, n, pid, text, bytes, stream, es, t, txt, v, id, sum, md, cached]
+  void [other, waited, n, pid, text, bytes, stream, es, t, txt, v, id, sum, md, cached]
 }
 void main
