@@ -41,6 +41,8 @@ cmake --build build --target node-binding
 step "build (ASan + UBSan)"
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DASB_SANITIZE=ON
 cmake --build build-asan -j "$JOBS"
+# the addons against the sanitized library (a subset of node.* runs there)
+cmake --build build-asan --target node-binding
 
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1

@@ -16,4 +16,10 @@ cd "$(dirname "$0")" || exit 1
 if [ ! -e node_modules/agent-sandbox ]; then
   mkdir -p node_modules && ln -sfn ../../../../bindings/node node_modules/agent-sandbox
 fi
+# The sanitizer tree's addon and library need their runtimes loaded first
+# (node itself is not instrumented).
+if [ -n "$ASB_NODE_PRELOAD" ]; then
+  LD_PRELOAD="$ASB_NODE_PRELOAD${LD_PRELOAD:+ $LD_PRELOAD}"
+  export LD_PRELOAD
+fi
 exec node "$@" --test --test-concurrency=1 "$f"

@@ -3,7 +3,9 @@
 // Template.build, and its commands called through sandbox.run: results,
 // argument checks and coercion, errors and their classes, hidden commands,
 // calls served concurrently by one event loop. Also Template.get, list,
-// delete and the build errors.
+// delete and the build errors. And the server SDK on this host (so the
+// ASan tree, which stages no template, drives its addon too): calls
+// answered from the event loop, many at once, errors and their statuses.
 // SPDX-License-Identifier: Apache-2.0
 import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
@@ -75,4 +77,37 @@ test('template errors and delete', async (t) => {
   sbx = null
   await lib.Template.delete('node-hello')
   await assert.rejects(lib.Template.get('node-hello'), lib.NotFoundError)
+})
+
+test('agent-sandbox/server on this host: pull mode answers from the event loop, concurrently', async () => {
+  const { Server } = await import('agent-sandbox/server')
+  const srv = new Server({ host: '127.0.0.1', token: 'tok' })
+  let release
+  const gate = new Promise((r) => { release = r })
+  let waiting = 0
+  srv.command('add', { args: { a: 'integer', b: { type: 'float', default: 0.5 } } }, ({ a, b }) => a + b)
+  srv.command('gate', { args: { i: 'integer' } }, async ({ i }) => { waiting++; await gate; return i })
+  srv.command('boom', {}, () => { throw new RangeError('no') })
+  await srv.start(0)
+  try {
+    const url = `http://127.0.0.1:${srv.port}/commands`
+    const post = async (name, body, token = 'tok') => {
+      const r = await fetch(`${url}/${name}`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-access-token': token }, body: JSON.stringify(body) })
+      return { status: r.status, body: await r.json() }
+    }
+    assert.deepEqual(await post('add', { a: '41', b: 1 }), { status: 200, body: { result: 42 } })
+    assert.equal((await post('add', {})).status, 400)
+    assert.deepEqual(await post('boom', {}), { status: 500, body: { error: 'no', type: 'RangeError' } })
+    assert.equal((await post('nope', {})).status, 404)
+    assert.equal((await post('add', { a: 1 }, 'wrong')).status, 401)
+    // 20 calls held open at once by one loop: none answers until released
+    const calls = Array.from({ length: 20 }, (_, i) => post('gate', { i }))
+    for (let k = 0; k < 3000 && waiting < 20; k++) await new Promise((r) => setTimeout(r, 10))
+    assert.equal(waiting, 20, 'every call reached its handler while the others waited')
+    release()
+    assert.deepEqual((await Promise.all(calls)).map((r) => r.body.result), Array.from({ length: 20 }, (_, i) => i))
+  } finally {
+    await srv.stop()
+  }
+  assert.equal(srv.port, 0)
 })
