@@ -6,8 +6,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "http.h"
+#include "api.h"
 #include "proto/pjson.h"
+#include "state.h"
 #include "util/util.h"
 
 /* RFC 3339 → ns since the epoch. 0 or -1. */
@@ -53,10 +54,6 @@ static int parse_rfc3339(const char *s, int64_t *ns) {
   return 0;
 }
 
-typedef struct init_state {
-  int dummy;
-} init_state;
-
 static struct MHD_Response *init_reply(unsigned status, const char *text) {
   struct MHD_Response *r =
       text ? envd_resp_buf("text/plain; charset=utf-8", text, strlen(text))
@@ -69,25 +66,14 @@ static struct MHD_Response *init_reply(unsigned status, const char *text) {
   return r;
 }
 
-static int body_append(envd_hreq *r, const char *d, size_t n) {
-  if (r->body_too_big) return 0;
-  if (asbi_buf_append(&r->body, d, n) != 0) {
-    r->body_too_big = 1;
-    asbi_buf_free(&r->body);
-  }
-  return 0;
-}
-
-static pthread_mutex_t g_init_lock = PTHREAD_MUTEX_INITIALIZER;
-
 static struct MHD_Response *init_done(envd_hreq *r, unsigned *status) {
-  if (r->body_too_big) {
+  if (r->body.too_big) {
     *status = 400;
     return init_reply(400, "request body too large");
   }
   cJSON *req = NULL;
-  if (r->body.len) {
-    req = asbi_pj_parse(r->body.data, r->body.len, NULL);
+  if (r->body.buf.len) {
+    req = asbi_pj_parse(r->body.buf.data, r->body.buf.len, NULL);
     if (!req || !cJSON_IsObject(req)) {
       cJSON_Delete(req);
       *status = 400;
@@ -120,38 +106,16 @@ static struct MHD_Response *init_done(envd_hreq *r, unsigned *status) {
     *status = 400;
     return init_reply(400, NULL);
   }
-  pthread_mutex_lock(&g_init_lock);
-  /* E2B's guard: once a token is set, only the same token may re-init
-   * (without MMDS there is no other source of truth). */
-  char *cur = envd_token();
-  const char *reqtok = tok && tok->valuestring[0] ? tok->valuestring : NULL;
-  if (cur && !(reqtok && envd_token_eq(cur, reqtok))) {
-    free(cur);
-    pthread_mutex_unlock(&g_init_lock);
+  envd_init in = {tok ? tok->valuestring : NULL, du ? du->valuestring : NULL,
+                  dw ? dw->valuestring : NULL, envs, ts != NULL, tsns};
+  int rc = envd_state_init(&in);
+  if (rc < 0) {
     cJSON_Delete(req);
     *status = 401;
-    return init_reply(401, reqtok ? "access token validation failed"
-                                  : "access token reset not authorized");
+    return init_reply(401, rc == ENVD_INIT_BAD_TOKEN
+                               ? "access token validation failed"
+                               : "access token reset not authorized");
   }
-  free(cur);
-  pthread_mutex_lock(&g_envd.lock);
-  int apply = !ts || tsns > g_envd.last_init_ts;
-  if (apply && ts) g_envd.last_init_ts = tsns;
-  if (apply) {
-    free(g_envd.access_token);
-    g_envd.access_token = reqtok ? asbi_strdup(reqtok) : NULL;
-    if (du && du->valuestring[0]) {
-      free(g_envd.default_user);
-      g_envd.default_user = asbi_strdup(du->valuestring);
-    }
-    if (dw && dw->valuestring[0]) {
-      free(g_envd.default_workdir);
-      g_envd.default_workdir = asbi_strdup(dw->valuestring);
-    }
-  }
-  pthread_mutex_unlock(&g_envd.lock);
-  if (apply && envs) envd_env_replace(envs);
-  pthread_mutex_unlock(&g_init_lock);
   cJSON_Delete(req);
   *status = 204;
   return init_reply(204, NULL);
@@ -159,8 +123,8 @@ static struct MHD_Response *init_done(envd_hreq *r, unsigned *status) {
 
 struct MHD_Response *envd_api_init(envd_hreq *r, unsigned *status) {
   (void)status;
-  asbi_buf_init(&r->body, g_envd.max_body);
-  r->on_body = body_append;
+  asbi_httpd_body_init(&r->body, g_envd.max_body);
+  r->on_body = envd_body_append;
   r->on_done = init_done;
   return NULL;
 }
@@ -182,8 +146,10 @@ struct MHD_Response *envd_api_envs(envd_hreq *r, unsigned *status) {
 
 /* cpu_used_pct over the interval since the previous call (gopsutil's
  * cpu.Percent(0)). */
-static pthread_mutex_t g_cpu_lock = PTHREAD_MUTEX_INITIALIZER;
-static unsigned long long g_prev_total, g_prev_busy;
+static struct {
+  pthread_mutex_t lock;
+  unsigned long long total, busy; /* /proc/stat at the previous call */
+} g_cpu = {PTHREAD_MUTEX_INITIALIZER, 0, 0};
 
 static double cpu_pct(void) {
   FILE *f = fopen("/proc/stat", "re");
@@ -197,13 +163,13 @@ static double cpu_pct(void) {
   unsigned long long total = 0;
   for (int i = 0; i < 8; i++) total += v[i];
   unsigned long long busy = total - v[3] - v[4];
-  pthread_mutex_lock(&g_cpu_lock);
+  pthread_mutex_lock(&g_cpu.lock);
   double pct = 0;
-  if (g_prev_total && total > g_prev_total)
-    pct = 100.0 * (double)(busy - g_prev_busy) / (double)(total - g_prev_total);
-  g_prev_total = total;
-  g_prev_busy = busy;
-  pthread_mutex_unlock(&g_cpu_lock);
+  if (g_cpu.total && total > g_cpu.total)
+    pct = 100.0 * (double)(busy - g_cpu.busy) / (double)(total - g_cpu.total);
+  g_cpu.total = total;
+  g_cpu.busy = busy;
+  pthread_mutex_unlock(&g_cpu.lock);
   if (pct < 0) pct = 0;
   if (pct > 100) pct = 100;
   return (double)(long long)(pct * 100 + 0.5) / 100;

@@ -1,7 +1,8 @@
-/* envd: users, per-thread filesystem credentials, path resolution, access
- * tokens and signed URLs. SPDX-License-Identifier: Apache-2.0 */
+/* envd: users and per-thread filesystem credentials.
+ * SPDX-License-Identifier: Apache-2.0 */
 #include <errno.h>
 #include <grp.h>
+#include <pthread.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,7 +12,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "envd.h"
+#include "auth.h"
 #include "util/base64.h"
 #include "util/util.h"
 
@@ -33,12 +34,14 @@ typedef struct ncache_ent {
   char name[64];
 } ncache_ent;
 
-static pthread_mutex_t g_ulock = PTHREAD_MUTEX_INITIALIZER;
-static ucache_ent g_ucache[UCACHE];
-static ncache_ent g_ncache[NCACHE];
-static unsigned g_urr, g_nrr;
-static struct stat g_pw_st, g_gr_st;
-static uint64_t g_checked_us;
+static struct {
+  pthread_mutex_t lock;
+  ucache_ent users[UCACHE];
+  ncache_ent names[NCACHE];
+  unsigned users_next, names_next; /* round-robin replacement */
+  struct stat passwd, group;       /* the files the entries came from */
+  uint64_t checked_us;             /* last look at them (every 20 ms at most) */
+} g_cache = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 static int same_file(const struct stat *a, const struct stat *b) {
   return a->st_ino == b->st_ino && a->st_dev == b->st_dev &&
@@ -46,36 +49,36 @@ static int same_file(const struct stat *a, const struct stat *b) {
          a->st_mtim.tv_nsec == b->st_mtim.tv_nsec;
 }
 
-/* Called with g_ulock held. */
+/* Called with g_cache.lock held. */
 static void cache_validate(void) {
   uint64_t now = asbi_now_us();
-  if (g_checked_us && now - g_checked_us < 20000) return;
-  g_checked_us = now;
+  if (g_cache.checked_us && now - g_cache.checked_us < 20000) return;
+  g_cache.checked_us = now;
   struct stat a, b;
   memset(&a, 0, sizeof a);
   memset(&b, 0, sizeof b);
   stat("/etc/passwd", &a);
   stat("/etc/group", &b);
-  if (!same_file(&a, &g_pw_st) || !same_file(&b, &g_gr_st)) {
-    memset(g_ucache, 0, sizeof g_ucache);
-    memset(g_ncache, 0, sizeof g_ncache);
-    g_pw_st = a;
-    g_gr_st = b;
+  if (!same_file(&a, &g_cache.passwd) || !same_file(&b, &g_cache.group)) {
+    memset(g_cache.users, 0, sizeof g_cache.users);
+    memset(g_cache.names, 0, sizeof g_cache.names);
+    g_cache.passwd = a;
+    g_cache.group = b;
   }
 }
 
 int envd_user_lookup(const char *name, envd_user *out) {
   if (asbi_empty(name) || strlen(name) >= sizeof out->name) return -1;
-  pthread_mutex_lock(&g_ulock);
+  pthread_mutex_lock(&g_cache.lock);
   cache_validate();
   for (int i = 0; i < UCACHE; i++) {
-    if (g_ucache[i].used && strcmp(g_ucache[i].u.name, name) == 0) {
-      *out = g_ucache[i].u;
-      pthread_mutex_unlock(&g_ulock);
+    if (g_cache.users[i].used && strcmp(g_cache.users[i].u.name, name) == 0) {
+      *out = g_cache.users[i].u;
+      pthread_mutex_unlock(&g_cache.lock);
       return 0;
     }
   }
-  pthread_mutex_unlock(&g_ulock);
+  pthread_mutex_unlock(&g_cache.lock);
 
   struct passwd pw, *res = NULL;
   char buf[4096];
@@ -91,25 +94,25 @@ int envd_user_lookup(const char *name, envd_user *out) {
     ng = (int)ASBI_ARRAY_LEN(u.groups); /* truncated: keep what fits */
   u.ngroups = ng;
 
-  pthread_mutex_lock(&g_ulock);
-  g_ucache[g_urr++ % UCACHE] = (ucache_ent){1, u};
-  pthread_mutex_unlock(&g_ulock);
+  pthread_mutex_lock(&g_cache.lock);
+  g_cache.users[g_cache.users_next++ % UCACHE] = (ucache_ent){1, u};
+  pthread_mutex_unlock(&g_cache.lock);
   *out = u;
   return 0;
 }
 
 static void id_name(int is_group, unsigned id, char *out, size_t n) {
-  pthread_mutex_lock(&g_ulock);
+  pthread_mutex_lock(&g_cache.lock);
   cache_validate();
   for (int i = 0; i < NCACHE; i++) {
-    if (g_ncache[i].used && g_ncache[i].is_group == is_group &&
-        g_ncache[i].id == id) {
-      snprintf(out, n, "%s", g_ncache[i].name);
-      pthread_mutex_unlock(&g_ulock);
+    if (g_cache.names[i].used && g_cache.names[i].is_group == is_group &&
+        g_cache.names[i].id == id) {
+      snprintf(out, n, "%s", g_cache.names[i].name);
+      pthread_mutex_unlock(&g_cache.lock);
       return;
     }
   }
-  pthread_mutex_unlock(&g_ulock);
+  pthread_mutex_unlock(&g_cache.lock);
   char buf[4096];
   const char *nm = NULL;
   if (is_group) {
@@ -131,9 +134,9 @@ static void id_name(int is_group, unsigned id, char *out, size_t n) {
   else
     snprintf(e.name, sizeof e.name, "%u", id);
   snprintf(out, n, "%s", e.name);
-  pthread_mutex_lock(&g_ulock);
-  g_ncache[g_nrr++ % NCACHE] = e;
-  pthread_mutex_unlock(&g_ulock);
+  pthread_mutex_lock(&g_cache.lock);
+  g_cache.names[g_cache.names_next++ % NCACHE] = e;
+  pthread_mutex_unlock(&g_cache.lock);
 }
 
 void envd_uid_name(uid_t uid, char *out, size_t n) { id_name(0, uid, out, n); }
@@ -145,13 +148,15 @@ void envd_gid_name(gid_t gid, char *out, size_t n) { id_name(1, gid, out, n); }
  * on Linux. The kernel checks every path lookup, open, mkdir, rename... of
  * this thread against them, so symlinks and "../" can only reach what the
  * user may reach, and whatever the thread creates is owned by the user. */
-static gid_t g_root_groups[64];
-static int g_root_ngroups = -1;
-static pthread_once_t g_groups_once = PTHREAD_ONCE_INIT;
+static struct {
+  pthread_once_t once; /* saves root's groups on the first enter */
+  gid_t groups[64];
+  int ngroups;
+} g_root = {PTHREAD_ONCE_INIT, {0}, -1};
 
 static void save_groups(void) {
-  int n = getgroups((int)ASBI_ARRAY_LEN(g_root_groups), g_root_groups);
-  g_root_ngroups = n < 0 ? 0 : n;
+  int n = getgroups((int)ASBI_ARRAY_LEN(g_root.groups), g_root.groups);
+  g_root.ngroups = n < 0 ? 0 : n;
 }
 
 /* What the calling thread currently runs as (-1: root's own, unchanged),
@@ -160,7 +165,7 @@ static _Thread_local long t_uid = -1;
 static _Thread_local long t_gid = -1;
 
 int envd_creds_enter(const envd_user *u) {
-  pthread_once(&g_groups_once, save_groups);
+  pthread_once(&g_root.once, save_groups);
   uid_t me = geteuid();
   if (me != 0) {
     if (u->uid == me) return 0; /* non-root envd acting as itself */
@@ -186,99 +191,9 @@ int envd_creds_enter(const envd_user *u) {
 
 void envd_creds_leave(void) {
   if (t_uid < 0) return;
-  pthread_once(&g_groups_once, save_groups);
+  pthread_once(&g_root.once, save_groups);
   setfsuid(0);
   setfsgid(getegid());
-  syscall(SYS_setgroups, (size_t)g_root_ngroups, g_root_groups);
+  syscall(SYS_setgroups, (size_t)g_root.ngroups, g_root.groups);
   t_uid = t_gid = -1;
-}
-
-/* ---- paths ------------------------------------------------------------- */
-
-/* Go's path/filepath.Clean for Unix paths. */
-char *envd_path_clean(const char *p) {
-  size_t n = strlen(p);
-  if (n == 0) return asbi_strdup(".");
-  int rooted = p[0] == '/';
-  char *out = malloc(n + 2);
-  if (!out) return NULL;
-  size_t w = 0, r = 0, dotdot = 0;
-  if (rooted) {
-    out[w++] = '/';
-    r = 1;
-    dotdot = 1;
-  }
-  while (r < n) {
-    if (p[r] == '/') {
-      r++;
-    } else if (p[r] == '.' && (r + 1 == n || p[r + 1] == '/')) {
-      r++;
-    } else if (p[r] == '.' && p[r + 1] == '.' && (r + 2 == n || p[r + 2] == '/')) {
-      r += 2;
-      if (w > dotdot) {
-        w--;
-        while (w > dotdot && out[w] != '/') w--;
-      } else if (!rooted) {
-        if (w > 0) out[w++] = '/';
-        out[w++] = '.';
-        out[w++] = '.';
-        dotdot = w;
-      }
-    } else {
-      if ((rooted && w != 1) || (!rooted && w != 0)) out[w++] = '/';
-      while (r < n && p[r] != '/') out[w++] = p[r++];
-    }
-  }
-  if (w == 0) out[w++] = '.';
-  out[w] = '\0';
-  return out;
-}
-
-char *envd_path_join(const char *a, const char *b) {
-  asbi_buf t = ASBI_BUF_INIT;
-  if (!asbi_empty(a)) asbi_buf_puts(&t, a);
-  if (!asbi_empty(b)) {
-    if (t.len) asbi_buf_putc(&t, '/');
-    asbi_buf_puts(&t, b);
-  }
-  if (!t.data) return asbi_strdup("");
-  char *r = t.len ? envd_path_clean(t.data) : asbi_strdup("");
-  asbi_buf_free(&t);
-  return r;
-}
-
-char *envd_resolve_path(const char *path, const envd_user *u,
-                        const char **err) {
-  char *wd = NULL;
-  *err = NULL;
-  if (asbi_empty(path)) {
-    wd = envd_default_workdir();
-    path = wd ? wd : "";
-  }
-  char *res = NULL;
-  if (path[0] == '~') {
-    if (path[1] != '\0' && path[1] != '/' && path[1] != '\\') {
-      *err = "cannot expand user-specific home dir";
-      free(wd);
-      return NULL;
-    }
-    res = envd_path_join(u->home, path + 1);
-  } else if (path[0] == '/') {
-    res = asbi_strdup(path); /* Go returns absolute paths unchanged */
-  } else {
-    res = envd_path_join(u->home, path);
-  }
-  free(wd);
-  return res;
-}
-
-/* ---- tokens and signatures --------------------------------------------- */
-
-int envd_token_eq(const char *a, const char *b) {
-  if (!a || !b) return 0;
-  size_t la = strlen(a), lb = strlen(b);
-  unsigned char d = (unsigned char)(la != lb);
-  size_t n = la < lb ? la : lb;
-  for (size_t i = 0; i < n; i++) d |= (unsigned char)(a[i] ^ b[i]);
-  return d == 0;
 }

@@ -17,36 +17,19 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "http.h"
+#include "auth.h"
+#include "entry.h"
+#include "files.h"
+#include "hdrval.h"
+#include "path.h"
 #include "proto/multipart.h"
+#include "rpc.h"
+#include "state.h"
 #include "util/util.h"
 
 #define XATTR_PREFIX "user.e2b."
 #define MAX_MD_TOTAL 4096
 #define SMALL_FILE (256u * 1024u)
-
-static unsigned errno_status(int err) {
-  switch (err) {
-  case ENOENT: return 404;
-  case EACCES:
-  case EPERM:
-  case EROFS: return 403;
-  case ENOSPC:
-  case EDQUOT: return 507;
-  case ENOTDIR:
-  case EISDIR:
-  case ENAMETOOLONG:
-  case ELOOP:
-  case EINVAL: return 400;
-  default: return 500;
-  }
-}
-
-static void lc_err(int err, char *out, size_t n) {
-  snprintf(out, n, "%s", strerror(err));
-  if (out[0] >= 'A' && out[0] <= 'Z' && !(out[1] >= 'A' && out[1] <= 'Z'))
-    out[0] = (char)(out[0] - 'A' + 'a');
-}
 
 /* Common prologue: signature/token, user, path. Returns the resolved path
  * or NULL with *resp set. */
@@ -56,7 +39,7 @@ static char *files_prologue(envd_hreq *r, const char *op,
   char msg[256];
   if (envd_check_signing(r, path, op, msg, sizeof msg) != 0) {
     *status = 401;
-    *resp = envd_resp_json_error(401, "%s", msg);
+    *resp = asbi_httpd_json_error(401, "%s", msg);
     return NULL;
   }
   const char *uname = envd_arg(r, "username");
@@ -68,12 +51,12 @@ static char *files_prologue(envd_hreq *r, const char *op,
   if (asbi_empty(uname)) {
     free(dflt);
     *status = 400;
-    *resp = envd_resp_json_error(400, "username not provided");
+    *resp = asbi_httpd_json_error(400, "username not provided");
     return NULL;
   }
   if (envd_user_lookup(uname, &r->user) != 0) {
     *status = 401;
-    *resp = envd_resp_json_error(
+    *resp = asbi_httpd_json_error(
         401, "error looking up user '%s': user: unknown user %s", uname, uname);
     free(dflt);
     return NULL;
@@ -84,7 +67,7 @@ static char *files_prologue(envd_hreq *r, const char *op,
   char *rp = envd_resolve_path(path ? path : "", &r->user, &perr);
   if (!rp) {
     *status = 400;
-    *resp = envd_resp_json_error(
+    *resp = asbi_httpd_json_error(
         400, "error expanding and resolving path '%s': failed to expand path "
              "'%s' for user '%s': %s",
         path, path, r->user.name, perr);
@@ -93,63 +76,6 @@ static char *files_prologue(envd_hreq *r, const char *op,
 }
 
 /* ---- download ---------------------------------------------------------- */
-
-/* Accept-Encoding negotiation as E2B's envd does it: gzip or identity;
- * 0 identity, 1 gzip, -1 nothing acceptable. */
-static int pick_encoding(const char *h) {
-  if (asbi_empty(h)) return 0;
-  struct { char enc[32]; double q; } list[16];
-  int n = 0;
-  const char *p = h;
-  while (*p && n < 16) {
-    while (*p == ' ' || *p == ',') p++;
-    if (!*p) break;
-    const char *e = strchr(p, ',');
-    size_t l = e ? (size_t)(e - p) : strlen(p);
-    char item[128];
-    snprintf(item, sizeof item, "%.*s", (int)(l < 127 ? l : 127), p);
-    char *semi = strchr(item, ';');
-    double q = 1.0;
-    if (semi) {
-      *semi = '\0';
-      char *qp = strstr(semi + 1, "q=");
-      if (qp) q = atof(qp + 2);
-    }
-    char *s = item;
-    while (*s == ' ') s++;
-    size_t sl = strlen(s);
-    while (sl && s[sl - 1] == ' ') s[--sl] = '\0';
-    for (char *c = s; *c; c++)
-      if (*c >= 'A' && *c <= 'Z') *c = (char)(*c - 'A' + 'a');
-    snprintf(list[n].enc, sizeof list[n].enc, "%s", s);
-    list[n].q = q;
-    n++;
-    p = e ? e + 1 : p + l;
-  }
-  int id_rej = 0, id_acc = 0, wc_rej = 0;
-  for (int i = 0; i < n; i++) {
-    if (strcmp(list[i].enc, "identity") == 0) {
-      if (list[i].q == 0) id_rej = 1; else id_acc = 1;
-    } else if (strcmp(list[i].enc, "*") == 0 && list[i].q == 0) {
-      wc_rej = 1;
-    }
-  }
-  if (wc_rej && !id_acc) id_rej = 1;
-  /* stable sort by q, descending */
-  for (int i = 1; i < n; i++)
-    for (int j = i; j > 0 && list[j].q > list[j - 1].q; j--) {
-      __typeof__(list[0]) t = list[j];
-      list[j] = list[j - 1];
-      list[j - 1] = t;
-    }
-  for (int i = 0; i < n; i++) {
-    if (list[i].q == 0) continue;
-    if (strcmp(list[i].enc, "identity") == 0) return 0;
-    if (strcmp(list[i].enc, "*") == 0) return id_rej ? 1 : 0;
-    if (strcmp(list[i].enc, "gzip") == 0) return 1;
-  }
-  return id_rej ? -1 : 0;
-}
 
 typedef struct gzsrc {
   int fd;
@@ -194,60 +120,13 @@ static void gz_free(void *cls) {
   free(g);
 }
 
-static const char *mime_of(const char *path) {
-  const char *dot = strrchr(path, '.');
-  const char *sl = strrchr(path, '/');
-  if (!dot || (sl && dot < sl)) return "application/octet-stream";
-  static const char *const map[][2] = {
-      {".txt", "text/plain; charset=utf-8"}, {".html", "text/html; charset=utf-8"},
-      {".htm", "text/html; charset=utf-8"},  {".css", "text/css; charset=utf-8"},
-      {".js", "text/javascript; charset=utf-8"},
-      {".mjs", "text/javascript; charset=utf-8"},
-      {".json", "application/json"},         {".xml", "text/xml; charset=utf-8"},
-      {".png", "image/png"},                 {".jpg", "image/jpeg"},
-      {".jpeg", "image/jpeg"},               {".gif", "image/gif"},
-      {".svg", "image/svg+xml"},             {".webp", "image/webp"},
-      {".pdf", "application/pdf"},           {".wasm", "application/wasm"},
-      {".csv", "text/csv; charset=utf-8"},   {".md", "text/markdown; charset=utf-8"},
-      {".zip", "application/zip"},           {".gz", "application/gzip"},
-  };
-  for (size_t i = 0; i < ASBI_ARRAY_LEN(map); i++)
-    if (strcasecmp(dot, map[i][0]) == 0) return map[i][1];
-  return "application/octet-stream";
-}
-
-static void add_disposition(struct MHD_Response *resp, const char *path) {
-  const char *b = strrchr(path, '/');
-  b = b ? b + 1 : path;
-  int plain = 1;
-  for (const char *c = b; *c; c++)
-    if ((unsigned char)*c < 0x21 || (unsigned char)*c > 0x7e || *c == '"' ||
-        *c == '\\' || *c == ';')
-      plain = 0;
-  asbi_buf v = ASBI_BUF_INIT;
-  if (plain) {
-    asbi_buf_printf(&v, "inline; filename=%s", b);
-  } else {
-    asbi_buf_puts(&v, "inline; filename*=utf-8''");
-    for (const unsigned char *c = (const unsigned char *)b; *c; c++) {
-      if ((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
-          (*c >= '0' && *c <= '9') || strchr("-._~", *c))
-        asbi_buf_putc(&v, (char)*c);
-      else
-        asbi_buf_printf(&v, "%%%02X", *c);
-    }
-  }
-  if (v.data) MHD_add_response_header(resp, "Content-Disposition", v.data);
-  asbi_buf_free(&v);
-}
-
 struct MHD_Response *envd_files_get(envd_hreq *r, unsigned *status) {
   struct MHD_Response *resp = NULL;
   char *path = files_prologue(r, "read", &resp, status);
   if (!path) return resp;
   if (envd_creds_enter(&r->user) != 0) {
     *status = 403;
-    resp = envd_resp_json_error(403, "cannot act as user '%s'", r->user.name);
+    resp = asbi_httpd_json_error(403, "cannot act as user '%s'", r->user.name);
     free(path);
     return resp;
   }
@@ -256,12 +135,12 @@ struct MHD_Response *envd_files_get(envd_hreq *r, unsigned *status) {
   envd_creds_leave();
   char m[128];
   if (fd < 0) {
-    lc_err(err, m, sizeof m);
-    *status = errno_status(err);
+    envd_errno_text(err, m, sizeof m);
+    *status = envd_errno_status(err);
     if (err == ENOENT)
-      resp = envd_resp_json_error(404, "path '%s' does not exist", path);
+      resp = asbi_httpd_json_error(404, "path '%s' does not exist", path);
     else
-      resp = envd_resp_json_error(*status, "error opening file '%s': open %s: %s",
+      resp = asbi_httpd_json_error(*status, "error opening file '%s': open %s: %s",
                                   path, path, m);
     free(path);
     return resp;
@@ -271,7 +150,7 @@ struct MHD_Response *envd_files_get(envd_hreq *r, unsigned *status) {
   if (S_ISDIR(st.st_mode) || !S_ISREG(st.st_mode)) {
     close(fd);
     *status = 400;
-    resp = envd_resp_json_error(400, S_ISDIR(st.st_mode)
+    resp = asbi_httpd_json_error(400, S_ISDIR(st.st_mode)
                                          ? "path '%s' is a directory"
                                          : "path '%s' is not a regular file",
                                 path);
@@ -280,13 +159,13 @@ struct MHD_Response *envd_files_get(envd_hreq *r, unsigned *status) {
   }
   int fl = fcntl(fd, F_GETFL);
   fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
-  int enc = pick_encoding(envd_hdr(r, "Accept-Encoding"));
+  int enc = envd_hdrval_encoding(envd_hdr(r, "Accept-Encoding"));
   const char *range = envd_hdr(r, "Range");
   if (range && enc == 1) enc = 0;
   if (enc < 0) {
     close(fd);
     *status = 406;
-    resp = envd_resp_json_error(
+    resp = asbi_httpd_json_error(
         406, "error parsing Accept-Encoding: no acceptable encoding found, "
              "supported: [gzip]");
     free(path);
@@ -319,44 +198,21 @@ struct MHD_Response *envd_files_get(envd_hreq *r, unsigned *status) {
     uint64_t off = 0, len = (uint64_t)st.st_size;
     *status = 200;
     int partial = 0;
-    if (range && strncmp(range, "bytes=", 6) == 0 && !strchr(range, ',')) {
-      const char *s = range + 6;
-      char *end;
-      unsigned long long a = 0, b = 0;
-      int ok = 1;
-      if (*s == '-') {
-        unsigned long long sfx = strtoull(s + 1, &end, 10);
-        if (*end || sfx == 0) ok = 0;
-        if (sfx > len) sfx = len;
-        a = len - sfx;
-        b = len ? len - 1 : 0;
-      } else {
-        a = strtoull(s, &end, 10);
-        if (*end != '-') ok = 0;
-        else if (end[1] == '\0') b = len ? len - 1 : 0;
-        else {
-          b = strtoull(end + 1, &end, 10);
-          if (*end) ok = 0;
-        }
-        if (b >= len) b = len ? len - 1 : 0;
-      }
-      if (ok && (a >= len || a > b)) {
-        close(fd);
-        *status = 416;
-        resp = envd_resp_buf("text/plain; charset=utf-8",
-                             "invalid range: failed to overlap\n", 33);
-        char cr[64];
-        snprintf(cr, sizeof cr, "bytes */%llu", (unsigned long long)len);
-        if (resp) MHD_add_response_header(resp, "Content-Range", cr);
-        free(path);
-        return resp;
-      }
-      if (ok) {
-        off = a;
-        len = b - a + 1;
-        partial = 1;
-        *status = 206;
-      }
+    int rr = envd_hdrval_range(range, len, &off, &len);
+    if (rr < 0) {
+      close(fd);
+      *status = 416;
+      resp = envd_resp_buf("text/plain; charset=utf-8",
+                           "invalid range: failed to overlap\n", 33);
+      char cr[64];
+      snprintf(cr, sizeof cr, "bytes */%llu", (unsigned long long)len);
+      if (resp) MHD_add_response_header(resp, "Content-Range", cr);
+      free(path);
+      return resp;
+    }
+    if (rr > 0) {
+      partial = 1;
+      *status = 206;
     }
     if (len <= SMALL_FILE) {
       /* Small files go out in one write with the headers: no sendfile
@@ -392,10 +248,13 @@ struct MHD_Response *envd_files_get(envd_hreq *r, unsigned *status) {
     }
     MHD_add_response_header(resp, "Accept-Ranges", "bytes");
   }
-  MHD_add_response_header(resp, "Content-Type", mime_of(path));
+  MHD_add_response_header(resp, "Content-Type", envd_hdrval_mime(path));
   MHD_add_response_header(resp, "Vary", "Accept-Encoding");
   MHD_add_response_header(resp, "Last-Modified", lm);
-  add_disposition(resp, path);
+  asbi_buf cd = ASBI_BUF_INIT;
+  envd_hdrval_disposition(path, &cd);
+  if (cd.data) MHD_add_response_header(resp, "Content-Disposition", cd.data);
+  asbi_buf_free(&cd);
   free(path);
   return resp;
 }
@@ -462,8 +321,8 @@ static int open_target(upl *u, const char *path) {
   char m[128];
   if (envd_mkdirs(parent) != 0) {
     int err = errno;
-    lc_err(err, m, sizeof m);
-    upl_fail(u, err == ENOTDIR ? 400 : errno_status(err),
+    envd_errno_text(err, m, sizeof m);
+    upl_fail(u, err == ENOTDIR ? 400 : envd_errno_status(err),
              "error ensuring directories: %s: %s", parent, m);
     free(parent);
     return -1;
@@ -481,11 +340,11 @@ static int open_target(upl *u, const char *path) {
   u->written = 0;
   if (u->fd < 0) {
     int err = errno;
-    lc_err(err, m, sizeof m);
+    envd_errno_text(err, m, sizeof m);
     if (err == ENOSPC)
       upl_fail(u, 507, "not enough inodes available: open %s: %s", path, m);
     else
-      upl_fail(u, errno_status(err), "error opening file: open %s: %s", path, m);
+      upl_fail(u, envd_errno_status(err), "error opening file: open %s: %s", path, m);
     return -1;
   }
   return 0;
@@ -498,11 +357,11 @@ static int write_out(upl *u, const char *d, size_t n) {
     if (w <= 0) {
       int err = w < 0 ? errno : EIO;
       char m[128];
-      lc_err(err, m, sizeof m);
+      envd_errno_text(err, m, sizeof m);
       if (err == ENOSPC || err == EDQUOT)
         upl_fail(u, 507, "not enough disk space available");
       else
-        upl_fail(u, errno_status(err), "error writing file: %s", m);
+        upl_fail(u, envd_errno_status(err), "error writing file: %s", m);
       return -1;
     }
     d += w;
@@ -517,7 +376,7 @@ static int finish_file(upl *u, const char *path) {
   struct stat st;
   if (fstat(u->fd, &st) == 0 && (uint64_t)st.st_size != u->written &&
       ftruncate(u->fd, (off_t)u->written) != 0) {
-    upl_fail(u, errno_status(errno), "error writing file: %s", strerror(errno));
+    upl_fail(u, envd_errno_status(errno), "error writing file: %s", strerror(errno));
     return -1;
   }
   char names[8192];
@@ -671,7 +530,7 @@ static struct MHD_Response *upl_done(envd_hreq *r, unsigned *status) {
   }
   if (u->failed) {
     *status = u->st;
-    return envd_resp_json_error(u->st, "%s", u->msg);
+    return asbi_httpd_json_error(u->st, "%s", u->msg);
   }
   char *j = cJSON_PrintUnformatted(u->results);
   *status = 200;
@@ -744,7 +603,7 @@ struct MHD_Response *envd_files_post(envd_hreq *r, unsigned *status) {
     if (strcasecmp(ce, "gzip") != 0) {
       *status = 400;
       free(path);
-      return envd_resp_json_error(
+      return asbi_httpd_json_error(
           400, "error decompressing request body: unsupported "
                "Content-Encoding: %s, supported: [gzip]", ce);
     }
@@ -764,7 +623,7 @@ struct MHD_Response *envd_files_post(envd_hreq *r, unsigned *status) {
   if (ms.bad) {
     *status = 400;
     free(path);
-    return envd_resp_json_error(400, "invalid metadata: %s", ms.why);
+    return asbi_httpd_json_error(400, "invalid metadata: %s", ms.why);
   }
   const char *ct = envd_hdr(r, "Content-Type");
   if (ct && strncasecmp(ct, "application/octet-stream", 24) == 0) {
@@ -772,20 +631,20 @@ struct MHD_Response *envd_files_post(envd_hreq *r, unsigned *status) {
     if (!envd_arg(r, "path")) {
       *status = 400;
       free(path);
-      return envd_resp_json_error(
+      return asbi_httpd_json_error(
           400, "path query parameter is required for raw body upload");
     }
     if (envd_creds_enter(&r->user) != 0) {
       *status = 403;
       free(path);
-      return envd_resp_json_error(403, "cannot act as user '%s'", r->user.name);
+      return asbi_httpd_json_error(403, "cannot act as user '%s'", r->user.name);
     }
     int rc = open_target(u, path);
     envd_creds_leave();
     if (rc != 0) {
       *status = u->st;
       free(path);
-      return envd_resp_json_error(u->st, "%s", u->msg);
+      return asbi_httpd_json_error(u->st, "%s", u->msg);
     }
     u->raw_path = path;
   } else if (ct && strncasecmp(ct, "multipart/", 10) == 0) {
@@ -794,7 +653,7 @@ struct MHD_Response *envd_files_post(envd_hreq *r, unsigned *status) {
     if (rc != 0) {
       *status = 500;
       free(path);
-      return envd_resp_json_error(500, "error parsing multipart form: %s",
+      return asbi_httpd_json_error(500, "error parsing multipart form: %s",
                                   asbi_mp_strerror(rc));
     }
     u->path_param = envd_arg(r, "path") ? path : NULL;
@@ -802,7 +661,7 @@ struct MHD_Response *envd_files_post(envd_hreq *r, unsigned *status) {
   } else {
     *status = 400;
     free(path);
-    return envd_resp_json_error(
+    return asbi_httpd_json_error(
         400, "unsupported content type: %s, expected multipart/form-data or "
              "application/octet-stream", ct ? ct : "");
   }

@@ -1,6 +1,6 @@
 /* envd: the filesystem service (filesystem.Filesystem): Stat, ListDir,
- * MakeDir, Move, Remove and E2B's EntryInfo. Every call runs with the
- * requesting user's filesystem credentials (server.c enters them), so the
+ * MakeDir, Move and Remove (EntryInfo is entry.c). Every call runs with the
+ * requesting user's filesystem credentials (dispatch.c enters them), so the
  * kernel enforces that user's permissions on every path component.
  * SPDX-License-Identifier: Apache-2.0 */
 #include <dirent.h>
@@ -10,189 +10,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/xattr.h>
-#include <time.h>
 #include <unistd.h>
 
-#include "envd.h"
+#include "entry.h"
+#include "fs.h"
+#include "path.h"
 #include "proto/pjson.h"
 #include "util/util.h"
-
-#define XATTR_PREFIX "user.e2b."
-
-/* Go's syscall error text: strerror in lower case. */
-static void go_err(int err, char *out, size_t n) {
-  snprintf(out, n, "%s", strerror(err));
-  if (out[0] >= 'A' && out[0] <= 'Z' && !(out[1] >= 'A' && out[1] <= 'Z'))
-    out[0] = (char)(out[0] - 'A' + 'a');
-}
-
-/* Go's os.FileMode.String(). */
-static void go_mode_string(mode_t m, char *out) {
-  int w = 0;
-  if (S_ISDIR(m)) out[w++] = 'd';
-  if (S_ISLNK(m)) out[w++] = 'L';
-  if (S_ISBLK(m) || S_ISCHR(m)) out[w++] = 'D';
-  if (S_ISFIFO(m)) out[w++] = 'p';
-  if (S_ISSOCK(m)) out[w++] = 'S';
-  if (m & S_ISUID) out[w++] = 'u';
-  if (m & S_ISGID) out[w++] = 'g';
-  if (S_ISCHR(m)) out[w++] = 'c';
-  if (m & S_ISVTX) out[w++] = 't';
-  if (w == 0) out[w++] = '-';
-  const char *rwx = "rwxrwxrwx";
-  for (int i = 0; i < 9; i++)
-    out[w++] = (m & (1u << (8 - i))) ? rwx[i] : '-';
-  out[w] = '\0';
-}
-
-/* protobuf Timestamp JSON: RFC 3339, UTC, 0/3/6/9 fraction digits. */
-static void pb_time(const struct timespec *ts, char *out, size_t n) {
-  struct tm tm;
-  time_t s = ts->tv_sec;
-  gmtime_r(&s, &tm);
-  int w = (int)strftime(out, n, "%Y-%m-%dT%H:%M:%S", &tm);
-  long ns = ts->tv_nsec;
-  if (ns) {
-    if (ns % 1000000 == 0)
-      w += snprintf(out + w, n - (size_t)w, ".%03ld", ns / 1000000);
-    else if (ns % 1000 == 0)
-      w += snprintf(out + w, n - (size_t)w, ".%06ld", ns / 1000);
-    else
-      w += snprintf(out + w, n - (size_t)w, ".%09ld", ns);
-  }
-  snprintf(out + w, n - (size_t)w, "Z");
-}
-
-static const char *base_name(const char *p, char *buf, size_t n) {
-  size_t l = strlen(p);
-  while (l > 1 && p[l - 1] == '/') l--;
-  size_t s = l;
-  while (s > 0 && p[s - 1] != '/') s--;
-  if (l == 0) return ".";
-  if (l - s == 0) return "/";
-  snprintf(buf, n, "%.*s", (int)(l - s), p + s);
-  return buf;
-}
-
-static int entry_type(mode_t m) {
-  if (S_ISREG(m)) return 1;
-  if (S_ISDIR(m)) return 2;
-  if (S_ISLNK(m)) return 3;
-  return 0;
-}
-
-static cJSON *read_metadata(const char *path) {
-  char names[8192];
-  ssize_t n = listxattr(path, names, sizeof names);
-  if (n <= 0) return NULL;
-  cJSON *md = NULL;
-  for (ssize_t i = 0; i < n;) {
-    const char *nm = names + i;
-    size_t l = strlen(nm);
-    i += (ssize_t)l + 1;
-    if (strncmp(nm, XATTR_PREFIX, sizeof XATTR_PREFIX - 1) != 0) continue;
-    char val[4097];
-    ssize_t vl = getxattr(path, nm, val, sizeof val - 1);
-    if (vl < 0) continue;
-    val[vl] = '\0';
-    const char *key = nm + sizeof XATTR_PREFIX - 1;
-    if (!asbi_utf8_valid(key, strlen(key)) || !asbi_utf8_valid(val, (size_t)vl) ||
-        memchr(val, 0, (size_t)vl))
-      continue;
-    if (!md) md = cJSON_CreateObject();
-    cJSON_AddStringToObject(md, key, val);
-  }
-  return md;
-}
-
-static cJSON *entry_from_stat(const char *path, const struct stat *ls) {
-  static const asbi_pj_enum types[] = {{0, "FILE_TYPE_UNSPECIFIED"},
-                                       {1, "FILE_TYPE_FILE"},
-                                       {2, "FILE_TYPE_DIRECTORY"},
-                                       {3, "FILE_TYPE_SYMLINK"},
-                                       {0, NULL}};
-  char namebuf[256], perm[32], owner[64], group[64], mt[64];
-  int type = 0;
-  mode_t mode = 0;
-  char *target = NULL;
-  if (S_ISLNK(ls->st_mode)) {
-    target = realpath(path, NULL);
-    if (!target) target = asbi_strdup(path);
-    struct stat ts;
-    if (stat(target, &ts) == 0) {
-      type = entry_type(ts.st_mode);
-      mode = ts.st_mode & 0777;
-    }
-  } else {
-    type = entry_type(ls->st_mode);
-    mode = ls->st_mode & 0777;
-  }
-  go_mode_string(ls->st_mode, perm);
-  envd_uid_name(ls->st_uid, owner, sizeof owner);
-  envd_gid_name(ls->st_gid, group, sizeof group);
-  pb_time(&ls->st_mtim, mt, sizeof mt);
-  cJSON *o = cJSON_CreateObject();
-  asbi_pj_add_str(o, "name", base_name(path, namebuf, sizeof namebuf));
-  asbi_pj_add_enum(o, "type", types, type);
-  asbi_pj_add_str(o, "path", path);
-  asbi_pj_add_i64(o, "size", (int64_t)ls->st_size);
-  asbi_pj_add_u32(o, "mode", (uint32_t)mode);
-  asbi_pj_add_str(o, "permissions", perm);
-  asbi_pj_add_str(o, "owner", owner);
-  asbi_pj_add_str(o, "group", group);
-  if (ls->st_mtim.tv_sec || ls->st_mtim.tv_nsec)
-    asbi_pj_add_str(o, "modifiedTime", mt);
-  if (target) cJSON_AddStringToObject(o, "symlinkTarget", target);
-  free(target);
-  cJSON *md = read_metadata(path);
-  if (md) cJSON_AddItemToObject(o, "metadata", md);
-  return o;
-}
-
-cJSON *envd_entry_info(const char *path, envd_err *e) {
-  struct stat ls;
-  if (lstat(path, &ls) != 0) {
-    char m[128];
-    int err = errno;
-    go_err(err, m, sizeof m);
-    if (err == ENOENT)
-      envd_err_set(e, "not_found", "file not found: lstat %s: %s", path, m);
-    else
-      envd_err_set(e, envd_errno_code(err), "error getting file info: lstat %s: %s",
-                   path, m);
-    return NULL;
-  }
-  return entry_from_stat(path, &ls);
-}
-
-int envd_mkdirs(const char *path) {
-  char *p = envd_path_clean(path);
-  if (!p) return -1;
-  size_t n = strlen(p);
-  for (size_t i = 1; i <= n; i++) {
-    if (i != n && p[i] != '/') continue;
-    char save = p[i];
-    p[i] = '\0';
-    struct stat st;
-    if (stat(p, &st) == 0) {
-      if (!S_ISDIR(st.st_mode)) {
-        free(p);
-        errno = ENOTDIR;
-        return -1;
-      }
-    } else if (errno != ENOENT) {
-      free(p);
-      return -1;
-    } else if (mkdir(p, 0755) != 0 && errno != EEXIST) {
-      free(p);
-      return -1;
-    }
-    p[i] = save;
-  }
-  free(p);
-  return 0;
-}
 
 static char *req_path(const envd_call *c, const cJSON *req, const char *field,
                       envd_err *e) {
@@ -213,7 +37,7 @@ static char *req_path(const envd_call *c, const cJSON *req, const char *field,
 static void errno_err(envd_err *e, const char *what, const char *path,
                       int err) {
   char m[128];
-  go_err(err, m, sizeof m);
+  envd_errno_text(err, m, sizeof m);
   envd_err_set(e, envd_errno_code(err), "%s: %s: %s", what, path, m);
 }
 
@@ -251,7 +75,7 @@ static void walk(const char *real, const char *shown, unsigned depth,
     char *sp = envd_path_join(shown, list[i]->d_name);
     struct stat ls;
     if (rp && sp && lstat(rp, &ls) == 0) {
-      cJSON *ent = entry_from_stat(rp, &ls);
+      cJSON *ent = envd_entry_from_stat(rp, &ls);
       cJSON_ReplaceItemInObject(ent, "path", cJSON_CreateString(sp));
       cJSON_AddItemToArray(arr, ent);
       /* Bounded so a hostile, deeply nested tree cannot exhaust the
@@ -280,7 +104,7 @@ static int list_fn(const envd_call *c, const cJSON *req, cJSON **resp,
   if (!real) {
     int err = errno;
     char m[128];
-    go_err(err, m, sizeof m);
+    envd_errno_text(err, m, sizeof m);
     if (err == ENOENT)
       envd_err_set(e, "not_found", "path not found: lstat %s: %s", path, m);
     else if (err == ELOOP)
@@ -372,7 +196,7 @@ static int move_fn(const envd_call *c, const cJSON *req, cJSON **resp,
   } else if (rename(src, dst) != 0) {
     int err = errno;
     char m[128];
-    go_err(err, m, sizeof m);
+    envd_errno_text(err, m, sizeof m);
     if (err == ENOENT)
       envd_err_set(e, "not_found", "source file not found: rename %s %s: %s",
                    src, dst, m);
@@ -434,22 +258,10 @@ static int remove_fn(const envd_call *c, const cJSON *req, cJSON **resp,
   return rc;
 }
 
-static envd_stream *watch_fn(const envd_call *c, const cJSON *req,
-                             envd_err *e) {
-  return envd_watch_stream(c, req, e);
-}
-
 const envd_method envd_fs_methods[] = {
-    {"/filesystem.Filesystem/Stat", 0, stat_fn, NULL, NULL, 1},
-    {"/filesystem.Filesystem/ListDir", 0, list_fn, NULL, NULL, 1},
-    {"/filesystem.Filesystem/MakeDir", 0, mkdir_fn, NULL, NULL, 1},
-    {"/filesystem.Filesystem/Move", 0, move_fn, NULL, NULL, 1},
-    {"/filesystem.Filesystem/Remove", 0, remove_fn, NULL, NULL, 1},
-    {"/filesystem.Filesystem/WatchDir", 1, NULL, watch_fn, NULL, 1},
-    {"/filesystem.Filesystem/CreateWatcher", 0, envd_watcher_create, NULL,
-     NULL, 1},
-    {"/filesystem.Filesystem/GetWatcherEvents", 0, envd_watcher_events, NULL,
-     NULL, 1},
-    {"/filesystem.Filesystem/RemoveWatcher", 0, envd_watcher_remove, NULL,
-     NULL, 1},
+    {"/filesystem.Filesystem/Stat", ENVD_UNARY, stat_fn, NULL, NULL, 1},
+    {"/filesystem.Filesystem/ListDir", ENVD_UNARY, list_fn, NULL, NULL, 1},
+    {"/filesystem.Filesystem/MakeDir", ENVD_UNARY, mkdir_fn, NULL, NULL, 1},
+    {"/filesystem.Filesystem/Move", ENVD_UNARY, move_fn, NULL, NULL, 1},
+    {"/filesystem.Filesystem/Remove", ENVD_UNARY, remove_fn, NULL, NULL, 1},
     {NULL, 0, NULL, NULL, NULL, 0}};

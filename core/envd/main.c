@@ -1,10 +1,9 @@
-/* envd: command line, shared state and startup. See docs/envd.md.
+/* envd: command line and startup. See docs/envd.md.
  * SPDX-License-Identifier: Apache-2.0 */
 #include <errno.h>
 #include <fcntl.h>
 #include <pwd.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,132 +11,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "envd.h"
+#include "log.h"
+#include "proc.h"
+#include "proto/url.h"
+#include "server.h"
+#include "state.h"
 #include "util/util.h"
-
-envd_state g_envd = {.lock = PTHREAD_MUTEX_INITIALIZER};
-int g_envd_verbose;
-
-void envd_log(const char *fmt, ...) {
-  if (!g_envd_verbose) return;
-  va_list ap;
-  va_start(ap, fmt);
-  fprintf(stderr, "envd: ");
-  vfprintf(stderr, fmt, ap);
-  fputc('\n', stderr);
-  va_end(ap);
-}
-
-char *envd_default_user(void) {
-  pthread_mutex_lock(&g_envd.lock);
-  char *s = asbi_strdup(g_envd.default_user);
-  pthread_mutex_unlock(&g_envd.lock);
-  return s;
-}
-
-char *envd_default_workdir(void) {
-  pthread_mutex_lock(&g_envd.lock);
-  char *s = asbi_strdup(g_envd.default_workdir);
-  pthread_mutex_unlock(&g_envd.lock);
-  return s;
-}
-
-char *envd_token(void) {
-  pthread_mutex_lock(&g_envd.lock);
-  char *s = asbi_strdup(g_envd.access_token);
-  pthread_mutex_unlock(&g_envd.lock);
-  return s;
-}
-
-char **envd_env_snapshot(size_t *n) {
-  pthread_mutex_lock(&g_envd.lock);
-  char **v = calloc(g_envd.n_envs + 1, sizeof *v);
-  size_t k = 0;
-  for (size_t i = 0; v && i < g_envd.n_envs; i++) {
-    asbi_buf b = ASBI_BUF_INIT;
-    asbi_buf_printf(&b, "%s=%s", g_envd.envs[i].key, g_envd.envs[i].value);
-    v[k++] = asbi_buf_detach(&b, NULL);
-  }
-  pthread_mutex_unlock(&g_envd.lock);
-  *n = k;
-  return v;
-}
-
-void envd_strv_free(char **v) {
-  if (!v) return;
-  for (size_t i = 0; v[i]; i++) free(v[i]);
-  free(v);
-}
-
-/* Lock held. */
-static void env_set(const char *k, const char *v, int internal) {
-  for (size_t i = 0; i < g_envd.n_envs; i++) {
-    if (strcmp(g_envd.envs[i].key, k) == 0) {
-      if (g_envd.envs[i].internal && !internal) return;
-      free(g_envd.envs[i].value);
-      g_envd.envs[i].value = asbi_strdup(v);
-      g_envd.envs[i].internal = internal;
-      return;
-    }
-  }
-  envd_env_var *n =
-      realloc(g_envd.envs, (g_envd.n_envs + 1) * sizeof *g_envd.envs);
-  if (!n) return;
-  g_envd.envs = n;
-  g_envd.envs[g_envd.n_envs++] =
-      (envd_env_var){asbi_strdup(k), asbi_strdup(v), internal};
-}
-
-void envd_env_set_internal(const char *key, const char *value) {
-  pthread_mutex_lock(&g_envd.lock);
-  env_set(key, value, 1);
-  pthread_mutex_unlock(&g_envd.lock);
-}
-
-void envd_env_replace(const cJSON *obj) {
-  pthread_mutex_lock(&g_envd.lock);
-  for (size_t i = 0; i < g_envd.n_envs;) {
-    envd_env_var *e = &g_envd.envs[i];
-    if (!e->internal && !cJSON_GetObjectItemCaseSensitive(obj, e->key)) {
-      free(e->key);
-      free(e->value);
-      g_envd.envs[i] = g_envd.envs[--g_envd.n_envs];
-      continue;
-    }
-    i++;
-  }
-  const cJSON *it;
-  cJSON_ArrayForEach(it, obj) {
-    if (cJSON_IsString(it) && it->string && it->string[0] &&
-        !strchr(it->string, '='))
-      env_set(it->string, it->valuestring, 0);
-  }
-  pthread_mutex_unlock(&g_envd.lock);
-}
-
-cJSON *envd_env_json(void) {
-  cJSON *o = cJSON_CreateObject();
-  pthread_mutex_lock(&g_envd.lock);
-  for (size_t i = 0; i < g_envd.n_envs; i++)
-    cJSON_AddStringToObject(o, g_envd.envs[i].key, g_envd.envs[i].value);
-  pthread_mutex_unlock(&g_envd.lock);
-  return o;
-}
-
-static void free_state(void) {
-  free(g_envd.access_token);
-  free(g_envd.default_user);
-  free(g_envd.default_workdir);
-  for (size_t i = 0; i < g_envd.n_envs; i++) {
-    free(g_envd.envs[i].key);
-    free(g_envd.envs[i].value);
-  }
-  free(g_envd.envs);
-  for (size_t i = 0; i < g_envd.n_cgroups; i++) free(g_envd.cgroups[i]);
-  free(g_envd.cgroups);
-  free(g_envd.oom_counter);
-  free(g_envd.path_env);
-}
+#include "watch.h"
 
 static void usage(FILE *f) {
   fprintf(f,
@@ -173,7 +53,7 @@ static void on_term(int sig) {
 }
 
 int main(int argc, char **argv) {
-  envd_listen l = {NULL, "127.0.0.1", 49983};
+  envd_listen l = {NULL, "127.0.0.1", ASBI_ENVD_PORT};
   int port_given = 0;
   g_envd.max_body = 16u << 20;
   g_envd.sub_buffer = 16u << 20;
@@ -317,7 +197,7 @@ int main(int argc, char **argv) {
   int bound = 0;
   if (envd_server_start(&l, &bound) != 0) {
     envd_proc_shutdown();
-    free_state();
+    envd_state_free();
     return 1;
   }
   if (!l.unix_path) {
@@ -332,6 +212,6 @@ int main(int argc, char **argv) {
   envd_server_stop();
   envd_watch_shutdown();
   envd_proc_shutdown();
-  free_state();
+  envd_state_free();
   return 0;
 }

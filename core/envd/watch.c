@@ -7,6 +7,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,9 +17,12 @@
 #include <sys/vfs.h>
 #include <unistd.h>
 
-#include "envd.h"
+#include "auth.h"
+#include "entry.h"
+#include "path.h"
 #include "proto/pjson.h"
 #include "util/util.h"
+#include "watch.h"
 
 #define WMASK                                                            \
   (IN_MOVED_TO | IN_MOVED_FROM | IN_CREATE | IN_ATTRIB | IN_MODIFY |     \
@@ -333,8 +337,8 @@ static void ws_destroy(envd_stream *base) {
   free(s);
 }
 
-envd_stream *envd_watch_stream(const envd_call *c, const cJSON *req,
-                               envd_err *e) {
+static envd_stream *watch_stream(const envd_call *c, const cJSON *req,
+                                 envd_err *e) {
   wstream *s = calloc(1, sizeof *s);
   if (!s) {
     envd_err_set(e, "internal", "out of memory");
@@ -366,8 +370,11 @@ typedef struct pwatch {
   int failed;
 } pwatch;
 
-static pthread_mutex_t g_pw_lock = PTHREAD_MUTEX_INITIALIZER;
-static pwatch *g_pw;
+/* The polling watchers, by id: everything this file keeps process-wide. */
+static struct {
+  pthread_mutex_t lock;
+  pwatch *list;
+} g_watchers = {PTHREAD_MUTEX_INITIALIZER, NULL};
 
 static void *pw_main(void *arg) {
   pwatch *pw = arg;
@@ -418,8 +425,8 @@ static void pw_free(pwatch *pw) {
   free(pw);
 }
 
-int envd_watcher_create(const envd_call *c, const cJSON *req, cJSON **resp,
-                        envd_err *e) {
+static int watcher_create(const envd_call *c, const cJSON *req,
+                          cJSON **resp, envd_err *e) {
   pwatch *pw = calloc(1, sizeof *pw);
   if (!pw) {
     envd_err_set(e, "internal", "out of memory");
@@ -451,10 +458,10 @@ int envd_watcher_create(const envd_call *c, const cJSON *req, cJSON **resp,
     envd_err_set(e, "internal", "error creating watcher");
     return -1;
   }
-  pthread_mutex_lock(&g_pw_lock);
-  pw->next = g_pw;
-  g_pw = pw;
-  pthread_mutex_unlock(&g_pw_lock);
+  pthread_mutex_lock(&g_watchers.lock);
+  pw->next = g_watchers.list;
+  g_watchers.list = pw;
+  pthread_mutex_unlock(&g_watchers.lock);
   *resp = cJSON_CreateObject();
   cJSON_AddStringToObject(*resp, "watcherId", pw->id);
   return 0;
@@ -469,16 +476,16 @@ static const char *watcher_id(const cJSON *req, envd_err *e) {
   return id ? id : "";
 }
 
-int envd_watcher_events(const envd_call *c, const cJSON *req, cJSON **resp,
-                        envd_err *e) {
+static int watcher_events(const envd_call *c, const cJSON *req,
+                          cJSON **resp, envd_err *e) {
   (void)c;
   const char *id = watcher_id(req, e);
   if (!id) return -1;
-  pthread_mutex_lock(&g_pw_lock);
-  pwatch *pw = g_pw;
+  pthread_mutex_lock(&g_watchers.lock);
+  pwatch *pw = g_watchers.list;
   while (pw && strcmp(pw->id, id) != 0) pw = pw->next;
   if (!pw) {
-    pthread_mutex_unlock(&g_pw_lock);
+    pthread_mutex_unlock(&g_watchers.lock);
     envd_err_set(e, "not_found", "watcher with id %s not found", id);
     return -1;
   }
@@ -497,21 +504,21 @@ int envd_watcher_events(const envd_call *c, const cJSON *req, cJSON **resp,
       cJSON_Delete(evs);
   }
   pthread_mutex_unlock(&pw->lock);
-  pthread_mutex_unlock(&g_pw_lock);
+  pthread_mutex_unlock(&g_watchers.lock);
   return rc;
 }
 
-int envd_watcher_remove(const envd_call *c, const cJSON *req, cJSON **resp,
-                        envd_err *e) {
+static int watcher_remove(const envd_call *c, const cJSON *req,
+                          cJSON **resp, envd_err *e) {
   (void)c;
   const char *id = watcher_id(req, e);
   if (!id) return -1;
-  pthread_mutex_lock(&g_pw_lock);
-  pwatch **pp = &g_pw;
+  pthread_mutex_lock(&g_watchers.lock);
+  pwatch **pp = &g_watchers.list;
   while (*pp && strcmp((*pp)->id, id) != 0) pp = &(*pp)->next;
   pwatch *pw = *pp;
   if (pw) *pp = pw->next;
-  pthread_mutex_unlock(&g_pw_lock);
+  pthread_mutex_unlock(&g_watchers.lock);
   if (!pw) {
     envd_err_set(e, "not_found", "watcher with id %s not found", id);
     return -1;
@@ -521,11 +528,22 @@ int envd_watcher_remove(const envd_call *c, const cJSON *req, cJSON **resp,
   return 0;
 }
 
+const envd_method envd_watch_methods[] = {
+    {"/filesystem.Filesystem/WatchDir", ENVD_SERVER_STREAM, NULL, watch_stream,
+     NULL, 1},
+    {"/filesystem.Filesystem/CreateWatcher", ENVD_UNARY, watcher_create, NULL,
+     NULL, 1},
+    {"/filesystem.Filesystem/GetWatcherEvents", ENVD_UNARY, watcher_events,
+     NULL, NULL, 1},
+    {"/filesystem.Filesystem/RemoveWatcher", ENVD_UNARY, watcher_remove, NULL,
+     NULL, 1},
+    {NULL, 0, NULL, NULL, NULL, 0}};
+
 void envd_watch_shutdown(void) {
-  pthread_mutex_lock(&g_pw_lock);
-  pwatch *pw = g_pw;
-  g_pw = NULL;
-  pthread_mutex_unlock(&g_pw_lock);
+  pthread_mutex_lock(&g_watchers.lock);
+  pwatch *pw = g_watchers.list;
+  g_watchers.list = NULL;
+  pthread_mutex_unlock(&g_watchers.lock);
   while (pw) {
     pwatch *n = pw->next;
     pw_free(pw);

@@ -1,10 +1,12 @@
 /* envd under hostile input: path traversal and symlink tricks against the
  * user's permissions, malformed/truncated/oversized envelopes and JSON,
- * invalid base64, unknown pids and users, access tokens and signed URLs.
+ * invalid base64, unknown pids and users, access tokens and signed URLs,
+ * download ranges and encodings.
  * Needs root (it acts as the unprivileged "user"). SPDX-License-Identifier: Apache-2.0 */
 #include <fcntl.h>
 #include <pwd.h>
 #include <sys/stat.h>
+#include <zlib.h>
 
 #include "envd_test.h"
 #include "testing.h"
@@ -14,6 +16,10 @@ static et_conn C;
 static char dir[64];
 static uid_t uid;
 static gid_t gid;
+/* The files outside the test's directory it plants or must not see
+ * created, named per run (other runs may use /root and /etc meanwhile). */
+static char secret[64], etc_x[64], etc_evil[64], etc_mp[64], root_made[64],
+    root_newdir[64];
 /* Basic base64("user:") */
 #define AS_USER "Authorization: Basic dXNlcjo=\r\n"
 
@@ -26,7 +32,9 @@ TEST(files_traversal_as_user) {
   et_resp r;
   char q[512];
   /* direct, ../.. from home, and through a symlink */
-  const char *reads[] = {"/root/asb-secret", "../../root/asb-secret", NULL};
+  char up[96];
+  snprintf(up, sizeof up, "../..%s", secret);
+  const char *reads[] = {secret, up, NULL};
   for (int i = 0; reads[i]; i++) {
     snprintf(q, sizeof q, "/files?username=user&path=%s", reads[i]);
     REQUIRE(et_request(&C, "GET", q, NULL, NULL, 0, &r) == 0);
@@ -40,13 +48,14 @@ TEST(files_traversal_as_user) {
   CHECK(strstr(r.body, "TOPSECRET") == NULL);
   et_resp_free(&r);
   /* root may */
-  REQUIRE(et_request(&C, "GET", "/files?username=root&path=/root/asb-secret",
-                     NULL, NULL, 0, &r) == 0);
+  snprintf(q, sizeof q, "/files?username=root&path=%s", secret);
+  REQUIRE(et_request(&C, "GET", q, NULL, NULL, 0, &r) == 0);
   CHECK_INT(r.status, 200);
   CHECK_STR(r.body, "TOPSECRET");
   et_resp_free(&r);
   /* writes */
-  const char *writes[] = {"/etc/asb-hostile-x", "../../etc/asb-hostile-x", NULL};
+  snprintf(up, sizeof up, "../..%s", etc_x);
+  const char *writes[] = {etc_x, up, NULL};
   for (int i = 0; writes[i]; i++) {
     snprintf(q, sizeof q, "/files?username=user&path=%s", writes[i]);
     REQUIRE(et_request(&C, "POST", q, "Content-Type: application/octet-stream\r\n",
@@ -54,30 +63,31 @@ TEST(files_traversal_as_user) {
     CHECK_INT(r.status, 403);
     et_resp_free(&r);
   }
-  CHECK(!exists("/etc/asb-hostile-x"));
+  CHECK(!exists(etc_x));
   snprintf(q, sizeof q, "/files?username=user&path=%s/link-etc", dir);
   REQUIRE(et_request(&C, "POST", q, "Content-Type: application/octet-stream\r\n",
                      "pwned", 5, &r) == 0);
   CHECK_INT(r.status, 403);
   et_resp_free(&r);
-  CHECK(!exists("/etc/asb-hostile-evil"));
+  CHECK(!exists(etc_evil));
   /* parent creation inside a forbidden dir */
-  REQUIRE(et_request(&C, "POST",
-                     "/files?username=user&path=/root/newdir/deep/f",
-                     "Content-Type: application/octet-stream\r\n", "x", 1, &r) == 0);
+  snprintf(q, sizeof q, "/files?username=user&path=%s/deep/f", root_newdir);
+  REQUIRE(et_request(&C, "POST", q, "Content-Type: application/octet-stream\r\n",
+                     "x", 1, &r) == 0);
   CHECK_INT(r.status, 403);
   et_resp_free(&r);
-  CHECK(!exists("/root/newdir"));
+  CHECK(!exists(root_newdir));
   /* multipart with a hostile filename */
-  const char *mp =
-      "--XX\r\nContent-Disposition: form-data; name=\"file\"; "
-      "filename=\"../../etc/asb-hostile-mp\"\r\n\r\npwned\r\n--XX--\r\n";
+  char mp[256];
+  snprintf(mp, sizeof mp,
+           "--XX\r\nContent-Disposition: form-data; name=\"file\"; "
+           "filename=\"../..%s\"\r\n\r\npwned\r\n--XX--\r\n", etc_mp);
   REQUIRE(et_request(&C, "POST", "/files?username=user",
                      "Content-Type: multipart/form-data; boundary=XX\r\n", mp,
                      strlen(mp), &r) == 0);
   CHECK_INT(r.status, 403);
   et_resp_free(&r);
-  CHECK(!exists("/etc/asb-hostile-mp"));
+  CHECK(!exists(etc_mp));
   /* a user's own file: created, owned by the user, parents too */
   snprintf(q, sizeof q, "/files?username=user&path=%s/mine/a/b.txt", dir);
   REQUIRE(et_request(&C, "POST", q, "Content-Type: application/octet-stream\r\n",
@@ -96,8 +106,8 @@ TEST(files_traversal_as_user) {
 TEST(rpc_traversal_as_user) {
   et_resp r;
   char j[512];
-  REQUIRE(et_unary(&C, "filesystem.Filesystem/Stat",
-                   "{\"path\":\"/root/asb-secret\"}", AS_USER, &r) == 0);
+  snprintf(j, sizeof j, "{\"path\":\"%s\"}", secret);
+  REQUIRE(et_unary(&C, "filesystem.Filesystem/Stat", j, AS_USER, &r) == 0);
   CHECK_INT(r.status, 403);
   CHECK(strstr(r.body, "permission_denied") != NULL);
   et_resp_free(&r);
@@ -105,35 +115,35 @@ TEST(rpc_traversal_as_user) {
                    AS_USER, &r) == 0);
   CHECK_INT(r.status, 403);
   et_resp_free(&r);
-  REQUIRE(et_unary(&C, "filesystem.Filesystem/MakeDir",
-                   "{\"path\":\"../../root/asb-made\"}", AS_USER, &r) == 0);
+  snprintf(j, sizeof j, "{\"path\":\"../..%s\"}", root_made);
+  REQUIRE(et_unary(&C, "filesystem.Filesystem/MakeDir", j, AS_USER, &r) == 0);
   CHECK_INT(r.status, 403);
   et_resp_free(&r);
-  CHECK(!exists("/root/asb-made"));
-  REQUIRE(et_unary(&C, "filesystem.Filesystem/Remove",
-                   "{\"path\":\"/root/asb-secret\"}", AS_USER, &r) == 0);
+  CHECK(!exists(root_made));
+  snprintf(j, sizeof j, "{\"path\":\"%s\"}", secret);
+  REQUIRE(et_unary(&C, "filesystem.Filesystem/Remove", j, AS_USER, &r) == 0);
   CHECK_INT(r.status, 403);
   et_resp_free(&r);
-  CHECK(exists("/root/asb-secret"));
-  snprintf(j, sizeof j, "{\"source\":\"/root/asb-secret\",\"destination\":\"%s/stolen\"}", dir);
+  CHECK(exists(secret));
+  snprintf(j, sizeof j, "{\"source\":\"%s\",\"destination\":\"%s/stolen\"}", secret,
+           dir);
   REQUIRE(et_unary(&C, "filesystem.Filesystem/Move", j, AS_USER, &r) == 0);
   CHECK_INT(r.status, 403);
   et_resp_free(&r);
-  CHECK(exists("/root/asb-secret"));
+  CHECK(exists(secret));
   /* Remove through a symlink removes the link, never the target. */
   snprintf(j, sizeof j, "{\"path\":\"%s/link-secret\"}", dir);
   REQUIRE(et_unary(&C, "filesystem.Filesystem/Remove", j, NULL, &r) == 0);
   CHECK_INT(r.status, 200);
   et_resp_free(&r);
-  CHECK(exists("/root/asb-secret"));
+  CHECK(exists(secret));
   char lp[128];
   snprintf(lp, sizeof lp, "%s/link-secret", dir);
   CHECK(!exists(lp));
-  CHECK(symlink("/root/asb-secret", lp) == 0);
+  CHECK(symlink(secret, lp) == 0);
   /* processes run as the user */
-  REQUIRE(et_stream(&C, "process.Process/Start",
-                    "{\"process\":{\"cmd\":\"/bin/cat\",\"args\":[\"/root/asb-secret\"]}}",
-                    AS_USER, &r) == 0);
+  snprintf(j, sizeof j, "{\"process\":{\"cmd\":\"/bin/cat\",\"args\":[\"%s\"]}}", secret);
+  REQUIRE(et_stream(&C, "process.Process/Start", j, AS_USER, &r) == 0);
   CHECK_INT(r.status, 200);
   CHECK(et_contains(&r, "exit status 1"));
   CHECK(!et_contains(&r, "VE9QU0VDUkVU")); /* base64 of TOPSECRET */
@@ -629,6 +639,120 @@ TEST(token_and_signatures) {
   CHECK_INT(et_stop(&T), 0);
 }
 
+static void put_file(const char *path, const char *data) {
+  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (fd >= 0) {
+    if (write(fd, data, strlen(data)) < 0) { /* checked by the GETs */ }
+    close(fd);
+  }
+}
+
+/* GET on /files with one extra header; the body and headers in r. */
+static int get_file(const char *q, const char *hdr, et_resp *r) {
+  return et_request(&C, "GET", q, hdr, NULL, 0, r);
+}
+
+static void gunzip(const char *in, size_t n, char *out, size_t cap, size_t *got) {
+  z_stream z;
+  memset(&z, 0, sizeof z);
+  *got = 0;
+  if (inflateInit2(&z, 15 + 16) != Z_OK) return;
+  z.next_in = (unsigned char *)in;
+  z.avail_in = (uInt)n;
+  z.next_out = (unsigned char *)out;
+  z.avail_out = (uInt)cap;
+  if (inflate(&z, Z_FINISH) == Z_STREAM_END) *got = cap - z.avail_out;
+  inflateEnd(&z);
+}
+
+/* Range, Accept-Encoding, Content-Type and Content-Disposition of GET
+ * /files, as Go's net/http answers them. */
+TEST(download_ranges_and_encodings) {
+  char path[128], q[256];
+  snprintf(path, sizeof path, "%s/rng.txt", dir);
+  put_file(path, "0123456789");
+  snprintf(q, sizeof q, "/files?path=%s", path);
+  static const struct {
+    const char *range;
+    int status;
+    const char *body, *content_range;
+  } cases[] = {
+      {"bytes=2-4", 206, "234", "bytes 2-4/10"},
+      {"bytes=7-", 206, "789", "bytes 7-9/10"},
+      {"bytes=-3", 206, "789", "bytes 7-9/10"},
+      {"bytes=-30", 206, "0123456789", "bytes 0-9/10"},
+      {"bytes=5-100", 206, "56789", "bytes 5-9/10"},
+      {"bytes=10-", 416, "invalid range: failed to overlap\n", "bytes */10"},
+      {"bytes=5-2", 416, "invalid range: failed to overlap\n", "bytes */10"},
+      {"bytes=0-1,3-4", 200, "0123456789", NULL},
+      {"bytes=abc", 200, "0123456789", NULL},
+      {"bytes=-0", 200, "0123456789", NULL},
+      {"lines=1-2", 200, "0123456789", NULL},
+  };
+  et_resp r;
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    char h[128];
+    snprintf(h, sizeof h, "Range: %s\r\n", cases[i].range);
+    REQUIRE(get_file(q, h, &r) == 0);
+    if (r.status != cases[i].status || strcmp(r.body, cases[i].body) != 0)
+      ASBT_FAIL("Range %s: %d '%s', want %d '%s'", cases[i].range, r.status,
+                r.body, cases[i].status, cases[i].body);
+    const char *cr = et_header(&r, "Content-Range");
+    if (cases[i].content_range)
+      CHECK(cr && strncmp(cr, cases[i].content_range, strlen(cases[i].content_range)) == 0);
+    else
+      CHECK(cr == NULL);
+    et_resp_free(&r);
+  }
+  /* gzip when asked (never with a Range), identity when gzip is refused,
+   * 406 when identity is refused and gzip not offered */
+  REQUIRE(get_file(q, "Accept-Encoding: gzip\r\n", &r) == 0);
+  CHECK_INT(r.status, 200);
+  const char *ce = et_header(&r, "Content-Encoding");
+  CHECK(ce && strncmp(ce, "gzip", 4) == 0);
+  char plain[64];
+  size_t got = 0;
+  gunzip(r.body, r.len, plain, sizeof plain, &got);
+  CHECK_MEM(plain, got, "0123456789", (size_t)10);
+  et_resp_free(&r);
+  REQUIRE(get_file(q, "Accept-Encoding: gzip\r\nRange: bytes=1-2\r\n", &r) == 0);
+  CHECK_INT(r.status, 206);
+  CHECK(et_header(&r, "Content-Encoding") == NULL);
+  CHECK_STR(r.body, "12");
+  et_resp_free(&r);
+  REQUIRE(get_file(q, "Accept-Encoding: gzip;q=0, identity\r\n", &r) == 0);
+  CHECK_INT(r.status, 200);
+  CHECK(et_header(&r, "Content-Encoding") == NULL);
+  CHECK_STR(r.body, "0123456789");
+  et_resp_free(&r);
+  REQUIRE(get_file(q, "Accept-Encoding: br, identity;q=0\r\n", &r) == 0);
+  CHECK_INT(r.status, 406);
+  et_resp_free(&r);
+  REQUIRE(get_file(q, "Accept-Encoding: *;q=0\r\n", &r) == 0);
+  CHECK_INT(r.status, 406);
+  et_resp_free(&r);
+  REQUIRE(get_file(q, "Accept-Encoding: br\r\n", &r) == 0);
+  CHECK_INT(r.status, 200);
+  CHECK_STR(r.body, "0123456789");
+  const char *ct = et_header(&r, "Content-Type");
+  CHECK(ct && strncmp(ct, "text/plain; charset=utf-8", 25) == 0);
+  const char *cd = et_header(&r, "Content-Disposition");
+  CHECK(cd && strncmp(cd, "inline; filename=rng.txt", 24) == 0);
+  CHECK(et_header(&r, "Accept-Ranges") != NULL);
+  et_resp_free(&r);
+  /* a name that needs RFC 5987 encoding, a type by extension */
+  snprintf(path, sizeof path, "%s/a b.JSON", dir);
+  put_file(path, "{}");
+  snprintf(q, sizeof q, "/files?path=%s/a%%20b.JSON", dir);
+  REQUIRE(get_file(q, NULL, &r) == 0);
+  CHECK_INT(r.status, 200);
+  ct = et_header(&r, "Content-Type");
+  CHECK(ct && strncmp(ct, "application/json", 16) == 0);
+  cd = et_header(&r, "Content-Disposition");
+  CHECK(cd && strncmp(cd, "inline; filename*=utf-8''a%20b.JSON", 35) == 0);
+  et_resp_free(&r);
+}
+
 /* A second implementation of the signature (sha256 via sha256sum). */
 static void sign(const char *path, const char *op, const char *user,
                  const char *tok, const char *exp, char *out, size_t n) {
@@ -671,16 +795,23 @@ int main(void) {
   snprintf(dir, sizeof dir, "/tmp/asb-hostile-XXXXXX");
   if (!mkdtemp(dir)) return 1;
   chown(dir, uid, gid);
-  unlink("/etc/asb-hostile-x");
-  unlink("/etc/asb-hostile-evil");
-  int fd = open("/root/asb-secret", O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  int pid = (int)getpid();
+  snprintf(secret, sizeof secret, "/root/asb-secret-%d", pid);
+  snprintf(etc_x, sizeof etc_x, "/etc/asb-hostile-x-%d", pid);
+  snprintf(etc_evil, sizeof etc_evil, "/etc/asb-hostile-evil-%d", pid);
+  snprintf(etc_mp, sizeof etc_mp, "/etc/asb-hostile-mp-%d", pid);
+  snprintf(root_made, sizeof root_made, "/root/asb-made-%d", pid);
+  snprintf(root_newdir, sizeof root_newdir, "/root/asb-newdir-%d", pid);
+  unlink(etc_x);
+  unlink(etc_evil);
+  int fd = open(secret, O_WRONLY | O_CREAT | O_TRUNC, 0600);
   if (fd < 0 || write(fd, "TOPSECRET", 9) != 9) return 1;
   close(fd);
   char p[128];
   snprintf(p, sizeof p, "%s/link-secret", dir);
-  symlink("/root/asb-secret", p);
+  symlink(secret, p);
   snprintf(p, sizeof p, "%s/link-etc", dir);
-  symlink("/etc/asb-hostile-evil", p);
+  symlink(etc_evil, p);
   const char *args[] = {"--max-body", "65536", NULL};
   if (et_start(&E, args) != 0) {
     printf("cannot start envd\n");
@@ -691,6 +822,7 @@ int main(void) {
   RUN(rpc_traversal_as_user);
   RUN(malformed_rpc);
   RUN(bad_input_values);
+  RUN(download_ranges_and_encodings);
   RUN(token_and_signatures);
   RUN(stream_input_and_connect);
   RUN(no_space);
@@ -698,7 +830,7 @@ int main(void) {
   RUN(workload_cgroups_and_oom);
   et_close(&C);
   CHECK_INT(et_stop(&E), 0);
-  unlink("/root/asb-secret");
+  unlink(secret);
   char cmd[128];
   snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
   if (system(cmd) != 0) return 1;

@@ -25,6 +25,10 @@ let envd
 let sbx
 let e2b
 let dir
+// Files in /root that only root may read or create: named per run, since
+// other runs of this suite on the machine use /root at the same time.
+const secret = `/root/asb-npm-secret-${process.pid}`
+const denied = `/root/asb-npm-denied-${process.pid}`
 const hasUser = (() => {
   try { execSync('id user', { stdio: 'ignore' }); return true } catch { return false }
 })()
@@ -54,7 +58,7 @@ before(async () => {
   e2b = await import('e2b')
   sbx = await e2b.Sandbox.create({ debug: true, sandboxUrl: process.env.E2B_SANDBOX_URL })
   dir = mkdtempSync('/tmp/asb-npm-')
-  writeFileSync('/root/asb-npm-secret', 'secret', { mode: 0o600 })
+  writeFileSync(secret, 'secret', { mode: 0o600 })
   if (hasUser) chownSync(dir, parseInt(execSync('id -u user').toString()), parseInt(execSync('id -g user').toString()))
 })
 
@@ -66,7 +70,7 @@ after(async () => {
   const { code, sig } = await exited
   assert.equal(code, 0, `envd exited with ${code} ${sig}`)
   if (dir) rmSync(dir, { recursive: true, force: true })
-  rmSync('/root/asb-npm-secret', { force: true })
+  rmSync(secret, { force: true })
 })
 
 test('commands.run: stdout, stderr, exit code', async () => {
@@ -229,10 +233,10 @@ test('files: remove, rename, makeDir', async () => {
 })
 
 test('files: as user, permissions are the user\'s', { skip: !hasUser }, async () => {
-  await assert.rejects(sbx.files.write('/root/asb-npm-denied', 'x'))
-  await assert.rejects(sbx.files.read('/root/asb-npm-secret'))
-  assert.equal(await sbx.files.read('/root/asb-npm-secret', { user: 'root' }), 'secret')
-  assert.equal(existsSync('/root/asb-npm-denied'), false)
+  await assert.rejects(sbx.files.write(denied, 'x'))
+  await assert.rejects(sbx.files.read(secret))
+  assert.equal(await sbx.files.read(secret, { user: 'root' }), 'secret')
+  assert.equal(existsSync(denied), false)
   const w = await sbx.files.write(`${dir}/owned/u.txt`, 'mine')
   const info = await sbx.files.getInfo(w.path)
   assert.equal(info.owner, 'user')

@@ -1,12 +1,15 @@
-/* envd: the HTTP request context shared by the server plumbing and the
- * plain-HTTP endpoints (/files, /init, /envs, /metrics). Internal.
- * SPDX-License-Identifier: Apache-2.0 */
-#ifndef ASB_ENVD_HTTP_H
-#define ASB_ENVD_HTTP_H
+/* envd: the HTTP request context shared by the server plumbing, the RPC
+ * dispatch and the plain-HTTP endpoints (/files, /init, /envs, /metrics),
+ * and its helpers (hreq.c). Internal. SPDX-License-Identifier: Apache-2.0 */
+#ifndef ASB_ENVD_HREQ_H
+#define ASB_ENVD_HREQ_H
 
 #include <microhttpd.h>
 
-#include "envd.h"
+#include "auth.h"
+#include "httpd/httpd.h"
+#include "rpc.h"
+#include "util/buf.h"
 
 typedef struct envd_hreq envd_hreq;
 struct envd_hreq {
@@ -20,8 +23,7 @@ struct envd_hreq {
   struct MHD_Response *(*on_done)(envd_hreq *r, unsigned *status);
   void (*on_free)(envd_hreq *r);
   void *state;
-  asbi_buf body;       /* bounded body for JSON requests */
-  int body_too_big;
+  asbi_httpd_body body; /* bounded body for JSON requests */
   int failed;          /* discard the rest of the body */
   const envd_method *rpc;
   envd_user user;
@@ -35,24 +37,25 @@ struct envd_hreq {
 const char *envd_hdr(envd_hreq *r, const char *name);
 /* Query argument or NULL. */
 const char *envd_arg(envd_hreq *r, const char *name);
-/* Responses. The JSON error body is E2B's {"code": status, "message"}. */
+/* Responses. JSON errors (E2B's {"code": status, "message"}) are
+ * asbi_httpd_json_error's (httpd/httpd.h). */
 struct MHD_Response *envd_resp_buf(const char *ctype, const void *data,
                                    size_t len);
-struct MHD_Response *envd_resp_json_error(unsigned status, const char *fmt,
-                                          ...)
-    __attribute__((format(printf, 2, 3)));
 struct MHD_Response *envd_resp_empty(void);
+/* The access token check of every route but /health, /init and /files: 1
+ * when no token is set or X-Access-Token matches it. */
+int envd_check_token(envd_hreq *r);
 /* The connection's access token check for /files: header or signature. 0
  * ok, else fills msg. */
 int envd_check_signing(envd_hreq *r, const char *path, const char *op,
                        char *msg, size_t n);
 
-/* Routes in files.c and api.c: called on the first callback; either set
- * on_body/on_done or return a ready response (with *status). */
-struct MHD_Response *envd_files_get(envd_hreq *r, unsigned *status);
-struct MHD_Response *envd_files_post(envd_hreq *r, unsigned *status);
-struct MHD_Response *envd_api_init(envd_hreq *r, unsigned *status);
-struct MHD_Response *envd_api_envs(envd_hreq *r, unsigned *status);
-struct MHD_Response *envd_api_metrics(envd_hreq *r, unsigned *status);
+/* The HTTP status of a file operation's errno (ENOENT 404, EACCES/EPERM/
+ * EROFS 403, ENOSPC/EDQUOT 507, path errors 400, else 500). */
+unsigned envd_errno_status(int err);
+/* An on_body that collects the body into r->body (asbi_httpd_body_append:
+ * bounded by the limit it was initialised with; past it, body.too_big is
+ * set and the rest dropped). */
+int envd_body_append(envd_hreq *r, const char *data, size_t len);
 
 #endif
