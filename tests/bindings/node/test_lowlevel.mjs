@@ -98,7 +98,8 @@ test('error classes: hierarchy and fields', () => {
   }
 })
 
-test('every call takes a signal: an aborted one rejects it, one firing mid-call stops it', async () => {
+// (a regression of the stalled upload hangs: the test's own deadline ends it)
+test('every call takes a signal: an aborted one rejects it, one firing mid-call stops it', { timeout: 120_000 }, async () => {
   const sbx = await lib.Sandbox.create({ timeoutMs: 60_000 })
   try {
     const reason = new Error('aborted before the call')
