@@ -9,6 +9,7 @@
 #include <dirent.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <stdio.h>
@@ -172,10 +173,17 @@ static int engine_fixture_adopted_zombie(const char *pid, pid_t self) {
   return strstr(cg, "/asbt-") != NULL;
 }
 
+/* The reaper stops at exit (engine_fixture_at_exit joins it), so that no
+ * thread is inside fopen/fgets while the process ends: valgrind (ffi.unload)
+ * reported such a half-read FILE as a leak. */
+static atomic_int engine_fixture_reaper_stop;
+static pthread_t engine_fixture_reaper_thread;
+static int engine_fixture_reaper_running;
+
 static void *engine_fixture_reaper(void *arg) {
   (void)arg;
   pid_t self = getpid();
-  for (;;) {
+  while (!engine_fixture_reaper_stop) {
     /* Reap only what sandboxes left us: the test's own children (engines,
      * system(), popen()) are waited for by the code that started them, and
      * one of them being waitable must not hide the rest. */
@@ -195,6 +203,11 @@ static void *engine_fixture_reaper(void *arg) {
  * failed REQUIRE that returned past a fixture's stop) still stops it (it
  * kills its sandboxes: --kill-on-exit) and removes its state. */
 static void engine_fixture_at_exit(void) {
+  if (engine_fixture_reaper_running) {
+    engine_fixture_reaper_stop = 1;
+    pthread_join(engine_fixture_reaper_thread, NULL);
+    engine_fixture_reaper_running = 0;
+  }
   for (size_t i = 0; i < sizeof engine_fixture_live / sizeof *engine_fixture_live; i++) {
     pid_t pid = engine_fixture_live[i].pid;
     if (pid <= 0) continue;
@@ -214,9 +227,9 @@ static inline int engine_fixture_start_full(engine_fixture *f, const char *tag,
                                             const char *const *extra_args, int ctty) {
   static int reaping;
   if (!reaping) {
-    pthread_t t;
     prctl(PR_SET_CHILD_SUBREAPER, 1);
-    if (pthread_create(&t, NULL, engine_fixture_reaper, NULL) == 0) pthread_detach(t);
+    engine_fixture_reaper_running =
+        pthread_create(&engine_fixture_reaper_thread, NULL, engine_fixture_reaper, NULL) == 0;
     atexit(engine_fixture_at_exit);
     reaping = 1;
   }

@@ -188,13 +188,15 @@ end
 
 --- srv:poll(): answer the calls waiting now, without blocking (for a host's
 --- event loop: call it when srv:fd() polls readable). Returns how many it
---- answered; nil, err once the server stopped.
+--- answered; nil, err once the server stopped. A poll that answered calls
+--- before the stop returns their count, and the next poll reports the stop,
+--- so no answered call goes uncounted.
 function Server:poll()
   local n = 0
   while true do
     local call, err = self:next_call(0)
     if not call then
-      if err.code == "ASB_ETIMEOUT" then return n end
+      if err.code == "ASB_ETIMEOUT" or n > 0 then return n end
       return failed(nil, err)
     end
     dispatch(self, call)
