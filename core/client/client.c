@@ -4,14 +4,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../util/util.h"
+#include "proto/url.h"
+#include "util/util.h"
 #include "http.h"
 #include "internal.h"
 
 #define DEFAULT_TIMEOUT_MS 60000L
 #define DEFAULT_RETRIES 3
-#define LOCAL_ENGINE_URL "http://127.0.0.1:49982"
-#define LOCAL_ENGINE_DOMAIN "localhost:49982"
+#define LOCAL_ENGINE_URL "http://127.0.0.1:" ASBI_STRINGIFY(ASBI_ENGINE_PORT)
+#define LOCAL_ENGINE_DOMAIN "localhost:" ASBI_STRINGIFY(ASBI_ENGINE_PORT)
 #define E2B_CLOUD_DOMAIN "e2b.app"
 #define LOCAL_STATE_DIR "/var/lib/agent-sandbox"
 

@@ -5,10 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../proto/ndjson.h"
-#include "../proto/pjson.h"
-#include "../proto/url.h"
-#include "../util/util.h"
+#include "proto/ndjson.h"
+#include "proto/pjson.h"
+#include "proto/url.h"
+#include "util/util.h"
 #include "envd.h"
 
 #define DEFAULT_RUN_TIMEOUT_MS 300000L
@@ -164,7 +164,7 @@ static int ci_prepare(asb_sandbox *sb, asbi_buf *url, const char *path,
     return asbi_err(ASB_EINVAL, "code: cannot route to sandbox %s", sb->id);
   size_t n = 0;
   hs[n++] = sb->hdr_id;
-  hs[n++] = "E2b-Sandbox-Port: 49999";
+  hs[n++] = "E2b-Sandbox-Port: " ASBI_STRINGIFY(ASBI_CODE_PORT);
   if (sb->hdr_token) hs[n++] = sb->hdr_token;
   hs[n++] = sb->hdr_ua;
   if (json) hs[n++] = "Content-Type: application/json";

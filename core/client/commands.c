@@ -6,9 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../proto/pjson.h"
-#include "../util/base64.h"
-#include "../util/util.h"
+#include "proto/pjson.h"
+#include "util/base64.h"
+#include "util/util.h"
 #include "envd.h"
 
 #define DEFAULT_COMMAND_TIMEOUT_MS 60000L

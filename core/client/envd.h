@@ -6,8 +6,8 @@
 
 #include <cjson/cJSON.h>
 
-#include "../proto/url.h"
-#include "../util/buf.h"
+#include "proto/url.h"
+#include "util/buf.h"
 #include "http.h"
 #include "internal.h"
 
@@ -96,6 +96,7 @@ void asbi_envd_headers(asb_sandbox *sb, const char *user, const char **hs,
 int asbi_envd_files_url(asb_sandbox *sb, asbi_url_kind kind,
                         const char *path, const char *user, asbi_buf *out);
 
+/* ---- remote errors (errmap.c) ---------------------------------------- */
 /* Map an HTTP error reply (status >= 400) to an asb_status and record it.
  * Understands Connect error bodies ({"code":"not_found",...}), E2B API
  * bodies ({"code":404,"message":...}) and plain text. */
@@ -103,13 +104,15 @@ int asbi_map_http_error(const asbi_http_resp *resp, const char *what);
 /* Map a Connect error code (from an end-stream frame) and record it. */
 int asbi_map_connect_error(const char *code, const char *message,
                            const char *what);
+/* Map a transport failure: just prefixes the message. Returns rc. */
+int asbi_prefix_error(int rc, const char *what);
+
+/* ---- the control plane's view of a sandbox (cp.c) ------------------------ */
 /* A call to the sandbox failed with rc. When the connection broke (or the
  * router could not reach its agent), ask the control plane whether the
  * sandbox is still there: if it ended, the error becomes ASB_ESANDBOXGONE
  * with its reason (e.g. "timeout"), which tells the caller more than a
  * broken stream. Otherwise rc and its error stay. Returns the code. */
 int asbi_sandbox_explain(asb_sandbox *sb, int rc);
-/* Map a transport failure: just prefixes the message. Returns rc. */
-int asbi_prefix_error(int rc, const char *what);
 
 #endif

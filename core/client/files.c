@@ -9,10 +9,10 @@
 #include <time.h>
 #include <zlib.h>
 
-#include "../proto/multipart.h"
-#include "../proto/pjson.h"
-#include "../util/base64.h"
-#include "../util/util.h"
+#include "proto/multipart.h"
+#include "proto/pjson.h"
+#include "util/base64.h"
+#include "util/util.h"
 #include "envd.h"
 
 #define GZIP_CHUNK (64u * 1024u)

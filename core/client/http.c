@@ -22,7 +22,7 @@
 #include <sys/socket.h>
 #include <time.h>
 
-#include "../util/util.h"
+#include "util/util.h"
 #include "internal.h"
 
 #define POOL_MAX_IDLE 32

@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../util/buf.h"
+#include "util/buf.h"
 #include "agentsandbox/cancel.h"
 
 typedef struct asbi_http asbi_http;

@@ -144,7 +144,8 @@ struct asb_client {
 };
 /* Local mode: adopt the URL the engine recorded in <state>/engine.url. */
 void asbi_client_follow_engine_url(asb_client *c);
-/* Local mode: make sure the engine runs and its key is known. start_engine:
+/* Local mode (local_engine.c): make sure the engine runs and its key is
+ * known. start_engine:
  * 1 = start it unless it answers; 0 = only if its state dir has no key yet
  * (it never ran); -1 = never. */
 int asbi_client_local_prepare(asb_client *c, int start_engine);
@@ -160,7 +161,7 @@ static inline void asbi_client_release_(asb_client *const *c) { asbi_client_unre
 /* Effective timeout of a call: explicit (>0), none (<0), or the client's. */
 long asbi_client_timeout(const asb_client *c, long call_timeout_ms);
 
-/* ---- control plane (sandbox_api.c) ---------------------------------------- */
+/* ---- control plane (cp.c) ------------------------------------------------ */
 /* One request to the control plane (local mode: starting the engine if
  * needed) with a raw body of content_type (both may be NULL). A 2xx, or a
  * status listed in ok_statuses (0-ended), is accepted: *status gets it and

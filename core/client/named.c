@@ -5,10 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../proto/cmdargs.h"
-#include "../proto/pjson.h"
-#include "../proto/url.h"
-#include "../util/util.h"
+#include "proto/cmdargs.h"
+#include "proto/pjson.h"
+#include "proto/url.h"
+#include "util/util.h"
 #include "envd.h"
 
 #define DEFAULT_PORT 9000

@@ -21,7 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../util/util.h"
+#include "util/util.h"
 #include "internal.h"
 
 enum field_kind {

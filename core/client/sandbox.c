@@ -4,8 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../proto/url.h"
-#include "../util/util.h"
+#include "proto/url.h"
+#include "util/util.h"
 #include "envd.h"
 
 /* The envd version whose behaviour the library assumes when none is known

@@ -11,8 +11,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../proto/pjson.h"
-#include "../util/util.h"
+#include "proto/pjson.h"
+#include "util/util.h"
 #include "envd.h"
 
 #define MAX_SESSION_FILE (1u << 20)

@@ -11,11 +11,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../proto/cmdargs.h"
-#include "../proto/pjson.h"
-#include "../proto/tar.h"
-#include "../proto/url.h"
-#include "../util/util.h"
+#include "proto/cmdargs.h"
+#include "proto/pjson.h"
+#include "proto/tar.h"
+#include "proto/url.h"
+#include "util/util.h"
 #include "http.h"
 #include "internal.h"
 

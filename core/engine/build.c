@@ -8,8 +8,10 @@
  * sandbox on the base (no agent, no network), unpacks the archive into it
  * (tar runs inside the sandbox), runs the steps as root or user, then kills
  * it and copies its writable layer out as the template's new read-only
- * layer (asbe_sandbox_export_upper). The reply is synchronous: 201 built,
- * 200 cached, 400 invalid input, 422 a failed step (its output included).
+ * layer (asbe_sandbox_export_upper). build_run is synchronous and says
+ * what happened as plain data (a template, a build report, an eng_err):
+ * api_templates.c makes E2B's replies of it (201 built, 200 cached, 400
+ * invalid input, 422 a failed step), bundled.c builds with it directly.
  * SPDX-License-Identifier: Apache-2.0 */
 #include <dirent.h>
 #include <errno.h>
@@ -22,12 +24,18 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "api.h"
+#include "build.h"
+#include "eng_err.h"
+#include "host.h"
 #include "proto/cmdargs.h"
 #include "proto/pjson.h"
 #include "proto/tar.h"
+#include "registry.h"
+#include "sbxexec.h"
+#include "templates.h"
 #include "tmpl/tmpl.h"
 #include "util/buf.h"
+#include "util/log.h"
 #include "util/util.h"
 
 #define LOG_MAX (1u << 20)
@@ -37,81 +45,24 @@
 #define BUILD_PIDS 4096
 #define CTX_DIR "/.asb-build/ctx"
 
-/* ---- the Template object ------------------------------------------------------- */
-
-cJSON *template_json(engine *e, template_info *t) {
-  cJSON *j = cJSON_CreateObject();
-  cJSON_AddStringToObject(j, "templateID", t->id);
-  cJSON_AddStringToObject(j, "buildID", *t->build_id ? t->build_id : t->id);
-  cJSON_AddNumberToObject(j, "cpuCount", t->cpu_count);
-  cJSON_AddNumberToObject(j, "memoryMB", t->memory_mb);
-  cJSON_AddNumberToObject(j, "diskSizeMB", t->disk_mb);
-  cJSON_AddBoolToObject(j, "public", 1);
-  cJSON *aliases = cJSON_AddArrayToObject(j, "aliases");
-  cJSON_AddItemToArray(aliases, cJSON_CreateString(t->alias));
-  cJSON *names = cJSON_AddArrayToObject(j, "names");
-  cJSON_AddItemToArray(names, cJSON_CreateString(t->alias));
-  json_add_time(j, "createdAt", t->created_ms);
-  json_add_time(j, "updatedAt", t->created_ms);
-  cJSON_AddNullToObject(j, "createdBy");
-  if (t->last_spawned_ms)
-    json_add_time(j, "lastSpawnedAt", t->last_spawned_ms);
-  else
-    cJSON_AddNullToObject(j, "lastSpawnedAt");
-  cJSON_AddNumberToObject(j, "spawnCount", (double)t->spawn_count);
-  cJSON_AddNumberToObject(j, "buildCount", 1);
-  cJSON_AddStringToObject(j, "envdVersion", t->envd_version ? t->envd_version : e->envd_version);
-  cJSON_AddStringToObject(j, "buildStatus", "ready");
-  /* ours */
-  cJSON_AddStringToObject(j, "name", t->alias);
-  cJSON_AddBoolToObject(j, "builtIn", t->builtin);
-  const cJSON *spec = t->spec;
-  const char *desc = NULL, *version = NULL;
-  asbi_pj_get_str(spec, "description", &desc);
-  asbi_pj_get_str(spec, "version", &version);
-  cJSON_AddStringToObject(j, "description", desc ? desc : "");
-  cJSON_AddStringToObject(j, "version", version ? version : "");
-  if (t->base) cJSON_AddStringToObject(j, "base", t->base);
-  if (*t->hash) cJSON_AddStringToObject(j, "buildHash", t->hash);
-  if (t->build_ms) cJSON_AddNumberToObject(j, "buildDurationMs", (double)t->build_ms);
-  if (spec) {
-    static const char *const keys[] = {"start", "ready", "ports", "capabilities", "env",
-                                       "commandsPort", "tags"};
-    for (size_t i = 0; i < ASBI_ARRAY_LEN(keys); i++) {
-      const cJSON *v = cJSON_GetObjectItemCaseSensitive(spec, keys[i]);
-      if (v) cJSON_AddItemToObject(j, keys[i], cJSON_Duplicate(v, 1));
-    }
-    cJSON *cmds = cJSON_AddArrayToObject(j, "customCommands");
-    const cJSON *c;
-    cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(spec, "commands")) {
-      const cJSON *n = cJSON_GetObjectItemCaseSensitive(c, "name");
-      if (cJSON_IsString(n)) cJSON_AddItemToArray(cmds, cJSON_CreateString(n->valuestring));
-    }
-  }
-  return j;
-}
-
 /* ---- helpers ------------------------------------------------------------------------ */
 
-static void reply_400(api_reply *r, const asbi_tmpl_error *te, const char *file) {
+/* Invalid input in a file of the archive: ENG_EINVAL, where in rep. -1. */
+static int bad_input(build_report *rep, eng_err *err, const asbi_tmpl_error *te,
+                     const char *file) {
   char msg[1024];
   asbi_tmpl_format_error(te, file, msg, sizeof msg);
-  cJSON *j = cJSON_CreateObject();
-  cJSON_AddNumberToObject(j, "code", 400);
-  cJSON_AddStringToObject(j, "message", msg);
-  cJSON_AddStringToObject(j, "file", file);
-  if (te->line) {
-    cJSON_AddNumberToObject(j, "line", te->line);
-    cJSON_AddNumberToObject(j, "column", te->column);
-  }
-  if (te->field[0]) cJSON_AddStringToObject(j, "field", te->field);
-  api_reply_json(r, 400, j);
+  snprintf(rep->file, sizeof rep->file, "%s", file);
+  rep->line = te->line;
+  rep->column = te->column;
+  snprintf(rep->field, sizeof rep->field, "%s", te->field);
+  return eng_err_set(err, ENG_EINVAL, NULL, "%s", msg);
 }
 
-static void reply_bad(api_reply *r, const char *file, int line, const char *field,
-                      const char *fmt, ...) __attribute__((format(printf, 5, 6)));
-static void reply_bad(api_reply *r, const char *file, int line, const char *field,
-                      const char *fmt, ...) {
+static int bad(build_report *rep, eng_err *err, const char *file, int line, const char *field,
+               const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+static int bad(build_report *rep, eng_err *err, const char *file, int line, const char *field,
+               const char *fmt, ...) {
   asbi_tmpl_error te;
   memset(&te, 0, sizeof te);
   te.line = line;
@@ -121,7 +72,7 @@ static void reply_bad(api_reply *r, const char *file, int line, const char *fiel
   va_start(ap, fmt);
   vsnprintf(te.message, sizeof te.message, fmt, ap);
   va_end(ap);
-  reply_400(r, &te, file);
+  return bad_input(rep, err, &te, file);
 }
 
 static int cmp_entries(const void *a, const void *b) {
@@ -138,41 +89,6 @@ static void h_u64(EVP_MD_CTX *h, uint64_t v) {
   unsigned char b[8];
   for (int i = 0; i < 8; i++) b[i] = (unsigned char)(v >> (8 * i));
   EVP_DigestUpdate(h, b, 8);
-}
-
-/* Runs argv on the host (no shell), output into *out. Exit status or -errno. */
-static int run_host(const char *const *argv, char **out) {
-  int p[2];
-  if (pipe2(p, O_CLOEXEC)) return -errno;
-  pid_t pid = fork();
-  if (pid < 0) {
-    close(p[0]);
-    close(p[1]);
-    return -errno;
-  }
-  if (pid == 0) {
-    dup2(p[1], 1);
-    int nul = open("/dev/null", O_RDWR);
-    if (nul >= 0) {
-      dup2(nul, 0);
-      dup2(nul, 2);
-    }
-    execv(argv[0], (char *const *)argv);
-    _exit(127);
-  }
-  close(p[1]);
-  asbi_buf b = ASBI_BUF_INIT;
-  char chunk[4096];
-  ssize_t n;
-  while ((n = read(p[0], chunk, sizeof chunk)) > 0)
-    if (b.len < 65536) asbi_buf_append(&b, chunk, (size_t)n);
-  close(p[0]);
-  int st = 0;
-  while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
-  }
-  if (!b.data) asbi_buf_puts(&b, "");
-  *out = asbi_buf_detach(&b, NULL);
-  return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
 }
 
 static int has_usr_bind(const asbe_template *t) {
@@ -199,7 +115,8 @@ static void pkg_name(const char *spec, const char *stops, int npm, char *out, si
 
 typedef struct build {
   engine *e;
-  api_reply *r;
+  eng_err *err;
+  build_report *rep;
   const cJSON *spec;
   template_info *base;
   asbe_sandbox *iso;
@@ -228,7 +145,8 @@ static void log_output(build *b, const asbi_buf *out) {
   }
 }
 
-/* 422 naming the step, with its output's tail. */
+/* ENG_EFAILED naming the step, with its output's tail; the step, its line
+ * and its whole output in the report. */
 static void step_failed(build *b, int idx, const cJSON *step, const char *desc,
                         const char *why, const asbi_buf *out) {
   const char *text = out && out->data ? out->data : "";
@@ -240,14 +158,11 @@ static void step_failed(build *b, int idx, const cJSON *step, const char *desc,
            cJSON_GetObjectItemCaseSensitive(b->spec, "name")->valuestring, idx + 1, b->nsteps,
            desc, cJSON_IsNumber(line) ? line->valueint : 0, why, *tail ? ":\n" : "", tail);
   logf_(b, "==> FAILED: %s\n", why);
-  cJSON *j = cJSON_CreateObject();
-  cJSON_AddNumberToObject(j, "code", 422);
-  cJSON_AddStringToObject(j, "message", msg);
-  cJSON_AddNumberToObject(j, "step", idx + 1);
-  if (cJSON_IsNumber(line)) cJSON_AddNumberToObject(j, "line", line->valueint);
-  cJSON_AddStringToObject(j, "output", text);
-  cJSON_AddStringToObject(j, "buildLog", b->log.data ? b->log.data : "");
-  api_reply_json(b->r, 422, j);
+  b->rep->step = idx + 1;
+  b->rep->step_line = cJSON_IsNumber(line) ? line->valueint : 0;
+  free(b->rep->output);
+  b->rep->output = asbi_strdup(text);
+  eng_err_set(b->err, ENG_EFAILED, NULL, "%s", msg);
 }
 
 static const char *step_desc(const cJSON *st, char *buf, size_t len) {
@@ -371,7 +286,7 @@ static int package_step(build *b, int idx, const cJSON *st, const char *desc) {
         char *o = NULL;
         const char *argv[] = {"/usr/bin/dpkg-query", "-W", "-f=${db:Status-Status} ${Version}",
                               bufs[i], NULL};
-        int st2 = access(argv[0], X_OK) == 0 ? run_host(argv, &o) : -ENOENT;
+        int st2 = access(argv[0], X_OK) == 0 ? host_run(argv, &o) : -ENOENT;
         if (st2 == 0 && o && !strncmp(o, "installed ", 10))
           asbi_buf_printf(&out, "%s %s (installed on the host)\n", bufs[i], o + 10);
         else
@@ -478,13 +393,14 @@ static int unpack(build *b, const char *tar, size_t len) {
   int rc = envp ? sbx_run(b->iso, &o, &res) : -ENOMEM;
   sbx_env_free(envp);
   if (rc) {
-    api_error(b->r, 500, "cannot unpack the template directory in the build sandbox: %s",
-              asbe_errmsg());
+    eng_err_set(b->err, ENG_EINTERNAL, NULL,
+                "cannot unpack the template directory in the build sandbox: %s", asbe_errmsg());
     return -1;
   }
   if (res.exit_code != 0) {
-    api_error(b->r, 500, "cannot unpack the template directory in the build sandbox (tar exit "
-              "%d): %.2000s", res.exit_code, res.out.data);
+    eng_err_set(b->err, ENG_EINTERNAL, NULL,
+                "cannot unpack the template directory in the build sandbox (tar exit %d): %.2000s",
+                res.exit_code, res.out.data);
     sbx_run_result_free(&res);
     return -1;
   }
@@ -503,8 +419,8 @@ static int finish_layer(build *b) {
   int rc = envp ? sbx_run(b->iso, &o, &res) : -ENOMEM;
   sbx_env_free(envp);
   if (rc || res.exit_code != 0) {
-    api_error(b->r, 500, "cannot finish the build: %s",
-              rc ? asbe_errmsg() : (res.out.data ? res.out.data : ""));
+    eng_err_set(b->err, ENG_EINTERNAL, NULL, "cannot finish the build: %s",
+                rc ? asbe_errmsg() : (res.out.data ? res.out.data : ""));
     if (!rc) sbx_run_result_free(&res);
     return -1;
   }
@@ -531,14 +447,6 @@ static int write_json_file(const char *path, cJSON *j) {
   return rc;
 }
 
-static int rm_rf(const char *path) {
-  char *out = NULL;
-  const char *argv[] = {"/bin/rm", "-rf", "--one-file-system", path, NULL};
-  int rc = run_host(argv, &out);
-  free(out);
-  return rc;
-}
-
 /* The base's layer paths as template.json stores them (relative to the
  * templates dir when inside it). */
 static cJSON *rel_layers(engine *e, const asbe_template *t) {
@@ -552,18 +460,24 @@ static cJSON *rel_layers(engine *e, const asbe_template *t) {
   return a;
 }
 
-void build_handle(engine *e, api_req *q, api_reply *r) {
-  const char *force_q = api_query(q, "force");
-  int force = force_q && (asbi_parse_bool(force_q, 0) || !*force_q);
-  int64_t t0 = now_unix_ms();
-  if (!q->body || !q->body_len) {
-    api_error(r, 400, "the body must be a tar archive of the template directory "
-              "(Content-Type: application/x-tar)");
-    return;
-  }
+void build_report_free(build_report *rep) {
+  if (!rep) return;
+  free(rep->log);
+  free(rep->output);
+  memset(rep, 0, sizeof *rep);
+}
+
+int build_run(engine *e, const void *tar, size_t tar_len, int force, build_base_fn base_fn,
+              template_info **out, build_report *rep, eng_err *err) {
+  *out = NULL;
+  memset(rep, 0, sizeof *rep);
+  eng_err_clear(err);
+  int64_t t0 = asbi_unix_ms();
+  if (!tar || !tar_len)
+    return eng_err_set(err, ENG_EINVAL, NULL, "the template archive is empty");
   /* ---- read the archive ---- */
   asbi_tar_reader tr;
-  asbi_tar_reader_init(&tr, q->body, q->body_len);
+  asbi_tar_reader_init(&tr, tar, tar_len);
   size_t cap = 64, n = 0;
   asbi_tar_entry **ents = calloc(cap, sizeof *ents);
   int rc = ents ? 0 : -1;
@@ -587,7 +501,7 @@ void build_handle(engine *e, api_req *q, api_reply *r) {
     if (k <= 0) {
       free(en);
       if (k < 0) {
-        api_error(r, 400, "the body is not a valid tar archive: %s", tr.err);
+        eng_err_set(err, ENG_EINVAL, NULL, "the body is not a valid tar archive: %s", tr.err);
         rc = -2;
       }
       break;
@@ -606,43 +520,44 @@ void build_handle(engine *e, api_req *q, api_reply *r) {
   build b;
   memset(&b, 0, sizeof b);
   b.e = e;
-  b.r = r;
-  int locked = 0;
+  b.err = err;
+  b.rep = rep;
+  int locked = 0, ok = 0;
   char tdir[4200] = "", bdir[4400] = "";
   if (rc == -1) {
-    api_error(r, 500, "out of memory");
+    eng_err_set(err, ENG_EINTERNAL, NULL, "out of memory");
     goto out;
   }
   if (rc) goto out;
   if (!yaml) {
-    api_error(r, 400, "the archive has no template.yaml at its top level");
+    eng_err_set(err, ENG_EINVAL, NULL, "the archive has no template.yaml at its top level");
     goto out;
   }
   const char *yname = !strcmp(yaml->name, "template.yml") ? "template.yml" : "template.yaml";
   asbi_tmpl_error te;
   spec = asbi_tmpl_parse(yaml->data, (size_t)yaml->size, &te);
   if (!spec) {
-    reply_400(r, &te, yname);
+    bad_input(rep, err, &te, yname);
     goto out;
   }
   b.spec = spec;
   const char *name = cJSON_GetObjectItemCaseSensitive(spec, "name")->valuestring;
   const char *base_name = cJSON_GetObjectItemCaseSensitive(spec, "base")->valuestring;
-  {
-    char berr[2048];
-    if (bundled_ensure(e, base_name, berr, sizeof berr)) {
-      reply_bad(r, yname, 0, "base", "%s", berr);
+  if (base_fn) {
+    eng_err why;
+    if (base_fn(e, base_name, &why)) {
+      bad(rep, err, yname, 0, "base", "%s", why.message);
       goto out;
     }
   }
   base = templates_find(e, base_name);
   if (!base) {
-    reply_bad(r, yname, 0, "base", "template '%s' not found (base, busybox, or a template "
+    bad(rep, err, yname, 0, "base", "template '%s' not found (base, busybox, or a template "
               "built before)", base_name);
     goto out;
   }
   if (!strcmp(base->alias, name) || !strcmp(base->id, name)) {
-    reply_bad(r, yname, 0, "base", "a template cannot be built on itself");
+    bad(rep, err, yname, 0, "base", "a template cannot be built on itself");
     goto out;
   }
   /* copy sources must be in the archive */
@@ -666,7 +581,7 @@ void build_handle(engine *e, api_req *q, api_reply *r) {
         if (!found) {
           char field[64];
           snprintf(field, sizeof field, "steps[%d].copy.src", i);
-          reply_bad(r, yname, cJSON_GetObjectItemCaseSensitive(st, "line")->valueint, field,
+          bad(rep, err, yname, cJSON_GetObjectItemCaseSensitive(st, "line")->valueint, field,
                     "'%s' is not in the template directory", raw);
           goto out;
         }
@@ -708,30 +623,29 @@ void build_handle(engine *e, api_req *q, api_reply *r) {
   locked = 1;
   existing = templates_find(e, name);
   if (existing && existing->builtin) {
-    reply_bad(r, yname, 0, "name", "'%s' is a built-in template", name);
+    bad(rep, err, yname, 0, "name", "'%s' is a built-in template", name);
     goto out;
   }
   if (existing && strcmp(existing->alias, name) != 0) {
     /* found by id: a name must not shadow another template's id */
-    reply_bad(r, yname, 0, "name", "'%s' is the id of template '%s'", name, existing->alias);
+    bad(rep, err, yname, 0, "name", "'%s' is the id of template '%s'", name, existing->alias);
     goto out;
   }
   if (existing && !force && !strcmp(existing->hash, hash)) {
-    cJSON *j = template_json(e, existing);
-    char line[256];
-    snprintf(line, sizeof line, "cached: the inputs are those of build %s (hash %.16s)\n",
-             existing->build_id, hash);
-    cJSON_AddBoolToObject(j, "cached", 1);
-    cJSON_AddStringToObject(j, "buildLog", line);
-    api_reply_json(r, 200, j);
-    engine_log("template %s: build cached (%s)", name, existing->build_id);
+    asbi_buf_printf(&b.log, "cached: the inputs are those of build %s (hash %.16s)\n",
+                    existing->build_id, hash);
+    rep->cached = 1;
+    templates_hold(e, existing);
+    *out = existing;
+    ok = 1;
+    asbi_log("template %s: build cached (%s)", name, existing->build_id);
     goto out;
   }
   char id[ENGINE_ID_LEN + 1], suffix[7];
   if (existing)
     snprintf(id, sizeof id, "%s", existing->id);
   else if (asbi_random_alnum(id, ENGINE_ID_LEN)) {
-    api_error(r, 500, "no randomness available");
+    eng_err_set(err, ENG_EINTERNAL, NULL, "no randomness available");
     goto out;
   }
   asbi_random_alnum(suffix, 6);
@@ -743,17 +657,17 @@ void build_handle(engine *e, api_req *q, api_reply *r) {
   snprintf(builds, sizeof builds, "%s/builds", tdir);
   if ((mkdir(tdir, 0755) && errno != EEXIST) || (mkdir(builds, 0755) && errno != EEXIST) ||
       mkdir(bdir, 0755)) {
-    api_error(r, 500, "cannot make %s: %s", bdir, strerror(errno));
+    eng_err_set(err, ENG_EINTERNAL, NULL, "cannot make %s: %s", bdir, strerror(errno));
     bdir[0] = '\0';
     goto out;
   }
-  engine_log("template %s: build %s started on %s", name, build_id, base->alias);
+  asbi_log("template %s: build %s started on %s", name, build_id, base->alias);
   logf_(&b, "==> build %s of template %s on %s\n", build_id, name, base->alias);
   /* ---- the build sandbox ---- */
   b.base = base;
   snprintf(b.sid, sizeof b.sid, "bld");
   if (asbi_random_alnum(b.sid + 3, ENGINE_ID_LEN - 3)) {
-    api_error(r, 500, "no randomness available");
+    eng_err_set(err, ENG_EINTERNAL, NULL, "no randomness available");
     goto out;
   }
   const cJSON *res = cJSON_GetObjectItemCaseSensitive(spec, "resources");
@@ -767,28 +681,28 @@ void build_handle(engine *e, api_req *q, api_reply *r) {
   ss.disk_bytes = (uint64_t)cJSON_GetObjectItemCaseSensitive(res, "diskMB")->valueint << 20;
   ss.agent_argv = NULL; /* no agent: steps run through the exec service */
   if (asbe_sandbox_create(e->iso, &ss, &b.iso)) {
-    api_error(r, 500, "cannot create the build sandbox: %s", asbe_errmsg());
+    eng_err_set(err, ENG_EINTERNAL, NULL, "cannot create the build sandbox: %s", asbe_errmsg());
     goto out;
   }
-  if (unpack(&b, q->body, q->body_len) || run_steps(&b) || finish_layer(&b)) goto out;
+  if (unpack(&b, tar, tar_len) || run_steps(&b) || finish_layer(&b)) goto out;
   /* ---- commit: the writable layer becomes the template's layer ---- */
   if (asbe_sandbox_kill(b.iso, 0)) {
-    api_error(r, 500, "cannot stop the build sandbox: %s", asbe_errmsg());
+    eng_err_set(err, ENG_EINTERNAL, NULL, "cannot stop the build sandbox: %s", asbe_errmsg());
     goto out;
   }
   char layer[4500];
   snprintf(layer, sizeof layer, "%s/layer", bdir);
-  int64_t tc = now_unix_ms();
+  int64_t tc = asbi_unix_ms();
   if (asbe_sandbox_export_upper(b.iso, layer)) {
-    api_error(r, 500, "cannot commit the build: %s", asbe_errmsg());
+    eng_err_set(err, ENG_EINTERNAL, NULL, "cannot commit the build: %s", asbe_errmsg());
     goto out;
   }
-  logf_(&b, "==> committed the layer in %lld ms\n", (long long)(now_unix_ms() - tc));
+  logf_(&b, "==> committed the layer in %lld ms\n", (long long)(asbi_unix_ms() - tc));
   asbe_state_remove(e->iso, b.sid);
   asbe_sandbox_release(b.iso);
   b.iso = NULL;
   /* ---- record it ---- */
-  int64_t took = now_unix_ms() - t0;
+  int64_t took = asbi_unix_ms() - t0;
   cJSON *j = cJSON_CreateObject();
   cJSON_AddStringToObject(j, "alias", name);
   cJSON_AddStringToObject(j, "base", base->id);
@@ -811,7 +725,7 @@ void build_handle(engine *e, api_req *q, api_reply *r) {
   cJSON_AddNumberToObject(j, "cpuCount", cJSON_GetObjectItemCaseSensitive(res, "cpu")->valueint);
   cJSON_AddNumberToObject(j, "memoryMB", cJSON_GetObjectItemCaseSensitive(res, "memoryMB")->valueint);
   cJSON_AddNumberToObject(j, "diskSizeMB", cJSON_GetObjectItemCaseSensitive(res, "diskMB")->valueint);
-  cJSON_AddNumberToObject(j, "createdMs", (double)now_unix_ms());
+  cJSON_AddNumberToObject(j, "createdMs", (double)asbi_unix_ms());
   cJSON_AddNumberToObject(j, "buildMs", (double)took);
   cJSON_AddItemToObject(j, "spec", cJSON_Duplicate(spec, 1));
   char path[4500];
@@ -820,96 +734,44 @@ void build_handle(engine *e, api_req *q, api_reply *r) {
   cJSON_Delete(j);
   template_info *t = NULL;
   if (rc || (rc = templates_load(e, id, &t))) {
-    api_error(r, 500, "cannot record the template: %s", strerror(-rc));
+    eng_err_set(err, ENG_EINTERNAL, NULL, "cannot record the template: %s", strerror(-rc));
     goto out;
   }
+  templates_hold(e, t); /* the caller's, next to the registry's */
   templates_install(e, t);
   bdir[0] = '\0'; /* keep it */
-  engine_log("template %s: build %s ready in %lld ms", name, build_id, (long long)took);
+  asbi_log("template %s: build %s ready in %lld ms", name, build_id, (long long)took);
   logf_(&b, "==> template %s (%s) ready in %lld ms\n", name, id, (long long)took);
-  cJSON *out = template_json(e, t);
-  cJSON_AddBoolToObject(out, "cached", 0);
-  cJSON_AddStringToObject(out, "buildLog", b.log.data ? b.log.data : "");
-  api_reply_json(r, 201, out);
-  templates_gc(e);
+  *out = t;
+  ok = 1;
+  build_gc(e);
 out:
   if (b.iso) {
     asbe_sandbox_kill(b.iso, 1);
     asbe_sandbox_release(b.iso);
-    engine_log("template %s: build failed", spec ? cJSON_GetObjectItemCaseSensitive(spec, "name")->valuestring : "?");
+    asbi_log("template %s: build failed", spec ? cJSON_GetObjectItemCaseSensitive(spec, "name")->valuestring : "?");
   }
   if (bdir[0]) {
-    rm_rf(bdir);
-    if (!existing && tdir[0]) rm_rf(tdir); /* a new name that never built */
+    host_rm_rf(bdir);
+    if (!existing && tdir[0]) host_rm_rf(tdir); /* a new name that never built */
   }
   if (locked) pthread_mutex_unlock(&e->build_mu);
   templates_put(e, existing);
   templates_put(e, base);
   cJSON_Delete(spec);
-  asbi_buf_free(&b.log);
+  rep->log = asbi_buf_detach(&b.log, NULL);
+  if (!rep->log) rep->log = asbi_strdup("");
   for (size_t i = 0; i < n; i++) free(ents[i]);
   free(ents);
+  return ok ? 0 : -1;
 }
 
-/* ---- delete and garbage collection ------------------------------------------------- */
+/* ---- garbage collection ------------------------------------------------- */
 
 /* 1 if path lies in dir (dir itself or below it). */
 static int under(const char *path, const char *dir) {
   size_t n = strlen(dir);
   return !strncmp(path, dir, n) && (path[n] == '/' || path[n] == '\0');
-}
-
-void template_delete(engine *e, const char *id, api_reply *r) {
-  template_info *t = templates_find(e, id);
-  if (!t) {
-    api_error(r, 404, "template \"%s\" not found", id);
-    return;
-  }
-  if (t->builtin) {
-    api_error(r, 400, "template \"%s\" is built in and cannot be deleted", t->alias);
-    templates_put(e, t);
-    return;
-  }
-  pthread_mutex_lock(&e->build_mu);
-  /* in use by sandboxes? */
-  size_t ns = 0, users = 0;
-  sbx **v = reg_list(e, &ns);
-  for (size_t i = 0; v && i < ns; i++)
-    if (v[i]->template_id && !strcmp(v[i]->template_id, t->id)) users++;
-  reg_put_all(e, v, ns);
-  /* the base of other templates? */
-  size_t nt = 0;
-  template_info **all = templates_snapshot(e, &nt);
-  char child[128] = "";
-  for (size_t i = 0; all && i < nt && !child[0]; i++) {
-    if (all[i] == t) continue;
-    for (size_t k = 0; k < asbe_template_layer_count(all[i]->tmpl); k++)
-      if (under(asbe_template_layer(all[i]->tmpl, k), t->dir))
-        snprintf(child, sizeof child, "%s", all[i]->alias);
-  }
-  templates_put_all(e, all, nt); /* before uninstall counts the users */
-  if (users) {
-    api_error(r, 409, "template \"%s\" is in use by %zu sandbox(es); kill them first", t->alias,
-              users);
-  } else if (child[0]) {
-    api_error(r, 409, "template \"%s\" is the base of template \"%s\"; delete that first",
-              t->alias, child);
-  } else if (templates_uninstall(e, t) != 0) {
-    api_error(r, 409, "template \"%s\" is in use (a sandbox is being created from it); try "
-              "again", t->alias);
-  } else {
-    char gone[4300];
-    snprintf(gone, sizeof gone, "%s.deleted", t->dir);
-    /* rename first: a crash mid-delete leaves no half template behind */
-    if (rename(t->dir, gone) == 0)
-      rm_rf(gone);
-    else
-      rm_rf(t->dir);
-    engine_log("template %s (%s): deleted", t->alias, t->id);
-    r->status = 204;
-  }
-  pthread_mutex_unlock(&e->build_mu);
-  templates_put(e, t);
 }
 
 static int in_list(const cJSON *arr, const char *dir) {
@@ -920,7 +782,7 @@ static int in_list(const cJSON *arr, const char *dir) {
   return 0;
 }
 
-void templates_gc(engine *e) {
+void build_gc(engine *e) {
   /* every layer in use: by templates and by live sandboxes */
   cJSON *used = cJSON_CreateArray();
   size_t nt = 0, ns = 0;
@@ -949,7 +811,7 @@ void templates_gc(engine *e) {
     size_t nl = strlen(de->d_name);
     if (nl > 8 && !strcmp(de->d_name + nl - 8, ".deleted")) { /* an interrupted delete */
       snprintf(path, sizeof path, "%s/%s", tdir, de->d_name);
-      rm_rf(path);
+      host_rm_rf(path);
       continue;
     }
     char builds[4500];
@@ -960,8 +822,8 @@ void templates_gc(engine *e) {
       if (be->d_name[0] == '.') continue;
       snprintf(path, sizeof path, "%s/%s", builds, be->d_name);
       if (!in_list(used, path)) {
-        engine_log("template %s: removing unused build %s", de->d_name, be->d_name);
-        rm_rf(path);
+        asbi_log("template %s: removing unused build %s", de->d_name, be->d_name);
+        host_rm_rf(path);
       }
     }
     if (bd) closedir(bd);
@@ -978,7 +840,7 @@ void build_cleanup(engine *e) {
   while (d && (de = readdir(d))) {
     if (strncmp(de->d_name, "bld", 3) != 0 || strlen(de->d_name) != ENGINE_ID_LEN) continue;
     if (asbe_state_remove(e->iso, de->d_name) == 0)
-      engine_log("removed the build sandbox %s of an interrupted build", de->d_name);
+      asbi_log("removed the build sandbox %s of an interrupted build", de->d_name);
   }
   if (d) closedir(d);
 }

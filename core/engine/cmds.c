@@ -23,10 +23,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine.h"
+#include "cmds.h"
 #include "proto/cmdargs.h"
 #include "proto/pjson.h"
+#include "registry.h"
+#include "sbxexec.h"
 #include "util/buf.h"
+#include "util/log.h"
 #include "util/util.h"
 
 #define UPSTREAM_TIMEOUT_MS 60000
@@ -233,7 +236,7 @@ char *cmds_serve(engine *e, const char *id, int port, const char *method, const 
       out = error_body("call a command with POST", "MethodNotAllowed");
     } else {
       out = run_custom(s, cmd, body, len, status);
-      engine_log("sandbox %s: custom command %s: HTTP %d", s->id, name, *status);
+      asbi_log("sandbox %s: custom command %s: HTTP %d", s->id, name, *status);
     }
     goto done;
   }

@@ -9,8 +9,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "engine.h"
+#include "codei.h"
+#include "proto/url.h"
 #include "util/buf.h"
+#include "util/log.h"
 #include "util/sha256.h"
 #include "util/util.h"
 
@@ -31,7 +33,7 @@ int codei_start(engine *e, sbx *s) {
   char access_hex[65], traffic_hex[65];
   asbi_sha256_hex(s->token, strlen(s->token), access_hex);
   asbi_sha256_hex(s->traffic_token, strlen(s->traffic_token), traffic_hex);
-  const char *args[] = {"--port", "49999", "--listen", "127.0.0.1", "--access-token-sha256",
+  const char *args[] = {"--port", ASBI_STRINGIFY(ASBI_CODE_PORT), "--listen", "127.0.0.1", "--access-token-sha256",
                         access_hex, "--traffic-token-sha256", traffic_hex, "--cwd", "/home/user",
                         NULL};
   char **argv = asbe_agent_argv("code-interpreter", args);
@@ -66,7 +68,7 @@ int codei_start(engine *e, sbx *s) {
     asbe_proc *p = NULL;
     rc = asbe_sandbox_exec(s->iso, &o, &p);
     if (rc)
-      engine_log("sandbox %s: cannot start the code interpreter: %s", s->id, asbe_errmsg());
+      asbi_log("sandbox %s: cannot start the code interpreter: %s", s->id, asbe_errmsg());
     asbe_proc_free(p);
   }
   if (rc) s->codei_started = 0;
@@ -78,16 +80,16 @@ int codei_start(engine *e, sbx *s) {
 }
 
 int codei_connect(engine *e, sbx *s, int timeout_ms) {
-  int fd = asbe_sandbox_connect_tcp(s->iso, CODEI_PORT);
+  int fd = asbe_sandbox_connect_tcp(s->iso, ASBI_CODE_PORT);
   if (fd >= 0 || !e->codei_path) return fd;
   int rc = codei_start(e, s);
   if (rc) return rc;
-  int64_t deadline = now_unix_ms() + timeout_ms;
+  int64_t deadline = asbi_unix_ms() + timeout_ms;
   useconds_t nap = 1000;
   for (;;) {
-    fd = asbe_sandbox_connect_tcp(s->iso, CODEI_PORT);
+    fd = asbe_sandbox_connect_tcp(s->iso, ASBI_CODE_PORT);
     if (fd >= 0) return fd;
-    if (now_unix_ms() >= deadline || !asbe_sandbox_alive(s->iso)) return fd;
+    if (asbi_unix_ms() >= deadline || !asbe_sandbox_alive(s->iso)) return fd;
     usleep(nap);
     if (nap < 20000) nap *= 2;
   }

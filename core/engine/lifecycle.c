@@ -11,17 +11,17 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-#include "engine.h"
+#include "lifecycle.h"
+#include "registry.h"
+#include "util/log.h"
+#include "util/util.h"
 
 #define SAMPLE_EVERY_MS 5000
 
-static int kick_fd = -1;
-
 void lifecycle_kick(engine *e) {
-  (void)e;
-  if (kick_fd >= 0) {
+  if (e->lc_kick_fd >= 0) {
     uint64_t one = 1;
-    if (write(kick_fd, &one, sizeof one) < 0) { /* full: already kicked */
+    if (write(e->lc_kick_fd, &one, sizeof one) < 0) { /* full: already kicked */
     }
   }
 }
@@ -34,7 +34,7 @@ void lifecycle_sample(engine *e, sbx *s) {
     pthread_mutex_unlock(&s->mu);
     return;
   }
-  int64_t now = now_unix_ms();
+  int64_t now = asbi_unix_ms();
   double pct = 0;
   if (s->last_cpu_ts_ms && now > s->last_cpu_ts_ms && st.cpu_usage_ns >= s->last_cpu_ns) {
     double wall_ns = (double)(now - s->last_cpu_ts_ms) * 1e6;
@@ -56,7 +56,7 @@ void lifecycle_sample(engine *e, sbx *s) {
   s->ring_at = (s->ring_at + 1) % ENGINE_METRICS_RING;
   if (s->ring_n < ENGINE_METRICS_RING) s->ring_n++;
   if (st.oom_kills > s->oom_kills) {
-    engine_log("sandbox %s: %llu OOM kill(s) in its workload", s->id,
+    asbi_log("sandbox %s: %llu OOM kill(s) in its workload", s->id,
                (unsigned long long)(st.oom_kills - s->oom_kills));
     s->oom_kills = st.oom_kills;
   }
@@ -69,7 +69,7 @@ void lifecycle_kill(engine *e, sbx *s, const char *reason) {
     s->state = SBX_DEAD;
     snprintf(s->end_reason, sizeof s->end_reason, "%s", reason);
     if (s->iso) asbe_sandbox_kill(s->iso, 1);
-    engine_log("sandbox %s: ended (%s)", s->id, reason);
+    asbi_log("sandbox %s: ended (%s)", s->id, reason);
   }
   pthread_mutex_unlock(&s->mu);
   reg_remove(e, s, reason);
@@ -87,7 +87,7 @@ int lifecycle_pause(engine *e, sbx *s) {
   pthread_mutex_unlock(&s->mu);
   if (rc == 0) {
     reg_save(e, s);
-    engine_log("sandbox %s: paused", s->id);
+    asbi_log("sandbox %s: paused", s->id);
   }
   return rc;
 }
@@ -110,7 +110,7 @@ int lifecycle_resume(engine *e, sbx *s) {
 
 static void *loop(void *arg) {
   engine *e = arg;
-  int64_t next_sample = now_unix_ms() + SAMPLE_EVERY_MS;
+  int64_t next_sample = asbi_unix_ms() + SAMPLE_EVERY_MS;
   for (;;) {
     pthread_mutex_lock(&e->mu);
     int stopping = e->stopping;
@@ -122,7 +122,7 @@ static void *loop(void *arg) {
       usleep(100000);
       continue;
     }
-    int64_t now = now_unix_ms();
+    int64_t now = asbi_unix_ms();
     int64_t wake = next_sample;
     /* Deadlines and deaths. */
     for (size_t i = 0; i < n; i++) {
@@ -143,7 +143,7 @@ static void *loop(void *arg) {
       }
       if (st == SBX_RUNNING && end && now >= end) {
         if (autop) {
-          engine_log("sandbox %s: lifetime over, pausing (autoPause)", s->id);
+          asbi_log("sandbox %s: lifetime over, pausing (autoPause)", s->id);
           lifecycle_pause(e, s);
         } else {
           lifecycle_kill(e, s, "timeout");
@@ -161,7 +161,7 @@ static void *loop(void *arg) {
     struct pollfd *fds = calloc(n + 1, sizeof *fds);
     size_t nf = 0;
     if (fds) {
-      fds[nf].fd = kick_fd;
+      fds[nf].fd = e->lc_kick_fd;
       fds[nf++].events = POLLIN;
       for (size_t i = 0; i < n; i++) {
         pthread_mutex_lock(&v[i]->mu);
@@ -173,14 +173,14 @@ static void *loop(void *arg) {
       }
     }
     reg_put_all(e, v, n);
-    int64_t ms = wake - now_unix_ms();
+    int64_t ms = wake - asbi_unix_ms();
     if (ms < 0) ms = 0;
     if (ms > SAMPLE_EVERY_MS) ms = SAMPLE_EVERY_MS;
     if (fds) {
       poll(fds, nf, (int)ms + 1);
       if (fds[0].revents & POLLIN) {
         uint64_t x;
-        if (read(kick_fd, &x, sizeof x) < 0) { /* nothing to drain */
+        if (read(e->lc_kick_fd, &x, sizeof x) < 0) { /* nothing to drain */
         }
       }
       free(fds);
@@ -192,9 +192,13 @@ static void *loop(void *arg) {
 }
 
 int lifecycle_start(engine *e) {
-  kick_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-  if (kick_fd < 0) return -errno;
+  e->lc_kick_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (e->lc_kick_fd < 0) return -errno;
   int rc = pthread_create(&e->lc_thread, NULL, loop, e);
+  if (rc) {
+    close(e->lc_kick_fd);
+    e->lc_kick_fd = -1;
+  }
   return rc ? -rc : 0;
 }
 
@@ -204,6 +208,6 @@ void lifecycle_stop(engine *e) {
   pthread_mutex_unlock(&e->mu);
   lifecycle_kick(e);
   pthread_join(e->lc_thread, NULL);
-  close(kick_fd);
-  kick_fd = -1;
+  close(e->lc_kick_fd);
+  e->lc_kick_fd = -1;
 }

@@ -9,14 +9,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "engine.h"
 #include "proto/pjson.h"
+#include "registry.h"
 #include "util/buf.h"
+#include "util/log.h"
 #include "util/util.h"
 
 #define TOMBS_MAX 10000
 
-sbx *sbx_new(void) {
+sbx *reg_sbx_new(void) {
   sbx *s = calloc(1, sizeof *s);
   if (!s) return NULL;
   pthread_mutex_init(&s->mu, NULL);
@@ -25,7 +26,7 @@ sbx *sbx_new(void) {
   return s;
 }
 
-void sbx_free(sbx *s) {
+void reg_sbx_free(sbx *s) {
   if (!s) return;
   while (s->idle) {
     upstream *u = s->idle;
@@ -63,7 +64,7 @@ void reg_put(engine *e, sbx *s) {
   pthread_mutex_lock(&e->mu);
   int last = --s->refs == 0;
   pthread_mutex_unlock(&e->mu);
-  if (last) sbx_free(s);
+  if (last) reg_sbx_free(s);
 }
 
 int reg_add(engine *e, sbx *s) {
@@ -80,7 +81,6 @@ int reg_add(engine *e, sbx *s) {
   }
   e->sbx[e->nsbx++] = s;
   pthread_mutex_unlock(&e->mu);
-  lifecycle_kick(e);
   return 0;
 }
 
@@ -92,7 +92,7 @@ static void tomb_append_file(engine *e, const tomb *t) {
   char line[128];
   int n = snprintf(line, sizeof line, "%s %s %lld\n", t->id, t->reason,
                    (long long)t->ended_ms);
-  if (write(fd, line, (size_t)n) != n) engine_log("cannot record tombstone of %s", t->id);
+  if (write(fd, line, (size_t)n) != n) asbi_log("cannot record tombstone of %s", t->id);
   close(fd);
 }
 
@@ -127,7 +127,7 @@ void reg_remove(engine *e, sbx *s, const char *reason) {
       break;
     }
   if (found) {
-    tomb_add_locked(e, s->id, reason, now_unix_ms());
+    tomb_add_locked(e, s->id, reason, asbi_unix_ms());
     tomb_append_file(e, &e->tombs[e->ntombs - 1]);
   }
   pthread_mutex_unlock(&e->mu);
@@ -136,7 +136,7 @@ void reg_remove(engine *e, sbx *s, const char *reason) {
 
 void reg_tomb_add(engine *e, const char *id, const char *reason) {
   pthread_mutex_lock(&e->mu);
-  tomb_add_locked(e, id, reason, now_unix_ms());
+  tomb_add_locked(e, id, reason, asbi_unix_ms());
   if (e->ntombs) tomb_append_file(e, &e->tombs[e->ntombs - 1]);
   pthread_mutex_unlock(&e->mu);
 }
@@ -261,7 +261,7 @@ sbx *reg_load(engine *e, const char *id) {
                  : NULL;
   asbi_buf_free(&b);
   if (!j) return NULL;
-  sbx *s = sbx_new();
+  sbx *s = reg_sbx_new();
   const char *str = NULL;
   if (!s) goto fail;
   if (asbi_pj_get_str(j, "id", &str) != 0 || !str || strcmp(str, id) != 0) goto fail;
@@ -308,6 +308,6 @@ sbx *reg_load(engine *e, const char *id) {
   return s;
 fail:
   cJSON_Delete(j);
-  sbx_free(s);
+  reg_sbx_free(s);
   return NULL;
 }

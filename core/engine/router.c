@@ -29,13 +29,14 @@
 
 #include <openssl/crypto.h>
 
+#include "codei.h"
 #include "proto/http1.h"
 #include "proto/url.h"
+#include "registry.h"
 #include "util/buf.h"
 #include "util/util.h"
 
 #define READ_CHUNK (256u * 1024u)
-#define ENVD_PORT 49983
 
 struct route_ctx {
   engine *e;
@@ -109,7 +110,7 @@ int router_match(struct MHD_Connection *c, char *id, size_t idlen, int *port) {
   const char *hid = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "E2b-Sandbox-Id");
   if (hid && *hid) {
     const char *hp = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "E2b-Sandbox-Port");
-    int64_t p = ENVD_PORT;
+    int64_t p = ASBI_ENVD_PORT;
     if (hp && (asbi_parse_i64(hp, strlen(hp), &p) || p < 1 || p > 65535)) p = -1;
     snprintf(id, idlen, "%s", hid);
     *port = (int)p;
@@ -260,8 +261,8 @@ static void route_free(route_ctx *r) {
 }
 
 static int connect_port(engine *e, sbx *s, int port) {
-  return port == ENVD_PORT    ? asbe_sandbox_connect_unix(s->iso, "envd.sock")
-         : port == CODEI_PORT ? codei_connect(e, s, 30000)
+  return port == ASBI_ENVD_PORT    ? asbe_sandbox_connect_unix(s->iso, "envd.sock")
+         : port == ASBI_CODE_PORT ? codei_connect(e, s, 30000)
                               : asbe_sandbox_connect_tcp(s->iso, (uint16_t)port);
 }
 
@@ -326,7 +327,7 @@ route_ctx *router_begin(engine *e, struct MHD_Connection *c, const char *raw_uri
   if (r->fd < 0) r->fd = connect_port(e, s, port);
   if (r->fd < 0) {
     *err_status = 502;
-    *err = port == ENVD_PORT
+    *err = port == ASBI_ENVD_PORT
                ? json_resp(502, id, "bad_gateway", NULL,
                            "the agent (envd) of sandbox \"%s\" is not reachable: %s",
                            id, strerror(-r->fd))

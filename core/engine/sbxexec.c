@@ -13,8 +13,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "engine.h"
 #include "proto/http1.h"
+#include "sbxexec.h"
 #include "util/buf.h"
 #include "util/util.h"
 
@@ -278,4 +278,21 @@ int sbx_http(asbe_sandbox *iso, int port, const char *method, const char *path,
   int fd = asbe_sandbox_connect_tcp(iso, (uint16_t)port);
   if (fd < 0) return fd;
   return sbx_http_fd(fd, method, path, headers, body, len, reply, timeout_ms, 8u << 20);
+}
+
+int sbx_envd_request(asbe_sandbox *iso, const char *token, const char *method,
+                     const char *path, const char *body, char **reply, int timeout_ms) {
+  if (reply) *reply = NULL;
+  int fd = asbe_sandbox_connect_unix(iso, "envd.sock");
+  if (fd < 0) return fd;
+  char hdr[160];
+  snprintf(hdr, sizeof hdr, "X-Access-Token: %s", token);
+  const char *hs[4];
+  size_t n = 0;
+  hs[n++] = "User-Agent: agent-sandboxd";
+  if (token[0]) hs[n++] = hdr;
+  if (body) hs[n++] = "Content-Type: application/json";
+  hs[n] = NULL;
+  return sbx_http_fd(fd, method, path, hs, body, body ? strlen(body) : 0, reply, timeout_ms,
+                     4u << 20);
 }

@@ -26,11 +26,14 @@
 #include <unistd.h>
 
 #include "api.h"
+#include "cmds.h"
 #include "proto/http1.h"
 #include "proto/url.h"
 #include "router.h"
+#include "server.h"
 #include "util/buf.h"
 #include "util/connguard.h"
+#include "util/log.h"
 #include "util/util.h"
 
 #define API_BODY_MAX (1u << 20)
@@ -61,10 +64,18 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_ctx
   }
 }
 
+/* What a request turned out to be, once its head was read. */
+typedef enum req_kind {
+  REQ_UNDECIDED = 0, /* the head is not checked yet */
+  REQ_API,           /* a control-plane call (api.c) */
+  REQ_ROUTED,        /* sandbox traffic, forwarded (router.c) */
+  REQ_ANSWERED,      /* a reply is queued: swallow the rest of the body */
+  REQ_COMMANDS,      /* a template's custom commands (cmds.c) */
+} req_kind;
+
 typedef struct req_ctx {
   char *raw_uri;
-  int kind; /* 0 undecided, 1 API, 2 router, 3 already answered,
-               4 a template's custom commands (cmds.c) */
+  req_kind kind;
   char sid[64];
   int port;
   asbi_buf body;
@@ -210,19 +221,19 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c,
   (void)version;
   req_ctx *r = *con_cls;
   if (!r) return MHD_NO;
-  if (r->kind == 0) {
+  if (r->kind == REQ_UNDECIDED) {
     asbi_connguard_head_done(guarded(c));
     const char *why = NULL;
     unsigned bad = head_problem(c, method, r->raw_uri, &why);
     if (bad) {
-      r->kind = 3;
+      r->kind = REQ_ANSWERED;
       return error(c, bad, why);
     }
     char id[64];
     int port = 0;
     if (router_match(c, id, sizeof id, &port)) {
       if (port > 0 && cmds_wants(e, id, port, url)) {
-        r->kind = 4;
+        r->kind = REQ_COMMANDS;
         snprintf(r->sid, sizeof r->sid, "%s", id);
         r->port = port;
         return MHD_YES;
@@ -232,33 +243,33 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c,
       r->route = router_begin(e, c, r->raw_uri ? r->raw_uri : url, method, id, port,
                               &err, &st);
       if (!r->route) {
-        r->kind = 3;
+        r->kind = REQ_ANSWERED;
         return queue(c, st, err);
       }
-      r->kind = 2;
+      r->kind = REQ_ROUTED;
       return MHD_YES;
     }
-    r->kind = 1;
+    r->kind = REQ_API;
     if (strcmp(url, "/health") == 0 && strcmp(method, "GET") == 0) {
       /* open: tells a caller the engine is up, nothing else */
-      r->kind = 3;
+      r->kind = REQ_ANSWERED;
       return queue(c, 204, MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT));
     }
     if (strcmp(method, "POST") == 0 &&
         (strcmp(url, "/templates/builds") == 0 || strcmp(url, "/v2/templates/builds") == 0))
       r->body.max = BUILD_BODY_MAX;
     if (!authorized(e, c)) {
-      r->kind = 3;
+      r->kind = REQ_ANSWERED;
       return error(c, 401, "missing or invalid API key (X-API-Key)");
     }
     return MHD_YES;
   }
-  if (r->kind == 3) { /* answered early: swallow the rest of the body */
+  if (r->kind == REQ_ANSWERED) { /* answered early: swallow the rest of the body */
     *upload_size = 0;
     return MHD_YES;
   }
   if (*upload_size) {
-    if (r->kind == 2) {
+    if (r->kind == REQ_ROUTED) {
       router_body(r->route, upload, *upload_size);
     } else if (!r->too_big && asbi_buf_append(&r->body, upload, *upload_size)) {
       r->too_big = 1;
@@ -266,8 +277,8 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c,
     *upload_size = 0;
     return MHD_YES;
   }
-  if (r->kind == 4) {
-    r->kind = 3;
+  if (r->kind == REQ_COMMANDS) {
+    r->kind = REQ_ANSWERED;
     if (r->too_big) return error(c, 413, "request body over 1 MiB");
     int st = 500;
     const char *tok = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "X-Access-Token");
@@ -282,14 +293,14 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c,
     MHD_add_response_header(resp, "Content-Type", "application/json");
     return queue(c, (unsigned)st, resp);
   }
-  if (r->kind == 2) {
+  if (r->kind == REQ_ROUTED) {
     unsigned st = 0;
     struct MHD_Response *resp = router_finish(r->route, &st);
     r->route = NULL; /* owned by the response (or freed) now */
-    r->kind = 3;
+    r->kind = REQ_ANSWERED;
     return queue(c, st, resp);
   }
-  r->kind = 3;
+  r->kind = REQ_ANSWERED;
   if (r->too_big) {
     char msg[64];
     snprintf(msg, sizeof msg, "request body over %zu MiB", r->body.max >> 20);
@@ -307,49 +318,6 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c,
   api_handle(e, &q, &rep);
   api_req_free(&q);
   return queue_json(c, (unsigned)rep.status, rep.body, &rep);
-}
-
-/* ---- query strings --------------------------------------------------------------- */
-
-const char *api_query(api_req *q, const char *name) {
-  if (!q->q_parsed) {
-    q->q_parsed = 1;
-    size_t n = 1;
-    for (const char *p = q->query; *p; p++) n += *p == '&';
-    q->qk = calloc(n, sizeof *q->qk);
-    q->qv = calloc(n, sizeof *q->qv);
-    if (!q->qk || !q->qv) return NULL;
-    const char *p = q->query;
-    while (*p) {
-      const char *end = strchr(p, '&');
-      size_t len = end ? (size_t)(end - p) : strlen(p);
-      const char *eq = memchr(p, '=', len);
-      char *k = NULL, *v = NULL;
-      size_t kl = eq ? (size_t)(eq - p) : len;
-      if (len && asbi_url_unescape(p, kl, 1, &k) == 0 &&
-          asbi_url_unescape(eq ? eq + 1 : "", eq ? len - kl - 1 : 0, 1, &v) == 0) {
-        q->qk[q->nq] = k;
-        q->qv[q->nq++] = v;
-      } else {
-        free(k);
-        free(v);
-      }
-      p += len + (end ? 1 : 0);
-      if (!end) break;
-    }
-  }
-  for (size_t i = 0; i < q->nq; i++)
-    if (strcmp(q->qk[i], name) == 0) return q->qv[i];
-  return NULL;
-}
-
-void api_req_free(api_req *q) {
-  for (size_t i = 0; i < q->nq; i++) {
-    free(q->qk[i]);
-    free(q->qv[i]);
-  }
-  free(q->qk);
-  free(q->qv);
 }
 
 /* ---- start / stop ------------------------------------------------------------------- */
@@ -384,7 +352,7 @@ int server_start(engine *e, const char *listen_addr, const char *socket_path) {
   s->unix_fd = -1;
   /* TCP: "host:port" (port 0 = pick one). */
   char host[256];
-  int port = 49982;
+  int port = ASBI_ENGINE_PORT;
   const char *colon = strrchr(listen_addr, ':');
   if (colon) {
     snprintf(host, sizeof host, "%.*s", (int)(colon - listen_addr), listen_addr);
@@ -402,7 +370,7 @@ int server_start(engine *e, const char *listen_addr, const char *socket_path) {
       setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) ||
       bind(fd, (struct sockaddr *)&a, sizeof a) || listen(fd, 512)) {
     int err = errno ? errno : EINVAL;
-    engine_log("cannot listen on %s: %s", listen_addr, strerror(err));
+    asbi_log("cannot listen on %s: %s", listen_addr, strerror(err));
     if (fd >= 0) close(fd);
     free(s);
     return -err;
@@ -421,7 +389,7 @@ int server_start(engine *e, const char *listen_addr, const char *socket_path) {
     memset(&u, 0, sizeof u);
     u.sun_family = AF_UNIX;
     if (strlen(socket_path) >= sizeof u.sun_path) {
-      engine_log("socket path too long: %s", socket_path);
+      asbi_log("socket path too long: %s", socket_path);
     } else {
       snprintf(u.sun_path, sizeof u.sun_path, "%s", socket_path);
       unlink(socket_path);
@@ -434,7 +402,7 @@ int server_start(engine *e, const char *listen_addr, const char *socket_path) {
         if (s->unx) s->unix_fd = ufd;
       }
       if (!s->unx) {
-        engine_log("cannot serve on unix socket %s: %s", socket_path, strerror(errno));
+        asbi_log("cannot serve on unix socket %s: %s", socket_path, strerror(errno));
         if (ufd >= 0) close(ufd);
       }
     }

@@ -21,16 +21,19 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "engine.h"
+#include "host.h"
 #include "proto/pjson.h"
+#include "registry.h"
+#include "templates.h"
 #include "util/buf.h"
+#include "util/log.h"
 #include "util/util.h"
 
 #define DEFAULT_CPU 2
 #define DEFAULT_MEMORY_MB 512
 #define DEFAULT_DISK_MB 1024
 
-static template_info *tinfo_new(const char *id, const char *alias, const char *dir) {
+template_info *templates_info_new(const char *id, const char *alias, const char *dir) {
   template_info *t = calloc(1, sizeof *t);
   if (!t) return NULL;
   t->id = asbi_strdup(id);
@@ -41,7 +44,7 @@ static template_info *tinfo_new(const char *id, const char *alias, const char *d
   t->cpu_count = DEFAULT_CPU;
   t->memory_mb = DEFAULT_MEMORY_MB;
   t->disk_mb = DEFAULT_DISK_MB;
-  t->created_ms = now_unix_ms();
+  t->created_ms = asbi_unix_ms();
   t->refs = 1;
   if (!t->id || !t->alias || !t->dir || !t->build_id || !t->hash) {
     free(t->id);
@@ -81,13 +84,13 @@ static int builtin(engine *e, const char *name, int (*prepare)(const char *),
   if (mkdir(dir, 0755) != 0 && errno != EEXIST) return -errno;
   int rc = prepare(dir);
   if (rc) {
-    engine_log("template %s: cannot prepare %s: %s", name, dir, asbe_errmsg());
+    asbi_log("template %s: cannot prepare %s: %s", name, dir, asbe_errmsg());
     return rc;
   }
-  template_info *t = tinfo_new(name, name, dir);
+  template_info *t = templates_info_new(name, name, dir);
   if (!t) return -ENOMEM;
   if ((rc = make(dir, &t->tmpl))) {
-    engine_log("template %s: %s", name, asbe_errmsg());
+    asbi_log("template %s: %s", name, asbe_errmsg());
     tinfo_free(t);
     return rc;
   }
@@ -121,7 +124,7 @@ int templates_load(engine *e, const char *id, template_info **out) {
   cJSON *j = b.data ? asbi_pj_parse(b.data, b.len, NULL) : NULL;
   asbi_buf_free(&b);
   if (!j) {
-    engine_log("template %s: %s is not valid JSON; skipped", id, path);
+    asbi_log("template %s: %s is not valid JSON; skipped", id, path);
     return -EINVAL;
   }
   const char *alias = NULL, *base = NULL, *bid = NULL, *hash = NULL;
@@ -129,7 +132,7 @@ int templates_load(engine *e, const char *id, template_info **out) {
   asbi_pj_get_str(j, "base", &base);
   asbi_pj_get_str(j, "buildID", &bid);
   asbi_pj_get_str(j, "hash", &hash);
-  template_info *t = tinfo_new(id, alias ? alias : id, dir);
+  template_info *t = templates_info_new(id, alias ? alias : id, dir);
   int rc = t ? 0 : -ENOMEM;
   if (!rc && !(t->tmpl = asbe_template_new())) rc = -ENOMEM;
   const cJSON *it;
@@ -184,7 +187,7 @@ int templates_load(engine *e, const char *id, template_info **out) {
   }
   cJSON_Delete(j);
   if (rc) {
-    engine_log("template %s: cannot load (%s): %s", id, strerror(-rc), asbe_errmsg());
+    asbi_log("template %s: cannot load (%s): %s", id, strerror(-rc), asbe_errmsg());
     tinfo_free(t);
     return rc;
   }
@@ -196,14 +199,12 @@ int templates_init(engine *e) {
   char dir[4096];
   snprintf(dir, sizeof dir, "%s/templates", e->state_dir);
   if (mkdir(dir, 0755) != 0 && errno != EEXIST) return -errno;
-  pthread_mutex_init(&e->tmpl_mu, NULL);
-  pthread_mutex_init(&e->build_mu, NULL);
   int rc = builtin(e, "base", asbe_template_prepare_base, asbe_template_base);
   if (rc) return rc;
   /* E2B's code-interpreter template: base, with the code interpreter
    * started at create so its default kernel is warm for the first call. */
   template_info *b = e->templates;
-  template_info *ci = b ? tinfo_new("code-interpreter-v1", "code-interpreter", b->dir) : NULL;
+  template_info *ci = b ? templates_info_new("code-interpreter-v1", "code-interpreter", b->dir) : NULL;
   if (ci && asbe_template_base(b->dir, &ci->tmpl) == 0) {
     ci->start_codei = 1;
     ci->builtin = 1;
@@ -214,7 +215,7 @@ int templates_init(engine *e) {
   }
   /* busybox is optional: Debian's busybox-static provides /bin/busybox. */
   if (builtin(e, "busybox", asbe_template_prepare_busybox, asbe_template_busybox))
-    engine_log("template busybox unavailable (install busybox-static)");
+    asbi_log("template busybox unavailable (install busybox-static)");
   DIR *d = opendir(dir);
   if (!d) return 0;
   struct dirent *de;
@@ -352,4 +353,73 @@ cJSON *templates_layers_json(const template_info *t) {
   for (size_t i = 0; a && i < asbe_template_layer_count(t->tmpl); i++)
     cJSON_AddItemToArray(a, cJSON_CreateString(asbe_template_layer(t->tmpl, i)));
   return a;
+}
+
+void templates_hold(engine *e, template_info *t) {
+  pthread_mutex_lock(&e->tmpl_mu);
+  t->refs++;
+  pthread_mutex_unlock(&e->tmpl_mu);
+}
+
+/* ---- delete ------------------------------------------------------------------------- */
+
+/* 1 if path lies in dir (dir itself or below it). */
+static int under(const char *path, const char *dir) {
+  size_t n = strlen(dir);
+  return !strncmp(path, dir, n) && (path[n] == '/' || path[n] == '\0');
+}
+
+int templates_delete(engine *e, const char *id, eng_err *err) {
+  template_info *t = templates_find(e, id);
+  if (!t) return eng_err_set(err, ENG_ENOTFOUND, NULL, "template \"%s\" not found", id);
+  if (t->builtin) {
+    eng_err_set(err, ENG_EINVAL, NULL, "template \"%s\" is built in and cannot be deleted",
+                t->alias);
+    templates_put(e, t);
+    return -1;
+  }
+  int rc = -1;
+  pthread_mutex_lock(&e->build_mu);
+  /* in use by sandboxes? */
+  size_t ns = 0, users = 0;
+  sbx **v = reg_list(e, &ns);
+  for (size_t i = 0; v && i < ns; i++)
+    if (v[i]->template_id && !strcmp(v[i]->template_id, t->id)) users++;
+  reg_put_all(e, v, ns);
+  /* the base of other templates? */
+  size_t nt = 0;
+  template_info **all = templates_snapshot(e, &nt);
+  char child[128] = "";
+  for (size_t i = 0; all && i < nt && !child[0]; i++) {
+    if (all[i] == t) continue;
+    for (size_t k = 0; k < asbe_template_layer_count(all[i]->tmpl); k++)
+      if (under(asbe_template_layer(all[i]->tmpl, k), t->dir))
+        snprintf(child, sizeof child, "%s", all[i]->alias);
+  }
+  templates_put_all(e, all, nt); /* before uninstall counts the users */
+  if (users) {
+    eng_err_set(err, ENG_ECONFLICT, NULL,
+                "template \"%s\" is in use by %zu sandbox(es); kill them first", t->alias, users);
+  } else if (child[0]) {
+    eng_err_set(err, ENG_ECONFLICT, NULL,
+                "template \"%s\" is the base of template \"%s\"; delete that first", t->alias,
+                child);
+  } else if (templates_uninstall(e, t) != 0) {
+    eng_err_set(err, ENG_ECONFLICT, NULL,
+                "template \"%s\" is in use (a sandbox is being created from it); try again",
+                t->alias);
+  } else {
+    char gone[4300];
+    snprintf(gone, sizeof gone, "%s.deleted", t->dir);
+    /* rename first: a crash mid-delete leaves no half template behind */
+    if (rename(t->dir, gone) == 0)
+      host_rm_rf(gone);
+    else
+      host_rm_rf(t->dir);
+    asbi_log("template %s (%s): deleted", t->alias, t->id);
+    rc = 0;
+  }
+  pthread_mutex_unlock(&e->build_mu);
+  templates_put(e, t);
+  return rc;
 }

@@ -14,9 +14,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "engine.h"
 #include "proto/pjson.h"
+#include "sbxexec.h"
+#include "tstart.h"
 #include "util/buf.h"
+#include "util/log.h"
 #include "util/sha256.h"
 #include "util/util.h"
 
@@ -66,7 +68,7 @@ static int exec_shell(sbx *s, const char *cmd, int uid, const char *cwd, char **
   return rc;
 }
 
-int template_start(engine *e, sbx *s, template_info *t, char *err, size_t errlen) {
+int tstart_run(engine *e, sbx *s, template_info *t, char *err, size_t errlen) {
   (void)e;
   const cJSON *start = cJSON_GetObjectItemCaseSensitive(t->spec, "start");
   if (!cJSON_IsObject(start)) return 0;
@@ -89,7 +91,7 @@ int template_start(engine *e, sbx *s, template_info *t, char *err, size_t errlen
   asbi_buf_puts(&full, START_PREFIX);
   asbi_buf_puts(&full, cmd);
   asbe_proc *p = NULL;
-  int64_t t0 = now_unix_ms();
+  int64_t t0 = asbi_unix_ms();
   int rc = envp && full.data ? exec_shell(s, full.data, uid, cwd, envp, &p) : -ENOMEM;
   asbi_buf_free(&full);
   if (rc) {
@@ -99,7 +101,7 @@ int template_start(engine *e, sbx *s, template_info *t, char *err, size_t errlen
     return -1;
   }
   if (!cJSON_IsObject(ready)) {
-    engine_log("sandbox %s: start command running", s->id);
+    asbi_log("sandbox %s: start command running", s->id);
     asbe_proc_free(p);
     sbx_env_free(envp);
     return 0;
@@ -126,7 +128,7 @@ int template_start(engine *e, sbx *s, template_info *t, char *err, size_t errlen
                  strerror(-fd));
       }
     } else {
-      int64_t left = deadline - now_unix_ms();
+      int64_t left = deadline - asbi_unix_ms();
       const char *argv[] = {"/bin/sh", "-c", cmd_j->valuestring, NULL};
       sbx_run_opts o = {argv, (const char *const *)envp, uid, cwd, NULL, 0,
                         (int)(left < CHECK_CMD_MAX_MS ? (left > 100 ? left : 100) : CHECK_CMD_MAX_MS),
@@ -152,13 +154,13 @@ int template_start(engine *e, sbx *s, template_info *t, char *err, size_t errlen
      * milliseconds, and a slow one is not polled more than asked */
     int nap = 2 << (attempt < 16 ? attempt : 16);
     if (nap > interval) nap = interval;
-    if (now_unix_ms() + nap >= deadline) break;
+    if (asbi_unix_ms() + nap >= deadline) break;
     usleep((useconds_t)nap * 1000);
   }
   sbx_env_free(envp);
   if (ok) {
-    engine_log("sandbox %s: ready (%s) after %lld ms", s->id, check,
-               (long long)(now_unix_ms() - t0));
+    asbi_log("sandbox %s: ready (%s) after %lld ms", s->id, check,
+               (long long)(asbi_unix_ms() - t0));
     asbe_proc_free(p);
     return 0;
   }

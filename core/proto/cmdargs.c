@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../util/util.h"
+#include "util/util.h"
 #include "pjson.h"
 
 static const char *const NAMES[] = {NULL, "string", "integer", "float", "boolean", "json"};

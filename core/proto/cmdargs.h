@@ -22,7 +22,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../util/buf.h"
+#include "util/buf.h"
 
 /* Values match the public asb_server_arg_type. */
 enum {

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../util/util.h"
+#include "util/util.h"
 #include "pjson.h"
 
 /* Buffers that grew past this are released after each message so one large

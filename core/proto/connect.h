@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../util/buf.h"
+#include "util/buf.h"
 
 /* Envelope: [flags:1][length:4, big-endian][message:length]. */
 #define ASBI_CONNECT_FLAG_COMPRESSED 0x01u

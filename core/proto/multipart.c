@@ -6,7 +6,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "../util/util.h"
+#include "util/util.h"
 
 /* ======================================================================
  * writer

@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../util/buf.h"
+#include "util/buf.h"
 
 /* ---- writer ------------------------------------------------------------
  * The body is: for each part, asbi_mpw_part_head() bytes, then the part's

@@ -5,7 +5,7 @@
 
 #include <stddef.h>
 
-#include "../util/buf.h"
+#include "util/buf.h"
 
 enum {
   ASBI_NDJSON_OK = 0,

@@ -18,8 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../util/base64.h"
-#include "../util/util.h"
+#include "util/base64.h"
+#include "util/util.h"
 
 #define MAX_DEPTH 64
 #define MAX_NUMBER_TEXT 512
@@ -754,6 +754,12 @@ int asbi_pj_add_bytes(cJSON *obj, const char *camel, const void *p, size_t n) {
   if (!enc) return -1;
   asbi_b64_encode(p, n, enc, 0, 1);
   return add(obj, camel, owned_string(enc));
+}
+
+int asbi_pj_add_time(cJSON *obj, const char *key, int64_t ms) {
+  char t[40];
+  asbi_rfc3339_ms(ms, t);
+  return cJSON_AddStringToObject(obj, key, t) ? 0 : -1;
 }
 
 int asbi_pj_add_enum(cJSON *obj, const char *camel, const asbi_pj_enum *table,

@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../util/buf.h"
+#include "util/buf.h"
 
 /* Parse exactly len bytes as one JSON value: rejects invalid UTF-8, trailing
  * garbage, nesting deeper than 64, and empty input; also raw control
@@ -67,6 +67,10 @@ int asbi_pj_add_str(cJSON *obj, const char *camel, const char *v);
 int asbi_pj_add_bytes(cJSON *obj, const char *camel, const void *p, size_t n);
 int asbi_pj_add_enum(cJSON *obj, const char *camel, const asbi_pj_enum *table,
                      int value);
+/* obj[key] = the Unix time ms as an RFC 3339 string (E2B's createdAt,
+ * startedAt, ...). Unlike the setters above it adds a zero time too (the
+ * epoch): a time field is always present. 0, or -1 on allocation failure. */
+int asbi_pj_add_time(cJSON *obj, const char *key, int64_t ms);
 
 /* Serialise compactly into a malloc'd string (cJSON_PrintUnformatted). */
 char *asbi_pj_print(const cJSON *v);

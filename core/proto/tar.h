@@ -17,7 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../util/buf.h"
+#include "util/buf.h"
 
 #define ASBI_TAR_FILE '0'
 #define ASBI_TAR_SYMLINK '2'

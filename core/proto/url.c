@@ -7,7 +7,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "../util/util.h"
+#include "util/util.h"
 
 static int unreserved(unsigned char c) {
   return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||

@@ -6,8 +6,9 @@
 
 #include <stddef.h>
 
-#include "../util/buf.h"
+#include "util/buf.h"
 
+#define ASBI_ENGINE_PORT 49982 /* the local engine: control plane and router */
 #define ASBI_ENVD_PORT 49983
 #define ASBI_CODE_PORT 49999
 

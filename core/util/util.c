@@ -133,6 +133,16 @@ void asbi_rfc3339(int64_t sec, long nsec, char out[40]) {
     snprintf(out + n, 40 - n, "Z");
 }
 
+int64_t asbi_unix_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void asbi_rfc3339_ms(int64_t ms, char out[40]) {
+  asbi_rfc3339(ms / 1000, (long)(ms % 1000) * 1000000L, out);
+}
+
 void asbi_rfc3339_now(char out[40]) {
   struct timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);

@@ -8,6 +8,9 @@
 
 #define ASBI_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 #define ASBI_UNUSED(x) (void)(x)
+/* A macro's value as a string literal: ASBI_STRINGIFY(ASBI_ENGINE_PORT) -> "49982". */
+#define ASBI_STRINGIFY_(x) #x
+#define ASBI_STRINGIFY(x) ASBI_STRINGIFY_(x)
 
 /* strdup that accepts NULL (returns NULL). */
 char *asbi_strdup(const char *s);
@@ -61,6 +64,10 @@ uint64_t asbi_now_ms(void);
  * out needs 40 bytes. */
 void asbi_rfc3339_now(char out[40]);
 void asbi_rfc3339(int64_t sec, long nsec, char out[40]);
+/* Wall clock in Unix milliseconds, and such a time as RFC 3339 (UTC, the
+ * milliseconds as nanoseconds; out needs 40 bytes): E2B's times. */
+int64_t asbi_unix_ms(void);
+void asbi_rfc3339_ms(int64_t ms, char out[40]);
 
 /* Cryptographically random bytes (getrandom). 0 or -1. */
 int asbi_random_bytes(void *out, size_t n);

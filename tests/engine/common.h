@@ -8,7 +8,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "iso.h"
+#include "iso/iso.h"
 
 typedef struct asbt_env {
   char root[PATH_MAX];

@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -264,4 +265,12 @@ int asbe__run_capture(const char *const *argv, char **out) {
   if (out) *out = asbi_buf_detach(&b, NULL);
   asbi_buf_free(&b);
   return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+int asbe__wait_readable(int fd, int timeout_ms) {
+  struct pollfd pf = {fd, POLLIN, 0};
+  int r;
+  do r = poll(&pf, 1, timeout_ms);
+  while (r < 0 && errno == EINTR);
+  return r > 0;
 }

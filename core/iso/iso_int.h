@@ -1,4 +1,4 @@
-/* asb_iso internals shared between the files of core/engine/iso.
+/* asb_iso internals shared between the files of core/iso.
  * SPDX-License-Identifier: Apache-2.0 */
 #ifndef ASB_ENGINE_ISO_INT_H
 #define ASB_ENGINE_ISO_INT_H
@@ -46,6 +46,9 @@ int asbe__copy_tree(const char *src, const char *dst);
 int asbe__proc_stat(pid_t pid, pid_t *ppid, uint64_t *start);
 /* /proc/<pid>/stat starttime or 0 if the process is gone. */
 uint64_t asbe__proc_starttime(pid_t pid);
+/* 1 once fd is readable (a pidfd: its process ended), waiting up to
+ * timeout_ms (0: just look); 0 otherwise. */
+int asbe__wait_readable(int fd, int timeout_ms);
 /* Runs argv (execvp), stdout captured into *out (malloc'd, may be NULL).
  * Returns exit status (0..255), or -errno. */
 int asbe__run_capture(const char *const *argv, char **out);
@@ -305,6 +308,23 @@ struct asbe_sandbox {
  * /proc/self/fd/<fd>, reopen), never a path. -errno, message set. */
 int asbe__run_open(asbe_sandbox *sb, const char *name, mode_t type);
 
+/* ---- the on-disk record (record.c) --------------------------------------- */
+
+/* <dir>/state of a sandbox, as asbe__rec_read parses it. */
+typedef struct asbe__rec {
+  char status[16];
+  uint32_t slot;
+  pid_t pid;
+  uint64_t start;
+  uint64_t run_dev, log_dev, log_ino; /* 0 = not recorded (older engines) */
+  int ncg;
+  char cg_name[ASBE_CG_MAX][32];
+  char cg_path[ASBE_CG_MAX][PATH_MAX];
+} asbe__rec;
+/* Writes sb's record with status ("running", "stopped"). 0 or -errno. */
+int asbe__rec_write(const asbe_sandbox *sb, const char *status);
+/* Reads the record in a sandbox dir. 0 or -errno. */
+int asbe__rec_read(const char *dir, asbe__rec *r);
 /* 1 if the record in a sandbox dir names an init that is alive. */
 int asbe__rec_alive(const char *dir);
 

@@ -1,5 +1,6 @@
 /* Engine and sandbox lifecycle: open, create (transactional), kill, freeze,
- * stats, adopt, and the on-disk record adopt and the reaper read.
+ * stats, adopt, and the reaper (the on-disk record they write and read is
+ * record.c's).
  * SPDX-License-Identifier: Apache-2.0 */
 #include <dirent.h>
 #include <errno.h>
@@ -233,80 +234,6 @@ const char *asbe_engine_workload_cgroups(const asbe_engine *e) {
   return e->cg.workload_env;
 }
 
-/* ---- state record -------------------------------------------------------- */
-
-typedef struct rec {
-  char status[16];
-  uint32_t slot;
-  pid_t pid;
-  uint64_t start;
-  uint64_t run_dev, log_dev, log_ino; /* 0 = not recorded (older engines) */
-  int ncg;
-  char cg_name[ASBE_CG_MAX][32];
-  char cg_path[ASBE_CG_MAX][PATH_MAX];
-} rec;
-
-static int write_rec(const asbe_sandbox *sb, const char *status) {
-  asbi_buf b = ASBI_BUF_INIT;
-  asbi_buf_printf(&b, "id=%s\nstatus=%s\nslot=%u\nhost_uid=%u\npid=%d\nstarttime=%llu\n",
-                  sb->id, status, sb->slot, (unsigned)sb->host_uid, (int)sb->pid,
-                  (unsigned long long)sb->starttime);
-  asbi_buf_printf(&b, "engine_pid=%d\ncreated=%lld\n", (int)getpid(), (long long)time(NULL));
-  asbi_buf_printf(&b, "run_dev=%llu\nlog=%llu:%llu\n", (unsigned long long)sb->run_dev,
-                  (unsigned long long)sb->log_dev, (unsigned long long)sb->log_ino);
-  const asbe_cg *cg = &sb->cg;
-  for (int i = 0; i < cg->n; i++) {
-    char d[PATH_MAX];
-    asbe__cg_path(cg, i, sb->id, ASBE_CGW_SB, d, sizeof d);
-    asbi_buf_printf(&b, "cgroup.%s=%s\n", cg->h[i].name, d);
-  }
-  char path[PATH_MAX];
-  snprintf(path, sizeof path, "%s/state", sb->dir);
-  int r = b.data ? asbe__write_file_atomic(path, b.data, b.len, 0600) : -ENOMEM;
-  asbi_buf_free(&b);
-  return r < 0 ? asbe__fail(r, "write %s", path) : 0;
-}
-
-static int read_rec(const char *dir, rec *r) {
-  char path[PATH_MAX], buf[8192];
-  memset(r, 0, sizeof *r);
-  snprintf(path, sizeof path, "%s/state", dir);
-  ssize_t n = asbe__read_small(path, buf, sizeof buf);
-  if (n < 0) return (int)n;
-  for (char *l = buf; l && *l;) {
-    char *nl = strchr(l, '\n');
-    if (nl) *nl = '\0';
-    char *eq = strchr(l, '=');
-    if (eq) {
-      *eq = '\0';
-      const char *v = eq + 1;
-      if (!strcmp(l, "status")) snprintf(r->status, sizeof r->status, "%s", v);
-      else if (!strcmp(l, "slot")) r->slot = (uint32_t)strtoul(v, NULL, 10);
-      else if (!strcmp(l, "pid")) r->pid = (pid_t)atoi(v);
-      else if (!strcmp(l, "starttime")) r->start = strtoull(v, NULL, 10);
-      else if (!strcmp(l, "run_dev")) r->run_dev = strtoull(v, NULL, 10);
-      else if (!strcmp(l, "log")) {
-        char *end = NULL;
-        r->log_dev = strtoull(v, &end, 10);
-        r->log_ino = end && *end == ':' ? strtoull(end + 1, NULL, 10) : 0;
-      }
-      else if (!strncmp(l, "cgroup.", 7) && r->ncg < ASBE_CG_MAX) {
-        snprintf(r->cg_name[r->ncg], sizeof r->cg_name[0], "%s", l + 7);
-        snprintf(r->cg_path[r->ncg], sizeof r->cg_path[0], "%s", v);
-        r->ncg++;
-      }
-    }
-    l = nl ? nl + 1 : NULL;
-  }
-  return 0;
-}
-
-int asbe__rec_alive(const char *dir) {
-  rec rc;
-  return read_rec(dir, &rc) == 0 && !strcmp(rc.status, "running") && rc.pid > 0 &&
-         asbe__proc_starttime(rc.pid) == rc.start;
-}
-
 /* ---- sandbox helpers ----------------------------------------------------- */
 
 static int valid_id(const char *id) {
@@ -361,19 +288,11 @@ static void drop_old_bases(const asbe_cg *sbcg, const asbe_cg *ecg) {
 
 /* The cgroups a record says a sandbox has (a copy of the engine's layout
  * where the record knows no better). */
-static int rec_cg(asbe_engine *e, const rec *rc, const char *id, asbe_cg *out) {
+static int rec_cg(asbe_engine *e, const asbe__rec *rc, const char *id, asbe_cg *out) {
   int r = asbe__cg_copy(&e->cg, out);
   if (r < 0) return r;
   for (int i = 0; i < rc->ncg; i++) asbe__cg_rebase(out, rc->cg_name[i], rc->cg_path[i], id);
   return 0;
-}
-
-static int wait_readable(int fd, int timeout_ms) {
-  struct pollfd pf = {fd, POLLIN, 0};
-  int r;
-  do r = poll(&pf, 1, timeout_ms);
-  while (r < 0 && errno == EINTR);
-  return r > 0;
 }
 
 static int write_map(pid_t pid, const char *file, uid_t base) {
@@ -779,10 +698,16 @@ int asbe_sandbox_create(asbe_engine *e, const asbe_sandbox_spec *spec, asbe_sand
     goto fail;
   sb->starttime = asbe__proc_starttime(pid);
   if (!sb->starttime) {
-    r = asbe__fail(-ESRCH, "sandbox %s: init gone", sb->id);
+    /* Gone already (its pidfd is readable: it exited): the child failed
+     * after CG (it does its mounts then), and its own message, still
+     * queued, says why. Only then: a live child waits for EXEC, and
+     * reading its socket would wait with it. */
+    struct pollfd pf = {.fd = sb->pidfd, .events = POLLIN};
+    int cr = sb->pidfd >= 0 && poll(&pf, 1, 0) == 1 ? child_says(sb, sock[0], 0) : 0;
+    r = cr < 0 ? cr : asbe__fail(-ESRCH, "sandbox %s: init gone", sb->id);
     goto fail;
   }
-  if ((r = write_rec(sb, "running")) < 0) goto fail;
+  if ((r = asbe__rec_write(sb, "running")) < 0) goto fail;
   m.type = ASBE_MSG_EXEC;
   if ((r = asbe__send_fds(sock[0], &m, sizeof m, NULL, 0)) < 0) {
     /* the child failed meanwhile (it does its mounts after CG): its own
@@ -830,11 +755,6 @@ fail:
 
 /* ---- kill, release, adopt ------------------------------------------------ */
 
-int asbe_sandbox_alive(asbe_sandbox *sb) {
-  if (!sb || sb->dead || sb->pidfd < 0) return 0;
-  return !wait_readable(sb->pidfd, 0);
-}
-
 int asbe_sandbox_kill(asbe_sandbox *sb, int remove_state) {
   asbe__clear_error();
   asbe_engine *e = sb->e;
@@ -846,7 +766,7 @@ int asbe_sandbox_kill(asbe_sandbox *sb, int remove_state) {
     if (sb->frozen && asbe__cg_freeze(&sb->cg, sb->id, 0) == 0) sb->frozen = 0;
     /* The init finishes dying only once every process of its pid namespace
      * is reaped, including those we exec'd (our children): reap as we go. */
-    for (int waited = 0; sb->pidfd >= 0 && !wait_readable(sb->pidfd, 20);) {
+    for (int waited = 0; sb->pidfd >= 0 && !asbe__wait_readable(sb->pidfd, 20);) {
       asbe__procs_reap(sb);
       waited += 20;
       if (waited % 1000 == 0) {
@@ -875,7 +795,7 @@ int asbe_sandbox_kill(asbe_sandbox *sb, int remove_state) {
     int rr = asbe__rm_rf(sb->dir);
     if (rr < 0 && r == 0) r = asbe__fail(rr, "remove %s", sb->dir);
   } else if (access(sb->dir, F_OK) == 0) {
-    write_rec(sb, "stopped");
+    asbe__rec_write(sb, "stopped");
   }
   return r;
 }
@@ -915,8 +835,8 @@ int asbe_sandbox_adopt(asbe_engine *e, const char *id, asbe_sandbox **out) {
   if (!valid_id(id)) return asbe__fail(-EINVAL, "sandbox id");
   asbe_sandbox *sb = sb_new(e, id);
   if (!sb) return asbe__fail(-ENOMEM, "sandbox");
-  rec rc;
-  int r = read_rec(sb->dir, &rc);
+  asbe__rec rc;
+  int r = asbe__rec_read(sb->dir, &rc);
   if (r < 0) {
     r = asbe__fail(r == -ENOENT ? -ESRCH : r, "sandbox %s: no record", id);
     goto fail;
@@ -1037,8 +957,8 @@ int asbe_state_remove(asbe_engine *e, const char *id) {
   if (!valid_id(id)) return asbe__fail(-EINVAL, "sandbox id");
   char dir[PATH_MAX];
   snprintf(dir, sizeof dir, "%s/%s", e->sandboxes_dir, id);
-  rec rc;
-  if (read_rec(dir, &rc) == 0 && !strcmp(rc.status, "running") &&
+  asbe__rec rc;
+  if (asbe__rec_read(dir, &rc) == 0 && !strcmp(rc.status, "running") &&
       asbe__proc_starttime(rc.pid) == rc.start)
     return asbe__fail(-EBUSY, "sandbox %s is running", id);
   int r = asbe__rm_rf(dir);
@@ -1052,8 +972,8 @@ int asbe_state_remove(asbe_engine *e, const char *id) {
 /* 1 live, 2 being created by this process (no record yet), 3 stopped,
  * 0 dead: a dir without a record that no create of ours is making was left
  * by an engine that died mid-create (one engine per state dir). */
-static int rec_state(asbe_engine *e, const char *id, const char *dir, rec *rc) {
-  if (read_rec(dir, rc) < 0) return creating_has(e, id) ? 2 : 0;
+static int rec_state(asbe_engine *e, const char *id, const char *dir, asbe__rec *rc) {
+  if (asbe__rec_read(dir, rc) < 0) return creating_has(e, id) ? 2 : 0;
   if (!strcmp(rc->status, "running")) return rc->pid > 0 && asbe__proc_starttime(rc->pid) == rc->start;
   if (!strcmp(rc->status, "stopped")) return 3;
   return 0;
@@ -1090,7 +1010,7 @@ int asbe_reap(asbe_engine *e, void (*live_cb)(const char *id, void *ctx), void *
     if (de->d_name[0] == '.' || !valid_id(de->d_name)) continue;
     char dir[PATH_MAX];
     snprintf(dir, sizeof dir, "%s/%s", e->sandboxes_dir, de->d_name);
-    rec rc;
+    asbe__rec rc;
     int st = rec_state(e, de->d_name, dir, &rc);
     if (st == 1 || st == 2) {
       char **nv = realloc(keep.ids, (keep.n + 1) * sizeof *nv);

@@ -1,0 +1,45 @@
+/* Templates built from template.yaml (build.c).
+ * SPDX-License-Identifier: Apache-2.0 */
+#ifndef ASB_ENGINE_BUILD_H
+#define ASB_ENGINE_BUILD_H
+
+#include <stddef.h>
+
+#include "eng_err.h"
+#include "engine.h"
+#include "templates.h"
+
+/* What a build did, for the reply (free with build_report_free). */
+typedef struct build_report {
+  char *log;    /* the build log (malloc'd; NULL when it never started) */
+  int cached;   /* a build of the same inputs existed: nothing ran */
+  /* ENG_EINVAL about a file of the archive (file "" when not): */
+  char file[16]; /* "template.yaml" or "template.yml" */
+  int line, column; /* 0 = not about a line */
+  char field[64];   /* e.g. "steps[2].copy.src", or "" */
+  /* ENG_EFAILED: the failed step */
+  int step;        /* 1-based */
+  int step_line;   /* its line in template.yaml, 0 = unknown */
+  char *output;    /* its whole output (malloc'd) */
+} build_report;
+void build_report_free(build_report *rep);
+
+/* Called with the base's name before the base is looked up, so that the
+ * caller can make it exist first (bundled templates are built on first
+ * use: bundled_ensure). 0, or -1 with why in err. */
+typedef int (*build_base_fn)(engine *e, const char *name, eng_err *err);
+
+/* Builds the template whose directory the tar archive holds (template.yaml
+ * at its top level) on its base, or finds the build of the same inputs
+ * (unless force). One build at a time. 0 with *out the template
+ * (referenced: release with templates_put) and rep filled; or -1 with
+ * err (ENG_EINVAL: the archive or template.yaml, where in rep; ENG_EFAILED:
+ * a step failed, which in rep; ENG_EINTERNAL). rep is filled either way. */
+int build_run(engine *e, const void *tar, size_t tar_len, int force, build_base_fn base_fn,
+              template_info **out, build_report *rep, eng_err *err);
+/* Remove build dirs that no template and no live sandbox uses. */
+void build_gc(engine *e);
+/* Remove state dirs of build sandboxes left by a crash (start-up). */
+void build_cleanup(engine *e);
+
+#endif

@@ -1,0 +1,251 @@
+/* The engine as a library (engine.h): its state made and released in one
+ * place, and its start-up and stop apart from any front: the agent dir,
+ * the isolation runtime, the templates, the sandboxes a previous run left
+ * running (adopted) or dead (reaped), interrupted builds, the lifecycle
+ * thread.
+ * SPDX-License-Identifier: Apache-2.0 */
+#include "engine.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "build.h"
+#include "lifecycle.h"
+#include "proto/url.h"
+#include "registry.h"
+#include "templates.h"
+#include "util/log.h"
+#include "util/util.h"
+
+
+void engine_init(engine *e) {
+  memset(e, 0, sizeof *e);
+  pthread_mutex_init(&e->mu, NULL);
+  pthread_mutex_init(&e->tmpl_mu, NULL);
+  pthread_mutex_init(&e->build_mu, NULL);
+  pthread_mutexattr_t a;
+  pthread_mutexattr_init(&a);
+  pthread_mutexattr_settype(&a, PTHREAD_MUTEX_RECURSIVE);
+  pthread_mutex_init(&e->bundled_mu, &a);
+  pthread_mutexattr_destroy(&a);
+  asbi_buf_init(&e->bundled_done, 0);
+  e->lc_kick_fd = -1;
+}
+
+void engine_free(engine *e) {
+  free(e->sbx);
+  free(e->tombs);
+  free(e->state_dir);
+  free(e->envd_path);
+  free(e->init_path);
+  free(e->codei_path);
+  free(e->templates_dir);
+  free(e->envd_version);
+  free(e->domain);
+  asbi_buf_free(&e->bundled_done);
+  pthread_mutex_destroy(&e->bundled_mu);
+  pthread_mutex_destroy(&e->build_mu);
+  pthread_mutex_destroy(&e->tmpl_mu);
+  pthread_mutex_destroy(&e->mu);
+}
+
+/* ---- start-up ---------------------------------------------------------------------- */
+
+/* `envd --version` prints the E2B envd version it implements. */
+static char *envd_version(const char *envd) {
+  int p[2];
+  if (pipe(p)) return NULL;
+  pid_t pid = fork();
+  if (pid == 0) {
+    dup2(p[1], 1);
+    close(p[0]);
+    close(p[1]);
+    execl(envd, envd, "--version", (char *)NULL);
+    _exit(127);
+  }
+  close(p[1]);
+  char buf[128] = "";
+  ssize_t n = pid > 0 ? read(p[0], buf, sizeof buf - 1) : -1;
+  close(p[0]);
+  if (pid > 0) waitpid(pid, NULL, 0);
+  if (n <= 0) return NULL;
+  buf[n] = 0;
+  /* The last token that looks like a version. */
+  char *v = NULL;
+  for (char *t = strtok(buf, " \t\r\n"); t; t = strtok(NULL, " \t\r\n"))
+    if (t[0] >= '0' && t[0] <= '9' && strchr(t, '.')) v = t;
+  return v ? asbi_strdup(v) : NULL;
+}
+
+typedef struct adopt_ctx {
+  engine *e;
+  unsigned adopted;
+} adopt_ctx;
+
+static void on_live(const char *id, void *ctx) {
+  adopt_ctx *a = ctx;
+  engine *e = a->e;
+  sbx *s = reg_load(e, id);
+  if (!s) {
+    asbi_log("sandbox %s is alive but has no engine record; killing it", id);
+    asbe_sandbox *iso = NULL;
+    if (asbe_sandbox_adopt(e->iso, id, &iso) != 0) {
+      asbi_log("sandbox %s: cannot adopt it to kill it: %s", id, asbe_errmsg());
+      return;
+    }
+    if (asbe_sandbox_kill(iso, 1) != 0)
+      asbi_log("sandbox %s: kill: %s", id, asbe_errmsg());
+    asbe_sandbox_release(iso);
+    return;
+  }
+  if (asbe_sandbox_adopt(e->iso, id, &s->iso) != 0) {
+    asbi_log("sandbox %s: cannot adopt: %s", id, asbe_errmsg());
+    reg_sbx_free(s);
+    return;
+  }
+  /* A paused sandbox stays frozen; make sure the runtime agrees. */
+  if (s->state == SBX_PAUSED) asbe_sandbox_freeze(s->iso);
+  reg_add(e, s);
+  a->adopted++;
+}
+
+static void adopt_or_reap(engine *e) {
+  /* Remember every recorded sandbox first: the reaper removes dead ones. */
+  char dir[4096];
+  snprintf(dir, sizeof dir, "%s/sandboxes", e->state_dir);
+  char **known = NULL;
+  size_t nknown = 0;
+  DIR *d = opendir(dir);
+  struct dirent *de;
+  while (d && (de = readdir(d))) {
+    if (de->d_name[0] == '.') continue;
+    char **v = realloc(known, (nknown + 1) * sizeof *v);
+    if (!v) break;
+    known = v;
+    known[nknown++] = asbi_strdup(de->d_name);
+  }
+  if (d) closedir(d);
+  reg_load_tombs(e);
+  adopt_ctx a = {e, 0};
+  asbe_reap_report rep;
+  memset(&rep, 0, sizeof rep);
+  if (asbe_reap(e->iso, on_live, &a, &rep) != 0)
+    asbi_log("reaper: %s", asbe_errmsg());
+  for (size_t i = 0; i < nknown; i++) {
+    sbx *s = known[i] ? reg_get(e, known[i]) : NULL;
+    if (s) {
+      reg_put(e, s);
+    } else if (known[i] && strlen(known[i]) <= ENGINE_ID_LEN) {
+      /* Recorded but not alive: it ended while the engine was down. */
+      char tb[32];
+      if (!reg_tomb(e, known[i], tb, sizeof tb))
+        reg_tomb_add(e, known[i], "engine_restart");
+    }
+    free(known[i]);
+  }
+  free(known);
+  asbi_log("start-up: adopted %u live sandbox(es); cleaned %u dead, %u cgroup(s), "
+             "%u loop device(s), %u file(s)",
+             a.adopted, rep.sandboxes, rep.cgroups, rep.loops, rep.files);
+}
+
+/* Drops the table's references: sandboxes not killed keep running. */
+static void drop_records(engine *e) {
+  pthread_mutex_lock(&e->mu);
+  sbx **all = e->sbx;
+  size_t nall = e->nsbx;
+  e->sbx = NULL;
+  e->nsbx = e->capsbx = 0;
+  pthread_mutex_unlock(&e->mu);
+  for (size_t i = 0; i < nall; i++) reg_put(e, all[i]);
+  free(all);
+}
+
+int engine_open(engine *e, const engine_config *cfg, eng_err *err) {
+  if (!(e->state_dir = realpath(cfg->state_dir, NULL)))
+    return eng_err_set(err, ENG_EINTERNAL, NULL, "no state dir %s: %s", cfg->state_dir,
+                       strerror(errno));
+  e->envd_path = realpath(cfg->envd, NULL);
+  e->init_path = realpath(cfg->init, NULL);
+  if (!e->envd_path || !e->init_path)
+    return eng_err_set(err, ENG_EINTERNAL, NULL, "cannot find %s: %s",
+                       e->envd_path ? cfg->init : cfg->envd, strerror(errno));
+  const char *codei = cfg->codei ? cfg->codei : "";
+  e->codei_path = *codei && access(codei, X_OK) == 0 ? realpath(codei, NULL) : NULL;
+  if (!e->codei_path)
+    asbi_log("no code interpreter at %s: port %d is not served", *codei ? codei : "(none)",
+             ASBI_CODE_PORT);
+  const char *tdir = cfg->templates_dir ? cfg->templates_dir : "";
+  e->templates_dir = *tdir ? realpath(tdir, NULL) : NULL;
+  if (*tdir && !e->templates_dir)
+    asbi_log("no bundled templates at %s (python-base): %s", tdir, strerror(errno));
+  e->envd_version = envd_version(e->envd_path);
+  if (!e->envd_version) e->envd_version = asbi_strdup(ENGINE_ENVD_VERSION_FALLBACK);
+  char agent_dir[4096];
+  snprintf(agent_dir, sizeof agent_dir, "%s/agent", e->state_dir);
+  const char *bins[] = {e->envd_path, e->codei_path};
+  if (asbe_agentdir_build(agent_dir, e->init_path, bins, e->codei_path ? 2 : 1))
+    return eng_err_set(err, ENG_EINTERNAL, NULL, "cannot assemble the agent dir: %s",
+                       asbe_errmsg());
+  /* Inside sandboxes the programs are called "envd" and "code-interpreter"
+   * whatever their names on the host. */
+  const char *host_bins[] = {e->envd_path, e->codei_path};
+  const char *names[] = {"envd", "code-interpreter"};
+  for (int i = 0; i < 2; i++) {
+    if (!host_bins[i]) continue;
+    const char *base = strrchr(host_bins[i], '/');
+    base = base ? base + 1 : host_bins[i];
+    if (strcmp(base, names[i]) == 0) continue;
+    char link[4200];
+    snprintf(link, sizeof link, "%s/bin/%s", agent_dir, names[i]);
+    unlink(link);
+    if (symlink(base, link) != 0) asbi_log("cannot link %s: %s", link, strerror(errno));
+  }
+  asbe_engine_config ic;
+  memset(&ic, 0, sizeof ic);
+  ic.state_dir = e->state_dir;
+  ic.agent_dir = agent_dir;
+  ic.cgroup_name = cfg->cgroup_name;
+  ic.pool_disk_bytes = cfg->pool > 0 ? 1024ull << 20 : 0;
+  ic.pool_target = cfg->pool > 0 ? (unsigned)cfg->pool : 0;
+  if (asbe_engine_open(&ic, &e->iso))
+    return eng_err_set(err, ENG_EINTERNAL, NULL, "cannot open the isolation runtime: %s",
+                       asbe_errmsg());
+  if (templates_init(e)) {
+    eng_err_set(err, ENG_EINTERNAL, NULL, "cannot prepare the base template");
+    goto fail;
+  }
+  adopt_or_reap(e);
+  build_cleanup(e); /* build sandboxes of builds a crash interrupted */
+  build_gc(e);      /* builds no template and no live sandbox uses */
+  if (lifecycle_start(e)) {
+    eng_err_set(err, ENG_EINTERNAL, NULL, "cannot start the lifecycle thread");
+    goto fail;
+  }
+  return 0;
+fail:
+  drop_records(e);
+  templates_free(e);
+  asbe_engine_close(e->iso);
+  e->iso = NULL;
+  return -1;
+}
+
+void engine_close(engine *e, int kill_sandboxes) {
+  lifecycle_stop(e);
+  size_t n = 0;
+  sbx **v = reg_list(e, &n);
+  for (size_t i = 0; v && i < n; i++) {
+    if (kill_sandboxes) lifecycle_kill(e, v[i], "engine_stopped");
+  }
+  reg_put_all(e, v, n);
+  drop_records(e);
+  templates_free(e);
+  asbe_engine_close(e->iso);
+  e->iso = NULL;
+}

@@ -1,0 +1,21 @@
+/* Timeouts, deaths, pause/resume and metrics (lifecycle.c).
+ * SPDX-License-Identifier: Apache-2.0 */
+#ifndef ASB_ENGINE_LIFECYCLE_H
+#define ASB_ENGINE_LIFECYCLE_H
+
+#include "registry.h"
+
+int lifecycle_start(engine *e);
+void lifecycle_stop(engine *e);
+/* Wake the lifecycle thread (a deadline changed). */
+void lifecycle_kick(engine *e);
+/* Kill a sandbox for `reason` and drop its record. */
+void lifecycle_kill(engine *e, sbx *s, const char *reason);
+/* Pause / resume (freeze / thaw). 0, -EALREADY (pause of a paused one) or
+ * another negative errno. */
+int lifecycle_pause(engine *e, sbx *s);
+int lifecycle_resume(engine *e, sbx *s);
+/* Sample the sandbox's metrics now into its ring. */
+void lifecycle_sample(engine *e, sbx *s);
+
+#endif

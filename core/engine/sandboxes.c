@@ -1,0 +1,391 @@
+/* The sandbox operations (see sandboxes.h): the policy of create, lookup,
+ * list, kill, timeouts, pause, resume/connect, metrics and logs, on the
+ * registry, the lifecycle thread, the templates and the isolation runtime.
+ * SPDX-License-Identifier: Apache-2.0 */
+#include "sandboxes.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bundled.h"
+#include "codei.h"
+#include "lifecycle.h"
+#include "sbxexec.h"
+#include "templates.h"
+#include "tstart.h"
+#include "util/log.h"
+#include "util/util.h"
+
+#define ENVD_READY_MS 10000
+#define LOGS_READ_MAX (16u << 20)
+#define LOG_LINE_MAX 4096
+
+/* ---- create ------------------------------------------------------------------------ */
+
+static int wait_envd(sbx *s) {
+  int64_t deadline = asbi_unix_ms() + ENVD_READY_MS;
+  useconds_t nap = 100;
+  for (;;) {
+    int fd = asbe_sandbox_connect_unix(s->iso, "envd.sock");
+    if (fd >= 0) {
+      close(fd);
+      return 0;
+    }
+    if (!asbe_sandbox_alive(s->iso)) return -ESRCH;
+    if (asbi_unix_ms() >= deadline) return -ETIMEDOUT;
+    usleep(nap);
+    if (nap < 5000) nap *= 2;
+  }
+}
+
+/* envd's /init: the sandbox's env vars, its access token, the defaults. */
+static int init_envd(sbx *s) {
+  cJSON *init = cJSON_CreateObject();
+  cJSON_AddItemToObject(init, "envVars", cJSON_Duplicate(s->env_vars, 1));
+  cJSON_AddStringToObject(init, "accessToken", s->token);
+  cJSON_AddStringToObject(init, "defaultUser", "user");
+  cJSON_AddStringToObject(init, "defaultWorkdir", "/home/user");
+  char ts[40];
+  asbi_rfc3339_ms(asbi_unix_ms(), ts);
+  cJSON_AddStringToObject(init, "timestamp", ts);
+  char *body = cJSON_PrintUnformatted(init);
+  cJSON_Delete(init);
+  /* The token is not set in envd yet: send /init without it. */
+  int st = body ? sbx_envd_request(s->iso, "", "POST", "/init", body, NULL, 5000) : -ENOMEM;
+  free(body);
+  return st;
+}
+
+int sandboxes_create(engine *e, const sandboxes_create_req *rq, sbx **out, eng_err *err) {
+  *out = NULL;
+  eng_err_clear(err);
+  if (bundled_ensure(e, rq->template_id, err)) return -1;
+  template_info *t = templates_find(e, rq->template_id);
+  if (!t) return eng_err_set(err, ENG_ENOTFOUND, NULL, "template \"%s\" not found", rq->template_id);
+  int rc;
+  sbx *s = reg_sbx_new();
+  if (!s) {
+    eng_err_set(err, ENG_EINTERNAL, NULL, "out of memory");
+    goto out;
+  }
+  s->metadata = rq->metadata ? cJSON_Duplicate(rq->metadata, 1) : cJSON_CreateObject();
+  s->env_vars = rq->env_vars ? cJSON_Duplicate(rq->env_vars, 1) : cJSON_CreateObject();
+  s->auto_pause = rq->auto_pause != 0;
+  if (!s->metadata || !s->env_vars) {
+    eng_err_set(err, ENG_EINTERNAL, NULL, "out of memory");
+    goto out;
+  }
+  if (asbi_random_alnum(s->id, ENGINE_ID_LEN) || asbi_random_hex(s->token, 40) ||
+      asbi_random_hex(s->traffic_token, 40)) {
+    eng_err_set(err, ENG_EINTERNAL, NULL, "no randomness available");
+    goto out;
+  }
+  s->template_id = asbi_strdup(t->id);
+  s->alias = asbi_strdup(t->alias);
+  s->cpu_count = t->cpu_count;
+  s->memory_mb = t->memory_mb;
+  s->disk_mb = t->disk_mb;
+  if (t->spec) {
+    s->tmpl_layers = templates_layers_json(t);
+    s->commands = cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(t->spec, "commands"), 1);
+    s->tmpl_env = cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(t->spec, "env"), 1);
+    const cJSON *cp = cJSON_GetObjectItemCaseSensitive(t->spec, "commandsPort");
+    s->commands_port = cJSON_IsNumber(cp) ? cp->valueint : 9000;
+  }
+  int timeout_s = rq->timeout_s > 0 ? rq->timeout_s : SANDBOXES_DEFAULT_TIMEOUT_S;
+  s->started_ms = asbi_unix_ms();
+  s->end_ms = s->started_ms + (int64_t)timeout_s * 1000;
+
+  const char *args[] = {"--unix", "/run/asb/envd.sock", NULL};
+  char **argv = asbe_agent_argv("envd", args);
+  asbe_sandbox_spec spec;
+  memset(&spec, 0, sizeof spec);
+  spec.id = s->id;
+  spec.tmpl = t->tmpl;
+  spec.memory_bytes = (uint64_t)t->memory_mb << 20;
+  spec.pids_max = 1024;
+  spec.cpu_millicores = (uint32_t)t->cpu_count * 1000;
+  spec.disk_bytes = (uint64_t)t->disk_mb << 20;
+  spec.agent_argv = (const char *const *)argv;
+  rc = argv ? asbe_sandbox_create(e->iso, &spec, &s->iso) : -ENOMEM;
+  free(argv);
+  if (rc) {
+    eng_err_set(err, ENG_EINTERNAL, NULL, "cannot create the sandbox: %s", asbe_errmsg());
+    goto out;
+  }
+  /* From here a failure must undo the sandbox: create is transactional. */
+  /* Code-interpreter templates warm their kernel from the start, while envd
+   * starts: Python importing ipykernel dominates the first run_code. */
+  if (t->start_codei && e->codei_path) codei_start(e, s);
+  if ((rc = wait_envd(s))) {
+    eng_err_set(err, ENG_EINTERNAL, NULL, "the sandbox's agent did not start: %s",
+                strerror(-rc));
+    goto undo;
+  }
+  int st = init_envd(s);
+  if (st < 200 || st >= 300) {
+    eng_err_set(err, ENG_EINTERNAL, NULL, "the sandbox's agent refused /init (%s)",
+                st < 0 ? strerror(-st) : "HTTP error");
+    goto undo;
+  }
+  /* A template's start command and ready check: create returns once the
+   * check passes, or fails (and undoes the sandbox) naming it. */
+  if (t->spec) {
+    char why[4096];
+    if (tstart_run(e, s, t, why, sizeof why)) {
+      eng_err_set(err, ENG_EINTERNAL, "template_start_failed", "%s", why);
+      asbi_log("sandbox %s: %s", s->id, why);
+      goto undo;
+    }
+  }
+  if ((rc = reg_save(e, s))) {
+    eng_err_set(err, ENG_EINTERNAL, NULL, "cannot record the sandbox: %s", strerror(-rc));
+    goto undo;
+  }
+  t->spawn_count++;
+  t->last_spawned_ms = asbi_unix_ms();
+  /* Not yet visible to anyone: one reference for the table, one for the
+   * caller. */
+  s->refs = 2;
+  if (reg_add(e, s)) {
+    s->refs = 1;
+    eng_err_set(err, ENG_EINTERNAL, NULL, "out of memory");
+    goto undo;
+  }
+  lifecycle_kick(e); /* a new deadline */
+  *out = s;
+  s = NULL;
+  goto out;
+undo:
+  asbe_sandbox_kill(s->iso, 1);
+out:
+  reg_sbx_free(s);
+  templates_put(e, t);
+  return *out ? 0 : -1;
+}
+
+/* ---- lookup and list ------------------------------------------------------------- */
+
+int sandboxes_get(engine *e, const char *id, sbx **out, eng_err *err) {
+  *out = NULL;
+  sbx *s = reg_get(e, id);
+  char why[32] = "";
+  if (s) {
+    pthread_mutex_lock(&s->mu);
+    if (s->state == SBX_DEAD) snprintf(why, sizeof why, "%s", s->end_reason);
+    pthread_mutex_unlock(&s->mu);
+    if (!why[0]) {
+      *out = s;
+      return 0;
+    }
+    reg_put(e, s); /* being killed right now: already gone for callers */
+  } else {
+    reg_tomb(e, id, why, sizeof why);
+  }
+  if (why[0])
+    return eng_err_set(err, ENG_ENOTFOUND, why, "sandbox \"%s\" is gone (%s)", id, why);
+  return eng_err_set(err, ENG_ENOTFOUND, NULL, "sandbox \"%s\" not found", id);
+}
+
+/* 1 if every key of want has the same string value in have. */
+static int meta_match(const cJSON *have, const cJSON *want) {
+  const cJSON *it;
+  cJSON_ArrayForEach(it, want) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(have, it->string);
+    if (!cJSON_IsString(it) || !cJSON_IsString(v) || strcmp(v->valuestring, it->valuestring))
+      return 0;
+  }
+  return 1;
+}
+
+/* The list's order: newest first, ties by id; ascending is its exact
+ * reverse. */
+static int key_desc(int64_t xs, const char *xid, int64_t ys, const char *yid) {
+  if (xs != ys) return xs < ys ? 1 : -1;
+  return strcmp(xid, yid);
+}
+
+static int by_start_desc(const void *a, const void *b) {
+  const sbx *x = *(sbx *const *)a, *y = *(sbx *const *)b;
+  return key_desc(x->started_ms, x->id, y->started_ms, y->id);
+}
+
+static int by_start_asc(const void *a, const void *b) { return by_start_desc(b, a); }
+
+int sandboxes_list(engine *e, const sandboxes_filter *f, sandboxes_page *out, eng_err *err) {
+  memset(out, 0, sizeof *out);
+  size_t n = 0;
+  sbx **v = reg_list(e, &n);
+  if (!v) return eng_err_set(err, ENG_EINTERNAL, NULL, "out of memory");
+  qsort(v, n, sizeof *v, f->ascending ? by_start_asc : by_start_desc);
+  int cursor = f->cursor_id && *f->cursor_id;
+  size_t keep = 0;
+  for (size_t i = 0; i < n; i++) {
+    sbx *s = v[i];
+    int paused = s->state == SBX_PAUSED, take = 1;
+    if (s->state == SBX_DEAD || (paused && !f->paused) || (!paused && !f->running)) take = 0;
+    else if (f->metadata && !meta_match(s->metadata, f->metadata)) take = 0;
+    else if (f->template_id && *f->template_id && strcmp(f->template_id, s->template_id) &&
+             strcmp(f->template_id, s->alias))
+      take = 0;
+    else if (f->started_after_ms && s->started_ms < f->started_after_ms) take = 0;
+    if (take) {
+      if (!paused) out->running++;
+      int c = cursor ? key_desc(s->started_ms, s->id, f->cursor_ms, f->cursor_id) : 1;
+      if (cursor && (f->ascending ? c >= 0 : c <= 0)) {
+        take = 0; /* on an earlier page */
+      } else if (f->limit && (int64_t)keep == f->limit) {
+        out->more = 1;
+        take = 0;
+      }
+    }
+    if (take)
+      v[keep++] = s; /* the page keeps this reference */
+    else
+      reg_put(e, s);
+  }
+  out->v = v;
+  out->n = keep;
+  return 0;
+}
+
+void sandboxes_page_free(engine *e, sandboxes_page *p) {
+  reg_put_all(e, p->v, p->n);
+  memset(p, 0, sizeof *p);
+}
+
+/* ---- one sandbox ---------------------------------------------------------------- */
+
+void sandboxes_kill(engine *e, sbx *s) { lifecycle_kill(e, s, "killed"); }
+
+void sandboxes_set_timeout(engine *e, sbx *s, int seconds) {
+  pthread_mutex_lock(&s->mu);
+  s->end_ms = asbi_unix_ms() + (int64_t)seconds * 1000;
+  pthread_mutex_unlock(&s->mu);
+  reg_save(e, s);
+  lifecycle_kick(e);
+}
+
+/* The lifetime lasts at least until now + seconds. */
+static void extend(sbx *s, int seconds) {
+  int64_t want = asbi_unix_ms() + (int64_t)seconds * 1000;
+  pthread_mutex_lock(&s->mu);
+  if (want > s->end_ms) s->end_ms = want;
+  pthread_mutex_unlock(&s->mu);
+}
+
+void sandboxes_extend(engine *e, sbx *s, int seconds) {
+  extend(s, seconds);
+  reg_save(e, s);
+  lifecycle_kick(e);
+}
+
+int sandboxes_pause(engine *e, sbx *s, eng_err *err) {
+  int rc = lifecycle_pause(e, s);
+  if (rc == 0) return 0;
+  if (rc == -EALREADY)
+    return eng_err_set(err, ENG_ECONFLICT, NULL, "sandbox \"%s\" is already paused", s->id);
+  return eng_err_set(err, ENG_EINTERNAL, NULL, "cannot pause sandbox \"%s\": %s", s->id,
+                     asbe_errmsg());
+}
+
+int sandboxes_connect(engine *e, sbx *s, int seconds, int resume_only, int *resumed,
+                      eng_err *err) {
+  *resumed = 0;
+  pthread_mutex_lock(&s->mu);
+  int was_paused = s->state == SBX_PAUSED;
+  pthread_mutex_unlock(&s->mu);
+  if (resume_only && !was_paused)
+    return eng_err_set(err, ENG_ECONFLICT, NULL, "sandbox \"%s\" is already running", s->id);
+  /* The new lifetime first: a sandbox thawed with its old, passed
+   * deadline would be paused again by the lifecycle thread at once. */
+  extend(s, seconds);
+  if (was_paused) {
+    if (lifecycle_resume(e, s))
+      return eng_err_set(err, ENG_EINTERNAL, NULL, "cannot resume sandbox \"%s\": %s", s->id,
+                         asbe_errmsg());
+    asbi_log("sandbox %s: resumed", s->id);
+    *resumed = 1;
+  }
+  reg_save(e, s);
+  lifecycle_kick(e);
+  return 0;
+}
+
+/* ---- metrics and logs -------------------------------------------------------------- */
+
+size_t sandboxes_metrics(engine *e, sbx *s, int64_t start, int64_t end,
+                         sbx_metric out[ENGINE_METRICS_RING]) {
+  lifecycle_sample(e, s); /* include "now" */
+  size_t n = 0;
+  pthread_mutex_lock(&s->mu);
+  for (unsigned i = 0; i < s->ring_n; i++) {
+    unsigned at = (s->ring_at + ENGINE_METRICS_RING - s->ring_n + i) % ENGINE_METRICS_RING;
+    const sbx_metric *m = &s->ring[at];
+    if ((start && m->ts < start) || (end && m->ts > end)) continue;
+    out[n++] = *m;
+  }
+  pthread_mutex_unlock(&s->mu);
+  return n;
+}
+
+int sandboxes_metric_now(engine *e, sbx *s, sbx_metric *out) {
+  lifecycle_sample(e, s);
+  pthread_mutex_lock(&s->mu);
+  int have = s->ring_n > 0;
+  if (have) *out = s->ring[(s->ring_at + ENGINE_METRICS_RING - 1) % ENGINE_METRICS_RING];
+  pthread_mutex_unlock(&s->mu);
+  return have;
+}
+
+int sandboxes_logs(engine *e, sbx *s, int64_t limit, char ***lines, size_t *n, eng_err *err) {
+  (void)e;
+  *lines = NULL;
+  *n = 0;
+  int lfd = asbe_sandbox_agent_log(s->iso);
+  if (lfd < 0) return 0;
+  FILE *f = fdopen(lfd, "r");
+  if (!f) {
+    close(lfd);
+    return 0;
+  }
+  char line[LOG_LINE_MAX];
+  size_t read_total = 0, cap = 0;
+  int rc = 0;
+  while ((int64_t)*n < limit && read_total < LOGS_READ_MAX && fgets(line, sizeof line, f)) {
+    size_t len = strlen(line);
+    read_total += len;
+    while (len && (line[len - 1] == '\n' || line[len - 1] == '\r')) line[--len] = 0;
+    if (!asbi_utf8_valid(line, len)) continue;
+    if (*n == cap) {
+      size_t nc = cap ? cap * 2 : 64;
+      char **nv = realloc(*lines, nc * sizeof *nv);
+      if (!nv) {
+        rc = eng_err_set(err, ENG_EINTERNAL, NULL, "out of memory");
+        break;
+      }
+      *lines = nv;
+      cap = nc;
+    }
+    if (!((*lines)[*n] = asbi_strdup(line))) {
+      rc = eng_err_set(err, ENG_EINTERNAL, NULL, "out of memory");
+      break;
+    }
+    (*n)++;
+  }
+  fclose(f);
+  if (rc) {
+    sandboxes_lines_free(*lines, *n);
+    *lines = NULL;
+    *n = 0;
+  }
+  return rc;
+}
+
+void sandboxes_lines_free(char **v, size_t n) {
+  for (size_t i = 0; i < n; i++) free(v[i]);
+  free(v);
+}

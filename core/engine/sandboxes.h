@@ -1,0 +1,94 @@
+/* The sandbox operations of the engine (sandboxes.c): create, look up,
+ * list, kill, timeouts, pause, resume/connect, metrics, logs. They take
+ * plain values and return records and eng_errs; they know nothing of HTTP
+ * (api.c is their front: JSON in, JSON and status codes out), so tests and
+ * other fronts call them directly.
+ * SPDX-License-Identifier: Apache-2.0 */
+#ifndef ASB_ENGINE_SANDBOXES_H
+#define ASB_ENGINE_SANDBOXES_H
+
+#include <cjson/cJSON.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "eng_err.h"
+#include "engine.h"
+#include "registry.h"
+
+#define SANDBOXES_DEFAULT_TIMEOUT_S 15 /* E2B's API default; SDKs send 300 */
+
+typedef struct sandboxes_create_req {
+  const char *template_id; /* id or name (a bundled one is built first) */
+  int timeout_s;           /* lifetime; <= 0: SANDBOXES_DEFAULT_TIMEOUT_S */
+  int auto_pause;          /* pause, not kill, when the lifetime ends */
+  const cJSON *metadata;   /* object of strings, or NULL (copied) */
+  const cJSON *env_vars;   /* object of strings, or NULL (copied) */
+} sandboxes_create_req;
+
+/* Creates a sandbox and registers it: the isolated sandbox with envd,
+ * envd's /init, the template's start command and ready check; all or
+ * nothing. 0 with *out the record (referenced: reg_put), or -1 with err:
+ * ENG_ENOTFOUND (no such template) or ENG_EINTERNAL (code
+ * "template_start_failed" when the template's start command or ready
+ * check failed). */
+int sandboxes_create(engine *e, const sandboxes_create_req *rq, sbx **out, eng_err *err);
+
+/* The live record of id, referenced (reg_put); else -1 with ENG_ENOTFOUND
+ * and, when it existed, why it ended in err->code ("timeout", "killed", a
+ * kill under way counts as ended). */
+int sandboxes_get(engine *e, const char *id, sbx **out, eng_err *err);
+
+typedef struct sandboxes_filter {
+  int running, paused;      /* the states to list */
+  const cJSON *metadata;    /* object of strings that must all match, or NULL */
+  const char *template_id;  /* id or name, or NULL */
+  int64_t started_after_ms; /* 0: any */
+  int ascending;            /* by start time; default newest first, ties by id */
+  int64_t limit;            /* 0: all */
+  /* A later page: the one after the sandbox with this start time and id
+   * (the last of the page before; a cursor, so sandboxes that end between
+   * pages shift nothing). cursor_id NULL or "": from the start. */
+  int64_t cursor_ms;
+  const char *cursor_id;
+} sandboxes_filter;
+typedef struct sandboxes_page {
+  sbx **v; /* the matching records after the cursor, at most limit, referenced */
+  size_t n;
+  int64_t running; /* running ones among all that matched, on any page */
+  int more;        /* more match after this page: its last is the next cursor */
+} sandboxes_page;
+/* 0 with *out filled (free with sandboxes_page_free), or -1 with err. */
+int sandboxes_list(engine *e, const sandboxes_filter *f, sandboxes_page *out, eng_err *err);
+void sandboxes_page_free(engine *e, sandboxes_page *p);
+
+/* Kills it now (its record goes, with a tombstone "killed"). */
+void sandboxes_kill(engine *e, sbx *s);
+/* Its lifetime ends seconds from now, sooner or later than before. */
+void sandboxes_set_timeout(engine *e, sbx *s, int seconds);
+/* Its lifetime lasts at least seconds from now (never shortened). */
+void sandboxes_extend(engine *e, sbx *s, int seconds);
+/* Freezes it: 0, or -1 with ENG_ECONFLICT (paused already) or
+ * ENG_EINTERNAL. */
+int sandboxes_pause(engine *e, sbx *s, eng_err *err);
+/* Extends its lifetime to seconds from now and thaws it if it was paused
+ * (*resumed = 1). With resume_only, a running one is ENG_ECONFLICT (E2B's
+ * deprecated resume). 0, or -1 with err. */
+int sandboxes_connect(engine *e, sbx *s, int seconds, int resume_only, int *resumed,
+                      eng_err *err);
+
+/* Samples it now, then copies its metrics with start <= ts <= end (Unix
+ * seconds; 0 = unbounded), oldest first, into out; their count. */
+size_t sandboxes_metrics(engine *e, sbx *s, int64_t start, int64_t end,
+                         sbx_metric out[ENGINE_METRICS_RING]);
+/* Samples it now: 1 with its latest metric in *out, 0 when it has none. */
+int sandboxes_metric_now(engine *e, sbx *s, sbx_metric *out);
+
+/* At most limit lines of its agent log (asb-init's and envd's output),
+ * read through the fd the runtime holds, nothing the sandbox names: lines
+ * of at most 4 KiB (longer ones come in pieces), those not valid UTF-8
+ * left out, at most 16 MiB read. *lines: a malloc'd array of *n strings
+ * (free with sandboxes_lines_free). 0, or -1 with err. */
+int sandboxes_logs(engine *e, sbx *s, int64_t limit, char ***lines, size_t *n, eng_err *err);
+void sandboxes_lines_free(char **v, size_t n);
+
+#endif

@@ -1,0 +1,63 @@
+/* The template registry (templates.c): built-in templates and the ones
+ * built from template.yaml, reference-counted.
+ * SPDX-License-Identifier: Apache-2.0 */
+#ifndef ASB_ENGINE_TEMPLATES_H
+#define ASB_ENGINE_TEMPLATES_H
+
+#include <cjson/cJSON.h>
+#include <stdint.h>
+
+#include "eng_err.h"
+#include "engine.h"
+
+struct template_info {
+  char *id;     /* template id ("base", or a built template's id) */
+  int start_codei; /* start the code interpreter at create (code-interpreter-v1) */
+  int builtin;  /* base, busybox, code-interpreter-v1 */
+  int refs;     /* under tmpl_mu; the registry holds one */
+  char *build_id, *hash; /* built templates: this build, its inputs' hash */
+  char *base;   /* built templates: the template it was built on */
+  cJSON *spec;  /* built templates: the normalised template.yaml */
+  int64_t build_ms; /* how long the build took */
+  char *alias;  /* name */
+  char *dir;    /* prepared template dir */
+  asbe_template *tmpl;
+  int cpu_count, memory_mb, disk_mb;
+  char *envd_version;
+  int64_t created_ms;
+  uint64_t spawn_count;
+  int64_t last_spawned_ms;
+  template_info *next;
+};
+int templates_init(engine *e);
+void templates_free(engine *e);
+/* By id or alias, referenced (release with templates_put); NULL if unknown. */
+template_info *templates_find(engine *e, const char *name);
+void templates_put(engine *e, template_info *t);
+/* Every template, each referenced; release with templates_put_all. With
+ * retired, also those replaced or deleted that are still in use. */
+template_info **templates_snapshot(engine *e, size_t *n);
+template_info **templates_snapshot_all(engine *e, size_t *n);
+void templates_put_all(engine *e, template_info **v, size_t n);
+/* Load the built template recorded in <state>/templates/<id>/template.json
+ * (not registered). 0 or a negative errno. */
+int templates_load(engine *e, const char *id, template_info **out);
+/* Register t (taking the caller's reference), replacing a template of the
+ * same id. */
+void templates_install(engine *e, template_info *t);
+/* Unregister t unless someone besides the caller and the registry holds
+ * it (a create in progress): 0 or -EBUSY. Its files stay. */
+int templates_uninstall(engine *e, template_info *t);
+/* The layer dirs of t as a JSON array (for sandbox records). */
+cJSON *templates_layers_json(const template_info *t);
+/* One more reference to t (a template the caller holds already). */
+void templates_hold(engine *e, template_info *t);
+/* A fresh record (refs 1, not registered; defaults: 2 CPUs, 512 MiB, 1 GiB,
+ * created now), or NULL without memory. Release with templates_put. */
+template_info *templates_info_new(const char *id, const char *alias, const char *dir);
+/* Deletes the built template id (name or id) and its files, unless it is
+ * built in (ENG_EINVAL), in use by sandboxes or a create, or the base of
+ * another template (ENG_ECONFLICT). 0, or -1 with err. */
+int templates_delete(engine *e, const char *id, eng_err *err);
+
+#endif
