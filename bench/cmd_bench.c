@@ -19,6 +19,11 @@
  * ratios, not the absolute numbers. Then commands/s across 20 sandboxes,
  * alternating the template's profile and the host's in four 2 s phases.
  *
+ * cmd_bench --phases [N]: the phase timers instead (ASB_TIMING, docs/envd.md):
+ * the engine runs with ASB_TIMING set, so the client library times each
+ * commands.run and envd inside the sandbox each Start; N runs of "true",
+ * then the median of every phase of both logs.
+ *
  * usage: cmd_bench [iterations per variant]   (as root; default 400)
  * SPDX-License-Identifier: Apache-2.0 */
 #include <agentsandbox.h>
@@ -159,7 +164,82 @@ static double throughput(asb_sandbox **sb, double secs) {
   return total / secs;
 }
 
+/* Medians of every "<key>_us=<v>" field of the lines starting with tag. */
+static void phase_medians(const char *text, const char *tag) {
+  enum { MAXK = 16, MAXV = 8192 };
+  char keys[MAXK][32];
+  static double vals[MAXK][MAXV];
+  int nk = 0, nv[MAXK] = {0};
+  size_t tl = strlen(tag);
+  for (const char *l = text; l && *l;) {
+    const char *e = strchr(l, '\n');
+    size_t ll = e ? (size_t)(e - l) : strlen(l);
+    if (ll > tl && strncmp(l, tag, tl) == 0) {
+      char line[512];
+      snprintf(line, sizeof line, "%.*s", (int)ll, l);
+      char *save = NULL;
+      for (char *t = strtok_r(line, " ", &save); t; t = strtok_r(NULL, " ", &save)) {
+        char *eq = strchr(t, '=');
+        if (!eq || eq - t < 4 || strncmp(eq - 3, "_us", 3) != 0) continue;
+        *eq = '\0';
+        int k = 0;
+        while (k < nk && strcmp(keys[k], t)) k++;
+        if (k == nk) {
+          if (nk == MAXK) continue;
+          snprintf(keys[nk++], sizeof keys[0], "%s", t);
+        }
+        if (nv[k] < MAXV) vals[k][nv[k]++] = atof(eq + 1) / 1e6;
+      }
+    }
+    l = e ? e + 1 : NULL;
+  }
+  for (int k = 0; k < nk; k++) {
+    char name[64];
+    snprintf(name, sizeof name, "%s %s", tag, keys[k]);
+    bench_report(name, vals[k], nv[k]);
+  }
+}
+
+static int phases(int n) {
+  char log[128];
+  snprintf(log, sizeof log, "/tmp/asb-cmdbench-%d.timing", (int)getpid());
+  setenv("ASB_TIMING", log, 1);
+  if (engine_fixture_start(&F, "cmdbench") != 0 || engine_fixture_client(&F, &C) != ASB_OK)
+    return 1;
+  asb_sandbox *sb;
+  asb_sandbox_options o = ASB_SANDBOX_OPTIONS_INIT;
+  if (asb_sandbox_create(&sb, C, &o) != ASB_OK) return 1;
+  for (int i = 0; i < 20; i++) run_cmd(sb, "true", "");
+  asb_files_options fo = ASB_FILES_OPTIONS_INIT;
+  fo.user = "root";
+  asb_files_write(NULL, sb, "/run/asb/envd-timing.log", "", 0, &fo);
+  if (truncate(log, 0) != 0) { /* absent: fine */ }
+  double *v = calloc((size_t)n, sizeof *v);
+  for (int i = 0; i < n; i++) {
+    double t = bench_now();
+    if (run_cmd(sb, "true", "") != ASB_OK) return 1;
+    v[i] = bench_now() - t;
+  }
+  printf("== phases of commands.run(\"true\"), %d runs (medians of each) ==\n", n);
+  bench_report("commands.run(\"true\") (timers on)", v, n);
+  size_t len = 0;
+  char *client = slurp(log, &len), *envd = NULL;
+  if (asb_files_read(&envd, &len, sb, "/run/asb/envd-timing.log", &fo) != ASB_OK) envd = NULL;
+  phase_medians(client, "asb-timing");
+  phase_medians(envd, "envd-timing");
+  free(client);
+  asb_free(envd);
+  free(v);
+  unlink(log);
+  asb_sandbox_kill(sb, NULL);
+  asb_sandbox_free(sb);
+  asb_client_free(C);
+  engine_fixture_stop(&F);
+  return 0;
+}
+
 int main(int argc, char **argv) {
+  if (argc > 1 && strcmp(argv[1], "--phases") == 0) return phases(argc > 2 ? atoi(argv[2]) : 300);
   int iters = argc > 1 ? atoi(argv[1]) : 400;
   int per = iters / ROUNDS > 0 ? iters / ROUNDS : 1;
   iters = per * ROUNDS;
