@@ -18,6 +18,10 @@ PACKAGES=(
   # venv + pip, setuptools/wheel/build for wheels and sdists, pytest
   swig python3-dev python3-venv python3-pip python3-setuptools python3-wheel
   python3-build python3-pytest python3-pytest-asyncio
+  # the Lua 5.4 binding: interpreter, headers (SWIG's module builds against
+  # them), luarocks (the rockspec's offline `luarocks make`), busted (its
+  # tests, run as `lua5.4 /usr/bin/busted`) and dkjson (its JSON)
+  lua5.4 liblua5.4-dev luarocks lua-busted lua-dkjson
   # the FFI examples (examples/ffi: LuaJIT's ffi; ctypes needs only python3)
   luajit
   # sandbox templates and baselines

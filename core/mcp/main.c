@@ -119,6 +119,15 @@ static int is_loopback_listen(const char *l) {
          asbi_startswith(l, "localhost:");
 }
 
+/* The option lists (--disable-tool, --allow-origin) live as long as the
+ * program: freed at exit, whichever of main's returns ends it (--version
+ * and every usage error return early). */
+static char **opt_disabled, **opt_origins;
+static void free_option_lists(void) {
+  free(opt_disabled);
+  free(opt_origins);
+}
+
 int main(int argc, char **argv) {
   mcp_config cfg = {0};
   cfg.sandbox_timeout_s = 900;
@@ -135,10 +144,10 @@ int main(int argc, char **argv) {
   ho.max_sessions = 64;
   int http = 0, print_md = 0, print_json = 0;
   const char *token = NULL, *token_file = NULL;
-  char **disabled = calloc((size_t)argc + 1, sizeof *disabled);
-  char **origins = calloc((size_t)argc + 1, sizeof *origins);
+  char **disabled = opt_disabled = calloc((size_t)argc + 1, sizeof *disabled);
+  char **origins = opt_origins = calloc((size_t)argc + 1, sizeof *origins);
   size_t nd = 0, no = 0;
-  if (!disabled || !origins) return 1;
+  if (atexit(free_option_lists) != 0 || !disabled || !origins) return 1;
 #define NEED_ARG()                                                            \
   do {                                                                        \
     if (i + 1 >= argc) {                                                      \
@@ -247,8 +256,6 @@ int main(int argc, char **argv) {
     if (print_json) fputc('\n', stdout);
     free(out);
     (void)mcp_server_free(&srv);
-    free(disabled);
-    free(origins);
     return 0;
   }
 
@@ -308,7 +315,5 @@ int main(int argc, char **argv) {
   }
   asb_global_cleanup();
   free(owned_token);
-  free(disabled);
-  free(origins);
   return rc;
 }

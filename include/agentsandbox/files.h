@@ -133,7 +133,8 @@ ASB_API(int) asb_files_exists(asb_sandbox *sandbox, const char *path,
                               const asb_files_options *opts);
 ASB_API(int) asb_files_stat(asb_entry **out, asb_sandbox *sandbox,
                             const char *path, const asb_files_options *opts);
-/* Remove a file or a directory tree. ASB_ENOTFOUND if missing. */
+/* Remove a file or a directory tree. A missing path is not an error (as in
+ * E2B: envd removes like os.RemoveAll). */
 ASB_API(int) asb_files_remove(asb_sandbox *sandbox, const char *path,
                               const asb_files_options *opts);
 /* Move/rename; *out (may be NULL) receives the entry at its new path. */

@@ -1,0 +1,476 @@
+--- agent_sandbox.compat: E2B's Python SDK names, for scripts ported from it.
+--
+--   local e2b = require "agent_sandbox.compat"
+--   local sandbox = assert(e2b.Sandbox.create{ template = "base", timeout = 60 })
+--   local r, err = sandbox.commands.run("exit 3")
+--   if e2b.CommandExitException:is(err) then print(err.exit_code) end
+--   print(assert(sandbox.run_code("1 + 1")).text)
+--   sandbox.kill()
+--
+-- The names and keyword arguments are E2B's (Python keyword arguments are a
+-- Lua table; methods work called with a dot, as in Python, or a colon);
+-- times are seconds (timeout, request_timeout) as in E2B. What differs from
+-- agent_sandbox follows E2B: commands.run and CommandHandle.wait fail with
+-- CommandExitException for a non-zero exit code, Sandbox.list returns a
+-- paginator, a missing file is FileNotFoundException, on_stdout of run_code
+-- gets OutputMessage tables. The error convention is agent_sandbox's, the
+-- one of the whole binding: an expected failure is nil, err (err.name is
+-- E2B's exception class; Class:is(err) tests it, subclasses included), a
+-- programming error raises. docs/lua.md lists what is covered.
+--
+-- SPDX-License-Identifier: Apache-2.0
+
+local asb = require "agent_sandbox"
+
+local M = {}
+local core = asb._core
+local new_object, class = core.asblua_object, core.asblua_class
+
+-- ---- exceptions -------------------------------------------------------------------------
+
+local classes = {}
+
+local Exception = {}
+Exception.__index = Exception
+function Exception.__tostring(c) return "agent_sandbox.compat." .. c.name end
+
+--- Class:is(err): err is an error of this class (or of a subclass).
+function Exception:is(err)
+  if not asb.is_error(err) then return false end
+  local c = classes[err.name or "SandboxException"]
+  while c do
+    if c == self then return true end
+    c = c.parent
+  end
+  return false
+end
+
+local function exception(name, parent)
+  local c = setmetatable({ name = name, parent = parent }, Exception)
+  classes[name] = c
+  M[name] = c
+  return c
+end
+
+local SandboxException = exception("SandboxException")
+exception("TimeoutException", SandboxException)
+exception("InvalidArgumentException", SandboxException)
+exception("NotEnoughSpaceException", SandboxException)
+local NotFound = exception("NotFoundException", SandboxException)
+exception("FileNotFoundException", NotFound)
+exception("SandboxNotFoundException", NotFound)
+exception("TemplateException", SandboxException)
+exception("RateLimitException", SandboxException)
+exception("CommandExitException", SandboxException)
+exception("AuthenticationException")
+exception("BuildException")
+
+-- E2B's JS SDK has the same classes named *Error (CommandExitError,
+-- NotFoundError, ...): those names are the same classes here, so a script
+-- ported from either SDK finds its names. err.name stays the Python one.
+do
+  local js = {}
+  for name, c in pairs(classes) do js[(name:gsub("Exception$", "Error"))] = c end
+  for name, c in pairs(js) do M[name] = c end
+end
+
+local NAMES = {
+  ASB_EINVAL = "InvalidArgumentException", ASB_ENOTFOUND = "NotFoundException",
+  ASB_ETIMEOUT = "TimeoutException", ASB_EAUTH = "AuthenticationException",
+  ASB_ERATELIMIT = "RateLimitException", ASB_ENOSPACE = "NotEnoughSpaceException",
+  ASB_ECOMMANDEXIT = "CommandExitException", ASB_ETEMPLATE = "TemplateException",
+  ASB_ESANDBOXNOTFOUND = "SandboxNotFoundException",
+  ASB_ESANDBOXGONE = "SandboxNotFoundException", ASB_EBUILD = "BuildException",
+}
+
+-- v, err with err named after E2B's class (not_found: the class for
+-- ASB_ENOTFOUND in this call).
+local function e2b(v, err, not_found)
+  if v == nil and err then
+    err.name = (err.code == "ASB_ENOTFOUND" and not_found) or NAMES[err.code]
+               or "SandboxException"
+    return nil, err
+  end
+  return v
+end
+
+-- ---- arguments ---------------------------------------------------------------------------
+
+local function ms(s, default)
+  if s == nil then return default end
+  if s == 0 then return -1 end -- E2B: 0 disables the limit
+  return math.max(1, math.floor(s * 1000 + 0.5))
+end
+
+local CONN = { api_key = "api_key", domain = "domain", debug = "debug",
+               api_url = "api_url", sandbox_url = "sandbox_url", headers = "headers" }
+
+-- The connection keys of E2B's ApiParams (request_timeout in seconds).
+local function conn(t, into)
+  into = into or {}
+  for k, v in pairs(t) do
+    if CONN[k] then into[CONN[k]] = v end
+  end
+  if t.api_headers then into.headers = t.api_headers end
+  if t.request_timeout then into.request_timeout_ms = ms(t.request_timeout) end
+  return into
+end
+
+local function known(t, keys, where)
+  t = t or {}
+  if type(t) ~= "table" then error(where .. ": options must be a table", 3) end
+  for k in pairs(t) do
+    if not keys[k] and not CONN[k] and k ~= "api_headers" and k ~= "request_timeout" then
+      error(("%s: unknown option '%s'"):format(where, tostring(k)), 3)
+    end
+  end
+  return t
+end
+
+local function keys(list)
+  local s = {}
+  for _, k in ipairs(list) do s[k] = true end
+  return s
+end
+
+-- An object whose methods are closures bound to it: callable as in Python,
+-- obj.method(...), and as obj:method(...). methods.__close, if any, is what
+-- `<close>` does; fields.__id is what it prints as.
+local function bound(name, fields, methods, private)
+  local obj
+  for k, fn in pairs(methods) do
+    if k ~= "__close" then
+      fields[k] = function(a, ...)
+        if rawequal(a, obj) then return fn(...) end
+        return fn(a, ...)
+      end
+    end
+  end
+  local id, close = fields.__id, methods.__close
+  fields.__id = nil
+  local mt = {
+    __name = "agent_sandbox.compat." .. name,
+    __tostring = function() return ("agent_sandbox.compat.%s(%s)"):format(name, id or "") end,
+    __close = close and function() close() end or nil,
+  }
+  class(mt, {})
+  obj = new_object(mt, fields, private or {})
+  return obj
+end
+
+-- ---- results -------------------------------------------------------------------------------
+
+local function entry(e)
+  if e then
+    e.modified_time = e.modified_at
+  end
+  return e
+end
+
+local function entries(list)
+  if list then for _, e in ipairs(list) do entry(e) end end
+  return list
+end
+
+local function result(r)
+  r.is_main_result = r.is_main
+  return r
+end
+
+local function execution(ex)
+  if not ex then return ex end
+  local main
+  for _, r in ipairs(ex.results) do
+    result(r)
+    if r.is_main then main = r end
+  end
+  ex.text = main and main.text or nil -- E2B: the main result's text only
+  return ex
+end
+
+-- ---- commands --------------------------------------------------------------------------------
+
+local function command_handle(p)
+  local h = {}
+  h.pid = p.pid
+  h.__id = tostring(p.pid)
+  return bound("CommandHandle", h, {
+    wait = function(t)
+      t = known(t, keys({ "on_stdout", "on_stderr", "on_pty" }), "CommandHandle.wait")
+      return e2b(p:wait{ on_stdout = t.on_stdout, on_stderr = t.on_stderr, on_data = t.on_pty,
+                         check = true })
+    end,
+    kill = function() return e2b(p:kill()) end,
+    send_stdin = function(data) return e2b(p:send_stdin(data)) end,
+    close_stdin = function() return e2b(p:close_stdin()) end,
+    disconnect = function() p:disconnect() end,
+  }, { p = p })
+end
+
+local RUN = keys({ "background", "envs", "user", "cwd", "on_stdout", "on_stderr", "stdin",
+                   "timeout" })
+
+local function commands(sb)
+  local c = sb.commands
+  return bound("Commands", { __id = sb.id }, {
+    run = function(cmd, t)
+      t = known(t, RUN, "commands.run")
+      local o = { envs = t.envs, user = t.user, cwd = t.cwd, on_stdout = t.on_stdout,
+                  on_stderr = t.on_stderr, stdin = t.stdin and true or nil,
+                  timeout_ms = ms(t.timeout, 60000), request_timeout_ms = ms(t.request_timeout) }
+      if t.background then
+        local p, err = c:start(cmd, o)
+        if not p then return e2b(p, err) end
+        return command_handle(p)
+      end
+      o.check = true
+      return e2b(c:run(cmd, o))
+    end,
+    connect = function(pid, t)
+      t = known(t, keys({ "timeout", "on_stdout", "on_stderr" }), "commands.connect")
+      local p, err = c:connect(pid, { timeout_ms = ms(t.timeout), on_stdout = t.on_stdout,
+                                      on_stderr = t.on_stderr })
+      if not p then return e2b(p, err) end
+      return command_handle(p)
+    end,
+    list = function() return e2b(c:list()) end,
+    kill = function(pid) return e2b(c:kill(pid)) end,
+    send_stdin = function(pid, data) return e2b(c:send_stdin(pid, data)) end,
+    close_stdin = function(pid) return e2b(c:close_stdin(pid)) end,
+  })
+end
+
+local function pty(sb)
+  local p = sb.pty
+  return bound("Pty", { __id = sb.id }, {
+    -- E2B: create(size = {rows, cols}, user, cwd, envs, timeout); the output
+    -- reaches on_data of handle.wait(on_pty = ...)
+    create = function(size, t)
+      t = known(t, keys({ "user", "cwd", "envs", "timeout", "on_data" }), "pty.create")
+      size = size or {}
+      local h, err = p:create{ cols = size.cols, rows = size.rows, user = t.user, cwd = t.cwd,
+                               envs = t.envs, timeout_ms = ms(t.timeout, 60000),
+                               on_data = t.on_data }
+      if not h then return e2b(h, err) end
+      return command_handle(h)
+    end,
+    connect = function(pid, t)
+      t = known(t, keys({ "timeout" }), "pty.connect")
+      local h, err = p:connect(pid, { timeout_ms = ms(t.timeout) })
+      if not h then return e2b(h, err) end
+      return command_handle(h)
+    end,
+    kill = function(pid) return e2b(p:kill(pid)) end,
+    send_stdin = function(pid, data) return e2b(p:send_input(pid, data)) end,
+    resize = function(pid, size) return e2b(p:resize(pid, size.cols, size.rows)) end,
+  })
+end
+
+-- ---- files ---------------------------------------------------------------------------------
+
+local FILE = keys({ "user" })
+
+local function files(sb)
+  local f = sb.files
+  local F = "FileNotFoundException"
+  return bound("Files", { __id = sb.id }, {
+    -- format: "text" (default) or "bytes" (both Lua strings), or "stream":
+    -- a list of the chunks as they arrived
+    read = function(path, t)
+      t = known(t, keys({ "format", "user" }), "files.read")
+      if t.format == "stream" then
+        local chunks = {}
+        local ok, err = f:read_stream(path, function(c) chunks[#chunks + 1] = c end, { user = t.user })
+        if not ok then return e2b(ok, err, F) end
+        return chunks
+      end
+      local data, err = f:read(path, { user = t.user })
+      return e2b(data, err, F)
+    end,
+    write = function(path, data, t)
+      t = known(t, FILE, "files.write")
+      local e, err = f:write(path, data, { user = t.user })
+      if not e then return e2b(e, err, F) end
+      return { name = e.name, path = e.path, type = e.type }
+    end,
+    write_files = function(list, t)
+      t = known(t, FILE, "files.write_files")
+      return e2b(f:write_files(list, { user = t.user }))
+    end,
+    list = function(path, t)
+      t = known(t, keys({ "depth", "user" }), "files.list")
+      local l, err = f:list(path, { depth = t.depth, user = t.user })
+      return e2b(entries(l), err, F)
+    end,
+    exists = function(path, t) return e2b(f:exists(path, known(t, FILE, "files.exists"))) end,
+    get_info = function(path, t)
+      local e, err = f:get_info(path, known(t, FILE, "files.get_info"))
+      return e2b(entry(e), err, F)
+    end,
+    remove = function(path, t)
+      local ok, err = f:remove(path, known(t, FILE, "files.remove"))
+      return e2b(ok, err, F)
+    end,
+    rename = function(old, new, t)
+      local e, err = f:rename(old, new, known(t, FILE, "files.rename"))
+      return e2b(entry(e), err, F)
+    end,
+    make_dir = function(path, t) return e2b(f:make_dir(path, known(t, FILE, "files.make_dir"))) end,
+    -- E2B: watch_dir(path, on_event, recursive = false); the handle's
+    -- get_new_events() and stop()
+    watch_dir = function(path, on_event, t)
+      t = known(t, keys({ "recursive", "user" }), "files.watch_dir")
+      local w, err = f:watch_dir(path, { on_event = on_event, recursive = t.recursive,
+                                         user = t.user })
+      if not w then return e2b(w, err, F) end
+      return bound("WatchHandle", { __id = path }, {
+        get_new_events = function() return e2b(w:get_new_events()) end,
+        wait = function(timeout) return e2b(w:wait(timeout and ms(timeout) or nil)) end,
+        stop = function() w:stop() end,
+        __close = function() w:stop() end,
+      }, { w = w })
+    end,
+  })
+end
+
+-- ---- sandboxes -------------------------------------------------------------------------------
+
+local Sandbox = {}
+M.Sandbox = Sandbox
+
+local CODE = keys({ "language", "context", "on_stdout", "on_stderr", "on_result", "on_error",
+                    "envs", "timeout" })
+
+local function message(fn, is_err)
+  if not fn then return nil end
+  return function(line) fn({ line = line, timestamp = os.time(), error = is_err }) end
+end
+
+local function wrap(sb)
+  local fields = {
+    sandbox_id = sb.id, envd_version = sb.envd_version, sandbox_domain = sb.domain,
+    native = sb, __id = sb.id,
+  }
+  fields.commands = commands(sb)
+  fields.pty = pty(sb)
+  fields.files = files(sb)
+  return bound("Sandbox", fields, {
+    kill = function() return e2b(sb:kill()) end,
+    set_timeout = function(s) return e2b(sb:set_timeout(ms(s))) end,
+    get_info = function() return e2b(sb:get_info()) end,
+    is_running = function() return e2b(sb:is_running()) end,
+    pause = function() return e2b(sb:pause()) end,
+    resume = function(t) t = t or {} return e2b(sb:resume{ timeout_ms = ms(t.timeout) }) end,
+    get_host = function(port) return e2b(sb:get_host(port)) end,
+    get_metrics = function() return e2b(sb:get_metrics()) end,
+    download_url = function(path, t) return e2b(sb:download_url(path, t)) end,
+    upload_url = function(path, t) return e2b(sb:upload_url(path, t)) end,
+    -- the code interpreter (e2b_code_interpreter's Sandbox)
+    run_code = function(code, t)
+      t = known(t, CODE, "run_code")
+      local ex, err = sb:run_code(code, {
+        language = t.language, context = t.context, envs = t.envs,
+        timeout_ms = ms(t.timeout), on_stdout = message(t.on_stdout, false),
+        on_stderr = message(t.on_stderr, true),
+        on_result = t.on_result and function(r) t.on_result(result(r)) end,
+        on_error = t.on_error and function(name, value, tb)
+          t.on_error({ name = name, value = value, traceback = tb })
+        end,
+      })
+      return e2b(execution(ex), err)
+    end,
+    create_code_context = function(t)
+      t = known(t, keys({ "cwd", "language" }), "create_code_context")
+      return e2b(sb:create_code_context{ cwd = t.cwd, language = t.language })
+    end,
+    list_code_contexts = function() return e2b(sb:list_code_contexts()) end,
+    restart_code_context = function(ctx) return e2b(sb:restart_code_context(ctx)) end,
+    remove_code_context = function(ctx) return e2b(sb:remove_code_context(ctx)) end,
+    __close = function() sb:kill() end,
+  }, { sb = sb })
+end
+
+local CREATE = keys({ "template", "timeout", "metadata", "envs", "auto_pause" })
+
+--- Sandbox.create{ template, timeout (s), metadata, envs, api_key, domain,
+--- debug, request_timeout, ... } (or Sandbox.create("template", {...})).
+function Sandbox.create(template, t)
+  if type(template) == "table" then template, t = template.template, template end
+  t = known(t, CREATE, "Sandbox.create")
+  local o = conn(t, { template = template or "base", metadata = t.metadata, envs = t.envs,
+                      auto_pause = t.auto_pause, timeout_ms = ms(t.timeout, 300000) })
+  local sb, err = asb.Sandbox.create(o)
+  if not sb then return e2b(sb, err) end
+  return wrap(sb)
+end
+
+--- Sandbox.connect(sandbox_id, { timeout, ... }).
+function Sandbox.connect(id, t)
+  t = known(t, keys({ "timeout" }), "Sandbox.connect")
+  local sb, err = asb.Sandbox.connect(id, conn(t, { timeout_ms = ms(t.timeout) }))
+  if not sb then return e2b(sb, err) end
+  return wrap(sb)
+end
+
+-- A method of a sandbox called on the class with its id: Sandbox.kill(id).
+local function by_id(name)
+  return function(id, t)
+    if type(id) ~= "string" then return id[name](t) end
+    local sb, err = Sandbox.connect(id, t)
+    if not sb then return nil, err end
+    return sb[name]()
+  end
+end
+
+--- Sandbox.kill(sandbox_id, {...}): true if killed, false if not found.
+function Sandbox.kill(id, t)
+  if type(id) ~= "string" then return id.kill() end
+  t = known(t, {}, "Sandbox.kill")
+  return e2b(asb.Sandbox.kill(id, conn(t)))
+end
+Sandbox.set_timeout = function(id, s, t)
+  if type(id) ~= "string" then return id.set_timeout(s) end
+  local sb, err = Sandbox.connect(id, t)
+  if not sb then return nil, err end
+  return sb.set_timeout(s)
+end
+Sandbox.get_info = by_id("get_info")
+Sandbox.pause = by_id("pause")
+Sandbox.get_metrics = by_id("get_metrics")
+
+--- Sandbox.list{ query = {metadata, state}, limit, next_token, ... }: E2B's
+--- paginator: while p.has_next do local items = p.next_items() end.
+function Sandbox.list(t)
+  t = known(t, keys({ "query", "limit", "next_token" }), "Sandbox.list")
+  local q = t.query or {}
+  local p = { has_next = true, next_token = t.next_token }
+  local c = conn(t)
+  function p.next_items()
+    if not p.has_next then
+      return nil, setmetatable({ code = "ASB_ERROR", status = core.ASB_ERROR, http_status = 0,
+                                 message = "No more items to fetch", remote_code = "",
+                                 retry_after = -1, reason = "", op = "Sandbox.list",
+                                 name = "SandboxException" }, asb.Error)
+    end
+    local client, err = asb._client_of(c, "Sandbox.list")
+    if not client then return e2b(nil, err) end
+    local o = core.asb_sandbox_list_options()
+    if q.metadata then o.metadata = q.metadata end
+    if q.state then
+      local want = {}
+      for _, s in ipairs(type(q.state) == "table" and q.state or { q.state }) do want[s] = true end
+      o.running, o.paused = want.running and 1 or 0, want.paused and 1 or 0
+    end
+    if t.limit then o.limit = t.limit end
+    if p.next_token then o.next_token = p.next_token end
+    local rc, page = core.asb_sandbox_list(asb._private(client).h, o)
+    if rc < 0 then return e2b(asb._fail(rc, "Sandbox.list")) end
+    local items, token = core.asblua_sandbox_page(page)
+    p.next_token = token
+    p.has_next = token ~= nil
+    return items
+  end
+  return p
+end
+
+return M

@@ -1,0 +1,62 @@
+-- Templates (asb_templates_*): build from a template.yaml, the build cache,
+-- get, list, use, delete; and each failure kind as nil, err.
+-- SPDX-License-Identifier: Apache-2.0
+local H = require "helper"
+local asb = require "agent_sandbox"
+
+local function dir_with(files)
+  local d = assert(os.getenv("ASB_TEST_STATE")) .. "/tmpl-" .. tostring(math.random(1 << 30))
+  assert(os.execute("mkdir -p " .. H.q(d)))
+  for name, text in pairs(files) do
+    local f = assert(io.open(d .. "/" .. name, "w"))
+    f:write(text)
+    f:close()
+  end
+  return d
+end
+
+describe("templates", function()
+  it("build, are cached, got, listed, used and deleted", function()
+    local d = dir_with({
+      ["template.yaml"] = "name: lua-tmpl\ndescription: made from Lua\nsteps:\n" ..
+        "  - copy: {src: greeting.txt, dest: /srv/greeting.txt}\n" ..
+        "  - run: echo built > /srv/step\n",
+      ["greeting.txt"] = "hello\n",
+    })
+    local t = assert(asb.templates.build(d))
+    assert.are.equal("lua-tmpl", t.name)
+    assert.are.equal(20, #t.id)
+    assert.is_false(t.cached)
+    assert.are.equal("made from Lua", t.description)
+    assert.matches("greeting.txt", t.build_log)
+    assert.are.equal(t.id, asb.json_decode(t.json).templateID)
+    assert.is_true(assert(asb.templates.build(d)).cached)
+    assert.is_false(assert(asb.templates.build(d, { force = true })).cached)
+    local by_name = assert(asb.templates.get("lua-tmpl"))
+    assert.are.equal(t.id, by_name.id)
+    assert.is_nil(by_name.cached)
+    local names = {}
+    for _, x in ipairs(assert(asb.templates.list())) do names[x.name] = x.id end
+    assert.are.equal(t.id, names["lua-tmpl"])
+    assert.truthy(names.base)
+    do
+      local sb <close> = assert(asb.Sandbox.create{ template = "lua-tmpl", timeout_ms = 120000 })
+      assert.are.equal("hello\nbuilt\n", assert(sb.commands:run("cat /srv/greeting.txt /srv/step")).stdout)
+      H.fails("ASB_EEXISTS", asb.templates.delete("lua-tmpl")) -- in use
+    end
+    assert.is_true(assert(asb.templates.delete("lua-tmpl")))
+    H.fails("ASB_ENOTFOUND", asb.templates.get("lua-tmpl"))
+    H.fails("ASB_ENOTFOUND", asb.templates.delete("lua-tmpl"))
+  end)
+
+  it("return nil, err for each kind of failure", function()
+    assert.matches("has no template.yaml", H.fails("ASB_EINVAL", asb.templates.build(dir_with({}))).message)
+    assert.matches("template%.yaml:1:7: name:",
+                   H.fails("ASB_EINVAL", asb.templates.build(dir_with({ ["template.yaml"] = "name: Bad-Name\n" }))).message)
+    assert.matches("exit code 3", H.fails("ASB_EBUILD", asb.templates.build(dir_with({
+      ["template.yaml"] = "name: lua-broken\nsteps:\n  - run: exit 3\n" }))).message)
+    H.fails("ASB_ENOTFOUND", asb.templates.build("/no/such/dir"))
+    H.fails("ASB_ENOTFOUND", asb.templates.get("no-such-template"))
+    H.fails("ASB_EINVAL", asb.templates.delete("base"))
+  end)
+end)
