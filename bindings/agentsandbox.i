@@ -204,6 +204,7 @@ ASB_OUT_HANDLE_UNOWNED(T)
 %include "agentsandbox/code.h"
 %include "agentsandbox/session.h"
 %include "agentsandbox/named.h"
+%include "agentsandbox/agents.h"
 %include "agentsandbox/template.h"
 
 /* ---- the language's shims (after the declarations they use) --------------- */

@@ -24,6 +24,7 @@
 #include "agentsandbox/code.h"
 #include "agentsandbox/session.h"
 #include "agentsandbox/named.h"
+#include "agentsandbox/agents.h"
 #include "agentsandbox/template.h"
 #include "agentsandbox/options.h"
 

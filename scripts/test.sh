@@ -24,6 +24,10 @@ npm ci --prefix tests/npm-codei --no-audit --no-fund
 # The official MCP TypeScript SDK client used by the mcp.* tests (pinned in
 # tests/mcp).
 npm ci --prefix tests/mcp --no-audit --no-fund
+# The coding-agent CLIs e2e.agents and python.agents drive (pinned), once
+# into the host-wide prefix the agents template sees: a later run finds
+# them and downloads nothing (0.5 s).
+scripts/agents-cache.sh
 
 step "build (RelWithDebInfo)"
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo

@@ -57,6 +57,50 @@
 #define ASB_API_OUT_VIEW 8
 
 #define ASB_API_FUNCTIONS(X) \
+  X(asb_agents_options_init, 0u, 2, 0, "", "") \
+  X(asb_agent_session_options_init, 0u, 2, 0, "", "") \
+  X(asb_agents_list, ASB_API_BLOCKING|ASB_API_CANCELLABLE, 3, 1, "opts", "") \
+  X(asb_agent_list_count, 0u, 1, 0, "", "") \
+  X(asb_agent_list_get, ASB_API_RETURNS_BORROWED, 2, 0, "", "") \
+  X(asb_agent_list_find, ASB_API_RETURNS_BORROWED, 2, 0, "", "") \
+  X(asb_agent_list_free, ASB_API_FREES, 1, 0, "", "") \
+  X(asb_agent_name, ASB_API_RETURNS_BORROWED, 1, 0, "", "") \
+  X(asb_agent_package, ASB_API_RETURNS_BORROWED, 1, 0, "", "") \
+  X(asb_agent_version, ASB_API_RETURNS_BORROWED, 1, 0, "", "") \
+  X(asb_agent_path, ASB_API_RETURNS_BORROWED, 1, 0, "", "") \
+  X(asb_agent_installed, 0u, 1, 0, "", "") \
+  X(asb_agents_install, ASB_API_BLOCKING|ASB_API_CANCELLABLE|ASB_API_CALLBACKS, 4, 1, "opts", "caller") \
+  X(asb_agent_session_new, ASB_API_BLOCKING|ASB_API_CANCELLABLE, 4, 1, "opts", "") \
+  X(asb_agent_session_connect, ASB_API_BLOCKING|ASB_API_CANCELLABLE, 4, 1, "opts", "") \
+  X(asb_agent_session_free, ASB_API_ANY_THREAD|ASB_API_FREES, 1, 0, "", "") \
+  X(asb_agent_session_id, ASB_API_RETURNS_BORROWED, 1, 0, "", "") \
+  X(asb_agent_session_agent, ASB_API_RETURNS_BORROWED, 1, 0, "", "") \
+  X(asb_agent_session_send, ASB_API_BLOCKING|ASB_API_CANCELLABLE|ASB_API_CALLBACKS, 4, 1, "opts", "caller") \
+  X(asb_agent_session_events, ASB_API_BLOCKING|ASB_API_CANCELLABLE|ASB_API_CALLBACKS, 4, 1, "opts", "caller") \
+  X(asb_agent_session_cancel, ASB_API_BLOCKING|ASB_API_CANCELLABLE, 2, 0, "opts", "") \
+  X(asb_agent_session_info, ASB_API_BLOCKING|ASB_API_CANCELLABLE, 3, 1, "opts", "") \
+  X(asb_agent_session_close, ASB_API_BLOCKING|ASB_API_CANCELLABLE, 2, 0, "opts", "") \
+  X(asb_agent_event_seq, 0u, 1, 0, "", "") \
+  X(asb_agent_event_type, ASB_API_RETURNS_BORROWED, 1, 0, "", "") \
+  X(asb_agent_event_turn, 0u, 1, 0, "", "") \
+  X(asb_agent_event_json, ASB_API_RETURNS_BORROWED, 1, 0, "", "") \
+  X(asb_agent_event_list_count, 0u, 1, 0, "", "") \
+  X(asb_agent_event_list_get, ASB_API_RETURNS_BORROWED, 2, 0, "", "") \
+  X(asb_agent_event_list_free, ASB_API_FREES, 1, 0, "", "") \
+  X(asb_agent_turn_status, ASB_API_RETURNS_BORROWED, 1, 0, "", "") \
+  X(asb_agent_turn_final_message, ASB_API_RETURNS_BORROWED, 1, 0, "", "") \
+  X(asb_agent_turn_error, ASB_API_RETURNS_BORROWED, 1, 0, "", "") \
+  X(asb_agent_turn_json, ASB_API_RETURNS_BORROWED, 1, 0, "", "") \
+  X(asb_agent_turn_number, 0u, 1, 0, "", "") \
+  X(asb_agent_turn_files_changed_count, 0u, 1, 0, "", "") \
+  X(asb_agent_turn_files_changed_get, ASB_API_RETURNS_BORROWED, 2, 0, "", "") \
+  X(asb_agent_turn_commands_count, 0u, 1, 0, "", "") \
+  X(asb_agent_turn_command, ASB_API_RETURNS_BORROWED, 2, 0, "", "") \
+  X(asb_agent_turn_command_exit_code, 0u, 2, 0, "", "") \
+  X(asb_agent_turn_input_tokens, 0u, 1, 0, "", "") \
+  X(asb_agent_turn_output_tokens, 0u, 1, 0, "", "") \
+  X(asb_agent_turn_last_seq, 0u, 1, 0, "", "") \
+  X(asb_agent_turn_free, ASB_API_FREES, 1, 0, "", "") \
   X(asb_cancel_new, 0u, 1, 1, "", "") \
   X(asb_cancel_free, ASB_API_FREES, 1, 0, "", "") \
   X(asb_cancel_request, ASB_API_ANY_THREAD, 1, 0, "", "") \
@@ -292,6 +336,8 @@
   X(asb_server_call_set_result_boolean, ASB_API_SERVER, 2, 0, "", "") \
   X(asb_server_call_error, ASB_API_SERVER, 3, 0, "", "") \
   X(asb_server_error_last, ASB_API_SERVER|ASB_API_RETURNS_THREAD, 0, 0, "", "") \
+  X(asb_server_agents_options_init, ASB_API_SERVER, 2, 0, "", "") \
+  X(asb_server_enable_agents, ASB_API_SERVER, 2, 0, "", "") \
   X(asb_session_save, ASB_API_BLOCKING, 3, 0, "", "") \
   X(asb_session_load, ASB_API_BLOCKING|ASB_API_CANCELLABLE, 5, 1, "call", "") \
   X(asb_session_get, ASB_API_BLOCKING, 2, 1, "", "") \
@@ -331,6 +377,13 @@
   X(asb_version_number, 0u, 0, 0, "", "")
 
 #define ASB_API_OUTPUTS(X) \
+  X(asb_agents_list, 0, "out", ASB_API_OUT_HANDLE, asb_agent_list, "asb_agent_list_free", 0) \
+  X(asb_agents_install, 0, "version", ASB_API_OUT_STRING, char, "asb_free", 1) \
+  X(asb_agent_session_new, 0, "out", ASB_API_OUT_HANDLE, asb_agent_session, "asb_agent_session_free", 0) \
+  X(asb_agent_session_connect, 0, "out", ASB_API_OUT_HANDLE, asb_agent_session, "asb_agent_session_free", 0) \
+  X(asb_agent_session_send, 0, "out", ASB_API_OUT_HANDLE, asb_agent_turn, "asb_agent_turn_free", 0) \
+  X(asb_agent_session_events, 0, "out", ASB_API_OUT_HANDLE, asb_agent_event_list, "asb_agent_event_list_free", 0) \
+  X(asb_agent_session_info, 0, "json", ASB_API_OUT_STRING, char, "asb_free", 0) \
   X(asb_cancel_new, 0, "out", ASB_API_OUT_HANDLE, asb_cancel, "asb_cancel_free", 0) \
   X(asb_client_new, 0, "out", ASB_API_OUT_HANDLE, asb_client, "asb_client_free", 0) \
   X(asb_code_run, 0, "out", ASB_API_OUT_HANDLE, asb_execution, "asb_execution_free", 0) \
@@ -381,6 +434,12 @@
   X(asb_version, 2, "patch", ASB_API_OUT_INT, int, "", 1)
 
 #define ASB_API_HANDLES(X) \
+  X(asb_agent, "", "asb_agent_list") \
+  X(asb_agent_event, "", "asb_agent_event_list") \
+  X(asb_agent_event_list, "asb_agent_event_list_free", "") \
+  X(asb_agent_list, "asb_agent_list_free", "") \
+  X(asb_agent_session, "asb_agent_session_free", "") \
+  X(asb_agent_turn, "asb_agent_turn_free", "") \
   X(asb_cancel, "asb_cancel_free", "") \
   X(asb_client, "asb_client_free", "") \
   X(asb_code_context, "asb_code_context_free", "") \
@@ -410,6 +469,8 @@
   X(asb_watch, "asb_watch_free", "")
 
 #define ASB_API_OPTIONS(X) \
+  X(asb_agents_options, ASB_AGENTS_OPTIONS_VERSION, asb_agents_options_init) \
+  X(asb_agent_session_options, ASB_AGENT_SESSION_OPTIONS_VERSION, asb_agent_session_options_init) \
   X(asb_client_options, ASB_CLIENT_OPTIONS_VERSION, asb_client_options_init) \
   X(asb_call_options, ASB_CALL_OPTIONS_VERSION, asb_call_options_init) \
   X(asb_code_options, ASB_CODE_OPTIONS_VERSION, asb_code_options_init) \
@@ -422,6 +483,7 @@
   X(asb_sandbox_options, ASB_SANDBOX_OPTIONS_VERSION, asb_sandbox_options_init) \
   X(asb_sandbox_list_options, ASB_SANDBOX_LIST_OPTIONS_VERSION, asb_sandbox_list_options_init) \
   X(asb_server_options, ASB_SERVER_OPTIONS_VERSION, asb_server_options_init) \
+  X(asb_server_agents_options, ASB_SERVER_AGENTS_OPTIONS_VERSION, asb_server_agents_options_init) \
   X(asb_template_build_options, ASB_TEMPLATE_BUILD_OPTIONS_VERSION, asb_template_build_options_init)
 
 /* Which setter of options.h sets an options member. */
@@ -431,6 +493,28 @@
 #define ASB_API_FIELD_POINTER 4
 #define ASB_API_FIELD_BYTES 5
 #define ASB_API_OPTION_FIELDS(X) \
+  X(asb_agents_options, port, ASB_API_FIELD_INT, 1) \
+  X(asb_agents_options, timeout_ms, ASB_API_FIELD_INT, 1) \
+  X(asb_agents_options, cancel, ASB_API_FIELD_POINTER, 1) \
+  X(asb_agents_options, on_event, ASB_API_FIELD_POINTER, 1) \
+  X(asb_agents_options, userdata, ASB_API_FIELD_POINTER, 1) \
+  X(asb_agents_options, follow, ASB_API_FIELD_INT, 1) \
+  X(asb_agents_options, install_version, ASB_API_FIELD_STRING, 1) \
+  X(asb_agents_options, registry, ASB_API_FIELD_STRING, 1) \
+  X(asb_agents_options, source, ASB_API_FIELD_STRING, 1) \
+  X(asb_agent_session_options, port, ASB_API_FIELD_INT, 1) \
+  X(asb_agent_session_options, timeout_ms, ASB_API_FIELD_INT, 1) \
+  X(asb_agent_session_options, cancel, ASB_API_FIELD_POINTER, 1) \
+  X(asb_agent_session_options, cwd, ASB_API_FIELD_STRING, 1) \
+  X(asb_agent_session_options, model, ASB_API_FIELD_STRING, 1) \
+  X(asb_agent_session_options, base_url, ASB_API_FIELD_STRING, 1) \
+  X(asb_agent_session_options, api_key_env, ASB_API_FIELD_STRING, 1) \
+  X(asb_agent_session_options, wire_api, ASB_API_FIELD_STRING, 1) \
+  X(asb_agent_session_options, approval, ASB_API_FIELD_STRING, 1) \
+  X(asb_agent_session_options, sandbox, ASB_API_FIELD_STRING, 1) \
+  X(asb_agent_session_options, args, ASB_API_FIELD_STRINGS, 1) \
+  X(asb_agent_session_options, env, ASB_API_FIELD_STRINGS, 1) \
+  X(asb_agent_session_options, install, ASB_API_FIELD_INT, 1) \
   X(asb_client_options, api_key, ASB_API_FIELD_STRING, 1) \
   X(asb_client_options, api_url, ASB_API_FIELD_STRING, 1) \
   X(asb_client_options, domain, ASB_API_FIELD_STRING, 1) \
@@ -516,8 +600,8 @@
   X(asb_template_build_options, timeout_ms, ASB_API_FIELD_INT, 1) \
   X(asb_template_build_options, cancel, ASB_API_FIELD_POINTER, 1)
 
-#define ASB_API_FUNCTION_COUNT 272
-#define ASB_API_OUTPUT_COUNT 48
+#define ASB_API_FUNCTION_COUNT 318
+#define ASB_API_OUTPUT_COUNT 55
 
 typedef struct asb_api_function_info {
   const char *name;

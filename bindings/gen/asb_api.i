@@ -3,6 +3,8 @@
  * in bindings/<lang>/asb_<lang>.i (ASB_BLOCKING, ASB_OUT_HANDLE*). */
 
 /* ---- callbacks are reached through the languages' trampolines only --- */
+%ignore asb_agents_options::on_event;
+%ignore asb_agents_options::userdata;
 %ignore asb_code_options::on_stdout;
 %ignore asb_code_options::on_stderr;
 %ignore asb_code_options::on_result;
@@ -17,6 +19,8 @@
 %ignore asb_pty_options::userdata;
 
 /* ---- options versions are set by the constructors ------------------- */
+%immutable asb_agents_options::version;
+%immutable asb_agent_session_options::version;
 %immutable asb_client_options::version;
 %immutable asb_call_options::version;
 %immutable asb_code_options::version;
@@ -31,6 +35,12 @@
 %immutable asb_template_build_options::version;
 
 /* ---- handles: who frees them ------------------------------------------ */
+ASB_BORROWED_HANDLE(asb_agent)
+ASB_BORROWED_HANDLE(asb_agent_event)
+ASB_OWNED_HANDLE(asb_agent_event_list, asb_agent_event_list_free)
+ASB_OWNED_HANDLE(asb_agent_list, asb_agent_list_free)
+ASB_OWNED_HANDLE(asb_agent_session, asb_agent_session_free)
+ASB_OWNED_HANDLE(asb_agent_turn, asb_agent_turn_free)
 ASB_OWNED_HANDLE(asb_cancel, asb_cancel_free)
 ASB_OWNED_HANDLE(asb_client, asb_client_free)
 ASB_OWNED_HANDLE(asb_code_context, asb_code_context_free)
@@ -57,6 +67,15 @@ ASB_OWNED_HANDLE(asb_template_list, asb_template_list_free)
 ASB_EXPLICIT_HANDLE(asb_watch)
 
 /* ---- options structs: constructed with the library's defaults -------- */
+ASB_OPTIONS(asb_agents_options, ASB_AGENTS_OPTIONS_VERSION,
+            %arg({&$self->install_version, &$self->registry, &$self->source}),
+            ASB_NONE,
+            ASB_NONE)
+ASB_OPTIONS(asb_agent_session_options, ASB_AGENT_SESSION_OPTIONS_VERSION,
+            %arg({&$self->cwd, &$self->model, &$self->base_url, &$self->api_key_env,
+                  &$self->wire_api, &$self->approval, &$self->sandbox}),
+            %arg({&$self->args, &$self->env}),
+            ASB_NONE)
 ASB_OPTIONS(asb_client_options, ASB_CLIENT_OPTIONS_VERSION,
             %arg({&$self->api_key, &$self->api_url, &$self->domain, &$self->sandbox_url,
                   &$self->user_agent}),
@@ -110,6 +129,15 @@ ASB_OPTIONS(asb_template_build_options, ASB_TEMPLATE_BUILD_OPTIONS_VERSION,
             ASB_NONE)
 
 /* ---- calls that block: the binding releases its interpreter lock ----- */
+ASB_BLOCKING(asb_agents_list)
+ASB_BLOCKING(asb_agents_install)
+ASB_BLOCKING(asb_agent_session_new)
+ASB_BLOCKING(asb_agent_session_connect)
+ASB_BLOCKING(asb_agent_session_send)
+ASB_BLOCKING(asb_agent_session_events)
+ASB_BLOCKING(asb_agent_session_cancel)
+ASB_BLOCKING(asb_agent_session_info)
+ASB_BLOCKING(asb_agent_session_close)
 ASB_BLOCKING(asb_client_new)
 ASB_BLOCKING(asb_code_run)
 ASB_BLOCKING(asb_code_context_create)

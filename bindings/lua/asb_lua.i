@@ -108,10 +108,11 @@ static int asblua_isinteger(lua_State *L, int i) {
 }
 %typemap(freearg) (char **data, size_t *len) { asb_free(*$1); }
 
-%typemap(in, numinputs=0) char **url (char *tmp = NULL), char **result_json (char *tmp = NULL) {
+%typemap(in, numinputs=0) char **url (char *tmp = NULL), char **result_json (char *tmp = NULL),
+                          char **version (char *tmp = NULL), char **json (char *tmp = NULL) {
   $1 = &tmp;
 }
-%typemap(argout) char **url, char **result_json {
+%typemap(argout) char **url, char **result_json, char **version, char **json {
   if (*$1) {
     lua_pushstring(L, *$1);
   } else {
@@ -119,7 +120,7 @@ static int asblua_isinteger(lua_State *L, int i) {
   }
   SWIG_arg++;
 }
-%typemap(freearg) char **url, char **result_json { asb_free(*$1); }
+%typemap(freearg) char **url, char **result_json, char **version, char **json { asb_free(*$1); }
 
 /* Views (asb_process_read, asb_file_reader_read): the bytes are copied into
  * a Lua string at once; the library's memory is valid only until the next
@@ -562,6 +563,14 @@ static long asblua_tramp_read(char *buf, size_t cap, void *ud) {
   asblua_args a = {ASBLUA_READ, NULL, 0, 0, NULL, NULL, NULL, NULL, NULL, buf, cap, 0};
   if (asblua_dispatch((asblua_cb *)ud, &a)) return -1;
   return a.n;
+}
+
+/* An agent session's event (agents.h): its JSON text goes to on_stdout. */
+static int asblua_tramp_agent_event(const asb_agent_event *event, void *ud) {
+  const char *json = asb_agent_event_json(event);
+  asblua_args a = {ASBLUA_STDOUT, json, json ? strlen(json) : 0, 0, NULL, NULL, NULL, NULL,
+                   NULL, NULL, 0, 0};
+  return asblua_dispatch((asblua_cb *)ud, &a);
 }
 
 /* The callbacks userdata at idx, armed for a call made on L; NULL if idx

@@ -28,6 +28,12 @@
     $self->userdata = cb;
   }
 }
+%extend asb_agents_options {
+  void bind(asblua_cb *cb) {
+    $self->on_event = cb ? asblua_tramp_agent_event : NULL;
+    $self->userdata = cb;
+  }
+}
 %extend asb_pty_options {
   void bind(asblua_cb *cb) {
     $self->on_data = cb ? asblua_tramp_stdout : NULL;

@@ -59,10 +59,11 @@
   %append_output(o);
 }
 
-%typemap(in, numinputs=0) char **url (char *tmp = NULL), char **result_json (char *tmp = NULL) {
+%typemap(in, numinputs=0) char **url (char *tmp = NULL), char **result_json (char *tmp = NULL),
+                          char **version (char *tmp = NULL), char **json (char *tmp = NULL) {
   $1 = &tmp;
 }
-%typemap(argout) char **url, char **result_json {
+%typemap(argout) char **url, char **result_json, char **version, char **json {
   PyObject *o;
   if (*$1) {
     o = PyUnicode_DecodeUTF8(*$1, (Py_ssize_t)strlen(*$1), "replace");
@@ -409,6 +410,19 @@ static int asbpy_tramp_error(const char *name, const char *value,
   int rc = 0;
   PyObject *r = PyObject_CallFunction(cb->on_error, "NNN", asbpy_str(name),
                                       asbpy_str(value), asbpy_str(traceback));
+  if (!r) rc = asbpy_fail(cb);
+  Py_XDECREF(r);
+  PyGILState_Release(g);
+  return rc;
+}
+
+/* An agent session's event (agents.h): on_event gets its JSON text. */
+static int asbpy_tramp_agent_event(const asb_agent_event *event, void *ud) {
+  asbpy_callbacks *cb = (asbpy_callbacks *)ud;
+  if (!cb->on_event) return 0;
+  PyGILState_STATE g = PyGILState_Ensure();
+  int rc = 0;
+  PyObject *r = PyObject_CallFunction(cb->on_event, "N", asbpy_str(asb_agent_event_json(event)));
   if (!r) rc = asbpy_fail(cb);
   Py_XDECREF(r);
   PyGILState_Release(g);

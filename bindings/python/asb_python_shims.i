@@ -18,6 +18,12 @@
     $self->userdata = cb;
   }
 }
+%extend asb_agents_options {
+  void bind(asbpy_callbacks *cb) {
+    $self->on_event = cb && cb->on_event ? asbpy_tramp_agent_event : NULL;
+    $self->userdata = cb;
+  }
+}
 %extend asb_pty_options {
   void bind(asbpy_callbacks *cb) {
     $self->on_data = cb && cb->on_stdout ? asbpy_tramp_stdout : NULL;
@@ -208,6 +214,40 @@ PyObject *asbpy_error_last(void) {
   const asb_error *e = asb_error_last();
   return Py_BuildValue("(iiNNiN)", e->code, e->http_status, asbpy_str(e->message),
                        asbpy_str(e->remote_code), e->retry_after, asbpy_str(e->reason));
+}
+
+/* Every event of a list as its JSON text. */
+PyObject *asbpy_agent_event_list_json(const asb_agent_event_list *list) {
+  size_t n = asb_agent_event_list_count(list);
+  PyObject *l = PyList_New((Py_ssize_t)n);
+  for (size_t i = 0; l && i < n; i++) {
+    PyObject *s = asbpy_str(asb_agent_event_json(asb_agent_event_list_get(list, i)));
+    if (!s) {
+      Py_DECREF(l);
+      return NULL;
+    }
+    PyList_SET_ITEM(l, (Py_ssize_t)i, s);
+  }
+  return l;
+}
+
+/* The agents of a list: (name, package, installed, version, path). */
+PyObject *asbpy_agent_list_tuples(const asb_agent_list *list) {
+  size_t n = asb_agent_list_count(list);
+  PyObject *l = PyList_New((Py_ssize_t)n);
+  for (size_t i = 0; l && i < n; i++) {
+    const asb_agent *a = asb_agent_list_get(list, i);
+    PyObject *t = Py_BuildValue("(NNONN)", asbpy_str(asb_agent_name(a)),
+                                asbpy_str(asb_agent_package(a)),
+                                asb_agent_installed(a) ? Py_True : Py_False,
+                                asbpy_str(asb_agent_version(a)), asbpy_str(asb_agent_path(a)));
+    if (!t) {
+      Py_DECREF(l);
+      return NULL;
+    }
+    PyList_SET_ITEM(l, (Py_ssize_t)i, t);
+  }
+  return l;
 }
 
 /* Every command of a list as (name, description, [(arg name, type,

@@ -18,12 +18,12 @@
  * AuthError), like commands.run does.
  * SPDX-License-Identifier: Apache-2.0 */
 #include <errno.h>
-#include <openssl/crypto.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cmds.h"
+#include "httpd/httpd.h"
 #include "proto/cmdargs.h"
 #include "proto/pjson.h"
 #include "registry.h"
@@ -212,8 +212,7 @@ char *cmds_serve(engine *e, const char *id, int port, const char *method, const 
     return error_body("sandbox not found", "SandboxNotFound");
   }
   char *out = NULL;
-  size_t tl = strlen(s->token);
-  if (!token || strlen(token) != tl || CRYPTO_memcmp(token, s->token, tl) != 0) {
+  if (!asbi_httpd_token_eq(token, s->token)) {
     *status = 401;
     out = error_body("unauthorized", "AuthError");
     goto done;

@@ -27,9 +27,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <openssl/crypto.h>
-
 #include "codei.h"
+#include "httpd/httpd.h"
 #include "proto/http1.h"
 #include "proto/url.h"
 #include "registry.h"
@@ -205,8 +204,7 @@ static int is_api_key(const head_ctx *h, const char *key, const char *value) {
   if (asbi_strcaseeq(key, "X-API-Key")) return 1;
   if (!value || !asbi_strcaseeq(key, "Authorization") || strncasecmp(value, "Bearer ", 7) != 0)
     return 0;
-  size_t n = strlen(h->api_key);
-  return n && strlen(value + 7) == n && CRYPTO_memcmp(value + 7, h->api_key, n) == 0;
+  return h->api_key[0] && asbi_httpd_token_eq(value + 7, h->api_key);
 }
 
 /* server.c checked every name and value (tokens; no CR, LF or controls). */

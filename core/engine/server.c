@@ -9,30 +9,28 @@
  * the router forwards only what libmicrohttpd and the server behind it read
  * the same way. Slow clients: a request head must arrive within
  * --header-timeout of the connection's start or of its previous request
- * (connguard.c), TCP clients get --max-connections-per-ip connections per
+ * (httpd/httpd.h, util/connguard.h), TCP clients get --max-connections-per-ip connections per
  * address, and the unix socket has its own connection budget.
  * SPDX-License-Identifier: Apache-2.0 */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
-#include <openssl/crypto.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
+#include <strings.h>
 #include <sys/stat.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include "api.h"
 #include "cmds.h"
+#include "httpd/httpd.h"
 #include "proto/http1.h"
 #include "proto/url.h"
 #include "router.h"
 #include "server.h"
 #include "util/buf.h"
-#include "util/connguard.h"
 #include "util/log.h"
 #include "util/util.h"
 
@@ -40,29 +38,8 @@
 #define BUILD_BODY_MAX (128u << 20) /* POST /templates/builds: a tar */
 
 typedef struct server {
-  struct MHD_Daemon *tcp, *unx;
-  asbi_connguard *tcp_guard, *unx_guard;
-  int unix_fd;
+  asbi_httpd *tcp, *unx;
 } server;
-
-static asbi_guarded *guarded(struct MHD_Connection *c) {
-  const union MHD_ConnectionInfo *ci =
-      MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
-  return ci ? ci->socket_context : NULL;
-}
-
-static void on_connection(void *cls, struct MHD_Connection *c, void **socket_ctx,
-                          enum MHD_ConnectionNotificationCode code) {
-  asbi_connguard *g = cls;
-  if (code == MHD_CONNECTION_NOTIFY_STARTED) {
-    const union MHD_ConnectionInfo *ci =
-        MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
-    *socket_ctx = ci ? asbi_connguard_open(g, ci->connect_fd) : NULL;
-  } else if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
-    asbi_connguard_close(*socket_ctx);
-    *socket_ctx = NULL;
-  }
-}
 
 /* What a request turned out to be, once its head was read. */
 typedef enum req_kind {
@@ -78,18 +55,19 @@ typedef struct req_ctx {
   req_kind kind;
   char sid[64];
   int port;
-  asbi_buf body;
-  int too_big;
+  asbi_httpd_body body;
   route_ctx *route;
 } req_ctx;
 
+/* The raw target (query string, escapes as sent): the router forwards it
+ * as it came, the API reads its query. */
 static void *uri_log(void *cls, const char *uri, struct MHD_Connection *c) {
   (void)cls;
-  asbi_connguard_request_line(guarded(c));
+  (void)c;
   req_ctx *r = calloc(1, sizeof *r);
   if (r) {
     r->raw_uri = asbi_strdup(uri);
-    asbi_buf_init(&r->body, API_BODY_MAX);
+    asbi_httpd_body_init(&r->body, API_BODY_MAX);
   }
   return r;
 }
@@ -97,12 +75,12 @@ static void *uri_log(void *cls, const char *uri, struct MHD_Connection *c) {
 static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
                       enum MHD_RequestTerminationCode toe) {
   (void)cls;
+  (void)c;
   (void)toe;
-  asbi_connguard_request_done(guarded(c));
   req_ctx *r = *con_cls;
   if (!r) return;
   router_abort(r->route);
-  asbi_buf_free(&r->body);
+  asbi_httpd_body_free(&r->body);
   free(r->raw_uri);
   free(r);
   *con_cls = NULL;
@@ -135,9 +113,7 @@ static enum MHD_Result queue_json(struct MHD_Connection *c, unsigned status,
 
 static enum MHD_Result error(struct MHD_Connection *c, unsigned status,
                              const char *msg) {
-  api_reply r = {0, NULL, "", -1};
-  api_error(&r, (int)status, "%s", msg);
-  return queue_json(c, status, r.body, NULL);
+  return queue(c, status, asbi_httpd_json_error(status, "%s", msg));
 }
 
 /* ---- the request head ------------------------------------------------------------- */
@@ -209,8 +185,7 @@ static int authorized(engine *e, struct MHD_Connection *c) {
   const char *k = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "X-API-Key");
   const char *auth = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
   if (!k && auth && strncasecmp(auth, "Bearer ", 7) == 0) k = auth + 7;
-  size_t n = strlen(e->api_key);
-  return k && strlen(k) == n && CRYPTO_memcmp(k, e->api_key, n) == 0;
+  return asbi_httpd_token_eq(k, e->api_key);
 }
 
 static enum MHD_Result handler(void *cls, struct MHD_Connection *c,
@@ -222,7 +197,6 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c,
   req_ctx *r = *con_cls;
   if (!r) return MHD_NO;
   if (r->kind == REQ_UNDECIDED) {
-    asbi_connguard_head_done(guarded(c));
     const char *why = NULL;
     unsigned bad = head_problem(c, method, r->raw_uri, &why);
     if (bad) {
@@ -257,7 +231,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c,
     }
     if (strcmp(method, "POST") == 0 &&
         (strcmp(url, "/templates/builds") == 0 || strcmp(url, "/v2/templates/builds") == 0))
-      r->body.max = BUILD_BODY_MAX;
+      r->body.buf.max = BUILD_BODY_MAX;
     if (!authorized(e, c)) {
       r->kind = REQ_ANSWERED;
       return error(c, 401, "missing or invalid API key (X-API-Key)");
@@ -271,18 +245,18 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c,
   if (*upload_size) {
     if (r->kind == REQ_ROUTED) {
       router_body(r->route, upload, *upload_size);
-    } else if (!r->too_big && asbi_buf_append(&r->body, upload, *upload_size)) {
-      r->too_big = 1;
+    } else {
+      asbi_httpd_body_append(&r->body, upload, *upload_size);
     }
     *upload_size = 0;
     return MHD_YES;
   }
   if (r->kind == REQ_COMMANDS) {
     r->kind = REQ_ANSWERED;
-    if (r->too_big) return error(c, 413, "request body over 1 MiB");
+    if (r->body.too_big) return error(c, 413, "request body over 1 MiB");
     int st = 500;
     const char *tok = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "X-Access-Token");
-    char *body = cmds_serve(e, r->sid, r->port, method, url, tok, r->body.data, r->body.len, &st);
+    char *body = cmds_serve(e, r->sid, r->port, method, url, tok, r->body.buf.data, r->body.buf.len, &st);
     struct MHD_Response *resp =
         MHD_create_response_from_buffer(body ? strlen(body) : 0, body ? body : (void *)"",
                                         body ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);
@@ -301,9 +275,9 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c,
     return queue(c, st, resp);
   }
   r->kind = REQ_ANSWERED;
-  if (r->too_big) {
+  if (r->body.too_big) {
     char msg[64];
-    snprintf(msg, sizeof msg, "request body over %zu MiB", r->body.max >> 20);
+    snprintf(msg, sizeof msg, "request body over %zu MiB", r->body.buf.max >> 20);
     return error(c, 413, msg);
   }
   api_req q;
@@ -312,8 +286,8 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c,
   q.path = url;
   const char *qs = r->raw_uri ? strchr(r->raw_uri, '?') : NULL;
   q.query = qs ? qs + 1 : "";
-  q.body = r->body.data;
-  q.body_len = r->body.len;
+  q.body = r->body.buf.data;
+  q.body_len = r->body.buf.len;
   api_reply rep = {0, NULL, "", -1};
   api_handle(e, &q, &rep);
   api_req_free(&q);
@@ -323,34 +297,33 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c,
 /* ---- start / stop ------------------------------------------------------------------- */
 
 /* per_ip: the TCP listener's limit per client address (0 for the unix
- * socket, whose clients have none). After the head, 640 s of silence end a
- * connection (long command streams send keepalives well within that). */
-static struct MHD_Daemon *start_daemon(engine *e, int fd, unsigned per_ip,
-                                       asbi_connguard **guard) {
+ * socket, whose clients have none). A request head must arrive within
+ * --header-timeout of the connection's start or of its previous request;
+ * after the head, 640 s of silence end a connection (long command streams
+ * send keepalives well within that). */
+static asbi_httpd *start_daemon(engine *e, int fd, unsigned per_ip, char *err, size_t n) {
   unsigned hdr_ms = (unsigned)e->header_timeout_s * 1000u;
-  *guard = asbi_connguard_new(hdr_ms, hdr_ms, e->max_conns > 1 ? e->max_conns / 2 : 1);
-  if (!*guard) return NULL;
-  struct MHD_Daemon *d = MHD_start_daemon(
-      MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
-          MHD_USE_POLL,
-      0, NULL, NULL, handler, e, MHD_OPTION_LISTEN_SOCKET, fd,
-      MHD_OPTION_URI_LOG_CALLBACK, uri_log, NULL, MHD_OPTION_NOTIFY_COMPLETED,
-      completed, NULL, MHD_OPTION_NOTIFY_CONNECTION, on_connection, *guard,
-      MHD_OPTION_CONNECTION_LIMIT, e->max_conns, MHD_OPTION_PER_IP_CONNECTION_LIMIT, per_ip,
-      MHD_OPTION_CONNECTION_TIMEOUT, 640u,
-      MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(256 * 1024), MHD_OPTION_END);
-  if (!d) {
-    asbi_connguard_free(*guard);
-    *guard = NULL;
-  }
-  return d;
+  asbi_httpd_opts o = {
+      .listen_fd = fd,
+      .handler = handler,
+      .handler_cls = e,
+      .completed = completed,
+      .uri = uri_log,
+      .max_connections = e->max_conns,
+      .head_timeout_ms = hdr_ms,
+      .wait_timeout_ms = hdr_ms,
+      .max_waiting = e->max_conns > 1 ? e->max_conns / 2 : 1,
+      .per_ip_limit = per_ip,
+      .idle_timeout_s = 640u,
+      .conn_memory = (size_t)(256 * 1024),
+  };
+  return asbi_httpd_start(&o, err, n);
 }
 
 int server_start(engine *e, const char *listen_addr, const char *socket_path) {
   server *s = calloc(1, sizeof *s);
   if (!s) return -ENOMEM;
-  s->unix_fd = -1;
-  /* TCP: "host:port" (port 0 = pick one). */
+  /* TCP: "host:port" (port 0 = pick one); an IPv4 address. */
   char host[256];
   int port = ASBI_ENGINE_PORT;
   const char *colon = strrchr(listen_addr, ':');
@@ -360,52 +333,41 @@ int server_start(engine *e, const char *listen_addr, const char *socket_path) {
   } else {
     snprintf(host, sizeof host, "%s", listen_addr);
   }
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  struct sockaddr_in a;
-  memset(&a, 0, sizeof a);
-  a.sin_family = AF_INET;
-  a.sin_port = htons((uint16_t)port);
-  int one = 1;
-  if (fd < 0 || inet_pton(AF_INET, host, &a.sin_addr) != 1 ||
-      setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) ||
-      bind(fd, (struct sockaddr *)&a, sizeof a) || listen(fd, 512)) {
-    int err = errno ? errno : EINVAL;
-    asbi_log("cannot listen on %s: %s", listen_addr, strerror(err));
-    if (fd >= 0) close(fd);
+  struct in_addr ip4;
+  if (inet_pton(AF_INET, host, &ip4) != 1) {
+    asbi_log("cannot listen on %s: %s", listen_addr, strerror(EINVAL));
     free(s);
-    return -err;
+    return -EINVAL;
   }
-  socklen_t al = sizeof a;
-  getsockname(fd, (struct sockaddr *)&a, &al);
-  e->listen_port = ntohs(a.sin_port);
-  s->tcp = start_daemon(e, fd, e->max_conns_per_ip, &s->tcp_guard);
+  char err[256];
+  asbi_httpd_addr a = {NULL, host, port};
+  errno = 0;
+  int fd = asbi_httpd_listen(&a, &e->listen_port, err, sizeof err);
+  if (fd < 0) {
+    int en = errno ? errno : EINVAL;
+    asbi_log("cannot listen on %s: %s", listen_addr, err);
+    free(s);
+    return -en;
+  }
+  s->tcp = start_daemon(e, fd, e->max_conns_per_ip, err, sizeof err);
   if (!s->tcp) {
-    close(fd);
+    asbi_log("cannot serve on %s: %s", listen_addr, err);
     free(s);
     return -EIO;
   }
   if (socket_path) {
-    struct sockaddr_un u;
-    memset(&u, 0, sizeof u);
-    u.sun_family = AF_UNIX;
-    if (strlen(socket_path) >= sizeof u.sun_path) {
-      asbi_log("socket path too long: %s", socket_path);
-    } else {
-      snprintf(u.sun_path, sizeof u.sun_path, "%s", socket_path);
-      unlink(socket_path);
-      int ufd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-      /* The state dir is 0700; chmod the socket too, but never the
-       * process umask (other threads are creating files right now). */
-      if (ufd >= 0 && bind(ufd, (struct sockaddr *)&u, sizeof u) == 0 &&
-          chmod(socket_path, 0600) == 0 && listen(ufd, 512) == 0) {
-        s->unx = start_daemon(e, ufd, 0, &s->unx_guard);
-        if (s->unx) s->unix_fd = ufd;
-      }
-      if (!s->unx) {
-        asbi_log("cannot serve on unix socket %s: %s", socket_path, strerror(errno));
-        if (ufd >= 0) close(ufd);
-      }
+    /* The state dir is 0700 (so nobody else reaches the socket between
+     * its bind and this chmod); the socket is made 0600 too, by chmod,
+     * never the process umask (other threads are creating files now). */
+    asbi_httpd_addr u = {socket_path, NULL, 0};
+    int dummy, ufd = asbi_httpd_listen(&u, &dummy, err, sizeof err);
+    if (ufd >= 0 && chmod(socket_path, 0600) != 0) {
+      snprintf(err, sizeof err, "chmod: %s", strerror(errno));
+      close(ufd);
+      ufd = -1;
     }
+    if (ufd >= 0) s->unx = start_daemon(e, ufd, 0, err, sizeof err);
+    if (!s->unx) asbi_log("cannot serve on unix socket %s: %s", socket_path, err);
   }
   e->server = s;
   return 0;
@@ -414,10 +376,8 @@ int server_start(engine *e, const char *listen_addr, const char *socket_path) {
 void server_stop(engine *e) {
   server *s = e->server;
   if (!s) return;
-  if (s->tcp) MHD_stop_daemon(s->tcp);
-  if (s->unx) MHD_stop_daemon(s->unx);
-  asbi_connguard_free(s->tcp_guard);
-  asbi_connguard_free(s->unx_guard);
+  asbi_httpd_stop(s->tcp);
+  asbi_httpd_stop(s->unx);
   free(s);
   e->server = NULL;
 }

@@ -24,6 +24,8 @@ struct asbi_httpd {
   void *handler_cls;
   MHD_RequestCompletedCallback completed;
   void *completed_cls;
+  void *(*uri)(void *cls, const char *uri, struct MHD_Connection *c);
+  void *uri_cls;
   void (*log)(void *cls, const char *fmt, va_list ap);
   void *log_cls;
   int quiesced;
@@ -124,7 +126,15 @@ int asbi_httpd_listen(const asbi_httpd_addr *a, int *bound_port, char *err,
 
 /* ---- the daemon's callbacks: the slow-client guard around the caller's - */
 
-static asbi_guarded *guarded(struct MHD_Connection *c) {
+/* A connection: its entry in the guard, and whether its request's head is
+ * still being read (request line seen, handler not called yet). Used by
+ * the connection's own thread only. */
+typedef struct conn {
+  asbi_guarded *g;
+  int in_head;
+} conn;
+
+static conn *conn_of(struct MHD_Connection *c) {
   const union MHD_ConnectionInfo *ci =
       MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
   return ci ? ci->socket_context : NULL;
@@ -136,18 +146,28 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_ctx
   if (code == MHD_CONNECTION_NOTIFY_STARTED) {
     const union MHD_ConnectionInfo *ci =
         MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
-    *socket_ctx = ci ? asbi_connguard_open(h->guard, ci->connect_fd) : NULL;
+    conn *k = ci ? calloc(1, sizeof *k) : NULL;
+    /* Out of memory: the connection has no deadline (as in connguard.h) */
+    if (k) k->g = asbi_connguard_open(h->guard, ci->connect_fd);
+    *socket_ctx = k;
   } else if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
-    asbi_connguard_close(*socket_ctx);
+    conn *k = *socket_ctx;
+    if (k) {
+      asbi_connguard_close(k->g);
+      free(k);
+    }
     *socket_ctx = NULL;
   }
 }
 
 static void *on_uri(void *cls, const char *uri, struct MHD_Connection *c) {
-  (void)cls;
-  (void)uri;
-  asbi_connguard_request_line(guarded(c));
-  return NULL;
+  asbi_httpd *h = cls;
+  conn *k = conn_of(c);
+  if (k) {
+    k->in_head = 1;
+    asbi_connguard_request_line(k->g);
+  }
+  return h->uri ? h->uri(h->uri_cls, uri, c) : NULL;
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
@@ -156,7 +176,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
                                   size_t *upload_size, void **con_cls) {
   asbi_httpd *h = cls;
   /* The first call of a request comes once its head is complete. */
-  if (!*con_cls) asbi_connguard_head_done(guarded(c));
+  conn *k = conn_of(c);
+  if (k && k->in_head) {
+    k->in_head = 0;
+    asbi_connguard_head_done(k->g);
+  }
   return h->handler(h->handler_cls, c, url, method, version, upload,
                     upload_size, con_cls);
 }
@@ -164,7 +188,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
                          enum MHD_RequestTerminationCode toe) {
   asbi_httpd *h = cls;
-  asbi_connguard_request_done(guarded(c));
+  conn *k = conn_of(c);
+  if (k) {
+    k->in_head = 0;
+    asbi_connguard_request_done(k->g);
+  }
   if (h->completed) h->completed(h->completed_cls, c, con_cls, toe);
 }
 
@@ -186,6 +214,8 @@ asbi_httpd *asbi_httpd_start(const asbi_httpd_opts *o, char *err, size_t n) {
   h->handler_cls = o->handler_cls;
   h->completed = o->completed;
   h->completed_cls = o->completed_cls;
+  h->uri = o->uri;
+  h->uri_cls = o->uri_cls;
   h->log = o->log;
   h->log_cls = o->log_cls;
   unsigned max_conns = o->max_connections ? o->max_connections : 1000u;

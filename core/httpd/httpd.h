@@ -51,13 +51,19 @@ typedef struct asbi_httpd_opts {
   int listen_fd; /* from asbi_httpd_listen; the service owns it from the
                     call of asbi_httpd_start on, also when that fails */
   /* The caller's handler and its completion callback (optional), as
-   * libmicrohttpd calls them. The handler should set *con_cls on its first
-   * call for a request: that call marks the end of the request head for
-   * the slow-client guard. */
+   * libmicrohttpd calls them. The handler's first call for a request marks
+   * the end of the request head for the slow-client guard (the module
+   * tells it from the later ones itself). */
   MHD_AccessHandlerCallback handler;
   void *handler_cls;
   MHD_RequestCompletedCallback completed;
   void *completed_cls;
+  /* Optional: called with the raw request target (query string and
+   * escapes as sent) once the request line is read; what it returns is
+   * the request's *con_cls in the handler's first call (free it in
+   * `completed`). libmicrohttpd's MHD_OPTION_URI_LOG_CALLBACK. */
+  void *(*uri)(void *cls, const char *uri, struct MHD_Connection *c);
+  void *uri_cls;
   unsigned max_connections; /* 0 = 1000 */
   unsigned head_timeout_ms; /* request line to end of head; 0 = 30 000 */
   unsigned max_waiting;     /* connections waiting for a head before the

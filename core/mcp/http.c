@@ -6,8 +6,10 @@
  * ends a session. Sessions are Mcp-Session-Id (128 random bits), each an
  * MCP session of its own (calls, default sandbox, log level). Every
  * request needs the bearer token and, if it carries an Origin, a loopback
- * or allowed one (DNS rebinding): 401 and 403 otherwise. Kept apart from
- * the protocol core so a shared HTTP service module can take it over.
+ * or allowed one (DNS rebinding): 401 and 403 otherwise. The listening
+ * socket, the slow-client guard, the bounded body, the token comparison
+ * and the graceful stop are the shared HTTP-service module's
+ * (httpd/httpd.h, docs/httpd.md); the errors stay JSON-RPC's.
  * SPDX-License-Identifier: Apache-2.0 */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -18,12 +20,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "httpd/httpd.h"
 #include "mcp.h"
-#include "util/connguard.h"
 #include "util/util.h"
 
 #define KEEPALIVE_MS 15000
@@ -73,15 +74,13 @@ struct http_session {
 struct http_server {
   mcp_server *srv;
   const mcp_http_options *o;
-  struct MHD_Daemon *d;
-  int listen_fd;
+  asbi_httpd *d;
   pthread_mutex_t mu;          /* sessions, streams */
   pthread_cond_t cv;
   http_session *sessions;
   int nsessions;
   stream *streams;
   int stopping;
-  asbi_connguard *guard;       /* request-head deadlines (slow clients) */
 };
 
 static void stream_send(mcp_sink *sk, char *msg, int final) {
@@ -376,49 +375,31 @@ static void *reaper_main(void *arg) {
 
 typedef struct req {
   http_server *h;
-  asbi_buf body;
-  int started, too_big, answered;
+  asbi_httpd_body body;
+  int started, answered;
   size_t discarded;
 } req;
 
-static asbi_guarded *guarded(struct MHD_Connection *c) {
-  const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
-  return ci ? ci->socket_context : NULL;
-}
-
-/* Each connection's phases go to the shared guard (util/connguard.h), as in
- * the tree's other libmicrohttpd servers: a head that trickles in is cut. */
-static void on_connection(void *cls, struct MHD_Connection *c, void **socket_ctx,
-                          enum MHD_ConnectionNotificationCode code) {
-  http_server *h = cls;
-  if (code == MHD_CONNECTION_NOTIFY_STARTED) {
-    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
-    *socket_ctx = ci ? asbi_connguard_open(h->guard, ci->connect_fd) : NULL;
-  } else if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
-    asbi_connguard_close(*socket_ctx);
-    *socket_ctx = NULL;
-  }
-}
-
+/* A request's state, from its request line on (the module's uri hook). */
 static void *on_uri(void *cls, const char *uri, struct MHD_Connection *c) {
   (void)uri;
-  asbi_connguard_request_line(guarded(c));
+  (void)c;
   http_server *h = cls;
   req *r = calloc(1, sizeof *r);
   if (!r) return NULL;
   r->h = h;
-  asbi_buf_init(&r->body, h->srv->cfg.max_message);
+  asbi_httpd_body_init(&r->body, h->srv->cfg.max_message);
   return r;
 }
 
 static void on_done(void *cls, struct MHD_Connection *c, void **con_cls,
                     enum MHD_RequestTerminationCode toe) {
   (void)cls;
+  (void)c;
   (void)toe;
-  asbi_connguard_request_done(guarded(c));
   req *r = *con_cls;
   if (!r) return;
-  asbi_buf_free(&r->body);
+  asbi_httpd_body_free(&r->body);
   free(r);
   *con_cls = NULL;
 }
@@ -484,12 +465,7 @@ static int token_ok(http_server *h, struct MHD_Connection *c) {
   if (!a || strncasecmp(a, "Bearer ", 7) != 0) return 0;
   a += 7;
   while (*a == ' ') a++;
-  const char *t = h->o->token;
-  size_t n = strlen(t);
-  if (strlen(a) != n) return 0;
-  unsigned char diff = 0; /* constant time */
-  for (size_t i = 0; i < n; i++) diff |= (unsigned char)(a[i] ^ t[i]);
-  return diff == 0;
+  return asbi_httpd_token_eq(a, h->o->token);
 }
 
 static int accepts(struct MHD_Connection *c, const char *type) {
@@ -598,7 +574,7 @@ static enum MHD_Result do_post(http_server *h, struct MHD_Connection *c, req *r)
     return fail(c, 406, MCP_INVALID_REQUEST,
                 "Not Acceptable: Accept must list application/json and text/event-stream");
   mcp_parsed p;
-  int rc = mcp_rpc_parse(&p, r->body.data ? r->body.data : "", r->body.len);
+  int rc = mcp_rpc_parse(&p, r->body.buf.data ? r->body.buf.data : "", r->body.buf.len);
   if (rc == -1) {
     mcp_parsed_free(&p);
     return fail(c, 500, MCP_INTERNAL_ERROR, "out of memory");
@@ -703,7 +679,6 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
   int post = !strcmp(method, "POST");
   if (!r->started) {
     r->started = 1;
-    asbi_connguard_head_done(guarded(c));
     /* The order matters: a page from elsewhere learns nothing (403 before
      * anything else), then the token, then the rest. */
     if (!origin_ok(h, header(c, "Origin"))) {
@@ -739,24 +714,23 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
     int64_t n = -1;
     if (cl && asbi_parse_i64(cl, strlen(cl), &n) == 0 && n > (int64_t)h->srv->cfg.max_message) {
       if (n > (int64_t)DISCARD_MAX) return MHD_NO;
-      r->too_big = 1;
-      asbi_buf_free(&r->body);
+      r->body.too_big = 1;
+      asbi_httpd_body_free(&r->body);
     }
     return MHD_YES;
   }
   if (*upload_size) {
-    if (r->too_big) {
+    if (r->body.too_big) {
       r->discarded += *upload_size;
       if (r->discarded > DISCARD_MAX) return MHD_NO;
-    } else if (asbi_buf_append(&r->body, upload, *upload_size)) {
-      r->too_big = 1;
-      asbi_buf_free(&r->body);
+    } else {
+      asbi_httpd_body_append(&r->body, upload, *upload_size);
     }
     *upload_size = 0;
     return MHD_YES;
   }
   r->answered = 1;
-  if (r->too_big) {
+  if (r->body.too_big) {
     char msg[160];
     snprintf(msg, sizeof msg, "Payload Too Large: a message may have at most %zu bytes",
              h->srv->cfg.max_message);
@@ -767,7 +741,11 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 
 /* ---- listening and running ------------------------------------------------------------ */
 
-static int listen_on(const char *spec, int *port_out, char *host_out, size_t host_len) {
+/* --listen: HOST:PORT, [IPv6]:PORT or PORT, HOST an IP address. -1 when
+ * the spec is not that, -2 (message in err) when it cannot be listened
+ * on. */
+static int listen_on(const char *spec, int *port_out, char *host_out, size_t host_len,
+                     char *err, size_t errlen) {
   char host[128] = "127.0.0.1";
   const char *portp = spec;
   if (spec[0] == '[') {
@@ -782,36 +760,16 @@ static int listen_on(const char *spec, int *port_out, char *host_out, size_t hos
   }
   int64_t port;
   if (asbi_parse_i64(portp, strlen(portp), &port) != 0 || port < 0 || port > 65535) return -1;
-  struct sockaddr_storage ss;
-  memset(&ss, 0, sizeof ss);
-  struct sockaddr_in *a4 = (struct sockaddr_in *)&ss;
-  struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)&ss;
-  socklen_t len;
-  int fam;
-  if (inet_pton(AF_INET, host, &a4->sin_addr) == 1) {
-    fam = a4->sin_family = AF_INET;
-    a4->sin_port = htons((uint16_t)port);
-    len = sizeof *a4;
-  } else if (inet_pton(AF_INET6, host, &a6->sin6_addr) == 1) {
-    fam = a6->sin6_family = AF_INET6;
-    a6->sin6_port = htons((uint16_t)port);
-    len = sizeof *a6;
-  } else {
-    return -1;
+  struct in6_addr ip;
+  int v6 = 0;
+  if (inet_pton(AF_INET, host, &ip) != 1) {
+    if (inet_pton(AF_INET6, host, &ip) != 1) return -1; /* not "localhost" either */
+    v6 = 1;
   }
-  int fd = socket(fam, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  int one = 1;
-  if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) ||
-      bind(fd, (struct sockaddr *)&ss, len) || listen(fd, 128)) {
-    int e = errno;
-    if (fd >= 0) close(fd);
-    errno = e;
-    return -2;
-  }
-  len = sizeof ss;
-  getsockname(fd, (struct sockaddr *)&ss, &len);
-  *port_out = ntohs(fam == AF_INET ? a4->sin_port : a6->sin6_port);
-  snprintf(host_out, host_len, fam == AF_INET6 ? "[%s]" : "%s", host);
+  asbi_httpd_addr a = {NULL, host, (int)port};
+  int fd = asbi_httpd_listen(&a, port_out, err, errlen);
+  if (fd < 0) return -2;
+  snprintf(host_out, host_len, v6 ? "[%s]" : "%s", host);
   return fd;
 }
 
@@ -821,39 +779,39 @@ int mcp_http_run(mcp_server *srv, const mcp_http_options *o) {
   h.srv = srv;
   h.o = o;
   int port = 0;
-  char host[140];
-  h.listen_fd = listen_on(o->listen, &port, host, sizeof host);
-  if (h.listen_fd == -1) {
+  char host[140], err[256];
+  int fd = listen_on(o->listen, &port, host, sizeof host, err, sizeof err);
+  if (fd == -1) {
     fprintf(stderr, "agent-sandbox-mcp: --listen %s: want HOST:PORT with an IP address\n",
             o->listen);
     return 2;
   }
-  if (h.listen_fd < 0) {
-    fprintf(stderr, "agent-sandbox-mcp: cannot listen on %s: %s\n", o->listen, strerror(errno));
-    return 1;
-  }
-  /* Idle keep-alive connections are MHD's timeout's business; a head gets
-   * HEAD_TIMEOUT_MS; at most half the slots wait for a request. */
-  h.guard = asbi_connguard_new(0, HEAD_TIMEOUT_MS, MAX_CONNECTIONS / 2);
-  if (!h.guard) {
-    fprintf(stderr, "agent-sandbox-mcp: cannot start a thread: %s\n", strerror(errno));
-    close(h.listen_fd);
+  if (fd < 0) {
+    fprintf(stderr, "agent-sandbox-mcp: cannot listen on %s: %s\n", o->listen, err);
     return 1;
   }
   pthread_mutex_init(&h.mu, NULL);
   pthread_cond_init(&h.cv, NULL);
-  h.d = MHD_start_daemon(
-      MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL |
-          MHD_USE_ITC,
-      0, NULL, NULL, handler, &h, MHD_OPTION_LISTEN_SOCKET, h.listen_fd,
-      MHD_OPTION_URI_LOG_CALLBACK, on_uri, &h, MHD_OPTION_NOTIFY_COMPLETED, on_done, &h,
-      MHD_OPTION_NOTIFY_CONNECTION, on_connection, &h,
-      MHD_OPTION_CONNECTION_LIMIT, MAX_CONNECTIONS, MHD_OPTION_CONNECTION_TIMEOUT, 120u,
-      MHD_OPTION_END);
+  /* Idle keep-alive connections are libmicrohttpd's timeout's business; a
+   * head gets HEAD_TIMEOUT_MS; at most half the slots wait for a request
+   * (the module's default). */
+  asbi_httpd_opts ho = {
+      .listen_fd = fd,
+      .handler = handler,
+      .handler_cls = &h,
+      .completed = on_done,
+      .completed_cls = &h,
+      .uri = on_uri,
+      .uri_cls = &h,
+      .max_connections = MAX_CONNECTIONS,
+      .head_timeout_ms = HEAD_TIMEOUT_MS,
+      .idle_timeout_s = 120u,
+  };
+  h.d = asbi_httpd_start(&ho, err, sizeof err);
   if (!h.d) {
-    fprintf(stderr, "agent-sandbox-mcp: cannot start the HTTP service\n");
-    close(h.listen_fd);
-    asbi_connguard_free(h.guard);
+    fprintf(stderr, "agent-sandbox-mcp: %s\n", err);
+    pthread_mutex_destroy(&h.mu);
+    pthread_cond_destroy(&h.cv);
     return 1;
   }
   pthread_t reaper;
@@ -877,8 +835,7 @@ int mcp_http_run(mcp_server *srv, const mcp_http_options *o) {
   pthread_cond_broadcast(&h.cv);
   pthread_mutex_unlock(&h.mu);
   if (reaper_ok) pthread_join(reaper, NULL);
-  MHD_socket lfd = MHD_quiesce_daemon(h.d);
-  if (lfd != MHD_INVALID_SOCKET) close(lfd);
+  asbi_httpd_quiesce(h.d);
   for (;;) {
     pthread_mutex_lock(&h.mu);
     http_session *hs = h.sessions;
@@ -891,8 +848,7 @@ int mcp_http_run(mcp_server *srv, const mcp_http_options *o) {
   pthread_mutex_lock(&h.mu);
   for (stream *st = h.streams; st; st = st->next) stream_close(st);
   pthread_mutex_unlock(&h.mu);
-  MHD_stop_daemon(h.d);
-  asbi_connguard_free(h.guard);
+  asbi_httpd_stop(h.d);
   pthread_mutex_destroy(&h.mu);
   pthread_cond_destroy(&h.cv);
   return 0;

@@ -7,6 +7,10 @@
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
+#include <sys/types.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <microhttpd.h>
 
 #include "agentsandbox/server.h"
 #include "proto/cmdargs.h"
@@ -103,6 +107,7 @@ struct asb_server {
   int efd_set;
   int queue_closed;        /* stopping: no more calls are queued */
   int abandon;             /* after the grace: waiting calls answer 503 */
+  struct asbs_agents *agents; /* the agents service, when enabled */
 };
 
 /* Drop a reference to the server: the last one releases it. */
@@ -122,5 +127,21 @@ void asbs_call_finish(asb_server_call *call, int rc, int *status, char **reply);
 void asbs_call_release(asb_server_call *call);
 /* {"error": message, "type": type} (malloc'd, never NULL unless OOM). */
 char *asbs_error_json(const char *message, const char *type);
+
+/* ---- HTTP helpers shared with the agents service (server.c) --------------- */
+/* Queue body (malloc'd JSON text, taken; NULL = empty) with status. */
+enum MHD_Result asbs_send_json(asb_server *s, struct MHD_Connection *c, unsigned status, char *body);
+int asbs_server_stopping(const asb_server *s);
+
+/* ---- the agents service (agents.c) ------------------------------------------ */
+struct asbs_agents;
+int asbs_agents_new(struct asbs_agents **out, asb_server *server,
+                    const asb_server_agents_options *opts);
+void asbs_agents_free(struct asbs_agents *svc);
+/* 1 if url is one of the agents routes. */
+int asbs_agents_route(const char *url);
+/* Answer an agents request (body: the whole request body). */
+enum MHD_Result asbs_agents_handle(struct asbs_agents *svc, asb_server *srv, struct MHD_Connection *c,
+                       const char *url, const char *method, const char *body, size_t len);
 
 #endif

@@ -124,7 +124,21 @@ void asb_server_free(asb_server *s) {
   if (!s) return;
   asb_server_stop(s);
   asb_server_wait(s);
+  /* no connection is left: the agents' turns are cancelled and waited for */
+  asbs_agents_free(s->agents);
+  s->agents = NULL;
   asbs_server_unref(s);
+}
+
+int asb_server_enable_agents(asb_server *s, const asb_server_agents_options *o) {
+  if (!s) return asbs_err(ASB_EINVAL, "asb_server_enable_agents: no server");
+  pthread_mutex_lock(&s->mu);
+  int busy = atomic_load(&s->running) || s->agents;
+  pthread_mutex_unlock(&s->mu);
+  if (busy)
+    return asbs_err(ASB_EINVAL, "asb_server_enable_agents: %s",
+                    s->agents ? "agents are enabled already" : "the server is running");
+  return asbs_agents_new(&s->agents, s, o);
 }
 
 /* ---- calls answered by the program ---------------------------------------------------
@@ -327,8 +341,8 @@ static void on_done(void *cls, struct MHD_Connection *c, void **con_cls,
   atomic_fetch_sub(&s->inflight, 1);
 }
 
-static enum MHD_Result send_json(asb_server *s, struct MHD_Connection *c, unsigned status,
-                                 char *body /* malloc'd, taken */) {
+enum MHD_Result asbs_send_json(asb_server *s, struct MHD_Connection *c, unsigned status,
+                               char *body /* malloc'd, taken */) {
   struct MHD_Response *resp;
   if (body)
     resp = MHD_create_response_from_buffer(strlen(body), body, MHD_RESPMEM_MUST_FREE);
@@ -344,6 +358,10 @@ static enum MHD_Result send_json(asb_server *s, struct MHD_Connection *c, unsign
   MHD_destroy_response(resp);
   return ret;
 }
+
+#define send_json asbs_send_json
+
+int asbs_server_stopping(const asb_server *s) { return atomic_load(&s->stopping); }
 
 static enum MHD_Result send_error(asb_server *s, struct MHD_Connection *c, unsigned status,
                                   const char *msg, const char *type) {
@@ -434,6 +452,15 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
   if (!authorized(s, c)) {
     r->answered = 1;
     return send_error(s, c, 401, "unauthorized", "AuthError");
+  }
+  if (asbs_agents_route(url)) {
+    /* a POST waits for its whole body (MHD calls again with it) */
+    if (is_post && !r->body.data && !r->too_big) {
+      if (asbi_buf_puts(&r->body, "")) return MHD_NO;
+      return MHD_YES;
+    }
+    r->answered = 1;
+    return asbs_agents_handle(s->agents, s, c, url, method, r->body.data, r->body.len);
   }
   if (strcmp(url, "/commands") == 0 || strcmp(url, "/commands/") == 0) {
     r->answered = 1;

@@ -1,6 +1,7 @@
 /* template.yaml → normalised template spec (see tmpl.h, docs/templates.md).
  * SPDX-License-Identifier: Apache-2.0 */
 #include "tmpl.h"
+#include "util/agents_table.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -879,7 +880,7 @@ static int resources_pair(ctx *c, const char *key, yaml_node_t *k, yaml_node_t *
 
 static const char *const TOP_KEYS =
     "name, version, description, author, license, tags, base, env, ports, resources, "
-    "capabilities, steps, start, ready, commands_port, custom_commands (and the aliases "
+    "capabilities, steps, agents, start, ready, commands_port, custom_commands (and the aliases "
     "system_packages, python_packages, node_packages, commands, copy_files, start_cmd, "
     "ready_cmd, cpu_count, memory_mb, disk_mb)";
 
@@ -971,6 +972,65 @@ static int top_pair(ctx *c, const char *key, yaml_node_t *k, yaml_node_t *v, voi
       cJSON_AddItemToArray(s->compat_run, st);
     }
     cJSON_Delete(runs);
+  } else if (!strcmp(key, "agents")) {
+    /* coding-agent CLIs to have at build time: a run step that finds each
+     * in the template's prefix or the host-wide one the base shows (then it
+     * is checked and skipped, as apt steps are), else installs it with npm
+     * into the template's prefix (which needs a registry the build sandbox
+     * reaches: build steps have no network here) */
+    cJSON *names = string_list(c, v, key, 1);
+    if (!names) return -1;
+    asbi_buf sh = ASBI_BUF_INIT;
+    asbi_buf_puts(&sh,
+        "set -e\n"
+        "asb_agent() {\n"
+        "  for p in " ASBI_AGENTS_TEMPLATE_PREFIX " " ASBI_AGENTS_HOST_PREFIX "; do\n"
+        "    if [ -x \"$p/bin/$3\" ]; then\n"
+        "      v=$(sed -n 's/^ *\"version\": *\"\\([^\"]*\\)\".*/\\1/p' "
+        "\"$p/lib/node_modules/$2/package.json\" 2>/dev/null | head -n 1)\n"
+        "      echo \"agent $1: $2 ${v:-(version unknown)} at $p/bin/$3: present, skipped\"\n"
+        "      return 0\n"
+        "    fi\n"
+        "  done\n"
+        "  echo \"agent $1: npm install -g --prefix " ASBI_AGENTS_TEMPLATE_PREFIX " $2\"\n"
+        "  if ! npm install -g --prefix " ASBI_AGENTS_TEMPLATE_PREFIX
+        " --no-audit --no-fund --no-update-notifier \"$2\"; then\n"
+        "    echo \"agent $1: cannot preinstall $2: npm install failed (build steps have no "
+        "network here: install it on the host into " ASBI_AGENTS_HOST_PREFIX
+        ", e.g. with scripts/agents-cache.sh, or set npm_config_registry in env to a registry "
+        "the build sandbox reaches)\" >&2\n"
+        "    return 1\n"
+        "  fi\n"
+        "}\n");
+    const cJSON *n;
+    int i = 0, bad = 0;
+    cJSON_ArrayForEach(n, names) {
+      const char *pkg = NULL, *cmd = NULL;
+#define ASBI_AGENT_MATCH(nm, pk, cm) \
+  if (!pkg && !strcmp(n->valuestring, nm)) { pkg = pk; cmd = cm; }
+      ASBI_AGENTS(ASBI_AGENT_MATCH)
+#undef ASBI_AGENT_MATCH
+      if (!pkg) {
+        char f[64];
+        snprintf(f, sizeof f, "agents[%d]", i);
+        fail_at(c, v, f, "unknown agent '%.64s' (codex, qwen, claude, opencode)", n->valuestring);
+        bad = 1;
+        break;
+      }
+      asbi_buf_printf(&sh, "asb_agent %s %s %s\n", n->valuestring, pkg, cmd);
+      i++;
+    }
+    cJSON_Delete(names);
+    if (bad || !sh.data) {
+      asbi_buf_free(&sh);
+      return -1;
+    }
+    if (i) {
+      cJSON *st = new_step("run", (long)v->start_mark.line + 1);
+      cJSON_AddStringToObject(st, "cmd", sh.data);
+      cJSON_AddItemToArray(s->compat_run, st);
+    }
+    asbi_buf_free(&sh);
   } else if (!strcmp(key, "system_packages") || !strcmp(key, "python_packages") ||
              !strcmp(key, "node_packages")) {
     const char *kind = key[0] == 's' ? "apt" : key[0] == 'p' ? "pip" : "npm";

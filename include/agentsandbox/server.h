@@ -250,6 +250,54 @@ ASB_API(int) asb_server_call_set_result_boolean(asb_server_call *call,
 ASB_API(int) asb_server_call_error(asb_server_call *call, const char *type,
                                    const char *message);
 
+/* ---- the agents service -----------------------------------------------------
+ * Coding-agent sessions (Codex, Qwen Code, Claude Code, OpenCode) served on
+ * the same port and behind the same token as the commands, under /agents
+ * (docs/agents.md: the routes, the event schema, each agent's mapping):
+ * GET /agents, POST /agents/{agent}/install, POST /agents/sessions,
+ * GET|DELETE /agents/sessions/{id}, POST .../messages (a turn; its events
+ * stream as NDJSON or SSE until turn.completed), GET .../events?after=N,
+ * POST .../cancel. Each turn runs the agent's CLI inside the sandbox, in
+ * its own session with no terminal; sessions outlive the connections that
+ * made them. */
+
+#define ASB_SERVER_AGENTS_OPTIONS_VERSION 1
+
+typedef struct asb_server_agents_options {
+  unsigned int version;    /* ASB_SERVER_AGENTS_OPTIONS_VERSION */
+  const char *prefix;      /* where installs go (npm -g layout: bin/,
+                              lib/node_modules/): NULL = $ASB_AGENTS_PREFIX,
+                              else $HOME/.agent-sandbox/agents */
+  const char *search_path; /* more prefixes to find agents in, read-only,
+                              ':'-separated: NULL = $ASB_AGENTS_PATH, else
+                              "/opt/agent-sandbox/agents:/usr/local/lib/
+                              agent-sandbox/agents"; then $PATH */
+  const char *npm;         /* the npm command: NULL = "npm" from $PATH */
+  const char *registry;    /* the npm registry installs use: NULL =
+                              $ASB_AGENTS_REGISTRY, else npm's own setting */
+  size_t max_prompt_bytes; /* a turn's prompt: 0 = 256 KiB (larger: 413) */
+  unsigned int max_sessions; /* open at once: 0 = 64 (more: 429) */
+  size_t max_log_bytes;    /* the events a session keeps: 0 = 16 MiB (older
+                              ones are dropped; asking for them: 410) */
+  int no_install_on_demand; /* 1: a session whose agent is missing is
+                               refused (409) unless it asks to install;
+                               0: its first turn installs it */
+} asb_server_agents_options;
+
+#define ASB_SERVER_AGENTS_OPTIONS_INIT \
+  { ASB_SERVER_AGENTS_OPTIONS_VERSION, NULL, NULL, NULL, NULL, 0, 0, 0, 0 }
+
+ASB_API(int) asb_server_agents_options_init(asb_server_agents_options *opts,
+                                            unsigned int version);
+
+/* Serve the agents routes on this server (before it starts; opts may be
+ * NULL). Without this call /agents answers 404. Errors: ASB_EINVAL (the
+ * server runs, or agents are enabled already, or a relative prefix),
+ * ASB_EVERSION, ASB_ENOMEM. asb_server_free cancels every running turn
+ * and waits for it. */
+ASB_API(int) asb_server_enable_agents(asb_server *server,
+                                      const asb_server_agents_options *opts);
+
 /* ---- errors ---------------------------------------------------------------------
  * The calling thread's last error in this library (never NULL): code (an
  * asb_status), message. Valid until the next failing call of this library

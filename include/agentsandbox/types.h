@@ -56,6 +56,14 @@ typedef struct asb_named_command_list asb_named_command_list;
 /* Templates (template.h). */
 typedef struct asb_template asb_template;
 typedef struct asb_template_list asb_template_list;
+/* agents.h: the coding agents a sandbox's server knows, a session with one,
+ * an event of its log, a list of events, the result of a turn. */
+typedef struct asb_agent asb_agent;
+typedef struct asb_agent_list asb_agent_list;
+typedef struct asb_agent_session asb_agent_session;
+typedef struct asb_agent_event asb_agent_event;
+typedef struct asb_agent_event_list asb_agent_event_list;
+typedef struct asb_agent_turn asb_agent_turn;
 
 /* Options of every blocking call that has no options of its own; the
  * struct itself is in client.h. */
@@ -101,6 +109,11 @@ typedef int ASB_CALLBACK(asb_code_error_fn)(const char *name,
                                             const char *value,
                                             const char *traceback,
                                             void *userdata);
+
+/* An event of an agent session (agents.h), valid during the call. Non-zero
+ * aborts the call (ASB_EUSER); the turn in the sandbox goes on. */
+typedef int ASB_CALLBACK(asb_agent_event_fn)(const asb_agent_event *event,
+                                             void *userdata);
 
 /* ---- libagentsandbox-server (server.h) ------------------------------------ */
 

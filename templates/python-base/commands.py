@@ -21,4 +21,4 @@ def hello(name: str = "world") -> str:
 
 
 if __name__ == "__main__":
-    start(9000)
+    start(9000, agents=True)

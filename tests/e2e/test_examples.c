@@ -59,6 +59,34 @@ TEST(server_pull) {
   CHECK(strstr(out, "add -> ASB_EINVAL"));
 }
 #endif
+#ifdef ASB_AGENTS_MODEL
+/* The CLIs come from scripts/agents-cache.sh; without codex there, left out. */
+TEST(agents) {
+  if (access("/usr/local/lib/agent-sandbox/agents/bin/codex", X_OK) != 0) {
+    printf("     (no codex in /usr/local/lib/agent-sandbox/agents: left out)\n");
+    return;
+  }
+  char cmd[1024];
+  snprintf(cmd, sizeof cmd, "%s/agents %s codex > /tmp/asb-example-agents.log 2>&1",
+           ASB_EXAMPLES_DIR, ASB_AGENTS_MODEL);
+  int rc = system(cmd);
+  if (rc != 0) {
+    ASBT_FAIL("example agents exited with %d; see /tmp/asb-example-agents.log", rc);
+    return;
+  }
+  FILE *f = fopen("/tmp/asb-example-agents.log", "r");
+  static char out[1 << 16];
+  size_t n = f ? fread(out, 1, sizeof out - 1, f) : 0;
+  if (f) fclose(f);
+  out[n] = 0;
+  CHECK(strstr(out, "turn 1: completed, final message 'done'") != NULL);
+  CHECK(strstr(out, "echo hi > /tmp/x") && strstr(out, "(exit code 0)"));
+  CHECK(strstr(out, "/tmp/x: hi\n") != NULL);
+  CHECK(strstr(out, "turn 2: recall: yes") != NULL);
+  remove("/tmp/asb-example-agents.log");
+}
+#endif
+
 TEST(sessions) {
   run_example("sessions"); /* creates and saves */
   run_example("sessions"); /* reconnects */
@@ -90,6 +118,9 @@ int main(void) {
 #ifdef ASB_TEMPLATE_DIR
   RUN(named_commands);
   RUN(server_pull);
+#endif
+#ifdef ASB_AGENTS_MODEL
+  RUN(agents);
 #endif
   engine_fixture_stop(&F);
   TEST_MAIN_END();

@@ -162,13 +162,23 @@ export async function startHttp (args = []) {
   }
 }
 
+// The returned `gets` counts the GET streams the server accepted for this
+// client (the SDK opens one after initialize, on its own schedule), so a
+// test can wait for it instead of probing with a GET of its own: a probe
+// that comes first becomes the session's stream itself.
 export async function httpClient (url, token, name = 'mcp-http-test') {
+  const gets = { opened: 0 }
   const transport = new StreamableHTTPClientTransport(new URL(url), {
-    requestInit: { headers: { Authorization: `Bearer ${token}` } }
+    requestInit: { headers: { Authorization: `Bearer ${token}` } },
+    fetch: async (u, init) => {
+      const r = await fetch(u, init)
+      if ((init?.method ?? 'GET') === 'GET' && r.status === 200) gets.opened++
+      return r
+    }
   })
   const client = new Client({ name, version: '1.0.0' }, { capabilities: {} })
   await client.connect(transport)
-  return { client, transport }
+  return { client, transport, gets }
 }
 
 // A request to a sandbox URL ("http://<port>-<id>.localhost:<engine port>/...")

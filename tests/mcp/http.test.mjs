@@ -189,15 +189,16 @@ test('2025-03-26 over HTTP: batches answered as one JSON array', async () => {
 })
 
 test('the GET stream carries messages not tied to a request; one per session', async () => {
-  const { client, transport } = await httpClient(srv.url, srv.token, 'get')
-  // The SDK opened the session's GET stream after initialize; a second is refused.
+  const { client, transport, gets } = await httpClient(srv.url, srv.token, 'get')
+  // The SDK opens the session's GET stream after initialize; once the server
+  // has accepted it, a second is refused. (Probing before that would make the
+  // probe the session's stream and leave the SDK's refused.)
+  await waitFor('the SDK\'s GET stream', async () => gets.opened === 1)
   const sid = transport.sessionId
   const headers = { Authorization: `Bearer ${srv.token}`, 'Mcp-Session-Id': sid, Accept: 'text/event-stream' }
-  await waitFor('the SDK\'s GET stream', async () => {
-    const r = await fetch(srv.url, { headers })
-    await r.body?.cancel()
-    return r.status === 409
-  })
+  const second = await fetch(srv.url, { headers })
+  await second.body?.cancel()
+  assert.equal(second.status, 409)
   const { LoggingMessageNotificationSchema } = await import('@modelcontextprotocol/sdk/types.js')
   const notes = []
   client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => notes.push(n.params))

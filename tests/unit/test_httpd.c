@@ -254,6 +254,73 @@ TEST(per_address_limit) {
   asbi_httpd_stop(h);
 }
 
+/* The uri hook: the raw target (escapes and query as sent) becomes the
+ * request's *con_cls, and the head deadline still holds (the module tells
+ * the handler's first call from the later ones itself). */
+static void *raw_target(void *cls, const char *uri, struct MHD_Connection *c) {
+  (void)cls, (void)c;
+  return strdup(uri);
+}
+
+static enum MHD_Result echo_target(void *cls, struct MHD_Connection *c,
+                                   const char *url, const char *method,
+                                   const char *version, const char *upload,
+                                   size_t *upload_size, void **con_cls) {
+  (void)cls, (void)url, (void)method, (void)version, (void)upload;
+  if (*upload_size) { /* no body expected; drop one */
+    *upload_size = 0;
+    return MHD_YES;
+  }
+  const char *raw = *con_cls;
+  if (!raw) return MHD_NO;
+  struct MHD_Response *r =
+      MHD_create_response_from_buffer(strlen(raw), (void *)raw, MHD_RESPMEM_MUST_COPY);
+  if (!r) return MHD_NO;
+  enum MHD_Result rc = MHD_queue_response(c, 200, r);
+  MHD_destroy_response(r);
+  return rc;
+}
+
+static void free_target(void *cls, struct MHD_Connection *c, void **con_cls,
+                        enum MHD_RequestTerminationCode toe) {
+  (void)cls, (void)c, (void)toe;
+  free(*con_cls);
+  *con_cls = NULL;
+}
+
+TEST(uri_hook) {
+  char err[256];
+  int port = 0;
+  asbi_httpd_addr a = {NULL, "127.0.0.1", 0};
+  int lfd = asbi_httpd_listen(&a, &port, err, sizeof err);
+  REQUIRE(lfd >= 0);
+  asbi_httpd_opts o = {.listen_fd = lfd, .handler = echo_target,
+                       .completed = free_target, .uri = raw_target,
+                       .head_timeout_ms = 300, .idle_timeout_s = 600, .log = tlog};
+  asbi_httpd *h = asbi_httpd_start(&o, err, sizeof err);
+  REQUIRE(h != NULL);
+  int fd = connect_to(port);
+  REQUIRE(fd >= 0);
+  const char *req = "GET /a%2Fb?x=1&y=%20 HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n";
+  CHECK(write(fd, req, strlen(req)) == (ssize_t)strlen(req));
+  char buf[4096];
+  ssize_t n = read_to_eof(fd, buf, sizeof buf);
+  close(fd);
+  REQUIRE(n > 0);
+  CHECK(strncmp(buf, "HTTP/1.1 200", 12) == 0);
+  const char *body = strstr(buf, "\r\n\r\n");
+  REQUIRE(body != NULL);
+  CHECK_STR(body + 4, "/a%2Fb?x=1&y=%20");
+  /* A head that never ends is cut with the hook set too. */
+  fd = connect_to(port);
+  REQUIRE(fd >= 0);
+  const char *line = "GET /slow HTTP/1.1\r\nHost: t\r\n";
+  CHECK(write(fd, line, strlen(line)) == (ssize_t)strlen(line));
+  CHECK_INT(read_to_eof(fd, buf, sizeof buf), 0);
+  close(fd);
+  asbi_httpd_stop(h);
+}
+
 int main(void) {
   RUN(token_eq);
   RUN(body_is_bounded);
@@ -261,5 +328,6 @@ int main(void) {
   RUN(listen_unix);
   RUN(daemon_round_trip_deadline_and_quiesce);
   RUN(per_address_limit);
+  RUN(uri_hook);
   TEST_MAIN_END();
 }

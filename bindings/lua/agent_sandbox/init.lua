@@ -316,6 +316,7 @@ local function wrap_sandbox(h, client)
   fields.pty = new_object(PtyMT, { sandbox = sb }, { sb = sb })
   fields.files = new_object(FilesMT, { sandbox = sb }, { sb = sb })
   fields.code = new_object(CodeMT, { sandbox = sb }, { sb = sb })
+  fields.agents = M._new_agents(sb)
   return sb
 end
 
@@ -1588,5 +1589,194 @@ M._wrap_sandbox = wrap_sandbox
 M._client_of = client_of
 M._options = options
 M._check = check
+
+-- ---- coding agents (docs/agents.md) --------------------------------------------------------
+
+local Agents, AgentSession = {}, {}
+local AgentsMT = new_class("Agents", Agents, {
+  __tostring = function(a) return "agent_sandbox.Agents(" .. a.sandbox.id .. ")" end,
+})
+local AgentSessionMT = new_class("AgentSession", AgentSession, {
+  __tostring = function(s) return ("agent_sandbox.AgentSession(%s, %s)"):format(s.id, s.agent) end,
+  __close = function(s) AgentSession.close(s) end,
+})
+M.Agents, M.AgentSession = Agents, AgentSession
+
+function M._new_agents(sb)
+  return new_object(AgentsMT, { sandbox = sb }, { sb = sb })
+end
+
+local AGENT_CALL = set({ "port", "timeout_ms", "on_event" })
+local AGENT_INSTALL = set({ "port", "timeout_ms", "on_event", "version", "registry", "source" })
+local AGENT_SESSION = set({ "port", "timeout_ms", "cwd", "model", "base_url", "api_key_env",
+                            "wire_api", "approval", "sandbox", "args", "env", "install" })
+
+-- asb_agents_options and the callbacks for on_event (each event decoded).
+local function agents_options(t, where, extra)
+  local o = core.asb_agents_options()
+  if t.port ~= nil then o.port = check(t.port, "number", where, "port") end
+  if t.timeout_ms ~= nil then o.timeout_ms = check(t.timeout_ms, "number", where, "timeout_ms") end
+  for k, v in pairs(extra or {}) do o[k] = v end
+  local fn = fn_or_nil(t.on_event, where, "on_event")
+  local cb
+  if fn then
+    cb = callbacks({ on_stdout = function(text) fn((M.json_decode(text))) end })
+    o:bind(cb)
+  end
+  return o, cb
+end
+
+--- sb.agents:list{ port, timeout_ms }: every agent the sandbox's server
+--- knows: {name, package, installed, version, path} each.
+function Agents.list(a, t)
+  t = options(t, AGENT_CALL, "agents:list")
+  local o = agents_options(t, "agents:list")
+  local rc, l = core.asb_agents_list(sandbox_h(private(a).sb, 2), o)
+  if rc < 0 then return fail(rc, "agents:list") end
+  local out = {}
+  for i = 0, core.asb_agent_list_count(l) - 1 do
+    local x = core.asb_agent_list_get(l, i)
+    out[#out + 1] = { name = core.asb_agent_name(x), package = core.asb_agent_package(x),
+                      installed = core.asb_agent_installed(x) ~= 0,
+                      version = core.asb_agent_version(x), path = core.asb_agent_path(x) }
+  end
+  return out
+end
+
+--- sb.agents:install(agent, { version, registry, source, on_event, port,
+--- timeout_ms }): npm install -g of the agent's CLI in the sandbox; its
+--- version. A failed install is nil, err ASB_ECOMMANDFAILED naming the
+--- package and why.
+function Agents.install(a, agent, t)
+  check(agent, "string", "agents:install", "agent")
+  t = options(t, AGENT_INSTALL, "agents:install")
+  local o, cb = agents_options(t, "agents:install",
+                               { install_version = t.version, registry = t.registry,
+                                 source = t.source })
+  local rc, version = core.asb_agents_install(sandbox_h(private(a).sb, 2), agent, o)
+  reraise(cb)
+  if rc < 0 then return fail(rc, "agents:install") end
+  return version
+end
+
+local function wrap_session(sb, h, port)
+  return new_object(AgentSessionMT,
+                    { id = core.asb_agent_session_id(h), agent = core.asb_agent_session_agent(h),
+                      sandbox = sb },
+                    { h = h, port = port })
+end
+
+--- sb.agents:session(agent, { cwd, model, base_url, api_key_env, env = {K = v},
+--- wire_api, approval, sandbox, args = {...}, install, port, timeout_ms }): a
+--- new session (docs/agents.md: each setting).
+function Agents.session(a, agent, t)
+  check(agent, "string", "agents:session", "agent")
+  t = options(t, AGENT_SESSION, "agents:session")
+  local o = core.asb_agent_session_options()
+  for _, k in ipairs({ "cwd", "model", "base_url", "api_key_env", "wire_api", "approval",
+                       "sandbox" }) do
+    if t[k] ~= nil then o[k] = check(t[k], "string", "agents:session", k) end
+  end
+  if t.port ~= nil then o.port = t.port end
+  if t.timeout_ms ~= nil then o.timeout_ms = t.timeout_ms end
+  if t.args ~= nil then o.args = check(t.args, "table", "agents:session", "args") end
+  if t.env ~= nil then o.env = check(t.env, "table", "agents:session", "env") end
+  if t.install ~= nil then o.install = t.install and 1 or -1 end
+  local sb = private(a).sb
+  local rc, h = core.asb_agent_session_new(sandbox_h(sb, 2), agent, o)
+  if rc < 0 then return fail(rc, "agents:session") end
+  return wrap_session(sb, h, t.port)
+end
+
+--- sb.agents:connect(id, { port, timeout_ms }): attach to a session by id.
+function Agents.connect(a, id, t)
+  check(id, "string", "agents:connect", "id")
+  t = options(t, AGENT_CALL, "agents:connect")
+  local sb = private(a).sb
+  local rc, h = core.asb_agent_session_connect(sandbox_h(sb, 2), id,
+                                               (agents_options(t, "agents:connect")))
+  if rc < 0 then return fail(rc, "agents:connect") end
+  return wrap_session(sb, h, t.port)
+end
+
+local function session_h(s, level)
+  local h = private(s).h
+  if not h then closed_error("agent session", (level or 1) + 1) end
+  return h
+end
+
+local function with_port(s, t)
+  if t.port == nil and private(s).port ~= nil then
+    local c = {}
+    for k, v in pairs(t) do c[k] = v end
+    c.port = private(s).port
+    return c
+  end
+  return t
+end
+
+--- session:send(prompt, { on_event, timeout_ms }): one turn; each event (a
+--- table) goes to on_event as it arrives; returns the turn's result, its
+--- turn.completed event: {status, turn, final_message, error,
+--- files_changed, commands = {{command, exit_code}}, usage, seq, ...}. A
+--- failed or cancelled turn is returned too (look at status).
+function AgentSession.send(s, prompt, t)
+  check(prompt, "string", "session:send", "prompt")
+  t = with_port(s, options(t, AGENT_CALL, "session:send"))
+  local o, cb = agents_options(t, "session:send")
+  local rc, turn = core.asb_agent_session_send(session_h(s, 2), prompt, o)
+  reraise(cb)
+  if rc < 0 then return fail(rc, "session:send") end
+  return (M.json_decode(core.asb_agent_turn_json(turn)))
+end
+
+--- session:events(after, { follow, on_event, timeout_ms }): the events after
+--- seq `after`, in order; with follow, also those of the turn in progress.
+function AgentSession.events(s, after, t)
+  check(after, "number", "session:events", "after", true)
+  local allowed = set({ "port", "timeout_ms", "on_event", "follow" })
+  t = with_port(s, options(t, allowed, "session:events"))
+  local o, cb = agents_options(t, "session:events", { follow = t.follow and 1 or 0 })
+  local rc, l = core.asb_agent_session_events(session_h(s, 2), after or 0, o)
+  reraise(cb)
+  if rc < 0 then return fail(rc, "session:events") end
+  local out = {}
+  for i = 0, core.asb_agent_event_list_count(l) - 1 do
+    out[#out + 1] = M.json_decode(core.asb_agent_event_json(core.asb_agent_event_list_get(l, i)))
+  end
+  return out
+end
+
+--- session:cancel(): stop the turn in progress.
+function AgentSession.cancel(s, t)
+  t = with_port(s, options(t, AGENT_CALL, "session:cancel"))
+  local rc = core.asb_agent_session_cancel(session_h(s, 2), (agents_options(t, "session:cancel")))
+  if rc < 0 then return fail(rc, "session:cancel") end
+  return true
+end
+
+--- session:info(): status and transcript (docs/agents.md).
+function AgentSession.info(s, t)
+  t = with_port(s, options(t, AGENT_CALL, "session:info"))
+  local rc, text = core.asb_agent_session_info(session_h(s, 2), (agents_options(t, "session:info")))
+  if rc < 0 then return fail(rc, "session:info") end
+  return (M.json_decode(text))
+end
+
+--- session:close(): end the session in the sandbox and let go of the
+--- handle (`local s <close> = ...` does it at the end of the scope);
+--- idempotent.
+function AgentSession.close(s, t)
+  local p = private(s)
+  local h = p.h
+  if not h then return true end
+  t = with_port(s, options(t, AGENT_CALL, "session:close"))
+  local rc = core.asb_agent_session_close(h, (agents_options(t, "session:close")))
+  p.h = nil
+  h:__disown()
+  core.asb_agent_session_free(h)
+  if rc < 0 and rc ~= ENOTFOUND then return fail(rc, "session:close") end
+  return true
+end
 
 return M

@@ -487,6 +487,8 @@ class Sandbox:
         self.files = Files(sync.files)
         self.code = Code(sync.code)
         self.network = sync.network
+        from .agents import AsyncAgents
+        self.agents = AsyncAgents(sync.agents)
 
     @property
     def id(self) -> str:

@@ -990,6 +990,8 @@ class Sandbox:
         self.files = Files(self)
         self.network = Network(self)
         self.code = Code(self)
+        from .agents import Agents
+        self.agents = Agents(self)
 
     # ---- identity --------------------------------------------------------------
     @property

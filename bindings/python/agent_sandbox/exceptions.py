@@ -38,6 +38,7 @@ __all__ = [
     "CommandFailedError",
     "OperationCancelledError",
     "PermissionDeniedException",
+    "AgentTurnError",
 ]
 
 
@@ -164,3 +165,14 @@ class CommandFailedError(SandboxException):
     @property
     def type(self) -> str:
         return self.remote_code
+
+
+class AgentTurnError(SandboxException):
+    """An agent session's turn failed (the agent or its model endpoint
+    reported an error, or the agent could not be installed or started).
+
+    ``turn`` is the :class:`~agent_sandbox.agents.AgentTurn`: its ``error``
+    says why, its events are in the session's log.
+    """
+
+    turn: object = None

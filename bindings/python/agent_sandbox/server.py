@@ -111,6 +111,15 @@ class _Options(ctypes.Structure):
                 ("max_connections", ctypes.c_uint), ("shutdown_grace_ms", ctypes.c_long)]
 
 
+class _AgentsOptions(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint), ("prefix", ctypes.c_char_p),
+                ("search_path", ctypes.c_char_p), ("npm", ctypes.c_char_p),
+                ("registry", ctypes.c_char_p), ("max_prompt_bytes", ctypes.c_size_t),
+                ("max_sessions", ctypes.c_uint), ("max_log_bytes", ctypes.c_size_t),
+                ("no_install_on_demand", ctypes.c_int)]
+
+
+_AGENTS_OPTIONS_VERSION = 1
 _HANDLER = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p)
 _lib: Optional[ctypes.CDLL] = None
 _lib_lock = threading.Lock()
@@ -156,6 +165,8 @@ def _load() -> ctypes.CDLL:
             "asb_server_command_add_arg": (i, [vp, cp, i, i, cp, cp]),
             "asb_server_command_set_hidden": (i, [vp, i]),
             "asb_server_start_background": (i, [vp, i]),
+            "asb_server_agents_options_init": (i, [ctypes.POINTER(_AgentsOptions), ctypes.c_uint]),
+            "asb_server_enable_agents": (i, [vp, ctypes.POINTER(_AgentsOptions)]),
             "asb_server_port": (i, [vp]),
             "asb_server_stop": (i, [vp]),
             "asb_server_wait": (i, [vp]),
@@ -466,8 +477,15 @@ class CommandRegistry:
     def start(self, port: int = 9000, *, host: Optional[str] = None,
               token: Optional[str] = None, background: bool = False,
               max_body_bytes: int = 0, max_connections: int = 0,
-              shutdown_grace: Optional[float] = None) -> Optional[Server]:
+              shutdown_grace: Optional[float] = None,
+              agents: Any = False) -> Optional[Server]:
         """Serve the registered commands on ``port`` (0 = a free one).
+
+        ``agents``: also serve the agents service (coding-agent sessions
+        under ``/agents``, docs/agents.md): ``True`` with its defaults, or a
+        dict of its options (``prefix``, ``search_path``, ``npm``,
+        ``registry``, ``max_prompt_bytes``, ``max_sessions``,
+        ``max_log_bytes``, ``install_on_demand``).
 
         ``host``: the address to listen on (default ``0.0.0.0``); ``token``:
         the ``X-Access-Token`` every call must carry (default
@@ -514,6 +532,8 @@ class CommandRegistry:
                         f"command {cmd.name!r}, argument {a.name!r}")
                 if cmd.hidden:
                     _check(lib.asb_server_command_set_hidden(out, 1), f"command {cmd.name!r}")
+            if agents:
+                _enable_agents(lib, h, agents if isinstance(agents, dict) else {}, keep)
             _check(lib.asb_server_start_background(h, int(port)), f"listening on port {port}")
         except BaseException:
             server.stop()
@@ -522,6 +542,27 @@ class CommandRegistry:
             return server
         _serve_until_signal(server)
         return None
+
+
+def _enable_agents(lib: ctypes.CDLL, h: Any, o: Dict[str, Any], keep: List[Any]) -> None:
+    opts = _AgentsOptions()
+    _check(lib.asb_server_agents_options_init(ctypes.byref(opts), _AGENTS_OPTIONS_VERSION),
+           "asb_server_agents_options_init")
+    known = {"prefix", "search_path", "npm", "registry", "max_prompt_bytes", "max_sessions",
+             "max_log_bytes", "install_on_demand"}
+    unknown = set(o) - known
+    if unknown:
+        raise ServerError("agents: unknown option(s) " + ", ".join(sorted(unknown)))
+    for key in ("prefix", "search_path", "npm", "registry"):
+        if o.get(key) is not None:
+            keep.append(str(o[key]).encode())
+            setattr(opts, key, keep[-1])
+    for key in ("max_prompt_bytes", "max_sessions", "max_log_bytes"):
+        if o.get(key):
+            setattr(opts, key, int(o[key]))
+    if o.get("install_on_demand") is False:
+        opts.no_install_on_demand = 1
+    _check(lib.asb_server_enable_agents(h, ctypes.byref(opts)), "asb_server_enable_agents")
 
 
 def _serve_until_signal(server: Server) -> None:

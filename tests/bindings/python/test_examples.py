@@ -78,3 +78,14 @@ def test_templates(engine):
     assert out[1] == "hello from a template"
     assert out[2] == "listed: True"
     assert out[3].startswith("build failed:") and "exit code 3" in out[3]
+
+
+@pytest.mark.skipif(not Path("/usr/local/lib/agent-sandbox/agents/bin/codex").exists(),
+                    reason="no codex in the host-wide prefix (scripts/agents-cache.sh)")
+def test_agents(engine):
+    out = run(engine, "agents.py").splitlines()
+    assert out[0].startswith("codex: @openai/codex ") and out[0].endswith("(installed)")
+    assert any("tool.started:" in line and "echo hi > /tmp/x" in line for line in out), out
+    assert "turn 1: completed, final message 'done'" in out
+    assert "/tmp/x: hi" in out
+    assert out[-1] == "turn 2: recall: yes"
