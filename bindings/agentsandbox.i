@@ -206,6 +206,7 @@ ASB_OUT_HANDLE_UNOWNED(T)
 %include "agentsandbox/named.h"
 %include "agentsandbox/agents.h"
 %include "agentsandbox/template.h"
+%include "agentsandbox/git.h"
 
 /* ---- the language's shims (after the declarations they use) --------------- */
 #if defined(SWIGPYTHON)

@@ -18,6 +18,10 @@ PACKAGES=(
   # venv + pip, setuptools/wheel/build for wheels and sdists, pytest
   swig python3-dev python3-venv python3-pip python3-setuptools python3-wheel
   python3-build python3-pytest python3-pytest-asyncio
+  # E2B's own Python SDK tests through agent_sandbox.compat (a manual check,
+  # tests/e2b-python/run.sh): their pytest.ini sets a per-test timeout, and
+  # many of their test modules import httpx
+  python3-pytest-timeout python3-httpx
   # the Lua 5.4 binding: interpreter, headers (SWIG's module builds against
   # them), luarocks (the rockspec's offline `luarocks make`), busted (its
   # tests, run as `lua5.4 /usr/bin/busted`) and dkjson (its JSON)

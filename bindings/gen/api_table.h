@@ -200,6 +200,9 @@
   X(asb_entry_modified_at, 0u, 1, 0, "", "") \
   X(asb_entry_modified_nanos, 0u, 1, 0, "", "") \
   X(asb_entry_symlink_target, ASB_API_RETURNS_BORROWED, 1, 0, "", "") \
+  X(asb_entry_metadata_count, 0u, 1, 0, "", "") \
+  X(asb_entry_metadata_key, ASB_API_RETURNS_BORROWED, 2, 0, "", "") \
+  X(asb_entry_metadata_value, ASB_API_RETURNS_BORROWED, 2, 0, "", "") \
   X(asb_entry_free, ASB_API_FREES, 1, 0, "", "") \
   X(asb_entry_list_count, 0u, 1, 0, "", "") \
   X(asb_entry_list_get, ASB_API_RETURNS_BORROWED, 2, 0, "", "") \
@@ -226,6 +229,43 @@
   X(asb_watch_free, ASB_API_ANY_THREAD|ASB_API_FREES, 1, 0, "", "") \
   X(asb_files_download_url, ASB_API_BLOCKING, 5, 1, "", "") \
   X(asb_files_upload_url, ASB_API_BLOCKING, 5, 1, "", "") \
+  X(asb_git_options_init, 0u, 2, 0, "", "") \
+  X(asb_git_clone, ASB_API_BLOCKING|ASB_API_CANCELLABLE, 5, 1, "opts", "") \
+  X(asb_git_init, ASB_API_BLOCKING|ASB_API_CANCELLABLE, 4, 1, "opts", "") \
+  X(asb_git_remote_add, ASB_API_BLOCKING|ASB_API_CANCELLABLE, 6, 1, "opts", "") \
+  X(asb_git_remote_get, ASB_API_BLOCKING|ASB_API_CANCELLABLE, 5, 1, "opts", "") \
+  X(asb_git_status_read, ASB_API_BLOCKING|ASB_API_CANCELLABLE, 4, 1, "opts", "") \
+  X(asb_git_status_current_branch, ASB_API_RETURNS_BORROWED, 1, 0, "", "") \
+  X(asb_git_status_upstream, ASB_API_RETURNS_BORROWED, 1, 0, "", "") \
+  X(asb_git_status_ahead, 0u, 1, 0, "", "") \
+  X(asb_git_status_behind, 0u, 1, 0, "", "") \
+  X(asb_git_status_detached, 0u, 1, 0, "", "") \
+  X(asb_git_status_files_count, 0u, 1, 0, "", "") \
+  X(asb_git_status_file_name, ASB_API_RETURNS_BORROWED, 2, 0, "", "") \
+  X(asb_git_status_file_status, ASB_API_RETURNS_BORROWED, 2, 0, "", "") \
+  X(asb_git_status_file_index_status, ASB_API_RETURNS_BORROWED, 2, 0, "", "") \
+  X(asb_git_status_file_worktree_status, ASB_API_RETURNS_BORROWED, 2, 0, "", "") \
+  X(asb_git_status_file_staged, 0u, 2, 0, "", "") \
+  X(asb_git_status_file_renamed_from, ASB_API_RETURNS_BORROWED, 2, 0, "", "") \
+  X(asb_git_status_free, ASB_API_FREES, 1, 0, "", "") \
+  X(asb_git_branches_list, ASB_API_BLOCKING|ASB_API_CANCELLABLE, 4, 1, "opts", "") \
+  X(asb_git_branch_list_count, 0u, 1, 0, "", "") \
+  X(asb_git_branch_list_get, ASB_API_RETURNS_BORROWED, 2, 0, "", "") \
+  X(asb_git_branch_list_current, ASB_API_RETURNS_BORROWED, 1, 0, "", "") \
+  X(asb_git_branch_list_free, ASB_API_FREES, 1, 0, "", "") \
+  X(asb_git_branch_create, ASB_API_BLOCKING|ASB_API_CANCELLABLE, 5, 1, "opts", "") \
+  X(asb_git_branch_checkout, ASB_API_BLOCKING|ASB_API_CANCELLABLE, 5, 1, "opts", "") \
+  X(asb_git_branch_delete, ASB_API_BLOCKING|ASB_API_CANCELLABLE, 5, 1, "opts", "") \
+  X(asb_git_add, ASB_API_BLOCKING|ASB_API_CANCELLABLE, 4, 1, "opts", "") \
+  X(asb_git_commit, ASB_API_BLOCKING|ASB_API_CANCELLABLE, 5, 1, "opts", "") \
+  X(asb_git_reset, ASB_API_BLOCKING|ASB_API_CANCELLABLE, 4, 1, "opts", "") \
+  X(asb_git_restore, ASB_API_BLOCKING|ASB_API_CANCELLABLE, 5, 1, "opts", "") \
+  X(asb_git_push, ASB_API_BLOCKING|ASB_API_CANCELLABLE, 4, 1, "opts", "") \
+  X(asb_git_pull, ASB_API_BLOCKING|ASB_API_CANCELLABLE, 4, 1, "opts", "") \
+  X(asb_git_config_set, ASB_API_BLOCKING|ASB_API_CANCELLABLE, 6, 1, "opts", "") \
+  X(asb_git_config_get, ASB_API_BLOCKING|ASB_API_CANCELLABLE, 5, 1, "opts", "") \
+  X(asb_git_configure_user, ASB_API_BLOCKING|ASB_API_CANCELLABLE, 6, 1, "opts", "") \
+  X(asb_git_dangerously_authenticate, ASB_API_BLOCKING|ASB_API_CANCELLABLE, 5, 1, "opts", "") \
   X(asb_global_init, ASB_API_BLOCKING, 0, 0, "", "") \
   X(asb_global_cleanup, 0u, 0, 0, "", "") \
   X(asb_named_command_options_init, 0u, 2, 0, "", "") \
@@ -408,6 +448,25 @@
   X(asb_files_watch_dir, 0, "out", ASB_API_OUT_HANDLE, asb_watch, "asb_watch_free", 0) \
   X(asb_files_download_url, 0, "url", ASB_API_OUT_STRING, char, "asb_free", 0) \
   X(asb_files_upload_url, 0, "url", ASB_API_OUT_STRING, char, "asb_free", 0) \
+  X(asb_git_clone, 0, "out", ASB_API_OUT_HANDLE, asb_command_result, "asb_command_result_free", 1) \
+  X(asb_git_init, 0, "out", ASB_API_OUT_HANDLE, asb_command_result, "asb_command_result_free", 1) \
+  X(asb_git_remote_add, 0, "out", ASB_API_OUT_HANDLE, asb_command_result, "asb_command_result_free", 1) \
+  X(asb_git_remote_get, 0, "url", ASB_API_OUT_STRING, char, "", 0) \
+  X(asb_git_status_read, 0, "out", ASB_API_OUT_HANDLE, asb_git_status, "asb_git_status_free", 0) \
+  X(asb_git_branches_list, 0, "out", ASB_API_OUT_HANDLE, asb_git_branch_list, "asb_git_branch_list_free", 0) \
+  X(asb_git_branch_create, 0, "out", ASB_API_OUT_HANDLE, asb_command_result, "asb_command_result_free", 1) \
+  X(asb_git_branch_checkout, 0, "out", ASB_API_OUT_HANDLE, asb_command_result, "asb_command_result_free", 1) \
+  X(asb_git_branch_delete, 0, "out", ASB_API_OUT_HANDLE, asb_command_result, "asb_command_result_free", 1) \
+  X(asb_git_add, 0, "out", ASB_API_OUT_HANDLE, asb_command_result, "asb_command_result_free", 1) \
+  X(asb_git_commit, 0, "out", ASB_API_OUT_HANDLE, asb_command_result, "asb_command_result_free", 1) \
+  X(asb_git_reset, 0, "out", ASB_API_OUT_HANDLE, asb_command_result, "asb_command_result_free", 1) \
+  X(asb_git_restore, 0, "out", ASB_API_OUT_HANDLE, asb_command_result, "asb_command_result_free", 1) \
+  X(asb_git_push, 0, "out", ASB_API_OUT_HANDLE, asb_command_result, "asb_command_result_free", 1) \
+  X(asb_git_pull, 0, "out", ASB_API_OUT_HANDLE, asb_command_result, "asb_command_result_free", 1) \
+  X(asb_git_config_set, 0, "out", ASB_API_OUT_HANDLE, asb_command_result, "asb_command_result_free", 1) \
+  X(asb_git_config_get, 0, "value", ASB_API_OUT_STRING, char, "", 0) \
+  X(asb_git_configure_user, 0, "out", ASB_API_OUT_HANDLE, asb_command_result, "asb_command_result_free", 1) \
+  X(asb_git_dangerously_authenticate, 0, "out", ASB_API_OUT_HANDLE, asb_command_result, "asb_command_result_free", 1) \
   X(asb_sandbox_run_command, 0, "result_json", ASB_API_OUT_STRING, char, "asb_free", 0) \
   X(asb_sandbox_commands_list, 0, "out", ASB_API_OUT_HANDLE, asb_named_command_list, "asb_named_command_list_free", 0) \
   X(asb_options_new, 0, "out", ASB_API_OUT_OPTIONS, void, "asb_options_free", 0) \
@@ -450,6 +509,8 @@
   X(asb_entry_list, "asb_entry_list_free", "") \
   X(asb_execution, "asb_execution_free", "") \
   X(asb_file_reader, "asb_file_reader_free", "") \
+  X(asb_git_branch_list, "asb_git_branch_list_free", "") \
+  X(asb_git_status, "asb_git_status_free", "") \
   X(asb_metrics, "asb_metrics_free", "") \
   X(asb_named_command, "", "asb_named_command_list") \
   X(asb_named_command_list, "asb_named_command_list_free", "") \
@@ -477,6 +538,7 @@
   X(asb_command_options, ASB_COMMAND_OPTIONS_VERSION, asb_command_options_init) \
   X(asb_files_options, ASB_FILES_OPTIONS_VERSION, asb_files_options_init) \
   X(asb_watch_options, ASB_WATCH_OPTIONS_VERSION, asb_watch_options_init) \
+  X(asb_git_options, ASB_GIT_OPTIONS_VERSION, asb_git_options_init) \
   X(asb_named_command_options, ASB_NAMED_COMMAND_OPTIONS_VERSION, asb_named_command_options_init) \
   X(asb_pty_options, ASB_PTY_OPTIONS_VERSION, asb_pty_options_init) \
   X(asb_sandbox_attach_options, ASB_SANDBOX_ATTACH_OPTIONS_VERSION, asb_sandbox_attach_options_init) \
@@ -557,6 +619,7 @@
   X(asb_files_options, timeout_ms, ASB_API_FIELD_INT, 1) \
   X(asb_files_options, cancel, ASB_API_FIELD_POINTER, 1) \
   X(asb_files_options, gzip, ASB_API_FIELD_INT, 1) \
+  X(asb_files_options, metadata, ASB_API_FIELD_STRINGS, 2) \
   X(asb_watch_options, user, ASB_API_FIELD_STRING, 1) \
   X(asb_watch_options, recursive, ASB_API_FIELD_INT, 1) \
   X(asb_watch_options, include_entry, ASB_API_FIELD_INT, 1) \
@@ -564,6 +627,37 @@
   X(asb_watch_options, on_event, ASB_API_FIELD_POINTER, 1) \
   X(asb_watch_options, userdata, ASB_API_FIELD_POINTER, 1) \
   X(asb_watch_options, cancel, ASB_API_FIELD_POINTER, 1) \
+  X(asb_git_options, envs, ASB_API_FIELD_STRINGS, 1) \
+  X(asb_git_options, user, ASB_API_FIELD_STRING, 1) \
+  X(asb_git_options, cwd, ASB_API_FIELD_STRING, 1) \
+  X(asb_git_options, timeout_ms, ASB_API_FIELD_INT, 1) \
+  X(asb_git_options, request_timeout_ms, ASB_API_FIELD_INT, 1) \
+  X(asb_git_options, cancel, ASB_API_FIELD_POINTER, 1) \
+  X(asb_git_options, username, ASB_API_FIELD_STRING, 1) \
+  X(asb_git_options, password, ASB_API_FIELD_STRING, 1) \
+  X(asb_git_options, store_credentials, ASB_API_FIELD_INT, 1) \
+  X(asb_git_options, branch, ASB_API_FIELD_STRING, 1) \
+  X(asb_git_options, depth, ASB_API_FIELD_INT, 1) \
+  X(asb_git_options, bare, ASB_API_FIELD_INT, 1) \
+  X(asb_git_options, initial_branch, ASB_API_FIELD_STRING, 1) \
+  X(asb_git_options, remote, ASB_API_FIELD_STRING, 1) \
+  X(asb_git_options, set_upstream, ASB_API_FIELD_INT, 1) \
+  X(asb_git_options, paths, ASB_API_FIELD_STRINGS, 1) \
+  X(asb_git_options, all, ASB_API_FIELD_INT, 1) \
+  X(asb_git_options, author_name, ASB_API_FIELD_STRING, 1) \
+  X(asb_git_options, author_email, ASB_API_FIELD_STRING, 1) \
+  X(asb_git_options, allow_empty, ASB_API_FIELD_INT, 1) \
+  X(asb_git_options, mode, ASB_API_FIELD_STRING, 1) \
+  X(asb_git_options, target, ASB_API_FIELD_STRING, 1) \
+  X(asb_git_options, source, ASB_API_FIELD_STRING, 1) \
+  X(asb_git_options, staged, ASB_API_FIELD_INT, 1) \
+  X(asb_git_options, worktree, ASB_API_FIELD_INT, 1) \
+  X(asb_git_options, fetch, ASB_API_FIELD_INT, 1) \
+  X(asb_git_options, overwrite, ASB_API_FIELD_INT, 1) \
+  X(asb_git_options, force, ASB_API_FIELD_INT, 1) \
+  X(asb_git_options, scope, ASB_API_FIELD_STRING, 1) \
+  X(asb_git_options, host, ASB_API_FIELD_STRING, 1) \
+  X(asb_git_options, protocol, ASB_API_FIELD_STRING, 1) \
   X(asb_named_command_options, port, ASB_API_FIELD_INT, 1) \
   X(asb_named_command_options, timeout_ms, ASB_API_FIELD_INT, 1) \
   X(asb_named_command_options, cancel, ASB_API_FIELD_POINTER, 1) \
@@ -596,12 +690,13 @@
   X(asb_sandbox_list_options, next_token, ASB_API_FIELD_STRING, 1) \
   X(asb_sandbox_list_options, request_timeout_ms, ASB_API_FIELD_INT, 1) \
   X(asb_sandbox_list_options, cancel, ASB_API_FIELD_POINTER, 1) \
+  X(asb_sandbox_list_options, started_after, ASB_API_FIELD_STRING, 2) \
   X(asb_template_build_options, force, ASB_API_FIELD_INT, 1) \
   X(asb_template_build_options, timeout_ms, ASB_API_FIELD_INT, 1) \
   X(asb_template_build_options, cancel, ASB_API_FIELD_POINTER, 1)
 
-#define ASB_API_FUNCTION_COUNT 318
-#define ASB_API_OUTPUT_COUNT 55
+#define ASB_API_FUNCTION_COUNT 358
+#define ASB_API_OUTPUT_COUNT 74
 
 typedef struct asb_api_function_info {
   const char *name;

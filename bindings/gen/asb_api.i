@@ -27,6 +27,7 @@
 %immutable asb_command_options::version;
 %immutable asb_files_options::version;
 %immutable asb_watch_options::version;
+%immutable asb_git_options::version;
 %immutable asb_named_command_options::version;
 %immutable asb_pty_options::version;
 %immutable asb_sandbox_attach_options::version;
@@ -51,6 +52,8 @@ ASB_OWNED_HANDLE(asb_entry, asb_entry_free)
 ASB_OWNED_HANDLE(asb_entry_list, asb_entry_list_free)
 ASB_OWNED_HANDLE(asb_execution, asb_execution_free)
 ASB_OWNED_HANDLE(asb_file_reader, asb_file_reader_free)
+ASB_OWNED_HANDLE(asb_git_branch_list, asb_git_branch_list_free)
+ASB_OWNED_HANDLE(asb_git_status, asb_git_status_free)
 ASB_OWNED_HANDLE(asb_metrics, asb_metrics_free)
 ASB_BORROWED_HANDLE(asb_named_command)
 ASB_OWNED_HANDLE(asb_named_command_list, asb_named_command_list_free)
@@ -96,11 +99,18 @@ ASB_OPTIONS(asb_command_options, ASB_COMMAND_OPTIONS_VERSION,
 ASB_OPTIONS_BYTES(asb_command_options, stdin_data, stdin_len)
 ASB_OPTIONS(asb_files_options, ASB_FILES_OPTIONS_VERSION,
             %arg({&$self->user}),
-            ASB_NONE,
+            %arg({&$self->metadata}),
             ASB_NONE)
 ASB_OPTIONS(asb_watch_options, ASB_WATCH_OPTIONS_VERSION,
             %arg({&$self->user}),
             ASB_NONE,
+            ASB_NONE)
+ASB_OPTIONS(asb_git_options, ASB_GIT_OPTIONS_VERSION,
+            %arg({&$self->user, &$self->cwd, &$self->username, &$self->password,
+                  &$self->branch, &$self->initial_branch, &$self->remote,
+                  &$self->author_name, &$self->author_email, &$self->mode, &$self->target,
+                  &$self->source, &$self->scope, &$self->host, &$self->protocol}),
+            %arg({&$self->envs, &$self->paths}),
             ASB_NONE)
 ASB_OPTIONS(asb_named_command_options, ASB_NAMED_COMMAND_OPTIONS_VERSION,
             ASB_NONE,
@@ -120,7 +130,7 @@ ASB_OPTIONS(asb_sandbox_options, ASB_SANDBOX_OPTIONS_VERSION,
             %arg({&$self->metadata, &$self->envs}),
             ASB_NONE)
 ASB_OPTIONS(asb_sandbox_list_options, ASB_SANDBOX_LIST_OPTIONS_VERSION,
-            %arg({&$self->template_id, &$self->next_token}),
+            %arg({&$self->template_id, &$self->next_token, &$self->started_after}),
             %arg({&$self->metadata}),
             ASB_NONE)
 ASB_OPTIONS(asb_template_build_options, ASB_TEMPLATE_BUILD_OPTIONS_VERSION,
@@ -174,6 +184,25 @@ ASB_BLOCKING(asb_files_watch_dir)
 ASB_BLOCKING(asb_watch_wait)
 ASB_BLOCKING(asb_files_download_url)
 ASB_BLOCKING(asb_files_upload_url)
+ASB_BLOCKING(asb_git_clone)
+ASB_BLOCKING(asb_git_init)
+ASB_BLOCKING(asb_git_remote_add)
+ASB_BLOCKING(asb_git_remote_get)
+ASB_BLOCKING(asb_git_status_read)
+ASB_BLOCKING(asb_git_branches_list)
+ASB_BLOCKING(asb_git_branch_create)
+ASB_BLOCKING(asb_git_branch_checkout)
+ASB_BLOCKING(asb_git_branch_delete)
+ASB_BLOCKING(asb_git_add)
+ASB_BLOCKING(asb_git_commit)
+ASB_BLOCKING(asb_git_reset)
+ASB_BLOCKING(asb_git_restore)
+ASB_BLOCKING(asb_git_push)
+ASB_BLOCKING(asb_git_pull)
+ASB_BLOCKING(asb_git_config_set)
+ASB_BLOCKING(asb_git_config_get)
+ASB_BLOCKING(asb_git_configure_user)
+ASB_BLOCKING(asb_git_dangerously_authenticate)
 ASB_BLOCKING(asb_global_init)
 ASB_BLOCKING(asb_sandbox_run_command)
 ASB_BLOCKING(asb_sandbox_commands_list)

@@ -95,9 +95,10 @@ static const char *asblua_file_type(asb_file_type t) {
 }
 
 /* An entry: {name, path, type, size, mode, permissions, owner, group,
- * modified_at, modified_nanos, symlink_target}. */
+ * modified_at, modified_nanos, symlink_target, metadata}; metadata (a
+ * table of the file's user metadata) only when it has some. */
 static void asblua_push_entry(lua_State *L, const asb_entry *e) {
-  lua_createtable(L, 0, 11);
+  lua_createtable(L, 0, 12);
   asblua_setstr(L, "name", asb_entry_name(e));
   asblua_setstr(L, "path", asb_entry_path(e));
   asblua_setstr(L, "type", asblua_file_type(asb_entry_type(e)));
@@ -109,6 +110,13 @@ static void asblua_push_entry(lua_State *L, const asb_entry *e) {
   asblua_setint(L, "modified_at", (lua_Integer)asb_entry_modified_at(e));
   asblua_setint(L, "modified_nanos", (lua_Integer)asb_entry_modified_nanos(e));
   asblua_setstr(L, "symlink_target", asb_entry_symlink_target(e));
+  size_t nm = asb_entry_metadata_count(e);
+  if (nm) {
+    lua_createtable(L, 0, (int)nm);
+    for (size_t i = 0; i < nm; i++)
+      asblua_setstr(L, asb_entry_metadata_key(e, i), asb_entry_metadata_value(e, i));
+    lua_setfield(L, -2, "metadata");
+  }
 }
 
 /* A rich code result: every format by name ("text", "png", an extra MIME

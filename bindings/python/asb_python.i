@@ -60,10 +60,11 @@
 }
 
 %typemap(in, numinputs=0) char **url (char *tmp = NULL), char **result_json (char *tmp = NULL),
-                          char **version (char *tmp = NULL), char **json (char *tmp = NULL) {
+                          char **value (char *tmp = NULL), char **version (char *tmp = NULL),
+                          char **json (char *tmp = NULL) {
   $1 = &tmp;
 }
-%typemap(argout) char **url, char **result_json, char **version, char **json {
+%typemap(argout) char **url, char **result_json, char **value, char **version, char **json {
   PyObject *o;
   if (*$1) {
     o = PyUnicode_DecodeUTF8(*$1, (Py_ssize_t)strlen(*$1), "replace");
@@ -340,17 +341,32 @@ static PyObject *asbpy_str(const char *s) {
   return PyUnicode_DecodeUTF8(s, (Py_ssize_t)strlen(s), "replace");
 }
 
+/* An entry's user metadata as a dict, or None when it has none. */
+static PyObject *asbpy_entry_metadata(const asb_entry *e) {
+  size_t n = asb_entry_metadata_count(e);
+  if (n == 0) Py_RETURN_NONE;
+  PyObject *d = PyDict_New();
+  for (size_t i = 0; d && i < n; i++) {
+    PyObject *k = asbpy_str(asb_entry_metadata_key(e, i));
+    PyObject *v = asbpy_str(asb_entry_metadata_value(e, i));
+    if (!k || !v || PyDict_SetItem(d, k, v) != 0) Py_CLEAR(d);
+    Py_XDECREF(k);
+    Py_XDECREF(v);
+  }
+  return d;
+}
+
 /* An entry as a tuple: (name, path, type, size, mode, permissions, owner,
- * group, mtime_seconds, mtime_nanos, symlink_target). */
+ * group, mtime_seconds, mtime_nanos, symlink_target, metadata). */
 static PyObject *asbpy_entry_tuple(const asb_entry *e) {
   if (!e) Py_RETURN_NONE;
-  return Py_BuildValue("(NNiLINNNLlN)", asbpy_str(asb_entry_name(e)),
+  return Py_BuildValue("(NNiLINNNLlNN)", asbpy_str(asb_entry_name(e)),
                        asbpy_str(asb_entry_path(e)), (int)asb_entry_type(e),
                        (long long)asb_entry_size(e), asb_entry_mode(e),
                        asbpy_str(asb_entry_permissions(e)),
                        asbpy_str(asb_entry_owner(e)), asbpy_str(asb_entry_group(e)),
                        (long long)asb_entry_modified_at(e), asb_entry_modified_nanos(e),
-                       asbpy_str(asb_entry_symlink_target(e)));
+                       asbpy_str(asb_entry_symlink_target(e)), asbpy_entry_metadata(e));
 }
 
 static int asbpy_tramp_event(asb_fs_event_type type, const char *name,

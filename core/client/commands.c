@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "proto/pjson.h"
 #include "util/base64.h"
@@ -465,6 +466,15 @@ static void kill_after(asb_process *p) {
   asbi_err_restore(&saved);
 }
 
+/* 1 when the last error says a write to the process's stdin found its
+ * pipe closed (EPIPE). Case ignored: Go's envd says "broken pipe". */
+static int stdin_pipe_broken(void) {
+  const char *m = asb_error_last()->message;
+  for (const char *p = m; p && *p; p++)
+    if (strncasecmp(p, "broken pipe", 11) == 0) return 1;
+  return 0;
+}
+
 /* own: a process for asb_commands_run, which holds it only for the call.
  * Everything a binding would otherwise sequence around a start happens
  * here: stdin_data is written and stdin closed once the command runs (if
@@ -516,6 +526,13 @@ static int start_process(asb_process **out, asb_sandbox *sb, const char *cmd,
     if (in_len)
       rc = send_input(sb, p->pid, in, in_len, 0, &c, sb->life.stop, "commands.start: stdin");
     if (rc == ASB_OK) rc = close_stdin(sb, p->pid, &c, sb->life.stop);
+    /* A command may end, or close its stdin, before its input is all
+     * written or closed (it read what it needed, or none): envd no longer
+     * knows the pid, or its write fails with EPIPE (envd reports it only
+     * in the message, "...: Broken pipe", as E2B's envd does). Either way
+     * the command cannot be waiting for that input, so it is no failure
+     * of the start and nothing to kill; its end says how it went. */
+    if (rc == ASB_ENOTFOUND || (rc == ASB_ERROR && stdin_pipe_broken())) rc = ASB_OK;
     if (rc) kill_after(p);
   }
   if (rc) {

@@ -134,6 +134,8 @@ static const struct {
     {ASB_ECOMMANDNOTFOUND, "ASB_ECOMMANDNOTFOUND", "unknown command"},
     {ASB_ECOMMANDFAILED, "ASB_ECOMMANDFAILED", "command failed"},
     {ASB_EPERM, "ASB_EPERM", "permission denied"},
+    {ASB_EGITAUTH, "ASB_EGITAUTH", "git authentication failed"},
+    {ASB_EGITUPSTREAM, "ASB_EGITUPSTREAM", "no upstream branch"},
 };
 
 const char *asb_strerror(int code) {

@@ -3,6 +3,7 @@
  * SPDX-License-Identifier: Apache-2.0 */
 #include <openssl/evp.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,7 +20,13 @@
 
 /* ---- options ------------------------------------------------------------------ */
 
-ASBI_DEFINE_OPTIONS_INIT(asb_files_options, ASB_FILES_OPTIONS_VERSION, ASB_FILES_OPTIONS_INIT)
+/* Version 1 ended before metadata. */
+static size_t files_options_size(unsigned int version) {
+  return version >= 2 ? sizeof(asb_files_options) : offsetof(asb_files_options, metadata);
+}
+
+ASBI_DEFINE_OPTIONS_INIT_SIZED(asb_files_options, ASB_FILES_OPTIONS_VERSION,
+                               ASB_FILES_OPTIONS_INIT, files_options_size)
 
 ASBI_DEFINE_OPTIONS_INIT(asb_watch_options, ASB_WATCH_OPTIONS_VERSION, ASB_WATCH_OPTIONS_INIT)
 
@@ -34,6 +41,8 @@ static int check_path(const char *path, const char *what) {
 
 struct asb_entry {
   char *name, *path, *permissions, *owner, *group, *symlink_target;
+  char **meta; /* key, value, key, value, ... (the file's user metadata) */
+  size_t nmeta;
   asb_file_type type;
   int64_t size;
   unsigned mode;
@@ -61,6 +70,8 @@ void asb_entry_free(asb_entry *e) {
   free(e->owner);
   free(e->group);
   free(e->symlink_target);
+  for (size_t i = 0; i < 2 * e->nmeta; i++) free(e->meta[i]);
+  free(e->meta);
   free(e);
 }
 
@@ -135,7 +146,23 @@ static asb_entry *entry_from_json(const cJSON *j) {
   s = NULL;
   asbi_pj_get_str(j, "modifiedTime", &s);
   parse_time(s, &e->mtime, &e->mtime_ns);
-  if (!e->name || !e->path || !e->permissions || !e->owner || !e->group) {
+  /* "metadata": {"key": "value", ...}, the file's user.e2b.* attributes */
+  const cJSON *md = cJSON_GetObjectItemCaseSensitive(j, "metadata");
+  int md_oom = 0;
+  if (cJSON_IsObject(md)) {
+    size_t n = 0;
+    const cJSON *it;
+    cJSON_ArrayForEach(it, md) if (cJSON_IsString(it) && it->string) n++;
+    if (n && !(e->meta = calloc(2 * n, sizeof *e->meta))) md_oom = 1;
+    cJSON_ArrayForEach(it, md) {
+      if (md_oom || !cJSON_IsString(it) || !it->string) continue;
+      e->meta[2 * e->nmeta] = asbi_strdup(it->string);
+      e->meta[2 * e->nmeta + 1] = asbi_strdup(it->valuestring);
+      e->nmeta++;
+      if (!e->meta[2 * e->nmeta - 2] || !e->meta[2 * e->nmeta - 1]) md_oom = 1;
+    }
+  }
+  if (md_oom || !e->name || !e->path || !e->permissions || !e->owner || !e->group) {
     asb_entry_free(e);
     return NULL;
   }
@@ -181,6 +208,13 @@ asb_int64 asb_entry_modified_at(const asb_entry *e) { return e ? e->mtime : 0; }
 long asb_entry_modified_nanos(const asb_entry *e) { return e ? e->mtime_ns : 0; }
 const char *asb_entry_symlink_target(const asb_entry *e) {
   return e ? e->symlink_target : NULL;
+}
+size_t asb_entry_metadata_count(const asb_entry *e) { return e ? e->nmeta : 0; }
+const char *asb_entry_metadata_key(const asb_entry *e, size_t i) {
+  return e && i < e->nmeta ? e->meta[2 * i] : NULL;
+}
+const char *asb_entry_metadata_value(const asb_entry *e, size_t i) {
+  return e && i < e->nmeta ? e->meta[2 * i + 1] : NULL;
 }
 
 size_t asb_entry_list_count(const asb_entry_list *l) { return l ? l->n : 0; }
@@ -521,12 +555,47 @@ static int files_post(asb_sandbox *sb, const char *path, const char *content_typ
   asbi_buf url = ASBI_BUF_INIT, store = ASBI_BUF_INIT;
   int rc = asbi_envd_files_url(sb, ASBI_URL_API, path, user, &url);
   if (rc) return rc;
-  const char *hs[14];
+  /* The metadata travel as X-Metadata-<key> headers, envd's (and E2B's)
+   * way: envd checks keys and values and answers 400 for bad ones. */
+  const char *const *meta = ASBI_OPT(o, 2, metadata, NULL);
+  size_t nmeta = 0;
+  for (const char *const *m = meta; m && *m; m++) {
+    const char *eq = strchr(*m, '=');
+    if (!eq || eq == *m || strcspn(*m, "\r\n: \t") < (size_t)(eq - *m) ||
+        strpbrk(eq + 1, "\r\n")) {
+      asbi_buf_free(&url);
+      return asbi_err(ASB_EINVAL, "%s: metadata '%s' is not key=value (a key without "
+                      "spaces or ':', no line breaks)", what, *m);
+    }
+    nmeta++;
+  }
+  const char **hs = calloc(16 + nmeta, sizeof *hs);
+  char **mh = nmeta ? calloc(nmeta, sizeof *mh) : NULL;
+  if (!hs || (nmeta && !mh)) {
+    free(hs);
+    free(mh);
+    asbi_buf_free(&url);
+    return asbi_oom();
+  }
   asbi_envd_headers(sb, NULL, hs, &store, content_type);
   size_t n = 0;
   while (hs[n]) n++;
   if (src->gzip) hs[n++] = "Content-Encoding: gzip";
+  for (size_t i = 0; i < nmeta; i++) {
+    const char *eq = strchr(meta[i], '=');
+    asbi_buf h = ASBI_BUF_INIT;
+    asbi_buf_printf(&h, "X-Metadata-%.*s: %s", (int)(eq - meta[i]), meta[i], eq + 1);
+    if (!(mh[i] = asbi_buf_detach(&h, NULL))) rc = asbi_oom();
+    hs[n++] = mh[i];
+  }
   hs[n] = NULL;
+  if (rc) {
+    for (size_t i = 0; i < nmeta; i++) free(mh[i]);
+    free(mh);
+    free(hs);
+    asbi_buf_free(&url);
+    return rc;
+  }
   asbi_http_req r = {.method = "POST",
                      .url = url.data,
                      .headers = hs,
@@ -556,6 +625,9 @@ static int files_post(asb_sandbox *sb, const char *path, const char *content_typ
   asbi_http_resp_free(&resp);
   asbi_buf_free(&url);
   asbi_buf_free(&store);
+  for (size_t i = 0; i < nmeta; i++) free(mh[i]);
+  free(mh);
+  free(hs);
   return rc;
 }
 
@@ -1011,14 +1083,16 @@ static int signed_url(asb_sandbox *sb, const char *path, const char *user,
   if (!sb || !url) return asbi_err(ASB_EINVAL, "files.%s_url: bad arguments", op);
   int rc = check_path(path, op);
   if (rc) return rc;
-  if (expires_in_s < 0) return asbi_err(ASB_EINVAL, "files.%s_url: negative expiry", op);
   const char *u = asbi_envd_user(sb, user);
   asbi_buf b = ASBI_BUF_INIT;
   if ((rc = asbi_envd_files_url(sb, ASBI_URL_PUBLIC, path, u, &b))) return rc;
   if (sb->envd_token) {
     /* v1 signature: sha256("path:op:user:token[:expiration]"), base64 without
      * padding, as E2B's SDKs compute it and envd checks it. */
-    long long exp = expires_in_s > 0 ? (long long)time(NULL) + expires_in_s : 0;
+    /* A negative expiry signs a URL that has already expired, as E2B's
+     * SDKs do (envd answers 401 "signature is already expired"). */
+    long long exp = expires_in_s ? (long long)time(NULL) + expires_in_s : 0;
+    if (expires_in_s && exp <= 0) exp = 1;
     asbi_buf raw = ASBI_BUF_INIT;
     asbi_buf_printf(&raw, "%s:%s:%s:%s", path, op, u ? u : "", sb->envd_token);
     if (exp) asbi_buf_printf(&raw, ":%lld", exp);

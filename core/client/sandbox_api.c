@@ -449,7 +449,14 @@ struct asb_sandbox_page {
   char *next;
 };
 
-ASBI_DEFINE_OPTIONS_INIT(asb_sandbox_list_options, ASB_SANDBOX_LIST_OPTIONS_VERSION, ASB_SANDBOX_LIST_OPTIONS_INIT)
+/* Version 1 ended before started_after. */
+static size_t list_options_size(unsigned int version) {
+  return version >= 2 ? sizeof(asb_sandbox_list_options)
+                      : offsetof(asb_sandbox_list_options, started_after);
+}
+
+ASBI_DEFINE_OPTIONS_INIT_SIZED(asb_sandbox_list_options, ASB_SANDBOX_LIST_OPTIONS_VERSION,
+                               ASB_SANDBOX_LIST_OPTIONS_INIT, list_options_size)
 
 void asb_sandbox_page_free(asb_sandbox_page *p) {
   if (!p) return;
@@ -503,6 +510,11 @@ int asb_sandbox_list(asb_sandbox_page **out, asb_client *c, const asb_sandbox_li
   if (o->next_token && *o->next_token) {
     asbi_buf_puts(&path, "&nextToken=");
     asbi_url_escape(&path, o->next_token, 0);
+  }
+  const char *after = ASBI_OPT(o, 2, started_after, NULL);
+  if (after && *after) {
+    asbi_buf_puts(&path, "&startedAfter=");
+    asbi_url_escape(&path, after, 0);
   }
   if (!path.data) return asbi_oom();
   cp_call k = {asbi_client_timeout(c, o->request_timeout_ms), o->cancel, 1, 0, c->life.stop};

@@ -42,7 +42,11 @@ typedef enum asb_status {
   ASB_EBUILD = -20,           /* BuildException: template build failed */
   ASB_ECOMMANDNOTFOUND = -21, /* CommandNotFoundError: unknown named command */
   ASB_ECOMMANDFAILED = -22,   /* a named command raised; see remote_code */
-  ASB_EPERM = -23             /* permission denied */
+  ASB_EPERM = -23,            /* permission denied */
+  ASB_EGITAUTH = -24,         /* GitAuthException: a git remote wanted
+                                 credentials or refused them (git.h) */
+  ASB_EGITUPSTREAM = -25      /* GitUpstreamException: push/pull on a
+                                 branch without an upstream (git.h) */
 } asb_status;
 
 /* Detail of a failure. Owned by the library and valid on the calling thread

@@ -16,7 +16,7 @@
 
 ASB_BEGIN_DECL
 
-#define ASB_FILES_OPTIONS_VERSION 1
+#define ASB_FILES_OPTIONS_VERSION 2
 
 /* Options shared by the file calls. */
 typedef struct asb_files_options {
@@ -25,9 +25,14 @@ typedef struct asb_files_options {
   long timeout_ms;       /* request timeout: 0 = client default, <0 = none */
   asb_cancel *cancel;
   int gzip;              /* compress the transfer (reads and writes) */
+  /* version 2 */
+  const char *const *metadata; /* writes: "key=value" pairs, NULL-ended,
+                                  stored on every written file as its user
+                                  metadata (extended attributes; envd
+                                  lowercases keys, refuses bad ones: 400) */
 } asb_files_options;
 
-#define ASB_FILES_OPTIONS_INIT { ASB_FILES_OPTIONS_VERSION, NULL, 0, NULL, 0 }
+#define ASB_FILES_OPTIONS_INIT { ASB_FILES_OPTIONS_VERSION, NULL, 0, NULL, 0, NULL }
 
 ASB_API(int) asb_files_options_init(asb_files_options *opts,
                                     unsigned int version);
@@ -53,6 +58,11 @@ ASB_API(asb_int64) asb_entry_modified_at(const asb_entry *e);
 ASB_API(long) asb_entry_modified_nanos(const asb_entry *e);
 /* The link's target for symlinks, else NULL. */
 ASB_API(const char *) asb_entry_symlink_target(const asb_entry *e);
+/* The file's user metadata (what a write's metadata stored): the number of
+ * pairs, and key/value i (NULL past the end). */
+ASB_API(size_t) asb_entry_metadata_count(const asb_entry *e);
+ASB_API(const char *) asb_entry_metadata_key(const asb_entry *e, size_t i);
+ASB_API(const char *) asb_entry_metadata_value(const asb_entry *e, size_t i);
 ASB_API(void) asb_entry_free(asb_entry *e);
 
 ASB_API(size_t) asb_entry_list_count(const asb_entry_list *list);
@@ -186,7 +196,8 @@ ASB_API(void) asb_watch_free(asb_watch *watch);
 /* ---- signed URLs ------------------------------------------------------------ */
 /* A URL that downloads (GET) or uploads (POST multipart/octet-stream) path
  * without other credentials, valid until expires_in_s seconds from now
- * (0 = no expiry). Free with asb_free. */
+ * (0 = no expiry; negative: already expired, as E2B signs it, which envd
+ * refuses with 401). Free with asb_free. */
 ASB_API(int) asb_files_download_url(char **url, asb_sandbox *sandbox,
                                     const char *path, const char *user,
                                     long expires_in_s);

@@ -147,7 +147,7 @@ ASB_API(const char *) asb_sandbox_info_metadata_value(
 ASB_API(void) asb_sandbox_info_free(asb_sandbox_info *info);
 
 /* ---- listing ----------------------------------------------------------------- */
-#define ASB_SANDBOX_LIST_OPTIONS_VERSION 1
+#define ASB_SANDBOX_LIST_OPTIONS_VERSION 2
 
 typedef struct asb_sandbox_list_options {
   unsigned int version;        /* ASB_SANDBOX_LIST_OPTIONS_VERSION */
@@ -159,10 +159,15 @@ typedef struct asb_sandbox_list_options {
   const char *next_token;      /* from asb_sandbox_page_next_token */
   long request_timeout_ms;
   asb_cancel *cancel;
+  /* version 2 */
+  const char *started_after;   /* RFC 3339 date-time ("2026-01-02T03:04:05Z"):
+                                  only sandboxes started then or later; the
+                                  engine filters (whole seconds), so pages
+                                  stay full */
 } asb_sandbox_list_options;
 
 #define ASB_SANDBOX_LIST_OPTIONS_INIT \
-  { ASB_SANDBOX_LIST_OPTIONS_VERSION, NULL, 0, 0, NULL, 0, NULL, 0, NULL }
+  { ASB_SANDBOX_LIST_OPTIONS_VERSION, NULL, 0, 0, NULL, 0, NULL, 0, NULL, NULL }
 
 ASB_API(int) asb_sandbox_list_options_init(asb_sandbox_list_options *opts,
                                            unsigned int version);

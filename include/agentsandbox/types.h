@@ -56,6 +56,9 @@ typedef struct asb_named_command_list asb_named_command_list;
 /* Templates (template.h). */
 typedef struct asb_template asb_template;
 typedef struct asb_template_list asb_template_list;
+/* Git in a sandbox (git.h). */
+typedef struct asb_git_status asb_git_status;
+typedef struct asb_git_branch_list asb_git_branch_list;
 /* agents.h: the coding agents a sandbox's server knows, a session with one,
  * an event of its log, a list of events, the result of a turn. */
 typedef struct asb_agent asb_agent;

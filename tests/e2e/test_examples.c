@@ -31,6 +31,7 @@ TEST(files) { run_example("files"); }
 TEST(pty) { run_example("pty"); }
 TEST(sandbox_lifecycle) { run_example("sandbox_lifecycle"); }
 TEST(code) { run_example("code"); }
+TEST(git) { run_example("git"); }
 #ifdef ASB_TEMPLATE_DIR
 /* builds the c-hello template, creates a sandbox from it, calls its commands */
 TEST(named_commands) {
@@ -114,6 +115,7 @@ int main(void) {
   RUN(pty);
   RUN(sandbox_lifecycle);
   RUN(code);
+  RUN(git);
   RUN(sessions);
 #ifdef ASB_TEMPLATE_DIR
   RUN(named_commands);

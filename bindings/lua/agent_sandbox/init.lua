@@ -1114,7 +1114,7 @@ end
 
 --- files:get_info(path): its entry {name, path, type ("file", "dir",
 --- "symlink"), size, mode, permissions, owner, group, modified_at,
---- modified_nanos, symlink_target}.
+--- modified_nanos, symlink_target, metadata}.
 function Files.get_info(f, path, t)
   check(path, "string", "files:get_info", "path")
   t = options(t, FILES, "files:get_info")

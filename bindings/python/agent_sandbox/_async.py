@@ -15,10 +15,11 @@ of handles (:class:`agent_sandbox.sync.CommandHandle`, ...).
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Awaitable, Callable, List, Mapping, Optional, Union
+from typing import Any, Awaitable, Callable, Dict, List, Mapping, Optional, Union
 
 from . import _native as N
 from . import _sync as S
+from .git import AsyncGit
 from .models import (
     CommandInfo,
     CommandResult,
@@ -358,17 +359,20 @@ class Files(_Part):
         return await self.read(path, "bytes", **kw)
 
     async def write(self, path: str, data: Any, *, user: Optional[str] = None,
-                    request_timeout: Optional[float] = None, gzip: bool = False) -> EntryInfo:
-        """Create or replace a file with str, bytes or a (binary) file object."""
+                    request_timeout: Optional[float] = None, gzip: bool = False,
+                    metadata: Optional[Dict[str, str]] = None) -> EntryInfo:
+        """Create or replace a file with str, bytes or a (binary) file object;
+        ``metadata`` is stored on it."""
         return await N.run(self._sync.write, path, data, user=user,
-                           request_timeout=request_timeout, gzip=gzip)
+                           request_timeout=request_timeout, gzip=gzip, metadata=metadata)
 
     async def write_files(self, files: List[Any], *, user: Optional[str] = None,
                           request_timeout: Optional[float] = None,
-                          gzip: bool = False) -> List[EntryInfo]:
-        """Write several files in one request."""
+                          gzip: bool = False,
+                          metadata: Optional[Dict[str, str]] = None) -> List[EntryInfo]:
+        """Write several files in one request (``metadata`` on every one)."""
         return await N.run(self._sync.write_files, files, user=user,
-                           request_timeout=request_timeout, gzip=gzip)
+                           request_timeout=request_timeout, gzip=gzip, metadata=metadata)
 
     write_many = write_files
 
@@ -487,6 +491,7 @@ class Sandbox:
         self.files = Files(sync.files)
         self.code = Code(sync.code)
         self.network = sync.network
+        self.git = AsyncGit(sync.git)
         from .agents import AsyncAgents
         self.agents = AsyncAgents(sync.agents)
 

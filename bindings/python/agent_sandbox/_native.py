@@ -53,6 +53,8 @@ _MAP: Dict[int, Type[BaseException]] = {
     ll.ASB_ECOMMANDNOTFOUND: E.CommandNotFoundError,
     ll.ASB_ECOMMANDFAILED: E.CommandFailedError,
     ll.ASB_EPERM: E.PermissionDeniedException,
+    ll.ASB_EGITAUTH: E.GitAuthException,
+    ll.ASB_EGITUPSTREAM: E.GitUpstreamException,
 }
 
 

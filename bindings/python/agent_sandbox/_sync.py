@@ -32,6 +32,7 @@ from typing import (
 from . import _native as N
 from . import exceptions as E
 from . import lowlevel as ll
+from .git import Git
 from .models import (
     _EVENT_TYPES,
     CommandArg,
@@ -531,8 +532,11 @@ class Pty:
 # ---- files --------------------------------------------------------------------------------
 
 
-def _files_options(user: Optional[str], request_timeout: Optional[float], gzip: bool = False) -> Any:
+def _files_options(user: Optional[str], request_timeout: Optional[float], gzip: bool = False,
+                   metadata: Optional[Mapping[str, str]] = None) -> Any:
     o = ll.asb_files_options()
+    if metadata:
+        o.metadata = dict(metadata)
     if user:
         o.user = user
     if request_timeout is not None:
@@ -721,10 +725,12 @@ class Files:
         return self.read(path, "bytes", **kw)
 
     def write(self, path: str, data: Union[Data, IO[Any]], *, user: Optional[str] = None,
-              request_timeout: Optional[float] = None, gzip: bool = False) -> EntryInfo:
+              request_timeout: Optional[float] = None, gzip: bool = False,
+              metadata: Optional[Mapping[str, str]] = None) -> EntryInfo:
         """Create or replace a file (parent directories are made) with
-        ``data``: str (UTF-8), bytes-like, or a file object read in chunks."""
-        o = _files_options(user, request_timeout, gzip)
+        ``data``: str (UTF-8), bytes-like, or a file object read in chunks;
+        ``metadata`` is stored on it (``EntryInfo.metadata``)."""
+        o = _files_options(user, request_timeout, gzip, metadata)
         if isinstance(data, (str, bytes, bytearray, memoryview)):
             entry = N.call(ll.asb_files_write, self._sandbox._h, path, data, o)
         elif hasattr(data, "read"):
@@ -755,7 +761,8 @@ class Files:
         return N.call(ll.asb_files_write_stream, self._sandbox._h, path, cb, size, o, cb=cb)
 
     def write_files(self, files: Sequence[Any], *, user: Optional[str] = None,
-                    request_timeout: Optional[float] = None, gzip: bool = False) -> List[EntryInfo]:
+                    request_timeout: Optional[float] = None, gzip: bool = False,
+                    metadata: Optional[Mapping[str, str]] = None) -> List[EntryInfo]:
         """Write several files in one request: ``[{"path": p, "data": d}, ...]``
         or ``[(path, data), ...]``."""
         pairs = []
@@ -767,7 +774,7 @@ class Files:
             if hasattr(d, "read"):
                 d = d.read()
             pairs.append((p, d))
-        o = _files_options(user, request_timeout, gzip)
+        o = _files_options(user, request_timeout, gzip, metadata)
         lst = N.call(ll.asb_files_write_many, self._sandbox._h, pairs, o)
         return [EntryInfo._from_tuple(t) for t in ll.asbpy_entry_list_tuples(lst)]
 
@@ -966,6 +973,15 @@ def _state_flags(o: Any, state: Any) -> None:
     o.paused = 1 if "paused" in names else 0
 
 
+def _rfc3339(t: Any) -> str:
+    """A datetime (naive = local time) or an RFC 3339 string, in UTC."""
+    if isinstance(t, str):
+        return t
+    if t.tzinfo is None:
+        t = t.astimezone()
+    return t.astimezone(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
 def _epoch(t: Any) -> int:
     if t is None:
         return 0
@@ -990,6 +1006,7 @@ class Sandbox:
         self.files = Files(self)
         self.network = Network(self)
         self.code = Code(self)
+        self.git = Git(self)
         from .agents import Agents
         self.agents = Agents(self)
 
@@ -1066,7 +1083,7 @@ class Sandbox:
     @classmethod
     def _list_page(cls, *, metadata: Any = None, state: Any = None, template: Optional[str] = None,
                    limit: Optional[int] = None, next_token: Optional[str] = None,
-                   request_timeout: Optional[float] = None,
+                   request_timeout: Optional[float] = None, started_after: Any = None,
                    **conn: Any) -> Tuple[List[SandboxInfo], Optional[str]]:
         c = N.client(**conn)
         o = ll.asb_sandbox_list_options()
@@ -1080,6 +1097,8 @@ class Sandbox:
             o.limit = min(int(limit), 100)
         if next_token:
             o.next_token = next_token
+        if started_after is not None:
+            o.started_after = _rfc3339(started_after)
         if request_timeout is not None:
             o.request_timeout_ms = N.ms(request_timeout)
         o.cancel = N.current_cancel()
@@ -1123,8 +1142,10 @@ class Sandbox:
             return False
 
     def set_timeout(self, timeout: float, *, request_timeout: Optional[float] = None) -> None:
-        """Make the sandbox live ``timeout`` seconds from now (shorter or longer)."""
-        N.call(ll.asb_sandbox_set_timeout, self._h, N.ms(timeout), _call_options(request_timeout))
+        """Make the sandbox live ``timeout`` seconds from now (shorter or longer);
+        0 ends its lifetime now (it is killed, or paused with auto-pause), as in E2B."""
+        ms = 0 if timeout <= 0 else N.ms(timeout)
+        N.call(ll.asb_sandbox_set_timeout, self._h, ms, _call_options(request_timeout))
 
     def get_info(self, *, request_timeout: Optional[float] = None) -> SandboxInfo:
         info = N.call(ll.asb_sandbox_get_info, self._h, _call_options(request_timeout))

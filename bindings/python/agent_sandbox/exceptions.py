@@ -38,6 +38,8 @@ __all__ = [
     "CommandFailedError",
     "OperationCancelledError",
     "PermissionDeniedException",
+    "GitAuthException",
+    "GitUpstreamException",
     "AgentTurnError",
 ]
 
@@ -96,6 +98,14 @@ class SandboxGoneException(SandboxNotFoundException):
 
 class AuthenticationException(AgentSandboxError):
     """Authentication failed (API key or envd access token)."""
+
+
+class GitAuthException(AuthenticationException):
+    """A git remote wanted credentials, or refused the ones given (``sandbox.git``)."""
+
+
+class GitUpstreamException(SandboxException):
+    """``sandbox.git`` push/pull on a branch that has no upstream, naming no remote."""
 
 
 class TemplateException(SandboxException):

@@ -34,6 +34,9 @@ __all__ = [
     "CommandInfo",
     "SessionInfo",
     "TemplateInfo",
+    "GitFileStatus",
+    "GitStatus",
+    "GitBranches",
 ]
 
 
@@ -107,8 +110,8 @@ class WriteInfo:
     type: Optional[FileType]
     path: str
     metadata: Optional[Dict[str, str]] = None
-    """User metadata of the file (E2B's ``user.e2b.*`` attributes); this
-    library does not read or write it yet, so it is None."""
+    """User metadata of the file (E2B's ``user.e2b.*`` attributes, set by
+    ``files.write(..., metadata=...)``); None when it has none."""
 
 
 @dataclass
@@ -125,7 +128,7 @@ class EntryInfo(WriteInfo):
 
     @classmethod
     def _from_tuple(cls, t: tuple) -> "EntryInfo":
-        name, path, ftype, size, mode, perms, owner, group, secs, nanos, target = t
+        name, path, ftype, size, mode, perms, owner, group, secs, nanos, target, meta = t
         return cls(
             name=name or "",
             type=_FILE_TYPES.get(ftype),
@@ -137,6 +140,7 @@ class EntryInfo(WriteInfo):
             group=group or "",
             modified_time=_utc(secs, nanos),
             symlink_target=target,
+            metadata=meta,
         )
 
 
@@ -518,3 +522,82 @@ class TemplateInfo:
     """After a build: whether an earlier build was reused."""
     build_log: Optional[str] = None
     raw: Dict[str, Any] = field(default_factory=dict)
+
+
+# ---- git (sandbox.git) ----------------------------------------------------------
+
+
+@dataclass
+class GitFileStatus:
+    """One changed file of :meth:`Git.status <agent_sandbox.git.Git.status>`."""
+
+    name: str
+    """Its path from the repository's root."""
+    status: str
+    """``modified``, ``added``, ``deleted``, ``renamed``, ``copied``,
+    ``typechange``, ``untracked``, ``conflict`` or ``unknown``."""
+    index_status: str
+    """The index's letter (porcelain v1's: ``M``, ``A``, ``?``, ``" "``...)."""
+    working_tree_status: str
+    staged: bool
+    renamed_from: Optional[str] = None
+
+
+@dataclass
+class GitStatus:
+    """A work tree's state (``git status``)."""
+
+    current_branch: Optional[str]
+    upstream: Optional[str]
+    ahead: int
+    behind: int
+    detached: bool
+    file_status: List[GitFileStatus]
+
+    @property
+    def is_clean(self) -> bool:
+        return not self.file_status
+
+    @property
+    def has_changes(self) -> bool:
+        return bool(self.file_status)
+
+    @property
+    def has_staged(self) -> bool:
+        return any(f.staged for f in self.file_status)
+
+    @property
+    def has_untracked(self) -> bool:
+        return any(f.status == "untracked" for f in self.file_status)
+
+    @property
+    def has_conflicts(self) -> bool:
+        return any(f.status == "conflict" for f in self.file_status)
+
+    @property
+    def total_count(self) -> int:
+        return len(self.file_status)
+
+    @property
+    def staged_count(self) -> int:
+        return sum(1 for f in self.file_status if f.staged)
+
+    @property
+    def unstaged_count(self) -> int:
+        return sum(1 for f in self.file_status if not f.staged)
+
+    @property
+    def untracked_count(self) -> int:
+        return sum(1 for f in self.file_status if f.status == "untracked")
+
+    @property
+    def conflict_count(self) -> int:
+        return sum(1 for f in self.file_status if f.status == "conflict")
+
+
+@dataclass
+class GitBranches:
+    """The local branches and the checked-out one (None when detached)."""
+
+    branches: List[str]
+    current_branch: Optional[str]

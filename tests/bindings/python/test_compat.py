@@ -12,9 +12,14 @@ from agent_sandbox.compat import (
     AsyncSandbox,
     CommandExitException,
     Execution,
+    FileNotFoundException,
+    InvalidArgumentException,
     Sandbox,
     SandboxNotFoundException,
+    TimeoutException,
 )
+
+from conftest import eventually
 
 HERE = Path(__file__).parent
 
@@ -78,6 +83,75 @@ def test_e2b_semantics(engine):
     assert Sandbox.kill(sid) is False
     with pytest.raises(SandboxNotFoundException):
         Sandbox.connect(sid)
+
+
+def test_e2b_behaviour_its_suite_checks(engine):
+    """What E2B's own Python suite found different (issue 20)."""
+    import time
+    import urllib.parse
+
+    sbx = Sandbox.create()
+    try:
+        # list(depth=0): E2B's message, not a silent depth 1
+        with pytest.raises(InvalidArgumentException, match="depth should be at least 1"):
+            sbx.files.list("/tmp", depth=0)
+        assert sbx.files.list("/tmp", depth=None) is not None
+        # a missing file read as a stream raises at read(), not on first iteration
+        with pytest.raises(FileNotFoundException):
+            sbx.files.read("/tmp/no-such-file", format="stream")
+        # a negative expiry is signed (already expired); envd refuses it
+        url = sbx.download_url("/tmp/x", use_signature_expiration=-120)
+        exp = int(urllib.parse.parse_qs(urllib.parse.urlparse(url).query)["signature_expiration"][0])
+        assert exp < time.time()
+        assert sbx._envd_version == sbx.envd_version and sbx._envd_access_token
+        # started_after is the engine's filter (whole seconds), as E2B's API
+        import datetime as dt
+
+        from agent_sandbox.compat import SandboxQuery
+
+        sid = sbx.sandbox_id
+        started = sbx.get_info().started_at
+        ids = [i.sandbox_id for i in Sandbox.list(SandboxQuery(started_after=started)).next_items()]
+        assert sid in ids
+        later = Sandbox.list(SandboxQuery(started_after=started + dt.timedelta(seconds=1)))
+        assert sid not in [i.sandbox_id for i in later.next_items()]
+        # file metadata: stored on write, surfaced by get_info and list
+        w = sbx.files.write("/tmp/md.txt", "m", metadata={"author": "mish", "purpose": "t"})
+        assert w.metadata == {"author": "mish", "purpose": "t"}
+        assert sbx.files.get_info("/tmp/md.txt").metadata == {"author": "mish", "purpose": "t"}
+        listed = {e.name: e.metadata for e in sbx.files.list("/tmp")}
+        assert listed["md.txt"] == {"author": "mish", "purpose": "t"}
+        assert sbx.files.get_info("/tmp").metadata is None
+        with pytest.raises(InvalidArgumentException):
+            sbx.files.write("/tmp/md2.txt", "m", metadata={"bad key": "v"})
+
+        from agent_sandbox.compat import WriteEntry
+
+        sbx.files.write_files([WriteEntry(path="/tmp/we.txt", data="we")])
+        assert sbx.files.read("/tmp/we.txt") == "we"
+        # the sandbox killed under wait(): TimeoutException, with E2B's words
+        h = sbx.commands.run("sleep 60", background=True)
+    finally:
+        sbx.kill()
+    with pytest.raises(TimeoutException, match="killed or reached its end of life"):
+        h.wait()
+    # set_timeout(0) ends the sandbox's life now, as in E2B
+    sbx = Sandbox.create()
+    sbx.set_timeout(0)
+    assert eventually(lambda: not sbx.is_running())
+
+
+async def test_async_signed_urls_are_plain_methods(engine):
+    sbx = await AsyncSandbox.create()
+    try:
+        url = sbx.download_url("/tmp/x", "user", 120)
+        assert isinstance(url, str) and "signature=" in url
+        assert isinstance(sbx.upload_url("/tmp/x"), str)
+        with pytest.raises(FileNotFoundException):
+            await sbx.files.read("/tmp/no-such-file", format="stream")
+        assert sbx._envd_version and sbx._envd_access_token
+    finally:
+        await sbx.kill()
 
 
 async def test_async_e2b_semantics(engine):

@@ -23,6 +23,12 @@ def test_commands(engine):
     assert "hi from /tmp" in out and "SHOUT" in out and "hello Alice" in out and "cancelled" in out
 
 
+def test_git(engine):
+    out = run(engine, "git.py")
+    assert "('NOTES.md', 'untracked')" in out and "pulled: notes" in out
+    assert "branches ['feature', 'main'] on feature" in out and "no upstream yet" in out
+
+
 def test_files(engine):
     out = run(engine, "files.py")
     assert "streamed 4194304 bytes" in out and "event create done" in out

@@ -22,9 +22,10 @@ from __future__ import annotations
 
 import datetime as _dt
 import functools
+import inspect
 import warnings
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Optional, Union
+from typing import IO, Any, Callable, Dict, List, Optional, TypedDict, Union
 
 from .. import _async as A
 from .. import _native as N
@@ -34,11 +35,14 @@ from ..exceptions import (
     BuildException,
     CommandExitException,
     FileNotFoundException,
+    GitAuthException,
+    GitUpstreamException,
     InvalidArgumentException,
     NotEnoughSpaceException,
     NotFoundException,
     RateLimitException,
     SandboxException,
+    SandboxGoneException,
     SandboxNotFoundException,
     TemplateException,
     TimeoutException,
@@ -51,6 +55,9 @@ from ..models import (
     FilesystemEvent,
     FilesystemEventType,
     FileType,
+    GitBranches,
+    GitFileStatus,
+    GitStatus,
     Logs,
     OutputMessage,
     ProcessInfo,
@@ -62,6 +69,7 @@ from ..models import (
     WriteInfo,
 )
 from ..models import Execution as _NativeExecution
+from ..git import AsyncGit, Git
 
 __all__ = [
     "Sandbox",
@@ -102,6 +110,14 @@ __all__ = [
     "TemplateException",
     "RateLimitException",
     "BuildException",
+    "WriteEntry",
+    "Git",
+    "AsyncGit",
+    "GitStatus",
+    "GitFileStatus",
+    "GitBranches",
+    "GitAuthException",
+    "GitUpstreamException",
 ]
 
 DEFAULT_TEMPLATE = "base"
@@ -135,6 +151,33 @@ def _unsupported(name: str, value: Any, default: Any) -> None:
     if value is not None and value != default:
         warnings.warn(f"agent_sandbox.compat: {name}={value!r} is not supported and is ignored",
                       stacklevel=3)
+
+
+_GONE_MESSAGE = ("{}: The sandbox was killed or reached its end of life while the request "
+                 "was in flight.")
+
+
+def _gone_as_timeout(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """E2B raises TimeoutException when the sandbox dies under a call (its
+    envd connection drops); ours knows it is gone (SandboxGoneException)."""
+
+    @functools.wraps(fn)
+    def sync_wrapper(*a: Any, **kw: Any) -> Any:
+        try:
+            return fn(*a, **kw)
+        except SandboxGoneException as e:
+            raise TimeoutException(_GONE_MESSAGE.format(e), code=e.code, status=e.status,
+                                   reason=e.reason) from e
+
+    @functools.wraps(fn)
+    async def async_wrapper(*a: Any, **kw: Any) -> Any:
+        try:
+            return await fn(*a, **kw)
+        except SandboxGoneException as e:
+            raise TimeoutException(_GONE_MESSAGE.format(e), code=e.code, status=e.status,
+                                   reason=e.reason) from e
+
+    return async_wrapper if inspect.iscoroutinefunction(fn) else sync_wrapper
 
 
 class _dual:
@@ -203,16 +246,13 @@ class _PaginatorBase:
         if not self._has_next:
             raise SandboxException("No more items to fetch")
         q = self.query or SandboxQuery()
+        # started_after goes to the engine, as E2B sends it (pages stay full)
         items, token = S.Sandbox._list_page(metadata=q.metadata, state=q.state,
                                             template=q.template, limit=self.limit,
-                                            next_token=self._next_token, **self._conn)
+                                            next_token=self._next_token,
+                                            started_after=q.started_after, **self._conn)
         self._next_token = token
         self._has_next = bool(token)
-        if q.started_after is not None:
-            after = q.started_after
-            if after.tzinfo is None:
-                after = after.astimezone()
-            items = [i for i in items if i.started_at > after]
         if self.order == "asc":
             items.reverse()
         return items
@@ -248,6 +288,7 @@ class CommandHandle:
     def __iter__(self) -> Any:
         return iter(self._h)
 
+    @_gone_as_timeout
     def wait(self, on_pty: Optional[Callable[[bytes], Any]] = None,
              on_stdout: Optional[Callable[[str], Any]] = None,
              on_stderr: Optional[Callable[[str], Any]] = None) -> CommandResult:
@@ -343,7 +384,33 @@ class WatchHandle:
 
 
 def _read_result(data: Any, format: str) -> Any:
+    if format == "stream":
+        # E2B raises at read() (FileNotFoundException for a missing file);
+        # the native stream defers the error to its first chunk.
+        sync = getattr(data, "_s", data)
+        err = getattr(sync, "_error", None)
+        if err is not None:
+            sync._error = None
+            raise err
     return bytearray(data) if format == "bytes" else data
+
+
+def _depth(depth: Optional[int]) -> int:
+    """E2B: None is 1; below 1 is refused with its message."""
+    if depth is None:
+        return 1
+    if depth < 1:
+        raise InvalidArgumentException("depth should be at least 1")
+    return depth
+
+
+
+
+class WriteEntry(TypedDict):
+    """E2B's entry of ``files.write_files``: a path and its data."""
+
+    path: str
+    data: Union[str, bytes, IO[Any]]
 
 
 def _write_entries(files: List[Any]) -> List[Any]:
@@ -364,20 +431,20 @@ class Filesystem:
               request_timeout: Optional[float] = None, gzip: bool = False,
               use_octet_stream: Optional[bool] = None,
               metadata: Optional[Dict[str, str]] = None) -> WriteInfo:
-        _unsupported("metadata", metadata, None)
-        return self._f.write(path, data, user=user, request_timeout=request_timeout, gzip=gzip)
+        return self._f.write(path, data, user=user, request_timeout=request_timeout, gzip=gzip,
+                             metadata=metadata)
 
     def write_files(self, files: List[Any], user: Optional[str] = None,
                     request_timeout: Optional[float] = None, gzip: bool = False,
                     use_octet_stream: Optional[bool] = None,
                     metadata: Optional[Dict[str, str]] = None) -> List[WriteInfo]:
-        _unsupported("metadata", metadata, None)
         return list(self._f.write_files(_write_entries(files), user=user,
-                                        request_timeout=request_timeout, gzip=gzip))
+                                        request_timeout=request_timeout, gzip=gzip,
+                                        metadata=metadata))
 
     def list(self, path: str, depth: Optional[int] = 1, user: Optional[str] = None,
              request_timeout: Optional[float] = None) -> List[EntryInfo]:
-        return self._f.list(path, depth or 1, user=user, request_timeout=request_timeout)
+        return self._f.list(path, _depth(depth), user=user, request_timeout=request_timeout)
 
     def exists(self, path: str, user: Optional[str] = None,
                request_timeout: Optional[float] = None) -> bool:
@@ -436,6 +503,7 @@ class Sandbox:
         self.commands = Commands(sandbox.commands)
         self.pty = Pty(sandbox.pty)
         self.files = Filesystem(sandbox.files)
+        self.git = sandbox.git  # E2B's names and arguments (agent_sandbox.git)
 
     @property
     def sandbox_id(self) -> str:
@@ -448,6 +516,15 @@ class Sandbox:
     @property
     def envd_version(self) -> str:
         return self._s.envd_version
+
+    # private in E2B, but its tests and some programs read them
+    @property
+    def _envd_version(self) -> str:
+        return self._s.envd_version
+
+    @property
+    def _envd_access_token(self) -> Optional[str]:
+        return self._s.envd_access_token
 
     @classmethod
     def create(cls, template: Optional[str] = None, timeout: Optional[int] = None,
@@ -612,6 +689,7 @@ class AsyncCommandHandle:
     exit_code = property(lambda self: self._h.exit_code)
     error = property(lambda self: self._h.error)
 
+    @_gone_as_timeout
     async def wait(self) -> CommandResult:
         return await self._h.wait(check=True)
 
@@ -721,21 +799,21 @@ class AsyncFilesystem:
                     request_timeout: Optional[float] = None, gzip: bool = False,
                     use_octet_stream: Optional[bool] = None,
                     metadata: Optional[Dict[str, str]] = None) -> WriteInfo:
-        _unsupported("metadata", metadata, None)
         return await self._f.write(path, data, user=user, request_timeout=request_timeout,
-                                   gzip=gzip)
+                                   gzip=gzip, metadata=metadata)
 
     async def write_files(self, files: List[Any], user: Optional[str] = None,
                           request_timeout: Optional[float] = None, gzip: bool = False,
                           use_octet_stream: Optional[bool] = None,
                           metadata: Optional[Dict[str, str]] = None) -> List[WriteInfo]:
-        _unsupported("metadata", metadata, None)
         return list(await self._f.write_files(_write_entries(files), user=user,
-                                              request_timeout=request_timeout, gzip=gzip))
+                                              request_timeout=request_timeout, gzip=gzip,
+                                              metadata=metadata))
 
     async def list(self, path: str, depth: Optional[int] = 1, user: Optional[str] = None,
                    request_timeout: Optional[float] = None) -> List[EntryInfo]:
-        return await self._f.list(path, depth or 1, user=user, request_timeout=request_timeout)
+        return await self._f.list(path, _depth(depth), user=user,
+                                  request_timeout=request_timeout)
 
     async def exists(self, path: str, user: Optional[str] = None,
                      request_timeout: Optional[float] = None) -> bool:
@@ -781,10 +859,14 @@ class AsyncSandbox:
         self.commands = AsyncCommands(sandbox.commands)
         self.pty = AsyncPty(sandbox.pty)
         self.files = AsyncFilesystem(sandbox.files)
+        self.git = sandbox.git
 
     sandbox_id = property(lambda self: self._s.sandbox_id)
     sandbox_domain = property(lambda self: self._s.sandbox_domain)
     envd_version = property(lambda self: self._s.envd_version)
+    # private in E2B, but its tests and some programs read them
+    _envd_version = property(lambda self: self._s.envd_version)
+    _envd_access_token = property(lambda self: self._s._sync.envd_access_token)
 
     @classmethod
     async def create(cls, template: Optional[str] = None, timeout: Optional[int] = None,
@@ -866,13 +948,14 @@ class AsyncSandbox:
     def get_host(self, port: int) -> str:
         return self._s.get_host(port)
 
-    async def upload_url(self, path: Optional[str] = None, user: Optional[str] = None,
-                         use_signature_expiration: Optional[int] = None) -> str:
-        return await self._s.upload_url(path, user=user, expires_in=use_signature_expiration)
+    # plain methods, as in E2B: signing is local (no request)
+    def upload_url(self, path: Optional[str] = None, user: Optional[str] = None,
+                   use_signature_expiration: Optional[int] = None) -> str:
+        return self._s._sync.upload_url(path, user=user, expires_in=use_signature_expiration)
 
-    async def download_url(self, path: str, user: Optional[str] = None,
-                           use_signature_expiration: Optional[int] = None) -> str:
-        return await self._s.download_url(path, user=user, expires_in=use_signature_expiration)
+    def download_url(self, path: str, user: Optional[str] = None,
+                     use_signature_expiration: Optional[int] = None) -> str:
+        return self._s._sync.download_url(path, user=user, expires_in=use_signature_expiration)
 
     # extensions (not in E2B): the named commands a template serves
     async def run(self, command: str, /, **kwargs: Any) -> Any:

@@ -1,0 +1,70 @@
+#!/bin/sh
+# E2B's own Python SDK tests through agent_sandbox.compat, with only the
+# import switched (docs/python-compat.md, "E2B's own test suite"). A manual
+# check: it needs a copy of E2B's repository, which CI does not have, so it
+# is not a ctest and downloads nothing.
+#
+# usage: tests/e2b-python/run.sh E2B_REPO [pytest args...]
+#   E2B_REPO   a checkout of github.com/e2b-dev/E2B, or its bare git dir
+#              (the revision in $E2B_REV, default HEAD, is read with git archive)
+#   ASB_BUILD  the build tree (default: build): its engine, and the Python
+#              binding's venv (cmake --build build --target python-binding)
+#   OUT        where the copy of the tests and the logs go (default: a temp dir)
+# Runs as root (the engine needs it); starts its own engine (own state dir,
+# free port, own cgroup name, --kill-on-exit) and stops it at the end.
+# Prints pytest's summary; the JUnit XML is in $OUT/junit.xml.
+# SPDX-License-Identifier: Apache-2.0
+set -eu
+E2B_REPO=${1:?usage: run.sh E2B_REPO [pytest args]}
+shift
+HERE=$(cd "$(dirname "$0")" && pwd)
+ROOT=$(cd "$HERE/../.." && pwd)
+BUILD=${ASB_BUILD:-$ROOT/build}
+PY=${ASB_PY:-$BUILD/py-venv/bin/python}
+ENGINE=$BUILD/core/engine/agent-sandboxd
+[ -x "$PY" ] || { echo "no Python binding: cmake --build $BUILD --target python-binding" >&2; exit 1; }
+[ -x "$ENGINE" ] || { echo "no engine at $ENGINE" >&2; exit 1; }
+OUT=${OUT:-$(mktemp -d /tmp/e2b-pysuite.XXXXXX)}
+mkdir -p "$OUT"
+
+# Their tests and pytest.ini, at one revision; our conftest in place of
+# theirs (see conftest.py next to this script).
+GITDIR=$E2B_REPO
+[ -d "$E2B_REPO/.git" ] && GITDIR=$E2B_REPO/.git
+rm -rf "$OUT/suite"
+mkdir -p "$OUT/suite"
+git --git-dir="$GITDIR" archive "${E2B_REV:-HEAD}" packages/python-sdk/tests packages/python-sdk/pytest.ini |
+  tar -x -C "$OUT/suite" --strip-components=2
+cp "$HERE/conftest.py" "$OUT/suite/tests/conftest.py"
+
+STATE=$(mktemp -d /tmp/e2b-pysuite-engine.XXXXXX)
+CG=e2bpy-$$
+"$ENGINE" --state-dir "$STATE" --listen 127.0.0.1:0 --cgroup-name "$CG" --pool 2 \
+  --kill-on-exit >"$OUT/engine.out" 2>"$OUT/engine.log" &
+EPID=$!
+cleanup() {
+  kill -TERM "$EPID" 2>/dev/null || true
+  wait "$EPID" 2>/dev/null || true
+  rm -rf "$STATE"
+}
+trap cleanup EXIT INT TERM
+i=0
+until grep -q '^listening on' "$OUT/engine.out" 2>/dev/null; do
+  i=$((i + 1))
+  [ $i -lt 600 ] || { echo "the engine did not start (see $OUT/engine.log)" >&2; exit 1; }
+  kill -0 "$EPID" 2>/dev/null || { echo "the engine exited (see $OUT/engine.log)" >&2; exit 1; }
+  sleep 0.1
+done
+
+cd "$OUT/suite"
+# Only ASB_STATE_DIR: the library finds the engine as users' programs do.
+set +e
+env -u E2B_API_KEY -u E2B_DOMAIN -u E2B_API_URL -u E2B_SANDBOX_URL -u E2B_DEBUG \
+  ASB_STATE_DIR="$STATE" PYTHONPATH="$HERE/shim" \
+  "$PY" -m pytest -p no:cacheprovider -q -rfE --continue-on-collection-errors --junitxml="$OUT/junit.xml" \
+  -o asyncio_mode=auto "$@" tests/sync tests/async tests/shared >"$OUT/pytest.log" 2>&1
+rc=$?
+set -e
+tail -n 1 "$OUT/pytest.log"
+echo "log: $OUT/pytest.log  junit: $OUT/junit.xml"
+exit $rc
