@@ -21,6 +21,9 @@ id user >/dev/null 2>&1 || useradd -m -s /bin/bash user
 # The stock E2B code interpreter npm SDK used by the npm.codei test (pinned
 # in tests/npm-codei).
 npm ci --prefix tests/npm-codei --no-audit --no-fund
+# The TypeScript compiler the node.types test checks the Node binding's
+# declarations with (pinned in tests/npm-ts).
+npm ci --prefix tests/npm-ts --no-audit --no-fund
 # The official MCP TypeScript SDK client used by the mcp.* tests (pinned in
 # tests/mcp).
 npm ci --prefix tests/mcp --no-audit --no-fund
@@ -36,9 +39,14 @@ cmake --build build -j "$JOBS"
 step "Python binding (venv in build/py-venv, pip offline)"
 cmake --build build --target python-binding
 
+step "Node binding (the addon against the installed Node headers, node-hello)"
+cmake --build build --target node-binding
+
 step "build (ASan + UBSan)"
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DASB_SANITIZE=ON
 cmake --build build-asan -j "$JOBS"
+# the addons against the sanitized library (a subset of node.* runs there)
+cmake --build build-asan --target node-binding
 
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1

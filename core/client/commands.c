@@ -662,12 +662,23 @@ int asb_commands_run(asb_command_result **out, asb_sandbox *sb, const char *cmd,
                      const asb_command_options *o) {
   ASBI_SANDBOX_CALL(sb);
   if (out) *out = NULL;
+  uint64_t t0 = asbi_timing_ns();
   asb_process *p = NULL;
   int rc = start_process(&p, sb, cmd, o, 1);
   if (rc) return rc;
+  uint64_t t_start = asbi_timing_ns();
   asb_call_options call = ASB_CALL_OPTIONS_INIT;
   call.timeout_ms = -1; /* the command's own lifetime bounds it */
   rc = process_wait(p, &call, out, 1); /* p is freed next: take its result */
+  if (t0) {
+    uint64_t t_end = asbi_timing_ns();
+#define US(a, b) ((double)((int64_t)((b) - (a))) / 1e3)
+    asbi_timing_line("run pid=%u encode_us=%.1f to_head_us=%.1f start_ev_us=%.1f "
+                     "to_end_us=%.1f total_us=%.1f",
+                     p->pid, US(t0, asbi_t_built), US(asbi_t_built, asbi_t_head),
+                     US(asbi_t_head, t_start), US(t_start, t_end), US(t0, t_end));
+#undef US
+  }
   if (rc == ASB_ECANCELED && o && ASBI_OPT(o, 2, kill_on_cancel, 0)) kill_after(p);
   asb_process_free(p);
   return rc;

@@ -2,9 +2,15 @@
  * SPDX-License-Identifier: Apache-2.0 */
 #include "envd.h"
 
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "proto/connect.h"
 #include "proto/pjson.h"
@@ -176,6 +182,41 @@ static int on_envelope(void *ud, unsigned flags, const char *data, size_t len) {
   return 0;
 }
 
+_Thread_local uint64_t asbi_t_built, asbi_t_head;
+static int g_timing_fd = -1;
+static pthread_once_t g_timing_once = PTHREAD_ONCE_INIT;
+
+static void timing_init(void) {
+  const char *v = getenv("ASB_TIMING");
+  if (!v || !*v || strcmp(v, "0") == 0) return;
+  g_timing_fd = strcmp(v, "1") == 0 || strcmp(v, "stderr") == 0
+                    ? 2
+                    : open(v, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+}
+
+uint64_t asbi_timing_ns(void) {
+  pthread_once(&g_timing_once, timing_init);
+  if (g_timing_fd < 0) return 0;
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+void asbi_timing_line(const char *fmt, ...) {
+  if (g_timing_fd < 0) return;
+  char line[512];
+  int n = snprintf(line, sizeof line, "asb-timing ");
+  va_list ap;
+  va_start(ap, fmt);
+  int m = vsnprintf(line + n, sizeof line - (size_t)n - 1, fmt, ap);
+  va_end(ap);
+  if (m < 0) return;
+  n += m;
+  if ((size_t)n > sizeof line - 2) n = (int)sizeof line - 2;
+  line[n++] = '\n';
+  if (write(g_timing_fd, line, (size_t)n) < 0) { /* a lost timing line: fine */ }
+}
+
 int asbi_envd_stream_open(asb_sandbox *sb, const char *method,
                           const cJSON *req, const asbi_envd_call *c,
                           long lifetime_ms, const char *what,
@@ -222,7 +263,9 @@ int asbi_envd_stream_open(asb_sandbox *sb, const char *method,
                      .max_retries = sb->client->max_retries,
                      .idle_timeout_ms = STREAM_IDLE_MS};
   s->resp = (asbi_http_resp)ASBI_HTTP_RESP_INIT;
+  asbi_t_built = asbi_timing_ns();
   rc = asbi_http_stream_open(sb->client->http, &r, &s->resp, &s->http);
+  asbi_t_head = asbi_timing_ns();
   asbi_buf_free(&body);
   asbi_buf_free(&url);
   asbi_buf_free(&store);

@@ -29,6 +29,15 @@ struct asb_sandbox {
   char *alias;
 };
 
+/* Phase timers of asb_commands_run (issue 23): off unless ASB_TIMING is
+ * set in the environment when first looked at ("1"/"stderr": stderr, else a
+ * file appended to). asbi_timing_ns() is 0 when off (one test of a cached
+ * int). The stream open notes when the request was built and when the
+ * response head arrived, per thread, for the run that follows. */
+uint64_t asbi_timing_ns(void);
+void asbi_timing_line(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+extern _Thread_local uint64_t asbi_t_built, asbi_t_head;
+
 /* Make a handle (no network). Shared by attach and the control plane. */
 int asbi_sandbox_new(asb_sandbox **out, asb_client *client, const char *id,
                      const char *token, const char *envd_version,

@@ -13,6 +13,7 @@
 #include "auth.h"
 #include "dispatch.h"
 #include "fs.h"
+#include "log.h"
 #include "proc_rpc.h"
 #include "proto/connect.h"
 #include "proto/pjson.h"
@@ -131,6 +132,7 @@ static void call_init(envd_hreq *r, envd_call *c) {
   memset(c, 0, sizeof *c);
   c->user = &r->user;
   c->sock = r->sock;
+  c->t_head = r->t_head;
   c->keepalive_s = 90;
   const char *ka = envd_hdr(r, "Keepalive-Ping-Interval");
   int64_t v;
@@ -245,6 +247,7 @@ static int one_msg_cb(void *ud, unsigned flags, const char *data, size_t len) {
 }
 
 static struct MHD_Response *rpc_done(envd_hreq *r, unsigned *status) {
+  uint64_t t_body = envd_tns();
   const envd_method *m = r->rpc;
   char big[128];
   if (r->body.too_big) {
@@ -299,6 +302,7 @@ static struct MHD_Response *rpc_done(envd_hreq *r, unsigned *status) {
   free(msgcopy);
   envd_call c;
   call_init(r, &c);
+  c.t_body = t_body;
   envd_err e = {0};
   struct MHD_Response *resp = NULL;
   if (m->fs_creds && envd_creds_enter(&r->user) != 0) {

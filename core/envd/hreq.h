@@ -31,6 +31,7 @@ struct envd_hreq {
   int fs_creds;        /* enter the user's credentials around callbacks */
   struct MHD_Response *early; /* answer decided on the first call */
   unsigned early_status;
+  uint64_t t_head; /* ASB_TIMING: ns at the first call (head complete), 0 off */
 };
 
 /* Header value (case-insensitive name) or NULL. */

@@ -16,6 +16,7 @@
 #include "proto/url.h"
 #include "server.h"
 #include "state.h"
+#include "util/buf.h"
 #include "util/util.h"
 #include "watch.h"
 
@@ -174,7 +175,17 @@ int main(int argc, char **argv) {
       g_envd.cgroups[g_envd.n_cgroups++] = asbi_strdup(t);
     }
     free(dup);
+    if (g_envd.n_cgroups) {
+      g_envd.cgroup_procs = calloc(g_envd.n_cgroups + 1, sizeof *g_envd.cgroup_procs);
+      for (size_t i = 0; g_envd.cgroup_procs && i < g_envd.n_cgroups; i++)
+      {
+        asbi_buf b = ASBI_BUF_INIT;
+        asbi_buf_printf(&b, "%s/cgroup.procs", g_envd.cgroups[i]);
+        g_envd.cgroup_procs[i] = asbi_buf_detach(&b, NULL);
+      }
+    }
   }
+  envd_timing_init(asbi_getenv("ASB_TIMING"));
   if (asbi_getenv("ASB_OOM_COUNTER"))
     g_envd.oom_counter = asbi_strdup(asbi_getenv("ASB_OOM_COUNTER"));
   const char *nofile = asbi_getenv("ASB_NOFILE");

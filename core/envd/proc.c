@@ -17,6 +17,7 @@
 #include <termios.h>
 #include <unistd.h>
 
+#include "log.h"
 #include "path.h"
 #include "proc.h"
 #include "proc_io.h"
@@ -29,7 +30,15 @@
 
 #define EVENT_RAW_MAX (1u << 20) /* bytes of output coalesced in one event */
 
-int envd_proc_init(void) { return envd_pio_start(); }
+/* /dev/null for the stdin of processes started with stdin false: opened
+ * once (the child dup2s it; an fd without a position to share). */
+static int g_devnull = -1;
+
+int envd_proc_init(void) {
+  g_devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  if (g_devnull < 0) return -1;
+  return envd_pio_start();
+}
 
 void envd_proc_shutdown(void) {
   envd_ptab_lock();
@@ -40,6 +49,8 @@ void envd_proc_shutdown(void) {
   envd_ptab_unlock();
   envd_pio_stop();
   envd_ptab_clear();
+  if (g_devnull >= 0) close(g_devnull);
+  g_devnull = -1;
 }
 
 /* ---- streams (Start, Connect) ------------------------------------------ */
@@ -53,7 +64,27 @@ typedef struct pstream {
   int ka_ms;
   uint64_t next_ka;
   int sock;
+  /* ASB_TIMING (log.h), a Start's stream only: ns of the request's head and
+   * body, before and after the spawn; 0 with the timers off */
+  uint64_t t_head, t_body, t_spawn0, t_spawn1, t_start;
+  int wakeups;
 } pstream;
+
+/* One line per Start with its phases, when the end event is encoded. */
+static void log_phases(const pstream *ps, const envd_proc *p) {
+  if (!ps->t_head) return;
+  uint64_t now = envd_tns();
+  uint64_t ex = p->t_exit ? p->t_exit : ps->t_spawn1;
+  uint64_t en = p->t_ended ? p->t_ended : ex;
+#define US(a, b) ((double)((int64_t)((b) - (a))) / 1e3)
+  envd_timing_line("Start pid=%d recv_us=%.1f prep_us=%.1f spawn_us=%.1f start_ev_us=%.1f "
+                   "run_us=%.1f drain_us=%.1f deliver_us=%.1f total_us=%.1f wakeups=%d",
+                   p->pid, US(ps->t_head, ps->t_body), US(ps->t_body, ps->t_spawn0),
+                   US(ps->t_spawn0, ps->t_spawn1), US(ps->t_spawn1, ps->t_start),
+                   US(ps->t_spawn1, ex), US(ex, en), US(en, now), US(ps->t_head, now),
+                   ps->wakeups);
+#undef US
+}
 
 static void put_event(asbi_buf *out, const char *json, size_t len) {
   envd_env_msg(out, json, len);
@@ -111,6 +142,7 @@ static int pstream_next(envd_stream *base, asbi_buf *out) {
     int n = snprintf(j, sizeof j, "{\"event\":{\"start\":{\"pid\":%d}}}", p->pid);
     put_event(out, j, (size_t)n);
     ps->sent_start = 1;
+    if (ps->t_head) ps->t_start = envd_tns();
     ps->next_ka = asbi_now_ms() + (uint64_t)ps->ka_ms;
     return 1;
   }
@@ -149,6 +181,7 @@ static int pstream_next(envd_stream *base, asbi_buf *out) {
       return 1;
     }
     if (ended) {
+      if (ps->t_head) log_phases(ps, p);
       encode_end(out, p);
       envd_env_end(out, NULL, NULL);
       return 0;
@@ -159,6 +192,7 @@ static int pstream_next(envd_stream *base, asbi_buf *out) {
     int rc = envd_wait(ps->s ? ps->s->wake : -1, ps->sock, to);
     if (rc < 0) return -1; /* client gone: the process keeps running */
     if (rc > 0 && ps->s) {
+      ps->wakeups++;
       uint64_t v;
       if (read(ps->s->wake, &v, sizeof v) < 0) { /* nothing */ }
     }
@@ -268,10 +302,9 @@ static void env_put(kv *v, size_t *n, const char *k, const char *val) {
   (*n)++;
 }
 
-static int set_nonblock(int fd) {
-  int fl = fcntl(fd, F_GETFL);
-  return fl < 0 ? -1 : fcntl(fd, F_SETFL, fl | O_NONBLOCK);
-}
+/* The read ends of fresh pipes and the pty master: their only status flag
+ * is O_RDWR/O_RDONLY, so no F_GETFL first (a system call per fd saved). */
+static int set_nonblock(int fd, int accmode) { return fcntl(fd, F_SETFL, accmode | O_NONBLOCK); }
 
 envd_stream *envd_proc_start(const envd_call *c, const cJSON *req,
                              envd_err *e) {
@@ -388,7 +421,7 @@ envd_stream *envd_proc_start(const envd_call *c, const cJSON *req,
     cJSON_AddItemToObject(p->config, "envs", cJSON_Duplicate(envs, 1));
   if (cwd) cJSON_AddStringToObject(p->config, "cwd", cwd);
 
-  int child_in = -1, child_out = -1, child_err = -1, devnull = -1;
+  int child_in = -1, child_out = -1, child_err = -1;
   int ok = 1;
   const char *fail_what = "pipe";
   if (pty) {
@@ -410,7 +443,7 @@ envd_stream *envd_proc_start(const envd_call *c, const cJSON *req,
         ioctl(m, TIOCSWINSZ, &ws);
         p->fd_pty = m;
         p->pty_w = m;
-        set_nonblock(m);
+        set_nonblock(m, O_RDWR);
         child_in = child_out = child_err = s;
       }
     }
@@ -427,17 +460,15 @@ envd_stream *envd_proc_start(const envd_call *c, const cJSON *req,
     } else {
       p->fd_out = po[0];
       p->fd_err = pe[0];
-      set_nonblock(po[0]);
-      set_nonblock(pe[0]);
+      set_nonblock(po[0], O_RDONLY);
+      set_nonblock(pe[0], O_RDONLY);
       child_out = po[1];
       child_err = pe[1];
       if (want_stdin) {
         p->fd_in = pi[1];
         child_in = pi[0];
       } else {
-        devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
-        child_in = devnull;
-        if (devnull < 0) ok = 0;
+        child_in = g_devnull; /* shared: never closed here */
       }
     }
   }
@@ -472,16 +503,7 @@ envd_stream *envd_proc_start(const envd_call *c, const cJSON *req,
   sp.gid = u->gid;
   sp.groups = u->groups;
   sp.ngroups = u->ngroups;
-  char **cgp = NULL;
-  if (g_envd.n_cgroups) {
-    cgp = calloc(g_envd.n_cgroups + 1, sizeof *cgp);
-    for (size_t i = 0; i < g_envd.n_cgroups; i++) {
-      asbi_buf b = ASBI_BUF_INIT;
-      asbi_buf_printf(&b, "%s/cgroup.procs", g_envd.cgroups[i]);
-      cgp[i] = asbi_buf_detach(&b, NULL);
-    }
-    sp.cgroup_procs = cgp;
-  }
+  sp.cgroup_procs = g_envd.cgroup_procs;
   sp.oom_score_adj = 100;
   sp.nofile_cur = g_envd.nofile_cur;
   sp.nofile_max = g_envd.nofile_max;
@@ -489,9 +511,13 @@ envd_stream *envd_proc_start(const envd_call *c, const cJSON *req,
   sp.msg_acces = msg_acces;
   p->oom_before = envd_ptab_oom_count();
 
+  ps->t_head = c->t_head;
+  ps->t_body = c->t_body;
+  ps->t_spawn0 = envd_tns();
   envd_ptab_lock();
   pid_t pid = envd_spawn_run(&sp);
   int serr = errno;
+  ps->t_spawn1 = envd_tns();
   if (pid > 0 && sp.fail_errno) {
     int st;
     while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
@@ -504,14 +530,10 @@ envd_stream *envd_proc_start(const envd_call *c, const cJSON *req,
     envd_pio_watch(p);
   }
   envd_ptab_unlock();
-  if (cgp) {
-    for (size_t i = 0; cgp[i]; i++) free(cgp[i]);
-    free(cgp);
-  }
   if (pid > 0 && !sp.fail_errno) {
     if (p->deadline_ms) envd_pio_wake();
     /* Close the child's ends. */
-    if (child_in >= 0) close(child_in);
+    if (child_in >= 0 && child_in != g_devnull) close(child_in);
     if (child_out >= 0 && child_out != child_in) close(child_out);
     if (child_err >= 0 && child_err != child_out && child_err != child_in)
       close(child_err);
@@ -532,7 +554,7 @@ envd_stream *envd_proc_start(const envd_call *c, const cJSON *req,
                  strcmp(sp.fail_stage, "chdir") == 0 ? dir : "",
                  strerror(sp.fail_errno));
 fail:
-  if (child_in >= 0) close(child_in);
+  if (child_in >= 0 && child_in != g_devnull) close(child_in);
   if (child_out >= 0 && child_out != child_in) close(child_out);
   if (child_err >= 0 && child_err != child_out && child_err != child_in)
     close(child_err);

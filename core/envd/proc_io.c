@@ -22,6 +22,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "log.h"
 #include "proc_io.h"
 #include "state.h"
 #include "util/util.h"
@@ -155,6 +156,7 @@ static void maybe_finalize(envd_proc *p) {
     if (p->is_pty && !p->pty_eof && io_read(p, ENVD_OUT_PTY, 64) == 0)
       io_close(p, ENVD_OUT_PTY);
   }
+  p->t_ended = envd_tns(); /* published by retire's lock */
   envd_ptab_retire(p);
 }
 
@@ -173,6 +175,7 @@ static void reap_all(void) {
         if (p->pid == r && !p->exited) {
           p->exited = 1;
           p->wstatus = st;
+          p->t_exit = envd_tns();
           /* Usually the pipes are at EOF already: see it now rather than
            * on the next epoll round. */
           if (p->fd_out >= 0) io_read(p, ENVD_OUT_STDOUT, 16);

@@ -70,6 +70,7 @@ struct envd_proc {
   uint64_t deadline_ms; /* lifetime, 0 = none */
   uint64_t retain_until;
   uint64_t oom_before;
+  uint64_t t_exit, t_ended; /* ASB_TIMING: ns when reaped, when ended; 0 off */
   /* end info */
   int exit_code;
   int exited_normally;

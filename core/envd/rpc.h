@@ -31,6 +31,9 @@ typedef struct envd_call {
   int64_t timeout_ms;   /* Connect-Timeout-Ms, 0 = none */
   int keepalive_s;      /* Keepalive-Ping-Interval (default 90) */
   int sock;             /* client socket (for hang-up detection), -1 */
+  /* ASB_TIMING (log.h): ns when the request's head arrived and when its
+   * body was complete; 0 with the timers off */
+  uint64_t t_head, t_body;
 } envd_call;
 
 /* Unary handler: fills *resp (a JSON object) or e. 0 or -1. */

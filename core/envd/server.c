@@ -108,6 +108,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
     r->method = method;
     r->url = url;
     r->sock = -1;
+    r->t_head = envd_tns();
     const union MHD_ConnectionInfo *ci =
         MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
     if (ci) r->sock = ci->connect_fd;

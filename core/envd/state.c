@@ -121,6 +121,10 @@ void envd_state_free(void) {
   free(g_envd.envs);
   for (size_t i = 0; i < g_envd.n_cgroups; i++) free(g_envd.cgroups[i]);
   free(g_envd.cgroups);
+  for (size_t i = 0; g_envd.cgroup_procs && g_envd.cgroup_procs[i]; i++)
+    free(g_envd.cgroup_procs[i]);
+  free(g_envd.cgroup_procs);
+  g_envd.cgroup_procs = NULL;
   free(g_envd.oom_counter);
   free(g_envd.path_env);
   g_envd.access_token = g_envd.default_user = g_envd.default_workdir = NULL;

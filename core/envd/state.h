@@ -33,6 +33,9 @@ typedef struct envd_state {
   char *path_env; /* envd's own PATH, handed to processes */
   char **cgroups; /* ASB_WORKLOAD_CGROUPS directories */
   size_t n_cgroups;
+  /* "<dir>/cgroup.procs" of each, NULL-terminated (NULL when none): made
+   * once here, not for every Start */
+  char **cgroup_procs;
   char *oom_counter; /* ASB_OOM_COUNTER file */
   /* ASB_NOFILE=<soft>:<hard>: the open-file limit of the processes envd
    * starts (envd itself may have more); nofile_max 0 = leave them envd's */

@@ -370,7 +370,7 @@ static char **build_env(const asbe_engine *e, const asbe_sandbox_spec *spec) {
   size_t extra = 0;
   if (spec->agent_env)
     while (spec->agent_env[extra]) extra++;
-  char **env = calloc(extra + 8, sizeof(char *));
+  char **env = calloc(extra + 9, sizeof(char *));
   if (!env) return NULL;
   size_t n = 0;
   env[n++] = strdup("PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
@@ -379,6 +379,9 @@ static char **build_env(const asbe_engine *e, const asbe_sandbox_spec *spec) {
   env[n++] = strdup("ASB_RUN_DIR=/run/asb");
   env[n++] = asbe__strfmt("ASB_WORKLOAD_CGROUPS=%s", e->cg.workload_env);
   env[n++] = asbe__strfmt("ASB_NOFILE=%u:%u", ASBE_NOFILE_SOFT, ASBE_NOFILE_HARD);
+  /* issue 23's phase timers (docs/envd.md): an engine run with ASB_TIMING
+   * has envd write them inside the sandbox, readable through /files */
+  if (getenv("ASB_TIMING")) env[n++] = strdup("ASB_TIMING=/run/asb/envd-timing.log");
   for (size_t i = 0; i < extra; i++) env[n++] = strdup(spec->agent_env[i]);
   for (size_t i = 0; i < n; i++)
     if (!env[i]) {

@@ -232,6 +232,36 @@ static int build_once(const char *dir, const char *what, int (*fill)(const char 
   return r;
 }
 
+/* The base's /etc/profile: Debian's, with bash's $EUID in place of
+ * "$(id -u)". Every commands.run is a login shell (bash -l -c), and
+ * Debian's profile forks and execs id(1) to learn the uid: a whole second
+ * process start per command (issue 23). dash and other shells without
+ * EUID still ask id. profile.d is the host's, sourced as before. */
+static const char k_profile[] =
+    "# /etc/profile of agent-sandbox's base template: Debian's, without a\n"
+    "# subprocess per login shell (bash's $EUID instead of $(id -u)).\n"
+    "if [ \"${EUID:-$(id -u)}\" -eq 0 ]; then\n"
+    "  PATH=\"/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\"\n"
+    "else\n"
+    "  PATH=\"/usr/local/bin:/usr/bin:/bin:/usr/local/games:/usr/games\"\n"
+    "fi\n"
+    "export PATH\n"
+    "if [ \"${PS1-}\" ]; then\n"
+    "  if [ \"${BASH-}\" ] && [ \"$BASH\" != \"/bin/sh\" ]; then\n"
+    "    if [ -f /etc/bash.bashrc ]; then . /etc/bash.bashrc; fi\n"
+    "  elif [ \"${EUID:-$(id -u)}\" -eq 0 ]; then\n"
+    "    PS1='# '\n"
+    "  else\n"
+    "    PS1='$ '\n"
+    "  fi\n"
+    "fi\n"
+    "if [ -d /etc/profile.d ]; then\n"
+    "  for i in /etc/profile.d/*.sh; do\n"
+    "    if [ -r \"$i\" ]; then . \"$i\"; fi\n"
+    "  done\n"
+    "  unset i\n"
+    "fi\n";
+
 static int fill_base(const char *root) {
   int r = common_root(root, "/bin/bash");
   if (r < 0) return r;
@@ -247,7 +277,7 @@ static int fill_base(const char *root) {
   }
   static const char *const etc[] = {
       "etc/alternatives", "etc/ld.so.cache", "etc/ld.so.conf", "etc/ld.so.conf.d",
-      "etc/profile", "etc/profile.d", "etc/bash.bashrc", "etc/skel", "etc/inputrc",
+      "etc/profile.d", "etc/bash.bashrc", "etc/skel", "etc/inputrc",
       "etc/localtime", "etc/timezone", "etc/protocols", "etc/services", "etc/mime.types",
       "etc/ssl/certs", "etc/ssl/openssl.cnf", "etc/ca-certificates.conf", "etc/environment",
       "etc/login.defs", "etc/debian_version", "etc/issue", "etc/os-release", "etc/lsb-release",
@@ -256,6 +286,7 @@ static int fill_base(const char *root) {
       "etc/R" /* R_HOME/etc links its files here (the code interpreter's R kernel) */};
   for (size_t i = 0; i < ASBI_ARRAY_LEN(etc); i++)
     if ((r = copy_host(root, etc[i])) < 0) return r;
+  if ((r = put(root, "etc/profile", k_profile, 0644)) < 0) return r;
   if (access("/etc/os-release", F_OK) < 0 && (r = link_to(root, "etc/os-release",
                                                           "../usr/lib/os-release")) < 0)
     return r;

@@ -14,6 +14,15 @@ also binds what bindings/gen/asb_api.i binds for it: the options structs'
 init functions (their constructors) and the free functions of owned
 handles (their destructors).
 
+A hand-written Node-API addon (bindings/<lang>/src/bound.h) binds what its
+C sources call: its JavaScript cannot call C, so only src/*.c and src/*.h
+count. bound.h lists each client-library function the addon calls with the
+thread it runs on (X(asb_x, ANODE_W) workers, ANODE_L the event loop,
+ANODE_B both); the check fails when a C source calls a client function
+bound.h does not list (or lists one no source calls), and when a function
+abi/api.json marks blocking is not ANODE_W. (The addon's abiCheck() makes
+the same comparison at run time against bindings/gen/api_table.h.)
+
 unbound.txt: one function per line, then its reason ("asb_free  wrappers
 free buffers themselves"); '#' starts a comment. A name there that is no
 public function, or that the binding binds after all, fails too, so the
@@ -95,6 +104,7 @@ def main():
     shared = {o["init"] for _, (h, o) in asbapi.manifest_options(man).items()}
     shared |= {h["free"] for h in man["handles"].values() if h.get("free") and not h.get("explicit")}
     wrapped = swig_wrapped(a.root, hdrs)
+    fdesc = {n: f for n, (h, f) in asbapi.manifest_functions(man).items()}
 
     errors = []
     bindings = sorted(d for d in os.listdir(os.path.join(a.root, "bindings"))
@@ -107,13 +117,34 @@ def main():
         unbound, problems = read_unbound(os.path.join(bdir, "unbound.txt"))
         errors += problems
         bound, through_module = set(), set()
+        bound_h = os.path.join(bdir, "src", "bound.h")
+        addon = not uses_swig and os.path.isfile(bound_h)
+        client_calls = set()
         for path, text in sources(bdir):
+            if addon and not (path.startswith(os.path.join(bdir, "src") + os.sep) and path.endswith((".c", ".h"))):
+                continue
             code = strip_comments(path, text)
+            if addon and not path.endswith(("bound.h", "server.c")):
+                client_calls |= set(re.findall(r"\b(asb_[a-z0-9_]+)\s*\(", code)) & client
             names = set(re.findall(r"\b(asb_[a-z0-9_]+)\b", code)) & public
             bound |= names
             if uses_swig and not path.endswith(C_LIKE):
                 # Names reached through the generated module (lowlevel.asb_x).
                 through_module |= set(re.findall(r"\.\s*(asb_[a-z0-9_]+)\b", code)) & client
+        if addon:
+            listed = dict(re.findall(r"^X\((asb_[a-z0-9_]+),\s*(ANODE_[WLB])\)", open(bound_h).read(), re.M))
+            for n in sorted(client_calls - set(listed)):
+                errors.append(f"{lang}: src/bound.h does not list {n}, which the addon calls")
+            for n in sorted(set(listed) - client_calls):
+                errors.append(f"{lang}: src/bound.h lists {n}, which no source of the addon calls")
+            for n, where in sorted(listed.items()):
+                f = hdrs.functions.get(n)
+                if f is None:
+                    errors.append(f"{lang}: src/bound.h: {n} is not a public function")
+                    continue
+                blocking = fdesc.get(n, {}).get("blocking")
+                if blocking and where != "ANODE_W":
+                    errors.append(f"{lang}: src/bound.h: {n} blocks (abi/api.json) but is called on the event loop ({where})")
         if uses_swig:
             bound |= shared & public
             for n in sorted(through_module - wrapped):

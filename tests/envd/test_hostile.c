@@ -536,6 +536,49 @@ TEST(workload_cgroups_and_oom) {
   WAIT_UNTIL(rmdir(cg) == 0 || errno == ENOENT, ASBT_DEADLINE_MS);
 }
 
+/* ASB_TIMING: one line per Start with every phase, in order of the Starts,
+ * and nothing when unset (the main envd of this file runs without it). */
+TEST(phase_timers) {
+  char log[96];
+  snprintf(log, sizeof log, "%s/timing.log", dir);
+  setenv("ASB_TIMING", log, 1);
+  et_envd T;
+  int started = et_start(&T, NULL) == 0;
+  unsetenv("ASB_TIMING");
+  REQUIRE(started);
+  et_conn c;
+  et_resp r;
+  REQUIRE(et_connect(&c, T.port) == 0);
+  int pids[2] = {0, 0};
+  for (int i = 0; i < 2; i++) {
+    REQUIRE(et_stream(&c, "process.Process/Start",
+                      "{\"process\":{\"cmd\":\"/bin/echo\",\"args\":[\"x\"]}}", NULL, &r) == 0);
+    const char *p = memmem(r.body, r.len, "\"pid\":", 6);
+    CHECK(p != NULL);
+    if (p) pids[i] = atoi(p + 6);
+    et_resp_free(&r);
+  }
+  et_close(&c);
+  CHECK_INT(et_stop(&T), 0);
+  FILE *f = fopen(log, "r");
+  REQUIRE(f != NULL);
+  char line[600];
+  int n = 0;
+  static const char *const fields[] = {"recv_us=", "prep_us=", "spawn_us=", "start_ev_us=",
+                                       "run_us=", "drain_us=", "deliver_us=", "total_us=",
+                                       "wakeups="};
+  while (fgets(line, sizeof line, f)) {
+    char want[64];
+    snprintf(want, sizeof want, "envd-timing Start pid=%d ", n < 2 ? pids[n] : -1);
+    CHECK(strncmp(line, want, strlen(want)) == 0);
+    for (size_t k = 0; k < sizeof fields / sizeof *fields; k++) CHECK(strstr(line, fields[k]));
+    n++;
+  }
+  fclose(f);
+  CHECK_INT(n, 2);
+  unlink(log);
+}
+
 TEST(token_and_signatures) {
   et_envd T;
   const char *args[] = {"--access-token", "s3cret", NULL};
@@ -828,6 +871,7 @@ int main(void) {
   RUN(no_space);
   RUN(polling_watchers);
   RUN(workload_cgroups_and_oom);
+  RUN(phase_timers);
   et_close(&C);
   CHECK_INT(et_stop(&E), 0);
   unlink(secret);

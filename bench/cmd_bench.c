@@ -1,0 +1,419 @@
+/* Issue 23: where a command's time goes, side by side in one run.
+ *
+ *   engine   commands.run("true") and ("echo x") from the C client through
+ *            the local engine; commands.run("true") in a sandbox whose
+ *            /etc/profile is the host's (what the base template copied
+ *            before it wrote its own: the "before" of the profile change)
+ *   envd     Start against a standalone envd on the host: /bin/true; the
+ *            same with ASB_WORKLOAD_CGROUPS (two cgroup v1/v2 joins, as in
+ *            a sandbox); /bin/bash -l -c true with the template's profile
+ *            and with the host's
+ *   bare     posix_spawn + waitpid of /bin/true, and of /bin/bash -l -c true
+ *            with the template's own /etc/profile and with the host's
+ *
+ * The bare and standalone variants run in a private mount namespace where
+ * the template's /etc/profile (or the host's, switched per round) is bound
+ * over /etc/profile and the template's /root over /root (this machine's own
+ * root dotfiles cost ~100 ms and are no fair baseline). The variants run in
+ * rounds, alternating, because this machine is shared and noisy: read the
+ * ratios, not the absolute numbers. Then commands/s across 20 sandboxes,
+ * alternating the template's profile and the host's in four 2 s phases.
+ *
+ * cmd_bench --phases [N]: the phase timers instead (ASB_TIMING, docs/envd.md):
+ * the engine runs with ASB_TIMING set, so the client library times each
+ * commands.run and envd inside the sandbox each Start; N runs of "true",
+ * then the median of every phase of both logs.
+ *
+ * usage: cmd_bench [iterations per variant]   (as root; default 400)
+ * SPDX-License-Identifier: Apache-2.0 */
+#include <agentsandbox.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
+#include <spawn.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include "../tests/support/engine_fixture.h"
+#include "bench.h"
+#include "envd_test.h"
+
+#define NSBX 20
+#define ROUNDS 10
+
+static engine_fixture F;
+static asb_client *C;
+static char g_old_profile[256], g_new_profile[512];
+
+enum {
+  V_ENG_TRUE,
+  V_ENG_ECHO,
+  V_ENG_TRUE_OLD,
+  V_ENVD_TRUE,
+  V_ENVD_TRUE_CG,
+  V_ENVD_BASH,
+  V_ENVD_BASH_OLD,
+  V_BARE_TRUE,
+  V_BARE_BASH,
+  V_BARE_BASH_OLD,
+  NV
+};
+static const char *const k_names[NV] = {
+    "engine: commands.run(\"true\")",
+    "engine: commands.run(\"echo x\")",
+    "engine: run(\"true\"), host /etc/profile",
+    "envd: Start(/bin/true)",
+    "envd: Start(/bin/true), 2 cgroup joins",
+    "envd: Start(bash -l -c true)",
+    "envd: Start(bash -l -c true), host profile",
+    "bare: posix_spawn /bin/true",
+    "bare: posix_spawn bash -l -c true",
+    "bare: bash -l -c true, host /etc/profile",
+};
+
+static int run_cmd(asb_sandbox *sb, const char *cmd, const char *want) {
+  asb_command_result *r = NULL;
+  int rc = asb_commands_run(&r, sb, cmd, NULL);
+  if (rc == ASB_OK) {
+    size_t n = 0;
+    const char *out = asb_command_result_stdout(r, &n);
+    if (asb_command_result_exit_code(r) != 0 || n != strlen(want) || memcmp(out, want, n))
+      rc = -1;
+  } else {
+    fprintf(stderr, "run %s: %s\n", cmd, asb_error_last()->message);
+  }
+  asb_command_result_free(r);
+  return rc;
+}
+
+static int write_profile(asb_sandbox *sb, const char *data, size_t len) {
+  asb_files_options o = ASB_FILES_OPTIONS_INIT;
+  o.user = "root";
+  return asb_files_write(NULL, sb, "/etc/profile", data, len, &o);
+}
+
+static char *slurp(const char *path, size_t *len) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  char *b = malloc(1 << 20);
+  *len = b ? fread(b, 1, (1 << 20) - 1, f) : 0;
+  fclose(f);
+  if (b) b[*len] = '\0';
+  return b;
+}
+
+/* /etc/profile in this mount namespace: the template's or the host's. */
+static int use_profile(int old) {
+  umount2("/etc/profile", MNT_DETACH);
+  if (mount(old ? g_old_profile : g_new_profile, "/etc/profile", NULL, MS_BIND, NULL) != 0) {
+    perror("bind /etc/profile");
+    return -1;
+  }
+  return 0;
+}
+
+extern char **environ;
+static char *g_env[8];
+
+static double bare(char *const *av) {
+  double t = bench_now();
+  pid_t pid;
+  if (posix_spawn(&pid, av[0], NULL, NULL, av, g_env) != 0) return -1;
+  int st;
+  waitpid(pid, &st, 0);
+  return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? bench_now() - t : -1;
+}
+
+static double envd_start(et_conn *c, const char *json) {
+  et_resp r;
+  double t = bench_now();
+  et_stream(c, "process.Process/Start", json, NULL, &r);
+  double d = bench_now() - t;
+  int ok = r.status == 200 && et_contains(&r, "exit status 0");
+  et_resp_free(&r);
+  return ok ? d : -1;
+}
+
+typedef struct worker {
+  asb_sandbox *sb;
+  double until;
+  long done;
+} worker;
+
+static void *hammer(void *arg) {
+  worker *w = arg;
+  while (bench_now() < w->until)
+    if (run_cmd(w->sb, "true", "") == ASB_OK) w->done++;
+  return NULL;
+}
+
+static double throughput(asb_sandbox **sb, double secs) {
+  worker w[NSBX];
+  pthread_t th[NSBX];
+  double until = bench_now() + secs;
+  for (int i = 0; i < NSBX; i++) {
+    w[i] = (worker){sb[i], until, 0};
+    pthread_create(&th[i], NULL, hammer, &w[i]);
+  }
+  long total = 0;
+  for (int i = 0; i < NSBX; i++) {
+    pthread_join(th[i], NULL);
+    total += w[i].done;
+  }
+  return total / secs;
+}
+
+/* Medians of every "<key>_us=<v>" field of the lines starting with tag. */
+static void phase_medians(const char *text, const char *tag) {
+  enum { MAXK = 16, MAXV = 8192 };
+  char keys[MAXK][32];
+  static double vals[MAXK][MAXV];
+  int nk = 0, nv[MAXK] = {0};
+  size_t tl = strlen(tag);
+  for (const char *l = text; l && *l;) {
+    const char *e = strchr(l, '\n');
+    size_t ll = e ? (size_t)(e - l) : strlen(l);
+    if (ll > tl && strncmp(l, tag, tl) == 0) {
+      char line[512];
+      snprintf(line, sizeof line, "%.*s", (int)ll, l);
+      char *save = NULL;
+      for (char *t = strtok_r(line, " ", &save); t; t = strtok_r(NULL, " ", &save)) {
+        char *eq = strchr(t, '=');
+        if (!eq || eq - t < 4 || strncmp(eq - 3, "_us", 3) != 0) continue;
+        *eq = '\0';
+        int k = 0;
+        while (k < nk && strcmp(keys[k], t)) k++;
+        if (k == nk) {
+          if (nk == MAXK) continue;
+          snprintf(keys[nk++], sizeof keys[0], "%s", t);
+        }
+        if (nv[k] < MAXV) vals[k][nv[k]++] = atof(eq + 1) / 1e6;
+      }
+    }
+    l = e ? e + 1 : NULL;
+  }
+  for (int k = 0; k < nk; k++) {
+    char name[64];
+    snprintf(name, sizeof name, "%s %s", tag, keys[k]);
+    bench_report(name, vals[k], nv[k]);
+  }
+}
+
+static int phases(int n) {
+  char log[128];
+  snprintf(log, sizeof log, "/tmp/asb-cmdbench-%d.timing", (int)getpid());
+  setenv("ASB_TIMING", log, 1);
+  if (engine_fixture_start(&F, "cmdbench") != 0 || engine_fixture_client(&F, &C) != ASB_OK)
+    return 1;
+  asb_sandbox *sb;
+  asb_sandbox_options o = ASB_SANDBOX_OPTIONS_INIT;
+  if (asb_sandbox_create(&sb, C, &o) != ASB_OK) return 1;
+  for (int i = 0; i < 20; i++) run_cmd(sb, "true", "");
+  asb_files_options fo = ASB_FILES_OPTIONS_INIT;
+  fo.user = "root";
+  asb_files_write(NULL, sb, "/run/asb/envd-timing.log", "", 0, &fo);
+  if (truncate(log, 0) != 0) { /* absent: fine */ }
+  double *v = calloc((size_t)n, sizeof *v);
+  for (int i = 0; i < n; i++) {
+    double t = bench_now();
+    if (run_cmd(sb, "true", "") != ASB_OK) return 1;
+    v[i] = bench_now() - t;
+  }
+  printf("== phases of commands.run(\"true\"), %d runs (medians of each) ==\n", n);
+  bench_report("commands.run(\"true\") (timers on)", v, n);
+  size_t len = 0;
+  char *client = slurp(log, &len), *envd = NULL;
+  if (asb_files_read(&envd, &len, sb, "/run/asb/envd-timing.log", &fo) != ASB_OK) envd = NULL;
+  phase_medians(client, "asb-timing");
+  phase_medians(envd, "envd-timing");
+  free(client);
+  asb_free(envd);
+  free(v);
+  unlink(log);
+  asb_sandbox_kill(sb, NULL);
+  asb_sandbox_free(sb);
+  asb_client_free(C);
+  engine_fixture_stop(&F);
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  if (argc > 1 && strcmp(argv[1], "--phases") == 0) return phases(argc > 2 ? atoi(argv[2]) : 300);
+  int iters = argc > 1 ? atoi(argv[1]) : 400;
+  int per = iters / ROUNDS > 0 ? iters / ROUNDS : 1;
+  iters = per * ROUNDS;
+  if (engine_fixture_start(&F, "cmdbench") != 0 || engine_fixture_client(&F, &C) != ASB_OK) {
+    fprintf(stderr, "cannot start the engine\n");
+    return 1;
+  }
+  asb_sandbox *sb[NSBX];
+  for (int i = 0; i < NSBX; i++) {
+    asb_sandbox_options o = ASB_SANDBOX_OPTIONS_INIT;
+    o.timeout_ms = 900000;
+    if (asb_sandbox_create(&sb[i], C, &o) != ASB_OK) {
+      fprintf(stderr, "create: %s\n", asb_error_last()->message);
+      return 1;
+    }
+  }
+  /* The profiles: the template's as prepared by this engine, the host's. */
+  char root[300];
+  snprintf(root, sizeof root, "%s/templates/base/rootfs", F.state);
+  snprintf(g_new_profile, sizeof g_new_profile, "%s/etc/profile", root);
+  snprintf(g_old_profile, sizeof g_old_profile, "/tmp/asb-cmdbench-%d.profile", (int)getpid());
+  size_t new_len = 0, old_len = 0;
+  char *new_prof = slurp(g_new_profile, &new_len), *old_prof = slurp("/etc/profile", &old_len);
+  if (!new_prof || !old_prof) {
+    fprintf(stderr, "cannot read the profiles\n");
+    return 1;
+  }
+  FILE *f = fopen(g_old_profile, "wb");
+  if (!f || fwrite(old_prof, 1, old_len, f) != old_len) return 1;
+  fclose(f);
+  if (write_profile(sb[1], old_prof, old_len) != ASB_OK) {
+    fprintf(stderr, "write /etc/profile: %s\n", asb_error_last()->message);
+    return 1;
+  }
+
+  /* The template's environment for the host-side variants. */
+  char rhome[400];
+  snprintf(rhome, sizeof rhome, "%s/root", root);
+  if (unshare(CLONE_NEWNS) != 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0 ||
+      mount(rhome, "/root", NULL, MS_BIND, NULL) != 0 ||
+      mount(g_new_profile, "/etc/profile", NULL, MS_BIND, NULL) != 0) {
+    perror("mount namespace");
+    return 1;
+  }
+  int ei = 0;
+  g_env[ei++] = "HOME=/root";
+  g_env[ei++] = "USER=root";
+  g_env[ei++] = "LOGNAME=root";
+  g_env[ei++] = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+  g_env[ei] = NULL;
+  setenv("PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", 1);
+  et_envd E, EC;
+  if (et_start(&E, NULL) != 0) {
+    fprintf(stderr, "cannot start envd\n");
+    return 1;
+  }
+  /* A second envd whose children join two cgroups, as in a sandbox. */
+  char cgm[128], cgp[128], cgenv[300];
+  snprintf(cgm, sizeof cgm, "/sys/fs/cgroup/memory/asb-cmdbench-%d", (int)getpid());
+  snprintf(cgp, sizeof cgp, "/sys/fs/cgroup/pids/asb-cmdbench-%d", (int)getpid());
+  if (access("/sys/fs/cgroup/memory/cgroup.procs", F_OK) != 0) { /* cgroup v2 */
+    snprintf(cgm, sizeof cgm, "/sys/fs/cgroup/asb-cmdbench-%d", (int)getpid());
+    snprintf(cgp, sizeof cgp, "%s", cgm);
+  }
+  mkdir(cgm, 0755);
+  mkdir(cgp, 0755);
+  snprintf(cgenv, sizeof cgenv, "%s:%s", cgm, cgp);
+  setenv("ASB_WORKLOAD_CGROUPS", cgenv, 1);
+  int have_cg = et_start(&EC, NULL) == 0;
+  unsetenv("ASB_WORKLOAD_CGROUPS");
+  et_conn ce, cc;
+  et_connect(&ce, E.port);
+  if (have_cg) et_connect(&cc, EC.port);
+
+  static const char j_true[] = "{\"process\":{\"cmd\":\"/bin/true\"},\"stdin\":false}";
+  static const char j_bash[] =
+      "{\"process\":{\"cmd\":\"/bin/bash\",\"args\":[\"-l\",\"-c\",\"true\"]},\"stdin\":false}";
+  char *const av_true[] = {"/bin/true", NULL};
+  char *const av_bash[] = {"/bin/bash", "-l", "-c", "true", NULL};
+
+  double *v[NV];
+  for (int k = 0; k < NV; k++) v[k] = calloc((size_t)iters, sizeof *v[k]);
+  /* warm-up: every path once or a few times */
+  for (int i = 0; i < 20; i++) {
+    run_cmd(sb[0], "true", "");
+    run_cmd(sb[1], "true", "");
+    envd_start(&ce, j_true);
+    bare(av_true);
+  }
+  printf("== one command, %d rounds x %d per variant, alternating ==\n", ROUNDS, per);
+  fflush(stdout);
+  for (int r = 0; r < ROUNDS; r++) {
+    for (int k = 0; k < NV; k++) {
+      if (k == V_ENVD_TRUE_CG && !have_cg) continue;
+      int old = k == V_ENVD_BASH_OLD || k == V_BARE_BASH_OLD;
+      if ((k == V_ENVD_BASH || k == V_BARE_BASH || old) && use_profile(old) != 0) return 1;
+      for (int i = 0; i < per; i++) {
+        double t = bench_now(), d = 0;
+        switch (k) {
+        case V_ENG_TRUE: d = run_cmd(sb[0], "true", "") == ASB_OK ? bench_now() - t : -1; break;
+        case V_ENG_ECHO: d = run_cmd(sb[0], "echo x", "x\n") == ASB_OK ? bench_now() - t : -1; break;
+        case V_ENG_TRUE_OLD: d = run_cmd(sb[1], "true", "") == ASB_OK ? bench_now() - t : -1; break;
+        case V_ENVD_TRUE: d = envd_start(&ce, j_true); break;
+        case V_ENVD_TRUE_CG: d = envd_start(&cc, j_true); break;
+        case V_ENVD_BASH:
+        case V_ENVD_BASH_OLD: d = envd_start(&ce, j_bash); break;
+        case V_BARE_TRUE: d = bare(av_true); break;
+        default: d = bare(av_bash); break;
+        }
+        if (d < 0) {
+          fprintf(stderr, "%s failed\n", k_names[k]);
+          return 1;
+        }
+        v[k][r * per + i] = d;
+      }
+    }
+  }
+  double p50[NV] = {0};
+  for (int k = 0; k < NV; k++) {
+    if (k == V_ENVD_TRUE_CG && !have_cg) continue;
+    p50[k] = bench_report(k_names[k], v[k], iters);
+  }
+  double b = p50[V_BARE_TRUE];
+  printf("== ratios of p50 ==\n");
+  printf("%-44s %6.2fx  (target <= 2)\n", "engine run(\"true\") / bare /bin/true", p50[V_ENG_TRUE] / b);
+  printf("%-44s %6.2fx\n", "  before the profile change (host profile)", p50[V_ENG_TRUE_OLD] / b);
+  printf("%-44s %6.2fx\n", "engine run(true): host profile / template's",
+         p50[V_ENG_TRUE_OLD] / p50[V_ENG_TRUE]);
+  printf("%-44s %6.2fx\n", "envd Start(/bin/true) / bare /bin/true", p50[V_ENVD_TRUE] / b);
+  printf("%-44s %6.2fx\n", "bare bash -l: host profile / template's",
+         p50[V_BARE_BASH_OLD] / p50[V_BARE_BASH]);
+  printf("== where engine run(\"true\") goes (p50 differences, us) ==\n");
+  printf("%-44s %9.1f\n", "process start (bare /bin/true)", b);
+  printf("%-44s %9.1f\n", "bash -l -c true over /bin/true (bare)", p50[V_BARE_BASH] - b);
+  printf("%-44s %9.1f\n", "envd: HTTP, JSON, pipes, hand-offs", p50[V_ENVD_TRUE] - b);
+  if (have_cg)
+    printf("%-44s %9.1f\n", "cgroup joins (2)", p50[V_ENVD_TRUE_CG] - p50[V_ENVD_TRUE]);
+  printf("%-44s %9.1f\n", "client lib + router + sandbox",
+         p50[V_ENG_TRUE] - p50[V_ENVD_BASH] - (have_cg ? p50[V_ENVD_TRUE_CG] - p50[V_ENVD_TRUE] : 0));
+  fflush(stdout);
+
+  printf("== commands/s across %d sandboxes (run(\"true\"), 4 phases of 2 s) ==\n", NSBX);
+  double tp_new = 0, tp_old = 0;
+  for (int phase = 0; phase < 4; phase++) {
+    int old = phase & 1;
+    for (int i = 0; i < NSBX; i++)
+      if (write_profile(sb[i], old ? old_prof : new_prof, old ? old_len : new_len) != ASB_OK) return 1;
+    double tp = throughput(sb, 2.0);
+    printf("%-44s %9.0f commands/s\n", old ? "  host /etc/profile" : "  template's /etc/profile", tp);
+    fflush(stdout);
+    if (old) tp_old += tp / 2;
+    else tp_new += tp / 2;
+  }
+  printf("%-44s %9.0f / %.0f commands/s = %.2fx\n", "template's / host profile (mean)", tp_new,
+         tp_old, tp_new / tp_old);
+
+  et_close(&ce);
+  et_stop(&E);
+  if (have_cg) {
+    et_close(&cc);
+    et_stop(&EC);
+  }
+  for (int i = 0; i < 50 && (rmdir(cgm) != 0 && errno == EBUSY); i++) usleep(100000);
+  if (strcmp(cgp, cgm)) rmdir(cgp);
+  umount2("/etc/profile", MNT_DETACH);
+  unlink(g_old_profile);
+  for (int i = 0; i < NSBX; i++) {
+    asb_sandbox_kill(sb[i], NULL);
+    asb_sandbox_free(sb[i]);
+  }
+  asb_client_free(C);
+  engine_fixture_stop(&F);
+  for (int k = 0; k < NV; k++) free(v[k]);
+  free(new_prof);
+  free(old_prof);
+  return 0;
+}

@@ -1,0 +1,44 @@
+// Type declarations of agent-sandbox/compat: the surface of npm `e2b` 2.x
+// (docs/node-compat.md).
+// SPDX-License-Identifier: Apache-2.0
+import { SandboxBase, SandboxInfo, SandboxListOpts, ConnectionOpts, CallOpts, SandboxConnectOpts, SandboxMetrics } from './types'
+import * as types from './types'
+
+export {
+  ConnectionOpts, SandboxOpts, SandboxConnectOpts, SandboxListOpts, SandboxInfo, SandboxState, SandboxMetrics,
+  CommandResult, CommandStartOpts, CommandConnectOpts, ProcessInfo, CommandHandle, Commands, Pty,
+  PtyCreateOpts, FileType, FilesystemEventType, WriteInfo, EntryInfo, FilesystemEvent, FilesystemReadOpts,
+  FilesystemWriteOpts, WriteEntry, WatchOpts, WatchHandle, Files, SandboxError, TimeoutError,
+  InvalidArgumentError, NotEnoughSpaceError, NotFoundError, FileNotFoundError, SandboxNotFoundError,
+  AuthenticationError, TemplateError, RateLimitError, BuildError, CommandExitError
+} from './types'
+
+export declare class SandboxPaginator {
+  readonly hasNext: boolean
+  readonly nextToken: string | undefined
+  nextItems(opts?: ConnectionOpts & CallOpts): Promise<SandboxInfo[]>
+}
+
+export declare class Sandbox extends SandboxBase {
+  static list(opts?: SandboxListOpts): SandboxPaginator
+  static betaPause(sandboxId: string, opts?: ConnectionOpts & CallOpts): Promise<boolean>
+  static getFullInfo(sandboxId: string, opts?: ConnectionOpts & CallOpts): Promise<SandboxInfo>
+  readonly trafficAccessToken: string | undefined
+  connect(opts?: SandboxConnectOpts): Promise<this>
+  betaPause(opts?: CallOpts): Promise<boolean>
+  getMetrics(opts?: CallOpts & { start?: Date; end?: Date }): Promise<Array<SandboxMetrics & { memCache?: number }>>
+}
+
+export declare class E2B {
+  constructor(opts?: ConnectionOpts)
+  readonly Sandbox: typeof Sandbox
+}
+
+export declare class ServiceBusyError extends Error {
+  constructor(message: string)
+  readonly statusCode: 503
+}
+export declare class FileUploadError extends types.BuildError {}
+
+/** require(): the default export is Sandbox (as in e2b's CommonJS build). */
+export default Sandbox

@@ -1,0 +1,25 @@
+// Type declarations of agent-sandbox (docs/node.md).
+// SPDX-License-Identifier: Apache-2.0
+import { SandboxBase, SandboxInfo, SandboxListOpts } from './types'
+
+export {
+  ConnectionOpts, CallOpts, SandboxState, SandboxOpts, SandboxConnectOpts, SandboxListOpts, SandboxInfo,
+  SandboxPage, SandboxMetrics, CommandResult, OutputHandler, CommandStartOpts, CommandConnectOpts,
+  ProcessInfo, OutputChunk, CommandHandle, Commands, PtyCreateOpts, Pty, FileType, FilesystemEventType,
+  WriteInfo, EntryInfo, FilesystemEvent, FilesystemRequestOpts, FilesystemReadOpts, FilesystemWriteOpts,
+  WriteData, WriteEntry, WatchOpts, WatchHandle, Files, JsonValue, Result, ExecutionError, OutputMessage,
+  Logs, Execution, Context, RunCodeOpts, NamedCommandArg, NamedCommand, RunCommandOpts, SessionInfo,
+  Session, TemplateInfo, Template, SandboxedOpts, SandboxedFunction, sandboxed, libraryVersion,
+  ErrorDetail, SandboxError, TimeoutError, InvalidArgumentError, NotEnoughSpaceError, NotFoundError,
+  FileNotFoundError, SandboxNotFoundError, SandboxGoneError, TemplateError, RateLimitError,
+  PermissionDeniedError, CommandNotFoundError, CommandFailedError, OperationCancelledError,
+  AuthenticationError, BuildError, CommandExitError, RemoteError
+} from './types'
+
+/** A sandbox: create, connect, list, and its parts (commands, files, pty,
+ * code, named commands). */
+export declare class Sandbox extends SandboxBase {
+  /** Every sandbox (all pages), newest first. */
+  static list(opts?: SandboxListOpts): Promise<SandboxInfo[]>
+}
+export default Sandbox

@@ -1,0 +1,118 @@
+'use strict'
+// agent-sandbox/compat: the public surface of the npm `e2b` SDK (2.x) on
+// agent-sandbox — the same class, method and option names, result shapes
+// and error classes — so an E2B program runs by changing only its import
+// specifier. What differs and what is missing: docs/node-compat.md.
+// SPDX-License-Identifier: Apache-2.0
+const base = require('./sandbox.js')
+const errors = require('./errors.js')
+
+class SandboxPaginator {
+  constructor(cls, opts = {}) {
+    this._cls = cls
+    this._opts = opts
+    this._hasNext = true
+    this._nextToken = opts.nextToken
+  }
+
+  get hasNext() {
+    return this._hasNext
+  }
+
+  get nextToken() {
+    return this._nextToken
+  }
+
+  /** The next page (E2B's Paginator.nextItems). */
+  async nextItems(opts) {
+    if (!this._hasNext) throw new Error('No more items to fetch')
+    const page = await this._cls.listPage(Object.assign({}, this._opts, opts || {}, { nextToken: this._nextToken }))
+    this._nextToken = page.nextToken
+    this._hasNext = !!page.nextToken
+    return page.items
+  }
+}
+
+/** E2B's Sandbox: commands.run and handle.wait() reject with
+ * CommandExitError on a non-zero exit code; list() is a paginator. */
+class Sandbox extends base.Sandbox {
+  static list(opts) {
+    return new SandboxPaginator(this, opts)
+  }
+
+  /** Reconnect to this sandbox (resumed if paused). */
+  async connect(opts = {}) {
+    return this.constructor.connect(this.sandboxId, opts)
+  }
+
+  async betaPause(opts) {
+    return this.pause(opts)
+  }
+
+  static async betaPause(sandboxId, opts) {
+    return this.pause(sandboxId, opts)
+  }
+
+  static async getFullInfo(sandboxId, opts) {
+    return this.getInfo(sandboxId, opts)
+  }
+
+  async getMetrics(opts) {
+    return (await super.getMetrics(opts)).map((m) => Object.assign({ memCache: undefined }, m))
+  }
+
+  get trafficAccessToken() {
+    return undefined
+  }
+}
+Sandbox._throwOnExit = true
+Sandbox._defaultTemplate = 'base'
+
+/** An E2B client: its options are the defaults of its Sandbox's calls. */
+class E2B {
+  constructor(opts = {}) {
+    this.Sandbox = class extends this.constructor._sandboxClass() {}
+    this.Sandbox._boundOpts = Object.assign({}, opts)
+  }
+
+  static _sandboxClass() {
+    return Sandbox
+  }
+}
+
+class ServiceBusyError extends Error {
+  constructor(message) {
+    super(message)
+    this.name = 'ServiceBusyError'
+    this.statusCode = 503
+  }
+}
+class FileUploadError extends errors.BuildError {}
+
+const FileType = Object.freeze({ FILE: 'file', DIR: 'dir', SYMLINK: 'symlink' })
+const FilesystemEventType = Object.freeze({ CHMOD: 'chmod', CREATE: 'create', REMOVE: 'remove', RENAME: 'rename', WRITE: 'write' })
+
+module.exports = {
+  Sandbox,
+  SandboxPaginator,
+  E2B,
+  CommandHandle: base.CommandHandle,
+  WatchHandle: base.WatchHandle,
+  FileType,
+  FilesystemEventType,
+  SandboxError: errors.SandboxError,
+  TimeoutError: errors.TimeoutError,
+  InvalidArgumentError: errors.InvalidArgumentError,
+  NotEnoughSpaceError: errors.NotEnoughSpaceError,
+  NotFoundError: errors.NotFoundError,
+  FileNotFoundError: errors.FileNotFoundError,
+  SandboxNotFoundError: errors.SandboxNotFoundError,
+  AuthenticationError: errors.AuthenticationError,
+  TemplateError: errors.TemplateError,
+  RateLimitError: errors.RateLimitError,
+  BuildError: errors.BuildError,
+  FileUploadError,
+  ServiceBusyError,
+  CommandExitError: errors.CommandExitError
+}
+module.exports.default = Sandbox

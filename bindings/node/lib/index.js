@@ -1,0 +1,34 @@
+'use strict'
+// agent-sandbox: disposable Linux sandboxes for AI agents, on
+// libagentsandbox (docs/node.md). CommonJS entry; index.mjs re-exports it
+// for ESM, so both share one set of classes.
+// SPDX-License-Identifier: Apache-2.0
+const native = require('./native.js')
+const errors = require('./errors.js')
+const sb = require('./sandbox.js')
+const { Session, SessionInfo } = require('./sessions.js')
+const { Template } = require('./templates.js')
+const { sandboxed } = require('./sandboxed.js')
+
+function libraryVersion() {
+  return native.N.version()
+}
+
+module.exports = {
+  Sandbox: sb.Sandbox,
+  CommandHandle: sb.CommandHandle,
+  WatchHandle: sb.WatchHandle,
+  Result: sb.Result,
+  Execution: sb.Execution,
+  ExecutionError: sb.ExecutionError,
+  OutputMessage: sb.OutputMessage,
+  Session,
+  SessionInfo,
+  Template,
+  sandboxed,
+  libraryVersion,
+  FileType: Object.freeze({ FILE: 'file', DIR: 'dir', SYMLINK: 'symlink' }),
+  FilesystemEventType: Object.freeze({ CHMOD: 'chmod', CREATE: 'create', REMOVE: 'remove', RENAME: 'rename', WRITE: 'write' }),
+  ...Object.fromEntries(Object.entries(errors).filter(([k]) => k !== 'fromStatus'))
+}
+module.exports.default = module.exports.Sandbox

@@ -1,0 +1,14 @@
+// ESM entry of agent-sandbox: the CommonJS module's exports (one set of
+// classes whichever way the package is loaded).
+// SPDX-License-Identifier: Apache-2.0
+import m from './index.js'
+
+export const {
+  Sandbox, CommandHandle, WatchHandle, Result, Execution, ExecutionError, OutputMessage, Session,
+  SessionInfo, Template, sandboxed, libraryVersion, FileType, FilesystemEventType, SandboxError,
+  TimeoutError, InvalidArgumentError, NotEnoughSpaceError, NotFoundError, FileNotFoundError,
+  SandboxNotFoundError, SandboxGoneError, TemplateError, RateLimitError, PermissionDeniedError,
+  CommandNotFoundError, CommandFailedError, OperationCancelledError, AuthenticationError, BuildError,
+  CommandExitError, RemoteError
+} = m
+export default m.Sandbox

@@ -1,0 +1,54 @@
+'use strict'
+// Templates: build one from a directory with a template.yaml, get, list,
+// delete (asb_templates_*).
+// SPDX-License-Identifier: Apache-2.0
+const { N, invoke, ms, client, connOf, callOpts } = require('./native.js')
+
+function info(t) {
+  let raw
+  try {
+    raw = t.json ? JSON.parse(t.json) : undefined
+  } catch (_) {
+    raw = undefined
+  }
+  return {
+    templateId: t.templateId,
+    name: t.name,
+    buildId: t.buildId,
+    description: t.description,
+    cpuCount: t.cpuCount,
+    memoryMB: t.memoryMB,
+    diskMB: t.diskMB,
+    createdAt: t.createdAt ? new Date(t.createdAt * 1000) : undefined,
+    cached: t.cached < 0 ? undefined : t.cached === 1,
+    buildLog: t.buildLog,
+    raw
+  }
+}
+
+class Template {
+  /** Build the template of dir (returns once ready; cached by the hash of
+   * its inputs unless force). opts: force, timeoutMs (whole build; 0 =
+   * none), signal, connection options. */
+  static async build(dir, opts = {}) {
+    const c = await client(connOf(opts))
+    return info(await invoke(N.templateOp, [c.handle, 1, dir, { force: !!opts.force, timeoutMs: ms(opts.timeoutMs) }], { signal: opts.signal }))
+  }
+
+  static async get(templateId, opts = {}) {
+    const c = await client(connOf(opts))
+    return info(await invoke(N.templateOp, [c.handle, 2, templateId, callOpts(opts)], { signal: opts.signal }))
+  }
+
+  static async list(opts = {}) {
+    const c = await client(connOf(opts))
+    return (await invoke(N.templateOp, [c.handle, 3, undefined, callOpts(opts)], { signal: opts.signal })).map(info)
+  }
+
+  static async delete(templateId, opts = {}) {
+    const c = await client(connOf(opts))
+    await invoke(N.templateOp, [c.handle, 4, templateId, callOpts(opts)], { signal: opts.signal })
+  }
+}
+
+module.exports = { Template }

@@ -1,0 +1,752 @@
+/* agent-sandbox Node binding: clients, sandboxes and the control plane,
+ * sessions, templates.
+ * SPDX-License-Identifier: Apache-2.0 */
+#include <stdlib.h>
+#include <string.h>
+
+#include "anode.h"
+#include "gen.h"
+
+/* ---- clients ----------------------------------------------------------------- */
+
+static void w_client_new(anode_call *base) {
+  gen_call *c = (gen_call *)base;
+  asb_client_options o = ASB_CLIENT_OPTIONS_INIT;
+  o.api_key = c->s[0];
+  o.api_url = c->s[1];
+  o.domain = c->s[2];
+  o.sandbox_url = c->s[3];
+  o.user_agent = c->s[4];
+  o.request_timeout_ms = c->l[0];
+  o.debug = c->i[0];
+  o.max_retries = c->i[1];
+  o.headers = (const char *const *)c->v[0];
+  asb_client *cl = NULL;
+  int rc = asb_client_new(&cl, &o);
+  if (rc < 0) anode_call_fail(base, rc);
+  c->out = cl;
+}
+
+static napi_value r_client_new(napi_env env, anode_call *base) {
+  gen_call *c = (gen_call *)base;
+  if (!c->out) return NULL;
+  asb_client *cl = c->out;
+  napi_value o = anode_obj(env);
+  anode_set(env, o, "apiUrl", anode_str(env, asb_client_api_url(cl)));
+  anode_set(env, o, "domain", anode_str(env, asb_client_domain(cl)));
+  anode_set(env, o, "sandboxUrl", anode_str(env, asb_client_sandbox_url(cl)));
+  anode_set(env, o, "debug", anode_bool(env, asb_client_is_debug(cl)));
+  anode_set(env, o, "requestTimeoutMs", anode_num(env, (double)asb_client_request_timeout_ms(cl)));
+  anode_set(env, o, "hasApiKey", anode_bool(env, asb_client_has_api_key(cl)));
+  c->out = NULL;
+  anode_set(env, o, "handle", anode_box_new(env, BOX_CLIENT, cl, NULL));
+  return o;
+}
+
+static void c_free_out_client(anode_call *base) {
+  gen_call *c = (gen_call *)base;
+  if (c->out) asb_client_free(c->out);
+  c->out = NULL;
+  gen_cleanup(base);
+}
+
+/* clientNew(opts, cb) */
+static napi_value js_client_new(napi_env env, napi_callback_info info) {
+  GEN_ARGS(2);
+  gen_call *c = gen_new(env, argv[1]);
+  if (!c) return NULL;
+  napi_value o = argv[0];
+  c->l[0] = 0;
+  if (anode_opt_string(env, o, "apiKey", &c->s[0]) || anode_opt_string(env, o, "apiUrl", &c->s[1]) ||
+      anode_opt_string(env, o, "domain", &c->s[2]) ||
+      anode_opt_string(env, o, "sandboxUrl", &c->s[3]) ||
+      anode_opt_string(env, o, "userAgent", &c->s[4]) ||
+      anode_opt_long(env, o, "requestTimeoutMs", &c->l[0]) || anode_opt_int(env, o, "debug", &c->i[0]) ||
+      anode_opt_int(env, o, "maxRetries", &c->i[1]) || anode_opt_strv(env, o, "headers", &c->v[0]))
+    return gen_discard(env, c);
+  c->base.work = w_client_new;
+  c->base.result = r_client_new;
+  c->base.cleanup = c_free_out_client;
+  return anode_call_submit(env, &c->base, NULL);
+}
+
+/* ---- sandbox handles ------------------------------------------------------------- */
+
+static napi_value sandbox_value(napi_env env, asb_sandbox *sb) {
+  napi_value o = anode_obj(env);
+  anode_set(env, o, "sandboxId", anode_str(env, asb_sandbox_id(sb)));
+  anode_set(env, o, "envdVersion", anode_str(env, asb_sandbox_envd_version(sb)));
+  anode_set(env, o, "sandboxDomain", anode_str(env, asb_sandbox_domain(sb)));
+  anode_set(env, o, "envdAccessToken", anode_str(env, asb_sandbox_envd_access_token(sb)));
+  anode_set(env, o, "handle", anode_box_new(env, BOX_SANDBOX, sb, NULL));
+  return o;
+}
+
+static napi_value r_sandbox(napi_env env, anode_call *base) {
+  gen_call *c = (gen_call *)base;
+  if (!c->out) return NULL;
+  asb_sandbox *sb = c->out;
+  c->out = NULL;
+  return sandbox_value(env, sb);
+}
+
+static void c_free_out_sandbox(anode_call *base) {
+  gen_call *c = (gen_call *)base;
+  if (c->out) asb_sandbox_free(c->out);
+  c->out = NULL;
+  gen_cleanup(base);
+}
+
+static void w_sandbox_create(anode_call *base) {
+  gen_call *c = (gen_call *)base;
+  asb_sandbox_options o = ASB_SANDBOX_OPTIONS_INIT;
+  o.template_id = c->s[0];
+  o.timeout_ms = c->l[0];
+  o.metadata = (const char *const *)c->v[0];
+  o.envs = (const char *const *)c->v[1];
+  o.auto_pause = c->i[0];
+  o.request_timeout_ms = c->l[1];
+  o.cancel = base->cancel;
+  asb_sandbox *sb = NULL;
+  int rc = asb_sandbox_create(&sb, c->client, &o);
+  if (rc < 0) anode_call_fail(base, rc);
+  c->out = sb;
+}
+
+/* sandboxCreate(client, opts, cb) */
+static napi_value js_sandbox_create(napi_env env, napi_callback_info info) {
+  GEN_ARGS(3);
+  gen_call *c = gen_new(env, argv[2]);
+  if (!c) return NULL;
+  anode_box *b = gen_client(env, c, argv[0]);
+  napi_value o = argv[1];
+  if (!b || anode_opt_string(env, o, "template", &c->s[0]) ||
+      anode_opt_long(env, o, "timeoutMs", &c->l[0]) || anode_opt_strv(env, o, "metadata", &c->v[0]) ||
+      anode_opt_strv(env, o, "envs", &c->v[1]) || anode_opt_bool(env, o, "autoPause", &c->i[0]) ||
+      anode_opt_long(env, o, "requestTimeoutMs", &c->l[1]))
+    return gen_discard(env, c);
+  c->base.work = w_sandbox_create;
+  c->base.result = r_sandbox;
+  c->base.cleanup = c_free_out_sandbox;
+  return anode_call_submit(env, &c->base, b);
+}
+
+static void w_sandbox_connect(anode_call *base) {
+  gen_call *c = (gen_call *)base;
+  asb_call_options call = gen_callopts(c);
+  asb_sandbox *sb = NULL;
+  int rc = asb_sandbox_connect(&sb, c->client, c->s[0], c->l[0], &call);
+  if (rc < 0) anode_call_fail(base, rc);
+  c->out = sb;
+}
+
+/* sandboxConnect(client, id, timeoutMs, callOpts, cb) */
+static napi_value js_sandbox_connect(napi_env env, napi_callback_info info) {
+  GEN_ARGS(5);
+  gen_call *c = gen_new(env, argv[4]);
+  if (!c) return NULL;
+  anode_box *b = gen_client(env, c, argv[0]);
+  if (!b || anode_get_string(env, argv[1], &c->s[0]) || anode_get_long(env, argv[2], &c->l[0]) ||
+      gen_read_callopts(env, c, argv[3]))
+    return gen_discard(env, c);
+  c->base.work = w_sandbox_connect;
+  c->base.result = r_sandbox;
+  c->base.cleanup = c_free_out_sandbox;
+  return anode_call_submit(env, &c->base, b);
+}
+
+/* sandboxProps(sandbox) -> {sandboxId, envdVersion, sandboxDomain,
+ * envdAccessToken} (no I/O). */
+static napi_value js_sandbox_props(napi_env env, napi_callback_info info) {
+  GEN_ARGS(1);
+  anode_box *b = anode_box_arg(env, argv[0], BOX_SANDBOX);
+  if (!b) return NULL;
+  asb_sandbox *sb = b->ptr;
+  napi_value o = anode_obj(env);
+  anode_set(env, o, "sandboxId", anode_str(env, asb_sandbox_id(sb)));
+  anode_set(env, o, "envdVersion", anode_str(env, asb_sandbox_envd_version(sb)));
+  anode_set(env, o, "sandboxDomain", anode_str(env, asb_sandbox_domain(sb)));
+  anode_set(env, o, "envdAccessToken", anode_str(env, asb_sandbox_envd_access_token(sb)));
+  return o;
+}
+
+/* sandboxHost(sandbox, port, url?) -> "<port>-<id>.<domain>" or its URL. */
+static napi_value js_sandbox_host(napi_env env, napi_callback_info info) {
+  GEN_ARGS(3);
+  anode_box *b = anode_box_arg(env, argv[0], BOX_SANDBOX);
+  int32_t port = 0;
+  if (!b) return NULL;
+  if (napi_get_value_int32(env, argv[1], &port) != napi_ok)
+    return anode_throw(env, "ERR_INVALID_ARG_TYPE", "port must be a number");
+  bool url = false;
+  if (argc > 2) napi_get_value_bool(env, argv[2], &url);
+  char buf[1024];
+  int rc = url ? asb_sandbox_get_url(buf, sizeof buf, b->ptr, port)
+               : asb_sandbox_get_host(buf, sizeof buf, b->ptr, port);
+  if (rc < 0) {
+    napi_throw_range_error(env, "ERR_OUT_OF_RANGE", asb_error_last()->message);
+    return NULL;
+  }
+  return anode_str(env, buf);
+}
+
+/* sandboxAttach(client, id, {envdAccessToken, envdVersion, domain}) -> a
+ * sandbox (no I/O: for the calls by id that must not resume it). */
+static napi_value js_sandbox_attach(napi_env env, napi_callback_info info) {
+  GEN_ARGS(3);
+  anode_box *b = anode_box_arg(env, argv[0], BOX_CLIENT);
+  char *id = NULL, *tok = NULL, *ver = NULL, *dom = NULL;
+  if (!b || anode_get_string(env, argv[1], &id) || anode_opt_string(env, argv[2], "envdAccessToken", &tok) ||
+      anode_opt_string(env, argv[2], "envdVersion", &ver) || anode_opt_string(env, argv[2], "domain", &dom)) {
+    free(id);
+    free(tok);
+    free(ver);
+    free(dom);
+    return NULL;
+  }
+  asb_sandbox_attach_options o = ASB_SANDBOX_ATTACH_OPTIONS_INIT;
+  o.envd_access_token = tok;
+  o.envd_version = ver;
+  o.domain = dom;
+  asb_sandbox *sb = NULL;
+  int rc = asb_sandbox_attach(&sb, b->ptr, id, &o);
+  free(id);
+  free(tok);
+  free(ver);
+  free(dom);
+  if (rc < 0) {
+    napi_throw_error(env, asb_status_name(rc), asb_error_last()->message);
+    return NULL;
+  }
+  return sandbox_value(env, sb);
+}
+
+/* ---- control plane on a sandbox ---------------------------------------------------- */
+
+enum { OP_KILL = 1, OP_SET_TIMEOUT, OP_IS_RUNNING, OP_PAUSE, OP_RESUME, OP_KILL_ID };
+
+static void w_sandbox_op(anode_call *base) {
+  gen_call *c = (gen_call *)base;
+  asb_call_options call = gen_callopts(c);
+  int rc = ASB_EINVAL;
+  switch (c->op) {
+    case OP_KILL: rc = asb_sandbox_kill(c->sb, &call); break;
+    case OP_SET_TIMEOUT: rc = asb_sandbox_set_timeout(c->sb, c->l[0], &call); break;
+    case OP_IS_RUNNING: rc = asb_sandbox_is_running(c->sb, &call); break;
+    case OP_PAUSE: rc = asb_sandbox_pause(c->sb, &call); break;
+    case OP_RESUME: rc = asb_sandbox_resume(c->sb, c->l[0], &call); break;
+    case OP_KILL_ID: rc = asb_sandbox_kill_id(c->client, c->s[0], &call); break;
+  }
+  if (rc < 0)
+    anode_call_fail(base, rc);
+  else
+    c->base.rc = rc;
+}
+
+static napi_value r_rc(napi_env env, anode_call *base) {
+  return base->rc >= 0 ? anode_num(env, base->rc) : NULL;
+}
+
+/* sandboxOp(sandbox, op, number, callOpts, cb): kill (1), setTimeout (2),
+ * isRunning (3), pause (4), resume (5); the value is the C status. */
+static napi_value js_sandbox_op(napi_env env, napi_callback_info info) {
+  GEN_ARGS(5);
+  gen_call *c = gen_new(env, argv[4]);
+  if (!c) return NULL;
+  anode_box *b = gen_sandbox(env, c, argv[0]);
+  int32_t op = 0;
+  if (!b || napi_get_value_int32(env, argv[1], &op) != napi_ok || op < OP_KILL || op > OP_RESUME ||
+      anode_get_long(env, argv[2], &c->l[0]) || gen_read_callopts(env, c, argv[3])) {
+    if (b && !op) anode_throw(env, "ERR_INVALID_ARG_VALUE", "unknown operation");
+    return gen_discard(env, c);
+  }
+  c->op = op;
+  c->base.work = w_sandbox_op;
+  c->base.result = r_rc;
+  c->base.cleanup = gen_cleanup;
+  return anode_call_submit(env, &c->base, b);
+}
+
+/* sandboxKillId(client, id, callOpts, cb) */
+static napi_value js_sandbox_kill_id(napi_env env, napi_callback_info info) {
+  GEN_ARGS(4);
+  gen_call *c = gen_new(env, argv[3]);
+  if (!c) return NULL;
+  anode_box *b = gen_client(env, c, argv[0]);
+  if (!b || anode_get_string(env, argv[1], &c->s[0]) || gen_read_callopts(env, c, argv[2]))
+    return gen_discard(env, c);
+  c->op = OP_KILL_ID;
+  c->base.work = w_sandbox_op;
+  c->base.result = r_rc;
+  c->base.cleanup = gen_cleanup;
+  return anode_call_submit(env, &c->base, b);
+}
+
+/* ---- info, list, metrics ------------------------------------------------------------- */
+
+static napi_value info_value(napi_env env, const asb_sandbox_info *i) {
+  napi_value o = anode_obj(env);
+  anode_set(env, o, "sandboxId", anode_str(env, asb_sandbox_info_id(i)));
+  anode_set(env, o, "templateId", anode_str(env, asb_sandbox_info_template_id(i)));
+  anode_set(env, o, "name", anode_str(env, asb_sandbox_info_name(i)));
+  anode_set(env, o, "state", anode_str(env, asb_sandbox_info_state(i)));
+  anode_set(env, o, "startedAt", anode_num(env, (double)asb_sandbox_info_started_at(i)));
+  anode_set(env, o, "endAt", anode_num(env, (double)asb_sandbox_info_end_at(i)));
+  anode_set(env, o, "cpuCount", anode_num(env, asb_sandbox_info_cpu_count(i)));
+  anode_set(env, o, "memoryMB", anode_num(env, asb_sandbox_info_memory_mb(i)));
+  anode_set(env, o, "diskMB", anode_num(env, asb_sandbox_info_disk_mb(i)));
+  anode_set(env, o, "envdVersion", anode_str(env, asb_sandbox_info_envd_version(i)));
+  napi_value md = anode_obj(env);
+  size_t n = asb_sandbox_info_metadata_count(i);
+  for (size_t k = 0; k < n; k++) {
+    const char *key = asb_sandbox_info_metadata_key(i, k);
+    if (key) anode_set(env, md, key, anode_str(env, asb_sandbox_info_metadata_value(i, k)));
+  }
+  anode_set(env, o, "metadata", md);
+  return o;
+}
+
+static void w_get_info(anode_call *base) {
+  gen_call *c = (gen_call *)base;
+  asb_call_options call = gen_callopts(c);
+  asb_sandbox_info *i = NULL;
+  int rc = asb_sandbox_get_info(&i, c->sb, &call);
+  if (rc < 0) anode_call_fail(base, rc);
+  c->out = i;
+}
+
+static napi_value r_get_info(napi_env env, anode_call *base) {
+  gen_call *c = (gen_call *)base;
+  return c->out ? info_value(env, c->out) : NULL;
+}
+
+static void c_info(anode_call *base) {
+  gen_call *c = (gen_call *)base;
+  asb_sandbox_info_free(c->out);
+  c->out = NULL;
+  gen_cleanup(base);
+}
+
+/* sandboxGetInfo(sandbox, callOpts, cb) */
+static napi_value js_sandbox_get_info(napi_env env, napi_callback_info info) {
+  GEN_ARGS(3);
+  gen_call *c = gen_new(env, argv[2]);
+  if (!c) return NULL;
+  anode_box *b = gen_sandbox(env, c, argv[0]);
+  if (!b || gen_read_callopts(env, c, argv[1])) return gen_discard(env, c);
+  c->base.work = w_get_info;
+  c->base.result = r_get_info;
+  c->base.cleanup = c_info;
+  return anode_call_submit(env, &c->base, b);
+}
+
+static void w_list(anode_call *base) {
+  gen_call *c = (gen_call *)base;
+  asb_sandbox_list_options o = ASB_SANDBOX_LIST_OPTIONS_INIT;
+  o.metadata = (const char *const *)c->v[0];
+  o.running = c->i[0];
+  o.paused = c->i[1];
+  o.template_id = c->s[0];
+  o.limit = c->i[2];
+  o.next_token = c->s[1];
+  o.request_timeout_ms = c->l[0];
+  o.cancel = base->cancel;
+  asb_sandbox_page *p = NULL;
+  int rc = asb_sandbox_list(&p, c->client, &o);
+  if (rc < 0) anode_call_fail(base, rc);
+  c->out = p;
+}
+
+static napi_value r_list(napi_env env, anode_call *base) {
+  gen_call *c = (gen_call *)base;
+  if (!c->out) return NULL;
+  asb_sandbox_page *p = c->out;
+  napi_value o = anode_obj(env), items;
+  size_t n = asb_sandbox_page_count(p);
+  napi_create_array_with_length(env, n, &items);
+  for (size_t i = 0; i < n; i++)
+    napi_set_element(env, items, (uint32_t)i, info_value(env, asb_sandbox_page_get(p, i)));
+  anode_set(env, o, "items", items);
+  anode_set(env, o, "nextToken", anode_str(env, asb_sandbox_page_next_token(p)));
+  return o;
+}
+
+static void c_list(anode_call *base) {
+  gen_call *c = (gen_call *)base;
+  asb_sandbox_page_free(c->out);
+  c->out = NULL;
+  gen_cleanup(base);
+}
+
+/* sandboxList(client, opts, cb) -> {items, nextToken} */
+static napi_value js_sandbox_list(napi_env env, napi_callback_info info) {
+  GEN_ARGS(3);
+  gen_call *c = gen_new(env, argv[2]);
+  if (!c) return NULL;
+  anode_box *b = gen_client(env, c, argv[0]);
+  napi_value o = argv[1];
+  if (!b || anode_opt_strv(env, o, "metadata", &c->v[0]) || anode_opt_bool(env, o, "running", &c->i[0]) ||
+      anode_opt_bool(env, o, "paused", &c->i[1]) || anode_opt_string(env, o, "template", &c->s[0]) ||
+      anode_opt_int(env, o, "limit", &c->i[2]) || anode_opt_string(env, o, "nextToken", &c->s[1]) ||
+      anode_opt_long(env, o, "requestTimeoutMs", &c->l[0]))
+    return gen_discard(env, c);
+  c->base.work = w_list;
+  c->base.result = r_list;
+  c->base.cleanup = c_list;
+  return anode_call_submit(env, &c->base, b);
+}
+
+static void w_metrics(anode_call *base) {
+  gen_call *c = (gen_call *)base;
+  asb_call_options call = gen_callopts(c);
+  asb_metrics *m = NULL;
+  int rc = asb_sandbox_get_metrics(&m, c->sb, (asb_int64)c->d[0], (asb_int64)c->d[1], &call);
+  if (rc < 0) anode_call_fail(base, rc);
+  c->out = m;
+}
+
+static napi_value r_metrics(napi_env env, anode_call *base) {
+  gen_call *c = (gen_call *)base;
+  if (!c->out) return NULL;
+  asb_metrics *m = c->out;
+  size_t n = asb_metrics_count(m);
+  napi_value a;
+  napi_create_array_with_length(env, n, &a);
+  for (size_t i = 0; i < n; i++) {
+    napi_value o = anode_obj(env);
+    anode_set(env, o, "timestamp", anode_num(env, (double)asb_metrics_sampled_at(m, i)));
+    anode_set(env, o, "cpuUsedPct", anode_num(env, asb_metrics_cpu_used_pct(m, i)));
+    anode_set(env, o, "cpuCount", anode_num(env, asb_metrics_cpu_count(m, i)));
+    anode_set(env, o, "memUsed", anode_num(env, (double)asb_metrics_mem_used(m, i)));
+    anode_set(env, o, "memTotal", anode_num(env, (double)asb_metrics_mem_total(m, i)));
+    anode_set(env, o, "diskUsed", anode_num(env, (double)asb_metrics_disk_used(m, i)));
+    anode_set(env, o, "diskTotal", anode_num(env, (double)asb_metrics_disk_total(m, i)));
+    napi_set_element(env, a, (uint32_t)i, o);
+  }
+  return a;
+}
+
+static void c_metrics(anode_call *base) {
+  gen_call *c = (gen_call *)base;
+  asb_metrics_free(c->out);
+  c->out = NULL;
+  gen_cleanup(base);
+}
+
+/* sandboxGetMetrics(sandbox, startS, endS, callOpts, cb) */
+static napi_value js_sandbox_get_metrics(napi_env env, napi_callback_info info) {
+  GEN_ARGS(5);
+  gen_call *c = gen_new(env, argv[4]);
+  if (!c) return NULL;
+  anode_box *b = gen_sandbox(env, c, argv[0]);
+  if (!b || napi_get_value_double(env, argv[1], &c->d[0]) != napi_ok ||
+      napi_get_value_double(env, argv[2], &c->d[1]) != napi_ok || gen_read_callopts(env, c, argv[3])) {
+    anode_throw(env, "ERR_INVALID_ARG_TYPE", "sandboxGetMetrics(sandbox, start, end, opts, cb)");
+    return gen_discard(env, c);
+  }
+  c->base.work = w_metrics;
+  c->base.result = r_metrics;
+  c->base.cleanup = c_metrics;
+  return anode_call_submit(env, &c->base, b);
+}
+
+/* ---- sessions ------------------------------------------------------------------------ */
+
+enum { SOP_SAVE = 1, SOP_GET, SOP_LIST, SOP_DELETE, SOP_LOAD };
+
+typedef struct {
+  asb_session **items;
+  size_t n;
+} session_set;
+
+static void w_session(anode_call *base) {
+  gen_call *c = (gen_call *)base;
+  int rc = ASB_EINVAL;
+  switch (c->op) {
+    case SOP_SAVE: rc = asb_session_save(c->s[0], c->sb, (const char *const *)c->v[0]); break;
+    case SOP_DELETE: rc = asb_session_delete(c->s[0]); break;
+    case SOP_GET: {
+      asb_session *s = NULL;
+      rc = asb_session_get(&s, c->s[0]);
+      c->out = s;
+      break;
+    }
+    case SOP_LOAD: {
+      asb_call_options call = gen_callopts(c);
+      asb_sandbox *sb = NULL;
+      rc = asb_session_load(&sb, c->client, c->s[0], c->l[0], &call);
+      c->out = sb;
+      break;
+    }
+    case SOP_LIST: {
+      /* Each session is read again by name, so each can be kept (and its
+       * metadata read by key) without holding the list. */
+      asb_session_list *l = NULL;
+      rc = asb_sessions_list(&l);
+      if (rc < 0) break;
+      session_set *set = calloc(1, sizeof *set);
+      size_t n = asb_session_list_count(l);
+      set->items = calloc(n ? n : 1, sizeof *set->items);
+      for (size_t i = 0; i < n; i++) {
+        asb_session *s = NULL;
+        const asb_session *item = asb_session_list_get(l, i);
+        if (item && asb_session_get(&s, asb_session_name(item)) == ASB_OK) set->items[set->n++] = s;
+      }
+      asb_session_list_free(l);
+      c->out2 = set;
+      break;
+    }
+  }
+  if (rc < 0)
+    anode_call_fail(base, rc);
+  else
+    c->base.rc = rc;
+}
+
+static void session_finalize(napi_env env, void *data, void *hint) {
+  (void)env;
+  (void)hint;
+  asb_session_free(data);
+}
+
+/* A session record: its fields, and an external the metadata is read from
+ * by key (sessionMetadata). */
+static napi_value session_value(napi_env env, asb_session *s) {
+  napi_value o = anode_obj(env), ext;
+  anode_set(env, o, "name", anode_str(env, asb_session_name(s)));
+  anode_set(env, o, "sandboxId", anode_str(env, asb_session_sandbox_id(s)));
+  anode_set(env, o, "templateId", anode_str(env, asb_session_template_id(s)));
+  anode_set(env, o, "apiUrl", anode_str(env, asb_session_api_url(s)));
+  anode_set(env, o, "createdAt", anode_num(env, (double)asb_session_created_at(s)));
+  napi_create_external(env, s, session_finalize, NULL, &ext);
+  anode_set(env, o, "handle", ext);
+  return o;
+}
+
+static napi_value r_session(napi_env env, anode_call *base) {
+  gen_call *c = (gen_call *)base;
+  if (base->rc < 0) return NULL;
+  if (c->op == SOP_GET && c->out) {
+    asb_session *s = c->out;
+    c->out = NULL;
+    return session_value(env, s);
+  }
+  if (c->op == SOP_LOAD && c->out) {
+    asb_sandbox *sb = c->out;
+    c->out = NULL;
+    return sandbox_value(env, sb);
+  }
+  if (c->op == SOP_LIST && c->out2) {
+    session_set *set = c->out2;
+    napi_value a;
+    napi_create_array_with_length(env, set->n, &a);
+    for (size_t i = 0; i < set->n; i++) {
+      napi_set_element(env, a, (uint32_t)i, session_value(env, set->items[i]));
+      set->items[i] = NULL;
+    }
+    return a;
+  }
+  return NULL;
+}
+
+static void c_session(anode_call *base) {
+  gen_call *c = (gen_call *)base;
+  if (c->op == SOP_GET) asb_session_free(c->out);
+  if (c->op == SOP_LOAD) asb_sandbox_free(c->out);
+  c->out = NULL;
+  session_set *set = c->out2;
+  if (set) {
+    for (size_t i = 0; i < set->n; i++) asb_session_free(set->items[i]);
+    free(set->items);
+    free(set);
+  }
+  c->out2 = NULL;
+  gen_cleanup(base);
+}
+
+/* sessionSave(name, sandbox, metadata[], cb) */
+static napi_value js_session_save(napi_env env, napi_callback_info info) {
+  GEN_ARGS(4);
+  gen_call *c = gen_new(env, argv[3]);
+  if (!c) return NULL;
+  anode_box *b = gen_sandbox(env, c, argv[1]);
+  if (!b || anode_get_string(env, argv[0], &c->s[0]) ||
+      (!anode_is_nullish(env, argv[2]) && anode_get_strv(env, argv[2], &c->v[0])))
+    return gen_discard(env, c);
+  c->op = SOP_SAVE;
+  c->base.work = w_session;
+  c->base.result = r_session;
+  c->base.cleanup = c_session;
+  return anode_call_submit(env, &c->base, b);
+}
+
+/* sessionLoad(client, name, timeoutMs, callOpts, cb) -> sandbox */
+static napi_value js_session_load(napi_env env, napi_callback_info info) {
+  GEN_ARGS(5);
+  gen_call *c = gen_new(env, argv[4]);
+  if (!c) return NULL;
+  anode_box *b = gen_client(env, c, argv[0]);
+  if (!b || anode_get_string(env, argv[1], &c->s[0]) || anode_get_long(env, argv[2], &c->l[0]) ||
+      gen_read_callopts(env, c, argv[3]))
+    return gen_discard(env, c);
+  c->op = SOP_LOAD;
+  c->base.work = w_session;
+  c->base.result = r_session;
+  c->base.cleanup = c_session;
+  return anode_call_submit(env, &c->base, b);
+}
+
+/* sessionOp(op, name, cb): get (2), list (3), delete (4) */
+static napi_value js_session_op(napi_env env, napi_callback_info info) {
+  GEN_ARGS(3);
+  gen_call *c = gen_new(env, argv[2]);
+  if (!c) return NULL;
+  int32_t op = 0;
+  napi_get_value_int32(env, argv[0], &op);
+  if (op != SOP_GET && op != SOP_LIST && op != SOP_DELETE) {
+    anode_throw(env, "ERR_INVALID_ARG_VALUE", "unknown session operation");
+    return gen_discard(env, c);
+  }
+  if (op != SOP_LIST && anode_get_string(env, argv[1], &c->s[0])) return gen_discard(env, c);
+  c->op = op;
+  c->base.work = w_session;
+  c->base.result = r_session;
+  c->base.cleanup = c_session;
+  return anode_call_submit(env, &c->base, NULL);
+}
+
+/* sessionMetadata(handle, key) -> string | undefined (no I/O) */
+static napi_value js_session_metadata(napi_env env, napi_callback_info info) {
+  GEN_ARGS(2);
+  void *s = NULL;
+  char *key = NULL;
+  if (napi_get_value_external(env, argv[0], &s) != napi_ok || !s)
+    return anode_throw(env, "ERR_INVALID_ARG_TYPE", "expected a session handle");
+  if (anode_get_string(env, argv[1], &key)) return NULL;
+  napi_value v = anode_str(env, asb_session_metadata(s, key));
+  free(key);
+  return v;
+}
+
+/* ---- templates ------------------------------------------------------------------------- */
+
+enum { TOP_BUILD = 1, TOP_GET, TOP_LIST, TOP_DELETE };
+
+static void w_template(anode_call *base) {
+  gen_call *c = (gen_call *)base;
+  asb_call_options call = gen_callopts(c);
+  int rc = ASB_EINVAL;
+  switch (c->op) {
+    case TOP_BUILD: {
+      asb_template_build_options o = ASB_TEMPLATE_BUILD_OPTIONS_INIT;
+      o.force = c->i[0];
+      o.timeout_ms = c->l[0];
+      o.cancel = base->cancel;
+      asb_template *t = NULL;
+      rc = asb_templates_build(&t, c->client, c->s[0], &o);
+      c->out = t;
+      break;
+    }
+    case TOP_GET: {
+      asb_template *t = NULL;
+      rc = asb_templates_get(&t, c->client, c->s[0], &call);
+      c->out = t;
+      break;
+    }
+    case TOP_LIST: {
+      asb_template_list *l = NULL;
+      rc = asb_templates_list(&l, c->client, &call);
+      c->out2 = l;
+      break;
+    }
+    case TOP_DELETE: rc = asb_templates_delete(c->client, c->s[0], &call); break;
+  }
+  if (rc < 0)
+    anode_call_fail(base, rc);
+  else
+    c->base.rc = rc;
+}
+
+static napi_value template_value(napi_env env, const asb_template *t) {
+  napi_value o = anode_obj(env);
+  anode_set(env, o, "templateId", anode_str(env, asb_template_id(t)));
+  anode_set(env, o, "name", anode_str(env, asb_template_name(t)));
+  anode_set(env, o, "buildId", anode_str(env, asb_template_build_id(t)));
+  anode_set(env, o, "description", anode_str(env, asb_template_description(t)));
+  anode_set(env, o, "cpuCount", anode_num(env, asb_template_cpu_count(t)));
+  anode_set(env, o, "memoryMB", anode_num(env, asb_template_memory_mb(t)));
+  anode_set(env, o, "diskMB", anode_num(env, asb_template_disk_mb(t)));
+  anode_set(env, o, "createdAt", anode_num(env, (double)asb_template_created_at(t)));
+  anode_set(env, o, "cached", anode_num(env, asb_template_cached(t)));
+  anode_set(env, o, "buildLog", anode_str(env, asb_template_build_log(t)));
+  anode_set(env, o, "json", anode_str(env, asb_template_json(t)));
+  return o;
+}
+
+static napi_value r_template(napi_env env, anode_call *base) {
+  gen_call *c = (gen_call *)base;
+  if (base->rc < 0) return NULL;
+  if (c->out) return template_value(env, c->out);
+  if (c->out2) {
+    asb_template_list *l = c->out2;
+    size_t n = asb_template_list_count(l);
+    napi_value a;
+    napi_create_array_with_length(env, n, &a);
+    for (size_t i = 0; i < n; i++)
+      napi_set_element(env, a, (uint32_t)i, template_value(env, asb_template_list_get(l, i)));
+    return a;
+  }
+  return NULL;
+}
+
+static void c_template(anode_call *base) {
+  gen_call *c = (gen_call *)base;
+  asb_template_free(c->out);
+  asb_template_list_free(c->out2);
+  c->out = c->out2 = NULL;
+  gen_cleanup(base);
+}
+
+/* templateOp(client, op, idOrDir, opts, cb): build (1: opts {force,
+ * timeoutMs}), get (2), list (3), delete (4) (opts: call options). */
+static napi_value js_template_op(napi_env env, napi_callback_info info) {
+  GEN_ARGS(5);
+  gen_call *c = gen_new(env, argv[4]);
+  if (!c) return NULL;
+  anode_box *b = gen_client(env, c, argv[0]);
+  int32_t op = 0;
+  if (!b) return gen_discard(env, c);
+  napi_get_value_int32(env, argv[1], &op);
+  if (op < TOP_BUILD || op > TOP_DELETE) {
+    anode_throw(env, "ERR_INVALID_ARG_VALUE", "unknown template operation");
+    return gen_discard(env, c);
+  }
+  if ((op != TOP_LIST && anode_get_string(env, argv[2], &c->s[0])) ||
+      (op == TOP_BUILD && (anode_opt_bool(env, argv[3], "force", &c->i[0]) ||
+                           anode_opt_long(env, argv[3], "timeoutMs", &c->l[0]))) ||
+      (op != TOP_BUILD && gen_read_callopts(env, c, argv[3])))
+    return gen_discard(env, c);
+  c->op = op;
+  c->base.work = w_template;
+  c->base.result = r_template;
+  c->base.cleanup = c_template;
+  return anode_call_submit(env, &c->base, b);
+}
+
+const anode_fn anode_client_fns[] = {{"clientNew", js_client_new},
+                                     {"sandboxCreate", js_sandbox_create},
+                                     {"sandboxConnect", js_sandbox_connect},
+                                     {"sandboxProps", js_sandbox_props},
+                                     {"sandboxAttach", js_sandbox_attach},
+                                     {"sandboxHost", js_sandbox_host},
+                                     {"sandboxOp", js_sandbox_op},
+                                     {"sandboxKillId", js_sandbox_kill_id},
+                                     {"sandboxGetInfo", js_sandbox_get_info},
+                                     {"sandboxList", js_sandbox_list},
+                                     {"sandboxGetMetrics", js_sandbox_get_metrics},
+                                     {"sessionSave", js_session_save},
+                                     {"sessionLoad", js_session_load},
+                                     {"sessionOp", js_session_op},
+                                     {"sessionMetadata", js_session_metadata},
+                                     {"templateOp", js_template_op},
+                                     {NULL, NULL}};

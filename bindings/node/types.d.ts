@@ -1,0 +1,527 @@
+// Type declarations shared by agent-sandbox and agent-sandbox/compat (types
+// only: index.d.ts and compat.d.ts export what exists at run time).
+// SPDX-License-Identifier: Apache-2.0
+
+/** Where the sandboxes are; unset options come from the environment
+ * (ASB_* then E2B_* variables), then the local engine. */
+export interface ConnectionOpts {
+  apiKey?: string
+  apiUrl?: string
+  domain?: string
+  sandboxUrl?: string
+  /** envd at localhost:49983 (E2B's debug mode). */
+  debug?: boolean
+  /** One request's limit in milliseconds (0: none; default 60 000). */
+  requestTimeoutMs?: number
+  /** Extra headers of every request. */
+  headers?: Record<string, string>
+  apiHeaders?: Record<string, string>
+  /** Retries of idempotent requests (0 or negative: none; default 3). */
+  retries?: number
+  userAgent?: string
+}
+
+/** Options every call takes. */
+export interface CallOpts {
+  /** Cancels the call (the Promise rejects with signal.reason). */
+  signal?: AbortSignal
+  requestTimeoutMs?: number
+}
+
+export type SandboxState = 'running' | 'paused'
+
+export interface SandboxOpts extends ConnectionOpts, CallOpts {
+  /** Template name or id (default 'base'). */
+  template?: string
+  /** The sandbox's lifetime in milliseconds (default 300 000). */
+  timeoutMs?: number
+  metadata?: Record<string, string>
+  /** Environment of every command and code run. */
+  envs?: Record<string, string>
+  /** On timeout: pause instead of kill. */
+  autoPause?: boolean
+}
+
+export interface SandboxConnectOpts extends ConnectionOpts, CallOpts {
+  /** Extend its life to at least this long from now (never shortens it). */
+  timeoutMs?: number
+}
+
+export interface SandboxListOpts extends ConnectionOpts, CallOpts {
+  metadata?: Record<string, string>
+  state?: SandboxState | SandboxState[]
+  template?: string
+  /** Page size (default and maximum 100). */
+  limit?: number
+  nextToken?: string
+  query?: { metadata?: Record<string, string>; state?: SandboxState[]; template?: string }
+}
+
+export interface SandboxInfo {
+  sandboxId: string
+  templateId: string
+  name?: string
+  metadata: Record<string, string>
+  startedAt: Date
+  endAt: Date
+  state: SandboxState
+  cpuCount: number
+  memoryMB: number
+  diskMB: number
+  envdVersion: string
+}
+
+export interface SandboxPage {
+  items: SandboxInfo[]
+  nextToken?: string
+}
+
+export interface SandboxMetrics {
+  timestamp: Date
+  cpuUsedPct: number
+  cpuCount: number
+  memUsed: number
+  memTotal: number
+  diskUsed: number
+  diskTotal: number
+}
+
+export interface CommandResult {
+  exitCode: number
+  error?: string
+  stdout: string
+  stderr: string
+}
+
+export type OutputHandler<T> = (data: T) => void | Promise<void>
+
+export interface CommandStartOpts extends CallOpts {
+  background?: boolean
+  cwd?: string
+  user?: string
+  envs?: Record<string, string>
+  onStdout?: OutputHandler<string>
+  onStderr?: OutputHandler<string>
+  /** true: keep stdin open (sendStdin); a string or bytes: written, then closed. */
+  stdin?: boolean | string | ArrayBuffer | ArrayBufferView
+  /** The command's lifetime in milliseconds (0: none; default 60 000). */
+  timeoutMs?: number
+  /** A tag to find the process by (commands.list()). */
+  tag?: string
+  /** Reject with CommandExitError on a non-zero exit code. */
+  check?: boolean
+}
+
+export interface CommandConnectOpts extends CallOpts {
+  onStdout?: OutputHandler<string>
+  onStderr?: OutputHandler<string>
+  timeoutMs?: number
+}
+
+export interface ProcessInfo {
+  pid: number
+  tag?: string
+  cmd: string
+  args: string[]
+  envs: Record<string, string>
+  cwd?: string
+}
+
+export type OutputChunk =
+  | { type: 'stdout'; data: string }
+  | { type: 'stderr'; data: string }
+  | { type: 'pty'; data: Uint8Array }
+
+/** A command or pty running in the background. */
+export declare class CommandHandle implements AsyncIterable<OutputChunk> {
+  readonly pid: number
+  /** Output so far. */
+  readonly stdout: string
+  readonly stderr: string
+  /** Once it ended. */
+  readonly exitCode: number | undefined
+  readonly error: string | undefined
+  /** A signal that fires rejects this wait; the command runs on. */
+  wait(opts?: { check?: boolean; signal?: AbortSignal }): Promise<CommandResult>
+  kill(opts?: CallOpts): Promise<boolean>
+  sendStdin(data: string | ArrayBuffer | ArrayBufferView, opts?: CallOpts): Promise<void>
+  closeStdin(opts?: CallOpts): Promise<void>
+  /** Stop receiving output and release the handle; the command runs on. */
+  disconnect(): Promise<void>
+  close(): Promise<void>
+  [Symbol.asyncIterator](): AsyncIterator<OutputChunk>
+}
+
+export declare class Commands {
+  run(cmd: string, opts?: CommandStartOpts & { background?: false }): Promise<CommandResult>
+  run(cmd: string, opts: CommandStartOpts & { background: true }): Promise<CommandHandle>
+  run(cmd: string, opts?: CommandStartOpts): Promise<CommandResult | CommandHandle>
+  connect(pid: number, opts?: CommandConnectOpts): Promise<CommandHandle>
+  list(opts?: CallOpts): Promise<ProcessInfo[]>
+  kill(pid: number, opts?: CallOpts): Promise<boolean>
+  /** 15 (SIGTERM) or 9 (SIGKILL). */
+  signal(pid: number, signal?: number, opts?: CallOpts): Promise<void>
+  sendStdin(pid: number, data: string | ArrayBuffer | ArrayBufferView, opts?: CallOpts): Promise<void>
+  closeStdin(pid: number, opts?: CallOpts): Promise<void>
+}
+
+export interface PtyCreateOpts extends CallOpts {
+  cols?: number
+  rows?: number
+  onData?: OutputHandler<Uint8Array>
+  timeoutMs?: number
+  user?: string
+  envs?: Record<string, string>
+  cwd?: string
+}
+
+export declare class Pty {
+  create(opts?: PtyCreateOpts): Promise<CommandHandle>
+  connect(pid: number, opts?: { onData?: OutputHandler<Uint8Array>; timeoutMs?: number } & CallOpts): Promise<CommandHandle>
+  sendInput(pid: number, data: string | ArrayBuffer | ArrayBufferView, opts?: CallOpts): Promise<void>
+  resize(pid: number, size: { cols: number; rows: number }, opts?: CallOpts): Promise<void>
+  kill(pid: number, opts?: CallOpts): Promise<boolean>
+}
+
+export declare const FileType: { readonly FILE: 'file'; readonly DIR: 'dir'; readonly SYMLINK: 'symlink' }
+export type FileType = (typeof FileType)[keyof typeof FileType]
+
+export declare const FilesystemEventType: {
+  readonly CHMOD: 'chmod'
+  readonly CREATE: 'create'
+  readonly REMOVE: 'remove'
+  readonly RENAME: 'rename'
+  readonly WRITE: 'write'
+}
+export type FilesystemEventType = (typeof FilesystemEventType)[keyof typeof FilesystemEventType]
+
+export interface WriteInfo {
+  name: string
+  type?: FileType
+  path: string
+}
+
+export interface EntryInfo extends WriteInfo {
+  size: number
+  mode: number
+  permissions: string
+  owner: string
+  group: string
+  modifiedTime?: Date
+  symlinkTarget?: string
+}
+
+export interface FilesystemEvent {
+  name: string
+  type: FilesystemEventType
+  entry?: EntryInfo
+}
+
+export interface FilesystemRequestOpts extends CallOpts {
+  user?: string
+}
+
+export interface FilesystemReadOpts extends FilesystemRequestOpts {
+  gzip?: boolean
+}
+
+export interface FilesystemWriteOpts extends FilesystemRequestOpts {
+  gzip?: boolean
+  /** The exact size of a streamed upload, when known. */
+  size?: number
+}
+
+export type WriteData = string | ArrayBuffer | ArrayBufferView | Blob | ReadableStream<Uint8Array>
+export interface WriteEntry {
+  path: string
+  data: WriteData
+}
+
+export interface WatchOpts extends FilesystemRequestOpts {
+  recursive?: boolean
+  includeEntry?: boolean
+  /** How long to watch (0 or unset: until stop()). */
+  timeoutMs?: number
+  onExit?: (err?: unknown) => void | Promise<void>
+}
+
+export declare class WatchHandle implements AsyncIterable<FilesystemEvent> {
+  stop(): Promise<void>
+  [Symbol.asyncIterator](): AsyncIterator<FilesystemEvent>
+}
+
+export declare class Files {
+  read(path: string, opts?: FilesystemReadOpts & { format?: 'text' }): Promise<string>
+  read(path: string, opts: FilesystemReadOpts & { format: 'bytes' }): Promise<Uint8Array>
+  read(path: string, opts: FilesystemReadOpts & { format: 'blob' }): Promise<Blob>
+  read(path: string, opts: FilesystemReadOpts & { format: 'stream' }): Promise<ReadableStream<Uint8Array>>
+  write(path: string, data: WriteData, opts?: FilesystemWriteOpts): Promise<EntryInfo>
+  write(files: WriteEntry[], opts?: FilesystemWriteOpts): Promise<EntryInfo[]>
+  writeFiles(files: WriteEntry[], opts?: FilesystemWriteOpts): Promise<EntryInfo[]>
+  list(path: string, opts?: FilesystemRequestOpts & { depth?: number }): Promise<EntryInfo[]>
+  exists(path: string, opts?: FilesystemRequestOpts): Promise<boolean>
+  getInfo(path: string, opts?: FilesystemRequestOpts): Promise<EntryInfo>
+  remove(path: string, opts?: FilesystemRequestOpts): Promise<void>
+  rename(oldPath: string, newPath: string, opts?: FilesystemRequestOpts): Promise<EntryInfo>
+  makeDir(path: string, opts?: FilesystemRequestOpts): Promise<boolean>
+  watchDir(path: string, onEvent?: (event: FilesystemEvent) => void | Promise<void>, opts?: WatchOpts): Promise<WatchHandle>
+}
+
+/** A JSON value (what named commands and sandboxed() exchange). */
+export type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue }
+
+export declare class Result {
+  readonly isMainResult: boolean
+  readonly text?: string
+  readonly html?: string
+  readonly markdown?: string
+  readonly svg?: string
+  readonly png?: string
+  readonly jpeg?: string
+  readonly pdf?: string
+  readonly latex?: string
+  readonly json?: string
+  readonly javascript?: string
+  readonly data?: JsonValue
+  readonly chart?: JsonValue
+  readonly extra?: Record<string, string>
+  readonly raw: Record<string, string>
+  formats(): string[]
+  toJSON(): Record<string, string | Record<string, string>>
+}
+
+export declare class ExecutionError {
+  name: string
+  value: string
+  traceback: string
+}
+
+export declare class OutputMessage {
+  readonly line: string
+  /** Unix epoch in nanoseconds. */
+  readonly timestamp: number
+  readonly error: boolean
+  toString(): string
+}
+
+export interface Logs {
+  stdout: string[]
+  stderr: string[]
+}
+
+export declare class Execution {
+  results: Result[]
+  logs: Logs
+  error?: ExecutionError
+  executionCount?: number
+  readonly text: string | undefined
+  toJSON(): { results: Result[]; logs: Logs; error: ExecutionError | undefined }
+}
+
+export interface Context {
+  id: string
+  language: string
+  cwd: string
+}
+
+export interface RunCodeOpts extends CallOpts {
+  language?: string
+  context?: Context | string
+  envs?: Record<string, string>
+  /** The run's limit (0: none; default 300 000); on timeout the cell is interrupted. */
+  timeoutMs?: number
+  onStdout?: OutputHandler<OutputMessage>
+  onStderr?: OutputHandler<OutputMessage>
+  onResult?: OutputHandler<Result>
+  onError?: OutputHandler<ExecutionError>
+}
+
+export interface NamedCommandArg {
+  name: string
+  type: 'string' | 'integer' | 'float' | 'boolean' | 'json'
+  required: boolean
+  default?: string
+  description: string
+}
+
+export interface NamedCommand {
+  name: string
+  description: string
+  args: NamedCommandArg[]
+}
+
+export interface RunCommandOpts extends CallOpts {
+  /** The command server's port (default 9000). */
+  port?: number
+  timeoutMs?: number
+}
+
+/** A Sandbox class (the static calls make instances of the class they are called on). */
+export type SandboxClass<T> = new (made: never) => T
+
+/** What agent-sandbox's Sandbox and the compat one share. */
+export declare class SandboxBase implements AsyncDisposable {
+  /** Use create, connect or fromSession. */
+  constructor(made: never)
+  readonly sandboxId: string
+  readonly id: string
+  readonly sandboxDomain: string
+  readonly envdVersion: string
+  readonly commands: Commands
+  readonly files: Files
+  readonly pty: Pty
+
+  static create<T extends SandboxBase>(this: SandboxClass<T>, opts?: SandboxOpts): Promise<T>
+  static create<T extends SandboxBase>(this: SandboxClass<T>, template: string, opts?: SandboxOpts): Promise<T>
+  static connect<T extends SandboxBase>(this: SandboxClass<T>, sandboxId: string, opts?: SandboxConnectOpts): Promise<T>
+  static fromSession<T extends SandboxBase>(this: SandboxClass<T>, name: string, opts?: SandboxConnectOpts): Promise<T>
+  static listPage(opts?: SandboxListOpts): Promise<SandboxPage>
+  static kill(sandboxId: string, opts?: ConnectionOpts & CallOpts): Promise<boolean>
+  static getInfo(sandboxId: string, opts?: ConnectionOpts & CallOpts): Promise<SandboxInfo>
+  static setTimeout(sandboxId: string, timeoutMs: number, opts?: ConnectionOpts & CallOpts): Promise<void>
+  static getMetrics(sandboxId: string, opts?: ConnectionOpts & CallOpts & { start?: Date; end?: Date }): Promise<SandboxMetrics[]>
+  static pause(sandboxId: string, opts?: ConnectionOpts & CallOpts): Promise<boolean>
+
+  kill(opts?: CallOpts): Promise<boolean>
+  setTimeout(timeoutMs: number, opts?: CallOpts): Promise<void>
+  isRunning(opts?: CallOpts): Promise<boolean>
+  pause(opts?: CallOpts): Promise<boolean>
+  resume(opts?: CallOpts & { timeoutMs?: number }): Promise<this>
+  getInfo(opts?: CallOpts): Promise<SandboxInfo>
+  getMetrics(opts?: CallOpts & { start?: Date; end?: Date }): Promise<SandboxMetrics[]>
+  getHost(port: number): string
+  getUrl(port: number): string
+  downloadUrl(path: string, opts?: { user?: string; useSignatureExpiration?: number; signal?: AbortSignal }): Promise<string>
+  uploadUrl(path?: string, opts?: { user?: string; useSignatureExpiration?: number; signal?: AbortSignal }): Promise<string>
+
+  runCode(code: string, opts?: RunCodeOpts): Promise<Execution>
+  createCodeContext(opts?: CallOpts & { cwd?: string; language?: string }): Promise<Context>
+  listCodeContexts(opts?: CallOpts): Promise<Context[]>
+  restartCodeContext(context: Context | string, opts?: CallOpts): Promise<void>
+  removeCodeContext(context: Context | string, opts?: CallOpts): Promise<void>
+
+  /** Call a named command of the template: its JSON result. */
+  run(name: string, args?: Record<string, JsonValue>, opts?: RunCommandOpts): Promise<JsonValue>
+  listCommands(opts?: CallOpts & { port?: number }): Promise<NamedCommand[]>
+
+  saveSession(name: string, metadata?: Record<string, string>, opts?: { signal?: AbortSignal }): Promise<void>
+  /** Release the handle (the sandbox keeps running). */
+  close(): void
+  /** `await using`: kill the sandbox and release the handle. */
+  [Symbol.asyncDispose](): Promise<void>
+}
+
+export declare class SessionInfo {
+  readonly name: string
+  readonly sandboxId: string
+  readonly templateId: string
+  readonly apiUrl: string
+  readonly createdAt: Date
+  readonly metadata: { get(key: string): string | undefined; has(key: string): boolean }
+}
+
+export declare class Session {
+  static save(name: string, sandbox: SandboxBase, metadata?: Record<string, string>, opts?: { signal?: AbortSignal }): Promise<void>
+  static load(name: string, opts?: SandboxConnectOpts): Promise<SandboxBase>
+  static get(name: string, opts?: { signal?: AbortSignal }): Promise<SessionInfo>
+  static list(opts?: { signal?: AbortSignal }): Promise<SessionInfo[]>
+  static delete(name: string, opts?: { signal?: AbortSignal }): Promise<boolean>
+}
+
+export interface TemplateInfo {
+  templateId: string
+  name: string
+  buildId: string
+  description: string
+  cpuCount: number
+  memoryMB: number
+  diskMB: number
+  createdAt?: Date
+  /** After a build: whether an earlier build was reused. */
+  cached?: boolean
+  buildLog?: string
+  raw?: JsonValue
+}
+
+export declare class Template {
+  static build(dir: string, opts?: ConnectionOpts & { force?: boolean; timeoutMs?: number; signal?: AbortSignal }): Promise<TemplateInfo>
+  static get(templateId: string, opts?: ConnectionOpts & CallOpts): Promise<TemplateInfo>
+  static list(opts?: ConnectionOpts & CallOpts): Promise<TemplateInfo[]>
+  static delete(templateId: string, opts?: ConnectionOpts & CallOpts): Promise<void>
+}
+
+export interface SandboxedOpts extends ConnectionOpts {
+  template?: string
+  timeoutMs?: number
+  envs?: Record<string, string>
+  keepAlive?: boolean
+  sandbox?: SandboxBase
+  node?: string
+  streamOutput?: boolean
+  callTimeoutMs?: number
+  signal?: AbortSignal
+}
+
+type Awaited2<T> = T extends PromiseLike<infer U> ? U : T
+export type SandboxedFunction<A extends JsonValue[], R> = ((...args: A) => Promise<Awaited2<R>>) & {
+  currentSandbox(): SandboxBase | null
+  close(): Promise<void>
+}
+
+/** Run fn in a sandbox: its source and JSON arguments are shipped, its
+ * result comes back; a throw there rejects with RemoteError. */
+export declare function sandboxed<A extends JsonValue[], R>(fn: (...args: A) => R, options?: SandboxedOpts): SandboxedFunction<A, R>
+
+export declare function libraryVersion(): string
+
+export interface ErrorDetail {
+  code?: string
+  status?: number
+  remoteCode?: string
+  retryAfter?: number
+  reason?: string
+}
+
+declare class DetailedError extends Error {
+  constructor(message?: string, detail?: ErrorDetail)
+  /** The asb_status name ("ASB_ENOTFOUND"). */
+  code: string
+  /** The HTTP status of the failing reply, 0 if none. */
+  status: number
+  statusCode?: number
+  remoteCode: string
+  retryAfter: number
+  reason: string
+}
+
+export declare class SandboxError extends DetailedError {}
+export declare class TimeoutError extends SandboxError {}
+export declare class InvalidArgumentError extends SandboxError {}
+export declare class NotEnoughSpaceError extends SandboxError {}
+export declare class NotFoundError extends SandboxError {}
+export declare class FileNotFoundError extends NotFoundError {}
+export declare class SandboxNotFoundError extends NotFoundError {}
+export declare class SandboxGoneError extends SandboxNotFoundError {}
+export declare class TemplateError extends SandboxError {}
+export declare class RateLimitError extends SandboxError {}
+export declare class PermissionDeniedError extends SandboxError {}
+export declare class CommandNotFoundError extends NotFoundError {}
+export declare class CommandFailedError extends SandboxError {
+  readonly type: string
+}
+export declare class OperationCancelledError extends SandboxError {}
+export declare class AuthenticationError extends DetailedError {}
+export declare class BuildError extends DetailedError {}
+export declare class CommandExitError extends SandboxError implements CommandResult {
+  constructor(result: CommandResult, detail?: ErrorDetail)
+  readonly result: CommandResult
+  readonly exitCode: number
+  readonly error: string | undefined
+  readonly stdout: string
+  readonly stderr: string
+}
+export declare class RemoteError extends Error {
+  constructor(name: string, message: string, stack?: string)
+  readonly remoteName: string
+  readonly remoteStack: string
+}

@@ -1,0 +1,59 @@
+// Type-checked (never run) by node.types: the declarations describe the API
+// strictly (the errors below are expected ones: @ts-expect-error fails the
+// check when no error is there).
+// SPDX-License-Identifier: Apache-2.0
+import { Sandbox, CommandExitError, SandboxError, FileType, sandboxed, Session, Template, type CommandResult, type EntryInfo, type Execution, type JsonValue } from 'agent-sandbox'
+import Default from 'agent-sandbox'
+
+async function main(): Promise<void> {
+  const sbx: Sandbox = await Sandbox.create({ template: 'base', timeoutMs: 60_000, envs: { A: '1' }, metadata: { k: 'v' } })
+  const other: Sandbox = await Default.create('base')
+  const r: CommandResult = await sbx.commands.run('echo hi', { onStdout: (d: string) => { void d }, cwd: '/tmp' })
+  const n: number = r.exitCode
+  const h = await sbx.commands.run('sleep 1', { background: true })
+  const pid: number = h.pid
+  for await (const c of h) {
+    if (c.type === 'pty') { const b: Uint8Array = c.data; void b } else { const s: string = c.data; void s }
+  }
+  const text: string = await sbx.files.read('/x')
+  const bytes: Uint8Array = await sbx.files.read('/x', { format: 'bytes' })
+  const stream: ReadableStream<Uint8Array> = await sbx.files.read('/x', { format: 'stream' })
+  const e: EntryInfo = await sbx.files.write('/x', new Uint8Array(3))
+  const es: EntryInfo[] = await sbx.files.write([{ path: '/a', data: 'a' }])
+  const t: boolean = e.type === FileType.DIR
+  const w = await sbx.files.watchDir('/tmp', (ev) => { const name: string = ev.name; void name }, { recursive: true })
+  await w.stop()
+  const x: Execution = await sbx.runCode('1', { onResult: (res) => { const m: boolean = res.isMainResult; void m } })
+  const txt: string | undefined = x.text
+  const v: JsonValue = await sbx.run('hello', { name: 'x' })
+  const list = await Sandbox.list({ state: 'running' })
+  const id: string = list[0].sandboxId
+  const ac = new AbortController()
+  await sbx.kill({ signal: ac.signal })
+  const waited: CommandResult = await h.wait({ check: false, signal: ac.signal })
+  await Session.list({ signal: ac.signal })
+  await sbx.downloadUrl('/x', { signal: ac.signal })
+  try {
+    await sbx.commands.run('false', { check: true })
+  } catch (err) {
+    if (err instanceof CommandExitError) { const code: number = err.exitCode; void code }
+    if (err instanceof SandboxError) { const c: string = err.code; const s: number = err.status; void c; void s }
+  }
+  const f = sandboxed((a: number, b: number) => a + b)
+  const sum: number = await f(1, 2)
+  // @ts-expect-error: arguments must be JSON values
+  await f(1, () => 2)
+  await Session.save('n', sbx, { a: 'b' })
+  const info = await Session.get('n')
+  const md: string | undefined = info.metadata.get('a')
+  const tpl = await Template.build('dir', { force: true })
+  const cached: boolean | undefined = tpl.cached
+  // @ts-expect-error: no such option
+  await Sandbox.create({ tmplate: 'x' })
+  // @ts-expect-error: the result of a foreground run has no pid
+  r.pid
+  await using disposable = await Sandbox.create()
+  void disposable
+  void [other, waited, n, pid, text, bytes, stream, es, t, txt, v, id, sum, md, cached]
+}
+void main

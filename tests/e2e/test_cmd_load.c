@@ -1,0 +1,173 @@
+/* Commands under load through the engine (issue 23): 200 processes alive
+ * at once in one sandbox, then 200 spread over four sandboxes, fed by four
+ * client threads. Every process is an awk behind the login shell that
+ * copies each input line to stdout and to stderr at once (flushed: one
+ * event per line). Each thread starts its 50 processes (start event
+ * received) before it sends the first byte to any, then gives every one
+ * its numbered lines in three rounds interleaved with the others, then
+ * EOF. Each result must hold exactly its own input on stdout and on
+ * stderr, in order: no lost, duplicated, reordered or misrouted output,
+ * and the end event after the last byte (asb_process_wait returns only at
+ * the end). Nothing is timed; the waits are the API's own.
+ * SPDX-License-Identifier: Apache-2.0 */
+#include <agentsandbox.h>
+#include <pthread.h>
+
+#include "engine_fixture.h"
+#include "asb_testing.h"
+
+#define PER_THREAD 50
+#define THREADS 4
+#define ROUNDS 3
+
+static engine_fixture F;
+static asb_client *C;
+
+/* What one process must echo: its input so far. */
+typedef struct tbuf {
+  char *data;
+  size_t len, cap;
+} tbuf;
+
+static void tbuf_puts(tbuf *b, const char *s) {
+  size_t n = strlen(s);
+  if (b->len + n + 1 > b->cap) {
+    size_t cap = (b->len + n + 1) * 2;
+    char *d = realloc(b->data, cap);
+    if (!d) abort();
+    b->data = d;
+    b->cap = cap;
+  }
+  memcpy(b->data + b->len, s, n + 1);
+  b->len += n;
+}
+
+typedef struct worker {
+  asb_sandbox *sb;
+  int base; /* first process number */
+  asb_process *p[PER_THREAD];
+  tbuf want[PER_THREAD];
+  int started;
+  char err[512]; /* the first failure, "" = none */
+} worker;
+
+static void fail(worker *w, const char *fmt, int i, const char *why) {
+  if (!w->err[0]) snprintf(w->err, sizeof w->err, fmt, w->base + i, why ? why : "");
+}
+
+static void line_of(char *out, size_t n, int id, int round) {
+  /* long enough that a round is more than one pipe read on a busy box */
+  snprintf(out, n, "process %d round %d %0*d\n", id, round, 200, id * 10 + round);
+}
+
+static const char k_copy[] =
+    "exec awk '{ print; fflush(); print > \"/dev/stderr\"; fflush(\"/dev/stderr\") }'";
+
+static void *work(void *arg) {
+  worker *w = arg;
+  asb_command_options o = ASB_COMMAND_OPTIONS_INIT;
+  o.stdin_enabled = 1;
+  o.timeout_ms = -1; /* no lifetime: the test's EOF ends them */
+  for (int i = 0; i < PER_THREAD; i++, w->started++) {
+    if (asb_commands_start(&w->p[i], w->sb, k_copy, &o) != ASB_OK) {
+      fail(w, "start %d: %s", i, asb_error_last()->message);
+      return NULL;
+    }
+  }
+  char line[400];
+  for (int r = 0; r < ROUNDS; r++)
+    for (int i = 0; i < PER_THREAD; i++) {
+      line_of(line, sizeof line, w->base + i, r);
+      unsigned pid = asb_process_pid(w->p[i]);
+      if (asb_commands_send_stdin(w->sb, pid, line, strlen(line), NULL) != ASB_OK) {
+        fail(w, "stdin %d: %s", i, asb_error_last()->message);
+        return NULL;
+      }
+      tbuf_puts(&w->want[i], line);
+    }
+  for (int i = 0; i < PER_THREAD; i++)
+    if (asb_commands_close_stdin(w->sb, asb_process_pid(w->p[i]), NULL) != ASB_OK) {
+      fail(w, "close stdin %d: %s", i, asb_error_last()->message);
+      return NULL;
+    }
+  for (int i = 0; i < PER_THREAD; i++) {
+    asb_command_result *res = NULL;
+    if (asb_process_wait(&res, w->p[i], NULL) != ASB_OK) {
+      fail(w, "wait %d: %s", i, asb_error_last()->message);
+      asb_command_result_free(res);
+      return NULL;
+    }
+    size_t no = 0, ne = 0;
+    const char *out = asb_command_result_stdout(res, &no);
+    const char *err = asb_command_result_stderr(res, &ne);
+    if (no != w->want[i].len || memcmp(out, w->want[i].data, no) != 0)
+      fail(w, "process %d: stdout differs from its input%s", i, "");
+    else if (ne != w->want[i].len || memcmp(err, w->want[i].data, ne) != 0)
+      fail(w, "process %d: stderr differs from its input%s", i, "");
+    else if (asb_command_result_exit_code(res) != 0)
+      fail(w, "process %d: exit code not 0%s", i, "");
+    asb_command_result_free(res);
+  }
+  return NULL;
+}
+
+/* THREADS workers of PER_THREAD processes, worker t in sbs[t]. */
+static void load(asb_sandbox **sbs) {
+  worker *w = calloc(THREADS, sizeof *w);
+  pthread_t th[THREADS];
+  REQUIRE(w != NULL);
+  for (int t = 0; t < THREADS; t++) {
+    w[t].sb = sbs[t];
+    w[t].base = t * PER_THREAD;
+    REQUIRE(pthread_create(&th[t], NULL, work, &w[t]) == 0);
+  }
+  for (int t = 0; t < THREADS; t++) pthread_join(th[t], NULL);
+  for (int t = 0; t < THREADS; t++) {
+    if (w[t].err[0]) ASBT_FAIL("worker %d: %s", t, w[t].err);
+    for (int i = 0; i < w[t].started; i++) {
+      if (w[t].err[0]) asb_commands_kill(w[t].sb, asb_process_pid(w[t].p[i]), NULL);
+      asb_process_free(w[t].p[i]);
+    }
+    for (int i = 0; i < PER_THREAD; i++) free(w[t].want[i].data);
+  }
+  free(w);
+}
+
+TEST(two_hundred_at_once_in_one_sandbox) {
+  asb_sandbox *sb = NULL;
+  asb_sandbox_options o = ASB_SANDBOX_OPTIONS_INIT;
+  REQUIRE_RC(asb_sandbox_create(&sb, C, &o), ASB_OK);
+  asb_sandbox *sbs[THREADS];
+  for (int t = 0; t < THREADS; t++) sbs[t] = sb;
+  load(sbs);
+  asb_sandbox_kill(sb, NULL);
+  asb_sandbox_free(sb);
+}
+
+TEST(two_hundred_at_once_across_four_sandboxes) {
+  asb_sandbox *sbs[THREADS] = {0};
+  int ok = 1;
+  for (int t = 0; t < THREADS && ok; t++) {
+    asb_sandbox_options o = ASB_SANDBOX_OPTIONS_INIT;
+    CHECK_RC(asb_sandbox_create(&sbs[t], C, &o), ASB_OK);
+    ok = sbs[t] != NULL;
+  }
+  if (ok) load(sbs);
+  for (int t = 0; t < THREADS; t++) {
+    if (!sbs[t]) continue;
+    asb_sandbox_kill(sbs[t], NULL);
+    asb_sandbox_free(sbs[t]);
+  }
+}
+
+int main(void) {
+  if (engine_fixture_start(&F, "cmdload") != 0 || engine_fixture_client(&F, &C) != ASB_OK) {
+    fprintf(stderr, "cannot start the engine\n");
+    return 1;
+  }
+  RUN(two_hundred_at_once_in_one_sandbox);
+  RUN(two_hundred_at_once_across_four_sandboxes);
+  asb_client_free(C);
+  engine_fixture_stop(&F);
+  TEST_MAIN_END();
+}
