@@ -5,6 +5,9 @@
  *   - warm asb_code_run("1+1") p50/p99 in the default python context,
  *     next to GET /contexts through the same client (HTTP + client, no
  *     kernel) and the same cell on the bash and javascript drivers
+ *   - chart extraction: the e2b/chart formatter's time per figure in the
+ *     kernel next to the png's, and a plotting cell end to end with it on
+ *     and off (alternating runs)
  * usage: codei_bench [iterations]
  * SPDX-License-Identifier: Apache-2.0 */
 #include <agentsandbox.h>
@@ -112,6 +115,48 @@ int main(int argc, char **argv) {
          "iopub/shell messages); the HTTP + client floor is %.0f us\n",
          p50 - floor, p50, floor);
   printf("server RSS %ld KiB\n", bench_proc_kb(f.pid, "VmRSS"));
+
+  /* ---- chart extraction: what it adds per figure ---- */
+  /* in the kernel: the e2b/chart formatter on one figure, next to its png */
+  const char *micro =
+      "import time, statistics, numpy as np, matplotlib.pyplot as plt\n"
+      "_f = get_ipython().display_formatter.formatters\n"
+      "def _p50(fn, k):\n"
+      "    t = []\n"
+      "    for _ in range(k):\n"
+      "        s = time.perf_counter(); fn(); t.append(time.perf_counter() - s)\n"
+      "    return statistics.median(t) * 1e6\n"
+      "_out = []\n"
+      "for _name, _draw in (('line, 2 x 100 points', lambda: (plt.plot(np.arange(100), np.sin(np.arange(100))),"
+      " plt.plot(np.arange(100), np.cos(np.arange(100))))), ('bar, 10 bars', lambda: plt.bar([str(i) for i in range(10)], range(10)))):\n"
+      "    _fig = plt.figure(); _draw()\n"
+      "    _out.append('%s: chart %.0f us, png %.0f us' % (_name, _p50(lambda: _f['e2b/chart'](_fig), 200),"
+      " _p50(lambda: _f['image/png'](_fig), 20)))\n"
+      "    plt.close(_fig)\n"
+      "print('; '.join(_out))";
+  asb_execution *me = NULL;
+  if (asb_code_run(&me, sb, micro, NULL) == ASB_OK && asb_execution_stdout_count(me))
+    printf("chart extraction in the kernel, p50 per figure: %s", asb_execution_stdout_get(me, 0));
+  asb_execution_free(me);
+  /* end to end: the same plotting cell with the formatter on and off, alternating */
+  const char *plot = "plt.plot(np.arange(100), np.sin(np.arange(100)))\nplt.title('t')\nplt.show()";
+  const char *on = "_f['e2b/chart'].enabled = True", *off = "_f['e2b/chart'].enabled = False";
+  int m = n / 5 < 20 ? 20 : n / 5;
+  double *von = calloc((size_t)m, sizeof *von), *voff = calloc((size_t)m, sizeof *voff);
+  run_ok(sb, plot, NULL, NULL);
+  for (int i = 0; i < m; i++) {
+    run_ok(sb, on, NULL, NULL);
+    von[i] = run_ok(sb, plot, NULL, NULL);
+    run_ok(sb, off, NULL, NULL);
+    voff[i] = run_ok(sb, plot, NULL, NULL);
+  }
+  run_ok(sb, on, NULL, NULL);
+  double pon = bench_report("run_code(plot + show) with the chart", von, m);
+  double poff = bench_report("run_code(plot + show) png only", voff, m);
+  printf("chart extraction adds %.2f ms per figure end to end (%.1f%% of %.1f ms)\n",
+         (pon - poff) / 1e3, (pon - poff) / poff * 100, poff / 1e3);
+  free(von);
+  free(voff);
   free(v);
   asb_sandbox_free(sb);
   asb_client_free(cl);

@@ -1,8 +1,28 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages the build and the tests need. Idempotent:
 # does nothing when everything is present. Needs root (or sudo).
+#   --code-interpreter-full  also the rest of E2B's code-interpreter image
+#                            (templates/code-interpreter/packages.txt [full])
 # SPDX-License-Identifier: Apache-2.0
 set -euo pipefail
+
+full=0
+for a in "$@"; do
+  case "$a" in
+    --code-interpreter-full) full=1 ;;
+    *) echo "usage: $0 [--code-interpreter-full]" >&2; exit 2 ;;
+  esac
+done
+
+# The code interpreter's packages: one list, templates/code-interpreter/
+# packages.txt, also read by the engine's preflight.
+ci_packages() { # section...
+  local list section
+  list="$(dirname "$0")/../templates/code-interpreter/packages.txt"
+  for section in "$@"; do
+    awk -v s="[$section]" '/^\[/ {on = ($1 == s); next} on {sub(/#.*/, ""); if (NF) print $1}' "$list"
+  done
+}
 
 PACKAGES=(
   # build
@@ -11,9 +31,9 @@ PACKAGES=(
   libmicrohttpd-dev libseccomp-dev libzmq3-dev libyaml-dev
   # checks
   abigail-tools clang libclang-rt-14-dev valgrind python3
-  # code interpreter kernels (python via ipykernel; javascript via node) and
-  # what its tests plot with
-  python3-ipykernel python3-matplotlib nodejs
+  # the code interpreter's kernels and libraries (E2B's image, core part)
+  $(ci_packages core)
+  $(if [ "$full" = 1 ]; then ci_packages full; fi)
   # the Python binding (built and tested offline, no PyPI): SWIG, headers,
   # venv + pip, setuptools/wheel/build for wheels and sdists, pytest
   swig python3-dev python3-venv python3-pip python3-setuptools python3-wheel

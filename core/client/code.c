@@ -103,7 +103,8 @@ static asb_code_result *result_from(const cJSON *j) {
         continue;
       }
       if (cJSON_IsNull(it)) continue;
-      char *v = cJSON_IsString(it) ? asbi_strdup(it->valuestring) : cJSON_PrintUnformatted(it);
+      /* JSON values as sent: a chart's 3.0 stays 3.0 (cJSON would print 3) */
+      char *v = cJSON_IsString(it) ? asbi_strdup(it->valuestring) : asbi_pj_print_exact(it);
       char *k = asbi_strdup(it->string);
       if (!v || !k) {
         free(v);

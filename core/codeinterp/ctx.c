@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "drivers.h"
 #include "kernel.h"
 #include "ndout.h"
 #include "util/buf.h"
@@ -19,10 +20,9 @@
 
 #define READY_WAIT_MS 120000
 
-/* IPython as E2B configures it: plain tracebacks, no truncated reprs. */
-static const char python_setup[] =
-    "%colors NoColor\n"
-    "get_ipython().display_formatter.formatters['text/plain'].max_seq_length = 0\n";
+/* IPython as E2B configures it (plain tracebacks, no truncated reprs) and
+ * the formatters and hooks of E2B's start-up scripts: startup/. */
+#define python_setup ci_python_startup
 
 struct ci_exec {
   int refs;
@@ -654,8 +654,50 @@ static int wait_ready(ci_ctx *c, char *err, size_t errlen) {
   return st == ST_READY ? CI_OK : CI_EFAIL;
 }
 
-static int ctx_new(const char *language, const char *cwd, int wait, ci_ctx **out, char *err,
-                   size_t errlen) {
+static const char *cstr_(const cJSON *o, const char *name) {
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, name);
+  return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+/* The state file: [{id, language, cwd, default}], replaced whole (a
+ * rename), after every change of the registry. */
+static pthread_mutex_t g_state_mu = PTHREAD_MUTEX_INITIALIZER;
+static void save_state(void) {
+  if (!g_cfg.state_path) return;
+  asbi_buf b = ASBI_BUF_INIT;
+  pthread_mutex_lock(&g_state_mu);
+  pthread_mutex_lock(&g_mu);
+  asbi_buf_putc(&b, '[');
+  for (size_t i = 0; i < g_nctx; i++) {
+    ci_ctx *c = g_ctxs[i];
+    int dflt = 0;
+    for (size_t d = 0; d < g_ndefaults && !dflt; d++) dflt = g_defaults[d].ctx == c;
+    asbi_buf_printf(&b, "%s{\"id\":\"%s\",\"language\":", i ? "," : "", c->id);
+    ci_out_json_str(&b, c->language, strlen(c->language));
+    asbi_buf_puts(&b, ",\"cwd\":");
+    ci_out_json_str(&b, c->cwd, strlen(c->cwd));
+    asbi_buf_printf(&b, ",\"default\":%s}", dflt ? "true" : "false");
+  }
+  asbi_buf_puts(&b, "]\n");
+  pthread_mutex_unlock(&g_mu);
+  char tmp[4096];
+  snprintf(tmp, sizeof tmp, "%s.tmp", g_cfg.state_path);
+  FILE *f = b.data ? fopen(tmp, "we") : NULL;
+  int ok = f && fwrite(b.data, 1, b.len, f) == b.len;
+  if (f && fclose(f) != 0) ok = 0;
+  if (!ok || rename(tmp, g_cfg.state_path) != 0) {
+    fprintf(stderr, "code-interpreter: cannot write the state file %s: %s\n", g_cfg.state_path,
+            strerror(errno));
+    unlink(tmp);
+  }
+  pthread_mutex_unlock(&g_state_mu);
+  asbi_buf_free(&b);
+}
+
+/* id: NULL for a new one; notice: NULL, or why the first call is told the
+ * context restarted (a context taken back from the state file). */
+static int ctx_new(const char *language, const char *cwd, int wait, const char *id,
+                   const char *notice, ci_ctx **out, char *err, size_t errlen) {
   *out = NULL;
   char lang[64];
   ci_normalize_language(language, lang, sizeof lang);
@@ -667,6 +709,11 @@ static int ctx_new(const char *language, const char *cwd, int wait, ci_ctx **out
     return CI_EBADREQ;
   }
   ci_kspec *spec = ci_kspec_find(klang);
+  if (spec && spec->kind == CI_KIND_NODE && klang != lang) {
+    /* the node driver strips a typescript context's types */
+    free(spec->language);
+    spec->language = asbi_strdup(lang);
+  }
   if (!spec) {
     snprintf(err, errlen,
              "Unsupported language '%s': no Jupyter kernelspec for it is installed and there is "
@@ -687,7 +734,9 @@ static int ctx_new(const char *language, const char *cwd, int wait, ci_ctx **out
   pthread_cond_init(&c->cv, NULL);
   snprintf(c->language, sizeof c->language, "%s", lang);
   c->cwd = asbi_strdup(cwd);
-  if (c->wake_fd < 0 || !c->cwd || uuid4(c->id) != 0 || registry_add(c) != 0) {
+  if (id) snprintf(c->id, sizeof c->id, "%s", id);
+  if (notice) c->notice = asbi_strdup(notice);
+  if (c->wake_fd < 0 || !c->cwd || (!id && uuid4(c->id) != 0) || registry_add(c) != 0) {
     ci_ctx_unref(c);
     snprintf(err, errlen, "out of resources");
     return CI_EFAIL;
@@ -712,7 +761,9 @@ static int ctx_new(const char *language, const char *cwd, int wait, ci_ctx **out
 }
 
 int ci_ctx_create(const char *language, const char *cwd, ci_ctx **out, char *err, size_t errlen) {
-  return ctx_new(language, cwd, 1, out, err, errlen);
+  int rc = ctx_new(language, cwd, 1, NULL, NULL, out, err, errlen);
+  if (rc == CI_OK) save_state();
+  return rc;
 }
 
 ci_ctx *ci_ctx_get(const char *id) {
@@ -751,10 +802,11 @@ int ci_ctx_default(const char *language, ci_ctx **out, char *err, size_t errlen)
   pthread_mutex_lock(&g_default_mu);
   int rc = CI_OK;
   if (!(*out = find_default(lang))) {
-    rc = ctx_new(lang, NULL, 1, out, err, errlen);
+    rc = ctx_new(lang, NULL, 1, NULL, NULL, out, err, errlen);
     if (rc == CI_OK) add_default(*out);
   }
   pthread_mutex_unlock(&g_default_mu);
+  if (rc == CI_OK) save_state();
   return rc;
 }
 
@@ -821,6 +873,7 @@ int ci_ctx_remove(const char *id) {
   int found = registry_take(c);
   if (found) stop_ctx(c);
   ci_ctx_unref(c);
+  if (found) save_state();
   return found ? CI_OK : CI_ENOTFOUND;
 }
 
@@ -844,11 +897,68 @@ int ci_ctx_init(const ci_config *cfg) {
   return 0;
 }
 
+/* Take back the contexts of the state file (a server restarted after a
+ * crash: its kernels died with it). 1 if the file listed any. */
+static int restore_state(void) {
+  if (!g_cfg.state_path) return 0;
+  FILE *f = fopen(g_cfg.state_path, "re");
+  if (!f) return 0;
+  static char text[1 << 20]; /* one thread: the start-up */
+  size_t len = fread(text, 1, sizeof text, f);
+  fclose(f);
+  cJSON *j = len < sizeof text ? cJSON_ParseWithLength(text, len) : NULL;
+  int n = 0;
+  const cJSON *it;
+  static const char notice[] =
+      "the code interpreter was restarted (its server process ended), and its kernels with it";
+  const cJSON *arr = cJSON_IsArray(j) ? j : NULL;
+  cJSON_ArrayForEach(it, arr) {
+    const char *id = cstr_(it, "id"), *lang = cstr_(it, "language"), *cwd = cstr_(it, "cwd");
+    if (!id || strlen(id) != 36 || !lang || !cwd) continue;
+    ci_ctx *c = NULL;
+    char err[600];
+    if (ctx_new(lang, cwd, 0, id, notice, &c, err, sizeof err) != CI_OK) {
+      fprintf(stderr, "code-interpreter: context %s not taken back: %s\n", id, err);
+      continue;
+    }
+    n++;
+    if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(it, "default"))) {
+      add_default(c);
+      if (strcmp(c->language, "python") == 0 && !g_boot) {
+        pthread_mutex_lock(&g_mu);
+        g_boot = c; /* keeps the reference */
+        pthread_mutex_unlock(&g_mu);
+        continue;
+      }
+    }
+    ci_ctx_unref(c);
+  }
+  cJSON_Delete(j);
+  return n > 0;
+}
+
 int ci_ctx_start_default(void) {
   char err[600];
   ci_ctx *c = NULL;
   pthread_mutex_lock(&g_default_mu);
-  int rc = ctx_new("python", NULL, 0, &c, err, sizeof err);
+  int rc = CI_OK;
+  if (restore_state()) {
+    /* a state without the python default (removed) gets a fresh one */
+    if (!g_boot && (c = find_default("python"))) {
+      pthread_mutex_lock(&g_mu);
+      g_boot = c;
+      pthread_mutex_unlock(&g_mu);
+    }
+    pthread_mutex_unlock(&g_default_mu);
+    if (!g_boot) {
+      pthread_mutex_lock(&g_mu);
+      g_cfg.default_context = 0;
+      pthread_mutex_unlock(&g_mu);
+    }
+    save_state();
+    return CI_OK;
+  }
+  rc = ctx_new("python", NULL, 0, NULL, NULL, &c, err, sizeof err);
   if (rc == CI_OK) {
     add_default(c);
     pthread_mutex_lock(&g_mu);
@@ -860,7 +970,13 @@ int ci_ctx_start_default(void) {
     g_cfg.default_context = 0; /* healthy without it: calls report the error */
     pthread_mutex_unlock(&g_mu);
   }
+  /* and javascript, as E2B's server creates both (not waited for) */
+  ci_ctx *js = NULL;
+  if (ctx_new("javascript", NULL, 0, NULL, NULL, &js, err, sizeof err) == CI_OK) add_default(js);
+  else fprintf(stderr, "code-interpreter: default javascript context: %s\n", err);
+  ci_ctx_unref(js);
   pthread_mutex_unlock(&g_default_mu);
+  save_state();
   return rc;
 }
 
@@ -881,4 +997,6 @@ void ci_ctx_shutdown(void) {
   g_nctx = g_capctx = 0;
   pthread_mutex_unlock(&g_mu);
   ci_ctx_unref(b);
+  /* the state file stays: whoever stopped us (a user's pkill, asb-init at the
+   * sandbox's end) is followed by a restart or by nothing */
 }

@@ -16,12 +16,18 @@ typedef struct ci_config {
   size_t queue_mem;        /* per-execution memory bound */
   int interrupt_grace_ms;  /* an interrupted cell that runs on this long gets
                               its kernel restarted */
-  int default_context;     /* a python context is started ahead of the first
-                              call (ci_ctx_start_default); /health waits */
+  int default_context;     /* python and javascript contexts are started
+                              ahead of the first call (ci_ctx_start_default);
+                              /health waits for python */
+  const char *state_path;  /* NULL, or a file listing the contexts: a server
+                              started again (after a crash) takes them back
+                              with the same ids, each reporting
+                              ContextRestarting on its next call */
 } ci_config;
 
 int ci_ctx_init(const ci_config *cfg);
-/* Start the default python context without waiting for it. */
+/* Start the default python and javascript contexts without waiting for
+ * them, or take back the contexts of the state file. */
 int ci_ctx_start_default(void);
 /* Stop every context (kills the kernels). */
 void ci_ctx_shutdown(void);

@@ -5,5 +5,11 @@
 
 extern const char ci_node_driver[];
 extern const char ci_bash_init[];
+/* Embedded at build time (embed.cmake): the silent cell every python kernel
+ * runs first (startup/python_startup.py: E2B's IPython settings, the chart,
+ * data and JSON formatters, the PIL hooks) and the matplotlibrc the kernels
+ * get through MATPLOTLIBRC (templates/code-interpreter/matplotlibrc). */
+extern const char ci_python_startup[];
+extern const char ci_matplotlibrc[];
 
 #endif

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -115,6 +116,35 @@ typedef struct spawn_req {
 
 static int dup_high(int fd) { return fd < 0 ? -1 : fcntl(fd, F_DUPFD_CLOEXEC, 16); }
 
+/* Where kernels go when the server runs as a sandbox's agent (see
+ * ci_kernel_workload): the cgroup.procs files each kernel's child writes
+ * itself into before it execs, and the open-file limit of user processes. */
+#define MAX_WORKLOAD_CG 8
+static char *g_cg_procs[MAX_WORKLOAD_CG];
+static int g_ncg;
+static struct rlimit g_nofile;
+static int g_have_nofile;
+
+void ci_kernel_workload(const char *cgroups, const char *nofile) {
+  for (const char *p = cgroups; p && *p && g_ncg < MAX_WORKLOAD_CG;) {
+    const char *end = strchr(p, ':');
+    size_t n = end ? (size_t)(end - p) : strlen(p);
+    if (n) {
+      asbi_buf b = ASBI_BUF_INIT;
+      asbi_buf_append(&b, p, n);
+      asbi_buf_puts(&b, "/cgroup.procs");
+      if (b.data) g_cg_procs[g_ncg++] = b.data;
+    }
+    p = end ? end + 1 : p + n;
+  }
+  unsigned long soft, hard;
+  if (nofile && sscanf(nofile, "%lu:%lu", &soft, &hard) == 2 && soft <= hard) {
+    g_nofile.rlim_cur = soft;
+    g_nofile.rlim_max = hard;
+    g_have_nofile = 1;
+  }
+}
+
 /* fork + exec with a new session, death signal on our exit, default signal
  * handling, fds 0..4 as asked. Returns the pid, or -1 with err set. */
 static pid_t spawn(const spawn_req *r, char *err, size_t errlen) {
@@ -146,6 +176,24 @@ static pid_t spawn(const spawn_req *r, char *err, size_t errlen) {
         goto fail;
       }
       if (hi[i] < 0) close(i);
+    }
+    for (int i = 0; i < g_ncg; i++) { /* into the workload, as a user process */
+      int cg = open(g_cg_procs[i], O_WRONLY | O_CLOEXEC);
+      if (cg < 0 || write(cg, "0\n", 2) != 2) {
+        e = errno;
+        what = "cgroup";
+        goto fail;
+      }
+      close(cg);
+    }
+    if (g_have_nofile) {
+      struct rlimit cur;
+      if (getrlimit(RLIMIT_NOFILE, &cur) == 0) { /* lowering only */
+        struct rlimit want = g_nofile;
+        if (want.rlim_max > cur.rlim_max) want.rlim_max = cur.rlim_max;
+        if (want.rlim_cur > want.rlim_max) want.rlim_cur = want.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &want);
+      }
     }
     if (r->cwd && chdir(r->cwd) != 0) {
       e = errno;
@@ -184,6 +232,8 @@ static pid_t spawn(const spawn_req *r, char *err, size_t errlen) {
     waitpid(pid, NULL, 0);
     if (strcmp(what, "chdir") == 0)
       snprintf(err, errlen, "cannot enter the working directory %s: %s", r->cwd, strerror(e));
+    else if (strcmp(what, "cgroup") == 0)
+      snprintf(err, errlen, "cannot move the kernel into the workload cgroup: %s", strerror(e));
     else
       snprintf(err, errlen, "cannot run %s: %s", r->argv[0], strerror(e));
     return -1;
@@ -626,7 +676,8 @@ static int start_driver(ci_kernel *k, const ci_kspec *spec, const char *cwd,
     return -1;
   }
   int bash = spec->kind == CI_KIND_BASH;
-  char *node_argv[] = {"node", "-e", (char *)ci_node_driver, NULL};
+  int ts = spec->language && strcmp(spec->language, "typescript") == 0;
+  char *node_argv[] = {"node", "-e", (char *)ci_node_driver, ts ? "typescript" : NULL, NULL};
   char *bash_argv[] = {"bash", "--noprofile", "--norc", "--noediting", "-i", NULL};
   static const char *const drop[] = {"PROMPT_COMMAND", "BASH_ENV", "ENV", "NODE_REPL_EXTERNAL_MODULE",
                                      NULL};

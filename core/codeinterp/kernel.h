@@ -88,6 +88,13 @@ pid_t ci_kernel_pid(const ci_kernel *k);
 /* Kill its process group, reap it, remove its files. NULL is fine. */
 void ci_kernel_destroy(ci_kernel *k);
 
+/* Run as a sandbox's agent: every kernel's process first joins these
+ * cgroups (colon-separated dirs, $ASB_WORKLOAD_CGROUPS: writes itself to
+ * each cgroup.procs) and takes this open-file limit ("soft:hard",
+ * $ASB_NOFILE), as envd does for commands. Call before any kernel starts;
+ * NULLs are fine. */
+void ci_kernel_workload(const char *cgroups, const char *nofile);
+
 /* The ZeroMQ context of the process (created on first use). */
 void *ci_zmq_ctx(void);
 void ci_zmq_term(void);

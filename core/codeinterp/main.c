@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "ctx.h"
+#include "drivers.h"
 #include "kernel.h"
 #include "server.h"
 #include "util/sha256.h"
@@ -26,7 +27,8 @@ static void usage(FILE *f) {
           "usage: code-interpreter [--port N] [--listen ADDR] [--access-token T]\n"
           "                        [--access-token-sha256 H] [--traffic-token T]\n"
           "                        [--traffic-token-sha256 H]\n"
-          "                        [--cwd DIR] [--no-default-context] [--version]\n"
+          "                        [--cwd DIR] [--state FILE] [--no-default-context]\n"
+          "                        [--version]\n"
           "  --port N             port to serve (default 49999; 0 = any free port)\n"
           "  --listen ADDR        address to bind (default 127.0.0.1)\n"
           "  --access-token T     require X-Access-Token: T on every route but GET /health\n"
@@ -39,6 +41,9 @@ static void usage(FILE *f) {
           "                       $ASB_TRAFFIC_TOKEN, $ASB_TRAFFIC_TOKEN_SHA256)\n"
           "  --cwd DIR            cwd of contexts created without one (default /home/user\n"
           "                       if it exists, else the current directory)\n"
+          "  --state FILE         keep the contexts in FILE: started again with the\n"
+          "                       same ids (reporting ContextRestarting once) by a\n"
+          "                       server restarted after a crash\n"
           "  --no-default-context do not start a python kernel ahead of the first call\n"
           "The chosen port is printed on stdout, alone on its line, once listening;\n"
           "GET /health answers 200 once the default python kernel is ready.\n");
@@ -62,7 +67,7 @@ static int take_token(const char *raw, const char *hex, const char *what, unsign
 
 int main(int argc, char **argv) {
   int port = 49999, default_ctx = 1;
-  const char *listen = "127.0.0.1", *cwd = NULL;
+  const char *listen = "127.0.0.1", *cwd = NULL, *state = NULL;
   /* the variables first; options override them */
   const char *tok = asbi_getenv("ASB_ACCESS_TOKEN"), *tok_hex = asbi_getenv("ASB_ACCESS_TOKEN_SHA256");
   const char *tt = asbi_getenv("ASB_TRAFFIC_TOKEN"), *tt_hex = asbi_getenv("ASB_TRAFFIC_TOKEN_SHA256");
@@ -106,13 +111,23 @@ int main(int argc, char **argv) {
     } else if (v && strcmp(a, "--cwd") == 0) {
       cwd = v;
       i++;
+    } else if (v && strcmp(a, "--state") == 0) {
+      state = v;
+      i++;
     } else {
       fprintf(stderr, "code-interpreter: unknown or incomplete option %s\n", a);
       usage(stderr);
       return 2;
     }
   }
-  /* kernels inherit our environment: not the tokens */
+  /* Run by asb-init as a sandbox's aux agent: kernels are user processes,
+   * in the workload cgroups with the user processes' open-file limit. */
+  ci_kernel_workload(asbi_getenv("ASB_WORKLOAD_CGROUPS"), asbi_getenv("ASB_NOFILE"));
+  /* kernels inherit our environment: not the tokens, nor the agent's
+   * conventions */
+  static const char *const agent_vars[] = {"ASB_WORKLOAD_CGROUPS", "ASB_NOFILE", "ASB_RUN_DIR",
+                                           "ASB_SANDBOX_ID"};
+  for (size_t i = 0; i < sizeof agent_vars / sizeof agent_vars[0]; i++) unsetenv(agent_vars[i]);
   unsetenv("ASB_ACCESS_TOKEN");
   unsetenv("ASB_ACCESS_TOKEN_SHA256");
   unsetenv("ASB_TRAFFIC_TOKEN");
@@ -139,6 +154,16 @@ int main(int argc, char **argv) {
     return 1;
   }
 
+  /* matplotlib of the python kernels: E2B's settings (CJK fallback font),
+   * unless the environment names an rc of its own */
+  char rc[PATH_MAX + 16];
+  snprintf(rc, sizeof rc, "%s/matplotlibrc", rundir);
+  if (!asbi_getenv("MATPLOTLIBRC")) {
+    FILE *f = fopen(rc, "we");
+    if (f && fputs(ci_matplotlibrc, f) >= 0 && fclose(f) == 0) setenv("MATPLOTLIBRC", rc, 1);
+    else if (f) fclose(f);
+  }
+
   /* Signals: SIGPIPE ignored (dead drivers' pipes, gone clients); the
    * termination signals are taken by sigwait below, so block them before
    * any thread starts. Kernels get default handling back when spawned. */
@@ -150,27 +175,34 @@ int main(int argc, char **argv) {
   sigaddset(&stop, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &stop, NULL);
 
-  ci_config cfg = {.rundir = rundir, .default_cwd = cwd, .default_context = default_ctx};
+  ci_config cfg = {.rundir = rundir, .default_cwd = cwd, .default_context = default_ctx,
+                   .state_path = state};
   ci_ctx_init(&cfg);
   ci_server_opts so = {.listen = listen, .port = port,
                        .access_sha256 = have_access ? access_md : NULL,
                        .traffic_sha256 = have_traffic ? traffic_md : NULL};
   char err[512];
+  /* the default contexts exist (starting) before the first request can
+   * list them */
+  if (default_ctx) ci_ctx_start_default();
   int bound = ci_server_start(&so, err, sizeof err);
   if (bound < 0) {
     fprintf(stderr, "code-interpreter: %s\n", err);
+    ci_ctx_shutdown();
+    ci_zmq_term();
+    unlink(rc);
     rmdir(rundir);
     return 1;
   }
   printf("%d\n", bound);
   fflush(stdout);
-  if (default_ctx) ci_ctx_start_default();
 
   int sig = 0;
   sigwait(&stop, &sig);
   ci_ctx_shutdown(); /* ends running executions, so their streams finish */
   ci_server_stop();
   ci_zmq_term();
+  unlink(rc);
   rmdir(rundir); /* kernels removed their files; spool files are unlinked */
   return 0;
 }

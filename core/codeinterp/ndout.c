@@ -162,6 +162,40 @@ static int put_value(asbi_buf *b, const cJSON *v) {
   return rc;
 }
 
+/* A number as a JSON float: shortest round-trip digits, ".0" added to an
+ * integral value, so 100.0 stays 100.0 (cJSON would print 100). */
+static int put_float(asbi_buf *b, double d) {
+  if (d != d || d - d != 0) return asbi_buf_puts(b, "null"); /* NaN, inf */
+  char t[40];
+  for (int prec = 15; prec <= 17; prec++) {
+    snprintf(t, sizeof t, "%.*g", prec, d);
+    if (strtod(t, NULL) == d) break;
+  }
+  if (asbi_buf_puts(b, t)) return -1;
+  return strpbrk(t, ".eE") ? 0 : asbi_buf_puts(b, ".0");
+}
+
+/* A value printed with every number as a float: a chart's numbers are all
+ * floats in E2B's Chart types, and clients in typed languages (Python's
+ * isinstance(x, float)) tell 1 from 1.0. */
+static int put_floats(asbi_buf *b, const cJSON *v, int depth) {
+  if (depth > 64) return -1;
+  if (cJSON_IsNumber(v)) return put_float(b, v->valuedouble);
+  if (!cJSON_IsArray(v) && !cJSON_IsObject(v)) return put_value(b, v);
+  int obj = cJSON_IsObject(v);
+  if (asbi_buf_putc(b, obj ? '{' : '[')) return -1;
+  const cJSON *it;
+  int first = 1;
+  cJSON_ArrayForEach(it, v) {
+    if (!first && asbi_buf_putc(b, ',')) return -1;
+    first = 0;
+    if (obj && (ci_out_json_str(b, it->string, strlen(it->string)) || asbi_buf_putc(b, ':')))
+      return -1;
+    if (put_floats(b, it, depth + 1)) return -1;
+  }
+  return asbi_buf_putc(b, obj ? '}' : ']');
+}
+
 static const struct {
   const char *mime, *key;
 } mime_map[] = {
@@ -187,7 +221,7 @@ int ci_out_result(asbi_buf *b, const cJSON *bundle, int is_main) {
         continue;
       }
     }
-    if (put_value(b, v)) return -1;
+    if (strcmp(mime_map[i].key, "chart") == 0 ? put_floats(b, v, 0) : put_value(b, v)) return -1;
   }
   if (asbi_buf_puts(b, ",\"extra\":{")) return -1;
   int first = 1;

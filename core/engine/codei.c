@@ -1,7 +1,12 @@
-/* The code interpreter (E2B's port 49999) inside sandboxes: the engine
- * launches it as the sandbox's user — at create for the code-interpreter
- * templates, else on the first request the router sees for port 49999 — and
- * the router then forwards to it like to any port.
+/* The code interpreter (E2B's port 49999) inside sandboxes. It is asb-init's
+ * aux agent (asb_init.c -a): root inside (as E2B's kernels are; root inside
+ * is an unprivileged host uid), in the agent cgroup and supervised with the
+ * agent's backoff, so a user's pkill or an OOM in the workload cannot take it
+ * down, and it comes back if killed (its contexts then report
+ * ContextRestarting, from its state file). It moves its kernels into the
+ * workload cgroups. Code-interpreter templates start it at create, others on
+ * the first request the router sees for port 49999 (codei_start signals the
+ * init). The router then forwards to it like to any port.
  * SPDX-License-Identifier: Apache-2.0 */
 #include <errno.h>
 #include <stdio.h>
@@ -11,77 +16,79 @@
 
 #include "codei.h"
 #include "proto/url.h"
+#include "sbxexec.h"
 #include "util/buf.h"
 #include "util/log.h"
 #include "util/sha256.h"
 #include "util/util.h"
 
-#define USER_UID 1000
-
-int codei_start(engine *e, sbx *s) {
-  if (!e->codei_path) return -ENOTSUP;
-  pthread_mutex_lock(&s->mu);
-  if (s->codei_started || s->state != SBX_RUNNING) {
-    int rc = s->codei_started ? 0 : -ESRCH;
-    pthread_mutex_unlock(&s->mu);
-    return rc;
-  }
-  s->codei_started = 1;
+char **codei_aux_argv(engine *e, const sbx *s) {
+  if (!e->codei_path) return NULL;
   /* Only the tokens' SHA-256 is on its command line (anyone in the sandbox
-   * reads that, and the interpreter runs as user, who can read whatever it
-   * holds): a hash lets it check a token without being able to use one. */
+   * reads that): a hash lets it check a token without being able to use
+   * one. */
   char access_hex[65], traffic_hex[65];
   asbi_sha256_hex(s->token, strlen(s->token), access_hex);
   asbi_sha256_hex(s->traffic_token, strlen(s->traffic_token), traffic_hex);
   const char *args[] = {"--port", ASBI_STRINGIFY(ASBI_CODE_PORT), "--listen", "127.0.0.1", "--access-token-sha256",
                         access_hex, "--traffic-token-sha256", traffic_hex, "--cwd", "/home/user",
-                        NULL};
+                        "--state", "/run/asb/codei-contexts.json", NULL};
   char **argv = asbe_agent_argv("code-interpreter", args);
-  /* The sandbox's environment, as envd gives it to commands. */
+  if (!argv) return NULL;
+  size_t na = 0;
+  while (argv[na]) na++;
+  /* Its environment (and so its kernels'): the sandbox's variables, as envd
+   * gives them to commands, as NAME=VALUE words asb-init sets (asb-init's
+   * own environment is the agent's: PATH, HOME, the ASB_* conventions). */
   size_t n = s->env_vars ? (size_t)cJSON_GetArraySize(s->env_vars) : 0;
-  char **envp = calloc(n + 8, sizeof *envp);
+  char **v = calloc(n + na + 8, sizeof *v);
   size_t k = 0;
-  int rc = argv && envp ? 0 : -ENOMEM;
-  if (!rc) {
-    envp[k++] = asbi_strdup("HOME=/home/user");
-    envp[k++] = asbi_strdup("USER=user");
-    envp[k++] = asbi_strdup("LOGNAME=user");
-    envp[k++] = asbi_strdup("PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
-    envp[k++] = asbi_strdup("LANG=C.UTF-8");
-    envp[k++] = asbi_strdup("E2B_SANDBOX=true");
+  int ok = v != NULL;
+  if (ok) {
+    const char *fixed[] = {"HOME=/root", "USER=root", "LOGNAME=root", "LANG=C.UTF-8",
+                           "E2B_SANDBOX=true"};
+    for (size_t i = 0; ok && i < ASBI_ARRAY_LEN(fixed); i++) ok = (v[k++] = asbi_strdup(fixed[i])) != NULL;
     const cJSON *it;
     cJSON_ArrayForEach(it, s->env_vars) {
-      if (!cJSON_IsString(it)) continue;
+      if (!ok) break;
+      /* a name asb-init could not split off (empty, or with '=') is skipped */
+      if (!cJSON_IsString(it) || !it->string[0] || strchr(it->string, '=')) continue;
       asbi_buf b = ASBI_BUF_INIT;
       asbi_buf_printf(&b, "%s=%s", it->string, it->valuestring);
-      envp[k++] = asbi_buf_detach(&b, NULL);
+      ok = (v[k++] = asbi_buf_detach(&b, NULL)) != NULL;
     }
-    asbe_exec_opts o;
-    memset(&o, 0, sizeof o);
-    o.argv = (const char *const *)argv;
-    o.envp = (const char *const *)envp;
-    o.uid = USER_UID;
-    o.gid = USER_UID;
-    o.gid_set = 1;
-    o.cwd = "/home/user";
-    o.stdin_fd = o.stdout_fd = o.stderr_fd = -1;
-    asbe_proc *p = NULL;
-    rc = asbe_sandbox_exec(s->iso, &o, &p);
-    if (rc)
-      asbi_log("sandbox %s: cannot start the code interpreter: %s", s->id, asbe_errmsg());
-    asbe_proc_free(p);
+    for (size_t i = 0; ok && i < na; i++) ok = (v[k++] = asbi_strdup(argv[i])) != NULL;
   }
-  if (rc) s->codei_started = 0;
-  pthread_mutex_unlock(&s->mu);
-  for (size_t i = 0; envp && i < k; i++) free(envp[i]);
-  free(envp);
   free(argv);
+  if (!ok) {
+    codei_argv_free(v);
+    return NULL;
+  }
+  return v;
+}
+
+void codei_argv_free(char **v) {
+  for (size_t i = 0; v && v[i]; i++) free(v[i]);
+  free(v);
+}
+
+int codei_start(engine *e, sbx *s) {
+  if (!e->codei_path) return -ENOTSUP;
+  pthread_mutex_lock(&s->mu);
+  int rc = 0;
+  if (s->state != SBX_RUNNING) rc = -ESRCH;
+  else if (!s->codei_started && (rc = asbe_sandbox_start_aux(s->iso)) != 0)
+    asbi_log("sandbox %s: cannot start the code interpreter: %s", s->id, asbe_errmsg());
+  if (!rc) s->codei_started = 1;
+  pthread_mutex_unlock(&s->mu);
   return rc;
 }
 
 int codei_connect(engine *e, sbx *s, int timeout_ms) {
   int fd = asbe_sandbox_connect_tcp(s->iso, ASBI_CODE_PORT);
   if (fd >= 0 || !e->codei_path) return fd;
+  /* Not listening (yet): starting, or restarting after a crash (asb-init's
+   * backoff is at most 5 s), or never asked for. Wait for it. */
   int rc = codei_start(e, s);
   if (rc) return rc;
   int64_t deadline = asbi_unix_ms() + timeout_ms;
@@ -93,4 +100,97 @@ int codei_connect(engine *e, sbx *s, int timeout_ms) {
     usleep(nap);
     if (nap < 20000) nap *= 2;
   }
+}
+
+int codei_wait_ready(engine *e, sbx *s, int timeout_ms) {
+  (void)e;
+  /* E2B hands a code-interpreter sandbox out once its server answers
+   * /health; ours answers 503 until the default python kernel is ready (or
+   * failed to start), so poll it. A slow or broken interpreter does not fail
+   * create: its first /execute waits for it (up to 120 s) or reports why. */
+  int64_t deadline = asbi_unix_ms() + timeout_ms;
+  useconds_t nap = 2000;
+  const char *hs[] = {"User-Agent: agent-sandboxd", NULL};
+  for (;;) {
+    char *reply = NULL;
+    int st = sbx_http(s->iso, ASBI_CODE_PORT, "GET", "/health", hs, NULL, 0, &reply, 2000);
+    free(reply);
+    if (st == 200) return 0;
+    if (!asbe_sandbox_alive(s->iso)) return -ESRCH;
+    if (asbi_unix_ms() >= deadline) return st < 0 ? st : -ETIMEDOUT;
+    usleep(nap);
+    if (nap < 20000) nap *= 2;
+  }
+}
+
+/* ---- preflight: the code interpreter's packages ------------------------- */
+
+extern const char codei_packages_txt[]; /* templates/code-interpreter/packages.txt */
+
+/* Is a package installed, per dpkg's status file (status holds the whole
+ * file, NUL-terminated)? */
+static int dpkg_installed(const char *status, const char *name) {
+  size_t nl = strlen(name);
+  for (const char *p = status; (p = strstr(p, "Package: ")) != NULL; p += 9) {
+    if ((p != status && p[-1] != '\n') || strncmp(p + 9, name, nl) != 0 || p[9 + nl] != '\n')
+      continue;
+    const char *end = strstr(p, "\n\n");
+    const char *st = strstr(p, "\nStatus: ");
+    if (st && (!end || st < end))
+      return strncmp(st + 9, "install ok installed", 20) == 0;
+  }
+  return 0;
+}
+
+char *codei_preflight(void) {
+  FILE *f = fopen("/var/lib/dpkg/status", "re");
+  if (!f) return asbi_strdup("info code interpreter packages: not a dpkg system, not checked\n");
+  asbi_buf st = ASBI_BUF_INIT;
+  char chunk[65536];
+  size_t n;
+  while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) asbi_buf_append(&st, chunk, n);
+  fclose(f);
+  asbi_buf out = ASBI_BUF_INIT;
+  asbi_buf missing[2] = {ASBI_BUF_INIT, ASBI_BUF_INIT};
+  int total[2] = {0, 0}, miss[2] = {0, 0}, sec = -1;
+  const char *p = codei_packages_txt;
+  while (*p && st.data) {
+    const char *eol = strchr(p, '\n');
+    size_t len = eol ? (size_t)(eol - p) : strlen(p);
+    char line[256];
+    snprintf(line, sizeof line, "%.*s", (int)(len < sizeof line ? len : sizeof line - 1), p);
+    p += len + (eol ? 1 : 0);
+    char *hash = strchr(line, '#');
+    if (hash) *hash = '\0';
+    char name[128];
+    if (sscanf(line, "%127s", name) != 1) continue;
+    if (name[0] == '[') {
+      sec = strcmp(name, "[core]") == 0 ? 0 : strcmp(name, "[full]") == 0 ? 1 : -1;
+      continue;
+    }
+    if (sec < 0) continue;
+    total[sec]++;
+    if (!dpkg_installed(st.data, name)) {
+      miss[sec]++;
+      asbi_buf_printf(&missing[sec], " %s", name);
+    }
+  }
+  if (!miss[0])
+    asbi_buf_printf(&out, "ok   code interpreter packages (%d)\n", total[0]);
+  else
+    asbi_buf_printf(&out,
+                    "WARN code interpreter packages: %d of %d missing:%s. Fix: scripts/deps.sh "
+                    "(or apt-get install them)\n",
+                    miss[0], total[0], missing[0].data);
+  if (!miss[1])
+    asbi_buf_printf(&out, "ok   code interpreter, the rest of E2B's image (%d)\n", total[1]);
+  else
+    asbi_buf_printf(&out,
+                    "info code interpreter, the rest of E2B's image: %d of %d missing:%s. "
+                    "Install: scripts/deps.sh --code-interpreter-full\n",
+                    miss[1], total[1], missing[1].data);
+  asbi_buf_free(&st);
+  asbi_buf_free(&missing[0]);
+  asbi_buf_free(&missing[1]);
+  return out.data;
 }

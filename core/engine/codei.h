@@ -5,11 +5,24 @@
 
 #include "registry.h"
 
-/* Launch the sandbox's code interpreter (once; later calls are no-ops).
- * Does not wait for it. 0 or a negative errno. */
+/* The aux agent words of asb-init for the sandbox's code interpreter
+ * (NAME=VALUE environment words, then its argv), or NULL when the feature
+ * is off or out of memory. Free with codei_argv_free. */
+char **codei_aux_argv(engine *e, const sbx *s);
+void codei_argv_free(char **v);
+/* Ask asb-init to start the sandbox's on-demand code interpreter (once per
+ * engine run; asb-init ignores repeats). Does not wait for it. 0 or a
+ * negative errno. */
 int codei_start(engine *e, sbx *s);
 /* Launch it if needed and wait until its port accepts connections, up to
  * timeout_ms. Returns a connected socket or a negative errno. */
 int codei_connect(engine *e, sbx *s, int timeout_ms);
+/* Wait until the sandbox's code interpreter answers GET /health with 200
+ * (its default python kernel is up), up to timeout_ms. 0, or a negative
+ * errno (-ETIMEDOUT, -ESRCH when the sandbox died). */
+int codei_wait_ready(engine *e, sbx *s, int timeout_ms);
+/* Preflight lines (caller frees): which of the code interpreter's packages
+ * (templates/code-interpreter/packages.txt) the host lacks. Never fatal. */
+char *codei_preflight(void);
 
 #endif

@@ -15,6 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "codei.h"
 #include "eng_err.h"
 #include "engine.h"
 #include "proto/url.h"
@@ -230,13 +231,22 @@ int main(int argc, char **argv) {
 
   char *report = NULL;
   int pf = asbe_preflight(&report);
+  char *ci_report = codei_preflight();
   if (preflight_only || pf != 0) {
-    fprintf(pf ? stderr : stdout, "%s", report ? report : "");
+    fprintf(pf ? stderr : stdout, "%s%s", report ? report : "", ci_report ? ci_report : "");
     free(report);
+    free(ci_report);
     if (pf) fprintf(stderr, "agent-sandboxd: the checks above failed; fix them and retry\n");
     return pf ? 1 : 0;
   }
   free(report);
+  /* say so at start when kernels would lack what E2B programs expect */
+  if (ci_report && strncmp(ci_report, "WARN", 4) == 0) {
+    char *nl = strchr(ci_report, '\n');
+    if (nl) *nl = '\0';
+    asbi_log("%s", ci_report + 5);
+  }
+  free(ci_report);
   if (access(envd, X_OK) != 0 || access(init, X_OK) != 0) {
     fprintf(stderr, "agent-sandboxd: cannot run %s: %s (use --envd/--init)\n",
             access(envd, X_OK) ? envd : init, strerror(errno));

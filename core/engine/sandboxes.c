@@ -20,6 +20,8 @@
 #include "util/util.h"
 
 #define ENVD_READY_MS 10000
+/* how long create waits for a code-interpreter template's /health */
+#define CODEI_READY_MS 30000
 #define LOGS_READ_MAX (16u << 20)
 #define LOG_LINE_MAX 4096
 
@@ -110,16 +112,22 @@ int sandboxes_create(engine *e, const sandboxes_create_req *rq, sbx **out, eng_e
   spec.cpu_millicores = (uint32_t)t->cpu_count * 1000;
   spec.disk_bytes = (uint64_t)t->disk_mb << 20;
   spec.agent_argv = (const char *const *)argv;
-  rc = argv ? asbe_sandbox_create(e->iso, &spec, &s->iso) : -ENOMEM;
+  /* The code interpreter, asb-init's aux agent: started with the sandbox for
+   * the code-interpreter templates (Python importing ipykernel dominates the
+   * first run_code, so the kernel warms while envd starts), on the first
+   * request for port 49999 otherwise. */
+  char **aux = codei_aux_argv(e, s);
+  spec.aux_argv = (const char *const *)aux;
+  spec.aux_on_demand = !t->start_codei;
+  s->codei_started = aux && t->start_codei;
+  rc = argv && (aux || !e->codei_path) ? asbe_sandbox_create(e->iso, &spec, &s->iso) : -ENOMEM;
   free(argv);
+  codei_argv_free(aux);
   if (rc) {
     eng_err_set(err, ENG_EINTERNAL, NULL, "cannot create the sandbox: %s", asbe_errmsg());
     goto out;
   }
   /* From here a failure must undo the sandbox: create is transactional. */
-  /* Code-interpreter templates warm their kernel from the start, while envd
-   * starts: Python importing ipykernel dominates the first run_code. */
-  if (t->start_codei && e->codei_path) codei_start(e, s);
   if ((rc = wait_envd(s))) {
     eng_err_set(err, ENG_EINTERNAL, NULL, "the sandbox's agent did not start: %s",
                 strerror(-rc));
@@ -141,6 +149,11 @@ int sandboxes_create(engine *e, const sandboxes_create_req *rq, sbx **out, eng_e
       goto undo;
     }
   }
+  /* Code-interpreter templates: create returns once the interpreter is up,
+   * as E2B's does (its kernel warmed while envd started). */
+  if (s->codei_started && (rc = codei_wait_ready(e, s, CODEI_READY_MS)))
+    asbi_log("sandbox %s: the code interpreter is not ready after create's wait (%s); "
+             "its first call will wait for it", s->id, strerror(-rc));
   if ((rc = reg_save(e, s))) {
     eng_err_set(err, ENG_EINTERNAL, NULL, "cannot record the sandbox: %s", strerror(-rc));
     goto undo;

@@ -213,6 +213,13 @@ typedef struct asbe_sandbox_spec {
   /* Extra environment for the agent ("K=V"), NULL-terminated, may be NULL.
    * PATH, HOME and the ASB_* variables are always set. */
   const char *const *agent_env;
+  /* A second agent supervised by asb-init the same way (the code
+   * interpreter), in the agent cgroup, as root inside: its leading "K=V"
+   * words are added to the agent environment, the rest is its argv. NULL =
+   * none. aux_on_demand: started by asbe_sandbox_start_aux(), not at
+   * create. */
+  const char *const *aux_argv;
+  int aux_on_demand;
 } asbe_sandbox_spec;
 
 /* Creates and starts a sandbox. Transactional: on failure nothing is left
@@ -246,6 +253,9 @@ int asbe_sandbox_freeze(asbe_sandbox *sb);
 int asbe_sandbox_thaw(asbe_sandbox *sb);
 /* 1 if the init is alive. */
 int asbe_sandbox_alive(asbe_sandbox *sb);
+/* Asks asb-init to start its on-demand aux agent (no effect if it runs, or
+ * if the sandbox has none). A frozen sandbox gets it when thawed. */
+int asbe_sandbox_start_aux(asbe_sandbox *sb);
 
 const char *asbe_sandbox_id(const asbe_sandbox *sb);
 pid_t asbe_sandbox_pid(const asbe_sandbox *sb);   /* init, host pid */

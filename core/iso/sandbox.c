@@ -392,19 +392,38 @@ static char **build_env(const asbe_engine *e, const asbe_sandbox_spec *spec) {
   return env;
 }
 
+/* asb-init -x SOCK [-a N [-d]] [-- AGENT... AUX...]: the strings are the
+ * spec's, but for the count (v[0] of the returned block is freed with it:
+ * see free_argv). */
 static char **build_argv(const asbe_sandbox_spec *spec) {
-  size_t n = 0;
+  size_t n = 0, na = 0;
   if (spec->agent_argv)
     while (spec->agent_argv[n]) n++;
-  char **v = calloc(n + 5, sizeof(char *));
+  if (spec->aux_argv)
+    while (spec->aux_argv[na]) na++;
+  char **v = calloc(n + na + 9, sizeof(char *));
   if (!v) return NULL;
   size_t k = 0;
   v[k++] = "asb-init";
   v[k++] = "-x"; /* the exec service, see init/exec_proto.h */
   v[k++] = ASB_EXEC_SOCK;
-  if (n) v[k++] = "--";
+  if (na) {
+    v[k++] = "-a";
+    if (!(v[k++] = asbe__strfmt("%zu", na))) {
+      free(v);
+      return NULL;
+    }
+    if (spec->aux_on_demand) v[k++] = "-d";
+  }
+  if (n || na) v[k++] = "--";
   for (size_t i = 0; i < n; i++) v[k++] = (char *)spec->agent_argv[i];
+  for (size_t i = 0; i < na; i++) v[k++] = (char *)spec->aux_argv[i];
   return v;
+}
+
+static void free_argv(char **v) {
+  if (v && v[3] && !strcmp(v[3], "-a")) free(v[4]);
+  free(v);
 }
 
 static void free_strv(char **v) {
@@ -723,7 +742,7 @@ int asbe_sandbox_create(asbe_engine *e, const asbe_sandbox_spec *spec, asbe_sand
   creating_del(e, sb->id);
   close(sock[0]);
   free(plan);
-  free(argv);
+  free_argv(argv);
   free_strv(envp);
   *out = sb;
   return 0;
@@ -750,13 +769,21 @@ fail:
     asbe__restore_error(msg);
   }
   free(plan);
-  free(argv);
+  free_argv(argv);
   free_strv(envp);
   asbe_sandbox_release(sb);
   return r;
 }
 
 /* ---- kill, release, adopt ------------------------------------------------ */
+
+int asbe_sandbox_start_aux(asbe_sandbox *sb) {
+  asbe__clear_error();
+  if (!asbe_sandbox_alive(sb)) return asbe__fail(-ESRCH, "the sandbox is not running");
+  if (syscall(SYS_pidfd_send_signal, sb->pidfd, ASB_INIT_AUX_SIGNAL, NULL, 0) < 0)
+    return asbe__failerr("signal the sandbox's init");
+  return 0;
+}
 
 int asbe_sandbox_kill(asbe_sandbox *sb, int remove_state) {
   asbe__clear_error();

@@ -282,7 +282,8 @@ static int fill_base(const char *root) {
       "etc/ssl/certs", "etc/ssl/openssl.cnf", "etc/ca-certificates.conf", "etc/environment",
       "etc/login.defs", "etc/debian_version", "etc/issue", "etc/os-release", "etc/lsb-release",
       "etc/python3", "etc/python3.11", "etc/python3.12", "etc/gai.conf", "etc/host.conf",
-      "etc/terminfo", "etc/magic", "etc/mailcap", "etc/matplotlibrc", "etc/fonts"};
+      "etc/terminfo", "etc/magic", "etc/mailcap", "etc/matplotlibrc", "etc/fonts",
+      "etc/R" /* R_HOME/etc links its files here (the code interpreter's R kernel) */};
   for (size_t i = 0; i < ASBI_ARRAY_LEN(etc); i++)
     if ((r = copy_host(root, etc[i])) < 0) return r;
   if ((r = put(root, "etc/profile", k_profile, 0644)) < 0) return r;

@@ -775,3 +775,55 @@ char *asbi_pj_print(const cJSON *v) {
   if (!v) return NULL;
   return cJSON_PrintUnformatted(v);
 }
+
+/* cJSON prints numbers from valuedouble (100.0 as "100", long decimals
+ * rounded); asbi_pj_print_exact writes the source text asbi_pj_parse kept,
+ * while it still agrees with valuedouble. */
+static int print_str(asbi_buf *b, const char *s) {
+  if (asbi_buf_putc(b, '"')) return -1;
+  for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+    int rc;
+    if (*p == '"' || *p == '\\') rc = asbi_buf_putc(b, '\\') || asbi_buf_putc(b, (char)*p);
+    else if (*p < 0x20) rc = asbi_buf_printf(b, "\\u%04x", *p);
+    else rc = asbi_buf_putc(b, (char)*p);
+    if (rc) return -1;
+  }
+  return asbi_buf_putc(b, '"');
+}
+
+static int print_exact(asbi_buf *b, const cJSON *v, int depth) {
+  if (depth > MAX_DEPTH) return -1;
+  if (cJSON_IsNumber(v)) {
+    if (v->valuestring && strtod(v->valuestring, NULL) == v->valuedouble)
+      return asbi_buf_puts(b, v->valuestring);
+    char *p = cJSON_PrintUnformatted(v);
+    int rc = p ? asbi_buf_puts(b, p) : -1;
+    cJSON_free(p);
+    return rc;
+  }
+  if (cJSON_IsString(v)) return print_str(b, v->valuestring ? v->valuestring : "");
+  if (cJSON_IsTrue(v)) return asbi_buf_puts(b, "true");
+  if (cJSON_IsFalse(v)) return asbi_buf_puts(b, "false");
+  if (cJSON_IsNull(v)) return asbi_buf_puts(b, "null");
+  int obj = cJSON_IsObject(v);
+  if (!obj && !cJSON_IsArray(v)) return -1;
+  if (asbi_buf_putc(b, obj ? '{' : '[')) return -1;
+  int first = 1;
+  for (const cJSON *it = v->child; it; it = it->next) {
+    if (!first && asbi_buf_putc(b, ',')) return -1;
+    first = 0;
+    if (obj && (print_str(b, it->string ? it->string : "") || asbi_buf_putc(b, ':'))) return -1;
+    if (print_exact(b, it, depth + 1)) return -1;
+  }
+  return asbi_buf_putc(b, obj ? '}' : ']');
+}
+
+char *asbi_pj_print_exact(const cJSON *v) {
+  if (!v) return NULL;
+  asbi_buf b = ASBI_BUF_INIT;
+  if (print_exact(&b, v, 0) || !b.data) {
+    asbi_buf_free(&b);
+    return NULL;
+  }
+  return asbi_buf_detach(&b, NULL);
+}

@@ -74,5 +74,8 @@ int asbi_pj_add_time(cJSON *obj, const char *key, int64_t ms);
 
 /* Serialise compactly into a malloc'd string (cJSON_PrintUnformatted). */
 char *asbi_pj_print(const cJSON *v);
+/* The same (malloc'd, free()), with numbers as their source text from
+ * asbi_pj_parse: 1.0 stays 1.0 and long digits stay as sent. */
+char *asbi_pj_print_exact(const cJSON *v);
 
 #endif

@@ -211,7 +211,49 @@ TEST(matplotlib_png) {
   REQUIRE(png != NULL);
   CHECK(strncmp(png, "iVBORw0KGgo", 11) == 0); /* base64 of the PNG signature */
   CHECK(strlen(png) > 1000);
+  /* the figure's data next to it (E2B's e2b/chart), numbers as floats */
+  const char *chart = asb_code_result_value(asb_execution_result_get(e, 0), "chart");
+  REQUIRE(chart != NULL);
+  CHECK(strstr(chart, "\"type\":\"line\"") != NULL);
+  CHECK(strstr(chart, "\"points\":[[1.0,1.0],[2.0,4.0],[3.0,9.0]]") != NULL);
+  CHECK(strstr(chart, "\"x_scale\":\"linear\"") != NULL);
   asb_execution_free(e);
+}
+
+/* E2B's start-up hooks: DataFrames give data, lists give json, PIL images
+ * shown or saved to a file are displayed; nothing imported ahead. */
+TEST(dataframes_json_and_images) {
+  asb_code_context *fresh = NULL;
+  REQUIRE_RC(asb_code_context_create(&fresh, SB, "python", NULL, NULL), ASB_OK);
+  CHECK_STR(value_of("import sys; [m for m in ('pandas', 'matplotlib', 'PIL.Image') "
+                     "if m in sys.modules]", asb_code_context_id(fresh), NULL),
+            "[]");
+  asb_code_context_remove(SB, asb_code_context_id(fresh), NULL);
+  asb_code_context_free(fresh);
+  asb_execution *e = run("import pandas as pd\npd.DataFrame({'n': [1, 2], 'f': [0.5, float('nan')]})");
+  REQUIRE(e && asb_execution_result_count(e) == 1);
+  const asb_code_result *r = asb_execution_result_get(e, 0);
+  CHECK_STR(asb_code_result_value(r, "data"), "{\"n\":[1,2],\"f\":[0.5,null]}");
+  CHECK(asb_code_result_value(r, "html") != NULL && asb_code_result_value(r, "text") != NULL);
+  asb_execution_free(e);
+  e = run("[1, 'two', {'k': None}]");
+  REQUIRE(e && asb_execution_result_count(e) == 1);
+  CHECK_STR(asb_code_result_value(asb_execution_result_get(e, 0), "json"), "[1,\"two\",{\"k\":null}]");
+  asb_execution_free(e);
+  char code[512];
+  snprintf(code, sizeof code,
+           "from PIL import Image\nim = Image.new('RGB', (4, 4))\nim.show()\nim.save('%s/a.png')",
+           TMPD);
+  e = run(code);
+  REQUIRE(e);
+  CHECK(asb_execution_error_name(e) == NULL);
+  CHECK_INT(asb_execution_result_count(e), 2);
+  for (size_t i = 0; i < asb_execution_result_count(e); i++)
+    CHECK(asb_code_result_value(asb_execution_result_get(e, i), "png") != NULL);
+  asb_execution_free(e);
+  snprintf(code, sizeof code, "%s/a.png", TMPD);
+  CHECK(access(code, F_OK) == 0);
+  unlink(code);
 }
 
 TEST(display_html_markdown_json) {
@@ -473,11 +515,23 @@ TEST(javascript_context) {
   CHECK_STR(asb_execution_error_name(e), "TypeError");
   CHECK(strstr(asb_execution_error_traceback(e), "TypeError") != NULL);
   asb_execution_free(e);
-  /* typescript runs on the javascript driver, in a context of its own */
+  /* ESM imports become requires whose bindings persist; twice is fine */
+  CHECK_STR(value_of("import { basename } from 'path'\nimport os from 'os'\n"
+                     "basename('/a/b') + typeof os.cpus", NULL, "javascript"),
+            "bfunction");
+  CHECK_STR(value_of("import { basename } from 'path'\nbasename('/c/d')", NULL, "javascript"), "d");
+  /* typescript runs on the javascript driver, in a context of its own,
+   * its types stripped (esbuild) */
   asb_code_context *c = NULL;
   REQUIRE_RC(asb_code_context_create(&c, SB, "typescript", NULL, NULL), ASB_OK);
   CHECK_STR(asb_code_context_language(c), "typescript");
   CHECK_STR(value_of("typeof q", asb_code_context_id(c), NULL), "undefined");
+  CHECK_STR(value_of("interface P { x: number }\nconst p: P = { x: 20 }\n"
+                     "function twice<T extends number>(v: T): number { return v * 2 }\ntwice(p.x) + 2",
+                     asb_code_context_id(c), NULL),
+            "42");
+  CHECK_STR(value_of("p.x", asb_code_context_id(c), NULL), "20");
+  CHECK(strncmp(value_of("let z: = 1", asb_code_context_id(c), NULL), "!SyntaxError", 12) == 0);
   asb_code_options o = ASB_CODE_OPTIONS_INIT;
   o.context_id = asb_code_context_id(c);
   o.timeout_ms = 1500;
@@ -660,6 +714,86 @@ TEST(concurrent_calls_queue_per_context) {
   asb_code_context_free(c);
 }
 
+/* --state: a server killed and started again takes its contexts back
+ * under the same ids; each says once that it restarted, then works. */
+TEST(contexts_survive_a_server_restart) {
+  char state[600];
+  snprintf(state, sizeof state, "%s/state.json", TMPD);
+  const char *args[] = {"--state", state, "--cwd", TMPD, NULL};
+  codei_fixture g;
+  REQUIRE(codei_start(&g, args, NULL) == 0);
+  asb_client *gc = NULL;
+  asb_sandbox *gs = NULL;
+  REQUIRE(codei_connect(&g, NULL, &gc, &gs) == 0);
+  asb_code_context *c = NULL;
+  REQUIRE_RC(asb_code_context_create(&c, gs, "python", NULL, NULL), ASB_OK);
+  asb_code_options o = ASB_CODE_OPTIONS_INIT;
+  o.context_id = asb_code_context_id(c);
+  o.timeout_ms = 120000;
+  asb_execution *e = NULL;
+  REQUIRE_RC(asb_code_run(&e, gs, "x = 1", &o), ASB_OK);
+  asb_execution_free(e);
+  kill(g.pid, SIGKILL); /* a crash: no clean stop */
+  waitpid(g.pid, NULL, 0);
+  asb_sandbox_free(gs);
+  asb_client_free(gc);
+  REQUIRE(codei_start(&g, args, NULL) == 0);
+  REQUIRE(codei_connect(&g, NULL, &gc, &gs) == 0);
+  e = NULL;
+  REQUIRE_RC(asb_code_run(&e, gs, "x", &o), ASB_OK);
+  CHECK_STR(asb_execution_error_name(e), "ContextRestarting");
+  CHECK(strstr(asb_execution_error_value(e), "the code interpreter was restarted") != NULL);
+  asb_execution_free(e);
+  e = NULL;
+  REQUIRE_RC(asb_code_run(&e, gs, "x = 2; x", &o), ASB_OK);
+  CHECK_STR(asb_execution_text(e), "2");
+  asb_execution_free(e);
+  /* the default contexts came back too (python, javascript) */
+  asb_code_context_list *l = NULL;
+  REQUIRE_RC(asb_code_contexts_list(&l, gs, NULL), ASB_OK);
+  CHECK_INT((int)asb_code_context_list_count(l), 3);
+  asb_code_context_list_free(l);
+  asb_code_context_free(c);
+  asb_sandbox_free(gs);
+  asb_client_free(gc);
+  codei_stop(&g);
+  unlink(state);
+}
+
+/* Right after the port line (before /health is 200): GET /contexts already
+ * lists both default contexts (E2B's 'list contexts' test lists right after
+ * create), and the first /execute waits for the python kernel instead of
+ * failing. */
+TEST(defaults_listed_and_waited_for_before_ready) {
+  codei_fixture g;
+  const char *args[] = {"--cwd", TMPD, NULL};
+  REQUIRE(codei_start(&g, args, NULL) == 0);
+  asb_client *gc = NULL;
+  asb_sandbox *gs = NULL;
+  REQUIRE(codei_connect(&g, NULL, &gc, &gs) == 0);
+  asb_code_context_list *l = NULL;
+  REQUIRE_RC(asb_code_contexts_list(&l, gs, NULL), ASB_OK);
+  int py = 0, js = 0;
+  for (size_t i = 0; i < asb_code_context_list_count(l); i++) {
+    const char *lang = asb_code_context_language(asb_code_context_list_get(l, i));
+    py += strcmp(lang, "python") == 0;
+    js += strcmp(lang, "javascript") == 0;
+  }
+  CHECK_INT(py, 1);
+  CHECK_INT(js, 1);
+  asb_code_context_list_free(l);
+  asb_code_options o = ASB_CODE_OPTIONS_INIT;
+  o.timeout_ms = 120000;
+  asb_execution *e = NULL;
+  REQUIRE_RC(asb_code_run(&e, gs, "1 + 1", &o), ASB_OK);
+  CHECK(asb_execution_error_name(e) == NULL);
+  CHECK_STR(asb_execution_text(e), "2");
+  asb_execution_free(e);
+  asb_sandbox_free(gs);
+  asb_client_free(gc);
+  codei_stop(&g);
+}
+
 int main(void) {
   setvbuf(stdout, NULL, _IOLBF, 0);
   snprintf(TMPD, sizeof TMPD, "/tmp/asbt-codei-XXXXXX");
@@ -680,6 +814,7 @@ int main(void) {
   RUN(state_persists_in_default_context);
   RUN(contexts_are_isolated);
   RUN(matplotlib_png);
+  RUN(dataframes_json_and_images);
   RUN(display_html_markdown_json);
   RUN(exception_name_value_traceback);
   RUN(stdout_streams_while_the_cell_runs);
@@ -693,6 +828,8 @@ int main(void) {
   RUN(bad_input);
   RUN(access_token);
   RUN(concurrent_calls_queue_per_context);
+  RUN(contexts_survive_a_server_restart);
+  RUN(defaults_listed_and_waited_for_before_ready);
   /* every kernel goes with the server */
   int py = pid_of_kernel(NULL, NULL), sh = pid_of_kernel(NULL, "bash");
   asb_sandbox_free(SB);

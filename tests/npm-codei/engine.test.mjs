@@ -38,9 +38,9 @@ test('runCode: results, logs, state, execution count', async () => {
   const again = await sbx.runCode('x + 1')
   assert.equal(again.text, '1025')
   assert.equal(again.executionCount, e.executionCount + 1)
-  // the kernel runs inside this sandbox, as its user
+  // the kernel runs inside this sandbox, as root (E2B's kernels are root's)
   const who = await sbx.runCode('import os, socket; (os.getuid(), socket.gethostname())')
-  assert.equal(who.text, `(1000, '${sbx.sandboxId}')`)
+  assert.equal(who.text, `(0, '${sbx.sandboxId}')`)
   // and shares its filesystem with commands and files
   await sbx.files.write('/home/user/data.csv', 'a,b\n1,2\n')
   const csv = await sbx.runCode("open('/home/user/data.csv').read().splitlines()[1]")

@@ -618,6 +618,27 @@ TEST(every_prefix_of_a_document_fails) {
   cJSON_Delete(v);
 }
 
+/* print_exact writes numbers as they were sent (1.0 stays 1.0, long digits
+ * stay), strings escaped, structure compact. */
+TEST(print_exact_keeps_numbers) {
+  cJSON *v = P("{\"a\": [1.0, 2, -0.5e3, 12345678901234567890, 0.1],\n \"s\": \"q\\\"\\\\\\n\\u0001\","
+               " \"t\": true, \"n\": null, \"o\": {}}");
+  REQUIRE(v != NULL);
+  char *out = asbi_pj_print_exact(v);
+  CHECK_STR(out, "{\"a\":[1.0,2,-0.5e3,12345678901234567890,0.1],\"s\":\"q\\\"\\\\\\u000a\\u0001\","
+                 "\"t\":true,\"n\":null,\"o\":{}}");
+  cJSON *back = out ? P(out) : NULL; /* valid JSON again */
+  CHECK(back != NULL);
+  cJSON_Delete(back);
+  free(out);
+  /* a number changed after parsing is printed from its value */
+  cJSON_SetNumberValue(cJSON_GetArrayItem(cJSON_GetObjectItem(v, "a"), 0), 7);
+  out = asbi_pj_print_exact(cJSON_GetObjectItem(v, "a"));
+  CHECK(out && strncmp(out, "[7,", 3) == 0);
+  free(out);
+  cJSON_Delete(v);
+}
+
 int main(void) {
   RUN(valid_documents);
   RUN(invalid_documents);
@@ -639,5 +660,6 @@ int main(void) {
   RUN(add_str_invalid_utf8);
   RUN(bytes_round_trip);
   RUN(every_prefix_of_a_document_fails);
+  RUN(print_exact_keeps_numbers);
   TEST_MAIN_END();
 }

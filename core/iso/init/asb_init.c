@@ -1,6 +1,7 @@
 /* asb-init: PID 1 of a sandbox. Linked statically so it runs in any template.
  *
- *   asb-init [-r MIN_MS] [-R MAX_MS] [-g GRACE_MS] [-x EXEC_SOCK] [-- AGENT ARGS...]
+ *   asb-init [-r MIN_MS] [-R MAX_MS] [-g GRACE_MS] [-x EXEC_SOCK] [-a N [-d]]
+ *            [-- AGENT ARGS... [AUX...]]
  *
  * Spawns the agent (its own session; asb-init has one too, made by the
  * engine, so nothing here shares a session or terminal with the host),
@@ -9,6 +10,13 @@
  * 10 s of uptime), so an agent crash never ends the sandbox. Reaps every
  * orphan. On SIGTERM/SIGINT: SIGTERM to every process, SIGKILL to what is
  * left after GRACE_MS, exit. SIGHUP, SIGUSR1 and SIGUSR2 go to the agent.
+ *
+ * With -a N the last N words are a second agent, the aux agent (the code
+ * interpreter), supervised the same way: its leading NAME=VALUE words are
+ * added to its environment (as env(1) takes them), the rest is its argv.
+ * With -d it starts on demand: at the first ASB_INIT_AUX_SIGNAL (see
+ * exec_proto.h, sent by the engine), else with the agent. Restarted with the
+ * same backoff; the agent's signals (SIGHUP, SIGUSR1/2) are not passed to it.
  *
  * With -x it also runs the exec service (see exec_proto.h) as a supervised
  * child that first moves itself into the workload cgroups
@@ -353,7 +361,22 @@ typedef struct kid {
   pid_t pid;
   uint64_t started, restart_at;
   long delay;
+  char **env;           /* NAME=VALUE words added to the environment, or NULL */
+  int nenv;
+  int forward;          /* gets SIGHUP, SIGUSR1, SIGUSR2 */
+  int enabled;          /* 0: on demand, not asked for yet */
 } kid;
+
+/* execvp with the kid's NAME=VALUE words set first (in the child). */
+static void exec_kid(const kid *k) {
+  for (int i = 0; i < k->nenv; i++) {
+    char *eq = strchr(k->env[i], '=');
+    *eq = '\0';
+    setenv(k->env[i], eq + 1, 1);
+    *eq = '=';
+  }
+  execvp(k->argv[0], k->argv);
+}
 
 static void start(kid *k, const sigset_t *orig) {
   k->restart_at = 0;
@@ -368,7 +391,7 @@ static void start(kid *k, const sigset_t *orig) {
     sigprocmask(SIG_SETMASK, orig, NULL);
     setsid(); /* each its own session (the exec service's commands get theirs) */
     if (!k->argv) exec_service(k->sock);
-    execvp(k->argv[0], k->argv);
+    exec_kid(k);
     logmsg("exec %s: %s", k->argv[0], strerror(errno));
     _exit(127);
   }
@@ -376,18 +399,25 @@ static void start(kid *k, const sigset_t *orig) {
 }
 
 static void usage(void) {
-  fprintf(stderr, "usage: asb-init [-r MIN_MS] [-R MAX_MS] [-g GRACE_MS] [-x EXEC_SOCK] [-- AGENT ARGS...]\n");
+  fprintf(stderr, "usage: asb-init [-r MIN_MS] [-R MAX_MS] [-g GRACE_MS] [-x EXEC_SOCK] [-a N [-d]]\n"
+                  "                [-- AGENT ARGS... [AUX...]]\n");
   exit(2);
 }
 
 int main(int argc, char **argv) {
   long min_ms = 100, max_ms = 5000, grace_ms = 2000;
   const char *exec_sock = NULL;
+  long aux_n = 0;
+  int aux_on_demand = 0;
   int i = 1;
   for (; i < argc; i++) {
     if (!strcmp(argv[i], "--")) {
       i++;
       break;
+    }
+    if (!strcmp(argv[i], "-d")) {
+      aux_on_demand = 1;
+      continue;
     }
     if (i + 1 >= argc) usage();
     if (!strcmp(argv[i], "-x")) {
@@ -400,6 +430,7 @@ int main(int argc, char **argv) {
     if (!strcmp(argv[i], "-r")) min_ms = v;
     else if (!strcmp(argv[i], "-R")) max_ms = v;
     else if (!strcmp(argv[i], "-g")) grace_ms = v;
+    else if (!strcmp(argv[i], "-a")) aux_n = v;
     else usage();
     i++;
   }
@@ -410,6 +441,7 @@ int main(int argc, char **argv) {
   sigemptyset(&mask);
   int sigs[] = {SIGCHLD, SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGPIPE};
   for (size_t k = 0; k < sizeof sigs / sizeof sigs[0]; k++) sigaddset(&mask, sigs[k]);
+  sigaddset(&mask, ASB_INIT_AUX_SIGNAL);
   sigprocmask(SIG_BLOCK, &mask, &orig);
   sigdelset(&orig, SIGPIPE);
   int sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
@@ -418,11 +450,28 @@ int main(int argc, char **argv) {
     return 1;
   }
 
-  kid kids[2];
-  int nk = 0;
-  if (exec_sock) kids[nk++] = (kid){"exec service", NULL, exec_sock, 0, 0, 0, min_ms};
-  if (i < argc) kids[nk++] = (kid){"agent", argv + i, NULL, 0, 0, 0, min_ms};
-  for (int k = 0; k < nk; k++) start(&kids[k], &orig);
+  kid kids[3];
+  int nk = 0, aux = -1;
+  if (aux_n < 0 || aux_n > argc - i) usage();
+  if (exec_sock) kids[nk++] = (kid){"exec service", NULL, exec_sock, 0, 0, 0, min_ms, NULL, 0, 0, 1};
+  int agent_end = argc - (int)aux_n;
+  if (i < agent_end) {
+    /* the agent's argv ends where the aux agent's begins */
+    char **av = calloc((size_t)(agent_end - i) + 1, sizeof *av);
+    if (!av) return 1;
+    memcpy(av, argv + i, (size_t)(agent_end - i) * sizeof *av);
+    kids[nk++] = (kid){"agent", av, NULL, 0, 0, 0, min_ms, NULL, 0, 1, 1};
+  }
+  if (aux_n) {
+    char **w = argv + agent_end;
+    int ne = 0;
+    while (ne < aux_n && w[ne][0] != '=' && strchr(w[ne], '=')) ne++;
+    if (ne == aux_n) usage();
+    aux = nk;
+    kids[nk++] = (kid){"aux agent", w + ne, NULL, 0, 0, 0, min_ms, w, ne, 0, !aux_on_demand};
+  }
+  for (int k = 0; k < nk; k++)
+    if (kids[k].enabled) start(&kids[k], &orig);
   int terminating = 0;
   uint64_t term_at = 0;
 
@@ -446,7 +495,10 @@ int main(int argc, char **argv) {
           }
         } else if (sig == SIGHUP || sig == SIGUSR1 || sig == SIGUSR2) {
           for (int k = 0; k < nk; k++)
-            if (kids[k].argv && kids[k].pid > 0) kill(kids[k].pid, sig);
+            if (kids[k].argv && kids[k].forward && kids[k].pid > 0) kill(kids[k].pid, sig);
+        } else if (sig == ASB_INIT_AUX_SIGNAL && aux >= 0 && !kids[aux].enabled && !terminating) {
+          kids[aux].enabled = 1; /* on demand: from now on like the others */
+          start(&kids[aux], &orig);
         }
       }
     }

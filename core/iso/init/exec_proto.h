@@ -14,9 +14,17 @@
 #ifndef ASB_EXEC_PROTO_H
 #define ASB_EXEC_PROTO_H
 
+#include <signal.h>
 #include <stdint.h>
 
 #define ASB_EXEC_SOCK "/run/asb/.exec.sock"
+
+/* Sent to asb-init (its pidfd) to start its on-demand aux agent (-a N -d):
+ * the code interpreter of templates that do not start it at create. Blocked
+ * and read through asb-init's signalfd, so an asb-init without an aux agent,
+ * or an older one, takes no action (the init of a pid namespace gets only
+ * signals it handles). */
+#define ASB_INIT_AUX_SIGNAL (SIGRTMIN + 1)
 #define ASB_EXEC_MAGIC 0x41534258u /* "ASBX" */
 #define ASB_EXEC_MAX 65536
 

@@ -86,6 +86,13 @@ def test_templates(engine):
     assert out[3].startswith("build failed:") and "exit code 3" in out[3]
 
 
+def test_e2b_charts(engine):
+    out = run(engine, "e2b_charts.py").splitlines()
+    assert out[0] == "chart: Fruit kg [('apples', '2024', 3.0), ('pears', '2024', 5.0)] png"
+    assert out[1] == "data: {'n': [1, 2], 'sq': [1, 4]}"
+    assert out[2] == "image: 1 png"
+
+
 @pytest.mark.skipif(not Path("/usr/local/lib/agent-sandbox/agents/bin/codex").exists(),
                     reason="no codex in the host-wide prefix (scripts/agents-cache.sh)")
 def test_agents(engine):

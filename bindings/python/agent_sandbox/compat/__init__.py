@@ -209,8 +209,56 @@ class Execution(_NativeExecution):
 
     @classmethod
     def _of(cls, ex: _NativeExecution) -> "Execution":
-        return cls(results=ex.results, logs=ex.logs, error=ex.error,
+        return cls(results=[_typed_result(r) for r in ex.results], logs=ex.logs, error=ex.error,
                    execution_count=ex.execution_count)
+
+    def to_json(self) -> str:
+        import json
+
+        results = []
+        for r in self.results:
+            d = {f: (r.chart.to_dict() if f == "chart" else r[f])
+                 for f in r.formats() if f not in (r.extra or {})}
+            d["text"] = r.text
+            results.append(d)
+        return json.dumps({"results": results, "logs": self.logs.to_json(),
+                           "error": self.error.to_json() if self.error else None})
+
+
+def _typed_result(r: Result) -> Result:
+    """E2B's Result: ``chart`` is a typed chart (compat.charts), not a dict."""
+    from .charts import _deserialize_chart
+
+    if isinstance(r.chart, dict):
+        try:
+            r.chart = _deserialize_chart(r.chart)
+        except Exception:  # an unknown shape: E2B logs it and leaves no chart
+            r.chart = None
+    return r
+
+
+def _typed_on_result(fn: Any) -> Any:
+    return (lambda r: fn(_typed_result(r))) if fn else None
+
+
+_KILLED = ("The sandbox was killed while the request was in progress. This can happen when "
+           "the sandbox times out or is killed manually. You can modify the sandbox timeout by "
+           "passing 'timeout' when starting the sandbox or calling '.set_timeout' on the "
+           "sandbox with the desired timeout")
+
+
+def _killed_error(exc: BaseException, running: Callable[[], Any]) -> Optional[BaseException]:
+    """E2B's TimeoutException when a run ended because the sandbox is gone
+    (asked after the failure, as E2B does), else None."""
+    if isinstance(exc, (InvalidArgumentException, AuthenticationException)):
+        return None
+    try:
+        alive = running()
+    except SandboxNotFoundException:
+        alive = False
+    except Exception:
+        return None
+    return None if alive else TimeoutException(_KILLED)
 
 
 @dataclass
@@ -630,10 +678,16 @@ class Sandbox:
                  request_timeout: Optional[float] = None) -> Execution:
         if language and context:
             raise InvalidArgumentException("You can provide context or language, but not both at the same time.")
-        ex = self._s.code.run(code, language, context, envs=envs, timeout=timeout,
-                              request_timeout=request_timeout, on_stdout=on_stdout,
-                              on_stderr=on_stderr, on_result=on_result, on_error=on_error,
-                              _messages=True)
+        try:
+            ex = self._s.code.run(code, language, context, envs=envs, timeout=timeout,
+                                  request_timeout=request_timeout, on_stdout=on_stdout,
+                                  on_stderr=on_stderr, on_result=_typed_on_result(on_result),
+                                  on_error=on_error, _messages=True)
+        except SandboxException as e:
+            killed = _killed_error(e, self._s.is_running)
+            if killed is None:
+                raise
+            raise killed from e
         return Execution._of(ex)
 
     def create_code_context(self, cwd: Optional[str] = None, language: Optional[str] = None,
@@ -973,10 +1027,23 @@ class AsyncSandbox:
                        request_timeout: Optional[float] = None) -> Execution:
         if language and context:
             raise InvalidArgumentException("You can provide context or language, but not both at the same time.")
-        ex = await self._s.code.run(code, language, context, envs=envs, timeout=timeout,
-                                    request_timeout=request_timeout, on_stdout=on_stdout,
-                                    on_stderr=on_stderr, on_result=on_result, on_error=on_error,
-                                    _messages=True)
+        try:
+            ex = await self._s.code.run(code, language, context, envs=envs, timeout=timeout,
+                                        request_timeout=request_timeout, on_stdout=on_stdout,
+                                        on_stderr=on_stderr,
+                                        on_result=_typed_on_result(on_result),
+                                        on_error=on_error, _messages=True)
+        except SandboxException as e:
+            try:
+                alive = await self._s.is_running()
+            except SandboxNotFoundException:
+                alive = False
+            except Exception:
+                alive = True
+            killed = _killed_error(e, lambda: alive)
+            if killed is None:
+                raise
+            raise killed from e
         return Execution._of(ex)
 
     async def create_code_context(self, cwd: Optional[str] = None,

@@ -6,10 +6,10 @@ default template is ``code-interpreter-v1`` (the kernel is warm at create).
         print(sbx.run_code("1 + 1").text)
 """
 
-from . import *  # noqa: F401,F403
-from . import AsyncSandbox as _AsyncSandbox
-from . import Sandbox as _Sandbox
-from . import __all__ as _all
+from .. import *  # noqa: F401,F403
+from .. import AsyncSandbox as _AsyncSandbox
+from .. import Sandbox as _Sandbox
+from .. import __all__ as _all
 
 CODE_INTERPRETER_TEMPLATE = "code-interpreter-v1"
 

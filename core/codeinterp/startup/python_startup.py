@@ -1,0 +1,425 @@
+# The code interpreter's IPython start-up: run once in every python kernel
+# (a silent cell, before the first user cell), as E2B's template does with its
+# IPython profile. It configures IPython as E2B does and adds what E2B's
+# start-up scripts add:
+#   * "e2b/chart": a matplotlib Figure's data (type, title, axes, elements),
+#     next to its png — the shape of E2B's Chart types (docs/code-interpreter.md,
+#     "Charts");
+#   * "e2b/data": a pandas DataFrame's columns, next to its html/text;
+#   * "application/json" for lists and dicts;
+#   * PIL images shown by Image.show() or saved to a file name are displayed.
+# Nothing is imported ahead of use: each hook waits for the user's own import
+# of pandas, matplotlib or PIL. Written for this project (E2B's template was
+# read for the output shape; no code is taken from it).
+# SPDX-License-Identifier: Apache-2.0
+
+
+def _asb_install(ip):
+    import datetime
+    import importlib.abc
+    import importlib.util
+    import json
+    import math
+    import re
+    import sys
+
+    from IPython.core.formatters import BaseFormatter, JSONFormatter
+    from traitlets import ObjectName, Unicode
+
+    # ---- IPython as E2B configures it ------------------------------------
+    ip.run_line_magic("colors", "NoColor")
+    ip.display_formatter.formatters["text/plain"].max_seq_length = 0
+
+    # ---- JSON-safe values -------------------------------------------------
+    def plain(v):
+        """v as JSON-serialisable Python data: numpy scalars and arrays,
+        dates, NaN/inf (null), non-string keys (their str)."""
+        if v is None or isinstance(v, (bool, str)):
+            return v
+        if isinstance(v, int):
+            return v
+        if isinstance(v, float):
+            return v if math.isfinite(v) else None
+        if isinstance(v, dict):
+            return {k if isinstance(k, str) else str(k): plain(x) for k, x in v.items()}
+        if isinstance(v, (list, tuple)):
+            return [plain(x) for x in v]
+        pd = sys.modules.get("pandas")
+        if pd is not None and v is pd.NaT:
+            return None
+        if isinstance(v, (datetime.datetime, datetime.date, datetime.time)):
+            return v.isoformat()
+        np = sys.modules.get("numpy")
+        if np is not None:
+            if isinstance(v, np.ndarray):
+                return plain(v.tolist())
+            if isinstance(v, np.datetime64):
+                return str(v.astype("datetime64[s]"))
+            if isinstance(v, np.generic):
+                return plain(v.item())
+        raise TypeError(f"not JSON data: {type(v).__name__}")
+
+    # ---- charts ------------------------------------------------------------
+    def num(v):
+        """A float without the floating point noise of transformed
+        coordinates: 8 - exponent significant digits (324.0 from
+        323.9999999, 84.75 from 84.75000001), E2B's rounding."""
+        f = float(v)
+        if not math.isfinite(f):
+            return None
+        if f == 0:
+            return 0.0
+        digits = max(1, 8 - math.floor(math.log10(abs(f))))
+        return float(f"{f:.{digits}g}")
+
+    def coord(v):
+        """A point or tick value: a date as ISO text, a string as is, a
+        number as a float."""
+        if isinstance(v, str):
+            return v
+        if isinstance(v, (datetime.datetime, datetime.date)):
+            return v.isoformat()
+        np = sys.modules.get("numpy")
+        if np is not None and isinstance(v, np.datetime64):
+            return str(v.astype("datetime64[s]"))
+        try:
+            f = float(v)
+        except (TypeError, ValueError):
+            return str(v)
+        return f if math.isfinite(f) else None
+
+    unit_re = re.compile(r"\s\((.*?)\)|\[(.*?)\]")
+
+    def unit_of(label):
+        if not label:
+            return None
+        m = unit_re.search(label)
+        return (m.group(1) or m.group(2)) if m else None
+
+    def base(kind, ax):
+        return {"type": kind, "title": ax.get_title() or None, "elements": []}
+
+    def planar(kind, ax):
+        c = base(kind, ax)
+        xl, yl = ax.get_xlabel() or None, ax.get_ylabel() or None
+        c.update(x_label=xl, y_label=yl, x_unit=unit_of(xl), y_unit=unit_of(yl))
+        return c
+
+    def swap_axes(c):
+        c["x_label"], c["y_label"] = c["y_label"], c["x_label"]
+        c["x_unit"], c["y_unit"] = c["y_unit"], c["x_unit"]
+
+    def is_straight(line):
+        """A two-point horizontal or vertical line (axhline, axvline, a
+        grid drawn by hand)."""
+        x, y = line.get_xdata(), line.get_ydata()
+        return len(x) == 2 and len(y) == 2 and (x[0] == x[1] or y[0] == y[1])
+
+    def axis_info(c, ax, name):
+        import matplotlib.dates as mdates
+
+        axis = ax.xaxis if name == "x" else ax.yaxis
+        ticks = list(axis.get_ticklocs())
+        labels = [t.get_text() for t in axis.get_ticklabels()]
+        conv = axis.get_converter() if hasattr(axis, "get_converter") else axis.converter
+        dates = isinstance(conv, (mdates.DateConverter, mdates.ConciseDateConverter)) or (
+            type(conv).__name__ == "_SwitchableDateConverter")
+        if dates:
+            tick_values = [mdates.num2date(t).isoformat() for t in ticks]
+            scale = "datetime"
+        else:
+            tick_values = [coord(t) for t in ticks]
+            scale = axis.get_scale()
+            if scale == "linear":
+                cat = type(conv).__name__ == "StrCategoryConverter"
+                scale = "categorical" if cat else "linear"
+        c[f"{name}_ticks"] = tick_values
+        c[f"{name}_tick_labels"] = labels
+        c[f"{name}_scale"] = scale
+
+    def point_chart(kind, ax):
+        c = planar(kind, ax)
+        axis_info(c, ax, "x")
+        axis_info(c, ax, "y")
+        return c
+
+    def line_chart(ax):
+        c = point_chart("line", ax)
+        for line in ax.get_lines():
+            if is_straight(line):
+                continue
+            label = line.get_label()
+            if label.startswith("_child"):
+                label = "Line " + label[6:]
+            xs, ys = line.get_xdata(), line.get_ydata()
+            c["elements"].append({"label": label,
+                                  "points": [[coord(x), coord(y)] for x, y in zip(xs, ys)]})
+        return c
+
+    def scatter_chart(ax):
+        c = point_chart("scatter", ax)
+        for coll in ax.collections:
+            c["elements"].append({"label": coll.get_label(),
+                                  "points": [[coord(x), coord(y)]
+                                             for x, y in coll.get_offsets()]})
+        return c
+
+    def tick_label_at(axis, value, fallback):
+        ticks = list(axis.get_ticklocs())
+        labels = [t.get_text() for t in axis.get_ticklabels()]
+        for t, lab in zip(ticks, labels):
+            if abs(t - value) <= 1e-9 * max(1.0, abs(value)):
+                return lab
+        return fallback
+
+    def bar_chart(ax):
+        c = planar("bar", ax)
+        horizontal = None
+        for i, cont in enumerate(ax.containers):
+            rects = list(cont)
+            if not rects:
+                continue
+            o = getattr(cont, "orientation", None)
+            if o in ("vertical", "horizontal"):
+                h = o == "horizontal"
+            else:  # older matplotlib: equal heights but different widths = barh
+                hs = [r.get_height() for r in rects]
+                h = len(set(hs)) == 1 and len({r.get_width() for r in rects}) > 1
+            horizontal = h if horizontal is None else horizontal
+            group = cont.get_label()
+            if not group or group.startswith("_container"):
+                group = "Group " + (group[10:] if group else str(i))
+            for r in rects:
+                if h:
+                    pos, value, axis = r.get_y() + r.get_height() / 2, r.get_width(), ax.yaxis
+                else:
+                    pos, value, axis = r.get_x() + r.get_width() / 2, r.get_height(), ax.xaxis
+                label = tick_label_at(axis, pos, f"{num(pos):g}")
+                c["elements"].append({"label": label, "group": group, "value": num(value)})
+        if horizontal:
+            swap_axes(c)
+        return c
+
+    def pie_chart(ax):
+        c = base("pie", ax)
+        for w in ax.patches:
+            c["elements"].append({"label": w.get_label(),
+                                  "angle": abs(num(w.theta2 - w.theta1)),
+                                  "radius": num(w.r)})
+        return c
+
+    def box_chart(ax):
+        from matplotlib.patches import PathPatch
+
+        c = planar("box_and_whisker", ax)
+        boxes = []
+        for p in ax.patches:
+            if not isinstance(p, PathPatch):
+                continue
+            v = p.get_path().vertices
+            xs, ys = [num(x) for x in v[:, 0]], [num(y) for y in v[:, 1]]
+            boxes.append({"x0": min(xs), "x1": max(xs), "y0": min(ys), "y1": max(ys)})
+        if not boxes:
+            return c
+        # boxes of one width are vertical boxplots; of one height, horizontal
+        horizontal = (len({b["y1"] - b["y0"] for b in boxes}) == 1 and
+                      len({b["x1"] - b["x0"] for b in boxes}) > 1)
+        if horizontal:
+            swap_axes(c)
+            for b in boxes:
+                b["x0"], b["y0"], b["x1"], b["y1"] = b["y0"], b["x0"], b["y1"], b["x1"]
+        for b in boxes:
+            b.update(median=None, low=None, high=None, outliers=[])
+
+        def owner(x):
+            for b in boxes:
+                if b["x0"] <= x <= b["x1"]:
+                    return b
+            return None
+
+        for line in ax.lines:
+            xs, ys = [num(x) for x in line.get_xdata()], [num(y) for y in line.get_ydata()]
+            if horizontal:
+                xs, ys = ys, xs
+            if not xs or None in xs or None in ys:
+                continue
+            if line.get_linestyle() in ("None", "none", "", " ") and len(set(xs)) == 1:
+                b = owner(xs[0])  # fliers
+                if b is not None:
+                    b["outliers"].extend(ys)
+                continue
+            if len(xs) != 2:
+                continue
+            b = owner(xs[0])
+            if b is None or owner(xs[1]) is not b:
+                continue
+            lo, hi = min(ys), max(ys)
+            if ys[0] == ys[1]:
+                if b["y0"] <= ys[0] <= b["y1"] and xs[0] != xs[1]:
+                    b["median"] = ys[0]
+                continue
+            if hi == b["y0"]:
+                b["low"] = lo
+            elif lo == b["y1"]:
+                b["high"] = hi
+        axis = ax.yaxis if horizontal else ax.xaxis
+        for i, b in enumerate(boxes):
+            mid = (b["x0"] + b["x1"]) / 2
+            c["elements"].append({
+                "label": tick_label_at(axis, mid, str(i + 1)),
+                "min": b["low"] if b["low"] is not None else b["y0"],
+                "first_quartile": b["y0"],
+                "median": b["median"],
+                "third_quartile": b["y1"],
+                "max": b["high"] if b["high"] is not None else b["y1"],
+                "outliers": b["outliers"],
+            })
+        return c
+
+    def kind_of(ax):
+        from matplotlib.collections import PathCollection
+        from matplotlib.lines import Line2D
+        from matplotlib.patches import PathPatch, Rectangle, Wedge
+        from matplotlib.text import Text
+
+        kids = getattr(ax, "_children", None)
+        if kids is None:  # matplotlib < 3.5 keeps them by kind
+            kids = ax.lines + ax.patches + ax.collections + ax.images + ax.texts
+        arts = [a for a in kids if not isinstance(a, Text)]
+        if all(isinstance(a, Line2D) for a in arts):
+            return "line"
+        if all(isinstance(a, (PathPatch, Line2D)) for a in arts):
+            return "box_and_whisker"
+        arts = [a for a in arts if not (isinstance(a, Line2D) and is_straight(a))]
+        for kind, types in (("scatter", PathCollection), ("pie", Wedge), ("bar", Rectangle)):
+            if all(isinstance(a, types) for a in arts):
+                return kind
+        return "unknown"
+
+    def chart_of_axes(ax):
+        kind = kind_of(ax)
+        make = {"line": line_chart, "scatter": scatter_chart, "bar": bar_chart,
+                "pie": pie_chart, "box_and_whisker": box_chart}.get(kind)
+        return make(ax) if make else base("unknown", ax)
+
+    def chart_of_figure(fig):
+        axes = fig.get_axes()
+        if not axes or not any(ax.has_data() for ax in axes):
+            return None
+        if len(axes) == 1:
+            return chart_of_axes(axes[0])
+        title = fig._suptitle.get_text() if getattr(fig, "_suptitle", None) else None
+        return {"type": "superchart", "title": title or None,
+                "elements": [chart_of_axes(ax) for ax in axes]}
+
+    # ---- formatters ----------------------------------------------------------
+    class ChartFormatter(BaseFormatter):
+        """e2b/chart: a Figure's data. Errors give no chart, never a
+        failed display."""
+
+        format_type = Unicode("e2b/chart")
+        print_method = ObjectName("_repr_e2b_chart_")
+        _return_type = (dict,)
+
+        def __call__(self, obj):
+            mpl_figure = sys.modules.get("matplotlib.figure")
+            if mpl_figure is not None and isinstance(obj, mpl_figure.Figure):
+                try:
+                    return plain(chart_of_figure(obj))
+                except Exception:  # a figure we cannot read: png only
+                    return None
+            return super().__call__(obj)
+
+    class DataFormatter(BaseFormatter):
+        """e2b/data: a DataFrame's columns ({column: [values]})."""
+
+        format_type = Unicode("e2b/data")
+        print_method = ObjectName("_repr_e2b_data_")
+        _return_type = (dict,)
+
+        def __call__(self, obj):
+            pd = sys.modules.get("pandas")
+            if pd is not None and isinstance(obj, pd.DataFrame):
+                try:
+                    return plain(obj.to_dict(orient="list"))
+                except Exception:
+                    return None
+            return super().__call__(obj)
+
+    class ListJSONFormatter(JSONFormatter):
+        """application/json also for lists and dicts (E2B's template)."""
+
+        def __call__(self, obj):
+            if isinstance(obj, (list, dict)):
+                try:
+                    data = plain(obj)
+                    json.dumps(data, allow_nan=False)
+                    return data, {"expanded": True}
+                except (TypeError, ValueError, RecursionError):
+                    pass
+            return super().__call__(obj)
+
+    df = ip.display_formatter
+    df.formatters["e2b/chart"] = ChartFormatter(parent=df)
+    df.formatters["e2b/data"] = DataFormatter(parent=df)
+    df.formatters["application/json"] = ListJSONFormatter(parent=df)
+
+    # ---- PIL: show() and save("file") display the image --------------------
+    def patch_pil(mod):
+        if getattr(mod, "_asb_patched", False):
+            return
+        mod._asb_patched = True
+        from IPython.display import display
+
+        original_save = mod.Image.save
+
+        def show(self, title=None, **options):
+            display(self)
+
+        def save(self, fp, format=None, **params):
+            if isinstance(fp, (str, bytes)) or hasattr(fp, "__fspath__"):
+                display(self)
+            return original_save(self, fp, format, **params)
+
+        mod.Image.show = show
+        mod.Image.save = save
+
+    class PatchOnImport(importlib.abc.MetaPathFinder):
+        """Runs a patch right after a module's first import, so nothing is
+        imported before the user does."""
+
+        def __init__(self, patches):
+            self.patches = patches
+
+        def find_spec(self, name, path=None, target=None):
+            patch = self.patches.get(name)
+            if patch is None:
+                return None
+            sys.meta_path.remove(self)
+            try:
+                spec = importlib.util.find_spec(name)
+            finally:
+                sys.meta_path.insert(0, self)
+            if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
+                return spec
+            loader = spec.loader
+            run = loader.exec_module
+
+            def exec_module(module):
+                run(module)
+                try:
+                    patch(module)
+                except Exception:
+                    pass
+
+            loader.exec_module = exec_module
+            return spec
+
+    if "PIL.Image" in sys.modules:
+        patch_pil(sys.modules["PIL.Image"])
+    else:
+        sys.meta_path.insert(0, PatchOnImport({"PIL.Image": patch_pil}))
+
+
+_asb_install(get_ipython())  # noqa: F821 (the kernel's)
+del _asb_install
