@@ -30,7 +30,7 @@ PACKAGES=(
   libcurl4-openssl-dev libcjson-dev libssl-dev zlib1g-dev
   libmicrohttpd-dev libseccomp-dev libzmq3-dev libyaml-dev
   # checks
-  abigail-tools clang libclang-rt-14-dev valgrind python3
+  abigail-tools clang clang-format libclang-rt-14-dev valgrind python3
   # the code interpreter's kernels and libraries (E2B's image, core part)
   $(ci_packages core)
   $(if [ "$full" = 1 ]; then ci_packages full; fi)

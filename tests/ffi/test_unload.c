@@ -41,14 +41,38 @@
 #define SONAME "libagentsandbox.so.1"
 
 /* The functions used, each looked up with dlvsym under ASB_1.0. */
-#define API(X)                                                                                     \
-  X(asb_version) X(asb_global_init) X(asb_global_cleanup) X(asb_error_message)                     \
-  X(asb_options_new) X(asb_options_free) X(asb_options_set_string) X(asb_options_set_int)          \
-  X(asb_options_set_pointer) X(asb_client_new) X(asb_client_free) X(asb_sandbox_create)            \
-  X(asb_sandbox_kill) X(asb_sandbox_free) X(asb_commands_run) X(asb_commands_start)                \
-  X(asb_command_result_stdout) X(asb_command_result_free) X(asb_process_wait) X(asb_process_kill)  \
-  X(asb_process_free) X(asb_cancel_new) X(asb_cancel_request) X(asb_cancel_free)                   \
-  X(asb_files_write) X(asb_files_read) X(asb_free)
+/* An X-macro list, one name a line: clang-format 14 does not keep its own
+ * layout of it stable. */
+/* clang-format off */
+#define API(X) \
+  X(asb_version) \
+  X(asb_global_init) \
+  X(asb_global_cleanup) \
+  X(asb_error_message) \
+  X(asb_options_new) \
+  X(asb_options_free) \
+  X(asb_options_set_string) \
+  X(asb_options_set_int) \
+  X(asb_options_set_pointer) \
+  X(asb_client_new) \
+  X(asb_client_free) \
+  X(asb_sandbox_create) \
+  X(asb_sandbox_kill) \
+  X(asb_sandbox_free) \
+  X(asb_commands_run) \
+  X(asb_commands_start) \
+  X(asb_command_result_stdout) \
+  X(asb_command_result_free) \
+  X(asb_process_wait) \
+  X(asb_process_kill) \
+  X(asb_process_free) \
+  X(asb_cancel_new) \
+  X(asb_cancel_request) \
+  X(asb_cancel_free) \
+  X(asb_files_write) \
+  X(asb_files_read) \
+  X(asb_free)
+/* clang-format on */
 
 typedef struct api {
 #define FIELD(name) __typeof__(&name) name;
@@ -58,11 +82,11 @@ typedef struct api {
 
 static int load(api *a, void *h) {
   int ok = 1;
-#define LOAD(name)                                                  \
-  a->name = (__typeof__(&name))dlvsym(h, #name, "ASB_1.0");         \
-  if (!a->name) {                                                   \
-    ASBT_FAIL("dlvsym(%s, ASB_1.0): %s", #name, dlerror());         \
-    ok = 0;                                                         \
+#define LOAD(name)                                          \
+  a->name = (__typeof__(&name))dlvsym(h, #name, "ASB_1.0"); \
+  if (!a->name) {                                           \
+    ASBT_FAIL("dlvsym(%s, ASB_1.0): %s", #name, dlerror()); \
+    ok = 0;                                                 \
   }
   API(LOAD)
 #undef LOAD
@@ -209,8 +233,8 @@ static void *work(void *arg) {
   char *data = NULL;
   size_t dlen = 0;
   int filed = a->asb_files_write(NULL, w->sb, path, body, strlen(body), NULL) == ASB_OK &&
-              a->asb_files_read(&data, &dlen, w->sb, path, NULL) == ASB_OK && dlen == strlen(body) &&
-              memcmp(data, body, dlen) == 0;
+              a->asb_files_read(&data, &dlen, w->sb, path, NULL) == ASB_OK &&
+              dlen == strlen(body) && memcmp(data, body, dlen) == 0;
   a->asb_free(data);
   w->ok = ran && filed;
   if (!w->ok) fprintf(stderr, "worker %d: rc %d: %s\n", w->index, rc, a->asb_error_message(NULL));
@@ -307,11 +331,21 @@ TEST(after_use) {
 /* ---- a host that uses libcurl itself -------------------------------------- */
 
 static size_t host_allocs;
-static void *count_malloc(size_t n) { return host_allocs++, malloc(n); }
-static void count_free(void *p) { free(p); }
-static void *count_realloc(void *p, size_t n) { return host_allocs++, realloc(p, n); }
-static char *count_strdup(const char *s) { return host_allocs++, strdup(s); }
-static void *count_calloc(size_t n, size_t m) { return host_allocs++, calloc(n, m); }
+static void *count_malloc(size_t n) {
+  return host_allocs++, malloc(n);
+}
+static void count_free(void *p) {
+  free(p);
+}
+static void *count_realloc(void *p, size_t n) {
+  return host_allocs++, realloc(p, n);
+}
+static char *count_strdup(const char *s) {
+  return host_allocs++, strdup(s);
+}
+static void *count_calloc(size_t n, size_t m) {
+  return host_allocs++, calloc(n, m);
+}
 
 /* libcurl counts its initialisations: the host's last curl_global_cleanup
  * releases libcurl's global state only if this library gave back the one it
@@ -326,7 +360,8 @@ TEST(host_keeps_libcurl) {
   int (*global_init_mem)(long, void *(*)(size_t), void (*)(void *), void *(*)(void *, size_t),
                          char *(*)(const char *), void *(*)(size_t, size_t)) =
       (int (*)(long, void *(*)(size_t), void (*)(void *), void *(*)(void *, size_t),
-               char *(*)(const char *), void *(*)(size_t, size_t)))dlsym(curl, "curl_global_init_mem");
+               char *(*)(const char *), void *(*)(size_t, size_t)))dlsym(curl,
+                                                                         "curl_global_init_mem");
   void *(*easy_init)(void) = (void *(*)(void))dlsym(curl, "curl_easy_init");
   void (*easy_cleanup)(void *) = (void (*)(void *))dlsym(curl, "curl_easy_cleanup");
   REQUIRE(global_init && global_cleanup && global_init_mem && easy_init && easy_cleanup);
@@ -339,8 +374,8 @@ TEST(host_keeps_libcurl) {
     CHECK(!loaded(SONAME));
   }
   global_cleanup();
-  REQUIRE(global_init_mem(3, count_malloc, count_free, count_realloc, count_strdup,
-                          count_calloc) == 0);
+  REQUIRE(global_init_mem(3, count_malloc, count_free, count_realloc, count_strdup, count_calloc) ==
+          0);
   void *e = easy_init();
   CHECK(e != NULL);
   easy_cleanup(e);
