@@ -86,9 +86,9 @@ int main(int argc, char **argv) {
         return 1;
       }
     }
-    double p50 = bench_report(pass ? "commands.run(\"true\") via bash -l -c"
-                                   : "commands.run(\"exec /bin/true\")",
-                              v, iters);
+    double p50 = bench_report(
+        pass ? "commands.run(\"true\") via bash -l -c" : "commands.run(\"exec /bin/true\")", v,
+        iters);
     printf("%-44s %.2fx the floor\n", "", p50 / floor_us);
   }
 
@@ -149,8 +149,8 @@ int main(int argc, char **argv) {
   double down = bench_now() - t;
   printf("%-44s %8.0f MB/s  (%s)\n", "upload 1 GiB (streamed)", size / up / 1e6,
          rc ? asb_error_last()->message : "ok");
-  printf("%-44s %8.0f MB/s  (%s, %lld bytes)\n", "download 1 GiB (streamed)",
-         size / down / 1e6, rc2 ? asb_error_last()->message : "ok", consumed);
+  printf("%-44s %8.0f MB/s  (%s, %lld bytes)\n", "download 1 GiB (streamed)", size / down / 1e6,
+         rc2 ? asb_error_last()->message : "ok", consumed);
   remove(path);
 
   printf("== process output ==\n");

@@ -78,8 +78,7 @@ static int run_cmd(asb_sandbox *sb, const char *cmd, const char *want) {
   if (rc == ASB_OK) {
     size_t n = 0;
     const char *out = asb_command_result_stdout(r, &n);
-    if (asb_command_result_exit_code(r) != 0 || n != strlen(want) || memcmp(out, want, n))
-      rc = -1;
+    if (asb_command_result_exit_code(r) != 0 || n != strlen(want) || memcmp(out, want, n)) rc = -1;
   } else {
     fprintf(stderr, "run %s: %s\n", cmd, asb_error_last()->message);
   }
@@ -213,7 +212,8 @@ static int phases(int n) {
   asb_files_options fo = ASB_FILES_OPTIONS_INIT;
   fo.user = "root";
   asb_files_write(NULL, sb, "/run/asb/envd-timing.log", "", 0, &fo);
-  if (truncate(log, 0) != 0) { /* absent: fine */ }
+  if (truncate(log, 0) != 0) { /* absent: fine */
+  }
   double *v = calloc((size_t)n, sizeof *v);
   for (int i = 0; i < n; i++) {
     double t = bench_now();
@@ -339,15 +339,31 @@ int main(int argc, char **argv) {
       for (int i = 0; i < per; i++) {
         double t = bench_now(), d = 0;
         switch (k) {
-        case V_ENG_TRUE: d = run_cmd(sb[0], "true", "") == ASB_OK ? bench_now() - t : -1; break;
-        case V_ENG_ECHO: d = run_cmd(sb[0], "echo x", "x\n") == ASB_OK ? bench_now() - t : -1; break;
-        case V_ENG_TRUE_OLD: d = run_cmd(sb[1], "true", "") == ASB_OK ? bench_now() - t : -1; break;
-        case V_ENVD_TRUE: d = envd_start(&ce, j_true); break;
-        case V_ENVD_TRUE_CG: d = envd_start(&cc, j_true); break;
-        case V_ENVD_BASH:
-        case V_ENVD_BASH_OLD: d = envd_start(&ce, j_bash); break;
-        case V_BARE_TRUE: d = bare(av_true); break;
-        default: d = bare(av_bash); break;
+          case V_ENG_TRUE:
+            d = run_cmd(sb[0], "true", "") == ASB_OK ? bench_now() - t : -1;
+            break;
+          case V_ENG_ECHO:
+            d = run_cmd(sb[0], "echo x", "x\n") == ASB_OK ? bench_now() - t : -1;
+            break;
+          case V_ENG_TRUE_OLD:
+            d = run_cmd(sb[1], "true", "") == ASB_OK ? bench_now() - t : -1;
+            break;
+          case V_ENVD_TRUE:
+            d = envd_start(&ce, j_true);
+            break;
+          case V_ENVD_TRUE_CG:
+            d = envd_start(&cc, j_true);
+            break;
+          case V_ENVD_BASH:
+          case V_ENVD_BASH_OLD:
+            d = envd_start(&ce, j_bash);
+            break;
+          case V_BARE_TRUE:
+            d = bare(av_true);
+            break;
+          default:
+            d = bare(av_bash);
+            break;
         }
         if (d < 0) {
           fprintf(stderr, "%s failed\n", k_names[k]);
@@ -364,7 +380,8 @@ int main(int argc, char **argv) {
   }
   double b = p50[V_BARE_TRUE];
   printf("== ratios of p50 ==\n");
-  printf("%-44s %6.2fx  (target <= 2)\n", "engine run(\"true\") / bare /bin/true", p50[V_ENG_TRUE] / b);
+  printf("%-44s %6.2fx  (target <= 2)\n", "engine run(\"true\") / bare /bin/true",
+         p50[V_ENG_TRUE] / b);
   printf("%-44s %6.2fx\n", "  before the profile change (host profile)", p50[V_ENG_TRUE_OLD] / b);
   printf("%-44s %6.2fx\n", "engine run(true): host profile / template's",
          p50[V_ENG_TRUE_OLD] / p50[V_ENG_TRUE]);
@@ -375,10 +392,10 @@ int main(int argc, char **argv) {
   printf("%-44s %9.1f\n", "process start (bare /bin/true)", b);
   printf("%-44s %9.1f\n", "bash -l -c true over /bin/true (bare)", p50[V_BARE_BASH] - b);
   printf("%-44s %9.1f\n", "envd: HTTP, JSON, pipes, hand-offs", p50[V_ENVD_TRUE] - b);
-  if (have_cg)
-    printf("%-44s %9.1f\n", "cgroup joins (2)", p50[V_ENVD_TRUE_CG] - p50[V_ENVD_TRUE]);
-  printf("%-44s %9.1f\n", "client lib + router + sandbox",
-         p50[V_ENG_TRUE] - p50[V_ENVD_BASH] - (have_cg ? p50[V_ENVD_TRUE_CG] - p50[V_ENVD_TRUE] : 0));
+  if (have_cg) printf("%-44s %9.1f\n", "cgroup joins (2)", p50[V_ENVD_TRUE_CG] - p50[V_ENVD_TRUE]);
+  printf(
+      "%-44s %9.1f\n", "client lib + router + sandbox",
+      p50[V_ENG_TRUE] - p50[V_ENVD_BASH] - (have_cg ? p50[V_ENVD_TRUE_CG] - p50[V_ENVD_TRUE] : 0));
   fflush(stdout);
 
   printf("== commands/s across %d sandboxes (run(\"true\"), 4 phases of 2 s) ==\n", NSBX);
@@ -386,12 +403,16 @@ int main(int argc, char **argv) {
   for (int phase = 0; phase < 4; phase++) {
     int old = phase & 1;
     for (int i = 0; i < NSBX; i++)
-      if (write_profile(sb[i], old ? old_prof : new_prof, old ? old_len : new_len) != ASB_OK) return 1;
+      if (write_profile(sb[i], old ? old_prof : new_prof, old ? old_len : new_len) != ASB_OK)
+        return 1;
     double tp = throughput(sb, 2.0);
-    printf("%-44s %9.0f commands/s\n", old ? "  host /etc/profile" : "  template's /etc/profile", tp);
+    printf("%-44s %9.0f commands/s\n", old ? "  host /etc/profile" : "  template's /etc/profile",
+           tp);
     fflush(stdout);
-    if (old) tp_old += tp / 2;
-    else tp_new += tp / 2;
+    if (old)
+      tp_old += tp / 2;
+    else
+      tp_new += tp / 2;
   }
   printf("%-44s %9.0f / %.0f commands/s = %.2fx\n", "template's / host profile (mean)", tp_new,
          tp_old, tp_new / tp_old);

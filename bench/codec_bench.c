@@ -35,7 +35,7 @@
 #define MIB (1024u * 1024u)
 
 static double g_seconds = 0.4;
-static const char *g_filter; /* run only benchmarks whose name has this */
+static const char *g_filter;   /* run only benchmarks whose name has this */
 static volatile size_t g_sink; /* keeps results observable */
 
 static double now_s(void) {
@@ -91,8 +91,8 @@ static double time_best(void (*fn)(void *), void *ctx) {
   return best;
 }
 
-static void report(const char *name, const char *size, double secs,
-                   size_t in_bytes, size_t payload_bytes) {
+static void report(const char *name, const char *size, double secs, size_t in_bytes,
+                   size_t payload_bytes) {
   printf("%-34s %8s %12.1f %14.1f\n", name, size, (double)in_bytes / secs / 1e6,
          (double)payload_bytes / secs / 1e6);
   fflush(stdout);
@@ -135,8 +135,7 @@ static void bench_base64(size_t raw_len, const char *label) {
   if (wanted("base64 encode"))
     report("base64 encode", label, time_best(run_encode, &c), raw_len, raw_len);
   if (wanted("base64 decode"))
-    report("base64 decode", label, time_best(run_decode, &c), c.text_len,
-           raw_len);
+    report("base64 decode", label, time_best(run_decode, &c), c.text_len, raw_len);
   free(c.raw);
   free(c.text);
   free(c.out);
@@ -215,8 +214,7 @@ static void bench_parse(size_t b64_len, const char *label) {
   event_ctx c;
   c.json = make_event(raw, raw_len, &c.len);
   if (wanted("pj_parse data event"))
-    report("pj_parse data event", label, time_best(run_parse, &c), c.len,
-           raw_len);
+    report("pj_parse data event", label, time_best(run_parse, &c), c.len, raw_len);
   free(c.json);
   free(raw);
 }
@@ -253,8 +251,7 @@ static void stream_init(stream_ctx *c, size_t raw_len, size_t count) {
     if (asbi_connect_encode(&c->wire, 0, j, jl) != 0) die("encode");
     free(j);
   }
-  if (asbi_connect_encode(&c->wire, ASBI_CONNECT_FLAG_END_STREAM, "{}", 2) != 0)
-    die("encode");
+  if (asbi_connect_encode(&c->wire, ASBI_CONNECT_FLAG_END_STREAM, "{}", 2) != 0) die("encode");
   c->payload = raw_len * count;
 }
 
@@ -279,8 +276,7 @@ static void feed_all(stream_ctx *c, asbi_connect_msg_fn fn) {
   asbi_connect_dec_free(&d);
 }
 
-static int on_envelope_only(void *ud, unsigned flags, const char *data,
-                            size_t len) {
+static int on_envelope_only(void *ud, unsigned flags, const char *data, size_t len) {
   stream_ctx *c = ud;
   if (flags & ASBI_CONNECT_FLAG_END_STREAM) {
     c->ended = 1;
@@ -292,18 +288,18 @@ static int on_envelope_only(void *ud, unsigned flags, const char *data,
   return 0;
 }
 
-static void run_connect(void *p) { feed_all(p, on_envelope_only); }
+static void run_connect(void *p) {
+  feed_all(p, on_envelope_only);
+}
 
 /* What the client does per envelope (core/client/envd.c on_envelope, then
  * core/client/commands.c pump/deliver): strict parse, look the event up,
  * base64-decode the output onto the output it keeps. */
-static int on_envelope_client(void *ud, unsigned flags, const char *data,
-                              size_t len) {
+static int on_envelope_client(void *ud, unsigned flags, const char *data, size_t len) {
   stream_ctx *c = ud;
   if (flags & ASBI_CONNECT_FLAG_END_STREAM) {
     char *code = NULL, *message = NULL;
-    if (asbi_connect_parse_end(data, len, &code, &message) != 0)
-      die("end-stream");
+    if (asbi_connect_parse_end(data, len, &code, &message) != 0) die("end-stream");
     c->ended = 1;
     return 0;
   }
@@ -316,8 +312,8 @@ static int on_envelope_client(void *ud, unsigned flags, const char *data,
   size_t n = 0;
   if (asbi_pj_append_bytes(dat, "stdout", &c->out, &n) != 0) die("base64");
   cJSON_Delete(m);
-  if (c->check && (n != c->raw_len ||
-                   memcmp(c->out.data + c->out.len - n, c->raw + c->seen, n) != 0))
+  if (c->check &&
+      (n != c->raw_len || memcmp(c->out.data + c->out.len - n, c->raw + c->seen, n) != 0))
     die("client path: wrong output");
   c->seen++;
   c->got_bytes += n;
@@ -331,17 +327,15 @@ static void run_client(void *p) {
   g_sink += c->got_bytes;
 }
 
-static void bench_stream(size_t b64_len, size_t count, const char *label,
-                         size_t chunk, const char *dec_name,
-                         const char *client_name) {
+static void bench_stream(size_t b64_len, size_t count, const char *label, size_t chunk,
+                         const char *dec_name, const char *client_name) {
   stream_ctx c;
   stream_init(&c, b64_len / 4 * 3, count);
   c.chunk = chunk;
   c.check = 1;
   run_client(&c);
   c.check = 0;
-  if (wanted(dec_name))
-    report(dec_name, label, time_best(run_connect, &c), c.wire.len, c.payload);
+  if (wanted(dec_name)) report(dec_name, label, time_best(run_connect, &c), c.wire.len, c.payload);
   if (wanted(client_name))
     report(client_name, label, time_best(run_client, &c), c.wire.len, c.payload);
   stream_free(&c);
@@ -350,8 +344,7 @@ static void bench_stream(size_t b64_len, size_t count, const char *label,
 int main(int argc, char **argv) {
   if (argc > 1) {
     g_seconds = atof(argv[1]);
-    if (!(g_seconds > 0))
-      die("usage: codec_bench [seconds-per-case [name-filter]]");
+    if (!(g_seconds > 0)) die("usage: codec_bench [seconds-per-case [name-filter]]");
   }
   if (argc > 2) g_filter = argv[2];
   printf("%-34s %8s %12s %14s\n", "benchmark", "size", "in MB/s", "payload MB/s");
@@ -364,8 +357,7 @@ int main(int argc, char **argv) {
    * so a chunk often holds whole smaller events. */
   for (int big = 0; big < 2; big++) {
     size_t chunk = big ? 256 * KIB : 16 * KIB;
-    const char *dn = big ? "connect decode (256KiB chunks)"
-                         : "connect decode (16KiB chunks)";
+    const char *dn = big ? "connect decode (256KiB chunks)" : "connect decode (16KiB chunks)";
     const char *cn = big ? "client path, 256KiB chunks" : "client path (env+parse+b64)";
     bench_stream(64 * KIB, 128, "64KiB", chunk, dn, cn);
     bench_stream(MIB, 8, "1MiB", chunk, dn, cn);

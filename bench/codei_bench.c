@@ -51,7 +51,9 @@ static double run_ok(asb_sandbox *sb, const char *code, const char *lang, const 
   }
   if (rc != ASB_OK || (want && (!got || strncmp(got, want, strlen(want)) != 0))) {
     fprintf(stderr, "codei_bench: %s: %s (%s)\n", code, asb_status_name(rc),
-            rc ? asb_error_last()->message : got ? got : "no output");
+            rc    ? asb_error_last()->message
+            : got ? got
+                  : "no output");
     exit(1);
   }
   asb_execution_free(e);
@@ -111,9 +113,10 @@ int main(int argc, char **argv) {
   run_ok(sb, "1+1", "javascript", "2");
   for (int i = 0; i < n; i++) v[i] = run_ok(sb, "1+1", "javascript", "2");
   bench_report("run_code(\"1+1\") javascript driver", v, n);
-  printf("python: %.0f us of the %.0f us p50 is the kernel (ipykernel's execute and its "
-         "iopub/shell messages); the HTTP + client floor is %.0f us\n",
-         p50 - floor, p50, floor);
+  printf(
+      "python: %.0f us of the %.0f us p50 is the kernel (ipykernel's execute and its "
+      "iopub/shell messages); the HTTP + client floor is %.0f us\n",
+      p50 - floor, p50, floor);
   printf("server RSS %ld KiB\n", bench_proc_kb(f.pid, "VmRSS"));
 
   /* ---- chart extraction: what it adds per figure ---- */
@@ -127,10 +130,13 @@ int main(int argc, char **argv) {
       "        s = time.perf_counter(); fn(); t.append(time.perf_counter() - s)\n"
       "    return statistics.median(t) * 1e6\n"
       "_out = []\n"
-      "for _name, _draw in (('line, 2 x 100 points', lambda: (plt.plot(np.arange(100), np.sin(np.arange(100))),"
-      " plt.plot(np.arange(100), np.cos(np.arange(100))))), ('bar, 10 bars', lambda: plt.bar([str(i) for i in range(10)], range(10)))):\n"
+      "for _name, _draw in (('line, 2 x 100 points', lambda: (plt.plot(np.arange(100), "
+      "np.sin(np.arange(100))),"
+      " plt.plot(np.arange(100), np.cos(np.arange(100))))), ('bar, 10 bars', lambda: "
+      "plt.bar([str(i) for i in range(10)], range(10)))):\n"
       "    _fig = plt.figure(); _draw()\n"
-      "    _out.append('%s: chart %.0f us, png %.0f us' % (_name, _p50(lambda: _f['e2b/chart'](_fig), 200),"
+      "    _out.append('%s: chart %.0f us, png %.0f us' % (_name, _p50(lambda: "
+      "_f['e2b/chart'](_fig), 200),"
       " _p50(lambda: _f['image/png'](_fig), 20)))\n"
       "    plt.close(_fig)\n"
       "print('; '.join(_out))";

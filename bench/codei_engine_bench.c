@@ -68,7 +68,8 @@ int main(int argc, char **argv) {
     imp[i] = shell_seconds(sb,
                            "s=$(date +%s%N); /usr/bin/python3 -c \"import sys; "
                            "sys.modules['debugpy']=None; import ipykernel.kernelapp\"; "
-                           "e=$(date +%s%N); echo $(( (e - s) / 1000 ))") / 1e6;
+                           "e=$(date +%s%N); echo $(( (e - s) / 1000 ))") /
+             1e6;
     asb_sandbox_kill(sb, NULL);
     asb_sandbox_free(sb);
   }

@@ -33,7 +33,9 @@ static int run_true(asb_sandbox *sb) {
   return rc;
 }
 
-static int sh(const char *cmd) { return system(cmd); }
+static int sh(const char *cmd) {
+  return system(cmd);
+}
 
 static double time_cmd(const char *cmd) {
   double t = bench_now();
@@ -150,8 +152,8 @@ int main(int argc, char **argv) {
            bundle, bundle, rootfs, bundle, bundle, bundle);
   ok = sh(cmd) == 0;
   for (int i = 0; i < nb && ok; i++) {
-    snprintf(cmd, sizeof cmd, "cd %s && runc run --bundle %s asb-bench-%d >/dev/null 2>&1",
-             bundle, bundle, i);
+    snprintf(cmd, sizeof cmd, "cd %s && runc run --bundle %s asb-bench-%d >/dev/null 2>&1", bundle,
+             bundle, i);
     if ((v[i] = time_cmd(cmd)) < 0) ok = 0;
   }
   if (ok)

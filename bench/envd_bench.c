@@ -63,13 +63,15 @@ int main(int argc, char **argv) {
 
   /* warm-up */
   for (int i = 0; i < 50; i++) {
-    et_stream(&c, "process.Process/Start", "{\"process\":{\"cmd\":\"/bin/true\"},\"stdin\":false}", NULL, &r);
+    et_stream(&c, "process.Process/Start", "{\"process\":{\"cmd\":\"/bin/true\"},\"stdin\":false}",
+              NULL, &r);
     et_resp_free(&r);
   }
   double cpu0 = envd_cpu_us(E.pid);
   for (int i = 0; i < iters; i++) {
     double t = et_now();
-    et_stream(&c, "process.Process/Start", "{\"process\":{\"cmd\":\"/bin/true\"},\"stdin\":false}", NULL, &r);
+    et_stream(&c, "process.Process/Start", "{\"process\":{\"cmd\":\"/bin/true\"},\"stdin\":false}",
+              NULL, &r);
     v[i] = et_now() - t;
     if (r.status != 200 || !et_contains(&r, "exit status 0")) {
       fprintf(stderr, "bad Start response\n");

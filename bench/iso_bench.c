@@ -53,7 +53,9 @@ static long meminfo_kb(const char *field) {
   return v;
 }
 
-static long mem_available_kb(void) { return meminfo_kb("MemAvailable"); }
+static long mem_available_kb(void) {
+  return meminfo_kb("MemAvailable");
+}
 
 /* Kernel-side memory: less disturbed by other processes than MemAvailable. */
 static long kernel_kb(void) {
@@ -119,10 +121,14 @@ int main(int argc, char **argv) {
   int n = 200, pool = 8, burst = 100;
   const char *tname = "busybox";
   for (int i = 1; i + 1 < argc; i += 2) {
-    if (!strcmp(argv[i], "-n")) n = atoi(argv[i + 1]);
-    else if (!strcmp(argv[i], "-t")) tname = argv[i + 1];
-    else if (!strcmp(argv[i], "-p")) pool = atoi(argv[i + 1]);
-    else if (!strcmp(argv[i], "-c")) burst = atoi(argv[i + 1]);
+    if (!strcmp(argv[i], "-n"))
+      n = atoi(argv[i + 1]);
+    else if (!strcmp(argv[i], "-t"))
+      tname = argv[i + 1];
+    else if (!strcmp(argv[i], "-p"))
+      pool = atoi(argv[i + 1]);
+    else if (!strcmp(argv[i], "-c"))
+      burst = atoi(argv[i + 1]);
   }
   for (int i = 1; i < argc; i++)
     if (!strcmp(argv[i], "-f")) asbt_favor_dynmods = 1;
@@ -262,8 +268,8 @@ int main(int argc, char **argv) {
   long after = mem_available_kb(), kafter = kernel_kb();
   printf("%-40s %7.0f KiB (MemAvailable delta / %d idle sandboxes with agent)\n",
          "host memory per idle sandbox", (double)(before - after) / burst, burst);
-  printf("%-40s %7.0f KiB (Slab+Percpu+KernelStack+PageTables delta)\n",
-         "  of which kernel", (double)(kafter - kbefore) / burst);
+  printf("%-40s %7.0f KiB (Slab+Percpu+KernelStack+PageTables delta)\n", "  of which kernel",
+         (double)(kafter - kbefore) / burst);
   uint64_t charged = 0;
   for (int i = 0; i < burst; i++) {
     asbe_stats st;
@@ -283,7 +289,8 @@ int main(int argc, char **argv) {
   for (int i = 0; i < 2; i++) pthread_create(&th[i], NULL, burst_thread, &ba[i]);
   for (int i = 0; i < 2; i++) pthread_join(th[i], NULL);
   dt = now_ms() - t0;
-  printf("%-40s %7.1f ms (%.1f creates/s)\n", "alive: burst from 2 threads", dt, burst * 1000.0 / dt);
+  printf("%-40s %7.1f ms (%.1f creates/s)\n", "alive: burst from 2 threads", dt,
+         burst * 1000.0 / dt);
   for (int i = 0; i < burst; i++) kill_sb(all[i]);
   free(all);
 
@@ -303,10 +310,12 @@ int main(int argc, char **argv) {
   asbt_sleep_ms(1000);
   after = mem_available_kb();
   kafter = kernel_kb();
-  printf("%-40s %7.1f ms (mkfs.ext4 of a golden image + 1 image)\n", "disk: new size, first image", first);
-  printf("%-40s %7.3f ms (sparse copy + LOOP_CONFIGURE + fsmount)\n", "disk: pooled image", dt / np);
-  printf("%-40s %7.0f KiB (MemAvailable delta / %d mounted images)\n", "disk: host memory per pooled image",
-         (double)(before - after) / np, np);
+  printf("%-40s %7.1f ms (mkfs.ext4 of a golden image + 1 image)\n", "disk: new size, first image",
+         first);
+  printf("%-40s %7.3f ms (sparse copy + LOOP_CONFIGURE + fsmount)\n", "disk: pooled image",
+         dt / np);
+  printf("%-40s %7.0f KiB (MemAvailable delta / %d mounted images)\n",
+         "disk: host memory per pooled image", (double)(before - after) / np, np);
   printf("%-40s %7.0f KiB (Slab+Percpu+KernelStack+PageTables delta)\n", "  of which kernel",
          (double)(kafter - kbefore) / np);
   free(v);

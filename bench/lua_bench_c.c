@@ -93,7 +93,8 @@ static int l_file(lua_State *L) {
 
 int luaopen_lua_bench_c(lua_State *L);
 int luaopen_lua_bench_c(lua_State *L) {
-  static const luaL_Reg methods[] = {{"run", l_run}, {"file", l_file}, {"__gc", l_gc}, {NULL, NULL}};
+  static const luaL_Reg methods[] = {
+      {"run", l_run}, {"file", l_file}, {"__gc", l_gc}, {NULL, NULL}};
   static const luaL_Reg funcs[] = {{"open", l_open}, {"now", l_now}, {NULL, NULL}};
   if (luaL_newmetatable(L, "lua_bench_c")) {
     luaL_setfuncs(L, methods, 0);

@@ -58,7 +58,8 @@ static int ask(server *s, int id, const char *fmt, const char *arg) {
   static char *line;
   static size_t cap;
   while (getline(&line, &cap, s->out) > 0)
-    if (strstr(line, want)) return strstr(line, "\"isError\":true") || strstr(line, "\"error\"") ? -1 : 0;
+    if (strstr(line, want))
+      return strstr(line, "\"isError\":true") || strstr(line, "\"error\"") ? -1 : 0;
   return -1;
 }
 

@@ -88,8 +88,9 @@ int main(int argc, char **argv) {
       asb_sandbox_kill(sb, NULL);
       asb_sandbox_free(sb);
     }
-    bench_report(pass ? "create c-hello (start cmd + ready port 9000)" : "create base (no start command)",
-                 v, creates);
+    bench_report(
+        pass ? "create c-hello (start cmd + ready port 9000)" : "create base (no start command)", v,
+        creates);
   }
 
   printf("== calls into one c-hello sandbox (%d each) ==\n", iters);

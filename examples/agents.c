@@ -111,8 +111,7 @@ int main(int argc, char **argv) {
   asb_agents_options call = ASB_AGENTS_OPTIONS_INIT;
   call.on_event = print_event;
   asb_agent_turn *t = NULL;
-  if (asb_agent_session_send(&t, s, "please WRITE the file", &call) != ASB_OK)
-    return fail("send");
+  if (asb_agent_session_send(&t, s, "please WRITE the file", &call) != ASB_OK) return fail("send");
   printf("turn %d: %s, final message '%s'\n", asb_agent_turn_number(t), asb_agent_turn_status(t),
          asb_agent_turn_final_message(t) ? asb_agent_turn_final_message(t) : "");
   for (size_t i = 0; i < asb_agent_turn_commands_count(t); i++)

@@ -4,8 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-static int on_event(asb_fs_event_type type, const char *name, const asb_entry *e,
-                    void *ud) {
+static int on_event(asb_fs_event_type type, const char *name, const asb_entry *e, void *ud) {
   (void)e;
   (void)ud;
   printf("event %d on %s\n", (int)type, name);

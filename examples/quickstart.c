@@ -11,8 +11,7 @@
 
 static int fail(const char *what) {
   const asb_error *e = asb_error_last();
-  fprintf(stderr, "%s failed: %s (%s)\n", what, e->message,
-          asb_status_name(e->code));
+  fprintf(stderr, "%s failed: %s (%s)\n", what, e->message, asb_status_name(e->code));
   return 1;
 }
 
@@ -29,19 +28,16 @@ int main(void) {
     rc = fail("asb_sandbox_create");
     goto out;
   }
-  printf("sandbox %s (envd %s)\n", asb_sandbox_id(sandbox),
-         asb_sandbox_envd_version(sandbox));
+  printf("sandbox %s (envd %s)\n", asb_sandbox_id(sandbox), asb_sandbox_envd_version(sandbox));
 
-  if (asb_commands_run(&result, sandbox, "echo 'Hello from sandbox!'", NULL) !=
-      ASB_OK) {
+  if (asb_commands_run(&result, sandbox, "echo 'Hello from sandbox!'", NULL) != ASB_OK) {
     rc = fail("asb_commands_run");
     goto out;
   }
   printf("stdout: %s", asb_command_result_stdout(result, NULL));
   printf("exit code: %d\n", asb_command_result_exit_code(result));
 
-  if (asb_files_write(NULL, sandbox, "/tmp/data.txt", "content", 7, NULL) !=
-          ASB_OK ||
+  if (asb_files_write(NULL, sandbox, "/tmp/data.txt", "content", 7, NULL) != ASB_OK ||
       asb_files_read(&content, &len, sandbox, "/tmp/data.txt", NULL) != ASB_OK) {
     rc = fail("asb_files_write/read");
     goto out;

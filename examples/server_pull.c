@@ -27,9 +27,8 @@ static void *client(void *arg) {
   if (asb_client_new(&c, &o) == ASB_OK && asb_sandbox_attach(&sb, c, "local", NULL) == ASB_OK) {
     asb_named_command_options no = ASB_NAMED_COMMAND_OPTIONS_INIT;
     no.port = *(int *)arg;
-    const char *calls[][2] = {{"add", "{\"a\":40,\"b\":2}"},
-                              {"slow_square", "{\"n\":12}"},
-                              {"add", "{\"a\":\"x\"}"}};
+    const char *calls[][2] = {
+        {"add", "{\"a\":40,\"b\":2}"}, {"slow_square", "{\"n\":12}"}, {"add", "{\"a\":\"x\"}"}};
     for (int i = 0; i < 3; i++) {
       char *out = NULL;
       int rc = asb_sandbox_run_command(&out, sb, calls[i][0], calls[i][1], &no);
@@ -85,8 +84,8 @@ int main(void) {
       if (strcmp(asb_server_call_command(call), "slow_square") == 0 && nworkers < 8) {
         pthread_create(&workers[nworkers++], NULL, answer_later, call); /* deferred */
       } else {
-        asb_server_call_set_result_integer(call, asb_server_call_integer(call, "a") +
-                                                     asb_server_call_integer(call, "b"));
+        asb_server_call_set_result_integer(
+            call, asb_server_call_integer(call, "a") + asb_server_call_integer(call, "b"));
         asb_server_call_reply(call);
       }
     }

@@ -41,15 +41,24 @@ typedef struct lcall {
 
 static const char *status_name(int rc) {
   switch (rc) {
-  case ASB_EINVAL: return "ASB_EINVAL";
-  case ASB_EEXISTS: return "ASB_EEXISTS";
-  case ASB_ECANCELED: return "ASB_ECANCELED";
-  case ASB_ETIMEOUT: return "ASB_ETIMEOUT";
-  case ASB_ENOMEM: return "ASB_ENOMEM";
-  case ASB_ECONNECTION: return "ASB_ECONNECTION";
-  case ASB_EVERSION: return "ASB_EVERSION";
-  case ASB_ECOMMANDFAILED: return "ASB_ECOMMANDFAILED";
-  default: return "ASB_ERROR";
+    case ASB_EINVAL:
+      return "ASB_EINVAL";
+    case ASB_EEXISTS:
+      return "ASB_EEXISTS";
+    case ASB_ECANCELED:
+      return "ASB_ECANCELED";
+    case ASB_ETIMEOUT:
+      return "ASB_ETIMEOUT";
+    case ASB_ENOMEM:
+      return "ASB_ENOMEM";
+    case ASB_ECONNECTION:
+      return "ASB_ECONNECTION";
+    case ASB_EVERSION:
+      return "ASB_EVERSION";
+    case ASB_ECOMMANDFAILED:
+      return "ASB_ECOMMANDFAILED";
+    default:
+      return "ASB_ERROR";
   }
 }
 
@@ -122,8 +131,10 @@ static int arg_type(lua_State *L, const char *t) {
                               ASB_ARG_JSON};
   for (int i = 0; names[i]; i++)
     if (strcmp(t, names[i]) == 0) return types[i];
-  return luaL_error(L, "server: argument type '%s' is not string, integer, float, boolean or "
-                    "json", t);
+  return luaL_error(L,
+                    "server: argument type '%s' is not string, integer, float, boolean or "
+                    "json",
+                    t);
 }
 
 /* srv:register(name, description, hidden, args): args is a list of
@@ -150,8 +161,8 @@ static int l_register(lua_State *L) {
     int required = lua_toboolean(L, -1);
     lua_pop(L, 1);
     if (!an || !at) return luaL_error(L, "server: argument %d needs a name and a type", (int)i);
-    rc = asb_server_command_add_arg(cmd, an, arg_type(L, at), required ? ASB_ARG_REQUIRED : 0,
-                                    def, ad);
+    rc = asb_server_command_add_arg(cmd, an, arg_type(L, at), required ? ASB_ARG_REQUIRED : 0, def,
+                                    ad);
     lua_pop(L, 1);
     if (rc) return fail(L, rc, "server.command");
   }
@@ -302,12 +313,13 @@ static int l_server_tostring(lua_State *L) {
 int luaopen_agent_sandbox_server_core(lua_State *L);
 int luaopen_agent_sandbox_server_core(lua_State *L) {
   static const luaL_Reg server_methods[] = {
-      {"register", l_register}, {"start", l_start},         {"port", l_port},
-      {"fd", l_fd},             {"stop", l_stop},           {"wait", l_wait},
-      {"next_call", l_next_call}, {"state", l_state},       {"close", l_close},
-      {NULL, NULL}};
-  static const luaL_Reg call_methods[] = {{"command", l_command}, {"args_json", l_args_json},
-                                          {"reply", l_reply},     {"fail", l_fail},
+      {"register", l_register}, {"start", l_start}, {"port", l_port},           {"fd", l_fd},
+      {"stop", l_stop},         {"wait", l_wait},   {"next_call", l_next_call}, {"state", l_state},
+      {"close", l_close},       {NULL, NULL}};
+  static const luaL_Reg call_methods[] = {{"command", l_command},
+                                          {"args_json", l_args_json},
+                                          {"reply", l_reply},
+                                          {"fail", l_fail},
                                           {NULL, NULL}};
   if (luaL_newmetatable(L, SERVER_MT)) {
     luaL_newlib(L, server_methods);

@@ -48,11 +48,14 @@ static int fail(const char *what) {
   const asb_error *e = asb_error_last();
   fprintf(stderr, "asb: %s: %s (%s)\n", what, e->message, asb_status_name(e->code));
   switch (e->code) {
-    case ASB_EINVAL: return 2;
+    case ASB_EINVAL:
+      return 2;
     case ASB_ENOTFOUND:
     case ASB_ESANDBOXNOTFOUND:
-    case ASB_ECOMMANDNOTFOUND: return 3;
-    default: return 1;
+    case ASB_ECOMMANDNOTFOUND:
+      return 3;
+    default:
+      return 1;
   }
 }
 
@@ -103,10 +106,14 @@ static int template_cmd(int argc, char **argv) {
     int show_log = 0;
     const char *dir = NULL;
     for (int i = 1; i < argc; i++) {
-      if (!strcmp(argv[i], "--force")) o.force = 1;
-      else if (!strcmp(argv[i], "--log")) show_log = 1;
-      else if (!dir) dir = argv[i];
-      else return usage(stderr);
+      if (!strcmp(argv[i], "--force"))
+        o.force = 1;
+      else if (!strcmp(argv[i], "--log"))
+        show_log = 1;
+      else if (!dir)
+        dir = argv[i];
+      else
+        return usage(stderr);
     }
     if (!dir) return usage(stderr);
     int rc = template_check(dir); /* clear errors before uploading */
@@ -114,16 +121,16 @@ static int template_cmd(int argc, char **argv) {
     asb_template *t = NULL;
     if (asb_templates_build(&t, client, dir, &o) != ASB_OK) return fail("template build");
     if (show_log && asb_template_build_log(t)) fputs(asb_template_build_log(t), stderr);
-    printf("%s %s %s (%s)\n", asb_template_name(t), asb_template_id(t),
-           asb_template_build_id(t), asb_template_cached(t) ? "cached" : "built");
+    printf("%s %s %s (%s)\n", asb_template_name(t), asb_template_id(t), asb_template_build_id(t),
+           asb_template_cached(t) ? "cached" : "built");
     asb_template_free(t);
     return 0;
   }
   if (!strcmp(sub, "list") && argc == 1) {
     asb_template_list *l = NULL;
     if (asb_templates_list(&l, client, NULL) != ASB_OK) return fail("template list");
-    printf("%-22s %-24s %-8s %4s %7s %7s  %s\n", "ID", "NAME", "STATUS", "CPU", "MEM_MB",
-           "DISK_MB", "DESCRIPTION");
+    printf("%-22s %-24s %-8s %4s %7s %7s  %s\n", "ID", "NAME", "STATUS", "CPU", "MEM_MB", "DISK_MB",
+           "DESCRIPTION");
     for (size_t i = 0; i < asb_template_list_count(l); i++) {
       const asb_template *t = asb_template_list_get(l, i);
       /* "ready", or "waiting" for a bundled template not built yet */
@@ -158,11 +165,16 @@ static int create_cmd(int argc, char **argv) {
   const char *envs[64], *meta[64];
   int ne = 0, nm = 0;
   for (int i = 0; i < argc; i++) {
-    if (!strcmp(argv[i], "--template") && i + 1 < argc) o.template_id = argv[++i];
-    else if (!strcmp(argv[i], "--timeout") && i + 1 < argc) o.timeout_ms = atol(argv[++i]) * 1000;
-    else if (!strcmp(argv[i], "--env") && i + 1 < argc && ne < 63) envs[ne++] = argv[++i];
-    else if (!strcmp(argv[i], "--meta") && i + 1 < argc && nm < 63) meta[nm++] = argv[++i];
-    else return usage(stderr);
+    if (!strcmp(argv[i], "--template") && i + 1 < argc)
+      o.template_id = argv[++i];
+    else if (!strcmp(argv[i], "--timeout") && i + 1 < argc)
+      o.timeout_ms = atol(argv[++i]) * 1000;
+    else if (!strcmp(argv[i], "--env") && i + 1 < argc && ne < 63)
+      envs[ne++] = argv[++i];
+    else if (!strcmp(argv[i], "--meta") && i + 1 < argc && nm < 63)
+      meta[nm++] = argv[++i];
+    else
+      return usage(stderr);
   }
   envs[ne] = meta[nm] = NULL;
   if (ne) o.envs = envs;
@@ -223,10 +235,14 @@ static int exec_cmd(int argc, char **argv) {
   asb_command_options o = ASB_COMMAND_OPTIONS_INIT;
   int i = 1;
   for (; i < argc && strcmp(argv[i], "--"); i++) {
-    if (!strcmp(argv[i], "--user") && i + 1 < argc) o.user = argv[++i];
-    else if (!strcmp(argv[i], "--cwd") && i + 1 < argc) o.cwd = argv[++i];
-    else if (!strcmp(argv[i], "--timeout") && i + 1 < argc) o.timeout_ms = atol(argv[++i]) * 1000;
-    else break;
+    if (!strcmp(argv[i], "--user") && i + 1 < argc)
+      o.user = argv[++i];
+    else if (!strcmp(argv[i], "--cwd") && i + 1 < argc)
+      o.cwd = argv[++i];
+    else if (!strcmp(argv[i], "--timeout") && i + 1 < argc)
+      o.timeout_ms = atol(argv[++i]) * 1000;
+    else
+      break;
   }
   if (i < argc && !strcmp(argv[i], "--")) i++;
   if (i >= argc) return usage(stderr);
@@ -415,16 +431,26 @@ int main(int argc, char **argv) {
     return template_cmd(argc - 2, argv + 2); /* no engine needed */
   if (asb_client_new(&client, NULL) != ASB_OK) return fail("client");
   int rc;
-  if (!strcmp(cmd, "template") || !strcmp(cmd, "templates")) rc = template_cmd(argc - 2, argv + 2);
-  else if (!strcmp(cmd, "create")) rc = create_cmd(argc - 2, argv + 2);
-  else if (!strcmp(cmd, "list") || !strcmp(cmd, "ps")) rc = list_cmd();
-  else if (!strcmp(cmd, "exec")) rc = exec_cmd(argc - 2, argv + 2);
-  else if (!strcmp(cmd, "ls")) rc = ls_cmd(argc - 2, argv + 2);
-  else if (!strcmp(cmd, "cp")) rc = cp_cmd(argc - 2, argv + 2);
-  else if (!strcmp(cmd, "kill")) rc = kill_cmd(argc - 2, argv + 2);
-  else if (!strcmp(cmd, "commands")) rc = commands_cmd(argc - 2, argv + 2);
-  else if (!strcmp(cmd, "run")) rc = run_cmd(argc - 2, argv + 2);
-  else rc = usage(stderr);
+  if (!strcmp(cmd, "template") || !strcmp(cmd, "templates"))
+    rc = template_cmd(argc - 2, argv + 2);
+  else if (!strcmp(cmd, "create"))
+    rc = create_cmd(argc - 2, argv + 2);
+  else if (!strcmp(cmd, "list") || !strcmp(cmd, "ps"))
+    rc = list_cmd();
+  else if (!strcmp(cmd, "exec"))
+    rc = exec_cmd(argc - 2, argv + 2);
+  else if (!strcmp(cmd, "ls"))
+    rc = ls_cmd(argc - 2, argv + 2);
+  else if (!strcmp(cmd, "cp"))
+    rc = cp_cmd(argc - 2, argv + 2);
+  else if (!strcmp(cmd, "kill"))
+    rc = kill_cmd(argc - 2, argv + 2);
+  else if (!strcmp(cmd, "commands"))
+    rc = commands_cmd(argc - 2, argv + 2);
+  else if (!strcmp(cmd, "run"))
+    rc = run_cmd(argc - 2, argv + 2);
+  else
+    rc = usage(stderr);
   asb_client_free(client);
   return rc;
 }

@@ -81,7 +81,8 @@ static int map_error(const asbi_http_resp *resp, const char *what, int port) {
     else
       code = ASB_ERROR;
     if (code == ASB_EUNSUPPORTED)
-      rc = asbi_err_remote(code, (int)st, t, "%s: port %d does not serve agents: %s", what, port, m);
+      rc =
+          asbi_err_remote(code, (int)st, t, "%s: port %d does not serve agents: %s", what, port, m);
     else
       rc = asbi_err_remote(code, (int)st, t, "%s: %s", what, m);
     cJSON_Delete(j);
@@ -201,14 +202,14 @@ static int list_push(asb_agent_event_list *l, const asb_agent_event *e) {
 struct stream_ud {
   const asb_agents_options *opts;
   asbi_ndjson nd;
-  asb_int64 last_seq;     /* the last event delivered */
-  int turn;               /* the turn whose end ends the stream (0 = none yet) */
-  int want_turn_end;      /* send: stop at that turn's turn.completed */
-  char *turn_json;        /* its turn.completed */
+  asb_int64 last_seq;            /* the last event delivered */
+  int turn;                      /* the turn whose end ends the stream (0 = none yet) */
+  int want_turn_end;             /* send: stop at that turn's turn.completed */
+  char *turn_json;               /* its turn.completed */
   asb_agent_event_list *collect; /* events: keep them */
-  int cb_rc;              /* the callback's non-zero return */
-  int proto_rc;           /* a malformed event */
-  int progress;           /* events delivered by this request */
+  int cb_rc;                     /* the callback's non-zero return */
+  int proto_rc;                  /* a malformed event */
+  int progress;                  /* events delivered by this request */
 };
 
 static int on_line(void *ud, const char *line, size_t len) {
@@ -274,7 +275,9 @@ static int stream_finish(stream_ud *su) {
 }
 
 /* A failure a stream is resumed after: the connection, not the caller. */
-static int resumable(int rc) { return rc == ASB_ECONNECTION; }
+static int resumable(int rc) {
+  return rc == ASB_ECONNECTION;
+}
 
 static void nap_ms(long ms) {
   struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
@@ -291,8 +294,8 @@ static void ctx_from(req_ctx *c, asb_agent_session *s, const asb_agents_options 
   c->stop = s->life.stop;
 }
 
-static int session_make(asb_agent_session **out, asb_sandbox *sb, const char *id,
-                        const char *agent, int port) {
+static int session_make(asb_agent_session **out, asb_sandbox *sb, const char *id, const char *agent,
+                        int port) {
   asb_agent_session *s = calloc(1, sizeof *s);
   if (!s) return asbi_oom();
   if (asbi_life_init(&s->life)) {
@@ -334,9 +337,9 @@ static asb_agent_session *session_hold(asb_agent_session *s) {
   return s;
 }
 
-#define SESSION_CALL(s)                                                            \
-  asb_agent_session *const held_session_                                           \
-      __attribute__((cleanup(session_release_), unused)) = session_hold(s)
+#define SESSION_CALL(s)                                                                       \
+  asb_agent_session *const held_session_ __attribute__((cleanup(session_release_), unused)) = \
+      session_hold(s)
 
 static int json_text(const cJSON *j, char **out) {
   asbi_buf b = ASBI_BUF_INIT;
@@ -449,8 +452,12 @@ void asb_agent_session_free(asb_agent_session *s) {
   session_drop(s);
 }
 
-const char *asb_agent_session_id(const asb_agent_session *s) { return s ? s->id : NULL; }
-const char *asb_agent_session_agent(const asb_agent_session *s) { return s ? s->agent : NULL; }
+const char *asb_agent_session_id(const asb_agent_session *s) {
+  return s ? s->id : NULL;
+}
+const char *asb_agent_session_agent(const asb_agent_session *s) {
+  return s ? s->agent : NULL;
+}
 
 /* ---- turns ------------------------------------------------------------------------------ */
 
@@ -583,8 +590,10 @@ int asb_agent_session_send(asb_agent_turn **out, asb_agent_session *s, const cha
   free(body);
   int frc = stream_finish(&su);
   if (!rc) rc = frc;
-  if (su.cb_rc) rc = su.cb_rc < 0 ? su.cb_rc : ASB_EUSER;
-  else if (su.proto_rc) rc = su.proto_rc;
+  if (su.cb_rc)
+    rc = su.cb_rc < 0 ? su.cb_rc : ASB_EUSER;
+  else if (su.proto_rc)
+    rc = su.proto_rc;
   else if (!su.turn_json && (!rc || resumable(rc)) && su.turn)
     rc = follow(s, o, &su, "agent_session_send"); /* the stream broke: resume */
   else if (!su.turn_json && !rc)
@@ -641,7 +650,8 @@ int asb_agent_session_events(asb_agent_event_list **out, asb_agent_session *s, a
         free(line);
         if (rc) break;
       }
-      more = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(reply, "more")) && cJSON_GetArraySize(evs) > 0;
+      more = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(reply, "more")) &&
+             cJSON_GetArraySize(evs) > 0;
       cJSON_Delete(reply);
     }
     if (su.cb_rc) rc = su.cb_rc < 0 ? su.cb_rc : ASB_EUSER;
@@ -744,7 +754,9 @@ static int agent_item(const cJSON *j, void *item) {
   }
   return ASB_OK;
 }
-static void agent_drop(void *item) { agent_free(item); }
+static void agent_drop(void *item) {
+  agent_free(item);
+}
 
 int asb_agents_list(asb_agent_list **out, asb_sandbox *sb, const asb_agents_options *o) {
   ASBI_SANDBOX_CALL(sb);
@@ -761,8 +773,10 @@ int asb_agents_list(asb_agent_list **out, asb_sandbox *sb, const asb_agents_opti
     return asbi_err(ASB_EPROTOCOL, "agents_list: the reply has no \"agents\" list");
   }
   asb_agent_list *l = calloc(1, sizeof *l);
-  if (!l) rc = asbi_oom();
-  else rc = asbi_json_items(arr, sizeof *l->v, agent_item, agent_drop, (void **)&l->v, &l->n);
+  if (!l)
+    rc = asbi_oom();
+  else
+    rc = asbi_json_items(arr, sizeof *l->v, agent_item, agent_drop, (void **)&l->v, &l->n);
   cJSON_Delete(reply);
   if (rc) {
     free(l);
@@ -772,7 +786,9 @@ int asb_agents_list(asb_agent_list **out, asb_sandbox *sb, const asb_agents_opti
   return ASB_OK;
 }
 
-size_t asb_agent_list_count(const asb_agent_list *l) { return l ? l->n : 0; }
+size_t asb_agent_list_count(const asb_agent_list *l) {
+  return l ? l->n : 0;
+}
 const asb_agent *asb_agent_list_get(const asb_agent_list *l, size_t i) {
   return l && i < l->n ? &l->v[i] : NULL;
 }
@@ -787,11 +803,21 @@ void asb_agent_list_free(asb_agent_list *l) {
   free(l->v);
   free(l);
 }
-const char *asb_agent_name(const asb_agent *a) { return a ? a->name : NULL; }
-const char *asb_agent_package(const asb_agent *a) { return a ? a->package : NULL; }
-int asb_agent_installed(const asb_agent *a) { return a ? a->installed : 0; }
-const char *asb_agent_version(const asb_agent *a) { return a ? a->version : NULL; }
-const char *asb_agent_path(const asb_agent *a) { return a ? a->path : NULL; }
+const char *asb_agent_name(const asb_agent *a) {
+  return a ? a->name : NULL;
+}
+const char *asb_agent_package(const asb_agent *a) {
+  return a ? a->package : NULL;
+}
+int asb_agent_installed(const asb_agent *a) {
+  return a ? a->installed : 0;
+}
+const char *asb_agent_version(const asb_agent *a) {
+  return a ? a->version : NULL;
+}
+const char *asb_agent_path(const asb_agent *a) {
+  return a ? a->path : NULL;
+}
 
 /* The install's own stream: install.* events until install.completed. */
 typedef struct install_ud {
@@ -860,8 +886,10 @@ int asb_agents_install(char **version, asb_sandbox *sb, const char *agent,
   if (!rc) rc = frc;
   asbi_ndjson_free(&su.nd);
   free(su.turn_json);
-  if (iu.cb_rc) rc = iu.cb_rc < 0 ? iu.cb_rc : ASB_EUSER;
-  else if (su.proto_rc) rc = su.proto_rc;
+  if (iu.cb_rc)
+    rc = iu.cb_rc < 0 ? iu.cb_rc : ASB_EUSER;
+  else if (su.proto_rc)
+    rc = su.proto_rc;
   if (!rc && !iu.status)
     rc = asbi_err(ASB_EPROTOCOL, "%s: the stream ended before install.completed", what);
   else if (!rc && strcmp(iu.status, "installed") != 0)
@@ -879,12 +907,22 @@ int asb_agents_install(char **version, asb_sandbox *sb, const char *agent,
 
 /* ---- event getters ------------------------------------------------------------------------ */
 
-asb_int64 asb_agent_event_seq(const asb_agent_event *e) { return e ? e->seq : 0; }
-const char *asb_agent_event_type(const asb_agent_event *e) { return e ? e->type : NULL; }
-int asb_agent_event_turn(const asb_agent_event *e) { return e ? e->turn : 0; }
-const char *asb_agent_event_json(const asb_agent_event *e) { return e ? e->json : NULL; }
+asb_int64 asb_agent_event_seq(const asb_agent_event *e) {
+  return e ? e->seq : 0;
+}
+const char *asb_agent_event_type(const asb_agent_event *e) {
+  return e ? e->type : NULL;
+}
+int asb_agent_event_turn(const asb_agent_event *e) {
+  return e ? e->turn : 0;
+}
+const char *asb_agent_event_json(const asb_agent_event *e) {
+  return e ? e->json : NULL;
+}
 
-size_t asb_agent_event_list_count(const asb_agent_event_list *l) { return l ? l->n : 0; }
+size_t asb_agent_event_list_count(const asb_agent_event_list *l) {
+  return l ? l->n : 0;
+}
 const asb_agent_event *asb_agent_event_list_get(const asb_agent_event_list *l, size_t i) {
   return l && i < l->n ? &l->v[i] : NULL;
 }
@@ -908,7 +946,9 @@ static asb_int64 usage_of(const asb_agent_turn *t, const char *k) {
   return cJSON_IsNumber(v) ? (asb_int64)v->valuedouble : 0;
 }
 
-const char *asb_agent_turn_status(const asb_agent_turn *t) { return jstr(t, "status"); }
+const char *asb_agent_turn_status(const asb_agent_turn *t) {
+  return jstr(t, "status");
+}
 int asb_agent_turn_number(const asb_agent_turn *t) {
   const cJSON *v = t ? cJSON_GetObjectItemCaseSensitive(t->j, "turn") : NULL;
   return cJSON_IsNumber(v) ? v->valueint : 0;
@@ -916,12 +956,18 @@ int asb_agent_turn_number(const asb_agent_turn *t) {
 const char *asb_agent_turn_final_message(const asb_agent_turn *t) {
   return jstr(t, "final_message");
 }
-const char *asb_agent_turn_error(const asb_agent_turn *t) { return jstr(t, "error"); }
-size_t asb_agent_turn_files_changed_count(const asb_agent_turn *t) { return t ? t->nfiles : 0; }
+const char *asb_agent_turn_error(const asb_agent_turn *t) {
+  return jstr(t, "error");
+}
+size_t asb_agent_turn_files_changed_count(const asb_agent_turn *t) {
+  return t ? t->nfiles : 0;
+}
 const char *asb_agent_turn_files_changed_get(const asb_agent_turn *t, size_t i) {
   return t && i < t->nfiles ? t->files[i] : NULL;
 }
-size_t asb_agent_turn_commands_count(const asb_agent_turn *t) { return t ? t->ncmds : 0; }
+size_t asb_agent_turn_commands_count(const asb_agent_turn *t) {
+  return t ? t->ncmds : 0;
+}
 const char *asb_agent_turn_command(const asb_agent_turn *t, size_t i) {
   return t && i < t->ncmds ? t->cmds[i] : NULL;
 }
@@ -934,5 +980,9 @@ asb_int64 asb_agent_turn_input_tokens(const asb_agent_turn *t) {
 asb_int64 asb_agent_turn_output_tokens(const asb_agent_turn *t) {
   return usage_of(t, "output_tokens");
 }
-asb_int64 asb_agent_turn_last_seq(const asb_agent_turn *t) { return t ? t->last_seq : 0; }
-const char *asb_agent_turn_json(const asb_agent_turn *t) { return t ? t->json : NULL; }
+asb_int64 asb_agent_turn_last_seq(const asb_agent_turn *t) {
+  return t ? t->last_seq : 0;
+}
+const char *asb_agent_turn_json(const asb_agent_turn *t) {
+  return t ? t->json : NULL;
+}

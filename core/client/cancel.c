@@ -96,15 +96,23 @@ int asbi_life_init(asbi_life *l) {
   return asb_cancel_new(&l->stop);
 }
 
-void asbi_life_hold(asbi_life *l) { atomic_fetch_add(&l->refs, 1); }
+void asbi_life_hold(asbi_life *l) {
+  atomic_fetch_add(&l->refs, 1);
+}
 
-int asbi_life_drop(asbi_life *l) { return atomic_fetch_sub(&l->refs, 1) == 1; }
+int asbi_life_drop(asbi_life *l) {
+  return atomic_fetch_sub(&l->refs, 1) == 1;
+}
 
 void asbi_life_fini(asbi_life *l) {
   asb_cancel_free(l->stop);
   l->stop = NULL;
 }
 
-void asbi_life_stop(asbi_life *l) { asb_cancel_request(l->stop); }
+void asbi_life_stop(asbi_life *l) {
+  asb_cancel_request(l->stop);
+}
 
-int asbi_life_stopped(const asbi_life *l) { return asb_cancel_is_requested(l->stop); }
+int asbi_life_stopped(const asbi_life *l) {
+  return asb_cancel_is_requested(l->stop);
+}

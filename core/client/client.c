@@ -69,8 +69,7 @@ static const char *pick(const char *explicit_value, const char *name) {
 }
 
 static int valid_url(const char *u) {
-  if (!asbi_startswith(u, "http://") && !asbi_startswith(u, "https://"))
-    return 0;
+  if (!asbi_startswith(u, "http://") && !asbi_startswith(u, "https://")) return 0;
   for (const char *p = u; *p; p++)
     if ((unsigned char)*p <= ' ' || *p == 0x7f) return 0;
   const char *host = strstr(u, "://") + 3;
@@ -151,17 +150,13 @@ int asb_client_new(asb_client **out, const asb_client_options *opts) {
     }
   }
   if (!domain)
-    domain = strcmp(api_url, LOCAL_ENGINE_URL) == 0 ? LOCAL_ENGINE_DOMAIN
-                                                    : E2B_CLOUD_DOMAIN;
+    domain = strcmp(api_url, LOCAL_ENGINE_URL) == 0 ? LOCAL_ENGINE_DOMAIN : E2B_CLOUD_DOMAIN;
   if (!valid_url(api_url)) {
-    rc = asbi_err(ASB_EINVAL, "invalid API URL '%s': expected http(s)://host",
-                  api_url);
+    rc = asbi_err(ASB_EINVAL, "invalid API URL '%s': expected http(s)://host", api_url);
     goto fail;
   }
   if (sandbox_url && !valid_url(sandbox_url)) {
-    rc = asbi_err(ASB_EINVAL,
-                  "invalid sandbox URL '%s': expected http(s)://host",
-                  sandbox_url);
+    rc = asbi_err(ASB_EINVAL, "invalid sandbox URL '%s': expected http(s)://host", sandbox_url);
     goto fail;
   }
   for (const char *p = domain; *p; p++)
@@ -181,8 +176,8 @@ int asb_client_new(asb_client **out, const asb_client_options *opts) {
   c->domain = asbi_strdup(domain);
   c->sandbox_url = sandbox_url ? dup_url(sandbox_url) : NULL;
   if (c->local) {
-    c->autostart = opts->autostart ? opts->autostart > 0
-                                   : asbi_parse_bool(asbi_getenv("ASB_AUTOSTART"), 1);
+    c->autostart =
+        opts->autostart ? opts->autostart > 0 : asbi_parse_bool(asbi_getenv("ASB_AUTOSTART"), 1);
     const char *sd = asbi_getenv("ASB_STATE_DIR");
     c->state_dir = asbi_strdup(sd ? sd : LOCAL_STATE_DIR);
     if (!c->state_dir) {
@@ -218,8 +213,7 @@ int asb_client_new(asb_client **out, const asb_client_options *opts) {
   }
   for (size_t i = 0; i < nh; i++) {
     if (!valid_header(opts->headers[i])) {
-      rc = asbi_err(ASB_EINVAL, "invalid header '%s': expected 'Name: value'",
-                    opts->headers[i]);
+      rc = asbi_err(ASB_EINVAL, "invalid header '%s': expected 'Name: value'", opts->headers[i]);
       goto fail;
     }
     if (!(c->headers[i] = asbi_strdup(opts->headers[i]))) {
@@ -227,8 +221,7 @@ int asb_client_new(asb_client **out, const asb_client_options *opts) {
       goto fail;
     }
   }
-  c->request_timeout_ms =
-      opts->request_timeout_ms ? opts->request_timeout_ms : DEFAULT_TIMEOUT_MS;
+  c->request_timeout_ms = opts->request_timeout_ms ? opts->request_timeout_ms : DEFAULT_TIMEOUT_MS;
   c->max_retries = opts->max_retries > 0   ? opts->max_retries
                    : opts->max_retries < 0 ? 0
                                            : DEFAULT_RETRIES;
@@ -240,7 +233,9 @@ fail:
   return rc;
 }
 
-void asbi_client_ref(asb_client *c) { asbi_life_hold(&c->life); }
+void asbi_client_ref(asb_client *c) {
+  asbi_life_hold(&c->life);
+}
 
 asb_client *asbi_client_hold(asb_client *c) {
   if (c) asbi_life_hold(&c->life);
@@ -265,13 +260,21 @@ long asbi_client_timeout(const asb_client *c, long call_timeout_ms) {
   return c->request_timeout_ms > 0 ? c->request_timeout_ms : 0;
 }
 
-const char *asb_client_api_url(const asb_client *c) { return c ? c->api_url : NULL; }
-const char *asb_client_domain(const asb_client *c) { return c ? c->domain : NULL; }
+const char *asb_client_api_url(const asb_client *c) {
+  return c ? c->api_url : NULL;
+}
+const char *asb_client_domain(const asb_client *c) {
+  return c ? c->domain : NULL;
+}
 const char *asb_client_sandbox_url(const asb_client *c) {
   return c ? c->sandbox_url : NULL;
 }
-int asb_client_is_debug(const asb_client *c) { return c ? c->debug : 0; }
+int asb_client_is_debug(const asb_client *c) {
+  return c ? c->debug : 0;
+}
 long asb_client_request_timeout_ms(const asb_client *c) {
   return c ? c->request_timeout_ms : 0;
 }
-int asb_client_has_api_key(const asb_client *c) { return c && c->api_key; }
+int asb_client_has_api_key(const asb_client *c) {
+  return c && c->api_key;
+}

@@ -124,13 +124,19 @@ const char *asb_code_result_value(const asb_code_result *r, const char *format) 
     if (strcmp(r->names[i], format) == 0) return r->values[i];
   return NULL;
 }
-size_t asb_code_result_format_count(const asb_code_result *r) { return r ? r->n : 0; }
+size_t asb_code_result_format_count(const asb_code_result *r) {
+  return r ? r->n : 0;
+}
 const char *asb_code_result_format_name(const asb_code_result *r, size_t i) {
   return r && i < r->n ? r->names[i] : NULL;
 }
-int asb_code_result_is_main(const asb_code_result *r) { return r ? r->is_main : 0; }
+int asb_code_result_is_main(const asb_code_result *r) {
+  return r ? r->is_main : 0;
+}
 
-size_t asb_execution_result_count(const asb_execution *e) { return e ? e->nresults : 0; }
+size_t asb_execution_result_count(const asb_execution *e) {
+  return e ? e->nresults : 0;
+}
 const asb_code_result *asb_execution_result_get(const asb_execution *e, size_t i) {
   return e && i < e->nresults ? e->results[i] : NULL;
 }
@@ -139,26 +145,38 @@ const char *asb_execution_text(const asb_execution *e) {
     if (e->results[i]->is_main) return asb_code_result_value(e->results[i], "text");
   return NULL;
 }
-size_t asb_execution_stdout_count(const asb_execution *e) { return e ? e->out.n : 0; }
+size_t asb_execution_stdout_count(const asb_execution *e) {
+  return e ? e->out.n : 0;
+}
 const char *asb_execution_stdout_get(const asb_execution *e, size_t i) {
   return e && i < e->out.n ? e->out.v[i] : NULL;
 }
-size_t asb_execution_stderr_count(const asb_execution *e) { return e ? e->err.n : 0; }
+size_t asb_execution_stderr_count(const asb_execution *e) {
+  return e ? e->err.n : 0;
+}
 const char *asb_execution_stderr_get(const asb_execution *e, size_t i) {
   return e && i < e->err.n ? e->err.v[i] : NULL;
 }
-const char *asb_execution_error_name(const asb_execution *e) { return e ? e->err_name : NULL; }
-const char *asb_execution_error_value(const asb_execution *e) { return e ? e->err_value : NULL; }
-const char *asb_execution_error_traceback(const asb_execution *e) { return e ? e->err_tb : NULL; }
-int asb_execution_count(const asb_execution *e) { return e ? e->count : -1; }
+const char *asb_execution_error_name(const asb_execution *e) {
+  return e ? e->err_name : NULL;
+}
+const char *asb_execution_error_value(const asb_execution *e) {
+  return e ? e->err_value : NULL;
+}
+const char *asb_execution_error_traceback(const asb_execution *e) {
+  return e ? e->err_tb : NULL;
+}
+int asb_execution_count(const asb_execution *e) {
+  return e ? e->count : -1;
+}
 
 /* ---- requests ------------------------------------------------------------------- */
 
 ASBI_DEFINE_OPTIONS_INIT(asb_code_options, ASB_CODE_OPTIONS_VERSION, ASB_CODE_OPTIONS_INIT)
 
 /* Base URL of the code interpreter (port 49999) and its headers. */
-static int ci_prepare(asb_sandbox *sb, asbi_buf *url, const char *path,
-                      asbi_buf *store, const char **hs, int json) {
+static int ci_prepare(asb_sandbox *sb, asbi_buf *url, const char *path, asbi_buf *store,
+                      const char **hs, int json) {
   asbi_route_cfg cfg = {sb->client->sandbox_url, sb->client->debug, sb->domain, sb->id};
   if (asbi_url_sandbox_base(url, &cfg, ASBI_CODE_PORT, ASBI_URL_API) != 0 ||
       asbi_buf_puts(url, path) != 0)
@@ -178,9 +196,8 @@ static int ci_prepare(asb_sandbox *sb, asbi_buf *url, const char *path,
   return ASB_OK;
 }
 
-static int ci_call(asb_sandbox *sb, const char *method, const char *path,
-                   const cJSON *body, const asb_call_options *call, const char *what,
-                   cJSON **out) {
+static int ci_call(asb_sandbox *sb, const char *method, const char *path, const cJSON *body,
+                   const asb_call_options *call, const char *what, cJSON **out) {
   if (out) *out = NULL;
   asbi_buf url = ASBI_BUF_INIT, store = ASBI_BUF_INIT;
   const char *hs[10];
@@ -325,8 +342,7 @@ static int add_env_map(cJSON *body, const char *const *envs) {
   if (!m) return asbi_oom();
   for (; *envs; envs++) {
     const char *eq = strchr(*envs, '=');
-    if (!eq || eq == *envs)
-      return asbi_err(ASB_EINVAL, "code.run: '%s' is not KEY=VALUE", *envs);
+    if (!eq || eq == *envs) return asbi_err(ASB_EINVAL, "code.run: '%s' is not KEY=VALUE", *envs);
     char *k = asbi_strndup(*envs, (size_t)(eq - *envs));
     if (!k || !cJSON_AddStringToObject(m, k, eq + 1)) {
       free(k);
@@ -369,7 +385,9 @@ int asb_code_run(asb_execution **out, asb_sandbox *sb, const char *code,
   asbi_buf url = ASBI_BUF_INIT, store = ASBI_BUF_INIT;
   const char *hs[10];
   rc = ci_prepare(sb, &url, "/execute", &store, hs, 1);
-  long timeout = o->timeout_ms == 0 ? DEFAULT_RUN_TIMEOUT_MS : o->timeout_ms < 0 ? 0 : o->timeout_ms;
+  long timeout = o->timeout_ms == 0  ? DEFAULT_RUN_TIMEOUT_MS
+                 : o->timeout_ms < 0 ? 0
+                                     : o->timeout_ms;
   asbi_http_resp resp = ASBI_HTTP_RESP_INIT;
   if (!rc) {
     asbi_http_req r = {.method = "POST",
@@ -386,8 +404,10 @@ int asb_code_run(asb_execution **out, asb_sandbox *sb, const char *code,
                        .ud = &c};
     rc = asbi_http_do(sb->client->http, &r, &resp);
     if (rc == ASB_ETIMEOUT)
-      asbi_err(ASB_ETIMEOUT, "code.run: no end of execution within %ld ms; the cell "
-               "was interrupted", timeout);
+      asbi_err(ASB_ETIMEOUT,
+               "code.run: no end of execution within %ld ms; the cell "
+               "was interrupted",
+               timeout);
     else if (rc && c.rc)
       rc = c.rc;
     else if (rc)
@@ -397,7 +417,8 @@ int asb_code_run(asb_execution **out, asb_sandbox *sb, const char *code,
     else if ((rc = asbi_ndjson_finish(&c.nd, on_line, &c)) != 0)
       rc = c.rc ? c.rc : asbi_err(ASB_EPROTOCOL, "code.run: malformed output");
     else if (!c.ended)
-      rc = asbi_err(ASB_ECONNECTION, "code.run: the output ended before the end of "
+      rc = asbi_err(ASB_ECONNECTION,
+                    "code.run: the output ended before the end of "
                     "execution");
   }
   asbi_http_resp_free(&resp);
@@ -446,8 +467,12 @@ static int ctx_from(const cJSON *j, asb_code_context *c) {
   return ASB_OK;
 }
 
-static int ctx_item(const cJSON *j, void *item) { return ctx_from(j, item); }
-static void ctx_drop(void *item) { ctx_fields_free(item); }
+static int ctx_item(const cJSON *j, void *item) {
+  return ctx_from(j, item);
+}
+static void ctx_drop(void *item) {
+  ctx_fields_free(item);
+}
 
 int asb_code_context_create(asb_code_context **out, asb_sandbox *sb, const char *language,
                             const char *cwd, const asb_call_options *call) {
@@ -473,11 +498,15 @@ int asb_code_context_create(asb_code_context **out, asb_sandbox *sb, const char 
   return ASB_OK;
 }
 
-const char *asb_code_context_id(const asb_code_context *c) { return c ? c->id : NULL; }
+const char *asb_code_context_id(const asb_code_context *c) {
+  return c ? c->id : NULL;
+}
 const char *asb_code_context_language(const asb_code_context *c) {
   return c ? c->language : NULL;
 }
-const char *asb_code_context_cwd(const asb_code_context *c) { return c ? c->cwd : NULL; }
+const char *asb_code_context_cwd(const asb_code_context *c) {
+  return c ? c->cwd : NULL;
+}
 void asb_code_context_free(asb_code_context *c) {
   if (!c) return;
   ctx_fields_free(c);
@@ -493,8 +522,10 @@ int asb_code_contexts_list(asb_code_context_list **out, asb_sandbox *sb,
   int rc = ci_call(sb, "GET", "/contexts", NULL, call, "code.context_list", &reply);
   if (rc) return rc;
   asb_code_context_list *l = calloc(1, sizeof *l);
-  if (!l) rc = asbi_oom();
-  else rc = asbi_json_items(reply, sizeof *l->v, ctx_item, ctx_drop, (void **)&l->v, &l->n);
+  if (!l)
+    rc = asbi_oom();
+  else
+    rc = asbi_json_items(reply, sizeof *l->v, ctx_item, ctx_drop, (void **)&l->v, &l->n);
   cJSON_Delete(reply);
   if (rc) {
     asbi_err_prefix("code.context_list");
@@ -505,7 +536,9 @@ int asb_code_contexts_list(asb_code_context_list **out, asb_sandbox *sb,
   return ASB_OK;
 }
 
-size_t asb_code_context_list_count(const asb_code_context_list *l) { return l ? l->n : 0; }
+size_t asb_code_context_list_count(const asb_code_context_list *l) {
+  return l ? l->n : 0;
+}
 const asb_code_context *asb_code_context_list_get(const asb_code_context_list *l, size_t i) {
   return l && i < l->n ? &l->v[i] : NULL;
 }
@@ -516,8 +549,8 @@ void asb_code_context_list_free(asb_code_context_list *l) {
   free(l);
 }
 
-static int ctx_action(asb_sandbox *sb, const char *id, const char *method,
-                      const char *suffix, const asb_call_options *call, const char *what) {
+static int ctx_action(asb_sandbox *sb, const char *id, const char *method, const char *suffix,
+                      const asb_call_options *call, const char *what) {
   if (!sb || !id || !*id) return asbi_err(ASB_EINVAL, "%s: bad arguments", what);
   ASBI_CHECK_VERSION(call, ASB_CALL_OPTIONS_VERSION, "asb_call_options");
   asbi_buf path = ASBI_BUF_INIT;

@@ -30,8 +30,8 @@ struct asb_command_result {
 struct asb_process {
   asbi_life life;
   asb_cancel *halt;
-  asb_cancel *ends;    /* what ends waits: halt, or for asb_commands_run's own
-                          process the sandbox handle's stop */
+  asb_cancel *ends; /* what ends waits: halt, or for asb_commands_run's own
+                       process the sandbox handle's stop */
   asb_sandbox *sb;
   unsigned pid;
   int is_pty;
@@ -56,8 +56,7 @@ struct asb_process {
 
 /* Version 1 ended before stdin_data. */
 static size_t command_options_size(unsigned int version) {
-  return version >= 2 ? sizeof(asb_command_options)
-                      : offsetof(asb_command_options, stdin_data);
+  return version >= 2 ? sizeof(asb_command_options) : offsetof(asb_command_options, stdin_data);
 }
 
 ASBI_DEFINE_OPTIONS_INIT_SIZED(asb_command_options, ASB_COMMAND_OPTIONS_VERSION,
@@ -141,9 +140,8 @@ static int add_envs(cJSON *proc, const char *const *envs) {
 }
 
 /* {"process":{"cmd","args","envs","cwd"},"stdin"?,"tag"?,"pty"?} */
-static cJSON *start_request(asb_sandbox *sb, const char *cmd,
-                            const char *const *args, const char *const *envs,
-                            const char *cwd, const char *tag, int stdin_on,
+static cJSON *start_request(asb_sandbox *sb, const char *cmd, const char *const *args,
+                            const char *const *envs, const char *cwd, const char *tag, int stdin_on,
                             unsigned cols, unsigned rows, int *rc) {
   cJSON *req = cJSON_CreateObject();
   cJSON *proc = req ? cJSON_AddObjectToObject(req, "process") : NULL;
@@ -201,9 +199,7 @@ static int read_start(asb_process *p, const char *what) {
     cJSON *msg = NULL;
     int rc = asbi_envd_stream_next(p->stream, &msg, 0, NULL);
     if (rc) return rc;
-    if (!msg)
-      return asbi_err(ASB_EPROTOCOL, "%s: stream ended before the process started",
-                      what);
+    if (!msg) return asbi_err(ASB_EPROTOCOL, "%s: stream ended before the process started", what);
     const cJSON *start = event_of(msg, "start");
     if (start) {
       uint32_t pid = 0;
@@ -217,8 +213,7 @@ static int read_start(asb_process *p, const char *what) {
     }
     int keepalive = event_of(msg, "keepalive") != NULL;
     cJSON_Delete(msg);
-    if (!keepalive)
-      return asbi_err(ASB_EPROTOCOL, "%s: the first event was not 'start'", what);
+    if (!keepalive) return asbi_err(ASB_EPROTOCOL, "%s: the first event was not 'start'", what);
   }
 }
 
@@ -233,8 +228,7 @@ static int deliver(asb_process *p, const cJSON *data, const char *kind, int out_
     size_t at = keep->len;
     int r = asbi_pj_append_bytes(data, kind, keep, &n);
     if (r == -2) return asbi_oom();
-    if (r != 0)
-      return asbi_err(ASB_EPROTOCOL, "process %u: invalid base64 output", p->pid);
+    if (r != 0) return asbi_err(ASB_EPROTOCOL, "process %u: invalid base64 output", p->pid);
     view = keep->data + at;
   } else {
     if (asbi_pj_get_bytes(data, kind, &bytes, &n) != 0)
@@ -248,8 +242,7 @@ static int deliver(asb_process *p, const cJSON *data, const char *kind, int out_
     int cb = fn(view, n, p->userdata);
     if (cb) {
       rc = cb < 0 ? cb : ASB_EUSER;
-      if (asb_error_last()->code != rc)
-        asbi_err(rc, "process %u: output callback aborted", p->pid);
+      if (asb_error_last()->code != rc) asbi_err(rc, "process %u: output callback aborted", p->pid);
     }
   }
   if (rc == ASB_OK && n && p->want_chunk) {
@@ -267,33 +260,36 @@ static int pump(asb_process *p, long wait_ms, asb_cancel *extra) {
   uint64_t deadline = wait_ms > 0 ? asbi_now_ms() + (uint64_t)wait_ms : 0;
   while (!p->ended) {
     if (!p->stream)
-      return asbi_err(ASB_EINVAL, "process %u: disconnected; reattach with "
-                      "asb_commands_connect", p->pid);
+      return asbi_err(ASB_EINVAL,
+                      "process %u: disconnected; reattach with "
+                      "asb_commands_connect",
+                      p->pid);
     if (asb_cancel_is_requested(p->ends))
-      return asbi_err(ASB_ECANCELED, "process %u: stopped (asb_process_stop, "
-                      "disconnect or free)", p->pid);
+      return asbi_err(ASB_ECANCELED,
+                      "process %u: stopped (asb_process_stop, "
+                      "disconnect or free)",
+                      p->pid);
     long left = 0;
     if (deadline) {
       uint64_t now = asbi_now_ms();
       if (now >= deadline)
-        return asbi_err(ASB_ETIMEOUT, "process %u: still running after %ld ms",
-                        p->pid, wait_ms);
+        return asbi_err(ASB_ETIMEOUT, "process %u: still running after %ld ms", p->pid, wait_ms);
       left = (long)(deadline - now);
     }
     cJSON *msg = NULL;
     int rc = asbi_envd_stream_next(p->stream, &msg, left, extra);
     if (rc == ASB_ECANCELED && asb_cancel_is_requested(p->ends))
-      return asbi_err(ASB_ECANCELED, "process %u: stopped (asb_process_stop, "
-                      "disconnect or free)", p->pid);
+      return asbi_err(ASB_ECANCELED,
+                      "process %u: stopped (asb_process_stop, "
+                      "disconnect or free)",
+                      p->pid);
     if (rc) {
-      if (rc == ASB_ETIMEOUT &&
-          strcmp(asb_error_last()->remote_code, "deadline_exceeded") == 0)
+      if (rc == ASB_ETIMEOUT && strcmp(asb_error_last()->remote_code, "deadline_exceeded") == 0)
         asbi_err_prefix("process %u reached its timeout and was killed", p->pid);
       return rc;
     }
     if (!msg)
-      return asbi_err(ASB_EPROTOCOL,
-                      "process %u: command ended without an end event", p->pid);
+      return asbi_err(ASB_EPROTOCOL, "process %u: command ended without an end event", p->pid);
     const cJSON *ev = asbi_pj_field(msg, "event");
     const cJSON *data = asbi_pj_field(ev, "data");
     const cJSON *end = asbi_pj_field(ev, "end");
@@ -322,8 +318,7 @@ static int pump(asb_process *p, long wait_ms, asb_cancel *extra) {
   /* Drain to the end-stream frame so the connection can be reused. */
   if (p->stream) {
     cJSON *msg = NULL;
-    while (asbi_envd_stream_next(p->stream, &msg, 1000, extra) == ASB_OK && msg)
-      cJSON_Delete(msg);
+    while (asbi_envd_stream_next(p->stream, &msg, 1000, extra) == ASB_OK && msg) cJSON_Delete(msg);
     asbi_envd_stream_close(p->stream);
     p->stream = NULL;
   }
@@ -337,8 +332,8 @@ static int finish_result(asb_process *p, asb_command_result **out, int take) {
   int rc = ASB_OK;
   if (r->exit_code != 0) {
     const char *why = r->error ? r->error : (r->status ? r->status : "");
-    rc = asbi_err(ASB_ECOMMANDEXIT, "process %u exited with code %d%s%s",
-                  p->pid, r->exit_code, *why ? ": " : "", why);
+    rc = asbi_err(ASB_ECOMMANDEXIT, "process %u exited with code %d%s%s", p->pid, r->exit_code,
+                  *why ? ": " : "", why);
     if (r->error && strstr(r->error, "out of memory")) asbi_err_set_reason("oom");
   }
   if (out && take) {
@@ -393,7 +388,7 @@ static asb_process *process_hold(asb_process *p) {
 static void process_release_(asb_process *const *p) {
   if (*p) process_unref(*p);
 }
-#define ASBI_PROCESS_CALL(p) \
+#define ASBI_PROCESS_CALL(p)                                                            \
   asb_process *const held_process_ __attribute__((cleanup(process_release_), unused)) = \
       process_hold(p)
 
@@ -422,7 +417,9 @@ void asb_process_free(asb_process *p) {
   process_unref(p);
 }
 
-unsigned int asb_process_pid(const asb_process *p) { return p ? p->pid : 0; }
+unsigned int asb_process_pid(const asb_process *p) {
+  return p ? p->pid : 0;
+}
 
 static long lifetime_of(long timeout_ms) {
   if (timeout_ms == 0) return DEFAULT_COMMAND_TIMEOUT_MS;
@@ -434,10 +431,10 @@ static long lifetime_of(long timeout_ms) {
  * on the stream honours stream_cancel and stream_stop only: the handle's
  * halt token (the opener's cancel token may go away), or for
  * asb_commands_run's own process the run's cancel and the sandbox's stop. */
-static int open_process(asb_sandbox *sb, cJSON *req, const char *method,
-                        const char *user, long lifetime, long request_timeout,
-                        asb_cancel *cancel, asb_cancel *stream_cancel,
-                        asb_cancel *stream_stop, const char *what, asb_process *p) {
+static int open_process(asb_sandbox *sb, cJSON *req, const char *method, const char *user,
+                        long lifetime, long request_timeout, asb_cancel *cancel,
+                        asb_cancel *stream_cancel, asb_cancel *stream_stop, const char *what,
+                        asb_process *p) {
   asbi_envd_call c;
   asbi_envd_call_from(&c, sb, NULL, user);
   c.timeout_ms = asbi_client_timeout(sb->client, request_timeout);
@@ -448,8 +445,8 @@ static int open_process(asb_sandbox *sb, cJSON *req, const char *method,
   return rc;
 }
 
-static int signal_pid(asb_sandbox *sb, unsigned int pid, int sig,
-                      const asb_call_options *call, asb_cancel *stop);
+static int signal_pid(asb_sandbox *sb, unsigned int pid, int sig, const asb_call_options *call,
+                      asb_cancel *stop);
 static int send_input(asb_sandbox *sb, unsigned pid, const void *data, size_t len, int pty,
                       const asb_call_options *call, asb_cancel *stop, const char *what);
 static int close_stdin(asb_sandbox *sb, unsigned int pid, const asb_call_options *call,
@@ -496,8 +493,8 @@ static int start_process(asb_process **out, asb_sandbox *sb, const char *cmd,
   if (!in && in_len) return asbi_err(ASB_EINVAL, "commands.start: stdin_len without stdin_data");
   const char *args[] = {"-l", "-c", cmd, NULL};
   int rc;
-  cJSON *req = start_request(sb, "/bin/bash", args, o->envs, o->cwd, o->tag,
-                             o->stdin_enabled || in, 0, 0, &rc);
+  cJSON *req = start_request(sb, "/bin/bash", args, o->envs, o->cwd, o->tag, o->stdin_enabled || in,
+                             0, 0, &rc);
   if (!req) return rc;
   asb_process *p = process_new(sb, o->user);
   if (!p) {
@@ -509,15 +506,15 @@ static int start_process(asb_process **out, asb_sandbox *sb, const char *cmd,
   p->userdata = o->userdata;
   p->discard = o->discard_output;
   if (own) p->ends = sb->life.stop;
-  rc = open_process(sb, req, "process.Process/Start", o->user,
-                    lifetime_of(o->timeout_ms), o->request_timeout_ms,
-                    kill ? NULL : o->cancel, own ? o->cancel : NULL,
+  rc = open_process(sb, req, "process.Process/Start", o->user, lifetime_of(o->timeout_ms),
+                    o->request_timeout_ms, kill ? NULL : o->cancel, own ? o->cancel : NULL,
                     own ? sb->life.stop : p->halt, "commands.start", p);
   cJSON_Delete(req);
   if (rc == ASB_OK && kill &&
       (asb_cancel_is_requested(o->cancel) || asbi_life_stopped(&sb->life))) {
     kill_after(p);
-    rc = asbi_err(ASB_ECANCELED, "commands.start: cancelled while starting; the command "
+    rc = asbi_err(ASB_ECANCELED,
+                  "commands.start: cancelled while starting; the command "
                   "was killed");
   }
   if (rc == ASB_OK && in) {
@@ -568,8 +565,8 @@ int asb_commands_connect(asb_process **out, asb_sandbox *sb, unsigned int pid,
   p->userdata = o->userdata;
   p->discard = o->discard_output;
   int rc = open_process(sb, req, "process.Process/Connect", o->user,
-                        o->timeout_ms > 0 ? o->timeout_ms : 0, o->request_timeout_ms,
-                        o->cancel, NULL, p->halt, "commands.connect", p);
+                        o->timeout_ms > 0 ? o->timeout_ms : 0, o->request_timeout_ms, o->cancel,
+                        NULL, p->halt, "commands.connect", p);
   cJSON_Delete(req);
   if (rc) {
     asb_process_free(p);
@@ -579,8 +576,8 @@ int asb_commands_connect(asb_process **out, asb_sandbox *sb, unsigned int pid,
   return ASB_OK;
 }
 
-static int process_wait(asb_process *p, const asb_call_options *call,
-                        asb_command_result **out, int take) {
+static int process_wait(asb_process *p, const asb_call_options *call, asb_command_result **out,
+                        int take) {
   if (out) *out = NULL;
   if (!p) return asbi_err(ASB_EINVAL, "process.wait: process is NULL");
   ASBI_CHECK_VERSION(call, ASB_CALL_OPTIONS_VERSION, "asb_call_options");
@@ -589,8 +586,10 @@ static int process_wait(asb_process *p, const asb_call_options *call,
   int gone = p->disconnected;
   p->waiting = !gone;
   pthread_mutex_unlock(&p->smu);
-  int rc = gone ? asbi_err(ASB_EINVAL, "process %u: disconnected; reattach with "
-                           "asb_commands_connect", p->pid)
+  int rc = gone ? asbi_err(ASB_EINVAL,
+                           "process %u: disconnected; reattach with "
+                           "asb_commands_connect",
+                           p->pid)
                 : pump(p, call ? call->timeout_ms : 0, call ? call->cancel : NULL);
   if (rc == ASB_OK) rc = finish_result(p, out, take);
   /* Give the stream back; close it if a disconnect came meanwhile. */
@@ -615,8 +614,7 @@ int asb_process_wait(asb_command_result **out, asb_process *p, const asb_call_op
 int asb_process_read(int *kind, const char **data, size_t *len, asb_process *p,
                      const asb_call_options *call) {
   ASBI_PROCESS_CALL(p);
-  if (!kind || !data || !len || !p)
-    return asbi_err(ASB_EINVAL, "process.read: bad arguments");
+  if (!kind || !data || !len || !p) return asbi_err(ASB_EINVAL, "process.read: bad arguments");
   *kind = 0;
   *data = NULL;
   *len = 0;
@@ -629,8 +627,10 @@ int asb_process_read(int *kind, const char **data, size_t *len, asb_process *p,
     p->waiting = !gone;
     pthread_mutex_unlock(&p->smu);
     if (gone) {
-      rc = asbi_err(ASB_EINVAL, "process %u: disconnected; reattach with "
-                    "asb_commands_connect", p->pid);
+      rc = asbi_err(ASB_EINVAL,
+                    "process %u: disconnected; reattach with "
+                    "asb_commands_connect",
+                    p->pid);
     } else {
       p->want_chunk = 1;
       p->chunk_kind = 0;
@@ -668,15 +668,16 @@ int asb_commands_run(asb_command_result **out, asb_sandbox *sb, const char *cmd,
   if (rc) return rc;
   uint64_t t_start = asbi_timing_ns();
   asb_call_options call = ASB_CALL_OPTIONS_INIT;
-  call.timeout_ms = -1; /* the command's own lifetime bounds it */
+  call.timeout_ms = -1;                /* the command's own lifetime bounds it */
   rc = process_wait(p, &call, out, 1); /* p is freed next: take its result */
   if (t0) {
     uint64_t t_end = asbi_timing_ns();
 #define US(a, b) ((double)((int64_t)((b) - (a))) / 1e3)
-    asbi_timing_line("run pid=%u encode_us=%.1f to_head_us=%.1f start_ev_us=%.1f "
-                     "to_end_us=%.1f total_us=%.1f",
-                     p->pid, US(t0, asbi_t_built), US(asbi_t_built, asbi_t_head),
-                     US(asbi_t_head, t_start), US(t_start, t_end), US(t0, t_end));
+    asbi_timing_line(
+        "run pid=%u encode_us=%.1f to_head_us=%.1f start_ev_us=%.1f "
+        "to_end_us=%.1f total_us=%.1f",
+        p->pid, US(t0, asbi_t_built), US(asbi_t_built, asbi_t_head), US(asbi_t_head, t_start),
+        US(t_start, t_end), US(t0, t_end));
 #undef US
   }
   if (rc == ASB_ECANCELED && o && ASBI_OPT(o, 2, kill_on_cancel, 0)) kill_after(p);
@@ -687,9 +688,9 @@ int asb_commands_run(asb_command_result **out, asb_sandbox *sb, const char *cmd,
 /* ---- unary process calls --------------------------------------------------------- */
 
 /* stop: the acting handle's (the sandbox's, or a process handle's). */
-static int unary_pid(asb_sandbox *sb, unsigned pid, const char *method,
-                     cJSON *req, const asb_call_options *call, int idempotent,
-                     asb_cancel *stop, const char *what) {
+static int unary_pid(asb_sandbox *sb, unsigned pid, const char *method, cJSON *req,
+                     const asb_call_options *call, int idempotent, asb_cancel *stop,
+                     const char *what) {
   if (!req) return asbi_oom();
   asbi_envd_call c;
   asbi_envd_call_from(&c, sb, call, NULL);
@@ -697,44 +698,41 @@ static int unary_pid(asb_sandbox *sb, unsigned pid, const char *method,
   c.stop = stop;
   int rc = asbi_envd_unary(sb, method, req, &c, what, NULL);
   cJSON_Delete(req);
-  if (rc == ASB_ENOTFOUND)
-    asbi_err_prefix("process %u", pid);
+  if (rc == ASB_ENOTFOUND) asbi_err_prefix("process %u", pid);
   return rc;
 }
 
-static int signal_pid(asb_sandbox *sb, unsigned int pid, int sig,
-                      const asb_call_options *call, asb_cancel *stop) {
+static int signal_pid(asb_sandbox *sb, unsigned int pid, int sig, const asb_call_options *call,
+                      asb_cancel *stop) {
   if (!sb || !pid) return asbi_err(ASB_EINVAL, "commands.signal: bad arguments");
   ASBI_CHECK_VERSION(call, ASB_CALL_OPTIONS_VERSION, "asb_call_options");
   const char *name = sig == ASB_SIGNAL_KILL   ? "SIGNAL_SIGKILL"
                      : sig == ASB_SIGNAL_TERM ? "SIGNAL_SIGTERM"
                                               : NULL;
   if (!name)
-    return asbi_err(ASB_EINVAL, "commands.signal: only SIGTERM (15) and SIGKILL "
-                    "(9) can be sent, not %d", sig);
+    return asbi_err(ASB_EINVAL,
+                    "commands.signal: only SIGTERM (15) and SIGKILL "
+                    "(9) can be sent, not %d",
+                    sig);
   cJSON *req = pid_request(pid);
   if (req && !cJSON_AddStringToObject(req, "signal", name)) {
     cJSON_Delete(req);
     req = NULL;
   }
-  return unary_pid(sb, pid, "process.Process/SendSignal", req, call, 1, stop,
-                   "commands.signal");
+  return unary_pid(sb, pid, "process.Process/SendSignal", req, call, 1, stop, "commands.signal");
 }
 
-int asb_commands_signal(asb_sandbox *sb, unsigned int pid, int sig,
-                        const asb_call_options *call) {
+int asb_commands_signal(asb_sandbox *sb, unsigned int pid, int sig, const asb_call_options *call) {
   ASBI_SANDBOX_CALL(sb);
   return signal_pid(sb, pid, sig, call, sb ? sb->life.stop : NULL);
 }
 
-int asb_commands_kill(asb_sandbox *sb, unsigned int pid,
-                      const asb_call_options *call) {
+int asb_commands_kill(asb_sandbox *sb, unsigned int pid, const asb_call_options *call) {
   return asb_commands_signal(sb, pid, ASB_SIGNAL_KILL, call);
 }
 
-static int send_input(asb_sandbox *sb, unsigned pid, const void *data,
-                      size_t len, int pty, const asb_call_options *call,
-                      asb_cancel *stop, const char *what) {
+static int send_input(asb_sandbox *sb, unsigned pid, const void *data, size_t len, int pty,
+                      const asb_call_options *call, asb_cancel *stop, const char *what) {
   if (!sb || !pid || (!data && len)) return asbi_err(ASB_EINVAL, "%s: bad arguments", what);
   ASBI_CHECK_VERSION(call, ASB_CALL_OPTIONS_VERSION, "asb_call_options");
   cJSON *req = pid_request(pid);
@@ -754,18 +752,16 @@ static int send_input(asb_sandbox *sb, unsigned pid, const void *data,
   return unary_pid(sb, pid, "process.Process/SendInput", req, call, 0, stop, what);
 }
 
-int asb_commands_send_stdin(asb_sandbox *sb, unsigned int pid, const void *data,
-                            size_t len, const asb_call_options *call) {
+int asb_commands_send_stdin(asb_sandbox *sb, unsigned int pid, const void *data, size_t len,
+                            const asb_call_options *call) {
   ASBI_SANDBOX_CALL(sb);
-  return send_input(sb, pid, data, len, 0, call, sb ? sb->life.stop : NULL,
-                    "commands.send_stdin");
+  return send_input(sb, pid, data, len, 0, call, sb ? sb->life.stop : NULL, "commands.send_stdin");
 }
 
-int asb_pty_send_input(asb_sandbox *sb, unsigned int pid, const void *data,
-                       size_t len, const asb_call_options *call) {
+int asb_pty_send_input(asb_sandbox *sb, unsigned int pid, const void *data, size_t len,
+                       const asb_call_options *call) {
   ASBI_SANDBOX_CALL(sb);
-  return send_input(sb, pid, data, len, 1, call, sb ? sb->life.stop : NULL,
-                    "pty.send_input");
+  return send_input(sb, pid, data, len, 1, call, sb ? sb->life.stop : NULL, "pty.send_input");
 }
 
 static int close_stdin(asb_sandbox *sb, unsigned int pid, const asb_call_options *call,
@@ -775,13 +771,13 @@ static int close_stdin(asb_sandbox *sb, unsigned int pid, const asb_call_options
   if (!asbi_envd_at_least(sb, 0, 5, 2))
     return asbi_err(ASB_EUNSUPPORTED,
                     "commands.close_stdin needs envd 0.5.2 or newer (this "
-                    "sandbox runs %s)", sb->envd_version);
-  return unary_pid(sb, pid, "process.Process/CloseStdin", pid_request(pid), call,
-                   1, stop, "commands.close_stdin");
+                    "sandbox runs %s)",
+                    sb->envd_version);
+  return unary_pid(sb, pid, "process.Process/CloseStdin", pid_request(pid), call, 1, stop,
+                   "commands.close_stdin");
 }
 
-int asb_commands_close_stdin(asb_sandbox *sb, unsigned int pid,
-                             const asb_call_options *call) {
+int asb_commands_close_stdin(asb_sandbox *sb, unsigned int pid, const asb_call_options *call) {
   ASBI_SANDBOX_CALL(sb);
   return close_stdin(sb, pid, call, sb ? sb->life.stop : NULL);
 }
@@ -796,8 +792,7 @@ int asb_process_send_stdin(asb_process *p, const void *data, size_t len,
                            const asb_call_options *call) {
   ASBI_PROCESS_CALL(p);
   if (!p) return asbi_err(ASB_EINVAL, "process.send_stdin: process is NULL");
-  return send_input(p->sb, p->pid, data, len, p->is_pty, call, p->life.stop,
-                    "process.send_stdin");
+  return send_input(p->sb, p->pid, data, len, p->is_pty, call, p->life.stop, "process.send_stdin");
 }
 
 int asb_process_close_stdin(asb_process *p, const asb_call_options *call) {
@@ -922,22 +917,32 @@ int asb_commands_list(asb_process_list **out, asb_sandbox *sb, const asb_call_op
   return ASB_OK;
 }
 
-size_t asb_process_list_count(const asb_process_list *l) { return l ? l->n : 0; }
+size_t asb_process_list_count(const asb_process_list *l) {
+  return l ? l->n : 0;
+}
 
 const asb_process_info *asb_process_list_get(const asb_process_list *l, size_t i) {
   return l && i < l->n ? &l->items[i] : NULL;
 }
 
-unsigned int asb_process_info_pid(const asb_process_info *i) { return i ? i->pid : 0; }
-const char *asb_process_info_tag(const asb_process_info *i) { return i ? i->tag : NULL; }
-const char *asb_process_info_cmd(const asb_process_info *i) { return i ? i->cmd : NULL; }
+unsigned int asb_process_info_pid(const asb_process_info *i) {
+  return i ? i->pid : 0;
+}
+const char *asb_process_info_tag(const asb_process_info *i) {
+  return i ? i->tag : NULL;
+}
+const char *asb_process_info_cmd(const asb_process_info *i) {
+  return i ? i->cmd : NULL;
+}
 const char *const *asb_process_info_args(const asb_process_info *i) {
   return i ? (const char *const *)i->args : NULL;
 }
 const char *const *asb_process_info_envs(const asb_process_info *i) {
   return i ? (const char *const *)i->envs : NULL;
 }
-const char *asb_process_info_cwd(const asb_process_info *i) { return i ? i->cwd : NULL; }
+const char *asb_process_info_cwd(const asb_process_info *i) {
+  return i ? i->cwd : NULL;
+}
 
 /* ---- PTYs -------------------------------------------------------------------------- */
 
@@ -961,8 +966,7 @@ int asb_pty_create(asb_process **out, asb_sandbox *sb, const asb_pty_options *o)
   for (size_t i = 0; i < n; i++) envs[3 + i] = o->envs[i];
   const char *args[] = {"-i", "-l", NULL};
   int rc;
-  cJSON *req = start_request(sb, "/bin/bash", args, envs, o->cwd, NULL, 0, cols,
-                             rows, &rc);
+  cJSON *req = start_request(sb, "/bin/bash", args, envs, o->cwd, NULL, 0, cols, rows, &rc);
   free(envs);
   if (!req) return rc;
   asb_process *p = process_new(sb, o->user);
@@ -973,9 +977,8 @@ int asb_pty_create(asb_process **out, asb_sandbox *sb, const asb_pty_options *o)
   p->is_pty = 1;
   p->on_stdout = o->on_data;
   p->userdata = o->userdata;
-  rc = open_process(sb, req, "process.Process/Start", o->user,
-                    lifetime_of(o->timeout_ms), o->request_timeout_ms, o->cancel, NULL,
-                    p->halt, "pty.create", p);
+  rc = open_process(sb, req, "process.Process/Start", o->user, lifetime_of(o->timeout_ms),
+                    o->request_timeout_ms, o->cancel, NULL, p->halt, "pty.create", p);
   cJSON_Delete(req);
   if (rc) {
     asb_process_free(p);
@@ -985,8 +988,8 @@ int asb_pty_create(asb_process **out, asb_sandbox *sb, const asb_pty_options *o)
   return ASB_OK;
 }
 
-int asb_pty_resize(asb_sandbox *sb, unsigned int pid, unsigned int cols,
-                   unsigned int rows, const asb_call_options *call) {
+int asb_pty_resize(asb_sandbox *sb, unsigned int pid, unsigned int cols, unsigned int rows,
+                   const asb_call_options *call) {
   ASBI_SANDBOX_CALL(sb);
   if (!sb || !pid || !cols || !rows || cols > 65535 || rows > 65535)
     return asbi_err(ASB_EINVAL, "pty.resize: bad arguments");
@@ -1000,8 +1003,7 @@ int asb_pty_resize(asb_sandbox *sb, unsigned int pid, unsigned int cols,
   }
   cJSON_AddNumberToObject(size, "cols", cols);
   cJSON_AddNumberToObject(size, "rows", rows);
-  return unary_pid(sb, pid, "process.Process/Update", req, call, 1, sb->life.stop,
-                   "pty.resize");
+  return unary_pid(sb, pid, "process.Process/Update", req, call, 1, sb->life.stop, "pty.resize");
 }
 
 int asb_pty_kill(asb_sandbox *sb, unsigned int pid, const asb_call_options *call) {

@@ -12,11 +12,11 @@
 #include "envd.h"
 
 /* A control-plane request with a raw body (see internal.h). */
-int asbi_cp_request_raw(asb_client *c, const char *method, const char *path,
-                        const void *body, size_t body_len, const char *content_type,
-                        long timeout_ms, asb_cancel *cancel, asb_cancel *stop, int flags,
-                        const char *what, const int *ok_statuses, int *status,
-                        cJSON **out, asbi_http_resp *keep_resp) {
+int asbi_cp_request_raw(asb_client *c, const char *method, const char *path, const void *body,
+                        size_t body_len, const char *content_type, long timeout_ms,
+                        asb_cancel *cancel, asb_cancel *stop, int flags, const char *what,
+                        const int *ok_statuses, int *status, cJSON **out,
+                        asbi_http_resp *keep_resp) {
   if (out) *out = NULL;
   int rc = asbi_client_local_prepare(c, flags & ASBI_CP_NO_START ? -1 : 0);
   if (rc) return rc;
@@ -76,8 +76,7 @@ int asbi_cp_request_raw(asb_client *c, const char *method, const char *path,
       const char *err = NULL;
       *out = asbi_pj_parse(resp.body.data ? resp.body.data : "", resp.body.len, &err);
       if (!*out)
-        rc = asbi_err(ASB_EPROTOCOL, "%s: malformed reply: %s", what,
-                      err ? err : "invalid JSON");
+        rc = asbi_err(ASB_EPROTOCOL, "%s: malformed reply: %s", what, err ? err : "invalid JSON");
     }
     if (keep_resp)
       *keep_resp = resp;
@@ -96,9 +95,9 @@ int asbi_sandbox_explain(asb_sandbox *sb, int rc) {
   asbi_err_save(&saved);
   char path[256];
   snprintf(path, sizeof path, "/sandboxes/%s", sb->id);
-  int prc = asbi_cp_request_raw(sb->client, "GET", path, NULL, 0, NULL, 3000, NULL, NULL,
-                                ASBI_CP_IDEMPOTENT | ASBI_CP_NO_START, "sandbox", NULL, NULL,
-                                NULL, NULL);
+  int prc =
+      asbi_cp_request_raw(sb->client, "GET", path, NULL, 0, NULL, 3000, NULL, NULL,
+                          ASBI_CP_IDEMPOTENT | ASBI_CP_NO_START, "sandbox", NULL, NULL, NULL, NULL);
   if (prc == ASB_ESANDBOXGONE || prc == ASB_ESANDBOXNOTFOUND) return prc;
   asbi_err_restore(&saved);
   return rc;

@@ -34,8 +34,8 @@ const char *asbi_envd_user(const asb_sandbox *sb, const char *user) {
   return asbi_envd_at_least(sb, 0, 4, 0) ? NULL : "user";
 }
 
-void asbi_envd_call_from(asbi_envd_call *c, asb_sandbox *sb,
-                         const asb_call_options *o, const char *user) {
+void asbi_envd_call_from(asbi_envd_call *c, asb_sandbox *sb, const asb_call_options *o,
+                         const char *user) {
   memset(c, 0, sizeof *c);
   c->user = asbi_envd_user(sb, user);
   c->timeout_ms = asbi_client_timeout(sb->client, o ? o->timeout_ms : 0);
@@ -43,8 +43,8 @@ void asbi_envd_call_from(asbi_envd_call *c, asb_sandbox *sb,
   c->stop = sb->life.stop;
 }
 
-void asbi_envd_headers(asb_sandbox *sb, const char *user, const char **hs,
-                       asbi_buf *store, const char *content_type) {
+void asbi_envd_headers(asb_sandbox *sb, const char *user, const char **hs, asbi_buf *store,
+                       const char *content_type) {
   size_t n = 0;
   hs[n++] = sb->hdr_id;
   hs[n++] = "E2b-Sandbox-Port: " ASBI_STRINGIFY(ASBI_ENVD_PORT);
@@ -76,8 +76,8 @@ static int build_url(asbi_buf *out, asb_sandbox *sb, const char *method) {
 
 /* ---- unary ------------------------------------------------------------------- */
 
-int asbi_envd_unary(asb_sandbox *sb, const char *method, const cJSON *req,
-                    const asbi_envd_call *c, const char *what, cJSON **out) {
+int asbi_envd_unary(asb_sandbox *sb, const char *method, const cJSON *req, const asbi_envd_call *c,
+                    const char *what, cJSON **out) {
   if (out) *out = NULL;
   char *body = asbi_pj_print(req);
   if (!body) return asbi_oom();
@@ -135,10 +135,10 @@ struct asbi_envd_stream {
   asbi_http_resp resp;
   asbi_connect_dec dec;
   msg_node *head, *tail;
-  int ended;      /* end-stream envelope seen */
-  int end_rc;     /* its error, mapped (0 = clean) */
+  int ended;  /* end-stream envelope seen */
+  int end_rc; /* its error, mapped (0 = clean) */
   char *end_code, *end_message;
-  int failed;     /* a decode error happened */
+  int failed; /* a decode error happened */
   char what[64];
 };
 
@@ -214,21 +214,21 @@ void asbi_timing_line(const char *fmt, ...) {
   n += m;
   if ((size_t)n > sizeof line - 2) n = (int)sizeof line - 2;
   line[n++] = '\n';
-  if (write(g_timing_fd, line, (size_t)n) < 0) { /* a lost timing line: fine */ }
+  if (write(g_timing_fd, line, (size_t)n) < 0) { /* a lost timing line: fine */
+  }
 }
 
-int asbi_envd_stream_open(asb_sandbox *sb, const char *method,
-                          const cJSON *req, const asbi_envd_call *c,
-                          long lifetime_ms, const char *what,
+int asbi_envd_stream_open(asb_sandbox *sb, const char *method, const cJSON *req,
+                          const asbi_envd_call *c, long lifetime_ms, const char *what,
                           asbi_envd_stream **out) {
   char *json = asbi_pj_print(req);
   if (!json) return asbi_oom();
   /* Connect streaming requests are one envelope holding the message. */
   asbi_buf body = ASBI_BUF_INIT, url = ASBI_BUF_INIT, store = ASBI_BUF_INIT;
-  int rc = asbi_connect_encode(&body, 0, json, strlen(json)) == 0 &&
-                   build_url(&url, sb, method) == 0
-               ? ASB_OK
-               : asbi_oom();
+  int rc =
+      asbi_connect_encode(&body, 0, json, strlen(json)) == 0 && build_url(&url, sb, method) == 0
+          ? ASB_OK
+          : asbi_oom();
   free(json);
   asbi_envd_stream *s = NULL;
   if (rc == ASB_OK && !(s = calloc(1, sizeof *s))) rc = asbi_oom();
@@ -283,8 +283,7 @@ int asbi_envd_stream_open(asb_sandbox *sb, const char *method,
   return ASB_OK;
 }
 
-int asbi_envd_stream_next(asbi_envd_stream *s, cJSON **msg, long wait_ms,
-                          asb_cancel *extra) {
+int asbi_envd_stream_next(asbi_envd_stream *s, cJSON **msg, long wait_ms, asb_cancel *extra) {
   *msg = NULL;
   uint64_t deadline = wait_ms > 0 ? asbi_now_ms() + (uint64_t)wait_ms : 0;
   for (;;) {
@@ -309,8 +308,7 @@ int asbi_envd_stream_next(asbi_envd_stream *s, cJSON **msg, long wait_ms,
     if (deadline) {
       uint64_t now = asbi_now_ms();
       if (now >= deadline)
-        return asbi_err(ASB_ETIMEOUT, "%s: no event within %ld ms", s->what,
-                        wait_ms);
+        return asbi_err(ASB_ETIMEOUT, "%s: no event within %ld ms", s->what, wait_ms);
       left = (long)(deadline - now);
     }
     const char *p;
@@ -318,16 +316,15 @@ int asbi_envd_stream_next(asbi_envd_stream *s, cJSON **msg, long wait_ms,
     int rc = asbi_http_stream_read_ex(s->http, &p, &len, left, extra);
     if (rc) {
       if (rc == ASB_ETIMEOUT && deadline && asbi_now_ms() >= deadline)
-        return asbi_err(ASB_ETIMEOUT, "%s: no event within %ld ms", s->what,
-                        wait_ms);
+        return asbi_err(ASB_ETIMEOUT, "%s: no event within %ld ms", s->what, wait_ms);
       s->failed = asbi_sandbox_explain(s->sb, asbi_prefix_error(rc, s->what));
       return s->failed;
     }
     if (len == 0) { /* EOF */
       int f = asbi_connect_dec_finish(&s->dec);
       if (!s->ended) {
-        asbi_err(ASB_ECONNECTION, "%s: stream ended without its end frame (%s)",
-                 s->what, asbi_connect_strerror(f ? f : ASBI_CONNECT_ENOEND));
+        asbi_err(ASB_ECONNECTION, "%s: stream ended without its end frame (%s)", s->what,
+                 asbi_connect_strerror(f ? f : ASBI_CONNECT_ENOEND));
         s->failed = asbi_sandbox_explain(s->sb, ASB_ECONNECTION);
         return s->failed;
       }
@@ -336,8 +333,7 @@ int asbi_envd_stream_next(asbi_envd_stream *s, cJSON **msg, long wait_ms,
     rc = asbi_connect_dec_feed(&s->dec, p, len, on_envelope, s);
     if (rc) {
       if (rc <= -1000) /* a codec error, not a callback's */
-        asbi_err(ASB_EPROTOCOL, "%s: malformed stream: %s", s->what,
-                 asbi_connect_strerror(rc));
+        asbi_err(ASB_EPROTOCOL, "%s: malformed stream: %s", s->what, asbi_connect_strerror(rc));
       s->failed = rc <= -1000 ? ASB_EPROTOCOL : rc;
       return s->failed;
     }
@@ -366,14 +362,13 @@ void asbi_envd_stream_close(asbi_envd_stream *s) {
 
 /* ---- /files URLs -------------------------------------------------------------- */
 
-int asbi_envd_files_url(asb_sandbox *sb, asbi_url_kind kind, const char *path,
-                        const char *user, asbi_buf *out) {
+int asbi_envd_files_url(asb_sandbox *sb, asbi_url_kind kind, const char *path, const char *user,
+                        asbi_buf *out) {
   int rc = 0;
   if (kind == ASBI_URL_API) {
     rc |= asbi_buf_puts(out, sb->envd_base);
   } else {
-    asbi_route_cfg cfg = {sb->client->sandbox_url, sb->client->debug, sb->domain,
-                          sb->id};
+    asbi_route_cfg cfg = {sb->client->sandbox_url, sb->client->debug, sb->domain, sb->id};
     rc |= asbi_url_sandbox_base(out, &cfg, ASBI_ENVD_PORT, ASBI_URL_PUBLIC);
   }
   rc |= asbi_buf_puts(out, "/files");

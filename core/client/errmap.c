@@ -14,18 +14,12 @@ static const struct {
   const char *code;
   int status;
 } CONNECT_MAP[] = {
-    {"invalid_argument", ASB_EINVAL},
-    {"failed_precondition", ASB_EINVAL},
-    {"out_of_range", ASB_EINVAL},
-    {"unauthenticated", ASB_EAUTH},
-    {"permission_denied", ASB_EPERM},
-    {"not_found", ASB_ENOTFOUND},
-    {"already_exists", ASB_EEXISTS},
-    {"resource_exhausted", ASB_ENOSPACE},
-    {"unavailable", ASB_ETIMEOUT},
-    {"canceled", ASB_ETIMEOUT},
-    {"deadline_exceeded", ASB_ETIMEOUT},
-    {"unimplemented", ASB_EUNSUPPORTED},
+    {"invalid_argument", ASB_EINVAL},    {"failed_precondition", ASB_EINVAL},
+    {"out_of_range", ASB_EINVAL},        {"unauthenticated", ASB_EAUTH},
+    {"permission_denied", ASB_EPERM},    {"not_found", ASB_ENOTFOUND},
+    {"already_exists", ASB_EEXISTS},     {"resource_exhausted", ASB_ENOSPACE},
+    {"unavailable", ASB_ETIMEOUT},       {"canceled", ASB_ETIMEOUT},
+    {"deadline_exceeded", ASB_ETIMEOUT}, {"unimplemented", ASB_EUNSUPPORTED},
 };
 
 static int status_of_connect(const char *code) {
@@ -36,21 +30,30 @@ static int status_of_connect(const char *code) {
 
 static int status_of_http(long st) {
   switch (st) {
-    case 400: return ASB_EINVAL;
-    case 401: return ASB_EAUTH;
-    case 403: return ASB_EPERM;
-    case 404: return ASB_ENOTFOUND;
-    case 409: return ASB_EEXISTS;
-    case 429: return ASB_ERATELIMIT;
-    case 502: return ASB_ETIMEOUT; /* sandbox unreachable (E2B: timeout) */
-    case 504: return ASB_ETIMEOUT;
-    case 507: return ASB_ENOSPACE;
-    default: return st == 501 ? ASB_EUNSUPPORTED : ASB_ERROR;
+    case 400:
+      return ASB_EINVAL;
+    case 401:
+      return ASB_EAUTH;
+    case 403:
+      return ASB_EPERM;
+    case 404:
+      return ASB_ENOTFOUND;
+    case 409:
+      return ASB_EEXISTS;
+    case 429:
+      return ASB_ERATELIMIT;
+    case 502:
+      return ASB_ETIMEOUT; /* sandbox unreachable (E2B: timeout) */
+    case 504:
+      return ASB_ETIMEOUT;
+    case 507:
+      return ASB_ENOSPACE;
+    default:
+      return st == 501 ? ASB_EUNSUPPORTED : ASB_ERROR;
   }
 }
 
-int asbi_map_connect_error(const char *code, const char *message,
-                           const char *what) {
+int asbi_map_connect_error(const char *code, const char *message, const char *what) {
   int rc = status_of_connect(code ? code : "");
   return asbi_err_remote(rc, 0, code, "%s: %s", what,
                          message && *message ? message : (code ? code : "error"));
@@ -103,8 +106,8 @@ int asbi_map_http_error(const asbi_http_resp *resp, const char *what) {
   const cJSON *sid = j ? cJSON_GetObjectItemCaseSensitive(j, "sandboxID") : NULL;
   const cJSON *why = j ? cJSON_GetObjectItemCaseSensitive(j, "reason") : NULL;
   const cJSON *kind = j ? cJSON_GetObjectItemCaseSensitive(j, "error") : NULL;
-  int router_gone = st == 502 && cJSON_IsString(kind) &&
-                    strcmp(kind->valuestring, "sandbox_not_found") == 0;
+  int router_gone =
+      st == 502 && cJSON_IsString(kind) && strcmp(kind->valuestring, "sandbox_not_found") == 0;
   /* The local engine: a template's start command or ready check failed. */
   if (cJSON_IsString(kind) && strcmp(kind->valuestring, "template_start_failed") == 0) {
     asb_error *e = (asb_error *)asb_error_last();

@@ -31,11 +31,19 @@ const asb_error *asb_error_last(void) {
 }
 
 /* NULL reads the calling thread's last error. */
-static const asb_error *err_or_last(const asb_error *e) { return e ? e : asb_error_last(); }
+static const asb_error *err_or_last(const asb_error *e) {
+  return e ? e : asb_error_last();
+}
 
-int asb_error_code(const asb_error *e) { return err_or_last(e)->code; }
-int asb_error_http_status(const asb_error *e) { return err_or_last(e)->http_status; }
-int asb_error_retry_after(const asb_error *e) { return err_or_last(e)->retry_after; }
+int asb_error_code(const asb_error *e) {
+  return err_or_last(e)->code;
+}
+int asb_error_http_status(const asb_error *e) {
+  return err_or_last(e)->http_status;
+}
+int asb_error_retry_after(const asb_error *e) {
+  return err_or_last(e)->retry_after;
+}
 const char *asb_error_message(const asb_error *e) {
   const char *s = err_or_last(e)->message;
   return s ? s : "";
@@ -72,15 +80,13 @@ int asbi_err(int code, const char *fmt, ...) {
   return code;
 }
 
-int asbi_err_remote(int code, int http_status, const char *remote_code,
-                    const char *fmt, ...) {
+int asbi_err_remote(int code, int http_status, const char *remote_code, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
   asbi_verr(code, fmt, ap);
   va_end(ap);
   tls.e.http_status = http_status;
-  snprintf(tls.remote_code, sizeof tls.remote_code, "%s",
-           remote_code ? remote_code : "");
+  snprintf(tls.remote_code, sizeof tls.remote_code, "%s", remote_code ? remote_code : "");
   return code;
 }
 

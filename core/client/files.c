@@ -25,8 +25,8 @@ static size_t files_options_size(unsigned int version) {
   return version >= 2 ? sizeof(asb_files_options) : offsetof(asb_files_options, metadata);
 }
 
-ASBI_DEFINE_OPTIONS_INIT_SIZED(asb_files_options, ASB_FILES_OPTIONS_VERSION,
-                               ASB_FILES_OPTIONS_INIT, files_options_size)
+ASBI_DEFINE_OPTIONS_INIT_SIZED(asb_files_options, ASB_FILES_OPTIONS_VERSION, ASB_FILES_OPTIONS_INIT,
+                               files_options_size)
 
 ASBI_DEFINE_OPTIONS_INIT(asb_watch_options, ASB_WATCH_OPTIONS_VERSION, ASB_WATCH_OPTIONS_INIT)
 
@@ -55,12 +55,11 @@ struct asb_entry_list {
   asb_entry **items;
 };
 
-static const asbi_pj_enum FILE_TYPES[] = {
-    {ASB_FILE_TYPE_UNKNOWN, "FILE_TYPE_UNSPECIFIED"},
-    {ASB_FILE_TYPE_FILE, "FILE_TYPE_FILE"},
-    {ASB_FILE_TYPE_DIR, "FILE_TYPE_DIRECTORY"},
-    {ASB_FILE_TYPE_SYMLINK, "FILE_TYPE_SYMLINK"},
-    {0, NULL}};
+static const asbi_pj_enum FILE_TYPES[] = {{ASB_FILE_TYPE_UNKNOWN, "FILE_TYPE_UNSPECIFIED"},
+                                          {ASB_FILE_TYPE_FILE, "FILE_TYPE_FILE"},
+                                          {ASB_FILE_TYPE_DIR, "FILE_TYPE_DIRECTORY"},
+                                          {ASB_FILE_TYPE_SYMLINK, "FILE_TYPE_SYMLINK"},
+                                          {0, NULL}};
 
 void asb_entry_free(asb_entry *e) {
   if (!e) return;
@@ -123,7 +122,7 @@ static asb_entry *entry_from_json(const cJSON *j) {
     /* WriteInfo says "file"/"dir". */
     const char *t = NULL;
     asbi_pj_get_str(j, "type", &t);
-    type = t && strcmp(t, "file") == 0 ? ASB_FILE_TYPE_FILE
+    type = t && strcmp(t, "file") == 0  ? ASB_FILE_TYPE_FILE
            : t && strcmp(t, "dir") == 0 ? ASB_FILE_TYPE_DIR
                                         : ASB_FILE_TYPE_UNKNOWN;
   }
@@ -192,24 +191,42 @@ static asb_entry_list *list_from_array(const cJSON *a, int *rc) {
   return l;
 }
 
-const char *asb_entry_name(const asb_entry *e) { return e ? e->name : NULL; }
-const char *asb_entry_path(const asb_entry *e) { return e ? e->path : NULL; }
+const char *asb_entry_name(const asb_entry *e) {
+  return e ? e->name : NULL;
+}
+const char *asb_entry_path(const asb_entry *e) {
+  return e ? e->path : NULL;
+}
 asb_file_type asb_entry_type(const asb_entry *e) {
   return e ? e->type : ASB_FILE_TYPE_UNKNOWN;
 }
-asb_int64 asb_entry_size(const asb_entry *e) { return e ? e->size : 0; }
-unsigned int asb_entry_mode(const asb_entry *e) { return e ? e->mode : 0; }
+asb_int64 asb_entry_size(const asb_entry *e) {
+  return e ? e->size : 0;
+}
+unsigned int asb_entry_mode(const asb_entry *e) {
+  return e ? e->mode : 0;
+}
 const char *asb_entry_permissions(const asb_entry *e) {
   return e ? e->permissions : NULL;
 }
-const char *asb_entry_owner(const asb_entry *e) { return e ? e->owner : NULL; }
-const char *asb_entry_group(const asb_entry *e) { return e ? e->group : NULL; }
-asb_int64 asb_entry_modified_at(const asb_entry *e) { return e ? e->mtime : 0; }
-long asb_entry_modified_nanos(const asb_entry *e) { return e ? e->mtime_ns : 0; }
+const char *asb_entry_owner(const asb_entry *e) {
+  return e ? e->owner : NULL;
+}
+const char *asb_entry_group(const asb_entry *e) {
+  return e ? e->group : NULL;
+}
+asb_int64 asb_entry_modified_at(const asb_entry *e) {
+  return e ? e->mtime : 0;
+}
+long asb_entry_modified_nanos(const asb_entry *e) {
+  return e ? e->mtime_ns : 0;
+}
 const char *asb_entry_symlink_target(const asb_entry *e) {
   return e ? e->symlink_target : NULL;
 }
-size_t asb_entry_metadata_count(const asb_entry *e) { return e ? e->nmeta : 0; }
+size_t asb_entry_metadata_count(const asb_entry *e) {
+  return e ? e->nmeta : 0;
+}
 const char *asb_entry_metadata_key(const asb_entry *e, size_t i) {
   return e && i < e->nmeta ? e->meta[2 * i] : NULL;
 }
@@ -217,7 +234,9 @@ const char *asb_entry_metadata_value(const asb_entry *e, size_t i) {
   return e && i < e->nmeta ? e->meta[2 * i + 1] : NULL;
 }
 
-size_t asb_entry_list_count(const asb_entry_list *l) { return l ? l->n : 0; }
+size_t asb_entry_list_count(const asb_entry_list *l) {
+  return l ? l->n : 0;
+}
 const asb_entry *asb_entry_list_get(const asb_entry_list *l, size_t i) {
   return l && i < l->n ? l->items[i] : NULL;
 }
@@ -245,8 +264,7 @@ static int on_file_data(void *ud, const char *p, size_t n) {
   return rc;
 }
 
-static int files_get(asb_sandbox *sb, const char *path,
-                     const asb_files_options *o, read_ctx *ctx,
+static int files_get(asb_sandbox *sb, const char *path, const asb_files_options *o, read_ctx *ctx,
                      const char *what) {
   int rc = check_path(path, what);
   if (rc) return rc;
@@ -300,8 +318,8 @@ int asb_files_read(char **data, size_t *len, asb_sandbox *sb, const char *path,
   return ASB_OK;
 }
 
-int asb_files_read_stream(asb_sandbox *sb, const char *path,
-                          const asb_files_options *o, asb_data_fn fn, void *ud) {
+int asb_files_read_stream(asb_sandbox *sb, const char *path, const asb_files_options *o,
+                          asb_data_fn fn, void *ud) {
   ASBI_SANDBOX_CALL(sb);
   if (!sb || !fn) return asbi_err(ASB_EINVAL, "files.read_stream: bad arguments");
   read_ctx ctx = {fn, ud, NULL};
@@ -469,15 +487,19 @@ static long raw_read(body_src *b, char *buf, size_t cap) {
       if (n > 0) {
         b->produced += n;
         if (b->expect >= 0 && b->produced > b->expect) {
-          asbi_err(ASB_EINVAL, "files.write: source gave more than the declared "
-                   "%lld bytes", (long long)b->expect);
+          asbi_err(ASB_EINVAL,
+                   "files.write: source gave more than the declared "
+                   "%lld bytes",
+                   (long long)b->expect);
           return -1;
         }
         return n;
       }
       if (b->expect >= 0 && b->produced != b->expect) {
-        asbi_err(ASB_EINVAL, "files.write: source ended after %lld of the "
-                 "declared %lld bytes", (long long)b->produced, (long long)b->expect);
+        asbi_err(ASB_EINVAL,
+                 "files.write: source ended after %lld of the "
+                 "declared %lld bytes",
+                 (long long)b->produced, (long long)b->expect);
         return -1;
       }
     }
@@ -531,8 +553,7 @@ static int body_init(body_src *b, seg *segs, size_t n, int gzip, int64_t expect)
     b->zin = malloc(GZIP_CHUNK);
     if (!b->zin) return asbi_oom();
     /* windowBits 15 + 16: a gzip wrapper, as Content-Encoding: gzip wants. */
-    if (deflateInit2(&b->z, Z_BEST_SPEED, Z_DEFLATED, 15 + 16, 8,
-                     Z_DEFAULT_STRATEGY) != Z_OK) {
+    if (deflateInit2(&b->z, Z_BEST_SPEED, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
       free(b->zin);
       b->zin = NULL; /* body_free frees it again otherwise */
       return asbi_oom();
@@ -548,9 +569,9 @@ static void body_free(body_src *b) {
 }
 
 /* POST /files with the given body; parses the WriteInfo list. */
-static int files_post(asb_sandbox *sb, const char *path, const char *content_type,
-                      body_src *src, int64_t size, const asb_files_options *o,
-                      const char *what, asb_entry_list **out) {
+static int files_post(asb_sandbox *sb, const char *path, const char *content_type, body_src *src,
+                      int64_t size, const asb_files_options *o, const char *what,
+                      asb_entry_list **out) {
   const char *user = asbi_envd_user(sb, o->user);
   asbi_buf url = ASBI_BUF_INIT, store = ASBI_BUF_INIT;
   int rc = asbi_envd_files_url(sb, ASBI_URL_API, path, user, &url);
@@ -561,11 +582,12 @@ static int files_post(asb_sandbox *sb, const char *path, const char *content_typ
   size_t nmeta = 0;
   for (const char *const *m = meta; m && *m; m++) {
     const char *eq = strchr(*m, '=');
-    if (!eq || eq == *m || strcspn(*m, "\r\n: \t") < (size_t)(eq - *m) ||
-        strpbrk(eq + 1, "\r\n")) {
+    if (!eq || eq == *m || strcspn(*m, "\r\n: \t") < (size_t)(eq - *m) || strpbrk(eq + 1, "\r\n")) {
       asbi_buf_free(&url);
-      return asbi_err(ASB_EINVAL, "%s: metadata '%s' is not key=value (a key without "
-                      "spaces or ':', no line breaks)", what, *m);
+      return asbi_err(ASB_EINVAL,
+                      "%s: metadata '%s' is not key=value (a key without "
+                      "spaces or ':', no line breaks)",
+                      what, *m);
     }
     nmeta++;
   }
@@ -644,8 +666,7 @@ static int take_first(asb_entry_list *l, asb_entry **out) {
 
 /* One file: raw octet-stream (envd >= 0.5.7), else one multipart part. */
 static int write_one(asb_sandbox *sb, const char *path, seg *data, int64_t size,
-                     const asb_files_options *o, asb_entry **out,
-                     const char *what) {
+                     const asb_files_options *o, asb_entry **out, const char *what) {
   int rc = check_path(path, what);
   if (rc) return rc;
   ASBI_CHECK_VERSION(o, ASB_FILES_OPTIONS_VERSION, "asb_files_options");
@@ -656,22 +677,19 @@ static int write_one(asb_sandbox *sb, const char *path, seg *data, int64_t size,
   body_src src;
   if (asbi_envd_at_least(sb, 0, 5, 7)) {
     if ((rc = body_init(&src, data, 1, o->gzip, size))) return rc;
-    rc = files_post(sb, path, "application/octet-stream", &src, size, o, what,
-                    out ? &l : NULL);
+    rc = files_post(sb, path, "application/octet-stream", &src, size, o, what, out ? &l : NULL);
   } else {
     asbi_mpw w;
     asbi_buf head = ASBI_BUF_INIT, tail = ASBI_BUF_INIT;
     char ct[128];
     if (asbi_mpw_init(&w) != 0) return asbi_oom();
     asbi_mpw_content_type(&w, ct, sizeof ct);
-    if (asbi_mpw_part_head(&w, &head, "file", path, NULL) != 0 ||
-        asbi_mpw_finish(&w, &tail) != 0) {
+    if (asbi_mpw_part_head(&w, &head, "file", path, NULL) != 0 || asbi_mpw_finish(&w, &tail) != 0) {
       asbi_buf_free(&head);
       asbi_buf_free(&tail);
       return asbi_err(ASB_EINVAL, "%s: path cannot be sent in a form: %s", what, path);
     }
-    seg segs[3] = {{head.data, head.len, NULL, NULL}, *data,
-                   {tail.data, tail.len, NULL, NULL}};
+    seg segs[3] = {{head.data, head.len, NULL, NULL}, *data, {tail.data, tail.len, NULL, NULL}};
     int64_t total = size < 0 ? -1 : (int64_t)(head.len + tail.len) + size;
     if ((rc = body_init(&src, segs, 3, o->gzip, size)) == ASB_OK)
       rc = files_post(sb, path, ct, &src, total, o, what, out ? &l : NULL);
@@ -695,8 +713,7 @@ int asb_files_write(asb_entry **out, asb_sandbox *sb, const char *path, const vo
 int asb_files_write_stream(asb_entry **out, asb_sandbox *sb, const char *path, asb_read_fn read,
                            void *ud, asb_int64 size, const asb_files_options *o) {
   ASBI_SANDBOX_CALL(sb);
-  if (!sb || !read || size < -1)
-    return asbi_err(ASB_EINVAL, "files.write_stream: bad arguments");
+  if (!sb || !read || size < -1) return asbi_err(ASB_EINVAL, "files.write_stream: bad arguments");
   seg s = {NULL, 0, read, ud};
   return write_one(sb, path, &s, size, o, out, "files.write_stream");
 }
@@ -732,8 +749,10 @@ int asb_files_write_many(asb_entry_list **out, asb_sandbox *sb, const asb_write_
     }
     offs[i] = heads.len;
     if (asbi_mpw_part_head(&w, &heads, "file", files[i].path, NULL) != 0)
-      rc = asbi_err(ASB_EINVAL, "files.write_many: path cannot be sent in a "
-                    "form: %s", files[i].path);
+      rc = asbi_err(ASB_EINVAL,
+                    "files.write_many: path cannot be sent in a "
+                    "form: %s",
+                    files[i].path);
     total += (int64_t)files[i].len;
   }
   if (rc == ASB_OK) {
@@ -762,9 +781,8 @@ int asb_files_write_many(asb_entry_list **out, asb_sandbox *sb, const asb_write_
 
 /* ---- filesystem service ------------------------------------------------------------- */
 
-static int fs_call(asb_sandbox *sb, const char *method, cJSON *req,
-                   const asb_files_options *o, int idempotent, const char *what,
-                   cJSON **out) {
+static int fs_call(asb_sandbox *sb, const char *method, cJSON *req, const asb_files_options *o,
+                   int idempotent, const char *what, cJSON **out) {
   if (!req) return asbi_oom();
   asbi_envd_call c;
   memset(&c, 0, sizeof c);
@@ -787,10 +805,10 @@ static cJSON *path_req(const char *key, const char *path) {
   return r;
 }
 
-#define FS_PRELUDE(what)                                                      \
-  if (!sb) return asbi_err(ASB_EINVAL, "%s: sandbox is NULL", what);          \
-  ASBI_CHECK_VERSION(o, ASB_FILES_OPTIONS_VERSION, "asb_files_options");      \
-  asb_files_options dflt_ = ASB_FILES_OPTIONS_INIT;                           \
+#define FS_PRELUDE(what)                                                 \
+  if (!sb) return asbi_err(ASB_EINVAL, "%s: sandbox is NULL", what);     \
+  ASBI_CHECK_VERSION(o, ASB_FILES_OPTIONS_VERSION, "asb_files_options"); \
+  asb_files_options dflt_ = ASB_FILES_OPTIONS_INIT;                      \
   if (!o) o = &dflt_
 
 int asb_files_stat(asb_entry **out, asb_sandbox *sb, const char *path, const asb_files_options *o) {
@@ -799,8 +817,7 @@ int asb_files_stat(asb_entry **out, asb_sandbox *sb, const char *path, const asb
   int rc = check_path(path, "files.stat");
   if (rc) return rc;
   cJSON *resp = NULL;
-  rc = fs_call(sb, "filesystem.Filesystem/Stat", path_req("path", path), o, 1,
-               "files.stat", &resp);
+  rc = fs_call(sb, "filesystem.Filesystem/Stat", path_req("path", path), o, 1, "files.stat", &resp);
   if (rc == ASB_OK && out) {
     *out = entry_from_json(asbi_pj_field(resp, "entry"));
     if (!*out) rc = asbi_err(ASB_EPROTOCOL, "files.stat: reply has no entry");
@@ -809,8 +826,7 @@ int asb_files_stat(asb_entry **out, asb_sandbox *sb, const char *path, const asb
   return rc;
 }
 
-int asb_files_exists(asb_sandbox *sb, const char *path,
-                     const asb_files_options *o) {
+int asb_files_exists(asb_sandbox *sb, const char *path, const asb_files_options *o) {
   ASBI_SANDBOX_CALL(sb);
   int rc = asb_files_stat(NULL, sb, path, o);
   if (rc == ASB_OK) return 1;
@@ -834,14 +850,13 @@ int asb_files_list(asb_entry_list **out, asb_sandbox *sb, const char *path, int 
   return rc;
 }
 
-int asb_files_remove(asb_sandbox *sb, const char *path,
-                     const asb_files_options *o) {
+int asb_files_remove(asb_sandbox *sb, const char *path, const asb_files_options *o) {
   ASBI_SANDBOX_CALL(sb);
   FS_PRELUDE("files.remove");
   int rc = check_path(path, "files.remove");
   if (rc) return rc;
-  return fs_call(sb, "filesystem.Filesystem/Remove", path_req("path", path), o, 0,
-                 "files.remove", NULL);
+  return fs_call(sb, "filesystem.Filesystem/Remove", path_req("path", path), o, 0, "files.remove",
+                 NULL);
 }
 
 int asb_files_rename(asb_entry **out, asb_sandbox *sb, const char *from, const char *to,
@@ -865,14 +880,13 @@ int asb_files_rename(asb_entry **out, asb_sandbox *sb, const char *from, const c
   return rc;
 }
 
-int asb_files_make_dir(asb_sandbox *sb, const char *path,
-                       const asb_files_options *o) {
+int asb_files_make_dir(asb_sandbox *sb, const char *path, const asb_files_options *o) {
   ASBI_SANDBOX_CALL(sb);
   FS_PRELUDE("files.make_dir");
   int rc = check_path(path, "files.make_dir");
   if (rc) return rc;
-  rc = fs_call(sb, "filesystem.Filesystem/MakeDir", path_req("path", path), o, 0,
-               "files.make_dir", NULL);
+  rc = fs_call(sb, "filesystem.Filesystem/MakeDir", path_req("path", path), o, 0, "files.make_dir",
+               NULL);
   if (rc == ASB_OK) return 1;
   return rc == ASB_EEXISTS ? 0 : rc;
 }
@@ -888,8 +902,8 @@ struct asb_watch {
   asbi_envd_stream *stream;
   asb_watch_fn fn;
   void *ud;
-  asb_cancel *stop;   /* asb_watch_stop, free */
-  pthread_mutex_t mu; /* one waiter at a time */
+  asb_cancel *stop;    /* asb_watch_stop, free */
+  pthread_mutex_t mu;  /* one waiter at a time */
   pthread_mutex_t smu; /* guards stream, waiting, freed; never held across I/O */
   int waiting;
   int freed;
@@ -906,11 +920,13 @@ static void watch_unref(asb_watch *w) {
   free(w);
 }
 
-static const asbi_pj_enum EVENT_TYPES[] = {
-    {0, "EVENT_TYPE_UNSPECIFIED"}, {ASB_FS_EVENT_CREATE, "EVENT_TYPE_CREATE"},
-    {ASB_FS_EVENT_WRITE, "EVENT_TYPE_WRITE"}, {ASB_FS_EVENT_REMOVE, "EVENT_TYPE_REMOVE"},
-    {ASB_FS_EVENT_RENAME, "EVENT_TYPE_RENAME"}, {ASB_FS_EVENT_CHMOD, "EVENT_TYPE_CHMOD"},
-    {0, NULL}};
+static const asbi_pj_enum EVENT_TYPES[] = {{0, "EVENT_TYPE_UNSPECIFIED"},
+                                           {ASB_FS_EVENT_CREATE, "EVENT_TYPE_CREATE"},
+                                           {ASB_FS_EVENT_WRITE, "EVENT_TYPE_WRITE"},
+                                           {ASB_FS_EVENT_REMOVE, "EVENT_TYPE_REMOVE"},
+                                           {ASB_FS_EVENT_RENAME, "EVENT_TYPE_RENAME"},
+                                           {ASB_FS_EVENT_CHMOD, "EVENT_TYPE_CHMOD"},
+                                           {0, NULL}};
 
 int asb_files_watch_dir(asb_watch **out, asb_sandbox *sb, const char *path,
                         const asb_watch_options *o) {
@@ -952,8 +968,8 @@ int asb_files_watch_dir(asb_watch **out, asb_sandbox *sb, const char *path,
   c.timeout_ms = asbi_client_timeout(sb->client, o->request_timeout_ms);
   c.cancel = o->cancel;
   c.stop = sb->life.stop;
-  rc = asbi_envd_stream_open(sb, "filesystem.Filesystem/WatchDir", req, &c, 0,
-                             "files.watch_dir", &w->stream);
+  rc = asbi_envd_stream_open(sb, "filesystem.Filesystem/WatchDir", req, &c, 0, "files.watch_dir",
+                             &w->stream);
   cJSON_Delete(req);
   /* The first event confirms the watch is in place. */
   cJSON *msg = NULL;
@@ -1040,8 +1056,7 @@ static int watch_wait(asb_watch *w, long timeout_ms) {
         delivered++;
         if (cb) {
           rc = cb < 0 ? cb : ASB_EUSER;
-          if (asb_error_last()->code != rc)
-            asbi_err(rc, "watch: event callback aborted");
+          if (asb_error_last()->code != rc) asbi_err(rc, "watch: event callback aborted");
         }
       }
       asb_entry_free(e);
@@ -1078,8 +1093,8 @@ void asb_watch_free(asb_watch *w) {
 
 /* ---- signed URLs -------------------------------------------------------------------- */
 
-static int signed_url(asb_sandbox *sb, const char *path, const char *user,
-                      long expires_in_s, const char *op, char **url) {
+static int signed_url(asb_sandbox *sb, const char *path, const char *user, long expires_in_s,
+                      const char *op, char **url) {
   if (!sb || !url) return asbi_err(ASB_EINVAL, "files.%s_url: bad arguments", op);
   int rc = check_path(path, op);
   if (rc) return rc;

@@ -31,11 +31,11 @@ struct asb_git_branch_list {
 
 /* The helper git asks for the credentials; it answers "get" from the
  * variables the script exported, and ignores "store"/"erase". */
-#define CRED_HELPER                                                          \
+#define CRED_HELPER                                                            \
   "!f() { test \"$1\" = get || exit 0; printf 'username=%s\\npassword=%s\\n' " \
   "\"$ASB_GIT_USERNAME\" \"$ASB_GIT_PASSWORD\"; }; f"
-#define CRED_READ                                                            \
-  "IFS= read -r ASB_GIT_USERNAME && IFS= read -r ASB_GIT_PASSWORD && "       \
+#define CRED_READ                                                      \
+  "IFS= read -r ASB_GIT_USERNAME && IFS= read -r ASB_GIT_PASSWORD && " \
   "export ASB_GIT_USERNAME ASB_GIT_PASSWORD && "
 
 typedef struct git_run {
@@ -104,8 +104,7 @@ static int opt_name_ok(const char *s, const char *what, const char *name) {
 static int creds_ok(const asb_git_options *o, const char *action, int *use) {
   *use = 0;
   if (o->password && *o->password && !(o->username && *o->username))
-    return asbi_err(ASB_EINVAL,
-                    "Username is required when using a password or token for git %s.",
+    return asbi_err(ASB_EINVAL, "Username is required when using a password or token for git %s.",
                     action);
   if (!(o->username && *o->username && o->password && *o->password)) return ASB_OK;
   if (strpbrk(o->username, "\r\n") || strpbrk(o->password, "\r\n"))
@@ -121,7 +120,9 @@ static int creds_input(git_run *g, const char *user, const char *pass) {
   return ASB_OK;
 }
 
-static int tri(int v, int dflt) { return v > 0 ? 1 : v < 0 ? 0 : dflt; }
+static int tri(int v, int dflt) {
+  return v > 0 ? 1 : v < 0 ? 0 : dflt;
+}
 
 /* ---- running -------------------------------------------------------------- */
 
@@ -143,13 +144,11 @@ static int classify(asb_command_result *r, int how, const char *action, int miss
   size_t ol = 0, el = 0;
   const char *out = asb_command_result_stdout(r, &ol);
   const char *err = asb_command_result_stderr(r, &el);
-  if ((how & CLASSIFY_AUTH) &&
-      (asbi_git_auth_failure(err, el) || asbi_git_auth_failure(out, ol))) {
+  if ((how & CLASSIFY_AUTH) && (asbi_git_auth_failure(err, el) || asbi_git_auth_failure(out, ol))) {
     if (missing_password)
-      return asbi_err(ASB_EGITAUTH,
-                      "Git %s requires a password/token for private repositories.", action);
-    return asbi_err(ASB_EGITAUTH, "Git %s requires credentials for private repositories.",
-                    action);
+      return asbi_err(ASB_EGITAUTH, "Git %s requires a password/token for private repositories.",
+                      action);
+    return asbi_err(ASB_EGITAUTH, "Git %s requires credentials for private repositories.", action);
   }
   if ((how & CLASSIFY_UPSTREAM) &&
       (asbi_git_missing_upstream(err, el) || asbi_git_missing_upstream(out, ol))) {
@@ -169,9 +168,8 @@ static int classify(asb_command_result *r, int how, const char *action, int miss
 
 /* Run the script. ASB_OK with *res set; ASB_ECOMMANDEXIT (or what classify
  * makes of it) with *res set; or another error with *res NULL. */
-static int run(asb_command_result **res, asb_sandbox *sb, git_run *g,
-               const asb_git_options *o, const char *what, int how, const char *action,
-               int missing_password) {
+static int run(asb_command_result **res, asb_sandbox *sb, git_run *g, const asb_git_options *o,
+               const char *what, int how, const char *action, int missing_password) {
   *res = NULL;
   if (g->oom) return asbi_oom();
   /* GIT_TERMINAL_PROMPT=0 first, unless the caller sets it. */
@@ -216,20 +214,19 @@ static int finish(asb_command_result **out, asb_command_result *res, int rc) {
   return rc;
 }
 
-#define GIT_PROLOGUE(o, what)                                                \
-  ASBI_SANDBOX_CALL(sb);                                                     \
-  if (out) *out = NULL;                                                      \
-  if (!sb) return asbi_err(ASB_EINVAL, "%s: no sandbox", what);              \
-  ASBI_CHECK_VERSION(o, ASB_GIT_OPTIONS_VERSION, "asb_git_options");         \
-  asb_git_options dflt_ = ASB_GIT_OPTIONS_INIT;                              \
-  if (!(o)) (o) = &dflt_;                                                    \
-  git_run g;                                                                 \
+#define GIT_PROLOGUE(o, what)                                        \
+  ASBI_SANDBOX_CALL(sb);                                             \
+  if (out) *out = NULL;                                              \
+  if (!sb) return asbi_err(ASB_EINVAL, "%s: no sandbox", what);      \
+  ASBI_CHECK_VERSION(o, ASB_GIT_OPTIONS_VERSION, "asb_git_options"); \
+  asb_git_options dflt_ = ASB_GIT_OPTIONS_INIT;                      \
+  if (!(o)) (o) = &dflt_;                                            \
+  git_run g;                                                         \
   memset(&g, 0, sizeof g)
 
 /* Run a script whose result is the caller's. */
-static int run_out(asb_command_result **out, asb_sandbox *sb, git_run *g,
-                   const asb_git_options *o, const char *what, int how, const char *action,
-                   int missing_password) {
+static int run_out(asb_command_result **out, asb_sandbox *sb, git_run *g, const asb_git_options *o,
+                   const char *what, int how, const char *action, int missing_password) {
   asb_command_result *res = NULL;
   int rc = run(&res, sb, g, o, what, how, action, missing_password);
   git_run_free(g);
@@ -238,8 +235,8 @@ static int run_out(asb_command_result **out, asb_sandbox *sb, git_run *g,
 
 /* ---- repositories ------------------------------------------------------------ */
 
-int asb_git_clone(asb_command_result **out, asb_sandbox *sb, const char *url,
-                  const char *path, const asb_git_options *o) {
+int asb_git_clone(asb_command_result **out, asb_sandbox *sb, const char *url, const char *path,
+                  const asb_git_options *o) {
   GIT_PROLOGUE(o, "git.clone");
   int rc = need(url, "git.clone", "url");
   if (rc) return rc;
@@ -253,8 +250,9 @@ int asb_git_clone(asb_command_result **out, asb_sandbox *sb, const char *url,
   if (creds && o->store_credentials) {
     dir = path ? asbi_strdup(path) : asbi_git_dir_from_url(url);
     if (!dir)
-      return asbi_err(ASB_EINVAL, "git.clone: a destination path is needed to store "
-                                  "credentials (none can be derived from the URL)");
+      return asbi_err(ASB_EINVAL,
+                      "git.clone: a destination path is needed to store "
+                      "credentials (none can be derived from the URL)");
   }
   if (creds) {
     put(&g, CRED_READ);
@@ -453,11 +451,21 @@ static const asbi_git_file *file_at(const asb_git_status *s, size_t i) {
 const char *asb_git_status_current_branch(const asb_git_status *s) {
   return s && !s->s.detached ? s->s.branch : NULL;
 }
-const char *asb_git_status_upstream(const asb_git_status *s) { return s ? s->s.upstream : NULL; }
-long asb_git_status_ahead(const asb_git_status *s) { return s ? s->s.ahead : 0; }
-long asb_git_status_behind(const asb_git_status *s) { return s ? s->s.behind : 0; }
-int asb_git_status_detached(const asb_git_status *s) { return s ? s->s.detached : 0; }
-size_t asb_git_status_files_count(const asb_git_status *s) { return s ? s->s.n : 0; }
+const char *asb_git_status_upstream(const asb_git_status *s) {
+  return s ? s->s.upstream : NULL;
+}
+long asb_git_status_ahead(const asb_git_status *s) {
+  return s ? s->s.ahead : 0;
+}
+long asb_git_status_behind(const asb_git_status *s) {
+  return s ? s->s.behind : 0;
+}
+int asb_git_status_detached(const asb_git_status *s) {
+  return s ? s->s.detached : 0;
+}
+size_t asb_git_status_files_count(const asb_git_status *s) {
+  return s ? s->s.n : 0;
+}
 const char *asb_git_status_file_name(const asb_git_status *s, size_t i) {
   const asbi_git_file *f = file_at(s, i);
   return f ? f->name : NULL;
@@ -530,7 +538,9 @@ int asb_git_branches_list(asb_git_branch_list **out, asb_sandbox *sb, const char
   return ASB_OK;
 }
 
-size_t asb_git_branch_list_count(const asb_git_branch_list *l) { return l ? l->n : 0; }
+size_t asb_git_branch_list_count(const asb_git_branch_list *l) {
+  return l ? l->n : 0;
+}
 const char *asb_git_branch_list_get(const asb_git_branch_list *l, size_t i) {
   return l && i < l->n ? l->names[i] : NULL;
 }
@@ -589,8 +599,8 @@ int asb_git_add(asb_command_result **out, asb_sandbox *sb, const char *path,
   return run_out(out, sb, &g, o, "git.add", CLASSIFY_NONE, "add", 0);
 }
 
-int asb_git_commit(asb_command_result **out, asb_sandbox *sb, const char *path,
-                   const char *message, const asb_git_options *o) {
+int asb_git_commit(asb_command_result **out, asb_sandbox *sb, const char *path, const char *message,
+                   const asb_git_options *o) {
   GIT_PROLOGUE(o, "git.commit");
   int rc = need(path, "git.commit", "path");
   if (rc || (rc = need(message, "git.commit", "message"))) return rc;
@@ -627,7 +637,8 @@ int asb_git_reset(asb_command_result **out, asb_sandbox *sb, const char *path,
   if (mode) {
     int ok = 0;
     for (size_t i = 0; modes[i]; i++) ok |= strcmp(modes[i], mode) == 0;
-    if (!ok) return asbi_err(ASB_EINVAL, "Reset mode must be one of soft, mixed, hard, merge, keep.");
+    if (!ok)
+      return asbi_err(ASB_EINVAL, "Reset mode must be one of soft, mixed, hard, merge, keep.");
   }
   if ((rc = opt_name_ok(o->target && *o->target ? o->target : NULL, "git.reset", "target")))
     return rc;
@@ -684,7 +695,8 @@ int asb_git_restore(asb_command_result **out, asb_sandbox *sb, const char *path,
   return run_out(out, sb, &g, o, "git.restore", CLASSIFY_NONE, "restore", 0);
 }
 
-/* ---- syncing ----------------------------------------------------------------------------------- */
+/* ---- syncing -----------------------------------------------------------------------------------
+ */
 
 static int sync_cmd(asb_command_result **out, asb_sandbox *sb, const char *path,
                     const asb_git_options *o, int push) {
@@ -712,8 +724,9 @@ static int sync_cmd(asb_command_result **out, asb_sandbox *sb, const char *path,
     /* A pull with nothing named needs an upstream: say so before git
      * asks the remote anything. */
     git(&g, path, 0);
-    put(&g, " rev-parse --abbrev-ref --symbolic-full-name '@{u}' >/dev/null 2>&1 || "
-            "{ echo 'agent-sandbox: the branch has no upstream branch' >&2; exit 1; }; ");
+    put(&g,
+        " rev-parse --abbrev-ref --symbolic-full-name '@{u}' >/dev/null 2>&1 || "
+        "{ echo 'agent-sandbox: the branch has no upstream branch' >&2; exit 1; }; ");
   }
   git(&g, path, creds);
   put(&g, push ? " push" : " pull");
@@ -734,7 +747,8 @@ int asb_git_pull(asb_command_result **out, asb_sandbox *sb, const char *path,
   return sync_cmd(out, sb, path, o, 0);
 }
 
-/* ---- configuration ------------------------------------------------------------------------------- */
+/* ---- configuration
+ * ------------------------------------------------------------------------------- */
 
 /* The --scope flag, and the repository it needs (local only). */
 static int scope_of(const asb_git_options *o, const char *path, const char **flag,
@@ -768,8 +782,8 @@ static void config_set_cmd(git_run *g, const char *flag, const char *repo, const
   word(g, value);
 }
 
-int asb_git_config_set(asb_command_result **out, asb_sandbox *sb, const char *path,
-                       const char *key, const char *value, const asb_git_options *o) {
+int asb_git_config_set(asb_command_result **out, asb_sandbox *sb, const char *path, const char *key,
+                       const char *value, const asb_git_options *o) {
   GIT_PROLOGUE(o, "git.config_set");
   if (!key || !*key) return asbi_err(ASB_EINVAL, "Git config key is required.");
   int rc = name_ok(key, "git.config_set", "key");
@@ -823,24 +837,26 @@ int asb_git_dangerously_authenticate(asb_command_result **out, asb_sandbox *sb,
   if (!username || !*username || !password || !*password)
     return asbi_err(ASB_EINVAL, "Both username and password are required to authenticate git.");
   if (strpbrk(username, "\r\n") || strpbrk(password, "\r\n"))
-    return asbi_err(ASB_EINVAL, "git.dangerously_authenticate: credentials must not "
-                                "contain line breaks");
+    return asbi_err(ASB_EINVAL,
+                    "git.dangerously_authenticate: credentials must not "
+                    "contain line breaks");
   const char *host = o->host && *o->host ? o->host : "github.com";
   const char *proto = o->protocol && *o->protocol ? o->protocol : "https";
   if (strpbrk(host, "\r\n") || strpbrk(proto, "\r\n"))
-    return asbi_err(ASB_EINVAL, "git.dangerously_authenticate: host and protocol must not "
-                                "contain line breaks");
+    return asbi_err(ASB_EINVAL,
+                    "git.dangerously_authenticate: host and protocol must not "
+                    "contain line breaks");
   int rc = creds_input(&g, username, password);
   if (rc) {
     git_run_free(&g);
     return rc;
   }
   put(&g, CRED_READ);
-  put(&g, "git config --global credential.helper store && "
-          "printf 'protocol=%s\\nhost=%s\\nusername=%s\\npassword=%s\\n\\n'");
+  put(&g,
+      "git config --global credential.helper store && "
+      "printf 'protocol=%s\\nhost=%s\\nusername=%s\\npassword=%s\\n\\n'");
   word(&g, proto);
   word(&g, host);
   put(&g, " \"$ASB_GIT_USERNAME\" \"$ASB_GIT_PASSWORD\" | git credential approve");
-  return run_out(out, sb, &g, o, "git.dangerously_authenticate", CLASSIFY_NONE,
-                 "authenticate", 0);
+  return run_out(out, sb, &g, o, "git.dangerously_authenticate", CLASSIFY_NONE, "authenticate", 0);
 }

@@ -45,8 +45,7 @@ static int init_locked(void) {
   if (initialised) return ASB_OK;
   CURLcode rc = curl_global_init(CURL_GLOBAL_DEFAULT);
   if (rc != CURLE_OK)
-    return asbi_err(ASB_ERROR, "libcurl initialisation failed: %s",
-                    curl_easy_strerror(rc));
+    return asbi_err(ASB_ERROR, "libcurl initialisation failed: %s", curl_easy_strerror(rc));
   initialised = 1;
   pin_libcurl();
   return ASB_OK;

@@ -72,8 +72,7 @@ int asbi_http_new(asbi_http **out) {
     return asbi_oom();
   }
   pthread_mutex_init(&h->mu, NULL);
-  for (int i = 0; i < CURL_LOCK_DATA_LAST; i++)
-    pthread_mutex_init(&h->share_mu[i], NULL);
+  for (int i = 0; i < CURL_LOCK_DATA_LAST; i++) pthread_mutex_init(&h->share_mu[i], NULL);
   h->share = curl_share_init();
   if (!h->share) {
     asbi_http_free(h);
@@ -103,8 +102,7 @@ void asbi_http_free(asbi_http *h) {
     slot_free(s);
   }
   if (h->share) curl_share_cleanup(h->share);
-  for (int i = 0; i < CURL_LOCK_DATA_LAST; i++)
-    pthread_mutex_destroy(&h->share_mu[i]);
+  for (int i = 0; i < CURL_LOCK_DATA_LAST; i++) pthread_mutex_destroy(&h->share_mu[i]);
   pthread_mutex_destroy(&h->mu);
   free(h);
   asbi_global_release();
@@ -177,8 +175,8 @@ const char *asbi_http_resp_header(const asbi_http_resp *r, const char *name) {
   return NULL;
 }
 
-static int resp_add_header(asbi_http_resp *r, const char *name, size_t nlen,
-                           const char *val, size_t vlen) {
+static int resp_add_header(asbi_http_resp *r, const char *name, size_t nlen, const char *val,
+                           size_t vlen) {
   if (r->nhdrs == r->hdr_cap) {
     size_t cap = r->hdr_cap ? r->hdr_cap * 2 : 16;
     if (cap > 1024) return -1; /* absurd header count */
@@ -233,8 +231,8 @@ typedef struct xfer {
   int streaming;        /* body goes to on_data / the pull buffer */
   int pull;             /* stream mode: body goes to `pending` */
   int paused;
-  int delivered;        /* user saw something: no more retries */
-  int cb_rc;            /* a callback's abort code */
+  int delivered; /* user saw something: no more retries */
+  int cb_rc;     /* a callback's abort code */
   int too_big;
   int read_err;
   size_t body_off;
@@ -243,7 +241,9 @@ typedef struct xfer {
   char errbuf[CURL_ERROR_SIZE];
 } xfer;
 
-static int is_retry_status(long st) { return st == 429 || st == 502 || st == 503; }
+static int is_retry_status(long st) {
+  return st == 429 || st == 502 || st == 503;
+}
 
 static int begin_body(xfer *x) {
   if (x->began) return 0;
@@ -328,9 +328,7 @@ static size_t on_header(char *p, size_t sz, size_t nm, void *ud) {
     v++;
     vlen--;
   }
-  while (vlen && (v[vlen - 1] == '\r' || v[vlen - 1] == '\n' ||
-                  v[vlen - 1] == ' '))
-    vlen--;
+  while (vlen && (v[vlen - 1] == '\r' || v[vlen - 1] == '\n' || v[vlen - 1] == ' ')) vlen--;
   if (resp_add_header(x->resp, p, nlen, v, vlen) != 0) return 0;
   return n;
 }
@@ -365,7 +363,9 @@ static int on_seek(void *ud, curl_off_t off, int origin) {
   return CURL_SEEKFUNC_CANTSEEK;
 }
 
-static void wake_multi(void *target) { curl_multi_wakeup((CURLM *)target); }
+static void wake_multi(void *target) {
+  curl_multi_wakeup((CURLM *)target);
+}
 
 static int is_conn_error(CURLcode c) {
   switch (c) {
@@ -384,8 +384,7 @@ static int is_conn_error(CURLcode c) {
   }
 }
 
-static struct curl_slist *add_headers(struct curl_slist *l,
-                                      const char *const *hs, int *ok) {
+static struct curl_slist *add_headers(struct curl_slist *l, const char *const *hs, int *ok) {
   for (; hs && *hs && *ok; hs++) {
     struct curl_slist *n = curl_slist_append(l, *hs);
     if (!n) {
@@ -403,8 +402,7 @@ static struct curl_slist *build_headers(const asbi_http_req *req) {
   hl = add_headers(hl, req->headers, &ok);
   hl = add_headers(hl, req->headers2, &ok);
   const char *fixed[] = {"Expect:", NULL, NULL};
-  if (req->read && !req->body && req->body_size < 0)
-    fixed[1] = "Transfer-Encoding: chunked";
+  if (req->read && !req->body && req->body_size < 0) fixed[1] = "Transfer-Encoding: chunked";
   hl = add_headers(hl, fixed, &ok);
   if (!ok) {
     curl_slist_free_all(hl);
@@ -449,8 +447,8 @@ static curl_socket_t open_socket(void *ud, curlsocktype purpose, struct curl_soc
   return socket(a->family, a->socktype | SOCK_CLOEXEC, a->protocol);
 }
 
-static void setup_easy(CURL *e, const asbi_http_req *req, xfer *x,
-                       struct curl_slist *hl, asbi_http *h, long timeout_ms) {
+static void setup_easy(CURL *e, const asbi_http_req *req, xfer *x, struct curl_slist *hl,
+                       asbi_http *h, long timeout_ms) {
   curl_easy_reset(e);
   curl_easy_setopt(e, CURLOPT_URL, req->url);
   curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
@@ -467,14 +465,12 @@ static void setup_easy(CURL *e, const asbi_http_req *req, xfer *x,
   curl_easy_setopt(e, CURLOPT_WRITEDATA, x);
   curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
   curl_easy_setopt(e, CURLOPT_HEADERDATA, x);
-  curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS,
-                   req->connect_timeout_ms > 0 ? req->connect_timeout_ms
-                                               : DEFAULT_CONNECT_TIMEOUT_MS);
+  curl_easy_setopt(
+      e, CURLOPT_CONNECTTIMEOUT_MS,
+      req->connect_timeout_ms > 0 ? req->connect_timeout_ms : DEFAULT_CONNECT_TIMEOUT_MS);
   if (timeout_ms > 0) curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, timeout_ms);
-  if (req->unix_socket)
-    curl_easy_setopt(e, CURLOPT_UNIX_SOCKET_PATH, req->unix_socket);
-  if (req->accept_encoding)
-    curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, req->accept_encoding);
+  if (req->unix_socket) curl_easy_setopt(e, CURLOPT_UNIX_SOCKET_PATH, req->unix_socket);
+  if (req->accept_encoding) curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, req->accept_encoding);
   const char *m = req->method ? req->method : "GET";
   int has_body = req->body || req->read;
   if (has_body) {
@@ -483,8 +479,7 @@ static void setup_easy(CURL *e, const asbi_http_req *req, xfer *x,
     curl_easy_setopt(e, CURLOPT_READDATA, x);
     curl_easy_setopt(e, CURLOPT_SEEKFUNCTION, on_seek);
     curl_easy_setopt(e, CURLOPT_SEEKDATA, x);
-    curl_off_t size = req->body ? (curl_off_t)req->body_len
-                                : (curl_off_t)req->body_size;
+    curl_off_t size = req->body ? (curl_off_t)req->body_len : (curl_off_t)req->body_size;
     curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, size);
     if (strcmp(m, "POST") != 0) curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, m);
   } else if (strcmp(m, "HEAD") == 0) {
@@ -493,8 +488,7 @@ static void setup_easy(CURL *e, const asbi_http_req *req, xfer *x,
     curl_easy_setopt(e, CURLOPT_HTTPGET, 1L);
   } else {
     curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, m);
-    if (strcmp(m, "POST") == 0 || strcmp(m, "PUT") == 0 ||
-        strcmp(m, "PATCH") == 0) {
+    if (strcmp(m, "POST") == 0 || strcmp(m, "PUT") == 0 || strcmp(m, "PATCH") == 0) {
       curl_easy_setopt(e, CURLOPT_POSTFIELDS, "");
       curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE, 0L);
     }
@@ -509,11 +503,11 @@ typedef struct driver {
   slot *s;
   const asbi_http_req *req;
   xfer x;
-  int active;  /* easy handle added to the multi */
-  int done;    /* transfer finished */
+  int active; /* easy handle added to the multi */
+  int done;   /* transfer finished */
   CURLcode result;
-  uint64_t deadline;     /* overall (whole call / stream opening); 0 = none */
-  long idle_timeout_ms;  /* stream: max silence while not paused; 0 = none */
+  uint64_t deadline;        /* overall (whole call / stream opening); 0 = none */
+  long idle_timeout_ms;     /* stream: max silence while not paused; 0 = none */
   asb_cancel *extra_cancel; /* stream reads: a second token for one read */
 } driver;
 
@@ -580,13 +574,12 @@ static int judge(driver *d, int attempt, int max_retries, int *rc) {
   const char *m = req->method ? req->method : "GET";
   if (x->cb_rc) {
     *rc = x->cb_rc < 0 ? x->cb_rc : ASB_EUSER;
-    if (asb_error_last()->code != *rc)
-      asbi_err(*rc, "%s %s: aborted by callback", m, req->url);
+    if (asb_error_last()->code != *rc) asbi_err(*rc, "%s %s: aborted by callback", m, req->url);
     return ATTEMPT_FAIL;
   }
   if (x->too_big) {
-    *rc = asbi_err(ASB_EPROTOCOL, "%s %s: response body exceeds %zu bytes", m,
-                   req->url, x->resp->body.max);
+    *rc = asbi_err(ASB_EPROTOCOL, "%s %s: response body exceeds %zu bytes", m, req->url,
+                   x->resp->body.max);
     return ATTEMPT_FAIL;
   }
   if (x->read_err) {
@@ -602,15 +595,13 @@ static int judge(driver *d, int attempt, int max_retries, int *rc) {
       return ATTEMPT_FAIL;
     }
     if (!x->retry_status) return ATTEMPT_OK;
-    int ra = asbi_http_parse_retry_after(
-        asbi_http_resp_header(x->resp, "retry-after"));
+    int ra = asbi_http_parse_retry_after(asbi_http_resp_header(x->resp, "retry-after"));
     if (ra <= RETRY_AFTER_MAX_S) wait = ra >= 0 ? ra * 1000L : backoff_ms(attempt);
   } else if (d->result == CURLE_OPERATION_TIMEDOUT) {
     *rc = asbi_err(ASB_ETIMEOUT, "%s %s: timed out: %s", m, req->url,
                    x->errbuf[0] ? x->errbuf : curl_easy_strerror(d->result));
     return ATTEMPT_FAIL;
-  } else if (is_conn_error(d->result) && !x->delivered &&
-             attempt < max_retries) {
+  } else if (is_conn_error(d->result) && !x->delivered && attempt < max_retries) {
     wait = backoff_ms(attempt);
   }
   if (wait >= 0 && (!d->deadline || remaining_ms(d->deadline) > wait)) {
@@ -648,8 +639,7 @@ static int driver_begin(driver *d, asbi_http *h, const asbi_http_req *req) {
     slot_put(h, d->s);
     return rc;
   }
-  d->deadline = req->timeout_ms > 0 ? asbi_now_ms() + (uint64_t)req->timeout_ms
-                                    : 0;
+  d->deadline = req->timeout_ms > 0 ? asbi_now_ms() + (uint64_t)req->timeout_ms : 0;
   return ASB_OK;
 }
 
@@ -666,14 +656,11 @@ static void driver_end(driver *d, struct curl_slist *hl) {
 
 /* Runs attempts until the response is final (whole call: finished; stream:
  * headers of a non-retried response arrived). */
-static int run_attempts(driver *d, asbi_http_resp *resp, struct curl_slist *hl,
-                        int pull) {
+static int run_attempts(driver *d, asbi_http_resp *resp, struct curl_slist *hl, int pull) {
   const asbi_http_req *req = d->req;
   const char *m = req->method ? req->method : "GET";
   int rewindable = !req->read || req->body || req->rewind;
-  int max_retries =
-      (req->idempotent && rewindable && req->max_retries > 0) ? req->max_retries
-                                                              : 0;
+  int max_retries = (req->idempotent && rewindable && req->max_retries > 0) ? req->max_retries : 0;
   for (int attempt = 0;; attempt++) {
     xfer *x = &d->x;
     asbi_buf_free(&x->pending);
@@ -689,12 +676,9 @@ static int run_attempts(driver *d, asbi_http_resp *resp, struct curl_slist *hl,
     resp_reset(resp);
     long left = remaining_ms(d->deadline);
     if (left < 0)
-      return asbi_err(ASB_ETIMEOUT, "%s %s: timed out after %ld ms", m,
-                      req->url, req->timeout_ms);
-    if (attempt > 0 && !req->body && req->read && req->rewind &&
-        req->rewind(req->ud) != 0)
-      return asbi_err(ASB_ECONNECTION, "%s %s: request body cannot be replayed",
-                      m, req->url);
+      return asbi_err(ASB_ETIMEOUT, "%s %s: timed out after %ld ms", m, req->url, req->timeout_ms);
+    if (attempt > 0 && !req->body && req->read && req->rewind && req->rewind(req->ud) != 0)
+      return asbi_err(ASB_ECONNECTION, "%s %s: request body cannot be replayed", m, req->url);
     /* Streams enforce their opening deadline themselves, since curl's
      * timeout would also cut the open-ended body. */
     setup_easy(d->s->easy, req, x, hl, d->h, pull ? 0 : left);
@@ -702,11 +686,9 @@ static int run_attempts(driver *d, asbi_http_resp *resp, struct curl_slist *hl,
     curl_multi_add_handle(d->s->multi, d->s->easy);
     d->active = 1;
     int rc = drive(d, pull ? UNTIL_BEGAN : UNTIL_DONE);
-    if (rc == ASB_ECANCELED)
-      return asbi_err(ASB_ECANCELED, "%s %s: cancelled", m, req->url);
+    if (rc == ASB_ECANCELED) return asbi_err(ASB_ECANCELED, "%s %s: cancelled", m, req->url);
     if (rc == ASB_ETIMEOUT)
-      return asbi_err(ASB_ETIMEOUT, "%s %s: timed out after %ld ms", m,
-                      req->url, req->timeout_ms);
+      return asbi_err(ASB_ETIMEOUT, "%s %s: timed out after %ld ms", m, req->url, req->timeout_ms);
     if (pull && !d->done) {
       if (d->x.resp->status < 400) return ASB_OK; /* the stream is open */
       /* Error replies are small: read them whole now. */
@@ -748,8 +730,8 @@ struct asbi_http_stream {
   int eof;
 };
 
-int asbi_http_stream_open(asbi_http *h, const asbi_http_req *req,
-                          asbi_http_resp *resp, asbi_http_stream **out) {
+int asbi_http_stream_open(asbi_http *h, const asbi_http_req *req, asbi_http_resp *resp,
+                          asbi_http_stream **out) {
   asbi_buf_init(&resp->body, req->max_body ? req->max_body : DEFAULT_MAX_BODY);
   if (req->on_data || req->read)
     return asbi_err(ASB_EINVAL, "streams take a memory body and no on_data");
@@ -791,15 +773,14 @@ int asbi_http_stream_open(asbi_http *h, const asbi_http_req *req,
   return ASB_OK;
 }
 
-int asbi_http_stream_read(asbi_http_stream *st, const char **data,
-                          size_t *len) {
+int asbi_http_stream_read(asbi_http_stream *st, const char **data, size_t *len) {
   return asbi_http_stream_read_ex(st, data, len, 0, NULL);
 }
 
 static int stream_read(asbi_http_stream *st, const char **data, size_t *len);
 
-int asbi_http_stream_read_ex(asbi_http_stream *st, const char **data,
-                             size_t *len, long timeout_ms, asb_cancel *extra) {
+int asbi_http_stream_read_ex(asbi_http_stream *st, const char **data, size_t *len, long timeout_ms,
+                             asb_cancel *extra) {
   driver *d = &st->d;
   if (extra) {
     int rc = asbi_cancel_register(extra, wake_multi, d->s->multi);
@@ -842,18 +823,14 @@ static int stream_read(asbi_http_stream *st, const char **data, size_t *len) {
       if (x->cb_rc) return x->cb_rc < 0 ? x->cb_rc : ASB_EUSER;
       if (d->result == CURLE_OK) return ASB_OK;
       return asbi_err(ASB_ECONNECTION, "%s %s: stream broke: %s", m, st->url,
-                      x->errbuf[0] ? x->errbuf
-                                   : curl_easy_strerror(d->result));
+                      x->errbuf[0] ? x->errbuf : curl_easy_strerror(d->result));
     }
     int rc = drive(d, UNTIL_DATA);
-    if (rc == ASB_ECANCELED)
-      return asbi_err(ASB_ECANCELED, "%s %s: cancelled", m, st->url);
+    if (rc == ASB_ECANCELED) return asbi_err(ASB_ECANCELED, "%s %s: cancelled", m, st->url);
     if (rc == ASB_ETIMEOUT && d->deadline && asbi_now_ms() >= d->deadline)
-      return asbi_err(ASB_ETIMEOUT, "%s %s: nothing received in time", m,
-                      st->url);
+      return asbi_err(ASB_ETIMEOUT, "%s %s: nothing received in time", m, st->url);
     if (rc == ASB_ETIMEOUT)
-      return asbi_err(ASB_ETIMEOUT, "%s %s: no data for %ld ms", m, st->url,
-                      d->idle_timeout_ms);
+      return asbi_err(ASB_ETIMEOUT, "%s %s: no data for %ld ms", m, st->url, d->idle_timeout_ms);
   }
 }
 

@@ -34,9 +34,9 @@ typedef struct asbi_http_resp asbi_http_resp;
 typedef struct asbi_http_req {
   const char *method; /* "GET", "POST", ... */
   const char *url;
-  const char *unix_socket;    /* connect through this unix socket, or NULL */
-  const char *const *headers; /* "Name: value", NULL-ended; may be NULL */
-  const char *const *headers2;/* a second list (e.g. the client's extra) */
+  const char *unix_socket;     /* connect through this unix socket, or NULL */
+  const char *const *headers;  /* "Name: value", NULL-ended; may be NULL */
+  const char *const *headers2; /* a second list (e.g. the client's extra) */
   /* Request body: either memory... */
   const void *body;
   size_t body_len;
@@ -88,7 +88,8 @@ struct asbi_http_resp {
   int body_streamed; /* the body went to on_data */
 };
 
-#define ASBI_HTTP_RESP_INIT {0, ASBI_BUF_INIT, NULL, NULL, 0, 0, 0}
+#define ASBI_HTTP_RESP_INIT \
+  { 0, ASBI_BUF_INIT, NULL, NULL, 0, 0, 0 }
 
 /* Perform a request. Returns ASB_OK once a response arrived (whatever its
  * status; callers map statuses), or ASB_ECONNECTION, ASB_ETIMEOUT,
@@ -110,16 +111,16 @@ const char *asbi_http_resp_header(const asbi_http_resp *resp, const char *name);
  * thread at a time per stream. req may go away after open (it is copied);
  * streams take a memory body only and no on_data. */
 typedef struct asbi_http_stream asbi_http_stream;
-int asbi_http_stream_open(asbi_http *h, const asbi_http_req *req,
-                          asbi_http_resp *resp, asbi_http_stream **out);
+int asbi_http_stream_open(asbi_http *h, const asbi_http_req *req, asbi_http_resp *resp,
+                          asbi_http_stream **out);
 /* Next chunk: ASB_OK with *len > 0 (valid until the next call), ASB_OK with
  * *len == 0 at the end, or an error (ECONNECTION if the stream broke,
  * ECANCELED, ETIMEOUT on idle). */
 int asbi_http_stream_read(asbi_http_stream *st, const char **data, size_t *len);
 /* The same, also giving up after timeout_ms (> 0) with ASB_ETIMEOUT (the
  * stream stays usable) and honouring a second cancel token. */
-int asbi_http_stream_read_ex(asbi_http_stream *st, const char **data,
-                             size_t *len, long timeout_ms, asb_cancel *extra);
+int asbi_http_stream_read_ex(asbi_http_stream *st, const char **data, size_t *len, long timeout_ms,
+                             asb_cancel *extra);
 /* Replace the request's cancel and stop tokens for the rest of the stream
  * (either may be NULL): an opener's tokens may go away once it is open, and
  * the handle that owns the stream from then on has its own. */

@@ -14,8 +14,8 @@
 int asbi_err(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int asbi_verr(int code, const char *fmt, va_list ap);
 /* As asbi_err, also recording the HTTP status and the server's error code. */
-int asbi_err_remote(int code, int http_status, const char *remote_code,
-                    const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+int asbi_err_remote(int code, int http_status, const char *remote_code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 /* Amend the last error (call after one of the above). */
 void asbi_err_set_retry_after(int seconds);
 void asbi_err_set_reason(const char *reason);
@@ -31,11 +31,10 @@ void asbi_err_save(asbi_err_saved *s);
 void asbi_err_restore(const asbi_err_saved *s);
 
 /* Checks an options struct's version field: NULL is fine (defaults). */
-#define ASBI_CHECK_VERSION(opts, max, name)                                    \
-  do {                                                                         \
-    if ((opts) && ((opts)->version == 0 || (opts)->version > (max)))           \
-      return asbi_err(ASB_EVERSION, "%s: unsupported options version %u",     \
-                      name, (opts)->version);                                  \
+#define ASBI_CHECK_VERSION(opts, max, name)                                                       \
+  do {                                                                                            \
+    if ((opts) && ((opts)->version == 0 || (opts)->version > (max)))                              \
+      return asbi_err(ASB_EVERSION, "%s: unsupported options version %u", name, (opts)->version); \
   } while (0)
 
 /* A field appended in version `since` of an options struct: a struct of an
@@ -46,34 +45,32 @@ void asbi_err_restore(const asbi_err_saved *s);
 /* Defines `int <type>_init(<type> *opts, unsigned int version)` for a
  * versioned options struct: rejects NULL and unknown versions, fills the
  * defaults from the struct's _INIT macro, stores the requested version. */
-#define ASBI_DEFINE_OPTIONS_INIT(type, max_version, init_macro)             \
-  int type##_init(type *opts, unsigned int version) {                      \
-    if (!opts) return asbi_err(ASB_EINVAL, #type "_init: NULL");           \
-    if (version == 0 || version > (max_version))                           \
-      return asbi_err(ASB_EVERSION, #type ": unsupported version %u",      \
-                      version);                                            \
-    /* static, and copied with memcpy: the padding is zero as well (callers \
-     * and asb_options_new compare or hand out whole structs) */           \
-    static const type init_ = init_macro;                                  \
-    memcpy(opts, &init_, sizeof *opts);                                    \
-    opts->version = version;                                               \
-    return ASB_OK;                                                         \
+#define ASBI_DEFINE_OPTIONS_INIT(type, max_version, init_macro)                 \
+  int type##_init(type *opts, unsigned int version) {                           \
+    if (!opts) return asbi_err(ASB_EINVAL, #type "_init: NULL");                \
+    if (version == 0 || version > (max_version))                                \
+      return asbi_err(ASB_EVERSION, #type ": unsupported version %u", version); \
+    /* static, and copied with memcpy: the padding is zero as well (callers     \
+     * and asb_options_new compare or hand out whole structs) */                \
+    static const type init_ = init_macro;                                       \
+    memcpy(opts, &init_, sizeof *opts);                                         \
+    opts->version = version;                                                    \
+    return ASB_OK;                                                              \
   }
 
 /* The same for an options struct that grew: size(version) is the size of
  * that version's struct (a program built against older headers passes a
  * smaller one, so no byte beyond it is written). */
-#define ASBI_DEFINE_OPTIONS_INIT_SIZED(type, max_version, init_macro, size)  \
-  int type##_init(type *opts, unsigned int version) {                      \
-    if (!opts) return asbi_err(ASB_EINVAL, #type "_init: NULL");           \
-    if (version == 0 || version > (max_version))                           \
-      return asbi_err(ASB_EVERSION, #type ": unsupported version %u",      \
-                      version);                                            \
-    /* static: its padding is zero too, and memcpy copies padding */       \
-    static const type init_ = init_macro;                                  \
-    memcpy(opts, &init_, size(version));                                   \
-    opts->version = version;                                               \
-    return ASB_OK;                                                         \
+#define ASBI_DEFINE_OPTIONS_INIT_SIZED(type, max_version, init_macro, size)     \
+  int type##_init(type *opts, unsigned int version) {                           \
+    if (!opts) return asbi_err(ASB_EINVAL, #type "_init: NULL");                \
+    if (version == 0 || version > (max_version))                                \
+      return asbi_err(ASB_EVERSION, #type ": unsupported version %u", version); \
+    /* static: its padding is zero too, and memcpy copies padding */            \
+    static const type init_ = init_macro;                                       \
+    memcpy(opts, &init_, size(version));                                        \
+    opts->version = version;                                                    \
+    return ASB_OK;                                                              \
   }
 
 /* ---- global (global.c) --------------------------------------------------- */
@@ -126,7 +123,7 @@ struct asb_client {
   char *domain;
   char *sandbox_url;
   char *user_agent;
-  char **headers; /* extra "Name: value", NULL-ended */
+  char **headers;          /* extra "Name: value", NULL-ended */
   long request_timeout_ms; /* <0 none */
   int debug;
   int max_retries;
@@ -154,10 +151,12 @@ void asbi_client_unref(asb_client *c);
 /* The client a public call acts on is held for the whole call (released by
  * the compiler at every return): ASBI_CLIENT_CALL(c); as its first line. */
 asb_client *asbi_client_hold(asb_client *c);
-static inline void asbi_client_release_(asb_client *const *c) { asbi_client_unref(*c); }
-#define ASBI_CLIENT_CALL(c)                                                   \
-  asb_client *const asbi_held_client_                                        \
-      __attribute__((cleanup(asbi_client_release_), unused)) = asbi_client_hold(c)
+static inline void asbi_client_release_(asb_client *const *c) {
+  asbi_client_unref(*c);
+}
+#define ASBI_CLIENT_CALL(c)                                                                    \
+  asb_client *const asbi_held_client_ __attribute__((cleanup(asbi_client_release_), unused)) = \
+      asbi_client_hold(c)
 /* Effective timeout of a call: explicit (>0), none (<0), or the client's. */
 long asbi_client_timeout(const asb_client *c, long call_timeout_ms);
 
@@ -172,11 +171,11 @@ struct cJSON;
 struct asbi_http_resp;
 #define ASBI_CP_IDEMPOTENT 1 /* may be retried */
 #define ASBI_CP_NO_START 2   /* local mode: never start the engine for it */
-int asbi_cp_request_raw(asb_client *c, const char *method, const char *path,
-                        const void *body, size_t body_len, const char *content_type,
-                        long timeout_ms, asb_cancel *cancel, asb_cancel *stop, int flags,
-                        const char *what, const int *ok_statuses, int *status,
-                        struct cJSON **out, struct asbi_http_resp *keep_resp);
+int asbi_cp_request_raw(asb_client *c, const char *method, const char *path, const void *body,
+                        size_t body_len, const char *content_type, long timeout_ms,
+                        asb_cancel *cancel, asb_cancel *stop, int flags, const char *what,
+                        const int *ok_statuses, int *status, struct cJSON **out,
+                        struct asbi_http_resp *keep_resp);
 
 /* ---- JSON lists (list.c) -------------------------------------------------- */
 /* Turn each element of the JSON array arr into an item of elem_size bytes in

@@ -45,7 +45,10 @@ static int engine_healthy(asb_client *c, const char *url) {
   asbi_buf_printf(&u, "%s/health", url);
   asbi_buf_printf(&h, "X-API-Key: %s", c->api_key ? c->api_key : "");
   const char *hs[] = {h.data, NULL};
-  asbi_http_req r = {.method = "GET", .url = u.data, .headers = hs, .timeout_ms = 2000,
+  asbi_http_req r = {.method = "GET",
+                     .url = u.data,
+                     .headers = hs,
+                     .timeout_ms = 2000,
                      .connect_timeout_ms = 1000};
   asbi_http_resp resp = ASBI_HTTP_RESP_INIT;
   int rc = asbi_http_do(c->http, &r, &resp);
@@ -138,8 +141,10 @@ static int start_engine(asb_client *c) {
     if (c->api_key && engine_healthy(c, c->api_url)) return ASB_OK;
     usleep(20000);
   }
-  return asbi_err(ASB_ETIMEOUT, "the local engine did not answer within %d ms "
-                  "(see %s/engine.log)", ENGINE_START_WAIT_MS, c->state_dir);
+  return asbi_err(ASB_ETIMEOUT,
+                  "the local engine did not answer within %d ms "
+                  "(see %s/engine.log)",
+                  ENGINE_START_WAIT_MS, c->state_dir);
 }
 
 int asbi_client_local_prepare(asb_client *c, int start) {
@@ -149,7 +154,8 @@ int asbi_client_local_prepare(asb_client *c, int start) {
   pthread_mutex_unlock(&c->mu);
   if (start <= 0) {
     if (krc == -EACCES)
-      return asbi_err(ASB_EAUTH, "cannot read the local engine's API key in %s: "
+      return asbi_err(ASB_EAUTH,
+                      "cannot read the local engine's API key in %s: "
                       "permission denied (run as root or set E2B_API_KEY)",
                       c->state_dir);
     /* No key in the state dir: its engine never ran (it writes the key

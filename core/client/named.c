@@ -13,7 +13,8 @@
 
 #define DEFAULT_PORT 9000
 
-ASBI_DEFINE_OPTIONS_INIT(asb_named_command_options, ASB_NAMED_COMMAND_OPTIONS_VERSION, ASB_NAMED_COMMAND_OPTIONS_INIT)
+ASBI_DEFINE_OPTIONS_INIT(asb_named_command_options, ASB_NAMED_COMMAND_OPTIONS_VERSION,
+                         ASB_NAMED_COMMAND_OPTIONS_INIT)
 
 /* Maps an error reply of a command server ({"error", "type"}) or of the
  * route to it (the engine's router, an E2B proxy). */
@@ -28,16 +29,18 @@ static int map_error(const asbi_http_resp *resp, const char *what, const char *n
     if (st == 404 && strcmp(t, "NotFound") != 0)
       rc = asbi_err_remote(ASB_ECOMMANDNOTFOUND, (int)st, t, "%s: %s", what, m);
     else if (st == 404)
-      rc = asbi_err_remote(ASB_EUNSUPPORTED, (int)st, t,
-                           "%s: port %d does not serve /commands: %s", what, port, m);
+      rc = asbi_err_remote(ASB_EUNSUPPORTED, (int)st, t, "%s: port %d does not serve /commands: %s",
+                           what, port, m);
     else if (st == 400)
       rc = asbi_err_remote(ASB_EINVAL, (int)st, t, "%s: %s", what, m);
     else if (st == 401)
-      rc = asbi_err_remote(ASB_EAUTH, (int)st, t, "%s: %s (the server wants another "
-                           "X-Access-Token)", what, m);
+      rc = asbi_err_remote(ASB_EAUTH, (int)st, t,
+                           "%s: %s (the server wants another "
+                           "X-Access-Token)",
+                           what, m);
     else if (st >= 500)
-      rc = asbi_err_remote(ASB_ECOMMANDFAILED, (int)st, t, "%s: command '%s' failed: %s: %s",
-                           what, name ? name : "", t, m);
+      rc = asbi_err_remote(ASB_ECOMMANDFAILED, (int)st, t, "%s: command '%s' failed: %s: %s", what,
+                           name ? name : "", t, m);
     else
       rc = asbi_err_remote(ASB_ERROR, (int)st, t, "%s: %s (HTTP %ld)", what, m, st);
     cJSON_Delete(j);
@@ -128,16 +131,16 @@ int asb_sandbox_run_command(char **result_json, asb_sandbox *sb, const char *nam
     int ok = cJSON_IsObject(a);
     cJSON_Delete(a);
     if (!ok)
-      return asbi_err(ASB_EINVAL, "run_command %s: the arguments must be a JSON object%s%s",
-                      name, why ? ": " : "", why ? why : "");
+      return asbi_err(ASB_EINVAL, "run_command %s: the arguments must be a JSON object%s%s", name,
+                      why ? ": " : "", why ? why : "");
   }
   char what[200];
   snprintf(what, sizeof what, "run_command %.150s", name);
   cJSON *reply = NULL;
   int rc = call(sb, "POST", name, args_json ? args_json : "{}", o, what, &reply);
   if (rc) return rc;
-  const cJSON *res = cJSON_IsObject(reply) ? cJSON_GetObjectItemCaseSensitive(reply, "result")
-                                           : NULL;
+  const cJSON *res =
+      cJSON_IsObject(reply) ? cJSON_GetObjectItemCaseSensitive(reply, "result") : NULL;
   if (!res) {
     cJSON_Delete(reply);
     return asbi_err(ASB_EPROTOCOL, "%s: the reply has no \"result\"", what);
@@ -190,7 +193,8 @@ static char *str_or(const cJSON *o, const char *key, const char *dflt) {
 }
 
 static int cmd_from(const cJSON *j, asb_named_command *c) {
-  if (!cJSON_IsObject(j)) return asbi_err(ASB_EPROTOCOL, "list_commands: an entry is not an object");
+  if (!cJSON_IsObject(j))
+    return asbi_err(ASB_EPROTOCOL, "list_commands: an entry is not an object");
   if (!cJSON_IsString(cJSON_GetObjectItemCaseSensitive(j, "name")))
     return asbi_err(ASB_EPROTOCOL, "list_commands: a command without a name");
   c->name = str_or(j, "name", NULL);
@@ -224,7 +228,9 @@ static int cmd_item(const cJSON *j, void *item) {
   if (rc) cmd_free(item);
   return rc;
 }
-static void cmd_drop(void *item) { cmd_free(item); }
+static void cmd_drop(void *item) {
+  cmd_free(item);
+}
 
 int asb_sandbox_commands_list(asb_named_command_list **out, asb_sandbox *sb,
                               const asb_named_command_options *o) {
@@ -241,8 +247,10 @@ int asb_sandbox_commands_list(asb_named_command_list **out, asb_sandbox *sb,
     return asbi_err(ASB_EPROTOCOL, "list_commands: the reply has no \"commands\" list");
   }
   asb_named_command_list *l = calloc(1, sizeof *l);
-  if (!l) rc = asbi_oom();
-  else rc = asbi_json_items(cmds, sizeof *l->v, cmd_item, cmd_drop, (void **)&l->v, &l->n);
+  if (!l)
+    rc = asbi_oom();
+  else
+    rc = asbi_json_items(cmds, sizeof *l->v, cmd_item, cmd_drop, (void **)&l->v, &l->n);
   cJSON_Delete(reply);
   if (rc) {
     free(l);
@@ -252,7 +260,9 @@ int asb_sandbox_commands_list(asb_named_command_list **out, asb_sandbox *sb,
   return ASB_OK;
 }
 
-size_t asb_named_command_list_count(const asb_named_command_list *l) { return l ? l->n : 0; }
+size_t asb_named_command_list_count(const asb_named_command_list *l) {
+  return l ? l->n : 0;
+}
 
 const asb_named_command *asb_named_command_list_get(const asb_named_command_list *l, size_t i) {
   return l && i < l->n ? &l->v[i] : NULL;
@@ -272,11 +282,15 @@ void asb_named_command_list_free(asb_named_command_list *l) {
   free(l);
 }
 
-const char *asb_named_command_name(const asb_named_command *c) { return c ? c->name : NULL; }
+const char *asb_named_command_name(const asb_named_command *c) {
+  return c ? c->name : NULL;
+}
 const char *asb_named_command_description(const asb_named_command *c) {
   return c ? c->description : NULL;
 }
-size_t asb_named_command_arg_count(const asb_named_command *c) { return c ? c->nargs : 0; }
+size_t asb_named_command_arg_count(const asb_named_command *c) {
+  return c ? c->nargs : 0;
+}
 
 static const named_arg *arg_at(const asb_named_command *c, size_t i) {
   return c && i < c->nargs ? &c->args[i] : NULL;

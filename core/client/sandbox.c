@@ -12,7 +12,8 @@
  * (kept equal to what our own envd reports). */
 #define NEWEST_KNOWN_ENVD "0.6.13"
 
-ASBI_DEFINE_OPTIONS_INIT(asb_sandbox_attach_options, ASB_SANDBOX_ATTACH_OPTIONS_VERSION, ASB_SANDBOX_ATTACH_OPTIONS_INIT)
+ASBI_DEFINE_OPTIONS_INIT(asb_sandbox_attach_options, ASB_SANDBOX_ATTACH_OPTIONS_VERSION,
+                         ASB_SANDBOX_ATTACH_OPTIONS_INIT)
 
 static void parse_version(const char *v, int out[3]) {
   out[0] = out[1] = out[2] = 0;
@@ -25,9 +26,7 @@ static void parse_version(const char *v, int out[3]) {
 static int valid_id(const char *id) {
   if (!id || !*id || strlen(id) > 128) return 0;
   for (const char *p = id; *p; p++)
-    if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '_' ||
-          *p == '-'))
-      return 0;
+    if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '_' || *p == '-')) return 0;
   return 1;
 }
 
@@ -37,7 +36,9 @@ static int no_ctl(const char *s) {
   return 1;
 }
 
-void asbi_sandbox_ref(asb_sandbox *sb) { asbi_life_hold(&sb->life); }
+void asbi_sandbox_ref(asb_sandbox *sb) {
+  asbi_life_hold(&sb->life);
+}
 
 asb_sandbox *asbi_sandbox_hold(asb_sandbox *sb) {
   if (sb) asbi_life_hold(&sb->life);
@@ -74,13 +75,11 @@ void asb_sandbox_free(asb_sandbox *sb) {
 }
 
 /* Shared by attach and by the control-plane constructors (sandbox_api.c). */
-int asbi_sandbox_new(asb_sandbox **out, asb_client *client, const char *id,
-                     const char *token, const char *envd_version,
-                     const char *domain, const char *traffic_token) {
+int asbi_sandbox_new(asb_sandbox **out, asb_client *client, const char *id, const char *token,
+                     const char *envd_version, const char *domain, const char *traffic_token) {
   if (!client) return asbi_err(ASB_EINVAL, "sandbox: client is NULL");
   if (!valid_id(id))
-    return asbi_err(ASB_EINVAL, "invalid sandbox id '%s': expected [a-z0-9]+",
-                    id ? id : "(null)");
+    return asbi_err(ASB_EINVAL, "invalid sandbox id '%s': expected [a-z0-9]+", id ? id : "(null)");
   if (!no_ctl(token) || !no_ctl(traffic_token) || !no_ctl(envd_version))
     return asbi_err(ASB_EINVAL, "sandbox: control characters in a token");
   if (domain && (!*domain || strchr(domain, '/') || !no_ctl(domain)))
@@ -116,9 +115,8 @@ int asbi_sandbox_new(asb_sandbox **out, asb_client *client, const char *id,
     return asbi_err(ASB_EINVAL, "sandbox %s: cannot route to domain '%s'", id,
                     domain ? domain : client->domain);
   }
-  if (!sb->id || !sb->envd_version || !sb->domain || !sb->envd_base ||
-      !sb->hdr_id || !sb->hdr_ua || (token && *token && !sb->hdr_token) ||
-      (token && *token && !sb->envd_token)) {
+  if (!sb->id || !sb->envd_version || !sb->domain || !sb->envd_base || !sb->hdr_id || !sb->hdr_ua ||
+      (token && *token && !sb->hdr_token) || (token && *token && !sb->envd_token)) {
     asbi_sandbox_unref(sb);
     return asbi_oom();
   }
@@ -126,20 +124,18 @@ int asbi_sandbox_new(asb_sandbox **out, asb_client *client, const char *id,
   return ASB_OK;
 }
 
-int asb_sandbox_attach(asb_sandbox **out, asb_client *client,
-                       const char *sandbox_id,
+int asb_sandbox_attach(asb_sandbox **out, asb_client *client, const char *sandbox_id,
                        const asb_sandbox_attach_options *opts) {
   if (!out) return asbi_err(ASB_EINVAL, "asb_sandbox_attach: out is NULL");
-  ASBI_CHECK_VERSION(opts, ASB_SANDBOX_ATTACH_OPTIONS_VERSION,
-                     "asb_sandbox_attach_options");
-  return asbi_sandbox_new(out, client, sandbox_id,
-                          opts ? opts->envd_access_token : NULL,
-                          opts ? opts->envd_version : NULL,
-                          opts ? opts->domain : NULL,
+  ASBI_CHECK_VERSION(opts, ASB_SANDBOX_ATTACH_OPTIONS_VERSION, "asb_sandbox_attach_options");
+  return asbi_sandbox_new(out, client, sandbox_id, opts ? opts->envd_access_token : NULL,
+                          opts ? opts->envd_version : NULL, opts ? opts->domain : NULL,
                           opts ? opts->traffic_access_token : NULL);
 }
 
-const char *asb_sandbox_id(const asb_sandbox *sb) { return sb ? sb->id : NULL; }
+const char *asb_sandbox_id(const asb_sandbox *sb) {
+  return sb ? sb->id : NULL;
+}
 const char *asb_sandbox_envd_version(const asb_sandbox *sb) {
   return sb ? sb->envd_version : NULL;
 }
@@ -155,8 +151,8 @@ static int copy_out(asbi_buf *b, char *buf, size_t buflen, const char *what) {
   if (!b->data)
     rc = asbi_oom();
   else if (!buf || b->len + 1 > buflen)
-    rc = asbi_err(ASB_EINVAL, "%s: buffer of %zu bytes too small (need %zu)",
-                  what, buflen, b->len + 1);
+    rc = asbi_err(ASB_EINVAL, "%s: buffer of %zu bytes too small (need %zu)", what, buflen,
+                  b->len + 1);
   else
     memcpy(buf, b->data, b->len + 1);
   asbi_buf_free(b);
@@ -165,10 +161,8 @@ static int copy_out(asbi_buf *b, char *buf, size_t buflen, const char *what) {
 
 int asb_sandbox_get_host(char *buf, size_t buflen, const asb_sandbox *sb, int port) {
   if (!sb) return asbi_err(ASB_EINVAL, "get_host: sandbox is NULL");
-  if (port < 1 || port > 65535)
-    return asbi_err(ASB_EINVAL, "get_host: port %d out of range", port);
-  asbi_route_cfg cfg = {sb->client->sandbox_url, sb->client->debug, sb->domain,
-                        sb->id};
+  if (port < 1 || port > 65535) return asbi_err(ASB_EINVAL, "get_host: port %d out of range", port);
+  asbi_route_cfg cfg = {sb->client->sandbox_url, sb->client->debug, sb->domain, sb->id};
   asbi_buf b = ASBI_BUF_INIT;
   if (asbi_url_sandbox_host(&b, &cfg, port) != 0) {
     asbi_buf_free(&b);
@@ -179,10 +173,8 @@ int asb_sandbox_get_host(char *buf, size_t buflen, const asb_sandbox *sb, int po
 
 int asb_sandbox_get_url(char *buf, size_t buflen, const asb_sandbox *sb, int port) {
   if (!sb) return asbi_err(ASB_EINVAL, "get_url: sandbox is NULL");
-  if (port < 1 || port > 65535)
-    return asbi_err(ASB_EINVAL, "get_url: port %d out of range", port);
-  asbi_route_cfg cfg = {sb->client->sandbox_url, sb->client->debug, sb->domain,
-                        sb->id};
+  if (port < 1 || port > 65535) return asbi_err(ASB_EINVAL, "get_url: port %d out of range", port);
+  asbi_route_cfg cfg = {sb->client->sandbox_url, sb->client->debug, sb->domain, sb->id};
   asbi_buf b = ASBI_BUF_INIT;
   if (asbi_url_sandbox_base(&b, &cfg, port, ASBI_URL_PUBLIC) != 0) {
     asbi_buf_free(&b);
@@ -191,4 +183,6 @@ int asb_sandbox_get_url(char *buf, size_t buflen, const asb_sandbox *sb, int por
   return copy_out(&b, buf, buflen, "get_url");
 }
 
-void asb_free(void *ptr) { free(ptr); }
+void asb_free(void *ptr) {
+  free(ptr);
+}

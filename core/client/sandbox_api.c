@@ -37,18 +37,17 @@ static void cp_from(cp_call *k, asb_client *c, const asb_call_options *o) {
 /* A control-plane request. *out (if not NULL) gets the parsed JSON reply of
  * a 2xx; *status the HTTP status. Errors other than HTTP statuses the caller
  * accepts (ok_statuses, 0-ended) are mapped and recorded. */
-static int cp_request(asb_client *c, const char *method, const char *path,
-                      const cJSON *body, const cp_call *k, const char *what,
-                      const int *ok_statuses, int *status, cJSON **out,
-                      asbi_http_resp *keep_resp) {
+static int cp_request(asb_client *c, const char *method, const char *path, const cJSON *body,
+                      const cp_call *k, const char *what, const int *ok_statuses, int *status,
+                      cJSON **out, asbi_http_resp *keep_resp) {
   if (out) *out = NULL;
   char *json = body ? asbi_pj_print(body) : NULL;
   if (body && !json) return asbi_oom();
-  int rc = asbi_cp_request_raw(c, method, path, json, json ? strlen(json) : 0,
-                               json ? "application/json" : NULL, k->timeout_ms, k->cancel,
-                               k->stop, (k->idempotent ? ASBI_CP_IDEMPOTENT : 0) |
-                                   (k->no_start ? ASBI_CP_NO_START : 0),
-                               what, ok_statuses, status, out, keep_resp);
+  int rc = asbi_cp_request_raw(
+      c, method, path, json, json ? strlen(json) : 0, json ? "application/json" : NULL,
+      k->timeout_ms, k->cancel, k->stop,
+      (k->idempotent ? ASBI_CP_IDEMPOTENT : 0) | (k->no_start ? ASBI_CP_NO_START : 0), what,
+      ok_statuses, status, out, keep_resp);
   free(json);
   return rc;
 }
@@ -64,10 +63,9 @@ static int cmp_version(const char *v, int a, int b, int c) {
   return z < c ? -1 : z > c;
 }
 
-static int sandbox_from_reply(asb_client *c, const cJSON *j, asb_sandbox **out,
-                              const char *what) {
-  const char *id = NULL, *tok = NULL, *ver = NULL, *dom = NULL, *tmpl = NULL,
-             *alias = NULL, *traffic = NULL;
+static int sandbox_from_reply(asb_client *c, const cJSON *j, asb_sandbox **out, const char *what) {
+  const char *id = NULL, *tok = NULL, *ver = NULL, *dom = NULL, *tmpl = NULL, *alias = NULL,
+             *traffic = NULL;
   asbi_pj_get_str(j, "sandboxID", &id);
   asbi_pj_get_str(j, "envdAccessToken", &tok);
   asbi_pj_get_str(j, "envdVersion", &ver);
@@ -84,17 +82,17 @@ static int sandbox_from_reply(asb_client *c, const cJSON *j, asb_sandbox **out,
   return ASB_OK;
 }
 
-static int seconds(long ms) { return ms <= 0 ? 0 : (int)((ms + 999) / 1000); }
+static int seconds(long ms) {
+  return ms <= 0 ? 0 : (int)((ms + 999) / 1000);
+}
 
-static int kv_object(cJSON *parent, const char *key, const char *const *kv,
-                     const char *what) {
+static int kv_object(cJSON *parent, const char *key, const char *const *kv, const char *what) {
   if (!kv) return ASB_OK;
   cJSON *o = cJSON_AddObjectToObject(parent, key);
   if (!o) return asbi_oom();
   for (; *kv; kv++) {
     const char *eq = strchr(*kv, '=');
-    if (!eq || eq == *kv)
-      return asbi_err(ASB_EINVAL, "%s: '%s' is not key=value", what, *kv);
+    if (!eq || eq == *kv) return asbi_err(ASB_EINVAL, "%s: '%s' is not key=value", what, *kv);
     char *k = asbi_strndup(*kv, (size_t)(eq - *kv));
     if (!k || !cJSON_AddStringToObject(o, k, eq + 1)) {
       free(k);
@@ -107,8 +105,7 @@ static int kv_object(cJSON *parent, const char *key, const char *const *kv,
 
 ASBI_DEFINE_OPTIONS_INIT(asb_sandbox_options, ASB_SANDBOX_OPTIONS_VERSION, ASB_SANDBOX_OPTIONS_INIT)
 
-int asb_sandbox_create(asb_sandbox **out, asb_client *c,
-                       const asb_sandbox_options *o) {
+int asb_sandbox_create(asb_sandbox **out, asb_client *c, const asb_sandbox_options *o) {
   ASBI_CLIENT_CALL(c);
   if (!out || !c) return asbi_err(ASB_EINVAL, "sandbox.create: bad arguments");
   ASBI_CHECK_VERSION(o, ASB_SANDBOX_OPTIONS_VERSION, "asb_sandbox_options");
@@ -129,13 +126,13 @@ int asb_sandbox_create(asb_sandbox **out, asb_client *c,
   int status = 0;
   const int ok404[] = {404, 0};
   if (!rc)
-    rc = cp_request(c, "POST", "/v2/sandboxes", body, &k, "sandbox.create", ok404,
-                    &status, &reply, NULL);
+    rc = cp_request(c, "POST", "/v2/sandboxes", body, &k, "sandbox.create", ok404, &status, &reply,
+                    NULL);
   if (!rc && status == 404) {
     cJSON_Delete(reply);
     reply = NULL;
-    rc = cp_request(c, "POST", "/sandboxes", body, &k, "sandbox.create", NULL, &status,
-                    &reply, NULL);
+    rc = cp_request(c, "POST", "/sandboxes", body, &k, "sandbox.create", NULL, &status, &reply,
+                    NULL);
   }
   cJSON_Delete(body);
   if (rc) return rc;
@@ -146,16 +143,16 @@ int asb_sandbox_create(asb_sandbox **out, asb_client *c,
   if (cmp_version(sb->envd_version, 0, 1, 0) < 0) {
     asb_sandbox_kill(sb, NULL);
     asb_sandbox_free(sb);
-    return asbi_err(ASB_ETEMPLATE, "sandbox.create: the template's envd is too old; "
+    return asbi_err(ASB_ETEMPLATE,
+                    "sandbox.create: the template's envd is too old; "
                     "rebuild the template");
   }
   *out = sb;
   return ASB_OK;
 }
 
-static int connect_id(asb_client *c, const char *id, long timeout_ms,
-                      const asb_call_options *call, asb_cancel *stop, cJSON **reply,
-                      int *status) {
+static int connect_id(asb_client *c, const char *id, long timeout_ms, const asb_call_options *call,
+                      asb_cancel *stop, cJSON **reply, int *status) {
   char path[256];
   cJSON *body = cJSON_CreateObject();
   if (!body) return asbi_oom();
@@ -166,13 +163,11 @@ static int connect_id(asb_client *c, const char *id, long timeout_ms,
   k.stop = stop;
   const int ok404[] = {404, 0};
   snprintf(path, sizeof path, "/v2/sandboxes/%s/connect", id);
-  int rc = cp_request(c, "POST", path, body, &k, "sandbox.connect", ok404, status,
-                      reply, NULL);
+  int rc = cp_request(c, "POST", path, body, &k, "sandbox.connect", ok404, status, reply, NULL);
   if (!rc && *status == 404 && !*reply) {
     /* Either no such sandbox, or an engine without the v2 route. */
     snprintf(path, sizeof path, "/sandboxes/%s/connect", id);
-    rc = cp_request(c, "POST", path, body, &k, "sandbox.connect", NULL, status, reply,
-                    NULL);
+    rc = cp_request(c, "POST", path, body, &k, "sandbox.connect", NULL, status, reply, NULL);
   }
   cJSON_Delete(body);
   return rc;
@@ -186,8 +181,8 @@ static int check_id(const char *id, const char *what) {
   return ASB_OK;
 }
 
-int asb_sandbox_connect(asb_sandbox **out, asb_client *c, const char *id,
-                        long timeout_ms, const asb_call_options *call) {
+int asb_sandbox_connect(asb_sandbox **out, asb_client *c, const char *id, long timeout_ms,
+                        const asb_call_options *call) {
   ASBI_CLIENT_CALL(c);
   if (!out || !c) return asbi_err(ASB_EINVAL, "sandbox.connect: bad arguments");
   ASBI_CHECK_VERSION(call, ASB_CALL_OPTIONS_VERSION, "asb_call_options");
@@ -197,15 +192,13 @@ int asb_sandbox_connect(asb_sandbox **out, asb_client *c, const char *id,
   cJSON *reply = NULL;
   int status = 0;
   rc = connect_id(c, id, timeout_ms, call, c->life.stop, &reply, &status);
-  if (rc == ASB_OK && !reply)
-    rc = asbi_err(ASB_EPROTOCOL, "sandbox.connect: empty reply");
+  if (rc == ASB_OK && !reply) rc = asbi_err(ASB_EPROTOCOL, "sandbox.connect: empty reply");
   if (rc == ASB_OK) rc = sandbox_from_reply(c, reply, out, "sandbox.connect");
   cJSON_Delete(reply);
   return rc;
 }
 
-static int kill_id(asb_client *c, const char *id, const asb_call_options *call,
-                   asb_cancel *stop) {
+static int kill_id(asb_client *c, const char *id, const asb_call_options *call, asb_cancel *stop) {
   ASBI_CHECK_VERSION(call, ASB_CALL_OPTIONS_VERSION, "asb_call_options");
   int rc = check_id(id, "sandbox.kill");
   if (rc) return rc;
@@ -230,8 +223,7 @@ int asb_sandbox_kill(asb_sandbox *sb, const asb_call_options *call) {
   return kill_id(sb->client, sb->id, call, sb->life.stop);
 }
 
-int asb_sandbox_set_timeout(asb_sandbox *sb, long timeout_ms,
-                            const asb_call_options *call) {
+int asb_sandbox_set_timeout(asb_sandbox *sb, long timeout_ms, const asb_call_options *call) {
   ASBI_SANDBOX_CALL(sb);
   if (!sb || timeout_ms < 0) return asbi_err(ASB_EINVAL, "sandbox.set_timeout: bad arguments");
   ASBI_CHECK_VERSION(call, ASB_CALL_OPTIONS_VERSION, "asb_call_options");
@@ -244,8 +236,8 @@ int asb_sandbox_set_timeout(asb_sandbox *sb, long timeout_ms,
   cp_from(&k, sb->client, call);
   k.idempotent = 1;
   k.stop = sb->life.stop;
-  int rc = cp_request(sb->client, "POST", path, body, &k, "sandbox.set_timeout", NULL,
-                      NULL, NULL, NULL);
+  int rc =
+      cp_request(sb->client, "POST", path, body, &k, "sandbox.set_timeout", NULL, NULL, NULL, NULL);
   cJSON_Delete(body);
   return rc;
 }
@@ -262,8 +254,8 @@ int asb_sandbox_pause(asb_sandbox *sb, const asb_call_options *call) {
   k.stop = sb->life.stop;
   int status = 0;
   const int ok409[] = {409, 0};
-  int rc = body ? cp_request(sb->client, "POST", path, body, &k, "sandbox.pause", ok409,
-                             &status, NULL, NULL)
+  int rc = body ? cp_request(sb->client, "POST", path, body, &k, "sandbox.pause", ok409, &status,
+                             NULL, NULL)
                 : asbi_oom();
   cJSON_Delete(body);
   if (rc) return rc;
@@ -300,8 +292,10 @@ int asb_sandbox_is_running(asb_sandbox *sb, const asb_call_options *call) {
                      .stop = sb->life.stop};
   asbi_http_resp resp = ASBI_HTTP_RESP_INIT;
   int rc = url.data ? asbi_http_do(sb->client->http, &r, &resp) : asbi_oom();
-  if (rc == ASB_OK) rc = resp.status == 204 || resp.status == 200 ? 1 : 0;
-  else if (rc == ASB_ECONNECTION) rc = 0;
+  if (rc == ASB_OK)
+    rc = resp.status == 204 || resp.status == 200 ? 1 : 0;
+  else if (rc == ASB_ECONNECTION)
+    rc = 0;
   asbi_http_resp_free(&resp);
   asbi_buf_free(&url);
   asbi_buf_free(&store);
@@ -349,9 +343,9 @@ static int info_from(const cJSON *j, asb_sandbox_info **out) {
     return asbi_err(ASB_EPROTOCOL, "a sandbox without a sandboxID");
   asb_sandbox_info *i = calloc(1, sizeof *i);
   if (!i) return asbi_oom();
-#define STR(field, key)             \
-  s = NULL;                         \
-  asbi_pj_get_str(j, key, &s);      \
+#define STR(field, key)        \
+  s = NULL;                    \
+  asbi_pj_get_str(j, key, &s); \
   i->field = asbi_strdup(s);
   STR(id, "sandboxID");
   STR(template_id, "templateID");
@@ -407,24 +401,40 @@ int asb_sandbox_get_info(asb_sandbox_info **out, asb_sandbox *sb, const asb_call
   k.idempotent = 1;
   k.stop = sb->life.stop;
   cJSON *reply = NULL;
-  int rc = cp_request(sb->client, "GET", path, NULL, &k, "sandbox.get_info", NULL, NULL,
-                      &reply, NULL);
+  int rc =
+      cp_request(sb->client, "GET", path, NULL, &k, "sandbox.get_info", NULL, NULL, &reply, NULL);
   if (rc == ASB_OK && (rc = info_from(reply, out))) asbi_err_prefix("sandbox.get_info");
   cJSON_Delete(reply);
   return rc;
 }
 
-const char *asb_sandbox_info_id(const asb_sandbox_info *i) { return i ? i->id : NULL; }
+const char *asb_sandbox_info_id(const asb_sandbox_info *i) {
+  return i ? i->id : NULL;
+}
 const char *asb_sandbox_info_template_id(const asb_sandbox_info *i) {
   return i ? i->template_id : NULL;
 }
-const char *asb_sandbox_info_name(const asb_sandbox_info *i) { return i ? i->name : NULL; }
-const char *asb_sandbox_info_state(const asb_sandbox_info *i) { return i ? i->state : NULL; }
-asb_int64 asb_sandbox_info_started_at(const asb_sandbox_info *i) { return i ? i->started : 0; }
-asb_int64 asb_sandbox_info_end_at(const asb_sandbox_info *i) { return i ? i->end : 0; }
-int asb_sandbox_info_cpu_count(const asb_sandbox_info *i) { return i ? i->cpu : 0; }
-int asb_sandbox_info_memory_mb(const asb_sandbox_info *i) { return i ? i->mem : 0; }
-int asb_sandbox_info_disk_mb(const asb_sandbox_info *i) { return i ? i->disk : 0; }
+const char *asb_sandbox_info_name(const asb_sandbox_info *i) {
+  return i ? i->name : NULL;
+}
+const char *asb_sandbox_info_state(const asb_sandbox_info *i) {
+  return i ? i->state : NULL;
+}
+asb_int64 asb_sandbox_info_started_at(const asb_sandbox_info *i) {
+  return i ? i->started : 0;
+}
+asb_int64 asb_sandbox_info_end_at(const asb_sandbox_info *i) {
+  return i ? i->end : 0;
+}
+int asb_sandbox_info_cpu_count(const asb_sandbox_info *i) {
+  return i ? i->cpu : 0;
+}
+int asb_sandbox_info_memory_mb(const asb_sandbox_info *i) {
+  return i ? i->mem : 0;
+}
+int asb_sandbox_info_disk_mb(const asb_sandbox_info *i) {
+  return i ? i->disk : 0;
+}
 const char *asb_sandbox_info_envd_version(const asb_sandbox_info *i) {
   return i ? i->envd_version : NULL;
 }
@@ -433,7 +443,9 @@ const char *asb_sandbox_info_metadata(const asb_sandbox_info *i, const char *key
     if (strcmp(i->mkeys[k], key) == 0) return i->mvals[k];
   return NULL;
 }
-size_t asb_sandbox_info_metadata_count(const asb_sandbox_info *i) { return i ? i->nmeta : 0; }
+size_t asb_sandbox_info_metadata_count(const asb_sandbox_info *i) {
+  return i ? i->nmeta : 0;
+}
 const char *asb_sandbox_info_metadata_key(const asb_sandbox_info *i, size_t k) {
   return i && k < i->nmeta ? i->mkeys[k] : NULL;
 }
@@ -466,8 +478,12 @@ void asb_sandbox_page_free(asb_sandbox_page *p) {
   free(p);
 }
 
-static int info_item(const cJSON *j, void *item) { return info_from(j, item); }
-static void info_drop(void *item) { asb_sandbox_info_free(*(asb_sandbox_info **)item); }
+static int info_item(const cJSON *j, void *item) {
+  return info_from(j, item);
+}
+static void info_drop(void *item) {
+  asb_sandbox_info_free(*(asb_sandbox_info **)item);
+}
 
 int asb_sandbox_list(asb_sandbox_page **out, asb_client *c, const asb_sandbox_list_options *o) {
   ASBI_CLIENT_CALL(c);
@@ -501,8 +517,7 @@ int asb_sandbox_list(asb_sandbox_page **out, asb_client *c, const asb_sandbox_li
   asbi_buf_free(&meta);
   int running = o->running || !o->paused, paused = o->paused || !o->running;
   asbi_buf_printf(&path, "state=%s%s%s&limit=%d", running ? "running" : "",
-                  running && paused ? "," : "", paused ? "paused" : "",
-                  o->limit ? o->limit : 100);
+                  running && paused ? "," : "", paused ? "paused" : "", o->limit ? o->limit : 100);
   if (o->template_id) {
     asbi_buf_puts(&path, "&template=");
     asbi_url_escape(&path, o->template_id, 0);
@@ -520,8 +535,7 @@ int asb_sandbox_list(asb_sandbox_page **out, asb_client *c, const asb_sandbox_li
   cp_call k = {asbi_client_timeout(c, o->request_timeout_ms), o->cancel, 1, 0, c->life.stop};
   cJSON *reply = NULL;
   asbi_http_resp resp = ASBI_HTTP_RESP_INIT;
-  int rc = cp_request(c, "GET", path.data, NULL, &k, "sandbox.list", NULL, NULL, &reply,
-                      &resp);
+  int rc = cp_request(c, "GET", path.data, NULL, &k, "sandbox.list", NULL, NULL, &reply, &resp);
   asbi_buf_free(&path);
   asb_sandbox_page *p = NULL;
   if (rc == ASB_OK && !(p = calloc(1, sizeof *p))) rc = asbi_oom();
@@ -542,7 +556,9 @@ int asb_sandbox_list(asb_sandbox_page **out, asb_client *c, const asb_sandbox_li
   return ASB_OK;
 }
 
-size_t asb_sandbox_page_count(const asb_sandbox_page *p) { return p ? p->n : 0; }
+size_t asb_sandbox_page_count(const asb_sandbox_page *p) {
+  return p ? p->n : 0;
+}
 const asb_sandbox_info *asb_sandbox_page_get(const asb_sandbox_page *p, size_t i) {
   return p && i < p->n ? p->items[i] : NULL;
 }
@@ -593,8 +609,8 @@ int asb_sandbox_get_metrics(asb_metrics **out, asb_sandbox *sb, asb_int64 start,
   k.idempotent = 1;
   k.stop = sb->life.stop;
   cJSON *reply = NULL;
-  int rc = cp_request(sb->client, "GET", path, NULL, &k, "sandbox.get_metrics", NULL, NULL,
-                      &reply, NULL);
+  int rc = cp_request(sb->client, "GET", path, NULL, &k, "sandbox.get_metrics", NULL, NULL, &reply,
+                      NULL);
   asb_metrics *m = NULL;
   if (rc == ASB_OK && !(m = calloc(1, sizeof *m))) rc = asbi_oom();
   if (rc == ASB_OK &&
@@ -615,10 +631,12 @@ void asb_metrics_free(asb_metrics *m) {
   free(m);
 }
 
-size_t asb_metrics_count(const asb_metrics *m) { return m ? m->n : 0; }
-#define METRIC_GETTER(type, name, field)                        \
-  type asb_metrics_##name(const asb_metrics *m, size_t i) {     \
-    return m && i < m->n ? (type)m->v[i].field : (type)0;       \
+size_t asb_metrics_count(const asb_metrics *m) {
+  return m ? m->n : 0;
+}
+#define METRIC_GETTER(type, name, field)                    \
+  type asb_metrics_##name(const asb_metrics *m, size_t i) { \
+    return m && i < m->n ? (type)m->v[i].field : (type)0;   \
   }
 METRIC_GETTER(asb_int64, sampled_at, ts)
 METRIC_GETTER(double, cpu_used_pct, cpu_pct)

@@ -194,8 +194,8 @@ int asb_session_save(const char *name, const asb_sandbox *sb, const char *const 
     snprintf(tmp, sizeof tmp, "%s/.%s.%d.tmp", dir, name, (int)getpid());
     int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     size_t n = strlen(text);
-    if (fd < 0 || write(fd, text, n) != (ssize_t)n || fsync(fd) != 0 ||
-        close(fd) != 0 || rename(tmp, path) != 0) {
+    if (fd < 0 || write(fd, text, n) != (ssize_t)n || fsync(fd) != 0 || close(fd) != 0 ||
+        rename(tmp, path) != 0) {
       rc = asbi_err(ASB_EPERM, "session.save: cannot write %s: %s", path, strerror(errno));
       if (fd >= 0) close(fd);
       unlink(tmp);
@@ -300,7 +300,9 @@ int asb_sessions_list(asb_session_list **out) {
   return ASB_OK;
 }
 
-size_t asb_session_list_count(const asb_session_list *l) { return l ? l->n : 0; }
+size_t asb_session_list_count(const asb_session_list *l) {
+  return l ? l->n : 0;
+}
 const asb_session *asb_session_list_get(const asb_session_list *l, size_t i) {
   return l && i < l->n ? l->v[i] : NULL;
 }
@@ -311,11 +313,21 @@ void asb_session_list_free(asb_session_list *l) {
   free(l);
 }
 
-const char *asb_session_name(const asb_session *s) { return s ? s->name : NULL; }
-const char *asb_session_sandbox_id(const asb_session *s) { return s ? s->sandbox_id : NULL; }
-const char *asb_session_template_id(const asb_session *s) { return s ? s->template_id : NULL; }
-const char *asb_session_api_url(const asb_session *s) { return s ? s->api_url : NULL; }
-asb_int64 asb_session_created_at(const asb_session *s) { return s ? s->created : 0; }
+const char *asb_session_name(const asb_session *s) {
+  return s ? s->name : NULL;
+}
+const char *asb_session_sandbox_id(const asb_session *s) {
+  return s ? s->sandbox_id : NULL;
+}
+const char *asb_session_template_id(const asb_session *s) {
+  return s ? s->template_id : NULL;
+}
+const char *asb_session_api_url(const asb_session *s) {
+  return s ? s->api_url : NULL;
+}
+asb_int64 asb_session_created_at(const asb_session *s) {
+  return s ? s->created : 0;
+}
 const char *asb_session_metadata(const asb_session *s, const char *key) {
   const cJSON *v = s && key ? cJSON_GetObjectItemCaseSensitive(s->metadata, key) : NULL;
   return cJSON_IsString(v) ? v->valuestring : NULL;

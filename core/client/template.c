@@ -33,10 +33,10 @@ struct asb_template_list {
   size_t n;
 };
 
-ASBI_DEFINE_OPTIONS_INIT(asb_template_build_options, ASB_TEMPLATE_BUILD_OPTIONS_VERSION, ASB_TEMPLATE_BUILD_OPTIONS_INIT)
+ASBI_DEFINE_OPTIONS_INIT(asb_template_build_options, ASB_TEMPLATE_BUILD_OPTIONS_VERSION,
+                         ASB_TEMPLATE_BUILD_OPTIONS_INIT)
 
 /* ---- packing -------------------------------------------------------------------- */
-
 
 /* ---- objects -------------------------------------------------------------------- */
 
@@ -100,17 +100,39 @@ static asb_template *template_from(const cJSON *j, int with_build) {
   return t;
 }
 
-const char *asb_template_id(const asb_template *t) { return t ? t->id : NULL; }
-const char *asb_template_name(const asb_template *t) { return t ? t->name : NULL; }
-const char *asb_template_build_id(const asb_template *t) { return t ? t->build_id : NULL; }
-const char *asb_template_description(const asb_template *t) { return t ? t->description : NULL; }
-int asb_template_cpu_count(const asb_template *t) { return t ? t->cpu : 0; }
-int asb_template_memory_mb(const asb_template *t) { return t ? t->mem : 0; }
-int asb_template_disk_mb(const asb_template *t) { return t ? t->disk : 0; }
-asb_int64 asb_template_created_at(const asb_template *t) { return t ? t->created : 0; }
-int asb_template_cached(const asb_template *t) { return t ? t->cached : -1; }
-const char *asb_template_build_log(const asb_template *t) { return t ? t->log : NULL; }
-const char *asb_template_json(const asb_template *t) { return t ? t->json : NULL; }
+const char *asb_template_id(const asb_template *t) {
+  return t ? t->id : NULL;
+}
+const char *asb_template_name(const asb_template *t) {
+  return t ? t->name : NULL;
+}
+const char *asb_template_build_id(const asb_template *t) {
+  return t ? t->build_id : NULL;
+}
+const char *asb_template_description(const asb_template *t) {
+  return t ? t->description : NULL;
+}
+int asb_template_cpu_count(const asb_template *t) {
+  return t ? t->cpu : 0;
+}
+int asb_template_memory_mb(const asb_template *t) {
+  return t ? t->mem : 0;
+}
+int asb_template_disk_mb(const asb_template *t) {
+  return t ? t->disk : 0;
+}
+asb_int64 asb_template_created_at(const asb_template *t) {
+  return t ? t->created : 0;
+}
+int asb_template_cached(const asb_template *t) {
+  return t ? t->cached : -1;
+}
+const char *asb_template_build_log(const asb_template *t) {
+  return t ? t->log : NULL;
+}
+const char *asb_template_json(const asb_template *t) {
+  return t ? t->json : NULL;
+}
 
 /* ---- calls ---------------------------------------------------------------------- */
 
@@ -134,26 +156,27 @@ int asb_templates_build(asb_template **out, asb_client *c, const char *dir,
   asbi_buf_init(&tar, CONTEXT_MAX);
   char why[8400];
   int rc = asbi_tar_pack_dir(dir, &tar, CONTEXT_MAX, why, sizeof why);
-  if (rc == -ENOMEM) rc = asbi_oom();
+  if (rc == -ENOMEM)
+    rc = asbi_oom();
   else if (rc == -EFBIG)
     rc = asbi_err(ASB_EINVAL, "template: %s (a build context is at most %u MiB)", why,
                   CONTEXT_MAX >> 20);
-  else if (rc) rc = asbi_err(ASB_EINVAL, "template: cannot pack %s", why);
+  else if (rc)
+    rc = asbi_err(ASB_EINVAL, "template: cannot pack %s", why);
   else if (asbi_tar_finish(&tar))
     rc = asbi_err(ASB_EINVAL, "template: %s is over %u MiB", dir, CONTEXT_MAX >> 20);
   if (rc) {
     asbi_buf_free(&tar);
     return rc;
   }
-  long timeout = o && o->timeout_ms ? (o->timeout_ms < 0 ? 0 : o->timeout_ms)
-                                    : DEFAULT_BUILD_TIMEOUT_MS;
+  long timeout =
+      o && o->timeout_ms ? (o->timeout_ms < 0 ? 0 : o->timeout_ms) : DEFAULT_BUILD_TIMEOUT_MS;
   cJSON *reply = NULL;
   int status = 0;
-  rc = asbi_cp_request_raw(c, "POST", o && o->force ? "/templates/builds?force=true"
-                                                     : "/templates/builds",
-                           tar.data, tar.len, "application/x-tar", timeout,
-                           o ? o->cancel : NULL, c->life.stop, 0, "template.build", NULL,
-                           &status, &reply, NULL);
+  rc = asbi_cp_request_raw(c, "POST",
+                           o && o->force ? "/templates/builds?force=true" : "/templates/builds",
+                           tar.data, tar.len, "application/x-tar", timeout, o ? o->cancel : NULL,
+                           c->life.stop, 0, "template.build", NULL, &status, &reply, NULL);
   asbi_buf_free(&tar);
   if (rc) {
     asb_error *e = (asb_error *)asb_error_last();
@@ -190,9 +213,7 @@ int asb_templates_get(asb_template **out, asb_client *c, const char *id,
     rc = asbi_cp_request_raw(c, "GET", p.data, NULL, 0, NULL,
                              asbi_client_timeout(c, call ? call->timeout_ms : 0),
                              call ? call->cancel : NULL, c->life.stop, ASBI_CP_IDEMPOTENT,
-                             "template.get", NULL,
-                             NULL, &reply,
-                             NULL);
+                             "template.get", NULL, NULL, &reply, NULL);
   asbi_buf_free(&p);
   if (rc) return rc;
   asb_template *t = template_from(reply, 0);
@@ -211,7 +232,9 @@ static int template_item(const cJSON *j, void *item) {
   *(asb_template **)item = t;
   return ASB_OK;
 }
-static void template_drop(void *item) { asb_template_free(*(asb_template **)item); }
+static void template_drop(void *item) {
+  asb_template_free(*(asb_template **)item);
+}
 
 int asb_templates_list(asb_template_list **out, asb_client *c, const asb_call_options *call) {
   ASBI_CLIENT_CALL(c);
@@ -222,15 +245,13 @@ int asb_templates_list(asb_template_list **out, asb_client *c, const asb_call_op
   int rc = asbi_cp_request_raw(c, "GET", "/templates", NULL, 0, NULL,
                                asbi_client_timeout(c, call ? call->timeout_ms : 0),
                                call ? call->cancel : NULL, c->life.stop, ASBI_CP_IDEMPOTENT,
-                               "template.list",
-                               NULL, NULL,
-                               &reply, NULL);
+                               "template.list", NULL, NULL, &reply, NULL);
   if (rc) return rc;
   asb_template_list *l = calloc(1, sizeof *l);
-  if (!l) rc = asbi_oom();
+  if (!l)
+    rc = asbi_oom();
   else
-    rc = asbi_json_items(reply, sizeof *l->v, template_item, template_drop, (void **)&l->v,
-                         &l->n);
+    rc = asbi_json_items(reply, sizeof *l->v, template_item, template_drop, (void **)&l->v, &l->n);
   cJSON_Delete(reply);
   if (rc) {
     asbi_err_prefix("template.list");
@@ -241,7 +262,9 @@ int asb_templates_list(asb_template_list **out, asb_client *c, const asb_call_op
   return ASB_OK;
 }
 
-size_t asb_template_list_count(const asb_template_list *l) { return l ? l->n : 0; }
+size_t asb_template_list_count(const asb_template_list *l) {
+  return l ? l->n : 0;
+}
 const asb_template *asb_template_list_get(const asb_template_list *l, size_t i) {
   return l && i < l->n ? l->v[i] : NULL;
 }
@@ -259,10 +282,9 @@ int asb_templates_delete(asb_client *c, const char *id, const asb_call_options *
   asbi_buf p = ASBI_BUF_INIT;
   int rc = template_path(&p, id);
   if (!rc)
-    rc = asbi_cp_request_raw(c, "DELETE", p.data, NULL, 0, NULL,
-                             asbi_client_timeout(c, call ? call->timeout_ms : 0),
-                             call ? call->cancel : NULL, c->life.stop, 0, "template.delete", NULL,
-                             NULL, NULL, NULL);
+    rc = asbi_cp_request_raw(
+        c, "DELETE", p.data, NULL, 0, NULL, asbi_client_timeout(c, call ? call->timeout_ms : 0),
+        call ? call->cancel : NULL, c->life.stop, 0, "template.delete", NULL, NULL, NULL, NULL);
   asbi_buf_free(&p);
   return rc;
 }

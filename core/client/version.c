@@ -8,4 +8,6 @@ const char *asb_version(int *major, int *minor, int *patch) {
   return ASB_VERSION_STRING;
 }
 
-int asb_version_number(void) { return ASB_VERSION_NUMBER; }
+int asb_version_number(void) {
+  return ASB_VERSION_NUMBER;
+}

@@ -58,11 +58,11 @@ struct ci_ctx {
   /* the thread's own */
   ci_kernel *k;
   unsigned kgen;
-  int step;           /* running: 0 set env, 1 the code, 2 restore env */
+  int step; /* running: 0 set env, 1 the code, 2 restore env */
   int step_done;
-  int client_closed;  /* the running execution's output is complete */
+  int client_closed; /* the running execution's output is complete */
   int setup_pending, setup_running;
-  char *notice;       /* the kernel died while idle: tell the next run */
+  char *notice; /* the kernel died while idle: tell the next run */
   uint64_t interrupt_deadline;
   asbi_buf line;
 };
@@ -89,11 +89,15 @@ void ci_normalize_language(const char *in, char *out, size_t n) {
   while (l && (in[l - 1] == ' ' || in[l - 1] == '\t' || in[l - 1] == '\n' || in[l - 1] == '\r'))
     l--;
   if (l >= n) l = n - 1;
-  for (size_t i = 0; i < l; i++) out[i] = (in[i] >= 'A' && in[i] <= 'Z') ? (char)(in[i] + 32) : in[i];
+  for (size_t i = 0; i < l; i++)
+    out[i] = (in[i] >= 'A' && in[i] <= 'Z') ? (char)(in[i] + 32) : in[i];
   out[l] = '\0';
-  if (l == 0) snprintf(out, n, "python");
-  else if (strcmp(out, "js") == 0) snprintf(out, n, "javascript");
-  else if (strcmp(out, "ts") == 0) snprintf(out, n, "typescript");
+  if (l == 0)
+    snprintf(out, n, "python");
+  else if (strcmp(out, "js") == 0)
+    snprintf(out, n, "javascript");
+  else if (strcmp(out, "ts") == 0)
+    snprintf(out, n, "typescript");
 }
 
 static void wake(ci_ctx *c) {
@@ -108,14 +112,16 @@ static int uuid4(char out[37]) {
   b[6] = (unsigned char)((b[6] & 0x0F) | 0x40);
   b[8] = (unsigned char)((b[8] & 0x3F) | 0x80);
   snprintf(out, 37, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0],
-           b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13],
-           b[14], b[15]);
+           b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14],
+           b[15]);
   return 0;
 }
 
 /* ---- executions ------------------------------------------------------------------ */
 
-ci_queue *ci_exec_queue(ci_exec *e) { return &e->q; }
+ci_queue *ci_exec_queue(ci_exec *e) {
+  return &e->q;
+}
 
 static ci_exec *exec_ref(ci_exec *e) {
   __atomic_add_fetch(&e->refs, 1, __ATOMIC_ACQ_REL);
@@ -140,8 +146,10 @@ void ci_exec_unref(ci_exec *e) {
 /* Output lines for the running execution's client. */
 static void client_push(ci_ctx *c, ci_exec *e) {
   if (c->line.len) ci_queue_push(&e->q, c->line.data, c->line.len);
-  if (c->line.cap > (4u << 20)) asbi_buf_free(&c->line);
-  else asbi_buf_clear(&c->line);
+  if (c->line.cap > (4u << 20))
+    asbi_buf_free(&c->line);
+  else
+    asbi_buf_clear(&c->line);
 }
 
 /* End an execution's output with an error. */
@@ -156,8 +164,10 @@ static void fail_exec(ci_ctx *c, ci_exec *e, const char *name, const char *value
 static void sh_quote(asbi_buf *b, const char *s) {
   asbi_buf_putc(b, '\'');
   for (; *s; s++) {
-    if (*s == '\'') asbi_buf_puts(b, "'\\''");
-    else asbi_buf_putc(b, *s);
+    if (*s == '\'')
+      asbi_buf_puts(b, "'\\''");
+    else
+      asbi_buf_putc(b, *s);
   }
   asbi_buf_putc(b, '\'');
 }
@@ -172,18 +182,24 @@ static int env_stmt(const char *lang, asbi_buf *b, const char *k, const char *v)
   if (v) ci_out_json_str(&tv, v, strlen(v));
   int ok = 1;
   if (strcmp(lang, "python") == 0) {
-    if (v) asbi_buf_printf(b, "__import__('os').environ[%s] = %s\n", tk.data, tv.data);
-    else asbi_buf_printf(b, "__import__('os').environ.pop(%s, None)\n", tk.data);
+    if (v)
+      asbi_buf_printf(b, "__import__('os').environ[%s] = %s\n", tk.data, tv.data);
+    else
+      asbi_buf_printf(b, "__import__('os').environ.pop(%s, None)\n", tk.data);
   } else if (strcmp(lang, "javascript") == 0 || strcmp(lang, "typescript") == 0) {
-    if (v) asbi_buf_printf(b, "process.env[%s] = %s;\n", tk.data, tv.data);
-    else asbi_buf_printf(b, "delete process.env[%s];\n", tk.data);
+    if (v)
+      asbi_buf_printf(b, "process.env[%s] = %s;\n", tk.data, tv.data);
+    else
+      asbi_buf_printf(b, "delete process.env[%s];\n", tk.data);
   } else if (strcmp(lang, "bash") == 0) {
     asbi_buf_printf(b, v ? "export %s=" : "unset %s", k); /* k is a checked name */
     if (v) sh_quote(b, v);
     asbi_buf_putc(b, '\n');
   } else if (strcmp(lang, "r") == 0) {
-    if (v) asbi_buf_printf(b, "Sys.setenv(%s = %s)\n", k, tv.data);
-    else asbi_buf_printf(b, "Sys.unsetenv(%s)\n", tk.data);
+    if (v)
+      asbi_buf_printf(b, "Sys.setenv(%s = %s)\n", k, tv.data);
+    else
+      asbi_buf_printf(b, "Sys.unsetenv(%s)\n", tk.data);
   } else {
     ok = 0;
   }
@@ -250,8 +266,10 @@ int ci_exec_submit(ci_ctx *c, const char *code, const cJSON *env, ci_exec **out,
     return CI_ENOTFOUND;
   }
   exec_ref(e); /* the context's */
-  if (c->pend_tail) c->pend_tail->next = e;
-  else c->pend_head = e;
+  if (c->pend_tail)
+    c->pend_tail->next = e;
+  else
+    c->pend_head = e;
   c->pend_tail = e;
   pthread_mutex_unlock(&c->mu);
   wake(c);
@@ -277,8 +295,10 @@ void ci_exec_cancel(ci_exec *e) {
   }
   if (c->running == e) c->cancel_running = 1;
   pthread_mutex_unlock(&c->mu);
-  if (drop) ci_exec_unref(e);
-  else wake(c);
+  if (drop)
+    ci_exec_unref(e);
+  else
+    wake(c);
 }
 
 /* ---- the context's thread ------------------------------------------------------------ */
@@ -319,29 +339,38 @@ static void finish_running(ci_ctx *c) {
 static void on_ev(void *ud, const ci_ev *ev) {
   ci_ctx *c = ud;
   if (ev->kind == CI_EV_DONE) {
-    if (c->setup_running) c->setup_running = 0;
-    else if (c->running) c->step_done = 1;
+    if (c->setup_running)
+      c->setup_running = 0;
+    else if (c->running)
+      c->step_done = 1;
     return;
   }
   ci_exec *e = c->running;
   if (!e || c->step != 1 || c->client_closed || c->setup_running) return;
   switch (ev->kind) {
-  case CI_EV_COUNT: ci_out_count(&c->line, ev->count); break;
-  case CI_EV_STREAM: {
-    /* line by line, so a large output is never held twice */
-    size_t off = 0;
-    do {
-      size_t k = ci_out_stream_line(&c->line, ev->is_stderr, ev->text + off, ev->len - off,
-                                    ev->ts, ev->escaped);
-      if (!k) break;
-      client_push(c, e);
-      off += k;
-    } while (off < ev->len);
-    return;
-  }
-  case CI_EV_RESULT: ci_out_result(&c->line, ev->bundle, ev->is_main); break;
-  case CI_EV_ERROR: ci_out_error(&c->line, ev->ename, ev->evalue, ev->traceback); break;
-  default: break;
+    case CI_EV_COUNT:
+      ci_out_count(&c->line, ev->count);
+      break;
+    case CI_EV_STREAM: {
+      /* line by line, so a large output is never held twice */
+      size_t off = 0;
+      do {
+        size_t k = ci_out_stream_line(&c->line, ev->is_stderr, ev->text + off, ev->len - off,
+                                      ev->ts, ev->escaped);
+        if (!k) break;
+        client_push(c, e);
+        off += k;
+      } while (off < ev->len);
+      return;
+    }
+    case CI_EV_RESULT:
+      ci_out_result(&c->line, ev->bundle, ev->is_main);
+      break;
+    case CI_EV_ERROR:
+      ci_out_error(&c->line, ev->ename, ev->evalue, ev->traceback);
+      break;
+    default:
+      break;
   }
   client_push(c, e);
 }
@@ -547,7 +576,8 @@ static void *ctx_main(void *arg) {
     }
     if (c->k && c->interrupt_deadline && asbi_now_ms() >= c->interrupt_deadline) {
       char why[200];
-      snprintf(why, sizeof why, "the interrupted code did not stop within %d s, so its kernel was killed",
+      snprintf(why, sizeof why,
+               "the interrupted code did not stop within %d s, so its kernel was killed",
                g_cfg.interrupt_grace_ms / 1000);
       kill(-ci_kernel_pid(c->k), 9);
       kernel_died(c, why);
@@ -648,8 +678,10 @@ static int wait_ready(ci_ctx *c, char *err, size_t errlen) {
   while (c->state == ST_STARTING && !c->removed)
     if (pthread_cond_timedwait(&c->cv, &c->mu, &dl) == ETIMEDOUT) break;
   int st = c->state;
-  if (st == ST_FAILED) snprintf(err, errlen, "%s", c->error);
-  else if (st == ST_STARTING) snprintf(err, errlen, "the kernel did not start within %d s", READY_WAIT_MS / 1000);
+  if (st == ST_FAILED)
+    snprintf(err, errlen, "%s", c->error);
+  else if (st == ST_STARTING)
+    snprintf(err, errlen, "the kernel did not start within %d s", READY_WAIT_MS / 1000);
   pthread_mutex_unlock(&c->mu);
   return st == ST_READY ? CI_OK : CI_EFAIL;
 }
@@ -972,8 +1004,10 @@ int ci_ctx_start_default(void) {
   }
   /* and javascript, as E2B's server creates both (not waited for) */
   ci_ctx *js = NULL;
-  if (ctx_new("javascript", NULL, 0, NULL, NULL, &js, err, sizeof err) == CI_OK) add_default(js);
-  else fprintf(stderr, "code-interpreter: default javascript context: %s\n", err);
+  if (ctx_new("javascript", NULL, 0, NULL, NULL, &js, err, sizeof err) == CI_OK)
+    add_default(js);
+  else
+    fprintf(stderr, "code-interpreter: default javascript context: %s\n", err);
   ci_ctx_unref(js);
   pthread_mutex_unlock(&g_default_mu);
   save_state();

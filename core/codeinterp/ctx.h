@@ -44,8 +44,7 @@ enum { CI_OK = 0, CI_EBADREQ = -400, CI_ENOTFOUND = -404, CI_EFAIL = -500 };
 
 /* Create a context and wait until its kernel is ready. The reference
  * returned is the caller's. */
-int ci_ctx_create(const char *language, const char *cwd, ci_ctx **out, char *err,
-                  size_t errlen);
+int ci_ctx_create(const char *language, const char *cwd, ci_ctx **out, char *err, size_t errlen);
 /* The context with this id, referenced, or NULL. */
 ci_ctx *ci_ctx_get(const char *id);
 /* The default context of a language (created, and waited for, on first
@@ -63,8 +62,8 @@ int ci_ctx_startup_done(void);
 
 /* Queue code on a context. env: NULL, or a JSON object of strings (checked
  * by the caller). The execution's output is read from ci_exec_queue. */
-int ci_exec_submit(ci_ctx *c, const char *code, const cJSON *env, ci_exec **out,
-                   char *err, size_t errlen);
+int ci_exec_submit(ci_ctx *c, const char *code, const cJSON *env, ci_exec **out, char *err,
+                   size_t errlen);
 ci_queue *ci_exec_queue(ci_exec *e);
 /* The client went away: drop its output, interrupt it if it runs. */
 void ci_exec_cancel(ci_exec *e);

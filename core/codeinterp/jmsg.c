@@ -23,9 +23,8 @@ int ci_hmac_new(ci_hmac **out, const void *key, size_t key_len) {
   if (!h) return -1;
   if (key_len) {
     char digest[] = "SHA256";
-    OSSL_PARAM params[] = {
-        OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, digest, 0),
-        OSSL_PARAM_construct_end()};
+    OSSL_PARAM params[] = {OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, digest, 0),
+                           OSSL_PARAM_construct_end()};
     h->mac = EVP_MAC_fetch(NULL, "HMAC", NULL);
     h->keyed = h->mac ? EVP_MAC_CTX_new(h->mac) : NULL;
     if (!h->keyed || !EVP_MAC_init(h->keyed, key, key_len, params)) {
@@ -52,8 +51,7 @@ int ci_hmac_sign(ci_hmac *h, const ci_frame parts[4], char out[65]) {
   unsigned char md[32];
   size_t mdlen = 0;
   int ok = 1;
-  for (int i = 0; i < 4 && ok; i++)
-    ok = EVP_MAC_update(c, parts[i].data, parts[i].len);
+  for (int i = 0; i < 4 && ok; i++) ok = EVP_MAC_update(c, parts[i].data, parts[i].len);
   ok = ok && EVP_MAC_final(c, md, &mdlen, sizeof md) && mdlen == sizeof md;
   EVP_MAC_CTX_free(c);
   if (!ok) return -1;
@@ -116,13 +114,11 @@ int ci_jmsg_content(ci_jmsg *m) {
   return CI_JMSG_OK;
 }
 
-int ci_jmsg_parse_lazy(ci_hmac *h, ci_frame *frames, size_t n, size_t lazy_over,
-                       ci_jmsg *out) {
+int ci_jmsg_parse_lazy(ci_hmac *h, ci_frame *frames, size_t n, size_t lazy_over, ci_jmsg *out) {
   memset(out, 0, sizeof *out);
   size_t d = 0;
   static const size_t dl = sizeof CI_JMSG_DELIM - 1;
-  while (d < n && !(frames[d].len == dl && memcmp(frames[d].data, CI_JMSG_DELIM, dl) == 0))
-    d++;
+  while (d < n && !(frames[d].len == dl && memcmp(frames[d].data, CI_JMSG_DELIM, dl) == 0)) d++;
   if (d == n) return CI_JMSG_ENODELIM;
   if (n - d - 1 < 5) return CI_JMSG_ESHORT;
   ci_frame *sig = &frames[d + 1], *parts = &frames[d + 2];
@@ -165,8 +161,10 @@ static size_t skip_ws(const char *s, size_t n, size_t i) {
 /* s[i] is '"': the index of the closing quote, or n. */
 static size_t string_end(const char *s, size_t n, size_t i) {
   for (i++; i < n; i++) {
-    if (s[i] == '\\') i++;
-    else if (s[i] == '"') return i;
+    if (s[i] == '\\')
+      i++;
+    else if (s[i] == '"')
+      return i;
   }
   return n;
 }
@@ -195,8 +193,7 @@ static size_t value_end(const char *s, size_t n, size_t i) {
   return n;
 }
 
-int ci_json_member_body(const char *s, size_t n, const char *key, const char **body,
-                        size_t *len) {
+int ci_json_member_body(const char *s, size_t n, const char *key, const char **body, size_t *len) {
   size_t kl = strlen(key);
   size_t i = skip_ws(s, n, 0);
   if (i >= n || s[i] != '{') return -1;
@@ -217,22 +214,32 @@ int ci_json_member_body(const char *s, size_t n, const char *key, const char **b
       return 0;
     }
     i = skip_ws(s, n, ve);
-    if (i < n && s[i] == ',') i = skip_ws(s, n, i + 1);
-    else break;
+    if (i < n && s[i] == ',')
+      i = skip_ws(s, n, i + 1);
+    else
+      break;
   }
   return -1;
 }
 
 const char *ci_jmsg_strerror(int rc) {
   switch (rc) {
-  case CI_JMSG_OK: return "ok";
-  case CI_JMSG_ENODELIM: return "no <IDS|MSG> delimiter";
-  case CI_JMSG_ESHORT: return "fewer than five frames after the delimiter";
-  case CI_JMSG_ESIG: return "bad signature";
-  case CI_JMSG_EJSON: return "a message part is not a JSON object";
-  case CI_JMSG_EFIELD: return "the header lacks msg_id or msg_type";
-  case CI_JMSG_ENOMEM: return "out of memory";
-  default: return "unknown error";
+    case CI_JMSG_OK:
+      return "ok";
+    case CI_JMSG_ENODELIM:
+      return "no <IDS|MSG> delimiter";
+    case CI_JMSG_ESHORT:
+      return "fewer than five frames after the delimiter";
+    case CI_JMSG_ESIG:
+      return "bad signature";
+    case CI_JMSG_EJSON:
+      return "a message part is not a JSON object";
+    case CI_JMSG_EFIELD:
+      return "the header lacks msg_id or msg_type";
+    case CI_JMSG_ENOMEM:
+      return "out of memory";
+    default:
+      return "unknown error";
   }
 }
 
@@ -244,8 +251,8 @@ void ci_jout_free(ci_jout *o) {
   o->header = o->content = NULL;
 }
 
-int ci_jmsg_build(ci_hmac *h, const char *session, const char *msg_type,
-                  const char *content_json, ci_jout *out) {
+int ci_jmsg_build(ci_hmac *h, const char *session, const char *msg_type, const char *content_json,
+                  ci_jout *out) {
   memset(out, 0, sizeof *out);
   char date[40];
   asbi_rfc3339_now(date);

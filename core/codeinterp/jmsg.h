@@ -55,16 +55,14 @@ int ci_jmsg_parse(ci_hmac *h, ci_frame *frames, size_t n, ci_jmsg *out);
 /* The same, but a content frame longer than lazy_over bytes is verified and
  * left unparsed (content NULL, raw_content set): large output can then be
  * copied out of it without a parsed copy. ci_jmsg_content parses it later. */
-int ci_jmsg_parse_lazy(ci_hmac *h, ci_frame *frames, size_t n, size_t lazy_over,
-                       ci_jmsg *out);
+int ci_jmsg_parse_lazy(ci_hmac *h, ci_frame *frames, size_t n, size_t lazy_over, ci_jmsg *out);
 int ci_jmsg_content(ci_jmsg *m);
 
 /* In the JSON object text s[0..n), the top-level member key whose value is
  * a string: *body points at that string's raw (still escaped) text between
  * its quotes. 0, or -1 if absent, not a string, or s is not an object.
  * Keys are compared as written (no unescaping). */
-int ci_json_member_body(const char *s, size_t n, const char *key, const char **body,
-                        size_t *len);
+int ci_json_member_body(const char *s, size_t n, const char *key, const char **body, size_t *len);
 void ci_jmsg_free(ci_jmsg *m);
 const char *ci_jmsg_strerror(int rc);
 
@@ -79,8 +77,8 @@ typedef struct ci_jout {
 } ci_jout;
 
 /* content_json: the serialised content object (copied). */
-int ci_jmsg_build(ci_hmac *h, const char *session, const char *msg_type,
-                  const char *content_json, ci_jout *out);
+int ci_jmsg_build(ci_hmac *h, const char *session, const char *msg_type, const char *content_json,
+                  ci_jout *out);
 void ci_jout_free(ci_jout *o);
 
 #endif

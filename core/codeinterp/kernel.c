@@ -29,8 +29,8 @@
 
 extern char **environ;
 
-#define START_TIMEOUT_MS 60000   /* kernel_info must be answered by then */
-#define IOPUB_RETRY_MS 250       /* re-ask kernel_info until iopub is heard */
+#define START_TIMEOUT_MS 60000 /* kernel_info must be answered by then */
+#define IOPUB_RETRY_MS 250     /* re-ask kernel_info until iopub is heard */
 /* After execute_reply, output and the idle status may lag on iopub (an
  * ipykernel whose flush timed out sends the reply first). If the idle status
  * has not come PROBE_AFTER_REPLY_MS after the reply, a kernel_info_request
@@ -114,7 +114,9 @@ typedef struct spawn_req {
   int fds[5]; /* the child's fds 0..4: a descriptor, or -1 (0-2: /dev/null) */
 } spawn_req;
 
-static int dup_high(int fd) { return fd < 0 ? -1 : fcntl(fd, F_DUPFD_CLOEXEC, 16); }
+static int dup_high(int fd) {
+  return fd < 0 ? -1 : fcntl(fd, F_DUPFD_CLOEXEC, 16);
+}
 
 /* Where kernels go when the server runs as a sandbox's agent (see
  * ci_kernel_workload): the cgroup.procs files each kernel's child writes
@@ -265,7 +267,9 @@ static char **make_env(char *const *add, const char *const *drop) {
   return v; /* the strings stay owned by environ and the spec */
 }
 
-static long pidfd_open_(pid_t pid) { return syscall(SYS_pidfd_open, pid, 0); }
+static long pidfd_open_(pid_t pid) {
+  return syscall(SYS_pidfd_open, pid, 0);
+}
 
 static void describe_exit(ci_kernel *k, int st) {
   char how[160];
@@ -278,8 +282,8 @@ static void describe_exit(ci_kernel *k, int st) {
   size_t dl = k->diag_len;
   while (dl && (k->diag[dl - 1] == '\n' || k->diag[dl - 1] == ' ')) dl--;
   if (dl)
-    snprintf(k->why, sizeof k->why, "the kernel process %s; its last output: %.*s", how,
-             (int)dl, k->diag);
+    snprintf(k->why, sizeof k->why, "the kernel process %s; its last output: %.*s", how, (int)dl,
+             k->diag);
   else
     snprintf(k->why, sizeof k->why, "the kernel process %s", how);
 }
@@ -311,7 +315,9 @@ static void keep_diag(ci_kernel *k, const char *p, size_t n) {
   k->diag_len += n;
 }
 
-static void set_nonblock(int fd) { fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK); }
+static void set_nonblock(int fd) {
+  fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+}
 
 /* ---- Jupyter -------------------------------------------------------------- */
 
@@ -361,8 +367,7 @@ static int send_frames(void *sock, const ci_frame *f, int n) {
   return 0;
 }
 
-static int jsend(ci_kernel *k, void *sock, const char *type, const char *content,
-                 char *id_out) {
+static int jsend(ci_kernel *k, void *sock, const char *type, const char *content, char *id_out) {
   ci_jout o;
   if (ci_jmsg_build(k->hmac, k->session, type, content, &o) != 0) return -1;
   int rc = send_frames(sock, o.frames, 6);
@@ -381,8 +386,8 @@ static char *subst(const char *arg, const char *key, const char *val) {
   return b.data;
 }
 
-static int start_jupyter(ci_kernel *k, const ci_kspec *spec, const char *cwd,
-                         const char *rundir, char *err, size_t errlen) {
+static int start_jupyter(ci_kernel *k, const ci_kspec *spec, const char *cwd, const char *rundir,
+                         char *err, size_t errlen) {
   char key[65];
   int ports[5];
   if (asbi_random_hex(key, 64) != 0 || asbi_random_hex(k->session, 32) != 0 ||
@@ -422,9 +427,10 @@ static int start_jupyter(ci_kernel *k, const ci_kspec *spec, const char *cwd,
         strcmp(spec->argv[2], "ipykernel_launcher") == 0 &&
         !asbi_parse_bool(asbi_getenv("ASB_CODEI_DEBUGPY"), 0)) {
       argv[1] = asbi_strdup("-c");
-      argv[2] = asbi_strdup("import sys; sys.modules.setdefault('debugpy', None); "
-                            "sys.argv.append('--HistoryManager.enabled=False'); "
-                            "from ipykernel import kernelapp; kernelapp.launch_new_instance()");
+      argv[2] = asbi_strdup(
+          "import sys; sys.modules.setdefault('debugpy', None); "
+          "sys.argv.append('--HistoryManager.enabled=False'); "
+          "from ipykernel import kernelapp; kernelapp.launch_new_instance()");
       if (!argv[1] || !argv[2]) rc = -1;
       i++;
       continue;
@@ -501,7 +507,9 @@ static void emit_error(ci_kernel *k, const cJSON *c, ci_ev_fn fn, void *ud) {
   if (k->errored) return;
   k->errored = 1;
   char *tb = join_traceback(cJSON_GetObjectItemCaseSensitive(c, "traceback"));
-  ci_ev ev = {.kind = CI_EV_ERROR, .ename = cstr(c, "ename"), .evalue = cstr(c, "evalue"),
+  ci_ev ev = {.kind = CI_EV_ERROR,
+              .ename = cstr(c, "ename"),
+              .evalue = cstr(c, "evalue"),
               .traceback = tb ? tb : ""};
   if (!ev.ename) ev.ename = "";
   if (!ev.evalue) ev.evalue = "";
@@ -534,8 +542,12 @@ static void on_iopub(ci_kernel *k, ci_jmsg *m, ci_ev_fn fn, void *ud) {
     size_t sl = m->raw_content.len, nl, tl;
     if (ci_json_member_body(s, sl, "name", &name, &nl) == 0 &&
         ci_json_member_body(s, sl, "text", &text, &tl) == 0 && ci_json_body_valid(text, tl)) {
-      ci_ev ev = {.kind = CI_EV_STREAM, .is_stderr = nl == 6 && memcmp(name, "stderr", 6) == 0,
-                  .text = text, .len = tl, .ts = m->date, .escaped = 1};
+      ci_ev ev = {.kind = CI_EV_STREAM,
+                  .is_stderr = nl == 6 && memcmp(name, "stderr", 6) == 0,
+                  .text = text,
+                  .len = tl,
+                  .ts = m->date,
+                  .escaped = 1};
       fn(ud, &ev);
       return;
     }
@@ -555,8 +567,11 @@ static void on_iopub(ci_kernel *k, ci_jmsg *m, ci_ev_fn fn, void *ud) {
   } else if (strcmp(t, "stream") == 0) {
     const char *name = cstr(c, "name"), *text = cstr(c, "text");
     if (!name || !text) return;
-    ci_ev ev = {.kind = CI_EV_STREAM, .is_stderr = strcmp(name, "stderr") == 0,
-                .text = text, .len = strlen(text), .ts = m->date};
+    ci_ev ev = {.kind = CI_EV_STREAM,
+                .is_stderr = strcmp(name, "stderr") == 0,
+                .text = text,
+                .len = strlen(text),
+                .ts = m->date};
     fn(ud, &ev);
   } else if (strcmp(t, "display_data") == 0 || strcmp(t, "execute_result") == 0) {
     const cJSON *data = cJSON_GetObjectItemCaseSensitive(c, "data");
@@ -587,8 +602,10 @@ static void on_shell(ci_kernel *k, const ci_jmsg *m, ci_ev_fn fn, void *ud) {
     k->reply_status = CI_DONE_ABORT;
     if (!k->errored) {
       k->errored = 1;
-      ci_ev ev = {.kind = CI_EV_ERROR, .ename = "ExecutionAborted",
-                  .evalue = "Execution was aborted", .traceback = ""};
+      ci_ev ev = {.kind = CI_EV_ERROR,
+                  .ename = "ExecutionAborted",
+                  .evalue = "Execution was aborted",
+                  .traceback = ""};
       fn(ud, &ev);
     }
   }
@@ -635,8 +652,10 @@ static int drain_socket(ci_kernel *k, void *sock, int which, ci_ev_fn fn, void *
                 tot, m.parent_id && strcmp(m.parent_id, k->cur_id) == 0 ? " (current)" : "");
       }
       if (prc == CI_JMSG_OK) {
-        if (which == 0) on_shell(k, &m, fn, ud);
-        else on_iopub(k, &m, fn, ud);
+        if (which == 0)
+          on_shell(k, &m, fn, ud);
+        else
+          on_iopub(k, &m, fn, ud);
         ci_jmsg_free(&m);
       } else {
         fprintf(stderr, "code-interpreter: kernel %s: dropped a malformed message: %s\n", k->tag,
@@ -661,8 +680,8 @@ static void read_diag(ci_kernel *k) {
 
 /* ---- drivers --------------------------------------------------------------- */
 
-static int start_driver(ci_kernel *k, const ci_kspec *spec, const char *cwd,
-                        const char *rundir, char *err, size_t errlen) {
+static int start_driver(ci_kernel *k, const ci_kspec *spec, const char *cwd, const char *rundir,
+                        char *err, size_t errlen) {
   int cmd[2] = {-1, -1}, out[2] = {-1, -1}, er[2] = {-1, -1}, ev[2] = {-1, -1};
   if (pipe2(cmd, O_CLOEXEC) || pipe2(out, O_CLOEXEC) || pipe2(er, O_CLOEXEC) ||
       pipe2(ev, O_CLOEXEC)) {
@@ -679,13 +698,17 @@ static int start_driver(ci_kernel *k, const ci_kspec *spec, const char *cwd,
   int ts = spec->language && strcmp(spec->language, "typescript") == 0;
   char *node_argv[] = {"node", "-e", (char *)ci_node_driver, ts ? "typescript" : NULL, NULL};
   char *bash_argv[] = {"bash", "--noprofile", "--norc", "--noediting", "-i", NULL};
-  static const char *const drop[] = {"PROMPT_COMMAND", "BASH_ENV", "ENV", "NODE_REPL_EXTERNAL_MODULE",
-                                     NULL};
+  static const char *const drop[] = {"PROMPT_COMMAND", "BASH_ENV", "ENV",
+                                     "NODE_REPL_EXTERNAL_MODULE", NULL};
   char **envp = make_env(spec->env, drop);
-  spawn_req r = {bash ? bash_argv : node_argv, envp, cwd,
+  spawn_req r = {bash ? bash_argv : node_argv,
+                 envp,
+                 cwd,
                  {bash ? cmd[0] : -1, out[1], er[1], bash ? -1 : cmd[0], ev[1]}};
-  if (envp) k->pid = spawn(&r, err, errlen);
-  else snprintf(err, errlen, "out of memory");
+  if (envp)
+    k->pid = spawn(&r, err, errlen);
+  else
+    snprintf(err, errlen, "out of memory");
   free(envp);
   close(cmd[0]);
   close(out[1]);
@@ -755,8 +778,8 @@ static void read_out(ci_kernel *k, int which, int drain, ci_ev_fn fn, void *ud) 
     k->carry_len[which] = keep;
     memcpy(k->carry[which], buf + n - keep, keep);
     if (n - keep && k->ready && k->busy) {
-      ci_ev ev = {.kind = CI_EV_STREAM, .is_stderr = which, .text = (const char *)buf,
-                  .len = n - keep};
+      ci_ev ev = {
+          .kind = CI_EV_STREAM, .is_stderr = which, .text = (const char *)buf, .len = n - keep};
       fn(ud, &ev);
     }
   } while (drain);
@@ -768,7 +791,9 @@ static void driver_done(ci_kernel *k, int status, ci_ev_fn fn, void *ud) {
   read_out(k, 1, 1, fn, ud);
   for (int w = 0; w < 2; w++)
     if (k->carry_len[w] && k->busy) {
-      ci_ev ev = {.kind = CI_EV_STREAM, .is_stderr = w, .text = (const char *)k->carry[w],
+      ci_ev ev = {.kind = CI_EV_STREAM,
+                  .is_stderr = w,
+                  .text = (const char *)k->carry[w],
                   .len = k->carry_len[w]};
       fn(ud, &ev);
       k->carry_len[w] = 0;
@@ -777,7 +802,8 @@ static void driver_done(ci_kernel *k, int status, ci_ev_fn fn, void *ud) {
   if (k->kind == CI_KIND_BASH && status != 0 && !k->silent) {
     char val[32];
     snprintf(val, sizeof val, "%d", status);
-    ci_ev ev = {.kind = CI_EV_ERROR, .ename = k->interrupted ? "ExecutionAborted" : "Error",
+    ci_ev ev = {.kind = CI_EV_ERROR,
+                .ename = k->interrupted ? "ExecutionAborted" : "Error",
                 .evalue = k->interrupted ? "Execution was aborted" : val,
                 .traceback = ""};
     char tb[64];
@@ -822,7 +848,8 @@ static void driver_event(ci_kernel *k, const char *line, size_t len, ci_ev_fn fn
     read_out(k, 1, 1, fn, ud);
     const cJSON *data = cJSON_GetObjectItemCaseSensitive(j, "data");
     if (cJSON_IsObject(data)) {
-      ci_ev ev = {.kind = CI_EV_RESULT, .bundle = data,
+      ci_ev ev = {.kind = CI_EV_RESULT,
+                  .bundle = data,
                   .is_main = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "main"))};
       fn(ud, &ev);
     }
@@ -830,7 +857,9 @@ static void driver_event(ci_kernel *k, const char *line, size_t len, ci_ev_fn fn
     read_out(k, 0, 1, fn, ud);
     read_out(k, 1, 1, fn, ud);
     k->errored = 1;
-    ci_ev ev = {.kind = CI_EV_ERROR, .ename = cstr(j, "name"), .evalue = cstr(j, "value"),
+    ci_ev ev = {.kind = CI_EV_ERROR,
+                .ename = cstr(j, "name"),
+                .evalue = cstr(j, "value"),
                 .traceback = cstr(j, "traceback")};
     if (!k->silent) fn(ud, &ev);
   }
@@ -863,8 +892,8 @@ static void read_events(ci_kernel *k, ci_ev_fn fn, void *ud) {
 
 /* ---- common ------------------------------------------------------------------ */
 
-int ci_kernel_start(ci_kernel **out, const ci_kspec *spec, const char *cwd,
-                    const char *rundir, const char *tag, char *err, size_t errlen) {
+int ci_kernel_start(ci_kernel **out, const ci_kspec *spec, const char *cwd, const char *rundir,
+                    const char *tag, char *err, size_t errlen) {
   *out = NULL;
   ci_kernel *k = calloc(1, sizeof *k);
   if (!k) {
@@ -956,8 +985,8 @@ int ci_kernel_handle(ci_kernel *k, const zmq_pollitem_t *items, int n, ci_ev_fn 
         k->ready = 1;
         k->diag_len = 0; /* start-up chatter; keep what comes later */
       } else if (now > k->started_ms + START_TIMEOUT_MS) {
-        snprintf(k->why, sizeof k->why,
-                 "the kernel did not answer kernel_info within %d s", START_TIMEOUT_MS / 1000);
+        snprintf(k->why, sizeof k->why, "the kernel did not answer kernel_info within %d s",
+                 START_TIMEOUT_MS / 1000);
         return died(k);
       } else if (k->got_info && now >= k->info_sent_ms + IOPUB_RETRY_MS) {
         /* the reply came before our iopub subscription took: ask again */
@@ -1010,8 +1039,11 @@ int ci_kernel_handle(ci_kernel *k, const zmq_pollitem_t *items, int n, ci_ev_fn 
 long ci_kernel_timeout(ci_kernel *k) {
   uint64_t now = asbi_now_ms();
   long t = -1;
-#define AT(ms) \
-  do { long d_ = (ms) > now ? (long)((ms) - now) : 0; if (t < 0 || d_ < t) t = d_; } while (0)
+#define AT(ms)                                   \
+  do {                                           \
+    long d_ = (ms) > now ? (long)((ms)-now) : 0; \
+    if (t < 0 || d_ < t) t = d_;                 \
+  } while (0)
   if (!k->ready) {
     AT(k->started_ms + START_TIMEOUT_MS);
     if (k->kind == CI_KIND_JUPYTER && k->got_info) AT(k->info_sent_ms + IOPUB_RETRY_MS);
@@ -1021,16 +1053,24 @@ long ci_kernel_timeout(ci_kernel *k) {
       if (!k->probe_id[0]) AT(k->reply_ms + PROBE_AFTER_REPLY_MS);
       AT(k->reply_ms + IDLE_AFTER_REPLY_MS);
     }
-    if (k->hb_out) AT(k->hb_sent_ms + HB_TIMEOUT_MS);
-    else AT(k->hb_next_ms);
+    if (k->hb_out)
+      AT(k->hb_sent_ms + HB_TIMEOUT_MS);
+    else
+      AT(k->hb_next_ms);
   }
 #undef AT
   return t;
 }
 
-const char *ci_kernel_why(const ci_kernel *k) { return k->why[0] ? k->why : "the kernel died"; }
-int ci_kernel_ready(const ci_kernel *k) { return k->ready; }
-pid_t ci_kernel_pid(const ci_kernel *k) { return k->pid; }
+const char *ci_kernel_why(const ci_kernel *k) {
+  return k->why[0] ? k->why : "the kernel died";
+}
+int ci_kernel_ready(const ci_kernel *k) {
+  return k->ready;
+}
+pid_t ci_kernel_pid(const ci_kernel *k) {
+  return k->pid;
+}
 
 int ci_kernel_execute(ci_kernel *k, const char *code, int silent) {
   if (!k->ready || k->busy) return -1;

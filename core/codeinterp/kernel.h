@@ -22,8 +22,8 @@ typedef struct ci_kspec {
   char *language; /* lowercase language name */
   char *dir;      /* the kernelspec's directory ({resource_dir}), or NULL */
   ci_kind kind;
-  char **argv;    /* NULL-ended; "{connection_file}" is replaced */
-  char **env;     /* "KEY=VALUE" set for the kernel, NULL-ended */
+  char **argv;           /* NULL-ended; "{connection_file}" is replaced */
+  char **env;            /* "KEY=VALUE" set for the kernel, NULL-ended */
   int interrupt_message; /* kernelspec interrupt_mode "message" */
 } ci_kspec;
 
@@ -42,16 +42,16 @@ enum { CI_DONE_OK = 0, CI_DONE_ERROR = 1, CI_DONE_ABORT = 2 };
  * callback only. */
 typedef struct ci_ev {
   int kind;
-  int count;                 /* COUNT */
-  int is_stderr;             /* STREAM */
+  int count;     /* COUNT */
+  int is_stderr; /* STREAM */
   const char *text;
   size_t len;
-  const char *ts;            /* STREAM: the kernel's timestamp, or NULL */
-  int escaped;               /* STREAM: text is a JSON string's escaped body */
-  const cJSON *bundle;       /* RESULT: MIME bundle */
+  const char *ts;      /* STREAM: the kernel's timestamp, or NULL */
+  int escaped;         /* STREAM: text is a JSON string's escaped body */
+  const cJSON *bundle; /* RESULT: MIME bundle */
   int is_main;
   const char *ename, *evalue, *traceback; /* ERROR */
-  int status;                /* DONE: CI_DONE_* */
+  int status;                             /* DONE: CI_DONE_* */
 } ci_ev;
 
 typedef void (*ci_ev_fn)(void *ud, const ci_ev *ev);
@@ -61,8 +61,8 @@ typedef struct ci_kernel ci_kernel;
 /* Launch. cwd: its working directory; rundir: a private directory for the
  * connection file and cells; tag: unique among running kernels. Returns 0
  * (not ready yet: see ci_kernel_ready) or -1 with a message in err. */
-int ci_kernel_start(ci_kernel **out, const ci_kspec *spec, const char *cwd,
-                    const char *rundir, const char *tag, char *err, size_t errlen);
+int ci_kernel_start(ci_kernel **out, const ci_kspec *spec, const char *cwd, const char *rundir,
+                    const char *tag, char *err, size_t errlen);
 /* Fill poll items (at most CI_KERNEL_MAX_ITEMS); want_output 0 asks
  * producers that can wait (driver pipes) to wait. */
 #define CI_KERNEL_MAX_ITEMS 8
@@ -72,8 +72,7 @@ enum { CI_K_OK = 0, CI_K_DEAD = -1 };
 /* Handle what the poll found (the items from ci_kernel_items) and the
  * timers; events of the running execution go to fn. CI_K_DEAD when the
  * kernel died or stopped answering: ci_kernel_why says how. */
-int ci_kernel_handle(ci_kernel *k, const zmq_pollitem_t *items, int n,
-                     ci_ev_fn fn, void *ud);
+int ci_kernel_handle(ci_kernel *k, const zmq_pollitem_t *items, int n, ci_ev_fn fn, void *ud);
 /* Milliseconds until the kernel's next timer, or -1. */
 long ci_kernel_timeout(ci_kernel *k);
 const char *ci_kernel_why(const ci_kernel *k);

@@ -123,8 +123,10 @@ static size_t data_dirs(char dirs[][512], size_t max) {
   }
   const char *home = asbi_getenv("HOME");
   const char *xdg = asbi_getenv("XDG_DATA_HOME");
-  if (n < max && xdg) snprintf(dirs[n++], 512, "%s/jupyter/kernels", xdg);
-  else if (n < max && home) snprintf(dirs[n++], 512, "%s/.local/share/jupyter/kernels", home);
+  if (n < max && xdg)
+    snprintf(dirs[n++], 512, "%s/jupyter/kernels", xdg);
+  else if (n < max && home)
+    snprintf(dirs[n++], 512, "%s/.local/share/jupyter/kernels", home);
   if (n < max) snprintf(dirs[n++], 512, "/usr/local/share/jupyter/kernels");
   if (n < max) snprintf(dirs[n++], 512, "/usr/share/jupyter/kernels");
   return n;
@@ -151,8 +153,10 @@ static ci_kspec *find_installed(const char *language) {
         ci_kspec_free(by_lang);
         return s;
       }
-      if (strcmp(s->language, language) == 0) by_lang = s;
-      else ci_kspec_free(s);
+      if (strcmp(s->language, language) == 0)
+        by_lang = s;
+      else
+        ci_kspec_free(s);
     }
     closedir(dh);
   }
@@ -160,7 +164,7 @@ static ci_kspec *find_installed(const char *language) {
 }
 
 static ci_kspec *builtin(const char *language) {
-  static const char *const py[] = {"python3", "-m", "ipykernel_launcher", "-f",
+  static const char *const py[] = {"python3",           "-m", "ipykernel_launcher", "-f",
                                    "{connection_file}", NULL};
   static const char *const none[] = {NULL};
   ci_kind kind;
@@ -190,7 +194,8 @@ static ci_kspec *builtin(const char *language) {
     free(s->argv[0]);
     s->argv[0] = asbi_strdup("/usr/bin/python3");
   }
-  if (!s->name || !s->language || !s->argv || !s->env || (s->argv[0] == NULL && kind == CI_KIND_JUPYTER)) {
+  if (!s->name || !s->language || !s->argv || !s->env ||
+      (s->argv[0] == NULL && kind == CI_KIND_JUPYTER)) {
     ci_kspec_free(s);
     return NULL;
   }

@@ -69,8 +69,10 @@ int main(int argc, char **argv) {
   int port = 49999, default_ctx = 1;
   const char *listen = "127.0.0.1", *cwd = NULL, *state = NULL;
   /* the variables first; options override them */
-  const char *tok = asbi_getenv("ASB_ACCESS_TOKEN"), *tok_hex = asbi_getenv("ASB_ACCESS_TOKEN_SHA256");
-  const char *tt = asbi_getenv("ASB_TRAFFIC_TOKEN"), *tt_hex = asbi_getenv("ASB_TRAFFIC_TOKEN_SHA256");
+  const char *tok = asbi_getenv("ASB_ACCESS_TOKEN"),
+             *tok_hex = asbi_getenv("ASB_ACCESS_TOKEN_SHA256");
+  const char *tt = asbi_getenv("ASB_TRAFFIC_TOKEN"),
+             *tt_hex = asbi_getenv("ASB_TRAFFIC_TOKEN_SHA256");
   unsigned char access_md[32], traffic_md[32];
   int have_access = 0, have_traffic = 0;
   if (take_token(tok, tok_hex, "$ASB_ACCESS_TOKEN", access_md, &have_access) ||
@@ -103,7 +105,8 @@ int main(int argc, char **argv) {
       if (take_token(hex ? NULL : v, hex ? v : NULL, "--access-token", access_md, &have_access))
         return 2;
       i++;
-    } else if (v && (strcmp(a, "--traffic-token") == 0 || strcmp(a, "--traffic-token-sha256") == 0)) {
+    } else if (v &&
+               (strcmp(a, "--traffic-token") == 0 || strcmp(a, "--traffic-token-sha256") == 0)) {
       int hex = strcmp(a, "--traffic-token-sha256") == 0;
       if (take_token(hex ? NULL : v, hex ? v : NULL, "--traffic-token", traffic_md, &have_traffic))
         return 2;
@@ -136,9 +139,12 @@ int main(int argc, char **argv) {
   char here[PATH_MAX];
   struct stat st;
   if (!cwd) {
-    if (stat("/home/user", &st) == 0 && S_ISDIR(st.st_mode)) cwd = "/home/user";
-    else if (getcwd(here, sizeof here)) cwd = here;
-    else cwd = "/";
+    if (stat("/home/user", &st) == 0 && S_ISDIR(st.st_mode))
+      cwd = "/home/user";
+    else if (getcwd(here, sizeof here))
+      cwd = here;
+    else
+      cwd = "/";
   }
   if (stat(cwd, &st) != 0 || !S_ISDIR(st.st_mode)) {
     fprintf(stderr, "code-interpreter: --cwd %s: not a directory\n", cwd);
@@ -160,8 +166,10 @@ int main(int argc, char **argv) {
   snprintf(rc, sizeof rc, "%s/matplotlibrc", rundir);
   if (!asbi_getenv("MATPLOTLIBRC")) {
     FILE *f = fopen(rc, "we");
-    if (f && fputs(ci_matplotlibrc, f) >= 0 && fclose(f) == 0) setenv("MATPLOTLIBRC", rc, 1);
-    else if (f) fclose(f);
+    if (f && fputs(ci_matplotlibrc, f) >= 0 && fclose(f) == 0)
+      setenv("MATPLOTLIBRC", rc, 1);
+    else if (f)
+      fclose(f);
   }
 
   /* Signals: SIGPIPE ignored (dead drivers' pipes, gone clients); the
@@ -175,10 +183,11 @@ int main(int argc, char **argv) {
   sigaddset(&stop, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &stop, NULL);
 
-  ci_config cfg = {.rundir = rundir, .default_cwd = cwd, .default_context = default_ctx,
-                   .state_path = state};
+  ci_config cfg = {
+      .rundir = rundir, .default_cwd = cwd, .default_context = default_ctx, .state_path = state};
   ci_ctx_init(&cfg);
-  ci_server_opts so = {.listen = listen, .port = port,
+  ci_server_opts so = {.listen = listen,
+                       .port = port,
                        .access_sha256 = have_access ? access_md : NULL,
                        .traffic_sha256 = have_traffic ? traffic_md : NULL};
   char err[512];

@@ -34,18 +34,32 @@ int ci_out_json_str(asbi_buf *b, const char *str, size_t n) {
       continue;
     }
     switch (c) {
-    case '"': memcpy(esc, "\\\"", 3); break;
-    case '\\': memcpy(esc, "\\\\", 3); break;
-    case '\n': memcpy(esc, "\\n", 3); break;
-    case '\r': memcpy(esc, "\\r", 3); break;
-    case '\t': memcpy(esc, "\\t", 3); break;
-    case '\b': memcpy(esc, "\\b", 3); break;
-    case '\f': memcpy(esc, "\\f", 3); break;
-    default:
-      memcpy(esc, "\\u00", 4);
-      esc[4] = hex[c >> 4];
-      esc[5] = hex[c & 15];
-      esc[6] = '\0';
+      case '"':
+        memcpy(esc, "\\\"", 3);
+        break;
+      case '\\':
+        memcpy(esc, "\\\\", 3);
+        break;
+      case '\n':
+        memcpy(esc, "\\n", 3);
+        break;
+      case '\r':
+        memcpy(esc, "\\r", 3);
+        break;
+      case '\t':
+        memcpy(esc, "\\t", 3);
+        break;
+      case '\b':
+        memcpy(esc, "\\b", 3);
+        break;
+      case '\f':
+        memcpy(esc, "\\f", 3);
+        break;
+      default:
+        memcpy(esc, "\\u00", 4);
+        esc[4] = hex[c >> 4];
+        esc[5] = hex[c & 15];
+        esc[6] = '\0';
     }
     if (asbi_buf_puts(b, esc)) return -1;
     i++;
@@ -68,7 +82,7 @@ static int hex4(const char *s, unsigned *v) {
   *v = 0;
   for (int i = 0; i < 4; i++) {
     char c = s[i];
-    unsigned d = c >= '0' && c <= '9' ? (unsigned)(c - '0')
+    unsigned d = c >= '0' && c <= '9'   ? (unsigned)(c - '0')
                  : c >= 'a' && c <= 'f' ? (unsigned)(c - 'a' + 10)
                  : c >= 'A' && c <= 'F' ? (unsigned)(c - 'A' + 10)
                                         : 16u;
@@ -111,8 +125,8 @@ int ci_json_body_valid(const char *s, size_t n) {
   return 1;
 }
 
-size_t ci_out_stream_line(asbi_buf *b, int is_stderr, const char *text, size_t n,
-                          const char *ts, int escaped) {
+size_t ci_out_stream_line(asbi_buf *b, int is_stderr, const char *text, size_t n, const char *ts,
+                          int escaped) {
   char now[40];
   if (!ts) {
     asbi_rfc3339_now(now);
@@ -132,7 +146,8 @@ size_t ci_out_stream_line(asbi_buf *b, int is_stderr, const char *text, size_t n
       k += u;
     }
   }
-  if (asbi_buf_puts(b, is_stderr ? "{\"type\":\"stderr\",\"text\":" : "{\"type\":\"stdout\",\"text\":"))
+  if (asbi_buf_puts(
+          b, is_stderr ? "{\"type\":\"stderr\",\"text\":" : "{\"type\":\"stdout\",\"text\":"))
     return 0;
   int rc = escaped ? asbi_buf_putc(b, '"') || asbi_buf_append(b, text, k) || asbi_buf_putc(b, '"')
                    : ci_out_json_str(b, text, k);
@@ -142,8 +157,7 @@ size_t ci_out_stream_line(asbi_buf *b, int is_stderr, const char *text, size_t n
   return k ? k : (n ? 0 : 1);
 }
 
-int ci_out_stream(asbi_buf *b, int is_stderr, const char *text, size_t n,
-                  const char *ts) {
+int ci_out_stream(asbi_buf *b, int is_stderr, const char *text, size_t n, const char *ts) {
   size_t off = 0;
   do {
     size_t k = ci_out_stream_line(b, is_stderr, text + off, n - off, ts, 0);
@@ -199,12 +213,12 @@ static int put_floats(asbi_buf *b, const cJSON *v, int depth) {
 static const struct {
   const char *mime, *key;
 } mime_map[] = {
-    {"text/plain", "text"},          {"text/html", "html"},
-    {"text/markdown", "markdown"},   {"image/svg+xml", "svg"},
-    {"image/png", "png"},            {"image/jpeg", "jpeg"},
-    {"application/pdf", "pdf"},      {"text/latex", "latex"},
-    {"application/json", "json"},    {"application/javascript", "javascript"},
-    {"e2b/data", "data"},            {"e2b/chart", "chart"},
+    {"text/plain", "text"},        {"text/html", "html"},
+    {"text/markdown", "markdown"}, {"image/svg+xml", "svg"},
+    {"image/png", "png"},          {"image/jpeg", "jpeg"},
+    {"application/pdf", "pdf"},    {"text/latex", "latex"},
+    {"application/json", "json"},  {"application/javascript", "javascript"},
+    {"e2b/data", "data"},          {"e2b/chart", "chart"},
 };
 
 int ci_out_result(asbi_buf *b, const cJSON *bundle, int is_main) {
@@ -239,15 +253,13 @@ int ci_out_result(asbi_buf *b, const cJSON *bundle, int is_main) {
   return asbi_buf_printf(b, "},\"is_main_result\":%s}\n", is_main ? "true" : "false");
 }
 
-int ci_out_error(asbi_buf *b, const char *name, const char *value,
-                 const char *traceback) {
+int ci_out_error(asbi_buf *b, const char *name, const char *value, const char *traceback) {
   name = name ? name : "";
   value = value ? value : "";
   traceback = traceback ? traceback : "";
   return asbi_buf_puts(b, "{\"type\":\"error\",\"name\":") ||
                  ci_out_json_str(b, name, strlen(name)) || asbi_buf_puts(b, ",\"value\":") ||
-                 ci_out_json_str(b, value, strlen(value)) ||
-                 asbi_buf_puts(b, ",\"traceback\":") ||
+                 ci_out_json_str(b, value, strlen(value)) || asbi_buf_puts(b, ",\"traceback\":") ||
                  ci_out_json_str(b, traceback, strlen(traceback)) || asbi_buf_puts(b, "}\n")
              ? -1
              : 0;

@@ -18,16 +18,15 @@ int ci_out_json_str(asbi_buf *b, const char *s, size_t n);
 
 /* {"type":"stdout"|"stderr","text":…,"timestamp":…}; one line per
  * CI_OUT_MAX_TEXT bytes of text. ts NULL = now. */
-int ci_out_stream(asbi_buf *b, int is_stderr, const char *text, size_t n,
-                  const char *ts);
+int ci_out_stream(asbi_buf *b, int is_stderr, const char *text, size_t n, const char *ts);
 /* One such line for at most CI_OUT_MAX_TEXT bytes from the start of text,
  * cut where no character (or, with escaped, no JSON escape or surrogate
  * pair) is split. escaped: text is the body of a JSON string literal, as
  * it appeared between the quotes (checked by ci_json_body_valid), copied
  * as it is. Returns the bytes of text used (> 0 unless n is 0), or 0 on
  * allocation failure. */
-size_t ci_out_stream_line(asbi_buf *b, int is_stderr, const char *text, size_t n,
-                          const char *ts, int escaped);
+size_t ci_out_stream_line(asbi_buf *b, int is_stderr, const char *text, size_t n, const char *ts,
+                          int escaped);
 /* 1 if s[0..n) is a valid body of a JSON string literal: escapes well
  * formed, surrogate escapes paired, no control characters, UTF-8. */
 int ci_json_body_valid(const char *s, size_t n);
@@ -39,8 +38,7 @@ int ci_json_body_valid(const char *s, size_t n);
  * e2b/data→data, e2b/chart→chart, any other type under extra; nulls
  * dropped. */
 int ci_out_result(asbi_buf *b, const cJSON *bundle, int is_main);
-int ci_out_error(asbi_buf *b, const char *name, const char *value,
-                 const char *traceback);
+int ci_out_error(asbi_buf *b, const char *name, const char *value, const char *traceback);
 int ci_out_count(asbi_buf *b, int execution_count);
 /* {"type":"<type>"}: keepalive, end_of_execution. */
 int ci_out_type(asbi_buf *b, const char *type);

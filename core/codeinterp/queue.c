@@ -135,8 +135,10 @@ long ci_queue_pop(ci_queue *q, char *buf, size_t max, int *closed) {
     q->mem_off += k;
     if (q->mem_off == q->mem.len) {
       /* drop a large allocation once it is drained */
-      if (q->mem.cap > (1u << 20)) asbi_buf_free(&q->mem);
-      else asbi_buf_clear(&q->mem);
+      if (q->mem.cap > (1u << 20))
+        asbi_buf_free(&q->mem);
+      else
+        asbi_buf_clear(&q->mem);
       q->mem_off = 0;
     } else if (q->mem_off > (1u << 20) && q->mem_off * 2 > q->mem.len) {
       asbi_buf_consume(&q->mem, q->mem_off);

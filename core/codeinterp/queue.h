@@ -17,19 +17,19 @@
 
 typedef struct ci_queue {
   pthread_mutex_t mu;
-  asbi_buf mem;   /* pending bytes are mem.data[mem_off, mem.len) */
+  asbi_buf mem; /* pending bytes are mem.data[mem_off, mem.len) */
   size_t mem_off;
   size_t mem_max;
-  int spill_fd;   /* -1 until needed */
+  int spill_fd; /* -1 until needed */
   uint64_t spill_r, spill_w;
-  uint64_t spilled;  /* total bytes ever spooled (for tests and logs) */
-  uint64_t lost;     /* bytes that could not be kept (spool failed) */
+  uint64_t spilled; /* total bytes ever spooled (for tests and logs) */
+  uint64_t lost;    /* bytes that could not be kept (spool failed) */
   int lost_errno;
-  int wake_fd;       /* eventfd the consumer waits on */
-  int closed;        /* the producer will add nothing more */
-  int producer_fd;   /* eventfd of a producer to wake when room frees up */
+  int wake_fd;     /* eventfd the consumer waits on */
+  int closed;      /* the producer will add nothing more */
+  int producer_fd; /* eventfd of a producer to wake when room frees up */
   int producer_waiting;
-  int abandoned;     /* the consumer is gone: pushes are discarded */
+  int abandoned; /* the consumer is gone: pushes are discarded */
 } ci_queue;
 
 /* Where spool files go (default $TMPDIR or /tmp); call before any queue

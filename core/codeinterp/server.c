@@ -338,8 +338,8 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
                                  : respond(conn, 503, "application/json", "\"starting\"");
   }
   if (!token_ok(conn))
-    return text_error(conn, 401,
-                      "Unauthorized: missing or wrong X-Access-Token (or E2B-Traffic-Access-Token)");
+    return text_error(
+        conn, 401, "Unauthorized: missing or wrong X-Access-Token (or E2B-Traffic-Access-Token)");
   if (strcmp(url, "/execute") == 0) {
     if (!post) return respond(conn, 405, "application/json", "{\"detail\":\"Method Not Allowed\"}");
     return do_execute(conn, r);
@@ -352,7 +352,8 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
   if (asbi_startswith(url, "/contexts/")) {
     char id[256];
     int restart;
-    if (context_path(url, id, sizeof id, &restart) == 0 && ((restart && post) || (!restart && del))) {
+    if (context_path(url, id, sizeof id, &restart) == 0 &&
+        ((restart && post) || (!restart && del))) {
       char err[1000];
       int rc = restart ? ci_ctx_restart(id, err, sizeof err) : ci_ctx_remove(id);
       if (rc == CI_ENOTFOUND) return text_error(conn, 404, "Context %s not found", id);
@@ -406,12 +407,11 @@ int ci_server_start(const ci_server_opts *o, char *err, size_t errlen) {
     snprintf(err, errlen, "cannot start a thread: %s", strerror(errno));
     return -1;
   }
-  g_daemon = MHD_start_daemon(flags, 0, NULL, NULL, handle, NULL, MHD_OPTION_SOCK_ADDR,
-                              (struct sockaddr *)&ss, MHD_OPTION_NOTIFY_COMPLETED, completed, NULL,
-                              MHD_OPTION_NOTIFY_CONNECTION, on_connection, NULL,
-                              MHD_OPTION_URI_LOG_CALLBACK, on_uri, NULL,
-                              MHD_OPTION_CONNECTION_LIMIT, (unsigned)CI_MAX_CONNECTIONS,
-                              MHD_OPTION_CONNECTION_TIMEOUT, 640u, MHD_OPTION_END);
+  g_daemon = MHD_start_daemon(
+      flags, 0, NULL, NULL, handle, NULL, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
+      MHD_OPTION_NOTIFY_COMPLETED, completed, NULL, MHD_OPTION_NOTIFY_CONNECTION, on_connection,
+      NULL, MHD_OPTION_URI_LOG_CALLBACK, on_uri, NULL, MHD_OPTION_CONNECTION_LIMIT,
+      (unsigned)CI_MAX_CONNECTIONS, MHD_OPTION_CONNECTION_TIMEOUT, 640u, MHD_OPTION_END);
   if (!g_daemon) {
     snprintf(err, errlen, "cannot listen on %s port %d: %s", addr, o->port, strerror(errno));
     asbi_connguard_free(g_guard);

@@ -57,8 +57,7 @@ static cJSON *parse_body(api_req *q, api_reply *r, int required) {
 
 /* An object whose values are all strings (metadata, envVars); absent/null is
  * fine (→ empty object). Returns -1 and replies 400 otherwise. */
-static int string_map(const cJSON *body, const char *key, cJSON **out,
-                      api_reply *r) {
+static int string_map(const cJSON *body, const char *key, cJSON **out, api_reply *r) {
   const cJSON *v = cJSON_GetObjectItemCaseSensitive(body, key);
   *out = NULL;
   if (!v || cJSON_IsNull(v)) {
@@ -75,8 +74,8 @@ static int string_map(const cJSON *body, const char *key, cJSON **out,
       api_error(r, 400, "'%s.%s' must be a string", key, it->string);
       return -1;
     }
-    if (strlen(it->string) == 0 || strchr(it->string, '=') ||
-        strlen(it->string) > 1024 || strlen(it->valuestring) > 131072) {
+    if (strlen(it->string) == 0 || strchr(it->string, '=') || strlen(it->string) > 1024 ||
+        strlen(it->valuestring) > 131072) {
       api_error(r, 400, "'%s' has an invalid key '%s'", key, it->string);
       return -1;
     }
@@ -86,8 +85,7 @@ static int string_map(const cJSON *body, const char *key, cJSON **out,
 }
 
 /* timeout seconds: absent → dflt; must be an integer in [0, MAX]. */
-static int get_timeout(const cJSON *body, const char *key, int dflt, int *out,
-                       api_reply *r) {
+static int get_timeout(const cJSON *body, const char *key, int dflt, int *out, api_reply *r) {
   const cJSON *v = cJSON_GetObjectItemCaseSensitive(body, key);
   if (!v || cJSON_IsNull(v)) {
     *out = dflt;
@@ -95,8 +93,7 @@ static int get_timeout(const cJSON *body, const char *key, int dflt, int *out,
   }
   if (!cJSON_IsNumber(v) || v->valuedouble < 0 || v->valuedouble > MAX_TIMEOUT_S ||
       v->valuedouble != (double)(int64_t)v->valuedouble) {
-    api_error(r, 400, "'%s' must be a whole number of seconds in 0..%d", key,
-              MAX_TIMEOUT_S);
+    api_error(r, 400, "'%s' must be a whole number of seconds in 0..%d", key, MAX_TIMEOUT_S);
     return -1;
   }
   *out = (int)v->valuedouble;
@@ -130,8 +127,8 @@ static cJSON *listed_json(engine *e, sbx *s, int detail) {
   cJSON_AddNumberToObject(j, "cpuCount", s->cpu_count);
   cJSON_AddNumberToObject(j, "memoryMB", s->memory_mb);
   cJSON_AddNumberToObject(j, "diskSizeMB", s->disk_mb);
-  cJSON_AddItemToObject(j, "metadata", s->metadata ? cJSON_Duplicate(s->metadata, 1)
-                                                   : cJSON_CreateObject());
+  cJSON_AddItemToObject(j, "metadata",
+                        s->metadata ? cJSON_Duplicate(s->metadata, 1) : cJSON_CreateObject());
   cJSON_AddStringToObject(j, "state", s->state == SBX_PAUSED ? "paused" : "running");
   cJSON_AddStringToObject(j, "envdVersion", e->envd_version);
   cJSON_AddItemToObject(j, "volumeMounts", cJSON_CreateArray());
@@ -288,8 +285,10 @@ static void list(engine *e, api_req *q, api_reply *r, int v2) {
     f.running = f.paused = 0;
     char *dup = asbi_strdup(state), *save = NULL;
     for (char *p = dup ? strtok_r(dup, ",", &save) : NULL; p; p = strtok_r(NULL, ",", &save)) {
-      if (strcmp(p, "running") == 0) f.running = 1;
-      else if (strcmp(p, "paused") == 0) f.paused = 1;
+      if (strcmp(p, "running") == 0)
+        f.running = 1;
+      else if (strcmp(p, "paused") == 0)
+        f.paused = 1;
       else {
         api_error(r, 400, "unknown state '%s' (running, paused)", p); /* p is in dup */
         free(dup);
@@ -478,8 +477,7 @@ static void logs(engine *e, sbx *s, api_req *q, api_reply *r, int v2) {
 /* ---- dispatch ------------------------------------------------------------------------------ */
 
 /* Splits "/sandboxes/<id>[/<action>]" (after an optional "/v2"). */
-static int sandbox_path(const char *path, char *id, size_t idlen,
-                        const char **action) {
+static int sandbox_path(const char *path, char *id, size_t idlen, const char **action) {
   const char *p = path;
   if (asbi_startswith(p, "/v2/")) p += 3;
   if (!asbi_startswith(p, "/sandboxes/")) return 0;
@@ -521,11 +519,9 @@ void api_handle(engine *e, api_req *q, api_reply *r) {
   struct {
     const char *method, *action;
     int v2_ok, v1_ok;
-  } routes[] = {{"GET", "", 0, 1},         {"DELETE", "", 0, 1},
-                {"POST", "timeout", 0, 1}, {"POST", "refreshes", 0, 1},
-                {"POST", "pause", 0, 1},   {"POST", "resume", 0, 1},
-                {"POST", "connect", 1, 1}, {"GET", "metrics", 0, 1},
-                {"GET", "logs", 1, 1}};
+  } routes[] = {{"GET", "", 0, 1},           {"DELETE", "", 0, 1},     {"POST", "timeout", 0, 1},
+                {"POST", "refreshes", 0, 1}, {"POST", "pause", 0, 1},  {"POST", "resume", 0, 1},
+                {"POST", "connect", 1, 1},   {"GET", "metrics", 0, 1}, {"GET", "logs", 1, 1}};
   int known = 0, method_ok = 0;
   for (size_t i = 0; i < ASBI_ARRAY_LEN(routes); i++)
     if (strcmp(routes[i].action, action) == 0 && (v2 ? routes[i].v2_ok : routes[i].v1_ok)) {
@@ -542,12 +538,19 @@ void api_handle(engine *e, api_req *q, api_reply *r) {
   else if (strcmp(action, "") == 0) {
     sandboxes_kill(e, s);
     r->status = 204;
-  } else if (strcmp(action, "timeout") == 0) set_timeout(e, s, q, r);
-  else if (strcmp(action, "refreshes") == 0) refresh(e, s, q, r);
-  else if (strcmp(action, "pause") == 0) pause_sbx(e, s, r);
-  else if (strcmp(action, "resume") == 0) connect_sbx(e, s, q, r, 1);
-  else if (strcmp(action, "connect") == 0) connect_sbx(e, s, q, r, 0);
-  else if (strcmp(action, "metrics") == 0) metrics(e, s, q, r);
-  else if (strcmp(action, "logs") == 0) logs(e, s, q, r, v2);
+  } else if (strcmp(action, "timeout") == 0)
+    set_timeout(e, s, q, r);
+  else if (strcmp(action, "refreshes") == 0)
+    refresh(e, s, q, r);
+  else if (strcmp(action, "pause") == 0)
+    pause_sbx(e, s, r);
+  else if (strcmp(action, "resume") == 0)
+    connect_sbx(e, s, q, r, 1);
+  else if (strcmp(action, "connect") == 0)
+    connect_sbx(e, s, q, r, 0);
+  else if (strcmp(action, "metrics") == 0)
+    metrics(e, s, q, r);
+  else if (strcmp(action, "logs") == 0)
+    logs(e, s, q, r, v2);
   reg_put(e, s);
 }

@@ -61,8 +61,8 @@ static cJSON *template_json(engine *e, const template_info *t) {
   if (*t->hash) cJSON_AddStringToObject(j, "buildHash", t->hash);
   if (t->build_ms) cJSON_AddNumberToObject(j, "buildDurationMs", (double)t->build_ms);
   if (spec) {
-    static const char *const keys[] = {"start", "ready", "ports", "capabilities", "env",
-                                       "commandsPort", "tags"};
+    static const char *const keys[] = {"start", "ready",        "ports", "capabilities",
+                                       "env",   "commandsPort", "tags"};
     for (size_t i = 0; i < ASBI_ARRAY_LEN(keys); i++) {
       const cJSON *v = cJSON_GetObjectItemCaseSensitive(spec, keys[i]);
       if (v) cJSON_AddItemToObject(j, keys[i], cJSON_Duplicate(v, 1));
@@ -94,7 +94,8 @@ void api_templates_build(engine *e, api_req *q, api_reply *r) {
   const char *force_q = api_query(q, "force");
   int force = force_q && (asbi_parse_bool(force_q, 0) || !*force_q);
   if (!q->body || !q->body_len) {
-    api_error(r, 400, "the body must be a tar archive of the template directory "
+    api_error(r, 400,
+              "the body must be a tar archive of the template directory "
               "(Content-Type: application/x-tar)");
     return;
   }
@@ -174,8 +175,7 @@ void api_templates_list(engine *e, api_reply *r) {
   for (size_t i = 0; i < nb; i++) {
     template_info *w = NULL;
     char why[1024];
-    if (listed(arr, names[i]) || bundled_waiting(e, names[i], &w, why, sizeof why) != 0)
-      continue;
+    if (listed(arr, names[i]) || bundled_waiting(e, names[i], &w, why, sizeof why) != 0) continue;
     cJSON_AddItemToArray(arr, waiting_json(e, w, why));
     templates_put(e, w);
   }

@@ -32,11 +32,16 @@ void api_error(api_reply *r, int status, const char *fmt, ...) {
 
 int api_status_of(const eng_err *err) {
   switch (err->status) {
-    case ENG_EINVAL: return 400;
-    case ENG_ENOTFOUND: return 404;
-    case ENG_ECONFLICT: return 409;
-    case ENG_EFAILED: return 422;
-    default: return 500;
+    case ENG_EINVAL:
+      return 400;
+    case ENG_ENOTFOUND:
+      return 404;
+    case ENG_ECONFLICT:
+      return 409;
+    case ENG_EFAILED:
+      return 422;
+    default:
+      return 500;
   }
 }
 

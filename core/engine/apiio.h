@@ -23,8 +23,8 @@ typedef struct api_req {
 
 typedef struct api_reply {
   int status;
-  char *body;            /* JSON, malloc'd; NULL = no body */
-  char next_token[64];   /* X-Next-Token when set */
+  char *body;              /* JSON, malloc'd; NULL = no body */
+  char next_token[64];     /* X-Next-Token when set */
   long long total_running; /* X-Total-Running when >= 0 */
 } api_reply;
 

@@ -48,8 +48,7 @@
 /* ---- helpers ------------------------------------------------------------------------ */
 
 /* Invalid input in a file of the archive: ENG_EINVAL, where in rep. -1. */
-static int bad_input(build_report *rep, eng_err *err, const asbi_tmpl_error *te,
-                     const char *file) {
+static int bad_input(build_report *rep, eng_err *err, const asbi_tmpl_error *te, const char *file) {
   char msg[1024];
   asbi_tmpl_format_error(te, file, msg, sizeof msg);
   snprintf(rep->file, sizeof rep->file, "%s", file);
@@ -83,7 +82,9 @@ static void hex(const unsigned char *d, size_t n, char *out) {
   for (size_t i = 0; i < n; i++) sprintf(out + 2 * i, "%02x", d[i]);
 }
 
-static void h_str(EVP_MD_CTX *h, const char *s) { EVP_DigestUpdate(h, s, strlen(s) + 1); }
+static void h_str(EVP_MD_CTX *h, const char *s) {
+  EVP_DigestUpdate(h, s, strlen(s) + 1);
+}
 
 static void h_u64(EVP_MD_CTX *h, uint64_t v) {
   unsigned char b[8];
@@ -147,16 +148,16 @@ static void log_output(build *b, const asbi_buf *out) {
 
 /* ENG_EFAILED naming the step, with its output's tail; the step, its line
  * and its whole output in the report. */
-static void step_failed(build *b, int idx, const cJSON *step, const char *desc,
-                        const char *why, const asbi_buf *out) {
+static void step_failed(build *b, int idx, const cJSON *step, const char *desc, const char *why,
+                        const asbi_buf *out) {
   const char *text = out && out->data ? out->data : "";
   size_t n = strlen(text);
   const char *tail = n > ERROR_TAIL ? text + n - ERROR_TAIL : text;
   const cJSON *line = cJSON_GetObjectItemCaseSensitive(step, "line");
   char msg[ERROR_TAIL + 1024];
   snprintf(msg, sizeof msg, "template %s: step %d/%d (%s) at template.yaml:%d %s%s%s",
-           cJSON_GetObjectItemCaseSensitive(b->spec, "name")->valuestring, idx + 1, b->nsteps,
-           desc, cJSON_IsNumber(line) ? line->valueint : 0, why, *tail ? ":\n" : "", tail);
+           cJSON_GetObjectItemCaseSensitive(b->spec, "name")->valuestring, idx + 1, b->nsteps, desc,
+           cJSON_IsNumber(line) ? line->valueint : 0, why, *tail ? ":\n" : "", tail);
   logf_(b, "==> FAILED: %s\n", why);
   b->rep->step = idx + 1;
   b->rep->step_line = cJSON_IsNumber(line) ? line->valueint : 0;
@@ -190,8 +191,8 @@ static int run_step_cmd(build *b, int idx, const cJSON *st, const char *desc,
                         const char *const *argv, int uid, const char *cwd, const cJSON *env,
                         int timeout_s) {
   char **envp = sbx_env(uid, cJSON_GetObjectItemCaseSensitive(b->spec, "env"), NULL, env, NULL);
-  sbx_run_opts o = {argv, (const char *const *)envp, uid, cwd, NULL, 0, timeout_s * 1000,
-                    STEP_OUTPUT_MAX, 1, 1};
+  sbx_run_opts o = {
+      argv, (const char *const *)envp, uid, cwd, NULL, 0, timeout_s * 1000, STEP_OUTPUT_MAX, 1, 1};
   sbx_run_result res;
   int rc = envp ? sbx_run(b->iso, &o, &res) : -ENOMEM;
   sbx_env_free(envp);
@@ -369,10 +370,15 @@ static int run_steps(build *b) {
       snprintf(src, sizeof src, "%s/%s", CTX_DIR,
                cJSON_GetObjectItemCaseSensitive(st, "src")->valuestring);
       const cJSON *mode = cJSON_GetObjectItemCaseSensitive(st, "mode");
-      const char *argv[] = {"/bin/sh", "-c", COPY_SCRIPT, "sh", src,
+      const char *argv[] = {"/bin/sh",
+                            "-c",
+                            COPY_SCRIPT,
+                            "sh",
+                            src,
                             cJSON_GetObjectItemCaseSensitive(st, "dest")->valuestring,
                             cJSON_GetObjectItemCaseSensitive(st, "owner")->valuestring,
-                            cJSON_IsString(mode) ? mode->valuestring : "", NULL};
+                            cJSON_IsString(mode) ? mode->valuestring : "",
+                            NULL};
       rc = run_step_cmd(b, idx, st, desc, argv, 0, "/", env, timeout);
     } else {
       rc = package_step(b, idx, st, desc);
@@ -388,7 +394,8 @@ static int unpack(build *b, const char *tar, size_t len) {
   const char *argv[] = {"/bin/sh", "-c",
                         "mkdir -p " CTX_DIR " && cd " CTX_DIR " && exec tar -x -o -f -", NULL};
   char **envp = sbx_env(0, NULL, NULL, NULL, NULL);
-  sbx_run_opts o = {argv, (const char *const *)envp, 0, "/", tar, len, UNPACK_TIMEOUT_MS, 65536, 1, 1};
+  sbx_run_opts o = {argv, (const char *const *)envp, 0,     "/", tar,
+                    len,  UNPACK_TIMEOUT_MS,         65536, 1,   1};
   sbx_run_result res;
   int rc = envp ? sbx_run(b->iso, &o, &res) : -ENOMEM;
   sbx_env_free(envp);
@@ -473,8 +480,7 @@ int build_run(engine *e, const void *tar, size_t tar_len, int force, build_base_
   memset(rep, 0, sizeof *rep);
   eng_err_clear(err);
   int64_t t0 = asbi_unix_ms();
-  if (!tar || !tar_len)
-    return eng_err_set(err, ENG_EINVAL, NULL, "the template archive is empty");
+  if (!tar || !tar_len) return eng_err_set(err, ENG_EINVAL, NULL, "the template archive is empty");
   /* ---- read the archive ---- */
   asbi_tar_reader tr;
   asbi_tar_reader_init(&tr, tar, tar_len);
@@ -552,8 +558,10 @@ int build_run(engine *e, const void *tar, size_t tar_len, int force, build_base_
   }
   base = templates_find(e, base_name);
   if (!base) {
-    bad(rep, err, yname, 0, "base", "template '%s' not found (base, busybox, or a template "
-              "built before)", base_name);
+    bad(rep, err, yname, 0, "base",
+        "template '%s' not found (base, busybox, or a template "
+        "built before)",
+        base_name);
     goto out;
   }
   if (!strcmp(base->alias, name) || !strcmp(base->id, name)) {
@@ -582,7 +590,7 @@ int build_run(engine *e, const void *tar, size_t tar_len, int force, build_base_
           char field[64];
           snprintf(field, sizeof field, "steps[%d].copy.src", i);
           bad(rep, err, yname, cJSON_GetObjectItemCaseSensitive(st, "line")->valueint, field,
-                    "'%s' is not in the template directory", raw);
+              "'%s' is not in the template directory", raw);
           goto out;
         }
       }
@@ -723,8 +731,10 @@ int build_run(engine *e, const void *tar, size_t tar_len, int force, build_base_
     cJSON_AddItemToArray(binds, pair);
   }
   cJSON_AddNumberToObject(j, "cpuCount", cJSON_GetObjectItemCaseSensitive(res, "cpu")->valueint);
-  cJSON_AddNumberToObject(j, "memoryMB", cJSON_GetObjectItemCaseSensitive(res, "memoryMB")->valueint);
-  cJSON_AddNumberToObject(j, "diskSizeMB", cJSON_GetObjectItemCaseSensitive(res, "diskMB")->valueint);
+  cJSON_AddNumberToObject(j, "memoryMB",
+                          cJSON_GetObjectItemCaseSensitive(res, "memoryMB")->valueint);
+  cJSON_AddNumberToObject(j, "diskSizeMB",
+                          cJSON_GetObjectItemCaseSensitive(res, "diskMB")->valueint);
   cJSON_AddNumberToObject(j, "createdMs", (double)asbi_unix_ms());
   cJSON_AddNumberToObject(j, "buildMs", (double)took);
   cJSON_AddItemToObject(j, "spec", cJSON_Duplicate(spec, 1));
@@ -749,7 +759,8 @@ out:
   if (b.iso) {
     asbe_sandbox_kill(b.iso, 1);
     asbe_sandbox_release(b.iso);
-    asbi_log("template %s: build failed", spec ? cJSON_GetObjectItemCaseSensitive(spec, "name")->valuestring : "?");
+    asbi_log("template %s: build failed",
+             spec ? cJSON_GetObjectItemCaseSensitive(spec, "name")->valuestring : "?");
   }
   if (bdir[0]) {
     host_rm_rf(bdir);

@@ -11,16 +11,16 @@
 
 /* What a build did, for the reply (free with build_report_free). */
 typedef struct build_report {
-  char *log;    /* the build log (malloc'd; NULL when it never started) */
-  int cached;   /* a build of the same inputs existed: nothing ran */
+  char *log;  /* the build log (malloc'd; NULL when it never started) */
+  int cached; /* a build of the same inputs existed: nothing ran */
   /* ENG_EINVAL about a file of the archive (file "" when not): */
-  char file[16]; /* "template.yaml" or "template.yml" */
+  char file[16];    /* "template.yaml" or "template.yml" */
   int line, column; /* 0 = not about a line */
   char field[64];   /* e.g. "steps[2].copy.src", or "" */
   /* ENG_EFAILED: the failed step */
-  int step;        /* 1-based */
-  int step_line;   /* its line in template.yaml, 0 = unknown */
-  char *output;    /* its whole output (malloc'd) */
+  int step;      /* 1-based */
+  int step_line; /* its line in template.yaml, 0 = unknown */
+  char *output;  /* its whole output (malloc'd) */
 } build_report;
 void build_report_free(build_report *rep);
 

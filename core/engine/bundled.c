@@ -105,8 +105,7 @@ int bundled_ensure(engine *e, const char *name, eng_err *err) {
 
 /* ---- templates that are not built yet ---------------------------------------------- */
 
-int bundled_waiting(engine *e, const char *name, template_info **out, char *why,
-                    size_t whylen) {
+int bundled_waiting(engine *e, const char *name, template_info **out, char *why, size_t whylen) {
   *out = NULL;
   why[0] = '\0';
   if (!e->templates_dir || !name || !valid_name(name)) return -1;

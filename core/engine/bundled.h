@@ -19,8 +19,7 @@ int bundled_ensure(engine *e, const char *name, eng_err *err);
  * in, no build; created = the file's time; release with templates_put),
  * and why it cannot be built in why ("" when it can); -1 when there is no
  * such bundled template. */
-int bundled_waiting(engine *e, const char *name, template_info **out, char *why,
-                    size_t whylen);
+int bundled_waiting(engine *e, const char *name, template_info **out, char *why, size_t whylen);
 /* The names of the bundled template dirs (valid template names, in
  * directory order): a malloc'd array of *n strings, or NULL when none.
  * Free with bundled_names_free. */

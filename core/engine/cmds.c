@@ -61,8 +61,8 @@ int cmds_wants(engine *e, const char *id, int port, const char *url) {
   sbx *s = reg_get(e, id);
   if (!s) return 0;
   pthread_mutex_lock(&s->mu);
-  int yes = s->state == SBX_RUNNING && cJSON_GetArraySize(s->commands) > 0 &&
-            port == s->commands_port;
+  int yes =
+      s->state == SBX_RUNNING && cJSON_GetArraySize(s->commands) > 0 && port == s->commands_port;
   pthread_mutex_unlock(&s->mu);
   reg_put(e, s);
   return yes;
@@ -75,10 +75,12 @@ static void list_own(const sbx *s, cJSON *arr) {
     if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(c, "hidden"))) continue;
     cJSON *o = cJSON_CreateObject();
     cJSON_AddItemToArray(arr, o);
-    cJSON_AddItemToObject(o, "name", cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(c, "name"), 1));
+    cJSON_AddItemToObject(o, "name",
+                          cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(c, "name"), 1));
     cJSON_AddItemToObject(o, "description",
                           cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(c, "description"), 1));
-    cJSON_AddItemToObject(o, "args", cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(c, "args"), 1));
+    cJSON_AddItemToObject(o, "args",
+                          cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(c, "args"), 1));
   }
 }
 
@@ -156,15 +158,15 @@ static char *run_custom(sbx *s, const cJSON *cmd, const char *body, size_t len, 
   char sid[64];
   snprintf(sid, sizeof sid, "ASB_SANDBOX_ID=%s", s->id);
   const char *extra[] = {sid, NULL};
-  char **envp = sbx_env(uid, s->tmpl_env, s->env_vars, cJSON_GetObjectItemCaseSensitive(cmd, "env"),
-                        extra);
+  char **envp =
+      sbx_env(uid, s->tmpl_env, s->env_vars, cJSON_GetObjectItemCaseSensitive(cmd, "env"), extra);
   sbx_run_result r;
   int rc = -ENOENT;
   static const char *const shells[][2] = {{"/bin/bash", "-lc"}, {"/bin/sh", "-c"}};
   for (int i = 0; i < 2 && rc == -ENOENT; i++) {
     const char *argv[] = {shells[i][0], shells[i][1], line.data, NULL};
-    sbx_run_opts o = {argv, (const char *const *)envp, uid, cwd, NULL, 0, timeout_s * 1000,
-                      OUTPUT_MAX, 0, 0};
+    sbx_run_opts o = {argv, (const char *const *)envp, uid,        cwd, NULL,
+                      0,    timeout_s * 1000,          OUTPUT_MAX, 0,   0};
     rc = envp ? sbx_run(s->iso, &o, &r) : -ENOMEM;
   }
   sbx_env_free(envp);

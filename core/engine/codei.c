@@ -30,9 +30,10 @@ char **codei_aux_argv(engine *e, const sbx *s) {
   char access_hex[65], traffic_hex[65];
   asbi_sha256_hex(s->token, strlen(s->token), access_hex);
   asbi_sha256_hex(s->traffic_token, strlen(s->traffic_token), traffic_hex);
-  const char *args[] = {"--port", ASBI_STRINGIFY(ASBI_CODE_PORT), "--listen", "127.0.0.1", "--access-token-sha256",
-                        access_hex, "--traffic-token-sha256", traffic_hex, "--cwd", "/home/user",
-                        "--state", "/run/asb/codei-contexts.json", NULL};
+  const char *args[] = {
+      "--port",   ASBI_STRINGIFY(ASBI_CODE_PORT), "--listen",  "127.0.0.1", "--access-token-sha256",
+      access_hex, "--traffic-token-sha256",       traffic_hex, "--cwd",     "/home/user",
+      "--state",  "/run/asb/codei-contexts.json", NULL};
   char **argv = asbe_agent_argv("code-interpreter", args);
   if (!argv) return NULL;
   size_t na = 0;
@@ -47,7 +48,8 @@ char **codei_aux_argv(engine *e, const sbx *s) {
   if (ok) {
     const char *fixed[] = {"HOME=/root", "USER=root", "LOGNAME=root", "LANG=C.UTF-8",
                            "E2B_SANDBOX=true"};
-    for (size_t i = 0; ok && i < ASBI_ARRAY_LEN(fixed); i++) ok = (v[k++] = asbi_strdup(fixed[i])) != NULL;
+    for (size_t i = 0; ok && i < ASBI_ARRAY_LEN(fixed); i++)
+      ok = (v[k++] = asbi_strdup(fixed[i])) != NULL;
     const cJSON *it;
     cJSON_ArrayForEach(it, s->env_vars) {
       if (!ok) break;
@@ -76,7 +78,8 @@ int codei_start(engine *e, sbx *s) {
   if (!e->codei_path) return -ENOTSUP;
   pthread_mutex_lock(&s->mu);
   int rc = 0;
-  if (s->state != SBX_RUNNING) rc = -ESRCH;
+  if (s->state != SBX_RUNNING)
+    rc = -ESRCH;
   else if (!s->codei_started && (rc = asbe_sandbox_start_aux(s->iso)) != 0)
     asbi_log("sandbox %s: cannot start the code interpreter: %s", s->id, asbe_errmsg());
   if (!rc) s->codei_started = 1;
@@ -136,8 +139,7 @@ static int dpkg_installed(const char *status, const char *name) {
       continue;
     const char *end = strstr(p, "\n\n");
     const char *st = strstr(p, "\nStatus: ");
-    if (st && (!end || st < end))
-      return strncmp(st + 9, "install ok installed", 20) == 0;
+    if (st && (!end || st < end)) return strncmp(st + 9, "install ok installed", 20) == 0;
   }
   return 0;
 }

@@ -22,7 +22,6 @@
 #include "util/log.h"
 #include "util/util.h"
 
-
 void engine_init(engine *e) {
   memset(e, 0, sizeof *e);
   pthread_mutex_init(&e->mu, NULL);
@@ -98,8 +97,7 @@ static void on_live(const char *id, void *ctx) {
       asbi_log("sandbox %s: cannot adopt it to kill it: %s", id, asbe_errmsg());
       return;
     }
-    if (asbe_sandbox_kill(iso, 1) != 0)
-      asbi_log("sandbox %s: kill: %s", id, asbe_errmsg());
+    if (asbe_sandbox_kill(iso, 1) != 0) asbi_log("sandbox %s: kill: %s", id, asbe_errmsg());
     asbe_sandbox_release(iso);
     return;
   }
@@ -134,8 +132,7 @@ static void adopt_or_reap(engine *e) {
   adopt_ctx a = {e, 0};
   asbe_reap_report rep;
   memset(&rep, 0, sizeof rep);
-  if (asbe_reap(e->iso, on_live, &a, &rep) != 0)
-    asbi_log("reaper: %s", asbe_errmsg());
+  if (asbe_reap(e->iso, on_live, &a, &rep) != 0) asbi_log("reaper: %s", asbe_errmsg());
   for (size_t i = 0; i < nknown; i++) {
     sbx *s = known[i] ? reg_get(e, known[i]) : NULL;
     if (s) {
@@ -143,15 +140,15 @@ static void adopt_or_reap(engine *e) {
     } else if (known[i] && strlen(known[i]) <= ENGINE_ID_LEN) {
       /* Recorded but not alive: it ended while the engine was down. */
       char tb[32];
-      if (!reg_tomb(e, known[i], tb, sizeof tb))
-        reg_tomb_add(e, known[i], "engine_restart");
+      if (!reg_tomb(e, known[i], tb, sizeof tb)) reg_tomb_add(e, known[i], "engine_restart");
     }
     free(known[i]);
   }
   free(known);
-  asbi_log("start-up: adopted %u live sandbox(es); cleaned %u dead, %u cgroup(s), "
-             "%u loop device(s), %u file(s)",
-             a.adopted, rep.sandboxes, rep.cgroups, rep.loops, rep.files);
+  asbi_log(
+      "start-up: adopted %u live sandbox(es); cleaned %u dead, %u cgroup(s), "
+      "%u loop device(s), %u file(s)",
+      a.adopted, rep.sandboxes, rep.cgroups, rep.loops, rep.files);
 }
 
 /* Drops the table's references: sandboxes not killed keep running. */

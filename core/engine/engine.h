@@ -23,10 +23,10 @@ typedef struct template_info template_info;
 typedef struct engine {
   /* configuration */
   char *state_dir;
-  int listen_port;    /* actual port once listening */
-  char *domain;       /* "localhost:<port>" */
+  int listen_port; /* actual port once listening */
+  char *domain;    /* "localhost:<port>" */
   char *envd_path, *init_path;
-  char *codei_path;   /* code interpreter binary, or NULL (feature off) */
+  char *codei_path;    /* code interpreter binary, or NULL (feature off) */
   char *templates_dir; /* bundled template dirs (<dir>/<name>/template.yaml),
                           or NULL */
   char *envd_version;
@@ -37,7 +37,7 @@ typedef struct engine {
   /* runtime */
   asbe_engine *iso;
   pthread_mutex_t mu;
-  struct sbx **sbx;          /* table (small engines: linear scan is fine) */
+  struct sbx **sbx; /* table (small engines: linear scan is fine) */
   size_t nsbx, capsbx;
   struct tomb *tombs;
   size_t ntombs, captombs;
@@ -56,9 +56,9 @@ typedef struct engine {
   int bundled_nbusy;
   /* lifecycle.c */
   pthread_t lc_thread;
-  int lc_kick_fd;     /* eventfd that wakes the thread; -1 when not running */
-  int stopping;       /* under mu */
-  void *server;       /* server.c's state */
+  int lc_kick_fd; /* eventfd that wakes the thread; -1 when not running */
+  int stopping;   /* under mu */
+  void *server;   /* server.c's state */
 } engine;
 
 /* A zeroed engine with its locks made and nothing running (engine.c). */

@@ -48,8 +48,7 @@ void lifecycle_sample(engine *e, sbx *s) {
   m->ts = now / 1000;
   m->cpu_pct = pct;
   m->mem_used = st.memory_bytes;
-  m->mem_total = st.memory_limit_bytes ? st.memory_limit_bytes
-                                       : (uint64_t)s->memory_mb << 20;
+  m->mem_total = st.memory_limit_bytes ? st.memory_limit_bytes : (uint64_t)s->memory_mb << 20;
   m->mem_cache = 0;
   m->disk_used = st.disk_used_bytes;
   m->disk_total = st.disk_total_bytes;
@@ -57,7 +56,7 @@ void lifecycle_sample(engine *e, sbx *s) {
   if (s->ring_n < ENGINE_METRICS_RING) s->ring_n++;
   if (st.oom_kills > s->oom_kills) {
     asbi_log("sandbox %s: %llu OOM kill(s) in its workload", s->id,
-               (unsigned long long)(st.oom_kills - s->oom_kills));
+             (unsigned long long)(st.oom_kills - s->oom_kills));
     s->oom_kills = st.oom_kills;
   }
   pthread_mutex_unlock(&s->mu);
@@ -136,8 +135,7 @@ static void *loop(void *arg) {
       if (st == SBX_DEAD) continue;
       if (!alive) {
         asbe_stats stats;
-        int oom = s->iso && asbe_sandbox_stats(s->iso, &stats) == 0 &&
-                  stats.agent_oom_kills > 0;
+        int oom = s->iso && asbe_sandbox_stats(s->iso, &stats) == 0 && stats.agent_oom_kills > 0;
         lifecycle_kill(e, s, oom ? "oom" : "crashed");
         continue;
       }

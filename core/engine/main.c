@@ -150,8 +150,7 @@ static void detach_terminal(void) {
   ign.sa_handler = SIG_IGN;
   if (leader) sigaction(SIGHUP, &ign, &old);
   if (ioctl(tty, TIOCNOTTY) != 0)
-    fprintf(stderr, "agent-sandboxd: cannot drop the controlling terminal: %s\n",
-            strerror(errno));
+    fprintf(stderr, "agent-sandboxd: cannot drop the controlling terminal: %s\n", strerror(errno));
   if (leader) sigaction(SIGHUP, &old, NULL);
   close(tty);
 }
@@ -174,18 +173,40 @@ int main(int argc, char **argv) {
   e->max_conns = 1000;
   e->max_conns_per_ip = 256;
   e->header_timeout_s = 30;
-  enum { O_STATE = 1, O_LISTEN, O_SOCKET, O_ENVD, O_INIT, O_CODEI, O_TDIR, O_CGROUP, O_POOL,
-         O_DAEMON, O_KILL, O_PREFLIGHT, O_VERSION, O_HELP, O_MAXCONN, O_MAXCONN_IP,
-         O_HDR_TIMEOUT };
+  enum {
+    O_STATE = 1,
+    O_LISTEN,
+    O_SOCKET,
+    O_ENVD,
+    O_INIT,
+    O_CODEI,
+    O_TDIR,
+    O_CGROUP,
+    O_POOL,
+    O_DAEMON,
+    O_KILL,
+    O_PREFLIGHT,
+    O_VERSION,
+    O_HELP,
+    O_MAXCONN,
+    O_MAXCONN_IP,
+    O_HDR_TIMEOUT
+  };
   static const struct option opts[] = {
-      {"state-dir", required_argument, 0, O_STATE}, {"listen", required_argument, 0, O_LISTEN},
-      {"socket", required_argument, 0, O_SOCKET},   {"envd", required_argument, 0, O_ENVD},
+      {"state-dir", required_argument, 0, O_STATE},
+      {"listen", required_argument, 0, O_LISTEN},
+      {"socket", required_argument, 0, O_SOCKET},
+      {"envd", required_argument, 0, O_ENVD},
       {"init", required_argument, 0, O_INIT},
       {"code-interpreter", required_argument, 0, O_CODEI},
-      {"templates-dir", required_argument, 0, O_TDIR},       {"cgroup-name", required_argument, 0, O_CGROUP},
-      {"pool", required_argument, 0, O_POOL},       {"daemon", no_argument, 0, O_DAEMON},
-      {"kill-on-exit", no_argument, 0, O_KILL},     {"preflight", no_argument, 0, O_PREFLIGHT},
-      {"version", no_argument, 0, O_VERSION},       {"help", no_argument, 0, O_HELP},
+      {"templates-dir", required_argument, 0, O_TDIR},
+      {"cgroup-name", required_argument, 0, O_CGROUP},
+      {"pool", required_argument, 0, O_POOL},
+      {"daemon", no_argument, 0, O_DAEMON},
+      {"kill-on-exit", no_argument, 0, O_KILL},
+      {"preflight", no_argument, 0, O_PREFLIGHT},
+      {"version", no_argument, 0, O_VERSION},
+      {"help", no_argument, 0, O_HELP},
       {"max-connections", required_argument, 0, O_MAXCONN},
       {"max-connections-per-ip", required_argument, 0, O_MAXCONN_IP},
       {"header-timeout", required_argument, 0, O_HDR_TIMEOUT},
@@ -193,20 +214,48 @@ int main(int argc, char **argv) {
   int o;
   while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
     switch (o) {
-      case O_STATE: state = optarg; break;
-      case O_LISTEN: listen_addr = optarg; break;
-      case O_SOCKET: sock = optarg; break;
-      case O_ENVD: envd = optarg; break;
-      case O_INIT: init = optarg; break;
-      case O_CODEI: codei = optarg; break;
-      case O_TDIR: tdir = optarg; break;
-      case O_CGROUP: cgroup_name = optarg; break;
-      case O_POOL: pool = atoi(optarg); break;
-      case O_DAEMON: daemonize = 1; break;
-      case O_KILL: kill_on_exit = 1; break;
-      case O_PREFLIGHT: preflight_only = 1; break;
-      case O_VERSION: printf("agent-sandboxd 1.0.0\n"); return 0;
-      case O_HELP: usage(stdout); return 0;
+      case O_STATE:
+        state = optarg;
+        break;
+      case O_LISTEN:
+        listen_addr = optarg;
+        break;
+      case O_SOCKET:
+        sock = optarg;
+        break;
+      case O_ENVD:
+        envd = optarg;
+        break;
+      case O_INIT:
+        init = optarg;
+        break;
+      case O_CODEI:
+        codei = optarg;
+        break;
+      case O_TDIR:
+        tdir = optarg;
+        break;
+      case O_CGROUP:
+        cgroup_name = optarg;
+        break;
+      case O_POOL:
+        pool = atoi(optarg);
+        break;
+      case O_DAEMON:
+        daemonize = 1;
+        break;
+      case O_KILL:
+        kill_on_exit = 1;
+        break;
+      case O_PREFLIGHT:
+        preflight_only = 1;
+        break;
+      case O_VERSION:
+        printf("agent-sandboxd 1.0.0\n");
+        return 0;
+      case O_HELP:
+        usage(stdout);
+        return 0;
       case O_MAXCONN:
       case O_MAXCONN_IP:
       case O_HDR_TIMEOUT: {
@@ -214,16 +263,23 @@ int main(int argc, char **argv) {
         long v = strtol(optarg, &end, 10);
         if (!*optarg || *end || v < 1 || v > 100000) {
           fprintf(stderr, "agent-sandboxd: --%s wants a whole number 1..100000, not '%s'\n",
-                  o == O_MAXCONN ? "max-connections"
-                  : o == O_MAXCONN_IP ? "max-connections-per-ip" : "header-timeout", optarg);
+                  o == O_MAXCONN      ? "max-connections"
+                  : o == O_MAXCONN_IP ? "max-connections-per-ip"
+                                      : "header-timeout",
+                  optarg);
           return 2;
         }
-        if (o == O_MAXCONN) e->max_conns = (unsigned)v;
-        else if (o == O_MAXCONN_IP) e->max_conns_per_ip = (unsigned)v;
-        else e->header_timeout_s = (unsigned)v;
+        if (o == O_MAXCONN)
+          e->max_conns = (unsigned)v;
+        else if (o == O_MAXCONN_IP)
+          e->max_conns_per_ip = (unsigned)v;
+        else
+          e->header_timeout_s = (unsigned)v;
         break;
       }
-      default: usage(stderr); return 2;
+      default:
+        usage(stderr);
+        return 2;
     }
   }
   if (!state) state = "/var/lib/agent-sandbox";
@@ -262,7 +318,7 @@ int main(int argc, char **argv) {
     fprintf(stderr, "agent-sandboxd: cannot create %s: %s\n", state, strerror(errno));
     return 1;
   }
-  chmod(state, 0700); /* holds the API key and every sandbox's token */
+  chmod(state, 0700);                      /* holds the API key and every sandbox's token */
   char *state_dir = realpath(state, NULL); /* engine_open keeps its own */
   char path[4096];
   if (daemonize) {
@@ -293,8 +349,8 @@ int main(int argc, char **argv) {
   ec.envd = envd;
   ec.init = init;
   ec.codei = codei;
-  ec.templates_dir = tdir ? tdir : default_path(ASB_DEFAULT_TEMPLATES_DIR,
-                                                ASB_INSTALLED_TEMPLATES_DIR);
+  ec.templates_dir =
+      tdir ? tdir : default_path(ASB_DEFAULT_TEMPLATES_DIR, ASB_INSTALLED_TEMPLATES_DIR);
   ec.cgroup_name = cgroup_name;
   ec.pool = pool;
   /* Stop signals are taken by sigwait in this thread only: block them
@@ -331,8 +387,8 @@ int main(int argc, char **argv) {
   char urlline[128];
   snprintf(urlline, sizeof urlline, "http://127.0.0.1:%d\n", e->listen_port);
   write_file(path, urlline, 0644);
-  asbi_log("listening on %s (port %d), unix socket %s, state %s, envd %s",
-             listen_addr, e->listen_port, sock, e->state_dir, e->envd_version);
+  asbi_log("listening on %s (port %d), unix socket %s, state %s, envd %s", listen_addr,
+           e->listen_port, sock, e->state_dir, e->envd_version);
   printf("listening on 127.0.0.1:%d\n", e->listen_port);
   fflush(stdout);
 

@@ -90,18 +90,15 @@ static void tomb_append_file(engine *e, const tomb *t) {
   int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
   if (fd < 0) return;
   char line[128];
-  int n = snprintf(line, sizeof line, "%s %s %lld\n", t->id, t->reason,
-                   (long long)t->ended_ms);
+  int n = snprintf(line, sizeof line, "%s %s %lld\n", t->id, t->reason, (long long)t->ended_ms);
   if (write(fd, line, (size_t)n) != n) asbi_log("cannot record tombstone of %s", t->id);
   close(fd);
 }
 
-static void tomb_add_locked(engine *e, const char *id, const char *reason,
-                            int64_t when) {
+static void tomb_add_locked(engine *e, const char *id, const char *reason, int64_t when) {
   if (e->ntombs == e->captombs) {
     if (e->captombs >= TOMBS_MAX) { /* forget the oldest half */
-      memmove(e->tombs, e->tombs + TOMBS_MAX / 2,
-              (e->ntombs - TOMBS_MAX / 2) * sizeof *e->tombs);
+      memmove(e->tombs, e->tombs + TOMBS_MAX / 2, (e->ntombs - TOMBS_MAX / 2) * sizeof *e->tombs);
       e->ntombs -= TOMBS_MAX / 2;
     } else {
       size_t cap = e->captombs ? e->captombs * 2 : 256;
@@ -173,8 +170,7 @@ void reg_load_tombs(engine *e) {
   if (!o) return;
   pthread_mutex_lock(&e->mu);
   for (size_t i = 0; i < e->ntombs; i++)
-    fprintf(o, "%s %s %lld\n", e->tombs[i].id, e->tombs[i].reason,
-            (long long)e->tombs[i].ended_ms);
+    fprintf(o, "%s %s %lld\n", e->tombs[i].id, e->tombs[i].reason, (long long)e->tombs[i].ended_ms);
   pthread_mutex_unlock(&e->mu);
   if (fclose(o) == 0) rename(tmp, path);
 }
@@ -215,11 +211,9 @@ int reg_save(engine *e, sbx *s) {
   cJSON_AddStringToObject(j, "templateID", s->template_id ? s->template_id : "");
   cJSON_AddStringToObject(j, "alias", s->alias ? s->alias : "");
   cJSON_AddItemToObject(j, "metadata",
-                        s->metadata ? cJSON_Duplicate(s->metadata, 1)
-                                    : cJSON_CreateObject());
+                        s->metadata ? cJSON_Duplicate(s->metadata, 1) : cJSON_CreateObject());
   cJSON_AddItemToObject(j, "envVars",
-                        s->env_vars ? cJSON_Duplicate(s->env_vars, 1)
-                                    : cJSON_CreateObject());
+                        s->env_vars ? cJSON_Duplicate(s->env_vars, 1) : cJSON_CreateObject());
   cJSON_AddNumberToObject(j, "startedMs", (double)s->started_ms);
   cJSON_AddNumberToObject(j, "endMs", (double)s->end_ms);
   cJSON_AddBoolToObject(j, "autoPause", s->auto_pause);
@@ -227,7 +221,8 @@ int reg_save(engine *e, sbx *s) {
   cJSON_AddNumberToObject(j, "memoryMB", s->memory_mb);
   cJSON_AddNumberToObject(j, "diskMB", s->disk_mb);
   cJSON_AddStringToObject(j, "state", s->state == SBX_PAUSED ? "paused" : "running");
-  if (s->tmpl_layers) cJSON_AddItemToObject(j, "templateLayers", cJSON_Duplicate(s->tmpl_layers, 1));
+  if (s->tmpl_layers)
+    cJSON_AddItemToObject(j, "templateLayers", cJSON_Duplicate(s->tmpl_layers, 1));
   if (s->commands) cJSON_AddItemToObject(j, "customCommands", cJSON_Duplicate(s->commands, 1));
   if (s->tmpl_env) cJSON_AddItemToObject(j, "templateEnv", cJSON_Duplicate(s->tmpl_env, 1));
   if (s->commands_port) cJSON_AddNumberToObject(j, "commandsPort", s->commands_port);

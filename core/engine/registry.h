@@ -16,8 +16,8 @@
 typedef enum sbx_state { SBX_RUNNING = 1, SBX_PAUSED = 2, SBX_DEAD = 3 } sbx_state;
 
 typedef struct sbx_metric {
-  int64_t ts;        /* unix seconds */
-  double cpu_pct;    /* of the sandbox's CPUs */
+  int64_t ts;     /* unix seconds */
+  double cpu_pct; /* of the sandbox's CPUs */
   uint64_t mem_used, mem_total, mem_cache, disk_used, disk_total;
 } sbx_metric;
 
@@ -30,14 +30,14 @@ typedef struct upstream {
 
 typedef struct sbx {
   char id[ENGINE_ID_LEN + 1];
-  char token[65];   /* envd access token */
+  char token[65];         /* envd access token */
   char traffic_token[65]; /* E2B's trafficAccessToken: the code interpreter
                              takes it in E2B-Traffic-Access-Token (what the
                              stock SDKs send on their context calls) */
   char *template_id;
-  char *alias;      /* template name */
-  cJSON *metadata;  /* object of strings */
-  cJSON *env_vars;  /* object of strings */
+  char *alias;                /* template name */
+  cJSON *metadata;            /* object of strings */
+  cJSON *env_vars;            /* object of strings */
   int64_t started_ms, end_ms; /* unix ms */
   int auto_pause;
   int cpu_count, memory_mb, disk_mb;
@@ -50,8 +50,8 @@ typedef struct sbx {
   unsigned ring_n, ring_at;
   uint64_t last_cpu_ns;
   int64_t last_cpu_ts_ms;
-  uint64_t oom_kills; /* last seen, to log new ones */
-  int codei_started;  /* the code interpreter was launched (under mu) */
+  uint64_t oom_kills;  /* last seen, to log new ones */
+  int codei_started;   /* the code interpreter was launched (under mu) */
   char end_reason[32]; /* set with SBX_DEAD, before the kill starts */
   /* From a template built from template.yaml (NULL / 0 otherwise): */
   cJSON *tmpl_layers; /* the template's layer dirs (old builds in use) */
@@ -59,7 +59,6 @@ typedef struct sbx {
   cJSON *tmpl_env;    /* its env */
   int commands_port;  /* where custom commands are served */
 } sbx;
-
 
 typedef struct tomb {
   char id[ENGINE_ID_LEN + 1];

@@ -42,31 +42,31 @@ struct route_ctx {
   sbx *s;
   int port;
   int fd;
-  int chunked_up;   /* request body re-chunked upstream */
+  int chunked_up;     /* request body re-chunked upstream */
   uint64_t body_len;  /* Content-Length sent upstream (when not chunked) */
   uint64_t body_sent; /* body bytes sent upstream */
-  int no_reuse;     /* close the upstream connection after this exchange */
-  int failed;       /* the upstream connection is unusable */
-  int write_failed; /* sending the body failed: the upstream may have
-                       answered early (401, 413) and closed */
+  int no_reuse;       /* close the upstream connection after this exchange */
+  int failed;         /* the upstream connection is unusable */
+  int write_failed;   /* sending the body failed: the upstream may have
+                         answered early (401, 413) and closed */
   int head_request;
-  int client_fd;    /* the caller's socket, watched while we wait upstream */
+  int client_fd; /* the caller's socket, watched while we wait upstream */
   /* response */
   char *buf;        /* READ_CHUNK bytes */
   size_t have, off; /* bytes in buf, consumed from buf */
   asbi_h1_resp head;
   asbi_h1_chunked chunk;
-  uint64_t left;    /* LENGTH bodies */
-  int done;         /* body fully read */
+  uint64_t left; /* LENGTH bodies */
+  int done;      /* body fully read */
   int reusable;
 };
 
 /* Fields that concern one connection only (RFC 9110 section 7.6.1), and
  * the framing fields the router sets itself. Proxy-* also goes. No upgrade
  * (WebSocket) is relayed, so Upgrade is dropped too. */
-static const char *const HOP[] = {"connection", "keep-alive", "te", "trailer",
-                                  "transfer-encoding", "upgrade", "content-length",
-                                  "expect", NULL};
+static const char *const HOP[] = {
+    "connection", "keep-alive",     "te",     "trailer", "transfer-encoding",
+    "upgrade",    "content-length", "expect", NULL};
 
 static int is_hop(const char *name, size_t n) {
   if (n >= 6 && strncasecmp(name, "proxy-", 6) == 0) return 1;
@@ -77,14 +77,12 @@ static int is_hop(const char *name, size_t n) {
 
 /* Error bodies: {"code", "message", "sandboxID", "error": kind, "reason"?}.
  * kind is sandbox_not_found, sandbox_paused, port_closed or bad_gateway. */
-static struct MHD_Response *json_resp(unsigned status, const char *id,
-                                      const char *kind, const char *reason,
-                                      const char *fmt, ...)
+static struct MHD_Response *json_resp(unsigned status, const char *id, const char *kind,
+                                      const char *reason, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
 
-static struct MHD_Response *json_resp(unsigned status, const char *id,
-                                      const char *kind, const char *reason,
-                                      const char *fmt, ...) {
+static struct MHD_Response *json_resp(unsigned status, const char *id, const char *kind,
+                                      const char *reason, const char *fmt, ...) {
   char msg[512];
   va_list ap;
   va_start(ap, fmt);
@@ -186,12 +184,12 @@ static int send_all(int fd, const char *p, size_t n) {
 
 typedef struct head_ctx {
   asbi_buf *b;
-  asbi_buf conn;      /* the Connection fields' values, joined by ',' */
+  asbi_buf conn; /* the Connection fields' values, joined by ',' */
   const char *api_key;
 } head_ctx;
 
-static enum MHD_Result gather_connection(void *cls, enum MHD_ValueKind kind,
-                                         const char *key, const char *value) {
+static enum MHD_Result gather_connection(void *cls, enum MHD_ValueKind kind, const char *key,
+                                         const char *value) {
   (void)kind;
   head_ctx *h = cls;
   if (value && asbi_strcaseeq(key, "Connection")) asbi_buf_printf(&h->conn, "%s,", value);
@@ -208,8 +206,8 @@ static int is_api_key(const head_ctx *h, const char *key, const char *value) {
 }
 
 /* server.c checked every name and value (tokens; no CR, LF or controls). */
-static enum MHD_Result copy_header(void *cls, enum MHD_ValueKind kind,
-                                   const char *key, const char *value) {
+static enum MHD_Result copy_header(void *cls, enum MHD_ValueKind kind, const char *key,
+                                   const char *value) {
   (void)kind;
   head_ctx *h = cls;
   size_t kl = strlen(key);
@@ -259,14 +257,14 @@ static void route_free(route_ctx *r) {
 }
 
 static int connect_port(engine *e, sbx *s, int port) {
-  return port == ASBI_ENVD_PORT    ? asbe_sandbox_connect_unix(s->iso, "envd.sock")
+  return port == ASBI_ENVD_PORT   ? asbe_sandbox_connect_unix(s->iso, "envd.sock")
          : port == ASBI_CODE_PORT ? codei_connect(e, s, 30000)
-                              : asbe_sandbox_connect_tcp(s->iso, (uint16_t)port);
+                                  : asbe_sandbox_connect_tcp(s->iso, (uint16_t)port);
 }
 
 route_ctx *router_begin(engine *e, struct MHD_Connection *c, const char *raw_uri,
-                        const char *method, const char *id, int port,
-                        struct MHD_Response **err, unsigned *err_status) {
+                        const char *method, const char *id, int port, struct MHD_Response **err,
+                        unsigned *err_status) {
   *err = NULL;
   if (port < 1) {
     *err_status = 400;
@@ -281,10 +279,9 @@ route_ctx *router_begin(engine *e, struct MHD_Connection *c, const char *raw_uri
     char why[32];
     const char *reason = reg_tomb(e, id, why, sizeof why);
     *err_status = 502;
-    *err = reason ? json_resp(502, id, "sandbox_not_found", reason,
-                              "sandbox \"%s\" is gone (%s)", id, reason)
-                  : json_resp(502, id, "sandbox_not_found", NULL,
-                              "sandbox \"%s\" not found", id);
+    *err = reason ? json_resp(502, id, "sandbox_not_found", reason, "sandbox \"%s\" is gone (%s)",
+                              id, reason)
+                  : json_resp(502, id, "sandbox_not_found", NULL, "sandbox \"%s\" not found", id);
     return NULL;
   }
   pthread_mutex_lock(&s->mu);
@@ -295,8 +292,7 @@ route_ctx *router_begin(engine *e, struct MHD_Connection *c, const char *raw_uri
   if (st == SBX_DEAD) { /* being killed right now */
     reg_put(e, s);
     *err_status = 502;
-    *err = json_resp(502, id, "sandbox_not_found", dying,
-                     "sandbox \"%s\" is gone (%s)", id, dying);
+    *err = json_resp(502, id, "sandbox_not_found", dying, "sandbox \"%s\" is gone (%s)", id, dying);
     return NULL;
   }
   if (st != SBX_RUNNING) {
@@ -315,7 +311,8 @@ route_ctx *router_begin(engine *e, struct MHD_Connection *c, const char *raw_uri
     return NULL;
   }
   r->e = e;
-  const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+  const union MHD_ConnectionInfo *ci =
+      MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
   r->client_fd = ci ? ci->connect_fd : -1;
   r->s = s;
   r->port = port;
@@ -327,11 +324,11 @@ route_ctx *router_begin(engine *e, struct MHD_Connection *c, const char *raw_uri
     *err_status = 502;
     *err = port == ASBI_ENVD_PORT
                ? json_resp(502, id, "bad_gateway", NULL,
-                           "the agent (envd) of sandbox \"%s\" is not reachable: %s",
-                           id, strerror(-r->fd))
+                           "the agent (envd) of sandbox \"%s\" is not reachable: %s", id,
+                           strerror(-r->fd))
                : json_resp(502, id, "port_closed", NULL,
-                           "nothing is listening on port %d in sandbox \"%s\" (%s)", port,
-                           id, strerror(-r->fd));
+                           "nothing is listening on port %d in sandbox \"%s\" (%s)", port, id,
+                           strerror(-r->fd));
     route_free(r);
     return NULL;
   }
@@ -372,8 +369,7 @@ route_ctx *router_begin(engine *e, struct MHD_Connection *c, const char *raw_uri
   if (rc) {
     *err_status = 502;
     *err = json_resp(502, id, "bad_gateway", NULL,
-                     "lost the connection to port %d of sandbox \"%s\"",
-                     port, id);
+                     "lost the connection to port %d of sandbox \"%s\"", port, id);
     r->failed = 1;
     route_free(r);
     return NULL;
@@ -392,8 +388,7 @@ int router_body(route_ctx *r, const char *data, size_t len) {
   if (r->chunked_up) {
     char sz[32];
     int n = snprintf(sz, sizeof sz, "%zx\r\n", len);
-    if (send_all(r->fd, sz, (size_t)n) || send_all(r->fd, data, len) ||
-        send_all(r->fd, "\r\n", 2))
+    if (send_all(r->fd, sz, (size_t)n) || send_all(r->fd, data, len) || send_all(r->fd, "\r\n", 2))
       r->write_failed = 1;
   } else if (send_all(r->fd, data, len)) {
     r->write_failed = 1;
@@ -504,12 +499,13 @@ static ssize_t reader(void *cls, uint64_t pos, char *out, size_t max) {
   }
 }
 
-static void reader_free(void *cls) { route_free(cls); }
+static void reader_free(void *cls) {
+  route_free(cls);
+}
 
 struct MHD_Response *router_finish(route_ctx *r, unsigned *status) {
   const char *id = r->s->id;
-  if (!r->write_failed && r->chunked_up && send_all(r->fd, "0\r\n\r\n", 5))
-    r->write_failed = 1;
+  if (!r->write_failed && r->chunked_up && send_all(r->fd, "0\r\n\r\n", 5)) r->write_failed = 1;
   if (!r->chunked_up && r->body_sent != r->body_len) r->no_reuse = 1; /* short body */
   /* Even when sending failed, the upstream may have answered already
    * (e.g. 401 before reading the body): relay that answer if it is there. */
@@ -539,10 +535,10 @@ struct MHD_Response *router_finish(route_ctx *r, unsigned *status) {
         r->write_failed
             ? json_resp(502, id, "bad_gateway", NULL,
                         "lost the connection to port %d of sandbox \"%s\" while "
-                        "sending the request", r->port, id)
+                        "sending the request",
+                        r->port, id)
             : json_resp(502, id, "bad_gateway", NULL,
-                        "port %d of sandbox \"%s\" sent no valid HTTP response",
-                        r->port, id);
+                        "port %d of sandbox \"%s\" sent no valid HTTP response", r->port, id);
     r->failed = 1;
     route_free(r);
     return e;

@@ -66,7 +66,8 @@ int sandboxes_create(engine *e, const sandboxes_create_req *rq, sbx **out, eng_e
   eng_err_clear(err);
   if (bundled_ensure(e, rq->template_id, err)) return -1;
   template_info *t = templates_find(e, rq->template_id);
-  if (!t) return eng_err_set(err, ENG_ENOTFOUND, NULL, "template \"%s\" not found", rq->template_id);
+  if (!t)
+    return eng_err_set(err, ENG_ENOTFOUND, NULL, "template \"%s\" not found", rq->template_id);
   int rc;
   sbx *s = reg_sbx_new();
   if (!s) {
@@ -129,8 +130,7 @@ int sandboxes_create(engine *e, const sandboxes_create_req *rq, sbx **out, eng_e
   }
   /* From here a failure must undo the sandbox: create is transactional. */
   if ((rc = wait_envd(s))) {
-    eng_err_set(err, ENG_EINTERNAL, NULL, "the sandbox's agent did not start: %s",
-                strerror(-rc));
+    eng_err_set(err, ENG_EINTERNAL, NULL, "the sandbox's agent did not start: %s", strerror(-rc));
     goto undo;
   }
   int st = init_envd(s);
@@ -152,8 +152,10 @@ int sandboxes_create(engine *e, const sandboxes_create_req *rq, sbx **out, eng_e
   /* Code-interpreter templates: create returns once the interpreter is up,
    * as E2B's does (its kernel warmed while envd started). */
   if (s->codei_started && (rc = codei_wait_ready(e, s, CODEI_READY_MS)))
-    asbi_log("sandbox %s: the code interpreter is not ready after create's wait (%s); "
-             "its first call will wait for it", s->id, strerror(-rc));
+    asbi_log(
+        "sandbox %s: the code interpreter is not ready after create's wait (%s); "
+        "its first call will wait for it",
+        s->id, strerror(-rc));
   if ((rc = reg_save(e, s))) {
     eng_err_set(err, ENG_EINTERNAL, NULL, "cannot record the sandbox: %s", strerror(-rc));
     goto undo;
@@ -198,8 +200,7 @@ int sandboxes_get(engine *e, const char *id, sbx **out, eng_err *err) {
   } else {
     reg_tomb(e, id, why, sizeof why);
   }
-  if (why[0])
-    return eng_err_set(err, ENG_ENOTFOUND, why, "sandbox \"%s\" is gone (%s)", id, why);
+  if (why[0]) return eng_err_set(err, ENG_ENOTFOUND, why, "sandbox \"%s\" is gone (%s)", id, why);
   return eng_err_set(err, ENG_ENOTFOUND, NULL, "sandbox \"%s\" not found", id);
 }
 
@@ -226,7 +227,9 @@ static int by_start_desc(const void *a, const void *b) {
   return key_desc(x->started_ms, x->id, y->started_ms, y->id);
 }
 
-static int by_start_asc(const void *a, const void *b) { return by_start_desc(b, a); }
+static int by_start_asc(const void *a, const void *b) {
+  return by_start_desc(b, a);
+}
 
 int sandboxes_list(engine *e, const sandboxes_filter *f, sandboxes_page *out, eng_err *err) {
   memset(out, 0, sizeof *out);
@@ -239,12 +242,15 @@ int sandboxes_list(engine *e, const sandboxes_filter *f, sandboxes_page *out, en
   for (size_t i = 0; i < n; i++) {
     sbx *s = v[i];
     int paused = s->state == SBX_PAUSED, take = 1;
-    if (s->state == SBX_DEAD || (paused && !f->paused) || (!paused && !f->running)) take = 0;
-    else if (f->metadata && !meta_match(s->metadata, f->metadata)) take = 0;
+    if (s->state == SBX_DEAD || (paused && !f->paused) || (!paused && !f->running))
+      take = 0;
+    else if (f->metadata && !meta_match(s->metadata, f->metadata))
+      take = 0;
     else if (f->template_id && *f->template_id && strcmp(f->template_id, s->template_id) &&
              strcmp(f->template_id, s->alias))
       take = 0;
-    else if (f->started_after_ms && s->started_ms < f->started_after_ms) take = 0;
+    else if (f->started_after_ms && s->started_ms < f->started_after_ms)
+      take = 0;
     if (take) {
       if (!paused) out->running++;
       int c = cursor ? key_desc(s->started_ms, s->id, f->cursor_ms, f->cursor_id) : 1;
@@ -272,7 +278,9 @@ void sandboxes_page_free(engine *e, sandboxes_page *p) {
 
 /* ---- one sandbox ---------------------------------------------------------------- */
 
-void sandboxes_kill(engine *e, sbx *s) { lifecycle_kill(e, s, "killed"); }
+void sandboxes_kill(engine *e, sbx *s) {
+  lifecycle_kill(e, s, "killed");
+}
 
 void sandboxes_set_timeout(engine *e, sbx *s, int seconds) {
   pthread_mutex_lock(&s->mu);
@@ -305,8 +313,7 @@ int sandboxes_pause(engine *e, sbx *s, eng_err *err) {
                      asbe_errmsg());
 }
 
-int sandboxes_connect(engine *e, sbx *s, int seconds, int resume_only, int *resumed,
-                      eng_err *err) {
+int sandboxes_connect(engine *e, sbx *s, int seconds, int resume_only, int *resumed, eng_err *err) {
   *resumed = 0;
   pthread_mutex_lock(&s->mu);
   int was_paused = s->state == SBX_PAUSED;

@@ -73,8 +73,7 @@ int sandboxes_pause(engine *e, sbx *s, eng_err *err);
 /* Extends its lifetime to seconds from now and thaws it if it was paused
  * (*resumed = 1). With resume_only, a running one is ENG_ECONFLICT (E2B's
  * deprecated resume). 0, or -1 with err. */
-int sandboxes_connect(engine *e, sbx *s, int seconds, int resume_only, int *resumed,
-                      eng_err *err);
+int sandboxes_connect(engine *e, sbx *s, int seconds, int resume_only, int *resumed, eng_err *err);
 
 /* Samples it now, then copies its metrics with start <= ts <= end (Unix
  * seconds; 0 = unbounded), oldest first, into out; their count. */

@@ -181,7 +181,8 @@ int sbx_run(asbe_sandbox *iso, const sbx_run_opts *o, sbx_run_result *res) {
   }
   asbe_proc_free(p);
   res->status = res->timed_out ? -1 : status;
-  res->exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+  res->exit_code =
+      WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
   if (res->timed_out) res->exit_code = -1;
   res->ms = (int64_t)(asbi_now_ms() - t0);
   if (!res->out.data) asbi_buf_puts(&res->out, "");
@@ -221,9 +222,12 @@ int sbx_http_fd(int fd, const char *method, const char *path, const char *const 
     if ((rc = wait_fd(fd, POLLOUT, deadline))) break;
     ssize_t w = send(fd, req.data + off, req.len - off, MSG_NOSIGNAL);
     if (w < 0 && errno == EINTR) continue;
-    if (w < 0) rc = -errno;
-    else if (w == 0) rc = -EIO;
-    else off += (size_t)w;
+    if (w < 0)
+      rc = -errno;
+    else if (w == 0)
+      rc = -EIO;
+    else
+      off += (size_t)w;
   }
   asbi_buf_free(&req);
   asbi_buf in = ASBI_BUF_INIT;
@@ -280,8 +284,8 @@ int sbx_http(asbe_sandbox *iso, int port, const char *method, const char *path,
   return sbx_http_fd(fd, method, path, headers, body, len, reply, timeout_ms, 8u << 20);
 }
 
-int sbx_envd_request(asbe_sandbox *iso, const char *token, const char *method,
-                     const char *path, const char *body, char **reply, int timeout_ms) {
+int sbx_envd_request(asbe_sandbox *iso, const char *token, const char *method, const char *path,
+                     const char *body, char **reply, int timeout_ms) {
   if (reply) *reply = NULL;
   int fd = asbe_sandbox_connect_unix(iso, "envd.sock");
   if (fd < 0) return fd;

@@ -13,24 +13,24 @@
 /* The environment of a program run for the engine: PATH, HOME, USER,
  * LOGNAME, LANG, TERM, E2B_SANDBOX, then the template's env, the
  * sandbox's envVars, the call's, and extra "K=V" strings (later wins). */
-char **sbx_env(int uid, const cJSON *tmpl_env, const cJSON *sandbox_env,
-               const cJSON *call_env, const char *const *extra);
+char **sbx_env(int uid, const cJSON *tmpl_env, const cJSON *sandbox_env, const cJSON *call_env,
+               const char *const *extra);
 void sbx_env_free(char **env);
 typedef struct sbx_run_opts {
   const char *const *argv;
   const char *const *envp;
-  int uid;            /* 0 root, 1000 user (gid = uid) */
+  int uid; /* 0 root, 1000 user (gid = uid) */
   const char *cwd;
-  const void *in;     /* stdin data, or NULL (/dev/null) */
+  const void *in; /* stdin data, or NULL (/dev/null) */
   size_t in_len;
-  int timeout_ms;     /* <= 0: none */
-  size_t max_output;  /* per stream; 0 = 1 MiB */
-  int merge;          /* stderr into out */
-  int keep_tail;      /* keep the end of long output, not the start */
+  int timeout_ms;    /* <= 0: none */
+  size_t max_output; /* per stream; 0 = 1 MiB */
+  int merge;         /* stderr into out */
+  int keep_tail;     /* keep the end of long output, not the start */
 } sbx_run_opts;
 typedef struct sbx_run_result {
-  int status;         /* wait status, -1 if timed out */
-  int exit_code;      /* exit code, 128+signal, -1 if timed out */
+  int status;    /* wait status, -1 if timed out */
+  int exit_code; /* exit code, 128+signal, -1 if timed out */
   int timed_out;
   int64_t ms;
   asbi_buf out, err;
@@ -55,7 +55,7 @@ int sbx_http_fd(int fd, const char *method, const char *path, const char *const 
  * with X-Access-Token: token unless token is "" (before /init set one);
  * whole reply into *reply (malloc'd; may be NULL), at most 4 MiB. The HTTP
  * status, or a negative errno. */
-int sbx_envd_request(asbe_sandbox *iso, const char *token, const char *method,
-                     const char *path, const char *body, char **reply, int timeout_ms);
+int sbx_envd_request(asbe_sandbox *iso, const char *token, const char *method, const char *path,
+                     const char *body, char **reply, int timeout_ms);
 
 #endif

@@ -86,23 +86,21 @@ static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
   *con_cls = NULL;
 }
 
-static enum MHD_Result queue(struct MHD_Connection *c, unsigned status,
-                             struct MHD_Response *resp) {
+static enum MHD_Result queue(struct MHD_Connection *c, unsigned status, struct MHD_Response *resp) {
   if (!resp) return MHD_NO;
   enum MHD_Result ret = MHD_queue_response(c, status, resp);
   MHD_destroy_response(resp);
   return ret;
 }
 
-static enum MHD_Result queue_json(struct MHD_Connection *c, unsigned status,
-                                  char *body, const api_reply *rep) {
+static enum MHD_Result queue_json(struct MHD_Connection *c, unsigned status, char *body,
+                                  const api_reply *rep) {
   struct MHD_Response *resp =
       body ? MHD_create_response_from_buffer(strlen(body), body, MHD_RESPMEM_MUST_FREE)
            : MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
   if (!resp) return MHD_NO;
   if (body) MHD_add_response_header(resp, "Content-Type", "application/json");
-  if (rep && rep->next_token[0])
-    MHD_add_response_header(resp, "X-Next-Token", rep->next_token);
+  if (rep && rep->next_token[0]) MHD_add_response_header(resp, "X-Next-Token", rep->next_token);
   if (rep && rep->total_running >= 0) {
     char n[32];
     snprintf(n, sizeof n, "%lld", rep->total_running);
@@ -111,8 +109,7 @@ static enum MHD_Result queue_json(struct MHD_Connection *c, unsigned status,
   return queue(c, status, resp);
 }
 
-static enum MHD_Result error(struct MHD_Connection *c, unsigned status,
-                             const char *msg) {
+static enum MHD_Result error(struct MHD_Connection *c, unsigned status, const char *msg) {
   return queue(c, status, asbi_httpd_json_error(status, "%s", msg));
 }
 
@@ -188,9 +185,8 @@ static int authorized(engine *e, struct MHD_Connection *c) {
   return asbi_httpd_token_eq(k, e->api_key);
 }
 
-static enum MHD_Result handler(void *cls, struct MHD_Connection *c,
-                               const char *url, const char *method,
-                               const char *version, const char *upload,
+static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *url,
+                               const char *method, const char *version, const char *upload,
                                size_t *upload_size, void **con_cls) {
   engine *e = cls;
   (void)version;
@@ -214,8 +210,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c,
       }
       struct MHD_Response *err = NULL;
       unsigned st = 0;
-      r->route = router_begin(e, c, r->raw_uri ? r->raw_uri : url, method, id, port,
-                              &err, &st);
+      r->route = router_begin(e, c, r->raw_uri ? r->raw_uri : url, method, id, port, &err, &st);
       if (!r->route) {
         r->kind = REQ_ANSWERED;
         return queue(c, st, err);
@@ -256,7 +251,8 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c,
     if (r->body.too_big) return error(c, 413, "request body over 1 MiB");
     int st = 500;
     const char *tok = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "X-Access-Token");
-    char *body = cmds_serve(e, r->sid, r->port, method, url, tok, r->body.buf.data, r->body.buf.len, &st);
+    char *body =
+        cmds_serve(e, r->sid, r->port, method, url, tok, r->body.buf.data, r->body.buf.len, &st);
     struct MHD_Response *resp =
         MHD_create_response_from_buffer(body ? strlen(body) : 0, body ? body : (void *)"",
                                         body ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);

@@ -103,8 +103,7 @@ static int builtin(engine *e, const char *name, int (*prepare)(const char *),
 /* A layer path of template.json: absolute, or relative to rel_to. */
 static int layer_path(const char *rel_to, const char *p, char *out, size_t len) {
   if (!p || !*p || strstr(p, "..")) return -EINVAL;
-  if ((size_t)snprintf(out, len, p[0] == '/' ? "%s" : "%s/%s", p[0] == '/' ? p : rel_to,
-                       p) >= len)
+  if ((size_t)snprintf(out, len, p[0] == '/' ? "%s" : "%s/%s", p[0] == '/' ? p : rel_to, p) >= len)
     return -ENAMETOOLONG;
   return 0;
 }
@@ -204,7 +203,8 @@ int templates_init(engine *e) {
   /* E2B's code-interpreter template: base, with the code interpreter
    * started at create so its default kernel is warm for the first call. */
   template_info *b = e->templates;
-  template_info *ci = b ? templates_info_new("code-interpreter-v1", "code-interpreter", b->dir) : NULL;
+  template_info *ci =
+      b ? templates_info_new("code-interpreter-v1", "code-interpreter", b->dir) : NULL;
   if (ci && asbe_template_base(b->dir, &ci->tmpl) == 0) {
     ci->start_codei = 1;
     ci->builtin = 1;
@@ -294,8 +294,12 @@ static template_info **snapshot(engine *e, size_t *n, int retired) {
   return v;
 }
 
-template_info **templates_snapshot(engine *e, size_t *n) { return snapshot(e, n, 0); }
-template_info **templates_snapshot_all(engine *e, size_t *n) { return snapshot(e, n, 1); }
+template_info **templates_snapshot(engine *e, size_t *n) {
+  return snapshot(e, n, 0);
+}
+template_info **templates_snapshot_all(engine *e, size_t *n) {
+  return snapshot(e, n, 1);
+}
 
 /* Puts t (just unlinked from the registry, whose reference the caller then
  * drops) on the retired list if others still use it. Under tmpl_mu. */

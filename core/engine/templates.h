@@ -11,16 +11,16 @@
 #include "engine.h"
 
 struct template_info {
-  char *id;     /* template id ("base", or a built template's id) */
-  int start_codei; /* start the code interpreter at create (code-interpreter-v1) */
-  int builtin;  /* base, busybox, code-interpreter-v1 */
-  int refs;     /* under tmpl_mu; the registry holds one */
+  char *id;              /* template id ("base", or a built template's id) */
+  int start_codei;       /* start the code interpreter at create (code-interpreter-v1) */
+  int builtin;           /* base, busybox, code-interpreter-v1 */
+  int refs;              /* under tmpl_mu; the registry holds one */
   char *build_id, *hash; /* built templates: this build, its inputs' hash */
-  char *base;   /* built templates: the template it was built on */
-  cJSON *spec;  /* built templates: the normalised template.yaml */
-  int64_t build_ms; /* how long the build took */
-  char *alias;  /* name */
-  char *dir;    /* prepared template dir */
+  char *base;            /* built templates: the template it was built on */
+  cJSON *spec;           /* built templates: the normalised template.yaml */
+  int64_t build_ms;      /* how long the build took */
+  char *alias;           /* name */
+  char *dir;             /* prepared template dir */
   asbe_template *tmpl;
   int cpu_count, memory_mb, disk_mb;
   char *envd_version;

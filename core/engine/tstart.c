@@ -33,7 +33,9 @@ static const char START_PREFIX[] =
 static void start_output(sbx *s, char *out, size_t len) {
   out[0] = '\0';
   const char *argv[] = {"/bin/sh", "-c",
-                        "tail -c " "1500" " /var/log/asb/start.log 2>/dev/null || "
+                        "tail -c "
+                        "1500"
+                        " /var/log/asb/start.log 2>/dev/null || "
                         "tail -c 1500 /tmp/asb-start.log 2>/dev/null",
                         NULL};
   char **envp = sbx_env(0, NULL, NULL, NULL, NULL);
@@ -124,18 +126,26 @@ int tstart_run(engine *e, sbx *s, template_info *t, char *err, size_t errlen) {
         close(fd);
         ok = 1;
       } else {
-        snprintf(last, sizeof last, "connecting to port %d: %s", port_j->valueint,
-                 strerror(-fd));
+        snprintf(last, sizeof last, "connecting to port %d: %s", port_j->valueint, strerror(-fd));
       }
     } else {
       int64_t left = deadline - asbi_unix_ms();
       const char *argv[] = {"/bin/sh", "-c", cmd_j->valuestring, NULL};
-      sbx_run_opts o = {argv, (const char *const *)envp, uid, cwd, NULL, 0,
-                        (int)(left < CHECK_CMD_MAX_MS ? (left > 100 ? left : 100) : CHECK_CMD_MAX_MS),
-                        TAIL_BYTES, 1, 1};
+      sbx_run_opts o = {
+          argv,
+          (const char *const *)envp,
+          uid,
+          cwd,
+          NULL,
+          0,
+          (int)(left < CHECK_CMD_MAX_MS ? (left > 100 ? left : 100) : CHECK_CMD_MAX_MS),
+          TAIL_BYTES,
+          1,
+          1};
       sbx_run_result r;
       if (sbx_run(s->iso, &o, &r) == 0) {
-        if (!r.timed_out && r.exit_code == 0) ok = 1;
+        if (!r.timed_out && r.exit_code == 0)
+          ok = 1;
         else if (r.timed_out)
           snprintf(last, sizeof last, "timed out; output: %s", r.out.data);
         else
@@ -160,7 +170,7 @@ int tstart_run(engine *e, sbx *s, template_info *t, char *err, size_t errlen) {
   sbx_env_free(envp);
   if (ok) {
     asbi_log("sandbox %s: ready (%s) after %lld ms", s->id, check,
-               (long long)(asbi_unix_ms() - t0));
+             (long long)(asbi_unix_ms() - t0));
     asbe_proc_free(p);
     return 0;
   }

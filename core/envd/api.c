@@ -14,8 +14,7 @@
 /* RFC 3339 → ns since the epoch. 0 or -1. */
 static int parse_rfc3339(const char *s, int64_t *ns) {
   int Y, M, D, h, m, sec, n = 0;
-  if (sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2d%n", &Y, &M, &D, &h, &m, &sec, &n) != 6)
-    return -1;
+  if (sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2d%n", &Y, &M, &D, &h, &m, &sec, &n) != 6) return -1;
   const char *p = s + n;
   int64_t frac = 0;
   if (*p == '.') {
@@ -56,8 +55,7 @@ static int parse_rfc3339(const char *s, int64_t *ns) {
 
 static struct MHD_Response *init_reply(unsigned status, const char *text) {
   struct MHD_Response *r =
-      text ? envd_resp_buf("text/plain; charset=utf-8", text, strlen(text))
-           : envd_resp_empty();
+      text ? envd_resp_buf("text/plain; charset=utf-8", text, strlen(text)) : envd_resp_empty();
   if (r) {
     MHD_add_response_header(r, "X-Envd-Version", ENVD_E2B_VERSION);
     MHD_add_response_header(r, "Cache-Control", "no-store");
@@ -86,8 +84,7 @@ static struct MHD_Response *init_done(envd_hreq *r, unsigned *status) {
   const cJSON *dw = asbi_pj_field(req, "defaultWorkdir");
   const cJSON *ts = asbi_pj_field(req, "timestamp");
   if ((tok && !cJSON_IsString(tok)) || (envs && !cJSON_IsObject(envs)) ||
-      (du && !cJSON_IsString(du)) || (dw && !cJSON_IsString(dw)) ||
-      (ts && !cJSON_IsString(ts))) {
+      (du && !cJSON_IsString(du)) || (dw && !cJSON_IsString(dw)) || (ts && !cJSON_IsString(ts))) {
     cJSON_Delete(req);
     *status = 400;
     return init_reply(400, NULL);
@@ -106,15 +103,18 @@ static struct MHD_Response *init_done(envd_hreq *r, unsigned *status) {
     *status = 400;
     return init_reply(400, NULL);
   }
-  envd_init in = {tok ? tok->valuestring : NULL, du ? du->valuestring : NULL,
-                  dw ? dw->valuestring : NULL, envs, ts != NULL, tsns};
+  envd_init in = {tok ? tok->valuestring : NULL,
+                  du ? du->valuestring : NULL,
+                  dw ? dw->valuestring : NULL,
+                  envs,
+                  ts != NULL,
+                  tsns};
   int rc = envd_state_init(&in);
   if (rc < 0) {
     cJSON_Delete(req);
     *status = 401;
-    return init_reply(401, rc == ENVD_INIT_BAD_TOKEN
-                               ? "access token validation failed"
-                               : "access token reset not authorized");
+    return init_reply(401, rc == ENVD_INIT_BAD_TOKEN ? "access token validation failed"
+                                                     : "access token reset not authorized");
   }
   cJSON_Delete(req);
   *status = 204;
@@ -155,9 +155,8 @@ static double cpu_pct(void) {
   FILE *f = fopen("/proc/stat", "re");
   if (!f) return 0;
   unsigned long long v[10] = {0};
-  int n = fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu",
-                 &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7], &v[8],
-                 &v[9]);
+  int n = fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2],
+                 &v[3], &v[4], &v[5], &v[6], &v[7], &v[8], &v[9]);
   fclose(f);
   if (n < 4) return 0;
   unsigned long long total = 0;
@@ -182,9 +181,12 @@ struct MHD_Response *envd_api_metrics(envd_hreq *r, unsigned *status) {
   FILE *f = fopen("/proc/meminfo", "re");
   if (f) {
     while (fscanf(f, "%63s %llu kB\n", key, &val) == 2) {
-      if (strcmp(key, "MemTotal:") == 0) total = val * 1024;
-      else if (strcmp(key, "MemAvailable:") == 0) avail = val * 1024;
-      else if (strcmp(key, "Cached:") == 0) cached = val * 1024;
+      if (strcmp(key, "MemTotal:") == 0)
+        total = val * 1024;
+      else if (strcmp(key, "MemAvailable:") == 0)
+        avail = val * 1024;
+      else if (strcmp(key, "Cached:") == 0)
+        cached = val * 1024;
     }
     fclose(f);
   }
@@ -202,8 +204,8 @@ struct MHD_Response *envd_api_metrics(envd_hreq *r, unsigned *status) {
                   "\"mem_total_mib\":%llu,\"mem_used_mib\":%llu,"
                   "\"mem_total\":%llu,\"mem_used\":%llu,\"mem_cache\":%llu,"
                   "\"disk_used\":%llu,\"disk_total\":%llu}\n",
-                  (long long)time(NULL), ncpu, cpu_pct(), total >> 20,
-                  used >> 20, total, used, cached, du, dt);
+                  (long long)time(NULL), ncpu, cpu_pct(), total >> 20, used >> 20, total, used,
+                  cached, du, dt);
   *status = 200;
   struct MHD_Response *resp = envd_resp_buf("application/json", b.data, b.len);
   asbi_buf_free(&b);

@@ -44,9 +44,8 @@ static struct {
 } g_cache = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 static int same_file(const struct stat *a, const struct stat *b) {
-  return a->st_ino == b->st_ino && a->st_dev == b->st_dev &&
-         a->st_size == b->st_size && a->st_mtim.tv_sec == b->st_mtim.tv_sec &&
-         a->st_mtim.tv_nsec == b->st_mtim.tv_nsec;
+  return a->st_ino == b->st_ino && a->st_dev == b->st_dev && a->st_size == b->st_size &&
+         a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec;
 }
 
 /* Called with g_cache.lock held. */
@@ -117,12 +116,10 @@ static void id_name(int is_group, unsigned id, char *out, size_t n) {
   const char *nm = NULL;
   if (is_group) {
     struct group gr, *res = NULL;
-    if (getgrgid_r((gid_t)id, &gr, buf, sizeof buf, &res) == 0 && res)
-      nm = gr.gr_name;
+    if (getgrgid_r((gid_t)id, &gr, buf, sizeof buf, &res) == 0 && res) nm = gr.gr_name;
   } else {
     struct passwd pw, *res = NULL;
-    if (getpwuid_r((uid_t)id, &pw, buf, sizeof buf, &res) == 0 && res)
-      nm = pw.pw_name;
+    if (getpwuid_r((uid_t)id, &pw, buf, sizeof buf, &res) == 0 && res) nm = pw.pw_name;
   }
   ncache_ent e;
   memset(&e, 0, sizeof e);
@@ -139,8 +136,12 @@ static void id_name(int is_group, unsigned id, char *out, size_t n) {
   pthread_mutex_unlock(&g_cache.lock);
 }
 
-void envd_uid_name(uid_t uid, char *out, size_t n) { id_name(0, uid, out, n); }
-void envd_gid_name(gid_t gid, char *out, size_t n) { id_name(1, gid, out, n); }
+void envd_uid_name(uid_t uid, char *out, size_t n) {
+  id_name(0, uid, out, n);
+}
+void envd_gid_name(gid_t gid, char *out, size_t n) {
+  id_name(1, gid, out, n);
+}
 
 /* ---- per-thread credentials ---------------------------------------------
  * fsuid/fsgid and (through the raw system call, not glibc's process-wide
@@ -177,8 +178,7 @@ int envd_creds_enter(const envd_user *u) {
   if (syscall(SYS_setgroups, (size_t)u->ngroups, u->groups) != 0) return -1;
   setfsgid(u->gid);
   setfsuid(u->uid);
-  if ((uid_t)setfsuid((uid_t)-1) != u->uid ||
-      (gid_t)setfsgid((gid_t)-1) != u->gid) {
+  if ((uid_t)setfsuid((uid_t)-1) != u->uid || (gid_t)setfsgid((gid_t)-1) != u->gid) {
     t_uid = t_gid = 0;
     envd_creds_leave();
     errno = EPERM;

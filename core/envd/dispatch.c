@@ -65,8 +65,7 @@ static ssize_t sresp_read(void *cls, uint64_t pos, char *buf, size_t max) {
       s->done = 1;
       continue;
     }
-    if (s->creds && envd_creds_enter(&s->user) != 0)
-      return MHD_CONTENT_READER_END_WITH_ERROR;
+    if (s->creds && envd_creds_enter(&s->user) != 0) return MHD_CONTENT_READER_END_WITH_ERROR;
     int rc = s->st->next(s->st, &s->out);
     if (s->creds) envd_creds_leave();
     if (rc < 0) return MHD_CONTENT_READER_END_WITH_ERROR;
@@ -87,10 +86,8 @@ static void sresp_free(void *cls) {
   free(s);
 }
 
-static struct MHD_Response *stream_response(envd_stream *st,
-                                            const envd_user *u, int creds,
-                                            const char *err_code,
-                                            const char *err_msg) {
+static struct MHD_Response *stream_response(envd_stream *st, const envd_user *u, int creds,
+                                            const char *err_code, const char *err_msg) {
   sresp *s = calloc(1, sizeof *s);
   if (!s) {
     if (st) st->destroy(st);
@@ -100,8 +97,8 @@ static struct MHD_Response *stream_response(envd_stream *st,
   if (u) s->user = *u;
   s->creds = creds;
   if (!st) envd_env_end(&s->out, err_code, err_msg);
-  struct MHD_Response *resp = MHD_create_response_from_callback(
-      MHD_SIZE_UNKNOWN, 32 * 1024, sresp_read, s, sresp_free);
+  struct MHD_Response *resp =
+      MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 32 * 1024, sresp_read, s, sresp_free);
   if (!resp) {
     sresp_free(s);
     return NULL;
@@ -110,8 +107,7 @@ static struct MHD_Response *stream_response(envd_stream *st,
   return resp;
 }
 
-static struct MHD_Response *unary_error(const char *code, const char *msg,
-                                        unsigned *status) {
+static struct MHD_Response *unary_error(const char *code, const char *msg, unsigned *status) {
   asbi_buf b = ASBI_BUF_INIT;
   asbi_connect_error_json(&b, code, msg);
   *status = (unsigned)asbi_connect_code_to_http(code);
@@ -121,8 +117,8 @@ static struct MHD_Response *unary_error(const char *code, const char *msg,
 }
 
 /* Error in the protocol form of the method. */
-static struct MHD_Response *rpc_error(envd_hreq *r, const char *code,
-                                      const char *msg, unsigned *status) {
+static struct MHD_Response *rpc_error(envd_hreq *r, const char *code, const char *msg,
+                                      unsigned *status) {
   if (r->rpc->kind == ENVD_UNARY) return unary_error(code, msg, status);
   *status = 200;
   return stream_response(NULL, NULL, 0, code, msg);
@@ -178,9 +174,7 @@ static int rpc_cs_body(envd_hreq *r, const char *data, size_t len) {
   int rc = asbi_connect_dec_feed(&s->dec, data, len, cs_msg, r);
   if (rc != 0) {
     s->failed = 1;
-    if (!s->err.code)
-      envd_err_set(&s->err, "invalid_argument", "%s",
-                   asbi_connect_strerror(rc));
+    if (!s->err.code) envd_err_set(&s->err, "invalid_argument", "%s", asbi_connect_strerror(rc));
   }
   return 0;
 }
@@ -192,8 +186,7 @@ static struct MHD_Response *rpc_cs_done(envd_hreq *r, unsigned *status) {
     int rc = asbi_connect_dec_finish(&s->dec);
     if (rc == ASBI_CONNECT_ETRUNCATED) {
       s->failed = 1;
-      envd_err_set(&s->err, "invalid_argument", "%s",
-                   asbi_connect_strerror(rc));
+      envd_err_set(&s->err, "invalid_argument", "%s", asbi_connect_strerror(rc));
     }
   }
   asbi_buf out = ASBI_BUF_INIT;
@@ -209,10 +202,8 @@ static struct MHD_Response *rpc_cs_done(envd_hreq *r, unsigned *status) {
       s->failed = 1;
     }
   }
-  if (s->failed) envd_env_end(&out, s->err.code ? s->err.code : "internal",
-                              s->err.msg);
-  struct MHD_Response *resp =
-      envd_resp_buf("application/connect+json", out.data, out.len);
+  if (s->failed) envd_env_end(&out, s->err.code ? s->err.code : "internal", s->err.msg);
+  struct MHD_Response *resp = envd_resp_buf("application/connect+json", out.data, out.len);
   asbi_buf_free(&out);
   return resp;
 }
@@ -251,8 +242,7 @@ static struct MHD_Response *rpc_done(envd_hreq *r, unsigned *status) {
   const envd_method *m = r->rpc;
   char big[128];
   if (r->body.too_big) {
-    snprintf(big, sizeof big, "request body exceeds the %zu-byte limit",
-             g_envd.max_body);
+    snprintf(big, sizeof big, "request body exceeds the %zu-byte limit", g_envd.max_body);
     return rpc_error(r, "invalid_argument", big, status);
   }
   const char *json = r->body.buf.data ? r->body.buf.data : "";
@@ -269,8 +259,10 @@ static struct MHD_Response *rpc_done(envd_hreq *r, unsigned *status) {
       om.data = NULL;
       /* Anything after the first envelope must be empty. */
       size_t used = ASBI_CONNECT_HEADER_LEN + om.len;
-      if (used != jlen) rc = ASBI_CONNECT_EAFTEREND;
-      else rc = 0;
+      if (used != jlen)
+        rc = ASBI_CONNECT_EAFTEREND;
+      else
+        rc = 0;
     } else if (rc == 0) {
       rc = asbi_connect_dec_finish(&d);
       if (rc == ASBI_CONNECT_ENOEND || rc == 0) rc = ASBI_CONNECT_ETRUNCATED;
@@ -307,8 +299,7 @@ static struct MHD_Response *rpc_done(envd_hreq *r, unsigned *status) {
   struct MHD_Response *resp = NULL;
   if (m->fs_creds && envd_creds_enter(&r->user) != 0) {
     cJSON_Delete(req);
-    return rpc_error(r, "permission_denied",
-                     "cannot act as the requested user", status);
+    return rpc_error(r, "permission_denied", "cannot act as the requested user", status);
   }
   if (m->kind == ENVD_UNARY) {
     cJSON *out = NULL;
@@ -328,16 +319,14 @@ static struct MHD_Response *rpc_done(envd_hreq *r, unsigned *status) {
     envd_stream *st = m->stream(&c, req, &e);
     if (m->fs_creds) envd_creds_leave();
     *status = 200;
-    resp = stream_response(st, &r->user, m->fs_creds,
-                           e.code ? e.code : "internal", e.msg);
+    resp = stream_response(st, &r->user, m->fs_creds, e.code ? e.code : "internal", e.msg);
   }
   cJSON_Delete(req);
   return resp;
 }
 
 const envd_method *envd_dispatch_find(const char *url) {
-  const envd_method *tabs[] = {envd_process_methods, envd_fs_methods,
-                               envd_watch_methods};
+  const envd_method *tabs[] = {envd_process_methods, envd_fs_methods, envd_watch_methods};
   for (size_t t = 0; t < ASBI_ARRAY_LEN(tabs); t++)
     for (const envd_method *m = tabs[t]; m->path; m++)
       if (strcmp(m->path, url) == 0) return m;
@@ -351,12 +340,10 @@ static int ctype_is(const char *ct, const char *want) {
   return ct[n] == '\0' || ct[n] == ';' || ct[n] == ' ';
 }
 
-struct MHD_Response *envd_dispatch_begin(envd_hreq *r, const envd_method *m,
-                                         unsigned *status) {
+struct MHD_Response *envd_dispatch_begin(envd_hreq *r, const envd_method *m, unsigned *status) {
   r->rpc = m;
   const char *ct = envd_hdr(r, "Content-Type");
-  const char *want = m->kind == ENVD_UNARY ? "application/json"
-                                  : "application/connect+json";
+  const char *want = m->kind == ENVD_UNARY ? "application/json" : "application/connect+json";
   if (strcmp(r->method, "POST") != 0) {
     *status = 405;
     struct MHD_Response *resp = envd_resp_buf("text/plain", "", 0);

@@ -11,7 +11,6 @@ const envd_method *envd_dispatch_find(const char *url);
 /* Begins the call of m for r: checks the method and content type, finds the
  * user, and either sets r's body and completion callbacks (NULL returned) or
  * returns the response with *status. */
-struct MHD_Response *envd_dispatch_begin(envd_hreq *r, const envd_method *m,
-                                         unsigned *status);
+struct MHD_Response *envd_dispatch_begin(envd_hreq *r, const envd_method *m, unsigned *status);
 
 #endif

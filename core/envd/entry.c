@@ -33,8 +33,7 @@ static void go_mode_string(mode_t m, char *out) {
   if (m & S_ISVTX) out[w++] = 't';
   if (w == 0) out[w++] = '-';
   const char *rwx = "rwxrwxrwx";
-  for (int i = 0; i < 9; i++)
-    out[w++] = (m & (1u << (8 - i))) ? rwx[i] : '-';
+  for (int i = 0; i < 9; i++) out[w++] = (m & (1u << (8 - i))) ? rwx[i] : '-';
   out[w] = '\0';
 }
 
@@ -133,8 +132,7 @@ cJSON *envd_entry_from_stat(const char *path, const struct stat *ls) {
   asbi_pj_add_str(o, "permissions", perm);
   asbi_pj_add_str(o, "owner", owner);
   asbi_pj_add_str(o, "group", group);
-  if (ls->st_mtim.tv_sec || ls->st_mtim.tv_nsec)
-    asbi_pj_add_str(o, "modifiedTime", mt);
+  if (ls->st_mtim.tv_sec || ls->st_mtim.tv_nsec) asbi_pj_add_str(o, "modifiedTime", mt);
   if (target) cJSON_AddStringToObject(o, "symlinkTarget", target);
   free(target);
   cJSON *md = read_metadata(path);
@@ -151,8 +149,7 @@ cJSON *envd_entry_info(const char *path, envd_err *e) {
     if (err == ENOENT)
       envd_err_set(e, "not_found", "file not found: lstat %s: %s", path, m);
     else
-      envd_err_set(e, envd_errno_code(err), "error getting file info: lstat %s: %s",
-                   path, m);
+      envd_err_set(e, envd_errno_code(err), "error getting file info: lstat %s: %s", path, m);
     return NULL;
   }
   return envd_entry_from_stat(path, &ls);

@@ -33,8 +33,8 @@
 
 /* Common prologue: signature/token, user, path. Returns the resolved path
  * or NULL with *resp set. */
-static char *files_prologue(envd_hreq *r, const char *op,
-                            struct MHD_Response **resp, unsigned *status) {
+static char *files_prologue(envd_hreq *r, const char *op, struct MHD_Response **resp,
+                            unsigned *status) {
   const char *path = envd_arg(r, "path");
   char msg[256];
   if (envd_check_signing(r, path, op, msg, sizeof msg) != 0) {
@@ -56,8 +56,8 @@ static char *files_prologue(envd_hreq *r, const char *op,
   }
   if (envd_user_lookup(uname, &r->user) != 0) {
     *status = 401;
-    *resp = asbi_httpd_json_error(
-        401, "error looking up user '%s': user: unknown user %s", uname, uname);
+    *resp = asbi_httpd_json_error(401, "error looking up user '%s': user: unknown user %s", uname,
+                                  uname);
     free(dflt);
     return NULL;
   }
@@ -67,10 +67,10 @@ static char *files_prologue(envd_hreq *r, const char *op,
   char *rp = envd_resolve_path(path ? path : "", &r->user, &perr);
   if (!rp) {
     *status = 400;
-    *resp = asbi_httpd_json_error(
-        400, "error expanding and resolving path '%s': failed to expand path "
-             "'%s' for user '%s': %s",
-        path, path, r->user.name, perr);
+    *resp = asbi_httpd_json_error(400,
+                                  "error expanding and resolving path '%s': failed to expand path "
+                                  "'%s' for user '%s': %s",
+                                  path, path, r->user.name, perr);
   }
   return rp;
 }
@@ -140,8 +140,7 @@ struct MHD_Response *envd_files_get(envd_hreq *r, unsigned *status) {
     if (err == ENOENT)
       resp = asbi_httpd_json_error(404, "path '%s' does not exist", path);
     else
-      resp = asbi_httpd_json_error(*status, "error opening file '%s': open %s: %s",
-                                  path, path, m);
+      resp = asbi_httpd_json_error(*status, "error opening file '%s': open %s: %s", path, path, m);
     free(path);
     return resp;
   }
@@ -150,10 +149,9 @@ struct MHD_Response *envd_files_get(envd_hreq *r, unsigned *status) {
   if (S_ISDIR(st.st_mode) || !S_ISREG(st.st_mode)) {
     close(fd);
     *status = 400;
-    resp = asbi_httpd_json_error(400, S_ISDIR(st.st_mode)
-                                         ? "path '%s' is a directory"
-                                         : "path '%s' is not a regular file",
-                                path);
+    resp = asbi_httpd_json_error(
+        400, S_ISDIR(st.st_mode) ? "path '%s' is a directory" : "path '%s' is not a regular file",
+        path);
     free(path);
     return resp;
   }
@@ -165,9 +163,9 @@ struct MHD_Response *envd_files_get(envd_hreq *r, unsigned *status) {
   if (enc < 0) {
     close(fd);
     *status = 406;
-    resp = asbi_httpd_json_error(
-        406, "error parsing Accept-Encoding: no acceptable encoding found, "
-             "supported: [gzip]");
+    resp = asbi_httpd_json_error(406,
+                                 "error parsing Accept-Encoding: no acceptable encoding found, "
+                                 "supported: [gzip]");
     free(path);
     return resp;
   }
@@ -185,8 +183,7 @@ struct MHD_Response *envd_files_get(envd_hreq *r, unsigned *status) {
       return NULL;
     }
     g->fd = fd;
-    resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 64 * 1024,
-                                             gz_read, g, gz_free);
+    resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 64 * 1024, gz_read, g, gz_free);
     if (!resp) {
       gz_free(g);
       free(path);
@@ -202,8 +199,7 @@ struct MHD_Response *envd_files_get(envd_hreq *r, unsigned *status) {
     if (rr < 0) {
       close(fd);
       *status = 416;
-      resp = envd_resp_buf("text/plain; charset=utf-8",
-                           "invalid range: failed to overlap\n", 33);
+      resp = envd_resp_buf("text/plain; charset=utf-8", "invalid range: failed to overlap\n", 33);
       char cr[64];
       snprintf(cr, sizeof cr, "bytes */%llu", (unsigned long long)len);
       if (resp) MHD_add_response_header(resp, "Content-Range", cr);
@@ -242,8 +238,7 @@ struct MHD_Response *envd_files_get(envd_hreq *r, unsigned *status) {
     if (partial) {
       char cr[96];
       snprintf(cr, sizeof cr, "bytes %llu-%llu/%llu", (unsigned long long)off,
-               (unsigned long long)(off + len - 1),
-               (unsigned long long)st.st_size);
+               (unsigned long long)(off + len - 1), (unsigned long long)st.st_size);
       MHD_add_response_header(resp, "Content-Range", cr);
     }
     MHD_add_response_header(resp, "Accept-Ranges", "bytes");
@@ -322,8 +317,8 @@ static int open_target(upl *u, const char *path) {
   if (envd_mkdirs(parent) != 0) {
     int err = errno;
     envd_errno_text(err, m, sizeof m);
-    upl_fail(u, err == ENOTDIR ? 400 : envd_errno_status(err),
-             "error ensuring directories: %s: %s", parent, m);
+    upl_fail(u, err == ENOTDIR ? 400 : envd_errno_status(err), "error ensuring directories: %s: %s",
+             parent, m);
     free(parent);
     return -1;
   }
@@ -393,8 +388,7 @@ static int finish_file(upl *u, const char *path) {
   for (size_t k = 0; k < u->nmd; k++) {
     char nm[300];
     snprintf(nm, sizeof nm, XATTR_PREFIX "%s", u->md[k].key);
-    if (fsetxattr(u->fd, nm, u->md[k].value, strlen(u->md[k].value), 0) != 0 &&
-        errno != ENOTSUP) {
+    if (fsetxattr(u->fd, nm, u->md[k].value, strlen(u->md[k].value), 0) != 0 && errno != ENOTSUP) {
       if (errno == ENOSPC || errno == EDQUOT)
         upl_fail(u, 507, "not enough space for file metadata");
       else
@@ -411,8 +405,7 @@ static int finish_file(upl *u, const char *path) {
   cJSON *o = cJSON_CreateObject();
   if (u->nmd) {
     cJSON *md = cJSON_CreateObject();
-    for (size_t k = 0; k < u->nmd; k++)
-      cJSON_AddStringToObject(md, u->md[k].key, u->md[k].value);
+    for (size_t k = 0; k < u->nmd; k++) cJSON_AddStringToObject(md, u->md[k].key, u->md[k].value);
     cJSON_AddItemToObject(o, "metadata", md);
   }
   const char *b = strrchr(path, '/');
@@ -432,25 +425,30 @@ static int mp_begin(void *ud, const asbi_mp_part *part) {
   u->skip = 0;
   const char *want = u->path_param ? u->path_param : part->filename;
   if (!want) {
-    upl_fail(u, 400, "error resolving path: error getting multipart custom "
-                     "part file name: filename not found in "
-                     "Content-Disposition header");
+    upl_fail(u, 400,
+             "error resolving path: error getting multipart custom "
+             "part file name: filename not found in "
+             "Content-Disposition header");
     return 1;
   }
   const char *perr = NULL;
   char *p = envd_resolve_path(want, &u->r->user, &perr);
   if (!p) {
-    upl_fail(u, 400, "error resolving path: failed to expand path '%s' for "
-                     "user '%s': %s", want, u->r->user.name, perr);
+    upl_fail(u, 400,
+             "error resolving path: failed to expand path '%s' for "
+             "user '%s': %s",
+             want, u->r->user.name, perr);
     return 1;
   }
   cJSON *it;
   cJSON_ArrayForEach(it, u->results) {
     const cJSON *pp = cJSON_GetObjectItemCaseSensitive(it, "path");
     if (cJSON_IsString(pp) && strcmp(pp->valuestring, p) == 0) {
-      upl_fail(u, 400, "you cannot upload multiple files to the same path "
-                       "'%s' in one upload request, only the first specified "
-                       "file was uploaded", p);
+      upl_fail(u, 400,
+               "you cannot upload multiple files to the same path "
+               "'%s' in one upload request, only the first specified "
+               "file was uploaded",
+               p);
       free(p);
       return 1;
     }
@@ -480,8 +478,7 @@ static void feed(upl *u, const char *d, size_t n) {
   }
   int rc = asbi_mp_parser_feed(u->mp, d, n);
   if (rc != 0 && !u->failed)
-    upl_fail(u, rc == ASBI_MP_ENOMEM ? 500 : 400,
-             "error reading form: %s", asbi_mp_strerror(rc));
+    upl_fail(u, rc == ASBI_MP_ENOMEM ? 500 : 400, "error reading form: %s", asbi_mp_strerror(rc));
 }
 
 static int upl_body(envd_hreq *r, const char *data, size_t len) {
@@ -496,8 +493,10 @@ static int upl_body(envd_hreq *r, const char *data, size_t len) {
   u->z.avail_in = (uInt)len;
   while (!u->failed && (u->z.avail_in > 0 || u->z.avail_out == 0)) {
     if (u->gz_end) {
-      if (u->z.avail_in) upl_fail(u, 400, "error decompressing request body: "
-                                          "data after the gzip stream");
+      if (u->z.avail_in)
+        upl_fail(u, 400,
+                 "error decompressing request body: "
+                 "data after the gzip stream");
       break;
     }
     u->z.next_out = (unsigned char *)out;
@@ -534,8 +533,7 @@ static struct MHD_Response *upl_done(envd_hreq *r, unsigned *status) {
   }
   char *j = cJSON_PrintUnformatted(u->results);
   *status = 200;
-  struct MHD_Response *resp =
-      envd_resp_buf("text/plain; charset=utf-8", j, strlen(j));
+  struct MHD_Response *resp = envd_resp_buf("text/plain; charset=utf-8", j, strlen(j));
   free(j);
   return resp;
 }
@@ -547,8 +545,8 @@ typedef struct md_scan {
   char why[160];
 } md_scan;
 
-static enum MHD_Result md_iter(void *cls, enum MHD_ValueKind kind,
-                               const char *key, const char *value) {
+static enum MHD_Result md_iter(void *cls, enum MHD_ValueKind kind, const char *key,
+                               const char *value) {
   (void)kind;
   md_scan *s = cls;
   if (strncasecmp(key, "X-Metadata-", 11) != 0 || !value) return MHD_YES;
@@ -565,7 +563,8 @@ static enum MHD_Result md_iter(void *cls, enum MHD_ValueKind kind,
       s->bad = 1;
       snprintf(s->why, sizeof s->why,
                "metadata value for key \"%.40s\" contains non-printable-ASCII "
-               "byte 0x%02x", k, (unsigned char)*c);
+               "byte 0x%02x",
+               k, (unsigned char)*c);
       return MHD_NO;
     }
   char lk[256];
@@ -603,9 +602,10 @@ struct MHD_Response *envd_files_post(envd_hreq *r, unsigned *status) {
     if (strcasecmp(ce, "gzip") != 0) {
       *status = 400;
       free(path);
-      return asbi_httpd_json_error(
-          400, "error decompressing request body: unsupported "
-               "Content-Encoding: %s, supported: [gzip]", ce);
+      return asbi_httpd_json_error(400,
+                                   "error decompressing request body: unsupported "
+                                   "Content-Encoding: %s, supported: [gzip]",
+                                   ce);
     }
     if (inflateInit2(&u->z, 15 + 16) != Z_OK) {
       free(path);
@@ -617,8 +617,8 @@ struct MHD_Response *envd_files_post(envd_hreq *r, unsigned *status) {
   MHD_get_connection_values(r->conn, MHD_HEADER_KIND, md_iter, &ms);
   if (!ms.bad && ms.total > MAX_MD_TOTAL) {
     ms.bad = 1;
-    snprintf(ms.why, sizeof ms.why, "total metadata size %zu exceeds %d bytes",
-             ms.total, MAX_MD_TOTAL);
+    snprintf(ms.why, sizeof ms.why, "total metadata size %zu exceeds %d bytes", ms.total,
+             MAX_MD_TOTAL);
   }
   if (ms.bad) {
     *status = 400;
@@ -631,8 +631,7 @@ struct MHD_Response *envd_files_post(envd_hreq *r, unsigned *status) {
     if (!envd_arg(r, "path")) {
       *status = 400;
       free(path);
-      return asbi_httpd_json_error(
-          400, "path query parameter is required for raw body upload");
+      return asbi_httpd_json_error(400, "path query parameter is required for raw body upload");
     }
     if (envd_creds_enter(&r->user) != 0) {
       *status = 403;
@@ -653,17 +652,17 @@ struct MHD_Response *envd_files_post(envd_hreq *r, unsigned *status) {
     if (rc != 0) {
       *status = 500;
       free(path);
-      return asbi_httpd_json_error(500, "error parsing multipart form: %s",
-                                  asbi_mp_strerror(rc));
+      return asbi_httpd_json_error(500, "error parsing multipart form: %s", asbi_mp_strerror(rc));
     }
     u->path_param = envd_arg(r, "path") ? path : NULL;
     if (!u->path_param) free(path);
   } else {
     *status = 400;
     free(path);
-    return asbi_httpd_json_error(
-        400, "unsupported content type: %s, expected multipart/form-data or "
-             "application/octet-stream", ct ? ct : "");
+    return asbi_httpd_json_error(400,
+                                 "unsupported content type: %s, expected multipart/form-data or "
+                                 "application/octet-stream",
+                                 ct ? ct : "");
   }
   r->fs_creds = 1;
   r->on_body = upl_body;

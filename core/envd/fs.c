@@ -18,8 +18,7 @@
 #include "proto/pjson.h"
 #include "util/util.h"
 
-static char *req_path(const envd_call *c, const cJSON *req, const char *field,
-                      envd_err *e) {
+static char *req_path(const envd_call *c, const cJSON *req, const char *field, envd_err *e) {
   const char *path = NULL;
   if (asbi_pj_get_str(req, field, &path) != 0) {
     envd_err_set(e, "invalid_argument", "%s must be a string", field);
@@ -28,22 +27,19 @@ static char *req_path(const envd_call *c, const cJSON *req, const char *field,
   const char *perr = NULL;
   char *r = envd_resolve_path(path ? path : "", c->user, &perr);
   if (!r)
-    envd_err_set(e, "invalid_argument",
-                 "failed to expand path '%s' for user '%s': %s",
+    envd_err_set(e, "invalid_argument", "failed to expand path '%s' for user '%s': %s",
                  path ? path : "", c->user->name, perr);
   return r;
 }
 
-static void errno_err(envd_err *e, const char *what, const char *path,
-                      int err) {
+static void errno_err(envd_err *e, const char *what, const char *path, int err) {
   char m[128];
   envd_errno_text(err, m, sizeof m);
   envd_err_set(e, envd_errno_code(err), "%s: %s: %s", what, path, m);
 }
 
 /* ---- Stat -------------------------------------------------------------- */
-static int stat_fn(const envd_call *c, const cJSON *req, cJSON **resp,
-                   envd_err *e) {
+static int stat_fn(const envd_call *c, const cJSON *req, cJSON **resp, envd_err *e) {
   char *path = req_path(c, req, "path", e);
   if (!path) return -1;
   cJSON *ent = envd_entry_info(path, e);
@@ -65,8 +61,7 @@ static int not_dots(const struct dirent *d) {
 
 /* Go's filepath.WalkDir, lexical order, to depth; unreadable
  * subdirectories are skipped. */
-static void walk(const char *real, const char *shown, unsigned depth,
-                 unsigned cur, cJSON *arr) {
+static void walk(const char *real, const char *shown, unsigned depth, unsigned cur, cJSON *arr) {
   struct dirent **list = NULL;
   int n = scandir(real, &list, not_dots, name_cmp);
   if (n < 0) return;
@@ -80,8 +75,7 @@ static void walk(const char *real, const char *shown, unsigned depth,
       cJSON_AddItemToArray(arr, ent);
       /* Bounded so a hostile, deeply nested tree cannot exhaust the
        * thread's stack. */
-      if (S_ISDIR(ls.st_mode) && cur < depth && cur < 1024)
-        walk(rp, sp, depth, cur + 1, arr);
+      if (S_ISDIR(ls.st_mode) && cur < depth && cur < 1024) walk(rp, sp, depth, cur + 1, arr);
     }
     free(rp);
     free(sp);
@@ -90,8 +84,7 @@ static void walk(const char *real, const char *shown, unsigned depth,
   free(list);
 }
 
-static int list_fn(const envd_call *c, const cJSON *req, cJSON **resp,
-                   envd_err *e) {
+static int list_fn(const envd_call *c, const cJSON *req, cJSON **resp, envd_err *e) {
   uint32_t depth = 0;
   if (asbi_pj_get_u32(req, "depth", &depth) != 0) {
     envd_err_set(e, "invalid_argument", "depth must be a non-negative integer");
@@ -108,11 +101,9 @@ static int list_fn(const envd_call *c, const cJSON *req, cJSON **resp,
     if (err == ENOENT)
       envd_err_set(e, "not_found", "path not found: lstat %s: %s", path, m);
     else if (err == ELOOP)
-      envd_err_set(e, "failed_precondition",
-                   "cyclic symlink or chain >255 links at \"%s\"", path);
+      envd_err_set(e, "failed_precondition", "cyclic symlink or chain >255 links at \"%s\"", path);
     else
-      envd_err_set(e, envd_errno_code(err), "error resolving symlink: %s: %s",
-                   path, m);
+      envd_err_set(e, envd_errno_code(err), "error resolving symlink: %s: %s", path, m);
     free(path);
     return -1;
   }
@@ -147,8 +138,7 @@ static int list_fn(const envd_call *c, const cJSON *req, cJSON **resp,
 }
 
 /* ---- MakeDir ----------------------------------------------------------- */
-static int mkdir_fn(const envd_call *c, const cJSON *req, cJSON **resp,
-                    envd_err *e) {
+static int mkdir_fn(const envd_call *c, const cJSON *req, cJSON **resp, envd_err *e) {
   char *path = req_path(c, req, "path", e);
   if (!path) return -1;
   struct stat st;
@@ -156,8 +146,8 @@ static int mkdir_fn(const envd_call *c, const cJSON *req, cJSON **resp,
     if (S_ISDIR(st.st_mode))
       envd_err_set(e, "already_exists", "directory already exists: %s", path);
     else
-      envd_err_set(e, "invalid_argument",
-                   "path already exists but it is not a directory: %s", path);
+      envd_err_set(e, "invalid_argument", "path already exists but it is not a directory: %s",
+                   path);
     free(path);
     return -1;
   }
@@ -180,8 +170,7 @@ static int mkdir_fn(const envd_call *c, const cJSON *req, cJSON **resp,
 }
 
 /* ---- Move -------------------------------------------------------------- */
-static int move_fn(const envd_call *c, const cJSON *req, cJSON **resp,
-                   envd_err *e) {
+static int move_fn(const envd_call *c, const cJSON *req, cJSON **resp, envd_err *e) {
   char *src = req_path(c, req, "source", e);
   if (!src) return -1;
   char *dst = req_path(c, req, "destination", e);
@@ -198,11 +187,9 @@ static int move_fn(const envd_call *c, const cJSON *req, cJSON **resp,
     char m[128];
     envd_errno_text(err, m, sizeof m);
     if (err == ENOENT)
-      envd_err_set(e, "not_found", "source file not found: rename %s %s: %s",
-                   src, dst, m);
+      envd_err_set(e, "not_found", "source file not found: rename %s %s: %s", src, dst, m);
     else
-      envd_err_set(e, envd_errno_code(err), "error renaming: rename %s %s: %s",
-                   src, dst, m);
+      envd_err_set(e, envd_errno_code(err), "error renaming: rename %s %s: %s", src, dst, m);
   } else {
     cJSON *ent = envd_entry_info(dst, e);
     if (ent) {
@@ -247,8 +234,7 @@ static int rm_at(int dfd, const char *name, int depth) {
   return -1;
 }
 
-static int remove_fn(const envd_call *c, const cJSON *req, cJSON **resp,
-                     envd_err *e) {
+static int remove_fn(const envd_call *c, const cJSON *req, cJSON **resp, envd_err *e) {
   char *path = req_path(c, req, "path", e);
   if (!path) return -1;
   int rc = rm_at(AT_FDCWD, path, 0);

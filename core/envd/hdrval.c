@@ -10,10 +10,8 @@
 #include "hdrval.h"
 #include "util/util.h"
 
-int envd_hdrval_range(const char *range, uint64_t size, uint64_t *off,
-                      uint64_t *len) {
-  if (!range || strncmp(range, "bytes=", 6) != 0 || strchr(range, ','))
-    return 0;
+int envd_hdrval_range(const char *range, uint64_t size, uint64_t *off, uint64_t *len) {
+  if (!range || strncmp(range, "bytes=", 6) != 0 || strchr(range, ',')) return 0;
   const char *s = range + 6;
   char *end;
   unsigned long long a = 0, b = 0;
@@ -44,7 +42,10 @@ int envd_hdrval_range(const char *range, uint64_t size, uint64_t *off,
  * 0 identity, 1 gzip, -1 nothing acceptable. */
 int envd_hdrval_encoding(const char *h) {
   if (asbi_empty(h)) return 0;
-  struct { char enc[32]; double q; } list[16];
+  struct {
+    char enc[32];
+    double q;
+  } list[16];
   int n = 0;
   const char *p = h;
   while (*p && n < 16) {
@@ -75,7 +76,10 @@ int envd_hdrval_encoding(const char *h) {
   int id_rej = 0, id_acc = 0, wc_rej = 0;
   for (int i = 0; i < n; i++) {
     if (strcmp(list[i].enc, "identity") == 0) {
-      if (list[i].q == 0) id_rej = 1; else id_acc = 1;
+      if (list[i].q == 0)
+        id_rej = 1;
+      else
+        id_acc = 1;
     } else if (strcmp(list[i].enc, "*") == 0 && list[i].q == 0) {
       wc_rej = 1;
     }
@@ -102,17 +106,26 @@ const char *envd_hdrval_mime(const char *path) {
   const char *sl = strrchr(path, '/');
   if (!dot || (sl && dot < sl)) return "application/octet-stream";
   static const char *const map[][2] = {
-      {".txt", "text/plain; charset=utf-8"}, {".html", "text/html; charset=utf-8"},
-      {".htm", "text/html; charset=utf-8"},  {".css", "text/css; charset=utf-8"},
+      {".txt", "text/plain; charset=utf-8"},
+      {".html", "text/html; charset=utf-8"},
+      {".htm", "text/html; charset=utf-8"},
+      {".css", "text/css; charset=utf-8"},
       {".js", "text/javascript; charset=utf-8"},
       {".mjs", "text/javascript; charset=utf-8"},
-      {".json", "application/json"},         {".xml", "text/xml; charset=utf-8"},
-      {".png", "image/png"},                 {".jpg", "image/jpeg"},
-      {".jpeg", "image/jpeg"},               {".gif", "image/gif"},
-      {".svg", "image/svg+xml"},             {".webp", "image/webp"},
-      {".pdf", "application/pdf"},           {".wasm", "application/wasm"},
-      {".csv", "text/csv; charset=utf-8"},   {".md", "text/markdown; charset=utf-8"},
-      {".zip", "application/zip"},           {".gz", "application/gzip"},
+      {".json", "application/json"},
+      {".xml", "text/xml; charset=utf-8"},
+      {".png", "image/png"},
+      {".jpg", "image/jpeg"},
+      {".jpeg", "image/jpeg"},
+      {".gif", "image/gif"},
+      {".svg", "image/svg+xml"},
+      {".webp", "image/webp"},
+      {".pdf", "application/pdf"},
+      {".wasm", "application/wasm"},
+      {".csv", "text/csv; charset=utf-8"},
+      {".md", "text/markdown; charset=utf-8"},
+      {".zip", "application/zip"},
+      {".gz", "application/gzip"},
   };
   for (size_t i = 0; i < ASBI_ARRAY_LEN(map); i++)
     if (strcasecmp(dot, map[i][0]) == 0) return map[i][1];
@@ -124,16 +137,16 @@ void envd_hdrval_disposition(const char *path, asbi_buf *out) {
   b = b ? b + 1 : path;
   int plain = 1;
   for (const char *c = b; *c; c++)
-    if ((unsigned char)*c < 0x21 || (unsigned char)*c > 0x7e || *c == '"' ||
-        *c == '\\' || *c == ';')
+    if ((unsigned char)*c < 0x21 || (unsigned char)*c > 0x7e || *c == '"' || *c == '\\' ||
+        *c == ';')
       plain = 0;
   if (plain) {
     asbi_buf_printf(out, "inline; filename=%s", b);
   } else {
     asbi_buf_puts(out, "inline; filename*=utf-8''");
     for (const unsigned char *c = (const unsigned char *)b; *c; c++) {
-      if ((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
-          (*c >= '0' && *c <= '9') || strchr("-._~", *c))
+      if ((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
+          strchr("-._~", *c))
         asbi_buf_putc(out, (char)*c);
       else
         asbi_buf_printf(out, "%%%02X", *c);

@@ -11,8 +11,7 @@
  * or "bytes=-n" range (b past the end is cut to it). 1: serve *len bytes
  * from *off (206); 0: serve the whole file (no Range, several ranges or
  * one that does not parse); -1: unsatisfiable (416; *off and *len untouched). */
-int envd_hdrval_range(const char *range, uint64_t size, uint64_t *off,
-                      uint64_t *len);
+int envd_hdrval_range(const char *range, uint64_t size, uint64_t *off, uint64_t *len);
 /* Accept-Encoding negotiation as E2B's envd does it: gzip or identity;
  * 0 identity, 1 gzip, -1 nothing acceptable (406). NULL or "" is 0. */
 int envd_hdrval_encoding(const char *h);

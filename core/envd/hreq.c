@@ -21,10 +21,9 @@ const char *envd_arg(envd_hreq *r, const char *name) {
   return MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, name);
 }
 
-struct MHD_Response *envd_resp_buf(const char *ctype, const void *data,
-                                   size_t len) {
-  struct MHD_Response *resp = MHD_create_response_from_buffer(
-      len, (void *)data, MHD_RESPMEM_MUST_COPY);
+struct MHD_Response *envd_resp_buf(const char *ctype, const void *data, size_t len) {
+  struct MHD_Response *resp =
+      MHD_create_response_from_buffer(len, (void *)data, MHD_RESPMEM_MUST_COPY);
   if (resp && ctype) MHD_add_response_header(resp, "Content-Type", ctype);
   return resp;
 }
@@ -42,13 +41,10 @@ int envd_check_token(envd_hreq *r) {
   return ok;
 }
 
-int envd_check_signing(envd_hreq *r, const char *path, const char *op,
-                       char *msg, size_t n) {
+int envd_check_signing(envd_hreq *r, const char *path, const char *op, char *msg, size_t n) {
   char *tok = envd_token();
-  int rc = envd_sign_verify(tok, envd_hdr(r, "X-Access-Token"),
-                            envd_arg(r, "signature"),
-                            envd_arg(r, "signature_expiration"),
-                            envd_arg(r, "username"), path, op,
+  int rc = envd_sign_verify(tok, envd_hdr(r, "X-Access-Token"), envd_arg(r, "signature"),
+                            envd_arg(r, "signature_expiration"), envd_arg(r, "username"), path, op,
                             (int64_t)time(NULL), msg, n);
   free(tok);
   return rc;
@@ -56,18 +52,23 @@ int envd_check_signing(envd_hreq *r, const char *path, const char *op,
 
 unsigned envd_errno_status(int err) {
   switch (err) {
-  case ENOENT: return 404;
-  case EACCES:
-  case EPERM:
-  case EROFS: return 403;
-  case ENOSPC:
-  case EDQUOT: return 507;
-  case ENOTDIR:
-  case EISDIR:
-  case ENAMETOOLONG:
-  case ELOOP:
-  case EINVAL: return 400;
-  default: return 500;
+    case ENOENT:
+      return 404;
+    case EACCES:
+    case EPERM:
+    case EROFS:
+      return 403;
+    case ENOSPC:
+    case EDQUOT:
+      return 507;
+    case ENOTDIR:
+    case EISDIR:
+    case ENAMETOOLONG:
+    case ELOOP:
+    case EINVAL:
+      return 400;
+    default:
+      return 500;
   }
 }
 

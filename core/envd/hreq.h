@@ -24,11 +24,11 @@ struct envd_hreq {
   void (*on_free)(envd_hreq *r);
   void *state;
   asbi_httpd_body body; /* bounded body for JSON requests */
-  int failed;          /* discard the rest of the body */
+  int failed;           /* discard the rest of the body */
   const envd_method *rpc;
   envd_user user;
   int have_user;
-  int fs_creds;        /* enter the user's credentials around callbacks */
+  int fs_creds;               /* enter the user's credentials around callbacks */
   struct MHD_Response *early; /* answer decided on the first call */
   unsigned early_status;
   uint64_t t_head; /* ASB_TIMING: ns at the first call (head complete), 0 off */
@@ -40,16 +40,14 @@ const char *envd_hdr(envd_hreq *r, const char *name);
 const char *envd_arg(envd_hreq *r, const char *name);
 /* Responses. JSON errors (E2B's {"code": status, "message"}) are
  * asbi_httpd_json_error's (httpd/httpd.h). */
-struct MHD_Response *envd_resp_buf(const char *ctype, const void *data,
-                                   size_t len);
+struct MHD_Response *envd_resp_buf(const char *ctype, const void *data, size_t len);
 struct MHD_Response *envd_resp_empty(void);
 /* The access token check of every route but /health, /init and /files: 1
  * when no token is set or X-Access-Token matches it. */
 int envd_check_token(envd_hreq *r);
 /* The connection's access token check for /files: header or signature. 0
  * ok, else fills msg. */
-int envd_check_signing(envd_hreq *r, const char *path, const char *op,
-                       char *msg, size_t n);
+int envd_check_signing(envd_hreq *r, const char *path, const char *op, char *msg, size_t n);
 
 /* The HTTP status of a file operation's errno (ENOENT 404, EACCES/EPERM/
  * EROFS 403, ENOSPC/EDQUOT 507, path errors 400, else 500). */

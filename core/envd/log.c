@@ -47,5 +47,6 @@ void envd_timing_line(const char *fmt, ...) {
   n += m;
   if ((size_t)n > sizeof line - 2) n = (int)sizeof line - 2;
   line[n++] = '\n';
-  if (write(g_timing_fd, line, (size_t)n) < 0) { /* a lost timing line: fine */ }
+  if (write(g_timing_fd, line, (size_t)n) < 0) { /* a lost timing line: fine */
+  }
 }

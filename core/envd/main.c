@@ -64,13 +64,13 @@ int main(int argc, char **argv) {
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-#define NEEDV()                                              \
-  do {                                                       \
-    if (!v) {                                                \
-      fprintf(stderr, "envd: %s needs a value\n", a);        \
-      return 2;                                              \
-    }                                                        \
-    i++;                                                     \
+#define NEEDV()                                       \
+  do {                                                \
+    if (!v) {                                         \
+      fprintf(stderr, "envd: %s needs a value\n", a); \
+      return 2;                                       \
+    }                                                 \
+    i++;                                              \
   } while (0)
     if (strcmp(a, "--version") == 0 || strcmp(a, "-version") == 0) {
       printf("%s\n", ENVD_E2B_VERSION);
@@ -125,8 +125,7 @@ int main(int argc, char **argv) {
   (void)port_given;
 
   /* fds 0-2 must exist so no pipe lands there. */
-  for (int fd = open("/dev/null", O_RDWR); fd >= 0 && fd <= 2;
-       fd = open("/dev/null", O_RDWR)) {
+  for (int fd = open("/dev/null", O_RDWR); fd >= 0 && fd <= 2; fd = open("/dev/null", O_RDWR)) {
   }
 
   /* SIGCHLD is read through a signalfd; SIGPIPE becomes EPIPE. Blocked
@@ -177,8 +176,7 @@ int main(int argc, char **argv) {
     free(dup);
     if (g_envd.n_cgroups) {
       g_envd.cgroup_procs = calloc(g_envd.n_cgroups + 1, sizeof *g_envd.cgroup_procs);
-      for (size_t i = 0; g_envd.cgroup_procs && i < g_envd.n_cgroups; i++)
-      {
+      for (size_t i = 0; g_envd.cgroup_procs && i < g_envd.n_cgroups; i++) {
         asbi_buf b = ASBI_BUF_INIT;
         asbi_buf_printf(&b, "%s/cgroup.procs", g_envd.cgroups[i]);
         g_envd.cgroup_procs[i] = asbi_buf_detach(&b, NULL);
@@ -201,8 +199,7 @@ int main(int argc, char **argv) {
   envd_env_set_internal("E2B_SANDBOX", "true");
 
   if (envd_proc_init() != 0) {
-    fprintf(stderr, "envd: cannot start the process service: %s\n",
-            strerror(errno));
+    fprintf(stderr, "envd: cannot start the process service: %s\n", strerror(errno));
     return 1;
   }
   int bound = 0;
@@ -215,8 +212,8 @@ int main(int argc, char **argv) {
     printf("%d\n", bound);
     fflush(stdout);
   }
-  envd_log("listening on %s%s%d", l.unix_path ? l.unix_path : l.addr,
-           l.unix_path ? "" : ":", l.unix_path ? 0 : bound);
+  envd_log("listening on %s%s%d", l.unix_path ? l.unix_path : l.addr, l.unix_path ? "" : ":",
+           l.unix_path ? 0 : bound);
 
   /* Wait for SIGTERM/SIGINT; SIGCHLD stays blocked (the signalfd reads it). */
   while (!g_quit) sigsuspend(&ss);

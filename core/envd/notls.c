@@ -15,15 +15,19 @@ typedef void *(*notls_alloc_fn)(size_t);
 extern notls_alloc_fn gnutls_malloc;
 notls_alloc_fn gnutls_malloc = malloc;
 
-#define NOTLS_INT(name, ...)       \
-  int name(__VA_ARGS__);           \
-  int name(__VA_ARGS__) { return NOTLS_ERR; }
-#define NOTLS_VOID(name, ...)      \
-  void name(__VA_ARGS__);          \
+#define NOTLS_INT(name, ...) \
+  int name(__VA_ARGS__);     \
+  int name(__VA_ARGS__) {    \
+    return NOTLS_ERR;        \
+  }
+#define NOTLS_VOID(name, ...) \
+  void name(__VA_ARGS__);     \
   void name(__VA_ARGS__) {}
 
 int gnutls_global_init(void);
-int gnutls_global_init(void) { return 0; }
+int gnutls_global_init(void) {
+  return 0;
+}
 NOTLS_VOID(gnutls_global_deinit, void)
 NOTLS_INT(gnutls_alpn_set_protocols, void *s, const void *p, unsigned n, unsigned f)
 NOTLS_INT(gnutls_bye, void *s, int how)
@@ -34,7 +38,8 @@ NOTLS_VOID(gnutls_certificate_set_dh_params, void *c, void *d)
 NOTLS_VOID(gnutls_certificate_set_retrieve_function2, void *c, void *f)
 NOTLS_VOID(gnutls_certificate_set_retrieve_function3, void *c, void *f)
 NOTLS_INT(gnutls_certificate_set_x509_key_mem, void *c, const void *a, const void *b, int f)
-NOTLS_INT(gnutls_certificate_set_x509_key_mem2, void *c, const void *a, const void *b, int f, const char *p, unsigned fl)
+NOTLS_INT(gnutls_certificate_set_x509_key_mem2, void *c, const void *a, const void *b, int f,
+          const char *p, unsigned fl)
 NOTLS_INT(gnutls_certificate_set_x509_trust_mem, void *c, const void *a, int f)
 NOTLS_INT(gnutls_cipher_get, void *s)
 NOTLS_INT(gnutls_credentials_set, void *s, int t, void *c)

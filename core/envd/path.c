@@ -63,8 +63,7 @@ char *envd_path_join(const char *a, const char *b) {
   return r;
 }
 
-char *envd_resolve_path(const char *path, const envd_user *u,
-                        const char **err) {
+char *envd_resolve_path(const char *path, const envd_user *u, const char **err) {
   char *wd = NULL;
   *err = NULL;
   if (asbi_empty(path)) {

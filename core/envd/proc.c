@@ -77,12 +77,12 @@ static void log_phases(const pstream *ps, const envd_proc *p) {
   uint64_t ex = p->t_exit ? p->t_exit : ps->t_spawn1;
   uint64_t en = p->t_ended ? p->t_ended : ex;
 #define US(a, b) ((double)((int64_t)((b) - (a))) / 1e3)
-  envd_timing_line("Start pid=%d recv_us=%.1f prep_us=%.1f spawn_us=%.1f start_ev_us=%.1f "
-                   "run_us=%.1f drain_us=%.1f deliver_us=%.1f total_us=%.1f wakeups=%d",
-                   p->pid, US(ps->t_head, ps->t_body), US(ps->t_body, ps->t_spawn0),
-                   US(ps->t_spawn0, ps->t_spawn1), US(ps->t_spawn1, ps->t_start),
-                   US(ps->t_spawn1, ex), US(ex, en), US(en, now), US(ps->t_head, now),
-                   ps->wakeups);
+  envd_timing_line(
+      "Start pid=%d recv_us=%.1f prep_us=%.1f spawn_us=%.1f start_ev_us=%.1f "
+      "run_us=%.1f drain_us=%.1f deliver_us=%.1f total_us=%.1f wakeups=%d",
+      p->pid, US(ps->t_head, ps->t_body), US(ps->t_body, ps->t_spawn0),
+      US(ps->t_spawn0, ps->t_spawn1), US(ps->t_spawn1, ps->t_start), US(ps->t_spawn1, ex),
+      US(ex, en), US(en, now), US(ps->t_head, now), ps->wakeups);
 #undef US
 }
 
@@ -95,8 +95,7 @@ static void encode_data(asbi_buf *out, int kind, const char *data, size_t n) {
   asbi_buf j = ASBI_BUF_INIT;
   size_t b64 = asbi_b64_encoded_len(n);
   if (asbi_buf_reserve(&j, b64 + 64) != 0) return;
-  j.len = (size_t)snprintf(j.data, 64, "{\"event\":{\"data\":{\"%s\":\"",
-                           names[kind]);
+  j.len = (size_t)snprintf(j.data, 64, "{\"event\":{\"data\":{\"%s\":\"", names[kind]);
   j.len += asbi_b64_encode(data, n, j.data + j.len, 0, 1);
   asbi_buf_puts(&j, "\"}}}");
   put_event(out, j.data, j.len);
@@ -194,7 +193,8 @@ static int pstream_next(envd_stream *base, asbi_buf *out) {
     if (rc > 0 && ps->s) {
       ps->wakeups++;
       uint64_t v;
-      if (read(ps->s->wake, &v, sizeof v) < 0) { /* nothing */ }
+      if (read(ps->s->wake, &v, sizeof v) < 0) { /* nothing */
+      }
     }
     now = asbi_now_ms();
     if (now >= ps->next_ka) {
@@ -254,8 +254,7 @@ static pstream *pstream_new(envd_proc *p, const envd_call *c) {
 
 /* ---- Start ------------------------------------------------------------- */
 
-static int find_exec(const char *cmd, const char *pathenv, char *out,
-                     size_t n) {
+static int find_exec(const char *cmd, const char *pathenv, char *out, size_t n) {
   if (strchr(cmd, '/')) {
     snprintf(out, n, "%s", cmd);
     return 0;
@@ -269,8 +268,7 @@ static int find_exec(const char *cmd, const char *pathenv, char *out,
     else
       snprintf(out, n, "%.*s/%s", (int)l, p, cmd);
     struct stat st;
-    if (stat(out, &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & 0111))
-      return 0;
+    if (stat(out, &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & 0111)) return 0;
     if (!e) break;
     p = e + 1;
   }
@@ -304,18 +302,18 @@ static void env_put(kv *v, size_t *n, const char *k, const char *val) {
 
 /* The read ends of fresh pipes and the pty master: their only status flag
  * is O_RDWR/O_RDONLY, so no F_GETFL first (a system call per fd saved). */
-static int set_nonblock(int fd, int accmode) { return fcntl(fd, F_SETFL, accmode | O_NONBLOCK); }
+static int set_nonblock(int fd, int accmode) {
+  return fcntl(fd, F_SETFL, accmode | O_NONBLOCK);
+}
 
-envd_stream *envd_proc_start(const envd_call *c, const cJSON *req,
-                             envd_err *e) {
+envd_stream *envd_proc_start(const envd_call *c, const cJSON *req, envd_err *e) {
   const cJSON *pj = asbi_pj_field(req, "process");
   if (pj && !cJSON_IsObject(pj)) {
     envd_err_set(e, "invalid_argument", "process must be an object");
     return NULL;
   }
   const char *cmd = NULL, *cwd = NULL, *tag = NULL;
-  if (asbi_pj_get_str(pj, "cmd", &cmd) != 0 ||
-      asbi_pj_get_str(pj, "cwd", &cwd) != 0 ||
+  if (asbi_pj_get_str(pj, "cmd", &cmd) != 0 || asbi_pj_get_str(pj, "cwd", &cwd) != 0 ||
       asbi_pj_get_str(req, "tag", &tag) != 0) {
     envd_err_set(e, "invalid_argument", "invalid process configuration");
     return NULL;
@@ -342,17 +340,15 @@ envd_stream *envd_proc_start(const envd_call *c, const cJSON *req,
   }
   cJSON_ArrayForEach(it, envs) {
     if (!cJSON_IsString(it) || strchr(it->string, '=') || !it->string[0]) {
-      envd_err_set(e, "invalid_argument", "invalid environment variable '%s'",
-                   it->string);
+      envd_err_set(e, "invalid_argument", "invalid environment variable '%s'", it->string);
       return NULL;
     }
   }
   uint32_t cols = 0, rows = 0;
   if (pty) {
     const cJSON *size = asbi_pj_field(pty, "size");
-    if (asbi_pj_get_u32(size, "cols", &cols) != 0 ||
-        asbi_pj_get_u32(size, "rows", &rows) != 0 || cols > 65535 ||
-        rows > 65535) {
+    if (asbi_pj_get_u32(size, "cols", &cols) != 0 || asbi_pj_get_u32(size, "rows", &rows) != 0 ||
+        cols > 65535 || rows > 65535) {
       envd_err_set(e, "invalid_argument", "invalid pty size");
       return NULL;
     }
@@ -363,8 +359,7 @@ envd_stream *envd_proc_start(const envd_call *c, const cJSON *req,
   const char *perr = NULL;
   char *dir = envd_resolve_path(cwd ? cwd : "", u, &perr);
   if (!dir) {
-    envd_err_set(e, "invalid_argument",
-                 "failed to expand path '%s' for user '%s': %s",
+    envd_err_set(e, "invalid_argument", "failed to expand path '%s' for user '%s': %s",
                  cwd ? cwd : "", u->name, perr);
     return NULL;
   }
@@ -398,8 +393,7 @@ envd_stream *envd_proc_start(const envd_call *c, const cJSON *req,
   const char *child_path = NULL;
   for (size_t i = 0; i < nev; i++) {
     envp[i] = ev[i].s;
-    if (ev[i].klen == 4 && strncmp(ev[i].s, "PATH", 4) == 0)
-      child_path = ev[i].s + 5;
+    if (ev[i].klen == 4 && strncmp(ev[i].s, "PATH", 4) == 0) child_path = ev[i].s + 5;
   }
   size_t nargs = (size_t)cJSON_GetArraySize(args);
   char **argv = calloc(nargs + 2, sizeof *argv);
@@ -427,8 +421,7 @@ envd_stream *envd_proc_start(const envd_call *c, const cJSON *req,
   if (pty) {
     int m = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
     char sname[128];
-    if (m < 0 || grantpt(m) != 0 || unlockpt(m) != 0 ||
-        ptsname_r(m, sname, sizeof sname) != 0) {
+    if (m < 0 || grantpt(m) != 0 || unlockpt(m) != 0 || ptsname_r(m, sname, sizeof sname) != 0) {
       ok = 0;
       fail_what = "pty";
       if (m >= 0) close(m);
@@ -483,8 +476,8 @@ envd_stream *envd_proc_start(const envd_call *c, const cJSON *req,
     }
   }
   if (!ok) {
-    envd_err_set(e, "internal", "error creating %s for command '%s': %s",
-                 fail_what, cmd, strerror(errno));
+    envd_err_set(e, "internal", "error creating %s for command '%s': %s", fail_what, cmd,
+                 strerror(errno));
     goto fail;
   }
 
@@ -535,8 +528,7 @@ envd_stream *envd_proc_start(const envd_call *c, const cJSON *req,
     /* Close the child's ends. */
     if (child_in >= 0 && child_in != g_devnull) close(child_in);
     if (child_out >= 0 && child_out != child_in) close(child_out);
-    if (child_err >= 0 && child_err != child_out && child_err != child_in)
-      close(child_err);
+    if (child_err >= 0 && child_err != child_out && child_err != child_in) close(child_err);
     for (size_t i = 0; i < nev; i++) free(ev[i].s);
     free(ev);
     free(envp);
@@ -545,19 +537,16 @@ envd_stream *envd_proc_start(const envd_call *c, const cJSON *req,
     return &ps->base;
   }
   if (pid < 0)
-    envd_err_set(e, "invalid_argument", "error starting process '%s': fork: %s",
-                 cmd, strerror(serr));
+    envd_err_set(e, "invalid_argument", "error starting process '%s': fork: %s", cmd,
+                 strerror(serr));
   else
-    envd_err_set(e, "invalid_argument",
-                 "error starting process '%s': %s%s%s: %s", cmd, sp.fail_stage,
-                 strcmp(sp.fail_stage, "chdir") == 0 ? " " : "",
-                 strcmp(sp.fail_stage, "chdir") == 0 ? dir : "",
-                 strerror(sp.fail_errno));
+    envd_err_set(e, "invalid_argument", "error starting process '%s': %s%s%s: %s", cmd,
+                 sp.fail_stage, strcmp(sp.fail_stage, "chdir") == 0 ? " " : "",
+                 strcmp(sp.fail_stage, "chdir") == 0 ? dir : "", strerror(sp.fail_errno));
 fail:
   if (child_in >= 0 && child_in != g_devnull) close(child_in);
   if (child_out >= 0 && child_out != child_in) close(child_out);
-  if (child_err >= 0 && child_err != child_out && child_err != child_in)
-    close(child_err);
+  if (child_err >= 0 && child_err != child_out && child_err != child_in) close(child_err);
   if (ps) ps->base.destroy(&ps->base);
   envd_ptab_unref(p);
   for (size_t i = 0; i < nev; i++) free(ev[i].s);
@@ -570,8 +559,7 @@ fail:
 
 /* ---- Connect ----------------------------------------------------------- */
 
-envd_stream *envd_proc_connect(const envd_call *c, const cJSON *req,
-                               envd_err *e) {
+envd_stream *envd_proc_connect(const envd_call *c, const cJSON *req, envd_err *e) {
   envd_proc *p = envd_ptab_find(asbi_pj_field(req, "process"), 1, e);
   if (!p) return NULL;
   pstream *ps = pstream_new(p, c);
@@ -582,4 +570,3 @@ envd_stream *envd_proc_connect(const envd_call *c, const cJSON *req,
   }
   return &ps->base;
 }
-

@@ -11,10 +11,8 @@ int envd_proc_init(void);
 void envd_proc_shutdown(void);
 
 /* process.Process/Start: spawns the process and streams its output. */
-envd_stream *envd_proc_start(const envd_call *c, const cJSON *req,
-                             envd_err *e);
+envd_stream *envd_proc_start(const envd_call *c, const cJSON *req, envd_err *e);
 /* process.Process/Connect: streams a running (or recently ended) process. */
-envd_stream *envd_proc_connect(const envd_call *c, const cJSON *req,
-                               envd_err *e);
+envd_stream *envd_proc_connect(const envd_call *c, const cJSON *req, envd_err *e);
 
 #endif

@@ -31,18 +31,19 @@
 
 /* The I/O thread's state: everything this file keeps process-wide. */
 static struct {
-  int ep;                /* epoll: the output fds, sfd and wake */
-  int wake;              /* eventfd: a deadline, kill or grave to look at */
-  int sfd;               /* signalfd of SIGCHLD */
+  int ep;   /* epoll: the output fds, sfd and wake */
+  int wake; /* eventfd: a deadline, kill or grave to look at */
+  int sfd;  /* signalfd of SIGCHLD */
   pthread_t thread;
-  int started;           /* the thread was created */
-  volatile int stop;     /* set by envd_pio_stop */
+  int started;            /* the thread was created */
+  volatile int stop;      /* set by envd_pio_stop */
   char tag_sig, tag_wake; /* their addresses tag sfd's and wake's events */
 } g_pio = {-1, -1, -1, 0, 0, 0, 0, 0};
 
 void envd_pio_wake(void) {
   uint64_t one = 1;
-  if (g_pio.wake >= 0 && write(g_pio.wake, &one, sizeof one) < 0) { /* full: fine */ }
+  if (g_pio.wake >= 0 && write(g_pio.wake, &one, sizeof one) < 0) { /* full: fine */
+  }
 }
 
 static int *io_fdp(envd_proc *p, int kind);
@@ -153,8 +154,7 @@ static void maybe_finalize(envd_proc *p) {
      * that escaped the process group and still hold the pipes. */
     if (p->fd_out >= 0 && io_read(p, ENVD_OUT_STDOUT, 64) == 0) io_close(p, ENVD_OUT_STDOUT);
     if (p->fd_err >= 0 && io_read(p, ENVD_OUT_STDERR, 64) == 0) io_close(p, ENVD_OUT_STDERR);
-    if (p->is_pty && !p->pty_eof && io_read(p, ENVD_OUT_PTY, 64) == 0)
-      io_close(p, ENVD_OUT_PTY);
+    if (p->is_pty && !p->pty_eof && io_read(p, ENVD_OUT_PTY, 64) == 0) io_close(p, ENVD_OUT_PTY);
   }
   p->t_ended = envd_tns(); /* published by retire's lock */
   envd_ptab_retire(p);
@@ -164,9 +164,7 @@ static void reap_all(void) {
   for (;;) {
     siginfo_t si;
     memset(&si, 0, sizeof si);
-    if (waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT) != 0 ||
-        si.si_pid == 0)
-      break;
+    if (waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT) != 0 || si.si_pid == 0) break;
     envd_ptab_lock();
     int st = 0;
     pid_t r = waitpid(si.si_pid, &st, WNOHANG);
@@ -257,7 +255,8 @@ static void *io_main(void *arg) {
         reap_all();
       } else if (ptr == &g_pio.tag_wake) {
         uint64_t v;
-        if (read(g_pio.wake, &v, sizeof v) < 0) { /* spurious */ }
+        if (read(g_pio.wake, &v, sizeof v) < 0) { /* spurious */
+        }
       } else {
         envd_ioref *io = ptr;
         envd_ptab_lock();
@@ -268,7 +267,6 @@ static void *io_main(void *arg) {
   }
   return NULL;
 }
-
 
 int envd_pio_start(void) {
   sigset_t ss;

@@ -18,8 +18,7 @@
 
 /* ---- unary methods ----------------------------------------------------- */
 
-static int list_fn(const envd_call *c, const cJSON *req, cJSON **resp,
-                   envd_err *e) {
+static int list_fn(const envd_call *c, const cJSON *req, cJSON **resp, envd_err *e) {
   (void)c;
   (void)req;
   (void)e;
@@ -83,13 +82,13 @@ static int do_input(envd_proc *p, const cJSON *in, envd_err *e) {
                    "should be written to the pty, not the stdin");
       rc = -1;
     } else if (p->fd_in < 0) {
-      envd_err_set(e, "internal",
-                   "error writing to stdin: stdin not enabled or closed");
+      envd_err_set(e, "internal", "error writing to stdin: stdin not enabled or closed");
       rc = -1;
     } else if (write_all(p->fd_in, data, n) != 0) {
       envd_err_set(e, "internal",
                    "error writing to stdin: error writing to stdin of process "
-                   "'%d': %s", p->pid, strerror(errno));
+                   "'%d': %s",
+                   p->pid, strerror(errno));
       rc = -1;
     }
   } else {
@@ -101,7 +100,8 @@ static int do_input(envd_proc *p, const cJSON *in, envd_err *e) {
     } else if (write_all(p->pty_w, data, n) != 0) {
       envd_err_set(e, "internal",
                    "error writing to tty: error writing to tty of process "
-                   "'%d': %s", p->pid, strerror(errno));
+                   "'%d': %s",
+                   p->pid, strerror(errno));
       rc = -1;
     }
   }
@@ -110,8 +110,7 @@ static int do_input(envd_proc *p, const cJSON *in, envd_err *e) {
   return rc;
 }
 
-static int send_input_fn(const envd_call *c, const cJSON *req, cJSON **resp,
-                         envd_err *e) {
+static int send_input_fn(const envd_call *c, const cJSON *req, cJSON **resp, envd_err *e) {
   (void)c;
   envd_proc *p = envd_ptab_find(asbi_pj_field(req, "process"), 0, e);
   if (!p) return -1;
@@ -121,13 +120,10 @@ static int send_input_fn(const envd_call *c, const cJSON *req, cJSON **resp,
   return rc;
 }
 
-static int signal_fn(const envd_call *c, const cJSON *req, cJSON **resp,
-                     envd_err *e) {
+static int signal_fn(const envd_call *c, const cJSON *req, cJSON **resp, envd_err *e) {
   (void)c;
-  static const asbi_pj_enum sigs[] = {{0, "SIGNAL_UNSPECIFIED"},
-                                      {15, "SIGNAL_SIGTERM"},
-                                      {9, "SIGNAL_SIGKILL"},
-                                      {0, NULL}};
+  static const asbi_pj_enum sigs[] = {
+      {0, "SIGNAL_UNSPECIFIED"}, {15, "SIGNAL_SIGTERM"}, {9, "SIGNAL_SIGKILL"}, {0, NULL}};
   int sig = 0;
   if (asbi_pj_get_enum(req, "signal", sigs, &sig) != 0) {
     envd_err_set(e, "invalid_argument", "invalid signal");
@@ -137,9 +133,9 @@ static int signal_fn(const envd_call *c, const cJSON *req, cJSON **resp,
   if (!p) return -1;
   if (sig != SIGKILL && sig != SIGTERM) {
     envd_ptab_unref(p);
-    envd_err_set(e, "unimplemented", "invalid signal: %s",
-                 asbi_pj_enum_name(sigs, sig) ? asbi_pj_enum_name(sigs, sig)
-                                              : "SIGNAL_UNSPECIFIED");
+    envd_err_set(
+        e, "unimplemented", "invalid signal: %s",
+        asbi_pj_enum_name(sigs, sig) ? asbi_pj_enum_name(sigs, sig) : "SIGNAL_UNSPECIFIED");
     return -1;
   }
   envd_ptab_lock();
@@ -156,8 +152,7 @@ static int signal_fn(const envd_call *c, const cJSON *req, cJSON **resp,
   return 0;
 }
 
-static int close_stdin_fn(const envd_call *c, const cJSON *req, cJSON **resp,
-                          envd_err *e) {
+static int close_stdin_fn(const envd_call *c, const cJSON *req, cJSON **resp, envd_err *e) {
   (void)c;
   envd_proc *p = envd_ptab_find(asbi_pj_field(req, "process"), 0, e);
   if (!p) return -1;
@@ -178,16 +173,14 @@ static int close_stdin_fn(const envd_call *c, const cJSON *req, cJSON **resp,
   return rc;
 }
 
-static int update_fn(const envd_call *c, const cJSON *req, cJSON **resp,
-                     envd_err *e) {
+static int update_fn(const envd_call *c, const cJSON *req, cJSON **resp, envd_err *e) {
   (void)c;
   const cJSON *pty = asbi_pj_field(req, "pty");
   uint32_t cols = 0, rows = 0;
   if (pty) {
     const cJSON *size = asbi_pj_field(pty, "size");
     if (!cJSON_IsObject(pty) || asbi_pj_get_u32(size, "cols", &cols) != 0 ||
-        asbi_pj_get_u32(size, "rows", &rows) != 0 || cols > 65535 ||
-        rows > 65535) {
+        asbi_pj_get_u32(size, "rows", &rows) != 0 || cols > 65535 || rows > 65535) {
       envd_err_set(e, "invalid_argument", "invalid pty size");
       return -1;
     }
@@ -199,8 +192,7 @@ static int update_fn(const envd_call *c, const cJSON *req, cJSON **resp,
     pthread_mutex_lock(&p->in_lock);
     struct winsize ws = {(unsigned short)rows, (unsigned short)cols, 0, 0};
     if (!p->is_pty || p->pty_w < 0) {
-      envd_err_set(e, "internal",
-                   "error resizing tty: tty not assigned to process");
+      envd_err_set(e, "internal", "error resizing tty: tty not assigned to process");
       rc = -1;
     } else if (ioctl(p->pty_w, TIOCSWINSZ, &ws) != 0) {
       envd_err_set(e, "internal", "error resizing tty: %s", strerror(errno));
@@ -234,8 +226,7 @@ static int in_message(envd_cstream *base, const cJSON *msg, envd_err *e) {
   }
   if (data) {
     if (!s->p) {
-      envd_err_set(e, "failed_precondition",
-                   "input data received before the start event");
+      envd_err_set(e, "failed_precondition", "input data received before the start event");
       return -1;
     }
     return do_input(s->p, asbi_pj_field(data, "input"), e);
@@ -272,14 +263,11 @@ static envd_cstream *stream_input(const envd_call *c, envd_err *e) {
 }
 
 const envd_method envd_process_methods[] = {
-    {"/process.Process/Start", ENVD_SERVER_STREAM, NULL, envd_proc_start, NULL,
-     0},
-    {"/process.Process/Connect", ENVD_SERVER_STREAM, NULL, envd_proc_connect,
-     NULL, 0},
+    {"/process.Process/Start", ENVD_SERVER_STREAM, NULL, envd_proc_start, NULL, 0},
+    {"/process.Process/Connect", ENVD_SERVER_STREAM, NULL, envd_proc_connect, NULL, 0},
     {"/process.Process/List", ENVD_UNARY, list_fn, NULL, NULL, 0},
     {"/process.Process/SendInput", ENVD_UNARY, send_input_fn, NULL, NULL, 0},
-    {"/process.Process/StreamInput", ENVD_CLIENT_STREAM, NULL, NULL,
-     stream_input, 0},
+    {"/process.Process/StreamInput", ENVD_CLIENT_STREAM, NULL, NULL, stream_input, 0},
     {"/process.Process/SendSignal", ENVD_UNARY, signal_fn, NULL, NULL, 0},
     {"/process.Process/CloseStdin", ENVD_UNARY, close_stdin_fn, NULL, NULL, 0},
     {"/process.Process/Update", ENVD_UNARY, update_fn, NULL, NULL, 0},

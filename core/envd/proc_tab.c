@@ -27,8 +27,7 @@ static struct {
   envd_proc *grave;
   int io_attached; /* atomic: the I/O thread exists (set before it starts) */
   int io_wake;     /* its eventfd while it is attached */
-} g_ptab = {PTHREAD_MUTEX_INITIALIZER, NULL, NULL, PTHREAD_MUTEX_INITIALIZER,
-            NULL, 0, -1};
+} g_ptab = {PTHREAD_MUTEX_INITIALIZER, NULL, NULL, PTHREAD_MUTEX_INITIALIZER, NULL, 0, -1};
 
 static void proc_free(envd_proc *p);
 static void wake_io(void);
@@ -45,7 +44,9 @@ envd_proc *envd_ptab_new(const char *tag, int is_pty) {
   return p;
 }
 
-void envd_ptab_ref(envd_proc *p) { __atomic_add_fetch(&p->refs, 1, __ATOMIC_RELAXED); }
+void envd_ptab_ref(envd_proc *p) {
+  __atomic_add_fetch(&p->refs, 1, __ATOMIC_RELAXED);
+}
 
 void envd_ptab_unref(envd_proc *p) {
   if (__atomic_sub_fetch(&p->refs, 1, __ATOMIC_ACQ_REL) != 0) return;
@@ -86,12 +87,14 @@ static void proc_free(envd_proc *p) {
 
 static void wake_io(void) {
   uint64_t one = 1;
-  if (g_ptab.io_wake >= 0 && write(g_ptab.io_wake, &one, sizeof one) < 0) { /* full: fine */ }
+  if (g_ptab.io_wake >= 0 && write(g_ptab.io_wake, &one, sizeof one) < 0) { /* full: fine */
+  }
 }
 
 void envd_ptab_wake_sub(envd_sub *s) {
   uint64_t one = 1;
-  if (write(s->wake, &one, sizeof one) < 0) { /* counter saturated: fine */ }
+  if (write(s->wake, &one, sizeof one) < 0) { /* counter saturated: fine */
+  }
 }
 
 void envd_ptab_free_chunks(envd_chunk *c) {
@@ -115,10 +118,18 @@ void envd_ptab_detach(void) {
 
 /* ---- the lists ----------------------------------------------------------- */
 
-void envd_ptab_lock(void) { pthread_mutex_lock(&g_ptab.lock); }
-void envd_ptab_unlock(void) { pthread_mutex_unlock(&g_ptab.lock); }
-envd_proc *envd_ptab_live(void) { return g_ptab.live; }
-envd_proc *envd_ptab_retained(void) { return g_ptab.retained; }
+void envd_ptab_lock(void) {
+  pthread_mutex_lock(&g_ptab.lock);
+}
+void envd_ptab_unlock(void) {
+  pthread_mutex_unlock(&g_ptab.lock);
+}
+envd_proc *envd_ptab_live(void) {
+  return g_ptab.live;
+}
+envd_proc *envd_ptab_retained(void) {
+  return g_ptab.retained;
+}
 
 void envd_ptab_insert(envd_proc *p) {
   /* A retained exit of an earlier process with this pid or tag is stale. */
@@ -244,38 +255,70 @@ void envd_ptab_clear(void) {
 
 static const char *go_signame(int sig) {
   switch (sig) {
-  case SIGHUP: return "hangup";
-  case SIGINT: return "interrupt";
-  case SIGQUIT: return "quit";
-  case SIGILL: return "illegal instruction";
-  case SIGTRAP: return "trace/breakpoint trap";
-  case SIGABRT: return "aborted";
-  case SIGBUS: return "bus error";
-  case SIGFPE: return "floating point exception";
-  case SIGKILL: return "killed";
-  case SIGUSR1: return "user defined signal 1";
-  case SIGSEGV: return "segmentation fault";
-  case SIGUSR2: return "user defined signal 2";
-  case SIGPIPE: return "broken pipe";
-  case SIGALRM: return "alarm clock";
-  case SIGTERM: return "terminated";
-  case SIGSTKFLT: return "stack fault";
-  case SIGCHLD: return "child exited";
-  case SIGCONT: return "continued";
-  case SIGSTOP: return "stopped (signal)";
-  case SIGTSTP: return "stopped";
-  case SIGTTIN: return "stopped (tty input)";
-  case SIGTTOU: return "stopped (tty output)";
-  case SIGURG: return "urgent I/O condition";
-  case SIGXCPU: return "CPU time limit exceeded";
-  case SIGXFSZ: return "file size limit exceeded";
-  case SIGVTALRM: return "virtual timer expired";
-  case SIGPROF: return "profiling timer expired";
-  case SIGWINCH: return "window changed";
-  case SIGIO: return "I/O possible";
-  case SIGPWR: return "power failure";
-  case SIGSYS: return "bad system call";
-  default: return NULL;
+    case SIGHUP:
+      return "hangup";
+    case SIGINT:
+      return "interrupt";
+    case SIGQUIT:
+      return "quit";
+    case SIGILL:
+      return "illegal instruction";
+    case SIGTRAP:
+      return "trace/breakpoint trap";
+    case SIGABRT:
+      return "aborted";
+    case SIGBUS:
+      return "bus error";
+    case SIGFPE:
+      return "floating point exception";
+    case SIGKILL:
+      return "killed";
+    case SIGUSR1:
+      return "user defined signal 1";
+    case SIGSEGV:
+      return "segmentation fault";
+    case SIGUSR2:
+      return "user defined signal 2";
+    case SIGPIPE:
+      return "broken pipe";
+    case SIGALRM:
+      return "alarm clock";
+    case SIGTERM:
+      return "terminated";
+    case SIGSTKFLT:
+      return "stack fault";
+    case SIGCHLD:
+      return "child exited";
+    case SIGCONT:
+      return "continued";
+    case SIGSTOP:
+      return "stopped (signal)";
+    case SIGTSTP:
+      return "stopped";
+    case SIGTTIN:
+      return "stopped (tty input)";
+    case SIGTTOU:
+      return "stopped (tty output)";
+    case SIGURG:
+      return "urgent I/O condition";
+    case SIGXCPU:
+      return "CPU time limit exceeded";
+    case SIGXFSZ:
+      return "file size limit exceeded";
+    case SIGVTALRM:
+      return "virtual timer expired";
+    case SIGPROF:
+      return "profiling timer expired";
+    case SIGWINCH:
+      return "window changed";
+    case SIGIO:
+      return "I/O possible";
+    case SIGPWR:
+      return "power failure";
+    case SIGSYS:
+      return "bad system call";
+    default:
+      return NULL;
   }
 }
 
@@ -309,8 +352,8 @@ void envd_ptab_describe_exit(envd_proc *p) {
     else
       snprintf(p->status, sizeof p->status, "signal: signal %d", sig);
     if (WCOREDUMP(st))
-      snprintf(p->status + strlen(p->status),
-               sizeof p->status - strlen(p->status), " (core dumped)");
+      snprintf(p->status + strlen(p->status), sizeof p->status - strlen(p->status),
+               " (core dumped)");
     snprintf(p->error, sizeof p->error, "%s", p->status);
     if (sig == SIGKILL && g_envd.oom_counter && envd_ptab_oom_count() > p->oom_before)
       snprintf(p->error, sizeof p->error, "%s (out of memory)", p->status);

@@ -55,8 +55,8 @@ struct envd_proc {
   int is_pty;
   int fd_out, fd_err, fd_pty; /* owned by the I/O thread */
   int pty_eof;
-  int fd_in;                  /* guarded by in_lock (also the pty writes) */
-  int pty_w;                  /* pty fd for writes/resizes, under in_lock */
+  int fd_in; /* guarded by in_lock (also the pty writes) */
+  int pty_w; /* pty fd for writes/resizes, under in_lock */
   pthread_mutex_t in_lock;
   pthread_mutex_t lock; /* subs, ended and end info */
   envd_sub *subs;
@@ -64,7 +64,7 @@ struct envd_proc {
   int exited, wstatus;
   int kill_req;
   int timed_out;
-  int throttled;            /* output not read: a reader is full (under lock) */
+  int throttled; /* output not read: a reader is full (under lock) */
   uint64_t throttled_since;
   int ended;
   uint64_t deadline_ms; /* lifetime, 0 = none */

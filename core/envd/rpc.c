@@ -21,21 +21,27 @@ void envd_err_set(envd_err *e, const char *code, const char *fmt, ...) {
 
 const char *envd_errno_code(int err) {
   switch (err) {
-  case ENOENT: return "not_found";
-  case EACCES:
-  case EPERM:
-  case EROFS: return "permission_denied";
-  case ENOSPC:
-  case EDQUOT: return "resource_exhausted";
-  case EEXIST: return "already_exists";
-  case ENOTDIR:
-  case EISDIR:
-  case EINVAL:
-  case ENAMETOOLONG:
-  case ELOOP:
-  case EXDEV:
-  case ENOTEMPTY: return "invalid_argument";
-  default: return "internal";
+    case ENOENT:
+      return "not_found";
+    case EACCES:
+    case EPERM:
+    case EROFS:
+      return "permission_denied";
+    case ENOSPC:
+    case EDQUOT:
+      return "resource_exhausted";
+    case EEXIST:
+      return "already_exists";
+    case ENOTDIR:
+    case EISDIR:
+    case EINVAL:
+    case ENAMETOOLONG:
+    case ELOOP:
+    case EXDEV:
+    case ENOTEMPTY:
+      return "invalid_argument";
+    default:
+      return "internal";
   }
 }
 
@@ -46,8 +52,7 @@ int envd_env_msg(asbi_buf *out, const char *json, size_t len) {
 int envd_env_end(asbi_buf *out, const char *code, const char *msg) {
   asbi_buf j = ASBI_BUF_INIT;
   int rc = asbi_connect_end_json(&j, code, msg);
-  if (rc == 0)
-    rc = asbi_connect_encode(out, ASBI_CONNECT_FLAG_END_STREAM, j.data, j.len);
+  if (rc == 0) rc = asbi_connect_encode(out, ASBI_CONNECT_FLAG_END_STREAM, j.data, j.len);
   asbi_buf_free(&j);
   return rc;
 }
@@ -65,8 +70,7 @@ int envd_wait(int wake_fd, int sock, int timeout_ms) {
     int rc = poll(p, (nfds_t)n, timeout_ms);
     if (rc < 0 && errno == EINTR) continue;
     if (rc <= 0) return 0;
-    if (si >= 0 && (p[si].revents & (POLLRDHUP | POLLHUP | POLLERR)))
-      return -1;
+    if (si >= 0 && (p[si].revents & (POLLRDHUP | POLLHUP | POLLERR))) return -1;
     return 1;
   }
 }

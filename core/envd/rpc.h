@@ -28,17 +28,16 @@ void envd_errno_text(int err, char *out, size_t n);
 /* Per-request context handed to RPC handlers. */
 typedef struct envd_call {
   const envd_user *user;
-  int64_t timeout_ms;   /* Connect-Timeout-Ms, 0 = none */
-  int keepalive_s;      /* Keepalive-Ping-Interval (default 90) */
-  int sock;             /* client socket (for hang-up detection), -1 */
+  int64_t timeout_ms; /* Connect-Timeout-Ms, 0 = none */
+  int keepalive_s;    /* Keepalive-Ping-Interval (default 90) */
+  int sock;           /* client socket (for hang-up detection), -1 */
   /* ASB_TIMING (log.h): ns when the request's head arrived and when its
    * body was complete; 0 with the timers off */
   uint64_t t_head, t_body;
 } envd_call;
 
 /* Unary handler: fills *resp (a JSON object) or e. 0 or -1. */
-typedef int (*envd_unary_fn)(const envd_call *c, const cJSON *req,
-                             cJSON **resp, envd_err *e);
+typedef int (*envd_unary_fn)(const envd_call *c, const cJSON *req, cJSON **resp, envd_err *e);
 
 /* Server-streaming: the handler returns a stream, or NULL and e. The stream
  * produces envelopes through next(): it appends bytes to out (whole
@@ -49,8 +48,7 @@ struct envd_stream {
   int (*next)(envd_stream *s, asbi_buf *out);
   void (*destroy)(envd_stream *s);
 };
-typedef envd_stream *(*envd_stream_fn)(const envd_call *c, const cJSON *req,
-                                       envd_err *e);
+typedef envd_stream *(*envd_stream_fn)(const envd_call *c, const cJSON *req, envd_err *e);
 
 /* Envelope helpers for streams. */
 int envd_env_msg(asbi_buf *out, const char *json, size_t len);

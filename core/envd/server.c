@@ -22,9 +22,7 @@
 #define ENVD_MAX_CONNECTIONS 1000u
 
 /* The server's state: the HTTP service (httpd/httpd.h). */
-static struct {
-  asbi_httpd *httpd;
-} g_srv;
+static struct { asbi_httpd *httpd; } g_srv;
 
 /* ---- routing ----------------------------------------------------------- */
 
@@ -49,27 +47,22 @@ static struct MHD_Response *route(envd_hreq *r, unsigned *status) {
     if (resp) MHD_add_response_header(resp, "Cache-Control", "no-store");
     return resp;
   }
-  if (strcmp(u, "/init") == 0 && strcmp(m, "POST") == 0)
-    return envd_api_init(r, status);
-  if (strcmp(u, "/files") == 0 && strcmp(m, "GET") == 0)
-    return envd_files_get(r, status);
-  if (strcmp(u, "/files") == 0 && strcmp(m, "POST") == 0)
-    return envd_files_post(r, status);
+  if (strcmp(u, "/init") == 0 && strcmp(m, "POST") == 0) return envd_api_init(r, status);
+  if (strcmp(u, "/files") == 0 && strcmp(m, "GET") == 0) return envd_files_get(r, status);
+  if (strcmp(u, "/files") == 0 && strcmp(m, "POST") == 0) return envd_files_post(r, status);
   if (!envd_check_token(r)) {
     *status = 401;
-    return asbi_httpd_json_error(401, "unauthorized access, please provide a "
-                                     "valid access token or method signing "
-                                     "if supported");
+    return asbi_httpd_json_error(401,
+                                 "unauthorized access, please provide a "
+                                 "valid access token or method signing "
+                                 "if supported");
   }
-  if (strcmp(u, "/envs") == 0 && strcmp(m, "GET") == 0)
-    return envd_api_envs(r, status);
-  if (strcmp(u, "/metrics") == 0 && strcmp(m, "GET") == 0)
-    return envd_api_metrics(r, status);
+  if (strcmp(u, "/envs") == 0 && strcmp(m, "GET") == 0) return envd_api_envs(r, status);
+  if (strcmp(u, "/metrics") == 0 && strcmp(m, "GET") == 0) return envd_api_metrics(r, status);
   const envd_method *meth = envd_dispatch_find(u);
   if (meth) return envd_dispatch_begin(r, meth, status);
-  if (strcmp(u, "/health") == 0 || strcmp(u, "/init") == 0 ||
-      strcmp(u, "/files") == 0 || strcmp(u, "/envs") == 0 ||
-      strcmp(u, "/metrics") == 0) {
+  if (strcmp(u, "/health") == 0 || strcmp(u, "/init") == 0 || strcmp(u, "/files") == 0 ||
+      strcmp(u, "/envs") == 0 || strcmp(u, "/metrics") == 0) {
     *status = 405;
     return envd_resp_empty();
   }
@@ -77,25 +70,22 @@ static struct MHD_Response *route(envd_hreq *r, unsigned *status) {
   return envd_resp_buf("text/plain; charset=utf-8", "404 page not found\n", 19);
 }
 
-static enum MHD_Result queue(envd_hreq *r, struct MHD_Response *resp,
-                             unsigned status) {
+static enum MHD_Result queue(envd_hreq *r, struct MHD_Response *resp, unsigned status) {
   if (!resp) return MHD_NO;
   if (envd_hdr(r, "Origin")) {
     MHD_add_response_header(resp, "Access-Control-Allow-Origin", "*");
-    MHD_add_response_header(
-        resp, "Access-Control-Expose-Headers",
-        "Connect-Protocol-Version, Content-Encoding, Grpc-Status, "
-        "Grpc-Message, Grpc-Status-Details-Bin, Location, Cache-Control, "
-        "Content-Type, Content-Length, Vary");
+    MHD_add_response_header(resp, "Access-Control-Expose-Headers",
+                            "Connect-Protocol-Version, Content-Encoding, Grpc-Status, "
+                            "Grpc-Message, Grpc-Status-Details-Bin, Location, Cache-Control, "
+                            "Content-Type, Content-Length, Vary");
   }
   enum MHD_Result rc = MHD_queue_response(r->conn, status, resp);
   MHD_destroy_response(resp);
   return rc;
 }
 
-static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
-                                  const char *url, const char *method,
-                                  const char *version, const char *upload,
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
+                                  const char *method, const char *version, const char *upload,
                                   size_t *upload_size, void **con_cls) {
   (void)cls;
   (void)version;
@@ -139,7 +129,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
   }
   if (*upload_size) {
     if (!r->failed && r->on_body) {
-      if (r->fs_creds && envd_creds_enter(&r->user) != 0) r->failed = 1;
+      if (r->fs_creds && envd_creds_enter(&r->user) != 0)
+        r->failed = 1;
       else {
         r->on_body(r, upload, *upload_size);
         if (r->fs_creds) envd_creds_leave();
@@ -164,8 +155,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
   return queue(r, resp, status);
 }
 
-static void on_completed(void *cls, struct MHD_Connection *conn,
-                         void **con_cls, enum MHD_RequestTerminationCode toe) {
+static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+                         enum MHD_RequestTerminationCode toe) {
   (void)cls;
   (void)toe;
   (void)conn;
@@ -202,21 +193,21 @@ int envd_server_start(const envd_listen *l, int *bound_port) {
    * connections (the engine pools them) are left open for 640 s. One
    * thread per connection, so streaming bodies may block in their reader. */
   asbi_httpd_opts o = {
-      .listen_fd = fd,
-      .handler = on_request,
-      .completed = on_completed,
-      .max_connections = ENVD_MAX_CONNECTIONS,
-      .head_timeout_ms = ENVD_HEAD_TIMEOUT_MS,
-      .max_waiting = ENVD_MAX_CONNECTIONS / 2,
-      .idle_timeout_s = 640,
-      .conn_memory = (size_t)1 << 20,
+    .listen_fd = fd,
+    .handler = on_request,
+    .completed = on_completed,
+    .max_connections = ENVD_MAX_CONNECTIONS,
+    .head_timeout_ms = ENVD_HEAD_TIMEOUT_MS,
+    .max_waiting = ENVD_MAX_CONNECTIONS / 2,
+    .idle_timeout_s = 640,
+    .conn_memory = (size_t)1 << 20,
 #if defined(__SANITIZE_ADDRESS__)
-      .thread_stack = (size_t)4 << 20,
+    .thread_stack = (size_t)4 << 20,
 #else
-      .thread_stack = (size_t)1 << 20,
+    .thread_stack = (size_t)1 << 20,
 #endif
-      .extra_flags = MHD_USE_TURBO,
-      .log = mhd_log,
+    .extra_flags = MHD_USE_TURBO,
+    .log = mhd_log,
   };
   g_srv.httpd = asbi_httpd_start(&o, err, sizeof err);
   if (!g_srv.httpd) {

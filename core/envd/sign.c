@@ -13,8 +13,8 @@
 #include "util/sha256.h"
 #include "util/util.h"
 
-void envd_sign(const char *path, const char *op, const char *user,
-               const char *token, const char *exp, char *out, size_t n) {
+void envd_sign(const char *path, const char *op, const char *user, const char *token,
+               const char *exp, char *out, size_t n) {
   asbi_sha256_ctx s;
   unsigned char md[32];
   asbi_sha256_init(&s);
@@ -35,9 +35,9 @@ void envd_sign(const char *path, const char *op, const char *user,
   snprintf(out, n, "v1_%s", b64);
 }
 
-int envd_sign_verify(const char *tok, const char *h, const char *sig,
-                     const char *exp, const char *user, const char *path,
-                     const char *op, int64_t now, char *msg, size_t n) {
+int envd_sign_verify(const char *tok, const char *h, const char *sig, const char *exp,
+                     const char *user, const char *path, const char *op, int64_t now, char *msg,
+                     size_t n) {
   if (!tok) return 0;
   if (!asbi_empty(h)) {
     if (asbi_httpd_token_eq(h, tok)) return 0;
@@ -56,8 +56,7 @@ int envd_sign_verify(const char *tok, const char *h, const char *sig,
   }
   if (exp) snprintf(expbuf, sizeof expbuf, "%lld", (long long)e);
   char want[80];
-  envd_sign(path ? path : "", op, user ? user : "", tok, exp ? expbuf : NULL,
-            want, sizeof want);
+  envd_sign(path ? path : "", op, user ? user : "", tok, exp ? expbuf : NULL, want, sizeof want);
   if (!asbi_httpd_token_eq(want, sig)) {
     snprintf(msg, n, "invalid signature");
     return -1;

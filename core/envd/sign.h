@@ -7,15 +7,15 @@
 #include <stdint.h>
 
 /* "v1_" + base64-nopad(sha256("path:op:user:token[:exp]")) into out (64+). */
-void envd_sign(const char *path, const char *op, const char *user,
-               const char *token, const char *exp, char *out, size_t n);
+void envd_sign(const char *path, const char *op, const char *user, const char *token,
+               const char *exp, char *out, size_t n);
 /* E2B's check of a /files request when the access token is tok (NULL: none
  * is set, everything passes): an X-Access-Token header h equal to it, or a
  * signature sig of (path, op, user, tok[, exp]) whose expiration exp (unix
  * seconds, optional) is not before now. h, sig, exp and user are the
  * request's values, NULL when absent. 0, or -1 with the reason in msg. */
-int envd_sign_verify(const char *tok, const char *h, const char *sig,
-                     const char *exp, const char *user, const char *path,
-                     const char *op, int64_t now, char *msg, size_t n);
+int envd_sign_verify(const char *tok, const char *h, const char *sig, const char *exp,
+                     const char *user, const char *path, const char *op, int64_t now, char *msg,
+                     size_t n);
 
 #endif

@@ -23,25 +23,23 @@
 /* One stack: callers serialise spawns (the process table lock). */
 static void *t_stack;
 
-__attribute__((no_sanitize("address", "undefined"))) static size_t
-c_strlen(const char *s) {
+__attribute__((no_sanitize("address", "undefined"))) static size_t c_strlen(const char *s) {
   size_t n = 0;
   while (s[n]) n++;
   return n;
 }
 
-__attribute__((no_sanitize("address", "undefined"))) static void
-c_fail(envd_spawn *s, const char *stage, int err) {
+__attribute__((no_sanitize("address", "undefined"))) static void c_fail(envd_spawn *s,
+                                                                        const char *stage,
+                                                                        int err) {
   size_t i = 0;
-  for (; stage[i] && i + 1 < sizeof s->fail_stage; i++)
-    s->fail_stage[i] = stage[i];
+  for (; stage[i] && i + 1 < sizeof s->fail_stage; i++) s->fail_stage[i] = stage[i];
   s->fail_stage[i] = '\0';
   s->fail_errno = err ? err : EINVAL;
   syscall(SYS_exit_group, 127);
 }
 
-__attribute__((no_sanitize("address", "undefined"))) static int
-child_main(void *arg) {
+__attribute__((no_sanitize("address", "undefined"))) static int child_main(void *arg) {
   envd_spawn *s = arg;
   /* Signals: envd blocks SIGCHLD/SIGPIPE/...; a new program starts with an
    * empty mask (handled signals are reset by execve itself). */
@@ -49,8 +47,7 @@ child_main(void *arg) {
   syscall(SYS_rt_sigprocmask, SIG_SETMASK, empty, NULL, sizeof(long));
   if (s->pty) {
     if (syscall(SYS_setsid) < 0) c_fail(s, "setsid", errno);
-    if (syscall(SYS_ioctl, s->fd_out, TIOCSCTTY, 0) < 0)
-      c_fail(s, "set controlling tty", errno);
+    if (syscall(SYS_ioctl, s->fd_out, TIOCSCTTY, 0) < 0) c_fail(s, "set controlling tty", errno);
   } else if (syscall(SYS_setpgid, 0, 0) < 0) {
     c_fail(s, "setpgid", errno);
   }
@@ -71,14 +68,12 @@ child_main(void *arg) {
     for (char *const *cg = s->cgroup_procs; *cg; cg++) {
       long fd = syscall(SYS_openat, AT_FDCWD, *cg, O_WRONLY | O_CLOEXEC);
       if (fd < 0) c_fail(s, "join cgroup", errno);
-      if (syscall(SYS_write, fd, num, (size_t)n) != n)
-        c_fail(s, "join cgroup", errno);
+      if (syscall(SYS_write, fd, num, (size_t)n) != n) c_fail(s, "join cgroup", errno);
       syscall(SYS_close, fd);
     }
   }
   if (s->oom_score_adj >= -1000) {
-    long fd = syscall(SYS_openat, AT_FDCWD, "/proc/self/oom_score_adj",
-                      O_WRONLY | O_CLOEXEC);
+    long fd = syscall(SYS_openat, AT_FDCWD, "/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
     if (fd >= 0) {
       char v[8];
       int n = 0, x = s->oom_score_adj;
@@ -105,12 +100,9 @@ child_main(void *arg) {
       c_fail(s, "set the open-file limit", errno);
   }
   if (s->set_ids) {
-    if (syscall(SYS_setgroups, (size_t)s->ngroups, s->groups) < 0)
-      c_fail(s, "setgroups", errno);
-    if (syscall(SYS_setresgid, s->gid, s->gid, s->gid) < 0)
-      c_fail(s, "setgid", errno);
-    if (syscall(SYS_setresuid, s->uid, s->uid, s->uid) < 0)
-      c_fail(s, "setuid", errno);
+    if (syscall(SYS_setgroups, (size_t)s->ngroups, s->groups) < 0) c_fail(s, "setgroups", errno);
+    if (syscall(SYS_setresgid, s->gid, s->gid, s->gid) < 0) c_fail(s, "setgid", errno);
+    if (syscall(SYS_setresuid, s->uid, s->uid, s->uid) < 0) c_fail(s, "setuid", errno);
   }
   if (syscall(SYS_chdir, s->cwd) < 0) c_fail(s, "chdir", errno);
   syscall(SYS_execve, s->path, s->argv, s->envp);
@@ -130,7 +122,6 @@ pid_t envd_spawn_run(envd_spawn *s) {
   }
   s->fail_errno = 0;
   s->fail_stage[0] = '\0';
-  pid_t pid = clone(child_main, (char *)t_stack + CHILD_STACK,
-                    CLONE_VM | CLONE_VFORK | SIGCHLD, s);
+  pid_t pid = clone(child_main, (char *)t_stack + CHILD_STACK, CLONE_VM | CLONE_VFORK | SIGCHLD, s);
   return pid;
 }

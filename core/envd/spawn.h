@@ -6,7 +6,7 @@
 #include <sys/types.h>
 
 typedef struct envd_spawn {
-  const char *path;  /* program to execve */
+  const char *path; /* program to execve */
   char *const *argv;
   char *const *envp;
   const char *cwd;
@@ -17,8 +17,8 @@ typedef struct envd_spawn {
   gid_t gid;
   const gid_t *groups;
   int ngroups;
-  char *const *cgroup_procs; /* "<dir>/cgroup.procs" files to join */
-  int oom_score_adj;         /* written when >= -1000 */
+  char *const *cgroup_procs;            /* "<dir>/cgroup.procs" files to join */
+  int oom_score_adj;                    /* written when >= -1000 */
   unsigned long nofile_cur, nofile_max; /* RLIMIT_NOFILE when nofile_max > 0 */
   /* Written to fd 2 when execve fails (the shell's message) */
   const char *msg_noent;
@@ -30,8 +30,8 @@ typedef struct envd_spawn {
 
 /* Starts the child; the caller is blocked until it has exec'd or failed.
  * Returns the pid (the caller must reap it even on failure) or -1 with
- * errno when clone itself failed. Calls must be serialised by the caller. On a failure before execve, fail_errno
- * and fail_stage are set. */
+ * errno when clone itself failed. Calls must be serialised by the caller. On a failure before
+ * execve, fail_errno and fail_stage are set. */
 pid_t envd_spawn_run(envd_spawn *s);
 
 #endif

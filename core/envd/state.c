@@ -10,8 +10,7 @@
 #include "util/buf.h"
 #include "util/util.h"
 
-envd_state g_envd = {.lock = PTHREAD_MUTEX_INITIALIZER,
-                      .init_lock = PTHREAD_MUTEX_INITIALIZER};
+envd_state g_envd = {.lock = PTHREAD_MUTEX_INITIALIZER, .init_lock = PTHREAD_MUTEX_INITIALIZER};
 
 char *envd_default_user(void) {
   pthread_mutex_lock(&g_envd.lock);
@@ -65,12 +64,10 @@ static void env_set(const char *k, const char *v, int internal) {
       return;
     }
   }
-  envd_env_var *n =
-      realloc(g_envd.envs, (g_envd.n_envs + 1) * sizeof *g_envd.envs);
+  envd_env_var *n = realloc(g_envd.envs, (g_envd.n_envs + 1) * sizeof *g_envd.envs);
   if (!n) return;
   g_envd.envs = n;
-  g_envd.envs[g_envd.n_envs++] =
-      (envd_env_var){asbi_strdup(k), asbi_strdup(v), internal};
+  g_envd.envs[g_envd.n_envs++] = (envd_env_var){asbi_strdup(k), asbi_strdup(v), internal};
 }
 
 void envd_env_set_internal(const char *key, const char *value) {
@@ -93,8 +90,7 @@ void envd_env_replace(const cJSON *obj) {
   }
   const cJSON *it;
   cJSON_ArrayForEach(it, obj) {
-    if (cJSON_IsString(it) && it->string && it->string[0] &&
-        !strchr(it->string, '='))
+    if (cJSON_IsString(it) && it->string && it->string[0] && !strchr(it->string, '='))
       env_set(it->string, it->valuestring, 0);
   }
   pthread_mutex_unlock(&g_envd.lock);

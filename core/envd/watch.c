@@ -24,9 +24,9 @@
 #include "util/util.h"
 #include "watch.h"
 
-#define WMASK                                                            \
-  (IN_MOVED_TO | IN_MOVED_FROM | IN_CREATE | IN_ATTRIB | IN_MODIFY |     \
-   IN_MOVE_SELF | IN_DELETE | IN_DELETE_SELF)
+#define WMASK                                                                                   \
+  (IN_MOVED_TO | IN_MOVED_FROM | IN_CREATE | IN_ATTRIB | IN_MODIFY | IN_MOVE_SELF | IN_DELETE | \
+   IN_DELETE_SELF)
 #define MAX_POLL_EVENTS 100000
 
 typedef struct wdent {
@@ -107,8 +107,7 @@ static void add_tree(watch *w, const char *path, int depth, cJSON *arr) {
     char *sub = envd_path_join(path, de->d_name);
     struct stat st;
     if (sub && arr) add_event(w, arr, sub, 1);
-    if (sub && lstat(sub, &st) == 0 && S_ISDIR(st.st_mode))
-      add_tree(w, sub, depth + 1, arr);
+    if (sub && lstat(sub, &st) == 0 && S_ISDIR(st.st_mode)) add_tree(w, sub, depth + 1, arr);
     free(sub);
   }
   closedir(d);
@@ -118,19 +117,18 @@ static int is_network_fs(const char *path) {
   struct statfs s;
   if (statfs(path, &s) != 0) return 0;
   switch ((unsigned long)s.f_type) {
-  case 0x6969:      /* NFS */
-  case 0xFF534D42:  /* CIFS */
-  case 0x517B:      /* SMB */
-  case 0xFE534D42:  /* SMB2 */
-  case 0x65735546:  /* FUSE */
-    return 1;
-  default:
-    return 0;
+    case 0x6969:     /* NFS */
+    case 0xFF534D42: /* CIFS */
+    case 0x517B:     /* SMB */
+    case 0xFE534D42: /* SMB2 */
+    case 0x65735546: /* FUSE */
+      return 1;
+    default:
+      return 0;
   }
 }
 
-static int watch_open(watch *w, const envd_call *c, const cJSON *req,
-                      envd_err *e) {
+static int watch_open(watch *w, const envd_call *c, const cJSON *req, envd_err *e) {
   memset(w, 0, sizeof *w);
   w->ifd = -1;
   const char *path = NULL;
@@ -145,8 +143,7 @@ static int watch_open(watch *w, const envd_call *c, const cJSON *req,
   const char *perr = NULL;
   char *rp = envd_resolve_path(path ? path : "", c->user, &perr);
   if (!rp) {
-    envd_err_set(e, "invalid_argument",
-                 "failed to expand path '%s' for user '%s': %s",
+    envd_err_set(e, "invalid_argument", "failed to expand path '%s' for user '%s': %s",
                  path ? path : "", c->user->name, perr);
     return -1;
   }
@@ -154,11 +151,12 @@ static int watch_open(watch *w, const envd_call *c, const cJSON *req,
   if (stat(rp, &st) != 0) {
     int err = errno;
     if (err == ENOENT)
-      envd_err_set(e, "not_found", "path %s not found: stat %s: no such file "
-                   "or directory", rp, rp);
+      envd_err_set(e, "not_found",
+                   "path %s not found: stat %s: no such file "
+                   "or directory",
+                   rp, rp);
     else
-      envd_err_set(e, envd_errno_code(err), "error statting path %s: %s", rp,
-                   strerror(err));
+      envd_err_set(e, envd_errno_code(err), "error statting path %s: %s", rp, strerror(err));
     free(rp);
     return -1;
   }
@@ -168,8 +166,7 @@ static int watch_open(watch *w, const envd_call *c, const cJSON *req,
     return -1;
   }
   if (!allow_net && is_network_fs(rp)) {
-    envd_err_set(e, "invalid_argument",
-                 "cannot watch path on network filesystem: %s", rp);
+    envd_err_set(e, "invalid_argument", "cannot watch path on network filesystem: %s", rp);
     free(rp);
     return -1;
   }
@@ -180,8 +177,8 @@ static int watch_open(watch *w, const envd_call *c, const cJSON *req,
   w->ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
   if (w->ifd < 0 || add_one(w, w->root) != 0) {
     int err = errno;
-    envd_err_set(e, envd_errno_code(err), "error adding path %s to watcher: %s",
-                 w->root, strerror(err));
+    envd_err_set(e, envd_errno_code(err), "error adding path %s to watcher: %s", w->root,
+                 strerror(err));
     watch_close(w);
     return -1;
   }
@@ -190,11 +187,9 @@ static int watch_open(watch *w, const envd_call *c, const cJSON *req,
     if (d) {
       struct dirent *de;
       while ((de = readdir(d)) != NULL) {
-        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-          continue;
+        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0) continue;
         char *sub = envd_path_join(w->root, de->d_name);
-        if (sub && lstat(sub, &st) == 0 && S_ISDIR(st.st_mode))
-          add_tree(w, sub, 1, NULL);
+        if (sub && lstat(sub, &st) == 0 && S_ISDIR(st.st_mode)) add_tree(w, sub, 1, NULL);
         free(sub);
       }
       closedir(d);
@@ -207,17 +202,18 @@ static char *rel_name(const watch *w, const char *full) {
   size_t rl = strlen(w->root);
   if (strcmp(full, w->root) == 0) return asbi_strdup(".");
   if (strcmp(w->root, "/") == 0) return asbi_strdup(full + 1);
-  if (strncmp(full, w->root, rl) == 0 && full[rl] == '/')
-    return asbi_strdup(full + rl + 1);
+  if (strncmp(full, w->root, rl) == 0 && full[rl] == '/') return asbi_strdup(full + rl + 1);
   return asbi_strdup(full);
 }
 
 static void add_event(watch *w, cJSON *arr, const char *full, int type) {
-  static const asbi_pj_enum types[] = {
-      {0, "EVENT_TYPE_UNSPECIFIED"}, {1, "EVENT_TYPE_CREATE"},
-      {2, "EVENT_TYPE_WRITE"},       {3, "EVENT_TYPE_REMOVE"},
-      {4, "EVENT_TYPE_RENAME"},      {5, "EVENT_TYPE_CHMOD"},
-      {0, NULL}};
+  static const asbi_pj_enum types[] = {{0, "EVENT_TYPE_UNSPECIFIED"},
+                                       {1, "EVENT_TYPE_CREATE"},
+                                       {2, "EVENT_TYPE_WRITE"},
+                                       {3, "EVENT_TYPE_REMOVE"},
+                                       {4, "EVENT_TYPE_RENAME"},
+                                       {5, "EVENT_TYPE_CHMOD"},
+                                       {0, NULL}};
   cJSON *o = cJSON_CreateObject();
   char *name = rel_name(w, full);
   asbi_pj_add_str(o, "name", name);
@@ -242,8 +238,7 @@ static int watch_read(watch *w, cJSON *arr, envd_err *e) {
       struct inotify_event *ev = (struct inotify_event *)p;
       p += sizeof *ev + ev->len;
       if (ev->mask & IN_Q_OVERFLOW) {
-        envd_err_set(e, "internal",
-                     "watcher error: fsnotify: queue or buffer overflow");
+        envd_err_set(e, "internal", "watcher error: fsnotify: queue or buffer overflow");
         return -1;
       }
       const char *dir = wd_path(w, ev->wd);
@@ -259,8 +254,7 @@ static int watch_read(watch *w, cJSON *arr, envd_err *e) {
       if (m & IN_ATTRIB) add_event(w, arr, full, 5);
       if (m & IN_MODIFY) add_event(w, arr, full, 2);
       if (m & (IN_DELETE_SELF | IN_DELETE)) add_event(w, arr, full, 3);
-      if (w->recursive && (ev->mask & IN_ISDIR) &&
-          (ev->mask & (IN_CREATE | IN_MOVED_TO)))
+      if (w->recursive && (ev->mask & IN_ISDIR) && (ev->mask & (IN_CREATE | IN_MOVED_TO)))
         add_tree(w, full, 1, arr);
       if (ev->mask & IN_IGNORED) wd_forget(w, ev->wd);
       free(full);
@@ -337,8 +331,7 @@ static void ws_destroy(envd_stream *base) {
   free(s);
 }
 
-static envd_stream *watch_stream(const envd_call *c, const cJSON *req,
-                                 envd_err *e) {
+static envd_stream *watch_stream(const envd_call *c, const cJSON *req, envd_err *e) {
   wstream *s = calloc(1, sizeof *s);
   if (!s) {
     envd_err_set(e, "internal", "out of memory");
@@ -394,8 +387,7 @@ static void *pw_main(void *arg) {
         cJSON_Delete(it);
         if (!pw->failed) {
           pw->failed = 1;
-          envd_err_set(&pw->err, "resource_exhausted",
-                       "watcher holds more than %d unread events",
+          envd_err_set(&pw->err, "resource_exhausted", "watcher holds more than %d unread events",
                        MAX_POLL_EVENTS);
         }
         continue;
@@ -416,7 +408,8 @@ static void *pw_main(void *arg) {
 
 static void pw_free(pwatch *pw) {
   uint64_t one = 1;
-  if (write(pw->stopfd, &one, sizeof one) < 0) { /* cannot fail */ }
+  if (write(pw->stopfd, &one, sizeof one) < 0) { /* cannot fail */
+  }
   pthread_join(pw->thr, NULL);
   close(pw->stopfd);
   watch_close(&pw->w);
@@ -425,8 +418,7 @@ static void pw_free(pwatch *pw) {
   free(pw);
 }
 
-static int watcher_create(const envd_call *c, const cJSON *req,
-                          cJSON **resp, envd_err *e) {
+static int watcher_create(const envd_call *c, const cJSON *req, cJSON **resp, envd_err *e) {
   pwatch *pw = calloc(1, sizeof *pw);
   if (!pw) {
     envd_err_set(e, "internal", "out of memory");
@@ -476,8 +468,7 @@ static const char *watcher_id(const cJSON *req, envd_err *e) {
   return id ? id : "";
 }
 
-static int watcher_events(const envd_call *c, const cJSON *req,
-                          cJSON **resp, envd_err *e) {
+static int watcher_events(const envd_call *c, const cJSON *req, cJSON **resp, envd_err *e) {
   (void)c;
   const char *id = watcher_id(req, e);
   if (!id) return -1;
@@ -508,8 +499,7 @@ static int watcher_events(const envd_call *c, const cJSON *req,
   return rc;
 }
 
-static int watcher_remove(const envd_call *c, const cJSON *req,
-                          cJSON **resp, envd_err *e) {
+static int watcher_remove(const envd_call *c, const cJSON *req, cJSON **resp, envd_err *e) {
   (void)c;
   const char *id = watcher_id(req, e);
   if (!id) return -1;
@@ -529,14 +519,10 @@ static int watcher_remove(const envd_call *c, const cJSON *req,
 }
 
 const envd_method envd_watch_methods[] = {
-    {"/filesystem.Filesystem/WatchDir", ENVD_SERVER_STREAM, NULL, watch_stream,
-     NULL, 1},
-    {"/filesystem.Filesystem/CreateWatcher", ENVD_UNARY, watcher_create, NULL,
-     NULL, 1},
-    {"/filesystem.Filesystem/GetWatcherEvents", ENVD_UNARY, watcher_events,
-     NULL, NULL, 1},
-    {"/filesystem.Filesystem/RemoveWatcher", ENVD_UNARY, watcher_remove, NULL,
-     NULL, 1},
+    {"/filesystem.Filesystem/WatchDir", ENVD_SERVER_STREAM, NULL, watch_stream, NULL, 1},
+    {"/filesystem.Filesystem/CreateWatcher", ENVD_UNARY, watcher_create, NULL, NULL, 1},
+    {"/filesystem.Filesystem/GetWatcherEvents", ENVD_UNARY, watcher_events, NULL, NULL, 1},
+    {"/filesystem.Filesystem/RemoveWatcher", ENVD_UNARY, watcher_remove, NULL, NULL, 1},
     {NULL, 0, NULL, NULL, NULL, 0}};
 
 void envd_watch_shutdown(void) {

@@ -56,8 +56,7 @@ static int listen_unix(const char *path, char *err, size_t n) {
   return fd;
 }
 
-static int listen_tcp(const char *addr, int port, int *bound_port, char *err,
-                      size_t n) {
+static int listen_tcp(const char *addr, int port, int *bound_port, char *err, size_t n) {
   struct sockaddr_in6 s6;
   struct sockaddr_in s4;
   memset(&s6, 0, sizeof s6);
@@ -103,18 +102,15 @@ static int listen_tcp(const char *addr, int port, int *bound_port, char *err,
     close(fd);
     return -1;
   }
-  *bound_port = ss.ss_family == AF_INET6
-                    ? ntohs(((struct sockaddr_in6 *)&ss)->sin6_port)
-                    : ntohs(((struct sockaddr_in *)&ss)->sin_port);
+  *bound_port = ss.ss_family == AF_INET6 ? ntohs(((struct sockaddr_in6 *)&ss)->sin6_port)
+                                         : ntohs(((struct sockaddr_in *)&ss)->sin_port);
   return fd;
 }
 
-int asbi_httpd_listen(const asbi_httpd_addr *a, int *bound_port, char *err,
-                      size_t n) {
+int asbi_httpd_listen(const asbi_httpd_addr *a, int *bound_port, char *err, size_t n) {
   *bound_port = 0;
   int fd = a->unix_path ? listen_unix(a->unix_path, err, n)
-                        : listen_tcp(a->addr ? a->addr : "127.0.0.1", a->port,
-                                     bound_port, err, n);
+                        : listen_tcp(a->addr ? a->addr : "127.0.0.1", a->port, bound_port, err, n);
   if (fd < 0) return -1;
   if (listen(fd, 1024) != 0) {
     snprintf(err, n, "listen: %s", strerror(errno));
@@ -170,9 +166,8 @@ static void *on_uri(void *cls, const char *uri, struct MHD_Connection *c) {
   return h->uri ? h->uri(h->uri_cls, uri, c) : NULL;
 }
 
-static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
-                                  const char *url, const char *method,
-                                  const char *version, const char *upload,
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
+                                  const char *method, const char *version, const char *upload,
                                   size_t *upload_size, void **con_cls) {
   asbi_httpd *h = cls;
   /* The first call of a request comes once its head is complete. */
@@ -181,8 +176,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
     k->in_head = 0;
     asbi_connguard_head_done(k->g);
   }
-  return h->handler(h->handler_cls, c, url, method, version, upload,
-                    upload_size, con_cls);
+  return h->handler(h->handler_cls, c, url, method, version, upload, upload_size, con_cls);
 }
 
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
@@ -220,8 +214,7 @@ asbi_httpd *asbi_httpd_start(const asbi_httpd_opts *o, char *err, size_t n) {
   h->log_cls = o->log_cls;
   unsigned max_conns = o->max_connections ? o->max_connections : 1000u;
   unsigned head_ms = o->head_timeout_ms ? o->head_timeout_ms : 30000u;
-  unsigned waiting = o->max_waiting ? o->max_waiting
-                                    : (max_conns > 1 ? max_conns / 2 : 1);
+  unsigned waiting = o->max_waiting ? o->max_waiting : (max_conns > 1 ? max_conns / 2 : 1);
   h->guard = asbi_connguard_new(o->wait_timeout_ms, head_ms, waiting);
   if (!h->guard) {
     snprintf(err, n, "cannot start a thread: %s", strerror(errno));
@@ -230,19 +223,18 @@ asbi_httpd *asbi_httpd_start(const asbi_httpd_opts *o, char *err, size_t n) {
     return NULL;
   }
   /* MHD_USE_ITC: MHD_quiesce_daemon needs it with an internal thread. */
-  unsigned flags = MHD_USE_THREAD_PER_CONNECTION |
-                   MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL |
+  unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL |
                    MHD_USE_ITC | MHD_USE_ERROR_LOG | o->extra_flags;
   /* Options that have their library default when 0 are passed as
    * MHD_OPTION_ARRAY entries only when set. */
   struct MHD_OptionItem opt[8];
   int k = 0;
   if (o->conn_memory)
-    opt[k++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_MEMORY_LIMIT,
-                                       (intptr_t)o->conn_memory, NULL};
+    opt[k++] =
+        (struct MHD_OptionItem){MHD_OPTION_CONNECTION_MEMORY_LIMIT, (intptr_t)o->conn_memory, NULL};
   if (o->thread_stack)
-    opt[k++] = (struct MHD_OptionItem){MHD_OPTION_THREAD_STACK_SIZE,
-                                       (intptr_t)o->thread_stack, NULL};
+    opt[k++] =
+        (struct MHD_OptionItem){MHD_OPTION_THREAD_STACK_SIZE, (intptr_t)o->thread_stack, NULL};
   if (o->per_ip_limit)
     opt[k++] = (struct MHD_OptionItem){MHD_OPTION_PER_IP_CONNECTION_LIMIT,
                                        (intptr_t)o->per_ip_limit, NULL};
@@ -251,13 +243,10 @@ asbi_httpd *asbi_httpd_start(const asbi_httpd_opts *o, char *err, size_t n) {
       flags, 0, NULL, NULL, on_request, h,
       /* first, so that libmicrohttpd's messages about the options below
        * go to it too */
-      MHD_OPTION_EXTERNAL_LOGGER, on_log, h, MHD_OPTION_LISTEN_SOCKET,
-      o->listen_fd, MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
-      MHD_OPTION_NOTIFY_CONNECTION, on_connection, h,
-      MHD_OPTION_URI_LOG_CALLBACK, on_uri, h, MHD_OPTION_CONNECTION_LIMIT,
-      max_conns, MHD_OPTION_CONNECTION_TIMEOUT, o->idle_timeout_s,
-      MHD_OPTION_ARRAY, opt,
-      MHD_OPTION_END);
+      MHD_OPTION_EXTERNAL_LOGGER, on_log, h, MHD_OPTION_LISTEN_SOCKET, o->listen_fd,
+      MHD_OPTION_NOTIFY_COMPLETED, on_completed, h, MHD_OPTION_NOTIFY_CONNECTION, on_connection, h,
+      MHD_OPTION_URI_LOG_CALLBACK, on_uri, h, MHD_OPTION_CONNECTION_LIMIT, max_conns,
+      MHD_OPTION_CONNECTION_TIMEOUT, o->idle_timeout_s, MHD_OPTION_ARRAY, opt, MHD_OPTION_END);
   if (!h->daemon) {
     snprintf(err, n, "cannot start the HTTP server");
     close(o->listen_fd);
@@ -268,7 +257,9 @@ asbi_httpd *asbi_httpd_start(const asbi_httpd_opts *o, char *err, size_t n) {
   return h;
 }
 
-struct MHD_Daemon *asbi_httpd_daemon(asbi_httpd *h) { return h->daemon; }
+struct MHD_Daemon *asbi_httpd_daemon(asbi_httpd *h) {
+  return h->daemon;
+}
 
 void asbi_httpd_quiesce(asbi_httpd *h) {
   if (!h || h->quiesced) return;
@@ -295,8 +286,7 @@ void asbi_httpd_stop(asbi_httpd *h) {
 
 /* ---- replies and checks ------------------------------------------------ */
 
-struct MHD_Response *asbi_httpd_vjson_error(unsigned status, const char *fmt,
-                                            va_list ap) {
+struct MHD_Response *asbi_httpd_vjson_error(unsigned status, const char *fmt, va_list ap) {
   char msg[1024];
   vsnprintf(msg, sizeof msg, fmt, ap);
   /* cJSON writes the message as a JSON string (quotes, control characters
@@ -309,8 +299,7 @@ struct MHD_Response *asbi_httpd_vjson_error(unsigned status, const char *fmt,
   int rc = asbi_buf_printf(&b, "{\"code\":%u,\"message\":%s}\n", status, lit);
   free(lit);
   struct MHD_Response *r =
-      rc == 0 ? MHD_create_response_from_buffer(b.len, b.data, MHD_RESPMEM_MUST_COPY)
-              : NULL;
+      rc == 0 ? MHD_create_response_from_buffer(b.len, b.data, MHD_RESPMEM_MUST_COPY) : NULL;
   asbi_buf_free(&b);
   if (r) {
     MHD_add_response_header(r, "Content-Type", "application/json; charset=utf-8");
@@ -351,4 +340,6 @@ void asbi_httpd_body_append(asbi_httpd_body *b, const void *data, size_t len) {
   }
 }
 
-void asbi_httpd_body_free(asbi_httpd_body *b) { asbi_buf_free(&b->buf); }
+void asbi_httpd_body_free(asbi_httpd_body *b) {
+  asbi_buf_free(&b->buf);
+}

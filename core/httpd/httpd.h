@@ -40,8 +40,7 @@ typedef struct asbi_httpd_addr {
 /* A listening socket (close-on-exec, backlog 1024). On TCP *bound_port is
  * the port bound, on unix 0. -1 with a message in err (n bytes) on
  * failure. */
-int asbi_httpd_listen(const asbi_httpd_addr *a, int *bound_port, char *err,
-                      size_t n);
+int asbi_httpd_listen(const asbi_httpd_addr *a, int *bound_port, char *err, size_t n);
 
 /* ---- the service ------------------------------------------------------- */
 
@@ -101,8 +100,7 @@ void asbi_httpd_stop(asbi_httpd *h);
  * NULL when out of memory. */
 struct MHD_Response *asbi_httpd_json_error(unsigned status, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
-struct MHD_Response *asbi_httpd_vjson_error(unsigned status, const char *fmt,
-                                            va_list ap)
+struct MHD_Response *asbi_httpd_vjson_error(unsigned status, const char *fmt, va_list ap)
     __attribute__((format(printf, 2, 0)));
 
 /* 1 when the token a client sent equals the expected one, in time that

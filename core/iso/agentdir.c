@@ -153,14 +153,16 @@ static int copy_fd_entry(int src, int dst, const char *name, int depth) {
   }
   if (!S_ISREG(st.st_mode)) return 0;
   int in = openat(src, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-  int out = openat(dst, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-                   st.st_mode & 0755);
+  int out =
+      openat(dst, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, st.st_mode & 0755);
   int r = in < 0 || out < 0 ? -errno : 0;
   for (off_t left = st.st_size; !r && left > 0;) {
     ssize_t n = sendfile(out, in, NULL, (size_t)(left > (1 << 30) ? (1 << 30) : left));
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) r = n < 0 ? -errno : -EIO;
-    else left -= n;
+    if (n <= 0)
+      r = n < 0 ? -errno : -EIO;
+    else
+      left -= n;
   }
   if (!r && fchmod(out, st.st_mode & 0755) < 0) r = -errno;
   if (in >= 0) close(in);
@@ -180,7 +182,8 @@ static int copy_fd_tree(int src, int dst, int depth) {
   int r = 0;
   struct dirent *de;
   while (!r && (de = readdir(d)))
-    if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..")) r = copy_fd_entry(src, dst, de->d_name, depth);
+    if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+      r = copy_fd_entry(src, dst, de->d_name, depth);
   closedir(d);
   return r;
 }

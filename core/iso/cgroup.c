@@ -210,8 +210,7 @@ int asbe__cg_open(asbe_cg *cg, const char *name, int v2_split) {
       if (mounts[i].v2) continue;
       int all = 1;
       for (size_t k = 0; k < ASBI_ARRAY_LEN(k_ctrls); k++)
-        if ((bits & k_ctrls[k].bit) && !has_word(mounts[i].opts, k_ctrls[k].name))
-          all = 0;
+        if ((bits & k_ctrls[k].bit) && !has_word(mounts[i].opts, k_ctrls[k].name)) all = 0;
       if (all) m = &mounts[i];
     }
     if (!m || cg->n >= ASBE_CG_MAX) continue;
@@ -307,8 +306,7 @@ int asbe__cg_open(asbe_cg *cg, const char *name, int v2_split) {
       cg->h[j - 1] = t;
     }
   unsigned need = ASBE_CG_MEMORY | ASBE_CG_PIDS | ASBE_CG_CPU;
-  if ((cg->have & need) != need ||
-      !(cg->have & (ASBE_CG_CORE | ASBE_CG_FREEZER))) {
+  if ((cg->have & need) != need || !(cg->have & (ASBE_CG_CORE | ASBE_CG_FREEZER))) {
     r = asbe__fail(-ENOTSUP,
                    "cgroups: need memory, pids, cpu and freezer (v1) or "
                    "cgroup2 (have mask 0x%x)",
@@ -327,8 +325,7 @@ int asbe__cg_open(asbe_cg *cg, const char *name, int v2_split) {
     }
     cap_all_pids(h);
     if (h->v2) {
-      int er = v2_enable(h->base, h->ctrl & (ASBE_CG_MEMORY | ASBE_CG_PIDS |
-                                             ASBE_CG_CPU));
+      int er = v2_enable(h->base, h->ctrl & (ASBE_CG_MEMORY | ASBE_CG_PIDS | ASBE_CG_CPU));
       if (er < 0) {
         r = asbe__fail(er, "enable controllers in %s", h->base);
         goto fail;
@@ -340,8 +337,7 @@ int asbe__cg_open(asbe_cg *cg, const char *name, int v2_split) {
       if (h->ctrl & k_ctrls[k].bit) asbi_buf_printf(&info, " %s", k_ctrls[k].name);
     if (h->ctrl & ASBE_CG_CORE) asbi_buf_puts(&info, " core(kill,freeze)");
     asbi_buf_printf(&info, " at %s", h->base);
-    if (h->split)
-      asbi_buf_printf(&env, "%s/run/asb/cgroup/%s", env.len ? ":" : "", h->name);
+    if (h->split) asbi_buf_printf(&env, "%s/run/asb/cgroup/%s", env.len ? ":" : "", h->name);
   }
   cg->info = asbi_buf_detach(&info, NULL);
   cg->workload_env = asbi_buf_detach(&env, NULL);
@@ -418,14 +414,12 @@ int asbe__cg_favor_dynmods(asbe_cg *cg) {
   return r;
 }
 
-int asbe__cg_path(const asbe_cg *cg, int i, const char *id, int which,
-                  char *buf, size_t len) {
+int asbe__cg_path(const asbe_cg *cg, int i, const char *id, int which, char *buf, size_t len) {
   const asbe_cg_hier *h = &cg->h[i];
   const char *sub = "";
   if (h->split && which == ASBE_CGW_AGENT) sub = "/agent";
   if (h->split && which == ASBE_CGW_WORKLOAD) sub = "/workload";
-  if ((size_t)snprintf(buf, len, "%s/%s%s", h->base, id, sub) >= len)
-    return -ENAMETOOLONG;
+  if ((size_t)snprintf(buf, len, "%s/%s%s", h->base, id, sub) >= len) return -ENAMETOOLONG;
   return 0;
 }
 
@@ -440,8 +434,7 @@ static int wfile(const char *dir, const char *file, const char *val) {
 static int chown_file(const char *dir, const char *file, uid_t uid) {
   char p[PATH_MAX];
   snprintf(p, sizeof p, "%s/%s", dir, file);
-  if (chown(p, uid, uid) < 0 && errno != ENOENT)
-    return asbe__failerr("chown %s", p);
+  if (chown(p, uid, uid) < 0 && errno != ENOENT) return asbe__failerr("chown %s", p);
   return 0;
 }
 
@@ -452,17 +445,14 @@ static int exists(const char *dir, const char *file) {
 }
 
 /* Memory + pids limits of one split child dir. */
-static int set_limits(const asbe_cg_hier *h, const char *dir, uint64_t mem,
-                      uint64_t pids) {
+static int set_limits(const asbe_cg_hier *h, const char *dir, uint64_t mem, uint64_t pids) {
   char v[32];
   int r;
   if ((h->ctrl & ASBE_CG_MEMORY) && mem) {
     snprintf(v, sizeof v, "%llu", (unsigned long long)mem);
     if (h->v2) {
       if ((r = wfile(dir, "memory.max", v)) < 0) return r;
-      if (exists(dir, "memory.swap.max") &&
-          (r = wfile(dir, "memory.swap.max", "0")) < 0)
-        return r;
+      if (exists(dir, "memory.swap.max") && (r = wfile(dir, "memory.swap.max", "0")) < 0) return r;
     } else {
       if ((r = wfile(dir, "memory.limit_in_bytes", v)) < 0) return r;
       if (exists(dir, "memory.memsw.limit_in_bytes") &&
@@ -477,8 +467,7 @@ static int set_limits(const asbe_cg_hier *h, const char *dir, uint64_t mem,
   return 0;
 }
 
-int asbe__cg_create(const asbe_cg *cg, const char *id,
-                    const asbe_cg_limits *lim, uid_t host_uid) {
+int asbe__cg_create(const asbe_cg *cg, const char *id, const asbe_cg_limits *lim, uid_t host_uid) {
   char sb[PATH_MAX], d[PATH_MAX];
   int r;
   for (int i = 0; i < cg->n; i++) {
@@ -490,8 +479,8 @@ int asbe__cg_create(const asbe_cg *cg, const char *id,
        * from another cgroup): make it again */
       if (mkdir(h->base, 0755) < 0 && errno != EEXIST) return asbe__failerr("mkdir %s", h->base);
       cap_all_pids(h);
-      if (h->v2 && (r = v2_enable(h->base, h->ctrl & (ASBE_CG_MEMORY | ASBE_CG_PIDS |
-                                                       ASBE_CG_CPU))) < 0)
+      if (h->v2 &&
+          (r = v2_enable(h->base, h->ctrl & (ASBE_CG_MEMORY | ASBE_CG_PIDS | ASBE_CG_CPU))) < 0)
         return asbe__fail(r, "enable controllers in %s", h->base);
       mk = mkdir(sb, 0755);
     }
@@ -505,8 +494,7 @@ int asbe__cg_create(const asbe_cg *cg, const char *id,
     if ((h->ctrl & ASBE_CG_CPU) && lim->cpu_millicores) {
       char v[64];
       if (h->v2) {
-        snprintf(v, sizeof v, "%llu 100000",
-                 (unsigned long long)lim->cpu_millicores * 100);
+        snprintf(v, sizeof v, "%llu 100000", (unsigned long long)lim->cpu_millicores * 100);
         if ((r = wfile(sb, "cpu.max", v)) < 0) return r;
       } else {
         char per[32] = "100000";
@@ -514,8 +502,7 @@ int asbe__cg_create(const asbe_cg *cg, const char *id,
         asbe__read_small(d, per, sizeof per);
         unsigned long long period = strtoull(per, NULL, 10);
         if (!period) period = 100000;
-        snprintf(v, sizeof v, "%llu",
-                 (unsigned long long)lim->cpu_millicores * period / 1000);
+        snprintf(v, sizeof v, "%llu", (unsigned long long)lim->cpu_millicores * period / 1000);
         if ((r = wfile(sb, "cpu.cfs_quota_us", v)) < 0) return r;
       }
     }
@@ -524,9 +511,8 @@ int asbe__cg_create(const asbe_cg *cg, const char *id,
       asbe__cg_path(cg, i, id, w, d, sizeof d);
       if (mkdir(d, 0755) < 0) return asbe__failerr("mkdir %s", d);
       if (!h->v2) {
-        r = w == ASBE_CGW_AGENT
-                ? set_limits(h, d, lim->agent_memory_bytes, lim->agent_pids_max)
-                : set_limits(h, d, lim->memory_bytes, lim->pids_max);
+        r = w == ASBE_CGW_AGENT ? set_limits(h, d, lim->agent_memory_bytes, lim->agent_pids_max)
+                                : set_limits(h, d, lim->memory_bytes, lim->pids_max);
         if (r < 0) return r;
       }
     }
@@ -540,8 +526,7 @@ int asbe__cg_create(const asbe_cg *cg, const char *id,
   return 0;
 }
 
-int asbe__cg_finish(const asbe_cg *cg, const char *id,
-                    const asbe_cg_limits *lim) {
+int asbe__cg_finish(const asbe_cg *cg, const char *id, const asbe_cg_limits *lim) {
   char sb[PATH_MAX], d[PATH_MAX];
   int r;
   for (int i = 0; i < cg->n; i++) {
@@ -551,8 +536,7 @@ int asbe__cg_finish(const asbe_cg *cg, const char *id,
     r = v2_enable(sb, h->ctrl & (ASBE_CG_MEMORY | ASBE_CG_PIDS));
     if (r < 0) return asbe__fail(r, "enable controllers in %s", sb);
     asbe__cg_path(cg, i, id, ASBE_CGW_AGENT, d, sizeof d);
-    if ((r = set_limits(h, d, lim->agent_memory_bytes, lim->agent_pids_max)) < 0)
-      return r;
+    if ((r = set_limits(h, d, lim->agent_memory_bytes, lim->agent_pids_max)) < 0) return r;
     asbe__cg_path(cg, i, id, ASBE_CGW_WORKLOAD, d, sizeof d);
     if ((r = set_limits(h, d, lim->memory_bytes, lim->pids_max)) < 0) return r;
   }
@@ -628,8 +612,7 @@ void asbe__cg_kill(const asbe_cg *cg, const char *id) {
     if (asbe__write_str(d, "1") == 0) return;
   }
   for (i = 0; i < cg->n; i++)
-    for (int w = ASBE_CGW_SB; w <= (cg->h[i].split ? ASBE_CGW_WORKLOAD : ASBE_CGW_SB);
-         w++) {
+    for (int w = ASBE_CGW_SB; w <= (cg->h[i].split ? ASBE_CGW_WORKLOAD : ASBE_CGW_SB); w++) {
       asbe__cg_path(cg, i, id, w, d, sizeof d);
       kill_listed(d);
     }
@@ -641,19 +624,16 @@ int asbe__cg_destroy(const asbe_cg *cg, const char *id, int timeout_ms) {
   for (;;) {
     int busy = 0;
     for (int i = 0; i < cg->n; i++) {
-      for (int w = cg->h[i].split ? ASBE_CGW_WORKLOAD : ASBE_CGW_SB; w >= ASBE_CGW_SB;
-           w--) {
+      for (int w = cg->h[i].split ? ASBE_CGW_WORKLOAD : ASBE_CGW_SB; w >= ASBE_CGW_SB; w--) {
         asbe__cg_path(cg, i, id, w, d, sizeof d);
         if (rmdir(d) < 0 && errno != ENOENT) {
-          if (errno != EBUSY && errno != ENOTEMPTY)
-            return asbe__failerr("rmdir %s", d);
+          if (errno != EBUSY && errno != ENOTEMPTY) return asbe__failerr("rmdir %s", d);
           busy = 1;
         }
       }
     }
     if (!busy) return 0;
-    if (waited >= timeout_ms)
-      return asbe__fail(-EBUSY, "cgroups of %s still busy", id);
+    if (waited >= timeout_ms) return asbe__fail(-EBUSY, "cgroups of %s still busy", id);
     if (!killed || waited > 50) {
       asbe__cg_kill(cg, id);
       killed = 1;
@@ -731,7 +711,8 @@ int asbe__cg_stats(const asbe_cg *cg, const char *id, asbe_stats *st) {
       }
     }
     if (h->ctrl & ASBE_CG_PIDS) st->pids_current = read_u64(sb, "pids.current");
-    if (h->ctrl & ASBE_CG_CPUACCT) st->cpu_usage_ns = read_u64(sb, "cpuacct.usage");
+    if (h->ctrl & ASBE_CG_CPUACCT)
+      st->cpu_usage_ns = read_u64(sb, "cpuacct.usage");
     else if (h->v2 && (h->ctrl & ASBE_CG_CPU))
       st->cpu_usage_ns = read_key(sb, "cpu.stat", "usage_usec") * 1000;
     if (h->ctrl & ASBE_CG_CORE) st->frozen = read_key(sb, "cgroup.events", "frozen") != 0;

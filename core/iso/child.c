@@ -85,8 +85,7 @@ static void copy_str(char *dst, size_t cap, const char *src) {
   dst[i] = '\0';
 }
 
-__attribute__((noreturn)) static void die(const asbe_plan *p, const char *what,
-                                          int err) {
+__attribute__((noreturn)) static void die(const asbe_plan *p, const char *what, int err) {
   asbe_msg m;
   memset(&m, 0, sizeof m);
   m.type = ASBE_MSG_ERR;
@@ -96,9 +95,9 @@ __attribute__((noreturn)) static void die(const asbe_plan *p, const char *what,
   _exit(1);
 }
 
-#define TRY(expr, what)                    \
-  do {                                     \
-    if ((expr) < 0) die(p, what, errno);   \
+#define TRY(expr, what)                  \
+  do {                                   \
+    if ((expr) < 0) die(p, what, errno); \
   } while (0)
 
 static void mkdir_ok(const asbe_plan *p, const char *path, mode_t mode) {
@@ -106,8 +105,7 @@ static void mkdir_ok(const asbe_plan *p, const char *path, mode_t mode) {
 }
 
 static void move_fd(const asbe_plan *p, int fd, const char *to) {
-  if (move_mount(fd, "", AT_FDCWD, to, MOVE_MOUNT_F_EMPTY_PATH) < 0)
-    die(p, to, errno);
+  if (move_mount(fd, "", AT_FDCWD, to, MOVE_MOUNT_F_EMPTY_PATH) < 0) die(p, to, errno);
   close(fd);
 }
 
@@ -155,9 +153,10 @@ static const char *fd_path(char buf[32], int fd) {
 
 __attribute__((noreturn)) static void die_path(const asbe_plan *p, const char *rel, int err) {
   char what[120];
-  copy_str(what, sizeof what, err == ELOOP || err == ENOTDIR
-                                  ? "a mount point of the sandbox is a symlink or no directory: /"
-                                  : "mount point /");
+  copy_str(what, sizeof what,
+           err == ELOOP || err == ENOTDIR
+               ? "a mount point of the sandbox is a symlink or no directory: /"
+               : "mount point /");
   size_t at = strlen(what);
   copy_str(what + at, sizeof what - at, rel);
   die(p, what, err);
@@ -243,13 +242,12 @@ static void mask_dir(const asbe_plan *p, const char *path) {
 }
 
 static void mask_proc(const asbe_plan *p) {
-  static const char *const files[] = {"r/proc/cmdline",    "r/proc/kcore",
-                                      "r/proc/keys",       "r/proc/timer_list",
-                                      "r/proc/sched_debug", "r/proc/sysrq-trigger",
+  static const char *const files[] = {"r/proc/cmdline", "r/proc/kcore", "r/proc/keys",
+                                      "r/proc/timer_list", "r/proc/sched_debug",
+                                      "r/proc/sysrq-trigger",
                                       /* the host's block devices (other
                                        * sandboxes' disks) and swap files */
-                                      "r/proc/partitions", "r/proc/diskstats",
-                                      "r/proc/swaps"};
+                                      "r/proc/partitions", "r/proc/diskstats", "r/proc/swaps"};
   for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) mask_file(p, files[i]);
   static const char *const dirs[] = {"r/proc/acpi", "r/proc/scsi"};
   for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++) mask_dir(p, dirs[i]);
@@ -336,8 +334,7 @@ void asbe__child_main(const asbe_plan *p) {
   if (asbe__send_fds(p->sock, &m, sizeof m, NULL, 0) < 0) _exit(1);
 
   TRY(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL), "make / private");
-  TRY(mount("asb-stage", p->stage, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
-            "mode=0700,size=64k"),
+  TRY(mount("asb-stage", p->stage, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=0700,size=64k"),
       "mount stage tmpfs");
   TRY(chdir(p->stage), "chdir stage");
   mkdir_ok(p, "w", 0700);
@@ -360,24 +357,22 @@ void asbe__child_main(const asbe_plan *p) {
   TRY(mount_into(p, root, "run/asb", "w/run", NULL, MS_BIND, NULL), "bind /run/asb");
   if (p->n_cg) {
     mkdir_ok(p, "r/run/asb/cgroup", 0755);
-    TRY(mount("asb-cgroup", "r/run/asb/cgroup", "tmpfs",
-              MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=0755,size=4k"),
+    TRY(mount("asb-cgroup", "r/run/asb/cgroup", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+              "mode=0755,size=4k"),
         "mount cgroup tmpfs");
     for (int i = 0; i < p->n_cg; i++) {
       mkdir_ok(p, p->cg_dst[i], 0755);
       TRY(mount(p->cg_src[i], p->cg_dst[i], NULL, MS_BIND, NULL), p->cg_dst[i]);
     }
     TRY(mount(NULL, "r/run/asb/cgroup", NULL,
-              MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
-              NULL),
+              MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL),
         "remount cgroup tmpfs ro");
   }
 
   TRY(mount_into(p, root, "proc", "proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL),
       "mount /proc");
 
-  TRY(mount_into(p, root, "dev", "asb-dev", "tmpfs", MS_NOSUID | MS_NOEXEC,
-                 "mode=0755,size=64k"),
+  TRY(mount_into(p, root, "dev", "asb-dev", "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=0755,size=64k"),
       "mount /dev");
   /* No /dev/tty: it is whatever terminal its opener controls, and no
    * process of a sandbox may have one of the host (each gets a session of
@@ -391,8 +386,7 @@ void asbe__child_main(const asbe_plan *p) {
       "mount devpts");
   TRY(symlink("pts/ptmx", "r/dev/ptmx"), "r/dev/ptmx");
   mkdir_ok(p, "r/dev/shm", 01777);
-  TRY(mount("shm", "r/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, p->shm_opts),
-      "mount /dev/shm");
+  TRY(mount("shm", "r/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, p->shm_opts), "mount /dev/shm");
   TRY(symlink("/proc/self/fd", "r/dev/fd"), "r/dev/fd");
   TRY(symlink("/proc/self/fd/0", "r/dev/stdin"), "r/dev/stdin");
   TRY(symlink("/proc/self/fd/1", "r/dev/stdout"), "r/dev/stdout");

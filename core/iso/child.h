@@ -32,18 +32,18 @@ typedef struct asbe_msg {
 
 typedef struct asbe_plan {
   int sock;
-  int wfd;                  /* writable layer (detached mount, inherited) */
-  int logfd;                /* the agent log (inherited): stdout, stderr */
-  int n_layers, n_binds;    /* fds sent with GO: layers, binds, agent dir */
-  char stage[PATH_MAX];     /* shared empty dir to mount the staging tmpfs on */
-  char ovl_opts[4096];      /* relative to the stage */
-  char layer_dir[ASBE_MAX_LAYERS][8];   /* "l0".. */
+  int wfd;                                 /* writable layer (detached mount, inherited) */
+  int logfd;                               /* the agent log (inherited): stdout, stderr */
+  int n_layers, n_binds;                   /* fds sent with GO: layers, binds, agent dir */
+  char stage[PATH_MAX];                    /* shared empty dir to mount the staging tmpfs on */
+  char ovl_opts[4096];                     /* relative to the stage */
+  char layer_dir[ASBE_MAX_LAYERS][8];      /* "l0".. */
   char bind_dst[ASBE_MAX_BINDS][PATH_MAX]; /* "r/usr" */
   int n_cg;
-  char cg_src[ASBE_CG_MAX][PATH_MAX];   /* host workload cgroup dirs */
-  char cg_dst[ASBE_CG_MAX][64];         /* "r/run/asb/cgroup/memory" */
+  char cg_src[ASBE_CG_MAX][PATH_MAX]; /* host workload cgroup dirs */
+  char cg_dst[ASBE_CG_MAX][64];       /* "r/run/asb/cgroup/memory" */
   char hostname[64];
-  char hostname_line[66];   /* hostname + "\n" for /etc/hostname */
+  char hostname_line[66]; /* hostname + "\n" for /etc/hostname */
   char hosts[512];
   char shm_opts[64];
   char *const *argv;

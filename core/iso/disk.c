@@ -43,22 +43,21 @@ struct asbe_pool {
 #define MIN_DISK (16ull << 20)
 
 static int golden_path(asbe_engine *e, uint64_t bytes, char *buf, size_t len) {
-  if ((size_t)snprintf(buf, len, "%s/golden-%llu.img", e->pool_dir,
-                       (unsigned long long)bytes) >= len)
+  if ((size_t)snprintf(buf, len, "%s/golden-%llu.img", e->pool_dir, (unsigned long long)bytes) >=
+      len)
     return -ENAMETOOLONG;
   return 0;
 }
 
 static const char *mkfs_path(void) {
-  static const char *const cands[] = {"/usr/sbin/mkfs.ext4", "/sbin/mkfs.ext4",
-                                      "/usr/sbin/mke2fs", "/sbin/mke2fs"};
+  static const char *const cands[] = {"/usr/sbin/mkfs.ext4", "/sbin/mkfs.ext4", "/usr/sbin/mke2fs",
+                                      "/sbin/mke2fs"};
   for (size_t i = 0; i < ASBI_ARRAY_LEN(cands); i++)
     if (access(cands[i], X_OK) == 0) return cands[i];
   return "mkfs.ext4";
 }
 
-static int ensure_golden(asbe_engine *e, uint64_t bytes, char *path,
-                         size_t len) {
+static int ensure_golden(asbe_engine *e, uint64_t bytes, char *path, size_t len) {
   int r = golden_path(e, bytes, path, len);
   if (r < 0) return asbe__fail(r, "golden image path");
   if (access(path, F_OK) == 0) return 0;
@@ -76,15 +75,28 @@ static int ensure_golden(asbe_engine *e, uint64_t bytes, char *path,
   }
   close(fd);
   const char *mkfs = mkfs_path();
-  const char *argv[] = {mkfs, "-q", "-F", "-t", "ext4", "-b", "4096", "-m", "0",
-                        "-O", "^has_journal,^resize_inode",
-                        "-E", "lazy_itable_init=1,nodiscard,root_owner=0:0",
-                        "-L", "asb-disk", tmp, NULL};
+  const char *argv[] = {mkfs,
+                        "-q",
+                        "-F",
+                        "-t",
+                        "ext4",
+                        "-b",
+                        "4096",
+                        "-m",
+                        "0",
+                        "-O",
+                        "^has_journal,^resize_inode",
+                        "-E",
+                        "lazy_itable_init=1,nodiscard,root_owner=0:0",
+                        "-L",
+                        "asb-disk",
+                        tmp,
+                        NULL};
   r = asbe__run_capture(argv, NULL);
   if (r != 0) {
     unlink(tmp);
-    return asbe__fail(r < 0 ? r : -EIO, "%s (exit %d) for a %llu-byte image",
-                      mkfs, r, (unsigned long long)bytes);
+    return asbe__fail(r < 0 ? r : -EIO, "%s (exit %d) for a %llu-byte image", mkfs, r,
+                      (unsigned long long)bytes);
   }
   if (rename(tmp, path) < 0) {
     r = asbe__failerr("rename %s", tmp);
@@ -190,8 +202,10 @@ static int loop_attach_mode(const char *path, char *dev, size_t devlen, int ro) 
       r = asbe__failerr("no free loop device (LOOP_CTL_GET_FREE; the loop module's max_loop?)");
       break;
     }
-    if (n == last && same < 5) same++;
-    else if (n != last) same = 0;
+    if (n == last && same < 5)
+      same++;
+    else if (n != last)
+      same = 0;
     if (same) pause_ms(1 << same); /* 2..32 ms: it is held open exclusively */
     last = n;
     snprintf(dev, devlen, "/dev/loop%d", n);
@@ -251,7 +265,9 @@ static int fsmount_ext4_mode(const char *dev, int ro) {
   return r < 0 ? r : m;
 }
 
-static int fsmount_ext4(const char *dev) { return fsmount_ext4_mode(dev, 0); }
+static int fsmount_ext4(const char *dev) {
+  return fsmount_ext4_mode(dev, 0);
+}
 
 int asbe__disk_mount_ro(const char *path, int *mfd) {
   char dev[64];
@@ -475,8 +491,8 @@ int asbe__pool_holds(asbe_engine *e, const char *path) {
 
 /* ---- loop device scan (reaper, tests) ------------------------------------ */
 
-static int scan_loops(const char *dir, int detach,
-                      int (*skip)(const char *path, void *ctx), void *ctx) {
+static int scan_loops(const char *dir, int detach, int (*skip)(const char *path, void *ctx),
+                      void *ctx) {
   DIR *d = opendir("/sys/block");
   if (!d) return 0;
   size_t dl = strlen(dir);
@@ -505,9 +521,10 @@ static int scan_loops(const char *dir, int detach,
   return n;
 }
 
-int asbe__loop_detach_under(const char *dir,
-                            int (*skip)(const char *path, void *ctx), void *ctx) {
+int asbe__loop_detach_under(const char *dir, int (*skip)(const char *path, void *ctx), void *ctx) {
   return scan_loops(dir, 1, skip, ctx);
 }
 
-int asbe__loop_count_under(const char *dir) { return scan_loops(dir, 0, NULL, NULL); }
+int asbe__loop_count_under(const char *dir) {
+  return scan_loops(dir, 0, NULL, NULL);
+}

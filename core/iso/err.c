@@ -8,9 +8,13 @@
 
 static _Thread_local char g_msg[512];
 
-const char *asbe_errmsg(void) { return g_msg; }
+const char *asbe_errmsg(void) {
+  return g_msg;
+}
 
-void asbe__clear_error(void) { g_msg[0] = '\0'; }
+void asbe__clear_error(void) {
+  g_msg[0] = '\0';
+}
 
 static int vfail(int neg, const char *fmt, va_list ap) {
   if (neg >= 0) neg = -EIO;
@@ -37,6 +41,10 @@ int asbe__failerr(const char *fmt, ...) {
   return r;
 }
 
-void asbe__save_error(char *buf, size_t len) { snprintf(buf, len, "%s", g_msg); }
+void asbe__save_error(char *buf, size_t len) {
+  snprintf(buf, len, "%s", g_msg);
+}
 
-void asbe__restore_error(const char *buf) { snprintf(g_msg, sizeof g_msg, "%s", buf); }
+void asbe__restore_error(const char *buf) {
+  snprintf(g_msg, sizeof g_msg, "%s", buf);
+}

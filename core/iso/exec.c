@@ -54,16 +54,23 @@
 #include "util/buf.h"
 #include "util/util.h"
 
-#define ALL_NS                                                                     \
-  (CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWUTS |       \
-   CLONE_NEWIPC | CLONE_NEWCGROUP)
+#define ALL_NS                                                                               \
+  (CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWUTS | CLONE_NEWIPC | \
+   CLONE_NEWCGROUP)
 
 static const char *const k_default_env_root[] = {
     "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-    "HOME=/root", "USER=root", "TERM=xterm", "LANG=C.UTF-8", NULL};
-static const char *const k_default_env_user[] = {
-    "PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/home/user", "USER=user",
-    "TERM=xterm", "LANG=C.UTF-8", NULL};
+    "HOME=/root",
+    "USER=root",
+    "TERM=xterm",
+    "LANG=C.UTF-8",
+    NULL};
+static const char *const k_default_env_user[] = {"PATH=/usr/local/bin:/usr/bin:/bin",
+                                                 "HOME=/home/user",
+                                                 "USER=user",
+                                                 "TERM=xterm",
+                                                 "LANG=C.UTF-8",
+                                                 NULL};
 
 static int connect_fd(int s, int sock_fd, int timeout_ms);
 
@@ -226,8 +233,10 @@ static int recv_rep(int s, asb_exec_rep *rep, int *fd, int timeout_ms) {
   if (pr == 0) return 0;
   int got = -1, nf = 0;
   int n = asbe__recv_fds(s, rep, sizeof *rep, &got, 1, &nf);
-  if (fd) *fd = nf ? got : -1;
-  else if (nf) close(got);
+  if (fd)
+    *fd = nf ? got : -1;
+  else if (nf)
+    close(got);
   if (n != (int)sizeof *rep) {
     if (fd && *fd >= 0) close(*fd);
     return -1;
@@ -257,9 +266,14 @@ static int exec_service(exec_ctx *c, asbe_proc *p) {
   if (len > sizeof(asb_exec_req) + ASB_EXEC_MAX || strlen(cwd) > 4095) return -ENOTCONN;
   char *buf = malloc(len);
   if (!buf) return asbe__fail(-ENOMEM, "exec");
-  asb_exec_req q = {ASB_EXEC_MAGIC, (uint32_t)o->uid,
-                    (uint32_t)(o->gid_set ? o->gid : (gid_t)o->uid), 0,
-                    (uint32_t)argc, (uint32_t)envc, (uint32_t)strlen(cwd), 0};
+  asb_exec_req q = {ASB_EXEC_MAGIC,
+                    (uint32_t)o->uid,
+                    (uint32_t)(o->gid_set ? o->gid : (gid_t)o->uid),
+                    0,
+                    (uint32_t)argc,
+                    (uint32_t)envc,
+                    (uint32_t)strlen(cwd),
+                    0};
   int fds[3], nf = 0;
   int want[3] = {o->pipes & ASBE_PIPE_STDIN ? c->in[0] : o->stdin_fd,
                  o->pipes & ASBE_PIPE_STDOUT ? c->out[1] : o->stdout_fd,
@@ -318,8 +332,8 @@ int asbe_sandbox_exec(asbe_sandbox *sb, const asbe_exec_opts *o, asbe_proc **out
   c.sb = sb;
   int *pairs[] = {c.in, c.out, c.err, c.pidpipe, c.errpipe};
   for (size_t i = 0; i < ASBI_ARRAY_LEN(pairs); i++) pairs[i][0] = pairs[i][1] = -1;
-  c.envp = (char *const *)(o->envp ? o->envp
-                                   : (o->uid == 0 ? k_default_env_root : k_default_env_user));
+  c.envp =
+      (char *const *)(o->envp ? o->envp : (o->uid == 0 ? k_default_env_root : k_default_env_user));
   int r = 0;
   asbe_proc *p = NULL;
   if (((o->pipes & ASBE_PIPE_STDIN) && pipe2(c.in, O_CLOEXEC) < 0) ||
@@ -354,11 +368,21 @@ out:
   return r;
 }
 
-pid_t asbe_proc_pid(const asbe_proc *p) { return p->pid; }
-int asbe_proc_pidfd(const asbe_proc *p) { return p->pidfd; }
-int asbe_proc_stdin(const asbe_proc *p) { return p->fd_in; }
-int asbe_proc_stdout(const asbe_proc *p) { return p->fd_out; }
-int asbe_proc_stderr(const asbe_proc *p) { return p->fd_err; }
+pid_t asbe_proc_pid(const asbe_proc *p) {
+  return p->pid;
+}
+int asbe_proc_pidfd(const asbe_proc *p) {
+  return p->pidfd;
+}
+int asbe_proc_stdin(const asbe_proc *p) {
+  return p->fd_in;
+}
+int asbe_proc_stdout(const asbe_proc *p) {
+  return p->fd_out;
+}
+int asbe_proc_stderr(const asbe_proc *p) {
+  return p->fd_err;
+}
 
 void asbe_proc_close_stdin(asbe_proc *p) {
   if (p->fd_in >= 0) close(p->fd_in);
@@ -478,9 +502,8 @@ void asbe_proc_free(asbe_proc *p) {
   free(p);
 }
 
-int asbe_sandbox_run(asbe_sandbox *sb, const char *const *argv, uid_t uid,
-                     const char *stdin_data, char **out, char **err, size_t max_out,
-                     int timeout_ms) {
+int asbe_sandbox_run(asbe_sandbox *sb, const char *const *argv, uid_t uid, const char *stdin_data,
+                     char **out, char **err, size_t max_out, int timeout_ms) {
   asbe_exec_opts o;
   memset(&o, 0, sizeof o);
   o.argv = argv;
@@ -618,9 +641,9 @@ int asbe__run_open(asbe_sandbox *sb, const char *name, mode_t type) {
     return asbe__fail(-EXDEV, "sandbox %s: /run/asb is not on its writable layer", sb->id);
   }
   if (!name) return dir;
-  int fd = openat2_fd(dir, name, O_PATH | O_NOFOLLOW | O_CLOEXEC,
-                      RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS |
-                          RESOLVE_NO_XDEV);
+  int fd =
+      openat2_fd(dir, name, O_PATH | O_NOFOLLOW | O_CLOEXEC,
+                 RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV);
   err = fd < 0 ? errno : 0;
   close(dir);
   if (fd < 0) return asbe__fail(-err, "sandbox %s: /run/asb/%s", sb->id, name);
@@ -692,8 +715,8 @@ int asbe_sandbox_connect_unix(asbe_sandbox *sb, const char *name) {
   close(sock_fd);
   if (r < 0) {
     r = r == -ETIMEDOUT
-            ? asbe__fail(r, "connect /run/asb/%s of sandbox %s: nothing accepts within %d ms",
-                         name, sb->id, ASBE_CONNECT_TIMEOUT_MS)
+            ? asbe__fail(r, "connect /run/asb/%s of sandbox %s: nothing accepts within %d ms", name,
+                         sb->id, ASBE_CONNECT_TIMEOUT_MS)
             : asbe__fail(r, "connect /run/asb/%s of sandbox %s", name, sb->id);
     close(s);
     return r;

@@ -23,7 +23,7 @@
 #define MAX_DEPTH 256
 
 typedef struct exp_ctx {
-  uid_t base;   /* host uid of root inside */
+  uid_t base; /* host uid of root inside */
   uint64_t files, bytes;
 } exp_ctx;
 

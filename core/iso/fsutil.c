@@ -42,8 +42,7 @@ int asbe__mkdir_p(const char *path, mode_t mode) {
 static int rm_at(int dirfd, const char *name, dev_t dev, int depth) {
   if (depth > 256) return -ELOOP;
   struct stat st;
-  if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-    return errno == ENOENT ? 0 : -errno;
+  if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0) return errno == ENOENT ? 0 : -errno;
   if (!S_ISDIR(st.st_mode)) {
     if (unlinkat(dirfd, name, 0) < 0 && errno != ENOENT) return -errno;
     return 0;
@@ -65,8 +64,7 @@ static int rm_at(int dirfd, const char *name, dev_t dev, int depth) {
     if (r < 0 && rc == 0) rc = r;
   }
   closedir(d);
-  if (unlinkat(dirfd, name, AT_REMOVEDIR) < 0 && errno != ENOENT && rc == 0)
-    rc = -errno;
+  if (unlinkat(dirfd, name, AT_REMOVEDIR) < 0 && errno != ENOENT && rc == 0) rc = -errno;
   return rc;
 }
 
@@ -89,11 +87,9 @@ static int write_all(int fd, const char *p, size_t n) {
   return 0;
 }
 
-int asbe__write_file_atomic(const char *path, const char *data, size_t len,
-                            mode_t mode) {
+int asbe__write_file_atomic(const char *path, const char *data, size_t len, mode_t mode) {
   char tmp[PATH_MAX];
-  if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid()) >=
-      sizeof tmp)
+  if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid()) >= sizeof tmp)
     return -ENAMETOOLONG;
   int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
   if (fd < 0) return -errno;
@@ -145,8 +141,7 @@ int asbe__copy_file(const char *src, const char *dst, mode_t mode) {
     return r;
   }
   char tmp[PATH_MAX];
-  if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp.%d", dst, (int)getpid()) >=
-      sizeof tmp) {
+  if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp.%d", dst, (int)getpid()) >= sizeof tmp) {
     close(in);
     return -ENAMETOOLONG;
   }
@@ -212,7 +207,7 @@ int asbe__proc_stat(pid_t pid, pid_t *ppid, uint64_t *start) {
   if (asbe__read_small(path, buf, sizeof buf) <= 0) return -ESRCH;
   char *p = strrchr(buf, ')'); /* the comm may contain anything but ')' last */
   if (!p || p[1] != ' ') return -EIO;
-  p += 2; /* field 3: state */
+  p += 2;                                                 /* field 3: state */
   if (*p == 'Z' || *p == 'X' || *p == 'x') return -ESRCH; /* exited */
   for (int field = 3; field < 22; field++) {
     if (field == 4 && ppid) *ppid = (pid_t)atoi(p);

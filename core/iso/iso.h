@@ -187,8 +187,8 @@ int asbe_template_busybox(const char *dir, asbe_template **out);
  * bin/<basename> for each of bins, and in lib/ every shared library they need
  * (resolved with ldd) plus the ELF interpreter. Idempotent; files are
  * replaced atomically so running sandboxes are not disturbed. */
-int asbe_agentdir_build(const char *dir, const char *init_path,
-                        const char *const *bins, size_t n_bins);
+int asbe_agentdir_build(const char *dir, const char *init_path, const char *const *bins,
+                        size_t n_bins);
 /* argv (NULL-terminated, malloc'd as one block: free() it) that starts the
  * agent binary `name` of the agent dir through /.asb's ELF interpreter, with
  * args appended. */
@@ -197,17 +197,17 @@ char **asbe_agent_argv(const char *name, const char *const *args);
 /* ---- sandboxes ----------------------------------------------------------- */
 
 typedef struct asbe_sandbox_spec {
-  const char *id;               /* [A-Za-z0-9_-], 1..63 chars; = hostname */
-  const asbe_template *tmpl;    /* required */
-  uint64_t memory_bytes;        /* workload memory limit; 0 = none */
-  uint64_t pids_max;            /* workload pids limit; 0 = none */
-  uint32_t cpu_millicores;      /* whole sandbox; 0 = unlimited */
-  uint64_t disk_bytes;          /* writable layer size; 0 = 1 GiB */
-  int disk_tmpfs;               /* 1: tmpfs writable layer (charged to
-                                   memory, never the default) */
-  uint64_t agent_memory_bytes;  /* agent cgroup limit; 0 = 256 MiB */
-  uint64_t agent_pids_max;      /* agent cgroup limit; 0 = 256 */
-  uint64_t shm_bytes;           /* /dev/shm size; 0 = 64 MiB */
+  const char *id;              /* [A-Za-z0-9_-], 1..63 chars; = hostname */
+  const asbe_template *tmpl;   /* required */
+  uint64_t memory_bytes;       /* workload memory limit; 0 = none */
+  uint64_t pids_max;           /* workload pids limit; 0 = none */
+  uint32_t cpu_millicores;     /* whole sandbox; 0 = unlimited */
+  uint64_t disk_bytes;         /* writable layer size; 0 = 1 GiB */
+  int disk_tmpfs;              /* 1: tmpfs writable layer (charged to
+                                  memory, never the default) */
+  uint64_t agent_memory_bytes; /* agent cgroup limit; 0 = 256 MiB */
+  uint64_t agent_pids_max;     /* agent cgroup limit; 0 = 256 */
+  uint64_t shm_bytes;          /* /dev/shm size; 0 = 64 MiB */
   /* Agent command run by asb-init (NULL = asb-init only reaps). */
   const char *const *agent_argv;
   /* Extra environment for the agent ("K=V"), NULL-terminated, may be NULL.
@@ -224,8 +224,7 @@ typedef struct asbe_sandbox_spec {
 
 /* Creates and starts a sandbox. Transactional: on failure nothing is left
  * (cgroups, loop device, mounts, files, processes, slot). */
-int asbe_sandbox_create(asbe_engine *e, const asbe_sandbox_spec *spec,
-                        asbe_sandbox **out);
+int asbe_sandbox_create(asbe_engine *e, const asbe_sandbox_spec *spec, asbe_sandbox **out);
 /* Re-attaches to a running sandbox recorded under the state dir (after an
  * engine restart, even a kill -9). -ESRCH if its init is gone. */
 int asbe_sandbox_adopt(asbe_engine *e, const char *id, asbe_sandbox **out);
@@ -258,11 +257,11 @@ int asbe_sandbox_alive(asbe_sandbox *sb);
 int asbe_sandbox_start_aux(asbe_sandbox *sb);
 
 const char *asbe_sandbox_id(const asbe_sandbox *sb);
-pid_t asbe_sandbox_pid(const asbe_sandbox *sb);   /* init, host pid */
-int asbe_sandbox_pidfd(const asbe_sandbox *sb);   /* readable when it dies */
+pid_t asbe_sandbox_pid(const asbe_sandbox *sb); /* init, host pid */
+int asbe_sandbox_pidfd(const asbe_sandbox *sb); /* readable when it dies */
 uint32_t asbe_sandbox_slot(const asbe_sandbox *sb);
-uid_t asbe_sandbox_host_uid(const asbe_sandbox *sb); /* host uid of root inside */
-const char *asbe_sandbox_dir(const asbe_sandbox *sb);   /* host state dir */
+uid_t asbe_sandbox_host_uid(const asbe_sandbox *sb);  /* host uid of root inside */
+const char *asbe_sandbox_dir(const asbe_sandbox *sb); /* host state dir */
 
 typedef struct asbe_stats {
   uint64_t memory_bytes;       /* current usage, whole sandbox */
@@ -284,13 +283,13 @@ int asbe_sandbox_stats(asbe_sandbox *sb, asbe_stats *out);
 #define ASBE_PIPE_STDERR 4
 
 typedef struct asbe_exec_opts {
-  const char *const *argv;  /* argv[0] is resolved in PATH inside if no '/' */
-  const char *const *envp;  /* NULL = PATH, HOME, USER, TERM defaults */
-  uid_t uid;                /* inside; gid = uid unless gid_set */
+  const char *const *argv; /* argv[0] is resolved in PATH inside if no '/' */
+  const char *const *envp; /* NULL = PATH, HOME, USER, TERM defaults */
+  uid_t uid;               /* inside; gid = uid unless gid_set */
   gid_t gid;
   int gid_set;
-  const char *cwd;          /* NULL = "/" */
-  int pipes;                /* ASBE_PIPE_* bits: make pipes for those */
+  const char *cwd; /* NULL = "/" */
+  int pipes;       /* ASBE_PIPE_* bits: make pipes for those */
   /* For streams without a pipe: host fds to dup2 (-1 = /dev/null inside).
    * Zero-initialised opts mean fd 0 for all three, so set them. */
   int stdin_fd, stdout_fd, stderr_fd;
@@ -304,8 +303,7 @@ typedef struct asbe_exec_opts {
  * create, or gone): join the workload cgroups and every namespace of the init
  * (pidfd + setns), fork, harden, exec; then it is a child of the calling
  * process. Either way, wait for it only with asbe_proc_wait. */
-int asbe_sandbox_exec(asbe_sandbox *sb, const asbe_exec_opts *opts,
-                      asbe_proc **out);
+int asbe_sandbox_exec(asbe_sandbox *sb, const asbe_exec_opts *opts, asbe_proc **out);
 /* Host pid (0 if the process had already ended when it was started). */
 pid_t asbe_proc_pid(const asbe_proc *p);
 int asbe_proc_pidfd(const asbe_proc *p);
@@ -325,9 +323,8 @@ void asbe_proc_free(asbe_proc *p);
 /* Convenience: run argv as uid, collect stdout (and stderr, each up to
  * max_out bytes, NUL-terminated, malloc'd; pass NULL to discard), wait up to
  * timeout_ms. Returns the wait status (>= 0) or a negative errno. */
-int asbe_sandbox_run(asbe_sandbox *sb, const char *const *argv, uid_t uid,
-                     const char *stdin_data, char **out, char **err,
-                     size_t max_out, int timeout_ms);
+int asbe_sandbox_run(asbe_sandbox *sb, const char *const *argv, uid_t uid, const char *stdin_data,
+                     char **out, char **err, size_t max_out, int timeout_ms);
 
 /* A host-side socket (SOCK_STREAM, CLOEXEC, blocking) connected to
  * 127.0.0.1:port inside the sandbox's network namespace. The connect gives
@@ -352,12 +349,12 @@ int asbe_sandbox_agent_log(asbe_sandbox *sb);
 /* ---- recovery ------------------------------------------------------------ */
 
 typedef struct asbe_reap_report {
-  unsigned live;       /* sandboxes with a live init (left alone) */
-  unsigned sandboxes;  /* dead sandboxes cleaned */
-  unsigned cgroups;    /* orphan cgroup dirs removed */
-  unsigned loops;      /* loop devices detached */
-  unsigned files;      /* stale pool / temp files removed */
-  unsigned slots;      /* stale slot claims released */
+  unsigned live;      /* sandboxes with a live init (left alone) */
+  unsigned sandboxes; /* dead sandboxes cleaned */
+  unsigned cgroups;   /* orphan cgroup dirs removed */
+  unsigned loops;     /* loop devices detached */
+  unsigned files;     /* stale pool / temp files removed */
+  unsigned slots;     /* stale slot claims released */
 } asbe_reap_report;
 /* Cleans everything orphaned under the engine's state dir and cgroups: dead
  * sandboxes' cgroups, loop devices backed by files in the state dir, state
@@ -366,8 +363,8 @@ typedef struct asbe_reap_report {
  * calls live_cb (may be NULL) with its id, e.g. to adopt it. Meant for
  * engine start-up (before creates): run while the pool refills, it may make
  * one refill fail (the pool retries). */
-int asbe_reap(asbe_engine *e, void (*live_cb)(const char *id, void *ctx),
-              void *ctx, asbe_reap_report *report);
+int asbe_reap(asbe_engine *e, void (*live_cb)(const char *id, void *ctx), void *ctx,
+              asbe_reap_report *report);
 /* Removes the state dir of a stopped (killed, remove_state = 0) sandbox. */
 int asbe_state_remove(asbe_engine *e, const char *id);
 

@@ -16,8 +16,7 @@
 
 /* Sets the thread's message to "fmt: strerror(-neg_errno)" and returns
  * neg_errno (a negative errno; -EIO if it was >= 0). */
-int asbe__fail(int neg_errno, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
+int asbe__fail(int neg_errno, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Like asbe__fail with -errno. */
 int asbe__failerr(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void asbe__clear_error(void);
@@ -31,8 +30,7 @@ int asbe__mkdir_p(const char *path, mode_t mode);
 /* Recursively removes path (no error if missing); never crosses mounts. */
 int asbe__rm_rf(const char *path);
 /* Writes data to path atomically (tmp + rename), mode. */
-int asbe__write_file_atomic(const char *path, const char *data, size_t len,
-                            mode_t mode);
+int asbe__write_file_atomic(const char *path, const char *data, size_t len, mode_t mode);
 /* Writes a short string to an existing file (cgroupfs, /proc). -errno. */
 int asbe__write_str(const char *path, const char *s);
 /* Reads up to cap-1 bytes of a (small) file, NUL-terminates. Length or -errno. */
@@ -78,10 +76,10 @@ enum {
 
 typedef struct asbe_cg_hier {
   int v2;
-  unsigned ctrl;  /* ASBE_CG_* handled by this hierarchy */
-  int split;      /* sandbox has agent/ + workload/ children here */
-  char name[32];  /* "memory", "pids", "cpu", "cpuacct", "freezer", "unified" */
-  char *base;     /* <mount>/<engine's own cgroup>/<cgroup_name> */
+  unsigned ctrl; /* ASBE_CG_* handled by this hierarchy */
+  int split;     /* sandbox has agent/ + workload/ children here */
+  char name[32]; /* "memory", "pids", "cpu", "cpuacct", "freezer", "unified" */
+  char *base;    /* <mount>/<engine's own cgroup>/<cgroup_name> */
 } asbe_cg_hier;
 
 typedef struct asbe_cg {
@@ -91,7 +89,7 @@ typedef struct asbe_cg {
    * carries it as ASBE_CG_OWNER_XATTR, so an engine reaps only its own. */
   const char *owner;
   char *v2_mount, *v2_opts; /* the cgroup2 mount and its super options */
-  unsigned have; /* union of ctrl */
+  unsigned have;            /* union of ctrl */
   char *info;
   char *workload_env; /* in-sandbox dirs, colon-separated */
 } asbe_cg;
@@ -122,14 +120,11 @@ int asbe__cg_favor_dynmods(asbe_cg *cg);
 /* Creates <base>/<id>{,/agent,/workload}, marks <base>/<id> with cg->owner
  * (where cgroupfs has xattrs), sets limits, gives the sandbox root
  * (host_uid) write access to the workload's cgroup.procs. */
-int asbe__cg_create(const asbe_cg *cg, const char *id,
-                    const asbe_cg_limits *lim, uid_t host_uid);
+int asbe__cg_create(const asbe_cg *cg, const char *id, const asbe_cg_limits *lim, uid_t host_uid);
 /* After the init moved into agent (v2 needs processes out of <sb> first). */
-int asbe__cg_finish(const asbe_cg *cg, const char *id,
-                    const asbe_cg_limits *lim);
+int asbe__cg_finish(const asbe_cg *cg, const char *id, const asbe_cg_limits *lim);
 /* Path of <base>/<id>[/agent|/workload] of hierarchy i into buf. */
-int asbe__cg_path(const asbe_cg *cg, int i, const char *id, int which,
-                  char *buf, size_t len);
+int asbe__cg_path(const asbe_cg *cg, int i, const char *id, int which, char *buf, size_t len);
 /* Moves pid into every hierarchy's `which` dir (for non-split hierarchies,
  * into <sb>). which = ASBE_CGW_SB moves every hierarchy into <sb>. */
 int asbe__cg_enter(const asbe_cg *cg, const char *id, pid_t pid, int which);
@@ -151,8 +146,7 @@ typedef struct asbe_pool asbe_pool;
 
 /* Returns a detached mount fd of a fresh, empty ext4 of `bytes` whose image
  * is now at `dst_path` (moved out of the pool, or made now). */
-int asbe__disk_take(asbe_engine *e, uint64_t bytes, const char *dst_path,
-                    int *mfd);
+int asbe__disk_take(asbe_engine *e, uint64_t bytes, const char *dst_path, int *mfd);
 /* A detached, read-only mount of an existing image (loop device read-only,
  * autoclear). */
 int asbe__disk_mount_ro(const char *path, int *mfd);
@@ -165,9 +159,7 @@ int asbe__pool_fill(asbe_engine *e, uint64_t bytes, unsigned n);
 int asbe__pool_holds(asbe_engine *e, const char *path);
 /* Detaches every loop device whose backing file is under `dir` (returns the
  * count; lazily for busy ones). skip(path, ctx) = 1 keeps one. */
-int asbe__loop_detach_under(const char *dir,
-                            int (*skip)(const char *path, void *ctx),
-                            void *ctx);
+int asbe__loop_detach_under(const char *dir, int (*skip)(const char *path, void *ctx), void *ctx);
 int asbe__loop_count_under(const char *dir);
 
 /* ---- the agent dir (agentdir.c) ------------------------------------------ */
@@ -187,7 +179,7 @@ unsigned asbe__slot_reap(asbe_engine *e);
 
 typedef struct asbe_secure {
   struct sock_fprog prog; /* hand-written prefix + libseccomp deny-list */
-  uint64_t keep_caps;            /* bounding/permitted/effective set */
+  uint64_t keep_caps;     /* bounding/permitted/effective set */
   int last_cap;
 } asbe_secure;
 
@@ -281,8 +273,8 @@ struct asbe_sandbox {
   int pidfd;
   int is_child; /* init is our child: reap it */
   int dead;
-  int frozen; /* by asbe_sandbox_freeze (exec refuses: it would hang) */
-  int status; /* init's wait status when reaped by us */
+  int frozen;           /* by asbe_sandbox_freeze (exec refuses: it would hang) */
+  int status;           /* init's wait status when reaped by us */
   pthread_mutex_t lock; /* procs */
   asbe_proc *procs;
   dev_t run_dev; /* st_dev of its writable layer (/run/asb); 0 = unknown */

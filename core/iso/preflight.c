@@ -25,11 +25,12 @@ typedef struct pf {
   int failed;
 } pf;
 
-static void ok(pf *p, const char *what) { asbi_buf_printf(&p->out, "ok   %s\n", what); }
+static void ok(pf *p, const char *what) {
+  asbi_buf_printf(&p->out, "ok   %s\n", what);
+}
 
-__attribute__((format(printf, 4, 5))) static void bad(pf *p, const char *what,
-                                                      const char *fix, const char *fmt,
-                                                      ...) {
+__attribute__((format(printf, 4, 5))) static void bad(pf *p, const char *what, const char *fix,
+                                                      const char *fmt, ...) {
   char why[512];
   va_list ap;
   va_start(ap, fmt);
@@ -167,8 +168,9 @@ int asbe_preflight(char **report) {
   memset(&p, 0, sizeof p);
   if (report) *report = NULL;
   if (geteuid() != 0)
-    bad(&p, "running as root", "start the engine as root (it manages cgroups, loop devices and idmapped mounts)",
-        "%s", "euid is not 0");
+    bad(&p, "running as root",
+        "start the engine as root (it manages cgroups, loop devices and idmapped mounts)", "%s",
+        "euid is not 0");
   else
     ok(&p, "running as root");
 
@@ -197,7 +199,8 @@ int asbe_preflight(char **report) {
   pid_t helper = 0;
   int uns = make_userns(&helper);
   if (uns < 0) {
-    bad(&p, "idmapped mounts", "needs user namespaces (see above)", "no userns: %s", strerror(-uns));
+    bad(&p, "idmapped mounts", "needs user namespaces (see above)", "no userns: %s",
+        strerror(-uns));
   } else {
     int fd = have_tmp ? open_tree(AT_FDCWD, tmp, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC) : -1;
     struct mount_attr a;
@@ -229,9 +232,10 @@ int asbe_preflight(char **report) {
     snprintf(line, sizeof line, "cgroups: %.1100s", cg.info);
     ok(&p, line);
     if (cg.v2_opts && !strstr(cg.v2_opts, "favordynmods"))
-      asbi_buf_printf(&p.out, "tip  cgroup moves wait for an RCU grace period. Faster: "
-                              "mount -o remount,favordynmods %s (or engine config "
-                              "cgroup_favor_dynmods)\n",
+      asbi_buf_printf(&p.out,
+                      "tip  cgroup moves wait for an RCU grace period. Faster: "
+                      "mount -o remount,favordynmods %s (or engine config "
+                      "cgroup_favor_dynmods)\n",
                       cg.v2_mount);
     asbe__cg_close(&cg);
   }
@@ -253,7 +257,8 @@ int asbe_preflight(char **report) {
 
   int ctl = open("/dev/loop-control", O_RDWR | O_CLOEXEC);
   if (ctl < 0 || ioctl(ctl, LOOP_CTL_GET_FREE) < 0)
-    bad(&p, "loop devices", "modprobe loop (CONFIG_BLK_DEV_LOOP); in a container pass /dev/loop-control",
+    bad(&p, "loop devices",
+        "modprobe loop (CONFIG_BLK_DEV_LOOP); in a container pass /dev/loop-control",
         "/dev/loop-control: %s", strerror(errno));
   else
     ok(&p, "loop devices");
@@ -282,7 +287,8 @@ int asbe_preflight(char **report) {
   }
   shared_counts(&p);
   if (access("/bin/busybox", X_OK) < 0 && access("/usr/bin/busybox", X_OK) < 0)
-    asbi_buf_puts(&p.out, "note busybox template unavailable. Fix: apt-get install busybox-static\n");
+    asbi_buf_puts(&p.out,
+                  "note busybox template unavailable. Fix: apt-get install busybox-static\n");
   if (report) *report = asbi_buf_detach(&p.out, NULL);
   asbi_buf_free(&p.out);
   return p.failed ? -1 : 0;

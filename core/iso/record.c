@@ -14,8 +14,8 @@
 
 int asbe__rec_write(const asbe_sandbox *sb, const char *status) {
   asbi_buf b = ASBI_BUF_INIT;
-  asbi_buf_printf(&b, "id=%s\nstatus=%s\nslot=%u\nhost_uid=%u\npid=%d\nstarttime=%llu\n",
-                  sb->id, status, sb->slot, (unsigned)sb->host_uid, (int)sb->pid,
+  asbi_buf_printf(&b, "id=%s\nstatus=%s\nslot=%u\nhost_uid=%u\npid=%d\nstarttime=%llu\n", sb->id,
+                  status, sb->slot, (unsigned)sb->host_uid, (int)sb->pid,
                   (unsigned long long)sb->starttime);
   asbi_buf_printf(&b, "engine_pid=%d\ncreated=%lld\n", (int)getpid(), (long long)time(NULL));
   asbi_buf_printf(&b, "run_dev=%llu\nlog=%llu:%llu\n", (unsigned long long)sb->run_dev,
@@ -46,17 +46,21 @@ int asbe__rec_read(const char *dir, asbe__rec *r) {
     if (eq) {
       *eq = '\0';
       const char *v = eq + 1;
-      if (!strcmp(l, "status")) snprintf(r->status, sizeof r->status, "%s", v);
-      else if (!strcmp(l, "slot")) r->slot = (uint32_t)strtoul(v, NULL, 10);
-      else if (!strcmp(l, "pid")) r->pid = (pid_t)atoi(v);
-      else if (!strcmp(l, "starttime")) r->start = strtoull(v, NULL, 10);
-      else if (!strcmp(l, "run_dev")) r->run_dev = strtoull(v, NULL, 10);
+      if (!strcmp(l, "status"))
+        snprintf(r->status, sizeof r->status, "%s", v);
+      else if (!strcmp(l, "slot"))
+        r->slot = (uint32_t)strtoul(v, NULL, 10);
+      else if (!strcmp(l, "pid"))
+        r->pid = (pid_t)atoi(v);
+      else if (!strcmp(l, "starttime"))
+        r->start = strtoull(v, NULL, 10);
+      else if (!strcmp(l, "run_dev"))
+        r->run_dev = strtoull(v, NULL, 10);
       else if (!strcmp(l, "log")) {
         char *end = NULL;
         r->log_dev = strtoull(v, &end, 10);
         r->log_ino = end && *end == ':' ? strtoull(end + 1, NULL, 10) : 0;
-      }
-      else if (!strncmp(l, "cgroup.", 7) && r->ncg < ASBE_CG_MAX) {
+      } else if (!strncmp(l, "cgroup.", 7) && r->ncg < ASBE_CG_MAX) {
         snprintf(r->cg_name[r->ncg], sizeof r->cg_name[0], "%s", l + 7);
         snprintf(r->cg_path[r->ncg], sizeof r->cg_path[0], "%s", v);
         r->ncg++;

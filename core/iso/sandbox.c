@@ -168,8 +168,7 @@ int asbe_engine_open(const asbe_engine_config *cfg, asbe_engine **out) {
                              : asbe__failerr("lock %s", p);
     goto fail;
   }
-  if ((r = asbe__mkdir_p(e->run_dir, 0755)) < 0 ||
-      (r = asbe__mkdir_p(e->slot_dir, 0700)) < 0 ||
+  if ((r = asbe__mkdir_p(e->run_dir, 0755)) < 0 || (r = asbe__mkdir_p(e->slot_dir, 0700)) < 0 ||
       (r = asbe__mkdir_p(e->stage_dir, 0755)) < 0) {
     r = asbe__fail(r, "run dir %s", e->run_dir);
     goto fail;
@@ -229,7 +228,9 @@ int asbe_engine_pool_fill(asbe_engine *e, uint64_t bytes, unsigned n) {
   return asbe__pool_fill(e, bytes, n);
 }
 
-const char *asbe_engine_cgroup_info(const asbe_engine *e) { return e->cg.info; }
+const char *asbe_engine_cgroup_info(const asbe_engine *e) {
+  return e->cg.info;
+}
 const char *asbe_engine_workload_cgroups(const asbe_engine *e) {
   return e->cg.workload_env;
 }
@@ -241,8 +242,8 @@ static int valid_id(const char *id) {
   if (n == 0 || n > 63) return 0;
   for (size_t i = 0; i < n; i++) {
     char c = id[i];
-    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-          c == '-' || c == '_'))
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+          c == '_'))
       return 0;
   }
   return id[0] != '-';
@@ -306,8 +307,9 @@ static int write_map(pid_t pid, const char *file, uid_t base) {
 /* open_tree + idmap (to userns) + read-only: a detached mount fd. path
  * relative to dirfd; "" = the mount dirfd itself (a detached one too). */
 static int idmapped_ro_at(int dirfd, const char *path, int userns) {
-  int fd = open_tree(dirfd, path,
-                     OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE | (path[0] ? 0 : AT_EMPTY_PATH));
+  int fd =
+      open_tree(dirfd, path,
+                OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE | (path[0] ? 0 : AT_EMPTY_PATH));
   if (fd < 0) return asbe__failerr("open_tree %s", path[0] ? path : "(agent dir)");
   struct mount_attr a;
   memset(&a, 0, sizeof a);
@@ -321,7 +323,9 @@ static int idmapped_ro_at(int dirfd, const char *path, int userns) {
   return fd;
 }
 
-static int idmapped_ro(const char *path, int userns) { return idmapped_ro_at(AT_FDCWD, path, userns); }
+static int idmapped_ro(const char *path, int userns) {
+  return idmapped_ro_at(AT_FDCWD, path, userns);
+}
 
 /* Prepares the writable layer: upper/, work/, run/ owned by root inside
  * (log/ too, but no path inside the sandbox reaches it: see open_log). */
@@ -353,8 +357,8 @@ static int prep_writable(int mfd, uid_t uid) {
  * (pidfd_getfd) and checks it is the same inode. Owned by root inside, who
  * may write to it through /proc/1/fd/1 as before. */
 static int open_log(int mfd, uid_t uid, dev_t *dev, ino_t *ino) {
-  int fd = openat(mfd, "log/agent.log", O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC,
-                  0600);
+  int fd =
+      openat(mfd, "log/agent.log", O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
   struct stat st;
   if (fd < 0 || fchown(fd, uid, uid) < 0 || fstat(fd, &st) < 0) {
     int r = asbe__failerr("the agent log on the writable layer");
@@ -435,8 +439,8 @@ static void free_strv(char **v) {
 static int build_plan(asbe_engine *e, const asbe_sandbox_spec *spec, asbe_plan *p) {
   const asbe_template *t = spec->tmpl;
   if (t->n_layers < 1 || t->n_layers > ASBE_MAX_LAYERS || t->n_binds > ASBE_MAX_BINDS)
-    return asbe__fail(-EINVAL, "template: 1..%d layers and at most %d binds",
-                      ASBE_MAX_LAYERS, ASBE_MAX_BINDS);
+    return asbe__fail(-EINVAL, "template: 1..%d layers and at most %d binds", ASBE_MAX_LAYERS,
+                      ASBE_MAX_BINDS);
   snprintf(p->stage, sizeof p->stage, "%s", e->stage_dir);
   asbi_buf o = ASBI_BUF_INIT;
   asbi_buf_puts(&o, "lowerdir=");
@@ -459,10 +463,8 @@ static int build_plan(asbe_engine *e, const asbe_sandbox_spec *spec, asbe_plan *
       return asbe__fail(-ENAMETOOLONG, "bind target %s", t->bind_dst[i]);
   for (int i = 0; i < e->cg.n; i++) {
     if (!e->cg.h[i].split) continue;
-    asbe__cg_path(&e->cg, i, spec->id, ASBE_CGW_WORKLOAD, p->cg_src[p->n_cg],
-                  sizeof p->cg_src[0]);
-    snprintf(p->cg_dst[p->n_cg], sizeof p->cg_dst[0], "r/run/asb/cgroup/%s",
-             e->cg.h[i].name);
+    asbe__cg_path(&e->cg, i, spec->id, ASBE_CGW_WORKLOAD, p->cg_src[p->n_cg], sizeof p->cg_src[0]);
+    snprintf(p->cg_dst[p->n_cg], sizeof p->cg_dst[0], "r/run/asb/cgroup/%s", e->cg.h[i].name);
     p->n_cg++;
   }
   snprintf(p->hostname, sizeof p->hostname, "%s", spec->id);
@@ -491,8 +493,7 @@ static int build_plan(asbe_engine *e, const asbe_sandbox_spec *spec, asbe_plan *
 static pid_t clone_sandbox(int *pidfd, uid_t owner) {
   int bits = prctl(PR_GET_SECUREBITS, 0, 0, 0, 0);
   int dumpable = prctl(PR_GET_DUMPABLE, 0, 0, 0, 0);
-  if (bits < 0 || prctl(PR_SET_SECUREBITS, bits | SECBIT_NO_SETUID_FIXUP, 0, 0, 0) < 0)
-    return -1;
+  if (bits < 0 || prctl(PR_SET_SECUREBITS, bits | SECBIT_NO_SETUID_FIXUP, 0, 0, 0) < 0) return -1;
   if (syscall(SYS_setresuid, -1, owner, -1) < 0) {
     int err = errno;
     prctl(PR_SET_SECUREBITS, bits, 0, 0, 0);
@@ -593,8 +594,7 @@ int asbe_sandbox_create(asbe_engine *e, const asbe_sandbox_spec *spec, asbe_sand
   if (!sb) return asbe__fail(-ENOMEM, "sandbox");
   asbe_plan *plan = calloc(1, sizeof *plan);
   char **argv = build_argv(spec), **envp = build_env(e, spec);
-  int r = 0, wfd = -1, sock[2] = {-1, -1}, userns = -1, have_dir = 0, have_slot = 0,
-      have_cg = 0;
+  int r = 0, wfd = -1, sock[2] = {-1, -1}, userns = -1, have_dir = 0, have_slot = 0, have_cg = 0;
   int fds[ASBE_MAX_LAYERS + ASBE_MAX_BINDS + 2], nfds = 0;
   char path[PATH_MAX];
   if (!plan || !argv || !envp) {
@@ -642,8 +642,7 @@ int asbe_sandbox_create(asbe_engine *e, const asbe_sandbox_spec *spec, asbe_sand
   }
 
   asbe_cg_limits lim = {spec->memory_bytes, spec->pids_max,
-                        spec->agent_memory_bytes ? spec->agent_memory_bytes
-                                                 : DEFAULT_AGENT_MEMORY,
+                        spec->agent_memory_bytes ? spec->agent_memory_bytes : DEFAULT_AGENT_MEMORY,
                         spec->agent_pids_max ? spec->agent_pids_max : DEFAULT_AGENT_PIDS,
                         spec->cpu_millicores};
   have_cg = 1;
@@ -818,8 +817,10 @@ int asbe_sandbox_kill(asbe_sandbox *sb, int remove_state) {
   sb->log_fd = -1;
   asbe__procs_reap(sb);
   int cr = asbe__cg_destroy(&sb->cg, sb->id, 10000);
-  if (cr < 0) r = cr;
-  else drop_old_bases(&sb->cg, &e->cg);
+  if (cr < 0)
+    r = cr;
+  else
+    drop_old_bases(&sb->cg, &e->cg);
   asbe__slot_release(e, sb->slot, sb->dir); /* no-op if not ours any more */
   if (remove_state) {
     int rr = asbe__rm_rf(sb->dir);
@@ -973,12 +974,24 @@ int asbe_sandbox_agent_log(asbe_sandbox *sb) {
   return fd;
 }
 
-const char *asbe_sandbox_id(const asbe_sandbox *sb) { return sb->id; }
-pid_t asbe_sandbox_pid(const asbe_sandbox *sb) { return sb->pid; }
-int asbe_sandbox_pidfd(const asbe_sandbox *sb) { return sb->pidfd; }
-uint32_t asbe_sandbox_slot(const asbe_sandbox *sb) { return sb->slot; }
-uid_t asbe_sandbox_host_uid(const asbe_sandbox *sb) { return sb->host_uid; }
-const char *asbe_sandbox_dir(const asbe_sandbox *sb) { return sb->dir; }
+const char *asbe_sandbox_id(const asbe_sandbox *sb) {
+  return sb->id;
+}
+pid_t asbe_sandbox_pid(const asbe_sandbox *sb) {
+  return sb->pid;
+}
+int asbe_sandbox_pidfd(const asbe_sandbox *sb) {
+  return sb->pidfd;
+}
+uint32_t asbe_sandbox_slot(const asbe_sandbox *sb) {
+  return sb->slot;
+}
+uid_t asbe_sandbox_host_uid(const asbe_sandbox *sb) {
+  return sb->host_uid;
+}
+const char *asbe_sandbox_dir(const asbe_sandbox *sb) {
+  return sb->dir;
+}
 
 /* ---- recovery ------------------------------------------------------------ */
 
@@ -1004,7 +1017,8 @@ int asbe_state_remove(asbe_engine *e, const char *id) {
  * by an engine that died mid-create (one engine per state dir). */
 static int rec_state(asbe_engine *e, const char *id, const char *dir, asbe__rec *rc) {
   if (asbe__rec_read(dir, rc) < 0) return creating_has(e, id) ? 2 : 0;
-  if (!strcmp(rc->status, "running")) return rc->pid > 0 && asbe__proc_starttime(rc->pid) == rc->start;
+  if (!strcmp(rc->status, "running"))
+    return rc->pid > 0 && asbe__proc_starttime(rc->pid) == rc->start;
   if (!strcmp(rc->status, "stopped")) return 3;
   return 0;
 }

@@ -24,27 +24,68 @@
 
 /* What root inside keeps: normal admin work in its own userns. */
 static const int k_keep[] = {
-    CAP_CHOWN,  CAP_DAC_OVERRIDE, CAP_FOWNER,     CAP_FSETID,
-    CAP_KILL,   CAP_SETGID,       CAP_SETUID,     CAP_SETPCAP,
-    CAP_NET_BIND_SERVICE,         CAP_NET_RAW,    CAP_SYS_CHROOT,
-    CAP_SETFCAP};
+    CAP_CHOWN,  CAP_DAC_OVERRIDE, CAP_FOWNER,           CAP_FSETID,  CAP_KILL,       CAP_SETGID,
+    CAP_SETUID, CAP_SETPCAP,      CAP_NET_BIND_SERVICE, CAP_NET_RAW, CAP_SYS_CHROOT, CAP_SETFCAP};
 
-static const char *const k_deny[] = {
-    "mount", "umount", "umount2", "pivot_root", "unshare", "setns", "bpf",
-    "perf_event_open", "keyctl", "add_key", "request_key", "ptrace",
-    "process_vm_readv", "process_vm_writev", "kcmp",
-    "kexec_load", "kexec_file_load", "init_module", "finit_module",
-    "delete_module", "create_module", "fsopen", "fsmount", "fsconfig", "fspick",
-    "move_mount", "open_tree", "mount_setattr", "open_by_handle_at",
-    "name_to_handle_at", "userfaultfd", "swapon", "swapoff", "reboot", "syslog",
-    "acct", "settimeofday", "clock_settime", "clock_adjtime", "adjtimex",
-    "stime", "iopl", "ioperm", "lookup_dcookie", "quotactl", "quotactl_fd",
-    "nfsservctl", "io_uring_setup", "io_uring_enter", "io_uring_register",
-    "vhangup", "uselib", "_sysctl", "get_kernel_syms", "query_module"};
+static const char *const k_deny[] = {"mount",
+                                     "umount",
+                                     "umount2",
+                                     "pivot_root",
+                                     "unshare",
+                                     "setns",
+                                     "bpf",
+                                     "perf_event_open",
+                                     "keyctl",
+                                     "add_key",
+                                     "request_key",
+                                     "ptrace",
+                                     "process_vm_readv",
+                                     "process_vm_writev",
+                                     "kcmp",
+                                     "kexec_load",
+                                     "kexec_file_load",
+                                     "init_module",
+                                     "finit_module",
+                                     "delete_module",
+                                     "create_module",
+                                     "fsopen",
+                                     "fsmount",
+                                     "fsconfig",
+                                     "fspick",
+                                     "move_mount",
+                                     "open_tree",
+                                     "mount_setattr",
+                                     "open_by_handle_at",
+                                     "name_to_handle_at",
+                                     "userfaultfd",
+                                     "swapon",
+                                     "swapoff",
+                                     "reboot",
+                                     "syslog",
+                                     "acct",
+                                     "settimeofday",
+                                     "clock_settime",
+                                     "clock_adjtime",
+                                     "adjtimex",
+                                     "stime",
+                                     "iopl",
+                                     "ioperm",
+                                     "lookup_dcookie",
+                                     "quotactl",
+                                     "quotactl_fd",
+                                     "nfsservctl",
+                                     "io_uring_setup",
+                                     "io_uring_enter",
+                                     "io_uring_register",
+                                     "vhangup",
+                                     "uselib",
+                                     "_sysctl",
+                                     "get_kernel_syms",
+                                     "query_module"};
 
-static const unsigned long k_ns_flags[] = {
-    CLONE_NEWNS,  CLONE_NEWCGROUP, CLONE_NEWUTS, CLONE_NEWIPC,
-    CLONE_NEWUSER, CLONE_NEWPID,   CLONE_NEWNET};
+static const unsigned long k_ns_flags[] = {CLONE_NEWNS,  CLONE_NEWCGROUP, CLONE_NEWUTS,
+                                           CLONE_NEWIPC, CLONE_NEWUSER,   CLONE_NEWPID,
+                                           CLONE_NEWNET};
 
 /* ---- tiny BPF assembler for the hand-written filter ---------------------- */
 
@@ -66,7 +107,9 @@ static void emit(prog *p, uint16_t code, uint32_t k, int jt, int jf) {
   p->v[p->n++] = (ins){code, k, jt, jf, L_NONE};
 }
 
-static void label(prog *p, int l) { p->labels[l] = p->n; }
+static void label(prog *p, int l) {
+  p->labels[l] = p->n;
+}
 
 static int assemble(const prog *p, struct sock_fprog *out) {
   struct sock_filter *f = calloc((size_t)p->n, sizeof *f);
@@ -133,19 +176,38 @@ static const uint32_t k_netlink[] = {0 /* NETLINK_ROUTE */, 4 /* NETLINK_SOCK_DI
 static const struct {
   uint32_t nr;
   int err;
-} k_new[] = {{425, EPERM} /* io_uring_setup */, {428, EPERM} /* open_tree */,
-             {429, EPERM} /* move_mount */,    {430, EPERM} /* fsopen */,
-             {431, EPERM} /* fsconfig */,      {432, EPERM} /* fsmount */,
-             {433, EPERM} /* fspick */,        {435, ENOSYS} /* clone3 */,
-             {442, EPERM} /* mount_setattr */, {443, EPERM} /* quotactl_fd */,
+} k_new[] = {{425, EPERM} /* io_uring_setup */,
+             {428, EPERM} /* open_tree */,
+             {429, EPERM} /* move_mount */,
+             {430, EPERM} /* fsopen */,
+             {431, EPERM} /* fsconfig */,
+             {432, EPERM} /* fsmount */,
+             {433, EPERM} /* fspick */,
+             {435, ENOSYS} /* clone3 */,
+             {442, EPERM} /* mount_setattr */,
+             {443, EPERM} /* quotactl_fd */,
              {467, EPERM} /* open_tree_attr */};
 
 /* The prefix; where it allows a call it jumps to its end, where the
  * libseccomp program is appended. */
 static int build_prefix(struct sock_fprog *out) {
 #ifdef NATIVE_ARCH
-  enum { NATIVE, COMPAT, COMPAT_NR, COMMON, PERS, SOCK, NETLINK, SOCKPAIR, SOCKETCALL,
-         NOFAMILY, NOPROTO, NOSYS, ALLOW, RET_BASE };
+  enum {
+    NATIVE,
+    COMPAT,
+    COMPAT_NR,
+    COMMON,
+    PERS,
+    SOCK,
+    NETLINK,
+    SOCKPAIR,
+    SOCKETCALL,
+    NOFAMILY,
+    NOPROTO,
+    NOSYS,
+    ALLOW,
+    RET_BASE
+  };
   prog p;
   memset(&p, 0, sizeof p);
   emit(&p, BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch), 0, 0);
@@ -308,7 +370,8 @@ int asbe__secure_init(asbe_secure *s) {
     if (!s->prog.filter || n > BPF_MAXINSNS) {
       r = asbe__fail(s->prog.filter ? -E2BIG : -ENOMEM, "seccomp program");
     } else {
-      if (prefix.len) memcpy(s->prog.filter, prefix.filter, prefix.len * sizeof(struct sock_filter));
+      if (prefix.len)
+        memcpy(s->prog.filter, prefix.filter, prefix.len * sizeof(struct sock_filter));
       memcpy(s->prog.filter + prefix.len, main.filter, main.len * sizeof(struct sock_filter));
       s->prog.len = (unsigned short)n;
     }

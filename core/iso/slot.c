@@ -26,8 +26,7 @@ static void slot_path(asbe_engine *e, uint32_t slot, char *buf, size_t len) {
  * the length differs: truncation makes ext4 flush on close). */
 static int write_owner(int fd, pid_t pid, uint64_t start, const char *dir) {
   char buf[PATH_MAX + 64];
-  int n = snprintf(buf, sizeof buf, "%10d %20llu %s\n", (int)pid,
-                   (unsigned long long)start, dir);
+  int n = snprintf(buf, sizeof buf, "%10d %20llu %s\n", (int)pid, (unsigned long long)start, dir);
   if (pwrite(fd, buf, (size_t)n, 0) != n) return -EIO;
   struct stat st;
   if (fstat(fd, &st) == 0 && st.st_size != n && ftruncate(fd, n) < 0) return -errno;
@@ -71,8 +70,7 @@ static int open_locked(const char *path) {
       return -errno;
     }
     struct stat a, b;
-    if (fstat(fd, &a) == 0 && stat(path, &b) == 0 && a.st_ino == b.st_ino &&
-        a.st_dev == b.st_dev)
+    if (fstat(fd, &a) == 0 && stat(path, &b) == 0 && a.st_ino == b.st_ino && a.st_dev == b.st_dev)
       return fd;
     close(fd); /* unlinked under us: look again */
     if (access(path, F_OK) < 0) return -ENOENT;

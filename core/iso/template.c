@@ -13,7 +13,9 @@
 #include "iso_int.h"
 #include "util/util.h"
 
-asbe_template *asbe_template_new(void) { return calloc(1, sizeof(asbe_template)); }
+asbe_template *asbe_template_new(void) {
+  return calloc(1, sizeof(asbe_template));
+}
 
 void asbe_template_free(asbe_template *t) {
   if (!t) return;
@@ -43,7 +45,8 @@ static int push(char ***v, size_t n, char *s) {
 int asbe_template_add_layer(asbe_template *t, const char *dir) {
   asbe__clear_error();
   struct stat st;
-  if (!dir || dir[0] != '/') return asbe__fail(-EINVAL, "layer %s: absolute path needed", dir ? dir : "");
+  if (!dir || dir[0] != '/')
+    return asbe__fail(-EINVAL, "layer %s: absolute path needed", dir ? dir : "");
   if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode)) return asbe__fail(-ENOTDIR, "layer %s", dir);
   int r = push(&t->layers, t->n_layers, strdup(dir));
   if (r < 0) return asbe__fail(r, "layer");
@@ -71,8 +74,10 @@ asbe_template *asbe_template_copy(const asbe_template *src) {
   asbe_template *t = asbe_template_new();
   if (!t) return NULL;
   for (size_t i = 0; i < src->n_layers; i++)
-    if (push(&t->layers, t->n_layers, strdup(src->layers[i])) < 0) goto fail;
-    else t->n_layers++;
+    if (push(&t->layers, t->n_layers, strdup(src->layers[i])) < 0)
+      goto fail;
+    else
+      t->n_layers++;
   for (size_t i = 0; i < src->n_binds; i++) {
     if (push(&t->bind_src, t->n_binds, strdup(src->bind_src[i])) < 0) goto fail;
     if (push(&t->bind_dst, t->n_binds, strdup(src->bind_dst[i])) < 0) {
@@ -87,11 +92,15 @@ fail:
   return NULL;
 }
 
-size_t asbe_template_layer_count(const asbe_template *t) { return t ? t->n_layers : 0; }
+size_t asbe_template_layer_count(const asbe_template *t) {
+  return t ? t->n_layers : 0;
+}
 const char *asbe_template_layer(const asbe_template *t, size_t i) {
   return t && i < t->n_layers ? t->layers[i] : NULL;
 }
-size_t asbe_template_bind_count(const asbe_template *t) { return t ? t->n_binds : 0; }
+size_t asbe_template_bind_count(const asbe_template *t) {
+  return t ? t->n_binds : 0;
+}
 const char *asbe_template_bind(const asbe_template *t, size_t i, const char **dst) {
   if (!t || i >= t->n_binds) return NULL;
   if (dst) *dst = t->bind_dst[i];
@@ -118,8 +127,7 @@ static const char k_nsswitch[] =
     "ethers:         files\n"
     "rpc:            files\n";
 
-static const char k_hosts[] =
-    "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n";
+static const char k_hosts[] = "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n";
 
 static int put(const char *root, const char *rel, const char *data, mode_t mode) {
   char p[PATH_MAX];
@@ -184,11 +192,11 @@ static int common_root(const char *root, const char *shell) {
   static const struct {
     const char *rel;
     mode_t mode;
-  } dirs[] = {{"etc", 0755},     {"dev", 0755},     {"proc", 0555},    {"sys", 0555},
-              {"run", 0755},     {"run/asb", 0755}, {"tmp", 01777},    {"var", 0755},
+  } dirs[] = {{"etc", 0755},      {"dev", 0755},     {"proc", 0555},    {"sys", 0555},
+              {"run", 0755},      {"run/asb", 0755}, {"tmp", 01777},    {"var", 0755},
               {"var/tmp", 01777}, {"var/log", 0755}, {"var/lib", 0755}, {"var/cache", 0755},
-              {"home", 0755},    {"root", 0700},    {"mnt", 0755},     {"opt", 0755},
-              {"srv", 0755},     {".asb", 0755}};
+              {"home", 0755},     {"root", 0700},    {"mnt", 0755},     {"opt", 0755},
+              {"srv", 0755},      {".asb", 0755}};
   for (size_t i = 0; i < ASBI_ARRAY_LEN(dirs); i++)
     if ((r = mk(root, dirs[i].rel, dirs[i].mode, 0)) < 0) return r;
   if ((r = mk(root, "home/user", 0755, 1000)) < 0) return r;
@@ -220,7 +228,8 @@ static int build_once(const char *dir, const char *what, int (*fill)(const char 
   r = fill(tmp);
   if (r == 0) {
     asbe__rm_rf(root); /* a half-built one from a crash (no stamp) */
-    if (rename(tmp, root) < 0) r = errno == ENOTEMPTY || errno == EEXIST ? 0 : asbe__failerr("rename %s", tmp);
+    if (rename(tmp, root) < 0)
+      r = errno == ENOTEMPTY || errno == EEXIST ? 0 : asbe__failerr("rename %s", tmp);
   }
   asbe__rm_rf(tmp);
   if (r == 0 && access(stamp, F_OK) < 0) {
@@ -276,19 +285,44 @@ static int fill_base(const char *root) {
     if ((r = link_to(root, links[i][0], links[i][1])) < 0) return r;
   }
   static const char *const etc[] = {
-      "etc/alternatives", "etc/ld.so.cache", "etc/ld.so.conf", "etc/ld.so.conf.d",
-      "etc/profile.d", "etc/bash.bashrc", "etc/skel", "etc/inputrc",
-      "etc/localtime", "etc/timezone", "etc/protocols", "etc/services", "etc/mime.types",
-      "etc/ssl/certs", "etc/ssl/openssl.cnf", "etc/ca-certificates.conf", "etc/environment",
-      "etc/login.defs", "etc/debian_version", "etc/issue", "etc/os-release", "etc/lsb-release",
-      "etc/python3", "etc/python3.11", "etc/python3.12", "etc/gai.conf", "etc/host.conf",
-      "etc/terminfo", "etc/magic", "etc/mailcap", "etc/matplotlibrc", "etc/fonts",
+      "etc/alternatives",
+      "etc/ld.so.cache",
+      "etc/ld.so.conf",
+      "etc/ld.so.conf.d",
+      "etc/profile.d",
+      "etc/bash.bashrc",
+      "etc/skel",
+      "etc/inputrc",
+      "etc/localtime",
+      "etc/timezone",
+      "etc/protocols",
+      "etc/services",
+      "etc/mime.types",
+      "etc/ssl/certs",
+      "etc/ssl/openssl.cnf",
+      "etc/ca-certificates.conf",
+      "etc/environment",
+      "etc/login.defs",
+      "etc/debian_version",
+      "etc/issue",
+      "etc/os-release",
+      "etc/lsb-release",
+      "etc/python3",
+      "etc/python3.11",
+      "etc/python3.12",
+      "etc/gai.conf",
+      "etc/host.conf",
+      "etc/terminfo",
+      "etc/magic",
+      "etc/mailcap",
+      "etc/matplotlibrc",
+      "etc/fonts",
       "etc/R" /* R_HOME/etc links its files here (the code interpreter's R kernel) */};
   for (size_t i = 0; i < ASBI_ARRAY_LEN(etc); i++)
     if ((r = copy_host(root, etc[i])) < 0) return r;
   if ((r = put(root, "etc/profile", k_profile, 0644)) < 0) return r;
-  if (access("/etc/os-release", F_OK) < 0 && (r = link_to(root, "etc/os-release",
-                                                          "../usr/lib/os-release")) < 0)
+  if (access("/etc/os-release", F_OK) < 0 &&
+      (r = link_to(root, "etc/os-release", "../usr/lib/os-release")) < 0)
     return r;
   /* dotfiles for root and user from /etc/skel */
   char skel[PATH_MAX], home[PATH_MAX];
@@ -304,7 +338,9 @@ static int fill_base(const char *root) {
   return 0;
 }
 
-int asbe_template_prepare_base(const char *dir) { return build_once(dir, "base", fill_base); }
+int asbe_template_prepare_base(const char *dir) {
+  return build_once(dir, "base", fill_base);
+}
 
 static const char *busybox_path(void) {
   if (access("/bin/busybox", X_OK) == 0) return "/bin/busybox";

@@ -143,8 +143,9 @@ char *mcp_tools_markdown(const cJSON *tools) {
     inputs(&b, cJSON_GetObjectItemCaseSensitive(t, "inputSchema"));
     const cJSON *out = cJSON_GetObjectItemCaseSensitive(t, "outputSchema");
     if (out) {
-      asbi_buf_puts(&b, "Result (`structuredContent`, and the same JSON as text):\n\n"
-                        "| field | type | present | description |\n|---|---|---|---|\n");
+      asbi_buf_puts(&b,
+                    "Result (`structuredContent`, and the same JSON as text):\n\n"
+                    "| field | type | present | description |\n|---|---|---|---|\n");
       outputs_rows(&b, out, "", 1);
       asbi_buf_puts(&b, "\n");
     } else {

@@ -41,15 +41,15 @@ typedef struct stream stream;
 
 struct stream {
   mcp_sink base;
-  stream *next;                /* in h->streams */
+  stream *next; /* in h->streams */
   http_server *h;
   pthread_mutex_t mu;
   pthread_cond_t cv;
-  asbi_buf q;                  /* SSE bytes not yet handed to MHD */
-  char *answer;                /* JSON mode: the answer */
+  asbi_buf q;   /* SSE bytes not yet handed to MHD */
+  char *answer; /* JSON mode: the answer */
   int got_final, sse, is_get, closed, listed;
-  mcp_sink *fallback;          /* JSON mode: where notifications go */
-  struct router *rt;           /* a GET stream: the router it serves (ref) */
+  mcp_sink *fallback; /* JSON mode: where notifications go */
+  struct router *rt;  /* a GET stream: the router it serves (ref) */
 };
 
 /* The session's messages not tied to a request go to its GET stream, if
@@ -66,7 +66,7 @@ struct http_session {
   char id[33];
   mcp_session *mcp;
   router *rt;
-  int refs;                    /* the list's and each request's; under h->mu */
+  int refs; /* the list's and each request's; under h->mu */
   int listed;
   uint64_t last_ms;
 };
@@ -75,7 +75,7 @@ struct http_server {
   mcp_server *srv;
   const mcp_http_options *o;
   asbi_httpd *d;
-  pthread_mutex_t mu;          /* sessions, streams */
+  pthread_mutex_t mu; /* sessions, streams */
   pthread_cond_t cv;
   http_session *sessions;
   int nsessions;
@@ -199,11 +199,10 @@ static ssize_t sse_read(void *cls, uint64_t pos, char *buf, size_t max) {
   }
 }
 
-
 /* ---- the session router ------------------------------------------------------------ */
 
 static void router_send(mcp_sink *sk, char *msg, int final) {
-  (void)final;
+  (void) final;
   router *rt = (router *)sk;
   pthread_mutex_lock(&rt->mu);
   stream *g = rt->get;
@@ -259,10 +258,12 @@ static void router_destroy(mcp_sink *sk) {
 
 static void discard_send(mcp_sink *sk, char *msg, int final) {
   (void)sk;
-  (void)final;
+  (void) final;
   free(msg);
 }
-static void discard_destroy(mcp_sink *sk) { (void)sk; }
+static void discard_destroy(mcp_sink *sk) {
+  (void)sk;
+}
 static mcp_sink discard_sink = {1, discard_send, discard_destroy};
 
 /* ---- sessions -------------------------------------------------------------------------- */
@@ -490,8 +491,8 @@ static enum MHD_Result sse_response(struct MHD_Connection *c, stream *st) {
     mcp_sink_unref(&st->base);
     return fail(c, 503, MCP_SERVER_ERROR, "shutting down");
   }
-  struct MHD_Response *resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, sse_read,
-                                                                st, sse_free);
+  struct MHD_Response *resp =
+      MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, sse_read, st, sse_free);
   if (!resp) {
     sse_free(st);
     return MHD_NO;
@@ -687,8 +688,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
     }
     if (!token_ok(h, c)) {
       r->answered = 1;
-      return fail(c, 401, MCP_INVALID_REQUEST,
-                  "Unauthorized: send Authorization: Bearer <token>");
+      return fail(c, 401, MCP_INVALID_REQUEST, "Unauthorized: send Authorization: Bearer <token>");
     }
     if (strcmp(url, h->o->path) != 0) {
       r->answered = 1;
@@ -744,8 +744,8 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 /* --listen: HOST:PORT, [IPv6]:PORT or PORT, HOST an IP address. -1 when
  * the spec is not that, -2 (message in err) when it cannot be listened
  * on. */
-static int listen_on(const char *spec, int *port_out, char *host_out, size_t host_len,
-                     char *err, size_t errlen) {
+static int listen_on(const char *spec, int *port_out, char *host_out, size_t host_len, char *err,
+                     size_t errlen) {
   char host[128] = "127.0.0.1";
   const char *portp = spec;
   if (spec[0] == '[') {

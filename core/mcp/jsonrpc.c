@@ -22,7 +22,9 @@ void mcp_framer_init(mcp_framer *f, size_t max) {
   f->skipping = 0;
 }
 
-void mcp_framer_free(mcp_framer *f) { asbi_buf_free(&f->line); }
+void mcp_framer_free(mcp_framer *f) {
+  asbi_buf_free(&f->line);
+}
 
 static int blank(const char *s, size_t n) {
   for (size_t i = 0; i < n; i++)
@@ -208,8 +210,7 @@ static int classify(mcp_msg *m, cJSON *node) {
       return 0;
     }
     if (!m->id) {
-      invalid(m, MCP_INVALID_REQUEST,
-              "Invalid Request: \"id\" must be a string or an integer");
+      invalid(m, MCP_INVALID_REQUEST, "Invalid Request: \"id\" must be a string or an integer");
       return 0;
     }
     if (bad_params) {
@@ -290,8 +291,7 @@ char *mcp_rpc_result(const char *id, const char *result_json) {
   return asbi_buf_detach(&b, NULL);
 }
 
-char *mcp_rpc_error(const char *id, int id_null, int code, const char *message,
-                    const cJSON *data) {
+char *mcp_rpc_error(const char *id, int id_null, int code, const char *message, const cJSON *data) {
   cJSON *e = cJSON_CreateObject();
   cJSON *msg = message ? mcp_json_str(message, strlen(message)) : cJSON_CreateString("");
   if (!e || !msg || !cJSON_AddNumberToObject(e, "code", code)) {

@@ -33,8 +33,8 @@ typedef int (*mcp_frame_fn)(void *ud, const char *line, size_t len);
 
 typedef struct mcp_framer {
   asbi_buf line;
-  size_t max;     /* bound of a line without its newline */
-  int skipping;   /* inside an over-long line: drop until "\n" */
+  size_t max;   /* bound of a line without its newline */
+  int skipping; /* inside an over-long line: drop until "\n" */
 } mcp_framer;
 
 void mcp_framer_init(mcp_framer *f, size_t max);
@@ -62,19 +62,19 @@ typedef struct mcp_msg {
   /* The id as JSON text, exactly as sent ("7", "\"a\""), for requests,
    * responses, and invalid messages whose id could be read; else NULL. */
   char *id;
-  const char *method;   /* requests and notifications; owned by json */
-  cJSON *params;        /* an object, or NULL when absent; owned by json */
-  cJSON *json;          /* the message */
-  int err_code;         /* MCP_MSG_INVALID */
-  const char *err_msg;  /* static */
+  const char *method;  /* requests and notifications; owned by json */
+  cJSON *params;       /* an object, or NULL when absent; owned by json */
+  cJSON *json;         /* the message */
+  int err_code;        /* MCP_MSG_INVALID */
+  const char *err_msg; /* static */
 } mcp_msg;
 
 typedef struct mcp_parsed {
-  int batch;        /* the text was a JSON array */
-  size_t count;     /* messages (0 with an error) */
+  int batch;    /* the text was a JSON array */
+  size_t count; /* messages (0 with an error) */
   mcp_msg *msgs;
   cJSON *root;
-  int err_code;     /* 0, MCP_PARSE_ERROR or MCP_INVALID_REQUEST (empty batch) */
+  int err_code; /* 0, MCP_PARSE_ERROR or MCP_INVALID_REQUEST (empty batch) */
   char err_msg[160];
 } mcp_parsed;
 
@@ -95,8 +95,7 @@ size_t mcp_parsed_replies(const mcp_parsed *p);
 char *mcp_rpc_result(const char *id, const char *result_json);
 /* An error. id NULL: the id is left out (id_null 0) or written as null
  * (id_null 1). message is made valid UTF-8; data (may be NULL) is copied. */
-char *mcp_rpc_error(const char *id, int id_null, int code, const char *message,
-                    const cJSON *data);
+char *mcp_rpc_error(const char *id, int id_null, int code, const char *message, const cJSON *data);
 /* {"jsonrpc":"2.0","method":<method>,"params":<params>} (params is
  * consumed; NULL = none). */
 char *mcp_rpc_notification(const char *method, cJSON *params);

@@ -26,41 +26,42 @@ static void on_signal(int sig) {
 }
 
 static int usage(FILE *f) {
-  fprintf(f,
-          "usage: agent-sandbox-mcp [options]\n"
-          "\n"
-          "Serves sandboxes as Model Context Protocol tools: over stdin/stdout by default\n"
-          "(an MCP client starts it), or over Streamable HTTP with --http.\n"
-          "\n"
-          "transport\n"
-          "  --http                  serve Streamable HTTP instead of stdio\n"
-          "  --listen HOST:PORT      HTTP address (implies --http; default 127.0.0.1:49985)\n"
-          "  --path PATH             HTTP endpoint (default /mcp)\n"
-          "  --token TOKEN           bearer token clients must send (or $ASB_MCP_TOKEN)\n"
-          "  --token-file FILE       read the token from FILE; made (0600) if missing\n"
-          "                          (with neither, a fresh token is printed at start)\n"
-          "  --no-auth               no token (only when listening on loopback)\n"
-          "  --allow-origin ORIGIN   a browser Origin to accept besides loopback ones\n"
-          "  --session-idle S        end HTTP sessions idle this long (default 3600)\n"
-          "  --max-sessions N        concurrent HTTP sessions (default 64)\n"
-          "sandboxes\n"
-          "  --template T            template of the default sandbox (default base)\n"
-          "  --sandbox-timeout S     the default sandbox lives S seconds past its last use\n"
-          "                          (default 900)\n"
-          "  --keep                  keep the default sandbox when the session ends\n"
-          "  --api-url URL, --domain D, --sandbox-url URL\n"
-          "                          where the sandboxes are (default: $ASB_*/$E2B_*, else the\n"
-          "                          local engine); the API key comes from ASB_API_KEY/E2B_API_KEY\n"
-          "limits and tools\n"
-          "  --max-message-bytes N   largest incoming message (default 4194304)\n"
-          "  --max-read-bytes N      largest file read_file returns (default 1048576)\n"
-          "  --max-output-bytes N    output of each stream kept in a result (default 65536)\n"
-          "  --max-calls N           requests in flight per session (default 64)\n"
-          "  --disable-tool NAME     do not offer this tool (repeatable)\n"
-          "  --print-tools-json      print the tools (as tools/list sends them) and exit\n"
-          "  --print-tools-markdown  print the tool reference of docs/mcp.md and exit\n"
-          "  -v, --verbose           log sessions and calls to stderr\n"
-          "  --version, --help\n");
+  fprintf(
+      f,
+      "usage: agent-sandbox-mcp [options]\n"
+      "\n"
+      "Serves sandboxes as Model Context Protocol tools: over stdin/stdout by default\n"
+      "(an MCP client starts it), or over Streamable HTTP with --http.\n"
+      "\n"
+      "transport\n"
+      "  --http                  serve Streamable HTTP instead of stdio\n"
+      "  --listen HOST:PORT      HTTP address (implies --http; default 127.0.0.1:49985)\n"
+      "  --path PATH             HTTP endpoint (default /mcp)\n"
+      "  --token TOKEN           bearer token clients must send (or $ASB_MCP_TOKEN)\n"
+      "  --token-file FILE       read the token from FILE; made (0600) if missing\n"
+      "                          (with neither, a fresh token is printed at start)\n"
+      "  --no-auth               no token (only when listening on loopback)\n"
+      "  --allow-origin ORIGIN   a browser Origin to accept besides loopback ones\n"
+      "  --session-idle S        end HTTP sessions idle this long (default 3600)\n"
+      "  --max-sessions N        concurrent HTTP sessions (default 64)\n"
+      "sandboxes\n"
+      "  --template T            template of the default sandbox (default base)\n"
+      "  --sandbox-timeout S     the default sandbox lives S seconds past its last use\n"
+      "                          (default 900)\n"
+      "  --keep                  keep the default sandbox when the session ends\n"
+      "  --api-url URL, --domain D, --sandbox-url URL\n"
+      "                          where the sandboxes are (default: $ASB_*/$E2B_*, else the\n"
+      "                          local engine); the API key comes from ASB_API_KEY/E2B_API_KEY\n"
+      "limits and tools\n"
+      "  --max-message-bytes N   largest incoming message (default 4194304)\n"
+      "  --max-read-bytes N      largest file read_file returns (default 1048576)\n"
+      "  --max-output-bytes N    output of each stream kept in a result (default 65536)\n"
+      "  --max-calls N           requests in flight per session (default 64)\n"
+      "  --disable-tool NAME     do not offer this tool (repeatable)\n"
+      "  --print-tools-json      print the tools (as tools/list sends them) and exit\n"
+      "  --print-tools-markdown  print the tool reference of docs/mcp.md and exit\n"
+      "  -v, --verbose           log sessions and calls to stderr\n"
+      "  --version, --help\n");
   return f == stdout ? 0 : 2;
 }
 
@@ -91,8 +92,7 @@ static char *token_from_file(const char *path) {
     size_t len = (size_t)n;
     while (len && (buf[len - 1] == '\n' || buf[len - 1] == '\r' || buf[len - 1] == ' ')) len--;
     if (len < 16) {
-      fprintf(stderr, "agent-sandbox-mcp: %s: the token must have at least 16 characters\n",
-              path);
+      fprintf(stderr, "agent-sandbox-mcp: %s: the token must have at least 16 characters\n", path);
       return NULL;
     }
     asbi_buf_append(&b, buf, len);
@@ -148,12 +148,12 @@ int main(int argc, char **argv) {
   char **origins = opt_origins = calloc((size_t)argc + 1, sizeof *origins);
   size_t nd = 0, no = 0;
   if (atexit(free_option_lists) != 0 || !disabled || !origins) return 1;
-#define NEED_ARG()                                                            \
-  do {                                                                        \
-    if (i + 1 >= argc) {                                                      \
-      fprintf(stderr, "agent-sandbox-mcp: %s needs a value\n", a);            \
-      return 2;                                                               \
-    }                                                                         \
+#define NEED_ARG()                                                 \
+  do {                                                             \
+    if (i + 1 >= argc) {                                           \
+      fprintf(stderr, "agent-sandbox-mcp: %s needs a value\n", a); \
+      return 2;                                                    \
+    }                                                              \
   } while (0)
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
@@ -201,8 +201,7 @@ int main(int argc, char **argv) {
       cfg.template_id = argv[++i];
     } else if (!strcmp(a, "--sandbox-timeout")) {
       NEED_ARG();
-      if (parse_long(argv[++i], &cfg.sandbox_timeout_s) || cfg.sandbox_timeout_s > 86400)
-        goto bad;
+      if (parse_long(argv[++i], &cfg.sandbox_timeout_s) || cfg.sandbox_timeout_s > 86400) goto bad;
     } else if (!strcmp(a, "--keep")) {
       cfg.keep = 1;
     } else if (!strcmp(a, "--api-url")) {

@@ -37,15 +37,15 @@ int mcp_revision_find(const char *rev);
 /* ---- configuration ------------------------------------------------------------- */
 
 typedef struct mcp_config {
-  const char *template_id;   /* of the default sandbox; NULL = "base" */
-  long sandbox_timeout_s;    /* the default sandbox's idle lifetime */
-  int keep;                  /* keep the default sandbox at exit */
-  size_t max_message;        /* bytes of one incoming message */
-  size_t max_read;           /* bytes read_file / resources/read return */
-  size_t max_output;         /* bytes of each stream kept in a result */
-  size_t max_stream;         /* bytes of output streamed as log messages */
-  int max_calls;             /* requests in flight per session */
-  char **disabled;           /* tools not offered (NULL-ended) */
+  const char *template_id; /* of the default sandbox; NULL = "base" */
+  long sandbox_timeout_s;  /* the default sandbox's idle lifetime */
+  int keep;                /* keep the default sandbox at exit */
+  size_t max_message;      /* bytes of one incoming message */
+  size_t max_read;         /* bytes read_file / resources/read return */
+  size_t max_output;       /* bytes of each stream kept in a result */
+  size_t max_stream;       /* bytes of output streamed as log messages */
+  int max_calls;           /* requests in flight per session */
+  char **disabled;         /* tools not offered (NULL-ended) */
   int verbose;
 } mcp_config;
 
@@ -77,9 +77,9 @@ typedef struct bg_cmd bg_cmd;
 struct mcp_server {
   mcp_config cfg;
   asb_client *client;
-  cJSON *tools;                /* tools.json, minus disabled tools */
-  char *tools_json[8];         /* tools/list result per revision, lazily */
-  pthread_mutex_t mu;          /* tools_json, sessions, cache */
+  cJSON *tools;        /* tools.json, minus disabled tools */
+  char *tools_json[8]; /* tools/list result per revision, lazily */
+  pthread_mutex_t mu;  /* tools_json, sessions, cache */
   mcp_session *sessions;
   sbx_ref *cache;
   /* The ticker: flushes streamed output and sends progress heartbeats
@@ -87,7 +87,7 @@ struct mcp_server {
   pthread_t ticker;
   pthread_cond_t tick_cv;
   int ticker_started, stopping;
-  int tick_wanted;             /* some call has output waiting or a progress token */
+  int tick_wanted; /* some call has output waiting or a progress token */
   /* Every thread the server starts (calls, stdio readers), joined: a
    * process must not run its exit handlers (OpenSSL's) while a thread is
    * still in its own exit. */
@@ -99,50 +99,58 @@ struct mcp_server {
 
 struct mcp_session {
   mcp_server *srv;
-  mcp_session *next;           /* in srv->sessions */
+  mcp_session *next; /* in srv->sessions */
   pthread_mutex_t mu;
-  pthread_cond_t cv;           /* signalled when a call ends */
-  int state;                   /* 0 new, 1 initialized, 2 closing */
-  int rev;                     /* negotiated revision (index), -1 before */
-  atomic_int log_level;        /* minimum level sent, MCP_LOG_* */
-  mcp_call *calls;             /* in flight */
+  pthread_cond_t cv;    /* signalled when a call ends */
+  int state;            /* 0 new, 1 initialized, 2 closing */
+  int rev;              /* negotiated revision (index), -1 before */
+  atomic_int log_level; /* minimum level sent, MCP_LOG_* */
+  mcp_call *calls;      /* in flight */
   int ncalls;
-  mcp_sink *out;               /* messages not tied to a request */
+  mcp_sink *out; /* messages not tied to a request */
   char *client_name;
   /* The default sandbox (sandboxes.c). */
   pthread_mutex_t default_mu;
   char *default_id;
-  uint64_t default_end_ms;     /* when it expires unless extended */
-  char **known;                /* sandbox ids this session used (resources) */
+  uint64_t default_end_ms; /* when it expires unless extended */
+  char **known;            /* sandbox ids this session used (resources) */
   size_t nknown;
-  bg_cmd *bg;                  /* background commands (tools.c) */
-  const char *transport;       /* "stdio", "http" */
+  bg_cmd *bg;            /* background commands (tools.c) */
+  const char *transport; /* "stdio", "http" */
 };
 
-enum { MCP_LOG_DEBUG, MCP_LOG_INFO, MCP_LOG_NOTICE, MCP_LOG_WARNING, MCP_LOG_ERROR,
-       MCP_LOG_CRITICAL, MCP_LOG_ALERT, MCP_LOG_EMERGENCY };
+enum {
+  MCP_LOG_DEBUG,
+  MCP_LOG_INFO,
+  MCP_LOG_NOTICE,
+  MCP_LOG_WARNING,
+  MCP_LOG_ERROR,
+  MCP_LOG_CRITICAL,
+  MCP_LOG_ALERT,
+  MCP_LOG_EMERGENCY
+};
 
 struct mcp_call {
   mcp_session *s;
-  mcp_call *next;              /* in s->calls */
-  char *id;                    /* JSON text */
+  mcp_call *next; /* in s->calls */
+  char *id;       /* JSON text */
   char *method;
-  cJSON *params;               /* owned copy */
-  char *progress_token;        /* JSON text, or NULL */
+  cJSON *params;        /* owned copy */
+  char *progress_token; /* JSON text, or NULL */
   double progress;
   uint64_t started_ms;
   _Atomic uint64_t last_progress_ms;
   asb_cancel *cancel;
   atomic_int cancelled;
   mcp_sink *sink;
-  const cJSON *tool;           /* the tool's definition (tools/call) */
+  const cJSON *tool; /* the tool's definition (tools/call) */
   /* Output streamed as log messages (tools.c), flushed by the ticker too. */
   pthread_mutex_t out_mu;
-  asbi_buf pending[2];         /* stdout, stderr */
+  asbi_buf pending[2]; /* stdout, stderr */
   uint64_t pending_since_ms;
   size_t streamed;
   int stream_capped;
-  int streaming;               /* 1 while pending[] may fill */
+  int streaming; /* 1 while pending[] may fill */
 };
 
 /* Lifecycle. mcp_server_init makes the client (from the environment and
@@ -199,8 +207,8 @@ int mcp_rev_at_least(const mcp_session *s, const char *rev);
 
 /* The result of a tool call under construction. */
 typedef struct mcp_result {
-  cJSON *content;              /* array */
-  cJSON *structured;           /* object or NULL */
+  cJSON *content;    /* array */
+  cJSON *structured; /* object or NULL */
   int is_error;
 } mcp_result;
 
@@ -235,7 +243,7 @@ struct sbx_ref {
   asb_sandbox *h;
   char *id;
   int refs;
-  int connected;               /* has envd's token: file/command calls work */
+  int connected; /* has envd's token: file/command calls work */
   int dead;
 };
 
@@ -264,8 +272,7 @@ void mcp_sandbox_lifetime(mcp_session *s, const char *id, uint64_t end_ms);
 sbx_ref *mcp_sandbox_get(mcp_server *srv, const char *id, int need_envd, asb_cancel *cancel,
                          int *rc, int *connected);
 /* After a failure on the default sandbox that says it is gone. */
-void mcp_sandbox_check_gone(mcp_call *c, sbx_ref *ref, int rc, int is_default,
-                            mcp_result *r);
+void mcp_sandbox_check_gone(mcp_call *c, sbx_ref *ref, int rc, int is_default, mcp_result *r);
 /* End of session: kill (or keep) the default sandbox. */
 void mcp_sandbox_end_default(mcp_session *s);
 void mcp_sandbox_cache_free(mcp_server *srv);
@@ -273,11 +280,11 @@ void mcp_sandbox_cache_free(mcp_server *srv);
 /* ---- transports ---------------------------------------------------------------------- */
 
 typedef struct mcp_http_options {
-  const char *listen;          /* "host:port", default 127.0.0.1:0 */
-  const char *path;            /* the endpoint, default /mcp */
-  const char *token;           /* bearer token; NULL with no_auth */
+  const char *listen; /* "host:port", default 127.0.0.1:0 */
+  const char *path;   /* the endpoint, default /mcp */
+  const char *token;  /* bearer token; NULL with no_auth */
   int no_auth;
-  char **allowed_origins;      /* besides loopback ones (NULL-ended) */
+  char **allowed_origins; /* besides loopback ones (NULL-ended) */
   long session_idle_s;
   int max_sessions;
 } mcp_http_options;

@@ -154,8 +154,7 @@ static void *ticker_main(void *arg) {
       pthread_mutex_lock(&s->mu);
       for (mcp_call *c = s->calls; c; c = c->next) {
         pthread_mutex_lock(&c->out_mu);
-        if (c->pending_since_ms && now - c->pending_since_ms >= FLUSH_AFTER_MS)
-          flush_output(c, 0);
+        if (c->pending_since_ms && now - c->pending_since_ms >= FLUSH_AFTER_MS) flush_output(c, 0);
         if (c->pending_since_ms) wanted = 1;
         pthread_mutex_unlock(&c->out_mu);
         if (c->progress_token) wanted = 1;
@@ -487,7 +486,8 @@ void mcp_call_progress(mcp_call *c, const char *message) {
     return;
   }
   cJSON_AddItemToObject(p, "progressToken", tok);
-  if (message && mcp_rev_at_least(c->s, "2025-03-26")) cJSON_AddStringToObject(p, "message", message);
+  if (message && mcp_rev_at_least(c->s, "2025-03-26"))
+    cJSON_AddStringToObject(p, "message", message);
   pthread_mutex_lock(&c->out_mu);
   c->last_progress_ms = asbi_now_ms();
   /* Progress must grow with every notification; there is no known total. */
@@ -497,7 +497,9 @@ void mcp_call_progress(mcp_call *c, const char *message) {
   pthread_mutex_unlock(&c->out_mu);
 }
 
-int mcp_call_cancelled(mcp_call *c) { return atomic_load(&c->cancelled); }
+int mcp_call_cancelled(mcp_call *c) {
+  return atomic_load(&c->cancelled);
+}
 
 /* Caller holds c->out_mu. Sends what is pending; all of it when final,
  * otherwise whole UTF-8 sequences only (the rest waits for its bytes). */
@@ -540,7 +542,8 @@ void mcp_call_output(mcp_call *c, int which, const char *data, size_t len) {
     pthread_mutex_unlock(&c->out_mu);
     return;
   }
-  size_t room = c->s->srv->cfg.max_stream > c->streamed ? c->s->srv->cfg.max_stream - c->streamed : 0;
+  size_t room =
+      c->s->srv->cfg.max_stream > c->streamed ? c->s->srv->cfg.max_stream - c->streamed : 0;
   size_t take = len < room ? len : room;
   if (take) asbi_buf_append(&c->pending[which], data, take);
   c->streamed += take;
@@ -576,7 +579,9 @@ void mcp_call_output_end(mcp_call *c) {
 
 /* Errors whose id is unknown: JSON-RPC says "id": null, but MCP's schema
  * has no null id and 2025-11-25 leaves the id out (the SDKs reject null). */
-static int id_null(const mcp_session *s) { return s->rev >= 0 && !mcp_rev_at_least(s, "2025-11-25"); }
+static int id_null(const mcp_session *s) {
+  return s->rev >= 0 && !mcp_rev_at_least(s, "2025-11-25");
+}
 
 static void reply_error(mcp_session *s, mcp_sink *sink, const char *id, int code, const char *msg) {
   char *m = mcp_rpc_error(id, id_null(s), code, msg, NULL);
@@ -593,8 +598,9 @@ static void reply_result(mcp_sink *sink, const char *id, cJSON *result /* consum
 
 void mcp_session_oversized(mcp_session *s, size_t len, mcp_sink *sink) {
   char msg[160];
-  snprintf(msg, sizeof msg, "Invalid Request: message of %zu bytes or more is over the limit of %zu bytes",
-           len, s->srv->cfg.max_message);
+  snprintf(msg, sizeof msg,
+           "Invalid Request: message of %zu bytes or more is over the limit of %zu bytes", len,
+           s->srv->cfg.max_message);
   reply_error(s, sink, NULL, MCP_INVALID_REQUEST, msg);
 }
 
@@ -808,8 +814,8 @@ static void run_tool(mcp_call *c) {
   }
   mcp_result r = {cJSON_CreateArray(), NULL, 0};
   /* Bad arguments are a tool error the model can correct (2025-11-25). */
-  char *bad = mcp_schema_check(cJSON_GetObjectItemCaseSensitive(tool, "inputSchema"), args,
-                               "arguments");
+  char *bad =
+      mcp_schema_check(cJSON_GetObjectItemCaseSensitive(tool, "inputSchema"), args, "arguments");
   if (bad) {
     mcp_result_fail(&r, "%s", bad);
     free(bad);

@@ -184,7 +184,9 @@ void mcp_sandbox_lifetime(mcp_session *s, const char *id, uint64_t end_ms) {
   pthread_mutex_unlock(&s->default_mu);
 }
 
-static int is_gone(int rc) { return rc == ASB_ESANDBOXGONE || rc == ASB_ESANDBOXNOTFOUND; }
+static int is_gone(int rc) {
+  return rc == ASB_ESANDBOXGONE || rc == ASB_ESANDBOXNOTFOUND;
+}
 
 /* The session's default sandbox; creates it on first use. Caller holds
  * s->default_mu. */
@@ -241,12 +243,14 @@ static sbx_ref *default_locked(mcp_call *c, int need_envd, mcp_result *r) {
     if (is_gone(rc)) {
       free(s->default_id);
       s->default_id = NULL;
-      mcp_result_text(r, "The default sandbox is gone; the next call without a sandbox_id "
-                         "creates a new one.");
+      mcp_result_text(r,
+                      "The default sandbox is gone; the next call without a sandbox_id "
+                      "creates a new one.");
     }
     return NULL;
   }
-  if (connected && (s->default_end_ms == UINT64_MAX || s->default_end_ms < now + CONNECT_LIFETIME_MS))
+  if (connected &&
+      (s->default_end_ms == UINT64_MAX || s->default_end_ms < now + CONNECT_LIFETIME_MS))
     s->default_end_ms = now + CONNECT_LIFETIME_MS; /* a connect resumes it */
   /* Keep it alive while it is used: extend it once two thirds of its
    * lifetime are left or less (never shortens what a tool set). */
@@ -311,8 +315,9 @@ void mcp_sandbox_check_gone(mcp_call *c, sbx_ref *ref, int rc, int is_default, m
   if (!is_gone(rc) || !ref) return;
   mcp_sandbox_forget(c->s, ref->id);
   if (is_default)
-    mcp_result_text(r, "The default sandbox is gone; the next call without a sandbox_id "
-                       "creates a new one.");
+    mcp_result_text(r,
+                    "The default sandbox is gone; the next call without a sandbox_id "
+                    "creates a new one.");
 }
 
 void mcp_sandbox_end_default(mcp_session *s) {

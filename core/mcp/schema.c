@@ -112,8 +112,7 @@ static char *check_string(const cJSON *schema, const cJSON *v, const char *where
   size_t n = utf8_len(v->valuestring);
   if (cJSON_IsNumber(mn) && (double)n < mn->valuedouble)
     return mn->valuedouble <= 1 ? msgf("%s must not be empty", where)
-                                : msgf("%s must be at least %g characters", where,
-                                       mn->valuedouble);
+                                : msgf("%s must be at least %g characters", where, mn->valuedouble);
   if (cJSON_IsNumber(mx) && (double)n > mx->valuedouble)
     return msgf("%s must be at most %g characters", where, mx->valuedouble);
   return NULL;

@@ -26,7 +26,7 @@ typedef struct stdout_sink {
 } stdout_sink;
 
 static void stdout_send(mcp_sink *sk, char *msg, int final) {
-  (void)final;
+  (void) final;
   stdout_sink *o = (stdout_sink *)sk;
   if (!msg) return;
   size_t len = strlen(msg);
@@ -79,8 +79,8 @@ typedef struct reader {
   mcp_sink *out;
   mcp_framer fr;
   char buf[64 * 1024];
-  size_t have, off;            /* read into buf, handled up to off */
-  mcp_call *run;               /* set by on_line: a call for this thread */
+  size_t have, off; /* read into buf, handled up to off */
+  mcp_call *run;    /* set by on_line: a call for this thread */
   pthread_mutex_t mu;
   pthread_cond_t cv;
   int done, eof, failed;
@@ -106,7 +106,9 @@ static void finish(reader *r, int eof) {
 
 static void *reader_main(void *arg);
 
-static int spawn_reader(reader *r) { return mcp_thread_start(r->srv, reader_main, r); }
+static int spawn_reader(reader *r) {
+  return mcp_thread_start(r->srv, reader_main, r);
+}
 
 static void *reader_main(void *arg) {
   reader *r = arg;

@@ -68,8 +68,7 @@ static const cJSON *arg(mcp_call *c, const cJSON *args, const char *name) {
   if (v && !cJSON_IsNull(v)) return v;
   const cJSON *props = cJSON_GetObjectItemCaseSensitive(
       cJSON_GetObjectItemCaseSensitive(c->tool, "inputSchema"), "properties");
-  return cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(props, name),
-                                          "default");
+  return cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(props, name), "default");
 }
 
 static const char *arg_str(mcp_call *c, const cJSON *args, const char *name) {
@@ -881,8 +880,8 @@ static int capped_add(const char *d, size_t n, void *ud) {
 
 /* Reads at most max bytes of path. ASB_OK; ASB_ENOSPACE (over max: *size
  * then holds the file's size, or -1); or the library's error. */
-static int read_capped(mcp_call *c, asb_sandbox *sb, const char *path, const char *user,
-                       size_t max, asbi_buf *out, asb_int64 *size) {
+static int read_capped(mcp_call *c, asb_sandbox *sb, const char *path, const char *user, size_t max,
+                       asbi_buf *out, asb_int64 *size) {
   capped k;
   asbi_buf_init(&k.b, max);
   k.over = 0;
@@ -1029,10 +1028,14 @@ static int t_write_file(mcp_call *c, const cJSON *args, mcp_result *r) {
 
 static const char *type_name(asb_file_type t) {
   switch (t) {
-    case ASB_FILE_TYPE_FILE: return "file";
-    case ASB_FILE_TYPE_DIR: return "dir";
-    case ASB_FILE_TYPE_SYMLINK: return "symlink";
-    default: return "unknown";
+    case ASB_FILE_TYPE_FILE:
+      return "file";
+    case ASB_FILE_TYPE_DIR:
+      return "dir";
+    case ASB_FILE_TYPE_SYMLINK:
+      return "symlink";
+    default:
+      return "unknown";
   }
 }
 
@@ -1044,8 +1047,8 @@ static int t_list_files(mcp_call *c, const cJSON *args, mcp_result *r) {
   if (!ref) return 0;
   asb_files_options fo = files_opts(c, args);
   asb_entry_list *l = NULL;
-  int rc = asb_files_list(&l, ref->h, arg_str(c, args, "path"),
-                          (int)arg_long(c, args, "depth", 1), &fo);
+  int rc =
+      asb_files_list(&l, ref->h, arg_str(c, args, "path"), (int)arg_long(c, args, "depth", 1), &fo);
   if (rc != ASB_OK) {
     sbx_fail(c, r, ref, dflt, rc, "list_files");
   } else {
@@ -1350,12 +1353,22 @@ mcp_tool_fn mcp_tool_impl(const char *name) {
 static const char *mime_of(const char *path) {
   static const struct {
     const char *ext, *mime;
-  } M[] = {{".txt", "text/plain"},      {".md", "text/markdown"},  {".py", "text/x-python"},
-           {".json", "application/json"}, {".c", "text/x-c"},      {".h", "text/x-c"},
-           {".js", "text/javascript"},  {".html", "text/html"},    {".csv", "text/csv"},
-           {".sh", "text/x-shellscript"}, {".yaml", "application/yaml"},
-           {".png", "image/png"},       {".jpg", "image/jpeg"},    {".jpeg", "image/jpeg"},
-           {".svg", "image/svg+xml"},   {".gif", "image/gif"}};
+  } M[] = {{".txt", "text/plain"},
+           {".md", "text/markdown"},
+           {".py", "text/x-python"},
+           {".json", "application/json"},
+           {".c", "text/x-c"},
+           {".h", "text/x-c"},
+           {".js", "text/javascript"},
+           {".html", "text/html"},
+           {".csv", "text/csv"},
+           {".sh", "text/x-shellscript"},
+           {".yaml", "application/yaml"},
+           {".png", "image/png"},
+           {".jpg", "image/jpeg"},
+           {".jpeg", "image/jpeg"},
+           {".svg", "image/svg+xml"},
+           {".gif", "image/gif"}};
   const char *dot = strrchr(path, '.');
   const char *slash = strrchr(path, '/');
   if (!dot || (slash && dot < slash)) return NULL;
@@ -1454,7 +1467,7 @@ cJSON *mcp_resources_read(mcp_call *c, const char *uri, int *code, char **msg) {
   sbx_ref *ref = mcp_sandbox_get(srv, id, 1, c->cancel, &rc, NULL);
   if (!ref) {
     *code = rc == ASB_ESANDBOXNOTFOUND || rc == ASB_ESANDBOXGONE ? MCP_RESOURCE_NOT_FOUND
-                                                                : MCP_INTERNAL_ERROR;
+                                                                 : MCP_INTERNAL_ERROR;
     asbi_buf b = ASBI_BUF_INIT;
     asbi_buf_printf(&b, "Resource not found: sandbox %s: %s", id, asb_error_last()->message);
     *msg = asbi_buf_detach(&b, NULL);
@@ -1501,8 +1514,8 @@ cJSON *mcp_resources_read(mcp_call *c, const char *uri, int *code, char **msg) {
       asbi_buf b = ASBI_BUF_INIT;
       if (rc == ASB_ENOSPACE) {
         *code = MCP_INVALID_PARAMS;
-        asbi_buf_printf(&b, "%s is %lld bytes, over the limit of %zu bytes", uri,
-                        (long long)size, srv->cfg.max_read);
+        asbi_buf_printf(&b, "%s is %lld bytes, over the limit of %zu bytes", uri, (long long)size,
+                        srv->cfg.max_read);
       } else {
         *code = rc == ASB_ENOTFOUND ? MCP_RESOURCE_NOT_FOUND : MCP_INTERNAL_ERROR;
         asbi_buf_printf(&b, "%s: %s", uri, asb_error_last()->message);
@@ -1516,7 +1529,9 @@ cJSON *mcp_resources_read(mcp_call *c, const char *uri, int *code, char **msg) {
         add_bytes(item, "text", data.data ? data.data : "", data.len);
       } else {
         cJSON_AddStringToObject(item, "mimeType",
-                                img ? img : mime ? mime : "application/octet-stream");
+                                img    ? img
+                                : mime ? mime
+                                       : "application/octet-stream");
         char *d = b64(data.data ? data.data : "", data.len);
         cJSON_AddStringToObject(item, "blob", d ? d : "");
         free(d);

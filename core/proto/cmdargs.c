@@ -25,12 +25,10 @@ int asbi_argtype_parse(const char *name) {
   static const struct {
     const char *name;
     int type;
-  } T[] = {{"string", ASBI_ARG_STRING}, {"str", ASBI_ARG_STRING},
-           {"integer", ASBI_ARG_INTEGER}, {"int", ASBI_ARG_INTEGER},
-           {"float", ASBI_ARG_FLOAT},     {"number", ASBI_ARG_FLOAT},
-           {"boolean", ASBI_ARG_BOOLEAN}, {"bool", ASBI_ARG_BOOLEAN},
-           {"json", ASBI_ARG_JSON},       {"object", ASBI_ARG_JSON},
-           {"array", ASBI_ARG_JSON},      {"any", ASBI_ARG_JSON}};
+  } T[] = {{"string", ASBI_ARG_STRING},   {"str", ASBI_ARG_STRING},   {"integer", ASBI_ARG_INTEGER},
+           {"int", ASBI_ARG_INTEGER},     {"float", ASBI_ARG_FLOAT},  {"number", ASBI_ARG_FLOAT},
+           {"boolean", ASBI_ARG_BOOLEAN}, {"bool", ASBI_ARG_BOOLEAN}, {"json", ASBI_ARG_JSON},
+           {"object", ASBI_ARG_JSON},     {"array", ASBI_ARG_JSON},   {"any", ASBI_ARG_JSON}};
   if (!name) return 0;
   for (size_t i = 0; i < ASBI_ARRAY_LEN(T); i++)
     if (strcmp(T[i].name, name) == 0) return T[i].type;
@@ -184,8 +182,7 @@ cJSON *asbi_arg_coerce(int type, const cJSON *v, const char **why) {
       if (cJSON_IsBool(v)) return cJSON_CreateBool(cJSON_IsTrue(v));
       if (cJSON_IsNumber(v) && (v->valuedouble == 0 || v->valuedouble == 1))
         return cJSON_CreateBool(v->valuedouble == 1);
-      if (cJSON_IsString(v) && parse_bool_text(v->valuestring, &b) == 0)
-        return cJSON_CreateBool(b);
+      if (cJSON_IsString(v) && parse_bool_text(v->valuestring, &b) == 0) return cJSON_CreateBool(b);
       *why = "expected a boolean (true/false, yes/no, 1/0)";
       return NULL;
     }
@@ -254,8 +251,8 @@ static void safe_name(const char *s, char *out, size_t len) {
   out[o] = '\0';
 }
 
-cJSON *asbi_args_bind(const cJSON *kwargs, const asbi_argspec *specs, size_t n,
-                      char *err, size_t errlen) {
+cJSON *asbi_args_bind(const cJSON *kwargs, const asbi_argspec *specs, size_t n, char *err,
+                      size_t errlen) {
   if (!cJSON_IsObject(kwargs)) {
     seterr(err, errlen, "the arguments must be a JSON object");
     return NULL;
@@ -317,8 +314,8 @@ cJSON *asbi_args_bind(const cJSON *kwargs, const asbi_argspec *specs, size_t n,
   return out;
 }
 
-cJSON *asbi_args_parse(const char *body, size_t len, const asbi_argspec *specs,
-                       size_t n, char *err, size_t errlen) {
+cJSON *asbi_args_parse(const char *body, size_t len, const asbi_argspec *specs, size_t n, char *err,
+                       size_t errlen) {
   size_t i = 0;
   while (i < len && strchr(" \t\r\n", body[i])) i++;
   if (i == len) {
@@ -355,13 +352,27 @@ static int print_string(const char *s, asbi_buf *out) {
     unsigned char c = *p;
     int rc;
     switch (c) {
-      case '"': rc = asbi_buf_puts(out, "\\\""); break;
-      case '\\': rc = asbi_buf_puts(out, "\\\\"); break;
-      case '\n': rc = asbi_buf_puts(out, "\\n"); break;
-      case '\r': rc = asbi_buf_puts(out, "\\r"); break;
-      case '\t': rc = asbi_buf_puts(out, "\\t"); break;
-      case '\b': rc = asbi_buf_puts(out, "\\b"); break;
-      case '\f': rc = asbi_buf_puts(out, "\\f"); break;
+      case '"':
+        rc = asbi_buf_puts(out, "\\\"");
+        break;
+      case '\\':
+        rc = asbi_buf_puts(out, "\\\\");
+        break;
+      case '\n':
+        rc = asbi_buf_puts(out, "\\n");
+        break;
+      case '\r':
+        rc = asbi_buf_puts(out, "\\r");
+        break;
+      case '\t':
+        rc = asbi_buf_puts(out, "\\t");
+        break;
+      case '\b':
+        rc = asbi_buf_puts(out, "\\b");
+        break;
+      case '\f':
+        rc = asbi_buf_puts(out, "\\f");
+        break;
       default:
         rc = c < 0x20 ? asbi_buf_printf(out, "\\u%04x", c) : asbi_buf_putc(out, (char)c);
     }
@@ -427,8 +438,12 @@ int asbi_shell_quote(asbi_buf *out, const char *s) {
   return asbi_buf_putc(out, '\'');
 }
 
-static int ident_start(char c) { return c == '_' || isalpha((unsigned char)c); }
-static int ident_char(char c) { return c == '_' || isalnum((unsigned char)c); }
+static int ident_start(char c) {
+  return c == '_' || isalpha((unsigned char)c);
+}
+static int ident_char(char c) {
+  return c == '_' || isalnum((unsigned char)c);
+}
 
 /* Length of a placeholder "{name}" at p (p[0] == '{'), 0 if none. */
 static size_t placeholder_at(const char *p, const char **name, size_t *nlen) {
@@ -472,8 +487,7 @@ static int walk(const char *tmpl, int (*lit)(void *, const char *, size_t),
   return lit ? lit(ud, run, (size_t)(p - run)) : 0;
 }
 
-int asbi_args_placeholders(const char *tmpl,
-                           int (*fn)(void *ud, const char *name, size_t len),
+int asbi_args_placeholders(const char *tmpl, int (*fn)(void *ud, const char *name, size_t len),
                            void *ud) {
   return walk(tmpl, NULL, fn, ud);
 }
@@ -500,8 +514,7 @@ static int fill_ph(void *ud, const char *name, size_t n) {
   return rc;
 }
 
-int asbi_args_fill(const char *tmpl, const cJSON *args, asbi_buf *out, char *err,
-                   size_t errlen) {
+int asbi_args_fill(const char *tmpl, const cJSON *args, asbi_buf *out, char *err, size_t errlen) {
   fill_ctx f = {args, out};
   if (walk(tmpl, fill_lit, fill_ph, &f)) {
     seterr(err, errlen, "out of memory");

@@ -60,11 +60,11 @@ cJSON *asbi_arg_from_text(int type, const char *text, const char **why);
  * returns NULL and writes the reason to err ("missing required argument
  * 'name'", "argument 'n': expected an integer", "unexpected argument
  * 'x'"); err has room for errlen bytes (>= 1). */
-cJSON *asbi_args_bind(const cJSON *kwargs, const asbi_argspec *specs, size_t n,
-                      char *err, size_t errlen);
+cJSON *asbi_args_bind(const cJSON *kwargs, const asbi_argspec *specs, size_t n, char *err,
+                      size_t errlen);
 /* Parses a request body (strict JSON; empty body = {}) and binds it. */
-cJSON *asbi_args_parse(const char *body, size_t len, const asbi_argspec *specs,
-                       size_t n, char *err, size_t errlen);
+cJSON *asbi_args_parse(const char *body, size_t len, const asbi_argspec *specs, size_t n, char *err,
+                       size_t errlen);
 
 /* An integer item that keeps its exact decimal text (see pjson.h). */
 cJSON *asbi_json_int(int64_t v);
@@ -89,14 +89,12 @@ int asbi_shell_quote(asbi_buf *out, const char *s);
  * (so "${HOME}" stays). Any other brace is literal.
  * Calls fn for each placeholder name (not NUL-terminated); a non-zero
  * return stops the walk and is returned. */
-int asbi_args_placeholders(const char *tmpl,
-                           int (*fn)(void *ud, const char *name, size_t len),
+int asbi_args_placeholders(const char *tmpl, int (*fn)(void *ud, const char *name, size_t len),
                            void *ud);
 /* Fills the placeholders of tmpl from args (as bound by asbi_args_bind),
  * each value shell-quoted (asbi_shell_quote of asbi_arg_text); an argument
  * absent from args becomes ''. Single pass: filled values are not scanned
  * again. 0, or -1 with err set (memory). */
-int asbi_args_fill(const char *tmpl, const cJSON *args, asbi_buf *out,
-                   char *err, size_t errlen);
+int asbi_args_fill(const char *tmpl, const cJSON *args, asbi_buf *out, char *err, size_t errlen);
 
 #endif

@@ -18,7 +18,9 @@ void asbi_connect_dec_init(asbi_connect_dec *d, size_t max_msg) {
   d->max_msg = max_msg ? max_msg : ASBI_CONNECT_DEFAULT_MAX;
 }
 
-void asbi_connect_dec_free(asbi_connect_dec *d) { asbi_buf_free(&d->msg); }
+void asbi_connect_dec_free(asbi_connect_dec *d) {
+  asbi_buf_free(&d->msg);
+}
 
 static int fail(asbi_connect_dec *d, int rc) {
   d->failed = rc;
@@ -28,8 +30,8 @@ static int fail(asbi_connect_dec *d, int rc) {
 /* Deliver one complete envelope: data is either d->msg's contents or, when
  * the whole message lay in the caller's chunk followed by a NUL byte, that
  * chunk itself. Then get ready for the next header. */
-static int deliver(asbi_connect_dec *d, const char *data, size_t len,
-                   asbi_connect_msg_fn fn, void *ud) {
+static int deliver(asbi_connect_dec *d, const char *data, size_t len, asbi_connect_msg_fn fn,
+                   void *ud) {
   unsigned flags = d->hdr[0];
   int rc = 0;
   if (flags & ASBI_CONNECT_FLAG_END_STREAM) d->ended = 1;
@@ -45,8 +47,8 @@ static int deliver(asbi_connect_dec *d, const char *data, size_t len,
   return ASBI_CONNECT_OK;
 }
 
-int asbi_connect_dec_feed(asbi_connect_dec *d, const void *p, size_t n,
-                          asbi_connect_msg_fn fn, void *ud) {
+int asbi_connect_dec_feed(asbi_connect_dec *d, const void *p, size_t n, asbi_connect_msg_fn fn,
+                          void *ud) {
   const unsigned char *s = p;
   size_t i = 0;
   if (d->failed) return d->failed;
@@ -60,15 +62,13 @@ int asbi_connect_dec_feed(asbi_connect_dec *d, const void *p, size_t n,
       i += take;
       if (d->hdr_have < ASBI_CONNECT_HEADER_LEN) break;
       unsigned flags = d->hdr[0];
-      if (flags & ASBI_CONNECT_FLAG_COMPRESSED)
-        return fail(d, ASBI_CONNECT_ECOMPRESSED);
+      if (flags & ASBI_CONNECT_FLAG_COMPRESSED) return fail(d, ASBI_CONNECT_ECOMPRESSED);
       if (flags & ~(ASBI_CONNECT_FLAG_COMPRESSED | ASBI_CONNECT_FLAG_END_STREAM))
         return fail(d, ASBI_CONNECT_EFLAGS);
-      d->want = (uint32_t)d->hdr[1] << 24 | (uint32_t)d->hdr[2] << 16 |
-                (uint32_t)d->hdr[3] << 8 | (uint32_t)d->hdr[4];
+      d->want = (uint32_t)d->hdr[1] << 24 | (uint32_t)d->hdr[2] << 16 | (uint32_t)d->hdr[3] << 8 |
+                (uint32_t)d->hdr[4];
       /* Checked before anything is allocated for the body. */
-      if ((uint64_t)d->want > (uint64_t)d->max_msg)
-        return fail(d, ASBI_CONNECT_ETOOBIG);
+      if ((uint64_t)d->want > (uint64_t)d->max_msg) return fail(d, ASBI_CONNECT_ETOOBIG);
       d->in_body = 1;
       asbi_buf_clear(&d->msg);
     }
@@ -87,12 +87,10 @@ int asbi_connect_dec_feed(asbi_connect_dec *d, const void *p, size_t n,
     size_t take = need < n - i ? need : n - i;
     /* Grows geometrically with the bytes that actually arrived: a large
      * declared length alone does not make us allocate it. */
-    if (take && asbi_buf_append(&d->msg, s + i, take) != 0)
-      return fail(d, ASBI_CONNECT_ENOMEM);
+    if (take && asbi_buf_append(&d->msg, s + i, take) != 0) return fail(d, ASBI_CONNECT_ENOMEM);
     i += take;
     if (d->msg.len == d->want) {
-      if (!d->msg.data && asbi_buf_reserve(&d->msg, 0) != 0)
-        return fail(d, ASBI_CONNECT_ENOMEM);
+      if (!d->msg.data && asbi_buf_reserve(&d->msg, 0) != 0) return fail(d, ASBI_CONNECT_ENOMEM);
       int rc = deliver(d, d->msg.data, d->msg.len, fn, ud);
       if (rc != 0) return rc;
     }
@@ -109,26 +107,33 @@ int asbi_connect_dec_finish(const asbi_connect_dec *d) {
 
 const char *asbi_connect_strerror(int code) {
   switch (code) {
-  case ASBI_CONNECT_OK: return "ok";
-  case ASBI_CONNECT_ETOOBIG: return "connect envelope exceeds the message size limit";
-  case ASBI_CONNECT_ECOMPRESSED: return "compressed connect envelope (compression was not negotiated)";
-  case ASBI_CONNECT_EFLAGS: return "connect envelope has unknown flag bits";
-  case ASBI_CONNECT_EAFTEREND: return "data after the connect end-stream envelope";
-  case ASBI_CONNECT_ETRUNCATED: return "connect stream ended inside an envelope";
-  case ASBI_CONNECT_ENOEND: return "connect stream ended without an end-stream envelope";
-  case ASBI_CONNECT_ENOMEM: return "out of memory";
-  default: return "connect stream aborted";
+    case ASBI_CONNECT_OK:
+      return "ok";
+    case ASBI_CONNECT_ETOOBIG:
+      return "connect envelope exceeds the message size limit";
+    case ASBI_CONNECT_ECOMPRESSED:
+      return "compressed connect envelope (compression was not negotiated)";
+    case ASBI_CONNECT_EFLAGS:
+      return "connect envelope has unknown flag bits";
+    case ASBI_CONNECT_EAFTEREND:
+      return "data after the connect end-stream envelope";
+    case ASBI_CONNECT_ETRUNCATED:
+      return "connect stream ended inside an envelope";
+    case ASBI_CONNECT_ENOEND:
+      return "connect stream ended without an end-stream envelope";
+    case ASBI_CONNECT_ENOMEM:
+      return "out of memory";
+    default:
+      return "connect stream aborted";
   }
 }
 
-int asbi_connect_encode(asbi_buf *out, unsigned flags, const char *msg,
-                        size_t len) {
+int asbi_connect_encode(asbi_buf *out, unsigned flags, const char *msg, size_t len) {
   if (flags > 0xFFu || (uint64_t)len > 0xFFFFFFFFu) return -1;
   if (asbi_buf_reserve(out, ASBI_CONNECT_HEADER_LEN + len) != 0) return -1;
-  unsigned char h[ASBI_CONNECT_HEADER_LEN] = {
-      (unsigned char)flags, (unsigned char)(len >> 24),
-      (unsigned char)(len >> 16), (unsigned char)(len >> 8),
-      (unsigned char)len};
+  unsigned char h[ASBI_CONNECT_HEADER_LEN] = {(unsigned char)flags, (unsigned char)(len >> 24),
+                                              (unsigned char)(len >> 16), (unsigned char)(len >> 8),
+                                              (unsigned char)len};
   asbi_buf_append(out, h, sizeof h); /* cannot fail after the reserve */
   asbi_buf_append(out, msg, len);
   return 0;
@@ -140,14 +145,22 @@ static const struct {
   const char *name;
   int http;
 } CODES[] = {
-    {"canceled", 499},          {"unknown", 500},
-    {"invalid_argument", 400},  {"deadline_exceeded", 504},
-    {"not_found", 404},         {"already_exists", 409},
-    {"permission_denied", 403}, {"resource_exhausted", 429},
-    {"failed_precondition", 400}, {"aborted", 409},
-    {"out_of_range", 400},      {"unimplemented", 501},
-    {"internal", 500},          {"unavailable", 503},
-    {"data_loss", 500},         {"unauthenticated", 401},
+    {"canceled", 499},
+    {"unknown", 500},
+    {"invalid_argument", 400},
+    {"deadline_exceeded", 504},
+    {"not_found", 404},
+    {"already_exists", 409},
+    {"permission_denied", 403},
+    {"resource_exhausted", 429},
+    {"failed_precondition", 400},
+    {"aborted", 409},
+    {"out_of_range", 400},
+    {"unimplemented", 501},
+    {"internal", 500},
+    {"unavailable", 503},
+    {"data_loss", 500},
+    {"unauthenticated", 401},
 };
 
 int asbi_connect_code_valid(const char *code) {
@@ -169,15 +182,21 @@ int asbi_connect_code_to_http(const char *code) {
  * body. Deliberately not the inverse of asbi_connect_code_to_http. */
 const char *asbi_connect_code_from_http(int status) {
   switch (status) {
-  case 400: return "internal";
-  case 401: return "unauthenticated";
-  case 403: return "permission_denied";
-  case 404: return "unimplemented";
-  case 429:
-  case 502:
-  case 503:
-  case 504: return "unavailable";
-  default: return "unknown";
+    case 400:
+      return "internal";
+    case 401:
+      return "unauthenticated";
+    case 403:
+      return "permission_denied";
+    case 404:
+      return "unimplemented";
+    case 429:
+    case 502:
+    case 503:
+    case 504:
+      return "unavailable";
+    default:
+      return "unknown";
   }
 }
 
@@ -186,8 +205,7 @@ static int read_error_obj(const cJSON *e, char **code, char **message) {
   if (!cJSON_IsObject(e)) return -1;
   const cJSON *c = cJSON_GetObjectItemCaseSensitive(e, "code");
   const cJSON *m = cJSON_GetObjectItemCaseSensitive(e, "message");
-  if (!cJSON_IsString(c) || !asbi_connect_code_valid(c->valuestring))
-    return -1;
+  if (!cJSON_IsString(c) || !asbi_connect_code_valid(c->valuestring)) return -1;
   if (m && !cJSON_IsNull(m) && !cJSON_IsString(m)) return -1;
   const char *msg = cJSON_IsString(m) ? m->valuestring : "";
   char *cc = asbi_strdup(c->valuestring);
@@ -202,8 +220,7 @@ static int read_error_obj(const cJSON *e, char **code, char **message) {
   return 0;
 }
 
-int asbi_connect_parse_end(const char *json, size_t len, char **code,
-                           char **message) {
+int asbi_connect_parse_end(const char *json, size_t len, char **code, char **message) {
   *code = NULL;
   *message = NULL;
   cJSON *root = asbi_pj_parse(json, len, NULL);
@@ -226,8 +243,7 @@ int asbi_connect_parse_end(const char *json, size_t len, char **code,
   return rc;
 }
 
-int asbi_connect_parse_error(const char *json, size_t len, char **code,
-                             char **message) {
+int asbi_connect_parse_error(const char *json, size_t len, char **code, char **message) {
   *code = NULL;
   *message = NULL;
   cJSON *root = asbi_pj_parse(json, len, NULL);
@@ -283,24 +299,21 @@ static int put_json_string(asbi_buf *out, const char *s) {
 
 static int put_error_obj(asbi_buf *out, const char *code, const char *message) {
   if (!asbi_connect_code_valid(code)) code = "unknown";
-  if (asbi_buf_puts(out, "{\"code\":") != 0 || put_json_string(out, code) != 0)
-    return -1;
+  if (asbi_buf_puts(out, "{\"code\":") != 0 || put_json_string(out, code) != 0) return -1;
   if (!asbi_empty(message) &&
-      (asbi_buf_puts(out, ",\"message\":") != 0 ||
-       put_json_string(out, message) != 0))
+      (asbi_buf_puts(out, ",\"message\":") != 0 || put_json_string(out, message) != 0))
     return -1;
   return asbi_buf_putc(out, '}');
 }
 
-int asbi_connect_end_json(asbi_buf *out, const char *code,
-                          const char *message) {
+int asbi_connect_end_json(asbi_buf *out, const char *code, const char *message) {
   size_t mark = out->len;
   int rc;
   if (!code)
     rc = asbi_buf_puts(out, "{}");
   else
-    rc = (asbi_buf_puts(out, "{\"error\":") == 0 &&
-          put_error_obj(out, code, message) == 0 && asbi_buf_putc(out, '}') == 0)
+    rc = (asbi_buf_puts(out, "{\"error\":") == 0 && put_error_obj(out, code, message) == 0 &&
+          asbi_buf_putc(out, '}') == 0)
              ? 0
              : -1;
   if (rc != 0 && out->data) {
@@ -310,8 +323,7 @@ int asbi_connect_end_json(asbi_buf *out, const char *code,
   return rc;
 }
 
-int asbi_connect_error_json(asbi_buf *out, const char *code,
-                            const char *message) {
+int asbi_connect_error_json(asbi_buf *out, const char *code, const char *message) {
   size_t mark = out->len;
   if (put_error_obj(out, code, message) != 0) {
     if (out->data) {

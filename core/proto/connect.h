@@ -34,8 +34,7 @@ enum {
  * convenience (data[len] == 0) and valid only during the call: it points
  * into the decoder's buffer or, for a message that lay whole in the chunk
  * being fed, into that chunk. Return non-zero to stop decoding. */
-typedef int (*asbi_connect_msg_fn)(void *ud, unsigned flags, const char *data,
-                                   size_t len);
+typedef int (*asbi_connect_msg_fn)(void *ud, unsigned flags, const char *data, size_t len);
 
 typedef struct asbi_connect_dec {
   unsigned char hdr[ASBI_CONNECT_HEADER_LEN];
@@ -55,16 +54,15 @@ void asbi_connect_dec_free(asbi_connect_dec *d);
 /* Feed any number of bytes, split anywhere. Returns ASBI_CONNECT_OK, a
  * negative ASBI_CONNECT_E* code, or the callback's non-zero value. After a
  * failure every further call returns the same class of error. */
-int asbi_connect_dec_feed(asbi_connect_dec *d, const void *p, size_t n,
-                          asbi_connect_msg_fn fn, void *ud);
+int asbi_connect_dec_feed(asbi_connect_dec *d, const void *p, size_t n, asbi_connect_msg_fn fn,
+                          void *ud);
 /* Call at end of input: ASBI_CONNECT_ETRUNCATED inside an envelope,
  * ASBI_CONNECT_ENOEND if no end-stream envelope arrived, else OK. */
 int asbi_connect_dec_finish(const asbi_connect_dec *d);
 const char *asbi_connect_strerror(int code);
 
 /* Append one envelope holding msg (len bytes) to out. 0 or -1. */
-int asbi_connect_encode(asbi_buf *out, unsigned flags, const char *msg,
-                        size_t len);
+int asbi_connect_encode(asbi_buf *out, unsigned flags, const char *msg, size_t len);
 
 /* Error payloads. Unary error body and end-stream payload both carry
  * {"code": "<snake_case>", "message": "..."} (end-stream nests it under
@@ -73,21 +71,17 @@ int asbi_connect_encode(asbi_buf *out, unsigned flags, const char *msg,
  * -1 = malformed payload. Per the protocol, {"error": null}, {"error": {}},
  * a missing/null code and codes outside the 16 are malformed; an absent
  * message gives "". The payload is parsed with asbi_pj_parse (strict). */
-int asbi_connect_parse_end(const char *json, size_t len, char **code,
-                           char **message);
+int asbi_connect_parse_end(const char *json, size_t len, char **code, char **message);
 /* Unary error body: 0 and code/message set, or -1 if it is not a Connect
  * error body. */
-int asbi_connect_parse_error(const char *json, size_t len, char **code,
-                             char **message);
+int asbi_connect_parse_error(const char *json, size_t len, char **code, char **message);
 /* Serialise an end-stream payload ({} or {"error":{...}}) into out. code
  * NULL means success ({}); an invalid code is written as "unknown"; an
  * empty message is omitted; invalid UTF-8 in message becomes U+FFFD. On
  * failure out is left as it was. */
-int asbi_connect_end_json(asbi_buf *out, const char *code,
-                          const char *message);
+int asbi_connect_end_json(asbi_buf *out, const char *code, const char *message);
 /* Serialise a unary error body {"code","message"} into out. */
-int asbi_connect_error_json(asbi_buf *out, const char *code,
-                            const char *message);
+int asbi_connect_error_json(asbi_buf *out, const char *code, const char *message);
 
 /* Connect code <-> HTTP status (connect-go's table). Unknown codes → 500.
  * asbi_connect_code_from_http maps a status without a body to a code. */

@@ -44,7 +44,9 @@ static const char *label(char x, char y) {
 }
 
 /* XY letters of changed entries ("?" only comes as a "? path" record) */
-static int valid_letter(char c) { return c == '.' || (c && strchr("MTADRCU", c) != NULL); }
+static int valid_letter(char c) {
+  return c == '.' || (c && strchr("MTADRCU", c) != NULL);
+}
 
 /* The text after `fields` space-separated fields of rec (the path), or
  * NULL when rec has fewer. */
@@ -58,8 +60,8 @@ static const char *after_fields(const char *rec, int fields) {
   return p;
 }
 
-static int add_file(asbi_git_status *st, size_t *cap, const char *name, const char *from,
-                    char x, char y, const char *status) {
+static int add_file(asbi_git_status *st, size_t *cap, const char *name, const char *from, char x,
+                    char y, const char *status) {
   if (st->n == *cap) {
     size_t nc = *cap ? *cap * 2 : 8;
     asbi_git_file *f = realloc(st->files, nc * sizeof *f);
@@ -186,8 +188,7 @@ void asbi_git_names_free(char **names, size_t n) {
   free(names);
 }
 
-int asbi_git_parse_branches(const char *out, size_t len, char ***names, size_t *n,
-                            long *current) {
+int asbi_git_parse_branches(const char *out, size_t len, char ***names, size_t *n, long *current) {
   *names = NULL;
   *n = 0;
   *current = -1;
@@ -237,8 +238,7 @@ static int has_any(const char *out, size_t len, const char *const *snips) {
   if (!out) return 0;
   char *low = malloc(len + 1);
   if (!low) return 0;
-  for (size_t i = 0; i < len; i++)
-    low[i] = out[i] ? (char)tolower((unsigned char)out[i]) : ' ';
+  for (size_t i = 0; i < len; i++) low[i] = out[i] ? (char)tolower((unsigned char)out[i]) : ' ';
   low[len] = 0;
   int hit = 0;
   for (size_t i = 0; snips[i] && !hit; i++) hit = strstr(low, snips[i]) != NULL;
@@ -247,19 +247,22 @@ static int has_any(const char *out, size_t len, const char *const *snips) {
 }
 
 int asbi_git_auth_failure(const char *out, size_t len) {
-  static const char *const snips[] = {
-      "authentication failed", "terminal prompts disabled", "could not read username",
-      "invalid username or password", "access denied", "permission denied",
-      "not authorized", NULL};
+  static const char *const snips[] = {"authentication failed",   "terminal prompts disabled",
+                                      "could not read username", "invalid username or password",
+                                      "access denied",           "permission denied",
+                                      "not authorized",          NULL};
   return has_any(out, len, snips);
 }
 
 int asbi_git_missing_upstream(const char *out, size_t len) {
-  static const char *const snips[] = {
-      "has no upstream branch", "no upstream branch", "no upstream configured",
-      "no tracking information", "set the remote as upstream",
-      "set the upstream branch", "please specify which branch you want to merge with",
-      NULL};
+  static const char *const snips[] = {"has no upstream branch",
+                                      "no upstream branch",
+                                      "no upstream configured",
+                                      "no tracking information",
+                                      "set the remote as upstream",
+                                      "set the upstream branch",
+                                      "please specify which branch you want to merge with",
+                                      NULL};
   return has_any(out, len, snips);
 }
 

@@ -44,8 +44,7 @@ void asbi_git_status_clear(asbi_git_status *st);
  * malloc'd array of *n malloc'd names, *current the index of the
  * checked-out one or -1. 0, -1 (malformed: nothing is returned), -2
  * (memory). */
-int asbi_git_parse_branches(const char *out, size_t len, char ***names, size_t *n,
-                            long *current);
+int asbi_git_parse_branches(const char *out, size_t len, char ***names, size_t *n, long *current);
 void asbi_git_names_free(char **names, size_t n);
 
 /* 1 when git's output (stderr and stdout; case ignored) says the

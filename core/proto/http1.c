@@ -3,7 +3,9 @@
 
 #include <string.h>
 
-static int lower(int c) { return (c >= 'A' && c <= 'Z') ? c + 32 : c; }
+static int lower(int c) {
+  return (c >= 'A' && c <= 'Z') ? c + 32 : c;
+}
 
 static int ieq(const char *a, size_t alen, const char *b) {
   size_t blen = strlen(b);
@@ -58,7 +60,9 @@ int asbi_h1_target_ok(const char *s, size_t n) {
   return 1;
 }
 
-int asbi_h1_list_has(const char *v, size_t n, const char *t) { return list_has(v, n, t); }
+int asbi_h1_list_has(const char *v, size_t n, const char *t) {
+  return list_has(v, n, t);
+}
 
 const asbi_h1_header *asbi_h1_find(const asbi_h1_resp *r, const char *name) {
   for (size_t i = 0; i < r->nheaders; i++)
@@ -66,8 +70,7 @@ const asbi_h1_header *asbi_h1_find(const asbi_h1_resp *r, const char *name) {
   return NULL;
 }
 
-long asbi_h1_parse_response(const char *buf, size_t len, int head_request,
-                            asbi_h1_resp *out) {
+long asbi_h1_parse_response(const char *buf, size_t len, int head_request, asbi_h1_resp *out) {
   memset(out, 0, sizeof *out);
   /* Find the end of the head first; nothing is interpreted before. */
   size_t end = 0;
@@ -77,8 +80,8 @@ long asbi_h1_parse_response(const char *buf, size_t len, int head_request,
       end = i + 2;
       break;
     }
-    if (i + 3 < lim && buf[i] == '\r' && buf[i + 1] == '\n' &&
-        buf[i + 2] == '\r' && buf[i + 3] == '\n') {
+    if (i + 3 < lim && buf[i] == '\r' && buf[i + 1] == '\n' && buf[i + 2] == '\r' &&
+        buf[i + 3] == '\n') {
       end = i + 4;
       break;
     }
@@ -111,7 +114,7 @@ long asbi_h1_parse_response(const char *buf, size_t len, int head_request,
   int chunked = 0, have_len = 0, conn_close = 0, conn_keep = 0;
   uint64_t clen = 0;
   while (p < end) {
-    if (buf[p] == '\r' || buf[p] == '\n') break; /* the blank line */
+    if (buf[p] == '\r' || buf[p] == '\n') break;                 /* the blank line */
     if (buf[p] == ' ' || buf[p] == '\t') return ASBI_H1_ESYNTAX; /* obs-fold */
     size_t ns = p;
     while (p < end && tchar((unsigned char)buf[p])) p++;
@@ -158,8 +161,8 @@ long asbi_h1_parse_response(const char *buf, size_t len, int head_request,
   }
   if (chunked && have_len) return ASBI_H1_ELENGTH; /* RFC 9112 §6.1 */
   out->keep_alive = out->minor == 1 ? !conn_close : conn_keep;
-  if (head_request || (out->status >= 100 && out->status < 200) ||
-      out->status == 204 || out->status == 304) {
+  if (head_request || (out->status >= 100 && out->status < 200) || out->status == 204 ||
+      out->status == 304) {
     out->body = ASBI_H1_BODY_NONE;
   } else if (chunked) {
     out->body = ASBI_H1_BODY_CHUNKED;
@@ -175,12 +178,13 @@ long asbi_h1_parse_response(const char *buf, size_t len, int head_request,
 
 /* ---- chunked ------------------------------------------------------------- */
 
-enum { C_SIZE, C_EXT, C_SIZE_LF, C_DATA, C_DATA_CR, C_DATA_LF, C_TRAILER,
-       C_TRAILER_LF, C_DONE };
+enum { C_SIZE, C_EXT, C_SIZE_LF, C_DATA, C_DATA_CR, C_DATA_LF, C_TRAILER, C_TRAILER_LF, C_DONE };
 
 #define MAX_LINE 4096u
 
-void asbi_h1_chunked_init(asbi_h1_chunked *c) { memset(c, 0, sizeof *c); }
+void asbi_h1_chunked_init(asbi_h1_chunked *c) {
+  memset(c, 0, sizeof *c);
+}
 
 static int hexv(unsigned char ch) {
   if (ch >= '0' && ch <= '9') return ch - '0';
@@ -189,8 +193,7 @@ static int hexv(unsigned char ch) {
   return -1;
 }
 
-int asbi_h1_chunked_decode(asbi_h1_chunked *c, char *buf, size_t *len,
-                           size_t *out_len) {
+int asbi_h1_chunked_decode(asbi_h1_chunked *c, char *buf, size_t *len, size_t *out_len) {
   size_t in = 0, out = 0, n = *len;
   while (in < n && c->state != C_DONE) {
     unsigned char ch = (unsigned char)buf[in];
@@ -220,11 +223,13 @@ int asbi_h1_chunked_decode(asbi_h1_chunked *c, char *buf, size_t *len,
       }
       case C_EXT: /* chunk extensions are ignored, but bounded */
         if (++c->line > MAX_LINE) return ASBI_H1_ECHUNK;
-        if (ch == '\r') c->state = C_SIZE_LF;
+        if (ch == '\r')
+          c->state = C_SIZE_LF;
         else if (ch == '\n') {
           c->line = 0;
           c->state = c->left ? C_DATA : C_TRAILER;
-        } else if (ch < ' ' && ch != '\t') return ASBI_H1_ECHUNK;
+        } else if (ch < ' ' && ch != '\t')
+          return ASBI_H1_ECHUNK;
         in++;
         break;
       case C_SIZE_LF:

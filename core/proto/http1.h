@@ -35,8 +35,8 @@ typedef enum asbi_h1_body {
 } asbi_h1_body;
 
 typedef struct asbi_h1_resp {
-  int minor;   /* HTTP/1.<minor> */
-  int status;  /* 100..999 */
+  int minor;  /* HTTP/1.<minor> */
+  int status; /* 100..999 */
   const char *reason;
   size_t reason_len;
   asbi_h1_header headers[ASBI_H1_MAX_HEADERS];
@@ -51,8 +51,7 @@ typedef struct asbi_h1_resp {
  * more bytes are needed, or another negative ASBI_H1_E* code. head_request:
  * the request was HEAD (no body whatever the headers say). Header pointers
  * point into buf. */
-long asbi_h1_parse_response(const char *buf, size_t len, int head_request,
-                            asbi_h1_resp *out);
+long asbi_h1_parse_response(const char *buf, size_t len, int head_request, asbi_h1_resp *out);
 /* Case-insensitive lookup; NULL if absent. */
 const asbi_h1_header *asbi_h1_find(const asbi_h1_resp *r, const char *name);
 
@@ -69,8 +68,8 @@ int asbi_h1_list_has(const char *v, size_t n, const char *t);
 /* Incremental chunked decoder. */
 typedef struct asbi_h1_chunked {
   int state;
-  uint64_t left;  /* bytes left in the current chunk */
-  unsigned line;  /* length of the size/trailer line so far (bounded) */
+  uint64_t left; /* bytes left in the current chunk */
+  unsigned line; /* length of the size/trailer line so far (bounded) */
   int done;
 } asbi_h1_chunked;
 
@@ -80,7 +79,6 @@ void asbi_h1_chunked_init(asbi_h1_chunked *c);
  * of input bytes consumed (the rest, after the final chunk, belongs to the
  * next message). Returns 0, or ASBI_H1_ECHUNK. c->done becomes 1 after the
  * last chunk and its trailers. */
-int asbi_h1_chunked_decode(asbi_h1_chunked *c, char *buf, size_t *len,
-                           size_t *out_len);
+int asbi_h1_chunked_decode(asbi_h1_chunked *c, char *buf, size_t *len, size_t *out_len);
 
 #endif

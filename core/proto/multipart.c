@@ -46,9 +46,8 @@ static int64_t quoted(asbi_buf *out, const char *s) {
 
 /* One code path both measures (out NULL) and writes the head, so the
  * precomputed length cannot drift from the bytes produced. */
-static int64_t part_head(const asbi_mpw *w, asbi_buf *out, int index,
-                         const char *field, const char *filename,
-                         const char *content_type) {
+static int64_t part_head(const asbi_mpw *w, asbi_buf *out, int index, const char *field,
+                         const char *filename, const char *content_type) {
   if (!field || index < 0) return -1;
   if (!content_type) content_type = "application/octet-stream";
   if (strchr(content_type, '\r') || strchr(content_type, '\n')) return -1;
@@ -60,11 +59,9 @@ static int64_t part_head(const asbi_mpw *w, asbi_buf *out, int index,
   static const char fn[] = "; filename=\"";
   static const char ct[] = "Content-Type: ";
   size_t bl = strlen(w->boundary);
-  int64_t total = (index > 0 ? 2 : 0) + 2 + (int64_t)bl + 2 +
-                  (int64_t)(sizeof cd - 1) + fl + 1 +
+  int64_t total = (index > 0 ? 2 : 0) + 2 + (int64_t)bl + 2 + (int64_t)(sizeof cd - 1) + fl + 1 +
                   (filename ? (int64_t)(sizeof fn - 1) + nl + 1 : 0) + 2 +
-                  (int64_t)(sizeof ct - 1) + (int64_t)strlen(content_type) +
-                  2 + 2;
+                  (int64_t)(sizeof ct - 1) + (int64_t)strlen(content_type) + 2 + 2;
   if (!out) return total;
   size_t mark = out->len;
   if (asbi_buf_reserve(out, (size_t)total) != 0) return -1;
@@ -93,17 +90,15 @@ static int64_t part_head(const asbi_mpw *w, asbi_buf *out, int index,
   return total;
 }
 
-int asbi_mpw_part_head(asbi_mpw *w, asbi_buf *out, const char *field,
-                       const char *filename, const char *content_type) {
-  if (part_head(w, out, w->parts, field, filename, content_type) < 0)
-    return -1;
+int asbi_mpw_part_head(asbi_mpw *w, asbi_buf *out, const char *field, const char *filename,
+                       const char *content_type) {
+  if (part_head(w, out, w->parts, field, filename, content_type) < 0) return -1;
   w->parts++;
   return 0;
 }
 
-int64_t asbi_mpw_part_head_len(const asbi_mpw *w, int index,
-                               const char *field, const char *filename,
-                               const char *content_type) {
+int64_t asbi_mpw_part_head_len(const asbi_mpw *w, int index, const char *field,
+                               const char *filename, const char *content_type) {
   return part_head(w, NULL, index, field, filename, content_type);
 }
 
@@ -161,14 +156,22 @@ struct asbi_mp_parser {
 
 const char *asbi_mp_strerror(int code) {
   switch (code) {
-  case ASBI_MP_OK: return "ok";
-  case ASBI_MP_EBOUNDARY: return "multipart: missing or invalid boundary in Content-Type";
-  case ASBI_MP_EHEADER: return "multipart: malformed or oversized part headers";
-  case ASBI_MP_ESYNTAX: return "multipart: body does not follow multipart framing";
-  case ASBI_MP_ETRUNCATED: return "multipart: body ended before the closing boundary";
-  case ASBI_MP_ETOOMANY: return "multipart: too many parts";
-  case ASBI_MP_ENOMEM: return "out of memory";
-  default: return "multipart: aborted";
+    case ASBI_MP_OK:
+      return "ok";
+    case ASBI_MP_EBOUNDARY:
+      return "multipart: missing or invalid boundary in Content-Type";
+    case ASBI_MP_EHEADER:
+      return "multipart: malformed or oversized part headers";
+    case ASBI_MP_ESYNTAX:
+      return "multipart: body does not follow multipart framing";
+    case ASBI_MP_ETRUNCATED:
+      return "multipart: body ended before the closing boundary";
+    case ASBI_MP_ETOOMANY:
+      return "multipart: too many parts";
+    case ASBI_MP_ENOMEM:
+      return "out of memory";
+    default:
+      return "multipart: aborted";
   }
 }
 
@@ -180,8 +183,7 @@ typedef struct mparam {
 } mparam;
 
 static int is_tchar(unsigned char c) {
-  if ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'))
-    return 1;
+  if ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')) return 1;
   return c && strchr("!#$%&'*+-.^_`|~", c) != NULL;
 }
 
@@ -202,8 +204,8 @@ static void free_params(mparam *ps, size_t np) {
  * backslash escapes the next character only when that is a tspecial (as Go's
  * mime package does), so Windows paths sent unescaped survive. Returns 0 or
  * -1 (malformed, duplicate parameter, too many parameters, out of memory). */
-static int parse_mvalue(const char *s, size_t n, char *type, size_t typecap,
-                        mparam *ps, size_t *np) {
+static int parse_mvalue(const char *s, size_t n, char *type, size_t typecap, mparam *ps,
+                        size_t *np) {
   size_t i = 0, t = 0;
   *np = 0;
   skip_ows(s, n, &i);
@@ -430,20 +432,18 @@ static int parse_headers(asbi_mp_parser *p) {
   return -1;
 }
 
-int asbi_mp_parser_new(asbi_mp_parser **out, const char *content_type,
-                       const asbi_mp_callbacks *cb, void *ud,
-                       unsigned max_parts) {
+int asbi_mp_parser_new(asbi_mp_parser **out, const char *content_type, const asbi_mp_callbacks *cb,
+                       void *ud, unsigned max_parts) {
   if (!content_type) return ASBI_MP_EBOUNDARY;
   char type[128];
   mparam ps[MAX_PARAMS];
   size_t np;
-  if (parse_mvalue(content_type, strlen(content_type), type, sizeof type, ps,
-                   &np) != 0)
+  if (parse_mvalue(content_type, strlen(content_type), type, sizeof type, ps, &np) != 0)
     return ASBI_MP_EBOUNDARY;
   const char *b = param(ps, np, "boundary");
   size_t bl = b ? strlen(b) : 0;
-  int ok = strncasecmp(type, "multipart/", 10) == 0 && type[10] && bl >= 1 &&
-           bl <= MAX_BOUNDARY && b[bl - 1] != ' ';
+  int ok = strncasecmp(type, "multipart/", 10) == 0 && type[10] && bl >= 1 && bl <= MAX_BOUNDARY &&
+           b[bl - 1] != ' ';
   for (size_t k = 0; ok && k < bl; k++)
     if ((unsigned char)b[k] < 0x20 || (unsigned char)b[k] > 0x7E) ok = 0;
   if (!ok) {
@@ -562,8 +562,7 @@ int asbi_mp_parser_feed(asbi_mp_parser *p, const char *data, size_t len) {
       const char *nl = memchr(data + i, '\n', len - i);
       size_t take = nl ? (size_t)(nl - (data + i)) + 1 : len - i;
       if (take > MAX_PART_HEADERS - p->hdr.len) return fail(p, ASBI_MP_EHEADER);
-      if (asbi_buf_append(&p->hdr, data + i, take) != 0)
-        return fail(p, ASBI_MP_ENOMEM);
+      if (asbi_buf_append(&p->hdr, data + i, take) != 0) return fail(p, ASBI_MP_ENOMEM);
       i += take;
       if (!nl) continue;
       const char *h = p->hdr.data;
@@ -597,54 +596,54 @@ int asbi_mp_parser_feed(asbi_mp_parser *p, const char *data, size_t len) {
       continue;
     }
     switch (p->tail) {
-    case T_AFTER:
-      if (c == '-') {
-        p->tail = T_DASH;
-        i++;
+      case T_AFTER:
+        if (c == '-') {
+          p->tail = T_DASH;
+          i++;
+          continue;
+        }
+        if (c == ' ' || c == '\t') {
+          p->pad[p->npad++] = c;
+          p->tail = T_PAD;
+          i++;
+          continue;
+        }
+        if (c == '\r') {
+          p->tail = T_CR;
+          i++;
+          continue;
+        }
+        break;
+      case T_DASH:
+        if (c == '-') {
+          i++;
+          if ((rc = delimiter_done(p, 1)) != 0) return rc;
+          continue;
+        }
+        break;
+      case T_PAD:
+        if ((c == ' ' || c == '\t') && p->npad < MAX_PADDING) {
+          p->pad[p->npad++] = c;
+          i++;
+          continue;
+        }
+        if (c == '\r') {
+          p->tail = T_CR;
+          i++;
+          continue;
+        }
+        break;
+      case T_CR:
+        if (c == '\n') {
+          i++;
+          if ((rc = delimiter_done(p, 0)) != 0) return rc;
+          continue;
+        }
+        /* The CR we took may begin a real delimiter: data is the delimiter
+         * and padding only, and matching restarts after that CR. */
+        if ((rc = false_delimiter(p)) != 0) return rc;
+        p->match = 1;
         continue;
-      }
-      if (c == ' ' || c == '\t') {
-        p->pad[p->npad++] = c;
-        p->tail = T_PAD;
-        i++;
-        continue;
-      }
-      if (c == '\r') {
-        p->tail = T_CR;
-        i++;
-        continue;
-      }
-      break;
-    case T_DASH:
-      if (c == '-') {
-        i++;
-        if ((rc = delimiter_done(p, 1)) != 0) return rc;
-        continue;
-      }
-      break;
-    case T_PAD:
-      if ((c == ' ' || c == '\t') && p->npad < MAX_PADDING) {
-        p->pad[p->npad++] = c;
-        i++;
-        continue;
-      }
-      if (c == '\r') {
-        p->tail = T_CR;
-        i++;
-        continue;
-      }
-      break;
-    case T_CR:
-      if (c == '\n') {
-        i++;
-        if ((rc = delimiter_done(p, 0)) != 0) return rc;
-        continue;
-      }
-      /* The CR we took may begin a real delimiter: data is the delimiter
-       * and padding only, and matching restarts after that CR. */
-      if ((rc = false_delimiter(p)) != 0) return rc;
-      p->match = 1;
-      continue;
     }
     if ((rc = false_delimiter(p)) != 0) return rc;
   }

@@ -26,17 +26,16 @@ void asbi_mpw_content_type(const asbi_mpw *w, char *out, size_t outlen);
  * field name, filename may be NULL, content_type NULL means
  * application/octet-stream. Names with CR, LF or NUL are rejected (-1);
  * '"' and '\\' are backslash-escaped inside the quoted strings. */
-int asbi_mpw_part_head(asbi_mpw *w, asbi_buf *out, const char *field,
-                       const char *filename, const char *content_type);
+int asbi_mpw_part_head(asbi_mpw *w, asbi_buf *out, const char *field, const char *filename,
+                       const char *content_type);
 /* Appends the closing delimiter, always "\r\n--<boundary>--\r\n" (also
  * with zero parts, where the CRLF is an empty preamble), so its length does
  * not depend on the parts and can be counted before any head is written. */
 int asbi_mpw_finish(asbi_mpw *w, asbi_buf *out);
 /* Exact number of bytes asbi_mpw_part_head would append (for
  * Content-Length), or -1 for an invalid name. Does not change w. */
-int64_t asbi_mpw_part_head_len(const asbi_mpw *w, int index,
-                               const char *field, const char *filename,
-                               const char *content_type);
+int64_t asbi_mpw_part_head_len(const asbi_mpw *w, int index, const char *field,
+                               const char *filename, const char *content_type);
 size_t asbi_mpw_finish_len(const asbi_mpw *w);
 
 /* ---- parser ------------------------------------------------------------ */
@@ -78,9 +77,8 @@ typedef struct asbi_mp_parser asbi_mp_parser;
 
 /* content_type is the request's Content-Type header; the boundary is taken
  * from it (quoted or token, ≤ 70 chars). max_parts 0 = 1000. */
-int asbi_mp_parser_new(asbi_mp_parser **out, const char *content_type,
-                       const asbi_mp_callbacks *cb, void *ud,
-                       unsigned max_parts);
+int asbi_mp_parser_new(asbi_mp_parser **out, const char *content_type, const asbi_mp_callbacks *cb,
+                       void *ud, unsigned max_parts);
 void asbi_mp_parser_free(asbi_mp_parser *p);
 /* Feed body bytes split anywhere; returns OK, ASBI_MP_E*, or a callback's
  * non-zero return. */

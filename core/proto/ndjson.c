@@ -13,7 +13,9 @@ void asbi_ndjson_init(asbi_ndjson *s, size_t max_line) {
   s->failed = 0;
 }
 
-void asbi_ndjson_free(asbi_ndjson *s) { asbi_buf_free(&s->line); }
+void asbi_ndjson_free(asbi_ndjson *s) {
+  asbi_buf_free(&s->line);
+}
 
 static int fail(asbi_ndjson *s, int rc) {
   s->failed = rc;
@@ -44,8 +46,7 @@ static int emit(asbi_ndjson *s, asbi_ndjson_line_fn fn, void *ud) {
   return rc ? fail(s, rc) : ASBI_NDJSON_OK;
 }
 
-int asbi_ndjson_feed(asbi_ndjson *s, const void *p, size_t n,
-                     asbi_ndjson_line_fn fn, void *ud) {
+int asbi_ndjson_feed(asbi_ndjson *s, const void *p, size_t n, asbi_ndjson_line_fn fn, void *ud) {
   const char *c = p;
   if (s->failed) return s->failed;
   while (n) {
@@ -55,8 +56,7 @@ int asbi_ndjson_feed(asbi_ndjson *s, const void *p, size_t n,
      * past the limit (+1 for a possible CR, +1 more to detect overflow). */
     size_t room = s->max_line + 1 - s->line.len; /* len <= max_line + 1 */
     if (seg > room) return fail(s, ASBI_NDJSON_ETOOLONG);
-    if (seg && asbi_buf_append(&s->line, c, seg) != 0)
-      return fail(s, ASBI_NDJSON_ENOMEM);
+    if (seg && asbi_buf_append(&s->line, c, seg) != 0) return fail(s, ASBI_NDJSON_ENOMEM);
     if (over_limit(s)) return fail(s, ASBI_NDJSON_ETOOLONG);
     if (!nl) break;
     c += seg + 1;

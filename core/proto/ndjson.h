@@ -30,8 +30,7 @@ typedef struct asbi_ndjson {
 void asbi_ndjson_init(asbi_ndjson *s, size_t max_line);
 void asbi_ndjson_free(asbi_ndjson *s);
 /* Feed bytes split anywhere; returns OK, an error, or the callback's value. */
-int asbi_ndjson_feed(asbi_ndjson *s, const void *p, size_t n,
-                     asbi_ndjson_line_fn fn, void *ud);
+int asbi_ndjson_feed(asbi_ndjson *s, const void *p, size_t n, asbi_ndjson_line_fn fn, void *ud);
 /* At EOF: delivers a last line that lacked its newline. */
 int asbi_ndjson_finish(asbi_ndjson *s, asbi_ndjson_line_fn fn, void *ud);
 

@@ -109,8 +109,7 @@ static size_t put_utf8(char *o, uint32_t cp) {
 
 static inline uint64_t special_bytes(uint64_t x) {
   uint64_t q = x ^ (ONES * '"'), b = x ^ (ONES * '\\');
-  return (((q - ONES) & ~q) | ((b - ONES) & ~b) | ((x - ONES * 0x20) & ~x) | x) &
-         HIGHS;
+  return (((q - ONES) & ~q) | ((b - ONES) & ~b) | ((x - ONES * 0x20) & ~x) | x) & HIGHS;
 }
 
 static inline int is_plain(unsigned char c) {
@@ -121,8 +120,8 @@ static size_t scan_plain(const unsigned char *s, size_t j, size_t n) {
   while (n - j >= 32) {
     uint64_t w[4];
     memcpy(w, s + j, 32);
-    uint64_t m = special_bytes(w[0]) | special_bytes(w[1]) |
-                 special_bytes(w[2]) | special_bytes(w[3]);
+    uint64_t m =
+        special_bytes(w[0]) | special_bytes(w[1]) | special_bytes(w[2]) | special_bytes(w[3]);
     if (m) break;
     j += 32;
   }
@@ -131,8 +130,7 @@ static size_t scan_plain(const unsigned char *s, size_t j, size_t n) {
     memcpy(&w, s + j, 8);
     uint64_t m = special_bytes(w);
     if (m) {
-#if defined(__GNUC__) && defined(__BYTE_ORDER__) && \
-    __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#if defined(__GNUC__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
       return j + (size_t)(__builtin_ctzll(m) >> 3);
 #else
       break;
@@ -243,13 +241,32 @@ static char *read_string(reader *r) {
     if (k >= end) break;
     unsigned char e = s[k + 1];
     switch (e) {
-    case 'b': out[o++] = '\b'; k += 2; continue;
-    case 'f': out[o++] = '\f'; k += 2; continue;
-    case 'n': out[o++] = '\n'; k += 2; continue;
-    case 'r': out[o++] = '\r'; k += 2; continue;
-    case 't': out[o++] = '\t'; k += 2; continue;
-    case 'u': break;
-    default: out[o++] = (char)e; k += 2; continue;
+      case 'b':
+        out[o++] = '\b';
+        k += 2;
+        continue;
+      case 'f':
+        out[o++] = '\f';
+        k += 2;
+        continue;
+      case 'n':
+        out[o++] = '\n';
+        k += 2;
+        continue;
+      case 'r':
+        out[o++] = '\r';
+        k += 2;
+        continue;
+      case 't':
+        out[o++] = '\t';
+        k += 2;
+        continue;
+      case 'u':
+        break;
+      default:
+        out[o++] = (char)e;
+        k += 2;
+        continue;
     }
     uint32_t u, lo;
     read_hex4(r, k + 2, &u);
@@ -438,30 +455,30 @@ static cJSON *read_value(reader *r, int depth) {
   }
   unsigned char c = r->s[r->i];
   switch (c) {
-  case '{':
-  case '[':
-    if (depth >= MAX_DEPTH) {
-      r->err = "nesting too deep";
-      return NULL;
+    case '{':
+    case '[':
+      if (depth >= MAX_DEPTH) {
+        r->err = "nesting too deep";
+        return NULL;
+      }
+      return c == '{' ? read_object(r, depth + 1) : read_array(r, depth + 1);
+    case '"': {
+      char *s = read_string(r);
+      if (!s) return NULL;
+      cJSON *v = owned_string(s);
+      if (!v) r->err = "out of memory";
+      return v;
     }
-    return c == '{' ? read_object(r, depth + 1) : read_array(r, depth + 1);
-  case '"': {
-    char *s = read_string(r);
-    if (!s) return NULL;
-    cJSON *v = owned_string(s);
-    if (!v) r->err = "out of memory";
-    return v;
-  }
-  case 't':
-    return read_literal(r, "true") == 0 ? cJSON_CreateTrue() : NULL;
-  case 'f':
-    return read_literal(r, "false") == 0 ? cJSON_CreateFalse() : NULL;
-  case 'n':
-    return read_literal(r, "null") == 0 ? cJSON_CreateNull() : NULL;
-  default:
-    if (c == '-' || (c >= '0' && c <= '9')) return read_number(r);
-    r->err = "unexpected character";
-    return NULL;
+    case 't':
+      return read_literal(r, "true") == 0 ? cJSON_CreateTrue() : NULL;
+    case 'f':
+      return read_literal(r, "false") == 0 ? cJSON_CreateFalse() : NULL;
+    case 'n':
+      return read_literal(r, "null") == 0 ? cJSON_CreateNull() : NULL;
+    default:
+      if (c == '-' || (c >= '0' && c <= '9')) return read_number(r);
+      r->err = "unexpected character";
+      return NULL;
   }
 }
 
@@ -537,8 +554,7 @@ static int to_i64(const cJSON *v, int64_t *out) {
           *out = x;
           return 0;
         }
-      } else if (tl && tl == strspn(t, "-0123456789") &&
-                 d <= -9223372036854775808.0) {
+      } else if (tl && tl == strspn(t, "-0123456789") && d <= -9223372036854775808.0) {
         /* An integer below INT64_MIN that rounds to -2^63 as a double. */
         return -1;
       }
@@ -550,8 +566,7 @@ static int to_i64(const cJSON *v, int64_t *out) {
     *out = x;
     return 0;
   }
-  if (cJSON_IsString(v) &&
-      asbi_parse_i64(v->valuestring, strlen(v->valuestring), &x) == 0) {
+  if (cJSON_IsString(v) && asbi_parse_i64(v->valuestring, strlen(v->valuestring), &x) == 0) {
     *out = x;
     return 0;
   }
@@ -603,8 +618,7 @@ int asbi_pj_get_str(const cJSON *obj, const char *camel, const char **out) {
   return 0;
 }
 
-int asbi_pj_get_bytes(const cJSON *obj, const char *camel, unsigned char **out,
-                      size_t *len) {
+int asbi_pj_get_bytes(const cJSON *obj, const char *camel, unsigned char **out, size_t *len) {
   const cJSON *v = asbi_pj_field(obj, camel);
   *out = NULL;
   *len = 0;
@@ -624,8 +638,7 @@ int asbi_pj_get_bytes(const cJSON *obj, const char *camel, unsigned char **out,
   return 0;
 }
 
-int asbi_pj_append_bytes(const cJSON *obj, const char *camel, asbi_buf *out,
-                         size_t *len) {
+int asbi_pj_append_bytes(const cJSON *obj, const char *camel, asbi_buf *out, size_t *len) {
   const cJSON *v = asbi_pj_field(obj, camel);
   *len = 0;
   if (!v) return 0;
@@ -644,8 +657,7 @@ int asbi_pj_append_bytes(const cJSON *obj, const char *camel, asbi_buf *out,
   return 0;
 }
 
-int asbi_pj_get_enum(const cJSON *obj, const char *camel,
-                     const asbi_pj_enum *table, int *out) {
+int asbi_pj_get_enum(const cJSON *obj, const char *camel, const asbi_pj_enum *table, int *out) {
   const cJSON *v = asbi_pj_field(obj, camel);
   *out = 0;
   if (!v) return 0;
@@ -660,8 +672,7 @@ int asbi_pj_get_enum(const cJSON *obj, const char *camel,
   }
   int64_t x;
   /* proto3 enums are open: any int32 number is accepted. */
-  if (cJSON_IsNumber(v) && to_i64(v, &x) == 0 && x >= INT32_MIN &&
-      x <= INT32_MAX) {
+  if (cJSON_IsNumber(v) && to_i64(v, &x) == 0 && x >= INT32_MIN && x <= INT32_MAX) {
     *out = (int)x;
     return 0;
   }
@@ -717,7 +728,7 @@ static char *utf8_sanitize(const char *s) {
   size_t i = 0, o = 0;
   while (i < n) {
     unsigned c = (unsigned char)s[i];
-    size_t k = c < 0x80 ? 1
+    size_t k = c < 0x80             ? 1
                : (c & 0xE0) == 0xC0 ? 2
                : (c & 0xF0) == 0xE0 ? 3
                : (c & 0xF8) == 0xF0 ? 4
@@ -762,13 +773,11 @@ int asbi_pj_add_time(cJSON *obj, const char *key, int64_t ms) {
   return cJSON_AddStringToObject(obj, key, t) ? 0 : -1;
 }
 
-int asbi_pj_add_enum(cJSON *obj, const char *camel, const asbi_pj_enum *table,
-                     int value) {
+int asbi_pj_add_enum(cJSON *obj, const char *camel, const asbi_pj_enum *table, int value) {
   if (value == 0) return 0;
   const char *name = asbi_pj_enum_name(table, value);
   /* Values missing from the table are written as numbers, like protojson. */
-  return add(obj, camel,
-             name ? cJSON_CreateString(name) : cJSON_CreateNumber(value));
+  return add(obj, camel, name ? cJSON_CreateString(name) : cJSON_CreateNumber(value));
 }
 
 char *asbi_pj_print(const cJSON *v) {
@@ -783,9 +792,12 @@ static int print_str(asbi_buf *b, const char *s) {
   if (asbi_buf_putc(b, '"')) return -1;
   for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
     int rc;
-    if (*p == '"' || *p == '\\') rc = asbi_buf_putc(b, '\\') || asbi_buf_putc(b, (char)*p);
-    else if (*p < 0x20) rc = asbi_buf_printf(b, "\\u%04x", *p);
-    else rc = asbi_buf_putc(b, (char)*p);
+    if (*p == '"' || *p == '\\')
+      rc = asbi_buf_putc(b, '\\') || asbi_buf_putc(b, (char)*p);
+    else if (*p < 0x20)
+      rc = asbi_buf_printf(b, "\\u%04x", *p);
+    else
+      rc = asbi_buf_putc(b, (char)*p);
     if (rc) return -1;
   }
   return asbi_buf_putc(b, '"');

@@ -35,15 +35,13 @@ int asbi_pj_get_bool(const cJSON *obj, const char *camel, int *out);
 int asbi_pj_get_str(const cJSON *obj, const char *camel, const char **out);
 /* Base64 bytes (standard or URL-safe, padding optional) → malloc'd buffer
  * (NUL-terminated for convenience); absent → *out NULL, *len 0. */
-int asbi_pj_get_bytes(const cJSON *obj, const char *camel, unsigned char **out,
-                      size_t *len);
+int asbi_pj_get_bytes(const cJSON *obj, const char *camel, unsigned char **out, size_t *len);
 /* The same bytes decoded straight onto the end of out (which stays
  * NUL-terminated); *len gets their count (0 if absent). Returns 0, -1 if the
  * field is not valid base64 bytes, or -2 if out cannot grow by
  * asbi_b64_decoded_max of the text (out of memory or out->max). On failure
  * out's contents are as they were. */
-int asbi_pj_append_bytes(const cJSON *obj, const char *camel, asbi_buf *out,
-                         size_t *len);
+int asbi_pj_append_bytes(const cJSON *obj, const char *camel, asbi_buf *out, size_t *len);
 
 /* Enum tables: {value, "NAME"} pairs ended by {0, NULL}. */
 typedef struct asbi_pj_enum {
@@ -51,8 +49,7 @@ typedef struct asbi_pj_enum {
   const char *name;
 } asbi_pj_enum;
 /* Accepts the name or the number; absent → 0. Unknown name → -1. */
-int asbi_pj_get_enum(const cJSON *obj, const char *camel,
-                     const asbi_pj_enum *table, int *out);
+int asbi_pj_get_enum(const cJSON *obj, const char *camel, const asbi_pj_enum *table, int *out);
 const char *asbi_pj_enum_name(const asbi_pj_enum *table, int value);
 
 /* Setters add the field to obj unless it holds the zero value. Each returns
@@ -65,8 +62,7 @@ int asbi_pj_add_i32(cJSON *obj, const char *camel, int32_t v);
 int asbi_pj_add_bool(cJSON *obj, const char *camel, int v);
 int asbi_pj_add_str(cJSON *obj, const char *camel, const char *v);
 int asbi_pj_add_bytes(cJSON *obj, const char *camel, const void *p, size_t n);
-int asbi_pj_add_enum(cJSON *obj, const char *camel, const asbi_pj_enum *table,
-                     int value);
+int asbi_pj_add_enum(cJSON *obj, const char *camel, const asbi_pj_enum *table, int value);
 /* obj[key] = the Unix time ms as an RFC 3339 string (E2B's createdAt,
  * startedAt, ...). Unlike the setters above it adds a zero time too (the
  * epoch): a time field is always present. 0, or -1 on allocation failure. */

@@ -48,9 +48,8 @@ static void checksum(unsigned char *h) {
   h[155] = ' ';
 }
 
-static int put_header(asbi_buf *out, const char *name, size_t nlen, const char *prefix,
-                      size_t plen, int type, unsigned mode, uint64_t size,
-                      const char *linkname) {
+static int put_header(asbi_buf *out, const char *name, size_t nlen, const char *prefix, size_t plen,
+                      int type, unsigned mode, uint64_t size, const char *linkname) {
   unsigned char h[BLOCK];
   memset(h, 0, sizeof h);
   memcpy(h, name, nlen);
@@ -104,8 +103,7 @@ int asbi_tar_add(asbi_buf *out, const char *name, int type, unsigned mode, const
         break;
       }
     if (split) {
-      rc = put_header(out, full + split + 1, n - split - 1, full, split, type, mode, len,
-                      linkname);
+      rc = put_header(out, full + split + 1, n - split - 1, full, split, type, mode, len, linkname);
     } else { /* GNU long name */
       rc = put_header(out, "././@LongLink", 13, NULL, 0, 'L', 0644, n + 1, NULL);
       if (!rc) rc = put_data(out, full, n + 1);
@@ -260,10 +258,9 @@ int asbi_tar_next(asbi_tar_reader *r, asbi_tar_entry *e) {
     int type = h[156];
     if (type == '\0' || type == '7') type = ASBI_TAR_FILE;
     /* only regular files (and these metadata entries) carry data here */
-    uint64_t dsize = (type == ASBI_TAR_FILE || type == 'L' || type == 'K' || type == 'x' ||
-                      type == 'g')
-                         ? size
-                         : 0;
+    uint64_t dsize =
+        (type == ASBI_TAR_FILE || type == 'L' || type == 'K' || type == 'x' || type == 'g') ? size
+                                                                                            : 0;
     size_t avail = r->len - r->off - BLOCK;
     if (dsize > avail) return fail(r, "entry data past the end of the archive");
     uint64_t padded = (dsize + BLOCK - 1) / BLOCK * BLOCK;
@@ -278,8 +275,10 @@ int asbi_tar_next(asbi_tar_reader *r, asbi_tar_entry *e) {
       memcpy(dst, data, n);
       dst[n] = '\0';
       if (memchr(dst, '\0', n)) return fail(r, "NUL in a long name");
-      if (type == 'L') have_name = 1;
-      else have_link = 1;
+      if (type == 'L')
+        have_name = 1;
+      else
+        have_link = 1;
       continue;
     }
     if (type == 'x') {
@@ -349,8 +348,8 @@ static int pack_read(const char *path, asbi_buf *out, size_t max) {
   return rc;
 }
 
-static int pack_level(const char *root, const char *rel, asbi_buf *tar, size_t file_max,
-                      int depth, char *err, size_t errlen) {
+static int pack_level(const char *root, const char *rel, asbi_buf *tar, size_t file_max, int depth,
+                      char *err, size_t errlen) {
   char path[8192];
   snprintf(path, sizeof path, "%s%s%s", root, *rel ? "/" : "", rel);
   if (depth > PACK_MAX_DEPTH) return pack_fail(err, errlen, -ELOOP, path, "nests too deep");
@@ -413,7 +412,8 @@ static int pack_level(const char *root, const char *rel, asbi_buf *tar, size_t f
     } else {
       continue; /* sockets, fifos, devices: not part of a template */
     }
-    if (!rc && t == -2) rc = pack_fail(err, errlen, -ENAMETOOLONG, full, "name or link too long");
+    if (!rc && t == -2)
+      rc = pack_fail(err, errlen, -ENAMETOOLONG, full, "name or link too long");
     else if (!rc && t)
       rc = tar->max && tar->len + BUFSIZ > tar->max
                ? pack_fail(err, errlen, -EFBIG, root, "the archive is too big")
@@ -425,8 +425,7 @@ static int pack_level(const char *root, const char *rel, asbi_buf *tar, size_t f
   return rc;
 }
 
-int asbi_tar_pack_dir(const char *root, asbi_buf *tar, size_t file_max, char *err,
-                      size_t errlen) {
+int asbi_tar_pack_dir(const char *root, asbi_buf *tar, size_t file_max, char *err, size_t errlen) {
   if (errlen) err[0] = '\0';
   return pack_level(root, "", tar, file_max, 0, err, errlen);
 }

@@ -27,8 +27,8 @@
  * ASBI_TAR_SYMLINK (linkname). mode: permission bits (& 07777). Returns 0,
  * -1 (memory / out->max) or -2 (invalid name or linkname: empty, over 4095
  * bytes, or a symlink target over 100 bytes). */
-int asbi_tar_add(asbi_buf *out, const char *name, int type, unsigned mode,
-                 const void *data, size_t len, const char *linkname);
+int asbi_tar_add(asbi_buf *out, const char *name, int type, unsigned mode, const void *data,
+                 size_t len, const char *linkname);
 /* The end-of-archive marker (two zero blocks). 0 or -1. */
 int asbi_tar_finish(asbi_buf *out);
 
@@ -41,8 +41,7 @@ int asbi_tar_finish(asbi_buf *out);
  * marker. Returns 0 or a negative errno with "<path>: <reason>" in err:
  * -EFBIG (a file over file_max, or tar->max reached), -ENAMETOOLONG,
  * -ELOOP (nested over 32 deep), -ENOMEM, or what the filesystem said. */
-int asbi_tar_pack_dir(const char *root, asbi_buf *tar, size_t file_max, char *err,
-                      size_t errlen);
+int asbi_tar_pack_dir(const char *root, asbi_buf *tar, size_t file_max, char *err, size_t errlen);
 
 typedef struct asbi_tar_entry {
   char name[4096];     /* normalised, relative, no trailing '/' */
@@ -51,7 +50,7 @@ typedef struct asbi_tar_entry {
                           link, '2' symlink, '5' dir, others as found */
   unsigned mode;
   uint64_t size;
-  const char *data;    /* file contents (into the archive), size bytes */
+  const char *data; /* file contents (into the archive), size bytes */
 } asbi_tar_entry;
 
 typedef struct asbi_tar_reader {

@@ -10,8 +10,8 @@
 #include "util/util.h"
 
 static int unreserved(unsigned char c) {
-  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
-         (c >= '0' && c <= '9') || c == '-' || c == '.' || c == '_' || c == '~';
+  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
+         c == '.' || c == '_' || c == '~';
 }
 
 int asbi_url_escape(asbi_buf *out, const char *s, int keep_slash) {
@@ -72,9 +72,7 @@ bad:
 static int valid_id(const char *id) {
   if (asbi_empty(id)) return 0;
   for (const char *p = id; *p; p++)
-    if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '_' ||
-          *p == '-'))
-      return 0;
+    if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '_' || *p == '-')) return 0;
   return 1;
 }
 
@@ -88,8 +86,7 @@ static int valid_domain(const char *d) {
 }
 
 static int e2b_cloud_domain(const char *d) {
-  static const char *const own[] = {"e2b.app", "e2b.dev", "e2b.pro",
-                                    "e2b-staging.dev"};
+  static const char *const own[] = {"e2b.app", "e2b.dev", "e2b.pro", "e2b-staging.dev"};
   for (size_t i = 0; i < ASBI_ARRAY_LEN(own); i++)
     if (asbi_strcaseeq(d, own[i])) return 1;
   return 0;
@@ -104,8 +101,7 @@ static int finish(asbi_buf *out, size_t mark, int rc) {
   return 0;
 }
 
-int asbi_url_sandbox_base(asbi_buf *out, const asbi_route_cfg *cfg, int port,
-                          asbi_url_kind kind) {
+int asbi_url_sandbox_base(asbi_buf *out, const asbi_route_cfg *cfg, int port, asbi_url_kind kind) {
   size_t mark = out->len;
   if (!cfg || port < 1 || port > 65535) return -1;
   if (kind == ASBI_URL_API && !asbi_empty(cfg->sandbox_url)) {
@@ -114,28 +110,22 @@ int asbi_url_sandbox_base(asbi_buf *out, const asbi_route_cfg *cfg, int port,
     if (l == 0) return -1;
     return finish(out, mark, asbi_buf_append(out, cfg->sandbox_url, l));
   }
-  if (cfg->debug)
-    return finish(out, mark, asbi_buf_printf(out, "http://localhost:%d", port));
+  if (cfg->debug) return finish(out, mark, asbi_buf_printf(out, "http://localhost:%d", port));
   if (!valid_domain(cfg->domain)) return -1;
-  if (kind == ASBI_URL_API && port == ASBI_ENVD_PORT &&
-      e2b_cloud_domain(cfg->domain))
-    return finish(out, mark,
-                  asbi_buf_printf(out, "https://sandbox.%s", cfg->domain));
+  if (kind == ASBI_URL_API && port == ASBI_ENVD_PORT && e2b_cloud_domain(cfg->domain))
+    return finish(out, mark, asbi_buf_printf(out, "https://sandbox.%s", cfg->domain));
   if (!valid_id(cfg->sandbox_id)) return -1;
   const char *scheme = asbi_url_host_is_loopback(cfg->domain) ? "http" : "https";
   return finish(out, mark,
-                asbi_buf_printf(out, "%s://%d-%s.%s", scheme, port,
-                                cfg->sandbox_id, cfg->domain));
+                asbi_buf_printf(out, "%s://%d-%s.%s", scheme, port, cfg->sandbox_id, cfg->domain));
 }
 
 int asbi_url_sandbox_host(asbi_buf *out, const asbi_route_cfg *cfg, int port) {
   size_t mark = out->len;
   if (!cfg || port < 1 || port > 65535) return -1;
-  if (cfg->debug)
-    return finish(out, mark, asbi_buf_printf(out, "localhost:%d", port));
+  if (cfg->debug) return finish(out, mark, asbi_buf_printf(out, "localhost:%d", port));
   if (!valid_domain(cfg->domain) || !valid_id(cfg->sandbox_id)) return -1;
-  return finish(out, mark, asbi_buf_printf(out, "%d-%s.%s", port,
-                                           cfg->sandbox_id, cfg->domain));
+  return finish(out, mark, asbi_buf_printf(out, "%d-%s.%s", port, cfg->sandbox_id, cfg->domain));
 }
 
 /* 1 if s (n bytes) is all decimal digits and not empty. */
@@ -156,8 +146,7 @@ int asbi_url_host_is_loopback(const char *host) {
     if (!close) return 0;
     n = (size_t)(close - host - 1);
     const char *rest = close + 1;
-    if (*rest && (*rest != ':' || !all_digits(rest + 1, strlen(rest + 1))))
-      return 0;
+    if (*rest && (*rest != ':' || !all_digits(rest + 1, strlen(rest + 1)))) return 0;
     if (n >= sizeof h) return 0;
     memcpy(h, host + 1, n);
     h[n] = '\0';
@@ -184,8 +173,7 @@ int asbi_url_host_is_loopback(const char *host) {
   if (asbi_strcaseeq(h, "localhost")) return 1;
   if (n > 10 && asbi_strcaseeq(h + n - 10, ".localhost")) return 1;
   struct in_addr a4;
-  if (inet_pton(AF_INET, h, &a4) == 1)
-    return ((const unsigned char *)&a4.s_addr)[0] == 127;
+  if (inet_pton(AF_INET, h, &a4) == 1) return ((const unsigned char *)&a4.s_addr)[0] == 127;
   return 0;
 }
 
@@ -214,8 +202,8 @@ int asbi_url_parse_sandbox_host(const char *host, int *port, char **id) {
   if (hl == 0 || rest[0] == '.') return -1;
   for (size_t i = 0; i < hl; i++) {
     char c = rest[i];
-    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-          (c >= '0' && c <= '9') || c == '-' || c == '.'))
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+          c == '.'))
       return -1;
   }
   if (colon) {

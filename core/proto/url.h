@@ -41,8 +41,7 @@ typedef enum asbi_url_kind {
  *  - else <scheme>://<port>-<id>.<domain>, scheme http when the domain's host
  *    is loopback (localhost, *.localhost, 127.x, [::1]) else https.
  * Returns 0, or -1 if the id is not [a-z0-9_-]+ or the domain is empty. */
-int asbi_url_sandbox_base(asbi_buf *out, const asbi_route_cfg *cfg, int port,
-                          asbi_url_kind kind);
+int asbi_url_sandbox_base(asbi_buf *out, const asbi_route_cfg *cfg, int port, asbi_url_kind kind);
 /* "<port>-<id>.<domain>" ("localhost:<port>" in debug mode). */
 int asbi_url_sandbox_host(asbi_buf *out, const asbi_route_cfg *cfg, int port);
 /* 1 if a host (optionally with :port) is a loopback name or address. */

@@ -53,13 +53,13 @@ extern char **environ;
 #define DEFAULT_MAX_PROMPT (256u << 10)
 #define DEFAULT_MAX_SESSIONS 64u
 #define DEFAULT_MAX_LOG (16u << 20)
-#define LINE_MAX_BYTES (8u << 20)  /* one JSON line of a CLI */
-#define LOG_LINE_MAX 4096          /* one stderr line kept as an event */
-#define TAIL_MAX 4096              /* stderr kept for error messages */
-#define CANCEL_GRACE_MS 3000       /* SIGTERM, then SIGKILL */
-#define KEEPALIVE_MS 15000         /* SSE comment while a stream idles */
-#define MAX_LIST 64                /* args / env entries of a session */
-#define PAGE_MAX 10000             /* events of one GET .../events page */
+#define LINE_MAX_BYTES (8u << 20) /* one JSON line of a CLI */
+#define LOG_LINE_MAX 4096         /* one stderr line kept as an event */
+#define TAIL_MAX 4096             /* stderr kept for error messages */
+#define CANCEL_GRACE_MS 3000      /* SIGTERM, then SIGKILL */
+#define KEEPALIVE_MS 15000        /* SSE comment while a stream idles */
+#define MAX_LIST 64               /* args / env entries of a session */
+#define PAGE_MAX 10000            /* events of one GET .../events page */
 #define DEFAULT_SEARCH ASBI_AGENTS_TEMPLATE_PREFIX ":" ASBI_AGENTS_HOST_PREFIX
 
 /* ---- the event log of a session (or of an install) ----------------------------------- */
@@ -77,10 +77,10 @@ typedef struct evlog {
   pthread_cond_t cv; /* an event was appended, or activity ended */
   ev *v;
   size_t n, cap;
-  int64_t next_seq;  /* the seq of the next event (from 1) */
-  int64_t dropped;   /* events up to this seq were dropped (over max) */
+  int64_t next_seq; /* the seq of the next event (from 1) */
+  int64_t dropped;  /* events up to this seq were dropped (over max) */
   size_t bytes, max;
-  int active;        /* a turn (or the install) is in progress */
+  int active; /* a turn (or the install) is in progress */
 } evlog;
 
 static void evlog_init(evlog *l, size_t max) {
@@ -176,10 +176,10 @@ static void cv_wait_ms(pthread_cond_t *cv, pthread_mutex_t *mu, long ms) {
 
 struct asbs_agents {
   asb_server *server;
-  char *prefix;       /* installs go here (npm -g layout: bin/, lib/node_modules/) */
-  char **search;      /* read-only prefixes looked at after it, NULL-ended */
-  char *npm;          /* the npm command */
-  char *registry;     /* default registry of installs, or NULL */
+  char *prefix;   /* installs go here (npm -g layout: bin/, lib/node_modules/) */
+  char **search;  /* read-only prefixes looked at after it, NULL-ended */
+  char *npm;      /* the npm command */
+  char *registry; /* default registry of installs, or NULL */
   size_t max_prompt;
   unsigned max_sessions;
   size_t max_log;
@@ -201,7 +201,7 @@ typedef struct turn_agg {
   cJSON *files;    /* paths, unique */
   cJSON *commands; /* [{command, exit_code}] */
   double in_tok, out_tok, cached;
-  char *error;     /* the first fatal error */
+  char *error; /* the first fatal error */
 } turn_agg;
 
 struct asbs_session {
@@ -217,17 +217,17 @@ struct asbs_session {
   evlog log;
   /* guarded by log.mu */
   int closed;
-  int turn;          /* the current (or last) turn's number */
+  int turn; /* the current (or last) turn's number */
   int running;
-  int cancel;        /* cancel requested for the running turn */
+  int cancel; /* cancel requested for the running turn */
   int64_t cancel_at;
-  pid_t pid;         /* the running CLI (or npm), 0 when none */
+  pid_t pid; /* the running CLI (or npm), 0 when none */
   pthread_t thread;
   int has_thread;
   char status_text[32];
-  cJSON *turns;      /* transcript: [{turn, prompt, status, final_message, ...}] */
+  cJSON *turns; /* transcript: [{turn, prompt, status, final_message, ...}] */
   turn_agg agg;
-  asbs_map map;      /* the running turn's mapper state (the turn's thread) */
+  asbs_map map; /* the running turn's mapper state (the turn's thread) */
 };
 
 static void agg_clear(turn_agg *a) {
@@ -274,7 +274,9 @@ static void session_unref(asbs_session *s) {
   free(s);
 }
 
-static void session_ref(asbs_session *s) { atomic_fetch_add(&s->refs, 1); }
+static void session_ref(asbs_session *s) {
+  atomic_fetch_add(&s->refs, 1);
+}
 
 /* ---- emitting (called by the mappers on the turn's thread) ---------------------------- */
 
@@ -309,8 +311,7 @@ static void agg_take(asbs_session *s, const char *type, const cJSON *f) {
     const cJSON *v;
     if ((v = asbs_jget(f, "input_tokens")) && cJSON_IsNumber(v)) a->in_tok += v->valuedouble;
     if ((v = asbs_jget(f, "output_tokens")) && cJSON_IsNumber(v)) a->out_tok += v->valuedouble;
-    if ((v = asbs_jget(f, "cached_input_tokens")) && cJSON_IsNumber(v))
-      a->cached += v->valuedouble;
+    if ((v = asbs_jget(f, "cached_input_tokens")) && cJSON_IsNumber(v)) a->cached += v->valuedouble;
   } else if (!strcmp(type, "error")) {
     if (cJSON_IsTrue(asbs_jget(f, "fatal")) && !a->error) {
       const char *m = asbs_jstr(f, "message");
@@ -559,8 +560,8 @@ static int spawn(pid_t *pid, int *outfd, int *errfd, char *const argv[], char *c
   sigfillset(&all);
   posix_spawnattr_setsigmask(&at, &none);
   posix_spawnattr_setsigdefault(&at, &all);
-  posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK |
-                                    POSIX_SPAWN_SETSIGDEF);
+  posix_spawnattr_setflags(&at,
+                           POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
   int rc = posix_spawn(pid, argv[0], &fa, &at, argv, envp);
   posix_spawn_file_actions_destroy(&fa);
   posix_spawnattr_destroy(&at);
@@ -673,10 +674,13 @@ static int run_child(pid_t pid, int outfd, int errfd, reader *rd) {
       if (r > 0) {
         asbi_buf *b = k ? &eb : &ob;
         if (asbi_buf_append(b, chunk, (size_t)r) == 0)
-          split_lines(b, 0, k ? rd->on_err : rd->on_line, rd->ud, k ? LOG_LINE_MAX : LINE_MAX_BYTES);
+          split_lines(b, 0, k ? rd->on_err : rd->on_line, rd->ud,
+                      k ? LOG_LINE_MAX : LINE_MAX_BYTES);
       } else if (r == 0 || (errno != EINTR && errno != EAGAIN)) {
-        if (k) open_e = 0;
-        else open_o = 0;
+        if (k)
+          open_e = 0;
+        else
+          open_o = 0;
       }
     }
     /* cancel: SIGTERM at once (the cancel call), SIGKILL after the grace */
@@ -727,7 +731,7 @@ static int run_child(pid_t pid, int outfd, int errfd, reader *rd) {
 typedef struct install_ctx {
   asbs_session *sess; /* where the events go */
   int turn;
-  asbi_buf tail;      /* npm's last output, for the error */
+  asbi_buf tail; /* npm's last output, for the error */
 } install_ctx;
 
 static void install_line(void *ud, char *line, size_t len) {
@@ -803,8 +807,10 @@ static int do_install(asbs_agents *svc, const asbs_agent_spec *spec, const insta
   cJSON_AddStringToObject(f, "package", spec->package);
   cJSON_AddStringToObject(f, "spec", spec_text);
   cJSON_AddStringToObject(f, "prefix", svc->prefix);
-  if (registry) cJSON_AddStringToObject(f, "registry", registry);
-  else cJSON_AddNullToObject(f, "registry");
+  if (registry)
+    cJSON_AddStringToObject(f, "registry", registry);
+  else
+    cJSON_AddNullToObject(f, "registry");
   emit_in(sess, turn, "install.started", f, NULL);
   int rc = -1;
   why[0] = 0;
@@ -845,8 +851,7 @@ static int do_install(asbs_agents *svc, const asbs_agent_spec *spec, const insta
     int of, ef;
     int sp = brc ? ENOMEM : spawn(&pid, &of, &ef, argv.v, env.v, NULL);
     if (sp) {
-      snprintf(why, whyn, "cannot install %s: cannot run %s: %s", spec->package, npm,
-               strerror(sp));
+      snprintf(why, whyn, "cannot install %s: cannot run %s: %s", spec->package, npm, strerror(sp));
     } else {
       install_ctx ic = {sess, turn, ASBI_BUF_INIT};
       pthread_mutex_lock(&sess->log.mu);
@@ -866,19 +871,22 @@ static int do_install(asbs_agents *svc, const asbs_agent_spec *spec, const insta
         reason_of(ic.tail.data, reason, sizeof reason);
         snprintf(why, whyn, "npm install %s failed (exit %d): %s%s", spec_text, code,
                  reason[0] ? reason : "no output",
-                 registry ? "" : " (sandboxes have no network yet: give a registry or a "
-                                 "tarball reachable inside the sandbox)");
+                 registry ? ""
+                          : " (sandboxes have no network yet: give a registry or a "
+                            "tarball reachable inside the sandbox)");
       } else if (!find_agent(svc, spec, &fd)) {
-        snprintf(why, whyn, "npm installed %s, but its command '%s' is not in %s/bin",
-                 spec_text, spec->bin, svc->prefix);
+        snprintf(why, whyn, "npm installed %s, but its command '%s' is not in %s/bin", spec_text,
+                 spec->bin, svc->prefix);
       } else {
         rc = 0;
         cJSON *d = cJSON_CreateObject();
         cJSON_AddStringToObject(d, "agent", spec->name);
         cJSON_AddStringToObject(d, "package", spec->package);
         cJSON_AddStringToObject(d, "status", "installed");
-        if (fd.version) cJSON_AddStringToObject(d, "version", fd.version);
-        else cJSON_AddNullToObject(d, "version");
+        if (fd.version)
+          cJSON_AddStringToObject(d, "version", fd.version);
+        else
+          cJSON_AddNullToObject(d, "version");
         cJSON_AddStringToObject(d, "path", fd.path);
         found_free(&fd);
         emit_in(sess, turn, "install.completed", d, NULL);
@@ -948,8 +956,8 @@ static void uuid4(char out[37]) {
   b[6] = (unsigned char)((b[6] & 0x0f) | 0x40);
   b[8] = (unsigned char)((b[8] & 0x3f) | 0x80);
   snprintf(out, 37, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0],
-           b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13],
-           b[14], b[15]);
+           b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14],
+           b[15]);
 }
 
 static void *turn_main(void *arg) {
@@ -1049,21 +1057,27 @@ static void *turn_main(void *arg) {
   }
   cJSON *f = cJSON_CreateObject();
   cJSON_AddStringToObject(f, "status", status);
-  if (s->agg.final_message) cJSON_AddStringToObject(f, "final_message", s->agg.final_message);
-  else cJSON_AddNullToObject(f, "final_message");
+  if (s->agg.final_message)
+    cJSON_AddStringToObject(f, "final_message", s->agg.final_message);
+  else
+    cJSON_AddNullToObject(f, "final_message");
   cJSON_AddItemToObject(f, "files_changed",
                         s->agg.files ? cJSON_Duplicate(s->agg.files, 1) : cJSON_CreateArray());
-  cJSON_AddItemToObject(f, "commands", s->agg.commands ? cJSON_Duplicate(s->agg.commands, 1)
-                                                       : cJSON_CreateArray());
+  cJSON_AddItemToObject(
+      f, "commands", s->agg.commands ? cJSON_Duplicate(s->agg.commands, 1) : cJSON_CreateArray());
   cJSON *u = cJSON_AddObjectToObject(f, "usage");
   cJSON_AddNumberToObject(u, "input_tokens", s->agg.in_tok);
   cJSON_AddNumberToObject(u, "output_tokens", s->agg.out_tok);
   cJSON_AddNumberToObject(u, "cached_input_tokens", s->agg.cached);
   cJSON_AddNumberToObject(u, "total_tokens", s->agg.in_tok + s->agg.out_tok);
-  if (spawned && exit_code >= 0) cJSON_AddNumberToObject(f, "exit_code", exit_code);
-  else cJSON_AddNullToObject(f, "exit_code");
-  if (strcmp(status, "completed") != 0) cJSON_AddStringToObject(f, "error", errbuf);
-  else cJSON_AddNullToObject(f, "error");
+  if (spawned && exit_code >= 0)
+    cJSON_AddNumberToObject(f, "exit_code", exit_code);
+  else
+    cJSON_AddNullToObject(f, "exit_code");
+  if (strcmp(status, "completed") != 0)
+    cJSON_AddStringToObject(f, "error", errbuf);
+  else
+    cJSON_AddNullToObject(f, "error");
   cJSON_AddNumberToObject(f, "duration_ms", (double)(mono_ms() - t0));
   /* the transcript entry */
   cJSON *entry = cJSON_Duplicate(f, 1);
@@ -1262,8 +1276,10 @@ static cJSON *agent_json(asbs_agents *svc, const asbs_agent_spec *spec) {
   found f;
   int have = find_agent(svc, spec, &f);
   cJSON_AddBoolToObject(a, "installed", have);
-  if (have && f.version) cJSON_AddStringToObject(a, "version", f.version);
-  else cJSON_AddNullToObject(a, "version");
+  if (have && f.version)
+    cJSON_AddStringToObject(a, "version", f.version);
+  else
+    cJSON_AddNullToObject(a, "version");
   if (have) {
     cJSON_AddStringToObject(a, "path", f.path);
     cJSON_AddStringToObject(a, "source", f.where);
@@ -1281,13 +1297,19 @@ static cJSON *session_json(asbs_session *s, int with_turns) {
   cJSON_AddStringToObject(j, "id", s->id);
   cJSON_AddStringToObject(j, "agent", s->spec->name);
   cJSON_AddStringToObject(j, "status", s->closed ? "closed" : s->running ? "running" : "idle");
-  if (s->native_id) cJSON_AddStringToObject(j, "native_session_id", s->native_id);
-  else cJSON_AddNullToObject(j, "native_session_id");
+  if (s->native_id)
+    cJSON_AddStringToObject(j, "native_session_id", s->native_id);
+  else
+    cJSON_AddNullToObject(j, "native_session_id");
   cJSON_AddStringToObject(j, "cwd", s->cfg.cwd);
-  if (s->cfg.model) cJSON_AddStringToObject(j, "model", s->cfg.model);
-  else cJSON_AddNullToObject(j, "model");
-  if (s->cfg.base_url) cJSON_AddStringToObject(j, "base_url", s->cfg.base_url);
-  else cJSON_AddNullToObject(j, "base_url");
+  if (s->cfg.model)
+    cJSON_AddStringToObject(j, "model", s->cfg.model);
+  else
+    cJSON_AddNullToObject(j, "model");
+  if (s->cfg.base_url)
+    cJSON_AddStringToObject(j, "base_url", s->cfg.base_url);
+  else
+    cJSON_AddNullToObject(j, "base_url");
   cJSON_AddStringToObject(j, "approval", s->cfg.approval ? s->cfg.approval : "never");
   cJSON_AddStringToObject(j, "sandbox", s->cfg.sandbox ? s->cfg.sandbox : "none");
   cJSON_AddNumberToObject(j, "created_at", (double)(s->created_ms / 1000));
@@ -1360,7 +1382,8 @@ static int parse_cfg(asbs_agents *svc, const cJSON *o, asbs_session_cfg *cfg, in
   (void)svc;
   static const char *const approvals[] = {"never", "edits", "plan", NULL};
   static const char *const sandboxes[] = {"none", "workspace-write", "read-only", NULL};
-  if (opt_string(o, "cwd", &cfg->cwd, err, errn) || opt_string(o, "model", &cfg->model, err, errn) ||
+  if (opt_string(o, "cwd", &cfg->cwd, err, errn) ||
+      opt_string(o, "model", &cfg->model, err, errn) ||
       opt_string(o, "base_url", &cfg->base_url, err, errn) ||
       opt_string(o, "api_key_env", &cfg->api_key_env, err, errn) ||
       opt_string(o, "wire_api", &cfg->wire_api, err, errn) ||
@@ -1368,7 +1391,8 @@ static int parse_cfg(asbs_agents *svc, const cJSON *o, asbs_session_cfg *cfg, in
       opt_string(o, "sandbox", &cfg->sandbox, err, errn))
     return -1;
   if (cfg->approval && !one_of(cfg->approval, approvals)) {
-    snprintf(err, errn, "'approval' must be one of never, edits, plan (got '%.64s')", cfg->approval);
+    snprintf(err, errn, "'approval' must be one of never, edits, plan (got '%.64s')",
+             cfg->approval);
     return -1;
   }
   if (cfg->sandbox && !one_of(cfg->sandbox, sandboxes)) {
@@ -1474,8 +1498,8 @@ static void printable(char *out, size_t n, const char *s) {
 static enum MHD_Result unknown_agent(asb_server *srv, struct MHD_Connection *c, const char *name) {
   char *avail = available_agents(), safe[128];
   printable(safe, sizeof safe, name);
-  enum MHD_Result r = reply_err(srv, c, 404, "AgentNotFoundError", "Unknown agent '%s'; available: %s",
-                                safe, avail ? avail : "");
+  enum MHD_Result r = reply_err(srv, c, 404, "AgentNotFoundError",
+                                "Unknown agent '%s'; available: %s", safe, avail ? avail : "");
   free(avail);
   return r;
 }
@@ -1488,10 +1512,14 @@ static enum MHD_Result list_agents(asbs_agents *svc, asb_server *srv, struct MHD
   cJSON *in = cJSON_AddObjectToObject(j, "install");
   cJSON_AddStringToObject(in, "prefix", svc->prefix);
   char npm[PATH_MAX];
-  if (npm_path(svc, npm, sizeof npm)) cJSON_AddStringToObject(in, "npm", npm);
-  else cJSON_AddNullToObject(in, "npm");
-  if (svc->registry) cJSON_AddStringToObject(in, "registry", svc->registry);
-  else cJSON_AddNullToObject(in, "registry");
+  if (npm_path(svc, npm, sizeof npm))
+    cJSON_AddStringToObject(in, "npm", npm);
+  else
+    cJSON_AddNullToObject(in, "npm");
+  if (svc->registry)
+    cJSON_AddStringToObject(in, "registry", svc->registry);
+  else
+    cJSON_AddNullToObject(in, "registry");
   cJSON_AddBoolToObject(in, "on_demand", svc->on_demand);
   cJSON *sp = cJSON_AddArrayToObject(in, "search_path");
   for (char **p = svc->search; p && *p; p++) cJSON_AddItemToArray(sp, cJSON_CreateString(*p));
@@ -1553,7 +1581,8 @@ static enum MHD_Result install_route(asbs_agents *svc, asb_server *srv, struct M
   static const char *const keys[] = {"version", "registry", "source", NULL};
   char err[256];
   install_req req = {0};
-  if (check_keys(o, keys, err, sizeof err) || opt_string(o, "version", &req.version, err, sizeof err) ||
+  if (check_keys(o, keys, err, sizeof err) ||
+      opt_string(o, "version", &req.version, err, sizeof err) ||
       opt_string(o, "registry", &req.registry, err, sizeof err) ||
       opt_string(o, "source", &req.source, err, sizeof err)) {
     cJSON_Delete(o);
@@ -1631,9 +1660,9 @@ static enum MHD_Result create_session(asbs_agents *svc, asb_server *srv, struct 
   const char *why = NULL;
   cJSON *o = body_object(body, len, &why);
   if (!o) return reply_err(srv, c, 400, "ValidationError", "create session: %s", why);
-  static const char *const keys[] = {"agent", "cwd", "model", "base_url", "api_key_env",
-                                     "wire_api", "approval", "sandbox", "args", "env",
-                                     "install", NULL};
+  static const char *const keys[] = {"agent",       "cwd",      "model",    "base_url",
+                                     "api_key_env", "wire_api", "approval", "sandbox",
+                                     "args",        "env",      "install",  NULL};
   char err[512];
   if (check_keys(o, keys, err, sizeof err)) {
     cJSON_Delete(o);
@@ -1642,7 +1671,8 @@ static enum MHD_Result create_session(asbs_agents *svc, asb_server *srv, struct 
   const char *agent = asbs_jstr(o, "agent");
   if (!agent) {
     cJSON_Delete(o);
-    return reply_err(srv, c, 400, "ValidationError", "create session: 'agent' (a string) is required");
+    return reply_err(srv, c, 400, "ValidationError",
+                     "create session: 'agent' (a string) is required");
   }
   const asbs_agent_spec *spec = asbs_agent_find(agent);
   if (!spec) {
@@ -1713,7 +1743,8 @@ static enum MHD_Result send_message(asbs_agents *svc, asb_server *srv, struct MH
   const char *prompt = asbs_jstr(o, "prompt");
   if (!prompt || !*prompt) {
     cJSON_Delete(o);
-    return reply_err(srv, c, 400, "ValidationError", "send: 'prompt' (a non-empty string) is required");
+    return reply_err(srv, c, 400, "ValidationError",
+                     "send: 'prompt' (a non-empty string) is required");
   }
   size_t plen = strlen(prompt);
   if (plen > svc->max_prompt) {
@@ -1740,7 +1771,8 @@ static enum MHD_Result send_message(asbs_agents *svc, asb_server *srv, struct MH
     pthread_mutex_unlock(&s->log.mu);
     free(j->prompt);
     free(j);
-    if (closed) return reply_err(srv, c, 404, "SessionNotFoundError", "session %s is closed", s->id);
+    if (closed)
+      return reply_err(srv, c, 404, "SessionNotFoundError", "session %s is closed", s->id);
     return reply_err(srv, c, 409, "TurnInProgressError",
                      "session %s is running a turn: wait for its turn.completed, or cancel it",
                      s->id);
@@ -1816,7 +1848,8 @@ static enum MHD_Result events_route(asbs_agents *svc, asb_server *srv, struct MH
   if (l && (asbi_parse_i64(l, strlen(l), &limit) || limit < 1 || limit > PAGE_MAX))
     return reply_err(srv, c, 400, "ValidationError", "'limit' must be 1..%d", PAGE_MAX);
   int fmt = want_format(c, FMT_NONE);
-  if (fmt < 0) return reply_err(srv, c, 400, "ValidationError", "stream must be ndjson, sse or none");
+  if (fmt < 0)
+    return reply_err(srv, c, 400, "ValidationError", "stream must be ndjson, sse or none");
   if (fmt != FMT_NONE) return send_stream(srv, c, s, after, fmt, NULL, 0, 200);
   pthread_mutex_lock(&s->log.mu);
   if (after < s->log.dropped) {
@@ -1838,7 +1871,9 @@ static enum MHD_Result events_route(asbs_agents *svc, asb_server *srv, struct MH
   }
   asbi_buf_printf(&b, "],\"next\":%lld,\"more\":%s,\"status\":\"%s\",\"last_seq\":%lld}",
                   (long long)last, i < s->log.n ? "true" : "false",
-                  s->closed ? "closed" : s->running ? "running" : "idle",
+                  s->closed    ? "closed"
+                  : s->running ? "running"
+                               : "idle",
                   (long long)(s->log.next_seq - 1));
   pthread_mutex_unlock(&s->log.mu);
   return asbs_send_json(srv, c, 200, asbi_buf_detach(&b, NULL));
@@ -1912,12 +1947,14 @@ enum MHD_Result asbs_agents_handle(asbs_agents *svc, asb_server *srv, struct MHD
     }
     enum MHD_Result r;
     if (!*action) {
-      if (get) r = reply(srv, c, 200, session_json(s, 1));
+      if (get)
+        r = reply(srv, c, 200, session_json(s, 1));
       else if (del) {
         session_close(svc, s);
         cJSON *j = session_json(s, 0);
         r = reply(srv, c, 200, j);
-      } else r = reply_err(srv, c, 405, "MethodNotAllowed", "use GET or DELETE /agents/sessions/{id}");
+      } else
+        r = reply_err(srv, c, 405, "MethodNotAllowed", "use GET or DELETE /agents/sessions/{id}");
     } else if (!strcmp(action, "messages")) {
       r = post ? send_message(svc, srv, c, s, body, len)
                : reply_err(srv, c, 405, "MethodNotAllowed", "use POST .../messages");
@@ -1948,7 +1985,8 @@ enum MHD_Result asbs_agents_handle(asbs_agents *svc, asb_server *srv, struct MHD
     if (n >= sizeof name) n = sizeof name - 1;
     memcpy(name, rest, n);
     name[n] = 0;
-    if (!post) return reply_err(srv, c, 405, "MethodNotAllowed", "use POST /agents/{agent}/install");
+    if (!post)
+      return reply_err(srv, c, 405, "MethodNotAllowed", "use POST /agents/{agent}/install");
     return install_route(svc, srv, c, name, body, len);
   }
   if (!slash && asbs_agent_find(rest)) {
@@ -1956,11 +1994,13 @@ enum MHD_Result asbs_agents_handle(asbs_agents *svc, asb_server *srv, struct MHD
     return reply(srv, c, 200, agent_json(svc, asbs_agent_find(rest)));
   }
   if (!slash) return unknown_agent(srv, c, rest);
-  return reply_err(srv, c, 404, "NotFound",
-                   "no such route (GET /agents, POST /agents/{agent}/install, /agents/sessions...)");
+  return reply_err(
+      srv, c, 404, "NotFound",
+      "no such route (GET /agents, POST /agents/{agent}/install, /agents/sessions...)");
 }
 
-/* ---- enabling and freeing --------------------------------------------------------------------- */
+/* ---- enabling and freeing ---------------------------------------------------------------------
+ */
 
 static char **split_path(const char *s) {
   size_t n = 1;

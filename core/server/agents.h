@@ -47,19 +47,19 @@ int asbs_argv_addf(asbs_argv *a, const char *fmt, ...) __attribute__((format(pri
 void asbs_argv_free(asbs_argv *a);
 
 typedef struct asbs_agent_spec {
-  const char *name;       /* "codex" */
-  const char *package;    /* npm package: "@openai/codex" */
-  const char *bin;        /* its command: "codex" */
-  const char *protocol;   /* what drives it: "codex exec --json" */
-  const char *key_env;    /* the API key variable it reads by default */
-  const char *api;        /* the model API it speaks: "responses", "chat", "anthropic" */
+  const char *name;     /* "codex" */
+  const char *package;  /* npm package: "@openai/codex" */
+  const char *bin;      /* its command: "codex" */
+  const char *protocol; /* what drives it: "codex exec --json" */
+  const char *key_env;  /* the API key variable it reads by default */
+  const char *api;      /* the model API it speaks: "responses", "chat", "anthropic" */
   /* The command line (argv[0] = the resolved binary, given) and extra
    * environment of one turn. native_id: the agent's own session id from an
    * earlier turn (NULL on the first); first_id: an id to give the agent on
    * its first turn when it takes one (qwen, claude), else unused. */
   int (*command)(const struct asbs_agent_spec *spec, const asbs_session_cfg *cfg,
-                 const char *native_id, const char *first_id, const char *prompt,
-                 asbs_argv *argv, asbs_argv *env);
+                 const char *native_id, const char *first_id, const char *prompt, asbs_argv *argv,
+                 asbs_argv *env);
   /* Map one line of its stdout (parsed) onto unified events. */
   void (*map)(asbs_map *m, const cJSON *native);
 } asbs_agent_spec;

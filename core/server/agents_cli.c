@@ -66,10 +66,14 @@ const cJSON *asbs_jget(const cJSON *o, const char *key) {
   return cJSON_GetObjectItemCaseSensitive(o, key);
 }
 
-static int nonempty(const char *s) { return s && *s; }
+static int nonempty(const char *s) {
+  return s && *s;
+}
 
 /* For cJSON_ArrayForEach over a member that may not be an array. */
-static const cJSON *array_or_null(const cJSON *a) { return cJSON_IsArray(a) ? a : NULL; }
+static const cJSON *array_or_null(const cJSON *a) {
+  return cJSON_IsArray(a) ? a : NULL;
+}
 
 /* The value of the session's key variable, for CLIs that read the key from
  * a fixed variable of their own: the session's env first, then ours. */
@@ -162,16 +166,22 @@ static int codex_command(const asbs_agent_spec *spec, const asbs_session_cfg *cf
   return rc ? -1 : 0;
 }
 
-static cJSON *obj(void) { return cJSON_CreateObject(); }
+static cJSON *obj(void) {
+  return cJSON_CreateObject();
+}
 
 static void add_str(cJSON *o, const char *k, const char *v) {
-  if (v) cJSON_AddStringToObject(o, k, v);
-  else cJSON_AddNullToObject(o, k);
+  if (v)
+    cJSON_AddStringToObject(o, k, v);
+  else
+    cJSON_AddNullToObject(o, k);
 }
 
 static void add_dup(cJSON *o, const char *k, const cJSON *v) {
-  if (v) cJSON_AddItemToObject(o, k, cJSON_Duplicate(v, 1));
-  else cJSON_AddNullToObject(o, k);
+  if (v)
+    cJSON_AddItemToObject(o, k, cJSON_Duplicate(v, 1));
+  else
+    cJSON_AddNullToObject(o, k);
 }
 
 /* Remember a tool call's name, command and input for its completion. */
@@ -225,8 +235,10 @@ static void emit_tool_completed(asbs_map *m, const char *id, int failed, long ex
   add_str(f, "call_id", id);
   add_str(f, "tool", asbs_jstr(c, "tool"));
   add_str(f, "command", asbs_jstr(c, "command"));
-  if (exit_code >= -1) cJSON_AddNumberToObject(f, "exit_code", (double)exit_code);
-  else cJSON_AddNullToObject(f, "exit_code");
+  if (exit_code >= -1)
+    cJSON_AddNumberToObject(f, "exit_code", (double)exit_code);
+  else
+    cJSON_AddNullToObject(f, "exit_code");
   add_str(f, "status", failed ? "failed" : "completed");
   if (output) add_str(f, "output", output);
   asbs_emit(m, "tool.completed", f, native);
@@ -317,8 +329,9 @@ static void codex_item(asbs_map *m, const char *what, const cJSON *item, const c
     cJSON_ArrayForEach(ch, array_or_null(changes)) {
       const char *kind = asbs_jstr(ch, "kind");
       emit_file(m, asbs_jstr(ch, "path"),
-                kind && !strcmp(kind, "add") ? "add" : kind && !strcmp(kind, "delete") ? "delete"
-                                                                                       : "update",
+                kind && !strcmp(kind, "add")      ? "add"
+                : kind && !strcmp(kind, "delete") ? "delete"
+                                                  : "update",
                 asbs_jstr(ch, "diff"), native);
       any = 1;
     }
@@ -402,8 +415,9 @@ static int qwen_command(const asbs_agent_spec *spec, const asbs_session_cfg *cfg
   rc |= asbs_argv_add(argv, "--include-partial-messages");
   const char *ap = approval_of(cfg);
   rc |= asbs_argv_add(argv, "--approval-mode");
-  rc |= asbs_argv_add(argv, !strcmp(ap, "plan") ? "plan" : !strcmp(ap, "edits") ? "auto-edit"
-                                                                                  : "yolo");
+  rc |= asbs_argv_add(argv, !strcmp(ap, "plan")    ? "plan"
+                            : !strcmp(ap, "edits") ? "auto-edit"
+                                                   : "yolo");
   if (nonempty(cfg->base_url) || nonempty(cfg->api_key_env)) {
     rc |= asbs_argv_add(argv, "--auth-type");
     rc |= asbs_argv_add(argv, "openai");
@@ -506,8 +520,8 @@ static int is_shell_tool(const char *name) {
 }
 
 static int is_file_tool(const char *name) {
-  static const char *const names[] = {"Write", "Edit", "MultiEdit", "NotebookEdit",
-                                      "write_file", "edit", "replace", "write"};
+  static const char *const names[] = {"Write",      "Edit", "MultiEdit", "NotebookEdit",
+                                      "write_file", "edit", "replace",   "write"};
   for (size_t i = 0; name && i < sizeof names / sizeof *names; i++)
     if (!strcmp(name, names[i])) return 1;
   return 0;
@@ -760,8 +774,10 @@ static void opencode_map(asbs_map *m, const cJSON *ev) {
                         NULL);
     if (st && (!strcmp(st, "completed") || !strcmp(st, "error"))) {
       int failed = !strcmp(st, "error");
-      if (out && *out) emit_tool_output(m, id, out, NULL);
-      else if (failed && asbs_jstr(state, "error")) emit_tool_output(m, id, asbs_jstr(state, "error"), NULL);
+      if (out && *out)
+        emit_tool_output(m, id, out, NULL);
+      else if (failed && asbs_jstr(state, "error"))
+        emit_tool_output(m, id, asbs_jstr(state, "error"), NULL);
       const cJSON *ex = asbs_jget(asbs_jget(state, "metadata"), "exit");
       long code = cJSON_IsNumber(ex) ? (long)ex->valuedouble : -2;
       if (!failed && is_file_tool(tool)) {
@@ -804,8 +820,9 @@ const asbs_agent_spec asbs_agent_specs[] = {
     {"claude", ASBI_AGENT_CLAUDE_PKG, "claude",
      "claude -p --output-format stream-json --verbose (--session-id, then --resume)",
      "ANTHROPIC_API_KEY", "anthropic", claude_command, stream_json_map},
-    {"opencode", ASBI_AGENT_OPENCODE_PKG, "opencode", "opencode run --format json (--session for later turns)",
-     "OPENAI_API_KEY", "chat", opencode_command, opencode_map},
+    {"opencode", ASBI_AGENT_OPENCODE_PKG, "opencode",
+     "opencode run --format json (--session for later turns)", "OPENAI_API_KEY", "chat",
+     opencode_command, opencode_map},
 };
 const size_t asbs_agent_nspecs = sizeof asbs_agent_specs / sizeof *asbs_agent_specs;
 

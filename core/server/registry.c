@@ -38,14 +38,16 @@ int asb_server_register(asb_server_command **out, asb_server *s, const char *nam
   if (!s)
     rc = asbs_err(ASB_EINVAL, "asb_server_register: no server");
   else if (atomic_load(&s->running))
-    rc = asbs_err(ASB_EINVAL, "asb_server_register: the server is running; register "
+    rc = asbs_err(ASB_EINVAL,
+                  "asb_server_register: the server is running; register "
                   "commands before starting it");
   else if (!valid_name(name, 1))
-    rc = asbs_err(ASB_EINVAL, "asb_server_register: invalid command name '%.140s' (1..128 "
-                  "of [A-Za-z0-9_.-], starting with a letter or '_')", name ? name : "");
+    rc = asbs_err(ASB_EINVAL,
+                  "asb_server_register: invalid command name '%.140s' (1..128 "
+                  "of [A-Za-z0-9_.-], starting with a letter or '_')",
+                  name ? name : "");
   else if (asbs_find(s, name))
-    rc = asbs_err(ASB_EEXISTS, "asb_server_register: command '%s' is already registered",
-                  name);
+    rc = asbs_err(ASB_EEXISTS, "asb_server_register: command '%s' is already registered", name);
   asb_server_command *c = NULL;
   if (!rc) {
     c = calloc(1, sizeof *c);
@@ -83,37 +85,41 @@ int asb_server_register(asb_server_command **out, asb_server *s, const char *nam
   return ASB_OK;
 }
 
-int asb_server_command_add_arg(asb_server_command *c, const char *name, int type,
-                               int flags, const char *default_value,
-                               const char *description) {
+int asb_server_command_add_arg(asb_server_command *c, const char *name, int type, int flags,
+                               const char *default_value, const char *description) {
   if (!c) return asbs_err(ASB_EINVAL, "asb_server_command_add_arg: no command");
   if (atomic_load(&c->server->running))
     return asbs_err(ASB_EINVAL, "asb_server_command_add_arg: the server is running");
   if (!valid_name(name, 0))
-    return asbs_err(ASB_EINVAL, "command '%s': invalid argument name '%.140s' "
-                    "([A-Za-z_][A-Za-z0-9_]*, at most 128)", c->name, name ? name : "");
+    return asbs_err(ASB_EINVAL,
+                    "command '%s': invalid argument name '%.140s' "
+                    "([A-Za-z_][A-Za-z0-9_]*, at most 128)",
+                    c->name, name ? name : "");
   if (!asbi_argtype_name(type))
-    return asbs_err(ASB_EINVAL, "command '%s', argument '%s': unknown type %d", c->name,
-                    name, type);
+    return asbs_err(ASB_EINVAL, "command '%s', argument '%s': unknown type %d", c->name, name,
+                    type);
   if (flags & ~ASB_ARG_REQUIRED)
-    return asbs_err(ASB_EINVAL, "command '%s', argument '%s': unknown flags 0x%x", c->name,
-                    name, (unsigned)flags);
+    return asbs_err(ASB_EINVAL, "command '%s', argument '%s': unknown flags 0x%x", c->name, name,
+                    (unsigned)flags);
   int required = (flags & ASB_ARG_REQUIRED) != 0;
   if (required && default_value)
-    return asbs_err(ASB_EINVAL, "command '%s', argument '%s': a required argument has no "
-                    "default", c->name, name);
+    return asbs_err(ASB_EINVAL,
+                    "command '%s', argument '%s': a required argument has no "
+                    "default",
+                    c->name, name);
   for (size_t i = 0; i < c->nargs; i++)
     if (strcmp(c->args[i].name, name) == 0)
-      return asbs_err(ASB_EEXISTS, "command '%s': argument '%s' is already declared",
-                      c->name, name);
+      return asbs_err(ASB_EEXISTS, "command '%s': argument '%s' is already declared", c->name,
+                      name);
   cJSON *dflt = NULL;
   if (default_value) {
     const char *why = NULL;
     dflt = asbi_arg_from_text(type, default_value, &why);
     if (!dflt)
-      return asbs_err(ASB_EINVAL, "command '%s', argument '%s': default '%.200s' is not a "
-                      "valid %s (%s)", c->name, name, default_value,
-                      asbi_argtype_name(type), why ? why : "invalid");
+      return asbs_err(ASB_EINVAL,
+                      "command '%s', argument '%s': default '%.200s' is not a "
+                      "valid %s (%s)",
+                      c->name, name, default_value, asbi_argtype_name(type), why ? why : "invalid");
   }
   if (c->nargs == c->capargs) {
     size_t cap = c->capargs ? c->capargs * 2 : 4;
@@ -340,13 +346,12 @@ static int set_result_item(asb_server_call *call, cJSON *v) {
 }
 
 int asb_server_call_set_result_json(asb_server_call *call, const char *json) {
-  if (!call || !json)
-    return asbs_err(ASB_EINVAL, "asb_server_call_set_result_json: bad arguments");
+  if (!call || !json) return asbs_err(ASB_EINVAL, "asb_server_call_set_result_json: bad arguments");
   const char *why = NULL;
   cJSON *v = asbi_pj_parse(json, strlen(json), &why);
   if (!v)
-    return asbs_err(ASB_EINVAL, "command '%s': the result is not valid JSON (%s)",
-                    call->cmd->name, why ? why : "invalid");
+    return asbs_err(ASB_EINVAL, "command '%s': the result is not valid JSON (%s)", call->cmd->name,
+                    why ? why : "invalid");
   return set_result_item(call, v);
 }
 
@@ -399,8 +404,8 @@ int asb_server_call_error(asb_server_call *call, const char *type, const char *m
   call->err_type = clean_text(type && *type ? type : "Error");
   call->err_message = clean_text(message ? message : "");
   if (!call->err_type || !call->err_message) return asbs_oom();
-  asbs_err(ASB_ECOMMANDFAILED, "command '%s' failed: %s: %s", call->cmd->name,
-           call->err_type, call->err_message);
+  asbs_err(ASB_ECOMMANDFAILED, "command '%s' failed: %s: %s", call->cmd->name, call->err_type,
+           call->err_message);
   return ASB_ECOMMANDFAILED;
 }
 
@@ -409,8 +414,8 @@ static void reply_error(int *status, char **reply, int st, const char *msg, cons
   *reply = asbs_error_json(msg, type);
 }
 
-asb_server_call *asbs_call_new(asb_server_command *c, const char *body, size_t len,
-                               int *status, char **reply) {
+asb_server_call *asbs_call_new(asb_server_command *c, const char *body, size_t len, int *status,
+                               char **reply) {
   char err[512];
   err[0] = '\0';
   asb_server_call *call = calloc(1, sizeof *call);

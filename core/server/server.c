@@ -24,9 +24,9 @@
 #define DEFAULT_MAX_BODY (1u << 20)
 #define DEFAULT_MAX_CONNS 256u
 #define DEFAULT_GRACE_MS 10000L
-#define AVAILABLE_MAX 2048 /* bytes of "available: ..." in a 404 */
+#define AVAILABLE_MAX 2048      /* bytes of "available: ..." in a 404 */
 #define DISCARD_MAX (16u << 20) /* of a streamed body over the limit */
-#define HEAD_TIMEOUT_MS 30000u /* from a request line to the end of its head */
+#define HEAD_TIMEOUT_MS 30000u  /* from a request line to the end of its head */
 
 void asbs_command_free(asb_server_command *c);
 
@@ -81,8 +81,8 @@ int asb_server_new(asb_server **out, const asb_server_options *o) {
   s->max_conns = o->max_connections ? o->max_connections : DEFAULT_MAX_CONNS;
   s->grace_ms = o->shutdown_grace_ms ? o->shutdown_grace_ms : DEFAULT_GRACE_MS;
   if (!s->host || pipe2(s->stop_pipe, O_CLOEXEC | O_NONBLOCK)) {
-    int rc = s->host ? asbs_err(ASB_ERROR, "asb_server_new: pipe: %s", strerror(errno))
-                     : asbs_oom();
+    int rc =
+        s->host ? asbs_err(ASB_ERROR, "asb_server_new: pipe: %s", strerror(errno)) : asbs_oom();
     free(s->host);
     close(s->efd);
     free(s);
@@ -191,7 +191,9 @@ static void await_answer(asb_server *s, asb_server_call *call, int *status, char
   call->reply = NULL;
 }
 
-int asb_server_fd(const asb_server *s) { return s ? s->efd : -1; }
+int asb_server_fd(const asb_server *s) {
+  return s ? s->efd : -1;
+}
 
 int asb_server_next_call(asb_server_call **out, asb_server *s, long timeout_ms) {
   if (!out || !s) return asbs_err(ASB_EINVAL, "asb_server_next_call: bad arguments");
@@ -246,7 +248,8 @@ int asb_server_call_defer(asb_server_call *call) {
   pthread_mutex_lock(&s->qmu);
   int rc = ASB_OK;
   if (call->state != ASBS_CALL_HANDLER || call->deferred) {
-    rc = asbs_err(ASB_EINVAL, "asb_server_call_defer: only a handler defers its own call, "
+    rc = asbs_err(ASB_EINVAL,
+                  "asb_server_call_defer: only a handler defers its own call, "
                   "once");
   } else {
     call->deferred = 1;
@@ -271,7 +274,8 @@ int asb_server_call_reply(asb_server_call *call) {
                   call->cmd->name);
   } else {
     pthread_mutex_unlock(&s->qmu);
-    return asbs_err(ASB_EINVAL, "asb_server_call_reply: the call is not the program's "
+    return asbs_err(ASB_EINVAL,
+                    "asb_server_call_reply: the call is not the program's "
                     "(pull it with asb_server_next_call or defer it first), or was "
                     "answered already");
   }
@@ -361,7 +365,9 @@ enum MHD_Result asbs_send_json(asb_server *s, struct MHD_Connection *c, unsigned
 
 #define send_json asbs_send_json
 
-int asbs_server_stopping(const asb_server *s) { return atomic_load(&s->stopping); }
+int asbs_server_stopping(const asb_server *s) {
+  return atomic_load(&s->stopping);
+}
 
 static enum MHD_Result send_error(asb_server *s, struct MHD_Connection *c, unsigned status,
                                   const char *msg, const char *type) {
@@ -396,8 +402,8 @@ static char *unknown_message(asb_server *s, const char *name) {
 }
 
 static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *url,
-                               const char *method, const char *version,
-                               const char *upload, size_t *upload_size, void **con_cls) {
+                               const char *method, const char *version, const char *upload,
+                               size_t *upload_size, void **con_cls) {
   (void)version;
   asb_server *s = cls;
   req *r = *con_cls;
@@ -469,16 +475,18 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
   }
   if (!asbi_startswith(url, "/commands/")) {
     r->answered = 1;
-    return send_error(s, c, 404, "no such route (GET /health, GET /commands, "
-                      "POST /commands/<name>)", "NotFound");
+    return send_error(s, c, 404,
+                      "no such route (GET /health, GET /commands, "
+                      "POST /commands/<name>)",
+                      "NotFound");
   }
   const char *name = url + strlen("/commands/");
   asb_server_command *cmd = asbs_find(s, name);
   if (!cmd) {
     r->answered = 1;
     char *msg = unknown_message(s, name);
-    enum MHD_Result ret = send_error(s, c, 404, msg ? msg : "Unknown command",
-                                     "CommandNotFoundError");
+    enum MHD_Result ret =
+        send_error(s, c, 404, msg ? msg : "Unknown command", "CommandNotFoundError");
     free(msg);
     return ret;
   }
@@ -549,8 +557,7 @@ static int listen_on(asb_server *s, int port) {
     a6->sin6_port = htons((uint16_t)port);
     len = sizeof *a6;
   } else {
-    return asbs_err(ASB_EINVAL, "asb_server: host '%s' is not an IPv4 or IPv6 address",
-                    s->host);
+    return asbs_err(ASB_EINVAL, "asb_server: host '%s' is not an IPv4 or IPv6 address", s->host);
   }
   int fd = socket(fam, SOCK_STREAM | SOCK_CLOEXEC, 0);
   int one = 1;
@@ -558,8 +565,8 @@ static int listen_on(asb_server *s, int port) {
       bind(fd, (struct sockaddr *)&ss, len) || listen(fd, 128)) {
     int err = errno;
     if (fd >= 0) close(fd);
-    return asbs_err(ASB_ECONNECTION, "asb_server: cannot listen on %s port %d: %s", s->host,
-                    port, strerror(err));
+    return asbs_err(ASB_ECONNECTION, "asb_server: cannot listen on %s port %d: %s", s->host, port,
+                    strerror(err));
   }
   len = sizeof ss;
   getsockname(fd, (struct sockaddr *)&ss, &len);
@@ -595,7 +602,8 @@ static int begin(asb_server *s, int port) {
   pthread_mutex_unlock(&s->qmu);
   int rc = asbs_freeze(s);
   if (!rc) rc = listen_on(s, port);
-  if (!rc && !(s->guard = asbi_connguard_new(0, HEAD_TIMEOUT_MS, s->max_conns > 1 ? s->max_conns / 2 : 1))) {
+  if (!rc && !(s->guard = asbi_connguard_new(0, HEAD_TIMEOUT_MS,
+                                             s->max_conns > 1 ? s->max_conns / 2 : 1))) {
     close(s->listen_fd);
     s->listen_fd = -1;
     rc = asbs_err(ASB_ERROR, "asb_server: cannot start a thread: %s", strerror(errno));
@@ -604,12 +612,11 @@ static int begin(asb_server *s, int port) {
     s->daemon = MHD_start_daemon(
         MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL |
             MHD_USE_ITC,
-        0,
-        NULL, NULL, handler, s, MHD_OPTION_LISTEN_SOCKET, s->listen_fd,
+        0, NULL, NULL, handler, s, MHD_OPTION_LISTEN_SOCKET, s->listen_fd,
         MHD_OPTION_URI_LOG_CALLBACK, on_uri, s, MHD_OPTION_NOTIFY_COMPLETED, on_done, s,
-        MHD_OPTION_NOTIFY_CONNECTION, on_connection, s,
-        MHD_OPTION_CONNECTION_LIMIT, s->max_conns, MHD_OPTION_CONNECTION_TIMEOUT, 300u,
-        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(64 * 1024), MHD_OPTION_END);
+        MHD_OPTION_NOTIFY_CONNECTION, on_connection, s, MHD_OPTION_CONNECTION_LIMIT, s->max_conns,
+        MHD_OPTION_CONNECTION_TIMEOUT, 300u, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+        (size_t)(64 * 1024), MHD_OPTION_END);
     if (!s->daemon) {
       asbi_connguard_free(s->guard);
       s->guard = NULL;
@@ -712,7 +719,9 @@ int asb_server_start_background(asb_server *s, int port) {
   return ASB_OK;
 }
 
-int asb_server_port(const asb_server *s) { return s ? atomic_load(&s->port) : 0; }
+int asb_server_port(const asb_server *s) {
+  return s ? atomic_load(&s->port) : 0;
+}
 
 int asb_server_stop(asb_server *s) {
   if (!s) return ASB_OK;

@@ -74,8 +74,7 @@ static int depth_check(const char *text_in, size_t len, asbi_tmpl_error *err) {
   return rc;
 }
 
-static void vfail_at(ctx *c, const yaml_node_t *n, const char *field, const char *fmt,
-                     va_list ap) {
+static void vfail_at(ctx *c, const yaml_node_t *n, const char *field, const char *fmt, va_list ap) {
   if (c->failed) return;
   c->failed = 1;
   c->err->line = n ? (int)n->start_mark.line + 1 : 0;
@@ -94,8 +93,7 @@ static int fail_at(ctx *c, const yaml_node_t *n, const char *field, const char *
   return -1;
 }
 
-void asbi_tmpl_format_error(const asbi_tmpl_error *e, const char *file, char *out,
-                            size_t outlen) {
+void asbi_tmpl_format_error(const asbi_tmpl_error *e, const char *file, char *out, size_t outlen) {
   char pos[64] = "";
   if (e->line > 0) snprintf(pos, sizeof pos, ":%d:%d", e->line, e->column);
   snprintf(out, outlen, "%s%s: %s%s%s", file ? file : "template.yaml", pos, e->field,
@@ -106,8 +104,7 @@ void asbi_tmpl_format_error(const asbi_tmpl_error *e, const char *file, char *ou
 
 static yaml_node_t *node(ctx *c, int id) {
   if (++c->visits > MAX_VISITS) {
-    if (!c->failed)
-      fail_at(c, NULL, NULL, "the document is too large or too deeply aliased");
+    if (!c->failed) fail_at(c, NULL, NULL, "the document is too large or too deeply aliased");
     return NULL;
   }
   return yaml_document_get_node(c->doc, id);
@@ -116,21 +113,26 @@ static yaml_node_t *node(ctx *c, int id) {
 static const char *kind_name(const yaml_node_t *n) {
   if (!n) return "nothing";
   switch (n->type) {
-    case YAML_SCALAR_NODE: return "a scalar";
-    case YAML_SEQUENCE_NODE: return "a list";
-    case YAML_MAPPING_NODE: return "a mapping";
-    default: return "nothing";
+    case YAML_SCALAR_NODE:
+      return "a scalar";
+    case YAML_SEQUENCE_NODE:
+      return "a list";
+    case YAML_MAPPING_NODE:
+      return "a mapping";
+    default:
+      return "nothing";
   }
 }
 
-static const char *text(const yaml_node_t *n) { return (const char *)n->data.scalar.value; }
+static const char *text(const yaml_node_t *n) {
+  return (const char *)n->data.scalar.value;
+}
 
 static int is_null(const yaml_node_t *n) {
   if (!n) return 1;
   if (n->type != YAML_SCALAR_NODE || n->data.scalar.style != YAML_PLAIN_SCALAR_STYLE) return 0;
   const char *t = text(n);
-  return !*t || !strcmp(t, "~") || !strcmp(t, "null") || !strcmp(t, "Null") ||
-         !strcmp(t, "NULL");
+  return !*t || !strcmp(t, "~") || !strcmp(t, "null") || !strcmp(t, "Null") || !strcmp(t, "NULL");
 }
 
 static int scalar(ctx *c, const yaml_node_t *n, const char *field, const char **out) {
@@ -150,15 +152,14 @@ static int nonempty(ctx *c, const yaml_node_t *n, const char *field, const char 
   return 0;
 }
 
-static int integer(ctx *c, const yaml_node_t *n, const char *field, long min, long max,
-                   long *out) {
+static int integer(ctx *c, const yaml_node_t *n, const char *field, long min, long max, long *out) {
   const char *t;
   if (scalar(c, n, field, &t)) return -1;
   int64_t v;
   const char *p = t;
   if (*p == '+') p++;
-  if (!*p || strspn(p, "-0123456789") != strlen(p) || asbi_parse_i64(p, strlen(p), &v) ||
-      v < min || v > max)
+  if (!*p || strspn(p, "-0123456789") != strlen(p) || asbi_parse_i64(p, strlen(p), &v) || v < min ||
+      v > max)
     return fail_at(c, n, field, "expected a whole number in %ld..%ld, got '%.64s'", min, max, t);
   *out = (long)v;
   return 0;
@@ -167,7 +168,8 @@ static int integer(ctx *c, const yaml_node_t *n, const char *field, long min, lo
 static int boolean(ctx *c, const yaml_node_t *n, const char *field, int *out) {
   const char *t;
   if (scalar(c, n, field, &t)) return -1;
-  static const char *const T[] = {"true", "yes", "on", "y"}, *const F[] = {"false", "no", "off", "n"};
+  static const char *const T[] = {"true", "yes", "on", "y"}, *const F[] = {"false", "no", "off",
+                                                                           "n"};
   for (int i = 0; i < 4; i++) {
     if (!strcasecmp(t, T[i])) return *out = 1, 0;
     if (!strcasecmp(t, F[i])) return *out = 0, 0;
@@ -200,8 +202,10 @@ static int size_mib(ctx *c, const yaml_node_t *n, const char *field, long min, l
   if (scalar(c, n, field, &t)) return -1;
   long v = asbi_tmpl_parse_mib(t);
   if (v < 0)
-    return fail_at(c, n, field, "expected a size like 512 (MiB), \"512Mi\" or \"2Gi\", got "
-                   "'%.64s'", t);
+    return fail_at(c, n, field,
+                   "expected a size like 512 (MiB), \"512Mi\" or \"2Gi\", got "
+                   "'%.64s'",
+                   t);
   if (v < min || v > max)
     return fail_at(c, n, field, "%ld MiB is out of range (%ld..%ld MiB)", v, min, max);
   *out = v;
@@ -238,8 +242,7 @@ static int env_pair(ctx *c, const char *key, yaml_node_t *k, yaml_node_t *v, voi
   char field[256];
   snprintf(field, sizeof field, "env.%.100s", key);
   if (!(isalpha((unsigned char)key[0]) || key[0] == '_') ||
-      strspn(key, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_") !=
-          strlen(key))
+      strspn(key, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_") != strlen(key))
     return fail_at(c, k, field, "not a valid variable name ([A-Za-z_][A-Za-z0-9_]*)");
   const char *t = "";
   if (!is_null(v) && scalar(c, v, field, &t)) return -1;
@@ -271,7 +274,8 @@ static cJSON *string_list(ctx *c, yaml_node_t *n, const char *field, int split) 
       return arr;
     }
     char *dup = asbi_strdup(t), *save = NULL;
-    for (char *w = dup ? strtok_r(dup, " \t\n", &save) : NULL; w; w = strtok_r(NULL, " \t\n", &save))
+    for (char *w = dup ? strtok_r(dup, " \t\n", &save) : NULL; w;
+         w = strtok_r(NULL, " \t\n", &save))
       cJSON_AddItemToArray(arr, cJSON_CreateString(w));
     free(dup);
     return arr;
@@ -313,12 +317,13 @@ typedef struct spec {
 
 static int valid_template_name(const char *s) {
   size_t n = strlen(s);
-  if (n < 1 || n > 63 || !(islower((unsigned char)s[0]) || isdigit((unsigned char)s[0])))
-    return 0;
+  if (n < 1 || n > 63 || !(islower((unsigned char)s[0]) || isdigit((unsigned char)s[0]))) return 0;
   return strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789._-") == n;
 }
 
-static int valid_user(const char *u) { return !strcmp(u, "root") || !strcmp(u, "user"); }
+static int valid_user(const char *u) {
+  return !strcmp(u, "root") || !strcmp(u, "user");
+}
 
 static int abs_path(ctx *c, yaml_node_t *n, const char *field, const char **out) {
   if (nonempty(c, n, field, out)) return -1;
@@ -365,8 +370,8 @@ static int step_pair(ctx *c, const char *key, yaml_node_t *k, yaml_node_t *v, vo
   for (int i = 0; i < 5; i++)
     if (!strcmp(key, kinds[i])) {
       if (s->kind)
-        return fail_at(c, k, s->field, "a step does one thing: both '%s' and '%s' given",
-                       s->kind, key);
+        return fail_at(c, k, s->field, "a step does one thing: both '%s' and '%s' given", s->kind,
+                       key);
       s->kind = kinds[i];
       s->kind_node = v;
       return 0;
@@ -387,7 +392,8 @@ static int step_pair(ctx *c, const char *key, yaml_node_t *k, yaml_node_t *v, vo
     cJSON_DeleteItemFromObject(st, key);
     cJSON_AddStringToObject(st, key, t);
   } else {
-    return fail_at(c, k, f, "unknown step field (a step is one of run, copy, apt, pip, npm, "
+    return fail_at(c, k, f,
+                   "unknown step field (a step is one of run, copy, apt, pip, npm, "
                    "with user, cwd, env, timeout; copy also takes owner and mode)");
   }
   return 0;
@@ -447,7 +453,8 @@ static int copy_spec(ctx *c, cJSON *st, yaml_node_t *v, const char *field) {
     if (nonempty(c, v, field, &t)) return -1;
     char a[4096], b[4096], extra[8];
     int n = sscanf(t, "%4095s %4095s %7s", a, b, extra);
-    if (n != 2) return fail_at(c, v, field, "expected \"<src> <dest>\" or a mapping with src and dest");
+    if (n != 2)
+      return fail_at(c, v, field, "expected \"<src> <dest>\" or a mapping with src and dest");
     if (a[0] == '/' || !strcmp(a, "..") || !strncmp(a, "../", 3) || strstr(a, "/../"))
       return fail_at(c, v, field, "the source must be a path inside the template directory");
     if (b[0] != '/') return fail_at(c, v, field, "the destination must be an absolute path");
@@ -459,8 +466,10 @@ static int copy_spec(ctx *c, cJSON *st, yaml_node_t *v, const char *field) {
   int rc = each_pair(c, v, field, copy_pair, st);
   cJSON_DeleteItemFromObject(st, "_field");
   if (rc) return -1;
-  if (!*cJSON_GetObjectItem(st, "src")->valuestring) return fail_at(c, v, field, "'src' is required");
-  if (!*cJSON_GetObjectItem(st, "dest")->valuestring) return fail_at(c, v, field, "'dest' is required");
+  if (!*cJSON_GetObjectItem(st, "src")->valuestring)
+    return fail_at(c, v, field, "'src' is required");
+  if (!*cJSON_GetObjectItem(st, "dest")->valuestring)
+    return fail_at(c, v, field, "'dest' is required");
   return 0;
 }
 
@@ -630,7 +639,8 @@ static cJSON *parse_ready(ctx *c, yaml_node_t *n) {
     return r;
   }
   if (each_pair(c, n, "ready", ready_pair, r)) goto bad;
-  int has_port = cJSON_GetObjectItem(r, "port") != NULL, has_cmd = cJSON_GetObjectItem(r, "cmd") != NULL;
+  int has_port = cJSON_GetObjectItem(r, "port") != NULL,
+      has_cmd = cJSON_GetObjectItem(r, "cmd") != NULL;
   if (has_port == has_cmd) {
     fail_at(c, n, "ready", "give either 'port' or 'cmd'");
     goto bad;
@@ -790,7 +800,8 @@ static int cmd_pair(ctx *c, const char *key, yaml_node_t *k, yaml_node_t *v, voi
     cc->args_node = v;
     if (parse_args(c, v, f, cJSON_GetObjectItem(cmd, "args"))) return -1;
   } else {
-    return fail_at(c, k, f, "unknown field (cmd, description, cwd, user, timeout, env, "
+    return fail_at(c, k, f,
+                   "unknown field (cmd, description, cwd, user, timeout, env, "
                    "hidden, args)");
   }
   return 0;
@@ -822,7 +833,8 @@ static int custom_pair(ctx *c, const char *key, yaml_node_t *k, yaml_node_t *v, 
   if (!(isalpha((unsigned char)key[0]) || key[0] == '_') || strlen(key) > 128 ||
       strspn(key, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-") !=
           strlen(key))
-    return fail_at(c, k, f, "not a valid command name (letters, digits, _ . -; starting with a "
+    return fail_at(c, k, f,
+                   "not a valid command name (letters, digits, _ . -; starting with a "
                    "letter or _)");
   cJSON *cmd = cJSON_CreateObject();
   cJSON_AddItemToArray(cmds, cmd);
@@ -892,8 +904,10 @@ static int top_pair(ctx *c, const char *key, yaml_node_t *k, yaml_node_t *v, voi
   if (!strcmp(key, "name")) {
     if (nonempty(c, v, key, &t)) return -1;
     if (!valid_template_name(t))
-      return fail_at(c, v, key, "'%.64s' is not a valid template name (1..63 of a-z 0-9 . _ -, "
-                     "starting with a letter or digit)", t);
+      return fail_at(c, v, key,
+                     "'%.64s' is not a valid template name (1..63 of a-z 0-9 . _ -, "
+                     "starting with a letter or digit)",
+                     t);
     if (!strcmp(t, "base") || !strcmp(t, "busybox"))
       return fail_at(c, v, key, "'%s' is the name of a built-in template", t);
     cJSON_ReplaceItemInObject(o, "name", cJSON_CreateString(t));
@@ -939,7 +953,8 @@ static int top_pair(ctx *c, const char *key, yaml_node_t *k, yaml_node_t *v, voi
     return each_pair(c, v, key, resources_pair, s);
   } else if (!strcmp(key, "cpu_count")) {
     if (integer(c, v, key, 1, 64, &l)) return -1;
-    cJSON_ReplaceItemInObject(cJSON_GetObjectItem(o, "resources"), "cpu", cJSON_CreateNumber((double)l));
+    cJSON_ReplaceItemInObject(cJSON_GetObjectItem(o, "resources"), "cpu",
+                              cJSON_CreateNumber((double)l));
   } else if (!strcmp(key, "memory_mb") || !strcmp(key, "disk_mb")) {
     if (size_mib(c, v, key, 64, 1 << 20, &l)) return -1;
     cJSON_ReplaceItemInObject(cJSON_GetObjectItem(o, "resources"),
@@ -953,8 +968,10 @@ static int top_pair(ctx *c, const char *key, yaml_node_t *k, yaml_node_t *v, voi
       size_t i = 0;
       while (i < ASBI_ARRAY_LEN(known) && strcmp(known[i], cap->valuestring)) i++;
       if (i == ASBI_ARRAY_LEN(known)) {
-        fail_at(c, v, key, "unknown capability '%.32s' (shell, files, code, terminal, ports, "
-                "commands)", cap->valuestring);
+        fail_at(c, v, key,
+                "unknown capability '%.32s' (shell, files, code, terminal, ports, "
+                "commands)",
+                cap->valuestring);
         cJSON_Delete(caps);
         return -1;
       }
@@ -981,10 +998,12 @@ static int top_pair(ctx *c, const char *key, yaml_node_t *k, yaml_node_t *v, voi
     cJSON *names = string_list(c, v, key, 1);
     if (!names) return -1;
     asbi_buf sh = ASBI_BUF_INIT;
-    asbi_buf_puts(&sh,
+    asbi_buf_puts(
+        &sh,
         "set -e\n"
         "asb_agent() {\n"
-        "  for p in " ASBI_AGENTS_TEMPLATE_PREFIX " " ASBI_AGENTS_HOST_PREFIX "; do\n"
+        "  for p in " ASBI_AGENTS_TEMPLATE_PREFIX " " ASBI_AGENTS_HOST_PREFIX
+        "; do\n"
         "    if [ -x \"$p/bin/$3\" ]; then\n"
         "      v=$(sed -n 's/^ *\"version\": *\"\\([^\"]*\\)\".*/\\1/p' "
         "\"$p/lib/node_modules/$2/package.json\" 2>/dev/null | head -n 1)\n"
@@ -992,7 +1011,8 @@ static int top_pair(ctx *c, const char *key, yaml_node_t *k, yaml_node_t *v, voi
         "      return 0\n"
         "    fi\n"
         "  done\n"
-        "  echo \"agent $1: npm install -g --prefix " ASBI_AGENTS_TEMPLATE_PREFIX " $2\"\n"
+        "  echo \"agent $1: npm install -g --prefix " ASBI_AGENTS_TEMPLATE_PREFIX
+        " $2\"\n"
         "  if ! npm install -g --prefix " ASBI_AGENTS_TEMPLATE_PREFIX
         " --no-audit --no-fund --no-update-notifier \"$2\"; then\n"
         "    echo \"agent $1: cannot preinstall $2: npm install failed (build steps have no "
@@ -1006,8 +1026,11 @@ static int top_pair(ctx *c, const char *key, yaml_node_t *k, yaml_node_t *v, voi
     int i = 0, bad = 0;
     cJSON_ArrayForEach(n, names) {
       const char *pkg = NULL, *cmd = NULL;
-#define ASBI_AGENT_MATCH(nm, pk, cm) \
-  if (!pkg && !strcmp(n->valuestring, nm)) { pkg = pk; cmd = cm; }
+#define ASBI_AGENT_MATCH(nm, pk, cm)         \
+  if (!pkg && !strcmp(n->valuestring, nm)) { \
+    pkg = pk;                                \
+    cmd = cm;                                \
+  }
       ASBI_AGENTS(ASBI_AGENT_MATCH)
 #undef ASBI_AGENT_MATCH
       if (!pkg) {
@@ -1054,8 +1077,7 @@ static int top_pair(ctx *c, const char *key, yaml_node_t *k, yaml_node_t *v, voi
     cJSON_AddItemToArray(dst, st);
   } else if (!strcmp(key, "copy_files")) {
     if (is_null(v)) return 0;
-    if (v->type != YAML_SEQUENCE_NODE)
-      return fail_at(c, v, key, "expected a list of {src, dest}");
+    if (v->type != YAML_SEQUENCE_NODE) return fail_at(c, v, key, "expected a list of {src, dest}");
     int i = 0;
     for (yaml_node_item_t *it = v->data.sequence.items.start; it < v->data.sequence.items.top;
          it++, i++) {
@@ -1122,7 +1144,8 @@ static cJSON *skeleton(void) {
 }
 
 static void move_all(cJSON *from, cJSON *to) {
-  while (from && from->child) cJSON_AddItemToArray(to, cJSON_DetachItemViaPointer(from, from->child));
+  while (from && from->child)
+    cJSON_AddItemToArray(to, cJSON_DetachItemViaPointer(from, from->child));
 }
 
 cJSON *asbi_tmpl_parse(const char *text_in, size_t len, asbi_tmpl_error *err) {

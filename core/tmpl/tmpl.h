@@ -32,8 +32,8 @@
 #define ASBI_TMPL_MAX_DEPTH 64
 
 typedef struct asbi_tmpl_error {
-  int line, column;   /* 1-based; 0 when the error has no position */
-  char field[256];    /* "custom_commands.hello.args[0].type", or "" */
+  int line, column; /* 1-based; 0 when the error has no position */
+  char field[256];  /* "custom_commands.hello.args[0].type", or "" */
   char message[512];
 } asbi_tmpl_error;
 
@@ -43,8 +43,7 @@ typedef struct asbi_tmpl_error {
 cJSON *asbi_tmpl_parse(const char *text, size_t len, asbi_tmpl_error *err);
 
 /* "file:line:column: field: message" (parts left out when unknown). */
-void asbi_tmpl_format_error(const asbi_tmpl_error *err, const char *file, char *out,
-                            size_t outlen);
+void asbi_tmpl_format_error(const asbi_tmpl_error *err, const char *file, char *out, size_t outlen);
 
 /* Sizes as template.yaml writes them: "512" (MiB), "512M", "512Mi",
  * "512MB", "2G", "2Gi", "2GB" (powers of 1024). Returns MiB, or -1. */

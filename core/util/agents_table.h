@@ -11,10 +11,10 @@
 #define ASBI_AGENT_OPENCODE_PKG "opencode-ai"
 
 /* X(name, package, command) */
-#define ASBI_AGENTS(X)                              \
-  X("codex", ASBI_AGENT_CODEX_PKG, "codex")         \
-  X("qwen", ASBI_AGENT_QWEN_PKG, "qwen")            \
-  X("claude", ASBI_AGENT_CLAUDE_PKG, "claude")      \
+#define ASBI_AGENTS(X)                         \
+  X("codex", ASBI_AGENT_CODEX_PKG, "codex")    \
+  X("qwen", ASBI_AGENT_QWEN_PKG, "qwen")       \
+  X("claude", ASBI_AGENT_CLAUDE_PKG, "claude") \
   X("opencode", ASBI_AGENT_OPENCODE_PKG, "opencode")
 
 /* Where agents are looked for: the template's own prefix (template.yaml

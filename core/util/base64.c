@@ -12,27 +12,27 @@
 #include <stdint.h>
 #include <string.h>
 
-static const char STD[] =
-    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-static const char URL[] =
-    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+static const char STD[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+static const char URL[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
 
 /* ---- tables, built at compile time ---------------------------------------- */
 
 /* Character of 6-bit value v in the standard (u=0) or URL-safe (u=1)
  * alphabet. */
-#define ENC_CHAR(v, u)                                                        \
-  ((v) < 26 ? 'A' + (v) : (v) < 52 ? 'a' + (v)-26 : (v) < 62 ? '0' + (v)-52 \
-   : (v) == 62 ? ((u) ? '-' : '+') : ((u) ? '_' : '/'))
+#define ENC_CHAR(v, u)             \
+  ((v) < 26    ? 'A' + (v)         \
+   : (v) < 52  ? 'a' + (v)-26      \
+   : (v) < 62  ? '0' + (v)-52      \
+   : (v) == 62 ? ((u) ? '-' : '+') \
+               : ((u) ? '_' : '/'))
 /* Two characters for 12 bits. */
-#define P1(x, u) {(char)ENC_CHAR((x) >> 6, u), (char)ENC_CHAR((x)&63, u)}
+#define P1(x, u) \
+  { (char)ENC_CHAR((x) >> 6, u), (char)ENC_CHAR((x)&63, u) }
 #define P4(x, u) P1(x, u), P1((x) + 1, u), P1((x) + 2, u), P1((x) + 3, u)
 #define P16(x, u) P4(x, u), P4((x) + 4, u), P4((x) + 8, u), P4((x) + 12, u)
 #define P64(x, u) P16(x, u), P16((x) + 16, u), P16((x) + 32, u), P16((x) + 48, u)
-#define P256(x, u) \
-  P64(x, u), P64((x) + 64, u), P64((x) + 128, u), P64((x) + 192, u)
-#define P1024(x, u)                                                  \
-  P256(x, u), P256((x) + 256, u), P256((x) + 512, u), P256((x) + 768, u)
+#define P256(x, u) P64(x, u), P64((x) + 64, u), P64((x) + 128, u), P64((x) + 192, u)
+#define P1024(x, u) P256(x, u), P256((x) + 256, u), P256((x) + 512, u), P256((x) + 768, u)
 #define P4096(u) P1024(0, u), P1024(1024, u), P1024(2048, u), P1024(3072, u)
 
 static const char PAIRS[2][4096][2] = {{P4096(0)}, {P4096(1)}};
@@ -40,12 +40,12 @@ static const char PAIRS[2][4096][2] = {{P4096(0)}, {P4096(1)}};
 /* Any set bit here marks a character outside both alphabets. */
 #define BAD 0x01000000u
 /* 6-bit value of character c (either alphabet), or 64 if it has none. */
-#define DEC_VAL(c)                                                      \
-  ((c) >= 'A' && (c) <= 'Z'   ? (c) - 'A'                               \
-   : (c) >= 'a' && (c) <= 'z' ? (c) - 'a' + 26                          \
-   : (c) >= '0' && (c) <= '9' ? (c) - '0' + 52                          \
-   : (c) == '+' || (c) == '-' ? 62                                      \
-   : (c) == '/' || (c) == '_' ? 63                                      \
+#define DEC_VAL(c)                             \
+  ((c) >= 'A' && (c) <= 'Z'   ? (c) - 'A'      \
+   : (c) >= 'a' && (c) <= 'z' ? (c) - 'a' + 26 \
+   : (c) >= '0' && (c) <= '9' ? (c) - '0' + 52 \
+   : (c) == '+' || (c) == '-' ? 62             \
+   : (c) == '/' || (c) == '_' ? 63             \
                               : 64)
 #define D1(c, s) (DEC_VAL(c) == 64 ? BAD : (uint32_t)DEC_VAL(c) << (s))
 #define D4(c, s) D1(c, s), D1((c) + 1, s), D1((c) + 2, s), D1((c) + 3, s)
@@ -58,7 +58,9 @@ static const uint32_t DEC[4][256] = {{D256(18)}, {D256(12)}, {D256(6)}, {D256(0)
 
 /* ---- encode ---------------------------------------------------------------- */
 
-size_t asbi_b64_encoded_len(size_t n) { return (n + 2) / 3 * 4; }
+size_t asbi_b64_encoded_len(size_t n) {
+  return (n + 2) / 3 * 4;
+}
 
 size_t asbi_b64_encode(const void *in, size_t n, char *out, int url, int pad) {
   const unsigned char *p = in;
@@ -103,7 +105,9 @@ size_t asbi_b64_encode(const void *in, size_t n, char *out, int url, int pad) {
 
 /* ---- decode ---------------------------------------------------------------- */
 
-size_t asbi_b64_decoded_max(size_t n) { return (n + 3) / 4 * 3; }
+size_t asbi_b64_decoded_max(size_t n) {
+  return (n + 3) / 4 * 3;
+}
 
 /* The 24 bits of one 4-character quantum; BAD set if any character is not
  * in the alphabets. */

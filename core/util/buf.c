@@ -57,7 +57,9 @@ int asbi_buf_puts(asbi_buf *b, const char *s) {
   return asbi_buf_append(b, s, strlen(s));
 }
 
-int asbi_buf_putc(asbi_buf *b, char c) { return asbi_buf_append(b, &c, 1); }
+int asbi_buf_putc(asbi_buf *b, char c) {
+  return asbi_buf_append(b, &c, 1);
+}
 
 int asbi_buf_vprintf(asbi_buf *b, const char *fmt, va_list ap) {
   va_list ap2;

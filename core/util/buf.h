@@ -16,7 +16,8 @@ typedef struct asbi_buf {
   size_t max; /* 0 = unbounded */
 } asbi_buf;
 
-#define ASBI_BUF_INIT {NULL, 0, 0, 0}
+#define ASBI_BUF_INIT \
+  { NULL, 0, 0, 0 }
 
 void asbi_buf_init(asbi_buf *b, size_t max);
 void asbi_buf_free(asbi_buf *b);
@@ -27,8 +28,7 @@ int asbi_buf_reserve(asbi_buf *b, size_t extra);
 int asbi_buf_append(asbi_buf *b, const void *data, size_t n);
 int asbi_buf_puts(asbi_buf *b, const char *s);
 int asbi_buf_putc(asbi_buf *b, char c);
-int asbi_buf_printf(asbi_buf *b, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
+int asbi_buf_printf(asbi_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int asbi_buf_vprintf(asbi_buf *b, const char *fmt, va_list ap);
 /* Remove the first n bytes. */
 void asbi_buf_consume(asbi_buf *b, size_t n);

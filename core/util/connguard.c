@@ -41,10 +41,14 @@ static uint64_t now_ms(void) {
 static void unlink_waiting(asbi_guarded *c) {
   asbi_connguard *g = c->g;
   if (!c->waiting) return;
-  if (c->prev) c->prev->next = c->next;
-  else g->head = c->next;
-  if (c->next) c->next->prev = c->prev;
-  else g->tail = c->prev;
+  if (c->prev)
+    c->prev->next = c->next;
+  else
+    g->head = c->next;
+  if (c->next)
+    c->next->prev = c->prev;
+  else
+    g->tail = c->prev;
   c->prev = c->next = NULL;
   c->waiting = 0;
   c->deadline = 0;
@@ -71,8 +75,10 @@ static void start_waiting(asbi_guarded *c) {
   if (c->cut || c->waiting) return;
   c->prev = g->tail;
   c->next = NULL;
-  if (g->tail) g->tail->next = c;
-  else g->head = c;
+  if (g->tail)
+    g->tail->next = c;
+  else
+    g->head = c;
   g->tail = c;
   c->waiting = 1;
   g->nwaiting++;
@@ -88,8 +94,10 @@ static void *watchdog(void *arg) {
     for (asbi_guarded *c = g->head, *n; c; c = n) {
       n = c->next;
       if (!c->deadline) continue;
-      if (c->deadline <= now) cut(c);
-      else if (!next || c->deadline < next) next = c->deadline;
+      if (c->deadline <= now)
+        cut(c);
+      else if (!next || c->deadline < next)
+        next = c->deadline;
     }
     g->wake_at = next;
     if (!next) {

@@ -8,7 +8,9 @@
 #include <sys/random.h>
 #include <time.h>
 
-char *asbi_strdup(const char *s) { return s ? strdup(s) : NULL; }
+char *asbi_strdup(const char *s) {
+  return s ? strdup(s) : NULL;
+}
 
 char *asbi_strndup(const char *s, size_t n) {
   char *p = malloc(n + 1);
@@ -18,7 +20,9 @@ char *asbi_strndup(const char *s, size_t n) {
   return p;
 }
 
-static int lower(int c) { return (c >= 'A' && c <= 'Z') ? c + 32 : c; }
+static int lower(int c) {
+  return (c >= 'A' && c <= 'Z') ? c + 32 : c;
+}
 
 int asbi_strcaseeq(const char *a, const char *b) {
   if (!a || !b) return a == b;
@@ -34,7 +38,9 @@ int asbi_startswith(const char *s, const char *prefix) {
   return strncmp(s, prefix, strlen(prefix)) == 0;
 }
 
-int asbi_empty(const char *s) { return !s || !*s; }
+int asbi_empty(const char *s) {
+  return !s || !*s;
+}
 
 const char *asbi_getenv(const char *name) {
   const char *v = getenv(name);
@@ -120,7 +126,9 @@ uint64_t asbi_now_us(void) {
   return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
 
-uint64_t asbi_now_ms(void) { return asbi_now_us() / 1000u; }
+uint64_t asbi_now_ms(void) {
+  return asbi_now_us() / 1000u;
+}
 
 void asbi_rfc3339(int64_t sec, long nsec, char out[40]) {
   struct tm tm;
@@ -170,8 +178,7 @@ int asbi_random_hex(char *out, size_t n) {
   while (done < n) {
     size_t chunk = n - done > sizeof b * 2 ? sizeof b * 2 : n - done;
     if (asbi_random_bytes(b, (chunk + 1) / 2) != 0) return -1;
-    for (size_t i = 0; i < chunk; i++)
-      out[done + i] = hex[(b[i / 2] >> ((i & 1) ? 0 : 4)) & 15];
+    for (size_t i = 0; i < chunk; i++) out[done + i] = hex[(b[i / 2] >> ((i & 1) ? 0 : 4)) & 15];
     done += chunk;
   }
   out[n] = '\0';

@@ -42,12 +42,16 @@ static inline size_t asbi_utf8_seq(const unsigned char *s, size_t avail) {
     k = 2;
   } else if (c < 0xF0) {
     k = 3;
-    if (c == 0xE0) lo = 0xA0;      /* overlong */
-    else if (c == 0xED) hi = 0x9F; /* surrogates */
+    if (c == 0xE0)
+      lo = 0xA0; /* overlong */
+    else if (c == 0xED)
+      hi = 0x9F; /* surrogates */
   } else if (c < 0xF5) {
     k = 4;
-    if (c == 0xF0) lo = 0x90;      /* overlong */
-    else if (c == 0xF4) hi = 0x8F; /* beyond U+10FFFF */
+    if (c == 0xF0)
+      lo = 0x90; /* overlong */
+    else if (c == 0xF4)
+      hi = 0x8F; /* beyond U+10FFFF */
   } else {
     return 0;
   }

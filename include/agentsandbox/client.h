@@ -49,8 +49,8 @@ typedef struct asb_client_options {
 
 /* Initialise opts to the defaults of the given version (pass
  * ASB_CLIENT_OPTIONS_VERSION). Returns ASB_EVERSION for unknown versions. */
-ASB_API(int) asb_client_options_init(asb_client_options *opts,
-                                     unsigned int version);
+ASB_API(int)
+asb_client_options_init(asb_client_options *opts, unsigned int version);
 
 /* Create a client. opts may be NULL for all defaults. *out is written only on
  * success. Errors: ASB_EVERSION, ASB_EINVAL (malformed URL or header),
@@ -77,16 +77,17 @@ ASB_API(int) asb_client_has_api_key(const asb_client *client);
 /* Options common to every blocking call that has no options of its own
  * (the typedef is in types.h). */
 struct asb_call_options {
-  unsigned int version;  /* ASB_CALL_OPTIONS_VERSION */
-  long timeout_ms;       /* request timeout: 0 = the client's default,
-                            negative = none */
-  asb_cancel *cancel;    /* optional cancellation token */
+  unsigned int version; /* ASB_CALL_OPTIONS_VERSION */
+  long timeout_ms;      /* request timeout: 0 = the client's default,
+                           negative = none */
+  asb_cancel *cancel;   /* optional cancellation token */
 };
 
-#define ASB_CALL_OPTIONS_INIT { ASB_CALL_OPTIONS_VERSION, 0, NULL }
+#define ASB_CALL_OPTIONS_INIT \
+  { ASB_CALL_OPTIONS_VERSION, 0, NULL }
 
-ASB_API(int) asb_call_options_init(asb_call_options *opts,
-                                   unsigned int version);
+ASB_API(int)
+asb_call_options_init(asb_call_options *opts, unsigned int version);
 
 ASB_END_DECL
 

@@ -19,15 +19,15 @@ ASB_BEGIN_DECL
  * corresponds to, so bindings can mirror E2B's hierarchy. */
 typedef enum asb_status {
   ASB_OK = 0,
-  ASB_ERROR = -1,             /* SandboxException: anything not below */
-  ASB_EINVAL = -2,            /* InvalidArgumentException */
-  ASB_ENOTFOUND = -3,         /* NotFoundException (file, process, context) */
-  ASB_ETIMEOUT = -4,          /* TimeoutException */
-  ASB_EAUTH = -5,             /* AuthenticationException */
-  ASB_ERATELIMIT = -6,        /* RateLimitException; see asb_error.retry_after */
-  ASB_ENOSPACE = -7,          /* NotEnoughSpaceException */
-  ASB_ECOMMANDEXIT = -8,      /* CommandExitException: non-zero exit code */
-  ASB_ETEMPLATE = -9,         /* TemplateException */
+  ASB_ERROR = -1,        /* SandboxException: anything not below */
+  ASB_EINVAL = -2,       /* InvalidArgumentException */
+  ASB_ENOTFOUND = -3,    /* NotFoundException (file, process, context) */
+  ASB_ETIMEOUT = -4,     /* TimeoutException */
+  ASB_EAUTH = -5,        /* AuthenticationException */
+  ASB_ERATELIMIT = -6,   /* RateLimitException; see asb_error.retry_after */
+  ASB_ENOSPACE = -7,     /* NotEnoughSpaceException */
+  ASB_ECOMMANDEXIT = -8, /* CommandExitException: non-zero exit code */
+  ASB_ETEMPLATE = -9,    /* TemplateException */
   ASB_ESANDBOXNOTFOUND = -10, /* SandboxNotFoundException: unknown id */
   ASB_ESANDBOXGONE = -11,     /* SandboxNotFoundException: the sandbox existed
                                  and ended; asb_error.reason says why */

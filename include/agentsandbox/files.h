@@ -20,11 +20,11 @@ ASB_BEGIN_DECL
 
 /* Options shared by the file calls. */
 typedef struct asb_files_options {
-  unsigned int version;  /* ASB_FILES_OPTIONS_VERSION */
-  const char *user;      /* NULL = the sandbox's default user */
-  long timeout_ms;       /* request timeout: 0 = client default, <0 = none */
+  unsigned int version; /* ASB_FILES_OPTIONS_VERSION */
+  const char *user;     /* NULL = the sandbox's default user */
+  long timeout_ms;      /* request timeout: 0 = client default, <0 = none */
   asb_cancel *cancel;
-  int gzip;              /* compress the transfer (reads and writes) */
+  int gzip; /* compress the transfer (reads and writes) */
   /* version 2 */
   const char *const *metadata; /* writes: "key=value" pairs, NULL-ended,
                                   stored on every written file as its user
@@ -32,10 +32,11 @@ typedef struct asb_files_options {
                                   lowercases keys, refuses bad ones: 400) */
 } asb_files_options;
 
-#define ASB_FILES_OPTIONS_INIT { ASB_FILES_OPTIONS_VERSION, NULL, 0, NULL, 0, NULL }
+#define ASB_FILES_OPTIONS_INIT \
+  { ASB_FILES_OPTIONS_VERSION, NULL, 0, NULL, 0, NULL }
 
-ASB_API(int) asb_files_options_init(asb_files_options *opts,
-                                    unsigned int version);
+ASB_API(int)
+asb_files_options_init(asb_files_options *opts, unsigned int version);
 
 /* ---- entries (file information) ------------------------------------------ */
 typedef enum asb_file_type {
@@ -49,8 +50,9 @@ ASB_API(const char *) asb_entry_name(const asb_entry *e);
 ASB_API(const char *) asb_entry_path(const asb_entry *e);
 ASB_API(asb_file_type) asb_entry_type(const asb_entry *e);
 ASB_API(asb_int64) asb_entry_size(const asb_entry *e);
-ASB_API(unsigned int) asb_entry_mode(const asb_entry *e);        /* st_mode bits */
-ASB_API(const char *) asb_entry_permissions(const asb_entry *e); /* "-rw-r--r--" */
+ASB_API(unsigned int) asb_entry_mode(const asb_entry *e); /* st_mode bits */
+ASB_API(const char *)
+asb_entry_permissions(const asb_entry *e); /* "-rw-r--r--" */
 ASB_API(const char *) asb_entry_owner(const asb_entry *e);
 ASB_API(const char *) asb_entry_group(const asb_entry *e);
 /* Modification time: Unix seconds, and the nanoseconds within that second. */
@@ -66,19 +68,22 @@ ASB_API(const char *) asb_entry_metadata_value(const asb_entry *e, size_t i);
 ASB_API(void) asb_entry_free(asb_entry *e);
 
 ASB_API(size_t) asb_entry_list_count(const asb_entry_list *list);
-ASB_API(const asb_entry *) asb_entry_list_get(const asb_entry_list *list,
-                                              size_t i);
+ASB_API(const asb_entry *)
+asb_entry_list_get(const asb_entry_list *list, size_t i);
 ASB_API(void) asb_entry_list_free(asb_entry_list *list);
 
-/* ---- reading ---------------------------------------------------------------- */
+/* ---- reading ----------------------------------------------------------------
+ */
 /* The whole file into a new buffer (NUL-terminated for convenience; free
  * with asb_free). ASB_ENOTFOUND if missing. */
-ASB_API(int) asb_files_read(char **data, size_t *len, asb_sandbox *sandbox,
-                            const char *path, const asb_files_options *opts);
+ASB_API(int)
+asb_files_read(char **data, size_t *len, asb_sandbox *sandbox, const char *path,
+               const asb_files_options *opts);
 /* Stream the file to on_data in chunks. */
-ASB_API(int) asb_files_read_stream(asb_sandbox *sandbox, const char *path,
-                                   const asb_files_options *opts,
-                                   asb_data_fn on_data, void *userdata);
+ASB_API(int)
+asb_files_read_stream(asb_sandbox *sandbox, const char *path,
+                      const asb_files_options *opts, asb_data_fn on_data,
+                      void *userdata);
 
 /* ---- reading at the caller's pace ------------------------------------------
  * The transfer of asb_files_read_stream, pulled one chunk per call by a
@@ -89,16 +94,16 @@ ASB_API(int) asb_files_read_stream(asb_sandbox *sandbox, const char *path,
  * if there is no such file, ASB_EPERM, ASB_EINVAL (a directory). opts'
  * timeout_ms and cancel bound the opening only; *out is freed with
  * asb_file_reader_free. */
-ASB_API(int) asb_files_open_read(asb_file_reader **out, asb_sandbox *sandbox,
-                                 const char *path,
-                                 const asb_files_options *opts);
+ASB_API(int)
+asb_files_open_read(asb_file_reader **out, asb_sandbox *sandbox,
+                    const char *path, const asb_files_options *opts);
 /* The next chunk: 1 with *data and *len set (owned by the reader, valid
  * until its next call), 0 at the end of the file, or a negative asb_status.
  * call->timeout_ms > 0 bounds this wait (ASB_ETIMEOUT, the reader stays
  * usable); call->cancel interrupts it. */
-ASB_API(int) asb_file_reader_read(const char **data, size_t *len,
-                                  asb_file_reader *reader,
-                                  const asb_call_options *call);
+ASB_API(int)
+asb_file_reader_read(const char **data, size_t *len, asb_file_reader *reader,
+                     const asb_call_options *call);
 /* Stop the transfer: a read in progress returns ASB_ECANCELED, later reads
  * at once. Thread-safe, never blocks; the reader stays to be freed. */
 ASB_API(void) asb_file_reader_stop(asb_file_reader *reader);
@@ -107,19 +112,20 @@ ASB_API(void) asb_file_reader_stop(asb_file_reader *reader);
  * blocks. Accepts NULL. */
 ASB_API(void) asb_file_reader_free(asb_file_reader *reader);
 
-/* ---- writing ---------------------------------------------------------------- */
+/* ---- writing ----------------------------------------------------------------
+ */
 
 /* Create or replace path with len bytes (parent directories are created).
  * *out (may be NULL) receives the written entry. */
-ASB_API(int) asb_files_write(asb_entry **out, asb_sandbox *sandbox,
-                             const char *path, const void *data, size_t len,
-                             const asb_files_options *opts);
+ASB_API(int)
+asb_files_write(asb_entry **out, asb_sandbox *sandbox, const char *path,
+                const void *data, size_t len, const asb_files_options *opts);
 /* The same, streaming the content from read; size is the exact length, or
  * -1 if unknown. */
-ASB_API(int) asb_files_write_stream(asb_entry **out, asb_sandbox *sandbox,
-                                    const char *path, asb_read_fn read,
-                                    void *userdata, asb_int64 size,
-                                    const asb_files_options *opts);
+ASB_API(int)
+asb_files_write_stream(asb_entry **out, asb_sandbox *sandbox, const char *path,
+                       asb_read_fn read, void *userdata, asb_int64 size,
+                       const asb_files_options *opts);
 
 /* One file of a batch write. */
 typedef struct asb_write_entry {
@@ -129,34 +135,41 @@ typedef struct asb_write_entry {
 } asb_write_entry;
 
 /* Write several files in one request. *out (may be NULL) lists them. */
-ASB_API(int) asb_files_write_many(asb_entry_list **out, asb_sandbox *sandbox,
-                                  const asb_write_entry *files, size_t count,
-                                  const asb_files_options *opts);
+ASB_API(int)
+asb_files_write_many(asb_entry_list **out, asb_sandbox *sandbox,
+                     const asb_write_entry *files, size_t count,
+                     const asb_files_options *opts);
 
-/* ---- directory and metadata operations ------------------------------------ */
+/* ---- directory and metadata operations ------------------------------------
+ */
 /* Entries of a directory, recursing depth levels (0 or 1 = only its own). */
-ASB_API(int) asb_files_list(asb_entry_list **out, asb_sandbox *sandbox,
-                            const char *path, int depth,
-                            const asb_files_options *opts);
+ASB_API(int)
+asb_files_list(asb_entry_list **out, asb_sandbox *sandbox, const char *path,
+               int depth, const asb_files_options *opts);
 /* 1 if path exists, 0 if not, or a negative asb_status. */
-ASB_API(int) asb_files_exists(asb_sandbox *sandbox, const char *path,
-                              const asb_files_options *opts);
-ASB_API(int) asb_files_stat(asb_entry **out, asb_sandbox *sandbox,
-                            const char *path, const asb_files_options *opts);
+ASB_API(int)
+asb_files_exists(asb_sandbox *sandbox, const char *path,
+                 const asb_files_options *opts);
+ASB_API(int)
+asb_files_stat(asb_entry **out, asb_sandbox *sandbox, const char *path,
+               const asb_files_options *opts);
 /* Remove a file or a directory tree. A missing path is not an error (as in
  * E2B: envd removes like os.RemoveAll). */
-ASB_API(int) asb_files_remove(asb_sandbox *sandbox, const char *path,
-                              const asb_files_options *opts);
+ASB_API(int)
+asb_files_remove(asb_sandbox *sandbox, const char *path,
+                 const asb_files_options *opts);
 /* Move/rename; *out (may be NULL) receives the entry at its new path. */
-ASB_API(int) asb_files_rename(asb_entry **out, asb_sandbox *sandbox,
-                              const char *from, const char *to,
-                              const asb_files_options *opts);
+ASB_API(int)
+asb_files_rename(asb_entry **out, asb_sandbox *sandbox, const char *from,
+                 const char *to, const asb_files_options *opts);
 /* Create a directory and its parents: 1 if created, 0 if it already
  * existed, or a negative asb_status. */
-ASB_API(int) asb_files_make_dir(asb_sandbox *sandbox, const char *path,
-                                const asb_files_options *opts);
+ASB_API(int)
+asb_files_make_dir(asb_sandbox *sandbox, const char *path,
+                   const asb_files_options *opts);
 
-/* ---- watching -------------------------------------------------------------- */
+/* ---- watching --------------------------------------------------------------
+ */
 /* Events (asb_fs_event_type) and the callback (asb_watch_fn) are in
  * types.h. */
 
@@ -176,14 +189,14 @@ typedef struct asb_watch_options {
 #define ASB_WATCH_OPTIONS_INIT \
   { ASB_WATCH_OPTIONS_VERSION, NULL, 0, 0, 0, NULL, NULL, NULL }
 
-ASB_API(int) asb_watch_options_init(asb_watch_options *opts,
-                                    unsigned int version);
+ASB_API(int)
+asb_watch_options_init(asb_watch_options *opts, unsigned int version);
 
 /* Start watching; returns once the watch is in place, so every change made
  * after it returns is reported. */
-ASB_API(int) asb_files_watch_dir(asb_watch **out, asb_sandbox *sandbox,
-                                 const char *path,
-                                 const asb_watch_options *opts);
+ASB_API(int)
+asb_files_watch_dir(asb_watch **out, asb_sandbox *sandbox, const char *path,
+                    const asb_watch_options *opts);
 /* Deliver events to on_event for up to timeout_ms (negative = until stopped
  * or the watch ends). Returns the number of events delivered, or a
  * negative asb_status. */
@@ -193,17 +206,18 @@ ASB_API(void) asb_watch_stop(asb_watch *watch);
 /* Stop and release. Accepts NULL. */
 ASB_API(void) asb_watch_free(asb_watch *watch);
 
-/* ---- signed URLs ------------------------------------------------------------ */
+/* ---- signed URLs ------------------------------------------------------------
+ */
 /* A URL that downloads (GET) or uploads (POST multipart/octet-stream) path
  * without other credentials, valid until expires_in_s seconds from now
  * (0 = no expiry; negative: already expired, as E2B signs it, which envd
  * refuses with 401). Free with asb_free. */
-ASB_API(int) asb_files_download_url(char **url, asb_sandbox *sandbox,
-                                    const char *path, const char *user,
-                                    long expires_in_s);
-ASB_API(int) asb_files_upload_url(char **url, asb_sandbox *sandbox,
-                                  const char *path, const char *user,
-                                  long expires_in_s);
+ASB_API(int)
+asb_files_download_url(char **url, asb_sandbox *sandbox, const char *path,
+                       const char *user, long expires_in_s);
+ASB_API(int)
+asb_files_upload_url(char **url, asb_sandbox *sandbox, const char *path,
+                     const char *user, long expires_in_s);
 
 ASB_END_DECL
 

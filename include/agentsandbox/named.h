@@ -32,8 +32,9 @@ typedef struct asb_named_command_options {
 #define ASB_NAMED_COMMAND_OPTIONS_INIT \
   { ASB_NAMED_COMMAND_OPTIONS_VERSION, 0, 0, NULL }
 
-ASB_API(int) asb_named_command_options_init(asb_named_command_options *opts,
-                                            unsigned int version);
+ASB_API(int)
+asb_named_command_options_init(asb_named_command_options *opts,
+                               unsigned int version);
 
 /* Run the command `name` with keyword arguments args_json (a JSON object;
  * NULL = none) and return its result as JSON text in *result_json (free it
@@ -49,22 +50,23 @@ ASB_API(int) asb_named_command_options_init(asb_named_command_options *opts,
  *   ASB_ECONNECTION       nothing listens on the port in the sandbox
  *   ASB_ESANDBOXGONE, ASB_ESANDBOXNOTFOUND, ASB_ETIMEOUT, ASB_ECANCELED,
  *   ASB_EPROTOCOL (a reply without "result"), transport errors. */
-ASB_API(int) asb_sandbox_run_command(char **result_json, asb_sandbox *sandbox,
-                                     const char *name, const char *args_json,
-                                     const asb_named_command_options *opts);
+ASB_API(int)
+asb_sandbox_run_command(char **result_json, asb_sandbox *sandbox,
+                        const char *name, const char *args_json,
+                        const asb_named_command_options *opts);
 
 /* ---- listing ------------------------------------------------------------- */
 /* The commands the server lists (GET /commands; hidden ones are not). */
-ASB_API(int) asb_sandbox_commands_list(asb_named_command_list **out,
-                                       asb_sandbox *sandbox,
-                                       const asb_named_command_options *opts);
+ASB_API(int)
+asb_sandbox_commands_list(asb_named_command_list **out, asb_sandbox *sandbox,
+                          const asb_named_command_options *opts);
 ASB_API(size_t) asb_named_command_list_count(const asb_named_command_list *l);
 /* Owned by the list; NULL past the end. */
-ASB_API(const asb_named_command *) asb_named_command_list_get(
-    const asb_named_command_list *l, size_t i);
+ASB_API(const asb_named_command *)
+asb_named_command_list_get(const asb_named_command_list *l, size_t i);
 /* By name; NULL if not listed. */
-ASB_API(const asb_named_command *) asb_named_command_list_find(
-    const asb_named_command_list *l, const char *name);
+ASB_API(const asb_named_command *)
+asb_named_command_list_find(const asb_named_command_list *l, const char *name);
 ASB_API(void) asb_named_command_list_free(asb_named_command_list *l);
 
 ASB_API(const char *) asb_named_command_name(const asb_named_command *c);
@@ -74,16 +76,16 @@ ASB_API(size_t) asb_named_command_arg_count(const asb_named_command *c);
 /* Argument i: its name; type ("string", "integer", "float", "boolean",
  * "json"); 1 if required; its default as text (NULL if none); its
  * description ("" if none). NULL / 0 past the end. */
-ASB_API(const char *) asb_named_command_arg_name(const asb_named_command *c,
-                                                 size_t i);
-ASB_API(const char *) asb_named_command_arg_type(const asb_named_command *c,
-                                                 size_t i);
-ASB_API(int) asb_named_command_arg_required(const asb_named_command *c,
-                                            size_t i);
-ASB_API(const char *) asb_named_command_arg_default(const asb_named_command *c,
-                                                    size_t i);
-ASB_API(const char *) asb_named_command_arg_description(
-    const asb_named_command *c, size_t i);
+ASB_API(const char *)
+asb_named_command_arg_name(const asb_named_command *c, size_t i);
+ASB_API(const char *)
+asb_named_command_arg_type(const asb_named_command *c, size_t i);
+ASB_API(int)
+asb_named_command_arg_required(const asb_named_command *c, size_t i);
+ASB_API(const char *)
+asb_named_command_arg_default(const asb_named_command *c, size_t i);
+ASB_API(const char *)
+asb_named_command_arg_description(const asb_named_command *c, size_t i);
 
 ASB_END_DECL
 

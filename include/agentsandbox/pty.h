@@ -19,15 +19,15 @@ ASB_BEGIN_DECL
 #define ASB_PTY_OPTIONS_VERSION 1
 
 typedef struct asb_pty_options {
-  unsigned int version;     /* ASB_PTY_OPTIONS_VERSION */
-  unsigned int cols;        /* 0 = 80 */
-  unsigned int rows;        /* 0 = 24 */
-  const char *const *envs;  /* "KEY=VALUE", NULL-ended */
+  unsigned int version;    /* ASB_PTY_OPTIONS_VERSION */
+  unsigned int cols;       /* 0 = 80 */
+  unsigned int rows;       /* 0 = 24 */
+  const char *const *envs; /* "KEY=VALUE", NULL-ended */
   const char *cwd;
   const char *user;
-  long timeout_ms;          /* pty lifetime: 0 = 60000, negative = none */
+  long timeout_ms; /* pty lifetime: 0 = 60000, negative = none */
   long request_timeout_ms;
-  asb_data_fn on_data;      /* terminal output */
+  asb_data_fn on_data; /* terminal output */
   void *userdata;
   asb_cancel *cancel;
 } asb_pty_options;
@@ -38,17 +38,19 @@ typedef struct asb_pty_options {
 ASB_API(int) asb_pty_options_init(asb_pty_options *opts, unsigned int version);
 
 /* Start a shell on a new pty; returns once it runs. */
-ASB_API(int) asb_pty_create(asb_process **out, asb_sandbox *sandbox,
-                            const asb_pty_options *opts);
+ASB_API(int)
+asb_pty_create(asb_process **out, asb_sandbox *sandbox,
+               const asb_pty_options *opts);
 /* Type into the pty (keystrokes, including control characters). */
-ASB_API(int) asb_pty_send_input(asb_sandbox *sandbox, unsigned int pid,
-                                const void *data, size_t len,
-                                const asb_call_options *call);
-ASB_API(int) asb_pty_resize(asb_sandbox *sandbox, unsigned int pid,
-                            unsigned int cols, unsigned int rows,
-                            const asb_call_options *call);
-ASB_API(int) asb_pty_kill(asb_sandbox *sandbox, unsigned int pid,
-                          const asb_call_options *call);
+ASB_API(int)
+asb_pty_send_input(asb_sandbox *sandbox, unsigned int pid, const void *data,
+                   size_t len, const asb_call_options *call);
+ASB_API(int)
+asb_pty_resize(asb_sandbox *sandbox, unsigned int pid, unsigned int cols,
+               unsigned int rows, const asb_call_options *call);
+ASB_API(int)
+asb_pty_kill(asb_sandbox *sandbox, unsigned int pid,
+             const asb_call_options *call);
 
 ASB_END_DECL
 

@@ -21,26 +21,28 @@ ASB_BEGIN_DECL
 /* What asb_sandbox_attach needs to know that the control plane would
  * otherwise tell. */
 typedef struct asb_sandbox_attach_options {
-  unsigned int version;           /* ASB_SANDBOX_ATTACH_OPTIONS_VERSION */
-  const char *envd_access_token;  /* sent as X-Access-Token; NULL = none */
-  const char *envd_version;       /* e.g. "0.6.13"; NULL = the newest we know */
-  const char *domain;             /* NULL = the client's domain */
+  unsigned int version;          /* ASB_SANDBOX_ATTACH_OPTIONS_VERSION */
+  const char *envd_access_token; /* sent as X-Access-Token; NULL = none */
+  const char *envd_version;      /* e.g. "0.6.13"; NULL = the newest we know */
+  const char *domain;            /* NULL = the client's domain */
   const char *traffic_access_token; /* for ports behind a traffic token */
 } asb_sandbox_attach_options;
 
 #define ASB_SANDBOX_ATTACH_OPTIONS_INIT \
   { ASB_SANDBOX_ATTACH_OPTIONS_VERSION, NULL, NULL, NULL, NULL }
 
-ASB_API(int) asb_sandbox_attach_options_init(asb_sandbox_attach_options *opts,
-                                             unsigned int version);
+ASB_API(int)
+asb_sandbox_attach_options_init(asb_sandbox_attach_options *opts,
+                                unsigned int version);
 
 /* Make a handle to a sandbox whose id (and token) you already know, without
  * asking the control plane — e.g. restored from your own storage, or in
  * debug mode (envd at http://localhost:49983 or the client's sandbox URL).
  * Makes no network call. Errors: ASB_EINVAL (bad id), ASB_ENOMEM. */
-ASB_API(int) asb_sandbox_attach(asb_sandbox **out, asb_client *client,
-                                const char *sandbox_id,
-                                const asb_sandbox_attach_options *opts);
+ASB_API(int)
+asb_sandbox_attach(asb_sandbox **out, asb_client *client,
+                   const char *sandbox_id,
+                   const asb_sandbox_attach_options *opts);
 
 /* Release the handle; the sandbox keeps running. Accepts NULL. */
 ASB_API(void) asb_sandbox_free(asb_sandbox *sandbox);
@@ -55,74 +57,86 @@ ASB_API(const char *) asb_sandbox_envd_access_token(const asb_sandbox *sandbox);
 /* "<port>-<id>.<domain>" (debug mode: "localhost:<port>") into buf, as
  * E2B's get_host does. Returns ASB_OK, or ASB_EINVAL if the port is out of
  * range or buf is too small. */
-ASB_API(int) asb_sandbox_get_host(char *buf, size_t buflen,
-                                  const asb_sandbox *sandbox, int port);
+ASB_API(int)
+asb_sandbox_get_host(char *buf, size_t buflen, const asb_sandbox *sandbox,
+                     int port);
 /* The public URL of a port: "https://<host>" ("http" for loopback
  * domains such as the local engine's). Same errors. */
-ASB_API(int) asb_sandbox_get_url(char *buf, size_t buflen,
-                                 const asb_sandbox *sandbox, int port);
+ASB_API(int)
+asb_sandbox_get_url(char *buf, size_t buflen, const asb_sandbox *sandbox,
+                    int port);
 
-/* ---- the control plane: create, connect, list, lifecycle ------------------ */
+/* ---- the control plane: create, connect, list, lifecycle ------------------
+ */
 
 #define ASB_SANDBOX_OPTIONS_VERSION 1
 
 typedef struct asb_sandbox_options {
-  unsigned int version;         /* ASB_SANDBOX_OPTIONS_VERSION */
-  const char *template_id;      /* template id or name; NULL = "base" */
-  long timeout_ms;              /* the sandbox's lifetime: 0 = 300000 (5 min),
-                                   rounded up to whole seconds */
-  const char *const *metadata;  /* "key=value" strings, NULL-ended */
-  const char *const *envs;      /* "KEY=VALUE" for every command, NULL-ended */
-  int auto_pause;               /* on timeout: pause instead of kill */
-  long request_timeout_ms;      /* 0 = client default, negative = none */
+  unsigned int version;        /* ASB_SANDBOX_OPTIONS_VERSION */
+  const char *template_id;     /* template id or name; NULL = "base" */
+  long timeout_ms;             /* the sandbox's lifetime: 0 = 300000 (5 min),
+                                  rounded up to whole seconds */
+  const char *const *metadata; /* "key=value" strings, NULL-ended */
+  const char *const *envs;     /* "KEY=VALUE" for every command, NULL-ended */
+  int auto_pause;              /* on timeout: pause instead of kill */
+  long request_timeout_ms;     /* 0 = client default, negative = none */
   asb_cancel *cancel;
 } asb_sandbox_options;
 
 #define ASB_SANDBOX_OPTIONS_INIT \
   { ASB_SANDBOX_OPTIONS_VERSION, NULL, 0, NULL, NULL, 0, 0, NULL }
 
-ASB_API(int) asb_sandbox_options_init(asb_sandbox_options *opts,
-                                      unsigned int version);
+ASB_API(int)
+asb_sandbox_options_init(asb_sandbox_options *opts, unsigned int version);
 
 /* Create a sandbox and return a handle to it. With nothing configured this
  * uses the local engine (starting it if needed; see client.h). Errors:
  * ASB_ENOTFOUND (unknown template), ASB_EAUTH, ASB_EINVAL, ASB_ERATELIMIT,
  * ASB_ETEMPLATE (the template's envd is too old), transport errors. */
-ASB_API(int) asb_sandbox_create(asb_sandbox **out, asb_client *client,
-                                const asb_sandbox_options *opts);
+ASB_API(int)
+asb_sandbox_create(asb_sandbox **out, asb_client *client,
+                   const asb_sandbox_options *opts);
 
 /* Connect to a running or paused sandbox by id; a paused one is resumed.
  * timeout_ms (0 = 300000) extends its lifetime to at least that long from
  * now and never shortens it. ASB_ESANDBOXNOTFOUND / ASB_ESANDBOXGONE. */
-ASB_API(int) asb_sandbox_connect(asb_sandbox **out, asb_client *client,
-                                 const char *sandbox_id, long timeout_ms,
-                                 const asb_call_options *call);
+ASB_API(int)
+asb_sandbox_connect(asb_sandbox **out, asb_client *client,
+                    const char *sandbox_id, long timeout_ms,
+                    const asb_call_options *call);
 
 /* Kill the sandbox: every process, mount and file of it goes. Returns
  * ASB_OK, or ASB_ESANDBOXNOTFOUND if it did not exist (any more). */
-ASB_API(int) asb_sandbox_kill(asb_sandbox *sandbox, const asb_call_options *call);
-ASB_API(int) asb_sandbox_kill_id(asb_client *client, const char *sandbox_id,
-                                 const asb_call_options *call);
+ASB_API(int)
+asb_sandbox_kill(asb_sandbox *sandbox, const asb_call_options *call);
+ASB_API(int)
+asb_sandbox_kill_id(asb_client *client, const char *sandbox_id,
+                    const asb_call_options *call);
 
 /* Set the lifetime to timeout_ms from now (shorter or longer). */
-ASB_API(int) asb_sandbox_set_timeout(asb_sandbox *sandbox, long timeout_ms,
-                                     const asb_call_options *call);
+ASB_API(int)
+asb_sandbox_set_timeout(asb_sandbox *sandbox, long timeout_ms,
+                        const asb_call_options *call);
 /* 1 if the sandbox is running and its agent answers, 0 if not (paused,
  * gone), or a negative asb_status. */
-ASB_API(int) asb_sandbox_is_running(asb_sandbox *sandbox,
-                                    const asb_call_options *call);
+ASB_API(int)
+asb_sandbox_is_running(asb_sandbox *sandbox, const asb_call_options *call);
 /* Pause: 1 if it is paused now, 0 if it already was. Every process is
  * frozen, every file kept; connect or resume thaws it. */
-ASB_API(int) asb_sandbox_pause(asb_sandbox *sandbox, const asb_call_options *call);
+ASB_API(int)
+asb_sandbox_pause(asb_sandbox *sandbox, const asb_call_options *call);
 /* Resume a paused sandbox (as connect does); timeout_ms as for connect. */
-ASB_API(int) asb_sandbox_resume(asb_sandbox *sandbox, long timeout_ms,
-                                const asb_call_options *call);
+ASB_API(int)
+asb_sandbox_resume(asb_sandbox *sandbox, long timeout_ms,
+                   const asb_call_options *call);
 
 /* ---- sandbox information ---------------------------------------------- */
-ASB_API(int) asb_sandbox_get_info(asb_sandbox_info **out, asb_sandbox *sandbox,
-                                  const asb_call_options *call);
+ASB_API(int)
+asb_sandbox_get_info(asb_sandbox_info **out, asb_sandbox *sandbox,
+                     const asb_call_options *call);
 ASB_API(const char *) asb_sandbox_info_id(const asb_sandbox_info *info);
-ASB_API(const char *) asb_sandbox_info_template_id(const asb_sandbox_info *info);
+ASB_API(const char *)
+asb_sandbox_info_template_id(const asb_sandbox_info *info);
 /* The template's name, or NULL. */
 ASB_API(const char *) asb_sandbox_info_name(const asb_sandbox_info *info);
 /* "running" or "paused". */
@@ -133,20 +147,22 @@ ASB_API(asb_int64) asb_sandbox_info_end_at(const asb_sandbox_info *info);
 ASB_API(int) asb_sandbox_info_cpu_count(const asb_sandbox_info *info);
 ASB_API(int) asb_sandbox_info_memory_mb(const asb_sandbox_info *info);
 ASB_API(int) asb_sandbox_info_disk_mb(const asb_sandbox_info *info);
-ASB_API(const char *) asb_sandbox_info_envd_version(const asb_sandbox_info *info);
+ASB_API(const char *)
+asb_sandbox_info_envd_version(const asb_sandbox_info *info);
 /* The metadata value of key, or NULL. */
-ASB_API(const char *) asb_sandbox_info_metadata(const asb_sandbox_info *info,
-                                                const char *key);
+ASB_API(const char *)
+asb_sandbox_info_metadata(const asb_sandbox_info *info, const char *key);
 /* Every metadata pair: the count, and the key and value of pair i (NULL
  * past the end). */
 ASB_API(size_t) asb_sandbox_info_metadata_count(const asb_sandbox_info *info);
-ASB_API(const char *) asb_sandbox_info_metadata_key(
-    const asb_sandbox_info *info, size_t i);
-ASB_API(const char *) asb_sandbox_info_metadata_value(
-    const asb_sandbox_info *info, size_t i);
+ASB_API(const char *)
+asb_sandbox_info_metadata_key(const asb_sandbox_info *info, size_t i);
+ASB_API(const char *)
+asb_sandbox_info_metadata_value(const asb_sandbox_info *info, size_t i);
 ASB_API(void) asb_sandbox_info_free(asb_sandbox_info *info);
 
-/* ---- listing ----------------------------------------------------------------- */
+/* ---- listing
+ * ----------------------------------------------------------------- */
 #define ASB_SANDBOX_LIST_OPTIONS_VERSION 2
 
 typedef struct asb_sandbox_list_options {
@@ -160,33 +176,36 @@ typedef struct asb_sandbox_list_options {
   long request_timeout_ms;
   asb_cancel *cancel;
   /* version 2 */
-  const char *started_after;   /* RFC 3339 date-time ("2026-01-02T03:04:05Z"):
-                                  only sandboxes started then or later; the
-                                  engine filters (whole seconds), so pages
-                                  stay full */
+  const char *started_after; /* RFC 3339 date-time ("2026-01-02T03:04:05Z"):
+                                only sandboxes started then or later; the
+                                engine filters (whole seconds), so pages
+                                stay full */
 } asb_sandbox_list_options;
 
 #define ASB_SANDBOX_LIST_OPTIONS_INIT \
   { ASB_SANDBOX_LIST_OPTIONS_VERSION, NULL, 0, 0, NULL, 0, NULL, 0, NULL, NULL }
 
-ASB_API(int) asb_sandbox_list_options_init(asb_sandbox_list_options *opts,
-                                           unsigned int version);
+ASB_API(int)
+asb_sandbox_list_options_init(asb_sandbox_list_options *opts,
+                              unsigned int version);
 
 /* One page of sandboxes, newest first. */
-ASB_API(int) asb_sandbox_list(asb_sandbox_page **out, asb_client *client,
-                              const asb_sandbox_list_options *opts);
+ASB_API(int)
+asb_sandbox_list(asb_sandbox_page **out, asb_client *client,
+                 const asb_sandbox_list_options *opts);
 ASB_API(size_t) asb_sandbox_page_count(const asb_sandbox_page *page);
-ASB_API(const asb_sandbox_info *) asb_sandbox_page_get(const asb_sandbox_page *page,
-                                                       size_t i);
+ASB_API(const asb_sandbox_info *)
+asb_sandbox_page_get(const asb_sandbox_page *page, size_t i);
 /* Token for the next page, or NULL when this is the last. */
 ASB_API(const char *) asb_sandbox_page_next_token(const asb_sandbox_page *page);
 ASB_API(void) asb_sandbox_page_free(asb_sandbox_page *page);
 
 /* ---- metrics ----------------------------------------------------------- */
 /* Samples between start and end (Unix seconds; 0 = unbounded). */
-ASB_API(int) asb_sandbox_get_metrics(asb_metrics **out, asb_sandbox *sandbox,
-                                     asb_int64 start, asb_int64 end,
-                                     const asb_call_options *call);
+ASB_API(int)
+asb_sandbox_get_metrics(asb_metrics **out, asb_sandbox *sandbox,
+                        asb_int64 start, asb_int64 end,
+                        const asb_call_options *call);
 ASB_API(size_t) asb_metrics_count(const asb_metrics *m);
 /* Each sample i: when it was taken (Unix seconds), CPU, memory and disk. */
 ASB_API(asb_int64) asb_metrics_sampled_at(const asb_metrics *m, size_t i);

@@ -61,25 +61,25 @@ typedef enum asb_server_arg_type {
 #define ASB_SERVER_OPTIONS_VERSION 1
 
 typedef struct asb_server_options {
-  unsigned int version;      /* ASB_SERVER_OPTIONS_VERSION */
-  const char *host;          /* address to listen on: NULL = "0.0.0.0"
-                                (IPv4 or IPv6 literal) */
-  const char *token;         /* X-Access-Token required on every route but
-                                /health: NULL = $ASB_SERVER_TOKEN ("" =
-                                none), else the token whose SHA-256 (hex) is
-                                $ASB_SERVER_TOKEN_SHA256, else none; "" =
-                                none */
-  size_t max_body_bytes;     /* request bodies: 0 = 1 MiB (larger: 413) */
+  unsigned int version;         /* ASB_SERVER_OPTIONS_VERSION */
+  const char *host;             /* address to listen on: NULL = "0.0.0.0"
+                                   (IPv4 or IPv6 literal) */
+  const char *token;            /* X-Access-Token required on every route but
+                                   /health: NULL = $ASB_SERVER_TOKEN ("" =
+                                   none), else the token whose SHA-256 (hex) is
+                                   $ASB_SERVER_TOKEN_SHA256, else none; "" =
+                                   none */
+  size_t max_body_bytes;        /* request bodies: 0 = 1 MiB (larger: 413) */
   unsigned int max_connections; /* 0 = 256 */
-  long shutdown_grace_ms;    /* how long stopping waits for calls in
-                                progress: 0 = 10000, negative = no limit */
+  long shutdown_grace_ms;       /* how long stopping waits for calls in
+                                   progress: 0 = 10000, negative = no limit */
 } asb_server_options;
 
 #define ASB_SERVER_OPTIONS_INIT \
   { ASB_SERVER_OPTIONS_VERSION, NULL, NULL, 0, 0, 0 }
 
-ASB_API(int) asb_server_options_init(asb_server_options *opts,
-                                     unsigned int version);
+ASB_API(int)
+asb_server_options_init(asb_server_options *opts, unsigned int version);
 
 /* Make a server (nothing listens yet). opts may be NULL. Errors:
  * ASB_EVERSION, ASB_ENOMEM. */
@@ -103,10 +103,11 @@ ASB_API(void) asb_server_free(asb_server *server);
  * when registration fails. *out (may be NULL) receives the command, to add
  * arguments to; it is owned by the server. Errors: ASB_EINVAL (bad name,
  * server running), ASB_EEXISTS (name taken), ASB_ENOMEM. */
-ASB_API(int) asb_server_register(asb_server_command **out, asb_server *server,
-                                 const char *name, const char *description,
-                                 asb_server_handler_fn handler, void *userdata,
-                                 asb_server_destroy_fn destroy);
+ASB_API(int)
+asb_server_register(asb_server_command **out, asb_server *server,
+                    const char *name, const char *description,
+                    asb_server_handler_fn handler, void *userdata,
+                    asb_server_destroy_fn destroy);
 
 /* Declare an argument: name is [A-Za-z_][A-Za-z0-9_]* (at most 128); type
  * an asb_server_arg_type; flags ASB_ARG_REQUIRED or 0; default_value (may
@@ -116,14 +117,14 @@ ASB_API(int) asb_server_register(asb_server_command **out, asb_server *server,
  * without a default is simply absent when omitted. description may be
  * NULL. Errors: ASB_EINVAL, ASB_EEXISTS (argument declared twice),
  * ASB_ENOMEM. */
-ASB_API(int) asb_server_command_add_arg(asb_server_command *command,
-                                        const char *name, int type, int flags,
-                                        const char *default_value,
-                                        const char *description);
+ASB_API(int)
+asb_server_command_add_arg(asb_server_command *command, const char *name,
+                           int type, int flags, const char *default_value,
+                           const char *description);
 
 /* Hide the command from GET /commands (it stays callable). */
-ASB_API(int) asb_server_command_set_hidden(asb_server_command *command,
-                                           int hidden);
+ASB_API(int)
+asb_server_command_set_hidden(asb_server_command *command, int hidden);
 
 /* ---- running ----------------------------------------------------------------
  * port: 1..65535, or 0 for a free port (read it with asb_server_port). */
@@ -177,8 +178,9 @@ ASB_API(int) asb_server_fd(const asb_server *server);
  * wait, negative = wait until one comes or the server stops),
  * ASB_ECANCELED when the server does not run (stopped, or not started).
  * Thread-safe. */
-ASB_API(int) asb_server_next_call(asb_server_call **out, asb_server *server,
-                                  long timeout_ms);
+ASB_API(int)
+asb_server_next_call(asb_server_call **out, asb_server *server,
+                     long timeout_ms);
 
 /* In a handler: keep the call for an answer later (asb_server_call_reply or
  * _fail, from any thread); the handler then returns at once and its return
@@ -193,13 +195,15 @@ ASB_API(int) asb_server_call_reply(asb_server_call *call);
 
 /* Answer with HTTP 500 {"error": message, "type": type} (type NULL =
  * "Error") and release the call. */
-ASB_API(int) asb_server_call_fail(asb_server_call *call, const char *type,
-                                  const char *message);
+ASB_API(int)
+asb_server_call_fail(asb_server_call *call, const char *type,
+                     const char *message);
 
-/* ---- calls: arguments --------------------------------------------------------
- * Strings returned are owned by the call and valid until the handler
- * returns (or, for a call the program holds, until it is answered). An
- * argument is present when the request gave it or it has a default. */
+/* ---- calls: arguments
+ * -------------------------------------------------------- Strings returned are
+ * owned by the call and valid until the handler returns (or, for a call the
+ * program holds, until it is answered). An argument is present when the request
+ * gave it or it has a default. */
 
 /* The command's name. */
 ASB_API(const char *) asb_server_call_command(const asb_server_call *call);
@@ -207,48 +211,50 @@ ASB_API(const char *) asb_server_call_command(const asb_server_call *call);
 ASB_API(int) asb_server_call_has(const asb_server_call *call, const char *arg);
 /* A string argument; other types as text ("42", "true", JSON). NULL if
  * absent. */
-ASB_API(const char *) asb_server_call_string(asb_server_call *call,
-                                             const char *arg);
+ASB_API(const char *)
+asb_server_call_string(asb_server_call *call, const char *arg);
 /* An integer argument (a float is truncated, a boolean is 0/1); 0 if
  * absent. */
-ASB_API(asb_int64) asb_server_call_integer(const asb_server_call *call,
-                                           const char *arg);
+ASB_API(asb_int64)
+asb_server_call_integer(const asb_server_call *call, const char *arg);
 /* A float or integer argument; 0.0 if absent. */
-ASB_API(double) asb_server_call_float(const asb_server_call *call,
-                                      const char *arg);
+ASB_API(double)
+asb_server_call_float(const asb_server_call *call, const char *arg);
 /* A boolean argument (1 or 0); 0 if absent. */
-ASB_API(int) asb_server_call_boolean(const asb_server_call *call,
-                                     const char *arg);
+ASB_API(int)
+asb_server_call_boolean(const asb_server_call *call, const char *arg);
 /* Any argument as compact JSON text ("\"hi\"", "[1,2]"); NULL if absent. */
-ASB_API(const char *) asb_server_call_json(asb_server_call *call,
-                                           const char *arg);
+ASB_API(const char *)
+asb_server_call_json(asb_server_call *call, const char *arg);
 /* Every present argument as one JSON object. */
 ASB_API(const char *) asb_server_call_args_json(asb_server_call *call);
 
-/* ---- calls: results -----------------------------------------------------------
- * The last result set wins; a handler that returns 0 without one answers
+/* ---- calls: results
+ * ----------------------------------------------------------- The last result
+ * set wins; a handler that returns 0 without one answers
  * {"result": null}. Each returns ASB_OK, ASB_EINVAL or ASB_ENOMEM. */
 
 /* A result given as JSON text (any value: object, array, string, ...);
  * ASB_EINVAL if it is not one valid JSON document. */
-ASB_API(int) asb_server_call_set_result_json(asb_server_call *call,
-                                             const char *json);
-ASB_API(int) asb_server_call_set_result_string(asb_server_call *call,
-                                               const char *value);
-ASB_API(int) asb_server_call_set_result_integer(asb_server_call *call,
-                                                asb_int64 value);
-ASB_API(int) asb_server_call_set_result_float(asb_server_call *call,
-                                              double value);
-ASB_API(int) asb_server_call_set_result_boolean(asb_server_call *call,
-                                                int value);
+ASB_API(int)
+asb_server_call_set_result_json(asb_server_call *call, const char *json);
+ASB_API(int)
+asb_server_call_set_result_string(asb_server_call *call, const char *value);
+ASB_API(int)
+asb_server_call_set_result_integer(asb_server_call *call, asb_int64 value);
+ASB_API(int)
+asb_server_call_set_result_float(asb_server_call *call, double value);
+ASB_API(int)
+asb_server_call_set_result_boolean(asb_server_call *call, int value);
 
 /* Describe the failure of the call: type names it (like an exception
  * class: "ValueError"; NULL = "Error"), message says what happened. The
  * client sees HTTP 500 {"error": message, "type": type}. Returns
  * ASB_ECOMMANDFAILED, so a handler can end with
  *   return asb_server_call_error(call, "ValueError", "n must be >= 0"); */
-ASB_API(int) asb_server_call_error(asb_server_call *call, const char *type,
-                                   const char *message);
+ASB_API(int)
+asb_server_call_error(asb_server_call *call, const char *type,
+                      const char *message);
 
 /* ---- the agents service -----------------------------------------------------
  * Coding-agent sessions (Codex, Qwen Code, Claude Code, OpenCode) served on
@@ -264,42 +270,45 @@ ASB_API(int) asb_server_call_error(asb_server_call *call, const char *type,
 #define ASB_SERVER_AGENTS_OPTIONS_VERSION 1
 
 typedef struct asb_server_agents_options {
-  unsigned int version;    /* ASB_SERVER_AGENTS_OPTIONS_VERSION */
-  const char *prefix;      /* where installs go (npm -g layout: bin/,
-                              lib/node_modules/): NULL = $ASB_AGENTS_PREFIX,
-                              else $HOME/.agent-sandbox/agents */
-  const char *search_path; /* more prefixes to find agents in, read-only,
-                              ':'-separated: NULL = $ASB_AGENTS_PATH, else
-                              "/opt/agent-sandbox/agents:/usr/local/lib/
-                              agent-sandbox/agents"; then $PATH */
-  const char *npm;         /* the npm command: NULL = "npm" from $PATH */
-  const char *registry;    /* the npm registry installs use: NULL =
-                              $ASB_AGENTS_REGISTRY, else npm's own setting */
-  size_t max_prompt_bytes; /* a turn's prompt: 0 = 256 KiB (larger: 413) */
+  unsigned int version;      /* ASB_SERVER_AGENTS_OPTIONS_VERSION */
+  const char *prefix;        /* where installs go (npm -g layout: bin/,
+                                lib/node_modules/): NULL = $ASB_AGENTS_PREFIX,
+                                else $HOME/.agent-sandbox/agents */
+  const char *search_path;   /* more prefixes to find agents in, read-only,
+                                ':'-separated: NULL = $ASB_AGENTS_PATH, else
+                                "/opt/agent-sandbox/agents:/usr/local/lib/
+                                agent-sandbox/agents"; then $PATH */
+  const char *npm;           /* the npm command: NULL = "npm" from $PATH */
+  const char *registry;      /* the npm registry installs use: NULL =
+                                $ASB_AGENTS_REGISTRY, else npm's own setting */
+  size_t max_prompt_bytes;   /* a turn's prompt: 0 = 256 KiB (larger: 413) */
   unsigned int max_sessions; /* open at once: 0 = 64 (more: 429) */
-  size_t max_log_bytes;    /* the events a session keeps: 0 = 16 MiB (older
-                              ones are dropped; asking for them: 410) */
-  int no_install_on_demand; /* 1: a session whose agent is missing is
-                               refused (409) unless it asks to install;
-                               0: its first turn installs it */
+  size_t max_log_bytes;      /* the events a session keeps: 0 = 16 MiB (older
+                                ones are dropped; asking for them: 410) */
+  int no_install_on_demand;  /* 1: a session whose agent is missing is
+                                refused (409) unless it asks to install;
+                                0: its first turn installs it */
 } asb_server_agents_options;
 
 #define ASB_SERVER_AGENTS_OPTIONS_INIT \
   { ASB_SERVER_AGENTS_OPTIONS_VERSION, NULL, NULL, NULL, NULL, 0, 0, 0, 0 }
 
-ASB_API(int) asb_server_agents_options_init(asb_server_agents_options *opts,
-                                            unsigned int version);
+ASB_API(int)
+asb_server_agents_options_init(asb_server_agents_options *opts,
+                               unsigned int version);
 
 /* Serve the agents routes on this server (before it starts; opts may be
  * NULL). Without this call /agents answers 404. Errors: ASB_EINVAL (the
  * server runs, or agents are enabled already, or a relative prefix),
  * ASB_EVERSION, ASB_ENOMEM. asb_server_free cancels every running turn
  * and waits for it. */
-ASB_API(int) asb_server_enable_agents(asb_server *server,
-                                      const asb_server_agents_options *opts);
+ASB_API(int)
+asb_server_enable_agents(asb_server *server,
+                         const asb_server_agents_options *opts);
 
-/* ---- errors ---------------------------------------------------------------------
- * The calling thread's last error in this library (never NULL): code (an
+/* ---- errors
+ * --------------------------------------------------------------------- The
+ * calling thread's last error in this library (never NULL): code (an
  * asb_status), message. Valid until the next failing call of this library
  * on the thread. */
 ASB_API(const asb_error *) asb_server_error_last(void);

@@ -36,8 +36,9 @@ typedef struct asb_template_build_options {
 #define ASB_TEMPLATE_BUILD_OPTIONS_INIT \
   { ASB_TEMPLATE_BUILD_OPTIONS_VERSION, 0, 0, NULL }
 
-ASB_API(int) asb_template_build_options_init(asb_template_build_options *opts,
-                                             unsigned int version);
+ASB_API(int)
+asb_template_build_options_init(asb_template_build_options *opts,
+                                unsigned int version);
 
 /* Build the template of directory dir (it holds template.yaml and the files
  * its steps copy; everything in it is sent, at most 64 MiB). Returns once
@@ -50,29 +51,31 @@ ASB_API(int) asb_template_build_options_init(asb_template_build_options *opts,
  *   ASB_ENOTFOUND     dir does not exist
  *   ASB_EUNSUPPORTED  the engine cannot build templates
  *   ASB_ETIMEOUT, ASB_ECANCELED, transport errors. */
-ASB_API(int) asb_templates_build(asb_template **out, asb_client *client,
-                                 const char *dir,
-                                 const asb_template_build_options *opts);
+ASB_API(int)
+asb_templates_build(asb_template **out, asb_client *client, const char *dir,
+                    const asb_template_build_options *opts);
 
 /* A template by id or name. ASB_ENOTFOUND if there is none. */
-ASB_API(int) asb_templates_get(asb_template **out, asb_client *client,
-                               const char *template_id,
-                               const asb_call_options *call);
+ASB_API(int)
+asb_templates_get(asb_template **out, asb_client *client,
+                  const char *template_id, const asb_call_options *call);
 
 /* Every template the engine has (the built-in ones too). */
-ASB_API(int) asb_templates_list(asb_template_list **out, asb_client *client,
-                                const asb_call_options *call);
+ASB_API(int)
+asb_templates_list(asb_template_list **out, asb_client *client,
+                   const asb_call_options *call);
 ASB_API(size_t) asb_template_list_count(const asb_template_list *l);
 /* Owned by the list; NULL past the end. */
-ASB_API(const asb_template *) asb_template_list_get(const asb_template_list *l,
-                                                    size_t i);
+ASB_API(const asb_template *)
+asb_template_list_get(const asb_template_list *l, size_t i);
 ASB_API(void) asb_template_list_free(asb_template_list *l);
 
 /* Delete a template by id or name. ASB_ENOTFOUND if there is none,
  * ASB_EEXISTS while sandboxes (or templates built on it) use it,
  * ASB_EINVAL for a built-in template. */
-ASB_API(int) asb_templates_delete(asb_client *client, const char *template_id,
-                                 const asb_call_options *call);
+ASB_API(int)
+asb_templates_delete(asb_client *client, const char *template_id,
+                     const asb_call_options *call);
 
 /* ---- template information (strings owned by the object) ----------------- */
 ASB_API(const char *) asb_template_id(const asb_template *t);

@@ -98,18 +98,15 @@ typedef enum asb_fs_event_type {
 
 /* A filesystem event: name is relative to the watched directory; entry is
  * NULL unless include_entry was set (and the file still exists). */
-typedef int ASB_CALLBACK(asb_watch_fn)(asb_fs_event_type type,
-                                       const char *name,
-                                       const asb_entry *entry,
-                                       void *userdata);
+typedef int ASB_CALLBACK(asb_watch_fn)(asb_fs_event_type type, const char *name,
+                                       const asb_entry *entry, void *userdata);
 
 /* A rich result of a code run arrived. */
 typedef int ASB_CALLBACK(asb_result_fn)(const asb_code_result *result,
                                         void *userdata);
 
 /* The code raised: exception name, value and the formatted traceback. */
-typedef int ASB_CALLBACK(asb_code_error_fn)(const char *name,
-                                            const char *value,
+typedef int ASB_CALLBACK(asb_code_error_fn)(const char *name, const char *value,
                                             const char *traceback,
                                             void *userdata);
 
@@ -118,7 +115,8 @@ typedef int ASB_CALLBACK(asb_code_error_fn)(const char *name,
 typedef int ASB_CALLBACK(asb_agent_event_fn)(const asb_agent_event *event,
                                              void *userdata);
 
-/* ---- libagentsandbox-server (server.h) ------------------------------------ */
+/* ---- libagentsandbox-server (server.h) ------------------------------------
+ */
 
 /* A command server: the registry of commands and the HTTP service. */
 typedef struct asb_server asb_server;

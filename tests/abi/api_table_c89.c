@@ -14,20 +14,20 @@
 
 typedef void (*any_fn)(void);
 
-#define ADDR(name, flags, nparams, nout, cancel, thread) (any_fn)name,
-static const any_fn addresses[] = { ASB_API_FUNCTIONS(ADDR) 0 };
+#define ADDR(name, flags, nparams, nout, cancel, thread) (any_fn) name,
+static const any_fn addresses[] = {ASB_API_FUNCTIONS(ADDR) 0};
 
 #define HANDLE_SIZE(type, free_fn, owner) (int)sizeof(type *),
-static const int handle_sizes[] = { ASB_API_HANDLES(HANDLE_SIZE) 0 };
+static const int handle_sizes[] = {ASB_API_HANDLES(HANDLE_SIZE) 0};
 
-#define INIT(type, vers, init_fn)                                \
-  {                                                              \
-    type o;                                                      \
-    memset(&o, 0, sizeof o);                                     \
-    if (init_fn(&o, vers) != ASB_OK || o.version != vers) {      \
-      fprintf(stderr, "%s: init failed\n", #type);               \
-      bad++;                                                     \
-    }                                                            \
+#define INIT(type, vers, init_fn)                           \
+  {                                                         \
+    type o;                                                 \
+    memset(&o, 0, sizeof o);                                \
+    if (init_fn(&o, vers) != ASB_OK || o.version != vers) { \
+      fprintf(stderr, "%s: init failed\n", #type);          \
+      bad++;                                                \
+    }                                                       \
   }
 
 int main(void) {

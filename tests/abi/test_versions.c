@@ -90,9 +90,11 @@ static void check_library(const char *lib, const char *list, const char *node) {
   pclose(p);
   CHECK(node_defined);
   for (int i = 0; i < listed.n; i++)
-    if (!has(&exported, listed.v[i])) ASBT_FAIL("%s: %s is listed but not exported", lib, listed.v[i]);
+    if (!has(&exported, listed.v[i]))
+      ASBT_FAIL("%s: %s is listed but not exported", lib, listed.v[i]);
   for (int i = 0; i < exported.n; i++)
-    if (!has(&listed, exported.v[i])) ASBT_FAIL("%s: %s is exported but not in %s", lib, exported.v[i], list);
+    if (!has(&listed, exported.v[i]))
+      ASBT_FAIL("%s: %s is exported but not in %s", lib, exported.v[i], list);
   CHECK(exported.n > 0);
 
   void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);

@@ -27,8 +27,7 @@ typedef struct codei_fixture {
 /* Runs `code-interpreter --port 0 [extra...]` (extra NULL-ended) with
  * env ("K=V", NULL-ended) added to ours, and reads the port it prints. The
  * server dies with the test. 0 or -1. */
-static inline int codei_start(codei_fixture *f, const char *const *extra,
-                              const char *const *env) {
+static inline int codei_start(codei_fixture *f, const char *const *extra, const char *const *env) {
   int out[2];
   if (pipe(out) != 0) return -1;
   const char *argv[32];

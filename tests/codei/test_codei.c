@@ -52,7 +52,9 @@ static asb_execution *run_in(const char *code, const char *ctx, const char *lang
   return run_opts(code, &o);
 }
 
-static asb_execution *run(const char *code) { return run_in(code, NULL, NULL); }
+static asb_execution *run(const char *code) {
+  return run_in(code, NULL, NULL);
+}
 
 /* The text of the main result of code, or "" (the static buffer is reused). */
 static const char *value_of(const char *code, const char *ctx, const char *lang) {
@@ -200,9 +202,9 @@ TEST(contexts_are_isolated) {
 }
 
 TEST(matplotlib_png) {
-  asb_execution *e = run(
-      "import matplotlib\nimport matplotlib.pyplot as plt\n"
-      "plt.plot([1, 2, 3], [1, 4, 9])\nplt.show()");
+  asb_execution *e =
+      run("import matplotlib\nimport matplotlib.pyplot as plt\n"
+          "plt.plot([1, 2, 3], [1, 4, 9])\nplt.show()");
   REQUIRE(e);
   CHECK(asb_execution_error_name(e) == NULL);
   const char *png = NULL;
@@ -226,11 +228,13 @@ TEST(dataframes_json_and_images) {
   asb_code_context *fresh = NULL;
   REQUIRE_RC(asb_code_context_create(&fresh, SB, "python", NULL, NULL), ASB_OK);
   CHECK_STR(value_of("import sys; [m for m in ('pandas', 'matplotlib', 'PIL.Image') "
-                     "if m in sys.modules]", asb_code_context_id(fresh), NULL),
+                     "if m in sys.modules]",
+                     asb_code_context_id(fresh), NULL),
             "[]");
   asb_code_context_remove(SB, asb_code_context_id(fresh), NULL);
   asb_code_context_free(fresh);
-  asb_execution *e = run("import pandas as pd\npd.DataFrame({'n': [1, 2], 'f': [0.5, float('nan')]})");
+  asb_execution *e =
+      run("import pandas as pd\npd.DataFrame({'n': [1, 2], 'f': [0.5, float('nan')]})");
   REQUIRE(e && asb_execution_result_count(e) == 1);
   const asb_code_result *r = asb_execution_result_get(e, 0);
   CHECK_STR(asb_code_result_value(r, "data"), "{\"n\":[1,2],\"f\":[0.5,null]}");
@@ -238,7 +242,8 @@ TEST(dataframes_json_and_images) {
   asb_execution_free(e);
   e = run("[1, 'two', {'k': None}]");
   REQUIRE(e && asb_execution_result_count(e) == 1);
-  CHECK_STR(asb_code_result_value(asb_execution_result_get(e, 0), "json"), "[1,\"two\",{\"k\":null}]");
+  CHECK_STR(asb_code_result_value(asb_execution_result_get(e, 0), "json"),
+            "[1,\"two\",{\"k\":null}]");
   asb_execution_free(e);
   char code[512];
   snprintf(code, sizeof code,
@@ -257,11 +262,11 @@ TEST(dataframes_json_and_images) {
 }
 
 TEST(display_html_markdown_json) {
-  asb_execution *e = run(
-      "from IPython.display import display, HTML, Markdown, JSON\n"
-      "display(HTML('<b>bold</b>'))\ndisplay(Markdown('**md**'))\n"
-      "display(JSON({'a': [1, 2]}))\n"
-      "display({'application/x-custom': 'raw'}, raw=True)");
+  asb_execution *e =
+      run("from IPython.display import display, HTML, Markdown, JSON\n"
+          "display(HTML('<b>bold</b>'))\ndisplay(Markdown('**md**'))\n"
+          "display(JSON({'a': [1, 2]}))\n"
+          "display({'application/x-custom': 'raw'}, raw=True)");
   REQUIRE(e);
   REQUIRE(asb_execution_result_count(e) == 4);
   CHECK_STR(asb_code_result_value(asb_execution_result_get(e, 0), "html"), "<b>bold</b>");
@@ -375,7 +380,8 @@ TEST(killed_kernel_is_reported_and_recovers) {
   int killed = 0;
   o.on_stdout = kill_on_pid;
   o.userdata = &killed;
-  asb_execution *e = run_opts("import os, time\nprint(os.getpid(), flush=True)\ntime.sleep(300)", &o);
+  asb_execution *e =
+      run_opts("import os, time\nprint(os.getpid(), flush=True)\ntime.sleep(300)", &o);
   REQUIRE(e);
   CHECK(killed > 1);
   CHECK_STR(asb_execution_error_name(e), "ContextRestarting");
@@ -503,7 +509,8 @@ TEST(javascript_context) {
   CHECK_STR(value_of("const w = await Promise.resolve(5);\nawait Promise.resolve(w * 2)", NULL,
                      "javascript"),
             "10");
-  asb_execution *e = run_in("console.log('out'); console.error('err'); undefined", NULL, "javascript");
+  asb_execution *e =
+      run_in("console.log('out'); console.error('err'); undefined", NULL, "javascript");
   REQUIRE(e);
   char out[64];
   CHECK_STR(joined_stdout(e, out, sizeof out), "out\n");
@@ -517,7 +524,8 @@ TEST(javascript_context) {
   asb_execution_free(e);
   /* ESM imports become requires whose bindings persist; twice is fine */
   CHECK_STR(value_of("import { basename } from 'path'\nimport os from 'os'\n"
-                     "basename('/a/b') + typeof os.cpus", NULL, "javascript"),
+                     "basename('/a/b') + typeof os.cpus",
+                     NULL, "javascript"),
             "bfunction");
   CHECK_STR(value_of("import { basename } from 'path'\nbasename('/c/d')", NULL, "javascript"), "d");
   /* typescript runs on the javascript driver, in a context of its own,
@@ -526,10 +534,11 @@ TEST(javascript_context) {
   REQUIRE_RC(asb_code_context_create(&c, SB, "typescript", NULL, NULL), ASB_OK);
   CHECK_STR(asb_code_context_language(c), "typescript");
   CHECK_STR(value_of("typeof q", asb_code_context_id(c), NULL), "undefined");
-  CHECK_STR(value_of("interface P { x: number }\nconst p: P = { x: 20 }\n"
-                     "function twice<T extends number>(v: T): number { return v * 2 }\ntwice(p.x) + 2",
-                     asb_code_context_id(c), NULL),
-            "42");
+  CHECK_STR(
+      value_of("interface P { x: number }\nconst p: P = { x: 20 }\n"
+               "function twice<T extends number>(v: T): number { return v * 2 }\ntwice(p.x) + 2",
+               asb_code_context_id(c), NULL),
+      "42");
   CHECK_STR(value_of("p.x", asb_code_context_id(c), NULL), "20");
   CHECK(strncmp(value_of("let z: = 1", asb_code_context_id(c), NULL), "!SyntaxError", 12) == 0);
   asb_code_options o = ASB_CODE_OPTIONS_INIT;
@@ -660,7 +669,7 @@ TEST(access_token) {
   CHECK_INT(http("GET", "/contexts", NULL, 0, NULL).status, 200);
   CHECK_INT(http("DELETE", "/contexts/x", NULL, 0, NULL).status, 404);
   CHECK_INT(http("GET", "/contexts", NULL, 0, "wrong").status, 200); /* one matches */
-  g_header = "E2B-Traffic-Access-Token: " TRAFFIC_SHA256; /* the hash is no token */
+  g_header = "E2B-Traffic-Access-Token: " TRAFFIC_SHA256;            /* the hash is no token */
   CHECK_INT(http("GET", "/contexts", NULL, 0, NULL).status, 401);
   g_header = "E2B-Traffic-Access-Token: wrong";
   CHECK_INT(http("GET", "/contexts", NULL, 0, NULL).status, 401);
@@ -685,8 +694,8 @@ static void *par_run(void *arg) {
   asb_code_options o = ASB_CODE_OPTIONS_INIT;
   o.context_id = p->ctx;
   asb_execution *e = NULL;
-  if (asb_code_run(&e, SB, "import time; time.sleep(0.3); n = globals().get('n', 0) + 1; n",
-                   &o) == ASB_OK)
+  if (asb_code_run(&e, SB, "import time; time.sleep(0.3); n = globals().get('n', 0) + 1; n", &o) ==
+      ASB_OK)
     snprintf(p->out, sizeof p->out, "%s", asb_execution_text(e) ? asb_execution_text(e) : "");
   asb_execution_free(e);
   return NULL;
@@ -799,8 +808,8 @@ int main(void) {
   snprintf(TMPD, sizeof TMPD, "/tmp/asbt-codei-XXXXXX");
   if (!mkdtemp(TMPD)) return 1;
   curl_global_init(CURL_GLOBAL_DEFAULT);
-  const char *args[] = {"--access-token", TOKEN, "--traffic-token-sha256", TRAFFIC_SHA256,
-                        "--cwd", "/tmp", NULL};
+  const char *args[] = {"--access-token", TOKEN, "--traffic-token-sha256", TRAFFIC_SHA256, "--cwd",
+                        "/tmp",           NULL};
   const char *env[] = {"ASBT_GLOBAL=from the server", NULL};
   if (codei_start(&F, args, env) != 0) {
     fprintf(stderr, "cannot start %s\n", CODEI_BIN);

@@ -9,7 +9,9 @@
 #include "queue.h"
 #include "testing.h"
 
-static ci_frame fr(const char *s) { return (ci_frame){s, strlen(s)}; }
+static ci_frame fr(const char *s) {
+  return (ci_frame){s, strlen(s)};
+}
 
 TEST(hmac_rfc4231_case2) {
   ci_hmac *h = NULL;
@@ -110,7 +112,9 @@ TEST(parse_rejects_bad_parts_and_defuses_nul) {
   CHECK_STR(j.parent_id, "p");
   CHECK_INT(j.nbuffers, 1);
   /* U+FFFD for the NUL; the escaped backslash kept as it was */
-  CHECK_STR(cJSON_GetObjectItem(j.content, "text")->valuestring, "a\xEF\xBF\xBD" "b\\u0000");
+  CHECK_STR(cJSON_GetObjectItem(j.content, "text")->valuestring,
+            "a\xEF\xBF\xBD"
+            "b\\u0000");
   ci_jmsg_free(&j);
   msg_free(&m);
   const char *bad[][4] = {
@@ -135,7 +139,9 @@ TEST(lazy_content_and_member_body) {
   ci_hmac *h = NULL;
   REQUIRE(ci_hmac_new(&h, "k", 1) == 0);
   msg m;
-  build(&m, h, "stream", "{ \"name\" : \"stderr\", \"x\": {\"a\": [1, \"}\"]}, \"text\": \"hi \\\"there\\\"\\n\" }", 0);
+  build(&m, h, "stream",
+        "{ \"name\" : \"stderr\", \"x\": {\"a\": [1, \"}\"]}, \"text\": \"hi \\\"there\\\"\\n\" }",
+        0);
   ci_jmsg j;
   REQUIRE(ci_jmsg_parse_lazy(h, m.f, m.n, 10, &j) == CI_JMSG_OK);
   CHECK(j.content == NULL);
@@ -187,8 +193,9 @@ TEST(result_mapping_as_e2b) {
   CHECK_STR(b.data, "{\"type\":\"error\",\"name\":\"E\",\"value\":\"v\\n\",\"traceback\":\"\"}\n");
   asbi_buf_clear(&b);
   REQUIRE(ci_out_count(&b, 7) == 0 && ci_out_type(&b, "end_of_execution") == 0);
-  CHECK_STR(b.data, "{\"type\":\"number_of_executions\",\"execution_count\":7}\n"
-                    "{\"type\":\"end_of_execution\"}\n");
+  CHECK_STR(b.data,
+            "{\"type\":\"number_of_executions\",\"execution_count\":7}\n"
+            "{\"type\":\"end_of_execution\"}\n");
   asbi_buf_free(&b);
 }
 

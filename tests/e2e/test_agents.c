@@ -39,12 +39,12 @@
 #define HOST_PREFIX "/usr/local/lib/agent-sandbox/agents"
 #define QWEN_TGZ "/usr/local/lib/agent-sandbox/tarballs/qwen-code-qwen-code-0.15.10.tgz"
 
-#define CHECK_RC(call, want)                                                          \
-  do {                                                                                \
-    int rc_ = (call);                                                                 \
-    if (rc_ != (want))                                                                \
+#define CHECK_RC(call, want)                                                                \
+  do {                                                                                      \
+    int rc_ = (call);                                                                       \
+    if (rc_ != (want))                                                                      \
       ASBT_FAIL("%s = %d (%s), want %d: %s", #call, rc_, asb_status_name(rc_), (int)(want), \
-                asb_error_last()->message);                                           \
+                asb_error_last()->message);                                                 \
   } while (0)
 
 static engine_fixture F;
@@ -130,8 +130,10 @@ static int on_event(const asb_agent_event *e, void *ud) {
   seen *s = ud;
   asb_int64 seq = asb_agent_event_seq(e);
   const char *type = asb_agent_event_type(e), *json = asb_agent_event_json(e);
-  if (s->count == 0) s->first_seq = seq;
-  else if (seq != s->last_seq + 1) s->gaps++;
+  if (s->count == 0)
+    s->first_seq = seq;
+  else if (seq != s->last_seq + 1)
+    s->gaps++;
   s->last_seq = seq;
   s->count++;
   if (s->completed) s->after_completed++;
@@ -427,7 +429,8 @@ TEST(real_clis) {
   int port = start_helper(sb, "scripted_model.py", "--log /tmp/model.log", "model");
   if (port) {
     for (size_t i = 0; i < 4; i++)
-      if (installed[i] && wanted(AGENTS[i])) drive(sb, AGENTS[i], port);
+      if (installed[i] && wanted(AGENTS[i]))
+        drive(sb, AGENTS[i], port);
       else if (installed[i])
         printf("     %s: not driven (ASB_AGENTS_TEST_AGENTS=%s)\n", AGENTS[i],
                getenv("ASB_AGENTS_TEST_AGENTS"));
@@ -536,7 +539,8 @@ TEST(not_installed_and_install_on_demand) {
   CHECK_RC(asb_agents_list(&l, sb, NULL), ASB_OK);
   a = asb_agent_list_find(l, "qwen");
   CHECK(a && asb_agent_installed(a));
-  CHECK(a && asb_agent_path(a) && strstr(asb_agent_path(a), "/home/user/.agent-sandbox/agents/bin/qwen"));
+  CHECK(a && asb_agent_path(a) &&
+        strstr(asb_agent_path(a), "/home/user/.agent-sandbox/agents/bin/qwen"));
   asb_agent_list_free(l);
   /* and what it installed runs a turn */
   sh(sb, "rm -f /tmp/x", NULL, 0);

@@ -42,7 +42,9 @@ static void stop_engine_in(const char *state) {
   if (system(cmd) != 0) fprintf(stderr, "cleanup failed\n");
 }
 
-static void stop_engine(void) { stop_engine_in(STATE); }
+static void stop_engine(void) {
+  stop_engine_in(STATE);
+}
 
 static int engine_pid(void) {
   char path[256];
@@ -229,14 +231,14 @@ TEST(another_engine_on_the_default_port_is_not_ours) {
 
 int main(void) {
   snprintf(STATE, sizeof STATE, "/tmp/asb-autostart-%d", (int)getpid());
-  const char *vars[] = {"E2B_API_KEY", "E2B_API_URL", "E2B_DOMAIN", "E2B_SANDBOX_URL",
-                        "E2B_DEBUG", "ASB_API_KEY", "ASB_API_URL", "ASB_DOMAIN",
-                        "ASB_SANDBOX_URL", "ASB_DEBUG"};
+  const char *vars[] = {"E2B_API_KEY", "E2B_API_URL", "E2B_DOMAIN", "E2B_SANDBOX_URL", "E2B_DEBUG",
+                        "ASB_API_KEY", "ASB_API_URL", "ASB_DOMAIN", "ASB_SANDBOX_URL", "ASB_DEBUG"};
   for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) unsetenv(vars[i]);
   setenv("ASB_STATE_DIR", STATE, 1);
   setenv("ASB_ENGINE_BIN", ASB_ENGINE_BIN, 1);
   char args[128];
-  snprintf(args, sizeof args, "--listen 127.0.0.1:0 --cgroup-name asbt-auto-%d --pool 1 --kill-on-exit",
+  snprintf(args, sizeof args,
+           "--listen 127.0.0.1:0 --cgroup-name asbt-auto-%d --pool 1 --kill-on-exit",
            (int)getpid());
   setenv("ASB_ENGINE_ARGS", args, 1);
   /* Point the client at a port nobody listens on (the engine, once

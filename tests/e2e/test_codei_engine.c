@@ -38,8 +38,7 @@ static char *value_of(asb_sandbox *sb, const char *code, const char *ctx) {
   if (rc != ASB_OK)
     snprintf(buf, sizeof buf, "<%s: %s>", asb_strerror(rc), asb_error_last()->message);
   else if (asb_execution_error_name(e))
-    snprintf(buf, sizeof buf, "!%s: %s", asb_execution_error_name(e),
-             asb_execution_error_value(e));
+    snprintf(buf, sizeof buf, "!%s: %s", asb_execution_error_name(e), asb_execution_error_value(e));
   else
     snprintf(buf, sizeof buf, "%s", asb_execution_text(e) ? asb_execution_text(e) : "<none>");
   asb_execution_free(e);
@@ -161,7 +160,9 @@ static int run_cmd(asb_sandbox *sb, const char *cmd, const char *user, char *out
   o.user = user;
   asb_command_result *r = NULL;
   int rc = asb_commands_run(&r, sb, cmd, &o);
-  if (out) snprintf(out, n, "%s", r && asb_command_result_stdout(r, NULL) ? asb_command_result_stdout(r, NULL) : "");
+  if (out)
+    snprintf(out, n, "%s",
+             r && asb_command_result_stdout(r, NULL) ? asb_command_result_stdout(r, NULL) : "");
   asb_command_result_free(r);
   return rc;
 }
@@ -175,31 +176,33 @@ TEST(the_interpreter_is_supervised_apart_from_the_user) {
   CHECK_VALUE(sb, "alive = 1; alive", NULL, "1");
   char out[4096];
   /* the user cannot signal it ([c]: the pattern does not match the shell) */
-  CHECK_RC(run_cmd(sb, "kill -9 " PGREP_CODEI " 2>&1; echo rc=$?", NULL,
-                   out, sizeof out), ASB_OK);
+  CHECK_RC(run_cmd(sb, "kill -9 " PGREP_CODEI " 2>&1; echo rc=$?", NULL, out, sizeof out), ASB_OK);
   CHECK(strstr(out, "Operation not permitted") != NULL && strstr(out, "rc=1") != NULL);
   CHECK_VALUE(sb, "alive + 1", NULL, "2");
   /* an OOM in the workload (the user's 1 GiB into the sandbox's 512 MiB)
    * kills the hog, not the interpreter: the same process serves on */
   char before[64], after[64];
   CHECK_RC(run_cmd(sb, "echo " PGREP_CODEI, "root", before, sizeof before), ASB_OK);
-  CHECK_RC(run_cmd(sb, "python3 -c 'b = bytearray(1024 << 20)'; echo rc=$?", NULL, out,
-                   sizeof out), ASB_OK);
+  CHECK_RC(run_cmd(sb, "python3 -c 'b = bytearray(1024 << 20)'; echo rc=$?", NULL, out, sizeof out),
+           ASB_OK);
   CHECK_STR(out, "rc=137\n");
   CHECK_RC(run_cmd(sb, "echo " PGREP_CODEI, "root", after, sizeof after), ASB_OK);
   CHECK(before[0] >= '1' && before[0] <= '9');
   CHECK_STR(after, before);
   char *ov = value_of(sb, "6 * 7", NULL); /* its kernel, in the workload, may be the victim */
-  if (strncmp(ov, "!ContextRestarting", 18) == 0) CHECK_VALUE(sb, "6 * 7", NULL, "42");
-  else CHECK_STR(ov, "42");
+  if (strncmp(ov, "!ContextRestarting", 18) == 0)
+    CHECK_VALUE(sb, "6 * 7", NULL, "42");
+  else
+    CHECK_STR(ov, "42");
   free(ov);
   asb_code_context *c = NULL;
   REQUIRE_RC(asb_code_context_create(&c, sb, "python", "/root", NULL), ASB_OK);
   CHECK_STR(asb_code_context_cwd(c), "/root"); /* E2B's kernels are root's */
   CHECK_VALUE(sb, "import os; mine = 1; os.getcwd()", asb_code_context_id(c), "/root");
   /* not in the workload cgroup, where the user's processes (and kernels) are */
-  CHECK_RC(run_cmd(sb, "cat /proc/" PGREP_CODEI "/cgroup; echo ==; cat /proc/self/cgroup",
-                   "root", out, sizeof out), ASB_OK);
+  CHECK_RC(run_cmd(sb, "cat /proc/" PGREP_CODEI "/cgroup; echo ==; cat /proc/self/cgroup", "root",
+                   out, sizeof out),
+           ASB_OK);
   char *sep = strstr(out, "==\n");
   REQUIRE(sep != NULL);
   *sep = '\0';
@@ -211,7 +214,8 @@ TEST(the_interpreter_is_supervised_apart_from_the_user) {
   CHECK_RC(run_cmd(sb, cmd, "root", kcg, sizeof kcg), ASB_OK);
   CHECK_STR(kcg, sep + 3);
   /* root kills it: it comes back, and the context says it restarted */
-  CHECK_RC(run_cmd(sb, "p=" PGREP_CODEI "; kill -9 $p; "
+  CHECK_RC(run_cmd(sb,
+                   "p=" PGREP_CODEI "; kill -9 $p; "
                    "while kill -0 $p 2>/dev/null; do sleep 0.05; done", /* gone, reaped */
                    "root", NULL, 0),
            ASB_OK);
@@ -219,7 +223,8 @@ TEST(the_interpreter_is_supervised_apart_from_the_user) {
   CHECK(strncmp(v, "!ContextRestarting", 18) == 0);
   free(v);
   CHECK_VALUE(sb, "mine", asb_code_context_id(c), "!NameError: name 'mine' is not defined");
-  CHECK_VALUE(sb, "6 * 7", NULL, "!ContextRestarting: Context was restarted: the code interpreter "
+  CHECK_VALUE(sb, "6 * 7", NULL,
+              "!ContextRestarting: Context was restarted: the code interpreter "
               "was restarted (its server process ended), and its kernels with it. Its state "
               "(variables, imports, definitions) is lost; the code was not run.");
   CHECK_VALUE(sb, "6 * 7", NULL, "42");
@@ -249,9 +254,10 @@ TEST(charts_data_and_languages_as_in_e2b) {
             "\"y_label\":null,\"x_unit\":null,\"y_unit\":null}");
   asb_execution_free(e);
   e = NULL;
-  REQUIRE_RC(asb_code_run(&e, sb, "import pandas as pd\npd.DataFrame({'a': [1, 2], 'b': ['x', None]})",
-                          NULL),
-             ASB_OK);
+  REQUIRE_RC(
+      asb_code_run(&e, sb, "import pandas as pd\npd.DataFrame({'a': [1, 2], 'b': ['x', None]})",
+                   NULL),
+      ASB_OK);
   r = asb_execution_result_count(e) ? asb_execution_result_get(e, 0) : NULL;
   REQUIRE(r != NULL);
   CHECK_STR(asb_code_result_value(r, "data"), "{\"a\":[1,2],\"b\":[\"x\",null]}");

@@ -20,8 +20,8 @@ static uint64_t now_ms(void) {
   return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
-static int make(asb_sandbox **sb, long timeout_ms, const char *const *meta,
-                const char *const *envs, int auto_pause) {
+static int make(asb_sandbox **sb, long timeout_ms, const char *const *meta, const char *const *envs,
+                int auto_pause) {
   asb_sandbox_options o = ASB_SANDBOX_OPTIONS_INIT;
   o.timeout_ms = timeout_ms;
   o.metadata = meta;
@@ -238,8 +238,9 @@ static long get_port_path(const char *id, int port, const char *path, char *body
 TEST(router_reaches_ports_and_names_closed_ones) {
   asb_sandbox *sb = NULL;
   REQUIRE_RC(make(&sb, 60000, NULL, NULL, 0), ASB_OK);
-  REQUIRE_RC(asb_files_write(NULL, sb, "/home/user/www/index.txt", "served from the sandbox", 23,
-                             NULL), ASB_OK);
+  REQUIRE_RC(
+      asb_files_write(NULL, sb, "/home/user/www/index.txt", "served from the sandbox", 23, NULL),
+      ASB_OK);
   asb_command_options o = ASB_COMMAND_OPTIONS_INIT;
   o.cwd = "/home/user/www";
   o.timeout_ms = -1;
@@ -297,7 +298,8 @@ TEST(router_reuses_upstream_connections) {
   asb_sandbox *sb = NULL;
   REQUIRE_RC(make(&sb, 60000, NULL, NULL, 0), ASB_OK);
   REQUIRE_RC(asb_files_write(NULL, sb, "/home/user/count.py", k_counting_server,
-                             strlen(k_counting_server), NULL), ASB_OK);
+                             strlen(k_counting_server), NULL),
+             ASB_OK);
   asb_command_options o = ASB_COMMAND_OPTIONS_INIT;
   o.timeout_ms = -1;
   asb_process *p = NULL;

@@ -601,9 +601,8 @@ TEST(rename_remove_make_dir) {
 }
 
 TEST(write_many_and_gzip) {
-  asb_write_entry files[3] = {{path_in("m/one"), "1", 1},
-                              {path_in("m/two"), "22", 2},
-                              {path_in("m/empty"), "", 0}};
+  asb_write_entry files[3] = {
+      {path_in("m/one"), "1", 1}, {path_in("m/two"), "22", 2}, {path_in("m/empty"), "", 0}};
   asb_entry_list *l = NULL;
   REQUIRE_RC(asb_files_write_many(&l, SB, files, 3, NULL), ASB_OK);
   CHECK_INT(asb_entry_list_count(l), 3);
@@ -676,8 +675,8 @@ TEST(streamed_write_and_read_of_256_mib) {
   }
   /* A source that lies about its size is caught before anything lands. */
   gen g = {10, 10};
-  CHECK_INT(asb_files_write_stream(NULL, SB, path_in("short.bin"), gen_read, &g, 100,
-                                   NULL), ASB_EINVAL);
+  CHECK_INT(asb_files_write_stream(NULL, SB, path_in("short.bin"), gen_read, &g, 100, NULL),
+            ASB_EINVAL);
   remove(path_in("big.bin"));
 }
 
@@ -686,8 +685,7 @@ typedef struct events {
   char names[1024];
 } events;
 
-static int on_event(asb_fs_event_type type, const char *name, const asb_entry *e,
-                    void *ud) {
+static int on_event(asb_fs_event_type type, const char *name, const asb_entry *e, void *ud) {
   (void)e;
   events *ev = ud;
   if (type == ASB_FS_EVENT_CREATE) ev->create++;
@@ -716,8 +714,8 @@ TEST(watch_dir_recursive) {
   REQUIRE_RC(asb_files_write(NULL, SB, path_in("w/sub/f2"), "b", 1, NULL), ASB_OK);
   /* a tree made elsewhere and moved in: its contents never had a watch */
   char cmd[1024];
-  snprintf(cmd, sizeof cmd, "mkdir -p %s/t/in && echo x > %s/t/in/deep && mv %s/t %s/w/moved",
-           DIR_, DIR_, DIR_, DIR_);
+  snprintf(cmd, sizeof cmd, "mkdir -p %s/t/in && echo x > %s/t/in/deep && mv %s/t %s/w/moved", DIR_,
+           DIR_, DIR_, DIR_);
   asb_command_result *r = NULL;
   CHECK_RC(asb_commands_run(&r, SB, cmd, NULL), ASB_OK);
   asb_command_result_free(r);
@@ -851,8 +849,9 @@ int main(void) {
   chmod(DIR_, 0755);
   struct passwd *pw = getpwnam("user");
   if (!pw) {
-    fprintf(stderr, "this test needs a Unix account named 'user' (scripts/test.sh "
-                    "creates it)\n");
+    fprintf(stderr,
+            "this test needs a Unix account named 'user' (scripts/test.sh "
+            "creates it)\n");
     return 1;
   }
   if (chown(DIR_, pw->pw_uid, pw->pw_gid) != 0) return 1;

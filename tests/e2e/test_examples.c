@@ -14,8 +14,7 @@ static void run_example(const char *name) {
   snprintf(base, sizeof base, "%s", name);
   char *sp = strchr(base, ' ');
   if (sp) *sp = '_';
-  snprintf(cmd, sizeof cmd, "%s/%s > /tmp/asb-example-%s.log 2>&1", ASB_EXAMPLES_DIR,
-           name, base);
+  snprintf(cmd, sizeof cmd, "%s/%s > /tmp/asb-example-%s.log 2>&1", ASB_EXAMPLES_DIR, name, base);
   int rc = system(cmd);
   if (rc != 0) {
     ASBT_FAIL("example %s exited with %d; see /tmp/asb-example-%s.log", name, rc, base);
@@ -25,13 +24,27 @@ static void run_example(const char *name) {
   remove(cmd);
 }
 
-TEST(quickstart) { run_example("quickstart"); }
-TEST(commands) { run_example("commands"); }
-TEST(files) { run_example("files"); }
-TEST(pty) { run_example("pty"); }
-TEST(sandbox_lifecycle) { run_example("sandbox_lifecycle"); }
-TEST(code) { run_example("code"); }
-TEST(git) { run_example("git"); }
+TEST(quickstart) {
+  run_example("quickstart");
+}
+TEST(commands) {
+  run_example("commands");
+}
+TEST(files) {
+  run_example("files");
+}
+TEST(pty) {
+  run_example("pty");
+}
+TEST(sandbox_lifecycle) {
+  run_example("sandbox_lifecycle");
+}
+TEST(code) {
+  run_example("code");
+}
+TEST(git) {
+  run_example("git");
+}
 #ifdef ASB_TEMPLATE_DIR
 /* builds the c-hello template, creates a sandbox from it, calls its commands */
 TEST(named_commands) {
@@ -105,9 +118,8 @@ int main(void) {
   char sessions[160];
   snprintf(sessions, sizeof sessions, "%s/sessions", F.state);
   setenv("ASB_SESSION_DIR", sessions, 1);
-  const char *vars[] = {"E2B_API_KEY", "E2B_API_URL", "E2B_DOMAIN", "E2B_SANDBOX_URL",
-                        "E2B_DEBUG", "ASB_API_KEY", "ASB_API_URL", "ASB_DOMAIN",
-                        "ASB_SANDBOX_URL", "ASB_DEBUG"};
+  const char *vars[] = {"E2B_API_KEY", "E2B_API_URL", "E2B_DOMAIN", "E2B_SANDBOX_URL", "E2B_DEBUG",
+                        "ASB_API_KEY", "ASB_API_URL", "ASB_DOMAIN", "ASB_SANDBOX_URL", "ASB_DEBUG"};
   for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) unsetenv(vars[i]);
   RUN(quickstart);
   RUN(commands);

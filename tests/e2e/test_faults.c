@@ -28,8 +28,12 @@ static int count_lines(const char *path) {
 }
 
 static int count_procs(const char *needle, int verbose);
-static int count_matching_procs(const char *needle) { return count_procs(needle, 1); }
-static int count_matching_procs_quiet(const char *needle) { return count_procs(needle, 0); }
+static int count_matching_procs(const char *needle) {
+  return count_procs(needle, 1);
+}
+static int count_matching_procs_quiet(const char *needle) {
+  return count_procs(needle, 0);
+}
 
 static int count_procs(const char *needle, int verbose) {
   DIR *d = opendir("/proc");
@@ -71,8 +75,7 @@ static int count_procs(const char *needle, int verbose) {
 static int count_cgroup_dirs(void) {
   char cmd[256];
   snprintf(cmd, sizeof cmd,
-           "find /sys/fs/cgroup -mindepth 2 -type d -path '*%s/*' 2>/dev/null | wc -l",
-           F.cgroup);
+           "find /sys/fs/cgroup -mindepth 2 -type d -path '*%s/*' 2>/dev/null | wc -l", F.cgroup);
   FILE *p = popen(cmd, "r");
   int n = -1;
   if (p && fscanf(p, "%d", &n) != 1) n = -1;
@@ -143,8 +146,8 @@ static void *streamer(void *arg) {
   o.discard_output = 1;
   /* Streams until the engine dies under it (that is the point); the bound
    * only keeps it finite should the kill never come. */
-  asb_commands_run(&r, sb, "i=0; while [ $i -lt 100000 ]; do echo line $i; i=$((i+1)); sleep 0.01; done",
-                   &o);
+  asb_commands_run(
+      &r, sb, "i=0; while [ $i -lt 100000 ]; do echo line $i; i=$((i+1)); sleep 0.01; done", &o);
   asb_command_result_free(r);
   return NULL;
 }
@@ -217,9 +220,9 @@ TEST(kill_9_during_creates_and_streams) {
    * sandboxes made, output streaming, a create under way. Waiting for that
    * (rather than for a fixed time) keeps the count small on a fast machine
    * and the test meaningful on a slow one. */
-  WAIT_UNTIL(atomic_load(&created) >= 10 && atomic_load(&streamed) >= 5 &&
-                 atomic_load(&creating) > 0,
-             ASBT_DEADLINE_MS);
+  WAIT_UNTIL(
+      atomic_load(&created) >= 10 && atomic_load(&streamed) >= 5 && atomic_load(&creating) > 0,
+      ASBT_DEADLINE_MS);
   printf("  kill -9 after %d create(s), %d line(s) streamed, %d create(s) under way\n",
          atomic_load(&created), atomic_load(&streamed), atomic_load(&creating));
   CHECK(atomic_load(&created) >= 10 && atomic_load(&streamed) >= 5);
@@ -262,7 +265,8 @@ TEST(kill_9_during_creates_and_streams) {
     if (de->d_name[0] != '.') {
       left++;
       char cmd[600];
-      snprintf(cmd, sizeof cmd, "ls -la '%s/%s'; cat '%s/%s'/*.json '%s/%s'/rec* 2>/dev/null; "
+      snprintf(cmd, sizeof cmd,
+               "ls -la '%s/%s'; cat '%s/%s'/*.json '%s/%s'/rec* 2>/dev/null; "
                "find /sys/fs/cgroup -type d -path '*%s/*' 2>/dev/null | head -3",
                sdir, de->d_name, sdir, de->d_name, sdir, de->d_name, F.cgroup);
       printf("  left: %s\n", de->d_name);

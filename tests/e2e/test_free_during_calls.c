@@ -41,7 +41,7 @@ typedef struct gate {
   pthread_cond_t cv;
   int entered;
   int released;
-  atomic_int calls;        /* callback invocations */
+  atomic_int calls;         /* callback invocations */
   atomic_int after_release; /* invocations that started after the release */
   int timed_out;
 } gate;
@@ -129,14 +129,20 @@ static void *job_main(void *arg) {
   return NULL;
 }
 
-static void job_start(job *j) { pthread_create(&j->t, NULL, job_main, j); }
+static void job_start(job *j) {
+  pthread_create(&j->t, NULL, job_main, j);
+}
 static int job_join(job *j) {
   pthread_join(j->t, NULL);
   return j->rc;
 }
 
-static int do_wait(job *j) { return asb_process_wait(NULL, j->p, NULL); }
-static int do_watch_wait(job *j) { return asb_watch_wait(j->w, -1); }
+static int do_wait(job *j) {
+  return asb_process_wait(NULL, j->p, NULL);
+}
+static int do_watch_wait(job *j) {
+  return asb_watch_wait(j->w, -1);
+}
 
 static asb_sandbox *attach(asb_client *c) {
   asb_sandbox *sb = NULL;
@@ -198,9 +204,15 @@ static void process_case(int how) {
   gate_destroy(&g);
 }
 
-TEST(process_free_during_wait) { process_case(0); }
-TEST(process_disconnect_during_wait) { process_case(1); }
-TEST(process_stop_during_wait) { process_case(2); }
+TEST(process_free_during_wait) {
+  process_case(0);
+}
+TEST(process_disconnect_during_wait) {
+  process_case(1);
+}
+TEST(process_stop_during_wait) {
+  process_case(2);
+}
 
 /* Freeing the sandbox (and the client) a process came from does not touch
  * the process: its wait goes on to the end. */
@@ -219,9 +231,7 @@ TEST(parents_freed_during_a_childs_wait) {
   o.on_stdout = count_lines;
   o.userdata = &lines;
   job j = {.fn = do_wait};
-  REQUIRE_RC(asb_commands_start(&j.p, sb,
-                                "for i in $(seq 1 20000); do echo $i; done", &o),
-             ASB_OK);
+  REQUIRE_RC(asb_commands_start(&j.p, sb, "for i in $(seq 1 20000); do echo $i; done", &o), ASB_OK);
   job_start(&j);
   asb_sandbox_free(sb);
   asb_client_free(c);
@@ -265,16 +275,14 @@ TEST(process_free_at_random_points) {
 
 /* ---- watches ---------------------------------------------------------------------- */
 
-static int on_event_gated(asb_fs_event_type t, const char *name, const asb_entry *e,
-                          void *ud) {
+static int on_event_gated(asb_fs_event_type t, const char *name, const asb_entry *e, void *ud) {
   (void)t;
   (void)name;
   (void)e;
   return gate_pass(ud);
 }
 
-static int on_event_count(asb_fs_event_type t, const char *name, const asb_entry *e,
-                          void *ud) {
+static int on_event_count(asb_fs_event_type t, const char *name, const asb_entry *e, void *ud) {
   (void)t;
   (void)name;
   (void)e;
@@ -408,9 +416,13 @@ TEST(sandbox_free_during_file_stream) {
   sandbox_case(C, do_read_stream, path);
 }
 
-TEST(sandbox_free_during_command_run) { sandbox_case(C, do_run, NULL); }
+TEST(sandbox_free_during_command_run) {
+  sandbox_case(C, do_run, NULL);
+}
 
-TEST(sandbox_free_during_code_run) { sandbox_case(CC, do_code, NULL); }
+TEST(sandbox_free_during_code_run) {
+  sandbox_case(CC, do_code, NULL);
+}
 
 /* A client freed before the sandbox it made: the sandbox goes on. */
 TEST(client_freed_before_its_sandbox) {

@@ -42,7 +42,9 @@ static char *sh_in(const char *cmd, const char *in) {
   asb_command_result_free(r);
   return out;
 }
-static char *sh(const char *cmd) { return sh_in(cmd, NULL); }
+static char *sh(const char *cmd) {
+  return sh_in(cmd, NULL);
+}
 static int sh_ok(const char *cmd) {
   char *o = sh(cmd);
   free(o);
@@ -248,7 +250,8 @@ static const char SERVER_PY[] =
     "    for p in os.listdir('/proc'):\n"
     "        try:\n"
     "            if p.isdigit() and PW in open('/proc/%s/cmdline' % p, 'rb').read():\n"
-    "                open('" D "/leak', 'a').write(p + '\\n')\n"
+    "                open('" D
+    "/leak', 'a').write(p + '\\n')\n"
     "        except OSError:\n"
     "            pass\n"
     "class H(http.server.BaseHTTPRequestHandler):\n"
@@ -263,7 +266,8 @@ static const char SERVER_PY[] =
     "        path, _, query = self.path.partition('?')\n"
     "        n = int(self.headers.get('Content-Length') or 0)\n"
     "        body = self.rfile.read(n) if n else b''\n"
-    "        env = dict(os.environ, GIT_PROJECT_ROOT='" D "/srv', GIT_HTTP_EXPORT_ALL='1',\n"
+    "        env = dict(os.environ, GIT_PROJECT_ROOT='" D
+    "/srv', GIT_HTTP_EXPORT_ALL='1',\n"
     "                   PATH_INFO=path, QUERY_STRING=query, REQUEST_METHOD=self.command,\n"
     "                   CONTENT_TYPE=self.headers.get('Content-Type', ''),\n"
     "                   CONTENT_LENGTH=str(len(body)), REMOTE_USER='bot',\n"
@@ -290,8 +294,10 @@ static const char SERVER_PY[] =
     "    def log_message(self, *a):\n"
     "        pass\n"
     "s = http.server.ThreadingHTTPServer(('127.0.0.1', 0), H)\n"
-    "open('" D "/port.tmp', 'w').write(str(s.server_address[1]))\n"
-    "os.rename('" D "/port.tmp', '" D "/port')\n"
+    "open('" D
+    "/port.tmp', 'w').write(str(s.server_address[1]))\n"
+    "os.rename('" D "/port.tmp', '" D
+    "/port')\n"
     "s.serve_forever()\n";
 
 static int port_known(int *port) {
@@ -362,8 +368,8 @@ TEST(credentials_reach_git_and_nothing_else) {
   /* stored on request: in the clone's own 0600 file, used by later calls */
   o.store_credentials = 1;
   REQUIRE_RC(asb_git_clone(NULL, SB, url, D "/h3", &o), ASB_OK);
-  char *mode = sh("stat -c %a " D "/h3/.git/credentials && ! grep -qs '" PASSWORD "' " D
-                  "/h3/.git/config");
+  char *mode =
+      sh("stat -c %a " D "/h3/.git/credentials && ! grep -qs '" PASSWORD "' " D "/h3/.git/config");
   CHECK_STR(mode, "600\n");
   free(mode);
   CHECK_RC(asb_git_pull(NULL, SB, D "/h3", NULL), ASB_OK);

@@ -196,7 +196,8 @@ TEST(c_hello_commands) {
   out = run(sb, "add", "{\"a\":\"40\",\"b\":2}", &rc);
   CHECK_STR(out, "42");
   asb_free(out);
-  out = run(sb, "echo", "{\"value\":{\"list\":[1,2.5,\"x\",null,true],\"big\":12345678901234567}}", &rc);
+  out = run(sb, "echo", "{\"value\":{\"list\":[1,2.5,\"x\",null,true],\"big\":12345678901234567}}",
+            &rc);
   CHECK_STR(out, "{\"list\":[1,2.5,\"x\",null,true],\"big\":12345678901234567}");
   asb_free(out);
 
@@ -204,7 +205,8 @@ TEST(c_hello_commands) {
   out = run(sb, "nope", "{}", &rc);
   CHECK_RC(rc, ASB_ECOMMANDNOTFOUND);
   CHECK(out == NULL);
-  CHECK(strstr(asb_error_last()->message, "Unknown command 'nope'; available: hello, add, echo, fail"));
+  CHECK(strstr(asb_error_last()->message,
+               "Unknown command 'nope'; available: hello, add, echo, fail"));
   run(sb, "add", "{\"a\":\"one\"}", &rc);
   CHECK_RC(rc, ASB_EINVAL);
   CHECK(strstr(asb_error_last()->message, "argument 'a': expected an integer"));
@@ -361,9 +363,9 @@ TEST(build_errors) {
   CHECK_RC(asb_templates_build(&t, C, tdir("name: x\nbase: nothing-like-it\n", NULL), NULL),
            ASB_EINVAL);
   CHECK(strstr(asb_error_last()->message, "base: template 'nothing-like-it' not found"));
-  CHECK_RC(asb_templates_build(&t, C, tdir("name: x\nsteps:\n  - copy: missing.txt /x\n", NULL),
-                               NULL),
-           ASB_EINVAL);
+  CHECK_RC(
+      asb_templates_build(&t, C, tdir("name: x\nsteps:\n  - copy: missing.txt /x\n", NULL), NULL),
+      ASB_EINVAL);
   CHECK(strstr(asb_error_last()->message,
                "template.yaml:3:1: steps[0].copy.src: 'missing.txt' is not in the template"));
   /* a failing step: named, with its output */
@@ -378,11 +380,10 @@ TEST(build_errors) {
                "code 3:\ngoing wrong"));
   CHECK_INT(asb_error_last()->http_status, 422);
   /* packages: present ones are skipped, missing ones fail (no network) */
-  CHECK_RC(asb_templates_build(&t, C,
-                               tdir("name: pkgs\nsteps:\n  - apt: [no-such-package-xyz, libc6]\n",
-                                    NULL),
-                               NULL),
-           ASB_EBUILD);
+  CHECK_RC(
+      asb_templates_build(
+          &t, C, tdir("name: pkgs\nsteps:\n  - apt: [no-such-package-xyz, libc6]\n", NULL), NULL),
+      ASB_EBUILD);
   CHECK(strstr(asb_error_last()->message, "no-such-package-xyz not installed in the base"));
   CHECK(strstr(asb_error_last()->message, "no network"));
   CHECK_RC(asb_templates_build(&t, C, tdir("name: pkgs\nsteps:\n  - pip: [nosuchpipthing]\n", NULL),
@@ -390,10 +391,8 @@ TEST(build_errors) {
            ASB_EBUILD);
   CHECK(strstr(asb_error_last()->message, "not installed: nosuchpipthing"));
   /* a timed-out step */
-  CHECK_RC(asb_templates_build(&t, C,
-                               tdir("name: slow\nsteps:\n  - run: sleep 60\n    timeout: 1\n",
-                                    NULL),
-                               NULL),
+  CHECK_RC(asb_templates_build(
+               &t, C, tdir("name: slow\nsteps:\n  - run: sleep 60\n    timeout: 1\n", NULL), NULL),
            ASB_EBUILD);
   CHECK(strstr(asb_error_last()->message, "timed out after 1 s"));
   /* nothing left behind: no template dirs, no build sandboxes */
@@ -427,9 +426,10 @@ TEST(ready_check_failures) {
   sb = make("dies");
   CHECK(sb == NULL);
   CHECK_INT(asb_error_last()->code, ASB_ETEMPLATE);
-  CHECK(strstr(asb_error_last()->message, "the start command 'echo starting up; exit 3' exited "
-                                          "(code 3) before the ready check (command 'test -f "
-                                          "/tmp/never') passed"));
+  CHECK(strstr(asb_error_last()->message,
+               "the start command 'echo starting up; exit 3' exited "
+               "(code 3) before the ready check (command 'test -f "
+               "/tmp/never') passed"));
   CHECK(strstr(asb_error_last()->message, "start command output: starting up"));
   /* nothing left behind */
   asb_sandbox_page *p = NULL;
@@ -472,7 +472,8 @@ TEST(layers) {
       "steps:\n"
       "  - copy: {src: data.txt, dest: /srv/data.txt, owner: user, mode: \"0640\"}\n"
       "  - copy: {src: run.sh, dest: /srv/bin/, mode: \"0755\"}\n"
-      "  - run: rm -rf /etc/skel /etc/inputrc && ln -s /srv/data.txt /srv/link && mkdir -p /srv/d && "
+      "  - run: rm -rf /etc/skel /etc/inputrc && ln -s /srv/data.txt /srv/link && mkdir -p /srv/d "
+      "&& "
       "echo $LAYER > /srv/d/env\n"
       "  - run: echo made by user > /home/user/mine\n"
       "    user: user\n";
@@ -490,9 +491,10 @@ TEST(layers) {
   asb_template_free(t);
   asb_sandbox *sb = make("layered");
   REQUIRE(sb);
-  char *o = sh(sb, "stat -c '%U %a' /srv/data.txt; cat /srv/data.txt; readlink /srv/link; "
-                   "test -e /etc/skel || test -e /etc/inputrc || echo deleted; cat /srv/d/env; "
-                   "stat -c %U /home/user/mine; /srv/bin/run.sh");
+  char *o = sh(sb,
+               "stat -c '%U %a' /srv/data.txt; cat /srv/data.txt; readlink /srv/link; "
+               "test -e /etc/skel || test -e /etc/inputrc || echo deleted; cat /srv/d/env; "
+               "stat -c %U /home/user/mine; /srv/bin/run.sh");
   CHECK_STR(o, "user 640\nfrom the template dir\n/srv/data.txt\ndeleted\none\nuser\nran\n");
   free(o);
   asb_sandbox_kill(sb, NULL);

@@ -140,7 +140,8 @@ int asbt_sh_eq(asbe_sandbox *sb, uid_t uid, const char *cmd, const char *expect)
     while (n && out[n - 1] == '\n') out[--n] = '\0';
     ok = !strcmp(out, expect);
   }
-  if (!ok) fprintf(stderr, "  `%s` gave [%s] (rc %d), want [%s]\n", cmd, out ? out : "", rc, expect);
+  if (!ok)
+    fprintf(stderr, "  `%s` gave [%s] (rc %d), want [%s]\n", cmd, out ? out : "", rc, expect);
   free(out);
   return ok;
 }
@@ -195,7 +196,9 @@ static int count_dir(const char *path) {
   return n;
 }
 
-int asbt_count_fds(void) { return count_dir("/proc/self/fd") - 1; /* opendir's own */ }
+int asbt_count_fds(void) {
+  return count_dir("/proc/self/fd") - 1; /* opendir's own */
+}
 
 int asbt_count_mounts(void) {
   FILE *f = fopen("/proc/self/mountinfo", "r");

@@ -62,8 +62,8 @@ TEST(freeze_and_thaw) {
   REQUIRE(asbt_wait_agent(sb, ASBT_DEADLINE_MS) == 0);
   asbe_exec_opts o;
   memset(&o, 0, sizeof o);
-  const char *argv[] = {"sh", "-c", "i=0; while :; do i=$((i+1)); echo $i > /tmp/c; sleep 0.01; done",
-                        NULL};
+  const char *argv[] = {"sh", "-c",
+                        "i=0; while :; do i=$((i+1)); echo $i > /tmp/c; sleep 0.01; done", NULL};
   o.argv = argv;
   o.stdin_fd = o.stdout_fd = o.stderr_fd = -1;
   asbe_proc *p = NULL;
@@ -424,7 +424,7 @@ TEST(reaper_cleans_orphans) {
          rep.sandboxes, rep.cgroups, rep.loops, rep.files, rep.slots);
   CHECK_STR(live, "sbx-live ");
   CHECK_INT(rep.sandboxes, 2); /* the orphan and the half-made one */
-  CHECK(rep.cgroups >= 2); /* the orphan's and the fake one */
+  CHECK(rep.cgroups >= 2);     /* the orphan's and the fake one */
   CHECK(rep.loops >= 1);
   CHECK(rep.files >= 1);
   char back[PATH_MAX + 1] = "";
@@ -445,7 +445,7 @@ TEST(reaper_cleans_orphans) {
   snprintf(dir, sizeof dir, "%s/sandboxes/sbx-orphan", env.state);
   CHECK(access(dir, F_OK) < 0);
   CHECK_INT(asbt_count_loops(&env), 1); /* only the live one */
-  waitpid(op, NULL, WNOHANG);          /* we are its subreaper */
+  waitpid(op, NULL, WNOHANG);           /* we are its subreaper */
   asbe_sandbox *sb = NULL;
   REQUIRE(asbe_sandbox_adopt(env.e, "sbx-live", &sb) == 0);
   CHECK_INT(asbe_sandbox_kill(sb, 1), 0);

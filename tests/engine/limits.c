@@ -46,7 +46,8 @@ TEST(fork_bomb_stops_at_pids_max) {
    * peak it saw instead of sampling once after the wait. */
   asbe_stats st;
   uint64_t peak = 0;
-  WAIT_UNTIL((asbe_sandbox_stats(sb, &st) == 0 && st.pids_current > peak ? (peak = st.pids_current) : peak) >= 32,
+  WAIT_UNTIL((asbe_sandbox_stats(sb, &st) == 0 && st.pids_current > peak ? (peak = st.pids_current)
+                                                                         : peak) >= 32,
              ASBT_DEADLINE_MS);
   CHECK(peak >= 32);
   /* the workload never gets past its limit; the agent (own cgroup) answers */
@@ -63,7 +64,9 @@ TEST(fork_bomb_stops_at_pids_max) {
   asbe_sandbox_release(sb);
 }
 
-static void hog_spec(asbe_sandbox_spec *s) { s->memory_bytes = 64ull << 20; }
+static void hog_spec(asbe_sandbox_spec *s) {
+  s->memory_bytes = 64ull << 20;
+}
 
 TEST(memory_hog_is_oom_killed_alone) {
   asbe_sandbox *sb = make("sbx-hog", hog_spec);
@@ -140,7 +143,9 @@ TEST(tmpfs_disk_is_enospc_too) {
   asbe_sandbox_release(sb);
 }
 
-static void cpu_spec(asbe_sandbox_spec *s) { s->cpu_millicores = 250; }
+static void cpu_spec(asbe_sandbox_spec *s) {
+  s->cpu_millicores = 250;
+}
 
 TEST(cpu_quota) {
   asbe_sandbox *sb = make("sbx-cpu", cpu_spec);

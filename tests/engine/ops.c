@@ -192,8 +192,8 @@ TEST(pause_connect_timeout) {
 
 TEST(build_cached_failed_invalid_delete) {
   asbi_buf tar;
-  REQUIRE(tar_of("ops-built",
-                 "name: ops-built\nsteps:\n  - run: echo made > /ops-built\n", &tar) == 0);
+  REQUIRE(tar_of("ops-built", "name: ops-built\nsteps:\n  - run: echo made > /ops-built\n", &tar) ==
+          0);
   template_info *t = NULL;
   build_report rep;
   eng_err err;
@@ -244,8 +244,9 @@ TEST(build_cached_failed_invalid_delete) {
   CHECK_INT(rep.step, 2);
   CHECK_INT(rep.step_line, 4);
   CHECK(rep.output && strstr(rep.output, "wrong"));
-  CHECK(strstr(err.message, "step 2/2 (run: echo wrong >&2; exit 3) at template.yaml:4 failed "
-                            "with exit code 3"));
+  CHECK(strstr(err.message,
+               "step 2/2 (run: echo wrong >&2; exit 3) at template.yaml:4 failed "
+               "with exit code 3"));
   CHECK(rep.log && strstr(rep.log, "==> FAILED: failed with exit code 3"));
   CHECK(templates_find(&E, "ops-broken") == NULL);
   build_report_free(&rep);
@@ -318,8 +319,9 @@ int main(void) {
   mkdir(tdir, 0755);
   mkdir(bdir, 0755);
   snprintf(path, sizeof path, "%s/template.yaml", bdir);
-  write_file(path, "name: ops-bundled\nresources: {cpu: 1}\nsteps:\n"
-                   "  - run: echo bundled > /bundled\n");
+  write_file(path,
+             "name: ops-bundled\nresources: {cpu: 1}\nsteps:\n"
+             "  - run: echo bundled > /bundled\n");
   engine_config cfg = {state, ASBT_ENVD, ASBT_INIT, NULL, tdir, cg, 0};
   eng_err err;
   engine_init(&E);

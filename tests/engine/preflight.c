@@ -12,9 +12,14 @@ TEST(preflight_report) {
   REQUIRE(rep != NULL);
   printf("%s", rep);
   CHECK_INT(r, 0);
-  static const char *const names[] = {"user namespaces", "overlayfs in a user namespace",
-                                      "idmapped mounts", "cgroups", "seccomp", "loop devices",
-                                      "ext4", "pidfd"};
+  static const char *const names[] = {"user namespaces",
+                                      "overlayfs in a user namespace",
+                                      "idmapped mounts",
+                                      "cgroups",
+                                      "seccomp",
+                                      "loop devices",
+                                      "ext4",
+                                      "pidfd"};
   for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) CHECK(strstr(rep, names[i]) != NULL);
   CHECK(strstr(rep, "FAIL") == NULL);
   /* the machine-wide counts sandboxes share, when they are small */

@@ -46,7 +46,10 @@ TEST(base_identity_and_namespaces) {
   CHECK(asbt_sh_eq(sb, 0, "ls /sys/class/net", "lo"));
   CHECK(asbt_sh_eq(sb, 0, "tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' '", "lo"));
   CHECK(asbt_sh_eq(sb, 0, "cat /sys/class/net/lo/operstate", "unknown"));
-  CHECK(asbt_sh_eq(sb, 0, "python3 -c \"import socket; s=socket.socket(); s.bind(('127.0.0.1',0)); print('ok')\"", "ok"));
+  CHECK(asbt_sh_eq(
+      sb, 0,
+      "python3 -c \"import socket; s=socket.socket(); s.bind(('127.0.0.1',0)); print('ok')\"",
+      "ok"));
   CHECK_INT(asbe_sandbox_kill(sb, 1), 0);
   asbe_sandbox_release(sb);
 }
@@ -71,13 +74,15 @@ TEST(base_filesystem_view) {
   CHECK(asbt_sh(sb, 0, "touch /sys/x", NULL) != 0);
   /* host files are not visible */
   char cmd[PATH_MAX + 64];
-  snprintf(cmd, sizeof cmd, "test ! -e '%s' && test ! -e /var/lib/dpkg && test ! -e /work && "
-                            "test ! -e /etc/machine-id && test ! -e /root/.pyenv && echo hidden",
+  snprintf(cmd, sizeof cmd,
+           "test ! -e '%s' && test ! -e /var/lib/dpkg && test ! -e /work && "
+           "test ! -e /etc/machine-id && test ! -e /root/.pyenv && echo hidden",
            env.state);
   CHECK(asbt_sh_eq(sb, 0, cmd, "hidden"));
   CHECK(asbt_sh_eq(sb, 0, "ls /home", "user"));
   /* accounts: root and user */
-  CHECK(asbt_sh_eq(sb, 1000, "id -u; id -un; echo $HOME; pwd", "1000\nuser\n/home/user\n/home/user"));
+  CHECK(
+      asbt_sh_eq(sb, 1000, "id -u; id -un; echo $HOME; pwd", "1000\nuser\n/home/user\n/home/user"));
   CHECK(asbt_sh_eq(sb, 0, "getent passwd user | cut -d: -f6,7", "/home/user:/bin/bash"));
   CHECK(asbt_sh_eq(sb, 0, "stat -c '%U %a' /home/user /root /tmp /var/tmp",
                    "user 755\nroot 700\nroot 1777\nroot 1777"));
@@ -93,7 +98,8 @@ TEST(base_filesystem_view) {
    * terminal, and /dev/tty would be the opener's) */
   CHECK(asbt_sh_eq(sb, 1000, "ls /dev | tr '\\n' ' '",
                    "fd full null ptmx pts random shm stderr stdin stdout urandom zero "));
-  CHECK(asbt_sh_eq(sb, 1000, "head -c 4 /dev/zero | wc -c; echo x > /dev/null && echo ok", "4\nok"));
+  CHECK(
+      asbt_sh_eq(sb, 1000, "head -c 4 /dev/zero | wc -c; echo x > /dev/null && echo ok", "4\nok"));
   CHECK(asbt_sh_eq(sb, 1000, "python3 -c 'import os,pty; m,s=pty.openpty(); print(os.ttyname(s))'",
                    "/dev/pts/0"));
   CHECK(asbt_sh_eq(sb, 1000, "echo s > /dev/shm/x && cat /dev/shm/x", "s"));
@@ -139,7 +145,8 @@ TEST(agent_and_sockets) {
   if (s >= 0) {
     CHECK(write(s, "ping\n", 5) == 5);
     size_t got = 0;
-    for (ssize_t n; got < 5 && (n = read(s, buf + got, sizeof buf - 1 - got)) > 0;) got += (size_t)n;
+    for (ssize_t n; got < 5 && (n = read(s, buf + got, sizeof buf - 1 - got)) > 0;)
+      got += (size_t)n;
     buf[got] = '\0';
     CHECK_STR(buf, "pong\n");
     close(s);
@@ -162,7 +169,8 @@ TEST(busybox_sandbox) {
   REQUIRE(sb != NULL);
   CHECK(asbt_sh_eq(sb, 0, "id -u; hostname", "0\nsbx-bb"));
   CHECK(asbt_sh_eq(sb, 1000, "id -un; echo $HOME", "user\n/home/user"));
-  CHECK(asbt_sh_eq(sb, 0, "test ! -e /usr/lib/x86_64-linux-gnu && test ! -e /lib64 && echo bare", "bare"));
+  CHECK(asbt_sh_eq(sb, 0, "test ! -e /usr/lib/x86_64-linux-gnu && test ! -e /lib64 && echo bare",
+                   "bare"));
   CHECK(asbt_sh_eq(sb, 0, "cat /proc/1/comm", "asb-init"));
   CHECK(asbt_sh_eq(sb, 0, "ls /sys/class/net", "lo"));
   /* the dynamically linked agent runs from /.asb */
@@ -247,8 +255,9 @@ TEST(exec_service_and_fallback) {
   snprintf(sock, sizeof sock, "/proc/%d/root/run/asb/.exec.sock", (int)asbe_sandbox_pid(sb));
   WAIT_UNTIL(access(sock, F_OK) == 0, ASBT_DEADLINE_MS);
   CHECK(access(sock, F_OK) == 0);
-  const char *check = "grep -E '^(PPid|NoNewPrivs|Seccomp|CapBnd):' /proc/$$/status | tr '\\t' ' ';"
-                      "grep -E ':(memory|pids):' /proc/$$/cgroup | cut -d: -f3";
+  const char *check =
+      "grep -E '^(PPid|NoNewPrivs|Seccomp|CapBnd):' /proc/$$/status | tr '\\t' ' ';"
+      "grep -E ':(memory|pids):' /proc/$$/cgroup | cut -d: -f3";
   char *out = NULL;
   CHECK_INT(asbt_sh(sb, 0, check, &out), 0);
   CHECK(out && !strstr(out, "PPid: 0\n")); /* forked inside the sandbox */
@@ -259,7 +268,8 @@ TEST(exec_service_and_fallback) {
   CHECK_INT(asbt_sh(sb, 0, check, &out), 0);
   CHECK(out && strstr(out, "PPid: 0\n")); /* a child of the engine */
   /* the same confinement either way */
-  CHECK(out && strstr(out, "CapBnd: 00000000800425fb\nNoNewPrivs: 1\nSeccomp: 2\n/workload\n/workload"));
+  CHECK(out &&
+        strstr(out, "CapBnd: 00000000800425fb\nNoNewPrivs: 1\nSeccomp: 2\n/workload\n/workload"));
   CHECK(svc && strstr(svc, "CapBnd: 00000000800425fb"));
   free(out);
   free(svc);
@@ -306,7 +316,9 @@ TEST(tmpfs_and_layers) {
  * sandboxes are cloned must not trip the child (glibc's per-thread state is
  * stale in a raw clone). */
 static volatile int churn_stop;
-static void *churn_one(void *arg) { return arg; }
+static void *churn_one(void *arg) {
+  return arg;
+}
 static void *churn(void *arg) {
   (void)arg;
   while (!churn_stop) {

@@ -23,12 +23,14 @@ static const char k_probe[] =
     "libc.syscall.restype = ctypes.c_long\n"
     "def sc(nr, *a):\n"
     "    ctypes.set_errno(0)\n"
-    "    r = libc.syscall(ctypes.c_long(nr), *[ctypes.c_long(x) if isinstance(x, int) else x for x in a])\n"
+    "    r = libc.syscall(ctypes.c_long(nr), *[ctypes.c_long(x) if isinstance(x, int) else x for x "
+    "in a])\n"
     "    if r == 0 and nr in (56,):\n"
     "        os._exit(0)\n"
     "    if r > 0 and nr in (56,):\n"
     "        os.waitpid(r, 0)\n"
-    "    return 'ok' if r >= 0 else errno.errorcode.get(ctypes.get_errno(), str(ctypes.get_errno()))\n"
+    "    return 'ok' if r >= 0 else errno.errorcode.get(ctypes.get_errno(), "
+    "str(ctypes.get_errno()))\n"
     "t = {\n"
     " 'mount': sc(165, b'none', b'/mnt', b'tmpfs', 0, 0),\n"
     " 'umount2': sc(166, b'/proc', 2),\n"
@@ -78,22 +80,49 @@ static const char k_probe[] =
 
 static const struct {
   const char *name, *want;
-} k_expect[] = {
-    {"mount", "EPERM"},           {"umount2", "EPERM"},         {"pivot_root", "EPERM"},
-    {"unshare_ns", "EPERM"},      {"unshare_user", "EPERM"},    {"setns", "EPERM"},
-    {"bpf", "EPERM"},             {"perf_event_open", "EPERM"}, {"keyctl", "EPERM"},
-    {"add_key", "EPERM"},         {"ptrace_attach_init", "EPERM"}, {"init_module", "EPERM"},
-    {"finit_module", "EPERM"},    {"delete_module", "EPERM"},   {"kexec_load", "EPERM"},
-    {"fsopen", "EPERM"},          {"open_tree", "EPERM"},       {"move_mount", "EPERM"},
-    {"mount_setattr", "EPERM"},   {"open_by_handle_at", "EPERM"}, {"name_to_handle_at", "EPERM"},
-    {"userfaultfd", "EPERM"},     {"swapon", "EPERM"},          {"reboot", "EPERM"},
-    {"syslog", "EPERM"},          {"acct", "EPERM"},            {"settimeofday", "EPERM"},
-    {"clock_settime", "EPERM"},   {"adjtimex", "EPERM"},        {"iopl", "EPERM"},
-    {"ioperm", "EPERM"},          {"quotactl", "EPERM"},        {"io_uring_setup", "EPERM"},
-    {"process_vm_readv", "EPERM"}, {"clone_newuser", "EPERM"},  {"clone_newnet", "EPERM"},
-    {"clone3", "ENOSYS"},         {"personality_norandom", "EPERM"},
-    {"personality_query", "ok"},  {"personality_linux", "ok"},  {"sethostname", "EPERM"},
-    {"mknod_dev", "EPERM"},       {"getpid", "ok"}};
+} k_expect[] = {{"mount", "EPERM"},
+                {"umount2", "EPERM"},
+                {"pivot_root", "EPERM"},
+                {"unshare_ns", "EPERM"},
+                {"unshare_user", "EPERM"},
+                {"setns", "EPERM"},
+                {"bpf", "EPERM"},
+                {"perf_event_open", "EPERM"},
+                {"keyctl", "EPERM"},
+                {"add_key", "EPERM"},
+                {"ptrace_attach_init", "EPERM"},
+                {"init_module", "EPERM"},
+                {"finit_module", "EPERM"},
+                {"delete_module", "EPERM"},
+                {"kexec_load", "EPERM"},
+                {"fsopen", "EPERM"},
+                {"open_tree", "EPERM"},
+                {"move_mount", "EPERM"},
+                {"mount_setattr", "EPERM"},
+                {"open_by_handle_at", "EPERM"},
+                {"name_to_handle_at", "EPERM"},
+                {"userfaultfd", "EPERM"},
+                {"swapon", "EPERM"},
+                {"reboot", "EPERM"},
+                {"syslog", "EPERM"},
+                {"acct", "EPERM"},
+                {"settimeofday", "EPERM"},
+                {"clock_settime", "EPERM"},
+                {"adjtimex", "EPERM"},
+                {"iopl", "EPERM"},
+                {"ioperm", "EPERM"},
+                {"quotactl", "EPERM"},
+                {"io_uring_setup", "EPERM"},
+                {"process_vm_readv", "EPERM"},
+                {"clone_newuser", "EPERM"},
+                {"clone_newnet", "EPERM"},
+                {"clone3", "ENOSYS"},
+                {"personality_norandom", "EPERM"},
+                {"personality_query", "ok"},
+                {"personality_linux", "ok"},
+                {"sethostname", "EPERM"},
+                {"mknod_dev", "EPERM"},
+                {"getpid", "ok"}};
 
 TEST(seccomp_denies) {
   const char *argv[] = {"python3", "-", NULL};
@@ -105,8 +134,9 @@ TEST(seccomp_denies) {
     for (size_t i = 0; out && i < sizeof k_expect / sizeof k_expect[0]; i++) {
       char line[128];
       snprintf(line, sizeof line, "%s %s\n", k_expect[i].name, k_expect[i].want);
-      if (!strstr(out, line)) ASBT_FAIL("uid %u: want \"%s %s\" in:\n%s", (unsigned)uid,
-                                        k_expect[i].name, k_expect[i].want, out);
+      if (!strstr(out, line))
+        ASBT_FAIL("uid %u: want \"%s %s\" in:\n%s", (unsigned)uid, k_expect[i].name,
+                  k_expect[i].want, out);
     }
     free(out);
     free(err);
@@ -137,7 +167,8 @@ TEST(capabilities_and_nnp) {
   CHECK(asbt_sh_eq(sb, 0, "cp /usr/bin/id /tmp/sid && chmod 4755 /tmp/sid && stat -c %a /tmp/sid",
                    "4755"));
   CHECK(asbt_sh_eq(sb, 1000, "/tmp/sid -u; /tmp/sid -ru", "1000\n1000"));
-  CHECK(asbt_sh_eq(sb, 1000, "su -c true root </dev/null >/dev/null 2>&1 || echo denied", "denied"));
+  CHECK(
+      asbt_sh_eq(sb, 1000, "su -c true root </dev/null >/dev/null 2>&1 || echo denied", "denied"));
 }
 
 TEST(network_isolation) {
@@ -194,16 +225,18 @@ TEST(exec_service_serves_only_the_engine) {
                    "except OSError as e: print('refused')\" | sed \"s/reply b''/refused/\"",
                    "refused"));
   CHECK(asbt_sh_eq(sb, 0, "stat -c '%U %a' /run/asb/.exec.sock", "root 700"));
-  CHECK(asbt_sh(sb, 1000, "python3 -c \"import socket; s=socket.socket(socket.AF_UNIX, "
-                          "socket.SOCK_SEQPACKET); s.connect('/run/asb/.exec.sock')\"",
+  CHECK(asbt_sh(sb, 1000,
+                "python3 -c \"import socket; s=socket.socket(socket.AF_UNIX, "
+                "socket.SOCK_SEQPACKET); s.connect('/run/asb/.exec.sock')\"",
                 NULL) != 0);
 }
 
 TEST(workload_cgroup_exposure) {
   /* what the agent (envd) sees */
   CHECK(asbt_sh_eq(sb, 0, "ls /run/asb/cgroup | tr '\\n' ' '", "memory pids "));
-  CHECK(asbt_sh_eq(sb, 0, "stat -c '%U %a' /run/asb/cgroup/memory/cgroup.procs "
-                          "/run/asb/cgroup/memory/memory.limit_in_bytes",
+  CHECK(asbt_sh_eq(sb, 0,
+                   "stat -c '%U %a' /run/asb/cgroup/memory/cgroup.procs "
+                   "/run/asb/cgroup/memory/memory.limit_in_bytes",
                    "root 644\nnobody 644"));
   /* exec'd processes are in the workload already */
   CHECK(asbt_sh_eq(sb, 0, "grep -E ':(memory|pids):' /proc/self/cgroup | cut -d: -f3",
@@ -259,7 +292,8 @@ TEST(cgroup_v2_delegation) {
     CHECK(asbt_agent(v2, "workload", buf, sizeof buf) == 0 && !strcmp(buf, "ok"));
     CHECK(asbt_agent(v2, "cgroup", buf, sizeof buf) == 0 && strstr(buf, "0::/workload"));
     CHECK(asbt_sh_eq(v2, 0, "grep '^0::' /proc/self/cgroup", "0::/workload"));
-    CHECK(asbt_sh_eq(v2, 0, "ls /run/asb/cgroup/unified/cgroup.procs", "/run/asb/cgroup/unified/cgroup.procs"));
+    CHECK(asbt_sh_eq(v2, 0, "ls /run/asb/cgroup/unified/cgroup.procs",
+                     "/run/asb/cgroup/unified/cgroup.procs"));
     CHECK(asbt_sh(v2, 1000, "echo 0 > /run/asb/cgroup/unified/cgroup.procs", NULL) != 0);
     CHECK(asbt_agent(v2, "write /run/asb/cgroup/unified/cgroup.freeze 1", buf, sizeof buf) == 0 &&
           strcmp(buf, "ok") != 0);

@@ -253,8 +253,7 @@ static inline int et_read_resp(et_conn *c, et_resp *r, et_sink sink, void *ud) {
 
 /* One request on c (reconnects if needed). extra_headers: "K: V\r\n"... */
 static inline int et_request(et_conn *c, const char *method, const char *path,
-                      const char *extra_headers, const void *body, size_t len,
-                      et_resp *r) {
+                             const char *extra_headers, const void *body, size_t len, et_resp *r) {
   char head[4096];
   int hn = snprintf(head, sizeof head,
                     "%s %s HTTP/1.1\r\nHost: localhost\r\n%sContent-Length: "
@@ -273,20 +272,19 @@ static inline int et_request(et_conn *c, const char *method, const char *path,
 }
 
 /* Connect helpers. */
-static inline int et_unary(et_conn *c, const char *method, const char *json,
-                    const char *extra, et_resp *r) {
+static inline int et_unary(et_conn *c, const char *method, const char *json, const char *extra,
+                           et_resp *r) {
   char path[256], h[2048];
   snprintf(path, sizeof path, "/%s", method);
   snprintf(h, sizeof h, "Content-Type: application/json\r\n%s", extra ? extra : "");
   return et_request(c, "POST", path, h, json, strlen(json), r);
 }
 
-static inline int et_stream(et_conn *c, const char *method, const char *json,
-                     const char *extra, et_resp *r) {
+static inline int et_stream(et_conn *c, const char *method, const char *json, const char *extra,
+                            et_resp *r) {
   char path[256], h[2048];
   snprintf(path, sizeof path, "/%s", method);
-  snprintf(h, sizeof h, "Content-Type: application/connect+json\r\n%s",
-           extra ? extra : "");
+  snprintf(h, sizeof h, "Content-Type: application/connect+json\r\n%s", extra ? extra : "");
   size_t n = strlen(json);
   char *env = malloc(n + 5);
   env[0] = 0;
@@ -368,8 +366,7 @@ static inline int et_count_zombies(pid_t pid) {
     char *cp = strrchr(buf, ')');
     char st;
     int ppid;
-    if (cp && sscanf(cp + 2, "%c %d", &st, &ppid) == 2 && st == 'Z' && ppid == pid)
-      n++;
+    if (cp && sscanf(cp + 2, "%c %d", &st, &ppid) == 2 && st == 'Z' && ppid == pid) n++;
   }
   closedir(d);
   return n;

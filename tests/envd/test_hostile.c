@@ -18,8 +18,7 @@ static uid_t uid;
 static gid_t gid;
 /* The files outside the test's directory it plants or must not see
  * created, named per run (other runs may use /root and /etc meanwhile). */
-static char secret[64], etc_x[64], etc_evil[64], etc_mp[64], root_made[64],
-    root_newdir[64];
+static char secret[64], etc_x[64], etc_evil[64], etc_mp[64], root_made[64], root_newdir[64];
 /* Basic base64("user:") */
 #define AS_USER "Authorization: Basic dXNlcjo=\r\n"
 
@@ -58,22 +57,21 @@ TEST(files_traversal_as_user) {
   const char *writes[] = {etc_x, up, NULL};
   for (int i = 0; writes[i]; i++) {
     snprintf(q, sizeof q, "/files?username=user&path=%s", writes[i]);
-    REQUIRE(et_request(&C, "POST", q, "Content-Type: application/octet-stream\r\n",
-                       "pwned", 5, &r) == 0);
+    REQUIRE(et_request(&C, "POST", q, "Content-Type: application/octet-stream\r\n", "pwned", 5,
+                       &r) == 0);
     CHECK_INT(r.status, 403);
     et_resp_free(&r);
   }
   CHECK(!exists(etc_x));
   snprintf(q, sizeof q, "/files?username=user&path=%s/link-etc", dir);
-  REQUIRE(et_request(&C, "POST", q, "Content-Type: application/octet-stream\r\n",
-                     "pwned", 5, &r) == 0);
+  REQUIRE(et_request(&C, "POST", q, "Content-Type: application/octet-stream\r\n", "pwned", 5, &r) ==
+          0);
   CHECK_INT(r.status, 403);
   et_resp_free(&r);
   CHECK(!exists(etc_evil));
   /* parent creation inside a forbidden dir */
   snprintf(q, sizeof q, "/files?username=user&path=%s/deep/f", root_newdir);
-  REQUIRE(et_request(&C, "POST", q, "Content-Type: application/octet-stream\r\n",
-                     "x", 1, &r) == 0);
+  REQUIRE(et_request(&C, "POST", q, "Content-Type: application/octet-stream\r\n", "x", 1, &r) == 0);
   CHECK_INT(r.status, 403);
   et_resp_free(&r);
   CHECK(!exists(root_newdir));
@@ -81,17 +79,18 @@ TEST(files_traversal_as_user) {
   char mp[256];
   snprintf(mp, sizeof mp,
            "--XX\r\nContent-Disposition: form-data; name=\"file\"; "
-           "filename=\"../..%s\"\r\n\r\npwned\r\n--XX--\r\n", etc_mp);
+           "filename=\"../..%s\"\r\n\r\npwned\r\n--XX--\r\n",
+           etc_mp);
   REQUIRE(et_request(&C, "POST", "/files?username=user",
-                     "Content-Type: multipart/form-data; boundary=XX\r\n", mp,
-                     strlen(mp), &r) == 0);
+                     "Content-Type: multipart/form-data; boundary=XX\r\n", mp, strlen(mp),
+                     &r) == 0);
   CHECK_INT(r.status, 403);
   et_resp_free(&r);
   CHECK(!exists(etc_mp));
   /* a user's own file: created, owned by the user, parents too */
   snprintf(q, sizeof q, "/files?username=user&path=%s/mine/a/b.txt", dir);
-  REQUIRE(et_request(&C, "POST", q, "Content-Type: application/octet-stream\r\n",
-                     "ok", 2, &r) == 0);
+  REQUIRE(et_request(&C, "POST", q, "Content-Type: application/octet-stream\r\n", "ok", 2, &r) ==
+          0);
   CHECK_INT(r.status, 200);
   et_resp_free(&r);
   struct stat st;
@@ -111,8 +110,7 @@ TEST(rpc_traversal_as_user) {
   CHECK_INT(r.status, 403);
   CHECK(strstr(r.body, "permission_denied") != NULL);
   et_resp_free(&r);
-  REQUIRE(et_unary(&C, "filesystem.Filesystem/ListDir", "{\"path\":\"/root\"}",
-                   AS_USER, &r) == 0);
+  REQUIRE(et_unary(&C, "filesystem.Filesystem/ListDir", "{\"path\":\"/root\"}", AS_USER, &r) == 0);
   CHECK_INT(r.status, 403);
   et_resp_free(&r);
   snprintf(j, sizeof j, "{\"path\":\"../..%s\"}", root_made);
@@ -125,8 +123,7 @@ TEST(rpc_traversal_as_user) {
   CHECK_INT(r.status, 403);
   et_resp_free(&r);
   CHECK(exists(secret));
-  snprintf(j, sizeof j, "{\"source\":\"%s\",\"destination\":\"%s/stolen\"}", secret,
-           dir);
+  snprintf(j, sizeof j, "{\"source\":\"%s\",\"destination\":\"%s/stolen\"}", secret, dir);
   REQUIRE(et_unary(&C, "filesystem.Filesystem/Move", j, AS_USER, &r) == 0);
   CHECK_INT(r.status, 403);
   et_resp_free(&r);
@@ -165,12 +162,14 @@ TEST(malformed_rpc) {
   const char huge[] = {0, 0x7f, 0xff, 0xff, 0xff, '{', '}'};
   const char comp[] = {1, 0, 0, 0, 2, '{', '}'};
   const char two[] = {0, 0, 0, 0, 2, '{', '}', 0, 0, 0, 0, 2, '{', '}'};
-  const struct { const char *d; size_t n; } envs[] = {
-      {trunc, sizeof trunc}, {huge, sizeof huge}, {comp, sizeof comp},
-      {two, sizeof two}, {"", 0}, {"\x00\x00", 2}};
+  const struct {
+    const char *d;
+    size_t n;
+  } envs[] = {
+      {trunc, sizeof trunc}, {huge, sizeof huge}, {comp, sizeof comp}, {two, sizeof two}, {"", 0},
+      {"\x00\x00", 2}};
   for (size_t i = 0; i < sizeof envs / sizeof envs[0]; i++) {
-    REQUIRE(et_request(&C, "POST", "/process.Process/Start", h, envs[i].d,
-                       envs[i].n, &r) == 0);
+    REQUIRE(et_request(&C, "POST", "/process.Process/Start", h, envs[i].d, envs[i].n, &r) == 0);
     CHECK_INT(r.status, 200);
     CHECK(strstr(et_end_json(&r, NULL), "invalid_argument") != NULL);
     et_resp_free(&r);
@@ -188,8 +187,8 @@ TEST(malformed_rpc) {
   et_resp_free(&r);
   free(b);
   /* wrong content type, unknown method, wrong HTTP method */
-  REQUIRE(et_request(&C, "POST", "/filesystem.Filesystem/Stat",
-                     "Content-Type: text/plain\r\n", "{}", 2, &r) == 0);
+  REQUIRE(et_request(&C, "POST", "/filesystem.Filesystem/Stat", "Content-Type: text/plain\r\n",
+                     "{}", 2, &r) == 0);
   CHECK_INT(r.status, 415);
   et_resp_free(&r);
   REQUIRE(et_unary(&C, "filesystem.Filesystem/Nope", "{}", NULL, &r) == 0);
@@ -204,8 +203,8 @@ TEST(malformed_rpc) {
   CHECK(strstr(et_end_json(&r, NULL), "invalid_argument") != NULL);
   et_resp_free(&r);
   REQUIRE(et_stream(&C, "process.Process/Start",
-                    "{\"process\":{\"cmd\":\"/bin/true\",\"cwd\":\"/nonexistent-dir\"}}",
-                    NULL, &r) == 0);
+                    "{\"process\":{\"cmd\":\"/bin/true\",\"cwd\":\"/nonexistent-dir\"}}", NULL,
+                    &r) == 0);
   CHECK(strstr(et_end_json(&r, NULL), "invalid_argument") != NULL);
   et_resp_free(&r);
 }
@@ -218,19 +217,18 @@ TEST(bad_input_values) {
                     "Connect-Timeout-Ms: 50\r\n", &r) == 0);
   et_resp_free(&r);
   REQUIRE(et_unary(&C, "process.Process/SendInput",
-                   "{\"process\":{\"tag\":\"b64\"},\"input\":{\"stdin\":\"!!!notbase64\"}}",
-                   NULL, &r) == 0);
+                   "{\"process\":{\"tag\":\"b64\"},\"input\":{\"stdin\":\"!!!notbase64\"}}", NULL,
+                   &r) == 0);
   CHECK(r.status == 400 || r.status == 404);
   et_resp_free(&r);
   /* unknown pid: unary and stream */
   REQUIRE(et_unary(&C, "process.Process/SendSignal",
-                   "{\"process\":{\"pid\":4000000},\"signal\":\"SIGNAL_SIGKILL\"}",
-                   NULL, &r) == 0);
+                   "{\"process\":{\"pid\":4000000},\"signal\":\"SIGNAL_SIGKILL\"}", NULL, &r) == 0);
   CHECK_INT(r.status, 404);
   CHECK(strstr(r.body, "not_found") != NULL);
   et_resp_free(&r);
-  REQUIRE(et_stream(&C, "process.Process/Connect", "{\"process\":{\"pid\":4000000}}",
-                    NULL, &r) == 0);
+  REQUIRE(et_stream(&C, "process.Process/Connect", "{\"process\":{\"pid\":4000000}}", NULL, &r) ==
+          0);
   CHECK_INT(r.status, 200);
   CHECK(strstr(et_end_json(&r, NULL), "not_found") != NULL);
   et_resp_free(&r);
@@ -240,16 +238,16 @@ TEST(bad_input_values) {
   CHECK_INT(r.status, 401);
   CHECK(strstr(r.body, "unauthenticated") != NULL);
   et_resp_free(&r);
-  REQUIRE(et_request(&C, "GET", "/files?path=/etc/hostname&username=nobody-xyz",
-                     NULL, NULL, 0, &r) == 0);
+  REQUIRE(et_request(&C, "GET", "/files?path=/etc/hostname&username=nobody-xyz", NULL, NULL, 0,
+                     &r) == 0);
   CHECK_INT(r.status, 401);
   et_resp_free(&r);
   /* missing path */
   REQUIRE(et_request(&C, "GET", "/files?path=/nonexistent/x", NULL, NULL, 0, &r) == 0);
   CHECK_INT(r.status, 404);
   et_resp_free(&r);
-  REQUIRE(et_unary(&C, "filesystem.Filesystem/Stat", "{\"path\":\"/nonexistent/x\"}",
-                   NULL, &r) == 0);
+  REQUIRE(et_unary(&C, "filesystem.Filesystem/Stat", "{\"path\":\"/nonexistent/x\"}", NULL, &r) ==
+          0);
   CHECK_INT(r.status, 404);
   et_resp_free(&r);
   /* a directory is not downloadable; truncated multipart; bad gzip */
@@ -258,10 +256,11 @@ TEST(bad_input_values) {
   et_resp_free(&r);
   char q[256];
   snprintf(q, sizeof q, "/files?path=%s/trunc", dir);
-  const char *mp = "--XX\r\nContent-Disposition: form-data; name=\"file\"; "
-                   "filename=\"a\"\r\n\r\npartial";
-  REQUIRE(et_request(&C, "POST", q, "Content-Type: multipart/form-data; boundary=XX\r\n",
-                     mp, strlen(mp), &r) == 0);
+  const char *mp =
+      "--XX\r\nContent-Disposition: form-data; name=\"file\"; "
+      "filename=\"a\"\r\n\r\npartial";
+  REQUIRE(et_request(&C, "POST", q, "Content-Type: multipart/form-data; boundary=XX\r\n", mp,
+                     strlen(mp), &r) == 0);
   CHECK(r.status >= 400);
   et_resp_free(&r);
   REQUIRE(et_request(&C, "POST", q,
@@ -269,8 +268,10 @@ TEST(bad_input_values) {
                      "notgzip", 7, &r) == 0);
   CHECK_INT(r.status, 400);
   et_resp_free(&r);
-  REQUIRE(et_request(&C, "POST", q, "Content-Type: application/octet-stream\r\n"
-                     "X-Metadata-Bad: \x01\r\n", "x", 1, &r) == 0);
+  REQUIRE(et_request(&C, "POST", q,
+                     "Content-Type: application/octet-stream\r\n"
+                     "X-Metadata-Bad: \x01\r\n",
+                     "x", 1, &r) == 0);
   CHECK_INT(r.status, 400);
   et_resp_free(&r);
 }
@@ -297,7 +298,8 @@ TEST(stream_input_and_connect) {
   size_t sn = put_env(sb, 0, sj);
   int hn = snprintf(head, sizeof head,
                     "POST /process.Process/Start HTTP/1.1\r\nHost: x\r\nContent-Type: "
-                    "application/connect+json\r\nContent-Length: %zu\r\n\r\n", sn);
+                    "application/connect+json\r\nContent-Length: %zu\r\n\r\n",
+                    sn);
   REQUIRE(et_send(&bg, head, (size_t)hn) == 0 && et_send(&bg, sb, sn) == 0);
   /* its head comes once the process runs (not after a while); the body
    * stays unread */
@@ -321,7 +323,8 @@ TEST(stream_input_and_connect) {
   sn = put_env(sb, 0, "{\"process\":{\"tag\":\"cat1\"}}");
   hn = snprintf(head, sizeof head,
                 "POST /process.Process/Connect HTTP/1.1\r\nHost: x\r\nContent-Type: "
-                "application/connect+json\r\nContent-Length: %zu\r\n\r\n", sn);
+                "application/connect+json\r\nContent-Length: %zu\r\n\r\n",
+                sn);
   REQUIRE(et_send(&w, head, (size_t)hn) == 0 && et_send(&w, sb, sn) == 0);
   /* attached once its head is here: what is written next must reach it */
   et_resp wr;
@@ -333,8 +336,8 @@ TEST(stream_input_and_connect) {
   REQUIRE(et_request(&C, "POST", "/process.Process/StreamInput",
                      "Content-Type: application/connect+json\r\n", body, n, &r) == 0);
   et_resp_free(&r);
-  REQUIRE(et_unary(&C, "process.Process/CloseStdin", "{\"process\":{\"tag\":\"cat1\"}}",
-                   NULL, &r) == 0);
+  REQUIRE(et_unary(&C, "process.Process/CloseStdin", "{\"process\":{\"tag\":\"cat1\"}}", NULL,
+                   &r) == 0);
   CHECK_INT(r.status, 200);
   et_resp_free(&r);
   REQUIRE(et_read_body(&w, &wr, NULL, NULL) == 0);
@@ -389,8 +392,8 @@ TEST(no_space) {
   CHECK(system(cmd) == 0);
 }
 
-static void sign(const char *path, const char *op, const char *user,
-                 const char *tok, const char *exp, char *out, size_t n);
+static void sign(const char *path, const char *op, const char *user, const char *tok,
+                 const char *exp, char *out, size_t n);
 
 /* The polling watcher trio (what the Python SDK's sync watch_dir uses). */
 TEST(polling_watchers) {
@@ -442,12 +445,12 @@ TEST(polling_watchers) {
   CHECK_INT(r.status, 404);
   et_resp_free(&r);
   /* not a directory; a directory the user cannot read */
-  REQUIRE(et_unary(&C, "filesystem.Filesystem/CreateWatcher", "{\"path\":\"/etc/hostname\"}",
-                   NULL, &r) == 0);
+  REQUIRE(et_unary(&C, "filesystem.Filesystem/CreateWatcher", "{\"path\":\"/etc/hostname\"}", NULL,
+                   &r) == 0);
   CHECK_INT(r.status, 400);
   et_resp_free(&r);
-  REQUIRE(et_unary(&C, "filesystem.Filesystem/CreateWatcher", "{\"path\":\"/root\"}",
-                   AS_USER, &r) == 0);
+  REQUIRE(et_unary(&C, "filesystem.Filesystem/CreateWatcher", "{\"path\":\"/root\"}", AS_USER,
+                   &r) == 0);
   CHECK_INT(r.status, 403);
   et_resp_free(&r);
 }
@@ -521,7 +524,8 @@ TEST(workload_cgroups_and_oom) {
     et_resp_free(&r);
     if (have_limit) {
       REQUIRE(et_stream(&c, "process.Process/Start",
-                        "{\"process\":{\"cmd\":\"/usr/bin/python3\",\"args\":[\"-c\",\"b = bytearray(400 << 20)\"]}}",
+                        "{\"process\":{\"cmd\":\"/usr/bin/python3\",\"args\":[\"-c\",\"b = "
+                        "bytearray(400 << 20)\"]}}",
                         NULL, &r) == 0);
       CHECK(et_contains(&r, "signal: killed (out of memory)"));
       if (!et_contains(&r, "out of memory")) {
@@ -564,9 +568,9 @@ TEST(phase_timers) {
   REQUIRE(f != NULL);
   char line[600];
   int n = 0;
-  static const char *const fields[] = {"recv_us=", "prep_us=", "spawn_us=", "start_ev_us=",
-                                       "run_us=", "drain_us=", "deliver_us=", "total_us=",
-                                       "wakeups="};
+  static const char *const fields[] = {
+      "recv_us=",  "prep_us=",    "spawn_us=", "start_ev_us=", "run_us=",
+      "drain_us=", "deliver_us=", "total_us=", "wakeups="};
   while (fgets(line, sizeof line, f)) {
     char want[64];
     snprintf(want, sizeof want, "envd-timing Start pid=%d ", n < 2 ? pids[n] : -1);
@@ -611,8 +615,8 @@ TEST(token_and_signatures) {
   REQUIRE(et_request(&c, "GET", "/files?path=/etc/hostname", NULL, NULL, 0, &r) == 0);
   CHECK_INT(r.status, 401);
   et_resp_free(&r);
-  REQUIRE(et_request(&c, "GET", "/files?path=/etc/hostname", "X-Access-Token: s3cret\r\n",
-                     NULL, 0, &r) == 0);
+  REQUIRE(et_request(&c, "GET", "/files?path=/etc/hostname", "X-Access-Token: s3cret\r\n", NULL, 0,
+                     &r) == 0);
   CHECK_INT(r.status, 200);
   et_resp_free(&r);
   char sig[128], q[512];
@@ -629,15 +633,17 @@ TEST(token_and_signatures) {
   char exp[32];
   snprintf(exp, sizeof exp, "%lld", (long long)time(NULL) + 60);
   sign("/etc/hostname", "read", "root", "s3cret", exp, sig, sizeof sig);
-  snprintf(q, sizeof q, "/files?path=/etc/hostname&username=root&signature=%s&signature_expiration=%s",
-           sig, exp);
+  snprintf(q, sizeof q,
+           "/files?path=/etc/hostname&username=root&signature=%s&signature_expiration=%s", sig,
+           exp);
   REQUIRE(et_request(&c, "GET", q, NULL, NULL, 0, &r) == 0);
   CHECK_INT(r.status, 200);
   et_resp_free(&r);
   snprintf(exp, sizeof exp, "%lld", (long long)time(NULL) - 60);
   sign("/etc/hostname", "read", "root", "s3cret", exp, sig, sizeof sig);
-  snprintf(q, sizeof q, "/files?path=/etc/hostname&username=root&signature=%s&signature_expiration=%s",
-           sig, exp);
+  snprintf(q, sizeof q,
+           "/files?path=/etc/hostname&username=root&signature=%s&signature_expiration=%s", sig,
+           exp);
   REQUIRE(et_request(&c, "GET", q, NULL, NULL, 0, &r) == 0);
   CHECK_INT(r.status, 401);
   CHECK(strstr(r.body, "expired") != NULL);
@@ -646,7 +652,8 @@ TEST(token_and_signatures) {
   snprintf(wpath, sizeof wpath, "%s/signed-upload", dir);
   sign(wpath, "write", "", "s3cret", NULL, sig, sizeof sig);
   snprintf(q, sizeof q, "/files?path=%s&signature=%s", wpath, sig);
-  REQUIRE(et_request(&c, "POST", q, "Content-Type: application/octet-stream\r\n", "up", 2, &r) == 0);
+  REQUIRE(et_request(&c, "POST", q, "Content-Type: application/octet-stream\r\n", "up", 2, &r) ==
+          0);
   CHECK_INT(r.status, 200);
   et_resp_free(&r);
   CHECK(exists(wpath));
@@ -655,13 +662,13 @@ TEST(token_and_signatures) {
                      "{\"accessToken\":\"other\"}", 23, &r) == 0);
   CHECK_INT(r.status, 401);
   et_resp_free(&r);
-  REQUIRE(et_request(&c, "POST", "/init", "Content-Type: application/json\r\n",
-                     "{}", 2, &r) == 0);
+  REQUIRE(et_request(&c, "POST", "/init", "Content-Type: application/json\r\n", "{}", 2, &r) == 0);
   CHECK_INT(r.status, 401);
   et_resp_free(&r);
-  const char *init = "{\"accessToken\":\"s3cret\",\"envVars\":{\"A\":\"1\"},\"defaultUser\":\"user\"}";
-  REQUIRE(et_request(&c, "POST", "/init", "Content-Type: application/json\r\n",
-                     init, strlen(init), &r) == 0);
+  const char *init =
+      "{\"accessToken\":\"s3cret\",\"envVars\":{\"A\":\"1\"},\"defaultUser\":\"user\"}";
+  REQUIRE(et_request(&c, "POST", "/init", "Content-Type: application/json\r\n", init, strlen(init),
+                     &r) == 0);
   CHECK_INT(r.status, 204);
   et_resp_free(&r);
   REQUIRE(et_request(&c, "GET", "/metrics", "X-Access-Token: s3cret\r\n", NULL, 0, &r) == 0);
@@ -685,7 +692,8 @@ TEST(token_and_signatures) {
 static void put_file(const char *path, const char *data) {
   int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
   if (fd >= 0) {
-    if (write(fd, data, strlen(data)) < 0) { /* checked by the GETs */ }
+    if (write(fd, data, strlen(data)) < 0) { /* checked by the GETs */
+    }
     close(fd);
   }
 }
@@ -738,8 +746,8 @@ TEST(download_ranges_and_encodings) {
     snprintf(h, sizeof h, "Range: %s\r\n", cases[i].range);
     REQUIRE(get_file(q, h, &r) == 0);
     if (r.status != cases[i].status || strcmp(r.body, cases[i].body) != 0)
-      ASBT_FAIL("Range %s: %d '%s', want %d '%s'", cases[i].range, r.status,
-                r.body, cases[i].status, cases[i].body);
+      ASBT_FAIL("Range %s: %d '%s', want %d '%s'", cases[i].range, r.status, r.body,
+                cases[i].status, cases[i].body);
     const char *cr = et_header(&r, "Content-Range");
     if (cases[i].content_range)
       CHECK(cr && strncmp(cr, cases[i].content_range, strlen(cases[i].content_range)) == 0);
@@ -797,8 +805,8 @@ TEST(download_ranges_and_encodings) {
 }
 
 /* A second implementation of the signature (sha256 via sha256sum). */
-static void sign(const char *path, const char *op, const char *user,
-                 const char *tok, const char *exp, char *out, size_t n) {
+static void sign(const char *path, const char *op, const char *user, const char *tok,
+                 const char *exp, char *out, size_t n) {
   char cmd[1024];
   snprintf(cmd, sizeof cmd,
            "python3 -c 'import hashlib,base64,sys;print(base64.b64encode("
@@ -816,8 +824,10 @@ static void sign(const char *path, const char *op, const char *user,
   char enc[256];
   size_t w = 0;
   for (const char *p = b; *p && w + 4 < sizeof enc; p++) {
-    if (*p == '+' || *p == '/') w += (size_t)snprintf(enc + w, sizeof enc - w, "%%%02X", *p);
-    else enc[w++] = *p;
+    if (*p == '+' || *p == '/')
+      w += (size_t)snprintf(enc + w, sizeof enc - w, "%%%02X", *p);
+    else
+      enc[w++] = *p;
   }
   enc[w] = '\0';
   snprintf(out, n, "v1_%s", enc);

@@ -24,15 +24,14 @@ static void *starter(void *arg) {
   }
   for (int i = 0; i < NPROC / NTHREADS; i++) {
     et_resp r;
-    const char *j = (i % 10 == 0)
-                        ? "{\"process\":{\"cmd\":\"/bin/echo\",\"args\":[\"x\"]}}"
-                        : "{\"process\":{\"cmd\":\"/bin/true\"},\"stdin\":false}";
+    const char *j = (i % 10 == 0) ? "{\"process\":{\"cmd\":\"/bin/echo\",\"args\":[\"x\"]}}"
+                                  : "{\"process\":{\"cmd\":\"/bin/true\"},\"stdin\":false}";
     int rc = et_stream(&c, "process.Process/Start", j, NULL, &r);
     if (rc != 0 || r.status != 200 || !et_contains(&r, "\"end\"") ||
         strcmp(et_end_json(&r, NULL), "{}") != 0) {
       g_fail[id]++;
-      fprintf(stderr, "start %d: rc %d status %d end '%s' len %zu: ", i, rc,
-              r.status, et_end_json(&r, NULL), r.len);
+      fprintf(stderr, "start %d: rc %d status %d end '%s' len %zu: ", i, rc, r.status,
+              et_end_json(&r, NULL), r.len);
       for (size_t k = 0; k < r.len; k++)
         fputc(r.body[k] >= 32 && r.body[k] < 127 ? r.body[k] : '.', stderr);
       fputc('\n', stderr);
@@ -55,8 +54,7 @@ TEST(ten_thousand_processes) {
   int fds0 = et_count_fds(E.pid);
   double t0 = et_now();
   pthread_t th[NTHREADS];
-  for (int i = 0; i < NTHREADS; i++)
-    pthread_create(&th[i], NULL, starter, (void *)(intptr_t)i);
+  for (int i = 0; i < NTHREADS; i++) pthread_create(&th[i], NULL, starter, (void *)(intptr_t)i);
   for (int i = 0; i < NTHREADS; i++) pthread_join(th[i], NULL);
   double dt = et_now() - t0;
   for (int i = 0; i < NTHREADS; i++) CHECK_INT(g_fail[i], 0);
@@ -67,7 +65,8 @@ TEST(ten_thousand_processes) {
   et_resp r;
   for (int i = 0; i < 20; i++) {
     REQUIRE(et_stream(&c, "process.Process/Start",
-                      "{\"process\":{\"cmd\":\"/bin/sh\",\"args\":[\"-c\",\"sleep 60 & sleep 60\"]},\"tag\":\"bg\"}",
+                      "{\"process\":{\"cmd\":\"/bin/sh\",\"args\":[\"-c\",\"sleep 60 & sleep "
+                      "60\"]},\"tag\":\"bg\"}",
                       "Connect-Timeout-Ms: 1\r\n", &r) == 0);
     et_resp_free(&r);
   }
@@ -162,8 +161,10 @@ TEST(one_gib_streamed) {
   et_close(&c);
   unlink(path);
   long hwm = et_proc_status(E.pid, "VmHWM");
-  printf("    upload %.0f MB/s, download %.0f MB/s, envd VmRSS before %ld kB, "
-         "VmHWM during %ld kB\n", GIB / up / 1e6, GIB / down / 1e6, base, hwm);
+  printf(
+      "    upload %.0f MB/s, download %.0f MB/s, envd VmRSS before %ld kB, "
+      "VmHWM during %ld kB\n",
+      GIB / up / 1e6, GIB / down / 1e6, base, hwm);
   /* Flat: a 1 GiB transfer may not grow envd by more than 32 MiB. */
   CHECK(hwm > 0 && hwm - base < 32 * 1024);
 }
@@ -187,7 +188,9 @@ static int process_listed(et_conn *c, const char *tag) {
 TEST(stuck_reader_is_cut_off) {
   et_conn c;
   REQUIRE(et_connect(&c, E.port) == 0);
-  const char *j = "{\"process\":{\"cmd\":\"/bin/sh\",\"args\":[\"-c\",\"head -c 50000000 /dev/zero; echo done >&2\"]},\"tag\":\"flood\"}";
+  const char *j =
+      "{\"process\":{\"cmd\":\"/bin/sh\",\"args\":[\"-c\",\"head -c 50000000 /dev/zero; echo done "
+      ">&2\"]},\"tag\":\"flood\"}";
   char env[512];
   size_t n = strlen(j);
   env[0] = 0;

@@ -78,8 +78,9 @@ static void run_example(const char *lang, char **argv) {
   char hello[96];
   snprintf(hello, sizeof hello, "streamed: hello from %s", lang);
   /* chunks are as the output arrived: "in /tmp" may share the first */
-  const char *want[] = {"libagentsandbox 1.", hello, "in /tmp\n",
-                        "exit 3: ASB_ECOMMANDEXIT, exit code 3", "file round trip ok", "killed"};
+  const char *want[] = {"libagentsandbox 1.", hello,
+                        "in /tmp\n",          "exit 3: ASB_ECOMMANDEXIT, exit code 3",
+                        "file round trip ok", "killed"};
   int ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
   for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
     if (!strstr(out, want[i])) {
@@ -103,9 +104,12 @@ int main(int argc, char **argv) {
   int i = 2;
   for (; i < argc && strcmp(argv[i], "--") != 0; i += 2) {
     if (i + 1 >= argc) return 2;
-    if (strcmp(argv[i], "--source") == 0) check_source(argv[i + 1]);
-    else if (strcmp(argv[i], "--binary") == 0) check_binary(argv[i + 1]);
-    else return 2;
+    if (strcmp(argv[i], "--source") == 0)
+      check_source(argv[i + 1]);
+    else if (strcmp(argv[i], "--binary") == 0)
+      check_binary(argv[i + 1]);
+    else
+      return 2;
   }
   if (i + 1 >= argc) return 2;
   if (engine_fixture_start(&F, "ffi") != 0) {
@@ -115,9 +119,8 @@ int main(int argc, char **argv) {
   /* The examples configure nothing: the library finds this engine through
    * its state dir (engine.url, api_key). */
   setenv("ASB_STATE_DIR", F.state, 1);
-  const char *vars[] = {"E2B_API_KEY", "E2B_API_URL", "E2B_DOMAIN", "E2B_SANDBOX_URL",
-                        "E2B_DEBUG", "ASB_API_KEY", "ASB_API_URL", "ASB_DOMAIN",
-                        "ASB_SANDBOX_URL", "ASB_DEBUG"};
+  const char *vars[] = {"E2B_API_KEY", "E2B_API_URL", "E2B_DOMAIN", "E2B_SANDBOX_URL", "E2B_DEBUG",
+                        "ASB_API_KEY", "ASB_API_URL", "ASB_DOMAIN", "ASB_SANDBOX_URL", "ASB_DEBUG"};
   for (size_t k = 0; k < sizeof vars / sizeof vars[0]; k++) unsetenv(vars[k]);
   run_example(lang, argv + i + 1);
   printf("%s %s\n", asbt_failures ? "FAIL" : "ok  ", lang);

@@ -12,13 +12,12 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 /* A broken invariant is a crash, so libFuzzer records the input. */
-#define FUZZ_CHECK(cond)                                                   \
-  do {                                                                     \
-    if (!(cond)) {                                                         \
-      fprintf(stderr, "%s:%d: invariant failed: %s\n", __FILE__, __LINE__, \
-              #cond);                                                      \
-      abort();                                                             \
-    }                                                                      \
+#define FUZZ_CHECK(cond)                                                           \
+  do {                                                                             \
+    if (!(cond)) {                                                                 \
+      fprintf(stderr, "%s:%d: invariant failed: %s\n", __FILE__, __LINE__, #cond); \
+      abort();                                                                     \
+    }                                                                              \
   } while (0)
 
 /* Chunk sizes derived from the input, so a crash replays identically. */
@@ -26,8 +25,7 @@ typedef struct fuzz_rng {
   uint64_t s;
 } fuzz_rng;
 
-static inline void fuzz_rng_init(fuzz_rng *r, const uint8_t *d, size_t n,
-                                 uint64_t salt) {
+static inline void fuzz_rng_init(fuzz_rng *r, const uint8_t *d, size_t n, uint64_t salt) {
   uint64_t h = 1469598103934665603ull ^ salt;
   for (size_t i = 0; i < n; i++) h = (h ^ d[i]) * 1099511628211ull;
   r->s = h ? h : 0x9E3779B97F4A7C15ull;

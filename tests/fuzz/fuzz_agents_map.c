@@ -16,8 +16,8 @@
 #include "server/agents.h"
 
 static const char *const TYPES[] = {
-    "session.started", "message.delta", "message", "reasoning", "tool.started",
-    "tool.output", "tool.completed", "file.changed", "usage", "error", "native", NULL};
+    "session.started", "message.delta", "message", "reasoning", "tool.started", "tool.output",
+    "tool.completed",  "file.changed",  "usage",   "error",     "native",       NULL};
 
 static char *native_id;
 

@@ -14,18 +14,23 @@
 #include "proto/pjson.h"
 
 static const char *const NAMES[5] = {"s", "i", "f", "b", "j"};
-static const int TYPES[5] = {ASBI_ARG_STRING, ASBI_ARG_INTEGER, ASBI_ARG_FLOAT,
-                             ASBI_ARG_BOOLEAN, ASBI_ARG_JSON};
+static const int TYPES[5] = {ASBI_ARG_STRING, ASBI_ARG_INTEGER, ASBI_ARG_FLOAT, ASBI_ARG_BOOLEAN,
+                             ASBI_ARG_JSON};
 static const char *const DEFAULTS[5] = {"dflt", "-12", "2.5", "yes", "{\"k\":[1,null]}"};
 
 static int type_ok(int type, const cJSON *v) {
   int64_t x;
   switch (type) {
-    case ASBI_ARG_STRING: return cJSON_IsString(v);
-    case ASBI_ARG_INTEGER: return asbi_json_get_i64(v, &x) == 0;
-    case ASBI_ARG_FLOAT: return cJSON_IsNumber(v) && isfinite(v->valuedouble);
-    case ASBI_ARG_BOOLEAN: return cJSON_IsBool(v);
-    default: return v != NULL;
+    case ASBI_ARG_STRING:
+      return cJSON_IsString(v);
+    case ASBI_ARG_INTEGER:
+      return asbi_json_get_i64(v, &x) == 0;
+    case ASBI_ARG_FLOAT:
+      return cJSON_IsNumber(v) && isfinite(v->valuedouble);
+    case ASBI_ARG_BOOLEAN:
+      return cJSON_IsBool(v);
+    default:
+      return v != NULL;
   }
 }
 

@@ -94,9 +94,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   int rb = decode(p, n, max, 2, &bytes);
   FUZZ_CHECK(rw == rc && rw == rb);
   FUZZ_CHECK(whole.log.len == chunks.log.len && whole.log.len == bytes.log.len);
-  FUZZ_CHECK(whole.log.len == 0 ||
-             (memcmp(whole.log.data, chunks.log.data, whole.log.len) == 0 &&
-              memcmp(whole.log.data, bytes.log.data, whole.log.len) == 0));
+  FUZZ_CHECK(whole.log.len == 0 || (memcmp(whole.log.data, chunks.log.data, whole.log.len) == 0 &&
+                                    memcmp(whole.log.data, bytes.log.data, whole.log.len) == 0));
   /* Whatever was delivered is exactly a prefix of the input, re-encoded. */
   FUZZ_CHECK(whole.log.len <= n);
   FUZZ_CHECK(whole.log.len == 0 || memcmp(whole.log.data, p, whole.log.len) == 0);

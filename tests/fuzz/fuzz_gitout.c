@@ -11,9 +11,8 @@
 #include "fuzz.h"
 #include "proto/gitout.h"
 
-static const char *const LABELS[] = {"conflict", "renamed",    "copied",    "deleted",
-                                     "added",    "modified",   "typechange", "untracked",
-                                     "unknown",  NULL};
+static const char *const LABELS[] = {"conflict", "renamed",    "copied",    "deleted", "added",
+                                     "modified", "typechange", "untracked", "unknown", NULL};
 
 static int known_label(const char *s) {
   for (size_t i = 0; LABELS[i]; i++)
@@ -83,15 +82,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   const char *d = (const char *)data + 1;
   size_t n = size - 1;
   switch (data[0] % 4) {
-    case 0: check_status(d, n); break;
-    case 1: check_branches(d, n); break;
+    case 0:
+      check_status(d, n);
+      break;
+    case 1:
+      check_branches(d, n);
+      break;
     case 2: {
       int a = asbi_git_auth_failure(d, n), u = asbi_git_missing_upstream(d, n);
       FUZZ_CHECK((a == 0 || a == 1) && (u == 0 || u == 1));
       FUZZ_CHECK(asbi_git_auth_failure(NULL, 0) == 0);
       break;
     }
-    default: check_url(d, n);
+    default:
+      check_url(d, n);
   }
   return 0;
 }

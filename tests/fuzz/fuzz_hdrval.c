@@ -42,8 +42,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   for (const char *c = b.data; *c; c++) {
     FUZZ_CHECK((unsigned char)*c >= 0x20 && (unsigned char)*c <= 0x7e);
     if (rfc5987 && c >= b.data + 25)
-      FUZZ_CHECK(strchr("%-._~", *c) || (*c >= '0' && *c <= '9') ||
-                 (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z'));
+      FUZZ_CHECK(strchr("%-._~", *c) || (*c >= '0' && *c <= '9') || (*c >= 'a' && *c <= 'z') ||
+                 (*c >= 'A' && *c <= 'Z'));
   }
   asbi_buf_free(&b);
   free(s);

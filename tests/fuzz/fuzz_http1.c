@@ -18,7 +18,8 @@ static void check_head(const uint8_t *d, size_t n) {
     FUZZ_CHECK(r.status >= 100 && r.status <= 999);
     for (size_t i = 0; i < r.nheaders; i++) {
       FUZZ_CHECK(r.headers[i].name >= buf && r.headers[i].name + r.headers[i].name_len <= buf + rc);
-      FUZZ_CHECK(r.headers[i].value >= buf && r.headers[i].value + r.headers[i].value_len <= buf + rc);
+      FUZZ_CHECK(r.headers[i].value >= buf &&
+                 r.headers[i].value + r.headers[i].value_len <= buf + rc);
     }
     /* Any strict prefix of a complete head is incomplete (or an error it
      * would also have hit), never a different complete head. */
@@ -30,8 +31,7 @@ static void check_head(const uint8_t *d, size_t n) {
   free(buf);
 }
 
-static size_t dechunk(const uint8_t *d, size_t n, int mode, char *out, int *err,
-                      int *done) {
+static size_t dechunk(const uint8_t *d, size_t n, int mode, char *out, int *err, int *done) {
   asbi_h1_chunked c;
   asbi_h1_chunked_init(&c);
   fuzz_rng rng;

@@ -55,8 +55,8 @@ static void use_message(ci_jmsg *m) {
   if (cJSON_IsString(text))
     FUZZ_CHECK(ci_out_stream(&b, 1, text->valuestring, strlen(text->valuestring), m->date) == 0);
   const cJSON *en = cJSON_GetObjectItemCaseSensitive(m->content, "ename");
-  FUZZ_CHECK(ci_out_error(&b, cJSON_IsString(en) ? en->valuestring : NULL, m->msg_type,
-                          m->msg_id) == 0);
+  FUZZ_CHECK(
+      ci_out_error(&b, cJSON_IsString(en) ? en->valuestring : NULL, m->msg_type, m->msg_id) == 0);
   check_lines(&b);
   asbi_buf_free(&b);
 }

@@ -101,14 +101,16 @@ static int parse(const char *ct, const uint8_t *p, size_t n, int mode, run *r) {
   return rc ? rc : fin;
 }
 
-static int has_crlf(const char *s) { return s && strpbrk(s, "\r\n") != NULL; }
+static int has_crlf(const char *s) {
+  return s && strpbrk(s, "\r\n") != NULL;
+}
 
 /* ---- a whole-buffer reference for the framing (not the headers) --------
  * A delimiter is "\r\n--" boundary (or "--" boundary at offset 0) followed
  * by "--" (close) or by up to 64 spaces/tabs and CRLF. Finds the next one
  * at or after *at; returns its start, sets *after and *close. */
-static size_t ref_delim(const uint8_t *p, size_t n, const char *b, size_t from,
-                        size_t *after, int *close) {
+static size_t ref_delim(const uint8_t *p, size_t n, const char *b, size_t from, size_t *after,
+                        int *close) {
   size_t bl = strlen(b);
   for (size_t i = from; i < n; i++) {
     size_t j;
@@ -139,8 +141,7 @@ static size_t ref_delim(const uint8_t *p, size_t n, const char *b, size_t from,
 
 /* Checks the parts' data against the reference framing. rc is the result
  * of the incremental parser over the same body. */
-static void check_reference(const uint8_t *p, size_t n, const char *b, int rc,
-                            const run *r) {
+static void check_reference(const uint8_t *p, size_t n, const char *b, int rc, const run *r) {
   if (rc != 0 && rc != ASBI_MP_ETRUNCATED) return; /* header errors: skip */
   size_t after;
   int close, closed = 0, np = 0;
@@ -176,8 +177,7 @@ static void check_reference(const uint8_t *p, size_t n, const char *b, int rc,
 /* Writer -> parser round trip of what was parsed. */
 static void round_trip(const run *r) {
   for (int i = 0; i < r->nparts; i++)
-    if (has_crlf(r->parts[i].name) || has_crlf(r->parts[i].filename) ||
-        has_crlf(r->parts[i].ctype))
+    if (has_crlf(r->parts[i].name) || has_crlf(r->parts[i].filename) || has_crlf(r->parts[i].ctype))
       return; /* the writer refuses these, as it must */
   asbi_mpw w;
   FUZZ_CHECK(asbi_mpw_init(&w) == 0);
@@ -230,8 +230,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     p += nl ? l + 1 : l;
     n -= nl ? l + 1 : l;
   } else {
-    snprintf(ct, sizeof ct, "multipart/form-data; boundary=%s",
-             (data[0] & 2) ? "----asb" : "BB");
+    snprintf(ct, sizeof ct, "multipart/form-data; boundary=%s", (data[0] & 2) ? "----asb" : "BB");
   }
   run a, b, c;
   int ra = parse(ct, p, n, 0, &a);

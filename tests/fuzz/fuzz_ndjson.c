@@ -20,9 +20,8 @@ static int on_line(void *ud, const char *line, size_t len) {
   FUZZ_CHECK(line[len] == '\0');
   FUZZ_CHECK(memchr(line, '\n', len) == NULL);
   /* The line occurs in the input at or after the previous one's end. */
-  const uint8_t *hit = r->pos <= r->in_len
-                           ? memmem(r->in + r->pos, r->in_len - r->pos, line, len)
-                           : NULL;
+  const uint8_t *hit =
+      r->pos <= r->in_len ? memmem(r->in + r->pos, r->in_len - r->pos, line, len) : NULL;
   FUZZ_CHECK(hit != NULL);
   r->pos = (size_t)(hit - r->in) + len;
   unsigned char l4[4] = {(unsigned char)(len >> 24), (unsigned char)(len >> 16),
@@ -36,8 +35,7 @@ static int on_line(void *ud, const char *line, size_t len) {
   return r->stop_at && r->count == r->stop_at ? 4242 : 0;
 }
 
-static int split(const uint8_t *p, size_t n, size_t max, int mode, int stop_at,
-                 run *r) {
+static int split(const uint8_t *p, size_t n, size_t max, int mode, int stop_at, run *r) {
   asbi_ndjson nd;
   asbi_ndjson_init(&nd, max);
   memset(r, 0, sizeof *r);
@@ -98,7 +96,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       i = e + 1;
     }
     FUZZ_CHECK((size_t)a.count == lines);
-    FUZZ_CHECK(ref.len == a.log.len && (ref.len == 0 || memcmp(ref.data, a.log.data, ref.len) == 0));
+    FUZZ_CHECK(ref.len == a.log.len &&
+               (ref.len == 0 || memcmp(ref.data, a.log.data, ref.len) == 0));
     asbi_buf_free(&ref);
   }
   asbi_buf_free(&a.log);

@@ -9,8 +9,7 @@
 #include "proto/pjson.h"
 #include "util/util.h"
 
-static const asbi_pj_enum TABLE[] = {{0, "ZERO"}, {1, "ONE"}, {-2, "MINUS_TWO"},
-                                     {0, NULL}};
+static const asbi_pj_enum TABLE[] = {{0, "ZERO"}, {1, "ONE"}, {-2, "MINUS_TWO"}, {0, NULL}};
 
 /* A snake_case key k ("exit_code") is found through its camelCase name
  * ("exitCode") unless that exact name is also present, which wins. */

@@ -45,9 +45,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     }
     FUZZ_CHECK(e.mode <= 07777);
     int t = e.type;
-    if (n < 64 && e.name[0] && (t == ASBI_TAR_FILE || t == ASBI_TAR_DIR ||
-                                (t == ASBI_TAR_SYMLINK && e.linkname[0] &&
-                                 strlen(e.linkname) <= 100))) {
+    if (n < 64 && e.name[0] &&
+        (t == ASBI_TAR_FILE || t == ASBI_TAR_DIR ||
+         (t == ASBI_TAR_SYMLINK && e.linkname[0] && strlen(e.linkname) <= 100))) {
       if (asbi_tar_add(&out, e.name, t, e.mode, e.data, (size_t)e.size, e.linkname) == 0) {
         seen *s = &v[n++];
         snprintf(s->name, sizeof s->name, "%s", e.name);

@@ -28,7 +28,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   cJSON_ArrayForEach(st, cJSON_GetObjectItem(s, "steps")) {
     const cJSON *kind = cJSON_GetObjectItem(st, "kind");
     FUZZ_CHECK(cJSON_IsString(kind));
-    if (!strcmp(kind->valuestring, "run")) FUZZ_CHECK(cJSON_IsString(cJSON_GetObjectItem(st, "cmd")));
+    if (!strcmp(kind->valuestring, "run"))
+      FUZZ_CHECK(cJSON_IsString(cJSON_GetObjectItem(st, "cmd")));
     if (!strcmp(kind->valuestring, "copy")) {
       const cJSON *src = cJSON_GetObjectItem(st, "src"), *dest = cJSON_GetObjectItem(st, "dest");
       FUZZ_CHECK(cJSON_IsString(src) && src->valuestring[0] != '/');

@@ -9,9 +9,8 @@
 static int url_safe(const char *s, int keep_slash) {
   for (; *s; s++) {
     char c = *s;
-    if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
-          (c >= '0' && c <= '9') || c == '-' || c == '.' || c == '_' ||
-          c == '~' || c == '%' || (keep_slash && c == '/')))
+    if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
+          c == '.' || c == '_' || c == '~' || c == '%' || (keep_slash && c == '/')))
       return 0;
   }
   return 1;
@@ -79,7 +78,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   int ports[] = {ASBI_ENVD_PORT, ASBI_CODE_PORT, 3000, 1, 65535, 0, 65536};
   /* The first input byte picks the sandbox_url / debug variants. */
   int sel = size ? data[0] : 0;
-  const char *sandbox_url = (sel & 3) == 1 ? domain : (sel & 3) == 2 ? "http://127.0.0.1:49982/" : NULL;
+  const char *sandbox_url = (sel & 3) == 1   ? domain
+                            : (sel & 3) == 2 ? "http://127.0.0.1:49982/"
+                                             : NULL;
   int debug = (sel & 4) != 0;
   for (size_t i = 0; i < sizeof ports / sizeof ports[0]; i++) {
     for (int kind = 0; kind < 2; kind++) {
@@ -88,8 +89,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       int rc = asbi_url_sandbox_base(&b, &cfg, ports[i], (asbi_url_kind)kind);
       asbi_buf h = ASBI_BUF_INIT;
       int hrc = asbi_url_sandbox_host(&h, &cfg, ports[i]);
-      if (hrc == 0) FUZZ_CHECK(h.data && strpbrk(h.data, "/?#@ \r\n") == NULL);
-      else FUZZ_CHECK(h.len == 0);
+      if (hrc == 0)
+        FUZZ_CHECK(h.data && strpbrk(h.data, "/?#@ \r\n") == NULL);
+      else
+        FUZZ_CHECK(h.len == 0);
       asbi_buf_free(&h);
       if (rc != 0) {
         FUZZ_CHECK(b.len == 0);

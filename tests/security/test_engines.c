@@ -17,7 +17,7 @@
 #include "engine_fixture.h"
 
 static engine_fixture A; /* the first engine: it owns the cgroup name */
-static char g_name[64];   /* the cgroup name both contend for */
+static char g_name[64];  /* the cgroup name both contend for */
 
 static long long now_ms(void) {
   struct timespec ts;
@@ -139,7 +139,7 @@ static void rm_state(engine_fixture *f) {
 }
 
 static asb_client *g_ca;
-static asb_sandbox *g_x;    /* A's sandbox */
+static asb_sandbox *g_x; /* A's sandbox */
 static char g_xid[64];
 
 TEST(same_cgroup_name_is_refused) {

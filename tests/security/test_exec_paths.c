@@ -31,7 +31,9 @@ static const char k_limits[] =
 /* Limits above the engine's own hard limit cannot be had (nothing here has
  * CAP_SYS_RESOURCE in the initial namespace): the sandbox's are at most it. */
 static unsigned long g_hard;
-static unsigned long at_most_ours(unsigned long v) { return v < g_hard ? v : g_hard; }
+static unsigned long at_most_ours(unsigned long v) {
+  return v < g_hard ? v : g_hard;
+}
 
 static void check_both_uids(asbe_sandbox *sb, const char *path) {
   char k_want[128];
@@ -43,8 +45,7 @@ static void check_both_uids(asbe_sandbox *sb, const char *path) {
     size_t n = out ? strlen(out) : 0;
     if (n && out[n - 1] == '\n') out[n - 1] = '\0';
     if (!out || strcmp(out, k_want) != 0)
-      ASBT_FAIL("%s, uid %u: got\n%s\nwant\n%s", path, (unsigned)uid, out ? out : "(null)",
-                k_want);
+      ASBT_FAIL("%s, uid %u: got\n%s\nwant\n%s", path, (unsigned)uid, out ? out : "(null)", k_want);
     free(out);
   }
 }

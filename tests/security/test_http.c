@@ -238,8 +238,8 @@ static void exchange(const char *req, resp *r) {
 
 /* Sandbox traffic to the recorder: "<METHOD> <path>" + extra header lines
  * (each ending in \r\n) + body. */
-static void to_rec(const char *method, const char *path, const char *headers,
-                   const char *body, size_t body_len, resp *r) {
+static void to_rec(const char *method, const char *path, const char *headers, const char *body,
+                   size_t body_len, resp *r) {
   char req[16384];
   int n = snprintf(req, sizeof req,
                    "%s %s HTTP/1.1\r\nHost: engine\r\nE2b-Sandbox-Id: %s\r\n"
@@ -295,17 +295,17 @@ TEST(health_needs_no_key_and_nothing_else_is_open) {
   exchange("GET /health HTTP/1.1\r\nHost: x\r\nX-API-Key: wrong\r\nConnection: close\r\n\r\n", &r);
   CHECK_INT(r.status, 204);
   char req[512];
-  snprintf(req, sizeof req, "GET /health HTTP/1.1\r\nHost: x\r\nX-API-Key: %s\r\nConnection: close\r\n\r\n",
-           F.key);
+  snprintf(req, sizeof req,
+           "GET /health HTTP/1.1\r\nHost: x\r\nX-API-Key: %s\r\nConnection: close\r\n\r\n", F.key);
   exchange(req, &r);
   CHECK_INT(r.status, 204);
   /* every other route, and other methods on /health, still need the key */
-  static const char *const keyed[] = {"GET /sandboxes", "GET /v2/sandboxes", "GET /templates",
-                                      "POST /health", "DELETE /health", "GET /health/x",
-                                      "GET /healthz", NULL};
+  static const char *const keyed[] = {
+      "GET /sandboxes", "GET /v2/sandboxes", "GET /templates", "POST /health",
+      "DELETE /health", "GET /health/x",     "GET /healthz",   NULL};
   for (int i = 0; keyed[i]; i++) {
-    snprintf(req, sizeof req, "%s HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
-             keyed[i]);
+    snprintf(req, sizeof req,
+             "%s HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n", keyed[i]);
     exchange(req, &r);
     if (r.status != 401) ASBT_FAIL("%s without a key: status %d, want 401", keyed[i], r.status);
   }
@@ -323,7 +323,8 @@ TEST(smuggled_requests_are_refused) {
   } cases[] = {
       {"Content-Length: 0 and chunked", "Content-Length: 0\r\nTransfer-Encoding: chunked\r\n", 400},
       {"chunked and Content-Length: 0", "Transfer-Encoding: chunked\r\nContent-Length: 0\r\n", 400},
-      {"two Transfer-Encodings", "Transfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n", 400},
+      {"two Transfer-Encodings", "Transfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n",
+       400},
       {"an unknown coding", "Transfer-Encoding: gzip, chunked\r\n", 501},
       {"identity", "Transfer-Encoding: identity\r\n", 501},
       {"two Content-Lengths", "Content-Length: 0\r\nContent-Length: 46\r\n", 400},
@@ -339,7 +340,8 @@ TEST(smuggled_requests_are_refused) {
     resp v;
     to_rec("GET", "/victim", "", "", 0, &v);
     CHECK_INT(v.status, 200);
-    if (!strstr(v.body, "GET /victim")) ASBT_FAIL("the victim got someone else's reply: %s", v.body);
+    if (!strstr(v.body, "GET /victim"))
+      ASBT_FAIL("the victim got someone else's reply: %s", v.body);
   }
   /* ...and the server inside never saw a request no client sent. */
   char *log = rec_log_after("/sync-smuggling");
@@ -384,8 +386,10 @@ TEST(malformed_headers_are_refused) {
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     char req[1024];
-    snprintf(req, sizeof req, "%sHost: x\r\nE2b-Sandbox-Id: %s\r\nE2b-Sandbox-Port: %d\r\n"
-             "Connection: close\r\n\r\n0\r\n\r\n", cases[i].request, SID, REC_PORT);
+    snprintf(req, sizeof req,
+             "%sHost: x\r\nE2b-Sandbox-Id: %s\r\nE2b-Sandbox-Port: %d\r\n"
+             "Connection: close\r\n\r\n0\r\n\r\n",
+             cases[i].request, SID, REC_PORT);
     resp r;
     exchange(req, &r);
     if (r.status != 400) ASBT_FAIL("%s: status %d, want 400", cases[i].what, r.status);
@@ -400,11 +404,12 @@ TEST(malformed_headers_are_refused) {
 
 TEST(hop_by_hop_headers_and_the_api_key_stay_out) {
   char h[1024];
-  snprintf(h, sizeof h,
-           "Connection: keep-alive, X-Hop-Named\r\nX-Hop-Named: 1\r\nKeep-Alive: timeout=5\r\n"
-           "TE: trailers\r\nTrailer: X-T\r\nUpgrade: h2c\r\nProxy-Authorization: Basic Zm9vOmJhcg==\r\n"
-           "Proxy-Anything: 1\r\nX-API-Key: %s\r\nAuthorization: Bearer %s\r\nX-Kept: yes\r\n",
-           F.key, F.key);
+  snprintf(
+      h, sizeof h,
+      "Connection: keep-alive, X-Hop-Named\r\nX-Hop-Named: 1\r\nKeep-Alive: timeout=5\r\n"
+      "TE: trailers\r\nTrailer: X-T\r\nUpgrade: h2c\r\nProxy-Authorization: Basic Zm9vOmJhcg==\r\n"
+      "Proxy-Anything: 1\r\nX-API-Key: %s\r\nAuthorization: Bearer %s\r\nX-Kept: yes\r\n",
+      F.key, F.key);
   resp r;
   to_rec("GET", "/hop", h, "", 0, &r);
   CHECK_INT(r.status, 200);
@@ -415,9 +420,9 @@ TEST(hop_by_hop_headers_and_the_api_key_stay_out) {
   char line[4096];
   REQUIRE(log_line(log, "GET /hop ", line, sizeof line) == 0);
   CHECK(strstr(line, "\"X-Kept: yes\"") != NULL);
-  static const char *const gone[] = {"\"x-hop-named", "\"keep-alive:", "\"te:", "\"trailer:",
-                                     "\"upgrade:", "\"proxy-", "\"x-api-key", "\"authorization",
-                                     NULL};
+  static const char *const gone[] = {"\"x-hop-named", "\"keep-alive:",   "\"te:",
+                                     "\"trailer:",    "\"upgrade:",      "\"proxy-",
+                                     "\"x-api-key",   "\"authorization", NULL};
   for (int i = 0; gone[i]; i++)
     if (strcasestr(line, gone[i])) ASBT_FAIL("forwarded %s...: %s", gone[i] + 1, line);
   CHECK(strstr(line, F.key) == NULL);
@@ -432,8 +437,10 @@ static const char SLOW_HEAD[] = "GET /sandboxes HTTP/1.1\r\nHost: x\r\n"; /* nev
 
 static int keyed_request_ok(int fd) {
   char req[512];
-  snprintf(req, sizeof req, "GET /sandboxes HTTP/1.1\r\nHost: x\r\nX-API-Key: %s\r\n"
-           "Connection: close\r\n\r\n", F.key);
+  snprintf(req, sizeof req,
+           "GET /sandboxes HTTP/1.1\r\nHost: x\r\nX-API-Key: %s\r\n"
+           "Connection: close\r\n\r\n",
+           F.key);
   resp r;
   exchange_on(fd, req, strlen(req), &r, 20000);
   return r.status;
@@ -507,8 +514,10 @@ TEST(slow_heads_count_against_their_address_only) {
   if (fifth >= 0) close(fifth);
   /* others are served meanwhile */
   char req[512];
-  snprintf(req, sizeof req, "GET /sandboxes HTTP/1.1\r\nHost: x\r\nX-API-Key: %s\r\n"
-           "Connection: close\r\n\r\n", g.key);
+  snprintf(req, sizeof req,
+           "GET /sandboxes HTTP/1.1\r\nHost: x\r\nX-API-Key: %s\r\n"
+           "Connection: close\r\n\r\n",
+           g.key);
   resp r;
   exchange_on(tcp_to("127.0.0.2", g.port), req, strlen(req), &r, 20000);
   CHECK_INT(r.status, 200);
@@ -538,13 +547,16 @@ TEST(slow_heads_are_cut_at_the_header_timeout) {
   slow[3] = tcp_to("127.0.0.1", g.port); /* connected, sends nothing */
   CHECK(slow[3] >= 0);
   char req[512];
-  snprintf(req, sizeof req, "GET /sandboxes HTTP/1.1\r\nHost: x\r\nX-API-Key: %s\r\n"
-           "Connection: close\r\n\r\n", g.key);
+  snprintf(req, sizeof req,
+           "GET /sandboxes HTTP/1.1\r\nHost: x\r\nX-API-Key: %s\r\n"
+           "Connection: close\r\n\r\n",
+           g.key);
   resp r;
   /* the slow ones are closed by the header timeout, whatever they send */
   int64_t deadline = now_ms() + ASBT_DEADLINE_MS;
   for (int i = 0; i < 4; i++) {
-    if (slow[i] >= 0 && !closed_by(slow[i], deadline)) ASBT_FAIL("slow connection %d still open", i);
+    if (slow[i] >= 0 && !closed_by(slow[i], deadline))
+      ASBT_FAIL("slow connection %d still open", i);
     if (slow[i] >= 0) close(slow[i]);
   }
   /* one that trickles a byte at a time is cut too (a total deadline, not
@@ -618,24 +630,31 @@ TEST(deep_json_bodies_are_refused) {
   char *j = deep_json(200000, &jl);
   char *req = malloc(jl + 1024);
   /* the engine's API */
-  int n = sprintf(req, "POST /sandboxes HTTP/1.1\r\nHost: x\r\nX-API-Key: %s\r\n"
-                  "Content-Type: application/json\r\nContent-Length: %zu\r\nConnection: close\r\n\r\n",
-                  F.key, jl);
+  int n =
+      sprintf(req,
+              "POST /sandboxes HTTP/1.1\r\nHost: x\r\nX-API-Key: %s\r\n"
+              "Content-Type: application/json\r\nContent-Length: %zu\r\nConnection: close\r\n\r\n",
+              F.key, jl);
   memcpy(req + n, j, jl);
   resp r;
   exchange_on(tcp_to(NULL, F.port), req, (size_t)n + jl, &r, 30000);
   CHECK_INT(r.status, 400);
   /* envd, through the router, with the sandbox's token */
-  n = sprintf(req, "POST /process.Process/List HTTP/1.1\r\nHost: x\r\nE2b-Sandbox-Id: %s\r\n"
+  n = sprintf(req,
+              "POST /process.Process/List HTTP/1.1\r\nHost: x\r\nE2b-Sandbox-Id: %s\r\n"
               "X-Access-Token: %s\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n"
-              "Connection: close\r\n\r\n", SID, asb_sandbox_envd_access_token(SB), jl);
+              "Connection: close\r\n\r\n",
+              SID, asb_sandbox_envd_access_token(SB), jl);
   memcpy(req + n, j, jl);
   exchange_on(tcp_to(NULL, F.port), req, (size_t)n + jl, &r, 30000);
   CHECK(r.status == 400);
   /* the code interpreter */
-  n = sprintf(req, "POST /execute HTTP/1.1\r\nHost: x\r\nE2b-Sandbox-Id: %s\r\nE2b-Sandbox-Port: 49999\r\n"
-              "X-Access-Token: %s\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n"
-              "Connection: close\r\n\r\n", SID, asb_sandbox_envd_access_token(SB), jl);
+  n = sprintf(
+      req,
+      "POST /execute HTTP/1.1\r\nHost: x\r\nE2b-Sandbox-Id: %s\r\nE2b-Sandbox-Port: 49999\r\n"
+      "X-Access-Token: %s\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n"
+      "Connection: close\r\n\r\n",
+      SID, asb_sandbox_envd_access_token(SB), jl);
   memcpy(req + n, j, jl);
   exchange_on(tcp_to(NULL, F.port), req, (size_t)n + jl, &r, 60000);
   CHECK_INT(r.status, 400);
@@ -647,7 +666,8 @@ TEST(deep_json_bodies_are_refused) {
 
 static void codei(const char *method, const char *path, const char *auth, resp *r) {
   char req[1024];
-  snprintf(req, sizeof req, "%s %s HTTP/1.1\r\nHost: x\r\nE2b-Sandbox-Id: %s\r\n"
+  snprintf(req, sizeof req,
+           "%s %s HTTP/1.1\r\nHost: x\r\nE2b-Sandbox-Id: %s\r\n"
            "E2b-Sandbox-Port: 49999\r\n%sContent-Length: 0\r\nConnection: close\r\n\r\n",
            method, path, SID, auth);
   exchange_on(tcp_to(NULL, F.port), req, strlen(req), r, 60000);
@@ -656,7 +676,8 @@ static void codei(const char *method, const char *path, const char *auth, resp *
 /* The sandbox's traffic access token, from a connect reply. */
 static int traffic_token(char *out, size_t n) {
   char req[512];
-  snprintf(req, sizeof req, "POST /sandboxes/%s/connect HTTP/1.1\r\nHost: x\r\nX-API-Key: %s\r\n"
+  snprintf(req, sizeof req,
+           "POST /sandboxes/%s/connect HTTP/1.1\r\nHost: x\r\nX-API-Key: %s\r\n"
            "Content-Type: application/json\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}",
            SID, F.key);
   resp r;
@@ -687,10 +708,12 @@ TEST(code_interpreter_needs_a_token_on_every_route_but_health) {
   for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++) {
     codei(routes[i][0], routes[i][1], "", &r);
     if (r.status != 401)
-      ASBT_FAIL("%s %s with only the sandbox id: %d, want 401", routes[i][0], routes[i][1], r.status);
+      ASBT_FAIL("%s %s with only the sandbox id: %d, want 401", routes[i][0], routes[i][1],
+                r.status);
     codei(routes[i][0], routes[i][1], bad, &r);
     if (r.status != 401)
-      ASBT_FAIL("%s %s with a wrong traffic token: %d, want 401", routes[i][0], routes[i][1], r.status);
+      ASBT_FAIL("%s %s with a wrong traffic token: %d, want 401", routes[i][0], routes[i][1],
+                r.status);
   }
   codei("GET", "/contexts", tok, &r);
   CHECK_INT(r.status, 200);
@@ -746,8 +769,10 @@ TEST(secrets_are_not_readable_by_user) {
   asb_command_result *res = NULL;
   asb_command_options o = ASB_COMMAND_OPTIONS_INIT;
   o.user = "user";
-  CHECK_RC(asb_commands_run(&res, sb, "cat /proc/$(pgrep -x sleep)/environ | tr '\\0' '\\n' | "
-                                "grep -c '^ASB_SERVER_TOKEN_SHA256=[0-9a-f]\\{64\\}$'", &o),
+  CHECK_RC(asb_commands_run(&res, sb,
+                            "cat /proc/$(pgrep -x sleep)/environ | tr '\\0' '\\n' | "
+                            "grep -c '^ASB_SERVER_TOKEN_SHA256=[0-9a-f]\\{64\\}$'",
+                            &o),
            ASB_OK);
   if (res) CHECK_STR(asb_command_result_stdout(res, NULL), "1\n");
   asb_command_result_free(res);

@@ -121,7 +121,8 @@ TEST(envd_sock_link_to_a_host_socket) {
     return;
   }
   char cmd[512];
-  snprintf(cmd, sizeof cmd, "ln -sfn %s /run/asb/.e && mv -f /run/asb/.e /run/asb/envd.sock", b.path);
+  snprintf(cmd, sizeof cmd, "ln -sfn %s /run/asb/.e && mv -f /run/asb/.e /run/asb/envd.sock",
+           b.path);
   CHECK_INT(asbt_sh(sb, 0, cmd, NULL), 0);
   int fd = asbe_sandbox_connect_unix(sb, "envd.sock");
   CHECK(fd < 0);
@@ -130,7 +131,8 @@ TEST(envd_sock_link_to_a_host_socket) {
    * through the host socket */
   bait x;
   REQUIRE(bait_open(&x, "exec.sock", SOCK_SEQPACKET) == 0);
-  snprintf(cmd, sizeof cmd, "ln -sfn %s /run/asb/.x && mv -f /run/asb/.x /run/asb/.exec.sock", x.path);
+  snprintf(cmd, sizeof cmd, "ln -sfn %s /run/asb/.x && mv -f /run/asb/.x /run/asb/.exec.sock",
+           x.path);
   CHECK_INT(asbt_sh(sb, 0, cmd, NULL), 0);
   CHECK(asbt_sh_eq(sb, 0, "echo still-runs", "still-runs"));
   CHECK_INT(atomic_load(&x.accepts), 0);
@@ -172,7 +174,8 @@ TEST(connect_to_a_full_backlog_ends) {
       "    try: c.connect(\"/run/asb/jam.sock\")\n"
       "    except OSError: pass\n"
       "    held.append(c)\n"
-      "os.link(\"/run/asb/jam.sock\", \"/run/asb/.j\"); os.rename(\"/run/asb/.j\", \"/run/asb/envd.sock\")\n"
+      "os.link(\"/run/asb/jam.sock\", \"/run/asb/.j\"); os.rename(\"/run/asb/.j\", "
+      "\"/run/asb/envd.sock\")\n"
       "print(\"jammed\", flush=True)\n"
       "time.sleep(100000)\n"
       "' </dev/null >/tmp/jam.out 2>&1 &\n"
@@ -214,8 +217,8 @@ TEST(agent_log_is_held_by_fd_across_adopt) {
   CHECK(asbt_wait_agent(sb, ASBT_DEADLINE_MS) == 0);
   CHECK(log_has(sb, "listening"));
   char cmd[512];
-  snprintf(cmd, sizeof cmd, "ln -sfn %s/secret /run/asb/agent.log && echo before-restart > /proc/1/fd/1",
-           BAIT);
+  snprintf(cmd, sizeof cmd,
+           "ln -sfn %s/secret /run/asb/agent.log && echo before-restart > /proc/1/fd/1", BAIT);
   CHECK_INT(asbt_sh(sb, 0, cmd, NULL), 0);
   CHECK(log_has(sb, "before-restart"));
   asbe_sandbox_release(sb);

@@ -26,10 +26,10 @@
 
 static engine_fixture F;
 static asb_client *C;
-static char BAIT[128];  /* host dir, 0700: sockets and a secret the engine must not reach */
-static char WORK[128];  /* template dirs */
-static char OPEN[128];  /* host dir (0755) for files an unprivileged uid could write
-                            (and OPEN/w, 0777, for ones it could create) */
+static char BAIT[128]; /* host dir, 0700: sockets and a secret the engine must not reach */
+static char WORK[128]; /* template dirs */
+static char OPEN[128]; /* host dir (0755) for files an unprivileged uid could write
+                           (and OPEN/w, 0777, for ones it could create) */
 static int NDIRS;
 
 #define MARKER "HOST-SIDE-MARKER-d41d8cd9"
@@ -74,15 +74,17 @@ static int http(const char *method, const char *path, const char *headers, int t
                 char *out, size_t cap) {
   out[0] = '\0';
   int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)F.port),
+  struct sockaddr_in a = {.sin_family = AF_INET,
+                          .sin_port = htons((uint16_t)F.port),
                           .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
   if (s < 0 || connect(s, (struct sockaddr *)&a, sizeof a) != 0) {
     if (s >= 0) close(s);
     return -1;
   }
   char req[2048];
-  int n = snprintf(req, sizeof req, "%s %s HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n%sConnection: close\r\n\r\n",
-                   method, path, F.port, headers);
+  int n = snprintf(req, sizeof req,
+                   "%s %s HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n%sConnection: close\r\n\r\n", method,
+                   path, F.port, headers);
   if (send(s, req, (size_t)n, MSG_NOSIGNAL) != n) {
     close(s);
     return -1;
@@ -96,8 +98,10 @@ static int http(const char *method, const char *path, const char *headers, int t
     struct pollfd p = {s, POLLIN, 0};
     if (poll(&p, 1, (int)(deadline - now)) <= 0) continue;
     ssize_t k = recv(s, out + got, cap - 1 - got, 0);
-    if (k <= 0) eof = 1;
-    else got += (size_t)k;
+    if (k <= 0)
+      eof = 1;
+    else
+      got += (size_t)k;
     if (got + 1 >= cap) eof = 1;
   }
   out[got] = '\0';
@@ -126,7 +130,8 @@ static void *bait_loop(void *arg) {
     if (c < 0) continue;
     atomic_fetch_add(&b->accepts, 1);
     if (b->type == SOCK_STREAM) {
-      static const char reply[] = "HTTP/1.1 200 OK\r\nContent-Length: 25\r\nConnection: close\r\n\r\n" MARKER;
+      static const char reply[] =
+          "HTTP/1.1 200 OK\r\nContent-Length: 25\r\nConnection: close\r\n\r\n" MARKER;
       if (send(c, reply, sizeof reply - 1, MSG_NOSIGNAL) < 0) {
       }
     }
@@ -287,12 +292,13 @@ TEST(exec_sock_link_to_a_host_socket) {
     REQUIRE(sb != NULL);
   }
   char cmd[512];
-  snprintf(cmd, sizeof cmd, "ln -sfn %s /run/asb/.x && mv -f /run/asb/.x /run/asb/.exec.sock && echo ok",
-           b.path);
+  snprintf(cmd, sizeof cmd,
+           "ln -sfn %s /run/asb/.x && mv -f /run/asb/.x /run/asb/.exec.sock && echo ok", b.path);
   run_res r = sh(sb, "root", cmd);
   CHECK_STR(r.out, "ok\n");
   char hdr[256], out[8192];
-  snprintf(hdr, sizeof hdr, "E2b-Sandbox-Id: %s\r\nE2b-Sandbox-Port: 49999\r\n", asb_sandbox_id(sb));
+  snprintf(hdr, sizeof hdr, "E2b-Sandbox-Id: %s\r\nE2b-Sandbox-Port: 49999\r\n",
+           asb_sandbox_id(sb));
   int st = http("GET", "/health", hdr, 60000, out, sizeof out);
   CHECK(st > 0 && st != 502); /* the interpreter still started (setns fallback) */
   CHECK_INT(atomic_load(&b.accepts), 0);
@@ -411,7 +417,8 @@ TEST(no_terminal_and_own_session) {
   fcntl(slave, F_SETFD, FD_CLOEXEC);
   engine_fixture T;
   asb_client *tc = NULL;
-  if (engine_fixture_start_ctty(&T, "sectty", slave) != 0 || engine_fixture_client(&T, &tc) != ASB_OK) {
+  if (engine_fixture_start_ctty(&T, "sectty", slave) != 0 ||
+      engine_fixture_client(&T, &tc) != ASB_OK) {
     ASBT_FAIL("cannot start the engine on a terminal");
     engine_fixture_stop(&T);
     close(master);
@@ -437,7 +444,8 @@ TEST(no_terminal_and_own_session) {
     CHECK(log && strstr(log, "probe tiocsti failed") != NULL);
     /* both steps: a session of their own (sid = pid), no terminal */
     int probes = 0;
-    for (const char *p = log ? strstr(log, "probe pid=") : NULL; p; p = strstr(p + 1, "probe pid=")) {
+    for (const char *p = log ? strstr(log, "probe pid=") : NULL; p;
+         p = strstr(p + 1, "probe pid=")) {
       int pid = 0, psid = -1, ptty = -1;
       if (sscanf(p, "probe pid=%d sid=%d tty_nr=%d", &pid, &psid, &ptty) == 3) {
         CHECK_INT(psid, pid);
@@ -520,9 +528,10 @@ TEST(sys_and_proc_show_no_host_paths_or_other_sandboxes) {
          "for f in /proc/cmdline /proc/kcore /proc/keys /proc/timer_list /proc/sched_debug "
          "/proc/partitions /proc/diskstats; do "
          "printf '%s=%s\\n' $f $(head -c 64 $f 2>/dev/null | wc -c); done");
-  CHECK_STR(r.out,
-            "/proc/cmdline=0\n/proc/kcore=0\n/proc/keys=0\n/proc/timer_list=0\n/proc/sched_debug=0\n"
-            "/proc/partitions=0\n/proc/diskstats=0\n");
+  CHECK_STR(
+      r.out,
+      "/proc/cmdline=0\n/proc/kcore=0\n/proc/keys=0\n/proc/timer_list=0\n/proc/sched_debug=0\n"
+      "/proc/partitions=0\n/proc/diskstats=0\n");
   r = sh(a, "root", "cat /proc/cmdline");
   CHECK(host[0] && strstr(r.out, host) == NULL);
   /* what a sandbox needs from /proc and /sys still works */
@@ -535,16 +544,17 @@ TEST(sys_and_proc_show_no_host_paths_or_other_sandboxes) {
 /* ---- finding 18: set-id files in an exported layer ---------------------------------- */
 
 TEST(no_setid_files_in_layers) {
-  asb_template *t = build(C,
-                          "name: sec-suid\nbase: base\nsteps:\n"
-                          "  - run: mkdir -p /opt/s && cp /usr/bin/id /opt/s/suid && chmod 4755 /opt/s/suid"
-                          " && cp /usr/bin/id /opt/s/sgid && chmod 2755 /opt/s/sgid"
-                          " && mkdir /opt/s/dir && chmod 2775 /opt/s/dir\n",
-                          NULL);
+  asb_template *t =
+      build(C,
+            "name: sec-suid\nbase: base\nsteps:\n"
+            "  - run: mkdir -p /opt/s && cp /usr/bin/id /opt/s/suid && chmod 4755 /opt/s/suid"
+            " && cp /usr/bin/id /opt/s/sgid && chmod 2755 /opt/s/sgid"
+            " && mkdir /opt/s/dir && chmod 2775 /opt/s/dir\n",
+            NULL);
   REQUIRE(t != NULL);
   char layer[512];
-  snprintf(layer, sizeof layer, "%s/templates/%s/builds/%s/layer/opt/s", F.state, asb_template_id(t),
-           asb_template_build_id(t));
+  snprintf(layer, sizeof layer, "%s/templates/%s/builds/%s/layer/opt/s", F.state,
+           asb_template_id(t), asb_template_build_id(t));
   struct stat st;
   char p[640];
   snprintf(p, sizeof p, "%s/suid", layer);

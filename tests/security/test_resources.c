@@ -227,9 +227,11 @@ static const char k_hold_py[] =
     "mq = 0\n"
     "while mq < 100000:\n"
     "    a = A(0, 10, 8192, 0)\n"
-    "    if libc.mq_open(b'/hold%d' % mq, os.O_CREAT | os.O_RDWR, 0o600, ctypes.byref(a)) < 0: break\n"
+    "    if libc.mq_open(b'/hold%d' % mq, os.O_CREAT | os.O_RDWR, 0o600, ctypes.byref(a)) < 0: "
+    "break\n"
     "    mq += 1\n"
-    "open('/tmp/held.tmp', 'w').write('%d %d\\n' % (ino, mq)); os.rename('/tmp/held.tmp', '/tmp/held')\n"
+    "open('/tmp/held.tmp', 'w').write('%d %d\\n' % (ino, mq)); os.rename('/tmp/held.tmp', "
+    "'/tmp/held')\n"
     "end = time.time() + 300\n"
     "while not os.path.exists('/tmp/release') and time.time() < end: time.sleep(0.05)\n"
     "for i in range(mq): libc.mq_unlink(b'/hold%d' % i)\n";

@@ -42,10 +42,10 @@ static run_res sh(asb_sandbox *sb, const char *user, const char *cmd, long timeo
   return r;
 }
 
-#define EXPECT_DENIED(sb, user, cmd)                                          \
-  do {                                                                        \
-    run_res r_ = sh(sb, user, cmd, 0);                                        \
-    if (r_.exit_code == 0)                                                    \
+#define EXPECT_DENIED(sb, user, cmd)                                           \
+  do {                                                                         \
+    run_res r_ = sh(sb, user, cmd, 0);                                         \
+    if (r_.exit_code == 0)                                                     \
       ASBT_FAIL("as %s, `%s` succeeded but must fail: %s", user, cmd, r_.out); \
   } while (0)
 
@@ -88,7 +88,8 @@ TEST(host_loopback_is_unreachable) {
            "python3 -c \"import socket; socket.create_connection(('127.0.0.1', %d), 2)\"",
            ntohs(a.sin_port));
   EXPECT_DENIED(SB, "root", cmd);
-  snprintf(cmd, sizeof cmd, "python3 -c \"import socket; socket.create_connection(('127.0.0.1', %d), 2)\"",
+  snprintf(cmd, sizeof cmd,
+           "python3 -c \"import socket; socket.create_connection(('127.0.0.1', %d), 2)\"",
            F.port); /* the engine's own API */
   EXPECT_DENIED(SB, "root", cmd);
   close(s);
@@ -114,7 +115,8 @@ TEST(other_sandboxes_are_unreachable) {
   CHECK_STR(up.out, "up\n");
   EXPECT_DENIED(SB, "root", "cat /tmp/other-secret");
   EXPECT_DENIED(SB, "root",
-                "python3 -c \"import urllib.request; urllib.request.urlopen('http://127.0.0.1:8765', timeout=2)\"");
+                "python3 -c \"import urllib.request; "
+                "urllib.request.urlopen('http://127.0.0.1:8765', timeout=2)\"");
   char cmd[256];
   snprintf(cmd, sizeof cmd, "ls /proc/*/root/tmp/other-secret 2>/dev/null | grep -q . ");
   EXPECT_DENIED(SB, "root", cmd);
@@ -127,15 +129,19 @@ TEST(dangerous_syscalls_are_denied) {
   EXPECT_DENIED(SB, "root", "mount -t tmpfs none /mnt");
   EXPECT_DENIED(SB, "root", "unshare -r true");
   EXPECT_DENIED(SB, "root", "unshare -m true");
-  EXPECT_DENIED(SB, "root", "python3 -c \"import ctypes,sys; l=ctypes.CDLL(None); "
-                            "sys.exit(0 if l.ptrace(16, 1, 0, 0) == 0 else 1)\"");
-  EXPECT_DENIED(SB, "root", "python3 -c \"import ctypes,os,sys; l=ctypes.CDLL(None); "
-                            "fd=os.open('/dev/null', os.O_RDONLY); "
-                            "sys.exit(0 if l.syscall(313, fd, b'', 0) == 0 else 1)\"");
-  EXPECT_DENIED(SB, "root", "python3 -c \"import ctypes,sys; l=ctypes.CDLL(None); "
-                            "sys.exit(0 if l.syscall(250, 0, 0, 0, 0, 0) >= 0 else 1)\"");
-  EXPECT_DENIED(SB, "root", "python3 -c \"import ctypes,sys; l=ctypes.CDLL(None); "
-                            "sys.exit(0 if l.syscall(321, 0, 0, 0) >= 0 else 1)\"");
+  EXPECT_DENIED(SB, "root",
+                "python3 -c \"import ctypes,sys; l=ctypes.CDLL(None); "
+                "sys.exit(0 if l.ptrace(16, 1, 0, 0) == 0 else 1)\"");
+  EXPECT_DENIED(SB, "root",
+                "python3 -c \"import ctypes,os,sys; l=ctypes.CDLL(None); "
+                "fd=os.open('/dev/null', os.O_RDONLY); "
+                "sys.exit(0 if l.syscall(313, fd, b'', 0) == 0 else 1)\"");
+  EXPECT_DENIED(SB, "root",
+                "python3 -c \"import ctypes,sys; l=ctypes.CDLL(None); "
+                "sys.exit(0 if l.syscall(250, 0, 0, 0, 0, 0) >= 0 else 1)\"");
+  EXPECT_DENIED(SB, "root",
+                "python3 -c \"import ctypes,sys; l=ctypes.CDLL(None); "
+                "sys.exit(0 if l.syscall(321, 0, 0, 0) >= 0 else 1)\"");
   EXPECT_DENIED(SB, "root", "hostname other");
 }
 
@@ -155,11 +161,12 @@ TEST(no_privilege_gain) {
 }
 
 TEST(fork_bomb_stops_at_the_pids_limit) {
-  run_res r = sh(SB, "user",
-                 "python3 -c \"\nimport os\nn=0\ntry:\n  while n < 100000:\n"
-                 "    pid=os.fork()\n    if pid==0:\n      import time; time.sleep(30); os._exit(0)\n"
-                 "    n+=1\nexcept OSError as e:\n  print('stopped', n, e.errno)\n\"",
-                 60000);
+  run_res r =
+      sh(SB, "user",
+         "python3 -c \"\nimport os\nn=0\ntry:\n  while n < 100000:\n"
+         "    pid=os.fork()\n    if pid==0:\n      import time; time.sleep(30); os._exit(0)\n"
+         "    n+=1\nexcept OSError as e:\n  print('stopped', n, e.errno)\n\"",
+         60000);
   CHECK(strstr(r.out, "stopped") != NULL);
   /* The agent still answers, and the sandbox cleans up. */
   run_res ok = sh(SB, "root", "pkill -9 -u user python3; echo alive", 0);
@@ -167,8 +174,8 @@ TEST(fork_bomb_stops_at_the_pids_limit) {
 }
 
 TEST(memory_hog_is_oom_killed_alone) {
-  run_res r = sh(SB, "user", "python3 -c \"x = bytearray(2 << 30); x[::4096] = b'1' * len(x[::4096])\"",
-                 60000);
+  run_res r = sh(SB, "user",
+                 "python3 -c \"x = bytearray(2 << 30); x[::4096] = b'1' * len(x[::4096])\"", 60000);
   CHECK(r.exit_code != 0);
   CHECK_RC(r.rc, ASB_ECOMMANDEXIT);
   run_res ok = sh(SB, "user", "echo still-here", 0);

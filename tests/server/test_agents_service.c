@@ -188,7 +188,7 @@ static int start_model(void) {
     dup2(null, 0);
     dup2(null, 1);
     execl("/usr/bin/python3", "python3", ASB_AGENTS_TESTS_DIR "/scripted_model.py", "--ready-file",
-           "/tmp/model.port", (char *)NULL);
+          "/tmp/model.port", (char *)NULL);
     _exit(127);
   }
   for (long long until = asbt_now_ms() + ASBT_DEADLINE_MS; asbt_now_ms() < until;) {
@@ -276,7 +276,8 @@ TEST(turns_streams_and_log) {
     snprintf(path, sizeof path, "/agents/sessions/%s/messages?stream=ndjson", id);
     r = http("POST", path, "{\"prompt\":\"hello\"}");
     CHECK_INT(r.status, 200);
-    CHECK(strstr(r.body, "\"type\":\"turn.completed\"") && strstr(r.body, "\"final_message\":\"ok\""));
+    CHECK(strstr(r.body, "\"type\":\"turn.completed\"") &&
+          strstr(r.body, "\"final_message\":\"ok\""));
     free(r.body);
   }
   /* the log after turn 1 */
@@ -284,7 +285,8 @@ TEST(turns_streams_and_log) {
   r = http("GET", path, NULL);
   CHECK_INT(r.status, 200);
   CHECK(strstr(r.body, "\"status\":\"idle\"") && strstr(r.body, "\"more\":false"));
-  CHECK(strstr(r.body, "\"turn\":2") && strstr(r.body, "\"turn\":4") && !strstr(r.body, "\"turn\":1,"));
+  CHECK(strstr(r.body, "\"turn\":2") && strstr(r.body, "\"turn\":4") &&
+        !strstr(r.body, "\"turn\":1,"));
   free(r.body);
   snprintf(path, sizeof path, "/agents/sessions/%s", id);
   r = http("DELETE", path, NULL);

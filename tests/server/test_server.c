@@ -15,12 +15,12 @@
 
 #include "testing.h"
 
-#define CHECK_RC(call, want)                                                    \
-  do {                                                                          \
-    int rc_ = (call);                                                           \
-    if (rc_ != (want))                                                          \
-      ASBT_FAIL("%s = %d, want %d (%s)", #call, rc_, (int)(want),               \
-                asb_server_error_last()->message);                              \
+#define CHECK_RC(call, want)                                      \
+  do {                                                            \
+    int rc_ = (call);                                             \
+    if (rc_ != (want))                                            \
+      ASBT_FAIL("%s = %d, want %d (%s)", #call, rc_, (int)(want), \
+                asb_server_error_last()->message);                \
   } while (0)
 
 /* ---- a tiny HTTP client --------------------------------------------------- */
@@ -45,8 +45,8 @@ static size_t on_body(char *p, size_t sz, size_t n, void *ud) {
 static int use_chunked; /* send bodies with Transfer-Encoding: chunked */
 
 /* body NULL = no body; len (size_t)-1 = strlen(body). token may be NULL. */
-static resp http(const char *method, int port, const char *path, const char *body,
-                 size_t len, const char *token) {
+static resp http(const char *method, int port, const char *path, const char *body, size_t len,
+                 const char *token) {
   resp r = {0, NULL, 0};
   CURL *c = curl_easy_init();
   char url[256], hdr[256];
@@ -87,7 +87,9 @@ static void expect(resp r, long status, const char *body, const char *what) {
   free(r.body);
 }
 
-static int contains(const char *s, const char *needle) { return s && strstr(s, needle); }
+static int contains(const char *s, const char *needle) {
+  return s && strstr(s, needle);
+}
 
 /* ---- handlers ------------------------------------------------------------- */
 
@@ -284,12 +286,13 @@ TEST(routes_and_results) {
   expect(POST(port, "/health", "{}"), 405, NULL, "POST health");
   resp r = GET(port, "/commands");
   CHECK_INT(r.status, 200);
-  CHECK(contains(r.body, "{\"commands\":[{\"name\":\"hello\",\"description\":\"Greets someone\","
-                         "\"args\":[{\"name\":\"name\",\"type\":\"string\",\"required\":true,"
-                         "\"default\":null,\"description\":\"who\"},{\"name\":\"greeting\","
-                         "\"type\":\"string\",\"required\":false,\"default\":\"Hello\","
-                         "\"description\":\"\"},{\"name\":\"times\",\"type\":\"integer\","
-                         "\"required\":false,\"default\":\"1\",\"description\":\"how often\"}"));
+  CHECK(contains(r.body,
+                 "{\"commands\":[{\"name\":\"hello\",\"description\":\"Greets someone\","
+                 "\"args\":[{\"name\":\"name\",\"type\":\"string\",\"required\":true,"
+                 "\"default\":null,\"description\":\"who\"},{\"name\":\"greeting\","
+                 "\"type\":\"string\",\"required\":false,\"default\":\"Hello\","
+                 "\"description\":\"\"},{\"name\":\"times\",\"type\":\"integer\","
+                 "\"required\":false,\"default\":\"1\",\"description\":\"how often\"}"));
   CHECK(!contains(r.body, "secret.tool"));
   CHECK(contains(r.body, "\"name\":\"echo\""));
   free(r.body);
@@ -309,8 +312,9 @@ TEST(routes_and_results) {
   /* 404 names the visible commands */
   r = POST(port, "/commands/nope", "{}");
   CHECK_INT(r.status, 404);
-  CHECK(contains(r.body, "\"error\":\"Unknown command 'nope'; available: hello, fail, "
-                         "bare_fail, types, echo, meet, gate, stop\""));
+  CHECK(contains(r.body,
+                 "\"error\":\"Unknown command 'nope'; available: hello, fail, "
+                 "bare_fail, types, echo, meet, gate, stop\""));
   CHECK(contains(r.body, "\"type\":\"CommandNotFoundError\""));
   free(r.body);
   /* hidden commands are callable */
@@ -333,8 +337,13 @@ TEST(routes_and_results) {
   CHECK_INT(r.status, 400);
   CHECK(contains(r.body, "unexpected argument 'extra'"));
   free(r.body);
-  const char *bad[] = {"{\"name\":", "[\"name\"]", "\"name\"", "{\"name\":\"\\u0000\"}",
-                       "{\"name\":\"x\"} trailing", "{\"name\":[1]}", "nul\0l"};
+  const char *bad[] = {"{\"name\":",
+                       "[\"name\"]",
+                       "\"name\"",
+                       "{\"name\":\"\\u0000\"}",
+                       "{\"name\":\"x\"} trailing",
+                       "{\"name\":[1]}",
+                       "nul\0l"};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     resp b = http("POST", port, "/commands/hello", bad[i], i == 6 ? 6 : (size_t)-1, NULL);
     if (b.status != 400) ASBT_FAIL("bad body %zu: HTTP %ld %s", i, b.status, b.body);
@@ -365,8 +374,8 @@ TEST(routes_and_results) {
   /* 500s */
   expect(POST(port, "/commands/fail", "{\"why\":\"bad input\"}"), 500,
          "{\"error\":\"bad input\",\"type\":\"ValueError\"}", "fail");
-  expect(POST(port, "/commands/fail", "{}"), 500,
-         "{\"error\":\"because\",\"type\":\"ValueError\"}", "fail default");
+  expect(POST(port, "/commands/fail", "{}"), 500, "{\"error\":\"because\",\"type\":\"ValueError\"}",
+         "fail default");
   r = POST(port, "/commands/bare_fail", "{}");
   CHECK_INT(r.status, 500);
   CHECK(contains(r.body, "its handler returned 7"));
@@ -376,14 +385,14 @@ TEST(routes_and_results) {
   /* result types */
   expect(POST(port, "/commands/types", "{\"kind\":\"string\"}"), 200,
          "{\"result\":\"a\\\"b\\n\xc3\xa9\"}", "string");
-  expect(POST(port, "/commands/types", "{\"kind\":\"int\"}"), 200,
-         "{\"result\":-9007199254740993}", "int");
+  expect(POST(port, "/commands/types", "{\"kind\":\"int\"}"), 200, "{\"result\":-9007199254740993}",
+         "int");
   expect(POST(port, "/commands/types", "{\"kind\":\"float\"}"), 200, "{\"result\":2.5}", "float");
   expect(POST(port, "/commands/types", "{\"kind\":\"bool\"}"), 200, "{\"result\":true}", "bool");
-  expect(POST(port, "/commands/types", "{\"kind\":\"json\"}"), 200,
-         "{\"result\":[1,{\"a\":null}]}", "json");
-  expect(POST(port, "/commands/types", "{\"kind\":\"badjson\"}"), 200,
-         "{\"result\":\"refused\"}", "bad json result");
+  expect(POST(port, "/commands/types", "{\"kind\":\"json\"}"), 200, "{\"result\":[1,{\"a\":null}]}",
+         "json");
+  expect(POST(port, "/commands/types", "{\"kind\":\"badjson\"}"), 200, "{\"result\":\"refused\"}",
+         "bad json result");
   expect(POST(port, "/commands/types", "{\"kind\":\"none\"}"), 200, "{\"result\":null}", "none");
 
   /* getters */
@@ -418,8 +427,8 @@ TEST(auth) {
   expect(http("POST", port, "/commands/nope", "{}", (size_t)-1, NULL), 401, NULL,
          "unknown command without token");
   expect(http("GET", port, "/commands", NULL, 0, "s3cret"), 200, NULL, "token");
-  expect(http("POST", port, "/commands/hello", "{\"name\":\"x\"}", (size_t)-1, "s3cret"), 200,
-         NULL, "post with token");
+  expect(http("POST", port, "/commands/hello", "{\"name\":\"x\"}", (size_t)-1, "s3cret"), 200, NULL,
+         "post with token");
   asb_server_free(s);
 
   /* from the environment */
@@ -438,13 +447,16 @@ TEST(auth) {
 
   /* its SHA-256 from the environment (what the engine gives a start
    * command): the token works, the hash does not */
-  setenv("ASB_SERVER_TOKEN_SHA256", "5be15563b7e4ee3be72026539d59cb0d580d63b77909f4cf7411b99da0edbcc5", 1);
+  setenv("ASB_SERVER_TOKEN_SHA256",
+         "5be15563b7e4ee3be72026539d59cb0d580d63b77909f4cf7411b99da0edbcc5", 1);
   s = NULL;
   REQUIRE(asb_server_new(&s, &o) == ASB_OK);
   REQUIRE(asb_server_start_background(s, 0) == ASB_OK);
   port = asb_server_port(s);
   expect(GET(port, "/commands"), 401, NULL, "hashed token required");
-  expect(http("GET", port, "/commands", NULL, 0, "5be15563b7e4ee3be72026539d59cb0d580d63b77909f4cf7411b99da0edbcc5"), 401, NULL, "the hash is no token");
+  expect(http("GET", port, "/commands", NULL, 0,
+              "5be15563b7e4ee3be72026539d59cb0d580d63b77909f4cf7411b99da0edbcc5"),
+         401, NULL, "the hash is no token");
   expect(http("GET", port, "/commands", NULL, 0, "hashed-s3cret"), 200, "{\"commands\":[]}",
          "hashed token");
   asb_server_free(s);
@@ -590,7 +602,8 @@ TEST(raw_garbage) {
   asb_server *s = make_server(NULL);
   REQUIRE(s && asb_server_start_background(s, 0) == ASB_OK);
   int port = asb_server_port(s);
-  const char *junk[] = {"GARBAGE\r\n\r\n", "POST /commands/hello HTTP/1.1\r\nContent-Length: x\r\n\r\n",
+  const char *junk[] = {"GARBAGE\r\n\r\n",
+                        "POST /commands/hello HTTP/1.1\r\nContent-Length: x\r\n\r\n",
                         "POST /commands/hello HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
                         "\x00\x01\x02\r\n\r\n", "GET /commands HTTP/1.1\r\nHost: a\r\n"};
   for (size_t i = 0; i < sizeof junk / sizeof junk[0]; i++) {

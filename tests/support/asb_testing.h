@@ -7,22 +7,22 @@
 
 #include "testing.h"
 
-#define REQUIRE_RC(expr, code)                                              \
-  do {                                                                      \
-    int rc_ = (expr);                                                       \
-    if (rc_ != (code)) {                                                    \
-      ASBT_FAIL("%s: got %s (%d), want %d: %s", #expr, asb_status_name(rc_), \
-                rc_, (int)(code), asb_error_last()->message);               \
-      return;                                                               \
-    }                                                                       \
+#define REQUIRE_RC(expr, code)                                                                 \
+  do {                                                                                         \
+    int rc_ = (expr);                                                                          \
+    if (rc_ != (code)) {                                                                       \
+      ASBT_FAIL("%s: got %s (%d), want %d: %s", #expr, asb_status_name(rc_), rc_, (int)(code), \
+                asb_error_last()->message);                                                    \
+      return;                                                                                  \
+    }                                                                                          \
   } while (0)
 
-#define CHECK_RC(expr, code)                                                \
-  do {                                                                      \
-    int rc_ = (expr);                                                       \
-    if (rc_ != (code))                                                      \
-      ASBT_FAIL("%s: got %s (%d), want %d: %s", #expr, asb_status_name(rc_), \
-                rc_, (int)(code), asb_error_last()->message);               \
+#define CHECK_RC(expr, code)                                                                   \
+  do {                                                                                         \
+    int rc_ = (expr);                                                                          \
+    if (rc_ != (code))                                                                         \
+      ASBT_FAIL("%s: got %s (%d), want %d: %s", #expr, asb_status_name(rc_), rc_, (int)(code), \
+                asb_error_last()->message);                                                    \
   } while (0)
 
 #endif

@@ -29,11 +29,11 @@ typedef struct engine_fixture {
   char state[128];
   char cgroup[64];
   char key[128];
-  int keep_state; /* do not remove the state dir on stop (restart tests) */
+  int keep_state;                /* do not remove the state dir on stop (restart tests) */
   const char *const *extra_args; /* more engine options, NULL-ended (or NULL) */
-  int ctty;       /* > 0: a terminal (pty slave) the engine starts with as its
-                     controlling terminal and stdin, as `sudo agent-sandboxd`
-                     on a terminal does */
+  int ctty;                      /* > 0: a terminal (pty slave) the engine starts with as its
+                                    controlling terminal and stdin, as `sudo agent-sandboxd`
+                                    on a terminal does */
 } engine_fixture;
 
 /* Engines running, by pid and state dir (copies: a fixture may live on a

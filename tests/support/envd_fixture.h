@@ -100,7 +100,7 @@ static inline void envd_stop(envd_fixture *f) {
 /* A client in E2B debug mode whose sandbox URL is the fixture's envd, and
  * a sandbox handle on it (token may be NULL). */
 static inline int envd_connect(const envd_fixture *f, const char *token, asb_client **client,
-                                asb_sandbox **sb) {
+                               asb_sandbox **sb) {
   return asbt_debug_connect(f->url, token, client, sb);
 }
 

@@ -16,56 +16,55 @@ static int asbt_current_failed;
 
 #define TEST(name) static void test_##name(void)
 
-#define RUN(name)                                                   \
-  do {                                                              \
-    asbt_current_failed = 0;                                        \
-    test_##name();                                                  \
+#define RUN(name)                                                    \
+  do {                                                               \
+    asbt_current_failed = 0;                                         \
+    test_##name();                                                   \
     printf("%s %s\n", asbt_current_failed ? "FAIL" : "ok  ", #name); \
-    fflush(stdout);                                                 \
+    fflush(stdout);                                                  \
   } while (0)
 
-#define TEST_MAIN_END()                                          \
-  do {                                                           \
+#define TEST_MAIN_END()                                               \
+  do {                                                                \
     if (asbt_failures) printf("%d check(s) failed\n", asbt_failures); \
-    return asbt_failures ? 1 : 0;                                \
+    return asbt_failures ? 1 : 0;                                     \
   } while (0)
 
-#define ASBT_FAIL(...)                                    \
-  do {                                                    \
-    fprintf(stderr, "%s:%d: ", __FILE__, __LINE__);       \
-    fprintf(stderr, __VA_ARGS__);                         \
-    fputc('\n', stderr);                                  \
-    asbt_failures++;                                      \
-    asbt_current_failed = 1;                              \
+#define ASBT_FAIL(...)                              \
+  do {                                              \
+    fprintf(stderr, "%s:%d: ", __FILE__, __LINE__); \
+    fprintf(stderr, __VA_ARGS__);                   \
+    fputc('\n', stderr);                            \
+    asbt_failures++;                                \
+    asbt_current_failed = 1;                        \
   } while (0)
 
-#define CHECK(cond) \
-  do {              \
+#define CHECK(cond)                                    \
+  do {                                                 \
     if (!(cond)) ASBT_FAIL("check failed: %s", #cond); \
   } while (0)
 
 /* Like CHECK but returns from the test function on failure. */
-#define REQUIRE(cond)                                       \
-  do {                                                      \
-    if (!(cond)) {                                          \
-      ASBT_FAIL("requirement failed: %s", #cond);           \
-      return;                                               \
-    }                                                       \
+#define REQUIRE(cond)                             \
+  do {                                            \
+    if (!(cond)) {                                \
+      ASBT_FAIL("requirement failed: %s", #cond); \
+      return;                                     \
+    }                                             \
   } while (0)
 
-#define CHECK_INT(a, b)                                                     \
-  do {                                                                      \
-    long long asbt_a = (long long)(a), asbt_b = (long long)(b);             \
-    if (asbt_a != asbt_b)                                                   \
-      ASBT_FAIL("%s == %s: %lld != %lld", #a, #b, asbt_a, asbt_b);          \
+#define CHECK_INT(a, b)                                                                \
+  do {                                                                                 \
+    long long asbt_a = (long long)(a), asbt_b = (long long)(b);                        \
+    if (asbt_a != asbt_b) ASBT_FAIL("%s == %s: %lld != %lld", #a, #b, asbt_a, asbt_b); \
   } while (0)
 
-#define CHECK_STR(a, b)                                                       \
-  do {                                                                        \
-    const char *asbt_a = (a), *asbt_b = (b);                                  \
-    if (!asbt_a || !asbt_b || strcmp(asbt_a, asbt_b) != 0)                    \
-      ASBT_FAIL("%s == %s: \"%s\" != \"%s\"", #a, #b,                         \
-                asbt_a ? asbt_a : "(null)", asbt_b ? asbt_b : "(null)");      \
+#define CHECK_STR(a, b)                                                           \
+  do {                                                                            \
+    const char *asbt_a = (a), *asbt_b = (b);                                      \
+    if (!asbt_a || !asbt_b || strcmp(asbt_a, asbt_b) != 0)                        \
+      ASBT_FAIL("%s == %s: \"%s\" != \"%s\"", #a, #b, asbt_a ? asbt_a : "(null)", \
+                asbt_b ? asbt_b : "(null)");                                      \
   } while (0)
 
 /* Monotonic milliseconds. */
@@ -84,16 +83,16 @@ static inline long long asbt_now_ms(void) {
 /* Polls cond (every 10 ms) until it holds or ms have passed; check cond
  * afterwards. Waiting for a condition, never for a time, keeps a test's
  * outcome independent of the machine's speed. */
-#define WAIT_UNTIL(cond, ms)                                              \
-  do {                                                                    \
-    long long asbt_end_ = asbt_now_ms() + (ms);                           \
-    while (!(cond) && asbt_now_ms() < asbt_end_) usleep(10000);           \
+#define WAIT_UNTIL(cond, ms)                                    \
+  do {                                                          \
+    long long asbt_end_ = asbt_now_ms() + (ms);                 \
+    while (!(cond) && asbt_now_ms() < asbt_end_) usleep(10000); \
   } while (0)
 
-#define CHECK_MEM(a, alen, b, blen)                                        \
-  do {                                                                     \
-    size_t asbt_al = (alen), asbt_bl = (blen);                             \
-    if (asbt_al != asbt_bl || memcmp((a), (b), asbt_al) != 0)              \
+#define CHECK_MEM(a, alen, b, blen)                                            \
+  do {                                                                         \
+    size_t asbt_al = (alen), asbt_bl = (blen);                                 \
+    if (asbt_al != asbt_bl || memcmp((a), (b), asbt_al) != 0)                  \
       ASBT_FAIL("%s (%zu bytes) != %s (%zu bytes)", #a, asbt_al, #b, asbt_bl); \
   } while (0)
 

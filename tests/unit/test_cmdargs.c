@@ -32,18 +32,18 @@ static char *co(int type, const char *in) {
   return s;
 }
 
-#define CO(type, in, want)          \
-  do {                              \
-    char *got_ = co(type, in);      \
-    CHECK_STR(got_, want);          \
-    free(got_);                     \
+#define CO(type, in, want)     \
+  do {                         \
+    char *got_ = co(type, in); \
+    CHECK_STR(got_, want);     \
+    free(got_);                \
   } while (0)
 
-#define CO_FAILS(type, in)                                   \
-  do {                                                       \
-    char *got_ = co(type, in);                               \
+#define CO_FAILS(type, in)                                                           \
+  do {                                                                               \
+    char *got_ = co(type, in);                                                       \
     if (!got_ || got_[0] != '!') ASBT_FAIL("%s accepted as %d: %s", in, type, got_); \
-    free(got_);                                              \
+    free(got_);                                                                      \
   } while (0)
 
 TEST(types) {
@@ -168,11 +168,11 @@ static char *bind(const char *body, const asbi_argspec *specs, size_t n) {
   return s;
 }
 
-#define BIND(body, want)                                 \
-  do {                                                   \
+#define BIND(body, want)                                   \
+  do {                                                     \
     char *got_ = bind(body, specs, ASBI_ARRAY_LEN(specs)); \
-    CHECK_STR(got_, want);                               \
-    free(got_);                                          \
+    CHECK_STR(got_, want);                                 \
+    free(got_);                                            \
   } while (0)
 
 TEST(bind) {
@@ -208,13 +208,15 @@ TEST(bind) {
 }
 
 TEST(print_exact) {
-  const char *in = "{\"big\":12345678901234567891,\"neg\":-0,\"s\":\"a\\\"b\\u0001\\n\","
-                   "\"f\":1.5e300,\"a\":[true,false,null,{}]}";
+  const char *in =
+      "{\"big\":12345678901234567891,\"neg\":-0,\"s\":\"a\\\"b\\u0001\\n\","
+      "\"f\":1.5e300,\"a\":[true,false,null,{}]}";
   cJSON *v = asbi_pj_parse(in, strlen(in), NULL);
   REQUIRE(v);
   char *s = print(v);
-  CHECK_STR(s, "{\"big\":12345678901234567891,\"neg\":-0,\"s\":\"a\\\"b\\u0001\\n\","
-               "\"f\":1.5e300,\"a\":[true,false,null,{}]}");
+  CHECK_STR(s,
+            "{\"big\":12345678901234567891,\"neg\":-0,\"s\":\"a\\\"b\\u0001\\n\","
+            "\"f\":1.5e300,\"a\":[true,false,null,{}]}");
   free(s);
   cJSON_Delete(v);
   cJSON *n = asbi_json_int(-9007199254740993LL);

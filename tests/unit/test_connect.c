@@ -95,8 +95,8 @@ TEST(length_big_endian) {
   free(m);
 }
 
-static void decode_chunks(const char *p, size_t n, const size_t *cuts,
-                          size_t ncuts, sink *s, int *feed_rc, int *fin_rc) {
+static void decode_chunks(const char *p, size_t n, const size_t *cuts, size_t ncuts, sink *s,
+                          int *feed_rc, int *fin_rc) {
   asbi_connect_dec d;
   asbi_connect_dec_init(&d, 0);
   size_t at = 0;
@@ -141,8 +141,7 @@ TEST(every_split) {
       size_t cuts[2] = {i, j};
       sink_init(&s);
       decode_chunks(b.data, b.len, cuts, 2, &s, &frc, &rc);
-      if (frc != 0 || rc != 0 || strcmp(s.log.data, expect) != 0 || s.bad_nul)
-        fails++;
+      if (frc != 0 || rc != 0 || strcmp(s.log.data, expect) != 0 || s.bad_nul) fails++;
       asbi_buf_free(&s.log);
     }
   }
@@ -171,8 +170,7 @@ TEST(truncated) {
   while (at < b.len) {
     uint32_t l = (uint32_t)(unsigned char)b.data[at + 1] << 24 |
                  (uint32_t)(unsigned char)b.data[at + 2] << 16 |
-                 (uint32_t)(unsigned char)b.data[at + 3] << 8 |
-                 (unsigned char)b.data[at + 4];
+                 (uint32_t)(unsigned char)b.data[at + 3] << 8 | (unsigned char)b.data[at + 4];
     at += 5 + l;
     bounds[nb++] = at;
   }
@@ -197,8 +195,7 @@ TEST(huge_length_rejected_before_alloc) {
   CHECK_INT(d.max_msg, ASBI_CONNECT_DEFAULT_MAX);
   /* Header split so the length arrives in pieces. */
   CHECK_INT(asbi_connect_dec_feed(&d, "\x00\xff\xff", 3, NULL, NULL), 0);
-  CHECK_INT(asbi_connect_dec_feed(&d, "\xff\xff", 2, NULL, NULL),
-            ASBI_CONNECT_ETOOBIG);
+  CHECK_INT(asbi_connect_dec_feed(&d, "\xff\xff", 2, NULL, NULL), ASBI_CONNECT_ETOOBIG);
   CHECK_INT(d.msg.cap, 0); /* nothing was allocated for the body */
   /* Failure is sticky. */
   CHECK_INT(asbi_connect_dec_feed(&d, "{}", 2, NULL, NULL), ASBI_CONNECT_ETOOBIG);
@@ -209,9 +206,12 @@ TEST(huge_length_rejected_before_alloc) {
   asbi_connect_dec_init(&d, 4);
   sink s;
   sink_init(&s);
-  CHECK_INT(asbi_connect_dec_feed(&d, "\x00\x00\x00\x00\x04" "abcd", 9, on_msg, &s), 0);
-  CHECK_INT(asbi_connect_dec_feed(&d, "\x02\x00\x00\x00\x05", 5, on_msg, &s),
-            ASBI_CONNECT_ETOOBIG);
+  CHECK_INT(asbi_connect_dec_feed(&d,
+                                  "\x00\x00\x00\x00\x04"
+                                  "abcd",
+                                  9, on_msg, &s),
+            0);
+  CHECK_INT(asbi_connect_dec_feed(&d, "\x02\x00\x00\x00\x05", 5, on_msg, &s), ASBI_CONNECT_ETOOBIG);
   CHECK_STR(s.log.data, "0:abcd\n");
   asbi_connect_dec_free(&d);
   asbi_buf_free(&s.log);
@@ -219,7 +219,11 @@ TEST(huge_length_rejected_before_alloc) {
   /* A large declared length that is allowed does not allocate it up front:
    * only what arrived is buffered. */
   asbi_connect_dec_init(&d, 0);
-  CHECK_INT(asbi_connect_dec_feed(&d, "\x00\x00\xff\xff\xff" "abc", 8, NULL, NULL), 0);
+  CHECK_INT(asbi_connect_dec_feed(&d,
+                                  "\x00\x00\xff\xff\xff"
+                                  "abc",
+                                  8, NULL, NULL),
+            0);
   CHECK(d.msg.cap < 4096);
   CHECK_INT(asbi_connect_dec_finish(&d), ASBI_CONNECT_ETRUNCATED);
   asbi_connect_dec_free(&d);
@@ -383,9 +387,9 @@ TEST(empty_stream) {
 }
 
 TEST(strerror_all) {
-  int codes[] = {ASBI_CONNECT_OK, ASBI_CONNECT_ETOOBIG, ASBI_CONNECT_ECOMPRESSED,
+  int codes[] = {ASBI_CONNECT_OK,     ASBI_CONNECT_ETOOBIG,   ASBI_CONNECT_ECOMPRESSED,
                  ASBI_CONNECT_EFLAGS, ASBI_CONNECT_EAFTEREND, ASBI_CONNECT_ETRUNCATED,
-                 ASBI_CONNECT_ENOEND, ASBI_CONNECT_ENOMEM, 12345};
+                 ASBI_CONNECT_ENOEND, ASBI_CONNECT_ENOMEM,    12345};
   for (size_t i = 0; i < ASBI_ARRAY_LEN(codes); i++) {
     const char *m = asbi_connect_strerror(codes[i]);
     CHECK(m != NULL && *m);
@@ -406,7 +410,8 @@ TEST(parse_end) {
   CHECK(c == NULL && m == NULL);
   CHECK_INT(pend(" { \"metadata\" : {\"x\":[\"1\"]} } ", &c, &m), 0);
   CHECK(c == NULL);
-  CHECK_INT(pend("{\"error\":{\"code\":\"not_found\",\"message\":\"no such process\"}}", &c, &m), 1);
+  CHECK_INT(pend("{\"error\":{\"code\":\"not_found\",\"message\":\"no such process\"}}", &c, &m),
+            1);
   CHECK_STR(c, "not_found");
   CHECK_STR(m, "no such process");
   free(c);
@@ -417,17 +422,31 @@ TEST(parse_end) {
   free(c);
   free(m);
   CHECK_INT(pend("{\"error\":{\"code\":\"internal\",\"message\":\"a\\nb \\u00e9\","
-                 "\"details\":[{\"type\":\"x\",\"value\":\"AA\"}]}}", &c, &m), 1);
+                 "\"details\":[{\"type\":\"x\",\"value\":\"AA\"}]}}",
+                 &c, &m),
+            1);
   CHECK_STR(m, "a\nb \xC3\xA9");
   free(c);
   free(m);
   static const char *bad[] = {
-      "",  " ", "null", "[]", "\"x\"", "{", "{} x", "{}{}",
-      "{\"error\":null}", "{\"error\":{}}", "{\"error\":{\"code\":null}}",
-      "{\"error\":{\"code\":\"\"}}", "{\"error\":{\"code\":\"NOT_FOUND\"}}",
-      "{\"error\":{\"code\":\"teapot\"}}", "{\"error\":{\"code\":5}}",
+      "",
+      " ",
+      "null",
+      "[]",
+      "\"x\"",
+      "{",
+      "{} x",
+      "{}{}",
+      "{\"error\":null}",
+      "{\"error\":{}}",
+      "{\"error\":{\"code\":null}}",
+      "{\"error\":{\"code\":\"\"}}",
+      "{\"error\":{\"code\":\"NOT_FOUND\"}}",
+      "{\"error\":{\"code\":\"teapot\"}}",
+      "{\"error\":{\"code\":5}}",
       "{\"error\":{\"code\":\"internal\",\"message\":5}}",
-      "{\"error\":\"internal\"}", "{\"metadata\":[]}",
+      "{\"error\":\"internal\"}",
+      "{\"metadata\":[]}",
       "{\"error\":{\"code\":\"internal\",\"message\":\"\xff\"}}",
   };
   for (size_t i = 0; i < ASBI_ARRAY_LEN(bad); i++) {
@@ -451,9 +470,15 @@ TEST(parse_error) {
   free(c);
   free(m);
   static const char *bad[] = {
-      "", "{}", "{\"code\":null}", "{\"message\":\"x\"}", "<html>502</html>",
-      "{\"code\":\"bogus\",\"message\":\"x\"}", "[\"internal\"]",
-      "{\"code\":\"internal\",\"message\":{}}", "{\"code\":\"internal\"",
+      "",
+      "{}",
+      "{\"code\":null}",
+      "{\"message\":\"x\"}",
+      "<html>502</html>",
+      "{\"code\":\"bogus\",\"message\":\"x\"}",
+      "[\"internal\"]",
+      "{\"code\":\"internal\",\"message\":{}}",
+      "{\"code\":\"internal\"",
   };
   for (size_t i = 0; i < ASBI_ARRAY_LEN(bad); i++) {
     c = m = (char *)1;
@@ -480,7 +505,8 @@ TEST(build_json) {
   CHECK_STR(b.data, "{\"error\":{\"code\":\"aborted\"}}");
   asbi_buf_clear(&b);
   CHECK_INT(asbi_connect_error_json(&b, "invalid_argument", "bad \"path\"\n\t\x01\\"), 0);
-  CHECK_STR(b.data, "{\"code\":\"invalid_argument\",\"message\":\"bad \\\"path\\\"\\n\\t\\u0001\\\\\"}");
+  CHECK_STR(b.data,
+            "{\"code\":\"invalid_argument\",\"message\":\"bad \\\"path\\\"\\n\\t\\u0001\\\\\"}");
   asbi_buf_clear(&b);
   /* Never an invalid code or invalid JSON on the wire. */
   CHECK_INT(asbi_connect_error_json(&b, "teapot", ""), 0);
@@ -507,15 +533,28 @@ TEST(build_json) {
 }
 
 TEST(build_parse_round_trip) {
-  static const char *msgs[] = {"", "plain", "quote \" backslash \\ slash /",
-                               "ctl \x01\x1f\x7f", "\xE2\x82\xAC \xF0\x9F\x98\x80",
+  static const char *msgs[] = {"",
+                               "plain",
+                               "quote \" backslash \\ slash /",
+                               "ctl \x01\x1f\x7f",
+                               "\xE2\x82\xAC \xF0\x9F\x98\x80",
                                "line1\r\nline2"};
-  static const char *codes[] = {"canceled", "unknown", "invalid_argument",
-                                "deadline_exceeded", "not_found", "already_exists",
-                                "permission_denied", "resource_exhausted",
-                                "failed_precondition", "aborted", "out_of_range",
-                                "unimplemented", "internal", "unavailable",
-                                "data_loss", "unauthenticated"};
+  static const char *codes[] = {"canceled",
+                                "unknown",
+                                "invalid_argument",
+                                "deadline_exceeded",
+                                "not_found",
+                                "already_exists",
+                                "permission_denied",
+                                "resource_exhausted",
+                                "failed_precondition",
+                                "aborted",
+                                "out_of_range",
+                                "unimplemented",
+                                "internal",
+                                "unavailable",
+                                "data_loss",
+                                "unauthenticated"};
   for (size_t i = 0; i < ASBI_ARRAY_LEN(codes); i++) {
     for (size_t k = 0; k < ASBI_ARRAY_LEN(msgs); k++) {
       asbi_buf b = ASBI_BUF_INIT;
@@ -542,14 +581,22 @@ TEST(code_tables) {
   struct {
     const char *code;
     int http;
-  } t[] = {{"canceled", 499},          {"unknown", 500},
-           {"invalid_argument", 400},  {"deadline_exceeded", 504},
-           {"not_found", 404},         {"already_exists", 409},
-           {"permission_denied", 403}, {"resource_exhausted", 429},
-           {"failed_precondition", 400}, {"aborted", 409},
-           {"out_of_range", 400},      {"unimplemented", 501},
-           {"internal", 500},          {"unavailable", 503},
-           {"data_loss", 500},         {"unauthenticated", 401}};
+  } t[] = {{"canceled", 499},
+           {"unknown", 500},
+           {"invalid_argument", 400},
+           {"deadline_exceeded", 504},
+           {"not_found", 404},
+           {"already_exists", 409},
+           {"permission_denied", 403},
+           {"resource_exhausted", 429},
+           {"failed_precondition", 400},
+           {"aborted", 409},
+           {"out_of_range", 400},
+           {"unimplemented", 501},
+           {"internal", 500},
+           {"unavailable", 503},
+           {"data_loss", 500},
+           {"unauthenticated", 401}};
   for (size_t i = 0; i < ASBI_ARRAY_LEN(t); i++) {
     CHECK_INT(asbi_connect_code_to_http(t[i].code), t[i].http);
     CHECK(asbi_connect_code_valid(t[i].code));

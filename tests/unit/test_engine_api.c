@@ -53,12 +53,12 @@ static const char *str(const cJSON *j, const char *key) {
 }
 
 /* status, and an E2B error body {"code": status, "message": message}. */
-#define CHECK_ERROR(r, st, msg)                                                   \
-  do {                                                                            \
-    CHECK_INT((r).status, st);                                                    \
-    const cJSON *code_ = cJSON_GetObjectItemCaseSensitive((r).json, "code");      \
-    CHECK(cJSON_IsNumber(code_) && code_->valueint == (st));                      \
-    CHECK_STR(str((r).json, "message"), msg);                                     \
+#define CHECK_ERROR(r, st, msg)                                              \
+  do {                                                                       \
+    CHECK_INT((r).status, st);                                               \
+    const cJSON *code_ = cJSON_GetObjectItemCaseSensitive((r).json, "code"); \
+    CHECK(cJSON_IsNumber(code_) && code_->valueint == (st));                 \
+    CHECK_STR(str((r).json, "message"), msg);                                \
   } while (0)
 
 TEST(routes) {
@@ -162,8 +162,9 @@ TEST(templates) {
   CHECK_ERROR(r, 404, "template \"nope\" not found");
   done(&r);
   r = call("POST", "/templates/builds", NULL);
-  CHECK_ERROR(r, 400, "the body must be a tar archive of the template directory "
-                      "(Content-Type: application/x-tar)");
+  CHECK_ERROR(r, 400,
+              "the body must be a tar archive of the template directory "
+              "(Content-Type: application/x-tar)");
   done(&r);
 }
 

@@ -7,17 +7,16 @@
 #include "hdrval.h"
 #include "testing.h"
 
-static void check_range(const char *h, uint64_t size, int want_rc,
-                        uint64_t want_off, uint64_t want_len) {
+static void check_range(const char *h, uint64_t size, int want_rc, uint64_t want_off,
+                        uint64_t want_len) {
   uint64_t off = 777, len = 777;
   int rc = envd_hdrval_range(h, size, &off, &len);
   if (rc != want_rc)
-    ASBT_FAIL("range \"%s\" of %llu: rc %d, want %d", h ? h : "(null)",
-              (unsigned long long)size, rc, want_rc);
+    ASBT_FAIL("range \"%s\" of %llu: rc %d, want %d", h ? h : "(null)", (unsigned long long)size,
+              rc, want_rc);
   else if (rc == 1 && (off != want_off || len != want_len))
-    ASBT_FAIL("range \"%s\" of %llu: %llu+%llu, want %llu+%llu", h,
-              (unsigned long long)size, (unsigned long long)off,
-              (unsigned long long)len, (unsigned long long)want_off,
+    ASBT_FAIL("range \"%s\" of %llu: %llu+%llu, want %llu+%llu", h, (unsigned long long)size,
+              (unsigned long long)off, (unsigned long long)len, (unsigned long long)want_off,
               (unsigned long long)want_len);
   else if (rc != 1 && (off != 777 || len != 777))
     ASBT_FAIL("range \"%s\": outputs written on rc %d", h ? h : "(null)", rc);
@@ -31,14 +30,14 @@ TEST(range) {
   check_range("bytes=0-9", 10, 1, 0, 10);
   check_range("bytes=5-", 10, 1, 5, 5);
   check_range("bytes=9-", 10, 1, 9, 1);
-  check_range("bytes=5-100", 10, 1, 5, 5);  /* the end is cut */
-  check_range("bytes=-3", 10, 1, 7, 3);     /* the last 3 */
+  check_range("bytes=5-100", 10, 1, 5, 5); /* the end is cut */
+  check_range("bytes=-3", 10, 1, 7, 3);    /* the last 3 */
   check_range("bytes=-10", 10, 1, 0, 10);
-  check_range("bytes=-30", 10, 1, 0, 10);   /* more than there is */
-  check_range("bytes=10-", 10, -1, 0, 0);   /* starts past the end */
+  check_range("bytes=-30", 10, 1, 0, 10); /* more than there is */
+  check_range("bytes=10-", 10, -1, 0, 0); /* starts past the end */
   check_range("bytes=10-20", 10, -1, 0, 0);
-  check_range("bytes=5-2", 10, -1, 0, 0);   /* backwards */
-  check_range("bytes=0-", 0, -1, 0, 0);     /* nothing to serve */
+  check_range("bytes=5-2", 10, -1, 0, 0); /* backwards */
+  check_range("bytes=0-", 0, -1, 0, 0);   /* nothing to serve */
   check_range("bytes=-5", 0, -1, 0, 0);
   /* whole file: not one parsable byte range */
   check_range("bytes=0-1,3-4", 10, 0, 0, 0);
@@ -89,8 +88,7 @@ TEST(accept_encoding) {
   for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
     int got = envd_hdrval_encoding(t[i].h);
     if (got != t[i].want)
-      ASBT_FAIL("Accept-Encoding \"%s\": %d, want %d", t[i].h ? t[i].h : "(null)",
-                got, t[i].want);
+      ASBT_FAIL("Accept-Encoding \"%s\": %d, want %d", t[i].h ? t[i].h : "(null)", got, t[i].want);
   }
   /* more entries than it keeps, and overlong ones, are cut, not overrun */
   char many[4096] = "";
@@ -116,8 +114,7 @@ static void check_disposition(const char *path, const char *want) {
   asbi_buf b = ASBI_BUF_INIT;
   envd_hdrval_disposition(path, &b);
   if (!b.data || strcmp(b.data, want) != 0)
-    ASBT_FAIL("disposition(\"%s\") = \"%s\", want \"%s\"", path,
-              b.data ? b.data : "(null)", want);
+    ASBT_FAIL("disposition(\"%s\") = \"%s\", want \"%s\"", path, b.data ? b.data : "(null)", want);
   asbi_buf_free(&b);
 }
 

@@ -23,8 +23,7 @@ static void check_clean(const char *in, const char *want) {
 static void check_join(const char *a, const char *b, const char *want) {
   char *got = envd_path_join(a, b);
   if (!got || strcmp(got, want) != 0)
-    ASBT_FAIL("join(\"%s\", \"%s\") = \"%s\", want \"%s\"", a, b,
-              got ? got : "(null)", want);
+    ASBT_FAIL("join(\"%s\", \"%s\") = \"%s\", want \"%s\"", a, b, got ? got : "(null)", want);
   free(got);
 }
 

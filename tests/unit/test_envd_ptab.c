@@ -54,8 +54,7 @@ TEST(new_record) {
   CHECK_INT(p->refs, 1);
   CHECK_STR(p->tag, "t");
   CHECK_INT(p->is_pty, 1);
-  CHECK(p->fd_out == -1 && p->fd_err == -1 && p->fd_pty == -1 && p->fd_in == -1 &&
-        p->pty_w == -1);
+  CHECK(p->fd_out == -1 && p->fd_err == -1 && p->fd_pty == -1 && p->fd_in == -1 && p->pty_w == -1);
   envd_ptab_unref(p);
   p = envd_ptab_new(NULL, 0);
   REQUIRE(p != NULL);
@@ -215,17 +214,15 @@ TEST(insert_drops_stale_retained) {
   envd_ptab_clear();
 }
 
-static void check_exit(int wstatus, int code, int normally, const char *status,
-                       const char *error) {
+static void check_exit(int wstatus, int code, int normally, const char *status, const char *error) {
   envd_proc *p = envd_ptab_new(NULL, 0);
   REQUIRE(p != NULL);
   p->wstatus = wstatus;
   envd_ptab_describe_exit(p);
-  if (p->exit_code != code || p->exited_normally != normally ||
-      strcmp(p->status, status) != 0 || strcmp(p->error, error) != 0)
-    ASBT_FAIL("wstatus %#x: %d %d '%s' '%s', want %d %d '%s' '%s'", wstatus,
-              p->exit_code, p->exited_normally, p->status, p->error, code,
-              normally, status, error);
+  if (p->exit_code != code || p->exited_normally != normally || strcmp(p->status, status) != 0 ||
+      strcmp(p->error, error) != 0)
+    ASBT_FAIL("wstatus %#x: %d %d '%s' '%s', want %d %d '%s' '%s'", wstatus, p->exit_code,
+              p->exited_normally, p->status, p->error, code, normally, status, error);
   envd_ptab_unref(p);
 }
 
@@ -236,8 +233,7 @@ TEST(exit_descriptions) {
   check_exit(W_EXITCODE(255, 0), 255, 1, "exit status 255", "exit status 255");
   check_exit(W_EXITCODE(0, SIGKILL), -1, 0, "signal: killed", "signal: killed");
   check_exit(W_EXITCODE(0, SIGTERM), -1, 0, "signal: terminated", "signal: terminated");
-  check_exit(W_EXITCODE(0, SIGSEGV) | 0x80, -1, 0,
-             "signal: segmentation fault (core dumped)",
+  check_exit(W_EXITCODE(0, SIGSEGV) | 0x80, -1, 0, "signal: segmentation fault (core dumped)",
              "signal: segmentation fault (core dumped)");
   check_exit(W_EXITCODE(0, SIGABRT) | 0x80, -1, 0, "signal: aborted (core dumped)",
              "signal: aborted (core dumped)");

@@ -18,20 +18,28 @@ TEST(errno_to_connect_code) {
     int err;
     const char *code;
   } t[] = {
-      {ENOENT, "not_found"},          {EACCES, "permission_denied"},
-      {EPERM, "permission_denied"},   {EROFS, "permission_denied"},
-      {ENOSPC, "resource_exhausted"}, {EDQUOT, "resource_exhausted"},
-      {EEXIST, "already_exists"},     {ENOTDIR, "invalid_argument"},
-      {EISDIR, "invalid_argument"},   {EINVAL, "invalid_argument"},
-      {ENAMETOOLONG, "invalid_argument"}, {ELOOP, "invalid_argument"},
-      {EXDEV, "invalid_argument"},    {ENOTEMPTY, "invalid_argument"},
-      {EIO, "internal"},              {EBADF, "internal"},
-      {0, "internal"},                {-1, "internal"},
+      {ENOENT, "not_found"},
+      {EACCES, "permission_denied"},
+      {EPERM, "permission_denied"},
+      {EROFS, "permission_denied"},
+      {ENOSPC, "resource_exhausted"},
+      {EDQUOT, "resource_exhausted"},
+      {EEXIST, "already_exists"},
+      {ENOTDIR, "invalid_argument"},
+      {EISDIR, "invalid_argument"},
+      {EINVAL, "invalid_argument"},
+      {ENAMETOOLONG, "invalid_argument"},
+      {ELOOP, "invalid_argument"},
+      {EXDEV, "invalid_argument"},
+      {ENOTEMPTY, "invalid_argument"},
+      {EIO, "internal"},
+      {EBADF, "internal"},
+      {0, "internal"},
+      {-1, "internal"},
   };
   for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
     const char *got = envd_errno_code(t[i].err);
-    if (strcmp(got, t[i].code) != 0)
-      ASBT_FAIL("errno %d: %s, want %s", t[i].err, got, t[i].code);
+    if (strcmp(got, t[i].code) != 0) ASBT_FAIL("errno %d: %s, want %s", t[i].err, got, t[i].code);
     /* every code is one of Connect's */
     CHECK(asbi_connect_code_valid(got));
   }
@@ -42,15 +50,13 @@ TEST(errno_to_http_status) {
     int err;
     unsigned status;
   } t[] = {
-      {ENOENT, 404}, {EACCES, 403}, {EPERM, 403},  {EROFS, 403},
-      {ENOSPC, 507}, {EDQUOT, 507}, {ENOTDIR, 400}, {EISDIR, 400},
-      {ENAMETOOLONG, 400}, {ELOOP, 400}, {EINVAL, 400}, {EEXIST, 500},
-      {EXDEV, 500},  {EIO, 500},    {0, 500},
+      {ENOENT, 404}, {EACCES, 403},  {EPERM, 403},  {EROFS, 403},        {ENOSPC, 507},
+      {EDQUOT, 507}, {ENOTDIR, 400}, {EISDIR, 400}, {ENAMETOOLONG, 400}, {ELOOP, 400},
+      {EINVAL, 400}, {EEXIST, 500},  {EXDEV, 500},  {EIO, 500},          {0, 500},
   };
   for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
     if (envd_errno_status(t[i].err) != t[i].status)
-      ASBT_FAIL("errno %d: %u, want %u", t[i].err, envd_errno_status(t[i].err),
-                t[i].status);
+      ASBT_FAIL("errno %d: %u, want %u", t[i].err, envd_errno_status(t[i].err), t[i].status);
 }
 
 /* Go prints syscall errors as strerror with the first letter lowered,

@@ -11,11 +11,10 @@
 #include "testing.h"
 
 /* "v1_" + base64-nopad(sha256("path:op:user:token[:exp]")), by OpenSSL. */
-static void ref_sign(const char *path, const char *op, const char *user,
-                     const char *tok, const char *exp, char *out, size_t n) {
+static void ref_sign(const char *path, const char *op, const char *user, const char *tok,
+                     const char *exp, char *out, size_t n) {
   char in[1024];
-  snprintf(in, sizeof in, "%s:%s:%s:%s%s%s", path, op, user, tok, exp ? ":" : "",
-           exp ? exp : "");
+  snprintf(in, sizeof in, "%s:%s:%s:%s%s%s", path, op, user, tok, exp ? ":" : "", exp ? exp : "");
   unsigned char md[EVP_MAX_MD_SIZE];
   unsigned int mdlen = 0;
   EVP_Digest(in, strlen(in), md, &mdlen, EVP_sha256(), NULL);
@@ -25,14 +24,14 @@ static void ref_sign(const char *path, const char *op, const char *user,
   snprintf(out, n, "v1_%s", (const char *)b64);
 }
 
-static void check_sign(const char *path, const char *op, const char *user,
-                       const char *tok, const char *exp) {
+static void check_sign(const char *path, const char *op, const char *user, const char *tok,
+                       const char *exp) {
   char got[128], want[128];
   envd_sign(path, op, user, tok, exp, got, sizeof got);
   ref_sign(path, op, user, tok, exp, want, sizeof want);
   if (strcmp(got, want) != 0)
-    ASBT_FAIL("sign(%s,%s,%s,%s,%s) = %s, want %s", path, op, user, tok,
-              exp ? exp : "-", got, want);
+    ASBT_FAIL("sign(%s,%s,%s,%s,%s) = %s, want %s", path, op, user, tok, exp ? exp : "-", got,
+              want);
 }
 
 TEST(signature_matches_a_second_implementation) {
@@ -49,9 +48,8 @@ TEST(signature_matches_a_second_implementation) {
 }
 
 /* Runs the check; returns its result and the message in msg. */
-static int verify(const char *tok, const char *h, const char *sig,
-                  const char *exp, const char *user, const char *path,
-                  const char *op, long long now, char *msg) {
+static int verify(const char *tok, const char *h, const char *sig, const char *exp,
+                  const char *user, const char *path, const char *op, long long now, char *msg) {
   msg[0] = '\0';
   return envd_sign_verify(tok, h, sig, exp, user, path, op, now, msg, 256);
 }

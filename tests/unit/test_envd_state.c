@@ -28,8 +28,8 @@ static size_t env_count(void) {
   return n;
 }
 
-static int init_with(const char *tok, const char *user, const char *wd,
-                     const char *envs_json, int has_ts, int64_t ts) {
+static int init_with(const char *tok, const char *user, const char *wd, const char *envs_json,
+                     int has_ts, int64_t ts) {
   cJSON *envs = envs_json ? cJSON_Parse(envs_json) : NULL;
   envd_init in = {tok, user, wd, envs, has_ts, ts};
   int rc = envd_state_init(&in);
@@ -42,8 +42,7 @@ static void check_state(const char *tok, const char *user, const char *wd) {
   if ((tok ? !t || strcmp(t, tok) : t != NULL) || strcmp(u ? u : "", user) != 0 ||
       (wd ? !w || strcmp(w, wd) : w != NULL))
     ASBT_FAIL("state token=%s user=%s workdir=%s, want %s %s %s", t ? t : "(none)",
-              u ? u : "(none)", w ? w : "(none)", tok ? tok : "(none)", user,
-              wd ? wd : "(none)");
+              u ? u : "(none)", w ? w : "(none)", tok ? tok : "(none)", user, wd ? wd : "(none)");
   free(t);
   free(u);
   free(w);
@@ -51,8 +50,9 @@ static void check_state(const char *tok, const char *user, const char *wd) {
 
 TEST(env_vars) {
   envd_env_set_internal("E2B_SANDBOX", "true");
-  cJSON *o = cJSON_Parse("{\"A\":\"1\",\"B\":\"two words\",\"E2B_SANDBOX\":\"no\","
-                         "\"\":\"empty\",\"K=V\":\"x\",\"N\":5}");
+  cJSON *o = cJSON_Parse(
+      "{\"A\":\"1\",\"B\":\"two words\",\"E2B_SANDBOX\":\"no\","
+      "\"\":\"empty\",\"K=V\":\"x\",\"N\":5}");
   envd_env_replace(o);
   cJSON_Delete(o);
   CHECK(has_env("A=1"));

@@ -59,23 +59,33 @@ TEST(rate_limit_carries_retry_after) {
 }
 
 TEST(sandbox_not_found_and_gone) {
-  CHECK_INT(map(404, "{\"code\":404,\"message\":\"sandbox x not found\",\"sandboxID\":\"x\"}", NULL),
-            ASB_ESANDBOXNOTFOUND);
-  CHECK_INT(map(404, "{\"code\":404,\"message\":\"gone\",\"sandboxID\":\"x\",\"reason\":\"oom\"}", NULL),
-            ASB_ESANDBOXGONE);
+  CHECK_INT(
+      map(404, "{\"code\":404,\"message\":\"sandbox x not found\",\"sandboxID\":\"x\"}", NULL),
+      ASB_ESANDBOXNOTFOUND);
+  CHECK_INT(
+      map(404, "{\"code\":404,\"message\":\"gone\",\"sandboxID\":\"x\",\"reason\":\"oom\"}", NULL),
+      ASB_ESANDBOXGONE);
   CHECK_STR(asb_error_last()->reason, "oom");
   /* The router's 502 for an unknown sandbox, and one that ended. */
-  CHECK_INT(map(502, "{\"code\":502,\"message\":\"m\",\"sandboxID\":\"x\",\"error\":\"sandbox_not_found\"}",
-                NULL),
-            ASB_ESANDBOXNOTFOUND);
-  CHECK_INT(map(502, "{\"code\":502,\"message\":\"m\",\"sandboxID\":\"x\",\"error\":\"sandbox_not_found\","
-                     "\"reason\":\"timeout\"}", NULL),
-            ASB_ESANDBOXGONE);
+  CHECK_INT(
+      map(502,
+          "{\"code\":502,\"message\":\"m\",\"sandboxID\":\"x\",\"error\":\"sandbox_not_found\"}",
+          NULL),
+      ASB_ESANDBOXNOTFOUND);
+  CHECK_INT(
+      map(502,
+          "{\"code\":502,\"message\":\"m\",\"sandboxID\":\"x\",\"error\":\"sandbox_not_found\","
+          "\"reason\":\"timeout\"}",
+          NULL),
+      ASB_ESANDBOXGONE);
   CHECK_STR(asb_error_last()->reason, "timeout");
   /* A closed port is not a missing sandbox. */
-  CHECK_INT(map(502, "{\"code\":502,\"message\":\"nothing is listening on port 8000\",\"sandboxID\":\"x\","
-                     "\"error\":\"port_closed\"}", NULL),
-            ASB_ETIMEOUT);
+  CHECK_INT(
+      map(502,
+          "{\"code\":502,\"message\":\"nothing is listening on port 8000\",\"sandboxID\":\"x\","
+          "\"error\":\"port_closed\"}",
+          NULL),
+      ASB_ETIMEOUT);
   CHECK(strstr(asb_error_last()->message, "8000") != NULL);
 }
 

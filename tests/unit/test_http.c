@@ -52,11 +52,10 @@ static void on_conn(void *cls, struct MHD_Connection *c, void **socket_ctx,
   if (code == MHD_CONNECTION_NOTIFY_STARTED) atomic_fetch_add(&conns, 1);
 }
 
-static enum MHD_Result reply(struct MHD_Connection *c, unsigned status,
-                             const char *body, const char *hname,
-                             const char *hval) {
-  struct MHD_Response *r = MHD_create_response_from_buffer(
-      strlen(body), (void *)body, MHD_RESPMEM_MUST_COPY);
+static enum MHD_Result reply(struct MHD_Connection *c, unsigned status, const char *body,
+                             const char *hname, const char *hval) {
+  struct MHD_Response *r =
+      MHD_create_response_from_buffer(strlen(body), (void *)body, MHD_RESPMEM_MUST_COPY);
   if (hname) MHD_add_response_header(r, hname, hval);
   enum MHD_Result ret = MHD_queue_response(c, status, r);
   MHD_destroy_response(r);
@@ -80,16 +79,14 @@ static ssize_t stream_cb(void *cls, uint64_t pos, char *buf, size_t max) {
     return MHD_CONTENT_READER_END_OF_STREAM;
   }
   size_t n = max > 65536 ? 65536 : max;
-  if (s->total >= 0 && (long long)n > s->total - s->sent)
-    n = (size_t)(s->total - s->sent);
+  if (s->total >= 0 && (long long)n > s->total - s->sent) n = (size_t)(s->total - s->sent);
   memset(buf, 'x', n);
   s->sent += (long long)n;
   return (ssize_t)n;
 }
 
-static enum MHD_Result handler(void *cls, struct MHD_Connection *c,
-                               const char *url, const char *method,
-                               const char *version, const char *upload,
+static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *url,
+                               const char *method, const char *version, const char *upload,
                                size_t *upload_size, void **ctx) {
   (void)cls;
   (void)version;
@@ -114,21 +111,18 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c,
   if (strcmp(url, "/ok") == 0) return reply(c, 200, "hello", "X-Test", "yes");
   if (strcmp(url, "/method") == 0) return reply(c, 200, method, NULL, NULL);
   if (strcmp(url, "/flaky") == 0) /* 503 twice, then 200 */
-    return atomic_fetch_add(&hits, 1) % 3 < 2
-               ? reply(c, 503, "busy", NULL, NULL)
-               : reply(c, 200, "finally", NULL, NULL);
+    return atomic_fetch_add(&hits, 1) % 3 < 2 ? reply(c, 503, "busy", NULL, NULL)
+                                              : reply(c, 200, "finally", NULL, NULL);
   if (strcmp(url, "/always503") == 0) {
     atomic_fetch_add(&hits, 1);
     return reply(c, 503, "down", NULL, NULL);
   }
   if (strcmp(url, "/ratelimit0") == 0)
-    return atomic_fetch_add(&hits, 1) % 2 == 0
-               ? reply(c, 429, "slow down", "Retry-After", "0")
-               : reply(c, 200, "ok", NULL, NULL);
+    return atomic_fetch_add(&hits, 1) % 2 == 0 ? reply(c, 429, "slow down", "Retry-After", "0")
+                                               : reply(c, 200, "ok", NULL, NULL);
   if (strcmp(url, "/ratelimit120") == 0) {
     atomic_fetch_add(&hits, 1);
-    return reply(c, 429, "{\"code\":429,\"message\":\"slow down\"}",
-                 "Retry-After", "120");
+    return reply(c, 429, "{\"code\":429,\"message\":\"slow down\"}", "Retry-After", "120");
   }
   if (strcmp(url, "/notfound") == 0)
     return reply(c, 404, "{\"code\":404,\"message\":\"nope\"}", NULL, NULL);
@@ -157,10 +151,9 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c,
 }
 
 static void server_start(void) {
-  d = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD,
-                       0, NULL, NULL, handler, NULL, MHD_OPTION_NOTIFY_CONNECTION,
-                       on_conn, NULL, MHD_OPTION_CONNECTION_TIMEOUT, 30u,
-                       MHD_OPTION_END);
+  d = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD, 0, NULL,
+                       NULL, handler, NULL, MHD_OPTION_NOTIFY_CONNECTION, on_conn, NULL,
+                       MHD_OPTION_CONNECTION_TIMEOUT, 30u, MHD_OPTION_END);
   if (!d) {
     fprintf(stderr, "cannot start test server\n");
     exit(2);
@@ -250,8 +243,7 @@ TEST(methods_and_memory_body) {
 TEST(idempotent_request_retries_503) {
   asbi_http *h = pool();
   atomic_store(&hits, 0);
-  asbi_http_req req = {.method = "GET", .url = url_of("/flaky"), .idempotent = 1,
-                       .max_retries = 3};
+  asbi_http_req req = {.method = "GET", .url = url_of("/flaky"), .idempotent = 1, .max_retries = 3};
   asbi_http_resp resp = ASBI_HTTP_RESP_INIT;
   CHECK_INT(asbi_http_do(h, &req, &resp), ASB_OK);
   CHECK_INT(resp.status, 200);
@@ -266,8 +258,8 @@ TEST(idempotent_request_retries_503) {
 TEST(retries_are_bounded) {
   asbi_http *h = pool();
   atomic_store(&hits, 0);
-  asbi_http_req req = {.method = "GET", .url = url_of("/always503"),
-                       .idempotent = 1, .max_retries = 2};
+  asbi_http_req req = {
+      .method = "GET", .url = url_of("/always503"), .idempotent = 1, .max_retries = 2};
   asbi_http_resp resp = ASBI_HTTP_RESP_INIT;
   CHECK_INT(asbi_http_do(h, &req, &resp), ASB_OK);
   CHECK_INT(resp.status, 503);
@@ -280,8 +272,8 @@ TEST(retries_are_bounded) {
 TEST(non_idempotent_request_is_not_retried) {
   asbi_http *h = pool();
   atomic_store(&hits, 0);
-  asbi_http_req req = {.method = "POST", .url = url_of("/always503"),
-                       .body = "x", .body_len = 1, .max_retries = 3};
+  asbi_http_req req = {
+      .method = "POST", .url = url_of("/always503"), .body = "x", .body_len = 1, .max_retries = 3};
   asbi_http_resp resp = ASBI_HTTP_RESP_INIT;
   CHECK_INT(asbi_http_do(h, &req, &resp), ASB_OK);
   CHECK_INT(resp.status, 503);
@@ -293,8 +285,8 @@ TEST(non_idempotent_request_is_not_retried) {
 TEST(rate_limit_retry_after) {
   asbi_http *h = pool();
   atomic_store(&hits, 0);
-  asbi_http_req req = {.method = "GET", .url = url_of("/ratelimit0"),
-                       .idempotent = 1, .max_retries = 3};
+  asbi_http_req req = {
+      .method = "GET", .url = url_of("/ratelimit0"), .idempotent = 1, .max_retries = 3};
   asbi_http_resp resp = ASBI_HTTP_RESP_INIT;
   CHECK_INT(asbi_http_do(h, &req, &resp), ASB_OK);
   CHECK_INT(resp.status, 200);
@@ -303,16 +295,15 @@ TEST(rate_limit_retry_after) {
   /* A long Retry-After is not slept through: the 429 reaches the caller
    * with its header, at once. */
   atomic_store(&hits, 0);
-  asbi_http_req req2 = {.method = "GET", .url = url_of("/ratelimit120"),
-                        .idempotent = 1, .max_retries = 3};
+  asbi_http_req req2 = {
+      .method = "GET", .url = url_of("/ratelimit120"), .idempotent = 1, .max_retries = 3};
   asbi_http_resp resp2 = ASBI_HTTP_RESP_INIT;
   uint64_t t0 = asbi_now_ms();
   CHECK_INT(asbi_http_do(h, &req2, &resp2), ASB_OK);
   CHECK(asbi_now_ms() - t0 < 60000); /* not the 120 s it asked for */
   CHECK_INT(resp2.status, 429);
   CHECK_INT(atomic_load(&hits), 1);
-  CHECK_INT(asbi_http_parse_retry_after(asbi_http_resp_header(&resp2, "Retry-After")),
-            120);
+  CHECK_INT(asbi_http_parse_retry_after(asbi_http_resp_header(&resp2, "Retry-After")), 120);
   asbi_http_resp_free(&resp2);
   asbi_http_free(h);
 }
@@ -328,8 +319,7 @@ TEST(retry_after_parsing) {
 
 static int closed_port(void) {
   int s = socket(AF_INET, SOCK_STREAM, 0);
-  struct sockaddr_in a = {.sin_family = AF_INET,
-                          .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
   bind(s, (struct sockaddr *)&a, sizeof a);
   socklen_t l = sizeof a;
   getsockname(s, (struct sockaddr *)&a, &l);
@@ -399,8 +389,11 @@ TEST(cancel_from_another_thread_stops_a_stream) {
   asb_cancel *c;
   REQUIRE(asb_cancel_new(&c) == ASB_OK);
   atomic_llong got = 0;
-  asbi_http_req req = {.method = "GET", .url = url_of("/forever"), .cancel = c,
-                       .on_data = count_data_atomic, .ud = &got};
+  asbi_http_req req = {.method = "GET",
+                       .url = url_of("/forever"),
+                       .cancel = c,
+                       .on_data = count_data_atomic,
+                       .ud = &got};
   asbi_http_resp resp = ASBI_HTTP_RESP_INIT;
   canceller k = {c, 100, &got}; /* once the stream flows */
   pthread_t t;
@@ -426,8 +419,11 @@ TEST(cancel_interrupts_retry_backoff) {
   asbi_http *h = pool();
   asb_cancel *c;
   REQUIRE(asb_cancel_new(&c) == ASB_OK);
-  asbi_http_req req = {.method = "GET", .url = url_of("/always503"),
-                       .idempotent = 1, .max_retries = 50, .cancel = c};
+  asbi_http_req req = {.method = "GET",
+                       .url = url_of("/always503"),
+                       .idempotent = 1,
+                       .max_retries = 50,
+                       .cancel = c};
   asbi_http_resp resp = ASBI_HTTP_RESP_INIT;
   canceller k = {c, 250, NULL};
   pthread_t t;
@@ -445,8 +441,11 @@ TEST(cancel_interrupts_retry_backoff) {
 TEST(streamed_download_is_not_buffered) {
   asbi_http *h = pool();
   long long got = 0;
-  asbi_http_req req = {.method = "GET", .url = url_of("/stream10m"),
-                       .on_data = count_data, .ud = &got, .max_body = 1024};
+  asbi_http_req req = {.method = "GET",
+                       .url = url_of("/stream10m"),
+                       .on_data = count_data,
+                       .ud = &got,
+                       .max_body = 1024};
   asbi_http_resp resp = ASBI_HTTP_RESP_INIT;
   CHECK_INT(asbi_http_do(h, &req, &resp), ASB_OK);
   CHECK_INT(got, 10LL << 20);
@@ -458,8 +457,7 @@ TEST(streamed_download_is_not_buffered) {
 
 TEST(buffered_body_is_bounded) {
   asbi_http *h = pool();
-  asbi_http_req req = {.method = "GET", .url = url_of("/stream10m"),
-                       .max_body = 1 << 20};
+  asbi_http_req req = {.method = "GET", .url = url_of("/stream10m"), .max_body = 1 << 20};
   asbi_http_resp resp = ASBI_HTTP_RESP_INIT;
   CHECK_INT(asbi_http_do(h, &req, &resp), ASB_EPROTOCOL);
   asbi_http_resp_free(&resp);
@@ -469,8 +467,8 @@ TEST(buffered_body_is_bounded) {
 TEST(error_bodies_are_buffered_not_streamed) {
   asbi_http *h = pool();
   long long got = 0;
-  asbi_http_req req = {.method = "GET", .url = url_of("/notfound"),
-                       .on_data = count_data, .ud = &got};
+  asbi_http_req req = {
+      .method = "GET", .url = url_of("/notfound"), .on_data = count_data, .ud = &got};
   asbi_http_resp resp = ASBI_HTTP_RESP_INIT;
   CHECK_INT(asbi_http_do(h, &req, &resp), ASB_OK);
   CHECK_INT(resp.status, 404);
@@ -489,8 +487,7 @@ static int abort_data(void *ud, const char *p, size_t n) {
 
 TEST(callback_abort_returns_its_code) {
   asbi_http *h = pool();
-  asbi_http_req req = {.method = "GET", .url = url_of("/stream10m"),
-                       .on_data = abort_data};
+  asbi_http_req req = {.method = "GET", .url = url_of("/stream10m"), .on_data = abort_data};
   asbi_http_resp resp = ASBI_HTTP_RESP_INIT;
   CHECK_INT(asbi_http_do(h, &req, &resp), ASB_EINVAL);
   CHECK_STR(asb_error_last()->message, "callback says no");
@@ -522,8 +519,10 @@ TEST(streamed_upload_chunked_and_sized) {
   for (int sized = 0; sized < 2; sized++) {
     atomic_store(&uploaded, 0);
     gen g = {50LL << 20};
-    asbi_http_req req = {.method = "POST", .url = url_of("/upload"),
-                         .read = gen_read, .ud = &g,
+    asbi_http_req req = {.method = "POST",
+                         .url = url_of("/upload"),
+                         .read = gen_read,
+                         .ud = &g,
                          .body_size = sized ? (50LL << 20) : -1};
     asbi_http_resp resp = ASBI_HTTP_RESP_INIT;
     CHECK_INT(asbi_http_do(h, &req, &resp), ASB_OK);
@@ -544,8 +543,8 @@ static size_t fail_read(void *ud, char *buf, size_t n) {
 
 TEST(upload_source_failure) {
   asbi_http *h = pool();
-  asbi_http_req req = {.method = "POST", .url = url_of("/upload"),
-                       .read = fail_read, .body_size = -1};
+  asbi_http_req req = {
+      .method = "POST", .url = url_of("/upload"), .read = fail_read, .body_size = -1};
   asbi_http_resp resp = ASBI_HTTP_RESP_INIT;
   CHECK_INT(asbi_http_do(h, &req, &resp), ASB_EINVAL);
   CHECK_STR(asb_error_last()->message, "source broke");
@@ -625,8 +624,7 @@ TEST(pull_stream_error_reply_is_buffered) {
 TEST(pull_stream_idle_timeout_and_cancel) {
   asbi_http *h = pool();
   set_released(0);
-  asbi_http_req req = {.method = "GET", .url = url_of("/stall"),
-                       .idle_timeout_ms = 300};
+  asbi_http_req req = {.method = "GET", .url = url_of("/stall"), .idle_timeout_ms = 300};
   asbi_http_resp resp = ASBI_HTTP_RESP_INIT;
   asbi_http_stream *st = NULL;
   REQUIRE(asbi_http_stream_open(h, &req, &resp, &st) == ASB_OK);

@@ -70,8 +70,8 @@ TEST(incomplete_and_malformed) {
   CHECK_INT(parse(many, &r), ASBI_H1_ETOOBIG);
 }
 
-static int decode_split(const char *in, size_t n, size_t split, char *out,
-                        size_t *outn, size_t *consumed) {
+static int decode_split(const char *in, size_t n, size_t split, char *out, size_t *outn,
+                        size_t *consumed) {
   asbi_h1_chunked c;
   asbi_h1_chunked_init(&c);
   char buf[512];
@@ -105,8 +105,8 @@ TEST(chunked_every_split) {
 TEST(chunked_errors) {
   char out[64];
   size_t on, used;
-  const char *bad[] = {"x\r\n", "5\r\nhelloX", "5\r\nhello\r\r", "\r\n",
-                       "11111111111111111\r\n", "5\r\nhello\r\n0\r\n\rX"};
+  const char *bad[] = {"x\r\n", "5\r\nhelloX",           "5\r\nhello\r\r",
+                       "\r\n",  "11111111111111111\r\n", "5\r\nhello\r\n0\r\n\rX"};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
     CHECK_INT(decode_split(bad[i], strlen(bad[i]), 0, out, &on, &used), -1);
   /* Truncated: not done, no error. */

@@ -89,9 +89,8 @@ TEST(listen_unix) {
 
 static atomic_int g_completed;
 
-static enum MHD_Result handler(void *cls, struct MHD_Connection *c,
-                               const char *url, const char *method,
-                               const char *version, const char *upload,
+static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *url,
+                               const char *method, const char *version, const char *upload,
                                size_t *upload_size, void **con_cls) {
   (void)cls, (void)url, (void)method, (void)version, (void)upload;
   (void)upload_size;
@@ -100,8 +99,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c,
     *con_cls = &marker;
     return MHD_YES;
   }
-  struct MHD_Response *r =
-      asbi_httpd_json_error(418, "a \"quoted\" %s", "line\nbreak");
+  struct MHD_Response *r = asbi_httpd_json_error(418, "a \"quoted\" %s", "line\nbreak");
   if (!r) return MHD_NO;
   enum MHD_Result rc = MHD_queue_response(c, 418, r);
   MHD_destroy_response(r);
@@ -163,9 +161,13 @@ TEST(daemon_round_trip_deadline_and_quiesce) {
   int lfd = asbi_httpd_listen(&a, &port, err, sizeof err);
   REQUIRE(lfd >= 0);
   CHECK(port > 0);
-  asbi_httpd_opts o = {.listen_fd = lfd, .handler = handler,
-                       .completed = completed, .max_connections = 8,
-                       .head_timeout_ms = 300, .idle_timeout_s = 600, .log = tlog};
+  asbi_httpd_opts o = {.listen_fd = lfd,
+                       .handler = handler,
+                       .completed = completed,
+                       .max_connections = 8,
+                       .head_timeout_ms = 300,
+                       .idle_timeout_s = 600,
+                       .log = tlog};
   asbi_httpd *h = asbi_httpd_start(&o, err, sizeof err);
   REQUIRE(h != NULL);
   CHECK(asbi_httpd_daemon(h) != NULL);
@@ -231,9 +233,12 @@ TEST(per_address_limit) {
   asbi_httpd_addr a = {NULL, "127.0.0.1", 0};
   int lfd = asbi_httpd_listen(&a, &port, err, sizeof err);
   REQUIRE(lfd >= 0);
-  asbi_httpd_opts o = {.listen_fd = lfd, .handler = handler,
-                       .completed = completed, .per_ip_limit = 1,
-                       .idle_timeout_s = 600, .log = tlog};
+  asbi_httpd_opts o = {.listen_fd = lfd,
+                       .handler = handler,
+                       .completed = completed,
+                       .per_ip_limit = 1,
+                       .idle_timeout_s = 600,
+                       .log = tlog};
   asbi_httpd *h = asbi_httpd_start(&o, err, sizeof err);
   REQUIRE(h != NULL);
   /* The first connection is served and kept alive ... */
@@ -246,7 +251,8 @@ TEST(per_address_limit) {
   /* ... so a second one from the same address is closed unanswered. */
   int c2 = connect_to(port);
   if (c2 >= 0) {
-    if (write(c2, req, strlen(req)) < 0) { /* a reset counts as closed */ }
+    if (write(c2, req, strlen(req)) < 0) { /* a reset counts as closed */
+    }
     CHECK_INT(read_to_eof(c2, buf, sizeof buf), 0); /* EOF or reset */
     close(c2);
   }
@@ -262,9 +268,8 @@ static void *raw_target(void *cls, const char *uri, struct MHD_Connection *c) {
   return strdup(uri);
 }
 
-static enum MHD_Result echo_target(void *cls, struct MHD_Connection *c,
-                                   const char *url, const char *method,
-                                   const char *version, const char *upload,
+static enum MHD_Result echo_target(void *cls, struct MHD_Connection *c, const char *url,
+                                   const char *method, const char *version, const char *upload,
                                    size_t *upload_size, void **con_cls) {
   (void)cls, (void)url, (void)method, (void)version, (void)upload;
   if (*upload_size) { /* no body expected; drop one */
@@ -294,9 +299,13 @@ TEST(uri_hook) {
   asbi_httpd_addr a = {NULL, "127.0.0.1", 0};
   int lfd = asbi_httpd_listen(&a, &port, err, sizeof err);
   REQUIRE(lfd >= 0);
-  asbi_httpd_opts o = {.listen_fd = lfd, .handler = echo_target,
-                       .completed = free_target, .uri = raw_target,
-                       .head_timeout_ms = 300, .idle_timeout_s = 600, .log = tlog};
+  asbi_httpd_opts o = {.listen_fd = lfd,
+                       .handler = echo_target,
+                       .completed = free_target,
+                       .uri = raw_target,
+                       .head_timeout_ms = 300,
+                       .idle_timeout_s = 600,
+                       .log = tlog};
   asbi_httpd *h = asbi_httpd_start(&o, err, sizeof err);
   REQUIRE(h != NULL);
   int fd = connect_to(port);

@@ -126,8 +126,9 @@ TEST(log_lines_of_threads_stay_whole) {
   for (char *save = NULL, *l = strtok_r(out, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
     long id = -1;
     int n = -1, used = 0;
-    if (sscanf(l, "t: thread %ld line %d abcdefghijklmnopqrstuvwxyz0123456789%n", &id, &n,
-               &used) != 2 || l[used] != '\0' || id < 0 || id >= THREADS || n < 0 || n >= LINES)
+    if (sscanf(l, "t: thread %ld line %d abcdefghijklmnopqrstuvwxyz0123456789%n", &id, &n, &used) !=
+            2 ||
+        l[used] != '\0' || id < 0 || id >= THREADS || n < 0 || n >= LINES)
       bad++;
     else
       seen[id][n]++;
@@ -166,7 +167,8 @@ TEST(pj_add_time) {
   CHECK_INT(asbi_pj_add_time(j, "startedAt", 1767323045123LL), 0);
   CHECK_INT(asbi_pj_add_time(j, "endAt", 0), 0); /* a zero time is still a field */
   char *s = cJSON_PrintUnformatted(j);
-  CHECK_STR(s, "{\"startedAt\":\"2026-01-02T03:04:05.123000000Z\",\"endAt\":\"1970-01-01T00:00:00Z\"}");
+  CHECK_STR(
+      s, "{\"startedAt\":\"2026-01-02T03:04:05.123000000Z\",\"endAt\":\"1970-01-01T00:00:00Z\"}");
   free(s);
   cJSON_Delete(j);
 }

@@ -21,8 +21,7 @@ static int on_begin(void *ud, const asbi_mp_part *p) {
   if (r->in_part) r->order_bad = 1;
   r->in_part = 1;
   r->parts++;
-  asbi_buf_printf(&r->log, "[%s|%s|%s]", p->name,
-                  p->filename ? p->filename : "(null)",
+  asbi_buf_printf(&r->log, "[%s|%s|%s]", p->name, p->filename ? p->filename : "(null)",
                   p->content_type ? p->content_type : "(null)");
   return r->stop_begin;
 }
@@ -53,8 +52,8 @@ static void rec_init(rec *r) {
 
 /* Parse body in three chunks split at a and b; returns the first non-zero
  * result of feed/finish. */
-static int parse3(const char *ct, const char *body, size_t n, size_t a,
-                  size_t b, rec *r, unsigned max_parts) {
+static int parse3(const char *ct, const char *body, size_t n, size_t a, size_t b, rec *r,
+                  unsigned max_parts) {
   asbi_mp_parser *p;
   int rc = asbi_mp_parser_new(&p, ct, &CB, r, max_parts);
   if (rc) return rc;
@@ -68,8 +67,8 @@ static int parse3(const char *ct, const char *body, size_t n, size_t a,
 
 /* Every split point (one cut and, for short bodies, two cuts) plus byte by
  * byte must give the same result and the same record. */
-static void check_all_splits(const char *ct, const char *body, size_t n,
-                             int want_rc, const char *want_log) {
+static void check_all_splits(const char *ct, const char *body, size_t n, int want_rc,
+                             const char *want_log) {
   int fails = 0;
   for (size_t a = 0; a <= n; a++) {
     /* Two cuts for short bodies (from every fifth first cut), else one. */
@@ -78,11 +77,9 @@ static void check_all_splits(const char *ct, const char *body, size_t n,
       rec r;
       rec_init(&r);
       int rc = parse3(ct, body, n, a, b, &r, 0);
-      int bad = rc != want_rc || r.order_bad ||
-                (want_log && strcmp(r.log.data, want_log) != 0);
+      int bad = rc != want_rc || r.order_bad || (want_log && strcmp(r.log.data, want_log) != 0);
       if (bad && fails++ < 3)
-        ASBT_FAIL("split %zu/%zu: rc %d (want %d), log \"%s\"", a, b, rc, want_rc,
-                  r.log.data);
+        ASBT_FAIL("split %zu/%zu: rc %d (want %d), log \"%s\"", a, b, rc, want_rc, r.log.data);
       asbi_buf_free(&r.log);
     }
   }
@@ -172,22 +169,38 @@ TEST(writer_rejects_crlf) {
  * equals the produced bytes. */
 TEST(round_trip_hostile_names) {
   static const char *names[] = {
-      "file", "", "a\"b", "a\\b", "\\\"", "\"\\\\\"", "trailing\\",
-      "\"", "\\", "../../etc/passwd", "C:\\Users\\me\\x.txt",
-      "name\"; filename=\"evil.sh", "semi;colon", "eq=ual", "sp ace",
-      "tab\there", "\xC3\xA9t\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80",
-      "--", "--boundary", "%22quoted%22", "a'b", "\x01\x7f ctl",
+      "file",
+      "",
+      "a\"b",
+      "a\\b",
+      "\\\"",
+      "\"\\\\\"",
+      "trailing\\",
+      "\"",
+      "\\",
+      "../../etc/passwd",
+      "C:\\Users\\me\\x.txt",
+      "name\"; filename=\"evil.sh",
+      "semi;colon",
+      "eq=ual",
+      "sp ace",
+      "tab\there",
+      "\xC3\xA9t\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80",
+      "--",
+      "--boundary",
+      "%22quoted%22",
+      "a'b",
+      "\x01\x7f ctl",
   };
-  static const char *datas[] = {"", "x", "\r\n", "--", "\r\n--", "\r\n--\r\n",
-                                "line1\r\nline2\r\n", "\r"};
+  static const char *datas[] = {
+      "", "x", "\r\n", "--", "\r\n--", "\r\n--\r\n", "line1\r\nline2\r\n", "\r"};
   for (size_t i = 0; i < ASBI_ARRAY_LEN(names); i++) {
     asbi_mpw w;
     REQUIRE(asbi_mpw_init(&w) == 0);
     char ct[96];
     asbi_mpw_content_type(&w, ct, sizeof ct);
     const char *data = datas[i % ASBI_ARRAY_LEN(datas)];
-    int64_t want = asbi_mpw_part_head_len(&w, 0, "field", names[i], NULL) +
-                   (int64_t)strlen(data) +
+    int64_t want = asbi_mpw_part_head_len(&w, 0, "field", names[i], NULL) + (int64_t)strlen(data) +
                    asbi_mpw_part_head_len(&w, 1, names[i], "f.bin", "image/png") + 3 +
                    asbi_mpw_part_head_len(&w, 2, names[i], NULL, NULL) +
                    (int64_t)asbi_mpw_finish_len(&w);
@@ -287,13 +300,13 @@ TEST(boundary_like_content) {
   static const struct {
     const char *data;
   } cases[] = {
-      {"--BB"},              /* no CRLF before */
+      {"--BB"}, /* no CRLF before */
       {"x--BB--"},
-      {"\r\n--B"},           /* a prefix */
-      {"\r\n--BBx"},         /* a longer boundary */
-      {"\r\n--BB-x"},        /* one dash */
-      {"\r\n--BB x"},        /* padding then not CRLF */
-      {"\r\n--BB \t\rx"},    /* padding, CR, not LF */
+      {"\r\n--B"},        /* a prefix */
+      {"\r\n--BBx"},      /* a longer boundary */
+      {"\r\n--BB-x"},     /* one dash */
+      {"\r\n--BB x"},     /* padding then not CRLF */
+      {"\r\n--BB \t\rx"}, /* padding, CR, not LF */
       {"\r\n--BB\rx"},
       {"\r\n--BB\r\r\n--BBz"},
       {"\r\n\r\n--B\r\n-\r\n--"},
@@ -310,8 +323,8 @@ TEST(boundary_like_content) {
                     "\r\n--BB\r\nContent-Disposition: form-data; name=\"b\"\r\n\r\n%s"
                     "\r\n--BB--\r\n",
                     cases[i].data, cases[i].data);
-    asbi_buf_printf(&exp, "[a|(null)|(null)]%s{end}[b|(null)|(null)]%s{end}",
-                    cases[i].data, cases[i].data);
+    asbi_buf_printf(&exp, "[a|(null)|(null)]%s{end}[b|(null)|(null)]%s{end}", cases[i].data,
+                    cases[i].data);
     check_all_splits(CT, body.data, body.len, 0, exp.data);
     asbi_buf_free(&body);
     asbi_buf_free(&exp);
@@ -408,10 +421,13 @@ TEST(content_disposition) {
        * Windows paths sent unescaped by old browsers survive. */
       {"form-data; name=f; filename=\"C:\\dir\\f.txt\"", "[f|C:\\dir\\f.txt|(null)]"},
       {"form-data; name=f; filename=\"a;b=c\"", "[f|a;b=c|(null)]"},
-      {"form-data; name=f; filename=\"\xC3\xA9\xE2\x82\xAC.txt\"", "[f|\xC3\xA9\xE2\x82\xAC.txt|(null)]"},
+      {"form-data; name=f; filename=\"\xC3\xA9\xE2\x82\xAC.txt\"",
+       "[f|\xC3\xA9\xE2\x82\xAC.txt|(null)]"},
       /* RFC 5987 / RFC 6266 */
-      {"form-data; name=f; filename*=UTF-8''%e2%82%ac%20rates.txt", "[f|\xE2\x82\xAC rates.txt|(null)]"},
-      {"form-data; name=f; filename=\"fallback\"; filename*=utf-8'en'%C3%A9.txt", "[f|\xC3\xA9.txt|(null)]"},
+      {"form-data; name=f; filename*=UTF-8''%e2%82%ac%20rates.txt",
+       "[f|\xE2\x82\xAC rates.txt|(null)]"},
+      {"form-data; name=f; filename=\"fallback\"; filename*=utf-8'en'%C3%A9.txt",
+       "[f|\xC3\xA9.txt|(null)]"},
       {"form-data; name=f; filename*=UTF-8''x; filename=\"fallback\"", "[f|x|(null)]"},
       {"form-data; name=f; filename*=iso-8859-1''%E9t%E9", "[f|\xC3\xA9t\xC3\xA9|(null)]"},
       {"form-data; name=f; filename*=us-ascii''plain", "[f|plain|(null)]"},
@@ -459,7 +475,7 @@ TEST(content_disposition) {
 
 TEST(bad_headers) {
   static const char *heads[] = {
-      "Content-Disposition: form-data; name=a\n",            /* bare LF */
+      "Content-Disposition: form-data; name=a\n", /* bare LF */
       "Content-Disposition: form-data; name=a\r\n X: folded\r\n",
       "No colon here\r\n",
       ": empty name\r\n",
@@ -637,8 +653,8 @@ TEST(few_callbacks_for_cr_heavy_data) {
 }
 
 TEST(strerror_all) {
-  int codes[] = {ASBI_MP_OK, ASBI_MP_EBOUNDARY, ASBI_MP_EHEADER, ASBI_MP_ESYNTAX,
-                 ASBI_MP_ETRUNCATED, ASBI_MP_ETOOMANY, ASBI_MP_ENOMEM, 42};
+  int codes[] = {ASBI_MP_OK,         ASBI_MP_EBOUNDARY, ASBI_MP_EHEADER, ASBI_MP_ESYNTAX,
+                 ASBI_MP_ETRUNCATED, ASBI_MP_ETOOMANY,  ASBI_MP_ENOMEM,  42};
   for (size_t i = 0; i < ASBI_ARRAY_LEN(codes); i++) {
     const char *m = asbi_mp_strerror(codes[i]);
     CHECK(m && *m);

@@ -44,8 +44,7 @@ static const char EXPECT[] =
     "{\"type\":\"result\",\"text\":\"2\",\"is_main_result\":true}|"
     "{\"type\":\"end_of_execution\"}|";
 
-static int run_split(const char *p, size_t n, size_t a, size_t b, size_t max,
-                     sink *s) {
+static int run_split(const char *p, size_t n, size_t a, size_t b, size_t max, sink *s) {
   asbi_ndjson nd;
   asbi_ndjson_init(&nd, max);
   int rc = asbi_ndjson_feed(&nd, p, a, on_line, s);
@@ -86,11 +85,11 @@ TEST(finish_edge_cases) {
   static const struct {
     const char *in, *out;
   } cases[] = {
-      {"", ""},           {"\n", ""},         {"\r\n", ""},
-      {"\r", ""},         {"a", "a|"},        {"a\r", "a|"},
-      {"a\n", "a|"},      {"a\r\n", "a|"},    {"a\r\rb\n", "a\r\rb|"},
-      {"\ra\n", "\ra|"},  {"a\rb", "a\rb|"},  {"\n\n\na\n\n", "a|"},
-      {" \n", " |"},      {"a\r\r\n", "a\r|"},
+      {"", ""},          {"\n", ""},          {"\r\n", ""},
+      {"\r", ""},        {"a", "a|"},         {"a\r", "a|"},
+      {"a\n", "a|"},     {"a\r\n", "a|"},     {"a\r\rb\n", "a\r\rb|"},
+      {"\ra\n", "\ra|"}, {"a\rb", "a\rb|"},   {"\n\n\na\n\n", "a|"},
+      {" \n", " |"},     {"a\r\r\n", "a\r|"},
   };
   for (size_t i = 0; i < ASBI_ARRAY_LEN(cases); i++) {
     sink s;
@@ -99,8 +98,7 @@ TEST(finish_edge_cases) {
     asbi_ndjson_init(&nd, 0);
     CHECK_INT(asbi_ndjson_feed(&nd, cases[i].in, strlen(cases[i].in), on_line, &s), 0);
     CHECK_INT(asbi_ndjson_finish(&nd, on_line, &s), 0);
-    if (strcmp(s.log.data, cases[i].out) != 0)
-      ASBT_FAIL("case %zu: got \"%s\"", i, s.log.data);
+    if (strcmp(s.log.data, cases[i].out) != 0) ASBT_FAIL("case %zu: got \"%s\"", i, s.log.data);
     /* finish again is harmless */
     CHECK_INT(asbi_ndjson_finish(&nd, on_line, &s), 0);
     CHECK_STR(s.log.data, cases[i].out);
@@ -134,8 +132,8 @@ TEST(max_line) {
   }
   /* max + 1 fails at every split, and nothing of the long line is
    * delivered. */
-  const char *bad[] = {"123456\n", "123456\r\n", "123456", "12345\r6\n",
-                       "12345\r\r\n", "1\n123456\n2\n"};
+  const char *bad[] = {"123456\n",   "123456\r\n",  "123456",
+                       "12345\r6\n", "12345\r\r\n", "1\n123456\n2\n"};
   for (size_t i = 0; i < ASBI_ARRAY_LEN(bad); i++) {
     size_t n = strlen(bad[i]);
     for (size_t a = 0; a <= n; a++) {

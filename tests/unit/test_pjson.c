@@ -7,7 +7,9 @@
 #include "util/buf.h"
 #include "util/util.h"
 
-static cJSON *P(const char *s) { return asbi_pj_parse(s, strlen(s), NULL); }
+static cJSON *P(const char *s) {
+  return asbi_pj_parse(s, strlen(s), NULL);
+}
 
 static int parses(const char *s) {
   const char *err = "unset";
@@ -21,12 +23,31 @@ static int parses(const char *s) {
 
 TEST(valid_documents) {
   static const char *good[] = {
-      "{}", "[]", "0", "-0", "1", "-1", "1.5", "-1.5e-3", "1E+2", "0.0",
-      "123456789012345678901234567890", "true", "false", "null", "\"\"",
-      "\"a\\\"b\\\\c\\/d\\b\\f\\n\\r\\t\"", "\"\\u00e9\\u20AC\\ud83d\\ude00\"",
-      " \t\r\n{ \"a\" : [ 1 , 2 , { } , [ ] ] } \n", "{\"a\":{\"b\":{\"c\":null}}}",
-      "[\"\xC3\xA9\xE2\x82\xAC\xF0\x9F\x98\x80\"]", "{\"\":1}", "{\"a\":1,\"a\":2}",
-      "\"\x7f\"", "1e400", "[1e-400]",
+      "{}",
+      "[]",
+      "0",
+      "-0",
+      "1",
+      "-1",
+      "1.5",
+      "-1.5e-3",
+      "1E+2",
+      "0.0",
+      "123456789012345678901234567890",
+      "true",
+      "false",
+      "null",
+      "\"\"",
+      "\"a\\\"b\\\\c\\/d\\b\\f\\n\\r\\t\"",
+      "\"\\u00e9\\u20AC\\ud83d\\ude00\"",
+      " \t\r\n{ \"a\" : [ 1 , 2 , { } , [ ] ] } \n",
+      "{\"a\":{\"b\":{\"c\":null}}}",
+      "[\"\xC3\xA9\xE2\x82\xAC\xF0\x9F\x98\x80\"]",
+      "{\"\":1}",
+      "{\"a\":1,\"a\":2}",
+      "\"\x7f\"",
+      "1e400",
+      "[1e-400]",
   };
   for (size_t i = 0; i < ASBI_ARRAY_LEN(good); i++)
     if (!parses(good[i])) ASBT_FAIL("rejected valid JSON: %s", good[i]);
@@ -34,17 +55,77 @@ TEST(valid_documents) {
 
 TEST(invalid_documents) {
   static const char *bad[] = {
-      "", " ", "\n\t ", "{", "}", "[", "]", "{]", "[}", "[1,]", "[,1]", "[1 2]",
-      "{\"a\":1,}", "{\"a\"}", "{\"a\" 1}", "{a:1}", "{'a':1}", "{1:1}",
-      "{\"a\":1 \"b\":2}", "\"abc", "\"\\x\"", "\"\\u12\"", "\"\\u12G4\"",
-      "\"\\u0000\"", "\"a\\u0000b\"", "\"\\ud800\"", "\"\\udc00\"",
-      "\"\\ud800\\u0041\"", "\"\\ud800x\"", "\"\\ud83d\\ud83d\"", "\"\t\"",
-      "\"\n\"", "\"\x01\"", "\"\x1f\"", "01", "00", "-01", "1.", ".5", "-",
-      "+1", "1e", "1e+", "--1", "1.e3", "NaN", "Infinity", "-Infinity", "0x10",
-      "tru", "nul", "fals", "True", "NULL", "truex", "[true false]",
-      "{} x", "{}{}", "1 2", "[] []", "\"a\" \"b\"", "null,", "1//c",
-      "/*c*/1", "#1", "\xEF\xBB\xBF{}", /* a BOM is not JSON whitespace */
-      "\"\xff\"", "\"\xC0\x80\"", "\"\xED\xA0\x80\"", "{\"\xC3\":1}", "\xff",
+      "",
+      " ",
+      "\n\t ",
+      "{",
+      "}",
+      "[",
+      "]",
+      "{]",
+      "[}",
+      "[1,]",
+      "[,1]",
+      "[1 2]",
+      "{\"a\":1,}",
+      "{\"a\"}",
+      "{\"a\" 1}",
+      "{a:1}",
+      "{'a':1}",
+      "{1:1}",
+      "{\"a\":1 \"b\":2}",
+      "\"abc",
+      "\"\\x\"",
+      "\"\\u12\"",
+      "\"\\u12G4\"",
+      "\"\\u0000\"",
+      "\"a\\u0000b\"",
+      "\"\\ud800\"",
+      "\"\\udc00\"",
+      "\"\\ud800\\u0041\"",
+      "\"\\ud800x\"",
+      "\"\\ud83d\\ud83d\"",
+      "\"\t\"",
+      "\"\n\"",
+      "\"\x01\"",
+      "\"\x1f\"",
+      "01",
+      "00",
+      "-01",
+      "1.",
+      ".5",
+      "-",
+      "+1",
+      "1e",
+      "1e+",
+      "--1",
+      "1.e3",
+      "NaN",
+      "Infinity",
+      "-Infinity",
+      "0x10",
+      "tru",
+      "nul",
+      "fals",
+      "True",
+      "NULL",
+      "truex",
+      "[true false]",
+      "{} x",
+      "{}{}",
+      "1 2",
+      "[] []",
+      "\"a\" \"b\"",
+      "null,",
+      "1//c",
+      "/*c*/1",
+      "#1",
+      "\xEF\xBB\xBF{}", /* a BOM is not JSON whitespace */
+      "\"\xff\"",
+      "\"\xC0\x80\"",
+      "\"\xED\xA0\x80\"",
+      "{\"\xC3\":1}",
+      "\xff",
       "[\"a\"\x00]",
   };
   for (size_t i = 0; i < ASBI_ARRAY_LEN(bad); i++)
@@ -219,9 +300,16 @@ TEST(string_scan_every_offset) {
  * error. */
 TEST(utf8_error_comes_first) {
   static const char *inv[] = {
-      "\xff",           "[1,]\xff",        "\"\\x\xff\"",      "{\"a\":1}\xff",
-      "[\"\xC0\x80\"",  "{\"a\" 1, \"\xff\"", "[\"a\"] \xED\xA0\x80",
-      "\xff{}",         "[1, 2, 3, \xF5]",  "{\"a\":\"b\xC3\"}",
+      "\xff",
+      "[1,]\xff",
+      "\"\\x\xff\"",
+      "{\"a\":1}\xff",
+      "[\"\xC0\x80\"",
+      "{\"a\" 1, \"\xff\"",
+      "[\"a\"] \xED\xA0\x80",
+      "\xff{}",
+      "[1, 2, 3, \xF5]",
+      "{\"a\":\"b\xC3\"}",
   };
   for (size_t i = 0; i < ASBI_ARRAY_LEN(inv); i++) {
     const char *err = NULL;
@@ -266,8 +354,9 @@ TEST(strings_owned_by_tree) {
 }
 
 TEST(field_lookup) {
-  cJSON *v = P("{\"exitCode\":1,\"exit_code\":2,\"watcher_id\":\"w\",\"pid\":3,"
-               "\"nothing\":null,\"symlinkTarget\":null,\"symlink_target\":\"x\"}");
+  cJSON *v =
+      P("{\"exitCode\":1,\"exit_code\":2,\"watcher_id\":\"w\",\"pid\":3,"
+        "\"nothing\":null,\"symlinkTarget\":null,\"symlink_target\":\"x\"}");
   REQUIRE(v != NULL);
   const cJSON *f = asbi_pj_field(v, "exitCode");
   REQUIRE(f != NULL);
@@ -293,12 +382,13 @@ TEST(field_lookup) {
 }
 
 TEST(get_i64) {
-  cJSON *v = P("{\"a\":\"9223372036854775807\",\"b\":\"-9223372036854775808\","
-               "\"c\":42,\"d\":-7,\"e\":9007199254740993,\"f\":1e3,\"g\":1.5,"
-               "\"h\":\"9223372036854775808\",\"i\":9223372036854775808,"
-               "\"j\":true,\"k\":\"12abc\",\"l\":\"\",\"m\":[1],"
-               "\"n\":-9223372036854775808,\"o\":\"1.0\",\"p\":1.0,"
-               "\"q\":-9223372036854775809,\"r\":{}}");
+  cJSON *v =
+      P("{\"a\":\"9223372036854775807\",\"b\":\"-9223372036854775808\","
+        "\"c\":42,\"d\":-7,\"e\":9007199254740993,\"f\":1e3,\"g\":1.5,"
+        "\"h\":\"9223372036854775808\",\"i\":9223372036854775808,"
+        "\"j\":true,\"k\":\"12abc\",\"l\":\"\",\"m\":[1],"
+        "\"n\":-9223372036854775808,\"o\":\"1.0\",\"p\":1.0,"
+        "\"q\":-9223372036854775809,\"r\":{}}");
   REQUIRE(v != NULL);
   int64_t x = 99;
   CHECK_INT(asbi_pj_get_i64(v, "a", &x), 0);
@@ -342,9 +432,10 @@ TEST(get_i64) {
 }
 
 TEST(get_32) {
-  cJSON *v = P("{\"a\":4294967295,\"b\":4294967296,\"c\":-1,\"d\":\"17\","
-               "\"e\":2147483647,\"f\":2147483648,\"g\":-2147483648,"
-               "\"h\":-2147483649,\"i\":0.5,\"j\":\"x\"}");
+  cJSON *v =
+      P("{\"a\":4294967295,\"b\":4294967296,\"c\":-1,\"d\":\"17\","
+        "\"e\":2147483647,\"f\":2147483648,\"g\":-2147483648,"
+        "\"h\":-2147483649,\"i\":0.5,\"j\":\"x\"}");
   REQUIRE(v != NULL);
   uint32_t u = 9;
   int32_t s = 9;
@@ -395,9 +486,10 @@ TEST(get_bool_str) {
 }
 
 TEST(get_bytes) {
-  cJSON *v = P("{\"a\":\"aGVsbG8=\",\"b\":\"aGVsbG8\",\"c\":\"-_-_\",\"d\":\"+/+/\","
-               "\"e\":\"\",\"f\":\"aGVsbG8*\",\"g\":5,\"h\":\"aGVsbG9=\","
-               "\"i\":\"AAEC\"}");
+  cJSON *v =
+      P("{\"a\":\"aGVsbG8=\",\"b\":\"aGVsbG8\",\"c\":\"-_-_\",\"d\":\"+/+/\","
+        "\"e\":\"\",\"f\":\"aGVsbG8*\",\"g\":5,\"h\":\"aGVsbG9=\","
+        "\"i\":\"AAEC\"}");
   REQUIRE(v != NULL);
   unsigned char *p;
   size_t n;
@@ -431,14 +523,13 @@ TEST(get_bytes) {
   cJSON_Delete(v);
 }
 
-static const asbi_pj_enum SIGNALS[] = {{0, "SIGNAL_UNSPECIFIED"},
-                                       {9, "SIGNAL_SIGKILL"},
-                                       {15, "SIGNAL_SIGTERM"},
-                                       {0, NULL}};
+static const asbi_pj_enum SIGNALS[] = {
+    {0, "SIGNAL_UNSPECIFIED"}, {9, "SIGNAL_SIGKILL"}, {15, "SIGNAL_SIGTERM"}, {0, NULL}};
 
 TEST(append_bytes) {
-  cJSON *v = P("{\"a\":\"aGVsbG8=\",\"b\":\"IHdvcmxk\",\"e\":\"\",\"f\":\"aGVsbG8*\","
-               "\"g\":5,\"h\":\"aGVsbG9=\",\"n\":null,\"big\":\"AAAAAAAAAAAA\"}");
+  cJSON *v =
+      P("{\"a\":\"aGVsbG8=\",\"b\":\"IHdvcmxk\",\"e\":\"\",\"f\":\"aGVsbG8*\","
+        "\"g\":5,\"h\":\"aGVsbG9=\",\"n\":null,\"big\":\"AAAAAAAAAAAA\"}");
   REQUIRE(v != NULL);
   asbi_buf b = ASBI_BUF_INIT;
   size_t n = 99;
@@ -477,9 +568,10 @@ TEST(append_bytes) {
 }
 
 TEST(enums) {
-  cJSON *v = P("{\"a\":\"SIGNAL_SIGKILL\",\"b\":15,\"c\":\"SIGNAL_BOGUS\","
-               "\"d\":true,\"e\":1.5,\"f\":99,\"g\":\"signal_sigkill\","
-               "\"h\":4294967296,\"i\":\"15\"}");
+  cJSON *v =
+      P("{\"a\":\"SIGNAL_SIGKILL\",\"b\":15,\"c\":\"SIGNAL_BOGUS\","
+        "\"d\":true,\"e\":1.5,\"f\":99,\"g\":\"signal_sigkill\","
+        "\"h\":4294967296,\"i\":\"15\"}");
   REQUIRE(v != NULL);
   int e = 3;
   CHECK_INT(asbi_pj_get_enum(v, "a", SIGNALS, &e), 0);
@@ -526,10 +618,11 @@ TEST(setters_and_print) {
   CHECK_INT(asbi_pj_add_enum(o, "signal", SIGNALS, 9), 0);
   CHECK_INT(asbi_pj_add_enum(o, "other", SIGNALS, 42), 0);
   s = asbi_pj_print(o);
-  CHECK_STR(s, "{\"size\":\"9223372036854775807\",\"neg\":\"-9223372036854775808\","
-               "\"mode\":4294967295,\"exitCode\":-1,\"exited\":true,"
-               "\"name\":\"a\\\"b\\n\xC3\xA9\",\"stdout\":\"aGkK\","
-               "\"signal\":\"SIGNAL_SIGKILL\",\"other\":42}");
+  CHECK_STR(s,
+            "{\"size\":\"9223372036854775807\",\"neg\":\"-9223372036854775808\","
+            "\"mode\":4294967295,\"exitCode\":-1,\"exited\":true,"
+            "\"name\":\"a\\\"b\\n\xC3\xA9\",\"stdout\":\"aGkK\","
+            "\"signal\":\"SIGNAL_SIGKILL\",\"other\":42}");
   /* And everything reads back. */
   cJSON *r = asbi_pj_parse(s, strlen(s), NULL);
   REQUIRE(r != NULL);
@@ -600,9 +693,10 @@ TEST(bytes_round_trip) {
 }
 
 TEST(every_prefix_of_a_document_fails) {
-  const char *doc = "{\"event\":{\"end\":{\"exitCode\":1,\"exited\":true,"
-                    "\"status\":\"exit status 1\",\"error\":\"\\u00e9\"}},"
-                    "\"list\":[1,-2.5e3,null,false,\"\\ud83d\\ude00\"]}";
+  const char *doc =
+      "{\"event\":{\"end\":{\"exitCode\":1,\"exited\":true,"
+      "\"status\":\"exit status 1\",\"error\":\"\\u00e9\"}},"
+      "\"list\":[1,-2.5e3,null,false,\"\\ud83d\\ude00\"]}";
   size_t n = strlen(doc);
   for (size_t k = 0; k < n; k++) {
     cJSON *v = asbi_pj_parse(doc, k, NULL);
@@ -621,12 +715,14 @@ TEST(every_prefix_of_a_document_fails) {
 /* print_exact writes numbers as they were sent (1.0 stays 1.0, long digits
  * stay), strings escaped, structure compact. */
 TEST(print_exact_keeps_numbers) {
-  cJSON *v = P("{\"a\": [1.0, 2, -0.5e3, 12345678901234567890, 0.1],\n \"s\": \"q\\\"\\\\\\n\\u0001\","
-               " \"t\": true, \"n\": null, \"o\": {}}");
+  cJSON *v =
+      P("{\"a\": [1.0, 2, -0.5e3, 12345678901234567890, 0.1],\n \"s\": \"q\\\"\\\\\\n\\u0001\","
+        " \"t\": true, \"n\": null, \"o\": {}}");
   REQUIRE(v != NULL);
   char *out = asbi_pj_print_exact(v);
-  CHECK_STR(out, "{\"a\":[1.0,2,-0.5e3,12345678901234567890,0.1],\"s\":\"q\\\"\\\\\\u000a\\u0001\","
-                 "\"t\":true,\"n\":null,\"o\":{}}");
+  CHECK_STR(out,
+            "{\"a\":[1.0,2,-0.5e3,12345678901234567890,0.1],\"s\":\"q\\\"\\\\\\u000a\\u0001\","
+            "\"t\":true,\"n\":null,\"o\":{}}");
   cJSON *back = out ? P(out) : NULL; /* valid JSON again */
   CHECK(back != NULL);
   cJSON_Delete(back);

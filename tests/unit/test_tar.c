@@ -234,7 +234,8 @@ TEST(pack_dir) {
   size_t k = 0;
   while (asbi_tar_next(&r, &E) == 1) {
     if (k < sizeof want / sizeof want[0]) CHECK_STR(E.name, want[k]);
-    if (!strcmp(E.name, "link")) CHECK(E.type == ASBI_TAR_SYMLINK && !strcmp(E.linkname, "alpha.txt"));
+    if (!strcmp(E.name, "link"))
+      CHECK(E.type == ASBI_TAR_SYMLINK && !strcmp(E.linkname, "alpha.txt"));
     if (!strcmp(E.name, "sub")) CHECK(E.type == ASBI_TAR_DIR && E.mode == 0750);
     if (!strcmp(E.name, "zeta.txt")) CHECK(E.mode == 0755 && E.size == 8);
     k++;

@@ -8,7 +8,9 @@
 
 static asbi_tmpl_error E;
 
-static cJSON *parse(const char *y) { return asbi_tmpl_parse(y, strlen(y), &E); }
+static cJSON *parse(const char *y) {
+  return asbi_tmpl_parse(y, strlen(y), &E);
+}
 
 static char *print(const cJSON *v) {
   asbi_buf b = ASBI_BUF_INIT;
@@ -16,11 +18,11 @@ static char *print(const cJSON *v) {
   return asbi_buf_detach(&b, NULL);
 }
 
-#define FIELD_IS(obj, key, want)                                      \
-  do {                                                                \
-    char *got_ = print(cJSON_GetObjectItem(obj, key));                \
-    CHECK_STR(got_, want);                                            \
-    free(got_);                                                       \
+#define FIELD_IS(obj, key, want)                       \
+  do {                                                 \
+    char *got_ = print(cJSON_GetObjectItem(obj, key)); \
+    CHECK_STR(got_, want);                             \
+    free(got_);                                        \
   } while (0)
 
 static const char *FULL =
@@ -74,23 +76,27 @@ TEST(full) {
   FIELD_IS(s, "ports", "[9000,8080]");
   FIELD_IS(s, "resources", "{\"cpu\":1,\"memoryMB\":256,\"diskMB\":2048}");
   FIELD_IS(s, "capabilities", "[\"shell\",\"commands\"]");
-  FIELD_IS(s, "start", "{\"cmd\":\"/opt/hello/hello 9000\",\"user\":\"user\",\"cwd\":\"/home/user\","
-                       "\"env\":{\"LOG\":\"debug\"}}");
+  FIELD_IS(s, "start",
+           "{\"cmd\":\"/opt/hello/hello 9000\",\"user\":\"user\",\"cwd\":\"/home/user\","
+           "\"env\":{\"LOG\":\"debug\"}}");
   FIELD_IS(s, "ready", "{\"timeout\":20,\"interval\":200,\"port\":9000}");
   FIELD_IS(s, "commandsPort", "9000");
   cJSON *steps = cJSON_GetObjectItem(s, "steps");
   REQUIRE(cJSON_GetArraySize(steps) == 6);
   char *st = print(cJSON_GetArrayItem(steps, 0));
-  CHECK_STR(st, "{\"kind\":\"copy\",\"user\":\"root\",\"cwd\":\"/\",\"env\":{},\"timeout\":600,"
-                "\"line\":14,\"src\":\"hello.c\",\"dest\":\"/opt/hello/hello.c\",\"owner\":\"root\","
-                "\"mode\":null}");
+  CHECK_STR(st,
+            "{\"kind\":\"copy\",\"user\":\"root\",\"cwd\":\"/\",\"env\":{},\"timeout\":600,"
+            "\"line\":14,\"src\":\"hello.c\",\"dest\":\"/opt/hello/hello.c\",\"owner\":\"root\","
+            "\"mode\":null}");
   free(st);
   st = print(cJSON_GetArrayItem(steps, 1));
-  CHECK(strstr(st, "\"src\":\"sdk\",\"dest\":\"/opt/hello/sdk\",\"owner\":\"user\",\"mode\":\"0755\""));
+  CHECK(strstr(st,
+               "\"src\":\"sdk\",\"dest\":\"/opt/hello/sdk\",\"owner\":\"user\",\"mode\":\"0755\""));
   free(st);
   st = print(cJSON_GetArrayItem(steps, 2));
-  CHECK_STR(st, "{\"kind\":\"run\",\"user\":\"root\",\"cwd\":\"/opt/hello\",\"env\":{},\"timeout\":120,"
-                "\"line\":18,\"cmd\":\"gcc -o /opt/hello/hello /opt/hello/hello.c\"}");
+  CHECK_STR(st,
+            "{\"kind\":\"run\",\"user\":\"root\",\"cwd\":\"/opt/hello\",\"env\":{},\"timeout\":120,"
+            "\"line\":18,\"cmd\":\"gcc -o /opt/hello/hello /opt/hello/hello.c\"}");
   free(st);
   FIELD_IS(cJSON_GetArrayItem(steps, 3), "packages", "[\"libyaml-0-2\",\"libc6\"]");
   FIELD_IS(cJSON_GetArrayItem(steps, 4), "kind", "\"pip\"");
@@ -98,12 +104,14 @@ TEST(full) {
   cJSON *cmds = cJSON_GetObjectItem(s, "commands");
   REQUIRE(cJSON_GetArraySize(cmds) == 2);
   char *c0 = print(cJSON_GetArrayItem(cmds, 0));
-  CHECK_STR(c0, "{\"name\":\"shout\",\"cmd\":\"echo {text} | tr a-z A-Z\",\"description\":\"Upper-cases\","
-                "\"cwd\":\"/home/user\",\"user\":\"user\",\"timeout\":60,\"env\":{},\"hidden\":false,"
-                "\"args\":[{\"name\":\"text\",\"type\":\"string\",\"required\":true,\"default\":null,"
-                "\"description\":\"\"},{\"name\":\"times\",\"type\":\"integer\",\"required\":false,"
-                "\"default\":\"2\",\"description\":\"\"},{\"name\":\"loud\",\"type\":\"boolean\","
-                "\"required\":false,\"default\":null,\"description\":\"\"}]}");
+  CHECK_STR(
+      c0,
+      "{\"name\":\"shout\",\"cmd\":\"echo {text} | tr a-z A-Z\",\"description\":\"Upper-cases\","
+      "\"cwd\":\"/home/user\",\"user\":\"user\",\"timeout\":60,\"env\":{},\"hidden\":false,"
+      "\"args\":[{\"name\":\"text\",\"type\":\"string\",\"required\":true,\"default\":null,"
+      "\"description\":\"\"},{\"name\":\"times\",\"type\":\"integer\",\"required\":false,"
+      "\"default\":\"2\",\"description\":\"\"},{\"name\":\"loud\",\"type\":\"boolean\","
+      "\"required\":false,\"default\":null,\"description\":\"\"}]}");
   free(c0);
   FIELD_IS(cJSON_GetArrayItem(cmds, 1), "cmd", "\"env | sort\"");
   cJSON_Delete(s);
@@ -122,17 +130,18 @@ TEST(defaults_and_compat) {
   cJSON_Delete(s);
   /* easy-sandbox keys: copy_files, system/python/node packages, commands,
    * then steps; cpu_count/memory_mb; start_cmd; ready_cmd */
-  s = parse("name: compat\n"
-            "steps: [echo last]\n"
-            "commands: [echo one, echo two]\n"
-            "node_packages: [left-pad]\n"
-            "system_packages: [curl]\n"
-            "python_packages: requests flask\n"
-            "copy_files: [{src: a, dest: /a}, b /b]\n"
-            "cpu_count: 4\n"
-            "memory_mb: 1024\n"
-            "start_cmd: python3 -m http.server 8000\n"
-            "ready_cmd: curl -sf localhost:8000\n");
+  s = parse(
+      "name: compat\n"
+      "steps: [echo last]\n"
+      "commands: [echo one, echo two]\n"
+      "node_packages: [left-pad]\n"
+      "system_packages: [curl]\n"
+      "python_packages: requests flask\n"
+      "copy_files: [{src: a, dest: /a}, b /b]\n"
+      "cpu_count: 4\n"
+      "memory_mb: 1024\n"
+      "start_cmd: python3 -m http.server 8000\n"
+      "ready_cmd: curl -sf localhost:8000\n");
   if (!s) {
     ASBT_FAIL("%d:%d %s: %s", E.line, E.column, E.field, E.message);
     return;
@@ -162,8 +171,7 @@ static void expect_error(const char *y, int line, int col, const char *field, co
     cJSON_Delete(s);
     return;
   }
-  if (E.line != line || E.column != col || strcmp(E.field, field) != 0 ||
-      !strstr(E.message, msg))
+  if (E.line != line || E.column != col || strcmp(E.field, field) != 0 || !strstr(E.message, msg))
     ASBT_FAIL("for %s\n  got %d:%d [%s] %s\n  want %d:%d [%s] ...%s...", y, E.line, E.column,
               E.field, E.message, line, col, field, msg);
 }
@@ -183,28 +191,35 @@ TEST(errors) {
   expect_error("name: x\nresources: {cpu: 0}\n", 2, 18, "resources.cpu", "1..64");
   expect_error("name: x\nresources: {gpu: 1}\n", 2, 13, "resources.gpu", "unknown field");
   expect_error("name: x\nmemory_mb: 8\n", 2, 12, "memory_mb", "out of range");
-  expect_error("name: x\ncapabilities: [shell, gpu]\n", 2, 15, "capabilities", "unknown capability 'gpu'");
+  expect_error("name: x\ncapabilities: [shell, gpu]\n", 2, 15, "capabilities",
+               "unknown capability 'gpu'");
   expect_error("name: x\nports: [0]\n", 2, 9, "ports[0]", "1..65535");
   expect_error("name: x\nenv: {1BAD: x}\n", 2, 7, "env.1BAD", "not a valid variable name");
   expect_error("name: x\nenv: [a]\n", 2, 6, "env", "expected a mapping");
-  expect_error("name: x\nsteps:\n  - run: a\n    apt: b\n", 4, 5, "steps[0]", "a step does one thing");
+  expect_error("name: x\nsteps:\n  - run: a\n    apt: b\n", 4, 5, "steps[0]",
+               "a step does one thing");
   expect_error("name: x\nsteps:\n  - user: root\n", 3, 5, "steps[0]", "needs one of run, copy");
-  expect_error("name: x\nsteps:\n  - run: a\n    owner: user\n", 3, 5, "steps[0]", "belong to copy");
+  expect_error("name: x\nsteps:\n  - run: a\n    owner: user\n", 3, 5, "steps[0]",
+               "belong to copy");
   expect_error("name: x\nsteps:\n  - copy: {src: /etc/passwd, dest: /x}\n", 3, 17,
                "steps[0].copy.src", "inside the template directory");
   expect_error("name: x\nsteps:\n  - copy: {src: ../up, dest: /x}\n", 3, 17, "steps[0].copy.src",
                "inside the template directory");
   expect_error("name: x\nsteps:\n  - copy: {src: a, dest: rel}\n", 3, 26, "steps[0].copy.dest",
                "absolute path");
-  expect_error("name: x\nsteps:\n  - copy: {src: a}\n", 3, 11, "steps[0].copy", "'dest' is required");
+  expect_error("name: x\nsteps:\n  - copy: {src: a}\n", 3, 11, "steps[0].copy",
+               "'dest' is required");
   expect_error("name: x\nsteps:\n  - copy: just-one\n", 3, 11, "steps[0].copy", "\"<src> <dest>\"");
   expect_error("name: x\nsteps:\n  - apt: []\n", 3, 10, "steps[0].apt", "at least one package");
   expect_error("name: x\nsteps:\n  - apt: \"a;rm\"\n", 3, 10, "steps[0].apt", "not a package name");
-  expect_error("name: x\nsteps:\n  - run: x\n    timeout: 0\n", 4, 14, "steps[0].timeout", "1..86400");
-  expect_error("name: x\nsteps:\n  - run: x\n    user: admin\n", 4, 11, "steps[0].user", "root or user");
+  expect_error("name: x\nsteps:\n  - run: x\n    timeout: 0\n", 4, 14, "steps[0].timeout",
+               "1..86400");
+  expect_error("name: x\nsteps:\n  - run: x\n    user: admin\n", 4, 11, "steps[0].user",
+               "root or user");
   expect_error("name: x\nsteps: echo\n", 2, 8, "steps", "expected a list of steps");
   expect_error("name: x\nready: {port: 1}\n", 2, 8, "ready", "needs a start command");
-  expect_error("name: x\nstart: s\nready: {port: 1, cmd: x}\n", 3, 8, "ready", "either 'port' or 'cmd'");
+  expect_error("name: x\nstart: s\nready: {port: 1, cmd: x}\n", 3, 8, "ready",
+               "either 'port' or 'cmd'");
   expect_error("name: x\nstart: s\nready: {}\n", 3, 8, "ready", "either 'port' or 'cmd'");
   expect_error("name: x\nstart: {user: user}\n", 2, 8, "start", "'cmd' is required");
   expect_error("name: x\nstart: s\nstart_cmd: t\n", 3, 1, "start_cmd", "given twice");
@@ -214,22 +229,26 @@ TEST(errors) {
                "custom_commands.greet", "'cmd' is required");
   expect_error("name: x\ncustom_commands:\n  9lives: echo\n", 3, 3, "custom_commands.9lives",
                "not a valid command name");
-  expect_error("name: x\ncustom_commands:\n  g:\n    cmd: echo {n}\n    args:\n"
-               "      - {name: n, type: strng}\n",
-               6, 25, "custom_commands.g.args[0].type", "unknown type 'strng'");
-  expect_error("name: x\ncustom_commands:\n  g:\n    cmd: echo {n}\n    args:\n"
-               "      - {name: n, type: integer, default: many}\n",
-               6, 43, "custom_commands.g.args[0].default", "not a valid integer");
-  expect_error("name: x\ncustom_commands:\n  g:\n    cmd: echo {n}\n    args:\n"
-               "      - {name: n, required: true, default: 1}\n",
-               6, 9, "custom_commands.g.args[0]", "a required argument has no default");
+  expect_error(
+      "name: x\ncustom_commands:\n  g:\n    cmd: echo {n}\n    args:\n"
+      "      - {name: n, type: strng}\n",
+      6, 25, "custom_commands.g.args[0].type", "unknown type 'strng'");
+  expect_error(
+      "name: x\ncustom_commands:\n  g:\n    cmd: echo {n}\n    args:\n"
+      "      - {name: n, type: integer, default: many}\n",
+      6, 43, "custom_commands.g.args[0].default", "not a valid integer");
+  expect_error(
+      "name: x\ncustom_commands:\n  g:\n    cmd: echo {n}\n    args:\n"
+      "      - {name: n, required: true, default: 1}\n",
+      6, 9, "custom_commands.g.args[0]", "a required argument has no default");
   expect_error("name: x\ncustom_commands:\n  g:\n    cmd: echo {n}\n    args: [n, n]\n", 5, 15,
                "custom_commands.g.args[1]", "declared twice");
   expect_error("name: x\ncustom_commands:\n  g:\n    cmd: echo\n    args:\n      - {name: a-b}\n",
                6, 16, "custom_commands.g.args[0].name", "not a valid argument name");
   expect_error("name: x\ncustom_commands:\n  g:\n    cmd: echo\n    retries: 3\n", 5, 5,
                "custom_commands.g.retries", "unknown field");
-  expect_error("name: x\ndescription: [a]\n", 2, 14, "description", "expected a string, got a list");
+  expect_error("name: x\ndescription: [a]\n", 2, 14, "description",
+               "expected a string, got a list");
   expect_error("name: \"x\\0y\"\n", 1, 7, "name", "NUL");
   /* invalid UTF-8 */
   expect_error("name: x\ndescription: \xff\n", 0, 0, "", "not valid UTF-8");

@@ -23,8 +23,9 @@ TEST(escape) {
   CHECK_STR(e, "/home/user/my%20file.txt");
   free(e);
   e = esc("a+b&c=d?e#f%g@h:i;j,k!l'm(n)o*p[q]r\"s<t>u\\v^w`x{y}z|", 1);
-  CHECK_STR(e, "a%2Bb%26c%3Dd%3Fe%23f%25g%40h%3Ai%3Bj%2Ck%21l%27m%28n%29o%2Ap%5Bq%5Dr"
-               "%22s%3Ct%3Eu%5Cv%5Ew%60x%7By%7Dz%7C");
+  CHECK_STR(e,
+            "a%2Bb%26c%3Dd%3Fe%23f%25g%40h%3Ai%3Bj%2Ck%21l%27m%28n%29o%2Ap%5Bq%5Dr"
+            "%22s%3Ct%3Eu%5Cv%5Ew%60x%7By%7Dz%7C");
   free(e);
   e = esc("\xC3\xA9\x01\x7f\xff", 0);
   CHECK_STR(e, "%C3%A9%01%7F%FF");
@@ -64,8 +65,8 @@ TEST(unescape) {
   CHECK_INT(unesc("%C3%A9", 0, &o), 0);
   CHECK_STR(o, "\xC3\xA9");
   free(o);
-  static const char *bad[] = {"%", "%2", "a%", "a%2", "%G0", "%0G", "%%", "%-1",
-                              "%+1", "% 1", "%00", "a%00b", "%2%41"};
+  static const char *bad[] = {"%",   "%2",  "a%",  "a%2", "%G0",   "%0G",  "%%",
+                              "%-1", "%+1", "% 1", "%00", "a%00b", "%2%41"};
   for (size_t i = 0; i < ASBI_ARRAY_LEN(bad); i++) {
     o = (char *)1;
     if (unesc(bad[i], 1, &o) != -1) ASBT_FAIL("accepted \"%s\"", bad[i]);
@@ -89,8 +90,8 @@ TEST(escape_round_trip_all_bytes) {
     char *e = esc(all, ks);
     REQUIRE(e != NULL);
     for (const char *p = e; *p; p++)
-      if (!((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') ||
-            (*p >= '0' && *p <= '9') || strchr("-._~%", *p) || (ks && *p == '/')))
+      if (!((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') ||
+            strchr("-._~%", *p) || (ks && *p == '/')))
         ASBT_FAIL("unsafe character '%c' in escaped output", *p);
     char *d;
     CHECK_INT(unesc(e, 0, &d), 0);
@@ -103,8 +104,8 @@ TEST(escape_round_trip_all_bytes) {
   }
 }
 
-static char *base(const char *sandbox_url, int debug, const char *domain,
-                  const char *id, int port, asbi_url_kind kind) {
+static char *base(const char *sandbox_url, int debug, const char *domain, const char *id, int port,
+                  asbi_url_kind kind) {
   asbi_route_cfg c = {sandbox_url, debug, domain, id};
   asbi_buf b = ASBI_BUF_INIT;
   asbi_buf_puts(&b, "");
@@ -117,9 +118,8 @@ static char *base(const char *sandbox_url, int debug, const char *domain,
 }
 
 /* expect NULL = the call must fail. */
-static void check_base(int line, const char *expect, const char *sandbox_url,
-                       int debug, const char *domain, const char *id, int port,
-                       asbi_url_kind kind) {
+static void check_base(int line, const char *expect, const char *sandbox_url, int debug,
+                       const char *domain, const char *id, int port, asbi_url_kind kind) {
   char *got = base(sandbox_url, debug, domain, id, port, kind);
   if (!expect && got)
     ASBT_FAIL("line %d: expected failure, got %s", line, got);
@@ -137,9 +137,11 @@ TEST(sandbox_base_rules) {
   /* 1. sandbox_url wins for API traffic, any port, trailing '/' dropped. */
   CHECK_BASE("http://127.0.0.1:49982", "http://127.0.0.1:49982/", 0, "e2b.app", "abc", 49983, API);
   CHECK_BASE("http://127.0.0.1:49982", "http://127.0.0.1:49982", 1, "e2b.app", "abc", 49999, API);
-  CHECK_BASE("https://proxy.example/base", "https://proxy.example/base//", 0, NULL, NULL, 3000, API);
+  CHECK_BASE("https://proxy.example/base", "https://proxy.example/base//", 0, NULL, NULL, 3000,
+             API);
   /* ... but not for public URLs. */
-  CHECK_BASE("https://49983-abc.example.com", "http://127.0.0.1:49982", 0, "example.com", "abc", 49983, PUB);
+  CHECK_BASE("https://49983-abc.example.com", "http://127.0.0.1:49982", 0, "example.com", "abc",
+             49983, PUB);
   CHECK_BASE(NOSTR, "/", 0, NULL, NULL, 49983, API);
   /* 2. debug */
   CHECK_BASE("http://localhost:49983", NULL, 1, "e2b.app", "abc", 49983, API);
@@ -216,18 +218,52 @@ TEST(sandbox_host) {
 
 TEST(loopback) {
   static const char *yes[] = {
-      "localhost", "LOCALHOST", "localhost:49982", "localhost.", "localhost.:80",
-      "foo.localhost", "a.b.localhost:1", "FOO.LocalHost", "127.0.0.1",
-      "127.0.0.1:8080", "127.1.2.3", "127.255.255.255:65535", "[::1]",
-      "[::1]:49982", "::1", "[0:0:0:0:0:0:0:1]", "[::ffff:127.0.0.1]:80",
+      "localhost",
+      "LOCALHOST",
+      "localhost:49982",
+      "localhost.",
+      "localhost.:80",
+      "foo.localhost",
+      "a.b.localhost:1",
+      "FOO.LocalHost",
+      "127.0.0.1",
+      "127.0.0.1:8080",
+      "127.1.2.3",
+      "127.255.255.255:65535",
+      "[::1]",
+      "[::1]:49982",
+      "::1",
+      "[0:0:0:0:0:0:0:1]",
+      "[::ffff:127.0.0.1]:80",
   };
   static const char *no[] = {
-      "", "e2b.app", "localhost.evil.com", "evil-localhost", "xlocalhost",
-      "localhostx", ".localhost", "127.0.0.1.evil.com", "128.0.0.1", "10.0.0.1",
-      "0.0.0.0", "127.0.0", "127.000.000.001x", "localhost:abc",
-      "localhost:", "localhost:80x", "[::1", "[::1]x", "[::1]:", "[::2]", "::2",
-      "[::ffff:10.0.0.1]", "[fe80::1]", "::", "example.com:49982",
-      "localhost/x", "user@localhost",
+      "",
+      "e2b.app",
+      "localhost.evil.com",
+      "evil-localhost",
+      "xlocalhost",
+      "localhostx",
+      ".localhost",
+      "127.0.0.1.evil.com",
+      "128.0.0.1",
+      "10.0.0.1",
+      "0.0.0.0",
+      "127.0.0",
+      "127.000.000.001x",
+      "localhost:abc",
+      "localhost:",
+      "localhost:80x",
+      "[::1",
+      "[::1]x",
+      "[::1]:",
+      "[::2]",
+      "::2",
+      "[::ffff:10.0.0.1]",
+      "[fe80::1]",
+      "::",
+      "example.com:49982",
+      "localhost/x",
+      "user@localhost",
   };
   for (size_t i = 0; i < ASBI_ARRAY_LEN(yes); i++)
     if (!asbi_url_host_is_loopback(yes[i])) ASBT_FAIL("%s should be loopback", yes[i]);
@@ -268,15 +304,38 @@ TEST(parse_sandbox_host) {
     free(id);
   }
   static const char *bad[] = {
-      "", "localhost:49982", "sandbox.e2b.app", "abc.e2b.app", "3000.e2b.app",
-      "3000-abc", "3000-abc.", "3000-abc.:80", "3000-.e2b.app", "-abc.e2b.app",
-      "3000abc.e2b.app", "0-abc.e2b.app", "03000-abc.e2b.app", "65536-abc.e2b.app",
-      "99999-abc.e2b.app", "123456-abc.e2b.app", "3000-ABC.e2b.app",
-      "3000-ab_c.e2b.app", "3000-ab-c.e2b.app", "3000-abc.e2b.app:", "3000-abc.e2b.app:x",
-      "3000-abc.e2b.app:99999", "3000-abc.e2b.app:123456", "3000-abc..e2b.app",
-      "3000-abc.e2b.app/x", "3000-abc.e2b.app:80:80", "3000-abc.e2b app",
-      "+3000-abc.e2b.app", " 3000-abc.e2b.app", "3000 -abc.e2b.app",
-      "3000-abc.[::1]:80", "3000-abc.e2b.app\r\nX: y",
+      "",
+      "localhost:49982",
+      "sandbox.e2b.app",
+      "abc.e2b.app",
+      "3000.e2b.app",
+      "3000-abc",
+      "3000-abc.",
+      "3000-abc.:80",
+      "3000-.e2b.app",
+      "-abc.e2b.app",
+      "3000abc.e2b.app",
+      "0-abc.e2b.app",
+      "03000-abc.e2b.app",
+      "65536-abc.e2b.app",
+      "99999-abc.e2b.app",
+      "123456-abc.e2b.app",
+      "3000-ABC.e2b.app",
+      "3000-ab_c.e2b.app",
+      "3000-ab-c.e2b.app",
+      "3000-abc.e2b.app:",
+      "3000-abc.e2b.app:x",
+      "3000-abc.e2b.app:99999",
+      "3000-abc.e2b.app:123456",
+      "3000-abc..e2b.app",
+      "3000-abc.e2b.app/x",
+      "3000-abc.e2b.app:80:80",
+      "3000-abc.e2b app",
+      "+3000-abc.e2b.app",
+      " 3000-abc.e2b.app",
+      "3000 -abc.e2b.app",
+      "3000-abc.[::1]:80",
+      "3000-abc.e2b.app\r\nX: y",
   };
   for (size_t i = 0; i < ASBI_ARRAY_LEN(bad); i++) {
     int port = -7;

@@ -142,19 +142,18 @@ TEST(b64_url_alphabet) {
 
 TEST(b64_invalid) {
   static const char *bad[] = {
-      "Z",        /* one leftover character can hold no byte */
-      "Zm9vY",    /* ditto after a quantum */
-      "Zg=",      /* padded input must come in whole quanta */
-      "Zg===",    /* three '=' */
-      "Z===",     /* ditto */
-      "====",     /* padding only */
-      "=",        "==",
-      "Zm9v=",    /* padding after a full quantum */
-      "Zm=v",     /* padding in the middle */
-      "Z=g=",     "Zm 9v", /* whitespace */
-      "Zm9v\n",   "Zm9*",  "Zm9.", "Zm9v\x80", "Zm9\xff",
-      "Zh==",     /* non-canonical: trailing bits not zero */
-      "Zm9=",     /* "fo" is Zm8=, 9 leaves bits set */
+      "Z",                            /* one leftover character can hold no byte */
+      "Zm9vY",                        /* ditto after a quantum */
+      "Zg=",                          /* padded input must come in whole quanta */
+      "Zg===",                        /* three '=' */
+      "Z===",                         /* ditto */
+      "====",                         /* padding only */
+      "=",        "==",      "Zm9v=", /* padding after a full quantum */
+      "Zm=v",                         /* padding in the middle */
+      "Z=g=",     "Zm 9v",            /* whitespace */
+      "Zm9v\n",   "Zm9*",    "Zm9.",
+      "Zm9v\x80", "Zm9\xff", "Zh==", /* non-canonical: trailing bits not zero */
+      "Zm9=",                        /* "fo" is Zm8=, 9 leaves bits set */
       "Zh",       "Zm9",
   };
   unsigned char dec[16];
@@ -202,9 +201,8 @@ TEST(b64_all_bytes) {
   /* Every single non-alphabet byte in a quantum is rejected. */
   for (int c = 0; c < 256; c++) {
     char q[4] = {'Q', 'U', 'I', (char)c};
-    int alpha = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
-                (c >= '0' && c <= '9') || c == '+' || c == '/' || c == '-' ||
-                c == '_' || c == '=';
+    int alpha = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+                c == '+' || c == '/' || c == '-' || c == '_' || c == '=';
     int rc = asbi_b64_decode(q, 4, dec, &dl);
     if (alpha) {
       /* "QUI=" is canonical "AB"; alphabet characters give 3 bytes. */
@@ -227,8 +225,7 @@ static int ref_b64_val(unsigned char c) {
   return -1;
 }
 
-static int ref_b64_decode(const char *in, size_t n, unsigned char *o,
-                          size_t *outlen) {
+static int ref_b64_decode(const char *in, size_t n, unsigned char *o, size_t *outlen) {
   size_t len = n;
   if (len > 0 && in[len - 1] == '=') {
     len--;
@@ -256,8 +253,8 @@ static int ref_b64_decode(const char *in, size_t n, unsigned char *o,
 }
 
 static int b64_alpha(int c) {
-  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
-         (c >= '0' && c <= '9') || c == '+' || c == '/' || c == '-' || c == '_';
+  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '+' ||
+         c == '/' || c == '-' || c == '_';
 }
 
 /* Every byte value at every position of encodings long enough to reach the
@@ -288,8 +285,8 @@ TEST(b64_bad_byte_at_every_position) {
           }
           if (rc != ref || (rc == 0 && (gl != wl || memcmp(got, want, gl) != 0))) {
             if (mismatches++ < 5)
-              ASBT_FAIL("n=%zu mode=%d: byte 0x%02x at %zu: rc %d, reference %d",
-                        n, mode, c, p, rc, ref);
+              ASBT_FAIL("n=%zu mode=%d: byte 0x%02x at %zu: rc %d, reference %d", n, mode, c, p, rc,
+                        ref);
           }
         }
       }
@@ -332,7 +329,9 @@ TEST(b64_long_inputs) {
 
 /* ---- numbers ----------------------------------------------------------- */
 
-static int p64(const char *s, int64_t *v) { return asbi_parse_i64(s, strlen(s), v); }
+static int p64(const char *s, int64_t *v) {
+  return asbi_parse_i64(s, strlen(s), v);
+}
 
 TEST(parse_i64_edges) {
   int64_t v = 0;
@@ -358,14 +357,17 @@ TEST(parse_i64_edges) {
   CHECK_INT(p64("18446744073709551616", &v), -1);
   CHECK_INT(p64("99999999999999999999999999", &v), -1);
   CHECK_INT(v, 5); /* untouched on failure */
-  static const char *bad[] = {"", "-", "+", "--1", "+-1", "1a", "a1", " 1",
-                              "1 ", "1.0", "1e3", "0x10", "١"};
+  static const char *bad[] = {"",   "-",  "+",   "--1", "+-1",  "1a", "a1",
+                              " 1", "1 ", "1.0", "1e3", "0x10", "١"};
   for (size_t i = 0; i < ASBI_ARRAY_LEN(bad); i++)
     if (p64(bad[i], &v) != -1) ASBT_FAIL("accepted \"%s\"", bad[i]);
   /* Length-bounded: digits past n are not read. */
   CHECK_INT(asbi_parse_i64("12345", 2, &v), 0);
   CHECK_INT(v, 12);
-  CHECK_INT(asbi_parse_i64("1\0" "2", 3, &v), -1);
+  CHECK_INT(asbi_parse_i64("1\0"
+                           "2",
+                           3, &v),
+            -1);
 }
 
 TEST(parse_bool) {
@@ -398,21 +400,23 @@ TEST(strings) {
 
 /* ---- UTF-8 ------------------------------------------------------------- */
 
-static int u8(const char *s) { return asbi_utf8_valid(s, strlen(s)); }
+static int u8(const char *s) {
+  return asbi_utf8_valid(s, strlen(s));
+}
 
 TEST(utf8_valid) {
   CHECK(asbi_utf8_valid("", 0));
   CHECK(u8("plain ascii"));
-  CHECK(u8("\xC3\xA9"));                 /* é */
-  CHECK(u8("\xE2\x82\xAC"));             /* € */
-  CHECK(u8("\xF0\x9F\x98\x80"));         /* 😀 */
-  CHECK(u8("\xF4\x8F\xBF\xBF"));         /* U+10FFFF */
-  CHECK(u8("\xED\x9F\xBF"));             /* U+D7FF */
-  CHECK(u8("\xEE\x80\x80"));             /* U+E000 */
-  CHECK(u8("\xEF\xBB\xBF"));             /* BOM is a valid character */
-  CHECK(asbi_utf8_valid("a\0b", 3));     /* NUL is valid UTF-8 */
+  CHECK(u8("\xC3\xA9"));             /* é */
+  CHECK(u8("\xE2\x82\xAC"));         /* € */
+  CHECK(u8("\xF0\x9F\x98\x80"));     /* 😀 */
+  CHECK(u8("\xF4\x8F\xBF\xBF"));     /* U+10FFFF */
+  CHECK(u8("\xED\x9F\xBF"));         /* U+D7FF */
+  CHECK(u8("\xEE\x80\x80"));         /* U+E000 */
+  CHECK(u8("\xEF\xBB\xBF"));         /* BOM is a valid character */
+  CHECK(asbi_utf8_valid("a\0b", 3)); /* NUL is valid UTF-8 */
   static const char *bad[] = {
-      "\x80",             /* lone continuation */
+      "\x80", /* lone continuation */
       "\xBF",
       "\xC0\x80",         /* overlong NUL */
       "\xC1\xBF",         /* overlong */
@@ -423,13 +427,18 @@ TEST(utf8_valid) {
       "\xED\xA0\x80",     /* surrogate U+D800 */
       "\xED\xBF\xBF",     /* surrogate U+DFFF */
       "\xF4\x90\x80\x80", /* U+110000 */
-      "\xF5\x80\x80\x80", "\xF8\x88\x80\x80\x80", "\xFC\x84\x80\x80\x80\x80",
-      "\xFE", "\xFF",
-      "\xC3",             /* truncated */
-      "\xE2\x82",         "\xF0\x9F\x98",
-      "\xC3\x28",         /* bad continuation */
-      "\xE2\x28\xA1",     "\xF0\x9F\x28\x80",
-      "ok\xC3",           /* truncated at the end of otherwise valid text */
+      "\xF5\x80\x80\x80",
+      "\xF8\x88\x80\x80\x80",
+      "\xFC\x84\x80\x80\x80\x80",
+      "\xFE",
+      "\xFF",
+      "\xC3", /* truncated */
+      "\xE2\x82",
+      "\xF0\x9F\x98",
+      "\xC3\x28", /* bad continuation */
+      "\xE2\x28\xA1",
+      "\xF0\x9F\x28\x80",
+      "ok\xC3", /* truncated at the end of otherwise valid text */
   };
   for (size_t i = 0; i < ASBI_ARRAY_LEN(bad); i++)
     if (u8(bad[i])) ASBT_FAIL("accepted invalid UTF-8 #%zu", i);
@@ -446,13 +455,26 @@ TEST(utf8_valid_at_every_offset) {
     const char *seq;
     int ok;
   } cases[] = {
-      {"\xC3\xA9", 1},         {"\xE2\x82\xAC", 1},     {"\xF0\x9F\x98\x80", 1},
-      {"\xF4\x8F\xBF\xBF", 1}, {"\xED\x9F\xBF", 1},     {"\x7F", 1},
-      {"\x80", 0},             {"\xBF", 0},             {"\xC0\x80", 0},
-      {"\xC1\xBF", 0},         {"\xC3", 0},             {"\xC3\x41", 0},
-      {"\xE0\x9F\xBF", 0},     {"\xED\xA0\x80", 0},     {"\xE2\x82", 0},
-      {"\xF0\x8F\xBF\xBF", 0}, {"\xF4\x90\x80\x80", 0}, {"\xF5\x80\x80\x80", 0},
-      {"\xFF", 0},             {"\xF0\x9F\x98", 0},
+      {"\xC3\xA9", 1},
+      {"\xE2\x82\xAC", 1},
+      {"\xF0\x9F\x98\x80", 1},
+      {"\xF4\x8F\xBF\xBF", 1},
+      {"\xED\x9F\xBF", 1},
+      {"\x7F", 1},
+      {"\x80", 0},
+      {"\xBF", 0},
+      {"\xC0\x80", 0},
+      {"\xC1\xBF", 0},
+      {"\xC3", 0},
+      {"\xC3\x41", 0},
+      {"\xE0\x9F\xBF", 0},
+      {"\xED\xA0\x80", 0},
+      {"\xE2\x82", 0},
+      {"\xF0\x8F\xBF\xBF", 0},
+      {"\xF4\x90\x80\x80", 0},
+      {"\xF5\x80\x80\x80", 0},
+      {"\xFF", 0},
+      {"\xF0\x9F\x98", 0},
   };
   char buf[80];
   for (size_t k = 0; k < ASBI_ARRAY_LEN(cases); k++) {
@@ -461,8 +483,7 @@ TEST(utf8_valid_at_every_offset) {
       /* In the middle of ASCII text ... */
       memset(buf, 'a', sizeof buf);
       memcpy(buf + at, cases[k].seq, sl);
-      if (asbi_utf8_valid(buf, 64) != cases[k].ok)
-        ASBT_FAIL("case %zu at %zu of 64", k, at);
+      if (asbi_utf8_valid(buf, 64) != cases[k].ok) ASBT_FAIL("case %zu at %zu of 64", k, at);
       /* ... and where the buffer ends right after it. */
       if (asbi_utf8_valid(buf, at + sl) != cases[k].ok)
         ASBT_FAIL("case %zu at the end (%zu)", k, at + sl);

@@ -42,9 +42,9 @@
 
 /* ---- checks ---------------------------------------------------------------- */
 
-#define NAPI_OK(env, call)                                 \
-  do {                                                     \
-    if ((call) != napi_ok) return anode_napi_fail(env);    \
+#define NAPI_OK(env, call)                              \
+  do {                                                  \
+    if ((call) != napi_ok) return anode_napi_fail(env); \
   } while (0)
 
 napi_value anode_napi_fail(napi_env env);
@@ -53,22 +53,17 @@ napi_value anode_undefined(napi_env env);
 
 /* ---- handles ---------------------------------------------------------------- */
 
-typedef enum {
-  BOX_CLIENT = 1,
-  BOX_SANDBOX,
-  BOX_PROCESS,
-  BOX_WATCH
-} anode_box_kind;
+typedef enum { BOX_CLIENT = 1, BOX_SANDBOX, BOX_PROCESS, BOX_WATCH } anode_box_kind;
 
 typedef struct anode_sink anode_sink;
 typedef struct anode_call anode_call;
 
 typedef struct anode_box {
   anode_box_kind kind;
-  void *ptr;         /* the asb_* handle; NULL once released */
-  unsigned busy;     /* calls in flight on it (loop thread only) */
-  int closed;        /* close() was asked: refuse new calls */
-  anode_sink *sink;  /* process / watch: where their callbacks go */
+  void *ptr;        /* the asb_* handle; NULL once released */
+  unsigned busy;    /* calls in flight on it (loop thread only) */
+  int closed;       /* close() was asked: refuse new calls */
+  anode_sink *sink; /* process / watch: where their callbacks go */
 } anode_box;
 
 /* The box of an external of the given kind, or NULL with a TypeError
@@ -97,12 +92,12 @@ struct anode_msg {
   anode_msg *next;
   int kind;
   anode_call *call;
-  int event;                                   /* MSG_EVENT: its kind for JS */
-  size_t cost;                                 /* bytes counted for back-pressure */
-  napi_value (*build)(napi_env, anode_msg *);  /* MSG_EVENT: the JS value */
-  void (*drop)(anode_msg *);                   /* frees what build did not take */
+  int event;                                  /* MSG_EVENT: its kind for JS */
+  size_t cost;                                /* bytes counted for back-pressure */
+  napi_value (*build)(napi_env, anode_msg *); /* MSG_EVENT: the JS value */
+  void (*drop)(anode_msg *);                  /* frees what build did not take */
   size_t len;
-  char *data;                                  /* owned payload */
+  char *data; /* owned payload */
   void *extra;
 };
 
@@ -112,15 +107,15 @@ struct anode_call {
   anode_msg done;          /* posted when the work is over */
   double id;
   anode_env *ae;
-  anode_box *box;          /* the handle it acts on (busy while in flight) */
-  napi_ref cb;             /* cb(status, value, detail) */
-  napi_ref on_event;       /* optional: onEvent(kind, value, cost) */
-  napi_ref keep[4];        /* other JS objects kept alive */
+  anode_box *box;    /* the handle it acts on (busy while in flight) */
+  napi_ref cb;       /* cb(status, value, detail) */
+  napi_ref on_event; /* optional: onEvent(kind, value, cost) */
+  napi_ref keep[4];  /* other JS objects kept alive */
   int nkeep;
   asb_cancel *cancel;
   int rc;
   anode_err err;
-  atomic_int aborted;      /* a JS callback threw: C callbacks return 1 */
+  atomic_int aborted; /* a JS callback threw: C callbacks return 1 */
   /* back-pressure and requests from the worker */
   pthread_mutex_t mu;
   pthread_cond_t cv;
@@ -173,7 +168,7 @@ void anode_sink_free(anode_sink *s);
 /* ---- argument helpers (loop thread) ------------------------------------------
  * Each returns 0, or -1 with a JS exception pending. Optional ones leave
  * *out untouched for undefined/null. */
-int anode_get_string(napi_env env, napi_value v, char **out);       /* malloc'd */
+int anode_get_string(napi_env env, napi_value v, char **out); /* malloc'd */
 int anode_opt_string(napi_env env, napi_value obj, const char *key, char **out);
 int anode_opt_long(napi_env env, napi_value obj, const char *key, long *out);
 int anode_opt_int(napi_env env, napi_value obj, const char *key, int *out);
@@ -192,13 +187,13 @@ int anode_get_bytes(napi_env env, napi_value v, char **data, size_t *len);
 char *anode_strdup(const char *s);
 
 /* ---- result helpers (loop thread) ---------------------------------------------- */
-napi_value anode_str(napi_env env, const char *s);          /* NULL -> undefined */
+napi_value anode_str(napi_env env, const char *s); /* NULL -> undefined */
 napi_value anode_strn(napi_env env, const char *s, size_t n);
 napi_value anode_num(napi_env env, double d);
 napi_value anode_bool(napi_env env, int b);
 napi_value anode_obj(napi_env env);
 void anode_set(napi_env env, napi_value obj, const char *key, napi_value v);
-napi_value anode_strv(napi_env env, const char *const *v);  /* NULL-ended -> array */
+napi_value anode_strv(napi_env env, const char *const *v); /* NULL-ended -> array */
 napi_value anode_entry(napi_env env, const asb_entry *e);
 napi_value anode_entry_list(napi_env env, const asb_entry_list *l);
 

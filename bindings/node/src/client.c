@@ -57,12 +57,14 @@ static napi_value js_client_new(napi_env env, napi_callback_info info) {
   if (!c) return NULL;
   napi_value o = argv[0];
   c->l[0] = 0;
-  if (anode_opt_string(env, o, "apiKey", &c->s[0]) || anode_opt_string(env, o, "apiUrl", &c->s[1]) ||
+  if (anode_opt_string(env, o, "apiKey", &c->s[0]) ||
+      anode_opt_string(env, o, "apiUrl", &c->s[1]) ||
       anode_opt_string(env, o, "domain", &c->s[2]) ||
       anode_opt_string(env, o, "sandboxUrl", &c->s[3]) ||
       anode_opt_string(env, o, "userAgent", &c->s[4]) ||
-      anode_opt_long(env, o, "requestTimeoutMs", &c->l[0]) || anode_opt_int(env, o, "debug", &c->i[0]) ||
-      anode_opt_int(env, o, "maxRetries", &c->i[1]) || anode_opt_strv(env, o, "headers", &c->v[0]))
+      anode_opt_long(env, o, "requestTimeoutMs", &c->l[0]) ||
+      anode_opt_int(env, o, "debug", &c->i[0]) || anode_opt_int(env, o, "maxRetries", &c->i[1]) ||
+      anode_opt_strv(env, o, "headers", &c->v[0]))
     return gen_discard(env, c);
   c->base.work = w_client_new;
   c->base.result = r_client_new;
@@ -121,8 +123,9 @@ static napi_value js_sandbox_create(napi_env env, napi_callback_info info) {
   anode_box *b = gen_client(env, c, argv[0]);
   napi_value o = argv[1];
   if (!b || anode_opt_string(env, o, "template", &c->s[0]) ||
-      anode_opt_long(env, o, "timeoutMs", &c->l[0]) || anode_opt_strv(env, o, "metadata", &c->v[0]) ||
-      anode_opt_strv(env, o, "envs", &c->v[1]) || anode_opt_bool(env, o, "autoPause", &c->i[0]) ||
+      anode_opt_long(env, o, "timeoutMs", &c->l[0]) ||
+      anode_opt_strv(env, o, "metadata", &c->v[0]) || anode_opt_strv(env, o, "envs", &c->v[1]) ||
+      anode_opt_bool(env, o, "autoPause", &c->i[0]) ||
       anode_opt_long(env, o, "requestTimeoutMs", &c->l[1]))
     return gen_discard(env, c);
   c->base.work = w_sandbox_create;
@@ -196,8 +199,10 @@ static napi_value js_sandbox_attach(napi_env env, napi_callback_info info) {
   GEN_ARGS(3);
   anode_box *b = anode_box_arg(env, argv[0], BOX_CLIENT);
   char *id = NULL, *tok = NULL, *ver = NULL, *dom = NULL;
-  if (!b || anode_get_string(env, argv[1], &id) || anode_opt_string(env, argv[2], "envdAccessToken", &tok) ||
-      anode_opt_string(env, argv[2], "envdVersion", &ver) || anode_opt_string(env, argv[2], "domain", &dom)) {
+  if (!b || anode_get_string(env, argv[1], &id) ||
+      anode_opt_string(env, argv[2], "envdAccessToken", &tok) ||
+      anode_opt_string(env, argv[2], "envdVersion", &ver) ||
+      anode_opt_string(env, argv[2], "domain", &dom)) {
     free(id);
     free(tok);
     free(ver);
@@ -230,12 +235,24 @@ static void w_sandbox_op(anode_call *base) {
   asb_call_options call = gen_callopts(c);
   int rc = ASB_EINVAL;
   switch (c->op) {
-    case OP_KILL: rc = asb_sandbox_kill(c->sb, &call); break;
-    case OP_SET_TIMEOUT: rc = asb_sandbox_set_timeout(c->sb, c->l[0], &call); break;
-    case OP_IS_RUNNING: rc = asb_sandbox_is_running(c->sb, &call); break;
-    case OP_PAUSE: rc = asb_sandbox_pause(c->sb, &call); break;
-    case OP_RESUME: rc = asb_sandbox_resume(c->sb, c->l[0], &call); break;
-    case OP_KILL_ID: rc = asb_sandbox_kill_id(c->client, c->s[0], &call); break;
+    case OP_KILL:
+      rc = asb_sandbox_kill(c->sb, &call);
+      break;
+    case OP_SET_TIMEOUT:
+      rc = asb_sandbox_set_timeout(c->sb, c->l[0], &call);
+      break;
+    case OP_IS_RUNNING:
+      rc = asb_sandbox_is_running(c->sb, &call);
+      break;
+    case OP_PAUSE:
+      rc = asb_sandbox_pause(c->sb, &call);
+      break;
+    case OP_RESUME:
+      rc = asb_sandbox_resume(c->sb, c->l[0], &call);
+      break;
+    case OP_KILL_ID:
+      rc = asb_sandbox_kill_id(c->client, c->s[0], &call);
+      break;
   }
   if (rc < 0)
     anode_call_fail(base, rc);
@@ -385,9 +402,10 @@ static napi_value js_sandbox_list(napi_env env, napi_callback_info info) {
   if (!c) return NULL;
   anode_box *b = gen_client(env, c, argv[0]);
   napi_value o = argv[1];
-  if (!b || anode_opt_strv(env, o, "metadata", &c->v[0]) || anode_opt_bool(env, o, "running", &c->i[0]) ||
-      anode_opt_bool(env, o, "paused", &c->i[1]) || anode_opt_string(env, o, "template", &c->s[0]) ||
-      anode_opt_int(env, o, "limit", &c->i[2]) || anode_opt_string(env, o, "nextToken", &c->s[1]) ||
+  if (!b || anode_opt_strv(env, o, "metadata", &c->v[0]) ||
+      anode_opt_bool(env, o, "running", &c->i[0]) || anode_opt_bool(env, o, "paused", &c->i[1]) ||
+      anode_opt_string(env, o, "template", &c->s[0]) || anode_opt_int(env, o, "limit", &c->i[2]) ||
+      anode_opt_string(env, o, "nextToken", &c->s[1]) ||
       anode_opt_long(env, o, "requestTimeoutMs", &c->l[0]))
     return gen_discard(env, c);
   c->base.work = w_list;
@@ -440,7 +458,8 @@ static napi_value js_sandbox_get_metrics(napi_env env, napi_callback_info info) 
   if (!c) return NULL;
   anode_box *b = gen_sandbox(env, c, argv[0]);
   if (!b || napi_get_value_double(env, argv[1], &c->d[0]) != napi_ok ||
-      napi_get_value_double(env, argv[2], &c->d[1]) != napi_ok || gen_read_callopts(env, c, argv[3])) {
+      napi_get_value_double(env, argv[2], &c->d[1]) != napi_ok ||
+      gen_read_callopts(env, c, argv[3])) {
     anode_throw(env, "ERR_INVALID_ARG_TYPE", "sandboxGetMetrics(sandbox, start, end, opts, cb)");
     return gen_discard(env, c);
   }
@@ -463,8 +482,12 @@ static void w_session(anode_call *base) {
   gen_call *c = (gen_call *)base;
   int rc = ASB_EINVAL;
   switch (c->op) {
-    case SOP_SAVE: rc = asb_session_save(c->s[0], c->sb, (const char *const *)c->v[0]); break;
-    case SOP_DELETE: rc = asb_session_delete(c->s[0]); break;
+    case SOP_SAVE:
+      rc = asb_session_save(c->s[0], c->sb, (const char *const *)c->v[0]);
+      break;
+    case SOP_DELETE:
+      rc = asb_session_delete(c->s[0]);
+      break;
     case SOP_GET: {
       asb_session *s = NULL;
       rc = asb_session_get(&s, c->s[0]);
@@ -659,7 +682,9 @@ static void w_template(anode_call *base) {
       c->out2 = l;
       break;
     }
-    case TOP_DELETE: rc = asb_templates_delete(c->client, c->s[0], &call); break;
+    case TOP_DELETE:
+      rc = asb_templates_delete(c->client, c->s[0], &call);
+      break;
   }
   if (rc < 0)
     anode_call_fail(base, rc);

@@ -180,11 +180,13 @@ static napi_value r_run_code(napi_env env, anode_call *base) {
   anode_set(env, o, "results", a);
   n = asb_execution_stdout_count(e);
   napi_create_array_with_length(env, n, &a);
-  for (size_t i = 0; i < n; i++) napi_set_element(env, a, (uint32_t)i, anode_str(env, asb_execution_stdout_get(e, i)));
+  for (size_t i = 0; i < n; i++)
+    napi_set_element(env, a, (uint32_t)i, anode_str(env, asb_execution_stdout_get(e, i)));
   anode_set(env, o, "stdout", a);
   n = asb_execution_stderr_count(e);
   napi_create_array_with_length(env, n, &a);
-  for (size_t i = 0; i < n; i++) napi_set_element(env, a, (uint32_t)i, anode_str(env, asb_execution_stderr_get(e, i)));
+  for (size_t i = 0; i < n; i++)
+    napi_set_element(env, a, (uint32_t)i, anode_str(env, asb_execution_stderr_get(e, i)));
   anode_set(env, o, "stderr", a);
   if (asb_execution_error_name(e)) {
     napi_value err = anode_obj(env);
@@ -215,11 +217,13 @@ static napi_value js_run_code(napi_env env, napi_callback_info info) {
   if (!c) return NULL;
   anode_box *b = gen_sandbox(env, c, argv[0]);
   napi_value o = argv[2];
-  if (!b || anode_get_string(env, argv[1], &c->s[0]) || anode_opt_string(env, o, "language", &c->s[1]) ||
+  if (!b || anode_get_string(env, argv[1], &c->s[0]) ||
+      anode_opt_string(env, o, "language", &c->s[1]) ||
       anode_opt_string(env, o, "context", &c->s[2]) || anode_opt_strv(env, o, "envs", &c->v[0]) ||
       anode_opt_long(env, o, "timeoutMs", &c->l[0]) ||
       anode_opt_long(env, o, "requestTimeoutMs", &c->l[1]) ||
-      anode_opt_bool(env, o, "onStdout", &c->i[0]) || anode_opt_bool(env, o, "onStderr", &c->i[1]) ||
+      anode_opt_bool(env, o, "onStdout", &c->i[0]) ||
+      anode_opt_bool(env, o, "onStderr", &c->i[1]) ||
       anode_opt_bool(env, o, "onResult", &c->i[2]) || anode_opt_bool(env, o, "onError", &c->i[3]) ||
       anode_call_on_event(env, &c->base, argv[3]))
     return gen_discard(env, c);
@@ -250,8 +254,12 @@ static void w_context(anode_call *base) {
       c->out2 = l;
       break;
     }
-    case XOP_RESTART: rc = asb_code_context_restart(c->sb, c->s[0], &call); break;
-    case XOP_REMOVE: rc = asb_code_context_remove(c->sb, c->s[0], &call); break;
+    case XOP_RESTART:
+      rc = asb_code_context_restart(c->sb, c->s[0], &call);
+      break;
+    case XOP_REMOVE:
+      rc = asb_code_context_remove(c->sb, c->s[0], &call);
+      break;
   }
   if (rc < 0)
     anode_call_fail(base, rc);
@@ -276,7 +284,8 @@ static napi_value r_context(napi_env env, anode_call *base) {
     napi_value a;
     napi_create_array_with_length(env, n, &a);
     for (size_t i = 0; i < n; i++)
-      napi_set_element(env, a, (uint32_t)i, context_value(env, asb_code_context_list_get(c->out2, i)));
+      napi_set_element(env, a, (uint32_t)i,
+                       context_value(env, asb_code_context_list_get(c->out2, i)));
     return a;
   }
   return NULL;
@@ -387,9 +396,11 @@ static napi_value js_named(napi_env env, napi_callback_info info) {
   int32_t op = 0;
   if (!b) return gen_discard(env, c);
   napi_get_value_int32(env, argv[1], &op);
-  if ((op == 1 && (anode_get_string(env, argv[2], &c->s[0]) ||
-                   (!anode_is_nullish(env, argv[3]) && anode_get_string(env, argv[3], &c->s[1])))) ||
-      anode_opt_int(env, argv[4], "port", &c->i[0]) || anode_opt_long(env, argv[4], "timeoutMs", &c->l[0]))
+  if ((op == 1 &&
+       (anode_get_string(env, argv[2], &c->s[0]) ||
+        (!anode_is_nullish(env, argv[3]) && anode_get_string(env, argv[3], &c->s[1])))) ||
+      anode_opt_int(env, argv[4], "port", &c->i[0]) ||
+      anode_opt_long(env, argv[4], "timeoutMs", &c->l[0]))
     return gen_discard(env, c);
   c->op = op == 1 ? 1 : 2;
   c->base.work = w_named;
@@ -398,7 +409,5 @@ static napi_value js_named(napi_env env, napi_callback_info info) {
   return anode_call_submit(env, &c->base, b);
 }
 
-const anode_fn anode_code_fns[] = {{"runCode", js_run_code},
-                                   {"codeContext", js_code_context},
-                                   {"named", js_named},
-                                   {NULL, NULL}};
+const anode_fn anode_code_fns[] = {
+    {"runCode", js_run_code}, {"codeContext", js_code_context}, {"named", js_named}, {NULL, NULL}};

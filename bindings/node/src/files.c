@@ -100,7 +100,9 @@ static void w_files(anode_call *base) {
       c->len = n;
       break;
     }
-    case FOP_READ_STREAM: rc = asb_files_read_stream(c->sb, c->s[0], &o, on_chunk, base); break;
+    case FOP_READ_STREAM:
+      rc = asb_files_read_stream(c->sb, c->s[0], &o, on_chunk, base);
+      break;
     case FOP_WRITE: {
       asb_entry *e = NULL;
       rc = asb_files_write(&e, c->sb, c->s[0], c->data ? c->data : "", c->len, &o);
@@ -126,26 +128,33 @@ static void w_files(anode_call *base) {
       c->out = l;
       break;
     }
-    case FOP_EXISTS: rc = asb_files_exists(c->sb, c->s[0], &o); break;
+    case FOP_EXISTS:
+      rc = asb_files_exists(c->sb, c->s[0], &o);
+      break;
     case FOP_STAT: {
       asb_entry *e = NULL;
       rc = asb_files_stat(&e, c->sb, c->s[0], &o);
       c->out = e;
       break;
     }
-    case FOP_REMOVE: rc = asb_files_remove(c->sb, c->s[0], &o); break;
+    case FOP_REMOVE:
+      rc = asb_files_remove(c->sb, c->s[0], &o);
+      break;
     case FOP_RENAME: {
       asb_entry *e = NULL;
       rc = asb_files_rename(&e, c->sb, c->s[0], c->s[1], &o);
       c->out = e;
       break;
     }
-    case FOP_MAKE_DIR: rc = asb_files_make_dir(c->sb, c->s[0], &o); break;
+    case FOP_MAKE_DIR:
+      rc = asb_files_make_dir(c->sb, c->s[0], &o);
+      break;
     case FOP_DOWNLOAD_URL:
     case FOP_UPLOAD_URL: {
       char *url = NULL;
-      rc = c->op == FOP_DOWNLOAD_URL ? asb_files_download_url(&url, c->sb, c->s[0], c->s[5], c->l[0])
-                                     : asb_files_upload_url(&url, c->sb, c->s[0], c->s[5], c->l[0]);
+      rc = c->op == FOP_DOWNLOAD_URL
+               ? asb_files_download_url(&url, c->sb, c->s[0], c->s[5], c->l[0])
+               : asb_files_upload_url(&url, c->sb, c->s[0], c->s[5], c->l[0]);
       c->out = url;
       break;
     }
@@ -171,8 +180,8 @@ static napi_value r_files(napi_env env, anode_call *base) {
       if (c->i[0]) return anode_strn(env, d, c->len); /* as text */
       napi_value v;
       /* The library's buffer becomes the Buffer's memory (no copy). */
-      if (napi_create_external_buffer(env, c->len, d ? d : (char *)"", d ? free_buffer : NULL, NULL, &v) !=
-          napi_ok) {
+      if (napi_create_external_buffer(env, c->len, d ? d : (char *)"", d ? free_buffer : NULL, NULL,
+                                      &v) != napi_ok) {
         void *p;
         if (napi_create_buffer_copy(env, c->len, d ? d : "", &p, &v) != napi_ok) return NULL;
         return v;
@@ -183,12 +192,16 @@ static napi_value r_files(napi_env env, anode_call *base) {
     case FOP_WRITE:
     case FOP_WRITE_STREAM:
     case FOP_STAT:
-    case FOP_RENAME: return anode_entry(env, c->out);
+    case FOP_RENAME:
+      return anode_entry(env, c->out);
     case FOP_WRITE_MANY:
-    case FOP_LIST: return anode_entry_list(env, c->out);
+    case FOP_LIST:
+      return anode_entry_list(env, c->out);
     case FOP_DOWNLOAD_URL:
-    case FOP_UPLOAD_URL: return anode_str(env, c->out);
-    default: return anode_num(env, base->rc);
+    case FOP_UPLOAD_URL:
+      return anode_str(env, c->out);
+    default:
+      return anode_num(env, base->rc);
   }
 }
 
@@ -197,13 +210,19 @@ static void c_files(anode_call *base) {
   switch (c->op) {
     case FOP_READ:
     case FOP_DOWNLOAD_URL:
-    case FOP_UPLOAD_URL: asb_free(c->out); break;
+    case FOP_UPLOAD_URL:
+      asb_free(c->out);
+      break;
     case FOP_WRITE:
     case FOP_WRITE_STREAM:
     case FOP_STAT:
-    case FOP_RENAME: asb_entry_free(c->out); break;
+    case FOP_RENAME:
+      asb_entry_free(c->out);
+      break;
     case FOP_WRITE_MANY:
-    case FOP_LIST: asb_entry_list_free(c->out); break;
+    case FOP_LIST:
+      asb_entry_list_free(c->out);
+      break;
   }
   c->out = NULL;
   many *m = c->out2;
@@ -252,12 +271,22 @@ static napi_value js_files(napi_env env, napi_callback_info info) {
       c->i[0] = t;
       break;
     }
-    case FOP_WRITE: bad = anode_get_bytes(env, arg, &c->data, &c->len) != 0; break;
-    case FOP_WRITE_STREAM: bad = napi_get_value_double(env, arg, &c->d[0]) != napi_ok; break;
-    case FOP_LIST: bad = napi_get_value_int32(env, arg, &c->i[0]) != napi_ok; break;
-    case FOP_RENAME: bad = anode_get_string(env, arg, &c->s[1]) != 0; break;
+    case FOP_WRITE:
+      bad = anode_get_bytes(env, arg, &c->data, &c->len) != 0;
+      break;
+    case FOP_WRITE_STREAM:
+      bad = napi_get_value_double(env, arg, &c->d[0]) != napi_ok;
+      break;
+    case FOP_LIST:
+      bad = napi_get_value_int32(env, arg, &c->i[0]) != napi_ok;
+      break;
+    case FOP_RENAME:
+      bad = anode_get_string(env, arg, &c->s[1]) != 0;
+      break;
     case FOP_DOWNLOAD_URL:
-    case FOP_UPLOAD_URL: bad = anode_get_long(env, arg, &c->l[0]) != 0; break;
+    case FOP_UPLOAD_URL:
+      bad = anode_get_long(env, arg, &c->l[0]) != 0;
+      break;
     case FOP_WRITE_MANY: {
       bool is = false;
       napi_is_array(env, arg, &is);
@@ -340,11 +369,16 @@ static napi_value js_feed(napi_env env, napi_callback_info info) {
 
 static const char *event_name(asb_fs_event_type t) {
   switch (t) {
-    case ASB_FS_EVENT_CREATE: return "create";
-    case ASB_FS_EVENT_WRITE: return "write";
-    case ASB_FS_EVENT_REMOVE: return "remove";
-    case ASB_FS_EVENT_RENAME: return "rename";
-    case ASB_FS_EVENT_CHMOD: return "chmod";
+    case ASB_FS_EVENT_CREATE:
+      return "create";
+    case ASB_FS_EVENT_WRITE:
+      return "write";
+    case ASB_FS_EVENT_REMOVE:
+      return "remove";
+    case ASB_FS_EVENT_RENAME:
+      return "rename";
+    case ASB_FS_EVENT_CHMOD:
+      return "chmod";
   }
   return "unknown";
 }
@@ -366,7 +400,8 @@ static napi_value build_watch(napi_env env, anode_msg *m) {
     static const char *types[] = {NULL, "file", "dir", "symlink"};
     napi_value en = anode_obj(env);
     anode_set(env, en, "name", anode_str(env, e->name));
-    anode_set(env, en, "type", anode_str(env, e->type >= 1 && e->type <= 3 ? types[e->type] : NULL));
+    anode_set(env, en, "type",
+              anode_str(env, e->type >= 1 && e->type <= 3 ? types[e->type] : NULL));
     anode_set(env, en, "path", anode_str(env, e->path));
     anode_set(env, en, "size", anode_num(env, e->size));
     anode_set(env, en, "mode", anode_num(env, e->mode));
@@ -465,8 +500,9 @@ static napi_value js_watch_dir(napi_env env, napi_callback_info info) {
   if (!c) return NULL;
   anode_box *b = gen_sandbox(env, c, argv[0]);
   napi_value o = argv[2];
-  if (!b || anode_get_string(env, argv[1], &c->s[0]) || anode_opt_string(env, o, "user", &c->s[5]) ||
-      anode_opt_bool(env, o, "recursive", &c->i[0]) || anode_opt_bool(env, o, "includeEntry", &c->i[1]) ||
+  if (!b || anode_get_string(env, argv[1], &c->s[0]) ||
+      anode_opt_string(env, o, "user", &c->s[5]) || anode_opt_bool(env, o, "recursive", &c->i[0]) ||
+      anode_opt_bool(env, o, "includeEntry", &c->i[1]) ||
       anode_opt_long(env, o, "requestTimeoutMs", &c->call_timeout))
     return gen_discard(env, c);
   c->out2 = anode_sink_new();
@@ -520,9 +556,6 @@ static napi_value js_watch_stop(napi_env env, napi_callback_info info) {
   return anode_undefined(env);
 }
 
-const anode_fn anode_files_fns[] = {{"files", js_files},
-                                    {"feed", js_feed},
-                                    {"watchDir", js_watch_dir},
-                                    {"watchWait", js_watch_wait},
-                                    {"watchStop", js_watch_stop},
-                                    {NULL, NULL}};
+const anode_fn anode_files_fns[] = {{"files", js_files},          {"feed", js_feed},
+                                    {"watchDir", js_watch_dir},   {"watchWait", js_watch_wait},
+                                    {"watchStop", js_watch_stop}, {NULL, NULL}};

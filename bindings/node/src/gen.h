@@ -17,13 +17,13 @@ typedef struct gen_call {
   long l[4];
   int i[4];
   double d[4];
-  long call_timeout;   /* asb_call_options.timeout_ms */
+  long call_timeout; /* asb_call_options.timeout_ms */
   asb_client *client;
   asb_sandbox *sb;
   asb_process *proc;
   asb_watch *watch;
   void *out, *out2;
-  char *data;          /* bytes given */
+  char *data; /* bytes given */
   size_t len;
   /* an upload fed from JS (files.c): the chunk being read, end of input */
   char *feed;
@@ -32,9 +32,9 @@ typedef struct gen_call {
 } gen_call;
 
 /* Arguments of a JS function: missing ones are undefined. */
-#define GEN_ARGS(n)                                                      \
-  size_t argc = (n);                                                     \
-  napi_value argv[(n)];                                                  \
+#define GEN_ARGS(n)     \
+  size_t argc = (n);    \
+  napi_value argv[(n)]; \
   NAPI_OK(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
 
 static inline void gen_cleanup(anode_call *base) {

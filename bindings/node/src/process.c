@@ -277,9 +277,15 @@ static void w_process_op(anode_call *base) {
   asb_call_options call = gen_callopts(c);
   int rc = ASB_EINVAL;
   switch (c->op) {
-    case PR_KILL: rc = asb_process_kill(c->proc, &call); break;
-    case PR_SEND: rc = asb_process_send_stdin(c->proc, c->data, c->len, &call); break;
-    case PR_CLOSE: rc = asb_process_close_stdin(c->proc, &call); break;
+    case PR_KILL:
+      rc = asb_process_kill(c->proc, &call);
+      break;
+    case PR_SEND:
+      rc = asb_process_send_stdin(c->proc, c->data, c->len, &call);
+      break;
+    case PR_CLOSE:
+      rc = asb_process_close_stdin(c->proc, &call);
+      break;
   }
   if (rc < 0)
     anode_call_fail(base, rc);
@@ -315,7 +321,8 @@ static napi_value js_process_op(napi_env env, napi_callback_info info) {
   return anode_call_submit(env, &c->base, b);
 }
 
-/* ---- by pid ----------------------------------------------------------------------------------- */
+/* ---- by pid -----------------------------------------------------------------------------------
+ */
 
 enum { CO_KILL = 1, CO_SIGNAL, CO_SEND, CO_CLOSE, CO_PTY_INPUT, CO_PTY_RESIZE, CO_PTY_KILL };
 
@@ -325,15 +332,27 @@ static void w_commands_op(anode_call *base) {
   unsigned pid = (unsigned)c->d[0];
   int rc = ASB_EINVAL;
   switch (c->op) {
-    case CO_KILL: rc = asb_commands_kill(c->sb, pid, &call); break;
-    case CO_SIGNAL: rc = asb_commands_signal(c->sb, pid, c->i[0], &call); break;
-    case CO_SEND: rc = asb_commands_send_stdin(c->sb, pid, c->data, c->len, &call); break;
-    case CO_CLOSE: rc = asb_commands_close_stdin(c->sb, pid, &call); break;
-    case CO_PTY_INPUT: rc = asb_pty_send_input(c->sb, pid, c->data, c->len, &call); break;
+    case CO_KILL:
+      rc = asb_commands_kill(c->sb, pid, &call);
+      break;
+    case CO_SIGNAL:
+      rc = asb_commands_signal(c->sb, pid, c->i[0], &call);
+      break;
+    case CO_SEND:
+      rc = asb_commands_send_stdin(c->sb, pid, c->data, c->len, &call);
+      break;
+    case CO_CLOSE:
+      rc = asb_commands_close_stdin(c->sb, pid, &call);
+      break;
+    case CO_PTY_INPUT:
+      rc = asb_pty_send_input(c->sb, pid, c->data, c->len, &call);
+      break;
     case CO_PTY_RESIZE:
       rc = asb_pty_resize(c->sb, pid, (unsigned)c->i[0], (unsigned)c->i[1], &call);
       break;
-    case CO_PTY_KILL: rc = asb_pty_kill(c->sb, pid, &call); break;
+    case CO_PTY_KILL:
+      rc = asb_pty_kill(c->sb, pid, &call);
+      break;
   }
   if (rc < 0)
     anode_call_fail(base, rc);
@@ -356,15 +375,21 @@ static napi_value js_commands_op(napi_env env, napi_callback_info info) {
   c->d[0] = pid;
   int bad = 0;
   switch (op) {
-    case CO_SIGNAL: bad = napi_get_value_int32(env, argv[3], &c->i[0]) != napi_ok; break;
+    case CO_SIGNAL:
+      bad = napi_get_value_int32(env, argv[3], &c->i[0]) != napi_ok;
+      break;
     case CO_SEND:
-    case CO_PTY_INPUT: bad = anode_get_bytes(env, argv[3], &c->data, &c->len) != 0; break;
+    case CO_PTY_INPUT:
+      bad = anode_get_bytes(env, argv[3], &c->data, &c->len) != 0;
+      break;
     case CO_PTY_RESIZE:
-      bad = anode_opt_int(env, argv[3], "cols", &c->i[0]) || anode_opt_int(env, argv[3], "rows", &c->i[1]);
+      bad = anode_opt_int(env, argv[3], "cols", &c->i[0]) ||
+            anode_opt_int(env, argv[3], "rows", &c->i[1]);
       break;
     case CO_KILL:
     case CO_CLOSE:
-    case CO_PTY_KILL: break;
+    case CO_PTY_KILL:
+      break;
     default:
       anode_throw(env, "ERR_INVALID_ARG_VALUE", "unknown command operation");
       bad = 1;

@@ -28,14 +28,14 @@ struct anode_env {
   napi_async_context ctx;
   napi_ref resource;
   napi_async_cleanup_hook_handle cleanup;
-  pthread_mutex_t qmu;  /* the queue, closing */
+  pthread_mutex_t qmu; /* the queue, closing */
   anode_msg *qhead, *qtail;
   int closing;
-  atomic_int refs;      /* 1 for the handle + one per call not yet done */
-  anode_call *calls;    /* in flight (loop thread) */
+  atomic_int refs;   /* 1 for the handle + one per call not yet done */
+  anode_call *calls; /* in flight (loop thread) */
   unsigned inflight;
   double next_id;
-  asb_cancel *spare[64];/* reset tokens for reuse (loop thread) */
+  asb_cancel *spare[64]; /* reset tokens for reuse (loop thread) */
   int nspare;
 };
 
@@ -287,7 +287,8 @@ static void handle_done(napi_env env, anode_env *ae, anode_call *c) {
     napi_value v;
     napi_create_int32(env, c->err.http_status, &v);
     napi_set_element(env, d, 0, v);
-    napi_set_element(env, d, 1, anode_str(env, c->err.message ? c->err.message : asb_strerror(c->rc)));
+    napi_set_element(env, d, 1,
+                     anode_str(env, c->err.message ? c->err.message : asb_strerror(c->rc)));
     napi_set_element(env, d, 2, anode_str(env, c->err.remote_code ? c->err.remote_code : ""));
     napi_create_int32(env, c->err.retry_after, &v);
     napi_set_element(env, d, 3, v);
@@ -505,10 +506,18 @@ static void box_release(anode_box *b) {
   b->ptr = NULL;
   if (!p) return;
   switch (b->kind) {
-    case BOX_CLIENT: asb_client_free(p); break;
-    case BOX_SANDBOX: asb_sandbox_free(p); break;
-    case BOX_PROCESS: asb_process_free(p); break;
-    case BOX_WATCH: asb_watch_free(p); break;
+    case BOX_CLIENT:
+      asb_client_free(p);
+      break;
+    case BOX_SANDBOX:
+      asb_sandbox_free(p);
+      break;
+    case BOX_PROCESS:
+      asb_process_free(p);
+      break;
+    case BOX_WATCH:
+      asb_watch_free(p);
+      break;
   }
   /* After the free returned no callback of the handle starts. */
   anode_sink_free(b->sink);
@@ -643,7 +652,9 @@ static napi_value js_ack(napi_env env, napi_callback_info info) {
 
 /* nop(cb): a call that does nothing on a worker: the binding's fixed cost
  * per call (bench/node_bench.mjs). */
-static void w_nop(anode_call *c) { (void)c; }
+static void w_nop(anode_call *c) {
+  (void)c;
+}
 
 static napi_value js_nop(napi_env env, napi_callback_info info) {
   size_t argc = 1;
@@ -753,8 +764,8 @@ static napi_value js_abi_check(napi_env env, napi_callback_info info) {
       if (strcmp(frees[i].type, o->type) != 0) continue;
       found = 1;
       if (strcmp(frees[i].free_fn, o->free_fn) != 0) {
-        snprintf(msg, sizeof msg, "%s: output %s is freed with %s, the table says %s",
-                 o->function, o->type, frees[i].free_fn, o->free_fn);
+        snprintf(msg, sizeof msg, "%s: output %s is freed with %s, the table says %s", o->function,
+                 o->type, frees[i].free_fn, o->free_fn);
         napi_set_element(env, out, n++, anode_str(env, msg));
       }
     }
@@ -795,7 +806,8 @@ const anode_fn anode_runtime_fns[] = {{"close", js_close},
                                       {"statusName", js_status_name},
                                       {NULL, NULL}};
 
-/* ---- argument helpers -------------------------------------------------------------------------- */
+/* ---- argument helpers --------------------------------------------------------------------------
+ */
 
 int anode_is_nullish(napi_env env, napi_value v) {
   napi_valuetype t;
@@ -932,7 +944,8 @@ int anode_opt_strv(napi_env env, napi_value obj, const char *key, char ***out) {
 
 int anode_get_u32(napi_env env, napi_value v, unsigned *out) {
   double d;
-  if (napi_get_value_double(env, v, &d) != napi_ok || d < 0 || d > 4294967295.0 || d != (unsigned)d) {
+  if (napi_get_value_double(env, v, &d) != napi_ok || d < 0 || d > 4294967295.0 ||
+      d != (unsigned)d) {
     anode_throw(env, "ERR_INVALID_ARG_TYPE", "expected a non-negative integer");
     return -1;
   }
@@ -987,10 +1000,22 @@ int anode_get_bytes(napi_env env, napi_value v, char **data, size_t *len) {
     napi_get_typedarray_info(env, v, &tt, &count, &p, &ab, &off);
     size_t es = 1;
     switch (tt) {
-      case napi_int16_array: case napi_uint16_array: es = 2; break;
-      case napi_int32_array: case napi_uint32_array: case napi_float32_array: es = 4; break;
-      case napi_float64_array: case napi_bigint64_array: case napi_biguint64_array: es = 8; break;
-      default: es = 1;
+      case napi_int16_array:
+      case napi_uint16_array:
+        es = 2;
+        break;
+      case napi_int32_array:
+      case napi_uint32_array:
+      case napi_float32_array:
+        es = 4;
+        break;
+      case napi_float64_array:
+      case napi_bigint64_array:
+      case napi_biguint64_array:
+        es = 8;
+        break;
+      default:
+        es = 1;
     }
     n = count * es;
   } else if (napi_is_dataview(env, v, &is) == napi_ok && is) {
@@ -1000,7 +1025,8 @@ int anode_get_bytes(napi_env env, napi_value v, char **data, size_t *len) {
   } else if (napi_is_arraybuffer(env, v, &is) == napi_ok && is) {
     napi_get_arraybuffer_info(env, v, &p, &n);
   } else {
-    anode_throw(env, "ERR_INVALID_ARG_TYPE", "expected a string, Buffer, TypedArray or ArrayBuffer");
+    anode_throw(env, "ERR_INVALID_ARG_TYPE",
+                "expected a string, Buffer, TypedArray or ArrayBuffer");
     return -1;
   }
   *data = malloc(n ? n : 1);
@@ -1021,7 +1047,8 @@ napi_value anode_str(napi_env env, const char *s) {
 
 napi_value anode_strn(napi_env env, const char *s, size_t n) {
   napi_value v;
-  if (napi_create_string_utf8(env, s ? s : "", s ? n : 0, &v) != napi_ok) return anode_undefined(env);
+  if (napi_create_string_utf8(env, s ? s : "", s ? n : 0, &v) != napi_ok)
+    return anode_undefined(env);
   return v;
 }
 
@@ -1056,10 +1083,14 @@ napi_value anode_strv(napi_env env, const char *const *v) {
 
 static const char *file_type_name(asb_file_type t) {
   switch (t) {
-    case ASB_FILE_TYPE_FILE: return "file";
-    case ASB_FILE_TYPE_DIR: return "dir";
-    case ASB_FILE_TYPE_SYMLINK: return "symlink";
-    default: return NULL;
+    case ASB_FILE_TYPE_FILE:
+      return "file";
+    case ASB_FILE_TYPE_DIR:
+      return "dir";
+    case ASB_FILE_TYPE_SYMLINK:
+      return "symlink";
+    default:
+      return NULL;
   }
 }
 
@@ -1074,7 +1105,8 @@ napi_value anode_entry(napi_env env, const asb_entry *e) {
   anode_set(env, o, "permissions", anode_str(env, asb_entry_permissions(e)));
   anode_set(env, o, "owner", anode_str(env, asb_entry_owner(e)));
   anode_set(env, o, "group", anode_str(env, asb_entry_group(e)));
-  double ms = (double)asb_entry_modified_at(e) * 1000.0 + (double)(asb_entry_modified_nanos(e) / 1000000);
+  double ms =
+      (double)asb_entry_modified_at(e) * 1000.0 + (double)(asb_entry_modified_nanos(e) / 1000000);
   anode_set(env, o, "modifiedMs", anode_num(env, ms));
   anode_set(env, o, "symlinkTarget", anode_str(env, asb_entry_symlink_target(e)));
   return o;

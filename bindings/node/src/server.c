@@ -23,11 +23,11 @@
 #include <agentsandbox/server.h>
 
 typedef struct srv {
-  asb_server *server;  /* NULL once freed */
+  asb_server *server; /* NULL once freed */
   napi_env env;
-  napi_ref self;       /* the external, while it serves (keeps it alive) */
-  napi_ref on_call;    /* onCall(call, command, argsJson) */
-  napi_ref on_stop;    /* stop(cb) */
+  napi_ref self;    /* the external, while it serves (keeps it alive) */
+  napi_ref on_call; /* onCall(call, command, argsJson) */
+  napi_ref on_stop; /* stop(cb) */
   napi_async_context ctx;
   uv_poll_t poll;
   uv_async_t done;
@@ -158,7 +158,8 @@ static napi_value js_register(napi_env env, napi_callback_info info) {
   for (uint32_t i = 0; i < n; i++) {
     napi_value a;
     napi_get_element(env, argv[4], i, &a);
-    char *an = prop_str(env, a, "name"), *dv = prop_str(env, a, "default"), *ad = prop_str(env, a, "description");
+    char *an = prop_str(env, a, "name"), *dv = prop_str(env, a, "default"),
+         *ad = prop_str(env, a, "description");
     int type = (int)prop_num(env, a, "type", ASB_ARG_JSON);
     napi_value rv;
     bool req = false;
@@ -293,8 +294,12 @@ static napi_value answer(napi_env env, napi_callback_info info, int ok) {
   return v;
 }
 
-static napi_value js_reply(napi_env env, napi_callback_info info) { return answer(env, info, 1); }
-static napi_value js_fail(napi_env env, napi_callback_info info) { return answer(env, info, 0); }
+static napi_value js_reply(napi_env env, napi_callback_info info) {
+  return answer(env, info, 1);
+}
+static napi_value js_fail(napi_env env, napi_callback_info info) {
+  return answer(env, info, 0);
+}
 
 static void *stop_thread(void *arg) {
   srv *s = arg;
@@ -305,7 +310,9 @@ static void *stop_thread(void *arg) {
   return NULL;
 }
 
-static void closed_async(uv_handle_t *h) { (void)h; }
+static void closed_async(uv_handle_t *h) {
+  (void)h;
+}
 
 static void on_stopped(uv_async_t *h) {
   srv *s = h->data;
@@ -385,8 +392,11 @@ NAPI_MODULE_INIT() {
   const struct {
     const char *k;
     int v;
-  } types[] = {{"string", ASB_ARG_STRING}, {"integer", ASB_ARG_INTEGER}, {"float", ASB_ARG_FLOAT},
-               {"boolean", ASB_ARG_BOOLEAN}, {"json", ASB_ARG_JSON}};
+  } types[] = {{"string", ASB_ARG_STRING},
+               {"integer", ASB_ARG_INTEGER},
+               {"float", ASB_ARG_FLOAT},
+               {"boolean", ASB_ARG_BOOLEAN},
+               {"json", ASB_ARG_JSON}};
   napi_create_object(env, &t);
   for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
     napi_value n;

@@ -185,8 +185,10 @@ static int parse(char *buf, size_t n, asb_exec_req *q, char **cwd, char ***argv,
   for (uint32_t i = 0; i < q->argc + q->envc; i++) {
     char *z = memchr(p, '\0', (size_t)(end - p));
     if (!z) return -EINVAL;
-    if (i < q->argc) (*argv)[i] = p;
-    else (*envp)[i - q->argc] = p;
+    if (i < q->argc)
+      (*argv)[i] = p;
+    else
+      (*envp)[i - q->argc] = p;
     p = z + 1;
   }
   return 0;
@@ -213,8 +215,10 @@ static void serve_request(client *c) {
     for (int i = 0; i < cnt; i++) {
       int fd;
       memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof fd);
-      if (nf < 3) fds[nf++] = fd;
-      else close(fd);
+      if (nf < 3)
+        fds[nf++] = fd;
+      else
+        close(fd);
     }
   }
   if (n <= 0) { /* the engine went away before asking */
@@ -258,7 +262,8 @@ static void user_nofile(void) {
   }
   want.rlim_max = h < cur.rlim_max ? h : cur.rlim_max;
   want.rlim_cur = s < want.rlim_max ? s : want.rlim_max;
-  if (setrlimit(RLIMIT_NOFILE, &want) < 0) logmsg("exec service: RLIMIT_NOFILE: %s", strerror(errno));
+  if (setrlimit(RLIMIT_NOFILE, &want) < 0)
+    logmsg("exec service: RLIMIT_NOFILE: %s", strerror(errno));
 }
 
 __attribute__((noreturn)) static void exec_service(const char *path) {
@@ -287,7 +292,8 @@ __attribute__((noreturn)) static void exec_service(const char *path) {
   snprintf(a.sun_path, sizeof a.sun_path, "%s", path);
   unlink(path);
   mode_t old = umask(077);
-  int ok = sfd >= 0 && ls >= 0 && bind(ls, (struct sockaddr *)&a, sizeof a) == 0 && listen(ls, 64) == 0;
+  int ok =
+      sfd >= 0 && ls >= 0 && bind(ls, (struct sockaddr *)&a, sizeof a) == 0 && listen(ls, 64) == 0;
   umask(old);
   if (!ok) {
     logmsg("exec service: listen on %s: %s", path, strerror(errno));
@@ -356,15 +362,15 @@ __attribute__((noreturn)) static void exec_service(const char *path) {
 
 typedef struct kid {
   const char *name;
-  char **argv;          /* exec'd, or NULL for the exec service */
-  const char *sock;     /* exec service socket */
+  char **argv;      /* exec'd, or NULL for the exec service */
+  const char *sock; /* exec service socket */
   pid_t pid;
   uint64_t started, restart_at;
   long delay;
-  char **env;           /* NAME=VALUE words added to the environment, or NULL */
+  char **env; /* NAME=VALUE words added to the environment, or NULL */
   int nenv;
-  int forward;          /* gets SIGHUP, SIGUSR1, SIGUSR2 */
-  int enabled;          /* 0: on demand, not asked for yet */
+  int forward; /* gets SIGHUP, SIGUSR1, SIGUSR2 */
+  int enabled; /* 0: on demand, not asked for yet */
 } kid;
 
 /* execvp with the kid's NAME=VALUE words set first (in the child). */
@@ -399,8 +405,9 @@ static void start(kid *k, const sigset_t *orig) {
 }
 
 static void usage(void) {
-  fprintf(stderr, "usage: asb-init [-r MIN_MS] [-R MAX_MS] [-g GRACE_MS] [-x EXEC_SOCK] [-a N [-d]]\n"
-                  "                [-- AGENT ARGS... [AUX...]]\n");
+  fprintf(stderr,
+          "usage: asb-init [-r MIN_MS] [-R MAX_MS] [-g GRACE_MS] [-x EXEC_SOCK] [-a N [-d]]\n"
+          "                [-- AGENT ARGS... [AUX...]]\n");
   exit(2);
 }
 
@@ -427,11 +434,16 @@ int main(int argc, char **argv) {
     char *end;
     long v = strtol(argv[i + 1], &end, 10);
     if (*end || v < 0) usage();
-    if (!strcmp(argv[i], "-r")) min_ms = v;
-    else if (!strcmp(argv[i], "-R")) max_ms = v;
-    else if (!strcmp(argv[i], "-g")) grace_ms = v;
-    else if (!strcmp(argv[i], "-a")) aux_n = v;
-    else usage();
+    if (!strcmp(argv[i], "-r"))
+      min_ms = v;
+    else if (!strcmp(argv[i], "-R"))
+      max_ms = v;
+    else if (!strcmp(argv[i], "-g"))
+      grace_ms = v;
+    else if (!strcmp(argv[i], "-a"))
+      aux_n = v;
+    else
+      usage();
     i++;
   }
   if (min_ms < 1) min_ms = 1;
@@ -453,7 +465,8 @@ int main(int argc, char **argv) {
   kid kids[3];
   int nk = 0, aux = -1;
   if (aux_n < 0 || aux_n > argc - i) usage();
-  if (exec_sock) kids[nk++] = (kid){"exec service", NULL, exec_sock, 0, 0, 0, min_ms, NULL, 0, 0, 1};
+  if (exec_sock)
+    kids[nk++] = (kid){"exec service", NULL, exec_sock, 0, 0, 0, min_ms, NULL, 0, 0, 1};
   int agent_end = argc - (int)aux_n;
   if (i < agent_end) {
     /* the agent's argv ends where the aux agent's begins */
@@ -519,9 +532,11 @@ int main(int argc, char **argv) {
         c->pid = 0;
         uint64_t ran = now_ms() - c->started;
         if (WIFEXITED(st))
-          logmsg("%s exited with %d after %llu ms", c->name, WEXITSTATUS(st), (unsigned long long)ran);
+          logmsg("%s exited with %d after %llu ms", c->name, WEXITSTATUS(st),
+                 (unsigned long long)ran);
         else
-          logmsg("%s killed by signal %d after %llu ms", c->name, WTERMSIG(st), (unsigned long long)ran);
+          logmsg("%s killed by signal %d after %llu ms", c->name, WTERMSIG(st),
+                 (unsigned long long)ran);
         if (terminating) continue;
         if (ran > 10000) c->delay = min_ms;
         c->restart_at = now_ms() + (uint64_t)c->delay;
