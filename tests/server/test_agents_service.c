@@ -164,8 +164,15 @@ static void stop_model(void) {
   }
 }
 
+/* The test's own files, held by an fd opened before /tmp is replaced: the
+ * source tree may itself be under /tmp (a clone in /tmp/x), and the private
+ * /tmp would hide it. The model is started through /proc/self/fd/N. */
+static int tests_dir_fd = -1;
+
 /* A namespace of our own: loopback only, and a private /tmp. */
 static int own_namespaces(void) {
+  tests_dir_fd = open(ASB_AGENTS_TESTS_DIR, O_PATH | O_DIRECTORY); /* inherited by the model */
+  if (tests_dir_fd < 0) return -1;
   if (unshare(CLONE_NEWNET | CLONE_NEWNS) != 0) return -1;
   if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0) return -1;
   if (mount("tmpfs", "/tmp", "tmpfs", 0, "mode=1777") != 0) return -1;
@@ -187,8 +194,9 @@ static int start_model(void) {
     int null = open("/dev/null", O_RDWR);
     dup2(null, 0);
     dup2(null, 1);
-    execl("/usr/bin/python3", "python3", ASB_AGENTS_TESTS_DIR "/scripted_model.py", "--ready-file",
-          "/tmp/model.port", (char *)NULL);
+    char script[64];
+    snprintf(script, sizeof script, "/proc/self/fd/%d/scripted_model.py", tests_dir_fd);
+    execl("/usr/bin/python3", "python3", script, "--ready-file", "/tmp/model.port", (char *)NULL);
     _exit(127);
   }
   for (long long until = asbt_now_ms() + ASBT_DEADLINE_MS; asbt_now_ms() < until;) {
