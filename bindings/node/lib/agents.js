@@ -201,10 +201,18 @@ class AgentSession {
   }
 }
 
+/** A signal that fires when either does (AbortSignal.any is Node >= 20.3;
+ * the package runs on 18). */
 function anySignal(a, b) {
   if (!b) return a
   if (!a) return b
-  return AbortSignal.any([a, b])
+  const ac = new AbortController()
+  const fire = (s) => () => ac.abort(s.reason)
+  for (const s of [a, b]) {
+    if (s.aborted) ac.abort(s.reason)
+    else s.addEventListener('abort', fire(s), { once: true })
+  }
+  return ac.signal
 }
 
 class Agents {

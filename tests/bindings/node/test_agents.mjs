@@ -5,7 +5,8 @@
 // loopback (the sandbox's network namespace has nothing else), so no
 // request leaves the machine. Mirrors python.agents: the list, onEvent with
 // objects (plain and async), for await over a turn and over a resumed log,
-// a throwing onEvent rejecting send while the turn goes on, cancel while a
+// a throwing onEvent rejecting send while the turn goes on, leaving a
+// for await early, cancel while a
 // send is pending, AgentTurnError, the error classes of bad sessions, a
 // missing agent and a failed install. Skipped exactly where python.agents
 // is: without codex in the host prefix.
@@ -142,6 +143,25 @@ test('the client goes away and catches up', { skip }, async () => {
   await assert.rejects(s.send('hello'), lib.NotFoundError)
   await assert.rejects(sbx.agents.connect(s.id), lib.NotFoundError)
   await s[Symbol.asyncDispose]() // already gone: fine
+})
+
+test('leaving a for await early stops waiting, not the turn', { skip }, async () => {
+  const s = await sbx.agents.session(AGENT, settings())
+  const ac = new AbortController()
+  let first
+  for await (const ev of s.stream('RECALL what you did', { signal: ac.signal })) {
+    first = ev
+    break
+  }
+  assert.equal(first.seq, 1)
+  const rest = []
+  for await (const ev of s.follow({ after: first.seq, signal: ac.signal })) rest.push(ev)
+  assert.deepEqual(rest.map((e) => e.seq), rest.map((_, i) => i + 2))
+  assert.equal(rest.at(-1).type, 'turn.completed')
+  assert.equal(rest.at(-1).status, 'completed')
+  ac.abort()
+  await assert.rejects(s.events({ signal: ac.signal }), { name: 'AbortError' })
+  await s.close()
 })
 
 test('cancel while a send is pending', { skip }, async () => {
