@@ -39,9 +39,9 @@ static asb_agents_options agents_opts(gen_call *c) {
 
 /* {port, timeoutMs, follow, version, registry, source, events} */
 static int read_agents_opts(napi_env env, gen_call *c, napi_value o) {
-  return anode_opt_long(env, o, "port", &c->l[0]) || anode_opt_long(env, o, "timeoutMs", &c->l[1]) ||
-         anode_opt_bool(env, o, "follow", &c->i[0]) ||
-         anode_opt_bool(env, o, "events", &c->i[1]) ||
+  return anode_opt_long(env, o, "port", &c->l[0]) ||
+         anode_opt_long(env, o, "timeoutMs", &c->l[1]) ||
+         anode_opt_bool(env, o, "follow", &c->i[0]) || anode_opt_bool(env, o, "events", &c->i[1]) ||
          anode_opt_string(env, o, "version", &c->s[1]) ||
          anode_opt_string(env, o, "registry", &c->s[2]) ||
          anode_opt_string(env, o, "source", &c->s[3]);
