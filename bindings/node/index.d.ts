@@ -13,7 +13,9 @@ export {
   ErrorDetail, SandboxError, TimeoutError, InvalidArgumentError, NotEnoughSpaceError, NotFoundError,
   FileNotFoundError, SandboxNotFoundError, SandboxGoneError, TemplateError, RateLimitError,
   PermissionDeniedError, CommandNotFoundError, CommandFailedError, OperationCancelledError,
-  AuthenticationError, BuildError, CommandExitError, RemoteError
+  AuthenticationError, BuildError, CommandExitError, RemoteError, AgentInfo, AgentEvent,
+  AgentEventHandler, AgentTurn, AgentCallOpts, AgentSessionOpts, AgentSendOpts, AgentEventsOpts,
+  AgentInstallOpts, AgentSession, Agents, AgentTurnError
 } from './types'
 
 /** A sandbox: create, connect, list, and its parts (commands, files, pty,

@@ -356,6 +356,149 @@ export interface RunCommandOpts extends CallOpts {
   timeoutMs?: number
 }
 
+// ---- agents (docs/agents.md) ----------------------------------------------------------
+
+/** An agent the sandbox's server knows (sandbox.agents.list()). */
+export interface AgentInfo {
+  name: string
+  /** Its npm package ("@openai/codex"). */
+  package: string
+  installed: boolean
+  /** The installed version (undefined: not installed, or unknown). */
+  version?: string
+  /** The installed command. */
+  path?: string
+}
+
+/** One event of a session's log: {seq, type, session, turn, time, ...its
+ * fields, native: the CLI's own event} (docs/agents.md, the event schema). */
+export interface AgentEvent {
+  seq: number
+  type: string
+  session?: string
+  turn: number
+  time?: string
+  native?: JsonValue
+  [field: string]: JsonValue | undefined
+}
+
+/** A handler of events: an async one holds the next events back (they stay
+ * in order); one that throws ends the call with its error (the turn goes on). */
+export type AgentEventHandler = (event: AgentEvent) => void | Promise<void>
+
+/** The result of one turn (its turn.completed event). */
+export interface AgentTurn {
+  status: 'completed' | 'failed' | 'cancelled' | string
+  turn: number
+  finalMessage: string | null
+  error: string | null
+  filesChanged: string[]
+  commands: { command: string; exitCode: number | null }[]
+  usage: { inputTokens: number; outputTokens: number; cachedInputTokens: number; totalTokens: number }
+  exitCode: number | null
+  /** Read the session's events after this one. */
+  lastSeq: number
+  /** The whole turn.completed event. */
+  event: AgentEvent
+}
+
+export interface AgentCallOpts {
+  /** The server's port (default 9000). */
+  port?: number
+  requestTimeoutMs?: number
+  signal?: AbortSignal
+}
+
+export interface AgentSessionOpts extends AgentCallOpts {
+  /** The agent's working directory (default: the server's $HOME). */
+  cwd?: string
+  model?: string
+  /** An OpenAI-compatible endpoint (Anthropic's Messages API for claude). */
+  baseUrl?: string
+  /** The variable holding the endpoint's key (give its value with env). */
+  apiKeyEnv?: string
+  /** codex: "responses" (default) or "chat". */
+  wireApi?: 'responses' | 'chat'
+  /** "never" (default: tools run without asking), "edits", "plan". */
+  approval?: 'never' | 'edits' | 'plan'
+  /** The agent's own sandbox: "none" (default), "workspace-write", "read-only". */
+  sandbox?: 'none' | 'workspace-write' | 'read-only'
+  /** More CLI arguments. */
+  args?: string[]
+  /** More environment for the agent. */
+  env?: Record<string, string>
+  /** A missing CLI: undefined = the server's default (install at the first
+   * turn), true = install, false = refuse (NotFoundError). */
+  install?: boolean
+}
+
+export interface AgentSendOpts {
+  onEvent?: AgentEventHandler
+  /** false: a failed turn resolves instead of rejecting with AgentTurnError. */
+  check?: boolean
+  /** The whole turn (default: no limit); stopping waiting leaves the turn
+   * running (cancel() stops it). */
+  timeoutMs?: number
+  signal?: AbortSignal
+}
+
+export interface AgentEventsOpts {
+  /** The events after this seq (default 0: all). */
+  after?: number
+  /** Also wait for the events of the turn in progress, until it ends. */
+  follow?: boolean
+  onEvent?: AgentEventHandler
+  timeoutMs?: number
+  signal?: AbortSignal
+}
+
+export interface AgentInstallOpts {
+  /** The package version (default: latest). */
+  version?: string
+  /** An npm registry URL the sandbox reaches. */
+  registry?: string
+  /** A tarball path or URL inside the sandbox to install instead. */
+  source?: string
+  /** install.started, install.progress, install.completed. */
+  onEvent?: AgentEventHandler
+  port?: number
+  timeoutMs?: number
+  signal?: AbortSignal
+}
+
+/** A session with a coding agent; it lives in the sandbox, not in this
+ * object (connect() attaches to it again). `for await (const ev of
+ * session)` follows its log until the turn in progress ends. */
+export declare class AgentSession implements AsyncDisposable, AsyncIterable<AgentEvent> {
+  /** Use sandbox.agents.session / connect. */
+  constructor(made: never, port?: number)
+  readonly id: string
+  readonly agent: string
+  send(prompt: string, opts?: AgentSendOpts): Promise<AgentTurn>
+  /** One turn as its events, ending with its turn.completed. */
+  stream(prompt: string, opts?: Omit<AgentSendOpts, 'onEvent' | 'check'>): AsyncIterableIterator<AgentEvent>
+  events(opts?: AgentEventsOpts): Promise<AgentEvent[]>
+  /** The events after `after` and those of the turn in progress, until it ends. */
+  follow(opts?: Omit<AgentEventsOpts, 'onEvent' | 'follow'>): AsyncIterableIterator<AgentEvent>
+  cancel(opts?: AgentCallOpts): Promise<void>
+  /** Status and transcript: {id, agent, status, native_session_id, turns, last_seq, ...}. */
+  info(opts?: AgentCallOpts): Promise<{ [field: string]: JsonValue }>
+  /** End the session in the sandbox and release the handle. */
+  close(opts?: AgentCallOpts): Promise<void>
+  [Symbol.asyncIterator](): AsyncIterableIterator<AgentEvent>
+  [Symbol.asyncDispose](): Promise<void>
+}
+
+/** sandbox.agents. */
+export declare class Agents {
+  constructor(sandbox: never)
+  list(opts?: AgentCallOpts): Promise<AgentInfo[]>
+  /** Resolves with the installed version (null: unknown). */
+  install(agent: string, opts?: AgentInstallOpts): Promise<string | null>
+  session(agent: 'codex' | 'qwen' | 'claude' | 'opencode' | (string & {}), opts?: AgentSessionOpts): Promise<AgentSession>
+  connect(sessionId: string, opts?: AgentCallOpts): Promise<AgentSession>
+}
+
 /** A Sandbox class (the static calls make instances of the class they are called on). */
 export type SandboxClass<T> = new (made: never) => T
 
@@ -370,6 +513,8 @@ export declare class SandboxBase implements AsyncDisposable {
   readonly commands: Commands
   readonly files: Files
   readonly pty: Pty
+  /** The coding agents its server runs (docs/agents.md). */
+  readonly agents: Agents
 
   static create<T extends SandboxBase>(this: SandboxClass<T>, opts?: SandboxOpts): Promise<T>
   static create<T extends SandboxBase>(this: SandboxClass<T>, template: string, opts?: SandboxOpts): Promise<T>
@@ -510,6 +655,10 @@ export declare class CommandFailedError extends SandboxError {
   readonly type: string
 }
 export declare class OperationCancelledError extends SandboxError {}
+/** A coding agent's turn that failed (AgentSession.send without check: false). */
+export declare class AgentTurnError extends SandboxError {
+  readonly turn: AgentTurn
+}
 export declare class AuthenticationError extends DetailedError {}
 export declare class BuildError extends DetailedError {}
 export declare class CommandExitError extends SandboxError implements CommandResult {

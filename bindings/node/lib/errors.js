@@ -51,6 +51,15 @@ class OperationCancelledError extends SandboxError {
   }
 }
 
+/** A coding agent's turn that failed (AgentSession.send without
+ * check: false); `turn` is its result. */
+class AgentTurnError extends SandboxError {
+  constructor(message, turn) {
+    super(message, { code: 'ASB_ERROR' })
+    this.turn = turn
+  }
+}
+
 // As in E2B: not SandboxErrors.
 class AuthenticationError extends Error {
   constructor(message, detail) {
@@ -148,6 +157,7 @@ module.exports = {
   CommandNotFoundError,
   CommandFailedError,
   OperationCancelledError,
+  AgentTurnError,
   AuthenticationError,
   BuildError,
   CommandExitError,

@@ -9,6 +9,7 @@ const sb = require('./sandbox.js')
 const { Session, SessionInfo } = require('./sessions.js')
 const { Template } = require('./templates.js')
 const { sandboxed } = require('./sandboxed.js')
+const { Agents, AgentSession } = require('./agents.js')
 
 function libraryVersion() {
   return native.N.version()
@@ -22,6 +23,8 @@ module.exports = {
   Execution: sb.Execution,
   ExecutionError: sb.ExecutionError,
   OutputMessage: sb.OutputMessage,
+  Agents,
+  AgentSession,
   Session,
   SessionInfo,
   Template,

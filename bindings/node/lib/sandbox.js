@@ -4,6 +4,7 @@
 // SPDX-License-Identifier: Apache-2.0
 const { N, EV, EVENTS, invoke, ms, pairs, client, connOf, callOpts, abortError, asyncDispose, isThenable } = require('./native.js')
 const E = require('./errors.js')
+const { Agents } = require('./agents.js')
 
 const KIND = { client: 1, sandbox: 2, process: 3, watch: 4 }
 
@@ -727,6 +728,7 @@ class Sandbox {
     this.commands = new Commands(this, { throwOnExit: this.constructor._throwOnExit })
     this.files = new Files(this)
     this.pty = new Pty(this)
+    this.agents = new Agents(this)
   }
 
   get id() {

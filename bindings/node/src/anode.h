@@ -53,7 +53,7 @@ napi_value anode_undefined(napi_env env);
 
 /* ---- handles ---------------------------------------------------------------- */
 
-typedef enum { BOX_CLIENT = 1, BOX_SANDBOX, BOX_PROCESS, BOX_WATCH } anode_box_kind;
+typedef enum { BOX_CLIENT = 1, BOX_SANDBOX, BOX_PROCESS, BOX_WATCH, BOX_AGENT } anode_box_kind;
 
 typedef struct anode_sink anode_sink;
 typedef struct anode_call anode_call;
@@ -210,6 +210,7 @@ extern const anode_fn anode_client_fns[];
 extern const anode_fn anode_process_fns[];
 extern const anode_fn anode_files_fns[];
 extern const anode_fn anode_code_fns[];
+extern const anode_fn anode_agents_fns[];
 
 /* What a function's table row says (bindings/gen/api_table.h), for checks. */
 unsigned anode_api_flags(const char *name);

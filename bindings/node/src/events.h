@@ -11,7 +11,8 @@ enum {
   EV_WATCH = 4,      /* {type, name, entry?} */
   EV_RESULT = 5,     /* a code result: {formats: [[name, value]...], isMain} */
   EV_CODE_ERROR = 6, /* {name, value, traceback} */
-  EV_NEED = 7        /* a file upload wants its next chunk: feed(id, chunk | null) */
+  EV_NEED = 7,       /* a file upload wants its next chunk: feed(id, chunk | null) */
+  EV_AGENT = 8       /* Buffer: an agent event's JSON text (agents.c) */
 };
 
 napi_value anode_command_result(napi_env env, const asb_command_result *r);

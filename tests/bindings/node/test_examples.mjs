@@ -46,14 +46,21 @@ const expect = {
   'sandboxed.mjs': [/2, 3, 5, 7, 11, 13, 17, 19, 23, 29/, /^true RangeError negative$/m, /^1 2$/m],
   'e2b_compat.mjs': [/^2$/m, /^Hello from E2B!$/m],
   'templates.mjs': [/^node-hello (built|cached)$/m, /^Hello, Bob!$/m, /^42$/m, /^true RangeError/m],
-  'server.mjs': [/^HELLO$/m]
+  'server.mjs': [/^HELLO$/m],
+  'agents.mjs': [/^codex: @openai\/codex .*\(installed\)$/m, /tool\.started: .*echo hi > \/tmp\/x/, /^turn 1: completed, final message "done"$/m,
+    /^\/tmp\/x: hi$/m, /turn 2: recall: yes\n$/]
 }
 
+const codex = existsSync('/usr/local/lib/agent-sandbox/agents/bin/codex')
 const staged = existsSync(path.join(buildDir, 'examples', 'templates', 'node-hello', 'template.yaml'))
 for (const [name, patterns] of Object.entries(expect)) {
   const needsHello = name === 'templates.mjs' || name === 'server.mjs'
-  test(name, { skip: needsHello && !staged && 'node-hello is not staged (node-binding target)' }, async () => {
-    const r = await run(name, needsHello ? [path.join(buildDir, 'examples', 'templates', 'node-hello')] : [])
+  const skip = (needsHello && !staged && 'node-hello is not staged (node-binding target)') ||
+    (name === 'agents.mjs' && !codex && 'no codex in the host-wide prefix (scripts/agents-cache.sh)')
+  const args = needsHello ? [path.join(buildDir, 'examples', 'templates', 'node-hello')]
+    : name === 'agents.mjs' ? ['--scripted-model', path.join(repo, 'tests', 'agents', 'scripted_model.py')] : []
+  test(name, { skip }, async () => {
+    const r = await run(name, args)
     assert.equal(r.code, 0, `${r.out}\n${r.err}`)
     for (const p of patterns) assert.match(r.out, p)
   })

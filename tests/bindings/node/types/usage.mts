@@ -2,7 +2,7 @@
 // strictly (the errors below are expected ones: @ts-expect-error fails the
 // check when no error is there).
 // SPDX-License-Identifier: Apache-2.0
-import { Sandbox, CommandExitError, SandboxError, FileType, sandboxed, Session, Template, type CommandResult, type EntryInfo, type Execution, type JsonValue } from 'agent-sandbox'
+import { Sandbox, CommandExitError, SandboxError, AgentTurnError, AgentSession, type AgentEvent, type AgentTurn, type AgentInfo, FileType, sandboxed, Session, Template, type CommandResult, type EntryInfo, type Execution, type JsonValue } from 'agent-sandbox'
 import Default from 'agent-sandbox'
 
 async function main(): Promise<void> {
@@ -52,6 +52,27 @@ async function main(): Promise<void> {
   await Sandbox.create({ tmplate: 'x' })
   // @ts-expect-error: the result of a foreground run has no pid
   r.pid
+  const agents: AgentInfo[] = await sbx.agents.list({ port: 9000 })
+  const installed: string | null = await sbx.agents.install('codex', { onEvent: (ev: AgentEvent) => { void ev.type } })
+  await using session = await sbx.agents.session('codex', { model: 'm', baseUrl: 'http://127.0.0.1:1/v1', env: { K: 'v' }, install: false })
+  const isSession: boolean = session instanceof AgentSession
+  const turn: AgentTurn = await session.send('hi', { onEvent: async (ev) => { const seq: number = ev.seq; void seq }, signal: ac.signal })
+  const fm: string | null = turn.finalMessage
+  const exit: number | null = turn.commands[0].exitCode
+  for await (const ev of session.stream('again')) { const ty: string = ev.type; void ty }
+  for await (const ev of session) { void ev.native }
+  const log: AgentEvent[] = await session.events({ after: turn.lastSeq, follow: true })
+  await session.cancel()
+  const sinfo = await session.info()
+  try {
+    await session.send('x')
+  } catch (err) {
+    if (err instanceof AgentTurnError) { const st: string = err.turn.status; void st }
+  }
+  // @ts-expect-error: approval is one of never, edits, plan
+  await sbx.agents.session('codex', { approval: 'sometimes' })
+  await (await sbx.agents.connect(session.id)).close()
+  void [agents, installed, isSession, fm, exit, log, sinfo]
   await using disposable = await Sandbox.create()
   void disposable
   void [other, waited, n, pid, text, bytes, stream, es, t, txt, v, id, sum, md, cached]
