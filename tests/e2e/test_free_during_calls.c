@@ -32,7 +32,11 @@ static asb_client *C;  /* envd's debug client */
 static asb_client *CC; /* the code interpreter's */
 static char DIR_[128];
 
-#define LOUD "for i in $(seq 1 2000000); do echo \"line $i\"; done"
+/* Output until killed: every case ends it itself (kill_pid, the 120 s
+ * backstop). A finite one (2,000,000 lines) ended on its own on a loaded
+ * machine before process_free_at_random_points' free came, so that wait
+ * returned ASB_OK instead of being cancelled. */
+#define LOUD "i=0; while :; do i=$((i+1)); echo \"line $i\"; done"
 
 /* ---- a gate: the callback enters and is held until the freer released it */
 
