@@ -381,20 +381,22 @@ static int t_resume_sandbox(mcp_call *c, const cJSON *args, mcp_result *r) {
 
 /* ---- commands ---------------------------------------------------------------------- */
 
-typedef struct fg_cmd {
+/* A call's output: kept (the tail of each stream, for the result) and streamed
+ * to the client as it comes. Foreground commands and code cells share it. */
+typedef struct call_out {
   mcp_call *c;
   tail out, err;
-} fg_cmd;
+} call_out;
 
-static int fg_stdout(const char *d, size_t n, void *ud) {
-  fg_cmd *f = ud;
+static int call_out_stdout(const char *d, size_t n, void *ud) {
+  call_out *f = ud;
   tail_add(&f->out, d, n);
   mcp_call_output(f->c, 0, d, n);
   return 0;
 }
 
-static int fg_stderr(const char *d, size_t n, void *ud) {
-  fg_cmd *f = ud;
+static int call_out_stderr(const char *d, size_t n, void *ud) {
+  call_out *f = ud;
   tail_add(&f->err, d, n);
   mcp_call_output(f->c, 1, d, n);
   return 0;
@@ -600,11 +602,11 @@ static int t_run_command(mcp_call *c, const cJSON *args, mcp_result *r) {
     structured(r, res);
     goto out;
   }
-  fg_cmd f = {c, {ASBI_BUF_INIT, 0, 0}, {ASBI_BUF_INIT, 0, 0}};
+  call_out f = {c, {ASBI_BUF_INIT, 0, 0}, {ASBI_BUF_INIT, 0, 0}};
   tail_init(&f.out, srv->cfg.max_output);
   tail_init(&f.err, srv->cfg.max_output);
-  o.on_stdout = fg_stdout;
-  o.on_stderr = fg_stderr;
+  o.on_stdout = call_out_stdout;
+  o.on_stderr = call_out_stderr;
   o.userdata = &f;
   asb_command_result *res = NULL;
   rc = asb_commands_run(&res, ref->h, cmd, &o);
@@ -762,31 +764,12 @@ static int t_list_commands(mcp_call *c, const cJSON *args, mcp_result *r) {
 
 /* ---- code --------------------------------------------------------------------------- */
 
-typedef struct code_run {
-  mcp_call *c;
-  tail out, err;
-} code_run;
-
-static int code_stdout(const char *d, size_t n, void *ud) {
-  code_run *k = ud;
-  tail_add(&k->out, d, n);
-  mcp_call_output(k->c, 0, d, n);
-  return 0;
-}
-
-static int code_stderr(const char *d, size_t n, void *ud) {
-  code_run *k = ud;
-  tail_add(&k->err, d, n);
-  mcp_call_output(k->c, 1, d, n);
-  return 0;
-}
-
 static int t_run_code(mcp_call *c, const cJSON *args, mcp_result *r) {
   int dflt;
   sbx_ref *ref = mcp_sandbox_for(c, args, 1, r, &dflt);
   if (!ref) return 0;
   mcp_server *srv = c->s->srv;
-  code_run k = {c, {ASBI_BUF_INIT, 0, 0}, {ASBI_BUF_INIT, 0, 0}};
+  call_out k = {c, {ASBI_BUF_INIT, 0, 0}, {ASBI_BUF_INIT, 0, 0}};
   tail_init(&k.out, srv->cfg.max_output);
   tail_init(&k.err, srv->cfg.max_output);
   char **envs = arg_kv(args, "envs");
@@ -798,8 +781,8 @@ static int t_run_code(mcp_call *c, const cJSON *args, mcp_result *r) {
                    : NULL;
   o.envs = (const char *const *)envs;
   o.timeout_ms = arg_long(c, args, "timeout_s", 300) * 1000;
-  o.on_stdout = code_stdout;
-  o.on_stderr = code_stderr;
+  o.on_stdout = call_out_stdout;
+  o.on_stderr = call_out_stderr;
   o.userdata = &k;
   o.cancel = c->cancel;
   asb_execution *e = NULL;
