@@ -767,16 +767,12 @@ int asb_agents_list(asb_agent_list **out, asb_sandbox *sb, const asb_agents_opti
   cJSON *reply = NULL;
   int rc = request(&c, "GET", "/agents", NULL, "agents_list", NULL, &reply);
   if (rc) return rc;
-  const cJSON *arr = cJSON_GetObjectItemCaseSensitive(reply, "agents");
-  if (!cJSON_IsArray(arr)) {
-    cJSON_Delete(reply);
-    return asbi_err(ASB_EPROTOCOL, "agents_list: the reply has no \"agents\" list");
-  }
   asb_agent_list *l = calloc(1, sizeof *l);
   if (!l)
     rc = asbi_oom();
   else
-    rc = asbi_json_items(arr, sizeof *l->v, agent_item, agent_drop, (void **)&l->v, &l->n);
+    rc = asbi_json_member_items(reply, "agents", "agents_list", sizeof *l->v, agent_item,
+                                agent_drop, (void **)&l->v, &l->n);
   cJSON_Delete(reply);
   if (rc) {
     free(l);

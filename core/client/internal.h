@@ -187,5 +187,10 @@ typedef int (*asbi_item_from_json)(const struct cJSON *j, void *item);
 typedef void (*asbi_item_drop)(void *item);
 int asbi_json_items(const struct cJSON *arr, size_t elem_size, asbi_item_from_json conv,
                     asbi_item_drop drop, void **items, size_t *count);
+/* The same for the array member key of the reply object obj; a reply without
+ * that array is ASB_EPROTOCOL "<what>: the reply has no "<key>" list". */
+int asbi_json_member_items(const struct cJSON *obj, const char *key, const char *what,
+                           size_t elem_size, asbi_item_from_json conv, asbi_item_drop drop,
+                           void **items, size_t *count);
 
 #endif

@@ -27,3 +27,14 @@ int asbi_json_items(const cJSON *arr, size_t elem_size, asbi_item_from_json conv
   *count = done;
   return ASB_OK;
 }
+
+int asbi_json_member_items(const cJSON *obj, const char *key, const char *what, size_t elem_size,
+                           asbi_item_from_json conv, asbi_item_drop drop, void **items,
+                           size_t *count) {
+  *items = NULL;
+  *count = 0;
+  const cJSON *arr = cJSON_GetObjectItemCaseSensitive(obj, key);
+  if (!cJSON_IsArray(arr))
+    return asbi_err(ASB_EPROTOCOL, "%s: the reply has no \"%s\" list", what, key);
+  return asbi_json_items(arr, elem_size, conv, drop, items, count);
+}

@@ -241,16 +241,12 @@ int asb_sandbox_commands_list(asb_named_command_list **out, asb_sandbox *sb,
   cJSON *reply = NULL;
   int rc = call(sb, "GET", NULL, NULL, o, "list_commands", &reply);
   if (rc) return rc;
-  const cJSON *cmds = cJSON_GetObjectItemCaseSensitive(reply, "commands");
-  if (!cJSON_IsArray(cmds)) {
-    cJSON_Delete(reply);
-    return asbi_err(ASB_EPROTOCOL, "list_commands: the reply has no \"commands\" list");
-  }
   asb_named_command_list *l = calloc(1, sizeof *l);
   if (!l)
     rc = asbi_oom();
   else
-    rc = asbi_json_items(cmds, sizeof *l->v, cmd_item, cmd_drop, (void **)&l->v, &l->n);
+    rc = asbi_json_member_items(reply, "commands", "list_commands", sizeof *l->v, cmd_item,
+                                cmd_drop, (void **)&l->v, &l->n);
   cJSON_Delete(reply);
   if (rc) {
     free(l);
