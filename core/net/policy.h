@@ -38,8 +38,9 @@ typedef struct asbn_entry {
 
 typedef struct asbn_header_rule {
   char *name;  /* header to set, e.g. "Authorization" */
-  char *value; /* its value; "{{secret:NAME}}" placeholders are replaced by
-                  the engine's stored secret NAME at egress (never shown) */
+  char *value; /* its value; a reference to a stored secret (E2B's /secrets:
+                  the marker syntax the E2B SDKs use) is replaced by the
+                  secret's value at egress only, never shown */
 } asbn_header_rule;
 
 typedef struct asbn_domain_rule {
@@ -56,7 +57,9 @@ typedef struct asbn_policy {
   size_t ndeny_out;
   asbn_domain_rule *rules;    /* network.rules: header transforms per domain */
   size_t nrules;
-  char *egress_proxy;         /* network.egressProxy "socks5://[user:pass@]host:port", or NULL */
+  /* network.egressProxy {address "host:port", username, password}: SOCKS5
+   * upstream for all egress TCP after filtering; NULL address: none */
+  char *egress_proxy_addr, *egress_proxy_user, *egress_proxy_pass;
   int allow_public_traffic;   /* network.allowPublicTraffic, default 1 */
   char *mask_request_host;    /* network.maskRequestHost, or NULL */
   uint64_t egress_bytes_per_s;/* our own: bandwidth cap, 0 = none */
