@@ -128,8 +128,7 @@ static int parse_list(const cJSON *arr, const char *what, int domains_ok, asbn_e
   size_t k = 0;
   const cJSON *it;
   cJSON_ArrayForEach(it, arr) {
-    if (!cJSON_IsString(it) || !it->valuestring)
-      goto fail_type;
+    if (!cJSON_IsString(it) || !it->valuestring) goto fail_type;
     const char *s = it->valuestring;
     if (parse_cidr(s, &v[k]) == 0) {
       k++;
@@ -239,8 +238,7 @@ static int parse_rules(const cJSON *obj, asbn_policy *p, char *err, size_t errle
     const cJSON *rule;
     cJSON_ArrayForEach(rule, dom) {
       if (!cJSON_IsObject(rule))
-        return fail(err, errlen, "network.rules[\"%.80s\"]: a rule must be an object",
-                    dom->string);
+        return fail(err, errlen, "network.rules[\"%.80s\"]: a rule must be an object", dom->string);
       const cJSON *tr = cJSON_GetObjectItemCaseSensitive(rule, "transform");
       if (!tr || cJSON_IsNull(tr)) continue;
       if (!cJSON_IsObject(tr))
@@ -264,8 +262,8 @@ static int parse_rules(const cJSON *obj, asbn_policy *p, char *err, size_t errle
         if (rule_set_header(r, h->string, h->valuestring) != 0)
           return fail(err, errlen, "out of memory");
         if (r->nheaders > MAX_HEADERS)
-          return fail(err, errlen, "network.rules[\"%.80s\"]: more than %d headers",
-                      dom->string, MAX_HEADERS);
+          return fail(err, errlen, "network.rules[\"%.80s\"]: more than %d headers", dom->string,
+                      MAX_HEADERS);
       }
     }
   }
@@ -277,8 +275,7 @@ static int get_string(const cJSON *o, const char *key, size_t max, char **out, c
   const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
   *out = NULL;
   if (!v || cJSON_IsNull(v)) return 0;
-  if (!cJSON_IsString(v) || !v->valuestring)
-    return fail(err, errlen, "%s must be a string", what);
+  if (!cJSON_IsString(v) || !v->valuestring) return fail(err, errlen, "%s must be a string", what);
   if (strlen(v->valuestring) > max)
     return fail(err, errlen, "%s is longer than %zu bytes", what, max);
   for (const unsigned char *c = (const unsigned char *)v->valuestring; *c; c++)
@@ -369,15 +366,15 @@ int asbn_policy_parse(const cJSON *allow_internet, const cJSON *network, asbn_po
     }
     if (parse_list(cJSON_GetObjectItemCaseSensitive(network, "allowOut"), "allowOut", 1,
                    &p.allow_out, &p.nallow_out, err, errlen) != 0 ||
-        parse_list(cJSON_GetObjectItemCaseSensitive(network, "denyOut"), "denyOut", 0,
-                   &p.deny_out, &p.ndeny_out, err, errlen) != 0 ||
+        parse_list(cJSON_GetObjectItemCaseSensitive(network, "denyOut"), "denyOut", 0, &p.deny_out,
+                   &p.ndeny_out, err, errlen) != 0 ||
         parse_rules(cJSON_GetObjectItemCaseSensitive(network, "rules"), &p, err, errlen) != 0 ||
-        parse_proxy(cJSON_GetObjectItemCaseSensitive(network, "egressProxy"), &p, err,
-                    errlen) != 0 ||
+        parse_proxy(cJSON_GetObjectItemCaseSensitive(network, "egressProxy"), &p, err, errlen) !=
+            0 ||
         get_bool(cJSON_GetObjectItemCaseSensitive(network, "allowPublicTraffic"),
                  &p.allow_public_traffic, "network.allowPublicTraffic", err, errlen) != 0 ||
-        get_string(network, "maskRequestHost", 253, &p.mask_request_host,
-                   "network.maskRequestHost", err, errlen) != 0)
+        get_string(network, "maskRequestHost", 253, &p.mask_request_host, "network.maskRequestHost",
+                   err, errlen) != 0)
       goto bad;
     uint64_t conns = 0;
     if (get_uint(cJSON_GetObjectItemCaseSensitive(network, "egressBytesPerSecond"),
@@ -398,26 +395,26 @@ bad:
 static char *entry_str(const asbn_entry *e, char *buf, size_t len) {
   char a[INET6_ADDRSTRLEN];
   switch (e->kind) {
-  case ASBN_CIDR4:
-    inet_ntop(AF_INET, e->addr, a, sizeof a);
-    if (e->prefix == 32)
-      snprintf(buf, len, "%s", a);
-    else
-      snprintf(buf, len, "%s/%u", a, e->prefix);
-    break;
-  case ASBN_CIDR6:
-    inet_ntop(AF_INET6, e->addr, a, sizeof a);
-    if (e->prefix == 128)
-      snprintf(buf, len, "%s", a);
-    else
-      snprintf(buf, len, "%s/%u", a, e->prefix);
-    break;
-  case ASBN_DOMAIN:
-    snprintf(buf, len, "%s", e->domain);
-    break;
-  case ASBN_WILDCARD:
-    snprintf(buf, len, "*.%s", e->domain);
-    break;
+    case ASBN_CIDR4:
+      inet_ntop(AF_INET, e->addr, a, sizeof a);
+      if (e->prefix == 32)
+        snprintf(buf, len, "%s", a);
+      else
+        snprintf(buf, len, "%s/%u", a, e->prefix);
+      break;
+    case ASBN_CIDR6:
+      inet_ntop(AF_INET6, e->addr, a, sizeof a);
+      if (e->prefix == 128)
+        snprintf(buf, len, "%s", a);
+      else
+        snprintf(buf, len, "%s/%u", a, e->prefix);
+      break;
+    case ASBN_DOMAIN:
+      snprintf(buf, len, "%s", e->domain);
+      break;
+    case ASBN_WILDCARD:
+      snprintf(buf, len, "*.%s", e->domain);
+      break;
   }
   return buf;
 }
@@ -525,8 +522,7 @@ int asbn_policy_copy(const asbn_policy *src, asbn_policy *dst) {
       r->match.domain = NULL;
       if (dup_opt(src->rules[i].match.domain, &r->match.domain) != 0) goto oom;
       for (size_t k = 0; k < src->rules[i].nheaders; k++)
-        if (rule_set_header(r, src->rules[i].headers[k].name, src->rules[i].headers[k].value) !=
-            0)
+        if (rule_set_header(r, src->rules[i].headers[k].name, src->rules[i].headers[k].value) != 0)
           goto oom;
     }
   }

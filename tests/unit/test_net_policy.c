@@ -73,13 +73,15 @@ TEST(full) {
   CHECK_INT((int)p.max_connections, 50);
   CHECK_INT((int)p.egress_bytes_per_s, 1000000);
   char *s = show(&p);
-  CHECK(strstr(s, "\"allowOut\":[\"198.18.0.0/15\",\"8.8.8.8\",\"10.0.0.0/8\",\"2001:db8::/32\","
-                  "\"example.com\",\"*.example.org\"]") != NULL);
+  CHECK(strstr(s,
+               "\"allowOut\":[\"198.18.0.0/15\",\"8.8.8.8\",\"10.0.0.0/8\",\"2001:db8::/32\","
+               "\"example.com\",\"*.example.org\"]") != NULL);
   CHECK(strstr(s, "\"denyOut\":[\"198.18.5.0/24\",\"::1\"]") != NULL);
   CHECK(strstr(s, "\"egressProxy\":{\"address\":\"proxy.test:1080\",\"username\":\"u\"}") != NULL);
   CHECK(strstr(s, "secret") == NULL); /* the proxy password is never shown */
-  CHECK(strstr(s, "\"api.example.com\":[{\"transform\":{\"headers\":{\"Authorization\":\"Bearer "
-                  "y\",\"X-A\":\"1\"}}}]") != NULL);
+  CHECK(strstr(s,
+               "\"api.example.com\":[{\"transform\":{\"headers\":{\"Authorization\":\"Bearer "
+               "y\",\"X-A\":\"1\"}}}]") != NULL);
   /* shown back, parsed again: the same policy */
   asbn_policy q;
   cJSON *j = cJSON_Parse(s);
@@ -154,15 +156,16 @@ TEST(errors) {
 
 TEST(matching) {
   asbn_policy p;
-  REQUIRE(parse(NULL, "{\"allowOut\":[\"198.18.0.0/15\",\"2001:db8::/33\",\"example.com\","
-                      "\"*.example.org\",\"0.0.0.0/0\"]}",
+  REQUIRE(parse(NULL,
+                "{\"allowOut\":[\"198.18.0.0/15\",\"2001:db8::/33\",\"example.com\","
+                "\"*.example.org\",\"0.0.0.0/0\"]}",
                 &p) == 0);
   uint8_t a[16];
   inet_pton(AF_INET, "198.19.255.1", a);
   CHECK(asbn_entry_contains(&p.allow_out[0], a, AF_INET));
   inet_pton(AF_INET, "198.20.0.1", a);
   CHECK(!asbn_entry_contains(&p.allow_out[0], a, AF_INET));
-  CHECK(asbn_entry_contains(&p.allow_out[4], a, AF_INET)); /* /0 */
+  CHECK(asbn_entry_contains(&p.allow_out[4], a, AF_INET));   /* /0 */
   CHECK(!asbn_entry_contains(&p.allow_out[0], a, AF_INET6)); /* family */
   inet_pton(AF_INET6, "2001:db8:7fff::1", a);
   CHECK(asbn_entry_contains(&p.allow_out[1], a, AF_INET6));
