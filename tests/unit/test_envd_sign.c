@@ -1,7 +1,6 @@
-/* Unit tests for envd's signed /files URLs (core/envd/sign.c, the signature in core/proto/sign.c): the
- * signature checked against a second implementation (OpenSSL's SHA-256 and
- * base64), and every branch of the request
- * check — header token, missing, wrong and expired signatures, expiration
+/* Unit tests for envd's signed /files URLs (core/envd/sign.c, the signature in core/proto/sign.c):
+ * the signature checked against a second implementation (OpenSSL's SHA-256 and base64), and every
+ * branch of the request check — header token, missing, wrong and expired signatures, expiration
  * parsing. SPDX-License-Identifier: Apache-2.0 */
 #include <openssl/evp.h>
 #include <stdio.h>
