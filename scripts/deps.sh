@@ -50,6 +50,9 @@ PACKAGES=(
   luajit
   # sandbox templates and baselines
   busybox-static bubblewrap runc iproute2 e2fsprogs util-linux procps
+  # the egress services (core/net/egress): libldns for DNS messages; their
+  # closed-topology tests (tests/net): dnsmasq, nft, curl, openssl
+  libldns-dev dnsmasq-base nftables curl openssl
 )
 
 missing=()
