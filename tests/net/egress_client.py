@@ -4,6 +4,8 @@
 
   dns-tcp NAME SERVER       query A over TCP; print rcode and addresses
   halfclose HOST PORT SIZE  send SIZE bytes, shut down writing, print the reply
+  hostswitch ADDR H1 H2      two requests on one connection to ADDR:80, Host
+                            H1 then H2; print both status lines
   hold HOST PORT N          open N connections, send a byte on each, print
                             'opened', keep them until stdin ends
 """
@@ -78,10 +80,31 @@ def hold(host, port, n):
         s.close()
 
 
+def hostswitch(addr, first, second):
+    s = socket.create_connection((addr, 80), timeout=30)
+    f = s.makefile('rb')
+    out = []
+    for host in (first, second):
+        s.sendall(f'GET /switch HTTP/1.1\r\nHost: {host}\r\n\r\n'.encode())
+        status = f.readline().decode().strip()
+        n = 0
+        while True:
+            line = f.readline()
+            if not line or line in (b'\r\n', b'\n'):
+                break
+            if line.lower().startswith(b'content-length:'):
+                n = int(line.split(b':')[1])
+        f.read(n)
+        out.append(status or 'closed')
+    print(' | '.join(out))
+
+
 cmd = sys.argv[1]
 if cmd == 'dns-tcp':
     dns_tcp(sys.argv[2], sys.argv[3])
 elif cmd == 'halfclose':
     halfclose(sys.argv[2], sys.argv[3], int(sys.argv[4]))
+elif cmd == 'hostswitch':
+    hostswitch(*sys.argv[2:5])
 elif cmd == 'hold':
     hold(*sys.argv[2:5])

@@ -2,10 +2,12 @@
  * netns it runs in (the test's "engine" netns), prints its ports, then
  * takes commands on stdin, one a line, answering one line each:
  *   set ADDR [internet=0|1] [allow=ENTRY]... [deny=CIDR]... [socks=HOST:PORT]
- *            [user=U] [pass=P] [maxconn=N]
+ *            [user=U] [pass=P] [maxconn=N] [rule=DOMAIN|HEADER|VALUE]...
+ *   secret NAME VALUE      (creates it in the store: --state-dir)
  *   forget ADDR
  *   counters ADDR
- * ENTRY is a CIDR, an IP, a domain or *.domain. The policy is filled by
+ * ENTRY is a CIDR, an IP, a domain or *.domain; in a rule, %XX is a byte
+ * (%20 a space) and DOMAIN may be *.domain. The policy is filled by
  * hand (policy.c's parser is the datapath's, tested on its own). EOF on
  * stdin stops the services and exits 0. SPDX-License-Identifier: Apache-2.0 */
 #include <arpa/inet.h>
@@ -46,7 +48,58 @@ static int parse_entry(const char *s, asbn_entry *e) {
   return e->domain ? 0 : -1;
 }
 
+static void unescape(char *s) {
+  char *o = s;
+  for (; *s; s++) {
+    unsigned v;
+    if (*s == '%' && sscanf(s + 1, "%2x", &v) == 1) {
+      *o++ = (char)v;
+      s += 2;
+    } else
+      *o++ = *s;
+  }
+  *o = 0;
+}
+
+/* DOMAIN|HEADER|VALUE: one header of a rule (a rule for the same domain
+ * gets the header added). */
+static int add_rule(asbn_policy *p, char *v) {
+  char *bar1 = strchr(v, '|'), *bar2 = bar1 ? strchr(bar1 + 1, '|') : NULL;
+  if (!bar2) return -1;
+  *bar1 = *bar2 = 0;
+  unescape(bar2 + 1);
+  asbn_domain_rule *r = NULL;
+  const char *d = v[0] == '*' && v[1] == '.' ? v + 2 : v;
+  for (size_t i = 0; i < p->nrules; i++)
+    if (!strcmp(p->rules[i].match.domain, d)) r = &p->rules[i];
+  if (!r) {
+    asbn_domain_rule *g = realloc(p->rules, (p->nrules + 1) * sizeof *g);
+    if (!g) return -1;
+    p->rules = g;
+    r = &g[p->nrules++];
+    memset(r, 0, sizeof *r);
+    r->match.kind = d == v ? ASBN_DOMAIN : ASBN_WILDCARD;
+    r->match.domain = strdup(d);
+  }
+  asbn_header_rule *h = realloc(r->headers, (r->nheaders + 1) * sizeof *h);
+  if (!h) return -1;
+  r->headers = h;
+  h[r->nheaders].name = strdup(bar1 + 1);
+  h[r->nheaders].value = strdup(bar2 + 1);
+  r->nheaders++;
+  return 0;
+}
+
 static void policy_free(asbn_policy *p) {
+  for (size_t i = 0; i < p->nrules; i++) {
+    for (size_t j = 0; j < p->rules[i].nheaders; j++) {
+      free(p->rules[i].headers[j].name);
+      free(p->rules[i].headers[j].value);
+    }
+    free(p->rules[i].headers);
+    free(p->rules[i].match.domain);
+  }
+  free(p->rules);
   for (size_t i = 0; i < p->nallow_out; i++) free(p->allow_out[i].domain);
   for (size_t i = 0; i < p->ndeny_out; i++) free(p->deny_out[i].domain);
   free(p->allow_out);
@@ -115,6 +168,8 @@ static void cmd_set(asbn_egress *eg, char *args) {
       p.egress_proxy_pass = strdup(v);
     else if (!strcmp(k, "maxconn"))
       p.max_connections = (unsigned)atoi(v);
+    else if (!strcmp(k, "rule"))
+      bad = add_rule(&p, eq + 1) < 0;
     else
       bad = 1;
   }
@@ -147,6 +202,12 @@ int main(int argc, char **argv) {
     }
   }
   char err[256];
+  asbn_secrets *secrets = NULL;
+  if (cfg.state_dir && asbn_secrets_open(cfg.state_dir, &secrets, err, sizeof err) < 0) {
+    fprintf(stderr, "egress_run: %s\n", err);
+    return 1;
+  }
+  cfg.secrets = secrets;
   asbn_egress *eg;
   if (asbn_egress_start(&cfg, &eg, err, sizeof err) < 0) {
     fprintf(stderr, "egress_run: %s\n", err);
@@ -158,10 +219,13 @@ int main(int argc, char **argv) {
   char line[4096];
   while (fgets(line, sizeof line, stdin)) {
     struct sockaddr_storage ss;
-    char addr[128];
+    char addr[128], name[200], value[2048];
     if (!strncmp(line, "set ", 4))
       cmd_set(eg, line + 4);
-    else if (sscanf(line, "forget %127s", addr) == 1 && parse_addr(addr, &ss) == 0)
+    else if (sscanf(line, "secret %199s %2047s", name, value) == 2) {
+      int st = secrets ? asbn_secrets_create(secrets, name, value, NULL, NULL, err, sizeof err) : 0;
+      printf(st == 201 ? "ok\n" : "err %d\n", st);
+    } else if (sscanf(line, "forget %127s", addr) == 1 && parse_addr(addr, &ss) == 0)
       printf(asbn_egress_forget(eg, (struct sockaddr *)&ss) == 0 ? "ok\n" : "err unknown\n");
     else if (sscanf(line, "counters %127s", addr) == 1 && parse_addr(addr, &ss) == 0) {
       asbn_egress_counters c;
@@ -180,5 +244,6 @@ int main(int argc, char **argv) {
     fflush(stdout);
   }
   asbn_egress_stop(eg);
+  asbn_secrets_close(secrets);
   return 0;
 }

@@ -37,16 +37,33 @@ class Echo(http.server.BaseHTTPRequestHandler):
         pass
 
     def answer(self):
-        n = int(self.headers.get('Content-Length') or 0)
-        body = self.rfile.read(n) if n else b''
-        reply = json.dumps({
+        if 'chunked' in (self.headers.get('Transfer-Encoding') or ''):
+            body = b''
+            while True:
+                size = int(self.rfile.readline().split(b';')[0], 16)
+                if size == 0:
+                    while self.rfile.readline() not in (b'\r\n', b'\n', b''):
+                        pass
+                    break
+                body += self.rfile.read(size)
+                self.rfile.readline()
+        else:
+            n = int(self.headers.get('Content-Length') or 0)
+            body = self.rfile.read(n) if n else b''
+        seen = {
             'host': self.headers.get('Host'),
             'local': self.connection.getsockname()[0],
             'path': self.path,
             'headers': {k.lower(): v for k, v in self.headers.items()},
             'body_len': len(body),
-        }).encode()
-        log('requests', reply.decode())
+        }
+        log('requests', json.dumps(seen))  # the server's side: what arrived
+        # The reply names the headers but carries only digests of their
+        # values: a secret injected at egress must not come back to the
+        # sandbox through the test's own echo.
+        seen['headers'] = {k: hashlib.sha256(v.encode()).hexdigest()[:16]
+                           for k, v in seen['headers'].items()}
+        reply = json.dumps(seen).encode()
         if self.path.startswith('/big/'):
             reply = b'x' * int(self.path[5:])
         self.send_response(200)
@@ -55,7 +72,7 @@ class Echo(http.server.BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(reply)
 
-    do_GET = do_POST = answer
+    do_GET = do_POST = do_PUT = answer
 
 
 class TServer(socketserver.ThreadingMixIn, http.server.HTTPServer):

@@ -124,14 +124,16 @@ def start(ns, *cmd, **kw):
 
 class Egress:
     def __init__(self):
+        os.mkdir(f'{tmp}/state', 0o700)
         self.p = start(NS_E, RUN, '--dns-upstream', '198.18.0.53', '--bind', '0.0.0.0',
-                       '--peek-timeout', '5', stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                       '--peek-timeout', '5', '--state-dir', f'{tmp}/state', '--upstream-ca',
+                       f'{tmp}/ca.pem', stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                        text=True)
         line = self.p.stdout.readline().split()
         if not line or line[0] != 'ready':
             raise RuntimeError(f'egress_run did not start: {line}')
         kv = dict(x.split('=', 1) for x in line[1:])
-        self.dns, self.proxy = int(kv['dns']), int(kv['proxy'])
+        self.dns, self.proxy, self.ca = int(kv['dns']), int(kv['proxy']), kv['ca']
 
     def cmd(self, line):
         self.p.stdin.write(line + '\n')
@@ -169,9 +171,9 @@ def nft(eg):
     sh('nft', '-f', f'{tmp}/rules.nft', ns=NS_E)
 
 
-def curl(*args):
+def curl(*args, **kw):
     r = sh('curl', '-sS', '--max-time', '30', '--noproxy', '*', *args, ns=NS_S, check=False,
-           timeout=60)
+           timeout=60, **kw)
     return r.returncode, r.stdout, r.stderr.strip()
 
 
@@ -281,7 +283,64 @@ def main():
     check('SOCKS5 upstream refusing our credentials: the connection fails, no bypass',
           r[0] != 0, r)
 
-    # 4. Connection cap: 3 held, cap 2 -> one refused.
+    # 4. Header rules and secrets: injected at egress over HTTP and HTTPS
+    #    (intercepted for example.test, which has rules, only).
+    secret = 's3cr3t-VALUE-42'
+    check('secret stored', eg.cmd(f'secret tok {secret}') == 'ok')
+    st = os.stat(f'{tmp}/state/secrets.json')
+    check('the secrets store is 0600', st.st_mode & 0o777 == 0o600, oct(st.st_mode))
+    st = os.stat(eg.ca.replace('.pem', '.key'))
+    check('the egress CA key is 0600', st.st_mode & 0o777 == 0o600, oct(st.st_mode))
+    eg.set('internet=0', 'allow=example.test', 'allow=other.test',
+           'rule=example.test|Authorization|Bearer%20${e2b.secrets.tok}',
+           'rule=example.test|X-Plain|plain-value')
+
+    def served(path):
+        for line in open(f'{tmp}/requests.log'):
+            j = json.loads(line)
+            if j['path'] == path:
+                return j
+        return None
+
+    r = curl('-v', '-H', 'Authorization: placeholder-from-sandbox', 'http://example.test/hdr')
+    s = served('/hdr')
+    check('HTTP: the rule\'s header reaches the server with the secret substituted',
+          r[0] == 0 and s and s['headers'].get('authorization') == f'Bearer {secret}' and
+          s['headers'].get('x-plain') == 'plain-value', (r, s))
+    check('HTTP: the secret is absent from all the sandbox side sees',
+          r[0] == 0 and secret not in r[1] and secret not in r[2], r)
+    r = curl('-v', '--cacert', eg.ca, 'https://example.test/hdr-tls')
+    s = served('/hdr-tls')
+    check('HTTPS to a domain with rules: intercepted (the egress CA verifies), the secret '
+          'reaches the server', r[0] == 0 and s and
+          s['headers'].get('authorization') == f'Bearer {secret}', (r, s))
+    check('HTTPS: the secret is absent from all the sandbox side sees',
+          r[0] == 0 and secret not in r[1] and secret not in r[2], r)
+    check('HTTPS: the leaf the sandbox sees is the egress CA\'s',
+          'agent-sandbox egress CA' in r[2], r[2][-2000:])
+    r = curl(*ca, 'https://other.test/norules')
+    r2 = curl('--cacert', eg.ca, 'https://other.test/norules2')
+    check('a domain without rules is not intercepted: the server\'s own certificate',
+          r[0] == 0 and r2[0] == 60, (r, r2))
+    r = client('hostswitch', '198.18.0.10', 'example.test', 'other.test')
+    check('keep-alive cannot switch Host on a domain-allowed connection',
+          r.stdout.startswith('HTTP/1.1 200') and '| HTTP/1.1 421' in r.stdout,
+          (r.stdout, r.stderr))
+    r = curl('-H', 'Transfer-Encoding: chunked', '-H', 'Content-Length: 5', '-d', 'hello',
+             'http://example.test/smuggle')
+    check('ambiguous framing (Transfer-Encoding with Content-Length) refused',
+          r[0] == 0 and 'ambiguous' in r[1] and served('/smuggle') is None, r)
+    r = curl('-T', '-', '-H', 'Transfer-Encoding: chunked', 'http://example.test/chunked',
+             input='x' * 100000)
+    s = served('/chunked')
+    check('a chunked request body passes whole', r[0] == 0 and s and s['body_len'] == 100000,
+          (r, s))
+    eg.set('internet=0', 'allow=other.test', 'rule=other.test|X-K|${e2b.secrets.nope}')
+    r = curl('-w', '%{http_code}', '-o', '/dev/null', 'http://other.test/unknown-secret')
+    check('a rule naming an unknown secret: 502, nothing sent', r[1] == '502' and
+          served('/unknown-secret') is None, r)
+
+    # 5. Connection cap: 3 held, cap 2 -> one refused.
     eg.set('internet=0', 'allow=198.18.0.20', 'maxconn=2')
     before = eg.counters()
     h = start(NS_S, '/usr/bin/python3', f'{HERE}/egress_client.py', 'hold', '198.18.0.20', '7', '3',

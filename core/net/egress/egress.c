@@ -12,12 +12,13 @@
 #include "proxy.h"
 #include "resolver.h"
 #include "sbx.h"
+#include "tlsmitm.h"
 
 struct asbn_egress {
   sbx_table *t;
   resolver *dns;
   proxy *px;
-  char *ca_path;
+  tlsmitm *mitm;
 };
 
 static int bind_addrs(const asbn_egress_config *cfg, uint16_t port, struct sockaddr_storage *b,
@@ -71,13 +72,19 @@ int asbn_egress_start(const asbn_egress_config *cfg, asbn_egress **out, char *er
     snprintf(err, errlen, "egress: bad listen address");
     goto fail;
   }
+  if (cfg->state_dir &&
+      tlsmitm_open(cfg->state_dir, cfg->upstream_ca_file, &eg->mitm, err, errlen) < 0)
+    goto fail;
   if (resolver_start(eg->t, binds, nb, ups, nups, &eg->dns, err, errlen) < 0) goto fail;
   bind_addrs(cfg, cfg->proxy_port, binds, &nb);
-  if (proxy_start(eg->t, binds, nb, cfg->peek_timeout_s, &eg->px, err, errlen) < 0) goto fail;
+  if (proxy_start(eg->t, binds, nb, cfg->peek_timeout_s, cfg->secrets, eg->mitm, &eg->px, err,
+                  errlen) < 0)
+    goto fail;
   *out = eg;
   return 0;
 fail:
   resolver_stop(eg->dns);
+  tlsmitm_close(eg->mitm);
   sbx_table_free(eg->t);
   free(eg);
   return -1;
@@ -128,14 +135,14 @@ uint16_t asbn_egress_proxy_port(const asbn_egress *eg) {
   return proxy_port(eg->px);
 }
 const char *asbn_egress_ca_path(const asbn_egress *eg) {
-  return eg->ca_path;
+  return eg->mitm ? tlsmitm_ca_path(eg->mitm) : NULL;
 }
 
 void asbn_egress_stop(asbn_egress *eg) {
   if (!eg) return;
   proxy_stop(eg->px);
   resolver_stop(eg->dns);
+  tlsmitm_close(eg->mitm);
   sbx_table_free(eg->t);
-  free(eg->ca_path);
   free(eg);
 }

@@ -19,7 +19,12 @@
  * on, when no deny applies). A raw-IP connection to a domain-only allowance,
  * a name on an address of another name, and a name the allowances refuse
  * are closed with RST and counted. Through network.egressProxy (SOCKS5,
- * RFC 1928/1929) when the policy names one.
+ * RFC 1928/1929) when the policy names one. Plain HTTP named by a domain
+ * is checked request by request (every Host on a keep-alive connection).
+ * Header rules (network.rules) are applied to each request: over HTTP
+ * directly, over HTTPS by TLS interception with the engine's egress CA
+ * (asbn_egress_ca_path: the sandbox's trust store must hold it), for the
+ * domains that have rules and no others.
  *
  * Every call is thread-safe. SPDX-License-Identifier: Apache-2.0 */
 #ifndef ASB_NET_EGRESS_H
@@ -29,6 +34,7 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
+#include "net/egress/secrets.h"
 #include "net/policy.h"
 
 #define ASBN_EGRESS_MIN_TTL 30 /* seconds an answer stays usable at least */
@@ -60,6 +66,10 @@ typedef struct asbn_egress_config {
   /* Seconds a proxied connection may take to send its first bytes
    * (ClientHello / request head) before it is closed; 0: 10. */
   unsigned peek_timeout_s;
+  /* The secrets store header rules' ${e2b.secrets.<name>} resolve from
+   * (secrets.h; the caller opens and closes it, after asbn_egress_stop);
+   * NULL: a rule naming a secret fails its request with 502. */
+  asbn_secrets *secrets;
 } asbn_egress_config;
 
 /* Per-sandbox counters since its first asbn_egress_set_policy. */

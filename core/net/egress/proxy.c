@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "httpx.h"
 #include "peek.h"
 #include "socks.h"
 
@@ -39,6 +40,8 @@ struct proxy {
   pthread_cond_t cv;
   unsigned active;
   int stopping;
+  asbn_secrets *secrets; /* may be NULL */
+  tlsmitm *mitm;         /* may be NULL: no interception */
 };
 
 typedef struct job {
@@ -95,8 +98,11 @@ static int original_dst(int fd, int family, sbx_conn *c) {
   return 0;
 }
 
-/* Reads the first bytes until peek_classify decides, the buffer is full,
- * the client stops sending, or the deadline passes. */
+/* Looks at the first bytes without taking them (MSG_PEEK) until
+ * peek_classify decides, PEEK_MAX bytes are there, the client stops
+ * sending, or the deadline passes: the relay then carries them on
+ * unchanged (spliced, or read by TLS/HTTP code). SO_RCVLOWAT makes poll
+ * wait for one byte more than already peeked, so waiting costs nothing. */
 static size_t read_head(int fd, unsigned char *buf, long end, peek_result *pr) {
   size_t n = 0;
   memset(pr, 0, sizeof *pr);
@@ -104,16 +110,20 @@ static size_t read_head(int fd, unsigned char *buf, long end, peek_result *pr) {
   while (n < PEEK_MAX) {
     long left = end - now_ms();
     if (left <= 0) break;
-    struct pollfd p = {fd, POLLIN, 0};
+    int lowat = (int)n + 1;
+    setsockopt(fd, SOL_SOCKET, SO_RCVLOWAT, &lowat, sizeof lowat);
+    struct pollfd p = {fd, POLLIN | POLLRDHUP, 0};
     int r = poll(&p, 1, (int)left);
     if (r < 0 && errno == EINTR) continue;
     if (r <= 0) break;
-    ssize_t k = recv(fd, buf + n, PEEK_MAX - n, 0);
+    ssize_t k = recv(fd, buf, PEEK_MAX, MSG_PEEK);
     if (k < 0 && (errno == EINTR || errno == EAGAIN)) continue;
-    if (k <= 0) break;
-    n += (size_t)k;
+    if (k <= 0 || (size_t)k <= n) break; /* EOF, or nothing new (half-closed) */
+    n = (size_t)k;
     if (peek_classify(buf, n, pr) != PEEK_MORE) break;
   }
+  int one = 1;
+  setsockopt(fd, SOL_SOCKET, SO_RCVLOWAT, &one, sizeof one);
   return n;
 }
 
@@ -190,19 +200,6 @@ fail:
   sbx_conn_set_upstream(p->t, c, -1);
   close(fd);
   return -1;
-}
-
-static int send_all(int fd, const unsigned char *b, size_t n) {
-  size_t at = 0;
-  while (at < n) {
-    struct pollfd p = {fd, POLLOUT, 0};
-    if (poll(&p, 1, CONNECT_TIMEOUT_MS) <= 0) return -1;
-    ssize_t k = send(fd, b + at, n - at, MSG_NOSIGNAL);
-    if (k < 0 && (errno == EINTR || errno == EAGAIN)) continue;
-    if (k <= 0) return -1;
-    at += (size_t)k;
-  }
-  return 0;
 }
 
 /* One direction of the relay: src -> pipe -> dst. */
@@ -284,26 +281,59 @@ static void *conn_main(void *arg) {
   sbx_conn *c = &j->c;
   int needs_name = 0, ufd = -1;
   unsigned char *head = NULL;
-  size_t hn = 0;
+  peek_result pr;
+  memset(&pr, 0, sizeof pr);
   int listed = sbx_conn_begin(p->t, c, &needs_name);
   if (!listed) goto refuse;
   if (needs_name) {
     head = malloc(PEEK_MAX);
     if (!head) goto refuse;
-    peek_result pr;
-    hn = read_head(j->fd, head, now_ms() + p->peek_ms, &pr);
+    read_head(j->fd, head, now_ms() + p->peek_ms, &pr);
     if ((pr.kind == PEEK_TLS || pr.kind == PEEK_HTTP) && pr.name[0])
       snprintf(c->name, sizeof c->name, "%s", pr.name);
   }
   if (sbx_conn_decide(p->t, c) < 0) goto refuse;
   ufd = open_upstream(p, c);
   if (ufd < 0) goto refuse;
-  if (hn && send_all(ufd, head, hn) < 0) goto done;
-  __atomic_add_fetch(&c->bytes_out, (uint64_t)hn, __ATOMIC_RELAXED);
   free(head);
   head = NULL;
-  relay(j->fd, ufd, c);
-done:
+  if (pr.kind == PEEK_HTTP && (c->why == DECIDE_DOMAIN || c->nh)) {
+    /* Plain HTTP named by a domain, or with header rules: every request
+     * is looked at (its Host, the rule's headers). */
+    httpx_conn x = {j->fd,
+                    ufd,
+                    NULL,
+                    NULL,
+                    c->name,
+                    (const char *const *)c->hnames,
+                    (const char *const *)c->hvalues,
+                    c->nh,
+                    p->secrets,
+                    &c->bytes_out,
+                    &c->bytes_in};
+    httpx_relay(&x);
+  } else if (pr.kind == PEEK_TLS && c->nh && p->mitm) {
+    /* HTTPS to a domain with header rules: intercepted, and only then. */
+    SSL *cs = tlsmitm_server(p->mitm, c->name, j->fd), *us = tlsmitm_client(p->mitm, c->name, ufd);
+    if (cs && us) {
+      httpx_conn x = {j->fd,
+                      ufd,
+                      cs,
+                      us,
+                      c->name,
+                      (const char *const *)c->hnames,
+                      (const char *const *)c->hvalues,
+                      c->nh,
+                      p->secrets,
+                      &c->bytes_out,
+                      &c->bytes_in};
+      httpx_relay(&x);
+    }
+    SSL_free(cs);
+    SSL_free(us);
+  } else {
+    relay(j->fd, ufd, c);
+  }
   sbx_conn_end(p->t, c);
   sbx_conn_set_upstream(p->t, c, -1);
   if (ufd >= 0) close(ufd);
@@ -392,7 +422,8 @@ static void *loop(void *arg) {
 }
 
 int proxy_start(sbx_table *t, const struct sockaddr_storage *binds, size_t nbinds,
-                unsigned peek_timeout_s, proxy **out, char *err, size_t errlen) {
+                unsigned peek_timeout_s, asbn_secrets *secrets, tlsmitm *mitm, proxy **out,
+                char *err, size_t errlen) {
   *out = NULL;
   if (nbinds == 0 || nbinds > MAX_BINDS) {
     snprintf(err, errlen, "proxy: bad listen addresses");
@@ -404,6 +435,8 @@ int proxy_start(sbx_table *t, const struct sockaddr_storage *binds, size_t nbind
     return -1;
   }
   p->t = t;
+  p->secrets = secrets;
+  p->mitm = mitm;
   p->nbinds = nbinds;
   p->peek_ms = (peek_timeout_s ? peek_timeout_s : 10) * 1000u;
   for (size_t i = 0; i < MAX_BINDS; i++) p->lfd[i] = -1;

@@ -265,6 +265,18 @@ int sbx_conn_decide(sbx_table *t, sbx_conn *c) {
         c->socks_pass = dup_or_null(s->pol.egress_proxy_pass);
         if (!c->socks_addr) c->why = DECIDE_BLOCKED; /* no memory: never bypass the proxy */
       }
+      const asbn_domain_rule *rule = NULL;
+      if (c->name[0] && decide_rule_for(&s->pol, c->name, &rule) && rule->nheaders) {
+        c->hnames = calloc(rule->nheaders, sizeof *c->hnames);
+        c->hvalues = calloc(rule->nheaders, sizeof *c->hvalues);
+        c->nh = rule->nheaders;
+        for (size_t i = 0; c->hnames && c->hvalues && i < rule->nheaders; i++) {
+          c->hnames[i] = dup_or_null(rule->headers[i].name);
+          c->hvalues[i] = dup_or_null(rule->headers[i].value ? rule->headers[i].value : "");
+          if (!c->hnames[i] || !c->hvalues[i]) c->why = DECIDE_BLOCKED;
+        }
+        if (!c->hnames || !c->hvalues) c->why = DECIDE_BLOCKED; /* never send without the rule */
+      }
     } else {
       s->ctr.conns_refused++;
     }
@@ -312,4 +324,12 @@ void sbx_conn_end(sbx_table *t, sbx_conn *c) {
   free(c->socks_user);
   free(c->socks_pass);
   c->socks_addr = c->socks_user = c->socks_pass = NULL;
+  for (size_t i = 0; i < c->nh; i++) {
+    if (c->hnames) free(c->hnames[i]);
+    if (c->hvalues) free(c->hvalues[i]);
+  }
+  free(c->hnames);
+  free(c->hvalues);
+  c->hnames = c->hvalues = NULL;
+  c->nh = 0;
 }

@@ -30,6 +30,10 @@ typedef struct sbx_conn {
   decide_why why;
   int decided;                                /* why is set: a live update re-decides only these */
   char *socks_addr, *socks_user, *socks_pass; /* malloc'ed copies, or NULL */
+  /* the header rule for name, copied (values are templates: secrets are
+   * resolved per request), nh 0 if none */
+  char **hnames, **hvalues;
+  size_t nh;
 } sbx_conn;
 
 sbx_table *sbx_table_new(unsigned max_per_sandbox, unsigned max_total);
