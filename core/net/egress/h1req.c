@@ -139,11 +139,13 @@ static int header_ok(const char *name, const char *value) {
 int h1req_rewrite(const char *buf, const h1req_head *h, const char *const *names,
                   const char *const *values, size_t n, char **out, size_t *outlen) {
   *out = NULL;
+  if (h->nheaders + n > H1REQ_MAX_HEADERS) return -1; /* stays a head we would parse */
   size_t cap = h->head_len + 4;
   for (size_t i = 0; i < n; i++) {
     if (!header_ok(names[i], values[i])) return -1;
     cap += strlen(names[i]) + strlen(values[i]) + 4;
   }
+  if (cap > H1REQ_HEAD_MAX) return -1;
   char *o = malloc(cap);
   if (!o) return -1;
   size_t at = 0;

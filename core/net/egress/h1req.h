@@ -40,8 +40,9 @@ int h1req_parse(const char *buf, size_t len, h1req_head *h);
 
 /* The head with every header named in names[n] (case-insensitive) taken
  * out and "names[i]: values[i]" added after the request line. A
- * malloc'ed buffer in *out (*outlen bytes); 0, or -1 (no memory, or a
- * name or value that is not a valid header). */
+ * malloc'ed buffer in *out (*outlen bytes); 0, or -1 (no memory, a
+ * name or value that is not a valid header, or a result past
+ * H1REQ_MAX_HEADERS / H1REQ_HEAD_MAX). */
 int h1req_rewrite(const char *buf, const h1req_head *h, const char *const *names,
                   const char *const *values, size_t n, char **out, size_t *outlen);
 
