@@ -16,6 +16,7 @@
 
 #include "build.h"
 #include "lifecycle.h"
+#include "net/egress/secrets.h"
 #include "proto/url.h"
 #include "registry.h"
 #include "templates.h"
@@ -213,6 +214,11 @@ int engine_open(engine *e, const engine_config *cfg, eng_err *err) {
   if (asbe_engine_open(&ic, &e->iso))
     return eng_err_set(err, ENG_EINTERNAL, NULL, "cannot open the isolation runtime: %s",
                        asbe_errmsg());
+  char serr[256];
+  if (asbn_secrets_open(e->state_dir, &e->secrets, serr, sizeof serr)) {
+    eng_err_set(err, ENG_EINTERNAL, NULL, "%s", serr);
+    goto fail;
+  }
   if (templates_init(e)) {
     eng_err_set(err, ENG_EINTERNAL, NULL, "cannot prepare the base template");
     goto fail;
@@ -230,6 +236,8 @@ fail:
   templates_free(e);
   asbe_engine_close(e->iso);
   e->iso = NULL;
+  asbn_secrets_close(e->secrets);
+  e->secrets = NULL;
   return -1;
 }
 
@@ -245,4 +253,6 @@ void engine_close(engine *e, int kill_sandboxes) {
   templates_free(e);
   asbe_engine_close(e->iso);
   e->iso = NULL;
+  asbn_secrets_close(e->secrets);
+  e->secrets = NULL;
 }
