@@ -6,6 +6,8 @@
   halfclose HOST PORT SIZE  send SIZE bytes, shut down writing, print the reply
   hostswitch ADDR H1 H2      two requests on one connection to ADDR:80, Host
                             H1 then H2; print both status lines
+  sink HOST PORT MIB         send MIB MiB, print the count received and seconds
+  latency HOST PORT N HOST   N new connections with one GET each; print ms
   hold HOST PORT N          open N connections, send a byte on each, print
                             'opened', keep them until stdin ends
 """
@@ -14,6 +16,7 @@ import os
 import socket
 import struct
 import sys
+import time
 
 
 def dns_tcp(name, server):
@@ -99,6 +102,32 @@ def hostswitch(addr, first, second):
     print(' | '.join(out))
 
 
+def sink(host, port, mib):
+    buf = b'\0' * (1 << 20)
+    t0 = time.monotonic()
+    s = socket.create_connection((host, int(port)), timeout=60)
+    for _ in range(int(mib)):
+        s.sendall(buf)
+    s.shutdown(socket.SHUT_WR)
+    got = s.makefile().readline().strip()
+    dt = time.monotonic() - t0
+    print(f'{got} {dt:.6f}')
+
+
+def latency(host, port, n, hosthdr):
+    req = f'GET /lat HTTP/1.1\r\nHost: {hosthdr}\r\nConnection: close\r\n\r\n'.encode()
+    out = []
+    for _ in range(int(n)):
+        t0 = time.monotonic()
+        s = socket.create_connection((host, int(port)), timeout=30)
+        s.sendall(req)
+        while s.recv(65536):
+            pass
+        s.close()
+        out.append((time.monotonic() - t0) * 1000)
+    print(' '.join(f'{x:.3f}' for x in out))
+
+
 cmd = sys.argv[1]
 if cmd == 'dns-tcp':
     dns_tcp(sys.argv[2], sys.argv[3])
@@ -106,5 +135,9 @@ elif cmd == 'halfclose':
     halfclose(sys.argv[2], sys.argv[3], int(sys.argv[4]))
 elif cmd == 'hostswitch':
     hostswitch(*sys.argv[2:5])
+elif cmd == 'sink':
+    sink(*sys.argv[2:5])
+elif cmd == 'latency':
+    latency(*sys.argv[2:6])
 elif cmd == 'hold':
     hold(*sys.argv[2:5])

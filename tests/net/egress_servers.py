@@ -4,7 +4,7 @@
 HTTP on :80 and HTTPS on :443 (the test CA's certificate) answering with
 what they received (Host, headers, the address the connection came to);
 an echo-after-EOF server on :7 (reads to EOF, then replies with the byte
-count and SHA-256: half-close through the proxy); a SOCKS5 server (RFC
+count and SHA-256: half-close through the proxy), a sink on :9 (byte count); a SOCKS5 server (RFC
 1928/1929, user/password) on 198.18.0.1:1080 that logs each CONNECT.
 Writes DIR/servers.ready when all listen.
 
@@ -92,6 +92,17 @@ class EchoEOF(socketserver.BaseRequestHandler):
         self.request.sendall(f'{n} {h.hexdigest()}\n'.encode())
 
 
+class Sink(socketserver.BaseRequestHandler):
+    def handle(self):
+        n = 0
+        while True:
+            b = self.request.recv(1 << 20)
+            if not b:
+                break
+            n += len(b)
+        self.request.sendall(f'{n}\n'.encode())
+
+
 class Socks(socketserver.BaseRequestHandler):
     def rd(self, n):
         b = b''
@@ -167,7 +178,7 @@ https_srv = TServer(('0.0.0.0', 443), Echo)
 ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
 ctx.load_cert_chain(CERT, KEY)
 https_srv.socket = ctx.wrap_socket(https_srv.socket, server_side=True)
-for s in (http_srv, https_srv, TCP(('0.0.0.0', 7), EchoEOF), TCP(('198.18.0.1', 1080), Socks)):
+for s in (http_srv, https_srv, TCP(('0.0.0.0', 7), EchoEOF), TCP(('0.0.0.0', 9), Sink), TCP(('198.18.0.1', 1080), Socks)):
     serve(s)
 open(f'{DIR}/servers.ready', 'w').close()
 threading.Event().wait()

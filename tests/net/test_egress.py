@@ -24,7 +24,7 @@ import time
 import json
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-RUN = sys.argv[1]
+RUN = sys.argv[1] if len(sys.argv) > 1 else None  # bench/egress_bench.py sets it
 TAG = f'ae{os.getpid() % 100000}'
 NS_I, NS_E, NS_S = f'{TAG}i', f'{TAG}e', f'{TAG}s'
 SBX = '10.231.0.2'
