@@ -352,6 +352,17 @@ def main():
     h.stdin.close()
     h.wait(timeout=60)
     wait_for(lambda: eg.counters()['open'] == 0, 'the held connections to close', 60)
+    # 6. A live update cuts the open connections the new policy refuses.
+    eg.set('internet=0', 'allow=198.18.0.20', 'allow=example.test')
+    h = start(NS_S, '/usr/bin/python3', f'{HERE}/egress_client.py', 'hold', '198.18.0.20', '7', '1',
+              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    h.stdout.readline()
+    wait_for(lambda: eg.counters()['open'] == 1, 'the held connection to open', 60)
+    eg.set('internet=0', 'allow=example.test')
+    wait_for(lambda: eg.counters()['open'] == 0, 'the live update to cut it', 60)
+    check('live update: an open connection the new policy refuses is cut', True)
+    h.stdin.close()
+    h.wait(timeout=60)
     check('forget drops the sandbox', eg.cmd('forget ' + SBX) == 'ok')
     r = curl('http://198.18.0.20/')
     check('a forgotten sandbox is refused', r[0] != 0, r)
