@@ -69,7 +69,8 @@ static void usage(FILE *f) {
           "                    $ASB_TEMPLATES_DIR or %s)\n"
           "  --cgroup-name N   name of the engine's cgroups (default agent-sandbox)\n"
           "  --pool N          keep N pre-formatted disk images ready (default 8)\n"
-          "  --no-network      sandboxes get loopback only (no eth0, no nftables)\n"
+          "  --no-network      sandboxes get loopback only (no eth0, no nftables;\n"
+          "                    also ASB_NO_NETWORK=1)\n"
           "  --net-cidr CIDR   the sandboxes' link range, one /30 each (default\n"
           "                    10.88.0.0/16; give each engine on a host its own)\n"
           "  --dns-upstream A[:P]  the sandboxes' resolver asks this server (up to 4\n"
@@ -170,7 +171,11 @@ int main(int argc, char **argv) {
   const char *state = asbi_getenv("ASB_STATE_DIR");
   const char *listen_addr = "127.0.0.1:" ASBI_STRINGIFY(ASBI_ENGINE_PORT);
   const char *sock = NULL, *cgroup_name = NULL, *net_cidr = NULL;
-  int no_network = 0;
+  /* ASB_NO_NETWORK=1: --no-network for every engine a process starts (the
+   * client library's autostart passes its environment on; the test suite
+   * sets it) */
+  const char *nn = asbi_getenv("ASB_NO_NETWORK");
+  int no_network = nn && *nn && strcmp(nn, "0") != 0;
   const char *dns_up[4];
   size_t ndns_up = 0;
   const char *envd = default_path(ASB_DEFAULT_ENVD, ASB_INSTALLED_ENVD);
