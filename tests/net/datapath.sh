@@ -251,6 +251,45 @@ st=$(status PUT "/sandboxes/$D/network" '{"allowOut":[1]}')
 [ "$st" = 400 ] && ok "PUT with a bad body: 400" || fail "PUT with a bad body: $st"
 refused "$D" "$I1" # the bad update changed nothing
 
+# ---- connection cap: the 4th of 3 allowed is refused, held ones work ----
+H=$(create '"network":{"maxConnections":3}')
+got=$(sxpy "$H" '
+import socket
+held = [socket.create_connection(("198.18.0.1", 80), timeout=30) for _ in range(3)]
+try:
+    socket.create_connection(("198.18.0.1", 80), timeout=30); print("4th connected")
+except OSError as e:
+    held[0].sendall(b"GET /hello HTTP/1.0\r\n\r\n")
+    print("4th refused" if b"internet" in held[0].recv(4096) + held[0].recv(4096) else "held broken")')
+[ "$got" = "4th refused" ] && ok "connection cap: $got" || fail "connection cap: $got"
+
+# ---- template builds have network, as template.yaml's network: says ----
+build() { # NAME YAML -> HTTP status of the build
+  local d="$TOPO_DIR/tmpl-$1"
+  mkdir -p "$d" && printf '%s' "$2" >"$d/template.yaml" && tar -C "$d" -cf "$d.tar" template.yaml
+  curl -s --unix-socket "$STATE/engine.sock" -H "X-API-Key: $KEY" -H 'Content-Type: application/x-tar' \
+    --data-binary "@$d.tar" -o "$d.reply" -w '%{http_code}' "http://engine/templates/builds"
+}
+st=$(build netok 'name: netok
+steps:
+  - run: curl -sf -m 30 http://198.18.0.1/hello > /opt/hello
+')
+[ "$st" = 201 ] && ok "a build step reaches the test internet" || fail "build with network: $st $(cat "$TOPO_DIR/tmpl-netok.reply")"
+st=$(build netoff 'name: netoff
+network:
+  allowInternetAccess: false
+  allowOut: [198.18.1.1]
+steps:
+  - run: curl -sf -m 30 http://198.18.1.1/hello
+  - run: curl -sf -m 30 http://198.18.0.1/hello
+')
+[ "$st" = 422 ] && grep -q "step 2/2" "$TOPO_DIR/tmpl-netoff.reply" && ok "a build's network: is applied (step 2 refused)" ||
+  fail "build with network: off: $st $(head -c 600 "$TOPO_DIR/tmpl-netoff.reply")"
+st=$(build netbad 'name: netbad
+network: {allowOut: [1.2.3.4/40]}
+')
+[ "$st" = 400 ] && ok "a bad network: in template.yaml is a 400" || fail "bad network: $st"
+
 # ---- counters ----
 got=$(api GET "/sandboxes/$A/metrics" | json 'd[-1]["netBytesOut"] > 0 and d[-1]["netBytesIn"] > 0')
 [ "$got" = True ] && ok "metrics count A's bytes" || fail "metrics: $got"
