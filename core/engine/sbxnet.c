@@ -102,11 +102,14 @@ int sbxnet_apply_link(engine *e, struct asbn_dp_link *l, const asbn_policy *p, c
   return asbn_dp_apply(e->dp, l, p, why, len);
 }
 
-void sbxnet_detach_link(engine *e, struct asbn_dp_link **l) {
+void sbxnet_detach_link(engine *e, struct asbn_dp_link **l, int dying) {
   if (e->dp && *l) {
     struct sockaddr_in a = link_addr(*l);
     if (e->egress) asbn_egress_forget(e->egress, (struct sockaddr *)&a);
-    asbn_dp_detach(e->dp, *l);
+    if (dying)
+      asbn_dp_release(e->dp, *l); /* the kernel deletes the pair with the netns */
+    else
+      asbn_dp_detach(e->dp, *l);
   }
   *l = NULL;
 }
@@ -140,8 +143,8 @@ int sbxnet_apply(engine *e, sbx *s, const asbn_policy *p, char *why, size_t len)
   return 0;
 }
 
-void sbxnet_detach(engine *e, sbx *s) {
-  sbxnet_detach_link(e, &s->net_link);
+void sbxnet_detach(engine *e, sbx *s, int dying) {
+  sbxnet_detach_link(e, &s->net_link, dying);
 }
 
 int sbxnet_allow_internet(engine *e, const sbx *s) {

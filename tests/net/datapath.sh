@@ -294,16 +294,20 @@ network: {allowOut: [1.2.3.4/40]}
 got=$(api GET "/sandboxes/$A/metrics" | json 'd[-1]["netBytesOut"] > 0 and d[-1]["netBytesIn"] > 0')
 [ "$got" = True ] && ok "metrics count A's bytes" || fail "metrics: $got"
 
-# ---- kill: its rules go, its pair back to the pool ----
+# ---- kill: its rules go, its pair goes with its netns ----
 slots_before=$(topo_eng nft list map inet "$TABLE" sbmap | grep -c ': jump')
+links_before=$(topo_eng ip -o link | grep -c "$PREFIX")
 [ "$(status DELETE "/sandboxes/$E")" = 204 ] || fail "kill"
 slots_after=$(topo_eng nft list map inet "$TABLE" sbmap | grep -c ': jump')
 [ "$slots_after" = $((slots_before - 1)) ] && ok "kill removed its chain ($slots_before -> $slots_after)" ||
   fail "after kill: $slots_after chains, was $slots_before"
 n=$(topo_eng nft list table inet "$TABLE" | grep -c 'chain sb_')
 [ "$n" = "$slots_after" ] || fail "$n sandbox chains for $slots_after sandboxes"
+# the kernel deletes the pair with the netns, after the kill returned
+topo_wait 120 sh -c "[ \$(nsenter --net=/run/netns/$TOPO_ENG ip -o link | grep -c $PREFIX) = $((links_before - 1)) ]" &&
+  ok "its pair is gone ($links_before -> $((links_before - 1)) links)" || fail "its pair is still there"
 F=$(create)
-reach "$F" "$I1" # a pair from the pool works again
+reach "$F" "$I1" # a new sandbox works after the kill
 
 # ---- an engine crash: the next one reaps its table and links, adopts
 # the sandboxes, gives them network and their recorded policies again ----
