@@ -11,6 +11,7 @@
  * hand (policy.c's parser is the datapath's, tested on its own). EOF on
  * stdin stops the services and exits 0. SPDX-License-Identifier: Apache-2.0 */
 #include <arpa/inet.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -201,6 +202,7 @@ int main(int argc, char **argv) {
       return 2;
     }
   }
+  signal(SIGPIPE, SIG_IGN); /* as the engine does (egress.h) */
   char err[256];
   asbn_secrets *secrets = NULL;
   if (cfg.state_dir && asbn_secrets_open(cfg.state_dir, &secrets, err, sizeof err) < 0) {

@@ -26,7 +26,9 @@
  * (asbn_egress_ca_path: the sandbox's trust store must hold it), for the
  * domains that have rules and no others.
  *
- * Every call is thread-safe. SPDX-License-Identifier: Apache-2.0 */
+ * The process must ignore SIGPIPE (agent-sandboxd does): splice(2) and
+ * OpenSSL write to sockets whose peer may be gone. Every call is
+ * thread-safe. SPDX-License-Identifier: Apache-2.0 */
 #ifndef ASB_NET_EGRESS_H
 #define ASB_NET_EGRESS_H
 
