@@ -537,6 +537,24 @@ TEST(sys_and_proc_show_no_host_paths_or_other_sandboxes) {
   /* what a sandbox needs from /proc and /sys still works */
   r = sh(a, "user", "nproc >/dev/null && head -1 /proc/meminfo | cut -d: -f1 && ls /sys/class/net");
   CHECK_STR(r.out, "MemTotal\nlo\n");
+  /* boot_id is each sandbox's own random UUID (E2B's tests read it), not
+   * the host's, and the sandbox cannot change it */
+  char hb[64];
+  char *hbr = read_file("/proc/sys/kernel/random/boot_id");
+  snprintf(hb, sizeof hb, "%s", hbr ? hbr : "");
+  run_res ba = sh(a, "root", "cat /proc/sys/kernel/random/boot_id");
+  run_res bb = sh(b, "root", "cat /proc/sys/kernel/random/boot_id");
+  CHECK_INT((int)strlen(ba.out), 37);
+  CHECK(ba.out[14] == '4' && ba.out[8] == '-' && ba.out[36] == '\n');
+  CHECK(hb[0] && strcmp(ba.out, hb) != 0);
+  CHECK(strcmp(ba.out, bb.out) != 0);
+  r = sh(a, "root",
+         "echo 00000000-0000-4000-8000-000000000000 > /proc/sys/kernel/random/boot_id; "
+         "umount /proc/sys/kernel/random/boot_id 2>/dev/null; "
+         "cat /proc/sys/kernel/random/boot_id; ls -a /dev | grep -c boot");
+  char want[64];
+  snprintf(want, sizeof want, "%s0\n", ba.out);
+  CHECK_STR(r.out, want);
   drop(a);
   drop(b);
 }
