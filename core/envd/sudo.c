@@ -176,8 +176,7 @@ static char *find_program(const char *cmd, const char *path) {
     char buf[4096];
     if (l && (size_t)snprintf(buf, sizeof buf, "%.*s/%s", (int)l, p, cmd) < sizeof buf) {
       struct stat st;
-      if (stat(buf, &st) == 0 && S_ISREG(st.st_mode) && access(buf, X_OK) == 0)
-        return strdup(buf);
+      if (stat(buf, &st) == 0 && S_ISREG(st.st_mode) && access(buf, X_OK) == 0) return strdup(buf);
     }
     p = e ? e + 1 : NULL;
   }
@@ -329,8 +328,12 @@ static void handle(int conn) {
     if (!l) continue;
     const char *v = f + 1;
     switch (f[0]) {
-      case 'u': tuser = v; break;
-      case 'd': cwd = v; break;
+      case 'u':
+        tuser = v;
+        break;
+      case 'd':
+        cwd = v;
+        break;
       case 'f':
         fl_env |= strchr(v, 'E') != NULL;
         fl_login |= strchr(v, 'i') != NULL;
@@ -342,7 +345,8 @@ static void handle(int conn) {
       case 'a':
         if (strv_add(&args, v, l - 1) != 0) goto out;
         break;
-      default: break;
+      default:
+        break;
     }
   }
   /* who asks: the kernel's word, not the client's */
@@ -379,8 +383,8 @@ static void handle(int conn) {
       if (strv_add(&env, e, strlen(e)) != 0) goto out;
     }
   } else {
-    static const char *const keep[] = {"TERM", "COLORTERM", "LANG", "LANGUAGE", "TZ", "DISPLAY",
-                                       "COLUMNS", "LINES"};
+    static const char *const keep[] = {"TERM", "COLORTERM", "LANG",    "LANGUAGE",
+                                       "TZ",   "DISPLAY",   "COLUMNS", "LINES"};
     for (size_t k = 0; k < sizeof keep / sizeof keep[0]; k++) {
       const char *v = strv_env(&cenv, keep[k]);
       if (v && strv_addf(&env, keep[k], v) != 0) goto out;
@@ -590,7 +594,8 @@ int envd_sudo_client_main(int argc, char **argv) {
         case 'S':
         case 'k':
         case 'K':
-        case 'v': break; /* no password is ever asked */
+        case 'v':
+          break; /* no password is ever asked */
         case 'u':
           if (c[1]) {
             user = c + 1;
@@ -601,9 +606,15 @@ int envd_sudo_client_main(int argc, char **argv) {
             return usage();
           }
           goto next; /* the rest of the word was the user */
-        case 'V': printf("agent-sandbox sudo (envd)\n"); return 0;
-        case 'h': usage(); return 0;
-        default: fprintf(stderr, "sudo: invalid option -- '%c'\n", *c); return usage();
+        case 'V':
+          printf("agent-sandbox sudo (envd)\n");
+          return 0;
+        case 'h':
+          usage();
+          return 0;
+        default:
+          fprintf(stderr, "sudo: invalid option -- '%c'\n", *c);
+          return usage();
       }
     }
   next:;
@@ -620,8 +631,8 @@ int envd_sudo_client_main(int argc, char **argv) {
   size_t len = 0, cap = 0;
   char cwd[4096];
   if (!getcwd(cwd, sizeof cwd)) snprintf(cwd, sizeof cwd, "/");
-  int bad = put(&buf, &len, &cap, 'u', user ? user : "root") ||
-            put(&buf, &len, &cap, 'f', flags) || put(&buf, &len, &cap, 'd', cwd);
+  int bad = put(&buf, &len, &cap, 'u', user ? user : "root") || put(&buf, &len, &cap, 'f', flags) ||
+            put(&buf, &len, &cap, 'd', cwd);
   for (char **e = environ; !bad && e && *e; e++) bad = put(&buf, &len, &cap, 'e', *e);
   for (int k = i; !bad && k < argc; k++) bad = put(&buf, &len, &cap, 'a', argv[k]);
   if (bad) {

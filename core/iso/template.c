@@ -259,9 +259,11 @@ static const char k_profile[] =
     "# /etc/profile of agent-sandbox's base template: Debian's, without a\n"
     "# subprocess per login shell (bash's $EUID instead of $(id -u)).\n"
     "if [ \"${EUID:-$(id -u)}\" -eq 0 ]; then\n"
-    "  PATH=\"" ASB_BASE_BIN ":/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\"\n"
+    "  PATH=\"" ASB_BASE_BIN
+    ":/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\"\n"
     "else\n"
-    "  PATH=\"" ASB_BASE_BIN ":/usr/local/bin:/usr/bin:/bin:/usr/local/games:/usr/games\"\n"
+    "  PATH=\"" ASB_BASE_BIN
+    ":/usr/local/bin:/usr/bin:/bin:/usr/local/games:/usr/games\"\n"
     "fi\n"
     "export PATH\n"
     "if [ \"${PS1-}\" ]; then\n"
@@ -330,7 +332,8 @@ static int fill_base(const char *root) {
   for (size_t i = 0; i < ASBI_ARRAY_LEN(etc); i++)
     if ((r = copy_host(root, etc[i])) < 0) return r;
   if ((r = put(root, "etc/profile", k_profile, 0644)) < 0) return r;
-  if ((r = mk(root, "opt/agent-sandbox", 0755, 0)) < 0 || (r = mk(root, ASB_BASE_BIN + 1, 0755, 0)) < 0 ||
+  if ((r = mk(root, "opt/agent-sandbox", 0755, 0)) < 0 ||
+      (r = mk(root, ASB_BASE_BIN + 1, 0755, 0)) < 0 ||
       (r = link_to(root, ASB_BASE_BIN "/sudo" + 1, "/.asb/bin/envd")) < 0)
     return r;
   if (access("/usr/bin/python", F_OK) < 0 && access("/usr/bin/python3", X_OK) == 0 &&

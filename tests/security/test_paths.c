@@ -570,8 +570,7 @@ TEST(sudo_is_root_inside_and_nothing_more) {
                  "X=kept sudo -E sh -c 'echo $X'; X=kept sudo sh -c 'echo ${X:-reset}'; "
                  "sudo sh -c 'kill -TERM $$'; echo sig=$?; sudo no-such-cmd 2>/dev/null; "
                  "echo nf=$?; python -c 'print(6 * 7)'");
-  CHECK_STR(r.out,
-            "0\nuser\nrc=7\npiped\n/root\nshell\nkept\nreset\nsig=143\nnf=1\n42\n");
+  CHECK_STR(r.out, "0\nuser\nrc=7\npiped\n/root\nshell\nkept\nreset\nsig=143\nnf=1\n42\n");
   /* the command is root inside only: envd's user namespace, no_new_privs,
    * no mount, no new namespaces, its own session and no terminal */
   r = sh(a, "user",
