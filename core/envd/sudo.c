@@ -42,6 +42,7 @@
 #include "auth.h"
 #include "state.h"
 #include "sudo.h"
+#include "sudo_req.h"
 
 #define SUDO_MAGIC 0x31555341u /* "ASU1" */
 #define SUDO_MAX_REQ (1u << 20)
@@ -51,9 +52,7 @@ extern char **environ;
 
 /* ---- the request ------------------------------------------------------------
  * header {magic, length} with SCM_RIGHTS {stdin, stdout, stderr}, then
- * length bytes of NUL-terminated fields, each a tag byte and a value:
- * 'u' target user, 'f' flags ("E", "i", "s"), 'd' cwd, 'e' KEY=VALUE of
- * the caller's environment, 'a' an argument of the command. */
+ * length bytes of fields (sudo_req.h). */
 typedef struct sudo_hdr {
   uint32_t magic, len;
 } sudo_hdr;
@@ -107,10 +106,10 @@ static void strv_free(strv *s) {
   memset(s, 0, sizeof *s);
 }
 
-static const char *strv_env(const strv *env, const char *key) {
+static const char *env_get(char *const *v, size_t n, const char *key) {
   size_t kl = strlen(key);
-  for (size_t i = 0; i < env->n; i++)
-    if (!strncmp(env->v[i], key, kl) && env->v[i][kl] == '=') return env->v[i] + kl + 1;
+  for (size_t i = 0; i < n; i++)
+    if (!strncmp(v[i], key, kl) && v[i][kl] == '=') return v[i] + kl + 1;
   return NULL;
 }
 
@@ -141,28 +140,6 @@ static void say(int fd, const char *fmt, const char *a) {
   char m[512];
   int n = snprintf(m, sizeof m, fmt, a);
   if (n > 0) write_all(fd, m, (size_t)n < sizeof m ? (size_t)n : sizeof m - 1);
-}
-
-/* sudo's quoting of a command for the shell's -c: every character but
- * letters, digits, '_', '-' and '$' backslash-escaped, arguments joined by
- * spaces. */
-static char *shell_join(char *const *argv) {
-  size_t n = 1;
-  for (size_t i = 0; argv[i]; i++) n += 2 * strlen(argv[i]) + 1;
-  char *s = malloc(n), *w = s;
-  if (!s) return NULL;
-  for (size_t i = 0; argv[i]; i++) {
-    if (i) *w++ = ' ';
-    for (const char *c = argv[i]; *c; c++) {
-      unsigned char ch = (unsigned char)*c;
-      if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
-            ch == '_' || ch == '-' || ch == '$'))
-        *w++ = '\\';
-      *w++ = *c;
-    }
-  }
-  *w = '\0';
-  return s;
 }
 
 /* The program to exec: as given with a '/', else the first executable
@@ -309,7 +286,8 @@ static void handle(int conn) {
     }
   }
   char *req = NULL;
-  strv cenv = {0}, args = {0}, env = {0}, argv = {0};
+  envd_sudo_req rq = {0};
+  strv env = {0}, argv = {0};
   char *exe = NULL, *joined = NULL;
   int32_t fail = 1 << 8; /* exit status 1 */
   int err = nfds == 3 ? fds[2] : -1;
@@ -319,36 +297,9 @@ static void handle(int conn) {
   req = malloc(h.len + 1);
   if (!req || read_full(conn, req, h.len) != 0) goto out;
   req[h.len] = '\0';
-  const char *tuser = "root", *cwd = "/";
-  int fl_env = 0, fl_login = 0, fl_shell = 0;
-  for (size_t i = 0; i < h.len;) {
-    const char *f = req + i;
-    size_t l = strlen(f);
-    i += l + 1;
-    if (!l) continue;
-    const char *v = f + 1;
-    switch (f[0]) {
-      case 'u':
-        tuser = v;
-        break;
-      case 'd':
-        cwd = v;
-        break;
-      case 'f':
-        fl_env |= strchr(v, 'E') != NULL;
-        fl_login |= strchr(v, 'i') != NULL;
-        fl_shell |= strchr(v, 's') != NULL;
-        break;
-      case 'e':
-        if (strv_add(&cenv, v, l - 1) != 0) goto out;
-        break;
-      case 'a':
-        if (strv_add(&args, v, l - 1) != 0) goto out;
-        break;
-      default:
-        break;
-    }
-  }
+  if (envd_sudo_req_parse(req, h.len, &rq) != 0) goto out;
+  const char *tuser = rq.user, *cwd = rq.cwd;
+  int fl_env = rq.fl_env, fl_login = rq.fl_login, fl_shell = rq.fl_shell;
   /* who asks: the kernel's word, not the client's */
   char pwb[4096];
   struct passwd pw, *pr = NULL;
@@ -374,8 +325,8 @@ static void handle(int conn) {
     tshell = tpr->pw_shell;
   /* the environment: sudo's env_reset (or the caller's with -E) */
   if (fl_env) {
-    for (size_t i = 0; i < cenv.n; i++) {
-      const char *e = cenv.v[i];
+    for (size_t i = 0; i < rq.n_env; i++) {
+      const char *e = rq.env[i];
       if (!strncmp(e, "PATH=", 5) || !strncmp(e, "USER=", 5) || !strncmp(e, "LOGNAME=", 8) ||
           !strncmp(e, "SUDO_", 5) || (fl_login && !strncmp(e, "HOME=", 5)) ||
           (fl_login && !strncmp(e, "SHELL=", 6)))
@@ -386,16 +337,17 @@ static void handle(int conn) {
     static const char *const keep[] = {"TERM", "COLORTERM", "LANG",    "LANGUAGE",
                                        "TZ",   "DISPLAY",   "COLUMNS", "LINES"};
     for (size_t k = 0; k < sizeof keep / sizeof keep[0]; k++) {
-      const char *v = strv_env(&cenv, keep[k]);
+      const char *v = env_get((char *const *)rq.env, rq.n_env, keep[k]);
       if (v && strv_addf(&env, keep[k], v) != 0) goto out;
     }
-    for (size_t i = 0; i < cenv.n; i++)
-      if (!strncmp(cenv.v[i], "LC_", 3) && strv_add(&env, cenv.v[i], strlen(cenv.v[i])) != 0)
+    for (size_t i = 0; i < rq.n_env; i++)
+      if (!strncmp(rq.env[i], "LC_", 3) && strv_add(&env, rq.env[i], strlen(rq.env[i])) != 0)
         goto out;
   }
-  if ((!fl_env || fl_login || !strv_env(&env, "HOME")) && strv_addf(&env, "HOME", target.home))
+  if ((!fl_env || fl_login || !env_get(env.v, env.n, "HOME")) &&
+      strv_addf(&env, "HOME", target.home))
     goto out;
-  if ((!fl_env || fl_login || !strv_env(&env, "SHELL")) && strv_addf(&env, "SHELL", tshell))
+  if ((!fl_env || fl_login || !env_get(env.v, env.n, "SHELL")) && strv_addf(&env, "SHELL", tshell))
     goto out;
   char num[32];
   if (strv_addf(&env, "PATH", SECURE_PATH) || strv_addf(&env, "USER", target.name) ||
@@ -409,28 +361,28 @@ static void handle(int conn) {
   if (fl_login || fl_shell) {
     const char *sh = tshell;
     if (fl_shell && !fl_login) {
-      const char *s = strv_env(&cenv, "SHELL");
+      const char *s = env_get((char *const *)rq.env, rq.n_env, "SHELL");
       if (s && *s) sh = s;
     }
     if (strv_add(&argv, sh, strlen(sh))) goto out;
     if (fl_login && strv_add(&argv, "-l", 2)) goto out;
-    if (args.n) {
-      joined = shell_join(args.v);
+    if (rq.n_args) {
+      joined = envd_sudo_shell_join(rq.args);
       if (!joined || strv_add(&argv, "-c", 2) || strv_add(&argv, joined, strlen(joined))) goto out;
     }
     exe = strdup(sh);
     if (fl_login) cwd = target.home;
   } else {
-    if (!args.n) goto out;
-    for (size_t i = 0; i < args.n; i++)
-      if (strv_add(&argv, args.v[i], strlen(args.v[i]))) goto out;
-    exe = find_program(args.v[0], SECURE_PATH);
+    if (!rq.n_args) goto out;
+    for (size_t i = 0; i < rq.n_args; i++)
+      if (strv_add(&argv, rq.args[i], strlen(rq.args[i]))) goto out;
+    exe = find_program(rq.args[0], SECURE_PATH);
     if (!exe) {
-      say(err, "sudo: %s: command not found\n", args.v[0]);
+      say(err, "sudo: %s: command not found\n", rq.args[0]);
       goto out;
     }
   }
-  joined = joined ? joined : shell_join(argv.v);
+  joined = joined ? joined : envd_sudo_shell_join((const char *const *)argv.v);
   if (joined && strv_addf(&env, "SUDO_COMMAND", joined)) goto out;
   if (!exe) goto out;
   /* the monitor's layout: 3 = the connection, 4-6 = the caller's stdio */
@@ -450,8 +402,7 @@ out:
   if (fail) write_all(conn, &fail, sizeof fail);
   for (int i = 0; i < 3; i++)
     if (fds[i] >= 0) close(fds[i]);
-  strv_free(&cenv);
-  strv_free(&args);
+  envd_sudo_req_free(&rq);
   strv_free(&env);
   strv_free(&argv);
   free(exe);
