@@ -58,7 +58,14 @@ static void on_term(int sig) {
 int main(int argc, char **argv) {
   /* envd run as "sudo" (the base template's symlink) is sudo's client */
   const char *self = strrchr(argv[0], '/');
-  if (!strcmp(self ? self + 1 : argv[0], "sudo")) return envd_sudo_client_main(argc, argv);
+  if (!strcmp(self ? self + 1 : argv[0], "sudo")) {
+    /* the command's status and nothing else: no exit handlers (a
+     * sanitizer's leak check at exit cannot run in a sandbox and would
+     * turn every status into 1) */
+    int st = envd_sudo_client_main(argc, argv);
+    fflush(NULL);
+    _exit(st);
+  }
   const char *sudo_sock = NULL;
   envd_listen l = {NULL, "127.0.0.1", ASBI_ENVD_PORT};
   int port_given = 0;
