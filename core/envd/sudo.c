@@ -43,6 +43,7 @@
 #include "state.h"
 #include "sudo.h"
 #include "sudo_req.h"
+#include "util/util.h"
 
 #define SUDO_MAGIC 0x31555341u /* "ASU1" */
 #define SUDO_MAX_REQ (1u << 20)
@@ -113,9 +114,17 @@ static const char *env_get(char *const *v, size_t n, const char *key) {
   return NULL;
 }
 
-static int read_full(int fd, void *buf, size_t n) {
+/* Reads n bytes before deadline_ms (asbi_now_ms): a client that trickles
+ * its request cannot hold the socket's thread longer than that. */
+static int read_full(int fd, void *buf, size_t n, uint64_t deadline_ms) {
   char *p = buf;
   while (n) {
+    uint64_t now = asbi_now_ms();
+    if (now >= deadline_ms) return -1;
+    struct pollfd pf = {fd, POLLIN, 0};
+    int pr = poll(&pf, 1, (int)(deadline_ms - now));
+    if (pr < 0 && errno == EINTR) continue;
+    if (pr <= 0) return -1;
     ssize_t r = read(fd, p, n);
     if (r < 0 && errno == EINTR) continue;
     if (r <= 0) return -1;
@@ -253,6 +262,7 @@ static void monitor(const envd_user *t, const char *exe, char *const *argv, char
 
 /* One request on the accepted connection conn. */
 static void handle(int conn) {
+  uint64_t t0 = asbi_now_ms();
   struct timeval tv = {10, 0};
   setsockopt(conn, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
   struct ucred cr;
@@ -295,7 +305,7 @@ static void handle(int conn) {
       (mh.msg_flags & MSG_CTRUNC))
     goto out;
   req = malloc(h.len + 1);
-  if (!req || read_full(conn, req, h.len) != 0) goto out;
+  if (!req || read_full(conn, req, h.len, t0 + 10000) != 0) goto out;
   req[h.len] = '\0';
   if (envd_sudo_req_parse(req, h.len, &rq) != 0) goto out;
   const char *tuser = rq.user, *cwd = rq.cwd;
