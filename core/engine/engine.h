@@ -65,7 +65,8 @@ typedef struct engine {
    * thread; pool_cv (with tmpl_mu) wakes it when a claim took a sandbox,
    * and tells a drain that the template it waits for is no longer being
    * prepared (pool_busy: that template, identity only); creates: the
-   * foreground creates under way (under mu), the refill waits for none. */
+   * foreground creates under way and when the last one returned: the
+   * refill waits for a quiet moment (pool.c). */
   char **pool_names;
   int *pool_sizes;
   size_t npool;
@@ -74,7 +75,8 @@ typedef struct engine {
   int pool_running, pool_stop; /* pool_stop under tmpl_mu */
   pthread_cond_t pool_cv;
   const template_info *pool_busy;
-  int creates;
+  int creates;            /* atomics */
+  int64_t last_create_ms; /* when the last create returned */
 } engine;
 
 /* A zeroed engine with its locks made and nothing running (engine.c). */

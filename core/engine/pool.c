@@ -6,7 +6,9 @@
  * pool (templates.c); sandboxes_create takes one and personalises it.
  *
  * Rate: one sandbox at a time, on one thread; while foreground creates are
- * under way it waits (up to REFILL_YIELD_MS) so they have the CPUs first;
+ * under way, or one returned less than REFILL_QUIET_MS ago (its caller's
+ * first commands follow at once), it waits, up to REFILL_YIELD_MS, so
+ * they have the CPUs first;
  * a template whose prepare failed is left alone for REFILL_BACKOFF_MS.
  * Memory: no refill while MemAvailable is below e->pool_min_avail, so a
  * pool never takes the memory sandboxes in use need.
@@ -26,6 +28,7 @@
 #include "util/util.h"
 
 #define REFILL_YIELD_MS 250
+#define REFILL_QUIET_MS 100
 #define REFILL_BACKOFF_MS 5000
 #define REFILL_IDLE_MS 2000
 
@@ -152,10 +155,13 @@ static void *refill(void *arg) {
     }
     low_mem_said = 0;
     /* Foreground creates first (a burst claims; the refill follows). */
-    int64_t until = asbi_unix_ms() + REFILL_YIELD_MS;
-    while (!e->pool_stop && __atomic_load_n(&e->creates, __ATOMIC_RELAXED) > 0 &&
-           asbi_unix_ms() < until)
+    int64_t now = asbi_unix_ms(), until = now + REFILL_YIELD_MS;
+    while (!e->pool_stop && now < until &&
+           (__atomic_load_n(&e->creates, __ATOMIC_RELAXED) > 0 ||
+            now - __atomic_load_n(&e->last_create_ms, __ATOMIC_RELAXED) < REFILL_QUIET_MS)) {
       nap_locked(e, 10);
+      now = asbi_unix_ms();
+    }
     if (e->pool_stop || t->pool_closed) {
       pthread_mutex_unlock(&e->tmpl_mu);
       templates_put(e, t);

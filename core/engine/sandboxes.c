@@ -248,6 +248,7 @@ int sandboxes_create(engine *e, const sandboxes_create_req *rq, sbx **out, eng_e
     reg_sbx_free(s);
     s = NULL;
   }
+  __atomic_store_n(&e->last_create_ms, asbi_unix_ms(), __ATOMIC_RELAXED);
   __atomic_sub_fetch(&e->creates, 1, __ATOMIC_RELAXED);
   templates_put(e, t);
   *out = s;
