@@ -75,8 +75,10 @@ static int is_hop(const char *name, size_t n) {
   return 0;
 }
 
-/* Error bodies: {"code", "message", "sandboxID", "error": kind, "reason"?}.
- * kind is sandbox_not_found, sandbox_paused, port_closed or bad_gateway. */
+/* Error bodies in E2B's proxy's shape, {"code", "message", "sandboxId"},
+ * with our own "error": kind and "reason"? beside it (the C client maps
+ * them: core/client/errmap.c). kind is sandbox_not_found, sandbox_paused,
+ * port_closed or bad_gateway. */
 static struct MHD_Response *json_resp(unsigned status, const char *id, const char *kind,
                                       const char *reason, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
@@ -91,7 +93,7 @@ static struct MHD_Response *json_resp(unsigned status, const char *id, const cha
   cJSON *j = cJSON_CreateObject();
   cJSON_AddNumberToObject(j, "code", status);
   cJSON_AddStringToObject(j, "message", msg);
-  if (id) cJSON_AddStringToObject(j, "sandboxID", id);
+  if (id) cJSON_AddStringToObject(j, "sandboxId", id);
   if (kind) cJSON_AddStringToObject(j, "error", kind);
   if (reason) cJSON_AddStringToObject(j, "reason", reason);
   char *text = cJSON_PrintUnformatted(j);
@@ -279,9 +281,9 @@ route_ctx *router_begin(engine *e, struct MHD_Connection *c, const char *raw_uri
     char why[32];
     const char *reason = reg_tomb(e, id, why, sizeof why);
     *err_status = 502;
-    *err = reason ? json_resp(502, id, "sandbox_not_found", reason, "sandbox \"%s\" is gone (%s)",
-                              id, reason)
-                  : json_resp(502, id, "sandbox_not_found", NULL, "sandbox \"%s\" not found", id);
+    *err = reason ? json_resp(502, id, "sandbox_not_found", reason,
+                              "The sandbox was not found: it is gone (%s)", reason)
+                  : json_resp(502, id, "sandbox_not_found", NULL, "The sandbox was not found");
     return NULL;
   }
   pthread_mutex_lock(&s->mu);
@@ -292,7 +294,8 @@ route_ctx *router_begin(engine *e, struct MHD_Connection *c, const char *raw_uri
   if (st == SBX_DEAD) { /* being killed right now */
     reg_put(e, s);
     *err_status = 502;
-    *err = json_resp(502, id, "sandbox_not_found", dying, "sandbox \"%s\" is gone (%s)", id, dying);
+    *err = json_resp(502, id, "sandbox_not_found", dying,
+                     "The sandbox was not found: it is gone (%s)", dying);
     return NULL;
   }
   if (st != SBX_RUNNING) {

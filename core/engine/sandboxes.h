@@ -15,7 +15,10 @@
 #include "engine.h"
 #include "registry.h"
 
-#define SANDBOXES_DEFAULT_TIMEOUT_S 15 /* E2B's API default; SDKs send 300 */
+/* The lifetime of a sandbox created without one: the E2B SDKs' default
+ * (5 min). e2b@2.51's Sandbox.create() sends no timeout and relies on it;
+ * the older REST schema said 15 s. */
+#define SANDBOXES_DEFAULT_TIMEOUT_S 300
 
 typedef struct sandboxes_create_req {
   const char *template_id; /* id or name (a bundled one is built first) */

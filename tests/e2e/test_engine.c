@@ -267,8 +267,18 @@ TEST(router_reaches_ports_and_names_closed_ones) {
   CHECK_STR(url, want);
   asb_process_kill(p, NULL);
   asb_process_free(p);
+  char id[64];
+  snprintf(id, sizeof id, "%s", asb_sandbox_id(sb));
   asb_sandbox_kill(sb, NULL);
   asb_sandbox_free(sb);
+  /* a killed sandbox's port: 502 in E2B's proxy's shape, our reason kept */
+  body[0] = 0;
+  CHECK_INT(get_port(id, 8000, body), 502);
+  char key[128];
+  snprintf(key, sizeof key, "\"sandboxId\":\"%s\"", id);
+  CHECK(strstr(body, key) != NULL);
+  CHECK(strstr(body, "\"message\":\"The sandbox was not found: it is gone (killed)\"") != NULL);
+  CHECK(strstr(body, "\"reason\":\"killed\"") != NULL);
 }
 
 /* An HTTP/1.1 server in the sandbox that answers with how many connections
