@@ -169,7 +169,8 @@ static int build_pooled(void) {
 int main(int argc, char **argv) {
   int iters = argc > 1 ? atoi(argv[1]) : 200;
   static const char *const args[] = {"--pool-min-available", "0", NULL};
-  if (engine_fixture_start_args(&F, "bench", args) != 0 || engine_fixture_client(&F, &C) != ASB_OK) {
+  if (engine_fixture_start_args(&F, "bench", args) != 0 ||
+      engine_fixture_client(&F, &C) != ASB_OK) {
     fprintf(stderr, "cannot start the engine\n");
     return 1;
   }
@@ -198,8 +199,8 @@ int main(int argc, char **argv) {
   sleep(2); /* settle before reading MemAvailable */
   long pm1 = bench_mem_available_kb();
   printf("== warm pool: template bench-pool, pool: {size: %d} ==\n", POOL);
-  printf("%-44s %9.1f s  (build + %d prepared in the background)\n", "built and pool filled",
-         fill, POOL);
+  printf("%-44s %9.1f s  (build + %d prepared in the background)\n", "built and pool filled", fill,
+         POOL);
   printf("%-44s %9.2f MiB per pooled sandbox\n", "host memory (MemAvailable delta)",
          (double)(pm0 - pm1) / 1024.0 / POOL);
   printf("%-44s %9.2f MiB per pooled sandbox\n", "charged to their cgroups (GET /templates)",

@@ -88,7 +88,8 @@ static uint64_t mem_available(void) {
   char line[128];
   unsigned long long kb = 0;
   int have = 0;
-  while (!have && fgets(line, sizeof line, f)) have = sscanf(line, "MemAvailable: %llu kB", &kb) == 1;
+  while (!have && fgets(line, sizeof line, f))
+    have = sscanf(line, "MemAvailable: %llu kB", &kb) == 1;
   fclose(f);
   return have ? (uint64_t)kb << 10 : UINT64_MAX;
 }
@@ -179,8 +180,8 @@ static void *refill(void *arg) {
         reg_sbx_free(s);
       }
     } else {
-      asbi_log("template %s: warm pool: cannot prepare a sandbox (%s); retrying in %d s",
-               t->alias, err.message, REFILL_BACKOFF_MS / 1000);
+      asbi_log("template %s: warm pool: cannot prepare a sandbox (%s); retrying in %d s", t->alias,
+               err.message, REFILL_BACKOFF_MS / 1000);
       pthread_mutex_lock(&e->tmpl_mu);
       t->pool_fail_ms = asbi_unix_ms();
       pthread_mutex_unlock(&e->tmpl_mu);

@@ -464,6 +464,13 @@ int templates_delete(engine *e, const char *id, eng_err *err) {
         snprintf(child, sizeof child, "%s", all[i]->alias);
   }
   templates_put_all(e, all, nt); /* before uninstall counts the users */
+  /* Its warm pool goes first (its sandboxes are nobody's yet, and one
+   * being prepared holds the template); it refills if the template stays. */
+  int busy = 0;
+  if (!users && !child[0]) {
+    templates_pool_drain(e, t, 1);
+    if ((busy = templates_uninstall(e, t) != 0)) templates_pool_reopen(e, t);
+  }
   if (users) {
     eng_err_set(err, ENG_ECONFLICT, NULL,
                 "template \"%s\" is in use by %zu sandbox(es); kill them first", t->alias, users);
@@ -471,10 +478,7 @@ int templates_delete(engine *e, const char *id, eng_err *err) {
     eng_err_set(err, ENG_ECONFLICT, NULL,
                 "template \"%s\" is the base of template \"%s\"; delete that first", t->alias,
                 child);
-  } else if (templates_pool_drain(e, t, 1), templates_uninstall(e, t) != 0) {
-    /* its warm pool went first (its sandboxes are nobody's yet, and one
-     * being prepared holds the template); it refills if it stays */
-    templates_pool_reopen(e, t);
+  } else if (busy) {
     eng_err_set(err, ENG_ECONFLICT, NULL,
                 "template \"%s\" is in use (a sandbox is being created from it); try again",
                 t->alias);

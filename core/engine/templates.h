@@ -69,7 +69,6 @@ template_info *templates_info_new(const char *id, const char *alias, const char 
  * another template (ENG_ECONFLICT). 0, or -1 with err. */
 int templates_delete(engine *e, const char *id, eng_err *err);
 
-
 /* ---- warm pools (pool.c fills them, sandboxes_create claims from them) ---- */
 /* Puts s, made ahead of time, into t's pool: 0, or -1 when the pool is
  * closed or the engine stopping (the caller kills s). Wakes nobody. */

@@ -1130,7 +1130,8 @@ static int top_pair(ctx *c, const char *key, yaml_node_t *k, yaml_node_t *v, voi
     cJSON *pool = cJSON_GetObjectItem(o, "pool");
     if (!pool) {
       pool = cJSON_AddObjectToObject(o, "pool");
-      if (!pool || !cJSON_AddNumberToObject(pool, "size", 0)) return fail_at(c, v, key, "out of memory");
+      if (!pool || !cJSON_AddNumberToObject(pool, "size", 0))
+        return fail_at(c, v, key, "out of memory");
     }
     return each_pair(c, v, key, pool_pair, pool);
   } else {

@@ -21,8 +21,8 @@ static asb_client *C;
 static char WORK[128];
 static char TMPL_ID[64];
 
-static const char *const ENGINE_ARGS[] = {"--pool-template", "base=0",
-                                          "--pool-min-available", "0", NULL};
+static const char *const ENGINE_ARGS[] = {"--pool-template", "base=0", "--pool-min-available", "0",
+                                          NULL};
 
 static const char YAML[] =
     "name: pool-e2e\n"
@@ -81,8 +81,8 @@ static long pool_field(const char *tmpl, const char *field) {
   if (asb_templates_get(&t, C, tmpl, NULL) != ASB_OK) return -1;
   cJSON *j = cJSON_Parse(asb_template_json(t));
   asb_template_free(t);
-  const cJSON *v = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(j, "pool"),
-                                                    field);
+  const cJSON *v =
+      cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(j, "pool"), field);
   long r = cJSON_IsNumber(v) ? (long)v->valuedouble : -1;
   cJSON_Delete(j);
   return r;
@@ -213,9 +213,10 @@ TEST(claim_refill_and_a_pooled_sandbox_is_a_fresh_one) {
   asb_sandbox *a = make("pool-e2e", NULL);
   REQUIRE(a);
   CHECK_INT(pool_field("pool-e2e", "claims"), 1);
-  char *out = view(a, "echo hi > /tmp/left-by-a; "
-                      "SECRET_A=alpha setsid sleep 7777 </dev/null >/dev/null 2>&1 & "
-                      "hostname; echo $SECRET_A");
+  char *out = view(a,
+                   "echo hi > /tmp/left-by-a; "
+                   "SECRET_A=alpha setsid sleep 7777 </dev/null >/dev/null 2>&1 & "
+                   "hostname; echo $SECRET_A");
   CHECK_STR(out, "<ID>\n\n");
   free(out);
   /* refill: the pool makes the next one in the background */
@@ -252,8 +253,9 @@ TEST(claim_refill_and_a_pooled_sandbox_is_a_fresh_one) {
     free(vf);
   }
   /* nothing of A in B */
-  out = view(b, "ls /tmp/left-by-a 2>&1 >/dev/null | wc -l; pgrep -c -f 'sleep 777[7]'; "
-                "echo ${SECRET_A:-none}; hostname");
+  out = view(b,
+             "ls /tmp/left-by-a 2>&1 >/dev/null | wc -l; pgrep -c -f 'sleep 777[7]'; "
+             "echo ${SECRET_A:-none}; hostname");
   CHECK_STR(out, "1\n0\nnone\n<ID>\n");
   free(out);
   CHECK(strcmp(asb_sandbox_id(a), asb_sandbox_id(b)));
