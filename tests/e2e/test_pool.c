@@ -21,8 +21,18 @@ static asb_client *C;
 static char WORK[128];
 static char TMPL_ID[64];
 
+#ifdef ASB_HAVE_CODEI
+static const char *const ENGINE_ARGS[] = {"--pool-template",
+                                          "base=0",
+                                          "--pool-template",
+                                          "code-interpreter-v1=1",
+                                          "--pool-min-available",
+                                          "0",
+                                          NULL};
+#else
 static const char *const ENGINE_ARGS[] = {"--pool-template", "base=0", "--pool-min-available", "0",
                                           NULL};
+#endif
 
 static const char YAML[] =
     "name: pool-e2e\n"
@@ -164,12 +174,13 @@ static const struct {
     {"hostname", "hostname; cat /etc/hostname /etc/hosts"},
 };
 
-/* curl status of GET /files?path=/etc/hostname in sb with token tok. */
-static long envd_status(asb_sandbox *sb, const char *tok) {
+/* curl status of GET /files?path=/etc/hostname in sandbox id with token
+ * tok. */
+static long envd_status_id(const char *id, const char *tok) {
   CURL *h = curl_easy_init();
   char url[256], hid[128], htok[128];
   snprintf(url, sizeof url, "%s/files?path=/etc/hostname&username=root", F.url);
-  snprintf(hid, sizeof hid, "E2b-Sandbox-Id: %s", asb_sandbox_id(sb));
+  snprintf(hid, sizeof hid, "E2b-Sandbox-Id: %s", id);
   snprintf(htok, sizeof htok, "X-Access-Token: %s", tok);
   struct curl_slist *hd = curl_slist_append(NULL, hid);
   hd = curl_slist_append(hd, htok);
@@ -183,6 +194,10 @@ static long envd_status(asb_sandbox *sb, const char *tok) {
   curl_slist_free_all(hd);
   curl_easy_cleanup(h);
   return st;
+}
+
+static long envd_status(asb_sandbox *sb, const char *tok) {
+  return envd_status_id(asb_sandbox_id(sb), tok);
 }
 
 TEST(build_template_with_pool_section) {
@@ -200,7 +215,18 @@ TEST(build_template_with_pool_section) {
   asb_template_free(t);
   CHECK_INT(pool_field("pool-e2e", "target"), 1);
   REQUIRE(wait_ready("pool-e2e", 1));
-  /* a pooled sandbox is nobody's: not listed */
+  /* a pooled sandbox is nobody's: not listed, and nothing reaches it (the
+   * router does not know its id; its envd has a token nobody was given) */
+  char id[64] = "", sdir[256];
+  snprintf(sdir, sizeof sdir, "%s/sandboxes", F.state);
+  DIR *d = opendir(sdir);
+  struct dirent *de;
+  while (d && (de = readdir(d)))
+    if (de->d_name[0] != '.') snprintf(id, sizeof id, "%s", de->d_name);
+  if (d) closedir(d);
+  REQUIRE(id[0]);
+  CHECK_INT(envd_status_id(id, ""), 502);
+  CHECK_INT(envd_status_id(id, F.key), 502);
   asb_sandbox_page *p = NULL;
   REQUIRE_RC(asb_sandbox_list(&p, C, NULL), ASB_OK);
   CHECK_INT(asb_sandbox_page_count(p), 0);
@@ -293,12 +319,36 @@ TEST(empty_pool_falls_back_to_a_fresh_create) {
   asb_sandbox_free(sb);
 }
 
+#ifdef ASB_HAVE_CODEI
+/* code-interpreter-v1=1: the pooled sandbox has its interpreter and kernel
+ * up; the claim's first run_code answers from it, with the claimant's
+ * tokens (the interpreter got their hashes in prepare). */
+TEST(code_interpreter_pool_has_a_warm_kernel) {
+  REQUIRE(wait_ready("code-interpreter-v1", 1));
+  CHECK(pool_field("code-interpreter-v1", "memoryBytesPerSandbox") > 0);
+  asb_sandbox *sb = make("code-interpreter-v1", NULL);
+  REQUIRE(sb);
+  CHECK_INT(pool_field("code-interpreter-v1", "claims"), 1);
+  asb_execution *x = NULL;
+  REQUIRE_RC(asb_code_run(&x, sb, "import socket; print(socket.gethostname()); 6 * 7", NULL),
+             ASB_OK);
+  CHECK_STR(asb_execution_text(x), "42");
+  const char *out = asb_execution_stdout_get(x, 0);
+  CHECK(out && !strncmp(out, asb_sandbox_id(sb), strlen(asb_sandbox_id(sb))));
+  asb_execution_free(x);
+  CHECK_RC(asb_sandbox_kill(sb, NULL), ASB_OK);
+  asb_sandbox_free(sb);
+}
+#endif
+
 TEST(template_delete_drains_its_pool) {
   REQUIRE(wait_ready("pool-e2e", 1));
-  CHECK_INT(sandboxes_on_disk(), 1); /* the pooled one, unrecorded */
+  /* on disk: pool-e2e's pooled one (unrecorded), and code-interpreter-v1's */
+  int before = sandboxes_on_disk(), cg = cgroups_of_engine();
+  CHECK(before >= 1);
   CHECK_RC(asb_templates_delete(C, "pool-e2e", NULL), ASB_OK);
-  CHECK_INT(sandboxes_on_disk(), 0);
-  CHECK_INT(cgroups_of_engine(), 0);
+  CHECK_INT(sandboxes_on_disk(), before - 1);
+  CHECK_INT(cgroups_of_engine(), cg - cg / before);
   asb_template *t = NULL;
   CHECK_RC(asb_templates_get(&t, C, "pool-e2e", NULL), ASB_ENOTFOUND);
 }
@@ -359,6 +409,9 @@ int main(void) {
   RUN(build_template_with_pool_section);
   RUN(claim_refill_and_a_pooled_sandbox_is_a_fresh_one);
   RUN(empty_pool_falls_back_to_a_fresh_create);
+#ifdef ASB_HAVE_CODEI
+  RUN(code_interpreter_pool_has_a_warm_kernel);
+#endif
   RUN(template_delete_drains_its_pool);
   RUN(crash_restart_reaps_and_stop_kills_pooled_sandboxes);
   asb_client_free(C);
