@@ -190,6 +190,9 @@ static int personalise(engine *e, template_info *t, sbx *s, const sandboxes_crea
   s->metadata = rq->metadata ? cJSON_Duplicate(rq->metadata, 1) : cJSON_CreateObject();
   s->auto_pause = rq->auto_pause != 0;
   if (!s->metadata) return eng_err_set(err, ENG_EINTERNAL, NULL, "out of memory");
+  /* Also without env vars: an envd that asb-init restarted while the
+   * sandbox sat in the pool has no token; this /init gives it the
+   * claimant's before anyone can reach it. */
   if (pooled) {
     cJSON *env = rq->env_vars ? cJSON_Duplicate(rq->env_vars, 1) : cJSON_CreateObject();
     if (!env) return eng_err_set(err, ENG_EINTERNAL, NULL, "out of memory");
