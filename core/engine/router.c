@@ -30,6 +30,7 @@
 #include "codei.h"
 #include "httpd/httpd.h"
 #include "proto/http1.h"
+#include "proto/sign.h"
 #include "proto/url.h"
 #include "registry.h"
 #include "util/buf.h"
@@ -125,6 +126,44 @@ int router_match(struct MHD_Connection *c, char *id, size_t idlen, int *port) {
     return 1;
   }
   return 0;
+}
+
+int router_match_signed(engine *e, struct MHD_Connection *c, const char *url, const char *method,
+                        char *id, size_t idlen, int *port) {
+  if (strcmp(url, "/files") != 0) return 0;
+  const char *op = strcmp(method, "GET") == 0    ? "read"
+                   : strcmp(method, "POST") == 0 ? "write"
+                                                 : NULL;
+  const char *sig = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "signature");
+  if (!op || !sig || !*sig) return 0;
+  const char *path = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "path");
+  const char *user = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "username");
+  const char *exp = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "signature_expiration");
+  /* envd checks the expiration as a number: sign its canonical text, as
+   * it does (core/envd/sign.c); the expiry itself is envd's to enforce */
+  char expbuf[32];
+  int64_t ev = 0;
+  if (exp && asbi_parse_i64(exp, strlen(exp), &ev) != 0) return 0;
+  if (exp) snprintf(expbuf, sizeof expbuf, "%lld", (long long)ev);
+  int found = 0;
+  /* One SHA-256 per sandbox (a microsecond each): a signature names no
+   * sandbox, only its token can tell. Every token is tried, so the time
+   * taken does not say which one matched. */
+  pthread_mutex_lock(&e->mu);
+  for (size_t i = 0; i < e->nsbx; i++) {
+    sbx *s = e->sbx[i];
+    if (!s->token[0]) continue;
+    char want[ASBI_FILES_SIG_MAX];
+    asbi_files_sign(path ? path : "", op, user ? user : "", s->token, exp ? expbuf : NULL, want,
+                    sizeof want);
+    if (asbi_httpd_token_eq(want, sig) && !found) {
+      snprintf(id, idlen, "%s", s->id);
+      found = 1;
+    }
+  }
+  pthread_mutex_unlock(&e->mu);
+  if (found) *port = ASBI_ENVD_PORT;
+  return found;
 }
 
 /* A pooled connection that the peer has not closed meanwhile, or -1. */
