@@ -71,6 +71,7 @@ typedef struct engine {
   int *pool_sizes;
   size_t npool;
   uint64_t pool_min_avail; /* bytes of MemAvailable a refill leaves */
+  int pool_low_mem;        /* the refill is held by it now (atomic) */
   pthread_t pool_thread;
   int pool_running, pool_stop; /* pool_stop under tmpl_mu */
   pthread_cond_t pool_cv;

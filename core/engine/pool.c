@@ -77,6 +77,10 @@ cJSON *pool_json(engine *e, const template_info *t) {
   cJSON_AddNumberToObject(j, "misses", (double)misses);
   cJSON_AddNumberToObject(j, "memoryBytes", (double)mem);
   cJSON_AddNumberToObject(j, "memoryBytesPerSandbox", ready ? (double)(mem / ready) : 0);
+  /* below its target and not refilled: the host is short of memory */
+  cJSON_AddBoolToObject(
+      j, "heldByMemory",
+      (int)ready < pool_target(e, t) && __atomic_load_n(&e->pool_low_mem, __ATOMIC_RELAXED));
   return j;
 }
 
@@ -143,6 +147,7 @@ static void *refill(void *arg) {
       nap_locked(e, REFILL_IDLE_MS);
       continue;
     }
+    __atomic_store_n(&e->pool_low_mem, avail < e->pool_min_avail, __ATOMIC_RELAXED);
     if (avail < e->pool_min_avail) {
       if (!low_mem_said)
         asbi_log("warm pools: not refilling while MemAvailable (%llu MiB) is below %llu MiB",

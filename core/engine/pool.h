@@ -27,7 +27,7 @@ void pool_stop(engine *e);
 /* Bytes of memory the pooled sandboxes of t use now (their cgroups). */
 uint64_t pool_memory(engine *e, const template_info *t);
 /* t's pool as GET /templates shows it: {target, ready, claims, misses,
- * memoryBytes, memoryBytesPerSandbox}. */
+ * memoryBytes, memoryBytesPerSandbox, heldByMemory}. */
 cJSON *pool_json(engine *e, const template_info *t);
 
 #endif

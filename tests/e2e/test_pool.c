@@ -5,7 +5,8 @@
  * claimant before it; an empty pool falls back to a fresh create; pooled
  * sandboxes are not listed, are drained when their template is deleted,
  * killed when the engine stops (without --kill-on-exit too) and reaped,
- * unrecorded, when it restarts after a crash. One engine. Runs as root.
+ * unrecorded, when it restarts after a crash; a host short of memory holds
+ * the refill. One engine (restarted). Runs as root.
  * SPDX-License-Identifier: Apache-2.0 */
 #include <agentsandbox.h>
 #include <cjson/cJSON.h>
@@ -369,7 +370,7 @@ static void ids_on_disk(char *out, size_t len) {
   if (d) closedir(d);
 }
 
-TEST(crash_restart_reaps_and_stop_kills_pooled_sandboxes) {
+TEST(crash_restart_reaps_stop_kills_and_memory_bounds) {
   /* a pool of 2 of base; the engine dies with them (kill -9) */
   static const char *const args[] = {"--pool-template", "base=2", "--pool-min-available", "0",
                                      NULL};
@@ -398,6 +399,33 @@ TEST(crash_restart_reaps_and_stop_kills_pooled_sandboxes) {
   engine_fixture_signal(&F, SIGTERM);
   CHECK_INT(sandboxes_on_disk(), 0);
   CHECK_INT(cgroups_of_engine(), 0);
+  /* bounded by memory: with more MemAvailable wanted than any host has,
+   * the pool is not filled, and says why */
+  static const char *const starved[] = {"--pool-template", "base=2", "--pool-min-available",
+                                        "1000000000", NULL};
+  F.extra_args = starved;
+  REQUIRE(engine_fixture_launch(&F, 0) == 0);
+  int held = 0;
+  for (long long end = asbt_now_ms() + ASBT_DEADLINE_MS; !held && asbt_now_ms() < end;
+       usleep(20000)) {
+    asb_template *t = NULL;
+    if (asb_templates_get(&t, C, "base", NULL) != ASB_OK) continue;
+    held = strstr(asb_template_json(t), "\"heldByMemory\":true") != NULL;
+    asb_template_free(t);
+  }
+  CHECK(held);
+  CHECK_INT(pool_field("base", "ready"), 0);
+  CHECK_INT(sandboxes_on_disk(), 0);
+  /* and a create still works: an empty pool is a fresh create */
+  asb_sandbox *sb = make("base", NULL);
+  CHECK(sb != NULL);
+  if (sb) {
+    CHECK_RC(asb_sandbox_kill(sb, NULL), ASB_OK);
+    asb_sandbox_free(sb);
+  }
+  engine_fixture_signal(&F, SIGTERM);
+  CHECK_INT(sandboxes_on_disk(), 0);
+  CHECK_INT(cgroups_of_engine(), 0);
 }
 
 int main(void) {
@@ -417,7 +445,7 @@ int main(void) {
   RUN(code_interpreter_pool_has_a_warm_kernel);
 #endif
   RUN(template_delete_drains_its_pool);
-  RUN(crash_restart_reaps_and_stop_kills_pooled_sandboxes);
+  RUN(crash_restart_reaps_stop_kills_and_memory_bounds);
   asb_client_free(C);
   engine_fixture_stop(&F);
   char cmd[200];
