@@ -11,7 +11,8 @@
  * they have the CPUs first;
  * a template whose prepare failed is left alone for REFILL_BACKOFF_MS.
  * Memory: no refill while MemAvailable is below e->pool_min_avail, so a
- * pool never takes the memory sandboxes in use need.
+ * pool never takes the memory sandboxes in use need. Pooled sandboxes that
+ * die idle are swept out about once a second.
  * SPDX-License-Identifier: Apache-2.0 */
 #include "pool.h"
 
@@ -31,6 +32,7 @@
 #define REFILL_QUIET_MS 100
 #define REFILL_BACKOFF_MS 5000
 #define REFILL_IDLE_MS 2000
+#define REFILL_SWEEP_MS 1000
 
 int pool_parse(const char *arg, char **name, int *n) {
   const char *eq = arg ? strrchr(arg, '=') : NULL;
@@ -111,13 +113,19 @@ static void nap_locked(engine *e, int64_t ms) {
   pthread_cond_timedwait(&e->pool_cv, &e->tmpl_mu, &ts);
 }
 
-/* The template furthest below its target (referenced), or NULL. */
-static template_info *pick(engine *e, int64_t now) {
+/* The template furthest below its target (referenced), or NULL. At most
+ * every REFILL_SWEEP_MS, first takes dead sandboxes out of every pool (so
+ * they are refilled, and hold no cgroups and disks till a claim finds
+ * them). */
+static template_info *pick(engine *e, int64_t now, int64_t *last_sweep) {
   size_t n = 0;
   template_info **v = templates_snapshot(e, &n);
   template_info *best = NULL;
   long best_gap = 0;
+  int sweep = now - *last_sweep >= REFILL_SWEEP_MS;
+  if (sweep) *last_sweep = now;
   for (size_t i = 0; v && i < n; i++) {
+    if (sweep) templates_pool_sweep(e, v[i]);
     int want = pool_target(e, v[i]);
     pthread_mutex_lock(&e->tmpl_mu);
     long gap = v[i]->pool_closed || now - v[i]->pool_fail_ms < REFILL_BACKOFF_MS
@@ -137,10 +145,11 @@ static template_info *pick(engine *e, int64_t now) {
 static void *refill(void *arg) {
   engine *e = arg;
   int low_mem_said = 0;
+  int64_t last_sweep = 0;
   pthread_mutex_lock(&e->tmpl_mu);
   while (!e->pool_stop) {
     pthread_mutex_unlock(&e->tmpl_mu);
-    template_info *t = pick(e, asbi_unix_ms());
+    template_info *t = pick(e, asbi_unix_ms(), &last_sweep);
     uint64_t avail = t ? mem_available() : UINT64_MAX;
     pthread_mutex_lock(&e->tmpl_mu);
     if (!t) {

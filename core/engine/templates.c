@@ -370,6 +370,35 @@ unsigned templates_pool_drain(engine *e, template_info *t, int wait) {
   return n;
 }
 
+unsigned templates_pool_sweep(engine *e, template_info *t) {
+  sbx *dead = NULL;
+  pthread_mutex_lock(&e->tmpl_mu);
+  t->pool_tail = &t->pool;
+  for (sbx **pp = &t->pool; *pp;) {
+    sbx *s = *pp;
+    if (asbe_sandbox_alive(s->iso)) {
+      t->pool_tail = &s->pool_next;
+      pp = &s->pool_next;
+      continue;
+    }
+    *pp = s->pool_next;
+    s->pool_next = dead;
+    dead = s;
+    t->pool_ready--;
+  }
+  pthread_mutex_unlock(&e->tmpl_mu);
+  unsigned n = 0;
+  while (dead) {
+    sbx *next = dead->pool_next;
+    asbi_log("sandbox %s: died in template %s's warm pool; removed", dead->id, t->alias);
+    asbe_sandbox_kill(dead->iso, 1);
+    reg_sbx_free(dead);
+    dead = next;
+    n++;
+  }
+  return n;
+}
+
 void templates_pool_reopen(engine *e, template_info *t) {
   pthread_mutex_lock(&e->tmpl_mu);
   t->pool_closed = 0;

@@ -81,6 +81,9 @@ struct sbx *templates_pool_take(engine *e, template_info *t, int fits);
  * the refill thread is no longer preparing a sandbox of t (so it holds no
  * reference to t). The number killed. */
 unsigned templates_pool_drain(engine *e, template_info *t, int wait);
+/* Takes the sandboxes of t's pool whose init died (an OOM kill, a crash)
+ * out and kills what is left of them; the number. */
+unsigned templates_pool_sweep(engine *e, template_info *t);
 /* Opens a pool that templates_pool_drain closed (a delete that failed). */
 void templates_pool_reopen(engine *e, template_info *t);
 #endif

@@ -342,6 +342,39 @@ TEST(code_interpreter_pool_has_a_warm_kernel) {
 }
 #endif
 
+/* A pooled sandbox whose init dies while it waits (an OOM kill, a crash)
+ * is swept out, its remains removed, and the pool refilled. */
+TEST(a_pooled_sandbox_that_dies_is_swept_and_replaced) {
+  REQUIRE(wait_ready("pool-e2e", 1));
+  char sdir[256], id[64] = "", path[512], line[128];
+  snprintf(sdir, sizeof sdir, "%s/sandboxes", F.state);
+  DIR *d = opendir(sdir);
+  struct dirent *de;
+  while (d && (de = readdir(d)))
+    if (de->d_name[0] != '.') snprintf(id, sizeof id, "%s", de->d_name);
+  if (d) closedir(d);
+  REQUIRE(id[0]);
+  snprintf(path, sizeof path, "%s/%s/state", sdir, id);
+  FILE *f = fopen(path, "r");
+  REQUIRE(f);
+  pid_t pid = 0;
+  while (fgets(line, sizeof line, f))
+    if (!strncmp(line, "pid=", 4)) pid = (pid_t)atoi(line + 4);
+  fclose(f);
+  REQUIRE(pid > 1);
+  REQUIRE(kill(pid, SIGKILL) == 0);
+  snprintf(path, sizeof path, "%s/%s", sdir, id);
+  int gone = 0;
+  for (long long end = asbt_now_ms() + ASBT_DEADLINE_MS; !gone && asbt_now_ms() < end;
+       usleep(20000))
+    gone = access(path, F_OK) != 0;
+  CHECK(gone);
+  CHECK(wait_ready("pool-e2e", 1));
+#ifdef ASB_HAVE_CODEI
+  CHECK(wait_ready("code-interpreter-v1", 1));
+#endif
+}
+
 TEST(template_delete_drains_its_pool) {
   /* on disk: pool-e2e's pooled one (unrecorded), and code-interpreter-v1's,
    * both full (so neither is being refilled while we count) */
@@ -444,6 +477,7 @@ int main(void) {
 #ifdef ASB_HAVE_CODEI
   RUN(code_interpreter_pool_has_a_warm_kernel);
 #endif
+  RUN(a_pooled_sandbox_that_dies_is_swept_and_replaced);
   RUN(template_delete_drains_its_pool);
   RUN(crash_restart_reaps_stop_kills_and_memory_bounds);
   asb_client_free(C);
