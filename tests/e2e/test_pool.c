@@ -216,6 +216,9 @@ TEST(build_template_with_pool_section) {
   asb_template_free(t);
   CHECK_INT(pool_field("pool-e2e", "target"), 1);
   REQUIRE(wait_ready("pool-e2e", 1));
+#ifdef ASB_HAVE_CODEI
+  REQUIRE(wait_ready("code-interpreter-v1", 1)); /* every dir on disk a ready one */
+#endif
   /* a pooled sandbox is nobody's: not listed, and nothing reaches it (the
    * router does not know its id; its envd has a token nobody was given) */
   char id[64] = "", sdir[256];
@@ -345,7 +348,11 @@ TEST(code_interpreter_pool_has_a_warm_kernel) {
 /* A pooled sandbox whose init dies while it waits (an OOM kill, a crash)
  * is swept out, its remains removed, and the pool refilled. */
 TEST(a_pooled_sandbox_that_dies_is_swept_and_replaced) {
+  /* both pools full: no dir on disk is a sandbox still being prepared */
   REQUIRE(wait_ready("pool-e2e", 1));
+#ifdef ASB_HAVE_CODEI
+  REQUIRE(wait_ready("code-interpreter-v1", 1));
+#endif
   char sdir[256], id[64] = "", path[512], line[128];
   snprintf(sdir, sizeof sdir, "%s/sandboxes", F.state);
   DIR *d = opendir(sdir);
