@@ -36,7 +36,7 @@
 
 int pool_parse(const char *arg, char **name, int *n) {
   const char *eq = arg ? strrchr(arg, '=') : NULL;
-  if (!eq || eq == arg || (size_t)(eq - arg) > 128) return -1;
+  if (!eq || eq == arg || (size_t)(eq - arg) > 128 || eq[1] < '0' || eq[1] > '9') return -1;
   char *end = NULL;
   errno = 0;
   long v = strtol(eq + 1, &end, 10);
