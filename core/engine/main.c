@@ -18,6 +18,7 @@
 #include "codei.h"
 #include "eng_err.h"
 #include "engine.h"
+#include "pool.h"
 #include "proto/url.h"
 #include "server.h"
 #include "util/log.h"
@@ -69,6 +70,11 @@ static void usage(FILE *f) {
           "                    $ASB_TEMPLATES_DIR or %s)\n"
           "  --cgroup-name N   name of the engine's cgroups (default agent-sandbox)\n"
           "  --pool N          keep N pre-formatted disk images ready (default 8)\n"
+          "  --pool-template NAME=N  keep N sandboxes of template NAME (name or id)\n"
+          "                    made ahead of time, for creates to claim (repeatable;\n"
+          "                    a template.yaml's pool: {size: N} is the default)\n"
+          "  --pool-min-available MB  refill warm pools only while the host has this\n"
+          "                    much MemAvailable (default 512)\n"
           "  --no-network      sandboxes get loopback only (no eth0, no nftables;\n"
           "                    also ASB_NO_NETWORK=1)\n"
           "  --net-cidr CIDR   the sandboxes' link range, one /30 each (default\n"
@@ -204,6 +210,8 @@ int main(int argc, char **argv) {
     O_MAXCONN,
     O_MAXCONN_IP,
     O_HDR_TIMEOUT,
+    O_POOL_TEMPLATE,
+    O_POOL_MIN_AVAIL,
     O_NO_NET,
     O_NET_CIDR,
     O_DNS_UP
@@ -226,10 +234,15 @@ int main(int argc, char **argv) {
       {"max-connections", required_argument, 0, O_MAXCONN},
       {"max-connections-per-ip", required_argument, 0, O_MAXCONN_IP},
       {"header-timeout", required_argument, 0, O_HDR_TIMEOUT},
+      {"pool-template", required_argument, 0, O_POOL_TEMPLATE},
+      {"pool-min-available", required_argument, 0, O_POOL_MIN_AVAIL},
       {"no-network", no_argument, 0, O_NO_NET},
       {"net-cidr", required_argument, 0, O_NET_CIDR},
       {"dns-upstream", required_argument, 0, O_DNS_UP},
       {0, 0, 0, 0}};
+  const char *pool_tmpl[64];
+  size_t npool_tmpl = 0;
+  uint64_t pool_min_avail_mb = 512;
   int o;
   while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
     switch (o) {
@@ -309,6 +322,31 @@ int main(int argc, char **argv) {
           e->header_timeout_s = (unsigned)v;
         break;
       }
+      case O_POOL_TEMPLATE: {
+        char *name = NULL;
+        int n = 0;
+        if (pool_parse(optarg, &name, &n) || npool_tmpl == ASBI_ARRAY_LEN(pool_tmpl)) {
+          fprintf(stderr,
+                  "agent-sandboxd: --pool-template wants NAME=N (N 0..%d, at most %zu of "
+                  "them), not '%s'\n",
+                  POOL_SIZE_MAX, ASBI_ARRAY_LEN(pool_tmpl), optarg);
+          free(name);
+          return 2;
+        }
+        free(name);
+        pool_tmpl[npool_tmpl++] = optarg;
+        break;
+      }
+      case O_POOL_MIN_AVAIL: {
+        char *end = NULL;
+        long v = strtol(optarg, &end, 10);
+        if (!*optarg || *end || v < 0 || v > (1L << 30)) {
+          fprintf(stderr, "agent-sandboxd: --pool-min-available wants MiB, not '%s'\n", optarg);
+          return 2;
+        }
+        pool_min_avail_mb = (uint64_t)v;
+        break;
+      }
       default:
         usage(stderr);
         return 2;
@@ -385,6 +423,9 @@ int main(int argc, char **argv) {
       tdir ? tdir : default_path(ASB_DEFAULT_TEMPLATES_DIR, ASB_INSTALLED_TEMPLATES_DIR);
   ec.cgroup_name = cgroup_name;
   ec.pool = pool;
+  ec.pool_templates = pool_tmpl;
+  ec.npool_templates = npool_tmpl;
+  ec.pool_min_avail_mb = pool_min_avail_mb;
   ec.no_network = no_network;
   ec.net_cidr = net_cidr;
   for (size_t i = 0; i < ndns_up; i++) ec.dns_upstream[i] = dns_up[i];
