@@ -17,9 +17,11 @@
 
 #include "build.h"
 #include "lifecycle.h"
+#include "net/egress/secrets.h"
 #include "pool.h"
 #include "proto/url.h"
 #include "registry.h"
+#include "sbxnet.h"
 #include "templates.h"
 #include "util/log.h"
 #include "util/util.h"
@@ -120,6 +122,11 @@ static void on_live(const char *id, void *ctx) {
   }
   /* A paused sandbox stays frozen; make sure the runtime agrees. */
   if (s->state == SBX_PAUSED) asbe_sandbox_freeze(s->iso);
+  /* Its network: the engine that left it took its pair away (or this
+   * start reaped it); a new one, with its recorded policy. */
+  char why[512];
+  if (sbxnet_attach(e, s, why, sizeof why) || sbxnet_apply(e, s, NULL, why, sizeof why))
+    asbi_log("sandbox %s: adopted without network: %s", id, why);
   reg_add(e, s);
   a->adopted++;
 }
@@ -234,6 +241,12 @@ int engine_open(engine *e, const engine_config *cfg, eng_err *err) {
   if (asbe_engine_open(&ic, &e->iso))
     return eng_err_set(err, ENG_EINTERNAL, NULL, "cannot open the isolation runtime: %s",
                        asbe_errmsg());
+  char serr[256];
+  if (asbn_secrets_open(e->state_dir, &e->secrets, serr, sizeof serr)) {
+    eng_err_set(err, ENG_EINTERNAL, NULL, "%s", serr);
+    goto fail;
+  }
+  if (sbxnet_open(e, cfg, err)) goto fail;
   if (templates_init(e)) {
     eng_err_set(err, ENG_EINTERNAL, NULL, "cannot prepare the base template");
     goto fail;
@@ -255,8 +268,11 @@ fail:
   pool_stop(e);
   drop_records(e);
   templates_free(e);
+  sbxnet_close(e);
   asbe_engine_close(e->iso);
   e->iso = NULL;
+  asbn_secrets_close(e->secrets);
+  e->secrets = NULL;
   return -1;
 }
 
@@ -267,10 +283,17 @@ void engine_close(engine *e, int kill_sandboxes) {
   sbx **v = reg_list(e, &n);
   for (size_t i = 0; v && i < n; i++) {
     if (kill_sandboxes) lifecycle_kill(e, v[i], "engine_stopped");
+    /* sandboxes left running lose their network until the next engine
+     * adopts them: nothing of the datapath outlives the engine */
+    else
+      sbxnet_detach(e, v[i], 0);
   }
   reg_put_all(e, v, n);
   drop_records(e);
   templates_free(e); /* kills the warm pools' sandboxes, kill_sandboxes or not */
+  sbxnet_close(e);
   asbe_engine_close(e->iso);
   e->iso = NULL;
+  asbn_secrets_close(e->secrets);
+  e->secrets = NULL;
 }

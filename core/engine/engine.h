@@ -37,6 +37,7 @@ typedef struct engine {
   unsigned max_conns, max_conns_per_ip, header_timeout_s;
   /* runtime */
   asbe_engine *iso;
+  struct asbn_secrets *secrets; /* net/egress/secrets.h: /secrets, header rules */
   pthread_mutex_t mu;
   struct sbx **sbx; /* table (small engines: linear scan is fine) */
   size_t nsbx, capsbx;
@@ -57,9 +58,11 @@ typedef struct engine {
   int bundled_nbusy;
   /* lifecycle.c */
   pthread_t lc_thread;
-  int lc_kick_fd; /* eventfd that wakes the thread; -1 when not running */
-  int stopping;   /* under mu */
-  void *server;   /* server.c's state */
+  int lc_kick_fd;             /* eventfd that wakes the thread; -1 when not running */
+  int stopping;               /* under mu */
+  void *server;               /* server.c's state */
+  struct asbn_dp *dp;         /* sbxnet.c: the sandboxes' datapath; NULL: loopback only */
+  struct asbn_egress *egress; /* sbxnet.c: their resolver and proxy (with dp) */
   /* pool.c: warm pools. The targets of --pool-template NAME=N (a name or
    * id each; a template.yaml's pool: section adds its own); the refill
    * thread; pool_cv (with tmpl_mu) wakes it when a claim took a sandbox,
@@ -98,6 +101,11 @@ typedef struct engine_config {
   const char *const *pool_templates;
   size_t npool_templates;
   uint64_t pool_min_avail_mb; /* refill only while MemAvailable is above (0: any) */
+  int no_network;             /* sandboxes get loopback only (no datapath) */
+  const char *net_cidr;       /* the sandboxes' link range, NULL: 10.88.0.0/16 */
+  /* the resolver's upstream servers ("ADDR[:PORT]"); none: /etc/resolv.conf's */
+  const char *dns_upstream[4];
+  size_t ndns_upstream;
 } engine_config;
 
 /* Opens the engine on cfg without any front: the agent dir, the isolation

@@ -75,6 +75,12 @@ static void usage(FILE *f) {
           "                    a template.yaml's pool: {size: N} is the default)\n"
           "  --pool-min-available MB  refill warm pools only while the host has this\n"
           "                    much MemAvailable (default 512)\n"
+          "  --no-network      sandboxes get loopback only (no eth0, no nftables;\n"
+          "                    also ASB_NO_NETWORK=1)\n"
+          "  --net-cidr CIDR   the sandboxes' link range, one /30 each (default\n"
+          "                    10.88.0.0/16; give each engine on a host its own)\n"
+          "  --dns-upstream A[:P]  the sandboxes' resolver asks this server (up to 4\n"
+          "                    times; default: the nameservers of /etc/resolv.conf)\n"
           "  --max-connections N  connections each listener (TCP, unix socket) serves\n"
           "                    at once (default 1000)\n"
           "  --max-connections-per-ip N  TCP connections one client address may hold\n"
@@ -170,7 +176,14 @@ int main(int argc, char **argv) {
   engine_init(e);
   const char *state = asbi_getenv("ASB_STATE_DIR");
   const char *listen_addr = "127.0.0.1:" ASBI_STRINGIFY(ASBI_ENGINE_PORT);
-  const char *sock = NULL, *cgroup_name = NULL;
+  const char *sock = NULL, *cgroup_name = NULL, *net_cidr = NULL;
+  /* ASB_NO_NETWORK=1: --no-network for every engine a process starts (the
+   * client library's autostart passes its environment on; the test suite
+   * sets it) */
+  const char *nn = asbi_getenv("ASB_NO_NETWORK");
+  int no_network = nn && *nn && strcmp(nn, "0") != 0;
+  const char *dns_up[4];
+  size_t ndns_up = 0;
   const char *envd = default_path(ASB_DEFAULT_ENVD, ASB_INSTALLED_ENVD);
   const char *init = default_path(ASB_DEFAULT_INIT, ASB_INSTALLED_INIT);
   const char *codei = default_path(ASB_DEFAULT_CODEI, ASB_INSTALLED_CODEI);
@@ -198,7 +211,10 @@ int main(int argc, char **argv) {
     O_MAXCONN_IP,
     O_HDR_TIMEOUT,
     O_POOL_TEMPLATE,
-    O_POOL_MIN_AVAIL
+    O_POOL_MIN_AVAIL,
+    O_NO_NET,
+    O_NET_CIDR,
+    O_DNS_UP
   };
   static const struct option opts[] = {
       {"state-dir", required_argument, 0, O_STATE},
@@ -220,6 +236,9 @@ int main(int argc, char **argv) {
       {"header-timeout", required_argument, 0, O_HDR_TIMEOUT},
       {"pool-template", required_argument, 0, O_POOL_TEMPLATE},
       {"pool-min-available", required_argument, 0, O_POOL_MIN_AVAIL},
+      {"no-network", no_argument, 0, O_NO_NET},
+      {"net-cidr", required_argument, 0, O_NET_CIDR},
+      {"dns-upstream", required_argument, 0, O_DNS_UP},
       {0, 0, 0, 0}};
   const char *pool_tmpl[64];
   size_t npool_tmpl = 0;
@@ -259,6 +278,19 @@ int main(int argc, char **argv) {
         break;
       case O_KILL:
         kill_on_exit = 1;
+        break;
+      case O_NO_NET:
+        no_network = 1;
+        break;
+      case O_NET_CIDR:
+        net_cidr = optarg;
+        break;
+      case O_DNS_UP:
+        if (ndns_up == 4) {
+          fprintf(stderr, "agent-sandboxd: at most 4 --dns-upstream\n");
+          return 2;
+        }
+        dns_up[ndns_up++] = optarg;
         break;
       case O_PREFLIGHT:
         preflight_only = 1;
@@ -394,6 +426,10 @@ int main(int argc, char **argv) {
   ec.pool_templates = pool_tmpl;
   ec.npool_templates = npool_tmpl;
   ec.pool_min_avail_mb = pool_min_avail_mb;
+  ec.no_network = no_network;
+  ec.net_cidr = net_cidr;
+  for (size_t i = 0; i < ndns_up; i++) ec.dns_upstream[i] = dns_up[i];
+  ec.ndns_upstream = ndns_up;
   /* Stop signals are taken by sigwait in this thread only: block them
    * before the first thread (the disk-pool thread of the isolation
    * runtime) starts, or one arriving during start-up could land in a

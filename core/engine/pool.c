@@ -24,6 +24,7 @@
 
 #include "registry.h"
 #include "sandboxes.h"
+#include "sbxnet.h"
 #include "templates.h"
 #include "util/log.h"
 #include "util/util.h"
@@ -190,6 +191,7 @@ static void *refill(void *arg) {
     if (sandboxes_prepare(e, t, NULL, &s, &err) == 0) {
       s->pooled_ms = asbi_unix_ms();
       if (templates_pool_put(e, t, s)) { /* drained or stopping meanwhile */
+        sbxnet_detach(e, s, 1);
         asbe_sandbox_kill(s->iso, 1);
         reg_sbx_free(s);
       }

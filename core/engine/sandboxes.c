@@ -14,6 +14,7 @@
 #include "codei.h"
 #include "lifecycle.h"
 #include "sbxexec.h"
+#include "sbxnet.h"
 #include "templates.h"
 #include "tstart.h"
 #include "util/log.h"
@@ -116,6 +117,7 @@ int sandboxes_prepare(engine *e, template_info *t, const cJSON *env_vars, sbx **
   spec.cpu_millicores = (uint32_t)t->cpu_count * 1000;
   spec.disk_bytes = (uint64_t)t->disk_mb << 20;
   spec.agent_argv = (const char *const *)argv;
+  spec.resolv_conf = sbxnet_resolv_conf(e);
   /* The code interpreter, asb-init's aux agent: started with the sandbox for
    * the code-interpreter templates (Python importing ipykernel dominates the
    * first run_code, so the kernel warms while envd starts), on the first
@@ -131,7 +133,15 @@ int sandboxes_prepare(engine *e, template_info *t, const cJSON *env_vars, sbx **
     eng_err_set(err, ENG_EINTERNAL, NULL, "cannot create the sandbox: %s", asbe_errmsg());
     goto out;
   }
-  /* From here a failure must undo the sandbox: create is transactional. */
+  /* From here a failure must undo the sandbox: create is transactional.
+   * Its network: attached now (a pooled sandbox too), with the default
+   * policy (internet on, as for the template's start command), and the
+   * claimant's policy applied in personalise. */
+  char nwhy[512];
+  if (sbxnet_attach(e, s, nwhy, sizeof nwhy) || sbxnet_apply(e, s, NULL, nwhy, sizeof nwhy)) {
+    eng_err_set(err, ENG_EINTERNAL, NULL, "cannot connect the sandbox's network: %s", nwhy);
+    goto undo;
+  }
   if ((rc = wait_envd(s))) {
     eng_err_set(err, ENG_EINTERNAL, NULL, "the sandbox's agent did not start: %s", strerror(-rc));
     goto undo;
@@ -162,6 +172,7 @@ int sandboxes_prepare(engine *e, template_info *t, const cJSON *env_vars, sbx **
   *out = s;
   return 0;
 undo:
+  sbxnet_detach(e, s, 1);
   asbe_sandbox_kill(s->iso, 1);
 out:
   reg_sbx_free(s);
@@ -203,6 +214,10 @@ static int personalise(engine *e, template_info *t, sbx *s, const sandboxes_crea
       return eng_err_set(err, ENG_EINTERNAL, NULL, "the sandbox's agent refused /init (%s)",
                          st < 0 ? strerror(-st) : "HTTP error");
   }
+  /* the claimant's network policy, before anyone can reach the sandbox */
+  char nwhy[512];
+  if (sbxnet_apply(e, s, rq->network, nwhy, sizeof nwhy))
+    return eng_err_set(err, ENG_EINTERNAL, NULL, "cannot connect the sandbox's network: %s", nwhy);
   int timeout_s = rq->timeout_s > 0 ? rq->timeout_s : SANDBOXES_DEFAULT_TIMEOUT_S;
   s->started_ms = asbi_unix_ms();
   s->end_ms = s->started_ms + (int64_t)timeout_s * 1000;
@@ -240,6 +255,7 @@ int sandboxes_create(engine *e, const sandboxes_create_req *rq, sbx **out, eng_e
     if (asbe_sandbox_alive(s->iso) && personalise(e, t, s, rq, 1, err) == 0) break;
     asbi_log("sandbox %s: pooled sandbox unusable (%s); killed", s->id,
              err->message[0] ? err->message : "it died");
+    sbxnet_detach(e, s, 1);
     asbe_sandbox_kill(s->iso, 1);
     reg_sbx_free(s);
     s = NULL;
@@ -247,6 +263,7 @@ int sandboxes_create(engine *e, const sandboxes_create_req *rq, sbx **out, eng_e
   }
   if (!s && sandboxes_prepare(e, t, rq->env_vars, &s, err) == 0 &&
       personalise(e, t, s, rq, 0, err) != 0) {
+    sbxnet_detach(e, s, 1);
     asbe_sandbox_kill(s->iso, 1);
     reg_sbx_free(s);
     s = NULL;
@@ -408,6 +425,19 @@ int sandboxes_connect(engine *e, sbx *s, int seconds, int resume_only, int *resu
   }
   reg_save(e, s);
   lifecycle_kick(e);
+  return 0;
+}
+
+int sandboxes_set_network(engine *e, sbx *s, const asbn_policy *p, eng_err *err) {
+  if (!e->dp)
+    return eng_err_set(err, ENG_ECONFLICT, NULL,
+                       "the engine runs with --no-network: sandboxes have loopback only");
+  char why[512];
+  if (sbxnet_apply(e, s, p, why, sizeof why))
+    return eng_err_set(err, ENG_EINTERNAL, NULL, "cannot update the network of \"%s\": %s", s->id,
+                       why);
+  reg_save(e, s);
+  asbi_log("sandbox %s: network updated", s->id);
   return 0;
 }
 

@@ -24,6 +24,7 @@
 #include "host.h"
 #include "proto/pjson.h"
 #include "registry.h"
+#include "sbxnet.h"
 #include "templates.h"
 #include "util/buf.h"
 #include "util/log.h"
@@ -361,6 +362,7 @@ unsigned templates_pool_drain(engine *e, template_info *t, int wait) {
   unsigned n = 0;
   while (s) {
     sbx *next = s->pool_next;
+    sbxnet_detach(e, s, 1);
     asbe_sandbox_kill(s->iso, 1);
     reg_sbx_free(s);
     s = next;
@@ -391,6 +393,7 @@ unsigned templates_pool_sweep(engine *e, template_info *t) {
   while (dead) {
     sbx *next = dead->pool_next;
     asbi_log("sandbox %s: died in template %s's warm pool; removed", dead->id, t->alias);
+    sbxnet_detach(e, dead, 1);
     asbe_sandbox_kill(dead->iso, 1);
     reg_sbx_free(dead);
     dead = next;
