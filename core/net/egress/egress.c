@@ -11,11 +11,11 @@
 
 #include "proxy.h"
 #include "resolver.h"
-#include "sbx.h"
+#include "sbxtab.h"
 #include "tlsmitm.h"
 
 struct asbn_egress {
-  sbx_table *t;
+  sbxtab *t;
   resolver *dns;
   proxy *px;
   tlsmitm *mitm;
@@ -62,8 +62,7 @@ int asbn_egress_start(const asbn_egress_config *cfg, asbn_egress **out, char *er
     return -1;
   }
   asbn_egress *eg = calloc(1, sizeof *eg);
-  if (!eg ||
-      !(eg->t = sbx_table_new(cfg->max_connections_per_sandbox, cfg->max_connections_total))) {
+  if (!eg || !(eg->t = sbxtab_new(cfg->max_connections_per_sandbox, cfg->max_connections_total))) {
     free(eg);
     snprintf(err, errlen, "egress: out of memory");
     return -1;
@@ -85,7 +84,7 @@ int asbn_egress_start(const asbn_egress_config *cfg, asbn_egress **out, char *er
 fail:
   resolver_stop(eg->dns);
   tlsmitm_close(eg->mitm);
-  sbx_table_free(eg->t);
+  sbxtab_free(eg->t);
   free(eg);
   return -1;
 }
@@ -109,7 +108,7 @@ int asbn_egress_set_policy(asbn_egress *eg, const struct sockaddr *sandbox_addr,
   int family;
   const uint8_t *a;
   if (addr_of(sandbox_addr, &family, &a) < 0) return -1;
-  return sbx_set_policy(eg->t, family, a, p);
+  return sbxtab_set_policy(eg->t, family, a, p);
 }
 
 int asbn_egress_add_address(asbn_egress *eg, const struct sockaddr *sandbox_addr,
@@ -117,14 +116,14 @@ int asbn_egress_add_address(asbn_egress *eg, const struct sockaddr *sandbox_addr
   int f1, f2;
   const uint8_t *a1, *a2;
   if (addr_of(sandbox_addr, &f1, &a1) < 0 || addr_of(also, &f2, &a2) < 0) return -1;
-  return sbx_add_address(eg->t, f1, a1, f2, a2);
+  return sbxtab_add_address(eg->t, f1, a1, f2, a2);
 }
 
 int asbn_egress_forget(asbn_egress *eg, const struct sockaddr *sandbox_addr) {
   int family;
   const uint8_t *a;
   if (addr_of(sandbox_addr, &family, &a) < 0) return -1;
-  return sbx_forget(eg->t, family, a);
+  return sbxtab_forget(eg->t, family, a);
 }
 
 int asbn_egress_counters_get(asbn_egress *eg, const struct sockaddr *sandbox_addr,
@@ -133,7 +132,7 @@ int asbn_egress_counters_get(asbn_egress *eg, const struct sockaddr *sandbox_add
   const uint8_t *a;
   memset(out, 0, sizeof *out);
   if (addr_of(sandbox_addr, &family, &a) < 0) return -1;
-  return sbx_counters(eg->t, family, a, out);
+  return sbxtab_counters(eg->t, family, a, out);
 }
 
 uint16_t asbn_egress_dns_port(const asbn_egress *eg) {
@@ -151,6 +150,6 @@ void asbn_egress_stop(asbn_egress *eg) {
   proxy_stop(eg->px);
   resolver_stop(eg->dns);
   tlsmitm_close(eg->mitm);
-  sbx_table_free(eg->t);
+  sbxtab_free(eg->t);
   free(eg);
 }

@@ -29,7 +29,7 @@
 #define PIPE_SIZE (256 * 1024)
 
 struct proxy {
-  sbx_table *t;
+  sbxtab *t;
   int lfd[MAX_BINDS];
   size_t nbinds;
   uint16_t port;
@@ -47,7 +47,7 @@ struct proxy {
 typedef struct job {
   proxy *p;
   int fd;
-  sbx_conn c;
+  sbxtab_conn c;
 } job;
 
 static long now_ms(void) {
@@ -80,7 +80,7 @@ static int is_local(int family, const uint8_t *addr) {
   return hit;
 }
 
-static int original_dst(int fd, int family, sbx_conn *c) {
+static int original_dst(int fd, int family, sbxtab_conn *c) {
   struct sockaddr_storage ss;
   socklen_t l = sizeof ss;
   if (family == AF_INET) {
@@ -144,7 +144,7 @@ static int connect_wait(int fd, const struct sockaddr *a, socklen_t al, long end
 }
 
 /* The upstream connection: to dst directly, or through the SOCKS5 server. */
-static int open_upstream(proxy *p, sbx_conn *c) {
+static int open_upstream(proxy *p, sbxtab_conn *c) {
   long end = now_ms() + CONNECT_TIMEOUT_MS;
   struct sockaddr_storage ss;
   memset(&ss, 0, sizeof ss);
@@ -182,7 +182,7 @@ static int open_upstream(proxy *p, sbx_conn *c) {
   }
   int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (fd < 0) return -1;
-  if (sbx_conn_set_upstream(p->t, c, fd) < 0 ||
+  if (sbxtab_conn_set_upstream(p->t, c, fd) < 0 ||
       connect_wait(fd, (struct sockaddr *)&ss, sl, end) < 0)
     goto fail;
   if (c->socks_addr) {
@@ -197,7 +197,7 @@ static int open_upstream(proxy *p, sbx_conn *c) {
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   return fd;
 fail:
-  sbx_conn_set_upstream(p->t, c, -1);
+  sbxtab_conn_set_upstream(p->t, c, -1);
   close(fd);
   return -1;
 }
@@ -241,7 +241,7 @@ static int pump(dir *d, short src_ev, short dst_ev) {
   return 0;
 }
 
-static void relay(int cfd, int ufd, sbx_conn *c) {
+static void relay(int cfd, int ufd, sbxtab_conn *c) {
   dir d[2] = {{.src = cfd, .dst = ufd, .pipe = {-1, -1}, .counter = &c->bytes_out},
               {.src = ufd, .dst = cfd, .pipe = {-1, -1}, .counter = &c->bytes_in}};
   for (int i = 0; i < 2; i++) {
@@ -281,12 +281,12 @@ out:
 static void *conn_main(void *arg) {
   job *j = arg;
   proxy *p = j->p;
-  sbx_conn *c = &j->c;
+  sbxtab_conn *c = &j->c;
   int needs_name = 0, ufd = -1;
   unsigned char *head = NULL;
   peek_result pr;
   memset(&pr, 0, sizeof pr);
-  int listed = sbx_conn_begin(p->t, c, &needs_name);
+  int listed = sbxtab_conn_begin(p->t, c, &needs_name);
   if (!listed) goto refuse;
   if (needs_name) {
     head = malloc(PEEK_MAX);
@@ -295,7 +295,7 @@ static void *conn_main(void *arg) {
     if ((pr.kind == PEEK_TLS || pr.kind == PEEK_HTTP) && pr.name[0])
       snprintf(c->name, sizeof c->name, "%s", pr.name);
   }
-  if (sbx_conn_decide(p->t, c) < 0) goto refuse;
+  if (sbxtab_conn_decide(p->t, c) < 0) goto refuse;
   ufd = open_upstream(p, c);
   if (ufd < 0) goto refuse;
   free(head);
@@ -337,13 +337,13 @@ static void *conn_main(void *arg) {
   } else {
     relay(j->fd, ufd, c);
   }
-  sbx_conn_end(p->t, c);
-  sbx_conn_set_upstream(p->t, c, -1);
+  sbxtab_conn_end(p->t, c);
+  sbxtab_conn_set_upstream(p->t, c, -1);
   if (ufd >= 0) close(ufd);
   close(j->fd);
   goto out;
 refuse:
-  if (listed) sbx_conn_end(p->t, c);
+  if (listed) sbxtab_conn_end(p->t, c);
   rst_close(j->fd);
 out:
   free(head);
@@ -367,7 +367,7 @@ static void on_accept(proxy *p, int lfd) {
   }
   j->p = p;
   j->fd = fd;
-  sbx_conn *c = &j->c;
+  sbxtab_conn *c = &j->c;
   c->family = src.ss_family;
   c->fd_client = fd;
   c->fd_upstream = -1;
@@ -424,7 +424,7 @@ static void *loop(void *arg) {
   return NULL;
 }
 
-int proxy_start(sbx_table *t, const struct sockaddr_storage *binds, size_t nbinds,
+int proxy_start(sbxtab *t, const struct sockaddr_storage *binds, size_t nbinds,
                 unsigned peek_timeout_s, asbn_secrets *secrets, tlsmitm *mitm, proxy **out,
                 char *err, size_t errlen) {
   *out = NULL;
@@ -510,7 +510,7 @@ void proxy_stop(proxy *p) {
   p->stopping = 1;
   while (p->active) {
     pthread_mutex_unlock(&p->mu);
-    sbx_cut_all(p->t); /* again and again: a connection may list itself late */
+    sbxtab_cut_all(p->t); /* again and again: a connection may list itself late */
     pthread_mutex_lock(&p->mu);
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);

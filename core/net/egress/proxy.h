@@ -1,6 +1,6 @@
 /* The transparent TCP proxy for sandboxes (egress.h): one thread per
  * connection, the destination from SO_ORIGINAL_DST, the name from the
- * first bytes (peek.h), the decision from the sandbox table (sbx.h), then
+ * first bytes (peek.h), the decision from the sandbox table (sbxtab.h), then
  * the bytes spliced both ways (splice(2) through a pipe per direction)
  * directly or through the policy's SOCKS5 upstream (socks.h); or request
  * by request (httpx.h) where Host checks or header rules need it.
@@ -12,7 +12,7 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
-#include "sbx.h"
+#include "sbxtab.h"
 #include "secrets.h"
 #include "tlsmitm.h"
 
@@ -20,7 +20,7 @@ typedef struct proxy proxy;
 
 /* secrets (may be NULL) resolve header rules' placeholders; mitm (may be
  * NULL) intercepts HTTPS to domains with header rules. */
-int proxy_start(sbx_table *t, const struct sockaddr_storage *binds, size_t nbinds,
+int proxy_start(sbxtab *t, const struct sockaddr_storage *binds, size_t nbinds,
                 unsigned peek_timeout_s, asbn_secrets *secrets, tlsmitm *mitm, proxy **out,
                 char *err, size_t errlen);
 uint16_t proxy_port(const proxy *p);

@@ -21,7 +21,7 @@
 #define TCP_CLIENT_IDLE_S 10
 
 struct resolver {
-  sbx_table *t;
+  sbxtab *t;
   int udp[MAX_BINDS], tcp[MAX_BINDS];
   size_t nbinds;
   struct sockaddr_storage ups[MAX_UPS];
@@ -244,13 +244,13 @@ static uint8_t *handle(resolver *r, const struct sockaddr_storage *src, const ui
   if (dnsmsg_parse_query(q, n, &pq) < 0) return NULL;
   int family;
   const uint8_t *sa = ss_addr(src, &family);
-  int ok = sbx_dns_check(r->t, family, sa, pq.name, pq.name_ok);
+  int ok = sbxtab_dns_check(r->t, family, sa, pq.name, pq.name_ok);
   uint8_t *out = NULL;
   if (ok == 1) {
     dnsmsg_addr addrs[DNSMSG_MAX_ADDRS];
     size_t na = 0;
     if (forward(r, q, n, &pq, tcp, &out, outlen, addrs, &na) == 0) {
-      if (pq.name_ok) sbx_dns_record(r->t, family, sa, pq.name, addrs, na);
+      if (pq.name_ok) sbxtab_dns_record(r->t, family, sa, pq.name, addrs, na);
       return out;
     }
     dnsmsg_error_reply(q, n, 2 /* SERVFAIL */, &out, outlen);
@@ -464,7 +464,7 @@ static void close_all(resolver *r) {
   }
 }
 
-int resolver_start(sbx_table *t, const struct sockaddr_storage *binds, size_t nbinds,
+int resolver_start(sbxtab *t, const struct sockaddr_storage *binds, size_t nbinds,
                    const struct sockaddr_storage *ups, size_t nups, resolver **out, char *err,
                    size_t errlen) {
   *out = NULL;

@@ -9,13 +9,13 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
-#include "sbx.h"
+#include "sbxtab.h"
 
 typedef struct resolver resolver;
 
 /* binds[nbinds] (port in them; 0 = pick one, the same for all binds and
  * both protocols), upstream servers ups[nups]. 0 or -1 with err. */
-int resolver_start(sbx_table *t, const struct sockaddr_storage *binds, size_t nbinds,
+int resolver_start(sbxtab *t, const struct sockaddr_storage *binds, size_t nbinds,
                    const struct sockaddr_storage *ups, size_t nups, resolver **out, char *err,
                    size_t errlen);
 uint16_t resolver_port(const resolver *r);

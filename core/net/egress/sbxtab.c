@@ -1,5 +1,5 @@
-/* The egress services' sandbox table (sbx.h). SPDX-License-Identifier: Apache-2.0 */
-#include "sbx.h"
+/* The egress services' sandbox table (sbxtab.h). SPDX-License-Identifier: Apache-2.0 */
+#include "sbxtab.h"
 #include "polcopy.h"
 
 #include <errno.h>
@@ -26,12 +26,12 @@ typedef struct sbx {
   asbn_policy pol;
   record *recs;
   size_t nrecs;
-  sbx_conn *conns;
+  sbxtab_conn *conns;
   unsigned nconns;
   asbn_egress_counters ctr; /* bytes of ended connections; conns_open derived */
 } sbx;
 
-struct sbx_table {
+struct sbxtab {
   pthread_mutex_t mu;
   sbx *list;
   unsigned max_per, max_total, total;
@@ -47,7 +47,7 @@ static size_t alen(int family) {
   return family == AF_INET ? 4 : 16;
 }
 
-static sbx *find(sbx_table *t, int family, const uint8_t *addr, sbx ***link) {
+static sbx *find(sbxtab *t, int family, const uint8_t *addr, sbx ***link) {
   for (sbx **l = &t->list; *l; l = &(*l)->next)
     for (int i = 0; i < (*l)->naddr; i++)
       if ((*l)->fam[i] == family && memcmp((*l)->addr[i], addr, alen(family)) == 0) {
@@ -57,8 +57,8 @@ static sbx *find(sbx_table *t, int family, const uint8_t *addr, sbx ***link) {
   return NULL;
 }
 
-sbx_table *sbx_table_new(unsigned max_per, unsigned max_total) {
-  sbx_table *t = calloc(1, sizeof *t);
+sbxtab *sbxtab_new(unsigned max_per, unsigned max_total) {
+  sbxtab *t = calloc(1, sizeof *t);
   if (!t) return NULL;
   pthread_mutex_init(&t->mu, NULL);
   t->max_per = max_per ? max_per : 256;
@@ -66,13 +66,13 @@ sbx_table *sbx_table_new(unsigned max_per, unsigned max_total) {
   return t;
 }
 
-static void cut(sbx_conn *c) {
+static void cut(sbxtab_conn *c) {
   if (c->fd_client >= 0) shutdown(c->fd_client, SHUT_RDWR);
   if (c->fd_upstream >= 0) shutdown(c->fd_upstream, SHUT_RDWR);
 }
 
-static void unlist_all(sbx_table *t, sbx *s) {
-  for (sbx_conn *c = s->conns, *n; c; c = n) {
+static void unlist_all(sbxtab *t, sbx *s) {
+  for (sbxtab_conn *c = s->conns, *n; c; c = n) {
     n = c->next;
     cut(c);
     c->listed = 0;
@@ -83,19 +83,19 @@ static void unlist_all(sbx_table *t, sbx *s) {
   s->nconns = 0;
 }
 
-static void sbx_free(sbx_table *t, sbx *s) {
+static void entry_free(sbxtab *t, sbx *s) {
   unlist_all(t, s);
   polcopy_free(&s->pol);
   free(s->recs);
   free(s);
 }
 
-void sbx_table_free(sbx_table *t) {
+void sbxtab_free(sbxtab *t) {
   if (!t) return;
   while (t->list) {
     sbx *s = t->list;
     t->list = s->next;
-    sbx_free(t, s);
+    entry_free(t, s);
   }
   pthread_mutex_destroy(&t->mu);
   free(t);
@@ -111,13 +111,13 @@ static int rec_has(const sbx *s, const char *name, int family, const uint8_t *ad
   return 0;
 }
 
-static decide_why decide_locked(const sbx *s, const sbx_conn *c) {
+static decide_why decide_locked(const sbx *s, const sbxtab_conn *c) {
   decide_conn_in in = {.family = c->family, .dst = c->dst, .name = c->name[0] ? c->name : NULL};
   in.name_has_dst = in.name && rec_has(s, c->name, c->family, c->dst, now_s());
   return decide_conn(&s->pol, &in);
 }
 
-int sbx_set_policy(sbx_table *t, int family, const uint8_t *addr, const asbn_policy *p) {
+int sbxtab_set_policy(sbxtab *t, int family, const uint8_t *addr, const asbn_policy *p) {
   asbn_policy copy;
   if (polcopy_dup(p, &copy) != 0) return -1;
   pthread_mutex_lock(&t->mu);
@@ -140,14 +140,14 @@ int sbx_set_policy(sbx_table *t, int family, const uint8_t *addr, const asbn_pol
   }
   s->pol = copy;
   /* Live update: cut what the new policy refuses. */
-  for (sbx_conn *c = s->conns; c; c = c->next)
+  for (sbxtab_conn *c = s->conns; c; c = c->next)
     if (c->decided && decide_locked(s, c) < 0) cut(c);
   pthread_mutex_unlock(&t->mu);
   return 0;
 }
 
-int sbx_add_address(sbx_table *t, int family, const uint8_t *known, int family2,
-                    const uint8_t *also) {
+int sbxtab_add_address(sbxtab *t, int family, const uint8_t *known, int family2,
+                       const uint8_t *also) {
   pthread_mutex_lock(&t->mu);
   sbx *s = find(t, family, known, NULL), *other = find(t, family2, also, NULL);
   int r = -1;
@@ -163,25 +163,25 @@ int sbx_add_address(sbx_table *t, int family, const uint8_t *known, int family2,
   return r;
 }
 
-int sbx_forget(sbx_table *t, int family, const uint8_t *addr) {
+int sbxtab_forget(sbxtab *t, int family, const uint8_t *addr) {
   pthread_mutex_lock(&t->mu);
   sbx **link;
   sbx *s = find(t, family, addr, &link);
   if (s) {
     *link = s->next;
-    sbx_free(t, s);
+    entry_free(t, s);
   }
   pthread_mutex_unlock(&t->mu);
   return s ? 0 : -1;
 }
 
-int sbx_counters(sbx_table *t, int family, const uint8_t *addr, asbn_egress_counters *out) {
+int sbxtab_counters(sbxtab *t, int family, const uint8_t *addr, asbn_egress_counters *out) {
   pthread_mutex_lock(&t->mu);
   sbx *s = find(t, family, addr, NULL);
   if (s) {
     *out = s->ctr;
     out->conns_open = s->nconns;
-    for (sbx_conn *c = s->conns; c; c = c->next) {
+    for (sbxtab_conn *c = s->conns; c; c = c->next) {
       out->bytes_out += __atomic_load_n(&c->bytes_out, __ATOMIC_RELAXED);
       out->bytes_in += __atomic_load_n(&c->bytes_in, __ATOMIC_RELAXED);
     }
@@ -190,7 +190,7 @@ int sbx_counters(sbx_table *t, int family, const uint8_t *addr, asbn_egress_coun
   return s ? 0 : -1;
 }
 
-int sbx_dns_check(sbx_table *t, int family, const uint8_t *src, const char *name, int name_ok) {
+int sbxtab_dns_check(sbxtab *t, int family, const uint8_t *src, const char *name, int name_ok) {
   pthread_mutex_lock(&t->mu);
   sbx *s = find(t, family, src, NULL);
   int r = -1;
@@ -205,8 +205,8 @@ int sbx_dns_check(sbx_table *t, int family, const uint8_t *src, const char *name
   return r;
 }
 
-void sbx_dns_record(sbx_table *t, int family, const uint8_t *src, const char *name,
-                    const dnsmsg_addr *a, size_t n) {
+void sbxtab_dns_record(sbxtab *t, int family, const uint8_t *src, const char *name,
+                       const dnsmsg_addr *a, size_t n) {
   if (!name[0] || strlen(name) >= sizeof(((record *)0)->name)) return;
   time_t now = now_s();
   pthread_mutex_lock(&t->mu);
@@ -244,7 +244,7 @@ void sbx_dns_record(sbx_table *t, int family, const uint8_t *src, const char *na
   pthread_mutex_unlock(&t->mu);
 }
 
-int sbx_conn_begin(sbx_table *t, sbx_conn *c, int *needs_name) {
+int sbxtab_conn_begin(sbxtab *t, sbxtab_conn *c, int *needs_name) {
   pthread_mutex_lock(&t->mu);
   sbx *s = find(t, c->family, c->src, NULL);
   int r = 0;
@@ -272,7 +272,7 @@ static char *dup_or_null(const char *s) {
   return s ? strdup(s) : NULL;
 }
 
-int sbx_conn_decide(sbx_table *t, sbx_conn *c) {
+int sbxtab_conn_decide(sbxtab *t, sbxtab_conn *c) {
   pthread_mutex_lock(&t->mu);
   sbx *s = c->listed ? find(t, c->family, c->src, NULL) : NULL;
   c->why = DECIDE_BLOCKED;
@@ -308,7 +308,7 @@ int sbx_conn_decide(sbx_table *t, sbx_conn *c) {
   return r;
 }
 
-int sbx_conn_set_upstream(sbx_table *t, sbx_conn *c, int fd) {
+int sbxtab_conn_set_upstream(sbxtab *t, sbxtab_conn *c, int fd) {
   pthread_mutex_lock(&t->mu);
   c->fd_upstream = fd;
   int r = c->listed ? 0 : -1;
@@ -316,14 +316,14 @@ int sbx_conn_set_upstream(sbx_table *t, sbx_conn *c, int fd) {
   return r;
 }
 
-void sbx_cut_all(sbx_table *t) {
+void sbxtab_cut_all(sbxtab *t) {
   pthread_mutex_lock(&t->mu);
   for (sbx *s = t->list; s; s = s->next)
-    for (sbx_conn *c = s->conns; c; c = c->next) cut(c);
+    for (sbxtab_conn *c = s->conns; c; c = c->next) cut(c);
   pthread_mutex_unlock(&t->mu);
 }
 
-void sbx_conn_end(sbx_table *t, sbx_conn *c) {
+void sbxtab_conn_end(sbxtab *t, sbxtab_conn *c) {
   pthread_mutex_lock(&t->mu);
   if (c->listed) {
     sbx *s = find(t, c->family, c->src, NULL);
