@@ -103,7 +103,95 @@ static int kv_object(cJSON *parent, const char *key, const char *const *kv, cons
   return ASB_OK;
 }
 
-ASBI_DEFINE_OPTIONS_INIT(asb_sandbox_options, ASB_SANDBOX_OPTIONS_VERSION, ASB_SANDBOX_OPTIONS_INIT)
+/* Version 1 ended before allow_internet_access. */
+static size_t sandbox_options_size(unsigned int version) {
+  return version >= 2 ? sizeof(asb_sandbox_options)
+                      : offsetof(asb_sandbox_options, allow_internet_access);
+}
+
+ASBI_DEFINE_OPTIONS_INIT_SIZED(asb_sandbox_options, ASB_SANDBOX_OPTIONS_VERSION,
+                               ASB_SANDBOX_OPTIONS_INIT, sandbox_options_size)
+
+/* ---- the network: E2B's allowInternetAccess and network ------------------------------ */
+
+/* The members of E2B's SandboxNetworkConfig (create) and
+ * SandboxNetworkUpdateConfig (update), with the JSON type each must have:
+ * the library checks the shape so a typo fails here, with the member's
+ * name, rather than being dropped by a server that ignores unknown keys.
+ * The values themselves (CIDRs, domains, header names) are the engine's to
+ * judge: it answers 400 (ASB_EINVAL) with what is wrong. */
+typedef struct net_member {
+  const char *name;
+  int type; /* cJSON_Array, cJSON_Object, cJSON_True (a boolean), cJSON_String */
+  int on_update;
+} net_member;
+
+static const net_member net_members[] = {
+    {"allowOut", cJSON_Array, 1},
+    {"denyOut", cJSON_Array, 1},
+    {"rules", cJSON_Object, 1},
+    {"egressProxy", cJSON_Object, 1},
+    {"allowPublicTraffic", cJSON_True, 0},
+    {"maskRequestHost", cJSON_String, 0},
+};
+
+/* Parses and checks network_json into *out (NULL for a NULL string). */
+static int network_parse(const char *json, int update, const char *what, cJSON **out) {
+  *out = NULL;
+  if (!json) return ASB_OK;
+  const char *perr = NULL;
+  cJSON *j = asbi_pj_parse(json, strlen(json), &perr);
+  if (!j) return asbi_err(ASB_EINVAL, "%s: network_json is not JSON (%s)", what, perr ? perr : "?");
+  if (!cJSON_IsObject(j)) {
+    cJSON_Delete(j);
+    return asbi_err(ASB_EINVAL, "%s: network_json is not a JSON object", what);
+  }
+  const cJSON *m;
+  cJSON_ArrayForEach(m, j) {
+    const net_member *k = NULL;
+    for (size_t i = 0; i < sizeof net_members / sizeof net_members[0]; i++)
+      if (strcmp(net_members[i].name, m->string) == 0) k = &net_members[i];
+    if (!k || (update && !k->on_update)) {
+      int iae =
+          !strcmp(m->string, "allowInternetAccess") || !strcmp(m->string, "allow_internet_access");
+      int rc = asbi_err(ASB_EINVAL, "%s: network_json: %s '%s'%s", what,
+                        k ? "a running sandbox's network cannot change" : "unknown member",
+                        m->string, iae ? " (give it as allow_internet_access)" : "");
+      cJSON_Delete(j);
+      return rc;
+    }
+    int ok = k->type == cJSON_True ? cJSON_IsBool(m)
+             : k->type == cJSON_Object
+                 ? cJSON_IsObject(m) || (cJSON_IsNull(m) && !strcmp(k->name, "egressProxy"))
+                 : (m->type & 0xFF) == k->type;
+    if (ok && k->type == cJSON_Array) {
+      const cJSON *e;
+      cJSON_ArrayForEach(e, m) if (!cJSON_IsString(e)) ok = 0;
+    }
+    if (!ok) {
+      static const char *const tn[] = {"a list of strings", "an object", "true or false",
+                                       "a string"};
+      const char *want = k->type == cJSON_Array    ? tn[0]
+                         : k->type == cJSON_Object ? tn[1]
+                         : k->type == cJSON_True   ? tn[2]
+                                                   : tn[3];
+      int rc = asbi_err(ASB_EINVAL, "%s: network_json: '%s' must be %s", what, m->string, want);
+      cJSON_Delete(j);
+      return rc;
+    }
+  }
+  *out = j;
+  return ASB_OK;
+}
+
+/* E2B's wire name for it: NewSandbox and SandboxNetworkUpdateConfig both
+ * spell it allow_internet_access (SandboxDetail says allowInternetAccess). */
+static int add_internet(cJSON *body, int allow, const char *what) {
+  if (allow == 0) return ASB_OK;
+  if (allow != 1 && allow != -1)
+    return asbi_err(ASB_EINVAL, "%s: allow_internet_access %d is not 1, -1 or 0", what, allow);
+  return cJSON_AddBoolToObject(body, "allow_internet_access", allow == 1) ? ASB_OK : asbi_oom();
+}
 
 int asb_sandbox_create(asb_sandbox **out, asb_client *c, const asb_sandbox_options *o) {
   ASBI_CLIENT_CALL(c);
@@ -119,6 +207,10 @@ int asb_sandbox_create(asb_sandbox **out, asb_client *c, const asb_sandbox_optio
   if (o->auto_pause) cJSON_AddBoolToObject(body, "autoPause", 1);
   int rc = kv_object(body, "metadata", o->metadata, "sandbox.create");
   if (!rc) rc = kv_object(body, "envVars", o->envs, "sandbox.create");
+  if (!rc) rc = add_internet(body, ASBI_OPT(o, 2, allow_internet_access, 0), "sandbox.create");
+  cJSON *net = NULL;
+  if (!rc) rc = network_parse(ASBI_OPT(o, 2, network_json, NULL), 0, "sandbox.create", &net);
+  if (net) cJSON_AddItemToObject(body, "network", net);
   cJSON *reply = NULL;
   cp_call k = {asbi_client_timeout(c, o->request_timeout_ms), o->cancel, 0, 0, c->life.stop};
   /* Current SDKs create with POST /v2/sandboxes; engines that predate it
@@ -273,6 +365,31 @@ int asb_sandbox_resume(asb_sandbox *sb, long timeout_ms, const asb_call_options 
   return rc;
 }
 
+int asb_sandbox_update_network(asb_sandbox *sb, int allow_internet_access, const char *network_json,
+                               const asb_call_options *call) {
+  ASBI_SANDBOX_CALL(sb);
+  if (!sb) return asbi_err(ASB_EINVAL, "sandbox.update_network: sandbox is NULL");
+  ASBI_CHECK_VERSION(call, ASB_CALL_OPTIONS_VERSION, "asb_call_options");
+  cJSON *body = NULL;
+  int rc = network_parse(network_json, 1, "sandbox.update_network", &body);
+  if (!rc && !body && !(body = cJSON_CreateObject())) rc = asbi_oom();
+  if (!rc) rc = add_internet(body, allow_internet_access, "sandbox.update_network");
+  if (rc) {
+    cJSON_Delete(body);
+    return rc;
+  }
+  char path[256];
+  snprintf(path, sizeof path, "/sandboxes/%s/network", sb->id);
+  cp_call k;
+  cp_from(&k, sb->client, call);
+  k.idempotent = 1; /* it replaces the whole config: sending it twice is sending it once */
+  k.stop = sb->life.stop;
+  rc = cp_request(sb->client, "PUT", path, body, &k, "sandbox.update_network", NULL, NULL, NULL,
+                  NULL);
+  cJSON_Delete(body);
+  return rc;
+}
+
 int asb_sandbox_is_running(asb_sandbox *sb, const asb_call_options *call) {
   ASBI_SANDBOX_CALL(sb);
   if (!sb) return asbi_err(ASB_EINVAL, "sandbox.is_running: sandbox is NULL");
@@ -310,7 +427,30 @@ struct asb_sandbox_info {
   int cpu, mem, disk;
   char **mkeys, **mvals;
   size_t nmeta;
+  int internet;  /* allowInternetAccess: 1, 0, or -1 when the reply had none */
+  char *network; /* the network object as JSON, or NULL */
+  char **allow_out, **deny_out;
+  size_t nallow_out, ndeny_out;
 };
+
+static void strv_free(char **v, size_t n) {
+  for (size_t k = 0; k < n; k++) free(v[k]);
+  free(v);
+}
+
+/* network.<key> (a list of strings; anything else in it is skipped) into
+ * *v, *n. 0, or ASB_ENOMEM. */
+static int info_strings(const cJSON *net, const char *key, char ***v, size_t *n) {
+  const cJSON *a = cJSON_GetObjectItemCaseSensitive(net, key), *e;
+  if (!cJSON_IsArray(a)) return ASB_OK;
+  if (!(*v = calloc((size_t)cJSON_GetArraySize(a) + 1, sizeof **v))) return ASB_ENOMEM;
+  cJSON_ArrayForEach(e, a) {
+    if (!cJSON_IsString(e)) continue;
+    if (!((*v)[*n] = asbi_strdup(e->valuestring))) return ASB_ENOMEM;
+    (*n)++;
+  }
+  return ASB_OK;
+}
 
 static int64_t parse_time_s(const char *s) {
   if (!s) return 0;
@@ -333,6 +473,9 @@ void asb_sandbox_info_free(asb_sandbox_info *i) {
   }
   free(i->mkeys);
   free(i->mvals);
+  free(i->network);
+  strv_free(i->allow_out, i->nallow_out);
+  strv_free(i->deny_out, i->ndeny_out);
   free(i);
 }
 
@@ -381,6 +524,14 @@ static int info_from(const cJSON *j, asb_sandbox_info **out) {
     i->mvals[i->nmeta] = asbi_strdup(it->valuestring);
     oom = !i->mkeys[i->nmeta] || !i->mvals[i->nmeta];
     i->nmeta++;
+  }
+  const cJSON *iae = cJSON_GetObjectItemCaseSensitive(j, "allowInternetAccess");
+  i->internet = cJSON_IsBool(iae) ? cJSON_IsTrue(iae) : -1;
+  const cJSON *net = cJSON_GetObjectItemCaseSensitive(j, "network");
+  if (!oom && cJSON_IsObject(net)) {
+    oom = !(i->network = asbi_pj_print(net)) ||
+          info_strings(net, "allowOut", &i->allow_out, &i->nallow_out) ||
+          info_strings(net, "denyOut", &i->deny_out, &i->ndeny_out);
   }
   if (oom) {
     asb_sandbox_info_free(i);
@@ -451,6 +602,25 @@ const char *asb_sandbox_info_metadata_key(const asb_sandbox_info *i, size_t k) {
 }
 const char *asb_sandbox_info_metadata_value(const asb_sandbox_info *i, size_t k) {
   return i && k < i->nmeta ? i->mvals[k] : NULL;
+}
+
+int asb_sandbox_info_allow_internet_access(const asb_sandbox_info *i) {
+  return i ? i->internet : -1;
+}
+const char *asb_sandbox_info_network_json(const asb_sandbox_info *i) {
+  return i ? i->network : NULL;
+}
+size_t asb_sandbox_info_allow_out_count(const asb_sandbox_info *i) {
+  return i ? i->nallow_out : 0;
+}
+const char *asb_sandbox_info_allow_out_get(const asb_sandbox_info *i, size_t k) {
+  return i && k < i->nallow_out ? i->allow_out[k] : NULL;
+}
+size_t asb_sandbox_info_deny_out_count(const asb_sandbox_info *i) {
+  return i ? i->ndeny_out : 0;
+}
+const char *asb_sandbox_info_deny_out_get(const asb_sandbox_info *i, size_t k) {
+  return i && k < i->ndeny_out ? i->deny_out[k] : NULL;
 }
 
 /* ---- list ------------------------------------------------------------------------------ */
