@@ -70,8 +70,32 @@ from ..models import (
 )
 from ..models import Execution as _NativeExecution
 from ..git import AsyncGit, Git
+from .._netconf import ALL_TRAFFIC
+from .._netconf import EgressProxy as SandboxEgressProxyOpts
+from .._netconf import EgressProxyInfo as SandboxEgressProxyInfo
+from .._netconf import NetworkInfo as SandboxNetworkInfo
+from .._netconf import NetworkOpts as SandboxNetworkOpts
+from .._netconf import NetworkUpdate as SandboxNetworkUpdate
+from .._netconf import Rule as SandboxNetworkRule
+from .._netconf import Rules as SandboxNetworkRules
+from .._netconf import SelectorContext as SandboxNetworkSelectorContext
+from .._netconf import Selector as SandboxNetworkSelector
+from .._netconf import Transform as SandboxNetworkTransform
+from .._netconf import TransformContext as SandboxNetworkTransformContext
 
 __all__ = [
+    "ALL_TRAFFIC",
+    "SandboxEgressProxyOpts",
+    "SandboxEgressProxyInfo",
+    "SandboxNetworkInfo",
+    "SandboxNetworkOpts",
+    "SandboxNetworkUpdate",
+    "SandboxNetworkRule",
+    "SandboxNetworkRules",
+    "SandboxNetworkSelector",
+    "SandboxNetworkSelectorContext",
+    "SandboxNetworkTransform",
+    "SandboxNetworkTransformContext",
     "Sandbox",
     "AsyncSandbox",
     "CommandResult",
@@ -528,7 +552,7 @@ class Filesystem:
 def _create_args(template: Optional[str], timeout: Optional[int], metadata: Any, envs: Any,
                  secure: bool, allow_internet_access: bool, lifecycle: Any,
                  extra: Dict[str, Any], opts: Dict[str, Any]) -> Dict[str, Any]:
-    for k in ("mcp", "network", "iam", "volume_mounts"):
+    for k in ("mcp", "iam", "volume_mounts"):
         _unsupported(k, extra.get(k), None)
     auto_pause = False
     if lifecycle:
@@ -536,7 +560,8 @@ def _create_args(template: Optional[str], timeout: Optional[int], metadata: Any,
         action = on_timeout.get("action") if isinstance(on_timeout, dict) else on_timeout
         auto_pause = action == "pause"
     return dict(template=template, timeout=timeout or 300, metadata=metadata, envs=envs,
-                auto_pause=auto_pause, **_conn(opts))
+                auto_pause=auto_pause, allow_internet_access=allow_internet_access,
+                network=extra.get("network"), **_conn(opts))
 
 
 class Sandbox:
@@ -629,6 +654,14 @@ class Sandbox:
         return S.Sandbox.connect(sandbox_id, **_conn(opts)).get_metrics(start, end)
 
     get_metrics = _dual(_get_metrics_inst, _get_metrics_cls)
+
+    def _update_network_inst(self, network: Any = None, **opts: Any) -> None:
+        self._s.update_network(network, request_timeout=opts.get("request_timeout"))
+
+    def _update_network_cls(cls, sandbox_id: str, network: Any = None, **opts: Any) -> None:
+        S.Sandbox.update_network_by_id(sandbox_id, network, **_conn(opts))
+
+    update_network = _dual(_update_network_inst, _update_network_cls)
 
     def _pause_inst(self, keep_memory: bool = True, **opts: Any) -> bool:
         return self._s.pause()
@@ -980,6 +1013,15 @@ class AsyncSandbox:
         return await sb.get_metrics(start, end)
 
     get_metrics = _dual(_get_metrics_inst, _get_metrics_cls)
+
+    async def _update_network_inst(self, network: Any = None, **opts: Any) -> None:
+        await self._s.update_network(network, request_timeout=opts.get("request_timeout"))
+
+    async def _update_network_cls(cls, sandbox_id: str, network: Any = None,
+                                  **opts: Any) -> None:
+        await A.Sandbox.update_network_by_id(sandbox_id, network, **_conn(opts))
+
+    update_network = _dual(_update_network_inst, _update_network_cls)
 
     async def _pause_inst(self, keep_memory: bool = True, **opts: Any) -> bool:
         return await self._s.pause()
