@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "proto/netconf.h"
 #include "proto/pjson.h"
 #include "proto/url.h"
 #include "util/util.h"
@@ -114,74 +115,14 @@ ASBI_DEFINE_OPTIONS_INIT_SIZED(asb_sandbox_options, ASB_SANDBOX_OPTIONS_VERSION,
 
 /* ---- the network: E2B's allowInternetAccess and network ------------------------------ */
 
-/* The members of E2B's SandboxNetworkConfig (create) and
- * SandboxNetworkUpdateConfig (update), with the JSON type each must have:
- * the library checks the shape so a typo fails here, with the member's
- * name, rather than being dropped by a server that ignores unknown keys.
- * The values themselves (CIDRs, domains, header names) are the engine's to
- * judge: it answers 400 (ASB_EINVAL) with what is wrong. */
-typedef struct net_member {
-  const char *name;
-  int type; /* cJSON_Array, cJSON_Object, cJSON_True (a boolean), cJSON_String */
-  int on_update;
-} net_member;
-
-static const net_member net_members[] = {
-    {"allowOut", cJSON_Array, 1},
-    {"denyOut", cJSON_Array, 1},
-    {"rules", cJSON_Object, 1},
-    {"egressProxy", cJSON_Object, 1},
-    {"allowPublicTraffic", cJSON_True, 0},
-    {"maskRequestHost", cJSON_String, 0},
-};
-
-/* Parses and checks network_json into *out (NULL for a NULL string). */
+/* Parses and checks network_json into *out (NULL for a NULL string):
+ * proto/netconf.c checks the shape; the engine judges the values. */
 static int network_parse(const char *json, int update, const char *what, cJSON **out) {
   *out = NULL;
   if (!json) return ASB_OK;
-  const char *perr = NULL;
-  cJSON *j = asbi_pj_parse(json, strlen(json), &perr);
-  if (!j) return asbi_err(ASB_EINVAL, "%s: network_json is not JSON (%s)", what, perr ? perr : "?");
-  if (!cJSON_IsObject(j)) {
-    cJSON_Delete(j);
-    return asbi_err(ASB_EINVAL, "%s: network_json is not a JSON object", what);
-  }
-  const cJSON *m;
-  cJSON_ArrayForEach(m, j) {
-    const net_member *k = NULL;
-    for (size_t i = 0; i < sizeof net_members / sizeof net_members[0]; i++)
-      if (strcmp(net_members[i].name, m->string) == 0) k = &net_members[i];
-    if (!k || (update && !k->on_update)) {
-      int iae =
-          !strcmp(m->string, "allowInternetAccess") || !strcmp(m->string, "allow_internet_access");
-      int rc = asbi_err(ASB_EINVAL, "%s: network_json: %s '%s'%s", what,
-                        k ? "a running sandbox's network cannot change" : "unknown member",
-                        m->string, iae ? " (give it as allow_internet_access)" : "");
-      cJSON_Delete(j);
-      return rc;
-    }
-    int ok = k->type == cJSON_True ? cJSON_IsBool(m)
-             : k->type == cJSON_Object
-                 ? cJSON_IsObject(m) || (cJSON_IsNull(m) && !strcmp(k->name, "egressProxy"))
-                 : (m->type & 0xFF) == k->type;
-    if (ok && k->type == cJSON_Array) {
-      const cJSON *e;
-      cJSON_ArrayForEach(e, m) if (!cJSON_IsString(e)) ok = 0;
-    }
-    if (!ok) {
-      static const char *const tn[] = {"a list of strings", "an object", "true or false",
-                                       "a string"};
-      const char *want = k->type == cJSON_Array    ? tn[0]
-                         : k->type == cJSON_Object ? tn[1]
-                         : k->type == cJSON_True   ? tn[2]
-                                                   : tn[3];
-      int rc = asbi_err(ASB_EINVAL, "%s: network_json: '%s' must be %s", what, m->string, want);
-      cJSON_Delete(j);
-      return rc;
-    }
-  }
-  *out = j;
-  return ASB_OK;
+  char err[256];
+  if (asbi_netconf_parse(json, strlen(json), update, out, err, sizeof err) == 0) return ASB_OK;
+  return strstr(err, "(out of memory)") ? asbi_oom() : asbi_err(ASB_EINVAL, "%s: %s", what, err);
 }
 
 /* E2B's wire name for it: NewSandbox and SandboxNetworkUpdateConfig both
