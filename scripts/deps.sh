@@ -50,6 +50,10 @@ PACKAGES=(
   luajit
   # sandbox templates and baselines
   busybox-static bubblewrap runc iproute2 e2fsprogs util-linux procps
+  # sandbox networking (core/net): nftables through libnftables' JSON input,
+  # links/addresses/routes through libnl-route-3; the nft tool and dnsmasq
+  # (the closed test topology's DNS server, tests/net)
+  nftables libnftables-dev libnl-route-3-dev dnsmasq-base
 )
 
 missing=()

@@ -11,7 +11,10 @@ JOBS=$(nproc)
 
 scripts/deps.sh
 
-step() { printf '\n==== %s ====\n' "$*"; }
+# Each step's heading says how long the run has taken so far (CI's budget is
+# 30 minutes: see where it goes).
+T0=$(date +%s)
+step() { printf '\n==== %s (at %d s) ====\n' "$*" $(($(date +%s) - T0)); }
 
 step "test prerequisites"
 # The stock E2B npm SDK used by the npm.envd test (pinned in tests/npm).
@@ -78,6 +81,7 @@ step "tests (ThreadSanitizer build)"
 
 step "ABI: abidiff against abi/"
 cmake --build build --target abi-check
+step "done"
 
 echo
 echo "all tests passed"

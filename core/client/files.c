@@ -1,7 +1,6 @@
 /* Files: envd's /files endpoint (streamed reads and writes) and its
  * filesystem service (stat, list, move, remove, make_dir, watch).
  * SPDX-License-Identifier: Apache-2.0 */
-#include <openssl/evp.h>
 #include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -12,7 +11,7 @@
 
 #include "proto/multipart.h"
 #include "proto/pjson.h"
-#include "util/base64.h"
+#include "proto/sign.h"
 #include "util/util.h"
 #include "envd.h"
 
@@ -1102,26 +1101,15 @@ static int signed_url(asb_sandbox *sb, const char *path, const char *user, long 
   asbi_buf b = ASBI_BUF_INIT;
   if ((rc = asbi_envd_files_url(sb, ASBI_URL_PUBLIC, path, u, &b))) return rc;
   if (sb->envd_token) {
-    /* v1 signature: sha256("path:op:user:token[:expiration]"), base64 without
-     * padding, as E2B's SDKs compute it and envd checks it. */
-    /* A negative expiry signs a URL that has already expired, as E2B's
-     * SDKs do (envd answers 401 "signature is already expired"). */
+    /* v1 signature (proto/sign.c), as E2B's SDKs compute it and envd
+     * checks it. A negative expiry signs a URL that has already expired,
+     * as E2B's SDKs do (envd answers 401 "signature is already expired"). */
     long long exp = expires_in_s ? (long long)time(NULL) + expires_in_s : 0;
     if (expires_in_s && exp <= 0) exp = 1;
-    asbi_buf raw = ASBI_BUF_INIT;
-    asbi_buf_printf(&raw, "%s:%s:%s:%s", path, op, u ? u : "", sb->envd_token);
-    if (exp) asbi_buf_printf(&raw, ":%lld", exp);
-    unsigned char md[32];
-    unsigned int mdlen = 0;
-    char sig[64];
-    if (!raw.data || !EVP_Digest(raw.data, raw.len, md, &mdlen, EVP_sha256(), NULL)) {
-      asbi_buf_free(&raw);
-      asbi_buf_free(&b);
-      return asbi_oom();
-    }
-    asbi_buf_free(&raw);
-    asbi_b64_encode(md, mdlen, sig, 0, 0);
-    asbi_buf_puts(&b, "&signature=v1_");
+    char exps[24], sig[ASBI_FILES_SIG_MAX];
+    snprintf(exps, sizeof exps, "%lld", exp);
+    asbi_files_sign(path, op, u ? u : "", sb->envd_token, exp ? exps : NULL, sig, sizeof sig);
+    asbi_buf_puts(&b, "&signature=");
     asbi_url_escape(&b, sig, 0);
     if (exp) asbi_buf_printf(&b, "&signature_expiration=%lld", exp);
   }

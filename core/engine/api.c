@@ -13,10 +13,12 @@
 
 #include "api_templates.h"
 #include "eng_err.h"
+#include "net/policy.h"
 #include "proto/pjson.h"
 #include "proto/url.h"
 #include "registry.h"
 #include "sandboxes.h"
+#include "sbxnet.h"
 #include "util/util.h"
 
 #define MAX_TIMEOUT_S (30 * 86400)
@@ -135,7 +137,8 @@ static cJSON *listed_json(engine *e, sbx *s, int detail) {
   if (detail) {
     cJSON_AddStringToObject(j, "envdAccessToken", s->token);
     cJSON_AddStringToObject(j, "domain", e->domain);
-    cJSON_AddBoolToObject(j, "allowInternetAccess", 0);
+    cJSON_AddBoolToObject(j, "allowInternetAccess", sbxnet_allow_internet(e, s));
+    cJSON_AddItemToObject(j, "network", sbxnet_json(s));
     cJSON *lc = cJSON_AddObjectToObject(j, "lifecycle");
     cJSON_AddBoolToObject(lc, "autoResume", 0);
     cJSON_AddStringToObject(lc, "onTimeout", s->auto_pause ? "pause" : "kill");
@@ -157,6 +160,8 @@ static cJSON *metric_json(const sbx *s, const sbx_metric *m) {
   cJSON_AddNumberToObject(j, "memCache", (double)m->mem_cache);
   cJSON_AddNumberToObject(j, "diskUsed", (double)m->disk_used);
   cJSON_AddNumberToObject(j, "diskTotal", (double)m->disk_total);
+  cJSON_AddNumberToObject(j, "netBytesOut", (double)m->net_bytes_out);
+  cJSON_AddNumberToObject(j, "netBytesIn", (double)m->net_bytes_in);
   return j;
 }
 
@@ -236,6 +241,8 @@ static void create(engine *e, api_req *q, api_reply *r) {
   cJSON *body = parse_body(q, r, 1);
   if (!body) return;
   cJSON *metadata = NULL, *env_vars = NULL;
+  asbn_policy net;
+  int have_net = 0;
   sandboxes_create_req rq;
   memset(&rq, 0, sizeof rq);
   const cJSON *tv = cJSON_GetObjectItemCaseSensitive(body, "templateID");
@@ -251,6 +258,15 @@ static void create(engine *e, api_req *q, api_reply *r) {
   }
   if (string_map(body, "metadata", &metadata, r) || string_map(body, "envVars", &env_vars, r))
     goto out;
+  char why[512];
+  if (asbn_policy_parse(cJSON_GetObjectItemCaseSensitive(body, "allowInternetAccess"),
+                        cJSON_GetObjectItemCaseSensitive(body, "network"), &net, why,
+                        sizeof why) != 0) {
+    api_error(r, 400, "%s", why);
+    goto out;
+  }
+  have_net = 1;
+  rq.network = &net;
   rq.template_id = tv->valuestring;
   rq.auto_pause = cJSON_IsTrue(ap);
   rq.metadata = metadata;
@@ -264,8 +280,46 @@ static void create(engine *e, api_req *q, api_reply *r) {
     api_reply_err(r, &err);
   }
 out:
+  if (have_net) asbn_policy_free(&net);
   cJSON_Delete(metadata);
   cJSON_Delete(env_vars);
+  cJSON_Delete(body);
+}
+
+/* PUT /sandboxes/{id}/network: E2B's SandboxNetworkUpdateConfig replaces
+ * the egress rules (an omitted field clears it; allow_internet_access
+ * omitted is true); allowPublicTraffic, maskRequestHost and our own limits
+ * are not egress rules and stay unless given. */
+static void set_network(engine *e, sbx *s, api_req *q, api_reply *r) {
+  cJSON *body = parse_body(q, r, 1);
+  if (!body) return;
+  asbn_policy p;
+  char why[512];
+  if (asbn_policy_parse(cJSON_GetObjectItemCaseSensitive(body, "allow_internet_access"), body, &p,
+                        why, sizeof why) != 0) {
+    api_error(r, 400, "%s", why);
+    cJSON_Delete(body);
+    return;
+  }
+  pthread_mutex_lock(&s->mu);
+  const asbn_policy *old = s->net_policy;
+  if (old) {
+    if (!cJSON_GetObjectItemCaseSensitive(body, "allowPublicTraffic"))
+      p.allow_public_traffic = old->allow_public_traffic;
+    if (!cJSON_GetObjectItemCaseSensitive(body, "maskRequestHost") && old->mask_request_host)
+      p.mask_request_host = asbi_strdup(old->mask_request_host);
+    if (!cJSON_GetObjectItemCaseSensitive(body, "egressBytesPerSecond"))
+      p.egress_bytes_per_s = old->egress_bytes_per_s;
+    if (!cJSON_GetObjectItemCaseSensitive(body, "maxConnections"))
+      p.max_connections = old->max_connections;
+  }
+  pthread_mutex_unlock(&s->mu);
+  eng_err err;
+  if (sandboxes_set_network(e, s, &p, &err))
+    api_reply_err(r, &err);
+  else
+    r->status = 204;
+  asbn_policy_free(&p);
   cJSON_Delete(body);
 }
 
@@ -521,7 +575,8 @@ void api_handle(engine *e, api_req *q, api_reply *r) {
     int v2_ok, v1_ok;
   } routes[] = {{"GET", "", 0, 1},           {"DELETE", "", 0, 1},     {"POST", "timeout", 0, 1},
                 {"POST", "refreshes", 0, 1}, {"POST", "pause", 0, 1},  {"POST", "resume", 0, 1},
-                {"POST", "connect", 1, 1},   {"GET", "metrics", 0, 1}, {"GET", "logs", 1, 1}};
+                {"POST", "connect", 1, 1},   {"GET", "metrics", 0, 1}, {"GET", "logs", 1, 1},
+                {"PUT", "network", 0, 1}};
   int known = 0, method_ok = 0;
   for (size_t i = 0; i < ASBI_ARRAY_LEN(routes); i++)
     if (strcmp(routes[i].action, action) == 0 && (v2 ? routes[i].v2_ok : routes[i].v1_ok)) {
@@ -552,5 +607,7 @@ void api_handle(engine *e, api_req *q, api_reply *r) {
     metrics(e, s, q, r);
   else if (strcmp(action, "logs") == 0)
     logs(e, s, q, r, v2);
+  else if (strcmp(action, "network") == 0)
+    set_network(e, s, q, r);
   reg_put(e, s);
 }

@@ -5,7 +5,8 @@
  * The engine reads template.yaml from the archive, validates it, hashes the
  * inputs (the base's layers, template.yaml, every file: name, type, mode,
  * contents) and, unless a build of the same inputs exists, creates a build
- * sandbox on the base (no agent, no network), unpacks the archive into it
+ * sandbox on the base (no agent; network as template.yaml's `network:`
+ * says, internet on by default), unpacks the archive into it
  * (tar runs inside the sandbox), runs the steps as root or user, then kills
  * it and copies its writable layer out as the template's new read-only
  * layer (asbe_sandbox_export_upper). build_run is synchronous and says
@@ -27,11 +28,13 @@
 #include "build.h"
 #include "eng_err.h"
 #include "host.h"
+#include "net/policy.h"
 #include "proto/cmdargs.h"
 #include "proto/pjson.h"
 #include "proto/tar.h"
 #include "registry.h"
 #include "sbxexec.h"
+#include "sbxnet.h"
 #include "templates.h"
 #include "tmpl/tmpl.h"
 #include "util/buf.h"
@@ -121,6 +124,7 @@ typedef struct build {
   const cJSON *spec;
   template_info *base;
   asbe_sandbox *iso;
+  struct asbn_dp_link *net; /* its network (sbxnet.c), NULL: none */
   char sid[ENGINE_ID_LEN + 1];
   asbi_buf log;
   int nsteps;
@@ -271,8 +275,10 @@ static int package_step(build *b, int idx, const cJSON *st, const char *desc) {
     k++;
   }
   const char *no_net =
-      "; build steps have no network here (sandboxes are loopback-only), so packages must "
-      "already be in the base";
+      "; package steps check the base, they do not install (its /usr is the host's, "
+      "read-only): install with a run: step into a path of the template's own (build "
+      "sandboxes have network unless template.yaml's network: or the engine's "
+      "--no-network says otherwise)";
   if (!strcmp(kind, "apt")) {
     /* The base shares the host's /usr: its packages are the host's. */
     if (!has_usr_bind(b->base->tmpl)) {
@@ -688,12 +694,31 @@ int build_run(engine *e, const void *tar, size_t tar_len, int force, build_base_
   ss.cpu_millicores = (uint32_t)cJSON_GetObjectItemCaseSensitive(res, "cpu")->valueint * 1000;
   ss.disk_bytes = (uint64_t)cJSON_GetObjectItemCaseSensitive(res, "diskMB")->valueint << 20;
   ss.agent_argv = NULL; /* no agent: steps run through the exec service */
+  ss.resolv_conf = sbxnet_resolv_conf(e);
+  /* template.yaml's network: (internet on when absent), as a create's */
+  const cJSON *netspec = cJSON_GetObjectItemCaseSensitive(spec, "network");
+  asbn_policy pol;
+  char nwhy[512];
+  if (asbn_policy_parse(cJSON_GetObjectItemCaseSensitive(netspec, "allowInternetAccess"), netspec,
+                        &pol, nwhy, sizeof nwhy)) {
+    eng_err_set(err, ENG_EINVAL, NULL, "template.yaml: %s", nwhy);
+    goto out;
+  }
   if (asbe_sandbox_create(e->iso, &ss, &b.iso)) {
+    asbn_policy_free(&pol);
     eng_err_set(err, ENG_EINTERNAL, NULL, "cannot create the build sandbox: %s", asbe_errmsg());
+    goto out;
+  }
+  int nrc = sbxnet_attach_iso(e, b.iso, &b.net, nwhy, sizeof nwhy);
+  if (nrc == 0) nrc = sbxnet_apply_link(e, b.net, &pol, nwhy, sizeof nwhy);
+  asbn_policy_free(&pol);
+  if (nrc) {
+    eng_err_set(err, ENG_EINTERNAL, NULL, "cannot connect the build sandbox's network: %s", nwhy);
     goto out;
   }
   if (unpack(&b, tar, tar_len) || run_steps(&b) || finish_layer(&b)) goto out;
   /* ---- commit: the writable layer becomes the template's layer ---- */
+  sbxnet_detach_link(e, &b.net);
   if (asbe_sandbox_kill(b.iso, 0)) {
     eng_err_set(err, ENG_EINTERNAL, NULL, "cannot stop the build sandbox: %s", asbe_errmsg());
     goto out;
@@ -757,6 +782,7 @@ int build_run(engine *e, const void *tar, size_t tar_len, int force, build_base_
   build_gc(e);
 out:
   if (b.iso) {
+    sbxnet_detach_link(e, &b.net);
     asbe_sandbox_kill(b.iso, 1);
     asbe_sandbox_release(b.iso);
     asbi_log("template %s: build failed",

@@ -24,5 +24,8 @@ int codei_wait_ready(engine *e, sbx *s, int timeout_ms);
 /* Preflight lines (caller frees): which of the code interpreter's packages
  * (templates/code-interpreter/packages.txt) the host lacks. Never fatal. */
 char *codei_preflight(void);
+/* The same lines for dpkg's status file text (len bytes at status,
+ * NUL-terminated; NULL: none checked). */
+char *codei_preflight_status(const char *status, size_t len);
 
 #endif

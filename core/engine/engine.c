@@ -18,6 +18,7 @@
 #include "lifecycle.h"
 #include "proto/url.h"
 #include "registry.h"
+#include "sbxnet.h"
 #include "templates.h"
 #include "util/log.h"
 #include "util/util.h"
@@ -108,6 +109,11 @@ static void on_live(const char *id, void *ctx) {
   }
   /* A paused sandbox stays frozen; make sure the runtime agrees. */
   if (s->state == SBX_PAUSED) asbe_sandbox_freeze(s->iso);
+  /* Its network: the engine that left it took its pair away (or this
+   * start reaped it); a new one, with its recorded policy. */
+  char why[512];
+  if (sbxnet_attach(e, s, why, sizeof why) || sbxnet_apply(e, s, NULL, why, sizeof why))
+    asbi_log("sandbox %s: adopted without network: %s", id, why);
   reg_add(e, s);
   a->adopted++;
 }
@@ -213,6 +219,7 @@ int engine_open(engine *e, const engine_config *cfg, eng_err *err) {
   if (asbe_engine_open(&ic, &e->iso))
     return eng_err_set(err, ENG_EINTERNAL, NULL, "cannot open the isolation runtime: %s",
                        asbe_errmsg());
+  if (sbxnet_open(e, cfg, err)) goto fail;
   if (templates_init(e)) {
     eng_err_set(err, ENG_EINTERNAL, NULL, "cannot prepare the base template");
     goto fail;
@@ -228,6 +235,7 @@ int engine_open(engine *e, const engine_config *cfg, eng_err *err) {
 fail:
   drop_records(e);
   templates_free(e);
+  sbxnet_close(e);
   asbe_engine_close(e->iso);
   e->iso = NULL;
   return -1;
@@ -239,10 +247,15 @@ void engine_close(engine *e, int kill_sandboxes) {
   sbx **v = reg_list(e, &n);
   for (size_t i = 0; v && i < n; i++) {
     if (kill_sandboxes) lifecycle_kill(e, v[i], "engine_stopped");
+    /* sandboxes left running lose their network until the next engine
+     * adopts them: nothing of the datapath outlives the engine */
+    else
+      sbxnet_detach(e, v[i]);
   }
   reg_put_all(e, v, n);
   drop_records(e);
   templates_free(e);
+  sbxnet_close(e);
   asbe_engine_close(e->iso);
   e->iso = NULL;
 }

@@ -56,9 +56,10 @@ typedef struct engine {
   int bundled_nbusy;
   /* lifecycle.c */
   pthread_t lc_thread;
-  int lc_kick_fd; /* eventfd that wakes the thread; -1 when not running */
-  int stopping;   /* under mu */
-  void *server;   /* server.c's state */
+  int lc_kick_fd;     /* eventfd that wakes the thread; -1 when not running */
+  int stopping;       /* under mu */
+  void *server;       /* server.c's state */
+  struct asbn_dp *dp; /* sbxnet.c: the sandboxes' datapath; NULL: loopback only */
 } engine;
 
 /* A zeroed engine with its locks made and nothing running (engine.c). */
@@ -74,6 +75,8 @@ typedef struct engine_config {
   const char *templates_dir; /* bundled templates, or NULL/"" */
   const char *cgroup_name;   /* NULL: "agent-sandbox" */
   int pool;                  /* disk images kept formatted (0: none) */
+  int no_network;            /* sandboxes get loopback only (no datapath) */
+  const char *net_cidr;      /* the sandboxes' link range, NULL: 10.88.0.0/16 */
 } engine_config;
 
 /* Opens the engine on cfg without any front: the agent dir, the isolation

@@ -13,6 +13,7 @@
 
 #include "lifecycle.h"
 #include "registry.h"
+#include "sbxnet.h"
 #include "util/log.h"
 #include "util/util.h"
 
@@ -27,7 +28,6 @@ void lifecycle_kick(engine *e) {
 }
 
 void lifecycle_sample(engine *e, sbx *s) {
-  (void)e;
   asbe_stats st;
   pthread_mutex_lock(&s->mu);
   if (s->state != SBX_RUNNING || !s->iso || asbe_sandbox_stats(s->iso, &st) != 0) {
@@ -52,6 +52,7 @@ void lifecycle_sample(engine *e, sbx *s) {
   m->mem_cache = 0;
   m->disk_used = st.disk_used_bytes;
   m->disk_total = st.disk_total_bytes;
+  sbxnet_counters(e, s, &m->net_bytes_out, &m->net_bytes_in);
   s->ring_at = (s->ring_at + 1) % ENGINE_METRICS_RING;
   if (s->ring_n < ENGINE_METRICS_RING) s->ring_n++;
   if (st.oom_kills > s->oom_kills) {
@@ -67,6 +68,7 @@ void lifecycle_kill(engine *e, sbx *s, const char *reason) {
   if (s->state != SBX_DEAD) {
     s->state = SBX_DEAD;
     snprintf(s->end_reason, sizeof s->end_reason, "%s", reason);
+    sbxnet_detach(e, s); /* its pair back to the pool while its netns exists */
     if (s->iso) asbe_sandbox_kill(s->iso, 1);
     asbi_log("sandbox %s: ended (%s)", s->id, reason);
   }

@@ -69,6 +69,9 @@ static void usage(FILE *f) {
           "                    $ASB_TEMPLATES_DIR or %s)\n"
           "  --cgroup-name N   name of the engine's cgroups (default agent-sandbox)\n"
           "  --pool N          keep N pre-formatted disk images ready (default 8)\n"
+          "  --no-network      sandboxes get loopback only (no eth0, no nftables)\n"
+          "  --net-cidr CIDR   the sandboxes' link range, one /30 each (default\n"
+          "                    10.88.0.0/16; give each engine on a host its own)\n"
           "  --max-connections N  connections each listener (TCP, unix socket) serves\n"
           "                    at once (default 1000)\n"
           "  --max-connections-per-ip N  TCP connections one client address may hold\n"
@@ -164,7 +167,8 @@ int main(int argc, char **argv) {
   engine_init(e);
   const char *state = asbi_getenv("ASB_STATE_DIR");
   const char *listen_addr = "127.0.0.1:" ASBI_STRINGIFY(ASBI_ENGINE_PORT);
-  const char *sock = NULL, *cgroup_name = NULL;
+  const char *sock = NULL, *cgroup_name = NULL, *net_cidr = NULL;
+  int no_network = 0;
   const char *envd = default_path(ASB_DEFAULT_ENVD, ASB_INSTALLED_ENVD);
   const char *init = default_path(ASB_DEFAULT_INIT, ASB_INSTALLED_INIT);
   const char *codei = default_path(ASB_DEFAULT_CODEI, ASB_INSTALLED_CODEI);
@@ -190,7 +194,9 @@ int main(int argc, char **argv) {
     O_HELP,
     O_MAXCONN,
     O_MAXCONN_IP,
-    O_HDR_TIMEOUT
+    O_HDR_TIMEOUT,
+    O_NO_NET,
+    O_NET_CIDR
   };
   static const struct option opts[] = {
       {"state-dir", required_argument, 0, O_STATE},
@@ -210,6 +216,8 @@ int main(int argc, char **argv) {
       {"max-connections", required_argument, 0, O_MAXCONN},
       {"max-connections-per-ip", required_argument, 0, O_MAXCONN_IP},
       {"header-timeout", required_argument, 0, O_HDR_TIMEOUT},
+      {"no-network", no_argument, 0, O_NO_NET},
+      {"net-cidr", required_argument, 0, O_NET_CIDR},
       {0, 0, 0, 0}};
   int o;
   while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -246,6 +254,12 @@ int main(int argc, char **argv) {
         break;
       case O_KILL:
         kill_on_exit = 1;
+        break;
+      case O_NO_NET:
+        no_network = 1;
+        break;
+      case O_NET_CIDR:
+        net_cidr = optarg;
         break;
       case O_PREFLIGHT:
         preflight_only = 1;
@@ -353,6 +367,8 @@ int main(int argc, char **argv) {
       tdir ? tdir : default_path(ASB_DEFAULT_TEMPLATES_DIR, ASB_INSTALLED_TEMPLATES_DIR);
   ec.cgroup_name = cgroup_name;
   ec.pool = pool;
+  ec.no_network = no_network;
+  ec.net_cidr = net_cidr;
   /* Stop signals are taken by sigwait in this thread only: block them
    * before the first thread (the disk-pool thread of the isolation
    * runtime) starts, or one arriving during start-up could land in a

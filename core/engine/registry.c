@@ -11,6 +11,8 @@
 
 #include "proto/pjson.h"
 #include "registry.h"
+
+#include "net/policy.h"
 #include "util/buf.h"
 #include "util/log.h"
 #include "util/util.h"
@@ -40,6 +42,10 @@ void reg_sbx_free(sbx *s) {
   cJSON_Delete(s->tmpl_layers);
   cJSON_Delete(s->commands);
   cJSON_Delete(s->tmpl_env);
+  if (s->net_policy) {
+    asbn_policy_free(s->net_policy);
+    free(s->net_policy);
+  }
   free(s->template_id);
   free(s->alias);
   pthread_mutex_destroy(&s->mu);
@@ -226,6 +232,13 @@ int reg_save(engine *e, sbx *s) {
   if (s->commands) cJSON_AddItemToObject(j, "customCommands", cJSON_Duplicate(s->commands, 1));
   if (s->tmpl_env) cJSON_AddItemToObject(j, "templateEnv", cJSON_Duplicate(s->tmpl_env, 1));
   if (s->commands_port) cJSON_AddNumberToObject(j, "commandsPort", s->commands_port);
+  if (s->net_policy) {
+    /* E2B's shape, plus the upstream proxy's password GET never shows */
+    cJSON_AddBoolToObject(j, "allowInternetAccess", s->net_policy->allow_internet);
+    cJSON_AddItemToObject(j, "network", asbn_policy_to_json(s->net_policy));
+    if (s->net_policy->egress_proxy_pass)
+      cJSON_AddStringToObject(j, "egressProxyPassword", s->net_policy->egress_proxy_pass);
+  }
   pthread_mutex_unlock(&s->mu);
   char *text = cJSON_PrintUnformatted(j);
   cJSON_Delete(j);
@@ -298,6 +311,23 @@ sbx *reg_load(engine *e, const char *id) {
     s->tmpl_env = cJSON_Duplicate(v, 1);
   if ((v = cJSON_GetObjectItemCaseSensitive(j, "commandsPort")) && cJSON_IsNumber(v))
     s->commands_port = v->valueint;
+  if ((v = cJSON_GetObjectItemCaseSensitive(j, "network")) && cJSON_IsObject(v)) {
+    const cJSON *pw = cJSON_GetObjectItemCaseSensitive(j, "egressProxyPassword");
+    const cJSON *px = cJSON_GetObjectItemCaseSensitive(v, "egressProxy");
+    if (cJSON_IsString(pw) && cJSON_IsObject(px))
+      cJSON_AddItemToObject((cJSON *)px, "password", cJSON_CreateString(pw->valuestring));
+    s->net_policy = calloc(1, sizeof *s->net_policy);
+    char why[256];
+    if (!s->net_policy ||
+        asbn_policy_parse(cJSON_GetObjectItemCaseSensitive(j, "allowInternetAccess"), v,
+                          s->net_policy, why, sizeof why) != 0) {
+      /* a record this engine wrote: refusing everything beats opening it */
+      asbi_log("sandbox %s: its recorded network policy does not parse; it gets none", id);
+      free(s->net_policy);
+      s->net_policy = calloc(1, sizeof *s->net_policy);
+      if (!s->net_policy) goto fail;
+    }
+  }
   if (!s->template_id || !s->alias) goto fail;
   cJSON_Delete(j);
   return s;

@@ -19,6 +19,7 @@ typedef struct sbx_metric {
   int64_t ts;     /* unix seconds */
   double cpu_pct; /* of the sandbox's CPUs */
   uint64_t mem_used, mem_total, mem_cache, disk_used, disk_total;
+  uint64_t net_bytes_out, net_bytes_in; /* forwarded, since create (our own) */
 } sbx_metric;
 
 /* One upstream connection kept alive for reuse (envd or a user port). */
@@ -58,6 +59,10 @@ typedef struct sbx {
   cJSON *commands;    /* its custom_commands (normalised spec array) */
   cJSON *tmpl_env;    /* its env */
   int commands_port;  /* where custom commands are served */
+  /* sbxnet.c: the network policy (E2B's allowInternetAccess + network;
+   * NULL: the default, internet on) and the sandbox's datapath link */
+  struct asbn_policy *net_policy;
+  struct asbn_dp_link *net_link;
 } sbx;
 
 typedef struct tomb {

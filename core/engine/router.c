@@ -30,6 +30,7 @@
 #include "codei.h"
 #include "httpd/httpd.h"
 #include "proto/http1.h"
+#include "proto/sign.h"
 #include "proto/url.h"
 #include "registry.h"
 #include "util/buf.h"
@@ -75,8 +76,10 @@ static int is_hop(const char *name, size_t n) {
   return 0;
 }
 
-/* Error bodies: {"code", "message", "sandboxID", "error": kind, "reason"?}.
- * kind is sandbox_not_found, sandbox_paused, port_closed or bad_gateway. */
+/* Error bodies in E2B's proxy's shape, {"code", "message", "sandboxId"},
+ * with our own "error": kind and "reason"? beside it (the C client maps
+ * them: core/client/errmap.c). kind is sandbox_not_found, sandbox_paused,
+ * port_closed or bad_gateway. */
 static struct MHD_Response *json_resp(unsigned status, const char *id, const char *kind,
                                       const char *reason, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
@@ -91,7 +94,7 @@ static struct MHD_Response *json_resp(unsigned status, const char *id, const cha
   cJSON *j = cJSON_CreateObject();
   cJSON_AddNumberToObject(j, "code", status);
   cJSON_AddStringToObject(j, "message", msg);
-  if (id) cJSON_AddStringToObject(j, "sandboxID", id);
+  if (id) cJSON_AddStringToObject(j, "sandboxId", id);
   if (kind) cJSON_AddStringToObject(j, "error", kind);
   if (reason) cJSON_AddStringToObject(j, "reason", reason);
   char *text = cJSON_PrintUnformatted(j);
@@ -123,6 +126,44 @@ int router_match(struct MHD_Connection *c, char *id, size_t idlen, int *port) {
     return 1;
   }
   return 0;
+}
+
+int router_match_signed(engine *e, struct MHD_Connection *c, const char *url, const char *method,
+                        char *id, size_t idlen, int *port) {
+  if (strcmp(url, "/files") != 0) return 0;
+  const char *op = strcmp(method, "GET") == 0    ? "read"
+                   : strcmp(method, "POST") == 0 ? "write"
+                                                 : NULL;
+  const char *sig = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "signature");
+  if (!op || !sig || !*sig) return 0;
+  const char *path = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "path");
+  const char *user = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "username");
+  const char *exp = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "signature_expiration");
+  /* envd checks the expiration as a number: sign its canonical text, as
+   * it does (core/envd/sign.c); the expiry itself is envd's to enforce */
+  char expbuf[32];
+  int64_t ev = 0;
+  if (exp && asbi_parse_i64(exp, strlen(exp), &ev) != 0) return 0;
+  if (exp) snprintf(expbuf, sizeof expbuf, "%lld", (long long)ev);
+  int found = 0;
+  /* One SHA-256 per sandbox (a microsecond each): a signature names no
+   * sandbox, only its token can tell. Every token is tried, so the time
+   * taken does not say which one matched. */
+  pthread_mutex_lock(&e->mu);
+  for (size_t i = 0; i < e->nsbx; i++) {
+    sbx *s = e->sbx[i];
+    if (!s->token[0]) continue;
+    char want[ASBI_FILES_SIG_MAX];
+    asbi_files_sign(path ? path : "", op, user ? user : "", s->token, exp ? expbuf : NULL, want,
+                    sizeof want);
+    if (asbi_httpd_token_eq(want, sig) && !found) {
+      snprintf(id, idlen, "%s", s->id);
+      found = 1;
+    }
+  }
+  pthread_mutex_unlock(&e->mu);
+  if (found) *port = ASBI_ENVD_PORT;
+  return found;
 }
 
 /* A pooled connection that the peer has not closed meanwhile, or -1. */
@@ -279,9 +320,9 @@ route_ctx *router_begin(engine *e, struct MHD_Connection *c, const char *raw_uri
     char why[32];
     const char *reason = reg_tomb(e, id, why, sizeof why);
     *err_status = 502;
-    *err = reason ? json_resp(502, id, "sandbox_not_found", reason, "sandbox \"%s\" is gone (%s)",
-                              id, reason)
-                  : json_resp(502, id, "sandbox_not_found", NULL, "sandbox \"%s\" not found", id);
+    *err = reason ? json_resp(502, id, "sandbox_not_found", reason,
+                              "The sandbox was not found: it is gone (%s)", reason)
+                  : json_resp(502, id, "sandbox_not_found", NULL, "The sandbox was not found");
     return NULL;
   }
   pthread_mutex_lock(&s->mu);
@@ -292,7 +333,8 @@ route_ctx *router_begin(engine *e, struct MHD_Connection *c, const char *raw_uri
   if (st == SBX_DEAD) { /* being killed right now */
     reg_put(e, s);
     *err_status = 502;
-    *err = json_resp(502, id, "sandbox_not_found", dying, "sandbox \"%s\" is gone (%s)", id, dying);
+    *err = json_resp(502, id, "sandbox_not_found", dying,
+                     "The sandbox was not found: it is gone (%s)", dying);
     return NULL;
   }
   if (st != SBX_RUNNING) {

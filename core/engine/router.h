@@ -11,6 +11,12 @@ typedef struct route_ctx route_ctx;
 /* 1 if the request is sandbox traffic; fills the sandbox id and port (port
  * -1 if the E2b-Sandbox-Port header is malformed). */
 int router_match(struct MHD_Connection *c, char *id, size_t idlen, int *port);
+/* 1 if the request is a signed envd /files request (a URL from
+ * download_url/upload_url) with no sandbox named, as E2B's SDKs send it
+ * with E2B_SANDBOX_URL set: fills the id of the sandbox whose envd access
+ * token verifies the signature (port: envd's). 0 when none does. */
+int router_match_signed(engine *e, struct MHD_Connection *c, const char *url, const char *method,
+                        char *id, size_t idlen, int *port);
 /* Connect upstream and send the request head. NULL on failure, with an
  * error response and status to queue. */
 route_ctx *router_begin(engine *e, struct MHD_Connection *c, const char *raw_uri,

@@ -14,6 +14,7 @@
 #include "codei.h"
 #include "lifecycle.h"
 #include "sbxexec.h"
+#include "sbxnet.h"
 #include "templates.h"
 #include "tstart.h"
 #include "util/log.h"
@@ -113,6 +114,7 @@ int sandboxes_create(engine *e, const sandboxes_create_req *rq, sbx **out, eng_e
   spec.cpu_millicores = (uint32_t)t->cpu_count * 1000;
   spec.disk_bytes = (uint64_t)t->disk_mb << 20;
   spec.agent_argv = (const char *const *)argv;
+  spec.resolv_conf = sbxnet_resolv_conf(e);
   /* The code interpreter, asb-init's aux agent: started with the sandbox for
    * the code-interpreter templates (Python importing ipykernel dominates the
    * first run_code, so the kernel warms while envd starts), on the first
@@ -129,6 +131,12 @@ int sandboxes_create(engine *e, const sandboxes_create_req *rq, sbx **out, eng_e
     goto out;
   }
   /* From here a failure must undo the sandbox: create is transactional. */
+  char nwhy[512];
+  if (sbxnet_attach(e, s, nwhy, sizeof nwhy) ||
+      sbxnet_apply(e, s, rq->network, nwhy, sizeof nwhy)) {
+    eng_err_set(err, ENG_EINTERNAL, NULL, "cannot connect the sandbox's network: %s", nwhy);
+    goto undo;
+  }
   if ((rc = wait_envd(s))) {
     eng_err_set(err, ENG_EINTERNAL, NULL, "the sandbox's agent did not start: %s", strerror(-rc));
     goto undo;
@@ -175,6 +183,7 @@ int sandboxes_create(engine *e, const sandboxes_create_req *rq, sbx **out, eng_e
   s = NULL;
   goto out;
 undo:
+  sbxnet_detach(e, s);
   asbe_sandbox_kill(s->iso, 1);
 out:
   reg_sbx_free(s);
@@ -332,6 +341,19 @@ int sandboxes_connect(engine *e, sbx *s, int seconds, int resume_only, int *resu
   }
   reg_save(e, s);
   lifecycle_kick(e);
+  return 0;
+}
+
+int sandboxes_set_network(engine *e, sbx *s, const asbn_policy *p, eng_err *err) {
+  if (!e->dp)
+    return eng_err_set(err, ENG_ECONFLICT, NULL,
+                       "the engine runs with --no-network: sandboxes have loopback only");
+  char why[512];
+  if (sbxnet_apply(e, s, p, why, sizeof why))
+    return eng_err_set(err, ENG_EINTERNAL, NULL, "cannot update the network of \"%s\": %s", s->id,
+                       why);
+  reg_save(e, s);
+  asbi_log("sandbox %s: network updated", s->id);
   return 0;
 }
 

@@ -15,14 +15,18 @@
 #include "engine.h"
 #include "registry.h"
 
-#define SANDBOXES_DEFAULT_TIMEOUT_S 15 /* E2B's API default; SDKs send 300 */
+/* The lifetime of a sandbox created without one: the E2B SDKs' default
+ * (5 min). e2b@2.51's Sandbox.create() sends no timeout and relies on it;
+ * the older REST schema said 15 s. */
+#define SANDBOXES_DEFAULT_TIMEOUT_S 300
 
 typedef struct sandboxes_create_req {
-  const char *template_id; /* id or name (a bundled one is built first) */
-  int timeout_s;           /* lifetime; <= 0: SANDBOXES_DEFAULT_TIMEOUT_S */
-  int auto_pause;          /* pause, not kill, when the lifetime ends */
-  const cJSON *metadata;   /* object of strings, or NULL (copied) */
-  const cJSON *env_vars;   /* object of strings, or NULL (copied) */
+  const char *template_id;           /* id or name (a bundled one is built first) */
+  int timeout_s;                     /* lifetime; <= 0: SANDBOXES_DEFAULT_TIMEOUT_S */
+  int auto_pause;                    /* pause, not kill, when the lifetime ends */
+  const cJSON *metadata;             /* object of strings, or NULL (copied) */
+  const cJSON *env_vars;             /* object of strings, or NULL (copied) */
+  const struct asbn_policy *network; /* NULL: the default (internet on); copied */
 } sandboxes_create_req;
 
 /* Creates a sandbox and registers it: the isolated sandbox with envd,
@@ -74,6 +78,12 @@ int sandboxes_pause(engine *e, sbx *s, eng_err *err);
  * (*resumed = 1). With resume_only, a running one is ENG_ECONFLICT (E2B's
  * deprecated resume). 0, or -1 with err. */
 int sandboxes_connect(engine *e, sbx *s, int seconds, int resume_only, int *resumed, eng_err *err);
+
+/* Replaces its network policy (PUT /sandboxes/{id}/network), atomically;
+ * packets of connections the new one refuses are refused from now on. 0, or
+ * -1 with ENG_ECONFLICT (the engine runs without network) or
+ * ENG_EINTERNAL. */
+int sandboxes_set_network(engine *e, sbx *s, const struct asbn_policy *p, eng_err *err);
 
 /* Samples it now, then copies its metrics with start <= ts <= end (Unix
  * seconds; 0 = unbounded), oldest first, into out; their count. */

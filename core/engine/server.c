@@ -201,7 +201,8 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
     }
     char id[64];
     int port = 0;
-    if (router_match(c, id, sizeof id, &port)) {
+    if (router_match(c, id, sizeof id, &port) ||
+        router_match_signed(e, c, url, method, id, sizeof id, &port)) {
       if (port > 0 && cmds_wants(e, id, port, url)) {
         r->kind = REQ_COMMANDS;
         snprintf(r->sid, sizeof r->sid, "%s", id);

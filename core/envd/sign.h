@@ -6,9 +6,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* "v1_" + base64-nopad(sha256("path:op:user:token[:exp]")) into out (64+). */
-void envd_sign(const char *path, const char *op, const char *user, const char *token,
-               const char *exp, char *out, size_t n);
 /* E2B's check of a /files request when the access token is tok (NULL: none
  * is set, everything passes): an X-Access-Token header h equal to it, or a
  * signature sig of (path, op, user, tok[, exp]) whose expiration exp (unix

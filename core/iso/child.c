@@ -399,6 +399,7 @@ void asbe__child_main(const asbe_plan *p) {
 
   write_etc(root, "hostname", p->hostname_line);
   write_etc(root, "hosts", p->hosts);
+  if (p->resolv[0]) write_etc(root, "resolv.conf", p->resolv);
   close(root);
 
   lo_up(p);

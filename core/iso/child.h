@@ -45,6 +45,7 @@ typedef struct asbe_plan {
   char hostname[64];
   char hostname_line[66]; /* hostname + "\n" for /etc/hostname */
   char hosts[512];
+  char resolv[256]; /* /etc/resolv.conf, "" = the template's own */
   char shm_opts[64];
   char *const *argv;
   char *const *envp;

@@ -220,6 +220,10 @@ typedef struct asbe_sandbox_spec {
    * create. */
   const char *const *aux_argv;
   int aux_on_demand;
+  /* /etc/resolv.conf written into the sandbox's tree like /etc/hosts (a
+   * new file renamed over whatever is there), < 256 bytes; NULL = the
+   * template's own. The engine's datapath (core/net) names its resolver. */
+  const char *resolv_conf;
 } asbe_sandbox_spec;
 
 /* Creates and starts a sandbox. Transactional: on failure nothing is left

@@ -473,6 +473,9 @@ static int build_plan(asbe_engine *e, const asbe_sandbox_spec *spec, asbe_plan *
            "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n"
            "127.0.1.1\t%s\n",
            spec->id);
+  if (spec->resolv_conf &&
+      (size_t)snprintf(p->resolv, sizeof p->resolv, "%s", spec->resolv_conf) >= sizeof p->resolv)
+    return asbe__fail(-ENAMETOOLONG, "resolv.conf of %zu bytes", strlen(spec->resolv_conf));
   snprintf(p->shm_opts, sizeof p->shm_opts, "mode=1777,size=%llu",
            (unsigned long long)(spec->shm_bytes ? spec->shm_bytes : DEFAULT_SHM));
   p->sec = &e->sec;

@@ -50,20 +50,20 @@ typedef struct asbn_domain_rule {
 } asbn_domain_rule;
 
 typedef struct asbn_policy {
-  int allow_internet;         /* E2B's allowInternetAccess, default 1 */
-  asbn_entry *allow_out;      /* network.allowOut */
+  int allow_internet;    /* E2B's allowInternetAccess, default 1 */
+  asbn_entry *allow_out; /* network.allowOut */
   size_t nallow_out;
-  asbn_entry *deny_out;       /* network.denyOut (CIDRs and IPs only) */
+  asbn_entry *deny_out; /* network.denyOut (CIDRs and IPs only) */
   size_t ndeny_out;
-  asbn_domain_rule *rules;    /* network.rules: header transforms per domain */
+  asbn_domain_rule *rules; /* network.rules: header transforms per domain */
   size_t nrules;
   /* network.egressProxy {address "host:port", username, password}: SOCKS5
    * upstream for all egress TCP after filtering; NULL address: none */
   char *egress_proxy_addr, *egress_proxy_user, *egress_proxy_pass;
-  int allow_public_traffic;   /* network.allowPublicTraffic, default 1 */
-  char *mask_request_host;    /* network.maskRequestHost, or NULL */
-  uint64_t egress_bytes_per_s;/* our own: bandwidth cap, 0 = none */
-  unsigned max_connections;   /* our own: concurrent egress connections, 0 = engine default */
+  int allow_public_traffic;    /* network.allowPublicTraffic, default 1 */
+  char *mask_request_host;     /* network.maskRequestHost, or NULL */
+  uint64_t egress_bytes_per_s; /* our own: bandwidth cap, 0 = none */
+  unsigned max_connections;    /* our own: concurrent egress connections, 0 = engine default */
 } asbn_policy;
 
 /* Parses the create body's allowInternetAccess (may be NULL: default) and

@@ -892,9 +892,37 @@ static int resources_pair(ctx *c, const char *key, yaml_node_t *k, yaml_node_t *
 
 static const char *const TOP_KEYS =
     "name, version, description, author, license, tags, base, env, ports, resources, "
-    "capabilities, steps, agents, start, ready, commands_port, custom_commands (and the aliases "
+    "capabilities, network, steps, agents, start, ready, commands_port, custom_commands (and the "
+    "aliases "
     "system_packages, python_packages, node_packages, commands, copy_files, start_cmd, "
     "ready_cmd, cpu_count, memory_mb, disk_mb)";
+
+/* network: the build sandbox's network (docs/templates.md), E2B's shape:
+ * allowInternetAccess, allowOut (CIDR, IP; domains once the egress proxy
+ * is there), denyOut. The engine checks the entries (core/net/policy.c). */
+static int network_pair(ctx *c, const char *key, yaml_node_t *k, yaml_node_t *v, void *ud) {
+  spec *s = ud;
+  cJSON *net = cJSON_GetObjectItem(s->out, "network");
+  if (!net) net = cJSON_AddObjectToObject(s->out, "network");
+  char f[300];
+  snprintf(f, sizeof f, "network.%s", key);
+  if (!strcmp(key, "allowInternetAccess") || !strcmp(key, "allow_internet_access")) {
+    int b;
+    if (boolean(c, v, f, &b)) return -1;
+    cJSON_DeleteItemFromObject(net, "allowInternetAccess");
+    cJSON_AddBoolToObject(net, "allowInternetAccess", b);
+  } else if (!strcmp(key, "allowOut") || !strcmp(key, "denyOut") || !strcmp(key, "allow_out") ||
+             !strcmp(key, "deny_out")) {
+    cJSON *l = string_list(c, v, f, 0);
+    if (!l) return -1;
+    const char *name = key[0] == 'a' ? "allowOut" : "denyOut";
+    cJSON_DeleteItemFromObject(net, name);
+    cJSON_AddItemToObject(net, name, l);
+  } else {
+    return fail_at(c, k, f, "unknown field (allowInternetAccess, allowOut, denyOut)");
+  }
+  return 0;
+}
 
 static int top_pair(ctx *c, const char *key, yaml_node_t *k, yaml_node_t *v, void *ud) {
   spec *s = ud;
@@ -951,6 +979,9 @@ static int top_pair(ctx *c, const char *key, yaml_node_t *k, yaml_node_t *v, voi
   } else if (!strcmp(key, "resources")) {
     if (is_null(v)) return 0;
     return each_pair(c, v, key, resources_pair, s);
+  } else if (!strcmp(key, "network")) {
+    if (is_null(v)) return 0;
+    return each_pair(c, v, key, network_pair, s);
   } else if (!strcmp(key, "cpu_count")) {
     if (integer(c, v, key, 1, 64, &l)) return -1;
     cJSON_ReplaceItemInObject(cJSON_GetObjectItem(o, "resources"), "cpu",

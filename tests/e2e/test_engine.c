@@ -267,8 +267,18 @@ TEST(router_reaches_ports_and_names_closed_ones) {
   CHECK_STR(url, want);
   asb_process_kill(p, NULL);
   asb_process_free(p);
+  char id[64];
+  snprintf(id, sizeof id, "%s", asb_sandbox_id(sb));
   asb_sandbox_kill(sb, NULL);
   asb_sandbox_free(sb);
+  /* a killed sandbox's port: 502 in E2B's proxy's shape, our reason kept */
+  body[0] = 0;
+  CHECK_INT(get_port(id, 8000, body), 502);
+  char key[128];
+  snprintf(key, sizeof key, "\"sandboxId\":\"%s\"", id);
+  CHECK(strstr(body, key) != NULL);
+  CHECK(strstr(body, "\"message\":\"The sandbox was not found: it is gone (killed)\"") != NULL);
+  CHECK(strstr(body, "\"reason\":\"killed\"") != NULL);
 }
 
 /* An HTTP/1.1 server in the sandbox that answers with how many connections
@@ -331,6 +341,66 @@ TEST(router_reuses_upstream_connections) {
   asb_process_free(p);
   asb_sandbox_kill(sb, NULL);
   asb_sandbox_free(sb);
+}
+
+/* A signed /files URL sent to the engine with no sandbox named (E2B's SDKs
+ * with E2B_SANDBOX_URL set): the router finds the sandbox whose token
+ * verifies the signature; a wrong signature reaches no sandbox. */
+static long plain_files_request(const char *signed_url, const char *tamper, const char *upload,
+                                char *body) {
+  const char *q = strstr(signed_url, "/files?");
+  if (!q) return -1;
+  char url[2048];
+  snprintf(url, sizeof url, "%s%s%s", F.url, q, tamper ? tamper : "");
+  CURL *h = curl_easy_init();
+  curl_mime *m = NULL;
+  curl_easy_setopt(h, CURLOPT_URL, url);
+  curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, sink);
+  curl_easy_setopt(h, CURLOPT_WRITEDATA, body);
+  if (upload) {
+    m = curl_mime_init(h);
+    curl_mimepart *part = curl_mime_addpart(m);
+    curl_mime_name(part, "file");
+    curl_mime_filename(part, "up.txt");
+    curl_mime_data(part, upload, CURL_ZERO_TERMINATED);
+    curl_easy_setopt(h, CURLOPT_MIMEPOST, m);
+  }
+  long st = 0;
+  if (curl_easy_perform(h) == CURLE_OK) curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &st);
+  curl_mime_free(m);
+  curl_easy_cleanup(h);
+  return st;
+}
+
+TEST(signed_file_urls_without_routing) {
+  asb_sandbox *a = NULL, *b = NULL;
+  REQUIRE_RC(make(&a, 60000, NULL, NULL, 0), ASB_OK);
+  REQUIRE_RC(make(&b, 60000, NULL, NULL, 0), ASB_OK);
+  REQUIRE_RC(asb_files_write(NULL, a, "/home/user/mine.txt", "a's file", 8, NULL), ASB_OK);
+  REQUIRE_RC(asb_files_write(NULL, b, "/home/user/mine.txt", "b's file", 8, NULL), ASB_OK);
+  char *du = NULL, *uu = NULL;
+  REQUIRE_RC(asb_files_download_url(&du, b, "/home/user/mine.txt", NULL, 60), ASB_OK);
+  char body[1024] = "";
+  CHECK_INT(plain_files_request(du, NULL, NULL, body), 200);
+  CHECK_STR(body, "b's file");
+  body[0] = 0; /* a tampered signature: no sandbox's token verifies it */
+  CHECK_INT(plain_files_request(du, "x", NULL, body), 401);
+  CHECK(strstr(body, "b's file") == NULL);
+  REQUIRE_RC(asb_files_upload_url(&uu, a, "/home/user/up.txt", NULL, 60), ASB_OK);
+  body[0] = 0;
+  CHECK_INT(plain_files_request(uu, NULL, "uploaded through a signed URL", body), 200);
+  char *d = NULL;
+  size_t n = 0;
+  REQUIRE_RC(asb_files_read(&d, &n, a, "/home/user/up.txt", NULL), ASB_OK);
+  CHECK_MEM(d, n, "uploaded through a signed URL", 29);
+  free(d);
+  CHECK_RC(asb_files_read(&d, &n, b, "/home/user/up.txt", NULL), ASB_ENOTFOUND);
+  asb_free(du);
+  asb_free(uu);
+  asb_sandbox_kill(a, NULL);
+  asb_sandbox_free(a);
+  asb_sandbox_kill(b, NULL);
+  asb_sandbox_free(b);
 }
 
 TEST(list_filters_and_pages) {
@@ -605,6 +675,7 @@ int main(void) {
   RUN(auto_pause_on_timeout);
   RUN(router_reaches_ports_and_names_closed_ones);
   RUN(router_reuses_upstream_connections);
+  RUN(signed_file_urls_without_routing);
   RUN(list_filters_and_pages);
   RUN(metrics);
   RUN(sandboxes_do_not_see_each_other);

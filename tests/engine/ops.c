@@ -68,7 +68,7 @@ static int wait_gone(const char *id, const char *reason) {
 }
 
 static sbx *create(const char *tmpl, int timeout_s, const cJSON *metadata) {
-  sandboxes_create_req rq = {tmpl, timeout_s, 0, metadata, NULL};
+  sandboxes_create_req rq = {tmpl, timeout_s, 0, metadata, NULL, NULL};
   sbx *s = NULL;
   eng_err err;
   if (sandboxes_create(&E, &rq, &s, &err) != 0) {
@@ -79,7 +79,7 @@ static sbx *create(const char *tmpl, int timeout_s, const cJSON *metadata) {
 }
 
 TEST(create_unknown_template) {
-  sandboxes_create_req rq = {"no-such-template", 10, 0, NULL, NULL};
+  sandboxes_create_req rq = {"no-such-template", 10, 0, NULL, NULL, NULL};
   sbx *s = NULL;
   eng_err err;
   CHECK_INT(sandboxes_create(&E, &rq, &s, &err), -1);
@@ -322,7 +322,7 @@ int main(void) {
   write_file(path,
              "name: ops-bundled\nresources: {cpu: 1}\nsteps:\n"
              "  - run: echo bundled > /bundled\n");
-  engine_config cfg = {state, ASBT_ENVD, ASBT_INIT, NULL, tdir, cg, 0};
+  engine_config cfg = {state, ASBT_ENVD, ASBT_INIT, NULL, tdir, cg, 0, 0, NULL};
   eng_err err;
   engine_init(&E);
   int rc = 1;

@@ -42,6 +42,18 @@ test('create, run, files, info, kill', async () => {
   assert.equal(await e2b.Sandbox.kill(sbx.sandboxId), false)
 })
 
+test('a create without timeoutMs lives the SDKs\' default 5 minutes', async () => {
+  // e2b@2.51 sends no timeout then: the engine applies E2B's 300 s
+  const sbx = await e2b.Sandbox.create()
+  try {
+    const info = await sbx.getInfo()
+    const lifetime = (info.endAt - info.startedAt) / 1000
+    assert.ok(lifetime >= 299 && lifetime <= 301, `lifetime ${lifetime} s`)
+  } finally {
+    await sbx.kill()
+  }
+})
+
 test('background commands, stdin and kill', async () => {
   const sbx = await e2b.Sandbox.create({ timeoutMs: 60_000 })
   const h = await sbx.commands.run('cat', { background: true, stdin: true })

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "engine/api.h"
+#include "engine/codei.h"
 #include "engine/engine.h"
 #include "proto/pjson.h"
 #include "testing.h"
@@ -168,6 +169,34 @@ TEST(templates) {
   done(&r);
 }
 
+/* The preflight's reading of dpkg's status file (engine/codei.c): one pass
+ * over it, exact names, only "install ok installed" counts, the last
+ * paragraph needs no blank line after it. */
+TEST(codei_preflight_reads_dpkg_status) {
+  extern const char codei_packages_txt[];
+  asbi_buf st = ASBI_BUF_INIT;
+  const char *p = codei_packages_txt;
+  int n = 0;
+  while (*p) { /* every [core]/[full] package installed, but the first */
+    const char *eol = strchr(p, '\n');
+    size_t len = eol ? (size_t)(eol - p) : strlen(p);
+    char name[128];
+    if (len && p[0] != '#' && p[0] != '[' && sscanf(p, "%127s", name) == 1 && n++ > 0)
+      asbi_buf_printf(&st, "Package: %s\nVersion: 1\nStatus: install ok installed\n\n", name);
+    p += len + (eol ? 1 : 0);
+  }
+  /* a removed package and a longer name with the first's as prefix */
+  asbi_buf_printf(&st, "Package: python3-ipykernel\nStatus: deinstall ok config-files\n\n");
+  asbi_buf_printf(&st, "Package: python3-ipykernelx\nStatus: install ok installed");
+  char *r = codei_preflight_status(st.data, st.len);
+  CHECK(r != NULL);
+  CHECK(strstr(r, "WARN code interpreter packages: 1 of ") != NULL);
+  CHECK(strstr(r, "missing: python3-ipykernel.") != NULL);
+  CHECK(strstr(r, "ok   code interpreter, the rest of E2B's image") != NULL);
+  free(r);
+  asbi_buf_free(&st);
+}
+
 int main(void) {
   engine_init(&E);
   E.envd_version = strdup("0.0.0");
@@ -175,6 +204,7 @@ int main(void) {
   RUN(create_checks_its_body);
   RUN(list_checks_its_query);
   RUN(templates);
+  RUN(codei_preflight_reads_dpkg_status);
   engine_free(&E);
   TEST_MAIN_END();
 }

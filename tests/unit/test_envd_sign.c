@@ -1,12 +1,12 @@
-/* Unit tests for envd's signed /files URLs (core/envd/sign.c): the
- * signature checked against a second implementation (OpenSSL's SHA-256 and
- * base64), and every branch of the request
- * check — header token, missing, wrong and expired signatures, expiration
+/* Unit tests for envd's signed /files URLs (core/envd/sign.c, the signature in core/proto/sign.c):
+ * the signature checked against a second implementation (OpenSSL's SHA-256 and base64), and every
+ * branch of the request check — header token, missing, wrong and expired signatures, expiration
  * parsing. SPDX-License-Identifier: Apache-2.0 */
 #include <openssl/evp.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "proto/sign.h"
 #include "sign.h"
 #include "testing.h"
 
@@ -27,7 +27,7 @@ static void ref_sign(const char *path, const char *op, const char *user, const c
 static void check_sign(const char *path, const char *op, const char *user, const char *tok,
                        const char *exp) {
   char got[128], want[128];
-  envd_sign(path, op, user, tok, exp, got, sizeof got);
+  asbi_files_sign(path, op, user, tok, exp, got, sizeof got);
   ref_sign(path, op, user, tok, exp, want, sizeof want);
   if (strcmp(got, want) != 0)
     ASBT_FAIL("sign(%s,%s,%s,%s,%s) = %s, want %s", path, op, user, tok, exp ? exp : "-", got,
@@ -41,7 +41,7 @@ TEST(signature_matches_a_second_implementation) {
   check_sign("", "read", "", "t", NULL);
   check_sign("/päth with spaces/ü", "write", "root", "tök:with:colons", "1");
   char sig[128];
-  envd_sign("/x", "read", "u", "t", NULL, sig, sizeof sig);
+  asbi_files_sign("/x", "read", "u", "t", NULL, sig, sizeof sig);
   CHECK(strncmp(sig, "v1_", 3) == 0);
   CHECK_INT(strlen(sig), 3 + 43); /* 32 bytes, base64 without padding */
   CHECK(strchr(sig, '=') == NULL);

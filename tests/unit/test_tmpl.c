@@ -176,6 +176,25 @@ static void expect_error(const char *y, int line, int col, const char *field, co
               E.field, E.message, line, col, field, msg);
 }
 
+TEST(network) {
+  cJSON *t = parse(
+      "name: x\nnetwork:\n  allowInternetAccess: false\n  allowOut: [198.18.0.0/15, "
+      "1.2.3.4]\n  denyOut: 10.0.0.0/8\n");
+  REQUIRE(t != NULL);
+  FIELD_IS(t, "network",
+           "{\"allowInternetAccess\":false,\"allowOut\":[\"198.18.0.0/15\",\"1.2.3.4\"],"
+           "\"denyOut\":[\"10.0.0.0/8\"]}");
+  cJSON_Delete(t);
+  t = parse("name: x\n");
+  REQUIRE(t != NULL);
+  CHECK(cJSON_GetObjectItem(t, "network") == NULL); /* absent: the engine's default */
+  cJSON_Delete(t);
+  expect_error("name: x\nnetwork: {rules: 1}\n", 2, 11, "network.rules", "unknown field");
+  expect_error("name: x\nnetwork: {allowInternetAccess: maybe}\n", 2, 32,
+               "network.allowInternetAccess", "expected true or false");
+  expect_error("name: x\nnetwork: [a]\n", 2, 10, "network", "expected a mapping");
+}
+
 TEST(errors) {
   expect_error("", 0, 0, "", "empty");
   expect_error("name: x\n---\nname: y\n", 3, 1, "", "only one YAML document");
@@ -331,6 +350,7 @@ int main(void) {
   RUN(full);
   RUN(defaults_and_compat);
   RUN(errors);
+  RUN(network);
   RUN(alias_bomb);
   RUN(nesting_bomb);
   RUN(format_and_sizes);

@@ -1,0 +1,117 @@
+/* Sandboxes' networks in the engine (see sbxnet.h).
+ * SPDX-License-Identifier: Apache-2.0 */
+#include "sbxnet.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "net/datapath.h"
+#include "util/log.h"
+
+int sbxnet_open(engine *e, const engine_config *cfg, eng_err *err) {
+  e->dp = NULL;
+  if (cfg->no_network) return 0;
+  asbn_dp_config c;
+  memset(&c, 0, sizeof c);
+  c.name = cfg->cgroup_name ? cfg->cgroup_name : "agent-sandbox";
+  c.cidr4 = cfg->net_cidr;
+  char why[512];
+  if (asbn_dp_open(&c, &e->dp, why, sizeof why) != 0)
+    return eng_err_set(err, ENG_EINTERNAL, NULL,
+                       "cannot set up the sandboxes' network: %s (--no-network: loopback only)",
+                       why);
+  asbi_log("network: sandboxes get eth0 in %s, nftables table inet %s",
+           cfg->net_cidr ? cfg->net_cidr : "10.88.0.0/16", asbn_dp_table(e->dp));
+  return 0;
+}
+
+void sbxnet_close(engine *e) {
+  asbn_dp_close(e->dp);
+  e->dp = NULL;
+}
+
+const char *sbxnet_resolv_conf(engine *e) {
+  return e->dp ? asbn_dp_resolv_conf(e->dp) : NULL;
+}
+
+int sbxnet_attach_iso(engine *e, asbe_sandbox *iso, struct asbn_dp_link **out, char *why,
+                      size_t len) {
+  *out = NULL;
+  if (!e->dp) return 0;
+  char path[64];
+  snprintf(path, sizeof path, "/proc/%d/ns/net", (int)asbe_sandbox_pid(iso));
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  /* the pid could have been reused between its death and the open: the
+   * pidfd says whether the netns is still the sandbox's */
+  if (fd < 0 || !asbe_sandbox_alive(iso)) {
+    if (fd >= 0) close(fd);
+    snprintf(why, len, "the sandbox's netns: %s", fd < 0 ? strerror(errno) : "it died");
+    return -1;
+  }
+  int rc = asbn_dp_attach(e->dp, fd, out, why, len);
+  close(fd);
+  return rc;
+}
+
+int sbxnet_apply_link(engine *e, struct asbn_dp_link *l, const asbn_policy *p, char *why,
+                      size_t len) {
+  return e->dp && l ? asbn_dp_apply(e->dp, l, p, why, len) : 0;
+}
+
+void sbxnet_detach_link(engine *e, struct asbn_dp_link **l) {
+  if (e->dp && *l) asbn_dp_detach(e->dp, *l);
+  *l = NULL;
+}
+
+int sbxnet_attach(engine *e, sbx *s, char *why, size_t len) {
+  if (!e->dp || s->net_link) return 0;
+  return sbxnet_attach_iso(e, s->iso, &s->net_link, why, len);
+}
+
+int sbxnet_apply(engine *e, sbx *s, const asbn_policy *p, char *why, size_t len) {
+  asbn_policy dflt;
+  memset(&dflt, 0, sizeof dflt);
+  dflt.allow_internet = dflt.allow_public_traffic = 1;
+  if (!p) p = s->net_policy ? s->net_policy : &dflt;
+  if (e->dp && s->net_link && asbn_dp_apply(e->dp, s->net_link, p, why, len) != 0) return -1;
+  if (p == s->net_policy) return 0;
+  asbn_policy *cp = calloc(1, sizeof *cp);
+  if (!cp || asbn_policy_copy(p, cp) != 0) {
+    free(cp);
+    snprintf(why, len, "out of memory");
+    return -1;
+  }
+  pthread_mutex_lock(&s->mu);
+  asbn_policy *old = s->net_policy;
+  s->net_policy = cp;
+  pthread_mutex_unlock(&s->mu);
+  if (old) {
+    asbn_policy_free(old);
+    free(old);
+  }
+  return 0;
+}
+
+void sbxnet_detach(engine *e, sbx *s) {
+  sbxnet_detach_link(e, &s->net_link);
+}
+
+int sbxnet_allow_internet(engine *e, const sbx *s) {
+  return e->dp && (!s->net_policy || s->net_policy->allow_internet);
+}
+
+cJSON *sbxnet_json(const sbx *s) {
+  if (s->net_policy) return asbn_policy_to_json(s->net_policy);
+  cJSON *o = cJSON_CreateObject();
+  cJSON_AddBoolToObject(o, "allowPublicTraffic", 1);
+  return o;
+}
+
+void sbxnet_counters(engine *e, sbx *s, uint64_t *out, uint64_t *in) {
+  *out = *in = 0;
+  if (e->dp && s->net_link) asbn_dp_counters(e->dp, s->net_link, out, in);
+}

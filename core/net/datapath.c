@@ -1,0 +1,881 @@
+/* The sandboxes' datapath (datapath.h): veth pairs through libnl-route-3,
+ * filtering and NAT through libnftables' JSON input.
+ *
+ * The table (inet asb_<hash>), for host ends "P h*" (P = as<7 hex>):
+ *   pre       filter prerouting -300: from a sandbox only its own source
+ *             address (iifname . saddr in @src), no IPv6 (sandboxes have
+ *             none: nothing to spoof with)
+ *   nat_pre   nat prerouting: udp/tcp 53 to anywhere → the resolver port;
+ *             per sandbox (vmap @natmap) TCP → the egress proxy
+ *   input     filter input: from a sandbox only the resolver (and proxy)
+ *             ports, every other host port refused (the engine's API too)
+ *   forward   filter forward: sandbox → sandbox refused; into a sandbox
+ *             only replies (per sandbox chain in_N: counter); out of a
+ *             sandbox its chain sb_N (vmap @sbmap), no chain = refused
+ *   post      nat postrouting: the link range masqueraded out of any
+ *             interface that is not a sandbox's
+ * sb_N: ct count cap, bandwidth cap, counter, allowOut (@a4_N) accept,
+ * always-blocked (@blk4) refuse, denyOut (@d4_N) refuse, internet or not.
+ * SPDX-License-Identifier: Apache-2.0 */
+#include "datapath.h"
+
+#include <arpa/inet.h>
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <net/if.h>
+#include <netlink/netlink.h>
+#include <netlink/route/addr.h>
+#include <netlink/route/link.h>
+#include <netlink/route/link/veth.h>
+#include <netlink/route/route.h>
+#include <nftables/libnftables.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "util/log.h"
+#include "util/sha256.h"
+
+enum { SLOT_UNUSED, SLOT_POOLED, SLOT_ATTACHED };
+
+struct asbn_dp {
+  pthread_mutex_t mu;
+  struct nft_ctx *nft;
+  char table[16];  /* asb_<8 hex> */
+  char prefix[10]; /* as<7 hex> */
+  char hostglob[12], resolv[64];
+  uint32_t net; /* host order */
+  unsigned plen, nslots, pool;
+  unsigned char *slot;
+  int self_ns;
+  uint16_t dns_port, proxy_port;
+  unsigned max_conns;
+};
+
+struct asbn_dp_link {
+  unsigned slot;
+  int ns_fd;
+  uint32_t host; /* host order; the sandbox is host + 1 */
+};
+
+static int fail(char *err, size_t errlen, const char *fmt, ...) {
+  if (err && errlen) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+  }
+  return -1;
+}
+
+static void names(const char *name, char table[16], char prefix[10]) {
+  char hex[65];
+  asbi_sha256_hex(name, strlen(name), hex);
+  snprintf(table, 16, "asb_%.8s", hex);
+  snprintf(prefix, 10, "as%.7s", hex);
+}
+
+static void host_if(const asbn_dp *dp, unsigned slot, char out[IFNAMSIZ]) {
+  snprintf(out, IFNAMSIZ, "%sh%u", dp->prefix, slot);
+}
+static void peer_if(const asbn_dp *dp, unsigned slot, char out[IFNAMSIZ]) {
+  snprintf(out, IFNAMSIZ, "%ss%u", dp->prefix, slot);
+}
+static uint32_t slot_host(const asbn_dp *dp, unsigned slot) {
+  return dp->net + slot * 4 + 1;
+}
+
+/* ---- nftables ------------------------------------------------------------ */
+
+/* Runs one JSON batch (one transaction). Caller holds dp->mu. */
+static int nft_run(asbn_dp *dp, cJSON *cmds, char *err, size_t errlen) {
+  cJSON *root = cJSON_CreateObject();
+  cJSON_AddItemToObject(root, "nftables", cmds);
+  char *s = cJSON_PrintUnformatted(root);
+  cJSON_Delete(root);
+  if (!s) return fail(err, errlen, "out of memory");
+  int rc = nft_run_cmd_from_buffer(dp->nft, s);
+  free(s);
+  const char *e = nft_ctx_get_error_buffer(dp->nft);
+  if (rc != 0) {
+    fail(err, errlen, "nftables: %.300s", e && *e ? e : "transaction refused");
+    return -1;
+  }
+  return 0;
+}
+
+static cJSON *obj1(const char *k, cJSON *v) {
+  cJSON *o = cJSON_CreateObject();
+  cJSON_AddItemToObject(o, k, v);
+  return o;
+}
+/* {"op": {"kind": {family, table, ...}}} appended to cmds; returns the inner */
+static cJSON *cmd(asbn_dp *dp, cJSON *cmds, const char *op, const char *kind) {
+  cJSON *in = cJSON_CreateObject();
+  cJSON_AddStringToObject(in, "family", "inet");
+  cJSON_AddStringToObject(in, "table", dp->table);
+  cJSON_AddItemToArray(cmds, obj1(op, obj1(kind, in)));
+  return in;
+}
+static cJSON *meta(const char *key) {
+  return obj1("meta", obj1("key", cJSON_CreateString(key)));
+}
+static cJSON *payload(const char *proto, const char *field) {
+  cJSON *p = cJSON_CreateObject();
+  cJSON_AddStringToObject(p, "protocol", proto);
+  cJSON_AddStringToObject(p, "field", field);
+  return obj1("payload", p);
+}
+static cJSON *match(const char *op, cJSON *left, cJSON *right) {
+  cJSON *m = cJSON_CreateObject();
+  cJSON_AddStringToObject(m, "op", op);
+  cJSON_AddItemToObject(m, "left", left);
+  cJSON_AddItemToObject(m, "right", right);
+  return obj1("match", m);
+}
+static cJSON *verdict(const char *v) {
+  return obj1(v, cJSON_CreateNull());
+}
+static cJSON *reject(void) {
+  cJSON *r = cJSON_CreateObject();
+  cJSON_AddStringToObject(r, "type", "icmpx");
+  cJSON_AddStringToObject(r, "expr", "admin-prohibited");
+  return obj1("reject", r);
+}
+static cJSON *prefix_expr(uint32_t addr, unsigned len) {
+  struct in_addr a = {htonl(addr)};
+  char s[INET_ADDRSTRLEN];
+  inet_ntop(AF_INET, &a, s, sizeof s);
+  cJSON *p = cJSON_CreateObject();
+  cJSON_AddStringToObject(p, "addr", s);
+  cJSON_AddNumberToObject(p, "len", len);
+  return obj1("prefix", p);
+}
+static cJSON *addr_str(uint32_t addr) {
+  struct in_addr a = {htonl(addr)};
+  char s[INET_ADDRSTRLEN];
+  inet_ntop(AF_INET, &a, s, sizeof s);
+  return cJSON_CreateString(s);
+}
+/* add rule to chain: expr items given, NULL-terminated */
+static void rule(asbn_dp *dp, cJSON *cmds, const char *chain, ...) {
+  cJSON *r = cmd(dp, cmds, "add", "rule");
+  cJSON_AddStringToObject(r, "chain", chain);
+  cJSON *ex = cJSON_AddArrayToObject(r, "expr");
+  va_list ap;
+  va_start(ap, chain);
+  cJSON *e;
+  while ((e = va_arg(ap, cJSON *))) cJSON_AddItemToArray(ex, e);
+  va_end(ap);
+}
+static void base_chain(asbn_dp *dp, cJSON *cmds, const char *name, const char *type,
+                       const char *hook, int prio) {
+  cJSON *c = cmd(dp, cmds, "add", "chain");
+  cJSON_AddStringToObject(c, "name", name);
+  cJSON_AddStringToObject(c, "type", type);
+  cJSON_AddStringToObject(c, "hook", hook);
+  cJSON_AddNumberToObject(c, "prio", prio);
+  cJSON_AddStringToObject(c, "policy", "accept");
+}
+static void named(asbn_dp *dp, cJSON *cmds, const char *op, const char *kind, const char *fmt,
+                  unsigned slot) {
+  char n[32];
+  snprintf(n, sizeof n, fmt, slot);
+  cJSON_AddStringToObject(cmd(dp, cmds, op, kind), "name", n);
+}
+static cJSON *str(const char *s) {
+  return cJSON_CreateString(s);
+}
+static cJSON *vmap(const char *key, const char *map) {
+  cJSON *v = cJSON_CreateObject();
+  cJSON_AddItemToObject(v, "key", meta(key));
+  cJSON_AddStringToObject(v, "data", map);
+  return obj1("vmap", v);
+}
+static cJSON *jump(const char *fmt, unsigned slot) {
+  char n[32];
+  snprintf(n, sizeof n, fmt, slot);
+  return obj1("jump", obj1("target", str(n)));
+}
+
+/* The table: chains, global sets and maps, the shared rules. */
+static int nft_table(asbn_dp *dp, char *err, size_t errlen) {
+  cJSON *c = cJSON_CreateArray();
+  /* add + delete + add: one transaction that works whether or not a stale
+   * table of this name is there */
+  cJSON_AddStringToObject(cmd(dp, c, "add", "table"), "name", dp->table);
+  cJSON_AddStringToObject(cmd(dp, c, "delete", "table"), "name", dp->table);
+  cJSON_AddStringToObject(cmd(dp, c, "add", "table"), "name", dp->table);
+  /* tables carry "family" and "name" only: fix the three just added */
+  for (int i = 0; i < 3; i++) {
+    cJSON *t = cJSON_GetArrayItem(c, i)->child->child;
+    cJSON_DeleteItemFromObject(t, "table");
+  }
+  /* always blocked (policy.h), unless allowOut names them: the link range
+   * (other sandboxes), this-network, private nets, loopback, CGNAT,
+   * link-local and metadata, multicast, reserved and broadcast */
+  cJSON *s = cmd(dp, c, "add", "set");
+  cJSON_AddStringToObject(s, "name", "blk4");
+  cJSON_AddStringToObject(s, "type", "ipv4_addr");
+  cJSON_AddItemToObject(s, "flags", cJSON_CreateStringArray((const char *[]){"interval"}, 1));
+  cJSON *el = cJSON_AddArrayToObject(s, "elem");
+  static const struct {
+    const char *a;
+    unsigned len;
+  } blk[] = {{"0.0.0.0", 8},      {"10.0.0.0", 8},    {"100.64.0.0", 10}, {"127.0.0.0", 8},
+             {"169.254.0.0", 16}, {"172.16.0.0", 12}, {"192.168.0.0", 16}, {"224.0.0.0", 3}};
+  for (size_t i = 0; i < sizeof blk / sizeof blk[0]; i++) {
+    struct in_addr a;
+    inet_pton(AF_INET, blk[i].a, &a);
+    cJSON_AddItemToArray(el, prefix_expr(ntohl(a.s_addr), blk[i].len));
+  }
+  /* the link range itself may lie outside those (a --net-cidr of public
+   * space): add it, unless a range above already covers it */
+  int covered = 0;
+  for (size_t i = 0; i < sizeof blk / sizeof blk[0]; i++) {
+    struct in_addr a;
+    inet_pton(AF_INET, blk[i].a, &a);
+    uint32_t m = blk[i].len ? 0xffffffffu << (32 - blk[i].len) : 0;
+    if (dp->plen >= blk[i].len && (dp->net & m) == (ntohl(a.s_addr) & m)) covered = 1;
+  }
+  if (!covered) cJSON_AddItemToArray(el, prefix_expr(dp->net, dp->plen));
+  s = cmd(dp, c, "add", "set");
+  cJSON_AddStringToObject(s, "name", "src");
+  cJSON_AddItemToObject(s, "type", cJSON_CreateStringArray((const char *[]){"ifname", "ipv4_addr"}, 2));
+  for (int i = 0; i < 3; i++) {
+    static const char *maps[] = {"sbmap", "inmap", "natmap"};
+    cJSON *m = cmd(dp, c, "add", "map");
+    cJSON_AddStringToObject(m, "name", maps[i]);
+    cJSON_AddStringToObject(m, "type", "ifname");
+    cJSON_AddStringToObject(m, "map", "verdict");
+  }
+  base_chain(dp, c, "pre", "filter", "prerouting", -300);
+  base_chain(dp, c, "nat_pre", "nat", "prerouting", -100);
+  base_chain(dp, c, "input", "filter", "input", 0);
+  base_chain(dp, c, "forward", "filter", "forward", 0);
+  base_chain(dp, c, "post", "nat", "postrouting", 100);
+  const char *g = dp->hostglob;
+  rule(dp, c, "pre", match("==", meta("iifname"), str(g)),
+       match("==", meta("nfproto"), str("ipv6")), verdict("drop"), NULL);
+  cJSON *cat = cJSON_CreateArray();
+  cJSON_AddItemToArray(cat, meta("iifname"));
+  cJSON_AddItemToArray(cat, payload("ip", "saddr"));
+  rule(dp, c, "pre", match("==", meta("iifname"), str(g)),
+       match("!=", obj1("concat", cat), str("@src")), verdict("drop"), NULL);
+  /* DNS to any address: the engine's resolver (no DNS bypass) */
+  cJSON *l4 = obj1("set", cJSON_CreateStringArray((const char *[]){"tcp", "udp"}, 2));
+  rule(dp, c, "nat_pre", match("==", meta("iifname"), str(g)), match("==", meta("l4proto"), l4),
+       match("==", payload("th", "dport"), cJSON_CreateNumber(53)),
+       obj1("redirect", obj1("port", cJSON_CreateNumber(dp->dns_port))), NULL);
+  rule(dp, c, "nat_pre", match("==", meta("iifname"), str(g)),
+       vmap("iifname", "@natmap"), NULL);
+  /* the host: the resolver and the proxy only */
+  l4 = obj1("set", cJSON_CreateStringArray((const char *[]){"tcp", "udp"}, 2));
+  rule(dp, c, "input", match("==", meta("iifname"), str(g)), match("==", meta("l4proto"), l4),
+       match("==", payload("th", "dport"), cJSON_CreateNumber(dp->dns_port)), verdict("accept"),
+       NULL);
+  if (dp->proxy_port)
+    rule(dp, c, "input", match("==", meta("iifname"), str(g)),
+         match("==", payload("tcp", "dport"), cJSON_CreateNumber(dp->proxy_port)),
+         verdict("accept"), NULL);
+  rule(dp, c, "input", match("==", meta("iifname"), str(g)), reject(), NULL);
+  /* forward */
+  rule(dp, c, "forward", match("==", meta("iifname"), str(g)), match("==", meta("oifname"), str(g)),
+       reject(), NULL);
+  cJSON *st = cJSON_CreateStringArray((const char *[]){"established", "related"}, 2);
+  rule(dp, c, "forward", match("==", meta("oifname"), str(g)),
+       match("in", obj1("ct", obj1("key", str("state"))), st), vmap("oifname", "@inmap"), NULL);
+  rule(dp, c, "forward", match("==", meta("oifname"), str(g)), verdict("drop"), NULL);
+  rule(dp, c, "forward", match("==", meta("iifname"), str(g)), vmap("iifname", "@sbmap"), NULL);
+  rule(dp, c, "forward", match("==", meta("iifname"), str(g)), reject(), NULL);
+  rule(dp, c, "post", match("==", payload("ip", "saddr"), prefix_expr(dp->net, dp->plen)),
+       match("!=", meta("oifname"), str(g)), verdict("masquerade"), NULL);
+  return nft_run(dp, c, err, errlen);
+}
+
+static void nft_delete_table(asbn_dp *dp) {
+  cJSON *c = cJSON_CreateArray();
+  for (int i = 0; i < 2; i++) {
+    cJSON *t = cJSON_CreateObject();
+    cJSON_AddStringToObject(t, "family", "inet");
+    cJSON_AddStringToObject(t, "name", dp->table);
+    cJSON_AddItemToArray(c, obj1(i ? "delete" : "add", obj1("table", t)));
+  }
+  char err[256];
+  if (nft_run(dp, c, err, sizeof err) != 0) asbi_log("net: removing table %s: %s", dp->table, err);
+}
+
+/* One sandbox's objects: chains sb_N (filter), in_N (replies), nat_N,
+ * sets a4_N, d4_N, counters o_N, i_N, and the map elements. */
+static void map_elem(asbn_dp *dp, cJSON *c, const char *op, const char *map, const char *ifn,
+                     const char *chain_fmt, unsigned slot) {
+  cJSON *e = cmd(dp, c, op, "element");
+  cJSON_AddStringToObject(e, "name", map);
+  cJSON *pair = cJSON_CreateArray();
+  cJSON_AddItemToArray(pair, str(ifn));
+  cJSON_AddItemToArray(pair, jump(chain_fmt, slot));
+  cJSON *arr = cJSON_CreateArray();
+  cJSON_AddItemToArray(arr, pair);
+  cJSON_AddItemToObject(e, "elem", arr);
+}
+static void src_elem(asbn_dp *dp, cJSON *c, const char *op, const char *ifn, unsigned slot) {
+  cJSON *e = cmd(dp, c, op, "element");
+  cJSON_AddStringToObject(e, "name", "src");
+  cJSON *cat = cJSON_CreateArray();
+  cJSON_AddItemToArray(cat, str(ifn));
+  cJSON_AddItemToArray(cat, addr_str(slot_host(dp, slot) + 1));
+  cJSON *arr = cJSON_CreateArray();
+  cJSON_AddItemToArray(arr, obj1("concat", cat));
+  cJSON_AddItemToObject(e, "elem", arr);
+}
+static void slot_set(asbn_dp *dp, cJSON *c, const char *fmt, unsigned slot) {
+  char n[32];
+  snprintf(n, sizeof n, fmt, slot);
+  cJSON *s = cmd(dp, c, "add", "set");
+  cJSON_AddStringToObject(s, "name", n);
+  cJSON_AddStringToObject(s, "type", "ipv4_addr");
+  cJSON_AddItemToObject(s, "flags", cJSON_CreateStringArray((const char *[]){"interval"}, 1));
+}
+
+static int nft_attach(asbn_dp *dp, unsigned slot, char *err, size_t errlen) {
+  char ifn[IFNAMSIZ], n[32];
+  host_if(dp, slot, ifn);
+  cJSON *c = cJSON_CreateArray();
+  named(dp, c, "add", "chain", "sb_%u", slot);
+  named(dp, c, "add", "chain", "in_%u", slot);
+  named(dp, c, "add", "chain", "nat_%u", slot);
+  named(dp, c, "add", "counter", "o_%u", slot);
+  named(dp, c, "add", "counter", "i_%u", slot);
+  slot_set(dp, c, "a4_%u", slot);
+  slot_set(dp, c, "d4_%u", slot);
+  snprintf(n, sizeof n, "sb_%u", slot);
+  rule(dp, c, n, reject(), NULL); /* nothing until a policy is applied */
+  snprintf(n, sizeof n, "in_%u", slot);
+  char cn[32];
+  snprintf(cn, sizeof cn, "i_%u", slot);
+  rule(dp, c, n, obj1("counter", str(cn)), verdict("accept"), NULL);
+  map_elem(dp, c, "add", "sbmap", ifn, "sb_%u", slot);
+  map_elem(dp, c, "add", "inmap", ifn, "in_%u", slot);
+  map_elem(dp, c, "add", "natmap", ifn, "nat_%u", slot);
+  src_elem(dp, c, "add", ifn, slot);
+  return nft_run(dp, c, err, errlen);
+}
+
+static void nft_detach(asbn_dp *dp, unsigned slot) {
+  char ifn[IFNAMSIZ];
+  host_if(dp, slot, ifn);
+  cJSON *c = cJSON_CreateArray();
+  map_elem(dp, c, "delete", "sbmap", ifn, "sb_%u", slot);
+  map_elem(dp, c, "delete", "inmap", ifn, "in_%u", slot);
+  map_elem(dp, c, "delete", "natmap", ifn, "nat_%u", slot);
+  src_elem(dp, c, "delete", ifn, slot);
+  static const char *chains[] = {"sb_%u", "in_%u", "nat_%u"};
+  for (int i = 0; i < 3; i++) named(dp, c, "flush", "chain", chains[i], slot);
+  for (int i = 0; i < 3; i++) named(dp, c, "delete", "chain", chains[i], slot);
+  named(dp, c, "delete", "counter", "o_%u", slot);
+  named(dp, c, "delete", "counter", "i_%u", slot);
+  named(dp, c, "delete", "set", "a4_%u", slot);
+  named(dp, c, "delete", "set", "d4_%u", slot);
+  char err[256];
+  if (nft_run(dp, c, err, sizeof err) != 0) asbi_log("net: removing the rules of slot %u: %s", slot, err);
+}
+
+static void add_elems(asbn_dp *dp, cJSON *c, const char *fmt, unsigned slot,
+                      const asbn_entry *v, size_t n) {
+  char name[32];
+  snprintf(name, sizeof name, fmt, slot);
+  cJSON *arr = NULL;
+  for (size_t i = 0; i < n; i++) {
+    if (v[i].kind != ASBN_CIDR4) continue;
+    uint32_t a;
+    memcpy(&a, v[i].addr, 4);
+    if (!arr) {
+      cJSON *e = cmd(dp, c, "add", "element");
+      cJSON_AddStringToObject(e, "name", name);
+      arr = cJSON_AddArrayToObject(e, "elem");
+    }
+    cJSON_AddItemToArray(arr, prefix_expr(ntohl(a), v[i].prefix));
+  }
+}
+
+/* Whether TCP of this policy goes through the egress proxy (NET.md):
+ * domain allowances, header rules or an upstream proxy. */
+static int needs_proxy(const asbn_policy *p) {
+  if (p->egress_proxy_addr || p->nrules) return 1;
+  for (size_t i = 0; i < p->nallow_out; i++)
+    if (p->allow_out[i].kind == ASBN_DOMAIN || p->allow_out[i].kind == ASBN_WILDCARD) return 1;
+  return 0;
+}
+
+static int nft_policy(asbn_dp *dp, unsigned slot, const asbn_policy *p, char *err, size_t errlen) {
+  char sb[32], a4[32], d4[32], o[32], nat[32];
+  snprintf(sb, sizeof sb, "sb_%u", slot);
+  snprintf(a4, sizeof a4, "@a4_%u", slot);
+  snprintf(d4, sizeof d4, "@d4_%u", slot);
+  snprintf(o, sizeof o, "o_%u", slot);
+  snprintf(nat, sizeof nat, "nat_%u", slot);
+  cJSON *c = cJSON_CreateArray();
+  named(dp, c, "flush", "chain", "sb_%u", slot);
+  named(dp, c, "flush", "chain", "nat_%u", slot);
+  named(dp, c, "flush", "set", "a4_%u", slot);
+  named(dp, c, "flush", "set", "d4_%u", slot);
+  add_elems(dp, c, "a4_%u", slot, p->allow_out, p->nallow_out);
+  add_elems(dp, c, "d4_%u", slot, p->deny_out, p->ndeny_out);
+  unsigned cap = p->max_connections ? p->max_connections : dp->max_conns;
+  cJSON *cc = cJSON_CreateObject();
+  cJSON_AddNumberToObject(cc, "val", cap);
+  cJSON_AddBoolToObject(cc, "inv", 1);
+  rule(dp, c, sb, match("in", obj1("ct", obj1("key", str("state"))), str("new")),
+       obj1("ct count", cc), reject(), NULL);
+  if (p->egress_bytes_per_s) {
+    cJSON *lim = cJSON_CreateObject();
+    cJSON_AddNumberToObject(lim, "rate", (double)p->egress_bytes_per_s);
+    cJSON_AddStringToObject(lim, "rate_unit", "bytes");
+    cJSON_AddStringToObject(lim, "per", "second");
+    cJSON_AddNumberToObject(lim, "burst", (double)(p->egress_bytes_per_s / 4 + 65536));
+    cJSON_AddStringToObject(lim, "burst_unit", "bytes");
+    cJSON_AddBoolToObject(lim, "inv", 1);
+    rule(dp, c, sb, obj1("limit", lim), verdict("drop"), NULL);
+  }
+  rule(dp, c, sb, obj1("counter", str(o)), NULL);
+  rule(dp, c, sb, match("==", payload("ip", "daddr"), str(a4)), verdict("accept"), NULL);
+  rule(dp, c, sb, match("==", payload("ip", "daddr"), str("@blk4")), reject(), NULL);
+  rule(dp, c, sb, match("==", payload("ip", "daddr"), str(d4)), reject(), NULL);
+  rule(dp, c, sb, p->allow_internet ? verdict("accept") : reject(), NULL);
+  if (dp->proxy_port && needs_proxy(p)) {
+    /* TCP to what an allowOut CIDR names goes straight, unless all egress
+     * goes through the upstream proxy */
+    if (!p->egress_proxy_addr)
+      rule(dp, c, nat, match("==", payload("ip", "daddr"), str(a4)), verdict("return"), NULL);
+    rule(dp, c, nat, match("==", meta("l4proto"), str("tcp")),
+         obj1("redirect", obj1("port", cJSON_CreateNumber(dp->proxy_port))), NULL);
+  }
+  return nft_run(dp, c, err, errlen);
+}
+
+/* ---- links --------------------------------------------------------------- */
+
+static struct nl_sock *nl_open(void) {
+  struct nl_sock *sk = nl_socket_alloc();
+  if (!sk) return NULL;
+  if (nl_connect(sk, NETLINK_ROUTE) < 0) {
+    nl_socket_free(sk);
+    return NULL;
+  }
+  return sk;
+}
+
+/* A route socket in another netns: this thread enters it for the socket()
+ * only (netns is per thread; the socket keeps its netns). */
+static struct nl_sock *nl_open_in(asbn_dp *dp, int ns_fd) {
+  if (setns(ns_fd, CLONE_NEWNET) < 0) return NULL;
+  struct nl_sock *sk = nl_open();
+  int err = errno;
+  if (setns(dp->self_ns, CLONE_NEWNET) < 0) abort(); /* the thread would stay in it */
+  errno = err;
+  return sk;
+}
+
+static int link_set(struct nl_sock *sk, const char *name, const char *newname, int up, int ns_fd) {
+  struct rtnl_link *l = NULL;
+  int rc = rtnl_link_get_kernel(sk, 0, name, &l);
+  if (rc < 0) return rc;
+  struct rtnl_link *ch = rtnl_link_alloc();
+  if (!ch) {
+    rtnl_link_put(l);
+    return -NLE_NOMEM;
+  }
+  if (newname) rtnl_link_set_name(ch, newname);
+  if (up > 0) rtnl_link_set_flags(ch, IFF_UP);
+  if (up == 0) rtnl_link_unset_flags(ch, IFF_UP);
+  if (ns_fd >= 0) rtnl_link_set_ns_fd(ch, ns_fd);
+  rc = rtnl_link_change(sk, l, ch, 0);
+  rtnl_link_put(ch);
+  rtnl_link_put(l);
+  return rc;
+}
+
+static int link_index(struct nl_sock *sk, const char *name) {
+  struct rtnl_link *l = NULL;
+  if (rtnl_link_get_kernel(sk, 0, name, &l) < 0) return -1;
+  int i = rtnl_link_get_ifindex(l);
+  rtnl_link_put(l);
+  return i;
+}
+
+static int addr_add(struct nl_sock *sk, int ifindex, uint32_t a, unsigned plen) {
+  struct rtnl_addr *ad = rtnl_addr_alloc();
+  uint32_t be = htonl(a);
+  struct nl_addr *local = nl_addr_build(AF_INET, &be, 4);
+  if (!ad || !local) {
+    if (ad) rtnl_addr_put(ad);
+    if (local) nl_addr_put(local);
+    return -NLE_NOMEM;
+  }
+  nl_addr_set_prefixlen(local, (int)plen);
+  rtnl_addr_set_ifindex(ad, ifindex);
+  rtnl_addr_set_local(ad, local);
+  int rc = rtnl_addr_add(sk, ad, 0);
+  nl_addr_put(local);
+  rtnl_addr_put(ad);
+  return rc;
+}
+
+static int route_default(struct nl_sock *sk, int ifindex, uint32_t gw) {
+  struct rtnl_route *r = rtnl_route_alloc();
+  struct rtnl_nexthop *nh = rtnl_route_nh_alloc();
+  uint32_t be = htonl(gw), zero = 0;
+  struct nl_addr *g = nl_addr_build(AF_INET, &be, 4);
+  struct nl_addr *dst = nl_addr_build(AF_INET, &zero, 4);
+  int rc = -NLE_NOMEM;
+  if (r && nh && g && dst) {
+    nl_addr_set_prefixlen(dst, 0);
+    rtnl_route_set_family(r, AF_INET);
+    rtnl_route_set_dst(r, dst);
+    rtnl_route_nh_set_gateway(nh, g);
+    rtnl_route_nh_set_ifindex(nh, ifindex);
+    rtnl_route_add_nexthop(r, nh);
+    nh = NULL; /* the route owns it */
+    rc = rtnl_route_add(sk, r, NLM_F_CREATE | NLM_F_REPLACE);
+  }
+  if (nh) rtnl_route_nh_free(nh);
+  if (r) rtnl_route_put(r);
+  if (g) nl_addr_put(g);
+  if (dst) nl_addr_put(dst);
+  return rc;
+}
+
+static void link_delete(struct nl_sock *sk, const char *name) {
+  struct rtnl_link *l = rtnl_link_alloc();
+  if (!l) return;
+  rtnl_link_set_name(l, name);
+  rtnl_link_delete(sk, l);
+  rtnl_link_put(l);
+}
+
+/* A new pair for slot: host end addressed and up, the other end down. */
+static int pair_make(asbn_dp *dp, struct nl_sock *sk, unsigned slot) {
+  char h[IFNAMSIZ], s[IFNAMSIZ];
+  host_if(dp, slot, h);
+  peer_if(dp, slot, s);
+  link_delete(sk, h); /* a leftover of this name */
+  link_delete(sk, s);
+  struct rtnl_link *l = rtnl_link_veth_alloc();
+  if (!l) return -NLE_NOMEM;
+  rtnl_link_set_name(l, h);
+  rtnl_link_set_name(rtnl_link_veth_get_peer(l), s);
+  int rc = rtnl_link_add(sk, l, NLM_F_CREATE | NLM_F_EXCL);
+  rtnl_link_veth_release(l);
+  if (rc < 0) return rc;
+  int idx = link_index(sk, h);
+  if (idx < 0 || (rc = addr_add(sk, idx, slot_host(dp, slot), 30)) < 0 ||
+      (rc = link_set(sk, h, NULL, 1, -1)) < 0) {
+    link_delete(sk, h);
+    return rc < 0 ? rc : -NLE_OBJ_NOTFOUND;
+  }
+  return 0;
+}
+
+static int reap_links(const char *prefix) {
+  struct nl_sock *sk = nl_open();
+  if (!sk) return -1;
+  struct nl_cache *cache = NULL;
+  if (rtnl_link_alloc_cache(sk, AF_UNSPEC, &cache) < 0) {
+    nl_socket_free(sk);
+    return -1;
+  }
+  size_t plen = strlen(prefix);
+  for (struct nl_object *o = nl_cache_get_first(cache); o; o = nl_cache_get_next(o)) {
+    const char *n = rtnl_link_get_name((struct rtnl_link *)o);
+    if (n && strncmp(n, prefix, plen) == 0 && (n[plen] == 'h' || n[plen] == 's'))
+      rtnl_link_delete(sk, (struct rtnl_link *)o);
+  }
+  nl_cache_free(cache);
+  nl_socket_free(sk);
+  return 0;
+}
+
+/* ---- the API ------------------------------------------------------------- */
+
+static struct nft_ctx *nft_new(void) {
+  struct nft_ctx *n = nft_ctx_new(NFT_CTX_DEFAULT);
+  if (!n) return NULL;
+  nft_ctx_buffer_error(n);
+  nft_ctx_buffer_output(n);
+  nft_ctx_output_set_flags(n, NFT_CTX_OUTPUT_JSON);
+  return n;
+}
+
+int asbn_dp_reap(const char *name) {
+  asbn_dp dp;
+  memset(&dp, 0, sizeof dp);
+  names(name, dp.table, dp.prefix);
+  if (!(dp.nft = nft_new())) return -1;
+  nft_delete_table(&dp);
+  nft_ctx_free(dp.nft);
+  return reap_links(dp.prefix);
+}
+
+static int parse_cidr4(const char *s, uint32_t *net, unsigned *plen) {
+  char buf[32];
+  const char *slash = strchr(s, '/');
+  if (!slash || (size_t)(slash - s) >= sizeof buf) return -1;
+  memcpy(buf, s, (size_t)(slash - s));
+  buf[slash - s] = '\0';
+  struct in_addr a;
+  char *end;
+  long l = strtol(slash + 1, &end, 10);
+  if (inet_pton(AF_INET, buf, &a) != 1 || *end || end == slash + 1 || l < 8 || l > 28) return -1;
+  uint32_t m = 0xffffffffu << (32 - l);
+  if ((ntohl(a.s_addr) & ~m) != 0) return -1;
+  *net = ntohl(a.s_addr);
+  *plen = (unsigned)l;
+  return 0;
+}
+
+static int write_sysctl(const char *path, const char *v) {
+  int fd = open(path, O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  ssize_t n = write(fd, v, strlen(v));
+  close(fd);
+  return n == (ssize_t)strlen(v) ? 0 : -1;
+}
+
+int asbn_dp_open(const asbn_dp_config *cfg, asbn_dp **out, char *err, size_t errlen) {
+  asbn_dp *dp = calloc(1, sizeof *dp);
+  if (!dp) return fail(err, errlen, "out of memory");
+  pthread_mutex_init(&dp->mu, NULL);
+  dp->self_ns = -1;
+  names(cfg->name ? cfg->name : "agent-sandbox", dp->table, dp->prefix);
+  snprintf(dp->hostglob, sizeof dp->hostglob, "%sh*", dp->prefix);
+  const char *cidr = cfg->cidr4 ? cfg->cidr4 : "10.88.0.0/16";
+  if (parse_cidr4(cidr, &dp->net, &dp->plen) != 0) {
+    fail(err, errlen, "--net-cidr %s: want an IPv4 network a.b.c.d/N with N from 8 to 28", cidr);
+    goto bad;
+  }
+  dp->nslots = 1u << (30 - dp->plen);
+  if (dp->nslots > 16384) dp->nslots = 16384;
+  snprintf(dp->resolv, sizeof dp->resolv, "nameserver %u.%u.%u.%u\n", (dp->net + 1) >> 24,
+           ((dp->net + 1) >> 16) & 255, ((dp->net + 1) >> 8) & 255, (dp->net + 1) & 255);
+  dp->pool = cfg->pool ? cfg->pool : 8;
+  if (dp->pool > dp->nslots) dp->pool = dp->nslots;
+  dp->dns_port = cfg->dns_port ? cfg->dns_port : 53;
+  dp->proxy_port = cfg->proxy_port;
+  dp->max_conns = cfg->max_connections ? cfg->max_connections : 1024;
+  dp->slot = calloc(dp->nslots, 1);
+  dp->self_ns = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+  if (!dp->slot || dp->self_ns < 0) {
+    fail(err, errlen, "datapath: %s", strerror(errno));
+    goto bad;
+  }
+  if (!(dp->nft = nft_new())) {
+    fail(err, errlen, "libnftables: no context");
+    goto bad;
+  }
+  reap_links(dp->prefix);
+  if (write_sysctl("/proc/sys/net/ipv4/ip_forward", "1") != 0) {
+    fail(err, errlen, "net.ipv4.ip_forward: %s", strerror(errno));
+    goto bad;
+  }
+  pthread_mutex_lock(&dp->mu);
+  int rc = nft_table(dp, err, errlen);
+  pthread_mutex_unlock(&dp->mu);
+  if (rc != 0) goto bad;
+  struct nl_sock *sk = nl_open();
+  if (!sk) {
+    fail(err, errlen, "netlink: %s", strerror(errno));
+    goto bad;
+  }
+  for (unsigned i = 0; i < dp->pool; i++) {
+    int r = pair_make(dp, sk, i);
+    if (r < 0) {
+      nl_socket_free(sk);
+      fail(err, errlen, "veth pair %u: %s", i, nl_geterror(r));
+      goto bad;
+    }
+    dp->slot[i] = SLOT_POOLED;
+  }
+  nl_socket_free(sk);
+  *out = dp;
+  return 0;
+bad:
+  asbn_dp_close(dp);
+  return -1;
+}
+
+void asbn_dp_close(asbn_dp *dp) {
+  if (!dp) return;
+  if (dp->nft) {
+    pthread_mutex_lock(&dp->mu);
+    nft_delete_table(dp);
+    pthread_mutex_unlock(&dp->mu);
+    nft_ctx_free(dp->nft);
+  }
+  if (dp->slot) reap_links(dp->prefix); /* every pair: deleting an end deletes both */
+  if (dp->self_ns >= 0) close(dp->self_ns);
+  free(dp->slot);
+  pthread_mutex_destroy(&dp->mu);
+  free(dp);
+}
+
+int asbn_dp_attach(asbn_dp *dp, int netns_fd, asbn_dp_link **out, char *err, size_t errlen) {
+  asbn_dp_link *l = calloc(1, sizeof *l);
+  if (!l) return fail(err, errlen, "out of memory");
+  l->ns_fd = fcntl(netns_fd, F_DUPFD_CLOEXEC, 3);
+  if (l->ns_fd < 0) {
+    free(l);
+    return fail(err, errlen, "netns fd: %s", strerror(errno));
+  }
+  struct nl_sock *sk = nl_open(), *in = NULL;
+  int rc = 0;
+  pthread_mutex_lock(&dp->mu);
+  unsigned slot = dp->nslots, fresh = dp->nslots;
+  for (unsigned i = 0; i < dp->nslots; i++) {
+    if (dp->slot[i] == SLOT_POOLED) {
+      slot = i;
+      break;
+    }
+    if (dp->slot[i] == SLOT_UNUSED && fresh == dp->nslots) fresh = i;
+  }
+  if (slot == dp->nslots) slot = fresh;
+  if (slot == dp->nslots) {
+    pthread_mutex_unlock(&dp->mu);
+    fail(err, errlen, "no free address in the link range (%u sandboxes)", dp->nslots);
+    goto bad;
+  }
+  int pooled = dp->slot[slot] == SLOT_POOLED;
+  dp->slot[slot] = SLOT_ATTACHED;
+  l->slot = slot;
+  l->host = slot_host(dp, slot);
+  rc = nft_attach(dp, slot, err, errlen);
+  pthread_mutex_unlock(&dp->mu);
+  if (rc != 0 || !sk) {
+    if (!sk) fail(err, errlen, "netlink: %s", strerror(errno));
+    goto bad_slot;
+  }
+  if (!pooled && (rc = pair_make(dp, sk, slot)) < 0) {
+    fail(err, errlen, "veth pair: %s", nl_geterror(rc));
+    goto bad_nft;
+  }
+  char h[IFNAMSIZ], s[IFNAMSIZ];
+  host_if(dp, slot, h);
+  peer_if(dp, slot, s);
+  if ((rc = link_set(sk, s, NULL, -1, l->ns_fd)) < 0) {
+    fail(err, errlen, "moving %s into the sandbox: %s", s, nl_geterror(rc));
+    goto bad_pair;
+  }
+  if (!(in = nl_open_in(dp, l->ns_fd))) {
+    fail(err, errlen, "netlink in the sandbox: %s", strerror(errno));
+    goto bad_pair;
+  }
+  int idx;
+  if ((rc = link_set(in, s, "eth0", 1, -1)) < 0 || (idx = link_index(in, "eth0")) < 0 ||
+      (rc = addr_add(in, idx, slot_host(dp, slot) + 1, 30)) < 0 ||
+      (rc = route_default(in, idx, slot_host(dp, slot))) < 0) {
+    fail(err, errlen, "eth0 in the sandbox: %s", nl_geterror(rc < 0 ? rc : -NLE_OBJ_NOTFOUND));
+    goto bad_pair;
+  }
+  nl_socket_free(in);
+  nl_socket_free(sk);
+  *out = l;
+  return 0;
+bad_pair:
+  if (in) nl_socket_free(in);
+  link_delete(sk, h); /* wherever its other end is now */
+  pooled = 0;
+bad_nft:
+  pthread_mutex_lock(&dp->mu);
+  nft_detach(dp, slot);
+  pthread_mutex_unlock(&dp->mu);
+bad_slot:
+  pthread_mutex_lock(&dp->mu);
+  dp->slot[slot] = pooled ? SLOT_POOLED : SLOT_UNUSED;
+  pthread_mutex_unlock(&dp->mu);
+bad:
+  if (sk) nl_socket_free(sk);
+  close(l->ns_fd);
+  free(l);
+  return -1;
+}
+
+int asbn_dp_apply(asbn_dp *dp, asbn_dp_link *l, const asbn_policy *p, char *err, size_t errlen) {
+  pthread_mutex_lock(&dp->mu);
+  int rc = nft_policy(dp, l->slot, p, err, errlen);
+  pthread_mutex_unlock(&dp->mu);
+  return rc;
+}
+
+void asbn_dp_detach(asbn_dp *dp, asbn_dp_link *l) {
+  if (!l) return;
+  pthread_mutex_lock(&dp->mu);
+  nft_detach(dp, l->slot);
+  pthread_mutex_unlock(&dp->mu);
+  char h[IFNAMSIZ], s[IFNAMSIZ];
+  host_if(dp, l->slot, h);
+  peer_if(dp, l->slot, s);
+  struct nl_sock *sk = nl_open(), *in = nl_open_in(dp, l->ns_fd);
+  int back = 0;
+  /* back to the pool: down, renamed, moved home. The sandbox's root may
+   * have renamed or removed eth0: then the pair is deleted instead. */
+  if (sk && in && link_set(in, "eth0", s, 0, -1) >= 0 && link_set(in, s, NULL, -1, dp->self_ns) >= 0 &&
+      link_index(sk, h) >= 0 && link_index(sk, s) >= 0)
+    back = 1;
+  if (!back && sk) link_delete(sk, h);
+  if (in) nl_socket_free(in);
+  if (sk) nl_socket_free(sk);
+  close(l->ns_fd);
+  pthread_mutex_lock(&dp->mu);
+  dp->slot[l->slot] = back ? SLOT_POOLED : SLOT_UNUSED;
+  pthread_mutex_unlock(&dp->mu);
+  free(l);
+}
+
+struct in_addr asbn_dp_sandbox_addr(const asbn_dp_link *l) {
+  struct in_addr a = {htonl(l->host + 1)};
+  return a;
+}
+
+struct in_addr asbn_dp_host_addr(const asbn_dp_link *l) {
+  struct in_addr a = {htonl(l->host)};
+  return a;
+}
+
+static int counter_get(asbn_dp *dp, const char *fmt, unsigned slot, uint64_t *bytes) {
+  cJSON *c = cJSON_CreateArray();
+  named(dp, c, "list", "counter", fmt, slot);
+  char err[256];
+  if (nft_run(dp, c, err, sizeof err) != 0) return -1;
+  cJSON *r = cJSON_Parse(nft_ctx_get_output_buffer(dp->nft));
+  int rc = -1;
+  const cJSON *it;
+  cJSON_ArrayForEach(it, cJSON_GetObjectItem(r, "nftables")) {
+    const cJSON *b = cJSON_GetObjectItem(cJSON_GetObjectItem(it, "counter"), "bytes");
+    if (cJSON_IsNumber(b)) {
+      *bytes = (uint64_t)b->valuedouble;
+      rc = 0;
+    }
+  }
+  cJSON_Delete(r);
+  return rc;
+}
+
+int asbn_dp_counters(asbn_dp *dp, const asbn_dp_link *l, uint64_t *bytes_out,
+                     uint64_t *bytes_in) {
+  pthread_mutex_lock(&dp->mu);
+  int rc = counter_get(dp, "o_%u", l->slot, bytes_out) | counter_get(dp, "i_%u", l->slot, bytes_in);
+  pthread_mutex_unlock(&dp->mu);
+  return rc ? -1 : 0;
+}
+
+const char *asbn_dp_table(const asbn_dp *dp) {
+  return dp->table;
+}
+
+const char *asbn_dp_resolv_conf(const asbn_dp *dp) {
+  return dp->resolv;
+}

@@ -1,0 +1,271 @@
+#!/usr/bin/env bash
+# net.datapath: the sandboxes' datapath end to end (core/net/datapath.c
+# through the engine), in the closed topology of topo.sh: nothing can leave
+# the two test namespaces. One engine, many checks:
+#   internet on / off; allowOut CIDR and IP (internet off); denyOut with
+#   allowOut precedence; live update (PUT /sandboxes/{id}/network) opening
+#   and closing, and cutting an open connection; the always-blocked ranges
+#   (a private network, 169.254.169.254) refused unless allowOut names
+#   them; sandbox -> sandbox refused; sandbox -> the engine's host (its API,
+#   a host service on every address) refused; DNS to any address redirected
+#   to the engine (no bypass to another server); source spoofing refused;
+#   400 for bad policies, GET shows the policy, byte counters in metrics;
+#   after kill the sandbox's rules are gone and its pair is back in the
+#   pool; after the engine stops, no table and no link of it are left.
+# Usage: datapath.sh AGENT_SANDBOXD ASB_CLI   (root)
+# SPDX-License-Identifier: Apache-2.0
+set -u
+ENGINE=$1
+ASB=$2
+HERE=$(cd "$(dirname "$0")" && pwd)
+. "$HERE/topo.sh"
+
+FAILS=0
+fail() {
+  echo "FAIL: $*" >&2
+  FAILS=$((FAILS + 1))
+}
+ok() { echo "ok   $*"; }
+
+[ "$(id -u)" = 0 ] || { echo "net.datapath needs root" >&2; exit 77; }
+trap topo_down EXIT
+topo_up || exit 1
+
+STATE="$TOPO_DIR/state"
+mkdir -m 0700 "$STATE"
+CG="asbt-net-$$"
+# --listen 0.0.0.0: the API on every address of the engine's netns, so that
+# only the datapath's input rules keep sandboxes from it
+topo_bg "$TOPO_ENG" "$ENGINE" --state-dir "$STATE" --listen 0.0.0.0:0 --cgroup-name "$CG" \
+  --pool 2 --kill-on-exit
+ENGINE_PID=$TOPO_LAST_PID
+topo_wait 120 sh -c "test -s '$STATE/engine.url' || ! kill -0 $ENGINE_PID"
+test -s "$STATE/engine.url" || { echo "the engine did not start" >&2; exit 1; }
+URL=$(cat "$STATE/engine.url")
+PORT=${URL##*:}
+KEY=$(cat "$STATE/api_key")
+API="http://127.0.0.1:$PORT"
+TABLE=$(topo_eng nft -j list tables | "$TOPO_PY" -c '
+import json, sys
+print(" ".join(t["table"]["name"] for t in json.load(sys.stdin)["nftables"]
+               if "table" in t and t["table"]["name"].startswith("asb_")))')
+[ -n "$TABLE" ] || fail "the engine made no nftables table"
+PREFIX="as${TABLE:4:7}"
+
+# api METHOD PATH [BODY]: the control plane over the engine's unix socket;
+# prints the body, then the status on a line of its own
+api() {
+  curl -s --unix-socket "$STATE/engine.sock" -X "$1" -H "X-API-Key: $KEY" \
+    -H 'Content-Type: application/json' ${3:+--data "$3"} -w '\n%{http_code}' "http://engine$2"
+}
+status() { api "$@" | tail -n1; }
+json() { "$TOPO_PY" -c "import json,sys; d=json.loads(sys.stdin.read().rsplit('\n',1)[0]); print($1)"; }
+
+create() { # create NETWORK_JSON_FIELDS -> sandbox id
+  api POST /sandboxes "{\"templateID\":\"base\",\"timeout\":900${1:+,$1}}" | json 'd["sandboxID"]'
+}
+# sx ID CMD...: runs CMD in the sandbox (the client inside the engine's netns)
+sx() {
+  local id=$1
+  shift
+  topo_eng env E2B_API_URL="$API" E2B_SANDBOX_URL="$API" E2B_API_KEY="$KEY" \
+    "$ASB" exec "$id" --user root --timeout 60 -- "$@"
+}
+# sxpy ID CODE [ARGS]: Python in the sandbox (root). asb exec hands its
+# words to a shell as one command line, so the code goes base64'd.
+sxpy() {
+  local id=$1 code
+  code=$(printf '%s' "$2" | base64 -w0)
+  shift 2
+  sx "$id" "echo $code | base64 -d > /tmp/.t.py && $TOPO_PY /tmp/.t.py $*"
+}
+# reach ID URL / refused ID URL: an HTTP GET from the sandbox answers 200,
+# or gets no HTTP answer at all (curl's 000). Generous deadlines: a refusal is a reject (at once);
+# if it ever were a silent drop the check still holds, only slower.
+reach() {
+  local got
+  got=$(sx "$1" curl -s -m 30 -o /dev/null -w '%{http_code}' "$2" 2>/dev/null)
+  if [ "$got" = 200 ]; then ok "$1 reaches $2"; else fail "$1 cannot reach $2 (got '$got')"; fi
+}
+refused() { # any HTTP answer at all (the engine's /health is a 204) is a reach
+  local got
+  got=$(sx "$1" curl -s -m 30 -o /dev/null -w '%{http_code}' "$2" 2>/dev/null)
+  if [ "$got" = 000 ]; then ok "$1 is refused $2"; else fail "$1 reached $2 ($got)"; fi
+}
+
+I1=http://198.18.0.1/hello # the internet
+I2=http://198.18.1.1/hello
+I3=http://198.18.2.1/hello
+PRIV=http://10.200.0.1/hello
+META=http://169.254.169.254/hello
+
+# ---- bad input: 400 and nothing made ----
+for body in '"allowInternetAccess":1' '"network":{"allowOut":["1.2.3.4/33"]}' \
+  '"network":{"denyOut":["example.com"]}' '"network":[]'; do
+  st=$(status POST /sandboxes "{\"templateID\":\"base\",$body}")
+  [ "$st" = 400 ] && ok "400 for $body" || fail "create with $body: $st, want 400"
+done
+
+# ---- internet on (the default) ----
+A=$(create)
+[ -n "$A" ] || { fail "create"; exit 1; }
+reach "$A" "$I1"
+reach "$A" "$I2"
+# the always-blocked: a private network, the metadata address, other
+# sandboxes (below), the engine's host (below)
+refused "$A" "$PRIV"
+refused "$A" "$META"
+# the host: its API on every address of its netns, and a host service
+refused "$A" "http://198.18.0.2:$PORT/health"
+refused "$A" "http://10.88.0.1:$PORT/health"
+topo_bg "$TOPO_ENG" "$TOPO_PY" -m http.server 8081 --bind 0.0.0.0 --directory "$TOPO_DIR/www"
+topo_wait 60 topo_eng curl -sf -m 5 http://198.18.0.2:8081/hello || fail "host service did not start"
+refused "$A" http://198.18.0.2:8081/hello
+refused "$A" http://10.88.0.1:8081/hello
+# resolv.conf names the engine's resolver; DNS to another server is
+# redirected to the engine (which has none yet: no answer), never reaches
+# the test internet's dnsmasq
+got=$(sx "$A" cat /etc/resolv.conf)
+[ "$got" = "nameserver 10.88.0.1" ] && ok "resolv.conf: $got" || fail "resolv.conf: '$got'"
+topo_wait 30 topo_eng "$TOPO_PY" -c '
+import socket
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.settimeout(5)
+s.sendto(b"\x12\x34\x01\x00\x00\x01\x00\x00\x00\x00\x00\x00\x07example\x04test\x00\x00\x01\x00\x01",
+         ("198.18.0.1", 53))
+assert s.recv(512)[:2] == b"\x12\x34"' || fail "dnsmasq does not answer the engine's netns"
+dns=$(sxpy "$A" '
+import socket
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.settimeout(10)
+s.sendto(b"\x12\x34\x01\x00\x00\x01\x00\x00\x00\x00\x00\x00\x07example\x04test\x00\x00\x01\x00\x01",
+         ("198.18.0.1", 53))
+try:
+    print("answered", len(s.recv(512)))
+except OSError as e:
+    print("no answer", type(e).__name__)' 2>&1)
+case "$dns" in
+  "no answer"*) ok "DNS to 198.18.0.1 is redirected ($dns)" ;;
+  *) fail "DNS to another server: $dns" ;;
+esac
+# source spoofing: root inside (CAP_NET_RAW) sends UDP from another
+# sandbox's address with a raw socket; the test internet gets only the
+# genuine datagram
+topo_bg "$TOPO_INET" "$TOPO_PY" -c '
+import socket, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("198.18.0.1", 9999))
+out = open(sys.argv[1], "a")
+while True:
+    d, a = s.recvfrom(100); out.write(d.decode() + "\n"); out.flush()' "$TOPO_DIR/udp"
+topo_wait 30 topo_inet sh -c "ss -uln | grep -q 198.18.0.1:9999" || fail "UDP listener"
+sxpy "$A" '
+import socket, struct
+def csum(b):
+    if len(b) % 2: b += b"\0"
+    s = sum(struct.unpack("!%dH" % (len(b) // 2), b)); s = (s >> 16) + (s & 0xffff); s += s >> 16
+    return ~s & 0xffff
+def send(src, data):
+    r = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_RAW)
+    udp = struct.pack("!HHHH", 40000, 9999, 8 + len(data), 0) + data
+    ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(udp), 1, 0, 64, 17, 0,
+                     socket.inet_aton(src), socket.inet_aton("198.18.0.1"))
+    ip = ip[:10] + struct.pack("!H", csum(ip)) + ip[12:]
+    r.sendto(ip + udp, ("198.18.0.1", 0))
+send("10.88.0.66", b"spoofed")
+u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); u.sendto(b"genuine", ("198.18.0.1", 9999))'
+topo_wait 60 grep -q genuine "$TOPO_DIR/udp" || fail "the genuine datagram did not arrive"
+# the spoofed one was sent first: had it passed, it would be there by now
+# (one path, in order); it is not
+grep -q spoofed "$TOPO_DIR/udp" && fail "a spoofed source reached the internet" ||
+  ok "spoofed source refused, genuine one arrived"
+
+# ---- sandbox -> sandbox ----
+B=$(create)
+BADDR=$(sx "$B" ip -4 -o addr show eth0 | awk '{print $4}' | cut -d/ -f1)
+[ -n "$BADDR" ] || fail "no address of $B"
+sx "$B" "setsid $TOPO_PY -m http.server 8000 --bind 0.0.0.0 --directory /etc </dev/null >/dev/null 2>&1 &"
+topo_wait 60 sx "$B" curl -sf -m 5 http://127.0.0.1:8000/hostname || fail "server in $B did not start"
+refused "$A" "http://$BADDR:8000/hostname"
+# not even when A's policy names B's address: sandboxes never reach each other
+st=$(status PUT "/sandboxes/$A/network" "{\"allowOut\":[\"$BADDR\"]}")
+[ "$st" = 204 ] || fail "PUT network: $st"
+refused "$A" "http://$BADDR:8000/hostname"
+
+# ---- allowOut names a private network / the metadata address ----
+st=$(status PUT "/sandboxes/$A/network" '{"allowOut":["10.200.0.0/24","169.254.169.254"]}')
+[ "$st" = 204 ] || fail "PUT network: $st"
+reach "$A" "$PRIV"
+reach "$A" "$META"
+
+# ---- internet off, allowOut CIDR and IP ----
+C=$(create '"allowInternetAccess":false,"network":{"allowOut":["198.18.1.0/24","198.18.2.1"]}')
+refused "$C" "$I1"
+reach "$C" "$I2"
+reach "$C" "$I3"
+got=$(api GET "/sandboxes/$C" | json 'd["allowInternetAccess"], d["network"]["allowOut"]')
+[ "$got" = "False ['198.18.1.0/24', '198.18.2.1']" ] && ok "GET shows $got" || fail "GET: $got"
+D=$(create '"allowInternetAccess":false')
+refused "$D" "$I1"
+refused "$D" "$I2"
+
+# ---- denyOut, allowOut wins ----
+E=$(create '"network":{"denyOut":["198.18.0.0/15"],"allowOut":["198.18.1.1"]}')
+refused "$E" "$I1"
+reach "$E" "$I2"
+refused "$E" "$I3"
+
+# ---- live update: open, close, and an open connection is cut ----
+st=$(status PUT "/sandboxes/$D/network" '{"allowOut":["198.18.0.1"],"allow_internet_access":false}')
+[ "$st" = 204 ] || fail "PUT network: $st"
+reach "$D" "$I1"
+refused "$D" "$I2"
+st=$(status PUT "/sandboxes/$D/network" '{}') # everything cleared: internet on
+reach "$D" "$I2"
+# a connection opened while allowed, then its destination denied: its
+# next bytes go nowhere
+LONG=$(printf '%s' '
+import os, socket, time
+s = socket.create_connection(("198.18.0.1", 80), timeout=30)
+open("/tmp/conn", "w").write("open")
+while not os.path.exists("/tmp/go"): time.sleep(0.05)
+try:
+    s.sendall(b"GET /hello HTTP/1.0\r\n\r\n"); s.settimeout(10); d = s.recv(100)
+    open("/tmp/res", "w").write("got" if d else "closed")
+except OSError as e:
+    open("/tmp/res", "w").write("cut " + type(e).__name__)
+' | base64 -w0)
+sx "$D" "echo $LONG | base64 -d > /tmp/long.py && setsid $TOPO_PY /tmp/long.py </dev/null >/dev/null 2>&1 &"
+topo_wait 60 sx "$D" test -s /tmp/conn || fail "the long connection did not open"
+st=$(status PUT "/sandboxes/$D/network" '{"denyOut":["198.18.0.1"]}')
+sx "$D" touch /tmp/go
+topo_wait 60 sx "$D" test -s /tmp/res || fail "the long connection did not finish"
+got=$(sx "$D" cat /tmp/res)
+case "$got" in cut*) ok "open connection cut by the update ($got)" ;; *) fail "open connection after deny: $got" ;; esac
+refused "$D" "$I1"
+st=$(status PUT "/sandboxes/$D/network" '{"allowOut":[1]}')
+[ "$st" = 400 ] && ok "PUT with a bad body: 400" || fail "PUT with a bad body: $st"
+refused "$D" "$I1" # the bad update changed nothing
+
+# ---- counters ----
+got=$(api GET "/sandboxes/$A/metrics" | json 'd[-1]["netBytesOut"] > 0 and d[-1]["netBytesIn"] > 0')
+[ "$got" = True ] && ok "metrics count A's bytes" || fail "metrics: $got"
+
+# ---- kill: its rules go, its pair back to the pool ----
+slots_before=$(topo_eng nft list map inet "$TABLE" sbmap | grep -c ': jump')
+[ "$(status DELETE "/sandboxes/$E")" = 204 ] || fail "kill"
+slots_after=$(topo_eng nft list map inet "$TABLE" sbmap | grep -c ': jump')
+[ "$slots_after" = $((slots_before - 1)) ] && ok "kill removed its chain ($slots_before -> $slots_after)" ||
+  fail "after kill: $slots_after chains, was $slots_before"
+n=$(topo_eng nft list table inet "$TABLE" | grep -c 'chain sb_')
+[ "$n" = "$slots_after" ] || fail "$n sandbox chains for $slots_after sandboxes"
+F=$(create)
+reach "$F" "$I1" # a pair from the pool works again
+
+# ---- engine stop: nothing of it is left ----
+kill -TERM "$ENGINE_PID"
+topo_wait 120 sh -c "! kill -0 $ENGINE_PID" || fail "the engine did not stop"
+left=$(topo_eng nft list tables | grep -c "$TABLE")
+[ "$left" = 0 ] && ok "no table after stop" || fail "table $TABLE left after stop"
+left=$(topo_eng ip -o link | grep -c "$PREFIX")
+[ "$left" = 0 ] && ok "no link after stop" || fail "$left links of $PREFIX left after stop"
+
+[ "$FAILS" = 0 ] && echo "net.datapath: all passed" || echo "net.datapath: $FAILS failed"
+[ "$FAILS" = 0 ]
