@@ -126,12 +126,19 @@ static int network_parse(const char *json, int update, const char *what, cJSON *
 }
 
 /* E2B's wire name for it: NewSandbox and SandboxNetworkUpdateConfig both
- * spell it allow_internet_access (SandboxDetail says allowInternetAccess). */
-static int add_internet(cJSON *body, int allow, const char *what) {
+ * spell it allow_internet_access (SandboxDetail says allowInternetAccess),
+ * and E2B's SDKs send that. At create the local engine reads the
+ * camel-case spelling (core/engine/api.c, create), so the create body
+ * carries both (alias): E2B's API ignores a member it does not know, and
+ * a sandbox asked to be offline must not come up online because of a
+ * spelling. */
+static int add_internet(cJSON *body, int allow, int alias, const char *what) {
   if (allow == 0) return ASB_OK;
   if (allow != 1 && allow != -1)
     return asbi_err(ASB_EINVAL, "%s: allow_internet_access %d is not 1, -1 or 0", what, allow);
-  return cJSON_AddBoolToObject(body, "allow_internet_access", allow == 1) ? ASB_OK : asbi_oom();
+  if (!cJSON_AddBoolToObject(body, "allow_internet_access", allow == 1)) return asbi_oom();
+  if (alias && !cJSON_AddBoolToObject(body, "allowInternetAccess", allow == 1)) return asbi_oom();
+  return ASB_OK;
 }
 
 int asb_sandbox_create(asb_sandbox **out, asb_client *c, const asb_sandbox_options *o) {
@@ -148,7 +155,7 @@ int asb_sandbox_create(asb_sandbox **out, asb_client *c, const asb_sandbox_optio
   if (o->auto_pause) cJSON_AddBoolToObject(body, "autoPause", 1);
   int rc = kv_object(body, "metadata", o->metadata, "sandbox.create");
   if (!rc) rc = kv_object(body, "envVars", o->envs, "sandbox.create");
-  if (!rc) rc = add_internet(body, ASBI_OPT(o, 2, allow_internet_access, 0), "sandbox.create");
+  if (!rc) rc = add_internet(body, ASBI_OPT(o, 2, allow_internet_access, 0), 1, "sandbox.create");
   cJSON *net = NULL;
   if (!rc) rc = network_parse(ASBI_OPT(o, 2, network_json, NULL), 0, "sandbox.create", &net);
   if (net) cJSON_AddItemToObject(body, "network", net);
@@ -314,7 +321,7 @@ int asb_sandbox_update_network(asb_sandbox *sb, int allow_internet_access, const
   cJSON *body = NULL;
   int rc = network_parse(network_json, 1, "sandbox.update_network", &body);
   if (!rc && !body && !(body = cJSON_CreateObject())) rc = asbi_oom();
-  if (!rc) rc = add_internet(body, allow_internet_access, "sandbox.update_network");
+  if (!rc) rc = add_internet(body, allow_internet_access, 0, "sandbox.update_network");
   if (rc) {
     cJSON_Delete(body);
     return rc;
