@@ -1164,6 +1164,15 @@ class Sandbox:
         return SandboxInfo._from_dict(ll.asbpy_sandbox_info_dict(info), self.sandbox_domain)
 
     @classmethod
+    def get_info_by_id(cls, sandbox_id: str, *, request_timeout: Optional[float] = None,
+                       **conn: Any) -> SandboxInfo:
+        """:meth:`get_info` of a sandbox by id, without connecting to it (a
+        paused sandbox stays paused)."""
+        c = N.client(**conn)
+        h = N.call(ll.asb_sandbox_attach, c, sandbox_id, None)
+        return cls(h, c, conn).get_info(request_timeout=request_timeout)
+
+    @classmethod
     def update_network_by_id(cls, sandbox_id: str, network: Optional[Mapping[str, Any]] = None,
                              *, allow_internet_access: Optional[bool] = None,
                              request_timeout: Optional[float] = None, **conn: Any) -> None:

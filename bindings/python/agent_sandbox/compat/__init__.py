@@ -744,11 +744,10 @@ class Sandbox:
 
 
 def _attach_by_list(sandbox_id: str, conn: Dict[str, Any]) -> SandboxInfo:
-    """get_info by id: connect would resume a paused sandbox, so read the list."""
-    for info in S.Sandbox.list(**conn):
-        if info.sandbox_id == sandbox_id:
-            return info
-    raise SandboxNotFoundException(f"sandbox {sandbox_id} not found")
+    """get_info by id: connect would resume a paused sandbox, so GET
+    /sandboxes/{id} through a handle made without a call (as E2B's by-id
+    get_info does; the list's entries have no network config)."""
+    return S.Sandbox.get_info_by_id(sandbox_id, **conn)
 
 
 def _pause_by_id(sandbox_id: str, conn: Dict[str, Any]) -> bool:
