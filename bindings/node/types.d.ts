@@ -78,6 +78,9 @@ export interface SandboxNetworkOpts {
   allowPublicTraffic?: boolean
   /** The Host header its services see (${PORT} is the port). */
   maskRequestHost?: string
+  /** The local engine's own limits (not E2B's): egress bytes per second, concurrent connections. */
+  egressBytesPerSecond?: number
+  maxConnections?: number
 }
 
 /** updateNetwork's config: what is left out is cleared. */
@@ -87,6 +90,9 @@ export interface SandboxNetworkUpdate {
   rules?: SandboxNetworkRules
   egressProxy?: SandboxEgressProxyOpts
   allowInternetAccess?: boolean
+  /** The local engine's own limits (not E2B's): egress bytes per second, concurrent connections. */
+  egressBytesPerSecond?: number
+  maxConnections?: number
 }
 
 /** The effective config, as getInfo reports it (never a password). */
@@ -97,6 +103,9 @@ export interface SandboxNetworkInfo {
   egressProxy?: { address: string; username?: string }
   allowPublicTraffic?: boolean
   maskRequestHost?: string
+  /** The local engine's own limits (not E2B's): egress bytes per second, concurrent connections. */
+  egressBytesPerSecond?: number
+  maxConnections?: number
 }
 
 export interface SandboxConnectOpts extends ConnectionOpts, CallOpts {

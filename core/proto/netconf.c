@@ -8,7 +8,7 @@
 
 #include "proto/pjson.h"
 
-enum { T_LIST, T_OBJECT, T_BOOL, T_STRING };
+enum { T_LIST, T_OBJECT, T_BOOL, T_STRING, T_COUNT };
 
 static const struct {
   const char *name;
@@ -20,10 +20,14 @@ static const struct {
     {"egressProxy", T_OBJECT, 1},
     {"allowPublicTraffic", T_BOOL, 0},
     {"maskRequestHost", T_STRING, 0},
+    /* the local engine's own limits (core/net/policy.h), kept by updates
+     * that leave them out */
+    {"egressBytesPerSecond", T_COUNT, 1},
+    {"maxConnections", T_COUNT, 1},
 };
 
 static const char *const type_names[] = {"a list of strings", "an object", "true or false",
-                                         "a string"};
+                                         "a string", "a whole number, 0 or more"};
 
 static int fail(char *err, size_t errlen, const char *fmt, ...) {
   if (errlen) {
@@ -47,6 +51,9 @@ static int has_type(const cJSON *m, int type, const char *name) {
       return cJSON_IsObject(m) || (cJSON_IsNull(m) && strcmp(name, "egressProxy") == 0);
     case T_BOOL:
       return cJSON_IsBool(m);
+    case T_COUNT: /* the engine judges the bound */
+      return cJSON_IsNumber(m) && m->valuedouble >= 0 && m->valuedouble <= 9007199254740992.0 &&
+             m->valuedouble == (double)(long long)m->valuedouble;
     default:
       return cJSON_IsString(m);
   }

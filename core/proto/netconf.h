@@ -15,7 +15,9 @@
 /* Parses json (len bytes, no NUL needed) into *out, a JSON object of
  * SandboxNetworkConfig's members (update = 0: allowOut, denyOut, rules,
  * egressProxy, allowPublicTraffic, maskRequestHost) or
- * SandboxNetworkUpdateConfig's (update = 1: the first four). 0, or -1 with
+ * SandboxNetworkUpdateConfig's (update = 1: the first four), and in both
+ * the local engine's own limits (egressBytesPerSecond, maxConnections:
+ * whole numbers). 0, or -1 with
  * *out NULL and a sentence in err (always NUL-terminated when errlen > 0)
  * naming what is wrong. Nesting is bounded by asbi_pj_parse. */
 int asbi_netconf_parse(const char *json, size_t len, int update, cJSON **out, char *err,

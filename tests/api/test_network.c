@@ -246,6 +246,8 @@ TEST(bad_network_json_is_refused_locally) {
       {"{\"allowPublicTraffic\":\"no\"}", "'allowPublicTraffic' must be true or false"},
       {"{\"maskRequestHost\":1}", "'maskRequestHost' must be a string"},
       {"{\"allowInternetAccess\":false}", "give it as allow_internet_access"},
+      {"{\"maxConnections\":-1}", "'maxConnections' must be a whole number"},
+      {"{\"egressBytesPerSecond\":1.5}", "'egressBytesPerSecond' must be a whole number"},
   };
   asb_sandbox_options o = ASB_SANDBOX_OPTIONS_INIT;
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
@@ -278,6 +280,10 @@ TEST(update_network_puts_the_update_config) {
   CHECK_MEMBER(b, "allow_internet_access", "false");
   CHECK_INT(cJSON_GetArraySize(b), 3);
   cJSON_Delete(b);
+
+  /* the local engine's own limits go with an update too */
+  REQUIRE_RC(asb_sandbox_update_network(SB, 0, "{\"maxConnections\":8}", NULL), ASB_OK);
+  CHECK_STR(g_body, "{\"maxConnections\":8}");
 
   /* everything left out: every rule cleared, internet the default */
   REQUIRE_RC(asb_sandbox_update_network(SB, 0, NULL, NULL), ASB_OK);

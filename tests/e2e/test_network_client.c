@@ -69,6 +69,46 @@ TEST(create_read_back_update) {
   asb_sandbox_free(sb);
 }
 
+/* Everything of E2B's config round-trips through the engine, but the egress
+ * proxy's password, a credential, which GET never shows. */
+TEST(full_config_round_trip) {
+  asb_sandbox_options o = ASB_SANDBOX_OPTIONS_INIT;
+  o.timeout_ms = 120000;
+  o.network_json =
+      "{\"allowOut\":[\"api.example.test\"],"
+      "\"rules\":{\"api.example.test\":[{\"transform\":{\"headers\":{\"X-Test\":\"yes\"}}}]},"
+      "\"egressProxy\":{\"address\":\"198.18.0.20:1080\",\"username\":\"proxy-user\","
+      "\"password\":\"pw-never-shown\"},"
+      "\"allowPublicTraffic\":false,\"maskRequestHost\":\"${PORT}-app.example.test\","
+      "\"maxConnections\":64}";
+  asb_sandbox *sb = NULL;
+  REQUIRE_RC(asb_sandbox_create(&sb, C, &o), ASB_OK);
+  asb_sandbox_info *i = NULL;
+  REQUIRE_RC(asb_sandbox_get_info(&i, sb, NULL), ASB_OK);
+  const char *j = asb_sandbox_info_network_json(i);
+  REQUIRE(j != NULL);
+  CHECK(strstr(j, "\"X-Test\":\"yes\"") != NULL);
+  CHECK(strstr(j, "198.18.0.20:1080") != NULL && strstr(j, "proxy-user") != NULL);
+  CHECK(strstr(j, "pw-never-shown") == NULL);
+  CHECK(strstr(j, "\"allowPublicTraffic\":false") != NULL);
+  CHECK(strstr(j, "${PORT}-app.example.test") != NULL);
+  CHECK(strstr(j, "\"maxConnections\":64") != NULL);
+  asb_sandbox_info_free(i);
+  /* an update replaces the egress rules; allowPublicTraffic, maskRequestHost
+   * and the limits stay */
+  REQUIRE_RC(asb_sandbox_update_network(sb, 0, "{\"allowOut\":[\"198.18.0.10\"]}", NULL), ASB_OK);
+  REQUIRE_RC(asb_sandbox_get_info(&i, sb, NULL), ASB_OK);
+  j = asb_sandbox_info_network_json(i);
+  REQUIRE(j != NULL);
+  CHECK(strstr(j, "X-Test") == NULL && strstr(j, "egressProxy") == NULL);
+  CHECK(strstr(j, "\"allowPublicTraffic\":false") != NULL);
+  CHECK(strstr(j, "\"maxConnections\":64") != NULL);
+  CHECK(has(i, 0, "198.18.0.10"));
+  asb_sandbox_info_free(i);
+  asb_sandbox_kill(sb, NULL);
+  asb_sandbox_free(sb);
+}
+
 TEST(by_name_and_refused_at_create) {
   void *o = NULL;
   REQUIRE_RC(asb_options_new(&o, "asb_sandbox_options", 2), ASB_OK);
@@ -104,6 +144,7 @@ int main(void) {
     return 1;
   }
   RUN(create_read_back_update);
+  RUN(full_config_round_trip);
   RUN(by_name_and_refused_at_create);
   asb_client_free(C);
   engine_fixture_stop(&F);

@@ -329,7 +329,10 @@ M.ALL_TRAFFIC = "0.0.0.0/0"
 -- library takes as JSON; given as they are, they pass too).
 local NET_WIRE = { allow_out = "allowOut", deny_out = "denyOut", rules = "rules",
                    egress_proxy = "egressProxy", allow_public_traffic = "allowPublicTraffic",
-                   mask_request_host = "maskRequestHost" }
+                   mask_request_host = "maskRequestHost",
+                   -- the local engine's own limits (not E2B's)
+                   egress_bytes_per_second = "egressBytesPerSecond",
+                   max_connections = "maxConnections" }
 local NET_LUA = {}
 for k, v in pairs(NET_WIRE) do NET_LUA[v] = k end
 local OBJECT = { __jsontype = "object" }
@@ -604,7 +607,8 @@ end
 
 local UPDATE_NET = set({ "allow_out", "deny_out", "rules", "egress_proxy",
                          "allow_internet_access", "allowOut", "denyOut", "egressProxy",
-                         "allowInternetAccess", "request_timeout_ms" })
+                         "allowInternetAccess", "egress_bytes_per_second", "max_connections",
+                         "egressBytesPerSecond", "maxConnections", "request_timeout_ms" })
 
 --- sb:update_network{ allow_out, deny_out, rules, egress_proxy,
 --- allow_internet_access }: replace the egress rules, live; what is left out

@@ -30,6 +30,9 @@ _WIRE = {
     "egress_proxy": "egressProxy",
     "allow_public_traffic": "allowPublicTraffic",
     "mask_request_host": "maskRequestHost",
+    # the local engine's own limits (not E2B's)
+    "egress_bytes_per_second": "egressBytesPerSecond",
+    "max_connections": "maxConnections",
 }
 _PY = {v: k for k, v in _WIRE.items()}
 
@@ -202,6 +205,9 @@ class NetworkOpts(TypedDict, total=False):
     egress_proxy: EgressProxy
     allow_public_traffic: bool
     mask_request_host: str
+    egress_bytes_per_second: int
+    max_connections: int
+
 
 
 class NetworkUpdate(TypedDict, total=False):
@@ -213,6 +219,9 @@ class NetworkUpdate(TypedDict, total=False):
     rules: Rules
     egress_proxy: EgressProxy
     allow_internet_access: bool
+    egress_bytes_per_second: int
+    max_connections: int
+
 
 
 class NetworkInfo(TypedDict, total=False):
@@ -224,3 +233,5 @@ class NetworkInfo(TypedDict, total=False):
     egress_proxy: EgressProxyInfo
     allow_public_traffic: bool
     mask_request_host: str
+    egress_bytes_per_second: int
+    max_connections: int

@@ -115,6 +115,10 @@ def test_native_defaults_send_nothing(server):
     body = last(server)[2]
     assert body["network"] == {"denyOut": ["198.18.0.0/15"]}
     assert body["allow_internet_access"] is True
+    # the local engine's own limits, by their Python names
+    Sandbox.create(network={"max_connections": 8, "egress_bytes_per_second": 1000000},
+                   **server.conn)
+    assert last(server)[2]["network"] == {"maxConnections": 8, "egressBytesPerSecond": 1000000}
 
 
 def test_mistakes_are_refused_before_sending(server):
