@@ -51,9 +51,10 @@ PACKAGES=(
   # sandbox templates and baselines
   busybox-static bubblewrap runc iproute2 e2fsprogs util-linux procps
   # sandbox networking (core/net): nftables through libnftables' JSON input,
-  # links/addresses/routes through libnl-route-3; the nft tool and dnsmasq
-  # (the closed test topology's DNS server, tests/net)
-  nftables libnftables-dev libnl-route-3-dev dnsmasq-base
+  # links/addresses/routes through libnl-route-3; the egress services
+  # (core/net/egress): libldns for DNS messages; the closed-topology tests
+  # (tests/net): dnsmasq, nft, curl, openssl
+  libnftables-dev libnl-route-3-dev libldns-dev dnsmasq-base nftables curl openssl
 )
 
 missing=()

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "api_secrets.h"
 #include "api_templates.h"
 #include "eng_err.h"
 #include "net/policy.h"
@@ -554,6 +555,7 @@ void api_handle(engine *e, api_req *q, api_reply *r) {
     r->status = strcmp(q->method, "GET") == 0 || strcmp(q->method, "HEAD") == 0 ? 204 : 405;
     return;
   }
+  if (api_secrets_handle(e, q, r)) return;
   if (is(q, "POST", "/sandboxes") || is(q, "POST", "/v2/sandboxes")) return create(e, q, r);
   if (is(q, "GET", "/sandboxes")) return list(e, q, r, 0);
   if (is(q, "GET", "/v2/sandboxes")) return list(e, q, r, 1);

@@ -16,6 +16,7 @@
 
 #include "build.h"
 #include "lifecycle.h"
+#include "net/egress/secrets.h"
 #include "proto/url.h"
 #include "registry.h"
 #include "sbxnet.h"
@@ -219,6 +220,11 @@ int engine_open(engine *e, const engine_config *cfg, eng_err *err) {
   if (asbe_engine_open(&ic, &e->iso))
     return eng_err_set(err, ENG_EINTERNAL, NULL, "cannot open the isolation runtime: %s",
                        asbe_errmsg());
+  char serr[256];
+  if (asbn_secrets_open(e->state_dir, &e->secrets, serr, sizeof serr)) {
+    eng_err_set(err, ENG_EINTERNAL, NULL, "%s", serr);
+    goto fail;
+  }
   if (sbxnet_open(e, cfg, err)) goto fail;
   if (templates_init(e)) {
     eng_err_set(err, ENG_EINTERNAL, NULL, "cannot prepare the base template");
@@ -238,6 +244,8 @@ fail:
   sbxnet_close(e);
   asbe_engine_close(e->iso);
   e->iso = NULL;
+  asbn_secrets_close(e->secrets);
+  e->secrets = NULL;
   return -1;
 }
 
@@ -258,4 +266,6 @@ void engine_close(engine *e, int kill_sandboxes) {
   sbxnet_close(e);
   asbe_engine_close(e->iso);
   e->iso = NULL;
+  asbn_secrets_close(e->secrets);
+  e->secrets = NULL;
 }

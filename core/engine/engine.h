@@ -36,6 +36,7 @@ typedef struct engine {
   unsigned max_conns, max_conns_per_ip, header_timeout_s;
   /* runtime */
   asbe_engine *iso;
+  struct asbn_secrets *secrets; /* net/egress/secrets.h: /secrets, header rules */
   pthread_mutex_t mu;
   struct sbx **sbx; /* table (small engines: linear scan is fine) */
   size_t nsbx, capsbx;
@@ -56,10 +57,11 @@ typedef struct engine {
   int bundled_nbusy;
   /* lifecycle.c */
   pthread_t lc_thread;
-  int lc_kick_fd;     /* eventfd that wakes the thread; -1 when not running */
-  int stopping;       /* under mu */
-  void *server;       /* server.c's state */
-  struct asbn_dp *dp; /* sbxnet.c: the sandboxes' datapath; NULL: loopback only */
+  int lc_kick_fd;             /* eventfd that wakes the thread; -1 when not running */
+  int stopping;               /* under mu */
+  void *server;               /* server.c's state */
+  struct asbn_dp *dp;         /* sbxnet.c: the sandboxes' datapath; NULL: loopback only */
+  struct asbn_egress *egress; /* sbxnet.c: their resolver and proxy (with dp) */
 } engine;
 
 /* A zeroed engine with its locks made and nothing running (engine.c). */
@@ -77,6 +79,9 @@ typedef struct engine_config {
   int pool;                  /* disk images kept formatted (0: none) */
   int no_network;            /* sandboxes get loopback only (no datapath) */
   const char *net_cidr;      /* the sandboxes' link range, NULL: 10.88.0.0/16 */
+  /* the resolver's upstream servers ("ADDR[:PORT]"); none: /etc/resolv.conf's */
+  const char *dns_upstream[4];
+  size_t ndns_upstream;
 } engine_config;
 
 /* Opens the engine on cfg without any front: the agent dir, the isolation

@@ -69,9 +69,12 @@ static void usage(FILE *f) {
           "                    $ASB_TEMPLATES_DIR or %s)\n"
           "  --cgroup-name N   name of the engine's cgroups (default agent-sandbox)\n"
           "  --pool N          keep N pre-formatted disk images ready (default 8)\n"
-          "  --no-network      sandboxes get loopback only (no eth0, no nftables)\n"
+          "  --no-network      sandboxes get loopback only (no eth0, no nftables;\n"
+          "                    also ASB_NO_NETWORK=1)\n"
           "  --net-cidr CIDR   the sandboxes' link range, one /30 each (default\n"
           "                    10.88.0.0/16; give each engine on a host its own)\n"
+          "  --dns-upstream A[:P]  the sandboxes' resolver asks this server (up to 4\n"
+          "                    times; default: the nameservers of /etc/resolv.conf)\n"
           "  --max-connections N  connections each listener (TCP, unix socket) serves\n"
           "                    at once (default 1000)\n"
           "  --max-connections-per-ip N  TCP connections one client address may hold\n"
@@ -168,7 +171,13 @@ int main(int argc, char **argv) {
   const char *state = asbi_getenv("ASB_STATE_DIR");
   const char *listen_addr = "127.0.0.1:" ASBI_STRINGIFY(ASBI_ENGINE_PORT);
   const char *sock = NULL, *cgroup_name = NULL, *net_cidr = NULL;
-  int no_network = 0;
+  /* ASB_NO_NETWORK=1: --no-network for every engine a process starts (the
+   * client library's autostart passes its environment on; the test suite
+   * sets it) */
+  const char *nn = asbi_getenv("ASB_NO_NETWORK");
+  int no_network = nn && *nn && strcmp(nn, "0") != 0;
+  const char *dns_up[4];
+  size_t ndns_up = 0;
   const char *envd = default_path(ASB_DEFAULT_ENVD, ASB_INSTALLED_ENVD);
   const char *init = default_path(ASB_DEFAULT_INIT, ASB_INSTALLED_INIT);
   const char *codei = default_path(ASB_DEFAULT_CODEI, ASB_INSTALLED_CODEI);
@@ -196,7 +205,8 @@ int main(int argc, char **argv) {
     O_MAXCONN_IP,
     O_HDR_TIMEOUT,
     O_NO_NET,
-    O_NET_CIDR
+    O_NET_CIDR,
+    O_DNS_UP
   };
   static const struct option opts[] = {
       {"state-dir", required_argument, 0, O_STATE},
@@ -218,6 +228,7 @@ int main(int argc, char **argv) {
       {"header-timeout", required_argument, 0, O_HDR_TIMEOUT},
       {"no-network", no_argument, 0, O_NO_NET},
       {"net-cidr", required_argument, 0, O_NET_CIDR},
+      {"dns-upstream", required_argument, 0, O_DNS_UP},
       {0, 0, 0, 0}};
   int o;
   while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -260,6 +271,13 @@ int main(int argc, char **argv) {
         break;
       case O_NET_CIDR:
         net_cidr = optarg;
+        break;
+      case O_DNS_UP:
+        if (ndns_up == 4) {
+          fprintf(stderr, "agent-sandboxd: at most 4 --dns-upstream\n");
+          return 2;
+        }
+        dns_up[ndns_up++] = optarg;
         break;
       case O_PREFLIGHT:
         preflight_only = 1;
@@ -369,6 +387,8 @@ int main(int argc, char **argv) {
   ec.pool = pool;
   ec.no_network = no_network;
   ec.net_cidr = net_cidr;
+  for (size_t i = 0; i < ndns_up; i++) ec.dns_upstream[i] = dns_up[i];
+  ec.ndns_upstream = ndns_up;
   /* Stop signals are taken by sigwait in this thread only: block them
    * before the first thread (the disk-pool thread of the isolation
    * runtime) starts, or one arriving during start-up could land in a

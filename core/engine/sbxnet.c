@@ -4,34 +4,66 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "net/datapath.h"
+#include "net/egress/egress.h"
 #include "util/log.h"
 
 int sbxnet_open(engine *e, const engine_config *cfg, eng_err *err) {
   e->dp = NULL;
+  e->egress = NULL;
   if (cfg->no_network) return 0;
+  char why[512];
+  /* the resolver and the proxy first: the datapath redirects to their ports */
+  asbn_egress_config ec;
+  memset(&ec, 0, sizeof ec);
+  ec.bind4 = "0.0.0.0"; /* every host end; the datapath closes them to everyone else */
+  for (size_t i = 0; i < cfg->ndns_upstream && i < ASBN_EGRESS_MAX_UPSTREAMS; i++)
+    ec.dns_upstream[ec.ndns_upstream++] = cfg->dns_upstream[i];
+  ec.state_dir = e->state_dir;
+  ec.secrets = e->secrets;
+  if (asbn_egress_start(&ec, &e->egress, why, sizeof why) != 0)
+    return eng_err_set(err, ENG_EINTERNAL, NULL,
+                       "cannot start the sandboxes' resolver and proxy: %s (--no-network: "
+                       "loopback only)",
+                       why);
   asbn_dp_config c;
   memset(&c, 0, sizeof c);
   c.name = cfg->cgroup_name ? cfg->cgroup_name : "agent-sandbox";
   c.cidr4 = cfg->net_cidr;
-  char why[512];
-  if (asbn_dp_open(&c, &e->dp, why, sizeof why) != 0)
+  c.dns_port = asbn_egress_dns_port(e->egress);
+  c.proxy_port = asbn_egress_proxy_port(e->egress);
+  if (asbn_dp_open(&c, &e->dp, why, sizeof why) != 0) {
+    asbn_egress_stop(e->egress);
+    e->egress = NULL;
     return eng_err_set(err, ENG_EINTERNAL, NULL,
                        "cannot set up the sandboxes' network: %s (--no-network: loopback only)",
                        why);
-  asbi_log("network: sandboxes get eth0 in %s, nftables table inet %s",
-           cfg->net_cidr ? cfg->net_cidr : "10.88.0.0/16", asbn_dp_table(e->dp));
+  }
+  asbi_log("network: sandboxes get eth0 in %s, nftables table inet %s, DNS on :%u, proxy on :%u",
+           cfg->net_cidr ? cfg->net_cidr : "10.88.0.0/16", asbn_dp_table(e->dp),
+           (unsigned)c.dns_port, (unsigned)c.proxy_port);
   return 0;
 }
 
 void sbxnet_close(engine *e) {
   asbn_dp_close(e->dp);
   e->dp = NULL;
+  asbn_egress_stop(e->egress);
+  e->egress = NULL;
+}
+
+static struct sockaddr_in link_addr(const struct asbn_dp_link *l) {
+  struct sockaddr_in a;
+  memset(&a, 0, sizeof a);
+  a.sin_family = AF_INET;
+  a.sin_addr = asbn_dp_sandbox_addr(l);
+  return a;
 }
 
 const char *sbxnet_resolv_conf(engine *e) {
@@ -59,11 +91,23 @@ int sbxnet_attach_iso(engine *e, asbe_sandbox *iso, struct asbn_dp_link **out, c
 
 int sbxnet_apply_link(engine *e, struct asbn_dp_link *l, const asbn_policy *p, char *why,
                       size_t len) {
-  return e->dp && l ? asbn_dp_apply(e->dp, l, p, why, len) : 0;
+  if (!e->dp || !l) return 0;
+  /* the egress services first: a proxied flow the new filter sends them
+   * already finds the new policy */
+  struct sockaddr_in a = link_addr(l);
+  if (e->egress && asbn_egress_set_policy(e->egress, (struct sockaddr *)&a, p) != 0) {
+    snprintf(why, len, "the egress services refused the policy: %s", strerror(errno));
+    return -1;
+  }
+  return asbn_dp_apply(e->dp, l, p, why, len);
 }
 
 void sbxnet_detach_link(engine *e, struct asbn_dp_link **l) {
-  if (e->dp && *l) asbn_dp_detach(e->dp, *l);
+  if (e->dp && *l) {
+    struct sockaddr_in a = link_addr(*l);
+    if (e->egress) asbn_egress_forget(e->egress, (struct sockaddr *)&a);
+    asbn_dp_detach(e->dp, *l);
+  }
   *l = NULL;
 }
 
@@ -77,7 +121,7 @@ int sbxnet_apply(engine *e, sbx *s, const asbn_policy *p, char *why, size_t len)
   memset(&dflt, 0, sizeof dflt);
   dflt.allow_internet = dflt.allow_public_traffic = 1;
   if (!p) p = s->net_policy ? s->net_policy : &dflt;
-  if (e->dp && s->net_link && asbn_dp_apply(e->dp, s->net_link, p, why, len) != 0) return -1;
+  if (sbxnet_apply_link(e, s->net_link, p, why, len) != 0) return -1;
   if (p == s->net_policy) return 0;
   asbn_policy *cp = calloc(1, sizeof *cp);
   if (!cp || asbn_policy_copy(p, cp) != 0) {
@@ -113,5 +157,13 @@ cJSON *sbxnet_json(const sbx *s) {
 
 void sbxnet_counters(engine *e, sbx *s, uint64_t *out, uint64_t *in) {
   *out = *in = 0;
-  if (e->dp && s->net_link) asbn_dp_counters(e->dp, s->net_link, out, in);
+  if (!e->dp || !s->net_link) return;
+  asbn_dp_counters(e->dp, s->net_link, out, in);
+  /* what went through the proxy is not forwarded: its payload counts too */
+  asbn_egress_counters c;
+  struct sockaddr_in a = link_addr(s->net_link);
+  if (e->egress && asbn_egress_counters_get(e->egress, (struct sockaddr *)&a, &c) == 0) {
+    *out += c.bytes_out;
+    *in += c.bytes_in;
+  }
 }

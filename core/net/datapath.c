@@ -227,7 +227,7 @@ static int nft_table(asbn_dp *dp, char *err, size_t errlen) {
   static const struct {
     const char *a;
     unsigned len;
-  } blk[] = {{"0.0.0.0", 8},      {"10.0.0.0", 8},    {"100.64.0.0", 10}, {"127.0.0.0", 8},
+  } blk[] = {{"0.0.0.0", 8},      {"10.0.0.0", 8},    {"100.64.0.0", 10},  {"127.0.0.0", 8},
              {"169.254.0.0", 16}, {"172.16.0.0", 12}, {"192.168.0.0", 16}, {"224.0.0.0", 3}};
   for (size_t i = 0; i < sizeof blk / sizeof blk[0]; i++) {
     struct in_addr a;
@@ -246,7 +246,8 @@ static int nft_table(asbn_dp *dp, char *err, size_t errlen) {
   if (!covered) cJSON_AddItemToArray(el, prefix_expr(dp->net, dp->plen));
   s = cmd(dp, c, "add", "set");
   cJSON_AddStringToObject(s, "name", "src");
-  cJSON_AddItemToObject(s, "type", cJSON_CreateStringArray((const char *[]){"ifname", "ipv4_addr"}, 2));
+  cJSON_AddItemToObject(s, "type",
+                        cJSON_CreateStringArray((const char *[]){"ifname", "ipv4_addr"}, 2));
   for (int i = 0; i < 3; i++) {
     static const char *maps[] = {"sbmap", "inmap", "natmap"};
     cJSON *m = cmd(dp, c, "add", "map");
@@ -272,8 +273,7 @@ static int nft_table(asbn_dp *dp, char *err, size_t errlen) {
   rule(dp, c, "nat_pre", match("==", meta("iifname"), str(g)), match("==", meta("l4proto"), l4),
        match("==", payload("th", "dport"), cJSON_CreateNumber(53)),
        obj1("redirect", obj1("port", cJSON_CreateNumber(dp->dns_port))), NULL);
-  rule(dp, c, "nat_pre", match("==", meta("iifname"), str(g)),
-       vmap("iifname", "@natmap"), NULL);
+  rule(dp, c, "nat_pre", match("==", meta("iifname"), str(g)), vmap("iifname", "@natmap"), NULL);
   /* the host: the resolver and the proxy only */
   l4 = obj1("set", cJSON_CreateStringArray((const char *[]){"tcp", "udp"}, 2));
   rule(dp, c, "input", match("==", meta("iifname"), str(g)), match("==", meta("l4proto"), l4),
@@ -284,6 +284,16 @@ static int nft_table(asbn_dp *dp, char *err, size_t errlen) {
          match("==", payload("tcp", "dport"), cJSON_CreateNumber(dp->proxy_port)),
          verdict("accept"), NULL);
   rule(dp, c, "input", match("==", meta("iifname"), str(g)), reject(), NULL);
+  if (dp->proxy_port) {
+    /* the egress services listen on every address of this netns (each
+     * sandbox reaches them on its own host end): nobody else may */
+    cJSON *ports = cJSON_CreateArray();
+    cJSON_AddItemToArray(ports, cJSON_CreateNumber(dp->dns_port));
+    cJSON_AddItemToArray(ports, cJSON_CreateNumber(dp->proxy_port));
+    l4 = obj1("set", cJSON_CreateStringArray((const char *[]){"tcp", "udp"}, 2));
+    rule(dp, c, "input", match("!=", meta("iifname"), str("lo")), match("==", meta("l4proto"), l4),
+         match("==", payload("th", "dport"), obj1("set", ports)), verdict("drop"), NULL);
+  }
   /* forward */
   rule(dp, c, "forward", match("==", meta("iifname"), str(g)), match("==", meta("oifname"), str(g)),
        reject(), NULL);
@@ -382,11 +392,12 @@ static void nft_detach(asbn_dp *dp, unsigned slot) {
   named(dp, c, "delete", "set", "a4_%u", slot);
   named(dp, c, "delete", "set", "d4_%u", slot);
   char err[256];
-  if (nft_run(dp, c, err, sizeof err) != 0) asbi_log("net: removing the rules of slot %u: %s", slot, err);
+  if (nft_run(dp, c, err, sizeof err) != 0)
+    asbi_log("net: removing the rules of slot %u: %s", slot, err);
 }
 
-static void add_elems(asbn_dp *dp, cJSON *c, const char *fmt, unsigned slot,
-                      const asbn_entry *v, size_t n) {
+static void add_elems(asbn_dp *dp, cJSON *c, const char *fmt, unsigned slot, const asbn_entry *v,
+                      size_t n) {
   char name[32];
   snprintf(name, sizeof name, fmt, slot);
   cJSON *arr = NULL;
@@ -822,8 +833,9 @@ void asbn_dp_detach(asbn_dp *dp, asbn_dp_link *l) {
   int back = 0;
   /* back to the pool: down, renamed, moved home. The sandbox's root may
    * have renamed or removed eth0: then the pair is deleted instead. */
-  if (sk && in && link_set(in, "eth0", s, 0, -1) >= 0 && link_set(in, s, NULL, -1, dp->self_ns) >= 0 &&
-      link_index(sk, h) >= 0 && link_index(sk, s) >= 0)
+  if (sk && in && link_set(in, "eth0", s, 0, -1) >= 0 &&
+      link_set(in, s, NULL, -1, dp->self_ns) >= 0 && link_index(sk, h) >= 0 &&
+      link_index(sk, s) >= 0)
     back = 1;
   if (!back && sk) link_delete(sk, h);
   if (in) nl_socket_free(in);
@@ -864,8 +876,7 @@ static int counter_get(asbn_dp *dp, const char *fmt, unsigned slot, uint64_t *by
   return rc;
 }
 
-int asbn_dp_counters(asbn_dp *dp, const asbn_dp_link *l, uint64_t *bytes_out,
-                     uint64_t *bytes_in) {
+int asbn_dp_counters(asbn_dp *dp, const asbn_dp_link *l, uint64_t *bytes_out, uint64_t *bytes_in) {
   pthread_mutex_lock(&dp->mu);
   int rc = counter_get(dp, "o_%u", l->slot, bytes_out) | counter_get(dp, "i_%u", l->slot, bytes_in);
   pthread_mutex_unlock(&dp->mu);

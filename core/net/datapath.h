@@ -76,8 +76,7 @@ void asbn_dp_detach(asbn_dp *dp, asbn_dp_link *l);
 struct in_addr asbn_dp_sandbox_addr(const asbn_dp_link *l);
 struct in_addr asbn_dp_host_addr(const asbn_dp_link *l);
 /* Bytes the sandbox sent out (forwarded) and got back since attach. */
-int asbn_dp_counters(asbn_dp *dp, const asbn_dp_link *l, uint64_t *bytes_out,
-                     uint64_t *bytes_in);
+int asbn_dp_counters(asbn_dp *dp, const asbn_dp_link *l, uint64_t *bytes_out, uint64_t *bytes_in);
 /* The nft table's name ("asb_..."), for tests and logs. */
 const char *asbn_dp_table(const asbn_dp *dp);
 /* The /etc/resolv.conf every sandbox gets: its resolver is reached on any

@@ -322,7 +322,10 @@ int main(void) {
   write_file(path,
              "name: ops-bundled\nresources: {cpu: 1}\nsteps:\n"
              "  - run: echo bundled > /bundled\n");
-  engine_config cfg = {state, ASBT_ENVD, ASBT_INIT, NULL, tdir, cg, 0, 0, NULL};
+  /* sandboxes with loopback only, as agent-sandboxd --no-network (the test
+   * suite sets ASB_NO_NETWORK: tests/CMakeLists.txt) */
+  const char *nn = getenv("ASB_NO_NETWORK");
+  engine_config cfg = {state, ASBT_ENVD, ASBT_INIT, NULL, tdir, cg, 0, nn && *nn, NULL, {NULL}, 0};
   eng_err err;
   engine_init(&E);
   int rc = 1;

@@ -36,15 +36,19 @@ mkdir -m 0700 "$STATE"
 CG="asbt-net-$$"
 # --listen 0.0.0.0: the API on every address of the engine's netns, so that
 # only the datapath's input rules keep sandboxes from it
-topo_bg "$TOPO_ENG" "$ENGINE" --state-dir "$STATE" --listen 0.0.0.0:0 --cgroup-name "$CG" \
-  --pool 2 --kill-on-exit
-ENGINE_PID=$TOPO_LAST_PID
-topo_wait 120 sh -c "test -s '$STATE/engine.url' || ! kill -0 $ENGINE_PID"
-test -s "$STATE/engine.url" || { echo "the engine did not start" >&2; exit 1; }
-URL=$(cat "$STATE/engine.url")
-PORT=${URL##*:}
-KEY=$(cat "$STATE/api_key")
-API="http://127.0.0.1:$PORT"
+start_engine() {
+  rm -f "$STATE/engine.url"
+  topo_bg "$TOPO_ENG" "$ENGINE" --state-dir "$STATE" --listen 0.0.0.0:0 --cgroup-name "$CG" \
+    --pool 2 --kill-on-exit --dns-upstream 198.18.0.1
+  ENGINE_PID=$TOPO_LAST_PID
+  topo_wait 120 sh -c "test -s '$STATE/engine.url' || ! kill -0 $ENGINE_PID"
+  test -s "$STATE/engine.url" || { echo "the engine did not start" >&2; exit 1; }
+  URL=$(cat "$STATE/engine.url")
+  PORT=${URL##*:}
+  KEY=$(cat "$STATE/api_key")
+  API="http://127.0.0.1:$PORT"
+}
+start_engine
 TABLE=$(topo_eng nft -j list tables | "$TOPO_PY" -c '
 import json, sys
 print(" ".join(t["table"]["name"] for t in json.load(sys.stdin)["nftables"]
@@ -122,30 +126,25 @@ topo_bg "$TOPO_ENG" "$TOPO_PY" -m http.server 8081 --bind 0.0.0.0 --directory "$
 topo_wait 60 topo_eng curl -sf -m 5 http://198.18.0.2:8081/hello || fail "host service did not start"
 refused "$A" http://198.18.0.2:8081/hello
 refused "$A" http://10.88.0.1:8081/hello
-# resolv.conf names the engine's resolver; DNS to another server is
-# redirected to the engine (which has none yet: no answer), never reaches
-# the test internet's dnsmasq
+# resolv.conf names the engine's resolver (which asks the test internet's
+# dnsmasq); DNS to any other address is redirected to it too: a query to an
+# address with no DNS server (198.18.2.1) is answered
 got=$(sx "$A" cat /etc/resolv.conf)
 [ "$got" = "nameserver 10.88.0.1" ] && ok "resolv.conf: $got" || fail "resolv.conf: '$got'"
-topo_wait 30 topo_eng "$TOPO_PY" -c '
-import socket
-s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.settimeout(5)
-s.sendto(b"\x12\x34\x01\x00\x00\x01\x00\x00\x00\x00\x00\x00\x07example\x04test\x00\x00\x01\x00\x01",
-         ("198.18.0.1", 53))
-assert s.recv(512)[:2] == b"\x12\x34"' || fail "dnsmasq does not answer the engine's netns"
+got=$(sx "$A" getent hosts example.test | awk '{print $1}')
+[ "$got" = 198.18.1.1 ] && ok "example.test resolves to $got" || fail "example.test: '$got'"
+reach "$A" http://example.test/hello
 dns=$(sxpy "$A" '
 import socket
-s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.settimeout(10)
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.settimeout(20)
 s.sendto(b"\x12\x34\x01\x00\x00\x01\x00\x00\x00\x00\x00\x00\x07example\x04test\x00\x00\x01\x00\x01",
-         ("198.18.0.1", 53))
+         ("198.18.2.1", 53))
 try:
-    print("answered", len(s.recv(512)))
+    d = s.recv(512); print("answered", d[:2] == b"\x12\x34" and d[-4:] == socket.inet_aton("198.18.1.1"))
 except OSError as e:
     print("no answer", type(e).__name__)' 2>&1)
-case "$dns" in
-  "no answer"*) ok "DNS to 198.18.0.1 is redirected ($dns)" ;;
-  *) fail "DNS to another server: $dns" ;;
-esac
+[ "$dns" = "answered True" ] && ok "DNS to 198.18.2.1:53 answered by the engine" ||
+  fail "DNS to another address: $dns"
 # source spoofing: root inside (CAP_NET_RAW) sends UDP from another
 # sandbox's address with a raw socket; the test internet gets only the
 # genuine datagram
@@ -206,6 +205,14 @@ D=$(create '"allowInternetAccess":false')
 refused "$D" "$I1"
 refused "$D" "$I2"
 
+# ---- a domain allowance, internet off: through the engine's proxy ----
+G=$(create '"allowInternetAccess":false,"network":{"allowOut":["example.test"]}')
+reach "$G" http://example.test/hello
+refused "$G" "$I2"                        # its address, by raw IP
+refused "$G" http://other.test/hello      # another name (REFUSED by the resolver)
+got=$(sx "$G" "curl -s -m 30 -o /dev/null -w '%{http_code}' -H 'Host: example.test' $I3")
+[ "$got" = 000 ] && ok "allowed name on another address refused" || fail "Host on another address: $got"
+
 # ---- denyOut, allowOut wins ----
 E=$(create '"network":{"denyOut":["198.18.0.0/15"],"allowOut":["198.18.1.1"]}')
 refused "$E" "$I1"
@@ -258,6 +265,24 @@ n=$(topo_eng nft list table inet "$TABLE" | grep -c 'chain sb_')
 [ "$n" = "$slots_after" ] || fail "$n sandbox chains for $slots_after sandboxes"
 F=$(create)
 reach "$F" "$I1" # a pair from the pool works again
+
+# ---- an engine crash: the next one reaps its table and links, adopts
+# the sandboxes, gives them network and their recorded policies again ----
+kill -KILL "$ENGINE_PID"
+topo_wait 120 sh -c "! kill -0 $ENGINE_PID" || fail "the engine did not die"
+n=$(topo_eng nft list tables | grep -c "$TABLE")
+[ "$n" = 1 ] || fail "the crashed engine's table is not there ($n): nothing to reap"
+start_engine
+n=$(topo_eng nft list tables | grep -c "$TABLE")
+[ "$n" = 1 ] && ok "one table after the restart" || fail "$n tables after the restart"
+reach "$F" "$I1"
+refused "$C" "$I1"
+reach "$C" "$I2"
+got=$(api GET "/sandboxes/$C" | json 'd["allowInternetAccess"], d["network"]["allowOut"]')
+[ "$got" = "False ['198.18.1.0/24', '198.18.2.1']" ] && ok "adopted: GET shows $got" || fail "adopted GET: $got"
+n=$(topo_eng nft list table inet "$TABLE" | grep -c 'chain sb_')
+want=$(api GET /sandboxes | json 'len(d)')
+[ "$n" = "$want" ] && ok "$n sandbox chains for $want adopted sandboxes" || fail "$n chains for $want sandboxes"
 
 # ---- engine stop: nothing of it is left ----
 kill -TERM "$ENGINE_PID"

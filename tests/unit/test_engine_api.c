@@ -10,6 +10,7 @@
 #include "engine/api.h"
 #include "engine/codei.h"
 #include "engine/engine.h"
+#include "net/egress/secrets.h"
 #include "proto/pjson.h"
 #include "testing.h"
 
@@ -197,6 +198,80 @@ TEST(codei_preflight_reads_dpkg_status) {
   asbi_buf_free(&st);
 }
 
+/* E2B's /secrets (api_secrets.c) on a store in a scratch dir: the
+ * routes, E2B's Secret objects, pagination, errors; no reply carries a
+ * value. */
+static int body_has(const reply *r, const char *s) {
+  return r->raw.body && strstr(r->raw.body, s);
+}
+
+TEST(secrets) {
+  char dir[] = "/tmp/unit-secrets-XXXXXX", err[256], path[128];
+  CHECK(mkdtemp(dir) != NULL);
+  CHECK(asbn_secrets_open(dir, (asbn_secrets **)&E.secrets, err, sizeof err) == 0);
+  reply r = call("POST", "/secrets",
+                 "{\"name\":\"Api-Key\",\"value\":\"V4LUE-one\",\"metadata\":{\"a\":\"b\"}}");
+  CHECK_INT(r.status, 201);
+  CHECK_STR(str(r.json, "name"), "api-key");
+  CHECK(!body_has(&r, "V4LUE"));
+  char id[64];
+  snprintf(id, sizeof id, "%s", str(r.json, "secretID") ? str(r.json, "secretID") : "");
+  CHECK(!strncmp(id, "sec_", 4));
+  done(&r);
+  r = call("POST", "/secrets", "{\"name\":\"api-key\",\"value\":\"x\"}");
+  CHECK_INT(r.status, 409);
+  done(&r);
+  r = call("POST", "/secrets", "{\"name\":\"no spaces\",\"value\":\"x\"}");
+  CHECK_INT(r.status, 400);
+  done(&r);
+  r = call("POST", "/secrets", "{\"name\":\"n\"}");
+  CHECK_ERROR(r, 400, "name and value are required strings");
+  done(&r);
+  r = call("POST", "/secrets", "not json");
+  CHECK_ERROR(r, 400, "the body must be a JSON object");
+  done(&r);
+  r = call("POST", "/secrets", "{\"name\":\"second\",\"value\":\"V4LUE-two\"}");
+  CHECK_INT(r.status, 201);
+  done(&r);
+  r = call("GET", "/secrets?limit=1", NULL);
+  CHECK_INT(r.status, 200);
+  CHECK(cJSON_GetArraySize(r.json) == 1 && !body_has(&r, "V4LUE"));
+  CHECK_STR(r.raw.next_token, id);
+  done(&r);
+  char target[128];
+  snprintf(target, sizeof target, "/secrets?limit=1&nextToken=%s", id);
+  r = call("GET", target, NULL);
+  CHECK(cJSON_GetArraySize(r.json) == 1 && !r.raw.next_token[0]);
+  CHECK_STR(str(cJSON_GetArrayItem(r.json, 0), "name"), "second");
+  done(&r);
+  r = call("GET", "/secrets?nextToken=sec_nope", NULL);
+  CHECK_ERROR(r, 400, "invalid nextToken");
+  done(&r);
+  r = call("GET", "/secrets/API-KEY", NULL);
+  CHECK_INT(r.status, 200);
+  CHECK_STR(str(r.json, "secretID"), id);
+  done(&r);
+  snprintf(target, sizeof target, "/secrets/%s", id);
+  r = call("POST", target, "{\"value\":\"V4LUE-three\"}");
+  CHECK_INT(r.status, 200);
+  CHECK(cJSON_GetObjectItem(r.json, "currentVersion")->valueint == 2 && !body_has(&r, "V4LUE"));
+  done(&r);
+  r = call("PUT", target, "{}");
+  CHECK_INT(r.status, 405);
+  done(&r);
+  r = call("DELETE", target, NULL);
+  CHECK_INT(r.status, 204);
+  done(&r);
+  r = call("GET", target, NULL);
+  CHECK_ERROR(r, 404, "no such secret");
+  done(&r);
+  asbn_secrets_close(E.secrets);
+  E.secrets = NULL;
+  snprintf(path, sizeof path, "%s/secrets.json", dir);
+  unlink(path);
+  rmdir(dir);
+}
+
 int main(void) {
   engine_init(&E);
   E.envd_version = strdup("0.0.0");
@@ -205,6 +280,7 @@ int main(void) {
   RUN(list_checks_its_query);
   RUN(templates);
   RUN(codei_preflight_reads_dpkg_status);
+  RUN(secrets);
   engine_free(&E);
   TEST_MAIN_END();
 }

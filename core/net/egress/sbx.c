@@ -1,0 +1,335 @@
+/* The egress services' sandbox table (sbx.h). SPDX-License-Identifier: Apache-2.0 */
+#include "sbx.h"
+#include "polcopy.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+
+typedef struct record {
+  char name[254];
+  int family;
+  uint8_t addr[16];
+  time_t expires; /* CLOCK_MONOTONIC seconds */
+} record;
+
+typedef struct sbx {
+  struct sbx *next;
+  int family;
+  uint8_t addr[16];
+  asbn_policy pol;
+  record *recs;
+  size_t nrecs;
+  sbx_conn *conns;
+  unsigned nconns;
+  asbn_egress_counters ctr; /* bytes of ended connections; conns_open derived */
+} sbx;
+
+struct sbx_table {
+  pthread_mutex_t mu;
+  sbx *list;
+  unsigned max_per, max_total, total;
+};
+
+static time_t now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec;
+}
+
+static size_t alen(int family) {
+  return family == AF_INET ? 4 : 16;
+}
+
+static sbx *find(sbx_table *t, int family, const uint8_t *addr, sbx ***link) {
+  for (sbx **l = &t->list; *l; l = &(*l)->next)
+    if ((*l)->family == family && memcmp((*l)->addr, addr, alen(family)) == 0) {
+      if (link) *link = l;
+      return *l;
+    }
+  return NULL;
+}
+
+sbx_table *sbx_table_new(unsigned max_per, unsigned max_total) {
+  sbx_table *t = calloc(1, sizeof *t);
+  if (!t) return NULL;
+  pthread_mutex_init(&t->mu, NULL);
+  t->max_per = max_per ? max_per : 256;
+  t->max_total = max_total ? max_total : 4096;
+  return t;
+}
+
+static void cut(sbx_conn *c) {
+  if (c->fd_client >= 0) shutdown(c->fd_client, SHUT_RDWR);
+  if (c->fd_upstream >= 0) shutdown(c->fd_upstream, SHUT_RDWR);
+}
+
+static void unlist_all(sbx_table *t, sbx *s) {
+  for (sbx_conn *c = s->conns, *n; c; c = n) {
+    n = c->next;
+    cut(c);
+    c->listed = 0;
+    c->next = c->prev = NULL;
+    t->total--;
+  }
+  s->conns = NULL;
+  s->nconns = 0;
+}
+
+static void sbx_free(sbx_table *t, sbx *s) {
+  unlist_all(t, s);
+  polcopy_free(&s->pol);
+  free(s->recs);
+  free(s);
+}
+
+void sbx_table_free(sbx_table *t) {
+  if (!t) return;
+  while (t->list) {
+    sbx *s = t->list;
+    t->list = s->next;
+    sbx_free(t, s);
+  }
+  pthread_mutex_destroy(&t->mu);
+  free(t);
+}
+
+static int rec_has(const sbx *s, const char *name, int family, const uint8_t *addr, time_t now) {
+  for (size_t i = 0; i < s->nrecs; i++) {
+    const record *r = &s->recs[i];
+    if (r->expires >= now && r->family == family && memcmp(r->addr, addr, alen(family)) == 0 &&
+        strcmp(r->name, name) == 0)
+      return 1;
+  }
+  return 0;
+}
+
+static decide_why decide_locked(const sbx *s, const sbx_conn *c) {
+  decide_conn_in in = {.family = c->family, .dst = c->dst, .name = c->name[0] ? c->name : NULL};
+  in.name_has_dst = in.name && rec_has(s, c->name, c->family, c->dst, now_s());
+  return decide_conn(&s->pol, &in);
+}
+
+int sbx_set_policy(sbx_table *t, int family, const uint8_t *addr, const asbn_policy *p) {
+  asbn_policy copy;
+  if (polcopy_dup(p, &copy) != 0) return -1;
+  pthread_mutex_lock(&t->mu);
+  sbx *s = find(t, family, addr, NULL);
+  if (!s) {
+    s = calloc(1, sizeof *s);
+    if (!s) {
+      pthread_mutex_unlock(&t->mu);
+      polcopy_free(&copy);
+      errno = ENOMEM;
+      return -1;
+    }
+    s->family = family;
+    memcpy(s->addr, addr, alen(family));
+    s->next = t->list;
+    t->list = s;
+  } else {
+    polcopy_free(&s->pol);
+  }
+  s->pol = copy;
+  /* Live update: cut what the new policy refuses. */
+  for (sbx_conn *c = s->conns; c; c = c->next)
+    if (c->decided && decide_locked(s, c) < 0) cut(c);
+  pthread_mutex_unlock(&t->mu);
+  return 0;
+}
+
+int sbx_forget(sbx_table *t, int family, const uint8_t *addr) {
+  pthread_mutex_lock(&t->mu);
+  sbx **link;
+  sbx *s = find(t, family, addr, &link);
+  if (s) {
+    *link = s->next;
+    sbx_free(t, s);
+  }
+  pthread_mutex_unlock(&t->mu);
+  return s ? 0 : -1;
+}
+
+int sbx_counters(sbx_table *t, int family, const uint8_t *addr, asbn_egress_counters *out) {
+  pthread_mutex_lock(&t->mu);
+  sbx *s = find(t, family, addr, NULL);
+  if (s) {
+    *out = s->ctr;
+    out->conns_open = s->nconns;
+    for (sbx_conn *c = s->conns; c; c = c->next) {
+      out->bytes_out += __atomic_load_n(&c->bytes_out, __ATOMIC_RELAXED);
+      out->bytes_in += __atomic_load_n(&c->bytes_in, __ATOMIC_RELAXED);
+    }
+  }
+  pthread_mutex_unlock(&t->mu);
+  return s ? 0 : -1;
+}
+
+int sbx_dns_check(sbx_table *t, int family, const uint8_t *src, const char *name, int name_ok) {
+  pthread_mutex_lock(&t->mu);
+  sbx *s = find(t, family, src, NULL);
+  int r = -1;
+  if (s) {
+    r = decide_dns(&s->pol, name, name_ok);
+    if (r)
+      s->ctr.dns_answered++;
+    else
+      s->ctr.dns_refused++;
+  }
+  pthread_mutex_unlock(&t->mu);
+  return r;
+}
+
+void sbx_dns_record(sbx_table *t, int family, const uint8_t *src, const char *name,
+                    const dnsmsg_addr *a, size_t n) {
+  if (!name[0] || strlen(name) >= sizeof(((record *)0)->name)) return;
+  time_t now = now_s();
+  pthread_mutex_lock(&t->mu);
+  sbx *s = find(t, family, src, NULL);
+  for (size_t i = 0; s && i < n; i++) {
+    uint32_t ttl = a[i].ttl < ASBN_EGRESS_MIN_TTL ? ASBN_EGRESS_MIN_TTL : a[i].ttl;
+    if (ttl > 86400) ttl = 86400;
+    time_t exp = now + (time_t)ttl;
+    record *slot = NULL, *oldest = NULL;
+    for (size_t j = 0; j < s->nrecs; j++) {
+      record *r = &s->recs[j];
+      if (r->family == a[i].family && memcmp(r->addr, a[i].addr, alen(r->family)) == 0 &&
+          strcmp(r->name, name) == 0) {
+        slot = r;
+        break;
+      }
+      if (!oldest || r->expires < oldest->expires) oldest = r;
+    }
+    if (!slot) {
+      if (!s->recs) {
+        s->recs = calloc(SBX_MAX_RECORDS, sizeof *s->recs);
+        if (!s->recs) break;
+      }
+      if (s->nrecs < SBX_MAX_RECORDS)
+        slot = &s->recs[s->nrecs++];
+      else
+        slot = oldest;
+      memset(slot, 0, sizeof *slot);
+      strcpy(slot->name, name);
+      slot->family = a[i].family;
+      memcpy(slot->addr, a[i].addr, alen(a[i].family));
+    }
+    if (exp > slot->expires) slot->expires = exp;
+  }
+  pthread_mutex_unlock(&t->mu);
+}
+
+int sbx_conn_begin(sbx_table *t, sbx_conn *c, int *needs_name) {
+  pthread_mutex_lock(&t->mu);
+  sbx *s = find(t, c->family, c->src, NULL);
+  int r = 0;
+  if (s) {
+    unsigned cap = s->pol.max_connections ? s->pol.max_connections : t->max_per;
+    if (s->nconns >= cap || t->total >= t->max_total) {
+      s->ctr.conns_refused++;
+    } else {
+      c->next = s->conns;
+      c->prev = NULL;
+      if (s->conns) s->conns->prev = c;
+      s->conns = c;
+      c->listed = 1;
+      s->nconns++;
+      t->total++;
+      *needs_name = decide_needs_name(&s->pol, c->family, c->dst);
+      r = 1;
+    }
+  }
+  pthread_mutex_unlock(&t->mu);
+  return r;
+}
+
+static char *dup_or_null(const char *s) {
+  return s ? strdup(s) : NULL;
+}
+
+int sbx_conn_decide(sbx_table *t, sbx_conn *c) {
+  pthread_mutex_lock(&t->mu);
+  sbx *s = c->listed ? find(t, c->family, c->src, NULL) : NULL;
+  c->why = DECIDE_BLOCKED;
+  if (s) {
+    c->why = decide_locked(s, c);
+    c->decided = 1;
+    if (c->why > 0) {
+      s->ctr.conns_allowed++;
+      if (s->pol.egress_proxy_addr) {
+        c->socks_addr = dup_or_null(s->pol.egress_proxy_addr);
+        c->socks_user = dup_or_null(s->pol.egress_proxy_user);
+        c->socks_pass = dup_or_null(s->pol.egress_proxy_pass);
+        if (!c->socks_addr) c->why = DECIDE_BLOCKED; /* no memory: never bypass the proxy */
+      }
+      const asbn_domain_rule *rule = NULL;
+      if (c->name[0] && decide_rule_for(&s->pol, c->name, &rule) && rule->nheaders) {
+        c->hnames = calloc(rule->nheaders, sizeof *c->hnames);
+        c->hvalues = calloc(rule->nheaders, sizeof *c->hvalues);
+        c->nh = rule->nheaders;
+        for (size_t i = 0; c->hnames && c->hvalues && i < rule->nheaders; i++) {
+          c->hnames[i] = dup_or_null(rule->headers[i].name);
+          c->hvalues[i] = dup_or_null(rule->headers[i].value ? rule->headers[i].value : "");
+          if (!c->hnames[i] || !c->hvalues[i]) c->why = DECIDE_BLOCKED;
+        }
+        if (!c->hnames || !c->hvalues) c->why = DECIDE_BLOCKED; /* never send without the rule */
+      }
+    } else {
+      s->ctr.conns_refused++;
+    }
+  }
+  int r = c->why;
+  pthread_mutex_unlock(&t->mu);
+  return r;
+}
+
+int sbx_conn_set_upstream(sbx_table *t, sbx_conn *c, int fd) {
+  pthread_mutex_lock(&t->mu);
+  c->fd_upstream = fd;
+  int r = c->listed ? 0 : -1;
+  pthread_mutex_unlock(&t->mu);
+  return r;
+}
+
+void sbx_cut_all(sbx_table *t) {
+  pthread_mutex_lock(&t->mu);
+  for (sbx *s = t->list; s; s = s->next)
+    for (sbx_conn *c = s->conns; c; c = c->next) cut(c);
+  pthread_mutex_unlock(&t->mu);
+}
+
+void sbx_conn_end(sbx_table *t, sbx_conn *c) {
+  pthread_mutex_lock(&t->mu);
+  if (c->listed) {
+    sbx *s = find(t, c->family, c->src, NULL);
+    if (s) {
+      if (c->prev)
+        c->prev->next = c->next;
+      else
+        s->conns = c->next;
+      if (c->next) c->next->prev = c->prev;
+      s->nconns--;
+      s->ctr.bytes_out += c->bytes_out;
+      s->ctr.bytes_in += c->bytes_in;
+    }
+    t->total--;
+    c->listed = 0;
+  }
+  pthread_mutex_unlock(&t->mu);
+  if (c->socks_pass) memset(c->socks_pass, 0, strlen(c->socks_pass));
+  free(c->socks_addr);
+  free(c->socks_user);
+  free(c->socks_pass);
+  c->socks_addr = c->socks_user = c->socks_pass = NULL;
+  for (size_t i = 0; i < c->nh; i++) {
+    if (c->hnames) free(c->hnames[i]);
+    if (c->hvalues) free(c->hvalues[i]);
+  }
+  free(c->hnames);
+  free(c->hvalues);
+  c->hnames = c->hvalues = NULL;
+  c->nh = 0;
+}
