@@ -101,10 +101,6 @@ TEST(agents) {
 }
 #endif
 
-TEST(network) {
-  run_example("network");
-}
-
 TEST(sessions) {
   run_example("sessions"); /* creates and saves */
   run_example("sessions"); /* reconnects */
@@ -132,7 +128,6 @@ int main(void) {
   RUN(sandbox_lifecycle);
   RUN(code);
   RUN(git);
-  RUN(network);
   RUN(sessions);
 #ifdef ASB_TEMPLATE_DIR
   RUN(named_commands);

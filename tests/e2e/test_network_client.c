@@ -7,7 +7,9 @@
  * SPDX-License-Identifier: Apache-2.0 */
 #include <agentsandbox.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "asb_testing.h"
 #include "engine_fixture.h"
@@ -134,6 +136,30 @@ TEST(by_name_and_refused_at_create) {
   CHECK(sb == NULL);
 }
 
+/* examples/network.c, configured as users run it: only ASB_STATE_DIR. */
+TEST(example) {
+  char cmd[1024], env[256];
+  snprintf(env, sizeof env, "%s", F.state);
+  setenv("ASB_STATE_DIR", env, 1);
+  snprintf(cmd, sizeof cmd,
+           "env -u E2B_API_URL -u E2B_API_KEY -u E2B_SANDBOX_URL -u ASB_API_URL -u ASB_API_KEY "
+           "%s/network > /tmp/asb-net-example-%d.log 2>&1",
+           ASB_EXAMPLES_DIR, (int)getpid());
+  int rc = system(cmd);
+  snprintf(cmd, sizeof cmd, "/tmp/asb-net-example-%d.log", (int)getpid());
+  FILE *f = fopen(cmd, "r");
+  char out[8192] = "";
+  size_t n = f ? fread(out, 1, sizeof out - 1, f) : 0;
+  out[n] = '\0';
+  if (f) fclose(f);
+  remove(cmd);
+  if (rc != 0) ASBT_FAIL("examples/network exited with %d:\n%s", rc, out);
+  CHECK(strstr(out, "created: internet off") != NULL);
+  CHECK(strstr(out, "allowOut 198.18.0.0/24") != NULL);
+  CHECK(strstr(out, "updated: internet off") != NULL);
+  CHECK(strstr(out, "refused: ") != NULL && strstr(out, "allowout") != NULL);
+}
+
 int main(void) {
   if (engine_fixture_start(&F, "netclient") != 0) {
     fprintf(stderr, "cannot start the engine\n");
@@ -146,6 +172,7 @@ int main(void) {
   RUN(create_read_back_update);
   RUN(full_config_round_trip);
   RUN(by_name_and_refused_at_create);
+  RUN(example);
   asb_client_free(C);
   engine_fixture_stop(&F);
   TEST_MAIN_END();

@@ -133,26 +133,3 @@ describe("network options, encoded", function()
   end)
 end)
 
--- Against the real engine run.sh started (found through ASB_STATE_DIR).
-describe("network options, against the engine", function()
-  it("create, read back, update live, refusals", function()
-    local sb = assert(asb.Sandbox.create{
-      timeout_ms = 120000, allow_internet_access = false,
-      network = { allow_out = { "198.18.0.10" }, deny_out = { "198.18.0.66" } } })
-    local info = assert(sb:get_info())
-    assert.are.equal(false, info.allow_internet_access)
-    assert.are.same({ "198.18.0.10" }, info.network.allow_out)
-    assert.are.same({ "198.18.0.66" }, info.network.deny_out)
-    assert.is_true(sb:update_network{ deny_out = { "198.18.2.0/24" }, allow_internet_access = true })
-    info = assert(sb:get_info())
-    assert.are.equal(true, info.allow_internet_access)
-    assert.are.same({ "198.18.2.0/24" }, info.network.deny_out)
-    local err = H.fails("ASB_EINVAL", sb:update_network{ allow_out = { "198.18.0.0/99" } })
-    assert.matches("198.18.0.0/99", err.message, 1, true)
-    -- compat, by id: attached, not connected
-    assert(compat.Sandbox.update_network(sb.id, { allow_out = { "198.18.0.12" } }))
-    assert.are.same({ "198.18.0.12" }, assert(sb:get_info()).network.allow_out)
-    assert.is_true(sb:kill())
-    sb:close()
-  end)
-end)

@@ -103,8 +103,3 @@ def test_agents(engine):
     assert "/tmp/x: hi" in out
     assert out[-1] == "turn 2: recall: yes"
 
-
-def test_network(engine):
-    out = run(engine, "network.py")
-    assert "created: internet False" in out and "'deny_out': ['198.18.0.66']" in out
-    assert "updated: network {'allow_out': ['198.18.1.0/24']" in out and "refused:" in out

@@ -1,13 +1,18 @@
-// node.network: sandbox networking through the Node binding and
+// net.client_node: sandbox networking through the Node binding and
 // agent-sandbox/compat against the real engine — create with
 // allowInternetAccess:false and network.denyOut/allowOut, read the config
 // back, update it live (also by id), the engine's refusals. What the rules
 // do to packets is the datapath's tests' (closed topology); no packet is
-// sent here.
+// sent here. Run with the network on inside the closed topology
+// (tests/support/in_net_topo.sh; not a node.* test, those run with it off).
 // SPDX-License-Identifier: Apache-2.0
 import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
-import { engine as startEngine } from './helpers.mjs'
+import { spawn } from 'node:child_process'
+import { cpSync, mkdtempSync, mkdirSync, symlinkSync, rmSync } from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import { engine as startEngine, repo, pkgDir } from './helpers.mjs'
 
 let engine, lib, compat
 
@@ -60,4 +65,24 @@ test('compat: E2B\'s option names and calls', async () => {
   } finally {
     await sb.kill()
   }
+})
+
+test('examples/node/network.mjs', async () => {
+  // as a user runs it: import 'agent-sandbox' from a node_modules of its own
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'asb-node-netex-'))
+  cpSync(path.join(repo, 'examples', 'node', 'network.mjs'), path.join(dir, 'network.mjs'))
+  mkdirSync(path.join(dir, 'node_modules'))
+  symlinkSync(pkgDir, path.join(dir, 'node_modules', 'agent-sandbox'))
+  const r = await new Promise((resolve) => {
+    const p = spawn(process.execPath, [path.join(dir, 'network.mjs')], { cwd: dir, env: process.env, stdio: ['ignore', 'pipe', 'pipe'] })
+    let out = ''
+    p.stdout.on('data', (d) => { out += d })
+    p.stderr.on('data', (d) => { out += d })
+    p.on('exit', (code) => resolve({ code, out }))
+  })
+  rmSync(dir, { recursive: true, force: true })
+  assert.equal(r.code, 0, r.out)
+  assert.match(r.out, /^created: internet false network .*198\.18\.0\.66/m)
+  assert.match(r.out, /^updated: network .*198\.18\.1\.0\/24/m)
+  assert.match(r.out, /^refused: .*allowout/m)
 })

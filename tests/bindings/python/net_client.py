@@ -1,11 +1,16 @@
-"""Sandbox networking through the Python binding and agent_sandbox.compat
-against the real engine: create with allow_internet_access=False and
+"""net.client_python: sandbox networking through the Python binding and
+agent_sandbox.compat against the real engine, run with the network on inside
+the closed topology (tests/support/in_net_topo.sh; not a python.* test,
+those run with the network off): create with allow_internet_access=False and
 network deny/allow lists, read the config back, update it live (async,
 sync, compat, by id), the engine's refusals. What the rules do to packets
 is the datapath's tests' (closed topology); no packet is sent here.
 SPDX-License-Identifier: Apache-2.0"""
 
 import asyncio
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -78,3 +83,13 @@ def test_compat(engine):
         finally:
             await a.kill()
     asyncio.run(go())
+
+
+def test_example(engine):
+    ex = Path(__file__).resolve().parents[3] / "examples" / "python" / "network.py"
+    r = subprocess.run([sys.executable, str(ex)], env=engine.env(), capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "created: internet False" in r.stdout and "198.18.0.66" in r.stdout
+    assert "updated: network" in r.stdout and "198.18.1.0/24" in r.stdout
+    assert "refused:" in r.stdout and "allowout" in r.stdout
