@@ -3,11 +3,11 @@
  * (the tool call, its exit code, the answer) and its result; then a second
  * turn in the same session, which the agent answers from its own context.
  *
- * Sandboxes have no network yet, so the model endpoint runs inside the
- * sandbox, on its own loopback: this example uploads and starts the
- * repository's scripted model (an OpenAI-compatible server playing a fixed
- * script). With egress, set base_url to any OpenAI-compatible endpoint and
- * its key in the variable api_key_env names.
+ * The model endpoint runs inside the sandbox, on its own loopback, so the
+ * example needs no network (sandboxes have one: docs/networking.md): this example uploads and
+ * starts the repository's scripted model (an OpenAI-compatible server playing a fixed script). With
+ * egress, set base_url to any OpenAI-compatible endpoint and its key in the variable api_key_env
+ * names.
  *
  *   agents [path/to/tests/agents/scripted_model.py] [agent]
  *

@@ -718,7 +718,7 @@ int build_run(engine *e, const void *tar, size_t tar_len, int force, build_base_
   }
   if (unpack(&b, tar, tar_len) || run_steps(&b) || finish_layer(&b)) goto out;
   /* ---- commit: the writable layer becomes the template's layer ---- */
-  sbxnet_detach_link(e, &b.net);
+  sbxnet_detach_link(e, &b.net, 1);
   if (asbe_sandbox_kill(b.iso, 0)) {
     eng_err_set(err, ENG_EINTERNAL, NULL, "cannot stop the build sandbox: %s", asbe_errmsg());
     goto out;
@@ -782,7 +782,7 @@ int build_run(engine *e, const void *tar, size_t tar_len, int force, build_base_
   build_gc(e);
 out:
   if (b.iso) {
-    sbxnet_detach_link(e, &b.net);
+    sbxnet_detach_link(e, &b.net, 1);
     asbe_sandbox_kill(b.iso, 1);
     asbe_sandbox_release(b.iso);
     asbi_log("template %s: build failed",

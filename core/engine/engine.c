@@ -258,7 +258,7 @@ void engine_close(engine *e, int kill_sandboxes) {
     /* sandboxes left running lose their network until the next engine
      * adopts them: nothing of the datapath outlives the engine */
     else
-      sbxnet_detach(e, v[i]);
+      sbxnet_detach(e, v[i], 0);
   }
   reg_put_all(e, v, n);
   drop_records(e);

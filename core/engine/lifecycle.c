@@ -68,7 +68,7 @@ void lifecycle_kill(engine *e, sbx *s, const char *reason) {
   if (s->state != SBX_DEAD) {
     s->state = SBX_DEAD;
     snprintf(s->end_reason, sizeof s->end_reason, "%s", reason);
-    sbxnet_detach(e, s); /* its pair back to the pool while its netns exists */
+    sbxnet_detach(e, s, 1); /* its rules go before it does */
     if (s->iso) asbe_sandbox_kill(s->iso, 1);
     asbi_log("sandbox %s: ended (%s)", s->id, reason);
   }

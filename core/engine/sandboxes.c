@@ -183,7 +183,7 @@ int sandboxes_create(engine *e, const sandboxes_create_req *rq, sbx **out, eng_e
   s = NULL;
   goto out;
 undo:
-  sbxnet_detach(e, s);
+  sbxnet_detach(e, s, 1);
   asbe_sandbox_kill(s->iso, 1);
 out:
   reg_sbx_free(s);

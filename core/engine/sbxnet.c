@@ -102,11 +102,14 @@ int sbxnet_apply_link(engine *e, struct asbn_dp_link *l, const asbn_policy *p, c
   return asbn_dp_apply(e->dp, l, p, why, len);
 }
 
-void sbxnet_detach_link(engine *e, struct asbn_dp_link **l) {
+void sbxnet_detach_link(engine *e, struct asbn_dp_link **l, int dying) {
   if (e->dp && *l) {
     struct sockaddr_in a = link_addr(*l);
     if (e->egress) asbn_egress_forget(e->egress, (struct sockaddr *)&a);
-    asbn_dp_detach(e->dp, *l);
+    if (dying)
+      asbn_dp_release(e->dp, *l); /* the kernel deletes the pair with the netns */
+    else
+      asbn_dp_detach(e->dp, *l);
   }
   *l = NULL;
 }
@@ -120,28 +123,40 @@ int sbxnet_apply(engine *e, sbx *s, const asbn_policy *p, char *why, size_t len)
   asbn_policy dflt;
   memset(&dflt, 0, sizeof dflt);
   dflt.allow_internet = dflt.allow_public_traffic = 1;
-  if (!p) p = s->net_policy ? s->net_policy : &dflt;
-  if (sbxnet_apply_link(e, s->net_link, p, why, len) != 0) return -1;
-  if (p == s->net_policy) return 0;
-  asbn_policy *cp = calloc(1, sizeof *cp);
-  if (!cp || asbn_policy_copy(p, cp) != 0) {
-    free(cp);
-    snprintf(why, len, "out of memory");
-    return -1;
-  }
+  asbn_policy *cp = NULL;
+  /* under the record's lock: a kill (lifecycle_kill detaches under it)
+   * cannot free the link while the policy goes onto it */
   pthread_mutex_lock(&s->mu);
-  asbn_policy *old = s->net_policy;
-  s->net_policy = cp;
-  pthread_mutex_unlock(&s->mu);
-  if (old) {
-    asbn_policy_free(old);
-    free(old);
+  if (!p) p = s->net_policy ? s->net_policy : &dflt;
+  int rc = -1;
+  if (s->state == SBX_DEAD) {
+    snprintf(why, len, "the sandbox is gone");
+  } else if (sbxnet_apply_link(e, s->net_link, p, why, len) == 0) {
+    rc = 0;
+    if (p != s->net_policy) {
+      cp = calloc(1, sizeof *cp);
+      if (!cp || asbn_policy_copy(p, cp) != 0) {
+        free(cp);
+        cp = NULL;
+        snprintf(why, len, "out of memory");
+        rc = -1;
+      } else {
+        asbn_policy *old = s->net_policy;
+        s->net_policy = cp;
+        cp = old; /* freed below, outside the lock */
+      }
+    }
   }
-  return 0;
+  pthread_mutex_unlock(&s->mu);
+  if (cp) {
+    asbn_policy_free(cp);
+    free(cp);
+  }
+  return rc;
 }
 
-void sbxnet_detach(engine *e, sbx *s) {
-  sbxnet_detach_link(e, &s->net_link);
+void sbxnet_detach(engine *e, sbx *s, int dying) {
+  sbxnet_detach_link(e, &s->net_link, dying);
 }
 
 int sbxnet_allow_internet(engine *e, const sbx *s) {

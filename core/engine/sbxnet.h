@@ -1,8 +1,8 @@
 /* Sandboxes' networks in the engine (sbxnet.c), on core/net's datapath:
  * the engine's datapath (open at start, closed at stop) and, per sandbox,
- * three separate steps — attach (its veth into its netns, isolated, every
+ * three separate steps — attach (a veth into its netns, isolated, every
  * destination refused), apply (its policy; again at every live update),
- * detach (before its netns goes) — so that a sandbox made ahead of time can
+ * detach (before it is killed, or at engine stop) — so that a sandbox made ahead of time can
  * be attached early and get its policy when it is handed out.
  * SPDX-License-Identifier: Apache-2.0 */
 #ifndef ASB_ENGINE_SBXNET_H
@@ -25,7 +25,9 @@ int sbxnet_attach(engine *e, sbx *s, char *why, size_t len);
 /* Applies p (NULL: the sandbox's own s->net_policy) and keeps a copy in
  * s->net_policy. 0, or -1 with why (the sandbox keeps its old filter). */
 int sbxnet_apply(engine *e, sbx *s, const asbn_policy *p, char *why, size_t len);
-void sbxnet_detach(engine *e, sbx *s);
+/* dying: the sandbox is about to be killed (its pair goes with its netns,
+ * the kill does not wait for a deletion); else its pair is deleted now. */
+void sbxnet_detach(engine *e, sbx *s, int dying);
 
 /* The same for a sandbox without a record (template builds): its link in
  * *out (NULL when the engine has no network). */
@@ -33,7 +35,7 @@ int sbxnet_attach_iso(engine *e, asbe_sandbox *iso, struct asbn_dp_link **out, c
                       size_t len);
 int sbxnet_apply_link(engine *e, struct asbn_dp_link *l, const asbn_policy *p, char *why,
                       size_t len);
-void sbxnet_detach_link(engine *e, struct asbn_dp_link **l);
+void sbxnet_detach_link(engine *e, struct asbn_dp_link **l, int dying);
 
 /* E2B's allowInternetAccess and network of the sandbox, for GET. */
 int sbxnet_allow_internet(engine *e, const sbx *s);

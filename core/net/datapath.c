@@ -41,7 +41,7 @@
 #include "util/log.h"
 #include "util/sha256.h"
 
-enum { SLOT_UNUSED, SLOT_POOLED, SLOT_ATTACHED };
+enum { SLOT_UNUSED, SLOT_ATTACHED };
 
 struct asbn_dp {
   pthread_mutex_t mu;
@@ -49,8 +49,8 @@ struct asbn_dp {
   char table[16];  /* asb_<8 hex> */
   char prefix[10]; /* as<7 hex> */
   char hostglob[12], resolv[64];
-  uint32_t net; /* host order */
-  unsigned plen, nslots, pool;
+  uint32_t net;                /* host order */
+  unsigned plen, nslots, next; /* next: where the search for a free slot starts */
   unsigned char *slot;
   int self_ns;
   uint16_t dns_port, proxy_port;
@@ -82,9 +82,6 @@ static void names(const char *name, char table[16], char prefix[10]) {
 
 static void host_if(const asbn_dp *dp, unsigned slot, char out[IFNAMSIZ]) {
   snprintf(out, IFNAMSIZ, "%sh%u", dp->prefix, slot);
-}
-static void peer_if(const asbn_dp *dp, unsigned slot, char out[IFNAMSIZ]) {
-  snprintf(out, IFNAMSIZ, "%ss%u", dp->prefix, slot);
 }
 static uint32_t slot_host(const asbn_dp *dp, unsigned slot) {
   return dp->net + slot * 4 + 1;
@@ -569,18 +566,22 @@ static void link_delete(struct nl_sock *sk, const char *name) {
   rtnl_link_put(l);
 }
 
-/* A new pair for slot: host end addressed and up, the other end down. */
-static int pair_make(asbn_dp *dp, struct nl_sock *sk, unsigned slot) {
-  char h[IFNAMSIZ], s[IFNAMSIZ];
+/* A new pair for slot, made with its other end in the sandbox's netns as
+ * eth0 (one netlink request: no move, no rename; moving a link between
+ * namespaces costs more than making it here, see datapath.h), the host
+ * end addressed and up. -NLE_EXIST when a host end of that name is still
+ * there (a sandbox's pair the kernel has not finished deleting). */
+static int pair_make(asbn_dp *dp, struct nl_sock *sk, unsigned slot, int ns_fd) {
+  char h[IFNAMSIZ];
   host_if(dp, slot, h);
-  peer_if(dp, slot, s);
-  link_delete(sk, h); /* a leftover of this name */
-  link_delete(sk, s);
   struct rtnl_link *l = rtnl_link_veth_alloc();
   if (!l) return -NLE_NOMEM;
   rtnl_link_set_name(l, h);
-  rtnl_link_set_name(rtnl_link_veth_get_peer(l), s);
+  struct rtnl_link *peer = rtnl_link_veth_get_peer(l);
+  rtnl_link_set_name(peer, "eth0");
+  rtnl_link_set_ns_fd(peer, ns_fd);
   int rc = rtnl_link_add(sk, l, NLM_F_CREATE | NLM_F_EXCL);
+  rtnl_link_put(peer);
   rtnl_link_veth_release(l);
   if (rc < 0) return rc;
   int idx = link_index(sk, h);
@@ -673,8 +674,6 @@ int asbn_dp_open(const asbn_dp_config *cfg, asbn_dp **out, char *err, size_t err
   if (dp->nslots > 16384) dp->nslots = 16384;
   snprintf(dp->resolv, sizeof dp->resolv, "nameserver %u.%u.%u.%u\n", (dp->net + 1) >> 24,
            ((dp->net + 1) >> 16) & 255, ((dp->net + 1) >> 8) & 255, (dp->net + 1) & 255);
-  dp->pool = cfg->pool ? cfg->pool : 8;
-  if (dp->pool > dp->nslots) dp->pool = dp->nslots;
   dp->dns_port = cfg->dns_port ? cfg->dns_port : 53;
   dp->proxy_port = cfg->proxy_port;
   dp->max_conns = cfg->max_connections ? cfg->max_connections : 1024;
@@ -697,21 +696,6 @@ int asbn_dp_open(const asbn_dp_config *cfg, asbn_dp **out, char *err, size_t err
   int rc = nft_table(dp, err, errlen);
   pthread_mutex_unlock(&dp->mu);
   if (rc != 0) goto bad;
-  struct nl_sock *sk = nl_open();
-  if (!sk) {
-    fail(err, errlen, "netlink: %s", strerror(errno));
-    goto bad;
-  }
-  for (unsigned i = 0; i < dp->pool; i++) {
-    int r = pair_make(dp, sk, i);
-    if (r < 0) {
-      nl_socket_free(sk);
-      fail(err, errlen, "veth pair %u: %s", i, nl_geterror(r));
-      goto bad;
-    }
-    dp->slot[i] = SLOT_POOLED;
-  }
-  nl_socket_free(sk);
   *out = dp;
   return 0;
 bad:
@@ -734,82 +718,83 @@ void asbn_dp_close(asbn_dp *dp) {
   free(dp);
 }
 
+/* A free slot, round robin from the last one taken (a slot freed by a
+ * kill is taken again last: its pair is gone by then), marked attached;
+ * dp->nslots when none is left. Caller holds dp->mu. */
+static unsigned slot_take(asbn_dp *dp) {
+  for (unsigned k = 0; k < dp->nslots; k++) {
+    unsigned i = (dp->next + k) % dp->nslots;
+    if (dp->slot[i] == SLOT_UNUSED) {
+      dp->slot[i] = SLOT_ATTACHED;
+      dp->next = (i + 1) % dp->nslots;
+      return i;
+    }
+  }
+  return dp->nslots;
+}
+
+static void slot_put(asbn_dp *dp, unsigned slot) {
+  pthread_mutex_lock(&dp->mu);
+  dp->slot[slot] = SLOT_UNUSED;
+  pthread_mutex_unlock(&dp->mu);
+}
+
 int asbn_dp_attach(asbn_dp *dp, int netns_fd, asbn_dp_link **out, char *err, size_t errlen) {
   asbn_dp_link *l = calloc(1, sizeof *l);
   if (!l) return fail(err, errlen, "out of memory");
   l->ns_fd = fcntl(netns_fd, F_DUPFD_CLOEXEC, 3);
-  if (l->ns_fd < 0) {
-    free(l);
-    return fail(err, errlen, "netns fd: %s", strerror(errno));
-  }
   struct nl_sock *sk = nl_open(), *in = NULL;
-  int rc = 0;
-  pthread_mutex_lock(&dp->mu);
-  unsigned slot = dp->nslots, fresh = dp->nslots;
-  for (unsigned i = 0; i < dp->nslots; i++) {
-    if (dp->slot[i] == SLOT_POOLED) {
-      slot = i;
-      break;
-    }
-    if (dp->slot[i] == SLOT_UNUSED && fresh == dp->nslots) fresh = i;
-  }
-  if (slot == dp->nslots) slot = fresh;
-  if (slot == dp->nslots) {
-    pthread_mutex_unlock(&dp->mu);
-    fail(err, errlen, "no free address in the link range (%u sandboxes)", dp->nslots);
+  if (l->ns_fd < 0 || !sk) {
+    fail(err, errlen, "%s: %s", l->ns_fd < 0 ? "netns fd" : "netlink", strerror(errno));
     goto bad;
   }
-  int pooled = dp->slot[slot] == SLOT_POOLED;
-  dp->slot[slot] = SLOT_ATTACHED;
+  /* a slot whose host end is free (a pair of a sandbox killed a moment ago
+   * may still be on its way out: the kernel deletes it with its netns) */
+  unsigned slot;
+  int rc = -NLE_EXIST;
+  for (int tries = 0; tries < 64 && rc == -NLE_EXIST; tries++) {
+    pthread_mutex_lock(&dp->mu);
+    slot = slot_take(dp);
+    pthread_mutex_unlock(&dp->mu);
+    if (slot == dp->nslots) {
+      fail(err, errlen, "no free address in the link range (%u sandboxes)", dp->nslots);
+      goto bad;
+    }
+    if ((rc = pair_make(dp, sk, slot, l->ns_fd)) < 0) slot_put(dp, slot);
+  }
+  if (rc < 0) {
+    fail(err, errlen, "veth pair: %s", nl_geterror(rc));
+    goto bad;
+  }
   l->slot = slot;
   l->host = slot_host(dp, slot);
-  rc = nft_attach(dp, slot, err, errlen);
-  pthread_mutex_unlock(&dp->mu);
-  if (rc != 0 || !sk) {
-    if (!sk) fail(err, errlen, "netlink: %s", strerror(errno));
-    goto bad_slot;
-  }
-  if (!pooled && (rc = pair_make(dp, sk, slot)) < 0) {
-    fail(err, errlen, "veth pair: %s", nl_geterror(rc));
-    goto bad_nft;
-  }
-  char h[IFNAMSIZ], s[IFNAMSIZ];
+  char h[IFNAMSIZ];
   host_if(dp, slot, h);
-  peer_if(dp, slot, s);
-  if ((rc = link_set(sk, s, NULL, -1, l->ns_fd)) < 0) {
-    fail(err, errlen, "moving %s into the sandbox: %s", s, nl_geterror(rc));
-    goto bad_pair;
-  }
   if (!(in = nl_open_in(dp, l->ns_fd))) {
     fail(err, errlen, "netlink in the sandbox: %s", strerror(errno));
     goto bad_pair;
   }
   int idx;
-  if ((rc = link_set(in, s, "eth0", 1, -1)) < 0 || (idx = link_index(in, "eth0")) < 0 ||
-      (rc = addr_add(in, idx, slot_host(dp, slot) + 1, 30)) < 0 ||
-      (rc = route_default(in, idx, slot_host(dp, slot))) < 0) {
+  if ((rc = link_set(in, "eth0", NULL, 1, -1)) < 0 || (idx = link_index(in, "eth0")) < 0 ||
+      (rc = addr_add(in, idx, l->host + 1, 30)) < 0 || (rc = route_default(in, idx, l->host)) < 0) {
     fail(err, errlen, "eth0 in the sandbox: %s", nl_geterror(rc < 0 ? rc : -NLE_OBJ_NOTFOUND));
     goto bad_pair;
   }
+  pthread_mutex_lock(&dp->mu);
+  rc = nft_attach(dp, slot, err, errlen);
+  pthread_mutex_unlock(&dp->mu);
+  if (rc != 0) goto bad_pair;
   nl_socket_free(in);
   nl_socket_free(sk);
   *out = l;
   return 0;
 bad_pair:
   if (in) nl_socket_free(in);
-  link_delete(sk, h); /* wherever its other end is now */
-  pooled = 0;
-bad_nft:
-  pthread_mutex_lock(&dp->mu);
-  nft_detach(dp, slot);
-  pthread_mutex_unlock(&dp->mu);
-bad_slot:
-  pthread_mutex_lock(&dp->mu);
-  dp->slot[slot] = pooled ? SLOT_POOLED : SLOT_UNUSED;
-  pthread_mutex_unlock(&dp->mu);
+  link_delete(sk, h);
+  slot_put(dp, slot);
 bad:
   if (sk) nl_socket_free(sk);
-  close(l->ns_fd);
+  if (l->ns_fd >= 0) close(l->ns_fd);
   free(l);
   return -1;
 }
@@ -821,29 +806,32 @@ int asbn_dp_apply(asbn_dp *dp, asbn_dp_link *l, const asbn_policy *p, char *err,
   return rc;
 }
 
-void asbn_dp_detach(asbn_dp *dp, asbn_dp_link *l) {
-  if (!l) return;
+static void unlink_rules(asbn_dp *dp, asbn_dp_link *l) {
   pthread_mutex_lock(&dp->mu);
   nft_detach(dp, l->slot);
   pthread_mutex_unlock(&dp->mu);
-  char h[IFNAMSIZ], s[IFNAMSIZ];
+}
+
+void asbn_dp_detach(asbn_dp *dp, asbn_dp_link *l) {
+  if (!l) return;
+  unlink_rules(dp, l);
+  char h[IFNAMSIZ];
   host_if(dp, l->slot, h);
-  peer_if(dp, l->slot, s);
-  struct nl_sock *sk = nl_open(), *in = nl_open_in(dp, l->ns_fd);
-  int back = 0;
-  /* back to the pool: down, renamed, moved home. The sandbox's root may
-   * have renamed or removed eth0: then the pair is deleted instead. */
-  if (sk && in && link_set(in, "eth0", s, 0, -1) >= 0 &&
-      link_set(in, s, NULL, -1, dp->self_ns) >= 0 && link_index(sk, h) >= 0 &&
-      link_index(sk, s) >= 0)
-    back = 1;
-  if (!back && sk) link_delete(sk, h);
-  if (in) nl_socket_free(in);
-  if (sk) nl_socket_free(sk);
+  struct nl_sock *sk = nl_open();
+  if (sk) {
+    link_delete(sk, h); /* both ends */
+    nl_socket_free(sk);
+  }
   close(l->ns_fd);
-  pthread_mutex_lock(&dp->mu);
-  dp->slot[l->slot] = back ? SLOT_POOLED : SLOT_UNUSED;
-  pthread_mutex_unlock(&dp->mu);
+  slot_put(dp, l->slot);
+  free(l);
+}
+
+void asbn_dp_release(asbn_dp *dp, asbn_dp_link *l) {
+  if (!l) return;
+  unlink_rules(dp, l);
+  close(l->ns_fd); /* the netns lives on only while its processes do */
+  slot_put(dp, l->slot);
   free(l);
 }
 

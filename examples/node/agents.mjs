@@ -9,8 +9,8 @@
 // 3. A second turn in the same session, read with `for await`: the agent
 //    keeps its context.
 //
-// Sandboxes have no network yet (docs/engine.md), so the model endpoint runs
-// inside the sandbox, on its own loopback: by default this example starts the
+// The model endpoint runs inside the sandbox, on its own loopback, so the
+// example needs no network (sandboxes have one: docs/networking.md): by default this example starts the
 // repository's scripted model there (tests/agents/scripted_model.py, an
 // OpenAI-compatible server that plays a fixed script). With egress, point
 // --base-url at any OpenAI-compatible endpoint instead and give its key in

@@ -251,20 +251,63 @@ st=$(status PUT "/sandboxes/$D/network" '{"allowOut":[1]}')
 [ "$st" = 400 ] && ok "PUT with a bad body: 400" || fail "PUT with a bad body: $st"
 refused "$D" "$I1" # the bad update changed nothing
 
+# ---- connection cap: the 4th of 3 allowed is refused, held ones work ----
+H=$(create '"network":{"maxConnections":3}')
+got=$(sxpy "$H" '
+import socket
+held = [socket.create_connection(("198.18.0.1", 80), timeout=30) for _ in range(3)]
+try:
+    socket.create_connection(("198.18.0.1", 80), timeout=30); print("4th connected")
+except OSError as e:
+    held[0].sendall(b"GET /hello HTTP/1.0\r\n\r\n")
+    print("4th refused" if b"internet" in held[0].recv(4096) + held[0].recv(4096) else "held broken")')
+[ "$got" = "4th refused" ] && ok "connection cap: $got" || fail "connection cap: $got"
+
+# ---- template builds have network, as template.yaml's network: says ----
+build() { # NAME YAML -> HTTP status of the build
+  local d="$TOPO_DIR/tmpl-$1"
+  mkdir -p "$d" && printf '%s' "$2" >"$d/template.yaml" && tar -C "$d" -cf "$d.tar" template.yaml
+  curl -s --unix-socket "$STATE/engine.sock" -H "X-API-Key: $KEY" -H 'Content-Type: application/x-tar' \
+    --data-binary "@$d.tar" -o "$d.reply" -w '%{http_code}' "http://engine/templates/builds"
+}
+st=$(build netok 'name: netok
+steps:
+  - run: curl -sf -m 30 http://198.18.0.1/hello > /opt/hello
+')
+[ "$st" = 201 ] && ok "a build step reaches the test internet" || fail "build with network: $st $(cat "$TOPO_DIR/tmpl-netok.reply")"
+st=$(build netoff 'name: netoff
+network:
+  allowInternetAccess: false
+  allowOut: [198.18.1.1]
+steps:
+  - run: curl -sf -m 30 http://198.18.1.1/hello
+  - run: curl -sf -m 30 http://198.18.0.1/hello
+')
+[ "$st" = 422 ] && grep -q "step 2/2" "$TOPO_DIR/tmpl-netoff.reply" && ok "a build's network: is applied (step 2 refused)" ||
+  fail "build with network: off: $st $(head -c 600 "$TOPO_DIR/tmpl-netoff.reply")"
+st=$(build netbad 'name: netbad
+network: {allowOut: [1.2.3.4/40]}
+')
+[ "$st" = 400 ] && ok "a bad network: in template.yaml is a 400" || fail "bad network: $st"
+
 # ---- counters ----
 got=$(api GET "/sandboxes/$A/metrics" | json 'd[-1]["netBytesOut"] > 0 and d[-1]["netBytesIn"] > 0')
 [ "$got" = True ] && ok "metrics count A's bytes" || fail "metrics: $got"
 
-# ---- kill: its rules go, its pair back to the pool ----
+# ---- kill: its rules go, its pair goes with its netns ----
 slots_before=$(topo_eng nft list map inet "$TABLE" sbmap | grep -c ': jump')
+links_before=$(topo_eng ip -o link | grep -c "$PREFIX")
 [ "$(status DELETE "/sandboxes/$E")" = 204 ] || fail "kill"
 slots_after=$(topo_eng nft list map inet "$TABLE" sbmap | grep -c ': jump')
 [ "$slots_after" = $((slots_before - 1)) ] && ok "kill removed its chain ($slots_before -> $slots_after)" ||
   fail "after kill: $slots_after chains, was $slots_before"
 n=$(topo_eng nft list table inet "$TABLE" | grep -c 'chain sb_')
 [ "$n" = "$slots_after" ] || fail "$n sandbox chains for $slots_after sandboxes"
+# the kernel deletes the pair with the netns, after the kill returned
+topo_wait 120 sh -c "[ \$(nsenter --net=/run/netns/$TOPO_ENG ip -o link | grep -c $PREFIX) = $((links_before - 1)) ]" &&
+  ok "its pair is gone ($links_before -> $((links_before - 1)) links)" || fail "its pair is still there"
 F=$(create)
-reach "$F" "$I1" # a pair from the pool works again
+reach "$F" "$I1" # a new sandbox works after the kill
 
 # ---- an engine crash: the next one reaps its table and links, adopts
 # the sandboxes, gives them network and their recorded policies again ----

@@ -4,6 +4,7 @@
  *   set ADDR [internet=0|1] [allow=ENTRY]... [deny=CIDR]... [socks=HOST:PORT]
  *            [user=U] [pass=P] [maxconn=N] [rule=DOMAIN|HEADER|VALUE]...
  *   secret NAME VALUE      (creates it in the store: --state-dir)
+ *   alias ADDR ADDR2       (ADDR2 is the same sandbox: its IPv6 address)
  *   forget ADDR
  *   counters ADDR
  * ENTRY is a CIDR, an IP, a domain or *.domain; in a rule, %XX is a byte
@@ -11,6 +12,7 @@
  * hand (policy.c's parser is the datapath's, tested on its own). EOF on
  * stdin stops the services and exits 0. SPDX-License-Identifier: Apache-2.0 */
 #include <arpa/inet.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -188,6 +190,8 @@ int main(int argc, char **argv) {
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!strcmp(argv[i], "--dns-upstream") && cfg.ndns_upstream < ASBN_EGRESS_MAX_UPSTREAMS)
       cfg.dns_upstream[cfg.ndns_upstream++] = argv[i + 1];
+    else if (!strcmp(argv[i], "--bind6"))
+      cfg.bind6 = argv[i + 1];
     else if (!strcmp(argv[i], "--bind"))
       cfg.bind4 = argv[i + 1];
     else if (!strcmp(argv[i], "--state-dir"))
@@ -201,6 +205,7 @@ int main(int argc, char **argv) {
       return 2;
     }
   }
+  signal(SIGPIPE, SIG_IGN); /* as the engine does (egress.h) */
   char err[256];
   asbn_secrets *secrets = NULL;
   if (cfg.state_dir && asbn_secrets_open(cfg.state_dir, &secrets, err, sizeof err) < 0) {
@@ -225,6 +230,11 @@ int main(int argc, char **argv) {
     else if (sscanf(line, "secret %199s %2047s", name, value) == 2) {
       int st = secrets ? asbn_secrets_create(secrets, name, value, NULL, NULL, err, sizeof err) : 0;
       printf(st == 201 ? "ok\n" : "err %d\n", st);
+    } else if (sscanf(line, "alias %127s %199s", addr, name) == 2) {
+      struct sockaddr_storage s2;
+      int ok = parse_addr(addr, &ss) == 0 && parse_addr(name, &s2) == 0 &&
+               asbn_egress_add_address(eg, (struct sockaddr *)&ss, (struct sockaddr *)&s2) == 0;
+      printf(ok ? "ok\n" : "err alias\n");
     } else if (sscanf(line, "forget %127s", addr) == 1 && parse_addr(addr, &ss) == 0)
       printf(asbn_egress_forget(eg, (struct sockaddr *)&ss) == 0 ? "ok\n" : "err unknown\n");
     else if (sscanf(line, "counters %127s", addr) == 1 && parse_addr(addr, &ss) == 0) {

@@ -80,6 +80,14 @@ class TServer(socketserver.ThreadingMixIn, http.server.HTTPServer):
     allow_reuse_address = True
 
 
+class TServer6(TServer):
+    address_family = socket.AF_INET6
+
+    def server_bind(self):
+        self.socket.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+        super().server_bind()
+
+
 class EchoEOF(socketserver.BaseRequestHandler):
     def handle(self):
         h, n = hashlib.sha256(), 0
@@ -174,6 +182,7 @@ def serve(srv):
 
 
 http_srv = TServer(('0.0.0.0', 80), Echo)
+serve(TServer6(('::', 80), Echo))
 https_srv = TServer(('0.0.0.0', 443), Echo)
 ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
 ctx.load_cert_chain(CERT, KEY)

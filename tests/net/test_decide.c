@@ -119,6 +119,11 @@ int main(void) {
   CHECK(!decide_needs_name(&off, AF_INET, a20));
   CHECK(decide_needs_name(&off, AF_INET, a10));
   CHECK(!decide_needs_name(&open, AF_INET, a10));
+  CHECK(!decide_needs_name(&open_allow, AF_INET, a10)); /* open internet: a name changes nothing */
+  CHECK(decide_needs_name(&on_deny, AF_INET, a10));
+  asbn_domain_rule rule = {.match = dom("example.test", 0)};
+  asbn_policy rules_only = {.allow_internet = 1, .rules = &rule, .nrules = 1};
+  CHECK(decide_needs_name(&rules_only, AF_INET, a20));
 
   if (fails) fprintf(stderr, "net.egress.decide: %d failed\n", fails);
   return fails ? 1 : 0;

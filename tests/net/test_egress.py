@@ -28,6 +28,7 @@ RUN = sys.argv[1] if len(sys.argv) > 1 else None  # bench/egress_bench.py sets i
 TAG = f'ae{os.getpid() % 100000}'
 NS_I, NS_E, NS_S = f'{TAG}i', f'{TAG}e', f'{TAG}s'
 SBX = '10.231.0.2'
+SBX6 = 'fd88::2'
 NAMES = {'example.test': '198.18.0.10', 'other.test': '198.18.0.11',
          'a.wild.test': '198.18.0.12', 'evil.test': '198.18.0.10'}
 SUSER, SPASS = 'tuser', 'tpass-1'
@@ -94,9 +95,20 @@ def topology():
     sh('ip', 'addr', 'add', '10.231.0.1/30', 'dev', f'{TAG}es', ns=NS_E)
     sh('ip', 'link', 'set', f'{TAG}es', 'up', ns=NS_E)
     sh('sysctl', '-qw', 'net.ipv4.ip_forward=0', ns=NS_E)
+    sh('sysctl', '-qw', 'net.ipv6.conf.all.forwarding=0', ns=NS_E)
+    # IPv6: the test internet on 2001:2::/48 (RFC 5180's benchmarking
+    # range), the sandbox link on a ULA.
+    for a in ('2001:2::10', '2001:2::20'):
+        sh('ip', '-6', 'addr', 'add', a + '/128', 'dev', 'lo', ns=NS_I)
+    sh('ip', '-6', 'addr', 'add', '2001:2:ff::1/64', 'dev', f'{TAG}ie', 'nodad', ns=NS_I)
+    sh('ip', '-6', 'addr', 'add', '2001:2:ff::2/64', 'dev', f'{TAG}ei', 'nodad', ns=NS_E)
+    sh('ip', '-6', 'route', 'add', 'default', 'via', '2001:2:ff::1', ns=NS_E)
+    sh('ip', '-6', 'addr', 'add', 'fd88::1/64', 'dev', f'{TAG}es', 'nodad', ns=NS_E)
     sh('ip', 'addr', 'add', SBX + '/30', 'dev', f'{TAG}se', ns=NS_S)
     sh('ip', 'link', 'set', f'{TAG}se', 'up', ns=NS_S)
     sh('ip', 'route', 'add', 'default', 'via', '10.231.0.1', ns=NS_S)
+    sh('ip', '-6', 'addr', 'add', SBX6 + '/64', 'dev', f'{TAG}se', 'nodad', ns=NS_S)
+    sh('ip', '-6', 'route', 'add', 'default', 'via', 'fd88::1', ns=NS_S)
     os.makedirs(f'/etc/netns/{NS_S}', exist_ok=True)
     with open(f'/etc/netns/{NS_S}/resolv.conf', 'w') as f:
         f.write('nameserver 198.18.0.53\noptions attempts:1 timeout:5\n')
@@ -125,7 +137,7 @@ def start(ns, *cmd, **kw):
 class Egress:
     def __init__(self):
         os.mkdir(f'{tmp}/state', 0o700)
-        self.p = start(NS_E, RUN, '--dns-upstream', '198.18.0.53', '--bind', '0.0.0.0',
+        self.p = start(NS_E, RUN, '--dns-upstream', '198.18.0.53', '--bind', '0.0.0.0', '--bind6', '::',
                        '--peek-timeout', '5', '--state-dir', f'{tmp}/state', '--upstream-ca',
                        f'{tmp}/ca.pem', stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                        text=True)
@@ -151,7 +163,9 @@ class Egress:
 
 
 def nft(eg):
-    rules = f'''table ip aegtest {{
+    """The redirects and input filter a datapath installs (docs/egress.md)."""
+    def table(family, extra_in):
+        return f'''table {family} aegtest {{
   chain pre {{
     type nat hook prerouting priority dstnat; policy accept;
     iifname "{TAG}es" udp dport 53 redirect to :{eg.dns}
@@ -159,7 +173,7 @@ def nft(eg):
     iifname "{TAG}es" meta l4proto tcp redirect to :{eg.proxy}
   }}
   chain in {{
-    type filter hook input priority filter; policy accept;
+    type filter hook input priority filter; policy accept;{extra_in}
     iifname "{TAG}es" udp dport {eg.dns} accept
     iifname "{TAG}es" tcp dport {{ {eg.dns}, {eg.proxy} }} accept
     iifname "{TAG}es" drop
@@ -167,7 +181,7 @@ def nft(eg):
 }}
 '''
     with open(f'{tmp}/rules.nft', 'w') as f:
-        f.write(rules)
+        f.write(table('ip', '') + table('ip6', '\n    iifname "' + TAG + 'es" meta l4proto ipv6-icmp accept'))
     sh('nft', '-f', f'{tmp}/rules.nft', ns=NS_E)
 
 
@@ -202,7 +216,8 @@ def main():
     start(NS_I, 'dnsmasq', '--keep-in-foreground', '--no-resolv', '--no-hosts', '--bind-interfaces',
           '--listen-address=198.18.0.53', '--port=53', '--user=root', f'--pid-file={tmp}/dnsmasq.pid',
           *[f'--address=/{n}/{a}' for n, a in NAMES.items()],
-          '--address=/wild.test/198.18.0.12', stderr=subprocess.DEVNULL)
+          '--address=/wild.test/198.18.0.12', '--address=/v6.test/2001:2::10',
+          stderr=subprocess.DEVNULL)
     start(NS_I, '/usr/bin/python3', f'{HERE}/egress_servers.py', tmp, f'{tmp}/srv.pem',
           f'{tmp}/srv.key', SUSER, SPASS, *[f'{n}={a}' for n, a in NAMES.items()])
     wait_for(lambda: os.path.exists(f'{tmp}/servers.ready'), 'the test servers')
@@ -250,6 +265,21 @@ def main():
     check('counters: allowed, refused, bytes, DNS answered and refused',
           c['allowed'] >= 5 and c['refused'] >= 5 and c['out'] >= 3 * 1024 * 1024 and
           c['in'] > 0 and c['dns_answered'] >= 4 and c['dns_refused'] >= 3 and c['open'] == 0, c)
+
+    # 1b. IPv6: the sandbox's second address, the AAAA answer to a query
+    #     made over IPv4 opening the IPv6 connection.
+    eg.set('internet=0', 'allow=v6.test', 'allow=example.test')
+    check('the sandbox\'s IPv6 address joins it', eg.cmd(f'alias {SBX} {SBX6}') == 'ok')
+    before = eg.counters()
+    r = curl('-6', 'http://v6.test/')
+    j = got_json(r)
+    check('IPv6: an allowed domain over the proxy (IP6T_SO_ORIGINAL_DST)',
+          r[0] == 0 and j and j['local'] == '2001:2::10' and j['host'] == 'v6.test', r)
+    r = curl('-6', 'http://[2001:2::20]/')
+    check('IPv6: a raw-IP connection refused', r[0] != 0, r)
+    c = eg.counters()
+    check('IPv6: one sandbox, one set of counters',
+          c['allowed'] == before['allowed'] + 1 and c['refused'] == before['refused'] + 1, c)
 
     # 2. Internet on with denyOut: allow beats deny; the rest of the world open.
     eg.set('internet=1', 'deny=198.18.0.0/15', 'allow=example.test')

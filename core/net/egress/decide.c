@@ -122,12 +122,12 @@ decide_why decide_conn(const asbn_policy *p, const decide_conn_in *in) {
 int decide_needs_name(const asbn_policy *p, int family, const uint8_t *dst) {
   if (p->nrules) return 1;
   int domains = 0;
-  for (size_t i = 0; i < p->nallow_out; i++) {
-    const asbn_entry *e = &p->allow_out[i];
-    if (e->kind == ASBN_DOMAIN || e->kind == ASBN_WILDCARD)
-      domains = 1;
-    else if (decide_in_cidr(e, dst, family))
-      return 0;
-  }
-  return domains;
+  for (size_t i = 0; i < p->nallow_out && !domains; i++)
+    domains = p->allow_out[i].kind == ASBN_DOMAIN || p->allow_out[i].kind == ASBN_WILDCARD;
+  if (!domains) return 0;
+  /* Allowed without a name (an allowOut CIDR, or the open internet): a
+   * name cannot refuse it, so nothing is read first and protocols where
+   * the server speaks first are not held up. */
+  decide_conn_in in = {.family = family, .dst = dst};
+  return decide_conn(p, &in) < 0;
 }

@@ -51,9 +51,10 @@ typedef enum decide_why {
 
 /* The proxy: > 0 allowed, < 0 refused (decide_why). */
 decide_why decide_conn(const asbn_policy *p, const decide_conn_in *in);
-/* 1 if the decision for this connection could depend on its name (domain
- * allowances or header rules exist), so the proxy must read the first
- * bytes; 0 if decide_conn with name NULL is final. */
+/* 1 if the decision for this connection could depend on its name (header
+ * rules exist, or domain allowances and it is refused without a name), so
+ * the proxy must read the first bytes; 0 if decide_conn with name NULL is
+ * final. */
 int decide_needs_name(const asbn_policy *p, int family, const uint8_t *dst);
 
 #endif

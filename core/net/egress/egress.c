@@ -112,6 +112,14 @@ int asbn_egress_set_policy(asbn_egress *eg, const struct sockaddr *sandbox_addr,
   return sbx_set_policy(eg->t, family, a, p);
 }
 
+int asbn_egress_add_address(asbn_egress *eg, const struct sockaddr *sandbox_addr,
+                            const struct sockaddr *also) {
+  int f1, f2;
+  const uint8_t *a1, *a2;
+  if (addr_of(sandbox_addr, &f1, &a1) < 0 || addr_of(also, &f2, &a2) < 0) return -1;
+  return sbx_add_address(eg->t, f1, a1, f2, a2);
+}
+
 int asbn_egress_forget(asbn_egress *eg, const struct sockaddr *sandbox_addr) {
   int family;
   const uint8_t *a;

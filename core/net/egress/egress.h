@@ -26,7 +26,9 @@
  * (asbn_egress_ca_path: the sandbox's trust store must hold it), for the
  * domains that have rules and no others.
  *
- * Every call is thread-safe. SPDX-License-Identifier: Apache-2.0 */
+ * The process must ignore SIGPIPE (agent-sandboxd does): splice(2) and
+ * OpenSSL write to sockets whose peer may be gone. Every call is
+ * thread-safe. SPDX-License-Identifier: Apache-2.0 */
 #ifndef ASB_NET_EGRESS_H
 #define ASB_NET_EGRESS_H
 
@@ -90,6 +92,14 @@ int asbn_egress_start(const asbn_egress_config *cfg, asbn_egress **out, char *er
  * EAFNOSUPPORT). */
 int asbn_egress_set_policy(asbn_egress *eg, const struct sockaddr *sandbox_addr,
                            const asbn_policy *p);
+
+/* A second address of the same sandbox (its IPv6 address beside its
+ * IPv4 one): one policy, one set of resolver records (an AAAA answer to
+ * a query over IPv4 opens the IPv6 connection), one set of counters.
+ * After asbn_egress_set_policy for sandbox_addr. 0, or -1 (sandbox_addr
+ * unknown, also belongs to another sandbox, or it has two already). */
+int asbn_egress_add_address(asbn_egress *eg, const struct sockaddr *sandbox_addr,
+                            const struct sockaddr *also);
 
 /* Forgets the sandbox: its policy, its resolver records, its counters;
  * its open connections are closed. Traffic from its address is refused

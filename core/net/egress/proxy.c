@@ -206,14 +206,15 @@ fail:
 typedef struct dir {
   int src, dst, pipe[2];
   size_t pending; /* bytes in the pipe */
+  size_t cap;     /* the pipe's size (F_GETPIPE_SZ: what the kernel gave) */
   int eof, done;
   uint64_t *counter;
 } dir;
 
 /* Moves what it can without blocking. -1 on a hard error. */
 static int pump(dir *d, short src_ev, short dst_ev) {
-  if (!d->eof && (src_ev & (POLLIN | POLLHUP | POLLERR)) && d->pending < PIPE_SIZE) {
-    ssize_t k = splice(d->src, NULL, d->pipe[1], NULL, PIPE_SIZE - d->pending,
+  if (!d->eof && (src_ev & (POLLIN | POLLHUP | POLLERR)) && d->pending < d->cap) {
+    ssize_t k = splice(d->src, NULL, d->pipe[1], NULL, d->cap - d->pending,
                        SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
     if (k > 0)
       d->pending += (size_t)k;
@@ -241,18 +242,20 @@ static int pump(dir *d, short src_ev, short dst_ev) {
 }
 
 static void relay(int cfd, int ufd, sbx_conn *c) {
-  dir d[2] = {{cfd, ufd, {-1, -1}, 0, 0, 0, &c->bytes_out},
-              {ufd, cfd, {-1, -1}, 0, 0, 0, &c->bytes_in}};
+  dir d[2] = {{.src = cfd, .dst = ufd, .pipe = {-1, -1}, .counter = &c->bytes_out},
+              {.src = ufd, .dst = cfd, .pipe = {-1, -1}, .counter = &c->bytes_in}};
   for (int i = 0; i < 2; i++) {
     if (pipe2(d[i].pipe, O_CLOEXEC | O_NONBLOCK) < 0) goto out;
-    fcntl(d[i].pipe[1], F_SETPIPE_SZ, PIPE_SIZE);
+    fcntl(d[i].pipe[1], F_SETPIPE_SZ, PIPE_SIZE); /* may be refused: the size stays */
+    int sz = fcntl(d[i].pipe[1], F_GETPIPE_SZ);
+    d[i].cap = sz > 0 ? (size_t)sz : 4096;
   }
   while (!(d[0].done && d[1].done)) {
     struct pollfd p[2] = {{cfd, 0, 0}, {ufd, 0, 0}};
     /* p[0] is client: d[0] reads it, d[1] writes it. */
-    if (!d[0].eof && d[0].pending < PIPE_SIZE) p[0].events |= POLLIN;
+    if (!d[0].eof && d[0].pending < d[0].cap) p[0].events |= POLLIN;
     if (d[1].pending) p[0].events |= POLLOUT;
-    if (!d[1].eof && d[1].pending < PIPE_SIZE) p[1].events |= POLLIN;
+    if (!d[1].eof && d[1].pending < d[1].cap) p[1].events |= POLLIN;
     if (d[0].pending) p[1].events |= POLLOUT;
     if (poll(p, 2, -1) < 0) {
       if (errno == EINTR) continue;

@@ -16,10 +16,13 @@ typedef struct record {
   time_t expires; /* CLOCK_MONOTONIC seconds */
 } record;
 
+#define SBX_ADDRS 2 /* an IPv4 and an IPv6 address */
+
 typedef struct sbx {
   struct sbx *next;
-  int family;
-  uint8_t addr[16];
+  int fam[SBX_ADDRS];
+  uint8_t addr[SBX_ADDRS][16];
+  int naddr;
   asbn_policy pol;
   record *recs;
   size_t nrecs;
@@ -46,10 +49,11 @@ static size_t alen(int family) {
 
 static sbx *find(sbx_table *t, int family, const uint8_t *addr, sbx ***link) {
   for (sbx **l = &t->list; *l; l = &(*l)->next)
-    if ((*l)->family == family && memcmp((*l)->addr, addr, alen(family)) == 0) {
-      if (link) *link = l;
-      return *l;
-    }
+    for (int i = 0; i < (*l)->naddr; i++)
+      if ((*l)->fam[i] == family && memcmp((*l)->addr[i], addr, alen(family)) == 0) {
+        if (link) *link = l;
+        return *l;
+      }
   return NULL;
 }
 
@@ -126,8 +130,9 @@ int sbx_set_policy(sbx_table *t, int family, const uint8_t *addr, const asbn_pol
       errno = ENOMEM;
       return -1;
     }
-    s->family = family;
-    memcpy(s->addr, addr, alen(family));
+    s->fam[0] = family;
+    memcpy(s->addr[0], addr, alen(family));
+    s->naddr = 1;
     s->next = t->list;
     t->list = s;
   } else {
@@ -139,6 +144,23 @@ int sbx_set_policy(sbx_table *t, int family, const uint8_t *addr, const asbn_pol
     if (c->decided && decide_locked(s, c) < 0) cut(c);
   pthread_mutex_unlock(&t->mu);
   return 0;
+}
+
+int sbx_add_address(sbx_table *t, int family, const uint8_t *known, int family2,
+                    const uint8_t *also) {
+  pthread_mutex_lock(&t->mu);
+  sbx *s = find(t, family, known, NULL), *other = find(t, family2, also, NULL);
+  int r = -1;
+  if (s && other == s)
+    r = 0;
+  else if (s && !other && s->naddr < SBX_ADDRS) {
+    s->fam[s->naddr] = family2;
+    memcpy(s->addr[s->naddr], also, alen(family2));
+    s->naddr++;
+    r = 0;
+  }
+  pthread_mutex_unlock(&t->mu);
+  return r;
 }
 
 int sbx_forget(sbx_table *t, int family, const uint8_t *addr) {

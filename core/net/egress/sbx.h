@@ -40,6 +40,10 @@ sbx_table *sbx_table_new(unsigned max_per_sandbox, unsigned max_total);
 void sbx_table_free(sbx_table *t);
 
 int sbx_set_policy(sbx_table *t, int family, const uint8_t *addr, const asbn_policy *p);
+/* also (family2) is the same sandbox as known: 0, or -1 (known unknown,
+ * also another sandbox's, or two addresses already). */
+int sbx_add_address(sbx_table *t, int family, const uint8_t *known, int family2,
+                    const uint8_t *also);
 int sbx_forget(sbx_table *t, int family, const uint8_t *addr);
 int sbx_counters(sbx_table *t, int family, const uint8_t *addr, asbn_egress_counters *out);
 
