@@ -345,6 +345,13 @@
   X(asb_metrics_disk_used, 0u, 2, 0, "", "") \
   X(asb_metrics_disk_total, 0u, 2, 0, "", "") \
   X(asb_metrics_free, ASB_API_FREES, 1, 0, "", "") \
+  X(asb_sandbox_update_network, ASB_API_BLOCKING|ASB_API_CANCELLABLE, 4, 0, "call", "") \
+  X(asb_sandbox_info_allow_internet_access, 0u, 1, 0, "", "") \
+  X(asb_sandbox_info_network_json, ASB_API_RETURNS_BORROWED, 1, 0, "", "") \
+  X(asb_sandbox_info_allow_out_count, 0u, 1, 0, "", "") \
+  X(asb_sandbox_info_allow_out_get, ASB_API_RETURNS_BORROWED, 2, 0, "", "") \
+  X(asb_sandbox_info_deny_out_count, 0u, 1, 0, "", "") \
+  X(asb_sandbox_info_deny_out_get, ASB_API_RETURNS_BORROWED, 2, 0, "", "") \
   X(asb_server_options_init, ASB_API_SERVER, 2, 0, "", "") \
   X(asb_server_new, ASB_API_SERVER, 2, 1, "", "") \
   X(asb_server_free, ASB_API_BLOCKING|ASB_API_CALLBACKS|ASB_API_FREES|ASB_API_SERVER, 1, 0, "", "caller") \
@@ -682,6 +689,8 @@
   X(asb_sandbox_options, auto_pause, ASB_API_FIELD_INT, 1) \
   X(asb_sandbox_options, request_timeout_ms, ASB_API_FIELD_INT, 1) \
   X(asb_sandbox_options, cancel, ASB_API_FIELD_POINTER, 1) \
+  X(asb_sandbox_options, allow_internet_access, ASB_API_FIELD_INT, 2) \
+  X(asb_sandbox_options, network_json, ASB_API_FIELD_STRING, 2) \
   X(asb_sandbox_list_options, metadata, ASB_API_FIELD_STRINGS, 1) \
   X(asb_sandbox_list_options, running, ASB_API_FIELD_INT, 1) \
   X(asb_sandbox_list_options, paused, ASB_API_FIELD_INT, 1) \
@@ -695,7 +704,7 @@
   X(asb_template_build_options, timeout_ms, ASB_API_FIELD_INT, 1) \
   X(asb_template_build_options, cancel, ASB_API_FIELD_POINTER, 1)
 
-#define ASB_API_FUNCTION_COUNT 358
+#define ASB_API_FUNCTION_COUNT 365
 #define ASB_API_OUTPUT_COUNT 74
 
 typedef struct asb_api_function_info {

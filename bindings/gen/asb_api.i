@@ -126,7 +126,7 @@ ASB_OPTIONS(asb_sandbox_attach_options, ASB_SANDBOX_ATTACH_OPTIONS_VERSION,
             ASB_NONE,
             ASB_NONE)
 ASB_OPTIONS(asb_sandbox_options, ASB_SANDBOX_OPTIONS_VERSION,
-            %arg({&$self->template_id}),
+            %arg({&$self->template_id, &$self->network_json}),
             %arg({&$self->metadata, &$self->envs}),
             ASB_NONE)
 ASB_OPTIONS(asb_sandbox_list_options, ASB_SANDBOX_LIST_OPTIONS_VERSION,
@@ -221,6 +221,7 @@ ASB_BLOCKING(asb_sandbox_resume)
 ASB_BLOCKING(asb_sandbox_get_info)
 ASB_BLOCKING(asb_sandbox_list)
 ASB_BLOCKING(asb_sandbox_get_metrics)
+ASB_BLOCKING(asb_sandbox_update_network)
 ASB_BLOCKING(asb_session_save)
 ASB_BLOCKING(asb_session_load)
 ASB_BLOCKING(asb_session_get)

@@ -204,7 +204,7 @@ static int asblua_process_list(lua_State *L) {
 }
 
 static void asblua_push_sandbox_info(lua_State *L, const asb_sandbox_info *info) {
-  lua_createtable(L, 0, 11);
+  lua_createtable(L, 0, 13);
   asblua_setstr(L, "sandbox_id", asb_sandbox_info_id(info));
   asblua_setstr(L, "template_id", asb_sandbox_info_template_id(info));
   asblua_setstr(L, "name", asb_sandbox_info_name(info));
@@ -223,6 +223,13 @@ static void asblua_push_sandbox_info(lua_State *L, const asb_sandbox_info *info)
     if (k) asblua_setstr(L, k, v ? v : "");
   }
   lua_setfield(L, -2, "metadata");
+  int iae = asb_sandbox_info_allow_internet_access(info);
+  if (iae >= 0) {
+    lua_pushboolean(L, iae);
+    lua_setfield(L, -2, "allow_internet_access");
+  }
+  /* decoded in Lua (dkjson), as the rest of the binding's JSON */
+  asblua_setstr(L, "network_json", asb_sandbox_info_network_json(info));
 }
 
 static int asblua_sandbox_info(lua_State *L) {

@@ -10,8 +10,13 @@ export {
   PtyCreateOpts, FileType, FilesystemEventType, WriteInfo, EntryInfo, FilesystemEvent, FilesystemReadOpts,
   FilesystemWriteOpts, WriteEntry, WatchOpts, WatchHandle, Files, SandboxError, TimeoutError,
   InvalidArgumentError, NotEnoughSpaceError, NotFoundError, FileNotFoundError, SandboxNotFoundError,
-  AuthenticationError, TemplateError, RateLimitError, BuildError, CommandExitError
+  AuthenticationError, TemplateError, RateLimitError, BuildError, CommandExitError,
+  SandboxNetworkOpts, SandboxNetworkUpdate, SandboxNetworkInfo, SandboxNetworkSelector,
+  SandboxNetworkRule, SandboxNetworkRules, SandboxNetworkTransform, SandboxEgressProxyOpts
 } from './types'
+
+/** '0.0.0.0/0': denyOut [ALL_TRAFFIC] is internet off. */
+export declare const ALL_TRAFFIC: '0.0.0.0/0'
 
 export declare class SandboxPaginator {
   readonly hasNext: boolean

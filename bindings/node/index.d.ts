@@ -4,6 +4,8 @@ import { SandboxBase, SandboxInfo, SandboxListOpts } from './types'
 
 export {
   ConnectionOpts, CallOpts, SandboxState, SandboxOpts, SandboxConnectOpts, SandboxListOpts, SandboxInfo,
+  SandboxNetworkOpts, SandboxNetworkUpdate, SandboxNetworkInfo, SandboxNetworkSelector, SandboxNetworkRule,
+  SandboxNetworkRules, SandboxNetworkTransform, SandboxEgressProxyOpts,
   SandboxPage, SandboxMetrics, CommandResult, OutputHandler, CommandStartOpts, CommandConnectOpts,
   ProcessInfo, OutputChunk, CommandHandle, Commands, PtyCreateOpts, Pty, FileType, FilesystemEventType,
   WriteInfo, EntryInfo, FilesystemEvent, FilesystemRequestOpts, FilesystemReadOpts, FilesystemWriteOpts,

@@ -40,6 +40,72 @@ export interface SandboxOpts extends ConnectionOpts, CallOpts {
   envs?: Record<string, string>
   /** On timeout: pause instead of kill. */
   autoPause?: boolean
+  /** E2B's: false is as network.denyOut ['0.0.0.0/0'] (allowOut still applies). Default true. */
+  allowInternetAccess?: boolean
+  /** E2B's network config. */
+  network?: SandboxNetworkOpts
+}
+
+/** allowOut/denyOut: a list of CIDRs, IPs, domains ('*.example.com' too), or a callback. */
+export type SandboxNetworkSelector =
+  | string[]
+  | ((ctx: { allTraffic: string; rules: Map<string, SandboxNetworkRule[]> }) => string[])
+
+export interface SandboxNetworkTransform {
+  /** Headers set (or replaced) on the domain's HTTP(S) requests at egress. */
+  headers?: Record<string, string>
+}
+
+export interface SandboxNetworkRule {
+  transform?: SandboxNetworkTransform | ((ctx: { iam: { tokens: Record<string, string> } }) => SandboxNetworkTransform)
+}
+
+export type SandboxNetworkRules = Record<string, SandboxNetworkRule[]> | Map<string, SandboxNetworkRule[]>
+
+export interface SandboxEgressProxyOpts {
+  /** A SOCKS5 proxy, 'host:port'. */
+  address: string
+  username?: string
+  password?: string
+}
+
+export interface SandboxNetworkOpts {
+  allowOut?: SandboxNetworkSelector
+  denyOut?: SandboxNetworkSelector
+  rules?: SandboxNetworkRules
+  egressProxy?: SandboxEgressProxyOpts
+  /** false: the sandbox's URLs need its traffic access token. */
+  allowPublicTraffic?: boolean
+  /** The Host header its services see (${PORT} is the port). */
+  maskRequestHost?: string
+  /** The local engine's own limits (not E2B's): egress bytes per second, concurrent connections. */
+  egressBytesPerSecond?: number
+  maxConnections?: number
+}
+
+/** updateNetwork's config: what is left out is cleared. */
+export interface SandboxNetworkUpdate {
+  allowOut?: SandboxNetworkSelector
+  denyOut?: SandboxNetworkSelector
+  rules?: SandboxNetworkRules
+  egressProxy?: SandboxEgressProxyOpts
+  allowInternetAccess?: boolean
+  /** The local engine's own limits (not E2B's): egress bytes per second, concurrent connections. */
+  egressBytesPerSecond?: number
+  maxConnections?: number
+}
+
+/** The effective config, as getInfo reports it (never a password). */
+export interface SandboxNetworkInfo {
+  allowOut?: string[]
+  denyOut?: string[]
+  rules?: Record<string, Array<{ transform?: SandboxNetworkTransform }>>
+  egressProxy?: { address: string; username?: string }
+  allowPublicTraffic?: boolean
+  maskRequestHost?: string
+  /** The local engine's own limits (not E2B's): egress bytes per second, concurrent connections. */
+  egressBytesPerSecond?: number
+  maxConnections?: number
 }
 
 export interface SandboxConnectOpts extends ConnectionOpts, CallOpts {
@@ -69,6 +135,9 @@ export interface SandboxInfo {
   memoryMB: number
   diskMB: number
   envdVersion: string
+  /** As the engine reports it; undefined when it does not say. */
+  allowInternetAccess?: boolean
+  network?: SandboxNetworkInfo
 }
 
 export interface SandboxPage {
@@ -526,6 +595,7 @@ export declare class SandboxBase implements AsyncDisposable {
   static setTimeout(sandboxId: string, timeoutMs: number, opts?: ConnectionOpts & CallOpts): Promise<void>
   static getMetrics(sandboxId: string, opts?: ConnectionOpts & CallOpts & { start?: Date; end?: Date }): Promise<SandboxMetrics[]>
   static pause(sandboxId: string, opts?: ConnectionOpts & CallOpts): Promise<boolean>
+  static updateNetwork(sandboxId: string, network: SandboxNetworkUpdate, opts?: ConnectionOpts & CallOpts): Promise<void>
 
   kill(opts?: CallOpts): Promise<boolean>
   setTimeout(timeoutMs: number, opts?: CallOpts): Promise<void>
@@ -533,6 +603,8 @@ export declare class SandboxBase implements AsyncDisposable {
   pause(opts?: CallOpts): Promise<boolean>
   resume(opts?: CallOpts & { timeoutMs?: number }): Promise<this>
   getInfo(opts?: CallOpts): Promise<SandboxInfo>
+  /** Replace the egress rules, live (E2B's updateNetwork). */
+  updateNetwork(network: SandboxNetworkUpdate, opts?: CallOpts): Promise<void>
   getMetrics(opts?: CallOpts & { start?: Date; end?: Date }): Promise<SandboxMetrics[]>
   getHost(port: number): string
   getUrl(port: number): string

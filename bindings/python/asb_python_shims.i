@@ -114,7 +114,7 @@ PyObject *asbpy_sandbox_info_dict(const asb_sandbox_info *info) {
     Py_XDECREF(v);
   }
   if (!meta) return NULL;
-  return Py_BuildValue("{s:N,s:N,s:N,s:N,s:L,s:L,s:i,s:i,s:i,s:N,s:N}",
+  return Py_BuildValue("{s:N,s:N,s:N,s:N,s:L,s:L,s:i,s:i,s:i,s:N,s:N,s:i,s:N}",
                        "sandbox_id", asbpy_str(asb_sandbox_info_id(info)),
                        "template_id", asbpy_str(asb_sandbox_info_template_id(info)),
                        "name", asbpy_str(asb_sandbox_info_name(info)),
@@ -125,7 +125,9 @@ PyObject *asbpy_sandbox_info_dict(const asb_sandbox_info *info) {
                        "memory_mb", asb_sandbox_info_memory_mb(info),
                        "disk_mb", asb_sandbox_info_disk_mb(info),
                        "envd_version", asbpy_str(asb_sandbox_info_envd_version(info)),
-                       "metadata", meta);
+                       "metadata", meta,
+                       "allow_internet_access", asb_sandbox_info_allow_internet_access(info),
+                       "network", asbpy_str(asb_sandbox_info_network_json(info)));
 }
 
 /* Every sandbox of a page as asbpy_sandbox_info_dict dicts. */

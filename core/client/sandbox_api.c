@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "proto/netconf.h"
 #include "proto/pjson.h"
 #include "proto/url.h"
 #include "util/util.h"
@@ -103,7 +104,42 @@ static int kv_object(cJSON *parent, const char *key, const char *const *kv, cons
   return ASB_OK;
 }
 
-ASBI_DEFINE_OPTIONS_INIT(asb_sandbox_options, ASB_SANDBOX_OPTIONS_VERSION, ASB_SANDBOX_OPTIONS_INIT)
+/* Version 1 ended before allow_internet_access. */
+static size_t sandbox_options_size(unsigned int version) {
+  return version >= 2 ? sizeof(asb_sandbox_options)
+                      : offsetof(asb_sandbox_options, allow_internet_access);
+}
+
+ASBI_DEFINE_OPTIONS_INIT_SIZED(asb_sandbox_options, ASB_SANDBOX_OPTIONS_VERSION,
+                               ASB_SANDBOX_OPTIONS_INIT, sandbox_options_size)
+
+/* ---- the network: E2B's allowInternetAccess and network ------------------------------ */
+
+/* Parses and checks network_json into *out (NULL for a NULL string):
+ * proto/netconf.c checks the shape; the engine judges the values. */
+static int network_parse(const char *json, int update, const char *what, cJSON **out) {
+  *out = NULL;
+  if (!json) return ASB_OK;
+  char err[256];
+  if (asbi_netconf_parse(json, strlen(json), update, out, err, sizeof err) == 0) return ASB_OK;
+  return strstr(err, "(out of memory)") ? asbi_oom() : asbi_err(ASB_EINVAL, "%s: %s", what, err);
+}
+
+/* E2B's wire name for it: NewSandbox and SandboxNetworkUpdateConfig both
+ * spell it allow_internet_access (SandboxDetail says allowInternetAccess),
+ * and E2B's SDKs send that. At create the local engine reads the
+ * camel-case spelling (core/engine/api.c, create), so the create body
+ * carries both (alias): E2B's API ignores a member it does not know, and
+ * a sandbox asked to be offline must not come up online because of a
+ * spelling. */
+static int add_internet(cJSON *body, int allow, int alias, const char *what) {
+  if (allow == 0) return ASB_OK;
+  if (allow != 1 && allow != -1)
+    return asbi_err(ASB_EINVAL, "%s: allow_internet_access %d is not 1, -1 or 0", what, allow);
+  if (!cJSON_AddBoolToObject(body, "allow_internet_access", allow == 1)) return asbi_oom();
+  if (alias && !cJSON_AddBoolToObject(body, "allowInternetAccess", allow == 1)) return asbi_oom();
+  return ASB_OK;
+}
 
 int asb_sandbox_create(asb_sandbox **out, asb_client *c, const asb_sandbox_options *o) {
   ASBI_CLIENT_CALL(c);
@@ -119,6 +155,10 @@ int asb_sandbox_create(asb_sandbox **out, asb_client *c, const asb_sandbox_optio
   if (o->auto_pause) cJSON_AddBoolToObject(body, "autoPause", 1);
   int rc = kv_object(body, "metadata", o->metadata, "sandbox.create");
   if (!rc) rc = kv_object(body, "envVars", o->envs, "sandbox.create");
+  if (!rc) rc = add_internet(body, ASBI_OPT(o, 2, allow_internet_access, 0), 1, "sandbox.create");
+  cJSON *net = NULL;
+  if (!rc) rc = network_parse(ASBI_OPT(o, 2, network_json, NULL), 0, "sandbox.create", &net);
+  if (net) cJSON_AddItemToObject(body, "network", net);
   cJSON *reply = NULL;
   cp_call k = {asbi_client_timeout(c, o->request_timeout_ms), o->cancel, 0, 0, c->life.stop};
   /* Current SDKs create with POST /v2/sandboxes; engines that predate it
@@ -273,6 +313,31 @@ int asb_sandbox_resume(asb_sandbox *sb, long timeout_ms, const asb_call_options 
   return rc;
 }
 
+int asb_sandbox_update_network(asb_sandbox *sb, int allow_internet_access, const char *network_json,
+                               const asb_call_options *call) {
+  ASBI_SANDBOX_CALL(sb);
+  if (!sb) return asbi_err(ASB_EINVAL, "sandbox.update_network: sandbox is NULL");
+  ASBI_CHECK_VERSION(call, ASB_CALL_OPTIONS_VERSION, "asb_call_options");
+  cJSON *body = NULL;
+  int rc = network_parse(network_json, 1, "sandbox.update_network", &body);
+  if (!rc && !body && !(body = cJSON_CreateObject())) rc = asbi_oom();
+  if (!rc) rc = add_internet(body, allow_internet_access, 0, "sandbox.update_network");
+  if (rc) {
+    cJSON_Delete(body);
+    return rc;
+  }
+  char path[256];
+  snprintf(path, sizeof path, "/sandboxes/%s/network", sb->id);
+  cp_call k;
+  cp_from(&k, sb->client, call);
+  k.idempotent = 1; /* it replaces the whole config: sending it twice is sending it once */
+  k.stop = sb->life.stop;
+  rc = cp_request(sb->client, "PUT", path, body, &k, "sandbox.update_network", NULL, NULL, NULL,
+                  NULL);
+  cJSON_Delete(body);
+  return rc;
+}
+
 int asb_sandbox_is_running(asb_sandbox *sb, const asb_call_options *call) {
   ASBI_SANDBOX_CALL(sb);
   if (!sb) return asbi_err(ASB_EINVAL, "sandbox.is_running: sandbox is NULL");
@@ -310,7 +375,30 @@ struct asb_sandbox_info {
   int cpu, mem, disk;
   char **mkeys, **mvals;
   size_t nmeta;
+  int internet;  /* allowInternetAccess: 1, 0, or -1 when the reply had none */
+  char *network; /* the network object as JSON, or NULL */
+  char **allow_out, **deny_out;
+  size_t nallow_out, ndeny_out;
 };
+
+static void strv_free(char **v, size_t n) {
+  for (size_t k = 0; k < n; k++) free(v[k]);
+  free(v);
+}
+
+/* network.<key> (a list of strings; anything else in it is skipped) into
+ * *v, *n. 0, or ASB_ENOMEM. */
+static int info_strings(const cJSON *net, const char *key, char ***v, size_t *n) {
+  const cJSON *a = cJSON_GetObjectItemCaseSensitive(net, key), *e;
+  if (!cJSON_IsArray(a)) return ASB_OK;
+  if (!(*v = calloc((size_t)cJSON_GetArraySize(a) + 1, sizeof **v))) return ASB_ENOMEM;
+  cJSON_ArrayForEach(e, a) {
+    if (!cJSON_IsString(e)) continue;
+    if (!((*v)[*n] = asbi_strdup(e->valuestring))) return ASB_ENOMEM;
+    (*n)++;
+  }
+  return ASB_OK;
+}
 
 static int64_t parse_time_s(const char *s) {
   if (!s) return 0;
@@ -333,6 +421,9 @@ void asb_sandbox_info_free(asb_sandbox_info *i) {
   }
   free(i->mkeys);
   free(i->mvals);
+  free(i->network);
+  strv_free(i->allow_out, i->nallow_out);
+  strv_free(i->deny_out, i->ndeny_out);
   free(i);
 }
 
@@ -381,6 +472,14 @@ static int info_from(const cJSON *j, asb_sandbox_info **out) {
     i->mvals[i->nmeta] = asbi_strdup(it->valuestring);
     oom = !i->mkeys[i->nmeta] || !i->mvals[i->nmeta];
     i->nmeta++;
+  }
+  const cJSON *iae = cJSON_GetObjectItemCaseSensitive(j, "allowInternetAccess");
+  i->internet = cJSON_IsBool(iae) ? cJSON_IsTrue(iae) : -1;
+  const cJSON *net = cJSON_GetObjectItemCaseSensitive(j, "network");
+  if (!oom && cJSON_IsObject(net)) {
+    oom = !(i->network = asbi_pj_print(net)) ||
+          info_strings(net, "allowOut", &i->allow_out, &i->nallow_out) ||
+          info_strings(net, "denyOut", &i->deny_out, &i->ndeny_out);
   }
   if (oom) {
     asb_sandbox_info_free(i);
@@ -451,6 +550,25 @@ const char *asb_sandbox_info_metadata_key(const asb_sandbox_info *i, size_t k) {
 }
 const char *asb_sandbox_info_metadata_value(const asb_sandbox_info *i, size_t k) {
   return i && k < i->nmeta ? i->mvals[k] : NULL;
+}
+
+int asb_sandbox_info_allow_internet_access(const asb_sandbox_info *i) {
+  return i ? i->internet : -1;
+}
+const char *asb_sandbox_info_network_json(const asb_sandbox_info *i) {
+  return i ? i->network : NULL;
+}
+size_t asb_sandbox_info_allow_out_count(const asb_sandbox_info *i) {
+  return i ? i->nallow_out : 0;
+}
+const char *asb_sandbox_info_allow_out_get(const asb_sandbox_info *i, size_t k) {
+  return i && k < i->nallow_out ? i->allow_out[k] : NULL;
+}
+size_t asb_sandbox_info_deny_out_count(const asb_sandbox_info *i) {
+  return i ? i->ndeny_out : 0;
+}
+const char *asb_sandbox_info_deny_out_get(const asb_sandbox_info *i, size_t k) {
+  return i && k < i->ndeny_out ? i->deny_out[k] : NULL;
 }
 
 /* ---- list ------------------------------------------------------------------------------ */

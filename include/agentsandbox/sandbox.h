@@ -69,7 +69,7 @@ asb_sandbox_get_url(char *buf, size_t buflen, const asb_sandbox *sandbox,
 /* ---- the control plane: create, connect, list, lifecycle ------------------
  */
 
-#define ASB_SANDBOX_OPTIONS_VERSION 1
+#define ASB_SANDBOX_OPTIONS_VERSION 2
 
 typedef struct asb_sandbox_options {
   unsigned int version;        /* ASB_SANDBOX_OPTIONS_VERSION */
@@ -81,10 +81,20 @@ typedef struct asb_sandbox_options {
   int auto_pause;              /* on timeout: pause instead of kill */
   long request_timeout_ms;     /* 0 = client default, negative = none */
   asb_cancel *cancel;
+  /* version 2: the sandbox's network (E2B's allowInternetAccess and
+   * network; docs/reference/sandbox.md, Network) */
+  int allow_internet_access; /* 0 = the default (allowed), 1 = allowed,
+                                -1 = denied: as denyOut ["0.0.0.0/0"],
+                                allowOut still applies */
+  const char *network_json;  /* E2B's SandboxNetworkConfig as a JSON
+                                object: {"allowOut": [...], "denyOut":
+                                [...], "rules": {...}, "egressProxy":
+                                {...}, "allowPublicTraffic": false,
+                                "maskRequestHost": "..."}; NULL = none */
 } asb_sandbox_options;
 
 #define ASB_SANDBOX_OPTIONS_INIT \
-  { ASB_SANDBOX_OPTIONS_VERSION, NULL, 0, NULL, NULL, 0, 0, NULL }
+  { ASB_SANDBOX_OPTIONS_VERSION, NULL, 0, NULL, NULL, 0, 0, NULL, 0, NULL }
 
 ASB_API(int)
 asb_sandbox_options_init(asb_sandbox_options *opts, unsigned int version);
@@ -130,6 +140,20 @@ ASB_API(int)
 asb_sandbox_resume(asb_sandbox *sandbox, long timeout_ms,
                    const asb_call_options *call);
 
+/* Replace a running sandbox's egress rules (E2B's
+ * PUT /sandboxes/{id}/network), live. network_json is E2B's
+ * SandboxNetworkUpdateConfig as a JSON object: "allowOut", "denyOut",
+ * "rules", "egressProxy"; a field left out is cleared (NULL = every
+ * field cleared). allow_internet_access: 1 allowed, -1 denied, 0 left
+ * out (the default: allowed). Connections to destinations the new rules
+ * deny are cut. Errors: ASB_EINVAL (not a JSON object, a field of the
+ * wrong type, or the engine refused a value), ASB_ESANDBOXNOTFOUND,
+ * transport errors. */
+ASB_API(int)
+asb_sandbox_update_network(asb_sandbox *sandbox, int allow_internet_access,
+                           const char *network_json,
+                           const asb_call_options *call);
+
 /* ---- sandbox information ---------------------------------------------- */
 ASB_API(int)
 asb_sandbox_get_info(asb_sandbox_info **out, asb_sandbox *sandbox,
@@ -159,6 +183,24 @@ ASB_API(const char *)
 asb_sandbox_info_metadata_key(const asb_sandbox_info *info, size_t i);
 ASB_API(const char *)
 asb_sandbox_info_metadata_value(const asb_sandbox_info *info, size_t i);
+/* Internet access as the engine reports it (E2B's allowInternetAccess):
+ * 1 allowed, 0 denied, -1 not said (not set at create, or an engine
+ * without networking). */
+ASB_API(int)
+asb_sandbox_info_allow_internet_access(const asb_sandbox_info *info);
+/* The effective network config (E2B's SandboxNetworkConfig) as a JSON
+ * object, or NULL when the reply had none. Secrets and the egress proxy's
+ * password are never in it. */
+ASB_API(const char *)
+asb_sandbox_info_network_json(const asb_sandbox_info *info);
+/* Its network.allowOut and network.denyOut entries: the count, and entry
+ * i (NULL past the end). */
+ASB_API(size_t) asb_sandbox_info_allow_out_count(const asb_sandbox_info *info);
+ASB_API(const char *)
+asb_sandbox_info_allow_out_get(const asb_sandbox_info *info, size_t i);
+ASB_API(size_t) asb_sandbox_info_deny_out_count(const asb_sandbox_info *info);
+ASB_API(const char *)
+asb_sandbox_info_deny_out_get(const asb_sandbox_info *info, size_t i);
 ASB_API(void) asb_sandbox_info_free(asb_sandbox_info *info);
 
 /* ---- listing

@@ -358,6 +358,8 @@ local function wrap(sb)
     kill = function() return e2b(sb:kill()) end,
     set_timeout = function(s) return e2b(sb:set_timeout(ms(s))) end,
     get_info = function() return e2b(sb:get_info()) end,
+    -- E2B: update_network(network) with SandboxNetworkUpdate's names
+    update_network = function(n) return e2b(sb:update_network(n or {})) end,
     is_running = function() return e2b(sb:is_running()) end,
     pause = function() return e2b(sb:pause()) end,
     resume = function(t) t = t or {} return e2b(sb:resume{ timeout_ms = ms(t.timeout) }) end,
@@ -390,7 +392,8 @@ local function wrap(sb)
   }, { sb = sb })
 end
 
-local CREATE = keys({ "template", "timeout", "metadata", "envs", "auto_pause" })
+local CREATE = keys({ "template", "timeout", "metadata", "envs", "auto_pause",
+                      "allow_internet_access", "network" })
 
 --- Sandbox.create{ template, timeout (s), metadata, envs, api_key, domain,
 --- debug, request_timeout, ... } (or Sandbox.create("template", {...})).
@@ -398,7 +401,8 @@ function Sandbox.create(template, t)
   if type(template) == "table" then template, t = template.template, template end
   t = known(t, CREATE, "Sandbox.create")
   local o = conn(t, { template = template or "base", metadata = t.metadata, envs = t.envs,
-                      auto_pause = t.auto_pause, timeout_ms = ms(t.timeout, 300000) })
+                      auto_pause = t.auto_pause, timeout_ms = ms(t.timeout, 300000),
+                      allow_internet_access = t.allow_internet_access, network = t.network })
   local sb, err = asb.Sandbox.create(o)
   if not sb then return e2b(sb, err) end
   return wrap(sb)
@@ -435,6 +439,18 @@ Sandbox.set_timeout = function(id, s, t)
   return sb.set_timeout(s)
 end
 Sandbox.get_info = by_id("get_info")
+
+--- Sandbox.update_network(sandbox_id, network, {...}): by id, without
+--- connecting (a paused sandbox stays paused).
+function Sandbox.update_network(id, n, t)
+  if type(id) ~= "string" then return id.update_network(n) end
+  t = known(t, {}, "Sandbox.update_network")
+  local sb, err = asb.Sandbox.attach(id, conn(t))
+  if not sb then return e2b(sb, err) end
+  local ok, uerr = sb:update_network(n or {})
+  sb:close()
+  return e2b(ok, uerr)
+end
 Sandbox.pause = by_id("pause")
 Sandbox.get_metrics = by_id("get_metrics")
 
@@ -466,11 +482,14 @@ function Sandbox.list(t)
     local rc, page = core.asb_sandbox_list(asb._private(client).h, o)
     if rc < 0 then return e2b(asb._fail(rc, "Sandbox.list")) end
     local items, token = core.asblua_sandbox_page(page)
+    for _, it in ipairs(items) do asb._info_fix(it) end
     p.next_token = token
     p.has_next = token ~= nil
     return items
   end
   return p
 end
+
+M.ALL_TRAFFIC = asb.ALL_TRAFFIC
 
 return M

@@ -320,11 +320,124 @@ local function wrap_sandbox(h, client)
   return sb
 end
 
+-- ---- the network config (E2B's allow_internet_access and network) ----------
+
+--- E2B's "all traffic": deny_out = { asb.ALL_TRAFFIC } is internet off.
+M.ALL_TRAFFIC = "0.0.0.0/0"
+
+-- E2B's Python names (what Lua callers write) and its wire names (what the
+-- library takes as JSON; given as they are, they pass too).
+local NET_WIRE = { allow_out = "allowOut", deny_out = "denyOut", rules = "rules",
+                   egress_proxy = "egressProxy", allow_public_traffic = "allowPublicTraffic",
+                   mask_request_host = "maskRequestHost",
+                   -- the local engine's own limits (not E2B's)
+                   egress_bytes_per_second = "egressBytesPerSecond",
+                   max_connections = "maxConnections" }
+local NET_LUA = {}
+for k, v in pairs(NET_WIRE) do NET_LUA[v] = k end
+local OBJECT = { __jsontype = "object" }
+
+-- A rule's transform callback gets E2B's placeholders, never a value.
+local TOKENS = setmetatable({}, { __index = function(_, name)
+  if type(name) ~= "string" or name == "" or name:find("[{}%c]") then
+    error(("network: iam token name %q is not usable"):format(tostring(name)), 2)
+  end
+  return "${e2b.identity.tokens." .. name .. "}"
+end })
+
+local function net_list(v, rules, where, key)
+  if type(v) == "function" then v = v({ all_traffic = M.ALL_TRAFFIC, rules = rules }) end
+  if type(v) ~= "table" then
+    error(("%s: network %s must be a list of strings"):format(where, key), 4)
+  end
+  local out = {}
+  for i, x in ipairs(v) do out[i] = x end
+  return out
+end
+
+local function net_rules(v, where)
+  if type(v) ~= "table" then error(where .. ": network rules must be a table", 4) end
+  local out = setmetatable({}, OBJECT)
+  for host, list in pairs(v) do
+    local l = {}
+    for i, r in ipairs(list) do
+      local tr = type(r) == "table" and r.transform or nil
+      if type(tr) == "function" then tr = tr({ iam = { tokens = TOKENS } }) end
+      if tr == nil then
+        l[i] = setmetatable({}, OBJECT)
+      else
+        local headers = setmetatable({}, OBJECT)
+        for hk, hv in pairs(tr.headers or {}) do headers[hk] = hv end
+        l[i] = { transform = setmetatable({ headers = headers }, OBJECT) }
+      end
+    end
+    out[host] = l
+  end
+  return out
+end
+
+-- network (a table, or nil) as the library's network_json (or nil).
+local function network_json(n, update, where)
+  if n == nil then return nil end
+  if type(n) ~= "table" then error(where .. ": network must be a table", 3) end
+  local body = setmetatable({}, OBJECT)
+  for k, v in pairs(n) do
+    local wire = NET_WIRE[k] or k
+    if update and (wire == "allow_internet_access" or wire == "allowInternetAccess") then
+      -- its own parameter
+    elseif wire == "allowOut" or wire == "denyOut" then
+      body[wire] = net_list(v, n.rules or {}, where, NET_LUA[wire])
+    elseif wire == "rules" then
+      body.rules = net_rules(v, where)
+    elseif wire == "egressProxy" then
+      if type(v) ~= "table" or type(v.address) ~= "string" then
+        error(where .. ": network egress_proxy must be a table with a string address", 3)
+      end
+      body.egressProxy = setmetatable({ address = v.address, username = v.username,
+                                        password = v.password }, OBJECT)
+    else
+      body[wire] = v
+    end
+  end
+  return json.encode(body)
+end
+
+local function internet(v)
+  if v == nil then return 0 end
+  return v and 1 or -1
+end
+
+-- The engine's network (JSON) with the Lua names, or nil.
+local function network_info(text)
+  if not text then return nil end
+  local n = json.decode(text)
+  if type(n) ~= "table" then return nil end
+  local out = {}
+  for k, v in pairs(n) do out[NET_LUA[k] or k] = v end
+  if type(out.egress_proxy) == "table" then
+    out.egress_proxy.password = nil
+  else
+    out.egress_proxy = nil
+  end
+  return out
+end
+
+-- An info table of the shims: its network JSON decoded.
+local function info_fix(t)
+  t.network = network_info(t.network_json)
+  t.network_json = nil
+  return t
+end
+M._info_fix = info_fix
+local function info_table(info) return info_fix(core.asblua_sandbox_info(info)) end
+
 local CREATE = with_conn({ "template", "timeout_ms", "metadata", "envs", "auto_pause",
-                           "request_timeout_ms" })
+                           "request_timeout_ms", "allow_internet_access", "network" })
 
 --- Sandbox.create{ template = "base", timeout_ms = 300000, metadata = {k = v},
---- envs = {K = v}, auto_pause, request_timeout_ms, client | connection keys }
+--- envs = {K = v}, auto_pause, request_timeout_ms, allow_internet_access,
+--- network = { allow_out, deny_out, rules, egress_proxy, allow_public_traffic,
+--- mask_request_host }, client | connection keys }
 function Sandbox.create(t)
   t = options(t, CREATE, "Sandbox.create")
   local c, err = client_of(t, "Sandbox.create")
@@ -336,6 +449,9 @@ function Sandbox.create(t)
   if t.envs ~= nil then o.envs = t.envs end
   o.auto_pause = flag(t.auto_pause)
   if t.request_timeout_ms ~= nil then o.request_timeout_ms = t.request_timeout_ms end
+  o.allow_internet_access = internet(t.allow_internet_access)
+  local nj = network_json(t.network, false, "Sandbox.create")
+  if nj ~= nil then o.network_json = nj end
   local rc, h = core.asb_sandbox_create(client_handle(c), o)
   if rc < 0 then return fail(rc, "Sandbox.create") end
   return wrap_sandbox(h, c)
@@ -405,7 +521,7 @@ function Sandbox.list(t)
     items, token = core.asblua_sandbox_page(page)
     for _, it in ipairs(items) do
       if limit and #out >= limit then break end
-      out[#out + 1] = it
+      out[#out + 1] = info_fix(it)
     end
   until not token or (limit and #out >= limit)
   return out
@@ -479,12 +595,35 @@ function Sandbox.resume(sb, t)
 end
 
 --- sb:get_info(): {sandbox_id, template_id, name, state, started_at, end_at,
---- cpu_count, memory_mb, disk_mb, envd_version, metadata}.
+--- cpu_count, memory_mb, disk_mb, envd_version, metadata,
+--- allow_internet_access (nil when the engine does not say), network
+--- (E2B's names as above, the egress proxy without its password, or nil)}.
 function Sandbox.get_info(sb, t)
   t = options(t, REQ, "sandbox:get_info")
   local rc, info = core.asb_sandbox_get_info(sandbox_h(sb, 2), call_options(t.request_timeout_ms))
   if rc < 0 then return fail(rc, "sandbox:get_info") end
-  return core.asblua_sandbox_info(info)
+  return info_table(info)
+end
+
+local UPDATE_NET = set({ "allow_out", "deny_out", "rules", "egress_proxy",
+                         "allow_internet_access", "allowOut", "denyOut", "egressProxy",
+                         "allowInternetAccess", "egress_bytes_per_second", "max_connections",
+                         "egressBytesPerSecond", "maxConnections", "request_timeout_ms" })
+
+--- sb:update_network{ allow_out, deny_out, rules, egress_proxy,
+--- allow_internet_access }: replace the egress rules, live; what is left out
+--- is cleared.
+function Sandbox.update_network(sb, t)
+  t = options(t, UPDATE_NET, "sandbox:update_network")
+  local n = {}
+  for k, v in pairs(t) do if k ~= "request_timeout_ms" then n[k] = v end end
+  local allow = t.allow_internet_access
+  if allow == nil then allow = t.allowInternetAccess end
+  local rc = core.asb_sandbox_update_network(sandbox_h(sb, 2), internet(allow),
+                                             network_json(n, true, "sandbox:update_network"),
+                                             call_options(t.request_timeout_ms))
+  if rc < 0 then return fail(rc, "sandbox:update_network") end
+  return true
 end
 
 --- sb:get_metrics{ start, ["end"] } (Unix seconds): a list of samples

@@ -6,6 +6,7 @@
 // SPDX-License-Identifier: Apache-2.0
 const base = require('./sandbox.js')
 const errors = require('./errors.js')
+const { ALL_TRAFFIC } = require('./network.js')
 
 class SandboxPaginator {
   constructor(cls, opts = {}) {
@@ -93,6 +94,7 @@ const FileType = Object.freeze({ FILE: 'file', DIR: 'dir', SYMLINK: 'symlink' })
 const FilesystemEventType = Object.freeze({ CHMOD: 'chmod', CREATE: 'create', REMOVE: 'remove', RENAME: 'rename', WRITE: 'write' })
 
 module.exports = {
+  ALL_TRAFFIC,
   Sandbox,
   SandboxPaginator,
   E2B,

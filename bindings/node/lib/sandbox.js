@@ -5,6 +5,7 @@
 const { N, EV, EVENTS, invoke, ms, pairs, client, connOf, callOpts, abortError, asyncDispose, isThenable } = require('./native.js')
 const E = require('./errors.js')
 const { Agents } = require('./agents.js')
+const NET = require('./network.js')
 
 const KIND = { client: 1, sandbox: 2, process: 3, watch: 4 }
 
@@ -45,7 +46,9 @@ function sandboxInfo(i) {
     cpuCount: i.cpuCount,
     memoryMB: i.memoryMB,
     diskMB: i.diskMB,
-    envdVersion: i.envdVersion
+    envdVersion: i.envdVersion,
+    allowInternetAccess: i.allowInternetAccess,
+    network: NET.networkInfo(i.networkJson)
   }
 }
 
@@ -742,7 +745,10 @@ class Sandbox {
 
   /**
    * A new sandbox: create(template?, {template, timeoutMs, envs, metadata,
-   * autoPause, requestTimeoutMs, signal, ...connection options}).
+   * autoPause, allowInternetAccess, network, requestTimeoutMs, signal,
+   * ...connection options}). allowInternetAccess (default true) and
+   * network ({allowOut, denyOut, rules, egressProxy, allowPublicTraffic,
+   * maskRequestHost}) are E2B's.
    */
   static async create(template, opts) {
     if (template && typeof template === 'object') {
@@ -757,7 +763,9 @@ class Sandbox {
       metadata: pairs(opts.metadata, '='),
       envs: envList(opts.envs),
       autoPause: !!opts.autoPause,
-      requestTimeoutMs: opts.requestTimeoutMs === undefined ? 0 : ms(opts.requestTimeoutMs)
+      requestTimeoutMs: opts.requestTimeoutMs === undefined ? 0 : ms(opts.requestTimeoutMs),
+      allowInternetAccess: NET.internet(opts.allowInternetAccess),
+      networkJson: NET.networkJson(opts.network, false)
     }], { signal: opts.signal })
     return new this(made, c, conn)
   }
@@ -835,6 +843,16 @@ class Sandbox {
     }
   }
 
+  /** updateNetwork of a sandbox by id, without connecting (no resume). */
+  static async updateNetwork(sandboxId, network, opts = {}) {
+    const s = await this._attach(sandboxId, opts)
+    try {
+      await s.updateNetwork(network, opts)
+    } finally {
+      s.close()
+    }
+  }
+
   static async getMetrics(sandboxId, opts = {}) {
     const s = await this._attach(sandboxId, opts)
     try {
@@ -896,6 +914,16 @@ class Sandbox {
   async resume(opts = {}) {
     await this._op(5, opts.timeoutMs ? Math.round(opts.timeoutMs) : 0, opts)
     return this
+  }
+
+  /**
+   * Replace the egress rules, live (E2B's updateNetwork): {allowOut,
+   * denyOut, rules, egressProxy, allowInternetAccess}; what is left out is
+   * cleared.
+   */
+  async updateNetwork(network, opts = {}) {
+    const n = network || {}
+    await invoke(N.sandboxUpdateNetwork, [this._h, NET.internet(n.allowInternetAccess), NET.networkJson(n, true) || null, callOpts(opts)], { signal: opts.signal })
   }
 
   async getInfo(opts = {}) {

@@ -108,6 +108,8 @@ static void w_sandbox_create(anode_call *base) {
   o.envs = (const char *const *)c->v[1];
   o.auto_pause = c->i[0];
   o.request_timeout_ms = c->l[1];
+  o.allow_internet_access = c->i[1];
+  o.network_json = c->s[1];
   o.cancel = base->cancel;
   asb_sandbox *sb = NULL;
   int rc = asb_sandbox_create(&sb, c->client, &o);
@@ -126,7 +128,9 @@ static napi_value js_sandbox_create(napi_env env, napi_callback_info info) {
       anode_opt_long(env, o, "timeoutMs", &c->l[0]) ||
       anode_opt_strv(env, o, "metadata", &c->v[0]) || anode_opt_strv(env, o, "envs", &c->v[1]) ||
       anode_opt_bool(env, o, "autoPause", &c->i[0]) ||
-      anode_opt_long(env, o, "requestTimeoutMs", &c->l[1]))
+      anode_opt_long(env, o, "requestTimeoutMs", &c->l[1]) ||
+      anode_opt_int(env, o, "allowInternetAccess", &c->i[1]) ||
+      anode_opt_string(env, o, "networkJson", &c->s[1]))
     return gen_discard(env, c);
   c->base.work = w_sandbox_create;
   c->base.result = r_sandbox;
@@ -299,6 +303,32 @@ static napi_value js_sandbox_kill_id(napi_env env, napi_callback_info info) {
   return anode_call_submit(env, &c->base, b);
 }
 
+static void w_update_network(anode_call *base) {
+  gen_call *c = (gen_call *)base;
+  asb_call_options call = gen_callopts(c);
+  int rc = asb_sandbox_update_network(c->sb, (int)c->l[0], c->s[0], &call);
+  if (rc < 0) anode_call_fail(base, rc);
+}
+
+/* sandboxUpdateNetwork(sandbox, allowInternetAccess (1, -1, 0),
+ * networkJson or null, callOpts, cb); the value is the C status. */
+static napi_value js_sandbox_update_network(napi_env env, napi_callback_info info) {
+  GEN_ARGS(5);
+  gen_call *c = gen_new(env, argv[4]);
+  if (!c) return NULL;
+  anode_box *b = gen_sandbox(env, c, argv[0]);
+  napi_valuetype t = napi_undefined;
+  napi_typeof(env, argv[2], &t);
+  if (!b || anode_get_long(env, argv[1], &c->l[0]) ||
+      (t != napi_null && t != napi_undefined && anode_get_string(env, argv[2], &c->s[0])) ||
+      gen_read_callopts(env, c, argv[3]))
+    return gen_discard(env, c);
+  c->base.work = w_update_network;
+  c->base.result = r_rc;
+  c->base.cleanup = gen_cleanup;
+  return anode_call_submit(env, &c->base, b);
+}
+
 /* ---- info, list, metrics ------------------------------------------------------------- */
 
 static napi_value info_value(napi_env env, const asb_sandbox_info *i) {
@@ -320,6 +350,15 @@ static napi_value info_value(napi_env env, const asb_sandbox_info *i) {
     if (key) anode_set(env, md, key, anode_str(env, asb_sandbox_info_metadata_value(i, k)));
   }
   anode_set(env, o, "metadata", md);
+  int iae = asb_sandbox_info_allow_internet_access(i);
+  if (iae >= 0) {
+    napi_value bv;
+    napi_get_boolean(env, iae == 1, &bv);
+    anode_set(env, o, "allowInternetAccess", bv);
+  }
+  /* the JS side parses it (JSON.parse): E2B's SandboxNetworkInfo as is */
+  const char *net = asb_sandbox_info_network_json(i);
+  if (net) anode_set(env, o, "networkJson", anode_str(env, net));
   return o;
 }
 
@@ -767,6 +806,7 @@ const anode_fn anode_client_fns[] = {{"clientNew", js_client_new},
                                      {"sandboxOp", js_sandbox_op},
                                      {"sandboxKillId", js_sandbox_kill_id},
                                      {"sandboxGetInfo", js_sandbox_get_info},
+                                     {"sandboxUpdateNetwork", js_sandbox_update_network},
                                      {"sandboxList", js_sandbox_list},
                                      {"sandboxGetMetrics", js_sandbox_get_metrics},
                                      {"sessionSave", js_session_save},

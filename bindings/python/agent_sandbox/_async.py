@@ -520,18 +520,22 @@ class Sandbox:
     async def create(cls, template: Optional[str] = "base", *, timeout: Optional[float] = 300,
                      metadata: Optional[Mapping[str, str]] = None,
                      envs: Optional[Mapping[str, str]] = None, auto_pause: bool = False,
-                     request_timeout: Optional[float] = None, **conn: Any) -> "Sandbox":
+                     request_timeout: Optional[float] = None,
+                     allow_internet_access: Optional[bool] = None,
+                     network: Optional[Mapping[str, Any]] = None, **conn: Any) -> "Sandbox":
         """Create a sandbox from ``template`` that lives ``timeout`` seconds.
 
         ``metadata`` is yours to filter :meth:`list` by; ``envs`` are set for
         every command; ``auto_pause`` pauses instead of killing at the
-        timeout. Connection options (``api_key``, ``api_url``, ``domain``,
+        timeout; ``allow_internet_access`` and ``network`` are E2B's (see
+        :meth:`agent_sandbox.sync.Sandbox.create`). Connection options (``api_key``, ``api_url``, ``domain``,
         ``sandbox_url``, ``debug``, ``headers``, ``request_timeout``) default
         to ``ASB_*`` / ``E2B_*`` variables and, with nothing set, to the
         local engine (started if needed).
         """
         s = await N.run(S.Sandbox.create, template, timeout=timeout, metadata=metadata,
                         envs=envs, auto_pause=auto_pause, request_timeout=request_timeout,
+                        allow_internet_access=allow_internet_access, network=network,
                         **conn)
         return cls(s)
 
@@ -587,6 +591,24 @@ class Sandbox:
     async def get_info(self, *, request_timeout: Optional[float] = None) -> SandboxInfo:
         return await N.run(self._sync.get_info, request_timeout=request_timeout)
 
+    @classmethod
+    async def update_network_by_id(cls, sandbox_id: str,
+                                   network: Optional[Mapping[str, Any]] = None, *,
+                                   allow_internet_access: Optional[bool] = None,
+                                   request_timeout: Optional[float] = None, **conn: Any) -> None:
+        """:meth:`update_network` of a sandbox by id, without connecting to it."""
+        await N.run(S.Sandbox.update_network_by_id, sandbox_id, network,
+                    allow_internet_access=allow_internet_access,
+                    request_timeout=request_timeout, **conn)
+
+    async def update_network(self, network: Optional[Mapping[str, Any]] = None, *,
+                             allow_internet_access: Optional[bool] = None,
+                             request_timeout: Optional[float] = None) -> None:
+        """Replace the sandbox's egress rules, live (see
+        :meth:`agent_sandbox.sync.Sandbox.update_network`)."""
+        await N.run(self._sync.update_network, network,
+                    allow_internet_access=allow_internet_access, request_timeout=request_timeout)
+
     async def is_running(self, *, request_timeout: Optional[float] = None) -> bool:
         return await N.run(self._sync.is_running, request_timeout=request_timeout)
 
@@ -618,6 +640,7 @@ class Sandbox:
     set_timeout_sync = _twin("set_timeout")
     get_info_sync = _twin("get_info")
     is_running_sync = _twin("is_running")
+    update_network_sync = _twin("update_network")
     pause_sync = _twin("pause")
     resume_sync = _twin("resume")
     get_metrics_sync = _twin("get_metrics")

@@ -30,6 +30,7 @@ from typing import (
 )
 
 from . import _native as N
+from . import _netconf
 from . import exceptions as E
 from . import lowlevel as ll
 from .git import Git
@@ -1035,8 +1036,15 @@ class Sandbox:
     def create(cls, template: Optional[str] = "base", *, timeout: Optional[float] = 300,
                metadata: Optional[Mapping[str, str]] = None, envs: Envs = None,
                auto_pause: bool = False, request_timeout: Optional[float] = None,
+               allow_internet_access: Optional[bool] = None,
+               network: Optional[Mapping[str, Any]] = None,
                **conn: Any) -> "Sandbox":
         """Create a sandbox from ``template`` that lives ``timeout`` seconds.
+
+        ``allow_internet_access`` (default: allowed) and ``network`` are
+        E2B's: ``network={"allow_out": [...], "deny_out": [...], "rules":
+        {...}, "egress_proxy": {...}, "allow_public_traffic": False,
+        "mask_request_host": "..."}`` (E2B's wire names work too).
 
         Connection options (``api_key``, ``api_url``, ``domain``,
         ``sandbox_url``, ``debug``, ``headers``, ...) default to the
@@ -1056,6 +1064,10 @@ class Sandbox:
         o.auto_pause = 1 if auto_pause else 0
         if request_timeout is not None:
             o.request_timeout_ms = N.ms(request_timeout)
+        o.allow_internet_access = _netconf.internet(allow_internet_access)
+        nj = _netconf.to_json(network)
+        if nj is not None:
+            o.network_json = nj
         o.cancel = N.current_cancel()
         h = N.call(ll.asb_sandbox_create, c, o)
         return cls(h, c, conn)
@@ -1150,6 +1162,39 @@ class Sandbox:
     def get_info(self, *, request_timeout: Optional[float] = None) -> SandboxInfo:
         info = N.call(ll.asb_sandbox_get_info, self._h, _call_options(request_timeout))
         return SandboxInfo._from_dict(ll.asbpy_sandbox_info_dict(info), self.sandbox_domain)
+
+    @classmethod
+    def get_info_by_id(cls, sandbox_id: str, *, request_timeout: Optional[float] = None,
+                       **conn: Any) -> SandboxInfo:
+        """:meth:`get_info` of a sandbox by id, without connecting to it (a
+        paused sandbox stays paused)."""
+        c = N.client(**conn)
+        h = N.call(ll.asb_sandbox_attach, c, sandbox_id, None)
+        return cls(h, c, conn).get_info(request_timeout=request_timeout)
+
+    @classmethod
+    def update_network_by_id(cls, sandbox_id: str, network: Optional[Mapping[str, Any]] = None,
+                             *, allow_internet_access: Optional[bool] = None,
+                             request_timeout: Optional[float] = None, **conn: Any) -> None:
+        """:meth:`update_network` of a sandbox by id, without connecting to it
+        (a paused sandbox stays paused)."""
+        c = N.client(**conn)
+        h = N.call(ll.asb_sandbox_attach, c, sandbox_id, None)
+        cls(h, c, conn).update_network(network, allow_internet_access=allow_internet_access,
+                                       request_timeout=request_timeout)
+
+    def update_network(self, network: Optional[Mapping[str, Any]] = None, *,
+                       allow_internet_access: Optional[bool] = None,
+                       request_timeout: Optional[float] = None) -> None:
+        """Replace the sandbox's egress rules, live (E2B's ``update_network``):
+        ``allow_out``, ``deny_out``, ``rules``, ``egress_proxy``; whatever is
+        left out is cleared. ``allow_internet_access`` may also be given in
+        ``network``, as E2B's ``SandboxNetworkUpdate`` does."""
+        if network is not None and allow_internet_access is None:
+            allow_internet_access = network.get("allow_internet_access",
+                                                network.get("allowInternetAccess"))
+        N.call(ll.asb_sandbox_update_network, self._h, _netconf.internet(allow_internet_access),
+               _netconf.to_json(network, update=True), _call_options(request_timeout))
 
     def is_running(self, *, request_timeout: Optional[float] = None) -> bool:
         """True if the sandbox runs and its agent answers."""

@@ -198,9 +198,17 @@ class SandboxInfo:
     envd_version: Optional[str]
     disk_mb: int = 0
     sandbox_domain: Optional[str] = None
+    allow_internet_access: Optional[bool] = None
+    """As the engine reports it; None when it does not say."""
+    network: Optional[Dict[str, Any]] = None
+    """The effective network config with E2B's Python names (``allow_out``,
+    ``deny_out``, ``rules``, ``egress_proxy`` without its password,
+    ``allow_public_traffic``, ``mask_request_host``), or None."""
 
     @classmethod
     def _from_dict(cls, d: Dict[str, Any], domain: Optional[str] = None) -> "SandboxInfo":
+        from ._netconf import from_json
+        iae = d.get("allow_internet_access", -1)
         state = d.get("state") or "running"
         try:
             st = SandboxState(state)
@@ -219,6 +227,8 @@ class SandboxInfo:
             envd_version=d.get("envd_version"),
             disk_mb=d.get("disk_mb") or 0,
             sandbox_domain=domain,
+            allow_internet_access=None if iae is None or iae < 0 else bool(iae),
+            network=from_json(d.get("network")),
         )
 
 

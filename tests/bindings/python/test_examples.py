@@ -102,3 +102,4 @@ def test_agents(engine):
     assert "turn 1: completed, final message 'done'" in out
     assert "/tmp/x: hi" in out
     assert out[-1] == "turn 2: recall: yes"
+

@@ -70,8 +70,32 @@ from ..models import (
 )
 from ..models import Execution as _NativeExecution
 from ..git import AsyncGit, Git
+from .._netconf import ALL_TRAFFIC
+from .._netconf import EgressProxy as SandboxEgressProxyOpts
+from .._netconf import EgressProxyInfo as SandboxEgressProxyInfo
+from .._netconf import NetworkInfo as SandboxNetworkInfo
+from .._netconf import NetworkOpts as SandboxNetworkOpts
+from .._netconf import NetworkUpdate as SandboxNetworkUpdate
+from .._netconf import Rule as SandboxNetworkRule
+from .._netconf import Rules as SandboxNetworkRules
+from .._netconf import SelectorContext as SandboxNetworkSelectorContext
+from .._netconf import Selector as SandboxNetworkSelector
+from .._netconf import Transform as SandboxNetworkTransform
+from .._netconf import TransformContext as SandboxNetworkTransformContext
 
 __all__ = [
+    "ALL_TRAFFIC",
+    "SandboxEgressProxyOpts",
+    "SandboxEgressProxyInfo",
+    "SandboxNetworkInfo",
+    "SandboxNetworkOpts",
+    "SandboxNetworkUpdate",
+    "SandboxNetworkRule",
+    "SandboxNetworkRules",
+    "SandboxNetworkSelector",
+    "SandboxNetworkSelectorContext",
+    "SandboxNetworkTransform",
+    "SandboxNetworkTransformContext",
     "Sandbox",
     "AsyncSandbox",
     "CommandResult",
@@ -560,11 +584,12 @@ def _lifecycle_auto_pause(lifecycle: Any) -> bool:
 def _create_args(template: Optional[str], timeout: Optional[int], metadata: Any, envs: Any,
                  secure: bool, allow_internet_access: bool, lifecycle: Any,
                  extra: Dict[str, Any], opts: Dict[str, Any]) -> Dict[str, Any]:
-    for k in ("mcp", "network", "iam", "volume_mounts"):
+    for k in ("mcp", "iam", "volume_mounts"):
         _unsupported(k, extra.get(k), None)
     auto_pause = _lifecycle_auto_pause(lifecycle)
     return dict(template=template, timeout=timeout or 300, metadata=metadata, envs=envs,
-                auto_pause=auto_pause, **_conn(opts))
+                auto_pause=auto_pause, allow_internet_access=allow_internet_access,
+                network=extra.get("network"), **_conn(opts))
 
 
 class Sandbox:
@@ -658,6 +683,14 @@ class Sandbox:
 
     get_metrics = _dual(_get_metrics_inst, _get_metrics_cls)
 
+    def _update_network_inst(self, network: Any = None, **opts: Any) -> None:
+        self._s.update_network(network, request_timeout=opts.get("request_timeout"))
+
+    def _update_network_cls(cls, sandbox_id: str, network: Any = None, **opts: Any) -> None:
+        S.Sandbox.update_network_by_id(sandbox_id, network, **_conn(opts))
+
+    update_network = _dual(_update_network_inst, _update_network_cls)
+
     def _pause_inst(self, keep_memory: bool = True, **opts: Any) -> bool:
         return self._s.pause()
 
@@ -739,11 +772,10 @@ class Sandbox:
 
 
 def _attach_by_list(sandbox_id: str, conn: Dict[str, Any]) -> SandboxInfo:
-    """get_info by id: connect would resume a paused sandbox, so read the list."""
-    for info in S.Sandbox.list(**conn):
-        if info.sandbox_id == sandbox_id:
-            return info
-    raise SandboxNotFoundException(f"sandbox {sandbox_id} not found")
+    """get_info by id: connect would resume a paused sandbox, so GET
+    /sandboxes/{id} through a handle made without a call (as E2B's by-id
+    get_info does; the list's entries have no network config)."""
+    return S.Sandbox.get_info_by_id(sandbox_id, **conn)
 
 
 def _pause_by_id(sandbox_id: str, conn: Dict[str, Any]) -> bool:
@@ -1008,6 +1040,15 @@ class AsyncSandbox:
         return await sb.get_metrics(start, end)
 
     get_metrics = _dual(_get_metrics_inst, _get_metrics_cls)
+
+    async def _update_network_inst(self, network: Any = None, **opts: Any) -> None:
+        await self._s.update_network(network, request_timeout=opts.get("request_timeout"))
+
+    async def _update_network_cls(cls, sandbox_id: str, network: Any = None,
+                                  **opts: Any) -> None:
+        await A.Sandbox.update_network_by_id(sandbox_id, network, **_conn(opts))
+
+    update_network = _dual(_update_network_inst, _update_network_cls)
 
     async def _pause_inst(self, keep_memory: bool = True, **opts: Any) -> bool:
         return await self._s.pause()

@@ -1,6 +1,6 @@
 // An E2B-typed program against agent-sandbox/compat (type-checked only).
 // SPDX-License-Identifier: Apache-2.0
-import { Sandbox, CommandExitError, SandboxPaginator, E2B, type SandboxInfo } from 'agent-sandbox/compat'
+import { Sandbox, CommandExitError, SandboxPaginator, E2B, ALL_TRAFFIC, type SandboxInfo, type SandboxNetworkInfo } from 'agent-sandbox/compat'
 import { Sandbox as CodeSandbox, type Execution } from 'agent-sandbox/compat/code-interpreter'
 
 async function main(): Promise<void> {
@@ -14,6 +14,15 @@ async function main(): Promise<void> {
   await again.betaPause()
   const client = new E2B({ apiKey: 'x' })
   const viaClient: Sandbox = await client.Sandbox.create()
+  const net = await Sandbox.create({
+    allowInternetAccess: false,
+    network: { allowOut: ({ rules }) => [...rules.keys()], denyOut: [ALL_TRAFFIC], egressProxy: { address: '198.18.0.20:1080' }, rules: { 'a.test': [{ transform: { headers: { A: 'b' } } }] } }
+  })
+  await net.updateNetwork({ allowOut: ['198.18.0.10'], allowInternetAccess: false })
+  await Sandbox.updateNetwork(net.sandboxId, {})
+  const netInfo: SandboxNetworkInfo | undefined = (await net.getInfo()).network
+  const denied: string[] | undefined = netInfo?.denyOut
+  void denied
   const ci = await CodeSandbox.create()
   const ex: Execution = await ci.runCode('x = 1; x += 1; x')
   const t: string | undefined = ex.text

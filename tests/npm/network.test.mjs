@@ -1,0 +1,70 @@
+// The stock E2B JS SDK (npm "e2b", pinned) passing its network options to a
+// real agent-sandboxd, configured only by E2B_* variables: create with
+// allowInternetAccess and network, getInfo's network, updateNetwork (on the
+// instance and by id). What the rules do to packets is the datapath's tests'
+// (closed topology); no packet is sent here.
+// Run: ENGINE_BIN=... node --test network.test.mjs   (as root)
+// SPDX-License-Identifier: Apache-2.0
+import { test, before, after } from 'node:test'
+import assert from 'node:assert/strict'
+import { startEngine } from '../support/engine.mjs'
+
+let engine
+let e2b
+
+before(async () => {
+  engine = await startEngine('npm-network')
+  e2b = await import('e2b')
+})
+
+after(async () => {
+  await engine.stop()
+})
+
+// The SDK sends NewSandbox's allow_internet_access; the engine's create
+// (core/engine/api.c) reads only allowInternetAccess, so this sandbox comes
+// up with internet on. A known engine bug, reported; the todo keeps it
+// visible in every run until the engine reads E2B's spelling.
+test('allowInternetAccess: false at create', { todo: 'the engine\'s create ignores allow_internet_access (E2B\'s spelling)' }, async () => {
+  const sbx = await e2b.Sandbox.create({ timeoutMs: 60_000, allowInternetAccess: false })
+  try {
+    assert.equal((await sbx.getInfo()).allowInternetAccess, false)
+  } finally {
+    await sbx.kill()
+  }
+})
+
+test('network options through the stock SDK', async () => {
+  const sbx = await e2b.Sandbox.create({
+    timeoutMs: 60_000,
+    network: {
+      allowOut: ({ rules }) => [...rules.keys(), '198.18.0.10'],
+      denyOut: ['198.18.0.66'],
+      rules: { 'api.example.test': [{ transform: { headers: { 'X-Test': 'yes' } } }] }
+    }
+  })
+  try {
+    let info = await sbx.getInfo()
+    assert.equal(info.allowInternetAccess, true)
+    assert.deepEqual(new Set(info.network.allowOut), new Set(['api.example.test', '198.18.0.10']))
+    assert.deepEqual(info.network.denyOut, ['198.18.0.66'])
+    assert.deepEqual(info.network.rules['api.example.test'][0].transform.headers, { 'X-Test': 'yes' })
+
+    await sbx.updateNetwork({ denyOut: [e2b.ALL_TRAFFIC], allowOut: ['198.18.0.11'], allowInternetAccess: false })
+    info = await sbx.getInfo()
+    assert.equal(info.allowInternetAccess, false)
+    assert.deepEqual(info.network.allowOut, ['198.18.0.11'])
+    assert.deepEqual(info.network.denyOut, ['0.0.0.0/0'])
+    assert.ok(!info.network.rules || Object.keys(info.network.rules).length === 0)
+
+    await e2b.Sandbox.updateNetwork(sbx.sandboxId, { allowInternetAccess: true })
+    info = await e2b.Sandbox.getInfo(sbx.sandboxId)
+    assert.equal(info.allowInternetAccess, true)
+    assert.ok(!info.network || !info.network.allowOut || info.network.allowOut.length === 0)
+
+    await assert.rejects(sbx.updateNetwork({ allowOut: ['198.18.0.0/99'] }), (e) => /198\.18\.0\.0\/99/.test(e.message))
+  } finally {
+    await sbx.kill()
+  }
+  await assert.rejects(e2b.Sandbox.updateNetwork(sbx.sandboxId, {}), e2b.SandboxNotFoundError)
+})
