@@ -260,8 +260,11 @@ static void create(engine *e, api_req *q, api_reply *r) {
   if (string_map(body, "metadata", &metadata, r) || string_map(body, "envVars", &env_vars, r))
     goto out;
   char why[512];
-  if (asbn_policy_parse(cJSON_GetObjectItemCaseSensitive(body, "allowInternetAccess"),
-                        cJSON_GetObjectItemCaseSensitive(body, "network"), &net, why,
+  /* E2B's create body spells it allow_internet_access (NewSandbox; the
+   * stock SDKs send that); the replies' allowInternetAccess is taken too */
+  const cJSON *aia = cJSON_GetObjectItemCaseSensitive(body, "allow_internet_access");
+  if (!aia) aia = cJSON_GetObjectItemCaseSensitive(body, "allowInternetAccess");
+  if (asbn_policy_parse(aia, cJSON_GetObjectItemCaseSensitive(body, "network"), &net, why,
                         sizeof why) != 0) {
     api_error(r, 400, "%s", why);
     goto out;

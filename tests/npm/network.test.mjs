@@ -21,11 +21,9 @@ after(async () => {
   await engine.stop()
 })
 
-// The SDK sends NewSandbox's allow_internet_access; the engine's create
-// (core/engine/api.c) reads only allowInternetAccess, so this sandbox comes
-// up with internet on. A known engine bug, reported; the todo keeps it
-// visible in every run until the engine reads E2B's spelling.
-test('allowInternetAccess: false at create', { todo: 'the engine\'s create ignores allow_internet_access (E2B\'s spelling)' }, async () => {
+// The SDK sends NewSandbox's allow_internet_access (E2B's create spelling;
+// GET replies say allowInternetAccess).
+test('allowInternetAccess: false at create', async () => {
   const sbx = await e2b.Sandbox.create({ timeoutMs: 60_000, allowInternetAccess: false })
   try {
     assert.equal((await sbx.getInfo()).allowInternetAccess, false)
