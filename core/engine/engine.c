@@ -14,6 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "api_builder.h"
 #include "build.h"
 #include "lifecycle.h"
 #include "proto/url.h"
@@ -234,6 +235,7 @@ fail:
 }
 
 void engine_close(engine *e, int kill_sandboxes) {
+  api_builder_close(e); /* its builds first: they use the runtime */
   lifecycle_stop(e);
   size_t n = 0;
   sbx **v = reg_list(e, &n);

@@ -59,6 +59,7 @@ typedef struct engine {
   int lc_kick_fd; /* eventfd that wakes the thread; -1 when not running */
   int stopping;   /* under mu */
   void *server;   /* server.c's state */
+  void *builder;  /* api_builder.c's state (E2B's Template builder) */
 } engine;
 
 /* A zeroed engine with its locks made and nothing running (engine.c). */

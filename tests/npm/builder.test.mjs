@@ -1,0 +1,107 @@
+// E2B's Template builder (the stock npm "e2b" package's Template,
+// Template.build) against a real agent-sandboxd: the build API
+// (POST /v3/templates, file uploads, POST /v2/templates/{id}/builds/{b},
+// the status polling), then sandboxes of the built template.
+// Run: ENGINE_BIN=... node --test builder.test.mjs   (as root)
+// SPDX-License-Identifier: Apache-2.0
+import { test, before, after } from 'node:test'
+import assert from 'node:assert/strict'
+import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import { startEngine } from '../support/engine.mjs'
+
+let engine
+let e2b
+let ctx
+
+before(async () => {
+  engine = await startEngine('npm-builder')
+  e2b = await import('e2b')
+  ctx = fs.mkdtempSync(path.join(os.tmpdir(), 'asb-builder-'))
+  fs.mkdirSync(path.join(ctx, 'folder'))
+  fs.writeFileSync(path.join(ctx, 'folder', 'a.txt'), 'file a\n')
+  fs.writeFileSync(path.join(ctx, 'folder', 'b.txt'), 'file b\n')
+  fs.symlinkSync('a.txt', path.join(ctx, 'folder', 'link.txt'))
+  fs.writeFileSync(path.join(ctx, 'app.sh'), '#!/bin/sh\necho app\n')
+})
+
+after(async () => {
+  await engine.stop()
+  if (ctx) fs.rmSync(ctx, { recursive: true, force: true })
+})
+
+test('Template.build, then Sandbox.create from its name', async () => {
+  const logs = []
+  const t = e2b.Template({ fileContextPath: ctx })
+    .fromTemplate('base')
+    .runCmd('echo hi > /home/user/hello')
+    .runCmd('test "$(id -un)" = root && echo root-ok > /opt/root-was-here', { user: 'root' })
+    .copy('folder/*', 'folder')
+    .copy('app.sh', '/opt/app/app.sh', { user: 'root', mode: 0o755 })
+    .setEnvs({ GREETING: "it's a test", OTHER: 'two words' })
+    .runCmd('echo "$GREETING" > /home/user/env-at-build')
+    .makeDir('/home/user/made')
+    .makeSymlink('/home/user/hello', '/home/user/hello.link')
+    .setWorkdir('/srv/app')
+    .runCmd('pwd > /srv/app/where')
+    .setStartCmd('echo started > /srv/app/started; sleep infinity', 'test -f /srv/app/started')
+  const info = await e2b.Template.build(t, 'npm-built', {
+    cpuCount: 1,
+    memoryMB: 256,
+    onBuildLogs: (l) => logs.push(l),
+  })
+  assert.equal(info.name, 'npm-built')
+  assert.match(info.templateId, /^[A-Za-z0-9]{20}$/)
+  assert.ok(logs.some((l) => /ready in/.test(l.message)), 'the build log came through the status')
+  assert.equal(await e2b.Template.exists('npm-built'), true)
+  assert.equal(await e2b.Template.exists('npm-never-built'), false)
+
+  const sbx = await e2b.Sandbox.create('npm-built', { timeoutMs: 120_000 })
+  try {
+    const run = async (cmd, opts) => (await sbx.commands.run(cmd, opts)).stdout
+    assert.equal(await run('cat /home/user/hello'), 'hi\n')
+    assert.equal(await run('cat /opt/root-was-here'), 'root-ok\n')
+    // copy 'folder/*' -> 'folder' (relative to the workdir, /home/user), owned by user
+    assert.equal(await run('cat /home/user/folder/a.txt /home/user/folder/b.txt'), 'file a\nfile b\n')
+    assert.equal(await run('readlink /home/user/folder/link.txt'), 'a.txt\n')
+    assert.equal(await run('stat -c %U /home/user/folder/a.txt'), 'user\n')
+    assert.equal(await run('stat -c "%U %a" /opt/app/app.sh'), 'root 755\n')
+    assert.equal(await run('/opt/app/app.sh'), 'app\n')
+    // ENV: in later build steps and in the sandbox's commands
+    assert.equal(await run('cat /home/user/env-at-build'), "it's a test\n")
+    assert.equal(await run('echo "$GREETING|$OTHER"'), "it's a test|two words\n")
+    assert.equal(await run('test -d /home/user/made && readlink /home/user/hello.link'), '/home/user/hello\n')
+    // WORKDIR: later steps and the start command run there
+    assert.equal(await run('cat /srv/app/where'), '/srv/app\n')
+    // the start command ran (as user, in the workdir) before create returned
+    assert.equal(await run('cat /srv/app/started && stat -c %U /srv/app/started'), 'started\nuser\n')
+  } finally {
+    await sbx.kill()
+  }
+})
+
+test('a failing step fails Template.build with the step\'s output', async () => {
+  const t = e2b.Template().fromTemplate('base').runCmd('echo boom >&2; exit 7')
+  await assert.rejects(e2b.Template.build(t, 'npm-fails'), (e) => {
+    assert.ok(e instanceof e2b.BuildError, String(e))
+    assert.match(e.message, /exit code 7/)
+    assert.match(e.message, /boom/)
+    return true
+  })
+  assert.equal(await e2b.Template.exists('npm-fails'), false)
+})
+
+test('fromImage with a registry name is refused with the way out', async () => {
+  const t = e2b.Template().fromImage('ubuntu:22.04').runCmd('true')
+  await assert.rejects(e2b.Template.build(t, 'npm-image'), (e) => {
+    assert.match(e.message, /reaches no container registry/)
+    assert.match(e.message, /fromTemplate/)
+    return true
+  })
+})
+
+test('runCmd as a user the templates do not have is refused', async () => {
+  const t = e2b.Template().fromTemplate('base').runCmd('whoami', { user: 'root123' })
+  await assert.rejects(e2b.Template.build(t, 'npm-user'), /unknown user 'root123'/)
+})
