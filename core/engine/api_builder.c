@@ -42,6 +42,8 @@
 
 #define MAX_ENTRIES_PER_CALL 100 /* E2B's page of log entries */
 #define MAX_TAGS 64
+#define MAX_BUILDS_KEPT 16 /* finished builds kept per template (their logs) */
+#define MAX_TEMPLATES 1024 /* names requested in one engine run */
 #define BUILD_CONTEXT_MAX (BUILDER_UNPACKED_MAX + (1u << 20))
 
 typedef struct btag {
@@ -253,7 +255,9 @@ static void request_build(engine *e, api_req *q, api_reply *r) {
     } else {
       pthread_mutex_lock(&b->mu);
       btmpl *t = find_tmpl(b, name);
-      bbuild *x = calloc(1, sizeof *x);
+      size_t nt_all = 0;
+      for (btmpl *u = b->list; u; u = u->next) nt_all++;
+      bbuild *x = t || nt_all < MAX_TEMPLATES ? calloc(1, sizeof *x) : NULL;
       if (!t && x && (t = calloc(1, sizeof *t))) {
         if (ex)
           snprintf(t->id, sizeof t->id, "%s", ex->id);
@@ -267,7 +271,13 @@ static void request_build(engine *e, api_req *q, api_reply *r) {
           !(x->tags = calloc((size_t)nt + 2, sizeof *x->tags))) {
         if (x) build_free(x);
         pthread_mutex_unlock(&b->mu);
-        api_error(r, 500, "out of memory");
+        if (!t && nt_all >= MAX_TEMPLATES)
+          api_error(r, 429,
+                    "%d template names were requested in this engine run already; "
+                    "restart the engine to forget them",
+                    MAX_TEMPLATES);
+        else
+          api_error(r, 500, "out of memory");
       } else {
         t->cpu = ncpu;
         t->memory_mb = nmem;
@@ -285,6 +295,19 @@ static void request_build(engine *e, api_req *q, api_reply *r) {
           cJSON_AddItemToArray(ta, cJSON_CreateString(x->tags[i]));
         x->next = t->builds;
         t->builds = x;
+        /* forget the oldest finished builds (a build thread finds its own
+           by id, so a forgotten one is simply not updated) */
+        size_t kept = 0;
+        for (bbuild **pp = &t->builds; *pp;) {
+          bbuild *y = *pp;
+          int done_ = !strcmp(y->status, "ready") || !strcmp(y->status, "error");
+          if (++kept > MAX_BUILDS_KEPT && done_) {
+            *pp = y->next;
+            build_free(y);
+          } else {
+            pp = &y->next;
+          }
+        }
         cJSON_AddStringToObject(out, "templateID", t->id);
         cJSON_AddStringToObject(out, "buildID", x->id);
         cJSON_AddBoolToObject(out, "public", 0);

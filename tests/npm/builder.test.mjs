@@ -105,3 +105,49 @@ test('runCmd as a user the templates do not have is refused', async () => {
   const t = e2b.Template().fromTemplate('base').runCmd('whoami', { user: 'root123' })
   await assert.rejects(e2b.Template.build(t, 'npm-user'), /unknown user 'root123'/)
 })
+
+test('tags: the build\'s, assigned, listed, removed; a rebuild keeps the id', async () => {
+  const t = e2b.Template().fromTemplate('base').runCmd('echo v1 > /home/user/v')
+  const first = await e2b.Template.build(t, 'npm-tags:v1', { tags: ['stable'] })
+  assert.deepEqual([...first.tags].sort(), ['stable', 'v1'])
+  const assigned = await e2b.Template.assignTags('npm-tags:v1', ['prod'])
+  assert.deepEqual(assigned.tags, ['prod'])
+  let tags = await e2b.Template.getTags(first.templateId)
+  assert.deepEqual(tags.map((x) => x.tag).sort(), ['prod', 'stable', 'v1'])
+  assert.ok(tags.every((x) => x.buildId === first.buildId))
+  await e2b.Template.removeTags('npm-tags', ['stable'])
+  tags = await e2b.Template.getTags(first.templateId)
+  assert.deepEqual(tags.map((x) => x.tag).sort(), ['prod', 'v1'])
+  await assert.rejects(e2b.Template.assignTags('npm-tags:nope', ['x']), /not found/)
+  const t2 = e2b.Template().fromTemplate('base').runCmd('echo v2 > /home/user/v')
+  const second = await e2b.Template.build(t2, 'npm-tags:v2')
+  assert.equal(second.templateId, first.templateId)
+  assert.notEqual(second.buildId, first.buildId)
+  const sbx = await e2b.Sandbox.create('npm-tags', { timeoutMs: 60_000 })
+  try {
+    assert.equal((await sbx.commands.run('cat /home/user/v')).stdout, 'v2\n')
+  } finally {
+    await sbx.kill()
+  }
+})
+
+test('an upload without the URL\'s token (or the API key) is refused', async () => {
+  const base = process.env.E2B_API_URL
+  const res = await fetch(`${base}/v3/templates`, {
+    method: 'POST',
+    headers: { 'X-API-Key': process.env.E2B_API_KEY, 'Content-Type': 'application/json' },
+    body: JSON.stringify({ name: 'npm-upload' }),
+  })
+  assert.equal(res.status, 202)
+  const { templateID } = await res.json()
+  const hash = 'ab'.repeat(32)
+  const link = await (await fetch(`${base}/templates/${templateID}/files/${hash}`, {
+    headers: { 'X-API-Key': process.env.E2B_API_KEY },
+  })).json()
+  assert.equal(link.present, false)
+  const bare = link.url.replace(/\?.*$/, '')
+  assert.equal((await fetch(bare, { method: 'PUT', body: 'x' })).status, 401)
+  assert.equal((await fetch(`${bare}?token=${'0'.repeat(64)}`, { method: 'PUT', body: 'x' })).status, 401)
+  // with the token, a body that is no tar is refused and nothing is stored
+  assert.equal((await fetch(link.url, { method: 'PUT', body: 'not a tar' })).status, 400)
+})
