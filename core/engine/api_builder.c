@@ -512,13 +512,12 @@ static void trigger(engine *e, api_req *q, const char *id, const char *build_id,
   }
   cJSON_Delete(body);
   job *j = calloc(1, sizeof *j);
-  char *yaml = cJSON_PrintUnformatted(p.yaml);
-  int rc = j && yaml ? 0 : -1;
+  const char *yaml = p.yaml;
+  int rc = j ? 0 : -1;
   if (!rc) {
     asbi_buf_init(&j->ctx, BUILD_CONTEXT_MAX);
     rc = asbi_tar_add(&j->ctx, "template.yaml", ASBI_TAR_FILE, 0644, yaml, strlen(yaml), NULL);
   }
-  free(yaml);
   char err[600] = "";
   for (size_t i = 0; !rc && i < p.nhashes; i++) {
     char path[4400], prefix[128];

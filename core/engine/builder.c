@@ -27,7 +27,7 @@
 
 void builder_plan_free(builder_plan *p) {
   if (!p) return;
-  cJSON_Delete(p->yaml);
+  free(p->yaml);
   for (size_t i = 0; i < p->nhashes; i++) free(p->hashes[i]);
   free(p->hashes);
   free(p->step_of);
@@ -41,6 +41,7 @@ int builder_hash_ok(const char *s) {
   return n == 64;
 }
 
+static int emit(const cJSON *v, asbi_buf *b);
 static int fail(char *err, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static int fail(char *err, size_t len, const char *fmt, ...) {
   va_list ap;
@@ -193,7 +194,9 @@ static int translate_step(tr *t, int idx, const cJSON *st, char *err, size_t err
   int rc = 0;
   if (!strcmp(ty, "RUN")) {
     const char *c = arg(args, 0), *u = na > 1 && arg(args, 1)[0] ? arg(args, 1) : t->user;
-    if (!c || na > 2) return fail(err, errlen, "steps[%d] (RUN): args are [command, user?]", idx);
+    if (!c || !*c || na > 2)
+      return fail(err, errlen, "steps[%d] (RUN): args are [command, user?], the command not empty",
+                  idx);
     if (!owner_of(u))
       return fail(err, errlen,
                   "steps[%d] (RUN): unknown user '%s' (the local templates have root and user)",
@@ -365,7 +368,77 @@ int builder_translate(const cJSON *body, const char *name, int cpu, int memory_m
     }
   }
   cJSON_Delete(t.env);
-  p->yaml = y;
+  asbi_buf text = ASBI_BUF_INIT;
+  if (emit(y, &text) || !text.data) {
+    asbi_buf_free(&text);
+    cJSON_Delete(y);
+    builder_plan_free(p);
+    return fail(err, errlen, "the body's strings must be valid UTF-8");
+  }
+  cJSON_Delete(y);
+  p->yaml = asbi_buf_detach(&text, NULL);
+  return 0;
+}
+
+/* ---- template.yaml text ------------------------------------------------------------ */
+
+/* v as YAML flow text: mappings, lists, numbers and double-quoted strings
+ * with every character YAML might not take as is (controls, DEL, all of
+ * non-ASCII) escaped (\xXX, \uXXXX, \UXXXXXXXX), so any string the SDK
+ * sent reads back the same. -1 if a string is not valid UTF-8. Not
+ * cJSON_Print: JSON leaves DEL and C1 controls raw, which YAML refuses. */
+static int emit(const cJSON *v, asbi_buf *b) {
+  if (cJSON_IsObject(v) || cJSON_IsArray(v)) {
+    int obj = cJSON_IsObject(v), first = 1;
+    asbi_buf_putc(b, obj ? '{' : '[');
+    const cJSON *c;
+    cJSON_ArrayForEach(c, v) {
+      if (!first) asbi_buf_puts(b, ", ");
+      first = 0;
+      if (obj) {
+        cJSON k;
+        memset(&k, 0, sizeof k);
+        k.type = cJSON_String;
+        k.valuestring = c->string;
+        if (emit(&k, b)) return -1;
+        asbi_buf_puts(b, ": ");
+      }
+      if (emit(c, b)) return -1;
+    }
+    asbi_buf_putc(b, obj ? '}' : ']');
+    return 0;
+  }
+  if (cJSON_IsNumber(v)) return asbi_buf_printf(b, "%d", v->valueint) < 0 ? -1 : 0;
+  if (cJSON_IsBool(v)) return asbi_buf_puts(b, cJSON_IsTrue(v) ? "true" : "false") < 0 ? -1 : 0;
+  if (!cJSON_IsString(v)) return asbi_buf_puts(b, "null") < 0 ? -1 : 0;
+  const unsigned char *s = (const unsigned char *)v->valuestring;
+  size_t n = strlen(v->valuestring);
+  if (!asbi_utf8_valid((const char *)s, n)) return -1;
+  asbi_buf_putc(b, '"');
+  for (size_t i = 0; i < n;) {
+    unsigned c = s[i];
+    if (c == '"' || c == '\\') {
+      asbi_buf_putc(b, '\\');
+      asbi_buf_putc(b, (char)c);
+      i++;
+    } else if (c < 0x20 || c == 0x7f) {
+      asbi_buf_printf(b, "\\x%02x", c);
+      i++;
+    } else if (c < 0x80) {
+      asbi_buf_putc(b, (char)c);
+      i++;
+    } else {
+      size_t k = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : 2;
+      unsigned cp = c & (k == 4 ? 0x07 : k == 3 ? 0x0f : 0x1f);
+      for (size_t j = 1; j < k; j++) cp = (cp << 6) | (s[i + j] & 0x3f);
+      if (cp > 0xffff)
+        asbi_buf_printf(b, "\\U%08x", cp);
+      else
+        asbi_buf_printf(b, "\\u%04x", cp);
+      i += k;
+    }
+  }
+  asbi_buf_putc(b, '"');
   return 0;
 }
 

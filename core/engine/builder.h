@@ -20,7 +20,7 @@
 
 /* The translation of one trigger body. */
 typedef struct builder_plan {
-  cJSON *yaml;   /* the template.yaml (as JSON, which YAML reads) */
+  char *yaml;    /* the template.yaml text (YAML flow style) */
   char **hashes; /* the COPY steps' filesHash values, distinct */
   size_t nhashes;
   int force; /* "force" on the body or a step */

@@ -22,15 +22,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (builder_translate(body, "fuzz", 1, 256, &p, err, sizeof err)) {
       FUZZ_CHECK(err[0] != '\0');
     } else {
-      char *y = cJSON_PrintUnformatted(p.yaml);
+      const char *y = p.yaml;
       FUZZ_CHECK(y != NULL);
       asbi_tmpl_error te;
       cJSON *spec = asbi_tmpl_parse(y, strlen(y), &te);
+      if (!spec) fprintf(stderr, "%s\n%s\n", y, te.message);
       FUZZ_CHECK(spec != NULL);
       FUZZ_CHECK((size_t)cJSON_GetArraySize(cJSON_GetObjectItem(spec, "steps")) == p.nsteps);
       for (size_t i = 0; i < p.nhashes; i++) FUZZ_CHECK(builder_hash_ok(p.hashes[i]));
       cJSON_Delete(spec);
-      free(y);
       builder_plan_free(&p);
     }
     cJSON_Delete(body);
