@@ -79,6 +79,12 @@ test('Template.build, then Sandbox.create from its name', async () => {
   } finally {
     await sbx.kill()
   }
+  // the same template again: the files are there already, the build is cached
+  const again = []
+  const info2 = await e2b.Template.build(t, 'npm-built', { cpuCount: 1, memoryMB: 256, onBuildLogs: (l) => again.push(l.message) })
+  assert.equal(info2.templateId, info.templateId)
+  assert.ok(again.some((m) => /Skipping upload of 'folder\/\*', already cached/.test(m)), again.join('\n'))
+  assert.ok(again.some((m) => /^cached: the inputs are those of build/.test(m)), again.join('\n'))
 })
 
 test('a failing step fails Template.build with the step\'s output', async () => {
