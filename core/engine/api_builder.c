@@ -49,6 +49,7 @@
 typedef struct btag {
   char tag[129];
   char build_id[40];
+  char ours[40]; /* our build (template_info.build_id) */
   int64_t at_ms;
 } btag;
 
@@ -58,6 +59,7 @@ typedef struct bbuild {
   cJSON *entries;  /* BuildLogEntry[] */
   char *reason;
   int reason_step; /* E2B's step, -1 = none */
+  char ours[40];   /* ready: our build id (template_info.build_id) */
   char **tags;
   size_t ntags;
   struct bbuild *next;
@@ -86,7 +88,7 @@ static builder *B(engine *e) {
     builder *b = calloc(1, sizeof *b);
     if (b) {
       pthread_mutex_init(&b->mu, NULL);
-      e->builder = b;
+      __atomic_store_n(&e->builder, (void *)b, __ATOMIC_RELEASE);
     }
   }
   builder *b = e->builder;
@@ -455,6 +457,7 @@ static void *run_job(void *arg) {
       log_entry(x, "info", l);
     if (rc == 0) {
       snprintf(x->status, sizeof x->status, "ready");
+      snprintf(x->ours, sizeof x->ours, "%s", t->build_id);
       for (size_t i = 0; i < x->ntags && bt; i++) {
         size_t k = 0;
         while (k < bt->ntags && strcmp(bt->tags[k].tag, x->tags[i])) k++;
@@ -462,6 +465,7 @@ static void *run_job(void *arg) {
         if (k < MAX_TAGS) {
           snprintf(bt->tags[k].tag, sizeof bt->tags[k].tag, "%s", x->tags[i]);
           snprintf(bt->tags[k].build_id, sizeof bt->tags[k].build_id, "%s", x->id);
+          snprintf(bt->tags[k].ours, sizeof bt->tags[k].ours, "%s", x->ours);
           bt->tags[k].at_ms = asbi_unix_ms();
         }
       }
@@ -672,8 +676,9 @@ static void tags_assign(engine *e, api_req *q, api_reply *r) {
       pthread_mutex_unlock(&b->mu);
       api_error(r, 404, "template \"%s\" with tag \"%s\" not found", name, from);
     } else {
-      char bid[40];
+      char bid[40], ours[40];
       snprintf(bid, sizeof bid, "%s", t->tags[k].build_id);
+      snprintf(ours, sizeof ours, "%s", t->tags[k].ours);
       const cJSON *it;
       cJSON *out = cJSON_CreateObject();
       cJSON *ta = cJSON_AddArrayToObject(out, "tags");
@@ -684,6 +689,7 @@ static void tags_assign(engine *e, api_req *q, api_reply *r) {
         if (i == t->ntags) t->ntags++;
         snprintf(t->tags[i].tag, sizeof t->tags[i].tag, "%s", it->valuestring);
         snprintf(t->tags[i].build_id, sizeof t->tags[i].build_id, "%s", bid);
+        snprintf(t->tags[i].ours, sizeof t->tags[i].ours, "%s", ours);
         t->tags[i].at_ms = asbi_unix_ms();
         cJSON_AddItemToArray(ta, cJSON_CreateString(it->valuestring));
       }
@@ -746,6 +752,22 @@ static void tags_list(engine *e, const char *id, api_reply *r) {
   }
   pthread_mutex_unlock(&b->mu);
   api_reply_json(r, 200, a);
+}
+
+int api_builder_tag_build(engine *e, const char *name, const char *tag, char *out, size_t len) {
+  /* without e->mu: templates_find (our caller) may run under it */
+  builder *b = __atomic_load_n(&e->builder, __ATOMIC_ACQUIRE);
+  int rc = -1;
+  if (!b) return -1;
+  pthread_mutex_lock(&b->mu);
+  btmpl *t = find_tmpl(b, name);
+  for (size_t i = 0; t && i < t->ntags && rc; i++)
+    if (!strcmp(t->tags[i].tag, tag)) {
+      snprintf(out, len, "%s", t->tags[i].ours);
+      rc = 0;
+    }
+  pthread_mutex_unlock(&b->mu);
+  return rc;
 }
 
 /* ---- routes ------------------------------------------------------------------------------ */

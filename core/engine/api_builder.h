@@ -12,6 +12,9 @@ int api_builder_handle(engine *e, api_req *q, api_reply *r);
 /* 1 if method url (raw_uri: with its query) is a PUT of template files
  * carrying the upload URL's token (the SDK uploads without the API key). */
 int api_builder_upload_ok(engine *e, const char *method, const char *url, const char *raw_uri);
+/* Our build id (template_info.build_id) that tag of the template name
+ * (or id) names, into out: 0, or -1 for an unknown name or tag. */
+int api_builder_tag_build(engine *e, const char *name, const char *tag, char *out, size_t len);
 /* Waits for the builds under way and frees the builder's state. */
 void api_builder_close(engine *e);
 

@@ -21,6 +21,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "api_builder.h"
 #include "host.h"
 #include "proto/pjson.h"
 #include "registry.h"
@@ -253,6 +254,18 @@ template_info *templates_find(engine *e, const char *name) {
     if (strcmp(t->alias, name) == 0) found = t;
   if (found) found->refs++;
   pthread_mutex_unlock(&e->tmpl_mu);
+  const char *colon = strchr(name, ':');
+  if (!found && colon && colon != name && !strchr(colon + 1, ':') && strlen(name) < 256) {
+    /* "name:tag" (E2B's builder): the template, if tag names its build */
+    char base[256], ours[40];
+    snprintf(base, sizeof base, "%.*s", (int)(colon - name), name);
+    found = templates_find(e, base);
+    if (found && (api_builder_tag_build(e, base, colon + 1, ours, sizeof ours) ||
+                  strcmp(ours, found->build_id))) {
+      templates_put(e, found);
+      found = NULL;
+    }
+  }
   return found;
 }
 

@@ -129,12 +129,15 @@ test('tags: the build\'s, assigned, listed, removed; a rebuild keeps the id', as
   const second = await e2b.Template.build(t2, 'npm-tags:v2')
   assert.equal(second.templateId, first.templateId)
   assert.notEqual(second.buildId, first.buildId)
-  const sbx = await e2b.Sandbox.create('npm-tags', { timeoutMs: 60_000 })
+  const sbx = await e2b.Sandbox.create('npm-tags:v2', { timeoutMs: 60_000 })
   try {
     assert.equal((await sbx.commands.run('cat /home/user/v')).stdout, 'v2\n')
   } finally {
     await sbx.kill()
   }
+  // v1 names the replaced build: not started in its place
+  await assert.rejects(e2b.Sandbox.create('npm-tags:v1', { timeoutMs: 60_000 }), /not found/i)
+  await assert.rejects(e2b.Sandbox.create('npm-tags:nope', { timeoutMs: 60_000 }), /not found/i)
 })
 
 test('an upload without the URL\'s token (or the API key) is refused', async () => {
