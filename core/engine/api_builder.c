@@ -89,6 +89,7 @@ static builder *B(engine *e) {
     if (b) {
       pthread_mutex_init(&b->mu, NULL);
       __atomic_store_n(&e->builder, (void *)b, __ATOMIC_RELEASE);
+      __atomic_store_n(&e->tag_build, api_builder_tag_build, __ATOMIC_RELEASE);
     }
   }
   builder *b = e->builder;
@@ -119,6 +120,7 @@ void api_builder_close(engine *e) {
     }
     free(t);
   }
+  __atomic_store_n(&e->tag_build, NULL, __ATOMIC_RELEASE);
   pthread_mutex_destroy(&b->mu);
   free(b);
   e->builder = NULL;

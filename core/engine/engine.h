@@ -60,6 +60,9 @@ typedef struct engine {
   int stopping;   /* under mu */
   void *server;   /* server.c's state */
   void *builder;  /* api_builder.c's state (E2B's Template builder) */
+  /* api_builder_tag_build once the builder is in use (set atomically;
+   * templates_find calls it for "name:tag") */
+  int (*tag_build)(struct engine *e, const char *name, const char *tag, char *out, size_t len);
 } engine;
 
 /* A zeroed engine with its locks made and nothing running (engine.c). */

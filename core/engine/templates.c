@@ -21,7 +21,6 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "api_builder.h"
 #include "host.h"
 #include "proto/pjson.h"
 #include "registry.h"
@@ -259,9 +258,11 @@ template_info *templates_find(engine *e, const char *name) {
     /* "name:tag" (E2B's builder): the template, if tag names its build */
     char base[256], ours[40];
     snprintf(base, sizeof base, "%.*s", (int)(colon - name), name);
-    found = templates_find(e, base);
-    if (found && (api_builder_tag_build(e, base, colon + 1, ours, sizeof ours) ||
-                  strcmp(ours, found->build_id))) {
+    int (*tag_build)(engine *, const char *, const char *, char *, size_t) =
+        __atomic_load_n(&e->tag_build, __ATOMIC_ACQUIRE);
+    found = tag_build ? templates_find(e, base) : NULL;
+    if (found &&
+        (tag_build(e, base, colon + 1, ours, sizeof ours) || strcmp(ours, found->build_id))) {
       templates_put(e, found);
       found = NULL;
     }
