@@ -19,6 +19,7 @@
 #include "build.h"
 #include "bundled.h"
 #include "eng_err.h"
+#include "pool.h"
 #include "proto/pjson.h"
 #include "templates.h"
 #include "util/util.h"
@@ -60,6 +61,7 @@ static cJSON *template_json(engine *e, const template_info *t) {
   if (t->base) cJSON_AddStringToObject(j, "base", t->base);
   if (*t->hash) cJSON_AddStringToObject(j, "buildHash", t->hash);
   if (t->build_ms) cJSON_AddNumberToObject(j, "buildDurationMs", (double)t->build_ms);
+  cJSON_AddItemToObject(j, "pool", pool_json(e, t)); /* its warm pool */
   if (spec) {
     static const char *const keys[] = {"start", "ready",        "ports", "capabilities",
                                        "env",   "commandsPort", "tags"};

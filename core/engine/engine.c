@@ -12,11 +12,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "api_builder.h"
 #include "build.h"
 #include "lifecycle.h"
+#include "pool.h"
 #include "proto/url.h"
 #include "registry.h"
 #include "templates.h"
@@ -34,6 +36,11 @@ void engine_init(engine *e) {
   pthread_mutex_init(&e->bundled_mu, &a);
   pthread_mutexattr_destroy(&a);
   asbi_buf_init(&e->bundled_done, 0);
+  pthread_condattr_t ca;
+  pthread_condattr_init(&ca);
+  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC); /* pool.c's timed waits */
+  pthread_cond_init(&e->pool_cv, &ca);
+  pthread_condattr_destroy(&ca);
   e->lc_kick_fd = -1;
 }
 
@@ -47,6 +54,10 @@ void engine_free(engine *e) {
   free(e->templates_dir);
   free(e->envd_version);
   free(e->domain);
+  for (size_t i = 0; i < e->npool; i++) free(e->pool_names[i]);
+  free(e->pool_names);
+  free(e->pool_sizes);
+  pthread_cond_destroy(&e->pool_cv);
   asbi_buf_free(&e->bundled_done);
   pthread_mutex_destroy(&e->bundled_mu);
   pthread_mutex_destroy(&e->build_mu);
@@ -92,6 +103,7 @@ static void on_live(const char *id, void *ctx) {
   engine *e = a->e;
   sbx *s = reg_load(e, id);
   if (!s) {
+    /* a warm-pool sandbox (never handed out) or an interrupted create */
     asbi_log("sandbox %s is alive but has no engine record; killing it", id);
     asbe_sandbox *iso = NULL;
     if (asbe_sandbox_adopt(e->iso, id, &iso) != 0) {
@@ -113,6 +125,13 @@ static void on_live(const char *id, void *ctx) {
   a->adopted++;
 }
 
+/* Whether sandboxes/<id>/engine.json exists (the sandbox was handed out). */
+static int recorded(engine *e, const char *id) {
+  char p[4200];
+  snprintf(p, sizeof p, "%s/sandboxes/%s/engine.json", e->state_dir, id);
+  return access(p, F_OK) == 0;
+}
+
 static void adopt_or_reap(engine *e) {
   /* Remember every recorded sandbox first: the reaper removes dead ones. */
   char dir[4096];
@@ -122,7 +141,7 @@ static void adopt_or_reap(engine *e) {
   DIR *d = opendir(dir);
   struct dirent *de;
   while (d && (de = readdir(d))) {
-    if (de->d_name[0] == '.') continue;
+    if (de->d_name[0] == '.' || !recorded(e, de->d_name)) continue;
     char **v = realloc(known, (nknown + 1) * sizeof *v);
     if (!v) break;
     known = v;
@@ -139,7 +158,9 @@ static void adopt_or_reap(engine *e) {
     if (s) {
       reg_put(e, s);
     } else if (known[i] && strlen(known[i]) <= ENGINE_ID_LEN) {
-      /* Recorded but not alive: it ended while the engine was down. */
+      /* Recorded but not alive: it ended while the engine was down. (One
+       * without engine.json was never handed out: a warm-pool sandbox or
+       * an interrupted create; nobody asks for its id.) */
       char tb[32];
       if (!reg_tomb(e, known[i], tb, sizeof tb)) reg_tomb_add(e, known[i], "engine_restart");
     }
@@ -225,8 +246,14 @@ int engine_open(engine *e, const engine_config *cfg, eng_err *err) {
     eng_err_set(err, ENG_EINTERNAL, NULL, "cannot start the lifecycle thread");
     goto fail;
   }
+  if (pool_start(e, cfg)) {
+    eng_err_set(err, ENG_EINTERNAL, NULL, "cannot start the warm pools (see the log)");
+    lifecycle_stop(e);
+    goto fail;
+  }
   return 0;
 fail:
+  pool_stop(e);
   drop_records(e);
   templates_free(e);
   asbe_engine_close(e->iso);
@@ -236,6 +263,7 @@ fail:
 
 void engine_close(engine *e, int kill_sandboxes) {
   api_builder_close(e); /* its builds first: they use the runtime */
+  pool_stop(e);
   lifecycle_stop(e);
   size_t n = 0;
   sbx **v = reg_list(e, &n);
@@ -244,7 +272,7 @@ void engine_close(engine *e, int kill_sandboxes) {
   }
   reg_put_all(e, v, n);
   drop_records(e);
-  templates_free(e);
+  templates_free(e); /* kills the warm pools' sandboxes, kill_sandboxes or not */
   asbe_engine_close(e->iso);
   e->iso = NULL;
 }

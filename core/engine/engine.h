@@ -9,6 +9,7 @@
 
 #include <pthread.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "eng_err.h"
 #include "iso/iso.h"
@@ -63,6 +64,24 @@ typedef struct engine {
   /* api_builder_tag_build once the builder is in use (set atomically;
    * templates_find calls it for "name:tag") */
   int (*tag_build)(struct engine *e, const char *name, const char *tag, char *out, size_t len);
+  /* pool.c: warm pools. The targets of --pool-template NAME=N (a name or
+   * id each; a template.yaml's pool: section adds its own); the refill
+   * thread; pool_cv (with tmpl_mu) wakes it when a claim took a sandbox,
+   * and tells a drain that the template it waits for is no longer being
+   * prepared (pool_busy: that template, identity only); creates: the
+   * foreground creates under way and when the last one returned: the
+   * refill waits for a quiet moment (pool.c). */
+  char **pool_names;
+  int *pool_sizes;
+  size_t npool;
+  uint64_t pool_min_avail; /* bytes of MemAvailable a refill leaves */
+  int pool_low_mem;        /* the refill is held by it now (atomic) */
+  pthread_t pool_thread;
+  int pool_running, pool_stop; /* pool_stop under tmpl_mu */
+  pthread_cond_t pool_cv;
+  const template_info *pool_busy;
+  int creates;            /* atomics */
+  int64_t last_create_ms; /* when the last create returned */
 } engine;
 
 /* A zeroed engine with its locks made and nothing running (engine.c). */
@@ -78,6 +97,11 @@ typedef struct engine_config {
   const char *templates_dir; /* bundled templates, or NULL/"" */
   const char *cgroup_name;   /* NULL: "agent-sandbox" */
   int pool;                  /* disk images kept formatted (0: none) */
+  /* warm pools: "NAME=N" each (a template's name or id, N sandboxes kept
+   * ready), npool_templates of them; checked by pool_parse (pool.h) */
+  const char *const *pool_templates;
+  size_t npool_templates;
+  uint64_t pool_min_avail_mb; /* refill only while MemAvailable is above (0: any) */
 } engine_config;
 
 /* Opens the engine on cfg without any front: the agent dir, the isolation

@@ -18,6 +18,7 @@
 #include "codei.h"
 #include "eng_err.h"
 #include "engine.h"
+#include "pool.h"
 #include "proto/url.h"
 #include "server.h"
 #include "util/log.h"
@@ -69,6 +70,11 @@ static void usage(FILE *f) {
           "                    $ASB_TEMPLATES_DIR or %s)\n"
           "  --cgroup-name N   name of the engine's cgroups (default agent-sandbox)\n"
           "  --pool N          keep N pre-formatted disk images ready (default 8)\n"
+          "  --pool-template NAME=N  keep N sandboxes of template NAME (name or id)\n"
+          "                    made ahead of time, for creates to claim (repeatable;\n"
+          "                    a template.yaml's pool: {size: N} is the default)\n"
+          "  --pool-min-available MB  refill warm pools only while the host has this\n"
+          "                    much MemAvailable (default 512)\n"
           "  --max-connections N  connections each listener (TCP, unix socket) serves\n"
           "                    at once (default 1000)\n"
           "  --max-connections-per-ip N  TCP connections one client address may hold\n"
@@ -190,7 +196,9 @@ int main(int argc, char **argv) {
     O_HELP,
     O_MAXCONN,
     O_MAXCONN_IP,
-    O_HDR_TIMEOUT
+    O_HDR_TIMEOUT,
+    O_POOL_TEMPLATE,
+    O_POOL_MIN_AVAIL
   };
   static const struct option opts[] = {
       {"state-dir", required_argument, 0, O_STATE},
@@ -210,7 +218,12 @@ int main(int argc, char **argv) {
       {"max-connections", required_argument, 0, O_MAXCONN},
       {"max-connections-per-ip", required_argument, 0, O_MAXCONN_IP},
       {"header-timeout", required_argument, 0, O_HDR_TIMEOUT},
+      {"pool-template", required_argument, 0, O_POOL_TEMPLATE},
+      {"pool-min-available", required_argument, 0, O_POOL_MIN_AVAIL},
       {0, 0, 0, 0}};
+  const char *pool_tmpl[64];
+  size_t npool_tmpl = 0;
+  uint64_t pool_min_avail_mb = 512;
   int o;
   while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
     switch (o) {
@@ -275,6 +288,31 @@ int main(int argc, char **argv) {
           e->max_conns_per_ip = (unsigned)v;
         else
           e->header_timeout_s = (unsigned)v;
+        break;
+      }
+      case O_POOL_TEMPLATE: {
+        char *name = NULL;
+        int n = 0;
+        if (pool_parse(optarg, &name, &n) || npool_tmpl == ASBI_ARRAY_LEN(pool_tmpl)) {
+          fprintf(stderr,
+                  "agent-sandboxd: --pool-template wants NAME=N (N 0..%d, at most %zu of "
+                  "them), not '%s'\n",
+                  POOL_SIZE_MAX, ASBI_ARRAY_LEN(pool_tmpl), optarg);
+          free(name);
+          return 2;
+        }
+        free(name);
+        pool_tmpl[npool_tmpl++] = optarg;
+        break;
+      }
+      case O_POOL_MIN_AVAIL: {
+        char *end = NULL;
+        long v = strtol(optarg, &end, 10);
+        if (!*optarg || *end || v < 0 || v > (1L << 30)) {
+          fprintf(stderr, "agent-sandboxd: --pool-min-available wants MiB, not '%s'\n", optarg);
+          return 2;
+        }
+        pool_min_avail_mb = (uint64_t)v;
         break;
       }
       default:
@@ -353,6 +391,9 @@ int main(int argc, char **argv) {
       tdir ? tdir : default_path(ASB_DEFAULT_TEMPLATES_DIR, ASB_INSTALLED_TEMPLATES_DIR);
   ec.cgroup_name = cgroup_name;
   ec.pool = pool;
+  ec.pool_templates = pool_tmpl;
+  ec.npool_templates = npool_tmpl;
+  ec.pool_min_avail_mb = pool_min_avail_mb;
   /* Stop signals are taken by sigwait in this thread only: block them
    * before the first thread (the disk-pool thread of the isolation
    * runtime) starts, or one arriving during start-up could land in a

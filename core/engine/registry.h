@@ -58,6 +58,11 @@ typedef struct sbx {
   cJSON *commands;    /* its custom_commands (normalised spec array) */
   cJSON *tmpl_env;    /* its env */
   int commands_port;  /* where custom commands are served */
+  /* A warm-pool sandbox (templates.c keeps them, pool.c makes them): the
+   * next one of its template's pool, and when it was made. Not in the
+   * table, no engine.json until a create claims it. */
+  struct sbx *pool_next;
+  int64_t pooled_ms;
 } sbx;
 
 typedef struct tomb {

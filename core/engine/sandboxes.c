@@ -43,41 +43,47 @@ static int wait_envd(sbx *s) {
   }
 }
 
-/* envd's /init: the sandbox's env vars, its access token, the defaults. */
-static int init_envd(sbx *s) {
+/* envd's /init: the sandbox's env vars, its access token, the defaults.
+ * The first one (prepare) sets the token: envd has none yet, so it goes
+ * without one. A claim's second one carries the claimant's env vars and is
+ * authenticated by the token already set (envd's guard: only the same
+ * token may re-init), with no timestamp, so envd applies it whatever its
+ * clock says about the first. */
+static int init_envd(sbx *s, int again) {
   cJSON *init = cJSON_CreateObject();
   cJSON_AddItemToObject(init, "envVars", cJSON_Duplicate(s->env_vars, 1));
   cJSON_AddStringToObject(init, "accessToken", s->token);
   cJSON_AddStringToObject(init, "defaultUser", "user");
   cJSON_AddStringToObject(init, "defaultWorkdir", "/home/user");
-  char ts[40];
-  asbi_rfc3339_ms(asbi_unix_ms(), ts);
-  cJSON_AddStringToObject(init, "timestamp", ts);
+  if (!again) {
+    char ts[40];
+    asbi_rfc3339_ms(asbi_unix_ms(), ts);
+    cJSON_AddStringToObject(init, "timestamp", ts);
+  }
   char *body = cJSON_PrintUnformatted(init);
   cJSON_Delete(init);
-  /* The token is not set in envd yet: send /init without it. */
-  int st = body ? sbx_envd_request(s->iso, "", "POST", "/init", body, NULL, 5000) : -ENOMEM;
+  int st = body ? sbx_envd_request(s->iso, again ? s->token : "", "POST", "/init", body, NULL, 5000)
+                : -ENOMEM;
   free(body);
   return st;
 }
 
-int sandboxes_create(engine *e, const sandboxes_create_req *rq, sbx **out, eng_err *err) {
+/* The prepare half of create: everything that depends only on the
+ * template, and so can be done ahead of time for a warm pool (pool.c): the
+ * id and tokens (drawn here, shown to nobody until a create hands the
+ * sandbox out, and never to two claimants: a pooled sandbox is claimed
+ * once), the isolated sandbox with its cgroups, limits, disk and mounts,
+ * envd up with its token, the template's start command and ready check,
+ * the code interpreter. Not registered, no engine.json: an engine that
+ * dies with it prepared kills it at the next start (no record). */
+int sandboxes_prepare(engine *e, template_info *t, const cJSON *env_vars, sbx **out, eng_err *err) {
   *out = NULL;
   eng_err_clear(err);
-  if (bundled_ensure(e, rq->template_id, err)) return -1;
-  template_info *t = templates_find(e, rq->template_id);
-  if (!t)
-    return eng_err_set(err, ENG_ENOTFOUND, NULL, "template \"%s\" not found", rq->template_id);
   int rc;
   sbx *s = reg_sbx_new();
-  if (!s) {
-    eng_err_set(err, ENG_EINTERNAL, NULL, "out of memory");
-    goto out;
-  }
-  s->metadata = rq->metadata ? cJSON_Duplicate(rq->metadata, 1) : cJSON_CreateObject();
-  s->env_vars = rq->env_vars ? cJSON_Duplicate(rq->env_vars, 1) : cJSON_CreateObject();
-  s->auto_pause = rq->auto_pause != 0;
-  if (!s->metadata || !s->env_vars) {
+  if (!s) return eng_err_set(err, ENG_EINTERNAL, NULL, "out of memory");
+  s->env_vars = env_vars ? cJSON_Duplicate(env_vars, 1) : cJSON_CreateObject();
+  if (!s->env_vars) {
     eng_err_set(err, ENG_EINTERNAL, NULL, "out of memory");
     goto out;
   }
@@ -98,9 +104,6 @@ int sandboxes_create(engine *e, const sandboxes_create_req *rq, sbx **out, eng_e
     const cJSON *cp = cJSON_GetObjectItemCaseSensitive(t->spec, "commandsPort");
     s->commands_port = cJSON_IsNumber(cp) ? cp->valueint : 9000;
   }
-  int timeout_s = rq->timeout_s > 0 ? rq->timeout_s : SANDBOXES_DEFAULT_TIMEOUT_S;
-  s->started_ms = asbi_unix_ms();
-  s->end_ms = s->started_ms + (int64_t)timeout_s * 1000;
 
   const char *args[] = {"--unix", "/run/asb/envd.sock", NULL};
   char **argv = asbe_agent_argv("envd", args);
@@ -133,7 +136,7 @@ int sandboxes_create(engine *e, const sandboxes_create_req *rq, sbx **out, eng_e
     eng_err_set(err, ENG_EINTERNAL, NULL, "the sandbox's agent did not start: %s", strerror(-rc));
     goto undo;
   }
-  int st = init_envd(s);
+  int st = init_envd(s, 0);
   if (st < 200 || st >= 300) {
     eng_err_set(err, ENG_EINTERNAL, NULL, "the sandbox's agent refused /init (%s)",
                 st < 0 ? strerror(-st) : "HTTP error");
@@ -156,30 +159,103 @@ int sandboxes_create(engine *e, const sandboxes_create_req *rq, sbx **out, eng_e
         "sandbox %s: the code interpreter is not ready after create's wait (%s); "
         "its first call will wait for it",
         s->id, strerror(-rc));
-  if ((rc = reg_save(e, s))) {
-    eng_err_set(err, ENG_EINTERNAL, NULL, "cannot record the sandbox: %s", strerror(-rc));
-    goto undo;
+  *out = s;
+  return 0;
+undo:
+  asbe_sandbox_kill(s->iso, 1);
+out:
+  reg_sbx_free(s);
+  return -1;
+}
+
+/* Whether a create may take a pooled sandbox of t: the claimant's env vars
+ * reach envd at the claim (/init), but a template's start command and the
+ * code interpreter (its argv, fixed when asb-init starts, even for one
+ * started on demand later; and its kernels) got their environment in
+ * prepare, so a create with env vars gets a fresh sandbox when either
+ * exists. */
+static int pool_fits(engine *e, const template_info *t, const sandboxes_create_req *rq) {
+  if (!rq->env_vars || !cJSON_GetArraySize(rq->env_vars)) return 1;
+  const cJSON *start = t->spec ? cJSON_GetObjectItemCaseSensitive(t->spec, "start") : NULL;
+  return !e->codei_path && !t->start_codei && !(start && !cJSON_IsNull(start));
+}
+
+/* The claim half of create: what is the claimant's. Its env vars (a
+ * pooled sandbox's envd gets them by a second /init), metadata, lifetime
+ * and autoPause, its start time; then the record (engine.json) and the
+ * table: from here it is listed, routed to and timed. On failure the
+ * caller still owns s (and kills it). */
+static int personalise(engine *e, template_info *t, sbx *s, const sandboxes_create_req *rq,
+                       int pooled, eng_err *err) {
+  s->metadata = rq->metadata ? cJSON_Duplicate(rq->metadata, 1) : cJSON_CreateObject();
+  s->auto_pause = rq->auto_pause != 0;
+  if (!s->metadata) return eng_err_set(err, ENG_EINTERNAL, NULL, "out of memory");
+  /* Also without env vars: an envd that asb-init restarted while the
+   * sandbox sat in the pool has no token; this /init gives it the
+   * claimant's before anyone can reach it. */
+  if (pooled) {
+    cJSON *env = rq->env_vars ? cJSON_Duplicate(rq->env_vars, 1) : cJSON_CreateObject();
+    if (!env) return eng_err_set(err, ENG_EINTERNAL, NULL, "out of memory");
+    cJSON_Delete(s->env_vars);
+    s->env_vars = env;
+    int st = init_envd(s, 1);
+    if (st < 200 || st >= 300)
+      return eng_err_set(err, ENG_EINTERNAL, NULL, "the sandbox's agent refused /init (%s)",
+                         st < 0 ? strerror(-st) : "HTTP error");
   }
+  int timeout_s = rq->timeout_s > 0 ? rq->timeout_s : SANDBOXES_DEFAULT_TIMEOUT_S;
+  s->started_ms = asbi_unix_ms();
+  s->end_ms = s->started_ms + (int64_t)timeout_s * 1000;
+  int rc;
+  if ((rc = reg_save(e, s)))
+    return eng_err_set(err, ENG_EINTERNAL, NULL, "cannot record the sandbox: %s", strerror(-rc));
+  pthread_mutex_lock(&e->tmpl_mu);
   t->spawn_count++;
-  t->last_spawned_ms = asbi_unix_ms();
+  t->last_spawned_ms = s->started_ms;
+  pthread_mutex_unlock(&e->tmpl_mu);
   /* Not yet visible to anyone: one reference for the table, one for the
    * caller. */
   s->refs = 2;
   if (reg_add(e, s)) {
     s->refs = 1;
-    eng_err_set(err, ENG_EINTERNAL, NULL, "out of memory");
-    goto undo;
+    return eng_err_set(err, ENG_EINTERNAL, NULL, "out of memory");
   }
   lifecycle_kick(e); /* a new deadline */
-  *out = s;
-  s = NULL;
-  goto out;
-undo:
-  asbe_sandbox_kill(s->iso, 1);
-out:
-  reg_sbx_free(s);
+  return 0;
+}
+
+int sandboxes_create(engine *e, const sandboxes_create_req *rq, sbx **out, eng_err *err) {
+  *out = NULL;
+  eng_err_clear(err);
+  if (bundled_ensure(e, rq->template_id, err)) return -1;
+  template_info *t = templates_find(e, rq->template_id);
+  if (!t)
+    return eng_err_set(err, ENG_ENOTFOUND, NULL, "template \"%s\" not found", rq->template_id);
+  __atomic_add_fetch(&e->creates, 1, __ATOMIC_RELAXED); /* the refill waits */
+  sbx *s = NULL;
+  /* A warm one if the pool has it: one that died idle (its envd refuses
+   * the claim's /init) is killed and the next tried, then a fresh one. */
+  int fits = pool_fits(e, t, rq);
+  while ((s = templates_pool_take(e, t, fits))) {
+    if (asbe_sandbox_alive(s->iso) && personalise(e, t, s, rq, 1, err) == 0) break;
+    asbi_log("sandbox %s: pooled sandbox unusable (%s); killed", s->id,
+             err->message[0] ? err->message : "it died");
+    asbe_sandbox_kill(s->iso, 1);
+    reg_sbx_free(s);
+    s = NULL;
+    eng_err_clear(err);
+  }
+  if (!s && sandboxes_prepare(e, t, rq->env_vars, &s, err) == 0 &&
+      personalise(e, t, s, rq, 0, err) != 0) {
+    asbe_sandbox_kill(s->iso, 1);
+    reg_sbx_free(s);
+    s = NULL;
+  }
+  __atomic_store_n(&e->last_create_ms, asbi_unix_ms(), __ATOMIC_RELAXED);
+  __atomic_sub_fetch(&e->creates, 1, __ATOMIC_RELAXED);
   templates_put(e, t);
-  return *out ? 0 : -1;
+  *out = s;
+  return s ? 0 : -1;
 }
 
 /* ---- lookup and list ------------------------------------------------------------- */

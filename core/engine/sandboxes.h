@@ -35,6 +35,12 @@ typedef struct sandboxes_create_req {
  * "template_start_failed" when the template's start command or ready
  * check failed). */
 int sandboxes_create(engine *e, const sandboxes_create_req *rq, sbx **out, eng_err *err);
+/* create's first half, what a warm pool does ahead of time (pool.c): a
+ * running sandbox of t (ids, tokens, envd up and initialised with
+ * env_vars, which may be NULL; start command, ready check, code
+ * interpreter), unregistered and unrecorded, owned by the caller (undo:
+ * asbe_sandbox_kill + reg_sbx_free). 0, or -1 with err (nothing left). */
+int sandboxes_prepare(engine *e, template_info *t, const cJSON *env_vars, sbx **out, eng_err *err);
 
 /* The live record of id, referenced (reg_put); else -1 with ENG_ENOTFOUND
  * and, when it existed, why it ended in err->code ("timeout", "killed", a

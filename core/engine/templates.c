@@ -238,6 +238,7 @@ void templates_free(engine *e) {
   /* retired ones go with their last user */
   while (t) {
     template_info *n = t->next;
+    templates_pool_drain(e, t, 0);
     templates_put(e, t);
     t = n;
   }
@@ -331,6 +332,94 @@ void templates_put_all(engine *e, template_info **v, size_t n) {
   free(v);
 }
 
+/* ---- warm pools -------------------------------------------------------------------- */
+
+int templates_pool_put(engine *e, template_info *t, sbx *s) {
+  pthread_mutex_lock(&e->tmpl_mu);
+  int rc = t->pool_closed || e->pool_stop ? -1 : 0;
+  if (rc == 0) {
+    s->pool_next = NULL;
+    if (!t->pool) t->pool_tail = &t->pool;
+    *t->pool_tail = s;
+    t->pool_tail = &s->pool_next;
+    t->pool_ready++;
+  }
+  pthread_mutex_unlock(&e->tmpl_mu);
+  return rc;
+}
+
+sbx *templates_pool_take(engine *e, template_info *t, int fits) {
+  pthread_mutex_lock(&e->tmpl_mu);
+  sbx *s = fits ? t->pool : NULL;
+  if (s) {
+    t->pool = s->pool_next;
+    s->pool_next = NULL;
+    t->pool_ready--;
+    t->pool_claims++;
+  } else {
+    t->pool_misses++;
+  }
+  pthread_cond_broadcast(&e->pool_cv); /* refill */
+  pthread_mutex_unlock(&e->tmpl_mu);
+  return s;
+}
+
+unsigned templates_pool_drain(engine *e, template_info *t, int wait) {
+  pthread_mutex_lock(&e->tmpl_mu);
+  t->pool_closed = 1;
+  sbx *s = t->pool;
+  t->pool = NULL;
+  t->pool_ready = 0;
+  while (wait && e->pool_busy == t) pthread_cond_wait(&e->pool_cv, &e->tmpl_mu);
+  pthread_mutex_unlock(&e->tmpl_mu);
+  unsigned n = 0;
+  while (s) {
+    sbx *next = s->pool_next;
+    asbe_sandbox_kill(s->iso, 1);
+    reg_sbx_free(s);
+    s = next;
+    n++;
+  }
+  if (n) asbi_log("template %s: warm pool drained (%u sandbox(es) killed)", t->alias, n);
+  return n;
+}
+
+unsigned templates_pool_sweep(engine *e, template_info *t) {
+  sbx *dead = NULL;
+  pthread_mutex_lock(&e->tmpl_mu);
+  t->pool_tail = &t->pool;
+  for (sbx **pp = &t->pool; *pp;) {
+    sbx *s = *pp;
+    if (asbe_sandbox_alive(s->iso)) {
+      t->pool_tail = &s->pool_next;
+      pp = &s->pool_next;
+      continue;
+    }
+    *pp = s->pool_next;
+    s->pool_next = dead;
+    dead = s;
+    t->pool_ready--;
+  }
+  pthread_mutex_unlock(&e->tmpl_mu);
+  unsigned n = 0;
+  while (dead) {
+    sbx *next = dead->pool_next;
+    asbi_log("sandbox %s: died in template %s's warm pool; removed", dead->id, t->alias);
+    asbe_sandbox_kill(dead->iso, 1);
+    reg_sbx_free(dead);
+    dead = next;
+    n++;
+  }
+  return n;
+}
+
+void templates_pool_reopen(engine *e, template_info *t) {
+  pthread_mutex_lock(&e->tmpl_mu);
+  t->pool_closed = 0;
+  pthread_cond_broadcast(&e->pool_cv);
+  pthread_mutex_unlock(&e->tmpl_mu);
+}
+
 void templates_install(engine *e, template_info *t) {
   template_info *old = NULL;
   pthread_mutex_lock(&e->tmpl_mu);
@@ -343,7 +432,10 @@ void templates_install(engine *e, template_info *t) {
     }
   t->next = e->templates;
   e->templates = t;
+  pthread_cond_broadcast(&e->pool_cv); /* its pool, if it has one */
   pthread_mutex_unlock(&e->tmpl_mu);
+  /* A rebuild: sandboxes made of the old build are not handed out. */
+  if (old) templates_pool_drain(e, old, 0);
   templates_put(e, old); /* the registry's reference */
 }
 
@@ -415,6 +507,13 @@ int templates_delete(engine *e, const char *id, eng_err *err) {
         snprintf(child, sizeof child, "%s", all[i]->alias);
   }
   templates_put_all(e, all, nt); /* before uninstall counts the users */
+  /* Its warm pool goes first (its sandboxes are nobody's yet, and one
+   * being prepared holds the template); it refills if the template stays. */
+  int busy = 0;
+  if (!users && !child[0]) {
+    templates_pool_drain(e, t, 1);
+    if ((busy = templates_uninstall(e, t) != 0)) templates_pool_reopen(e, t);
+  }
   if (users) {
     eng_err_set(err, ENG_ECONFLICT, NULL,
                 "template \"%s\" is in use by %zu sandbox(es); kill them first", t->alias, users);
@@ -422,7 +521,7 @@ int templates_delete(engine *e, const char *id, eng_err *err) {
     eng_err_set(err, ENG_ECONFLICT, NULL,
                 "template \"%s\" is the base of template \"%s\"; delete that first", t->alias,
                 child);
-  } else if (templates_uninstall(e, t) != 0) {
+  } else if (busy) {
     eng_err_set(err, ENG_ECONFLICT, NULL,
                 "template \"%s\" is in use (a sandbox is being created from it); try again",
                 t->alias);

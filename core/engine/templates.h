@@ -27,6 +27,15 @@ struct template_info {
   int64_t created_ms;
   uint64_t spawn_count;
   int64_t last_spawned_ms;
+  /* Its warm pool (under tmpl_mu): sandboxes made ahead of time, oldest
+   * first; closed once drained (deleted, replaced by a rebuild, engine
+   * stopping): nothing goes in any more. Claims and misses (creates that
+   * found it empty) since start; the last failed prepare (refill backs off). */
+  struct sbx *pool, **pool_tail;
+  unsigned pool_ready;
+  int pool_closed;
+  uint64_t pool_claims, pool_misses;
+  int64_t pool_fail_ms;
   template_info *next;
 };
 int templates_init(engine *e);
@@ -60,4 +69,21 @@ template_info *templates_info_new(const char *id, const char *alias, const char 
  * another template (ENG_ECONFLICT). 0, or -1 with err. */
 int templates_delete(engine *e, const char *id, eng_err *err);
 
+/* ---- warm pools (pool.c fills them, sandboxes_create claims from them) ---- */
+/* Puts s, made ahead of time, into t's pool: 0, or -1 when the pool is
+ * closed or the engine stopping (the caller kills s). Wakes nobody. */
+int templates_pool_put(engine *e, template_info *t, struct sbx *s);
+/* The oldest sandbox of t's pool, taken out (the caller owns it), or NULL
+ * when it is empty or the create does not fit a pooled sandbox (fits 0):
+ * counted as a miss. Wakes the refill thread. */
+struct sbx *templates_pool_take(engine *e, template_info *t, int fits);
+/* Closes t's pool and kills what it holds; with wait, first waits until
+ * the refill thread is no longer preparing a sandbox of t (so it holds no
+ * reference to t). The number killed. */
+unsigned templates_pool_drain(engine *e, template_info *t, int wait);
+/* Takes the sandboxes of t's pool whose init died (an OOM kill, a crash)
+ * out and kills what is left of them; the number. */
+unsigned templates_pool_sweep(engine *e, template_info *t);
+/* Opens a pool that templates_pool_drain closed (a delete that failed). */
+void templates_pool_reopen(engine *e, template_info *t);
 #endif

@@ -888,11 +888,27 @@ static int resources_pair(ctx *c, const char *key, yaml_node_t *k, yaml_node_t *
   return 0;
 }
 
+/* pool: {size: N} -- the engine's warm pool for this template (docs/engine.md,
+ * "Warm pools"): N sandboxes kept made ahead of time, 0..1000. */
+static int pool_pair(ctx *c, const char *key, yaml_node_t *k, yaml_node_t *v, void *ud) {
+  cJSON *pool = ud;
+  char f[300];
+  snprintf(f, sizeof f, "pool.%s", key);
+  long l;
+  if (!strcmp(key, "size")) {
+    if (integer(c, v, f, 0, 1000, &l)) return -1;
+    cJSON_ReplaceItemInObject(pool, "size", cJSON_CreateNumber((double)l));
+    return 0;
+  }
+  return fail_at(c, k, f, "unknown field (size)");
+}
+
 /* ---- the top level ----------------------------------------------------------------- */
 
 static const char *const TOP_KEYS =
     "name, version, description, author, license, tags, base, env, ports, resources, "
-    "capabilities, steps, agents, start, ready, commands_port, custom_commands (and the aliases "
+    "capabilities, steps, agents, start, ready, commands_port, custom_commands, pool (and the "
+    "aliases "
     "system_packages, python_packages, node_packages, commands, copy_files, start_cmd, "
     "ready_cmd, cpu_count, memory_mb, disk_mb)";
 
@@ -1109,6 +1125,15 @@ static int top_pair(ctx *c, const char *key, yaml_node_t *k, yaml_node_t *v, voi
   } else if (!strcmp(key, "custom_commands")) {
     if (is_null(v)) return 0;
     return each_pair(c, v, key, custom_pair, cJSON_GetObjectItem(o, "commands"));
+  } else if (!strcmp(key, "pool")) {
+    if (is_null(v)) return 0;
+    cJSON *pool = cJSON_GetObjectItem(o, "pool");
+    if (!pool) {
+      pool = cJSON_AddObjectToObject(o, "pool");
+      if (!pool || !cJSON_AddNumberToObject(pool, "size", 0))
+        return fail_at(c, v, key, "out of memory");
+    }
+    return each_pair(c, v, key, pool_pair, pool);
   } else {
     return fail_at(c, k, key, "unknown field; the fields are %s", TOP_KEYS);
   }

@@ -322,7 +322,7 @@ int main(void) {
   write_file(path,
              "name: ops-bundled\nresources: {cpu: 1}\nsteps:\n"
              "  - run: echo bundled > /bundled\n");
-  engine_config cfg = {state, ASBT_ENVD, ASBT_INIT, NULL, tdir, cg, 0};
+  engine_config cfg = {state, ASBT_ENVD, ASBT_INIT, NULL, tdir, cg, 0, NULL, 0, 0};
   eng_err err;
   engine_init(&E);
   int rc = 1;

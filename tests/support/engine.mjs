@@ -11,11 +11,12 @@ import { fileURLToPath } from 'node:url'
 
 const here = path.dirname(fileURLToPath(import.meta.url))
 
-export async function startEngine(tag) {
+// extra: more engine options (e.g. ['--pool-template', 'base=20']).
+export async function startEngine(tag, extra = []) {
   const bin = process.env.ENGINE_BIN || path.join(here, '../../build/core/engine/agent-sandboxd')
   const state = `/tmp/asb-${tag}-${process.pid}`
   const proc = spawn(bin, ['--state-dir', state, '--listen', '127.0.0.1:0',
-    '--cgroup-name', `asbt-${tag}-${process.pid}`, '--pool', '2', '--kill-on-exit'],
+    '--cgroup-name', `asbt-${tag}-${process.pid}`, '--pool', '2', '--kill-on-exit', ...extra],
   { stdio: ['ignore', 'pipe', 'inherit'] })
   const port = await new Promise((resolve, reject) => {
     let buf = ''

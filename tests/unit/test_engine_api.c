@@ -11,6 +11,8 @@
 #include "engine/api_builder.h"
 #include "engine/codei.h"
 #include "engine/engine.h"
+#include "engine/pool.h"
+#include "engine/templates.h"
 #include "proto/pjson.h"
 #include "testing.h"
 
@@ -333,6 +335,51 @@ TEST(template_builder) {
   CHECK_INT(system(cmd), 0);
 }
 
+/* --pool-template values (pool.c) and which pool size a template gets:
+ * the option's, by name or id, before its template.yaml's pool.size. */
+TEST(pool_options_and_targets) {
+  char *name = NULL;
+  int n = -1;
+  CHECK_INT(pool_parse("base=16", &name, &n), 0);
+  CHECK_STR(name, "base");
+  CHECK_INT(n, 16);
+  free(name);
+  CHECK_INT(pool_parse("code-interpreter-v1=0", &name, &n), 0);
+  CHECK_INT(n, 0);
+  free(name);
+  static const char *const bad[] = {"base",      "=3",      "base=",   "base=-1",
+                                    "base=1001", "base=3x", "base= 3", NULL};
+  for (size_t i = 0; bad[i]; i++) {
+    name = NULL;
+    if (pool_parse(bad[i], &name, &n) == 0) ASBT_FAIL("'%s' parsed", bad[i]);
+    CHECK(name == NULL);
+  }
+  template_info *t = templates_info_new("abc123", "my-api", "/nonexistent");
+  REQUIRE(t);
+  CHECK_INT(pool_target(&E, t), 0);
+  t->spec = cJSON_Parse("{\"pool\":{\"size\":4}}");
+  CHECK_INT(pool_target(&E, t), 4);
+  char *names[] = {"other", "my-api"};
+  int sizes[] = {7, 9};
+  E.pool_names = names;
+  E.pool_sizes = sizes;
+  E.npool = 2;
+  CHECK_INT(pool_target(&E, t), 9); /* by name, over the yaml's */
+  names[1] = "abc123";
+  CHECK_INT(pool_target(&E, t), 9); /* by id */
+  names[1] = "nope";
+  CHECK_INT(pool_target(&E, t), 4);
+  E.pool_names = NULL;
+  E.pool_sizes = NULL;
+  E.npool = 0;
+  cJSON *j = pool_json(&E, t);
+  CHECK_INT(cJSON_GetObjectItem(j, "target")->valueint, 4);
+  CHECK_INT(cJSON_GetObjectItem(j, "ready")->valueint, 0);
+  CHECK(cJSON_IsFalse(cJSON_GetObjectItem(j, "heldByMemory")));
+  cJSON_Delete(j);
+  templates_put(&E, t);
+}
+
 /* The preflight's reading of dpkg's status file (engine/codei.c): one pass
  * over it, exact names, only "install ok installed" counts, the last
  * paragraph needs no blank line after it. */
@@ -369,6 +416,7 @@ int main(void) {
   RUN(list_checks_its_query);
   RUN(templates);
   RUN(template_builder);
+  RUN(pool_options_and_targets);
   RUN(codei_preflight_reads_dpkg_status);
   engine_free(&E);
   TEST_MAIN_END();

@@ -127,6 +127,16 @@ TEST(defaults_and_compat) {
   FIELD_IS(s, "start", "null");
   FIELD_IS(s, "ready", "null");
   FIELD_IS(s, "commands", "[]");
+  CHECK(cJSON_GetObjectItem(s, "pool") == NULL); /* no pool: section, no key */
+  cJSON_Delete(s);
+  /* a warm pool for the engine */
+  s = parse("name: pooled\npool:\n  size: 3\n");
+  REQUIRE(s);
+  FIELD_IS(s, "pool", "{\"size\":3}");
+  cJSON_Delete(s);
+  s = parse("name: pooled\npool: {}\n");
+  REQUIRE(s);
+  FIELD_IS(s, "pool", "{\"size\":0}");
   cJSON_Delete(s);
   /* easy-sandbox keys: copy_files, system/python/node packages, commands,
    * then steps; cpu_count/memory_mb; start_cmd; ready_cmd */
@@ -190,6 +200,9 @@ TEST(errors) {
                "expected a size like 512");
   expect_error("name: x\nresources: {cpu: 0}\n", 2, 18, "resources.cpu", "1..64");
   expect_error("name: x\nresources: {gpu: 1}\n", 2, 13, "resources.gpu", "unknown field");
+  expect_error("name: x\npool: {size: 1001}\n", 2, 14, "pool.size", "0..1000");
+  expect_error("name: x\npool: {min: 1}\n", 2, 8, "pool.min", "unknown field (size)");
+  expect_error("name: x\npool: 3\n", 2, 7, "pool", "mapping");
   expect_error("name: x\nmemory_mb: 8\n", 2, 12, "memory_mb", "out of range");
   expect_error("name: x\ncapabilities: [shell, gpu]\n", 2, 15, "capabilities",
                "unknown capability 'gpu'");
