@@ -78,8 +78,8 @@ typedef struct btmpl {
 typedef struct builder {
   pthread_mutex_t mu;
   btmpl *list;
-  pthread_t *threads;
-  size_t nthreads;
+  pthread_cond_t done; /* a build thread ended (running went down) */
+  int running;         /* build threads (detached) not ended yet */
 } builder;
 
 static builder *B(engine *e) {
@@ -88,6 +88,7 @@ static builder *B(engine *e) {
     builder *b = calloc(1, sizeof *b);
     if (b) {
       pthread_mutex_init(&b->mu, NULL);
+      pthread_cond_init(&b->done, NULL);
       __atomic_store_n(&e->builder, (void *)b, __ATOMIC_RELEASE);
       __atomic_store_n(&e->tag_build, api_builder_tag_build, __ATOMIC_RELEASE);
     }
@@ -108,8 +109,9 @@ static void build_free(bbuild *x) {
 void api_builder_close(engine *e) {
   builder *b = e->builder;
   if (!b) return;
-  for (size_t i = 0; i < b->nthreads; i++) pthread_join(b->threads[i], NULL);
-  free(b->threads);
+  pthread_mutex_lock(&b->mu);
+  while (b->running > 0) pthread_cond_wait(&b->done, &b->mu);
+  pthread_mutex_unlock(&b->mu);
   while (b->list) {
     btmpl *t = b->list;
     b->list = t->next;
@@ -121,6 +123,7 @@ void api_builder_close(engine *e) {
     free(t);
   }
   __atomic_store_n(&e->tag_build, NULL, __ATOMIC_RELEASE);
+  pthread_cond_destroy(&b->done);
   pthread_mutex_destroy(&b->mu);
   free(b);
   e->builder = NULL;
@@ -409,10 +412,12 @@ static void file_put(engine *e, api_req *q, const char *id, const char *hash, ap
   char dir[4300], path[4400], tmp[4500];
   snprintf(dir, sizeof dir, "%s/builder-files", e->state_dir);
   file_path(e, hash, path, sizeof path);
-  snprintf(tmp, sizeof tmp, "%s.tmp", path);
+  char rnd[9] = "";
+  asbi_random_alnum(rnd, 8); /* concurrent PUTs of one hash: a file each */
+  snprintf(tmp, sizeof tmp, "%s.%s.tmp", path, rnd);
   int fd = -1, rc = 0;
   if ((mkdir(dir, 0700) && errno != EEXIST) ||
-      (fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600)) < 0)
+      (fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600)) < 0)
     rc = -errno;
   if (!rc && (write(fd, tar.data, tar.len) != (ssize_t)tar.len || fsync(fd))) rc = -EIO;
   if (fd >= 0) close(fd);
@@ -487,6 +492,11 @@ static void *run_job(void *arg) {
   asbi_buf_free(&j->ctx);
   free(j->step_of);
   free(j);
+  /* last: api_builder_close may free b once running is 0 */
+  pthread_mutex_lock(&b->mu);
+  b->running--;
+  pthread_cond_broadcast(&b->done);
+  pthread_mutex_unlock(&b->mu);
   return NULL;
 }
 
@@ -562,15 +572,17 @@ static void trigger(engine *e, api_req *q, const char *id, const char *build_id,
   pthread_mutex_lock(&b->mu);
   int started = 0;
   x = find_build(find_tmpl(b, id), build_id);
-  pthread_t *v = realloc(b->threads, (b->nthreads + 1) * sizeof *v);
-  if (v) b->threads = v;
-  if (x && !strcmp(x->status, "waiting") && v &&
-      pthread_create(&b->threads[b->nthreads], NULL, run_job, j) == 0) {
-    b->nthreads++;
+  pthread_attr_t at;
+  pthread_t tid;
+  pthread_attr_init(&at);
+  pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+  if (x && !strcmp(x->status, "waiting") && pthread_create(&tid, &at, run_job, j) == 0) {
+    b->running++; /* under b->mu: the thread's first lock waits for us */
     snprintf(x->status, sizeof x->status, "building");
     started = 1;
   }
   pthread_mutex_unlock(&b->mu);
+  pthread_attr_destroy(&at);
   if (!started) {
     asbi_buf_free(&j->ctx);
     free(j->step_of);

@@ -160,3 +160,17 @@ test('an upload without the URL\'s token (or the API key) is refused', async () 
   // with the token, a body that is no tar is refused and nothing is stored
   assert.equal((await fetch(link.url, { method: 'PUT', body: 'not a tar' })).status, 400)
 })
+
+test('the same files in two steps: both uploads (in parallel) succeed', async () => {
+  const t = e2b.Template({ fileContextPath: ctx })
+    .fromTemplate('base')
+    .copy('app.sh', '/opt/twice/app.sh', { user: 'root' })
+    .copy('app.sh', '/opt/twice/app.sh', { user: 'root' })
+  await e2b.Template.build(t, 'npm-twice')
+  const sbx = await e2b.Sandbox.create('npm-twice', { timeoutMs: 60_000 })
+  try {
+    assert.equal((await sbx.commands.run('cat /opt/twice/app.sh')).stdout, '#!/bin/sh\necho app\n')
+  } finally {
+    await sbx.kill()
+  }
+})
