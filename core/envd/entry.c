@@ -4,12 +4,16 @@
  * requesting user's filesystem credentials.
  * SPDX-License-Identifier: Apache-2.0 */
 #include <errno.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/xattr.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "auth.h"
 #include "entry.h"
@@ -181,4 +185,108 @@ int envd_mkdirs(const char *path) {
   }
   free(p);
   return 0;
+}
+
+/* ---- E2B's writes: as root, then chown to the user ------------------------
+ * E2B's envd runs as root and does every write as root: EnsureDirs makes
+ * each missing directory (0755) and chowns it to the user, the upload
+ * opens the file (O_CREAT) and chowns it, new or existing, to the user.
+ * These do the same on the calling thread, which must run with envd's own
+ * (root) credentials, not the user's. Every name is resolved with
+ * RESOLVE_NO_MAGICLINKS: ordinary symlinks are followed as E2B follows them,
+ * but never /proc's fd/, cwd, root or exe links, which would let a request
+ * write through a descriptor envd (or another process) holds. Created
+ * directories are chowned through their own descriptor (opened O_NOFOLLOW
+ * relative to the parent's), never by path. */
+static int open_nomagic(int dfd, const char *path, int flags, mode_t mode) {
+  struct open_how how;
+  memset(&how, 0, sizeof how);
+  how.flags = (unsigned long long)(flags | O_CLOEXEC);
+  how.mode = (flags & O_CREAT) ? mode : 0;
+  how.resolve = RESOLVE_NO_MAGICLINKS;
+  for (;;) {
+    long fd = syscall(SYS_openat2, dfd, path, &how, sizeof how);
+    if (fd >= 0 || errno != EAGAIN) return (int)fd;
+  }
+}
+
+/* A non-root envd can only give files to itself. */
+static int may_chown_to(const envd_user *u) {
+  uid_t me = geteuid();
+  if (me == 0 || u->uid == me) return 0;
+  errno = EPERM;
+  return -1;
+}
+
+int envd_mkdirs_owned(const char *path, const envd_user *u) {
+  if (may_chown_to(u) != 0) return -1;
+  char *p = envd_path_clean(path);
+  if (!p) return -1;
+  if (p[0] != '/') {
+    free(p);
+    errno = EINVAL;
+    return -1;
+  }
+  size_t n = strlen(p);
+  int rc = 0;
+  for (size_t i = 1; i <= n && rc == 0; i++) {
+    if (i != n && p[i] != '/') continue;
+    char save = p[i];
+    p[i] = '\0';
+    int fd = open_nomagic(AT_FDCWD, p, O_PATH | O_DIRECTORY, 0);
+    if (fd >= 0) {
+      close(fd);
+    } else if (errno != ENOENT) {
+      rc = -1; /* ENOTDIR: a file on the way */
+    } else {
+      /* missing: make it in its parent (opened the same way) */
+      char *slash = strrchr(p, '/');
+      char *name = slash + 1;
+      int pfd;
+      if (slash == p) {
+        pfd = open_nomagic(AT_FDCWD, "/", O_PATH | O_DIRECTORY, 0);
+      } else {
+        *slash = '\0';
+        pfd = open_nomagic(AT_FDCWD, p, O_PATH | O_DIRECTORY, 0);
+        *slash = '/';
+      }
+      if (pfd < 0) {
+        rc = -1;
+      } else {
+        if (mkdirat(pfd, name, 0755) != 0 && errno != EEXIST) {
+          rc = -1;
+        } else {
+          /* chowned also when another request made it first (EEXIST), as
+           * E2B does: its maker may not have chowned it yet */
+          int dfd = openat(pfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+          if (dfd < 0 || fchown(dfd, u->uid, u->gid) != 0) rc = -1;
+          if (dfd >= 0) {
+            int e = errno;
+            close(dfd);
+            errno = e;
+          }
+        }
+        int e = errno;
+        close(pfd);
+        errno = e;
+      }
+    }
+    p[i] = save;
+  }
+  free(p);
+  return rc;
+}
+
+int envd_open_owned(const char *path, const envd_user *u) {
+  if (may_chown_to(u) != 0) return -1;
+  int fd = open_nomagic(AT_FDCWD, path, O_WRONLY | O_CREAT, 0666);
+  if (fd < 0) return -1;
+  /* new or existing, the file becomes the user's (E2B chowns both) */
+  if (fchown(fd, u->uid, u->gid) != 0) {
+    int e = errno;
+    close(fd);
+    errno = e;
+    return -1;
+  }
+  return fd;
 }

@@ -2,8 +2,9 @@
  * from disk so memory stays flat for any size: downloads go out through
  * sendfile (or a deflate stream for gzip), uploads are written chunk by
  * chunk as they arrive (raw octet-stream or multipart, optionally gzip
- * Content-Encoding). All file work runs with the user's filesystem
- * credentials. SPDX-License-Identifier: Apache-2.0 */
+ * Content-Encoding). Downloads run with the user's filesystem
+ * credentials; uploads, as in E2B's envd, as root with what they create
+ * chowned to the user (open_target). SPDX-License-Identifier: Apache-2.0 */
 #include <errno.h>
 #include <stdarg.h>
 #include <fcntl.h>
@@ -310,11 +311,14 @@ static void upl_free(envd_hreq *r) {
   r->state = NULL;
 }
 
-/* Opens the target for writing (creating parents). 0 or -1 (failed set). */
+/* Opens the target for writing, as E2B's envd does: as root, missing
+ * parents made and chowned to the user, the file (new or existing) chowned
+ * to the user (entry.c). 0 or -1 (failed set). */
 static int open_target(upl *u, const char *path) {
   char *parent = envd_path_join(path, "..");
   char m[128];
-  if (envd_mkdirs(parent) != 0) {
+  const envd_user *usr = &u->r->user;
+  if (envd_mkdirs_owned(parent, usr) != 0) {
     int err = errno;
     envd_errno_text(err, m, sizeof m);
     upl_fail(u, err == ENOTDIR ? 400 : envd_errno_status(err), "error ensuring directories: %s: %s",
@@ -331,7 +335,7 @@ static int open_target(upl *u, const char *path) {
   /* Not O_TRUNC: the file is overwritten in place and cut to the new
    * length when the upload completes, so rewriting a file of the same size
    * does not free and reallocate its blocks. */
-  u->fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0666);
+  u->fd = envd_open_owned(path, usr);
   u->written = 0;
   if (u->fd < 0) {
     int err = errno;
@@ -633,13 +637,7 @@ struct MHD_Response *envd_files_post(envd_hreq *r, unsigned *status) {
       free(path);
       return asbi_httpd_json_error(400, "path query parameter is required for raw body upload");
     }
-    if (envd_creds_enter(&r->user) != 0) {
-      *status = 403;
-      free(path);
-      return asbi_httpd_json_error(403, "cannot act as user '%s'", r->user.name);
-    }
     int rc = open_target(u, path);
-    envd_creds_leave();
     if (rc != 0) {
       *status = u->st;
       free(path);
@@ -664,7 +662,9 @@ struct MHD_Response *envd_files_post(envd_hreq *r, unsigned *status) {
                                  "application/octet-stream",
                                  ct ? ct : "");
   }
-  r->fs_creds = 1;
+  /* Uploads run as root (E2B's envd writes as root and chowns to the
+   * user: open_target), not with the user's credentials. */
+  r->fs_creds = 0;
   r->on_body = upl_body;
   r->on_done = upl_done;
   return NULL;

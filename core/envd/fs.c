@@ -1,7 +1,9 @@
 /* envd: the filesystem service (filesystem.Filesystem): Stat, ListDir,
- * MakeDir, Move and Remove (EntryInfo is entry.c). Every call runs with the
- * requesting user's filesystem credentials (dispatch.c enters them), so the
- * kernel enforces that user's permissions on every path component.
+ * MakeDir, Move and Remove (EntryInfo is entry.c). Every call but MakeDir
+ * runs with the requesting user's filesystem credentials (dispatch.c enters
+ * them), so the kernel enforces that user's permissions on every path
+ * component. MakeDir is E2B's: as root, the directories it makes chowned to
+ * the user (entry.c).
  * SPDX-License-Identifier: Apache-2.0 */
 #include <dirent.h>
 #include <errno.h>
@@ -156,7 +158,7 @@ static int mkdir_fn(const envd_call *c, const cJSON *req, cJSON **resp, envd_err
     free(path);
     return -1;
   }
-  if (envd_mkdirs(path) != 0) {
+  if (envd_mkdirs_owned(path, c->user) != 0) {
     errno_err(e, "failed to create directory", path, errno);
     free(path);
     return -1;
@@ -247,7 +249,7 @@ static int remove_fn(const envd_call *c, const cJSON *req, cJSON **resp, envd_er
 const envd_method envd_fs_methods[] = {
     {"/filesystem.Filesystem/Stat", ENVD_UNARY, stat_fn, NULL, NULL, 1},
     {"/filesystem.Filesystem/ListDir", ENVD_UNARY, list_fn, NULL, NULL, 1},
-    {"/filesystem.Filesystem/MakeDir", ENVD_UNARY, mkdir_fn, NULL, NULL, 1},
+    {"/filesystem.Filesystem/MakeDir", ENVD_UNARY, mkdir_fn, NULL, NULL, 0},
     {"/filesystem.Filesystem/Move", ENVD_UNARY, move_fn, NULL, NULL, 1},
     {"/filesystem.Filesystem/Remove", ENVD_UNARY, remove_fn, NULL, NULL, 1},
     {NULL, 0, NULL, NULL, NULL, 0}};

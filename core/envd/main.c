@@ -19,6 +19,7 @@
 #include "util/buf.h"
 #include "util/util.h"
 #include "watch.h"
+#include "sudo.h"
 
 static void usage(FILE *f) {
   fprintf(f,
@@ -27,6 +28,7 @@ static void usage(FILE *f) {
           "                       port is printed on stdout). Default 49983.\n"
           "  --listen ADDR        TCP address (default 127.0.0.1)\n"
           "  --unix PATH          listen on a unix socket instead of TCP\n"
+          "  --sudo-socket PATH   serve sudo there (default with --unix: sudo.sock beside it)\n"
           "  --access-token TOK   require X-Access-Token (also ENVD_ACCESS_TOKEN)\n"
           "  --default-user NAME  user when a request names none (default root)\n"
           "  --default-workdir D  working directory default (default: home)\n"
@@ -54,6 +56,17 @@ static void on_term(int sig) {
 }
 
 int main(int argc, char **argv) {
+  /* envd run as "sudo" (the base template's symlink) is sudo's client */
+  const char *self = strrchr(argv[0], '/');
+  if (!strcmp(self ? self + 1 : argv[0], "sudo")) {
+    /* the command's status and nothing else: no exit handlers (a
+     * sanitizer's leak check at exit cannot run in a sandbox and would
+     * turn every status into 1) */
+    int st = envd_sudo_client_main(argc, argv);
+    fflush(NULL);
+    _exit(st);
+  }
+  const char *sudo_sock = NULL;
   envd_listen l = {NULL, "127.0.0.1", ASBI_ENVD_PORT};
   int port_given = 0;
   g_envd.max_body = 16u << 20;
@@ -93,6 +106,9 @@ int main(int argc, char **argv) {
     } else if (strcmp(a, "--unix") == 0) {
       NEEDV();
       l.unix_path = v;
+    } else if (strcmp(a, "--sudo-socket") == 0) {
+      NEEDV();
+      sudo_sock = v;
     } else if (strcmp(a, "--access-token") == 0) {
       NEEDV();
       tok = v;
@@ -212,11 +228,22 @@ int main(int argc, char **argv) {
     printf("%d\n", bound);
     fflush(stdout);
   }
+  /* sudo's socket: given, or beside the unix socket the engine gives */
+  char sudo_def[108];
+  if (!sudo_sock && l.unix_path) {
+    const char *sl = strrchr(l.unix_path, '/');
+    if (sl && (size_t)snprintf(sudo_def, sizeof sudo_def, "%.*s/sudo.sock", (int)(sl - l.unix_path),
+                               l.unix_path) < sizeof sudo_def)
+      sudo_sock = sudo_def;
+  }
+  if (sudo_sock && *sudo_sock && envd_sudo_serve_start(sudo_sock) != 0)
+    fprintf(stderr, "envd: sudo is not served at %s: %s\n", sudo_sock, strerror(errno));
   envd_log("listening on %s%s%d", l.unix_path ? l.unix_path : l.addr, l.unix_path ? "" : ":",
            l.unix_path ? 0 : bound);
 
   /* Wait for SIGTERM/SIGINT; SIGCHLD stays blocked (the signalfd reads it). */
   while (!g_quit) sigsuspend(&ss);
+  envd_sudo_serve_stop();
   envd_server_stop();
   envd_watch_shutdown();
   envd_proc_shutdown();

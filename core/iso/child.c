@@ -13,6 +13,7 @@
 #include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -253,6 +254,45 @@ static void mask_proc(const asbe_plan *p) {
   for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++) mask_dir(p, dirs[i]);
 }
 
+/* /proc/sys/kernel/random/boot_id: the host's is the same for every
+ * sandbox and never changes while the host is up. Each start of a sandbox
+ * (a reboot of it: create, restart, resume without memory) gets a random
+ * version-4 UUID of its own, as a VM would: a file written in the fresh
+ * /dev tmpfs, bound read-only over the host's, then unlinked from /dev (the
+ * bind keeps it). */
+static void fake_boot_id(const asbe_plan *p) {
+  unsigned char b[16];
+  size_t got = 0;
+  while (got < sizeof b) {
+    ssize_t n = getrandom(b + got, sizeof b - got, 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) die(p, "getrandom", errno);
+    got += (size_t)n;
+  }
+  b[6] = (unsigned char)((b[6] & 0x0f) | 0x40);
+  b[8] = (unsigned char)((b[8] & 0x3f) | 0x80);
+  char id[40];
+  int w = 0;
+  for (int i = 0; i < 16; i++) {
+    if (i == 4 || i == 6 || i == 8 || i == 10) id[w++] = '-';
+    w += snprintf(id + w, sizeof id - (size_t)w, "%02x", b[i]);
+  }
+  id[w++] = '\n';
+  static const char src[] = "r/dev/.asb-boot-id", dst[] = "r/proc/sys/kernel/random/boot_id";
+  int fd = open(src, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0444);
+  if (fd < 0) die(p, src, errno);
+  if (write(fd, id, (size_t)w) != w) die(p, src, errno ? errno : EIO);
+  close(fd);
+  if (mount(src, dst, NULL, MS_BIND, NULL) < 0) {
+    if (errno != ENOENT) die(p, dst, errno);
+  } else {
+    TRY(mount(NULL, dst, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+              NULL),
+        "remount boot_id ro");
+  }
+  TRY(unlink(src), src);
+}
+
 static void mask_sys(const asbe_plan *p) {
   static const char *const dirs[] = {"r/sys/block", "r/sys/class/block", "r/sys/dev/block",
                                      "r/sys/devices/virtual/block", "r/sys/firmware"};
@@ -380,6 +420,7 @@ void asbe__child_main(const asbe_plan *p) {
   static const char *const devs[] = {"null", "zero", "full", "random", "urandom"};
   for (size_t i = 0; i < sizeof devs / sizeof devs[0]; i++) bind_dev(p, devs[i]);
   mask_proc(p);
+  fake_boot_id(p);
   mkdir_ok(p, "r/dev/pts", 0755);
   TRY(mount("devpts", "r/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC,
             "newinstance,ptmxmode=0666,mode=0620,gid=5,max=" ASBE_PTY_MAX),

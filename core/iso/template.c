@@ -112,6 +112,7 @@ const char *asbe_template_bind(const asbe_template *t, size_t i, const char **ds
 static const char k_group[] =
     "root:x:0:\n"
     "tty:x:5:user\n"
+    "sudo:x:27:user\n"
     "users:x:100:user\n"
     "user:x:1000:\n"
     "nogroup:x:65534:\n";
@@ -241,6 +242,14 @@ static int build_once(const char *dir, const char *what, int (*fill)(const char 
   return r;
 }
 
+/* What E2B's base has and the host's /usr may not: `sudo` (envd's client
+ * of its sudo socket: core/envd/sudo.c; a set-user-ID sudo cannot work
+ * under no_new_privs) and `python` (python3). /usr is the host's, bound
+ * read-only, so they live in a directory of the base's own, first in the
+ * profile's PATH: a host's set-user-ID /usr/bin/sudo, useless inside, must
+ * not win. */
+#define ASB_BASE_BIN "/opt/agent-sandbox/bin"
+
 /* The base's /etc/profile: Debian's, with bash's $EUID in place of
  * "$(id -u)". Every commands.run is a login shell (bash -l -c), and
  * Debian's profile forks and execs id(1) to learn the uid: a whole second
@@ -250,9 +259,11 @@ static const char k_profile[] =
     "# /etc/profile of agent-sandbox's base template: Debian's, without a\n"
     "# subprocess per login shell (bash's $EUID instead of $(id -u)).\n"
     "if [ \"${EUID:-$(id -u)}\" -eq 0 ]; then\n"
-    "  PATH=\"/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\"\n"
+    "  PATH=\"" ASB_BASE_BIN
+    ":/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\"\n"
     "else\n"
-    "  PATH=\"/usr/local/bin:/usr/bin:/bin:/usr/local/games:/usr/games\"\n"
+    "  PATH=\"" ASB_BASE_BIN
+    ":/usr/local/bin:/usr/bin:/bin:/usr/local/games:/usr/games\"\n"
     "fi\n"
     "export PATH\n"
     "if [ \"${PS1-}\" ]; then\n"
@@ -321,6 +332,13 @@ static int fill_base(const char *root) {
   for (size_t i = 0; i < ASBI_ARRAY_LEN(etc); i++)
     if ((r = copy_host(root, etc[i])) < 0) return r;
   if ((r = put(root, "etc/profile", k_profile, 0644)) < 0) return r;
+  if ((r = mk(root, "opt/agent-sandbox", 0755, 0)) < 0 ||
+      (r = mk(root, ASB_BASE_BIN + 1, 0755, 0)) < 0 ||
+      (r = link_to(root, ASB_BASE_BIN "/sudo" + 1, "/.asb/bin/envd")) < 0)
+    return r;
+  if (access("/usr/bin/python", F_OK) < 0 && access("/usr/bin/python3", X_OK) == 0 &&
+      (r = link_to(root, ASB_BASE_BIN "/python" + 1, "/usr/bin/python3")) < 0)
+    return r;
   if (access("/etc/os-release", F_OK) < 0 &&
       (r = link_to(root, "etc/os-release", "../usr/lib/os-release")) < 0)
     return r;

@@ -18,9 +18,13 @@ static uid_t uid;
 static gid_t gid;
 /* The files outside the test's directory it plants or must not see
  * created, named per run (other runs may use /root and /etc meanwhile). */
-static char secret[64], etc_x[64], etc_evil[64], etc_mp[64], root_made[64], root_newdir[64];
+static char secret[64], etc_x[96], etc_evil[96], etc_mp[96], root_made[96], root_newdir[96];
+/* A root-owned 0755 directory standing in for /etc and / */
+static char rootdir[64];
 /* Basic base64("user:") */
 #define AS_USER "Authorization: Basic dXNlcjo=\r\n"
+
+static int write_file(const char *path, const char *s);
 
 static int exists(const char *p) {
   struct stat st;
@@ -52,48 +56,98 @@ TEST(files_traversal_as_user) {
   CHECK_INT(r.status, 200);
   CHECK_STR(r.body, "TOPSECRET");
   et_resp_free(&r);
-  /* writes */
+  /* Writes are E2B's: as root, what they create chowned to the user, in
+   * a root-owned directory too (E2B's envd writes as root; issue 20). */
+  struct stat st;
   snprintf(up, sizeof up, "../..%s", etc_x);
   const char *writes[] = {etc_x, up, NULL};
   for (int i = 0; writes[i]; i++) {
     snprintf(q, sizeof q, "/files?username=user&path=%s", writes[i]);
-    REQUIRE(et_request(&C, "POST", q, "Content-Type: application/octet-stream\r\n", "pwned", 5,
+    REQUIRE(et_request(&C, "POST", q, "Content-Type: application/octet-stream\r\n", "mine", 4,
                        &r) == 0);
-    CHECK_INT(r.status, 403);
+    CHECK_INT(r.status, 200);
     et_resp_free(&r);
+    REQUIRE(stat(etc_x, &st) == 0);
+    CHECK_INT(st.st_uid, uid);
+    CHECK_INT(st.st_gid, gid);
+    CHECK_INT(st.st_size, 4);
   }
-  CHECK(!exists(etc_x));
-  snprintf(q, sizeof q, "/files?username=user&path=%s/link-etc", dir);
-  REQUIRE(et_request(&C, "POST", q, "Content-Type: application/octet-stream\r\n", "pwned", 5, &r) ==
+  /* an existing root-owned file: overwritten and given to the user, as
+   * E2B's envd chowns it before the write */
+  char rootfile[96];
+  snprintf(rootfile, sizeof rootfile, "%s/root-file", rootdir);
+  REQUIRE(write_file(rootfile, "root's old content") == 0);
+  chmod(rootfile, 0644);
+  snprintf(q, sizeof q, "/files?username=user&path=%s", rootfile);
+  REQUIRE(et_request(&C, "POST", q, "Content-Type: application/octet-stream\r\n", "new", 3, &r) ==
           0);
-  CHECK_INT(r.status, 403);
+  CHECK_INT(r.status, 200);
   et_resp_free(&r);
-  CHECK(!exists(etc_evil));
-  /* parent creation inside a forbidden dir */
+  REQUIRE(stat(rootfile, &st) == 0);
+  CHECK_INT(st.st_uid, uid);
+  CHECK_INT(st.st_size, 3);
+  /* a symlink is followed as E2B follows it */
+  snprintf(q, sizeof q, "/files?username=user&path=%s/link-etc", dir);
+  REQUIRE(et_request(&C, "POST", q, "Content-Type: application/octet-stream\r\n", "via", 3, &r) ==
+          0);
+  CHECK_INT(r.status, 200);
+  et_resp_free(&r);
+  REQUIRE(stat(etc_evil, &st) == 0);
+  CHECK_INT(st.st_uid, uid);
+  /* missing parents in a root-owned directory: made and chowned, the
+   * existing ones (rootdir, /) untouched */
   snprintf(q, sizeof q, "/files?username=user&path=%s/deep/f", root_newdir);
   REQUIRE(et_request(&C, "POST", q, "Content-Type: application/octet-stream\r\n", "x", 1, &r) == 0);
-  CHECK_INT(r.status, 403);
+  CHECK_INT(r.status, 200);
   et_resp_free(&r);
-  CHECK(!exists(root_newdir));
-  /* multipart with a hostile filename */
+  REQUIRE(stat(root_newdir, &st) == 0);
+  CHECK_INT(st.st_uid, uid);
+  CHECK_INT(st.st_mode & 07777, 0755);
+  snprintf(q, sizeof q, "%s/deep", root_newdir);
+  REQUIRE(stat(q, &st) == 0);
+  CHECK_INT(st.st_uid, uid);
+  REQUIRE(stat(rootdir, &st) == 0);
+  CHECK_INT(st.st_uid, 0);
+  /* /proc's magic links are never followed: a write through envd's own
+   * root, cwd or descriptors (which, as root, would reach whatever envd
+   * holds open) is refused and creates nothing */
+  char magic[160];
+  snprintf(magic, sizeof magic, "/proc/self/root%s/magic", rootdir);
+  snprintf(q, sizeof q, "/files?username=user&path=%s", magic);
+  REQUIRE(et_request(&C, "POST", q, "Content-Type: application/octet-stream\r\n", "m", 1, &r) == 0);
+  CHECK(r.status >= 400);
+  et_resp_free(&r);
+  snprintf(magic, sizeof magic, "%s/magic", rootdir);
+  CHECK(!exists(magic));
+  snprintf(q, sizeof q, "/files?username=user&path=/proc/self/fd/0");
+  REQUIRE(et_request(&C, "POST", q, "Content-Type: application/octet-stream\r\n", "m", 1, &r) == 0);
+  CHECK(r.status >= 400);
+  et_resp_free(&r);
+  snprintf(q, sizeof q, "/files?username=user&path=/proc/self/root%s/magicdir/f", rootdir);
+  REQUIRE(et_request(&C, "POST", q, "Content-Type: application/octet-stream\r\n", "m", 1, &r) == 0);
+  CHECK(r.status >= 400);
+  et_resp_free(&r);
+  snprintf(magic, sizeof magic, "%s/magicdir", rootdir);
+  CHECK(!exists(magic));
+  /* multipart: the part's filename is a path like any other */
   char mp[256];
   snprintf(mp, sizeof mp,
            "--XX\r\nContent-Disposition: form-data; name=\"file\"; "
-           "filename=\"../..%s\"\r\n\r\npwned\r\n--XX--\r\n",
+           "filename=\"../..%s\"\r\n\r\nmp\r\n--XX--\r\n",
            etc_mp);
   REQUIRE(et_request(&C, "POST", "/files?username=user",
                      "Content-Type: multipart/form-data; boundary=XX\r\n", mp, strlen(mp),
                      &r) == 0);
-  CHECK_INT(r.status, 403);
+  CHECK_INT(r.status, 200);
   et_resp_free(&r);
-  CHECK(!exists(etc_mp));
+  REQUIRE(stat(etc_mp, &st) == 0);
+  CHECK_INT(st.st_uid, uid);
   /* a user's own file: created, owned by the user, parents too */
   snprintf(q, sizeof q, "/files?username=user&path=%s/mine/a/b.txt", dir);
   REQUIRE(et_request(&C, "POST", q, "Content-Type: application/octet-stream\r\n", "ok", 2, &r) ==
           0);
   CHECK_INT(r.status, 200);
   et_resp_free(&r);
-  struct stat st;
   snprintf(q, sizeof q, "%s/mine/a/b.txt", dir);
   REQUIRE(stat(q, &st) == 0);
   CHECK_INT(st.st_uid, uid);
@@ -113,11 +167,19 @@ TEST(rpc_traversal_as_user) {
   REQUIRE(et_unary(&C, "filesystem.Filesystem/ListDir", "{\"path\":\"/root\"}", AS_USER, &r) == 0);
   CHECK_INT(r.status, 403);
   et_resp_free(&r);
-  snprintf(j, sizeof j, "{\"path\":\"../..%s\"}", root_made);
+  /* MakeDir is E2B's: as root, the directories it makes the user's */
+  snprintf(j, sizeof j, "{\"path\":\"../..%s/sub\"}", root_made);
   REQUIRE(et_unary(&C, "filesystem.Filesystem/MakeDir", j, AS_USER, &r) == 0);
-  CHECK_INT(r.status, 403);
+  CHECK_INT(r.status, 200);
+  CHECK(strstr(r.body, "\"owner\":\"user\"") != NULL);
   et_resp_free(&r);
-  CHECK(!exists(root_made));
+  struct stat st;
+  REQUIRE(stat(root_made, &st) == 0);
+  CHECK_INT(st.st_uid, uid);
+  snprintf(j, sizeof j, "{\"path\":\"/proc/self/cwd/asb-magic-%d\"}", (int)getpid());
+  REQUIRE(et_unary(&C, "filesystem.Filesystem/MakeDir", j, AS_USER, &r) == 0);
+  CHECK(r.status >= 400);
+  et_resp_free(&r);
   snprintf(j, sizeof j, "{\"path\":\"%s\"}", secret);
   REQUIRE(et_unary(&C, "filesystem.Filesystem/Remove", j, AS_USER, &r) == 0);
   CHECK_INT(r.status, 403);
@@ -850,13 +912,13 @@ int main(void) {
   chown(dir, uid, gid);
   int pid = (int)getpid();
   snprintf(secret, sizeof secret, "/root/asb-secret-%d", pid);
-  snprintf(etc_x, sizeof etc_x, "/etc/asb-hostile-x-%d", pid);
-  snprintf(etc_evil, sizeof etc_evil, "/etc/asb-hostile-evil-%d", pid);
-  snprintf(etc_mp, sizeof etc_mp, "/etc/asb-hostile-mp-%d", pid);
-  snprintf(root_made, sizeof root_made, "/root/asb-made-%d", pid);
-  snprintf(root_newdir, sizeof root_newdir, "/root/asb-newdir-%d", pid);
-  unlink(etc_x);
-  unlink(etc_evil);
+  snprintf(rootdir, sizeof rootdir, "/tmp/asb-hostile-root-XXXXXX");
+  if (!mkdtemp(rootdir) || chmod(rootdir, 0755) != 0) return 1;
+  snprintf(etc_x, sizeof etc_x, "%s/x", rootdir);
+  snprintf(etc_evil, sizeof etc_evil, "%s/evil", rootdir);
+  snprintf(etc_mp, sizeof etc_mp, "%s/mp", rootdir);
+  snprintf(root_made, sizeof root_made, "%s/made", rootdir);
+  snprintf(root_newdir, sizeof root_newdir, "%s/newdir", rootdir);
   int fd = open(secret, O_WRONLY | O_CREAT | O_TRUNC, 0600);
   if (fd < 0 || write(fd, "TOPSECRET", 9) != 9) return 1;
   close(fd);
@@ -886,7 +948,7 @@ int main(void) {
   CHECK_INT(et_stop(&E), 0);
   unlink(secret);
   char cmd[128];
-  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+  snprintf(cmd, sizeof cmd, "rm -rf %s %s", dir, rootdir);
   if (system(cmd) != 0) return 1;
   TEST_MAIN_END();
 }

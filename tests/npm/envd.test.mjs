@@ -4,7 +4,7 @@
 import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
-import { mkdtempSync, rmSync, chownSync, existsSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, rmSync, chownSync, chmodSync, writeFileSync } from 'node:fs'
 import { execSync } from 'node:child_process'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -28,7 +28,6 @@ let dir
 // Files in /root that only root may read or create: named per run, since
 // other runs of this suite on the machine use /root at the same time.
 const secret = `/root/asb-npm-secret-${process.pid}`
-const denied = `/root/asb-npm-denied-${process.pid}`
 const hasUser = (() => {
   try { execSync('id user', { stdio: 'ignore' }); return true } catch { return false }
 })()
@@ -232,11 +231,28 @@ test('files: remove, rename, makeDir', async () => {
   await sbx.files.remove(`${dir}/never-existed`)
 })
 
-test('files: as user, permissions are the user\'s', { skip: !hasUser }, async () => {
-  await assert.rejects(sbx.files.write(denied, 'x'))
+test('files: as user, reads are the user\'s, writes E2B\'s (as root, chowned)', { skip: !hasUser }, async () => {
   await assert.rejects(sbx.files.read(secret))
   assert.equal(await sbx.files.read(secret, { user: 'root' }), 'secret')
-  assert.equal(existsSync(denied), false)
+  // A root-owned directory standing in for / and /etc: E2B's envd writes as
+  // root, makes the missing parents and gives what it made to the user.
+  const rootDir = mkdtempSync('/tmp/asb-npm-root-')
+  try {
+    chmodSync(rootDir, 0o755)
+    const w = await sbx.files.write(`${rootDir}/0/multi_test_file0.txt`, 'mine')
+    assert.equal((await sbx.files.getInfo(w.path)).owner, 'user')
+    assert.equal((await sbx.files.getInfo(`${rootDir}/0`)).owner, 'user')
+    assert.equal(await sbx.files.makeDir(`${rootDir}/newdir`), true)
+    assert.equal((await sbx.files.getInfo(`${rootDir}/newdir`)).owner, 'user')
+    assert.equal((await sbx.files.getInfo(rootDir)).owner, 'root')
+    // an existing root-owned file is overwritten and becomes the user's
+    writeFileSync(`${rootDir}/conf`, 'old', { mode: 0o644 })
+    await sbx.files.write(`${rootDir}/conf`, 'new')
+    assert.equal((await sbx.files.getInfo(`${rootDir}/conf`)).owner, 'user')
+    assert.equal(await sbx.files.read(`${rootDir}/conf`), 'new')
+  } finally {
+    rmSync(rootDir, { recursive: true, force: true })
+  }
   const w = await sbx.files.write(`${dir}/owned/u.txt`, 'mine')
   const info = await sbx.files.getInfo(w.path)
   assert.equal(info.owner, 'user')
@@ -254,11 +270,14 @@ test('files: watchDir create/write/remove events', async () => {
   await sbx.files.write(`${dir}/w/sub/g.txt`, 'data')
   await sbx.files.remove(`${dir}/w/f.txt`)
   const has = (name, type) => events.some((e) => e.name === name && e.type === type)
-  await until(() => has('f.txt', 'create') && has('f.txt', 'write') && has('f.txt', 'remove') &&
+  // create, chmod (the chown to the user, as E2B's envd does) and write
+  await until(() => has('f.txt', 'create') && has('f.txt', 'write') && has('f.txt', 'chmod') &&
+    has('f.txt', 'remove') &&
     has('sub', 'create') && has('sub/g.txt', 'create'))
   await h.stop()
   assert.ok(has('f.txt', 'create'), JSON.stringify(events))
   assert.ok(has('f.txt', 'write'), JSON.stringify(events))
+  assert.ok(has('f.txt', 'chmod'), JSON.stringify(events))
   assert.ok(has('f.txt', 'remove'), JSON.stringify(events))
   assert.ok(has('sub', 'create'), JSON.stringify(events))
   assert.ok(has('sub/g.txt', 'create'), JSON.stringify(events))

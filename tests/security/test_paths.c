@@ -537,8 +537,61 @@ TEST(sys_and_proc_show_no_host_paths_or_other_sandboxes) {
   /* what a sandbox needs from /proc and /sys still works */
   r = sh(a, "user", "nproc >/dev/null && head -1 /proc/meminfo | cut -d: -f1 && ls /sys/class/net");
   CHECK_STR(r.out, "MemTotal\nlo\n");
+  /* boot_id is each sandbox's own random UUID (E2B's tests read it), not
+   * the host's, and the sandbox cannot change it */
+  char hb[64];
+  char *hbr = read_file("/proc/sys/kernel/random/boot_id");
+  snprintf(hb, sizeof hb, "%s", hbr ? hbr : "");
+  run_res ba = sh(a, "root", "cat /proc/sys/kernel/random/boot_id");
+  run_res bb = sh(b, "root", "cat /proc/sys/kernel/random/boot_id");
+  CHECK_INT((int)strlen(ba.out), 37);
+  CHECK(ba.out[14] == '4' && ba.out[8] == '-' && ba.out[36] == '\n');
+  CHECK(hb[0] && strcmp(ba.out, hb) != 0);
+  CHECK(strcmp(ba.out, bb.out) != 0);
+  r = sh(a, "root",
+         "echo 00000000-0000-4000-8000-000000000000 > /proc/sys/kernel/random/boot_id; "
+         "umount /proc/sys/kernel/random/boot_id 2>/dev/null; "
+         "cat /proc/sys/kernel/random/boot_id; ls -a /dev | grep -c boot");
+  char want[64];
+  snprintf(want, sizeof want, "%s0\n", ba.out);
+  CHECK_STR(r.out, want);
   drop(a);
   drop(b);
+}
+
+/* ---- sudo: E2B's base has it; ours is envd's, root inside and no more ------------- */
+
+TEST(sudo_is_root_inside_and_nothing_more) {
+  asb_sandbox *a = make(C, NULL);
+  REQUIRE(a);
+  run_res r = sh(a, "user",
+                 "sudo id -u; sudo -u user id -un; sudo sh -c 'exit 7'; echo rc=$?; "
+                 "echo piped | sudo cat; sudo -i pwd; sudo -s 'echo' shell; "
+                 "X=kept sudo -E sh -c 'echo $X'; X=kept sudo sh -c 'echo ${X:-reset}'; "
+                 "sudo sh -c 'kill -TERM $$'; echo sig=$?; sudo no-such-cmd 2>/dev/null; "
+                 "echo nf=$?; python -c 'print(6 * 7)'");
+  CHECK_STR(r.out, "0\nuser\nrc=7\npiped\n/root\nshell\nkept\nreset\nsig=143\nnf=1\n42\n");
+  /* the command is root inside only: envd's user namespace, no_new_privs,
+   * no mount, no new namespaces, its own session and no terminal */
+  r = sh(a, "user",
+         "[ \"$(sudo cat /proc/self/uid_map)\" = \"$(cat /proc/self/uid_map)\" ] && echo same-ns; "
+         "sudo grep -c '^NoNewPrivs:.1' /proc/self/status; "
+         "sudo mount -t tmpfs none /mnt 2>/dev/null || echo no-mount; "
+         "sudo unshare -m true 2>/dev/null || echo no-unshare; "
+         "sudo sh -c '[ \"$(ps -o sid= -p $$)\" = \"$(ps -o pid= -p $$)\" ] && echo own-session'; "
+         "sudo sh -c 'exec 3</dev/tty' 2>/dev/null || echo no-tty");
+  CHECK_STR(r.out, "same-ns\n1\nno-mount\nno-unshare\nown-session\nno-tty\n");
+  /* who may: root and the group sudo (the base's user), nobody else; junk
+   * on the socket changes nothing */
+  r = sh(a, "root",
+         "setpriv --reuid=65534 --regid=65534 --clear-groups sudo id -u 2>&1; echo rc=$?; "
+         "printf 'junk' | python3 -c 'import socket,sys; s=socket.socket(socket.AF_UNIX); "
+         "s.connect(\"/run/asb/sudo.sock\"); s.sendall(sys.stdin.buffer.read()); "
+         "s.shutdown(1); print(len(s.recv(16)))'; sudo -u user id -u");
+  CHECK(strstr(r.out, "not in the sudoers file") != NULL);
+  CHECK(strstr(r.out, "rc=1\n4\n1000\n") != NULL);
+  if (!strstr(r.out, "rc=1\n4\n1000\n")) fprintf(stderr, "seen:\n%s\n%s\n", r.out, r.err);
+  drop(a);
 }
 
 /* ---- finding 18: set-id files in an exported layer ---------------------------------- */
@@ -604,6 +657,7 @@ int main(void) {
   RUN(template_etc_links_to_host_files);
   RUN(sys_and_proc_show_no_host_paths_or_other_sandboxes);
   RUN(no_setid_files_in_layers);
+  RUN(sudo_is_root_inside_and_nothing_more);
   RUN(full_backlog_listeners_do_not_hang_the_engine);
   asb_client_free(C);
   engine_fixture_stop(&F);

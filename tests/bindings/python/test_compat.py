@@ -141,6 +141,46 @@ def test_e2b_behaviour_its_suite_checks(engine):
     assert eventually(lambda: not sbx.is_running())
 
 
+def test_lifecycle_is_validated_as_e2b():
+    """E2B's create-time lifecycle checks, raised before any request."""
+    from agent_sandbox.compat import _lifecycle_auto_pause as lc
+
+    with pytest.raises(InvalidArgumentException, match="auto_resume can only be True"):
+        Sandbox.create(lifecycle={"on_timeout": "kill", "auto_resume": True})
+    with pytest.raises(InvalidArgumentException, match="keep_memory is only allowed"):
+        lc({"on_timeout": {"action": "kill", "keep_memory": True}})
+    with pytest.raises(InvalidArgumentException, match="keep_memory: False"):
+        lc({"on_timeout": {"action": "pause", "keep_memory": False}, "auto_resume": True})
+    assert lc({"on_timeout": "pause", "auto_resume": True}) is True
+    assert lc({"on_timeout": {"action": "pause"}}) is True
+    assert lc({"on_timeout": "kill"}) is False
+    assert lc(None) is False
+
+
+def test_breaking_out_of_a_command_loop_does_not_wait(engine):
+    """``for stdout, _, _ in handle: break`` stops iterating, as in E2B, and
+    the command keeps running (a ``cat`` waiting on its stdin)."""
+    import threading
+
+    with Sandbox.create() as sbx:
+        h = sbx.commands.run("echo first; exec cat", background=True, stdin=True)
+        seen = []
+
+        def loop():
+            for stdout, _, _ in h:
+                seen.append(stdout)
+                break
+
+        t = threading.Thread(target=loop, daemon=True)
+        t.start()
+        # generous: a blocked loop would wait for the command, which never ends
+        t.join(60)
+        assert not t.is_alive(), "the loop did not stop at break"
+        assert seen == ["first\n"]
+        assert h.pid in [p.pid for p in sbx.commands.list()]
+        h.kill()
+
+
 async def test_async_signed_urls_are_plain_methods(engine):
     sbx = await AsyncSandbox.create()
     try:

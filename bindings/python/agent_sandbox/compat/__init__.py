@@ -525,16 +525,44 @@ class Filesystem:
 # ---- sync sandbox ---------------------------------------------------------------------------
 
 
+def _lifecycle_auto_pause(lifecycle: Any) -> bool:
+    """E2B's ``lifecycle`` checks (build_lifecycle_config), same messages;
+    True when a timeout pauses. ``keep_memory=False`` and ``auto_resume``
+    pass its checks but are not kept by the local engine (see
+    docs/python-compat.md)."""
+    if not lifecycle:
+        return False
+    raw = lifecycle.get("on_timeout")
+    if isinstance(raw, dict):
+        action = raw.get("action", "kill")
+        keep_memory_given = "keep_memory" in raw
+        keep_memory = raw.get("keep_memory")
+    else:
+        action = raw if raw is not None else "kill"
+        keep_memory_given, keep_memory = False, None
+    if keep_memory_given and action != "pause":
+        raise InvalidArgumentException(
+            "keep_memory is only allowed when on_timeout action is 'pause'.")
+    if keep_memory is None:
+        keep_memory = True
+    auto_resume = lifecycle.get("auto_resume")
+    if auto_resume and action != "pause":
+        raise InvalidArgumentException(
+            "auto_resume can only be True when on_timeout action is 'pause'.")
+    if not keep_memory and auto_resume:
+        raise InvalidArgumentException(
+            "auto_resume: True is not a valid value when keep_memory: False - "
+            "a filesystem-only snapshot cannot be auto-resumed by traffic and "
+            "must be resumed explicitly using Sandbox.connect().")
+    return bool(action == "pause")
+
+
 def _create_args(template: Optional[str], timeout: Optional[int], metadata: Any, envs: Any,
                  secure: bool, allow_internet_access: bool, lifecycle: Any,
                  extra: Dict[str, Any], opts: Dict[str, Any]) -> Dict[str, Any]:
     for k in ("mcp", "network", "iam", "volume_mounts"):
         _unsupported(k, extra.get(k), None)
-    auto_pause = False
-    if lifecycle:
-        on_timeout = lifecycle.get("on_timeout")
-        action = on_timeout.get("action") if isinstance(on_timeout, dict) else on_timeout
-        auto_pause = action == "pause"
+    auto_pause = _lifecycle_auto_pause(lifecycle)
     return dict(template=template, timeout=timeout or 300, metadata=metadata, envs=envs,
                 auto_pause=auto_pause, **_conn(opts))
 
