@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "api_secrets.h"
+#include "api_builder.h"
 #include "api_templates.h"
 #include "eng_err.h"
 #include "net/policy.h"
@@ -563,6 +564,7 @@ void api_handle(engine *e, api_req *q, api_reply *r) {
   if (is(q, "GET", "/sandboxes")) return list(e, q, r, 0);
   if (is(q, "GET", "/v2/sandboxes")) return list(e, q, r, 1);
   if (is(q, "GET", "/sandboxes/metrics")) return metrics_many(e, q, r);
+  if (api_builder_handle(e, q, r)) return; /* E2B's Template builder (api_builder.c) */
   if (is(q, "GET", "/templates") || is(q, "GET", "/v2/templates")) return api_templates_list(e, r);
   if (is(q, "POST", "/templates/builds") || is(q, "POST", "/v2/templates/builds"))
     return api_templates_build(e, q, r);

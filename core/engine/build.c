@@ -482,6 +482,11 @@ void build_report_free(build_report *rep) {
 
 int build_run(engine *e, const void *tar, size_t tar_len, int force, build_base_fn base_fn,
               template_info **out, build_report *rep, eng_err *err) {
+  return build_run_as(e, tar, tar_len, force, base_fn, NULL, out, rep, err);
+}
+
+int build_run_as(engine *e, const void *tar, size_t tar_len, int force, build_base_fn base_fn,
+                 const char *new_id, template_info **out, build_report *rep, eng_err *err) {
   *out = NULL;
   memset(rep, 0, sizeof *rep);
   eng_err_clear(err);
@@ -658,6 +663,8 @@ int build_run(engine *e, const void *tar, size_t tar_len, int force, build_base_
   char id[ENGINE_ID_LEN + 1], suffix[7];
   if (existing)
     snprintf(id, sizeof id, "%s", existing->id);
+  else if (new_id && strlen(new_id) == ENGINE_ID_LEN)
+    snprintf(id, sizeof id, "%s", new_id);
   else if (asbi_random_alnum(id, ENGINE_ID_LEN)) {
     eng_err_set(err, ENG_EINTERNAL, NULL, "no randomness available");
     goto out;

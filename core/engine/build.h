@@ -37,6 +37,11 @@ typedef int (*build_base_fn)(engine *e, const char *name, eng_err *err);
  * a step failed, which in rep; ENG_EINTERNAL). rep is filled either way. */
 int build_run(engine *e, const void *tar, size_t tar_len, int force, build_base_fn base_fn,
               template_info **out, build_report *rep, eng_err *err);
+/* build_run, and a template of a new name gets the id new_id (ENGINE_ID_LEN
+ * characters; NULL: a random one): E2B's builder API hands out the id
+ * before the build. */
+int build_run_as(engine *e, const void *tar, size_t tar_len, int force, build_base_fn base_fn,
+                 const char *new_id, template_info **out, build_report *rep, eng_err *err);
 /* Remove build dirs that no template and no live sandbox uses. */
 void build_gc(engine *e);
 /* Remove state dirs of build sandboxes left by a crash (start-up). */

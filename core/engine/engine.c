@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "api_builder.h"
 #include "build.h"
 #include "lifecycle.h"
 #include "net/egress/secrets.h"
@@ -277,6 +278,7 @@ fail:
 }
 
 void engine_close(engine *e, int kill_sandboxes) {
+  api_builder_close(e); /* its builds first: they use the runtime */
   pool_stop(e);
   lifecycle_stop(e);
   size_t n = 0;

@@ -63,6 +63,10 @@ typedef struct engine {
   void *server;               /* server.c's state */
   struct asbn_dp *dp;         /* sbxnet.c: the sandboxes' datapath; NULL: loopback only */
   struct asbn_egress *egress; /* sbxnet.c: their resolver and proxy (with dp) */
+  void *builder;              /* api_builder.c's state (E2B's Template builder) */
+  /* api_builder_tag_build once the builder is in use (set atomically;
+   * templates_find calls it for "name:tag") */
+  int (*tag_build)(struct engine *e, const char *name, const char *tag, char *out, size_t len);
   /* pool.c: warm pools. The targets of --pool-template NAME=N (a name or
    * id each; a template.yaml's pool: section adds its own); the refill
    * thread; pool_cv (with tmpl_mu) wakes it when a claim took a sandbox,

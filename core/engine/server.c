@@ -24,6 +24,8 @@
 #include <unistd.h>
 
 #include "api.h"
+#include "api_builder.h"
+#include "builder.h"
 #include "cmds.h"
 #include "httpd/httpd.h"
 #include "proto/http1.h"
@@ -228,7 +230,9 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
     if (strcmp(method, "POST") == 0 &&
         (strcmp(url, "/templates/builds") == 0 || strcmp(url, "/v2/templates/builds") == 0))
       r->body.buf.max = BUILD_BODY_MAX;
-    if (!authorized(e, c)) {
+    int upload = api_builder_upload_ok(e, method, url, r->raw_uri);
+    if (upload) r->body.buf.max = BUILDER_UPLOAD_MAX; /* E2B's Template builder's files */
+    if (!upload && !authorized(e, c)) {
       r->kind = REQ_ANSWERED;
       return error(c, 401, "missing or invalid API key (X-API-Key)");
     }

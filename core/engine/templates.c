@@ -255,6 +255,20 @@ template_info *templates_find(engine *e, const char *name) {
     if (strcmp(t->alias, name) == 0) found = t;
   if (found) found->refs++;
   pthread_mutex_unlock(&e->tmpl_mu);
+  const char *colon = strchr(name, ':');
+  if (!found && colon && colon != name && !strchr(colon + 1, ':') && strlen(name) < 256) {
+    /* "name:tag" (E2B's builder): the template, if tag names its build */
+    char base[256], ours[40];
+    snprintf(base, sizeof base, "%.*s", (int)(colon - name), name);
+    int (*tag_build)(engine *, const char *, const char *, char *, size_t) =
+        __atomic_load_n(&e->tag_build, __ATOMIC_ACQUIRE);
+    found = tag_build ? templates_find(e, base) : NULL;
+    if (found &&
+        (tag_build(e, base, colon + 1, ours, sizeof ours) || strcmp(ours, found->build_id))) {
+      templates_put(e, found);
+      found = NULL;
+    }
+  }
   return found;
 }
 

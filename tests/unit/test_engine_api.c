@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "engine/api.h"
+#include "engine/api_builder.h"
 #include "engine/codei.h"
 #include "engine/engine.h"
 #include "engine/pool.h"
@@ -172,6 +173,169 @@ TEST(templates) {
   done(&r);
 }
 
+/* E2B's Template builder API (api_builder.c): its checks and E2B's status
+ * codes. The builds themselves run in npm.builder (a real engine). */
+TEST(template_builder) {
+  char dir[] = "/tmp/asb-unit-builder-XXXXXX";
+  CHECK(mkdtemp(dir) != NULL);
+  E.state_dir = strdup(dir);
+  snprintf(E.api_key, sizeof E.api_key, "the-key");
+  reply r = call("POST", "/v3/templates", "[]");
+  CHECK_ERROR(r, 400, "the body must be a JSON object");
+  done(&r);
+  r = call("POST", "/v3/templates", "{\"name\": \"Bad Name\"}");
+  CHECK_INT(r.status, 400);
+  CHECK(strstr(str(r.json, "message"), "got 'Bad Name'") != NULL);
+  done(&r);
+  r = call("POST", "/v3/templates", "{\"name\": \"ok\", \"cpuCount\": 0}");
+  CHECK_ERROR(r, 400, "cpuCount: a whole number 1..64");
+  done(&r);
+  r = call("POST", "/v3/templates", "{\"name\": \"ok\", \"memoryMB\": 1.5}");
+  CHECK_ERROR(r, 400, "memoryMB: a whole number 64..1048576");
+  done(&r);
+  r = call("POST", "/v3/templates", "{\"name\": \"ok:bad tag\"}");
+  CHECK_ERROR(r, 400, "tag 'bad tag': 1..128 of A-Z a-z 0-9 . _ -");
+  done(&r);
+  r = call("GET", "/v3/templates", NULL);
+  CHECK_ERROR(r, 405, "method GET not allowed on /v3/templates");
+  done(&r);
+  /* a good request: 202, E2B's TemplateRequestResponseV3 */
+  r = call("POST", "/v3/templates", "{\"name\": \"mine:v1\", \"tags\": [\"stable\"]}");
+  CHECK_INT(r.status, 202);
+  char id[64], bid[64], path[512];
+  snprintf(id, sizeof id, "%s", str(r.json, "templateID"));
+  snprintf(bid, sizeof bid, "%s", str(r.json, "buildID"));
+  CHECK_INT((int)strlen(id), 20);
+  CHECK_INT((int)strlen(bid), 36);
+  CHECK_STR(cJSON_GetArrayItem(cJSON_GetObjectItem(r.json, "names"), 0)->valuestring, "mine");
+  CHECK_INT(cJSON_GetArraySize(cJSON_GetObjectItem(r.json, "tags")), 2);
+  done(&r);
+  /* files: unknown template 404, bad hash 400, a link with a token */
+  const char *h = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+  snprintf(path, sizeof path, "/templates/nope/files/%s", h);
+  r = call("GET", path, NULL);
+  CHECK_ERROR(r, 404, "template \"nope\" not found");
+  done(&r);
+  snprintf(path, sizeof path, "/templates/%s/files/..%%2f..%%2fetc", id);
+  r = call("GET", path, NULL);
+  CHECK_INT(r.status, 400);
+  done(&r);
+  snprintf(path, sizeof path, "/templates/%s/files/%s", id, h);
+  r = call("GET", path, NULL);
+  CHECK_INT(r.status, 201);
+  CHECK(cJSON_IsFalse(cJSON_GetObjectItem(r.json, "present")));
+  const char *url = str(r.json, "url");
+  CHECK(url && strstr(url, path) && strstr(url, "?token="));
+  /* the upload URL's token opens exactly that PUT */
+  const char *uri = url ? strstr(url, "/templates/") : "";
+  CHECK(api_builder_upload_ok(&E, "PUT", path, uri));
+  CHECK(!api_builder_upload_ok(&E, "GET", path, uri));
+  char other[512];
+  snprintf(other, sizeof other, "/templates/%s/files/%.63s0", id, h);
+  CHECK(!api_builder_upload_ok(&E, "PUT", other, uri));
+  CHECK(!api_builder_upload_ok(&E, "PUT", path, path));
+  char forged[600];
+  snprintf(forged, sizeof forged, "%s?token=%064d", path, 0);
+  CHECK(!api_builder_upload_ok(&E, "PUT", path, forged));
+  done(&r);
+  r = call("PUT", path, "not a tar at all, not a tar at all");
+  CHECK_INT(r.status, 400);
+  CHECK(strstr(str(r.json, "message"), "the uploaded files: ") != NULL);
+  done(&r);
+  r = call("GET", path, NULL);
+  CHECK(cJSON_IsFalse(cJSON_GetObjectItem(r.json, "present"))); /* nothing stored */
+  done(&r);
+  /* the trigger: unknown build 404, bad bodies 400 with E2B's words */
+  snprintf(path, sizeof path, "/v2/templates/%s/builds/nope", id);
+  r = call("POST", path, "{\"fromTemplate\": \"base\"}");
+  CHECK_INT(r.status, 404);
+  CHECK(strstr(str(r.json, "message"), "build \"nope\" of template ") != NULL);
+  done(&r);
+  snprintf(path, sizeof path, "/v2/templates/%s/builds/%s", id, bid);
+  static const struct {
+    const char *body, *msg;
+  } bad[] = {
+      {"{\"fromImage\": \"ubuntu:22.04\"}", "fromImage 'ubuntu:22.04': this engine reaches no"},
+      {"{\"steps\": []}", "fromTemplate is required"},
+      {"{\"fromTemplate\": \"base\", \"steps\": [{\"type\": \"ARG\"}]}",
+       "steps[0]: unknown step type 'ARG' (known: RUN, COPY, ENV, WORKDIR, USER)"},
+      {"{\"fromTemplate\": \"base\", \"steps\": [{\"type\": \"RUN\", \"args\": [\"id\", "
+       "\"bob\"]}]}",
+       "steps[0] (RUN): unknown user 'bob'"},
+      {"{\"fromTemplate\": \"base\", \"steps\": [{\"type\": \"ENV\", \"args\": [\"A\"]}]}",
+       "steps[0] (ENV): args are [name, value"},
+      {"{\"fromTemplate\": \"base\", \"steps\": [{\"type\": \"ENV\", \"args\": [\"1x\", \"v\"]}]}",
+       "steps[0] (ENV): '1x' is not a variable name"},
+      {"{\"fromTemplate\": \"base\", \"steps\": [{\"type\": \"COPY\", \"args\": [\"a\", \"b\"], "
+       "\"filesHash\": \"xyz\"}]}",
+       "steps[0] (COPY): filesHash must be"},
+      {"{\"fromTemplate\": \"base\", \"steps\": [{\"type\": \"COPY\", \"args\": [\"../a\", \"b\"], "
+       "\"filesHash\": \"0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef\"}]}",
+       "steps[0] (COPY): src '../a' must be relative, without '..'"},
+      {"{\"fromTemplate\": \"base\", \"steps\": [{\"type\": \"COPY\", \"args\": [\"a\", \"b\", "
+       "\"\", "
+       "\"9\"]}], \"filesHash\": \"\"}",
+       "steps[0] (COPY): filesHash must be"},
+      {"{\"fromTemplate\": \"base\", \"steps\": [{\"type\": \"COPY\", \"args\": [\"a\", \"b\"], "
+       "\"filesHash\": \"0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef\"}]}",
+       "the files of a COPY step (filesHash 0123456789abcdef0123456789abcdef0123456789abcdef"
+       "0123456789abcdef) were not uploaded"},
+      {"nope", "the body must be a JSON object"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    r = call("POST", path, bad[i].body);
+    CHECK_INT(r.status, 400);
+    const char *m = str(r.json, "message");
+    CHECK(m && !strncmp(m, bad[i].msg, strlen(bad[i].msg)));
+    if (!m || strncmp(m, bad[i].msg, strlen(bad[i].msg)))
+      fprintf(stderr, "  body %s: got '%s'\n", bad[i].body, m ? m : "(none)");
+    done(&r);
+  }
+  /* status: still waiting (nothing was started), logs empty */
+  snprintf(path, sizeof path, "/templates/%s/builds/%s/status?logsOffset=0", id, bid);
+  r = call("GET", path, NULL);
+  CHECK_INT(r.status, 200);
+  CHECK_STR(str(r.json, "status"), "waiting");
+  CHECK(cJSON_IsArray(cJSON_GetObjectItem(r.json, "logEntries")));
+  done(&r);
+  snprintf(path, sizeof path, "/templates/%s/builds/%s/status?logsOffset=-1", id, bid);
+  r = call("GET", path, NULL);
+  CHECK_ERROR(r, 400, "logsOffset: expected a whole number >= 0");
+  done(&r);
+  snprintf(path, sizeof path, "/templates/%s/builds/other/status", id);
+  r = call("GET", path, NULL);
+  CHECK_INT(r.status, 404);
+  done(&r);
+  /* aliases and tags */
+  r = call("GET", "/templates/aliases/mine", NULL); /* requested, never built */
+  CHECK_ERROR(r, 404, "template alias \"mine\" not found");
+  done(&r);
+  r = call("POST", "/templates/tags", "{\"target\": \"mine:v1\", \"tags\": [\"x\"]}");
+  CHECK_ERROR(r, 404, "template \"mine\" with tag \"v1\" not found"); /* not built yet */
+  done(&r);
+  r = call("POST", "/templates/tags", "{\"target\": \"mine\", \"tags\": []}");
+  CHECK_INT(r.status, 400);
+  done(&r);
+  r = call("DELETE", "/templates/tags", "{\"name\": \"nope\", \"tags\": [\"x\"]}");
+  CHECK_ERROR(r, 404, "template \"nope\" not found");
+  done(&r);
+  r = call("DELETE", "/templates/tags", "{\"name\": \"mine\", \"tags\": [\"x\"]}");
+  CHECK_INT(r.status, 204);
+  done(&r);
+  snprintf(path, sizeof path, "/templates/%s/tags", id);
+  r = call("GET", path, NULL);
+  CHECK_INT(r.status, 200);
+  CHECK(cJSON_IsArray(r.json) && cJSON_GetArraySize(r.json) == 0);
+  done(&r);
+  r = call("GET", "/templates/nope/tags", NULL);
+  CHECK_ERROR(r, 404, "template \"nope\" not found");
+  done(&r);
+  api_builder_close(&E);
+  char cmd[128];
+  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+  CHECK_INT(system(cmd), 0);
+}
+
 /* --pool-template values (pool.c) and which pool size a template gets:
  * the option's, by name or id, before its template.yaml's pool.size. */
 TEST(pool_options_and_targets) {
@@ -326,6 +490,7 @@ int main(void) {
   RUN(create_checks_its_body);
   RUN(list_checks_its_query);
   RUN(templates);
+  RUN(template_builder);
   RUN(pool_options_and_targets);
   RUN(codei_preflight_reads_dpkg_status);
   RUN(secrets);
