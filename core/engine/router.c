@@ -29,6 +29,7 @@
 
 #include "codei.h"
 #include "httpd/httpd.h"
+#include "net/policy.h"
 #include "proto/http1.h"
 #include "proto/sign.h"
 #include "proto/url.h"
@@ -343,6 +344,24 @@ route_ctx *router_begin(engine *e, struct MHD_Connection *c, const char *raw_uri
     *err = json_resp(502, id, "sandbox_paused", NULL,
                      "sandbox \"%s\" is paused; connect to it to resume", id);
     return NULL;
+  }
+  /* network.allowPublicTraffic = false: the sandbox's ports (envd's has its
+   * own access token) answer only requests that carry its traffic access
+   * token, as E2B's proxy does */
+  pthread_mutex_lock(&s->mu);
+  int private_ports = s->net_policy && !s->net_policy->allow_public_traffic;
+  pthread_mutex_unlock(&s->mu);
+  if (private_ports && port != ASBI_ENVD_PORT) {
+    const char *tt = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "E2B-Traffic-Access-Token");
+    if (!tt || !asbi_httpd_token_eq(tt, s->traffic_token)) {
+      reg_put(e, s);
+      *err_status = 403;
+      *err = json_resp(403, id, "traffic_token_required", NULL,
+                       "%s: this sandbox's ports need its traffic access token "
+                       "(E2B-Traffic-Access-Token; allowPublicTraffic is false)",
+                       tt ? "invalid traffic access token" : "missing traffic access token");
+      return NULL;
+    }
   }
   route_ctx *r = calloc(1, sizeof *r);
   if (!r || !(r->buf = malloc(READ_CHUNK))) {

@@ -66,3 +66,38 @@ test('network options through the stock SDK', async () => {
   }
   await assert.rejects(e2b.Sandbox.updateNetwork(sbx.sandboxId, {}), e2b.SandboxNotFoundError)
 })
+
+// allowPublicTraffic: false — the sandbox's ports answer only with its
+// traffic access token (E2B-Traffic-Access-Token), envd's port keeps its own
+// access token. Reached through the engine with E2B's routing headers.
+test('allowPublicTraffic: false needs the traffic access token', async () => {
+  const sbx = await e2b.Sandbox.create({ timeoutMs: 60_000, network: { allowPublicTraffic: false } })
+  try {
+    assert.ok(sbx.trafficAccessToken)
+    await sbx.files.write('/home/user/www/index.html', 'private page')
+    await sbx.commands.run('python3 -m http.server 8000 --bind 127.0.0.1', { background: true, cwd: '/home/user/www' })
+    const get = (headers) => fetch(`${process.env.E2B_API_URL}/index.html`, {
+      headers: { 'E2b-Sandbox-Id': sbx.sandboxId, 'E2b-Sandbox-Port': '8000', ...headers },
+    })
+    let ok
+    for (let i = 0; i < 300; i++) { // until the server is up
+      ok = await get({ 'E2B-Traffic-Access-Token': sbx.trafficAccessToken })
+      if (ok.status === 200) break
+      await new Promise((r) => setTimeout(r, 100))
+    }
+    assert.equal(ok.status, 200)
+    assert.equal(await ok.text(), 'private page')
+    const none = await get({})
+    assert.equal(none.status, 403)
+    assert.match((await none.json()).message, /missing traffic access token/)
+    const wrong = await get({ 'E2B-Traffic-Access-Token': 'x'.repeat(64) })
+    assert.equal(wrong.status, 403)
+    // envd's port is behind the access token, not the traffic token
+    assert.equal(await sbx.files.read('/home/user/www/index.html'), 'private page')
+    // the setting stays across an update that does not name it
+    await sbx.updateNetwork({ allowOut: ['198.18.0.11'] })
+    assert.equal((await get({})).status, 403)
+  } finally {
+    await sbx.kill()
+  }
+})
