@@ -160,18 +160,6 @@ static void fail_exec(ci_ctx *c, ci_exec *e, const char *name, const char *value
   ci_queue_close(&e->q);
 }
 
-/* bash: a single-quoted word. */
-static void sh_quote(asbi_buf *b, const char *s) {
-  asbi_buf_putc(b, '\'');
-  for (; *s; s++) {
-    if (*s == '\'')
-      asbi_buf_puts(b, "'\\''");
-    else
-      asbi_buf_putc(b, *s);
-  }
-  asbi_buf_putc(b, '\'');
-}
-
 /* The statement that sets (v != NULL) or removes a variable, in the
  * context's language; 0 if the language has none (env vars are then
  * ignored, as E2B does). JSON string literals are valid string literals of
@@ -193,7 +181,7 @@ static int env_stmt(const char *lang, asbi_buf *b, const char *k, const char *v)
       asbi_buf_printf(b, "delete process.env[%s];\n", tk.data);
   } else if (strcmp(lang, "bash") == 0) {
     asbi_buf_printf(b, v ? "export %s=" : "unset %s", k); /* k is a checked name */
-    if (v) sh_quote(b, v);
+    if (v) asbi_buf_sh_quote(b, v);
     asbi_buf_putc(b, '\n');
   } else if (strcmp(lang, "r") == 0) {
     if (v)

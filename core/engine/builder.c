@@ -42,27 +42,6 @@ int builder_hash_ok(const char *s) {
 }
 
 static int emit(const cJSON *v, asbi_buf *b);
-static int fail(char *err, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int fail(char *err, size_t len, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(err, len, fmt, ap);
-  va_end(ap);
-  return -1;
-}
-
-/* s in single quotes for sh ('\'' for each quote). */
-static void shq(asbi_buf *b, const char *s) {
-  asbi_buf_putc(b, '\'');
-  for (; *s; s++) {
-    if (*s == '\'')
-      asbi_buf_puts(b, "'\\''");
-    else
-      asbi_buf_putc(b, *s);
-  }
-  asbi_buf_putc(b, '\'');
-}
-
 /* The accounts of our templates: root and user (uid 1000). */
 static const char *owner_of(const char *user) {
   if (!strcmp(user, "root")) return "0:0";
@@ -179,13 +158,13 @@ static int translate_step(tr *t, int idx, const cJSON *st, char *err, size_t err
   const cJSON *force = cJSON_GetObjectItemCaseSensitive(st, "force");
   int n = idx + 1; /* E2B counts the base as step 0 */
   if (!cJSON_IsObject(st) || !cJSON_IsString(type))
-    return fail(err, errlen, "steps[%d]: a step is an object with a string \"type\"", idx);
+    return asbi_errf(err, errlen, "steps[%d]: a step is an object with a string \"type\"", idx);
   if (args && !cJSON_IsArray(args))
-    return fail(err, errlen, "steps[%d].args: expected a list of strings", idx);
+    return asbi_errf(err, errlen, "steps[%d].args: expected a list of strings", idx);
   const cJSON *a;
   cJSON_ArrayForEach(a, args) {
     if (!cJSON_IsString(a))
-      return fail(err, errlen, "steps[%d].args: expected a list of strings", idx);
+      return asbi_errf(err, errlen, "steps[%d].args: expected a list of strings", idx);
   }
   if (cJSON_IsTrue(force)) t->p->force = 1;
   int na = cJSON_GetArraySize(args);
@@ -195,45 +174,47 @@ static int translate_step(tr *t, int idx, const cJSON *st, char *err, size_t err
   if (!strcmp(ty, "RUN")) {
     const char *c = arg(args, 0), *u = na > 1 && arg(args, 1)[0] ? arg(args, 1) : t->user;
     if (!c || !*c || na > 2)
-      return fail(err, errlen, "steps[%d] (RUN): args are [command, user?], the command not empty",
-                  idx);
+      return asbi_errf(err, errlen,
+                       "steps[%d] (RUN): args are [command, user?], the command not empty", idx);
     if (!owner_of(u))
-      return fail(err, errlen,
-                  "steps[%d] (RUN): unknown user '%s' (the local templates have root and user)",
-                  idx, u);
+      return asbi_errf(
+          err, errlen,
+          "steps[%d] (RUN): unknown user '%s' (the local templates have root and user)", idx, u);
     rc = add_step(t, n, c, u, t->workdir);
   } else if (!strcmp(ty, "USER")) {
     const char *u = arg(args, 0);
-    if (!u || na != 1) return fail(err, errlen, "steps[%d] (USER): args are [user]", idx);
+    if (!u || na != 1) return asbi_errf(err, errlen, "steps[%d] (USER): args are [user]", idx);
     if (!owner_of(u))
-      return fail(err, errlen,
-                  "steps[%d] (USER): unknown user '%s' (the local templates have root and user)",
-                  idx, u);
+      return asbi_errf(
+          err, errlen,
+          "steps[%d] (USER): unknown user '%s' (the local templates have root and user)", idx, u);
     snprintf(t->user, sizeof t->user, "%s", u);
   } else if (!strcmp(ty, "WORKDIR")) {
     const char *d = arg(args, 0);
     char abs[4096];
-    if (!d || !*d || na != 1) return fail(err, errlen, "steps[%d] (WORKDIR): args are [path]", idx);
+    if (!d || !*d || na != 1)
+      return asbi_errf(err, errlen, "steps[%d] (WORKDIR): args are [path]", idx);
     if (abs_path(t->workdir, d, abs, sizeof abs))
-      return fail(err, errlen, "steps[%d] (WORKDIR): path too long", idx);
+      return asbi_errf(err, errlen, "steps[%d] (WORKDIR): path too long", idx);
     size_t l = strlen(abs);
     if (l > 1 && abs[l - 1] == '/') abs[l - 1] = '\0';
     /* made if missing, owned by the current user (as E2B's WORKDIR) */
     asbi_buf_puts(&cmd, "d=");
-    shq(&cmd, abs);
+    asbi_buf_sh_quote(&cmd, abs);
     asbi_buf_printf(&cmd, "; [ -d \"$d\" ] || { mkdir -p \"$d\" && chown %s \"$d\"; }",
                     owner_of(t->user));
     rc = add_step(t, n, cmd.data, "root", "/");
     snprintf(t->workdir, sizeof t->workdir, "%s", abs);
   } else if (!strcmp(ty, "ENV")) {
     if (na == 0 || na % 2)
-      return fail(err, errlen, "steps[%d] (ENV): args are [name, value, name, value, ...]", idx);
+      return asbi_errf(err, errlen, "steps[%d] (ENV): args are [name, value, name, value, ...]",
+                       idx);
     for (int i = 0; i < na; i += 2) {
       const char *k = arg(args, i), *v = arg(args, i + 1);
       if (!env_name_ok(k))
-        return fail(err, errlen,
-                    "steps[%d] (ENV): '%s' is not a variable name ([A-Za-z_][A-Za-z0-9_]*)", idx,
-                    k);
+        return asbi_errf(err, errlen,
+                         "steps[%d] (ENV): '%s' is not a variable name ([A-Za-z_][A-Za-z0-9_]*)",
+                         idx, k);
       cJSON_DeleteItemFromObjectCaseSensitive(t->env, k);
       cJSON_AddStringToObject(t->env, k, v);
     }
@@ -243,52 +224,53 @@ static int translate_step(tr *t, int idx, const cJSON *st, char *err, size_t err
     const char *mode = na > 3 ? arg(args, 3) : "";
     const cJSON *h = cJSON_GetObjectItemCaseSensitive(st, "filesHash");
     if (!src || !dest || !*src || !*dest || na > 4)
-      return fail(err, errlen, "steps[%d] (COPY): args are [src, dest, user?, mode?]", idx);
+      return asbi_errf(err, errlen, "steps[%d] (COPY): args are [src, dest, user?, mode?]", idx);
     if (!cJSON_IsString(h) || !builder_hash_ok(h->valuestring))
-      return fail(err, errlen,
-                  "steps[%d] (COPY): filesHash must be the 64 hex digits of the uploaded files",
-                  idx);
+      return asbi_errf(
+          err, errlen,
+          "steps[%d] (COPY): filesHash must be the 64 hex digits of the uploaded files", idx);
     if (src[0] == '/' || !strcmp(src, "..") || !strncmp(src, "../", 3) || strstr(src, "/../") ||
         (strlen(src) >= 3 && !strcmp(src + strlen(src) - 3, "/..")))
-      return fail(err, errlen, "steps[%d] (COPY): src '%s' must be relative, without '..'", idx,
-                  src);
+      return asbi_errf(err, errlen, "steps[%d] (COPY): src '%s' must be relative, without '..'",
+                       idx, src);
     if (!owner_of(u))
-      return fail(err, errlen,
-                  "steps[%d] (COPY): unknown user '%s' (the local templates have root and user)",
-                  idx, u);
+      return asbi_errf(
+          err, errlen,
+          "steps[%d] (COPY): unknown user '%s' (the local templates have root and user)", idx, u);
     for (const char *m = mode; *m; m++)
       if (*m < '0' || *m > '7' || strlen(mode) > 4)
-        return fail(err, errlen, "steps[%d] (COPY): mode '%s' is not octal like 0644", idx, mode);
+        return asbi_errf(err, errlen, "steps[%d] (COPY): mode '%s' is not octal like 0644", idx,
+                         mode);
     char abs[4096], ctx[200];
     if (abs_path(t->workdir, dest, abs, sizeof abs))
-      return fail(err, errlen, "steps[%d] (COPY): dest too long", idx);
+      return asbi_errf(err, errlen, "steps[%d] (COPY): dest too long", idx);
     snprintf(ctx, sizeof ctx, CTX "%s", h->valuestring);
     asbi_buf_puts(&cmd, "src=");
-    shq(&cmd, src);
+    asbi_buf_sh_quote(&cmd, src);
     asbi_buf_puts(&cmd, " dest=");
-    shq(&cmd, abs);
+    asbi_buf_sh_quote(&cmd, abs);
     asbi_buf_printf(&cmd, " owner=%s mode=", owner_of(u));
-    shq(&cmd, mode);
+    asbi_buf_sh_quote(&cmd, mode);
     asbi_buf_puts(&cmd, " ctx=");
-    shq(&cmd, ctx);
+    asbi_buf_sh_quote(&cmd, ctx);
     asbi_buf_puts(&cmd, "\n");
     asbi_buf_puts(&cmd, COPY_SH);
     rc = add_hash(t->p, h->valuestring);
     if (!rc) rc = add_step(t, n, cmd.data, "root", "/");
   } else {
     asbi_buf_free(&cmd);
-    return fail(err, errlen,
-                "steps[%d]: unknown step type '%s' (known: RUN, COPY, ENV, WORKDIR, USER)", idx,
-                ty);
+    return asbi_errf(err, errlen,
+                     "steps[%d]: unknown step type '%s' (known: RUN, COPY, ENV, WORKDIR, USER)",
+                     idx, ty);
   }
   asbi_buf_free(&cmd);
-  return rc ? fail(err, errlen, "out of memory") : 0;
+  return rc ? asbi_errf(err, errlen, "out of memory") : 0;
 }
 
 int builder_translate(const cJSON *body, const char *name, int cpu, int memory_mb, builder_plan *p,
                       char *err, size_t errlen) {
   memset(p, 0, sizeof *p);
-  if (!cJSON_IsObject(body)) return fail(err, errlen, "the body must be a JSON object");
+  if (!cJSON_IsObject(body)) return asbi_errf(err, errlen, "the body must be a JSON object");
   const cJSON *img = cJSON_GetObjectItemCaseSensitive(body, "fromImage");
   const cJSON *from = cJSON_GetObjectItemCaseSensitive(body, "fromTemplate");
   const cJSON *reg = cJSON_GetObjectItemCaseSensitive(body, "fromImageRegistry");
@@ -297,20 +279,21 @@ int builder_translate(const cJSON *body, const char *name, int cpu, int memory_m
   const cJSON *ready = cJSON_GetObjectItemCaseSensitive(body, "readyCmd");
   const cJSON *force = cJSON_GetObjectItemCaseSensitive(body, "force");
   if ((img && !cJSON_IsNull(img)) || (reg && !cJSON_IsNull(reg)))
-    return fail(err, errlen,
-                "fromImage '%s': this engine reaches no container registry (sandboxes and builds "
-                "are loopback-only); build from one of its templates with fromTemplate (base, "
-                "code-interpreter-v1, busybox or one built before)",
-                cJSON_IsString(img) ? img->valuestring : "");
+    return asbi_errf(
+        err, errlen,
+        "fromImage '%s': this engine reaches no container registry (sandboxes and builds "
+        "are loopback-only); build from one of its templates with fromTemplate (base, "
+        "code-interpreter-v1, busybox or one built before)",
+        cJSON_IsString(img) ? img->valuestring : "");
   if (!cJSON_IsString(from) || !*from->valuestring)
-    return fail(err, errlen,
-                "fromTemplate is required (base, code-interpreter-v1, busybox or a "
-                "template built before)");
+    return asbi_errf(err, errlen,
+                     "fromTemplate is required (base, code-interpreter-v1, busybox or a "
+                     "template built before)");
   if (steps && !cJSON_IsNull(steps) && !cJSON_IsArray(steps))
-    return fail(err, errlen, "steps: expected a list");
+    return asbi_errf(err, errlen, "steps: expected a list");
   if ((start && !cJSON_IsNull(start) && !cJSON_IsString(start)) ||
       (ready && !cJSON_IsNull(ready) && !cJSON_IsString(ready)))
-    return fail(err, errlen, "startCmd and readyCmd are strings");
+    return asbi_errf(err, errlen, "startCmd and readyCmd are strings");
   p->force = cJSON_IsTrue(force);
   tr t;
   memset(&t, 0, sizeof t);
@@ -319,7 +302,7 @@ int builder_translate(const cJSON *body, const char *name, int cpu, int memory_m
   snprintf(t.workdir, sizeof t.workdir, "/home/user");
   t.env = cJSON_CreateObject();
   t.steps = cJSON_CreateArray();
-  int rc = t.env && t.steps ? 0 : fail(err, errlen, "out of memory");
+  int rc = t.env && t.steps ? 0 : asbi_errf(err, errlen, "out of memory");
   int i = 0;
   const cJSON *st;
   cJSON_ArrayForEach(st, steps) {
@@ -332,13 +315,13 @@ int builder_translate(const cJSON *body, const char *name, int cpu, int memory_m
     const cJSON *kv;
     cJSON_ArrayForEach(kv, t.env) {
       asbi_buf_printf(&lines, "export %s=", kv->string);
-      shq(&lines, kv->valuestring);
+      asbi_buf_sh_quote(&lines, kv->valuestring);
       asbi_buf_putc(&lines, '\n');
     }
     asbi_buf_puts(&cmd, "mkdir -p /etc/profile.d && printf '%s' ");
-    shq(&cmd, lines.data);
+    asbi_buf_sh_quote(&cmd, lines.data);
     asbi_buf_puts(&cmd, " > /etc/profile.d/e2b-template-env.sh");
-    rc = add_step(&t, i + 1, cmd.data, "root", "/") ? fail(err, errlen, "out of memory") : 0;
+    rc = add_step(&t, i + 1, cmd.data, "root", "/") ? asbi_errf(err, errlen, "out of memory") : 0;
     asbi_buf_free(&lines);
     asbi_buf_free(&cmd);
   }
@@ -373,7 +356,7 @@ int builder_translate(const cJSON *body, const char *name, int cpu, int memory_m
     asbi_buf_free(&text);
     cJSON_Delete(y);
     builder_plan_free(p);
-    return fail(err, errlen, "the body's strings must be valid UTF-8");
+    return asbi_errf(err, errlen, "the body's strings must be valid UTF-8");
   }
   cJSON_Delete(y);
   p->yaml = asbi_buf_detach(&text, NULL);
@@ -447,14 +430,15 @@ static int emit(const cJSON *v, asbi_buf *b) {
 static int gunzip(const unsigned char *in, size_t len, asbi_buf *out, char *err, size_t errlen) {
   z_stream z;
   memset(&z, 0, sizeof z);
-  if (inflateInit2(&z, 15 + 16) != Z_OK) return fail(err, errlen, "cannot start gzip");
+  if (inflateInit2(&z, 15 + 16) != Z_OK) return asbi_errf(err, errlen, "cannot start gzip");
   z.next_in = (unsigned char *)in;
   z.avail_in = (uInt)len;
   int rc = Z_OK;
   while (rc == Z_OK) {
     if (asbi_buf_reserve(out, 1u << 16)) {
       inflateEnd(&z);
-      return fail(err, errlen, "the archive unpacks to over %u MiB", BUILDER_UNPACKED_MAX >> 20);
+      return asbi_errf(err, errlen, "the archive unpacks to over %u MiB",
+                       BUILDER_UNPACKED_MAX >> 20);
     }
     z.next_out = (unsigned char *)out->data + out->len;
     z.avail_out = 1u << 16;
@@ -464,7 +448,8 @@ static int gunzip(const unsigned char *in, size_t len, asbi_buf *out, char *err,
   }
   inflateEnd(&z);
   if (rc != Z_STREAM_END)
-    return fail(err, errlen, "the gzip stream is %s", rc == Z_BUF_ERROR ? "truncated" : "corrupt");
+    return asbi_errf(err, errlen, "the gzip stream is %s",
+                     rc == Z_BUF_ERROR ? "truncated" : "corrupt");
   return 0;
 }
 
@@ -484,7 +469,7 @@ int builder_archive_repack(const void *data, size_t len, const char *prefix, asb
   asbi_tar_reader r;
   asbi_tar_reader_init(&r, (const char *)d, len);
   asbi_tar_entry *e = malloc(sizeof *e);
-  int rc = e ? 0 : fail(err, errlen, "out of memory"), k = 0, n = 0;
+  int rc = e ? 0 : asbi_errf(err, errlen, "out of memory"), k = 0, n = 0;
   while (!rc && (k = asbi_tar_next(&r, e)) > 0) {
     if (!e->name[0]) continue;
     char name[4200];
@@ -493,17 +478,17 @@ int builder_archive_repack(const void *data, size_t len, const char *prefix, asb
       int a =
           asbi_tar_add(out, name, e->type, e->mode & 07777, e->data, (size_t)e->size, e->linkname);
       if (a == -2)
-        rc = fail(err, errlen, "'%.200s': name or link target too long", e->name);
+        rc = asbi_errf(err, errlen, "'%.200s': name or link target too long", e->name);
       else if (a)
-        rc = fail(err, errlen, "out of memory");
+        rc = asbi_errf(err, errlen, "out of memory");
       n++;
     } else {
-      rc = fail(err, errlen, "'%.200s': only files, directories and symlinks can be copied",
-                e->name);
+      rc = asbi_errf(err, errlen, "'%.200s': only files, directories and symlinks can be copied",
+                     e->name);
     }
   }
-  if (!rc && k < 0) rc = fail(err, errlen, "not a tar archive (or gzip'd tar): %s", r.err);
-  if (!rc && n == 0) rc = fail(err, errlen, "the archive is empty");
+  if (!rc && k < 0) rc = asbi_errf(err, errlen, "not a tar archive (or gzip'd tar): %s", r.err);
+  if (!rc && n == 0) rc = asbi_errf(err, errlen, "the archive is empty");
   free(e);
   asbi_buf_free(&plain);
   return rc;

@@ -40,6 +40,7 @@
 
 #include "util/log.h"
 #include "util/sha256.h"
+#include "util/util.h"
 
 enum { SLOT_UNUSED, SLOT_ATTACHED };
 
@@ -63,16 +64,6 @@ struct asbn_dp_link {
   uint32_t host; /* host order; the sandbox is host + 1 */
 };
 
-static int fail(char *err, size_t errlen, const char *fmt, ...) {
-  if (err && errlen) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-  }
-  return -1;
-}
-
 static void names(const char *name, char table[16], char prefix[10]) {
   char hex[65];
   asbi_sha256_hex(name, strlen(name), hex);
@@ -95,12 +86,12 @@ static int nft_run(asbn_dp *dp, cJSON *cmds, char *err, size_t errlen) {
   cJSON_AddItemToObject(root, "nftables", cmds);
   char *s = cJSON_PrintUnformatted(root);
   cJSON_Delete(root);
-  if (!s) return fail(err, errlen, "out of memory");
+  if (!s) return asbi_errf(err, errlen, "out of memory");
   int rc = nft_run_cmd_from_buffer(dp->nft, s);
   free(s);
   const char *e = nft_ctx_get_error_buffer(dp->nft);
   if (rc != 0) {
-    fail(err, errlen, "nftables: %.300s", e && *e ? e : "transaction refused");
+    asbi_errf(err, errlen, "nftables: %.300s", e && *e ? e : "transaction refused");
     return -1;
   }
   return 0;
@@ -660,14 +651,15 @@ static int write_sysctl(const char *path, const char *v) {
 
 int asbn_dp_open(const asbn_dp_config *cfg, asbn_dp **out, char *err, size_t errlen) {
   asbn_dp *dp = calloc(1, sizeof *dp);
-  if (!dp) return fail(err, errlen, "out of memory");
+  if (!dp) return asbi_errf(err, errlen, "out of memory");
   pthread_mutex_init(&dp->mu, NULL);
   dp->self_ns = -1;
   names(cfg->name ? cfg->name : "agent-sandbox", dp->table, dp->prefix);
   snprintf(dp->hostglob, sizeof dp->hostglob, "%sh*", dp->prefix);
   const char *cidr = cfg->cidr4 ? cfg->cidr4 : "10.88.0.0/16";
   if (parse_cidr4(cidr, &dp->net, &dp->plen) != 0) {
-    fail(err, errlen, "--net-cidr %s: want an IPv4 network a.b.c.d/N with N from 8 to 28", cidr);
+    asbi_errf(err, errlen, "--net-cidr %s: want an IPv4 network a.b.c.d/N with N from 8 to 28",
+              cidr);
     goto bad;
   }
   dp->nslots = 1u << (30 - dp->plen);
@@ -680,16 +672,16 @@ int asbn_dp_open(const asbn_dp_config *cfg, asbn_dp **out, char *err, size_t err
   dp->slot = calloc(dp->nslots, 1);
   dp->self_ns = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
   if (!dp->slot || dp->self_ns < 0) {
-    fail(err, errlen, "datapath: %s", strerror(errno));
+    asbi_errf(err, errlen, "datapath: %s", strerror(errno));
     goto bad;
   }
   if (!(dp->nft = nft_new())) {
-    fail(err, errlen, "libnftables: no context");
+    asbi_errf(err, errlen, "libnftables: no context");
     goto bad;
   }
   reap_links(dp->prefix);
   if (write_sysctl("/proc/sys/net/ipv4/ip_forward", "1") != 0) {
-    fail(err, errlen, "net.ipv4.ip_forward: %s", strerror(errno));
+    asbi_errf(err, errlen, "net.ipv4.ip_forward: %s", strerror(errno));
     goto bad;
   }
   pthread_mutex_lock(&dp->mu);
@@ -741,11 +733,11 @@ static void slot_put(asbn_dp *dp, unsigned slot) {
 
 int asbn_dp_attach(asbn_dp *dp, int netns_fd, asbn_dp_link **out, char *err, size_t errlen) {
   asbn_dp_link *l = calloc(1, sizeof *l);
-  if (!l) return fail(err, errlen, "out of memory");
+  if (!l) return asbi_errf(err, errlen, "out of memory");
   l->ns_fd = fcntl(netns_fd, F_DUPFD_CLOEXEC, 3);
   struct nl_sock *sk = nl_open(), *in = NULL;
   if (l->ns_fd < 0 || !sk) {
-    fail(err, errlen, "%s: %s", l->ns_fd < 0 ? "netns fd" : "netlink", strerror(errno));
+    asbi_errf(err, errlen, "%s: %s", l->ns_fd < 0 ? "netns fd" : "netlink", strerror(errno));
     goto bad;
   }
   /* a slot whose host end is free (a pair of a sandbox killed a moment ago
@@ -757,13 +749,13 @@ int asbn_dp_attach(asbn_dp *dp, int netns_fd, asbn_dp_link **out, char *err, siz
     slot = slot_take(dp);
     pthread_mutex_unlock(&dp->mu);
     if (slot == dp->nslots) {
-      fail(err, errlen, "no free address in the link range (%u sandboxes)", dp->nslots);
+      asbi_errf(err, errlen, "no free address in the link range (%u sandboxes)", dp->nslots);
       goto bad;
     }
     if ((rc = pair_make(dp, sk, slot, l->ns_fd)) < 0) slot_put(dp, slot);
   }
   if (rc < 0) {
-    fail(err, errlen, "veth pair: %s", nl_geterror(rc));
+    asbi_errf(err, errlen, "veth pair: %s", nl_geterror(rc));
     goto bad;
   }
   l->slot = slot;
@@ -771,13 +763,13 @@ int asbn_dp_attach(asbn_dp *dp, int netns_fd, asbn_dp_link **out, char *err, siz
   char h[IFNAMSIZ];
   host_if(dp, slot, h);
   if (!(in = nl_open_in(dp, l->ns_fd))) {
-    fail(err, errlen, "netlink in the sandbox: %s", strerror(errno));
+    asbi_errf(err, errlen, "netlink in the sandbox: %s", strerror(errno));
     goto bad_pair;
   }
   int idx;
   if ((rc = link_set(in, "eth0", NULL, 1, -1)) < 0 || (idx = link_index(in, "eth0")) < 0 ||
       (rc = addr_add(in, idx, l->host + 1, 30)) < 0 || (rc = route_default(in, idx, l->host)) < 0) {
-    fail(err, errlen, "eth0 in the sandbox: %s", nl_geterror(rc < 0 ? rc : -NLE_OBJ_NOTFOUND));
+    asbi_errf(err, errlen, "eth0 in the sandbox: %s", nl_geterror(rc < 0 ? rc : -NLE_OBJ_NOTFOUND));
     goto bad_pair;
   }
   pthread_mutex_lock(&dp->mu);

@@ -13,20 +13,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/util.h"
+
 #define MAX_ENTRIES 256     /* allowOut, denyOut each */
 #define MAX_RULE_DOMAINS 64 /* keys of network.rules */
 #define MAX_HEADERS 32      /* headers per domain */
 #define MAX_HEADER_VALUE 8192
-
-static int fail(char *err, size_t errlen, const char *fmt, ...) {
-  if (err && errlen) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-  }
-  return -1;
-}
 
 /* A CIDR or a bare address. 0 ok, -1 not an address at all. */
 static int parse_cidr(const char *s, asbn_entry *e) {
@@ -118,13 +110,14 @@ static int parse_list(const cJSON *arr, const char *what, int domains_ok, asbn_e
   *out = NULL;
   *nout = 0;
   if (!arr || cJSON_IsNull(arr)) return 0;
-  if (!cJSON_IsArray(arr)) return fail(err, errlen, "network.%s must be an array of strings", what);
+  if (!cJSON_IsArray(arr))
+    return asbi_errf(err, errlen, "network.%s must be an array of strings", what);
   int n = cJSON_GetArraySize(arr);
   if (n > MAX_ENTRIES)
-    return fail(err, errlen, "network.%s has %d entries (at most %d)", what, n, MAX_ENTRIES);
+    return asbi_errf(err, errlen, "network.%s has %d entries (at most %d)", what, n, MAX_ENTRIES);
   if (n == 0) return 0;
   asbn_entry *v = calloc((size_t)n, sizeof *v);
-  if (!v) return fail(err, errlen, "out of memory");
+  if (!v) return asbi_errf(err, errlen, "out of memory");
   size_t k = 0;
   const cJSON *it;
   cJSON_ArrayForEach(it, arr) {
@@ -135,18 +128,18 @@ static int parse_list(const cJSON *arr, const char *what, int domains_ok, asbn_e
       continue;
     }
     if (strchr(s, '/') || strchr(s, ':')) {
-      fail(err, errlen, "network.%s: \"%.80s\" is not a valid CIDR or IP address", what, s);
+      asbi_errf(err, errlen, "network.%s: \"%.80s\" is not a valid CIDR or IP address", what, s);
       goto fail_out;
     }
     if (!domains_ok) {
-      fail(err, errlen,
-           "network.%s: \"%.80s\" is not a CIDR or IP address (domains are allowed in "
-           "allowOut only)",
-           what, s);
+      asbi_errf(err, errlen,
+                "network.%s: \"%.80s\" is not a CIDR or IP address (domains are allowed in "
+                "allowOut only)",
+                what, s);
       goto fail_out;
     }
     if (parse_domain(s, &v[k], 1) != 0) {
-      fail(err, errlen, "network.%s: \"%.80s\" is not a CIDR, IP address or domain", what, s);
+      asbi_errf(err, errlen, "network.%s: \"%.80s\" is not a CIDR, IP address or domain", what, s);
       goto fail_out;
     }
     k++;
@@ -155,7 +148,7 @@ static int parse_list(const cJSON *arr, const char *what, int domains_ok, asbn_e
   *nout = k;
   return 0;
 fail_type:
-  fail(err, errlen, "network.%s must be an array of strings", what);
+  asbi_errf(err, errlen, "network.%s must be an array of strings", what);
 fail_out:
   for (size_t i = 0; i < k; i++) entry_free(&v[i]);
   free(v);
@@ -215,55 +208,58 @@ static int rule_set_header(asbn_domain_rule *r, const char *name, const char *va
 /* network.rules: {"domain": [{"transform": {"headers": {name: value}}}]} */
 static int parse_rules(const cJSON *obj, asbn_policy *p, char *err, size_t errlen) {
   if (!obj || cJSON_IsNull(obj)) return 0;
-  if (!cJSON_IsObject(obj)) return fail(err, errlen, "network.rules must be an object");
+  if (!cJSON_IsObject(obj)) return asbi_errf(err, errlen, "network.rules must be an object");
   int n = cJSON_GetArraySize(obj);
   if (n > MAX_RULE_DOMAINS)
-    return fail(err, errlen, "network.rules has %d domains (at most %d)", n, MAX_RULE_DOMAINS);
+    return asbi_errf(err, errlen, "network.rules has %d domains (at most %d)", n, MAX_RULE_DOMAINS);
   if (n == 0) return 0;
   p->rules = calloc((size_t)n, sizeof *p->rules);
-  if (!p->rules) return fail(err, errlen, "out of memory");
+  if (!p->rules) return asbi_errf(err, errlen, "out of memory");
   const cJSON *dom;
   cJSON_ArrayForEach(dom, obj) {
     asbn_domain_rule *r = &p->rules[p->nrules];
     if (!dom->string || parse_domain(dom->string, &r->match, 1) != 0)
-      return fail(err, errlen, "network.rules: \"%.80s\" is not a domain",
-                  dom->string ? dom->string : "");
+      return asbi_errf(err, errlen, "network.rules: \"%.80s\" is not a domain",
+                       dom->string ? dom->string : "");
     p->nrules++;
     for (size_t i = 0; i + 1 < p->nrules; i++)
       if (p->rules[i].match.kind == r->match.kind &&
           !strcmp(p->rules[i].match.domain, r->match.domain))
-        return fail(err, errlen, "network.rules: \"%.80s\" appears twice", dom->string);
+        return asbi_errf(err, errlen, "network.rules: \"%.80s\" appears twice", dom->string);
     if (!cJSON_IsArray(dom))
-      return fail(err, errlen, "network.rules[\"%.80s\"] must be an array of rules", dom->string);
+      return asbi_errf(err, errlen, "network.rules[\"%.80s\"] must be an array of rules",
+                       dom->string);
     const cJSON *rule;
     cJSON_ArrayForEach(rule, dom) {
       if (!cJSON_IsObject(rule))
-        return fail(err, errlen, "network.rules[\"%.80s\"]: a rule must be an object", dom->string);
+        return asbi_errf(err, errlen, "network.rules[\"%.80s\"]: a rule must be an object",
+                         dom->string);
       const cJSON *tr = cJSON_GetObjectItemCaseSensitive(rule, "transform");
       if (!tr || cJSON_IsNull(tr)) continue;
       if (!cJSON_IsObject(tr))
-        return fail(err, errlen, "network.rules[\"%.80s\"]: transform must be an object",
-                    dom->string);
+        return asbi_errf(err, errlen, "network.rules[\"%.80s\"]: transform must be an object",
+                         dom->string);
       const cJSON *hs = cJSON_GetObjectItemCaseSensitive(tr, "headers");
       if (!hs || cJSON_IsNull(hs)) continue;
       if (!cJSON_IsObject(hs))
-        return fail(err, errlen, "network.rules[\"%.80s\"]: transform.headers must be an object",
-                    dom->string);
+        return asbi_errf(err, errlen,
+                         "network.rules[\"%.80s\"]: transform.headers must be an object",
+                         dom->string);
       const cJSON *h;
       cJSON_ArrayForEach(h, hs) {
         if (!h->string || !header_name_ok(h->string))
-          return fail(err, errlen, "network.rules[\"%.80s\"]: \"%.80s\" is not a header name",
-                      dom->string, h->string ? h->string : "");
+          return asbi_errf(err, errlen, "network.rules[\"%.80s\"]: \"%.80s\" is not a header name",
+                           dom->string, h->string ? h->string : "");
         if (!cJSON_IsString(h) || !h->valuestring || !header_value_ok(h->valuestring))
-          return fail(err, errlen,
-                      "network.rules[\"%.80s\"]: header %.80s needs a string value without "
-                      "control characters (at most %d bytes)",
-                      dom->string, h->string, MAX_HEADER_VALUE);
+          return asbi_errf(err, errlen,
+                           "network.rules[\"%.80s\"]: header %.80s needs a string value without "
+                           "control characters (at most %d bytes)",
+                           dom->string, h->string, MAX_HEADER_VALUE);
         if (rule_set_header(r, h->string, h->valuestring) != 0)
-          return fail(err, errlen, "out of memory");
+          return asbi_errf(err, errlen, "out of memory");
         if (r->nheaders > MAX_HEADERS)
-          return fail(err, errlen, "network.rules[\"%.80s\"]: more than %d headers", dom->string,
-                      MAX_HEADERS);
+          return asbi_errf(err, errlen, "network.rules[\"%.80s\"]: more than %d headers",
+                           dom->string, MAX_HEADERS);
       }
     }
   }
@@ -275,13 +271,14 @@ static int get_string(const cJSON *o, const char *key, size_t max, char **out, c
   const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
   *out = NULL;
   if (!v || cJSON_IsNull(v)) return 0;
-  if (!cJSON_IsString(v) || !v->valuestring) return fail(err, errlen, "%s must be a string", what);
+  if (!cJSON_IsString(v) || !v->valuestring)
+    return asbi_errf(err, errlen, "%s must be a string", what);
   if (strlen(v->valuestring) > max)
-    return fail(err, errlen, "%s is longer than %zu bytes", what, max);
+    return asbi_errf(err, errlen, "%s is longer than %zu bytes", what, max);
   for (const unsigned char *c = (const unsigned char *)v->valuestring; *c; c++)
-    if (*c < 0x20 || *c == 0x7f) return fail(err, errlen, "%s has a control character", what);
+    if (*c < 0x20 || *c == 0x7f) return asbi_errf(err, errlen, "%s has a control character", what);
   *out = strdup(v->valuestring);
-  return *out ? 0 : fail(err, errlen, "out of memory");
+  return *out ? 0 : asbi_errf(err, errlen, "out of memory");
 }
 
 /* "host:port" or "[v6]:port", port 1..65535 */
@@ -315,15 +312,16 @@ static int proxy_addr_ok(const char *s) {
 static int parse_proxy(const cJSON *v, asbn_policy *p, char *err, size_t errlen) {
   if (!v || cJSON_IsNull(v)) return 0;
   if (!cJSON_IsObject(v))
-    return fail(err, errlen, "network.egressProxy must be an object {address, username, password}");
+    return asbi_errf(err, errlen,
+                     "network.egressProxy must be an object {address, username, password}");
   if (get_string(v, "address", 512, &p->egress_proxy_addr, "network.egressProxy.address", err,
                  errlen) != 0)
     return -1;
   if (!p->egress_proxy_addr)
-    return fail(err, errlen, "network.egressProxy.address is required (host:port)");
+    return asbi_errf(err, errlen, "network.egressProxy.address is required (host:port)");
   if (!proxy_addr_ok(p->egress_proxy_addr))
-    return fail(err, errlen, "network.egressProxy.address \"%.80s\" is not host:port",
-                p->egress_proxy_addr);
+    return asbi_errf(err, errlen, "network.egressProxy.address \"%.80s\" is not host:port",
+                     p->egress_proxy_addr);
   if (get_string(v, "username", 255, &p->egress_proxy_user, "network.egressProxy.username", err,
                  errlen) != 0 ||
       get_string(v, "password", 255, &p->egress_proxy_pass, "network.egressProxy.password", err,
@@ -334,7 +332,7 @@ static int parse_proxy(const cJSON *v, asbn_policy *p, char *err, size_t errlen)
 
 static int get_bool(const cJSON *v, int *out, const char *what, char *err, size_t errlen) {
   if (!v || cJSON_IsNull(v)) return 0;
-  if (!cJSON_IsBool(v)) return fail(err, errlen, "%s must be a boolean", what);
+  if (!cJSON_IsBool(v)) return asbi_errf(err, errlen, "%s must be a boolean", what);
   *out = cJSON_IsTrue(v) ? 1 : 0;
   return 0;
 }
@@ -344,8 +342,8 @@ static int get_uint(const cJSON *v, uint64_t max, uint64_t *out, const char *wha
   if (!v || cJSON_IsNull(v)) return 0;
   if (!cJSON_IsNumber(v) || v->valuedouble < 0 || v->valuedouble > (double)max ||
       v->valuedouble != (double)(uint64_t)v->valuedouble)
-    return fail(err, errlen, "%s must be a whole number from 0 to %llu", what,
-                (unsigned long long)max);
+    return asbi_errf(err, errlen, "%s must be a whole number from 0 to %llu", what,
+                     (unsigned long long)max);
   *out = (uint64_t)v->valuedouble;
   return 0;
 }
@@ -361,7 +359,7 @@ int asbn_policy_parse(const cJSON *allow_internet, const cJSON *network, asbn_po
     goto bad;
   if (network && !cJSON_IsNull(network)) {
     if (!cJSON_IsObject(network)) {
-      fail(err, errlen, "network must be an object");
+      asbi_errf(err, errlen, "network must be an object");
       goto bad;
     }
     if (parse_list(cJSON_GetObjectItemCaseSensitive(network, "allowOut"), "allowOut", 1,

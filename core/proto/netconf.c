@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "proto/pjson.h"
+#include "util/util.h"
 
 enum { T_LIST, T_OBJECT, T_BOOL, T_STRING, T_COUNT };
 
@@ -28,16 +29,6 @@ static const struct {
 
 static const char *const type_names[] = {"a list of strings", "an object", "true or false",
                                          "a string", "a whole number, 0 or more"};
-
-static int fail(char *err, size_t errlen, const char *fmt, ...) {
-  if (errlen) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-  }
-  return -1;
-}
 
 static int has_type(const cJSON *m, int type, const char *name) {
   switch (type) {
@@ -65,10 +56,10 @@ int asbi_netconf_parse(const char *json, size_t len, int update, cJSON **out, ch
   if (errlen) err[0] = '\0';
   const char *perr = NULL;
   cJSON *j = asbi_pj_parse(json, len, &perr);
-  if (!j) return fail(err, errlen, "network_json is not JSON (%s)", perr ? perr : "?");
+  if (!j) return asbi_errf(err, errlen, "network_json is not JSON (%s)", perr ? perr : "?");
   if (!cJSON_IsObject(j)) {
     cJSON_Delete(j);
-    return fail(err, errlen, "network_json is not a JSON object");
+    return asbi_errf(err, errlen, "network_json is not a JSON object");
   }
   const cJSON *m;
   cJSON_ArrayForEach(m, j) {
@@ -78,14 +69,14 @@ int asbi_netconf_parse(const char *json, size_t len, int update, cJSON **out, ch
       if (strcmp(members[i].name, name) == 0) k = i;
     if (k < 0 || (update && !members[k].on_update)) {
       int iae = !strcmp(name, "allowInternetAccess") || !strcmp(name, "allow_internet_access");
-      fail(err, errlen, "network_json: %s '%.64s'%s",
-           k >= 0 ? "a running sandbox's update does not take" : "unknown member", name,
-           iae ? " (give it as allow_internet_access)" : "");
+      asbi_errf(err, errlen, "network_json: %s '%.64s'%s",
+                k >= 0 ? "a running sandbox's update does not take" : "unknown member", name,
+                iae ? " (give it as allow_internet_access)" : "");
       cJSON_Delete(j);
       return -1;
     }
     if (!has_type(m, members[k].type, name)) {
-      fail(err, errlen, "network_json: '%s' must be %s", name, type_names[members[k].type]);
+      asbi_errf(err, errlen, "network_json: '%s' must be %s", name, type_names[members[k].type]);
       cJSON_Delete(j);
       return -1;
     }

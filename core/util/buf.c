@@ -80,6 +80,12 @@ int asbi_buf_printf(asbi_buf *b, const char *fmt, ...) {
   return rc;
 }
 
+int asbi_buf_sh_quote(asbi_buf *b, const char *s) {
+  int rc = asbi_buf_putc(b, '\'');
+  for (; *s && !rc; s++) rc = *s == '\'' ? asbi_buf_puts(b, "'\\''") : asbi_buf_putc(b, *s);
+  return rc ? rc : asbi_buf_putc(b, '\'');
+}
+
 void asbi_buf_consume(asbi_buf *b, size_t n) {
   if (n >= b->len) {
     asbi_buf_clear(b);

@@ -30,6 +30,8 @@ int asbi_buf_puts(asbi_buf *b, const char *s);
 int asbi_buf_putc(asbi_buf *b, char c);
 int asbi_buf_printf(asbi_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int asbi_buf_vprintf(asbi_buf *b, const char *fmt, va_list ap);
+/* Append s as one single-quoted shell word ('\'' for each quote). */
+int asbi_buf_sh_quote(asbi_buf *b, const char *s);
 /* Remove the first n bytes. */
 void asbi_buf_consume(asbi_buf *b, size_t n);
 /* Append the whole file at path (at most max bytes, 0 = the buffer's own

@@ -14,6 +14,10 @@
 
 /* strdup that accepts NULL (returns NULL). */
 char *asbi_strdup(const char *s);
+/* Formats a message into err (errlen bytes; nothing when err is NULL or
+ * errlen 0) and returns -1: the "fail with a reason" of parsers and
+ * checkers that report into a caller's buffer. */
+int asbi_errf(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 char *asbi_strndup(const char *s, size_t n);
 /* ASCII case-insensitive equality of NUL-terminated strings. */
 int asbi_strcaseeq(const char *a, const char *b);

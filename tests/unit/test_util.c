@@ -34,6 +34,24 @@ TEST(buf_basic) {
   asbi_buf_free(&b);
 }
 
+TEST(buf_sh_quote) {
+  asbi_buf b = ASBI_BUF_INIT;
+  CHECK_INT(asbi_buf_sh_quote(&b, "plain"), 0);
+  CHECK_INT(asbi_buf_puts(&b, " "), 0);
+  CHECK_INT(asbi_buf_sh_quote(&b, "it's $HOME `x` \"q\""), 0);
+  CHECK_INT(asbi_buf_puts(&b, " "), 0);
+  CHECK_INT(asbi_buf_sh_quote(&b, ""), 0);
+  CHECK_STR(b.data, "'plain' 'it'\\''s $HOME `x` \"q\"' ''");
+  asbi_buf_free(&b);
+}
+
+TEST(errf) {
+  char m[8];
+  CHECK_INT(asbi_errf(m, sizeof m, "bad %d items", 12345), -1);
+  CHECK_STR(m, "bad 123"); /* truncated, terminated */
+  CHECK_INT(asbi_errf(NULL, 0, "nothing %s", "written"), -1);
+}
+
 TEST(buf_detach_empty) {
   asbi_buf b = ASBI_BUF_INIT;
   size_t len = 99;
@@ -548,6 +566,8 @@ TEST(rfc3339) {
 
 int main(void) {
   RUN(buf_basic);
+  RUN(buf_sh_quote);
+  RUN(errf);
   RUN(buf_detach_empty);
   RUN(buf_reserve_terminates);
   RUN(buf_bounded);
