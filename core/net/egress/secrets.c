@@ -241,17 +241,23 @@ static int fail(char *err, size_t errlen, int status, const char *msg) {
   return status;
 }
 
-int asbn_secrets_create(asbn_secrets *s, const char *name, const char *value, const cJSON *metadata,
-                        cJSON **info, char *err, size_t errlen) {
-  if (info) *info = NULL;
-  if (!name || !name_ok(name))
-    return fail(err, errlen, 400, "name must be 1-128 of [a-zA-Z0-9_-], not starting with sec_");
+/* A new version's value and metadata: 0, or 400 with why in err. */
+static int check_value(const char *value, const cJSON *metadata, char *err, size_t errlen) {
   if (!value || !value_ok(value))
     return fail(err, errlen, 400,
                 "value must be a string without control characters (64 KiB at most)");
   if (!metadata_ok(metadata))
     return fail(err, errlen, 400,
                 "metadata: at most 32 string entries (keys 128, values 1024, 8192 bytes in all)");
+  return 0;
+}
+
+int asbn_secrets_create(asbn_secrets *s, const char *name, const char *value, const cJSON *metadata,
+                        cJSON **info, char *err, size_t errlen) {
+  if (info) *info = NULL;
+  if (!name || !name_ok(name))
+    return fail(err, errlen, 400, "name must be 1-128 of [a-zA-Z0-9_-], not starting with sec_");
+  if (check_value(value, metadata, err, errlen)) return 400;
   pthread_mutex_lock(&s->mu);
   int st;
   char lname[129];
@@ -297,12 +303,7 @@ int asbn_secrets_create(asbn_secrets *s, const char *name, const char *value, co
 int asbn_secrets_update(asbn_secrets *s, const char *id_or_name, const char *value,
                         const cJSON *metadata, cJSON **info, char *err, size_t errlen) {
   if (info) *info = NULL;
-  if (!value || !value_ok(value))
-    return fail(err, errlen, 400,
-                "value must be a string without control characters (64 KiB at most)");
-  if (!metadata_ok(metadata))
-    return fail(err, errlen, 400,
-                "metadata: at most 32 string entries (keys 128, values 1024, 8192 bytes in all)");
+  if (check_value(value, metadata, err, errlen)) return 400;
   pthread_mutex_lock(&s->mu);
   int st;
   secret *x = find(s, id_or_name);
