@@ -214,29 +214,48 @@ static int common_root(const char *root, const char *shell) {
 }
 
 /* Builds into dir/rootfs.tmp.<pid>, then renames to dir/rootfs and writes
- * dir/rootfs.stamp; a present stamp means done. */
-static int build_once(const char *dir, const char *what, int (*fill)(const char *root)) {
+ * dir/rootfs.stamp ("asb <what> template v<version>"); a stamp of this
+ * version means done. A stamp of another version (a state dir from an
+ * older engine: e.g. a base without sudo and python) rebuilds it: the old
+ * tree is renamed aside to rootfs.v<old>.<pid>, not removed, since
+ * sandboxes still running on it (adopted ones) have it mounted as their
+ * lower layer. */
+static int build_once(const char *dir, const char *what, int version,
+                      int (*fill)(const char *root)) {
   asbe__clear_error();
-  char root[PATH_MAX], tmp[PATH_MAX], stamp[PATH_MAX];
+  char root[PATH_MAX], tmp[PATH_MAX], stamp[PATH_MAX], want[64], have[64] = "";
   snprintf(root, sizeof root, "%s/rootfs", dir);
   snprintf(stamp, sizeof stamp, "%s/rootfs.stamp", dir);
   snprintf(tmp, sizeof tmp, "%s/rootfs.tmp.%d", dir, (int)getpid());
-  if (access(stamp, F_OK) == 0) return 0;
+  snprintf(want, sizeof want, "asb %s template v%d\n", what, version);
+  int sfd = open(stamp, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  int stale = 0;
+  if (sfd >= 0) {
+    ssize_t n = read(sfd, have, sizeof have - 1);
+    close(sfd);
+    have[n > 0 ? n : 0] = '\0';
+    if (strcmp(have, want) == 0) return 0;
+    stale = 1;
+  }
   int r = asbe__mkdir_p(dir, 0755);
   if (r < 0) return asbe__fail(r, "mkdir %s", dir);
   asbe__rm_rf(tmp);
   if ((r = asbe__mkdir_p(tmp, 0755)) < 0) return asbe__fail(r, "mkdir %s", tmp);
   r = fill(tmp);
-  if (r == 0) {
+  if (r == 0 && stale) {
+    char aside[PATH_MAX];
+    int old = 0;
+    sscanf(have, "asb %*s template v%d", &old);
+    snprintf(aside, sizeof aside, "%s/rootfs.v%d.%d", dir, old, (int)getpid());
+    if (rename(root, aside) < 0 && errno != ENOENT) r = asbe__failerr("rename %s", root);
+  } else if (r == 0) {
     asbe__rm_rf(root); /* a half-built one from a crash (no stamp) */
-    if (rename(tmp, root) < 0)
-      r = errno == ENOTEMPTY || errno == EEXIST ? 0 : asbe__failerr("rename %s", tmp);
   }
+  if (r == 0 && rename(tmp, root) < 0)
+    r = errno == ENOTEMPTY || errno == EEXIST ? 0 : asbe__failerr("rename %s", tmp);
   asbe__rm_rf(tmp);
-  if (r == 0 && access(stamp, F_OK) < 0) {
-    char s[64];
-    snprintf(s, sizeof s, "asb %s template v1\n", what);
-    r = asbe__write_file_atomic(stamp, s, strlen(s), 0644);
+  if (r == 0) {
+    r = asbe__write_file_atomic(stamp, want, strlen(want), 0644);
     if (r < 0) r = asbe__fail(r, "write %s", stamp);
   }
   return r;
@@ -357,7 +376,7 @@ static int fill_base(const char *root) {
 }
 
 int asbe_template_prepare_base(const char *dir) {
-  return build_once(dir, "base", fill_base);
+  return build_once(dir, "base", 2, fill_base); /* v2: sudo, python */
 }
 
 static const char *busybox_path(void) {
@@ -404,7 +423,7 @@ static int fill_busybox(const char *root) {
 }
 
 int asbe_template_prepare_busybox(const char *dir) {
-  return build_once(dir, "busybox", fill_busybox);
+  return build_once(dir, "busybox", 1, fill_busybox);
 }
 
 static int layer_template(const char *dir, int with_usr, asbe_template **out) {

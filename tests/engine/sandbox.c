@@ -389,8 +389,49 @@ TEST(create_is_transactional) {
   CHECK_INT(asbt_count_children(), kids);
 }
 
+/* A base template prepared by an older engine (stamp v1: no sudo, no
+ * python) is rebuilt at the next prepare; the old tree is kept aside (a
+ * running sandbox may have it mounted), not removed. */
+TEST(old_base_is_rebuilt) {
+  char dir[] = "/tmp/asbt-oldbase-XXXXXX";
+  REQUIRE(mkdtemp(dir) != NULL);
+  char p[512], cmd[600];
+  snprintf(p, sizeof p, "%s/rootfs", dir);
+  REQUIRE(mkdir(p, 0755) == 0);
+  snprintf(p, sizeof p, "%s/rootfs/marker", dir);
+  FILE *f = fopen(p, "w");
+  REQUIRE(f != NULL);
+  fclose(f);
+  snprintf(p, sizeof p, "%s/rootfs.stamp", dir);
+  f = fopen(p, "w");
+  REQUIRE(f != NULL);
+  fputs("asb base template v1\n", f);
+  fclose(f);
+  CHECK_INT(asbe_template_prepare_base(dir), 0);
+  char stamp[64] = "";
+  f = fopen(p, "r");
+  if (f) {
+    if (!fgets(stamp, sizeof stamp, f)) stamp[0] = 0;
+    fclose(f);
+  }
+  CHECK_STR(stamp, "asb base template v2\n");
+  snprintf(p, sizeof p, "%s/rootfs/opt/agent-sandbox/bin/sudo", dir);
+  struct stat st;
+  CHECK(lstat(p, &st) == 0);
+  snprintf(p, sizeof p, "%s/rootfs/marker", dir);
+  CHECK(lstat(p, &st) != 0);
+  snprintf(p, sizeof p, "%s/rootfs.v1.%d/marker", dir, (int)getpid());
+  CHECK(lstat(p, &st) == 0);
+  CHECK_INT(asbe_template_prepare_base(dir), 0); /* current: nothing to do */
+  snprintf(p, sizeof p, "%s/rootfs/opt/agent-sandbox/bin/sudo", dir);
+  CHECK(lstat(p, &st) == 0);
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  CHECK_INT(system(cmd), 0);
+}
+
 int main(void) {
   if (asbt_setup(&env, 2) < 0) return 1;
+  RUN(old_base_is_rebuilt);
   RUN(base_identity_and_namespaces);
   RUN(base_filesystem_view);
   RUN(agent_and_sockets);
