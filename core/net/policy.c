@@ -169,11 +169,20 @@ static int header_value_ok(const char *s) {
   return 1;
 }
 
+/* Frees a string that may hold a secret (a header rule's value after the
+ * egress services resolved it, the upstream proxy's password), wiped
+ * first so it does not linger in freed memory. */
+static void secret_free(char *s) {
+  if (!s) return;
+  memset(s, 0, strlen(s));
+  free(s);
+}
+
 static void rule_free(asbn_domain_rule *r) {
   entry_free(&r->match);
   for (size_t i = 0; i < r->nheaders; i++) {
     free(r->headers[i].name);
-    free(r->headers[i].value);
+    secret_free(r->headers[i].value);
   }
   free(r->headers);
   r->headers = NULL;
@@ -547,7 +556,7 @@ void asbn_policy_free(asbn_policy *p) {
   free(p->rules);
   free(p->egress_proxy_addr);
   free(p->egress_proxy_user);
-  free(p->egress_proxy_pass);
+  secret_free(p->egress_proxy_pass);
   free(p->mask_request_host);
   memset(p, 0, sizeof *p);
 }

@@ -80,6 +80,7 @@ int asbn_entry_contains(const asbn_entry *e, const uint8_t *addr, int family);
 /* 1 if name (lower case, no trailing dot) matches e (domain kinds only). */
 int asbn_entry_matches_name(const asbn_entry *e, const char *name);
 int asbn_policy_copy(const asbn_policy *src, asbn_policy *dst);
+/* Frees what p holds (secret-bearing strings wiped first) and zeroes it. */
 void asbn_policy_free(asbn_policy *p);
 
 #endif

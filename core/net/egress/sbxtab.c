@@ -1,6 +1,5 @@
 /* The egress services' sandbox table (sbxtab.h). SPDX-License-Identifier: Apache-2.0 */
 #include "sbxtab.h"
-#include "polcopy.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -85,7 +84,7 @@ static void unlist_all(sbxtab *t, sbx *s) {
 
 static void entry_free(sbxtab *t, sbx *s) {
   unlist_all(t, s);
-  polcopy_free(&s->pol);
+  asbn_policy_free(&s->pol);
   free(s->recs);
   free(s);
 }
@@ -119,14 +118,14 @@ static decide_why decide_locked(const sbx *s, const sbxtab_conn *c) {
 
 int sbxtab_set_policy(sbxtab *t, int family, const uint8_t *addr, const asbn_policy *p) {
   asbn_policy copy;
-  if (polcopy_dup(p, &copy) != 0) return -1;
+  if (asbn_policy_copy(p, &copy) != 0) return -1;
   pthread_mutex_lock(&t->mu);
   sbx *s = find(t, family, addr, NULL);
   if (!s) {
     s = calloc(1, sizeof *s);
     if (!s) {
       pthread_mutex_unlock(&t->mu);
-      polcopy_free(&copy);
+      asbn_policy_free(&copy);
       errno = ENOMEM;
       return -1;
     }
@@ -136,7 +135,7 @@ int sbxtab_set_policy(sbxtab *t, int family, const uint8_t *addr, const asbn_pol
     s->next = t->list;
     t->list = s;
   } else {
-    polcopy_free(&s->pol);
+    asbn_policy_free(&s->pol);
   }
   s->pol = copy;
   /* Live update: cut what the new policy refuses. */
