@@ -103,14 +103,7 @@ static uint64_t mem_available(void) {
 
 /* Waits on pool_cv (tmpl_mu held) at most ms. */
 static void nap_locked(engine *e, int64_t ms) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  ts.tv_sec += ms / 1000;
-  ts.tv_nsec += (ms % 1000) * 1000000L;
-  if (ts.tv_nsec >= 1000000000L) {
-    ts.tv_sec++;
-    ts.tv_nsec -= 1000000000L;
-  }
+  struct timespec ts = asbi_deadline(CLOCK_MONOTONIC, ms);
   pthread_cond_timedwait(&e->pool_cv, &e->tmpl_mu, &ts);
 }
 

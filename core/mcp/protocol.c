@@ -139,13 +139,7 @@ static void *ticker_main(void *arg) {
       pthread_cond_wait(&srv->tick_cv, &srv->mu);
       continue;
     }
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    ts.tv_nsec += TICK_MS * 1000000L;
-    if (ts.tv_nsec >= 1000000000L) {
-      ts.tv_sec++;
-      ts.tv_nsec -= 1000000000L;
-    }
+    struct timespec ts = asbi_deadline(CLOCK_REALTIME, TICK_MS);
     pthread_cond_timedwait(&srv->tick_cv, &srv->mu, &ts);
     if (srv->stopping) break;
     uint64_t now = asbi_now_ms();
@@ -363,14 +357,7 @@ static void cancel_locked(mcp_call *c) {
 }
 
 int mcp_session_wait_idle(mcp_session *s, long ms) {
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  ts.tv_sec += ms / 1000;
-  ts.tv_nsec += (ms % 1000) * 1000000L;
-  if (ts.tv_nsec >= 1000000000L) {
-    ts.tv_sec++;
-    ts.tv_nsec -= 1000000000L;
-  }
+  struct timespec ts = asbi_deadline(CLOCK_REALTIME, ms);
   pthread_mutex_lock(&s->mu);
   int rc = 0;
   while (s->ncalls > 0 && rc != ETIMEDOUT) rc = pthread_cond_timedwait(&s->cv, &s->mu, &ts);

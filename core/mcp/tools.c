@@ -680,15 +680,8 @@ static int t_command_output(mcp_call *c, const cJSON *args, mcp_result *r) {
   /* Woken by the command's end; the 200 ms slices only notice a
    * cancellation of this call. */
   while (!b->done && !mcp_call_cancelled(c) && asbi_now_ms() < deadline) {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
     uint64_t left = deadline - asbi_now_ms();
-    uint64_t step = left < 200 ? left : 200;
-    ts.tv_nsec += (long)(step * 1000000u);
-    while (ts.tv_nsec >= 1000000000L) {
-      ts.tv_sec++;
-      ts.tv_nsec -= 1000000000L;
-    }
+    struct timespec ts = asbi_deadline(CLOCK_REALTIME, (int64_t)(left < 200 ? left : 200));
     pthread_cond_timedwait(&b->cv, &b->mu, &ts);
   }
   cJSON *out = sandbox_obj(ref);

@@ -161,14 +161,7 @@ static int64_t wall_ms(void) {
 }
 
 static void cv_wait_ms(pthread_cond_t *cv, pthread_mutex_t *mu, long ms) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  ts.tv_sec += ms / 1000;
-  ts.tv_nsec += (ms % 1000) * 1000000L;
-  if (ts.tv_nsec >= 1000000000L) {
-    ts.tv_sec++;
-    ts.tv_nsec -= 1000000000L;
-  }
+  struct timespec ts = asbi_deadline(CLOCK_MONOTONIC, ms);
   pthread_cond_timedwait(cv, mu, &ts);
 }
 

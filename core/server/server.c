@@ -198,16 +198,8 @@ int asb_server_fd(const asb_server *s) {
 int asb_server_next_call(asb_server_call **out, asb_server *s, long timeout_ms) {
   if (!out || !s) return asbs_err(ASB_EINVAL, "asb_server_next_call: bad arguments");
   *out = NULL;
-  struct timespec until;
-  if (timeout_ms > 0) {
-    clock_gettime(CLOCK_MONOTONIC, &until);
-    until.tv_sec += timeout_ms / 1000;
-    until.tv_nsec += (timeout_ms % 1000) * 1000000L;
-    if (until.tv_nsec >= 1000000000L) {
-      until.tv_sec++;
-      until.tv_nsec -= 1000000000L;
-    }
-  }
+  struct timespec until = {0, 0};
+  if (timeout_ms > 0) until = asbi_deadline(CLOCK_MONOTONIC, timeout_ms);
   pthread_mutex_lock(&s->qmu);
   int rc = ASB_OK;
   for (;;) {

@@ -208,3 +208,15 @@ int asbi_errf(char *err, size_t errlen, const char *fmt, ...) {
   }
   return -1;
 }
+
+struct timespec asbi_deadline(clockid_t clock, int64_t ms) {
+  struct timespec ts;
+  clock_gettime(clock, &ts);
+  ts.tv_sec += (time_t)(ms / 1000);
+  ts.tv_nsec += (long)(ms % 1000) * 1000000L;
+  if (ts.tv_nsec >= 1000000000L) {
+    ts.tv_sec++;
+    ts.tv_nsec -= 1000000000L;
+  }
+  return ts;
+}

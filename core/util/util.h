@@ -5,6 +5,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #define ASBI_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 #define ASBI_UNUSED(x) (void)(x)
@@ -67,6 +68,10 @@ static inline size_t asbi_utf8_seq(const unsigned char *s, size_t avail) {
 
 /* Monotonic clock. */
 uint64_t asbi_now_us(void);
+/* The time ms milliseconds from now on clock (CLOCK_MONOTONIC for a
+ * condition variable set to it, CLOCK_REALTIME otherwise): the absolute
+ * deadline pthread_cond_timedwait and friends take. */
+struct timespec asbi_deadline(clockid_t clock, int64_t ms);
 uint64_t asbi_now_ms(void);
 /* Wall clock as RFC 3339 with nanoseconds, UTC ("2026-01-02T03:04:05.123456789Z").
  * out needs 40 bytes. */

@@ -300,40 +300,27 @@ static void *conn_main(void *arg) {
   if (ufd < 0) goto refuse;
   free(head);
   head = NULL;
+  /* the request-by-request relay of the two cases below (TLS: cssl/ussl) */
+  httpx_conn x = {.cfd = j->fd,
+                  .ufd = ufd,
+                  .name = c->name,
+                  .hnames = (const char *const *)c->hnames,
+                  .hvalues = (const char *const *)c->hvalues,
+                  .nh = c->nh,
+                  .secrets = p->secrets,
+                  .bytes_out = &c->bytes_out,
+                  .bytes_in = &c->bytes_in};
   if (pr.kind == PEEK_HTTP && (c->why == DECIDE_DOMAIN || c->nh)) {
     /* Plain HTTP named by a domain, or with header rules: every request
      * is looked at (its Host, the rule's headers). */
-    httpx_conn x = {j->fd,
-                    ufd,
-                    NULL,
-                    NULL,
-                    c->name,
-                    (const char *const *)c->hnames,
-                    (const char *const *)c->hvalues,
-                    c->nh,
-                    p->secrets,
-                    &c->bytes_out,
-                    &c->bytes_in};
     httpx_relay(&x);
   } else if (pr.kind == PEEK_TLS && c->nh && p->mitm) {
     /* HTTPS to a domain with header rules: intercepted, and only then. */
-    SSL *cs = tlsmitm_server(p->mitm, c->name, j->fd), *us = tlsmitm_client(p->mitm, c->name, ufd);
-    if (cs && us) {
-      httpx_conn x = {j->fd,
-                      ufd,
-                      cs,
-                      us,
-                      c->name,
-                      (const char *const *)c->hnames,
-                      (const char *const *)c->hvalues,
-                      c->nh,
-                      p->secrets,
-                      &c->bytes_out,
-                      &c->bytes_in};
-      httpx_relay(&x);
-    }
-    SSL_free(cs);
-    SSL_free(us);
+    x.cssl = tlsmitm_server(p->mitm, c->name, j->fd);
+    x.ussl = tlsmitm_client(p->mitm, c->name, ufd);
+    if (x.cssl && x.ussl) httpx_relay(&x);
+    SSL_free(x.cssl);
+    SSL_free(x.ussl);
   } else {
     relay(j->fd, ufd, c);
   }
