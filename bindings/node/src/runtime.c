@@ -1205,6 +1205,7 @@ NAPI_MODULE_INIT() {
   register_all(env, exports, anode_files_fns);
   register_all(env, exports, anode_code_fns);
   register_all(env, exports, anode_agents_fns);
+  register_all(env, exports, anode_git_fns);
 
   napi_value kinds = anode_obj(env);
   set_int(env, kinds, "client", BOX_CLIENT);
