@@ -23,7 +23,7 @@
 #
 # Every test must pass except those in expected-failures.txt, one per line
 # "<file> > <full test name>  # why"; a listed test that passes fails the run
-# too, so the list stays true. Prints the counts. Takes ~6 min on 2 cores.
+# too, so the list stays true. Prints the counts. Takes 3-6 min on 2 cores.
 # SPDX-License-Identifier: Apache-2.0
 set -u
 ENGINE=$(realpath "$1")
