@@ -38,6 +38,7 @@ typedef struct engine {
   /* runtime */
   asbe_engine *iso;
   struct asbn_secrets *secrets; /* net/egress/secrets.h: /secrets, header rules */
+  struct engine_volumes *volumes; /* volumes.c: /volumes, volumeMounts */
   pthread_mutex_t mu;
   struct sbx **sbx; /* table (small engines: linear scan is fine) */
   size_t nsbx, capsbx;
