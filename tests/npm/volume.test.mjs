@@ -8,7 +8,10 @@
 // SPDX-License-Identifier: Apache-2.0
 import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
+import { execFileSync } from 'node:child_process'
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import path from 'node:path'
+import { fileURLToPath } from 'node:url'
 import { startEngine } from '../support/engine.mjs'
 
 let engine
@@ -221,15 +224,31 @@ test('mount paths: the sandbox\'s system, symlinks and unknown volumes are refus
   }), /overlap/)
 })
 
+async function restart(signal) {
+  const state = engine.state
+  await engine.stop({ keepState: true, signal })
+  engine = await startEngine('npm-volume', [], { state })
+  process.env.E2B_VOLUME_API_URL = process.env.E2B_API_URL
+}
+
 test('volumes survive an engine restart', async () => {
   const v = await newVolume('vol-restart')
   await v.writeFile('/kept.txt', 'across restarts', { uid: 1000, gid: 1000 })
   const s = await e2b.Sandbox.create({ timeoutMs: 60_000, volumeMounts: { '/data': v } })
   await s.commands.run('echo from-sandbox > /data/s.txt')
-  const state = engine.state
-  await engine.stop({ keepState: true })
-  engine = await startEngine('npm-volume', [], { state })
-  process.env.E2B_VOLUME_API_URL = process.env.E2B_API_URL
+  // a crash: the sandbox lives on with the volume mounted, the next engine
+  // adopts it and mounts the volume from the same loop device (one
+  // superblock: what either writes, the other sees at once)
+  await restart('SIGKILL')
+  const vv = await e2b.Volume.connect(v.volumeId) // the new engine's port
+  const ss = await e2b.Sandbox.connect(s.sandboxId)
+  await vv.writeFile('/after-crash.txt', 'written by the new engine')
+  assert.equal((await ss.commands.run('cat /data/after-crash.txt')).stdout, 'written by the new engine')
+  await ss.commands.run('echo again-from-sandbox > /data/s2.txt')
+  assert.equal(await vv.readFile('/s2.txt'), 'again-from-sandbox\n')
+  await assert.rejects(e2b.Volume.destroy(v.volumeId), (e) => e.message.includes(s.sandboxId))
+  // a stop (--kill-on-exit kills the sandbox) and a start
+  await restart('SIGTERM')
   const again = await e2b.Volume.connect(v.volumeId)
   assert.equal(again.token, v.token)
   assert.equal(await again.readFile('/kept.txt'), 'across restarts')
@@ -239,4 +258,18 @@ test('volumes survive an engine restart', async () => {
   await t.commands.run('echo more >> /data/kept.txt')
   await t.kill()
   assert.equal(await again.readFile('/kept.txt'), 'across restartsmore\n')
+})
+
+test('examples/volumes.sh runs', () => {
+  const root = path.join(path.dirname(fileURLToPath(import.meta.url)), '../..')
+  const cli = process.env.ASB_CLI || path.join(path.dirname(process.env.ENGINE_BIN), '../cli/asb')
+  const out = execFileSync('bash', [path.join(root, 'examples/volumes.sh')], {
+    env: { ...process.env, ASB_STATE_DIR: engine.state, ASB_CLI: cli },
+    encoding: 'utf8'
+  })
+  assert.match(out, /hello from the host\n/)
+  assert.match(out, /a was here\nowner: user\n/)
+  assert.match(out, /is mounted by 2 running sandboxes/)
+  assert.match(out, /file \/logs\/a\.log 11 bytes, uid 1000/)
+  assert.match(out, /volume deleted/)
 })

@@ -39,14 +39,16 @@ export async function startEngine(tag, extra = [], opts = {}) {
     port,
     state,
     stopped: false,
-    async stop({ keepState = false } = {}) {
+    // signal 'SIGKILL': a crash (its sandboxes live on, for the next
+    // engine on this state dir to adopt)
+    async stop({ keepState = false, signal = 'SIGTERM' } = {}) {
       if (this.stopped) {
         if (!keepState) rmSync(state, { recursive: true, force: true })
         return
       }
       this.stopped = true
       const exited = new Promise((resolve) => proc.once('exit', resolve))
-      proc.kill('SIGTERM')
+      proc.kill(signal)
       await exited
       if (!keepState) rmSync(state, { recursive: true, force: true })
     }
