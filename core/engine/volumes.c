@@ -47,6 +47,7 @@
 #include "registry.h"
 #include "util/log.h"
 #include "util/util.h"
+#include "volpath.h"
 
 #define NAME_MAX_LEN 63
 #define ID_LEN 20
@@ -424,27 +425,6 @@ static int openat2_in(int dirfd, const char *path, int flags) {
     fd = (int)syscall(SYS_openat2, dirfd, path, &how, sizeof how);
   while (fd < 0 && errno == EAGAIN);
   return fd;
-}
-
-/* A volume path: "/"-separated, absolute or not, no "." or ".." component,
- * no NUL; normalised into out ("/a/b", "/" for the root). 0 or -1. */
-static int norm_path(const char *in, char *out, size_t len) {
-  if (!in || strlen(in) >= len - 1) return -1;
-  size_t at = 0;
-  const char *s = in;
-  while (*s) {
-    while (*s == '/') s++;
-    if (!*s) break;
-    size_t n = strcspn(s, "/");
-    if ((n == 1 && s[0] == '.') || (n == 2 && s[0] == '.' && s[1] == '.')) return -1;
-    out[at++] = '/';
-    memcpy(out + at, s, n);
-    at += n;
-    s += n;
-  }
-  if (!at) out[at++] = '/';
-  out[at] = '\0';
-  return 0;
 }
 
 /* The parent dir of norm (an O_PATH fd, resolved in the volume) and the
@@ -845,7 +825,7 @@ void volumes_content(engine *e, api_req *q, const char *auth, vol_reply *r) {
   const char *path = api_query(q, "path");
   const char *m = q->method;
   owner_opts o;
-  if (!path || norm_path(path, norm, sizeof norm)) {
+  if (!path || volpath_norm(path, norm, sizeof norm)) {
     verror(r, 400, "'path' is required: a path in the volume without . or .. components");
   } else if (is_dir && !strcmp(m, "GET")) {
     int64_t depth = q_uint(q, "depth", TREE_DEPTH_MAX);
@@ -913,15 +893,6 @@ void volumes_content(engine *e, api_req *q, const char *auth, vol_reply *r) {
 
 /* ---- volumeMounts of a create ---------------------------------------------------- */
 
-/* Where the sandbox's system lives: no volume over or under these. */
-static const char *const reserved[] = {"/proc", "/sys", "/dev", "/run", "/.asb", "/usr",
-                                       "/etc",  "/bin", "/sbin", "/lib", "/lib64"};
-
-static int under_or_at(const char *p, const char *dir) {
-  size_t l = strlen(dir);
-  return !strncmp(p, dir, l) && (p[l] == '\0' || p[l] == '/');
-}
-
 int volumes_parse_mounts(engine *e, const cJSON *v, cJSON **out, api_reply *r) {
   *out = NULL;
   if (!v || cJSON_IsNull(v)) return 0;
@@ -944,24 +915,15 @@ int volumes_parse_mounts(engine *e, const cJSON *v, cJSON **out, api_reply *r) {
       api_error(r, 400, "each of 'volumeMounts' needs a string name and path");
       goto bad;
     }
-    if (pa->valuestring[0] != '/' || strlen(pa->valuestring) > 512 ||
-        norm_path(pa->valuestring, norm, sizeof norm) || !strcmp(norm, "/")) {
-      api_error(r, 400,
-                "volume mount path \"%s\": an absolute path below / (at most 512 bytes, no . or "
-                "..)",
-                pa->valuestring);
+    char why[1400];
+    if (volpath_mount(pa->valuestring, norm, sizeof norm, why, sizeof why)) {
+      api_error(r, 400, "%s", why);
       goto bad;
     }
-    for (size_t i = 0; i < ASBI_ARRAY_LEN(reserved); i++)
-      if (under_or_at(norm, reserved[i]) || under_or_at(reserved[i], norm)) {
-        api_error(r, 400, "volume mount path %s: %s is the sandbox's own (not a mount point)",
-                  norm, reserved[i]);
-        goto bad;
-      }
     const cJSON *o;
     cJSON_ArrayForEach(o, a) {
       const char *op = cJSON_GetObjectItemCaseSensitive(o, "path")->valuestring;
-      if (under_or_at(norm, op) || under_or_at(op, norm)) {
+      if (volpath_overlap(norm, op)) {
         api_error(r, 400, "volume mount paths %s and %s overlap", op, norm);
         goto bad;
       }
