@@ -254,7 +254,16 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
       return MHD_YES;
     }
     if (asbi_startswith(url, "/volumecontent/")) {
-      r->kind = REQ_VOLUME; /* authorised by the volume's token, not the API key */
+      /* authorised by the volume's token, not the API key: before the body */
+      int st = volumes_content_authorized(
+          e, url, MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization"));
+      if (st) {
+        r->kind = REQ_ANSWERED;
+        return error(c, (unsigned)st,
+                     st == 401 ? "missing or invalid volume token (Authorization: Bearer <token>)"
+                               : "no such volume");
+      }
+      r->kind = REQ_VOLUME;
       r->body.buf.max = VOLUME_BODY_MAX;
       return MHD_YES;
     }

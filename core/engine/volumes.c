@@ -531,8 +531,8 @@ static int remove_tree(int dir, const char *name, int depth) {
   int r = 0;
   while (!r && (de = readdir(dd))) {
     if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..")) continue;
+    /* entries not removed are still returned exactly once (POSIX) */
     r = remove_tree(dirfd(dd), de->d_name, depth + 1);
-    if (!r) rewinddir(dd);
   }
   closedir(dd);
   if (!r && unlinkat(dir, name, AT_REMOVEDIR) < 0) r = -errno;
@@ -784,19 +784,38 @@ static void patch_path(int mfd, const char *norm, api_req *q, const volume *v, v
   vreply(r, 200, j);
 }
 
+/* The volume of a /volumecontent/{id}/... path into id (by id only). */
+static int content_id(const char *path, char id[ID_LEN + 1], const char **op) {
+  const char *p = path + strlen("/volumecontent/");
+  size_t il = strcspn(p, "/");
+  if (il == 0 || il > ID_LEN || p[il] != '/') return -1;
+  memcpy(id, p, il);
+  id[il] = '\0';
+  *op = p + il + 1;
+  return 0;
+}
+
+int volumes_content_authorized(engine *e, const char *path, const char *auth) {
+  struct engine_volumes *vs = e->volumes;
+  char id[ID_LEN + 1];
+  const char *op;
+  if (!vs || content_id(path, id, &op)) return 404;
+  const char *tok = auth && !strncasecmp(auth, "Bearer ", 7) ? auth + 7 : NULL;
+  pthread_mutex_lock(&vs->mu);
+  volume *v = find(vs, id);
+  int st = !v || strcmp(v->id, id) ? 404 : asbi_httpd_token_eq(tok, v->token) ? 0 : 401;
+  pthread_mutex_unlock(&vs->mu);
+  return st;
+}
+
 void volumes_content(engine *e, api_req *q, const char *auth, vol_reply *r) {
   memset(r, 0, sizeof *r);
   r->fd = -1;
   struct engine_volumes *vs = e->volumes;
-  const char *p = q->path + strlen("/volumecontent/");
-  size_t il = strcspn(p, "/");
   char id[ID_LEN + 1];
-  const char *op = p + il;
-  if (!vs || il == 0 || il > ID_LEN || !*op)
+  const char *op;
+  if (!vs || content_id(q->path, id, &op))
     return verror(r, 404, "no such endpoint: %s %s", q->method, q->path);
-  memcpy(id, p, il);
-  id[il] = '\0';
-  op++;
   int is_dir = !strcmp(op, "dir"), is_file = !strcmp(op, "file"), is_path = !strcmp(op, "path");
   if (!is_dir && !is_file && !is_path)
     return verror(r, 404, "no such endpoint: %s %s", q->method, q->path);

@@ -31,6 +31,11 @@ typedef struct vol_reply {
   uint64_t size;
 } vol_reply;
 
+/* Whether a /volumecontent/{id}/... request may go on, from its head: 0,
+ * or 404 (no such volume) or 401 (not its token). Checked before the body
+ * is read, so nobody without the token makes the engine buffer an upload. */
+int volumes_content_authorized(engine *e, const char *path, const char *auth);
+
 /* A /volumecontent/... request; auth is the Authorization header (NULL if
  * none): "Bearer <the volume's token>". */
 void volumes_content(engine *e, api_req *q, const char *auth, vol_reply *r);
