@@ -113,8 +113,9 @@ static cJSON *sandbox_json(engine *e, const sbx *s) {
   if (s->alias && *s->alias) cJSON_AddStringToObject(j, "alias", s->alias);
   cJSON_AddStringToObject(j, "clientID", "local");
   cJSON_AddStringToObject(j, "envdVersion", e->envd_version);
-  cJSON_AddItemToObject(j, "volumeMounts", s->volume_mounts ? cJSON_Duplicate(s->volume_mounts, 1)
-                                                            : cJSON_CreateArray());
+  cJSON_AddItemToObject(
+      j, "volumeMounts",
+      s->volume_mounts ? cJSON_Duplicate(s->volume_mounts, 1) : cJSON_CreateArray());
   cJSON_AddStringToObject(j, "envdAccessToken", s->token);
   cJSON_AddStringToObject(j, "trafficAccessToken", s->traffic_token);
   cJSON_AddStringToObject(j, "domain", e->domain);
@@ -134,8 +135,9 @@ static cJSON *listed_json(engine *e, sbx *s, int detail) {
   cJSON_AddNumberToObject(j, "cpuCount", s->cpu_count);
   cJSON_AddNumberToObject(j, "memoryMB", s->memory_mb);
   cJSON_AddNumberToObject(j, "diskSizeMB", s->disk_mb);
-  cJSON_AddItemToObject(j, "volumeMounts", s->volume_mounts ? cJSON_Duplicate(s->volume_mounts, 1)
-                                                            : cJSON_CreateArray());
+  cJSON_AddItemToObject(
+      j, "volumeMounts",
+      s->volume_mounts ? cJSON_Duplicate(s->volume_mounts, 1) : cJSON_CreateArray());
   cJSON_AddItemToObject(j, "metadata",
                         s->metadata ? cJSON_Duplicate(s->metadata, 1) : cJSON_CreateObject());
   cJSON_AddStringToObject(j, "state", s->state == SBX_PAUSED ? "paused" : "running");

@@ -118,7 +118,8 @@ int sandboxes_prepare_vols(engine *e, template_info *t, const cJSON *env_vars,
   if (volume_mounts && cJSON_GetArraySize(volume_mounts)) {
     char why[512] = "out of memory";
     if (!(s->volume_mounts = cJSON_Duplicate(volume_mounts, 1)) ||
-        !(vt = asbe_template_copy(t->tmpl)) || volumes_add_to(e, volume_mounts, vt, why, sizeof why)) {
+        !(vt = asbe_template_copy(t->tmpl)) ||
+        volumes_add_to(e, volume_mounts, vt, why, sizeof why)) {
       asbe_template_free(vt);
       eng_err_set(err, ENG_EINTERNAL, NULL, "cannot mount the volumes: %s", why);
       goto out;

@@ -36,7 +36,7 @@ int volpath_overlap(const char *a, const char *b) {
 }
 
 /* Where the sandbox's system lives: no volume over, at or under these. */
-static const char *const reserved[] = {"/proc", "/sys", "/dev", "/run", "/.asb", "/usr",
+static const char *const reserved[] = {"/proc", "/sys", "/dev",  "/run", "/.asb", "/usr",
                                        "/etc",  "/bin", "/sbin", "/lib", "/lib64"};
 
 int volpath_mount(const char *in, char *out, size_t len, char *why, size_t whylen) {

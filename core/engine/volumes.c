@@ -219,8 +219,7 @@ static cJSON *vol_json(const volume *v, int with_token) {
 
 /* Removes <state>/volumes/<id> (its two files and the dir). */
 static void remove_files(struct engine_volumes *vs, const volume *v) {
-  static const char *const files[] = {"disk.img", "disk.img.new", "volume.json",
-                                      "volume.json.tmp"};
+  static const char *const files[] = {"disk.img", "disk.img.new", "volume.json", "volume.json.tmp"};
   char p[4200];
   for (size_t i = 0; i < ASBI_ARRAY_LEN(files); i++) {
     vol_path(vs, v, files[i], p, sizeof p);
@@ -241,8 +240,7 @@ static void create_volume(struct engine_volumes *vs, api_req *q, api_reply *r) {
   int64_t mb = DEFAULT_MB;
   if (!cJSON_IsString(nm) || !valid_name(nm->valuestring)) {
     cJSON_Delete(b);
-    return api_error(r, 400, "'name' must match ^[a-zA-Z0-9_-]+$ (1..%d characters)",
-                     NAME_MAX_LEN);
+    return api_error(r, 400, "'name' must match ^[a-zA-Z0-9_-]+$ (1..%d characters)", NAME_MAX_LEN);
   }
   if (sz && !cJSON_IsNull(sz)) {
     if (!cJSON_IsNumber(sz) || sz->valuedouble != (double)(int64_t)sz->valuedouble ||
@@ -421,8 +419,7 @@ static int openat2_in(int dirfd, const char *path, int flags) {
   how.flags = (uint64_t)(flags | O_CLOEXEC);
   how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV;
   int fd;
-  do
-    fd = (int)syscall(SYS_openat2, dirfd, path, &how, sizeof how);
+  do fd = (int)syscall(SYS_openat2, dirfd, path, &how, sizeof how);
   while (fd < 0 && errno == EAGAIN);
   return fd;
 }
@@ -563,8 +560,7 @@ static void verror(vol_reply *r, int status, const char *fmt, ...) {
 
 /* errno of a path operation → status and reply */
 static void verrno(vol_reply *r, int err, const char *path, const volume *v) {
-  if (err == ENOENT || err == ENOTDIR)
-    return verror(r, 404, "Path %s not found", path);
+  if (err == ENOENT || err == ENOTDIR) return verror(r, 404, "Path %s not found", path);
   if (err == EEXIST || err == ENOTEMPTY || err == EISDIR)
     return verror(r, 409, "Path %s already exists or is a directory", path);
   if (err == ENOSPC || err == EDQUOT)
@@ -662,8 +658,8 @@ static void make_dir(int mfd, const char *norm, const owner_opts *o, const volum
   vreply(r, 201, j);
 }
 
-static void write_file(int mfd, const char *norm, api_req *q, const owner_opts *o,
-                       const volume *v, vol_reply *r) {
+static void write_file(int mfd, const char *norm, api_req *q, const owner_opts *o, const volume *v,
+                       vol_reply *r) {
   const char *name;
   int d = open_parent(mfd, norm, &name);
   if (d < 0) return verror(r, 404, "Path %s not found", norm);
@@ -892,8 +888,7 @@ void volumes_content(engine *e, api_req *q, const char *auth, vol_reply *r) {
     int d = strcmp(norm, "/") ? open_parent(mfd, norm, &name) : -1;
     if (d < 0) {
       verror(r, strcmp(norm, "/") ? 404 : 400,
-             strcmp(norm, "/") ? "Path %s not found" : "Path %s: the root cannot be removed",
-             norm);
+             strcmp(norm, "/") ? "Path %s not found" : "Path %s: the root cannot be removed", norm);
     } else {
       int rc = remove_tree(d, name, 0);
       close(d);

@@ -47,7 +47,6 @@ void volumes_content(engine *e, api_req *q, const char *auth, vol_reply *r);
 int volumes_parse_mounts(engine *e, const cJSON *v, cJSON **out, api_reply *r);
 /* Adds the mounts (as volumes_parse_mounts returned) to t, a copy made for
  * this create. 0, or -1 with why. */
-int volumes_add_to(engine *e, const cJSON *mounts, struct asbe_template *t, char *why,
-                   size_t len);
+int volumes_add_to(engine *e, const cJSON *mounts, struct asbe_template *t, char *why, size_t len);
 
 #endif

@@ -585,9 +585,21 @@ static int make_volume_image(const char *image, uint64_t bytes) {
   }
   /* root dir owned by uid 1000, E2B's default sandbox user ("user"), so that
    * user can write into a fresh volume; root inside can anyway */
-  const char *argv[] = {mkfs_path(), "-q", "-F", "-t", "ext4", "-b", "4096", "-m", "0",
-                        "-E", "lazy_itable_init=1,lazy_journal_init=1,nodiscard,root_owner=1000:1000",
-                        "-L", "asb-volume", tmp, NULL};
+  const char *argv[] = {mkfs_path(),
+                        "-q",
+                        "-F",
+                        "-t",
+                        "ext4",
+                        "-b",
+                        "4096",
+                        "-m",
+                        "0",
+                        "-E",
+                        "lazy_itable_init=1,lazy_journal_init=1,nodiscard,root_owner=1000:1000",
+                        "-L",
+                        "asb-volume",
+                        tmp,
+                        NULL};
   r = asbe__run_capture(argv, NULL);
   if (r != 0) {
     unlink(tmp);
@@ -606,8 +618,9 @@ int asbe_volume_open(const char *image, uint64_t bytes, int create, int *mfd) {
   asbe__clear_error();
   *mfd = -1;
   if (create) {
-    if (bytes < MIN_DISK) return asbe__fail(-EINVAL, "a volume needs at least %llu bytes",
-                                            (unsigned long long)MIN_DISK);
+    if (bytes < MIN_DISK)
+      return asbe__fail(-EINVAL, "a volume needs at least %llu bytes",
+                        (unsigned long long)MIN_DISK);
     int r = make_volume_image(image, (bytes + 4095) & ~4095ull);
     if (r < 0) return r;
   }

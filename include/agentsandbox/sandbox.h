@@ -96,8 +96,11 @@ typedef struct asb_sandbox_options {
                                        a volume's name or id), NULL-ended */
 } asb_sandbox_options;
 
-#define ASB_SANDBOX_OPTIONS_INIT \
-  { ASB_SANDBOX_OPTIONS_VERSION, NULL, 0, NULL, NULL, 0, 0, NULL, 0, NULL, NULL }
+#define ASB_SANDBOX_OPTIONS_INIT                                           \
+  {                                                                        \
+    ASB_SANDBOX_OPTIONS_VERSION, NULL, 0, NULL, NULL, 0, 0, NULL, 0, NULL, \
+        NULL                                                               \
+  }
 
 ASB_API(int)
 asb_sandbox_options_init(asb_sandbox_options *opts, unsigned int version);

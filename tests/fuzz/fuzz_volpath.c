@@ -8,7 +8,7 @@
 #include "engine/volpath.h"
 #include "fuzz.h"
 
-static const char *const sys_dirs[] = {"/proc", "/sys", "/dev", "/run", "/.asb", "/usr",
+static const char *const sys_dirs[] = {"/proc", "/sys", "/dev",  "/run", "/.asb", "/usr",
                                        "/etc",  "/bin", "/sbin", "/lib", "/lib64"};
 
 static void check_norm(const char *in, const char *out) {
