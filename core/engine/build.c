@@ -641,7 +641,17 @@ int build_run_as(engine *e, const void *tar, size_t tar_len, int force, build_ba
   } else {
     base = templates_find(e, base_name);
   }
-  if (!base && image_ref_is_registry(base_name)) {
+  int registry = !base && image_ref_is_registry(base_name);
+  if (!base && !registry && strchr(base_name, ':')) {
+    /* "alpine:3.19": a registry image unless its name is a template's
+     * (then a tag it does not have) */
+    char nm[256];
+    snprintf(nm, sizeof nm, "%.*s", (int)(strchr(base_name, ':') - base_name), base_name);
+    template_info *named = templates_find(e, nm);
+    registry = !named;
+    templates_put(e, named);
+  }
+  if (registry) {
     bad(rep, err, yname, 0, "base",
         "'%s' is a container registry image: this engine pulls from no registry (sandboxes "
         "and builds are loopback-only). Use a local image: an OCI image layout directory "

@@ -130,6 +130,9 @@ TEST(registry_names_and_bad_images) {
            ASB_EINVAL);
   CHECK(strstr(asb_error_last()->message, "pulls from no registry"));
   CHECK(strstr(asb_error_last()->message, "oci:/dir[:name]"));
+  CHECK_RC(asb_templates_build(&t, C, tdir("reg2", "name: reg2\nbase: ubuntu:22.04\n"), NULL),
+           ASB_EINVAL);
+  CHECK(strstr(asb_error_last()->message, "'ubuntu:22.04' is a container registry image"));
   CHECK_RC(asb_templates_build(&t, C, tdir("bad", "name: bad\nbase: oci:/nonexistent-xyz\n"),
                                NULL),
            ASB_EINVAL);
