@@ -91,6 +91,18 @@ static void build_and_run(const char *fmt, const char *ref, const char *name) {
   REQUIRE_RC(asb_templates_build(&t, C, tdir(fmt, yaml), NULL), ASB_OK);
   CHECK_STR(asb_template_name(t), name);
   asb_template_free(t);
+  /* GET /templates/{name}: the image it was built on, its config */
+  char get[512], body[4096] = "";
+  snprintf(get, sizeof get, "curl -s -H 'X-API-Key: %s' '%s/templates/%s'", F.key, F.url, name);
+  FILE *p = popen(get, "r");
+  if (p) {
+    size_t n = fread(body, 1, sizeof body - 1, p);
+    body[n] = '\0';
+    pclose(p);
+  }
+  CHECK(strstr(body, "\"configDigest\":\"sha256:") != NULL);
+  CHECK(strstr(body, "\"cmd\":[\"sh\"]") != NULL);
+  CHECK(strstr(body, "\"GREETING\":\"hello from the image\"") != NULL); /* in env */
   asb_sandbox_options o = ASB_SANDBOX_OPTIONS_INIT;
   o.template_id = name;
   o.timeout_ms = 300000;
