@@ -135,7 +135,9 @@ def main():
             m["annotations"] = {"org.opencontainers.image.ref.name": name}
         with open(os.path.join(out, "index.json"), "w") as f:
             json.dump({"schemaVersion": 2, "manifests": [m]}, f)
-    else:  # docker save (the classic layout: <id>/layer.tar, <config>.json)
+    else:  # docker save: the classic layout (<id>/layer.tar, <config>.json) or,
+        # with "docker-oci", Docker 25+'s (an OCI layout with a manifest.json)
+        oci_style = fmt == "docker-oci"
         with tarfile.open(out, "w") as t:
             def add(n, b):
                 ti = tarfile.TarInfo(n)
@@ -143,11 +145,14 @@ def main():
                 t.addfile(ti, io.BytesIO(b))
             names = []
             for i, body in enumerate(bodies):
-                n = "%064x/layer.tar" % (i + 1)
+                n = ("blobs/sha256/" + sha(body)) if oci_style else "%064x/layer.tar" % (i + 1)
                 add(n, body)
                 names.append(n)
-            add(cdigest + ".json", cbytes)
-            add("manifest.json", json.dumps([{"Config": cdigest + ".json",
+            cname = ("blobs/sha256/" + cdigest) if oci_style else cdigest + ".json"
+            add(cname, cbytes)
+            if oci_style:
+                add("oci-layout", b'{"imageLayoutVersion": "1.0.0"}')
+            add("manifest.json", json.dumps([{"Config": cname,
                                               "RepoTags": [name] if name else [],
                                               "Layers": names}]).encode())
 
