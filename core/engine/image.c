@@ -678,21 +678,37 @@ static int ensure_lines(int root, const char *name, const char *const *lines, si
   return r;
 }
 
-static int mkdir_missing(int root, const char *rel, mode_t mode, uid_t uid) {
-  int fd = oa2(root, rel, O_PATH, IN_ROOT);
-  if (fd >= 0) {
-    close(fd);
-    return 0;
-  }
+/* Makes directory rel in the root where it is missing. With real, rel must
+ * end up a directory itself, not a symlink (the sandbox's mount points:
+ * the isolation runtime refuses a symlinked one): a symlink or file the
+ * image has there is replaced. */
+static int mkdir_missing(int root, const char *rel, mode_t mode, uid_t uid, int real) {
   char path[256], *parent, *base;
   snprintf(path, sizeof path, "%s", rel);
   split(path, &parent, &base);
   int pfd = open_dir(root, parent, 1);
   if (pfd < 0) return -errno;
-  int r = mkdirat(pfd, base, mode) < 0 && errno != EEXIST ? -errno : 0;
-  if (!r && (fchownat(pfd, base, uid, uid, AT_SYMLINK_NOFOLLOW) < 0 ||
-             fchmodat(pfd, base, mode, 0) < 0))
-    r = -errno;
+  struct stat st;
+  int r = 0, have = fstatat(pfd, base, &st, AT_SYMLINK_NOFOLLOW) == 0;
+  if (have && !S_ISDIR(st.st_mode)) {
+    int fd = real ? -1 : oa2(root, rel, O_PATH | O_DIRECTORY, IN_ROOT);
+    if (fd >= 0) { /* a symlink to a directory will do */
+      close(fd);
+      close(pfd);
+      return 0;
+    }
+    if ((r = rm_at(pfd, base))) {
+      close(pfd);
+      return r;
+    }
+    have = 0;
+  }
+  if (!have) {
+    r = mkdirat(pfd, base, mode) < 0 && errno != EEXIST ? -errno : 0;
+    if (!r && (fchownat(pfd, base, uid, uid, AT_SYMLINK_NOFOLLOW) < 0 ||
+               fchmodat(pfd, base, mode, 0) < 0))
+      r = -errno;
+  }
   close(pfd);
   return r;
 }
@@ -717,14 +733,15 @@ static int fixups(int root, const imgj_config *c) {
     const char *rel;
     mode_t mode;
     uid_t uid;
-  } dirs[] = {{"etc", 0755, 0},     {"dev", 0755, 0},       {"proc", 0555, 0},
-              {"sys", 0555, 0},     {"run", 0755, 0},       {"run/asb", 0755, 0},
-              {"tmp", 01777, 0},    {"var", 0755, 0},       {"var/tmp", 01777, 0},
-              {"var/log", 0755, 0}, {"home", 0755, 0},      {"home/user", 0755, 1000},
-              {"root", 0700, 0},    {".asb", 0755, 0},      {"etc/profile.d", 0755, 0}};
+    int real; /* a mount point of the sandbox */
+  } dirs[] = {{"etc", 0755, 0, 0},       {"dev", 0755, 0, 1},       {"proc", 0555, 0, 1},
+              {"sys", 0555, 0, 1},       {"run", 0755, 0, 1},       {"run/asb", 0755, 0, 1},
+              {"tmp", 01777, 0, 0},      {"var", 0755, 0, 0},       {"var/tmp", 01777, 0, 0},
+              {"var/log", 0755, 0, 0},   {"home", 0755, 0, 0},      {"home/user", 0755, 1000, 0},
+              {"root", 0700, 0, 0},      {".asb", 0755, 0, 1},      {"etc/profile.d", 0755, 0, 0}};
   int r = 0;
   for (size_t i = 0; !r && i < ASBI_ARRAY_LEN(dirs); i++)
-    r = mkdir_missing(root, dirs[i].rel, dirs[i].mode, dirs[i].uid);
+    r = mkdir_missing(root, dirs[i].rel, dirs[i].mode, dirs[i].uid, dirs[i].real);
   if (r) return r;
   /* the accounts every template has: root and user (1000) */
   static const char *const pw[] = {"root:x:0:0:root:/root:/bin/sh\n",

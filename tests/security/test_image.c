@@ -268,6 +268,31 @@ TEST(symlinks_out_of_the_root_are_written_inside) {
   image_result_free(&r);
 }
 
+/* The sandbox's mount points as symlinks (to the host's dirs or in the
+ * image): replaced by real directories, the targets untouched. */
+TEST(mount_points_are_real_directories) {
+  char spec[1024];
+  snprintf(spec, sizeof spec,
+           "\"layers\": [[{\"name\": \".asb\", \"type\": \"symlink\", \"link\": \"%s\"},"
+           " {\"name\": \"proc\", \"type\": \"symlink\", \"link\": \"/\"},"
+           " {\"name\": \"var/run\", \"type\": \"dir\"},"
+           " {\"name\": \"run\", \"type\": \"symlink\", \"link\": \"var/run\"},"
+           " {\"name\": \"dev\", \"data\": \"a file\"}]]",
+           OUTSIDE);
+  image_result r;
+  if (must_import("oci", spec, &r)) return;
+  static const char *const mp[] = {".asb", "proc", "run", "run/asb", "dev", "sys"};
+  for (size_t i = 0; i < sizeof mp / sizeof mp[0]; i++) {
+    char p[4300];
+    struct stat st;
+    snprintf(p, sizeof p, "%s/%s", r.rootfs, mp[i]);
+    if (lstat(p, &st) != 0 || !S_ISDIR(st.st_mode)) ASBT_FAIL("/%s is not a directory", mp[i]);
+  }
+  CHECK(exists(r.rootfs, "var/run"));
+  CHECK(outside_empty());
+  image_result_free(&r);
+}
+
 TEST(hard_links_to_outside_fail) {
   char spec[1024];
   snprintf(spec, sizeof spec,
@@ -386,6 +411,7 @@ int main(void) {
   RUN(dotdot_names_fail);
   RUN(absolute_names_stay_in_the_root);
   RUN(symlinks_out_of_the_root_are_written_inside);
+  RUN(mount_points_are_real_directories);
   RUN(hard_links_to_outside_fail);
   RUN(devices_skipped_setuid_dropped_owners_kept);
   RUN(limits_and_broken_blobs);
