@@ -17,6 +17,9 @@
 #ifndef ASBT_MKIMAGE
 #error "define ASBT_MKIMAGE (tests/support/mkimage.py)"
 #endif
+#ifndef ASBT_EXAMPLE
+#error "define ASBT_EXAMPLE (examples/templates/busybox-image)"
+#endif
 
 static engine_fixture F;
 static asb_client *C;
@@ -135,6 +138,32 @@ TEST(docker_archive) {
   build_and_run("docker", ref, "img-docker");
 }
 
+/* examples/templates/busybox-image: make-image.sh's layout (written with
+ * coreutils, tar and gzip), the example's template.yaml at its own path */
+TEST(example_busybox_image) {
+  char cmd[1024];
+  snprintf(cmd, sizeof cmd,
+           "sh %s/make-image.sh %s/ex-oci >/dev/null && mkdir -p %s/ex && sed 's|/tmp/busybox-oci|%s/ex-oci|' "
+           "%s/template.yaml > %s/ex/template.yaml",
+           ASBT_EXAMPLE, WORK, WORK, WORK, ASBT_EXAMPLE, WORK);
+  REQUIRE(system(cmd) == 0);
+  snprintf(cmd, sizeof cmd, "%s/ex", WORK);
+  asb_template *t = NULL;
+  REQUIRE_RC(asb_templates_build(&t, C, cmd, NULL), ASB_OK);
+  CHECK_STR(asb_template_name(t), "busybox-image");
+  asb_template_free(t);
+  asb_sandbox_options o = ASB_SANDBOX_OPTIONS_INIT;
+  o.template_id = "busybox-image";
+  asb_sandbox *sb = NULL;
+  REQUIRE_RC(asb_sandbox_create(&sb, C, &o), ASB_OK);
+  char *out = sh(sb, "cut -d, -f1 /etc/motd; cat /README");
+  CHECK_STR(out, "hello from the image\nmade from busybox-static\n");
+  free(out);
+  CHECK_RC(asb_sandbox_kill(sb, NULL), ASB_OK);
+  asb_sandbox_free(sb);
+  CHECK_RC(asb_templates_delete(C, "busybox-image", NULL), ASB_OK);
+}
+
 TEST(registry_names_and_bad_images) {
   asb_template *t = NULL;
   CHECK_RC(asb_templates_build(
@@ -164,6 +193,7 @@ int main(void) {
   }
   RUN(oci_layout);
   RUN(docker_archive);
+  RUN(example_busybox_image);
   RUN(registry_names_and_bad_images);
   asb_client_free(C);
   engine_fixture_stop(&F);
