@@ -63,8 +63,8 @@ static cJSON *template_json(engine *e, const template_info *t) {
   if (t->build_ms) cJSON_AddNumberToObject(j, "buildDurationMs", (double)t->build_ms);
   cJSON_AddItemToObject(j, "pool", pool_json(e, t)); /* its warm pool */
   if (spec) {
-    static const char *const keys[] = {"start",        "ready", "ports", "capabilities", "env",
-                                       "commandsPort", "tags",  "image"};
+    static const char *const keys[] = {"start", "ready",        "ports", "capabilities",
+                                       "env",   "commandsPort", "tags",  "image"};
     for (size_t i = 0; i < ASBI_ARRAY_LEN(keys); i++) {
       const cJSON *v = cJSON_GetObjectItemCaseSensitive(spec, keys[i]);
       if (v) cJSON_AddItemToObject(j, keys[i], cJSON_Duplicate(v, 1));

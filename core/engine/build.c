@@ -503,8 +503,8 @@ static int image_base(engine *e, build *b, cJSON *spec, const char *ref, templat
         img.cached ? "unpacked before" : "unpacked", (long long)(asbi_unix_ms() - t0),
         img.skipped_devices ? " (device nodes skipped)" : "");
   template_info *t = templates_info_new(ref, ref, cache);
-  int rc = t && (t->tmpl = asbe_template_new()) ? asbe_template_add_layer(t->tmpl, img.rootfs)
-                                                 : -ENOMEM;
+  int rc =
+      t && (t->tmpl = asbe_template_new()) ? asbe_template_add_layer(t->tmpl, img.rootfs) : -ENOMEM;
   cJSON *env = cJSON_GetObjectItemCaseSensitive(spec, "env");
   if (!rc && !cJSON_IsObject(env)) {
     cJSON_DeleteItemFromObjectCaseSensitive(spec, "env");

@@ -115,7 +115,7 @@ static int read_small(int dirfd, const char *rel, char **out, size_t *len, char 
   close(fd);
   if (r)
     return asbi_errf(err, errlen, "%s: %s", rel,
-                     r == -EFBIG   ? "larger than 4 MiB"
+                     r == -EFBIG    ? "larger than 4 MiB"
                      : r == -EINVAL ? "not a regular file"
                                     : strerror(-r));
   return 0;
@@ -477,8 +477,8 @@ static int entry(unpack *u, struct archive *a, struct archive_entry *en) {
     }
     int tfd = oa2(u->root, tgt, O_PATH | O_NOFOLLOW, IN_ROOT);
     if (tfd < 0 || fstat(tfd, &st) < 0 || S_ISDIR(st.st_mode)) {
-      rc = asbi_errf(u->err, u->errlen, "%s: hard link '%.200s': target '%.200s' %s", u->what,
-                     name, hl, tfd < 0 ? "is not in the image" : "is a directory");
+      rc = asbi_errf(u->err, u->errlen, "%s: hard link '%.200s': target '%.200s' %s", u->what, name,
+                     hl, tfd < 0 ? "is not in the image" : "is a directory");
       if (tfd >= 0) close(tfd);
       goto out;
     }
@@ -487,59 +487,58 @@ static int entry(unpack *u, struct archive *a, struct archive_entry *en) {
     goto out;
   }
   switch (type) {
-  case AE_IFDIR:
-    if (!have || !S_ISDIR(st.st_mode)) {
-      if (mkdirat(pfd, base, 0700) < 0) {
+    case AE_IFDIR:
+      if (!have || !S_ISDIR(st.st_mode)) {
+        if (mkdirat(pfd, base, 0700) < 0) {
+          rc = -errno;
+          break;
+        }
+      }
+      fd = openat(pfd, base, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+      if (fd < 0 || fchown(fd, (uid_t)uid, (gid_t)gid) < 0 || fchmod(fd, perm & 03777) < 0)
+        rc = -errno;
+      break;
+    case AE_IFREG:
+      fd = openat(pfd, base, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+      if (fd < 0) {
         rc = -errno;
         break;
       }
-    }
-    fd = openat(pfd, base, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0 || fchown(fd, (uid_t)uid, (gid_t)gid) < 0 || fchmod(fd, perm & 03777) < 0)
-      rc = -errno;
-    break;
-  case AE_IFREG:
-    fd = openat(pfd, base, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-    if (fd < 0) {
-      rc = -errno;
+      if ((rc = write_data(a, fd))) {
+        if (rc == -EIO)
+          rc = asbi_errf(u->err, u->errlen, "%s: '%.200s': %s", u->what, name,
+                         archive_error_string(a) ? archive_error_string(a) : "truncated");
+        break;
+      }
+      if (fchown(fd, (uid_t)uid, (gid_t)gid) < 0 || fchmod(fd, perm & 01777) < 0) {
+        rc = -errno;
+        break;
+      }
+      {
+        struct timespec ts[2] = {{archive_entry_mtime(en), 0}, {archive_entry_mtime(en), 0}};
+        futimens(fd, ts);
+      }
+      break;
+    case AE_IFLNK: {
+      const char *t = archive_entry_symlink(en);
+      if (!t || symlinkat(t, pfd, base) < 0 ||
+          fchownat(pfd, base, (uid_t)uid, (gid_t)gid, AT_SYMLINK_NOFOLLOW) < 0)
+        rc = t ? -errno : -EINVAL;
       break;
     }
-    if ((rc = write_data(a, fd))) {
-      if (rc == -EIO)
-        rc = asbi_errf(u->err, u->errlen, "%s: '%.200s': %s", u->what, name,
-                       archive_error_string(a) ? archive_error_string(a) : "truncated");
+    case AE_IFIFO:
+      if (mknodat(pfd, base, S_IFIFO | 0600, 0) < 0 ||
+          fchownat(pfd, base, (uid_t)uid, (gid_t)gid, AT_SYMLINK_NOFOLLOW) < 0 ||
+          fchmodat(pfd, base, perm & 01777, 0) < 0)
+        rc = -errno;
       break;
-    }
-    if (fchown(fd, (uid_t)uid, (gid_t)gid) < 0 || fchmod(fd, perm & 01777) < 0) {
-      rc = -errno;
-      break;
-    }
-    {
-      struct timespec ts[2] = {{archive_entry_mtime(en), 0}, {archive_entry_mtime(en), 0}};
-      futimens(fd, ts);
-    }
-    break;
-  case AE_IFLNK: {
-    const char *t = archive_entry_symlink(en);
-    if (!t || symlinkat(t, pfd, base) < 0 ||
-        fchownat(pfd, base, (uid_t)uid, (gid_t)gid, AT_SYMLINK_NOFOLLOW) < 0)
-      rc = t ? -errno : -EINVAL;
-    break;
-  }
-  case AE_IFIFO:
-    if (mknodat(pfd, base, S_IFIFO | 0600, 0) < 0 ||
-        fchownat(pfd, base, (uid_t)uid, (gid_t)gid, AT_SYMLINK_NOFOLLOW) < 0 ||
-        fchmodat(pfd, base, perm & 01777, 0) < 0)
-      rc = -errno;
-    break;
-  default:
-    break; /* unknown types are skipped */
+    default:
+      break; /* unknown types are skipped */
   }
 out:
   if (fd >= 0) close(fd);
   close(pfd);
-  if (rc < -1)
-    rc = asbi_errf(u->err, u->errlen, "%s: '%.200s': %s", u->what, name, strerror(-rc));
+  if (rc < -1) rc = asbi_errf(u->err, u->errlen, "%s: '%.200s': %s", u->what, name, strerror(-rc));
   return rc;
 }
 
@@ -596,8 +595,7 @@ static int layer_pass(unpack *u, int blobfd, int pass, const char *hex, int64_t 
       if (strncmp(bn, ".wh.", 4) || !bn[4]) continue;
       int w = whiteout(u, name);
       if (w < 0) {
-        rc = asbi_errf(u->err, u->errlen, "%s: whiteout '%.200s': %s", u->what, name,
-                       strerror(-w));
+        rc = asbi_errf(u->err, u->errlen, "%s: whiteout '%.200s': %s", u->what, name, strerror(-w));
         goto out;
       }
     } else if ((rc = entry(u, a, en))) {
@@ -742,11 +740,11 @@ static int fixups(int root, const imgj_config *c) {
     mode_t mode;
     uid_t uid;
     int real; /* a mount point of the sandbox */
-  } dirs[] = {{"etc", 0755, 0, 0},       {"dev", 0755, 0, 1},       {"proc", 0555, 0, 1},
-              {"sys", 0555, 0, 1},       {"run", 0755, 0, 1},       {"run/asb", 0755, 0, 1},
-              {"tmp", 01777, 0, 0},      {"var", 0755, 0, 0},       {"var/tmp", 01777, 0, 0},
-              {"var/log", 0755, 0, 0},   {"home", 0755, 0, 0},      {"home/user", 0755, 1000, 0},
-              {"root", 0700, 0, 0},      {".asb", 0755, 0, 1},      {"etc/profile.d", 0755, 0, 0}};
+  } dirs[] = {{"etc", 0755, 0, 0},     {"dev", 0755, 0, 1},  {"proc", 0555, 0, 1},
+              {"sys", 0555, 0, 1},     {"run", 0755, 0, 1},  {"run/asb", 0755, 0, 1},
+              {"tmp", 01777, 0, 0},    {"var", 0755, 0, 0},  {"var/tmp", 01777, 0, 0},
+              {"var/log", 0755, 0, 0}, {"home", 0755, 0, 0}, {"home/user", 0755, 1000, 0},
+              {"root", 0700, 0, 0},    {".asb", 0755, 0, 1}, {"etc/profile.d", 0755, 0, 0}};
   int r = 0;
   for (size_t i = 0; !r && i < ASBI_ARRAY_LEN(dirs); i++)
     r = mkdir_missing(root, dirs[i].rel, dirs[i].mode, dirs[i].uid, dirs[i].real);
@@ -761,8 +759,9 @@ static int fixups(int root, const imgj_config *c) {
       {"hosts", "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n"},
       {"hostname", "sandbox\n"},
       {"resolv.conf", "nameserver 127.0.0.1\n"},
-      {"profile", "if [ -d /etc/profile.d ]; then\n  for i in /etc/profile.d/*.sh; do\n"
-                  "    if [ -r \"$i\" ]; then . \"$i\"; fi\n  done\n  unset i\nfi\n"}};
+      {"profile",
+       "if [ -d /etc/profile.d ]; then\n  for i in /etc/profile.d/*.sh; do\n"
+       "    if [ -r \"$i\" ]; then . \"$i\"; fi\n  done\n  unset i\nfi\n"}};
   for (size_t i = 0; i < ASBI_ARRAY_LEN(files); i++) {
     char rel[64];
     snprintf(rel, sizeof rel, "etc/%s", files[i][0]);
@@ -948,8 +947,7 @@ static int docker_members(const char *file, int dirfd, src *s, const image_limit
     close(fd);
     if (w) {
       rc = asbi_errf(err, errlen, "%s: member %.200s: %s", file, name,
-                     w == -EIO && archive_error_string(a) ? archive_error_string(a)
-                                                          : strerror(-w));
+                     w == -EIO && archive_error_string(a) ? archive_error_string(a) : strerror(-w));
       goto out;
     }
   }

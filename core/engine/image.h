@@ -40,7 +40,7 @@ int image_ref_is_registry(const char *s);
  * `..` components, device nodes (skipped, counted), set-user/group-ID bits
  * (dropped) and limits are handled as docs/templates.md says. 0, or -1
  * with err (nothing is left in cache_dir). */
-int image_import(const char *ref, const char *cache_dir, const image_limits *lim,
-                 image_result *out, char *err, size_t errlen);
+int image_import(const char *ref, const char *cache_dir, const image_limits *lim, image_result *out,
+                 char *err, size_t errlen);
 
 #endif

@@ -111,11 +111,13 @@ static void build_and_run(const char *fmt, const char *ref, const char *name) {
   o.timeout_ms = 300000;
   asb_sandbox *sb = NULL;
   REQUIRE_RC(asb_sandbox_create(&sb, C, &o), ASB_OK);
-  char *out = sh(sb, "cat /one.txt /two.txt /built.txt; ls /opq; test -e /gone.txt || echo gone;"
-                     " echo \"$GREETING\"; id -un; test -e /usr/lib/x86_64-linux-gnu/libc.so.6 ||"
-                     " echo no-glibc");
-  CHECK_STR(out, "from layer 1\nfrom layer 2\nbuilt with hello from the image\nnew\ngone\n"
-                 "hello from the image\nuser\nno-glibc\n");
+  char *out = sh(sb,
+                 "cat /one.txt /two.txt /built.txt; ls /opq; test -e /gone.txt || echo gone;"
+                 " echo \"$GREETING\"; id -un; test -e /usr/lib/x86_64-linux-gnu/libc.so.6 ||"
+                 " echo no-glibc");
+  CHECK_STR(out,
+            "from layer 1\nfrom layer 2\nbuilt with hello from the image\nnew\ngone\n"
+            "hello from the image\nuser\nno-glibc\n");
   free(out);
   CHECK_RC(asb_sandbox_kill(sb, NULL), ASB_OK);
   asb_sandbox_free(sb);
@@ -143,7 +145,8 @@ TEST(docker_archive) {
 TEST(example_busybox_image) {
   char cmd[1024];
   snprintf(cmd, sizeof cmd,
-           "sh %s/make-image.sh %s/ex-oci >/dev/null && mkdir -p %s/ex && sed 's|/tmp/busybox-oci|%s/ex-oci|' "
+           "sh %s/make-image.sh %s/ex-oci >/dev/null && mkdir -p %s/ex && sed "
+           "'s|/tmp/busybox-oci|%s/ex-oci|' "
            "%s/template.yaml > %s/ex/template.yaml",
            ASBT_EXAMPLE, WORK, WORK, WORK, ASBT_EXAMPLE, WORK);
   REQUIRE(system(cmd) == 0);
@@ -174,8 +177,7 @@ TEST(registry_names_and_bad_images) {
   CHECK_RC(asb_templates_build(&t, C, tdir("reg2", "name: reg2\nbase: ubuntu:22.04\n"), NULL),
            ASB_EINVAL);
   CHECK(strstr(asb_error_last()->message, "'ubuntu:22.04' is a container registry image"));
-  CHECK_RC(asb_templates_build(&t, C, tdir("bad", "name: bad\nbase: oci:/nonexistent-xyz\n"),
-                               NULL),
+  CHECK_RC(asb_templates_build(&t, C, tdir("bad", "name: bad\nbase: oci:/nonexistent-xyz\n"), NULL),
            ASB_EINVAL);
   CHECK(strstr(asb_error_last()->message, "image 'oci:/nonexistent-xyz': /nonexistent-xyz"));
 }

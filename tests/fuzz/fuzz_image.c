@@ -22,53 +22,53 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   char err[1024] = "";
   int rc;
   switch (data[0] % 4) {
-  case 0: {
-    imgj_desc m;
-    rc = imgj_index(buf, len, (data[0] & 4) ? "v1" : NULL, &m, err, sizeof err);
-    if (!rc) check_desc(&m);
-    break;
-  }
-  case 1: {
-    imgj_desc c, *l = NULL;
-    size_t n = 0;
-    rc = imgj_manifest(buf, len, &c, &l, &n, err, sizeof err);
-    if (!rc) {
-      check_desc(&c);
-      FUZZ_CHECK(n <= IMGJ_MAX_LAYERS);
-      for (size_t i = 0; i < n; i++) check_desc(&l[i]);
-    } else {
-      FUZZ_CHECK(l == NULL && n == 0);
+    case 0: {
+      imgj_desc m;
+      rc = imgj_index(buf, len, (data[0] & 4) ? "v1" : NULL, &m, err, sizeof err);
+      if (!rc) check_desc(&m);
+      break;
     }
-    free(l);
-    break;
-  }
-  case 2: {
-    imgj_config c;
-    rc = imgj_parse_config(buf, len, &c, err, sizeof err);
-    if (!rc) {
-      FUZZ_CHECK(c.n_diff_ids <= IMGJ_MAX_LAYERS);
-      for (size_t i = 0; i < c.n_env; i++) FUZZ_CHECK(strchr(c.env[i], '=') != NULL);
-      FUZZ_CHECK(c.workdir && (!c.workdir[0] || c.workdir[0] == '/'));
-      FUZZ_CHECK(c.user != NULL);
+    case 1: {
+      imgj_desc c, *l = NULL;
+      size_t n = 0;
+      rc = imgj_manifest(buf, len, &c, &l, &n, err, sizeof err);
+      if (!rc) {
+        check_desc(&c);
+        FUZZ_CHECK(n <= IMGJ_MAX_LAYERS);
+        for (size_t i = 0; i < n; i++) check_desc(&l[i]);
+      } else {
+        FUZZ_CHECK(l == NULL && n == 0);
+      }
+      free(l);
+      break;
     }
-    imgj_config_free(&c);
-    break;
-  }
-  default: {
-    char *cfg = NULL, **layers = NULL;
-    size_t n = 0;
-    rc = imgj_docker_manifest(buf, len, (data[0] & 4) ? "a:1" : NULL, &cfg, &layers, &n, err,
-                              sizeof err);
-    if (!rc) {
-      FUZZ_CHECK(cfg && *cfg && n <= IMGJ_MAX_LAYERS);
-      for (size_t i = 0; i < n; i++) FUZZ_CHECK(layers[i] != NULL);
-    } else {
-      FUZZ_CHECK(!cfg && !layers && !n);
+    case 2: {
+      imgj_config c;
+      rc = imgj_parse_config(buf, len, &c, err, sizeof err);
+      if (!rc) {
+        FUZZ_CHECK(c.n_diff_ids <= IMGJ_MAX_LAYERS);
+        for (size_t i = 0; i < c.n_env; i++) FUZZ_CHECK(strchr(c.env[i], '=') != NULL);
+        FUZZ_CHECK(c.workdir && (!c.workdir[0] || c.workdir[0] == '/'));
+        FUZZ_CHECK(c.user != NULL);
+      }
+      imgj_config_free(&c);
+      break;
     }
-    free(cfg);
-    imgj_strv_free(layers, n);
-    break;
-  }
+    default: {
+      char *cfg = NULL, **layers = NULL;
+      size_t n = 0;
+      rc = imgj_docker_manifest(buf, len, (data[0] & 4) ? "a:1" : NULL, &cfg, &layers, &n, err,
+                                sizeof err);
+      if (!rc) {
+        FUZZ_CHECK(cfg && *cfg && n <= IMGJ_MAX_LAYERS);
+        for (size_t i = 0; i < n; i++) FUZZ_CHECK(layers[i] != NULL);
+      } else {
+        FUZZ_CHECK(!cfg && !layers && !n);
+      }
+      free(cfg);
+      imgj_strv_free(layers, n);
+      break;
+    }
   }
   if (rc) FUZZ_CHECK(err[0] != '\0');
   return 0;

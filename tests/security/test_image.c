@@ -39,10 +39,11 @@ static const char *mk(const char *fmt, const char *spec) {
   return system(cmd) == 0 ? out : NULL;
 }
 
-static int import_(const char *fmt, const char *path, const char *name, image_result *r,
-                   char *err, size_t errlen, const image_limits *lim) {
+static int import_(const char *fmt, const char *path, const char *name, image_result *r, char *err,
+                   size_t errlen, const image_limits *lim) {
   char ref[512], cache[256];
-  snprintf(ref, sizeof ref, "%s:%s%s%s", strncmp(fmt, "docker", 6) ? fmt : "docker-archive", path, name ? ":" : "", name ? name : "");
+  snprintf(ref, sizeof ref, "%s:%s%s%s", strncmp(fmt, "docker", 6) ? fmt : "docker-archive", path,
+           name ? ":" : "", name ? name : "");
   snprintf(cache, sizeof cache, "%s/cache", WORK);
   return image_import(ref, cache, lim, r, err, errlen);
 }
@@ -96,13 +97,14 @@ static int outside_empty(void) {
   "\"name\": \"%s\", \"config\": {\"Env\": [\"PATH=/usr/bin:/bin\", \"GREETING=hello world\"], " \
   "\"WorkingDir\": \"/srv\", \"User\": \"1000\", \"Entrypoint\": [\"/bin/sh\"], "                \
   "\"Cmd\": [\"-c\", \"echo hi\"]}, \"layers\": ["                                               \
-  "[{\"name\": \"bin\", \"type\": \"dir\"}, {\"name\": \"bin/busybox\", \"host\": \"%s\"},"     \
+  "[{\"name\": \"bin\", \"type\": \"dir\"}, {\"name\": \"bin/busybox\", \"host\": \"%s\"},"      \
   " {\"name\": \"bin/sh\", \"type\": \"symlink\", \"link\": \"busybox\"},"                       \
   " {\"name\": \"gone.txt\", \"data\": \"x\"}, {\"name\": \"keep/a\", \"data\": \"a\"},"         \
   " {\"name\": \"opq/old\", \"data\": \"old\"}, {\"name\": \"lib\", \"type\": \"symlink\","      \
   " \"link\": \"/usr/lib\"}, {\"name\": \"usr/lib\", \"type\": \"dir\"},"                        \
-  " {\"name\": \"etc/passwd\", \"data\": \"root:x:0:0:root:/root:/bin/sh\\nbin:x:1:1::/:/bin/false\\n\"}],"  \
-  "[{\"name\": \"two.txt\", \"data\": \"from layer 2\"}, {\"name\": \".wh.gone.txt\"},"         \
+  " {\"name\": \"etc/passwd\", \"data\": "                                                       \
+  "\"root:x:0:0:root:/root:/bin/sh\\nbin:x:1:1::/:/bin/false\\n\"}],"                            \
+  "[{\"name\": \"two.txt\", \"data\": \"from layer 2\"}, {\"name\": \".wh.gone.txt\"},"          \
   " {\"name\": \"opq\", \"type\": \"dir\"}, {\"name\": \"opq/.wh..wh..opq\"},"                   \
   " {\"name\": \"opq/new\", \"data\": \"new\"}, {\"name\": \"keep/b\", \"data\": \"b\"},"        \
   " {\"name\": \"lib/through\", \"data\": \"via the symlink\"}]]"
@@ -116,10 +118,10 @@ static void check_two_layers(const image_result *r) {
   CHECK(exists(root, "bin/busybox"));
   char *s = slurp(root, "two.txt");
   CHECK_STR(s, "from layer 2");
-  CHECK(!exists(root, "gone.txt"));  /* whiteout */
+  CHECK(!exists(root, "gone.txt")); /* whiteout */
   CHECK(exists(root, "keep/a") && exists(root, "keep/b"));
-  CHECK(!exists(root, "opq/old"));   /* opaque: the lower layer's contents hidden */
-  CHECK(exists(root, "opq/new"));    /* ... not the same layer's */
+  CHECK(!exists(root, "opq/old"));        /* opaque: the lower layer's contents hidden */
+  CHECK(exists(root, "opq/new"));         /* ... not the same layer's */
   CHECK(exists(root, "usr/lib/through")); /* an in-image symlink, followed in the root */
   /* fix-ups: the accounts, the mount points, the Env for login shells */
   s = slurp(root, "etc/passwd");
@@ -214,8 +216,7 @@ TEST(dotdot_names_fail) {
            "\"layers\": [[{\"name\": \"../../../../../../..%s/pwned\", \"data\": \"x\"}]]",
            OUTSIDE);
   must_fail("oci", spec, "has a '..' component", NULL);
-  snprintf(spec, sizeof spec,
-           "\"layers\": [[{\"name\": \"a/../../b\", \"data\": \"x\"}]]");
+  snprintf(spec, sizeof spec, "\"layers\": [[{\"name\": \"a/../../b\", \"data\": \"x\"}]]");
   must_fail("docker", spec, "has a '..' component", NULL);
 }
 
@@ -246,15 +247,16 @@ TEST(symlinks_out_of_the_root_are_written_inside) {
   char spec[2048];
   /* the same layer: an absolute link to the host dir, a relative one that
    * climbs, a link to "/", then files written through each */
-  snprintf(spec, sizeof spec,
-           "\"layers\": [[{\"name\": \"esc\", \"type\": \"symlink\", \"link\": \"%s\"},"
-           " {\"name\": \"up\", \"type\": \"symlink\", \"link\": \"../../../../../../../..%s\"},"
-           " {\"name\": \"slash\", \"type\": \"symlink\", \"link\": \"/\"},"
-           " {\"name\": \"esc/p1\", \"data\": \"1\"}, {\"name\": \"up/p2\", \"data\": \"2\"},"
-           " {\"name\": \"slash/%s/p3\", \"data\": \"3\"}],"
-           " [{\"name\": \"esc/p4\", \"data\": \"4\"},"
-           "  {\"name\": \"esc/sub\", \"type\": \"dir\"}, {\"name\": \"esc/sub/p5\", \"data\": \"5\"}]]",
-           OUTSIDE, OUTSIDE, OUTSIDE + 1);
+  snprintf(
+      spec, sizeof spec,
+      "\"layers\": [[{\"name\": \"esc\", \"type\": \"symlink\", \"link\": \"%s\"},"
+      " {\"name\": \"up\", \"type\": \"symlink\", \"link\": \"../../../../../../../..%s\"},"
+      " {\"name\": \"slash\", \"type\": \"symlink\", \"link\": \"/\"},"
+      " {\"name\": \"esc/p1\", \"data\": \"1\"}, {\"name\": \"up/p2\", \"data\": \"2\"},"
+      " {\"name\": \"slash/%s/p3\", \"data\": \"3\"}],"
+      " [{\"name\": \"esc/p4\", \"data\": \"4\"},"
+      "  {\"name\": \"esc/sub\", \"type\": \"dir\"}, {\"name\": \"esc/sub/p5\", \"data\": \"5\"}]]",
+      OUTSIDE, OUTSIDE, OUTSIDE + 1);
   image_result r;
   if (must_import("oci", spec, &r)) return;
   CHECK(outside_empty()); /* nothing reached the host dir */
@@ -356,8 +358,9 @@ TEST(limits_and_broken_blobs) {
             "\"layers\": [[{\"name\": \"a\"}, {\"name\": \"b\"}, {\"name\": \"c\"},"
             " {\"name\": \"d\"}]]",
             "more than 3 entries", &few);
-  const char *two = "\"layers\": [[{\"name\": \"a\", \"size\": 200000}],"
-                    " [{\"name\": \"b\", \"data\": \"b\"}]], ";
+  const char *two =
+      "\"layers\": [[{\"name\": \"a\", \"size\": 200000}],"
+      " [{\"name\": \"b\", \"data\": \"b\"}]], ";
   char spec[512];
   snprintf(spec, sizeof spec, "%s\"break\": {\"layer\": 1, \"how\": \"digest\"}", two);
   must_fail("oci", spec, "layer 2/2: digest mismatch", NULL);
