@@ -63,6 +63,7 @@ typedef struct engine {
   void *server;               /* server.c's state */
   struct asbn_dp *dp;         /* sbxnet.c: the sandboxes' datapath; NULL: loopback only */
   struct asbn_egress *egress; /* sbxnet.c: their resolver and proxy (with dp) */
+  char *egress_ca_pem;        /* sbxnet.c: the egress CA (PEM) for sandboxes' trust stores */
   void *builder;              /* api_builder.c's state (E2B's Template builder) */
   /* api_builder_tag_build once the builder is in use (set atomically;
    * templates_find calls it for "name:tag") */
@@ -110,6 +111,9 @@ typedef struct engine_config {
   /* the resolver's upstream servers ("ADDR[:PORT]"); none: /etc/resolv.conf's */
   const char *dns_upstream[4];
   size_t ndns_upstream;
+  /* CA bundle the egress proxy verifies servers against when it intercepts
+   * TLS (header rules); NULL: the system's */
+  const char *egress_upstream_ca;
 } engine_config;
 
 /* Opens the engine on cfg without any front: the agent dir, the isolation

@@ -81,6 +81,9 @@ static void usage(FILE *f) {
           "                    10.88.0.0/16; give each engine on a host its own)\n"
           "  --dns-upstream A[:P]  the sandboxes' resolver asks this server (up to 4\n"
           "                    times; default: the nameservers of /etc/resolv.conf)\n"
+          "  --egress-upstream-ca FILE  CA bundle the egress proxy verifies servers\n"
+          "                    against when it intercepts TLS for header rules\n"
+          "                    (default: the system's)\n"
           "  --max-connections N  connections each listener (TCP, unix socket) serves\n"
           "                    at once (default 1000)\n"
           "  --max-connections-per-ip N  TCP connections one client address may hold\n"
@@ -176,7 +179,7 @@ int main(int argc, char **argv) {
   engine_init(e);
   const char *state = asbi_getenv("ASB_STATE_DIR");
   const char *listen_addr = "127.0.0.1:" ASBI_STRINGIFY(ASBI_ENGINE_PORT);
-  const char *sock = NULL, *cgroup_name = NULL, *net_cidr = NULL;
+  const char *sock = NULL, *cgroup_name = NULL, *net_cidr = NULL, *upstream_ca = NULL;
   /* ASB_NO_NETWORK=1: --no-network for every engine a process starts (the
    * client library's autostart passes its environment on; the test suite
    * sets it) */
@@ -214,7 +217,8 @@ int main(int argc, char **argv) {
     O_POOL_MIN_AVAIL,
     O_NO_NET,
     O_NET_CIDR,
-    O_DNS_UP
+    O_DNS_UP,
+    O_UPSTREAM_CA
   };
   static const struct option opts[] = {
       {"state-dir", required_argument, 0, O_STATE},
@@ -239,6 +243,7 @@ int main(int argc, char **argv) {
       {"no-network", no_argument, 0, O_NO_NET},
       {"net-cidr", required_argument, 0, O_NET_CIDR},
       {"dns-upstream", required_argument, 0, O_DNS_UP},
+      {"egress-upstream-ca", required_argument, 0, O_UPSTREAM_CA},
       {0, 0, 0, 0}};
   const char *pool_tmpl[64];
   size_t npool_tmpl = 0;
@@ -291,6 +296,9 @@ int main(int argc, char **argv) {
           return 2;
         }
         dns_up[ndns_up++] = optarg;
+        break;
+      case O_UPSTREAM_CA:
+        upstream_ca = optarg;
         break;
       case O_PREFLIGHT:
         preflight_only = 1;
@@ -430,6 +438,7 @@ int main(int argc, char **argv) {
   ec.net_cidr = net_cidr;
   for (size_t i = 0; i < ndns_up; i++) ec.dns_upstream[i] = dns_up[i];
   ec.ndns_upstream = ndns_up;
+  ec.egress_upstream_ca = upstream_ca;
   /* Stop signals are taken by sigwait in this thread only: block them
    * before the first thread (the disk-pool thread of the isolation
    * runtime) starts, or one arriving during start-up could land in a

@@ -12,6 +12,7 @@
 
 #include "net/datapath.h"
 #include "net/egress/egress.h"
+#include "util/buf.h"
 #include "util/log.h"
 
 int sbxnet_open(engine *e, const engine_config *cfg, eng_err *err) {
@@ -27,11 +28,27 @@ int sbxnet_open(engine *e, const engine_config *cfg, eng_err *err) {
     ec.dns_upstream[ec.ndns_upstream++] = cfg->dns_upstream[i];
   ec.state_dir = e->state_dir;
   ec.secrets = e->secrets;
+  ec.upstream_ca_file = cfg->egress_upstream_ca;
   if (asbn_egress_start(&ec, &e->egress, why, sizeof why) != 0)
     return eng_err_set(err, ENG_EINTERNAL, NULL,
                        "cannot start the sandboxes' resolver and proxy: %s (--no-network: "
                        "loopback only)",
                        why);
+  /* The egress CA goes into every sandbox's trust store (its CA bundle,
+   * iso.h extra_ca_pem): read once, the same for all */
+  const char *ca = asbn_egress_ca_path(e->egress);
+  if (ca) {
+    asbi_buf b = ASBI_BUF_INIT;
+    int rc = asbi_buf_read_file(&b, ca, 8191);
+    if (rc != 0) {
+      asbi_buf_free(&b);
+      asbn_egress_stop(e->egress);
+      e->egress = NULL;
+      return eng_err_set(err, ENG_EINTERNAL, NULL, "cannot read the egress CA %s: %s", ca,
+                         strerror(-rc));
+    }
+    e->egress_ca_pem = asbi_buf_detach(&b, NULL);
+  }
   asbn_dp_config c;
   memset(&c, 0, sizeof c);
   c.name = cfg->cgroup_name ? cfg->cgroup_name : "agent-sandbox";
@@ -41,6 +58,8 @@ int sbxnet_open(engine *e, const engine_config *cfg, eng_err *err) {
   if (asbn_dp_open(&c, &e->dp, why, sizeof why) != 0) {
     asbn_egress_stop(e->egress);
     e->egress = NULL;
+    free(e->egress_ca_pem);
+    e->egress_ca_pem = NULL;
     return eng_err_set(err, ENG_EINTERNAL, NULL,
                        "cannot set up the sandboxes' network: %s (--no-network: loopback only)",
                        why);
@@ -56,6 +75,12 @@ void sbxnet_close(engine *e) {
   e->dp = NULL;
   asbn_egress_stop(e->egress);
   e->egress = NULL;
+  free(e->egress_ca_pem);
+  e->egress_ca_pem = NULL;
+}
+
+const char *sbxnet_ca_pem(engine *e) {
+  return e->dp ? e->egress_ca_pem : NULL;
 }
 
 static struct sockaddr_in link_addr(const struct asbn_dp_link *l) {

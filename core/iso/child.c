@@ -225,6 +225,52 @@ static void write_etc(int root, const char *name, const char *data) {
   close(etc);
 }
 
+/* Appends pem to the new root's /etc/ssl/certs/ca-certificates.crt (the
+ * bundle Debian's OpenSSL, GnuTLS, curl, Python and git read) unless it is
+ * there already. The file is opened beneath the root without following a
+ * symlink, must be a regular file (O_NONBLOCK: a fifo put there does not
+ * hang the child), and is read in chunks for the check (the child does not
+ * allocate). Any failure leaves the bundle as it was: the sandbox then
+ * trusts only what it trusted before. */
+static void add_ca(int root, const char *pem) {
+  static const char bundle[] = "etc/ssl/certs/ca-certificates.crt";
+  static char buf[65536 + sizeof ((asbe_plan *)0)->ca_pem];
+  size_t n = strlen(pem);
+  int fd = openat2_fd(root, bundle, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, IN_TREE);
+  if (fd < 0) return;
+  struct stat st;
+  if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+    close(fd);
+    return;
+  }
+  size_t have = 0; /* bytes kept from the last chunk: a match may straddle */
+  char last = '\n';
+  for (;;) {
+    ssize_t r = read(fd, buf + have, sizeof buf - have);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) break;
+    have += (size_t)r;
+    last = buf[have - 1];
+    if (memmem(buf, have, pem, n)) {
+      close(fd);
+      return;
+    }
+    if (have >= n) {
+      memmove(buf, buf + have - (n - 1), n - 1);
+      have = n - 1;
+    }
+  }
+  close(fd);
+  fd = openat2_fd(root, bundle, O_WRONLY | O_APPEND | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, IN_TREE);
+  if (fd < 0) return;
+  /* a short write (a full disk) is cut off again: no half certificate */
+  int cut = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+            ((last != '\n' && write(fd, "\n", 1) != 1) || write(fd, pem, n) != (ssize_t)n) &&
+            ftruncate(fd, st.st_size) == 0;
+  (void)cut; /* nothing more to do either way */
+  close(fd);
+}
+
 /* What /proc and /sys of the host show that a sandbox must not see: the
  * host's boot command line, kernel memory and keys, timers and scheduler
  * internals (as container runtimes mask them), and every block device's
@@ -441,6 +487,7 @@ void asbe__child_main(const asbe_plan *p) {
   write_etc(root, "hostname", p->hostname_line);
   write_etc(root, "hosts", p->hosts);
   if (p->resolv[0]) write_etc(root, "resolv.conf", p->resolv);
+  if (p->ca_pem[0]) add_ca(root, p->ca_pem);
   close(root);
 
   lo_up(p);

@@ -73,7 +73,13 @@ topo_up() {
       topo_inet ip addr add "$a/32" dev lo || return 1
     done || { topo_log "cannot make the namespaces"; topo_down; return 1; }
   mkdir -p "$TOPO_DIR/www" && echo internet >"$TOPO_DIR/www/hello"
-  topo_bg "$TOPO_INET" "$TOPO_PY" -m http.server 80 --bind 0.0.0.0 --directory "$TOPO_DIR/www"
+  # TOPO_HTTP_CMD: the caller's own server for port 80 (and more) instead,
+  # run in $TOPO_INET; it must answer GET http://198.18.0.1/hello with 200
+  if [ -n "${TOPO_HTTP_CMD:-}" ]; then
+    topo_bg "$TOPO_INET" "${TOPO_HTTP_CMD[@]}"
+  else
+    topo_bg "$TOPO_INET" "$TOPO_PY" -m http.server 80 --bind 0.0.0.0 --directory "$TOPO_DIR/www"
+  fi
   topo_bg "$TOPO_INET" dnsmasq -k --no-resolv --no-hosts --user=root --bind-interfaces \
     --listen-address=198.18.0.1 --port=53 --pid-file="$TOPO_DIR/dnsmasq.pid" \
     --address=/example.test/198.18.1.1 --address=/other.test/198.18.2.1
