@@ -108,6 +108,9 @@ typedef struct engine_config {
   uint64_t pool_min_avail_mb; /* refill only while MemAvailable is above (0: any) */
   int no_network;             /* sandboxes get loopback only (no datapath) */
   const char *net_cidr;       /* the sandboxes' link range, NULL: 10.88.0.0/16 */
+  /* their IPv6 range (a ULA /48../112), "off", NULL: a /64 when the host
+   * routes IPv6 */
+  const char *net_cidr6;
   /* the resolver's upstream servers ("ADDR[:PORT]"); none: /etc/resolv.conf's */
   const char *dns_upstream[4];
   size_t ndns_upstream;

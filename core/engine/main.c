@@ -79,6 +79,9 @@ static void usage(FILE *f) {
           "                    also ASB_NO_NETWORK=1)\n"
           "  --net-cidr CIDR   the sandboxes' link range, one /30 each (default\n"
           "                    10.88.0.0/16; give each engine on a host its own)\n"
+          "  --net-cidr6 CIDR|off  their IPv6 range, a ULA /48../112, a /126 each\n"
+          "                    (default: a /64 of fd00::/8 from --cgroup-name when\n"
+          "                    the host has an IPv6 default route; off: no IPv6)\n"
           "  --dns-upstream A[:P]  the sandboxes' resolver asks this server (up to 4\n"
           "                    times; default: the nameservers of /etc/resolv.conf)\n"
           "  --egress-upstream-ca FILE  CA bundle the egress proxy verifies servers\n"
@@ -179,7 +182,8 @@ int main(int argc, char **argv) {
   engine_init(e);
   const char *state = asbi_getenv("ASB_STATE_DIR");
   const char *listen_addr = "127.0.0.1:" ASBI_STRINGIFY(ASBI_ENGINE_PORT);
-  const char *sock = NULL, *cgroup_name = NULL, *net_cidr = NULL, *upstream_ca = NULL;
+  const char *sock = NULL, *cgroup_name = NULL, *net_cidr = NULL, *upstream_ca = NULL,
+             *net_cidr6 = NULL;
   /* ASB_NO_NETWORK=1: --no-network for every engine a process starts (the
    * client library's autostart passes its environment on; the test suite
    * sets it) */
@@ -218,7 +222,8 @@ int main(int argc, char **argv) {
     O_NO_NET,
     O_NET_CIDR,
     O_DNS_UP,
-    O_UPSTREAM_CA
+    O_UPSTREAM_CA,
+    O_NET_CIDR6
   };
   static const struct option opts[] = {
       {"state-dir", required_argument, 0, O_STATE},
@@ -244,6 +249,7 @@ int main(int argc, char **argv) {
       {"net-cidr", required_argument, 0, O_NET_CIDR},
       {"dns-upstream", required_argument, 0, O_DNS_UP},
       {"egress-upstream-ca", required_argument, 0, O_UPSTREAM_CA},
+      {"net-cidr6", required_argument, 0, O_NET_CIDR6},
       {0, 0, 0, 0}};
   const char *pool_tmpl[64];
   size_t npool_tmpl = 0;
@@ -296,6 +302,9 @@ int main(int argc, char **argv) {
           return 2;
         }
         dns_up[ndns_up++] = optarg;
+        break;
+      case O_NET_CIDR6:
+        net_cidr6 = optarg;
         break;
       case O_UPSTREAM_CA:
         upstream_ca = optarg;
@@ -436,6 +445,7 @@ int main(int argc, char **argv) {
   ec.pool_min_avail_mb = pool_min_avail_mb;
   ec.no_network = no_network;
   ec.net_cidr = net_cidr;
+  ec.net_cidr6 = net_cidr6;
   for (size_t i = 0; i < ndns_up; i++) ec.dns_upstream[i] = dns_up[i];
   ec.ndns_upstream = ndns_up;
   ec.egress_upstream_ca = upstream_ca;

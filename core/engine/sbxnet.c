@@ -24,6 +24,11 @@ int sbxnet_open(engine *e, const engine_config *cfg, eng_err *err) {
   asbn_egress_config ec;
   memset(&ec, 0, sizeof ec);
   ec.bind4 = "0.0.0.0"; /* every host end; the datapath closes them to everyone else */
+  /* IPv6 host ends too, where the kernel has IPv6 (the datapath decides
+   * whether sandboxes get it; the input rules close the ports either way) */
+  int v6 = access("/proc/sys/net/ipv6", F_OK) == 0 &&
+           !(cfg->net_cidr6 && strcmp(cfg->net_cidr6, "off") == 0);
+  ec.bind6 = v6 ? "::" : NULL;
   for (size_t i = 0; i < cfg->ndns_upstream && i < ASBN_EGRESS_MAX_UPSTREAMS; i++)
     ec.dns_upstream[ec.ndns_upstream++] = cfg->dns_upstream[i];
   ec.state_dir = e->state_dir;
@@ -53,6 +58,8 @@ int sbxnet_open(engine *e, const engine_config *cfg, eng_err *err) {
   memset(&c, 0, sizeof c);
   c.name = cfg->cgroup_name ? cfg->cgroup_name : "agent-sandbox";
   c.cidr4 = cfg->net_cidr;
+  c.cidr6 = v6 ? cfg->net_cidr6 : "off";
+  c.state_dir = e->state_dir;
   c.dns_port = asbn_egress_dns_port(e->egress);
   c.proxy_port = asbn_egress_proxy_port(e->egress);
   if (asbn_dp_open(&c, &e->dp, why, sizeof why) != 0) {
@@ -64,8 +71,9 @@ int sbxnet_open(engine *e, const engine_config *cfg, eng_err *err) {
                        "cannot set up the sandboxes' network: %s (--no-network: loopback only)",
                        why);
   }
-  asbi_log("network: sandboxes get eth0 in %s, nftables table inet %s, DNS on :%u, proxy on :%u",
-           cfg->net_cidr ? cfg->net_cidr : "10.88.0.0/16", asbn_dp_table(e->dp),
+  asbi_log("network: sandboxes get eth0 in %s%s, nftables table inet %s, DNS on :%u, proxy on :%u",
+           cfg->net_cidr ? cfg->net_cidr : "10.88.0.0/16",
+           asbn_dp_has_ipv6(e->dp) ? " and IPv6" : " (IPv4 only)", asbn_dp_table(e->dp),
            (unsigned)c.dns_port, (unsigned)c.proxy_port);
   return 0;
 }
@@ -122,6 +130,16 @@ int sbxnet_apply_link(engine *e, struct asbn_dp_link *l, const asbn_policy *p, c
   struct sockaddr_in a = link_addr(l);
   if (e->egress && asbn_egress_set_policy(e->egress, (struct sockaddr *)&a, p) != 0) {
     snprintf(why, len, "the egress services refused the policy: %s", strerror(errno));
+    return -1;
+  }
+  /* its IPv6 address is the same sandbox to them (one policy, the AAAA
+   * answers it got over IPv4, one set of counters) */
+  struct sockaddr_in6 a6;
+  memset(&a6, 0, sizeof a6);
+  a6.sin6_family = AF_INET6;
+  if (e->egress && asbn_dp_sandbox_addr6(e->dp, l, &a6.sin6_addr) == 0 &&
+      asbn_egress_add_address(e->egress, (struct sockaddr *)&a, (struct sockaddr *)&a6) != 0) {
+    snprintf(why, len, "the egress services refused the sandbox's IPv6 address");
     return -1;
   }
   return asbn_dp_apply(e->dp, l, p, why, len);

@@ -234,7 +234,7 @@ static void write_etc(int root, const char *name, const char *data) {
  * trusts only what it trusted before. */
 static void add_ca(int root, const char *pem) {
   static const char bundle[] = "etc/ssl/certs/ca-certificates.crt";
-  static char buf[65536 + sizeof ((asbe_plan *)0)->ca_pem];
+  static char buf[65536 + sizeof((asbe_plan *)0)->ca_pem];
   size_t n = strlen(pem);
   int fd = openat2_fd(root, bundle, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, IN_TREE);
   if (fd < 0) return;
