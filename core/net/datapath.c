@@ -15,7 +15,9 @@
  *             sandbox its chain sb_N (vmap @sbmap), no chain = refused
  *   post      nat postrouting: the link range masqueraded out of any
  *             interface that is not a sandbox's
- * sb_N: ct count cap, bandwidth cap, counter, allowOut (@a4_N, @a6_N)
+ * lim_N (from pre, vmap @limmap): the bandwidth cap, on everything the
+ * sandbox sends (forwarded, to the proxy, to the resolver).
+ * sb_N: ct count cap, counter, allowOut (@a4_N, @a6_N)
  * accept, always-blocked (@blk4, @blk6) refuse, denyOut (@d4_N, @d6_N)
  * refuse, internet or not. IPv6 (a ULA range, NAT66 in post) is optional;
  * the forwarding sysctls are restored at close (sysctl_set). 
@@ -302,8 +304,8 @@ static int nft_table(asbn_dp *dp, char *err, size_t errlen) {
   cJSON_AddStringToObject(s, "name", "src");
   cJSON_AddItemToObject(s, "type",
                         cJSON_CreateStringArray((const char *[]){"ifname", "ipv4_addr"}, 2));
-  for (int i = 0; i < 3; i++) {
-    static const char *maps[] = {"sbmap", "inmap", "natmap"};
+  for (int i = 0; i < 4; i++) {
+    static const char *maps[] = {"sbmap", "inmap", "natmap", "limmap"};
     cJSON *m = cmd(dp, c, "add", "map");
     cJSON_AddStringToObject(m, "name", maps[i]);
     cJSON_AddStringToObject(m, "type", "ifname");
@@ -340,6 +342,9 @@ static int nft_table(asbn_dp *dp, char *err, size_t errlen) {
   cJSON_AddItemToArray(cat, payload("ip", "saddr"));
   rule(dp, c, "pre", match("==", meta("iifname"), str(g)),
        match("!=", obj1("concat", cat), str("@src")), verdict("drop"), NULL);
+  /* the bandwidth cap (lim_N) on everything a sandbox sends: what is
+   * forwarded and what goes to the proxy (and the resolver) alike */
+  rule(dp, c, "pre", match("==", meta("iifname"), str(g)), vmap("iifname", "@limmap"), NULL);
   /* DNS to any address: the engine's resolver (no DNS bypass) */
   cJSON *l4 = obj1("set", cJSON_CreateStringArray((const char *[]){"tcp", "udp"}, 2));
   rule(dp, c, "nat_pre", match("==", meta("iifname"), str(g)), match("==", meta("l4proto"), l4),
@@ -454,6 +459,7 @@ static int nft_attach(asbn_dp *dp, unsigned slot, char *err, size_t errlen) {
   named(dp, c, "add", "chain", "sb_%u", slot);
   named(dp, c, "add", "chain", "in_%u", slot);
   named(dp, c, "add", "chain", "nat_%u", slot);
+  named(dp, c, "add", "chain", "lim_%u", slot);
   named(dp, c, "add", "counter", "o_%u", slot);
   named(dp, c, "add", "counter", "i_%u", slot);
   slot_set(dp, c, "a4_%u", slot);
@@ -469,6 +475,7 @@ static int nft_attach(asbn_dp *dp, unsigned slot, char *err, size_t errlen) {
   map_elem(dp, c, "add", "sbmap", ifn, "sb_%u", slot);
   map_elem(dp, c, "add", "inmap", ifn, "in_%u", slot);
   map_elem(dp, c, "add", "natmap", ifn, "nat_%u", slot);
+  map_elem(dp, c, "add", "limmap", ifn, "lim_%u", slot);
   src_elem(dp, c, "add", ifn, slot);
   src6_elem(dp, c, "add", ifn, slot);
   return nft_run(dp, c, err, errlen);
@@ -481,11 +488,12 @@ static void nft_detach(asbn_dp *dp, unsigned slot) {
   map_elem(dp, c, "delete", "sbmap", ifn, "sb_%u", slot);
   map_elem(dp, c, "delete", "inmap", ifn, "in_%u", slot);
   map_elem(dp, c, "delete", "natmap", ifn, "nat_%u", slot);
+  map_elem(dp, c, "delete", "limmap", ifn, "lim_%u", slot);
   src_elem(dp, c, "delete", ifn, slot);
   src6_elem(dp, c, "delete", ifn, slot);
-  static const char *chains[] = {"sb_%u", "in_%u", "nat_%u"};
-  for (int i = 0; i < 3; i++) named(dp, c, "flush", "chain", chains[i], slot);
-  for (int i = 0; i < 3; i++) named(dp, c, "delete", "chain", chains[i], slot);
+  static const char *chains[] = {"sb_%u", "in_%u", "nat_%u", "lim_%u"};
+  for (int i = 0; i < 4; i++) named(dp, c, "flush", "chain", chains[i], slot);
+  for (int i = 0; i < 4; i++) named(dp, c, "delete", "chain", chains[i], slot);
   named(dp, c, "delete", "counter", "o_%u", slot);
   named(dp, c, "delete", "counter", "i_%u", slot);
   named(dp, c, "delete", "set", "a4_%u", slot);
@@ -535,8 +543,9 @@ static int needs_proxy(const asbn_policy *p) {
 }
 
 static int nft_policy(asbn_dp *dp, unsigned slot, const asbn_policy *p, char *err, size_t errlen) {
-  char sb[32], a4[32], d4[32], a6[32], d6[32], o[32], nat[32];
+  char sb[32], a4[32], d4[32], a6[32], d6[32], o[32], nat[32], limc[32];
   snprintf(sb, sizeof sb, "sb_%u", slot);
+  snprintf(limc, sizeof limc, "lim_%u", slot);
   snprintf(a4, sizeof a4, "@a4_%u", slot);
   snprintf(d4, sizeof d4, "@d4_%u", slot);
   snprintf(a6, sizeof a6, "@a6_%u", slot);
@@ -546,6 +555,7 @@ static int nft_policy(asbn_dp *dp, unsigned slot, const asbn_policy *p, char *er
   cJSON *c = cJSON_CreateArray();
   named(dp, c, "flush", "chain", "sb_%u", slot);
   named(dp, c, "flush", "chain", "nat_%u", slot);
+  named(dp, c, "flush", "chain", "lim_%u", slot);
   named(dp, c, "flush", "set", "a4_%u", slot);
   named(dp, c, "flush", "set", "d4_%u", slot);
   named(dp, c, "flush", "set", "a6_%u", slot);
@@ -568,7 +578,7 @@ static int nft_policy(asbn_dp *dp, unsigned slot, const asbn_policy *p, char *er
     cJSON_AddNumberToObject(lim, "burst", (double)(p->egress_bytes_per_s / 4 + 65536));
     cJSON_AddStringToObject(lim, "burst_unit", "bytes");
     cJSON_AddBoolToObject(lim, "inv", 1);
-    rule(dp, c, sb, obj1("limit", lim), verdict("drop"), NULL);
+    rule(dp, c, limc, obj1("limit", lim), verdict("drop"), NULL);
   }
   rule(dp, c, sb, obj1("counter", str(o)), NULL);
   rule(dp, c, sb, match("==", payload("ip", "daddr"), str(a4)), verdict("accept"), NULL);

@@ -345,6 +345,54 @@ except OSError as e:
     print("4th refused" if b"internet" in held[0].recv(4096) + held[0].recv(4096) else "held broken")')
 [ "$got" = "4th refused" ] && ok "connection cap: $got" || fail "connection cap: $got"
 
+# ---- bandwidth cap: forwarded and proxied TCP alike ----
+# Each sink counts what reaches it. Whatever reached it passed the
+# sandbox's limiter first, so it is at most burst + rate x (the time since
+# the sender started, measured until the count is read): an upper bound
+# that holds however slow the machine is. Without the cap the 4 MiB go
+# through in far less than the sender's 5 s.
+for port in 9996 9995; do
+  topo_bg "$TOPO_INET" "$TOPO_PY" -c '
+import socketserver, sys, threading
+total, lock = [0], threading.Lock()
+class H(socketserver.BaseRequestHandler):
+    def handle(self):
+        while True:
+            b = self.request.recv(65536)
+            if not b: break
+            with lock:
+                total[0] += len(b)
+                open(sys.argv[2], "w").write(str(total[0]))
+class S(socketserver.ThreadingTCPServer):
+    allow_reuse_address = daemon_threads = True
+S(("198.18.0.1", int(sys.argv[1])), H).serve_forever()' "$port" "$TOPO_DIR/sink$port"
+done
+topo_wait 30 topo_inet sh -c "ss -tln | grep -q 198.18.0.1:9995" || fail "sinks"
+capped() { # ID PORT WHAT
+  local t0 t1 n
+  t0=$(date +%s.%N)
+  sxpy "$1" '
+import socket
+s = socket.create_connection(("198.18.0.1", '"$2"'), timeout=30); s.settimeout(5)
+try:
+    s.sendall(b"x" * (4 << 20))
+except OSError:
+    pass' >/dev/null 2>&1
+  topo_wait 30 test -s "$TOPO_DIR/sink$2" || fail "$3: nothing arrived"
+  n=$(cat "$TOPO_DIR/sink$2")
+  t1=$(date +%s.%N)
+  got=$("$TOPO_PY" -c "import sys; n, t = int(sys.argv[1]), float(sys.argv[3]) - float(sys.argv[2])
+bound = 4096 * (t + 1) + 4096 // 4 + 65536 + 65536
+print('ok' if 0 < n <= bound else 'over', n, int(bound))" "$n" "$t0" "$t1")
+  case "$got" in ok*) ok "$3: $got (bytes, bound)" ;; *) fail "$3: $got (bytes, bound)" ;; esac
+}
+R=$(create '"network":{"egressBytesPerSecond":4096}')
+capped "$R" 9996 "bandwidth cap, forwarded"
+R2=$(create '"network":{"egressBytesPerSecond":4096,"allowOut":["example.test"]}')
+capped "$R2" 9995 "bandwidth cap, through the proxy"
+api DELETE "/sandboxes/$R" >/dev/null
+api DELETE "/sandboxes/$R2" >/dev/null
+
 # ---- template builds have network, as template.yaml's network: says ----
 build() { # NAME YAML -> HTTP status of the build
   local d="$TOPO_DIR/tmpl-$1"
