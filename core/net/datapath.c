@@ -20,7 +20,7 @@
  * sb_N: ct count cap, counter, allowOut (@a4_N, @a6_N)
  * accept, always-blocked (@blk4, @blk6) refuse, denyOut (@d4_N, @d6_N)
  * refuse, internet or not. IPv6 (a ULA range, NAT66 in post) is optional;
- * the forwarding sysctls are restored at close (sysctl_set). 
+ * the forwarding sysctls are restored at close (sysctl_set).
  * SPDX-License-Identifier: Apache-2.0 */
 #include "datapath.h"
 
