@@ -8,7 +8,8 @@
 #     header at the server; the sandbox's plain curl, Python and Node
 #     verify the intercepted HTTPS (the engine's egress CA is in the
 #     sandbox's trust store: its CA bundle, SSL_CERT_FILE,
-#     NODE_EXTRA_CA_CERTS, REQUESTS_CA_BUNDLE), once in the bundle
+#     NODE_EXTRA_CA_CERTS, REQUESTS_CA_BUNDLE), once in the bundle, also
+#     when the template's bundle has it already
 #   - a domain without rules is not intercepted: the sandbox sees the
 #     server's own certificate (the test CA's), not the egress CA's
 #   - the secret's value is nowhere in the sandbox: its files (the
@@ -138,6 +139,21 @@ got=$(sx "$A" 'echo $SSL_CERT_FILE $NODE_EXTRA_CA_CERTS $REQUESTS_CA_BUNDLE')
 want="/etc/ssl/certs/ca-certificates.crt /etc/ssl/certs/ca-certificates.crt /etc/ssl/certs/ca-certificates.crt"
 [ "$got" = "$want" ] && ok "the CA variables name the bundle" || fail "CA variables: '$got'"
 [ -z "$(grep -c 'BEGIN' /etc/ssl/certs/ca-certificates.crt | grep -v "^$m$")" ] || fail "the host's bundle changed"
+# a template whose bundle already holds the egress CA (as a sandbox made
+# from a snapshot of one would): it is not added twice
+d="$TOPO_DIR/tmpl-ca"
+mkdir -p "$d" && cp "$STATE/egress-ca.pem" "$d/ca.pem" && printf '%s\n' 'name: withca' 'steps:' \
+  '  - copy: {src: ca.pem, dest: /opt/ca.pem}' \
+  '  - run: cat /opt/ca.pem >> /etc/ssl/certs/ca-certificates.crt' >"$d/template.yaml" &&
+  tar -C "$d" -cf "$d.tar" template.yaml ca.pem
+st=$(curl -s --unix-socket "$STATE/engine.sock" -H "X-API-Key: $KEY" -H 'Content-Type: application/x-tar' \
+  --data-binary "@$d.tar" -o "$d.reply" -w '%{http_code}' "http://engine/templates/builds")
+[ "$st" = 201 ] || fail "build of a template with the CA: $st $(head -c 400 "$d.reply")"
+T=$(api POST /sandboxes '{"templateID":"withca","timeout":300}' | json 'd["sandboxID"]')
+ca_lines=$(sx "$T" "grep -c -F -x '$(sed -n 2p "$STATE/egress-ca.pem")' /etc/ssl/certs/ca-certificates.crt")
+[ "$ca_lines" = 1 ] && ok "a bundle that holds the egress CA already keeps it once" ||
+  fail "the egress CA is $ca_lines times in a bundle that had it"
+api DELETE "/sandboxes/$T" >/dev/null
 
 # ---- the secret is nowhere in the sandbox ----
 # Scanned from the host (so the needle never enters the sandbox): every
