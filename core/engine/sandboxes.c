@@ -57,7 +57,8 @@ static int init_envd(engine *e, sbx *s, int again) {
    * at the sandbox's, which holds the egress CA; the sandbox's env vars win */
   static const char *const ca_vars[] = {"SSL_CERT_FILE", "NODE_EXTRA_CA_CERTS",
                                         "REQUESTS_CA_BUNDLE"};
-  for (size_t i = 0; env && sbxnet_ca_pem(e) && i < sizeof ca_vars / sizeof ca_vars[0]; i++)
+  int ca = env && sbxnet_ca_installed(e, s->iso);
+  for (size_t i = 0; ca && i < sizeof ca_vars / sizeof ca_vars[0]; i++)
     if (!cJSON_GetObjectItemCaseSensitive(env, ca_vars[i]))
       cJSON_AddStringToObject(env, ca_vars[i], SBXNET_CA_BUNDLE);
   cJSON_AddItemToObject(init, "envVars", env);

@@ -8,6 +8,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/openat2.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "net/datapath.h"
@@ -89,6 +92,26 @@ void sbxnet_close(engine *e) {
 
 const char *sbxnet_ca_pem(engine *e) {
   return e->dp ? e->egress_ca_pem : NULL;
+}
+
+int sbxnet_ca_installed(engine *e, asbe_sandbox *iso) {
+  if (!sbxnet_ca_pem(e) || !iso) return 0;
+  /* the sandbox's bundle, resolved inside its root (its init's), never
+   * following a symlink out of it; the pidfd says the pid is still its */
+  char path[64];
+  snprintf(path, sizeof path, "/proc/%d/root", (int)asbe_sandbox_pid(iso));
+  int root = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (root < 0) return 0;
+  struct open_how how;
+  memset(&how, 0, sizeof how);
+  how.flags = O_PATH | O_CLOEXEC;
+  how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
+  int fd = (int)syscall(SYS_openat2, root, SBXNET_CA_BUNDLE + 1, &how, sizeof how);
+  struct stat st;
+  int ok = fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && asbe_sandbox_alive(iso);
+  if (fd >= 0) close(fd);
+  close(root);
+  return ok;
 }
 
 static struct sockaddr_in link_addr(const struct asbn_dp_link *l) {

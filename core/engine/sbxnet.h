@@ -27,6 +27,10 @@ const char *sbxnet_ca_pem(engine *e);
 /* Where a sandbox's programs find it: the CA bundle, for the programs that
  * read a bundle of their own unless told (Node, pip's certifi, Go, ...). */
 #define SBXNET_CA_BUNDLE "/etc/ssl/certs/ca-certificates.crt"
+/* Whether the sandbox has that bundle (a regular file: the CA went into
+ * it at create, iso.h extra_ca_pem); a template without one gets no CA
+ * variables, which would name a file it does not have. */
+int sbxnet_ca_installed(engine *e, asbe_sandbox *iso);
 
 /* 0 also when the engine has no network (nothing to do). -1 with why. */
 int sbxnet_attach(engine *e, sbx *s, char *why, size_t len);

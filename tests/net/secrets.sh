@@ -154,6 +154,18 @@ ca_lines=$(sx "$T" "grep -c -F -x '$(sed -n 2p "$STATE/egress-ca.pem")' /etc/ssl
 [ "$ca_lines" = 1 ] && ok "a bundle that holds the egress CA already keeps it once" ||
   fail "the egress CA is $ca_lines times in a bundle that had it"
 api DELETE "/sandboxes/$T" >/dev/null
+# a template without the bundle: no CA variables (they would name a file
+# it does not have: requests would fail with REQUESTS_CA_BUNDLE set)
+d="$TOPO_DIR/tmpl-noca"
+mkdir -p "$d" && printf '%s\n' 'name: nobundle' 'steps:' '  - run: rm /etc/ssl/certs/ca-certificates.crt' \
+  >"$d/template.yaml" && tar -C "$d" -cf "$d.tar" template.yaml
+st=$(curl -s --unix-socket "$STATE/engine.sock" -H "X-API-Key: $KEY" -H 'Content-Type: application/x-tar' \
+  --data-binary "@$d.tar" -o "$d.reply" -w '%{http_code}' "http://engine/templates/builds")
+[ "$st" = 201 ] || fail "build of a template without a bundle: $st $(head -c 400 "$d.reply")"
+T=$(api POST /sandboxes '{"templateID":"nobundle","timeout":300}' | json 'd["sandboxID"]')
+got=$(sx "$T" 'echo "[$SSL_CERT_FILE$NODE_EXTRA_CA_CERTS$REQUESTS_CA_BUNDLE]"; test -e /etc/ssl/certs/ca-certificates.crt && echo has-bundle')
+[ "$got" = "[]" ] && ok "a template without a bundle gets no CA variables" || fail "no bundle: '$got'"
+api DELETE "/sandboxes/$T" >/dev/null
 
 # ---- the secret is nowhere in the sandbox ----
 # Scanned from the host (so the needle never enters the sandbox): every
