@@ -140,8 +140,13 @@ int main(int argc, char **argv) {
   }
   (void)port_given;
 
-  /* fds 0-2 must exist so no pipe lands there. */
-  for (int fd = open("/dev/null", O_RDWR); fd >= 0 && fd <= 2; fd = open("/dev/null", O_RDWR)) {
+  /* fds 0-2 must exist so no pipe lands there; the first one above them
+   * is closed again (it would be inherited by every process envd starts). */
+  for (int fd = open("/dev/null", O_RDWR); fd >= 0; fd = open("/dev/null", O_RDWR)) {
+    if (fd > 2) {
+      close(fd);
+      break;
+    }
   }
 
   /* SIGCHLD is read through a signalfd; SIGPIPE becomes EPIPE. Blocked
