@@ -2,6 +2,7 @@
  * SPDX-License-Identifier: Apache-2.0 */
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/close_range.h>
 #include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
@@ -148,6 +149,9 @@ int main(int argc, char **argv) {
       break;
     }
   }
+  /* Descriptors envd inherited are no business of the processes it starts:
+   * close-on-exec for all of them (kernels before 5.11: left as they are). */
+  close_range(3, ~0U, CLOSE_RANGE_CLOEXEC);
 
   /* SIGCHLD is read through a signalfd; SIGPIPE becomes EPIPE. Blocked
    * before any thread starts so every thread inherits the mask. */

@@ -128,9 +128,22 @@ static struct {
   int dead;
   pre_key key;
   envd_pre_proc pp;
-  int ino;             /* inotify descriptor of the startup files */
-  int wd_etc, wd_home; /* its directory watches (events filtered by name) */
-} g_slot = {.ino = -1};
+  uint64_t changes; /* g_ino.changes when it was started */
+} g_slot;
+
+/* The startup files' watches: one inotify descriptor for envd's life (a
+ * close waits for an RCU grace period: milliseconds, not for the hot
+ * path). Every relevant event read counts one change; a shell started
+ * after the count it saw is stale once it moved. Under the table lock but
+ * the watches, which only the thread adds. */
+enum { MAX_DIR_WDS = 16 };
+static struct {
+  int fd;
+  uint64_t changes;
+  int dir_wd[MAX_DIR_WDS]; /* /etc and the homes: events filtered by name */
+  int dir_is_home[MAX_DIR_WDS];
+  int ndir;
+} g_ino = {.fd = -1};
 
 /* The thread and what it is asked for */
 static struct {
@@ -169,7 +182,6 @@ static void slot_drop(void) {
     kill(g_slot.pp.pid, SIGKILL);
   }
   pp_close(&g_slot.pp);
-  close_fd(&g_slot.ino);
   free(g_slot.key.cwd);
   g_slot.key.cwd = NULL;
   g_slot.used = 0;
@@ -181,19 +193,25 @@ static int name_in(const char *name, const char *const *set) {
   return 0;
 }
 
-/* Whether a startup file changed since the watches were made. */
-static int startup_files_changed(void) {
+/* Reads the pending events: every one about a startup file counts. */
+static void ino_drain(void) {
   char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
   for (;;) {
-    ssize_t n = read(g_slot.ino, buf, sizeof buf);
-    if (n < 0) return errno != EAGAIN;
-    if (n == 0) return 1;
+    ssize_t n = read(g_ino.fd, buf, sizeof buf);
+    if (n <= 0) {
+      if (n < 0 && errno != EAGAIN && errno != EINTR) g_ino.changes++; /* can't tell: stale */
+      return;
+    }
     for (char *p = buf; p < buf + n;) {
       const struct inotify_event *ev = (const struct inotify_event *)p;
       p += sizeof *ev + ev->len;
-      if (ev->wd == g_slot.wd_etc && ev->len && !name_in(ev->name, k_etc_files)) continue;
-      if (ev->wd == g_slot.wd_home && ev->len && !name_in(ev->name, k_home_files)) continue;
-      return 1;
+      int filtered = 0;
+      for (int i = 0; i < g_ino.ndir; i++) {
+        if (ev->wd != g_ino.dir_wd[i]) continue;
+        filtered = ev->len && !name_in(ev->name, g_ino.dir_is_home[i] ? k_home_files : k_etc_files);
+        break;
+      }
+      if (!filtered) g_ino.changes++;
     }
   }
 }
@@ -202,7 +220,8 @@ int envd_pre_take(const envd_user *u, const char *cwd, const struct stat *st, in
                   envd_pre_proc *out) {
   if (!g_slot.used) return -1;
   const pre_key *k = &g_slot.key;
-  if (g_slot.dead || k->env_gen != envd_env_gen() || startup_files_changed()) {
+  ino_drain();
+  if (g_slot.dead || k->env_gen != envd_env_gen() || g_ino.changes != g_slot.changes) {
     slot_drop();
     return -1;
   }
@@ -261,6 +280,11 @@ void envd_pre_want(const envd_user *u, const char *cwd, int want_stdin) {
   char *c = asbi_strdup(cwd);
   if (!c) return;
   pthread_mutex_lock(&g_pre.mu);
+  if (g_pre.stop) { /* shutting down: nothing more is started */
+    pthread_mutex_unlock(&g_pre.mu);
+    free(c);
+    return;
+  }
   free(g_pre.want.cwd);
   g_pre.want.u = *u;
   g_pre.want.cwd = c;
@@ -270,19 +294,38 @@ void envd_pre_want(const envd_user *u, const char *cwd, int want_stdin) {
   pthread_mutex_unlock(&g_pre.mu);
 }
 
-static int add_watches(int ino, const char *home, int *wd_etc, int *wd_home) {
+static void dir_watch(int wd, int is_home) {
+  if (wd < 0) return;
+  envd_ptab_lock();
+  int i = 0;
+  while (i < g_ino.ndir && g_ino.dir_wd[i] != wd) i++;
+  if (i == g_ino.ndir && i < MAX_DIR_WDS) {
+    g_ino.dir_wd[i] = wd;
+    g_ino.dir_is_home[i] = is_home;
+    g_ino.ndir++;
+  }
+  envd_ptab_unlock();
+}
+
+/* Watches the startup files of a shell for home (again: a file made since
+ * is a new inode; a watch already there is the same one). -1 when there
+ * is no /etc to watch or no more directories fit: don't guess then. */
+static int add_watches(const char *home) {
   char p[PATH_MAX];
-  *wd_etc = inotify_add_watch(ino, "/etc", W_DIR_NAMES);
-  *wd_home = inotify_add_watch(ino, home, W_DIR_NAMES);
-  if (*wd_etc < 0) return -1; /* no /etc to watch: don't guess, don't pre-start */
+  int wd_etc = inotify_add_watch(g_ino.fd, "/etc", W_DIR_NAMES);
+  int wd_home = inotify_add_watch(g_ino.fd, home, W_DIR_NAMES);
+  if (wd_etc < 0) return -1;
+  dir_watch(wd_etc, 0);
+  dir_watch(wd_home, 1);
+  if (g_ino.ndir >= MAX_DIR_WDS) return -1;
   for (const char *const *f = k_etc_files; *f; f++) {
     snprintf(p, sizeof p, "/etc/%s", *f);
     /* profile.d: a file inside changed, came or went */
-    inotify_add_watch(ino, p, W_FILE | (strcmp(*f, "profile.d") == 0 ? W_DIR_NAMES : 0));
+    inotify_add_watch(g_ino.fd, p, W_FILE | (strcmp(*f, "profile.d") == 0 ? W_DIR_NAMES : 0));
   }
   for (const char *const *f = k_home_files; *f; f++) {
     if (snprintf(p, sizeof p, "%s/%s", home, *f) < (int)sizeof p)
-      inotify_add_watch(ino, p, W_FILE);
+      inotify_add_watch(g_ino.fd, p, W_FILE);
   }
   return 0;
 }
@@ -296,9 +339,8 @@ static void prestart(const pre_key *w) {
   if (!envp) return;
   envd_pre_proc pp = {.pid = -1, .fd_in = -1, .fd_out = -1, .fd_err = -1, .ctl = -1, .cmdfd = -1};
   int po[2] = {-1, -1}, pe[2] = {-1, -1}, pi[2] = {-1, -1}, pc[2] = {-1, -1};
-  int ino = inotify_init1(IN_NONBLOCK | IN_CLOEXEC), wd_etc = -1, wd_home = -1;
   uint64_t gen = envd_env_gen(); /* before the watches and the spawn: a later change is seen */
-  int ok = ino >= 0 && add_watches(ino, w->u.home, &wd_etc, &wd_home) == 0 &&
+  int ok = add_watches(w->u.home) == 0 &&
            pipe2(po, O_CLOEXEC) == 0 && pipe2(pe, O_CLOEXEC) == 0 &&
            (!w->want_stdin || pipe2(pi, O_CLOEXEC) == 0) && pipe2(pc, O_CLOEXEC) == 0;
   if (ok) pp.cmdfd = memfd_create("asb-command", MFD_CLOEXEC);
@@ -330,6 +372,8 @@ static void prestart(const pre_key *w) {
     sp.msg_noent = "exec: /bin/bash: not found\n";
     sp.msg_acces = "exec: /bin/bash: Permission denied\n";
     envd_ptab_lock();
+    ino_drain(); /* what happened before this spawn: the shell reads the files after it */
+    uint64_t changes = g_ino.changes;
     pid_t pid = envd_spawn_run(&sp);
     if (pid > 0 && sp.fail_errno) {
       /* the I/O thread reaps it (no record has its pid) */
@@ -350,16 +394,13 @@ static void prestart(const pre_key *w) {
       g_slot.key.dev = st.st_dev;
       g_slot.key.ino = st.st_ino;
       g_slot.key.env_gen = gen;
-      g_slot.ino = ino;
-      g_slot.wd_etc = wd_etc;
-      g_slot.wd_home = wd_home;
-      ino = -1;
+      g_slot.changes = changes;
       pp.cmdfd = -1;
       if (!g_slot.key.cwd) slot_drop();
     }
     envd_ptab_unlock();
   }
-  int fds[] = {po[0], po[1], pe[0], pe[1], pi[0], pi[1], pc[0], pc[1], ino, pp.cmdfd};
+  int fds[] = {po[0], po[1], pe[0], pe[1], pi[0], pi[1], pc[0], pc[1], pp.cmdfd};
   for (size_t i = 0; i < sizeof fds / sizeof fds[0]; i++)
     if (fds[i] >= 0) close(fds[i]);
   envd_strv_free(envp);
@@ -398,6 +439,11 @@ int envd_pre_init(void) {
   if (v && strcmp(v, "0") == 0) return 0;
   g_pre.devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
   if (g_pre.devnull < 0) return -1;
+  g_ino.fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+  if (g_ino.fd < 0) {
+    close_fd(&g_pre.devnull);
+    return -1;
+  }
   /* the spawn's clone stack is envd's own; signals stay with the I/O thread */
   sigset_t all, old;
   sigfillset(&all);
@@ -406,6 +452,7 @@ int envd_pre_init(void) {
   pthread_sigmask(SIG_SETMASK, &old, NULL);
   if (rc != 0) {
     close_fd(&g_pre.devnull);
+    close_fd(&g_ino.fd);
     return -1;
   }
   g_pre.running = 1;
@@ -420,10 +467,13 @@ void envd_pre_shutdown(void) {
   pthread_mutex_unlock(&g_pre.mu);
   pthread_join(g_pre.th, NULL);
   g_pre.running = 0;
+  pthread_mutex_lock(&g_pre.mu);
   free(g_pre.want.cwd);
   g_pre.want.cwd = NULL;
+  pthread_mutex_unlock(&g_pre.mu);
   envd_ptab_lock();
   slot_drop();
   envd_ptab_unlock();
   close_fd(&g_pre.devnull);
+  close_fd(&g_ino.fd);
 }
