@@ -42,6 +42,10 @@
 
 #define NSBX 20
 #define ROUNDS 10
+/* Between two measured commands: an agent's think time (the model's
+ * answer takes far longer), by which the next pre-started shell is ready.
+ * The same pause before every variant; it is not measured. */
+#define THINK_US 10000
 
 static engine_fixture F, F2; /* F2: its envds without pre-started shells */
 static asb_client *C, *C2;
@@ -215,6 +219,7 @@ static int phases(int n) {
   }
   double *v = calloc((size_t)n, sizeof *v);
   for (int i = 0; i < n; i++) {
+    usleep(THINK_US);
     double t = bench_now();
     if (run_cmd(sb, "true", "") != ASB_OK) return 1;
     v[i] = bench_now() - t;
@@ -345,6 +350,7 @@ int main(int argc, char **argv) {
           use_profile(old) != 0)
         return 1;
       for (int i = 0; i < per; i++) {
+        usleep(THINK_US);
         double t = bench_now(), d = 0;
         switch (k) {
           case V_ENG_TRUE:
