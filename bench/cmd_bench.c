@@ -403,7 +403,8 @@ int main(int argc, char **argv) {
   printf("== ratios of p50 ==\n");
   printf("%-44s %6.2fx  (target <= 2)\n", "engine run(\"true\") / bare /bin/true",
          p50[V_ENG_TRUE] / b);
-  printf("%-44s %6.2fx  (target <= 2)\n", "engine run(\"true\"): p99 / p50", p99_eng / p50[V_ENG_TRUE]);
+  printf("%-44s %6.2fx  (target <= 2)\n", "engine run(\"true\"): p99 / p50",
+         p99_eng / p50[V_ENG_TRUE]);
   printf("%-44s %6.2fx\n", "  without the pre-started shell / bare", p50[V_ENG_TRUE_FRESH] / b);
   printf("%-44s %6.2fx\n", "engine run(true): pre-started / fresh",
          p50[V_ENG_TRUE] / p50[V_ENG_TRUE_FRESH]);
@@ -435,8 +436,8 @@ int main(int argc, char **argv) {
     else
       tp_new += tp / 2;
   }
-  printf("%-44s %9.0f / %.0f commands/s = %.2fx\n", "pre-started / fresh (mean)", tp_new,
-         tp_old, tp_new / tp_old);
+  printf("%-44s %9.0f / %.0f commands/s = %.2fx\n", "pre-started / fresh (mean)", tp_new, tp_old,
+         tp_new / tp_old);
 
   et_close(&ce);
   et_stop(&E);

@@ -340,8 +340,7 @@ static void prestart(const pre_key *w) {
   envd_pre_proc pp = {.pid = -1, .fd_in = -1, .fd_out = -1, .fd_err = -1, .ctl = -1, .cmdfd = -1};
   int po[2] = {-1, -1}, pe[2] = {-1, -1}, pi[2] = {-1, -1}, pc[2] = {-1, -1};
   uint64_t gen = envd_env_gen(); /* before the watches and the spawn: a later change is seen */
-  int ok = add_watches(w->u.home) == 0 &&
-           pipe2(po, O_CLOEXEC) == 0 && pipe2(pe, O_CLOEXEC) == 0 &&
+  int ok = add_watches(w->u.home) == 0 && pipe2(po, O_CLOEXEC) == 0 && pipe2(pe, O_CLOEXEC) == 0 &&
            (!w->want_stdin || pipe2(pi, O_CLOEXEC) == 0) && pipe2(pc, O_CLOEXEC) == 0;
   if (ok) pp.cmdfd = memfd_create("asb-command", MFD_CLOEXEC);
   ok = ok && pp.cmdfd >= 0 && fcntl(po[0], F_SETFL, O_RDONLY | O_NONBLOCK) == 0 &&

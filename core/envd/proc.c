@@ -288,8 +288,7 @@ static int set_nonblock(int fd, int accmode) {
 }
 
 /* List reports the configuration as given. */
-static cJSON *config_json(const char *cmd, const cJSON *args, const cJSON *envs,
-                          const char *cwd) {
+static cJSON *config_json(const char *cmd, const cJSON *args, const cJSON *envs, const char *cwd) {
   cJSON *c = cJSON_CreateObject();
   cJSON_AddStringToObject(c, "cmd", cmd);
   if (cJSON_GetArraySize(args)) cJSON_AddItemToObject(c, "args", cJSON_Duplicate(args, 1));

@@ -16,7 +16,7 @@ typedef struct envd_spawn {
    * command file); without, the child has 0, 1, 2 only */
   int extra_fds;
   int fd_3, fd_4;
-  int set_ids;               /* switch to uid/gid/groups */
+  int set_ids; /* switch to uid/gid/groups */
   uid_t uid;
   gid_t gid;
   const gid_t *groups;

@@ -28,7 +28,7 @@ typedef struct envd_state {
   char *default_workdir; /* NULL = the user's home */
   envd_env_var *envs;
   size_t n_envs;
-  uint64_t env_gen; /* bumped by every change of envs (prestart.c compares it) */
+  uint64_t env_gen;     /* bumped by every change of envs (prestart.c compares it) */
   int64_t last_init_ts; /* nanoseconds of the newest /init timestamp */
   /* fixed after startup */
   char *path_env; /* envd's own PATH, handed to processes */

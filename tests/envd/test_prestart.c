@@ -232,9 +232,10 @@ TEST(same_as_fresh) {
   REQUIRE(run(&CB, "true", NULL, &o) == 0); /* the first one starts the first shell */
   g_last = o.pid;
   same("env | LC_ALL=C sort", NULL);
-  same("echo \"$0|$BASH_EXECUTION_STRING|$#|$LINENO|$-|$SHLVL|$PWD|$_\"; shopt login_shell; "
-       "echo \"$FROM_PROFILE|$PROFILE_PWD|$A_SH\"; type myfn; myfn; echo /proc/self/fd/*",
-       NULL);
+  same(
+      "echo \"$0|$BASH_EXECUTION_STRING|$#|$LINENO|$-|$SHLVL|$PWD|$_\"; shopt login_shell; "
+      "echo \"$FROM_PROFILE|$PROFILE_PWD|$A_SH\"; type myfn; myfn; echo /proc/self/fd/*",
+      NULL);
   same("echo out; echo err >&2; exit 7", NULL);
   same("false", NULL);
   same("printf 'a\\nb\\n\\n'", NULL);
@@ -342,8 +343,7 @@ TEST(no_stale_shell) {
   REQUIRE(w2 > 0);
   et_resp u;
   REQUIRE(et_unary(&CB, "process.Process/SendInput",
-                   "{\"process\":{\"tag\":\"ap\"},\"input\":{\"stdin\":\"Z28K\"}}", NULL,
-                   &u) == 0);
+                   "{\"process\":{\"tag\":\"ap\"},\"input\":{\"stdin\":\"Z28K\"}}", NULL, &u) == 0);
   CHECK_INT(u.status, 200);
   et_resp_free(&u);
   REQUIRE(finish_async(&s, &r, &b) == 0);
@@ -366,11 +366,11 @@ TEST(no_stale_shell) {
   w = waiting_shell(g_last);
   REQUIRE(w > 0);
   const char *init = "{\"envVars\":{\"FROM_INIT\":\"i\"}}";
-  REQUIRE(et_request(&CA, "POST", "/init", "Content-Type: application/json\r\n", init,
-                     strlen(init), &r) == 0);
+  REQUIRE(et_request(&CA, "POST", "/init", "Content-Type: application/json\r\n", init, strlen(init),
+                     &r) == 0);
   et_resp_free(&r);
-  REQUIRE(et_request(&CB, "POST", "/init", "Content-Type: application/json\r\n", init,
-                     strlen(init), &r) == 0);
+  REQUIRE(et_request(&CB, "POST", "/init", "Content-Type: application/json\r\n", init, strlen(init),
+                     &r) == 0);
   CHECK_INT(r.status, 204);
   et_resp_free(&r);
   same_not_stale(w, "echo \"$FROM_INIT\"", NULL, "i\n");
