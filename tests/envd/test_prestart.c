@@ -384,6 +384,16 @@ TEST(no_stale_shell) {
   same_not_stale(w, "echo $FROM_PROFILE", ",\"envs\":{\"FROM_PROFILE\":\"req\"}", "1\n");
 }
 
+/* The temporary tree goes also when the test fails early (the binds and
+ * envds go with this process's mount namespace and its exit). */
+static void remove_tree(void) {
+  if (!T[0]) return;
+  char cmd[128];
+  snprintf(cmd, sizeof cmd, "rm -rf %s", T);
+  if (system(cmd) != 0) { /* nothing more to do */
+  }
+}
+
 int main(void) {
   if (geteuid() != 0) {
     printf("SKIP: needs root\n");
@@ -395,6 +405,7 @@ int main(void) {
   }
   snprintf(T, sizeof T, "/tmp/asb-prestart-XXXXXX");
   if (!mkdtemp(T)) return 1;
+  atexit(remove_tree);
   snprintf(home, sizeof home, "%s/root", T);
   snprintf(profile, sizeof profile, "%s/profile", T);
   snprintf(profile_d, sizeof profile_d, "%s/profile.d", T);
@@ -425,6 +436,8 @@ int main(void) {
   unsetenv("ASB_PRESTART");
   int sb = et_start(&B, args);
   if (sa != 0 || sb != 0) {
+    if (sa == 0) et_stop(&A);
+    if (sb == 0) et_stop(&B);
     printf("cannot start envd\n");
     return 1;
   }
@@ -441,8 +454,5 @@ int main(void) {
   umount2("/root", MNT_DETACH);
   umount2("/etc/profile.d", MNT_DETACH);
   umount2("/etc/profile", MNT_DETACH);
-  char cmd[128];
-  snprintf(cmd, sizeof cmd, "rm -rf %s", T);
-  if (system(cmd) != 0) return 1;
   TEST_MAIN_END();
 }
