@@ -117,8 +117,8 @@ int asb_volumes_create(asb_volume **out, asb_client *c, const char *name, int si
   cJSON *reply = NULL;
   int rc = asbi_cp_request_raw(c, "POST", "/volumes", body, strlen(body), "application/json",
                                asbi_client_timeout(c, call ? call->timeout_ms : 0),
-                               call ? call->cancel : NULL, c->life.stop, 0, "volume.create",
-                               NULL, NULL, &reply, NULL);
+                               call ? call->cancel : NULL, c->life.stop, 0, "volume.create", NULL,
+                               NULL, &reply, NULL);
   free(body);
   return rc ? rc : volume_reply(out, c, reply, "volume.create");
 }
@@ -129,8 +129,7 @@ static int volume_path(asbi_buf *p, const char *id) {
   return p->data ? ASB_OK : asbi_oom();
 }
 
-int asb_volumes_get(asb_volume **out, asb_client *c, const char *id,
-                    const asb_call_options *call) {
+int asb_volumes_get(asb_volume **out, asb_client *c, const char *id, const asb_call_options *call) {
   ASBI_CLIENT_CALL(c);
   if (out) *out = NULL;
   if (!c || !id || !*id || !out) return asbi_err(ASB_EINVAL, "volume.get: bad arguments");
@@ -199,7 +198,9 @@ int asb_volumes_list(asb_volume_list **out, asb_client *c, const asb_call_option
   return ASB_OK;
 }
 
-size_t asb_volume_list_count(const asb_volume_list *l) { return l ? l->n : 0; }
+size_t asb_volume_list_count(const asb_volume_list *l) {
+  return l ? l->n : 0;
+}
 const asb_volume *asb_volume_list_get(const asb_volume_list *l, size_t i) {
   return l && i < l->n ? l->v[i] : NULL;
 }
@@ -215,10 +216,18 @@ void asb_volume_list_free(asb_volume_list *l) {
   free(l);
 }
 
-const char *asb_volume_id(const asb_volume *v) { return v ? v->id : NULL; }
-const char *asb_volume_name(const asb_volume *v) { return v ? v->name : NULL; }
-const char *asb_volume_token(const asb_volume *v) { return v ? v->token : NULL; }
-int asb_volume_size_mb(const asb_volume *v) { return v ? v->size_mb : 0; }
+const char *asb_volume_id(const asb_volume *v) {
+  return v ? v->id : NULL;
+}
+const char *asb_volume_name(const asb_volume *v) {
+  return v ? v->name : NULL;
+}
+const char *asb_volume_token(const asb_volume *v) {
+  return v ? v->token : NULL;
+}
+int asb_volume_size_mb(const asb_volume *v) {
+  return v ? v->size_mb : 0;
+}
 
 /* ---- entries ---------------------------------------------------------------------- */
 
@@ -255,19 +264,43 @@ static asb_volume_entry *entry_from(const cJSON *j) {
   return e;
 }
 
-const char *asb_volume_entry_name(const asb_volume_entry *e) { return e ? e->name : NULL; }
-const char *asb_volume_entry_path(const asb_volume_entry *e) { return e ? e->path : NULL; }
-const char *asb_volume_entry_type(const asb_volume_entry *e) { return e ? e->type : NULL; }
-const char *asb_volume_entry_target(const asb_volume_entry *e) { return e ? e->target : NULL; }
-asb_int64 asb_volume_entry_size(const asb_volume_entry *e) { return e ? e->size : 0; }
-int asb_volume_entry_mode(const asb_volume_entry *e) { return e ? e->mode : 0; }
-int asb_volume_entry_uid(const asb_volume_entry *e) { return e ? e->uid : 0; }
-int asb_volume_entry_gid(const asb_volume_entry *e) { return e ? e->gid : 0; }
-asb_int64 asb_volume_entry_modified_at(const asb_volume_entry *e) { return e ? e->mtime : 0; }
-asb_int64 asb_volume_entry_accessed_at(const asb_volume_entry *e) { return e ? e->atime : 0; }
-asb_int64 asb_volume_entry_changed_at(const asb_volume_entry *e) { return e ? e->ctime : 0; }
+const char *asb_volume_entry_name(const asb_volume_entry *e) {
+  return e ? e->name : NULL;
+}
+const char *asb_volume_entry_path(const asb_volume_entry *e) {
+  return e ? e->path : NULL;
+}
+const char *asb_volume_entry_type(const asb_volume_entry *e) {
+  return e ? e->type : NULL;
+}
+const char *asb_volume_entry_target(const asb_volume_entry *e) {
+  return e ? e->target : NULL;
+}
+asb_int64 asb_volume_entry_size(const asb_volume_entry *e) {
+  return e ? e->size : 0;
+}
+int asb_volume_entry_mode(const asb_volume_entry *e) {
+  return e ? e->mode : 0;
+}
+int asb_volume_entry_uid(const asb_volume_entry *e) {
+  return e ? e->uid : 0;
+}
+int asb_volume_entry_gid(const asb_volume_entry *e) {
+  return e ? e->gid : 0;
+}
+asb_int64 asb_volume_entry_modified_at(const asb_volume_entry *e) {
+  return e ? e->mtime : 0;
+}
+asb_int64 asb_volume_entry_accessed_at(const asb_volume_entry *e) {
+  return e ? e->atime : 0;
+}
+asb_int64 asb_volume_entry_changed_at(const asb_volume_entry *e) {
+  return e ? e->ctime : 0;
+}
 
-size_t asb_volume_entry_list_count(const asb_volume_entry_list *l) { return l ? l->n : 0; }
+size_t asb_volume_entry_list_count(const asb_volume_entry_list *l) {
+  return l ? l->n : 0;
+}
 const asb_volume_entry *asb_volume_entry_list_get(const asb_volume_entry_list *l, size_t i) {
   return l && i < l->n ? l->v[i] : NULL;
 }
@@ -282,10 +315,10 @@ void asb_volume_entry_list_free(asb_volume_entry_list *l) {
 
 typedef struct content_req {
   const char *method, *what;
-  const char *op;    /* "dir", "file" or "path" */
-  const char *path;  /* in the volume */
-  asbi_buf query;    /* more "&k=v" */
-  const void *body;  /* with its content type */
+  const char *op;   /* "dir", "file" or "path" */
+  const char *path; /* in the volume */
+  asbi_buf query;   /* more "&k=v" */
+  const void *body; /* with its content type */
   size_t body_len;
   const char *content_type;
   long timeout_ms;
@@ -339,8 +372,10 @@ static int content_call(asb_volume *v, content_req *q, asbi_http_resp *resp) {
 static int content_check(asb_volume *v, const char *path, const char *what) {
   if (!v || !path || !*path) return asbi_err(ASB_EINVAL, "%s: bad arguments", what);
   if (!v->client || !*v->token)
-    return asbi_err(ASB_EINVAL, "%s: a volume from asb_volumes_list has no token: "
-                    "asb_volumes_get it", what);
+    return asbi_err(ASB_EINVAL,
+                    "%s: a volume from asb_volumes_list has no token: "
+                    "asb_volumes_get it",
+                    what);
   return ASB_OK;
 }
 
@@ -356,7 +391,9 @@ static int entry_reply(asb_volume_entry **out, const asbi_http_resp *resp, const
   return ASB_OK;
 }
 
-static long call_timeout(const asb_call_options *call) { return call ? call->timeout_ms : 0; }
+static long call_timeout(const asb_call_options *call) {
+  return call ? call->timeout_ms : 0;
+}
 static asb_cancel *call_cancel(const asb_call_options *call) {
   return call ? call->cancel : NULL;
 }
@@ -370,9 +407,14 @@ int asb_volume_read_file(char **data, size_t *len, asb_volume *v, const char *pa
   if (!data) return asbi_err(ASB_EINVAL, "volume.read_file: bad arguments");
   ASBI_CHECK_VERSION(call, ASB_CALL_OPTIONS_VERSION, "asb_call_options");
   ASBI_CLIENT_CALL(v->client);
-  content_req q = {.method = "GET", .what = "volume.read_file", .op = "file", .path = path,
-                   .query = ASBI_BUF_INIT, .timeout_ms = call_timeout(call),
-                   .cancel = call_cancel(call), .idempotent = 1};
+  content_req q = {.method = "GET",
+                   .what = "volume.read_file",
+                   .op = "file",
+                   .path = path,
+                   .query = ASBI_BUF_INIT,
+                   .timeout_ms = call_timeout(call),
+                   .cancel = call_cancel(call),
+                   .idempotent = 1};
   asbi_http_resp resp = ASBI_HTTP_RESP_INIT;
   rc = content_call(v, &q, &resp);
   if (!rc) {
@@ -404,17 +446,23 @@ static int write_check(const asb_volume_write_options *o, const char *what) {
   return ASB_OK;
 }
 
-int asb_volume_write_file(asb_volume_entry **out, asb_volume *v, const char *path,
-                          const void *data, size_t len, const asb_volume_write_options *opts) {
+int asb_volume_write_file(asb_volume_entry **out, asb_volume *v, const char *path, const void *data,
+                          size_t len, const asb_volume_write_options *opts) {
   if (out) *out = NULL;
   int rc = content_check(v, path, "volume.write_file");
   if (rc || (rc = write_check(opts, "volume.write_file"))) return rc;
   if (!data && len) return asbi_err(ASB_EINVAL, "volume.write_file: bad arguments");
   ASBI_CLIENT_CALL(v->client);
-  content_req q = {.method = "PUT", .what = "volume.write_file", .op = "file", .path = path,
-                   .query = ASBI_BUF_INIT, .body = data ? data : "", .body_len = len,
+  content_req q = {.method = "PUT",
+                   .what = "volume.write_file",
+                   .op = "file",
+                   .path = path,
+                   .query = ASBI_BUF_INIT,
+                   .body = data ? data : "",
+                   .body_len = len,
                    .content_type = "application/octet-stream",
-                   .timeout_ms = opts ? opts->timeout_ms : 0, .cancel = opts ? opts->cancel : NULL,
+                   .timeout_ms = opts ? opts->timeout_ms : 0,
+                   .cancel = opts ? opts->cancel : NULL,
                    /* the engine replaces the file whole: sending it again is safe only
                       when it may replace one */
                    .idempotent = opts && opts->force};
@@ -433,9 +481,14 @@ int asb_volume_make_dir(asb_volume_entry **out, asb_volume *v, const char *path,
   int rc = content_check(v, path, "volume.make_dir");
   if (rc || (rc = write_check(opts, "volume.make_dir"))) return rc;
   ASBI_CLIENT_CALL(v->client);
-  content_req q = {.method = "POST", .what = "volume.make_dir", .op = "dir", .path = path,
-                   .query = ASBI_BUF_INIT, .timeout_ms = opts ? opts->timeout_ms : 0,
-                   .cancel = opts ? opts->cancel : NULL, .idempotent = opts && opts->force};
+  content_req q = {.method = "POST",
+                   .what = "volume.make_dir",
+                   .op = "dir",
+                   .path = path,
+                   .query = ASBI_BUF_INIT,
+                   .timeout_ms = opts ? opts->timeout_ms : 0,
+                   .cancel = opts ? opts->cancel : NULL,
+                   .idempotent = opts && opts->force};
   write_query(&q.query, opts);
   asbi_http_resp resp = ASBI_HTTP_RESP_INIT;
   rc = q.query.data ? content_call(v, &q, &resp) : asbi_oom();
@@ -453,9 +506,14 @@ int asb_volume_get_info(asb_volume_entry **out, asb_volume *v, const char *path,
   if (!out) return asbi_err(ASB_EINVAL, "volume.get_info: bad arguments");
   ASBI_CHECK_VERSION(call, ASB_CALL_OPTIONS_VERSION, "asb_call_options");
   ASBI_CLIENT_CALL(v->client);
-  content_req q = {.method = "GET", .what = "volume.get_info", .op = "path", .path = path,
-                   .query = ASBI_BUF_INIT, .timeout_ms = call_timeout(call),
-                   .cancel = call_cancel(call), .idempotent = 1};
+  content_req q = {.method = "GET",
+                   .what = "volume.get_info",
+                   .op = "path",
+                   .path = path,
+                   .query = ASBI_BUF_INIT,
+                   .timeout_ms = call_timeout(call),
+                   .cancel = call_cancel(call),
+                   .idempotent = 1};
   asbi_http_resp resp = ASBI_HTTP_RESP_INIT;
   rc = content_call(v, &q, &resp);
   if (!rc) rc = entry_reply(out, &resp, "volume.get_info");
@@ -489,10 +547,17 @@ int asb_volume_update_metadata(asb_volume_entry **out, asb_volume *v, const char
   char *body = b ? cJSON_PrintUnformatted(b) : NULL;
   cJSON_Delete(b);
   if (!body) return asbi_oom();
-  content_req q = {.method = "PATCH", .what = "volume.update_metadata", .op = "path",
-                   .path = path, .query = ASBI_BUF_INIT, .body = body, .body_len = strlen(body),
-                   .content_type = "application/json", .timeout_ms = call_timeout(call),
-                   .cancel = call_cancel(call), .idempotent = 1};
+  content_req q = {.method = "PATCH",
+                   .what = "volume.update_metadata",
+                   .op = "path",
+                   .path = path,
+                   .query = ASBI_BUF_INIT,
+                   .body = body,
+                   .body_len = strlen(body),
+                   .content_type = "application/json",
+                   .timeout_ms = call_timeout(call),
+                   .cancel = call_cancel(call),
+                   .idempotent = 1};
   asbi_http_resp resp = ASBI_HTTP_RESP_INIT;
   rc = content_call(v, &q, &resp);
   if (!rc) rc = entry_reply(out, &resp, "volume.update_metadata");
@@ -506,8 +571,12 @@ int asb_volume_remove(asb_volume *v, const char *path, const asb_call_options *c
   if (rc) return rc;
   ASBI_CHECK_VERSION(call, ASB_CALL_OPTIONS_VERSION, "asb_call_options");
   ASBI_CLIENT_CALL(v->client);
-  content_req q = {.method = "DELETE", .what = "volume.remove", .op = "path", .path = path,
-                   .query = ASBI_BUF_INIT, .timeout_ms = call_timeout(call),
+  content_req q = {.method = "DELETE",
+                   .what = "volume.remove",
+                   .op = "path",
+                   .path = path,
+                   .query = ASBI_BUF_INIT,
+                   .timeout_ms = call_timeout(call),
                    .cancel = call_cancel(call)};
   asbi_http_resp resp = ASBI_HTTP_RESP_INIT;
   rc = content_call(v, &q, &resp);
@@ -515,8 +584,8 @@ int asb_volume_remove(asb_volume *v, const char *path, const asb_call_options *c
   return rc;
 }
 
-int asb_volume_entries_list(asb_volume_entry_list **out, asb_volume *v, const char *path,
-                            int depth, const asb_call_options *call) {
+int asb_volume_entries_list(asb_volume_entry_list **out, asb_volume *v, const char *path, int depth,
+                            const asb_call_options *call) {
   if (out) *out = NULL;
   int rc = content_check(v, path, "volume.list");
   if (rc) return rc;
@@ -524,9 +593,14 @@ int asb_volume_entries_list(asb_volume_entry_list **out, asb_volume *v, const ch
     return asbi_err(ASB_EINVAL, "volume.list: bad arguments (depth 0..64)");
   ASBI_CHECK_VERSION(call, ASB_CALL_OPTIONS_VERSION, "asb_call_options");
   ASBI_CLIENT_CALL(v->client);
-  content_req q = {.method = "GET", .what = "volume.list", .op = "dir", .path = path,
-                   .query = ASBI_BUF_INIT, .timeout_ms = call_timeout(call),
-                   .cancel = call_cancel(call), .idempotent = 1};
+  content_req q = {.method = "GET",
+                   .what = "volume.list",
+                   .op = "dir",
+                   .path = path,
+                   .query = ASBI_BUF_INIT,
+                   .timeout_ms = call_timeout(call),
+                   .cancel = call_cancel(call),
+                   .idempotent = 1};
   asbi_buf_printf(&q.query, "&depth=%d", depth ? depth : 1);
   asbi_http_resp resp = ASBI_HTTP_RESP_INIT;
   rc = q.query.data ? content_call(v, &q, &resp) : asbi_oom();

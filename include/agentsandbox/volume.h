@@ -70,12 +70,12 @@ typedef struct asb_volume_write_options {
   unsigned int version; /* ASB_VOLUME_WRITE_OPTIONS_VERSION */
   int uid;              /* owner as sandboxes see it (0..65535): 0 = root */
   int gid;
-  int mode;             /* permission bits: 0 = 0644 for files, 0755 for
-                           directories */
-  int force;            /* files: replace an existing one (ASB_EEXISTS
-                           otherwise); directories: make missing parents and
-                           accept an existing one (mkdir -p) */
-  long timeout_ms;      /* 0 = the client's default, negative = none */
+  int mode;        /* permission bits: 0 = 0644 for files, 0755 for
+                      directories */
+  int force;       /* files: replace an existing one (ASB_EEXISTS
+                      otherwise); directories: make missing parents and
+                      accept an existing one (mkdir -p) */
+  long timeout_ms; /* 0 = the client's default, negative = none */
   asb_cancel *cancel;
 } asb_volume_write_options;
 

@@ -185,7 +185,8 @@ TEST(volume_calls) {
   wo.force = 1;
   e = NULL;
   CHECK_RC(asb_volume_make_dir(&e, v, "/a/b", &wo), ASB_OK);
-  CHECK(e && strcmp(asb_volume_entry_type(e), "directory") == 0 && asb_volume_entry_mode(e) == 0755);
+  CHECK(e && strcmp(asb_volume_entry_type(e), "directory") == 0 &&
+        asb_volume_entry_mode(e) == 0755);
   asb_volume_entry_free(e);
   CHECK_RC(asb_volume_exists(v, "/a/b", NULL), 1);
   CHECK_RC(asb_volume_exists(v, "/a/c", NULL), 0);
@@ -215,8 +216,9 @@ TEST(volume_calls) {
   asb_sandbox *sb = NULL;
   CHECK_RC(asb_sandbox_create(&sb, C, &o), ASB_OK);
   if (sb) {
-    char *s = run(sb, "cat /mnt/v/hello.bin; stat -c ' %a %U' /mnt/v/hello.bin; "
-                      "echo from-sandbox > /mnt/v/a/b/f; ln -s /etc/passwd /mnt/v/link");
+    char *s = run(sb,
+                  "cat /mnt/v/hello.bin; stat -c ' %a %U' /mnt/v/hello.bin; "
+                  "echo from-sandbox > /mnt/v/a/b/f; ln -s /etc/passwd /mnt/v/link");
     CHECK_STR(s, "new 600 user\n");
     free(s);
     d = read_all(v, "/a/b/f", &n);
@@ -225,7 +227,8 @@ TEST(volume_calls) {
     e = NULL;
     CHECK_RC(asb_volume_get_info(&e, v, "/link", NULL), ASB_OK);
     CHECK(e && strcmp(asb_volume_entry_type(e), "symlink") == 0);
-    CHECK(e && asb_volume_entry_target(e) && strcmp(asb_volume_entry_target(e), "/etc/passwd") == 0);
+    CHECK(e && asb_volume_entry_target(e) &&
+          strcmp(asb_volume_entry_target(e), "/etc/passwd") == 0);
     asb_volume_entry_free(e);
     /* mounted: not deleted */
     CHECK_RC(asb_volumes_delete(C, name, NULL), ASB_EEXISTS);
