@@ -441,7 +441,7 @@ static int finish_layer(build *b) {
   return 0;
 }
 
-static int write_json_file(const char *path, cJSON *j) {
+int build_write_json(const char *path, cJSON *j) {
   char *text = cJSON_Print(j);
   if (!text) return -ENOMEM;
   char tmp[4200];
@@ -462,7 +462,7 @@ static int write_json_file(const char *path, cJSON *j) {
 
 /* The base's layer paths as template.json stores them (relative to the
  * templates dir when inside it). */
-static cJSON *rel_layers(engine *e, const asbe_template *t) {
+cJSON *build_rel_layers(engine *e, const asbe_template *t) {
   char tdir[4200];
   snprintf(tdir, sizeof tdir, "%s/templates/", e->state_dir);
   cJSON *a = cJSON_CreateArray();
@@ -752,7 +752,7 @@ int build_run_as(engine *e, const void *tar, size_t tar_len, int force, build_ba
   char rel[128];
   snprintf(rel, sizeof rel, "builds/%s/layer", build_id);
   cJSON_AddItemToArray(own, cJSON_CreateString(rel));
-  cJSON_AddItemToObject(j, "lowerLayers", rel_layers(e, base->tmpl));
+  cJSON_AddItemToObject(j, "lowerLayers", build_rel_layers(e, base->tmpl));
   cJSON *binds = cJSON_AddArrayToObject(j, "binds");
   for (size_t i = 0; i < asbe_template_bind_count(base->tmpl); i++) {
     const char *dst = NULL;
@@ -772,7 +772,7 @@ int build_run_as(engine *e, const void *tar, size_t tar_len, int force, build_ba
   cJSON_AddItemToObject(j, "spec", cJSON_Duplicate(spec, 1));
   char path[4500];
   snprintf(path, sizeof path, "%s/template.json", tdir);
-  rc = write_json_file(path, j);
+  rc = build_write_json(path, j);
   cJSON_Delete(j);
   template_info *t = NULL;
   if (rc || (rc = templates_load(e, id, &t))) {

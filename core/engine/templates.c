@@ -69,6 +69,7 @@ static void tinfo_free(template_info *t) {
   free(t->build_id);
   free(t->hash);
   free(t->base);
+  free(t->snap_source);
   cJSON_Delete(t->spec);
   free(t);
 }
@@ -184,6 +185,13 @@ int templates_load(engine *e, const char *id, template_info **out) {
       t->spec = cJSON_Duplicate(v, 1);
     t->envd_version = asbi_strdup(e->envd_version);
     if (!t->build_id || !t->hash || !t->envd_version) rc = -ENOMEM;
+    t->start_codei = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "startCodeInterpreter"));
+    const cJSON *snap = cJSON_GetObjectItemCaseSensitive(j, "snapshot");
+    const char *src = NULL;
+    if (cJSON_IsObject(snap) && !asbi_pj_get_str(snap, "sandboxID", &src) && src) {
+      if (!(t->snap_source = asbi_strdup(src))) rc = -ENOMEM;
+      t->hidden = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(snap, "hidden"));
+    }
   }
   cJSON_Delete(j);
   if (rc) {
@@ -257,9 +265,11 @@ template_info *templates_find(engine *e, const char *name) {
   pthread_mutex_unlock(&e->tmpl_mu);
   const char *colon = strchr(name, ':');
   if (!found && colon && colon != name && !strchr(colon + 1, ':') && strlen(name) < 256) {
-    /* "name:tag" (E2B's builder): the template, if tag names its build */
+    /* "name:tag" (E2B's builder): the template, if tag names its build;
+     * "default" names the latest (what E2B's snapshot ids carry) */
     char base[256], ours[40];
     snprintf(base, sizeof base, "%.*s", (int)(colon - name), name);
+    if (!strcmp(colon + 1, "default")) return templates_find(e, base);
     int (*tag_build)(engine *, const char *, const char *, char *, size_t) =
         __atomic_load_n(&e->tag_build, __ATOMIC_ACQUIRE);
     found = tag_build ? templates_find(e, base) : NULL;

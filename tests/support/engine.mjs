@@ -12,9 +12,11 @@ import { fileURLToPath } from 'node:url'
 const here = path.dirname(fileURLToPath(import.meta.url))
 
 // extra: more engine options (e.g. ['--pool-template', 'base=20']).
-export async function startEngine(tag, extra = []) {
+// opts.state: the state dir of an engine stopped with stop({ keep: true })
+// (a restart of it).
+export async function startEngine(tag, extra = [], opts = {}) {
   const bin = process.env.ENGINE_BIN || path.join(here, '../../build/core/engine/agent-sandboxd')
-  const state = `/tmp/asb-${tag}-${process.pid}`
+  const state = opts.state || `/tmp/asb-${tag}-${process.pid}`
   const proc = spawn(bin, ['--state-dir', state, '--listen', '127.0.0.1:0',
     '--cgroup-name', `asbt-${tag}-${process.pid}`, '--pool', '2', '--kill-on-exit', ...extra],
   { stdio: ['ignore', 'pipe', 'inherit'] })
@@ -36,11 +38,13 @@ export async function startEngine(tag, extra = []) {
     proc,
     port,
     state,
-    async stop() {
-      const exited = new Promise((resolve) => proc.once('exit', resolve))
-      proc.kill('SIGTERM')
-      await exited
-      rmSync(state, { recursive: true, force: true })
+    async stop({ keep = false } = {}) {
+      if (proc.exitCode === null && proc.signalCode === null) {
+        const exited = new Promise((resolve) => proc.once('exit', resolve))
+        proc.kill('SIGTERM')
+        await exited
+      }
+      if (!keep) rmSync(state, { recursive: true, force: true })
     }
   }
 }
