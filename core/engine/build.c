@@ -862,15 +862,25 @@ void build_gc(engine *e) {
     snprintf(builds, sizeof builds, "%s/%s/builds", tdir, de->d_name);
     DIR *bd = opendir(builds);
     struct dirent *be;
+    size_t kept = 0;
     while (bd && (be = readdir(bd))) {
       if (be->d_name[0] == '.') continue;
       snprintf(path, sizeof path, "%s/%s", builds, be->d_name);
       if (!in_list(used, path)) {
         asbi_log("template %s: removing unused build %s", de->d_name, be->d_name);
         host_rm_rf(path);
+      } else {
+        kept++;
       }
     }
     if (bd) closedir(bd);
+    /* a snapshot deleted while in use (templates_delete): gone once unused */
+    snprintf(path, sizeof path, "%s/%s/template.json.deleted", tdir, de->d_name);
+    if (!kept && access(path, F_OK) == 0) {
+      snprintf(path, sizeof path, "%s/%s", tdir, de->d_name);
+      asbi_log("template %s: removing the deleted snapshot's files", de->d_name);
+      host_rm_rf(path);
+    }
   }
   if (d) closedir(d);
   cJSON_Delete(used);

@@ -183,7 +183,9 @@ int snapshots_take(engine *e, sbx *s, const char *name, int hidden, template_inf
   rc = 0;
   bdir[0] = '\0'; /* keep it */
   made_tdir = 0;
-  if (existing) build_gc(e); /* the old build goes once no sandbox runs on it */
+  /* an old build of this name, and snapshots deleted while in use, go
+   * once no sandbox runs on them */
+  build_gc(e);
 out:
   if (bdir[0]) host_rm_rf(bdir);
   if (made_tdir) host_rm_rf(tdir);
@@ -297,4 +299,8 @@ void snapshots_gc(engine *e) {
     if (!users && templates_delete(e, ids[i], &err) == 0)
       asbi_log("fork snapshot %s: no sandbox uses it any more; deleted", ids[i]);
   }
+  /* and the files of snapshots deleted while in use, now unused */
+  pthread_mutex_lock(&e->build_mu);
+  build_gc(e);
+  pthread_mutex_unlock(&e->build_mu);
 }

@@ -38,6 +38,7 @@ template_info **snapshots_list(engine *e, const char *sandbox_id, const char *na
  * or -1 with err before any fork was tried (ENG_ECONFLICT: s is paused). */
 int snapshots_fork(engine *e, sbx *s, int timeout_s, int count, sbx **out, eng_err *errs,
                    eng_err *err);
-/* Deletes the hidden (fork) snapshots no sandbox uses any more. */
+/* Deletes the hidden (fork) snapshots no sandbox uses any more, and the
+ * files of snapshots deleted while in use that nothing uses now. */
 void snapshots_gc(engine *e);
 #endif

@@ -523,6 +523,29 @@ int templates_delete(engine *e, const char *id, eng_err *err) {
   /* Its warm pool goes first (its sandboxes are nobody's yet, and one
    * being prepared holds the template); it refills if the template stays. */
   int busy = 0;
+  if (t->snap_source && (users || child[0])) {
+    /* A snapshot in use: it goes from the registry now (no new sandbox
+     * from it, not listed), its files stay for those that run on them or
+     * build on them; build_gc removes them once nothing does. */
+    templates_pool_drain(e, t, 1);
+    if (templates_uninstall(e, t) != 0) {
+      templates_pool_reopen(e, t);
+      eng_err_set(err, ENG_ECONFLICT, NULL,
+                  "snapshot \"%s\" is in use (a sandbox is being created from it); try again",
+                  t->alias);
+    } else {
+      char from[4300], to[4300];
+      snprintf(from, sizeof from, "%s/template.json", t->dir);
+      snprintf(to, sizeof to, "%s/template.json.deleted", t->dir);
+      if (rename(from, to) != 0) asbi_log("template %s: rename %s: %s", t->id, from, strerror(errno));
+      asbi_log("snapshot %s (%s): deleted; its files stay while sandboxes use them", t->alias,
+               t->id);
+      rc = 0;
+    }
+    pthread_mutex_unlock(&e->build_mu);
+    templates_put(e, t);
+    return rc;
+  }
   if (!users && !child[0]) {
     templates_pool_drain(e, t, 1);
     if ((busy = templates_uninstall(e, t) != 0)) templates_pool_reopen(e, t);

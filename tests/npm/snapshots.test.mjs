@@ -93,8 +93,10 @@ test('snapshot of a sandbox made from a snapshot carries deletes; pagination', a
   assert.equal(new Set(ids).size, ids.length)
   for (const want of ['npm-snap-one:default', s1.snapshotId, 'npm-snap-two:default'])
     assert.ok(ids.includes(want), want)
-  // a snapshot other snapshots build on cannot go before them
-  await assert.rejects(e2b.Sandbox.deleteSnapshot(s1.snapshotId))
+  // a snapshot others build on can go first: theirs keep its files
+  assert.equal(await e2b.Sandbox.deleteSnapshot(s1.snapshotId), true)
+  const d = await create(s2.snapshotId)
+  assert.equal(await run(d, 'cat /home/user/keep.txt /home/user/b.txt'), 'keep\nb\n')
 })
 
 test('fork: count sandboxes with the files of that instant; writes stay in each', async () => {
@@ -133,6 +135,22 @@ test('404s, names, delete', async () => {
   assert.equal(await e2b.Sandbox.deleteSnapshot(snap.snapshotId), true)
   assert.equal(await e2b.Sandbox.deleteSnapshot(snap.snapshotId), false)
   await assert.rejects(e2b.Sandbox.create(snap.snapshotId))
+})
+
+test('deleting a snapshot in use: its sandboxes keep their files; they go once unused', async () => {
+  const src = await create('base')
+  await run(src, 'echo used > /home/user/u.txt')
+  const snap = await src.createSnapshot()
+  const id = snap.snapshotId.replace(/:default$/, '')
+  const user = await create(snap.snapshotId)
+  assert.equal(await e2b.Sandbox.deleteSnapshot(snap.snapshotId), true)
+  assert.equal((await listAll({ name: snap.snapshotId })).length, 0)
+  await assert.rejects(e2b.Sandbox.create(snap.snapshotId))
+  assert.equal(await run(user, 'cat /home/user/u.txt; ls /home/user | wc -l'), 'used\n1\n')
+  assert.ok(fs.existsSync(`${engine.state}/templates/${id}`))
+  await user.kill()
+  await src.createSnapshot() // a snapshot, fork, build or restart collects them
+  assert.equal(fs.existsSync(`${engine.state}/templates/${id}`), false)
 })
 
 test('a snapshot survives its source\'s kill and an engine restart', async () => {
