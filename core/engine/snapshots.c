@@ -122,11 +122,18 @@ int snapshots_take(engine *e, sbx *s, const char *name, int hidden, template_inf
     } else {
       snprintf(xwhy, sizeof xwhy, "freeze: %s", asbe_errmsg());
     }
-  } else if (state == SBX_PAUSED) {
-    xrc = asbe_sandbox_export_live(s->iso, layer);
+  } else if (state == SBX_PAUSED && s->iso && asbe_sandbox_alive(s->iso)) {
+    xrc = asbe_sandbox_export_live(s->iso, layer); /* frozen by the pause */
     if (xrc) snprintf(xwhy, sizeof xwhy, "%s", asbe_errmsg());
+  } else if (state == SBX_PAUSED) {
+    state = -1; /* paused without processes (no memory kept): nothing frozen to copy */
   }
   pthread_mutex_unlock(&s->mu);
+  if (state == -1) {
+    eng_err_set(err, ENG_ECONFLICT, NULL,
+                "sandbox \"%s\" is paused without memory; resume it (connect) first", s->id);
+    goto out;
+  }
   if (state != SBX_RUNNING && state != SBX_PAUSED) {
     eng_err_set(err, ENG_ENOTFOUND, "killed", "sandbox \"%s\" is gone", s->id);
     goto out;
