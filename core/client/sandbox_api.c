@@ -783,8 +783,8 @@ int asb_sandbox_snapshot(char **snapshot_id, asb_sandbox *sb, const char *name,
   cp_from(&k, sb->client, call);
   k.stop = sb->life.stop;
   cJSON *reply = NULL;
-  int rc = cp_request(sb->client, "POST", path, body, &k, "sandbox.snapshot", NULL, NULL, &reply,
-                      NULL);
+  int rc =
+      cp_request(sb->client, "POST", path, body, &k, "sandbox.snapshot", NULL, NULL, &reply, NULL);
   cJSON_Delete(body);
   const char *id = NULL;
   if (!rc && (asbi_pj_get_str(reply, "snapshotID", &id) || !id || !*id))

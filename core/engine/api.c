@@ -534,7 +534,6 @@ static void logs(engine *e, sbx *s, api_req *q, api_reply *r, int v2) {
   api_reply_json(r, 200, out);
 }
 
-
 /* ---- snapshots and fork (snapshots.c) ------------------------------------------------ */
 
 /* E2B's SnapshotInfo: the id tag-qualified, as E2B's are ("name:default";
@@ -677,9 +676,9 @@ void api_handle(engine *e, api_req *q, api_reply *r) {
   struct {
     const char *method, *action;
     int v2_ok, v1_ok;
-  } routes[] = {{"GET", "", 0, 1},           {"DELETE", "", 0, 1},     {"POST", "timeout", 0, 1},
-                {"POST", "refreshes", 0, 1}, {"POST", "pause", 0, 1},  {"POST", "resume", 0, 1},
-                {"POST", "connect", 1, 1},   {"GET", "metrics", 0, 1}, {"GET", "logs", 1, 1},
+  } routes[] = {{"GET", "", 0, 1},           {"DELETE", "", 0, 1},        {"POST", "timeout", 0, 1},
+                {"POST", "refreshes", 0, 1}, {"POST", "pause", 0, 1},     {"POST", "resume", 0, 1},
+                {"POST", "connect", 1, 1},   {"GET", "metrics", 0, 1},    {"GET", "logs", 1, 1},
                 {"PUT", "network", 0, 1},    {"POST", "snapshots", 0, 1}, {"POST", "fork", 0, 1}};
   int known = 0, method_ok = 0;
   for (size_t i = 0; i < ASBI_ARRAY_LEN(routes); i++)

@@ -184,8 +184,7 @@ int snapshots_take(engine *e, sbx *s, const char *name, int hidden, template_inf
   }
   templates_hold(e, t); /* the caller's, next to the registry's */
   templates_install(e, t);
-  asbi_log("sandbox %s: snapshot %s (%s) taken in %lld ms", s->id, t->alias, id,
-           (long long)took);
+  asbi_log("sandbox %s: snapshot %s (%s) taken in %lld ms", s->id, t->alias, id, (long long)took);
   *out = t;
   rc = 0;
   bdir[0] = '\0'; /* keep it */

@@ -537,7 +537,8 @@ int templates_delete(engine *e, const char *id, eng_err *err) {
       char from[4300], to[4300];
       snprintf(from, sizeof from, "%s/template.json", t->dir);
       snprintf(to, sizeof to, "%s/template.json.deleted", t->dir);
-      if (rename(from, to) != 0) asbi_log("template %s: rename %s: %s", t->id, from, strerror(errno));
+      if (rename(from, to) != 0)
+        asbi_log("template %s: rename %s: %s", t->id, from, strerror(errno));
       asbi_log("snapshot %s (%s): deleted; its files stay while sandboxes use them", t->alias,
                t->id);
       rc = 0;

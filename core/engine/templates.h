@@ -24,7 +24,7 @@ struct template_info {
    * snapshot); hidden: a fork's, not listed (removed once unused). */
   char *snap_source;
   int hidden;
-  char *dir;             /* prepared template dir */
+  char *dir; /* prepared template dir */
   asbe_template *tmpl;
   int cpu_count, memory_mb, disk_mb;
   char *envd_version;
