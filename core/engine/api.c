@@ -588,22 +588,34 @@ static void snapshots_get(engine *e, api_req *q, api_reply *r) {
   api_reply_json(r, 200, arr);
 }
 
-static void fork_sbx(engine *e, sbx *s, api_req *q, api_reply *r) {
+/* E2B's SandboxForkRequest (timeout defaults to 15 s, count to 1): its
+ * body, or NULL after a 400. Checked before the sandbox is looked up, as
+ * E2B answers a bad count before an unknown sandbox. */
+static cJSON *fork_body(api_req *q, api_reply *r, int *secs, int *count) {
   cJSON *body = parse_body(q, r, 0);
-  if (!body) return;
-  int secs = 0;
+  if (!body) return NULL;
   const cJSON *cv = cJSON_GetObjectItemCaseSensitive(body, "count");
-  int count = 1;
-  /* E2B's SandboxForkRequest: timeout defaults to 15 s, count to 1 */
-  if (get_timeout(body, "timeout", 15, &secs, r)) goto out;
+  *count = 1;
+  if (get_timeout(body, "timeout", 15, secs, r)) {
+    cJSON_Delete(body);
+    return NULL;
+  }
   if (cv && !cJSON_IsNull(cv)) {
     if (!cJSON_IsNumber(cv) || cv->valuedouble != (double)(int)cv->valuedouble ||
         cv->valueint < 1 || cv->valueint > SNAPSHOTS_FORK_MAX) {
       api_error(r, 400, "'count' must be a whole number in 1..%d", SNAPSHOTS_FORK_MAX);
-      goto out;
+      cJSON_Delete(body);
+      return NULL;
     }
-    count = cv->valueint;
+    *count = cv->valueint;
   }
+  return body;
+}
+
+static void fork_sbx(engine *e, sbx *s, api_req *q, api_reply *r) {
+  int secs = 0, count = 1;
+  cJSON *body = fork_body(q, r, &secs, &count);
+  if (!body) return;
   sbx *made[SNAPSHOTS_FORK_MAX];
   eng_err errs[SNAPSHOTS_FORK_MAX], err;
   if (snapshots_fork(e, s, secs, count, made, errs, &err)) {
@@ -688,6 +700,12 @@ void api_handle(engine *e, api_req *q, api_reply *r) {
     }
   if (!known) return api_error(r, 404, "no such endpoint: %s %s", q->method, q->path);
   if (!method_ok) return api_error(r, 405, "method %s not allowed on %s", q->method, q->path);
+  if (strcmp(action, "fork") == 0) { /* its body's errors come first */
+    int secs = 0, count = 1;
+    cJSON *fb = fork_body(q, r, &secs, &count);
+    if (!fb) return;
+    cJSON_Delete(fb);
+  }
   sbx *s = NULL;
   eng_err err;
   if (sandboxes_get(e, id, &s, &err)) return not_found(r, id, &err);

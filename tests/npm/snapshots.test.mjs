@@ -138,6 +138,10 @@ test('404s, names, delete', async () => {
   await assert.rejects(e2b.Sandbox.fork(s.sandboxId), e2b.SandboxNotFoundError)
   await assert.rejects(e2b.Sandbox.createSnapshot(s.sandboxId), e2b.SandboxNotFoundError)
   await assert.rejects(e2b.Sandbox.createSnapshot('nosuchsandbox0000000'), e2b.SandboxNotFoundError)
+  // a bad count is 400 before an unknown sandbox is 404 (e2b 2.51 calls a
+  // 400 a SandboxError; newer SDKs check the count themselves)
+  await assert.rejects(e2b.Sandbox.fork('nosuchsandbox0000000', { count: 0 }), /400: 'count'/)
+  await assert.rejects(e2b.Sandbox.fork(s.sandboxId, { count: 101 }), /400: 'count'/)
   const live = await create('base')
   for (const bad of ['Upper', '../x', 'a/b', 'x:y', '-x', 'a'.repeat(129)])
     await assert.rejects(live.createSnapshot({ name: bad }), /invalid snapshot name/, bad)
