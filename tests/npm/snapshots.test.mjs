@@ -174,7 +174,7 @@ test('a snapshot survives its source\'s kill and an engine restart', async () =>
   const snap = await src.createSnapshot({ name: 'npm-snap-restart' })
   await src.kill()
   const state = engine.state
-  await engine.stop({ keep: true })
+  await engine.stop({ keepState: true })
   engine = await startEngine('npm-snap', [], { state })
   made.length = 0 // the engine killed them on exit (--kill-on-exit)
   const s = await create(snap.snapshotId)

@@ -11,9 +11,9 @@ import { fileURLToPath } from 'node:url'
 
 const here = path.dirname(fileURLToPath(import.meta.url))
 
-// extra: more engine options (e.g. ['--pool-template', 'base=20']).
-// opts.state: the state dir of an engine stopped with stop({ keep: true })
-// (a restart of it).
+// extra: more engine options (e.g. ['--pool-template', 'base=20']);
+// opts.state: this state dir (a restarted engine's: stop({ keepState: true })
+// before it).
 export async function startEngine(tag, extra = [], opts = {}) {
   const bin = process.env.ENGINE_BIN || path.join(here, '../../build/core/engine/agent-sandboxd')
   const state = opts.state || `/tmp/asb-${tag}-${process.pid}`
@@ -38,13 +38,19 @@ export async function startEngine(tag, extra = [], opts = {}) {
     proc,
     port,
     state,
-    async stop({ keep = false } = {}) {
-      if (proc.exitCode === null && proc.signalCode === null) {
-        const exited = new Promise((resolve) => proc.once('exit', resolve))
-        proc.kill('SIGTERM')
-        await exited
+    stopped: false,
+    // signal 'SIGKILL': a crash (its sandboxes live on, for the next
+    // engine on this state dir to adopt)
+    async stop({ keepState = false, signal = 'SIGTERM' } = {}) {
+      if (this.stopped) {
+        if (!keepState) rmSync(state, { recursive: true, force: true })
+        return
       }
-      if (!keep) rmSync(state, { recursive: true, force: true })
+      this.stopped = true
+      const exited = new Promise((resolve) => proc.once('exit', resolve))
+      proc.kill(signal)
+      await exited
+      if (!keepState) rmSync(state, { recursive: true, force: true })
     }
   }
 }
