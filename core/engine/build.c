@@ -492,7 +492,8 @@ static int image_base(engine *e, build *b, cJSON *spec, const char *ref, templat
   snprintf(cache, sizeof cache, "%s/templates/.images", e->state_dir);
   image_result img;
   int64_t t0 = asbi_unix_ms();
-  if (image_import(ref, cache, NULL, &img, b->img_err, sizeof b->img_err)) {
+  image_limits lim = {0, 0, (const char *const *)e->image_dirs};
+  if (image_import(ref, cache, &lim, &img, b->img_err, sizeof b->img_err)) {
     char why[1024];
     snprintf(why, sizeof why, "%s", b->img_err);
     snprintf(b->img_err, sizeof b->img_err, "image '%s': %s", ref, why);

@@ -21,6 +21,8 @@ struct sbx;
 struct tomb;
 typedef struct template_info template_info;
 
+#define ENGINE_MAX_IMAGE_DIRS 8
+
 typedef struct engine {
   /* configuration */
   char *state_dir;
@@ -30,6 +32,9 @@ typedef struct engine {
   char *codei_path;    /* code interpreter binary, or NULL (feature off) */
   char *templates_dir; /* bundled template dirs (<dir>/<name>/template.yaml),
                           or NULL */
+  /* where local images (oci:, docker-archive:) may be read from: real
+   * paths, <state>/images first, then --image-dir's; NULL-ended */
+  char *image_dirs[ENGINE_MAX_IMAGE_DIRS + 2];
   char *envd_version;
   char api_key[64];
   /* HTTP front (server.c): connections per listener, per TCP client
@@ -111,6 +116,10 @@ typedef struct engine_config {
   /* the resolver's upstream servers ("ADDR[:PORT]"); none: /etc/resolv.conf's */
   const char *dns_upstream[4];
   size_t ndns_upstream;
+  /* more directories local images may be read from (--image-dir), beside
+   * <state>/images */
+  const char *image_dirs[ENGINE_MAX_IMAGE_DIRS];
+  size_t nimage_dirs;
 } engine_config;
 
 /* Opens the engine on cfg without any front: the agent dir, the isolation

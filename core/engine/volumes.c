@@ -414,14 +414,8 @@ int api_volumes_handle(engine *e, api_req *q, api_reply *r) {
 /* ---- paths inside a volume --------------------------------------------------------- */
 
 static int openat2_in(int dirfd, const char *path, int flags) {
-  struct open_how how;
-  memset(&how, 0, sizeof how);
-  how.flags = (uint64_t)(flags | O_CLOEXEC);
-  how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV;
-  int fd;
-  do fd = (int)syscall(SYS_openat2, dirfd, path, &how, sizeof how);
-  while (fd < 0 && errno == EAGAIN);
-  return fd;
+  return asbi_openat2(dirfd, path, flags, 0,
+                      RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV);
 }
 
 /* The parent dir of norm (an O_PATH fd, resolved in the volume) and the

@@ -19,6 +19,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "util/util.h"
+
 int asbe__send_fds(int sock, const void *data, size_t len, const int *fds, int nfds) {
   union {
     char buf[CMSG_SPACE(sizeof(int) * ASBE_MAX_FDS)];
@@ -130,11 +132,7 @@ static void bind_dev(const asbe_plan *p, const char *name) {
  * and mounts go onto the directory fd through /proc/self/fd/N. */
 
 static int openat2_fd(int dirfd, const char *path, int flags, uint64_t resolve) {
-  struct open_how how;
-  memset(&how, 0, sizeof how);
-  how.flags = (uint64_t)flags;
-  how.resolve = resolve;
-  return (int)syscall(SYS_openat2, dirfd, path, &how, sizeof how);
+  return asbi_openat2(dirfd, path, flags, 0, resolve);
 }
 
 #define IN_TREE (RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS)

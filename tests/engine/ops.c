@@ -325,8 +325,12 @@ int main(void) {
   /* sandboxes with loopback only, as agent-sandboxd --no-network (the test
    * suite sets ASB_NO_NETWORK: tests/CMakeLists.txt) */
   const char *nn = getenv("ASB_NO_NETWORK");
-  engine_config cfg = {state, ASBT_ENVD, ASBT_INIT, NULL,      tdir, cg,     0,
-                       NULL,  0,         0,         nn && *nn, NULL, {NULL}, 0};
+  engine_config cfg = {.state_dir = state,
+                       .envd = ASBT_ENVD,
+                       .init = ASBT_INIT,
+                       .templates_dir = tdir,
+                       .cgroup_name = cg,
+                       .no_network = nn && *nn};
   eng_err err;
   engine_init(&E);
   int rc = 1;
