@@ -51,9 +51,18 @@ static int wait_envd(sbx *s) {
  * authenticated by the token already set (envd's guard: only the same
  * token may re-init), with no timestamp, so envd applies it whatever its
  * clock says about the first. */
-static int init_envd(sbx *s, int again) {
+static int init_envd(engine *e, sbx *s, int again) {
   cJSON *init = cJSON_CreateObject();
-  cJSON_AddItemToObject(init, "envVars", cJSON_Duplicate(s->env_vars, 1));
+  cJSON *env = cJSON_Duplicate(s->env_vars, 1);
+  /* with network, the programs that bring their own CA bundle are pointed
+   * at the sandbox's, which holds the egress CA; the sandbox's env vars win */
+  static const char *const ca_vars[] = {"SSL_CERT_FILE", "NODE_EXTRA_CA_CERTS",
+                                        "REQUESTS_CA_BUNDLE"};
+  int ca = env && sbxnet_ca_installed(e, s->iso);
+  for (size_t i = 0; ca && i < sizeof ca_vars / sizeof ca_vars[0]; i++)
+    if (!cJSON_GetObjectItemCaseSensitive(env, ca_vars[i]))
+      cJSON_AddStringToObject(env, ca_vars[i], SBXNET_CA_BUNDLE);
+  cJSON_AddItemToObject(init, "envVars", env);
   cJSON_AddStringToObject(init, "accessToken", s->token);
   cJSON_AddStringToObject(init, "defaultUser", "user");
   cJSON_AddStringToObject(init, "defaultWorkdir", "/home/user");
@@ -139,6 +148,7 @@ int sandboxes_prepare_vols(engine *e, template_info *t, const cJSON *env_vars,
   spec.disk_bytes = (uint64_t)t->disk_mb << 20;
   spec.agent_argv = (const char *const *)argv;
   spec.resolv_conf = sbxnet_resolv_conf(e);
+  spec.extra_ca_pem = sbxnet_ca_pem(e);
   /* The code interpreter, asb-init's aux agent: started with the sandbox for
    * the code-interpreter templates (Python importing ipykernel dominates the
    * first run_code, so the kernel warms while envd starts), on the first
@@ -168,7 +178,7 @@ int sandboxes_prepare_vols(engine *e, template_info *t, const cJSON *env_vars,
     eng_err_set(err, ENG_EINTERNAL, NULL, "the sandbox's agent did not start: %s", strerror(-rc));
     goto undo;
   }
-  int st = init_envd(s, 0);
+  int st = init_envd(e, s, 0);
   if (st < 200 || st >= 300) {
     eng_err_set(err, ENG_EINTERNAL, NULL, "the sandbox's agent refused /init (%s)",
                 st < 0 ? strerror(-st) : "HTTP error");
@@ -231,7 +241,7 @@ static int personalise(engine *e, template_info *t, sbx *s, const sandboxes_crea
     if (!env) return eng_err_set(err, ENG_EINTERNAL, NULL, "out of memory");
     cJSON_Delete(s->env_vars);
     s->env_vars = env;
-    int st = init_envd(s, 1);
+    int st = init_envd(e, s, 1);
     if (st < 200 || st >= 300)
       return eng_err_set(err, ENG_EINTERNAL, NULL, "the sandbox's agent refused /init (%s)",
                          st < 0 ? strerror(-st) : "HTTP error");

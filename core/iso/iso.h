@@ -243,6 +243,14 @@ typedef struct asbe_sandbox_spec {
    * new file renamed over whatever is there), < 256 bytes; NULL = the
    * template's own. The engine's datapath (core/net) names its resolver. */
   const char *resolv_conf;
+  /* A CA certificate (PEM, < 8 KiB) the sandbox's programs must trust: the
+   * engine's egress CA, which signs what its egress proxy shows for the
+   * domains with header rules. Appended to the sandbox's
+   * /etc/ssl/certs/ca-certificates.crt on its writable layer unless that
+   * file already holds it (a sandbox made from a snapshot of one that has
+   * it); a bundle that is missing, a symlink or no regular file is left
+   * alone. NULL = none. */
+  const char *extra_ca_pem;
 } asbe_sandbox_spec;
 
 /* Creates and starts a sandbox. Transactional: on failure nothing is left

@@ -495,6 +495,9 @@ static int build_plan(asbe_engine *e, const asbe_sandbox_spec *spec, asbe_plan *
   if (spec->resolv_conf &&
       (size_t)snprintf(p->resolv, sizeof p->resolv, "%s", spec->resolv_conf) >= sizeof p->resolv)
     return asbe__fail(-ENAMETOOLONG, "resolv.conf of %zu bytes", strlen(spec->resolv_conf));
+  if (spec->extra_ca_pem &&
+      (size_t)snprintf(p->ca_pem, sizeof p->ca_pem, "%s", spec->extra_ca_pem) >= sizeof p->ca_pem)
+    return asbe__fail(-ENAMETOOLONG, "CA certificate of %zu bytes", strlen(spec->extra_ca_pem));
   snprintf(p->shm_opts, sizeof p->shm_opts, "mode=1777,size=%llu",
            (unsigned long long)(spec->shm_bytes ? spec->shm_bytes : DEFAULT_SHM));
   p->sec = &e->sec;
