@@ -12,7 +12,11 @@ export {
   InvalidArgumentError, NotEnoughSpaceError, NotFoundError, FileNotFoundError, SandboxNotFoundError,
   AuthenticationError, TemplateError, RateLimitError, BuildError, CommandExitError,
   SandboxNetworkOpts, SandboxNetworkUpdate, SandboxNetworkInfo, SandboxNetworkSelector,
-  SandboxNetworkRule, SandboxNetworkRules, SandboxNetworkTransform, SandboxEgressProxyOpts
+  SandboxNetworkRule, SandboxNetworkRules, SandboxNetworkTransform, SandboxEgressProxyOpts,
+  Git, GitRequestOpts, GitCloneOpts, GitInitOpts, GitRemoteAddOpts, GitCommitOpts, GitAddOpts,
+  GitResetMode, GitResetOpts, GitRestoreOpts, GitDeleteBranchOpts, GitPushOpts, GitPullOpts, GitConfigScope,
+  GitConfigOpts, GitDangerouslyAuthenticateOpts, GitFileStatus, GitStatus, GitBranches, GitAuthError,
+  GitUpstreamError
 } from './types'
 
 /** '0.0.0.0/0': denyOut [ALL_TRAFFIC] is internet off. */

@@ -17,7 +17,11 @@ export {
   PermissionDeniedError, CommandNotFoundError, CommandFailedError, OperationCancelledError,
   AuthenticationError, BuildError, CommandExitError, RemoteError, AgentInfo, AgentEvent,
   AgentEventHandler, AgentTurn, AgentCallOpts, AgentSessionOpts, AgentSendOpts, AgentEventsOpts,
-  AgentInstallOpts, AgentSession, Agents, AgentTurnError
+  AgentInstallOpts, AgentSession, Agents, AgentTurnError,
+  Git, GitRequestOpts, GitCloneOpts, GitInitOpts, GitRemoteAddOpts, GitCommitOpts, GitAddOpts,
+  GitResetMode, GitResetOpts, GitRestoreOpts, GitDeleteBranchOpts, GitPushOpts, GitPullOpts, GitConfigScope,
+  GitConfigOpts, GitDangerouslyAuthenticateOpts, GitFileStatus, GitStatus, GitBranches, GitAuthError,
+  GitUpstreamError
 } from './types'
 
 /** A sandbox: create, connect, list, and its parts (commands, files, pty,

@@ -317,13 +317,13 @@ route_ctx *router_begin(engine *e, struct MHD_Connection *c, const char *raw_uri
   if (!s) {
     /* 502 as E2B's proxy answers for a sandbox it cannot reach: the stock
      * SDKs read it as "not running" (isRunning() = false, Connect calls →
-     * SandboxNotFound). The body names the sandbox and why it ended. */
+     * SandboxNotFound). The body names the sandbox; why it ended is in
+     * "reason": the message is E2B's own, word for word (its SDK tests and
+     * users' code compare it). */
     char why[32];
     const char *reason = reg_tomb(e, id, why, sizeof why);
     *err_status = 502;
-    *err = reason ? json_resp(502, id, "sandbox_not_found", reason,
-                              "The sandbox was not found: it is gone (%s)", reason)
-                  : json_resp(502, id, "sandbox_not_found", NULL, "The sandbox was not found");
+    *err = json_resp(502, id, "sandbox_not_found", reason, "The sandbox was not found");
     return NULL;
   }
   pthread_mutex_lock(&s->mu);
@@ -334,8 +334,8 @@ route_ctx *router_begin(engine *e, struct MHD_Connection *c, const char *raw_uri
   if (st == SBX_DEAD) { /* being killed right now */
     reg_put(e, s);
     *err_status = 502;
-    *err = json_resp(502, id, "sandbox_not_found", dying,
-                     "The sandbox was not found: it is gone (%s)", dying);
+    *err = json_resp(502, id, "sandbox_not_found", dying[0] ? dying : NULL,
+                     "The sandbox was not found");
     return NULL;
   }
   if (st != SBX_RUNNING) {

@@ -405,6 +405,9 @@ static char **build_env(const asbe_engine *e, const asbe_sandbox_spec *spec) {
   /* issue 23's phase timers (docs/envd.md): an engine run with ASB_TIMING
    * has envd write them inside the sandbox, readable through /files */
   if (getenv("ASB_TIMING")) env[n++] = strdup("ASB_TIMING=/run/asb/envd-timing.log");
+  /* ASB_PRESTART=0 turns envd's pre-started login shell off (bench/cmd_bench
+   * compares both paths side by side) */
+  if (getenv("ASB_PRESTART")) env[n++] = asbe__strfmt("ASB_PRESTART=%s", getenv("ASB_PRESTART"));
   for (size_t i = 0; i < extra; i++) env[n++] = strdup(spec->agent_env[i]);
   for (size_t i = 0; i < n; i++)
     if (!env[i]) {

@@ -62,8 +62,10 @@ exception("SandboxNotFoundException", NotFound)
 exception("TemplateException", SandboxException)
 exception("RateLimitException", SandboxException)
 exception("CommandExitException", SandboxException)
-exception("AuthenticationException")
+local Auth = exception("AuthenticationException")
 exception("BuildException")
+exception("GitAuthException", Auth)
+exception("GitUpstreamException", SandboxException)
 
 -- E2B's JS SDK has the same classes named *Error (CommandExitError,
 -- NotFoundError, ...): those names are the same classes here, so a script
@@ -81,6 +83,7 @@ local NAMES = {
   ASB_ECOMMANDEXIT = "CommandExitException", ASB_ETEMPLATE = "TemplateException",
   ASB_ESANDBOXNOTFOUND = "SandboxNotFoundException",
   ASB_ESANDBOXGONE = "SandboxNotFoundException", ASB_EBUILD = "BuildException",
+  ASB_EGITAUTH = "GitAuthException", ASB_EGITUPSTREAM = "GitUpstreamException",
 }
 
 -- v, err with err named after E2B's class (not_found: the class for
@@ -346,6 +349,91 @@ local function message(fn, is_err)
   return function(line) fn({ line = line, timestamp = os.time(), error = is_err }) end
 end
 
+-- ---- git ------------------------------------------------------------------------------------
+
+-- E2B's sandbox.git with its Python names: the native sb.git with E2B's
+-- keyword names (timeout and request_timeout in seconds,
+-- dangerously_store_credentials); None is nil.
+local GIT_RUN = { "envs", "user", "cwd", "timeout", "request_timeout" }
+local function git_keys(extra)
+  local l = {}
+  for _, k in ipairs(GIT_RUN) do l[#l + 1] = k end
+  for _, k in ipairs(extra or {}) do l[#l + 1] = k end
+  return keys(l)
+end
+
+local function git(sb)
+  local g = sb.git
+  -- E2B's keywords -> the native options
+  local function o(t, keys_, where)
+    t = known(t, keys_, where)
+    local n = {}
+    for k, v in pairs(t) do
+      if k == "timeout" then n.timeout_ms = ms(v)
+      elseif k == "request_timeout" then n.request_timeout_ms = ms(v)
+      elseif k == "dangerously_store_credentials" then n.store_credentials = v
+      elseif not CONN[k] and k ~= "api_headers" then n[k] = v end
+    end
+    return n
+  end
+  local function none(v, err)
+    if v == false then return nil end
+    return e2b(v, err)
+  end
+  local PLAIN = git_keys()
+  return bound("Git", { __id = sb.id }, {
+    clone = function(url, t)
+      return e2b(g:clone(url, o(t, git_keys({ "path", "branch", "depth", "username", "password",
+                                               "dangerously_store_credentials" }), "git.clone")))
+    end,
+    init = function(path, t)
+      return e2b(g:init(path, o(t, git_keys({ "bare", "initial_branch" }), "git.init")))
+    end,
+    remote_add = function(path, name, url, t)
+      return e2b(g:remote_add(path, name, url, o(t, git_keys({ "fetch", "overwrite" }), "git.remote_add")))
+    end,
+    remote_get = function(path, name, t) return none(g:remote_get(path, name, o(t, PLAIN, "git.remote_get"))) end,
+    status = function(path, t) return e2b(g:status(path, o(t, PLAIN, "git.status"))) end,
+    branches = function(path, t) return e2b(g:branches(path, o(t, PLAIN, "git.branches"))) end,
+    create_branch = function(path, b, t) return e2b(g:create_branch(path, b, o(t, PLAIN, "git.create_branch"))) end,
+    checkout_branch = function(path, b, t)
+      return e2b(g:checkout_branch(path, b, o(t, PLAIN, "git.checkout_branch")))
+    end,
+    delete_branch = function(path, b, t)
+      return e2b(g:delete_branch(path, b, o(t, git_keys({ "force" }), "git.delete_branch")))
+    end,
+    add = function(path, t) return e2b(g:add(path, o(t, git_keys({ "files", "all" }), "git.add"))) end,
+    commit = function(path, message, t)
+      return e2b(g:commit(path, message, o(t, git_keys({ "author_name", "author_email", "allow_empty" }),
+                                           "git.commit")))
+    end,
+    reset = function(path, t)
+      return e2b(g:reset(path, o(t, git_keys({ "mode", "target", "paths" }), "git.reset")))
+    end,
+    restore = function(path, paths, t)
+      return e2b(g:restore(path, paths, o(t, git_keys({ "staged", "worktree", "source" }), "git.restore")))
+    end,
+    push = function(path, t)
+      return e2b(g:push(path, o(t, git_keys({ "remote", "branch", "set_upstream", "username", "password" }),
+                                "git.push")))
+    end,
+    pull = function(path, t)
+      return e2b(g:pull(path, o(t, git_keys({ "remote", "branch", "username", "password" }), "git.pull")))
+    end,
+    set_config = function(key, value, t)
+      return e2b(g:set_config(key, value, o(t, git_keys({ "scope", "path" }), "git.set_config")))
+    end,
+    get_config = function(key, t) return none(g:get_config(key, o(t, git_keys({ "scope", "path" }), "git.get_config"))) end,
+    configure_user = function(name, email, t)
+      return e2b(g:configure_user(name, email, o(t, git_keys({ "scope", "path" }), "git.configure_user")))
+    end,
+    dangerously_authenticate = function(username, password, t)
+      return e2b(g:dangerously_authenticate(username, password,
+                                            o(t, git_keys({ "host", "protocol" }), "git.dangerously_authenticate")))
+    end,
+  })
+end
+
 local wrap
 function wrap(sb)
   local fields = {
@@ -355,6 +443,7 @@ function wrap(sb)
   fields.commands = commands(sb)
   fields.pty = pty(sb)
   fields.files = files(sb)
+  fields.git = git(sb)
   return bound("Sandbox", fields, {
     kill = function() return e2b(sb:kill()) end,
     set_timeout = function(s) return e2b(sb:set_timeout(ms(s))) end,

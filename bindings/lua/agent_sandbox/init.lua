@@ -317,6 +317,7 @@ local function wrap_sandbox(h, client)
   fields.files = new_object(FilesMT, { sandbox = sb }, { sb = sb })
   fields.code = new_object(CodeMT, { sandbox = sb }, { sb = sb })
   fields.agents = M._new_agents(sb)
+  fields.git = M._new_git(sb)
   return sb
 end
 
@@ -1984,6 +1985,288 @@ function AgentSession.close(s, t)
   core.asb_agent_session_free(h)
   if rc < 0 and rc ~= ENOTFOUND then return fail(rc, "session:close") end
   return true
+end
+
+-- ---- git (git.h: the sandbox's own git, run as commands) ----------------------------------
+
+local Git = {}
+local GitMT = new_class("Git", Git, {
+  __tostring = function(g) return "agent_sandbox.Git(" .. g.sandbox.id .. ")" end,
+})
+M.Git = Git
+
+function M._new_git(sb)
+  return new_object(GitMT, { sandbox = sb }, { sb = sb })
+end
+
+-- Every call's keys: how git runs.
+local GIT_RUN = { "envs", "user", "cwd", "timeout_ms", "request_timeout_ms" }
+local function git_keys(extra)
+  local l = {}
+  for _, k in ipairs(GIT_RUN) do l[#l + 1] = k end
+  for _, k in ipairs(extra or {}) do l[#l + 1] = k end
+  return set(l)
+end
+
+-- Fields of asb_git_options by kind (what a Lua value becomes).
+local GIT_STRING = set({ "user", "cwd", "username", "password", "branch", "initial_branch",
+                         "remote", "author_name", "author_email", "mode", "target", "source",
+                         "scope", "host", "protocol" })
+local GIT_BOOL = set({ "store_credentials", "bare", "allow_empty", "fetch", "overwrite", "force" })
+local GIT_TRI = set({ "set_upstream", "all", "staged", "worktree" }) -- nil = the call's default
+local GIT_INT = set({ "timeout_ms", "request_timeout_ms", "depth" })
+
+local function git_options(t, where)
+  local o = core.asb_git_options()
+  for k, v in pairs(t) do
+    if k == "envs" then
+      o.envs = check(v, "table", where, "envs")
+    elseif k == "paths" then
+      o.paths = check(v, "table", where, "paths")
+    elseif GIT_STRING[k] then
+      o[k] = check(v, "string", where, k)
+    elseif GIT_BOOL[k] then
+      o[k] = flag(check(v, "boolean", where, k))
+    elseif GIT_TRI[k] then
+      o[k] = check(v, "boolean", where, k) and 1 or -1
+    elseif GIT_INT[k] then
+      o[k] = check(v, "number", where, k)
+    end
+  end
+  return o
+end
+
+-- A call that changes something: git's result table; a failing git is nil,
+-- err (ASB_ECOMMANDEXIT, ASB_EGITAUTH or ASB_EGITUPSTREAM) carrying git's
+-- result (err.stderr says why).
+local function git_result(rc, res, op)
+  if rc >= 0 then return result_of(res) end
+  if not res then return fail(rc, op) end
+  local r = result_of(res)
+  if rc == ECOMMANDEXIT then return exit_error(r, op) end
+  local _, err = fail(rc, op)
+  err.exit_code, err.stdout, err.stderr, err.error, err.result = r.exit_code, r.stdout,
+      r.stderr, r.error, r
+  return nil, err
+end
+
+local function git_h(g) return sandbox_h(private(g).sb, 3) end
+
+local CLONE = git_keys({ "path", "branch", "depth", "username", "password", "store_credentials" })
+--- git:clone(url, { path, branch, depth, username, password,
+--- store_credentials, envs, user, cwd, timeout_ms, request_timeout_ms }):
+--- git clone url [path]. Credentials reach git on stdin, never a command
+--- line; kept in the clone only with store_credentials = true.
+function Git.clone(g, url, t)
+  check(url, "string", "git:clone", "url")
+  t = options(t, CLONE, "git:clone")
+  local path = check(t.path, "string", "git:clone", "path", true)
+  local o = git_options(t, "git:clone")
+  local rc, res = core.asb_git_clone(git_h(g), url, path, o)
+  return git_result(rc, res, "git:clone")
+end
+
+local INIT = git_keys({ "bare", "initial_branch" })
+--- git:init(path, { bare, initial_branch, ... }).
+function Git.init(g, path, t)
+  check(path, "string", "git:init", "path")
+  t = options(t, INIT, "git:init")
+  local rc, res = core.asb_git_init(git_h(g), path, git_options(t, "git:init"))
+  return git_result(rc, res, "git:init")
+end
+
+local REMOTE_ADD = git_keys({ "fetch", "overwrite" })
+--- git:remote_add(path, name, url, { fetch, overwrite, ... }).
+function Git.remote_add(g, path, name, url, t)
+  check(path, "string", "git:remote_add", "path")
+  check(name, "string", "git:remote_add", "name")
+  check(url, "string", "git:remote_add", "url")
+  t = options(t, REMOTE_ADD, "git:remote_add")
+  local rc, res = core.asb_git_remote_add(git_h(g), path, name, url,
+                                          git_options(t, "git:remote_add"))
+  return git_result(rc, res, "git:remote_add")
+end
+
+local PLAIN = git_keys()
+--- git:remote_get(path, name): the remote's URL, or false when there is no
+--- such remote.
+function Git.remote_get(g, path, name, t)
+  check(path, "string", "git:remote_get", "path")
+  check(name, "string", "git:remote_get", "name")
+  t = options(t, PLAIN, "git:remote_get")
+  local rc, url = core.asb_git_remote_get(git_h(g), path, name, git_options(t, "git:remote_get"))
+  if rc < 0 then return fail(rc, "git:remote_get") end
+  if url == nil then return false end
+  return url
+end
+
+--- git:status(path): {current_branch, upstream, ahead, behind, detached,
+--- file_status = {{name, status, index_status, working_tree_status,
+--- staged, renamed_from}, ...}, is_clean}.
+function Git.status(g, path, t)
+  check(path, "string", "git:status", "path")
+  t = options(t, PLAIN, "git:status")
+  local rc, s = core.asb_git_status_read(git_h(g), path, git_options(t, "git:status"))
+  if rc < 0 then return fail(rc, "git:status") end
+  local files = {}
+  for i = 0, core.asb_git_status_files_count(s) - 1 do
+    files[#files + 1] = {
+      name = core.asb_git_status_file_name(s, i) or "",
+      status = core.asb_git_status_file_status(s, i) or "unknown",
+      index_status = core.asb_git_status_file_index_status(s, i) or " ",
+      working_tree_status = core.asb_git_status_file_worktree_status(s, i) or " ",
+      staged = core.asb_git_status_file_staged(s, i) ~= 0,
+      renamed_from = core.asb_git_status_file_renamed_from(s, i),
+    }
+  end
+  return {
+    current_branch = core.asb_git_status_current_branch(s),
+    upstream = core.asb_git_status_upstream(s),
+    ahead = core.asb_git_status_ahead(s),
+    behind = core.asb_git_status_behind(s),
+    detached = core.asb_git_status_detached(s) ~= 0,
+    file_status = files,
+    is_clean = #files == 0,
+  }
+end
+
+--- git:branches(path): {branches = {name, ...}, current_branch}.
+function Git.branches(g, path, t)
+  check(path, "string", "git:branches", "path")
+  t = options(t, PLAIN, "git:branches")
+  local rc, l = core.asb_git_branches_list(git_h(g), path, git_options(t, "git:branches"))
+  if rc < 0 then return fail(rc, "git:branches") end
+  local names = {}
+  for i = 0, core.asb_git_branch_list_count(l) - 1 do
+    names[#names + 1] = core.asb_git_branch_list_get(l, i)
+  end
+  return { branches = names, current_branch = core.asb_git_branch_list_current(l) }
+end
+
+local function branch_call(fn, op, keys)
+  return function(g, path, branch, t)
+    check(path, "string", op, "path")
+    check(branch, "string", op, "branch")
+    t = options(t, keys, op)
+    local rc, res = fn(git_h(g), path, branch, git_options(t, op))
+    return git_result(rc, res, op)
+  end
+end
+--- git:create_branch(path, branch): git checkout -b branch.
+Git.create_branch = branch_call(core.asb_git_branch_create, "git:create_branch", PLAIN)
+--- git:checkout_branch(path, branch): git checkout branch.
+Git.checkout_branch = branch_call(core.asb_git_branch_checkout, "git:checkout_branch", PLAIN)
+--- git:delete_branch(path, branch, { force }): git branch -d (-D).
+Git.delete_branch = branch_call(core.asb_git_branch_delete, "git:delete_branch",
+                                git_keys({ "force" }))
+
+local ADD = git_keys({ "files", "all" })
+--- git:add(path, { files = {...}, all = true|false }): stage files, or
+--- everything (all, the default) or the directory's changes (all = false).
+function Git.add(g, path, t)
+  check(path, "string", "git:add", "path")
+  t = options(t, ADD, "git:add")
+  local o = git_options({ envs = t.envs, user = t.user, cwd = t.cwd, timeout_ms = t.timeout_ms,
+                          request_timeout_ms = t.request_timeout_ms, all = t.all }, "git:add")
+  if t.files ~= nil and #check(t.files, "table", "git:add", "files") > 0 then o.paths = t.files end
+  local rc, res = core.asb_git_add(git_h(g), path, o)
+  return git_result(rc, res, "git:add")
+end
+
+local COMMIT = git_keys({ "author_name", "author_email", "allow_empty" })
+--- git:commit(path, message, { author_name, author_email, allow_empty }).
+function Git.commit(g, path, message, t)
+  check(path, "string", "git:commit", "path")
+  check(message, "string", "git:commit", "message")
+  t = options(t, COMMIT, "git:commit")
+  local rc, res = core.asb_git_commit(git_h(g), path, message, git_options(t, "git:commit"))
+  return git_result(rc, res, "git:commit")
+end
+
+local RESET = git_keys({ "mode", "target", "paths" })
+--- git:reset(path, { mode = "soft"|"mixed"|"hard"|"merge"|"keep", target,
+--- paths }).
+function Git.reset(g, path, t)
+  check(path, "string", "git:reset", "path")
+  t = options(t, RESET, "git:reset")
+  local rc, res = core.asb_git_reset(git_h(g), path, git_options(t, "git:reset"))
+  return git_result(rc, res, "git:reset")
+end
+
+local RESTORE = git_keys({ "staged", "worktree", "source" })
+--- git:restore(path, paths, { staged, worktree, source }): the work tree by
+--- default, the index only with staged = true alone.
+function Git.restore(g, path, paths, t)
+  check(path, "string", "git:restore", "path")
+  check(paths, "table", "git:restore", "paths")
+  t = options(t, RESTORE, "git:restore")
+  local rc, res = core.asb_git_restore(git_h(g), path, paths, git_options(t, "git:restore"))
+  return git_result(rc, res, "git:restore")
+end
+
+local PUSH = git_keys({ "remote", "branch", "set_upstream", "username", "password" })
+--- git:push(path, { remote, branch, set_upstream, username, password }).
+function Git.push(g, path, t)
+  check(path, "string", "git:push", "path")
+  t = options(t, PUSH, "git:push")
+  local rc, res = core.asb_git_push(git_h(g), path, git_options(t, "git:push"))
+  return git_result(rc, res, "git:push")
+end
+
+local PULL = git_keys({ "remote", "branch", "username", "password" })
+--- git:pull(path, { remote, branch, username, password }).
+function Git.pull(g, path, t)
+  check(path, "string", "git:pull", "path")
+  t = options(t, PULL, "git:pull")
+  local rc, res = core.asb_git_pull(git_h(g), path, git_options(t, "git:pull"))
+  return git_result(rc, res, "git:pull")
+end
+
+local CONFIG = git_keys({ "scope", "path" })
+--- git:set_config(key, value, { scope = "global"|"local"|"system", path }).
+function Git.set_config(g, key, value, t)
+  check(key, "string", "git:set_config", "key")
+  check(value, "string", "git:set_config", "value")
+  t = options(t, CONFIG, "git:set_config")
+  local path = check(t.path, "string", "git:set_config", "path", true)
+  local rc, res = core.asb_git_config_set(git_h(g), path, key, value,
+                                          git_options(t, "git:set_config"))
+  return git_result(rc, res, "git:set_config")
+end
+
+--- git:get_config(key, { scope, path }): the value, or false when unset.
+function Git.get_config(g, key, t)
+  check(key, "string", "git:get_config", "key")
+  t = options(t, CONFIG, "git:get_config")
+  local path = check(t.path, "string", "git:get_config", "path", true)
+  local rc, v = core.asb_git_config_get(git_h(g), path, key, git_options(t, "git:get_config"))
+  if rc < 0 then return fail(rc, "git:get_config") end
+  if v == nil then return false end
+  return v
+end
+
+--- git:configure_user(name, email, { scope, path }): user.name, user.email.
+function Git.configure_user(g, name, email, t)
+  check(name, "string", "git:configure_user", "name")
+  check(email, "string", "git:configure_user", "email")
+  t = options(t, CONFIG, "git:configure_user")
+  local path = check(t.path, "string", "git:configure_user", "path", true)
+  local rc, res = core.asb_git_configure_user(git_h(g), path, name, email,
+                                              git_options(t, "git:configure_user"))
+  return git_result(rc, res, "git:configure_user")
+end
+
+local AUTH = git_keys({ "host", "protocol" })
+--- git:dangerously_authenticate(username, password, { host, protocol }):
+--- stores the credentials in the user's ~/.git-credentials (plain text,
+--- readable by anything running as that user). Prefer per-call ones.
+function Git.dangerously_authenticate(g, username, password, t)
+  check(username, "string", "git:dangerously_authenticate", "username")
+  check(password, "string", "git:dangerously_authenticate", "password")
+  t = options(t, AUTH, "git:dangerously_authenticate")
+  local rc, res = core.asb_git_dangerously_authenticate(git_h(g), username, password,
+      git_options(t, "git:dangerously_authenticate"))
+  return git_result(rc, res, "git:dangerously_authenticate")
 end
 
 return M

@@ -182,6 +182,8 @@ module.exports = {
   FileNotFoundError: errors.FileNotFoundError,
   SandboxNotFoundError: errors.SandboxNotFoundError,
   AuthenticationError: errors.AuthenticationError,
+  GitAuthError: errors.GitAuthError,
+  GitUpstreamError: errors.GitUpstreamError,
   TemplateError: errors.TemplateError,
   RateLimitError: errors.RateLimitError,
   BuildError: errors.BuildError,

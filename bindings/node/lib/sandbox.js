@@ -5,6 +5,7 @@
 const { N, EV, EVENTS, invoke, ms, pairs, client, connOf, callOpts, abortError, asyncDispose, isThenable } = require('./native.js')
 const E = require('./errors.js')
 const { Agents } = require('./agents.js')
+const { Git } = require('./git.js')
 const NET = require('./network.js')
 
 const KIND = { client: 1, sandbox: 2, process: 3, watch: 4 }
@@ -744,6 +745,7 @@ class Sandbox {
     this.files = new Files(this)
     this.pty = new Pty(this)
     this.agents = new Agents(this)
+    this.git = new Git(this)
   }
 
   get id() {

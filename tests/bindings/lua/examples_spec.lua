@@ -32,6 +32,13 @@ describe("examples/lua", function()
     assert.matches("event create done", out)
   end)
 
+  it("git.lua", function()
+    local out = run("git.lua")
+    assert.matches("untracked\tREADME\npush without upstream\tASB_EGITUPSTREAM\n", out)
+    assert.matches("pulled\tnews", out)
+    assert.matches("branches\tmain,topic\ton\ttopic\nclean\ttrue\tupstream\tnil\n", out)
+  end)
+
   it("pty.lua", function()
     assert.matches("exit\t0\tsize\t30 100", run("pty.lua"))
   end)
