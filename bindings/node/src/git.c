@@ -37,16 +37,15 @@ enum {
 };
 
 /* the string members of asb_git_options, in this order in git_call.f */
-static const char *const k_str[] = {"user",         "cwd",    "username", "password",
-                                    "branch",       "initial_branch", "remote",
-                                    "author_name",  "author_email",   "mode",
-                                    "target",       "source", "scope",    "host",
-                                    "protocol"};
+static const char *const k_str[] = {
+    "user",           "cwd",    "username",    "password",     "branch",
+    "initial_branch", "remote", "author_name", "author_email", "mode",
+    "target",         "source", "scope",       "host",         "protocol"};
 #define NSTR (sizeof k_str / sizeof k_str[0])
 /* the int members (flags and tri-states), in this order in git_call.n */
-static const char *const k_int[] = {"store_credentials", "depth", "bare",     "set_upstream",
-                                    "all",               "allow_empty", "staged", "worktree",
-                                    "fetch",             "overwrite",   "force"};
+static const char *const k_int[] = {
+    "store_credentials", "depth", "bare",      "set_upstream", "all", "allow_empty", "staged",
+    "worktree",          "fetch", "overwrite", "force"};
 #define NINT (sizeof k_int / sizeof k_int[0])
 
 typedef struct git_call {
