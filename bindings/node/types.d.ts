@@ -697,6 +697,8 @@ export declare class SandboxBase implements AsyncDisposable {
   static getMetrics(sandboxId: string, opts?: ConnectionOpts & CallOpts & { start?: Date; end?: Date }): Promise<SandboxMetrics[]>
   static pause(sandboxId: string, opts?: ConnectionOpts & CallOpts): Promise<boolean>
   static updateNetwork(sandboxId: string, network: SandboxNetworkUpdate, opts?: ConnectionOpts & CallOpts): Promise<void>
+  /** true, or false if there is no such snapshot; sandboxes on it keep their files. */
+  static deleteSnapshot(snapshotId: string, opts?: ConnectionOpts & CallOpts): Promise<boolean>
 
   kill(opts?: CallOpts): Promise<boolean>
   setTimeout(timeoutMs: number, opts?: CallOpts): Promise<void>

@@ -790,3 +790,156 @@ METRIC_GETTER(asb_int64, mem_used, mem_used)
 METRIC_GETTER(asb_int64, mem_total, mem_total)
 METRIC_GETTER(asb_int64, disk_used, disk_used)
 METRIC_GETTER(asb_int64, disk_total, disk_total)
+
+/* ---- snapshots and fork ------------------------------------------------------------ */
+
+int asb_sandbox_snapshot(char **snapshot_id, asb_sandbox *sb, const char *name,
+                         const asb_call_options *call) {
+  ASBI_SANDBOX_CALL(sb);
+  if (snapshot_id) *snapshot_id = NULL;
+  if (!sb || !snapshot_id) return asbi_err(ASB_EINVAL, "sandbox.snapshot: bad arguments");
+  ASBI_CHECK_VERSION(call, ASB_CALL_OPTIONS_VERSION, "asb_call_options");
+  char path[256];
+  snprintf(path, sizeof path, "/sandboxes/%s/snapshots", sb->id);
+  cJSON *body = cJSON_CreateObject();
+  if (!body || (name && *name && !cJSON_AddStringToObject(body, "name", name))) {
+    cJSON_Delete(body);
+    return asbi_oom();
+  }
+  cp_call k;
+  cp_from(&k, sb->client, call);
+  k.stop = sb->life.stop;
+  cJSON *reply = NULL;
+  int rc =
+      cp_request(sb->client, "POST", path, body, &k, "sandbox.snapshot", NULL, NULL, &reply, NULL);
+  cJSON_Delete(body);
+  const char *id = NULL;
+  if (!rc && (asbi_pj_get_str(reply, "snapshotID", &id) || !id || !*id))
+    rc = asbi_err(ASB_EPROTOCOL, "sandbox.snapshot: the reply lacks snapshotID");
+  if (!rc && !(*snapshot_id = asbi_strdup(id))) rc = asbi_oom();
+  cJSON_Delete(reply);
+  return rc;
+}
+
+int asb_sandbox_fork(asb_sandbox **out, asb_sandbox *sb, long timeout_ms,
+                     const asb_call_options *call) {
+  ASBI_SANDBOX_CALL(sb);
+  if (out) *out = NULL;
+  if (!sb || !out) return asbi_err(ASB_EINVAL, "sandbox.fork: bad arguments");
+  ASBI_CHECK_VERSION(call, ASB_CALL_OPTIONS_VERSION, "asb_call_options");
+  char path[256];
+  snprintf(path, sizeof path, "/sandboxes/%s/fork", sb->id);
+  cJSON *body = cJSON_CreateObject();
+  if (!body || !cJSON_AddNumberToObject(body, "count", 1) ||
+      (timeout_ms > 0 && !cJSON_AddNumberToObject(body, "timeout", seconds(timeout_ms)))) {
+    cJSON_Delete(body);
+    return asbi_oom();
+  }
+  cp_call k;
+  cp_from(&k, sb->client, call);
+  k.stop = sb->life.stop;
+  cJSON *reply = NULL;
+  int rc = cp_request(sb->client, "POST", path, body, &k, "sandbox.fork", NULL, NULL, &reply, NULL);
+  cJSON_Delete(body);
+  const cJSON *first = cJSON_IsArray(reply) ? cJSON_GetArrayItem(reply, 0) : NULL;
+  const cJSON *made = cJSON_GetObjectItemCaseSensitive(first, "sandbox");
+  const cJSON *why = cJSON_GetObjectItemCaseSensitive(first, "error");
+  if (rc) {
+  } else if (cJSON_IsObject(made)) {
+    rc = sandbox_from_reply(sb->client, made, out, "sandbox.fork");
+  } else if (cJSON_IsObject(why)) {
+    const char *msg = NULL;
+    asbi_pj_get_str(why, "message", &msg);
+    rc = asbi_err(ASB_ERROR, "sandbox.fork: the fork failed to start: %s", msg ? msg : "?");
+  } else {
+    rc = asbi_err(ASB_EPROTOCOL, "sandbox.fork: the reply holds no fork");
+  }
+  cJSON_Delete(reply);
+  return rc;
+}
+
+struct asb_snapshot_list {
+  char **v;
+  size_t n;
+};
+
+int asb_snapshots_list(asb_snapshot_list **out, asb_client *c, const char *sandbox_id,
+                       const char *name, const asb_call_options *call) {
+  ASBI_CLIENT_CALL(c);
+  if (out) *out = NULL;
+  if (!c || !out) return asbi_err(ASB_EINVAL, "snapshots.list: bad arguments");
+  ASBI_CHECK_VERSION(call, ASB_CALL_OPTIONS_VERSION, "asb_call_options");
+  asb_snapshot_list *l = calloc(1, sizeof *l);
+  if (!l) return asbi_oom();
+  cp_call k;
+  cp_from(&k, c, call);
+  k.idempotent = 1;
+  char *next = NULL;
+  int rc = ASB_OK;
+  do { /* every page */
+    asbi_buf path = ASBI_BUF_INIT;
+    asbi_buf_puts(&path, "/snapshots?limit=100");
+    if (sandbox_id && *sandbox_id) {
+      asbi_buf_puts(&path, "&sandboxID=");
+      asbi_url_escape(&path, sandbox_id, 0);
+    }
+    if (name && *name) {
+      asbi_buf_puts(&path, "&name=");
+      asbi_url_escape(&path, name, 0);
+    }
+    if (next) {
+      asbi_buf_puts(&path, "&nextToken=");
+      asbi_url_escape(&path, next, 0);
+    }
+    free(next);
+    next = NULL;
+    cJSON *reply = NULL;
+    asbi_http_resp resp = ASBI_HTTP_RESP_INIT;
+    rc = path.data ? cp_request(c, "GET", path.data, NULL, &k, "snapshots.list", NULL, NULL, &reply,
+                                &resp)
+                   : asbi_oom();
+    asbi_buf_free(&path);
+    if (!rc && !cJSON_IsArray(reply))
+      rc = asbi_err(ASB_EPROTOCOL, "snapshots.list: the reply is not a list");
+    const cJSON *it, *arr = rc ? NULL : reply;
+    cJSON_ArrayForEach(it, arr) {
+      const char *id = NULL;
+      if (asbi_pj_get_str(it, "snapshotID", &id) || !id) {
+        rc = asbi_err(ASB_EPROTOCOL, "snapshots.list: an entry lacks snapshotID");
+        break;
+      }
+      char **nv = realloc(l->v, (l->n + 1) * sizeof *nv);
+      if (!nv || !(nv[l->n] = asbi_strdup(id))) {
+        if (nv) l->v = nv;
+        rc = asbi_oom();
+        break;
+      }
+      l->v = nv;
+      l->n++;
+    }
+    const char *nt = rc ? NULL : asbi_http_resp_header(&resp, "x-next-token");
+    if (nt && *nt && !(next = asbi_strdup(nt))) rc = asbi_oom();
+    asbi_http_resp_free(&resp);
+    cJSON_Delete(reply);
+  } while (!rc && next);
+  free(next);
+  if (rc) {
+    asb_snapshot_list_free(l);
+    return rc;
+  }
+  *out = l;
+  return ASB_OK;
+}
+
+size_t asb_snapshot_list_count(const asb_snapshot_list *l) {
+  return l ? l->n : 0;
+}
+const char *asb_snapshot_list_get(const asb_snapshot_list *l, size_t i) {
+  return l && i < l->n ? l->v[i] : NULL;
+}
+void asb_snapshot_list_free(asb_snapshot_list *l) {
+  if (!l) return;
+  for (size_t i = 0; i < l->n; i++) free(l->v[i]);
+  free(l->v);
+  free(l);
+}

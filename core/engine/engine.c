@@ -18,6 +18,7 @@
 
 #include "api_builder.h"
 #include "build.h"
+#include "snapshots.h"
 #include "lifecycle.h"
 #include "net/egress/secrets.h"
 #include "volumes.h"
@@ -283,6 +284,7 @@ int engine_open(engine *e, const engine_config *cfg, eng_err *err) {
   adopt_or_reap(e);
   build_cleanup(e); /* build sandboxes of builds a crash interrupted */
   build_gc(e);      /* builds no template and no live sandbox uses */
+  snapshots_gc(e);  /* forks' snapshots no live sandbox uses */
   if (lifecycle_start(e)) {
     eng_err_set(err, ENG_EINTERNAL, NULL, "cannot start the lifecycle thread");
     goto fail;

@@ -113,6 +113,8 @@ int sandboxes_prepare_vols(engine *e, template_info *t, const cJSON *env_vars,
   s->cpu_count = t->cpu_count;
   s->memory_mb = t->memory_mb;
   s->disk_mb = t->disk_mb;
+  /* a snapshot's layers too: build_gc keeps them while s runs */
+  if (t->snap_source && !t->spec) s->tmpl_layers = templates_layers_json(t);
   if (t->spec) {
     s->tmpl_layers = templates_layers_json(t);
     s->commands = cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(t->spec, "commands"), 1);

@@ -278,6 +278,13 @@ int asbe_sandbox_kill(asbe_sandbox *sb, int remove_state);
  * make them meaningless anyway). The image is mounted read-only and
  * detached, never in the host's namespace. On failure dest is removed. */
 int asbe_sandbox_export_upper(asbe_sandbox *sb, const char *dest);
+/* The same copy from a RUNNING sandbox that the caller froze
+ * (asbe_sandbox_freeze): its files at that instant, read through a second
+ * read-only detached mount of its own writable layer (same superblock, so
+ * what its processes wrote is there even if not on disk yet), every lookup
+ * fd-relative with O_NOFOLLOW. -EBUSY if not frozen, -ENOTSUP for a tmpfs
+ * writable layer. The sandbox is left frozen. */
+int asbe_sandbox_export_live(asbe_sandbox *sb, const char *dest);
 /* Pause / resume every process of the sandbox (agent and workload). */
 int asbe_sandbox_freeze(asbe_sandbox *sb);
 int asbe_sandbox_thaw(asbe_sandbox *sb);

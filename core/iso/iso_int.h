@@ -150,6 +150,11 @@ int asbe__disk_take(asbe_engine *e, uint64_t bytes, const char *dst_path, int *m
 /* A detached, read-only mount of an existing image (loop device read-only,
  * autoclear). */
 int asbe__disk_mount_ro(const char *path, int *mfd);
+/* A second, detached, read-only mount of a running sandbox's own writable
+ * layer: the same superblock (so the same page cache, what its processes
+ * wrote a moment ago included), found by its recorded st_dev (sb->run_dev)
+ * and checked to be the loop device of <sb->dir>/disk.img. */
+int asbe__disk_mount_live(asbe_sandbox *sb, int *mfd);
 /* Detached tmpfs mount of `bytes`. */
 int asbe__disk_tmpfs(uint64_t bytes, int *mfd);
 int asbe__pool_start(asbe_engine *e);

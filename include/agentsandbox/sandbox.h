@@ -265,6 +265,38 @@ ASB_API(asb_int64) asb_metrics_disk_used(const asb_metrics *m, size_t i);
 ASB_API(asb_int64) asb_metrics_disk_total(const asb_metrics *m, size_t i);
 ASB_API(void) asb_metrics_free(asb_metrics *m);
 
+/* ---- snapshots and fork (docs/snapshots.md) ------------------------------ */
+/* Snapshot the sandbox's files at this instant (E2B's createSnapshot; it is
+ * frozen while they are copied, then runs on). name NULL or "": unnamed.
+ * *snapshot_id (free with asb_free) is tag-qualified, "<name>:default";
+ * pass it (or the name) as a template id to asb_sandbox_create, and to
+ * asb_templates_delete to delete it. A sandbox from it boots fresh: files,
+ * not processes. Errors: ASB_EINVAL (the name), ASB_ESANDBOXNOTFOUND,
+ * ASB_ERROR (the name is a template's that is not a snapshot: 409). */
+ASB_API(int)
+asb_sandbox_snapshot(char **snapshot_id, asb_sandbox *sandbox, const char *name,
+                     const asb_call_options *call);
+/* Fork: a new sandbox with this one's files at this instant, its metadata,
+ * env vars and network policy (E2B's fork with count 1); this one runs on.
+ * timeout_ms: the new one's lifetime (0 = 15 s, E2B's default). Errors:
+ * ASB_ESANDBOXNOTFOUND, ASB_ERROR (it is paused: 409; or the fork
+ * failed to start, the engine's reason in the message). */
+ASB_API(int)
+asb_sandbox_fork(asb_sandbox **out, asb_sandbox *sandbox, long timeout_ms,
+                 const asb_call_options *call);
+/* The snapshots taken of sandbox_id (NULL = of any) that name matches
+ * (NULL = any; a name or id, with ":default" or "namespace/" too), every
+ * page: their ids (tag-qualified, as asb_sandbox_snapshot gives them). */
+ASB_API(int)
+asb_snapshots_list(asb_snapshot_list **out, asb_client *client,
+                   const char *sandbox_id, const char *name,
+                   const asb_call_options *call);
+ASB_API(size_t) asb_snapshot_list_count(const asb_snapshot_list *l);
+/* Id i, or NULL past the end. */
+ASB_API(const char *)
+asb_snapshot_list_get(const asb_snapshot_list *l, size_t i);
+ASB_API(void) asb_snapshot_list_free(asb_snapshot_list *l);
+
 ASB_END_DECL
 
 #endif /* AGENTSANDBOX_SANDBOX_H */

@@ -836,6 +836,26 @@ class Sandbox {
     }
   }
 
+  /** The ids of the snapshots (every page): {sandboxId, name} filter them
+   * (docs/snapshots.md). */
+  static async listSnapshots(opts = {}) {
+    const { client: c } = await this._client(opts)
+    return invoke(N.snapshotsList, [c.handle, opts.sandboxId || null, opts.name || null, callOpts(opts)], { signal: opts.signal })
+  }
+
+  /** Delete a snapshot: true, or false if there is none of that id;
+   * sandboxes running on it keep their files. */
+  static async deleteSnapshot(snapshotId, opts = {}) {
+    const { client: c } = await this._client(opts)
+    try {
+      await invoke(N.templateOp, [c.handle, 4, snapshotId, callOpts(opts)], { signal: opts.signal })
+      return true
+    } catch (e) {
+      if (e instanceof E.NotFoundError) return false
+      throw e
+    }
+  }
+
   /** A handle to a sandbox by id without a call (no resume). */
   static async _attach(sandboxId, opts) {
     const { conn, client: c } = await this._client(opts)
@@ -926,6 +946,20 @@ class Sandbox {
   /** Freeze every process: true, or false if it already was paused. */
   async pause(opts = {}) {
     return (await this._op(4, 0, opts)) === 1
+  }
+
+  /** Snapshot the sandbox's files now (it runs on): the snapshot's id,
+   * "<name>:default", a template for Sandbox.create. Sandboxes from it boot
+   * fresh: files, not processes (docs/snapshots.md). */
+  async createSnapshot(opts = {}) {
+    return invoke(N.sandboxSnapshot, [this._h, opts.name || null, callOpts(opts)], { signal: opts.signal })
+  }
+
+  /** A new sandbox with this one's files now, its metadata, env vars and
+   * network policy (timeoutMs: its lifetime, 15 s by default as E2B's). */
+  async fork(opts = {}) {
+    const made = await invoke(N.sandboxFork, [this._h, opts.timeoutMs ? Math.round(opts.timeoutMs) : 0, callOpts(opts)], { signal: opts.signal })
+    return new this.constructor(made, this._client, this._conn)
   }
 
   async resume(opts = {}) {

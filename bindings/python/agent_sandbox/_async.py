@@ -610,6 +610,29 @@ class Sandbox:
         await N.run(self._sync.update_network, network,
                     allow_internet_access=allow_internet_access, request_timeout=request_timeout)
 
+    async def create_snapshot(self, name: Optional[str] = None, *,
+                              request_timeout: Optional[float] = None) -> str:
+        """Snapshot the sandbox's files now (see
+        :meth:`agent_sandbox.sync.Sandbox.create_snapshot`): the snapshot's id."""
+        return await N.run(self._sync.create_snapshot, name, request_timeout=request_timeout)
+
+    async def fork(self, *, timeout: Optional[float] = None,
+                   request_timeout: Optional[float] = None) -> "Sandbox":
+        """A new sandbox with this one's files now (see
+        :meth:`agent_sandbox.sync.Sandbox.fork`)."""
+        return type(self)(await N.run(self._sync.fork, timeout=timeout,
+                                      request_timeout=request_timeout))
+
+    @classmethod
+    async def list_snapshots(cls, **kw: Any) -> List[str]:
+        """The ids of the snapshots (``sandbox_id=``, ``name=`` filters), every page."""
+        return await N.run(S.Sandbox.list_snapshots, **kw)
+
+    @classmethod
+    async def delete_snapshot(cls, snapshot_id: str, **kw: Any) -> bool:
+        """Delete a snapshot: True, or False if there is none of that id."""
+        return await N.run(S.Sandbox.delete_snapshot, snapshot_id, **kw)
+
     async def is_running(self, *, request_timeout: Optional[float] = None) -> bool:
         return await N.run(self._sync.is_running, request_timeout=request_timeout)
 
@@ -642,6 +665,7 @@ class Sandbox:
     get_info_sync = _twin("get_info")
     is_running_sync = _twin("is_running")
     update_network_sync = _twin("update_network")
+    create_snapshot_sync = _twin("create_snapshot")
     pause_sync = _twin("pause")
     resume_sync = _twin("resume")
     get_metrics_sync = _twin("get_metrics")
