@@ -185,10 +185,16 @@ TEST(pause_without_memory_reboots_keeping_files) {
   CHECK(before > (64ll << 20)); /* the holder's memory is the sandbox's */
 
   CHECK_INT(pause_req(id, "{\"memory\": \"no\"}"), 400);
-  CHECK_INT(pause_req(id, "{\"memory\": false}"), 204);
+  CHECK_RC(asb_sandbox_pause_memory(sb, 0, NULL), 1); /* {"memory": false} */
   CHECK_INT(pause_req(id, "{\"memory\": false}"), 409);
+  CHECK_RC(asb_sandbox_pause_memory(sb, 0, NULL), 0);
   CHECK(info_has(id, "\"state\":\"paused\""));
-  CHECK(info_has(id, "\"pauseMode\":\"filesystem\""));
+  asb_sandbox_info *info = NULL;
+  REQUIRE_RC(asb_sandbox_get_info(&info, sb, NULL), ASB_OK);
+  CHECK_STR(asb_sandbox_info_state(info), "paused");
+  CHECK_STR(asb_sandbox_info_pause_mode(info), "filesystem");
+  CHECK_INT(asb_sandbox_info_auto_resume(info), 0);
+  asb_sandbox_info_free(info);
   /* every process gone and its memory freed: no cgroup left to hold any */
   struct stat st;
   CHECK(stat(cg, &st) != 0);
@@ -200,7 +206,7 @@ TEST(pause_without_memory_reboots_keeping_files) {
   free(b);
   CHECK_INT(asb_sandbox_is_running(sb, NULL), 0);
 
-  CHECK_INT(connect_req(id), 201);
+  CHECK_RC(asb_sandbox_resume(sb, 120000, NULL), ASB_OK); /* connect: 201 */
   CHECK(info_has(id, "\"state\":\"running\""));
   CHECK(!info_has(id, "pauseMode"));
   /* the old handle's envd token still works; the files are there */
@@ -263,16 +269,6 @@ TEST(paused_without_memory_survives_engine_restart) {
   asb_sandbox_free(sb2);
 }
 
-/* The create body's sandboxID. */
-static int create_raw(const char *json, char *id, size_t len) {
-  char *b = NULL;
-  long st = api("POST", "/sandboxes", json, &b);
-  const char *k = b ? strstr(b, "\"sandboxID\":\"") : NULL;
-  if (st == 201 && k) snprintf(id, len, "%.*s", (int)strcspn(k + 13, "\""), k + 13);
-  free(b);
-  return st == 201 && k ? 0 : (int)st;
-}
-
 static long kill_raw(const char *id) {
   char p[128];
   snprintf(p, sizeof p, "/sandboxes/%s", id);
@@ -291,12 +287,17 @@ TEST(auto_pause_then_auto_resume_by_port_request) {
   CHECK(b && strstr(b, "autoPauseMemory"));
   free(b);
   CHECK_INT(api("POST", "/sandboxes", "{\"templateID\":\"base\",\"autoResume\":true}", NULL), 400);
-  REQUIRE(create_raw("{\"templateID\":\"base\",\"timeout\":30,\"autoPause\":true,"
-                     "\"autoResume\":{\"enabled\":true}}",
-                     id, sizeof id) == 0);
-  CHECK(info_has(id, "\"lifecycle\":{\"autoResume\":true,\"onTimeout\":\"pause\"}"));
   asb_sandbox *sb = NULL;
-  REQUIRE_RC(asb_sandbox_connect(&sb, C, id, 0, NULL), ASB_OK);
+  asb_sandbox_options o = ASB_SANDBOX_OPTIONS_INIT;
+  o.timeout_ms = 30000;
+  o.auto_pause = 1;
+  o.auto_resume = 1;
+  REQUIRE_RC(asb_sandbox_create(&sb, C, &o), ASB_OK);
+  snprintf(id, sizeof id, "%s", asb_sandbox_id(sb));
+  CHECK(info_has(id, "\"lifecycle\":{\"autoResume\":true,\"onTimeout\":\"pause\"}"));
+  o.auto_pause_files_only = 1; /* with auto_resume: refused, as E2B refuses it */
+  asb_sandbox *bad = NULL;
+  CHECK_RC(asb_sandbox_create(&bad, C, &o), ASB_EINVAL);
   REQUIRE_RC(asb_files_write(NULL, sb, "/home/user/www/index.txt", "awake", 5, NULL), ASB_OK);
   asb_command_options co = ASB_COMMAND_OPTIONS_INIT;
   co.cwd = "/home/user/www";
@@ -338,9 +339,13 @@ TEST(auto_pause_then_auto_resume_by_port_request) {
  * autoPauseMemory: false pauses on timeout without memory. */
 TEST(no_auto_resume_and_auto_pause_without_memory) {
   char id[64] = "";
-  REQUIRE(create_raw("{\"templateID\":\"base\",\"timeout\":30,\"autoPause\":true,"
-                     "\"autoPauseMemory\":false}",
-                     id, sizeof id) == 0);
+  asb_sandbox *sb = NULL;
+  asb_sandbox_options o = ASB_SANDBOX_OPTIONS_INIT;
+  o.timeout_ms = 30000;
+  o.auto_pause = 1;
+  o.auto_pause_files_only = 1;
+  REQUIRE_RC(asb_sandbox_create(&sb, C, &o), ASB_OK);
+  snprintf(id, sizeof id, "%s", asb_sandbox_id(sb));
   CHECK(info_has(id, "\"autoResume\":false"));
   char p[128];
   snprintf(p, sizeof p, "/sandboxes/%s/timeout", id);
@@ -356,6 +361,7 @@ TEST(no_auto_resume_and_auto_pause_without_memory) {
   CHECK_INT(http("GET", "/health", NULL, id, 49983, NULL), 502);
   CHECK(info_has(id, "\"pauseMode\":\"memory\""));
   CHECK_INT(kill_raw(id), 204);
+  asb_sandbox_free(sb);
 }
 
 int main(void) {
