@@ -642,6 +642,15 @@ int asbe_sandbox_create(asbe_engine *e, const asbe_sandbox_spec *spec, asbe_sand
 
   if (spec->resume) {
     snprintf(path, sizeof path, "%s/disk.img", sb->dir);
+    /* Its last boot's loop device goes once that boot's mounts are gone
+     * (asynchronously after the kill): never two mounts of one ext4. */
+    for (int waited = 0; asbe__loop_count_under(sb->dir) > 0; waited += 10) {
+      if (waited > 20000) {
+        r = asbe__fail(-EBUSY, "sandbox %s: %s is still attached", sb->id, path);
+        goto fail;
+      }
+      usleep(10000);
+    }
     r = asbe__disk_mount_rw(path, &wfd);
   } else if (spec->disk_tmpfs) {
     r = asbe__disk_tmpfs(spec->disk_bytes, &wfd);
