@@ -363,19 +363,6 @@ route_ctx *router_begin(engine *e, struct MHD_Connection *c, const char *raw_uri
                      "The sandbox was not found: it is gone (%s)", dying);
     return NULL;
   }
-  if (st != SBX_RUNNING && !auto_resume(e, s)) {
-    pthread_mutex_lock(&s->mu);
-    int nomem = s->paused_nomem;
-    pthread_mutex_unlock(&s->mu);
-    reg_put(e, s);
-    *err_status = 502;
-    *err = json_resp(502, id, "sandbox_paused", NULL,
-                     nomem ? "sandbox \"%s\" is paused without memory; only an explicit "
-                             "connect (or resume) boots it again"
-                           : "sandbox \"%s\" is paused; connect to it to resume",
-                     id);
-    return NULL;
-  }
   /* network.allowPublicTraffic = false: the sandbox's ports (envd's has its
    * own access token) answer only requests that carry its traffic access
    * token, as E2B's proxy does */
@@ -393,6 +380,27 @@ route_ctx *router_begin(engine *e, struct MHD_Connection *c, const char *raw_uri
                        tt ? "invalid traffic access token" : "missing traffic access token");
       return NULL;
     }
+  }
+  /* Only a request that carries what its port needs wakes a paused
+   * sandbox: with private ports, the traffic token (checked above) or, for
+   * envd's, its access token; public ports wake it for anyone, as E2B's do. */
+  int may_wake = !private_ports || port != ASBI_ENVD_PORT;
+  if (!may_wake) {
+    const char *at = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "X-Access-Token");
+    may_wake = at && asbi_httpd_token_eq(at, s->token);
+  }
+  if (st != SBX_RUNNING && !(may_wake && auto_resume(e, s))) {
+    pthread_mutex_lock(&s->mu);
+    int nomem = s->paused_nomem;
+    pthread_mutex_unlock(&s->mu);
+    reg_put(e, s);
+    *err_status = 502;
+    *err = json_resp(502, id, "sandbox_paused", NULL,
+                     nomem ? "sandbox \"%s\" is paused without memory; only an explicit "
+                             "connect (or resume) boots it again"
+                           : "sandbox \"%s\" is paused; connect to it to resume",
+                     id);
+    return NULL;
   }
   route_ctx *r = calloc(1, sizeof *r);
   if (!r || !(r->buf = malloc(READ_CHUNK))) {

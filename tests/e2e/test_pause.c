@@ -69,6 +69,35 @@ static long http(const char *method, const char *path, const char *json, const c
   return st;
 }
 
+/* A request to a sandbox's port with one extra header (or none). */
+static long http_h(const char *method, const char *path, const char *id, int port,
+                   const char *header, char **body) {
+  CURL *h = curl_easy_init();
+  sinkbuf b = {calloc(1, 1), 0};
+  char url[512], hi[96], hp[64];
+  snprintf(url, sizeof url, "%s%s", F.url, path);
+  snprintf(hi, sizeof hi, "E2b-Sandbox-Id: %s", id);
+  snprintf(hp, sizeof hp, "E2b-Sandbox-Port: %d", port);
+  struct curl_slist *hl = curl_slist_append(NULL, hi);
+  hl = curl_slist_append(hl, hp);
+  if (header) hl = curl_slist_append(hl, header);
+  curl_easy_setopt(h, CURLOPT_URL, url);
+  curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
+  curl_easy_setopt(h, CURLOPT_HTTPHEADER, hl);
+  curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, sink);
+  curl_easy_setopt(h, CURLOPT_WRITEDATA, &b);
+  curl_easy_setopt(h, CURLOPT_TIMEOUT, 300L);
+  long st = 0;
+  if (curl_easy_perform(h) == CURLE_OK) curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &st);
+  curl_slist_free_all(hl);
+  curl_easy_cleanup(h);
+  if (body)
+    *body = b.p;
+  else
+    free(b.p);
+  return st;
+}
+
 static long api(const char *method, const char *path, const char *json, char **body) {
   return http(method, path, json, NULL, 0, body);
 }
@@ -335,6 +364,42 @@ TEST(auto_pause_then_auto_resume_by_port_request) {
   CHECK_INT(kill_raw(id), 204);
 }
 
+/* A request without the credentials its port needs does not wake a
+ * sandbox whose ports are private (allowPublicTraffic false): neither a
+ * port without the traffic token (403) nor envd's without its access token
+ * (502, still paused); with them it does. */
+TEST(auto_resume_needs_the_ports_credentials) {
+  char *b = NULL;
+  REQUIRE(api("POST", "/sandboxes",
+              "{\"templateID\":\"base\",\"timeout\":60,\"autoPause\":true,"
+              "\"autoResume\":{\"enabled\":true},\"network\":{\"allowPublicTraffic\":false}}",
+              &b) == 201);
+  char id[64] = "", tt[128] = "", at[128] = "";
+  const char *k = strstr(b, "\"sandboxID\":\"");
+  const char *t = strstr(b, "\"trafficAccessToken\":\"");
+  const char *a = strstr(b, "\"envdAccessToken\":\"");
+  REQUIRE(k && t && a);
+  snprintf(id, sizeof id, "%.*s", (int)strcspn(k + 13, "\""), k + 13);
+  snprintf(tt, sizeof tt, "%.*s", (int)strcspn(t + 22, "\""), t + 22);
+  snprintf(at, sizeof at, "%.*s", (int)strcspn(a + 19, "\""), a + 19);
+  free(b);
+  CHECK_INT(pause_req(id, NULL), 204);
+  CHECK_INT(http_h("GET", "/", id, 8000, NULL, NULL), 403);
+  CHECK_INT(http_h("GET", "/", id, 8000, "E2B-Traffic-Access-Token: wrong", NULL), 403);
+  CHECK_INT(http_h("GET", "/health", id, 49983, NULL, NULL), 502);
+  CHECK_INT(http_h("GET", "/health", id, 49983, "X-Access-Token: wrong", NULL), 502);
+  CHECK(info_has(id, "\"state\":\"paused\""));
+  char h[200];
+  snprintf(h, sizeof h, "X-Access-Token: %s", at);
+  CHECK_INT(http_h("GET", "/health", id, 49983, h, NULL) / 100, 2);
+  CHECK(info_has(id, "\"state\":\"running\""));
+  CHECK_INT(pause_req(id, NULL), 204);
+  snprintf(h, sizeof h, "E2B-Traffic-Access-Token: %s", tt);
+  CHECK_INT(http_h("GET", "/", id, 8000, h, NULL), 502); /* woken; nothing listens there */
+  CHECK(info_has(id, "\"state\":\"running\""));
+  CHECK_INT(kill_raw(id), 204);
+}
+
 /* Without autoResume a paused sandbox's port stays 502 sandbox_paused;
  * autoPauseMemory: false pauses on timeout without memory. */
 TEST(no_auto_resume_and_auto_pause_without_memory) {
@@ -374,6 +439,7 @@ int main(void) {
   RUN(pause_without_memory_reboots_keeping_files);
   RUN(paused_without_memory_survives_engine_restart);
   RUN(auto_pause_then_auto_resume_by_port_request);
+  RUN(auto_resume_needs_the_ports_credentials);
   RUN(no_auto_resume_and_auto_pause_without_memory);
   asb_client_free(C);
   engine_fixture_stop(&F);
