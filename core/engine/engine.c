@@ -146,7 +146,12 @@ static sbx *paused_nomem_record(engine *e, const char *id) {
   snprintf(p, sizeof p, "%s/sandboxes/%s/disk.img", e->state_dir, id);
   if (access(p, F_OK) != 0) return NULL;
   sbx *s = reg_load(e, id);
-  if (s && s->state == SBX_PAUSED && s->paused_nomem) return s;
+  if (s && s->state == SBX_PAUSED && s->paused_nomem) {
+    /* its slot, before any create can take it (after a host reboot the
+     * registry is empty); taken, its resume fails and says so */
+    if (asbe_paused_hold(e->iso, id)) asbi_log("sandbox %s: %s", id, asbe_errmsg());
+    return s;
+  }
   reg_sbx_free(s);
   return NULL;
 }

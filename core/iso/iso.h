@@ -248,6 +248,10 @@ int asbe_sandbox_kill(asbe_sandbox *sb, int remove_state);
  * Boot it again with asbe_sandbox_create and spec.resume; remove it with
  * asbe_paused_remove. -EOPNOTSUPP for a tmpfs writable layer. */
 int asbe_sandbox_stop(asbe_sandbox *sb);
+/* Claims a paused sandbox's uid slot again for this engine (start-up: a
+ * host reboot empties the slot registry, and its files belong to that
+ * slot's uids). 0, -EBUSY if another sandbox holds it now. */
+int asbe_paused_hold(asbe_engine *e, const char *id);
 /* Removes what a paused sandbox kept (state dir, slot claim). 0 if there
  * was none; -EBUSY if the id's sandbox is not paused. */
 int asbe_paused_remove(asbe_engine *e, const char *id);

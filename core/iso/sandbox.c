@@ -891,6 +891,19 @@ int asbe_sandbox_stop(asbe_sandbox *sb) {
   return kill_impl(sb, 2);
 }
 
+int asbe_paused_hold(asbe_engine *e, const char *id) {
+  asbe__clear_error();
+  if (!valid_id(id)) return asbe__fail(-EINVAL, "sandbox id");
+  asbe_sandbox *sb = sb_new(e, id);
+  if (!sb) return asbe__fail(-ENOMEM, "sandbox");
+  asbe__rec rc;
+  int r = asbe__rec_read(sb->dir, &rc) == 0 && !strcmp(rc.status, "paused")
+              ? asbe__slot_retake(e, rc.slot, sb->dir)
+              : asbe__fail(-ENOENT, "sandbox %s is not paused", id);
+  asbe_sandbox_release(sb);
+  return r;
+}
+
 int asbe_paused_remove(asbe_engine *e, const char *id) {
   asbe__clear_error();
   if (!valid_id(id)) return asbe__fail(-EINVAL, "sandbox id");

@@ -502,6 +502,13 @@ TEST(stop_and_boot_again) {
   CHECK_INT(asbe_reap(env.e, NULL, NULL, &rep), 0);
   CHECK(slot_claimed(slot));
   CHECK_INT(asbe_sandbox_adopt(env.e, "sbx-stop", &sb), -ESRCH);
+  /* a host reboot empties the slot registry: start-up claims it again */
+  char claim[128];
+  snprintf(claim, sizeof claim, "/run/agent-sandbox/slots/%u", slot);
+  CHECK(unlink(claim) == 0);
+  CHECK_INT(asbe_paused_hold(env.e, "sbx-stop"), 0);
+  CHECK(slot_claimed(slot));
+  CHECK_INT(asbe_paused_hold(env.e, "sbx-none"), -ENOENT);
   asbe_sandbox_spec spec;
   asbt_spec(&spec, "sbx-stop", env.base);
   CHECK_INT(asbe_sandbox_create(env.e, &spec, &sb), -EEXIST); /* not a fresh one */
