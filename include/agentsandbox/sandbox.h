@@ -101,8 +101,11 @@ typedef struct asb_sandbox_options {
                                 auto_pause, not with auto_pause_files_only */
 } asb_sandbox_options;
 
-#define ASB_SANDBOX_OPTIONS_INIT \
-  { ASB_SANDBOX_OPTIONS_VERSION, NULL, 0, NULL, NULL, 0, 0, NULL, 0, NULL, 0, 0 }
+#define ASB_SANDBOX_OPTIONS_INIT                                              \
+  {                                                                           \
+    ASB_SANDBOX_OPTIONS_VERSION, NULL, 0, NULL, NULL, 0, 0, NULL, 0, NULL, 0, \
+        0                                                                     \
+  }
 
 ASB_API(int)
 asb_sandbox_options_init(asb_sandbox_options *opts, unsigned int version);
