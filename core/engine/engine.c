@@ -8,6 +8,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +20,7 @@
 #include "build.h"
 #include "lifecycle.h"
 #include "net/egress/secrets.h"
+#include "volumes.h"
 #include "pool.h"
 #include "proto/url.h"
 #include "registry.h"
@@ -54,6 +56,7 @@ void engine_free(engine *e) {
   free(e->init_path);
   free(e->codei_path);
   free(e->templates_dir);
+  for (size_t i = 0; e->image_dirs[i]; i++) free(e->image_dirs[i]);
   free(e->envd_version);
   free(e->domain);
   for (size_t i = 0; i < e->npool; i++) free(e->pool_names[i]);
@@ -230,6 +233,26 @@ int engine_open(engine *e, const engine_config *cfg, eng_err *err) {
   e->templates_dir = *tdir ? realpath(tdir, NULL) : NULL;
   if (*tdir && !e->templates_dir)
     asbi_log("no bundled templates at %s (python-base): %s", tdir, strerror(errno));
+  {
+    char idir[4200];
+    snprintf(idir, sizeof idir, "%s/images", e->state_dir);
+    if (mkdir(idir, 0700) < 0 && errno != EEXIST)
+      return eng_err_set(err, ENG_EINTERNAL, NULL, "%s: %s", idir, strerror(errno));
+    size_t n = 0;
+    if (!(e->image_dirs[n++] = realpath(idir, NULL)))
+      return eng_err_set(err, ENG_EINTERNAL, NULL, "%s: %s", idir, strerror(errno));
+    for (size_t i = 0; i < cfg->nimage_dirs && i < ENGINE_MAX_IMAGE_DIRS; i++) {
+      struct stat st;
+      char *r = realpath(cfg->image_dirs[i], NULL);
+      if (!r || stat(r, &st) < 0 || !S_ISDIR(st.st_mode)) {
+        int en = r ? ENOTDIR : errno;
+        free(r);
+        return eng_err_set(err, ENG_EINVAL, NULL, "--image-dir %s: %s", cfg->image_dirs[i],
+                           strerror(en));
+      }
+      e->image_dirs[n++] = r;
+    }
+  }
   e->envd_version = envd_version(e->envd_path);
   if (!e->envd_version) e->envd_version = asbi_strdup(ENGINE_ENVD_VERSION_FALLBACK);
   char agent_dir[4096];
@@ -267,6 +290,11 @@ int engine_open(engine *e, const engine_config *cfg, eng_err *err) {
     eng_err_set(err, ENG_EINTERNAL, NULL, "%s", serr);
     goto fail;
   }
+  int vrc = volumes_open(e);
+  if (vrc) {
+    eng_err_set(err, ENG_EINTERNAL, NULL, "cannot open the volume store: %s", strerror(-vrc));
+    goto fail;
+  }
   if (sbxnet_open(e, cfg, err)) goto fail;
   if (templates_init(e)) {
     eng_err_set(err, ENG_EINTERNAL, NULL, "cannot prepare the base template");
@@ -294,6 +322,7 @@ fail:
   e->iso = NULL;
   asbn_secrets_close(e->secrets);
   e->secrets = NULL;
+  volumes_close(e);
   return -1;
 }
 
@@ -318,4 +347,5 @@ void engine_close(engine *e, int kill_sandboxes) {
   e->iso = NULL;
   asbn_secrets_close(e->secrets);
   e->secrets = NULL;
+  volumes_close(e);
 }

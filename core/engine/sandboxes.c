@@ -17,6 +17,7 @@
 #include "sbxnet.h"
 #include "templates.h"
 #include "tstart.h"
+#include "volumes.h"
 #include "util/log.h"
 #include "util/util.h"
 
@@ -50,9 +51,18 @@ static int wait_envd(sbx *s) {
  * authenticated by the token already set (envd's guard: only the same
  * token may re-init), with no timestamp, so envd applies it whatever its
  * clock says about the first. */
-static int init_envd(sbx *s, int again) {
+static int init_envd(engine *e, sbx *s, int again) {
   cJSON *init = cJSON_CreateObject();
-  cJSON_AddItemToObject(init, "envVars", cJSON_Duplicate(s->env_vars, 1));
+  cJSON *env = cJSON_Duplicate(s->env_vars, 1);
+  /* with network, the programs that bring their own CA bundle are pointed
+   * at the sandbox's, which holds the egress CA; the sandbox's env vars win */
+  static const char *const ca_vars[] = {"SSL_CERT_FILE", "NODE_EXTRA_CA_CERTS",
+                                        "REQUESTS_CA_BUNDLE"};
+  int ca = env && sbxnet_ca_installed(e, s->iso);
+  for (size_t i = 0; ca && i < sizeof ca_vars / sizeof ca_vars[0]; i++)
+    if (!cJSON_GetObjectItemCaseSensitive(env, ca_vars[i]))
+      cJSON_AddStringToObject(env, ca_vars[i], SBXNET_CA_BUNDLE);
+  cJSON_AddItemToObject(init, "envVars", env);
   cJSON_AddStringToObject(init, "accessToken", s->token);
   cJSON_AddStringToObject(init, "defaultUser", "user");
   cJSON_AddStringToObject(init, "defaultWorkdir", "/home/user");
@@ -87,6 +97,7 @@ static int start_iso(engine *e, const template_info *t, const asbe_template *tmp
   spec.disk_bytes = (uint64_t)s->disk_mb << 20;
   spec.agent_argv = (const char *const *)argv;
   spec.resolv_conf = sbxnet_resolv_conf(e);
+  spec.extra_ca_pem = sbxnet_ca_pem(e);
   spec.resume = resume;
   /* The code interpreter, asb-init's aux agent: started with the sandbox for
    * the code-interpreter templates (Python importing ipykernel dominates the
@@ -111,6 +122,11 @@ static int start_iso(engine *e, const template_info *t, const asbe_template *tmp
  * the code interpreter. Not registered, no engine.json: an engine that
  * dies with it prepared kills it at the next start (no record). */
 int sandboxes_prepare(engine *e, template_info *t, const cJSON *env_vars, sbx **out, eng_err *err) {
+  return sandboxes_prepare_vols(e, t, env_vars, NULL, out, err);
+}
+
+int sandboxes_prepare_vols(engine *e, template_info *t, const cJSON *env_vars,
+                           const cJSON *volume_mounts, sbx **out, eng_err *err) {
   *out = NULL;
   eng_err_clear(err);
   int rc;
@@ -139,7 +155,22 @@ int sandboxes_prepare(engine *e, template_info *t, const cJSON *env_vars, sbx **
     s->commands_port = cJSON_IsNumber(cp) ? cp->valueint : 9000;
   }
 
-  if ((rc = start_iso(e, t, t->tmpl, s, 0, &s->iso))) {
+  /* Volumes: binds of their filesystems on a copy of the template made for
+   * this sandbox (volumes.c; iso idmaps them to its user namespace) */
+  asbe_template *vt = NULL;
+  if (volume_mounts && cJSON_GetArraySize(volume_mounts)) {
+    char why[512] = "out of memory";
+    if (!(s->volume_mounts = cJSON_Duplicate(volume_mounts, 1)) ||
+        !(vt = asbe_template_copy(t->tmpl)) ||
+        volumes_add_to(e, volume_mounts, vt, why, sizeof why)) {
+      asbe_template_free(vt);
+      eng_err_set(err, ENG_EINTERNAL, NULL, "cannot mount the volumes: %s", why);
+      goto out;
+    }
+  }
+  rc = start_iso(e, t, vt ? vt : t->tmpl, s, 0, &s->iso);
+  asbe_template_free(vt); /* its mount fds: the sandbox has its clones */
+  if (rc) {
     eng_err_set(err, ENG_EINTERNAL, NULL, "cannot create the sandbox: %s", asbe_errmsg());
     goto out;
   }
@@ -156,7 +187,7 @@ int sandboxes_prepare(engine *e, template_info *t, const cJSON *env_vars, sbx **
     eng_err_set(err, ENG_EINTERNAL, NULL, "the sandbox's agent did not start: %s", strerror(-rc));
     goto undo;
   }
-  int st = init_envd(s, 0);
+  int st = init_envd(e, s, 0);
   if (st < 200 || st >= 300) {
     eng_err_set(err, ENG_EINTERNAL, NULL, "the sandbox's agent refused /init (%s)",
                 st < 0 ? strerror(-st) : "HTTP error");
@@ -221,7 +252,7 @@ static int personalise(engine *e, template_info *t, sbx *s, const sandboxes_crea
     if (!env) return eng_err_set(err, ENG_EINTERNAL, NULL, "out of memory");
     cJSON_Delete(s->env_vars);
     s->env_vars = env;
-    int st = init_envd(s, 1);
+    int st = init_envd(e, s, 1);
     if (st < 200 || st >= 300)
       return eng_err_set(err, ENG_EINTERNAL, NULL, "the sandbox's agent refused /init (%s)",
                          st < 0 ? strerror(-st) : "HTTP error");
@@ -264,7 +295,9 @@ int sandboxes_create(engine *e, const sandboxes_create_req *rq, sbx **out, eng_e
   /* A warm one if the pool has it: one that died idle (its envd refuses
    * the claim's /init) is killed and the next tried, then a fresh one. */
   int fits = pool_fits(e, t, rq);
-  while ((s = templates_pool_take(e, t, fits))) {
+  /* volumes are mounted when a sandbox is made: none of the pool has them */
+  int vols = rq->volume_mounts && cJSON_GetArraySize(rq->volume_mounts);
+  while (!vols && (s = templates_pool_take(e, t, fits))) {
     if (asbe_sandbox_alive(s->iso) && personalise(e, t, s, rq, 1, err) == 0) break;
     asbi_log("sandbox %s: pooled sandbox unusable (%s); killed", s->id,
              err->message[0] ? err->message : "it died");
@@ -274,7 +307,7 @@ int sandboxes_create(engine *e, const sandboxes_create_req *rq, sbx **out, eng_e
     s = NULL;
     eng_err_clear(err);
   }
-  if (!s && sandboxes_prepare(e, t, rq->env_vars, &s, err) == 0 &&
+  if (!s && sandboxes_prepare_vols(e, t, rq->env_vars, rq->volume_mounts, &s, err) == 0 &&
       personalise(e, t, s, rq, 0, err) != 0) {
     sbxnet_detach(e, s, 1);
     asbe_sandbox_kill(s->iso, 1);
@@ -455,10 +488,24 @@ static int boot(engine *e, sbx *s, eng_err *err) {
     return eng_err_set(err, ENG_EINTERNAL, NULL,
                        "cannot resume sandbox \"%s\": its template \"%s\" is gone", s->id,
                        s->template_id);
-  asbe_template *made = NULL;
+  asbe_template *made = NULL, *vt = NULL;
   const asbe_template *tmpl = layers_of(t, s, &made);
+  /* its volumes again, as at create */
+  if (tmpl && s->volume_mounts && cJSON_GetArraySize(s->volume_mounts)) {
+    char why[512] = "out of memory";
+    if (!(vt = asbe_template_copy(tmpl)) ||
+        volumes_add_to(e, s->volume_mounts, vt, why, sizeof why)) {
+      asbe_template_free(vt);
+      asbe_template_free(made);
+      templates_put(e, t);
+      return eng_err_set(err, ENG_EINTERNAL, NULL, "cannot resume sandbox \"%s\": its volumes: %s",
+                         s->id, why);
+    }
+    tmpl = vt;
+  }
   asbe_sandbox *iso = NULL;
   int rc = tmpl ? start_iso(e, t, tmpl, s, 1, &iso) : -ENOMEM;
+  asbe_template_free(vt);
   asbe_template_free(made);
   if (rc) {
     templates_put(e, t);
@@ -480,7 +527,7 @@ static int boot(engine *e, sbx *s, eng_err *err) {
                 strerror(-rc));
     goto undo;
   }
-  int st = init_envd(s, 0);
+  int st = init_envd(e, s, 0);
   if (st < 200 || st >= 300) {
     eng_err_set(err, ENG_EINTERNAL, NULL, "the agent of \"%s\" refused /init (%s)", s->id,
                 st < 0 ? strerror(-st) : "HTTP error");

@@ -327,6 +327,25 @@ static int idmapped_ro(const char *path, int userns) {
   return idmapped_ro_at(AT_FDCWD, path, userns);
 }
 
+/* A volume (asbe_volume_open's mount fd): a clone, read-write, idmapped to
+ * the sandbox's userns. The volume's filesystem stores the uids as the
+ * sandboxes see them (uid 1000 on disk is uid 1000 in every sandbox),
+ * whatever host range each sandbox's slot maps them to. */
+static int idmapped_rw_fd(int mfd, int userns) {
+  int fd = open_tree(mfd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
+  if (fd < 0) return asbe__failerr("open_tree (volume)");
+  struct mount_attr a;
+  memset(&a, 0, sizeof a);
+  a.attr_set = MOUNT_ATTR_IDMAP | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOSUID;
+  a.userns_fd = (uint64_t)userns;
+  if (mount_setattr(fd, "", AT_EMPTY_PATH, &a, sizeof a) < 0) {
+    int r = asbe__failerr("idmap (volume)");
+    close(fd);
+    return r;
+  }
+  return fd;
+}
+
 /* Prepares the writable layer: upper/, work/, run/ owned by root inside
  * (log/ too, but no path inside the sandbox reaches it: see open_log). */
 static int prep_writable(int mfd, uid_t uid) {
@@ -386,6 +405,9 @@ static char **build_env(const asbe_engine *e, const asbe_sandbox_spec *spec) {
   /* issue 23's phase timers (docs/envd.md): an engine run with ASB_TIMING
    * has envd write them inside the sandbox, readable through /files */
   if (getenv("ASB_TIMING")) env[n++] = strdup("ASB_TIMING=/run/asb/envd-timing.log");
+  /* ASB_PRESTART=0 turns envd's pre-started login shell off (bench/cmd_bench
+   * compares both paths side by side) */
+  if (getenv("ASB_PRESTART")) env[n++] = asbe__strfmt("ASB_PRESTART=%s", getenv("ASB_PRESTART"));
   for (size_t i = 0; i < extra; i++) env[n++] = strdup(spec->agent_env[i]);
   for (size_t i = 0; i < n; i++)
     if (!env[i]) {
@@ -476,6 +498,9 @@ static int build_plan(asbe_engine *e, const asbe_sandbox_spec *spec, asbe_plan *
   if (spec->resolv_conf &&
       (size_t)snprintf(p->resolv, sizeof p->resolv, "%s", spec->resolv_conf) >= sizeof p->resolv)
     return asbe__fail(-ENAMETOOLONG, "resolv.conf of %zu bytes", strlen(spec->resolv_conf));
+  if (spec->extra_ca_pem &&
+      (size_t)snprintf(p->ca_pem, sizeof p->ca_pem, "%s", spec->extra_ca_pem) >= sizeof p->ca_pem)
+    return asbe__fail(-ENAMETOOLONG, "CA certificate of %zu bytes", strlen(spec->extra_ca_pem));
   snprintf(p->shm_opts, sizeof p->shm_opts, "mode=1777,size=%llu",
            (unsigned long long)(spec->shm_bytes ? spec->shm_bytes : DEFAULT_SHM));
   p->sec = &e->sec;
@@ -721,7 +746,9 @@ int asbe_sandbox_create(asbe_engine *e, const asbe_sandbox_spec *spec, asbe_sand
     nfds++;
   }
   for (size_t i = 0; i < t->n_binds; i++) {
-    if ((fds[nfds] = idmapped_ro(t->bind_src[i], userns)) < 0) {
+    int vfd = t->bind_fd ? t->bind_fd[i] : -1;
+    if ((fds[nfds] = vfd >= 0 ? idmapped_rw_fd(vfd, userns) : idmapped_ro(t->bind_src[i], userns)) <
+        0) {
       r = fds[nfds];
       goto fail;
     }
@@ -1123,6 +1150,7 @@ typedef struct keep_ctx {
 static int keep_loop(const char *path, void *ctx) {
   keep_ctx *k = ctx;
   if (asbe__pool_holds(k->e, path)) return 1;
+  if (asbe__volume_image(k->e, path)) return 1; /* volumes: the engine's, not a sandbox's */
   size_t sl = strlen(k->e->sandboxes_dir);
   if (strncmp(path, k->e->sandboxes_dir, sl) || path[sl] != '/') return 0;
   const char *id = path + sl + 1;

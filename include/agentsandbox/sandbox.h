@@ -69,7 +69,7 @@ asb_sandbox_get_url(char *buf, size_t buflen, const asb_sandbox *sandbox,
 /* ---- the control plane: create, connect, list, lifecycle ------------------
  */
 
-#define ASB_SANDBOX_OPTIONS_VERSION 3
+#define ASB_SANDBOX_OPTIONS_VERSION 4
 
 typedef struct asb_sandbox_options {
   unsigned int version;        /* ASB_SANDBOX_OPTIONS_VERSION */
@@ -91,7 +91,10 @@ typedef struct asb_sandbox_options {
                                 [...], "rules": {...}, "egressProxy":
                                 {...}, "allowPublicTraffic": false,
                                 "maskRequestHost": "..."}; NULL = none */
-  /* version 3: pause modes and auto-resume (docs/lifecycle.md) */
+  /* version 3: volumes to mount (E2B's volumeMounts; docs/volumes.md) */
+  const char *const *volume_mounts; /* "PATH=VOLUME" (a mount path inside,
+                                       a volume's name or id), NULL-ended */
+  /* version 4: pause modes and auto-resume (docs/lifecycle.md) */
   int auto_pause_files_only; /* with auto_pause: 1 = pause without memory
                                 (E2B's keepMemory / autoPauseMemory
                                 false): processes stopped, files kept,
@@ -101,10 +104,10 @@ typedef struct asb_sandbox_options {
                                 auto_pause, not with auto_pause_files_only */
 } asb_sandbox_options;
 
-#define ASB_SANDBOX_OPTIONS_INIT                                              \
-  {                                                                           \
-    ASB_SANDBOX_OPTIONS_VERSION, NULL, 0, NULL, NULL, 0, 0, NULL, 0, NULL, 0, \
-        0                                                                     \
+#define ASB_SANDBOX_OPTIONS_INIT                                           \
+  {                                                                        \
+    ASB_SANDBOX_OPTIONS_VERSION, NULL, 0, NULL, NULL, 0, 0, NULL, 0, NULL, \
+        NULL, 0, 0                                                         \
   }
 
 ASB_API(int)

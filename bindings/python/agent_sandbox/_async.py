@@ -524,7 +524,7 @@ class Sandbox:
                      allow_internet_access: Optional[bool] = None,
                      network: Optional[Mapping[str, Any]] = None,
                      keep_memory: bool = True, auto_resume: bool = False,
-                     **conn: Any) -> "Sandbox":
+                     volume_mounts: Optional[Mapping[str, Any]] = None, **conn: Any) -> "Sandbox":
         """Create a sandbox from ``template`` that lives ``timeout`` seconds.
 
         ``metadata`` is yours to filter :meth:`list` by; ``envs`` are set for
@@ -539,7 +539,8 @@ class Sandbox:
         s = await N.run(S.Sandbox.create, template, timeout=timeout, metadata=metadata,
                         envs=envs, auto_pause=auto_pause, request_timeout=request_timeout,
                         allow_internet_access=allow_internet_access, network=network,
-                        keep_memory=keep_memory, auto_resume=auto_resume, **conn)
+                        keep_memory=keep_memory, auto_resume=auto_resume,
+                        volume_mounts=volume_mounts, **conn)
         return cls(s)
 
     @classmethod

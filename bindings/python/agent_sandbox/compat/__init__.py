@@ -582,13 +582,14 @@ def _lifecycle(lifecycle: Any) -> Tuple[bool, bool, bool]:
 def _create_args(template: Optional[str], timeout: Optional[int], metadata: Any, envs: Any,
                  secure: bool, allow_internet_access: bool, lifecycle: Any,
                  extra: Dict[str, Any], opts: Dict[str, Any]) -> Dict[str, Any]:
-    for k in ("mcp", "iam", "volume_mounts"):
+    for k in ("mcp", "iam"):
         _unsupported(k, extra.get(k), None)
     auto_pause, keep_memory, auto_resume = _lifecycle(lifecycle)
     return dict(template=template, timeout=timeout or 300, metadata=metadata, envs=envs,
                 auto_pause=auto_pause, keep_memory=keep_memory, auto_resume=auto_resume,
                 allow_internet_access=allow_internet_access,
-                network=extra.get("network"), **_conn(opts))
+                network=extra.get("network"), volume_mounts=extra.get("volume_mounts"),
+                **_conn(opts))
 
 
 class Sandbox:
