@@ -312,12 +312,15 @@
   X(asb_sandbox_set_timeout, ASB_API_BLOCKING|ASB_API_CANCELLABLE, 3, 0, "call", "") \
   X(asb_sandbox_is_running, ASB_API_BLOCKING|ASB_API_CANCELLABLE, 2, 0, "call", "") \
   X(asb_sandbox_pause, ASB_API_BLOCKING|ASB_API_CANCELLABLE, 2, 0, "call", "") \
+  X(asb_sandbox_pause_memory, ASB_API_BLOCKING|ASB_API_CANCELLABLE, 3, 0, "call", "") \
   X(asb_sandbox_resume, ASB_API_BLOCKING|ASB_API_CANCELLABLE, 3, 0, "call", "") \
   X(asb_sandbox_get_info, ASB_API_BLOCKING|ASB_API_CANCELLABLE, 3, 1, "call", "") \
   X(asb_sandbox_info_id, ASB_API_RETURNS_BORROWED, 1, 0, "", "") \
   X(asb_sandbox_info_template_id, ASB_API_RETURNS_BORROWED, 1, 0, "", "") \
   X(asb_sandbox_info_name, ASB_API_RETURNS_BORROWED, 1, 0, "", "") \
   X(asb_sandbox_info_state, ASB_API_RETURNS_BORROWED, 1, 0, "", "") \
+  X(asb_sandbox_info_pause_mode, ASB_API_RETURNS_BORROWED, 1, 0, "", "") \
+  X(asb_sandbox_info_auto_resume, 0u, 1, 0, "", "") \
   X(asb_sandbox_info_started_at, 0u, 1, 0, "", "") \
   X(asb_sandbox_info_end_at, 0u, 1, 0, "", "") \
   X(asb_sandbox_info_cpu_count, 0u, 1, 0, "", "") \
@@ -702,6 +705,8 @@
   X(asb_sandbox_options, allow_internet_access, ASB_API_FIELD_INT, 2) \
   X(asb_sandbox_options, network_json, ASB_API_FIELD_STRING, 2) \
   X(asb_sandbox_options, volume_mounts, ASB_API_FIELD_STRINGS, 3) \
+  X(asb_sandbox_options, auto_pause_files_only, ASB_API_FIELD_INT, 4) \
+  X(asb_sandbox_options, auto_resume, ASB_API_FIELD_INT, 4) \
   X(asb_sandbox_list_options, metadata, ASB_API_FIELD_STRINGS, 1) \
   X(asb_sandbox_list_options, running, ASB_API_FIELD_INT, 1) \
   X(asb_sandbox_list_options, paused, ASB_API_FIELD_INT, 1) \
@@ -715,7 +720,7 @@
   X(asb_template_build_options, timeout_ms, ASB_API_FIELD_INT, 1) \
   X(asb_template_build_options, cancel, ASB_API_FIELD_POINTER, 1)
 
-#define ASB_API_FUNCTION_COUNT 371
+#define ASB_API_FUNCTION_COUNT 374
 #define ASB_API_OUTPUT_COUNT 77
 
 typedef struct asb_api_function_info {

@@ -105,9 +105,10 @@ static int kv_object(cJSON *parent, const char *key, const char *const *kv, cons
 }
 
 /* Version 1 ended before allow_internet_access, version 2 before
- * volume_mounts. */
+ * volume_mounts, version 3 before auto_pause_files_only. */
 static size_t sandbox_options_size(unsigned int version) {
-  return version >= 3   ? sizeof(asb_sandbox_options)
+  return version >= 4   ? sizeof(asb_sandbox_options)
+         : version == 3 ? offsetof(asb_sandbox_options, auto_pause_files_only)
          : version == 2 ? offsetof(asb_sandbox_options, volume_mounts)
                         : offsetof(asb_sandbox_options, allow_internet_access);
 }
@@ -179,6 +180,14 @@ int asb_sandbox_create(asb_sandbox **out, asb_client *c, const asb_sandbox_optio
   cJSON_AddNumberToObject(body, "timeout",
                           seconds(o->timeout_ms ? o->timeout_ms : DEFAULT_SANDBOX_TIMEOUT_MS));
   if (o->auto_pause) cJSON_AddBoolToObject(body, "autoPause", 1);
+  if (ASBI_OPT(o, 4, auto_pause_files_only, 0)) cJSON_AddBoolToObject(body, "autoPauseMemory", 0);
+  if (ASBI_OPT(o, 4, auto_resume, 0)) {
+    cJSON *ar = cJSON_AddObjectToObject(body, "autoResume");
+    if (!ar || !cJSON_AddBoolToObject(ar, "enabled", 1)) {
+      cJSON_Delete(body);
+      return asbi_oom();
+    }
+  }
   int rc = kv_object(body, "metadata", o->metadata, "sandbox.create");
   if (!rc) rc = kv_object(body, "envVars", o->envs, "sandbox.create");
   if (!rc) rc = add_internet(body, ASBI_OPT(o, 2, allow_internet_access, 0), 1, "sandbox.create");
@@ -310,12 +319,20 @@ int asb_sandbox_set_timeout(asb_sandbox *sb, long timeout_ms, const asb_call_opt
 }
 
 int asb_sandbox_pause(asb_sandbox *sb, const asb_call_options *call) {
+  return asb_sandbox_pause_memory(sb, 1, call);
+}
+
+int asb_sandbox_pause_memory(asb_sandbox *sb, int keep_memory, const asb_call_options *call) {
   ASBI_SANDBOX_CALL(sb);
   if (!sb) return asbi_err(ASB_EINVAL, "sandbox.pause: sandbox is NULL");
   ASBI_CHECK_VERSION(call, ASB_CALL_OPTIONS_VERSION, "asb_call_options");
   char path[256];
   snprintf(path, sizeof path, "/sandboxes/%s/pause", sb->id);
   cJSON *body = cJSON_CreateObject();
+  if (body && !keep_memory && !cJSON_AddBoolToObject(body, "memory", 0)) {
+    cJSON_Delete(body);
+    body = NULL;
+  }
   cp_call k;
   cp_from(&k, sb->client, call);
   k.stop = sb->life.stop;
@@ -398,6 +415,8 @@ int asb_sandbox_is_running(asb_sandbox *sb, const asb_call_options *call) {
 
 struct asb_sandbox_info {
   char *id, *template_id, *name, *state, *envd_version;
+  char *pause_mode; /* the engine's pauseMode, or NULL */
+  int auto_resume;  /* lifecycle.autoResume: 1, 0, -1 not said */
   int64_t started, end;
   int cpu, mem, disk;
   char **mkeys, **mvals;
@@ -442,6 +461,7 @@ void asb_sandbox_info_free(asb_sandbox_info *i) {
   free(i->name);
   free(i->state);
   free(i->envd_version);
+  free(i->pause_mode);
   for (size_t k = 0; k < i->nmeta; k++) {
     free(i->mkeys[k]);
     free(i->mvals[k]);
@@ -470,7 +490,11 @@ static int info_from(const cJSON *j, asb_sandbox_info **out) {
   STR(name, "alias");
   STR(state, "state");
   STR(envd_version, "envdVersion");
+  STR(pause_mode, "pauseMode");
 #undef STR
+  const cJSON *lc = cJSON_GetObjectItemCaseSensitive(j, "lifecycle");
+  const cJSON *ar = cJSON_IsObject(lc) ? cJSON_GetObjectItemCaseSensitive(lc, "autoResume") : NULL;
+  i->auto_resume = cJSON_IsBool(ar) ? cJSON_IsTrue(ar) : -1;
   s = NULL;
   asbi_pj_get_str(j, "startedAt", &s);
   i->started = parse_time_s(s);
@@ -545,6 +569,12 @@ const char *asb_sandbox_info_name(const asb_sandbox_info *i) {
 }
 const char *asb_sandbox_info_state(const asb_sandbox_info *i) {
   return i ? i->state : NULL;
+}
+const char *asb_sandbox_info_pause_mode(const asb_sandbox_info *i) {
+  return i ? i->pause_mode : NULL;
+}
+int asb_sandbox_info_auto_resume(const asb_sandbox_info *i) {
+  return i ? i->auto_resume : -1;
 }
 asb_int64 asb_sandbox_info_started_at(const asb_sandbox_info *i) {
   return i ? i->started : 0;

@@ -149,9 +149,12 @@ static cJSON *listed_json(engine *e, sbx *s, int detail) {
     cJSON_AddBoolToObject(j, "allowInternetAccess", sbxnet_allow_internet(e, s));
     cJSON_AddItemToObject(j, "network", sbxnet_json(s));
     cJSON *lc = cJSON_AddObjectToObject(j, "lifecycle");
-    cJSON_AddBoolToObject(lc, "autoResume", 0);
+    cJSON_AddBoolToObject(lc, "autoResume", s->auto_resume);
     cJSON_AddStringToObject(lc, "onTimeout", s->auto_pause ? "pause" : "kill");
   }
+  /* ours (E2B has no field for it): what a pause kept */
+  if (s->state == SBX_PAUSED)
+    cJSON_AddStringToObject(j, "pauseMode", s->paused_nomem ? "filesystem" : "memory");
   pthread_mutex_unlock(&s->mu);
   return j;
 }
@@ -263,6 +266,32 @@ static void create(engine *e, api_req *q, api_reply *r) {
   if (get_timeout(body, "timeout", SANDBOXES_DEFAULT_TIMEOUT_S, &rq.timeout_s, r)) goto out;
   if (ap && !cJSON_IsBool(ap) && !cJSON_IsNull(ap)) {
     api_error(r, 400, "'autoPause' must be a boolean");
+    goto out;
+  }
+  const cJSON *apm = cJSON_GetObjectItemCaseSensitive(body, "autoPauseMemory");
+  if (apm && !cJSON_IsBool(apm) && !cJSON_IsNull(apm)) {
+    api_error(r, 400, "'autoPauseMemory' must be a boolean");
+    goto out;
+  }
+  /* E2B's SandboxAutoResumeConfig: {"enabled": bool} */
+  const cJSON *ar = cJSON_GetObjectItemCaseSensitive(body, "autoResume");
+  const cJSON *are = cJSON_IsObject(ar) ? cJSON_GetObjectItemCaseSensitive(ar, "enabled") : NULL;
+  if ((ar && !cJSON_IsObject(ar) && !cJSON_IsNull(ar)) ||
+      (cJSON_IsObject(ar) && !cJSON_IsBool(are))) {
+    api_error(r, 400, "'autoResume' must be an object {\"enabled\": boolean}");
+    goto out;
+  }
+  rq.auto_pause_no_memory = cJSON_IsFalse(apm);
+  rq.auto_resume = cJSON_IsTrue(are);
+  if (rq.auto_resume && !cJSON_IsTrue(ap)) {
+    api_error(r, 400, "'autoResume' needs 'autoPause': true (only a paused sandbox resumes)");
+    goto out;
+  }
+  if (rq.auto_resume && rq.auto_pause_no_memory) {
+    /* E2B: a filesystem-only snapshot must be resumed explicitly */
+    api_error(r, 400,
+              "'autoResume' cannot be combined with 'autoPauseMemory': false (a sandbox "
+              "paused without memory reboots, and is resumed only explicitly)");
     goto out;
   }
   if (string_map(body, "metadata", &metadata, r) || string_map(body, "envVars", &env_vars, r))
@@ -446,9 +475,19 @@ static void refresh(engine *e, sbx *s, api_req *q, api_reply *r) {
   cJSON_Delete(body);
 }
 
-static void pause_sbx(engine *e, sbx *s, api_reply *r) {
+/* E2B's SandboxPauseRequest: {"memory": bool = true}; no body is memory. */
+static void pause_sbx(engine *e, sbx *s, api_req *q, api_reply *r) {
+  cJSON *body = parse_body(q, r, 0);
+  if (!body) return;
+  const cJSON *m = cJSON_GetObjectItemCaseSensitive(body, "memory");
+  if (m && !cJSON_IsBool(m) && !cJSON_IsNull(m)) {
+    cJSON_Delete(body);
+    return api_error(r, 400, "'memory' must be a boolean");
+  }
+  int memory = !cJSON_IsFalse(m);
+  cJSON_Delete(body);
   eng_err err;
-  if (sandboxes_pause(e, s, &err) == 0)
+  if (sandboxes_pause(e, s, memory, &err) == 0)
     r->status = 204;
   else
     api_reply_err(r, &err);
@@ -730,7 +769,7 @@ void api_handle(engine *e, api_req *q, api_reply *r) {
   else if (strcmp(action, "refreshes") == 0)
     refresh(e, s, q, r);
   else if (strcmp(action, "pause") == 0)
-    pause_sbx(e, s, r);
+    pause_sbx(e, s, q, r);
   else if (strcmp(action, "resume") == 0)
     connect_sbx(e, s, q, r, 1);
   else if (strcmp(action, "connect") == 0)

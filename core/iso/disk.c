@@ -318,6 +318,17 @@ int asbe__disk_mount_live(asbe_sandbox *sb, int *mfd) {
   return 0;
 }
 
+int asbe__disk_mount_rw(const char *path, int *mfd) {
+  char dev[64];
+  int lfd = loop_attach(path, dev, sizeof dev);
+  if (lfd < 0) return lfd;
+  int m = fsmount_ext4(dev);
+  close(lfd); /* the mount holds the device now; without one, autoclear */
+  if (m < 0) return m;
+  *mfd = m;
+  return 0;
+}
+
 /* New image at dst, attached and mounted: returns the mount fd. */
 static int make_image(asbe_engine *e, uint64_t bytes, const char *dst) {
   char golden[PATH_MAX], dev[64];

@@ -243,6 +243,10 @@ typedef struct asbe_sandbox_spec {
    * new file renamed over whatever is there), < 256 bytes; NULL = the
    * template's own. The engine's datapath (core/net) names its resolver. */
   const char *resolv_conf;
+  /* 1: boot the sandbox of this id that asbe_sandbox_stop paused, on its
+   * kept writable layer and uid slot (disk_bytes is its image's; a
+   * failure leaves it paused). */
+  int resume;
   /* A CA certificate (PEM, < 8 KiB) the sandbox's programs must trust: the
    * engine's egress CA, which signs what its egress proxy shows for the
    * domains with header rules. Appended to the sandbox's
@@ -265,6 +269,19 @@ void asbe_sandbox_release(asbe_sandbox *sb);
  * slot; with remove_state also deletes its state dir. The handle stays valid
  * (asbe_sandbox_alive() = 0) until released. Idempotent. */
 int asbe_sandbox_kill(asbe_sandbox *sb, int remove_state);
+/* Pause without memory: SIGKILLs every process like kill, but keeps the
+ * state dir and the writable layer (the sandbox's files) and its uid slot,
+ * recorded "paused" (the reaper keeps it, also after an engine restart).
+ * Boot it again with asbe_sandbox_create and spec.resume; remove it with
+ * asbe_paused_remove. -EOPNOTSUPP for a tmpfs writable layer. */
+int asbe_sandbox_stop(asbe_sandbox *sb);
+/* Claims a paused sandbox's uid slot again for this engine (start-up: a
+ * host reboot empties the slot registry, and its files belong to that
+ * slot's uids). 0, -EBUSY if another sandbox holds it now. */
+int asbe_paused_hold(asbe_engine *e, const char *id);
+/* Removes what a paused sandbox kept (state dir, slot claim). 0 if there
+ * was none; -EBUSY if the id's sandbox is not paused. */
+int asbe_paused_remove(asbe_engine *e, const char *id);
 /* Copies the writable layer of a sandbox killed with remove_state = 0 (its
  * disk image still in its state dir) into the new directory `dest`, as a
  * template layer: regular files, dirs, symlinks, fifos, overlay whiteouts

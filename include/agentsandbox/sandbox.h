@@ -69,7 +69,7 @@ asb_sandbox_get_url(char *buf, size_t buflen, const asb_sandbox *sandbox,
 /* ---- the control plane: create, connect, list, lifecycle ------------------
  */
 
-#define ASB_SANDBOX_OPTIONS_VERSION 3
+#define ASB_SANDBOX_OPTIONS_VERSION 4
 
 typedef struct asb_sandbox_options {
   unsigned int version;        /* ASB_SANDBOX_OPTIONS_VERSION */
@@ -94,12 +94,20 @@ typedef struct asb_sandbox_options {
   /* version 3: volumes to mount (E2B's volumeMounts; docs/volumes.md) */
   const char *const *volume_mounts; /* "PATH=VOLUME" (a mount path inside,
                                        a volume's name or id), NULL-ended */
+  /* version 4: pause modes and auto-resume (docs/lifecycle.md) */
+  int auto_pause_files_only; /* with auto_pause: 1 = pause without memory
+                                (E2B's keepMemory / autoPauseMemory
+                                false): processes stopped, files kept,
+                                resume boots it again */
+  int auto_resume;           /* 1 = a request to one of its ports resumes
+                                it once paused (E2B's autoResume); needs
+                                auto_pause, not with auto_pause_files_only */
 } asb_sandbox_options;
 
 #define ASB_SANDBOX_OPTIONS_INIT                                           \
   {                                                                        \
     ASB_SANDBOX_OPTIONS_VERSION, NULL, 0, NULL, NULL, 0, 0, NULL, 0, NULL, \
-        NULL                                                               \
+        NULL, 0, 0                                                         \
   }
 
 ASB_API(int)
@@ -141,6 +149,13 @@ asb_sandbox_is_running(asb_sandbox *sandbox, const asb_call_options *call);
  * frozen, every file kept; connect or resume thaws it. */
 ASB_API(int)
 asb_sandbox_pause(asb_sandbox *sandbox, const asb_call_options *call);
+/* Pause without memory when keep_memory is 0 (E2B's keepMemory: false):
+ * every process is stopped and its memory freed, every file kept; resume
+ * (or connect) boots it again, with a new boot_id. keep_memory 1 is
+ * asb_sandbox_pause. Same returns. */
+ASB_API(int)
+asb_sandbox_pause_memory(asb_sandbox *sandbox, int keep_memory,
+                         const asb_call_options *call);
 /* Resume a paused sandbox (as connect does); timeout_ms as for connect. */
 ASB_API(int)
 asb_sandbox_resume(asb_sandbox *sandbox, long timeout_ms,
@@ -171,6 +186,12 @@ asb_sandbox_info_template_id(const asb_sandbox_info *info);
 ASB_API(const char *) asb_sandbox_info_name(const asb_sandbox_info *info);
 /* "running" or "paused". */
 ASB_API(const char *) asb_sandbox_info_state(const asb_sandbox_info *info);
+/* A paused sandbox's pause mode, "memory" or "filesystem" (the local
+ * engine's pauseMode), or NULL (running, or not said). */
+ASB_API(const char *)
+asb_sandbox_info_pause_mode(const asb_sandbox_info *info);
+/* E2B's lifecycle.autoResume: 1 on, 0 off, -1 not said. */
+ASB_API(int) asb_sandbox_info_auto_resume(const asb_sandbox_info *info);
 /* Unix seconds. */
 ASB_API(asb_int64) asb_sandbox_info_started_at(const asb_sandbox_info *info);
 ASB_API(asb_int64) asb_sandbox_info_end_at(const asb_sandbox_info *info);

@@ -471,7 +471,8 @@ function wrap(sb)
       end
       return out
     end,
-    pause = function() return e2b(sb:pause()) end,
+    -- E2B: pause(keep_memory = true); false keeps only the files
+    pause = function(keep_memory) return e2b(sb:pause{ keep_memory = keep_memory ~= false }) end,
     resume = function(t) t = t or {} return e2b(sb:resume{ timeout_ms = ms(t.timeout) }) end,
     get_host = function(port) return e2b(sb:get_host(port)) end,
     get_metrics = function() return e2b(sb:get_metrics()) end,

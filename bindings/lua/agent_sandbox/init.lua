@@ -433,6 +433,7 @@ M._info_fix = info_fix
 local function info_table(info) return info_fix(core.asblua_sandbox_info(info)) end
 
 local CREATE = with_conn({ "template", "timeout_ms", "metadata", "envs", "auto_pause",
+                           "keep_memory", "auto_resume",
                            "request_timeout_ms", "allow_internet_access", "network",
                            "volume_mounts" })
 
@@ -452,7 +453,8 @@ local function volume_mounts(m, where)
 end
 
 --- Sandbox.create{ template = "base", timeout_ms = 300000, metadata = {k = v},
---- envs = {K = v}, auto_pause, request_timeout_ms, allow_internet_access,
+--- envs = {K = v}, auto_pause, keep_memory (false: that pause keeps only the
+--- files), auto_resume (traffic resumes it), request_timeout_ms, allow_internet_access,
 --- network = { allow_out, deny_out, rules, egress_proxy, allow_public_traffic,
 --- mask_request_host }, volume_mounts = { ["/mnt/data"] = "my-volume" },
 --- client | connection keys }
@@ -466,6 +468,8 @@ function Sandbox.create(t)
   if t.metadata ~= nil then o.metadata = t.metadata end
   if t.envs ~= nil then o.envs = t.envs end
   o.auto_pause = flag(t.auto_pause)
+  o.auto_pause_files_only = t.keep_memory == false and 1 or 0
+  o.auto_resume = flag(t.auto_resume)
   if t.request_timeout_ms ~= nil then o.request_timeout_ms = t.request_timeout_ms end
   o.allow_internet_access = internet(t.allow_internet_access)
   local nj = network_json(t.network, false, "Sandbox.create")
@@ -596,10 +600,14 @@ function Sandbox.is_running(sb, t)
   return rc == 1
 end
 
---- sb:pause(): true if it is paused now, false if it already was.
+--- sb:pause{ keep_memory = true }: true if it is paused now, false if it
+--- already was; keep_memory = false stops its processes and keeps only its
+--- files (resume boots it again).
+local PAUSE = set({ "keep_memory", "request_timeout_ms" })
 function Sandbox.pause(sb, t)
-  t = options(t, REQ, "sandbox:pause")
-  local rc = core.asb_sandbox_pause(sandbox_h(sb, 2), call_options(t.request_timeout_ms))
+  t = options(t, PAUSE, "sandbox:pause")
+  local rc = core.asb_sandbox_pause_memory(sandbox_h(sb, 2), t.keep_memory == false and 0 or 1,
+                                           call_options(t.request_timeout_ms))
   if rc < 0 then return fail(rc, "sandbox:pause") end
   return rc == 1
 end

@@ -110,6 +110,8 @@ static void w_sandbox_create(anode_call *base) {
   o.request_timeout_ms = c->l[1];
   o.allow_internet_access = c->i[1];
   o.network_json = c->s[1];
+  o.auto_pause_files_only = c->i[2];
+  o.auto_resume = c->i[3];
   o.volume_mounts = (const char *const *)c->v[2];
   o.cancel = base->cancel;
   asb_sandbox *sb = NULL;
@@ -132,6 +134,8 @@ static napi_value js_sandbox_create(napi_env env, napi_callback_info info) {
       anode_opt_long(env, o, "requestTimeoutMs", &c->l[1]) ||
       anode_opt_int(env, o, "allowInternetAccess", &c->i[1]) ||
       anode_opt_string(env, o, "networkJson", &c->s[1]) ||
+      anode_opt_bool(env, o, "autoPauseFilesOnly", &c->i[2]) ||
+      anode_opt_bool(env, o, "autoResume", &c->i[3]) ||
       anode_opt_strv(env, o, "volumeMounts", &c->v[2]))
     return gen_discard(env, c);
   c->base.work = w_sandbox_create;
@@ -250,8 +254,8 @@ static void w_sandbox_op(anode_call *base) {
     case OP_IS_RUNNING:
       rc = asb_sandbox_is_running(c->sb, &call);
       break;
-    case OP_PAUSE:
-      rc = asb_sandbox_pause(c->sb, &call);
+    case OP_PAUSE: /* the number: 1 = without memory */
+      rc = asb_sandbox_pause_memory(c->sb, c->l[0] ? 0 : 1, &call);
       break;
     case OP_RESUME:
       rc = asb_sandbox_resume(c->sb, c->l[0], &call);
@@ -339,6 +343,10 @@ static napi_value info_value(napi_env env, const asb_sandbox_info *i) {
   anode_set(env, o, "templateId", anode_str(env, asb_sandbox_info_template_id(i)));
   anode_set(env, o, "name", anode_str(env, asb_sandbox_info_name(i)));
   anode_set(env, o, "state", anode_str(env, asb_sandbox_info_state(i)));
+  if (asb_sandbox_info_pause_mode(i))
+    anode_set(env, o, "pauseMode", anode_str(env, asb_sandbox_info_pause_mode(i)));
+  if (asb_sandbox_info_auto_resume(i) >= 0)
+    anode_set(env, o, "autoResume", anode_bool(env, asb_sandbox_info_auto_resume(i)));
   anode_set(env, o, "startedAt", anode_num(env, (double)asb_sandbox_info_started_at(i)));
   anode_set(env, o, "endAt", anode_num(env, (double)asb_sandbox_info_end_at(i)));
   anode_set(env, o, "cpuCount", anode_num(env, asb_sandbox_info_cpu_count(i)));

@@ -523,12 +523,14 @@ class Sandbox:
                      request_timeout: Optional[float] = None,
                      allow_internet_access: Optional[bool] = None,
                      network: Optional[Mapping[str, Any]] = None,
+                     keep_memory: bool = True, auto_resume: bool = False,
                      volume_mounts: Optional[Mapping[str, Any]] = None, **conn: Any) -> "Sandbox":
         """Create a sandbox from ``template`` that lives ``timeout`` seconds.
 
         ``metadata`` is yours to filter :meth:`list` by; ``envs`` are set for
         every command; ``auto_pause`` pauses instead of killing at the
-        timeout; ``allow_internet_access`` and ``network`` are E2B's (see
+        timeout (``keep_memory=False``: without memory; ``auto_resume``:
+        traffic resumes it); ``allow_internet_access`` and ``network`` are E2B's (see
         :meth:`agent_sandbox.sync.Sandbox.create`). Connection options (``api_key``, ``api_url``, ``domain``,
         ``sandbox_url``, ``debug``, ``headers``, ``request_timeout``) default
         to ``ASB_*`` / ``E2B_*`` variables and, with nothing set, to the
@@ -537,6 +539,7 @@ class Sandbox:
         s = await N.run(S.Sandbox.create, template, timeout=timeout, metadata=metadata,
                         envs=envs, auto_pause=auto_pause, request_timeout=request_timeout,
                         allow_internet_access=allow_internet_access, network=network,
+                        keep_memory=keep_memory, auto_resume=auto_resume,
                         volume_mounts=volume_mounts, **conn)
         return cls(s)
 
@@ -636,9 +639,12 @@ class Sandbox:
     async def is_running(self, *, request_timeout: Optional[float] = None) -> bool:
         return await N.run(self._sync.is_running, request_timeout=request_timeout)
 
-    async def pause(self, *, request_timeout: Optional[float] = None) -> bool:
-        """Pause: True if paused now, False if it already was."""
-        return await N.run(self._sync.pause, request_timeout=request_timeout)
+    async def pause(self, *, keep_memory: bool = True,
+                    request_timeout: Optional[float] = None) -> bool:
+        """Pause: True if paused now, False if it already was
+        (``keep_memory=False``: files only, resume boots it)."""
+        return await N.run(self._sync.pause, keep_memory=keep_memory,
+                           request_timeout=request_timeout)
 
     async def resume(self, *, timeout: Optional[float] = None,
                      request_timeout: Optional[float] = None) -> None:

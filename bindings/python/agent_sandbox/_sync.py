@@ -1052,6 +1052,7 @@ class Sandbox:
                auto_pause: bool = False, request_timeout: Optional[float] = None,
                allow_internet_access: Optional[bool] = None,
                network: Optional[Mapping[str, Any]] = None,
+               keep_memory: bool = True, auto_resume: bool = False,
                volume_mounts: Optional[Mapping[str, Any]] = None,
                **conn: Any) -> "Sandbox":
         """Create a sandbox from ``template`` that lives ``timeout`` seconds.
@@ -1059,6 +1060,11 @@ class Sandbox:
         ``volume_mounts`` is E2B's: ``{"/mnt/data": "my-volume"}``, mount
         path to a volume's name or id (or an object with a ``name``), the
         volumes made with E2B's ``/volumes`` API (docs/volumes.md).
+
+        With ``auto_pause`` it pauses instead of ending; ``keep_memory=False``
+        makes that a pause without memory (files kept, resume boots it),
+        ``auto_resume=True`` lets traffic to its ports resume it (E2B's
+        lifecycle; not with ``keep_memory=False``: docs/lifecycle.md).
 
         ``allow_internet_access`` (default: allowed) and ``network`` are
         E2B's: ``network={"allow_out": [...], "deny_out": [...], "rules":
@@ -1081,6 +1087,8 @@ class Sandbox:
         if envs:
             o.envs = dict(envs)
         o.auto_pause = 1 if auto_pause else 0
+        o.auto_pause_files_only = 0 if keep_memory else 1
+        o.auto_resume = 1 if auto_resume else 0
         if request_timeout is not None:
             o.request_timeout_ms = N.ms(request_timeout)
         o.allow_internet_access = _netconf.internet(allow_internet_access)
@@ -1266,10 +1274,13 @@ class Sandbox:
         """True if the sandbox runs and its agent answers."""
         return bool(N.call(ll.asb_sandbox_is_running, self._h, _call_options(request_timeout)))
 
-    def pause(self, *, request_timeout: Optional[float] = None) -> bool:
-        """Pause (freeze every process, keep every file): True if it is paused
-        now, False if it already was."""
-        return bool(N.call(ll.asb_sandbox_pause, self._h, _call_options(request_timeout)))
+    def pause(self, *, keep_memory: bool = True,
+              request_timeout: Optional[float] = None) -> bool:
+        """Pause: True if it is paused now, False if it already was. With
+        memory (the default) every process is frozen; ``keep_memory=False``
+        stops them and keeps only the files (resume boots it again)."""
+        return bool(N.call(ll.asb_sandbox_pause_memory, self._h, 1 if keep_memory else 0,
+                           _call_options(request_timeout)))
 
     def resume(self, *, timeout: Optional[float] = None,
                request_timeout: Optional[float] = None) -> None:

@@ -25,7 +25,7 @@ import functools
 import inspect
 import warnings
 from dataclasses import dataclass
-from typing import IO, Any, Callable, Dict, List, Optional, TypedDict, Union
+from typing import IO, Any, Callable, Dict, List, Optional, Tuple, TypedDict, Union
 
 from .. import _async as A
 from .. import _native as N
@@ -627,13 +627,11 @@ class Filesystem:
 # ---- sync sandbox ---------------------------------------------------------------------------
 
 
-def _lifecycle_auto_pause(lifecycle: Any) -> bool:
+def _lifecycle(lifecycle: Any) -> Tuple[bool, bool, bool]:
     """E2B's ``lifecycle`` checks (build_lifecycle_config), same messages;
-    True when a timeout pauses. ``keep_memory=False`` and ``auto_resume``
-    pass its checks but are not kept by the local engine (see
-    docs/python-compat.md)."""
+    (whether a timeout pauses, whether that pause keeps memory, auto_resume)."""
     if not lifecycle:
-        return False
+        return False, True, False
     raw = lifecycle.get("on_timeout")
     if isinstance(raw, dict):
         action = raw.get("action", "kill")
@@ -656,7 +654,7 @@ def _lifecycle_auto_pause(lifecycle: Any) -> bool:
             "auto_resume: True is not a valid value when keep_memory: False - "
             "a filesystem-only snapshot cannot be auto-resumed by traffic and "
             "must be resumed explicitly using Sandbox.connect().")
-    return bool(action == "pause")
+    return bool(action == "pause"), bool(keep_memory), bool(auto_resume)
 
 
 def _create_args(template: Optional[str], timeout: Optional[int], metadata: Any, envs: Any,
@@ -664,9 +662,10 @@ def _create_args(template: Optional[str], timeout: Optional[int], metadata: Any,
                  extra: Dict[str, Any], opts: Dict[str, Any]) -> Dict[str, Any]:
     for k in ("mcp", "iam"):
         _unsupported(k, extra.get(k), None)
-    auto_pause = _lifecycle_auto_pause(lifecycle)
+    auto_pause, keep_memory, auto_resume = _lifecycle(lifecycle)
     return dict(template=template, timeout=timeout or 300, metadata=metadata, envs=envs,
-                auto_pause=auto_pause, allow_internet_access=allow_internet_access,
+                auto_pause=auto_pause, keep_memory=keep_memory, auto_resume=auto_resume,
+                allow_internet_access=allow_internet_access,
                 network=extra.get("network"), volume_mounts=extra.get("volume_mounts"),
                 **_conn(opts))
 
@@ -771,10 +770,10 @@ class Sandbox:
     update_network = _dual(_update_network_inst, _update_network_cls)
 
     def _pause_inst(self, keep_memory: bool = True, **opts: Any) -> bool:
-        return self._s.pause()
+        return self._s.pause(keep_memory=keep_memory)
 
     def _pause_cls(cls, sandbox_id: str, keep_memory: bool = True, **opts: Any) -> bool:
-        return _pause_by_id(sandbox_id, _conn(opts))
+        return _pause_by_id(sandbox_id, _conn(opts), keep_memory)
 
     pause = _dual(_pause_inst, _pause_cls)
     beta_pause = pause
@@ -894,12 +893,12 @@ def _attach_by_list(sandbox_id: str, conn: Dict[str, Any]) -> SandboxInfo:
     return S.Sandbox.get_info_by_id(sandbox_id, **conn)
 
 
-def _pause_by_id(sandbox_id: str, conn: Dict[str, Any]) -> bool:
+def _pause_by_id(sandbox_id: str, conn: Dict[str, Any], keep_memory: bool = True) -> bool:
     for info in S.Sandbox.list(**conn):
         if info.sandbox_id == sandbox_id:
             if info.state == SandboxState.PAUSED:
                 return False
-            return S.Sandbox.connect(sandbox_id, **conn).pause()
+            return S.Sandbox.connect(sandbox_id, **conn).pause(keep_memory=keep_memory)
     raise SandboxNotFoundException(f"sandbox {sandbox_id} not found")
 
 
@@ -1167,10 +1166,10 @@ class AsyncSandbox:
     update_network = _dual(_update_network_inst, _update_network_cls)
 
     async def _pause_inst(self, keep_memory: bool = True, **opts: Any) -> bool:
-        return await self._s.pause()
+        return await self._s.pause(keep_memory=keep_memory)
 
     async def _pause_cls(cls, sandbox_id: str, keep_memory: bool = True, **opts: Any) -> bool:
-        return await N.run(_pause_by_id, sandbox_id, _conn(opts))
+        return await N.run(_pause_by_id, sandbox_id, _conn(opts), keep_memory)
 
     pause = _dual(_pause_inst, _pause_cls)
     beta_pause = pause
