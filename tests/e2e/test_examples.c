@@ -48,6 +48,9 @@ TEST(git) {
 TEST(volumes) {
   run_example("volumes");
 }
+TEST(snapshot) {
+  run_example("snapshot");
+}
 #ifdef ASB_TEMPLATE_DIR
 /* builds the c-hello template, creates a sandbox from it, calls its commands */
 TEST(named_commands) {
@@ -132,6 +135,7 @@ int main(void) {
   RUN(code);
   RUN(git);
   RUN(volumes);
+  RUN(snapshot);
   RUN(sessions);
 #ifdef ASB_TEMPLATE_DIR
   RUN(named_commands);
