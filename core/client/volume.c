@@ -16,7 +16,11 @@
 #include "internal.h"
 
 struct asb_volume {
-  asb_client *client; /* held (a reference) by volumes from create and get */
+  /* Volumes from create and get: their own life (docs/abi.md, Lifecycle):
+   * freeing one cancels its calls in flight, not the client's, and the
+   * client (held) may be freed first. Listed volumes have neither. */
+  asbi_life life;
+  asb_client *client;
   char *id, *name, *token;
   int size_mb;
 };
@@ -61,14 +65,38 @@ static int64_t parse_time(const cJSON *j, const char *k) {
 
 /* ---- volumes ---------------------------------------------------------------------- */
 
-void asb_volume_free(asb_volume *v) {
-  if (!v) return;
-  if (v->client) asbi_client_unref(v->client);
+static void volume_destroy(asb_volume *v) {
+  if (v->client) {
+    asbi_life_fini(&v->life);
+    asbi_client_unref(v->client);
+  }
   free(v->id);
   free(v->name);
   free(v->token);
   free(v);
 }
+
+static void volume_unref(asb_volume *v) {
+  if (v && (!v->client || asbi_life_drop(&v->life))) volume_destroy(v);
+}
+
+/* Calls in flight on it end with ASB_ECANCELED. */
+void asb_volume_free(asb_volume *v) {
+  if (!v) return;
+  if (v->client) asbi_life_stop(&v->life);
+  volume_unref(v);
+}
+
+/* A call on v holds it for its whole duration (released at every return). */
+static asb_volume *volume_hold(asb_volume *v) {
+  asbi_life_hold(&v->life);
+  return v;
+}
+static void volume_release_(asb_volume *const *v) {
+  volume_unref(*v);
+}
+#define VOLUME_CALL(v) \
+  asb_volume *const held_volume_ __attribute__((cleanup(volume_release_), unused)) = volume_hold(v)
 
 static asb_volume *volume_from(const cJSON *j, asb_client *c) {
   const cJSON *id = cJSON_GetObjectItemCaseSensitive(j, "volumeID");
@@ -79,8 +107,8 @@ static asb_volume *volume_from(const cJSON *j, asb_client *c) {
   v->name = dup_str(j, "name");
   v->token = dup_str(j, "token");
   v->size_mb = (int)num(j, "sizeMB");
-  if (!v->id || !v->name || !v->token) {
-    asb_volume_free(v);
+  if (!v->id || !v->name || !v->token || (c && asbi_life_init(&v->life))) {
+    volume_destroy(v);
     return NULL;
   }
   if (c) {
@@ -350,7 +378,7 @@ static int content_call(asb_volume *v, content_req *q, asbi_http_resp *resp) {
                      .body_len = q->body ? q->body_len : 0,
                      .timeout_ms = asbi_client_timeout(c, q->timeout_ms),
                      .cancel = q->cancel,
-                     .stop = c->life.stop,
+                     .stop = v->life.stop,
                      .idempotent = q->idempotent,
                      .max_retries = c->max_retries,
                      /* what a file read may hand back; the engine takes at
@@ -406,7 +434,7 @@ int asb_volume_read_file(char **data, size_t *len, asb_volume *v, const char *pa
   if (rc) return rc;
   if (!data) return asbi_err(ASB_EINVAL, "volume.read_file: bad arguments");
   ASBI_CHECK_VERSION(call, ASB_CALL_OPTIONS_VERSION, "asb_call_options");
-  ASBI_CLIENT_CALL(v->client);
+  VOLUME_CALL(v);
   content_req q = {.method = "GET",
                    .what = "volume.read_file",
                    .op = "file",
@@ -452,7 +480,7 @@ int asb_volume_write_file(asb_volume_entry **out, asb_volume *v, const char *pat
   int rc = content_check(v, path, "volume.write_file");
   if (rc || (rc = write_check(opts, "volume.write_file"))) return rc;
   if (!data && len) return asbi_err(ASB_EINVAL, "volume.write_file: bad arguments");
-  ASBI_CLIENT_CALL(v->client);
+  VOLUME_CALL(v);
   content_req q = {.method = "PUT",
                    .what = "volume.write_file",
                    .op = "file",
@@ -480,7 +508,7 @@ int asb_volume_make_dir(asb_volume_entry **out, asb_volume *v, const char *path,
   if (out) *out = NULL;
   int rc = content_check(v, path, "volume.make_dir");
   if (rc || (rc = write_check(opts, "volume.make_dir"))) return rc;
-  ASBI_CLIENT_CALL(v->client);
+  VOLUME_CALL(v);
   content_req q = {.method = "POST",
                    .what = "volume.make_dir",
                    .op = "dir",
@@ -505,7 +533,7 @@ int asb_volume_get_info(asb_volume_entry **out, asb_volume *v, const char *path,
   if (rc) return rc;
   if (!out) return asbi_err(ASB_EINVAL, "volume.get_info: bad arguments");
   ASBI_CHECK_VERSION(call, ASB_CALL_OPTIONS_VERSION, "asb_call_options");
-  ASBI_CLIENT_CALL(v->client);
+  VOLUME_CALL(v);
   content_req q = {.method = "GET",
                    .what = "volume.get_info",
                    .op = "path",
@@ -539,7 +567,7 @@ int asb_volume_update_metadata(asb_volume_entry **out, asb_volume *v, const char
                     "volume.update_metadata: uid and gid must be in 0..65535, mode in 0..07777 "
                     "(-1 keeps one)");
   ASBI_CHECK_VERSION(call, ASB_CALL_OPTIONS_VERSION, "asb_call_options");
-  ASBI_CLIENT_CALL(v->client);
+  VOLUME_CALL(v);
   cJSON *b = cJSON_CreateObject();
   if (b && uid >= 0) cJSON_AddNumberToObject(b, "uid", uid);
   if (b && gid >= 0) cJSON_AddNumberToObject(b, "gid", gid);
@@ -570,7 +598,7 @@ int asb_volume_remove(asb_volume *v, const char *path, const asb_call_options *c
   int rc = content_check(v, path, "volume.remove");
   if (rc) return rc;
   ASBI_CHECK_VERSION(call, ASB_CALL_OPTIONS_VERSION, "asb_call_options");
-  ASBI_CLIENT_CALL(v->client);
+  VOLUME_CALL(v);
   content_req q = {.method = "DELETE",
                    .what = "volume.remove",
                    .op = "path",
@@ -592,7 +620,7 @@ int asb_volume_entries_list(asb_volume_entry_list **out, asb_volume *v, const ch
   if (!out || depth < 0 || depth > 64)
     return asbi_err(ASB_EINVAL, "volume.list: bad arguments (depth 0..64)");
   ASBI_CHECK_VERSION(call, ASB_CALL_OPTIONS_VERSION, "asb_call_options");
-  ASBI_CLIENT_CALL(v->client);
+  VOLUME_CALL(v);
   content_req q = {.method = "GET",
                    .what = "volume.list",
                    .op = "dir",

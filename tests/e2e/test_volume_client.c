@@ -235,6 +235,15 @@ TEST(volume_calls) {
     asb_sandbox_kill(sb, NULL);
     asb_sandbox_free(sb);
   }
+  /* a volume outlives its client's user reference: freeing the client
+   * does not cancel the volume's calls (its own stop token) */
+  asb_client *c2 = NULL;
+  asb_volume *v2 = NULL;
+  REQUIRE_RC(engine_fixture_client(&F, &c2), ASB_OK);
+  CHECK_RC(asb_volumes_get(&v2, c2, name, NULL), ASB_OK);
+  asb_client_free(c2);
+  CHECK_RC(asb_volume_exists(v2, "/hello.bin", NULL), 1);
+  asb_volume_free(v2);
   CHECK_RC(asb_volume_remove(v, "/a", NULL), ASB_OK);
   CHECK_RC(asb_volume_exists(v, "/a/b/f", NULL), 0);
   CHECK_RC(asb_volume_remove(v, "/a", NULL), ASB_ENOTFOUND);
