@@ -27,6 +27,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "apiio.h"
 #include "codei.h"
 #include "httpd/httpd.h"
 #include "net/policy.h"
@@ -89,14 +90,10 @@ static struct MHD_Response *json_resp(unsigned status, const char *id, const cha
 
 static struct MHD_Response *json_resp(unsigned status, const char *id, const char *kind,
                                       const char *reason, const char *fmt, ...) {
-  char msg[512];
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
+  cJSON *j = api_error_body((int)status, fmt, ap);
   va_end(ap);
-  cJSON *j = cJSON_CreateObject();
-  cJSON_AddNumberToObject(j, "code", status);
-  cJSON_AddStringToObject(j, "message", msg);
   if (id) cJSON_AddStringToObject(j, "sandboxId", id);
   if (kind) cJSON_AddStringToObject(j, "error", kind);
   if (reason) cJSON_AddStringToObject(j, "reason", reason);

@@ -42,6 +42,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "apiio.h"
 #include "httpd/httpd.h"
 #include "iso/iso.h"
 #include "registry.h"
@@ -541,14 +542,10 @@ static void vreply(vol_reply *r, int status, cJSON *body) {
 static void verror(vol_reply *r, int status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 static void verror(vol_reply *r, int status, const char *fmt, ...) {
-  char msg[512];
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
+  cJSON *j = api_error_body(status, fmt, ap);
   va_end(ap);
-  cJSON *j = cJSON_CreateObject();
-  cJSON_AddNumberToObject(j, "code", status);
-  cJSON_AddStringToObject(j, "message", msg);
   vreply(r, status, j);
 }
 
