@@ -312,12 +312,15 @@
   X(asb_sandbox_set_timeout, ASB_API_BLOCKING|ASB_API_CANCELLABLE, 3, 0, "call", "") \
   X(asb_sandbox_is_running, ASB_API_BLOCKING|ASB_API_CANCELLABLE, 2, 0, "call", "") \
   X(asb_sandbox_pause, ASB_API_BLOCKING|ASB_API_CANCELLABLE, 2, 0, "call", "") \
+  X(asb_sandbox_pause_memory, ASB_API_BLOCKING|ASB_API_CANCELLABLE, 3, 0, "call", "") \
   X(asb_sandbox_resume, ASB_API_BLOCKING|ASB_API_CANCELLABLE, 3, 0, "call", "") \
   X(asb_sandbox_get_info, ASB_API_BLOCKING|ASB_API_CANCELLABLE, 3, 1, "call", "") \
   X(asb_sandbox_info_id, ASB_API_RETURNS_BORROWED, 1, 0, "", "") \
   X(asb_sandbox_info_template_id, ASB_API_RETURNS_BORROWED, 1, 0, "", "") \
   X(asb_sandbox_info_name, ASB_API_RETURNS_BORROWED, 1, 0, "", "") \
   X(asb_sandbox_info_state, ASB_API_RETURNS_BORROWED, 1, 0, "", "") \
+  X(asb_sandbox_info_pause_mode, ASB_API_RETURNS_BORROWED, 1, 0, "", "") \
+  X(asb_sandbox_info_auto_resume, 0u, 1, 0, "", "") \
   X(asb_sandbox_info_started_at, 0u, 1, 0, "", "") \
   X(asb_sandbox_info_end_at, 0u, 1, 0, "", "") \
   X(asb_sandbox_info_cpu_count, 0u, 1, 0, "", "") \
@@ -345,6 +348,12 @@
   X(asb_metrics_disk_used, 0u, 2, 0, "", "") \
   X(asb_metrics_disk_total, 0u, 2, 0, "", "") \
   X(asb_metrics_free, ASB_API_FREES, 1, 0, "", "") \
+  X(asb_sandbox_snapshot, ASB_API_BLOCKING|ASB_API_CANCELLABLE, 4, 1, "call", "") \
+  X(asb_sandbox_fork, ASB_API_BLOCKING|ASB_API_CANCELLABLE, 4, 1, "call", "") \
+  X(asb_snapshots_list, ASB_API_BLOCKING|ASB_API_CANCELLABLE, 5, 1, "call", "") \
+  X(asb_snapshot_list_count, 0u, 1, 0, "", "") \
+  X(asb_snapshot_list_get, ASB_API_RETURNS_BORROWED, 2, 0, "", "") \
+  X(asb_snapshot_list_free, ASB_API_FREES, 1, 0, "", "") \
   X(asb_sandbox_update_network, ASB_API_BLOCKING|ASB_API_CANCELLABLE, 4, 0, "call", "") \
   X(asb_sandbox_info_allow_internet_access, 0u, 1, 0, "", "") \
   X(asb_sandbox_info_network_json, ASB_API_RETURNS_BORROWED, 1, 0, "", "") \
@@ -486,6 +495,9 @@
   X(asb_sandbox_get_info, 0, "out", ASB_API_OUT_HANDLE, asb_sandbox_info, "asb_sandbox_info_free", 0) \
   X(asb_sandbox_list, 0, "out", ASB_API_OUT_HANDLE, asb_sandbox_page, "asb_sandbox_page_free", 0) \
   X(asb_sandbox_get_metrics, 0, "out", ASB_API_OUT_HANDLE, asb_metrics, "asb_metrics_free", 0) \
+  X(asb_sandbox_snapshot, 0, "snapshot_id", ASB_API_OUT_STRING, char, "asb_free", 0) \
+  X(asb_sandbox_fork, 0, "out", ASB_API_OUT_HANDLE, asb_sandbox, "asb_sandbox_free", 0) \
+  X(asb_snapshots_list, 0, "out", ASB_API_OUT_HANDLE, asb_snapshot_list, "asb_snapshot_list_free", 0) \
   X(asb_server_new, 0, "out", ASB_API_OUT_HANDLE, asb_server, "asb_server_free", 0) \
   X(asb_server_register, 0, "out", ASB_API_OUT_HANDLE, asb_server_command, "", 1) \
   X(asb_server_next_call, 0, "out", ASB_API_OUT_HANDLE, asb_server_call, "", 0) \
@@ -527,6 +539,7 @@
   X(asb_sandbox, "asb_sandbox_free", "") \
   X(asb_sandbox_info, "asb_sandbox_info_free", "") \
   X(asb_sandbox_page, "asb_sandbox_page_free", "") \
+  X(asb_snapshot_list, "asb_snapshot_list_free", "") \
   X(asb_server, "asb_server_free", "") \
   X(asb_server_call, "", "asb_server") \
   X(asb_server_command, "", "asb_server") \
@@ -692,6 +705,8 @@
   X(asb_sandbox_options, allow_internet_access, ASB_API_FIELD_INT, 2) \
   X(asb_sandbox_options, network_json, ASB_API_FIELD_STRING, 2) \
   X(asb_sandbox_options, volume_mounts, ASB_API_FIELD_STRINGS, 3) \
+  X(asb_sandbox_options, auto_pause_files_only, ASB_API_FIELD_INT, 4) \
+  X(asb_sandbox_options, auto_resume, ASB_API_FIELD_INT, 4) \
   X(asb_sandbox_list_options, metadata, ASB_API_FIELD_STRINGS, 1) \
   X(asb_sandbox_list_options, running, ASB_API_FIELD_INT, 1) \
   X(asb_sandbox_list_options, paused, ASB_API_FIELD_INT, 1) \
@@ -705,8 +720,8 @@
   X(asb_template_build_options, timeout_ms, ASB_API_FIELD_INT, 1) \
   X(asb_template_build_options, cancel, ASB_API_FIELD_POINTER, 1)
 
-#define ASB_API_FUNCTION_COUNT 365
-#define ASB_API_OUTPUT_COUNT 74
+#define ASB_API_FUNCTION_COUNT 374
+#define ASB_API_OUTPUT_COUNT 77
 
 typedef struct asb_api_function_info {
   const char *name;

@@ -110,10 +110,11 @@ static int asblua_isinteger(lua_State *L, int i) {
 
 %typemap(in, numinputs=0) char **url (char *tmp = NULL), char **result_json (char *tmp = NULL),
                           char **value (char *tmp = NULL), char **version (char *tmp = NULL),
-                          char **json (char *tmp = NULL) {
+                          char **json (char *tmp = NULL), char **snapshot_id (char *tmp = NULL) {
   $1 = &tmp;
 }
-%typemap(argout) char **url, char **result_json, char **value, char **version, char **json {
+%typemap(argout) char **url, char **result_json, char **value, char **version, char **json,
+                 char **snapshot_id {
   if (*$1) {
     lua_pushstring(L, *$1);
   } else {
@@ -121,7 +122,8 @@ static int asblua_isinteger(lua_State *L, int i) {
   }
   SWIG_arg++;
 }
-%typemap(freearg) char **url, char **result_json, char **value, char **version, char **json {
+%typemap(freearg) char **url, char **result_json, char **value, char **version, char **json,
+                  char **snapshot_id {
   asb_free(*$1);
 }
 

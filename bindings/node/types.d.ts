@@ -40,6 +40,10 @@ export interface SandboxOpts extends ConnectionOpts, CallOpts {
   envs?: Record<string, string>
   /** On timeout: pause instead of kill. */
   autoPause?: boolean
+  /** With autoPause: that pause keeps only the files (E2B's keepMemory: false). */
+  autoPauseFilesOnly?: boolean
+  /** Traffic to its ports resumes it once paused (E2B's autoResume). */
+  autoResume?: boolean
   /** E2B's: false is as network.denyOut ['0.0.0.0/0'] (allowOut still applies). Default true. */
   allowInternetAccess?: boolean
   /** E2B's network config. */
@@ -140,6 +144,10 @@ export interface SandboxInfo {
   /** As the engine reports it; undefined when it does not say. */
   allowInternetAccess?: boolean
   network?: SandboxNetworkInfo
+  /** A paused sandbox's pause mode (docs/lifecycle.md). */
+  pauseMode?: 'memory' | 'filesystem'
+  /** E2B's lifecycle.autoResume; undefined when the engine does not say (lists). */
+  autoResume?: boolean
 }
 
 export interface SandboxPage {
@@ -697,11 +705,13 @@ export declare class SandboxBase implements AsyncDisposable {
   static getMetrics(sandboxId: string, opts?: ConnectionOpts & CallOpts & { start?: Date; end?: Date }): Promise<SandboxMetrics[]>
   static pause(sandboxId: string, opts?: ConnectionOpts & CallOpts): Promise<boolean>
   static updateNetwork(sandboxId: string, network: SandboxNetworkUpdate, opts?: ConnectionOpts & CallOpts): Promise<void>
+  /** true, or false if there is no such snapshot; sandboxes on it keep their files. */
+  static deleteSnapshot(snapshotId: string, opts?: ConnectionOpts & CallOpts): Promise<boolean>
 
   kill(opts?: CallOpts): Promise<boolean>
   setTimeout(timeoutMs: number, opts?: CallOpts): Promise<void>
   isRunning(opts?: CallOpts): Promise<boolean>
-  pause(opts?: CallOpts): Promise<boolean>
+  pause(opts?: CallOpts & { keepMemory?: boolean }): Promise<boolean>
   resume(opts?: CallOpts & { timeoutMs?: number }): Promise<this>
   getInfo(opts?: CallOpts): Promise<SandboxInfo>
   /** Replace the egress rules, live (E2B's updateNetwork). */

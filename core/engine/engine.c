@@ -18,6 +18,7 @@
 
 #include "api_builder.h"
 #include "build.h"
+#include "snapshots.h"
 #include "lifecycle.h"
 #include "net/egress/secrets.h"
 #include "volumes.h"
@@ -142,6 +143,23 @@ static int recorded(engine *e, const char *id) {
   return access(p, F_OK) == 0;
 }
 
+/* The record of a sandbox paused without memory whose kept files the
+ * reaper left (it keeps "paused" state dirs), or NULL. */
+static sbx *paused_nomem_record(engine *e, const char *id) {
+  char p[4200];
+  snprintf(p, sizeof p, "%s/sandboxes/%s/disk.img", e->state_dir, id);
+  if (access(p, F_OK) != 0) return NULL;
+  sbx *s = reg_load(e, id);
+  if (s && s->state == SBX_PAUSED && s->paused_nomem) {
+    /* its slot, before any create can take it (after a host reboot the
+     * registry is empty); taken, its resume fails and says so */
+    if (asbe_paused_hold(e->iso, id)) asbi_log("sandbox %s: %s", id, asbe_errmsg());
+    return s;
+  }
+  reg_sbx_free(s);
+  return NULL;
+}
+
 static void adopt_or_reap(engine *e) {
   /* Remember every recorded sandbox first: the reaper removes dead ones. */
   char dir[4096];
@@ -167,6 +185,9 @@ static void adopt_or_reap(engine *e) {
     sbx *s = known[i] ? reg_get(e, known[i]) : NULL;
     if (s) {
       reg_put(e, s);
+    } else if (known[i] && (s = paused_nomem_record(e, known[i]))) {
+      reg_add(e, s); /* paused without memory: nothing ran to adopt */
+      a.adopted++;
     } else if (known[i] && strlen(known[i]) <= ENGINE_ID_LEN) {
       /* Recorded but not alive: it ended while the engine was down. (One
        * without engine.json was never handed out: a warm-pool sandbox or
@@ -283,6 +304,7 @@ int engine_open(engine *e, const engine_config *cfg, eng_err *err) {
   adopt_or_reap(e);
   build_cleanup(e); /* build sandboxes of builds a crash interrupted */
   build_gc(e);      /* builds no template and no live sandbox uses */
+  snapshots_gc(e);  /* forks' snapshots no live sandbox uses */
   if (lifecycle_start(e)) {
     eng_err_set(err, ENG_EINTERNAL, NULL, "cannot start the lifecycle thread");
     goto fail;

@@ -34,6 +34,8 @@
 #include "proto/sign.h"
 #include "proto/url.h"
 #include "registry.h"
+#include "sandboxes.h"
+#include "util/log.h"
 #include "util/buf.h"
 #include "util/util.h"
 
@@ -304,6 +306,29 @@ static int connect_port(engine *e, sbx *s, int port) {
                                   : asbe_sandbox_connect_tcp(s->iso, (uint16_t)port);
 }
 
+/* E2B's autoResume: traffic to a sandbox paused with memory resumes it,
+ * with the lifetime it was created with, and is then served. One paused
+ * without memory is not (E2B refuses: arbitrary traffic would reboot it).
+ * 1 if it runs now. */
+static int auto_resume(engine *e, sbx *s) {
+  pthread_mutex_lock(&s->mu);
+  int ok = s->state == SBX_PAUSED && s->auto_resume && !s->paused_nomem;
+  int secs = s->timeout_s > 0 ? s->timeout_s : SANDBOXES_DEFAULT_TIMEOUT_S;
+  pthread_mutex_unlock(&s->mu);
+  if (!ok) return 0;
+  int resumed = 0;
+  eng_err err;
+  if (sandboxes_connect(e, s, secs, 0, &resumed, &err)) {
+    asbi_log("sandbox %s: auto-resume: %s", s->id, err.message);
+    return 0;
+  }
+  if (resumed) asbi_log("sandbox %s: auto-resumed by a request to one of its ports", s->id);
+  pthread_mutex_lock(&s->mu);
+  ok = s->state == SBX_RUNNING;
+  pthread_mutex_unlock(&s->mu);
+  return ok;
+}
+
 route_ctx *router_begin(engine *e, struct MHD_Connection *c, const char *raw_uri,
                         const char *method, const char *id, int port, struct MHD_Response **err,
                         unsigned *err_status) {
@@ -338,13 +363,6 @@ route_ctx *router_begin(engine *e, struct MHD_Connection *c, const char *raw_uri
                      "The sandbox was not found");
     return NULL;
   }
-  if (st != SBX_RUNNING) {
-    reg_put(e, s);
-    *err_status = 502;
-    *err = json_resp(502, id, "sandbox_paused", NULL,
-                     "sandbox \"%s\" is paused; connect to it to resume", id);
-    return NULL;
-  }
   /* network.allowPublicTraffic = false: the sandbox's ports (envd's has its
    * own access token) answer only requests that carry its traffic access
    * token, as E2B's proxy does */
@@ -362,6 +380,27 @@ route_ctx *router_begin(engine *e, struct MHD_Connection *c, const char *raw_uri
                        tt ? "invalid traffic access token" : "missing traffic access token");
       return NULL;
     }
+  }
+  /* Only a request that carries what its port needs wakes a paused
+   * sandbox: with private ports, the traffic token (checked above) or, for
+   * envd's, its access token; public ports wake it for anyone, as E2B's do. */
+  int may_wake = !private_ports || port != ASBI_ENVD_PORT;
+  if (!may_wake) {
+    const char *at = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "X-Access-Token");
+    may_wake = at && asbi_httpd_token_eq(at, s->token);
+  }
+  if (st != SBX_RUNNING && !(may_wake && auto_resume(e, s))) {
+    pthread_mutex_lock(&s->mu);
+    int nomem = s->paused_nomem;
+    pthread_mutex_unlock(&s->mu);
+    reg_put(e, s);
+    *err_status = 502;
+    *err = json_resp(502, id, "sandbox_paused", NULL,
+                     nomem ? "sandbox \"%s\" is paused without memory; only an explicit "
+                             "connect (or resume) boots it again"
+                           : "sandbox \"%s\" is paused; connect to it to resume",
+                     id);
+    return NULL;
   }
   route_ctx *r = calloc(1, sizeof *r);
   if (!r || !(r->buf = malloc(READ_CHUNK))) {

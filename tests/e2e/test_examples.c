@@ -45,6 +45,9 @@ TEST(code) {
 TEST(git) {
   run_example("git");
 }
+TEST(snapshot) {
+  run_example("snapshot");
+}
 #ifdef ASB_TEMPLATE_DIR
 /* builds the c-hello template, creates a sandbox from it, calls its commands */
 TEST(named_commands) {
@@ -128,6 +131,7 @@ int main(void) {
   RUN(sandbox_lifecycle);
   RUN(code);
   RUN(git);
+  RUN(snapshot);
   RUN(sessions);
 #ifdef ASB_TEMPLATE_DIR
   RUN(named_commands);

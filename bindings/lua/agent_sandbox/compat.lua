@@ -434,7 +434,8 @@ local function git(sb)
   })
 end
 
-local function wrap(sb)
+local wrap
+function wrap(sb)
   local fields = {
     sandbox_id = sb.id, envd_version = sb.envd_version, sandbox_domain = sb.domain,
     native = sb, __id = sb.id,
@@ -450,7 +451,28 @@ local function wrap(sb)
     -- E2B: update_network(network) with SandboxNetworkUpdate's names
     update_network = function(n) return e2b(sb:update_network(n or {})) end,
     is_running = function() return e2b(sb:is_running()) end,
-    pause = function() return e2b(sb:pause()) end,
+    -- snapshots and fork (docs/snapshots.md): files, not processes
+    create_snapshot = function(t)
+      t = t or {}
+      local id, err = sb:create_snapshot{ name = t.name }
+      if not id then return e2b(nil, err) end
+      return { snapshot_id = id, names = { id } }
+    end,
+    -- E2B: a list, a sandbox or the error of each fork (each its own snapshot here)
+    fork = function(t)
+      t = t or {}
+      local out = {}
+      for i = 1, t.count or 1 do
+        local f, err = sb:fork{ timeout_ms = ms(t.timeout or 300) }
+        if not f and err and (err.code == "ASB_ESANDBOXNOTFOUND" or err.code == "ASB_ESANDBOXGONE") then
+          return e2b(nil, err)
+        end
+        out[i] = f and wrap(f) or select(2, e2b(nil, err))
+      end
+      return out
+    end,
+    -- E2B: pause(keep_memory = true); false keeps only the files
+    pause = function(keep_memory) return e2b(sb:pause{ keep_memory = keep_memory ~= false }) end,
     resume = function(t) t = t or {} return e2b(sb:resume{ timeout_ms = ms(t.timeout) }) end,
     get_host = function(port) return e2b(sb:get_host(port)) end,
     get_metrics = function() return e2b(sb:get_metrics()) end,
@@ -542,6 +564,29 @@ function Sandbox.update_network(id, n, t)
 end
 Sandbox.pause = by_id("pause")
 Sandbox.get_metrics = by_id("get_metrics")
+
+--- Sandbox.list_snapshots{ sandbox_id, name, ... }: E2B's paginator; the
+--- first next_items() holds every snapshot ({snapshot_id, names}).
+function Sandbox.list_snapshots(t)
+  t = known(t, keys({ "sandbox_id", "name", "limit", "next_token" }), "Sandbox.list_snapshots")
+  local p = { has_next = true }
+  function p.next_items()
+    if not p.has_next then return {} end
+    local ids, err = asb.Sandbox.list_snapshots(conn(t, { sandbox_id = t.sandbox_id, name = t.name }))
+    if not ids then return e2b(nil, err) end
+    p.has_next = false
+    local out = {}
+    for i, id in ipairs(ids) do out[i] = { snapshot_id = id, names = { id } } end
+    return out
+  end
+  return p
+end
+
+--- Sandbox.delete_snapshot(snapshot_id, {...}): true, or false if none.
+function Sandbox.delete_snapshot(id, t)
+  t = known(t, {}, "Sandbox.delete_snapshot")
+  return e2b(asb.Sandbox.delete_snapshot(id, conn(t)))
+end
 
 --- Sandbox.list{ query = {metadata, state}, limit, next_token, ... }: E2B's
 --- paginator: while p.has_next do local items = p.next_items() end.

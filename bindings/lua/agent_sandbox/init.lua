@@ -433,6 +433,7 @@ M._info_fix = info_fix
 local function info_table(info) return info_fix(core.asblua_sandbox_info(info)) end
 
 local CREATE = with_conn({ "template", "timeout_ms", "metadata", "envs", "auto_pause",
+                           "keep_memory", "auto_resume",
                            "request_timeout_ms", "allow_internet_access", "network",
                            "volume_mounts" })
 
@@ -452,7 +453,8 @@ local function volume_mounts(m, where)
 end
 
 --- Sandbox.create{ template = "base", timeout_ms = 300000, metadata = {k = v},
---- envs = {K = v}, auto_pause, request_timeout_ms, allow_internet_access,
+--- envs = {K = v}, auto_pause, keep_memory (false: that pause keeps only the
+--- files), auto_resume (traffic resumes it), request_timeout_ms, allow_internet_access,
 --- network = { allow_out, deny_out, rules, egress_proxy, allow_public_traffic,
 --- mask_request_host }, volume_mounts = { ["/mnt/data"] = "my-volume" },
 --- client | connection keys }
@@ -466,6 +468,8 @@ function Sandbox.create(t)
   if t.metadata ~= nil then o.metadata = t.metadata end
   if t.envs ~= nil then o.envs = t.envs end
   o.auto_pause = flag(t.auto_pause)
+  o.auto_pause_files_only = t.keep_memory == false and 1 or 0
+  o.auto_resume = flag(t.auto_resume)
   if t.request_timeout_ms ~= nil then o.request_timeout_ms = t.request_timeout_ms end
   o.allow_internet_access = internet(t.allow_internet_access)
   local nj = network_json(t.network, false, "Sandbox.create")
@@ -596,12 +600,66 @@ function Sandbox.is_running(sb, t)
   return rc == 1
 end
 
---- sb:pause(): true if it is paused now, false if it already was.
+--- sb:pause{ keep_memory = true }: true if it is paused now, false if it
+--- already was; keep_memory = false stops its processes and keeps only its
+--- files (resume boots it again).
+local PAUSE = set({ "keep_memory", "request_timeout_ms" })
 function Sandbox.pause(sb, t)
-  t = options(t, REQ, "sandbox:pause")
-  local rc = core.asb_sandbox_pause(sandbox_h(sb, 2), call_options(t.request_timeout_ms))
+  t = options(t, PAUSE, "sandbox:pause")
+  local rc = core.asb_sandbox_pause_memory(sandbox_h(sb, 2), t.keep_memory == false and 0 or 1,
+                                           call_options(t.request_timeout_ms))
   if rc < 0 then return fail(rc, "sandbox:pause") end
   return rc == 1
+end
+
+--- sb:create_snapshot{ name }: the sandbox's files now, as a snapshot (it
+--- runs on); its id, "<name>:default", a template for Sandbox.create.
+--- Sandboxes from it boot fresh: files, not processes (docs/snapshots.md).
+function Sandbox.create_snapshot(sb, t)
+  t = options(t, set({ "name", "request_timeout_ms" }), "sandbox:create_snapshot")
+  if t.name ~= nil then check(t.name, "string", "sandbox:create_snapshot", "name") end
+  local rc, id = core.asb_sandbox_snapshot(sandbox_h(sb, 2), t.name,
+                                           call_options(t.request_timeout_ms))
+  if rc < 0 then return fail(rc, "sandbox:create_snapshot") end
+  return id
+end
+
+--- sb:fork{ timeout_ms }: a new sandbox with this one's files now, its
+--- metadata, env vars and network policy (timeout_ms: its lifetime, 15 s
+--- by default as E2B's); this one runs on.
+function Sandbox.fork(sb, t)
+  t = options(t, set({ "timeout_ms", "request_timeout_ms" }), "sandbox:fork")
+  local rc, h = core.asb_sandbox_fork(sandbox_h(sb, 2), t.timeout_ms or 0,
+                                      call_options(t.request_timeout_ms))
+  if rc < 0 then return fail(rc, "sandbox:fork") end
+  return wrap_sandbox(h, sb.client)
+end
+
+--- Sandbox.list_snapshots{ sandbox_id, name, client | connection keys }: the
+--- snapshots' ids (every page).
+function Sandbox.list_snapshots(t)
+  t = options(t, with_conn({ "sandbox_id", "name", "request_timeout_ms" }), "Sandbox.list_snapshots")
+  local c, err = client_of(t, "Sandbox.list_snapshots")
+  if not c then return nil, err end
+  local rc, l = core.asb_snapshots_list(client_handle(c), t.sandbox_id, t.name,
+                                        call_options(t.request_timeout_ms))
+  if rc < 0 then return fail(rc, "Sandbox.list_snapshots") end
+  local out = {}
+  for i = 0, core.asb_snapshot_list_count(l) - 1 do out[#out + 1] = core.asb_snapshot_list_get(l, i) end
+  return out
+end
+
+--- Sandbox.delete_snapshot(id, { client | connection keys }): true, or false
+--- if there is no such snapshot; sandboxes running on it keep their files.
+function Sandbox.delete_snapshot(id, t)
+  check(id, "string", "Sandbox.delete_snapshot", "id")
+  t = options(t, with_conn({ "request_timeout_ms" }), "Sandbox.delete_snapshot")
+  local c, err = client_of(t, "Sandbox.delete_snapshot")
+  if not c then return nil, err end
+  local rc = core.asb_templates_delete(client_handle(c), id, call_options(t.request_timeout_ms))
+  if rc == ENOTFOUND then return false end
+  if rc < 0 then return fail(rc, "Sandbox.delete_snapshot") end
+  return true
 end
 
 --- sb:resume{ timeout_ms }: resume a paused sandbox.
