@@ -45,6 +45,9 @@ TEST(code) {
 TEST(git) {
   run_example("git");
 }
+TEST(volumes) {
+  run_example("volumes");
+}
 TEST(snapshot) {
   run_example("snapshot");
 }
@@ -131,6 +134,7 @@ int main(void) {
   RUN(sandbox_lifecycle);
   RUN(code);
   RUN(git);
+  RUN(volumes);
   RUN(snapshot);
   RUN(sessions);
 #ifdef ASB_TEMPLATE_DIR

@@ -1778,6 +1778,201 @@ function templates.delete(id, t)
   return true
 end
 
+-- ---- volumes ----------------------------------------------------------------------------
+
+local volumes = {}
+M.volumes = volumes
+
+-- The asb_volume of each Volume (kept out of the table users see; the
+-- handle is freed with it by SWIG's collector).
+local volume_h = setmetatable({}, { __mode = "k" })
+
+local Volume = {}
+local VolumeMT = new_class("Volume", Volume, {
+  __tostring = function(v) return ("agent_sandbox.Volume(%s)"):format(v.name) end,
+})
+M.Volume = Volume
+
+local function volume_entry(e)
+  return {
+    name = core.asb_volume_entry_name(e), type = core.asb_volume_entry_type(e),
+    path = core.asb_volume_entry_path(e), size = core.asb_volume_entry_size(e),
+    mode = core.asb_volume_entry_mode(e), uid = core.asb_volume_entry_uid(e),
+    gid = core.asb_volume_entry_gid(e), target = core.asb_volume_entry_target(e),
+    atime = core.asb_volume_entry_accessed_at(e), mtime = core.asb_volume_entry_modified_at(e),
+    ctime = core.asb_volume_entry_changed_at(e),
+  }
+end
+
+local function volume_of(h)
+  local v = setmetatable({ volume_id = core.asb_volume_id(h), name = core.asb_volume_name(h),
+                           token = core.asb_volume_token(h),
+                           size_mb = core.asb_volume_size_mb(h) }, VolumeMT)
+  volume_h[v] = h
+  return v
+end
+
+local function vh(v, where)
+  local h = getmetatable(v) == Volume and volume_h[v]
+  if not h then error(where .. ": not an agent_sandbox.Volume", 3) end
+  return h
+end
+
+--- volumes.create(name, { size_mb, request_timeout_ms, client | connection
+--- keys }): a new volume (E2B's Volume.create); size_mb is its quota
+--- (default 1024).
+function volumes.create(name, t)
+  check(name, "string", "volumes.create", "name")
+  t = options(t, with_conn({ "size_mb", "request_timeout_ms" }), "volumes.create")
+  local c, err = client_of(t, "volumes.create")
+  if not c then return nil, err end
+  local rc, h = core.asb_volumes_create(client_handle(c), name, t.size_mb or 0,
+                                        call_options(t.request_timeout_ms))
+  if rc < 0 then return fail(rc, "volumes.create") end
+  return volume_of(h)
+end
+
+--- volumes.get(id_or_name): the volume, with its token (E2B's Volume.connect).
+function volumes.get(id, t)
+  check(id, "string", "volumes.get", "id")
+  t = options(t, with_conn({ "request_timeout_ms" }), "volumes.get")
+  local c, err = client_of(t, "volumes.get")
+  if not c then return nil, err end
+  local rc, h = core.asb_volumes_get(client_handle(c), id, call_options(t.request_timeout_ms))
+  if rc < 0 then return fail(rc, "volumes.get") end
+  return volume_of(h)
+end
+
+--- volumes.list(): { { volume_id, name, size_mb }, ... }.
+function volumes.list(t)
+  t = options(t, with_conn({ "request_timeout_ms" }), "volumes.list")
+  local c, err = client_of(t, "volumes.list")
+  if not c then return nil, err end
+  local rc, l = core.asb_volumes_list(client_handle(c), call_options(t.request_timeout_ms))
+  if rc < 0 then return fail(rc, "volumes.list") end
+  local out = {}
+  for i = 0, core.asb_volume_list_count(l) - 1 do
+    local v = core.asb_volume_list_get(l, i)
+    out[#out + 1] = { volume_id = core.asb_volume_id(v), name = core.asb_volume_name(v),
+                      size_mb = core.asb_volume_size_mb(v) }
+  end
+  return out
+end
+
+--- volumes.delete(id_or_name): true; nil, err (ASB_ENOTFOUND, or
+--- ASB_EEXISTS while a sandbox mounts it).
+function volumes.delete(id, t)
+  check(id, "string", "volumes.delete", "id")
+  t = options(t, with_conn({ "request_timeout_ms" }), "volumes.delete")
+  local c, err = client_of(t, "volumes.delete")
+  if not c then return nil, err end
+  local rc = core.asb_volumes_delete(client_handle(c), id, call_options(t.request_timeout_ms))
+  if rc < 0 then return fail(rc, "volumes.delete") end
+  return true
+end
+
+local WRITE_KEYS = set({ "uid", "gid", "mode", "force", "request_timeout_ms" })
+
+local function write_options(t)
+  local o = core.asb_volume_write_options()
+  o.uid = t.uid or 0
+  o.gid = t.gid or 0
+  o.mode = t.mode or 0
+  o.force = flag(t.force)
+  if t.request_timeout_ms ~= nil then o.timeout_ms = t.request_timeout_ms end
+  return o
+end
+
+local CALL_KEYS = set({ "request_timeout_ms" })
+
+--- v:read_file(path): its bytes, as a string.
+function Volume.read_file(v, path, t)
+  local h = vh(v, "Volume:read_file")
+  check(path, "string", "Volume:read_file", "path")
+  t = options(t, CALL_KEYS, "Volume:read_file")
+  local rc, data = core.asb_volume_read_file(h, path, call_options(t.request_timeout_ms))
+  if rc < 0 then return fail(rc, "Volume:read_file") end
+  return data
+end
+
+--- v:write_file(path, data, { uid, gid, mode, force }): the file's entry.
+function Volume.write_file(v, path, data, t)
+  local h = vh(v, "Volume:write_file")
+  check(path, "string", "Volume:write_file", "path")
+  check(data, "string", "Volume:write_file", "data")
+  t = options(t, WRITE_KEYS, "Volume:write_file")
+  local rc, e = core.asb_volume_write_file(h, path, data, write_options(t))
+  if rc < 0 then return fail(rc, "Volume:write_file") end
+  return volume_entry(e)
+end
+
+--- v:make_dir(path, { uid, gid, mode, force }): force = mkdir -p.
+function Volume.make_dir(v, path, t)
+  local h = vh(v, "Volume:make_dir")
+  check(path, "string", "Volume:make_dir", "path")
+  t = options(t, WRITE_KEYS, "Volume:make_dir")
+  local rc, e = core.asb_volume_make_dir(h, path, write_options(t))
+  if rc < 0 then return fail(rc, "Volume:make_dir") end
+  return volume_entry(e)
+end
+
+--- v:get_info(path): { name, type, path, size, mode, uid, gid, target,
+--- atime, mtime, ctime } (a symlink is not followed).
+function Volume.get_info(v, path, t)
+  local h = vh(v, "Volume:get_info")
+  check(path, "string", "Volume:get_info", "path")
+  t = options(t, CALL_KEYS, "Volume:get_info")
+  local rc, e = core.asb_volume_get_info(h, path, call_options(t.request_timeout_ms))
+  if rc < 0 then return fail(rc, "Volume:get_info") end
+  return volume_entry(e)
+end
+
+--- v:exists(path): true or false.
+function Volume.exists(v, path, t)
+  local h = vh(v, "Volume:exists")
+  check(path, "string", "Volume:exists", "path")
+  t = options(t, CALL_KEYS, "Volume:exists")
+  local rc = core.asb_volume_exists(h, path, call_options(t.request_timeout_ms))
+  if rc < 0 then return fail(rc, "Volume:exists") end
+  return rc == 1
+end
+
+--- v:update_metadata(path, { uid, gid, mode }): nil keeps a value.
+function Volume.update_metadata(v, path, t)
+  local h = vh(v, "Volume:update_metadata")
+  check(path, "string", "Volume:update_metadata", "path")
+  t = options(t, set({ "uid", "gid", "mode", "request_timeout_ms" }), "Volume:update_metadata")
+  local rc, e = core.asb_volume_update_metadata(h, path, t.uid or -1, t.gid or -1, t.mode or -1,
+                                                call_options(t.request_timeout_ms))
+  if rc < 0 then return fail(rc, "Volume:update_metadata") end
+  return volume_entry(e)
+end
+
+--- v:remove(path): recursive; a symlink is removed, never followed.
+function Volume.remove(v, path, t)
+  local h = vh(v, "Volume:remove")
+  check(path, "string", "Volume:remove", "path")
+  t = options(t, CALL_KEYS, "Volume:remove")
+  local rc = core.asb_volume_remove(h, path, call_options(t.request_timeout_ms))
+  if rc < 0 then return fail(rc, "Volume:remove") end
+  return true
+end
+
+--- v:list(path, { depth }): the entries under path, depth levels down.
+function Volume.list(v, path, t)
+  local h = vh(v, "Volume:list")
+  check(path, "string", "Volume:list", "path")
+  t = options(t, set({ "depth", "request_timeout_ms" }), "Volume:list")
+  local rc, l = core.asb_volume_entries_list(h, path, t.depth or 0,
+                                             call_options(t.request_timeout_ms))
+  if rc < 0 then return fail(rc, "Volume:list") end
+  local out = {}
+  for i = 0, core.asb_volume_entry_list_count(l) - 1 do
+    out[#out + 1] = volume_entry(core.asb_volume_entry_list_get(l, i))
+  end
+  return out
+end
+
 -- ---- the library -------------------------------------------------------------------------
 
 --- The C library's version: "1.0.0", major, minor, patch.

@@ -63,6 +63,10 @@ describe("examples/lua", function()
     assert.matches("session closed", run("sessions.lua", "done"))
   end)
 
+  it("volumes.lua", function()
+    assert.matches("^from lua\nfrom the sandbox\nfile\t/log.txt\t1000\ndeleted\ttrue", run("volumes.lua"))
+  end)
+
   it("templates.lua", function()
     local out = run("templates.lua")
     assert.matches("built\tlua%-example\t%(new%)\nbaked in\nlisted\t%w+\ndeleted\ttrue", out)

@@ -145,6 +145,11 @@ __all__ = [
     "GitBranches",
     "GitAuthException",
     "GitUpstreamException",
+    "Volume",
+    "AsyncVolume",
+    "VolumeInfo",
+    "VolumeAndToken",
+    "VolumeEntryStat",
 ]
 
 DEFAULT_TEMPLATE = "base"
@@ -1290,3 +1295,25 @@ class AsyncSandbox:
 
     async def __aexit__(self, *exc: Any) -> None:
         await self.kill()
+
+
+# ---- volumes --------------------------------------------------------------------------
+
+from .. import volumes as _V  # noqa: E402 (after _conn, which it uses)
+from ..volumes import VolumeAndToken, VolumeEntryStat, VolumeInfo  # noqa: E402
+
+
+class Volume(_V.VolumeSync):
+    """E2B's ``Volume`` (sync): ``Volume.create(name)``, ``connect``,
+    ``get_info``, ``list``, ``destroy``; ``vol.read_file``, ``write_file``,
+    ``list``, ``make_dir``, ``get_info``, ``exists``, ``update_metadata``,
+    ``remove``. E2B's connection options (``api_key``, ``domain``,
+    ``request_timeout``, ...) as everywhere in compat."""
+
+    _conn = staticmethod(_conn)
+
+
+class AsyncVolume(_V.Volume):
+    """E2B's ``AsyncVolume``: :class:`Volume`'s methods, awaited."""
+
+    _sync = Volume
