@@ -10,6 +10,8 @@
 #   a host service on every address) refused; DNS to any address redirected
 #   to the engine (no bypass to another server); source spoofing refused;
 #   400 for bad policies, GET shows the policy, byte counters in metrics;
+#   while a sandbox floods the test internet, the API answers and another
+#   sandbox's command completes;
 #   after kill the sandbox's rules are gone and its pair is back in the
 #   pool; after the engine stops, no table and no link of it are left.
 #   IPv6 (TOPO_V6: the test internet on 2001:2::/48): a ULA per sandbox,
@@ -392,6 +394,52 @@ R2=$(create '"network":{"egressBytesPerSecond":4096,"allowOut":["example.test"]}
 capped "$R2" 9995 "bandwidth cap, through the proxy"
 api DELETE "/sandboxes/$R" >/dev/null
 api DELETE "/sandboxes/$R2" >/dev/null
+
+# ---- a flood does not starve the control plane: while a sandbox sends to
+# the test internet as fast as it can (no cap, 2 connections), the API
+# answers on both listeners, a create + kill works and another sandbox's
+# command completes; the flood is checked to be still running after all
+# of it (so the checks overlapped it). Timings: bench/netflood_bench.sh.
+topo_bg "$TOPO_INET" "$TOPO_PY" -c '
+import socket, sys, threading
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("198.18.0.1", 9994)); s.listen(8)
+def drain(c):
+    open(sys.argv[1], "w").write("1")
+    while c.recv(1 << 20): pass
+while True:
+    c, _ = s.accept(); threading.Thread(target=drain, args=(c,), daemon=True).start()' "$TOPO_DIR/flood9994"
+topo_wait 30 topo_inet sh -c "ss -tln | grep -q 198.18.0.1:9994" || fail "flood sink"
+FL=$(create)
+code=$(printf '%s' '
+import socket, threading
+buf = b"x" * (1 << 20)
+def go():
+    s = socket.create_connection(("198.18.0.1", 9994), timeout=60)
+    while True: s.sendall(buf)
+ts = [threading.Thread(target=go) for _ in range(2)]
+for t in ts: t.start()
+for t in ts: t.join()' | base64 -w0)
+topo_bg "$TOPO_ENG" env E2B_API_URL="$API" E2B_SANDBOX_URL="$API" E2B_API_KEY="$KEY" \
+  "$ASB" exec "$FL" --user root --timeout 900 -- "echo $code | base64 -d > /tmp/.f.py && $TOPO_PY /tmp/.f.py" \
+  >/dev/null 2>&1
+FLP=$TOPO_LAST_PID
+topo_wait 120 test -s "$TOPO_DIR/flood9994" || fail "the flood did not start"
+st=$(status GET "/sandboxes/$A")
+[ "$st" = 200 ] && ok "during the flood: GET over the unix socket 200" || fail "during the flood: GET $st"
+st=$(topo_eng curl -s -o /dev/null -w '%{http_code}' -H "X-API-Key: $KEY" "$API/sandboxes/$A")
+[ "$st" = 200 ] && ok "during the flood: GET over TCP 200" || fail "during the flood: GET over TCP $st"
+X=$(create)
+[ -n "$X" ] && [ "$(status DELETE "/sandboxes/$X")" = 204 ] && ok "during the flood: create + kill" ||
+  fail "during the flood: create + kill ('$X')"
+got=$(sx "$A" echo alive 2>&1)
+[ "$got" = alive ] && ok "during the flood: another sandbox's command completes" ||
+  fail "during the flood: command in A: '$got'"
+kill -0 "$FLP" 2>/dev/null && ok "the flood was still running after the checks" ||
+  fail "the flood ended before the checks did"
+api DELETE "/sandboxes/$FL" >/dev/null
+topo_wait 120 sh -c "! kill -0 $FLP" || kill "$FLP" 2>/dev/null
+wait "$FLP" 2>/dev/null
 
 # ---- template builds have network, as template.yaml's network: says ----
 build() { # NAME YAML -> HTTP status of the build
