@@ -419,6 +419,17 @@ static int entry_reply(asb_volume_entry **out, const asbi_http_resp *resp, const
   return ASB_OK;
 }
 
+/* A content call whose reply is one entry (*out, when out is not NULL);
+ * q's query and the reply are freed here. */
+static int content_entry_call(asb_volume *v, content_req *q, asb_volume_entry **out) {
+  asbi_http_resp resp = ASBI_HTTP_RESP_INIT;
+  int rc = content_call(v, q, &resp);
+  if (!rc) rc = entry_reply(out, &resp, q->what);
+  asbi_buf_free(&q->query);
+  asbi_http_resp_free(&resp);
+  return rc;
+}
+
 static long call_timeout(const asb_call_options *call) {
   return call ? call->timeout_ms : 0;
 }
@@ -495,12 +506,8 @@ int asb_volume_write_file(asb_volume_entry **out, asb_volume *v, const char *pat
                       when it may replace one */
                    .idempotent = opts && opts->force};
   write_query(&q.query, opts);
-  asbi_http_resp resp = ASBI_HTTP_RESP_INIT;
-  rc = q.query.data ? content_call(v, &q, &resp) : asbi_oom();
-  if (!rc) rc = entry_reply(out, &resp, "volume.write_file");
-  asbi_buf_free(&q.query);
-  asbi_http_resp_free(&resp);
-  return rc;
+  if (!q.query.data) return asbi_oom();
+  return content_entry_call(v, &q, out);
 }
 
 int asb_volume_make_dir(asb_volume_entry **out, asb_volume *v, const char *path,
@@ -518,12 +525,8 @@ int asb_volume_make_dir(asb_volume_entry **out, asb_volume *v, const char *path,
                    .cancel = opts ? opts->cancel : NULL,
                    .idempotent = opts && opts->force};
   write_query(&q.query, opts);
-  asbi_http_resp resp = ASBI_HTTP_RESP_INIT;
-  rc = q.query.data ? content_call(v, &q, &resp) : asbi_oom();
-  if (!rc) rc = entry_reply(out, &resp, "volume.make_dir");
-  asbi_buf_free(&q.query);
-  asbi_http_resp_free(&resp);
-  return rc;
+  if (!q.query.data) return asbi_oom();
+  return content_entry_call(v, &q, out);
 }
 
 int asb_volume_get_info(asb_volume_entry **out, asb_volume *v, const char *path,
@@ -542,11 +545,7 @@ int asb_volume_get_info(asb_volume_entry **out, asb_volume *v, const char *path,
                    .timeout_ms = call_timeout(call),
                    .cancel = call_cancel(call),
                    .idempotent = 1};
-  asbi_http_resp resp = ASBI_HTTP_RESP_INIT;
-  rc = content_call(v, &q, &resp);
-  if (!rc) rc = entry_reply(out, &resp, "volume.get_info");
-  asbi_http_resp_free(&resp);
-  return rc;
+  return content_entry_call(v, &q, out);
 }
 
 int asb_volume_exists(asb_volume *v, const char *path, const asb_call_options *call) {
@@ -586,11 +585,8 @@ int asb_volume_update_metadata(asb_volume_entry **out, asb_volume *v, const char
                    .timeout_ms = call_timeout(call),
                    .cancel = call_cancel(call),
                    .idempotent = 1};
-  asbi_http_resp resp = ASBI_HTTP_RESP_INIT;
-  rc = content_call(v, &q, &resp);
-  if (!rc) rc = entry_reply(out, &resp, "volume.update_metadata");
+  rc = content_entry_call(v, &q, out);
   free(body);
-  asbi_http_resp_free(&resp);
   return rc;
 }
 
