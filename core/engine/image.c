@@ -195,22 +195,16 @@ static int ls_finish(lstream *s, const char *hex, int64_t size, const char *what
 
 /* ---- writing under the root ------------------------------------------------ */
 
+static int clear_dir(int fd);
+
 /* Removes name in dirfd, a directory tree too, without following links. */
 static int rm_at(int pdir, const char *name) {
   if (unlinkat(pdir, name, 0) == 0 || errno == ENOENT) return 0;
   if (errno != EISDIR && errno != EPERM) return -errno;
   int fd = openat(pdir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0) return -errno;
-  DIR *d = fdopendir(fd);
-  if (!d) {
-    close(fd);
-    return -errno;
-  }
-  int r = 0;
-  struct dirent *de;
-  while (!r && (de = readdir(d)))
-    if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..")) r = rm_at(dirfd(d), de->d_name);
-  closedir(d);
+  int r = clear_dir(fd);
+  close(fd);
   if (!r && unlinkat(pdir, name, AT_REMOVEDIR) < 0 && errno != ENOENT) r = -errno;
   return r;
 }
@@ -228,7 +222,7 @@ static void host_rm_tree(const char *path) {
   close(dfd);
 }
 
-/* Empties the directory fd (an opaque whiteout). */
+/* Empties the directory fd (an opaque whiteout; rm_at's directories). */
 static int clear_dir(int fd) {
   int dfd = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dfd < 0) return -errno;
