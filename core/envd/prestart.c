@@ -152,6 +152,11 @@ static struct {
   pthread_t th;
   int running, stop, pending;
   pre_key want;
+  /* The command that took the last shell, while its stream is not done:
+   * the next shell waits for it, so that its start-up does not take the
+   * CPU the command and its end need (the stream releases it once done or
+   * after ENVD_PRE_HOLD_MS: proc.c). */
+  pid_t hold_pid;
   int devnull;
 } g_pre = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER, .devnull = -1};
 
@@ -275,7 +280,7 @@ const char *envd_pre_eligible(const char *cmd, const cJSON *args, const cJSON *e
   return c->valuestring;
 }
 
-void envd_pre_want(const envd_user *u, const char *cwd, int want_stdin) {
+void envd_pre_want(const envd_user *u, const char *cwd, int want_stdin, pid_t after) {
   if (!g_pre.running) return;
   char *c = asbi_strdup(cwd);
   if (!c) return;
@@ -290,7 +295,18 @@ void envd_pre_want(const envd_user *u, const char *cwd, int want_stdin) {
   g_pre.want.cwd = c;
   g_pre.want.want_stdin = want_stdin;
   g_pre.pending = 1;
-  pthread_cond_signal(&g_pre.cv);
+  g_pre.hold_pid = after;
+  if (after <= 0) pthread_cond_signal(&g_pre.cv); /* else envd_pre_release does */
+  pthread_mutex_unlock(&g_pre.mu);
+}
+
+void envd_pre_release(pid_t pid) {
+  if (!g_pre.running || pid <= 0) return;
+  pthread_mutex_lock(&g_pre.mu);
+  if (g_pre.hold_pid == pid) {
+    g_pre.hold_pid = 0;
+    pthread_cond_signal(&g_pre.cv);
+  }
   pthread_mutex_unlock(&g_pre.mu);
 }
 
@@ -421,6 +437,10 @@ static void *pre_main(void *arg) {
   for (;;) {
     while (!g_pre.pending && !g_pre.stop) pthread_cond_wait(&g_pre.cv, &g_pre.mu);
     if (g_pre.stop) break;
+    if (g_pre.hold_pid > 0) { /* envd_pre_release wakes it */
+      pthread_cond_wait(&g_pre.cv, &g_pre.mu);
+      continue;
+    }
     pre_key w = g_pre.want;
     g_pre.want.cwd = NULL;
     g_pre.pending = 0;
