@@ -66,6 +66,11 @@ local Auth = exception("AuthenticationException")
 exception("BuildException")
 exception("GitAuthException", Auth)
 exception("GitUpstreamException", SandboxException)
+-- E2B's volume exceptions: VolumeException is not a SandboxException, the
+-- not-found ones are NotFoundExceptions (as in E2B's Python SDK)
+exception("VolumeException")
+exception("VolumeNotFoundException", NotFound)
+exception("VolumePathNotFoundException", NotFound)
 
 -- E2B's JS SDK has the same classes named *Error (CommandExitError,
 -- NotFoundError, ...): those names are the same classes here, so a script
@@ -504,16 +509,50 @@ function wrap(sb)
 end
 
 local CREATE = keys({ "template", "timeout", "metadata", "envs", "auto_pause",
-                      "allow_internet_access", "network" })
+                      "allow_internet_access", "network", "volume_mounts", "lifecycle" })
 
---- Sandbox.create{ template, timeout (s), metadata, envs, api_key, domain,
---- debug, request_timeout, ... } (or Sandbox.create("template", {...})).
+-- E2B's volume_mounts: a mount path -> a volume's name, or a Volume.
+local function mounts(m)
+  if m == nil then return nil end
+  if type(m) ~= "table" then error("Sandbox.create: volume_mounts must be a table", 3) end
+  local out = {}
+  for path, v in pairs(m) do
+    if type(v) == "string" then out[path] = v
+    elseif type(v) == "table" or type(v) == "userdata" then out[path] = v.name
+    else error(("Sandbox.create: volume_mounts[%q]: a volume name (or a Volume) is needed"):format(tostring(path)), 3) end
+  end
+  return out
+end
+
+-- E2B's lifecycle: { on_timeout = "kill" | "pause" | { action, keep_memory },
+-- auto_resume } -> the native auto_pause, keep_memory, auto_resume.
+local function lifecycle(lc, o)
+  if lc == nil then return end
+  if type(lc) ~= "table" then error("Sandbox.create: lifecycle must be a table", 3) end
+  local on = lc.on_timeout
+  if type(on) == "string" then on = { action = on } end
+  on = on or {}
+  if on.action ~= nil and on.action ~= "pause" and on.action ~= "kill" then
+    error("Sandbox.create: lifecycle.on_timeout must be \"kill\" or \"pause\"", 3)
+  end
+  if on.action == "pause" then
+    o.auto_pause = true
+    if on.keep_memory == false then o.keep_memory = false end
+  end
+  if lc.auto_resume ~= nil then o.auto_resume = lc.auto_resume and true or false end
+end
+
+--- Sandbox.create{ template, timeout (s), metadata, envs, volume_mounts,
+--- lifecycle, api_key, domain, debug, request_timeout, ... } (or
+--- Sandbox.create("template", {...})).
 function Sandbox.create(template, t)
   if type(template) == "table" then template, t = template.template, template end
   t = known(t, CREATE, "Sandbox.create")
   local o = conn(t, { template = template or "base", metadata = t.metadata, envs = t.envs,
                       auto_pause = t.auto_pause, timeout_ms = ms(t.timeout, 300000),
-                      allow_internet_access = t.allow_internet_access, network = t.network })
+                      allow_internet_access = t.allow_internet_access, network = t.network,
+                      volume_mounts = mounts(t.volume_mounts) })
+  lifecycle(t.lifecycle, o)
   local sb, err = asb.Sandbox.create(o)
   if not sb then return e2b(sb, err) end
   return wrap(sb)
@@ -622,6 +661,128 @@ function Sandbox.list(t)
     return items
   end
   return p
+end
+
+-- ---- volumes -------------------------------------------------------------------------------
+
+-- E2B's Volume with its Python names, on asb.volumes / asb.Volume. Errors:
+-- an unknown volume is VolumeNotFoundException ("Volume <id> not found"),
+-- a missing path VolumePathNotFoundException ("Path <path> not found"),
+-- any other failure VolumeException ("<status>: <message>", as E2B's),
+-- except credentials, rate-limit, timeout and cancel errors, which keep
+-- their classes.
+local VOLUME_KEEP = { ASB_EAUTH = true, ASB_ERATELIMIT = true, ASB_ETIMEOUT = true,
+                      ASB_ECANCELED = true }
+
+-- v, err with err named after E2B's volume classes (what: "volume" or
+-- "path" for a not-found of that kind, ref its id or path).
+local function vol_e2b(v, err, what, ref)
+  if v ~= nil or not err then return v end
+  if VOLUME_KEEP[err.code] then return e2b(nil, err) end
+  if err.code == "ASB_ENOTFOUND" and what then
+    err.name = what == "volume" and "VolumeNotFoundException" or "VolumePathNotFoundException"
+    err.message = (what == "volume" and "Volume %s not found" or "Path %s not found"):format(ref)
+    return nil, err
+  end
+  err.name = "VolumeException"
+  if (err.http_status or 0) > 0 then err.message = ("%d: %s"):format(err.http_status, err.message) end
+  return nil, err
+end
+
+local Volume = {}
+M.Volume = Volume
+
+-- E2B's keywords of a volume file call -> the native options.
+local function vopts(t, extra, where)
+  t = known(t, keys(extra), where)
+  local o = {}
+  for _, k in ipairs(extra) do o[k] = t[k] end
+  if t.request_timeout then o.request_timeout_ms = ms(t.request_timeout) end
+  return o
+end
+
+local WRITE = { "uid", "gid", "mode", "force" }
+
+local function volume(v)
+  local function call(what, path, fn, ...)
+    local r, err = fn(v, path, ...)
+    return vol_e2b(r, err, what, path)
+  end
+  return bound("Volume", {
+    volume_id = v.volume_id, name = v.name, token = v.token, size_mb = v.size_mb,
+    native = v, __id = v.name,
+  }, {
+    -- format: "text" (default) or "bytes" (both Lua strings), or "stream":
+    -- a list of the chunks (one: the file is read whole)
+    read_file = function(path, t)
+      t = t or {}
+      local fmt = t.format or "text"
+      if fmt ~= "text" and fmt ~= "bytes" and fmt ~= "stream" then
+        error('Volume.read_file: format must be "text", "bytes" or "stream"', 2)
+      end
+      local o = vopts(t, { "format" }, "Volume.read_file")
+      o.format = nil
+      local data, err = call("path", path, v.read_file, o)
+      if data == nil then return nil, err end
+      if fmt == "stream" then return { data } end
+      return data
+    end,
+    write_file = function(path, data, t)
+      local o = vopts(t, WRITE, "Volume.write_file")
+      local r, err = v:write_file(path, data, o)
+      return vol_e2b(r, err, "path", path)
+    end,
+    make_dir = function(path, t) return call("path", path, v.make_dir, vopts(t, WRITE, "Volume.make_dir")) end,
+    get_info = function(path, t) return call("path", path, v.get_info, vopts(t, {}, "Volume.get_info")) end,
+    exists = function(path, t) return call("path", path, v.exists, vopts(t, {}, "Volume.exists")) end,
+    update_metadata = function(path, t)
+      return call("path", path, v.update_metadata, vopts(t, { "uid", "gid", "mode" }, "Volume.update_metadata"))
+    end,
+    remove = function(path, t) return call("path", path, v.remove, vopts(t, {}, "Volume.remove")) end,
+    list = function(path, t)
+      return call("path", path or "/", v.list, vopts(t, { "depth" }, "Volume.list"))
+    end,
+  }, { v = v })
+end
+
+--- Volume.create(name, { size_mb, api_key, domain, request_timeout, ... }):
+--- a new volume (size_mb, its quota, is ours).
+function Volume.create(name, t)
+  t = known(t, keys({ "size_mb" }), "Volume.create")
+  local v, err = asb.volumes.create(name, conn(t, { size_mb = t.size_mb }))
+  if not v then return vol_e2b(nil, err) end
+  return volume(v)
+end
+
+--- Volume.connect(volume_id, {...}): the volume of this id or name.
+function Volume.connect(id, t)
+  t = known(t, {}, "Volume.connect")
+  local v, err = asb.volumes.get(id, conn(t))
+  if not v then return vol_e2b(nil, err, "volume", id) end
+  return volume(v)
+end
+
+--- Volume.get_info(volume_id, {...}): { volume_id, name, token, size_mb }
+--- (E2B's VolumeAndToken).
+function Volume.get_info(id, t)
+  local v, err = Volume.connect(id, t)
+  if not v then return nil, err end
+  return { volume_id = v.volume_id, name = v.name, token = v.token, size_mb = v.size_mb }
+end
+
+--- Volume.list({...}): { { volume_id, name, size_mb }, ... }.
+function Volume.list(t)
+  t = known(t, {}, "Volume.list")
+  return vol_e2b(asb.volumes.list(conn(t)))
+end
+
+--- Volume.destroy(volume_id, {...}): true, false if there was none; a
+--- VolumeException (409) while sandboxes mount it.
+function Volume.destroy(id, t)
+  t = known(t, {}, "Volume.destroy")
+  local ok, err = asb.volumes.delete(id, conn(t))
+  if not ok and err and err.code == "ASB_ENOTFOUND" then return false end
+  return vol_e2b(ok, err)
 end
 
 M.ALL_TRAFFIC = asb.ALL_TRAFFIC
