@@ -439,6 +439,14 @@ local function git(sb)
   })
 end
 
+-- E2B's keep_memory keyword ({ keep_memory = false }), or a bare boolean.
+local function keep_memory(t, where)
+  if t == nil then return true end
+  if type(t) == "boolean" then return t end
+  t = known(t, keys({ "keep_memory" }), where)
+  return t.keep_memory ~= false
+end
+
 local wrap
 function wrap(sb)
   local fields = {
@@ -476,8 +484,10 @@ function wrap(sb)
       end
       return out
     end,
-    -- E2B: pause(keep_memory = true); false keeps only the files
-    pause = function(keep_memory) return e2b(sb:pause{ keep_memory = keep_memory ~= false }) end,
+    -- E2B: pause(keep_memory = True): pause{ keep_memory = false } (or
+    -- pause(false)) keeps only the files
+    pause = function(t) return e2b(sb:pause{ keep_memory = keep_memory(t, "pause") }) end,
+    beta_pause = function(t) return e2b(sb:pause{ keep_memory = keep_memory(t, "beta_pause") }) end,
     resume = function(t) t = t or {} return e2b(sb:resume{ timeout_ms = ms(t.timeout) }) end,
     get_host = function(port) return e2b(sb:get_host(port)) end,
     get_metrics = function() return e2b(sb:get_metrics()) end,
@@ -566,13 +576,18 @@ function Sandbox.connect(id, t)
   return wrap(sb)
 end
 
--- A method of a sandbox called on the class with its id: Sandbox.kill(id).
+-- A control-plane method of a sandbox called on the class with its id
+-- (Sandbox.get_info(id)): without connecting, so a paused sandbox stays
+-- paused, as in E2B.
 local function by_id(name)
   return function(id, t)
     if type(id) ~= "string" then return id[name](t) end
-    local sb, err = Sandbox.connect(id, t)
-    if not sb then return nil, err end
-    return sb[name]()
+    t = known(t, {}, "Sandbox." .. name)
+    local sb, err = asb.Sandbox.attach(id, conn(t))
+    if not sb then return e2b(sb, err) end
+    local v, verr = sb[name](sb)
+    sb:close()
+    return e2b(v, verr)
   end
 end
 
@@ -584,9 +599,12 @@ function Sandbox.kill(id, t)
 end
 Sandbox.set_timeout = function(id, s, t)
   if type(id) ~= "string" then return id.set_timeout(s) end
-  local sb, err = Sandbox.connect(id, t)
-  if not sb then return nil, err end
-  return sb.set_timeout(s)
+  t = known(t, {}, "Sandbox.set_timeout")
+  local sb, err = asb.Sandbox.attach(id, conn(t))
+  if not sb then return e2b(sb, err) end
+  local ok, serr = sb:set_timeout(ms(s))
+  sb:close()
+  return e2b(ok, serr)
 end
 Sandbox.get_info = by_id("get_info")
 
@@ -601,7 +619,19 @@ function Sandbox.update_network(id, n, t)
   sb:close()
   return e2b(ok, uerr)
 end
-Sandbox.pause = by_id("pause")
+--- Sandbox.pause(sandbox_id, { keep_memory, ... }): by id, without
+--- connecting (E2B's; beta_pause is the same): true, false if it already was.
+function Sandbox.pause(id, t)
+  if type(id) ~= "string" then return id.pause(t) end
+  t = known(t, keys({ "keep_memory" }), "Sandbox.pause")
+  local sb, err = asb.Sandbox.attach(id, conn(t))
+  if not sb then return e2b(sb, err) end
+  local ok, perr = sb:pause{ keep_memory = t.keep_memory ~= false,
+                             request_timeout_ms = t.request_timeout and ms(t.request_timeout) or nil }
+  sb:close()
+  return e2b(ok, perr)
+end
+Sandbox.beta_pause = Sandbox.pause
 Sandbox.get_metrics = by_id("get_metrics")
 
 --- Sandbox.list_snapshots{ sandbox_id, name, ... }: E2B's paginator; the
