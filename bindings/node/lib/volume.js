@@ -136,9 +136,10 @@ class Volume {
     }
   }
 
-  async _file(op, path, opts, data) {
+  // o: the C call's options (reqOpts), opts: the caller's (its signal)
+  async _file(op, path, o, data, opts) {
     try {
-      return await invoke(N.volumeFile, [this._h, op, path, opts, data], { signal: opts.signal })
+      return await invoke(N.volumeFile, [this._h, op, path, o, data], { signal: opts.signal })
     } catch (e) {
       throw this.constructor._error(e, 'path', path)
     }
@@ -146,36 +147,36 @@ class Volume {
 
   /** The entries of the directory at path, opts.depth levels down (default 1). */
   async list(path, opts = {}) {
-    const l = await this._file(F.list, path, reqOpts(opts, { depth: opts.depth || 0 }), undefined)
+    const l = await this._file(F.list, path, reqOpts(opts, { depth: opts.depth || 0 }), undefined, opts)
     return l.map(entryStat)
   }
 
   /** Make a directory (uid, gid, mode default 0o755; force: make parents, accept an existing one). */
   async makeDir(path, opts = {}) {
-    return entryStat(await this._file(F.makeDir, path, reqOpts(opts, { uid: opts.uid, gid: opts.gid, mode: opts.mode, force: !!opts.force }), undefined))
+    return entryStat(await this._file(F.makeDir, path, reqOpts(opts, { uid: opts.uid, gid: opts.gid, mode: opts.mode, force: !!opts.force }), undefined, opts))
   }
 
   /** What is at path (a symlink is not followed). */
   async getInfo(path, opts = {}) {
-    return entryStat(await this._file(F.getInfo, path, reqOpts(opts), undefined))
+    return entryStat(await this._file(F.getInfo, path, reqOpts(opts), undefined, opts))
   }
 
   /** true if something is at path. */
   async exists(path, opts = {}) {
-    return this._file(F.exists, path, reqOpts(opts), undefined)
+    return this._file(F.exists, path, reqOpts(opts), undefined, opts)
   }
 
   /** Change the owner or mode ({uid, gid, mode}; what is left out is kept). */
   async updateMetadata(path, metadata = {}, opts = {}) {
     const m = metadata || {}
-    return entryStat(await this._file(F.updateMetadata, path, reqOpts(opts, { uid: m.uid, gid: m.gid, mode: m.mode }), undefined))
+    return entryStat(await this._file(F.updateMetadata, path, reqOpts(opts, { uid: m.uid, gid: m.gid, mode: m.mode }), undefined, opts))
   }
 
   /** The file's content: text (default), or format 'bytes' (Uint8Array), 'blob', 'stream'. */
   async readFile(path, opts = {}) {
     const format = opts.format || 'text'
     if (!['text', 'bytes', 'blob', 'stream'].includes(format)) throw new TypeError(`format must be 'text', 'bytes', 'blob' or 'stream'`)
-    const buf = await this._file(F.read, path, reqOpts(opts), undefined)
+    const buf = await this._file(F.read, path, reqOpts(opts), undefined, opts)
     if (format === 'text') return buf.toString('utf8')
     const bytes = new Uint8Array(buf.buffer, buf.byteOffset, buf.byteLength)
     if (format === 'bytes') return bytes
@@ -192,12 +193,12 @@ class Volume {
    * default 0o644; an existing file is replaced only with force). */
   async writeFile(path, data, opts = {}) {
     const bytes = await bytesOf(data)
-    return entryStat(await this._file(F.write, path, reqOpts(opts, { uid: opts.uid, gid: opts.gid, mode: opts.mode, force: !!opts.force }), bytes))
+    return entryStat(await this._file(F.write, path, reqOpts(opts, { uid: opts.uid, gid: opts.gid, mode: opts.mode, force: !!opts.force }), bytes, opts))
   }
 
   /** Remove what is at path, recursively (a symlink is removed, not followed). */
   async remove(path, opts = {}) {
-    await this._file(F.remove, path, reqOpts(opts), undefined)
+    await this._file(F.remove, path, reqOpts(opts), undefined, opts)
   }
 
   /** Release the handle (the volume stays); calls in flight end with an AbortError. */

@@ -103,6 +103,14 @@ test('Volume: the control plane and the file calls', async () => {
     await assert.rejects(v.remove('/d'), NotFoundError)
     await assert.rejects(v.updateMetadata('/d', { mode: 0o700 }), NotFoundError)
 
+    // an aborted signal rejects with its reason (also one fired while the
+    // data of a write is still being read)
+    await assert.rejects(v.readFile('/bin.dat', { signal: AbortSignal.abort() }), { name: 'AbortError' })
+    await assert.rejects(Volume.list({ signal: AbortSignal.abort() }), { name: 'AbortError' })
+    const ac = new AbortController()
+    const big = v.writeFile('/big.dat', new Blob(['x']), { signal: ac.signal })
+    ac.abort()
+    await assert.rejects(big, { name: 'AbortError' })
     const again = await Volume.connect(v.name)
     assert.equal(again.volumeId, v.volumeId)
     assert.deepEqual([...await again.readFile('/bin.dat', { format: 'bytes' })], [0, 1, 2, 255])
