@@ -466,6 +466,7 @@ function wrap(sb)
     is_running = function() return e2b(sb:is_running()) end,
     -- snapshots and fork (docs/snapshots.md): files, not processes
     create_snapshot = function(t)
+      if type(t) == "string" then t = { name = t } end -- E2B's positional name
       t = t or {}
       local id, err = sb:create_snapshot{ name = t.name }
       if not id then return e2b(nil, err) end
@@ -633,6 +634,24 @@ function Sandbox.pause(id, t)
 end
 Sandbox.beta_pause = Sandbox.pause
 Sandbox.get_metrics = by_id("get_metrics")
+
+-- E2B's class forms of a sandbox's control-plane method by id, on a
+-- handle attached without I/O: Sandbox.fork(sandbox_id, { count, timeout }),
+-- Sandbox.create_snapshot(sandbox_id, { name }) (or a compat sandbox).
+local function attached(name, allowed)
+  return function(id, t)
+    if type(id) ~= "string" then return id[name](t) end
+    if type(t) == "string" then t = { name = t } end
+    t = known(t, keys(allowed), "Sandbox." .. name)
+    local sb, err = asb.Sandbox.attach(id, conn(t))
+    if not sb then return e2b(sb, err) end
+    local a, b = wrap(sb)[name](t)
+    sb:close()
+    return a, b
+  end
+end
+Sandbox.fork = attached("fork", { "count", "timeout" })
+Sandbox.create_snapshot = attached("create_snapshot", { "name" })
 
 --- Sandbox.list_snapshots{ sandbox_id, name, ... }: E2B's paginator; the
 --- first next_items() holds every snapshot ({snapshot_id, names}).
