@@ -5,6 +5,7 @@
  * volumeFile(volume, op, path, opts, data, cb); lib/volume.js gives them
  * E2B's Volume names.
  * SPDX-License-Identifier: Apache-2.0 */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -53,6 +54,13 @@ static napi_value entry_value(napi_env env, const asb_volume_entry *e) {
   anode_set(env, o, "ctime", anode_num(env, (double)asb_volume_entry_changed_at(e)));
   anode_set(env, o, "target", anode_str(env, asb_volume_entry_target(e)));
   return o;
+}
+
+/* A RangeError (anode_throw's are TypeErrors). */
+static void throw_range(napi_env env, const char *key) {
+  char msg[96];
+  snprintf(msg, sizeof msg, "%s is out of range", key);
+  napi_throw_range_error(env, "ERR_OUT_OF_RANGE", msg);
 }
 
 /* ---- the control plane ------------------------------------------------------------------ */
@@ -141,7 +149,7 @@ static napi_value js_volume_op(napi_env env, napi_callback_info info) {
       gen_read_callopts(env, c, argv[4]))
     return gen_discard(env, c);
   if (size < 0 || size > 0x7fffffffL) {
-    anode_throw(env, "ERR_OUT_OF_RANGE", "sizeMB out of range");
+    throw_range(env, "sizeMB");
     return gen_discard(env, c);
   }
   c->i[0] = (int)size;
@@ -270,7 +278,7 @@ static int opt_num(napi_env env, napi_value o, const char *key, int dflt, int *o
   long v = dflt;
   if (anode_opt_long(env, o, key, &v)) return -1;
   if (v < -1 || v > 0x7fffffffL) {
-    anode_throw(env, "ERR_OUT_OF_RANGE", "%s out of range", key);
+    throw_range(env, key);
     return -1;
   }
   *out = (int)v;

@@ -66,6 +66,11 @@ test('Volume: the control plane and the file calls', async () => {
     assert.deepEqual([info.volumeId, info.token], [v.volumeId, v.token])
     await assert.rejects(Volume.create(`${name}-n`), (e) => e instanceof SandboxError && e.code === 'ASB_EEXISTS')
     await assert.rejects(Volume.create('bad name!'), InvalidArgumentError)
+    // arguments the addon refuses before any call (freed, under ASan too)
+    await assert.rejects(Volume.create(`${name}-x`, { sizeMB: -1 }), RangeError)
+    await assert.rejects(v.readFile(42), TypeError)
+    await assert.rejects(v.writeFile('/x', 'x', { mode: 2 ** 40 }), RangeError)
+    await assert.rejects(v.writeFile('/x', 42), TypeError)
 
     // files: a parent must exist, an existing file needs force
     await assert.rejects(v.writeFile('/d/f.txt', 'x'), NotFoundError)
