@@ -169,6 +169,7 @@ static int pstream_next(envd_stream *base, asbi_buf *out) {
   }
   for (;;) {
     uint64_t now = asbi_now_ms();
+    if (ps->hold && now >= ps->hold_until_ms) release_hold(ps); /* also while output flows */
     if (ps->deadline_ms && now >= ps->deadline_ms) {
       envd_env_end(out, "deadline_exceeded", "context deadline exceeded");
       return 0;
@@ -207,7 +208,6 @@ static int pstream_next(envd_stream *base, asbi_buf *out) {
       envd_env_end(out, NULL, NULL);
       return 0;
     }
-    if (ps->hold && now >= ps->hold_until_ms) release_hold(ps);
     uint64_t until = ps->next_ka;
     if (ps->deadline_ms && ps->deadline_ms < until) until = ps->deadline_ms;
     if (ps->hold && ps->hold_until_ms < until) until = ps->hold_until_ms;
