@@ -171,7 +171,8 @@ TEST(one_command_after_another_keeps_its_connection) {
     asb_command_result_free(r);
   }
   int after = sockets_to_engine();
-  if (after > before) fprintf(stderr, "  %d sockets to the engine before, %d after\n", before, after);
+  if (after > before)
+    fprintf(stderr, "  %d sockets to the engine before, %d after\n", before, after);
   CHECK(after <= before); /* TIME_WAITs of earlier tests' may only expire */
   asb_sandbox_kill(sb, NULL);
   asb_sandbox_free(sb);
