@@ -564,7 +564,7 @@
   X(asb_templates_build_steps, 0, "out", ASB_API_OUT_HANDLE, asb_template_build, "asb_template_build_free", 0) \
   X(asb_templates_build_status, 0, "out", ASB_API_OUT_HANDLE, asb_template_build, "asb_template_build_free", 0) \
   X(asb_templates_alias_exists, 0, "exists", ASB_API_OUT_INT, int, "", 0) \
-  X(asb_templates_tags_list, 0, "json_out", ASB_API_OUT_STRING, char, "asb_free", 0) \
+  X(asb_templates_tags_list, 0, "json", ASB_API_OUT_STRING, char, "asb_free", 0) \
   X(asb_version, 0, "major", ASB_API_OUT_INT, int, "", 1) \
   X(asb_version, 1, "minor", ASB_API_OUT_INT, int, "", 1) \
   X(asb_version, 2, "patch", ASB_API_OUT_INT, int, "", 1) \

@@ -622,11 +622,11 @@ int asb_templates_tags_remove(asb_client *c, const char *name, const char *const
   return tags_call(c, "DELETE", "name", name, tags, call, "template.tags_remove");
 }
 
-int asb_templates_tags_list(char **json_out, asb_client *c, const char *tid,
+int asb_templates_tags_list(char **json, asb_client *c, const char *tid,
                             const asb_call_options *call) {
   ASBI_CLIENT_CALL(c);
-  if (json_out) *json_out = NULL;
-  if (!c || !tid || !*tid || !json_out)
+  if (json) *json = NULL;
+  if (!c || !tid || !*tid || !json)
     return asbi_err(ASB_EINVAL, "template.tags_list: bad arguments");
   ASBI_CHECK_VERSION(call, ASB_CALL_OPTIONS_VERSION, "asb_call_options");
   asbi_buf p = ASBI_BUF_INIT;
@@ -646,7 +646,7 @@ int asb_templates_tags_list(char **json_out, asb_client *c, const char *tid,
   asbi_buf b = ASBI_BUF_INIT;
   rc = asbi_json_print(reply, &b) ? asbi_oom() : ASB_OK;
   cJSON_Delete(reply);
-  if (!rc) *json_out = asbi_buf_detach(&b, NULL);
+  if (!rc) *json = asbi_buf_detach(&b, NULL);
   asbi_buf_free(&b);
   return rc;
 }

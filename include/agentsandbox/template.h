@@ -201,7 +201,7 @@ asb_templates_tags_remove(asb_client *client, const char *name,
 /* The tags of a template as JSON text ([{"tag", "buildID", "createdAt"}]),
  * freed with asb_free. */
 ASB_API(int)
-asb_templates_tags_list(char **json_out, asb_client *client,
+asb_templates_tags_list(char **json, asb_client *client,
                         const char *template_id, const asb_call_options *call);
 
 /* ---- a build (strings owned by the object) ------------------------------- */
