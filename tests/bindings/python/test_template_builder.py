@@ -186,3 +186,28 @@ def test_to_dockerfile_to_json_and_ready_checks():
         "curl -s -o /dev/null -w \"%{http_code}\" 'http://x/?a=1&b'")
     with pytest.raises(Exception, match="escapes the context"):
         Template().from_template("base").copy("../secret", "/x")
+
+
+def test_from_dockerfile(engine):
+    df = ("# a comment\nFROM e2bdev/base\nENV GREETING=\"hi there\" OTHER=x\n"
+          "RUN echo one \\\n    && echo \"$GREETING\" > /home/user/df.txt\nWORKDIR /home/user\n"
+          "USER user\n")
+    t = Template().from_dockerfile(df)
+    j = json.loads(Template.to_json(t))
+    assert j["fromImage"] == "e2bdev/base"
+    assert [(s["type"], s["args"]) for s in j["steps"]] == [
+        ("USER", ["root"]), ("WORKDIR", ["/"]), ("ENV", ["GREETING", "hi there", "OTHER", "x"]),
+        ("RUN", ["echo one      && echo \"$GREETING\" > /home/user/df.txt"]),
+        ("WORKDIR", ["/home/user"]), ("USER", ["user"])]
+    with pytest.raises(ValueError, match="Multi-stage"):
+        Template().from_dockerfile("FROM a AS x\nFROM b\n")
+    name = _name("py-dockerfile")
+    Template.build(t, name)  # FROM e2bdev/base: E2B's base image is our base template
+    try:
+        sb = Sandbox.create(name)
+        try:
+            assert sb.commands.run("cat /home/user/df.txt").stdout == "hi there\n"
+        finally:
+            sb.kill()
+    finally:
+        templates.delete_sync(name)

@@ -337,11 +337,19 @@ class TemplateBase:
         return self._from(image, None)
 
     def from_dockerfile(self, dockerfile_content_or_path: str) -> TemplateBuilder:
-        """Not here: the engine builds no Dockerfiles (docs/templates.md)."""
-        raise BuildException(
-            "from_dockerfile is not supported by agent-sandbox: its engine builds no "
-            "Dockerfiles and reaches no registry; write the steps with the builder "
-            "(run_cmd, copy, set_envs, ...) on from_template('base') or a local image")
+        """A Dockerfile (its text or path) read into steps: its ``FROM`` is
+        the base (``FROM e2bdev/base`` is the ``base`` template; registry
+        images are refused when built), then its RUN, COPY, ENV, WORKDIR,
+        USER and CMD as builder steps."""
+        from .dockerfile_parser import parse_dockerfile
+
+        builder = TemplateBuilder(self)
+        image = parse_dockerfile(dockerfile_content_or_path, builder)
+        self._base_image, self._base_template = image, None
+        if self._force_next_layer:
+            self._force = True
+        self._collect_stack_trace()
+        return builder
 
     # ---- output -----------------------------------------------------------------
 

@@ -20,9 +20,12 @@ __all__ = ["validate_relative_path", "normalize_build_arguments", "pad_octal",
            "make_traceback", "get_build_step_index", "normalize_path"]
 
 _PKG = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # agent_sandbox/compat
-# CSI sequences (ESC [ params final), with ';' or ':' separated parameters,
-# and OSC sequences ending in BEL or ESC \.
-_ANSI = re.compile(r"\x1b\[[0-9;:?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
+# CSI (ESC [ params final), OSC (ESC ] ... BEL or ST), DCS, SOS, PM and
+# APC strings (ESC P / X / ^ / _ ... ST) and the two-byte escapes.
+_ANSI = re.compile(r"\x1b\[[0-9;:?<=>]*[ -/]*[@-~]"
+                   r"|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)"
+                   r"|\x1b[PX^_].*?\x1b\\"
+                   r"|\x1b[@-Z\\-_]", re.S)
 
 
 def strip_ansi_escape_codes(text: str) -> str:
