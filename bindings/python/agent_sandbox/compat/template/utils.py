@@ -21,10 +21,10 @@ __all__ = ["validate_relative_path", "normalize_build_arguments", "pad_octal",
 
 _PKG = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # agent_sandbox/compat
 # CSI (ESC [ params final), OSC (ESC ] ... BEL or ST), DCS, SOS, PM and
-# APC strings (ESC P / X / ^ / _ ... ST) and the two-byte escapes.
+# APC strings (ESC P / X / ^ / _ ... ST or BEL) and the two-byte escapes.
 _ANSI = re.compile(r"\x1b\[[0-9;:?<=>]*[ -/]*[@-~]"
                    r"|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)"
-                   r"|\x1b[PX^_].*?\x1b\\"
+                   r"|\x1b[PX^_].*?(?:\x07|\x1b\\)"
                    r"|\x1b[@-Z\\-_]", re.S)
 
 
