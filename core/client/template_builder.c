@@ -7,6 +7,7 @@
  * the status, alias and tag calls E2B's SDKs have next to build().
  * SPDX-License-Identifier: Apache-2.0 */
 #include <errno.h>
+#include <stdarg.h>
 #include <glob.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -360,9 +361,27 @@ static int path_of(asbi_buf *p, const char *fmt_a, const char *a, const char *mi
   return p->data ? ASB_OK : asbi_oom();
 }
 
+/* A line of the client's own progress (E2B's SDKs log the same steps:
+ * the name and build ids, each upload or its reuse, the start) to on_log;
+ * not kept in the build's lines, which are the engine's log. */
+static int note(const asb_template_steps_options *o, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static int note(const asb_template_steps_options *o, const char *fmt, ...) {
+  if (!o->on_log) return ASB_OK;
+  char msg[1200];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  int r = o->on_log(asbi_unix_ms(), "info", msg, o->userdata);
+  return r ? asbi_err(r < 0 ? r : ASB_EUSER, "template build: the log callback stopped it")
+           : ASB_OK;
+}
+
 /* Uploads each COPY step's files (filling its filesHash) unless the engine
  * has them. */
-static int upload_copies(const call_ctx *x, cJSON *steps, const char *ctx, const char *tid) {
+static int upload_copies(const call_ctx *x, cJSON *steps, const char *ctx, const char *tid,
+                         const asb_template_steps_options *o) {
   int idx = 0;
   cJSON *st;
   cJSON_ArrayForEach(st, steps) {
@@ -407,6 +426,9 @@ static int upload_copies(const call_ctx *x, cJSON *steps, const char *ctx, const
       if (!present && !url) rc = asbi_err(ASB_EPROTOCOL, "template files: no upload URL");
     }
     if (!rc && !present) rc = upload(x, url, &tar);
+    if (!rc)
+      rc = present ? note(o, "Skipping upload of '%s', already cached", src->valuestring)
+                   : note(o, "Uploaded '%s'", src->valuestring);
     cJSON_Delete(reply);
     asbi_buf_free(&tar);
     if (!rc && !cJSON_AddStringToObject(st, "filesHash", hash)) rc = asbi_oom();
@@ -528,7 +550,9 @@ int asb_templates_build_steps(asb_template_build **out, asb_client *c, const cha
                       : asbi_err(ASB_EPROTOCOL, "template: malformed /v3/templates reply");
   }
   /* The files, then the build. */
-  if (steps) rc = upload_copies(&x, steps, ctx, b->template_id);
+  rc = note(o, "Template created with ID: %s, Build ID: %s", b->template_id, b->build_id);
+  if (!rc && steps) rc = upload_copies(&x, steps, ctx, b->template_id, o);
+  if (!rc) rc = note(o, "Starting building...");
   if (!rc) {
     asbi_buf p = ASBI_BUF_INIT;
     rc = path_of(&p, "/v2/templates/", b->template_id, "/builds/", b->build_id, NULL);

@@ -156,7 +156,11 @@ asb_template_steps_options_init(asb_template_steps_options *opts,
  * to opts->context_dir) packed as a tar of the matching files, directories
  * and symlinks (args[4] "true" = E2B's resolveSymlinks: copy what a symlink
  * points to), hashed (SHA-256) and uploaded unless the engine has it
- * ("forceUpload": true uploads anyway). Returns when the build is ready
+ * ("forceUpload": true uploads anyway). on_log gets the library's own
+ * progress too, as E2B's SDKs log it ("Template created with ID: <id>,
+ * Build ID: <build>", "Uploaded '<src>'" or "Skipping upload of '<src>',
+ * already cached", "Starting building..."), then the engine's log lines
+ * (the ones *out holds). Returns when the build is ready
  * (or, with opts->background, once started); *out describes the build.
  * Once the build has started, *out is set whatever the result (on
  * ASB_ETIMEOUT, ASB_ECANCELED or ASB_EUSER the engine goes on building:
