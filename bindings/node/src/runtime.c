@@ -539,7 +539,8 @@ static void box_finalize(napi_env env, void *data, void *hint) {
   free(b);
 }
 
-static const char *box_names[] = {"", "client", "sandbox", "process", "watch", "agent session", "volume"};
+static const char *box_names[] = {"",      "client",        "sandbox", "process",
+                                  "watch", "agent session", "volume"};
 
 napi_value anode_box_new(napi_env env, anode_box_kind kind, void *ptr, anode_sink *sink) {
   anode_box *b = calloc(1, sizeof *b);
