@@ -78,7 +78,8 @@ test('create with mcp: tools of a stdio server through the gateway, token, resta
     const client = await connect(sbx, token)
     try {
       const { tools } = await client.listTools()
-      assert.deepEqual(tools.map((t) => t.name).sort(), ['echo.crash', 'echo.echo', 'echo.env'])
+      assert.deepEqual(tools.map((t) => t.name).sort(), ['echo.crash', 'echo.echo', 'echo.env',
+        'sandbox.list_files', 'sandbox.read_file', 'sandbox.run_command', 'sandbox.write_file'])
       assert.equal(tools.find((t) => t.name === 'echo.echo').inputSchema.required[0], 'text')
       // envs, installCmd's marker in the working directory it shares with runCmd
       const r = await client.callTool({ name: 'echo.echo', arguments: { text: 'world' } })
@@ -91,7 +92,25 @@ test('create with mcp: tools of a stdio server through the gateway, token, resta
       assert.match(textOf(c), /echo.*exited with status 3/)
       const again = await client.callTool({ name: 'echo.echo', arguments: { text: 'again' } })
       assert.equal(textOf(again), 'hello again installed')
+      // the gateway's own tools act on this sandbox, as its user
+      const w = await client.callTool({ name: 'sandbox.write_file',
+        arguments: { path: '/home/user/gw/note.txt', content: 'from mcp' } })
+      assert.equal(w.isError, false, textOf(w))
+      assert.equal(textOf(await client.callTool({ name: 'sandbox.read_file',
+        arguments: { path: '/home/user/gw/note.txt' } })), 'from mcp')
+      const rc = await client.callTool({ name: 'sandbox.run_command',
+        arguments: { command: 'id -un; pwd; cat gw/note.txt; exit 4' } })
+      assert.deepEqual(rc.structuredContent, { stdout: 'user\n/home/user\nfrom mcp', stderr: '', exit_code: 4 })
+      assert.match(textOf(await client.callTool({ name: 'sandbox.list_files',
+        arguments: { path: '/home/user/gw' } })), /note\.txt/)
+      // ...so not the gateway's token (root's, 0600) through them
+      const tok = await client.callTool({ name: 'sandbox.read_file',
+        arguments: { path: '/etc/mcp-gateway/.token' } })
+      assert.equal(tok.isError, true)
+      assert.match(textOf(tok), /Permission denied/)
+      assert.equal(await sbx.files.read('/home/user/gw/note.txt'), 'from mcp')
       await assert.rejects(client.callTool({ name: 'echo.nope', arguments: {} }), /no such tool/)
+      await assert.rejects(client.callTool({ name: 'sandbox.nope', arguments: {} }), /unknown tool/)
       await assert.rejects(client.callTool({ name: 'nosuch.tool', arguments: {} }), /unknown tool/)
     } finally {
       await client.close()

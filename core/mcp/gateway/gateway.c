@@ -44,6 +44,7 @@
 #include <microhttpd.h>
 
 #include "gwconf.h"
+#include "selftools.h"
 #include "httpd/httpd.h"
 #include "proto/pjson.h"
 #include "util/buf.h"
@@ -606,7 +607,9 @@ static cJSON *do_initialize(const cJSON *id, const cJSON *params) {
   cJSON_AddStringToObject(si, "name", GW_NAME);
   cJSON_AddStringToObject(si, "version", GW_VERSION);
   cJSON_AddStringToObject(res, "instructions",
-                          "Tools of the sandbox's MCP servers, each named <server>.<tool>.");
+                          "Tools of the sandbox's MCP servers, each named <server>.<tool>, "
+                          "and the sandbox's own (sandbox.run_command, sandbox.read_file, "
+                          "sandbox.write_file, sandbox.list_files).");
   return rpc_result(id, res);
 }
 
@@ -636,6 +639,9 @@ static cJSON *do_tools_list(const cJSON *id) {
     }
     pthread_mutex_unlock(&k->mu);
   }
+  cJSON *own = gw_self_tools();
+  while (own && cJSON_GetArraySize(own) > 0) cJSON_AddItemToArray(arr, cJSON_DetachItemFromArray(own, 0));
+  cJSON_Delete(own);
   return rpc_result(id, res);
 }
 
@@ -646,6 +652,14 @@ static cJSON *do_tools_call(const cJSON *id, const cJSON *params) {
   if (args && !cJSON_IsObject(args))
     return rpc_error(id, -32602, "tools/call: params.arguments must be an object");
   const char *dot = strchr(name->valuestring, '.');
+  if (dot && (size_t)(dot - name->valuestring) == strlen(GW_SELF_PREFIX) &&
+      !strncmp(name->valuestring, GW_SELF_PREFIX, strlen(GW_SELF_PREFIX))) {
+    cJSON *empty = cJSON_CreateObject();
+    cJSON *res = gw_self_call(dot + 1, args ? args : empty);
+    cJSON_Delete(empty);
+    if (res) return rpc_result(id, res);
+    dot = NULL; /* an unknown sandbox.<tool> */
+  }
   child *k = dot ? child_by_prefix(name->valuestring, (size_t)(dot - name->valuestring)) : NULL;
   if (!k || !dot[1]) {
     char msg[512];

@@ -121,6 +121,11 @@ static int server_parse(const cJSON *item, gw_server_conf *s, char *err, size_t 
   /* the prefix becomes part of tool names: [A-Za-z0-9_-] only */
   for (char *p = s->prefix; *p; p++)
     if (*p == '.') *p = '_';
+  if (!strcmp(s->prefix, "sandbox")) {
+    snprintf(err, n, "MCP server '%.200s': the tool prefix 'sandbox.' is the gateway's own tools'",
+             key);
+    return -1;
+  }
   int i = 0;
   const cJSON *e;
   cJSON_ArrayForEach(e, envs) {

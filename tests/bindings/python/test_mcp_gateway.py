@@ -62,7 +62,9 @@ def test_compat_mcp_gateway(engine):
         assert init["protocolVersion"] == "2025-06-18"
         assert init["serverInfo"]["name"] == "mcp-gateway"
         tools = _rpc(engine, sb.sandbox_id, token, "tools/list")["tools"]
-        assert sorted(t["name"] for t in tools) == ["echo.crash", "echo.echo", "echo.env"]
+        assert sorted(t["name"] for t in tools) == [
+            "echo.crash", "echo.echo", "echo.env", "sandbox.list_files", "sandbox.read_file",
+            "sandbox.run_command", "sandbox.write_file"]
         r = _rpc(engine, sb.sandbox_id, token, "tools/call",
                  {"name": "echo.echo", "arguments": {"text": "py"}})
         assert r["content"][0]["text"] == "hi py installed"
