@@ -267,7 +267,7 @@ static cJSON *child_rpc(child *k, const char *method, cJSON *params, long timeou
   if (k->in_fd < 0) {
     pthread_mutex_unlock(&k->mu);
     cJSON_Delete(params);
-    *why = "not running";
+    *why = "exited"; /* the reader closed it: the server ended */
     return NULL;
   }
   pend p = {k->pending, ++k->next_id, NULL, 0};
