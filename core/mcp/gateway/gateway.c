@@ -59,6 +59,7 @@ extern char **environ;
 #define GW_INIT_TIMEOUT_MS 30000L
 #define GW_CALL_TIMEOUT_MS 600000L
 #define GW_TAIL 2048
+#define GW_EXIT_GRACE_MS 2000
 
 static const char *const revisions[] = {"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05",
                                         "2024-10-07"};
@@ -235,12 +236,24 @@ static void *reader_main(void *arg) {
   pthread_mutex_lock(&k->mu);
   pid_t pid = k->pid;
   pthread_mutex_unlock(&k->mu);
+  /* its stdout ended: give it a moment to finish exiting on its own (so
+   * its own exit status is what is reported), then end it and its group */
+  int st = -1, reaped = 0;
+  for (uint64_t until = now_ms() + GW_EXIT_GRACE_MS; pid > 0;) {
+    pid_t w = waitpid(pid, &st, WNOHANG);
+    if (w == pid || (w < 0 && errno != EINTR)) {
+      reaped = 1;
+      break;
+    }
+    if (now_ms() >= until) break;
+    struct timespec nap = {0, 5 * 1000 * 1000};
+    nanosleep(&nap, NULL);
+  }
   if (pid > 0) {
     kill(-pid, SIGKILL);
     kill(pid, SIGKILL);
   }
-  int st = -1;
-  while (pid > 0 && waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+  while (pid > 0 && !reaped && waitpid(pid, &st, 0) < 0 && errno == EINTR) {
   }
   pthread_mutex_lock(&k->mu);
   k->alive = 0;

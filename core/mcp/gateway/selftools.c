@@ -198,9 +198,22 @@ static int run_as_user(char *const argv[], const char *cwd, const char *input, s
   if (infd >= 0) close(infd);
   for (int i = 0; i < 2; i++)
     if (fds[i] >= 0) close(fds[i]);
-  kill(-pid, SIGKILL); /* what it left behind in its group */
-  while (waitpid(pid, &ro->status, 0) < 0 && errno == EINTR) {
+  /* Its output is closed; wait for it to end (it may still be on its way
+   * out) until the deadline, then end what it left in its group. */
+  for (;;) {
+    pid_t w = waitpid(pid, &ro->status, WNOHANG);
+    if (w == pid || (w < 0 && errno != EINTR)) break;
+    if (w == 0 && mono_ms() >= deadline) {
+      ro->timed_out = 1;
+      kill(-pid, SIGKILL);
+      while (waitpid(pid, &ro->status, 0) < 0 && errno == EINTR) {
+      }
+      break;
+    }
+    struct timespec nap = {0, 5 * 1000 * 1000};
+    nanosleep(&nap, NULL);
   }
+  kill(-pid, SIGKILL); /* what it left behind in its group */
   return 0;
 }
 
