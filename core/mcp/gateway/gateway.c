@@ -369,7 +369,8 @@ static pid_t spawn_sh(child *k, const char *cmd, int in, int out) {
     pthread_sigmask(SIG_SETMASK, &none, NULL);
     signal(SIGPIPE, SIG_DFL);
     setsid();
-    if (dup2(in >= 0 ? in : devnull, 0) < 0 || dup2(out >= 0 ? out : (logfd >= 0 ? logfd : devnull), 1) < 0 ||
+    if (dup2(in >= 0 ? in : devnull, 0) < 0 ||
+        dup2(out >= 0 ? out : (logfd >= 0 ? logfd : devnull), 1) < 0 ||
         dup2(logfd >= 0 ? logfd : devnull, 2) < 0)
       _exit(126);
     if (chdir(k->workdir) != 0) _exit(126);
@@ -468,7 +469,8 @@ static int child_start(child *k, char *err, size_t n) {
     const cJSON *t;
     cJSON_ArrayForEach(t, arr) {
       const cJSON *nm = cJSON_GetObjectItemCaseSensitive(t, "name");
-      if (cJSON_IsObject(t) && cJSON_IsString(nm)) cJSON_AddItemToArray(tools, cJSON_Duplicate(t, 1));
+      if (cJSON_IsObject(t) && cJSON_IsString(nm))
+        cJSON_AddItemToArray(tools, cJSON_Duplicate(t, 1));
     }
     const cJSON *nc = cJSON_GetObjectItemCaseSensitive(res, "nextCursor");
     if (cJSON_IsString(nc) && *nc->valuestring) cursor = strdup(nc->valuestring);
@@ -493,8 +495,9 @@ fail:
     char how[64] = "";
     if (!strcmp(why, "exited")) describe_status(k->last_status, how, sizeof how);
     char *tail = log_tail(k);
-    snprintf(err, n, "MCP server '%s' (runCmd %.60s%s) %s%s%s", k->conf->key, k->conf->run_cmd, strlen(k->conf->run_cmd) > 60 ? "..." : "",
-             how[0] ? how : why, tail && *tail ? ": " : "", tail ? tail : "");
+    snprintf(err, n, "MCP server '%s' (runCmd %.60s%s) %s%s%s", k->conf->key, k->conf->run_cmd,
+             strlen(k->conf->run_cmd) > 60 ? "..." : "", how[0] ? how : why,
+             tail && *tail ? ": " : "", tail ? tail : "");
     free(tail);
   }
   return -1;
@@ -556,8 +559,9 @@ static int run_install(child *k, char *err, size_t n) {
   char how[64];
   describe_status(st, how, sizeof how);
   char *tail = log_tail(k);
-  snprintf(err, n, "installCmd of MCP server '%s' (%.60s%s) %s%s%s", k->conf->key, k->conf->install_cmd, strlen(k->conf->install_cmd) > 60 ? "..." : "",
-           how, tail && *tail ? ": " : "", tail ? tail : "");
+  snprintf(err, n, "installCmd of MCP server '%s' (%.60s%s) %s%s%s", k->conf->key,
+           k->conf->install_cmd, strlen(k->conf->install_cmd) > 60 ? "..." : "", how,
+           tail && *tail ? ": " : "", tail ? tail : "");
   free(tail);
   return -1;
 }
@@ -653,7 +657,8 @@ static cJSON *do_tools_list(const cJSON *id) {
     pthread_mutex_unlock(&k->mu);
   }
   cJSON *own = gw_self_tools();
-  while (own && cJSON_GetArraySize(own) > 0) cJSON_AddItemToArray(arr, cJSON_DetachItemFromArray(own, 0));
+  while (own && cJSON_GetArraySize(own) > 0)
+    cJSON_AddItemToArray(arr, cJSON_DetachItemFromArray(own, 0));
   cJSON_Delete(own);
   return rpc_result(id, res);
 }
@@ -661,7 +666,8 @@ static cJSON *do_tools_list(const cJSON *id) {
 static cJSON *do_tools_call(const cJSON *id, const cJSON *params) {
   const cJSON *name = cJSON_GetObjectItemCaseSensitive(params, "name");
   const cJSON *args = cJSON_GetObjectItemCaseSensitive(params, "arguments");
-  if (!cJSON_IsString(name)) return rpc_error(id, -32602, "tools/call: params.name must be a string");
+  if (!cJSON_IsString(name))
+    return rpc_error(id, -32602, "tools/call: params.name must be a string");
   if (args && !cJSON_IsObject(args))
     return rpc_error(id, -32602, "tools/call: params.arguments must be an object");
   const char *dot = strchr(name->valuestring, '.');
@@ -707,8 +713,10 @@ static cJSON *do_tools_call(const cJSON *id, const cJSON *params) {
     return rpc_result(id, res);
   }
   cJSON *out = rpc_error(id, -32603, "the server gave no result");
-  if (cJSON_IsObject(e)) cJSON_ReplaceItemInObjectCaseSensitive(out, "error", e);
-  else cJSON_Delete(e);
+  if (cJSON_IsObject(e))
+    cJSON_ReplaceItemInObjectCaseSensitive(out, "error", e);
+  else
+    cJSON_Delete(e);
   return out;
 }
 
@@ -835,15 +843,14 @@ static void on_done(void *cls, struct MHD_Connection *c, void **con_cls,
 /* ---- main ------------------------------------------------------------------------ */
 
 static void usage(FILE *f) {
-  fprintf(f,
-          "usage: GATEWAY_ACCESS_TOKEN=<token> " GW_NAME
-          " --config JSON [--listen HOST:PORT] [--state-dir DIR] [--foreground]\n"
-          "  --config      E2B's mcp option: {\"github/<owner>/<repo>\": {\"runCmd\": ...,\n"
-          "                \"installCmd\"?: ..., \"envs\"?: {...}}, ...}\n"
-          "  --listen      default 0.0.0.0:50005 (the endpoint is /mcp)\n"
-          "  --state-dir   the token (.token), logs and servers' working directories;\n"
-          "                default /etc/mcp-gateway\n"
-          "  --foreground  do not go to the background once serving\n");
+  fprintf(f, "usage: GATEWAY_ACCESS_TOKEN=<token> " GW_NAME
+             " --config JSON [--listen HOST:PORT] [--state-dir DIR] [--foreground]\n"
+             "  --config      E2B's mcp option: {\"github/<owner>/<repo>\": {\"runCmd\": ...,\n"
+             "                \"installCmd\"?: ..., \"envs\"?: {...}}, ...}\n"
+             "  --listen      default 0.0.0.0:50005 (the endpoint is /mcp)\n"
+             "  --state-dir   the token (.token), logs and servers' working directories;\n"
+             "                default /etc/mcp-gateway\n"
+             "  --foreground  do not go to the background once serving\n");
 }
 
 /* Report to the waiting parent: "O" ready, else the error text. */
@@ -914,8 +921,8 @@ int main(int argc, char **argv) {
   asbi_httpd_addr addr = {NULL, host, port};
   int lfd = asbi_httpd_listen(&addr, &port, err, sizeof err);
   if (lfd < 0) {
-    fprintf(stderr, GW_NAME ": cannot listen on %s: %s (is a gateway already running?)\n",
-            listen_s, err);
+    fprintf(stderr, GW_NAME ": cannot listen on %s: %s (is a gateway already running?)\n", listen_s,
+            err);
     gw_conf_free(&conf);
     free(token);
     return 1;

@@ -41,7 +41,9 @@ static int env_name_ok(const char *s) {
   return 1;
 }
 
-static int cmd_ok(const char *s) { return *s && strlen(s) <= GW_MAX_CMD; }
+static int cmd_ok(const char *s) {
+  return *s && strlen(s) <= GW_MAX_CMD;
+}
 
 void gw_conf_free(gw_conf *c) {
   if (!c) return;
@@ -130,7 +132,8 @@ static int server_parse(const cJSON *item, gw_server_conf *s, char *err, size_t 
   const cJSON *e;
   cJSON_ArrayForEach(e, envs) {
     if (!env_name_ok(e->string) || !cJSON_IsString(e)) {
-      snprintf(err, n, "MCP server '%.200s': envs.%.100s must be a string named [A-Za-z_][A-Za-z0-9_]*",
+      snprintf(err, n,
+               "MCP server '%.200s': envs.%.100s must be a string named [A-Za-z_][A-Za-z0-9_]*",
                key, e->string);
       return -1;
     }

@@ -53,7 +53,9 @@ static const char SELF_TOOLS[] =
     "\"string\"}},\"required\":[\"path\"]}}"
     "]";
 
-cJSON *gw_self_tools(void) { return cJSON_Parse(SELF_TOOLS); }
+cJSON *gw_self_tools(void) {
+  return cJSON_Parse(SELF_TOOLS);
+}
 
 typedef struct run_out {
   asbi_buf out, err;
@@ -236,7 +238,9 @@ static cJSON *result_text(const char *text, size_t len, int is_error, cJSON *str
   return res;
 }
 
-static cJSON *fail(const char *msg) { return result_text(msg, strlen(msg), 1, NULL); }
+static cJSON *fail(const char *msg) {
+  return result_text(msg, strlen(msg), 1, NULL);
+}
 
 static const char *str_arg(const cJSON *args, const char *name) {
   const cJSON *v = cJSON_GetObjectItemCaseSensitive(args, name);
@@ -305,9 +309,12 @@ cJSON *gw_self_call(const char *tool, const cJSON *args) {
   } else if (!strcmp(tool, "write_file")) {
     const char *content = str_arg(args, "content");
     if (!content) return fail("arguments.content must be a string");
-    char *argv[] = {(char *)"/bin/sh", (char *)"-c",
-                    (char *)"mkdir -p -- \"$(dirname -- \"$1\")\" && cat > \"$1\"", (char *)"sh",
-                    (char *)path, NULL};
+    char *argv[] = {(char *)"/bin/sh",
+                    (char *)"-c",
+                    (char *)"mkdir -p -- \"$(dirname -- \"$1\")\" && cat > \"$1\"",
+                    (char *)"sh",
+                    (char *)path,
+                    NULL};
     if (run_as_user(argv, NULL, content, strlen(content), SELF_DEFAULT_TIMEOUT_S, &ro) != 0)
       return fail("write_file: cannot start");
     if (exit_code(&ro) == 0) {
