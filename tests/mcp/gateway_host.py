@@ -54,6 +54,20 @@ def text(r):
     return "".join(c["text"] for c in r["content"])
 
 
+def children(pid):
+    """The processes whose parent is pid (the servers, each in its own session)."""
+    out = []
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                with open(f"/proc/{d}/stat") as f:
+                    if int(f.read().rsplit(")", 1)[1].split()[1]) == pid:
+                        out.append(int(d))
+            except (OSError, ValueError, IndexError):
+                pass
+    return out
+
+
 def main():
     state = tempfile.mkdtemp(prefix="asb-mcpgw-host-")
     env = dict(os.environ, GATEWAY_ACCESS_TOKEN=TOKEN)
@@ -105,7 +119,12 @@ def main():
         assert p.returncode == 0, (p.returncode, err)
         assert "Sanitizer" not in err, err
     finally:
-        if p.poll() is None:
+        if p.poll() is None:  # a failure: end the gateway and the servers it started
+            for kid in children(p.pid):
+                try:
+                    os.killpg(kid, signal.SIGKILL)
+                except OSError:
+                    pass
             p.kill()
             p.wait()
 
