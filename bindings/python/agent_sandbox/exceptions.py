@@ -40,6 +40,9 @@ __all__ = [
     "PermissionDeniedException",
     "GitAuthException",
     "GitUpstreamException",
+    "VolumeException",
+    "VolumeNotFoundException",
+    "VolumePathNotFoundException",
     "AgentTurnError",
 ]
 
@@ -94,6 +97,21 @@ class SandboxNotFoundException(NotFoundException):
 
 class SandboxGoneException(SandboxNotFoundException):
     """The sandbox existed and ended; ``reason`` says why (``timeout``, ``killed``, ``oom``)."""
+
+
+class VolumeException(SandboxException):
+    """Base of the volume errors (E2B's ``VolumeException``): the not-found
+    ones below; the volume calls' other errors keep their own classes
+    (:class:`InvalidArgumentException`, :class:`NotEnoughSpaceException`,
+    :class:`SandboxException` with code ``ASB_EEXISTS``, ...)."""
+
+
+class VolumeNotFoundException(VolumeException, NotFoundException):
+    """The volume does not exist (E2B's ``VolumeNotFoundException``)."""
+
+
+class VolumePathNotFoundException(VolumeException, NotFoundException):
+    """Nothing is at that path of the volume (E2B's ``VolumePathNotFoundException``)."""
 
 
 class AuthenticationException(AgentSandboxError):

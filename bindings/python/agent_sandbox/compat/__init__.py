@@ -46,6 +46,9 @@ from ..exceptions import (
     SandboxNotFoundException,
     TemplateException,
     TimeoutException,
+    VolumeException,
+    VolumeNotFoundException,
+    VolumePathNotFoundException,
 )
 from ..models import (
     CommandResult,
@@ -150,6 +153,9 @@ __all__ = [
     "VolumeInfo",
     "VolumeAndToken",
     "VolumeEntryStat",
+    "VolumeException",
+    "VolumeNotFoundException",
+    "VolumePathNotFoundException",
 ]
 
 DEFAULT_TEMPLATE = "base"
@@ -1303,17 +1309,46 @@ from .. import volumes as _V  # noqa: E402 (after _conn, which it uses)
 from ..volumes import VolumeAndToken, VolumeEntryStat, VolumeInfo  # noqa: E402
 
 
+def _volume_from_token(volume_id: str, name: Optional[str], token: Optional[str],
+                       domain: Optional[str], debug: Optional[bool], proxy: Any) -> Any:
+    if not token:
+        raise InvalidArgumentException(
+            "Volume(volume_id, name, token): the volume's token is needed "
+            "(Volume.connect(volume_id) fetches it with the API key)")
+    return Volume.from_token(volume_id, name, token, domain=domain, debug=debug, proxy=proxy)
+
+
 class Volume(_V.VolumeSync):
     """E2B's ``Volume`` (sync): ``Volume.create(name)``, ``connect``,
     ``get_info``, ``list``, ``destroy``; ``vol.read_file``, ``write_file``,
     ``list``, ``make_dir``, ``get_info``, ``exists``, ``update_metadata``,
     ``remove``. E2B's connection options (``api_key``, ``domain``,
-    ``request_timeout``, ...) as everywhere in compat."""
+    ``request_timeout``, ...) as everywhere in compat.
+    ``Volume(volume_id, name, token)`` is E2B's volume from its token, with
+    no API call (its file calls need only the token)."""
 
     _conn = staticmethod(_conn)
 
+    def __init__(self, volume_id: Any, name: Optional[str] = None, token: Optional[str] = None,
+                 domain: Optional[str] = None, debug: Optional[bool] = None,
+                 proxy: Any = None) -> None:
+        if not isinstance(volume_id, str):  # a handle (create, connect, from_token)
+            super().__init__(volume_id)
+            return
+        super().__init__(_volume_from_token(volume_id, name, token, domain, debug,
+                                            proxy)._h)
+
 
 class AsyncVolume(_V.Volume):
-    """E2B's ``AsyncVolume``: :class:`Volume`'s methods, awaited."""
+    """E2B's ``AsyncVolume``: :class:`Volume`'s methods, awaited;
+    ``AsyncVolume(volume_id, name, token)`` as :class:`Volume`'s."""
 
     _sync = Volume
+
+    def __init__(self, volume_id: Any, name: Optional[str] = None, token: Optional[str] = None,
+                 domain: Optional[str] = None, debug: Optional[bool] = None,
+                 proxy: Any = None) -> None:
+        if isinstance(volume_id, str):
+            volume_id = _volume_from_token(volume_id, name, token, domain, debug,
+                                           proxy)
+        super().__init__(volume_id)
