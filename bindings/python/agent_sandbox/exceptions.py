@@ -99,18 +99,18 @@ class SandboxGoneException(SandboxNotFoundException):
     """The sandbox existed and ended; ``reason`` says why (``timeout``, ``killed``, ``oom``)."""
 
 
-class VolumeException(SandboxException):
-    """Base of the volume errors (E2B's ``VolumeException``): the not-found
-    ones below; the volume calls' other errors keep their own classes
-    (:class:`InvalidArgumentException`, :class:`NotEnoughSpaceException`,
-    :class:`SandboxException` with code ``ASB_EEXISTS``, ...)."""
+class VolumeException(AgentSandboxError):
+    """A failed volume call (E2B's ``VolumeException``: not a
+    :class:`SandboxException`, as in E2B). agent_sandbox.compat's Volume
+    raises it, with ``"<HTTP status>: <message>"``, for what has no class
+    of its own; the native Volume keeps the general classes."""
 
 
-class VolumeNotFoundException(VolumeException, NotFoundException):
+class VolumeNotFoundException(NotFoundException):
     """The volume does not exist (E2B's ``VolumeNotFoundException``)."""
 
 
-class VolumePathNotFoundException(VolumeException, NotFoundException):
+class VolumePathNotFoundException(NotFoundException):
     """Nothing is at that path of the volume (E2B's ``VolumePathNotFoundException``)."""
 
 

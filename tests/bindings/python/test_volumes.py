@@ -94,6 +94,16 @@ def test_volume_from_token(engine, volume):
         compat.Volume.connect("no-such-volume")
     with pytest.raises(InvalidArgumentException, match="token"):
         compat.Volume(volume["volumeID"], volume["name"])
+    # anything else is E2B's VolumeException ("<status>: <message>"), which
+    # is not a SandboxException (as E2B's); credentials errors keep theirs
+    cv.write_file("/tok.txt", "x", force=True)
+    with pytest.raises(compat.VolumeException, match="^409: ") as ei:
+        cv.write_file("/tok.txt", "again")
+    assert not isinstance(ei.value, compat.SandboxException)
+    with pytest.raises(compat.VolumeException):
+        compat.Volume.create("bad/name")
+    with pytest.raises(AuthenticationException):
+        compat.Volume(volume["volumeID"], volume["name"], "wrong-token").exists("/")
     v.remove("/tok.txt")
 
 

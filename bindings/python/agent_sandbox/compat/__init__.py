@@ -1339,6 +1339,43 @@ class Volume(_V.VolumeSync):
                                             proxy)._h)
 
 
+# E2B's volume errors: an unknown volume or path has its class (the native
+# Volume raises them), a credentials, rate-limit, timeout or cancel error
+# keeps its own; anything else is VolumeException("<status>: <message>"),
+# as E2B's handle_api_exception(res, VolumeException) makes it.
+from ..exceptions import AgentSandboxError as _AgentSandboxError  # noqa: E402
+from ..exceptions import OperationCancelledError as _Cancelled  # noqa: E402
+
+_VOLUME_KEEP = (AuthenticationException, RateLimitException, TimeoutException, _Cancelled,
+                NotFoundException, VolumeException)
+
+
+def _volume_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(fn)
+    def call(*args: Any, **kw: Any) -> Any:
+        try:
+            return fn(*args, **kw)
+        except _AgentSandboxError as e:
+            if isinstance(e, _VOLUME_KEEP):
+                raise
+            st = getattr(e, "http_status", 0) or 0
+            ve = VolumeException(f"{st}: {e.message}" if st > 0 else e.message)
+            for k in ("code", "status", "http_status", "remote_code", "retry_after", "reason"):
+                setattr(ve, k, getattr(e, k, None))
+            raise ve from e
+    return call
+
+
+for _n in ("create", "connect", "destroy", "from_token"):
+    setattr(Volume, _n, classmethod(_volume_errors(_V.VolumeSync.__dict__[_n].__func__)))
+for _n in ("read_file", "write_file", "make_dir", "exists", "update_metadata", "remove"):
+    setattr(Volume, _n, _volume_errors(_V.VolumeSync.__dict__[_n]))
+Volume.get_info = _V._dual(_volume_errors(_V.VolumeSync.__dict__["_class_get_info"]),  # type: ignore
+                           _volume_errors(_V.VolumeSync.__dict__["_instance_get_info"]))
+Volume.list = _V._dual(_volume_errors(_V.VolumeSync.__dict__["_class_list"]),  # type: ignore
+                       _volume_errors(_V.VolumeSync.__dict__["_instance_list"]))
+
+
 class AsyncVolume(_V.Volume):
     """E2B's ``AsyncVolume``: :class:`Volume`'s methods, awaited;
     ``AsyncVolume(volume_id, name, token)`` as :class:`Volume`'s."""
