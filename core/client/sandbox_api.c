@@ -415,9 +415,9 @@ int asb_sandbox_is_running(asb_sandbox *sb, const asb_call_options *call) {
 
 struct asb_sandbox_info {
   char *id, *template_id, *name, *state, *envd_version;
-  char *pause_mode; /* the engine's pauseMode, or NULL */
-  int auto_resume;  /* lifecycle.autoResume: 1, 0, -1 not said */
-  char *on_timeout; /* lifecycle.onTimeout, or NULL */
+  char *pause_mode;            /* the engine's pauseMode, or NULL */
+  int auto_resume;             /* lifecycle.autoResume: 1, 0, -1 not said */
+  char *on_timeout;            /* lifecycle.onTimeout, or NULL */
   char **vm_names, **vm_paths; /* volumeMounts */
   size_t nvm;
   int64_t started, end;

@@ -135,8 +135,7 @@ TEST(volume_from_token) {
   CHECK_RC(asb_volume_from_token(&t, nokey, asb_volume_id(v), VOL, "tok\r\nX-API-Key: k"),
            ASB_EINVAL);
   CHECK(t == NULL);
-  REQUIRE_RC(asb_volume_from_token(&t, nokey, asb_volume_id(v), VOL, asb_volume_token(v)),
-             ASB_OK);
+  REQUIRE_RC(asb_volume_from_token(&t, nokey, asb_volume_id(v), VOL, asb_volume_token(v)), ASB_OK);
   CHECK_STR(asb_volume_id(t), asb_volume_id(v));
   CHECK_STR(asb_volume_name(t), VOL);
   CHECK_STR(asb_volume_token(t), asb_volume_token(v));

@@ -356,8 +356,7 @@ static napi_value js_volume_file(napi_env env, napi_callback_info info) {
   return anode_call_submit(env, &c->base, b);
 }
 
-const anode_fn anode_volume_fns[] = {
-    {"volumeOp", js_volume_op},
-    {"volumeFromToken", js_volume_from_token},
-    {"volumeFile", js_volume_file},
-    {NULL, NULL}};
+const anode_fn anode_volume_fns[] = {{"volumeOp", js_volume_op},
+                                     {"volumeFromToken", js_volume_from_token},
+                                     {"volumeFile", js_volume_file},
+                                     {NULL, NULL}};
