@@ -27,11 +27,13 @@
 #include "api_builder.h"
 #include "builder.h"
 #include "cmds.h"
+#include "front.h"
 #include "httpd/httpd.h"
 #include "proto/http1.h"
 #include "proto/url.h"
 #include "router.h"
 #include "server.h"
+#include "tlsca.h"
 #include "util/buf.h"
 #include "util/log.h"
 #include "util/util.h"
@@ -41,6 +43,8 @@
 
 typedef struct server {
   asbi_httpd *tcp, *unx;
+  front *front; /* the TCP port's acceptor: plain HTTP and TLS (front.c) */
+  tlsca *ca;    /* NULL: the CA could not be made; TLS is refused */
 } server;
 
 /* What a request turned out to be, once its head was read. */
@@ -350,11 +354,28 @@ int server_start(engine *e, const char *listen_addr, const char *socket_path) {
     free(s);
     return -en;
   }
-  s->tcp = start_daemon(e, fd, e->max_conns_per_ip, err, sizeof err);
+  /* The port takes plain HTTP and TLS (front.c): libmicrohttpd gets its
+   * connections from the front, not from a socket of its own. */
+  s->ca = tlsca_open(e->state_dir, err, sizeof err);
+  if (!s->ca) asbi_log("https is off: %s", err);
+  s->tcp = start_daemon(e, -1, e->max_conns_per_ip, err, sizeof err);
   if (!s->tcp) {
     asbi_log("cannot serve on %s: %s", listen_addr, err);
+    close(fd);
+    tlsca_free(s->ca);
     free(s);
     return -EIO;
+  }
+  s->front = front_start(fd, asbi_httpd_daemon(s->tcp), s->ca ? tlsca_ctx(s->ca) : NULL,
+                         (unsigned)e->header_timeout_s * 1000u,
+                         e->max_conns > 1 ? e->max_conns / 2 : 1);
+  if (!s->front) {
+    int en = errno ? errno : EIO;
+    asbi_log("cannot serve on %s: %s", listen_addr, strerror(en));
+    asbi_httpd_stop(s->tcp);
+    tlsca_free(s->ca);
+    free(s);
+    return -en;
   }
   if (socket_path) {
     /* The state dir is 0700 (so nobody else reaches the socket between
@@ -377,8 +398,15 @@ int server_start(engine *e, const char *listen_addr, const char *socket_path) {
 void server_stop(engine *e) {
   server *s = e->server;
   if (!s) return;
+  front_stop(s->front); /* first: no new connections, TLS ones end */
   asbi_httpd_stop(s->tcp);
   asbi_httpd_stop(s->unx);
+  tlsca_free(s->ca);
   free(s);
   e->server = NULL;
+}
+
+const char *server_ca_path(engine *e) {
+  server *s = e->server;
+  return s && s->ca ? tlsca_path(s->ca) : NULL;
 }

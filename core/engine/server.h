@@ -7,5 +7,8 @@
 
 int server_start(engine *e, const char *listen, const char *socket_path);
 void server_stop(engine *e);
+/* The engine CA's certificate (<state>/tls/ca.pem) that clients of its
+ * https:// URLs trust; NULL when TLS is off. */
+const char *server_ca_path(engine *e);
 
 #endif

@@ -200,7 +200,7 @@ static void on_log(void *cls, const char *fmt, va_list ap) {
 asbi_httpd *asbi_httpd_start(const asbi_httpd_opts *o, char *err, size_t n) {
   asbi_httpd *h = calloc(1, sizeof *h);
   if (!h) {
-    close(o->listen_fd);
+    if (o->listen_fd >= 0) close(o->listen_fd);
     snprintf(err, n, "out of memory");
     return NULL;
   }
@@ -218,17 +218,20 @@ asbi_httpd *asbi_httpd_start(const asbi_httpd_opts *o, char *err, size_t n) {
   h->guard = asbi_connguard_new(o->wait_timeout_ms, head_ms, waiting);
   if (!h->guard) {
     snprintf(err, n, "cannot start a thread: %s", strerror(errno));
-    close(o->listen_fd);
+    if (o->listen_fd >= 0) close(o->listen_fd);
     free(h);
     return NULL;
   }
   /* MHD_USE_ITC: MHD_quiesce_daemon needs it with an internal thread. */
   unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL |
                    MHD_USE_ITC | MHD_USE_ERROR_LOG | o->extra_flags;
+  if (o->listen_fd < 0) flags |= MHD_USE_NO_LISTEN_SOCKET; /* MHD_add_connection only */
   /* Options that have their library default when 0 are passed as
    * MHD_OPTION_ARRAY entries only when set. */
   struct MHD_OptionItem opt[8];
   int k = 0;
+  if (o->listen_fd >= 0)
+    opt[k++] = (struct MHD_OptionItem){MHD_OPTION_LISTEN_SOCKET, (intptr_t)o->listen_fd, NULL};
   if (o->conn_memory)
     opt[k++] =
         (struct MHD_OptionItem){MHD_OPTION_CONNECTION_MEMORY_LIMIT, (intptr_t)o->conn_memory, NULL};
@@ -243,13 +246,13 @@ asbi_httpd *asbi_httpd_start(const asbi_httpd_opts *o, char *err, size_t n) {
       flags, 0, NULL, NULL, on_request, h,
       /* first, so that libmicrohttpd's messages about the options below
        * go to it too */
-      MHD_OPTION_EXTERNAL_LOGGER, on_log, h, MHD_OPTION_LISTEN_SOCKET, o->listen_fd,
+      MHD_OPTION_EXTERNAL_LOGGER, on_log, h,
       MHD_OPTION_NOTIFY_COMPLETED, on_completed, h, MHD_OPTION_NOTIFY_CONNECTION, on_connection, h,
       MHD_OPTION_URI_LOG_CALLBACK, on_uri, h, MHD_OPTION_CONNECTION_LIMIT, max_conns,
       MHD_OPTION_CONNECTION_TIMEOUT, o->idle_timeout_s, MHD_OPTION_ARRAY, opt, MHD_OPTION_END);
   if (!h->daemon) {
     snprintf(err, n, "cannot start the HTTP server");
-    close(o->listen_fd);
+    if (o->listen_fd >= 0) close(o->listen_fd);
     asbi_connguard_free(h->guard);
     free(h);
     return NULL;

@@ -48,7 +48,9 @@ typedef struct asbi_httpd asbi_httpd;
 
 typedef struct asbi_httpd_opts {
   int listen_fd; /* from asbi_httpd_listen; the service owns it from the
-                    call of asbi_httpd_start on, also when that fails */
+                    call of asbi_httpd_start on, also when that fails.
+                    -1: none; the caller accepts connections itself and
+                    hands them in with MHD_add_connection */
   /* The caller's handler and its completion callback (optional), as
    * libmicrohttpd calls them. The handler's first call for a request marks
    * the end of the request head for the slow-client guard (the module

@@ -1,0 +1,348 @@
+/* The engine's TCP front: one port for plain HTTP and TLS, told apart by
+ * the connection's first byte (a TLS record starts with 22, a handshake;
+ * no HTTP request line does), so https://<port>-<id>.localhost:49982 —
+ * what a client builds from getHost — and http:// on the same host both
+ * work, and so do the control plane's API URLs.
+ *
+ * libmicrohttpd (Debian's) does TLS with GnuTLS only and cannot pick a
+ * certificate per SNI name from an OpenSSL CA, so TLS ends here: after
+ * the handshake (OpenSSL, certificates from tlsca.c) the connection's
+ * plaintext goes to libmicrohttpd over a socketpair (MHD_add_connection,
+ * with the client's address for the per-address limit) and one thread per
+ * TLS connection moves bytes both ways. A plain connection is handed to
+ * libmicrohttpd as it is; when its first byte has not come yet at accept,
+ * a short-lived thread waits for it (up to the head timeout), so the
+ * acceptor never waits on a client.
+ * SPDX-License-Identifier: Apache-2.0 */
+#include "front.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <openssl/err.h>
+
+#include "util/log.h"
+
+#define RELAY_BUF (64u * 1024u)
+#define TLS_HANDSHAKE 22
+
+struct front {
+  int lfd;
+  int stop_fd; /* eventfd: readable once the front stops */
+  struct MHD_Daemon *daemon;
+  SSL_CTX *tls;
+  unsigned head_ms, max_pending;
+  pthread_t acceptor;
+  int acceptor_running;
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  unsigned threads; /* connection threads alive */
+  unsigned pending; /* of them, before the first byte or the handshake */
+};
+
+typedef struct job {
+  front *f;
+  int fd;
+  struct sockaddr_storage addr;
+  socklen_t alen;
+} job;
+
+static long now_ms(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (long)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+/* Waits for events on fd (and the stop signal) until deadline_ms (-1 =
+ * none). 1 when fd is ready, 0 on timeout or stop. */
+static int wait_fd(front *f, int fd, short events, long deadline_ms) {
+  for (;;) {
+    struct pollfd p[2] = {{fd, events, 0}, {f->stop_fd, POLLIN, 0}};
+    int ms = -1;
+    if (deadline_ms >= 0) {
+      long left = deadline_ms - now_ms();
+      if (left <= 0) return 0;
+      ms = (int)left;
+    }
+    int n = poll(p, 2, ms);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0 || p[1].revents) return 0;
+    return 1;
+  }
+}
+
+static void hand_to_mhd(front *f, int fd, const job *j) {
+  /* MHD closes fd itself when it cannot take it */
+  if (MHD_add_connection(f->daemon, fd, (const struct sockaddr *)&j->addr, j->alen) != MHD_YES)
+    asbi_log("front: libmicrohttpd refused a connection: %s", strerror(errno));
+}
+
+/* Both directions until either side ends: client TLS <-> plain socketpair
+ * end `up` whose other end libmicrohttpd serves. */
+static void relay(front *f, SSL *ssl, int fd, int up) {
+  char *cbuf = malloc(RELAY_BUF), *sbuf = malloc(RELAY_BUF);
+  size_t clen = 0, coff = 0, slen = 0, soff = 0;
+  int cli_eof = 0, up_eof = 0, up_shut = 0, fd_hup = 0, up_hup = 0;
+  if (!cbuf || !sbuf) goto done;
+  for (;;) {
+    short fdev = 0, upev = 0;
+    int progress = 1;
+    while (progress) {
+      progress = 0;
+      fdev = upev = 0;
+      if (!cli_eof && clen == 0) { /* client -> libmicrohttpd */
+        int n = SSL_read(ssl, cbuf, RELAY_BUF);
+        if (n > 0) {
+          clen = (size_t)n;
+          coff = 0;
+          progress = 1;
+        } else {
+          int e = SSL_get_error(ssl, n);
+          if (e == SSL_ERROR_WANT_READ) fdev |= POLLIN;
+          else if (e == SSL_ERROR_WANT_WRITE) fdev |= POLLOUT;
+          else cli_eof = 1; /* close_notify, a reset or a bad record */
+        }
+      }
+      if (clen) {
+        ssize_t w = send(up, cbuf + coff, clen, MSG_DONTWAIT | MSG_NOSIGNAL);
+        if (w > 0) {
+          coff += (size_t)w;
+          clen -= (size_t)w;
+          progress = 1;
+        } else if (w < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+          goto done;
+        } else {
+          upev |= POLLOUT;
+        }
+      }
+      if (cli_eof && clen == 0 && !up_shut) {
+        shutdown(up, SHUT_WR); /* libmicrohttpd sees the client leave */
+        up_shut = 1;
+      }
+      if (!up_eof && slen == 0) { /* libmicrohttpd -> client */
+        ssize_t r = recv(up, sbuf, RELAY_BUF, MSG_DONTWAIT);
+        if (r > 0) {
+          slen = (size_t)r;
+          soff = 0;
+          progress = 1;
+        } else if (r == 0) {
+          up_eof = 1;
+        } else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+          goto done;
+        } else {
+          upev |= POLLIN;
+        }
+      }
+      if (slen) {
+        int w = SSL_write(ssl, sbuf + soff, (int)slen);
+        if (w > 0) {
+          soff += (size_t)w;
+          slen -= (size_t)w;
+          progress = 1;
+        } else {
+          int e = SSL_get_error(ssl, w);
+          if (e == SSL_ERROR_WANT_WRITE) fdev |= POLLOUT;
+          else if (e == SSL_ERROR_WANT_READ) fdev |= POLLIN;
+          else goto done;
+        }
+      }
+      if (up_eof && slen == 0) {
+        SSL_shutdown(ssl); /* one try at close_notify; the socket is non-blocking */
+        goto done;
+      }
+    }
+    /* A side that hung up is watched again only when there is something
+     * to do on it (the call on it then reports the end), or poll would
+     * return at once, over and over. */
+    struct pollfd p[3] = {{fd_hup && !fdev ? -1 : fd, fdev, 0},
+                          {up_hup && !upev ? -1 : up, upev, 0},
+                          {f->stop_fd, POLLIN, 0}};
+    int n = poll(p, 3, -1);
+    if (n < 0 && errno != EINTR) goto done;
+    if (p[2].revents) goto done;
+    if ((p[0].revents | p[1].revents) & POLLNVAL) goto done;
+    if (p[0].revents & (POLLHUP | POLLERR)) fd_hup = 1;
+    if (p[1].revents & (POLLHUP | POLLERR)) up_hup = 1;
+  }
+done:
+  free(cbuf);
+  free(sbuf);
+}
+
+/* The handshake within the head timeout, then the relay. A client that
+ * sends no TLS, a truncated handshake, an unknown SNI name or no
+ * acceptable version just ends here (OpenSSL sends its alert). */
+static void serve_tls(front *f, job *j, long deadline) {
+  SSL *ssl = SSL_new(f->tls);
+  int ok = ssl && SSL_set_fd(ssl, j->fd) == 1;
+  while (ok) {
+    int r = SSL_accept(ssl);
+    if (r == 1) break;
+    int e = SSL_get_error(ssl, r);
+    short ev = e == SSL_ERROR_WANT_READ ? POLLIN : e == SSL_ERROR_WANT_WRITE ? POLLOUT : 0;
+    if (!ev || !wait_fd(f, j->fd, ev, deadline)) ok = 0;
+  }
+  ERR_clear_error();
+  pthread_mutex_lock(&f->mu);
+  f->pending--;
+  pthread_mutex_unlock(&f->mu);
+  int sp[2];
+  if (ok && socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, sp) == 0) {
+    hand_to_mhd(f, sp[1], j);
+    relay(f, ssl, j->fd, sp[0]);
+    close(sp[0]);
+  }
+  SSL_free(ssl);
+  ERR_clear_error();
+  close(j->fd);
+}
+
+static void *conn_thread(void *arg) {
+  job *j = arg;
+  front *f = j->f;
+  long deadline = now_ms() + (long)f->head_ms;
+  unsigned char b;
+  int tls = 0, counted = 1;
+  if (wait_fd(f, j->fd, POLLIN, deadline) && recv(j->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) == 1) {
+    tls = b == TLS_HANDSHAKE;
+    if (!tls) {
+      pthread_mutex_lock(&f->mu);
+      f->pending--;
+      pthread_mutex_unlock(&f->mu);
+      counted = 0;
+      hand_to_mhd(f, j->fd, j);
+      j->fd = -1;
+    }
+  }
+  if (tls && f->tls) {
+    serve_tls(f, j, deadline);
+    counted = 0;
+    j->fd = -1;
+  }
+  if (j->fd >= 0) close(j->fd); /* no first byte in time, or TLS without a CA */
+  pthread_mutex_lock(&f->mu);
+  if (counted) f->pending--;
+  f->threads--;
+  pthread_cond_broadcast(&f->cv);
+  pthread_mutex_unlock(&f->mu);
+  free(j);
+  return NULL;
+}
+
+static void *acceptor(void *arg) {
+  front *f = arg;
+  for (;;) {
+    struct pollfd p[2] = {{f->lfd, POLLIN, 0}, {f->stop_fd, POLLIN, 0}};
+    if (poll(p, 2, -1) < 0) {
+      if (errno == EINTR) continue;
+      break;
+    }
+    if (p[1].revents) break;
+    job *j = calloc(1, sizeof *j);
+    if (!j) continue;
+    j->f = f;
+    j->alen = sizeof j->addr;
+    j->fd = accept4(f->lfd, (struct sockaddr *)&j->addr, &j->alen, SOCK_CLOEXEC | SOCK_NONBLOCK);
+    if (j->fd < 0) {
+      free(j);
+      if (errno == EMFILE || errno == ENFILE) wait_fd(f, -1, 0, now_ms() + 100); /* back off */
+      continue;
+    }
+    /* A plain request whose first bytes are already here: straight in. */
+    unsigned char b;
+    if (recv(j->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) == 1 && b != TLS_HANDSHAKE) {
+      hand_to_mhd(f, j->fd, j);
+      free(j);
+      continue;
+    }
+    pthread_mutex_lock(&f->mu);
+    int full = f->pending >= f->max_pending;
+    if (!full) {
+      f->pending++;
+      f->threads++;
+    }
+    pthread_mutex_unlock(&f->mu);
+    pthread_t t;
+    pthread_attr_t at;
+    pthread_attr_init(&at);
+    pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+    int started = !full && pthread_create(&t, &at, conn_thread, j) == 0;
+    pthread_attr_destroy(&at);
+    if (!started) {
+      if (!full) {
+        pthread_mutex_lock(&f->mu);
+        f->pending--;
+        f->threads--;
+        pthread_mutex_unlock(&f->mu);
+      }
+      close(j->fd);
+      free(j);
+    }
+  }
+  return NULL;
+}
+
+front *front_start(int listen_fd, struct MHD_Daemon *daemon, SSL_CTX *tls,
+                   unsigned head_timeout_ms, unsigned max_pending) {
+  front *f = calloc(1, sizeof *f);
+  if (!f) {
+    close(listen_fd);
+    return NULL;
+  }
+  f->lfd = listen_fd;
+  f->daemon = daemon;
+  f->tls = tls;
+  f->head_ms = head_timeout_ms ? head_timeout_ms : 30000u;
+  f->max_pending = max_pending ? max_pending : 500u;
+  f->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  pthread_mutex_init(&f->mu, NULL);
+  pthread_cond_init(&f->cv, NULL);
+  if (f->stop_fd < 0 || pthread_create(&f->acceptor, NULL, acceptor, f) != 0) {
+    int en = errno;
+    if (f->stop_fd >= 0) close(f->stop_fd);
+    close(listen_fd);
+    pthread_mutex_destroy(&f->mu);
+    pthread_cond_destroy(&f->cv);
+    free(f);
+    errno = en;
+    return NULL;
+  }
+  f->acceptor_running = 1;
+  return f;
+}
+
+static void front_quiesce(front *f) {
+  if (!f || f->lfd < 0) return;
+  /* shutdown() ends the listening state at once; the stop signal wakes
+   * the acceptor and every connection thread (they all poll it) */
+  shutdown(f->lfd, SHUT_RDWR);
+  if (f->acceptor_running) {
+    uint64_t one = 1;
+    if (write(f->stop_fd, &one, sizeof one) < 0) { /* cannot fail on a fresh eventfd */
+    }
+    pthread_join(f->acceptor, NULL);
+    f->acceptor_running = 0;
+  }
+  close(f->lfd);
+  f->lfd = -1;
+}
+
+void front_stop(front *f) {
+  if (!f) return;
+  front_quiesce(f); /* stop_fd is signalled from here on: every thread ends */
+  pthread_mutex_lock(&f->mu);
+  while (f->threads) pthread_cond_wait(&f->cv, &f->mu);
+  pthread_mutex_unlock(&f->mu);
+  close(f->stop_fd);
+  pthread_mutex_destroy(&f->mu);
+  pthread_cond_destroy(&f->cv);
+  free(f);
+}
