@@ -18,6 +18,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -181,6 +183,10 @@ done:
  * sends no TLS, a truncated handshake, an unknown SNI name or no
  * acceptable version just ends here (OpenSSL sends its alert). */
 static void serve_tls(front *f, job *j, long deadline) {
+  /* records go out as they are made: Nagle would hold a handshake flight
+   * or a response's last record back for the peer's delayed ACK (40 ms) */
+  int one = 1;
+  setsockopt(j->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   SSL *ssl = SSL_new(f->tls);
   int ok = ssl && SSL_set_fd(ssl, j->fd) == 1;
   while (ok) {
