@@ -36,8 +36,17 @@
 #define RELAY_BUF (64u * 1024u)
 #define TLS_HANDSHAKE 22
 
+#define EXTRA_MAX 4096 /* loopback listeners (loopurl.c) */
+
 struct front {
   int lfd;
+  /* more listeners, plain HTTP only, added and dropped while running
+   * (front_listen_add/drop); only the acceptor polls and closes them */
+  int extra[EXTRA_MAX];
+  size_t nextra;
+  int drop[EXTRA_MAX]; /* dropped: the acceptor closes them */
+  size_t ndrop;
+  int wake_fd; /* eventfd: the listener set changed */
   int stop_fd; /* eventfd: readable once the front stops */
   struct MHD_Daemon *daemon;
   SSL_CTX *tls;
@@ -243,31 +252,71 @@ static void *conn_thread(void *arg) {
   return NULL;
 }
 
+/* Closes the listeners dropped since the last round: here, in the only
+ * thread that polls them, so no fd number is closed under a poll. */
+static void close_dropped(front *f) {
+  pthread_mutex_lock(&f->mu);
+  for (size_t i = 0; i < f->ndrop; i++) close(f->drop[i]);
+  f->ndrop = 0;
+  pthread_mutex_unlock(&f->mu);
+}
+
+static void accept_one(front *f, int lfd, int plain_only);
+
 static void *acceptor(void *arg) {
   front *f = arg;
+  struct pollfd *p = calloc(EXTRA_MAX + 3, sizeof *p);
+  if (!p) return NULL;
   for (;;) {
-    struct pollfd p[2] = {{f->lfd, POLLIN, 0}, {f->stop_fd, POLLIN, 0}};
-    if (poll(p, 2, -1) < 0) {
+    close_dropped(f);
+    p[0] = (struct pollfd){f->stop_fd, POLLIN, 0};
+    p[1] = (struct pollfd){f->wake_fd, POLLIN, 0};
+    p[2] = (struct pollfd){f->lfd, POLLIN, 0};
+    pthread_mutex_lock(&f->mu);
+    size_t np = 3;
+    for (size_t i = 0; i < f->nextra; i++) p[np++] = (struct pollfd){f->extra[i], POLLIN, 0};
+    pthread_mutex_unlock(&f->mu);
+    if (poll(p, (nfds_t)np, -1) < 0) {
       if (errno == EINTR) continue;
       break;
     }
-    if (p[1].revents) break;
+    if (p[0].revents) break;
+    if (p[1].revents) {
+      uint64_t v;
+      if (read(f->wake_fd, &v, sizeof v) < 0) { /* EAGAIN: another round took it */
+      }
+      continue; /* the set changed: poll the new one */
+    }
+    for (size_t i = 2; i < np; i++)
+      if (p[i].revents) accept_one(f, p[i].fd, i > 2);
+  }
+  free(p);
+  return NULL;
+}
+
+static void accept_one(front *f, int lfd, int plain_only) {
+  {
     job *j = calloc(1, sizeof *j);
-    if (!j) continue;
+    if (!j) return;
     j->f = f;
     j->alen = sizeof j->addr;
-    j->fd = accept4(f->lfd, (struct sockaddr *)&j->addr, &j->alen, SOCK_CLOEXEC | SOCK_NONBLOCK);
+    j->fd = accept4(lfd, (struct sockaddr *)&j->addr, &j->alen, SOCK_CLOEXEC | SOCK_NONBLOCK);
     if (j->fd < 0) {
       free(j);
       if (errno == EMFILE || errno == ENFILE) wait_fd(f, -1, 0, now_ms() + 100); /* back off */
-      continue;
+      return;
+    }
+    if (plain_only) { /* a loopback URL's listener: HTTP as it comes */
+      hand_to_mhd(f, j->fd, j);
+      free(j);
+      return;
     }
     /* A plain request whose first bytes are already here: straight in. */
     unsigned char b;
     if (recv(j->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) == 1 && b != TLS_HANDSHAKE) {
       hand_to_mhd(f, j->fd, j);
       free(j);
-      continue;
+      return;
     }
     pthread_mutex_lock(&f->mu);
     int full = f->pending >= f->max_pending;
@@ -293,7 +342,6 @@ static void *acceptor(void *arg) {
       free(j);
     }
   }
-  return NULL;
 }
 
 front *front_start(int listen_fd, struct MHD_Daemon *daemon, SSL_CTX *tls,
@@ -309,11 +357,14 @@ front *front_start(int listen_fd, struct MHD_Daemon *daemon, SSL_CTX *tls,
   f->head_ms = head_timeout_ms ? head_timeout_ms : 30000u;
   f->max_pending = max_pending ? max_pending : 500u;
   f->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  f->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   pthread_mutex_init(&f->mu, NULL);
   pthread_cond_init(&f->cv, NULL);
-  if (f->stop_fd < 0 || pthread_create(&f->acceptor, NULL, acceptor, f) != 0) {
+  if (f->stop_fd < 0 || f->wake_fd < 0 ||
+      pthread_create(&f->acceptor, NULL, acceptor, f) != 0) {
     int en = errno;
     if (f->stop_fd >= 0) close(f->stop_fd);
+    if (f->wake_fd >= 0) close(f->wake_fd);
     close(listen_fd);
     pthread_mutex_destroy(&f->mu);
     pthread_cond_destroy(&f->cv);
@@ -347,8 +398,44 @@ void front_stop(front *f) {
   pthread_mutex_lock(&f->mu);
   while (f->threads) pthread_cond_wait(&f->cv, &f->mu);
   pthread_mutex_unlock(&f->mu);
+  close_dropped(f);
+  for (size_t i = 0; i < f->nextra; i++) close(f->extra[i]);
   close(f->stop_fd);
+  close(f->wake_fd);
   pthread_mutex_destroy(&f->mu);
   pthread_cond_destroy(&f->cv);
   free(f);
+}
+
+static void wake(front *f) {
+  uint64_t one = 1;
+  if (write(f->wake_fd, &one, sizeof one) < 0) { /* the counter is far from full */
+  }
+}
+
+int front_listen_add(front *f, int fd) {
+  pthread_mutex_lock(&f->mu);
+  int ok = f->nextra + f->ndrop < EXTRA_MAX && f->lfd >= 0;
+  if (ok) f->extra[f->nextra++] = fd;
+  pthread_mutex_unlock(&f->mu);
+  if (!ok) {
+    close(fd);
+    return -ENOSPC;
+  }
+  wake(f);
+  return 0;
+}
+
+void front_listen_drop(front *f, int fd) {
+  pthread_mutex_lock(&f->mu);
+  for (size_t i = 0; i < f->nextra; i++)
+    if (f->extra[i] == fd) {
+      f->extra[i] = f->extra[--f->nextra];
+      /* no new connection from here on; the acceptor closes it */
+      shutdown(fd, SHUT_RDWR);
+      f->drop[f->ndrop++] = fd;
+      break;
+    }
+  pthread_mutex_unlock(&f->mu);
+  wake(f);
 }

@@ -21,4 +21,11 @@ front *front_start(int listen_fd, struct MHD_Daemon *daemon, SSL_CTX *tls,
  * (its TLS connections see their clients leave). Accepts NULL. */
 void front_stop(front *f);
 
+/* Serves one more listening socket (f takes fd), plain HTTP only: the
+ * loopback URLs' listeners (loopurl.c). -ENOSPC past 4096 of them. */
+int front_listen_add(front *f, int fd);
+/* Stops serving fd: it refuses connections from now on and is closed by
+ * the front. Connections it accepted go on. */
+void front_listen_drop(front *f, int fd);
+
 #endif

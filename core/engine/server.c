@@ -29,6 +29,7 @@
 #include "cmds.h"
 #include "front.h"
 #include "httpd/httpd.h"
+#include "loopurl.h"
 #include "proto/http1.h"
 #include "proto/url.h"
 #include "router.h"
@@ -45,6 +46,7 @@ typedef struct server {
   asbi_httpd *tcp, *unx;
   front *front; /* the TCP port's acceptor: plain HTTP and TLS (front.c) */
   tlsca *ca;    /* NULL: the CA could not be made; TLS is refused */
+  loopurl *lu;  /* loopback URLs' listeners (loopurl.c) */
 } server;
 
 /* What a request turned out to be, once its head was read. */
@@ -207,7 +209,11 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
     }
     char id[64];
     int port = 0;
-    if (router_match(c, id, sizeof id, &port) ||
+    server *sv = e->server;
+    const union MHD_ConnectionInfo *ci =
+        sv && sv->lu ? MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD) : NULL;
+    if ((ci && loopurl_match(sv->lu, e->listen_port, ci->connect_fd, id, sizeof id, &port)) ||
+        router_match(c, id, sizeof id, &port) ||
         router_match_signed(e, c, url, method, id, sizeof id, &port)) {
       if (port > 0 && cmds_wants(e, id, port, url)) {
         r->kind = REQ_COMMANDS;
@@ -369,8 +375,10 @@ int server_start(engine *e, const char *listen_addr, const char *socket_path) {
   s->front = front_start(fd, asbi_httpd_daemon(s->tcp), s->ca ? tlsca_ctx(s->ca) : NULL,
                          (unsigned)e->header_timeout_s * 1000u,
                          e->max_conns > 1 ? e->max_conns / 2 : 1);
-  if (!s->front) {
+  if (s->front) s->lu = loopurl_new(s->front);
+  if (!s->front || !s->lu) {
     int en = errno ? errno : EIO;
+    front_stop(s->front);
     asbi_log("cannot serve on %s: %s", listen_addr, strerror(en));
     asbi_httpd_stop(s->tcp);
     tlsca_free(s->ca);
@@ -401,6 +409,7 @@ void server_stop(engine *e) {
   front_stop(s->front); /* first: no new connections, TLS ones end */
   asbi_httpd_stop(s->tcp);
   asbi_httpd_stop(s->unx);
+  loopurl_free(s->lu);
   tlsca_free(s->ca);
   free(s);
   e->server = NULL;
@@ -409,4 +418,14 @@ void server_stop(engine *e) {
 const char *server_ca_path(engine *e) {
   server *s = e->server;
   return s && s->ca ? tlsca_path(s->ca) : NULL;
+}
+
+int server_loopback_open(engine *e, const char *id, int port, int *lport) {
+  server *s = e->server;
+  return s && s->lu ? loopurl_open(s->lu, e, id, port, lport) : -ENOTSUP;
+}
+
+void server_sandbox_gone(engine *e, const char *id) {
+  server *s = e->server;
+  if (s) loopurl_sandbox_gone(s->lu, id);
 }
