@@ -9,8 +9,11 @@ import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { execFileSync } from 'node:child_process'
 import net from 'node:net'
+import path from 'node:path'
+import { fileURLToPath } from 'node:url'
 import { startEngine } from '../support/engine.mjs'
 
+const here = path.dirname(fileURLToPath(import.meta.url))
 let engine
 let e2b
 
@@ -107,4 +110,12 @@ test('allowPublicTraffic: false still needs the traffic token on a loopback URL'
   } finally {
     await sbx.kill()
   }
+})
+
+test('examples/https_loopback.sh runs as documented', () => {
+  const asb = path.join(path.dirname(engine.proc.spawnargs[0]), '../cli/asb')
+  const out = execFileSync('bash', [path.join(here, '../../examples/https_loopback.sh')], {
+    env: { ...process.env, ASB_STATE_DIR: engine.state, ASB: asb }, timeout: 240_000
+  }).toString()
+  assert.match(out, /^sandbox [a-z0-9]{20}\nhello over https\nloopback URL http:\/\/127\.0\.0\.1:\d+\nhello over https\n$/)
 })
