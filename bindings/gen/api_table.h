@@ -352,6 +352,7 @@
   X(asb_sandbox_info_allow_out_get, ASB_API_RETURNS_BORROWED, 2, 0, "", "") \
   X(asb_sandbox_info_deny_out_count, 0u, 1, 0, "", "") \
   X(asb_sandbox_info_deny_out_get, ASB_API_RETURNS_BORROWED, 2, 0, "", "") \
+  X(asb_sandbox_loopback_url, ASB_API_BLOCKING|ASB_API_CANCELLABLE, 4, 1, "call", "") \
   X(asb_server_options_init, ASB_API_SERVER, 2, 0, "", "") \
   X(asb_server_new, ASB_API_SERVER, 2, 1, "", "") \
   X(asb_server_free, ASB_API_BLOCKING|ASB_API_CALLBACKS|ASB_API_FREES|ASB_API_SERVER, 1, 0, "", "caller") \
@@ -486,6 +487,7 @@
   X(asb_sandbox_get_info, 0, "out", ASB_API_OUT_HANDLE, asb_sandbox_info, "asb_sandbox_info_free", 0) \
   X(asb_sandbox_list, 0, "out", ASB_API_OUT_HANDLE, asb_sandbox_page, "asb_sandbox_page_free", 0) \
   X(asb_sandbox_get_metrics, 0, "out", ASB_API_OUT_HANDLE, asb_metrics, "asb_metrics_free", 0) \
+  X(asb_sandbox_loopback_url, 0, "url", ASB_API_OUT_STRING, char, "asb_free", 0) \
   X(asb_server_new, 0, "out", ASB_API_OUT_HANDLE, asb_server, "asb_server_free", 0) \
   X(asb_server_register, 0, "out", ASB_API_OUT_HANDLE, asb_server_command, "", 1) \
   X(asb_server_next_call, 0, "out", ASB_API_OUT_HANDLE, asb_server_call, "", 0) \
@@ -704,8 +706,8 @@
   X(asb_template_build_options, timeout_ms, ASB_API_FIELD_INT, 1) \
   X(asb_template_build_options, cancel, ASB_API_FIELD_POINTER, 1)
 
-#define ASB_API_FUNCTION_COUNT 365
-#define ASB_API_OUTPUT_COUNT 74
+#define ASB_API_FUNCTION_COUNT 366
+#define ASB_API_OUTPUT_COUNT 75
 
 typedef struct asb_api_function_info {
   const char *name;

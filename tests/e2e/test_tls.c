@@ -155,11 +155,26 @@ TEST(sandbox_ports_envd_and_signed_files_over_https) {
   asb_free(du);
   CHECK_INT(get_ok(url, NULL, &r), 200);
   CHECK_STR(r.body, "over tls");
+  /* the C ABI's loopback URL for the port: plain HTTP, no name to resolve */
+  char *lu = NULL, *lu2 = NULL;
+  REQUIRE_RC(asb_sandbox_loopback_url(&lu, sb, 8000, NULL), ASB_OK);
+  REQUIRE_RC(asb_sandbox_loopback_url(&lu2, sb, 8000, NULL), ASB_OK);
+  CHECK_STR(lu2, lu);
+  CHECK(strncmp(lu, "http://127.0.0.1:", 17) == 0);
+  snprintf(url, sizeof url, "%s/index.txt", lu);
+  CHECK_INT(get_ok(url, NULL, &r), 200);
+  CHECK_STR(r.body, "over tls");
+  CHECK_RC(asb_sandbox_loopback_url(&lu2, sb, 0, NULL), ASB_EINVAL);
+  asb_free(lu2);
   /* killed: the same 502 shape as over plain HTTP */
   REQUIRE_RC(asb_sandbox_kill(sb, NULL), ASB_OK);
   snprintf(url, sizeof url, "https://8000-%s.localhost:%d/index.txt", id, F.port);
   CHECK_INT(get_ok(url, NULL, &r), 502);
   CHECK(strstr(r.body, "\"sandbox_not_found\"") != NULL);
+  /* and its loopback URL's listener is gone: refused */
+  snprintf(url, sizeof url, "%s/index.txt", lu);
+  CHECK_INT(get(url, NULL, NULL, &st, &r), CURLE_COULDNT_CONNECT);
+  asb_free(lu);
   asb_process_free(p);
   asb_sandbox_free(sb);
   /* a sandbox that never was */
