@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -209,7 +210,8 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
     }
     char id[64];
     int port = 0;
-    server *sv = e->server;
+    /* server_stop clears it while requests end; s lives until they did */
+    server *sv = __atomic_load_n(&e->server, __ATOMIC_ACQUIRE);
     const union MHD_ConnectionInfo *ci =
         sv && sv->lu ? MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD) : NULL;
     if ((ci && loopurl_match(sv->lu, e->listen_port, ci->connect_fd, id, sizeof id, &port)) ||
@@ -403,8 +405,16 @@ int server_start(engine *e, const char *listen_addr, const char *socket_path) {
   return 0;
 }
 
+/* e->server as the lifecycle thread sees it (it kills sandboxes, so calls
+ * server_sandbox_gone, while server_stop runs): taken under this lock,
+ * and server_stop clears it under the lock before freeing anything. */
+static pthread_mutex_t server_mu = PTHREAD_MUTEX_INITIALIZER;
+
 void server_stop(engine *e) {
+  pthread_mutex_lock(&server_mu);
   server *s = e->server;
+  __atomic_store_n(&e->server, NULL, __ATOMIC_RELEASE); /* no loopback URL opens or closes now */
+  pthread_mutex_unlock(&server_mu);
   if (!s) return;
   front_stop(s->front); /* first: no new connections, TLS ones end */
   asbi_httpd_stop(s->tcp);
@@ -412,7 +422,6 @@ void server_stop(engine *e) {
   loopurl_free(s->lu);
   tlsca_free(s->ca);
   free(s);
-  e->server = NULL;
 }
 
 const char *server_ca_path(engine *e) {
@@ -421,11 +430,16 @@ const char *server_ca_path(engine *e) {
 }
 
 int server_loopback_open(engine *e, const char *id, int port, int *lport) {
+  pthread_mutex_lock(&server_mu);
   server *s = e->server;
-  return s && s->lu ? loopurl_open(s->lu, e, id, port, lport) : -ENOTSUP;
+  int rc = s && s->lu ? loopurl_open(s->lu, e, id, port, lport) : -ENOTSUP;
+  pthread_mutex_unlock(&server_mu);
+  return rc;
 }
 
 void server_sandbox_gone(engine *e, const char *id) {
+  pthread_mutex_lock(&server_mu);
   server *s = e->server;
   if (s) loopurl_sandbox_gone(s->lu, id);
+  pthread_mutex_unlock(&server_mu);
 }
