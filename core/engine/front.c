@@ -10,9 +10,10 @@
  * plaintext goes to libmicrohttpd over a socketpair (MHD_add_connection,
  * with the client's address for the per-address limit) and one thread per
  * TLS connection moves bytes both ways. A plain connection is handed to
- * libmicrohttpd as it is; when its first byte has not come yet at accept,
- * a short-lived thread waits for it (up to the head timeout), so the
- * acceptor never waits on a client.
+ * libmicrohttpd as it is; one whose first byte has not come yet at accept
+ * waits for it in the acceptor's poll set (up to 2 s; one silent for
+ * longer is plain HTTP, under libmicrohttpd's slow-client rules), so the
+ * acceptor never blocks on a client.
  * SPDX-License-Identifier: Apache-2.0 */
 #include "front.h"
 
@@ -35,6 +36,7 @@
 
 #define RELAY_BUF (64u * 1024u)
 #define TLS_HANDSHAKE 22
+#define SNIFF_MS 2000L /* how long a new connection may stay silent before it is plain HTTP */
 
 #define EXTRA_MAX 4096 /* loopback listeners (loopurl.c) */
 
@@ -55,8 +57,7 @@ struct front {
   int acceptor_running;
   pthread_mutex_t mu;
   pthread_cond_t cv;
-  unsigned threads; /* connection threads alive */
-  unsigned pending; /* of them, before the first byte or the handshake */
+  unsigned threads; /* TLS connection threads alive */
 };
 
 typedef struct job {
@@ -91,9 +92,9 @@ static int wait_fd(front *f, int fd, short events, long deadline_ms) {
 }
 
 static void hand_to_mhd(front *f, int fd, const job *j) {
-  /* MHD closes fd itself when it cannot take it */
-  if (MHD_add_connection(f->daemon, fd, (const struct sockaddr *)&j->addr, j->alen) != MHD_YES)
-    asbi_log("front: libmicrohttpd refused a connection: %s", strerror(errno));
+  /* MHD closes fd itself when it cannot take it: over the connection or
+   * per-address limit, which is how those limits refuse */
+  MHD_add_connection(f->daemon, fd, (const struct sockaddr *)&j->addr, j->alen);
 }
 
 /* Both directions until either side ends: client TLS <-> plain socketpair
@@ -206,9 +207,6 @@ static void serve_tls(front *f, job *j, long deadline) {
     if (!ev || !wait_fd(f, j->fd, ev, deadline)) ok = 0;
   }
   ERR_clear_error();
-  pthread_mutex_lock(&f->mu);
-  f->pending--;
-  pthread_mutex_unlock(&f->mu);
   int sp[2];
   if (ok && socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, sp) == 0) {
     hand_to_mhd(f, sp[1], j);
@@ -220,36 +218,57 @@ static void serve_tls(front *f, job *j, long deadline) {
   close(j->fd);
 }
 
-static void *conn_thread(void *arg) {
+static void *tls_thread(void *arg) {
   job *j = arg;
   front *f = j->f;
-  long deadline = now_ms() + (long)f->head_ms;
-  unsigned char b;
-  int tls = 0, counted = 1;
-  if (wait_fd(f, j->fd, POLLIN, deadline) && recv(j->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) == 1) {
-    tls = b == TLS_HANDSHAKE;
-    if (!tls) {
-      pthread_mutex_lock(&f->mu);
-      f->pending--;
-      pthread_mutex_unlock(&f->mu);
-      counted = 0;
-      hand_to_mhd(f, j->fd, j);
-      j->fd = -1;
-    }
-  }
-  if (tls && f->tls) {
-    serve_tls(f, j, deadline);
-    counted = 0;
-    j->fd = -1;
-  }
-  if (j->fd >= 0) close(j->fd); /* no first byte in time, or TLS without a CA */
+  serve_tls(f, j, now_ms() + (long)f->head_ms);
   pthread_mutex_lock(&f->mu);
-  if (counted) f->pending--;
   f->threads--;
   pthread_cond_broadcast(&f->cv);
   pthread_mutex_unlock(&f->mu);
   free(j);
   return NULL;
+}
+
+/* A TLS connection: its handshake and relay on a thread of its own. */
+static void start_tls(front *f, job *j) {
+  if (!f->tls) { /* no CA: TLS is refused */
+    close(j->fd);
+    free(j);
+    return;
+  }
+  pthread_mutex_lock(&f->mu);
+  f->threads++;
+  pthread_mutex_unlock(&f->mu);
+  pthread_t t;
+  pthread_attr_t at;
+  pthread_attr_init(&at);
+  pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+  int started = pthread_create(&t, &at, tls_thread, j) == 0;
+  pthread_attr_destroy(&at);
+  if (!started) {
+    pthread_mutex_lock(&f->mu);
+    f->threads--;
+    pthread_mutex_unlock(&f->mu);
+    close(j->fd);
+    free(j);
+  }
+}
+
+/* What a connection's first byte says (peeked, left in the socket). */
+static void decide(front *f, job *j) {
+  unsigned char b;
+  ssize_t n = recv(j->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+  if (n == 1 && b == TLS_HANDSHAKE) {
+    start_tls(f, j);
+    return;
+  }
+  if (n == 1) {
+    hand_to_mhd(f, j->fd, j);
+  } else {
+    close(j->fd); /* closed or reset before a byte */
+  }
+  free(j);
 }
 
 /* Closes the listeners dropped since the last round: here, in the only
@@ -261,22 +280,37 @@ static void close_dropped(front *f) {
   pthread_mutex_unlock(&f->mu);
 }
 
-static void accept_one(front *f, int lfd, int plain_only);
-
+/* The acceptor: one thread for every listener and for the connections
+ * whose first byte has not come yet. Those wait in accept order (pq, the
+ * oldest first); one silent for SNIFF_MS, or the oldest when max_pending
+ * wait, goes to libmicrohttpd as plain HTTP — in the order they came, so
+ * libmicrohttpd's per-address limit refuses the later ones, as it did
+ * when it accepted them itself. */
 static void *acceptor(void *arg) {
   front *f = arg;
-  struct pollfd *p = calloc(EXTRA_MAX + 3, sizeof *p);
-  if (!p) return NULL;
+  size_t maxp = f->max_pending;
+  struct pollfd *p = calloc(EXTRA_MAX + 3 + maxp, sizeof *p);
+  job **pq = calloc(maxp, sizeof *pq);
+  long *due = calloc(maxp, sizeof *due);
+  size_t npq = 0;
+  if (!p || !pq || !due) goto out;
   for (;;) {
     close_dropped(f);
     p[0] = (struct pollfd){f->stop_fd, POLLIN, 0};
     p[1] = (struct pollfd){f->wake_fd, POLLIN, 0};
     p[2] = (struct pollfd){f->lfd, POLLIN, 0};
-    pthread_mutex_lock(&f->mu);
     size_t np = 3;
+    pthread_mutex_lock(&f->mu);
     for (size_t i = 0; i < f->nextra; i++) p[np++] = (struct pollfd){f->extra[i], POLLIN, 0};
     pthread_mutex_unlock(&f->mu);
-    if (poll(p, (nfds_t)np, -1) < 0) {
+    size_t nl = np; /* listeners end here; the waiting connections follow */
+    for (size_t i = 0; i < npq; i++) p[np++] = (struct pollfd){pq[i]->fd, POLLIN, 0};
+    int ms = -1;
+    if (npq) {
+      long left = due[0] - now_ms();
+      ms = left < 0 ? 0 : (int)left;
+    }
+    if (poll(p, (nfds_t)np, ms) < 0) {
       if (errno == EINTR) continue;
       break;
     }
@@ -285,63 +319,75 @@ static void *acceptor(void *arg) {
       uint64_t v;
       if (read(f->wake_fd, &v, sizeof v) < 0) { /* EAGAIN: another round took it */
       }
-      continue; /* the set changed: poll the new one */
     }
-    for (size_t i = 2; i < np; i++)
-      if (p[i].revents) accept_one(f, p[i].fd, i > 2);
+    /* waiting connections that sent something (or hung up) */
+    size_t keep = 0;
+    for (size_t i = 0; i < npq; i++) {
+      if (p[nl + i].revents) {
+        decide(f, pq[i]);
+      } else {
+        pq[keep] = pq[i];
+        due[keep++] = due[i];
+      }
+    }
+    npq = keep;
+    /* silent for SNIFF_MS: plain HTTP, the oldest first */
+    long now = now_ms();
+    size_t expired = 0;
+    while (expired < npq && due[expired] <= now) {
+      hand_to_mhd(f, pq[expired]->fd, pq[expired]);
+      free(pq[expired]);
+      expired++;
+    }
+    if (expired) {
+      memmove(pq, pq + expired, (npq - expired) * sizeof *pq);
+      memmove(due, due + expired, (npq - expired) * sizeof *due);
+      npq -= expired;
+    }
+    /* new connections */
+    for (size_t i = 2; i < nl; i++) {
+      if (!p[i].revents) continue;
+      job *j = calloc(1, sizeof *j);
+      if (!j) continue;
+      j->f = f;
+      j->alen = sizeof j->addr;
+      j->fd = accept4(p[i].fd, (struct sockaddr *)&j->addr, &j->alen, SOCK_CLOEXEC | SOCK_NONBLOCK);
+      if (j->fd < 0) {
+        free(j);
+        if (errno == EMFILE || errno == ENFILE) wait_fd(f, -1, 0, now_ms() + 100); /* back off */
+        continue;
+      }
+      if (i > 2) { /* a loopback URL's listener: HTTP as it comes */
+        hand_to_mhd(f, j->fd, j);
+        free(j);
+        continue;
+      }
+      unsigned char b;
+      if (recv(j->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) == 1) { /* its first bytes are here */
+        decide(f, j);
+        continue;
+      }
+      if (npq == maxp) { /* as many wait as may: the oldest is plain HTTP now */
+        hand_to_mhd(f, pq[0]->fd, pq[0]);
+        free(pq[0]);
+        memmove(pq, pq + 1, (npq - 1) * sizeof *pq);
+        memmove(due, due + 1, (npq - 1) * sizeof *due);
+        npq--;
+      }
+      long wait = SNIFF_MS < (long)f->head_ms ? SNIFF_MS : (long)f->head_ms;
+      pq[npq] = j;
+      due[npq++] = now_ms() + wait;
+    }
+  }
+out:
+  for (size_t i = 0; i < npq; i++) {
+    close(pq[i]->fd);
+    free(pq[i]);
   }
   free(p);
+  free(pq);
+  free(due);
   return NULL;
-}
-
-static void accept_one(front *f, int lfd, int plain_only) {
-  {
-    job *j = calloc(1, sizeof *j);
-    if (!j) return;
-    j->f = f;
-    j->alen = sizeof j->addr;
-    j->fd = accept4(lfd, (struct sockaddr *)&j->addr, &j->alen, SOCK_CLOEXEC | SOCK_NONBLOCK);
-    if (j->fd < 0) {
-      free(j);
-      if (errno == EMFILE || errno == ENFILE) wait_fd(f, -1, 0, now_ms() + 100); /* back off */
-      return;
-    }
-    if (plain_only) { /* a loopback URL's listener: HTTP as it comes */
-      hand_to_mhd(f, j->fd, j);
-      free(j);
-      return;
-    }
-    /* A plain request whose first bytes are already here: straight in. */
-    unsigned char b;
-    if (recv(j->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) == 1 && b != TLS_HANDSHAKE) {
-      hand_to_mhd(f, j->fd, j);
-      free(j);
-      return;
-    }
-    pthread_mutex_lock(&f->mu);
-    int full = f->pending >= f->max_pending;
-    if (!full) {
-      f->pending++;
-      f->threads++;
-    }
-    pthread_mutex_unlock(&f->mu);
-    pthread_t t;
-    pthread_attr_t at;
-    pthread_attr_init(&at);
-    pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-    int started = !full && pthread_create(&t, &at, conn_thread, j) == 0;
-    pthread_attr_destroy(&at);
-    if (!started) {
-      if (!full) {
-        pthread_mutex_lock(&f->mu);
-        f->pending--;
-        f->threads--;
-        pthread_mutex_unlock(&f->mu);
-      }
-      close(j->fd);
-      free(j);
-    }
-  }
 }
 
 front *front_start(int listen_fd, struct MHD_Daemon *daemon, SSL_CTX *tls,
