@@ -164,8 +164,9 @@ TEST(sandbox_ports_envd_and_signed_files_over_https) {
   snprintf(url, sizeof url, "%s/index.txt", lu);
   CHECK_INT(get_ok(url, NULL, &r), 200);
   CHECK_STR(r.body, "over tls");
-  CHECK_RC(asb_sandbox_loopback_url(&lu2, sb, 0, NULL), ASB_EINVAL);
   asb_free(lu2);
+  CHECK_RC(asb_sandbox_loopback_url(&lu2, sb, 0, NULL), ASB_EINVAL);
+  CHECK(lu2 == NULL);
   /* killed: the same 502 shape as over plain HTTP */
   REQUIRE_RC(asb_sandbox_kill(sb, NULL), ASB_OK);
   snprintf(url, sizeof url, "https://8000-%s.localhost:%d/index.txt", id, F.port);
