@@ -282,8 +282,7 @@ int asb_sandbox_set_timeout(asb_sandbox *sb, long timeout_ms, const asb_call_opt
   return rc;
 }
 
-int asb_sandbox_loopback_url(char **url, asb_sandbox *sb, int port,
-                             const asb_call_options *call) {
+int asb_sandbox_loopback_url(char **url, asb_sandbox *sb, int port, const asb_call_options *call) {
   ASBI_SANDBOX_CALL(sb);
   if (url) *url = NULL;
   if (!url || !sb) return asbi_err(ASB_EINVAL, "sandbox.loopback_url: bad arguments");

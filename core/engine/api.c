@@ -22,7 +22,6 @@
 #include "registry.h"
 #include "sandboxes.h"
 #include "sbxnet.h"
-#include "server.h"
 #include "util/util.h"
 
 #define MAX_TIMEOUT_S (30 * 86400)
@@ -552,7 +551,7 @@ static void loopback_url(engine *e, api_req *q, api_reply *r, const char *id, co
   char sid[64];
   snprintf(sid, sizeof sid, "%s", s->id);
   reg_put(e, s);
-  int lport = 0, rc = server_loopback_open(e, sid, (int)port, &lport);
+  int lport = 0, rc = e->loopback_open ? e->loopback_open(e, sid, (int)port, &lport) : -ENOTSUP;
   if (rc == -ESRCH) return api_error(r, 404, "sandbox \"%s\" ended", sid);
   if (rc == -ENOSPC)
     return api_error(r, 429, "too many loopback URLs (64 per sandbox, 4096 per engine)");

@@ -118,9 +118,12 @@ static void relay(front *f, SSL *ssl, int fd, int up) {
           progress = 1;
         } else {
           int e = SSL_get_error(ssl, n);
-          if (e == SSL_ERROR_WANT_READ) fdev |= POLLIN;
-          else if (e == SSL_ERROR_WANT_WRITE) fdev |= POLLOUT;
-          else cli_eof = 1; /* close_notify, a reset or a bad record */
+          if (e == SSL_ERROR_WANT_READ)
+            fdev |= POLLIN;
+          else if (e == SSL_ERROR_WANT_WRITE)
+            fdev |= POLLOUT;
+          else
+            cli_eof = 1; /* close_notify, a reset or a bad record */
         }
       }
       if (clen) {
@@ -161,9 +164,12 @@ static void relay(front *f, SSL *ssl, int fd, int up) {
           progress = 1;
         } else {
           int e = SSL_get_error(ssl, w);
-          if (e == SSL_ERROR_WANT_WRITE) fdev |= POLLOUT;
-          else if (e == SSL_ERROR_WANT_READ) fdev |= POLLIN;
-          else goto done;
+          if (e == SSL_ERROR_WANT_WRITE)
+            fdev |= POLLOUT;
+          else if (e == SSL_ERROR_WANT_READ)
+            fdev |= POLLIN;
+          else
+            goto done;
         }
       }
       if (up_eof && slen == 0) {
@@ -390,8 +396,8 @@ out:
   return NULL;
 }
 
-front *front_start(int listen_fd, struct MHD_Daemon *daemon, SSL_CTX *tls,
-                   unsigned head_timeout_ms, unsigned max_pending) {
+front *front_start(int listen_fd, struct MHD_Daemon *daemon, SSL_CTX *tls, unsigned head_timeout_ms,
+                   unsigned max_pending) {
   front *f = calloc(1, sizeof *f);
   if (!f) {
     close(listen_fd);
@@ -406,8 +412,7 @@ front *front_start(int listen_fd, struct MHD_Daemon *daemon, SSL_CTX *tls,
   f->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   pthread_mutex_init(&f->mu, NULL);
   pthread_cond_init(&f->cv, NULL);
-  if (f->stop_fd < 0 || f->wake_fd < 0 ||
-      pthread_create(&f->acceptor, NULL, acceptor, f) != 0) {
+  if (f->stop_fd < 0 || f->wake_fd < 0 || pthread_create(&f->acceptor, NULL, acceptor, f) != 0) {
     int en = errno;
     if (f->stop_fd >= 0) close(f->stop_fd);
     if (f->wake_fd >= 0) close(f->wake_fd);

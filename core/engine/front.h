@@ -14,8 +14,8 @@ typedef struct front front;
  * long a new connection may take to send its first bytes and to finish a
  * handshake. max_pending bounds connections in that state. NULL with
  * errno on failure (listen_fd is closed then). */
-front *front_start(int listen_fd, struct MHD_Daemon *daemon, SSL_CTX *tls,
-                   unsigned head_timeout_ms, unsigned max_pending);
+front *front_start(int listen_fd, struct MHD_Daemon *daemon, SSL_CTX *tls, unsigned head_timeout_ms,
+                   unsigned max_pending);
 /* Stops accepting (closes the listening socket), ends every terminator and
  * waits for the front's threads; frees f. Call before stopping the daemon
  * (its TLS connections see their clients leave). Accepts NULL. */

@@ -11,7 +11,7 @@
 
 #include "proto/pjson.h"
 #include "registry.h"
-#include "server.h" /* server_sandbox_gone */
+
 #include "net/policy.h"
 #include "util/buf.h"
 #include "util/log.h"
@@ -134,8 +134,8 @@ void reg_remove(engine *e, sbx *s, const char *reason) {
     tomb_append_file(e, &e->tombs[e->ntombs - 1]);
   }
   pthread_mutex_unlock(&e->mu);
-  if (found) server_sandbox_gone(e, s->id); /* its loopback URLs close */
-  if (found) reg_put(e, s); /* the table's reference */
+  if (found && e->sandbox_gone) e->sandbox_gone(e, s->id); /* its loopback URLs close */
+  if (found) reg_put(e, s);                                /* the table's reference */
 }
 
 void reg_tomb_add(engine *e, const char *id, const char *reason) {

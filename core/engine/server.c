@@ -374,9 +374,9 @@ int server_start(engine *e, const char *listen_addr, const char *socket_path) {
     free(s);
     return -EIO;
   }
-  s->front = front_start(fd, asbi_httpd_daemon(s->tcp), s->ca ? tlsca_ctx(s->ca) : NULL,
-                         (unsigned)e->header_timeout_s * 1000u,
-                         e->max_conns > 1 ? e->max_conns / 2 : 1);
+  s->front =
+      front_start(fd, asbi_httpd_daemon(s->tcp), s->ca ? tlsca_ctx(s->ca) : NULL,
+                  (unsigned)e->header_timeout_s * 1000u, e->max_conns > 1 ? e->max_conns / 2 : 1);
   if (s->front) s->lu = loopurl_new(s->front);
   if (!s->front || !s->lu) {
     int en = errno ? errno : EIO;
@@ -401,7 +401,9 @@ int server_start(engine *e, const char *listen_addr, const char *socket_path) {
     if (ufd >= 0) s->unx = start_daemon(e, ufd, 0, err, sizeof err);
     if (!s->unx) asbi_log("cannot serve on unix socket %s: %s", socket_path, err);
   }
-  e->server = s;
+  e->loopback_open = server_loopback_open;
+  e->sandbox_gone = server_sandbox_gone;
+  __atomic_store_n(&e->server, s, __ATOMIC_RELEASE);
   return 0;
 }
 

@@ -106,14 +106,14 @@ static X509 *make_cert(EVP_PKEY *key, const char *cn, X509 *issuer, EVP_PKEY *ik
   X509 *c = X509_new();
   if (!c) return NULL;
   X509_NAME *nm = X509_get_subject_name(c);
-  int ok = X509_set_version(c, 2) && random_serial(c) == 0 &&
-           X509_gmtime_adj(X509_getm_notBefore(c), -3600) &&
-           X509_gmtime_adj(X509_getm_notAfter(c), days * 86400L) && X509_set_pubkey(c, key) &&
-           X509_NAME_add_entry_by_txt(nm, "O", MBSTRING_ASC,
-                                      (const unsigned char *)"agent-sandbox", -1, -1, 0) &&
-           X509_NAME_add_entry_by_txt(nm, "CN", MBSTRING_ASC, (const unsigned char *)cn, -1, -1,
-                                      0) &&
-           X509_set_issuer_name(c, issuer ? X509_get_subject_name(issuer) : nm);
+  int ok =
+      X509_set_version(c, 2) && random_serial(c) == 0 &&
+      X509_gmtime_adj(X509_getm_notBefore(c), -3600) &&
+      X509_gmtime_adj(X509_getm_notAfter(c), days * 86400L) && X509_set_pubkey(c, key) &&
+      X509_NAME_add_entry_by_txt(nm, "O", MBSTRING_ASC, (const unsigned char *)"agent-sandbox", -1,
+                                 -1, 0) &&
+      X509_NAME_add_entry_by_txt(nm, "CN", MBSTRING_ASC, (const unsigned char *)cn, -1, -1, 0) &&
+      X509_set_issuer_name(c, issuer ? X509_get_subject_name(issuer) : nm);
   for (size_t i = 0; ok && nids[i]; i++)
     ok = add_ext(c, issuer ? issuer : c, nids[i], values[i]) == 0;
   if (!ok || !X509_sign(c, ikey ? ikey : key, EVP_sha256())) {
@@ -137,16 +137,15 @@ static X509 *make_ca(EVP_PKEY *key) {
 }
 
 static X509 *make_leaf(tlsca *ca, const char *name, const char *san) {
-  static const int nids[] = {NID_basic_constraints,      NID_key_usage,
-                             NID_ext_key_usage,          NID_subject_alt_name,
-                             NID_subject_key_identifier, NID_authority_key_identifier,
+  static const int nids[] = {NID_basic_constraints,
+                             NID_key_usage,
+                             NID_ext_key_usage,
+                             NID_subject_alt_name,
+                             NID_subject_key_identifier,
+                             NID_authority_key_identifier,
                              0};
-  const char *values[] = {"critical,CA:FALSE",
-                          "critical,digitalSignature",
-                          "serverAuth",
-                          san,
-                          "hash",
-                          "keyid:always"};
+  const char *values[] = {
+      "critical,CA:FALSE", "critical,digitalSignature", "serverAuth", san, "hash", "keyid:always"};
   return make_cert(ca->leaf_key, name, ca->ca, ca->ca_key, 30, nids, values);
 }
 
@@ -166,8 +165,8 @@ static int write_pem(const char *path, mode_t mode, EVP_PKEY *key, X509 *cert) {
     unlink(tmp);
     return -ENOMEM;
   }
-  int ok = key ? PEM_write_PKCS8PrivateKey(f, key, NULL, NULL, 0, NULL, NULL)
-               : PEM_write_X509(f, cert);
+  int ok =
+      key ? PEM_write_PKCS8PrivateKey(f, key, NULL, NULL, 0, NULL, NULL) : PEM_write_X509(f, cert);
   ok = ok && fflush(f) == 0 && fsync(fileno(f)) == 0;
   if (fclose(f) != 0) ok = 0;
   if (!ok || rename(tmp, path) != 0) {
@@ -255,8 +254,7 @@ static int on_alpn(SSL *ssl, const unsigned char **out, unsigned char *outlen,
   (void)arg;
   static const unsigned char h11[] = "\x08http/1.1";
   unsigned char *sel = NULL;
-  if (SSL_select_next_proto(&sel, outlen, h11, sizeof h11 - 1, in, inlen) !=
-      OPENSSL_NPN_NEGOTIATED)
+  if (SSL_select_next_proto(&sel, outlen, h11, sizeof h11 - 1, in, inlen) != OPENSSL_NPN_NEGOTIATED)
     return SSL_TLSEXT_ERR_NOACK;
   *out = sel;
   return SSL_TLSEXT_ERR_OK;

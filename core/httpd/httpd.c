@@ -242,11 +242,10 @@ asbi_httpd *asbi_httpd_start(const asbi_httpd_opts *o, char *err, size_t n) {
     opt[k++] = (struct MHD_OptionItem){MHD_OPTION_PER_IP_CONNECTION_LIMIT,
                                        (intptr_t)o->per_ip_limit, NULL};
   opt[k++] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
+  /* the logger first, so that libmicrohttpd's messages about the options
+   * after it go to it too */
   h->daemon = MHD_start_daemon(
-      flags, 0, NULL, NULL, on_request, h,
-      /* first, so that libmicrohttpd's messages about the options below
-       * go to it too */
-      MHD_OPTION_EXTERNAL_LOGGER, on_log, h,
+      flags, 0, NULL, NULL, on_request, h, MHD_OPTION_EXTERNAL_LOGGER, on_log, h,
       MHD_OPTION_NOTIFY_COMPLETED, on_completed, h, MHD_OPTION_NOTIFY_CONNECTION, on_connection, h,
       MHD_OPTION_URI_LOG_CALLBACK, on_uri, h, MHD_OPTION_CONNECTION_LIMIT, max_conns,
       MHD_OPTION_CONNECTION_TIMEOUT, o->idle_timeout_s, MHD_OPTION_ARRAY, opt, MHD_OPTION_END);
