@@ -48,8 +48,9 @@ PACKAGES=(
   lua5.4 liblua5.4-dev luarocks lua-busted lua-dkjson
   # the FFI examples (examples/ffi: LuaJIT's ffi; ctypes needs only python3)
   luajit
-  # sandbox templates and baselines
-  busybox-static bubblewrap runc iproute2 e2fsprogs util-linux procps
+  # sandbox templates and baselines; libarchive reads container image
+  # layers (oci:/docker-archive: template bases)
+  libarchive-dev busybox-static bubblewrap runc iproute2 e2fsprogs util-linux procps
   # sandbox networking (core/net): nftables through libnftables' JSON input,
   # links/addresses/routes through libnl-route-3; the egress services
   # (core/net/egress): libldns for DNS messages; the closed-topology tests

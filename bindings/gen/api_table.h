@@ -693,6 +693,7 @@
   X(asb_sandbox_options, cancel, ASB_API_FIELD_POINTER, 1) \
   X(asb_sandbox_options, allow_internet_access, ASB_API_FIELD_INT, 2) \
   X(asb_sandbox_options, network_json, ASB_API_FIELD_STRING, 2) \
+  X(asb_sandbox_options, volume_mounts, ASB_API_FIELD_STRINGS, 3) \
   X(asb_sandbox_list_options, metadata, ASB_API_FIELD_STRINGS, 1) \
   X(asb_sandbox_list_options, running, ASB_API_FIELD_INT, 1) \
   X(asb_sandbox_list_options, paused, ASB_API_FIELD_INT, 1) \

@@ -127,7 +127,7 @@ ASB_OPTIONS(asb_sandbox_attach_options, ASB_SANDBOX_ATTACH_OPTIONS_VERSION,
             ASB_NONE)
 ASB_OPTIONS(asb_sandbox_options, ASB_SANDBOX_OPTIONS_VERSION,
             %arg({&$self->template_id, &$self->network_json}),
-            %arg({&$self->metadata, &$self->envs}),
+            %arg({&$self->metadata, &$self->envs, &$self->volume_mounts}),
             ASB_NONE)
 ASB_OPTIONS(asb_sandbox_list_options, ASB_SANDBOX_LIST_OPTIONS_VERSION,
             %arg({&$self->template_id, &$self->next_token, &$self->started_after}),

@@ -44,6 +44,8 @@ export interface SandboxOpts extends ConnectionOpts, CallOpts {
   allowInternetAccess?: boolean
   /** E2B's network config. */
   network?: SandboxNetworkOpts
+  /** E2B's: volumes to mount, mount path to a volume's name or id (or an object with a name, e.g. E2B's Volume). */
+  volumeMounts?: Record<string, string | { name: string }>
 }
 
 /** allowOut/denyOut: a list of CIDRs, IPs, domains ('*.example.com' too), or a callback. */

@@ -152,6 +152,7 @@ ASBI_OPTIONS_FIELD(asb_sandbox_options, request_timeout_ms, LONG, 1, request_tim
 ASBI_OPTIONS_FIELD(asb_sandbox_options, cancel, CANCEL, 1, cancel)
 ASBI_OPTIONS_FIELD(asb_sandbox_options, allow_internet_access, INT, 2, allow_internet_access)
 ASBI_OPTIONS_FIELD(asb_sandbox_options, network_json, STRING, 2, network_json)
+ASBI_OPTIONS_FIELD(asb_sandbox_options, volume_mounts, STRINGS, 3, volume_mounts)
 ASBI_OPTIONS_TYPE(asb_sandbox_list_options, ASB_SANDBOX_LIST_OPTIONS_VERSION, asb_sandbox_list_options_init)
 ASBI_OPTIONS_FIELD(asb_sandbox_list_options, metadata, STRINGS, 1, metadata)
 ASBI_OPTIONS_FIELD(asb_sandbox_list_options, running, INT, 1, running)

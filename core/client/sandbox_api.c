@@ -104,10 +104,36 @@ static int kv_object(cJSON *parent, const char *key, const char *const *kv, cons
   return ASB_OK;
 }
 
-/* Version 1 ended before allow_internet_access. */
+/* Version 1 ended before allow_internet_access, version 2 before
+ * volume_mounts. */
 static size_t sandbox_options_size(unsigned int version) {
-  return version >= 2 ? sizeof(asb_sandbox_options)
-                      : offsetof(asb_sandbox_options, allow_internet_access);
+  return version >= 3   ? sizeof(asb_sandbox_options)
+         : version == 2 ? offsetof(asb_sandbox_options, volume_mounts)
+                        : offsetof(asb_sandbox_options, allow_internet_access);
+}
+
+/* E2B's volumeMounts [{name, path}] from "PATH=VOLUME" strings; the engine
+ * judges paths and names (docs/volumes.md). */
+static int volume_mounts(cJSON *body, const char *const *v, const char *what) {
+  if (!v || !v[0]) return ASB_OK;
+  cJSON *a = cJSON_AddArrayToObject(body, "volumeMounts");
+  if (!a) return asbi_oom();
+  for (size_t i = 0; v[i]; i++) {
+    const char *eq = strchr(v[i], '=');
+    if (!eq || eq == v[i] || !eq[1])
+      return asbi_err(ASB_EINVAL, "%s: volume mount '%s' is not PATH=VOLUME", what, v[i]);
+    cJSON *m = cJSON_CreateObject();
+    char *path = m ? asbi_strndup(v[i], (size_t)(eq - v[i])) : NULL;
+    if (!path || !cJSON_AddStringToObject(m, "name", eq + 1) ||
+        !cJSON_AddStringToObject(m, "path", path)) {
+      free(path);
+      cJSON_Delete(m);
+      return asbi_oom();
+    }
+    free(path);
+    cJSON_AddItemToArray(a, m);
+  }
+  return ASB_OK;
 }
 
 ASBI_DEFINE_OPTIONS_INIT_SIZED(asb_sandbox_options, ASB_SANDBOX_OPTIONS_VERSION,
@@ -159,6 +185,7 @@ int asb_sandbox_create(asb_sandbox **out, asb_client *c, const asb_sandbox_optio
   cJSON *net = NULL;
   if (!rc) rc = network_parse(ASBI_OPT(o, 2, network_json, NULL), 0, "sandbox.create", &net);
   if (net) cJSON_AddItemToObject(body, "network", net);
+  if (!rc) rc = volume_mounts(body, ASBI_OPT(o, 3, volume_mounts, NULL), "sandbox.create");
   cJSON *reply = NULL;
   cp_call k = {asbi_client_timeout(c, o->request_timeout_ms), o->cancel, 0, 0, c->life.stop};
   /* Current SDKs create with POST /v2/sandboxes; engines that predate it

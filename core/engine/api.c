@@ -23,6 +23,7 @@
 #include "sandboxes.h"
 #include "sbxnet.h"
 #include "util/util.h"
+#include "volumes.h"
 
 #define MAX_TIMEOUT_S (30 * 86400)
 #define DEFAULT_CONNECT_TIMEOUT_S 300
@@ -113,6 +114,9 @@ static cJSON *sandbox_json(engine *e, const sbx *s) {
   if (s->alias && *s->alias) cJSON_AddStringToObject(j, "alias", s->alias);
   cJSON_AddStringToObject(j, "clientID", "local");
   cJSON_AddStringToObject(j, "envdVersion", e->envd_version);
+  cJSON_AddItemToObject(
+      j, "volumeMounts",
+      s->volume_mounts ? cJSON_Duplicate(s->volume_mounts, 1) : cJSON_CreateArray());
   cJSON_AddStringToObject(j, "envdAccessToken", s->token);
   cJSON_AddStringToObject(j, "trafficAccessToken", s->traffic_token);
   cJSON_AddStringToObject(j, "domain", e->domain);
@@ -132,11 +136,13 @@ static cJSON *listed_json(engine *e, sbx *s, int detail) {
   cJSON_AddNumberToObject(j, "cpuCount", s->cpu_count);
   cJSON_AddNumberToObject(j, "memoryMB", s->memory_mb);
   cJSON_AddNumberToObject(j, "diskSizeMB", s->disk_mb);
+  cJSON_AddItemToObject(
+      j, "volumeMounts",
+      s->volume_mounts ? cJSON_Duplicate(s->volume_mounts, 1) : cJSON_CreateArray());
   cJSON_AddItemToObject(j, "metadata",
                         s->metadata ? cJSON_Duplicate(s->metadata, 1) : cJSON_CreateObject());
   cJSON_AddStringToObject(j, "state", s->state == SBX_PAUSED ? "paused" : "running");
   cJSON_AddStringToObject(j, "envdVersion", e->envd_version);
-  cJSON_AddItemToObject(j, "volumeMounts", cJSON_CreateArray());
   if (detail) {
     cJSON_AddStringToObject(j, "envdAccessToken", s->token);
     cJSON_AddStringToObject(j, "domain", e->domain);
@@ -243,7 +249,7 @@ static cJSON *metadata_query(const char *q) {
 static void create(engine *e, api_req *q, api_reply *r) {
   cJSON *body = parse_body(q, r, 1);
   if (!body) return;
-  cJSON *metadata = NULL, *env_vars = NULL;
+  cJSON *metadata = NULL, *env_vars = NULL, *vols = NULL;
   asbn_policy net;
   int have_net = 0;
   sandboxes_create_req rq;
@@ -261,6 +267,9 @@ static void create(engine *e, api_req *q, api_reply *r) {
   }
   if (string_map(body, "metadata", &metadata, r) || string_map(body, "envVars", &env_vars, r))
     goto out;
+  if (volumes_parse_mounts(e, cJSON_GetObjectItemCaseSensitive(body, "volumeMounts"), &vols, r))
+    goto out;
+  rq.volume_mounts = vols;
   char why[512];
   /* E2B's create body spells it allow_internet_access (NewSandbox; the
    * stock SDKs send that); the replies' allowInternetAccess is taken too */
@@ -289,6 +298,7 @@ out:
   if (have_net) asbn_policy_free(&net);
   cJSON_Delete(metadata);
   cJSON_Delete(env_vars);
+  cJSON_Delete(vols);
   cJSON_Delete(body);
 }
 
@@ -593,6 +603,7 @@ void api_handle(engine *e, api_req *q, api_reply *r) {
     return;
   }
   if (api_secrets_handle(e, q, r)) return;
+  if (api_volumes_handle(e, q, r)) return;
   if (is(q, "POST", "/sandboxes") || is(q, "POST", "/v2/sandboxes")) return create(e, q, r);
   if (is(q, "GET", "/sandboxes")) return list(e, q, r, 0);
   if (is(q, "GET", "/v2/sandboxes")) return list(e, q, r, 1);

@@ -64,7 +64,7 @@ static cJSON *template_json(engine *e, const template_info *t) {
   cJSON_AddItemToObject(j, "pool", pool_json(e, t)); /* its warm pool */
   if (spec) {
     static const char *const keys[] = {"start", "ready",        "ports", "capabilities",
-                                       "env",   "commandsPort", "tags"};
+                                       "env",   "commandsPort", "tags",  "image"};
     for (size_t i = 0; i < ASBI_ARRAY_LEN(keys); i++) {
       const cJSON *v = cJSON_GetObjectItemCaseSensitive(spec, keys[i]);
       if (v) cJSON_AddItemToObject(j, keys[i], cJSON_Duplicate(v, 1));

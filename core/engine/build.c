@@ -28,6 +28,7 @@
 #include "build.h"
 #include "eng_err.h"
 #include "host.h"
+#include "image.h"
 #include "net/policy.h"
 #include "proto/cmdargs.h"
 #include "proto/pjson.h"
@@ -128,6 +129,7 @@ typedef struct build {
   char sid[ENGINE_ID_LEN + 1];
   asbi_buf log;
   int nsteps;
+  char img_err[1024]; /* why a local image base failed */
 } build;
 
 static void logf_(build *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -480,6 +482,70 @@ void build_report_free(build_report *rep) {
   memset(rep, 0, sizeof *rep);
 }
 
+/* A local image (oci:, docker-archive:) as the base: imported (or found)
+ * under <state>/templates/.images/<config digest>/rootfs, which becomes
+ * the base's one layer; the image's Env joins template.yaml's env (which
+ * wins) and the rest of its config is recorded in the spec's "image". */
+static int image_base(engine *e, build *b, cJSON *spec, const char *ref, template_info **out) {
+  *out = NULL;
+  char cache[4200];
+  snprintf(cache, sizeof cache, "%s/templates/.images", e->state_dir);
+  image_result img;
+  int64_t t0 = asbi_unix_ms();
+  if (image_import(ref, cache, NULL, &img, b->img_err, sizeof b->img_err)) {
+    char why[1024];
+    snprintf(why, sizeof why, "%s", b->img_err);
+    snprintf(b->img_err, sizeof b->img_err, "image '%s': %s", ref, why);
+    asbi_log("template: image %s: %s", ref, why);
+    return -1;
+  }
+  logf_(b, "==> image %s: config sha256:%.12s, %s in %lld ms%s\n", ref, img.id,
+        img.cached ? "unpacked before" : "unpacked", (long long)(asbi_unix_ms() - t0),
+        img.skipped_devices ? " (device nodes skipped)" : "");
+  template_info *t = templates_info_new(ref, ref, cache);
+  int rc =
+      t && (t->tmpl = asbe_template_new()) ? asbe_template_add_layer(t->tmpl, img.rootfs) : -ENOMEM;
+  cJSON *env = cJSON_GetObjectItemCaseSensitive(spec, "env");
+  if (!rc && !cJSON_IsObject(env)) {
+    cJSON_DeleteItemFromObjectCaseSensitive(spec, "env");
+    env = cJSON_AddObjectToObject(spec, "env");
+  }
+  cJSON *info = rc ? NULL : cJSON_CreateObject();
+  if (info) {
+    cJSON_AddStringToObject(info, "ref", ref);
+    char dg[80];
+    snprintf(dg, sizeof dg, "sha256:%s", img.id);
+    cJSON_AddStringToObject(info, "configDigest", dg);
+    cJSON *ie = cJSON_AddArrayToObject(info, "env");
+    for (size_t i = 0; i < img.cfg.n_env; i++) {
+      cJSON_AddItemToArray(ie, cJSON_CreateString(img.cfg.env[i]));
+      const char *eq = strchr(img.cfg.env[i], '=');
+      char name[256];
+      snprintf(name, sizeof name, "%.*s", (int)(eq - img.cfg.env[i]), img.cfg.env[i]);
+      if (env && !cJSON_GetObjectItemCaseSensitive(env, name))
+        cJSON_AddStringToObject(env, name, eq + 1);
+    }
+    cJSON_AddStringToObject(info, "workingDir", img.cfg.workdir ? img.cfg.workdir : "");
+    cJSON_AddStringToObject(info, "user", img.cfg.user ? img.cfg.user : "");
+    cJSON *ep = cJSON_AddArrayToObject(info, "entrypoint");
+    for (size_t i = 0; i < img.cfg.n_entrypoint; i++)
+      cJSON_AddItemToArray(ep, cJSON_CreateString(img.cfg.entrypoint[i]));
+    cJSON *cm = cJSON_AddArrayToObject(info, "cmd");
+    for (size_t i = 0; i < img.cfg.n_cmd; i++)
+      cJSON_AddItemToArray(cm, cJSON_CreateString(img.cfg.cmd[i]));
+    cJSON_DeleteItemFromObjectCaseSensitive(spec, "image");
+    cJSON_AddItemToObject(spec, "image", info);
+  }
+  image_result_free(&img);
+  if (rc || !info) {
+    snprintf(b->img_err, sizeof b->img_err, "image '%s': out of memory", ref);
+    templates_put(e, t);
+    return -1;
+  }
+  *out = t;
+  return 0;
+}
+
 int build_run(engine *e, const void *tar, size_t tar_len, int force, build_base_fn base_fn,
               template_info **out, build_report *rep, eng_err *err) {
   return build_run_as(e, tar, tar_len, force, base_fn, NULL, out, rep, err);
@@ -567,11 +633,37 @@ int build_run_as(engine *e, const void *tar, size_t tar_len, int force, build_ba
       goto out;
     }
   }
-  base = templates_find(e, base_name);
+  if (image_ref_is_local(base_name)) {
+    if (image_base(e, &b, spec, base_name, &base)) {
+      bad(rep, err, yname, 0, "base", "%s", b.img_err);
+      goto out;
+    }
+  } else {
+    base = templates_find(e, base_name);
+  }
+  int registry = !base && image_ref_is_registry(base_name);
+  if (!base && !registry && strchr(base_name, ':')) {
+    /* "alpine:3.19": a registry image unless its name is a template's
+     * (then a tag it does not have) */
+    char nm[256];
+    snprintf(nm, sizeof nm, "%.*s", (int)(strchr(base_name, ':') - base_name), base_name);
+    template_info *named = templates_find(e, nm);
+    registry = !named;
+    templates_put(e, named);
+  }
+  if (registry) {
+    bad(rep, err, yname, 0, "base",
+        "'%s' is a container registry image: this engine pulls from no registry (sandboxes "
+        "and builds are loopback-only). Use a local image: an OCI image layout directory "
+        "(oci:/dir[:name], e.g. from skopeo copy docker://IMAGE oci:/dir:name) or a docker "
+        "save tarball (docker-archive:/file.tar[:repo:tag]), or one of the engine's templates",
+        base_name);
+    goto out;
+  }
   if (!base) {
     bad(rep, err, yname, 0, "base",
-        "template '%s' not found (base, busybox, or a template "
-        "built before)",
+        "template '%s' not found (base, busybox, a template built before, or a local image: "
+        "oci:/dir[:name], docker-archive:/file.tar)",
         base_name);
     goto out;
   }

@@ -278,13 +278,20 @@ int builder_translate(const cJSON *body, const char *name, int cpu, int memory_m
   const cJSON *start = cJSON_GetObjectItemCaseSensitive(body, "startCmd");
   const cJSON *ready = cJSON_GetObjectItemCaseSensitive(body, "readyCmd");
   const cJSON *force = cJSON_GetObjectItemCaseSensitive(body, "force");
-  if ((img && !cJSON_IsNull(img)) || (reg && !cJSON_IsNull(reg)))
+  /* fromImage names a local image (image.c: an OCI layout or a docker
+   * save tarball on the engine's host) or a registry image, refused */
+  int local = cJSON_IsString(img) && (!strncmp(img->valuestring, "oci:", 4) ||
+                                      !strncmp(img->valuestring, "docker-archive:", 15));
+  if ((img && !cJSON_IsNull(img) && !local) || (reg && !cJSON_IsNull(reg)))
     return asbi_errf(
         err, errlen,
         "fromImage '%s': this engine reaches no container registry (sandboxes and builds "
-        "are loopback-only); build from one of its templates with fromTemplate (base, "
-        "code-interpreter-v1, busybox or one built before)",
+        "are loopback-only); use a local image on the engine's host, an OCI image layout "
+        "(oci:/dir[:name]) or a docker save tarball (docker-archive:/file.tar[:repo:tag]), "
+        "or build from one of its templates with fromTemplate (base, code-interpreter-v1, "
+        "busybox or one built before)",
         cJSON_IsString(img) ? img->valuestring : "");
+  if (local) from = img;
   if (!cJSON_IsString(from) || !*from->valuestring)
     return asbi_errf(err, errlen,
                      "fromTemplate is required (base, code-interpreter-v1, busybox or a "

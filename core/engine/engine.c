@@ -19,6 +19,7 @@
 #include "build.h"
 #include "lifecycle.h"
 #include "net/egress/secrets.h"
+#include "volumes.h"
 #include "pool.h"
 #include "proto/url.h"
 #include "registry.h"
@@ -247,6 +248,11 @@ int engine_open(engine *e, const engine_config *cfg, eng_err *err) {
     eng_err_set(err, ENG_EINTERNAL, NULL, "%s", serr);
     goto fail;
   }
+  int vrc = volumes_open(e);
+  if (vrc) {
+    eng_err_set(err, ENG_EINTERNAL, NULL, "cannot open the volume store: %s", strerror(-vrc));
+    goto fail;
+  }
   if (sbxnet_open(e, cfg, err)) goto fail;
   if (templates_init(e)) {
     eng_err_set(err, ENG_EINTERNAL, NULL, "cannot prepare the base template");
@@ -274,6 +280,7 @@ fail:
   e->iso = NULL;
   asbn_secrets_close(e->secrets);
   e->secrets = NULL;
+  volumes_close(e);
   return -1;
 }
 
@@ -298,4 +305,5 @@ void engine_close(engine *e, int kill_sandboxes) {
   e->iso = NULL;
   asbn_secrets_close(e->secrets);
   e->secrets = NULL;
+  volumes_close(e);
 }

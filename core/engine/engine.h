@@ -37,7 +37,8 @@ typedef struct engine {
   unsigned max_conns, max_conns_per_ip, header_timeout_s;
   /* runtime */
   asbe_engine *iso;
-  struct asbn_secrets *secrets; /* net/egress/secrets.h: /secrets, header rules */
+  struct asbn_secrets *secrets;   /* net/egress/secrets.h: /secrets, header rules */
+  struct engine_volumes *volumes; /* volumes.c: /volumes, volumeMounts */
   pthread_mutex_t mu;
   struct sbx **sbx; /* table (small engines: linear scan is fine) */
   size_t nsbx, capsbx;

@@ -42,6 +42,7 @@ void reg_sbx_free(sbx *s) {
   cJSON_Delete(s->tmpl_layers);
   cJSON_Delete(s->commands);
   cJSON_Delete(s->tmpl_env);
+  cJSON_Delete(s->volume_mounts);
   if (s->net_policy) {
     asbn_policy_free(s->net_policy);
     free(s->net_policy);
@@ -233,6 +234,8 @@ int reg_save(engine *e, sbx *s) {
   if (s->commands) cJSON_AddItemToObject(j, "customCommands", cJSON_Duplicate(s->commands, 1));
   if (s->tmpl_env) cJSON_AddItemToObject(j, "templateEnv", cJSON_Duplicate(s->tmpl_env, 1));
   if (s->commands_port) cJSON_AddNumberToObject(j, "commandsPort", s->commands_port);
+  if (s->volume_mounts)
+    cJSON_AddItemToObject(j, "volumeMounts", cJSON_Duplicate(s->volume_mounts, 1));
   if (s->net_policy) {
     /* E2B's shape, plus the upstream proxy's password GET never shows */
     cJSON_AddBoolToObject(j, "allowInternetAccess", s->net_policy->allow_internet);
@@ -317,6 +320,8 @@ sbx *reg_load(engine *e, const char *id) {
     s->tmpl_env = cJSON_Duplicate(v, 1);
   if ((v = cJSON_GetObjectItemCaseSensitive(j, "commandsPort")) && cJSON_IsNumber(v))
     s->commands_port = v->valueint;
+  if ((v = cJSON_GetObjectItemCaseSensitive(j, "volumeMounts")) && cJSON_IsArray(v))
+    s->volume_mounts = cJSON_Duplicate(v, 1);
   if ((v = cJSON_GetObjectItemCaseSensitive(j, "network")) && cJSON_IsObject(v)) {
     const cJSON *pw = cJSON_GetObjectItemCaseSensitive(j, "egressProxyPassword");
     const cJSON *px = cJSON_GetObjectItemCaseSensitive(v, "egressProxy");

@@ -68,6 +68,8 @@ typedef struct sbx {
    * NULL: the default, internet on) and the sandbox's datapath link */
   struct asbn_policy *net_policy;
   struct asbn_dp_link *net_link;
+  /* volumes.c: E2B's volumeMounts [{name, path}] (NULL: none) */
+  cJSON *volume_mounts;
 } sbx;
 
 typedef struct tomb {

@@ -17,6 +17,7 @@
 #include "sbxnet.h"
 #include "templates.h"
 #include "tstart.h"
+#include "volumes.h"
 #include "util/log.h"
 #include "util/util.h"
 
@@ -78,6 +79,11 @@ static int init_envd(sbx *s, int again) {
  * the code interpreter. Not registered, no engine.json: an engine that
  * dies with it prepared kills it at the next start (no record). */
 int sandboxes_prepare(engine *e, template_info *t, const cJSON *env_vars, sbx **out, eng_err *err) {
+  return sandboxes_prepare_vols(e, t, env_vars, NULL, out, err);
+}
+
+int sandboxes_prepare_vols(engine *e, template_info *t, const cJSON *env_vars,
+                           const cJSON *volume_mounts, sbx **out, eng_err *err) {
   *out = NULL;
   eng_err_clear(err);
   int rc;
@@ -106,12 +112,25 @@ int sandboxes_prepare(engine *e, template_info *t, const cJSON *env_vars, sbx **
     s->commands_port = cJSON_IsNumber(cp) ? cp->valueint : 9000;
   }
 
+  /* Volumes: binds of their filesystems on a copy of the template made for
+   * this sandbox (volumes.c; iso idmaps them to its user namespace) */
+  asbe_template *vt = NULL;
+  if (volume_mounts && cJSON_GetArraySize(volume_mounts)) {
+    char why[512] = "out of memory";
+    if (!(s->volume_mounts = cJSON_Duplicate(volume_mounts, 1)) ||
+        !(vt = asbe_template_copy(t->tmpl)) ||
+        volumes_add_to(e, volume_mounts, vt, why, sizeof why)) {
+      asbe_template_free(vt);
+      eng_err_set(err, ENG_EINTERNAL, NULL, "cannot mount the volumes: %s", why);
+      goto out;
+    }
+  }
   const char *args[] = {"--unix", "/run/asb/envd.sock", NULL};
   char **argv = asbe_agent_argv("envd", args);
   asbe_sandbox_spec spec;
   memset(&spec, 0, sizeof spec);
   spec.id = s->id;
-  spec.tmpl = t->tmpl;
+  spec.tmpl = vt ? vt : t->tmpl;
   spec.memory_bytes = (uint64_t)t->memory_mb << 20;
   spec.pids_max = 1024;
   spec.cpu_millicores = (uint32_t)t->cpu_count * 1000;
@@ -127,6 +146,7 @@ int sandboxes_prepare(engine *e, template_info *t, const cJSON *env_vars, sbx **
   spec.aux_on_demand = !t->start_codei;
   s->codei_started = aux && t->start_codei;
   rc = argv && (aux || !e->codei_path) ? asbe_sandbox_create(e->iso, &spec, &s->iso) : -ENOMEM;
+  asbe_template_free(vt); /* its mount fds: the sandbox has its clones */
   free(argv);
   codei_argv_free(aux);
   if (rc) {
@@ -251,7 +271,9 @@ int sandboxes_create(engine *e, const sandboxes_create_req *rq, sbx **out, eng_e
   /* A warm one if the pool has it: one that died idle (its envd refuses
    * the claim's /init) is killed and the next tried, then a fresh one. */
   int fits = pool_fits(e, t, rq);
-  while ((s = templates_pool_take(e, t, fits))) {
+  /* volumes are mounted when a sandbox is made: none of the pool has them */
+  int vols = rq->volume_mounts && cJSON_GetArraySize(rq->volume_mounts);
+  while (!vols && (s = templates_pool_take(e, t, fits))) {
     if (asbe_sandbox_alive(s->iso) && personalise(e, t, s, rq, 1, err) == 0) break;
     asbi_log("sandbox %s: pooled sandbox unusable (%s); killed", s->id,
              err->message[0] ? err->message : "it died");
@@ -261,7 +283,7 @@ int sandboxes_create(engine *e, const sandboxes_create_req *rq, sbx **out, eng_e
     s = NULL;
     eng_err_clear(err);
   }
-  if (!s && sandboxes_prepare(e, t, rq->env_vars, &s, err) == 0 &&
+  if (!s && sandboxes_prepare_vols(e, t, rq->env_vars, rq->volume_mounts, &s, err) == 0 &&
       personalise(e, t, s, rq, 0, err) != 0) {
     sbxnet_detach(e, s, 1);
     asbe_sandbox_kill(s->iso, 1);

@@ -27,6 +27,7 @@ typedef struct sandboxes_create_req {
   const cJSON *metadata;             /* object of strings, or NULL (copied) */
   const cJSON *env_vars;             /* object of strings, or NULL (copied) */
   const struct asbn_policy *network; /* NULL: the default (internet on); copied */
+  const cJSON *volume_mounts;        /* volumes_parse_mounts's [{name, path}], or NULL */
 } sandboxes_create_req;
 
 /* Creates a sandbox and registers it: the isolated sandbox with envd,
@@ -42,6 +43,9 @@ int sandboxes_create(engine *e, const sandboxes_create_req *rq, sbx **out, eng_e
  * interpreter), unregistered and unrecorded, owned by the caller (undo:
  * asbe_sandbox_kill + reg_sbx_free). 0, or -1 with err (nothing left). */
 int sandboxes_prepare(engine *e, template_info *t, const cJSON *env_vars, sbx **out, eng_err *err);
+/* sandboxes_prepare with volumes mounted (volume_mounts NULL: none). */
+int sandboxes_prepare_vols(engine *e, template_info *t, const cJSON *env_vars,
+                           const cJSON *volume_mounts, sbx **out, eng_err *err);
 
 /* The live record of id, referenced (reg_put); else -1 with ENG_ENOTFOUND
  * and, when it existed, why it ended in err->code ("timeout", "killed", a

@@ -39,6 +39,7 @@
 #include "util/buf.h"
 #include "util/log.h"
 #include "util/util.h"
+#include "volumes.h"
 
 #define API_BODY_MAX (1u << 20)
 #define BUILD_BODY_MAX (128u << 20) /* POST /templates/builds: a tar */
@@ -57,6 +58,7 @@ typedef enum req_kind {
   REQ_ROUTED,        /* sandbox traffic, forwarded (router.c) */
   REQ_ANSWERED,      /* a reply is queued: swallow the rest of the body */
   REQ_COMMANDS,      /* a template's custom commands (cmds.c) */
+  REQ_VOLUME,        /* the volume content API (volumes.c), its own token */
 } req_kind;
 
 typedef struct req_ctx {
@@ -194,6 +196,36 @@ static int authorized(engine *e, struct MHD_Connection *c) {
   return asbi_httpd_token_eq(k, e->api_key);
 }
 
+/* The volume content API's reply: JSON, or a file's bytes from its fd. */
+static enum MHD_Result volume_reply(engine *e, struct MHD_Connection *c, req_ctx *r,
+                                    const char *method, const char *url) {
+  r->kind = REQ_ANSWERED;
+  if (r->body.too_big) {
+    char msg[64];
+    snprintf(msg, sizeof msg, "request body over %zu MiB", r->body.buf.max >> 20);
+    return error(c, 413, msg);
+  }
+  api_req q;
+  memset(&q, 0, sizeof q);
+  q.method = method;
+  q.path = url;
+  const char *qs = r->raw_uri ? strchr(r->raw_uri, '?') : NULL;
+  q.query = qs ? qs + 1 : "";
+  q.body = r->body.buf.data;
+  q.body_len = r->body.buf.len;
+  vol_reply vr;
+  volumes_content(e, &q, MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization"), &vr);
+  api_req_free(&q);
+  if (vr.fd < 0) return queue_json(c, (unsigned)vr.status, vr.body, NULL);
+  struct MHD_Response *resp = MHD_create_response_from_fd64(vr.size, vr.fd); /* takes the fd */
+  if (!resp) {
+    close(vr.fd);
+    return MHD_NO;
+  }
+  MHD_add_response_header(resp, "Content-Type", "application/octet-stream");
+  return queue(c, (unsigned)vr.status, resp);
+}
+
 static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *url,
                                const char *method, const char *version, const char *upload,
                                size_t *upload_size, void **con_cls) {
@@ -231,6 +263,20 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
         return queue(c, st, err);
       }
       r->kind = REQ_ROUTED;
+      return MHD_YES;
+    }
+    if (asbi_startswith(url, "/volumecontent/")) {
+      /* authorised by the volume's token, not the API key: before the body */
+      int st = volumes_content_authorized(
+          e, url, MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization"));
+      if (st) {
+        r->kind = REQ_ANSWERED;
+        return error(c, (unsigned)st,
+                     st == 401 ? "missing or invalid volume token (Authorization: Bearer <token>)"
+                               : "no such volume");
+      }
+      r->kind = REQ_VOLUME;
+      r->body.buf.max = VOLUME_BODY_MAX;
       return MHD_YES;
     }
     r->kind = REQ_API;
@@ -280,6 +326,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
     MHD_add_response_header(resp, "Content-Type", "application/json");
     return queue(c, (unsigned)st, resp);
   }
+  if (r->kind == REQ_VOLUME) return volume_reply(e, c, r, method, url);
   if (r->kind == REQ_ROUTED) {
     unsigned st = 0;
     struct MHD_Response *resp = router_finish(r->route, &st);

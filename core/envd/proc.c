@@ -402,6 +402,13 @@ envd_stream *envd_proc_start(const envd_call *c, const cJSON *req, envd_err *e) 
   cJSON_ArrayForEach(it, args) argv[ai++] = it->valuestring;
   char exe[4096];
   find_exec(cmd, child_path, exe, sizeof exe);
+  /* The SDKs send every command as /bin/bash -l -c; a root without bash
+   * (busybox, an Alpine-like image) runs it with /bin/sh, as the engine's
+   * start and custom commands do (POSIX shells take -l and -c). */
+  if (!strcmp(cmd, "/bin/bash") && access(exe, F_OK) != 0 && access("/bin/sh", X_OK) == 0) {
+    snprintf(exe, sizeof exe, "/bin/sh");
+    argv[0] = (char *)"/bin/sh";
+  }
   char msg_noent[512], msg_acces[512];
   snprintf(msg_noent, sizeof msg_noent, "exec: %s: not found\n", cmd);
   snprintf(msg_acces, sizeof msg_acces, "exec: %s: Permission denied\n", cmd);

@@ -528,3 +528,125 @@ int asbe__loop_detach_under(const char *dir, int (*skip)(const char *path, void 
 int asbe__loop_count_under(const char *dir) {
   return scan_loops(dir, 0, NULL, NULL);
 }
+
+/* ---- volumes ------------------------------------------------------------- */
+
+/* A volume is an ext4 image (with a journal: its data outlives sandboxes
+ * and engines) on a loop device, mounted detached like a writable layer.
+ * Only one filesystem may ever be mounted from one image: a second loop
+ * device over the same file would be a second superblock writing the same
+ * blocks. So an image some loop device already backs (sandboxes of an
+ * engine that was restarted still have it mounted) is mounted again from
+ * that device, which gives the same superblock. */
+
+int asbe__volume_image(asbe_engine *e, const char *path) {
+  size_t sl = strlen(e->state_dir);
+  return !strncmp(path, e->state_dir, sl) && !strncmp(path + sl, "/volumes/", 9);
+}
+
+/* The open loop device backing the file st names, or -1 (none). Holding it
+ * open keeps autoclear from detaching it. */
+static int loop_of(const struct stat *st, char *dev, size_t devlen) {
+  DIR *d = opendir("/sys/block");
+  if (!d) return -1;
+  struct dirent *de;
+  int found = -1;
+  while (found < 0 && (de = readdir(d))) {
+    if (strncmp(de->d_name, "loop", 4)) continue;
+    char p[PATH_MAX], back[PATH_MAX];
+    snprintf(p, sizeof p, "/sys/block/%s/loop/backing_file", de->d_name);
+    if (asbe__read_small(p, back, sizeof back) <= 0) continue;
+    snprintf(dev, devlen, "/dev/%s", de->d_name);
+    int fd = open(dev, O_RDWR | O_CLOEXEC);
+    if (fd < 0) continue;
+    struct loop_info64 li;
+    if (ioctl(fd, LOOP_GET_STATUS64, &li) == 0 && li.lo_inode == st->st_ino &&
+        li.lo_device == st->st_dev)
+      found = fd;
+    else
+      close(fd);
+  }
+  closedir(d);
+  return found;
+}
+
+static int make_volume_image(const char *image, uint64_t bytes) {
+  char tmp[PATH_MAX];
+  if ((size_t)snprintf(tmp, sizeof tmp, "%s.new", image) >= sizeof tmp)
+    return asbe__fail(-ENAMETOOLONG, "volume image path");
+  int fd = open(tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0) return asbe__failerr("create %s", tmp);
+  int r = 0;
+  if (ftruncate(fd, (off_t)bytes) < 0) r = asbe__failerr("truncate %s", tmp);
+  close(fd);
+  if (r < 0) {
+    unlink(tmp);
+    return r;
+  }
+  /* root dir owned by uid 1000, E2B's default sandbox user ("user"), so that
+   * user can write into a fresh volume; root inside can anyway */
+  const char *argv[] = {mkfs_path(),
+                        "-q",
+                        "-F",
+                        "-t",
+                        "ext4",
+                        "-b",
+                        "4096",
+                        "-m",
+                        "0",
+                        "-E",
+                        "lazy_itable_init=1,lazy_journal_init=1,nodiscard,root_owner=1000:1000",
+                        "-L",
+                        "asb-volume",
+                        tmp,
+                        NULL};
+  r = asbe__run_capture(argv, NULL);
+  if (r != 0) {
+    unlink(tmp);
+    return asbe__fail(r < 0 ? r : -EIO, "%s (exit %d) for a %llu-byte volume", argv[0], r,
+                      (unsigned long long)bytes);
+  }
+  if (rename(tmp, image) < 0) {
+    r = asbe__failerr("rename %s", tmp);
+    unlink(tmp);
+    return r;
+  }
+  return 0;
+}
+
+int asbe_volume_open(const char *image, uint64_t bytes, int create, int *mfd) {
+  asbe__clear_error();
+  *mfd = -1;
+  if (create) {
+    if (bytes < MIN_DISK)
+      return asbe__fail(-EINVAL, "a volume needs at least %llu bytes",
+                        (unsigned long long)MIN_DISK);
+    int r = make_volume_image(image, (bytes + 4095) & ~4095ull);
+    if (r < 0) return r;
+  }
+  struct stat st;
+  if (stat(image, &st) < 0) return asbe__failerr("volume image %s", image);
+  char dev[64];
+  int lfd = loop_of(&st, dev, sizeof dev);
+  if (lfd < 0) lfd = loop_attach(image, dev, sizeof dev);
+  if (lfd < 0) return lfd;
+  int m = fsmount_ext4(dev);
+  close(lfd);
+  if (m < 0) return m;
+  if (create) {
+    /* mkfs's lost+found: not part of what a user put in the volume */
+    unlinkat(m, "lost+found", AT_REMOVEDIR);
+  }
+  *mfd = m;
+  return 0;
+}
+
+int asbe_volume_busy(const char *image) {
+  struct stat st;
+  if (stat(image, &st) < 0) return 0;
+  char dev[64];
+  int fd = loop_of(&st, dev, sizeof dev);
+  if (fd < 0) return 0;
+  close(fd);
+  return 1;
+}

@@ -153,6 +153,19 @@ const char *asbe_engine_cgroup_info(const asbe_engine *e);
 /* Colon-separated in-sandbox workload cgroup dirs (= ASB_WORKLOAD_CGROUPS). */
 const char *asbe_engine_workload_cgroups(const asbe_engine *e);
 
+/* ---- volumes ------------------------------------------------------------- */
+
+/* A volume's filesystem: the ext4 image `image` (with create: made first,
+ * sparse, of `bytes`, its root owned by uid 1000) on a loop device, as a
+ * DETACHED read-write mount (nodev, nosuid) in *mfd. An image a loop device
+ * already backs (mounted in sandboxes of an earlier engine) is mounted from
+ * that device: one superblock per image, ever. Images belong under
+ * <state_dir>/volumes/ (the reaper leaves their loop devices alone). */
+int asbe_volume_open(const char *image, uint64_t bytes, int create, int *mfd);
+/* 1 if a loop device backs image (some mount, a sandbox's or an open fd of
+ * asbe_volume_open, still holds its filesystem), else 0. */
+int asbe_volume_busy(const char *image);
+
 /* ---- templates ----------------------------------------------------------- */
 
 /* A template = read-only lower layers (bottom first) + read-only bind mounts
@@ -163,6 +176,12 @@ int asbe_template_add_layer(asbe_template *t, const char *dir);
 /* Bind host dir `src` at `dst` (absolute, inside) read-only; idmapped so that
  * host root's files are root's inside. */
 int asbe_template_add_bind(asbe_template *t, const char *src, const char *dst);
+/* Bind a volume (a mount fd of asbe_volume_open, dup'd) at dst (absolute,
+ * inside) read-write, idmapped to the sandbox's user namespace: the
+ * volume's files carry the uids the sandboxes see, so what one sandbox's
+ * user writes is that same user's in every other sandbox. For a copy of a
+ * template made for one create (asbe_template_copy). */
+int asbe_template_add_volume(asbe_template *t, int mfd, const char *dst);
 /* A copy (layers and binds) to stack more layers on. NULL on OOM. */
 asbe_template *asbe_template_copy(const asbe_template *t);
 /* Layers (bottom first) and binds ("src" returned, *dst set). */

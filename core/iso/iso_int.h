@@ -157,6 +157,8 @@ void asbe__pool_stop(asbe_engine *e);
 int asbe__pool_fill(asbe_engine *e, uint64_t bytes, unsigned n);
 /* 1 if path is an image held by the pool right now. */
 int asbe__pool_holds(asbe_engine *e, const char *path);
+/* 1 if path is a volume's image (under <state>/volumes/): the engine's. */
+int asbe__volume_image(asbe_engine *e, const char *path);
 /* Detaches every loop device whose backing file is under `dir` (returns the
  * count; lazily for busy ones). skip(path, ctx) = 1 keeps one. */
 int asbe__loop_detach_under(const char *dir, int (*skip)(const char *path, void *ctx), void *ctx);
@@ -224,6 +226,7 @@ struct asbe_template {
   char **layers; /* bottom first */
   size_t n_layers;
   char **bind_src, **bind_dst;
+  int *bind_fd; /* per bind: -1 (bind_src, read-only) or a volume's mount fd (read-write) */
   size_t n_binds;
 };
 

@@ -327,6 +327,25 @@ static int idmapped_ro(const char *path, int userns) {
   return idmapped_ro_at(AT_FDCWD, path, userns);
 }
 
+/* A volume (asbe_volume_open's mount fd): a clone, read-write, idmapped to
+ * the sandbox's userns. The volume's filesystem stores the uids as the
+ * sandboxes see them (uid 1000 on disk is uid 1000 in every sandbox),
+ * whatever host range each sandbox's slot maps them to. */
+static int idmapped_rw_fd(int mfd, int userns) {
+  int fd = open_tree(mfd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
+  if (fd < 0) return asbe__failerr("open_tree (volume)");
+  struct mount_attr a;
+  memset(&a, 0, sizeof a);
+  a.attr_set = MOUNT_ATTR_IDMAP | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOSUID;
+  a.userns_fd = (uint64_t)userns;
+  if (mount_setattr(fd, "", AT_EMPTY_PATH, &a, sizeof a) < 0) {
+    int r = asbe__failerr("idmap (volume)");
+    close(fd);
+    return r;
+  }
+  return fd;
+}
+
 /* Prepares the writable layer: upper/, work/, run/ owned by root inside
  * (log/ too, but no path inside the sandbox reaches it: see open_log). */
 static int prep_writable(int mfd, uid_t uid) {
@@ -692,7 +711,9 @@ int asbe_sandbox_create(asbe_engine *e, const asbe_sandbox_spec *spec, asbe_sand
     nfds++;
   }
   for (size_t i = 0; i < t->n_binds; i++) {
-    if ((fds[nfds] = idmapped_ro(t->bind_src[i], userns)) < 0) {
+    int vfd = t->bind_fd ? t->bind_fd[i] : -1;
+    if ((fds[nfds] = vfd >= 0 ? idmapped_rw_fd(vfd, userns) : idmapped_ro(t->bind_src[i], userns)) <
+        0) {
       r = fds[nfds];
       goto fail;
     }
@@ -1035,6 +1056,7 @@ typedef struct keep_ctx {
 static int keep_loop(const char *path, void *ctx) {
   keep_ctx *k = ctx;
   if (asbe__pool_holds(k->e, path)) return 1;
+  if (asbe__volume_image(k->e, path)) return 1; /* volumes: the engine's, not a sandbox's */
   size_t sl = strlen(k->e->sandboxes_dir);
   if (strncmp(path, k->e->sandboxes_dir, sl) || path[sl] != '/') return 0;
   const char *id = path + sl + 1;

@@ -25,8 +25,11 @@ void asbe_template_free(asbe_template *t) {
     free(t->bind_dst[i]);
   }
   free(t->layers);
+  for (size_t i = 0; i < t->n_binds; i++)
+    if (t->bind_fd && t->bind_fd[i] >= 0) close(t->bind_fd[i]);
   free(t->bind_src);
   free(t->bind_dst);
+  free(t->bind_fd);
   free(t);
 }
 
@@ -54,19 +57,44 @@ int asbe_template_add_layer(asbe_template *t, const char *dir) {
   return 0;
 }
 
+/* One more bind: src (a host dir, or a label when fd >= 0), dst, and fd
+ * (-1: bind src read-only; else a mount fd, taken, bound read-write). */
+static int push_bind(asbe_template *t, const char *src, const char *dst, int fd) {
+  int *nf = realloc(t->bind_fd, (t->n_binds + 1) * sizeof *nf);
+  if (!nf) return -ENOMEM;
+  t->bind_fd = nf;
+  int r = push(&t->bind_src, t->n_binds, strdup(src));
+  if (r == 0) {
+    r = push(&t->bind_dst, t->n_binds, strdup(dst));
+    if (r < 0) free(t->bind_src[t->n_binds]);
+  }
+  if (r < 0) return r;
+  t->bind_fd[t->n_binds++] = fd;
+  return 0;
+}
+
 int asbe_template_add_bind(asbe_template *t, const char *src, const char *dst) {
   asbe__clear_error();
   struct stat st;
   if (!src || src[0] != '/' || !dst || dst[0] != '/' || strstr(dst, ".."))
     return asbe__fail(-EINVAL, "bind: absolute paths needed");
   if (stat(src, &st) < 0 || !S_ISDIR(st.st_mode)) return asbe__fail(-ENOTDIR, "bind %s", src);
-  int r = push(&t->bind_src, t->n_binds, strdup(src));
-  if (r == 0) {
-    r = push(&t->bind_dst, t->n_binds, strdup(dst));
-    if (r < 0) free(t->bind_src[t->n_binds]);
-  }
+  int r = push_bind(t, src, dst, -1);
   if (r < 0) return asbe__fail(r, "bind");
-  t->n_binds++;
+  return 0;
+}
+
+int asbe_template_add_volume(asbe_template *t, int mfd, const char *dst) {
+  asbe__clear_error();
+  if (mfd < 0 || !dst || dst[0] != '/' || strstr(dst, ".."))
+    return asbe__fail(-EINVAL, "volume: a mount fd and an absolute path needed");
+  int fd = fcntl(mfd, F_DUPFD_CLOEXEC, 3);
+  if (fd < 0) return asbe__failerr("volume: dup");
+  int r = push_bind(t, "(volume)", dst, fd);
+  if (r < 0) {
+    close(fd);
+    return asbe__fail(r, "volume");
+  }
   return 0;
 }
 
@@ -79,12 +107,14 @@ asbe_template *asbe_template_copy(const asbe_template *src) {
     else
       t->n_layers++;
   for (size_t i = 0; i < src->n_binds; i++) {
-    if (push(&t->bind_src, t->n_binds, strdup(src->bind_src[i])) < 0) goto fail;
-    if (push(&t->bind_dst, t->n_binds, strdup(src->bind_dst[i])) < 0) {
-      free(t->bind_src[t->n_binds]);
+    int fd = -1;
+    if (src->bind_fd && src->bind_fd[i] >= 0 &&
+        (fd = fcntl(src->bind_fd[i], F_DUPFD_CLOEXEC, 3)) < 0)
+      goto fail;
+    if (push_bind(t, src->bind_src[i], src->bind_dst[i], fd) < 0) {
+      if (fd >= 0) close(fd);
       goto fail;
     }
-    t->n_binds++;
   }
   return t;
 fail:

@@ -79,7 +79,7 @@ asb_sandbox_loopback_url(char **url, asb_sandbox *sandbox, int port,
 /* ---- the control plane: create, connect, list, lifecycle ------------------
  */
 
-#define ASB_SANDBOX_OPTIONS_VERSION 2
+#define ASB_SANDBOX_OPTIONS_VERSION 3
 
 typedef struct asb_sandbox_options {
   unsigned int version;        /* ASB_SANDBOX_OPTIONS_VERSION */
@@ -101,10 +101,16 @@ typedef struct asb_sandbox_options {
                                 [...], "rules": {...}, "egressProxy":
                                 {...}, "allowPublicTraffic": false,
                                 "maskRequestHost": "..."}; NULL = none */
+  /* version 3: volumes to mount (E2B's volumeMounts; docs/volumes.md) */
+  const char *const *volume_mounts; /* "PATH=VOLUME" (a mount path inside,
+                                       a volume's name or id), NULL-ended */
 } asb_sandbox_options;
 
-#define ASB_SANDBOX_OPTIONS_INIT \
-  { ASB_SANDBOX_OPTIONS_VERSION, NULL, 0, NULL, NULL, 0, 0, NULL, 0, NULL }
+#define ASB_SANDBOX_OPTIONS_INIT                                           \
+  {                                                                        \
+    ASB_SANDBOX_OPTIONS_VERSION, NULL, 0, NULL, NULL, 0, 0, NULL, 0, NULL, \
+        NULL                                                               \
+  }
 
 ASB_API(int)
 asb_sandbox_options_init(asb_sandbox_options *opts, unsigned int version);

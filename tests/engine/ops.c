@@ -68,7 +68,7 @@ static int wait_gone(const char *id, const char *reason) {
 }
 
 static sbx *create(const char *tmpl, int timeout_s, const cJSON *metadata) {
-  sandboxes_create_req rq = {tmpl, timeout_s, 0, metadata, NULL, NULL};
+  sandboxes_create_req rq = {tmpl, timeout_s, 0, metadata, NULL, NULL, NULL};
   sbx *s = NULL;
   eng_err err;
   if (sandboxes_create(&E, &rq, &s, &err) != 0) {
@@ -79,7 +79,7 @@ static sbx *create(const char *tmpl, int timeout_s, const cJSON *metadata) {
 }
 
 TEST(create_unknown_template) {
-  sandboxes_create_req rq = {"no-such-template", 10, 0, NULL, NULL, NULL};
+  sandboxes_create_req rq = {"no-such-template", 10, 0, NULL, NULL, NULL, NULL};
   sbx *s = NULL;
   eng_err err;
   CHECK_INT(sandboxes_create(&E, &rq, &s, &err), -1);

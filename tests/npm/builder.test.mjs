@@ -6,6 +6,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
+import { execFileSync } from 'node:child_process'
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
@@ -105,6 +106,29 @@ test('fromImage with a registry name is refused with the way out', async () => {
     assert.match(e.message, /fromTemplate/)
     return true
   })
+})
+
+test('fromImage with a local OCI image layout (busybox, two layers, a whiteout)', async () => {
+  const spec = path.join(ctx, 'image.json')
+  const dir = path.join(ctx, 'oci')
+  fs.writeFileSync(spec, JSON.stringify({
+    format: 'oci', out: dir, name: 'v1',
+    config: { Env: ['PATH=/bin', 'GREETING=hi from the image'] },
+    layers: [
+      [{ name: 'bin', type: 'dir' }, { name: 'bin/busybox', host: fs.existsSync('/bin/busybox') ? '/bin/busybox' : '/usr/bin/busybox' },
+        { name: 'bin/sh', type: 'symlink', link: 'busybox' }, { name: 'gone.txt', data: 'x' }],
+      [{ name: 'two.txt', data: 'layer 2\n' }, { name: '.wh.gone.txt' }]]
+  }))
+  execFileSync('/usr/bin/python3', [path.join(import.meta.dirname, '../support/mkimage.py'), spec])
+  const t = e2b.Template().fromImage(`oci:${dir}:v1`).runCmd('echo "built: $GREETING" > /home/user/built.txt')
+  await e2b.Template.build(t, 'npm-oci')
+  const sbx = await e2b.Sandbox.create('npm-oci')
+  try {
+    const r = await sbx.commands.run('cat /two.txt /home/user/built.txt; test -e /gone.txt || echo gone; echo "$GREETING"')
+    assert.equal(r.stdout, 'layer 2\nbuilt: hi from the image\ngone\nhi from the image\n')
+  } finally {
+    await sbx.kill()
+  }
 })
 
 test('runCmd as a user the templates do not have is refused', async () => {

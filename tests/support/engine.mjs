@@ -11,10 +11,12 @@ import { fileURLToPath } from 'node:url'
 
 const here = path.dirname(fileURLToPath(import.meta.url))
 
-// extra: more engine options (e.g. ['--pool-template', 'base=20']).
-export async function startEngine(tag, extra = []) {
+// extra: more engine options (e.g. ['--pool-template', 'base=20']);
+// opts.state: this state dir (a restarted engine's: stop({ keepState: true })
+// before it).
+export async function startEngine(tag, extra = [], opts = {}) {
   const bin = process.env.ENGINE_BIN || path.join(here, '../../build/core/engine/agent-sandboxd')
-  const state = `/tmp/asb-${tag}-${process.pid}`
+  const state = opts.state || `/tmp/asb-${tag}-${process.pid}`
   const proc = spawn(bin, ['--state-dir', state, '--listen', '127.0.0.1:0',
     '--cgroup-name', `asbt-${tag}-${process.pid}`, '--pool', '2', '--kill-on-exit', ...extra],
   { stdio: ['ignore', 'pipe', 'inherit'] })
@@ -36,11 +38,19 @@ export async function startEngine(tag, extra = []) {
     proc,
     port,
     state,
-    async stop() {
+    stopped: false,
+    // signal 'SIGKILL': a crash (its sandboxes live on, for the next
+    // engine on this state dir to adopt)
+    async stop({ keepState = false, signal = 'SIGTERM' } = {}) {
+      if (this.stopped) {
+        if (!keepState) rmSync(state, { recursive: true, force: true })
+        return
+      }
+      this.stopped = true
       const exited = new Promise((resolve) => proc.once('exit', resolve))
-      proc.kill('SIGTERM')
+      proc.kill(signal)
       await exited
-      rmSync(state, { recursive: true, force: true })
+      if (!keepState) rmSync(state, { recursive: true, force: true })
     }
   }
 }

@@ -256,6 +256,12 @@ TEST(template_builder) {
     const char *body, *msg;
   } bad[] = {
       {"{\"fromImage\": \"ubuntu:22.04\"}", "fromImage 'ubuntu:22.04': this engine reaches no"},
+      {"{\"fromImage\": \"ghcr.io/x/y:1\"}",
+       "fromImage 'ghcr.io/x/y:1': this engine reaches no container registry (sandboxes and "
+       "builds are loopback-only); use a local image on the engine's host, an OCI image layout "
+       "(oci:/dir[:name]) or a docker save tarball"},
+      {"{\"fromImage\": \"oci:/x\", \"fromImageRegistry\": {\"type\": \"registry\"}}",
+       "fromImage 'oci:/x': this engine reaches no container registry"},
       {"{\"steps\": []}", "fromTemplate is required"},
       {"{\"fromTemplate\": \"base\", \"steps\": [{\"type\": \"ARG\"}]}",
        "steps[0]: unknown step type 'ARG' (known: RUN, COPY, ENV, WORKDIR, USER)"},

@@ -432,12 +432,29 @@ M._info_fix = info_fix
 local function info_table(info) return info_fix(core.asblua_sandbox_info(info)) end
 
 local CREATE = with_conn({ "template", "timeout_ms", "metadata", "envs", "auto_pause",
-                           "request_timeout_ms", "allow_internet_access", "network" })
+                           "request_timeout_ms", "allow_internet_access", "network",
+                           "volume_mounts" })
+
+-- E2B's volume mounts ({["/mnt/data"] = "name" or {name = ...}}) as the
+-- library's "PATH=VOLUME" strings.
+local function volume_mounts(m, where)
+  check(m, "table", where, "volume_mounts")
+  local out = {}
+  for path, v in pairs(m) do
+    local name = type(v) == "table" and v.name or v
+    if type(path) ~= "string" or type(name) ~= "string" then
+      error(where .. ": volume_mounts maps a mount path to a volume name (or a table with a name)", 3)
+    end
+    out[path] = name
+  end
+  return out
+end
 
 --- Sandbox.create{ template = "base", timeout_ms = 300000, metadata = {k = v},
 --- envs = {K = v}, auto_pause, request_timeout_ms, allow_internet_access,
 --- network = { allow_out, deny_out, rules, egress_proxy, allow_public_traffic,
---- mask_request_host }, client | connection keys }
+--- mask_request_host }, volume_mounts = { ["/mnt/data"] = "my-volume" },
+--- client | connection keys }
 function Sandbox.create(t)
   t = options(t, CREATE, "Sandbox.create")
   local c, err = client_of(t, "Sandbox.create")
@@ -452,6 +469,7 @@ function Sandbox.create(t)
   o.allow_internet_access = internet(t.allow_internet_access)
   local nj = network_json(t.network, false, "Sandbox.create")
   if nj ~= nil then o.network_json = nj end
+  if t.volume_mounts ~= nil then o.volume_mounts = volume_mounts(t.volume_mounts, "Sandbox.create") end
   local rc, h = core.asb_sandbox_create(client_handle(c), o)
   if rc < 0 then return fail(rc, "Sandbox.create") end
   return wrap_sandbox(h, c)

@@ -89,6 +89,18 @@ function untilAborted(p, signal) {
  * what arrived so far; `for await (const chunk of handle)` yields
  * {type: 'stdout' | 'stderr' | 'pty', data} from the start.
  */
+/** E2B's volumeMounts ({path: name, or {name}}) as the library's
+ * "PATH=VOLUME" strings (undefined: none). */
+function volumeMounts(m) {
+  if (m === undefined || m === null) return undefined
+  if (typeof m !== 'object' || Array.isArray(m)) throw new TypeError('volumeMounts maps a mount path to a volume name (or a Volume)')
+  return Object.entries(m).map(([p, v]) => {
+    const name = typeof v === 'string' ? v : v && v.name
+    if (typeof name !== 'string') throw new TypeError(`volumeMounts['${p}']: a volume name (or a Volume) is needed`)
+    return `${p}=${name}`
+  })
+}
+
 class CommandHandle {
   constructor(sandbox, opened, { onStdout, onStderr, onPty, pty = false, waitTimeoutMs, throwOnExit = false } = {}) {
     this._sb = sandbox
@@ -748,7 +760,9 @@ class Sandbox {
    * autoPause, allowInternetAccess, network, requestTimeoutMs, signal,
    * ...connection options}). allowInternetAccess (default true) and
    * network ({allowOut, denyOut, rules, egressProxy, allowPublicTraffic,
-   * maskRequestHost}) are E2B's.
+   * maskRequestHost}) are E2B's, and so is volumeMounts ({'/mnt/data':
+   * 'my-volume'}: mount path to a volume's name, or to an object with a
+   * name such as E2B's Volume; docs/volumes.md).
    */
   static async create(template, opts) {
     if (template && typeof template === 'object') {
@@ -765,7 +779,8 @@ class Sandbox {
       autoPause: !!opts.autoPause,
       requestTimeoutMs: opts.requestTimeoutMs === undefined ? 0 : ms(opts.requestTimeoutMs),
       allowInternetAccess: NET.internet(opts.allowInternetAccess),
-      networkJson: NET.networkJson(opts.network, false)
+      networkJson: NET.networkJson(opts.network, false),
+      volumeMounts: volumeMounts(opts.volumeMounts)
     }], { signal: opts.signal })
     return new this(made, c, conn)
   }

@@ -110,6 +110,7 @@ static void w_sandbox_create(anode_call *base) {
   o.request_timeout_ms = c->l[1];
   o.allow_internet_access = c->i[1];
   o.network_json = c->s[1];
+  o.volume_mounts = (const char *const *)c->v[2];
   o.cancel = base->cancel;
   asb_sandbox *sb = NULL;
   int rc = asb_sandbox_create(&sb, c->client, &o);
@@ -130,7 +131,8 @@ static napi_value js_sandbox_create(napi_env env, napi_callback_info info) {
       anode_opt_bool(env, o, "autoPause", &c->i[0]) ||
       anode_opt_long(env, o, "requestTimeoutMs", &c->l[1]) ||
       anode_opt_int(env, o, "allowInternetAccess", &c->i[1]) ||
-      anode_opt_string(env, o, "networkJson", &c->s[1]))
+      anode_opt_string(env, o, "networkJson", &c->s[1]) ||
+      anode_opt_strv(env, o, "volumeMounts", &c->v[2]))
     return gen_discard(env, c);
   c->base.work = w_sandbox_create;
   c->base.result = r_sandbox;

@@ -522,7 +522,8 @@ class Sandbox:
                      envs: Optional[Mapping[str, str]] = None, auto_pause: bool = False,
                      request_timeout: Optional[float] = None,
                      allow_internet_access: Optional[bool] = None,
-                     network: Optional[Mapping[str, Any]] = None, **conn: Any) -> "Sandbox":
+                     network: Optional[Mapping[str, Any]] = None,
+                     volume_mounts: Optional[Mapping[str, Any]] = None, **conn: Any) -> "Sandbox":
         """Create a sandbox from ``template`` that lives ``timeout`` seconds.
 
         ``metadata`` is yours to filter :meth:`list` by; ``envs`` are set for
@@ -536,7 +537,7 @@ class Sandbox:
         s = await N.run(S.Sandbox.create, template, timeout=timeout, metadata=metadata,
                         envs=envs, auto_pause=auto_pause, request_timeout=request_timeout,
                         allow_internet_access=allow_internet_access, network=network,
-                        **conn)
+                        volume_mounts=volume_mounts, **conn)
         return cls(s)
 
     @classmethod

@@ -961,6 +961,20 @@ class Network:
 # ---- sandboxes --------------------------------------------------------------------------------
 
 
+def _volume_mounts(mounts: Optional[Mapping[str, Any]]) -> List[str]:
+    """E2B's volume_mounts ({path: name, or an object with .name}) as the
+    library's "PATH=VOLUME" strings."""
+    if not mounts:
+        return []
+    out = []
+    for path, vol in mounts.items():
+        name = vol if isinstance(vol, str) else getattr(vol, "name", None)
+        if not isinstance(path, str) or not isinstance(name, str):
+            raise TypeError("volume_mounts maps a mount path to a volume name (or a Volume)")
+        out.append(f"{path}={name}")
+    return out
+
+
 def _metadata_list(metadata: Optional[Mapping[str, str]]) -> Optional[Dict[str, str]]:
     return {str(k): str(v) for k, v in metadata.items()} if metadata else None
 
@@ -1038,8 +1052,13 @@ class Sandbox:
                auto_pause: bool = False, request_timeout: Optional[float] = None,
                allow_internet_access: Optional[bool] = None,
                network: Optional[Mapping[str, Any]] = None,
+               volume_mounts: Optional[Mapping[str, Any]] = None,
                **conn: Any) -> "Sandbox":
         """Create a sandbox from ``template`` that lives ``timeout`` seconds.
+
+        ``volume_mounts`` is E2B's: ``{"/mnt/data": "my-volume"}``, mount
+        path to a volume's name or id (or an object with a ``name``), the
+        volumes made with E2B's ``/volumes`` API (docs/volumes.md).
 
         ``allow_internet_access`` (default: allowed) and ``network`` are
         E2B's: ``network={"allow_out": [...], "deny_out": [...], "rules":
@@ -1068,6 +1087,9 @@ class Sandbox:
         nj = _netconf.to_json(network)
         if nj is not None:
             o.network_json = nj
+        vm = _volume_mounts(volume_mounts)
+        if vm:
+            o.volume_mounts = vm
         o.cancel = N.current_cancel()
         h = N.call(ll.asb_sandbox_create, c, o)
         return cls(h, c, conn)

@@ -584,12 +584,13 @@ def _lifecycle_auto_pause(lifecycle: Any) -> bool:
 def _create_args(template: Optional[str], timeout: Optional[int], metadata: Any, envs: Any,
                  secure: bool, allow_internet_access: bool, lifecycle: Any,
                  extra: Dict[str, Any], opts: Dict[str, Any]) -> Dict[str, Any]:
-    for k in ("mcp", "iam", "volume_mounts"):
+    for k in ("mcp", "iam"):
         _unsupported(k, extra.get(k), None)
     auto_pause = _lifecycle_auto_pause(lifecycle)
     return dict(template=template, timeout=timeout or 300, metadata=metadata, envs=envs,
                 auto_pause=auto_pause, allow_internet_access=allow_internet_access,
-                network=extra.get("network"), **_conn(opts))
+                network=extra.get("network"), volume_mounts=extra.get("volume_mounts"),
+                **_conn(opts))
 
 
 class Sandbox:
