@@ -1,13 +1,14 @@
 /* Issue 23: where a command's time goes, side by side in one run.
  *
  *   engine   commands.run("true") and ("echo x") from the C client through
- *            the local engine; commands.run("true") in a sandbox whose
- *            /etc/profile is the host's (what the base template copied
- *            before it wrote its own: the "before" of the profile change)
+ *            the local engine, whose sandboxes' envd runs them in its
+ *            pre-started login shell; the same through a second engine
+ *            started with ASB_PRESTART=0 (every command a fresh bash -l -c)
  *   envd     Start against a standalone envd on the host: /bin/true; the
  *            same with ASB_WORKLOAD_CGROUPS (two cgroup v1/v2 joins, as in
  *            a sandbox); /bin/bash -l -c true with the template's profile
- *            and with the host's
+ *            (pre-started, and on a second envd with ASB_PRESTART=0) and
+ *            with the host's
  *   bare     posix_spawn + waitpid of /bin/true, and of /bin/bash -l -c true
  *            with the template's own /etc/profile and with the host's
  *
@@ -16,8 +17,8 @@
  * over /etc/profile and the template's /root over /root (this machine's own
  * root dotfiles cost ~100 ms and are no fair baseline). The variants run in
  * rounds, alternating, because this machine is shared and noisy: read the
- * ratios, not the absolute numbers. Then commands/s across 20 sandboxes,
- * alternating the template's profile and the host's in four 2 s phases.
+ * ratios, not the absolute numbers. Then commands/s across 20 sandboxes of
+ * each engine, alternating them in four 2 s phases.
  *
  * cmd_bench --phases [N]: the phase timers instead (ASB_TIMING, docs/envd.md):
  * the engine runs with ASB_TIMING set, so the client library times each
@@ -41,18 +42,24 @@
 
 #define NSBX 20
 #define ROUNDS 10
+/* Between two measured commands: an agent's think time (the model's
+ * answer takes far longer), by which the next pre-started shell is ready.
+ * The same pause before every variant; it is not measured. */
+#define THINK_US 10000
 
-static engine_fixture F;
-static asb_client *C;
+static engine_fixture F, F2; /* F2: its envds without pre-started shells */
+static asb_client *C, *C2;
 static char g_old_profile[256], g_new_profile[512];
 
 enum {
   V_ENG_TRUE,
   V_ENG_ECHO,
-  V_ENG_TRUE_OLD,
+  V_ENG_TRUE_FRESH,
+  V_ENG_ECHO_FRESH,
   V_ENVD_TRUE,
   V_ENVD_TRUE_CG,
   V_ENVD_BASH,
+  V_ENVD_BASH_FRESH,
   V_ENVD_BASH_OLD,
   V_BARE_TRUE,
   V_BARE_BASH,
@@ -62,10 +69,12 @@ enum {
 static const char *const k_names[NV] = {
     "engine: commands.run(\"true\")",
     "engine: commands.run(\"echo x\")",
-    "engine: run(\"true\"), host /etc/profile",
+    "engine: run(\"true\"), no pre-started shell",
+    "engine: run(\"echo x\"), no pre-started shell",
     "envd: Start(/bin/true)",
     "envd: Start(/bin/true), 2 cgroup joins",
     "envd: Start(bash -l -c true)",
+    "envd: Start(bash -l -c true), no pre-start",
     "envd: Start(bash -l -c true), host profile",
     "bare: posix_spawn /bin/true",
     "bare: posix_spawn bash -l -c true",
@@ -84,12 +93,6 @@ static int run_cmd(asb_sandbox *sb, const char *cmd, const char *want) {
   }
   asb_command_result_free(r);
   return rc;
-}
-
-static int write_profile(asb_sandbox *sb, const char *data, size_t len) {
-  asb_files_options o = ASB_FILES_OPTIONS_INIT;
-  o.user = "root";
-  return asb_files_write(NULL, sb, "/etc/profile", data, len, &o);
 }
 
 static char *slurp(const char *path, size_t *len) {
@@ -216,6 +219,7 @@ static int phases(int n) {
   }
   double *v = calloc((size_t)n, sizeof *v);
   for (int i = 0; i < n; i++) {
+    usleep(THINK_US);
     double t = bench_now();
     if (run_cmd(sb, "true", "") != ASB_OK) return 1;
     v[i] = bench_now() - t;
@@ -247,11 +251,18 @@ int main(int argc, char **argv) {
     fprintf(stderr, "cannot start the engine\n");
     return 1;
   }
-  asb_sandbox *sb[NSBX];
-  for (int i = 0; i < NSBX; i++) {
+  setenv("ASB_PRESTART", "0", 1); /* handed to its sandboxes' envd */
+  int f2 = engine_fixture_start(&F2, "cmdbench-fresh");
+  unsetenv("ASB_PRESTART");
+  if (f2 != 0 || engine_fixture_client(&F2, &C2) != ASB_OK) {
+    fprintf(stderr, "cannot start the second engine\n");
+    return 1;
+  }
+  asb_sandbox *sb[NSBX], *sb2[NSBX];
+  for (int i = 0; i < 2 * NSBX; i++) {
     asb_sandbox_options o = ASB_SANDBOX_OPTIONS_INIT;
     o.timeout_ms = 900000;
-    if (asb_sandbox_create(&sb[i], C, &o) != ASB_OK) {
+    if (asb_sandbox_create(i < NSBX ? &sb[i] : &sb2[i - NSBX], i < NSBX ? C : C2, &o) != ASB_OK) {
       fprintf(stderr, "create: %s\n", asb_error_last()->message);
       return 1;
     }
@@ -270,10 +281,6 @@ int main(int argc, char **argv) {
   FILE *f = fopen(g_old_profile, "wb");
   if (!f || fwrite(old_prof, 1, old_len, f) != old_len) return 1;
   fclose(f);
-  if (write_profile(sb[1], old_prof, old_len) != ASB_OK) {
-    fprintf(stderr, "write /etc/profile: %s\n", asb_error_last()->message);
-    return 1;
-  }
 
   /* The template's environment for the host-side variants. */
   char rhome[400];
@@ -291,8 +298,11 @@ int main(int argc, char **argv) {
   g_env[ei++] = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
   g_env[ei] = NULL;
   setenv("PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", 1);
-  et_envd E, EC;
-  if (et_start(&E, NULL) != 0) {
+  et_envd E, EC, EF;
+  setenv("ASB_PRESTART", "0", 1);
+  int ef = et_start(&EF, NULL);
+  unsetenv("ASB_PRESTART");
+  if (et_start(&E, NULL) != 0 || ef != 0) {
     fprintf(stderr, "cannot start envd\n");
     return 1;
   }
@@ -310,8 +320,9 @@ int main(int argc, char **argv) {
   setenv("ASB_WORKLOAD_CGROUPS", cgenv, 1);
   int have_cg = et_start(&EC, NULL) == 0;
   unsetenv("ASB_WORKLOAD_CGROUPS");
-  et_conn ce, cc;
+  et_conn ce, cc, cf;
   et_connect(&ce, E.port);
+  et_connect(&cf, EF.port);
   if (have_cg) et_connect(&cc, EC.port);
 
   static const char j_true[] = "{\"process\":{\"cmd\":\"/bin/true\"},\"stdin\":false}";
@@ -325,7 +336,7 @@ int main(int argc, char **argv) {
   /* warm-up: every path once or a few times */
   for (int i = 0; i < 20; i++) {
     run_cmd(sb[0], "true", "");
-    run_cmd(sb[1], "true", "");
+    run_cmd(sb2[0], "true", "");
     envd_start(&ce, j_true);
     bare(av_true);
   }
@@ -335,8 +346,11 @@ int main(int argc, char **argv) {
     for (int k = 0; k < NV; k++) {
       if (k == V_ENVD_TRUE_CG && !have_cg) continue;
       int old = k == V_ENVD_BASH_OLD || k == V_BARE_BASH_OLD;
-      if ((k == V_ENVD_BASH || k == V_BARE_BASH || old) && use_profile(old) != 0) return 1;
+      if ((k == V_ENVD_BASH || k == V_ENVD_BASH_FRESH || k == V_BARE_BASH || old) &&
+          use_profile(old) != 0)
+        return 1;
       for (int i = 0; i < per; i++) {
+        usleep(THINK_US);
         double t = bench_now(), d = 0;
         switch (k) {
           case V_ENG_TRUE:
@@ -345,8 +359,11 @@ int main(int argc, char **argv) {
           case V_ENG_ECHO:
             d = run_cmd(sb[0], "echo x", "x\n") == ASB_OK ? bench_now() - t : -1;
             break;
-          case V_ENG_TRUE_OLD:
-            d = run_cmd(sb[1], "true", "") == ASB_OK ? bench_now() - t : -1;
+          case V_ENG_TRUE_FRESH:
+            d = run_cmd(sb2[0], "true", "") == ASB_OK ? bench_now() - t : -1;
+            break;
+          case V_ENG_ECHO_FRESH:
+            d = run_cmd(sb2[0], "echo x", "x\n") == ASB_OK ? bench_now() - t : -1;
             break;
           case V_ENVD_TRUE:
             d = envd_start(&ce, j_true);
@@ -355,8 +372,11 @@ int main(int argc, char **argv) {
             d = envd_start(&cc, j_true);
             break;
           case V_ENVD_BASH:
-          case V_ENVD_BASH_OLD:
             d = envd_start(&ce, j_bash);
+            break;
+          case V_ENVD_BASH_FRESH:
+          case V_ENVD_BASH_OLD: /* fresh: a bind mount over /etc/profile is no inotify event */
+            d = envd_start(&cf, j_bash);
             break;
           case V_BARE_TRUE:
             d = bare(av_true);
@@ -379,12 +399,19 @@ int main(int argc, char **argv) {
     p50[k] = bench_report(k_names[k], v[k], iters);
   }
   double b = p50[V_BARE_TRUE];
+  double p99_eng = v[V_ENG_TRUE][(int)((iters - 1) * 0.99)] * 1e6;
   printf("== ratios of p50 ==\n");
   printf("%-44s %6.2fx  (target <= 2)\n", "engine run(\"true\") / bare /bin/true",
          p50[V_ENG_TRUE] / b);
-  printf("%-44s %6.2fx\n", "  before the profile change (host profile)", p50[V_ENG_TRUE_OLD] / b);
-  printf("%-44s %6.2fx\n", "engine run(true): host profile / template's",
-         p50[V_ENG_TRUE_OLD] / p50[V_ENG_TRUE]);
+  printf("%-44s %6.2fx  (target <= 2)\n", "engine run(\"true\"): p99 / p50",
+         p99_eng / p50[V_ENG_TRUE]);
+  printf("%-44s %6.2fx\n", "  without the pre-started shell / bare", p50[V_ENG_TRUE_FRESH] / b);
+  printf("%-44s %6.2fx\n", "engine run(true): pre-started / fresh",
+         p50[V_ENG_TRUE] / p50[V_ENG_TRUE_FRESH]);
+  printf("%-44s %6.2fx\n", "engine run(echo x): pre-started / fresh",
+         p50[V_ENG_ECHO] / p50[V_ENG_ECHO_FRESH]);
+  printf("%-44s %6.2fx\n", "envd bash -l -c true: pre-started / fresh",
+         p50[V_ENVD_BASH] / p50[V_ENVD_BASH_FRESH]);
   printf("%-44s %6.2fx\n", "envd Start(/bin/true) / bare /bin/true", p50[V_ENVD_TRUE] / b);
   printf("%-44s %6.2fx\n", "bare bash -l: host profile / template's",
          p50[V_BARE_BASH_OLD] / p50[V_BARE_BASH]);
@@ -393,32 +420,29 @@ int main(int argc, char **argv) {
   printf("%-44s %9.1f\n", "bash -l -c true over /bin/true (bare)", p50[V_BARE_BASH] - b);
   printf("%-44s %9.1f\n", "envd: HTTP, JSON, pipes, hand-offs", p50[V_ENVD_TRUE] - b);
   if (have_cg) printf("%-44s %9.1f\n", "cgroup joins (2)", p50[V_ENVD_TRUE_CG] - p50[V_ENVD_TRUE]);
-  printf(
-      "%-44s %9.1f\n", "client lib + router + sandbox",
-      p50[V_ENG_TRUE] - p50[V_ENVD_BASH] - (have_cg ? p50[V_ENVD_TRUE_CG] - p50[V_ENVD_TRUE] : 0));
+  printf("%-44s %9.1f\n", "client lib + router + sandbox (pre-started)",
+         p50[V_ENG_TRUE] - p50[V_ENVD_BASH]);
   fflush(stdout);
 
   printf("== commands/s across %d sandboxes (run(\"true\"), 4 phases of 2 s) ==\n", NSBX);
   double tp_new = 0, tp_old = 0;
   for (int phase = 0; phase < 4; phase++) {
     int old = phase & 1;
-    for (int i = 0; i < NSBX; i++)
-      if (write_profile(sb[i], old ? old_prof : new_prof, old ? old_len : new_len) != ASB_OK)
-        return 1;
-    double tp = throughput(sb, 2.0);
-    printf("%-44s %9.0f commands/s\n", old ? "  host /etc/profile" : "  template's /etc/profile",
-           tp);
+    double tp = throughput(old ? sb2 : sb, 2.0);
+    printf("%-44s %9.0f commands/s\n", old ? "  no pre-started shell" : "  pre-started shell", tp);
     fflush(stdout);
     if (old)
       tp_old += tp / 2;
     else
       tp_new += tp / 2;
   }
-  printf("%-44s %9.0f / %.0f commands/s = %.2fx\n", "template's / host profile (mean)", tp_new,
-         tp_old, tp_new / tp_old);
+  printf("%-44s %9.0f / %.0f commands/s = %.2fx\n", "pre-started / fresh (mean)", tp_new, tp_old,
+         tp_new / tp_old);
 
   et_close(&ce);
   et_stop(&E);
+  et_close(&cf);
+  et_stop(&EF);
   if (have_cg) {
     et_close(&cc);
     et_stop(&EC);
@@ -430,9 +454,13 @@ int main(int argc, char **argv) {
   for (int i = 0; i < NSBX; i++) {
     asb_sandbox_kill(sb[i], NULL);
     asb_sandbox_free(sb[i]);
+    asb_sandbox_kill(sb2[i], NULL);
+    asb_sandbox_free(sb2[i]);
   }
   asb_client_free(C);
+  asb_client_free(C2);
   engine_fixture_stop(&F);
+  engine_fixture_stop(&F2);
   for (int k = 0; k < NV; k++) free(v[k]);
   free(new_prof);
   free(old_prof);

@@ -72,7 +72,9 @@ int main(int argc, char **argv) {
     return 1;
   }
   snprintf(dir, sizeof dir, "%s/t", WORK);
-  if (engine_fixture_start(&F, "ibench") != 0 || engine_fixture_client(&F, &C) != ASB_OK) {
+  const char *args[] = {"--image-dir", WORK, NULL};
+  if (engine_fixture_start_args(&F, "ibench", args) != 0 ||
+      engine_fixture_client(&F, &C) != ASB_OK) {
     fprintf(stderr, "cannot start the engine\n");
     return 1;
   }

@@ -10,6 +10,9 @@
 #               engine's netns itself (the host's view), alternated;
 #               MiB/s median and the ratio (target >= 0.8x)
 # usage: sudo bench/net_bench.sh build/core/engine/agent-sandboxd build/core/cli/asb [N] [MiB]
+# NET_BENCH_BASELINE=ANOTHER_AGENT_SANDBOXD: the create baseline is that
+# binary with network on (an A/B of two builds) instead of --no-network.
+# TOPO_V6=1: the topology (and so the sandboxes) with IPv6.
 # SPDX-License-Identifier: Apache-2.0
 set -u
 ENGINE=$1
@@ -24,12 +27,19 @@ topo_up || exit 1
 start() { # DIR CGNAME ARGS... -> sets URL_<dir>
   local st="$TOPO_DIR/$1"
   mkdir -m 0700 "$st"
-  topo_bg "$TOPO_ENG" "$ENGINE" --state-dir "$st" --listen 127.0.0.1:0 --cgroup-name "$2" \
+  topo_bg "$TOPO_ENG" "${BIN:-$ENGINE}" --state-dir "$st" --listen 127.0.0.1:0 --cgroup-name "$2" \
     --pool 8 --kill-on-exit "${@:3}"
   topo_wait 120 test -s "$st/engine.url" || { echo "engine $1 did not start" >&2; exit 1; }
 }
 start net "asbb-net-$$" --dns-upstream 198.18.0.1
-start off "asbb-off-$$" --no-network
+BASELINE=${NET_BENCH_BASELINE:-}
+if [ -n "$BASELINE" ]; then
+  BIN=$BASELINE start off "asbb-off-$$" --dns-upstream 198.18.0.1
+  OFF_LABEL="baseline build"
+else
+  start off "asbb-off-$$" --no-network
+  OFF_LABEL="--no-network"
+fi
 
 create_ms() { # DIR -> ms of one create (the sandbox is killed after)
   local st="$TOPO_DIR/$1" key out id
@@ -56,7 +66,7 @@ for k in net off; do
 done
 echo "create (n=$N each, alternated)"
 printf '  with network     p50 %7.1f ms  p90 %7.1f ms\n' "$p50_net" "$p90_net"
-printf '  --no-network     p50 %7.1f ms  p90 %7.1f ms\n' "$p50_off" "$p90_off"
+printf '  %-16s p50 %7.1f ms  p90 %7.1f ms\n' "$OFF_LABEL" "$p50_off" "$p90_off"
 awk -v a="$p50_net" -v b="$p50_off" 'BEGIN {printf "  ratio p50        %.2fx (target <= 1.2x)\n", a / b}'
 
 # ---- throughput ----

@@ -207,6 +207,7 @@ ASB_OUT_HANDLE_UNOWNED(T)
 %include "agentsandbox/agents.h"
 %include "agentsandbox/template.h"
 %include "agentsandbox/git.h"
+%include "agentsandbox/volume.h"
 
 /* ---- the language's shims (after the declarations they use) --------------- */
 #if defined(SWIGPYTHON)

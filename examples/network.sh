@@ -30,6 +30,23 @@ print("allowInternetAccess:", d["allowInternetAccess"]); print("network:", d["ne
 api PUT "/sandboxes/$id/network" '{"denyOut": ["203.0.113.0/24"]}'
 api GET "/sandboxes/$id" | python3 -c 'import json, sys; print("now:", json.load(sys.stdin)["network"])'
 
+# a secret injected at egress: the sandbox never sees its value, only the
+# placeholder; HTTPS to the rule's domain is intercepted by the engine's
+# egress CA, which every networked sandbox trusts (its CA bundle, and
+# SSL_CERT_FILE / NODE_EXTRA_CA_CERTS / REQUESTS_CA_BUNDLE naming it)
+api POST /secrets '{"name": "example-key", "value": "s3cr3t"}' >/dev/null || true
+sid=$(api POST /sandboxes '{"templateID": "base", "timeout": 120, "network": {"rules":
+  {"api.example.com": [{"transform": {"headers": {"Authorization": "Bearer ${e2b.secrets.example-key}"}}}]}}}' |
+  python3 -c 'import json, sys; print(json.load(sys.stdin)["sandboxID"])')
+if command -v asb >/dev/null; then
+  E2B_API_KEY=$KEY E2B_API_URL=$(cat "$STATE/engine.url") asb exec "$sid" -- \
+    'echo "SSL_CERT_FILE=$SSL_CERT_FILE"; openssl crl2pkcs7 -nocrl -certfile /etc/ssl/certs/ca-certificates.crt | openssl pkcs7 -print_certs -noout | grep "subject=.*agent-sandbox egress CA"'
+  # curl https://api.example.com/ inside it would arrive with
+  # "Authorization: Bearer s3cr3t"; the sandbox's own bytes hold only the placeholder
+fi
+api DELETE "/sandboxes/$sid"
+api DELETE /secrets/example-key >/dev/null || true
+
 # a bad value is a 400 that says which entry
 api POST /sandboxes '{"templateID": "base", "network": {"allowOut": ["10.0.0.0/33"]}}'
 echo

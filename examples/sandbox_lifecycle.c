@@ -1,5 +1,6 @@
-/* Sandbox lifecycle: metadata, listing, lifetime, pause and resume,
- * connect from a second handle, metrics, info, kill.
+/* Sandbox lifecycle: metadata, listing, lifetime, pause and resume (with
+ * memory, and without: the files kept, the sandbox booted again), connect
+ * from a second handle, metrics, info, kill.
  * SPDX-License-Identifier: Apache-2.0 */
 #include <agentsandbox.h>
 #include <stdio.h>
@@ -37,6 +38,20 @@ int main(void) {
     asb_sandbox_free(again);
   }
   asb_sandbox_info *info = NULL;
+  /* Pause without memory: every process stops and its memory is freed,
+   * the files stay; resume boots it again. */
+  printf("pause without memory: %d\n", asb_sandbox_pause_memory(sb, 0, NULL));
+  if (asb_sandbox_get_info(&info, sb, NULL) == ASB_OK) {
+    printf("pause mode: %s\n", asb_sandbox_info_pause_mode(info));
+    asb_sandbox_info_free(info);
+  }
+  if (asb_sandbox_resume(sb, 60000, NULL) == ASB_OK) {
+    char *d = NULL;
+    size_t n = 0;
+    asb_files_read(&d, &n, sb, "/home/user/state", NULL);
+    printf("after the boot: %.*s\n", (int)n, d);
+    asb_free(d);
+  }
   if (asb_sandbox_get_info(&info, sb, NULL) == ASB_OK) {
     printf("%s: %s, template %s, %d CPU, %d MiB, ends at %lld\n", asb_sandbox_info_id(info),
            asb_sandbox_info_state(info), asb_sandbox_info_template_id(info),

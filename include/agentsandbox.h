@@ -26,6 +26,7 @@
 #include "agentsandbox/named.h"
 #include "agentsandbox/agents.h"
 #include "agentsandbox/template.h"
+#include "agentsandbox/volume.h"
 #include "agentsandbox/git.h"
 #include "agentsandbox/options.h"
 

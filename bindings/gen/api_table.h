@@ -312,12 +312,15 @@
   X(asb_sandbox_set_timeout, ASB_API_BLOCKING|ASB_API_CANCELLABLE, 3, 0, "call", "") \
   X(asb_sandbox_is_running, ASB_API_BLOCKING|ASB_API_CANCELLABLE, 2, 0, "call", "") \
   X(asb_sandbox_pause, ASB_API_BLOCKING|ASB_API_CANCELLABLE, 2, 0, "call", "") \
+  X(asb_sandbox_pause_memory, ASB_API_BLOCKING|ASB_API_CANCELLABLE, 3, 0, "call", "") \
   X(asb_sandbox_resume, ASB_API_BLOCKING|ASB_API_CANCELLABLE, 3, 0, "call", "") \
   X(asb_sandbox_get_info, ASB_API_BLOCKING|ASB_API_CANCELLABLE, 3, 1, "call", "") \
   X(asb_sandbox_info_id, ASB_API_RETURNS_BORROWED, 1, 0, "", "") \
   X(asb_sandbox_info_template_id, ASB_API_RETURNS_BORROWED, 1, 0, "", "") \
   X(asb_sandbox_info_name, ASB_API_RETURNS_BORROWED, 1, 0, "", "") \
   X(asb_sandbox_info_state, ASB_API_RETURNS_BORROWED, 1, 0, "", "") \
+  X(asb_sandbox_info_pause_mode, ASB_API_RETURNS_BORROWED, 1, 0, "", "") \
+  X(asb_sandbox_info_auto_resume, 0u, 1, 0, "", "") \
   X(asb_sandbox_info_started_at, 0u, 1, 0, "", "") \
   X(asb_sandbox_info_end_at, 0u, 1, 0, "", "") \
   X(asb_sandbox_info_cpu_count, 0u, 1, 0, "", "") \
@@ -345,6 +348,12 @@
   X(asb_metrics_disk_used, 0u, 2, 0, "", "") \
   X(asb_metrics_disk_total, 0u, 2, 0, "", "") \
   X(asb_metrics_free, ASB_API_FREES, 1, 0, "", "") \
+  X(asb_sandbox_snapshot, ASB_API_BLOCKING|ASB_API_CANCELLABLE, 4, 1, "call", "") \
+  X(asb_sandbox_fork, ASB_API_BLOCKING|ASB_API_CANCELLABLE, 4, 1, "call", "") \
+  X(asb_snapshots_list, ASB_API_BLOCKING|ASB_API_CANCELLABLE, 5, 1, "call", "") \
+  X(asb_snapshot_list_count, 0u, 1, 0, "", "") \
+  X(asb_snapshot_list_get, ASB_API_RETURNS_BORROWED, 2, 0, "", "") \
+  X(asb_snapshot_list_free, ASB_API_FREES, 1, 0, "", "") \
   X(asb_sandbox_update_network, ASB_API_BLOCKING|ASB_API_CANCELLABLE, 4, 0, "call", "") \
   X(asb_sandbox_info_allow_internet_access, 0u, 1, 0, "", "") \
   X(asb_sandbox_info_network_json, ASB_API_RETURNS_BORROWED, 1, 0, "", "") \
@@ -422,7 +431,44 @@
   X(asb_template_json, ASB_API_RETURNS_BORROWED, 1, 0, "", "") \
   X(asb_template_free, ASB_API_FREES, 1, 0, "", "") \
   X(asb_version, ASB_API_RETURNS_STATIC, 3, 3, "", "") \
-  X(asb_version_number, 0u, 0, 0, "", "")
+  X(asb_version_number, 0u, 0, 0, "", "") \
+  X(asb_volumes_create, ASB_API_BLOCKING|ASB_API_CANCELLABLE, 5, 1, "call", "") \
+  X(asb_volumes_get, ASB_API_BLOCKING|ASB_API_CANCELLABLE, 4, 1, "call", "") \
+  X(asb_volumes_list, ASB_API_BLOCKING|ASB_API_CANCELLABLE, 3, 1, "call", "") \
+  X(asb_volume_list_count, 0u, 1, 0, "", "") \
+  X(asb_volume_list_get, ASB_API_RETURNS_BORROWED, 2, 0, "", "") \
+  X(asb_volume_list_find, ASB_API_RETURNS_BORROWED, 2, 0, "", "") \
+  X(asb_volume_list_free, ASB_API_FREES, 1, 0, "", "") \
+  X(asb_volumes_delete, ASB_API_BLOCKING|ASB_API_CANCELLABLE, 3, 0, "call", "") \
+  X(asb_volume_id, ASB_API_RETURNS_BORROWED, 1, 0, "", "") \
+  X(asb_volume_name, ASB_API_RETURNS_BORROWED, 1, 0, "", "") \
+  X(asb_volume_token, ASB_API_RETURNS_BORROWED, 1, 0, "", "") \
+  X(asb_volume_size_mb, 0u, 1, 0, "", "") \
+  X(asb_volume_free, ASB_API_FREES, 1, 0, "", "") \
+  X(asb_volume_write_options_init, 0u, 2, 0, "", "") \
+  X(asb_volume_read_file, ASB_API_BLOCKING|ASB_API_CANCELLABLE, 5, 1, "call", "") \
+  X(asb_volume_write_file, ASB_API_BLOCKING|ASB_API_CANCELLABLE, 6, 1, "opts", "") \
+  X(asb_volume_make_dir, ASB_API_BLOCKING|ASB_API_CANCELLABLE, 4, 1, "opts", "") \
+  X(asb_volume_get_info, ASB_API_BLOCKING|ASB_API_CANCELLABLE, 4, 1, "call", "") \
+  X(asb_volume_exists, ASB_API_BLOCKING|ASB_API_CANCELLABLE, 3, 0, "call", "") \
+  X(asb_volume_update_metadata, ASB_API_BLOCKING|ASB_API_CANCELLABLE, 7, 1, "call", "") \
+  X(asb_volume_remove, ASB_API_BLOCKING|ASB_API_CANCELLABLE, 3, 0, "call", "") \
+  X(asb_volume_entries_list, ASB_API_BLOCKING|ASB_API_CANCELLABLE, 5, 1, "call", "") \
+  X(asb_volume_entry_list_count, 0u, 1, 0, "", "") \
+  X(asb_volume_entry_list_get, ASB_API_RETURNS_BORROWED, 2, 0, "", "") \
+  X(asb_volume_entry_list_free, ASB_API_FREES, 1, 0, "", "") \
+  X(asb_volume_entry_name, ASB_API_RETURNS_BORROWED, 1, 0, "", "") \
+  X(asb_volume_entry_path, ASB_API_RETURNS_BORROWED, 1, 0, "", "") \
+  X(asb_volume_entry_type, ASB_API_RETURNS_BORROWED, 1, 0, "", "") \
+  X(asb_volume_entry_target, ASB_API_RETURNS_BORROWED, 1, 0, "", "") \
+  X(asb_volume_entry_size, 0u, 1, 0, "", "") \
+  X(asb_volume_entry_mode, 0u, 1, 0, "", "") \
+  X(asb_volume_entry_uid, 0u, 1, 0, "", "") \
+  X(asb_volume_entry_gid, 0u, 1, 0, "", "") \
+  X(asb_volume_entry_modified_at, 0u, 1, 0, "", "") \
+  X(asb_volume_entry_accessed_at, 0u, 1, 0, "", "") \
+  X(asb_volume_entry_changed_at, 0u, 1, 0, "", "") \
+  X(asb_volume_entry_free, ASB_API_FREES, 1, 0, "", "")
 
 #define ASB_API_OUTPUTS(X) \
   X(asb_agents_list, 0, "out", ASB_API_OUT_HANDLE, asb_agent_list, "asb_agent_list_free", 0) \
@@ -487,6 +533,9 @@
   X(asb_sandbox_get_info, 0, "out", ASB_API_OUT_HANDLE, asb_sandbox_info, "asb_sandbox_info_free", 0) \
   X(asb_sandbox_list, 0, "out", ASB_API_OUT_HANDLE, asb_sandbox_page, "asb_sandbox_page_free", 0) \
   X(asb_sandbox_get_metrics, 0, "out", ASB_API_OUT_HANDLE, asb_metrics, "asb_metrics_free", 0) \
+  X(asb_sandbox_snapshot, 0, "snapshot_id", ASB_API_OUT_STRING, char, "asb_free", 0) \
+  X(asb_sandbox_fork, 0, "out", ASB_API_OUT_HANDLE, asb_sandbox, "asb_sandbox_free", 0) \
+  X(asb_snapshots_list, 0, "out", ASB_API_OUT_HANDLE, asb_snapshot_list, "asb_snapshot_list_free", 0) \
   X(asb_sandbox_loopback_url, 0, "url", ASB_API_OUT_STRING, char, "asb_free", 0) \
   X(asb_server_new, 0, "out", ASB_API_OUT_HANDLE, asb_server, "asb_server_free", 0) \
   X(asb_server_register, 0, "out", ASB_API_OUT_HANDLE, asb_server_command, "", 1) \
@@ -499,7 +548,16 @@
   X(asb_templates_list, 0, "out", ASB_API_OUT_HANDLE, asb_template_list, "asb_template_list_free", 0) \
   X(asb_version, 0, "major", ASB_API_OUT_INT, int, "", 1) \
   X(asb_version, 1, "minor", ASB_API_OUT_INT, int, "", 1) \
-  X(asb_version, 2, "patch", ASB_API_OUT_INT, int, "", 1)
+  X(asb_version, 2, "patch", ASB_API_OUT_INT, int, "", 1) \
+  X(asb_volumes_create, 0, "out", ASB_API_OUT_HANDLE, asb_volume, "asb_volume_free", 0) \
+  X(asb_volumes_get, 0, "out", ASB_API_OUT_HANDLE, asb_volume, "asb_volume_free", 0) \
+  X(asb_volumes_list, 0, "out", ASB_API_OUT_HANDLE, asb_volume_list, "asb_volume_list_free", 0) \
+  X(asb_volume_read_file, 0, "data", ASB_API_OUT_BYTES, char, "asb_free", 0) \
+  X(asb_volume_write_file, 0, "out", ASB_API_OUT_HANDLE, asb_volume_entry, "asb_volume_entry_free", 1) \
+  X(asb_volume_make_dir, 0, "out", ASB_API_OUT_HANDLE, asb_volume_entry, "asb_volume_entry_free", 1) \
+  X(asb_volume_get_info, 0, "out", ASB_API_OUT_HANDLE, asb_volume_entry, "asb_volume_entry_free", 0) \
+  X(asb_volume_update_metadata, 0, "out", ASB_API_OUT_HANDLE, asb_volume_entry, "asb_volume_entry_free", 1) \
+  X(asb_volume_entries_list, 0, "out", ASB_API_OUT_HANDLE, asb_volume_entry_list, "asb_volume_entry_list_free", 0)
 
 #define ASB_API_HANDLES(X) \
   X(asb_agent, "", "asb_agent_list") \
@@ -529,6 +587,7 @@
   X(asb_sandbox, "asb_sandbox_free", "") \
   X(asb_sandbox_info, "asb_sandbox_info_free", "") \
   X(asb_sandbox_page, "asb_sandbox_page_free", "") \
+  X(asb_snapshot_list, "asb_snapshot_list_free", "") \
   X(asb_server, "asb_server_free", "") \
   X(asb_server_call, "", "asb_server") \
   X(asb_server_command, "", "asb_server") \
@@ -536,6 +595,10 @@
   X(asb_session_list, "asb_session_list_free", "") \
   X(asb_template, "asb_template_free", "") \
   X(asb_template_list, "asb_template_list_free", "") \
+  X(asb_volume, "asb_volume_free", "") \
+  X(asb_volume_entry, "asb_volume_entry_free", "") \
+  X(asb_volume_entry_list, "asb_volume_entry_list_free", "") \
+  X(asb_volume_list, "asb_volume_list_free", "") \
   X(asb_watch, "asb_watch_free", "")
 
 #define ASB_API_OPTIONS(X) \
@@ -555,7 +618,8 @@
   X(asb_sandbox_list_options, ASB_SANDBOX_LIST_OPTIONS_VERSION, asb_sandbox_list_options_init) \
   X(asb_server_options, ASB_SERVER_OPTIONS_VERSION, asb_server_options_init) \
   X(asb_server_agents_options, ASB_SERVER_AGENTS_OPTIONS_VERSION, asb_server_agents_options_init) \
-  X(asb_template_build_options, ASB_TEMPLATE_BUILD_OPTIONS_VERSION, asb_template_build_options_init)
+  X(asb_template_build_options, ASB_TEMPLATE_BUILD_OPTIONS_VERSION, asb_template_build_options_init) \
+  X(asb_volume_write_options, ASB_VOLUME_WRITE_OPTIONS_VERSION, asb_volume_write_options_init)
 
 /* Which setter of options.h sets an options member. */
 #define ASB_API_FIELD_INT 1
@@ -694,6 +758,8 @@
   X(asb_sandbox_options, allow_internet_access, ASB_API_FIELD_INT, 2) \
   X(asb_sandbox_options, network_json, ASB_API_FIELD_STRING, 2) \
   X(asb_sandbox_options, volume_mounts, ASB_API_FIELD_STRINGS, 3) \
+  X(asb_sandbox_options, auto_pause_files_only, ASB_API_FIELD_INT, 4) \
+  X(asb_sandbox_options, auto_resume, ASB_API_FIELD_INT, 4) \
   X(asb_sandbox_list_options, metadata, ASB_API_FIELD_STRINGS, 1) \
   X(asb_sandbox_list_options, running, ASB_API_FIELD_INT, 1) \
   X(asb_sandbox_list_options, paused, ASB_API_FIELD_INT, 1) \
@@ -705,10 +771,16 @@
   X(asb_sandbox_list_options, started_after, ASB_API_FIELD_STRING, 2) \
   X(asb_template_build_options, force, ASB_API_FIELD_INT, 1) \
   X(asb_template_build_options, timeout_ms, ASB_API_FIELD_INT, 1) \
-  X(asb_template_build_options, cancel, ASB_API_FIELD_POINTER, 1)
+  X(asb_template_build_options, cancel, ASB_API_FIELD_POINTER, 1) \
+  X(asb_volume_write_options, uid, ASB_API_FIELD_INT, 1) \
+  X(asb_volume_write_options, gid, ASB_API_FIELD_INT, 1) \
+  X(asb_volume_write_options, mode, ASB_API_FIELD_INT, 1) \
+  X(asb_volume_write_options, force, ASB_API_FIELD_INT, 1) \
+  X(asb_volume_write_options, timeout_ms, ASB_API_FIELD_INT, 1) \
+  X(asb_volume_write_options, cancel, ASB_API_FIELD_POINTER, 1)
 
-#define ASB_API_FUNCTION_COUNT 366
-#define ASB_API_OUTPUT_COUNT 75
+#define ASB_API_FUNCTION_COUNT 412
+#define ASB_API_OUTPUT_COUNT 87
 
 typedef struct asb_api_function_info {
   const char *name;

@@ -34,6 +34,7 @@
 %immutable asb_sandbox_options::version;
 %immutable asb_sandbox_list_options::version;
 %immutable asb_template_build_options::version;
+%immutable asb_volume_write_options::version;
 
 /* ---- handles: who frees them ------------------------------------------ */
 ASB_BORROWED_HANDLE(asb_agent)
@@ -63,10 +64,15 @@ ASB_OWNED_HANDLE(asb_process_list, asb_process_list_free)
 ASB_OWNED_HANDLE(asb_sandbox, asb_sandbox_free)
 ASB_OWNED_HANDLE(asb_sandbox_info, asb_sandbox_info_free)
 ASB_OWNED_HANDLE(asb_sandbox_page, asb_sandbox_page_free)
+ASB_OWNED_HANDLE(asb_snapshot_list, asb_snapshot_list_free)
 ASB_OWNED_HANDLE(asb_session, asb_session_free)
 ASB_OWNED_HANDLE(asb_session_list, asb_session_list_free)
 ASB_OWNED_HANDLE(asb_template, asb_template_free)
 ASB_OWNED_HANDLE(asb_template_list, asb_template_list_free)
+ASB_OWNED_HANDLE(asb_volume, asb_volume_free)
+ASB_OWNED_HANDLE(asb_volume_entry, asb_volume_entry_free)
+ASB_OWNED_HANDLE(asb_volume_entry_list, asb_volume_entry_list_free)
+ASB_OWNED_HANDLE(asb_volume_list, asb_volume_list_free)
 ASB_EXPLICIT_HANDLE(asb_watch)
 
 /* ---- options structs: constructed with the library's defaults -------- */
@@ -134,6 +140,10 @@ ASB_OPTIONS(asb_sandbox_list_options, ASB_SANDBOX_LIST_OPTIONS_VERSION,
             %arg({&$self->metadata}),
             ASB_NONE)
 ASB_OPTIONS(asb_template_build_options, ASB_TEMPLATE_BUILD_OPTIONS_VERSION,
+            ASB_NONE,
+            ASB_NONE,
+            ASB_NONE)
+ASB_OPTIONS(asb_volume_write_options, ASB_VOLUME_WRITE_OPTIONS_VERSION,
             ASB_NONE,
             ASB_NONE,
             ASB_NONE)
@@ -217,10 +227,14 @@ ASB_BLOCKING(asb_sandbox_kill_id)
 ASB_BLOCKING(asb_sandbox_set_timeout)
 ASB_BLOCKING(asb_sandbox_is_running)
 ASB_BLOCKING(asb_sandbox_pause)
+ASB_BLOCKING(asb_sandbox_pause_memory)
 ASB_BLOCKING(asb_sandbox_resume)
 ASB_BLOCKING(asb_sandbox_get_info)
 ASB_BLOCKING(asb_sandbox_list)
 ASB_BLOCKING(asb_sandbox_get_metrics)
+ASB_BLOCKING(asb_sandbox_snapshot)
+ASB_BLOCKING(asb_sandbox_fork)
+ASB_BLOCKING(asb_snapshots_list)
 ASB_BLOCKING(asb_sandbox_update_network)
 ASB_BLOCKING(asb_sandbox_loopback_url)
 ASB_BLOCKING(asb_session_save)
@@ -232,3 +246,15 @@ ASB_BLOCKING(asb_templates_build)
 ASB_BLOCKING(asb_templates_get)
 ASB_BLOCKING(asb_templates_list)
 ASB_BLOCKING(asb_templates_delete)
+ASB_BLOCKING(asb_volumes_create)
+ASB_BLOCKING(asb_volumes_get)
+ASB_BLOCKING(asb_volumes_list)
+ASB_BLOCKING(asb_volumes_delete)
+ASB_BLOCKING(asb_volume_read_file)
+ASB_BLOCKING(asb_volume_write_file)
+ASB_BLOCKING(asb_volume_make_dir)
+ASB_BLOCKING(asb_volume_get_info)
+ASB_BLOCKING(asb_volume_exists)
+ASB_BLOCKING(asb_volume_update_metadata)
+ASB_BLOCKING(asb_volume_remove)
+ASB_BLOCKING(asb_volume_entries_list)

@@ -109,10 +109,12 @@ static int asblua_isinteger(lua_State *L, int i) {
 %typemap(freearg) (char **data, size_t *len) { asb_free(*$1); }
 
 %typemap(in, numinputs=0) char **url (char *tmp = NULL), char **result_json (char *tmp = NULL),
-                          char **version (char *tmp = NULL), char **json (char *tmp = NULL) {
+                          char **value (char *tmp = NULL), char **version (char *tmp = NULL),
+                          char **json (char *tmp = NULL), char **snapshot_id (char *tmp = NULL) {
   $1 = &tmp;
 }
-%typemap(argout) char **url, char **result_json, char **version, char **json {
+%typemap(argout) char **url, char **result_json, char **value, char **version, char **json,
+                 char **snapshot_id {
   if (*$1) {
     lua_pushstring(L, *$1);
   } else {
@@ -120,7 +122,10 @@ static int asblua_isinteger(lua_State *L, int i) {
   }
   SWIG_arg++;
 }
-%typemap(freearg) char **url, char **result_json, char **version, char **json { asb_free(*$1); }
+%typemap(freearg) char **url, char **result_json, char **value, char **version, char **json,
+                  char **snapshot_id {
+  asb_free(*$1);
+}
 
 /* Views (asb_process_read, asb_file_reader_read): the bytes are copied into
  * a Lua string at once; the library's memory is valid only until the next

@@ -204,11 +204,15 @@ static int asblua_process_list(lua_State *L) {
 }
 
 static void asblua_push_sandbox_info(lua_State *L, const asb_sandbox_info *info) {
-  lua_createtable(L, 0, 13);
+  lua_createtable(L, 0, 15);
   asblua_setstr(L, "sandbox_id", asb_sandbox_info_id(info));
   asblua_setstr(L, "template_id", asb_sandbox_info_template_id(info));
   asblua_setstr(L, "name", asb_sandbox_info_name(info));
   asblua_setstr(L, "state", asb_sandbox_info_state(info));
+  if (asb_sandbox_info_pause_mode(info))
+    asblua_setstr(L, "pause_mode", asb_sandbox_info_pause_mode(info));
+  if (asb_sandbox_info_auto_resume(info) >= 0)
+    asblua_setbool(L, "auto_resume", asb_sandbox_info_auto_resume(info));
   asblua_setint(L, "started_at", (lua_Integer)asb_sandbox_info_started_at(info));
   asblua_setint(L, "end_at", (lua_Integer)asb_sandbox_info_end_at(info));
   asblua_setint(L, "cpu_count", asb_sandbox_info_cpu_count(info));

@@ -12,7 +12,11 @@ export {
   InvalidArgumentError, NotEnoughSpaceError, NotFoundError, FileNotFoundError, SandboxNotFoundError,
   AuthenticationError, TemplateError, RateLimitError, BuildError, CommandExitError,
   SandboxNetworkOpts, SandboxNetworkUpdate, SandboxNetworkInfo, SandboxNetworkSelector,
-  SandboxNetworkRule, SandboxNetworkRules, SandboxNetworkTransform, SandboxEgressProxyOpts
+  SandboxNetworkRule, SandboxNetworkRules, SandboxNetworkTransform, SandboxEgressProxyOpts,
+  Git, GitRequestOpts, GitCloneOpts, GitInitOpts, GitRemoteAddOpts, GitCommitOpts, GitAddOpts,
+  GitResetMode, GitResetOpts, GitRestoreOpts, GitDeleteBranchOpts, GitPushOpts, GitPullOpts, GitConfigScope,
+  GitConfigOpts, GitDangerouslyAuthenticateOpts, GitFileStatus, GitStatus, GitBranches, GitAuthError,
+  GitUpstreamError
 } from './types'
 
 /** '0.0.0.0/0': denyOut [ALL_TRAFFIC] is internet off. */
@@ -24,8 +28,27 @@ export declare class SandboxPaginator {
   nextItems(opts?: ConnectionOpts & CallOpts): Promise<SandboxInfo[]>
 }
 
+/** E2B's SnapshotInfo. */
+export interface SnapshotInfo {
+  snapshotId: string
+  names: string[]
+}
+
+/** Snapshots: the first nextItems() holds them all (docs/snapshots.md). */
+export declare class SnapshotPaginator {
+  readonly hasNext: boolean
+  readonly nextToken: string | undefined
+  nextItems(opts?: ConnectionOpts & CallOpts): Promise<SnapshotInfo[]>
+}
+
 export declare class Sandbox extends SandboxBase {
   static list(opts?: SandboxListOpts): SandboxPaginator
+  static createSnapshot(sandboxId: string, opts?: ConnectionOpts & CallOpts & { name?: string }): Promise<SnapshotInfo>
+  static fork(sandboxId: string, opts?: ConnectionOpts & CallOpts & { timeoutMs?: number; count?: number }): Promise<Array<Sandbox | Error>>
+  static listSnapshots(opts?: ConnectionOpts & CallOpts & { sandboxId?: string; name?: string }): SnapshotPaginator
+  createSnapshot(opts?: CallOpts & { name?: string }): Promise<SnapshotInfo>
+  fork(opts?: CallOpts & { timeoutMs?: number; count?: number }): Promise<Array<this | Error>>
+  listSnapshots(opts?: CallOpts & { name?: string }): SnapshotPaginator
   static betaPause(sandboxId: string, opts?: ConnectionOpts & CallOpts): Promise<boolean>
   static getFullInfo(sandboxId: string, opts?: ConnectionOpts & CallOpts): Promise<SandboxInfo>
   readonly trafficAccessToken: string | undefined

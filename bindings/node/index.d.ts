@@ -1,6 +1,6 @@
 // Type declarations of agent-sandbox (docs/node.md).
 // SPDX-License-Identifier: Apache-2.0
-import { SandboxBase, SandboxInfo, SandboxListOpts } from './types'
+import { SandboxBase, SandboxInfo, SandboxListOpts, ConnectionOpts, CallOpts } from './types'
 
 export {
   ConnectionOpts, CallOpts, SandboxState, SandboxOpts, SandboxConnectOpts, SandboxListOpts, SandboxInfo,
@@ -17,7 +17,11 @@ export {
   PermissionDeniedError, CommandNotFoundError, CommandFailedError, OperationCancelledError,
   AuthenticationError, BuildError, CommandExitError, RemoteError, AgentInfo, AgentEvent,
   AgentEventHandler, AgentTurn, AgentCallOpts, AgentSessionOpts, AgentSendOpts, AgentEventsOpts,
-  AgentInstallOpts, AgentSession, Agents, AgentTurnError
+  AgentInstallOpts, AgentSession, Agents, AgentTurnError,
+  Git, GitRequestOpts, GitCloneOpts, GitInitOpts, GitRemoteAddOpts, GitCommitOpts, GitAddOpts,
+  GitResetMode, GitResetOpts, GitRestoreOpts, GitDeleteBranchOpts, GitPushOpts, GitPullOpts, GitConfigScope,
+  GitConfigOpts, GitDangerouslyAuthenticateOpts, GitFileStatus, GitStatus, GitBranches, GitAuthError,
+  GitUpstreamError
 } from './types'
 
 /** A sandbox: create, connect, list, and its parts (commands, files, pty,
@@ -25,5 +29,11 @@ export {
 export declare class Sandbox extends SandboxBase {
   /** Every sandbox (all pages), newest first. */
   static list(opts?: SandboxListOpts): Promise<SandboxInfo[]>
+  /** The snapshots' ids (every page), of sandboxId, matching name (docs/snapshots.md). */
+  static listSnapshots(opts?: ConnectionOpts & CallOpts & { sandboxId?: string; name?: string }): Promise<string[]>
+  /** The sandbox's files now as a snapshot: its id, "<name>:default" (files, not processes). */
+  createSnapshot(opts?: CallOpts & { name?: string }): Promise<string>
+  /** A new sandbox with this one's files now (timeoutMs: its lifetime, default 15 s). */
+  fork(opts?: CallOpts & { timeoutMs?: number }): Promise<this>
 }
 export default Sandbox

@@ -40,6 +40,10 @@ export interface SandboxOpts extends ConnectionOpts, CallOpts {
   envs?: Record<string, string>
   /** On timeout: pause instead of kill. */
   autoPause?: boolean
+  /** With autoPause: that pause keeps only the files (E2B's keepMemory: false). */
+  autoPauseFilesOnly?: boolean
+  /** Traffic to its ports resumes it once paused (E2B's autoResume). */
+  autoResume?: boolean
   /** E2B's: false is as network.denyOut ['0.0.0.0/0'] (allowOut still applies). Default true. */
   allowInternetAccess?: boolean
   /** E2B's network config. */
@@ -140,6 +144,10 @@ export interface SandboxInfo {
   /** As the engine reports it; undefined when it does not say. */
   allowInternetAccess?: boolean
   network?: SandboxNetworkInfo
+  /** A paused sandbox's pause mode (docs/lifecycle.md). */
+  pauseMode?: 'memory' | 'filesystem'
+  /** E2B's lifecycle.autoResume; undefined when the engine does not say (lists). */
+  autoResume?: boolean
 }
 
 export interface SandboxPage {
@@ -574,6 +582,103 @@ export declare class Agents {
 export type SandboxClass<T> = new (made: never) => T
 
 /** What agent-sandbox's Sandbox and the compat one share. */
+// ---- git (git.h) ------------------------------------------------------------------------
+
+/** How git runs, every sandbox.git call (E2B's GitRequestOpts). */
+export interface GitRequestOpts {
+  envs?: Record<string, string>
+  user?: string
+  cwd?: string
+  /** git's lifetime (default 60 000; 0: none) */
+  timeoutMs?: number
+  requestTimeoutMs?: number
+  signal?: AbortSignal
+}
+export interface GitCloneOpts extends GitRequestOpts {
+  path?: string
+  branch?: string
+  depth?: number
+  username?: string
+  password?: string
+  dangerouslyStoreCredentials?: boolean
+}
+export interface GitInitOpts extends GitRequestOpts { bare?: boolean; initialBranch?: string }
+export interface GitRemoteAddOpts extends GitRequestOpts { fetch?: boolean; overwrite?: boolean }
+export interface GitCommitOpts extends GitRequestOpts { authorName?: string; authorEmail?: string; allowEmpty?: boolean }
+export interface GitAddOpts extends GitRequestOpts { files?: string[]; all?: boolean }
+export type GitResetMode = 'soft' | 'mixed' | 'hard' | 'merge' | 'keep'
+export interface GitResetOpts extends GitRequestOpts { mode?: GitResetMode; target?: string; paths?: string[] }
+export interface GitRestoreOpts extends GitRequestOpts { paths: string[]; staged?: boolean; worktree?: boolean; source?: string }
+export interface GitDeleteBranchOpts extends GitRequestOpts { force?: boolean }
+export interface GitPushOpts extends GitRequestOpts {
+  remote?: string
+  branch?: string
+  setUpstream?: boolean
+  username?: string
+  password?: string
+}
+export interface GitPullOpts extends GitRequestOpts { remote?: string; branch?: string; username?: string; password?: string }
+export type GitConfigScope = 'global' | 'local' | 'system'
+export interface GitConfigOpts extends GitRequestOpts { scope?: GitConfigScope; path?: string }
+export interface GitDangerouslyAuthenticateOpts extends GitRequestOpts {
+  username: string
+  password: string
+  host?: string
+  protocol?: string
+}
+export interface GitFileStatus {
+  name: string
+  status: string
+  indexStatus: string
+  workingTreeStatus: string
+  staged: boolean
+  renamedFrom?: string
+}
+export interface GitStatus {
+  currentBranch?: string
+  upstream?: string
+  ahead: number
+  behind: number
+  detached: boolean
+  fileStatus: GitFileStatus[]
+  isClean: boolean
+  hasChanges: boolean
+  hasStaged: boolean
+  hasUntracked: boolean
+  hasConflicts: boolean
+  totalCount: number
+  stagedCount: number
+  unstagedCount: number
+  untrackedCount: number
+  conflictCount: number
+}
+export interface GitBranches { branches: string[]; currentBranch?: string }
+
+/** sandbox.git: E2B's git helpers; each call runs the sandbox's git. A git
+ * that fails rejects with CommandExitError, GitAuthError or
+ * GitUpstreamError (err.result is git's result). */
+export declare class Git {
+  clone(url: string, opts?: GitCloneOpts): Promise<CommandResult>
+  init(path: string, opts?: GitInitOpts): Promise<CommandResult>
+  remoteAdd(path: string, name: string, url: string, opts?: GitRemoteAddOpts): Promise<CommandResult>
+  remoteGet(path: string, name: string, opts?: GitRequestOpts): Promise<string | undefined>
+  status(path: string, opts?: GitRequestOpts): Promise<GitStatus>
+  branches(path: string, opts?: GitRequestOpts): Promise<GitBranches>
+  createBranch(path: string, branch: string, opts?: GitRequestOpts): Promise<CommandResult>
+  checkoutBranch(path: string, branch: string, opts?: GitRequestOpts): Promise<CommandResult>
+  deleteBranch(path: string, branch: string, opts?: GitDeleteBranchOpts): Promise<CommandResult>
+  add(path: string, opts?: GitAddOpts): Promise<CommandResult>
+  commit(path: string, message: string, opts?: GitCommitOpts): Promise<CommandResult>
+  reset(path: string, opts?: GitResetOpts): Promise<CommandResult>
+  restore(path: string, opts: GitRestoreOpts): Promise<CommandResult>
+  push(path: string, opts?: GitPushOpts): Promise<CommandResult>
+  pull(path: string, opts?: GitPullOpts): Promise<CommandResult>
+  setConfig(key: string, value: string, opts?: GitConfigOpts): Promise<CommandResult>
+  getConfig(key: string, opts?: GitConfigOpts): Promise<string | undefined>
+  configureUser(name: string, email: string, opts?: GitConfigOpts): Promise<CommandResult>
+  dangerouslyAuthenticate(opts: GitDangerouslyAuthenticateOpts): Promise<CommandResult>
+}
+
 export declare class SandboxBase implements AsyncDisposable {
   /** Use create, connect or fromSession. */
   constructor(made: never)
@@ -586,6 +691,8 @@ export declare class SandboxBase implements AsyncDisposable {
   readonly pty: Pty
   /** The coding agents its server runs (docs/agents.md). */
   readonly agents: Agents
+  /** Git in the sandbox (E2B's sandbox.git). */
+  readonly git: Git
 
   static create<T extends SandboxBase>(this: SandboxClass<T>, opts?: SandboxOpts): Promise<T>
   static create<T extends SandboxBase>(this: SandboxClass<T>, template: string, opts?: SandboxOpts): Promise<T>
@@ -598,13 +705,15 @@ export declare class SandboxBase implements AsyncDisposable {
   static getMetrics(sandboxId: string, opts?: ConnectionOpts & CallOpts & { start?: Date; end?: Date }): Promise<SandboxMetrics[]>
   static pause(sandboxId: string, opts?: ConnectionOpts & CallOpts): Promise<boolean>
   static updateNetwork(sandboxId: string, network: SandboxNetworkUpdate, opts?: ConnectionOpts & CallOpts): Promise<void>
+  /** true, or false if there is no such snapshot; sandboxes on it keep their files. */
+  static deleteSnapshot(snapshotId: string, opts?: ConnectionOpts & CallOpts): Promise<boolean>
 
   kill(opts?: CallOpts): Promise<boolean>
   setTimeout(timeoutMs: number, opts?: CallOpts): Promise<void>
   /** "http://127.0.0.1:<n>" for the port (local engine only). */
   loopbackUrl(port: number, opts?: CallOpts): Promise<string>
   isRunning(opts?: CallOpts): Promise<boolean>
-  pause(opts?: CallOpts): Promise<boolean>
+  pause(opts?: CallOpts & { keepMemory?: boolean }): Promise<boolean>
   resume(opts?: CallOpts & { timeoutMs?: number }): Promise<this>
   getInfo(opts?: CallOpts): Promise<SandboxInfo>
   /** Replace the egress rules, live (E2B's updateNetwork). */
@@ -736,6 +845,14 @@ export declare class AgentTurnError extends SandboxError {
   readonly turn: AgentTurn
 }
 export declare class AuthenticationError extends DetailedError {}
+/** The git remote wanted credentials, or refused them; result: git's. */
+export declare class GitAuthError extends AuthenticationError {
+  readonly result?: CommandResult
+}
+/** push/pull on a branch without an upstream; result: git's. */
+export declare class GitUpstreamError extends SandboxError {
+  readonly result?: CommandResult
+}
 export declare class BuildError extends DetailedError {}
 export declare class CommandExitError extends SandboxError implements CommandResult {
   constructor(result: CommandResult, detail?: ErrorDetail)

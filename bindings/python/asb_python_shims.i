@@ -114,7 +114,7 @@ PyObject *asbpy_sandbox_info_dict(const asb_sandbox_info *info) {
     Py_XDECREF(v);
   }
   if (!meta) return NULL;
-  return Py_BuildValue("{s:N,s:N,s:N,s:N,s:L,s:L,s:i,s:i,s:i,s:N,s:N,s:i,s:N}",
+  return Py_BuildValue("{s:N,s:N,s:N,s:N,s:L,s:L,s:i,s:i,s:i,s:N,s:N,s:i,s:N,s:N,s:i}",
                        "sandbox_id", asbpy_str(asb_sandbox_info_id(info)),
                        "template_id", asbpy_str(asb_sandbox_info_template_id(info)),
                        "name", asbpy_str(asb_sandbox_info_name(info)),
@@ -127,7 +127,9 @@ PyObject *asbpy_sandbox_info_dict(const asb_sandbox_info *info) {
                        "envd_version", asbpy_str(asb_sandbox_info_envd_version(info)),
                        "metadata", meta,
                        "allow_internet_access", asb_sandbox_info_allow_internet_access(info),
-                       "network", asbpy_str(asb_sandbox_info_network_json(info)));
+                       "network", asbpy_str(asb_sandbox_info_network_json(info)),
+                       "pause_mode", asbpy_str(asb_sandbox_info_pause_mode(info)),
+                       "auto_resume", asb_sandbox_info_auto_resume(info));
 }
 
 /* Every sandbox of a page as asbpy_sandbox_info_dict dicts. */

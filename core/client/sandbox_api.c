@@ -105,9 +105,10 @@ static int kv_object(cJSON *parent, const char *key, const char *const *kv, cons
 }
 
 /* Version 1 ended before allow_internet_access, version 2 before
- * volume_mounts. */
+ * volume_mounts, version 3 before auto_pause_files_only. */
 static size_t sandbox_options_size(unsigned int version) {
-  return version >= 3   ? sizeof(asb_sandbox_options)
+  return version >= 4   ? sizeof(asb_sandbox_options)
+         : version == 3 ? offsetof(asb_sandbox_options, auto_pause_files_only)
          : version == 2 ? offsetof(asb_sandbox_options, volume_mounts)
                         : offsetof(asb_sandbox_options, allow_internet_access);
 }
@@ -179,6 +180,14 @@ int asb_sandbox_create(asb_sandbox **out, asb_client *c, const asb_sandbox_optio
   cJSON_AddNumberToObject(body, "timeout",
                           seconds(o->timeout_ms ? o->timeout_ms : DEFAULT_SANDBOX_TIMEOUT_MS));
   if (o->auto_pause) cJSON_AddBoolToObject(body, "autoPause", 1);
+  if (ASBI_OPT(o, 4, auto_pause_files_only, 0)) cJSON_AddBoolToObject(body, "autoPauseMemory", 0);
+  if (ASBI_OPT(o, 4, auto_resume, 0)) {
+    cJSON *ar = cJSON_AddObjectToObject(body, "autoResume");
+    if (!ar || !cJSON_AddBoolToObject(ar, "enabled", 1)) {
+      cJSON_Delete(body);
+      return asbi_oom();
+    }
+  }
   int rc = kv_object(body, "metadata", o->metadata, "sandbox.create");
   if (!rc) rc = kv_object(body, "envVars", o->envs, "sandbox.create");
   if (!rc) rc = add_internet(body, ASBI_OPT(o, 2, allow_internet_access, 0), 1, "sandbox.create");
@@ -334,12 +343,20 @@ int asb_sandbox_loopback_url(char **url, asb_sandbox *sb, int port, const asb_ca
 }
 
 int asb_sandbox_pause(asb_sandbox *sb, const asb_call_options *call) {
+  return asb_sandbox_pause_memory(sb, 1, call);
+}
+
+int asb_sandbox_pause_memory(asb_sandbox *sb, int keep_memory, const asb_call_options *call) {
   ASBI_SANDBOX_CALL(sb);
   if (!sb) return asbi_err(ASB_EINVAL, "sandbox.pause: sandbox is NULL");
   ASBI_CHECK_VERSION(call, ASB_CALL_OPTIONS_VERSION, "asb_call_options");
   char path[256];
   snprintf(path, sizeof path, "/sandboxes/%s/pause", sb->id);
   cJSON *body = cJSON_CreateObject();
+  if (body && !keep_memory && !cJSON_AddBoolToObject(body, "memory", 0)) {
+    cJSON_Delete(body);
+    body = NULL;
+  }
   cp_call k;
   cp_from(&k, sb->client, call);
   k.stop = sb->life.stop;
@@ -422,6 +439,8 @@ int asb_sandbox_is_running(asb_sandbox *sb, const asb_call_options *call) {
 
 struct asb_sandbox_info {
   char *id, *template_id, *name, *state, *envd_version;
+  char *pause_mode; /* the engine's pauseMode, or NULL */
+  int auto_resume;  /* lifecycle.autoResume: 1, 0, -1 not said */
   int64_t started, end;
   int cpu, mem, disk;
   char **mkeys, **mvals;
@@ -466,6 +485,7 @@ void asb_sandbox_info_free(asb_sandbox_info *i) {
   free(i->name);
   free(i->state);
   free(i->envd_version);
+  free(i->pause_mode);
   for (size_t k = 0; k < i->nmeta; k++) {
     free(i->mkeys[k]);
     free(i->mvals[k]);
@@ -494,7 +514,11 @@ static int info_from(const cJSON *j, asb_sandbox_info **out) {
   STR(name, "alias");
   STR(state, "state");
   STR(envd_version, "envdVersion");
+  STR(pause_mode, "pauseMode");
 #undef STR
+  const cJSON *lc = cJSON_GetObjectItemCaseSensitive(j, "lifecycle");
+  const cJSON *ar = cJSON_IsObject(lc) ? cJSON_GetObjectItemCaseSensitive(lc, "autoResume") : NULL;
+  i->auto_resume = cJSON_IsBool(ar) ? cJSON_IsTrue(ar) : -1;
   s = NULL;
   asbi_pj_get_str(j, "startedAt", &s);
   i->started = parse_time_s(s);
@@ -569,6 +593,12 @@ const char *asb_sandbox_info_name(const asb_sandbox_info *i) {
 }
 const char *asb_sandbox_info_state(const asb_sandbox_info *i) {
   return i ? i->state : NULL;
+}
+const char *asb_sandbox_info_pause_mode(const asb_sandbox_info *i) {
+  return i ? i->pause_mode : NULL;
+}
+int asb_sandbox_info_auto_resume(const asb_sandbox_info *i) {
+  return i ? i->auto_resume : -1;
 }
 asb_int64 asb_sandbox_info_started_at(const asb_sandbox_info *i) {
   return i ? i->started : 0;
@@ -814,3 +844,156 @@ METRIC_GETTER(asb_int64, mem_used, mem_used)
 METRIC_GETTER(asb_int64, mem_total, mem_total)
 METRIC_GETTER(asb_int64, disk_used, disk_used)
 METRIC_GETTER(asb_int64, disk_total, disk_total)
+
+/* ---- snapshots and fork ------------------------------------------------------------ */
+
+int asb_sandbox_snapshot(char **snapshot_id, asb_sandbox *sb, const char *name,
+                         const asb_call_options *call) {
+  ASBI_SANDBOX_CALL(sb);
+  if (snapshot_id) *snapshot_id = NULL;
+  if (!sb || !snapshot_id) return asbi_err(ASB_EINVAL, "sandbox.snapshot: bad arguments");
+  ASBI_CHECK_VERSION(call, ASB_CALL_OPTIONS_VERSION, "asb_call_options");
+  char path[256];
+  snprintf(path, sizeof path, "/sandboxes/%s/snapshots", sb->id);
+  cJSON *body = cJSON_CreateObject();
+  if (!body || (name && *name && !cJSON_AddStringToObject(body, "name", name))) {
+    cJSON_Delete(body);
+    return asbi_oom();
+  }
+  cp_call k;
+  cp_from(&k, sb->client, call);
+  k.stop = sb->life.stop;
+  cJSON *reply = NULL;
+  int rc =
+      cp_request(sb->client, "POST", path, body, &k, "sandbox.snapshot", NULL, NULL, &reply, NULL);
+  cJSON_Delete(body);
+  const char *id = NULL;
+  if (!rc && (asbi_pj_get_str(reply, "snapshotID", &id) || !id || !*id))
+    rc = asbi_err(ASB_EPROTOCOL, "sandbox.snapshot: the reply lacks snapshotID");
+  if (!rc && !(*snapshot_id = asbi_strdup(id))) rc = asbi_oom();
+  cJSON_Delete(reply);
+  return rc;
+}
+
+int asb_sandbox_fork(asb_sandbox **out, asb_sandbox *sb, long timeout_ms,
+                     const asb_call_options *call) {
+  ASBI_SANDBOX_CALL(sb);
+  if (out) *out = NULL;
+  if (!sb || !out) return asbi_err(ASB_EINVAL, "sandbox.fork: bad arguments");
+  ASBI_CHECK_VERSION(call, ASB_CALL_OPTIONS_VERSION, "asb_call_options");
+  char path[256];
+  snprintf(path, sizeof path, "/sandboxes/%s/fork", sb->id);
+  cJSON *body = cJSON_CreateObject();
+  if (!body || !cJSON_AddNumberToObject(body, "count", 1) ||
+      (timeout_ms > 0 && !cJSON_AddNumberToObject(body, "timeout", seconds(timeout_ms)))) {
+    cJSON_Delete(body);
+    return asbi_oom();
+  }
+  cp_call k;
+  cp_from(&k, sb->client, call);
+  k.stop = sb->life.stop;
+  cJSON *reply = NULL;
+  int rc = cp_request(sb->client, "POST", path, body, &k, "sandbox.fork", NULL, NULL, &reply, NULL);
+  cJSON_Delete(body);
+  const cJSON *first = cJSON_IsArray(reply) ? cJSON_GetArrayItem(reply, 0) : NULL;
+  const cJSON *made = cJSON_GetObjectItemCaseSensitive(first, "sandbox");
+  const cJSON *why = cJSON_GetObjectItemCaseSensitive(first, "error");
+  if (rc) {
+  } else if (cJSON_IsObject(made)) {
+    rc = sandbox_from_reply(sb->client, made, out, "sandbox.fork");
+  } else if (cJSON_IsObject(why)) {
+    const char *msg = NULL;
+    asbi_pj_get_str(why, "message", &msg);
+    rc = asbi_err(ASB_ERROR, "sandbox.fork: the fork failed to start: %s", msg ? msg : "?");
+  } else {
+    rc = asbi_err(ASB_EPROTOCOL, "sandbox.fork: the reply holds no fork");
+  }
+  cJSON_Delete(reply);
+  return rc;
+}
+
+struct asb_snapshot_list {
+  char **v;
+  size_t n;
+};
+
+int asb_snapshots_list(asb_snapshot_list **out, asb_client *c, const char *sandbox_id,
+                       const char *name, const asb_call_options *call) {
+  ASBI_CLIENT_CALL(c);
+  if (out) *out = NULL;
+  if (!c || !out) return asbi_err(ASB_EINVAL, "snapshots.list: bad arguments");
+  ASBI_CHECK_VERSION(call, ASB_CALL_OPTIONS_VERSION, "asb_call_options");
+  asb_snapshot_list *l = calloc(1, sizeof *l);
+  if (!l) return asbi_oom();
+  cp_call k;
+  cp_from(&k, c, call);
+  k.idempotent = 1;
+  char *next = NULL;
+  int rc = ASB_OK;
+  do { /* every page */
+    asbi_buf path = ASBI_BUF_INIT;
+    asbi_buf_puts(&path, "/snapshots?limit=100");
+    if (sandbox_id && *sandbox_id) {
+      asbi_buf_puts(&path, "&sandboxID=");
+      asbi_url_escape(&path, sandbox_id, 0);
+    }
+    if (name && *name) {
+      asbi_buf_puts(&path, "&name=");
+      asbi_url_escape(&path, name, 0);
+    }
+    if (next) {
+      asbi_buf_puts(&path, "&nextToken=");
+      asbi_url_escape(&path, next, 0);
+    }
+    free(next);
+    next = NULL;
+    cJSON *reply = NULL;
+    asbi_http_resp resp = ASBI_HTTP_RESP_INIT;
+    rc = path.data ? cp_request(c, "GET", path.data, NULL, &k, "snapshots.list", NULL, NULL, &reply,
+                                &resp)
+                   : asbi_oom();
+    asbi_buf_free(&path);
+    if (!rc && !cJSON_IsArray(reply))
+      rc = asbi_err(ASB_EPROTOCOL, "snapshots.list: the reply is not a list");
+    const cJSON *it, *arr = rc ? NULL : reply;
+    cJSON_ArrayForEach(it, arr) {
+      const char *id = NULL;
+      if (asbi_pj_get_str(it, "snapshotID", &id) || !id) {
+        rc = asbi_err(ASB_EPROTOCOL, "snapshots.list: an entry lacks snapshotID");
+        break;
+      }
+      char **nv = realloc(l->v, (l->n + 1) * sizeof *nv);
+      if (!nv || !(nv[l->n] = asbi_strdup(id))) {
+        if (nv) l->v = nv;
+        rc = asbi_oom();
+        break;
+      }
+      l->v = nv;
+      l->n++;
+    }
+    const char *nt = rc ? NULL : asbi_http_resp_header(&resp, "x-next-token");
+    if (nt && *nt && !(next = asbi_strdup(nt))) rc = asbi_oom();
+    asbi_http_resp_free(&resp);
+    cJSON_Delete(reply);
+  } while (!rc && next);
+  free(next);
+  if (rc) {
+    asb_snapshot_list_free(l);
+    return rc;
+  }
+  *out = l;
+  return ASB_OK;
+}
+
+size_t asb_snapshot_list_count(const asb_snapshot_list *l) {
+  return l ? l->n : 0;
+}
+const char *asb_snapshot_list_get(const asb_snapshot_list *l, size_t i) {
+  return l && i < l->n ? l->v[i] : NULL;
+}
+void asb_snapshot_list_free(asb_snapshot_list *l) {
+  if (!l) return;
+  for (size_t i = 0; i < l->n; i++) free(l->v[i]);
+  free(l->v);
+  free(l);
+}

@@ -21,6 +21,7 @@
 #include "proto/url.h"
 #include "registry.h"
 #include "sandboxes.h"
+#include "snapshots.h"
 #include "sbxnet.h"
 #include "util/util.h"
 #include "volumes.h"
@@ -149,9 +150,12 @@ static cJSON *listed_json(engine *e, sbx *s, int detail) {
     cJSON_AddBoolToObject(j, "allowInternetAccess", sbxnet_allow_internet(e, s));
     cJSON_AddItemToObject(j, "network", sbxnet_json(s));
     cJSON *lc = cJSON_AddObjectToObject(j, "lifecycle");
-    cJSON_AddBoolToObject(lc, "autoResume", 0);
+    cJSON_AddBoolToObject(lc, "autoResume", s->auto_resume);
     cJSON_AddStringToObject(lc, "onTimeout", s->auto_pause ? "pause" : "kill");
   }
+  /* ours (E2B has no field for it): what a pause kept */
+  if (s->state == SBX_PAUSED)
+    cJSON_AddStringToObject(j, "pauseMode", s->paused_nomem ? "filesystem" : "memory");
   pthread_mutex_unlock(&s->mu);
   return j;
 }
@@ -263,6 +267,32 @@ static void create(engine *e, api_req *q, api_reply *r) {
   if (get_timeout(body, "timeout", SANDBOXES_DEFAULT_TIMEOUT_S, &rq.timeout_s, r)) goto out;
   if (ap && !cJSON_IsBool(ap) && !cJSON_IsNull(ap)) {
     api_error(r, 400, "'autoPause' must be a boolean");
+    goto out;
+  }
+  const cJSON *apm = cJSON_GetObjectItemCaseSensitive(body, "autoPauseMemory");
+  if (apm && !cJSON_IsBool(apm) && !cJSON_IsNull(apm)) {
+    api_error(r, 400, "'autoPauseMemory' must be a boolean");
+    goto out;
+  }
+  /* E2B's SandboxAutoResumeConfig: {"enabled": bool} */
+  const cJSON *ar = cJSON_GetObjectItemCaseSensitive(body, "autoResume");
+  const cJSON *are = cJSON_IsObject(ar) ? cJSON_GetObjectItemCaseSensitive(ar, "enabled") : NULL;
+  if ((ar && !cJSON_IsObject(ar) && !cJSON_IsNull(ar)) ||
+      (cJSON_IsObject(ar) && !cJSON_IsBool(are))) {
+    api_error(r, 400, "'autoResume' must be an object {\"enabled\": boolean}");
+    goto out;
+  }
+  rq.auto_pause_no_memory = cJSON_IsFalse(apm);
+  rq.auto_resume = cJSON_IsTrue(are);
+  if (rq.auto_resume && !cJSON_IsTrue(ap)) {
+    api_error(r, 400, "'autoResume' needs 'autoPause': true (only a paused sandbox resumes)");
+    goto out;
+  }
+  if (rq.auto_resume && rq.auto_pause_no_memory) {
+    /* E2B: a filesystem-only snapshot must be resumed explicitly */
+    api_error(r, 400,
+              "'autoResume' cannot be combined with 'autoPauseMemory': false (a sandbox "
+              "paused without memory reboots, and is resumed only explicitly)");
     goto out;
   }
   if (string_map(body, "metadata", &metadata, r) || string_map(body, "envVars", &env_vars, r))
@@ -446,9 +476,19 @@ static void refresh(engine *e, sbx *s, api_req *q, api_reply *r) {
   cJSON_Delete(body);
 }
 
-static void pause_sbx(engine *e, sbx *s, api_reply *r) {
+/* E2B's SandboxPauseRequest: {"memory": bool = true}; no body is memory. */
+static void pause_sbx(engine *e, sbx *s, api_req *q, api_reply *r) {
+  cJSON *body = parse_body(q, r, 0);
+  if (!body) return;
+  const cJSON *m = cJSON_GetObjectItemCaseSensitive(body, "memory");
+  if (m && !cJSON_IsBool(m) && !cJSON_IsNull(m)) {
+    cJSON_Delete(body);
+    return api_error(r, 400, "'memory' must be a boolean");
+  }
+  int memory = !cJSON_IsFalse(m);
+  cJSON_Delete(body);
   eng_err err;
-  if (sandboxes_pause(e, s, &err) == 0)
+  if (sandboxes_pause(e, s, memory, &err) == 0)
     r->status = 204;
   else
     api_reply_err(r, &err);
@@ -576,6 +616,112 @@ static void loopback_url(engine *e, api_req *q, api_reply *r, const char *id, co
   api_reply_json(r, 200, o);
 }
 
+/* ---- snapshots and fork (snapshots.c) ------------------------------------------------ */
+
+/* E2B's SnapshotInfo: the id tag-qualified, as E2B's are ("name:default";
+ * no team namespace here). */
+static cJSON *snapshot_json(const template_info *t) {
+  cJSON *j = cJSON_CreateObject();
+  char full[300];
+  snprintf(full, sizeof full, "%s:default", t->alias);
+  cJSON_AddStringToObject(j, "snapshotID", full);
+  cJSON *names = cJSON_AddArrayToObject(j, "names");
+  cJSON_AddItemToArray(names, cJSON_CreateString(full));
+  return j;
+}
+
+static void snapshot_sbx(engine *e, sbx *s, api_req *q, api_reply *r) {
+  cJSON *body = parse_body(q, r, 0);
+  if (!body) return;
+  const cJSON *nv = cJSON_GetObjectItemCaseSensitive(body, "name");
+  if (nv && !cJSON_IsNull(nv) && !cJSON_IsString(nv)) {
+    api_error(r, 400, "'name' must be a string");
+    cJSON_Delete(body);
+    return;
+  }
+  template_info *t = NULL;
+  eng_err err;
+  if (snapshots_take(e, s, cJSON_IsString(nv) ? nv->valuestring : NULL, 0, &t, &err)) {
+    api_reply_err(r, &err);
+  } else {
+    api_reply_json(r, 201, snapshot_json(t));
+    templates_put(e, t);
+  }
+  cJSON_Delete(body);
+}
+
+/* GET /snapshots: nextToken is the id of the last one of the page before
+ * (ids are the order, so snapshots taken between pages shift nothing). */
+static void snapshots_get(engine *e, api_req *q, api_reply *r) {
+  int64_t limit = 100;
+  const char *ls = api_query(q, "limit");
+  if (ls && *ls && (asbi_parse_i64(ls, strlen(ls), &limit) || limit < 1 || limit > 100))
+    return api_error(r, 400, "limit must be 1..100");
+  const char *next = api_query(q, "nextToken");
+  if (next && strlen(next) > ENGINE_ID_LEN) return api_error(r, 400, "invalid nextToken");
+  size_t n = 0;
+  int more = 0;
+  template_info **v = snapshots_list(e, api_query(q, "sandboxID"), api_query(q, "name"), next,
+                                     (size_t)limit, &n, &more);
+  cJSON *arr = cJSON_CreateArray();
+  for (size_t i = 0; i < n; i++) cJSON_AddItemToArray(arr, snapshot_json(v[i]));
+  if (more && n) snprintf(r->next_token, sizeof r->next_token, "%s", v[n - 1]->id);
+  templates_put_all(e, v, n);
+  api_reply_json(r, 200, arr);
+}
+
+/* E2B's SandboxForkRequest (timeout defaults to 15 s, count to 1): its
+ * body, or NULL after a 400. Checked before the sandbox is looked up, as
+ * E2B answers a bad count before an unknown sandbox. */
+static cJSON *fork_body(api_req *q, api_reply *r, int *secs, int *count) {
+  cJSON *body = parse_body(q, r, 0);
+  if (!body) return NULL;
+  const cJSON *cv = cJSON_GetObjectItemCaseSensitive(body, "count");
+  *count = 1;
+  if (get_timeout(body, "timeout", 15, secs, r)) {
+    cJSON_Delete(body);
+    return NULL;
+  }
+  if (cv && !cJSON_IsNull(cv)) {
+    if (!cJSON_IsNumber(cv) || cv->valuedouble != (double)(int)cv->valuedouble ||
+        cv->valueint < 1 || cv->valueint > SNAPSHOTS_FORK_MAX) {
+      api_error(r, 400, "'count' must be a whole number in 1..%d", SNAPSHOTS_FORK_MAX);
+      cJSON_Delete(body);
+      return NULL;
+    }
+    *count = cv->valueint;
+  }
+  return body;
+}
+
+static void fork_sbx(engine *e, sbx *s, api_req *q, api_reply *r) {
+  int secs = 0, count = 1;
+  cJSON *body = fork_body(q, r, &secs, &count);
+  if (!body) return;
+  sbx *made[SNAPSHOTS_FORK_MAX];
+  eng_err errs[SNAPSHOTS_FORK_MAX], err;
+  if (snapshots_fork(e, s, secs, count, made, errs, &err)) {
+    api_reply_err(r, &err);
+    goto out;
+  }
+  cJSON *arr = cJSON_CreateArray();
+  for (int i = 0; i < count; i++) {
+    cJSON *res = cJSON_CreateObject();
+    if (made[i]) {
+      cJSON_AddItemToObject(res, "sandbox", sandbox_json(e, made[i]));
+      reg_put(e, made[i]);
+    } else {
+      cJSON *ej = cJSON_AddObjectToObject(res, "error");
+      cJSON_AddNumberToObject(ej, "code", api_status_of(&errs[i]));
+      cJSON_AddStringToObject(ej, "message", errs[i].message);
+    }
+    cJSON_AddItemToArray(arr, res);
+  }
+  api_reply_json(r, 201, arr);
+out:
+  cJSON_Delete(body);
+}
+
 /* ---- dispatch ------------------------------------------------------------------------------ */
 
 /* Splits "/sandboxes/<id>[/<action>]" (after an optional "/v2"). */
@@ -608,6 +754,7 @@ void api_handle(engine *e, api_req *q, api_reply *r) {
   if (is(q, "GET", "/sandboxes")) return list(e, q, r, 0);
   if (is(q, "GET", "/v2/sandboxes")) return list(e, q, r, 1);
   if (is(q, "GET", "/sandboxes/metrics")) return metrics_many(e, q, r);
+  if (is(q, "GET", "/snapshots")) return snapshots_get(e, q, r);
   if (api_builder_handle(e, q, r)) return; /* E2B's Template builder (api_builder.c) */
   if (is(q, "GET", "/templates") || is(q, "GET", "/v2/templates")) return api_templates_list(e, r);
   if (is(q, "POST", "/templates/builds") || is(q, "POST", "/v2/templates/builds"))
@@ -625,10 +772,10 @@ void api_handle(engine *e, api_req *q, api_reply *r) {
   struct {
     const char *method, *action;
     int v2_ok, v1_ok;
-  } routes[] = {{"GET", "", 0, 1},           {"DELETE", "", 0, 1},     {"POST", "timeout", 0, 1},
-                {"POST", "refreshes", 0, 1}, {"POST", "pause", 0, 1},  {"POST", "resume", 0, 1},
-                {"POST", "connect", 1, 1},   {"GET", "metrics", 0, 1}, {"GET", "logs", 1, 1},
-                {"PUT", "network", 0, 1}};
+  } routes[] = {{"GET", "", 0, 1},           {"DELETE", "", 0, 1},        {"POST", "timeout", 0, 1},
+                {"POST", "refreshes", 0, 1}, {"POST", "pause", 0, 1},     {"POST", "resume", 0, 1},
+                {"POST", "connect", 1, 1},   {"GET", "metrics", 0, 1},    {"GET", "logs", 1, 1},
+                {"PUT", "network", 0, 1},    {"POST", "snapshots", 0, 1}, {"POST", "fork", 0, 1}};
   int known = 0, method_ok = 0;
   for (size_t i = 0; i < ASBI_ARRAY_LEN(routes); i++)
     if (strcmp(routes[i].action, action) == 0 && (v2 ? routes[i].v2_ok : routes[i].v1_ok)) {
@@ -637,6 +784,12 @@ void api_handle(engine *e, api_req *q, api_reply *r) {
     }
   if (!known) return api_error(r, 404, "no such endpoint: %s %s", q->method, q->path);
   if (!method_ok) return api_error(r, 405, "method %s not allowed on %s", q->method, q->path);
+  if (strcmp(action, "fork") == 0) { /* its body's errors come first */
+    int secs = 0, count = 1;
+    cJSON *fb = fork_body(q, r, &secs, &count);
+    if (!fb) return;
+    cJSON_Delete(fb);
+  }
   sbx *s = NULL;
   eng_err err;
   if (sandboxes_get(e, id, &s, &err)) return not_found(r, id, &err);
@@ -650,7 +803,7 @@ void api_handle(engine *e, api_req *q, api_reply *r) {
   else if (strcmp(action, "refreshes") == 0)
     refresh(e, s, q, r);
   else if (strcmp(action, "pause") == 0)
-    pause_sbx(e, s, r);
+    pause_sbx(e, s, q, r);
   else if (strcmp(action, "resume") == 0)
     connect_sbx(e, s, q, r, 1);
   else if (strcmp(action, "connect") == 0)
@@ -661,5 +814,9 @@ void api_handle(engine *e, api_req *q, api_reply *r) {
     logs(e, s, q, r, v2);
   else if (strcmp(action, "network") == 0)
     set_network(e, s, q, r);
+  else if (strcmp(action, "snapshots") == 0)
+    snapshot_sbx(e, s, q, r);
+  else if (strcmp(action, "fork") == 0)
+    fork_sbx(e, s, q, r);
   reg_put(e, s);
 }

@@ -169,7 +169,8 @@ void api_templates_list(engine *e, api_reply *r) {
   cJSON *arr = cJSON_CreateArray();
   size_t n = 0;
   template_info **v = templates_snapshot(e, &n);
-  for (size_t i = 0; v && i < n; i++) cJSON_AddItemToArray(arr, template_json(e, v[i]));
+  for (size_t i = 0; v && i < n; i++)
+    if (!v[i]->hidden) cJSON_AddItemToArray(arr, template_json(e, v[i])); /* not forks' */
   templates_put_all(e, v, n);
   /* and the bundled ones that are not built yet */
   size_t nb = 0;

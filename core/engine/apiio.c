@@ -18,15 +18,20 @@ void api_reply_json(api_reply *r, int status, cJSON *body) {
   cJSON_Delete(body);
 }
 
-void api_error(api_reply *r, int status, const char *fmt, ...) {
+cJSON *api_error_body(int status, const char *fmt, va_list ap) {
   char msg[1024];
-  va_list ap;
-  va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);
-  va_end(ap);
   cJSON *j = cJSON_CreateObject();
   cJSON_AddNumberToObject(j, "code", status);
   cJSON_AddStringToObject(j, "message", msg);
+  return j;
+}
+
+void api_error(api_reply *r, int status, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  cJSON *j = api_error_body(status, fmt, ap);
+  va_end(ap);
   api_reply_json(r, status, j);
 }
 

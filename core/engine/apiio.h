@@ -5,6 +5,7 @@
 #define ASB_ENGINE_APIIO_H
 
 #include <cjson/cJSON.h>
+#include <stdarg.h>
 #include <stddef.h>
 
 #include "eng_err.h"
@@ -36,6 +37,10 @@ void api_reply_json(api_reply *r, int status, cJSON *body);
 /* r = status with {"code": status, "message": <fmt...>}. */
 void api_error(api_reply *r, int status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* The error body every engine reply uses, {"code": status, "message":
+ * fmt...} (the volumes API and the router add their own keys to it). */
+cJSON *api_error_body(int status, const char *fmt, va_list ap)
+    __attribute__((format(printf, 2, 0)));
 /* The HTTP status of an operation's failure: 400 invalid, 404 not found,
  * 409 conflict, 422 failed, 500 internal. */
 int api_status_of(const eng_err *err);

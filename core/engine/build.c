@@ -443,7 +443,7 @@ static int finish_layer(build *b) {
   return 0;
 }
 
-static int write_json_file(const char *path, cJSON *j) {
+int build_write_json(const char *path, cJSON *j) {
   char *text = cJSON_Print(j);
   if (!text) return -ENOMEM;
   char tmp[4200];
@@ -464,7 +464,7 @@ static int write_json_file(const char *path, cJSON *j) {
 
 /* The base's layer paths as template.json stores them (relative to the
  * templates dir when inside it). */
-static cJSON *rel_layers(engine *e, const asbe_template *t) {
+cJSON *build_rel_layers(engine *e, const asbe_template *t) {
   char tdir[4200];
   snprintf(tdir, sizeof tdir, "%s/templates/", e->state_dir);
   cJSON *a = cJSON_CreateArray();
@@ -492,7 +492,8 @@ static int image_base(engine *e, build *b, cJSON *spec, const char *ref, templat
   snprintf(cache, sizeof cache, "%s/templates/.images", e->state_dir);
   image_result img;
   int64_t t0 = asbi_unix_ms();
-  if (image_import(ref, cache, NULL, &img, b->img_err, sizeof b->img_err)) {
+  image_limits lim = {0, 0, (const char *const *)e->image_dirs};
+  if (image_import(ref, cache, &lim, &img, b->img_err, sizeof b->img_err)) {
     char why[1024];
     snprintf(why, sizeof why, "%s", b->img_err);
     snprintf(b->img_err, sizeof b->img_err, "image '%s': %s", ref, why);
@@ -844,7 +845,7 @@ int build_run_as(engine *e, const void *tar, size_t tar_len, int force, build_ba
   char rel[128];
   snprintf(rel, sizeof rel, "builds/%s/layer", build_id);
   cJSON_AddItemToArray(own, cJSON_CreateString(rel));
-  cJSON_AddItemToObject(j, "lowerLayers", rel_layers(e, base->tmpl));
+  cJSON_AddItemToObject(j, "lowerLayers", build_rel_layers(e, base->tmpl));
   cJSON *binds = cJSON_AddArrayToObject(j, "binds");
   for (size_t i = 0; i < asbe_template_bind_count(base->tmpl); i++) {
     const char *dst = NULL;
@@ -864,7 +865,7 @@ int build_run_as(engine *e, const void *tar, size_t tar_len, int force, build_ba
   cJSON_AddItemToObject(j, "spec", cJSON_Duplicate(spec, 1));
   char path[4500];
   snprintf(path, sizeof path, "%s/template.json", tdir);
-  rc = write_json_file(path, j);
+  rc = build_write_json(path, j);
   cJSON_Delete(j);
   template_info *t = NULL;
   if (rc || (rc = templates_load(e, id, &t))) {
@@ -954,15 +955,25 @@ void build_gc(engine *e) {
     snprintf(builds, sizeof builds, "%s/%s/builds", tdir, de->d_name);
     DIR *bd = opendir(builds);
     struct dirent *be;
+    size_t kept = 0;
     while (bd && (be = readdir(bd))) {
       if (be->d_name[0] == '.') continue;
       snprintf(path, sizeof path, "%s/%s", builds, be->d_name);
       if (!in_list(used, path)) {
         asbi_log("template %s: removing unused build %s", de->d_name, be->d_name);
         host_rm_rf(path);
+      } else {
+        kept++;
       }
     }
     if (bd) closedir(bd);
+    /* a snapshot deleted while in use (templates_delete): gone once unused */
+    snprintf(path, sizeof path, "%s/%s/template.json.deleted", tdir, de->d_name);
+    if (!kept && access(path, F_OK) == 0) {
+      snprintf(path, sizeof path, "%s/%s", tdir, de->d_name);
+      asbi_log("template %s: removing the deleted snapshot's files", de->d_name);
+      host_rm_rf(path);
+    }
   }
   if (d) closedir(d);
   cJSON_Delete(used);

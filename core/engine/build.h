@@ -3,6 +3,7 @@
 #ifndef ASB_ENGINE_BUILD_H
 #define ASB_ENGINE_BUILD_H
 
+#include <cjson/cJSON.h>
 #include <stddef.h>
 
 #include "eng_err.h"
@@ -42,6 +43,12 @@ int build_run(engine *e, const void *tar, size_t tar_len, int force, build_base_
  * before the build. */
 int build_run_as(engine *e, const void *tar, size_t tar_len, int force, build_base_fn base_fn,
                  const char *new_id, template_info **out, build_report *rep, eng_err *err);
+/* Writes j to path atomically (a temporary file renamed over it). 0 or a
+ * negative errno. */
+int build_write_json(const char *path, cJSON *j);
+/* t's layer paths as template.json stores them (relative to the
+ * templates dir when inside it). */
+cJSON *build_rel_layers(engine *e, const asbe_template *t);
 /* Remove build dirs that no template and no live sandbox uses. */
 void build_gc(engine *e);
 /* Remove state dirs of build sandboxes left by a crash (start-up). */

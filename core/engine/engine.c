@@ -8,6 +8,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +18,7 @@
 
 #include "api_builder.h"
 #include "build.h"
+#include "snapshots.h"
 #include "lifecycle.h"
 #include "net/egress/secrets.h"
 #include "volumes.h"
@@ -55,6 +57,7 @@ void engine_free(engine *e) {
   free(e->init_path);
   free(e->codei_path);
   free(e->templates_dir);
+  for (size_t i = 0; e->image_dirs[i]; i++) free(e->image_dirs[i]);
   free(e->envd_version);
   free(e->domain);
   for (size_t i = 0; i < e->npool; i++) free(e->pool_names[i]);
@@ -140,6 +143,23 @@ static int recorded(engine *e, const char *id) {
   return access(p, F_OK) == 0;
 }
 
+/* The record of a sandbox paused without memory whose kept files the
+ * reaper left (it keeps "paused" state dirs), or NULL. */
+static sbx *paused_nomem_record(engine *e, const char *id) {
+  char p[4200];
+  snprintf(p, sizeof p, "%s/sandboxes/%s/disk.img", e->state_dir, id);
+  if (access(p, F_OK) != 0) return NULL;
+  sbx *s = reg_load(e, id);
+  if (s && s->state == SBX_PAUSED && s->paused_nomem) {
+    /* its slot, before any create can take it (after a host reboot the
+     * registry is empty); taken, its resume fails and says so */
+    if (asbe_paused_hold(e->iso, id)) asbi_log("sandbox %s: %s", id, asbe_errmsg());
+    return s;
+  }
+  reg_sbx_free(s);
+  return NULL;
+}
+
 static void adopt_or_reap(engine *e) {
   /* Remember every recorded sandbox first: the reaper removes dead ones. */
   char dir[4096];
@@ -165,6 +185,9 @@ static void adopt_or_reap(engine *e) {
     sbx *s = known[i] ? reg_get(e, known[i]) : NULL;
     if (s) {
       reg_put(e, s);
+    } else if (known[i] && (s = paused_nomem_record(e, known[i]))) {
+      reg_add(e, s); /* paused without memory: nothing ran to adopt */
+      a.adopted++;
     } else if (known[i] && strlen(known[i]) <= ENGINE_ID_LEN) {
       /* Recorded but not alive: it ended while the engine was down. (One
        * without engine.json was never handed out: a warm-pool sandbox or
@@ -211,6 +234,26 @@ int engine_open(engine *e, const engine_config *cfg, eng_err *err) {
   e->templates_dir = *tdir ? realpath(tdir, NULL) : NULL;
   if (*tdir && !e->templates_dir)
     asbi_log("no bundled templates at %s (python-base): %s", tdir, strerror(errno));
+  {
+    char idir[4200];
+    snprintf(idir, sizeof idir, "%s/images", e->state_dir);
+    if (mkdir(idir, 0700) < 0 && errno != EEXIST)
+      return eng_err_set(err, ENG_EINTERNAL, NULL, "%s: %s", idir, strerror(errno));
+    size_t n = 0;
+    if (!(e->image_dirs[n++] = realpath(idir, NULL)))
+      return eng_err_set(err, ENG_EINTERNAL, NULL, "%s: %s", idir, strerror(errno));
+    for (size_t i = 0; i < cfg->nimage_dirs && i < ENGINE_MAX_IMAGE_DIRS; i++) {
+      struct stat st;
+      char *r = realpath(cfg->image_dirs[i], NULL);
+      if (!r || stat(r, &st) < 0 || !S_ISDIR(st.st_mode)) {
+        int en = r ? ENOTDIR : errno;
+        free(r);
+        return eng_err_set(err, ENG_EINVAL, NULL, "--image-dir %s: %s", cfg->image_dirs[i],
+                           strerror(en));
+      }
+      e->image_dirs[n++] = r;
+    }
+  }
   e->envd_version = envd_version(e->envd_path);
   if (!e->envd_version) e->envd_version = asbi_strdup(ENGINE_ENVD_VERSION_FALLBACK);
   char agent_dir[4096];
@@ -261,6 +304,7 @@ int engine_open(engine *e, const engine_config *cfg, eng_err *err) {
   adopt_or_reap(e);
   build_cleanup(e); /* build sandboxes of builds a crash interrupted */
   build_gc(e);      /* builds no template and no live sandbox uses */
+  snapshots_gc(e);  /* forks' snapshots no live sandbox uses */
   if (lifecycle_start(e)) {
     eng_err_set(err, ENG_EINTERNAL, NULL, "cannot start the lifecycle thread");
     goto fail;

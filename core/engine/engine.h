@@ -21,6 +21,8 @@ struct sbx;
 struct tomb;
 typedef struct template_info template_info;
 
+#define ENGINE_MAX_IMAGE_DIRS 8
+
 typedef struct engine {
   /* configuration */
   char *state_dir;
@@ -30,6 +32,9 @@ typedef struct engine {
   char *codei_path;    /* code interpreter binary, or NULL (feature off) */
   char *templates_dir; /* bundled template dirs (<dir>/<name>/template.yaml),
                           or NULL */
+  /* where local images (oci:, docker-archive:) may be read from: real
+   * paths, <state>/images first, then --image-dir's; NULL-ended */
+  char *image_dirs[ENGINE_MAX_IMAGE_DIRS + 2];
   char *envd_version;
   char api_key[64];
   /* HTTP front (server.c): connections per listener, per TCP client
@@ -69,6 +74,7 @@ typedef struct engine {
   void (*sandbox_gone)(struct engine *e, const char *id);
   struct asbn_dp *dp;         /* sbxnet.c: the sandboxes' datapath; NULL: loopback only */
   struct asbn_egress *egress; /* sbxnet.c: their resolver and proxy (with dp) */
+  char *egress_ca_pem;        /* sbxnet.c: the egress CA (PEM) for sandboxes' trust stores */
   void *builder;              /* api_builder.c's state (E2B's Template builder) */
   /* api_builder_tag_build once the builder is in use (set atomically;
    * templates_find calls it for "name:tag") */
@@ -113,9 +119,19 @@ typedef struct engine_config {
   uint64_t pool_min_avail_mb; /* refill only while MemAvailable is above (0: any) */
   int no_network;             /* sandboxes get loopback only (no datapath) */
   const char *net_cidr;       /* the sandboxes' link range, NULL: 10.88.0.0/16 */
+  /* their IPv6 range (a ULA /48../112), "off", NULL: a /64 when the host
+   * routes IPv6 */
+  const char *net_cidr6;
   /* the resolver's upstream servers ("ADDR[:PORT]"); none: /etc/resolv.conf's */
   const char *dns_upstream[4];
   size_t ndns_upstream;
+  /* more directories local images may be read from (--image-dir), beside
+   * <state>/images */
+  const char *image_dirs[ENGINE_MAX_IMAGE_DIRS];
+  size_t nimage_dirs;
+  /* CA bundle the egress proxy verifies servers against when it intercepts
+   * TLS (header rules); NULL: the system's */
+  const char *egress_upstream_ca;
 } engine_config;
 
 /* Opens the engine on cfg without any front: the agent dir, the isolation

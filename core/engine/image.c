@@ -37,6 +37,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "util/buf.h"
 #include "util/sha256.h"
 #include "util/util.h"
 
@@ -58,12 +59,7 @@ int image_ref_is_registry(const char *s) {
 }
 
 static int oa2(int dirfd, const char *path, int flags, uint64_t resolve) {
-  struct open_how how;
-  memset(&how, 0, sizeof how);
-  how.flags = (uint64_t)(flags | O_CLOEXEC);
-  how.resolve = resolve;
-  int fd = (int)syscall(SYS_openat2, dirfd, path, &how, sizeof how);
-  return fd;
+  return asbi_openat2(dirfd, path, flags, 0, resolve);
 }
 #define IN_ROOT (RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV)
 #define BENEATH (RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS)
@@ -199,22 +195,16 @@ static int ls_finish(lstream *s, const char *hex, int64_t size, const char *what
 
 /* ---- writing under the root ------------------------------------------------ */
 
+static int clear_dir(int fd);
+
 /* Removes name in dirfd, a directory tree too, without following links. */
 static int rm_at(int pdir, const char *name) {
   if (unlinkat(pdir, name, 0) == 0 || errno == ENOENT) return 0;
   if (errno != EISDIR && errno != EPERM) return -errno;
   int fd = openat(pdir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0) return -errno;
-  DIR *d = fdopendir(fd);
-  if (!d) {
-    close(fd);
-    return -errno;
-  }
-  int r = 0;
-  struct dirent *de;
-  while (!r && (de = readdir(d)))
-    if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..")) r = rm_at(dirfd(d), de->d_name);
-  closedir(d);
+  int r = clear_dir(fd);
+  close(fd);
   if (!r && unlinkat(pdir, name, AT_REMOVEDIR) < 0 && errno != ENOENT) r = -errno;
   return r;
 }
@@ -232,7 +222,7 @@ static void host_rm_tree(const char *path) {
   close(dfd);
 }
 
-/* Empties the directory fd (an opaque whiteout). */
+/* Empties the directory fd (an opaque whiteout; rm_at's directories). */
 static int clear_dir(int fd) {
   int dfd = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dfd < 0) return -errno;
@@ -871,10 +861,8 @@ static int open_member(const src *s, const char *name, char *err, size_t errlen)
 
 /* Unpacks the outer tar of a docker-archive: its regular files into dir
  * (flat, named by sha256 of the member name), its symlinks remembered. */
-static int docker_members(const char *file, int dirfd, src *s, const image_limits *lim, char *err,
-                          size_t errlen) {
-  int ffd = open(file, O_RDONLY | O_CLOEXEC);
-  if (ffd < 0) return asbi_errf(err, errlen, "%s: %s", file, strerror(errno));
+static int docker_members(const char *file, int ffd, int dirfd, src *s, const image_limits *lim,
+                          char *err, size_t errlen) {
   struct archive *a = archive_read_new();
   archive_read_support_format_tar(a);
   archive_read_support_format_gnutar(a);
@@ -1046,6 +1034,62 @@ static int docker_plan(src *s, const char *ref, plan *p, imgj_config *cfg, char 
   return 0;
 }
 
+/* Opens the image's path (a dir O_PATH for oci, the file O_RDONLY for a
+ * docker-archive). With lim->dirs, the path must be one of those dirs or
+ * beneath one: its components are plain names (no ".", "..", empty), and
+ * it is opened from the dir's fd with RESOLVE_BENEATH, so a symlink that
+ * leads out of the dir fails too. Without dirs, any path. */
+static int open_image_path(const char *path, int docker, const image_limits *lim, char *err,
+                           size_t errlen) {
+  int flags = docker ? O_RDONLY : O_PATH | O_DIRECTORY;
+  const char *what = docker ? "a docker save tarball" : "an OCI image layout directory";
+  if (!lim || !lim->dirs) {
+    int fd = open(path, flags | O_CLOEXEC);
+    if (fd < 0) asbi_errf(err, errlen, "%s: %s (%s)", path, strerror(errno), what);
+    return fd;
+  }
+  for (const char *c = path + 1; *c;) {
+    const char *e = strchr(c, '/');
+    size_t n = e ? (size_t)(e - c) : strlen(c);
+    if (n == 0 || (n == 1 && c[0] == '.') || (n == 2 && c[0] == '.' && c[1] == '.')) {
+      asbi_errf(err, errlen, "%s: the path has an empty, '.' or '..' component", path);
+      return -1;
+    }
+    c += n + (e ? 1 : 0);
+  }
+  for (size_t i = 0; lim->dirs[i]; i++) {
+    const char *d = lim->dirs[i];
+    size_t dn = strlen(d);
+    while (dn > 1 && d[dn - 1] == '/') dn--;
+    if (strncmp(path, d, dn) || (path[dn] && path[dn] != '/')) continue;
+    const char *rel = path[dn] ? path + dn + 1 : ".";
+    if (!*rel) rel = ".";
+    int dfd = open(d, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0) {
+      asbi_errf(err, errlen, "image directory %s: %s", d, strerror(errno));
+      return -1;
+    }
+    int fd = oa2(dfd, rel, flags, BENEATH);
+    int e = errno;
+    close(dfd);
+    if (fd < 0)
+      asbi_errf(err, errlen, "%s: %s (%s%s)", path, strerror(e), what,
+                e == EXDEV ? "; it leads out of the image directory" : "");
+    return fd;
+  }
+  asbi_buf b = ASBI_BUF_INIT;
+  for (size_t i = 0; lim->dirs[i]; i++) {
+    if (i) asbi_buf_puts(&b, ", ");
+    asbi_buf_puts(&b, lim->dirs[i]);
+  }
+  asbi_errf(err, errlen,
+            "%s is not in the engine's image directories (%s); start the engine with "
+            "--image-dir DIR to read images from DIR",
+            path, b.len ? b.data : "none");
+  asbi_buf_free(&b);
+  return -1;
+}
+
 /* Splits "oci:/dir[:name]" / "docker-archive:/file[:repo:tag]". */
 static int split_ref(const char *ref, int *docker, char *path, size_t plen, const char **name,
                      char *err, size_t errlen) {
@@ -1067,7 +1111,7 @@ static int split_ref(const char *ref, int *docker, char *path, size_t plen, cons
 int image_import(const char *ref, const char *cache_dir, const image_limits *lim_in,
                  image_result *out, char *err, size_t errlen) {
   memset(out, 0, sizeof *out);
-  image_limits lim = {IMAGE_DEFAULT_MAX_BYTES, IMAGE_DEFAULT_MAX_ENTRIES};
+  image_limits lim = {IMAGE_DEFAULT_MAX_BYTES, IMAGE_DEFAULT_MAX_ENTRIES, NULL};
   if (lim_in && lim_in->max_bytes) lim.max_bytes = lim_in->max_bytes;
   if (lim_in && lim_in->max_entries) lim.max_entries = lim_in->max_entries;
   if (!image_ref_is_local(ref)) return asbi_errf(err, errlen, "'%.200s' is not a local image", ref);
@@ -1075,8 +1119,12 @@ int image_import(const char *ref, const char *cache_dir, const image_limits *lim
   char path[4096];
   const char *name = "";
   if (split_ref(ref, &docker, path, sizeof path, &name, err, errlen)) return -1;
-  if (mkdir(cache_dir, 0700) < 0 && errno != EEXIST)
+  int ifd = open_image_path(path, docker, lim_in, err, errlen);
+  if (ifd < 0) return -1;
+  if (mkdir(cache_dir, 0700) < 0 && errno != EEXIST) {
+    close(ifd);
     return asbi_errf(err, errlen, "%s: %s", cache_dir, strerror(errno));
+  }
   pthread_mutex_lock(&import_mu);
   src s = {.dirfd = -1};
   plan p;
@@ -1098,14 +1146,14 @@ int image_import(const char *ref, const char *cache_dir, const image_limits *lim
       goto out;
     }
     s.docker = 1;
-    if (docker_members(path, s.dirfd, &s, &lim, err, errlen) ||
+    int ffd = ifd;
+    ifd = -1; /* docker_members closes it */
+    if (docker_members(path, ffd, s.dirfd, &s, &lim, err, errlen) ||
         docker_plan(&s, name, &p, &out->cfg, err, errlen))
       goto out;
   } else {
-    if ((s.dirfd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0) {
-      asbi_errf(err, errlen, "%s: %s (an OCI image layout directory)", path, strerror(errno));
-      goto out;
-    }
+    s.dirfd = ifd;
+    ifd = -1;
     if (oci_plan(&s, name, &p, &out->cfg, err, errlen)) goto out;
   }
   snprintf(out->id, sizeof out->id, "%s", p.config.hex);
@@ -1166,6 +1214,7 @@ int image_import(const char *ref, const char *cache_dir, const image_limits *lim
   close(sfd);
   rc = 0;
 out:
+  if (ifd >= 0) close(ifd);
   if (root >= 0) close(root);
   src_free(&s);
   plan_free(&p);

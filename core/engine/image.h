@@ -17,6 +17,12 @@
 
 typedef struct image_limits {
   uint64_t max_bytes, max_entries; /* 0: the defaults above */
+  /* the directories an image may be read from (absolute, real paths,
+   * NULL-ended): the image's path must be one of them or beneath one, and
+   * is opened from that dir's fd with RESOLVE_BENEATH, so neither `..` nor
+   * a symlink leads out. NULL: any path (tests and tools; the engine
+   * always passes its --image-dir list) */
+  const char *const *dirs;
 } image_limits;
 
 typedef struct image_result {

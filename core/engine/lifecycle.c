@@ -64,31 +64,72 @@ void lifecycle_sample(engine *e, sbx *s) {
 }
 
 void lifecycle_kill(engine *e, sbx *s, const char *reason) {
+  /* not while a resume boots it (the sandbox it makes would outlive the
+   * kill); a boot takes seconds, and nothing waits on a kill meanwhile */
+  pthread_mutex_lock(&s->boot_mu);
   pthread_mutex_lock(&s->mu);
   if (s->state != SBX_DEAD) {
     s->state = SBX_DEAD;
     snprintf(s->end_reason, sizeof s->end_reason, "%s", reason);
     sbxnet_detach(e, s, 1); /* its rules go before it does */
-    if (s->iso) asbe_sandbox_kill(s->iso, 1);
+    if (s->iso)
+      asbe_sandbox_kill(s->iso, 1); /* a paused one's dead handle removes what it kept */
+    else if (s->paused_nomem && asbe_paused_remove(e->iso, s->id))
+      asbi_log("sandbox %s: %s", s->id, asbe_errmsg());
     asbi_log("sandbox %s: ended (%s)", s->id, reason);
   }
   pthread_mutex_unlock(&s->mu);
+  pthread_mutex_unlock(&s->boot_mu);
   reg_remove(e, s, reason);
 }
 
-int lifecycle_pause(engine *e, sbx *s) {
+/* Its pooled upstream connections: a stopped sandbox's are dead. */
+static void drop_idle(sbx *s) {
+  while (s->idle) {
+    upstream *u = s->idle;
+    s->idle = u->next;
+    close(u->fd);
+    free(u);
+  }
+}
+
+int lifecycle_pause(engine *e, sbx *s, int memory) {
   pthread_mutex_lock(&s->mu);
   int rc;
-  if (s->state == SBX_PAUSED)
+  if (s->state == SBX_PAUSED) {
     rc = -EALREADY;
-  else if (s->state != SBX_RUNNING)
+  } else if (s->state != SBX_RUNNING) {
     rc = -ESRCH;
-  else if ((rc = asbe_sandbox_freeze(s->iso)) == 0)
-    s->state = SBX_PAUSED;
+  } else if (memory) {
+    if ((rc = asbe_sandbox_freeze(s->iso)) == 0) {
+      s->state = SBX_PAUSED;
+      s->paused_nomem = 0;
+    }
+  } else {
+    /* Without memory: every process goes, the writable layer (its files)
+     * and uid slot stay; resume boots it again. Its network link goes with
+     * its netns; the router refuses it from here. */
+    sbxnet_detach(e, s, 1);
+    drop_idle(s);
+    if ((rc = asbe_sandbox_stop(s->iso)) == 0 || asbe_sandbox_alive(s->iso) == 0) {
+      if (rc) asbi_log("sandbox %s: stop: %s", s->id, asbe_errmsg());
+      rc = 0;
+      s->state = SBX_PAUSED;
+      s->paused_nomem = 1;
+      s->codei_started = 0;
+    } else {
+      char why[512];
+      if (sbxnet_attach(e, s, why, sizeof why) == 0) { /* still running: as it was */
+        pthread_mutex_unlock(&s->mu);
+        sbxnet_apply(e, s, NULL, why, sizeof why);
+        pthread_mutex_lock(&s->mu);
+      }
+    }
+  }
   pthread_mutex_unlock(&s->mu);
   if (rc == 0) {
     reg_save(e, s);
-    asbi_log("sandbox %s: paused", s->id);
+    asbi_log("sandbox %s: paused (%s)", s->id, memory ? "memory kept" : "files only");
   }
   return rc;
 }
@@ -96,7 +137,9 @@ int lifecycle_pause(engine *e, sbx *s) {
 int lifecycle_resume(engine *e, sbx *s) {
   pthread_mutex_lock(&s->mu);
   int rc = 0;
-  if (s->state == SBX_PAUSED) {
+  if (s->state == SBX_PAUSED && s->paused_nomem) {
+    rc = -EOPNOTSUPP;
+  } else if (s->state == SBX_PAUSED) {
     if ((rc = asbe_sandbox_thaw(s->iso)) == 0) s->state = SBX_RUNNING;
   } else if (s->state != SBX_RUNNING) {
     rc = -ESRCH;
@@ -132,9 +175,9 @@ static void *loop(void *arg) {
       sbx_state st = s->state;
       int64_t end = s->end_ms;
       int alive = s->iso && asbe_sandbox_alive(s->iso);
-      int autop = s->auto_pause;
+      int autop = s->auto_pause, apmem = s->auto_pause_memory, nomem = s->paused_nomem;
       pthread_mutex_unlock(&s->mu);
-      if (st == SBX_DEAD) continue;
+      if (st == SBX_DEAD || (st == SBX_PAUSED && nomem)) continue; /* no process to watch */
       if (!alive) {
         asbe_stats stats;
         int oom = s->iso && asbe_sandbox_stats(s->iso, &stats) == 0 && stats.agent_oom_kills > 0;
@@ -144,7 +187,7 @@ static void *loop(void *arg) {
       if (st == SBX_RUNNING && end && now >= end) {
         if (autop) {
           asbi_log("sandbox %s: lifetime over, pausing (autoPause)", s->id);
-          lifecycle_pause(e, s);
+          lifecycle_pause(e, s, apmem);
         } else {
           lifecycle_kill(e, s, "timeout");
         }
@@ -165,7 +208,7 @@ static void *loop(void *arg) {
       fds[nf++].events = POLLIN;
       for (size_t i = 0; i < n; i++) {
         pthread_mutex_lock(&v[i]->mu);
-        if (v[i]->state != SBX_DEAD && v[i]->iso) {
+        if (v[i]->state != SBX_DEAD && v[i]->iso && !v[i]->paused_nomem) {
           fds[nf].fd = asbe_sandbox_pidfd(v[i]->iso);
           fds[nf++].events = POLLIN;
         }

@@ -80,8 +80,17 @@ static void usage(FILE *f) {
           "                    also ASB_NO_NETWORK=1)\n"
           "  --net-cidr CIDR   the sandboxes' link range, one /30 each (default\n"
           "                    10.88.0.0/16; give each engine on a host its own)\n"
+          "  --net-cidr6 CIDR|off  their IPv6 range, a ULA /48../112, a /126 each\n"
+          "                    (default: a /64 of fd00::/8 from --cgroup-name when\n"
+          "                    the host has an IPv6 default route; off: no IPv6)\n"
           "  --dns-upstream A[:P]  the sandboxes' resolver asks this server (up to 4\n"
           "                    times; default: the nameservers of /etc/resolv.conf)\n"
+          "  --image-dir DIR   local images (oci:, docker-archive:) may be read from\n"
+          "                    DIR and beneath it (repeatable, up to 8), beside\n"
+          "                    <state>/images; no other host path is read\n"
+          "  --egress-upstream-ca FILE  CA bundle the egress proxy verifies servers\n"
+          "                    against when it intercepts TLS for header rules\n"
+          "                    (default: the system's)\n"
           "  --max-connections N  connections each listener (TCP, unix socket) serves\n"
           "                    at once (default 1000)\n"
           "  --max-connections-per-ip N  TCP connections one client address may hold\n"
@@ -180,7 +189,8 @@ int main(int argc, char **argv) {
   engine_init(e);
   const char *state = asbi_getenv("ASB_STATE_DIR");
   const char *listen_addr = "127.0.0.1:" ASBI_STRINGIFY(ASBI_ENGINE_PORT);
-  const char *sock = NULL, *cgroup_name = NULL, *net_cidr = NULL;
+  const char *sock = NULL, *cgroup_name = NULL, *net_cidr = NULL, *upstream_ca = NULL,
+             *net_cidr6 = NULL;
   /* ASB_NO_NETWORK=1: --no-network for every engine a process starts (the
    * client library's autostart passes its environment on; the test suite
    * sets it) */
@@ -188,6 +198,8 @@ int main(int argc, char **argv) {
   int no_network = nn && *nn && strcmp(nn, "0") != 0;
   const char *dns_up[4];
   size_t ndns_up = 0;
+  const char *image_dirs[ENGINE_MAX_IMAGE_DIRS];
+  size_t nimage_dirs = 0;
   const char *envd = default_path(ASB_DEFAULT_ENVD, ASB_INSTALLED_ENVD);
   const char *init = default_path(ASB_DEFAULT_INIT, ASB_INSTALLED_INIT);
   const char *codei = default_path(ASB_DEFAULT_CODEI, ASB_INSTALLED_CODEI);
@@ -219,7 +231,10 @@ int main(int argc, char **argv) {
     O_POOL_MIN_AVAIL,
     O_NO_NET,
     O_NET_CIDR,
-    O_DNS_UP
+    O_DNS_UP,
+    O_IMAGE_DIR,
+    O_UPSTREAM_CA,
+    O_NET_CIDR6
   };
   static const struct option opts[] = {
       {"state-dir", required_argument, 0, O_STATE},
@@ -245,6 +260,9 @@ int main(int argc, char **argv) {
       {"no-network", no_argument, 0, O_NO_NET},
       {"net-cidr", required_argument, 0, O_NET_CIDR},
       {"dns-upstream", required_argument, 0, O_DNS_UP},
+      {"image-dir", required_argument, 0, O_IMAGE_DIR},
+      {"egress-upstream-ca", required_argument, 0, O_UPSTREAM_CA},
+      {"net-cidr6", required_argument, 0, O_NET_CIDR6},
       {0, 0, 0, 0}};
   const char *pool_tmpl[64];
   size_t npool_tmpl = 0;
@@ -297,6 +315,20 @@ int main(int argc, char **argv) {
           return 2;
         }
         dns_up[ndns_up++] = optarg;
+        break;
+      case O_IMAGE_DIR:
+        if (nimage_dirs == ENGINE_MAX_IMAGE_DIRS || optarg[0] != '/') {
+          fprintf(stderr, "agent-sandboxd: --image-dir wants an absolute path (at most %d)\n",
+                  ENGINE_MAX_IMAGE_DIRS);
+          return 2;
+        }
+        image_dirs[nimage_dirs++] = optarg;
+        break;
+      case O_NET_CIDR6:
+        net_cidr6 = optarg;
+        break;
+      case O_UPSTREAM_CA:
+        upstream_ca = optarg;
         break;
       case O_PREFLIGHT:
         preflight_only = 1;
@@ -445,8 +477,12 @@ int main(int argc, char **argv) {
   ec.pool_min_avail_mb = pool_min_avail_mb;
   ec.no_network = no_network;
   ec.net_cidr = net_cidr;
+  ec.net_cidr6 = net_cidr6;
   for (size_t i = 0; i < ndns_up; i++) ec.dns_upstream[i] = dns_up[i];
   ec.ndns_upstream = ndns_up;
+  for (size_t i = 0; i < nimage_dirs; i++) ec.image_dirs[i] = image_dirs[i];
+  ec.nimage_dirs = nimage_dirs;
+  ec.egress_upstream_ca = upstream_ca;
   /* Stop signals are taken by sigwait in this thread only: block them
    * before the first thread (the disk-pool thread of the isolation
    * runtime) starts, or one arriving during start-up could land in a

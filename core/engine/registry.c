@@ -23,6 +23,8 @@ sbx *reg_sbx_new(void) {
   sbx *s = calloc(1, sizeof *s);
   if (!s) return NULL;
   pthread_mutex_init(&s->mu, NULL);
+  pthread_mutex_init(&s->boot_mu, NULL);
+  s->auto_pause_memory = 1;
   s->refs = 1;
   s->state = SBX_RUNNING;
   return s;
@@ -50,6 +52,7 @@ void reg_sbx_free(sbx *s) {
   free(s->template_id);
   free(s->alias);
   pthread_mutex_destroy(&s->mu);
+  pthread_mutex_destroy(&s->boot_mu);
   free(s);
 }
 
@@ -225,6 +228,10 @@ int reg_save(engine *e, sbx *s) {
   cJSON_AddNumberToObject(j, "startedMs", (double)s->started_ms);
   cJSON_AddNumberToObject(j, "endMs", (double)s->end_ms);
   cJSON_AddBoolToObject(j, "autoPause", s->auto_pause);
+  cJSON_AddBoolToObject(j, "autoPauseMemory", s->auto_pause_memory);
+  cJSON_AddBoolToObject(j, "autoResume", s->auto_resume);
+  cJSON_AddNumberToObject(j, "timeoutS", s->timeout_s);
+  if (s->state == SBX_PAUSED) cJSON_AddBoolToObject(j, "pausedMemory", !s->paused_nomem);
   cJSON_AddNumberToObject(j, "cpuCount", s->cpu_count);
   cJSON_AddNumberToObject(j, "memoryMB", s->memory_mb);
   cJSON_AddNumberToObject(j, "diskMB", s->disk_mb);
@@ -306,12 +313,19 @@ sbx *reg_load(engine *e, const char *id) {
   if ((v = cJSON_GetObjectItemCaseSensitive(j, "endMs")) && cJSON_IsNumber(v))
     s->end_ms = (int64_t)v->valuedouble;
   s->auto_pause = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "autoPause"));
+  /* records from before pause modes: memory kept, no auto-resume */
+  s->auto_pause_memory = !cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(j, "autoPauseMemory"));
+  s->auto_resume = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "autoResume"));
+  if ((v = cJSON_GetObjectItemCaseSensitive(j, "timeoutS")) && cJSON_IsNumber(v))
+    s->timeout_s = v->valueint;
   if ((v = cJSON_GetObjectItemCaseSensitive(j, "cpuCount"))) s->cpu_count = v->valueint;
   if ((v = cJSON_GetObjectItemCaseSensitive(j, "memoryMB"))) s->memory_mb = v->valueint;
   if ((v = cJSON_GetObjectItemCaseSensitive(j, "diskMB"))) s->disk_mb = v->valueint;
   str = NULL;
   asbi_pj_get_str(j, "state", &str);
   s->state = str && strcmp(str, "paused") == 0 ? SBX_PAUSED : SBX_RUNNING;
+  s->paused_nomem =
+      s->state == SBX_PAUSED && cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(j, "pausedMemory"));
   if ((v = cJSON_GetObjectItemCaseSensitive(j, "templateLayers")) && cJSON_IsArray(v))
     s->tmpl_layers = cJSON_Duplicate(v, 1);
   if ((v = cJSON_GetObjectItemCaseSensitive(j, "customCommands")) && cJSON_IsArray(v))

@@ -41,6 +41,15 @@ typedef struct sbx {
   cJSON *env_vars;            /* object of strings */
   int64_t started_ms, end_ms; /* unix ms */
   int auto_pause;
+  /* E2B's autoPauseMemory (default 1): what an autoPause keeps; its
+   * autoResume.enabled: traffic to a paused one resumes it (router.c);
+   * the lifetime given at create, which an auto-resume grants again */
+  int auto_pause_memory, auto_resume, timeout_s;
+  /* paused without memory (lifecycle_pause): no process, its files kept;
+   * resume boots it (sandboxes_connect). iso is then a dead handle, or
+   * NULL after an engine restart. */
+  int paused_nomem;
+  pthread_mutex_t boot_mu; /* a resume's boot, and kills against it */
   int cpu_count, memory_mb, disk_mb;
   sbx_state state;
   asbe_sandbox *iso;

@@ -27,6 +27,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "apiio.h"
 #include "codei.h"
 #include "httpd/httpd.h"
 #include "net/policy.h"
@@ -34,6 +35,8 @@
 #include "proto/sign.h"
 #include "proto/url.h"
 #include "registry.h"
+#include "sandboxes.h"
+#include "util/log.h"
 #include "util/buf.h"
 #include "util/util.h"
 
@@ -87,14 +90,10 @@ static struct MHD_Response *json_resp(unsigned status, const char *id, const cha
 
 static struct MHD_Response *json_resp(unsigned status, const char *id, const char *kind,
                                       const char *reason, const char *fmt, ...) {
-  char msg[512];
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
+  cJSON *j = api_error_body((int)status, fmt, ap);
   va_end(ap);
-  cJSON *j = cJSON_CreateObject();
-  cJSON_AddNumberToObject(j, "code", status);
-  cJSON_AddStringToObject(j, "message", msg);
   if (id) cJSON_AddStringToObject(j, "sandboxId", id);
   if (kind) cJSON_AddStringToObject(j, "error", kind);
   if (reason) cJSON_AddStringToObject(j, "reason", reason);
@@ -304,6 +303,29 @@ static int connect_port(engine *e, sbx *s, int port) {
                                   : asbe_sandbox_connect_tcp(s->iso, (uint16_t)port);
 }
 
+/* E2B's autoResume: traffic to a sandbox paused with memory resumes it,
+ * with the lifetime it was created with, and is then served. One paused
+ * without memory is not (E2B refuses: arbitrary traffic would reboot it).
+ * 1 if it runs now. */
+static int auto_resume(engine *e, sbx *s) {
+  pthread_mutex_lock(&s->mu);
+  int ok = s->state == SBX_PAUSED && s->auto_resume && !s->paused_nomem;
+  int secs = s->timeout_s > 0 ? s->timeout_s : SANDBOXES_DEFAULT_TIMEOUT_S;
+  pthread_mutex_unlock(&s->mu);
+  if (!ok) return 0;
+  int resumed = 0;
+  eng_err err;
+  if (sandboxes_connect(e, s, secs, 0, &resumed, &err)) {
+    asbi_log("sandbox %s: auto-resume: %s", s->id, err.message);
+    return 0;
+  }
+  if (resumed) asbi_log("sandbox %s: auto-resumed by a request to one of its ports", s->id);
+  pthread_mutex_lock(&s->mu);
+  ok = s->state == SBX_RUNNING;
+  pthread_mutex_unlock(&s->mu);
+  return ok;
+}
+
 route_ctx *router_begin(engine *e, struct MHD_Connection *c, const char *raw_uri,
                         const char *method, const char *id, int port, struct MHD_Response **err,
                         unsigned *err_status) {
@@ -317,13 +339,13 @@ route_ctx *router_begin(engine *e, struct MHD_Connection *c, const char *raw_uri
   if (!s) {
     /* 502 as E2B's proxy answers for a sandbox it cannot reach: the stock
      * SDKs read it as "not running" (isRunning() = false, Connect calls →
-     * SandboxNotFound). The body names the sandbox and why it ended. */
+     * SandboxNotFound). The body names the sandbox; why it ended is in
+     * "reason": the message is E2B's own, word for word (its SDK tests and
+     * users' code compare it). */
     char why[32];
     const char *reason = reg_tomb(e, id, why, sizeof why);
     *err_status = 502;
-    *err = reason ? json_resp(502, id, "sandbox_not_found", reason,
-                              "The sandbox was not found: it is gone (%s)", reason)
-                  : json_resp(502, id, "sandbox_not_found", NULL, "The sandbox was not found");
+    *err = json_resp(502, id, "sandbox_not_found", reason, "The sandbox was not found");
     return NULL;
   }
   pthread_mutex_lock(&s->mu);
@@ -334,15 +356,8 @@ route_ctx *router_begin(engine *e, struct MHD_Connection *c, const char *raw_uri
   if (st == SBX_DEAD) { /* being killed right now */
     reg_put(e, s);
     *err_status = 502;
-    *err = json_resp(502, id, "sandbox_not_found", dying,
-                     "The sandbox was not found: it is gone (%s)", dying);
-    return NULL;
-  }
-  if (st != SBX_RUNNING) {
-    reg_put(e, s);
-    *err_status = 502;
-    *err = json_resp(502, id, "sandbox_paused", NULL,
-                     "sandbox \"%s\" is paused; connect to it to resume", id);
+    *err = json_resp(502, id, "sandbox_not_found", dying[0] ? dying : NULL,
+                     "The sandbox was not found");
     return NULL;
   }
   /* network.allowPublicTraffic = false: the sandbox's ports (envd's has its
@@ -362,6 +377,27 @@ route_ctx *router_begin(engine *e, struct MHD_Connection *c, const char *raw_uri
                        tt ? "invalid traffic access token" : "missing traffic access token");
       return NULL;
     }
+  }
+  /* Only a request that carries what its port needs wakes a paused
+   * sandbox: with private ports, the traffic token (checked above) or, for
+   * envd's, its access token; public ports wake it for anyone, as E2B's do. */
+  int may_wake = !private_ports || port != ASBI_ENVD_PORT;
+  if (!may_wake) {
+    const char *at = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "X-Access-Token");
+    may_wake = at && asbi_httpd_token_eq(at, s->token);
+  }
+  if (st != SBX_RUNNING && !(may_wake && auto_resume(e, s))) {
+    pthread_mutex_lock(&s->mu);
+    int nomem = s->paused_nomem;
+    pthread_mutex_unlock(&s->mu);
+    reg_put(e, s);
+    *err_status = 502;
+    *err = json_resp(502, id, "sandbox_paused", NULL,
+                     nomem ? "sandbox \"%s\" is paused without memory; only an explicit "
+                             "connect (or resume) boots it again"
+                           : "sandbox \"%s\" is paused; connect to it to resume",
+                     id);
+    return NULL;
   }
   route_ctx *r = calloc(1, sizeof *r);
   if (!r || !(r->buf = malloc(READ_CHUNK))) {

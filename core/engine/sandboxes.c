@@ -51,9 +51,18 @@ static int wait_envd(sbx *s) {
  * authenticated by the token already set (envd's guard: only the same
  * token may re-init), with no timestamp, so envd applies it whatever its
  * clock says about the first. */
-static int init_envd(sbx *s, int again) {
+static int init_envd(engine *e, sbx *s, int again) {
   cJSON *init = cJSON_CreateObject();
-  cJSON_AddItemToObject(init, "envVars", cJSON_Duplicate(s->env_vars, 1));
+  cJSON *env = cJSON_Duplicate(s->env_vars, 1);
+  /* with network, the programs that bring their own CA bundle are pointed
+   * at the sandbox's, which holds the egress CA; the sandbox's env vars win */
+  static const char *const ca_vars[] = {"SSL_CERT_FILE", "NODE_EXTRA_CA_CERTS",
+                                        "REQUESTS_CA_BUNDLE"};
+  int ca = env && sbxnet_ca_installed(e, s->iso);
+  for (size_t i = 0; ca && i < sizeof ca_vars / sizeof ca_vars[0]; i++)
+    if (!cJSON_GetObjectItemCaseSensitive(env, ca_vars[i]))
+      cJSON_AddStringToObject(env, ca_vars[i], SBXNET_CA_BUNDLE);
+  cJSON_AddItemToObject(init, "envVars", env);
   cJSON_AddStringToObject(init, "accessToken", s->token);
   cJSON_AddStringToObject(init, "defaultUser", "user");
   cJSON_AddStringToObject(init, "defaultWorkdir", "/home/user");
@@ -68,6 +77,40 @@ static int init_envd(sbx *s, int again) {
                 : -ENOMEM;
   free(body);
   return st;
+}
+
+/* The isolated sandbox of s (its id, limits) on tmpl (t's layers, or the
+ * ones s was made on), with envd and the code interpreter as t wants
+ * them; resume: the paused one booted again on its kept files. 0 or a
+ * negative errno (asbe_errmsg). */
+static int start_iso(engine *e, const template_info *t, const asbe_template *tmpl, sbx *s,
+                     int resume, asbe_sandbox **out) {
+  const char *args[] = {"--unix", "/run/asb/envd.sock", NULL};
+  char **argv = asbe_agent_argv("envd", args);
+  asbe_sandbox_spec spec;
+  memset(&spec, 0, sizeof spec);
+  spec.id = s->id;
+  spec.tmpl = tmpl;
+  spec.memory_bytes = (uint64_t)s->memory_mb << 20;
+  spec.pids_max = 1024;
+  spec.cpu_millicores = (uint32_t)s->cpu_count * 1000;
+  spec.disk_bytes = (uint64_t)s->disk_mb << 20;
+  spec.agent_argv = (const char *const *)argv;
+  spec.resolv_conf = sbxnet_resolv_conf(e);
+  spec.extra_ca_pem = sbxnet_ca_pem(e);
+  spec.resume = resume;
+  /* The code interpreter, asb-init's aux agent: started with the sandbox for
+   * the code-interpreter templates (Python importing ipykernel dominates the
+   * first run_code, so the kernel warms while envd starts), on the first
+   * request for port 49999 otherwise. */
+  char **aux = codei_aux_argv(e, s);
+  spec.aux_argv = (const char *const *)aux;
+  spec.aux_on_demand = !t->start_codei;
+  int rc = argv && (aux || !e->codei_path) ? asbe_sandbox_create(e->iso, &spec, out) : -ENOMEM;
+  if (rc == 0) s->codei_started = aux && t->start_codei;
+  free(argv);
+  codei_argv_free(aux);
+  return rc;
 }
 
 /* The prepare half of create: everything that depends only on the
@@ -104,6 +147,8 @@ int sandboxes_prepare_vols(engine *e, template_info *t, const cJSON *env_vars,
   s->cpu_count = t->cpu_count;
   s->memory_mb = t->memory_mb;
   s->disk_mb = t->disk_mb;
+  /* a snapshot's layers too: build_gc keeps them while s runs */
+  if (t->snap_source && !t->spec) s->tmpl_layers = templates_layers_json(t);
   if (t->spec) {
     s->tmpl_layers = templates_layers_json(t);
     s->commands = cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(t->spec, "commands"), 1);
@@ -125,30 +170,8 @@ int sandboxes_prepare_vols(engine *e, template_info *t, const cJSON *env_vars,
       goto out;
     }
   }
-  const char *args[] = {"--unix", "/run/asb/envd.sock", NULL};
-  char **argv = asbe_agent_argv("envd", args);
-  asbe_sandbox_spec spec;
-  memset(&spec, 0, sizeof spec);
-  spec.id = s->id;
-  spec.tmpl = vt ? vt : t->tmpl;
-  spec.memory_bytes = (uint64_t)t->memory_mb << 20;
-  spec.pids_max = 1024;
-  spec.cpu_millicores = (uint32_t)t->cpu_count * 1000;
-  spec.disk_bytes = (uint64_t)t->disk_mb << 20;
-  spec.agent_argv = (const char *const *)argv;
-  spec.resolv_conf = sbxnet_resolv_conf(e);
-  /* The code interpreter, asb-init's aux agent: started with the sandbox for
-   * the code-interpreter templates (Python importing ipykernel dominates the
-   * first run_code, so the kernel warms while envd starts), on the first
-   * request for port 49999 otherwise. */
-  char **aux = codei_aux_argv(e, s);
-  spec.aux_argv = (const char *const *)aux;
-  spec.aux_on_demand = !t->start_codei;
-  s->codei_started = aux && t->start_codei;
-  rc = argv && (aux || !e->codei_path) ? asbe_sandbox_create(e->iso, &spec, &s->iso) : -ENOMEM;
+  rc = start_iso(e, t, vt ? vt : t->tmpl, s, 0, &s->iso);
   asbe_template_free(vt); /* its mount fds: the sandbox has its clones */
-  free(argv);
-  codei_argv_free(aux);
   if (rc) {
     eng_err_set(err, ENG_EINTERNAL, NULL, "cannot create the sandbox: %s", asbe_errmsg());
     goto out;
@@ -166,7 +189,7 @@ int sandboxes_prepare_vols(engine *e, template_info *t, const cJSON *env_vars,
     eng_err_set(err, ENG_EINTERNAL, NULL, "the sandbox's agent did not start: %s", strerror(-rc));
     goto undo;
   }
-  int st = init_envd(s, 0);
+  int st = init_envd(e, s, 0);
   if (st < 200 || st >= 300) {
     eng_err_set(err, ENG_EINTERNAL, NULL, "the sandbox's agent refused /init (%s)",
                 st < 0 ? strerror(-st) : "HTTP error");
@@ -220,6 +243,8 @@ static int personalise(engine *e, template_info *t, sbx *s, const sandboxes_crea
                        int pooled, eng_err *err) {
   s->metadata = rq->metadata ? cJSON_Duplicate(rq->metadata, 1) : cJSON_CreateObject();
   s->auto_pause = rq->auto_pause != 0;
+  s->auto_pause_memory = !rq->auto_pause_no_memory;
+  s->auto_resume = rq->auto_resume != 0;
   if (!s->metadata) return eng_err_set(err, ENG_EINTERNAL, NULL, "out of memory");
   /* Also without env vars: an envd that asb-init restarted while the
    * sandbox sat in the pool has no token; this /init gives it the
@@ -229,7 +254,7 @@ static int personalise(engine *e, template_info *t, sbx *s, const sandboxes_crea
     if (!env) return eng_err_set(err, ENG_EINTERNAL, NULL, "out of memory");
     cJSON_Delete(s->env_vars);
     s->env_vars = env;
-    int st = init_envd(s, 1);
+    int st = init_envd(e, s, 1);
     if (st < 200 || st >= 300)
       return eng_err_set(err, ENG_EINTERNAL, NULL, "the sandbox's agent refused /init (%s)",
                          st < 0 ? strerror(-st) : "HTTP error");
@@ -239,6 +264,7 @@ static int personalise(engine *e, template_info *t, sbx *s, const sandboxes_crea
   if (sbxnet_apply(e, s, rq->network, nwhy, sizeof nwhy))
     return eng_err_set(err, ENG_EINTERNAL, NULL, "cannot connect the sandbox's network: %s", nwhy);
   int timeout_s = rq->timeout_s > 0 ? rq->timeout_s : SANDBOXES_DEFAULT_TIMEOUT_S;
+  s->timeout_s = timeout_s;
   s->started_ms = asbi_unix_ms();
   s->end_ms = s->started_ms + (int64_t)timeout_s * 1000;
   int rc;
@@ -419,8 +445,8 @@ void sandboxes_extend(engine *e, sbx *s, int seconds) {
   lifecycle_kick(e);
 }
 
-int sandboxes_pause(engine *e, sbx *s, eng_err *err) {
-  int rc = lifecycle_pause(e, s);
+int sandboxes_pause(engine *e, sbx *s, int memory, eng_err *err) {
+  int rc = lifecycle_pause(e, s, memory);
   if (rc == 0) return 0;
   if (rc == -EALREADY)
     return eng_err_set(err, ENG_ECONFLICT, NULL, "sandbox \"%s\" is already paused", s->id);
@@ -428,13 +454,138 @@ int sandboxes_pause(engine *e, sbx *s, eng_err *err) {
                      asbe_errmsg());
 }
 
+/* The layers s was made on: t's own, or (t rebuilt since) those recorded
+ * for s, which the engine keeps while s exists (build.c), with t's binds.
+ * NULL without memory. *made: the caller frees it. */
+static const asbe_template *layers_of(const template_info *t, const sbx *s, asbe_template **made) {
+  *made = NULL;
+  cJSON *now = templates_layers_json(t);
+  int same = !s->tmpl_layers || (now && cJSON_Compare(now, s->tmpl_layers, 1));
+  cJSON_Delete(now);
+  if (same) return t->tmpl;
+  asbe_template *m = asbe_template_new();
+  const cJSON *it;
+  cJSON_ArrayForEach(it, s->tmpl_layers) {
+    if (!m || !cJSON_IsString(it) || asbe_template_add_layer(m, it->valuestring)) goto fail;
+  }
+  for (size_t i = 0; i < asbe_template_bind_count(t->tmpl); i++) {
+    const char *dst = NULL, *src = asbe_template_bind(t->tmpl, i, &dst);
+    if (asbe_template_add_bind(m, src, dst)) goto fail;
+  }
+  *made = m;
+  return m;
+fail:
+  asbe_template_free(m);
+  return NULL;
+}
+
+/* Boots a sandbox paused without memory (under boot_mu, state paused): a
+ * fresh asb-init on its kept files, envd with the same access token (the
+ * clients' tokens still work), the template's start command and ready
+ * check, the code interpreter; a new boot_id. On failure it stays paused. */
+static int boot(engine *e, sbx *s, eng_err *err) {
+  template_info *t = templates_find(e, s->template_id);
+  if (!t && s->alias && *s->alias) t = templates_find(e, s->alias);
+  if (!t)
+    return eng_err_set(err, ENG_EINTERNAL, NULL,
+                       "cannot resume sandbox \"%s\": its template \"%s\" is gone", s->id,
+                       s->template_id);
+  asbe_template *made = NULL, *vt = NULL;
+  const asbe_template *tmpl = layers_of(t, s, &made);
+  /* its volumes again, as at create */
+  if (tmpl && s->volume_mounts && cJSON_GetArraySize(s->volume_mounts)) {
+    char why[512] = "out of memory";
+    if (!(vt = asbe_template_copy(tmpl)) ||
+        volumes_add_to(e, s->volume_mounts, vt, why, sizeof why)) {
+      asbe_template_free(vt);
+      asbe_template_free(made);
+      templates_put(e, t);
+      return eng_err_set(err, ENG_EINTERNAL, NULL, "cannot resume sandbox \"%s\": its volumes: %s",
+                         s->id, why);
+    }
+    tmpl = vt;
+  }
+  asbe_sandbox *iso = NULL;
+  int rc = tmpl ? start_iso(e, t, tmpl, s, 1, &iso) : -ENOMEM;
+  asbe_template_free(vt);
+  asbe_template_free(made);
+  if (rc) {
+    templates_put(e, t);
+    return eng_err_set(err, ENG_EINTERNAL, NULL, "cannot resume sandbox \"%s\": %s", s->id,
+                       rc == -ENOMEM ? "out of memory" : asbe_errmsg());
+  }
+  pthread_mutex_lock(&s->mu);
+  asbe_sandbox *old = s->iso;
+  s->iso = iso;
+  pthread_mutex_unlock(&s->mu);
+  if (old) asbe_sandbox_release(old);
+  char why[4096];
+  if (sbxnet_attach(e, s, why, sizeof why) || sbxnet_apply(e, s, NULL, why, sizeof why)) {
+    eng_err_set(err, ENG_EINTERNAL, NULL, "cannot connect the network of \"%s\": %s", s->id, why);
+    goto undo;
+  }
+  if ((rc = wait_envd(s))) {
+    eng_err_set(err, ENG_EINTERNAL, NULL, "the agent of \"%s\" did not start: %s", s->id,
+                strerror(-rc));
+    goto undo;
+  }
+  int st = init_envd(e, s, 0);
+  if (st < 200 || st >= 300) {
+    eng_err_set(err, ENG_EINTERNAL, NULL, "the agent of \"%s\" refused /init (%s)", s->id,
+                st < 0 ? strerror(-st) : "HTTP error");
+    goto undo;
+  }
+  if (t->spec && tstart_run(e, s, t, why, sizeof why)) {
+    eng_err_set(err, ENG_EINTERNAL, "template_start_failed", "%s", why);
+    goto undo;
+  }
+  if (s->codei_started && (rc = codei_wait_ready(e, s, CODEI_READY_MS)))
+    asbi_log("sandbox %s: the code interpreter is not ready after resume's wait (%s)", s->id,
+             strerror(-rc));
+  templates_put(e, t);
+  return 0;
+undo:
+  asbi_log("sandbox %s: %s", s->id, err->message);
+  sbxnet_detach(e, s, 1);
+  if (asbe_sandbox_stop(s->iso)) asbi_log("sandbox %s: stop: %s", s->id, asbe_errmsg());
+  s->codei_started = 0;
+  templates_put(e, t);
+  return -1;
+}
+
 int sandboxes_connect(engine *e, sbx *s, int seconds, int resume_only, int *resumed, eng_err *err) {
   *resumed = 0;
+  pthread_mutex_lock(&s->boot_mu); /* one boot at a time; a second connect waits for it */
   pthread_mutex_lock(&s->mu);
-  int was_paused = s->state == SBX_PAUSED;
+  int was_paused = s->state == SBX_PAUSED, nomem = s->paused_nomem, dead = s->state == SBX_DEAD;
   pthread_mutex_unlock(&s->mu);
-  if (resume_only && !was_paused)
+  if (dead) {
+    pthread_mutex_unlock(&s->boot_mu);
+    return eng_err_set(err, ENG_ENOTFOUND, s->end_reason, "sandbox \"%s\" is gone (%s)", s->id,
+                       s->end_reason);
+  }
+  if (resume_only && !was_paused) {
+    pthread_mutex_unlock(&s->boot_mu);
     return eng_err_set(err, ENG_ECONFLICT, NULL, "sandbox \"%s\" is already running", s->id);
+  }
+  if (was_paused && nomem) {
+    int64_t t0 = asbi_unix_ms();
+    if (boot(e, s, err)) {
+      pthread_mutex_unlock(&s->boot_mu);
+      return -1;
+    }
+    pthread_mutex_lock(&s->mu);
+    s->state = SBX_RUNNING;
+    s->paused_nomem = 0;
+    s->end_ms = 0; /* extend below */
+    pthread_mutex_unlock(&s->mu);
+    asbi_log("sandbox %s: booted again (resume without memory, %lld ms)", s->id,
+             (long long)(asbi_unix_ms() - t0));
+    extend(s, seconds);
+    *resumed = 1;
+    was_paused = 0;
+  }
+  pthread_mutex_unlock(&s->boot_mu);
   /* The new lifetime first: a sandbox thawed with its old, passed
    * deadline would be paused again by the lifecycle thread at once. */
   extend(s, seconds);
@@ -493,7 +644,7 @@ int sandboxes_logs(engine *e, sbx *s, int64_t limit, char ***lines, size_t *n, e
   (void)e;
   *lines = NULL;
   *n = 0;
-  int lfd = asbe_sandbox_agent_log(s->iso);
+  int lfd = s->iso ? asbe_sandbox_agent_log(s->iso) : -1; /* paused without memory, adopted */
   if (lfd < 0) return 0;
   FILE *f = fdopen(lfd, "r");
   if (!f) {

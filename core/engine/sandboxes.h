@@ -27,6 +27,8 @@ typedef struct sandboxes_create_req {
   const cJSON *metadata;             /* object of strings, or NULL (copied) */
   const cJSON *env_vars;             /* object of strings, or NULL (copied) */
   const struct asbn_policy *network; /* NULL: the default (internet on); copied */
+  int auto_pause_no_memory;          /* E2B's autoPauseMemory: false (files only) */
+  int auto_resume;                   /* E2B's autoResume.enabled (memory pauses only) */
   const cJSON *volume_mounts;        /* volumes_parse_mounts's [{name, path}], or NULL */
 } sandboxes_create_req;
 
@@ -81,12 +83,14 @@ void sandboxes_kill(engine *e, sbx *s);
 void sandboxes_set_timeout(engine *e, sbx *s, int seconds);
 /* Its lifetime lasts at least seconds from now (never shortened). */
 void sandboxes_extend(engine *e, sbx *s, int seconds);
-/* Freezes it: 0, or -1 with ENG_ECONFLICT (paused already) or
- * ENG_EINTERNAL. */
-int sandboxes_pause(engine *e, sbx *s, eng_err *err);
+/* Pauses it: with memory, freezes it; without, stops its processes and
+ * keeps its files (a resume boots it). 0, or -1 with ENG_ECONFLICT
+ * (paused already) or ENG_EINTERNAL. */
+int sandboxes_pause(engine *e, sbx *s, int memory, eng_err *err);
 /* Extends its lifetime to seconds from now and thaws it if it was paused
- * (*resumed = 1). With resume_only, a running one is ENG_ECONFLICT (E2B's
- * deprecated resume). 0, or -1 with err. */
+ * with memory, boots it again if it was paused without (*resumed = 1).
+ * With resume_only, a running one is ENG_ECONFLICT (E2B's deprecated
+ * resume). 0, or -1 with err. */
 int sandboxes_connect(engine *e, sbx *s, int seconds, int resume_only, int *resumed, eng_err *err);
 
 /* Replaces its network policy (PUT /sandboxes/{id}/network), atomically;

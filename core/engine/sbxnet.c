@@ -8,10 +8,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/openat2.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "net/datapath.h"
 #include "net/egress/egress.h"
+#include "util/buf.h"
 #include "util/log.h"
 
 int sbxnet_open(engine *e, const engine_config *cfg, eng_err *err) {
@@ -23,30 +27,56 @@ int sbxnet_open(engine *e, const engine_config *cfg, eng_err *err) {
   asbn_egress_config ec;
   memset(&ec, 0, sizeof ec);
   ec.bind4 = "0.0.0.0"; /* every host end; the datapath closes them to everyone else */
+  /* IPv6 host ends too, where the kernel has IPv6 (the datapath decides
+   * whether sandboxes get it; the input rules close the ports either way) */
+  int v6 = access("/proc/sys/net/ipv6", F_OK) == 0 &&
+           !(cfg->net_cidr6 && strcmp(cfg->net_cidr6, "off") == 0);
+  ec.bind6 = v6 ? "::" : NULL;
   for (size_t i = 0; i < cfg->ndns_upstream && i < ASBN_EGRESS_MAX_UPSTREAMS; i++)
     ec.dns_upstream[ec.ndns_upstream++] = cfg->dns_upstream[i];
   ec.state_dir = e->state_dir;
   ec.secrets = e->secrets;
+  ec.upstream_ca_file = cfg->egress_upstream_ca;
   if (asbn_egress_start(&ec, &e->egress, why, sizeof why) != 0)
     return eng_err_set(err, ENG_EINTERNAL, NULL,
                        "cannot start the sandboxes' resolver and proxy: %s (--no-network: "
                        "loopback only)",
                        why);
+  /* The egress CA goes into every sandbox's trust store (its CA bundle,
+   * iso.h extra_ca_pem): read once, the same for all */
+  const char *ca = asbn_egress_ca_path(e->egress);
+  if (ca) {
+    asbi_buf b = ASBI_BUF_INIT;
+    int rc = asbi_buf_read_file(&b, ca, 8191);
+    if (rc != 0) {
+      asbi_buf_free(&b);
+      asbn_egress_stop(e->egress);
+      e->egress = NULL;
+      return eng_err_set(err, ENG_EINTERNAL, NULL, "cannot read the egress CA %s: %s", ca,
+                         strerror(-rc));
+    }
+    e->egress_ca_pem = asbi_buf_detach(&b, NULL);
+  }
   asbn_dp_config c;
   memset(&c, 0, sizeof c);
   c.name = cfg->cgroup_name ? cfg->cgroup_name : "agent-sandbox";
   c.cidr4 = cfg->net_cidr;
+  c.cidr6 = v6 ? cfg->net_cidr6 : "off";
+  c.state_dir = e->state_dir;
   c.dns_port = asbn_egress_dns_port(e->egress);
   c.proxy_port = asbn_egress_proxy_port(e->egress);
   if (asbn_dp_open(&c, &e->dp, why, sizeof why) != 0) {
     asbn_egress_stop(e->egress);
     e->egress = NULL;
+    free(e->egress_ca_pem);
+    e->egress_ca_pem = NULL;
     return eng_err_set(err, ENG_EINTERNAL, NULL,
                        "cannot set up the sandboxes' network: %s (--no-network: loopback only)",
                        why);
   }
-  asbi_log("network: sandboxes get eth0 in %s, nftables table inet %s, DNS on :%u, proxy on :%u",
-           cfg->net_cidr ? cfg->net_cidr : "10.88.0.0/16", asbn_dp_table(e->dp),
+  asbi_log("network: sandboxes get eth0 in %s%s, nftables table inet %s, DNS on :%u, proxy on :%u",
+           cfg->net_cidr ? cfg->net_cidr : "10.88.0.0/16",
+           asbn_dp_has_ipv6(e->dp) ? " and IPv6" : " (IPv4 only)", asbn_dp_table(e->dp),
            (unsigned)c.dns_port, (unsigned)c.proxy_port);
   return 0;
 }
@@ -56,6 +86,32 @@ void sbxnet_close(engine *e) {
   e->dp = NULL;
   asbn_egress_stop(e->egress);
   e->egress = NULL;
+  free(e->egress_ca_pem);
+  e->egress_ca_pem = NULL;
+}
+
+const char *sbxnet_ca_pem(engine *e) {
+  return e->dp ? e->egress_ca_pem : NULL;
+}
+
+int sbxnet_ca_installed(engine *e, asbe_sandbox *iso) {
+  if (!sbxnet_ca_pem(e) || !iso) return 0;
+  /* the sandbox's bundle, resolved inside its root (its init's), never
+   * following a symlink out of it; the pidfd says the pid is still its */
+  char path[64];
+  snprintf(path, sizeof path, "/proc/%d/root", (int)asbe_sandbox_pid(iso));
+  int root = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (root < 0) return 0;
+  struct open_how how;
+  memset(&how, 0, sizeof how);
+  how.flags = O_PATH | O_CLOEXEC;
+  how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
+  int fd = (int)syscall(SYS_openat2, root, SBXNET_CA_BUNDLE + 1, &how, sizeof how);
+  struct stat st;
+  int ok = fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && asbe_sandbox_alive(iso);
+  if (fd >= 0) close(fd);
+  close(root);
+  return ok;
 }
 
 static struct sockaddr_in link_addr(const struct asbn_dp_link *l) {
@@ -97,6 +153,16 @@ int sbxnet_apply_link(engine *e, struct asbn_dp_link *l, const asbn_policy *p, c
   struct sockaddr_in a = link_addr(l);
   if (e->egress && asbn_egress_set_policy(e->egress, (struct sockaddr *)&a, p) != 0) {
     snprintf(why, len, "the egress services refused the policy: %s", strerror(errno));
+    return -1;
+  }
+  /* its IPv6 address is the same sandbox to them (one policy, the AAAA
+   * answers it got over IPv4, one set of counters) */
+  struct sockaddr_in6 a6;
+  memset(&a6, 0, sizeof a6);
+  a6.sin6_family = AF_INET6;
+  if (e->egress && asbn_dp_sandbox_addr6(e->dp, l, &a6.sin6_addr) == 0 &&
+      asbn_egress_add_address(e->egress, (struct sockaddr *)&a, (struct sockaddr *)&a6) != 0) {
+    snprintf(why, len, "the egress services refused the sandbox's IPv6 address");
     return -1;
   }
   return asbn_dp_apply(e->dp, l, p, why, len);

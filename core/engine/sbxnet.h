@@ -20,6 +20,18 @@
 int sbxnet_open(engine *e, const engine_config *cfg, eng_err *err);
 void sbxnet_close(engine *e);
 
+/* The egress CA's certificate (PEM) every networked sandbox trusts (the
+ * proxy signs the intercepted domains' certificates with it), NULL without
+ * network. */
+const char *sbxnet_ca_pem(engine *e);
+/* Where a sandbox's programs find it: the CA bundle, for the programs that
+ * read a bundle of their own unless told (Node, pip's certifi, Go, ...). */
+#define SBXNET_CA_BUNDLE "/etc/ssl/certs/ca-certificates.crt"
+/* Whether the sandbox has that bundle (a regular file: the CA went into
+ * it at create, iso.h extra_ca_pem); a template without one gets no CA
+ * variables, which would name a file it does not have. */
+int sbxnet_ca_installed(engine *e, asbe_sandbox *iso);
+
 /* 0 also when the engine has no network (nothing to do). -1 with why. */
 int sbxnet_attach(engine *e, sbx *s, char *why, size_t len);
 /* Applies p (NULL: the sandbox's own s->net_policy) and keeps a copy in

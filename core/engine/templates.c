@@ -69,6 +69,7 @@ static void tinfo_free(template_info *t) {
   free(t->build_id);
   free(t->hash);
   free(t->base);
+  free(t->snap_source);
   cJSON_Delete(t->spec);
   free(t);
 }
@@ -184,6 +185,13 @@ int templates_load(engine *e, const char *id, template_info **out) {
       t->spec = cJSON_Duplicate(v, 1);
     t->envd_version = asbi_strdup(e->envd_version);
     if (!t->build_id || !t->hash || !t->envd_version) rc = -ENOMEM;
+    t->start_codei = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "startCodeInterpreter"));
+    const cJSON *snap = cJSON_GetObjectItemCaseSensitive(j, "snapshot");
+    const char *src = NULL;
+    if (cJSON_IsObject(snap) && !asbi_pj_get_str(snap, "sandboxID", &src) && src) {
+      if (!(t->snap_source = asbi_strdup(src))) rc = -ENOMEM;
+      t->hidden = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(snap, "hidden"));
+    }
   }
   cJSON_Delete(j);
   if (rc) {
@@ -257,9 +265,11 @@ template_info *templates_find(engine *e, const char *name) {
   pthread_mutex_unlock(&e->tmpl_mu);
   const char *colon = strchr(name, ':');
   if (!found && colon && colon != name && !strchr(colon + 1, ':') && strlen(name) < 256) {
-    /* "name:tag" (E2B's builder): the template, if tag names its build */
+    /* "name:tag" (E2B's builder): the template, if tag names its build;
+     * "default" names the latest (what E2B's snapshot ids carry) */
     char base[256], ours[40];
     snprintf(base, sizeof base, "%.*s", (int)(colon - name), name);
+    if (!strcmp(colon + 1, "default")) return templates_find(e, base);
     int (*tag_build)(engine *, const char *, const char *, char *, size_t) =
         __atomic_load_n(&e->tag_build, __ATOMIC_ACQUIRE);
     found = tag_build ? templates_find(e, base) : NULL;
@@ -513,6 +523,30 @@ int templates_delete(engine *e, const char *id, eng_err *err) {
   /* Its warm pool goes first (its sandboxes are nobody's yet, and one
    * being prepared holds the template); it refills if the template stays. */
   int busy = 0;
+  if (t->snap_source && (users || child[0])) {
+    /* A snapshot in use: it goes from the registry now (no new sandbox
+     * from it, not listed), its files stay for those that run on them or
+     * build on them; build_gc removes them once nothing does. */
+    templates_pool_drain(e, t, 1);
+    if (templates_uninstall(e, t) != 0) {
+      templates_pool_reopen(e, t);
+      eng_err_set(err, ENG_ECONFLICT, NULL,
+                  "snapshot \"%s\" is in use (a sandbox is being created from it); try again",
+                  t->alias);
+    } else {
+      char from[4300], to[4300];
+      snprintf(from, sizeof from, "%s/template.json", t->dir);
+      snprintf(to, sizeof to, "%s/template.json.deleted", t->dir);
+      if (rename(from, to) != 0)
+        asbi_log("template %s: rename %s: %s", t->id, from, strerror(errno));
+      asbi_log("snapshot %s (%s): deleted; its files stay while sandboxes use them", t->alias,
+               t->id);
+      rc = 0;
+    }
+    pthread_mutex_unlock(&e->build_mu);
+    templates_put(e, t);
+    return rc;
+  }
   if (!users && !child[0]) {
     templates_pool_drain(e, t, 1);
     if ((busy = templates_uninstall(e, t) != 0)) templates_pool_reopen(e, t);

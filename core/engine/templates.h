@@ -20,7 +20,11 @@ struct template_info {
   cJSON *spec;           /* built templates: the normalised template.yaml */
   int64_t build_ms;      /* how long the build took */
   char *alias;           /* name */
-  char *dir;             /* prepared template dir */
+  /* Snapshots (snapshots.c): the sandbox it was taken of (NULL: not a
+   * snapshot); hidden: a fork's, not listed (removed once unused). */
+  char *snap_source;
+  int hidden;
+  char *dir; /* prepared template dir */
   asbe_template *tmpl;
   int cpu_count, memory_mb, disk_mb;
   char *envd_version;

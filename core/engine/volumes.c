@@ -42,6 +42,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "apiio.h"
 #include "httpd/httpd.h"
 #include "iso/iso.h"
 #include "registry.h"
@@ -414,14 +415,8 @@ int api_volumes_handle(engine *e, api_req *q, api_reply *r) {
 /* ---- paths inside a volume --------------------------------------------------------- */
 
 static int openat2_in(int dirfd, const char *path, int flags) {
-  struct open_how how;
-  memset(&how, 0, sizeof how);
-  how.flags = (uint64_t)(flags | O_CLOEXEC);
-  how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV;
-  int fd;
-  do fd = (int)syscall(SYS_openat2, dirfd, path, &how, sizeof how);
-  while (fd < 0 && errno == EAGAIN);
-  return fd;
+  return asbi_openat2(dirfd, path, flags, 0,
+                      RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV);
 }
 
 /* The parent dir of norm (an O_PATH fd, resolved in the volume) and the
@@ -547,14 +542,10 @@ static void vreply(vol_reply *r, int status, cJSON *body) {
 static void verror(vol_reply *r, int status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 static void verror(vol_reply *r, int status, const char *fmt, ...) {
-  char msg[512];
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
+  cJSON *j = api_error_body(status, fmt, ap);
   va_end(ap);
-  cJSON *j = cJSON_CreateObject();
-  cJSON_AddNumberToObject(j, "code", status);
-  cJSON_AddStringToObject(j, "message", msg);
   vreply(r, status, j);
 }
 

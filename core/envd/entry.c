@@ -199,15 +199,7 @@ int envd_mkdirs(const char *path) {
  * directories are chowned through their own descriptor (opened O_NOFOLLOW
  * relative to the parent's), never by path. */
 static int open_nomagic(int dfd, const char *path, int flags, mode_t mode) {
-  struct open_how how;
-  memset(&how, 0, sizeof how);
-  how.flags = (unsigned long long)(flags | O_CLOEXEC);
-  how.mode = (flags & O_CREAT) ? mode : 0;
-  how.resolve = RESOLVE_NO_MAGICLINKS;
-  for (;;) {
-    long fd = syscall(SYS_openat2, dfd, path, &how, sizeof how);
-    if (fd >= 0 || errno != EAGAIN) return (int)fd;
-  }
+  return asbi_openat2(dfd, path, flags, (unsigned)mode, RESOLVE_NO_MAGICLINKS);
 }
 
 /* A non-root envd can only give files to itself. */

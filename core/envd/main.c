@@ -2,6 +2,7 @@
  * SPDX-License-Identifier: Apache-2.0 */
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/close_range.h>
 #include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
@@ -140,9 +141,17 @@ int main(int argc, char **argv) {
   }
   (void)port_given;
 
-  /* fds 0-2 must exist so no pipe lands there. */
-  for (int fd = open("/dev/null", O_RDWR); fd >= 0 && fd <= 2; fd = open("/dev/null", O_RDWR)) {
+  /* fds 0-2 must exist so no pipe lands there; the first one above them
+   * is closed again (it would be inherited by every process envd starts). */
+  for (int fd = open("/dev/null", O_RDWR); fd >= 0; fd = open("/dev/null", O_RDWR)) {
+    if (fd > 2) {
+      close(fd);
+      break;
+    }
   }
+  /* Descriptors envd inherited are no business of the processes it starts:
+   * close-on-exec for all of them (kernels before 5.11: left as they are). */
+  close_range(3, ~0U, CLOSE_RANGE_CLOEXEC);
 
   /* SIGCHLD is read through a signalfd; SIGPIPE becomes EPIPE. Blocked
    * before any thread starts so every thread inherits the mask. */

@@ -19,6 +19,7 @@
 
 #include "log.h"
 #include "path.h"
+#include "prestart.h"
 #include "proc.h"
 #include "proc_io.h"
 #include "proc_tab.h"
@@ -37,10 +38,13 @@ static int g_devnull = -1;
 int envd_proc_init(void) {
   g_devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
   if (g_devnull < 0) return -1;
-  return envd_pio_start();
+  if (envd_pio_start() != 0) return -1;
+  if (envd_pre_init() != 0) envd_log("pre-started shells off: %s", strerror(errno));
+  return 0;
 }
 
 void envd_proc_shutdown(void) {
+  envd_pre_shutdown();
   envd_ptab_lock();
   for (envd_proc *p = envd_ptab_live(); p; p = p->next) {
     kill(-p->pid, SIGKILL);
@@ -68,6 +72,7 @@ typedef struct pstream {
    * body, before and after the spawn; 0 with the timers off */
   uint64_t t_head, t_body, t_spawn0, t_spawn1, t_start;
   int wakeups;
+  int pre; /* run by the pre-started shell */
 } pstream;
 
 /* One line per Start with its phases, when the end event is encoded. */
@@ -79,10 +84,10 @@ static void log_phases(const pstream *ps, const envd_proc *p) {
 #define US(a, b) ((double)((int64_t)((b) - (a))) / 1e3)
   envd_timing_line(
       "Start pid=%d recv_us=%.1f prep_us=%.1f spawn_us=%.1f start_ev_us=%.1f "
-      "run_us=%.1f drain_us=%.1f deliver_us=%.1f total_us=%.1f wakeups=%d",
+      "run_us=%.1f drain_us=%.1f deliver_us=%.1f total_us=%.1f wakeups=%d pre=%d",
       p->pid, US(ps->t_head, ps->t_body), US(ps->t_body, ps->t_spawn0),
       US(ps->t_spawn0, ps->t_spawn1), US(ps->t_spawn1, ps->t_start), US(ps->t_spawn1, ex),
-      US(ex, en), US(en, now), US(ps->t_head, now), ps->wakeups);
+      US(ex, en), US(en, now), US(ps->t_head, now), ps->wakeups, ps->pre);
 #undef US
 }
 
@@ -276,34 +281,64 @@ static int find_exec(const char *cmd, const char *pathenv, char *out, size_t n) 
   return -1;
 }
 
-typedef struct kv {
-  char *s; /* "K=V" */
-  size_t klen;
-} kv;
-
-static void env_put(kv *v, size_t *n, const char *k, const char *val) {
-  size_t kl = strlen(k);
-  for (size_t i = 0; i < *n; i++) {
-    if (v[i].klen == kl && strncmp(v[i].s, k, kl) == 0) {
-      free(v[i].s);
-      v[i].s = NULL;
-      asbi_buf b = ASBI_BUF_INIT;
-      asbi_buf_printf(&b, "%s=%s", k, val);
-      v[i].s = asbi_buf_detach(&b, NULL);
-      return;
-    }
-  }
-  asbi_buf b = ASBI_BUF_INIT;
-  asbi_buf_printf(&b, "%s=%s", k, val);
-  v[*n].s = asbi_buf_detach(&b, NULL);
-  v[*n].klen = kl;
-  (*n)++;
-}
-
 /* The read ends of fresh pipes and the pty master: their only status flag
  * is O_RDWR/O_RDONLY, so no F_GETFL first (a system call per fd saved). */
 static int set_nonblock(int fd, int accmode) {
   return fcntl(fd, F_SETFL, accmode | O_NONBLOCK);
+}
+
+/* List reports the configuration as given. */
+static cJSON *config_json(const char *cmd, const cJSON *args, const cJSON *envs, const char *cwd) {
+  cJSON *c = cJSON_CreateObject();
+  cJSON_AddStringToObject(c, "cmd", cmd);
+  if (cJSON_GetArraySize(args)) cJSON_AddItemToObject(c, "args", cJSON_Duplicate(args, 1));
+  if (cJSON_GetArraySize(envs)) cJSON_AddItemToObject(c, "envs", cJSON_Duplicate(envs, 1));
+  if (cwd) cJSON_AddStringToObject(c, "cwd", cwd);
+  return c;
+}
+
+/* The Start of an eligible command (prestart.h) on the pre-started shell:
+ * the stream, or NULL when there is none for this user, cwd and stdin mode
+ * (the caller takes the fresh path; nothing was changed). */
+static envd_stream *start_prestarted(const envd_call *c, const char *cmd, const cJSON *args,
+                                     const char *cwd, const char *tag, const char *dir,
+                                     const struct stat *st, int want_stdin, const char *pre_cmd) {
+  envd_proc *p = envd_ptab_new(tag, 0); /* the ref: the table's */
+  if (!p) return NULL;
+  envd_ptab_ref(p); /* the stream's */
+  pstream *ps = pstream_new(p, c);
+  if (!ps) {
+    envd_ptab_unref(p);
+    envd_ptab_unref(p);
+    return NULL;
+  }
+  p->config = config_json(cmd, args, NULL, cwd);
+  p->oom_before = envd_ptab_oom_count();
+  ps->t_head = c->t_head;
+  ps->t_body = c->t_body;
+  ps->t_spawn0 = envd_tns();
+  envd_pre_proc pp;
+  envd_ptab_lock();
+  if (envd_pre_take(c->user, dir, st, want_stdin, &pp) != 0) {
+    envd_ptab_unlock();
+    ps->base.destroy(&ps->base);
+    envd_ptab_unref(p);
+    return NULL;
+  }
+  p->pid = pp.pid;
+  p->fd_out = pp.fd_out;
+  p->fd_err = pp.fd_err;
+  p->fd_in = pp.fd_in;
+  envd_ptab_insert(p);
+  if (c->timeout_ms) p->deadline_ms = asbi_now_ms() + (uint64_t)c->timeout_ms;
+  envd_pio_watch(p);
+  envd_ptab_unlock();
+  if (p->deadline_ms) envd_pio_wake();
+  envd_pre_send(&pp, pre_cmd);
+  ps->t_spawn1 = envd_tns();
+  ps->pre = 1;
+  envd_pre_want(c->user, dir, want_stdin);
+  return &ps->base;
 }
 
 envd_stream *envd_proc_start(const envd_call *c, const cJSON *req, envd_err *e) {
@@ -364,36 +399,28 @@ envd_stream *envd_proc_start(const envd_call *c, const cJSON *req, envd_err *e) 
     return NULL;
   }
   struct stat st;
-  if (stat(dir, &st) != 0 && errno == ENOENT) {
+  int st_ok = stat(dir, &st) == 0;
+  if (!st_ok && errno == ENOENT) {
     envd_err_set(e, "invalid_argument", "cwd '%s' does not exist", dir);
     free(dir);
     return NULL;
   }
 
-  /* Environment: PATH, HOME, USER, LOGNAME, /init vars, request vars. */
-  size_t ninit = 0;
-  char **initv = envd_env_snapshot(&ninit);
-  size_t cap = 8 + ninit + (size_t)cJSON_GetArraySize(envs);
-  kv *ev = calloc(cap, sizeof *ev);
-  size_t nev = 0;
-  env_put(ev, &nev, "PATH", g_envd.path_env ? g_envd.path_env : "");
-  env_put(ev, &nev, "HOME", u->home);
-  env_put(ev, &nev, "USER", u->name);
-  env_put(ev, &nev, "LOGNAME", u->name);
-  for (size_t i = 0; i < ninit; i++) {
-    char *eq = strchr(initv[i], '=');
-    if (!eq) continue;
-    *eq = '\0';
-    env_put(ev, &nev, initv[i], eq + 1);
-    *eq = '=';
+  const char *pre_cmd = st_ok ? envd_pre_eligible(cmd, args, envs, pty) : NULL;
+  if (pre_cmd) {
+    envd_stream *s = start_prestarted(c, cmd, args, cwd, tag, dir, &st, want_stdin, pre_cmd);
+    if (s) {
+      free(dir);
+      return s;
+    }
   }
-  envd_strv_free(initv);
-  cJSON_ArrayForEach(it, envs) env_put(ev, &nev, it->string, it->valuestring);
-  char **envp = calloc(nev + 1, sizeof *envp);
+  /* Environment: PATH, HOME, USER, LOGNAME, /init vars, request vars. */
   const char *child_path = NULL;
-  for (size_t i = 0; i < nev; i++) {
-    envp[i] = ev[i].s;
-    if (ev[i].klen == 4 && strncmp(ev[i].s, "PATH", 4) == 0) child_path = ev[i].s + 5;
+  char **envp = envd_child_env(u, envs, &child_path);
+  if (!envp) {
+    envd_err_set(e, "internal", "out of memory");
+    free(dir);
+    return NULL;
   }
   size_t nargs = (size_t)cJSON_GetArraySize(args);
   char **argv = calloc(nargs + 2, sizeof *argv);
@@ -414,13 +441,7 @@ envd_stream *envd_proc_start(const envd_call *c, const cJSON *req, envd_err *e) 
   snprintf(msg_acces, sizeof msg_acces, "exec: %s: Permission denied\n", cmd);
 
   envd_proc *p = envd_ptab_new(tag, pty != NULL); /* the ref: the table's */
-  /* List reports the configuration as given. */
-  p->config = cJSON_CreateObject();
-  cJSON_AddStringToObject(p->config, "cmd", cmd);
-  if (nargs) cJSON_AddItemToObject(p->config, "args", cJSON_Duplicate(args, 1));
-  if (envs && cJSON_GetArraySize(envs))
-    cJSON_AddItemToObject(p->config, "envs", cJSON_Duplicate(envs, 1));
-  if (cwd) cJSON_AddStringToObject(p->config, "cwd", cwd);
+  p->config = config_json(cmd, args, envs, cwd);
 
   int child_in = -1, child_out = -1, child_err = -1;
   int ok = 1;
@@ -536,10 +557,9 @@ envd_stream *envd_proc_start(const envd_call *c, const cJSON *req, envd_err *e) 
     if (child_in >= 0 && child_in != g_devnull) close(child_in);
     if (child_out >= 0 && child_out != child_in) close(child_out);
     if (child_err >= 0 && child_err != child_out && child_err != child_in) close(child_err);
-    for (size_t i = 0; i < nev; i++) free(ev[i].s);
-    free(ev);
-    free(envp);
+    envd_strv_free(envp);
     free(argv);
+    if (pre_cmd) envd_pre_want(u, dir, want_stdin);
     free(dir);
     return &ps->base;
   }
@@ -556,9 +576,7 @@ fail:
   if (child_err >= 0 && child_err != child_out && child_err != child_in) close(child_err);
   if (ps) ps->base.destroy(&ps->base);
   envd_ptab_unref(p);
-  for (size_t i = 0; i < nev; i++) free(ev[i].s);
-  free(ev);
-  free(envp);
+  envd_strv_free(envp);
   free(argv);
   free(dir);
   return NULL;

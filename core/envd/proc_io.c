@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "prestart.h"
 #include "proc_io.h"
 #include "state.h"
 #include "util/util.h"
@@ -169,7 +170,8 @@ static void reap_all(void) {
     int st = 0;
     pid_t r = waitpid(si.si_pid, &st, WNOHANG);
     if (r == si.si_pid) {
-      for (envd_proc *p = envd_ptab_live(); p; p = p->next) {
+      envd_proc *p = envd_ptab_live();
+      for (; p; p = p->next) {
         if (p->pid == r && !p->exited) {
           p->exited = 1;
           p->wstatus = st;
@@ -183,6 +185,7 @@ static void reap_all(void) {
           break;
         }
       }
+      if (!p) envd_pre_reaped(r); /* the pre-started shell, or a failed spawn */
     }
     envd_ptab_unlock();
   }

@@ -73,7 +73,7 @@ static int do_input(envd_proc *p, const cJSON *in, envd_err *e) {
     envd_err_set(e, "invalid_argument", "input is not valid base64");
     return -1;
   }
-  int rc = 0;
+  int rc = 0, no_stdin = 0;
   pthread_mutex_lock(&p->in_lock);
   if (sj) {
     if (p->is_pty) {
@@ -82,7 +82,7 @@ static int do_input(envd_proc *p, const cJSON *in, envd_err *e) {
                    "should be written to the pty, not the stdin");
       rc = -1;
     } else if (p->fd_in < 0) {
-      envd_err_set(e, "internal", "error writing to stdin: stdin not enabled or closed");
+      no_stdin = 1;
       rc = -1;
     } else if (write_all(p->fd_in, data, n) != 0) {
       envd_err_set(e, "internal",
@@ -106,6 +106,20 @@ static int do_input(envd_proc *p, const cJSON *in, envd_err *e) {
     }
   }
   pthread_mutex_unlock(&p->in_lock);
+  if (no_stdin) {
+    /* The end closes stdin after marking the process ended, and only then
+     * moves it out of the live table: input in that window is for a
+     * process that is gone, as it would be a moment later (not_found,
+     * which clients take as "it ended before reading its input"), not a
+     * process without stdin. */
+    pthread_mutex_lock(&p->lock);
+    int ended = p->ended;
+    pthread_mutex_unlock(&p->lock);
+    if (ended)
+      envd_err_set(e, "not_found", "process with pid %d not found", (int)p->pid);
+    else
+      envd_err_set(e, "internal", "error writing to stdin: stdin not enabled or closed");
+  }
   free(data);
   return rc;
 }

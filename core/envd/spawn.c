@@ -51,8 +51,17 @@ __attribute__((no_sanitize("address", "undefined"))) static int child_main(void 
   } else if (syscall(SYS_setpgid, 0, 0) < 0) {
     c_fail(s, "setpgid", errno);
   }
+  long x3 = -1, x4 = -1;
+  if (s->extra_fds) {
+    /* above 4 first, so that neither dup2 below clobbers the other's source */
+    x3 = syscall(SYS_fcntl, s->fd_3, F_DUPFD_CLOEXEC, 16);
+    x4 = syscall(SYS_fcntl, s->fd_4, F_DUPFD_CLOEXEC, 16);
+    if (x3 < 0 || x4 < 0) c_fail(s, "dup2", errno);
+  }
   if (syscall(SYS_dup2, s->fd_in, 0) < 0 || syscall(SYS_dup2, s->fd_out, 1) < 0 ||
       syscall(SYS_dup2, s->fd_err, 2) < 0)
+    c_fail(s, "dup2", errno);
+  if (s->extra_fds && (syscall(SYS_dup2, x3, 3) < 0 || syscall(SYS_dup2, x4, 4) < 0))
     c_fail(s, "dup2", errno);
   if (s->cgroup_procs) {
     char num[24];

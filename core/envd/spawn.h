@@ -12,7 +12,11 @@ typedef struct envd_spawn {
   const char *cwd;
   int fd_in, fd_out, fd_err; /* become 0, 1, 2 (pty: all the slave) */
   int pty;                   /* setsid + controlling terminal */
-  int set_ids;               /* switch to uid/gid/groups */
+  /* with extra_fds: these become 3 and 4 (prestart.c's control pipe and
+   * command file); without, the child has 0, 1, 2 only */
+  int extra_fds;
+  int fd_3, fd_4;
+  int set_ids; /* switch to uid/gid/groups */
   uid_t uid;
   gid_t gid;
   const gid_t *groups;

@@ -58,12 +58,14 @@ static void env_set(const char *k, const char *v, int internal) {
   for (size_t i = 0; i < g_envd.n_envs; i++) {
     if (strcmp(g_envd.envs[i].key, k) == 0) {
       if (g_envd.envs[i].internal && !internal) return;
+      if (strcmp(g_envd.envs[i].value, v) != 0) g_envd.env_gen++;
       free(g_envd.envs[i].value);
       g_envd.envs[i].value = asbi_strdup(v);
       g_envd.envs[i].internal = internal;
       return;
     }
   }
+  g_envd.env_gen++;
   envd_env_var *n = realloc(g_envd.envs, (g_envd.n_envs + 1) * sizeof *g_envd.envs);
   if (!n) return;
   g_envd.envs = n;
@@ -84,6 +86,7 @@ void envd_env_replace(const cJSON *obj) {
       free(e->key);
       free(e->value);
       g_envd.envs[i] = g_envd.envs[--g_envd.n_envs];
+      g_envd.env_gen++;
       continue;
     }
     i++;
@@ -94,6 +97,13 @@ void envd_env_replace(const cJSON *obj) {
       env_set(it->string, it->valuestring, 0);
   }
   pthread_mutex_unlock(&g_envd.lock);
+}
+
+uint64_t envd_env_gen(void) {
+  pthread_mutex_lock(&g_envd.lock);
+  uint64_t g = g_envd.env_gen;
+  pthread_mutex_unlock(&g_envd.lock);
+  return g;
 }
 
 cJSON *envd_env_json(void) {

@@ -28,6 +28,7 @@ typedef struct envd_state {
   char *default_workdir; /* NULL = the user's home */
   envd_env_var *envs;
   size_t n_envs;
+  uint64_t env_gen;     /* bumped by every change of envs (prestart.c compares it) */
   int64_t last_init_ts; /* nanoseconds of the newest /init timestamp */
   /* fixed after startup */
   char *path_env; /* envd's own PATH, handed to processes */
@@ -61,6 +62,8 @@ void envd_strv_free(char **v);
 /* Replace the user env vars (/init). */
 void envd_env_replace(const cJSON *obj);
 void envd_env_set_internal(const char *key, const char *value);
+/* Changes with every change of the variables above (0 before the first). */
+uint64_t envd_env_gen(void);
 cJSON *envd_env_json(void);
 /* What a POST /init asks for (strings NULL or "" = not given). */
 typedef struct envd_init {

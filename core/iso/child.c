@@ -19,6 +19,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "util/util.h"
+
 int asbe__send_fds(int sock, const void *data, size_t len, const int *fds, int nfds) {
   union {
     char buf[CMSG_SPACE(sizeof(int) * ASBE_MAX_FDS)];
@@ -130,11 +132,7 @@ static void bind_dev(const asbe_plan *p, const char *name) {
  * and mounts go onto the directory fd through /proc/self/fd/N. */
 
 static int openat2_fd(int dirfd, const char *path, int flags, uint64_t resolve) {
-  struct open_how how;
-  memset(&how, 0, sizeof how);
-  how.flags = (uint64_t)flags;
-  how.resolve = resolve;
-  return (int)syscall(SYS_openat2, dirfd, path, &how, sizeof how);
+  return asbi_openat2(dirfd, path, flags, 0, resolve);
 }
 
 #define IN_TREE (RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS)
@@ -223,6 +221,60 @@ static void write_etc(int root, const char *name, const char *data) {
     if (!ok || renameat(etc, tmp, etc, name) < 0) unlinkat(etc, tmp, 0);
   }
   close(etc);
+}
+
+/* Adds pem to the new root's /etc/ssl/certs/ca-certificates.crt (the
+ * bundle Debian's OpenSSL, GnuTLS, curl, Python and git read) unless it is
+ * there already. Not by appending: opening the template's file for
+ * writing copies it up to the writable layer, and overlayfs fsyncs a
+ * copy-up (5-22 ms a create here, for 220 KB). Instead the bundle is read
+ * and written to a new file beside it (no copy-up, no fsync: a new file on
+ * the writable layer), the PEM added, and renamed over it. Opened beneath
+ * the root without following a symlink; must be a regular file
+ * (O_NONBLOCK: a fifo put there does not hang the child); streamed through
+ * a static buffer (the child does not allocate). Any failure leaves the
+ * bundle as it was: the sandbox then trusts only what it trusted before. */
+static void add_ca(int root, const char *pem) {
+  static char buf[65536];
+  size_t n = strlen(pem);
+  if (n == 0 || n >= sizeof buf) return;
+  int dir = openat2_fd(root, "etc/ssl/certs", O_PATH | O_DIRECTORY | O_CLOEXEC, IN_TREE);
+  if (dir < 0) return;
+  int in =
+      openat2_fd(dir, "ca-certificates.crt", O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, IN_TREE);
+  struct stat st;
+  if (in < 0 || fstat(in, &st) < 0 || !S_ISREG(st.st_mode)) {
+    if (in >= 0) close(in);
+    close(dir);
+    return;
+  }
+  static const char tmp[] = ".asb-ca-certificates.crt";
+  unlinkat(dir, tmp, 0);
+  int out =
+      openat(dir, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, st.st_mode & 07777);
+  int ok = out >= 0, found = 0;
+  size_t keep = 0; /* the last n-1 bytes, kept in front: a match may straddle chunks */
+  char last = '\n';
+  while (ok && !found) {
+    ssize_t r = read(in, buf + keep, sizeof buf - keep);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) ok = 0;
+    if (r <= 0) break;
+    size_t have = keep + (size_t)r;
+    last = buf[have - 1];
+    if (memmem(buf, have, pem, n))
+      found = 1;
+    else if (write(out, buf + keep, (size_t)r) != r)
+      ok = 0;
+    keep = have < n - 1 ? have : n - 1;
+    memmove(buf, buf + have - keep, keep);
+  }
+  close(in);
+  if (ok && !found)
+    ok = (last == '\n' || write(out, "\n", 1) == 1) && write(out, pem, n) == (ssize_t)n;
+  if (out >= 0) close(out);
+  if (!ok || found || renameat(dir, tmp, dir, "ca-certificates.crt") < 0) unlinkat(dir, tmp, 0);
+  close(dir);
 }
 
 /* What /proc and /sys of the host show that a sandbox must not see: the
@@ -441,6 +493,7 @@ void asbe__child_main(const asbe_plan *p) {
   write_etc(root, "hostname", p->hostname_line);
   write_etc(root, "hosts", p->hosts);
   if (p->resolv[0]) write_etc(root, "resolv.conf", p->resolv);
+  if (p->ca_pem[0]) add_ca(root, p->ca_pem);
   close(root);
 
   lo_up(p);

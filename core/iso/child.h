@@ -45,7 +45,8 @@ typedef struct asbe_plan {
   char hostname[64];
   char hostname_line[66]; /* hostname + "\n" for /etc/hostname */
   char hosts[512];
-  char resolv[256]; /* /etc/resolv.conf, "" = the template's own */
+  char resolv[256];  /* /etc/resolv.conf, "" = the template's own */
+  char ca_pem[8192]; /* appended to the CA bundle, "" = none */
   char shm_opts[64];
   char *const *argv;
   char *const *envp;

@@ -20,6 +20,7 @@
 #include <sys/mount.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -274,6 +275,54 @@ int asbe__disk_mount_ro(const char *path, int *mfd) {
   int lfd = loop_attach_mode(path, dev, sizeof dev, 1);
   if (lfd < 0) return lfd;
   int m = fsmount_ext4_mode(dev, 1);
+  close(lfd); /* the mount holds the device now; without one, autoclear */
+  if (m < 0) return m;
+  *mfd = m;
+  return 0;
+}
+
+int asbe__disk_mount_live(asbe_sandbox *sb, int *mfd) {
+  if (!sb->run_dev || major(sb->run_dev) != 7 /* loop */)
+    return asbe__fail(-ENOTSUP, "sandbox %s has no disk image writable layer (tmpfs?)", sb->id);
+  /* The loop device of that st_dev: its backing file must be this
+   * sandbox's image (a device number alone could name another's). */
+  char sys[128], back[PATH_MAX], img[PATH_MAX], dev[64];
+  snprintf(sys, sizeof sys, "/sys/dev/block/%u:%u/loop/backing_file", major(sb->run_dev),
+           minor(sb->run_dev));
+  if (asbe__read_small(sys, back, sizeof back) <= 0)
+    return asbe__failerr("sandbox %s: no loop device %u:%u", sb->id, major(sb->run_dev),
+                         minor(sb->run_dev));
+  back[strcspn(back, "\n")] = '\0';
+  snprintf(img, sizeof img, "%s/disk.img", sb->dir);
+  if (strcmp(back, img) != 0)
+    return asbe__fail(-ESTALE, "sandbox %s: loop device %u:%u is not its image", sb->id,
+                      major(sb->run_dev), minor(sb->run_dev));
+  snprintf(dev, sizeof dev, "/dev/loop%u", minor(sb->run_dev));
+  struct stat st;
+  if (stat(dev, &st) < 0 || !S_ISBLK(st.st_mode) || st.st_rdev != sb->run_dev)
+    return asbe__fail(-ESTALE, "sandbox %s: %s is not device %u:%u", sb->id, dev,
+                      major(sb->run_dev), minor(sb->run_dev));
+  /* Read-write superblock flags as the sandbox's mount has them (a
+   * read-only request for a superblock in use read-write is EBUSY); the
+   * mount itself is read-only. */
+  int m = fsmount_ext4_mode(dev, 0);
+  if (m < 0) return m;
+  struct mount_attr ma = {.attr_set = MOUNT_ATTR_RDONLY};
+  if (fstat(m, &st) < 0 || st.st_dev != sb->run_dev ||
+      mount_setattr(m, "", AT_EMPTY_PATH, &ma, sizeof ma) < 0) {
+    int r = asbe__fail(errno ? -errno : -ESTALE, "sandbox %s: second mount of its layer", sb->id);
+    close(m);
+    return r;
+  }
+  *mfd = m;
+  return 0;
+}
+
+int asbe__disk_mount_rw(const char *path, int *mfd) {
+  char dev[64];
+  int lfd = loop_attach(path, dev, sizeof dev);
+  if (lfd < 0) return lfd;
+  int m = fsmount_ext4(dev);
   close(lfd); /* the mount holds the device now; without one, autoclear */
   if (m < 0) return m;
   *mfd = m;

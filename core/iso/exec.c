@@ -609,11 +609,7 @@ static int connect_fd(int s, int sock_fd, int timeout_ms) {
 }
 
 static int openat2_fd(int dirfd, const char *path, uint64_t flags, uint64_t resolve) {
-  struct open_how how;
-  memset(&how, 0, sizeof how);
-  how.flags = flags;
-  how.resolve = resolve;
-  return (int)syscall(SYS_openat2, dirfd, path, &how, sizeof how);
+  return asbi_openat2(dirfd, path, (int)flags, 0, resolve);
 }
 
 int asbe__run_open(asbe_sandbox *sb, const char *name, mode_t type) {

@@ -174,23 +174,13 @@ static int copy_tree(exp_ctx *x, int sfd, int dfd, int depth) {
   return r;
 }
 
-int asbe_sandbox_export_upper(asbe_sandbox *sb, const char *dest) {
-  asbe__clear_error();
-  if (!sb->dead) return asbe__fail(-EBUSY, "export: sandbox %s still runs", sb->id);
-  char img[PATH_MAX];
-  snprintf(img, sizeof img, "%s/disk.img", sb->dir);
-  if (access(img, F_OK) < 0) return asbe__failerr("export: %s", img);
-  /* The sandbox's own loop device goes once its mounts are gone. */
-  for (int waited = 0; asbe__loop_count_under(sb->dir) > 0; waited += 10) {
-    if (waited > 20000) return asbe__fail(-EBUSY, "export: %s is still attached", img);
-    usleep(10000);
-  }
-  int mfd = -1;
-  int r = asbe__disk_mount_ro(img, &mfd);
-  if (r < 0) return r;
+/* The upper dir of the writable layer mounted at mfd (closed here) into
+ * dest, as a layer. */
+static int export_mount(asbe_sandbox *sb, int mfd, const char *what, const char *dest) {
+  int r;
   int up = openat(mfd, "upper", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (up < 0) {
-    r = asbe__failerr("export: %s has no upper dir", img);
+    r = asbe__failerr("export: %s has no upper dir", what);
     close(mfd);
     return r;
   }
@@ -212,6 +202,7 @@ int asbe_sandbox_export_upper(asbe_sandbox *sb, const char *dest) {
         r = asbe__failerr("export: owner of %s", dest);
     }
   }
+  if (!r && dfd >= 0 && syncfs(dfd) < 0) r = asbe__failerr("export: sync %s", dest);
   if (dfd >= 0) close(dfd);
   close(up);
   close(mfd);
@@ -222,4 +213,31 @@ int asbe_sandbox_export_upper(asbe_sandbox *sb, const char *dest) {
     asbe__restore_error(msg);
   }
   return r;
+}
+
+int asbe_sandbox_export_upper(asbe_sandbox *sb, const char *dest) {
+  asbe__clear_error();
+  if (!sb->dead) return asbe__fail(-EBUSY, "export: sandbox %s still runs", sb->id);
+  char img[PATH_MAX];
+  snprintf(img, sizeof img, "%s/disk.img", sb->dir);
+  if (access(img, F_OK) < 0) return asbe__failerr("export: %s", img);
+  /* The sandbox's own loop device goes once its mounts are gone. */
+  for (int waited = 0; asbe__loop_count_under(sb->dir) > 0; waited += 10) {
+    if (waited > 20000) return asbe__fail(-EBUSY, "export: %s is still attached", img);
+    usleep(10000);
+  }
+  int mfd = -1;
+  int r = asbe__disk_mount_ro(img, &mfd);
+  if (r < 0) return r;
+  return export_mount(sb, mfd, img, dest);
+}
+
+int asbe_sandbox_export_live(asbe_sandbox *sb, const char *dest) {
+  asbe__clear_error();
+  if (sb->dead) return asbe__fail(-ESRCH, "export: sandbox %s is not running", sb->id);
+  if (!sb->frozen) return asbe__fail(-EBUSY, "export: sandbox %s is not frozen", sb->id);
+  int mfd = -1;
+  int r = asbe__disk_mount_live(sb, &mfd);
+  if (r < 0) return r;
+  return export_mount(sb, mfd, "the writable layer", dest);
 }

@@ -243,6 +243,18 @@ typedef struct asbe_sandbox_spec {
    * new file renamed over whatever is there), < 256 bytes; NULL = the
    * template's own. The engine's datapath (core/net) names its resolver. */
   const char *resolv_conf;
+  /* 1: boot the sandbox of this id that asbe_sandbox_stop paused, on its
+   * kept writable layer and uid slot (disk_bytes is its image's; a
+   * failure leaves it paused). */
+  int resume;
+  /* A CA certificate (PEM, < 8 KiB) the sandbox's programs must trust: the
+   * engine's egress CA, which signs what its egress proxy shows for the
+   * domains with header rules. Appended to the sandbox's
+   * /etc/ssl/certs/ca-certificates.crt on its writable layer unless that
+   * file already holds it (a sandbox made from a snapshot of one that has
+   * it); a bundle that is missing, a symlink or no regular file is left
+   * alone. NULL = none. */
+  const char *extra_ca_pem;
 } asbe_sandbox_spec;
 
 /* Creates and starts a sandbox. Transactional: on failure nothing is left
@@ -257,6 +269,19 @@ void asbe_sandbox_release(asbe_sandbox *sb);
  * slot; with remove_state also deletes its state dir. The handle stays valid
  * (asbe_sandbox_alive() = 0) until released. Idempotent. */
 int asbe_sandbox_kill(asbe_sandbox *sb, int remove_state);
+/* Pause without memory: SIGKILLs every process like kill, but keeps the
+ * state dir and the writable layer (the sandbox's files) and its uid slot,
+ * recorded "paused" (the reaper keeps it, also after an engine restart).
+ * Boot it again with asbe_sandbox_create and spec.resume; remove it with
+ * asbe_paused_remove. -EOPNOTSUPP for a tmpfs writable layer. */
+int asbe_sandbox_stop(asbe_sandbox *sb);
+/* Claims a paused sandbox's uid slot again for this engine (start-up: a
+ * host reboot empties the slot registry, and its files belong to that
+ * slot's uids). 0, -EBUSY if another sandbox holds it now. */
+int asbe_paused_hold(asbe_engine *e, const char *id);
+/* Removes what a paused sandbox kept (state dir, slot claim). 0 if there
+ * was none; -EBUSY if the id's sandbox is not paused. */
+int asbe_paused_remove(asbe_engine *e, const char *id);
 /* Copies the writable layer of a sandbox killed with remove_state = 0 (its
  * disk image still in its state dir) into the new directory `dest`, as a
  * template layer: regular files, dirs, symlinks, fifos, overlay whiteouts
@@ -270,6 +295,13 @@ int asbe_sandbox_kill(asbe_sandbox *sb, int remove_state);
  * make them meaningless anyway). The image is mounted read-only and
  * detached, never in the host's namespace. On failure dest is removed. */
 int asbe_sandbox_export_upper(asbe_sandbox *sb, const char *dest);
+/* The same copy from a RUNNING sandbox that the caller froze
+ * (asbe_sandbox_freeze): its files at that instant, read through a second
+ * read-only detached mount of its own writable layer (same superblock, so
+ * what its processes wrote is there even if not on disk yet), every lookup
+ * fd-relative with O_NOFOLLOW. -EBUSY if not frozen, -ENOTSUP for a tmpfs
+ * writable layer. The sandbox is left frozen. */
+int asbe_sandbox_export_live(asbe_sandbox *sb, const char *dest);
 /* Pause / resume every process of the sandbox (agent and workload). */
 int asbe_sandbox_freeze(asbe_sandbox *sb);
 int asbe_sandbox_thaw(asbe_sandbox *sb);

@@ -150,6 +150,13 @@ int asbe__disk_take(asbe_engine *e, uint64_t bytes, const char *dst_path, int *m
 /* A detached, read-only mount of an existing image (loop device read-only,
  * autoclear). */
 int asbe__disk_mount_ro(const char *path, int *mfd);
+/* A second, detached, read-only mount of a running sandbox's own writable
+ * layer: the same superblock (so the same page cache, what its processes
+ * wrote a moment ago included), found by its recorded st_dev (sb->run_dev)
+ * and checked to be the loop device of <sb->dir>/disk.img. */
+int asbe__disk_mount_live(asbe_sandbox *sb, int *mfd);
+/* The same, writable: the layer of a sandbox booted again (resume). */
+int asbe__disk_mount_rw(const char *path, int *mfd);
 /* Detached tmpfs mount of `bytes`. */
 int asbe__disk_tmpfs(uint64_t bytes, int *mfd);
 int asbe__pool_start(asbe_engine *e);
@@ -174,6 +181,9 @@ int asbe__agentdir_mount(const char *dir, int *mfd);
 
 int asbe__slot_claim(asbe_engine *e, const char *owner_dir, uint32_t *slot);
 void asbe__slot_release(asbe_engine *e, uint32_t slot, const char *owner_dir);
+/* Takes slot back for owner_dir (a paused sandbox booted again): 0 if the
+ * claim was owner_dir's or stale, -EBUSY if someone else holds it. */
+int asbe__slot_retake(asbe_engine *e, uint32_t slot, const char *owner_dir);
 /* Releases stale claims whose owner dir is under e's state dir. */
 unsigned asbe__slot_reap(asbe_engine *e);
 
@@ -277,6 +287,7 @@ struct asbe_sandbox {
   int is_child; /* init is our child: reap it */
   int dead;
   int frozen;           /* by asbe_sandbox_freeze (exec refuses: it would hang) */
+  int disk_tmpfs;       /* its writable layer is a tmpfs (no stop) */
   int status;           /* init's wait status when reaped by us */
   pthread_mutex_t lock; /* procs */
   asbe_proc *procs;
@@ -322,6 +333,9 @@ int asbe__rec_write(const asbe_sandbox *sb, const char *status);
 int asbe__rec_read(const char *dir, asbe__rec *r);
 /* 1 if the record in a sandbox dir names an init that is alive. */
 int asbe__rec_alive(const char *dir);
+/* 1 if the record in dir is of a paused sandbox (asbe_sandbox_stop): no
+ * process, but its uid slot and state stay its own. */
+int asbe__rec_paused(const char *dir);
 
 /* Reaps exited exec'd processes of sb (non-blocking). */
 void asbe__procs_reap(asbe_sandbox *sb);

@@ -77,6 +77,11 @@ int asbe__rec_alive(const char *dir) {
          asbe__proc_starttime(rc.pid) == rc.start;
 }
 
+int asbe__rec_paused(const char *dir) {
+  asbe__rec rc;
+  return asbe__rec_read(dir, &rc) == 0 && !strcmp(rc.status, "paused");
+}
+
 int asbe_sandbox_alive(asbe_sandbox *sb) {
   if (!sb || sb->dead || sb->pidfd < 0) return 0;
   return !asbe__wait_readable(sb->pidfd, 0);

@@ -405,6 +405,9 @@ static char **build_env(const asbe_engine *e, const asbe_sandbox_spec *spec) {
   /* issue 23's phase timers (docs/envd.md): an engine run with ASB_TIMING
    * has envd write them inside the sandbox, readable through /files */
   if (getenv("ASB_TIMING")) env[n++] = strdup("ASB_TIMING=/run/asb/envd-timing.log");
+  /* ASB_PRESTART=0 turns envd's pre-started login shell off (bench/cmd_bench
+   * compares both paths side by side) */
+  if (getenv("ASB_PRESTART")) env[n++] = asbe__strfmt("ASB_PRESTART=%s", getenv("ASB_PRESTART"));
   for (size_t i = 0; i < extra; i++) env[n++] = strdup(spec->agent_env[i]);
   for (size_t i = 0; i < n; i++)
     if (!env[i]) {
@@ -495,6 +498,9 @@ static int build_plan(asbe_engine *e, const asbe_sandbox_spec *spec, asbe_plan *
   if (spec->resolv_conf &&
       (size_t)snprintf(p->resolv, sizeof p->resolv, "%s", spec->resolv_conf) >= sizeof p->resolv)
     return asbe__fail(-ENAMETOOLONG, "resolv.conf of %zu bytes", strlen(spec->resolv_conf));
+  if (spec->extra_ca_pem &&
+      (size_t)snprintf(p->ca_pem, sizeof p->ca_pem, "%s", spec->extra_ca_pem) >= sizeof p->ca_pem)
+    return asbe__fail(-ENAMETOOLONG, "CA certificate of %zu bytes", strlen(spec->extra_ca_pem));
   snprintf(p->shm_opts, sizeof p->shm_opts, "mode=1777,size=%llu",
            (unsigned long long)(spec->shm_bytes ? spec->shm_bytes : DEFAULT_SHM));
   p->sec = &e->sec;
@@ -617,6 +623,7 @@ int asbe_sandbox_create(asbe_engine *e, const asbe_sandbox_spec *spec, asbe_sand
   asbe_plan *plan = calloc(1, sizeof *plan);
   char **argv = build_argv(spec), **envp = build_env(e, spec);
   int r = 0, wfd = -1, sock[2] = {-1, -1}, userns = -1, have_dir = 0, have_slot = 0, have_cg = 0;
+  int resuming = 0;
   int fds[ASBE_MAX_LAYERS + ASBE_MAX_BINDS + 2], nfds = 0;
   char path[PATH_MAX];
   if (!plan || !argv || !envp) {
@@ -627,22 +634,50 @@ int asbe_sandbox_create(asbe_engine *e, const asbe_sandbox_spec *spec, asbe_sand
   plan->argv = argv;
   plan->envp = envp;
 
-  if (mkdir(sb->dir, 0700) < 0) {
-    r = errno == EEXIST ? asbe__fail(-EEXIST, "sandbox %s exists", sb->id)
-                        : asbe__failerr("mkdir %s", sb->dir);
-    goto fail;
+  if (spec->resume) {
+    /* A paused sandbox booted again: its dir, its slot (the writable
+     * layer's files belong to its host uids) and its layer. A failure
+     * leaves it paused as it was. */
+    asbe__rec rc;
+    if (spec->disk_tmpfs || asbe__rec_read(sb->dir, &rc) < 0 || strcmp(rc.status, "paused")) {
+      r = asbe__fail(-ENOENT, "sandbox %s: no paused sandbox to boot", sb->id);
+      goto fail;
+    }
+    if ((r = creating_add(e, sb->id)) < 0) goto fail;
+    resuming = 1;
+    sb->slot = rc.slot;
+    if ((r = asbe__slot_retake(e, sb->slot, sb->dir)) < 0) goto fail;
+  } else {
+    if (mkdir(sb->dir, 0700) < 0) {
+      r = errno == EEXIST ? asbe__fail(-EEXIST, "sandbox %s exists", sb->id)
+                          : asbe__failerr("mkdir %s", sb->dir);
+      goto fail;
+    }
+    have_dir = 1; /* no record until the init runs: see rec_state() */
+    if ((r = creating_add(e, sb->id)) < 0) {
+      have_dir = 0;
+      rmdir(sb->dir);
+      goto fail;
+    }
+    if ((r = asbe__slot_claim(e, sb->dir, &sb->slot)) < 0) goto fail;
+    have_slot = 1;
   }
-  have_dir = 1; /* no record until the init runs: see rec_state() */
-  if ((r = creating_add(e, sb->id)) < 0) {
-    have_dir = 0;
-    rmdir(sb->dir);
-    goto fail;
-  }
-  if ((r = asbe__slot_claim(e, sb->dir, &sb->slot)) < 0) goto fail;
-  have_slot = 1;
   sb->host_uid = ASBE_UID_BASE + sb->slot * ASBE_UID_RANGE;
+  sb->disk_tmpfs = spec->disk_tmpfs != 0;
 
-  if (spec->disk_tmpfs) {
+  if (spec->resume) {
+    snprintf(path, sizeof path, "%s/disk.img", sb->dir);
+    /* Its last boot's loop device goes once that boot's mounts are gone
+     * (asynchronously after the kill): never two mounts of one ext4. */
+    for (int waited = 0; asbe__loop_count_under(sb->dir) > 0; waited += 10) {
+      if (waited > 20000) {
+        r = asbe__fail(-EBUSY, "sandbox %s: %s is still attached", sb->id, path);
+        goto fail;
+      }
+      usleep(10000);
+    }
+    r = asbe__disk_mount_rw(path, &wfd);
+  } else if (spec->disk_tmpfs) {
     r = asbe__disk_tmpfs(spec->disk_bytes, &wfd);
   } else {
     snprintf(path, sizeof path, "%s/disk.img", sb->dir);
@@ -789,6 +824,12 @@ fail:
       asbe__rm_rf(sb->dir);
       creating_del(e, sb->id);
     }
+    if (resuming) { /* paused again, as it was (the record may say running) */
+      sb->pid = 0;
+      sb->starttime = 0;
+      asbe__rec_write(sb, "paused");
+      creating_del(e, sb->id);
+    }
     asbe__restore_error(msg);
   }
   free(plan);
@@ -808,7 +849,9 @@ int asbe_sandbox_start_aux(asbe_sandbox *sb) {
   return 0;
 }
 
-int asbe_sandbox_kill(asbe_sandbox *sb, int remove_state) {
+/* keep: 0 remove the state dir, 1 keep it "stopped", 2 keep it "paused"
+ * with its uid slot. */
+static int kill_impl(asbe_sandbox *sb, int keep) {
   asbe__clear_error();
   asbe_engine *e = sb->e;
   int r = 0;
@@ -845,13 +888,64 @@ int asbe_sandbox_kill(asbe_sandbox *sb, int remove_state) {
     r = cr;
   else
     drop_old_bases(&sb->cg, &e->cg);
+  if (keep == 2 && access(sb->dir, F_OK) == 0) {
+    /* the record first: from then on the slot's claim holds without a
+     * live init (slot.c) */
+    int wr = asbe__rec_write(sb, "paused");
+    if (wr < 0 && r == 0) r = asbe__fail(wr, "sandbox %s: record", sb->id);
+    return r;
+  }
   asbe__slot_release(e, sb->slot, sb->dir); /* no-op if not ours any more */
-  if (remove_state) {
+  if (!keep) {
     int rr = asbe__rm_rf(sb->dir);
     if (rr < 0 && r == 0) r = asbe__fail(rr, "remove %s", sb->dir);
   } else if (access(sb->dir, F_OK) == 0) {
     asbe__rec_write(sb, "stopped");
   }
+  return r;
+}
+
+int asbe_sandbox_kill(asbe_sandbox *sb, int remove_state) {
+  return kill_impl(sb, remove_state ? 0 : 1);
+}
+
+int asbe_sandbox_stop(asbe_sandbox *sb) {
+  if (sb->disk_tmpfs)
+    return asbe__fail(-EOPNOTSUPP,
+                      "sandbox %s: a tmpfs writable layer does not outlive its "
+                      "processes",
+                      sb->id);
+  return kill_impl(sb, 2);
+}
+
+int asbe_paused_hold(asbe_engine *e, const char *id) {
+  asbe__clear_error();
+  if (!valid_id(id)) return asbe__fail(-EINVAL, "sandbox id");
+  asbe_sandbox *sb = sb_new(e, id);
+  if (!sb) return asbe__fail(-ENOMEM, "sandbox");
+  asbe__rec rc;
+  int r = asbe__rec_read(sb->dir, &rc) == 0 && !strcmp(rc.status, "paused")
+              ? asbe__slot_retake(e, rc.slot, sb->dir)
+              : asbe__fail(-ENOENT, "sandbox %s is not paused", id);
+  asbe_sandbox_release(sb);
+  return r;
+}
+
+int asbe_paused_remove(asbe_engine *e, const char *id) {
+  asbe__clear_error();
+  if (!valid_id(id)) return asbe__fail(-EINVAL, "sandbox id");
+  asbe_sandbox *sb = sb_new(e, id);
+  if (!sb) return asbe__fail(-ENOMEM, "sandbox");
+  asbe__rec rc;
+  int r = 0;
+  if (asbe__rec_read(sb->dir, &rc) == 0 && !strcmp(rc.status, "paused")) {
+    asbe__slot_release(e, rc.slot, sb->dir);
+    int rr = asbe__rm_rf(sb->dir);
+    if (rr < 0) r = asbe__fail(rr, "remove %s", sb->dir);
+  } else if (access(sb->dir, F_OK) == 0) {
+    r = asbe__fail(-EBUSY, "sandbox %s is not paused", id);
+  }
+  asbe_sandbox_release(sb);
   return r;
 }
 
@@ -1043,7 +1137,7 @@ static int rec_state(asbe_engine *e, const char *id, const char *dir, asbe__rec 
   if (asbe__rec_read(dir, rc) < 0) return creating_has(e, id) ? 2 : 0;
   if (!strcmp(rc->status, "running"))
     return rc->pid > 0 && asbe__proc_starttime(rc->pid) == rc->start;
-  if (!strcmp(rc->status, "stopped")) return 3;
+  if (!strcmp(rc->status, "stopped") || !strcmp(rc->status, "paused")) return 3;
   return 0;
 }
 

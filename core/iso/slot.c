@@ -57,7 +57,9 @@ static int read_owner(int fd, char *dir, size_t dirlen) {
   char d[PATH_MAX];
   snprintf(d, sizeof d, "%s", buf + off);
   d[strcspn(d, "\n")] = '\0';
-  return !asbe__rec_alive(d);
+  /* a paused sandbox (no process, booted again on resume) keeps its
+   * slot: its writable layer's files belong to the slot's host uids */
+  return !asbe__rec_alive(d) && !asbe__rec_paused(d);
 }
 
 /* Opens and locks an existing slot file; -ENOENT if it was replaced. */
@@ -123,6 +125,28 @@ void asbe__slot_release(asbe_engine *e, uint32_t slot, const char *owner_dir) {
   read_owner(fd, dir, sizeof dir);
   if (!strcmp(dir, owner_dir)) unlink(path);
   close(fd);
+}
+
+int asbe__slot_retake(asbe_engine *e, uint32_t slot, const char *owner_dir) {
+  char path[PATH_MAX], dir[PATH_MAX];
+  slot_path(e, slot, path, sizeof path);
+  pid_t me = getpid();
+  uint64_t my_start = asbe__proc_starttime(me);
+  int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd >= 0) {
+    flock(fd, LOCK_EX);
+  } else {
+    if (errno != EEXIST) return asbe__failerr("create %s", path);
+    if ((fd = open_locked(path)) < 0) return asbe__fail(fd, "open %s", path);
+    int stale = read_owner(fd, dir, sizeof dir);
+    if (strcmp(dir, owner_dir) && !stale) {
+      close(fd);
+      return asbe__fail(-EBUSY, "uid slot %u is held by %s", slot, dir);
+    }
+  }
+  int r = write_owner(fd, me, my_start, owner_dir);
+  close(fd);
+  return r < 0 ? asbe__fail(r, "write %s", path) : 0;
 }
 
 unsigned asbe__slot_reap(asbe_engine *e) {

@@ -38,6 +38,15 @@ typedef struct asbn_dp_config {
   /* IPv4 link range, "10.88.0.0/16" when NULL; /8../28, one /30 a slot
    * (host .1, sandbox .2), at most 16384 slots. */
   const char *cidr4;
+  /* IPv6 link range: a ULA x:y::/N, N from 48 to 112, a /126 a slot (host
+   * end ::1 + 4*slot, sandbox + 1); "off": none; NULL: a /64 of fd00::/8
+   * from the hash of the name when this netns has an IPv6 default route,
+   * else none. Without one every IPv6 packet from a sandbox is dropped. */
+  const char *cidr6;
+  /* Where the sysctls the datapath changes (forwarding, accept_ra) are
+   * recorded with their old values, restored at close (also after a
+   * crash, by the next engine): <state_dir>/net-sysctl. NULL: memory. */
+  const char *state_dir;
   /* Where the sandboxes' DNS (udp/tcp 53 to any address) is redirected, a
    * port on the host end: the engine's resolver. 0: 53. */
   uint16_t dns_port;
@@ -50,8 +59,9 @@ typedef struct asbn_dp_config {
 } asbn_dp_config;
 
 /* Reaps what a previous engine of this name left (its table, its links in
- * this netns), turns IPv4 forwarding on, makes the table. 0, or -1 with a
- * message in err. */
+ * this netns), turns IPv4 (and IPv6) forwarding on, makes the table. 0, or
+ * -1 with a message in err. Close turns back every sysctl it changed,
+ * unless another engine's table is in the netns. */
 int asbn_dp_open(const asbn_dp_config *cfg, asbn_dp **out, char *err, size_t errlen);
 /* Removes the table and every link of the engine (attached sandboxes lose
  * their network). dp may be NULL. */
@@ -80,6 +90,9 @@ void asbn_dp_detach(asbn_dp *dp, asbn_dp_link *l);
  * Frees l. */
 void asbn_dp_release(asbn_dp *dp, asbn_dp_link *l);
 
+/* The sandbox's IPv6 address: 0, or -1 when the datapath has no IPv6. */
+int asbn_dp_sandbox_addr6(const asbn_dp *dp, const asbn_dp_link *l, struct in6_addr *out);
+int asbn_dp_has_ipv6(const asbn_dp *dp);
 /* The sandbox's and the host end's addresses. */
 struct in_addr asbn_dp_sandbox_addr(const asbn_dp_link *l);
 struct in_addr asbn_dp_host_addr(const asbn_dp_link *l);

@@ -2,12 +2,16 @@
 #include "util.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 char *asbi_strdup(const char *s) {
   return s ? strdup(s) : NULL;
@@ -219,4 +223,16 @@ struct timespec asbi_deadline(clockid_t clock, int64_t ms) {
     ts.tv_nsec -= 1000000000L;
   }
   return ts;
+}
+
+int asbi_openat2(int dirfd, const char *path, int flags, unsigned mode, uint64_t resolve) {
+  struct open_how how;
+  memset(&how, 0, sizeof how);
+  how.flags = (uint64_t)(flags | O_CLOEXEC);
+  how.mode = (flags & (O_CREAT | O_TMPFILE)) ? mode : 0;
+  how.resolve = resolve;
+  for (int i = 0;; i++) {
+    long fd = syscall(SYS_openat2, dirfd, path, &how, sizeof how);
+    if (fd >= 0 || errno != EAGAIN || i == 10000) return (int)fd;
+  }
 }

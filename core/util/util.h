@@ -72,6 +72,14 @@ uint64_t asbi_now_us(void);
  * condition variable set to it, CLOCK_REALTIME otherwise): the absolute
  * deadline pthread_cond_timedwait and friends take. */
 struct timespec asbi_deadline(clockid_t clock, int64_t ms);
+
+/* openat2(2) with `flags`, `mode` and `resolve` (RESOLVE_*), O_CLOEXEC
+ * added. With RESOLVE_IN_ROOT or RESOLVE_BENEATH the kernel fails a walk
+ * with EAGAIN when any rename or mount happened on the host meanwhile (its
+ * ".." checks cannot tell a race from an escape); on a busy host that is
+ * common, and the man page's answer is to retry: this does, a bounded
+ * number of times. The fd, or -1 with errno. */
+int asbi_openat2(int dirfd, const char *path, int flags, unsigned mode, uint64_t resolve);
 uint64_t asbi_now_ms(void);
 /* Wall clock as RFC 3339 with nanoseconds, UTC ("2026-01-02T03:04:05.123456789Z").
  * out needs 40 bytes. */

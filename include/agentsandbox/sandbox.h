@@ -79,7 +79,7 @@ asb_sandbox_loopback_url(char **url, asb_sandbox *sandbox, int port,
 /* ---- the control plane: create, connect, list, lifecycle ------------------
  */
 
-#define ASB_SANDBOX_OPTIONS_VERSION 3
+#define ASB_SANDBOX_OPTIONS_VERSION 4
 
 typedef struct asb_sandbox_options {
   unsigned int version;        /* ASB_SANDBOX_OPTIONS_VERSION */
@@ -104,12 +104,20 @@ typedef struct asb_sandbox_options {
   /* version 3: volumes to mount (E2B's volumeMounts; docs/volumes.md) */
   const char *const *volume_mounts; /* "PATH=VOLUME" (a mount path inside,
                                        a volume's name or id), NULL-ended */
+  /* version 4: pause modes and auto-resume (docs/lifecycle.md) */
+  int auto_pause_files_only; /* with auto_pause: 1 = pause without memory
+                                (E2B's keepMemory / autoPauseMemory
+                                false): processes stopped, files kept,
+                                resume boots it again */
+  int auto_resume;           /* 1 = a request to one of its ports resumes
+                                it once paused (E2B's autoResume); needs
+                                auto_pause, not with auto_pause_files_only */
 } asb_sandbox_options;
 
 #define ASB_SANDBOX_OPTIONS_INIT                                           \
   {                                                                        \
     ASB_SANDBOX_OPTIONS_VERSION, NULL, 0, NULL, NULL, 0, 0, NULL, 0, NULL, \
-        NULL                                                               \
+        NULL, 0, 0                                                         \
   }
 
 ASB_API(int)
@@ -151,6 +159,13 @@ asb_sandbox_is_running(asb_sandbox *sandbox, const asb_call_options *call);
  * frozen, every file kept; connect or resume thaws it. */
 ASB_API(int)
 asb_sandbox_pause(asb_sandbox *sandbox, const asb_call_options *call);
+/* Pause without memory when keep_memory is 0 (E2B's keepMemory: false):
+ * every process is stopped and its memory freed, every file kept; resume
+ * (or connect) boots it again, with a new boot_id. keep_memory 1 is
+ * asb_sandbox_pause. Same returns. */
+ASB_API(int)
+asb_sandbox_pause_memory(asb_sandbox *sandbox, int keep_memory,
+                         const asb_call_options *call);
 /* Resume a paused sandbox (as connect does); timeout_ms as for connect. */
 ASB_API(int)
 asb_sandbox_resume(asb_sandbox *sandbox, long timeout_ms,
@@ -181,6 +196,12 @@ asb_sandbox_info_template_id(const asb_sandbox_info *info);
 ASB_API(const char *) asb_sandbox_info_name(const asb_sandbox_info *info);
 /* "running" or "paused". */
 ASB_API(const char *) asb_sandbox_info_state(const asb_sandbox_info *info);
+/* A paused sandbox's pause mode, "memory" or "filesystem" (the local
+ * engine's pauseMode), or NULL (running, or not said). */
+ASB_API(const char *)
+asb_sandbox_info_pause_mode(const asb_sandbox_info *info);
+/* E2B's lifecycle.autoResume: 1 on, 0 off, -1 not said. */
+ASB_API(int) asb_sandbox_info_auto_resume(const asb_sandbox_info *info);
 /* Unix seconds. */
 ASB_API(asb_int64) asb_sandbox_info_started_at(const asb_sandbox_info *info);
 ASB_API(asb_int64) asb_sandbox_info_end_at(const asb_sandbox_info *info);
@@ -274,6 +295,38 @@ ASB_API(asb_int64) asb_metrics_mem_total(const asb_metrics *m, size_t i);
 ASB_API(asb_int64) asb_metrics_disk_used(const asb_metrics *m, size_t i);
 ASB_API(asb_int64) asb_metrics_disk_total(const asb_metrics *m, size_t i);
 ASB_API(void) asb_metrics_free(asb_metrics *m);
+
+/* ---- snapshots and fork (docs/snapshots.md) ------------------------------ */
+/* Snapshot the sandbox's files at this instant (E2B's createSnapshot; it is
+ * frozen while they are copied, then runs on). name NULL or "": unnamed.
+ * *snapshot_id (free with asb_free) is tag-qualified, "<name>:default";
+ * pass it (or the name) as a template id to asb_sandbox_create, and to
+ * asb_templates_delete to delete it. A sandbox from it boots fresh: files,
+ * not processes. Errors: ASB_EINVAL (the name), ASB_ESANDBOXNOTFOUND,
+ * ASB_ERROR (the name is a template's that is not a snapshot: 409). */
+ASB_API(int)
+asb_sandbox_snapshot(char **snapshot_id, asb_sandbox *sandbox, const char *name,
+                     const asb_call_options *call);
+/* Fork: a new sandbox with this one's files at this instant, its metadata,
+ * env vars and network policy (E2B's fork with count 1); this one runs on.
+ * timeout_ms: the new one's lifetime (0 = 15 s, E2B's default). Errors:
+ * ASB_ESANDBOXNOTFOUND, ASB_ERROR (it is paused: 409; or the fork
+ * failed to start, the engine's reason in the message). */
+ASB_API(int)
+asb_sandbox_fork(asb_sandbox **out, asb_sandbox *sandbox, long timeout_ms,
+                 const asb_call_options *call);
+/* The snapshots taken of sandbox_id (NULL = of any) that name matches
+ * (NULL = any; a name or id, with ":default" or "namespace/" too), every
+ * page: their ids (tag-qualified, as asb_sandbox_snapshot gives them). */
+ASB_API(int)
+asb_snapshots_list(asb_snapshot_list **out, asb_client *client,
+                   const char *sandbox_id, const char *name,
+                   const asb_call_options *call);
+ASB_API(size_t) asb_snapshot_list_count(const asb_snapshot_list *l);
+/* Id i, or NULL past the end. */
+ASB_API(const char *)
+asb_snapshot_list_get(const asb_snapshot_list *l, size_t i);
+ASB_API(void) asb_snapshot_list_free(asb_snapshot_list *l);
 
 ASB_END_DECL
 

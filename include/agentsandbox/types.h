@@ -56,6 +56,13 @@ typedef struct asb_named_command_list asb_named_command_list;
 /* Templates (template.h). */
 typedef struct asb_template asb_template;
 typedef struct asb_template_list asb_template_list;
+/* Volumes (volume.h). */
+typedef struct asb_volume asb_volume;
+typedef struct asb_volume_list asb_volume_list;
+typedef struct asb_volume_entry asb_volume_entry;
+typedef struct asb_volume_entry_list asb_volume_entry_list;
+/* The ids of snapshots (asb_snapshots_list). */
+typedef struct asb_snapshot_list asb_snapshot_list;
 /* Git in a sandbox (git.h). */
 typedef struct asb_git_status asb_git_status;
 typedef struct asb_git_branch_list asb_git_branch_list;

@@ -45,6 +45,12 @@ TEST(code) {
 TEST(git) {
   run_example("git");
 }
+TEST(volumes) {
+  run_example("volumes");
+}
+TEST(snapshot) {
+  run_example("snapshot");
+}
 #ifdef ASB_TEMPLATE_DIR
 /* builds the c-hello template, creates a sandbox from it, calls its commands */
 TEST(named_commands) {
@@ -128,6 +134,8 @@ int main(void) {
   RUN(sandbox_lifecycle);
   RUN(code);
   RUN(git);
+  RUN(volumes);
+  RUN(snapshot);
   RUN(sessions);
 #ifdef ASB_TEMPLATE_DIR
   RUN(named_commands);

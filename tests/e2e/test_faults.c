@@ -13,19 +13,10 @@
 
 #include "asb_testing.h"
 #include "engine_fixture.h"
+#include "mounts.h"
 
 static engine_fixture F;
 static atomic_int stop_flag;
-
-static int count_lines(const char *path) {
-  FILE *f = fopen(path, "r");
-  if (!f) return -1;
-  char line[4096];
-  int n = 0;
-  while (fgets(line, sizeof line, f)) n++;
-  fclose(f);
-  return n;
-}
 
 static int count_procs(const char *needle, int verbose);
 static int count_matching_procs(const char *needle) {
@@ -205,7 +196,8 @@ static void just_kill(asb_client *c, const char *id, void *ud) {
 }
 
 TEST(kill_9_during_creates_and_streams) {
-  int mounts0 = count_lines("/proc/self/mountinfo");
+  asbt_mounts mounts0;
+  asbt_mounts_take(&mounts0);
   asb_client *c = NULL;
   REQUIRE_RC(engine_fixture_client(&F, &c), ASB_OK);
   asb_sandbox *streaming = NULL;
@@ -255,7 +247,8 @@ TEST(kill_9_during_creates_and_streams) {
   CHECK_INT(count_sandbox_loops(), 0);
   CHECK_INT(count_cgroup_dirs(), 0);
   CHECK_INT(procs_left_after_reaping(), 0);
-  CHECK_INT(count_lines("/proc/self/mountinfo"), mounts0);
+  CHECK_INT(asbt_mounts_new(&mounts0, F.state), 0);
+  asbt_mounts_free(&mounts0);
   char sdir[256];
   snprintf(sdir, sizeof sdir, "%s/sandboxes", F.state);
   DIR *d = opendir(sdir);
@@ -277,7 +270,8 @@ TEST(kill_9_during_creates_and_streams) {
 }
 
 TEST(two_hundred_create_kill_cycles_leave_nothing) {
-  int mounts0 = count_lines("/proc/self/mountinfo");
+  asbt_mounts mounts0;
+  asbt_mounts_take(&mounts0);
   asb_client *c = NULL;
   REQUIRE_RC(engine_fixture_client(&F, &c), ASB_OK);
   for (int i = 0; i < 200; i++) {
@@ -290,7 +284,8 @@ TEST(two_hundred_create_kill_cycles_leave_nothing) {
   CHECK_INT(count_sandbox_loops(), 0);
   CHECK_INT(count_cgroup_dirs(), 0);
   CHECK_INT(procs_left_after_reaping(), 0);
-  CHECK_INT(count_lines("/proc/self/mountinfo"), mounts0);
+  CHECK_INT(asbt_mounts_new(&mounts0, F.state), 0);
+  asbt_mounts_free(&mounts0);
 }
 
 int main(void) {

@@ -146,7 +146,7 @@ TEST(example_busybox_image) {
   char cmd[1024];
   snprintf(cmd, sizeof cmd,
            "sh %s/make-image.sh %s/ex-oci >/dev/null && mkdir -p %s/ex && sed "
-           "'s|/tmp/busybox-oci|%s/ex-oci|' "
+           "'s|/var/lib/agent-sandbox/images/busybox-oci|%s/ex-oci|' "
            "%s/template.yaml > %s/ex/template.yaml",
            ASBT_EXAMPLE, WORK, WORK, WORK, ASBT_EXAMPLE, WORK);
   REQUIRE(system(cmd) == 0);
@@ -177,9 +177,14 @@ TEST(registry_names_and_bad_images) {
   CHECK_RC(asb_templates_build(&t, C, tdir("reg2", "name: reg2\nbase: ubuntu:22.04\n"), NULL),
            ASB_EINVAL);
   CHECK(strstr(asb_error_last()->message, "'ubuntu:22.04' is a container registry image"));
-  CHECK_RC(asb_templates_build(&t, C, tdir("bad", "name: bad\nbase: oci:/nonexistent-xyz\n"), NULL),
+  char y[400];
+  snprintf(y, sizeof y, "name: bad\nbase: oci:%s/nonexistent-xyz\n", WORK);
+  CHECK_RC(asb_templates_build(&t, C, tdir("bad", y), NULL), ASB_EINVAL);
+  CHECK(strstr(asb_error_last()->message, "/nonexistent-xyz: No such file"));
+  /* a path outside the engine's image directories is not read at all */
+  CHECK_RC(asb_templates_build(&t, C, tdir("host", "name: host\nbase: oci:/etc\n"), NULL),
            ASB_EINVAL);
-  CHECK(strstr(asb_error_last()->message, "image 'oci:/nonexistent-xyz': /nonexistent-xyz"));
+  CHECK(strstr(asb_error_last()->message, "/etc is not in the engine's image directories"));
 }
 
 int main(void) {
@@ -187,7 +192,8 @@ int main(void) {
   mkdir(WORK, 0755);
   char cmd[200];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", WORK);
-  if (engine_fixture_start(&F, "img") != 0 || engine_fixture_client(&F, &C) != 0) {
+  const char *args[] = {"--image-dir", WORK, NULL};
+  if (engine_fixture_start_args(&F, "img", args) != 0 || engine_fixture_client(&F, &C) != 0) {
     fprintf(stderr, "cannot start the engine\n");
     engine_fixture_stop(&F);
     if (system(cmd) != 0) fprintf(stderr, "cannot remove %s\n", WORK);

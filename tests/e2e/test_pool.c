@@ -168,9 +168,11 @@ static const struct {
 } FIELDS[] = {
     {"writable layer (every path on the root fs)", "find / -xdev 2>/dev/null | sort"},
     {"/tmp", "ls -la --time-style=+ /tmp | sed 1d | awk '{print $1, $3, $4, $NF}'"},
+    /* envd's login shells (pre-started ones, and the shell of a command that
+     * ran in one) are envd's, not the sandbox's state: docs/envd.md */
     {"process table",
      "for p in /proc/[0-9]*; do [ -r $p/cmdline ] && tr '\\0' ' ' < $p/cmdline && echo; done | "
-     "grep -v -e '^$' -e 'tr ' -e '/proc/\\[0-9\\]' -e sort | sort"},
+     "grep -v -e '^$' -e 'tr ' -e '/proc/\\[0-9\\]' -e sort -e __asb_boot | sort"},
     {"environment", "env | grep -v -e '^FOO=' -e '^_=' -e '^SHLVL=' | sort"},
     {"hostname", "hostname; cat /etc/hostname /etc/hosts"},
 };

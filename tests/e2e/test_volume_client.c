@@ -3,6 +3,8 @@
  * library share a volume made through E2B's /volumes API, by struct and by
  * name (asb_options_add_string); a malformed entry is refused locally, an
  * unknown volume by the engine, and a version-2 struct never sends one.
+ * And the asb_volume* calls (volume.h): create, get, list, delete, and the
+ * file calls of the content API, seen from a sandbox that mounts it.
  * SPDX-License-Identifier: Apache-2.0 */
 #include <agentsandbox.h>
 #include <curl/curl.h>
@@ -117,6 +119,142 @@ TEST(refusals) {
   asb_options_free(old);
 }
 
+static char *read_all(asb_volume *v, const char *path, size_t *len) {
+  char *d = NULL;
+  if (asb_volume_read_file(&d, len, v, path, NULL) != ASB_OK) {
+    ASBT_FAIL("read %s: %s", path, asb_error_message(asb_error_last()));
+    return strdup("");
+  }
+  return d;
+}
+
+TEST(volume_calls) {
+  char name[64];
+  snprintf(name, sizeof name, "vcapi-%d", (int)getpid());
+  asb_volume *v = NULL, *dup = NULL, *got = NULL;
+  CHECK_RC(asb_volumes_create(&dup, C, "bad/name", 0, NULL), ASB_EINVAL);
+  CHECK_RC(asb_volumes_create(&dup, C, name, 8, NULL), ASB_EINVAL); /* below 16 MiB */
+  REQUIRE_RC(asb_volumes_create(&v, C, name, 32, NULL), ASB_OK);
+  CHECK_STR(asb_volume_name(v), name);
+  CHECK(asb_volume_size_mb(v) == 32);
+  CHECK(*asb_volume_id(v) && *asb_volume_token(v));
+  CHECK_RC(asb_volumes_create(&dup, C, name, 0, NULL), ASB_EEXISTS);
+  CHECK(dup == NULL);
+  /* by name and by id: the same volume, with its token */
+  REQUIRE_RC(asb_volumes_get(&got, C, name, NULL), ASB_OK);
+  CHECK_STR(asb_volume_id(got), asb_volume_id(v));
+  CHECK_STR(asb_volume_token(got), asb_volume_token(v));
+  asb_volume_free(got);
+  got = NULL;
+  REQUIRE_RC(asb_volumes_get(&got, C, asb_volume_id(v), NULL), ASB_OK);
+  CHECK_STR(asb_volume_name(got), name);
+  CHECK_RC(asb_volumes_get(&dup, C, "no-such-volume", NULL), ASB_ENOTFOUND);
+  /* the list: no tokens, so no file calls on its items */
+  asb_volume_list *l = NULL;
+  REQUIRE_RC(asb_volumes_list(&l, C, NULL), ASB_OK);
+  const asb_volume *li = asb_volume_list_find(l, name);
+  CHECK(li != NULL && asb_volume_size_mb(li) == 32);
+  CHECK(li != NULL && strcmp(asb_volume_token(li), "") == 0);
+  CHECK(asb_volume_list_find(l, VOL) != NULL);
+  CHECK(asb_volume_list_get(l, asb_volume_list_count(l)) == NULL);
+  CHECK_RC(asb_volume_exists((asb_volume *)li, "/", NULL), ASB_EINVAL);
+  asb_volume_list_free(l);
+
+  /* files: binary content, owner, no overwrite without force */
+  asb_volume_write_options wo = ASB_VOLUME_WRITE_OPTIONS_INIT;
+  wo.uid = wo.gid = 1000;
+  asb_volume_entry *e = NULL;
+  REQUIRE_RC(asb_volume_write_file(&e, v, "/hello.bin", "hi\0x", 4, &wo), ASB_OK);
+  CHECK_STR(asb_volume_entry_type(e), "file");
+  CHECK_STR(asb_volume_entry_path(e), "/hello.bin");
+  CHECK(asb_volume_entry_size(e) == 4 && asb_volume_entry_uid(e) == 1000);
+  CHECK(asb_volume_entry_mode(e) == 0644 && asb_volume_entry_modified_at(e) > 0);
+  asb_volume_entry_free(e);
+  CHECK_RC(asb_volume_write_file(NULL, v, "/hello.bin", "new", 3, &wo), ASB_EEXISTS);
+  size_t n = 0;
+  char *d = read_all(v, "/hello.bin", &n);
+  CHECK(n == 4 && memcmp(d, "hi\0x", 4) == 0);
+  free(d);
+  wo.force = 1;
+  CHECK_RC(asb_volume_write_file(NULL, v, "/hello.bin", "new", 3, &wo), ASB_OK);
+  CHECK_RC(asb_volume_read_file(&d, &n, v, "/nothing", NULL), ASB_ENOTFOUND);
+  CHECK_RC(asb_volume_read_file(&d, &n, v, "/../x", NULL), ASB_EINVAL);
+  /* dirs: parents only with force */
+  wo.force = 0;
+  CHECK_RC(asb_volume_make_dir(NULL, v, "/a/b", &wo), ASB_ENOTFOUND);
+  wo.force = 1;
+  e = NULL;
+  CHECK_RC(asb_volume_make_dir(&e, v, "/a/b", &wo), ASB_OK);
+  CHECK(e && strcmp(asb_volume_entry_type(e), "directory") == 0 &&
+        asb_volume_entry_mode(e) == 0755);
+  asb_volume_entry_free(e);
+  CHECK_RC(asb_volume_exists(v, "/a/b", NULL), 1);
+  CHECK_RC(asb_volume_exists(v, "/a/c", NULL), 0);
+  asb_volume_entry_list *el = NULL;
+  REQUIRE_RC(asb_volume_entries_list(&el, v, "/", 2, NULL), ASB_OK);
+  int seen = 0;
+  for (size_t i = 0; i < asb_volume_entry_list_count(el); i++) {
+    const char *p = asb_volume_entry_path(asb_volume_entry_list_get(el, i));
+    seen |= (strcmp(p, "/hello.bin") == 0) | (strcmp(p, "/a") == 0) << 1 |
+            (strcmp(p, "/a/b") == 0) << 2;
+  }
+  CHECK(seen == 7);
+  asb_volume_entry_list_free(el);
+  /* metadata: -1 keeps a value */
+  e = NULL;
+  REQUIRE_RC(asb_volume_update_metadata(&e, v, "/hello.bin", -1, -1, 0600, NULL), ASB_OK);
+  CHECK(asb_volume_entry_mode(e) == 0600 && asb_volume_entry_uid(e) == 1000);
+  asb_volume_entry_free(e);
+
+  /* a sandbox that mounts it sees those files and its writes come back */
+  char m[128];
+  snprintf(m, sizeof m, "/mnt/v=%s", name);
+  const char *mounts[] = {m, NULL};
+  asb_sandbox_options o = ASB_SANDBOX_OPTIONS_INIT;
+  o.timeout_ms = 120000;
+  o.volume_mounts = mounts;
+  asb_sandbox *sb = NULL;
+  CHECK_RC(asb_sandbox_create(&sb, C, &o), ASB_OK);
+  if (sb) {
+    char *s = run(sb,
+                  "cat /mnt/v/hello.bin; stat -c ' %a %U' /mnt/v/hello.bin; "
+                  "echo from-sandbox > /mnt/v/a/b/f; ln -s /etc/passwd /mnt/v/link");
+    CHECK_STR(s, "new 600 user\n");
+    free(s);
+    d = read_all(v, "/a/b/f", &n);
+    CHECK_STR(d, "from-sandbox\n");
+    free(d);
+    e = NULL;
+    CHECK_RC(asb_volume_get_info(&e, v, "/link", NULL), ASB_OK);
+    CHECK(e && strcmp(asb_volume_entry_type(e), "symlink") == 0);
+    CHECK(e && asb_volume_entry_target(e) &&
+          strcmp(asb_volume_entry_target(e), "/etc/passwd") == 0);
+    asb_volume_entry_free(e);
+    /* mounted: not deleted */
+    CHECK_RC(asb_volumes_delete(C, name, NULL), ASB_EEXISTS);
+    asb_sandbox_kill(sb, NULL);
+    asb_sandbox_free(sb);
+  }
+  /* a volume outlives its client's user reference: freeing the client
+   * does not cancel the volume's calls (its own stop token) */
+  asb_client *c2 = NULL;
+  asb_volume *v2 = NULL;
+  REQUIRE_RC(engine_fixture_client(&F, &c2), ASB_OK);
+  CHECK_RC(asb_volumes_get(&v2, c2, name, NULL), ASB_OK);
+  asb_client_free(c2);
+  CHECK_RC(asb_volume_exists(v2, "/hello.bin", NULL), 1);
+  asb_volume_free(v2);
+  CHECK_RC(asb_volume_remove(v, "/a", NULL), ASB_OK);
+  CHECK_RC(asb_volume_exists(v, "/a/b/f", NULL), 0);
+  CHECK_RC(asb_volume_remove(v, "/a", NULL), ASB_ENOTFOUND);
+  CHECK_RC(asb_volumes_delete(C, asb_volume_id(v), NULL), ASB_OK);
+  CHECK_RC(asb_volumes_get(&dup, C, name, NULL), ASB_ENOTFOUND);
+  CHECK_RC(asb_volumes_delete(C, name, NULL), ASB_ENOTFOUND);
+  /* the handle outlives its client's user reference (it holds one) */
+  asb_volume_free(got);
+  asb_volume_free(v);
+}
+
 int main(void) {
   if (engine_fixture_start(&F, "volclient") != 0) {
     fprintf(stderr, "cannot start the engine\n");
@@ -137,6 +275,7 @@ int main(void) {
   }
   RUN(two_sandboxes_share_a_volume);
   RUN(refusals);
+  RUN(volume_calls);
   asb_client_free(C);
   /* the volume and its image go with the state dir; no mount outlives the
    * engine (its mounts are fds, the sandboxes' go with them) */

@@ -480,6 +480,58 @@ TEST(sigterm_to_init_and_kept_state) {
   CHECK(access(img, F_OK) < 0);
 }
 
+/* Pause without memory: stop keeps the writable layer and the uid slot
+ * (a reaper pass too: the claim holds without a live init); a create with
+ * resume boots it on both (not without one to boot); remove frees
+ * both. */
+TEST(stop_and_boot_again) {
+  int mounts = asbt_count_mounts();
+  asbe_sandbox *sb = asbt_create(&env, "sbx-stop", env.base);
+  REQUIRE(sb != NULL);
+  REQUIRE(asbt_wait_agent(sb, ASBT_DEADLINE_MS) == 0);
+  CHECK(asbt_sh_eq(sb, 1000, "echo mine > ~/f && (sleep 1000 >/dev/null 2>&1 &) && echo ok", "ok"));
+  uid_t hu = asbe_sandbox_host_uid(sb);
+  uint32_t slot = asbe_sandbox_slot(sb);
+  CHECK_INT(asbe_sandbox_stop(sb), 0);
+  CHECK(!asbe_sandbox_alive(sb));
+  CHECK_INT(count_sandbox_procs(hu), 0);
+  CHECK_INT(asbt_count_loops(&env), 0);
+  CHECK(slot_claimed(slot));
+  asbe_sandbox_release(sb);
+  asbe_reap_report rep;
+  CHECK_INT(asbe_reap(env.e, NULL, NULL, &rep), 0);
+  CHECK(slot_claimed(slot));
+  CHECK_INT(asbe_sandbox_adopt(env.e, "sbx-stop", &sb), -ESRCH);
+  /* a host reboot empties the slot registry: start-up claims it again */
+  char claim[128];
+  snprintf(claim, sizeof claim, "/run/agent-sandbox/slots/%u", slot);
+  CHECK(unlink(claim) == 0);
+  CHECK_INT(asbe_paused_hold(env.e, "sbx-stop"), 0);
+  CHECK(slot_claimed(slot));
+  CHECK_INT(asbe_paused_hold(env.e, "sbx-none"), -ENOENT);
+  asbe_sandbox_spec spec;
+  asbt_spec(&spec, "sbx-stop", env.base);
+  CHECK_INT(asbe_sandbox_create(env.e, &spec, &sb), -EEXIST); /* not a fresh one */
+  spec.resume = 1;
+  asbt_spec(&spec, "sbx-none", env.base);
+  spec.resume = 1;
+  CHECK_INT(asbe_sandbox_create(env.e, &spec, &sb), -ENOENT);
+  asbt_spec(&spec, "sbx-stop", env.base);
+  spec.resume = 1;
+  REQUIRE(asbe_sandbox_create(env.e, &spec, &sb) == 0);
+  REQUIRE(asbt_wait_agent(sb, ASBT_DEADLINE_MS) == 0);
+  CHECK_INT(asbe_sandbox_host_uid(sb), hu);
+  CHECK(asbt_sh_eq(sb, 1000, "cat ~/f; pgrep -x sleep || echo none", "mine\nnone"));
+  CHECK_INT(asbe_sandbox_stop(sb), 0);
+  asbe_sandbox_release(sb);
+  CHECK_INT(asbe_paused_remove(env.e, "sbx-stop"), 0);
+  CHECK(!slot_claimed(slot));
+  char dir[PATH_MAX];
+  snprintf(dir, sizeof dir, "%s/sandboxes/sbx-stop", env.state);
+  CHECK(access(dir, F_OK) < 0);
+  CHECK_INT(asbt_count_mounts(), mounts);
+}
+
 int main(void) {
   /* orphaned inits of "crashed" engines come to us, like to a supervisor */
   prctl(PR_SET_CHILD_SUBREAPER, 1);
@@ -492,6 +544,7 @@ int main(void) {
   RUN(adopt_after_engine_moved);
   RUN(reaper_cleans_orphans);
   RUN(sigterm_to_init_and_kept_state);
+  RUN(stop_and_boot_again);
   asbt_teardown(&env);
   TEST_MAIN_END();
 }

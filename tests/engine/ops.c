@@ -68,7 +68,7 @@ static int wait_gone(const char *id, const char *reason) {
 }
 
 static sbx *create(const char *tmpl, int timeout_s, const cJSON *metadata) {
-  sandboxes_create_req rq = {tmpl, timeout_s, 0, metadata, NULL, NULL, NULL};
+  sandboxes_create_req rq = {tmpl, timeout_s, 0, metadata, NULL, NULL, 0, 0, NULL};
   sbx *s = NULL;
   eng_err err;
   if (sandboxes_create(&E, &rq, &s, &err) != 0) {
@@ -79,7 +79,7 @@ static sbx *create(const char *tmpl, int timeout_s, const cJSON *metadata) {
 }
 
 TEST(create_unknown_template) {
-  sandboxes_create_req rq = {"no-such-template", 10, 0, NULL, NULL, NULL, NULL};
+  sandboxes_create_req rq = {"no-such-template", 10, 0, NULL, NULL, NULL, 0, 0, NULL};
   sbx *s = NULL;
   eng_err err;
   CHECK_INT(sandboxes_create(&E, &rq, &s, &err), -1);
@@ -160,9 +160,9 @@ TEST(pause_connect_timeout) {
   sbx *s = create("base", 120, NULL);
   REQUIRE(s);
   eng_err err;
-  CHECK_INT(sandboxes_pause(&E, s, &err), 0);
+  CHECK_INT(sandboxes_pause(&E, s, 1, &err), 0);
   CHECK_INT(s->state, SBX_PAUSED);
-  CHECK_INT(sandboxes_pause(&E, s, &err), -1);
+  CHECK_INT(sandboxes_pause(&E, s, 1, &err), -1);
   CHECK_INT(err.status, ENG_ECONFLICT);
   /* a running-only list leaves it out */
   sandboxes_filter f;
@@ -325,8 +325,12 @@ int main(void) {
   /* sandboxes with loopback only, as agent-sandboxd --no-network (the test
    * suite sets ASB_NO_NETWORK: tests/CMakeLists.txt) */
   const char *nn = getenv("ASB_NO_NETWORK");
-  engine_config cfg = {state, ASBT_ENVD, ASBT_INIT, NULL,      tdir, cg,     0,
-                       NULL,  0,         0,         nn && *nn, NULL, {NULL}, 0};
+  engine_config cfg = {.state_dir = state,
+                       .envd = ASBT_ENVD,
+                       .init = ASBT_INIT,
+                       .templates_dir = tdir,
+                       .cgroup_name = cg,
+                       .no_network = nn && *nn};
   eng_err err;
   engine_init(&E);
   int rc = 1;

@@ -10,7 +10,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <sys/stat.h>
+
 #include "common.h"
+#include "iso/iso_int.h" /* export_live_only_its_own: the recorded run_dev */
 #include "testing.h"
 
 static asbt_env env;
@@ -310,6 +313,50 @@ TEST(cgroup_v2_delegation) {
   REQUIRE(asbt_open_engine(&env) == 0);
 }
 
+/* A snapshot's copy (asbe_sandbox_export_live) reads the sandbox's own
+ * writable layer only: a record whose device number names another
+ * sandbox's loop device is refused (the loop's backing file must be this
+ * sandbox's disk.img), and links in the tree are copied as links, never
+ * followed on the host. */
+TEST(export_live_only_its_own) {
+  asbe_sandbox *other = asbt_create(&env, "sbx-sec-o", env.base);
+  REQUIRE(other != NULL);
+  CHECK_INT(asbt_sh(other, 0, "echo other-secret > /tmp/o.txt", NULL), 0);
+  CHECK_INT(
+      asbt_sh(sb, 0, "echo mine > /tmp/m.txt && ln -sf /etc/shadow /tmp/l && ln -sfn /etc /tmp/d",
+              NULL),
+      0);
+  char dest[PATH_MAX + 16];
+  snprintf(dest, sizeof dest, "%s/snap-layer", env.root);
+  CHECK_INT(asbe_sandbox_export_live(sb, dest), -EBUSY); /* not frozen */
+  REQUIRE(asbe_sandbox_freeze(sb) == 0);
+  dev_t mine = sb->run_dev;
+  sb->run_dev = other->run_dev; /* the record names the other's device */
+  CHECK(asbe_sandbox_export_live(sb, dest) < 0);
+  sb->run_dev = mine;
+  struct stat st;
+  CHECK(stat(dest, &st) < 0);
+  char p[PATH_MAX + 64];
+  CHECK_INT(asbe_sandbox_export_live(sb, dest), 0);
+  snprintf(p, sizeof p, "%s/tmp/m.txt", dest);
+  CHECK(stat(p, &st) == 0 && st.st_size == 5);
+  snprintf(p, sizeof p, "%s/tmp/o.txt", dest);
+  CHECK(stat(p, &st) < 0);
+  snprintf(p, sizeof p, "%s/tmp/l", dest);
+  CHECK(lstat(p, &st) == 0 && S_ISLNK(st.st_mode));
+  snprintf(p, sizeof p, "%s/tmp/d", dest);
+  CHECK(lstat(p, &st) == 0 && S_ISLNK(st.st_mode));
+  char target[64] = "";
+  snprintf(p, sizeof p, "%s/tmp/l", dest);
+  CHECK(readlink(p, target, sizeof target - 1) > 0 && !strcmp(target, "/etc/shadow"));
+  CHECK_INT(asbe_sandbox_thaw(sb), 0);
+  char cmd[PATH_MAX + 32];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dest);
+  CHECK_INT(system(cmd), 0);
+  asbe_sandbox_kill(other, 1);
+  asbe_sandbox_release(other);
+}
+
 int main(void) {
   if (asbt_setup(&env, 1) < 0) return 1;
   sb = asbt_create(&env, "sbx-sec", env.base);
@@ -322,6 +369,7 @@ int main(void) {
   RUN(network_isolation);
   RUN(exec_service_serves_only_the_engine);
   RUN(workload_cgroup_exposure);
+  RUN(export_live_only_its_own);
   RUN(cgroup_v2_delegation); /* last: it replaces the shared sandbox */
   if (sb) {
     asbe_sandbox_kill(sb, 1);

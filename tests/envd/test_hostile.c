@@ -632,7 +632,7 @@ TEST(phase_timers) {
   int n = 0;
   static const char *const fields[] = {
       "recv_us=",  "prep_us=",    "spawn_us=", "start_ev_us=", "run_us=",
-      "drain_us=", "deliver_us=", "total_us=", "wakeups="};
+      "drain_us=", "deliver_us=", "total_us=", "wakeups=",     "pre="};
   while (fgets(line, sizeof line, f)) {
     char want[64];
     snprintf(want, sizeof want, "envd-timing Start pid=%d ", n < 2 ? pids[n] : -1);

@@ -10,8 +10,16 @@
 #   a host service on every address) refused; DNS to any address redirected
 #   to the engine (no bypass to another server); source spoofing refused;
 #   400 for bad policies, GET shows the policy, byte counters in metrics;
+#   while a sandbox floods the test internet, the API answers and another
+#   sandbox's command completes;
 #   after kill the sandbox's rules are gone and its pair is back in the
 #   pool; after the engine stops, no table and no link of it are left.
+#   IPv6 (TOPO_V6: the test internet on 2001:2::/48): a ULA per sandbox,
+#   NAT66 out, the same rules (private ULA, the host, other sandboxes,
+#   spoofed sources refused; allowOut/denyOut v6 CIDRs; 0.0.0.0/0 denied
+#   means IPv6 too; a domain allowance over AAAA through the proxy).
+#   The sysctls the engine turns on (forwarding, accept_ra) go back at
+#   stop, also after a crash and a restart.
 # Usage: datapath.sh AGENT_SANDBOXD ASB_CLI   (root)
 # SPDX-License-Identifier: Apache-2.0
 set -u
@@ -29,7 +37,14 @@ ok() { echo "ok   $*"; }
 
 [ "$(id -u)" = 0 ] || { echo "net.datapath needs root" >&2; exit 77; }
 trap topo_down EXIT
+TOPO_V6=1
 topo_up || exit 1
+# what the engine must give back: forwarding off, the uplink taking RAs
+topo_eng sysctl -qw net.ipv4.ip_forward=0 net.ipv6.conf.all.forwarding=0 net.ipv6.conf.up0.accept_ra=1
+sysctls() {
+  topo_eng cat /proc/sys/net/ipv4/ip_forward /proc/sys/net/ipv6/conf/all/forwarding \
+    /proc/sys/net/ipv6/conf/up0/accept_ra | tr '\n' ' '
+}
 
 STATE="$TOPO_DIR/state"
 mkdir -m 0700 "$STATE"
@@ -49,6 +64,9 @@ start_engine() {
   API="http://127.0.0.1:$PORT"
 }
 start_engine
+got=$(sysctls)
+[ "$got" = "1 1 2 " ] && ok "the engine turned forwarding on, RAs kept on the uplink ($got)" ||
+  fail "sysctls while running: '$got'"
 TABLE=$(topo_eng nft -j list tables | "$TOPO_PY" -c '
 import json, sys
 print(" ".join(t["table"]["name"] for t in json.load(sys.stdin)["nftables"]
@@ -88,12 +106,12 @@ sxpy() {
 # if it ever were a silent drop the check still holds, only slower.
 reach() {
   local got
-  got=$(sx "$1" curl -s -m 30 -o /dev/null -w '%{http_code}' "$2" 2>/dev/null)
+  got=$(sx "$1" curl -g -s -m 30 -o /dev/null -w '%{http_code}' "$2" 2>/dev/null)
   if [ "$got" = 200 ]; then ok "$1 reaches $2"; else fail "$1 cannot reach $2 (got '$got')"; fi
 }
 refused() { # any HTTP answer at all (the engine's /health is a 204) is a reach
   local got
-  got=$(sx "$1" curl -s -m 30 -o /dev/null -w '%{http_code}' "$2" 2>/dev/null)
+  got=$(sx "$1" curl -g -s -m 30 -o /dev/null -w '%{http_code}' "$2" 2>/dev/null)
   if [ "$got" = 000 ]; then ok "$1 is refused $2"; else fail "$1 reached $2 ($got)"; fi
 }
 
@@ -176,6 +194,49 @@ topo_wait 60 grep -q genuine "$TOPO_DIR/udp" || fail "the genuine datagram did n
 grep -q spoofed "$TOPO_DIR/udp" && fail "a spoofed source reached the internet" ||
   ok "spoofed source refused, genuine one arrived"
 
+# ---- IPv6: a ULA, NAT66 out, the same isolation ----
+J6=http://[2001:2::1]/hello # the internet over IPv6
+K6=http://[2001:2:1::1]/hello
+A6=$(sx "$A" ip -6 -o addr show dev eth0 scope global | awk '{print $4}' | cut -d/ -f1)
+case "$A6" in fd*) ok "A has IPv6 $A6" ;; *) fail "A has no IPv6 address: '$A6'" ;; esac
+HOST6=$("$TOPO_PY" -c "import ipaddress,sys; print(ipaddress.ip_address(sys.argv[1]) - 1)" "$A6")
+reach "$A" "$J6"
+reach "$A" "$K6"
+reach "$A" http://six.test/hello # an AAAA answer only
+refused "$A" "http://[fd00:200::1]/hello" # a private (ULA) network
+topo_bg "$TOPO_ENG" "$TOPO_PY" -m http.server 8082 --bind :: --directory "$TOPO_DIR/www"
+topo_wait 60 topo_eng curl -gsf -m 5 "http://[2001:2::2]:8082/hello" || fail "host IPv6 service did not start"
+refused "$A" "http://[2001:2::2]:8082/hello" # the host, on its uplink's and its host end's address
+refused "$A" "http://[$HOST6]:8082/hello"
+# a spoofed IPv6 source (the next slot's address, raw socket as the IPv4
+# check above): only the genuine datagram arrives
+SPOOF=$("$TOPO_PY" -c "import ipaddress,sys; print(ipaddress.ip_address(sys.argv[1]) + 4)" "$A6")
+topo_bg "$TOPO_INET" "$TOPO_PY" -c '
+import socket, sys
+s = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM); s.bind(("2001:2::1", 9998))
+out = open(sys.argv[1], "a")
+while True:
+    d, a = s.recvfrom(100); out.write(d.decode() + "\n"); out.flush()' "$TOPO_DIR/udp6"
+topo_wait 30 topo_inet sh -c "ss -uln | grep -q '2001:2::1\]:9998'" || fail "UDP6 listener"
+sxpy "$A" '
+import socket, struct, sys
+def csum(b):
+    if len(b) % 2: b += b"\0"
+    s = sum(struct.unpack("!%dH" % (len(b) // 2), b)); s = (s >> 16) + (s & 0xffff); s += s >> 16
+    return ~s & 0xffff
+src, dst = socket.inet_pton(socket.AF_INET6, "'"$SPOOF"'"), socket.inet_pton(socket.AF_INET6, "2001:2::1")
+data = b"spoofed6"
+udp = struct.pack("!HHHH", 40000, 9998, 8 + len(data), 0) + data
+ck = csum(src + dst + struct.pack("!IxxxB", len(udp), 17) + udp)
+udp = udp[:6] + struct.pack("!H", ck) + udp[8:]
+ip = struct.pack("!IHBB", 6 << 28, len(udp), 17, 64) + src + dst
+r = socket.socket(socket.AF_INET6, socket.SOCK_RAW, socket.IPPROTO_RAW)
+r.sendto(ip + udp, ("2001:2::1", 0))
+u = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM); u.sendto(b"genuine6", ("2001:2::1", 9998))'
+topo_wait 60 grep -q genuine6 "$TOPO_DIR/udp6" || fail "the genuine IPv6 datagram did not arrive"
+grep -q spoofed6 "$TOPO_DIR/udp6" && fail "a spoofed IPv6 source reached the internet" ||
+  ok "spoofed IPv6 source refused, genuine one arrived"
+
 # ---- sandbox -> sandbox ----
 B=$(create)
 BADDR=$(sx "$B" ip -4 -o addr show eth0 | awk '{print $4}' | cut -d/ -f1)
@@ -183,6 +244,10 @@ BADDR=$(sx "$B" ip -4 -o addr show eth0 | awk '{print $4}' | cut -d/ -f1)
 sx "$B" "setsid $TOPO_PY -m http.server 8000 --bind 0.0.0.0 --directory /etc </dev/null >/dev/null 2>&1 &"
 topo_wait 60 sx "$B" curl -sf -m 5 http://127.0.0.1:8000/hostname || fail "server in $B did not start"
 refused "$A" "http://$BADDR:8000/hostname"
+B6=$(sx "$B" ip -6 -o addr show dev eth0 scope global | awk '{print $4}' | cut -d/ -f1)
+sx "$B" "setsid $TOPO_PY -m http.server 8001 --bind :: --directory /etc </dev/null >/dev/null 2>&1 &"
+topo_wait 60 sx "$B" curl -gsf -m 5 "http://[::1]:8001/hostname" || fail "IPv6 server in $B did not start"
+refused "$A" "http://[$B6]:8001/hostname"
 # not even when A's policy names B's address: sandboxes never reach each other
 st=$(status PUT "/sandboxes/$A/network" "{\"allowOut\":[\"$BADDR\"]}")
 [ "$st" = 204 ] || fail "PUT network: $st"
@@ -204,6 +269,25 @@ got=$(api GET "/sandboxes/$C" | json 'd["allowInternetAccess"], d["network"]["al
 D=$(create '"allowInternetAccess":false')
 refused "$D" "$I1"
 refused "$D" "$I2"
+
+refused "$D" "$J6"
+
+# ---- IPv6 CIDRs: allowOut beats denyOut; a denied 0.0.0.0/0 is IPv6 too ----
+V=$(create '"network":{"denyOut":["2001:2::/32"],"allowOut":["2001:2:1::1","fd00:200::1"]}')
+reach "$V" "$K6"
+refused "$V" "$J6"
+reach "$V" "http://[fd00:200::1]/hello" # a private ULA, named by allowOut
+reach "$V" "$I1"
+W=$(create '"network":{"denyOut":["0.0.0.0/0"]}')
+refused "$W" "$J6"
+refused "$W" "$I1"
+# a domain allowance over IPv6 (the AAAA answer) through the proxy
+G6=$(create '"allowInternetAccess":false,"network":{"allowOut":["six.test"]}')
+reach "$G6" http://six.test/hello
+refused "$G6" "$K6" # its address, by raw IP
+api DELETE "/sandboxes/$V" >/dev/null
+api DELETE "/sandboxes/$W" >/dev/null
+api DELETE "/sandboxes/$G6" >/dev/null
 
 # ---- a domain allowance, internet off: through the engine's proxy ----
 G=$(create '"allowInternetAccess":false,"network":{"allowOut":["example.test"]}')
@@ -263,6 +347,100 @@ except OSError as e:
     print("4th refused" if b"internet" in held[0].recv(4096) + held[0].recv(4096) else "held broken")')
 [ "$got" = "4th refused" ] && ok "connection cap: $got" || fail "connection cap: $got"
 
+# ---- bandwidth cap: forwarded and proxied TCP alike ----
+# Each sink counts what reaches it. Whatever reached it passed the
+# sandbox's limiter first, so it is at most burst + rate x (the time since
+# the sender started, measured until the count is read): an upper bound
+# that holds however slow the machine is. Without the cap the 4 MiB go
+# through in far less than the sender's 5 s.
+for port in 9996 9995; do
+  topo_bg "$TOPO_INET" "$TOPO_PY" -c '
+import socketserver, sys, threading
+total, lock = [0], threading.Lock()
+class H(socketserver.BaseRequestHandler):
+    def handle(self):
+        while True:
+            b = self.request.recv(65536)
+            if not b: break
+            with lock:
+                total[0] += len(b)
+                open(sys.argv[2], "w").write(str(total[0]))
+class S(socketserver.ThreadingTCPServer):
+    allow_reuse_address = daemon_threads = True
+S(("198.18.0.1", int(sys.argv[1])), H).serve_forever()' "$port" "$TOPO_DIR/sink$port"
+done
+topo_wait 30 topo_inet sh -c "ss -tln | grep -q 198.18.0.1:9995" || fail "sinks"
+capped() { # ID PORT WHAT
+  local t0 t1 n
+  t0=$(date +%s.%N)
+  sxpy "$1" '
+import socket
+s = socket.create_connection(("198.18.0.1", '"$2"'), timeout=30); s.settimeout(5)
+try:
+    s.sendall(b"x" * (4 << 20))
+except OSError:
+    pass' >/dev/null 2>&1
+  topo_wait 30 test -s "$TOPO_DIR/sink$2" || fail "$3: nothing arrived"
+  n=$(cat "$TOPO_DIR/sink$2")
+  t1=$(date +%s.%N)
+  got=$("$TOPO_PY" -c "import sys; n, t = int(sys.argv[1]), float(sys.argv[3]) - float(sys.argv[2])
+bound = 4096 * (t + 1) + 4096 // 4 + 65536 + 65536
+print('ok' if 0 < n <= bound else 'over', n, int(bound))" "$n" "$t0" "$t1")
+  case "$got" in ok*) ok "$3: $got (bytes, bound)" ;; *) fail "$3: $got (bytes, bound)" ;; esac
+}
+R=$(create '"network":{"egressBytesPerSecond":4096}')
+capped "$R" 9996 "bandwidth cap, forwarded"
+R2=$(create '"network":{"egressBytesPerSecond":4096,"allowOut":["example.test"]}')
+capped "$R2" 9995 "bandwidth cap, through the proxy"
+api DELETE "/sandboxes/$R" >/dev/null
+api DELETE "/sandboxes/$R2" >/dev/null
+
+# ---- a flood does not starve the control plane: while a sandbox sends to
+# the test internet as fast as it can (no cap, 2 connections), the API
+# answers on both listeners, a create + kill works and another sandbox's
+# command completes; the flood is checked to be still running after all
+# of it (so the checks overlapped it). Timings: bench/netflood_bench.sh.
+topo_bg "$TOPO_INET" "$TOPO_PY" -c '
+import socket, sys, threading
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("198.18.0.1", 9994)); s.listen(8)
+def drain(c):
+    open(sys.argv[1], "w").write("1")
+    while c.recv(1 << 20): pass
+while True:
+    c, _ = s.accept(); threading.Thread(target=drain, args=(c,), daemon=True).start()' "$TOPO_DIR/flood9994"
+topo_wait 30 topo_inet sh -c "ss -tln | grep -q 198.18.0.1:9994" || fail "flood sink"
+FL=$(create)
+code=$(printf '%s' '
+import socket, threading
+buf = b"x" * (1 << 20)
+def go():
+    s = socket.create_connection(("198.18.0.1", 9994), timeout=60)
+    while True: s.sendall(buf)
+ts = [threading.Thread(target=go) for _ in range(2)]
+for t in ts: t.start()
+for t in ts: t.join()' | base64 -w0)
+topo_bg "$TOPO_ENG" env E2B_API_URL="$API" E2B_SANDBOX_URL="$API" E2B_API_KEY="$KEY" \
+  "$ASB" exec "$FL" --user root --timeout 900 -- "echo $code | base64 -d > /tmp/.f.py && $TOPO_PY /tmp/.f.py" \
+  >/dev/null 2>&1
+FLP=$TOPO_LAST_PID
+topo_wait 120 test -s "$TOPO_DIR/flood9994" || fail "the flood did not start"
+st=$(status GET "/sandboxes/$A")
+[ "$st" = 200 ] && ok "during the flood: GET over the unix socket 200" || fail "during the flood: GET $st"
+st=$(topo_eng curl -s -o /dev/null -w '%{http_code}' -H "X-API-Key: $KEY" "$API/sandboxes/$A")
+[ "$st" = 200 ] && ok "during the flood: GET over TCP 200" || fail "during the flood: GET over TCP $st"
+X=$(create)
+[ -n "$X" ] && [ "$(status DELETE "/sandboxes/$X")" = 204 ] && ok "during the flood: create + kill" ||
+  fail "during the flood: create + kill ('$X')"
+got=$(sx "$A" echo alive 2>&1)
+[ "$got" = alive ] && ok "during the flood: another sandbox's command completes" ||
+  fail "during the flood: command in A: '$got'"
+kill -0 "$FLP" 2>/dev/null && ok "the flood was still running after the checks" ||
+  fail "the flood ended before the checks did"
+api DELETE "/sandboxes/$FL" >/dev/null
+topo_wait 120 sh -c "! kill -0 $FLP" || kill "$FLP" 2>/dev/null
+wait "$FLP" 2>/dev/null
+
 # ---- template builds have network, as template.yaml's network: says ----
 build() { # NAME YAML -> HTTP status of the build
   local d="$TOPO_DIR/tmpl-$1"
@@ -319,6 +497,7 @@ start_engine
 n=$(topo_eng nft list tables | grep -c "$TABLE")
 [ "$n" = 1 ] && ok "one table after the restart" || fail "$n tables after the restart"
 reach "$F" "$I1"
+reach "$F" "$J6" # adopted with IPv6 too
 refused "$C" "$I1"
 reach "$C" "$I2"
 got=$(api GET "/sandboxes/$C" | json 'd["allowInternetAccess"], d["network"]["allowOut"]')
@@ -334,6 +513,11 @@ left=$(topo_eng nft list tables | grep -c "$TABLE")
 [ "$left" = 0 ] && ok "no table after stop" || fail "table $TABLE left after stop"
 left=$(topo_eng ip -o link | grep -c "$PREFIX")
 [ "$left" = 0 ] && ok "no link after stop" || fail "$left links of $PREFIX left after stop"
+# the crashed engine's record of the sysctls' old values was the
+# restarted one's: all back
+got=$(sysctls)
+[ "$got" = "0 0 1 " ] && ok "forwarding and accept_ra back after stop ($got)" || fail "sysctls after stop: '$got'"
+[ ! -e "$STATE/net-sysctl" ] || fail "the sysctl record is left after stop"
 
 [ "$FAILS" = 0 ] && echo "net.datapath: all passed" || echo "net.datapath: $FAILS failed"
 [ "$FAILS" = 0 ]

@@ -12,6 +12,13 @@
 #               only (example.test, *.example.test -> 198.18.1.1,
 #               other.test -> 198.18.2.1)
 #
+# TOPO_V6=1 (set before topo_up) adds IPv6 on the benchmarking range
+# 2001:2::/48 (RFC 5180, the IPv6 twin of 198.18.0.0/15): up0 2001:2::2/64
+# with a default route via dn0 2001:2::1/64; on the internet's lo
+# 2001:2:1::1 and 2001:2:2::1 (more hosts) and fd00:200::1 (a private
+# ULA network); the HTTP server on both families; dnsmasq's six.test ->
+# AAAA 2001:2:1::1 (no A record).
+#
 # Neither namespace has any link to the host's namespace or anything else:
 # no packet of a test can leave them, whatever a rule under test does. The
 # control plane is reached through the engine's unix socket (a file), and
@@ -72,11 +79,30 @@ topo_up() {
     for a in 198.18.1.1 198.18.2.1 10.200.0.1 169.254.169.254; do
       topo_inet ip addr add "$a/32" dev lo || return 1
     done || { topo_log "cannot make the namespaces"; topo_down; return 1; }
+  local six=()
+  if [ "${TOPO_V6:-0}" = 1 ]; then
+    topo_eng ip -6 addr add 2001:2::2/64 dev up0 nodad &&
+      topo_inet ip -6 addr add 2001:2::1/64 dev dn0 nodad &&
+      topo_eng ip -6 route add default via 2001:2::1 &&
+      for a in 2001:2:1::1 2001:2:2::1 fd00:200::1; do
+        topo_inet ip -6 addr add "$a/128" dev lo || return 1
+      done || { topo_log "cannot give the namespaces IPv6"; topo_down; return 1; }
+    six=(--address=/six.test/2001:2:1::1)
+  fi
   mkdir -p "$TOPO_DIR/www" && echo internet >"$TOPO_DIR/www/hello"
-  topo_bg "$TOPO_INET" "$TOPO_PY" -m http.server 80 --bind 0.0.0.0 --directory "$TOPO_DIR/www"
+  # TOPO_HTTP_CMD: the caller's own server for port 80 (and more) instead,
+  # run in $TOPO_INET; it must answer GET http://198.18.0.1/hello with 200
+  if [ -n "${TOPO_HTTP_CMD:-}" ]; then
+    topo_bg "$TOPO_INET" "${TOPO_HTTP_CMD[@]}"
+  else
+    # "::" is both families (http.server's dual-stack socket)
+    local bind=0.0.0.0
+    [ "${TOPO_V6:-0}" = 1 ] && bind=::
+    topo_bg "$TOPO_INET" "$TOPO_PY" -m http.server 80 --bind "$bind" --directory "$TOPO_DIR/www"
+  fi
   topo_bg "$TOPO_INET" dnsmasq -k --no-resolv --no-hosts --user=root --bind-interfaces \
     --listen-address=198.18.0.1 --port=53 --pid-file="$TOPO_DIR/dnsmasq.pid" \
-    --address=/example.test/198.18.1.1 --address=/other.test/198.18.2.1
+    --address=/example.test/198.18.1.1 --address=/other.test/198.18.2.1 "${six[@]}"
   if ! topo_wait 60 topo_eng curl -sf -m 5 http://198.18.0.1/hello; then
     topo_log "the test internet's HTTP server did not come up"
     topo_down

@@ -17,9 +17,9 @@ let e2b
 let ctx
 
 before(async () => {
-  engine = await startEngine('npm-builder')
-  e2b = await import('e2b')
   ctx = fs.mkdtempSync(path.join(os.tmpdir(), 'asb-builder-'))
+  engine = await startEngine('npm-builder', ['--image-dir', ctx])
+  e2b = await import('e2b')
   fs.mkdirSync(path.join(ctx, 'folder'))
   fs.writeFileSync(path.join(ctx, 'folder', 'a.txt'), 'file a\n')
   fs.writeFileSync(path.join(ctx, 'folder', 'b.txt'), 'file b\n')

@@ -84,6 +84,52 @@ test('list, connect, setTimeout, pause and resume', async () => {
   await assert.rejects(e2b.Sandbox.connect(sbx.sandboxId), (e) => e instanceof e2b.SandboxNotFoundError || e instanceof e2b.NotFoundError)
 })
 
+// Polls cond (async) until it holds, for up to 120 s.
+async function until (cond) {
+  for (const end = Date.now() + 120_000; Date.now() < end; await new Promise((resolve) => setTimeout(resolve, 100))) {
+    if (await cond()) return true
+  }
+  return false
+}
+
+test('pause({ keepMemory: false }) keeps the files and boots the sandbox again', async () => {
+  const sbx = await e2b.Sandbox.create({ timeoutMs: 60_000 })
+  await sbx.files.write('/home/user/kept.txt', 'files only')
+  const boot0 = (await sbx.commands.run('cat /proc/sys/kernel/random/boot_id')).stdout
+  assert.equal(await sbx.pause({ keepMemory: false }), true)
+  assert.equal(await sbx.isRunning(), false)
+  assert.equal((await sbx.getInfo()).state, 'paused')
+  const again = await e2b.Sandbox.connect(sbx.sandboxId)
+  assert.equal(await again.files.read('/home/user/kept.txt'), 'files only')
+  const boot1 = (await again.commands.run('cat /proc/sys/kernel/random/boot_id')).stdout
+  assert.match(boot1, /^[0-9a-f-]{36}\n$/)
+  assert.notEqual(boot1, boot0)
+  await again.kill()
+})
+
+// E2B's "sleep" lifecycle: paused on timeout, woken by traffic to a port
+// (and by the SDK's own envd calls).
+test('lifecycle onTimeout pause + autoResume: traffic resumes a sleeping sandbox', async () => {
+  await assert.rejects(e2b.Sandbox.create({ lifecycle: { onTimeout: { action: 'pause', keepMemory: false }, autoResume: true } }),
+    (e) => e instanceof e2b.InvalidArgumentError)
+  const sbx = await e2b.Sandbox.create({ timeoutMs: 60_000, lifecycle: { onTimeout: 'pause', autoResume: true } })
+  assert.deepEqual((await sbx.getInfo()).lifecycle, { onTimeout: 'pause', autoResume: true })
+  await sbx.files.write('/home/user/www/index.txt', 'good morning')
+  await sbx.commands.run('python3 -m http.server 8000 --bind 127.0.0.1', { cwd: '/home/user/www', background: true })
+  const get = () => fetch(process.env.E2B_API_URL + '/index.txt',
+    { headers: { 'E2b-Sandbox-Id': sbx.sandboxId, 'E2b-Sandbox-Port': '8000' } })
+  assert.ok(await until(async () => (await get()).status === 200))
+  await sbx.setTimeout(1_000)
+  assert.ok(await until(async () => (await sbx.getInfo()).state === 'paused'))
+  const r = await get()
+  assert.equal(r.status, 200)
+  assert.equal(await r.text(), 'good morning')
+  assert.equal((await sbx.getInfo()).state, 'running')
+  assert.equal(await sbx.pause(), true)
+  assert.equal((await sbx.commands.run('echo awake')).stdout, 'awake\n')
+  await sbx.kill()
+})
+
 test('wrong API key is refused', async () => {
   await assert.rejects(e2b.Sandbox.create({ apiKey: 'e2b_0000000000000000000000000000000000000000' }),
     (e) => e instanceof e2b.AuthenticationError)

@@ -350,10 +350,10 @@ TEST(devices_skipped_setuid_dropped_owners_kept) {
 }
 
 TEST(limits_and_broken_blobs) {
-  image_limits lim = {1 << 20, 0};
+  image_limits lim = {1 << 20, 0, NULL};
   must_fail("oci", "\"layers\": [[{\"name\": \"big\", \"size\": 2097152}]]",
             "unpacks to more than 1048576 bytes", &lim);
-  image_limits few = {0, 3};
+  image_limits few = {0, 3, NULL};
   must_fail("oci",
             "\"layers\": [[{\"name\": \"a\"}, {\"name\": \"b\"}, {\"name\": \"c\"},"
             " {\"name\": \"d\"}]]",
@@ -391,6 +391,47 @@ TEST(refs) {
   CHECK(strstr(err, "OCI image layout") != NULL);
 }
 
+/* The engine reads images only from its image directories: outside them,
+ * through a symlink that leads out, or with `..` in the path, the import
+ * fails before anything is read. */
+TEST(only_the_image_directories) {
+  char spec[4096], err[1024] = "", path[512], link[512];
+  snprintf(spec, sizeof spec, TWO_LAYERS, "v1", busybox());
+  const char *made = mk("oci", spec);
+  REQUIRE(made);
+  char img[256];
+  snprintf(img, sizeof img, "%s", made);
+  const char *work_only[] = {WORK, NULL}, *outside_only[] = {OUTSIDE, NULL};
+  image_limits in_work = {0, 0, work_only}, in_outside = {0, 0, outside_only};
+  image_result r;
+  /* inside: read */
+  int rc = import_("oci", img, "v1", &r, err, sizeof err, &in_work);
+  if (rc) ASBT_FAIL("import: %s", err);
+  CHECK(rc == 0);
+  if (rc == 0) image_result_free(&r);
+  /* outside every image dir */
+  CHECK(import_("oci", img, "v1", &r, err, sizeof err, &in_outside) == -1);
+  CHECK(strstr(err, "not in the engine's image directories") != NULL);
+  CHECK(strstr(err, "--image-dir") != NULL);
+  /* a symlink in an image dir that points out of it */
+  snprintf(link, sizeof link, "%s/link", OUTSIDE);
+  unlink(link);
+  REQUIRE(symlink(img, link) == 0);
+  CHECK(import_("oci", link, "v1", &r, err, sizeof err, &in_outside) == -1);
+  CHECK(strstr(err, "leads out of the image directory") != NULL);
+  /* `..` out of an image dir: refused as written */
+  snprintf(path, sizeof path, "%s/../%s", OUTSIDE, strrchr(img, '/') + 1);
+  CHECK(import_("oci", path, "v1", &r, err, sizeof err, &in_outside) == -1);
+  CHECK(strstr(err, "'..' component") != NULL);
+  /* a prefix that is not a path component (OUTSIDE is WORK + "-outside") */
+  const char *prefix_only[] = {WORK, NULL};
+  image_limits lp = {0, 0, prefix_only};
+  snprintf(path, sizeof path, "%s/secret", OUTSIDE);
+  CHECK(import_("docker", path, NULL, &r, err, sizeof err, &lp) == -1);
+  CHECK(strstr(err, "not in the engine's image directories") != NULL);
+  unlink(link);
+}
+
 int main(void) {
   if (geteuid() != 0) {
     printf("skipped: needs root\n");
@@ -418,6 +459,7 @@ int main(void) {
   RUN(hard_links_to_outside_fail);
   RUN(devices_skipped_setuid_dropped_owners_kept);
   RUN(limits_and_broken_blobs);
+  RUN(only_the_image_directories);
   char cmd[400];
   snprintf(cmd, sizeof cmd, "rm -rf '%s' '%s'", WORK, OUTSIDE);
   if (system(cmd) != 0) fprintf(stderr, "cannot remove %s\n", WORK);

@@ -62,8 +62,10 @@ exception("SandboxNotFoundException", NotFound)
 exception("TemplateException", SandboxException)
 exception("RateLimitException", SandboxException)
 exception("CommandExitException", SandboxException)
-exception("AuthenticationException")
+local Auth = exception("AuthenticationException")
 exception("BuildException")
+exception("GitAuthException", Auth)
+exception("GitUpstreamException", SandboxException)
 
 -- E2B's JS SDK has the same classes named *Error (CommandExitError,
 -- NotFoundError, ...): those names are the same classes here, so a script
@@ -81,6 +83,7 @@ local NAMES = {
   ASB_ECOMMANDEXIT = "CommandExitException", ASB_ETEMPLATE = "TemplateException",
   ASB_ESANDBOXNOTFOUND = "SandboxNotFoundException",
   ASB_ESANDBOXGONE = "SandboxNotFoundException", ASB_EBUILD = "BuildException",
+  ASB_EGITAUTH = "GitAuthException", ASB_EGITUPSTREAM = "GitUpstreamException",
 }
 
 -- v, err with err named after E2B's class (not_found: the class for
@@ -346,7 +349,93 @@ local function message(fn, is_err)
   return function(line) fn({ line = line, timestamp = os.time(), error = is_err }) end
 end
 
-local function wrap(sb)
+-- ---- git ------------------------------------------------------------------------------------
+
+-- E2B's sandbox.git with its Python names: the native sb.git with E2B's
+-- keyword names (timeout and request_timeout in seconds,
+-- dangerously_store_credentials); None is nil.
+local GIT_RUN = { "envs", "user", "cwd", "timeout", "request_timeout" }
+local function git_keys(extra)
+  local l = {}
+  for _, k in ipairs(GIT_RUN) do l[#l + 1] = k end
+  for _, k in ipairs(extra or {}) do l[#l + 1] = k end
+  return keys(l)
+end
+
+local function git(sb)
+  local g = sb.git
+  -- E2B's keywords -> the native options
+  local function o(t, keys_, where)
+    t = known(t, keys_, where)
+    local n = {}
+    for k, v in pairs(t) do
+      if k == "timeout" then n.timeout_ms = ms(v)
+      elseif k == "request_timeout" then n.request_timeout_ms = ms(v)
+      elseif k == "dangerously_store_credentials" then n.store_credentials = v
+      elseif not CONN[k] and k ~= "api_headers" then n[k] = v end
+    end
+    return n
+  end
+  local function none(v, err)
+    if v == false then return nil end
+    return e2b(v, err)
+  end
+  local PLAIN = git_keys()
+  return bound("Git", { __id = sb.id }, {
+    clone = function(url, t)
+      return e2b(g:clone(url, o(t, git_keys({ "path", "branch", "depth", "username", "password",
+                                               "dangerously_store_credentials" }), "git.clone")))
+    end,
+    init = function(path, t)
+      return e2b(g:init(path, o(t, git_keys({ "bare", "initial_branch" }), "git.init")))
+    end,
+    remote_add = function(path, name, url, t)
+      return e2b(g:remote_add(path, name, url, o(t, git_keys({ "fetch", "overwrite" }), "git.remote_add")))
+    end,
+    remote_get = function(path, name, t) return none(g:remote_get(path, name, o(t, PLAIN, "git.remote_get"))) end,
+    status = function(path, t) return e2b(g:status(path, o(t, PLAIN, "git.status"))) end,
+    branches = function(path, t) return e2b(g:branches(path, o(t, PLAIN, "git.branches"))) end,
+    create_branch = function(path, b, t) return e2b(g:create_branch(path, b, o(t, PLAIN, "git.create_branch"))) end,
+    checkout_branch = function(path, b, t)
+      return e2b(g:checkout_branch(path, b, o(t, PLAIN, "git.checkout_branch")))
+    end,
+    delete_branch = function(path, b, t)
+      return e2b(g:delete_branch(path, b, o(t, git_keys({ "force" }), "git.delete_branch")))
+    end,
+    add = function(path, t) return e2b(g:add(path, o(t, git_keys({ "files", "all" }), "git.add"))) end,
+    commit = function(path, message, t)
+      return e2b(g:commit(path, message, o(t, git_keys({ "author_name", "author_email", "allow_empty" }),
+                                           "git.commit")))
+    end,
+    reset = function(path, t)
+      return e2b(g:reset(path, o(t, git_keys({ "mode", "target", "paths" }), "git.reset")))
+    end,
+    restore = function(path, paths, t)
+      return e2b(g:restore(path, paths, o(t, git_keys({ "staged", "worktree", "source" }), "git.restore")))
+    end,
+    push = function(path, t)
+      return e2b(g:push(path, o(t, git_keys({ "remote", "branch", "set_upstream", "username", "password" }),
+                                "git.push")))
+    end,
+    pull = function(path, t)
+      return e2b(g:pull(path, o(t, git_keys({ "remote", "branch", "username", "password" }), "git.pull")))
+    end,
+    set_config = function(key, value, t)
+      return e2b(g:set_config(key, value, o(t, git_keys({ "scope", "path" }), "git.set_config")))
+    end,
+    get_config = function(key, t) return none(g:get_config(key, o(t, git_keys({ "scope", "path" }), "git.get_config"))) end,
+    configure_user = function(name, email, t)
+      return e2b(g:configure_user(name, email, o(t, git_keys({ "scope", "path" }), "git.configure_user")))
+    end,
+    dangerously_authenticate = function(username, password, t)
+      return e2b(g:dangerously_authenticate(username, password,
+                                            o(t, git_keys({ "host", "protocol" }), "git.dangerously_authenticate")))
+    end,
+  })
+end
+
+local wrap
+function wrap(sb)
   local fields = {
     sandbox_id = sb.id, envd_version = sb.envd_version, sandbox_domain = sb.domain,
     native = sb, __id = sb.id,
@@ -354,6 +443,7 @@ local function wrap(sb)
   fields.commands = commands(sb)
   fields.pty = pty(sb)
   fields.files = files(sb)
+  fields.git = git(sb)
   return bound("Sandbox", fields, {
     kill = function() return e2b(sb:kill()) end,
     set_timeout = function(s) return e2b(sb:set_timeout(ms(s))) end,
@@ -361,7 +451,28 @@ local function wrap(sb)
     -- E2B: update_network(network) with SandboxNetworkUpdate's names
     update_network = function(n) return e2b(sb:update_network(n or {})) end,
     is_running = function() return e2b(sb:is_running()) end,
-    pause = function() return e2b(sb:pause()) end,
+    -- snapshots and fork (docs/snapshots.md): files, not processes
+    create_snapshot = function(t)
+      t = t or {}
+      local id, err = sb:create_snapshot{ name = t.name }
+      if not id then return e2b(nil, err) end
+      return { snapshot_id = id, names = { id } }
+    end,
+    -- E2B: a list, a sandbox or the error of each fork (each its own snapshot here)
+    fork = function(t)
+      t = t or {}
+      local out = {}
+      for i = 1, t.count or 1 do
+        local f, err = sb:fork{ timeout_ms = ms(t.timeout or 300) }
+        if not f and err and (err.code == "ASB_ESANDBOXNOTFOUND" or err.code == "ASB_ESANDBOXGONE") then
+          return e2b(nil, err)
+        end
+        out[i] = f and wrap(f) or select(2, e2b(nil, err))
+      end
+      return out
+    end,
+    -- E2B: pause(keep_memory = true); false keeps only the files
+    pause = function(keep_memory) return e2b(sb:pause{ keep_memory = keep_memory ~= false }) end,
     resume = function(t) t = t or {} return e2b(sb:resume{ timeout_ms = ms(t.timeout) }) end,
     get_host = function(port) return e2b(sb:get_host(port)) end,
     get_metrics = function() return e2b(sb:get_metrics()) end,
@@ -453,6 +564,29 @@ function Sandbox.update_network(id, n, t)
 end
 Sandbox.pause = by_id("pause")
 Sandbox.get_metrics = by_id("get_metrics")
+
+--- Sandbox.list_snapshots{ sandbox_id, name, ... }: E2B's paginator; the
+--- first next_items() holds every snapshot ({snapshot_id, names}).
+function Sandbox.list_snapshots(t)
+  t = known(t, keys({ "sandbox_id", "name", "limit", "next_token" }), "Sandbox.list_snapshots")
+  local p = { has_next = true }
+  function p.next_items()
+    if not p.has_next then return {} end
+    local ids, err = asb.Sandbox.list_snapshots(conn(t, { sandbox_id = t.sandbox_id, name = t.name }))
+    if not ids then return e2b(nil, err) end
+    p.has_next = false
+    local out = {}
+    for i, id in ipairs(ids) do out[i] = { snapshot_id = id, names = { id } } end
+    return out
+  end
+  return p
+end
+
+--- Sandbox.delete_snapshot(snapshot_id, {...}): true, or false if none.
+function Sandbox.delete_snapshot(id, t)
+  t = known(t, {}, "Sandbox.delete_snapshot")
+  return e2b(asb.Sandbox.delete_snapshot(id, conn(t)))
+end
 
 --- Sandbox.list{ query = {metadata, state}, limit, next_token, ... }: E2B's
 --- paginator: while p.has_next do local items = p.next_items() end.

@@ -317,6 +317,7 @@ local function wrap_sandbox(h, client)
   fields.files = new_object(FilesMT, { sandbox = sb }, { sb = sb })
   fields.code = new_object(CodeMT, { sandbox = sb }, { sb = sb })
   fields.agents = M._new_agents(sb)
+  fields.git = M._new_git(sb)
   return sb
 end
 
@@ -432,6 +433,7 @@ M._info_fix = info_fix
 local function info_table(info) return info_fix(core.asblua_sandbox_info(info)) end
 
 local CREATE = with_conn({ "template", "timeout_ms", "metadata", "envs", "auto_pause",
+                           "keep_memory", "auto_resume",
                            "request_timeout_ms", "allow_internet_access", "network",
                            "volume_mounts" })
 
@@ -451,7 +453,8 @@ local function volume_mounts(m, where)
 end
 
 --- Sandbox.create{ template = "base", timeout_ms = 300000, metadata = {k = v},
---- envs = {K = v}, auto_pause, request_timeout_ms, allow_internet_access,
+--- envs = {K = v}, auto_pause, keep_memory (false: that pause keeps only the
+--- files), auto_resume (traffic resumes it), request_timeout_ms, allow_internet_access,
 --- network = { allow_out, deny_out, rules, egress_proxy, allow_public_traffic,
 --- mask_request_host }, volume_mounts = { ["/mnt/data"] = "my-volume" },
 --- client | connection keys }
@@ -465,6 +468,8 @@ function Sandbox.create(t)
   if t.metadata ~= nil then o.metadata = t.metadata end
   if t.envs ~= nil then o.envs = t.envs end
   o.auto_pause = flag(t.auto_pause)
+  o.auto_pause_files_only = t.keep_memory == false and 1 or 0
+  o.auto_resume = flag(t.auto_resume)
   if t.request_timeout_ms ~= nil then o.request_timeout_ms = t.request_timeout_ms end
   o.allow_internet_access = internet(t.allow_internet_access)
   local nj = network_json(t.network, false, "Sandbox.create")
@@ -595,12 +600,66 @@ function Sandbox.is_running(sb, t)
   return rc == 1
 end
 
---- sb:pause(): true if it is paused now, false if it already was.
+--- sb:pause{ keep_memory = true }: true if it is paused now, false if it
+--- already was; keep_memory = false stops its processes and keeps only its
+--- files (resume boots it again).
+local PAUSE = set({ "keep_memory", "request_timeout_ms" })
 function Sandbox.pause(sb, t)
-  t = options(t, REQ, "sandbox:pause")
-  local rc = core.asb_sandbox_pause(sandbox_h(sb, 2), call_options(t.request_timeout_ms))
+  t = options(t, PAUSE, "sandbox:pause")
+  local rc = core.asb_sandbox_pause_memory(sandbox_h(sb, 2), t.keep_memory == false and 0 or 1,
+                                           call_options(t.request_timeout_ms))
   if rc < 0 then return fail(rc, "sandbox:pause") end
   return rc == 1
+end
+
+--- sb:create_snapshot{ name }: the sandbox's files now, as a snapshot (it
+--- runs on); its id, "<name>:default", a template for Sandbox.create.
+--- Sandboxes from it boot fresh: files, not processes (docs/snapshots.md).
+function Sandbox.create_snapshot(sb, t)
+  t = options(t, set({ "name", "request_timeout_ms" }), "sandbox:create_snapshot")
+  if t.name ~= nil then check(t.name, "string", "sandbox:create_snapshot", "name") end
+  local rc, id = core.asb_sandbox_snapshot(sandbox_h(sb, 2), t.name,
+                                           call_options(t.request_timeout_ms))
+  if rc < 0 then return fail(rc, "sandbox:create_snapshot") end
+  return id
+end
+
+--- sb:fork{ timeout_ms }: a new sandbox with this one's files now, its
+--- metadata, env vars and network policy (timeout_ms: its lifetime, 15 s
+--- by default as E2B's); this one runs on.
+function Sandbox.fork(sb, t)
+  t = options(t, set({ "timeout_ms", "request_timeout_ms" }), "sandbox:fork")
+  local rc, h = core.asb_sandbox_fork(sandbox_h(sb, 2), t.timeout_ms or 0,
+                                      call_options(t.request_timeout_ms))
+  if rc < 0 then return fail(rc, "sandbox:fork") end
+  return wrap_sandbox(h, sb.client)
+end
+
+--- Sandbox.list_snapshots{ sandbox_id, name, client | connection keys }: the
+--- snapshots' ids (every page).
+function Sandbox.list_snapshots(t)
+  t = options(t, with_conn({ "sandbox_id", "name", "request_timeout_ms" }), "Sandbox.list_snapshots")
+  local c, err = client_of(t, "Sandbox.list_snapshots")
+  if not c then return nil, err end
+  local rc, l = core.asb_snapshots_list(client_handle(c), t.sandbox_id, t.name,
+                                        call_options(t.request_timeout_ms))
+  if rc < 0 then return fail(rc, "Sandbox.list_snapshots") end
+  local out = {}
+  for i = 0, core.asb_snapshot_list_count(l) - 1 do out[#out + 1] = core.asb_snapshot_list_get(l, i) end
+  return out
+end
+
+--- Sandbox.delete_snapshot(id, { client | connection keys }): true, or false
+--- if there is no such snapshot; sandboxes running on it keep their files.
+function Sandbox.delete_snapshot(id, t)
+  check(id, "string", "Sandbox.delete_snapshot", "id")
+  t = options(t, with_conn({ "request_timeout_ms" }), "Sandbox.delete_snapshot")
+  local c, err = client_of(t, "Sandbox.delete_snapshot")
+  if not c then return nil, err end
+  local rc = core.asb_templates_delete(client_handle(c), id, call_options(t.request_timeout_ms))
+  if rc == ENOTFOUND then return false end
+  if rc < 0 then return fail(rc, "Sandbox.delete_snapshot") end
+  return true
 end
 
 --- sb:resume{ timeout_ms }: resume a paused sandbox.
@@ -1731,6 +1790,201 @@ function templates.delete(id, t)
   return true
 end
 
+-- ---- volumes ----------------------------------------------------------------------------
+
+local volumes = {}
+M.volumes = volumes
+
+-- The asb_volume of each Volume (kept out of the table users see; the
+-- handle is freed with it by SWIG's collector).
+local volume_h = setmetatable({}, { __mode = "k" })
+
+local Volume = {}
+local VolumeMT = new_class("Volume", Volume, {
+  __tostring = function(v) return ("agent_sandbox.Volume(%s)"):format(v.name) end,
+})
+M.Volume = Volume
+
+local function volume_entry(e)
+  return {
+    name = core.asb_volume_entry_name(e), type = core.asb_volume_entry_type(e),
+    path = core.asb_volume_entry_path(e), size = core.asb_volume_entry_size(e),
+    mode = core.asb_volume_entry_mode(e), uid = core.asb_volume_entry_uid(e),
+    gid = core.asb_volume_entry_gid(e), target = core.asb_volume_entry_target(e),
+    atime = core.asb_volume_entry_accessed_at(e), mtime = core.asb_volume_entry_modified_at(e),
+    ctime = core.asb_volume_entry_changed_at(e),
+  }
+end
+
+local function volume_of(h)
+  local v = setmetatable({ volume_id = core.asb_volume_id(h), name = core.asb_volume_name(h),
+                           token = core.asb_volume_token(h),
+                           size_mb = core.asb_volume_size_mb(h) }, VolumeMT)
+  volume_h[v] = h
+  return v
+end
+
+local function vh(v, where)
+  local h = getmetatable(v) == Volume and volume_h[v]
+  if not h then error(where .. ": not an agent_sandbox.Volume", 3) end
+  return h
+end
+
+--- volumes.create(name, { size_mb, request_timeout_ms, client | connection
+--- keys }): a new volume (E2B's Volume.create); size_mb is its quota
+--- (default 1024).
+function volumes.create(name, t)
+  check(name, "string", "volumes.create", "name")
+  t = options(t, with_conn({ "size_mb", "request_timeout_ms" }), "volumes.create")
+  local c, err = client_of(t, "volumes.create")
+  if not c then return nil, err end
+  local rc, h = core.asb_volumes_create(client_handle(c), name, t.size_mb or 0,
+                                        call_options(t.request_timeout_ms))
+  if rc < 0 then return fail(rc, "volumes.create") end
+  return volume_of(h)
+end
+
+--- volumes.get(id_or_name): the volume, with its token (E2B's Volume.connect).
+function volumes.get(id, t)
+  check(id, "string", "volumes.get", "id")
+  t = options(t, with_conn({ "request_timeout_ms" }), "volumes.get")
+  local c, err = client_of(t, "volumes.get")
+  if not c then return nil, err end
+  local rc, h = core.asb_volumes_get(client_handle(c), id, call_options(t.request_timeout_ms))
+  if rc < 0 then return fail(rc, "volumes.get") end
+  return volume_of(h)
+end
+
+--- volumes.list(): { { volume_id, name, size_mb }, ... }.
+function volumes.list(t)
+  t = options(t, with_conn({ "request_timeout_ms" }), "volumes.list")
+  local c, err = client_of(t, "volumes.list")
+  if not c then return nil, err end
+  local rc, l = core.asb_volumes_list(client_handle(c), call_options(t.request_timeout_ms))
+  if rc < 0 then return fail(rc, "volumes.list") end
+  local out = {}
+  for i = 0, core.asb_volume_list_count(l) - 1 do
+    local v = core.asb_volume_list_get(l, i)
+    out[#out + 1] = { volume_id = core.asb_volume_id(v), name = core.asb_volume_name(v),
+                      size_mb = core.asb_volume_size_mb(v) }
+  end
+  return out
+end
+
+--- volumes.delete(id_or_name): true; nil, err (ASB_ENOTFOUND, or
+--- ASB_EEXISTS while a sandbox mounts it).
+function volumes.delete(id, t)
+  check(id, "string", "volumes.delete", "id")
+  t = options(t, with_conn({ "request_timeout_ms" }), "volumes.delete")
+  local c, err = client_of(t, "volumes.delete")
+  if not c then return nil, err end
+  local rc = core.asb_volumes_delete(client_handle(c), id, call_options(t.request_timeout_ms))
+  if rc < 0 then return fail(rc, "volumes.delete") end
+  return true
+end
+
+local WRITE_KEYS = set({ "uid", "gid", "mode", "force", "request_timeout_ms" })
+
+local function write_options(t)
+  local o = core.asb_volume_write_options()
+  o.uid = t.uid or 0
+  o.gid = t.gid or 0
+  o.mode = t.mode or 0
+  o.force = flag(t.force)
+  if t.request_timeout_ms ~= nil then o.timeout_ms = t.request_timeout_ms end
+  return o
+end
+
+local CALL_KEYS = set({ "request_timeout_ms" })
+
+--- v:read_file(path): its bytes, as a string.
+function Volume.read_file(v, path, t)
+  local h = vh(v, "Volume:read_file")
+  check(path, "string", "Volume:read_file", "path")
+  t = options(t, CALL_KEYS, "Volume:read_file")
+  local rc, data = core.asb_volume_read_file(h, path, call_options(t.request_timeout_ms))
+  if rc < 0 then return fail(rc, "Volume:read_file") end
+  return data
+end
+
+--- v:write_file(path, data, { uid, gid, mode, force }): the file's entry.
+function Volume.write_file(v, path, data, t)
+  local h = vh(v, "Volume:write_file")
+  check(path, "string", "Volume:write_file", "path")
+  check(data, "string", "Volume:write_file", "data")
+  t = options(t, WRITE_KEYS, "Volume:write_file")
+  local rc, e = core.asb_volume_write_file(h, path, data, write_options(t))
+  if rc < 0 then return fail(rc, "Volume:write_file") end
+  return volume_entry(e)
+end
+
+--- v:make_dir(path, { uid, gid, mode, force }): force = mkdir -p.
+function Volume.make_dir(v, path, t)
+  local h = vh(v, "Volume:make_dir")
+  check(path, "string", "Volume:make_dir", "path")
+  t = options(t, WRITE_KEYS, "Volume:make_dir")
+  local rc, e = core.asb_volume_make_dir(h, path, write_options(t))
+  if rc < 0 then return fail(rc, "Volume:make_dir") end
+  return volume_entry(e)
+end
+
+--- v:get_info(path): { name, type, path, size, mode, uid, gid, target,
+--- atime, mtime, ctime } (a symlink is not followed).
+function Volume.get_info(v, path, t)
+  local h = vh(v, "Volume:get_info")
+  check(path, "string", "Volume:get_info", "path")
+  t = options(t, CALL_KEYS, "Volume:get_info")
+  local rc, e = core.asb_volume_get_info(h, path, call_options(t.request_timeout_ms))
+  if rc < 0 then return fail(rc, "Volume:get_info") end
+  return volume_entry(e)
+end
+
+--- v:exists(path): true or false.
+function Volume.exists(v, path, t)
+  local h = vh(v, "Volume:exists")
+  check(path, "string", "Volume:exists", "path")
+  t = options(t, CALL_KEYS, "Volume:exists")
+  local rc = core.asb_volume_exists(h, path, call_options(t.request_timeout_ms))
+  if rc < 0 then return fail(rc, "Volume:exists") end
+  return rc == 1
+end
+
+--- v:update_metadata(path, { uid, gid, mode }): nil keeps a value.
+function Volume.update_metadata(v, path, t)
+  local h = vh(v, "Volume:update_metadata")
+  check(path, "string", "Volume:update_metadata", "path")
+  t = options(t, set({ "uid", "gid", "mode", "request_timeout_ms" }), "Volume:update_metadata")
+  local rc, e = core.asb_volume_update_metadata(h, path, t.uid or -1, t.gid or -1, t.mode or -1,
+                                                call_options(t.request_timeout_ms))
+  if rc < 0 then return fail(rc, "Volume:update_metadata") end
+  return volume_entry(e)
+end
+
+--- v:remove(path): recursive; a symlink is removed, never followed.
+function Volume.remove(v, path, t)
+  local h = vh(v, "Volume:remove")
+  check(path, "string", "Volume:remove", "path")
+  t = options(t, CALL_KEYS, "Volume:remove")
+  local rc = core.asb_volume_remove(h, path, call_options(t.request_timeout_ms))
+  if rc < 0 then return fail(rc, "Volume:remove") end
+  return true
+end
+
+--- v:list(path, { depth }): the entries under path, depth levels down.
+function Volume.list(v, path, t)
+  local h = vh(v, "Volume:list")
+  check(path, "string", "Volume:list", "path")
+  t = options(t, set({ "depth", "request_timeout_ms" }), "Volume:list")
+  local rc, l = core.asb_volume_entries_list(h, path, t.depth or 0,
+                                             call_options(t.request_timeout_ms))
+  if rc < 0 then return fail(rc, "Volume:list") end
+  local out = {}
+  for i = 0, core.asb_volume_entry_list_count(l) - 1 do
+    out[#out + 1] = volume_entry(core.asb_volume_entry_list_get(l, i))
+  end
+  return out
+end
+
 -- ---- the library -------------------------------------------------------------------------
 
 --- The C library's version: "1.0.0", major, minor, patch.
@@ -1946,6 +2200,288 @@ function AgentSession.close(s, t)
   core.asb_agent_session_free(h)
   if rc < 0 and rc ~= ENOTFOUND then return fail(rc, "session:close") end
   return true
+end
+
+-- ---- git (git.h: the sandbox's own git, run as commands) ----------------------------------
+
+local Git = {}
+local GitMT = new_class("Git", Git, {
+  __tostring = function(g) return "agent_sandbox.Git(" .. g.sandbox.id .. ")" end,
+})
+M.Git = Git
+
+function M._new_git(sb)
+  return new_object(GitMT, { sandbox = sb }, { sb = sb })
+end
+
+-- Every call's keys: how git runs.
+local GIT_RUN = { "envs", "user", "cwd", "timeout_ms", "request_timeout_ms" }
+local function git_keys(extra)
+  local l = {}
+  for _, k in ipairs(GIT_RUN) do l[#l + 1] = k end
+  for _, k in ipairs(extra or {}) do l[#l + 1] = k end
+  return set(l)
+end
+
+-- Fields of asb_git_options by kind (what a Lua value becomes).
+local GIT_STRING = set({ "user", "cwd", "username", "password", "branch", "initial_branch",
+                         "remote", "author_name", "author_email", "mode", "target", "source",
+                         "scope", "host", "protocol" })
+local GIT_BOOL = set({ "store_credentials", "bare", "allow_empty", "fetch", "overwrite", "force" })
+local GIT_TRI = set({ "set_upstream", "all", "staged", "worktree" }) -- nil = the call's default
+local GIT_INT = set({ "timeout_ms", "request_timeout_ms", "depth" })
+
+local function git_options(t, where)
+  local o = core.asb_git_options()
+  for k, v in pairs(t) do
+    if k == "envs" then
+      o.envs = check(v, "table", where, "envs")
+    elseif k == "paths" then
+      o.paths = check(v, "table", where, "paths")
+    elseif GIT_STRING[k] then
+      o[k] = check(v, "string", where, k)
+    elseif GIT_BOOL[k] then
+      o[k] = flag(check(v, "boolean", where, k))
+    elseif GIT_TRI[k] then
+      o[k] = check(v, "boolean", where, k) and 1 or -1
+    elseif GIT_INT[k] then
+      o[k] = check(v, "number", where, k)
+    end
+  end
+  return o
+end
+
+-- A call that changes something: git's result table; a failing git is nil,
+-- err (ASB_ECOMMANDEXIT, ASB_EGITAUTH or ASB_EGITUPSTREAM) carrying git's
+-- result (err.stderr says why).
+local function git_result(rc, res, op)
+  if rc >= 0 then return result_of(res) end
+  if not res then return fail(rc, op) end
+  local r = result_of(res)
+  if rc == ECOMMANDEXIT then return exit_error(r, op) end
+  local _, err = fail(rc, op)
+  err.exit_code, err.stdout, err.stderr, err.error, err.result = r.exit_code, r.stdout,
+      r.stderr, r.error, r
+  return nil, err
+end
+
+local function git_h(g) return sandbox_h(private(g).sb, 3) end
+
+local CLONE = git_keys({ "path", "branch", "depth", "username", "password", "store_credentials" })
+--- git:clone(url, { path, branch, depth, username, password,
+--- store_credentials, envs, user, cwd, timeout_ms, request_timeout_ms }):
+--- git clone url [path]. Credentials reach git on stdin, never a command
+--- line; kept in the clone only with store_credentials = true.
+function Git.clone(g, url, t)
+  check(url, "string", "git:clone", "url")
+  t = options(t, CLONE, "git:clone")
+  local path = check(t.path, "string", "git:clone", "path", true)
+  local o = git_options(t, "git:clone")
+  local rc, res = core.asb_git_clone(git_h(g), url, path, o)
+  return git_result(rc, res, "git:clone")
+end
+
+local INIT = git_keys({ "bare", "initial_branch" })
+--- git:init(path, { bare, initial_branch, ... }).
+function Git.init(g, path, t)
+  check(path, "string", "git:init", "path")
+  t = options(t, INIT, "git:init")
+  local rc, res = core.asb_git_init(git_h(g), path, git_options(t, "git:init"))
+  return git_result(rc, res, "git:init")
+end
+
+local REMOTE_ADD = git_keys({ "fetch", "overwrite" })
+--- git:remote_add(path, name, url, { fetch, overwrite, ... }).
+function Git.remote_add(g, path, name, url, t)
+  check(path, "string", "git:remote_add", "path")
+  check(name, "string", "git:remote_add", "name")
+  check(url, "string", "git:remote_add", "url")
+  t = options(t, REMOTE_ADD, "git:remote_add")
+  local rc, res = core.asb_git_remote_add(git_h(g), path, name, url,
+                                          git_options(t, "git:remote_add"))
+  return git_result(rc, res, "git:remote_add")
+end
+
+local PLAIN = git_keys()
+--- git:remote_get(path, name): the remote's URL, or false when there is no
+--- such remote.
+function Git.remote_get(g, path, name, t)
+  check(path, "string", "git:remote_get", "path")
+  check(name, "string", "git:remote_get", "name")
+  t = options(t, PLAIN, "git:remote_get")
+  local rc, url = core.asb_git_remote_get(git_h(g), path, name, git_options(t, "git:remote_get"))
+  if rc < 0 then return fail(rc, "git:remote_get") end
+  if url == nil then return false end
+  return url
+end
+
+--- git:status(path): {current_branch, upstream, ahead, behind, detached,
+--- file_status = {{name, status, index_status, working_tree_status,
+--- staged, renamed_from}, ...}, is_clean}.
+function Git.status(g, path, t)
+  check(path, "string", "git:status", "path")
+  t = options(t, PLAIN, "git:status")
+  local rc, s = core.asb_git_status_read(git_h(g), path, git_options(t, "git:status"))
+  if rc < 0 then return fail(rc, "git:status") end
+  local files = {}
+  for i = 0, core.asb_git_status_files_count(s) - 1 do
+    files[#files + 1] = {
+      name = core.asb_git_status_file_name(s, i) or "",
+      status = core.asb_git_status_file_status(s, i) or "unknown",
+      index_status = core.asb_git_status_file_index_status(s, i) or " ",
+      working_tree_status = core.asb_git_status_file_worktree_status(s, i) or " ",
+      staged = core.asb_git_status_file_staged(s, i) ~= 0,
+      renamed_from = core.asb_git_status_file_renamed_from(s, i),
+    }
+  end
+  return {
+    current_branch = core.asb_git_status_current_branch(s),
+    upstream = core.asb_git_status_upstream(s),
+    ahead = core.asb_git_status_ahead(s),
+    behind = core.asb_git_status_behind(s),
+    detached = core.asb_git_status_detached(s) ~= 0,
+    file_status = files,
+    is_clean = #files == 0,
+  }
+end
+
+--- git:branches(path): {branches = {name, ...}, current_branch}.
+function Git.branches(g, path, t)
+  check(path, "string", "git:branches", "path")
+  t = options(t, PLAIN, "git:branches")
+  local rc, l = core.asb_git_branches_list(git_h(g), path, git_options(t, "git:branches"))
+  if rc < 0 then return fail(rc, "git:branches") end
+  local names = {}
+  for i = 0, core.asb_git_branch_list_count(l) - 1 do
+    names[#names + 1] = core.asb_git_branch_list_get(l, i)
+  end
+  return { branches = names, current_branch = core.asb_git_branch_list_current(l) }
+end
+
+local function branch_call(fn, op, keys)
+  return function(g, path, branch, t)
+    check(path, "string", op, "path")
+    check(branch, "string", op, "branch")
+    t = options(t, keys, op)
+    local rc, res = fn(git_h(g), path, branch, git_options(t, op))
+    return git_result(rc, res, op)
+  end
+end
+--- git:create_branch(path, branch): git checkout -b branch.
+Git.create_branch = branch_call(core.asb_git_branch_create, "git:create_branch", PLAIN)
+--- git:checkout_branch(path, branch): git checkout branch.
+Git.checkout_branch = branch_call(core.asb_git_branch_checkout, "git:checkout_branch", PLAIN)
+--- git:delete_branch(path, branch, { force }): git branch -d (-D).
+Git.delete_branch = branch_call(core.asb_git_branch_delete, "git:delete_branch",
+                                git_keys({ "force" }))
+
+local ADD = git_keys({ "files", "all" })
+--- git:add(path, { files = {...}, all = true|false }): stage files, or
+--- everything (all, the default) or the directory's changes (all = false).
+function Git.add(g, path, t)
+  check(path, "string", "git:add", "path")
+  t = options(t, ADD, "git:add")
+  local o = git_options({ envs = t.envs, user = t.user, cwd = t.cwd, timeout_ms = t.timeout_ms,
+                          request_timeout_ms = t.request_timeout_ms, all = t.all }, "git:add")
+  if t.files ~= nil and #check(t.files, "table", "git:add", "files") > 0 then o.paths = t.files end
+  local rc, res = core.asb_git_add(git_h(g), path, o)
+  return git_result(rc, res, "git:add")
+end
+
+local COMMIT = git_keys({ "author_name", "author_email", "allow_empty" })
+--- git:commit(path, message, { author_name, author_email, allow_empty }).
+function Git.commit(g, path, message, t)
+  check(path, "string", "git:commit", "path")
+  check(message, "string", "git:commit", "message")
+  t = options(t, COMMIT, "git:commit")
+  local rc, res = core.asb_git_commit(git_h(g), path, message, git_options(t, "git:commit"))
+  return git_result(rc, res, "git:commit")
+end
+
+local RESET = git_keys({ "mode", "target", "paths" })
+--- git:reset(path, { mode = "soft"|"mixed"|"hard"|"merge"|"keep", target,
+--- paths }).
+function Git.reset(g, path, t)
+  check(path, "string", "git:reset", "path")
+  t = options(t, RESET, "git:reset")
+  local rc, res = core.asb_git_reset(git_h(g), path, git_options(t, "git:reset"))
+  return git_result(rc, res, "git:reset")
+end
+
+local RESTORE = git_keys({ "staged", "worktree", "source" })
+--- git:restore(path, paths, { staged, worktree, source }): the work tree by
+--- default, the index only with staged = true alone.
+function Git.restore(g, path, paths, t)
+  check(path, "string", "git:restore", "path")
+  check(paths, "table", "git:restore", "paths")
+  t = options(t, RESTORE, "git:restore")
+  local rc, res = core.asb_git_restore(git_h(g), path, paths, git_options(t, "git:restore"))
+  return git_result(rc, res, "git:restore")
+end
+
+local PUSH = git_keys({ "remote", "branch", "set_upstream", "username", "password" })
+--- git:push(path, { remote, branch, set_upstream, username, password }).
+function Git.push(g, path, t)
+  check(path, "string", "git:push", "path")
+  t = options(t, PUSH, "git:push")
+  local rc, res = core.asb_git_push(git_h(g), path, git_options(t, "git:push"))
+  return git_result(rc, res, "git:push")
+end
+
+local PULL = git_keys({ "remote", "branch", "username", "password" })
+--- git:pull(path, { remote, branch, username, password }).
+function Git.pull(g, path, t)
+  check(path, "string", "git:pull", "path")
+  t = options(t, PULL, "git:pull")
+  local rc, res = core.asb_git_pull(git_h(g), path, git_options(t, "git:pull"))
+  return git_result(rc, res, "git:pull")
+end
+
+local CONFIG = git_keys({ "scope", "path" })
+--- git:set_config(key, value, { scope = "global"|"local"|"system", path }).
+function Git.set_config(g, key, value, t)
+  check(key, "string", "git:set_config", "key")
+  check(value, "string", "git:set_config", "value")
+  t = options(t, CONFIG, "git:set_config")
+  local path = check(t.path, "string", "git:set_config", "path", true)
+  local rc, res = core.asb_git_config_set(git_h(g), path, key, value,
+                                          git_options(t, "git:set_config"))
+  return git_result(rc, res, "git:set_config")
+end
+
+--- git:get_config(key, { scope, path }): the value, or false when unset.
+function Git.get_config(g, key, t)
+  check(key, "string", "git:get_config", "key")
+  t = options(t, CONFIG, "git:get_config")
+  local path = check(t.path, "string", "git:get_config", "path", true)
+  local rc, v = core.asb_git_config_get(git_h(g), path, key, git_options(t, "git:get_config"))
+  if rc < 0 then return fail(rc, "git:get_config") end
+  if v == nil then return false end
+  return v
+end
+
+--- git:configure_user(name, email, { scope, path }): user.name, user.email.
+function Git.configure_user(g, name, email, t)
+  check(name, "string", "git:configure_user", "name")
+  check(email, "string", "git:configure_user", "email")
+  t = options(t, CONFIG, "git:configure_user")
+  local path = check(t.path, "string", "git:configure_user", "path", true)
+  local rc, res = core.asb_git_configure_user(git_h(g), path, name, email,
+                                              git_options(t, "git:configure_user"))
+  return git_result(rc, res, "git:configure_user")
+end
+
+local AUTH = git_keys({ "host", "protocol" })
+--- git:dangerously_authenticate(username, password, { host, protocol }):
+--- stores the credentials in the user's ~/.git-credentials (plain text,
+--- readable by anything running as that user). Prefer per-call ones.
+function Git.dangerously_authenticate(g, username, password, t)
+  check(username, "string", "git:dangerously_authenticate", "username")
+  check(password, "string", "git:dangerously_authenticate", "password")
+  t = options(t, AUTH, "git:dangerously_authenticate")
+  local rc, res = core.asb_git_dangerously_authenticate(git_h(g), username, password,
+      git_options(t, "git:dangerously_authenticate"))
+  return git_result(rc, res, "git:dangerously_authenticate")
 end
 
 return M

@@ -34,6 +34,30 @@ class SandboxPaginator {
   }
 }
 
+/** E2B's snapshot paginator. The library follows every page itself, so the
+ * first nextItems() holds them all. */
+class SnapshotPaginator {
+  constructor(opts = {}) {
+    this._opts = opts
+    this._hasNext = true
+  }
+
+  get hasNext() {
+    return this._hasNext
+  }
+
+  get nextToken() {
+    return undefined
+  }
+
+  async nextItems(opts) {
+    if (!this._hasNext) throw new Error('No more items to fetch')
+    const ids = await base.Sandbox.listSnapshots(Object.assign({}, this._opts, opts || {}))
+    this._hasNext = false
+    return ids.map((id) => ({ snapshotId: id, names: [id] }))
+  }
+}
+
 /** E2B's Sandbox: commands.run and handle.wait() reject with
  * CommandExitError on a non-zero exit code; list() is a paginator. */
 class Sandbox extends base.Sandbox {
@@ -64,6 +88,53 @@ class Sandbox extends base.Sandbox {
 
   get trafficAccessToken() {
     return undefined
+  }
+
+  // snapshots and fork (docs/snapshots.md): files, not processes
+  async createSnapshot(opts = {}) {
+    const id = await super.createSnapshot(opts)
+    return { snapshotId: id, names: [id] }
+  }
+
+  static async createSnapshot(sandboxId, opts = {}) {
+    const s = await this._attach(sandboxId, opts)
+    try {
+      return await s.createSnapshot(opts)
+    } finally {
+      s.close()
+    }
+  }
+
+  /** E2B's fork: one entry per fork, a sandbox or the Error that kept it
+   * from starting (each fork is its own snapshot here, one after the other). */
+  async fork(opts = {}) {
+    const out = []
+    for (let i = 0; i < (opts.count || 1); i++) {
+      try {
+        out.push(await super.fork(opts))
+      } catch (e) {
+        if (e instanceof errors.SandboxNotFoundError) throw e
+        out.push(e)
+      }
+    }
+    return out
+  }
+
+  static async fork(sandboxId, opts = {}) {
+    const s = await this._attach(sandboxId, opts)
+    try {
+      return await s.fork(opts)
+    } finally {
+      s.close()
+    }
+  }
+
+  listSnapshots(opts = {}) {
+    return new SnapshotPaginator(Object.assign({}, opts, { sandboxId: this.sandboxId }))
+  }
+
+  static listSnapshots(opts = {}) {
+    return new SnapshotPaginator(opts)
   }
 }
 Sandbox._throwOnExit = true
@@ -97,6 +168,7 @@ module.exports = {
   ALL_TRAFFIC,
   Sandbox,
   SandboxPaginator,
+  SnapshotPaginator,
   E2B,
   CommandHandle: base.CommandHandle,
   WatchHandle: base.WatchHandle,
@@ -110,6 +182,8 @@ module.exports = {
   FileNotFoundError: errors.FileNotFoundError,
   SandboxNotFoundError: errors.SandboxNotFoundError,
   AuthenticationError: errors.AuthenticationError,
+  GitAuthError: errors.GitAuthError,
+  GitUpstreamError: errors.GitUpstreamError,
   TemplateError: errors.TemplateError,
   RateLimitError: errors.RateLimitError,
   BuildError: errors.BuildError,

@@ -68,6 +68,10 @@ class AuthenticationError extends Error {
     setDetail(this, detail)
   }
 }
+/** The git remote wanted credentials, or refused them (sandbox.git). */
+class GitAuthError extends AuthenticationError {}
+/** push/pull without a remote or branch on a branch with no upstream. */
+class GitUpstreamError extends SandboxError {}
 class BuildError extends Error {
   constructor(message, detail) {
     super(message)
@@ -126,7 +130,9 @@ const byCode = {
   ASB_EBUILD: BuildError,
   ASB_ECOMMANDNOTFOUND: CommandNotFoundError,
   ASB_ECOMMANDFAILED: CommandFailedError,
-  ASB_EPERM: PermissionDeniedError
+  ASB_EPERM: PermissionDeniedError,
+  ASB_EGITAUTH: GitAuthError,
+  ASB_EGITUPSTREAM: GitUpstreamError
 }
 
 /**
@@ -159,6 +165,8 @@ module.exports = {
   OperationCancelledError,
   AgentTurnError,
   AuthenticationError,
+  GitAuthError,
+  GitUpstreamError,
   BuildError,
   CommandExitError,
   RemoteError,

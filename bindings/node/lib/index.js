@@ -10,6 +10,7 @@ const { Session, SessionInfo } = require('./sessions.js')
 const { Template } = require('./templates.js')
 const { sandboxed } = require('./sandboxed.js')
 const { Agents, AgentSession } = require('./agents.js')
+const { Git } = require('./git.js')
 
 function libraryVersion() {
   return native.N.version()
@@ -25,6 +26,7 @@ module.exports = {
   OutputMessage: sb.OutputMessage,
   Agents,
   AgentSession,
+  Git,
   Session,
   SessionInfo,
   Template,

@@ -4,11 +4,11 @@
 import m from './index.js'
 
 export const {
-  Sandbox, CommandHandle, WatchHandle, Result, Execution, ExecutionError, OutputMessage, Agents, AgentSession, Session,
+  Sandbox, CommandHandle, WatchHandle, Result, Execution, ExecutionError, OutputMessage, Agents, AgentSession, Git, Session,
   SessionInfo, Template, sandboxed, libraryVersion, FileType, FilesystemEventType, SandboxError,
   TimeoutError, InvalidArgumentError, NotEnoughSpaceError, NotFoundError, FileNotFoundError,
   SandboxNotFoundError, SandboxGoneError, TemplateError, RateLimitError, PermissionDeniedError,
-  CommandNotFoundError, CommandFailedError, OperationCancelledError, AuthenticationError, BuildError,
+  CommandNotFoundError, CommandFailedError, OperationCancelledError, AuthenticationError, GitAuthError, GitUpstreamError, BuildError,
   CommandExitError, RemoteError, AgentTurnError
 } = m
 export default m.Sandbox

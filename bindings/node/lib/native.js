@@ -103,7 +103,8 @@ function dispatch(ctl, handlers, kind, value, cost) {
  * o.signal: an AbortSignal (cancels the call); o.handlers: {kind: fn(value,
  * ctl)} for its events (EVENTS in args marks where the event function goes);
  * o.accept: status names that still resolve (ASB_ECOMMANDEXIT); o.notFound:
- * the class for ASB_ENOTFOUND; o.onStart(ctl): the call's id is known.
+ * the class for ASB_ENOTFOUND; o.attach(err, value): the error for a failed
+ * call that still gave a value; o.onStart(ctl): the call's id is known.
  */
 function invoke(fn, args, o = {}) {
   return new Promise((resolve, reject) => {
@@ -121,6 +122,7 @@ function invoke(fn, args, o = {}) {
         if (rc < 0 && ctl.aborted) return reject(abortError(signal))
         if (rc >= 0) return resolve(value)
         if (o.accept && o.accept.includes(detail[5]) && value !== undefined) return resolve(value)
+        if (o.attach && value !== undefined) return reject(o.attach(errors.fromStatus(rc, detail, o.notFound), value))
         reject(errors.fromStatus(rc, detail, o.notFound))
       }
       // A cancelled call (its signal, close(), a callback that threw) does

@@ -5,6 +5,7 @@
 const { N, EV, EVENTS, invoke, ms, pairs, client, connOf, callOpts, abortError, asyncDispose, isThenable } = require('./native.js')
 const E = require('./errors.js')
 const { Agents } = require('./agents.js')
+const { Git } = require('./git.js')
 const NET = require('./network.js')
 
 const KIND = { client: 1, sandbox: 2, process: 3, watch: 4 }
@@ -48,7 +49,9 @@ function sandboxInfo(i) {
     diskMB: i.diskMB,
     envdVersion: i.envdVersion,
     allowInternetAccess: i.allowInternetAccess,
-    network: NET.networkInfo(i.networkJson)
+    network: NET.networkInfo(i.networkJson),
+    pauseMode: i.pauseMode,
+    autoResume: i.autoResume
   }
 }
 
@@ -744,6 +747,7 @@ class Sandbox {
     this.files = new Files(this)
     this.pty = new Pty(this)
     this.agents = new Agents(this)
+    this.git = new Git(this)
   }
 
   get id() {
@@ -757,8 +761,10 @@ class Sandbox {
 
   /**
    * A new sandbox: create(template?, {template, timeoutMs, envs, metadata,
-   * autoPause, allowInternetAccess, network, requestTimeoutMs, signal,
-   * ...connection options}). allowInternetAccess (default true) and
+   * autoPause, autoPauseFilesOnly, autoResume, allowInternetAccess,
+   * network, requestTimeoutMs, signal, ...connection options}).
+   * autoPauseFilesOnly: that pause keeps only the files (E2B's keepMemory
+   * false); autoResume: traffic to its ports resumes it (E2B's). allowInternetAccess (default true) and
    * network ({allowOut, denyOut, rules, egressProxy, allowPublicTraffic,
    * maskRequestHost}) are E2B's, and so is volumeMounts ({'/mnt/data':
    * 'my-volume'}: mount path to a volume's name, or to an object with a
@@ -770,16 +776,22 @@ class Sandbox {
       template = undefined
     }
     opts = opts || {}
+    // E2B's lifecycle: {onTimeout: 'pause' | {action, keepMemory}, autoResume}
+    const lc = opts.lifecycle || {}
+    const onTimeout = typeof lc.onTimeout === 'string' ? { action: lc.onTimeout } : (lc.onTimeout || {})
+    const lcPause = onTimeout.action === 'pause'
     const { conn, client: c } = await this._client(opts)
     const made = await invoke(N.sandboxCreate, [c.handle, {
       template: template || opts.template || this._defaultTemplate,
       timeoutMs: opts.timeoutMs === undefined ? 0 : Math.max(1, Math.round(opts.timeoutMs)),
       metadata: pairs(opts.metadata, '='),
       envs: envList(opts.envs),
-      autoPause: !!opts.autoPause,
+      autoPause: !!opts.autoPause || lcPause,
       requestTimeoutMs: opts.requestTimeoutMs === undefined ? 0 : ms(opts.requestTimeoutMs),
       allowInternetAccess: NET.internet(opts.allowInternetAccess),
       networkJson: NET.networkJson(opts.network, false),
+      autoPauseFilesOnly: opts.autoPauseFilesOnly === true || (lcPause && onTimeout.keepMemory === false),
+      autoResume: opts.autoResume === true || lc.autoResume === true,
       volumeMounts: volumeMounts(opts.volumeMounts)
     }], { signal: opts.signal })
     return new this(made, c, conn)
@@ -830,6 +842,26 @@ class Sandbox {
       return true
     } catch (e) {
       if (e instanceof E.SandboxNotFoundError) return false
+      throw e
+    }
+  }
+
+  /** The ids of the snapshots (every page): {sandboxId, name} filter them
+   * (docs/snapshots.md). */
+  static async listSnapshots(opts = {}) {
+    const { client: c } = await this._client(opts)
+    return invoke(N.snapshotsList, [c.handle, opts.sandboxId || null, opts.name || null, callOpts(opts)], { signal: opts.signal })
+  }
+
+  /** Delete a snapshot: true, or false if there is none of that id;
+   * sandboxes running on it keep their files. */
+  static async deleteSnapshot(snapshotId, opts = {}) {
+    const { client: c } = await this._client(opts)
+    try {
+      await invoke(N.templateOp, [c.handle, 4, snapshotId, callOpts(opts)], { signal: opts.signal })
+      return true
+    } catch (e) {
+      if (e instanceof E.NotFoundError) return false
       throw e
     }
   }
@@ -928,9 +960,27 @@ class Sandbox {
     return (await this._op(3, 0, opts)) === 1
   }
 
-  /** Freeze every process: true, or false if it already was paused. */
+  /**
+   * Pause: true, or false if it already was paused. Every process is
+   * frozen; with {keepMemory: false} (E2B's) they are stopped instead and
+   * only the files kept: resume/connect boots the sandbox again.
+   */
   async pause(opts = {}) {
-    return (await this._op(4, 0, opts)) === 1
+    return (await this._op(4, opts.keepMemory === false ? 1 : 0, opts)) === 1
+  }
+
+  /** Snapshot the sandbox's files now (it runs on): the snapshot's id,
+   * "<name>:default", a template for Sandbox.create. Sandboxes from it boot
+   * fresh: files, not processes (docs/snapshots.md). */
+  async createSnapshot(opts = {}) {
+    return invoke(N.sandboxSnapshot, [this._h, opts.name || null, callOpts(opts)], { signal: opts.signal })
+  }
+
+  /** A new sandbox with this one's files now, its metadata, env vars and
+   * network policy (timeoutMs: its lifetime, 15 s by default as E2B's). */
+  async fork(opts = {}) {
+    const made = await invoke(N.sandboxFork, [this._h, opts.timeoutMs ? Math.round(opts.timeoutMs) : 0, callOpts(opts)], { signal: opts.signal })
+    return new this.constructor(made, this._client, this._conn)
   }
 
   async resume(opts = {}) {

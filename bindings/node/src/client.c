@@ -110,6 +110,8 @@ static void w_sandbox_create(anode_call *base) {
   o.request_timeout_ms = c->l[1];
   o.allow_internet_access = c->i[1];
   o.network_json = c->s[1];
+  o.auto_pause_files_only = c->i[2];
+  o.auto_resume = c->i[3];
   o.volume_mounts = (const char *const *)c->v[2];
   o.cancel = base->cancel;
   asb_sandbox *sb = NULL;
@@ -132,6 +134,8 @@ static napi_value js_sandbox_create(napi_env env, napi_callback_info info) {
       anode_opt_long(env, o, "requestTimeoutMs", &c->l[1]) ||
       anode_opt_int(env, o, "allowInternetAccess", &c->i[1]) ||
       anode_opt_string(env, o, "networkJson", &c->s[1]) ||
+      anode_opt_bool(env, o, "autoPauseFilesOnly", &c->i[2]) ||
+      anode_opt_bool(env, o, "autoResume", &c->i[3]) ||
       anode_opt_strv(env, o, "volumeMounts", &c->v[2]))
     return gen_discard(env, c);
   c->base.work = w_sandbox_create;
@@ -250,8 +254,8 @@ static void w_sandbox_op(anode_call *base) {
     case OP_IS_RUNNING:
       rc = asb_sandbox_is_running(c->sb, &call);
       break;
-    case OP_PAUSE:
-      rc = asb_sandbox_pause(c->sb, &call);
+    case OP_PAUSE: /* the number: 1 = without memory */
+      rc = asb_sandbox_pause_memory(c->sb, c->l[0] ? 0 : 1, &call);
       break;
     case OP_RESUME:
       rc = asb_sandbox_resume(c->sb, c->l[0], &call);
@@ -374,6 +378,10 @@ static napi_value info_value(napi_env env, const asb_sandbox_info *i) {
   anode_set(env, o, "templateId", anode_str(env, asb_sandbox_info_template_id(i)));
   anode_set(env, o, "name", anode_str(env, asb_sandbox_info_name(i)));
   anode_set(env, o, "state", anode_str(env, asb_sandbox_info_state(i)));
+  if (asb_sandbox_info_pause_mode(i))
+    anode_set(env, o, "pauseMode", anode_str(env, asb_sandbox_info_pause_mode(i)));
+  if (asb_sandbox_info_auto_resume(i) >= 0)
+    anode_set(env, o, "autoResume", anode_bool(env, asb_sandbox_info_auto_resume(i)));
   anode_set(env, o, "startedAt", anode_num(env, (double)asb_sandbox_info_started_at(i)));
   anode_set(env, o, "endAt", anode_num(env, (double)asb_sandbox_info_end_at(i)));
   anode_set(env, o, "cpuCount", anode_num(env, asb_sandbox_info_cpu_count(i)));
@@ -834,6 +842,115 @@ static napi_value js_template_op(napi_env env, napi_callback_info info) {
   return anode_call_submit(env, &c->base, b);
 }
 
+/* ---- snapshots and fork (docs/snapshots.md) ----------------------------------------- */
+
+static void w_sandbox_snapshot(anode_call *base) {
+  gen_call *c = (gen_call *)base;
+  asb_call_options call = gen_callopts(c);
+  char *id = NULL;
+  int rc = asb_sandbox_snapshot(&id, c->sb, c->s[0], &call);
+  if (rc < 0) anode_call_fail(base, rc);
+  c->out = id;
+}
+
+static napi_value r_string_out(napi_env env, anode_call *base) {
+  gen_call *c = (gen_call *)base;
+  return c->out ? anode_str(env, c->out) : NULL;
+}
+
+static void c_free_out_string(anode_call *base) {
+  gen_call *c = (gen_call *)base;
+  asb_free(c->out);
+  c->out = NULL;
+  gen_cleanup(base);
+}
+
+/* sandboxSnapshot(sandbox, name or null, callOpts, cb) -> the snapshot's id */
+static napi_value js_sandbox_snapshot(napi_env env, napi_callback_info info) {
+  GEN_ARGS(4);
+  gen_call *c = gen_new(env, argv[3]);
+  if (!c) return NULL;
+  anode_box *b = gen_sandbox(env, c, argv[0]);
+  napi_valuetype t = napi_undefined;
+  napi_typeof(env, argv[1], &t);
+  if (!b || (t != napi_null && t != napi_undefined && anode_get_string(env, argv[1], &c->s[0])) ||
+      gen_read_callopts(env, c, argv[2]))
+    return gen_discard(env, c);
+  c->base.work = w_sandbox_snapshot;
+  c->base.result = r_string_out;
+  c->base.cleanup = c_free_out_string;
+  return anode_call_submit(env, &c->base, b);
+}
+
+static void w_sandbox_fork(anode_call *base) {
+  gen_call *c = (gen_call *)base;
+  asb_call_options call = gen_callopts(c);
+  asb_sandbox *sb = NULL;
+  int rc = asb_sandbox_fork(&sb, c->sb, c->l[0], &call);
+  if (rc < 0) anode_call_fail(base, rc);
+  c->out = sb;
+}
+
+/* sandboxFork(sandbox, timeoutMs, callOpts, cb) -> a sandbox */
+static napi_value js_sandbox_fork(napi_env env, napi_callback_info info) {
+  GEN_ARGS(4);
+  gen_call *c = gen_new(env, argv[3]);
+  if (!c) return NULL;
+  anode_box *b = gen_sandbox(env, c, argv[0]);
+  if (!b || anode_get_long(env, argv[1], &c->l[0]) || gen_read_callopts(env, c, argv[2]))
+    return gen_discard(env, c);
+  c->base.work = w_sandbox_fork;
+  c->base.result = r_sandbox;
+  c->base.cleanup = c_free_out_sandbox;
+  return anode_call_submit(env, &c->base, b);
+}
+
+static void w_snapshots_list(anode_call *base) {
+  gen_call *c = (gen_call *)base;
+  asb_call_options call = gen_callopts(c);
+  asb_snapshot_list *l = NULL;
+  int rc = asb_snapshots_list(&l, c->client, c->s[0], c->s[1], &call);
+  if (rc < 0) anode_call_fail(base, rc);
+  c->out = l;
+}
+
+static napi_value r_snapshots(napi_env env, anode_call *base) {
+  gen_call *c = (gen_call *)base;
+  if (!c->out) return NULL;
+  size_t n = asb_snapshot_list_count(c->out);
+  napi_value a;
+  napi_create_array_with_length(env, n, &a);
+  for (size_t i = 0; i < n; i++)
+    napi_set_element(env, a, (uint32_t)i, anode_str(env, asb_snapshot_list_get(c->out, i)));
+  return a;
+}
+
+static void c_snapshots(anode_call *base) {
+  gen_call *c = (gen_call *)base;
+  asb_snapshot_list_free(c->out);
+  c->out = NULL;
+  gen_cleanup(base);
+}
+
+/* snapshotsList(client, sandboxId or null, name or null, callOpts, cb) -> ids */
+static napi_value js_snapshots_list(napi_env env, napi_callback_info info) {
+  GEN_ARGS(5);
+  gen_call *c = gen_new(env, argv[4]);
+  if (!c) return NULL;
+  anode_box *b = gen_client(env, c, argv[0]);
+  napi_valuetype t1 = napi_undefined, t2 = napi_undefined;
+  napi_typeof(env, argv[1], &t1);
+  napi_typeof(env, argv[2], &t2);
+  if (!b || (t1 != napi_null && t1 != napi_undefined && anode_get_string(env, argv[1], &c->s[0])) ||
+      (t2 != napi_null && t2 != napi_undefined && anode_get_string(env, argv[2], &c->s[1])) ||
+      gen_read_callopts(env, c, argv[3]))
+    return gen_discard(env, c);
+  c->base.work = w_snapshots_list;
+  c->base.result = r_snapshots;
+  c->base.cleanup = c_snapshots;
+  return anode_call_submit(env, &c->base, b);
+}
+
 const anode_fn anode_client_fns[] = {{"clientNew", js_client_new},
                                      {"sandboxCreate", js_sandbox_create},
                                      {"sandboxConnect", js_sandbox_connect},
@@ -845,6 +962,9 @@ const anode_fn anode_client_fns[] = {{"clientNew", js_client_new},
                                      {"sandboxLoopbackUrl", js_sandbox_loopback_url},
                                      {"sandboxGetInfo", js_sandbox_get_info},
                                      {"sandboxUpdateNetwork", js_sandbox_update_network},
+                                     {"sandboxSnapshot", js_sandbox_snapshot},
+                                     {"sandboxFork", js_sandbox_fork},
+                                     {"snapshotsList", js_snapshots_list},
                                      {"sandboxList", js_sandbox_list},
                                      {"sandboxGetMetrics", js_sandbox_get_metrics},
                                      {"sessionSave", js_session_save},

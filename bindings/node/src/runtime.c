@@ -716,6 +716,8 @@ static const struct {
              {"asb_process", "asb_process_free"},
              {"asb_watch", "asb_watch_free"},
              {"asb_command_result", "asb_command_result_free"},
+             {"asb_git_status", "asb_git_status_free"},
+             {"asb_git_branch_list", "asb_git_branch_list_free"},
              {"asb_process_list", "asb_process_list_free"},
              {"asb_entry", "asb_entry_free"},
              {"asb_entry_list", "asb_entry_list_free"},
@@ -730,6 +732,7 @@ static const struct {
              {"asb_session_list", "asb_session_list_free"},
              {"asb_template", "asb_template_free"},
              {"asb_template_list", "asb_template_list_free"},
+             {"asb_snapshot_list", "asb_snapshot_list_free"},
              {"asb_agent_list", "asb_agent_list_free"},
              {"asb_agent_session", "asb_agent_session_free"},
              {"asb_agent_turn", "asb_agent_turn_free"},
@@ -1205,6 +1208,7 @@ NAPI_MODULE_INIT() {
   register_all(env, exports, anode_files_fns);
   register_all(env, exports, anode_code_fns);
   register_all(env, exports, anode_agents_fns);
+  register_all(env, exports, anode_git_fns);
 
   napi_value kinds = anode_obj(env);
   set_int(env, kinds, "client", BOX_CLIENT);

@@ -47,6 +47,7 @@ if TYPE_CHECKING:
     from ._sync import Network
     from ._sync import Sandbox as SandboxSync
     from .decorator import RemoteError, RemoteTraceback, sandbox
+    from .volumes import Volume, VolumeSync
 
 _LAZY = {
     "Sandbox": ("._async", "Sandbox"),
@@ -63,6 +64,8 @@ _LAZY = {
     "RemoteError": (".decorator", "RemoteError"),
     "RemoteTraceback": (".decorator", "RemoteTraceback"),
     "sandbox": (".decorator", "sandbox"),
+    "Volume": (".volumes", "Volume"),
+    "VolumeSync": (".volumes", "VolumeSync"),
 }
 
 
@@ -103,6 +106,8 @@ __all__ = [
     "Network",
     "Code",
     "CancelToken",
+    "Volume",
+    "VolumeSync",
     "library_version",
     "sandbox",
     "RemoteError",

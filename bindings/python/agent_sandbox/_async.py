@@ -523,12 +523,14 @@ class Sandbox:
                      request_timeout: Optional[float] = None,
                      allow_internet_access: Optional[bool] = None,
                      network: Optional[Mapping[str, Any]] = None,
+                     keep_memory: bool = True, auto_resume: bool = False,
                      volume_mounts: Optional[Mapping[str, Any]] = None, **conn: Any) -> "Sandbox":
         """Create a sandbox from ``template`` that lives ``timeout`` seconds.
 
         ``metadata`` is yours to filter :meth:`list` by; ``envs`` are set for
         every command; ``auto_pause`` pauses instead of killing at the
-        timeout; ``allow_internet_access`` and ``network`` are E2B's (see
+        timeout (``keep_memory=False``: without memory; ``auto_resume``:
+        traffic resumes it); ``allow_internet_access`` and ``network`` are E2B's (see
         :meth:`agent_sandbox.sync.Sandbox.create`). Connection options (``api_key``, ``api_url``, ``domain``,
         ``sandbox_url``, ``debug``, ``headers``, ``request_timeout``) default
         to ``ASB_*`` / ``E2B_*`` variables and, with nothing set, to the
@@ -537,6 +539,7 @@ class Sandbox:
         s = await N.run(S.Sandbox.create, template, timeout=timeout, metadata=metadata,
                         envs=envs, auto_pause=auto_pause, request_timeout=request_timeout,
                         allow_internet_access=allow_internet_access, network=network,
+                        keep_memory=keep_memory, auto_resume=auto_resume,
                         volume_mounts=volume_mounts, **conn)
         return cls(s)
 
@@ -614,12 +617,38 @@ class Sandbox:
         await N.run(self._sync.update_network, network,
                     allow_internet_access=allow_internet_access, request_timeout=request_timeout)
 
+    async def create_snapshot(self, name: Optional[str] = None, *,
+                              request_timeout: Optional[float] = None) -> str:
+        """Snapshot the sandbox's files now (see
+        :meth:`agent_sandbox.sync.Sandbox.create_snapshot`): the snapshot's id."""
+        return await N.run(self._sync.create_snapshot, name, request_timeout=request_timeout)
+
+    async def fork(self, *, timeout: Optional[float] = None,
+                   request_timeout: Optional[float] = None) -> "Sandbox":
+        """A new sandbox with this one's files now (see
+        :meth:`agent_sandbox.sync.Sandbox.fork`)."""
+        return type(self)(await N.run(self._sync.fork, timeout=timeout,
+                                      request_timeout=request_timeout))
+
+    @classmethod
+    async def list_snapshots(cls, **kw: Any) -> List[str]:
+        """The ids of the snapshots (``sandbox_id=``, ``name=`` filters), every page."""
+        return await N.run(S.Sandbox.list_snapshots, **kw)
+
+    @classmethod
+    async def delete_snapshot(cls, snapshot_id: str, **kw: Any) -> bool:
+        """Delete a snapshot: True, or False if there is none of that id."""
+        return await N.run(S.Sandbox.delete_snapshot, snapshot_id, **kw)
+
     async def is_running(self, *, request_timeout: Optional[float] = None) -> bool:
         return await N.run(self._sync.is_running, request_timeout=request_timeout)
 
-    async def pause(self, *, request_timeout: Optional[float] = None) -> bool:
-        """Pause: True if paused now, False if it already was."""
-        return await N.run(self._sync.pause, request_timeout=request_timeout)
+    async def pause(self, *, keep_memory: bool = True,
+                    request_timeout: Optional[float] = None) -> bool:
+        """Pause: True if paused now, False if it already was
+        (``keep_memory=False``: files only, resume boots it)."""
+        return await N.run(self._sync.pause, keep_memory=keep_memory,
+                           request_timeout=request_timeout)
 
     async def resume(self, *, timeout: Optional[float] = None,
                      request_timeout: Optional[float] = None) -> None:
@@ -647,6 +676,7 @@ class Sandbox:
     get_info_sync = _twin("get_info")
     is_running_sync = _twin("is_running")
     update_network_sync = _twin("update_network")
+    create_snapshot_sync = _twin("create_snapshot")
     pause_sync = _twin("pause")
     resume_sync = _twin("resume")
     get_metrics_sync = _twin("get_metrics")

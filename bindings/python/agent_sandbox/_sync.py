@@ -1052,6 +1052,7 @@ class Sandbox:
                auto_pause: bool = False, request_timeout: Optional[float] = None,
                allow_internet_access: Optional[bool] = None,
                network: Optional[Mapping[str, Any]] = None,
+               keep_memory: bool = True, auto_resume: bool = False,
                volume_mounts: Optional[Mapping[str, Any]] = None,
                **conn: Any) -> "Sandbox":
         """Create a sandbox from ``template`` that lives ``timeout`` seconds.
@@ -1059,6 +1060,11 @@ class Sandbox:
         ``volume_mounts`` is E2B's: ``{"/mnt/data": "my-volume"}``, mount
         path to a volume's name or id (or an object with a ``name``), the
         volumes made with E2B's ``/volumes`` API (docs/volumes.md).
+
+        With ``auto_pause`` it pauses instead of ending; ``keep_memory=False``
+        makes that a pause without memory (files kept, resume boots it),
+        ``auto_resume=True`` lets traffic to its ports resume it (E2B's
+        lifecycle; not with ``keep_memory=False``: docs/lifecycle.md).
 
         ``allow_internet_access`` (default: allowed) and ``network`` are
         E2B's: ``network={"allow_out": [...], "deny_out": [...], "rules":
@@ -1081,6 +1087,8 @@ class Sandbox:
         if envs:
             o.envs = dict(envs)
         o.auto_pause = 1 if auto_pause else 0
+        o.auto_pause_files_only = 0 if keep_memory else 1
+        o.auto_resume = 1 if auto_resume else 0
         if request_timeout is not None:
             o.request_timeout_ms = N.ms(request_timeout)
         o.allow_internet_access = _netconf.internet(allow_internet_access)
@@ -1218,14 +1226,61 @@ class Sandbox:
         N.call(ll.asb_sandbox_update_network, self._h, _netconf.internet(allow_internet_access),
                _netconf.to_json(network, update=True), _call_options(request_timeout))
 
+    # ---- snapshots and fork (docs/snapshots.md) ----
+
+    @classmethod
+    def _attach(cls, sandbox_id: str, **conn: Any) -> "Sandbox":
+        """A handle to a sandbox by id made without a request (nothing resumed)."""
+        c = N.client(**conn)
+        return cls(N.call(ll.asb_sandbox_attach, c, sandbox_id, None), c, conn)
+
+    def create_snapshot(self, name: Optional[str] = None, *,
+                        request_timeout: Optional[float] = None) -> str:
+        """Snapshot the sandbox's files at this instant (it runs on): the
+        snapshot's id, ``"<name>:default"``, which :meth:`create` takes as a
+        template. Sandboxes from it boot fresh (files, not processes)."""
+        return N.call(ll.asb_sandbox_snapshot, self._h, name, _call_options(request_timeout))
+
+    def fork(self, *, timeout: Optional[float] = None,
+             request_timeout: Optional[float] = None) -> "Sandbox":
+        """A new sandbox with this one's files at this instant, its metadata,
+        env vars and network policy (``timeout``: its lifetime, default 15 s
+        as E2B's); this one runs on."""
+        h = N.call(ll.asb_sandbox_fork, self._h, N.ms(timeout) if timeout else 0,
+                   _call_options(request_timeout))
+        return type(self)(h, self._client, self._conn)
+
+    @classmethod
+    def list_snapshots(cls, *, sandbox_id: Optional[str] = None, name: Optional[str] = None,
+                       request_timeout: Optional[float] = None, **conn: Any) -> List[str]:
+        """The ids of the snapshots (of ``sandbox_id``, matching ``name``), every page."""
+        c = N.client(**conn)
+        lst = N.call(ll.asb_snapshots_list, c, sandbox_id, name, _call_options(request_timeout))
+        return [ll.asb_snapshot_list_get(lst, i) for i in range(ll.asb_snapshot_list_count(lst))]
+
+    @classmethod
+    def delete_snapshot(cls, snapshot_id: str, *, request_timeout: Optional[float] = None,
+                        **conn: Any) -> bool:
+        """Delete a snapshot: True, or False if there is none of that id.
+        Sandboxes running on it keep their files."""
+        c = N.client(**conn)
+        try:
+            N.call(ll.asb_templates_delete, c, snapshot_id, _call_options(request_timeout))
+            return True
+        except E.NotFoundException:
+            return False
+
     def is_running(self, *, request_timeout: Optional[float] = None) -> bool:
         """True if the sandbox runs and its agent answers."""
         return bool(N.call(ll.asb_sandbox_is_running, self._h, _call_options(request_timeout)))
 
-    def pause(self, *, request_timeout: Optional[float] = None) -> bool:
-        """Pause (freeze every process, keep every file): True if it is paused
-        now, False if it already was."""
-        return bool(N.call(ll.asb_sandbox_pause, self._h, _call_options(request_timeout)))
+    def pause(self, *, keep_memory: bool = True,
+              request_timeout: Optional[float] = None) -> bool:
+        """Pause: True if it is paused now, False if it already was. With
+        memory (the default) every process is frozen; ``keep_memory=False``
+        stops them and keeps only the files (resume boots it again)."""
+        return bool(N.call(ll.asb_sandbox_pause_memory, self._h, 1 if keep_memory else 0,
+                           _call_options(request_timeout)))
 
     def resume(self, *, timeout: Optional[float] = None,
                request_timeout: Optional[float] = None) -> None:

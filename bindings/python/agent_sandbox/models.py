@@ -204,6 +204,10 @@ class SandboxInfo:
     """The effective network config with E2B's Python names (``allow_out``,
     ``deny_out``, ``rules``, ``egress_proxy`` without its password,
     ``allow_public_traffic``, ``mask_request_host``), or None."""
+    pause_mode: Optional[str] = None
+    """A paused sandbox's ``"memory"`` or ``"filesystem"`` (docs/lifecycle.md), else None."""
+    auto_resume: Optional[bool] = None
+    """E2B's ``lifecycle.autoResume``; None when the engine does not say (lists)."""
 
     @classmethod
     def _from_dict(cls, d: Dict[str, Any], domain: Optional[str] = None) -> "SandboxInfo":
@@ -229,6 +233,8 @@ class SandboxInfo:
             sandbox_domain=domain,
             allow_internet_access=None if iae is None or iae < 0 else bool(iae),
             network=from_json(d.get("network")),
+            pause_mode=d.get("pause_mode"),
+            auto_resume=None if d.get("auto_resume", -1) < 0 else bool(d.get("auto_resume")),
         )
 
 

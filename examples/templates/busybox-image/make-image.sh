@@ -1,6 +1,6 @@
 #!/bin/sh
 # Writes an OCI image layout of Debian's busybox-static (a root without
-# glibc) to $1 (default /tmp/busybox-oci), its manifest named v1: one
+# glibc) to $1 (default /var/lib/agent-sandbox/images/busybox-oci), its manifest named v1: one
 # gzip'd layer, a config with an Env. Only coreutils, tar and gzip, to show
 # the format; skopeo or `docker save` make the same from real images:
 #   skopeo copy docker://alpine:3.19 oci:/tmp/alpine-oci:3.19
@@ -8,7 +8,7 @@
 # Then:  asb template build examples/templates/busybox-image
 # SPDX-License-Identifier: Apache-2.0
 set -eu
-out=${1:-/tmp/busybox-oci}
+out=${1:-/var/lib/agent-sandbox/images/busybox-oci}
 bb=/bin/busybox
 [ -x "$bb" ] || bb=/usr/bin/busybox
 work=$(mktemp -d)

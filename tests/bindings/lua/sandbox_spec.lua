@@ -94,6 +94,15 @@ describe("a sandbox", function()
     assert.are.equal("still here", assert(sb.files:read("/tmp/kept")))
   end)
 
+  it("pauses without memory: files kept, booted again on resume", function()
+    local boot0 = assert(sb.commands:run("cat /proc/sys/kernel/random/boot_id")).stdout
+    assert.is_true(assert(sb:pause{ keep_memory = false }))
+    assert.are.equal("filesystem", assert(sb:get_info()).pause_mode)
+    assert.is_true(assert(sb:resume()))
+    assert.are.equal("still here", assert(sb.files:read("/tmp/kept")))
+    assert.are_not.equal(boot0, assert(sb.commands:run("cat /proc/sys/kernel/random/boot_id")).stdout)
+  end)
+
   it("connects again by id, and attaches with its token", function()
     local again = assert(asb.Sandbox.connect(sb.id))
     assert.are.equal(sb.id, again.id)

@@ -1,7 +1,8 @@
 -- Volume mounts through the Lua binding: Sandbox.create{ volume_mounts }
 -- (asb_sandbox_options.volume_mounts) on a volume made with E2B's /volumes
 -- API (curl on the engine's unix socket): two sandboxes share it; bad
--- mounts are refused.
+-- mounts are refused. And asb.volumes / asb.Volume over asb_volume*:
+-- create, get, list, delete, every file call, seen from a sandbox.
 -- SPDX-License-Identifier: Apache-2.0
 local H = require "helper"
 local asb = require "agent_sandbox"
@@ -41,5 +42,51 @@ describe("volume mounts", function()
     local sb, err = asb.Sandbox.create{ volume_mounts = { ["/proc/x"] = name } }
     assert.is_nil(sb)
     assert.matches("volume mount path", tostring(err))
+  end)
+end)
+
+describe("volumes", function()
+  it("are made, filled, mounted and deleted through the library", function()
+    local vname = name .. "-api"
+    assert.is_nil((asb.volumes.create("bad/name")))
+    local v = assert(asb.volumes.create(vname, { size_mb = 32 }))
+    assert.are.equal(32, v.size_mb)
+    assert.truthy(#v.token > 0)
+    local _, err = asb.volumes.create(vname)
+    assert.are.equal("ASB_EEXISTS", err.code)
+    assert.are.equal(v.volume_id, assert(asb.volumes.get(vname)).volume_id)
+    local found = false
+    for _, i in ipairs(assert(asb.volumes.list())) do found = found or i.name == vname end
+    assert.is_true(found)
+
+    local e = assert(v:write_file("/a.bin", "hi\0x", { uid = 1000, gid = 1000 }))
+    assert.are.same({ "file", 4, 1000, 420 }, { e.type, e.size, e.uid, e.mode })
+    assert.are.equal("hi\0x", assert(v:read_file("/a.bin")))
+    _, err = v:write_file("/a.bin", "x")
+    assert.are.equal("ASB_EEXISTS", err.code)
+    _, err = v:make_dir("/d/e")
+    assert.are.equal("ASB_ENOTFOUND", err.code)
+    assert(v:make_dir("/d/e", { force = true, uid = 1000, gid = 1000 }))
+    assert.is_true(v:exists("/d/e"))
+    assert.is_false(v:exists("/nope"))
+    local paths = {}
+    for _, x in ipairs(assert(v:list("/", { depth = 2 }))) do paths[#paths + 1] = x.path end
+    table.sort(paths)
+    assert.are.same({ "/a.bin", "/d", "/d/e" }, paths)
+    assert.are.equal(384, assert(v:update_metadata("/a.bin", { mode = 384 })).mode)
+
+    local sb = H.sandbox({ timeout_ms = 60000, volume_mounts = { ["/mnt/v"] = v } })
+    local r = assert(sb.commands:run("stat -c '%a %U' /mnt/v/a.bin; echo s > /mnt/v/d/e/f"))
+    assert.are.equal("600 user\n", r.stdout)
+    assert.are.equal("s\n", assert(v:read_file("/d/e/f")))
+    _, err = asb.volumes.delete(vname)
+    assert.are.equal("ASB_EEXISTS", err.code)
+    sb:kill()
+
+    assert(v:remove("/d"))
+    assert.is_false(v:exists("/d/e/f"))
+    assert.is_true(asb.volumes.delete(v.volume_id))
+    _, err = asb.volumes.get(vname)
+    assert.are.equal("ASB_ENOTFOUND", err.code)
   end)
 end)

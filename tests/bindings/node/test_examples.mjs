@@ -45,6 +45,7 @@ const expect = {
   'sessions.mjs': [/^true 42$/m, /example-triage/, /^back$/m],
   'sandboxed.mjs': [/2, 3, 5, 7, 11, 13, 17, 19, 23, 29/, /^true RangeError negative$/m, /^1 2$/m],
   'e2b_compat.mjs': [/^2$/m, /^Hello from E2B!$/m],
+  'git.mjs': [/^untracked README$/m, /^push without upstream true$/m, /^pulled news$/m, /^branches main,topic on topic$/m, /^clean true$/m],
   'templates.mjs': [/^node-hello (built|cached)$/m, /^Hello, Bob!$/m, /^42$/m, /^true RangeError/m],
   'server.mjs': [/^HELLO$/m],
   'agents.mjs': [/^codex: @openai\/codex .*\(installed\)$/m, /tool\.started: .*echo hi > \/tmp\/x/, /^turn 1: completed, final message "done"$/m,

@@ -89,6 +89,28 @@ test('pause and resume keep processes and files', async () => {
   back.close()
 })
 
+test('pause({keepMemory: false}) boots again; lifecycle autoResume is kept', async () => {
+  const sbx = await lib.Sandbox.create({ timeoutMs: 60_000 })
+  await sbx.files.write('/home/user/state.txt', 'files only')
+  const boot0 = (await sbx.commands.run('cat /proc/sys/kernel/random/boot_id')).stdout
+  const bg = await sbx.commands.run('sleep 120', { background: true })
+  assert.equal(await sbx.pause({ keepMemory: false }), true)
+  assert.equal((await sbx.getInfo()).pauseMode, 'filesystem')
+  await sbx.resume({ timeoutMs: 60_000 })
+  assert.equal(await sbx.files.read('/home/user/state.txt'), 'files only')
+  assert.ok(!(await sbx.commands.list()).some((p) => p.pid === bg.pid))
+  assert.notEqual((await sbx.commands.run('cat /proc/sys/kernel/random/boot_id')).stdout, boot0)
+  await sbx.kill()
+  await bg.disconnect()
+  sbx.close()
+  const sleepy = await lib.Sandbox.create({ timeoutMs: 60_000, lifecycle: { onTimeout: 'pause', autoResume: true } })
+  assert.equal((await sleepy.getInfo()).autoResume, true)
+  assert.equal(await sleepy.pause(), true)
+  assert.equal((await sleepy.getInfo()).pauseMode, 'memory')
+  await sleepy.kill()
+  sleepy.close()
+})
+
 test('await using kills the sandbox at the end of the scope', async () => {
   let id
   {

@@ -143,7 +143,7 @@ def test_e2b_behaviour_its_suite_checks(engine):
 
 def test_lifecycle_is_validated_as_e2b():
     """E2B's create-time lifecycle checks, raised before any request."""
-    from agent_sandbox.compat import _lifecycle_auto_pause as lc
+    from agent_sandbox.compat import _lifecycle as lc
 
     with pytest.raises(InvalidArgumentException, match="auto_resume can only be True"):
         Sandbox.create(lifecycle={"on_timeout": "kill", "auto_resume": True})
@@ -151,10 +151,35 @@ def test_lifecycle_is_validated_as_e2b():
         lc({"on_timeout": {"action": "kill", "keep_memory": True}})
     with pytest.raises(InvalidArgumentException, match="keep_memory: False"):
         lc({"on_timeout": {"action": "pause", "keep_memory": False}, "auto_resume": True})
-    assert lc({"on_timeout": "pause", "auto_resume": True}) is True
-    assert lc({"on_timeout": {"action": "pause"}}) is True
-    assert lc({"on_timeout": "kill"}) is False
-    assert lc(None) is False
+    assert lc({"on_timeout": "pause", "auto_resume": True}) == (True, True, True)
+    assert lc({"on_timeout": {"action": "pause"}}) == (True, True, False)
+    assert lc({"on_timeout": {"action": "pause", "keep_memory": False}}) == (True, False, False)
+    assert lc({"on_timeout": "kill"}) == (False, True, False)
+    assert lc(None) == (False, True, False)
+
+
+def test_pause_without_memory_and_auto_resume(engine):
+    """keep_memory=False boots the sandbox again on connect (files kept, a
+    new boot_id); lifecycle auto_resume is kept and reported."""
+    sbx = Sandbox.create(timeout=120)
+    try:
+        sbx.files.write("/home/user/kept.txt", "files only")
+        boot0 = sbx.commands.run("cat /proc/sys/kernel/random/boot_id").stdout
+        assert sbx.pause(keep_memory=False) is True
+        assert sbx._s.get_info().pause_mode == "filesystem"
+        again = Sandbox.connect(sbx.sandbox_id)
+        assert again.files.read("/home/user/kept.txt") == "files only"
+        assert again.commands.run("cat /proc/sys/kernel/random/boot_id").stdout != boot0
+    finally:
+        sbx.kill()
+    sleepy = Sandbox.create(timeout=120, lifecycle={"on_timeout": "pause", "auto_resume": True})
+    try:
+        info = sleepy._s.get_info()
+        assert info.auto_resume is True
+        assert sleepy.pause() is True
+        assert sleepy._s.get_info().pause_mode == "memory"
+    finally:
+        sleepy.kill()
 
 
 def test_breaking_out_of_a_command_loop_does_not_wait(engine):

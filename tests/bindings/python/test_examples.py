@@ -103,3 +103,9 @@ def test_agents(engine):
     assert "/tmp/x: hi" in out
     assert out[-1] == "turn 2: recall: yes"
 
+
+
+def test_volumes(engine):
+    out = run(engine, "volumes.py")
+    assert out.startswith("from python\nfrom the sandbox\n") and "file 0o644 1000 /log.txt" in out
+    assert out.endswith("True True\nTrue\n")

@@ -1,7 +1,10 @@
 """Volume mounts through the Python binding: ``volume_mounts`` of
 ``Sandbox.create`` (sync and async) and of ``agent_sandbox.compat``, on a
 volume made with E2B's /volumes API. Two sandboxes share it; a bad mount is
-the engine's 400 as InvalidArgumentException.
+the engine's 400 as InvalidArgumentException. And the Volume classes
+(agent_sandbox.Volume / VolumeSync over asb_volume*, compat's E2B-named
+Volume / AsyncVolume): create, connect, list, destroy, every file call,
+a volume written from Python and from a sandbox that mounts it.
 SPDX-License-Identifier: Apache-2.0"""
 
 import json
@@ -10,7 +13,8 @@ import urllib.request
 
 import pytest
 
-from agent_sandbox import InvalidArgumentException, Sandbox, SandboxSync
+from agent_sandbox import (InvalidArgumentException, NotFoundException, Sandbox,
+                           SandboxException, SandboxSync, Volume, VolumeSync)
 from agent_sandbox import compat
 
 
@@ -56,3 +60,78 @@ def test_bad_mount_path(engine, volume):
         SandboxSync.create(timeout=30, volume_mounts={"/proc/x": volume["name"]})
     with pytest.raises(TypeError):
         SandboxSync.create(timeout=30, volume_mounts={"/x": 3})
+
+
+def test_volume_sync_calls(engine):
+    name = f"py-vs-{os.getpid()}"
+    with pytest.raises(InvalidArgumentException):
+        VolumeSync.create("bad/name")
+    v = VolumeSync.create(name, size_mb=32)
+    try:
+        assert (v.name, v.size_mb) == (name, 32) and v.volume_id and v.token
+        with pytest.raises(SandboxException, match="exists|taken"):
+            VolumeSync.create(name)
+        assert VolumeSync.connect(name).volume_id == v.volume_id
+        info = VolumeSync.get_info(v.volume_id)
+        assert (info.name, info.token) == (name, v.token)
+        assert any(i.volume_id == v.volume_id and i.size_mb == 32 for i in VolumeSync.list())
+        with pytest.raises(NotFoundException):
+            VolumeSync.connect("no-such-volume")
+
+        e = v.write_file("/a.bin", b"\x00\xffhi", uid=1000, gid=1000)
+        assert (e.type, e.path, e.size, e.uid, e.mode) == ("file", "/a.bin", 4, 1000, 0o644)
+        assert v.read_file("/a.bin", format="bytes") == b"\x00\xffhi"
+        with pytest.raises(SandboxException):
+            v.write_file("/a.bin", "again")
+        v.write_file("/a.bin", "again", force=True, uid=1000, gid=1000)
+        assert v.read_file("/a.bin") == "again"
+        with pytest.raises(NotFoundException):
+            v.make_dir("/d/e")
+        assert v.make_dir("/d/e", force=True, mode=0o700).mode == 0o700
+        assert v.exists("/d/e") and not v.exists("/d/x")
+        assert {x.path for x in v.list("/", depth=2)} == {"/a.bin", "/d", "/d/e"}
+        u = v.update_metadata("/a.bin", mode=0o600)
+        assert (u.mode, u.uid) == (0o600, 1000)
+        assert v.get_info("/d").type == "directory"
+        v.remove("/d")
+        assert not v.exists("/d/e")
+        with pytest.raises(NotFoundException):
+            v.read_file("/d/e")
+    finally:
+        assert VolumeSync.destroy(name) is True
+    assert VolumeSync.destroy(name) is False
+
+
+async def test_volume_async_and_mount(engine):
+    v = await Volume.create(f"py-va-{os.getpid()}", size_mb=32)
+    try:
+        await v.write_file("/in.txt", "from-python\n", uid=1000, gid=1000)
+        async with await Sandbox.create(timeout=120, volume_mounts={"/mnt/v": v}) as sb:
+            r = await sb.commands.run("cat /mnt/v/in.txt; echo from-sandbox > /mnt/v/out.txt")
+            assert r.stdout == "from-python\n"
+            with pytest.raises(SandboxException, match="mounted"):
+                await Volume.destroy(v.volume_id)
+        assert await v.read_file("/out.txt") == "from-sandbox\n"
+        assert (await v.get_info("/out.txt")).uid == 1000
+        assert sorted(e.name for e in await v.list("/")) == ["in.txt", "out.txt"]
+        assert v.name in [i.name for i in await Volume.list()]
+    finally:
+        assert await Volume.destroy(v.volume_id)
+
+
+async def test_compat_volume_names(engine):
+    name = f"py-vc-{os.getpid()}"
+    vol = compat.Volume.create(name, request_timeout=30)
+    try:
+        assert vol.write_file("/x.txt", "hi").path == "/x.txt"
+        assert compat.Volume.connect(vol.volume_id).read_file("/x.txt") == "hi"
+        assert compat.Volume.get_info(name).volume_id == vol.volume_id
+        assert vol.get_info("/x.txt").size == 2
+        assert name in [i.name for i in compat.Volume.list()]
+        with pytest.raises(TypeError):
+            compat.Volume.list(no_such_option=1)
+        avol = await compat.AsyncVolume.connect(name)
+        assert await avol.exists("/x.txt")
+        assert [e.path for e in await avol.list("/") if e.path == "/x.txt"] == ["/x.txt"]
+    finally:
+        assert compat.Volume.destroy(name) is True

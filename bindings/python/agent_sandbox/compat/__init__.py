@@ -25,7 +25,7 @@ import functools
 import inspect
 import warnings
 from dataclasses import dataclass
-from typing import IO, Any, Callable, Dict, List, Optional, TypedDict, Union
+from typing import IO, Any, Callable, Dict, List, Optional, Tuple, TypedDict, Union
 
 from .. import _async as A
 from .. import _native as N
@@ -117,6 +117,9 @@ __all__ = [
     "SandboxMetrics",
     "SandboxPaginator",
     "AsyncSandboxPaginator",
+    "SnapshotInfo",
+    "SnapshotPaginator",
+    "AsyncSnapshotPaginator",
     "Execution",
     "Result",
     "Logs",
@@ -142,6 +145,11 @@ __all__ = [
     "GitBranches",
     "GitAuthException",
     "GitUpstreamException",
+    "Volume",
+    "AsyncVolume",
+    "VolumeInfo",
+    "VolumeAndToken",
+    "VolumeEntryStat",
 ]
 
 DEFAULT_TEMPLATE = "base"
@@ -342,6 +350,81 @@ class AsyncSandboxPaginator(_PaginatorBase):
 
     async def next_items(self) -> List[SandboxInfo]:
         return await N.run(self._fetch)
+
+
+@dataclass
+class SnapshotInfo:
+    """E2B's ``SnapshotInfo``: the id (``"<name>:default"``, what
+    ``Sandbox.create`` takes) and its full names."""
+
+    snapshot_id: str
+    names: List[str]
+
+
+class _SnapshotPaginatorBase:
+    """E2B's snapshot paginator. The library follows every page itself, so
+    the first ``next_items()`` returns them all (``limit`` is not a page size
+    here) and ``has_next`` is then False."""
+
+    def __init__(self, sandbox_id: Optional[str] = None, limit: Optional[int] = None,
+                 next_token: Optional[str] = None, name: Optional[str] = None,
+                 **opts: Any) -> None:
+        self.sandbox_id = sandbox_id
+        self.name = name
+        self.limit = limit
+        self._next_token = next_token
+        self._has_next = True
+        self._conn = _conn(opts)
+
+    @property
+    def has_next(self) -> bool:
+        return self._has_next
+
+    @property
+    def next_token(self) -> Optional[str]:
+        return self._next_token
+
+    def _fetch(self) -> List[SnapshotInfo]:
+        if not self._has_next:
+            raise SandboxException("No more items to fetch")
+        ids = S.Sandbox.list_snapshots(sandbox_id=self.sandbox_id, name=self.name, **self._conn)
+        self._has_next = False
+        self._next_token = None
+        return [SnapshotInfo(snapshot_id=i, names=[i]) for i in ids]
+
+
+class SnapshotPaginator(_SnapshotPaginatorBase):
+    """``while paginator.has_next: items = paginator.next_items()``."""
+
+    def next_items(self) -> List[SnapshotInfo]:
+        return self._fetch()
+
+
+class AsyncSnapshotPaginator(_SnapshotPaginatorBase):
+    """``while paginator.has_next: items = await paginator.next_items()``."""
+
+    async def next_items(self) -> List[SnapshotInfo]:
+        return await N.run(self._fetch)
+
+
+def _snapshot(s: S.Sandbox, name: Optional[str]) -> SnapshotInfo:
+    sid = s.create_snapshot(name)
+    return SnapshotInfo(snapshot_id=sid, names=[sid])
+
+
+def _forks(s: S.Sandbox, timeout: Optional[int], count: Optional[int]) -> List[Any]:
+    """E2B's fork: one entry per fork, a sandbox or the exception that kept
+    it from starting (each fork is its own snapshot here: the files of
+    consecutive instants). E2B's SDK defaults the lifetime to 300 s."""
+    out: List[Any] = []
+    for _ in range(count or 1):
+        try:
+            out.append(s.fork(timeout=timeout or 300))
+        except SandboxNotFoundException:
+            raise
+        except Exception as exc:  # one fork's failure, reported in its entry
+            out.append(exc)
+    return out
 
 
 # ---- sync: commands, pty, files -------------------------------------------------------------
@@ -549,13 +632,11 @@ class Filesystem:
 # ---- sync sandbox ---------------------------------------------------------------------------
 
 
-def _lifecycle_auto_pause(lifecycle: Any) -> bool:
+def _lifecycle(lifecycle: Any) -> Tuple[bool, bool, bool]:
     """E2B's ``lifecycle`` checks (build_lifecycle_config), same messages;
-    True when a timeout pauses. ``keep_memory=False`` and ``auto_resume``
-    pass its checks but are not kept by the local engine (see
-    docs/python-compat.md)."""
+    (whether a timeout pauses, whether that pause keeps memory, auto_resume)."""
     if not lifecycle:
-        return False
+        return False, True, False
     raw = lifecycle.get("on_timeout")
     if isinstance(raw, dict):
         action = raw.get("action", "kill")
@@ -578,7 +659,7 @@ def _lifecycle_auto_pause(lifecycle: Any) -> bool:
             "auto_resume: True is not a valid value when keep_memory: False - "
             "a filesystem-only snapshot cannot be auto-resumed by traffic and "
             "must be resumed explicitly using Sandbox.connect().")
-    return bool(action == "pause")
+    return bool(action == "pause"), bool(keep_memory), bool(auto_resume)
 
 
 def _create_args(template: Optional[str], timeout: Optional[int], metadata: Any, envs: Any,
@@ -586,9 +667,10 @@ def _create_args(template: Optional[str], timeout: Optional[int], metadata: Any,
                  extra: Dict[str, Any], opts: Dict[str, Any]) -> Dict[str, Any]:
     for k in ("mcp", "iam"):
         _unsupported(k, extra.get(k), None)
-    auto_pause = _lifecycle_auto_pause(lifecycle)
+    auto_pause, keep_memory, auto_resume = _lifecycle(lifecycle)
     return dict(template=template, timeout=timeout or 300, metadata=metadata, envs=envs,
-                auto_pause=auto_pause, allow_internet_access=allow_internet_access,
+                auto_pause=auto_pause, keep_memory=keep_memory, auto_resume=auto_resume,
+                allow_internet_access=allow_internet_access,
                 network=extra.get("network"), volume_mounts=extra.get("volume_mounts"),
                 **_conn(opts))
 
@@ -693,13 +775,50 @@ class Sandbox:
     update_network = _dual(_update_network_inst, _update_network_cls)
 
     def _pause_inst(self, keep_memory: bool = True, **opts: Any) -> bool:
-        return self._s.pause()
+        return self._s.pause(keep_memory=keep_memory)
 
     def _pause_cls(cls, sandbox_id: str, keep_memory: bool = True, **opts: Any) -> bool:
-        return _pause_by_id(sandbox_id, _conn(opts))
+        return _pause_by_id(sandbox_id, _conn(opts), keep_memory)
 
     pause = _dual(_pause_inst, _pause_cls)
     beta_pause = pause
+
+    # snapshots and fork (docs/snapshots.md): files, not processes
+    def _create_snapshot_inst(self, name: Optional[str] = None, **opts: Any) -> SnapshotInfo:
+        return _snapshot(self._s, name)
+
+    def _create_snapshot_cls(cls, sandbox_id: str, name: Optional[str] = None,
+                             **opts: Any) -> SnapshotInfo:
+        return _snapshot(S.Sandbox._attach(sandbox_id, **_conn(opts)), name)
+
+    create_snapshot = _dual(_create_snapshot_inst, _create_snapshot_cls)
+
+    def _fork_inst(self, timeout: Optional[int] = None, count: Optional[int] = None,
+                   **opts: Any) -> List[Any]:
+        return [f if isinstance(f, Exception) else type(self)(f)
+                for f in _forks(self._s, timeout, count)]
+
+    def _fork_cls(cls, sandbox_id: str, timeout: Optional[int] = None,
+                  count: Optional[int] = None, logger: Any = None, **opts: Any) -> List[Any]:
+        return [f if isinstance(f, Exception) else cls(f)
+                for f in _forks(S.Sandbox._attach(sandbox_id, **_conn(opts)), timeout, count)]
+
+    fork = _dual(_fork_inst, _fork_cls)
+
+    def _list_snapshots_inst(self, limit: Optional[int] = None, next_token: Optional[str] = None,
+                             name: Optional[str] = None, **opts: Any) -> SnapshotPaginator:
+        return SnapshotPaginator(self.sandbox_id, limit, next_token, name, **opts)
+
+    def _list_snapshots_cls(cls, sandbox_id: Optional[str] = None, limit: Optional[int] = None,
+                            next_token: Optional[str] = None, name: Optional[str] = None,
+                            **opts: Any) -> SnapshotPaginator:
+        return SnapshotPaginator(sandbox_id, limit, next_token, name, **opts)
+
+    list_snapshots = _dual(_list_snapshots_inst, _list_snapshots_cls)
+
+    @classmethod
+    def delete_snapshot(cls, snapshot_id: str, **opts: Any) -> bool:
+        return S.Sandbox.delete_snapshot(snapshot_id, **_conn(opts))
 
     def is_running(self, request_timeout: Optional[float] = None) -> bool:
         return self._s.is_running(request_timeout=request_timeout)
@@ -779,12 +898,12 @@ def _attach_by_list(sandbox_id: str, conn: Dict[str, Any]) -> SandboxInfo:
     return S.Sandbox.get_info_by_id(sandbox_id, **conn)
 
 
-def _pause_by_id(sandbox_id: str, conn: Dict[str, Any]) -> bool:
+def _pause_by_id(sandbox_id: str, conn: Dict[str, Any], keep_memory: bool = True) -> bool:
     for info in S.Sandbox.list(**conn):
         if info.sandbox_id == sandbox_id:
             if info.state == SandboxState.PAUSED:
                 return False
-            return S.Sandbox.connect(sandbox_id, **conn).pause()
+            return S.Sandbox.connect(sandbox_id, **conn).pause(keep_memory=keep_memory)
     raise SandboxNotFoundException(f"sandbox {sandbox_id} not found")
 
 
@@ -1052,13 +1171,54 @@ class AsyncSandbox:
     update_network = _dual(_update_network_inst, _update_network_cls)
 
     async def _pause_inst(self, keep_memory: bool = True, **opts: Any) -> bool:
-        return await self._s.pause()
+        return await self._s.pause(keep_memory=keep_memory)
 
     async def _pause_cls(cls, sandbox_id: str, keep_memory: bool = True, **opts: Any) -> bool:
-        return await N.run(_pause_by_id, sandbox_id, _conn(opts))
+        return await N.run(_pause_by_id, sandbox_id, _conn(opts), keep_memory)
 
     pause = _dual(_pause_inst, _pause_cls)
     beta_pause = pause
+
+    # snapshots and fork (docs/snapshots.md): files, not processes
+    async def _create_snapshot_inst(self, name: Optional[str] = None,
+                                    **opts: Any) -> SnapshotInfo:
+        return await N.run(_snapshot, self._s._sync, name)
+
+    async def _create_snapshot_cls(cls, sandbox_id: str, name: Optional[str] = None,
+                                   **opts: Any) -> SnapshotInfo:
+        conn = _conn(opts)
+        return await N.run(lambda: _snapshot(S.Sandbox._attach(sandbox_id, **conn), name))
+
+    create_snapshot = _dual(_create_snapshot_inst, _create_snapshot_cls)
+
+    async def _fork_inst(self, timeout: Optional[int] = None, count: Optional[int] = None,
+                         **opts: Any) -> List[Any]:
+        got = await N.run(_forks, self._s._sync, timeout, count)
+        return [f if isinstance(f, Exception) else type(self)(A.Sandbox(f)) for f in got]
+
+    async def _fork_cls(cls, sandbox_id: str, timeout: Optional[int] = None,
+                        count: Optional[int] = None, logger: Any = None,
+                        **opts: Any) -> List[Any]:
+        conn = _conn(opts)
+        got = await N.run(lambda: _forks(S.Sandbox._attach(sandbox_id, **conn), timeout, count))
+        return [f if isinstance(f, Exception) else cls(A.Sandbox(f)) for f in got]
+
+    fork = _dual(_fork_inst, _fork_cls)
+
+    def _list_snapshots_inst(self, limit: Optional[int] = None, next_token: Optional[str] = None,
+                             name: Optional[str] = None, **opts: Any) -> AsyncSnapshotPaginator:
+        return AsyncSnapshotPaginator(self.sandbox_id, limit, next_token, name, **opts)
+
+    def _list_snapshots_cls(cls, sandbox_id: Optional[str] = None, limit: Optional[int] = None,
+                            next_token: Optional[str] = None, name: Optional[str] = None,
+                            **opts: Any) -> AsyncSnapshotPaginator:
+        return AsyncSnapshotPaginator(sandbox_id, limit, next_token, name, **opts)
+
+    list_snapshots = _dual(_list_snapshots_inst, _list_snapshots_cls)
+
+    @classmethod
+    async def delete_snapshot(cls, snapshot_id: str, **opts: Any) -> bool:
+        return await A.Sandbox.delete_snapshot(snapshot_id, **_conn(opts))
 
     async def is_running(self, request_timeout: Optional[float] = None) -> bool:
         return await self._s.is_running(request_timeout=request_timeout)
@@ -1135,3 +1295,25 @@ class AsyncSandbox:
 
     async def __aexit__(self, *exc: Any) -> None:
         await self.kill()
+
+
+# ---- volumes --------------------------------------------------------------------------
+
+from .. import volumes as _V  # noqa: E402 (after _conn, which it uses)
+from ..volumes import VolumeAndToken, VolumeEntryStat, VolumeInfo  # noqa: E402
+
+
+class Volume(_V.VolumeSync):
+    """E2B's ``Volume`` (sync): ``Volume.create(name)``, ``connect``,
+    ``get_info``, ``list``, ``destroy``; ``vol.read_file``, ``write_file``,
+    ``list``, ``make_dir``, ``get_info``, ``exists``, ``update_metadata``,
+    ``remove``. E2B's connection options (``api_key``, ``domain``,
+    ``request_timeout``, ...) as everywhere in compat."""
+
+    _conn = staticmethod(_conn)
+
+
+class AsyncVolume(_V.Volume):
+    """E2B's ``AsyncVolume``: :class:`Volume`'s methods, awaited."""
+
+    _sync = Volume

@@ -2,7 +2,7 @@
 // strictly (the errors below are expected ones: @ts-expect-error fails the
 // check when no error is there).
 // SPDX-License-Identifier: Apache-2.0
-import { Sandbox, CommandExitError, SandboxError, AgentTurnError, AgentSession, type AgentEvent, type AgentTurn, type AgentInfo, FileType, sandboxed, Session, Template, type CommandResult, type EntryInfo, type Execution, type JsonValue } from 'agent-sandbox'
+import { Sandbox, CommandExitError, SandboxError, AgentTurnError, AgentSession, type AgentEvent, type AgentTurn, type AgentInfo, FileType, sandboxed, Session, Template, type CommandResult, type EntryInfo, type Execution, type JsonValue, type GitStatus, GitUpstreamError } from 'agent-sandbox'
 import Default from 'agent-sandbox'
 
 async function main(): Promise<void> {
@@ -73,6 +73,21 @@ async function main(): Promise<void> {
   await sbx.agents.session('codex', { approval: 'sometimes' })
   await (await sbx.agents.connect(session.id)).close()
   void [agents, installed, isSession, fm, exit, log, sinfo]
+  const gst: GitStatus = await sbx.git.status('/r')
+  const cur: string | undefined = gst.currentBranch
+  const gb: string[] = (await sbx.git.branches('/r')).branches
+  await sbx.git.clone('https://example.com/r.git', { path: 'r', depth: 1, username: 'u', password: 't' })
+  await sbx.git.reset('/r', { mode: 'hard' })
+  // @ts-expect-error: a reset mode is one of soft, mixed, hard, merge, keep
+  await sbx.git.reset('/r', { mode: 'sideways' })
+  await sbx.git.restore('/r', { paths: ['.'], staged: true })
+  const gv: string | undefined = await sbx.git.getConfig('user.name', { scope: 'local', path: '/r' })
+  try {
+    await sbx.git.push('/r')
+  } catch (err) {
+    if (err instanceof GitUpstreamError) { const res = err.result; void res }
+  }
+  void [cur, gb, gv]
   await using disposable = await Sandbox.create()
   void disposable
   void [other, waited, n, pid, text, bytes, stream, es, t, txt, v, id, sum, md, cached]

@@ -1,0 +1,448 @@
+/* e2e.pause: E2B's pause modes and auto-resume against a real
+ * agent-sandboxd. Pause without memory ({"memory": false}, autoPauseMemory
+ * false) stops every process, frees the sandbox's memory and keeps its
+ * files; resume boots it again (new boot_id, same envd token), also after
+ * an engine restart. autoResume: traffic to a sandbox paused with memory
+ * resumes it and is served (E2B's "sleep" lifecycle: autoPause on timeout +
+ * autoResume on traffic); without autoResume, or paused without memory,
+ * it stays paused (502 sandbox_paused). Runs as root.
+ * SPDX-License-Identifier: Apache-2.0 */
+#include <agentsandbox.h>
+#include <curl/curl.h>
+#include <sys/stat.h>
+
+#include "asb_testing.h"
+#include "engine_fixture.h"
+
+static engine_fixture F;
+static asb_client *C;
+
+typedef struct {
+  char *p;
+  size_t n;
+} sinkbuf;
+
+static size_t sink(char *d, size_t s, size_t n, void *u) {
+  sinkbuf *b = u;
+  size_t len = s * n;
+  char *np = realloc(b->p, b->n + len + 1);
+  if (!np) return 0;
+  memcpy(np + b->n, d, len);
+  b->n += len;
+  np[b->n] = 0;
+  b->p = np;
+  return len;
+}
+
+/* One request to the engine: the API (port 0) or a sandbox's port through
+ * the router. The reply's body in *body (malloc'd, "" if none). */
+static long http(const char *method, const char *path, const char *json, const char *id, int port,
+                 char **body) {
+  CURL *h = curl_easy_init();
+  sinkbuf b = {calloc(1, 1), 0};
+  char url[512], k[200], hi[96], hp[64];
+  snprintf(url, sizeof url, "%s%s", F.url, path);
+  snprintf(k, sizeof k, "X-API-Key: %s", F.key);
+  struct curl_slist *hl = curl_slist_append(NULL, k);
+  hl = curl_slist_append(hl, "Content-Type: application/json");
+  if (port) {
+    snprintf(hi, sizeof hi, "E2b-Sandbox-Id: %s", id);
+    snprintf(hp, sizeof hp, "E2b-Sandbox-Port: %d", port);
+    hl = curl_slist_append(hl, hi);
+    hl = curl_slist_append(hl, hp);
+  }
+  curl_easy_setopt(h, CURLOPT_URL, url);
+  curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
+  curl_easy_setopt(h, CURLOPT_HTTPHEADER, hl);
+  if (json) curl_easy_setopt(h, CURLOPT_POSTFIELDS, json);
+  curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, sink);
+  curl_easy_setopt(h, CURLOPT_WRITEDATA, &b);
+  curl_easy_setopt(h, CURLOPT_TIMEOUT, 300L);
+  long st = 0;
+  if (curl_easy_perform(h) == CURLE_OK) curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &st);
+  curl_slist_free_all(hl);
+  curl_easy_cleanup(h);
+  if (body)
+    *body = b.p;
+  else
+    free(b.p);
+  return st;
+}
+
+/* A request to a sandbox's port with one extra header (or none). */
+static long http_h(const char *method, const char *path, const char *id, int port,
+                   const char *header, char **body) {
+  CURL *h = curl_easy_init();
+  sinkbuf b = {calloc(1, 1), 0};
+  char url[512], hi[96], hp[64];
+  snprintf(url, sizeof url, "%s%s", F.url, path);
+  snprintf(hi, sizeof hi, "E2b-Sandbox-Id: %s", id);
+  snprintf(hp, sizeof hp, "E2b-Sandbox-Port: %d", port);
+  struct curl_slist *hl = curl_slist_append(NULL, hi);
+  hl = curl_slist_append(hl, hp);
+  if (header) hl = curl_slist_append(hl, header);
+  curl_easy_setopt(h, CURLOPT_URL, url);
+  curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
+  curl_easy_setopt(h, CURLOPT_HTTPHEADER, hl);
+  curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, sink);
+  curl_easy_setopt(h, CURLOPT_WRITEDATA, &b);
+  curl_easy_setopt(h, CURLOPT_TIMEOUT, 300L);
+  long st = 0;
+  if (curl_easy_perform(h) == CURLE_OK) curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &st);
+  curl_slist_free_all(hl);
+  curl_easy_cleanup(h);
+  if (body)
+    *body = b.p;
+  else
+    free(b.p);
+  return st;
+}
+
+static long api(const char *method, const char *path, const char *json, char **body) {
+  return http(method, path, json, NULL, 0, body);
+}
+
+/* GET /sandboxes/{id}: 1 if the reply holds needle. */
+static int info_has(const char *id, const char *needle) {
+  char p[128], *b = NULL;
+  snprintf(p, sizeof p, "/sandboxes/%s", id);
+  long st = api("GET", p, NULL, &b);
+  int has = st == 200 && strstr(b, needle) != NULL;
+  free(b);
+  return has;
+}
+
+static int wait_info(const char *id, const char *needle) {
+  for (long long end = asbt_now_ms() + ASBT_DEADLINE_MS; asbt_now_ms() < end; usleep(100000))
+    if (info_has(id, needle)) return 1;
+  return 0;
+}
+
+static long pause_req(const char *id, const char *json) {
+  char p[128];
+  snprintf(p, sizeof p, "/sandboxes/%s/pause", id);
+  return api("POST", p, json, NULL);
+}
+
+static long connect_req(const char *id) {
+  char p[128];
+  snprintf(p, sizeof p, "/sandboxes/%s/connect", id);
+  return api("POST", p, "{\"timeout\": 120}", NULL);
+}
+
+static char *run_out(asb_sandbox *sb, const char *cmd) {
+  asb_command_result *r = NULL;
+  if (asb_commands_run(&r, sb, cmd, NULL) != ASB_OK) {
+    fprintf(stderr, "run '%s': %s\n", cmd, asb_error_last()->message);
+    asb_command_result_free(r);
+    return strdup("<error>");
+  }
+  char *s = strdup(asb_command_result_stdout(r, NULL));
+  asb_command_result_free(r);
+  return s;
+}
+
+/* The sandbox's memory cgroup on the host: <engine's>/<cgroup name>/<id>,
+ * on cgroup v2 or v1's memory hierarchy; *file: its usage file. */
+static void sandbox_cgroup(const char *id, char *out, size_t len, const char **file) {
+  char p[64], line[512], v2[512] = "", v1[512] = "";
+  snprintf(p, sizeof p, "/proc/%d/cgroup", (int)F.pid);
+  FILE *f = fopen(p, "r");
+  while (f && fgets(line, sizeof line, f)) {
+    line[strcspn(line, "\n")] = 0;
+    if (!strncmp(line, "0::", 3)) snprintf(v2, sizeof v2, "%s", line + 3);
+    const char *m = strstr(line, ":memory:");
+    if (m) snprintf(v1, sizeof v1, "%s", m + 8);
+  }
+  if (f) fclose(f);
+  struct stat st;
+  if (stat("/sys/fs/cgroup/memory", &st) == 0) {
+    snprintf(out, len, "/sys/fs/cgroup/memory%s/%s/%s", v1, F.cgroup, id);
+    *file = "memory.usage_in_bytes";
+  } else {
+    snprintf(out, len, "/sys/fs/cgroup%s/%s/%s", v2, F.cgroup, id);
+    *file = "memory.current";
+  }
+}
+
+static long long memory_used(const char *cg, const char *file) {
+  char p[700];
+  snprintf(p, sizeof p, "%s/%s", cg, file);
+  FILE *f = fopen(p, "r");
+  long long v = -1;
+  if (f) {
+    if (fscanf(f, "%lld", &v) != 1) v = -1;
+    fclose(f);
+  }
+  return v;
+}
+
+/* Files, processes, memory, boot_id and the envd token across a pause
+ * without memory and its resume. */
+TEST(pause_without_memory_reboots_keeping_files) {
+  asb_sandbox *sb = NULL;
+  asb_sandbox_options o = ASB_SANDBOX_OPTIONS_INIT;
+  o.timeout_ms = 120000;
+  REQUIRE_RC(asb_sandbox_create(&sb, C, &o), ASB_OK);
+  const char *id = asb_sandbox_id(sb);
+  REQUIRE_RC(asb_files_write(NULL, sb, "/home/user/kept", "home kept", 9, NULL), ASB_OK);
+  REQUIRE_RC(asb_files_write(NULL, sb, "/tmp/kept", "tmp kept", 8, NULL), ASB_OK);
+  char *boot0 = run_out(sb, "cat /proc/sys/kernel/random/boot_id");
+  /* a process that outlives its command, holding 64 MiB */
+  asb_command_options co = ASB_COMMAND_OPTIONS_INIT;
+  co.timeout_ms = -1;
+  asb_process *p = NULL;
+  REQUIRE_RC(asb_commands_start(&p, sb,
+                                "python3 -c \"import time; b=bytearray(64<<20); "
+                                "open('/tmp/holder','w').write('up'); time.sleep(1000)\"",
+                                &co),
+             ASB_OK);
+  char *up = NULL;
+  size_t n = 0;
+  for (long long end = asbt_now_ms() + ASBT_DEADLINE_MS; asbt_now_ms() < end; usleep(100000)) {
+    asb_free(up);
+    up = NULL;
+    if (asb_files_read(&up, &n, sb, "/tmp/holder", NULL) == ASB_OK) break;
+  }
+  CHECK(up && n == 2);
+  asb_free(up);
+  char cg[600];
+  const char *mf = NULL;
+  sandbox_cgroup(id, cg, sizeof cg, &mf);
+  long long before = memory_used(cg, mf);
+  if (before <= (64ll << 20)) fprintf(stderr, "%s/%s: %lld\n", cg, mf, before);
+  CHECK(before > (64ll << 20)); /* the holder's memory is the sandbox's */
+
+  CHECK_INT(pause_req(id, "{\"memory\": \"no\"}"), 400);
+  CHECK_RC(asb_sandbox_pause_memory(sb, 0, NULL), 1); /* {"memory": false} */
+  CHECK_INT(pause_req(id, "{\"memory\": false}"), 409);
+  CHECK_RC(asb_sandbox_pause_memory(sb, 0, NULL), 0);
+  CHECK(info_has(id, "\"state\":\"paused\""));
+  asb_sandbox_info *info = NULL;
+  REQUIRE_RC(asb_sandbox_get_info(&info, sb, NULL), ASB_OK);
+  CHECK_STR(asb_sandbox_info_state(info), "paused");
+  CHECK_STR(asb_sandbox_info_pause_mode(info), "filesystem");
+  CHECK_INT(asb_sandbox_info_auto_resume(info), 0);
+  asb_sandbox_info_free(info);
+  /* every process gone and its memory freed: no cgroup left to hold any */
+  struct stat st;
+  CHECK(stat(cg, &st) != 0);
+  CHECK_INT(memory_used(cg, mf), -1);
+  /* its ports (envd's too) are not served, and traffic does not boot it */
+  char *b = NULL;
+  CHECK_INT(http("GET", "/health", NULL, id, 49983, &b), 502);
+  CHECK(strstr(b, "sandbox_paused") && strstr(b, "without memory"));
+  free(b);
+  CHECK_INT(asb_sandbox_is_running(sb, NULL), 0);
+
+  CHECK_RC(asb_sandbox_resume(sb, 120000, NULL), ASB_OK); /* connect: 201 */
+  CHECK(info_has(id, "\"state\":\"running\""));
+  CHECK(!info_has(id, "pauseMode"));
+  /* the old handle's envd token still works; the files are there */
+  char *out = run_out(sb, "cat /home/user/kept; echo; cat /tmp/kept");
+  CHECK_STR(out, "home kept\ntmp kept");
+  free(out);
+  out = run_out(sb, "pgrep -f [b]ytearray || echo none");
+  CHECK_STR(out, "none\n");
+  free(out);
+  char *boot1 = run_out(sb, "cat /proc/sys/kernel/random/boot_id");
+  CHECK(strlen(boot1) == 37 && strcmp(boot0, boot1) != 0);
+  free(boot0);
+  free(boot1);
+  CHECK(stat(cg, &st) == 0);
+  /* and it pauses the other way again */
+  CHECK_INT(pause_req(id, NULL), 204);
+  CHECK(info_has(id, "\"pauseMode\":\"memory\""));
+  CHECK_INT(connect_req(id), 201);
+  asb_process_free(p);
+  asb_sandbox_kill(sb, NULL);
+  asb_sandbox_free(sb);
+}
+
+/* A sandbox paused without memory outlives the engine: a new engine on the
+ * same state lists it paused and boots it on connect; a kill while paused
+ * removes what it kept. */
+TEST(paused_without_memory_survives_engine_restart) {
+  asb_sandbox *sb = NULL, *sb2 = NULL;
+  asb_sandbox_options o = ASB_SANDBOX_OPTIONS_INIT;
+  o.timeout_ms = 120000;
+  REQUIRE_RC(asb_sandbox_create(&sb, C, &o), ASB_OK);
+  REQUIRE_RC(asb_sandbox_create(&sb2, C, &o), ASB_OK);
+  char id[64], id2[64], dir2[300];
+  snprintf(id, sizeof id, "%s", asb_sandbox_id(sb));
+  snprintf(id2, sizeof id2, "%s", asb_sandbox_id(sb2));
+  snprintf(dir2, sizeof dir2, "%s/sandboxes/%s", F.state, id2);
+  REQUIRE_RC(asb_files_write(NULL, sb, "/home/user/survivor", "still here", 10, NULL), ASB_OK);
+  CHECK_INT(pause_req(id, "{\"memory\": false}"), 204);
+  CHECK_INT(pause_req(id2, "{\"memory\": false}"), 204);
+  engine_fixture_signal(&F, SIGKILL);
+  REQUIRE(engine_fixture_launch(&F, 1) == 0);
+  CHECK(info_has(id, "\"pauseMode\":\"filesystem\""));
+  char *b = NULL;
+  CHECK_INT(api("GET", "/v2/sandboxes?state=paused", NULL, &b), 200);
+  CHECK(strstr(b, id) != NULL);
+  free(b);
+  CHECK_INT(connect_req(id), 201);
+  char *d = NULL;
+  size_t n = 0;
+  CHECK_RC(asb_files_read(&d, &n, sb, "/home/user/survivor", NULL), ASB_OK);
+  CHECK_MEM(d, n, "still here", 10);
+  asb_free(d);
+  /* killed while paused (and never booted by this engine) */
+  struct stat st;
+  CHECK(stat(dir2, &st) == 0);
+  CHECK_RC(asb_sandbox_kill(sb2, NULL), ASB_OK);
+  CHECK(stat(dir2, &st) != 0);
+  asb_sandbox_kill(sb, NULL);
+  asb_sandbox_free(sb);
+  asb_sandbox_free(sb2);
+}
+
+static long kill_raw(const char *id) {
+  char p[128];
+  snprintf(p, sizeof p, "/sandboxes/%s", id);
+  return api("DELETE", p, NULL, NULL);
+}
+
+/* E2B's "sleep" lifecycle: autoPause on timeout, autoResume on traffic.
+ * A server started before the pause answers the request that woke it. */
+TEST(auto_pause_then_auto_resume_by_port_request) {
+  char id[64] = "", *b = NULL;
+  CHECK_INT(api("POST", "/sandboxes",
+                "{\"templateID\":\"base\",\"autoPause\":true,\"autoPauseMemory\":false,"
+                "\"autoResume\":{\"enabled\":true}}",
+                &b),
+            400);
+  CHECK(b && strstr(b, "autoPauseMemory"));
+  free(b);
+  CHECK_INT(api("POST", "/sandboxes", "{\"templateID\":\"base\",\"autoResume\":true}", NULL), 400);
+  asb_sandbox *sb = NULL;
+  asb_sandbox_options o = ASB_SANDBOX_OPTIONS_INIT;
+  o.timeout_ms = 30000;
+  o.auto_pause = 1;
+  o.auto_resume = 1;
+  REQUIRE_RC(asb_sandbox_create(&sb, C, &o), ASB_OK);
+  snprintf(id, sizeof id, "%s", asb_sandbox_id(sb));
+  CHECK(info_has(id, "\"lifecycle\":{\"autoResume\":true,\"onTimeout\":\"pause\"}"));
+  o.auto_pause_files_only = 1; /* with auto_resume: refused, as E2B refuses it */
+  asb_sandbox *bad = NULL;
+  CHECK_RC(asb_sandbox_create(&bad, C, &o), ASB_EINVAL);
+  REQUIRE_RC(asb_files_write(NULL, sb, "/home/user/www/index.txt", "awake", 5, NULL), ASB_OK);
+  asb_command_options co = ASB_COMMAND_OPTIONS_INIT;
+  co.cwd = "/home/user/www";
+  co.timeout_ms = -1;
+  asb_process *p = NULL;
+  REQUIRE_RC(asb_commands_start(&p, sb, "python3 -m http.server 8000 --bind 127.0.0.1", &co),
+             ASB_OK);
+  long st = 0;
+  for (long long end = asbt_now_ms() + ASBT_DEADLINE_MS; st != 200 && asbt_now_ms() < end;) {
+    st = http("GET", "/index.txt", NULL, id, 8000, NULL);
+    if (st != 200) usleep(100000);
+  }
+  CHECK_INT(st, 200);
+  /* its lifetime ends soon: it pauses (with memory) instead of dying */
+  char p2[128];
+  snprintf(p2, sizeof p2, "/sandboxes/%s/timeout", id);
+  CHECK_INT(api("POST", p2, "{\"timeout\": 1}", NULL), 204);
+  CHECK(wait_info(id, "\"pauseMode\":\"memory\""));
+  /* a request to its port resumes it and is served */
+  b = NULL;
+  CHECK_INT(http("GET", "/index.txt", NULL, id, 8000, &b), 200);
+  CHECK_STR(b, "awake");
+  free(b);
+  CHECK(info_has(id, "\"state\":\"running\""));
+  /* envd's port too */
+  CHECK_INT(pause_req(id, NULL), 204);
+  CHECK_INT(http("GET", "/health", NULL, id, 49983, NULL) / 100, 2);
+  CHECK(info_has(id, "\"state\":\"running\""));
+  /* paused without memory: traffic does not boot it (E2B refuses too) */
+  CHECK_INT(pause_req(id, "{\"memory\": false}"), 204);
+  CHECK_INT(http("GET", "/index.txt", NULL, id, 8000, NULL), 502);
+  CHECK(info_has(id, "\"pauseMode\":\"filesystem\""));
+  asb_process_free(p);
+  asb_sandbox_free(sb);
+  CHECK_INT(kill_raw(id), 204);
+}
+
+/* A request without the credentials its port needs does not wake a
+ * sandbox whose ports are private (allowPublicTraffic false): neither a
+ * port without the traffic token (403) nor envd's without its access token
+ * (502, still paused); with them it does. */
+TEST(auto_resume_needs_the_ports_credentials) {
+  char *b = NULL;
+  REQUIRE(api("POST", "/sandboxes",
+              "{\"templateID\":\"base\",\"timeout\":60,\"autoPause\":true,"
+              "\"autoResume\":{\"enabled\":true},\"network\":{\"allowPublicTraffic\":false}}",
+              &b) == 201);
+  char id[64] = "", tt[128] = "", at[128] = "";
+  const char *k = strstr(b, "\"sandboxID\":\"");
+  const char *t = strstr(b, "\"trafficAccessToken\":\"");
+  const char *a = strstr(b, "\"envdAccessToken\":\"");
+  REQUIRE(k && t && a);
+  snprintf(id, sizeof id, "%.*s", (int)strcspn(k + 13, "\""), k + 13);
+  snprintf(tt, sizeof tt, "%.*s", (int)strcspn(t + 22, "\""), t + 22);
+  snprintf(at, sizeof at, "%.*s", (int)strcspn(a + 19, "\""), a + 19);
+  free(b);
+  CHECK_INT(pause_req(id, NULL), 204);
+  CHECK_INT(http_h("GET", "/", id, 8000, NULL, NULL), 403);
+  CHECK_INT(http_h("GET", "/", id, 8000, "E2B-Traffic-Access-Token: wrong", NULL), 403);
+  CHECK_INT(http_h("GET", "/health", id, 49983, NULL, NULL), 502);
+  CHECK_INT(http_h("GET", "/health", id, 49983, "X-Access-Token: wrong", NULL), 502);
+  CHECK(info_has(id, "\"state\":\"paused\""));
+  char h[200];
+  snprintf(h, sizeof h, "X-Access-Token: %s", at);
+  CHECK_INT(http_h("GET", "/health", id, 49983, h, NULL) / 100, 2);
+  CHECK(info_has(id, "\"state\":\"running\""));
+  CHECK_INT(pause_req(id, NULL), 204);
+  snprintf(h, sizeof h, "E2B-Traffic-Access-Token: %s", tt);
+  CHECK_INT(http_h("GET", "/", id, 8000, h, NULL), 502); /* woken; nothing listens there */
+  CHECK(info_has(id, "\"state\":\"running\""));
+  CHECK_INT(kill_raw(id), 204);
+}
+
+/* Without autoResume a paused sandbox's port stays 502 sandbox_paused;
+ * autoPauseMemory: false pauses on timeout without memory. */
+TEST(no_auto_resume_and_auto_pause_without_memory) {
+  char id[64] = "";
+  asb_sandbox *sb = NULL;
+  asb_sandbox_options o = ASB_SANDBOX_OPTIONS_INIT;
+  o.timeout_ms = 30000;
+  o.auto_pause = 1;
+  o.auto_pause_files_only = 1;
+  REQUIRE_RC(asb_sandbox_create(&sb, C, &o), ASB_OK);
+  snprintf(id, sizeof id, "%s", asb_sandbox_id(sb));
+  CHECK(info_has(id, "\"autoResume\":false"));
+  char p[128];
+  snprintf(p, sizeof p, "/sandboxes/%s/timeout", id);
+  CHECK_INT(api("POST", p, "{\"timeout\": 1}", NULL), 204);
+  CHECK(wait_info(id, "\"pauseMode\":\"filesystem\""));
+  char *b = NULL;
+  CHECK_INT(http("GET", "/health", NULL, id, 49983, &b), 502);
+  CHECK(b && strstr(b, "sandbox_paused"));
+  free(b);
+  CHECK_INT(connect_req(id), 201);
+  CHECK(info_has(id, "\"state\":\"running\""));
+  CHECK_INT(pause_req(id, "{}"), 204); /* memory kept: no autoResume, still 502 */
+  CHECK_INT(http("GET", "/health", NULL, id, 49983, NULL), 502);
+  CHECK(info_has(id, "\"pauseMode\":\"memory\""));
+  CHECK_INT(kill_raw(id), 204);
+  asb_sandbox_free(sb);
+}
+
+int main(void) {
+  curl_global_init(CURL_GLOBAL_DEFAULT);
+  if (engine_fixture_start(&F, "e2e-pause") != 0 || engine_fixture_client(&F, &C) != ASB_OK) {
+    fprintf(stderr, "cannot start the engine (%s)\n", ASB_ENGINE_BIN);
+    engine_fixture_stop(&F);
+    return 1;
+  }
+  RUN(pause_without_memory_reboots_keeping_files);
+  RUN(paused_without_memory_survives_engine_restart);
+  RUN(auto_pause_then_auto_resume_by_port_request);
+  RUN(auto_resume_needs_the_ports_credentials);
+  RUN(no_auto_resume_and_auto_pause_without_memory);
+  asb_client_free(C);
+  engine_fixture_stop(&F);
+  curl_global_cleanup();
+  TEST_MAIN_END();
+}
