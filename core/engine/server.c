@@ -10,7 +10,7 @@
  * the same way. Slow clients: a request head must arrive within
  * --header-timeout of the connection's start or of its previous request
  * (httpd/httpd.h, util/connguard.h), TCP clients get --max-connections-per-ip connections per
- * address, and the unix socket has its own connection budget.
+ * address (front.c), and the unix socket has its own connection budget.
  * SPDX-License-Identifier: Apache-2.0 */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -356,24 +356,28 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 
 /* ---- start / stop ------------------------------------------------------------------- */
 
-/* per_ip: the TCP listener's limit per client address (0 for the unix
- * socket, whose clients have none). A request head must arrive within
- * --header-timeout of the connection's start or of its previous request;
- * after the head, 640 s of silence end a connection (long command streams
- * send keepalives well within that). */
-static asbi_httpd *start_daemon(engine *e, int fd, unsigned per_ip, char *err, size_t n) {
+/* A request head must arrive within --header-timeout of the connection's
+ * start or of its previous request; after the head, 640 s of silence end
+ * a connection (long command streams send keepalives well within that).
+ * The unix socket's daemon applies --max-connections and lets half of
+ * them wait for a head; the TCP port's gets its connections from the
+ * front, which applies the limits (front.h), and has room beyond them. */
+static asbi_httpd *start_daemon(engine *e, int fd, front *fr, char *err, size_t n) {
   unsigned hdr_ms = (unsigned)e->header_timeout_s * 1000u;
+  unsigned max = e->max_conns ? e->max_conns : 1000u;
+  unsigned waiting = fr ? max / 4 : max / 2; /* the front lets the other quarter wait */
   asbi_httpd_opts o = {
       .listen_fd = fd,
       .handler = handler,
       .handler_cls = e,
       .completed = completed,
+      .closed = fr ? front_conn_closed : NULL,
+      .closed_cls = fr,
       .uri = uri_log,
-      .max_connections = e->max_conns,
+      .max_connections = fr ? front_mhd_limit(max) : max,
       .head_timeout_ms = hdr_ms,
       .wait_timeout_ms = hdr_ms,
-      .max_waiting = e->max_conns > 1 ? e->max_conns / 2 : 1,
-      .per_ip_limit = per_ip,
+      .max_waiting = waiting ? waiting : 1,
       .idle_timeout_s = 640u,
       .conn_memory = (size_t)(256 * 1024),
   };
@@ -410,26 +414,28 @@ int server_start(engine *e, const char *listen_addr, const char *socket_path) {
     return -en;
   }
   /* The port takes plain HTTP and TLS (front.c): libmicrohttpd gets its
-   * connections from the front, not from a socket of its own. */
+   * connections from the front, not from a socket of its own, and the
+   * front applies the connection limits. */
   s->ca = tlsca_open(e->state_dir, err, sizeof err);
   if (!s->ca) asbi_log("https is off: %s", err);
-  s->tcp = start_daemon(e, -1, e->max_conns_per_ip, err, sizeof err);
+  front_limits lim = {(unsigned)e->header_timeout_s * 1000u, e->max_conns, e->max_conns_per_ip, 0};
+  s->front = front_new(fd, s->ca ? tlsca_ctx(s->ca) : NULL, &lim);
+  s->tcp = s->front ? start_daemon(e, -1, s->front, err, sizeof err) : NULL;
   if (!s->tcp) {
-    asbi_log("cannot serve on %s: %s", listen_addr, err);
-    close(fd);
+    asbi_log("cannot serve on %s: %s", listen_addr, s->front ? err : strerror(errno));
+    front_free(s->front);
     tlsca_free(s->ca);
     free(s);
     return -EIO;
   }
-  s->front =
-      front_start(fd, asbi_httpd_daemon(s->tcp), s->ca ? tlsca_ctx(s->ca) : NULL,
-                  (unsigned)e->header_timeout_s * 1000u, e->max_conns > 1 ? e->max_conns / 2 : 1);
-  if (s->front) s->lu = loopurl_new(s->front);
-  if (!s->front || !s->lu) {
-    int en = errno ? errno : EIO;
+  int rc = front_start(s->front, asbi_httpd_daemon(s->tcp));
+  if (rc == 0) s->lu = loopurl_new(s->front);
+  if (rc || !s->lu) {
+    int en = rc ? -rc : errno ? errno : EIO;
     front_stop(s->front);
     asbi_log("cannot serve on %s: %s", listen_addr, strerror(en));
     asbi_httpd_stop(s->tcp);
+    front_free(s->front);
     tlsca_free(s->ca);
     free(s);
     return -en;
@@ -445,7 +451,7 @@ int server_start(engine *e, const char *listen_addr, const char *socket_path) {
       close(ufd);
       ufd = -1;
     }
-    if (ufd >= 0) s->unx = start_daemon(e, ufd, 0, err, sizeof err);
+    if (ufd >= 0) s->unx = start_daemon(e, ufd, NULL, err, sizeof err);
     if (!s->unx) asbi_log("cannot serve on unix socket %s: %s", socket_path, err);
   }
   e->loopback_open = server_loopback_open;
@@ -467,6 +473,7 @@ void server_stop(engine *e) {
   if (!s) return;
   front_stop(s->front); /* first: no new connections, TLS ones end */
   asbi_httpd_stop(s->tcp);
+  front_free(s->front); /* after the daemon: it counts connections out until it stopped */
   asbi_httpd_stop(s->unx);
   loopurl_free(s->lu);
   tlsca_free(s->ca);

@@ -24,6 +24,8 @@ struct asbi_httpd {
   void *handler_cls;
   MHD_RequestCompletedCallback completed;
   void *completed_cls;
+  void (*closed)(void *cls, struct MHD_Connection *c);
+  void *closed_cls;
   void *(*uri)(void *cls, const char *uri, struct MHD_Connection *c);
   void *uri_cls;
   void (*log)(void *cls, const char *fmt, va_list ap);
@@ -153,6 +155,7 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_ctx
       free(k);
     }
     *socket_ctx = NULL;
+    if (h->closed) h->closed(h->closed_cls, c);
   }
 }
 
@@ -208,6 +211,8 @@ asbi_httpd *asbi_httpd_start(const asbi_httpd_opts *o, char *err, size_t n) {
   h->handler_cls = o->handler_cls;
   h->completed = o->completed;
   h->completed_cls = o->completed_cls;
+  h->closed = o->closed;
+  h->closed_cls = o->closed_cls;
   h->uri = o->uri;
   h->uri_cls = o->uri_cls;
   h->log = o->log;

@@ -59,6 +59,11 @@ typedef struct asbi_httpd_opts {
   void *handler_cls;
   MHD_RequestCompletedCallback completed;
   void *completed_cls;
+  /* Optional: called once libmicrohttpd let go of a connection (after its
+   * thread ended, in the daemon's thread): a caller that hands connections
+   * in (MHD_add_connection) counts them out here. */
+  void (*closed)(void *cls, struct MHD_Connection *c);
+  void *closed_cls;
   /* Optional: called with the raw request target (query string and
    * escapes as sent) once the request line is read; what it returns is
    * the request's *con_cls in the handler's first call (free it in
