@@ -555,7 +555,7 @@
   X(asb_sandbox_fork, 0, "out", ASB_API_OUT_HANDLE, asb_sandbox, "asb_sandbox_free", 0) \
   X(asb_snapshots_list, 0, "out", ASB_API_OUT_HANDLE, asb_snapshot_list, "asb_snapshot_list_free", 0) \
   X(asb_sandbox_mcp_url, 0, "buf", ASB_API_OUT_CHARS, char, "", 0) \
-  X(asb_sandbox_mcp_token, 0, "out", ASB_API_OUT_STRING, char, "asb_free", 0) \
+  X(asb_sandbox_mcp_token, 0, "token", ASB_API_OUT_STRING, char, "asb_free", 0) \
   X(asb_server_new, 0, "out", ASB_API_OUT_HANDLE, asb_server, "asb_server_free", 0) \
   X(asb_server_register, 0, "out", ASB_API_OUT_HANDLE, asb_server_command, "", 1) \
   X(asb_server_next_call, 0, "out", ASB_API_OUT_HANDLE, asb_server_call, "", 0) \

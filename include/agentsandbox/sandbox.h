@@ -338,7 +338,7 @@ asb_sandbox_mcp_url(char *buf, size_t buflen, const asb_sandbox *sandbox);
  * sandbox with mcp_json, else read as root from /etc/mcp-gateway/.token.
  * ASB_ENOTFOUND: the sandbox runs no gateway (no token file). */
 ASB_API(int)
-asb_sandbox_mcp_token(char **out, asb_sandbox *sandbox,
+asb_sandbox_mcp_token(char **token, asb_sandbox *sandbox,
                       const asb_call_options *call);
 
 ASB_END_DECL
