@@ -4,7 +4,7 @@
  * come on fd 3, each a header line "<seq> <silent 0|1> <bytes>" and then the
  * cell's UTF-8 bytes; events go to fd 4 as JSON lines: ready, display {data,
  * main}, error {name, value, traceback}, done {seq}. System.out and
- * System.err are fds 1 and 2, unbuffered, read by the server. SIGINT stops
+ * System.err are fds 1 and 2, read by the server. SIGINT stops
  * the running cell (JShell.stop) and the state lives on.
  *
  * Written here because Debian and npm have no Java Jupyter kernel (IJava is
@@ -14,6 +14,7 @@
 package asb;
 
 import java.io.BufferedInputStream;
+import java.io.BufferedOutputStream;
 import java.io.ByteArrayOutputStream;
 import java.io.FileDescriptor;
 import java.io.FileInputStream;
@@ -124,6 +125,8 @@ public final class JavaDriver {
   }
 
   private static synchronized void send(String line) {
+    System.out.flush(); /* what the cell printed comes before */
+    System.err.flush();
     try {
       events.write((line + "\n").getBytes(StandardCharsets.UTF_8));
     } catch (IOException e) {
@@ -153,8 +156,6 @@ public final class JavaDriver {
 
   /* display(value) in a cell: a result that is not the cell's main one. */
   public static void display(Object v) {
-    System.out.flush();
-    System.err.flush();
     sendDisplay(v, false);
   }
 
@@ -331,10 +332,27 @@ public final class JavaDriver {
   }
 
   public static void main(String[] args) throws Exception {
-    PrintStream out = new PrintStream(new FileOutputStream(FileDescriptor.out), true,
-                                      StandardCharsets.UTF_8);
-    PrintStream err = new PrintStream(new FileOutputStream(FileDescriptor.err), true,
-                                      StandardCharsets.UTF_8);
+    /* line-buffered, flushed at least every 100 ms (as ipykernel does) and
+     * before every event: a println is one write, so one stdout chunk */
+    PrintStream out = new PrintStream(
+        new BufferedOutputStream(new FileOutputStream(FileDescriptor.out), 1 << 16), true,
+        StandardCharsets.UTF_8);
+    PrintStream err = new PrintStream(
+        new BufferedOutputStream(new FileOutputStream(FileDescriptor.err), 1 << 16), true,
+        StandardCharsets.UTF_8);
+    Thread flusher = new Thread(() -> {
+      for (;;) {
+        try {
+          Thread.sleep(100);
+        } catch (InterruptedException e) {
+          return;
+        }
+        out.flush();
+        err.flush();
+      }
+    }, "asb-flush");
+    flusher.setDaemon(true);
+    flusher.start();
     System.setOut(out);
     System.setErr(err);
     events = new FileOutputStream("/proc/self/fd/4");
