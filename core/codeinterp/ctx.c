@@ -769,7 +769,8 @@ static int ctx_new(const char *language, const char *cwd, int wait, const char *
   if (!spec) {
     snprintf(err, errlen,
              "Unsupported language '%s': no Jupyter kernelspec for it is installed and there is "
-             "no built-in driver (built in: python, javascript, typescript, bash" CI_JAVA_BUILTIN ")",
+             "no built-in driver (built in: python, javascript, typescript, bash" CI_JAVA_BUILTIN
+             ")",
              lang);
     return CI_EBADREQ;
   }

@@ -709,7 +709,7 @@ static int write_all(int fd, const char *p, size_t n);
 static int write_java_driver(ci_kernel *k, const char *rundir, char *err, size_t errlen) {
 #if CI_HAVE_JAVA
   snprintf(k->cell_path, sizeof k->cell_path, "%s/java-driver-%s.jar", rundir, k->tag);
-  int fd = open(k->cell_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+  int fd = open(k->cell_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
   int rc = fd >= 0 ? write_all(fd, ci_java_driver_jar, ci_java_driver_jar_size) : -1;
   if (fd >= 0 && close(fd) != 0) rc = -1;
   if (rc != 0) snprintf(err, errlen, "cannot write the java driver: %s", strerror(errno));
@@ -765,7 +765,9 @@ static int start_driver(ci_kernel *k, const ci_kspec *spec, const char *cwd, con
   static const char *const drop[] = {"PROMPT_COMMAND", "BASH_ENV", "ENV",
                                      "NODE_REPL_EXTERNAL_MODULE", NULL};
   char **envp = make_env(spec->env, drop);
-  spawn_req r = {bash ? bash_argv : java ? java_argv : node_argv,
+  spawn_req r = {bash   ? bash_argv
+                 : java ? java_argv
+                        : node_argv,
                  envp,
                  cwd,
                  {bash ? cmd[0] : -1, out[1], er[1], bash ? -1 : cmd[0], ev[1]}};

@@ -377,7 +377,8 @@ static int fill_base(const char *root) {
       "etc/mailcap",
       "etc/matplotlibrc",
       "etc/fonts",
-      "etc/R" /* R_HOME/etc links its files here (the code interpreter's R kernel) */};
+      "etc/R", /* R_HOME/etc links its files here (the code interpreter's R) */
+      "etc/java-17-openjdk" /* the JDK's conf/ links here (java.security: the java kernel) */};
   for (size_t i = 0; i < ASBI_ARRAY_LEN(etc); i++)
     if ((r = copy_host(root, etc[i])) < 0) return r;
   if ((r = put(root, "etc/profile", k_profile, 0644)) < 0) return r;
@@ -406,7 +407,7 @@ static int fill_base(const char *root) {
 }
 
 int asbe_template_prepare_base(const char *dir) {
-  return build_once(dir, "base", 2, fill_base); /* v2: sudo, python */
+  return build_once(dir, "base", 3, fill_base); /* v2: sudo, python; v3: /etc/java-17-openjdk */
 }
 
 static const char *busybox_path(void) {

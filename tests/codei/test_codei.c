@@ -826,10 +826,11 @@ TEST(java_context) {
             "P[a=55, b=q] 2020-01-02");
   CHECK_STR(value_of("\"two\\nlines\"", id, NULL), "two\nlines");
   CHECK_STR(value_of("new int[] {1, 2}", id, NULL), "[1, 2]");
-  /* output: stdout and stderr apart, in order, unbuffered; display() */
-  asb_execution *e = run_in("System.out.println(\"a\"); System.err.println(\"b\");\n"
-                            "System.out.print(\"c\"); display(List.of(1, 2)); \"r\"",
-                            id, NULL);
+  /* output: stdout and stderr apart, in order; display() */
+  asb_execution *e = run_in(
+      "System.out.println(\"a\"); System.err.println(\"b\");\n"
+      "System.out.print(\"c\"); display(List.of(1, 2)); \"r\"",
+      id, NULL);
   REQUIRE(e);
   char out[256];
   CHECK_STR(joined_stdout(e, out, sizeof out), "a\nc");

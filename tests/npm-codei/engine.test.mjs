@@ -82,7 +82,8 @@ test('runCode: java (the JShell driver), started on first use, heap within the s
   assert.equal((await sbx.runCode('System.getProperty("FOO", "default")', java)).text, 'default')
   // the JVM sizes its heap from the workload cgroup's limit (half of it)
   const lim = await sbx.runCode('Files.readString(Files.list(Path.of("/run/asb/cgroup"))' +
-    '.map(d -> d.resolve("memory.max")).filter(Files::exists).findFirst().get()).trim()', java)
+    '.flatMap(d -> Stream.of(d.resolve("memory.max"), d.resolve("memory.limit_in_bytes")))' +
+    '.filter(Files::exists).findFirst().get()).trim()', java) // cgroup v2 or v1
   const heap = await sbx.runCode('Runtime.getRuntime().maxMemory()', java)
   assert.ok(/^\d+$/.test(lim.text), `memory.max: ${lim.text} ${JSON.stringify(lim.error)}`)
   assert.ok(Number(heap.text) <= Number(lim.text) / 2, `heap ${heap.text} of ${lim.text}`)
