@@ -744,7 +744,7 @@ static int start_driver(ci_kernel *k, const ci_kspec *spec, const char *cwd, con
    * sandbox's cgroup, else the machine's), C1 only (JShell compiles every
    * snippet: the start and small cells win, long computations lose ~2x
    * of C2's peak speed), no /tmp/hsperfdata file. $JDK_JAVA_OPTIONS (the
-   * java launcher's) adds to or overrides these. */
+   * java launcher's, put before these) adds flags. */
   char maxram[64] = "-XX:+UseSerialGC";
   if (g_mem_max) snprintf(maxram, sizeof maxram, "-XX:MaxRAM=%llu", g_mem_max);
   char *java_argv[] = {"java",
