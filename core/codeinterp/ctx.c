@@ -166,10 +166,6 @@ static void fail_exec(ci_ctx *c, ci_exec *e, const char *name, const char *value
   ci_queue_close(&e->q);
 }
 
-/* The statement that sets (v != NULL) or removes a variable, in the
- * context's language; 0 if the language has none (env vars are then
- * ignored, as E2B does). JSON string literals are valid string literals of
- * Python, JavaScript and R; names are checked ([A-Za-z_][A-Za-z0-9_]*). */
 /* A Java string literal: JSON's \uXXXX escapes would not do, as javac
  * turns \u000a into a line break before it reads the literal; control
  * characters are octal escapes, the rest (UTF-8) as it is. */
@@ -186,6 +182,10 @@ static void java_str(asbi_buf *b, const char *v) {
   asbi_buf_putc(b, '"');
 }
 
+/* The statement that sets (v != NULL) or removes a variable, in the
+ * context's language; 0 if the language has none (env vars are then
+ * ignored, as E2B does). JSON string literals are valid string literals of
+ * Python, JavaScript and R; names are checked ([A-Za-z_][A-Za-z0-9_]*). */
 static int env_stmt(const char *lang, asbi_buf *b, const char *k, const char *v) {
   asbi_buf tk = ASBI_BUF_INIT, tv = ASBI_BUF_INIT;
   ci_out_json_str(&tk, k, strlen(k));

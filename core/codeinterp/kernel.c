@@ -740,24 +740,26 @@ static int start_driver(ci_kernel *k, const ci_kspec *spec, const char *cwd, con
   char *node_argv[] = {"node", "-e", (char *)ci_node_driver, ts ? "typescript" : NULL, NULL};
   char *bash_argv[] = {"bash", "--noprofile", "--norc", "--noediting", "-i", NULL};
   /* The JVM: the serial GC (the least memory besides the heap; cells are
-   * short), the heap at most half the memory limit the JVM finds (the
-   * sandbox's cgroup, else the machine's), C1 only (JShell compiles every
-   * snippet: the start and small cells win, long computations lose ~2x
-   * of C2's peak speed), no /tmp/hsperfdata file. $JDK_JAVA_OPTIONS (the
-   * java launcher's, put before these) adds flags. */
-  char maxram[64] = "-XX:+UseSerialGC";
-  if (g_mem_max) snprintf(maxram, sizeof maxram, "-XX:MaxRAM=%llu", g_mem_max);
+   * short), the heap at most half the workload cgroup's memory limit
+   * (given as MaxRAM; without one, half of what the JVM finds), C1 only
+   * (JShell compiles every snippet: the start and small cells win, long
+   * computations lose ~2x of C2's peak speed), no /tmp/hsperfdata file.
+   * $JDK_JAVA_OPTIONS (the java launcher's, put before these) adds flags. */
+  char maxram[64];
+  snprintf(maxram, sizeof maxram, "-XX:MaxRAM=%llu", g_mem_max);
   char *java_argv[] = {"java",
                        "-XX:+UseSerialGC",
                        "-XX:TieredStopAtLevel=1",
-                       maxram,
                        "-XX:MaxRAMPercentage=50",
                        "-XX:-UsePerfData",
                        "-Dfile.encoding=UTF-8",
                        "-cp",
                        k->cell_path,
+                       maxram,
                        "asb.JavaDriver",
                        NULL};
+  if (!g_mem_max) /* no limit found: the JVM's own view */
+    memmove(&java_argv[8], &java_argv[9], 2 * sizeof java_argv[0]);
   if (java && write_java_driver(k, rundir, err, errlen) != 0) {
     for (int i = 0; i < 2; i++) close(cmd[i]), close(out[i]), close(er[i]), close(ev[i]);
     return -1;
