@@ -226,7 +226,8 @@ public final class JavaDriver {
     StringBuilder value = new StringBuilder(), tb = new StringBuilder();
     String src = s.source();
     sh.diagnostics(s).forEach(d -> {
-      String m = d.getMessage(Locale.ROOT);
+      /* less the "location: class " of JShell's nameless wrapper class */
+      String m = d.getMessage(Locale.ROOT).replaceAll("\n\\s*location: class\\s*(?=\n|$)", "");
       if (value.length() > 0) value.append('\n');
       value.append(m);
       if (tb.length() > 0) tb.append('\n');
