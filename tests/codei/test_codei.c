@@ -502,6 +502,39 @@ TEST(env_vars_per_call_and_global) {
   CHECK_RC(asb_code_run(&e, SB, "1", &o), ASB_EINVAL);
 }
 
+/* POST /envs (what the engine sends when it hands out a pooled sandbox):
+ * the running kernels, later contexts and the per-call restore see them. */
+TEST(envs_set_on_the_running_server) {
+  static const char set[] = "{\"ASBT_SET\":\"later 'q'\",\"ASBT_GLOBAL\":\"replaced\"}";
+  CHECK_INT(http("POST", "/envs", set, strlen(set), NULL).status, 401);
+  CHECK_INT(http("POST", "/envs", "{\"1A\":\"x\"}", 10, TOKEN).status, 400);
+  CHECK_INT(http("POST", "/envs", "{\"A\":1}", 7, TOKEN).status, 400);
+  CHECK_INT(http("POST", "/envs", "[1]", 3, TOKEN).status, 400);
+  CHECK_INT(http("GET", "/envs", NULL, 0, TOKEN).status, 405);
+  CHECK_STR(value_of("import os; repr(os.environ.get('ASBT_SET'))", NULL, NULL), "None");
+  CHECK_INT(http("POST", "/envs", set, strlen(set), TOKEN).status, 200);
+  CHECK_STR(value_of("os.environ['ASBT_SET'] + '|' + os.environ['ASBT_GLOBAL']", NULL, NULL),
+            "later 'q'|replaced");
+  CHECK_STR(value_of("process.env.ASBT_SET", NULL, "javascript"), "later 'q'");
+  /* per-call env_vars go back to the new value */
+  const char *one[] = {"ASBT_SET=per call", NULL};
+  asb_code_options o = ASB_CODE_OPTIONS_INIT;
+  o.envs = one;
+  asb_execution *e = run_opts("os.environ['ASBT_SET']", &o);
+  CHECK_STR(e ? asb_execution_text(e) : NULL, "per call");
+  asb_execution_free(e);
+  CHECK_STR(value_of("os.environ['ASBT_SET']", NULL, NULL), "later 'q'");
+  /* a context made afterwards inherits them */
+  asb_code_context *c = NULL;
+  REQUIRE_RC(asb_code_context_create(&c, SB, "python", NULL, NULL), ASB_OK);
+  CHECK_STR(value_of("import os; os.environ['ASBT_SET']", asb_code_context_id(c), NULL),
+            "later 'q'");
+  CHECK_RC(asb_code_context_remove(SB, asb_code_context_id(c), NULL), ASB_OK);
+  asb_code_context_free(c);
+  static const char back[] = "{\"ASBT_GLOBAL\":\"from the server\"}";
+  CHECK_INT(http("POST", "/envs", back, strlen(back), TOKEN).status, 200);
+}
+
 TEST(javascript_context) {
   CHECK_STR(value_of("let q = 2; q * 21", NULL, "javascript"), "42");
   CHECK_STR(value_of("q + 1", NULL, "js"), "3");
@@ -831,6 +864,7 @@ int main(void) {
   RUN(killed_kernel_is_reported_and_recovers);
   RUN(huge_output_streams_with_bounded_memory);
   RUN(env_vars_per_call_and_global);
+  RUN(envs_set_on_the_running_server);
   RUN(javascript_context);
   RUN(bash_context);
   RUN(restart_and_remove);
