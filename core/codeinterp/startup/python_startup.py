@@ -15,59 +15,23 @@
 
 
 def _asb_quick_io(ip):
-    """ipykernel's OutStream.flush returns at once when nothing is written
-    and nothing is on its way (else it flushes and waits as before), and
-    the kernel does not sleep before its execute_reply. Written against
-    ipykernel 6.17 (Debian 12): where its internals differ, nothing is
-    changed."""
-    import os
-
-    try:
-        from ipykernel import iostream
-    except ImportError:
-        return
+    """Two of ipykernel's per-request costs the server does not need: the
+    kernel's 0.5 ms sleep before every execute_reply ("to allow output to
+    flush") and the busy status it publishes on iopub for every request
+    (one more message, serialised, signed and handed to its iopub thread).
+    The server ends a cell on the idle status, which iopub (one ordered
+    stream) delivers after all of the cell's output, never on the reply;
+    and it reads no busy status. The flushes themselves (stdout and stderr,
+    waited for on the iopub thread) stay: they are what puts a
+    subprocess's output, read from the fd pipe by ipykernel's watcher
+    thread, ahead of the idle status. Written against ipykernel 6.17
+    (Debian 12): where its internals differ, nothing is changed."""
     kernel = getattr(ip, "kernel", None)
-    cls = getattr(iostream, "OutStream", None)
-    needed = ("_buffer", "_buffer_lock", "_flush_pending", "_master_pid", "echo")
-    stream = getattr(__import__("sys"), "stdout", None)
-    if (kernel is None or cls is None or not isinstance(stream, cls) or
-            not all(hasattr(stream, a) for a in needed) or
-            getattr(cls, "_asb_quick", False)):
+    if kernel is None or getattr(kernel, "_asb_quick", False):
         return
+    kernel._asb_quick = True
     if isinstance(getattr(kernel, "_execute_sleep", None), float):
         kernel._execute_sleep = 0.0
-    stock_flush, stock_send = cls.flush, cls._flush
-
-    def _flush(self):
-        # runs in the iopub thread (or in a forked child): counted while
-        # the data it took from the buffer is not yet queued for sending
-        with self._buffer_lock:
-            self._asb_sending = getattr(self, "_asb_sending", 0) + 1
-        try:
-            stock_send(self)
-        finally:
-            with self._buffer_lock:
-                self._asb_sending -= 1
-
-    def flush(self):
-        # The buffer is read before the counter: data written before this
-        # flush is then either still in the buffer, or taken by a _flush
-        # that is still counted, or already queued on the iopub thread
-        # (ahead of anything this thread sends next).
-        if self.echo is None and os.getpid() == self._master_pid:
-            with self._buffer_lock:
-                empty = self._buffer.tell() == 0
-            if empty and not getattr(self, "_asb_sending", 0) and not self._flush_pending:
-                return
-        stock_flush(self)
-
-    cls._flush = _flush
-    cls.flush = flush
-    cls._asb_quick = True
-
-    # The busy status: one more iopub message (and hop to the iopub
-    # thread) per request, which the server does not read (a cell is its
-    # own from execute_request to idle). Idle, starting: as before.
     stock_status = getattr(kernel, "_publish_status", None)
     if stock_status is not None:
         def publish_status(status, *args, **kwargs):
@@ -94,16 +58,7 @@ def _asb_install(ip, quick_io):
     ip.run_line_magic("colors", "NoColor")
     ip.display_formatter.formatters["text/plain"].max_seq_length = 0
 
-    # ---- ipykernel's per-cell waits -------------------------------------
-    # Of a warm `1+1`'s ~5 ms, most is ipykernel waiting on its own iopub
-    # thread, not running the cell: every cell flushes stdout and stderr
-    # three times (the display hook, before the reply, ...), and each flush
-    # hands two callbacks to the iopub thread and waits for the second,
-    # even with nothing written; then the kernel sleeps 0.5 ms "to allow
-    # output to flush" before its reply. Neither is needed here: the server
-    # ends a cell on the idle status, which iopub (one ordered stream)
-    # delivers after all of the cell's output, never on the reply. So a
-    # flush with nothing to send returns at once, and the sleep is off.
+    # ---- ipykernel's per-request waits ---------------------------------
     # ASB_CODEI_STOCK_IO=1 keeps ipykernel's own behaviour (bench/codei_bench
     # runs both side by side).
     if os.environ.get("ASB_CODEI_STOCK_IO") != "1":
