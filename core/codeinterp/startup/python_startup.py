@@ -32,9 +32,14 @@ def _asb_quick_io(ip):
       * dateutil parsing each incoming message's header date (~80 us):
         datetime.fromisoformat for the ISO 8601 dates with a zone that
         jupyter_client's pattern accepts, dateutil for anything else.
-    The flushes of stdout/stderr (each waits for the iopub thread) stay:
-    they are what brings a subprocess's output, read from the fd pipe by
-    ipykernel's watcher thread, in ahead of the idle status. Written
+      * two callbacks handed to the iopub thread per flush of stdout or
+        stderr (six flushes a cell), where one does the same;
+      * four debug log records a request, built (a stack walk each) for
+        handlers that drop them.
+    The flushes themselves stay (each waits for the iopub thread, even with
+    nothing to send): they are also what brings a subprocess's output, read
+    from the fd pipe by ipykernel's watcher thread, in ahead of the idle
+    status (skipping the empty ones lost it more often). Written
     against ipykernel 6.17, IPython 8.5, jupyter_client 7.4 (Debian 12):
     where their internals differ, that part is left alone."""
     import datetime
@@ -54,6 +59,48 @@ def _asb_quick_io(ip):
                 stock_status(status, *args, **kwargs)
 
         kernel._publish_status = publish_status
+
+    # Each flush of stdout/stderr (six per cell) hands ipykernel's iopub
+    # thread two callbacks (the flush, then an Event's set) and waits for
+    # the second; one callback doing both is the same wait, in the same
+    # order, with one wake-up of that thread instead of up to two.
+    try:
+        import threading
+
+        from ipykernel import iostream
+    except ImportError:
+        iostream = None
+    stream_cls = getattr(iostream, "OutStream", None)
+    if stream_cls is not None and all(
+            hasattr(sys.stdout, a) for a in ("pub_thread", "_flush", "flush_timeout")):
+        def flush(self):
+            pt = self.pub_thread
+            if (pt and pt.thread is not None and pt.thread.is_alive() and
+                    pt.thread.ident != threading.current_thread().ident):
+                done = threading.Event()
+
+                def flush_then_set():
+                    try:
+                        self._flush()
+                    finally:
+                        done.set()
+
+                pt.schedule(flush_then_set)
+                if not done.wait(self.flush_timeout):
+                    print("IOStream.flush timed out", file=sys.__stderr__)
+            else:
+                self._flush()
+
+        flush.__doc__ = stream_cls.flush.__doc__
+        stream_cls.flush = flush
+
+    # The kernel's logger is at DEBUG (traitlets filters in its handlers),
+    # so every request builds four debug records (a stack walk each) that
+    # nothing prints: the logger starts at its handlers' lowest level.
+    log = getattr(kernel, "log", None)
+    levels = [h.level for h in getattr(log, "handlers", ())]
+    if levels and min(levels) > log.level:
+        log.setLevel(min(levels))
 
     from IPython.core import formatters
 
