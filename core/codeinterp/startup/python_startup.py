@@ -14,6 +14,154 @@
 # SPDX-License-Identifier: Apache-2.0
 
 
+def _asb_streams():
+    """stdout and stderr of a python kernel (ipykernel 6.17's OutStream):
+      * Output written to file descriptors 1 and 2 (a subprocess's, C
+        code's) goes through a pipe that ipykernel's watcher thread reads
+        into the stream, with nothing making sure it has arrived when the
+        cell ends: 2-10% of `subprocess.run(["echo", "hi"])` cells lost
+        their line on this 2-core VM under load (it came after the idle
+        status). Our watcher replaces ipykernel's and counts the bytes it
+        has passed to the stream; a flush first waits (up to 10 s) until
+        what was in the pipe when it was called has been passed on, so
+        ipykernel's flush before its reply takes it along.
+      * A flush with nothing written, nothing in the pipe and nothing on
+        its way returns at once (ipykernel hands its iopub thread two
+        callbacks per flush and waits for the second: six times a cell);
+        otherwise it is ipykernel's, with one callback instead of two.
+    Places output goes through are looked at in the order it flows (the
+    pipe, the watcher, the buffer, a _flush taking it): data written
+    before the flush is seen at one of them, or is already queued on the
+    iopub thread, ahead of anything sent after the flush."""
+    import codecs
+    import fcntl
+    import os
+    import select
+    import sys
+    import termios
+    import threading
+
+    try:
+        from ipykernel import iostream
+    except ImportError:
+        return
+    cls = getattr(iostream, "OutStream", None)
+    needed = ("pub_thread", "_flush", "flush_timeout", "_buffer", "_buffer_lock",
+              "_flush_pending", "_master_pid", "echo")
+    if (cls is None or not isinstance(sys.stdout, cls) or getattr(cls, "_asb_streams", False) or
+            not all(hasattr(sys.stdout, a) for a in needed)):
+        return
+    cls._asb_streams = True
+
+    def watch(stream, fno):
+        r, w = os.pipe2(os.O_CLOEXEC)
+        os.set_blocking(r, False)
+        os.dup2(w, fno)  # fd 1 (2) now writes to our pipe; ipykernel's stays idle
+        os.close(w)
+        state = {"cv": threading.Condition(), "passed": 0, "fd": r}
+        decode = codecs.getincrementaldecoder("utf-8")("replace").decode
+        echo = getattr(stream, "_original_stdstream_copy", None)
+
+        def run():
+            poller = select.poll()
+            poller.register(r, select.POLLIN)
+            while getattr(stream, "_should_watch", True):
+                if not poller.poll(1000):
+                    continue
+                with state["cv"]:
+                    try:
+                        data = os.read(r, 65536)
+                    except BlockingIOError:
+                        continue
+                    if not data:
+                        return
+                    try:
+                        text = decode(data)
+                        if text:
+                            stream.write(text)
+                    except Exception:  # a closed stream: the kernel is ending
+                        pass
+                    finally:
+                        state["passed"] += len(data)
+                        state["cv"].notify_all()
+                if echo is not None:  # as ipykernel's watcher: to the original fd too
+                    try:
+                        os.write(echo, data)
+                    except OSError:
+                        pass
+
+        thread = threading.Thread(target=run, name="asb-fd-watch", daemon=True)
+        stream._asb_fd = state
+        stream.watch_fd_thread = thread  # what OutStream.close joins
+        stream._fid = r
+        thread.start()
+
+    for name in ("stdout", "stderr"):
+        stream, orig = getattr(sys, name, None), getattr(sys, "__%s__" % name, None)
+        if (isinstance(stream, cls) and getattr(stream, "_should_watch", False) and
+                hasattr(stream, "_original_stdstream_copy") and orig is not None):
+            try:
+                watch(stream, orig.fileno())
+            except (OSError, ValueError):
+                pass
+
+    def drain(self):
+        state = getattr(self, "_asb_fd", None)
+        if state is None:
+            return
+        with state["cv"]:
+            try:
+                n = fcntl.ioctl(state["fd"], termios.FIONREAD, b"\0\0\0\0")
+                n = int.from_bytes(n, sys.byteorder)
+            except OSError:
+                return
+            if n:
+                target = state["passed"] + n
+                state["cv"].wait_for(lambda: state["passed"] >= target, 10.0)
+
+    stock_send = cls._flush
+
+    def _flush(self):
+        # in the iopub thread (or a forked child): counted while the data
+        # it took from the buffer is not yet queued for sending
+        with self._buffer_lock:
+            self._asb_sending = getattr(self, "_asb_sending", 0) + 1
+        try:
+            stock_send(self)
+        finally:
+            with self._buffer_lock:
+                self._asb_sending -= 1
+
+    def flush(self):
+        pt = self.pub_thread
+        if not (pt and pt.thread is not None and pt.thread.is_alive() and
+                pt.thread.ident != threading.current_thread().ident):
+            self._flush()
+            return
+        if os.getpid() == self._master_pid:
+            drain(self)
+            if self.echo is None:
+                with self._buffer_lock:
+                    empty = self._buffer.tell() == 0
+                if empty and not getattr(self, "_asb_sending", 0) and not self._flush_pending:
+                    return
+        done = threading.Event()
+
+        def flush_then_set():
+            try:
+                self._flush()
+            finally:
+                done.set()
+
+        pt.schedule(flush_then_set)
+        if not done.wait(self.flush_timeout):
+            print("IOStream.flush timed out", file=sys.__stderr__)
+
+    flush.__doc__ = cls.flush.__doc__
+    cls._flush = _flush
+    cls.flush = flush
+
+
 def _asb_quick_io(ip):
     """What ipykernel and IPython spend on every request that the server
     does not need (of a warm `1+1`'s ~3.5 ms, without the cell itself):
@@ -31,16 +179,13 @@ def _asb_quick_io(ip):
         NotImplementedError quiet, _check_return) without the binding;
       * dateutil parsing each incoming message's header date (~80 us):
         datetime.fromisoformat for the ISO 8601 dates with a zone that
-        jupyter_client's pattern accepts, dateutil for anything else.
-      * two callbacks handed to the iopub thread per flush of stdout or
-        stderr (six flushes a cell), where one does the same;
+        jupyter_client's pattern accepts, dateutil for anything else;
+      * waits on the iopub thread for flushes with nothing to flush, and
+        two callbacks per flush where one does (_asb_streams, which also
+        makes a subprocess's output arrive before the cell ends);
       * four debug log records a request, built (a stack walk each) for
         handlers that drop them.
-    The flushes themselves stay (each waits for the iopub thread, even with
-    nothing to send): they are also what brings a subprocess's output, read
-    from the fd pipe by ipykernel's watcher thread, in ahead of the idle
-    status (skipping the empty ones lost it more often). Written
-    against ipykernel 6.17, IPython 8.5, jupyter_client 7.4 (Debian 12):
+    Written against ipykernel 6.17, IPython 8.5, jupyter_client 7.4 (Debian 12):
     where their internals differ, that part is left alone."""
     import datetime
     import inspect
@@ -60,39 +205,7 @@ def _asb_quick_io(ip):
 
         kernel._publish_status = publish_status
 
-    # Each flush of stdout/stderr (six per cell) hands ipykernel's iopub
-    # thread two callbacks (the flush, then an Event's set) and waits for
-    # the second; one callback doing both is the same wait, in the same
-    # order, with one wake-up of that thread instead of up to two.
-    try:
-        import threading
-
-        from ipykernel import iostream
-    except ImportError:
-        iostream = None
-    stream_cls = getattr(iostream, "OutStream", None)
-    if stream_cls is not None and all(
-            hasattr(sys.stdout, a) for a in ("pub_thread", "_flush", "flush_timeout")):
-        def flush(self):
-            pt = self.pub_thread
-            if (pt and pt.thread is not None and pt.thread.is_alive() and
-                    pt.thread.ident != threading.current_thread().ident):
-                done = threading.Event()
-
-                def flush_then_set():
-                    try:
-                        self._flush()
-                    finally:
-                        done.set()
-
-                pt.schedule(flush_then_set)
-                if not done.wait(self.flush_timeout):
-                    print("IOStream.flush timed out", file=sys.__stderr__)
-            else:
-                self._flush()
-
-        flush.__doc__ = stream_cls.flush.__doc__
-        stream_cls.flush = flush
+    _asb_streams()
 
     # The kernel's logger is at DEBUG (traitlets filters in its handlers),
     # so every request builds four debug records (a stack walk each) that
@@ -566,4 +679,4 @@ def _asb_install(ip, quick_io):
 
 
 _asb_install(get_ipython(), _asb_quick_io)  # noqa: F821 (the kernel's)
-del _asb_install, _asb_quick_io
+del _asb_install, _asb_quick_io, _asb_streams
