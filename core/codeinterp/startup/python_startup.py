@@ -181,8 +181,9 @@ def _asb_quick_io(ip):
         datetime.fromisoformat for the ISO 8601 dates with a zone that
         jupyter_client's pattern accepts, dateutil for anything else;
       * waits on the iopub thread for flushes with nothing to flush, and
-        two callbacks per flush where one does (_asb_streams, which also
-        makes a subprocess's output arrive before the cell ends);
+        two callbacks per flush where one does (_asb_streams, installed
+        with it, which also makes a subprocess's output arrive before the
+        cell ends);
       * four debug log records a request, built (a stack walk each) for
         handlers that drop them.
     Written against ipykernel 6.17, IPython 8.5, jupyter_client 7.4 (Debian 12):
@@ -204,8 +205,6 @@ def _asb_quick_io(ip):
                 stock_status(status, *args, **kwargs)
 
         kernel._publish_status = publish_status
-
-    _asb_streams()
 
     # The kernel's logger is at DEBUG (traitlets filters in its handlers),
     # so every request builds four debug records (a stack walk each) that
@@ -264,7 +263,7 @@ def _asb_quick_io(ip):
     jsonutil.parse_date = parse_date
 
 
-def _asb_install(ip, quick_io):
+def _asb_install(ip, quick_io, streams):
     import datetime
     import importlib.abc
     import importlib.util
@@ -285,6 +284,7 @@ def _asb_install(ip, quick_io):
     # ASB_CODEI_STOCK_IO=1 keeps ipykernel's own behaviour (bench/codei_bench
     # runs both side by side).
     if os.environ.get("ASB_CODEI_STOCK_IO") != "1":
+        streams()
         quick_io(ip)
 
     # ---- JSON-safe values -------------------------------------------------
@@ -678,5 +678,5 @@ def _asb_install(ip, quick_io):
         sys.meta_path.insert(0, PatchOnImport({"PIL.Image": patch_pil}))
 
 
-_asb_install(get_ipython(), _asb_quick_io)  # noqa: F821 (the kernel's)
+_asb_install(get_ipython(), _asb_quick_io, _asb_streams)  # noqa: F821 (the kernel's)
 del _asb_install, _asb_quick_io, _asb_streams
