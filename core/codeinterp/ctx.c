@@ -63,6 +63,7 @@ struct ci_ctx {
   int step_done;
   int client_closed; /* the running execution's output is complete */
   int setup_pending, setup_running;
+  int ready_deferred; /* the kernel answered; READY once its start-up cell ran */
   char *notice; /* the kernel died while idle: tell the next run */
   uint64_t interrupt_deadline;
   asbi_buf line;
@@ -317,6 +318,7 @@ static void start_kernel(ci_ctx *c) {
     return;
   }
   c->setup_pending = c->spec->kind == CI_KIND_JUPYTER && strcmp(c->language, "python") == 0;
+  c->ready_deferred = 0;
 }
 
 static void finish_running(ci_ctx *c) {
@@ -566,6 +568,16 @@ static void *ctx_main(void *arg) {
         snprintf(why, sizeof why, "%s", ci_kernel_why(c->k));
         kernel_died(c, why);
       } else if (!was_ready && ci_kernel_ready(c->k)) {
+        /* A python kernel is ready once its start-up cell has run too, so
+         * /health, a new context and a restart answer when a cell runs at
+         * once (a warm pool's sandbox is claimed right after /health). */
+        if (c->setup_pending || c->setup_running)
+          c->ready_deferred = 1;
+        else
+          set_state(c, ST_READY, NULL);
+      }
+      if (c->k && c->ready_deferred && !c->setup_pending && !c->setup_running) {
+        c->ready_deferred = 0;
         set_state(c, ST_READY, NULL);
       }
     }
