@@ -63,8 +63,7 @@ static int create_and_run(asb_client *cl, const char *const *envs, double *cr, d
   asb_execution *e = NULL;
   int rc = asb_code_run(&e, sb, envs ? "import os; os.environ['BENCH_ENV']" : "1+1", NULL);
   const char *want = envs ? "on" : "2";
-  if (rc == ASB_OK && (!asb_execution_text(e) || strcmp(asb_execution_text(e), want) != 0))
-    rc = -1;
+  if (rc == ASB_OK && (!asb_execution_text(e) || strcmp(asb_execution_text(e), want) != 0)) rc = -1;
   if (rc) fprintf(stderr, "run_code: %s\n", rc > 0 ? asb_error_last()->message : "wrong value");
   asb_execution_free(e);
   *cr = t1 - t0;

@@ -64,7 +64,7 @@ struct ci_ctx {
   int client_closed; /* the running execution's output is complete */
   int setup_pending, setup_running;
   int ready_deferred; /* the kernel answered; READY once its start-up cell ran */
-  char *notice; /* the kernel died while idle: tell the next run */
+  char *notice;       /* the kernel died while idle: tell the next run */
   uint64_t interrupt_deadline;
   asbi_buf line;
 };

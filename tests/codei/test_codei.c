@@ -358,7 +358,8 @@ TEST(subprocess_output_is_in_its_cell) {
   }
   CHECK_INT(lost, 0);
   /* a multi-byte character split across two writes */
-  asb_execution *e = run("import os; b = 'é'.encode(); os.write(1, b[:1]); os.write(1, b[1:]); None");
+  asb_execution *e =
+      run("import os; b = 'é'.encode(); os.write(1, b[:1]); os.write(1, b[1:]); None");
   CHECK_STR(e ? joined_stdout(e, out, sizeof out) : NULL, "é");
   asb_execution_free(e);
 }
