@@ -117,3 +117,9 @@ def test_volumes(engine):
     out = run(engine, "volumes.py")
     assert out.startswith("from python\nfrom the sandbox\n") and "file 0o644 1000 /log.txt" in out
     assert out.endswith("True True\nTrue\n")
+
+
+def test_mcp_gateway(engine):
+    out = run(engine, "mcp_gateway.py")
+    assert "hello, MCP" in out and "user in /home/user" in out
+    assert "'hello.greet'" in out and "'sandbox.run_command'" in out
