@@ -321,6 +321,7 @@
   X(asb_sandbox_info_state, ASB_API_RETURNS_BORROWED, 1, 0, "", "") \
   X(asb_sandbox_info_pause_mode, ASB_API_RETURNS_BORROWED, 1, 0, "", "") \
   X(asb_sandbox_info_auto_resume, 0u, 1, 0, "", "") \
+  X(asb_sandbox_info_on_timeout, ASB_API_RETURNS_BORROWED, 1, 0, "", "") \
   X(asb_sandbox_info_started_at, 0u, 1, 0, "", "") \
   X(asb_sandbox_info_end_at, 0u, 1, 0, "", "") \
   X(asb_sandbox_info_cpu_count, 0u, 1, 0, "", "") \
@@ -361,6 +362,9 @@
   X(asb_sandbox_info_allow_out_get, ASB_API_RETURNS_BORROWED, 2, 0, "", "") \
   X(asb_sandbox_info_deny_out_count, 0u, 1, 0, "", "") \
   X(asb_sandbox_info_deny_out_get, ASB_API_RETURNS_BORROWED, 2, 0, "", "") \
+  X(asb_sandbox_info_volume_mount_count, 0u, 1, 0, "", "") \
+  X(asb_sandbox_info_volume_mount_name, ASB_API_RETURNS_BORROWED, 2, 0, "", "") \
+  X(asb_sandbox_info_volume_mount_path, ASB_API_RETURNS_BORROWED, 2, 0, "", "") \
   X(asb_server_options_init, ASB_API_SERVER, 2, 0, "", "") \
   X(asb_server_new, ASB_API_SERVER, 2, 1, "", "") \
   X(asb_server_free, ASB_API_BLOCKING|ASB_API_CALLBACKS|ASB_API_FREES|ASB_API_SERVER, 1, 0, "", "caller") \
@@ -459,6 +463,7 @@
   X(asb_volume_id, ASB_API_RETURNS_BORROWED, 1, 0, "", "") \
   X(asb_volume_name, ASB_API_RETURNS_BORROWED, 1, 0, "", "") \
   X(asb_volume_token, ASB_API_RETURNS_BORROWED, 1, 0, "", "") \
+  X(asb_volume_from_token, 0u, 5, 1, "", "") \
   X(asb_volume_size_mb, 0u, 1, 0, "", "") \
   X(asb_volume_free, ASB_API_FREES, 1, 0, "", "") \
   X(asb_volume_write_options_init, 0u, 2, 0, "", "") \
@@ -571,6 +576,7 @@
   X(asb_volumes_create, 0, "out", ASB_API_OUT_HANDLE, asb_volume, "asb_volume_free", 0) \
   X(asb_volumes_get, 0, "out", ASB_API_OUT_HANDLE, asb_volume, "asb_volume_free", 0) \
   X(asb_volumes_list, 0, "out", ASB_API_OUT_HANDLE, asb_volume_list, "asb_volume_list_free", 0) \
+  X(asb_volume_from_token, 0, "out", ASB_API_OUT_HANDLE, asb_volume, "asb_volume_free", 0) \
   X(asb_volume_read_file, 0, "data", ASB_API_OUT_BYTES, char, "asb_free", 0) \
   X(asb_volume_write_file, 0, "out", ASB_API_OUT_HANDLE, asb_volume_entry, "asb_volume_entry_free", 1) \
   X(asb_volume_make_dir, 0, "out", ASB_API_OUT_HANDLE, asb_volume_entry, "asb_volume_entry_free", 1) \
@@ -810,8 +816,8 @@
   X(asb_volume_write_options, timeout_ms, ASB_API_FIELD_INT, 1) \
   X(asb_volume_write_options, cancel, ASB_API_FIELD_POINTER, 1)
 
-#define ASB_API_FUNCTION_COUNT 428
-#define ASB_API_OUTPUT_COUNT 90
+#define ASB_API_FUNCTION_COUNT 433
+#define ASB_API_OUTPUT_COUNT 91
 
 typedef struct asb_api_function_info {
   const char *name;

@@ -46,6 +46,9 @@ from ..exceptions import (
     SandboxNotFoundException,
     TemplateException,
     TimeoutException,
+    VolumeException,
+    VolumeNotFoundException,
+    VolumePathNotFoundException,
 )
 from ..models import (
     CommandResult,
@@ -150,6 +153,9 @@ __all__ = [
     "VolumeInfo",
     "VolumeAndToken",
     "VolumeEntryStat",
+    "VolumeException",
+    "VolumeNotFoundException",
+    "VolumePathNotFoundException",
     # E2B's Template builder (template/, template_sync/, template_async/)
     "Template",
     "AsyncTemplate",
@@ -1414,20 +1420,86 @@ from .. import volumes as _V  # noqa: E402 (after _conn, which it uses)
 from ..volumes import VolumeAndToken, VolumeEntryStat, VolumeInfo  # noqa: E402
 
 
+def _volume_from_token(volume_id: str, name: Optional[str], token: Optional[str],
+                       domain: Optional[str], debug: Optional[bool], proxy: Any) -> Any:
+    if not token:
+        raise InvalidArgumentException(
+            "Volume(volume_id, name, token): the volume's token is needed "
+            "(Volume.connect(volume_id) fetches it with the API key)")
+    return Volume.from_token(volume_id, name, token, domain=domain, debug=debug, proxy=proxy)
+
+
 class Volume(_V.VolumeSync):
     """E2B's ``Volume`` (sync): ``Volume.create(name)``, ``connect``,
     ``get_info``, ``list``, ``destroy``; ``vol.read_file``, ``write_file``,
     ``list``, ``make_dir``, ``get_info``, ``exists``, ``update_metadata``,
     ``remove``. E2B's connection options (``api_key``, ``domain``,
-    ``request_timeout``, ...) as everywhere in compat."""
+    ``request_timeout``, ...) as everywhere in compat.
+    ``Volume(volume_id, name, token)`` is E2B's volume from its token, with
+    no API call (its file calls need only the token)."""
 
     _conn = staticmethod(_conn)
 
+    def __init__(self, volume_id: Any, name: Optional[str] = None, token: Optional[str] = None,
+                 domain: Optional[str] = None, debug: Optional[bool] = None,
+                 proxy: Any = None) -> None:
+        if not isinstance(volume_id, str):  # a handle (create, connect, from_token)
+            super().__init__(volume_id)
+            return
+        super().__init__(_volume_from_token(volume_id, name, token, domain, debug,
+                                            proxy)._h)
+
+
+# E2B's volume errors: an unknown volume or path has its class (the native
+# Volume raises them), a credentials, rate-limit, timeout or cancel error
+# keeps its own; anything else is VolumeException("<status>: <message>"),
+# as E2B's handle_api_exception(res, VolumeException) makes it.
+from ..exceptions import AgentSandboxError as _AgentSandboxError  # noqa: E402
+from ..exceptions import OperationCancelledError as _Cancelled  # noqa: E402
+
+_VOLUME_KEEP = (AuthenticationException, RateLimitException, TimeoutException, _Cancelled,
+                NotFoundException, VolumeException)
+
+
+def _volume_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(fn)
+    def call(*args: Any, **kw: Any) -> Any:
+        try:
+            return fn(*args, **kw)
+        except _AgentSandboxError as e:
+            if isinstance(e, _VOLUME_KEEP):
+                raise
+            st = getattr(e, "http_status", 0) or 0
+            ve = VolumeException(f"{st}: {e.message}" if st > 0 else e.message)
+            for k in ("code", "status", "http_status", "remote_code", "retry_after", "reason"):
+                setattr(ve, k, getattr(e, k, None))
+            raise ve from e
+    return call
+
+
+for _n in ("create", "connect", "destroy", "from_token"):
+    setattr(Volume, _n, classmethod(_volume_errors(_V.VolumeSync.__dict__[_n].__func__)))
+for _n in ("read_file", "write_file", "make_dir", "exists", "update_metadata", "remove"):
+    setattr(Volume, _n, _volume_errors(_V.VolumeSync.__dict__[_n]))
+Volume.get_info = _V._dual(_volume_errors(_V.VolumeSync.__dict__["_class_get_info"]),  # type: ignore
+                           _volume_errors(_V.VolumeSync.__dict__["_instance_get_info"]))
+Volume.list = _V._dual(_volume_errors(_V.VolumeSync.__dict__["_class_list"]),  # type: ignore
+                       _volume_errors(_V.VolumeSync.__dict__["_instance_list"]))
+
 
 class AsyncVolume(_V.Volume):
-    """E2B's ``AsyncVolume``: :class:`Volume`'s methods, awaited."""
+    """E2B's ``AsyncVolume``: :class:`Volume`'s methods, awaited;
+    ``AsyncVolume(volume_id, name, token)`` as :class:`Volume`'s."""
 
     _sync = Volume
+
+    def __init__(self, volume_id: Any, name: Optional[str] = None, token: Optional[str] = None,
+                 domain: Optional[str] = None, debug: Optional[bool] = None,
+                 proxy: Any = None) -> None:
+        if isinstance(volume_id, str):
+            volume_id = _volume_from_token(volume_id, name, token, domain, debug,
+                                           proxy)
+        super().__init__(volume_id)
 
 
 # ---- E2B's Template builder (after _conn, which it uses) ------------------------------
