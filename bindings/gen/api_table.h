@@ -365,6 +365,7 @@
   X(asb_sandbox_info_volume_mount_count, 0u, 1, 0, "", "") \
   X(asb_sandbox_info_volume_mount_name, ASB_API_RETURNS_BORROWED, 2, 0, "", "") \
   X(asb_sandbox_info_volume_mount_path, ASB_API_RETURNS_BORROWED, 2, 0, "", "") \
+  X(asb_sandbox_loopback_url, ASB_API_BLOCKING|ASB_API_CANCELLABLE, 4, 1, "call", "") \
   X(asb_server_options_init, ASB_API_SERVER, 2, 0, "", "") \
   X(asb_server_new, ASB_API_SERVER, 2, 1, "", "") \
   X(asb_server_free, ASB_API_BLOCKING|ASB_API_CALLBACKS|ASB_API_FREES|ASB_API_SERVER, 1, 0, "", "caller") \
@@ -557,6 +558,7 @@
   X(asb_sandbox_snapshot, 0, "snapshot_id", ASB_API_OUT_STRING, char, "asb_free", 0) \
   X(asb_sandbox_fork, 0, "out", ASB_API_OUT_HANDLE, asb_sandbox, "asb_sandbox_free", 0) \
   X(asb_snapshots_list, 0, "out", ASB_API_OUT_HANDLE, asb_snapshot_list, "asb_snapshot_list_free", 0) \
+  X(asb_sandbox_loopback_url, 0, "url", ASB_API_OUT_STRING, char, "asb_free", 0) \
   X(asb_server_new, 0, "out", ASB_API_OUT_HANDLE, asb_server, "asb_server_free", 0) \
   X(asb_server_register, 0, "out", ASB_API_OUT_HANDLE, asb_server_command, "", 1) \
   X(asb_server_next_call, 0, "out", ASB_API_OUT_HANDLE, asb_server_call, "", 0) \
@@ -816,8 +818,8 @@
   X(asb_volume_write_options, timeout_ms, ASB_API_FIELD_INT, 1) \
   X(asb_volume_write_options, cancel, ASB_API_FIELD_POINTER, 1)
 
-#define ASB_API_FUNCTION_COUNT 433
-#define ASB_API_OUTPUT_COUNT 91
+#define ASB_API_FUNCTION_COUNT 434
+#define ASB_API_OUTPUT_COUNT 92
 
 typedef struct asb_api_function_info {
   const char *name;

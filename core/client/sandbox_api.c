@@ -318,6 +318,30 @@ int asb_sandbox_set_timeout(asb_sandbox *sb, long timeout_ms, const asb_call_opt
   return rc;
 }
 
+int asb_sandbox_loopback_url(char **url, asb_sandbox *sb, int port, const asb_call_options *call) {
+  ASBI_SANDBOX_CALL(sb);
+  if (url) *url = NULL;
+  if (!url || !sb) return asbi_err(ASB_EINVAL, "sandbox.loopback_url: bad arguments");
+  if (port < 1 || port > 65535)
+    return asbi_err(ASB_EINVAL, "sandbox.loopback_url: port %d out of range", port);
+  ASBI_CHECK_VERSION(call, ASB_CALL_OPTIONS_VERSION, "asb_call_options");
+  char path[256];
+  snprintf(path, sizeof path, "/sandboxes/%s/ports/%d/loopback", sb->id, port);
+  cp_call k;
+  cp_from(&k, sb->client, call);
+  k.idempotent = 1; /* the same listener on every call */
+  k.stop = sb->life.stop;
+  cJSON *out = NULL;
+  int rc = cp_request(sb->client, "POST", path, NULL, &k, "sandbox.loopback_url", NULL, NULL, &out,
+                      NULL);
+  const char *u = NULL;
+  if (rc == ASB_OK && (asbi_pj_get_str(out, "url", &u) != 0 || !u || strncmp(u, "http://", 7)))
+    rc = asbi_err(ASB_EPROTOCOL, "sandbox.loopback_url: the reply has no url");
+  if (rc == ASB_OK && !(*url = asbi_strdup(u))) rc = asbi_oom();
+  cJSON_Delete(out);
+  return rc;
+}
+
 int asb_sandbox_pause(asb_sandbox *sb, const asb_call_options *call) {
   return asb_sandbox_pause_memory(sb, 1, call);
 }

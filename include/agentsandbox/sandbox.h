@@ -65,6 +65,16 @@ asb_sandbox_get_host(char *buf, size_t buflen, const asb_sandbox *sandbox,
 ASB_API(int)
 asb_sandbox_get_url(char *buf, size_t buflen, const asb_sandbox *sandbox,
                     int port);
+/* A loopback URL for a port, "http://127.0.0.1:<n>" (*url, free with
+ * asb_free): the local engine opens a listener for this sandbox and port
+ * (the same one on every call) and closes it when the sandbox ends.
+ * Unlike get_url's <port>-<id>.localhost host, it needs no resolver for
+ * *.localhost, so Node's fetch and Python's urllib open it on any host.
+ * Local engine only (E2B's API has no such call: ASB_ENOTFOUND there).
+ * ASB_EINVAL for a port out of range, ASB_ESANDBOXNOTFOUND. */
+ASB_API(int)
+asb_sandbox_loopback_url(char **url, asb_sandbox *sandbox, int port,
+                         const asb_call_options *call);
 
 /* ---- the control plane: create, connect, list, lifecycle ------------------
  */

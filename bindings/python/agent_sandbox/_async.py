@@ -592,6 +592,10 @@ class Sandbox:
         """Make the sandbox live ``timeout`` seconds from now."""
         await N.run(self._sync.set_timeout, timeout, request_timeout=request_timeout)
 
+    async def loopback_url(self, port: int, *, request_timeout: Optional[float] = None) -> str:
+        """``http://127.0.0.1:<n>`` for the port (local engine only)."""
+        return await N.run(self._sync.loopback_url, port, request_timeout=request_timeout)
+
     async def get_info(self, *, request_timeout: Optional[float] = None) -> SandboxInfo:
         return await N.run(self._sync.get_info, request_timeout=request_timeout)
 
@@ -668,6 +672,7 @@ class Sandbox:
 
     kill_sync = _twin("kill")
     set_timeout_sync = _twin("set_timeout")
+    loopback_url_sync = _twin("loopback_url")
     get_info_sync = _twin("get_info")
     is_running_sync = _twin("is_running")
     update_network_sync = _twin("update_network")

@@ -1301,6 +1301,12 @@ class Sandbox:
     def get_url(self, port: int) -> str:
         return self.network.get_url(port)
 
+    def loopback_url(self, port: int, *, request_timeout: Optional[float] = None) -> str:
+        """``http://127.0.0.1:<n>`` for the port (local engine only): a URL with no
+        ``*.localhost`` name to resolve, so urllib and requests open it on a
+        stock Debian; closed when the sandbox ends (docs/engine.md, Loopback URLs)."""
+        return N.call(ll.asb_sandbox_loopback_url, self._h, port, _call_options(request_timeout))
+
     def download_url(self, path: str, *, user: Optional[str] = None,
                      expires_in: Optional[int] = None) -> str:
         """A signed URL that downloads the file (no other credentials needed)."""
