@@ -163,6 +163,38 @@ int main(int argc, char **argv) {
       p50 - floor, p50, floor);
   printf("server RSS %ld KiB\n", bench_proc_kb(f.pid, "VmRSS"));
 
+  /* ---- the start-up cell's quick I/O against ipykernel's own ---- */
+  /* A second server whose kernels keep ipykernel's stock flush, pre-reply
+   * sleep and busy status (ASB_CODEI_STOCK_IO=1), both measured in one run,
+   * alternating call by call. */
+  {
+    codei_fixture fs;
+    const char *stock_env[] = {"ASB_CODEI_STOCK_IO=1", NULL};
+    asb_client *cls = NULL;
+    asb_sandbox *sbs = NULL;
+    if (codei_start(&fs, NULL, stock_env) != 0 || codei_connect(&fs, NULL, &cls, &sbs) != 0) {
+      fprintf(stderr, "codei_bench: cannot start the stock-I/O server\n");
+      return 1;
+    }
+    double *vq = calloc((size_t)n, sizeof *vq), *vs = calloc((size_t)n, sizeof *vs);
+    for (int i = 0; i < 20; i++) {
+      run_ok(sb, "1+1", NULL, "2");
+      run_ok(sbs, "1+1", NULL, "2");
+    }
+    for (int i = 0; i < n; i++) {
+      vq[i] = run_ok(sb, "1+1", NULL, "2");
+      vs[i] = run_ok(sbs, "1+1", NULL, "2");
+    }
+    double pq = bench_report("run_code(\"1+1\") quick I/O (default)", vq, n);
+    double ps = bench_report("run_code(\"1+1\") ipykernel's stock I/O", vs, n);
+    printf("quick I/O / stock I/O p50 = %.2f (%.2f ms saved per cell)\n", pq / ps, (ps - pq) / 1e3);
+    free(vq);
+    free(vs);
+    asb_sandbox_free(sbs);
+    asb_client_free(cls);
+    codei_stop(&fs);
+  }
+
   /* ---- chart extraction: what it adds per figure ---- */
   /* in the kernel: the e2b/chart formatter on one figure, next to its png */
   const char *micro =

@@ -31,6 +31,7 @@ struct ci_exec {
   char *code;
   char *env_set, *env_restore; /* silent cells around the code, or NULL */
   int cancelled;               /* under ctx->mu */
+  int internal;                /* ci_set_envs': no client, code NULL */
   ci_exec *next;
 };
 
@@ -62,7 +63,8 @@ struct ci_ctx {
   int step_done;
   int client_closed; /* the running execution's output is complete */
   int setup_pending, setup_running;
-  char *notice; /* the kernel died while idle: tell the next run */
+  int ready_deferred; /* the kernel answered; READY once its start-up cell ran */
+  char *notice;       /* the kernel died while idle: tell the next run */
   uint64_t interrupt_deadline;
   asbi_buf line;
 };
@@ -79,6 +81,10 @@ typedef struct dflt {
 static dflt g_defaults[32];
 static size_t g_ndefaults;
 static ci_ctx *g_boot; /* the default python context started at init */
+/* the variables POST /envs set (ci_set_envs), kept in the state file so a
+ * restarted server sets them again; under ci_env_lock */
+static cJSON *g_envs;
+static int g_restoring; /* restore_state: no state file written meanwhile */
 
 #if CI_HAVE_JAVA
 #define CI_JAVA_BUILTIN ", java"
@@ -253,6 +259,7 @@ int ci_exec_submit(ci_ctx *c, const char *code, const cJSON *env, ci_exec **out,
   const cJSON *it;
   asbi_buf set = ASBI_BUF_INIT, restore = ASBI_BUF_INIT;
   int supported = 1;
+  ci_env_lock();
   cJSON_ArrayForEach(it, env) {
     if (rc != CI_OK || !supported) break;
     if (!env_name_ok(it->string) || !cJSON_IsString(it)) {
@@ -266,6 +273,7 @@ int ci_exec_submit(ci_ctx *c, const char *code, const cJSON *env, ci_exec **out,
      * with, or unset */
     env_stmt(c->language, &restore, it->string, getenv(it->string));
   }
+  ci_env_unlock();
   if (rc == CI_OK && supported && set.data) {
     e->env_set = asbi_buf_detach(&set, NULL);
     e->env_restore = asbi_buf_detach(&restore, NULL);
@@ -342,6 +350,7 @@ static void start_kernel(ci_ctx *c) {
     return;
   }
   c->setup_pending = c->spec->kind == CI_KIND_JUPYTER && strcmp(c->language, "python") == 0;
+  c->ready_deferred = 0;
 }
 
 static void finish_running(ci_ctx *c) {
@@ -477,7 +486,7 @@ static void start_next(ci_ctx *c) {
   if (!e) return;
   c->client_closed = 0;
   c->step_done = 0;
-  if (c->notice) {
+  if (c->notice && !e->internal) {
     char msg[1000];
     snprintf(msg, sizeof msg,
              "Context was restarted: %s. Its state (variables, imports, definitions) is lost; "
@@ -591,6 +600,16 @@ static void *ctx_main(void *arg) {
         snprintf(why, sizeof why, "%s", ci_kernel_why(c->k));
         kernel_died(c, why);
       } else if (!was_ready && ci_kernel_ready(c->k)) {
+        /* A python kernel is ready once its start-up cell has run too, so
+         * /health, a new context and a restart answer when a cell runs at
+         * once (a warm pool's sandbox is claimed right after /health). */
+        if (c->setup_pending || c->setup_running)
+          c->ready_deferred = 1;
+        else
+          set_state(c, ST_READY, NULL);
+      }
+      if (c->k && c->ready_deferred && !c->setup_pending && !c->setup_running) {
+        c->ready_deferred = 0;
         set_state(c, ST_READY, NULL);
       }
     }
@@ -711,15 +730,107 @@ static const char *cstr_(const cJSON *o, const char *name) {
   return cJSON_IsString(v) ? v->valuestring : NULL;
 }
 
-/* The state file: [{id, language, cwd, default}], replaced whole (a
- * rename), after every change of the registry. */
+/* ---- the server's own environment ------------------------------------------------- */
+
+/* A silent execution on c that sets env (a checked object of strings) in
+ * its kernel, queued behind what c already has (so every later call sees
+ * them). Nobody reads its output; it never takes the ContextRestarting
+ * notice meant for the next caller. */
+static void queue_env(ci_ctx *c, const cJSON *env) {
+  asbi_buf set = ASBI_BUF_INIT;
+  const cJSON *it;
+  int supported = 1;
+  cJSON_ArrayForEach(it, env) {
+    if (!supported) break;
+    supported = env_stmt(c->language, &set, it->string, it->valuestring);
+  }
+  ci_exec *e = supported && set.data ? calloc(1, sizeof *e) : NULL;
+  if (!e || ci_queue_init(&e->q, g_cfg.queue_mem) != 0) {
+    free(e);
+    asbi_buf_free(&set);
+    return;
+  }
+  e->refs = 1;
+  e->ctx = ctx_ref(c);
+  e->internal = e->cancelled = 1;
+  e->env_set = asbi_buf_detach(&set, NULL);
+  e->q.producer_fd = c->wake_fd;
+  pthread_mutex_lock(&c->mu);
+  if (c->removed) {
+    pthread_mutex_unlock(&c->mu);
+    ci_exec_unref(e);
+    return;
+  }
+  if (c->pend_tail)
+    c->pend_tail->next = e;
+  else
+    c->pend_head = e;
+  c->pend_tail = e;
+  pthread_mutex_unlock(&c->mu);
+  wake(c);
+}
+
+static void save_state(void);
+
+int ci_set_envs(const cJSON *env, char *err, size_t errlen) {
+  if (!cJSON_IsObject(env)) {
+    snprintf(err, errlen, "the body must be an object of strings");
+    return CI_EBADREQ;
+  }
+  const cJSON *it;
+  cJSON_ArrayForEach(it, env) {
+    if (!env_name_ok(it->string) || !cJSON_IsString(it)) {
+      snprintf(err, errlen, "'%s' is not a valid variable name with a string value", it->string);
+      return CI_EBADREQ;
+    }
+  }
+  ci_env_lock();
+  int ok = g_envs || (g_envs = cJSON_CreateObject());
+  cJSON_ArrayForEach(it, env) {
+    if (!ok) break;
+    cJSON *v = cJSON_CreateString(it->valuestring);
+    ok = v && setenv(it->string, it->valuestring, 1) == 0;
+    if (ok && cJSON_GetObjectItemCaseSensitive(g_envs, it->string))
+      cJSON_ReplaceItemInObjectCaseSensitive(g_envs, it->string, v);
+    else if (ok)
+      cJSON_AddItemToObject(g_envs, it->string, v);
+    else
+      cJSON_Delete(v);
+  }
+  ci_env_unlock();
+  if (!ok) {
+    snprintf(err, errlen, "out of memory");
+    return CI_EFAIL;
+  }
+  /* kernels started from now on inherit them; the running ones (and
+   * those still starting, from the old environment) are told */
+  pthread_mutex_lock(&g_mu);
+  ci_ctx **all = g_nctx ? calloc(g_nctx, sizeof *all) : NULL;
+  size_t n = 0;
+  for (size_t i = 0; all && i < g_nctx; i++) all[n++] = ctx_ref(g_ctxs[i]);
+  pthread_mutex_unlock(&g_mu);
+  for (size_t i = 0; i < n; i++) {
+    queue_env(all[i], env);
+    ci_ctx_unref(all[i]);
+  }
+  free(all);
+  if (!g_restoring) save_state();
+  return CI_OK;
+}
+
+/* The state file: {"contexts": [{id, language, cwd, default}], "envs":
+ * {NAME: value}}, replaced whole (a rename), after every change of the
+ * registry or of the envs. */
 static pthread_mutex_t g_state_mu = PTHREAD_MUTEX_INITIALIZER;
 static void save_state(void) {
   if (!g_cfg.state_path) return;
   asbi_buf b = ASBI_BUF_INIT;
   pthread_mutex_lock(&g_state_mu);
+  ci_env_lock();
+  char *envs = g_envs ? cJSON_PrintUnformatted(g_envs) : NULL;
+  ci_env_unlock();
   pthread_mutex_lock(&g_mu);
-  asbi_buf_putc(&b, '[');
+  asbi_buf_puts(&b, "{\"contexts\":[");
   for (size_t i = 0; i < g_nctx; i++) {
     ci_ctx *c = g_ctxs[i];
     int dflt = 0;
@@ -730,7 +841,8 @@ static void save_state(void) {
     ci_out_json_str(&b, c->cwd, strlen(c->cwd));
     asbi_buf_printf(&b, ",\"default\":%s}", dflt ? "true" : "false");
   }
-  asbi_buf_puts(&b, "]\n");
+  asbi_buf_printf(&b, "],\"envs\":%s}\n", envs ? envs : "{}");
+  free(envs);
   pthread_mutex_unlock(&g_mu);
   char tmp[4096];
   snprintf(tmp, sizeof tmp, "%s.tmp", g_cfg.state_path);
@@ -760,7 +872,9 @@ static int ctx_new(const char *language, const char *cwd, int wait, const char *
     snprintf(err, errlen, "cwd %s is not a directory", cwd);
     return CI_EBADREQ;
   }
+  ci_env_lock(); /* it reads JUPYTER_PATH, HOME, XDG_DATA_HOME */
   ci_kspec *spec = ci_kspec_find(klang);
+  ci_env_unlock();
   if (spec && spec->kind == CI_KIND_NODE && klang != lang) {
     /* the node driver strips a typescript context's types */
     free(spec->language);
@@ -964,7 +1078,19 @@ static int restore_state(void) {
   const cJSON *it;
   static const char notice[] =
       "the code interpreter was restarted (its server process ended), and its kernels with it";
-  const cJSON *arr = cJSON_IsArray(j) ? j : NULL;
+  /* the contexts (an array alone: the format before "envs" existed) */
+  const cJSON *arr = cJSON_IsArray(j) ? j : cJSON_GetObjectItemCaseSensitive(j, "contexts");
+  /* first the envs, which the kernels started below inherit */
+  const cJSON *envs = cJSON_GetObjectItemCaseSensitive(j, "envs");
+  if (cJSON_IsObject(envs) && cJSON_GetArraySize(envs)) {
+    char err[300];
+    g_restoring = 1;
+    int erc = ci_set_envs(envs, err, sizeof err);
+    g_restoring = 0;
+    if (erc != CI_OK)
+      fprintf(stderr, "code-interpreter: the state file's envs not taken back: %s\n", err);
+  }
+  if (!cJSON_IsArray(arr)) arr = NULL;
   cJSON_ArrayForEach(it, arr) {
     const char *id = cstr_(it, "id"), *lang = cstr_(it, "language"), *cwd = cstr_(it, "cwd");
     if (!id || strlen(id) != 36 || !lang || !cwd) continue;
@@ -1052,6 +1178,10 @@ void ci_ctx_shutdown(void) {
   g_nctx = g_capctx = 0;
   pthread_mutex_unlock(&g_mu);
   ci_ctx_unref(b);
+  ci_env_lock();
+  cJSON_Delete(g_envs);
+  g_envs = NULL;
+  ci_env_unlock();
   /* the state file stays: whoever stopped us (a user's pkill, asb-init at the
    * sandbox's end) is followed by a restart or by nothing */
 }

@@ -60,6 +60,15 @@ int ci_ctx_remove(const char *id);
 /* 1 once the default python context is ready (or failed, or not wanted). */
 int ci_ctx_startup_done(void);
 
+/* POST /envs: set these variables (an object of strings, names checked
+ * here) in the server's environment, which kernels started later inherit
+ * and per-call env_vars are restored to, and in every context's kernel by
+ * a silent cell queued behind what it has (so every later call sees them);
+ * kept in the state file. What the engine does when it hands out a pooled
+ * sandbox whose interpreter started before the claimant's envVars were
+ * known. CI_OK, CI_EBADREQ, CI_EFAIL (err says why). */
+int ci_set_envs(const cJSON *env, char *err, size_t errlen);
+
 /* Queue code on a context. env: NULL, or a JSON object of strings (checked
  * by the caller). The execution's output is read from ci_exec_queue. */
 int ci_exec_submit(ci_ctx *c, const char *code, const cJSON *env, ci_exec **out, char *err,

@@ -265,6 +265,17 @@ static pid_t spawn(const spawn_req *r, char *err, size_t errlen) {
   return pid;
 }
 
+/* Our environment changes while we run (POST /envs, ctx.c's ci_set_envs):
+ * setenv and whoever reads environ (a kernel being started, the values
+ * per-call env_vars are restored to) take turns. */
+static pthread_mutex_t g_env_mu = PTHREAD_MUTEX_INITIALIZER;
+void ci_env_lock(void) {
+  pthread_mutex_lock(&g_env_mu);
+}
+void ci_env_unlock(void) {
+  pthread_mutex_unlock(&g_env_mu);
+}
+
 /* The environment of kernels: ours, with the kernelspec's additions and
  * without the variables listed in drop. */
 static char **make_env(char *const *add, const char *const *drop) {
@@ -439,6 +450,7 @@ static int start_jupyter(ci_kernel *k, const ci_kspec *spec, const char *cwd, co
   while (spec->argv[na]) na++;
   char **argv = calloc(na + 1, sizeof *argv);
   int rc = argv ? 0 : -1;
+  ci_env_lock(); /* until the child has its copy: envp points into environ */
   for (size_t i = 0; rc == 0 && i < na; i++) {
     /* `python3 -m ipykernel_launcher` imports debugpy (0.2-0.3 s of the
      * ~1 s start on a 2-core VM) for a debugger no E2B client uses; the
@@ -487,6 +499,7 @@ static int start_jupyter(ci_kernel *k, const ci_kspec *spec, const char *cwd, co
     k->pid = spawn(&r, err, errlen);
     if (k->pid < 0) rc = -1;
   }
+  ci_env_unlock();
   if (dp[1] >= 0) close(dp[1]);
   k->diag_fd = dp[0];
   if (k->diag_fd >= 0) set_nonblock(k->diag_fd);
@@ -766,6 +779,7 @@ static int start_driver(ci_kernel *k, const ci_kspec *spec, const char *cwd, con
   }
   static const char *const drop[] = {"PROMPT_COMMAND", "BASH_ENV", "ENV",
                                      "NODE_REPL_EXTERNAL_MODULE", NULL};
+  ci_env_lock(); /* until the child has its copy: envp points into environ */
   char **envp = make_env(spec->env, drop);
   spawn_req r = {bash   ? bash_argv
                  : java ? java_argv
@@ -777,6 +791,7 @@ static int start_driver(ci_kernel *k, const ci_kspec *spec, const char *cwd, con
     k->pid = spawn(&r, err, errlen);
   else
     snprintf(err, errlen, "out of memory");
+  ci_env_unlock();
   free(envp);
   close(cmd[0]);
   close(out[1]);

@@ -95,6 +95,10 @@ void ci_kernel_destroy(ci_kernel *k);
  * $ASB_NOFILE), as envd does for commands. Call before any kernel starts;
  * NULLs are fine. */
 void ci_kernel_workload(const char *cgroups, const char *nofile);
+/* Held while the server's environment (environ) is read for a kernel's
+ * start or changed by ci_set_envs. */
+void ci_env_lock(void);
+void ci_env_unlock(void);
 
 /* The ZeroMQ context of the process (created on first use). */
 void *ci_zmq_ctx(void);

@@ -255,6 +255,19 @@ static enum MHD_Result do_list_contexts(struct MHD_Connection *conn) {
   return mr;
 }
 
+/* ---- /envs ------------------------------------------------------------------------ */
+
+static enum MHD_Result do_set_envs(struct MHD_Connection *conn, req *r) {
+  cJSON *j;
+  enum MHD_Result mr = parse_body(conn, r, &j, 0);
+  if (!j) return mr;
+  char err[600];
+  int rc = ci_set_envs(j, err, sizeof err);
+  cJSON_Delete(j);
+  if (rc != CI_OK) return text_error(conn, ci_status(rc), "%s", err);
+  return respond(conn, 200, "application/json", "null");
+}
+
 /* /contexts/{id}[/restart] → id (decoded), action. */
 static int context_path(const char *url, char *id, size_t n, int *restart) {
   const char *p = url + strlen("/contexts/");
@@ -348,6 +361,10 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
     if (post) return do_create_context(conn, r);
     if (get) return do_list_contexts(conn);
     return respond(conn, 405, "application/json", "{\"detail\":\"Method Not Allowed\"}");
+  }
+  if (strcmp(url, "/envs") == 0) {
+    if (!post) return respond(conn, 405, "application/json", "{\"detail\":\"Method Not Allowed\"}");
+    return do_set_envs(conn, r);
   }
   if (asbi_startswith(url, "/contexts/")) {
     char id[256];

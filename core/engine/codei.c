@@ -105,6 +105,27 @@ int codei_connect(engine *e, sbx *s, int timeout_ms) {
   }
 }
 
+int codei_set_envs(engine *e, sbx *s, const cJSON *env) {
+  (void)e;
+  char *body = cJSON_PrintUnformatted(env);
+  if (!body) return -ENOMEM;
+  asbi_buf tok = ASBI_BUF_INIT;
+  asbi_buf_printf(&tok, "X-Access-Token: %s", s->token);
+  const char *hs[] = {"User-Agent: agent-sandboxd", "Content-Type: application/json", tok.data,
+                      NULL};
+  char *reply = NULL;
+  int st = tok.data ? sbx_http(s->iso, ASBI_CODE_PORT, "POST", "/envs", hs, body, strlen(body),
+                               &reply, 5000)
+                    : -ENOMEM;
+  if (st >= 0 && st != 200)
+    asbi_log("sandbox %s: the code interpreter refused the envs (%d): %.200s", s->id, st,
+             reply ? reply : "");
+  free(reply);
+  free(body);
+  asbi_buf_free(&tok);
+  return st == 200 ? 0 : st < 0 ? st : -EPROTO;
+}
+
 int codei_wait_ready(engine *e, sbx *s, int timeout_ms) {
   (void)e;
   /* E2B hands a code-interpreter sandbox out once its server answers

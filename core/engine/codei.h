@@ -21,6 +21,10 @@ int codei_connect(engine *e, sbx *s, int timeout_ms);
  * (its default python kernel is up), up to timeout_ms. 0, or a negative
  * errno (-ETIMEDOUT, -ESRCH when the sandbox died). */
 int codei_wait_ready(engine *e, sbx *s, int timeout_ms);
+/* POST /envs: the interpreter (started before s was claimed, in a warm
+ * pool) takes env as its own environment, and its kernels with it. 0 or a
+ * negative errno. */
+int codei_set_envs(engine *e, sbx *s, const cJSON *env);
 /* Preflight lines (caller frees): which of the code interpreter's packages
  * (templates/code-interpreter/packages.txt) the host lacks. Never fatal. */
 char *codei_preflight(void);

@@ -223,15 +223,18 @@ out:
 }
 
 /* Whether a create may take a pooled sandbox of t: the claimant's env vars
- * reach envd at the claim (/init), but a template's start command and the
- * code interpreter (its argv, fixed when asb-init starts, even for one
- * started on demand later; and its kernels) got their environment in
- * prepare, so a create with env vars gets a fresh sandbox when either
- * exists. */
+ * reach envd at the claim (/init), and a code-interpreter template's
+ * interpreter, already running with its kernels, takes them at the claim
+ * too (POST /envs: its own environment, its kernels', kept across its
+ * restarts). A template's start command got its environment in prepare,
+ * and so did the on-demand interpreter of other templates (its argv is
+ * fixed when asb-init starts, though it runs later): a create with env
+ * vars gets a fresh sandbox of those. */
 static int pool_fits(engine *e, const template_info *t, const sandboxes_create_req *rq) {
   if (!rq->env_vars || !cJSON_GetArraySize(rq->env_vars)) return 1;
   const cJSON *start = t->spec ? cJSON_GetObjectItemCaseSensitive(t->spec, "start") : NULL;
-  return !e->codei_path && !t->start_codei && !(start && !cJSON_IsNull(start));
+  if (start && !cJSON_IsNull(start)) return 0;
+  return !e->codei_path || t->start_codei;
 }
 
 /* The claim half of create: what is the claimant's. Its env vars (a
@@ -258,6 +261,10 @@ static int personalise(engine *e, template_info *t, sbx *s, const sandboxes_crea
     if (st < 200 || st >= 300)
       return eng_err_set(err, ENG_EINTERNAL, NULL, "the sandbox's agent refused /init (%s)",
                          st < 0 ? strerror(-st) : "HTTP error");
+    /* the interpreter and its kernels, up since prepare (pool_fits) */
+    if (s->codei_started && cJSON_GetArraySize(env) && (st = codei_set_envs(e, s, env)))
+      return eng_err_set(err, ENG_EINTERNAL, NULL,
+                         "the code interpreter did not take the env vars (%s)", strerror(-st));
   }
   /* the claimant's network policy, before anyone can reach the sandbox */
   char nwhy[512];

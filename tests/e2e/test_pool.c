@@ -345,6 +345,71 @@ TEST(code_interpreter_pool_has_a_warm_kernel) {
   CHECK_RC(asb_sandbox_kill(sb, NULL), ASB_OK);
   asb_sandbox_free(sb);
 }
+
+static char *code_value(asb_sandbox *sb, const char *code, const char *lang) {
+  asb_code_options o = ASB_CODE_OPTIONS_INIT;
+  o.language = lang;
+  asb_execution *x = NULL;
+  char *v = NULL;
+  if (asb_code_run(&x, sb, code, &o) != ASB_OK)
+    v = strdup(asb_error_last()->message);
+  else if (asb_execution_error_name(x))
+    v = strdup(asb_execution_error_name(x));
+  else if (asb_execution_text(x))
+    v = strdup(asb_execution_text(x));
+  else
+    v = strdup(asb_execution_stdout_count(x) ? asb_execution_stdout_get(x, 0) : "<none>");
+  asb_execution_free(x);
+  return v;
+}
+
+/* A create with env vars is served by the pool too: the interpreter and
+ * its kernels, started in prepare, take the claimant's envVars at the
+ * claim (its python and javascript contexts, a context made later, the
+ * value per-call env_vars go back to, and after the server restarts). */
+TEST(code_interpreter_pool_serves_creates_with_envs) {
+  REQUIRE(wait_ready("code-interpreter-v1", 1));
+  long claims = pool_field("code-interpreter-v1", "claims");
+  long misses = pool_field("code-interpreter-v1", "misses");
+  const char *envs[] = {"POOL_FOO=bar baz", "POOL_N=7", NULL};
+  asb_sandbox *sb = make("code-interpreter-v1", envs);
+  REQUIRE(sb);
+  CHECK_INT(pool_field("code-interpreter-v1", "claims"), claims + 1);
+  CHECK_INT(pool_field("code-interpreter-v1", "misses"), misses);
+  char *v = code_value(sb, "import os; os.environ.get('POOL_FOO'), os.environ.get('POOL_N')", NULL);
+  CHECK_STR(v, "('bar baz', '7')");
+  free(v);
+  v = code_value(sb, "process.env.POOL_FOO", "javascript");
+  CHECK_STR(v, "bar baz");
+  free(v);
+  v = code_value(sb, "echo \"$POOL_FOO\"", "bash"); /* a context made after the claim */
+  CHECK_STR(v, "bar baz\n");
+  free(v);
+  asb_code_options o = ASB_CODE_OPTIONS_INIT;
+  const char *per_call[] = {"POOL_FOO=other", NULL};
+  o.envs = per_call;
+  asb_execution *x = NULL;
+  CHECK_RC(asb_code_run(&x, sb, "import os; os.environ['POOL_FOO']", &o), ASB_OK);
+  CHECK_STR(asb_execution_text(x), "other");
+  asb_execution_free(x);
+  v = code_value(sb, "import os; os.environ['POOL_FOO']", NULL);
+  CHECK_STR(v, "bar baz");
+  free(v);
+  /* killed, the server comes back with them (its state file) */
+  char *out = view(sb,
+                   "p=$(pgrep -f '[c]ode-interpreter --port' | grep -vx 1); kill -9 $p; "
+                   "while kill -0 $p 2>/dev/null; do sleep 0.05; done; echo gone");
+  CHECK_STR(out, "gone\n");
+  free(out);
+  v = code_value(sb, "1", NULL);
+  CHECK_STR(v, "ContextRestarting");
+  free(v);
+  v = code_value(sb, "import os; os.environ.get('POOL_FOO')", NULL);
+  CHECK_STR(v, "bar baz");
+  free(v);
+  CHECK_RC(asb_sandbox_kill(sb, NULL), ASB_OK);
+  asb_sandbox_free(sb);
+}
 #endif
 
 /* A pooled sandbox whose init dies while it waits (an OOM kill, a crash)
@@ -485,6 +550,7 @@ int main(void) {
   RUN(empty_pool_falls_back_to_a_fresh_create);
 #ifdef ASB_HAVE_CODEI
   RUN(code_interpreter_pool_has_a_warm_kernel);
+  RUN(code_interpreter_pool_serves_creates_with_envs);
 #endif
   RUN(a_pooled_sandbox_that_dies_is_swept_and_replaced);
   RUN(template_delete_drains_its_pool);
