@@ -141,6 +141,15 @@ def test_e2b_behaviour_its_suite_checks(engine):
     assert eventually(lambda: not sbx.is_running())
 
 
+async def test_fork_count_is_checked_before_asking(engine):
+    # E2B refuses count < 1 client-side with InvalidArgumentException, also
+    # by id for a sandbox that does not exist (so before any request).
+    with pytest.raises(InvalidArgumentException, match="count must be at least 1"):
+        Sandbox.fork("sbx-none", count=0)
+    with pytest.raises(InvalidArgumentException, match="count must be at least 1"):
+        await AsyncSandbox.fork("sbx-none", count=-1)
+
+
 def test_lifecycle_is_validated_as_e2b():
     """E2B's create-time lifecycle checks, raised before any request."""
     from agent_sandbox.compat import _lifecycle as lc

@@ -31,6 +31,7 @@ from .. import _async as A
 from .. import _native as N
 from .. import _sync as S
 from ..exceptions import (
+    AgentSandboxError,
     AuthenticationException,
     BuildException,
     CommandExitException,
@@ -40,12 +41,18 @@ from ..exceptions import (
     InvalidArgumentException,
     NotEnoughSpaceException,
     NotFoundException,
+    OperationCancelledError,
     RateLimitException,
     SandboxException,
     SandboxGoneException,
     SandboxNotFoundException,
+    SecretException,
+    SecretNotFoundException,
     TemplateException,
     TimeoutException,
+    VolumeException,
+    VolumeNotFoundException,
+    VolumePathNotFoundException,
 )
 from ..models import (
     CommandResult,
@@ -150,6 +157,12 @@ __all__ = [
     "VolumeInfo",
     "VolumeAndToken",
     "VolumeEntryStat",
+    "VolumeFileType",
+    "VolumeException",
+    "VolumeNotFoundException",
+    "VolumePathNotFoundException",
+    "SecretException",
+    "SecretNotFoundException",
 ]
 
 DEFAULT_TEMPLATE = "base"
@@ -415,7 +428,10 @@ def _snapshot(s: S.Sandbox, name: Optional[str]) -> SnapshotInfo:
 def _forks(s: S.Sandbox, timeout: Optional[int], count: Optional[int]) -> List[Any]:
     """E2B's fork: one entry per fork, a sandbox or the exception that kept
     it from starting (each fork is its own snapshot here: the files of
-    consecutive instants). E2B's SDK defaults the lifetime to 300 s."""
+    consecutive instants). E2B's SDK defaults the lifetime to 300 s and
+    refuses a count below 1 before asking (E2B's message)."""
+    if count is not None and count < 1:
+        raise InvalidArgumentException("count must be at least 1")
     out: List[Any] = []
     for _ in range(count or 1):
         try:
@@ -1300,7 +1316,38 @@ class AsyncSandbox:
 # ---- volumes --------------------------------------------------------------------------
 
 from .. import volumes as _V  # noqa: E402 (after _conn, which it uses)
-from ..volumes import VolumeAndToken, VolumeEntryStat, VolumeInfo  # noqa: E402
+from ..volumes import VolumeAndToken, VolumeEntryStat, VolumeFileType, VolumeInfo  # noqa: E402
+
+
+def _recast(exc: AgentSandboxError, cls: type) -> AgentSandboxError:
+    out = cls(exc.message)
+    for k in ("code", "status", "http_status", "remote_code", "retry_after", "reason"):
+        setattr(out, k, getattr(exc, k))
+    return out
+
+
+def _volume_errors(fn: Callable[..., Any], not_found: type) -> Callable[..., Any]:
+    """E2B's volume exceptions: a missing volume is VolumeNotFoundException,
+    a missing path VolumePathNotFoundException (both NotFoundException),
+    any other failure of the call (a conflict, a full quota, ...)
+    VolumeException; bad arguments, timeouts, rate limits and
+    authentication keep their own classes, as in E2B."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except NotFoundException as exc:
+            if isinstance(exc, not_found):
+                raise
+            raise _recast(exc, not_found) from exc
+        except (InvalidArgumentException, TimeoutException, RateLimitException,
+                AuthenticationException, VolumeException, OperationCancelledError):
+            raise
+        except AgentSandboxError as exc:
+            raise _recast(exc, VolumeException) from exc
+
+    return wrapper
 
 
 class Volume(_V.VolumeSync):
@@ -1308,9 +1355,27 @@ class Volume(_V.VolumeSync):
     ``get_info``, ``list``, ``destroy``; ``vol.read_file``, ``write_file``,
     ``list``, ``make_dir``, ``get_info``, ``exists``, ``update_metadata``,
     ``remove``. E2B's connection options (``api_key``, ``domain``,
-    ``request_timeout``, ...) as everywhere in compat."""
+    ``request_timeout``, ...) as everywhere in compat, and E2B's volume
+    exceptions (:func:`_volume_errors`)."""
 
     _conn = staticmethod(_conn)
+
+    create = classmethod(_volume_errors(_V.VolumeSync.create.__func__, VolumeNotFoundException))
+    connect = classmethod(_volume_errors(_V.VolumeSync.connect.__func__,
+                                         VolumeNotFoundException))
+    destroy = classmethod(_volume_errors(_V.VolumeSync.destroy.__func__,
+                                         VolumeNotFoundException))
+    get_info = _V._dual(_volume_errors(_V.VolumeSync._class_get_info, VolumeNotFoundException),
+                        _volume_errors(_V.VolumeSync._instance_get_info,
+                                       VolumePathNotFoundException))
+    list = _V._dual(_volume_errors(_V.VolumeSync._class_list, VolumeNotFoundException),
+                    _volume_errors(_V.VolumeSync._instance_list, VolumePathNotFoundException))
+    read_file = _volume_errors(_V.VolumeSync.read_file, VolumePathNotFoundException)
+    write_file = _volume_errors(_V.VolumeSync.write_file, VolumePathNotFoundException)
+    make_dir = _volume_errors(_V.VolumeSync.make_dir, VolumePathNotFoundException)
+    exists = _volume_errors(_V.VolumeSync.exists, VolumePathNotFoundException)
+    update_metadata = _volume_errors(_V.VolumeSync.update_metadata, VolumePathNotFoundException)
+    remove = _volume_errors(_V.VolumeSync.remove, VolumePathNotFoundException)
 
 
 class AsyncVolume(_V.Volume):
