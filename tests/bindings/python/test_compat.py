@@ -253,3 +253,57 @@ def test_execution_text_is_e2b(code_sandbox):
     native = Native(logs=Logs(stdout=["printed\n"]))
     assert native.text == "printed"
     assert CompatExecution._of(native).text is None
+
+
+async def test_secrets_through_the_engine(engine):
+    """E2B's Secret/AsyncSecret over e2b.api's endpoints and asb_secrets_*,
+    against the engine's /secrets store: values go in and never come back."""
+    import os
+
+    from agent_sandbox.compat import AsyncSecret, Secret, SecretException, SecretNotFoundException
+    from agent_sandbox.compat.api.client.api.secrets import get_secrets_secret_id
+    from agent_sandbox.compat.api.client.client import AuthenticatedClient
+
+    tag = f"py-sec-{os.getpid()}"
+    made = []
+    try:
+        a = Secret.create(f"{tag}-a", "sk-value-a", metadata={"env": "test"})
+        made.append(a.secret_id)
+        assert a.secret_id.startswith("sec_") and a.name == f"{tag}-a" and a.version == 1
+        assert a.metadata == {"env": "test"} and a.created_at.year >= 2026
+        assert Secret.get_info(a.name).secret_id == a.secret_id  # by name and by id
+        assert Secret.get_info(a.secret_id).name == a.name
+        u = Secret.update(a.secret_id, "sk-value-a2")
+        assert (u.version, u.metadata) == (2, {"env": "test"})  # metadata kept
+        assert Secret.update(a.name, "v3", metadata={"k": "v"}).metadata == {"k": "v"}
+        for n in "bcd":
+            made.append((await AsyncSecret.create(f"{tag}-{n}", "v")).secret_id)
+        with pytest.raises(SecretException, match="exists"):  # the name is taken
+            Secret.create(f"{tag}-b", "v")
+        with pytest.raises(InvalidArgumentException):
+            Secret.create("bad name{", "v")
+        ids, pages, p = [], 0, Secret.list(limit=2)
+        while p.has_next:
+            got = p.next_items()
+            assert len(got) <= 2
+            ids += [s.secret_id for s in got]
+            pages += 1
+        assert ids == made and pages == 2
+        ap = AsyncSecret.list(limit=3)
+        assert len(await ap.next_items()) == 3 and ap.has_next
+        with pytest.raises(SecretNotFoundException):
+            Secret.update("no-such-secret", "v")
+        with pytest.raises(SecretNotFoundException):
+            await AsyncSecret.get_info("no-such-secret")
+        # the endpoint function answers E2B's Response: 404, no exception
+        res = get_secrets_secret_id.sync_detailed("no-such-secret", client=AuthenticatedClient())
+        assert int(res.status_code) == 404 and res.parsed.message
+        raw = repr(Secret.get_info(a.secret_id)) + repr(res)
+        assert "sk-value" not in raw and "v3" not in raw
+        assert await AsyncSecret.destroy(made[1]) is True
+        assert Secret.exists(made[1]) is False and await AsyncSecret.exists(made[2]) is True
+        assert Secret.destroy(made[1]) is False
+        assert Secret.fill(a.name) == "${e2b.secrets." + a.name + "}"
+    finally:
+        for sid in made:
+            Secret.destroy(sid)

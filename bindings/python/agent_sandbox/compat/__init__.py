@@ -163,6 +163,11 @@ __all__ = [
     "VolumePathNotFoundException",
     "SecretException",
     "SecretNotFoundException",
+    "Secret",
+    "AsyncSecret",
+    "SecretInfo",
+    "SecretPaginator",
+    "AsyncSecretPaginator",
 ]
 
 DEFAULT_TEMPLATE = "base"
@@ -1382,3 +1387,15 @@ class AsyncVolume(_V.Volume):
     """E2B's ``AsyncVolume``: :class:`Volume`'s methods, awaited."""
 
     _sync = Volume
+
+
+# ---- secrets (E2B's e2b.secret, over e2b.api's endpoints: compat/secret.py) -----------
+
+from .secret import (  # noqa: E402
+    AsyncSecret,
+    AsyncSecretPaginator,
+    SandboxIamToken,
+    Secret,
+    SecretInfo,
+    SecretPaginator,
+)
