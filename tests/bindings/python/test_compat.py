@@ -307,3 +307,31 @@ async def test_secrets_through_the_engine(engine):
     finally:
         for sid in made:
             Secret.destroy(sid)
+
+
+def test_e2b_api_models_and_helpers():
+    """e2b.api's models and helpers E2B programs build requests with:
+    NewSandbox's wire names, the IAM option's checks, encode_path_param."""
+    from agent_sandbox.compat import Secret, build_iam_config
+    from agent_sandbox.compat.api import encode_path_param
+    from agent_sandbox.compat.api.client.models import NewSandbox, SandboxAutoResumeConfig
+    from agent_sandbox.compat.api.client.types import UNSET
+
+    body = NewSandbox(template_id="t", auto_pause=True,
+                      auto_resume=SandboxAutoResumeConfig(enabled=True), metadata={"a": "b"})
+    d = body.to_dict()
+    assert (d["templateID"], d["autoPause"], d["autoResume"], d["metadata"]) == \
+        ("t", True, {"enabled": True}, {"a": "b"})
+    back = NewSandbox.from_dict({"templateID": "t", "autoResume": {"enabled": False}, "x": 1})
+    assert back.auto_resume == SandboxAutoResumeConfig(enabled=False)
+    assert back.to_dict()["x"] == 1
+    iam = build_iam_config({"tokens": {"aws": Secret.iam_token(audience="sts", token_type="JWT-SVID")}})
+    assert NewSandbox(template_id="t", iam=iam).to_dict()["iam"] == \
+        {"tokens": {"aws": {"audience": "sts", "tokenType": "JWT-SVID"}}}
+    assert build_iam_config({"tokens": {}}) is None and "iam" not in NewSandbox("t", iam=UNSET).to_dict()
+    with pytest.raises(InvalidArgumentException, match="token_type"):
+        build_iam_config({"tokens": {"aws": {"audience": "a", "tokenType": "JWT-SVID"}}})
+    with pytest.raises(InvalidArgumentException, match="is not usable"):
+        build_iam_config({"tokens": {"a}b": {"audience": "a", "token_type": "JWT-SVID"}}})
+    assert encode_path_param("team/snap:default") == "team%2Fsnap%3Adefault"
+    assert encode_path_param("a-b_c.d~e") == "a-b_c.d~e" and encode_path_param("a b") == "a%20b"

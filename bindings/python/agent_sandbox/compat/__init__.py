@@ -1399,3 +1399,4 @@ from .secret import (  # noqa: E402
     SecretInfo,
     SecretPaginator,
 )
+from .iam import build_iam_config  # noqa: E402,F401 (E2B's e2b.sandbox.sandbox_api helper)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import datetime as _dt
 import re
 from dataclasses import dataclass
-from typing import Any, Dict, List, Mapping, Optional
+from typing import Any, Dict, List, Mapping, Optional, TypedDict
 
 from ..exceptions import InvalidArgumentException, SecretException, SecretNotFoundException
 from .api import handle_api_exception
@@ -64,11 +64,10 @@ class SecretInfo:
                    updated_at=m.updated_at)
 
 
-@dataclass
-class SandboxIamToken:
+class SandboxIamToken(TypedDict):
     """A workload identity token definition (E2B's ``SandboxIamToken``,
-    from ``Secret.iam_token``). agent-sandbox mints no identity tokens:
-    passing ``iam`` to ``create`` warns and is ignored."""
+    from ``Secret.iam_token``; a dict). agent-sandbox mints no identity
+    tokens: passing ``iam`` to ``create`` warns and is ignored."""
 
     audience: str
     token_type: str

@@ -2,9 +2,13 @@
 SPDX-License-Identifier: Apache-2.0"""
 
 from .error import Error
+from .new_sandbox import NewSandbox
 from .new_secret import NewSecret
+from .sandbox_auto_resume_config import SandboxAutoResumeConfig
+from .sandbox_iam import SandboxIam, SandboxIamToken, SandboxIamTokens
 from .secret import Secret
 from .secret_metadata import SecretMetadata
 from .secret_update import SecretUpdate
 
-__all__ = ["Error", "NewSecret", "Secret", "SecretMetadata", "SecretUpdate"]
+__all__ = ["Error", "NewSandbox", "NewSecret", "SandboxAutoResumeConfig", "SandboxIam",
+           "SandboxIamToken", "SandboxIamTokens", "Secret", "SecretMetadata", "SecretUpdate"]
