@@ -302,6 +302,7 @@
   X(asb_sandbox_envd_version, ASB_API_RETURNS_BORROWED, 1, 0, "", "") \
   X(asb_sandbox_domain, ASB_API_RETURNS_BORROWED, 1, 0, "", "") \
   X(asb_sandbox_envd_access_token, ASB_API_RETURNS_BORROWED, 1, 0, "", "") \
+  X(asb_sandbox_traffic_access_token, ASB_API_RETURNS_BORROWED, 1, 0, "", "") \
   X(asb_sandbox_get_host, 0u, 4, 1, "", "") \
   X(asb_sandbox_get_url, 0u, 4, 1, "", "") \
   X(asb_sandbox_options_init, 0u, 2, 0, "", "") \
@@ -801,7 +802,7 @@
   X(asb_volume_write_options, timeout_ms, ASB_API_FIELD_INT, 1) \
   X(asb_volume_write_options, cancel, ASB_API_FIELD_POINTER, 1)
 
-#define ASB_API_FUNCTION_COUNT 429
+#define ASB_API_FUNCTION_COUNT 430
 #define ASB_API_OUTPUT_COUNT 90
 
 typedef struct asb_api_function_info {

@@ -335,3 +335,18 @@ def test_e2b_api_models_and_helpers():
         build_iam_config({"tokens": {"a}b": {"audience": "a", "token_type": "JWT-SVID"}}})
     assert encode_path_param("team/snap:default") == "team%2Fsnap%3Adefault"
     assert encode_path_param("a-b_c.d~e") == "a-b_c.d~e" and encode_path_param("a b") == "a%20b"
+
+
+async def test_traffic_access_token(engine):
+    # E2B's sandbox.traffic_access_token: what requests to its ports carry
+    # (e2b-traffic-access-token) when they are closed to the public
+    # (allow_public_traffic=False); the engine gives every sandbox one (the
+    # stock code-interpreter SDKs send it too), the same after connect
+    closed = Sandbox.create(timeout=60, network={"allow_public_traffic": False})
+    try:
+        assert len(closed.traffic_access_token) >= 32
+        assert Sandbox.connect(closed.sandbox_id).traffic_access_token == closed.traffic_access_token
+    finally:
+        closed.kill()
+    async with await AsyncSandbox.create(timeout=60) as sbx:
+        assert sbx.traffic_access_token and sbx.traffic_access_token != closed.traffic_access_token

@@ -731,6 +731,10 @@ class Sandbox:
     def _envd_access_token(self) -> Optional[str]:
         return self._s.envd_access_token
 
+    @property
+    def traffic_access_token(self) -> Optional[str]:
+        return self._s.traffic_access_token
+
     @classmethod
     def create(cls, template: Optional[str] = None, timeout: Optional[int] = None,
                metadata: Optional[Dict[str, str]] = None, envs: Optional[Dict[str, str]] = None,
@@ -1122,6 +1126,7 @@ class AsyncSandbox:
     # private in E2B, but its tests and some programs read them
     _envd_version = property(lambda self: self._s.envd_version)
     _envd_access_token = property(lambda self: self._s._sync.envd_access_token)
+    traffic_access_token = property(lambda self: self._s._sync.traffic_access_token)
 
     @classmethod
     async def create(cls, template: Optional[str] = None, timeout: Optional[int] = None,
