@@ -1404,4 +1404,9 @@ from .secret import (  # noqa: E402
     SecretInfo,
     SecretPaginator,
 )
-from .iam import build_iam_config  # noqa: E402,F401 (E2B's e2b.sandbox.sandbox_api helper)
+from .iam import (  # noqa: E402,F401 (E2B's e2b.sandbox.sandbox_api helpers)
+    build_iam_config,
+    build_network_config,
+    build_network_update_body,
+    from_client_network_config,
+)

@@ -6,9 +6,17 @@ from .new_sandbox import NewSandbox
 from .new_secret import NewSecret
 from .sandbox_auto_resume_config import SandboxAutoResumeConfig
 from .sandbox_iam import SandboxIam, SandboxIamToken, SandboxIamTokens
+from .sandbox_network_config import (
+    SandboxEgressProxyConfigType0,
+    SandboxNetworkConfig,
+    SandboxNetworkRules,
+    SandboxNetworkUpdate,
+)
 from .secret import Secret
 from .secret_metadata import SecretMetadata
 from .secret_update import SecretUpdate
 
 __all__ = ["Error", "NewSandbox", "NewSecret", "SandboxAutoResumeConfig", "SandboxIam",
-           "SandboxIamToken", "SandboxIamTokens", "Secret", "SecretMetadata", "SecretUpdate"]
+           "SandboxIamToken", "SandboxIamTokens", "SandboxEgressProxyConfigType0",
+           "SandboxNetworkConfig", "SandboxNetworkRules", "SandboxNetworkUpdate", "Secret",
+           "SecretMetadata", "SecretUpdate"]
