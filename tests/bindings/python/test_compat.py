@@ -350,3 +350,38 @@ async def test_traffic_access_token(engine):
         closed.kill()
     async with await AsyncSandbox.create(timeout=60) as sbx:
         assert sbx.traffic_access_token and sbx.traffic_access_token != closed.traffic_access_token
+
+
+async def test_connect_goes_through_e2b_api(engine, monkeypatch):
+    """Sandbox.connect asks e2b.api's connect endpoint (over the library) and
+    reads its answer as E2B does: a Sandbox model from elsewhere is attached
+    by its id and tokens, with no tokens nothing is signed."""
+    from agent_sandbox.compat.api.client.api.sandboxes import post_sandboxes_sandbox_id_connect as ep
+    from agent_sandbox.compat.api.client.client import AuthenticatedClient
+    from agent_sandbox.compat.api.client.models import ConnectSandbox
+    from agent_sandbox.compat.api.client.models import Sandbox as SandboxModel
+
+    sbx = Sandbox.create(timeout=60)
+    try:
+        res = ep.sync_detailed(sbx.sandbox_id, client=AuthenticatedClient(),
+                               body=ConnectSandbox(timeout=60))
+        assert int(res.status_code) == 200 and res.parsed.sandbox_id == sbx.sandbox_id
+        assert res.parsed.envd_access_token == sbx._envd_access_token
+        assert Sandbox.connect(sbx.sandbox_id).commands.run("echo hi").stdout == "hi\n"
+        with pytest.raises(SandboxNotFoundException):
+            Sandbox.connect("sbx-none-such")
+        seen = []
+
+        def fake(sandbox_id, *, client, body):
+            seen.append((sandbox_id, body.timeout))
+            model = SandboxModel(client_id="c", envd_version="0.2.4", sandbox_id=sandbox_id,
+                                 template_id="t")
+            return type(res)(status_code=res.status_code, content=b"", headers={}, parsed=model)
+
+        monkeypatch.setattr(ep, "sync_detailed", fake)
+        other = Sandbox.connect(sbx.sandbox_id, timeout=30)
+        assert seen == [(sbx.sandbox_id, 30)]
+        assert other._envd_access_token is None and other.traffic_access_token is None
+        assert "signature" not in other.download_url("a.txt")
+    finally:
+        sbx.kill()

@@ -30,6 +30,7 @@ from typing import IO, Any, Callable, Dict, List, Optional, Tuple, TypedDict, Un
 from .. import _async as A
 from .. import _native as N
 from .. import _sync as S
+from .. import lowlevel as ll
 from ..exceptions import (
     AgentSandboxError,
     AuthenticationException,
@@ -753,7 +754,11 @@ class Sandbox:
 
     def _connect_cls(cls, sandbox_id: str, timeout: Optional[int] = None, logger: Any = None,
                      **opts: Any) -> "Sandbox":
-        return cls(S.Sandbox.connect(sandbox_id, timeout=timeout, **_conn(opts)))
+        from .api.client.api.sandboxes import post_sandboxes_sandbox_id_connect as ep
+
+        res = ep.sync_detailed(sandbox_id, client=_api_client(opts),
+                               body=_ConnectSandbox(timeout=timeout))
+        return cls(_connected(res, sandbox_id, opts))
 
     connect = _dual(_connect_inst, _connect_cls)
 
@@ -914,6 +919,51 @@ class Sandbox:
 
     def __exit__(self, *exc: Any) -> None:
         self.kill()
+
+
+def _api_client(opts: Dict[str, Any]) -> Any:
+    from .api.client.client import AuthenticatedClient
+
+    return AuthenticatedClient(**opts)
+
+
+def _ConnectSandbox(timeout: Optional[int]) -> Any:
+    from .api.client.models.connect_sandbox import ConnectSandbox
+
+    return ConnectSandbox(timeout=timeout)  # type: ignore[arg-type]  (None: the default)
+
+
+def _connected(res: Any, sandbox_id: str, opts: Dict[str, Any]) -> S.Sandbox:
+    """The sandbox of e2b.api's connect answer, as E2B's SDK reads it: a
+    failed status raises (the library's own exception when the call was
+    made here), a model made here carries the library's handle, any other
+    (e.g. from code that replaced the endpoint) is attached by its id,
+    tokens and domain without a request."""
+    from .api import handle_api_exception
+
+    if int(res.status_code) >= 300:
+        exc = getattr(res, "_exc", None)
+        if exc is not None:
+            raise exc
+        if int(res.status_code) == 404:
+            raise SandboxNotFoundException(f"Sandbox {sandbox_id} not found")
+        raise handle_api_exception(res, SandboxException)
+    m = res.parsed
+    native = getattr(m, "_native", None)
+    if native is not None:
+        return native
+    conn = _conn(opts)
+    c = N.client(**conn)
+    o = ll.asb_sandbox_attach_options()
+
+    def given(v: Any) -> Optional[str]:
+        return v if isinstance(v, str) and v else None
+
+    o.envd_access_token = given(getattr(m, "envd_access_token", None))
+    o.envd_version = given(getattr(m, "envd_version", None))
+    o.domain = given(getattr(m, "domain", None))
+    o.traffic_access_token = given(getattr(m, "traffic_access_token", None))
+    return S.Sandbox(N.call(ll.asb_sandbox_attach, c, m.sandbox_id, o), c, conn)
 
 
 def _attach_by_list(sandbox_id: str, conn: Dict[str, Any]) -> SandboxInfo:
@@ -1147,7 +1197,11 @@ class AsyncSandbox:
 
     async def _connect_cls(cls, sandbox_id: str, timeout: Optional[int] = None,
                            logger: Any = None, **opts: Any) -> "AsyncSandbox":
-        return cls(await A.Sandbox.connect(sandbox_id, timeout=timeout, **_conn(opts)))
+        from .api.client.api.sandboxes import post_sandboxes_sandbox_id_connect as ep
+
+        res = await ep.asyncio_detailed(sandbox_id, client=_api_client(opts),
+                                        body=_ConnectSandbox(timeout=timeout))
+        return cls(A.Sandbox(_connected(res, sandbox_id, opts)))
 
     connect = _dual(_connect_inst, _connect_cls)
 
