@@ -16,7 +16,8 @@ export {
   Git, GitRequestOpts, GitCloneOpts, GitInitOpts, GitRemoteAddOpts, GitCommitOpts, GitAddOpts,
   GitResetMode, GitResetOpts, GitRestoreOpts, GitDeleteBranchOpts, GitPushOpts, GitPullOpts, GitConfigScope,
   GitConfigOpts, GitDangerouslyAuthenticateOpts, GitFileStatus, GitStatus, GitBranches, GitAuthError,
-  GitUpstreamError
+  GitUpstreamError, VolumeFileType, VolumeInfo, VolumeAndToken, VolumeEntryStat, VolumeApiOpts,
+  VolumeMetadataOpts, VolumeWriteOpts, VolumeReadOpts
 } from './types'
 
 /** '0.0.0.0/0': denyOut [ALL_TRAFFIC] is internet off. */
@@ -57,9 +58,24 @@ export declare class Sandbox extends SandboxBase {
   getMetrics(opts?: CallOpts & { start?: Date; end?: Date }): Promise<Array<SandboxMetrics & { memCache?: number }>>
 }
 
+/** E2B's Volume: agent-sandbox's with E2B's errors (VolumeNotFoundError,
+ * VolumePathNotFoundError, VolumeError). */
+export declare class Volume extends types.Volume {}
+
+/** E2B's volume errors (not SandboxErrors, as in E2B). */
+export declare class VolumeError extends Error {
+  constructor(message: string, detail?: types.ErrorDetail)
+  code?: string
+  status?: number
+  statusCode?: number
+}
+export declare class VolumeNotFoundError extends VolumeError {}
+export declare class VolumePathNotFoundError extends VolumeError {}
+
 export declare class E2B {
   constructor(opts?: ConnectionOpts)
   readonly Sandbox: typeof Sandbox
+  readonly Volume: typeof Volume
 }
 
 export declare class ServiceBusyError extends Error {

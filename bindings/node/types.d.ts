@@ -49,7 +49,7 @@ export interface SandboxOpts extends ConnectionOpts, CallOpts {
   /** E2B's network config. */
   network?: SandboxNetworkOpts
   /** E2B's: volumes to mount, mount path to a volume's name or id (or an object with a name, e.g. E2B's Volume). */
-  volumeMounts?: Record<string, string | { name: string }>
+  volumeMounts?: Record<string, string | { name: string } | Volume>
 }
 
 /** allowOut/denyOut: a list of CIDRs, IPs, domains ('*.example.com' too), or a callback. */
@@ -776,6 +776,98 @@ export declare class Template {
   static get(templateId: string, opts?: ConnectionOpts & CallOpts): Promise<TemplateInfo>
   static list(opts?: ConnectionOpts & CallOpts): Promise<TemplateInfo[]>
   static delete(templateId: string, opts?: ConnectionOpts & CallOpts): Promise<void>
+}
+
+/** E2B's VolumeFileType. */
+export declare const VolumeFileType: {
+  readonly UNKNOWN: 'unknown'
+  readonly FILE: 'file'
+  readonly DIRECTORY: 'directory'
+  readonly SYMLINK: 'symlink'
+}
+export type VolumeFileType = (typeof VolumeFileType)[keyof typeof VolumeFileType]
+
+/** A volume of Volume.list() (E2B's VolumeInfo; sizeMB is ours). */
+export interface VolumeInfo {
+  volumeId: string
+  name: string
+  sizeMB: number
+}
+
+/** Volume.getInfo(volumeId): with the token of its content API. */
+export interface VolumeAndToken extends VolumeInfo {
+  token: string
+  /** E2B's custom content domain: never set here. */
+  domain?: string
+}
+
+/** What is at a path of a volume (E2B's VolumeEntryStat). */
+export interface VolumeEntryStat {
+  name: string
+  type: VolumeFileType
+  path: string
+  size: number
+  /** Permission bits (0o644). */
+  mode: number
+  uid: number
+  gid: number
+  atime: Date
+  mtime: Date
+  ctime: Date
+  /** A symlink's target. */
+  target?: string
+}
+
+/** Options of every volume file call (E2B's VolumeApiOpts that apply). */
+export interface VolumeApiOpts extends CallOpts {}
+
+/** E2B's VolumeMetadataOpts: the owner as sandboxes see it, the mode. */
+export interface VolumeMetadataOpts {
+  uid?: number
+  gid?: number
+  mode?: number
+}
+
+/** E2B's VolumeWriteOpts: writeFile: replace an existing file with force; makeDir: mkdir -p. */
+export interface VolumeWriteOpts extends VolumeMetadataOpts {
+  force?: boolean
+}
+
+export interface VolumeReadOpts extends VolumeApiOpts {
+  format?: 'text' | 'bytes' | 'blob' | 'stream'
+}
+
+/** A persistent volume sandboxes mount at create (docs/volumes.md), with E2B's Volume names. */
+export declare class Volume {
+  /** Volumes come from Volume.create() and Volume.connect() (not E2B's local constructor). */
+  constructor(made: unknown, client: unknown)
+  readonly volumeId: string
+  readonly name: string
+  readonly token: string
+  /** Its quota in MiB. */
+  readonly sizeMB: number
+  readonly domain: string | undefined
+  /** A new volume (name: 1..63 of [A-Za-z0-9_-]; sizeMB: its quota, default 1024). */
+  static create(name: string, opts?: ConnectionOpts & CallOpts & { sizeMB?: number }): Promise<Volume>
+  /** The volume of this id or name. */
+  static connect(volumeId: string, opts?: ConnectionOpts & CallOpts): Promise<Volume>
+  static getInfo(volumeId: string, opts?: ConnectionOpts & CallOpts): Promise<VolumeAndToken>
+  static list(opts?: ConnectionOpts & CallOpts): Promise<VolumeInfo[]>
+  /** true, or false if there was none; refused while sandboxes mount it. */
+  static destroy(volumeId: string, opts?: ConnectionOpts & CallOpts): Promise<boolean>
+  list(path: string, opts?: VolumeApiOpts & { depth?: number }): Promise<VolumeEntryStat[]>
+  makeDir(path: string, opts?: VolumeWriteOpts & VolumeApiOpts): Promise<VolumeEntryStat>
+  getInfo(path: string, opts?: VolumeApiOpts): Promise<VolumeEntryStat>
+  exists(path: string, opts?: VolumeApiOpts): Promise<boolean>
+  updateMetadata(path: string, metadata: VolumeMetadataOpts, opts?: VolumeApiOpts): Promise<VolumeEntryStat>
+  readFile(path: string, opts?: VolumeReadOpts & { format?: 'text' }): Promise<string>
+  readFile(path: string, opts: VolumeReadOpts & { format: 'bytes' }): Promise<Uint8Array>
+  readFile(path: string, opts: VolumeReadOpts & { format: 'blob' }): Promise<Blob>
+  readFile(path: string, opts: VolumeReadOpts & { format: 'stream' }): Promise<ReadableStream<Uint8Array>>
+  writeFile(path: string, data: string | ArrayBuffer | ArrayBufferView | Blob | ReadableStream<Uint8Array>, opts?: VolumeWriteOpts & VolumeApiOpts): Promise<VolumeEntryStat>
+  remove(path: string, opts?: VolumeApiOpts): Promise<void>
+  /** Release the handle (the volume stays). */
+  close(): void
 }
 
 export interface SandboxedOpts extends ConnectionOpts {

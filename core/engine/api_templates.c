@@ -12,6 +12,7 @@
  * SPDX-License-Identifier: Apache-2.0 */
 #include "api_templates.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -188,8 +189,11 @@ void api_templates_list(engine *e, api_reply *r) {
 
 void api_templates_delete(engine *e, const char *id, api_reply *r) {
   eng_err err;
-  if (templates_delete(e, id, &err) == 0)
+  if (templates_delete(e, id, &err) == 0) {
     r->status = 204;
-  else
+    pthread_mutex_lock(&e->build_mu); /* what it alone used: e.g. its local image */
+    build_gc(e);
+    pthread_mutex_unlock(&e->build_mu);
+  } else
     api_reply_err(r, &err);
 }

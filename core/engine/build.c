@@ -606,7 +606,7 @@ int build_run_as(engine *e, const void *tar, size_t tar_len, int force, build_ba
   b.e = e;
   b.err = err;
   b.rep = rep;
-  int locked = 0, ok = 0;
+  int locked = 0, ok = 0, importing = 0;
   char tdir[4200] = "", bdir[4400] = "";
   if (rc == -1) {
     eng_err_set(err, ENG_EINTERNAL, NULL, "out of memory");
@@ -635,6 +635,12 @@ int build_run_as(engine *e, const void *tar, size_t tar_len, int force, build_ba
     }
   }
   if (image_ref_is_local(base_name)) {
+    /* its unpacked image is in no template until this build registers:
+     * build_gc must not take it meanwhile */
+    pthread_mutex_lock(&e->mu);
+    e->image_imports++;
+    pthread_mutex_unlock(&e->mu);
+    importing = 1;
     if (image_base(e, &b, spec, base_name, &base)) {
       bad(rep, err, yname, 0, "base", "%s", b.img_err);
       goto out;
@@ -892,6 +898,11 @@ out:
     host_rm_rf(bdir);
     if (!existing && tdir[0]) host_rm_rf(tdir); /* a new name that never built */
   }
+  if (importing) {
+    pthread_mutex_lock(&e->mu);
+    e->image_imports--;
+    pthread_mutex_unlock(&e->mu);
+  }
   if (locked) pthread_mutex_unlock(&e->build_mu);
   templates_put(e, existing);
   templates_put(e, base);
@@ -972,6 +983,22 @@ void build_gc(engine *e) {
     if (!kept && access(path, F_OK) == 0) {
       snprintf(path, sizeof path, "%s/%s", tdir, de->d_name);
       asbi_log("template %s: removing the deleted snapshot's files", de->d_name);
+      host_rm_rf(path);
+    }
+  }
+  if (d) closedir(d);
+  /* unpacked local images (image_base) no template or sandbox is on */
+  pthread_mutex_lock(&e->mu);
+  int importing = e->image_imports;
+  pthread_mutex_unlock(&e->mu);
+  snprintf(tdir, sizeof tdir, "%s/templates/.images", e->state_dir);
+  d = importing ? NULL : opendir(tdir);
+  while (d && (de = readdir(d))) {
+    if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..")) continue;
+    char path[4500];
+    snprintf(path, sizeof path, "%s/%s", tdir, de->d_name);
+    if (!in_list(used, path)) {
+      asbi_log("image %.12s: no template is built on it any more; removing it", de->d_name);
       host_rm_rf(path);
     }
   }

@@ -110,6 +110,7 @@ int snapshots_take(engine *e, sbx *s, const char *name, int hidden, template_inf
   }
   /* ---- the files, at one instant ---- */
   int64_t t0 = asbi_unix_ms();
+  pthread_mutex_lock(&s->boot_mu); /* a resume without memory boots under it, not s->mu */
   pthread_mutex_lock(&s->mu);
   int state = s->state, xrc = -1;
   char xwhy[512] = "";
@@ -125,15 +126,14 @@ int snapshots_take(engine *e, sbx *s, const char *name, int hidden, template_inf
   } else if (state == SBX_PAUSED && s->iso && asbe_sandbox_alive(s->iso)) {
     xrc = asbe_sandbox_export_live(s->iso, layer); /* frozen by the pause */
     if (xrc) snprintf(xwhy, sizeof xwhy, "%s", asbe_errmsg());
-  } else if (state == SBX_PAUSED) {
-    state = -1; /* paused without processes (no memory kept): nothing frozen to copy */
+  } else if (state == SBX_PAUSED && s->paused_nomem) {
+    /* paused without memory: no process runs, its writable layer is on
+     * disk (and s->mu keeps a resume off it meanwhile) */
+    xrc = asbe_paused_export(e->iso, s->id, layer);
+    if (xrc) snprintf(xwhy, sizeof xwhy, "%s", asbe_errmsg());
   }
   pthread_mutex_unlock(&s->mu);
-  if (state == -1) {
-    eng_err_set(err, ENG_ECONFLICT, NULL,
-                "sandbox \"%s\" is paused without memory; resume it (connect) first", s->id);
-    goto out;
-  }
+  pthread_mutex_unlock(&s->boot_mu);
   if (state != SBX_RUNNING && state != SBX_PAUSED) {
     eng_err_set(err, ENG_ENOTFOUND, "killed", "sandbox \"%s\" is gone", s->id);
     goto out;
@@ -254,12 +254,6 @@ int snapshots_fork(engine *e, sbx *s, int timeout_s, int count, sbx **out, eng_e
                    eng_err *err) {
   eng_err_clear(err);
   for (int i = 0; i < count; i++) out[i] = NULL;
-  pthread_mutex_lock(&s->mu);
-  int paused = s->state == SBX_PAUSED;
-  pthread_mutex_unlock(&s->mu);
-  if (paused)
-    return eng_err_set(err, ENG_ECONFLICT, NULL,
-                       "sandbox \"%s\" is paused; resume it (connect) before forking", s->id);
   snapshots_gc(e);
   template_info *t = NULL;
   if (snapshots_take(e, s, NULL, 1, &t, err)) return -1;

@@ -282,6 +282,10 @@ int asbe_paused_hold(asbe_engine *e, const char *id);
 /* Removes what a paused sandbox kept (state dir, slot claim). 0 if there
  * was none; -EBUSY if the id's sandbox is not paused. */
 int asbe_paused_remove(asbe_engine *e, const char *id);
+/* The same copy (asbe_sandbox_export_upper) of a sandbox paused with
+ * asbe_sandbox_stop, by id: no handle is needed, so it also works for one
+ * an earlier engine paused. -ENOENT if the id's sandbox is not paused. */
+int asbe_paused_export(asbe_engine *e, const char *id, const char *dest);
 /* Copies the writable layer of a sandbox killed with remove_state = 0 (its
  * disk image still in its state dir) into the new directory `dest`, as a
  * template layer: regular files, dirs, symlinks, fifos, overlay whiteouts

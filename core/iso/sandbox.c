@@ -931,6 +931,26 @@ int asbe_paused_hold(asbe_engine *e, const char *id) {
   return r;
 }
 
+int asbe_paused_export(asbe_engine *e, const char *id, const char *dest) {
+  asbe__clear_error();
+  if (!valid_id(id)) return asbe__fail(-EINVAL, "sandbox id");
+  asbe_sandbox *sb = sb_new(e, id);
+  if (!sb) return asbe__fail(-ENOMEM, "sandbox");
+  asbe__rec rc;
+  int r;
+  if (asbe__rec_read(sb->dir, &rc) == 0 && !strcmp(rc.status, "paused")) {
+    /* no init runs on it: its files are the image's, owned by its slot's ids */
+    sb->slot = rc.slot;
+    sb->host_uid = ASBE_UID_BASE + rc.slot * ASBE_UID_RANGE;
+    sb->dead = 1;
+    r = asbe_sandbox_export_upper(sb, dest);
+  } else {
+    r = asbe__fail(-ENOENT, "sandbox %s is not paused", id);
+  }
+  asbe_sandbox_release(sb);
+  return r;
+}
+
 int asbe_paused_remove(asbe_engine *e, const char *id) {
   asbe__clear_error();
   if (!valid_id(id)) return asbe__fail(-EINVAL, "sandbox id");

@@ -9,6 +9,9 @@
  * up its engine, sandboxes, templates and files.
  * SPDX-License-Identifier: Apache-2.0 */
 #include <agentsandbox.h>
+#include <dirent.h>
+#include <errno.h>
+#include <string.h>
 #include <sys/stat.h>
 
 #include "asb_testing.h"
@@ -187,6 +190,43 @@ TEST(registry_names_and_bad_images) {
   CHECK(strstr(asb_error_last()->message, "/etc is not in the engine's image directories"));
 }
 
+/* entries in the engine's cache of unpacked images */
+static int unpacked_images(void) {
+  char dir[300];
+  snprintf(dir, sizeof dir, "%s/templates/.images", F.state);
+  DIR *d = opendir(dir);
+  if (!d) return errno == ENOENT ? 0 : -1;
+  int n = 0;
+  struct dirent *de;
+  while ((de = readdir(d)))
+    if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..")) n++;
+  closedir(d);
+  return n;
+}
+
+/* An unpacked image stays while a template is built on it and goes with
+ * the last one (before, every image ever built on stayed on disk). */
+TEST(unpacked_images_go_with_their_last_template) {
+  CHECK_INT(unpacked_images(), 0); /* the tests above deleted theirs */
+  char img[256], ref[300], yaml[600];
+  snprintf(img, sizeof img, "%s/gc-oci", WORK);
+  REQUIRE(mkimage("oci", img, "v1") == 0);
+  snprintf(ref, sizeof ref, "oci:%s:v1", img);
+  const char *names[2] = {"img-gc-a", "img-gc-b"};
+  for (int i = 0; i < 2; i++) {
+    snprintf(yaml, sizeof yaml, "name: %s\nbase: \"%s\"\nsteps:\n  - run: echo %d > /n\n",
+             names[i], ref, i);
+    asb_template *t = NULL;
+    REQUIRE_RC(asb_templates_build(&t, C, tdir(names[i], yaml), NULL), ASB_OK);
+    asb_template_free(t);
+  }
+  CHECK_INT(unpacked_images(), 1); /* one image, two templates */
+  CHECK_RC(asb_templates_delete(C, names[0], NULL), ASB_OK);
+  CHECK_INT(unpacked_images(), 1);
+  CHECK_RC(asb_templates_delete(C, names[1], NULL), ASB_OK);
+  CHECK_INT(unpacked_images(), 0);
+}
+
 int main(void) {
   snprintf(WORK, sizeof WORK, "/tmp/asb-e2e-img-%d", (int)getpid());
   mkdir(WORK, 0755);
@@ -203,6 +243,7 @@ int main(void) {
   RUN(docker_archive);
   RUN(example_busybox_image);
   RUN(registry_names_and_bad_images);
+  RUN(unpacked_images_go_with_their_last_template);
   asb_client_free(C);
   engine_fixture_stop(&F);
   if (system(cmd) != 0) fprintf(stderr, "cannot remove %s\n", WORK);

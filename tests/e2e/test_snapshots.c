@@ -111,6 +111,40 @@ TEST(snapshot_fork_list_delete) {
   asb_sandbox_free(p);
 }
 
+/* A paused sandbox snapshots and forks as it is: frozen (memory kept) or
+ * stopped (files only, its writable layer read from the disk image); it
+ * stays paused, and resumes with its files as they were. */
+TEST(snapshot_and_fork_of_a_paused_sandbox) {
+  for (int keep = 1; keep >= 0; keep--) {
+    asb_sandbox *p = make("base");
+    REQUIRE(p);
+    CHECK_SH(p, "echo paused > /home/user/f && sync && cat /home/user/f", "paused\n");
+    CHECK_INT(asb_sandbox_pause_memory(p, keep, NULL), 1);
+    char *id = NULL;
+    CHECK_RC(asb_sandbox_snapshot(&id, p, keep ? "c-paused-mem" : "c-paused-files", NULL), ASB_OK);
+    asb_sandbox *k = NULL;
+    CHECK_RC(asb_sandbox_fork(&k, p, 300000, NULL), ASB_OK);
+    asb_sandbox *c = id ? make(id) : NULL;
+    CHECK(c != NULL);
+    if (c) CHECK_SH(c, "cat /home/user/f", "paused\n");
+    if (k) CHECK_SH(k, "cat /home/user/f", "paused\n");
+    asb_sandbox_info *info = NULL;
+    CHECK_RC(asb_sandbox_get_info(&info, p, NULL), ASB_OK);
+    if (info) CHECK_STR(asb_sandbox_info_state(info), "paused");
+    asb_sandbox_info_free(info);
+    CHECK_RC(asb_sandbox_resume(p, 300000, NULL), ASB_OK);
+    CHECK_SH(p, "cat /home/user/f", "paused\n");
+    if (id) asb_templates_delete(C, id, NULL);
+    asb_free(id);
+    if (k) asb_sandbox_kill(k, NULL);
+    if (c) asb_sandbox_kill(c, NULL);
+    asb_sandbox_kill(p, NULL);
+    asb_sandbox_free(k);
+    asb_sandbox_free(c);
+    asb_sandbox_free(p);
+  }
+}
+
 int main(void) {
   if (engine_fixture_start(&F, "snap") != 0 || engine_fixture_client(&F, &C) != 0) {
     fprintf(stderr, "cannot start the engine\n");
@@ -118,6 +152,7 @@ int main(void) {
     return 1;
   }
   RUN(snapshot_fork_list_delete);
+  RUN(snapshot_and_fork_of_a_paused_sandbox);
   asb_client_free(C);
   engine_fixture_stop(&F);
   TEST_MAIN_END();

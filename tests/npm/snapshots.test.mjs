@@ -121,13 +121,17 @@ test('fork: count sandboxes with the files of that instant; writes stay in each'
   assert.equal((await listAll({ sandboxId: parent.sandboxId })).length, 0)
 })
 
-test('a paused sandbox: snapshotted as it is and left paused; fork wants it running', async () => {
+test('a paused sandbox: snapshotted and forked as it is, and left paused', async () => {
   const s = await create('base')
   await run(s, 'echo paused > /home/user/z.txt')
   await s.pause()
   const snap = await e2b.Sandbox.createSnapshot(s.sandboxId)
   assert.equal((await e2b.Sandbox.getInfo(s.sandboxId)).state, 'paused')
-  await assert.rejects(e2b.Sandbox.fork(s.sandboxId), /paused/)
+  const forks = await e2b.Sandbox.fork(s.sandboxId, { timeoutMs: 300_000 })
+  assert.equal(forks.length, 1)
+  made.push(forks[0])
+  assert.equal(await run(forks[0], 'cat /home/user/z.txt'), 'paused\n')
+  assert.equal((await e2b.Sandbox.getInfo(s.sandboxId)).state, 'paused')
   const c = await create(snap.snapshotId)
   assert.equal(await run(c, 'cat /home/user/z.txt'), 'paused\n')
 })

@@ -66,6 +66,11 @@ local Auth = exception("AuthenticationException")
 exception("BuildException")
 exception("GitAuthException", Auth)
 exception("GitUpstreamException", SandboxException)
+-- E2B's volume exceptions: VolumeException is not a SandboxException, the
+-- not-found ones are NotFoundExceptions (as in E2B's Python SDK)
+exception("VolumeException")
+exception("VolumeNotFoundException", NotFound)
+exception("VolumePathNotFoundException", NotFound)
 
 -- E2B's JS SDK has the same classes named *Error (CommandExitError,
 -- NotFoundError, ...): those names are the same classes here, so a script
@@ -434,6 +439,14 @@ local function git(sb)
   })
 end
 
+-- E2B's keep_memory keyword ({ keep_memory = false }), or a bare boolean.
+local function keep_memory(t, where)
+  if t == nil then return true end
+  if type(t) == "boolean" then return t end
+  t = known(t, keys({ "keep_memory" }), where)
+  return t.keep_memory ~= false
+end
+
 local wrap
 function wrap(sb)
   local fields = {
@@ -453,6 +466,7 @@ function wrap(sb)
     is_running = function() return e2b(sb:is_running()) end,
     -- snapshots and fork (docs/snapshots.md): files, not processes
     create_snapshot = function(t)
+      if type(t) == "string" then t = { name = t } end -- E2B's positional name
       t = t or {}
       local id, err = sb:create_snapshot{ name = t.name }
       if not id then return e2b(nil, err) end
@@ -471,8 +485,10 @@ function wrap(sb)
       end
       return out
     end,
-    -- E2B: pause(keep_memory = true); false keeps only the files
-    pause = function(keep_memory) return e2b(sb:pause{ keep_memory = keep_memory ~= false }) end,
+    -- E2B: pause(keep_memory = True): pause{ keep_memory = false } (or
+    -- pause(false)) keeps only the files
+    pause = function(t) return e2b(sb:pause{ keep_memory = keep_memory(t, "pause") }) end,
+    beta_pause = function(t) return e2b(sb:pause{ keep_memory = keep_memory(t, "beta_pause") }) end,
     resume = function(t) t = t or {} return e2b(sb:resume{ timeout_ms = ms(t.timeout) }) end,
     get_host = function(port) return e2b(sb:get_host(port)) end,
     get_metrics = function() return e2b(sb:get_metrics()) end,
@@ -504,16 +520,50 @@ function wrap(sb)
 end
 
 local CREATE = keys({ "template", "timeout", "metadata", "envs", "auto_pause",
-                      "allow_internet_access", "network" })
+                      "allow_internet_access", "network", "volume_mounts", "lifecycle" })
 
---- Sandbox.create{ template, timeout (s), metadata, envs, api_key, domain,
---- debug, request_timeout, ... } (or Sandbox.create("template", {...})).
+-- E2B's volume_mounts: a mount path -> a volume's name, or a Volume.
+local function mounts(m)
+  if m == nil then return nil end
+  if type(m) ~= "table" then error("Sandbox.create: volume_mounts must be a table", 3) end
+  local out = {}
+  for path, v in pairs(m) do
+    if type(v) == "string" then out[path] = v
+    elseif type(v) == "table" or type(v) == "userdata" then out[path] = v.name
+    else error(("Sandbox.create: volume_mounts[%q]: a volume name (or a Volume) is needed"):format(tostring(path)), 3) end
+  end
+  return out
+end
+
+-- E2B's lifecycle: { on_timeout = "kill" | "pause" | { action, keep_memory },
+-- auto_resume } -> the native auto_pause, keep_memory, auto_resume.
+local function lifecycle(lc, o)
+  if lc == nil then return end
+  if type(lc) ~= "table" then error("Sandbox.create: lifecycle must be a table", 3) end
+  local on = lc.on_timeout
+  if type(on) == "string" then on = { action = on } end
+  on = on or {}
+  if on.action ~= nil and on.action ~= "pause" and on.action ~= "kill" then
+    error("Sandbox.create: lifecycle.on_timeout must be \"kill\" or \"pause\"", 3)
+  end
+  if on.action == "pause" then
+    o.auto_pause = true
+    if on.keep_memory == false then o.keep_memory = false end
+  end
+  if lc.auto_resume ~= nil then o.auto_resume = lc.auto_resume and true or false end
+end
+
+--- Sandbox.create{ template, timeout (s), metadata, envs, volume_mounts,
+--- lifecycle, api_key, domain, debug, request_timeout, ... } (or
+--- Sandbox.create("template", {...})).
 function Sandbox.create(template, t)
   if type(template) == "table" then template, t = template.template, template end
   t = known(t, CREATE, "Sandbox.create")
   local o = conn(t, { template = template or "base", metadata = t.metadata, envs = t.envs,
                       auto_pause = t.auto_pause, timeout_ms = ms(t.timeout, 300000),
-                      allow_internet_access = t.allow_internet_access, network = t.network })
+                      allow_internet_access = t.allow_internet_access, network = t.network,
+                      volume_mounts = mounts(t.volume_mounts) })
+  lifecycle(t.lifecycle, o)
   local sb, err = asb.Sandbox.create(o)
   if not sb then return e2b(sb, err) end
   return wrap(sb)
@@ -527,13 +577,18 @@ function Sandbox.connect(id, t)
   return wrap(sb)
 end
 
--- A method of a sandbox called on the class with its id: Sandbox.kill(id).
+-- A control-plane method of a sandbox called on the class with its id
+-- (Sandbox.get_info(id)): without connecting, so a paused sandbox stays
+-- paused, as in E2B.
 local function by_id(name)
   return function(id, t)
     if type(id) ~= "string" then return id[name](t) end
-    local sb, err = Sandbox.connect(id, t)
-    if not sb then return nil, err end
-    return sb[name]()
+    t = known(t, {}, "Sandbox." .. name)
+    local sb, err = asb.Sandbox.attach(id, conn(t))
+    if not sb then return e2b(sb, err) end
+    local v, verr = sb[name](sb)
+    sb:close()
+    return e2b(v, verr)
   end
 end
 
@@ -545,9 +600,12 @@ function Sandbox.kill(id, t)
 end
 Sandbox.set_timeout = function(id, s, t)
   if type(id) ~= "string" then return id.set_timeout(s) end
-  local sb, err = Sandbox.connect(id, t)
-  if not sb then return nil, err end
-  return sb.set_timeout(s)
+  t = known(t, {}, "Sandbox.set_timeout")
+  local sb, err = asb.Sandbox.attach(id, conn(t))
+  if not sb then return e2b(sb, err) end
+  local ok, serr = sb:set_timeout(ms(s))
+  sb:close()
+  return e2b(ok, serr)
 end
 Sandbox.get_info = by_id("get_info")
 
@@ -562,8 +620,38 @@ function Sandbox.update_network(id, n, t)
   sb:close()
   return e2b(ok, uerr)
 end
-Sandbox.pause = by_id("pause")
+--- Sandbox.pause(sandbox_id, { keep_memory, ... }): by id, without
+--- connecting (E2B's; beta_pause is the same): true, false if it already was.
+function Sandbox.pause(id, t)
+  if type(id) ~= "string" then return id.pause(t) end
+  t = known(t, keys({ "keep_memory" }), "Sandbox.pause")
+  local sb, err = asb.Sandbox.attach(id, conn(t))
+  if not sb then return e2b(sb, err) end
+  local ok, perr = sb:pause{ keep_memory = t.keep_memory ~= false,
+                             request_timeout_ms = t.request_timeout and ms(t.request_timeout) or nil }
+  sb:close()
+  return e2b(ok, perr)
+end
+Sandbox.beta_pause = Sandbox.pause
 Sandbox.get_metrics = by_id("get_metrics")
+
+-- E2B's class forms of a sandbox's control-plane method by id, on a
+-- handle attached without I/O: Sandbox.fork(sandbox_id, { count, timeout }),
+-- Sandbox.create_snapshot(sandbox_id, { name }) (or a compat sandbox).
+local function attached(name, allowed)
+  return function(id, t)
+    if type(id) ~= "string" then return id[name](t) end
+    if type(t) == "string" then t = { name = t } end
+    t = known(t, keys(allowed), "Sandbox." .. name)
+    local sb, err = asb.Sandbox.attach(id, conn(t))
+    if not sb then return e2b(sb, err) end
+    local a, b = wrap(sb)[name](t)
+    sb:close()
+    return a, b
+  end
+end
+Sandbox.fork = attached("fork", { "count", "timeout" })
+Sandbox.create_snapshot = attached("create_snapshot", { "name" })
 
 --- Sandbox.list_snapshots{ sandbox_id, name, ... }: E2B's paginator; the
 --- first next_items() holds every snapshot ({snapshot_id, names}).
@@ -622,6 +710,128 @@ function Sandbox.list(t)
     return items
   end
   return p
+end
+
+-- ---- volumes -------------------------------------------------------------------------------
+
+-- E2B's Volume with its Python names, on asb.volumes / asb.Volume. Errors:
+-- an unknown volume is VolumeNotFoundException ("Volume <id> not found"),
+-- a missing path VolumePathNotFoundException ("Path <path> not found"),
+-- any other failure VolumeException ("<status>: <message>", as E2B's),
+-- except credentials, rate-limit, timeout and cancel errors, which keep
+-- their classes.
+local VOLUME_KEEP = { ASB_EAUTH = true, ASB_ERATELIMIT = true, ASB_ETIMEOUT = true,
+                      ASB_ECANCELED = true }
+
+-- v, err with err named after E2B's volume classes (what: "volume" or
+-- "path" for a not-found of that kind, ref its id or path).
+local function vol_e2b(v, err, what, ref)
+  if v ~= nil or not err then return v end
+  if VOLUME_KEEP[err.code] then return e2b(nil, err) end
+  if err.code == "ASB_ENOTFOUND" and what then
+    err.name = what == "volume" and "VolumeNotFoundException" or "VolumePathNotFoundException"
+    err.message = (what == "volume" and "Volume %s not found" or "Path %s not found"):format(ref)
+    return nil, err
+  end
+  err.name = "VolumeException"
+  if (err.http_status or 0) > 0 then err.message = ("%d: %s"):format(err.http_status, err.message) end
+  return nil, err
+end
+
+local Volume = {}
+M.Volume = Volume
+
+-- E2B's keywords of a volume file call -> the native options.
+local function vopts(t, extra, where)
+  t = known(t, keys(extra), where)
+  local o = {}
+  for _, k in ipairs(extra) do o[k] = t[k] end
+  if t.request_timeout then o.request_timeout_ms = ms(t.request_timeout) end
+  return o
+end
+
+local WRITE = { "uid", "gid", "mode", "force" }
+
+local function volume(v)
+  local function call(what, path, fn, ...)
+    local r, err = fn(v, path, ...)
+    return vol_e2b(r, err, what, path)
+  end
+  return bound("Volume", {
+    volume_id = v.volume_id, name = v.name, token = v.token, size_mb = v.size_mb,
+    native = v, __id = v.name,
+  }, {
+    -- format: "text" (default) or "bytes" (both Lua strings), or "stream":
+    -- a list of the chunks (one: the file is read whole)
+    read_file = function(path, t)
+      t = t or {}
+      local fmt = t.format or "text"
+      if fmt ~= "text" and fmt ~= "bytes" and fmt ~= "stream" then
+        error('Volume.read_file: format must be "text", "bytes" or "stream"', 2)
+      end
+      local o = vopts(t, { "format" }, "Volume.read_file")
+      o.format = nil
+      local data, err = call("path", path, v.read_file, o)
+      if data == nil then return nil, err end
+      if fmt == "stream" then return { data } end
+      return data
+    end,
+    write_file = function(path, data, t)
+      local o = vopts(t, WRITE, "Volume.write_file")
+      local r, err = v:write_file(path, data, o)
+      return vol_e2b(r, err, "path", path)
+    end,
+    make_dir = function(path, t) return call("path", path, v.make_dir, vopts(t, WRITE, "Volume.make_dir")) end,
+    get_info = function(path, t) return call("path", path, v.get_info, vopts(t, {}, "Volume.get_info")) end,
+    exists = function(path, t) return call("path", path, v.exists, vopts(t, {}, "Volume.exists")) end,
+    update_metadata = function(path, t)
+      return call("path", path, v.update_metadata, vopts(t, { "uid", "gid", "mode" }, "Volume.update_metadata"))
+    end,
+    remove = function(path, t) return call("path", path, v.remove, vopts(t, {}, "Volume.remove")) end,
+    list = function(path, t)
+      return call("path", path or "/", v.list, vopts(t, { "depth" }, "Volume.list"))
+    end,
+  }, { v = v })
+end
+
+--- Volume.create(name, { size_mb, api_key, domain, request_timeout, ... }):
+--- a new volume (size_mb, its quota, is ours).
+function Volume.create(name, t)
+  t = known(t, keys({ "size_mb" }), "Volume.create")
+  local v, err = asb.volumes.create(name, conn(t, { size_mb = t.size_mb }))
+  if not v then return vol_e2b(nil, err) end
+  return volume(v)
+end
+
+--- Volume.connect(volume_id, {...}): the volume of this id or name.
+function Volume.connect(id, t)
+  t = known(t, {}, "Volume.connect")
+  local v, err = asb.volumes.get(id, conn(t))
+  if not v then return vol_e2b(nil, err, "volume", id) end
+  return volume(v)
+end
+
+--- Volume.get_info(volume_id, {...}): { volume_id, name, token, size_mb }
+--- (E2B's VolumeAndToken).
+function Volume.get_info(id, t)
+  local v, err = Volume.connect(id, t)
+  if not v then return nil, err end
+  return { volume_id = v.volume_id, name = v.name, token = v.token, size_mb = v.size_mb }
+end
+
+--- Volume.list({...}): { { volume_id, name, size_mb }, ... }.
+function Volume.list(t)
+  t = known(t, {}, "Volume.list")
+  return vol_e2b(asb.volumes.list(conn(t)))
+end
+
+--- Volume.destroy(volume_id, {...}): true, false if there was none; a
+--- VolumeException (409) while sandboxes mount it.
+function Volume.destroy(id, t)
+  t = known(t, {}, "Volume.destroy")
+  local ok, err = asb.volumes.delete(id, conn(t))
+  if not ok and err and err.code == "ASB_ENOTFOUND" then return false end
+  return vol_e2b(ok, err)
 end
 
 M.ALL_TRAFFIC = asb.ALL_TRAFFIC

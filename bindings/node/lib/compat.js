@@ -7,6 +7,7 @@
 const base = require('./sandbox.js')
 const errors = require('./errors.js')
 const { ALL_TRAFFIC } = require('./network.js')
+const vol = require('./volume.js')
 
 class SandboxPaginator {
   constructor(cls, opts = {}) {
@@ -140,11 +141,46 @@ class Sandbox extends base.Sandbox {
 Sandbox._throwOnExit = true
 Sandbox._defaultTemplate = 'base'
 
-/** An E2B client: its options are the defaults of its Sandbox's calls. */
+// E2B's volume errors: not SandboxErrors (as in E2B); each also has the
+// C library's code, status, remoteCode, ... (errors.js).
+class VolumeError extends Error {
+  constructor(message, detail) {
+    super(message)
+    this.name = new.target.name
+    for (const k of ['code', 'status', 'statusCode', 'remoteCode', 'retryAfter', 'reason']) {
+      if (detail && detail[k] !== undefined) this[k] = detail[k]
+    }
+  }
+}
+class VolumeNotFoundError extends VolumeError {}
+class VolumePathNotFoundError extends VolumeError {}
+
+// Errors E2B's Volume passes on as they are: a credentials or rate-limit
+// reply, a cancelled or timed-out request.
+const VOLUME_KEEP = ['ASB_EAUTH', 'ASB_ERATELIMIT', 'ASB_ECANCELED', 'ASB_ETIMEOUT']
+
+/** E2B's Volume: the Node API's with E2B's errors: an unknown volume is
+ * VolumeNotFoundError ("Volume <id> not found"), a missing path
+ * VolumePathNotFoundError ("Path <path> not found"), any other failure
+ * VolumeError ("<status>: <message>", as E2B's). */
+class Volume extends vol.Volume {
+  static _error(e, what, ref) {
+    if (!e || typeof e.code !== 'string' || VOLUME_KEEP.includes(e.code) || e instanceof VolumeError) return e
+    if (e.code === 'ASB_ENOTFOUND' && what === 'volume') return new VolumeNotFoundError(`Volume ${ref} not found`, e)
+    if (e.code === 'ASB_ENOTFOUND' && what === 'path') return new VolumePathNotFoundError(`Path ${ref} not found`, e)
+    if (e.code === 'ASB_ENOTFOUND' && what === 'destroy') return e // destroy resolves false
+    return new VolumeError(e.status ? `${e.status}: ${e.message}` : e.message, e)
+  }
+}
+
+/** An E2B client: its options are the defaults of its Sandbox's and
+ * Volume's calls. */
 class E2B {
   constructor(opts = {}) {
     this.Sandbox = class extends this.constructor._sandboxClass() {}
     this.Sandbox._boundOpts = Object.assign({}, opts)
+    this.Volume = class extends Volume {}
+    this.Volume._boundOpts = Object.assign({}, opts)
   }
 
   static _sandboxClass() {
@@ -170,6 +206,11 @@ module.exports = {
   SandboxPaginator,
   SnapshotPaginator,
   E2B,
+  Volume,
+  VolumeFileType: vol.VolumeFileType,
+  VolumeError,
+  VolumeNotFoundError,
+  VolumePathNotFoundError,
   CommandHandle: base.CommandHandle,
   WatchHandle: base.WatchHandle,
   FileType,

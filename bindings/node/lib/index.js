@@ -11,6 +11,7 @@ const { Template } = require('./templates.js')
 const { sandboxed } = require('./sandboxed.js')
 const { Agents, AgentSession } = require('./agents.js')
 const { Git } = require('./git.js')
+const { Volume, VolumeFileType } = require('./volume.js')
 
 function libraryVersion() {
   return native.N.version()
@@ -30,6 +31,8 @@ module.exports = {
   Session,
   SessionInfo,
   Template,
+  Volume,
+  VolumeFileType,
   sandboxed,
   libraryVersion,
   FileType: Object.freeze({ FILE: 'file', DIR: 'dir', SYMLINK: 'symlink' }),

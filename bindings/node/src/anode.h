@@ -53,7 +53,15 @@ napi_value anode_undefined(napi_env env);
 
 /* ---- handles ---------------------------------------------------------------- */
 
-typedef enum { BOX_CLIENT = 1, BOX_SANDBOX, BOX_PROCESS, BOX_WATCH, BOX_AGENT } anode_box_kind;
+typedef enum {
+  BOX_CLIENT = 1,
+  BOX_SANDBOX,
+  BOX_PROCESS,
+  BOX_WATCH,
+  BOX_AGENT,
+  BOX_VOLUME,
+  BOX_LAST = BOX_VOLUME
+} anode_box_kind;
 
 typedef struct anode_sink anode_sink;
 typedef struct anode_call anode_call;
@@ -212,6 +220,7 @@ extern const anode_fn anode_files_fns[];
 extern const anode_fn anode_code_fns[];
 extern const anode_fn anode_agents_fns[];
 extern const anode_fn anode_git_fns[];
+extern const anode_fn anode_volume_fns[];
 
 /* What a function's table row says (bindings/gen/api_table.h), for checks. */
 unsigned anode_api_flags(const char *name);

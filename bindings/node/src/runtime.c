@@ -521,6 +521,9 @@ static void box_release(anode_box *b) {
     case BOX_AGENT:
       asb_agent_session_free(p);
       break;
+    case BOX_VOLUME:
+      asb_volume_free(p);
+      break;
   }
   /* After the free returned no callback of the handle starts. */
   anode_sink_free(b->sink);
@@ -536,7 +539,7 @@ static void box_finalize(napi_env env, void *data, void *hint) {
   free(b);
 }
 
-static const char *box_names[] = {"", "client", "sandbox", "process", "watch", "agent session"};
+static const char *box_names[] = {"", "client", "sandbox", "process", "watch", "agent session", "volume"};
 
 napi_value anode_box_new(napi_env env, anode_box_kind kind, void *ptr, anode_sink *sink) {
   anode_box *b = calloc(1, sizeof *b);
@@ -584,7 +587,7 @@ static napi_value js_close(napi_env env, napi_callback_info info) {
   NAPI_OK(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
   uint32_t kind = 0;
   if (argc < 2 || napi_get_value_uint32(env, argv[1], &kind) != napi_ok || kind < BOX_CLIENT ||
-      kind > BOX_AGENT)
+      kind > BOX_LAST)
     return anode_throw(env, "ERR_INVALID_ARG_TYPE", "close(handle, kind)");
   anode_box *b = box_peek(env, argv[0], (anode_box_kind)kind);
   if (!b) return NULL;
@@ -737,6 +740,10 @@ static const struct {
              {"asb_agent_session", "asb_agent_session_free"},
              {"asb_agent_turn", "asb_agent_turn_free"},
              {"asb_agent_event_list", "asb_agent_event_list_free"},
+             {"asb_volume", "asb_volume_free"},
+             {"asb_volume_list", "asb_volume_list_free"},
+             {"asb_volume_entry", "asb_volume_entry_free"},
+             {"asb_volume_entry_list", "asb_volume_entry_list_free"},
              {"asb_cancel", "asb_cancel_free"},
              {"char", "asb_free"},
              {NULL, NULL}};
@@ -1209,6 +1216,7 @@ NAPI_MODULE_INIT() {
   register_all(env, exports, anode_code_fns);
   register_all(env, exports, anode_agents_fns);
   register_all(env, exports, anode_git_fns);
+  register_all(env, exports, anode_volume_fns);
 
   napi_value kinds = anode_obj(env);
   set_int(env, kinds, "client", BOX_CLIENT);
@@ -1216,6 +1224,7 @@ NAPI_MODULE_INIT() {
   set_int(env, kinds, "process", BOX_PROCESS);
   set_int(env, kinds, "watch", BOX_WATCH);
   set_int(env, kinds, "agentSession", BOX_AGENT);
+  set_int(env, kinds, "volume", BOX_VOLUME);
   napi_set_named_property(env, exports, "kinds", kinds);
   return exports;
 }

@@ -93,6 +93,18 @@ describe("agent_sandbox.compat", function()
     assert.has_error(function() e2b.Sandbox.create{ timeout_ms = 5 } end)
   end)
 
+  it("pauses without memory with E2B's keep_memory keyword, on the sandbox and by id", function()
+    assert.is_true(H.ok(sandbox.pause{ keep_memory = false }))
+    assert.are.equal("filesystem", assert(sandbox.get_info()).pause_mode)
+    assert(e2b.Sandbox.connect(sandbox.sandbox_id)) -- resumed (booted again)
+    assert.is_true(H.ok(e2b.Sandbox.pause(sandbox.sandbox_id, { keep_memory = false })))
+    local info = assert(e2b.Sandbox.get_info(sandbox.sandbox_id))
+    assert.are.same({ "paused", "filesystem" }, { info.state, info.pause_mode })
+    assert.is_false(H.ok(e2b.Sandbox.beta_pause(sandbox.sandbox_id)))
+    assert.is_true(H.ok(sandbox.resume()))
+    assert.is_true(H.ok(sandbox.is_running()))
+  end)
+
   it("runs code as e2b_code_interpreter does", function()
     local lines = {}
     local ex = assert(sandbox.run_code("print('hi')\n6 * 7", {

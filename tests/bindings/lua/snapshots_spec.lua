@@ -52,6 +52,20 @@ describe("compat snapshots", function()
       end
       assert.is_true(compat.Sandbox.delete_snapshot(info.snapshot_id))
       assert.is_false(compat.Sandbox.delete_snapshot(info.snapshot_id))
+      -- the class forms by sandbox id (E2B's), and a positional name
+      local by_id = assert(compat.Sandbox.create_snapshot(sb.sandbox_id, { name = "lua-compat-byid" }))
+      assert.are.equal("lua-compat-byid:default", by_id.snapshot_id)
+      assert.are.equal("lua-compat-pos:default", assert(sb.create_snapshot("lua-compat-pos")).snapshot_id)
+      local one = assert(compat.Sandbox.fork(sb.sandbox_id, { timeout = 60 }))
+      assert.are.equal(1, #one)
+      assert.are.equal("c\n", assert(one[1].commands.run("cat /home/user/c")).stdout)
+      one[1].kill()
+      for _, id in ipairs({ by_id.snapshot_id, "lua-compat-pos:default" }) do
+        assert.is_true(compat.Sandbox.delete_snapshot(id))
+      end
+      local gone, gerr = compat.Sandbox.fork("no-such-sandbox")
+      assert.is_nil(gone)
+      assert.is_true(compat.SandboxNotFoundException:is(gerr))
     end)
     sb.kill()
     assert(ok, err)

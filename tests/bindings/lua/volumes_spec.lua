@@ -2,7 +2,9 @@
 -- (asb_sandbox_options.volume_mounts) on a volume made with E2B's /volumes
 -- API (curl on the engine's unix socket): two sandboxes share it; bad
 -- mounts are refused. And asb.volumes / asb.Volume over asb_volume*:
--- create, get, list, delete, every file call, seen from a sandbox.
+-- create, get, list, delete, every file call, seen from a sandbox. And
+-- agent_sandbox.compat's Volume (E2B's Python names and exception
+-- classes), mounted with compat's Sandbox.create{ volume_mounts, lifecycle }.
 -- SPDX-License-Identifier: Apache-2.0
 local H = require "helper"
 local asb = require "agent_sandbox"
@@ -88,5 +90,58 @@ describe("volumes", function()
     assert.is_true(asb.volumes.delete(v.volume_id))
     _, err = asb.volumes.get(vname)
     assert.are.equal("ASB_ENOTFOUND", err.code)
+  end)
+end)
+
+describe("compat Volume", function()
+  local e2b = require "agent_sandbox.compat"
+
+  it("has E2B's names and exceptions, and mounts in a compat sandbox", function()
+    local v, err = e2b.Volume.connect("no-such-volume")
+    assert.is_nil(v)
+    assert.is_true(e2b.VolumeNotFoundException:is(err))
+    assert.is_true(e2b.NotFoundException:is(err))
+    assert.is_false(e2b.VolumeException:is(err))
+    assert.are.equal(e2b.VolumeNotFoundError, e2b.VolumeNotFoundException)
+    assert.are.equal("Volume no-such-volume not found", err.message)
+    assert.is_true(e2b.VolumeNotFoundException:is(select(2, e2b.Volume.get_info("no-such-volume"))))
+    assert.is_false(e2b.Volume.destroy("no-such-volume"))
+
+    local cname = name .. "-compat"
+    local vol = assert(e2b.Volume.create(cname, { size_mb = 16 }))
+    assert.are.equal(cname, vol.name)
+    assert.are.equal(vol.token, assert(e2b.Volume.get_info(cname)).token)
+    local listed = false
+    for _, i in ipairs(assert(e2b.Volume.list())) do listed = listed or i.volume_id == vol.volume_id end
+    assert.is_true(listed)
+    _, err = vol.read_file("/missing.txt")
+    assert.is_true(e2b.VolumePathNotFoundException:is(err))
+    assert.are.equal("Path /missing.txt not found", err.message)
+    assert.is_true(e2b.VolumePathNotFoundException:is(select(2, vol.list("/missing"))))
+    assert.is_true(e2b.VolumePathNotFoundException:is(select(2, vol:remove("/missing"))))
+    assert.is_false(vol.exists("/missing.txt"))
+    assert(vol.write_file("/hello.txt", "hi\n", { uid = 1000, gid = 1000 }))
+    _, err = vol.write_file("/hello.txt", "x")
+    assert.is_true(e2b.VolumeException:is(err))
+    assert.matches("^409: ", err.message)
+    assert(vol.make_dir("/a/b", { force = true }))
+    assert.are.equal(448, assert(vol.update_metadata("/a/b", { mode = 448 })).mode)
+    assert.are.same({ "hi\n" }, assert(vol.read_file("/hello.txt", { format = "stream" })))
+
+    -- E2B's volume_mounts (a Volume) and lifecycle, at create
+    local sb = assert(e2b.Sandbox.create{ timeout = 60, volume_mounts = { ["/mnt/data"] = vol },
+                                          lifecycle = { on_timeout = "pause", auto_resume = true } })
+    finally(function() sb.kill() end)
+    local info = assert(sb.get_info())
+    assert.is_true(info.auto_resume)
+    assert(sb.commands.run("echo from-sandbox >> /mnt/data/hello.txt"))
+    assert.are.equal("hi\nfrom-sandbox\n", assert(vol.read_file("/hello.txt")))
+    _, err = e2b.Volume.destroy(vol.volume_id)
+    assert.is_true(e2b.VolumeException:is(err))
+    assert.matches("^409: .*mounted by 1 running sandbox", err.message)
+    assert.truthy(err.message:find(sb.sandbox_id, 1, true))
+    assert.is_true(sb.kill())
+    assert.is_true(e2b.Volume.destroy(vol.volume_id))
+    assert.has_error(function() e2b.Sandbox.create{ lifecycle = { on_timeout = "sleep" } } end)
   end)
 end)

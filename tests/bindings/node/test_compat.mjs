@@ -19,6 +19,8 @@ const haveStock = existsSync(stockE2b) && existsSync(stockCodei)
 
 before(async () => {
   engine = await startEngine('compat')
+  // the stock SDK's volume content calls go to https://api.<domain> otherwise
+  process.env.E2B_VOLUME_API_URL = process.env.E2B_API_URL
   dir = mkdtempSync(path.join(os.tmpdir(), 'asb-node-compat-'))
   mkdirSync(path.join(dir, 'node_modules', '@e2b'), { recursive: true })
   symlinkSync(pkgDir, path.join(dir, 'node_modules', 'agent-sandbox'))

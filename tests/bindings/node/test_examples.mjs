@@ -48,6 +48,8 @@ const expect = {
   'git.mjs': [/^untracked README$/m, /^push without upstream true$/m, /^pulled news$/m, /^branches main,topic on topic$/m, /^clean true$/m],
   'templates.mjs': [/^node-hello (built|cached)$/m, /^Hello, Bob!$/m, /^42$/m, /^true RangeError/m],
   'server.mjs': [/^HELLO$/m],
+  'volumes.mjs': [/^hello from the host\nfrom sandbox a$/m, /^in use: .*mounted by 2 running sandboxes/m, /^file \/notes\/hello\.txt 35 uid 1000 644$/m,
+    /^missing: true$/m, /^destroyed true$/m],
   'agents.mjs': [/^codex: @openai\/codex .*\(installed\)$/m, /tool\.started: .*echo hi > \/tmp\/x/, /^turn 1: completed, final message "done"$/m,
     /^\/tmp\/x: hi$/m, /turn 2: recall: yes\n$/]
 }

@@ -1,6 +1,6 @@
 // An E2B-typed program against agent-sandbox/compat (type-checked only).
 // SPDX-License-Identifier: Apache-2.0
-import { Sandbox, CommandExitError, SandboxPaginator, E2B, ALL_TRAFFIC, type SandboxInfo, type SandboxNetworkInfo } from 'agent-sandbox/compat'
+import { Sandbox, CommandExitError, SandboxPaginator, E2B, ALL_TRAFFIC, Volume, VolumeNotFoundError, VolumeFileType, type SandboxInfo, type SandboxNetworkInfo, type VolumeEntryStat, type VolumeInfo } from 'agent-sandbox/compat'
 import { Sandbox as CodeSandbox, type Execution } from 'agent-sandbox/compat/code-interpreter'
 
 async function main(): Promise<void> {
@@ -27,6 +27,16 @@ async function main(): Promise<void> {
   const ex: Execution = await ci.runCode('x = 1; x += 1; x')
   const t: string | undefined = ex.text
   try { await sbx.commands.run('exit 1') } catch (e) { if (e instanceof CommandExitError) void e.stderr }
-  void [viaClient, t]
+  // E2B's Volume
+  const vol = await Volume.create('data')
+  const st: VolumeEntryStat = await vol.writeFile('/a.txt', 'hi', { uid: 1000, gid: 1000, force: true })
+  const isFile: boolean = st.type === VolumeFileType.FILE && st.mtime instanceof Date
+  const bytes: Uint8Array = await vol.readFile('/a.txt', { format: 'bytes' })
+  const text: string = await vol.readFile('/a.txt')
+  const vols: VolumeInfo[] = await client.Volume.list()
+  await Sandbox.create({ volumeMounts: { '/mnt/data': vol } })
+  try { await Volume.connect('nope') } catch (e) { if (e instanceof VolumeNotFoundError) void e.message }
+  const gone: boolean = await Volume.destroy(vol.volumeId)
+  void [viaClient, t, isFile, bytes, text, vols, gone]
 }
 void main

@@ -2,7 +2,7 @@
 // strictly (the errors below are expected ones: @ts-expect-error fails the
 // check when no error is there).
 // SPDX-License-Identifier: Apache-2.0
-import { Sandbox, CommandExitError, SandboxError, AgentTurnError, AgentSession, type AgentEvent, type AgentTurn, type AgentInfo, FileType, sandboxed, Session, Template, type CommandResult, type EntryInfo, type Execution, type JsonValue, type GitStatus, GitUpstreamError } from 'agent-sandbox'
+import { Sandbox, CommandExitError, SandboxError, AgentTurnError, AgentSession, type AgentEvent, type AgentTurn, type AgentInfo, FileType, sandboxed, Session, Template, type CommandResult, type EntryInfo, type Execution, type JsonValue, type GitStatus, GitUpstreamError, Volume, type VolumeEntryStat } from 'agent-sandbox'
 import Default from 'agent-sandbox'
 
 async function main(): Promise<void> {
@@ -88,6 +88,15 @@ async function main(): Promise<void> {
     if (err instanceof GitUpstreamError) { const res = err.result; void res }
   }
   void [cur, gb, gv]
+  const vol: Volume = await Volume.create('data', { sizeMB: 64 })
+  const made: VolumeEntryStat = await vol.makeDir('/d', { force: true, mode: 0o700 })
+  const listed: VolumeEntryStat[] = await vol.list('/', { depth: 2 })
+  const blob: Blob = await vol.readFile('/d/f', { format: 'blob' })
+  await vol.updateMetadata('/d', { uid: 1000 })
+  // @ts-expect-error: no such format
+  await vol.readFile('/d/f', { format: 'json' })
+  await Sandbox.create({ volumeMounts: { '/mnt/data': vol, '/mnt/other': 'other' } })
+  void [made, listed, blob]
   await using disposable = await Sandbox.create()
   void disposable
   void [other, waited, n, pid, text, bytes, stream, es, t, txt, v, id, sum, md, cached]
