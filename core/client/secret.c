@@ -129,9 +129,9 @@ static int value_body(char **out, const char *name, const char *value, const cha
       free(k);
       if (!ok) {
         cJSON_Delete(b);
-        return eq && eq != *md ? asbi_oom()
-                               : asbi_err(ASB_EINVAL, "%s: metadata '%s' is not key=value",
-                                          what, *md);
+        return eq && eq != *md
+                   ? asbi_oom()
+                   : asbi_err(ASB_EINVAL, "%s: metadata '%s' is not key=value", what, *md);
       }
     }
   }

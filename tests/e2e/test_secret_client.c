@@ -34,7 +34,8 @@ TEST(secret_calls) {
   CHECK(!strcmp(asb_secret_name(s), name));
   CHECK(asb_secret_version(s) == 1);
   CHECK(has_md(s, "env", "test") && asb_secret_metadata_count(s) == 1);
-  CHECK(asb_secret_created_at(s) > 1700000000 && asb_secret_updated_at(s) >= asb_secret_created_at(s));
+  CHECK(asb_secret_created_at(s) > 1700000000 &&
+        asb_secret_updated_at(s) >= asb_secret_created_at(s));
   asb_secret_free(s);
 
   CHECK_RC(asb_secrets_create(&s, C, name, "other", NULL, NULL), ASB_EEXISTS);
