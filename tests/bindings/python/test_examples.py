@@ -109,3 +109,10 @@ def test_volumes(engine):
     out = run(engine, "volumes.py")
     assert out.startswith("from python\nfrom the sandbox\n") and "file 0o644 1000 /log.txt" in out
     assert out.endswith("True True\nTrue\n")
+
+
+def test_e2b_secrets(engine):
+    out = run(engine, "e2b_secrets.py")
+    assert "version 1 {'owner': 'examples'}" in out and "rotated to version 2" in out
+    assert "listed True" in out and "rule Bearer ${e2b.secrets.example-key-" in out
+    assert "value in the sandbox: False" in out and "destroyed True exists False" in out
