@@ -448,6 +448,23 @@
   X(asb_template_build_log, ASB_API_RETURNS_BORROWED, 1, 0, "", "") \
   X(asb_template_json, ASB_API_RETURNS_BORROWED, 1, 0, "", "") \
   X(asb_template_free, ASB_API_FREES, 1, 0, "", "") \
+  X(asb_template_steps_options_init, 0u, 2, 0, "", "") \
+  X(asb_templates_build_steps, ASB_API_BLOCKING|ASB_API_CANCELLABLE|ASB_API_CALLBACKS, 5, 1, "opts", "caller") \
+  X(asb_templates_build_status, ASB_API_BLOCKING|ASB_API_CANCELLABLE, 6, 1, "call", "") \
+  X(asb_templates_alias_exists, ASB_API_BLOCKING|ASB_API_CANCELLABLE, 4, 1, "call", "") \
+  X(asb_templates_tags_assign, ASB_API_BLOCKING|ASB_API_CANCELLABLE, 4, 0, "call", "") \
+  X(asb_templates_tags_remove, ASB_API_BLOCKING|ASB_API_CANCELLABLE, 4, 0, "call", "") \
+  X(asb_templates_tags_list, ASB_API_BLOCKING|ASB_API_CANCELLABLE, 4, 1, "call", "") \
+  X(asb_template_build_template_id, ASB_API_RETURNS_BORROWED, 1, 0, "", "") \
+  X(asb_template_build_build_id, ASB_API_RETURNS_BORROWED, 1, 0, "", "") \
+  X(asb_template_build_status, ASB_API_RETURNS_BORROWED, 1, 0, "", "") \
+  X(asb_template_build_error, ASB_API_RETURNS_BORROWED, 1, 0, "", "") \
+  X(asb_template_build_error_step, 0u, 1, 0, "", "") \
+  X(asb_template_build_log_count, 0u, 1, 0, "", "") \
+  X(asb_template_build_log_message, ASB_API_RETURNS_BORROWED, 2, 0, "", "") \
+  X(asb_template_build_log_level, ASB_API_RETURNS_BORROWED, 2, 0, "", "") \
+  X(asb_template_build_log_timestamp, 0u, 2, 0, "", "") \
+  X(asb_template_build_free, ASB_API_FREES, 1, 0, "", "") \
   X(asb_version, ASB_API_RETURNS_STATIC, 3, 3, "", "") \
   X(asb_version_number, 0u, 0, 0, "", "") \
   X(asb_volumes_create, ASB_API_BLOCKING|ASB_API_CANCELLABLE, 5, 1, "call", "") \
@@ -567,6 +584,10 @@
   X(asb_templates_build, 0, "out", ASB_API_OUT_HANDLE, asb_template, "asb_template_free", 0) \
   X(asb_templates_get, 0, "out", ASB_API_OUT_HANDLE, asb_template, "asb_template_free", 0) \
   X(asb_templates_list, 0, "out", ASB_API_OUT_HANDLE, asb_template_list, "asb_template_list_free", 0) \
+  X(asb_templates_build_steps, 0, "out", ASB_API_OUT_HANDLE, asb_template_build, "asb_template_build_free", 0) \
+  X(asb_templates_build_status, 0, "out", ASB_API_OUT_HANDLE, asb_template_build, "asb_template_build_free", 0) \
+  X(asb_templates_alias_exists, 0, "exists", ASB_API_OUT_INT, int, "", 0) \
+  X(asb_templates_tags_list, 0, "json", ASB_API_OUT_STRING, char, "asb_free", 0) \
   X(asb_version, 0, "major", ASB_API_OUT_INT, int, "", 1) \
   X(asb_version, 1, "minor", ASB_API_OUT_INT, int, "", 1) \
   X(asb_version, 2, "patch", ASB_API_OUT_INT, int, "", 1) \
@@ -622,7 +643,8 @@
   X(asb_volume_list, "asb_volume_list_free", "") \
   X(asb_watch, "asb_watch_free", "") \
   X(asb_secret, "asb_secret_free", "") \
-  X(asb_secret_page, "asb_secret_page_free", "")
+  X(asb_secret_page, "asb_secret_page_free", "") \
+  X(asb_template_build, "asb_template_build_free", "")
 
 #define ASB_API_OPTIONS(X) \
   X(asb_agents_options, ASB_AGENTS_OPTIONS_VERSION, asb_agents_options_init) \
@@ -642,6 +664,7 @@
   X(asb_server_options, ASB_SERVER_OPTIONS_VERSION, asb_server_options_init) \
   X(asb_server_agents_options, ASB_SERVER_AGENTS_OPTIONS_VERSION, asb_server_agents_options_init) \
   X(asb_template_build_options, ASB_TEMPLATE_BUILD_OPTIONS_VERSION, asb_template_build_options_init) \
+  X(asb_template_steps_options, ASB_TEMPLATE_STEPS_OPTIONS_VERSION, asb_template_steps_options_init) \
   X(asb_volume_write_options, ASB_VOLUME_WRITE_OPTIONS_VERSION, asb_volume_write_options_init)
 
 /* Which setter of options.h sets an options member. */
@@ -795,6 +818,16 @@
   X(asb_template_build_options, force, ASB_API_FIELD_INT, 1) \
   X(asb_template_build_options, timeout_ms, ASB_API_FIELD_INT, 1) \
   X(asb_template_build_options, cancel, ASB_API_FIELD_POINTER, 1) \
+  X(asb_template_steps_options, context_dir, ASB_API_FIELD_STRING, 1) \
+  X(asb_template_steps_options, tags, ASB_API_FIELD_STRINGS, 1) \
+  X(asb_template_steps_options, cpu_count, ASB_API_FIELD_INT, 1) \
+  X(asb_template_steps_options, memory_mb, ASB_API_FIELD_INT, 1) \
+  X(asb_template_steps_options, skip_cache, ASB_API_FIELD_INT, 1) \
+  X(asb_template_steps_options, background, ASB_API_FIELD_INT, 1) \
+  X(asb_template_steps_options, timeout_ms, ASB_API_FIELD_INT, 1) \
+  X(asb_template_steps_options, cancel, ASB_API_FIELD_POINTER, 1) \
+  X(asb_template_steps_options, on_log, ASB_API_FIELD_POINTER, 1) \
+  X(asb_template_steps_options, userdata, ASB_API_FIELD_POINTER, 1) \
   X(asb_volume_write_options, uid, ASB_API_FIELD_INT, 1) \
   X(asb_volume_write_options, gid, ASB_API_FIELD_INT, 1) \
   X(asb_volume_write_options, mode, ASB_API_FIELD_INT, 1) \
@@ -802,8 +835,8 @@
   X(asb_volume_write_options, timeout_ms, ASB_API_FIELD_INT, 1) \
   X(asb_volume_write_options, cancel, ASB_API_FIELD_POINTER, 1)
 
-#define ASB_API_FUNCTION_COUNT 430
-#define ASB_API_OUTPUT_COUNT 90
+#define ASB_API_FUNCTION_COUNT 447
+#define ASB_API_OUTPUT_COUNT 94
 
 typedef struct asb_api_function_info {
   const char *name;

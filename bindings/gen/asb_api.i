@@ -17,6 +17,8 @@
 %ignore asb_watch_options::userdata;
 %ignore asb_pty_options::on_data;
 %ignore asb_pty_options::userdata;
+%ignore asb_template_steps_options::on_log;
+%ignore asb_template_steps_options::userdata;
 
 /* ---- options versions are set by the constructors ------------------- */
 %immutable asb_agents_options::version;
@@ -34,6 +36,7 @@
 %immutable asb_sandbox_options::version;
 %immutable asb_sandbox_list_options::version;
 %immutable asb_template_build_options::version;
+%immutable asb_template_steps_options::version;
 %immutable asb_volume_write_options::version;
 
 /* ---- handles: who frees them ------------------------------------------ */
@@ -76,6 +79,7 @@ ASB_OWNED_HANDLE(asb_volume_list, asb_volume_list_free)
 ASB_EXPLICIT_HANDLE(asb_watch)
 ASB_OWNED_HANDLE(asb_secret, asb_secret_free)
 ASB_OWNED_HANDLE(asb_secret_page, asb_secret_page_free)
+ASB_OWNED_HANDLE(asb_template_build, asb_template_build_free)
 
 /* ---- options structs: constructed with the library's defaults -------- */
 ASB_OPTIONS(asb_agents_options, ASB_AGENTS_OPTIONS_VERSION,
@@ -144,6 +148,10 @@ ASB_OPTIONS(asb_sandbox_list_options, ASB_SANDBOX_LIST_OPTIONS_VERSION,
 ASB_OPTIONS(asb_template_build_options, ASB_TEMPLATE_BUILD_OPTIONS_VERSION,
             ASB_NONE,
             ASB_NONE,
+            ASB_NONE)
+ASB_OPTIONS(asb_template_steps_options, ASB_TEMPLATE_STEPS_OPTIONS_VERSION,
+            %arg({&$self->context_dir}),
+            %arg({&$self->tags}),
             ASB_NONE)
 ASB_OPTIONS(asb_volume_write_options, ASB_VOLUME_WRITE_OPTIONS_VERSION,
             ASB_NONE,
@@ -252,6 +260,12 @@ ASB_BLOCKING(asb_templates_build)
 ASB_BLOCKING(asb_templates_get)
 ASB_BLOCKING(asb_templates_list)
 ASB_BLOCKING(asb_templates_delete)
+ASB_BLOCKING(asb_templates_build_steps)
+ASB_BLOCKING(asb_templates_build_status)
+ASB_BLOCKING(asb_templates_alias_exists)
+ASB_BLOCKING(asb_templates_tags_assign)
+ASB_BLOCKING(asb_templates_tags_remove)
+ASB_BLOCKING(asb_templates_tags_list)
 ASB_BLOCKING(asb_volumes_create)
 ASB_BLOCKING(asb_volumes_get)
 ASB_BLOCKING(asb_volumes_list)

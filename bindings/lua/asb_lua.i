@@ -142,8 +142,8 @@ static int asblua_isinteger(lua_State *L, int i) {
   }
   SWIG_arg++;
 }
-%typemap(in, numinputs=0) int *kind (int t = 0) { $1 = &t; }
-%typemap(argout) int *kind {
+%typemap(in, numinputs=0) int *kind (int t = 0), int *exists (int t = 0) { $1 = &t; }
+%typemap(argout) int *kind, int *exists {
   lua_pushinteger(L, *$1);
   SWIG_arg++;
 }

@@ -771,8 +771,26 @@ export interface TemplateInfo {
   raw?: JsonValue
 }
 
+/** A build of E2B's Template builder steps (Template.buildSteps / buildStatus). */
+export interface TemplateBuildState {
+  templateId: string
+  buildId: string
+  /** waiting, building, ready or error */
+  status: string
+  error?: string
+  /** E2B's step number of a failure: 0 the base, i + 1 for steps[i]; -1 none */
+  errorStep: number
+  logs: { timestampMs: number; level: string; message: string }[]
+}
+
 export declare class Template {
   static build(dir: string, opts?: ConnectionOpts & { force?: boolean; timeoutMs?: number; signal?: AbortSignal }): Promise<TemplateInfo>
+  /** Build `name` ("app" or "app:tag") from E2B's builder JSON (an object or
+   * its text: fromTemplate/fromImage, steps, startCmd, readyCmd); COPY
+   * sources come from contextDir and are uploaded by hash. */
+  static buildSteps(name: string, spec: JsonValue | string, opts?: ConnectionOpts & { contextDir?: string; tags?: string[]; cpuCount?: number; memoryMB?: number; skipCache?: boolean; background?: boolean; timeoutMs?: number; signal?: AbortSignal }): Promise<TemplateBuildState>
+  static buildStatus(templateId: string, buildId: string, opts?: ConnectionOpts & CallOpts & { logsOffset?: number }): Promise<TemplateBuildState>
+  static exists(name: string, opts?: ConnectionOpts & CallOpts): Promise<boolean>
   static get(templateId: string, opts?: ConnectionOpts & CallOpts): Promise<TemplateInfo>
   static list(opts?: ConnectionOpts & CallOpts): Promise<TemplateInfo[]>
   static delete(templateId: string, opts?: ConnectionOpts & CallOpts): Promise<void>

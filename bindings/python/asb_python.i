@@ -92,6 +92,7 @@
 
 %apply int *OUTPUT { int *major, int *minor, int *patch };
 %apply int *OUTPUT { int *kind };
+%apply int *OUTPUT { int *exists };
 
 /* Views (asb_file_reader_read, asb_process_read): the bytes are copied out
  * at once; the library's memory is valid only until the next call. */
@@ -440,6 +441,22 @@ static int asbpy_tramp_agent_event(const asb_agent_event *event, void *ud) {
   PyGILState_STATE g = PyGILState_Ensure();
   int rc = 0;
   PyObject *r = PyObject_CallFunction(cb->on_event, "N", asbpy_str(asb_agent_event_json(event)));
+  if (!r) rc = asbpy_fail(cb);
+  Py_XDECREF(r);
+  PyGILState_Release(g);
+  return rc;
+}
+
+/* A template build's log line (template.h): on_event gets
+ * (timestamp_ms, level, message). */
+static int asbpy_tramp_template_log(asb_int64 ts, const char *level, const char *message,
+                                    void *ud) {
+  asbpy_callbacks *cb = (asbpy_callbacks *)ud;
+  if (!cb->on_event) return 0;
+  PyGILState_STATE g = PyGILState_Ensure();
+  int rc = 0;
+  PyObject *r = PyObject_CallFunction(cb->on_event, "LNN", (long long)ts, asbpy_str(level),
+                                      asbpy_str(message));
   if (!r) rc = asbpy_fail(cb);
   Py_XDECREF(r);
   PyGILState_Release(g);

@@ -36,6 +36,12 @@
     $self->userdata = cb;
   }
 }
+%extend asb_template_steps_options {
+  void bind(asbpy_callbacks *cb) {
+    $self->on_log = cb && cb->on_event ? asbpy_tramp_template_log : NULL;
+    $self->userdata = cb;
+  }
+}
 %extend asb_code_options {
   void bind(asbpy_callbacks *cb) {
     $self->on_stdout = cb && cb->on_stdout ? asbpy_tramp_stdout : NULL;

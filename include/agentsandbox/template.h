@@ -99,6 +99,138 @@ ASB_API(const char *) asb_template_build_log(const asb_template *t);
 ASB_API(const char *) asb_template_json(const asb_template *t);
 ASB_API(void) asb_template_free(asb_template *t);
 
+/* ---- E2B's Template builder ------------------------------------------------
+ * What E2B's SDKs send for Template().fromTemplate(...).runCmd(...) and
+ * friends (E2B's TemplateBuildStartV2, docs/templates.md "E2B's Template
+ * builder"), built through the engine's builder API: the library asks for a
+ * template name (POST /v3/templates), uploads the files of every COPY step
+ * from a local context directory unless the engine already has them by
+ * their hash, starts the build and follows its status and logs. */
+
+/* One line of a build's log. timestamp_ms: Unix milliseconds (0 if
+ * unknown); level: "debug", "info", "warn" or "error". A non-zero return
+ * stops following the build (the call fails with ASB_EUSER; the engine
+ * finishes the build on its own). */
+typedef int ASB_CALLBACK(asb_template_log_fn)(asb_int64 timestamp_ms,
+                                              const char *level,
+                                              const char *message,
+                                              void *userdata);
+
+#define ASB_TEMPLATE_STEPS_OPTIONS_VERSION 1
+
+typedef struct asb_template_steps_options {
+  unsigned int version;       /* ASB_TEMPLATE_STEPS_OPTIONS_VERSION */
+  const char *context_dir;    /* COPY sources are relative to it; NULL = the
+                                 current directory */
+  const char *const *tags;    /* NULL-ended extra tags of the build, or NULL */
+  int cpu_count;              /* 0 = the engine's default (2) */
+  int memory_mb;              /* 0 = the engine's default (1024) */
+  int skip_cache;             /* rebuild even when the inputs' hash matches a
+                                 build (E2B's skipCache / force) */
+  int background;             /* return once the build has started (status
+                                 "building"), without following it */
+  long timeout_ms;            /* the whole call: 0 = 1800000 (30 min),
+                                 negative = none */
+  asb_cancel *cancel;         /* gives up following the build */
+  asb_template_log_fn on_log; /* each log line as it arrives, or NULL */
+  void *userdata;             /* for on_log */
+} asb_template_steps_options;
+
+#define ASB_TEMPLATE_STEPS_OPTIONS_INIT                                        \
+  {                                                                            \
+    ASB_TEMPLATE_STEPS_OPTIONS_VERSION, NULL, NULL, 0, 0, 0, 0, 0, NULL, NULL, \
+        NULL                                                                   \
+  }
+
+ASB_API(int)
+asb_template_steps_options_init(asb_template_steps_options *opts,
+                                unsigned int version);
+
+/* Build the template `name` (E2B's form: "my-app" or "my-app:tag") from
+ * build_json, a JSON object in E2B's TemplateBuildStartV2 shape:
+ *   {"fromTemplate": "base"} or {"fromImage": "oci:/dir"},
+ *   "steps": [{"type": "RUN"|"COPY"|"ENV"|"WORKDIR"|"USER", "args": [...],
+ *              "force": bool, "filesHash": "..."}],
+ *   "startCmd", "readyCmd", "force".
+ * A COPY step without "filesHash" has its args[0] (a path or glob, relative
+ * to opts->context_dir) packed as a tar of the matching files, directories
+ * and symlinks (args[4] "true" = E2B's resolveSymlinks: copy what a symlink
+ * points to), hashed (SHA-256) and uploaded unless the engine has it
+ * ("forceUpload": true uploads anyway). on_log gets the library's own
+ * progress too, as E2B's SDKs log it ("Template created with ID: <id>,
+ * Build ID: <build>", "Uploaded '<src>'" or "Skipping upload of '<src>',
+ * already cached", "Starting building..."), then the engine's log lines
+ * (the ones *out holds). Returns when the build is ready
+ * (or, with opts->background, once started); *out describes the build.
+ * Once the build has started, *out is set whatever the result (on
+ * ASB_ETIMEOUT, ASB_ECANCELED or ASB_EUSER the engine goes on building:
+ * follow it with asb_templates_build_status). Errors:
+ *   ASB_EBUILD       the build failed: the message is the engine's reason;
+ *                    *out says which step (asb_template_build_error_step)
+ *                    and holds its log
+ *   ASB_EINVAL       build_json is not such an object, a COPY source
+ *                    matches nothing or leaves the context directory, or
+ *                    the engine refused the request (400: the step's index
+ *                    and why)
+ *   ASB_EUNSUPPORTED the engine has no builder API
+ *   ASB_ETIMEOUT, ASB_ECANCELED, ASB_EUSER (on_log), transport errors. */
+ASB_API(int)
+asb_templates_build_steps(asb_template_build **out, asb_client *client,
+                          const char *name, const char *build_json,
+                          const asb_template_steps_options *opts);
+
+/* The status of a build (E2B's getBuildStatus): its state and its log
+ * lines from logs_offset on (at most 100 per call), delivered through
+ * asb_template_build_log_count/_get. ASB_ENOTFOUND for an unknown build. */
+ASB_API(int)
+asb_templates_build_status(asb_template_build **out, asb_client *client,
+                           const char *template_id, const char *build_id,
+                           int logs_offset, const asb_call_options *call);
+
+/* Whether a template of that name (alias) exists: *exists = 1 or 0. */
+ASB_API(int)
+asb_templates_alias_exists(int *exists, asb_client *client, const char *alias,
+                           const asb_call_options *call);
+
+/* Tags. target is "name:tag" (the build that tag names; "name" = its
+ * latest); tags NULL-ended. assign: the tags then name target's build. */
+ASB_API(int)
+asb_templates_tags_assign(asb_client *client, const char *target,
+                          const char *const *tags,
+                          const asb_call_options *call);
+ASB_API(int)
+asb_templates_tags_remove(asb_client *client, const char *name,
+                          const char *const *tags,
+                          const asb_call_options *call);
+/* The tags of a template as JSON text ([{"tag", "buildID", "createdAt"}]),
+ * freed with asb_free. */
+ASB_API(int)
+asb_templates_tags_list(char **json, asb_client *client,
+                        const char *template_id, const asb_call_options *call);
+
+/* ---- a build (strings owned by the object) ------------------------------- */
+ASB_API(const char *)
+asb_template_build_template_id(const asb_template_build *b);
+ASB_API(const char *) asb_template_build_build_id(const asb_template_build *b);
+/* "waiting", "building", "ready" or "error". */
+ASB_API(const char *) asb_template_build_status(const asb_template_build *b);
+/* The engine's reason of a failed build, NULL otherwise. */
+ASB_API(const char *) asb_template_build_error(const asb_template_build *b);
+/* E2B's number of the step that failed: 0 the base (fromTemplate /
+ * fromImage), i + 1 for build_json's steps[i]; -1 if none is known. */
+ASB_API(int) asb_template_build_error_step(const asb_template_build *b);
+/* Log lines this object holds (asb_templates_build_status: those from its
+ * logs_offset; asb_templates_build_steps: every line of the build). */
+ASB_API(size_t) asb_template_build_log_count(const asb_template_build *b);
+/* Line i: its message, level and time; NULL / 0 past the end. */
+ASB_API(const char *)
+asb_template_build_log_message(const asb_template_build *b, size_t i);
+ASB_API(const char *)
+asb_template_build_log_level(const asb_template_build *b, size_t i);
+ASB_API(asb_int64)
+asb_template_build_log_timestamp(const asb_template_build *b, size_t i);
+ASB_API(void) asb_template_build_free(asb_template_build *b);
+
 ASB_END_DECL
 
 #endif /* AGENTSANDBOX_TEMPLATE_H */

@@ -56,6 +56,7 @@ typedef struct asb_named_command_list asb_named_command_list;
 /* Templates (template.h). */
 typedef struct asb_template asb_template;
 typedef struct asb_template_list asb_template_list;
+typedef struct asb_template_build asb_template_build;
 /* Volumes (volume.h). */
 typedef struct asb_volume asb_volume;
 typedef struct asb_volume_list asb_volume_list;

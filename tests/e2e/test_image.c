@@ -214,8 +214,8 @@ TEST(unpacked_images_go_with_their_last_template) {
   snprintf(ref, sizeof ref, "oci:%s:v1", img);
   const char *names[2] = {"img-gc-a", "img-gc-b"};
   for (int i = 0; i < 2; i++) {
-    snprintf(yaml, sizeof yaml, "name: %s\nbase: \"%s\"\nsteps:\n  - run: echo %d > /n\n",
-             names[i], ref, i);
+    snprintf(yaml, sizeof yaml, "name: %s\nbase: \"%s\"\nsteps:\n  - run: echo %d > /n\n", names[i],
+             ref, i);
     asb_template *t = NULL;
     REQUIRE_RC(asb_templates_build(&t, C, tdir(names[i], yaml), NULL), ASB_OK);
     asb_template_free(t);

@@ -1778,6 +1778,87 @@ function templates.delete(id, t)
   return true
 end
 
+-- E2B's Template builder (asb_templates_build_steps): a build's state as a table.
+local function template_build(b)
+  local step = core.asb_template_build_error_step(b)
+  local logs = {}
+  for i = 0, core.asb_template_build_log_count(b) - 1 do
+    logs[#logs + 1] = { timestamp_ms = core.asb_template_build_log_timestamp(b, i),
+                        level = core.asb_template_build_log_level(b, i),
+                        message = core.asb_template_build_log_message(b, i) }
+  end
+  return { template_id = core.asb_template_build_template_id(b),
+           build_id = core.asb_template_build_build_id(b),
+           status = core.asb_template_build_status(b),
+           error = core.asb_template_build_error(b),
+           error_step = step >= 0 and step or nil, logs = logs }
+end
+
+--- templates.build_steps(name, spec, { context_dir, tags, cpu_count, memory_mb,
+--- skip_cache, background, timeout_ms, client | connection keys }): build
+--- template name ("app" or "app:tag") from E2B's builder JSON spec (a table
+--- or its JSON text: fromTemplate/fromImage, steps, startCmd, readyCmd);
+--- COPY sources come from context_dir, uploaded by hash. Returns {template_id,
+--- build_id, status, error, error_step, logs = {{timestamp_ms, level,
+--- message}}}; a failed build is nil, err with err.build = that table.
+function templates.build_steps(name, spec, t)
+  check(name, "string", "templates.build_steps", "name")
+  t = options(t, with_conn({ "context_dir", "tags", "cpu_count", "memory_mb", "skip_cache",
+                             "background", "timeout_ms" }), "templates.build_steps")
+  local text = spec
+  if type(spec) == "table" then
+    local jerr
+    text, jerr = M.json_encode(spec)
+    if not text then return nil, jerr end
+  end
+  check(text, "string", "templates.build_steps", "spec")
+  local c, err = client_of(t, "templates.build_steps")
+  if not c then return nil, err end
+  local o = core.asb_template_steps_options()
+  if t.context_dir ~= nil then o.context_dir = t.context_dir end
+  if t.tags ~= nil then o.tags = t.tags end
+  o.cpu_count = t.cpu_count or 0
+  o.memory_mb = t.memory_mb or 0
+  o.skip_cache = flag(t.skip_cache)
+  o.background = flag(t.background)
+  if t.timeout_ms ~= nil then o.timeout_ms = t.timeout_ms end
+  local rc, b = core.asb_templates_build_steps(client_handle(c), name, text, o)
+  local state = b and template_build(b) or nil
+  if rc < 0 then
+    local _, e = fail(rc, "templates.build_steps")
+    e.build = state
+    return nil, e
+  end
+  return state
+end
+
+--- templates.build_status(template_id, build_id, { logs_offset }): the state of
+--- a build and up to 100 log lines from logs_offset.
+function templates.build_status(template_id, build_id, t)
+  check(template_id, "string", "templates.build_status", "template_id")
+  check(build_id, "string", "templates.build_status", "build_id")
+  t = options(t, with_conn({ "logs_offset", "request_timeout_ms" }), "templates.build_status")
+  local c, err = client_of(t, "templates.build_status")
+  if not c then return nil, err end
+  local rc, b = core.asb_templates_build_status(client_handle(c), template_id, build_id,
+                                                t.logs_offset or 0,
+                                                call_options(t.request_timeout_ms))
+  if rc < 0 then return fail(rc, "templates.build_status") end
+  return template_build(b)
+end
+
+--- templates.exists(name): whether a template of that name exists.
+function templates.exists(name, t)
+  check(name, "string", "templates.exists", "name")
+  t = options(t, with_conn({ "request_timeout_ms" }), "templates.exists")
+  local c, err = client_of(t, "templates.exists")
+  if not c then return nil, err end
+  local rc, yes = core.asb_templates_alias_exists(client_handle(c), name,
+                                                  call_options(t.request_timeout_ms))
+  if rc < 0 then return fail(rc, "templates.exists") end
+  return yes == 1
+end
+
 -- ---- volumes ----------------------------------------------------------------------------
 
 local volumes = {}

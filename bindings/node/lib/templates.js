@@ -45,6 +45,39 @@ class Template {
     return (await invoke(N.templateOp, [c.handle, 3, undefined, callOpts(opts)], { signal: opts.signal })).map(info)
   }
 
+  /** Build name ("app" or "app:tag") from E2B's builder JSON spec (an object
+   * or its text); COPY sources come from opts.contextDir, uploaded by hash.
+   * opts: contextDir, tags, cpuCount, memoryMB, skipCache, background,
+   * timeoutMs, signal, connection options. A failed build rejects with a
+   * BuildError (the engine's reason). */
+  static async buildSteps(name, spec, opts = {}) {
+    const c = await client(connOf(opts))
+    const text = typeof spec === 'string' ? spec : JSON.stringify(spec)
+    const o = {
+      contextDir: opts.contextDir,
+      tags: opts.tags,
+      skipCache: !!opts.skipCache,
+      background: !!opts.background,
+      cpuCount: opts.cpuCount || 0,
+      memoryMB: opts.memoryMB || 0,
+      timeoutMs: ms(opts.timeoutMs)
+    }
+    return invoke(N.templateBuilderOp, [c.handle, 1, name, text, o], { signal: opts.signal })
+  }
+
+  /** The state of a build and up to 100 log lines from opts.logsOffset. */
+  static async buildStatus(templateId, buildId, opts = {}) {
+    const c = await client(connOf(opts))
+    const o = { ...callOpts(opts), logsOffset: opts.logsOffset || 0 }
+    return invoke(N.templateBuilderOp, [c.handle, 2, templateId, buildId, o], { signal: opts.signal })
+  }
+
+  /** Whether a template of that name exists. */
+  static async exists(name, opts = {}) {
+    const c = await client(connOf(opts))
+    return invoke(N.templateBuilderOp, [c.handle, 3, name, undefined, callOpts(opts)], { signal: opts.signal })
+  }
+
   static async delete(templateId, opts = {}) {
     const c = await client(connOf(opts))
     await invoke(N.templateOp, [c.handle, 4, templateId, callOpts(opts)], { signal: opts.signal })

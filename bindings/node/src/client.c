@@ -807,6 +807,117 @@ static napi_value js_template_op(napi_env env, napi_callback_info info) {
   return anode_call_submit(env, &c->base, b);
 }
 
+/* ---- E2B's Template builder (asb_templates_build_steps) ------------------------------ */
+
+enum { TBOP_STEPS = 1, TBOP_STATUS, TBOP_EXISTS };
+
+static void w_tbuild(anode_call *base) {
+  gen_call *c = (gen_call *)base;
+  asb_call_options call = gen_callopts(c);
+  int rc = ASB_EINVAL;
+  asb_template_build *b = NULL;
+  if (c->op == TBOP_STEPS) {
+    asb_template_steps_options o = ASB_TEMPLATE_STEPS_OPTIONS_INIT;
+    o.context_dir = c->s[2];
+    o.tags = (const char *const *)c->v[0];
+    o.skip_cache = c->i[0];
+    o.background = c->i[1];
+    o.cpu_count = c->i[2];
+    o.memory_mb = c->i[3];
+    o.timeout_ms = c->l[0];
+    o.cancel = base->cancel;
+    rc = asb_templates_build_steps(&b, c->client, c->s[0], c->s[1], &o);
+    /* a failed build: the error only (its message is the engine's reason) */
+    if (rc < 0) {
+      asb_template_build_free(b);
+      b = NULL;
+    }
+  } else if (c->op == TBOP_STATUS) {
+    rc = asb_templates_build_status(&b, c->client, c->s[0], c->s[1], c->i[0], &call);
+  } else {
+    int yes = 0;
+    rc = asb_templates_alias_exists(&yes, c->client, c->s[0], &call);
+    c->i[0] = yes;
+  }
+  c->out = b;
+  if (rc < 0)
+    anode_call_fail(base, rc);
+  else
+    c->base.rc = rc;
+}
+
+static napi_value r_tbuild(napi_env env, anode_call *base) {
+  gen_call *c = (gen_call *)base;
+  if (base->rc < 0) return NULL;
+  if (c->op == TBOP_EXISTS) {
+    napi_value v;
+    napi_get_boolean(env, c->i[0] != 0, &v);
+    return v;
+  }
+  const asb_template_build *b = c->out;
+  napi_value o = anode_obj(env);
+  anode_set(env, o, "templateId", anode_str(env, asb_template_build_template_id(b)));
+  anode_set(env, o, "buildId", anode_str(env, asb_template_build_build_id(b)));
+  anode_set(env, o, "status", anode_str(env, asb_template_build_status(b)));
+  anode_set(env, o, "error", anode_str(env, asb_template_build_error(b)));
+  anode_set(env, o, "errorStep", anode_num(env, asb_template_build_error_step(b)));
+  size_t n = asb_template_build_log_count(b);
+  napi_value a;
+  napi_create_array_with_length(env, n, &a);
+  for (size_t i = 0; i < n; i++) {
+    napi_value l = anode_obj(env);
+    anode_set(env, l, "timestampMs",
+              anode_num(env, (double)asb_template_build_log_timestamp(b, i)));
+    anode_set(env, l, "level", anode_str(env, asb_template_build_log_level(b, i)));
+    anode_set(env, l, "message", anode_str(env, asb_template_build_log_message(b, i)));
+    napi_set_element(env, a, (uint32_t)i, l);
+  }
+  anode_set(env, o, "logs", a);
+  return o;
+}
+
+static void c_tbuild(anode_call *base) {
+  gen_call *c = (gen_call *)base;
+  asb_template_build_free(c->out);
+  c->out = NULL;
+  gen_cleanup(base);
+}
+
+/* templateBuilderOp(client, op, a, b, opts, cb): steps (1: a = name, b =
+ * the builder JSON, opts {contextDir, tags, skipCache, background,
+ * cpuCount, memoryMB, timeoutMs}), status (2: a = template id, b = build
+ * id, opts {logsOffset} + call options), exists (3: a = name). */
+static napi_value js_template_builder_op(napi_env env, napi_callback_info info) {
+  GEN_ARGS(6);
+  gen_call *c = gen_new(env, argv[5]);
+  if (!c) return NULL;
+  anode_box *bx = gen_client(env, c, argv[0]);
+  int32_t op = 0;
+  if (!bx) return gen_discard(env, c);
+  napi_get_value_int32(env, argv[1], &op);
+  if (op < TBOP_STEPS || op > TBOP_EXISTS) {
+    anode_throw(env, "ERR_INVALID_ARG_VALUE", "unknown template builder operation");
+    return gen_discard(env, c);
+  }
+  if (anode_get_string(env, argv[2], &c->s[0]) ||
+      (op != TBOP_EXISTS && anode_get_string(env, argv[3], &c->s[1])) ||
+      (op == TBOP_STEPS && (anode_opt_string(env, argv[4], "contextDir", &c->s[2]) ||
+                            anode_opt_strv(env, argv[4], "tags", &c->v[0]) ||
+                            anode_opt_bool(env, argv[4], "skipCache", &c->i[0]) ||
+                            anode_opt_bool(env, argv[4], "background", &c->i[1]) ||
+                            anode_opt_int(env, argv[4], "cpuCount", &c->i[2]) ||
+                            anode_opt_int(env, argv[4], "memoryMB", &c->i[3]) ||
+                            anode_opt_long(env, argv[4], "timeoutMs", &c->l[0]))) ||
+      (op == TBOP_STATUS && anode_opt_int(env, argv[4], "logsOffset", &c->i[0])) ||
+      (op != TBOP_STEPS && gen_read_callopts(env, c, argv[4])))
+    return gen_discard(env, c);
+  c->op = op;
+  c->base.work = w_tbuild;
+  c->base.result = r_tbuild;
+  c->base.cleanup = c_tbuild;
+  return anode_call_submit(env, &c->base, bx);
+}
+
 /* ---- snapshots and fork (docs/snapshots.md) ----------------------------------------- */
 
 static void w_sandbox_snapshot(anode_call *base) {
@@ -936,4 +1047,5 @@ const anode_fn anode_client_fns[] = {{"clientNew", js_client_new},
                                      {"sessionOp", js_session_op},
                                      {"sessionMetadata", js_session_metadata},
                                      {"templateOp", js_template_op},
+                                     {"templateBuilderOp", js_template_builder_op},
                                      {NULL, NULL}};

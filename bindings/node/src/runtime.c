@@ -539,7 +539,8 @@ static void box_finalize(napi_env env, void *data, void *hint) {
   free(b);
 }
 
-static const char *box_names[] = {"", "client", "sandbox", "process", "watch", "agent session", "volume"};
+static const char *box_names[] = {"",      "client",        "sandbox", "process",
+                                  "watch", "agent session", "volume"};
 
 napi_value anode_box_new(napi_env env, anode_box_kind kind, void *ptr, anode_sink *sink) {
   anode_box *b = calloc(1, sizeof *b);
@@ -735,6 +736,7 @@ static const struct {
              {"asb_session_list", "asb_session_list_free"},
              {"asb_template", "asb_template_free"},
              {"asb_template_list", "asb_template_list_free"},
+             {"asb_template_build", "asb_template_build_free"},
              {"asb_snapshot_list", "asb_snapshot_list_free"},
              {"asb_agent_list", "asb_agent_list_free"},
              {"asb_agent_session", "asb_agent_session_free"},

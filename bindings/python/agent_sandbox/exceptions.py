@@ -34,6 +34,7 @@ __all__ = [
     "RateLimitException",
     "CommandExitException",
     "BuildException",
+    "FileUploadException",
     "CommandNotFoundError",
     "CommandFailedError",
     "OperationCancelledError",
@@ -161,6 +162,10 @@ class CommandExitException(SandboxException):
 
 class BuildException(AgentSandboxError):
     """A template build failed (a step failed; the message ends with its output)."""
+
+
+class FileUploadException(BuildException):
+    """The files of a template's COPY step could not be uploaded (E2B's name)."""
 
 
 class CommandNotFoundError(NotFoundException):

@@ -12,6 +12,17 @@ connection options (``api_key``, ``api_url``, ...)::
     for t in await templates.list_all(): ...
     await templates.delete("c-hello")
 
+E2B's Template builder (what ``agent_sandbox.compat.Template`` calls):
+:func:`build_steps` builds from the steps JSON E2B's SDKs send
+(``{"fromTemplate": "base", "steps": [{"type": "RUN", "args": [...]}, ...]}``),
+uploading each COPY step's files from a local context directory;
+:func:`build_status`, :func:`alias_exists` and the tag calls go with it::
+
+    state = await templates.build_steps("my-app:v1", {"fromTemplate": "base",
+        "steps": [{"type": "COPY", "args": ["app", "/opt/app", "", ""]},
+                  {"type": "RUN", "args": ["ls /opt/app"]}]},
+        context_dir=".", on_log=lambda line: print(line.message))
+
 Errors: :class:`InvalidArgumentException` for a missing or invalid
 ``template.yaml`` (the message is ``template.yaml:<line>:<col>: <field>:
 <why>``) or a built-in template given to :func:`delete`,
@@ -25,7 +36,8 @@ from __future__ import annotations
 import datetime as _dt
 import json as _json
 import os
-from typing import Any, List, Optional, Union
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, List, Optional, Sequence, Union
 
 from . import _native as N
 from . import lowlevel as ll
@@ -33,7 +45,9 @@ from .exceptions import NotFoundException
 from .models import TemplateInfo
 
 __all__ = ["build", "get", "list_all", "delete", "build_sync", "get_sync", "list_all_sync",
-           "delete_sync"]
+           "delete_sync", "build_steps", "build_steps_sync", "build_status", "build_status_sync",
+           "alias_exists", "alias_exists_sync", "assign_tags", "assign_tags_sync", "remove_tags",
+           "remove_tags_sync", "get_tags", "get_tags_sync", "BuildLine", "BuildState"]
 
 
 def _info(t: Any) -> TemplateInfo:
@@ -116,6 +130,165 @@ async def list_all(*, request_timeout: Optional[float] = None, **conn: Any) -> L
 async def delete(template: str, *, request_timeout: Optional[float] = None, **conn: Any) -> None:
     await N.run(delete_sync, template, request_timeout=request_timeout, **conn)
 
+
+# ---- E2B's Template builder --------------------------------------------------------
+
+
+@dataclass
+class BuildLine:
+    """One line of a build's log."""
+
+    timestamp: Optional[_dt.datetime]
+    level: str
+    message: str
+
+
+@dataclass
+class BuildState:
+    """A builder build: its ids, state (``waiting``, ``building``, ``ready``,
+    ``error``), a failed build's reason and E2B's step number (0 the base,
+    i + 1 for ``steps[i]``), and the log lines this answer held."""
+
+    template_id: str
+    build_id: str
+    status: str
+    error: Optional[str] = None
+    error_step: Optional[int] = None
+    logs: List[BuildLine] = field(default_factory=list)
+
+
+def _when(ms: int) -> Optional[_dt.datetime]:
+    return _dt.datetime.fromtimestamp(ms / 1000.0, tz=_dt.timezone.utc) if ms else None
+
+
+def _state(b: Any) -> BuildState:
+    step = ll.asb_template_build_error_step(b)
+    return BuildState(
+        template_id=ll.asb_template_build_template_id(b) or "",
+        build_id=ll.asb_template_build_build_id(b) or "",
+        status=ll.asb_template_build_status(b) or "",
+        error=ll.asb_template_build_error(b),
+        error_step=None if step < 0 else step,
+        logs=[BuildLine(_when(ll.asb_template_build_log_timestamp(b, i)),
+                        ll.asb_template_build_log_level(b, i) or "info",
+                        ll.asb_template_build_log_message(b, i) or "")
+              for i in range(ll.asb_template_build_log_count(b))],
+    )
+
+
+def build_steps_sync(name: str, build: Union[str, Dict[str, Any]], *,
+                     context_dir: Union[None, str, "os.PathLike[str]"] = None,
+                     tags: Optional[Sequence[str]] = None, cpu_count: int = 0,
+                     memory_mb: int = 0, skip_cache: bool = False, background: bool = False,
+                     on_log: Optional[Callable[[BuildLine], None]] = None,
+                     timeout: Optional[float] = None, **conn: Any) -> BuildState:
+    """Build template ``name`` (``"app"`` or ``"app:tag"``) from E2B's
+    builder JSON ``build`` (a dict or its JSON text). COPY steps without a
+    ``filesHash`` have their files packed from ``context_dir`` (default: the
+    current directory) and uploaded unless the engine has them. Returns once
+    the build is ready (``background``: once started). ``on_log`` gets each
+    :class:`BuildLine` as it arrives; an exception it raises stops following
+    the build and is raised here. A failed build raises
+    :class:`BuildException` with ``.state`` (a :class:`BuildState`: the
+    failing step, the log)."""
+    o = ll.asb_template_steps_options()
+    if context_dir is not None:
+        o.context_dir = os.fspath(context_dir)
+    if tags:
+        o.tags = list(tags)
+    o.cpu_count = int(cpu_count or 0)
+    o.memory_mb = int(memory_mb or 0)
+    o.skip_cache = 1 if skip_cache else 0
+    o.background = 1 if background else 0
+    o.timeout_ms = N.ms(timeout)
+    o.cancel = N.current_cancel()
+    cb = None
+    if on_log is not None:
+        def deliver(ts: int, level: Optional[str], message: Optional[str]) -> None:
+            on_log(BuildLine(_when(ts), level or "info", message or ""))
+        cb = ll.asbpy_callbacks(None, None, None, None, deliver, None, 0)
+        o.bind(cb)
+    text = build if isinstance(build, str) else _json.dumps(build)
+    r = ll.asb_templates_build_steps(N.client(**conn), name, text, o)
+    rc, b = (r[0], r[1]) if type(r) is list else (r, None)
+    state = _state(b) if b is not None else None
+    if rc < 0:
+        try:
+            N.fail(rc, cb)
+        except BaseException as e:
+            if state is not None:
+                e.state = state  # type: ignore[attr-defined]
+            raise
+    assert state is not None
+    return state
+
+
+def build_status_sync(template_id: str, build_id: str, logs_offset: int = 0, *,
+                      request_timeout: Optional[float] = None, **conn: Any) -> BuildState:
+    """The state of a build and its log lines from ``logs_offset`` (at most
+    100); :class:`NotFoundException` for an unknown build."""
+    return _state(N.call(ll.asb_templates_build_status, N.client(**conn), template_id, build_id,
+                         int(logs_offset), _call(request_timeout), not_found=NotFoundException))
+
+
+def alias_exists_sync(alias: str, *, request_timeout: Optional[float] = None,
+                      **conn: Any) -> bool:
+    """Whether a template of that name exists."""
+    return bool(N.call(ll.asb_templates_alias_exists, N.client(**conn), alias,
+                       _call(request_timeout)))
+
+
+def assign_tags_sync(target: str, tags: Sequence[str], *,
+                     request_timeout: Optional[float] = None, **conn: Any) -> None:
+    """Make ``tags`` name the build ``target`` (``"name:tag"`` or ``"name"``) names."""
+    N.call(ll.asb_templates_tags_assign, N.client(**conn), target, list(tags),
+           _call(request_timeout), not_found=NotFoundException)
+
+
+def remove_tags_sync(name: str, tags: Sequence[str], *, request_timeout: Optional[float] = None,
+                     **conn: Any) -> None:
+    """Remove ``tags`` from template ``name``."""
+    N.call(ll.asb_templates_tags_remove, N.client(**conn), name, list(tags),
+           _call(request_timeout), not_found=NotFoundException)
+
+
+def get_tags_sync(template_id: str, *, request_timeout: Optional[float] = None,
+                  **conn: Any) -> List[Dict[str, Any]]:
+    """The tags of a template: ``[{"tag", "buildID", "createdAt"}]``."""
+    text = N.call(ll.asb_templates_tags_list, N.client(**conn), template_id,
+                  _call(request_timeout), not_found=NotFoundException)
+    return list(_json.loads(text or "[]"))
+
+
+async def build_steps(name: str, build: Union[str, Dict[str, Any]], **kw: Any) -> BuildState:
+    return await N.run(build_steps_sync, name, build, **kw)
+
+
+async def build_status(template_id: str, build_id: str, logs_offset: int = 0,
+                       **kw: Any) -> BuildState:
+    return await N.run(build_status_sync, template_id, build_id, logs_offset, **kw)
+
+
+async def alias_exists(alias: str, **kw: Any) -> bool:
+    return await N.run(alias_exists_sync, alias, **kw)
+
+
+async def assign_tags(target: str, tags: Sequence[str], **kw: Any) -> None:
+    await N.run(assign_tags_sync, target, tags, **kw)
+
+
+async def remove_tags(name: str, tags: Sequence[str], **kw: Any) -> None:
+    await N.run(remove_tags_sync, name, tags, **kw)
+
+
+async def get_tags(template_id: str, **kw: Any) -> List[Dict[str, Any]]:
+    return await N.run(get_tags_sync, template_id, **kw)
+
+
+for _a, _s in ((build_steps, build_steps_sync), (build_status, build_status_sync),
+               (alias_exists, alias_exists_sync), (assign_tags, assign_tags_sync),
+               (remove_tags, remove_tags_sync), (get_tags, get_tags_sync)):
+    _a.__doc__ = _s.__doc__
 
 build.__doc__ = build_sync.__doc__
 get.__doc__ = get_sync.__doc__

@@ -59,4 +59,39 @@ describe("templates", function()
     H.fails("ASB_ENOTFOUND", asb.templates.get("no-such-template"))
     H.fails("ASB_EINVAL", asb.templates.delete("base"))
   end)
+  it("build E2B's builder steps (COPY from a context dir, RUN), with status and errors", function()
+    local d = dir_with({ ["hello.txt"] = "from lua's context\n" })
+    local b = assert(asb.templates.build_steps("lua-steps:v1", {
+      fromTemplate = "base",
+      steps = {
+        { type = "COPY", args = { "hello.txt", "/home/user/hello.txt", "", "" } },
+        { type = "RUN", args = { "cat /home/user/hello.txt" } },
+      },
+    }, { context_dir = d, cpu_count = 1, memory_mb = 256 }))
+    assert.are.equal("ready", b.status)
+    assert.is_nil(b.error_step)
+    local said = false
+    for _, l in ipairs(b.logs) do
+      if l.message == "from lua's context" then said = true end
+    end
+    assert.is_true(said)
+    assert.is_true(assert(asb.templates.exists("lua-steps")))
+    assert.are.equal(false, asb.templates.exists("no-such-lua-steps"))
+    local st = assert(asb.templates.build_status(b.template_id, b.build_id, { logs_offset = 1 }))
+    assert.are.equal("ready", st.status)
+    assert.are.equal(#b.logs - 1, #st.logs)
+    do
+      local sb <close> = assert(asb.Sandbox.create{ template = "lua-steps", timeout_ms = 120000 })
+      assert.are.equal("from lua's context\n", assert(sb.commands:run("cat /home/user/hello.txt")).stdout)
+    end
+    assert.is_true(assert(asb.templates.delete("lua-steps")))
+    local e = H.fails("ASB_EBUILD", asb.templates.build_steps("lua-steps-bad", [[
+      {"fromTemplate": "base", "steps": [{"type": "RUN", "args": ["exit 4"]}]}]]))
+    assert.matches("exit code 4", e.message)
+    assert.are.equal(1, e.build.error_step)
+    assert.are.equal("error", e.build.status)
+    H.fails("ASB_EINVAL", asb.templates.build_steps("lua-steps-bad", {
+      fromTemplate = "base", steps = { { type = "COPY", args = { "../x", "/x" } } } },
+      { context_dir = d }))
+  end)
 end)

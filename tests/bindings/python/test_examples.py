@@ -86,6 +86,14 @@ def test_templates(engine):
     assert out[3].startswith("build failed:") and "exit code 3" in out[3]
 
 
+def test_e2b_template(engine):
+    out = run(engine, "e2b_template.py").splitlines()
+    assert out[0] == "built py-e2b-builder-example:v1: tags ['v1'], exists: True"
+    assert out[1] == ("the start command's server says: hello from a template built with "
+                      "E2B's Python builder")
+    assert out[2].startswith("build failed at e2b_template.py:46: ") and "exit code 3" in out[2]
+
+
 def test_e2b_charts(engine):
     out = run(engine, "e2b_charts.py").splitlines()
     assert out[0] == "chart: Fruit kg [('apples', '2024', 3.0), ('pears', '2024', 5.0)] png"

@@ -169,6 +169,33 @@ __all__ = [
     "SecretInfo",
     "SecretPaginator",
     "AsyncSecretPaginator",
+    # E2B's Template builder (template/, template_sync/, template_async/)
+    "Template",
+    "AsyncTemplate",
+    "TemplateBase",
+    "TemplateBuilder",
+    "TemplateFinal",
+    "TemplateClass",
+    "BuildInfo",
+    "BuildStatusReason",
+    "CopyItem",
+    "InstructionType",
+    "TemplateBuildStatus",
+    "TemplateBuildStatusResponse",
+    "TemplateTag",
+    "TemplateTagInfo",
+    "LogEntry",
+    "LogEntryStart",
+    "LogEntryEnd",
+    "LogEntryLevel",
+    "default_build_logger",
+    "ReadyCmd",
+    "wait_for_port",
+    "wait_for_url",
+    "wait_for_process",
+    "wait_for_file",
+    "wait_for_timeout",
+    "FileUploadException",
 ]
 
 DEFAULT_TEMPLATE = "base"
@@ -1464,3 +1491,34 @@ from .iam import (  # noqa: E402,F401 (E2B's e2b.sandbox.sandbox_api helpers)
     build_network_update_body,
     from_client_network_config,
 )
+
+# ---- E2B's Template builder (after _conn, which it uses) ------------------------------
+
+from ..exceptions import FileUploadException  # noqa: E402
+from .template import (  # noqa: E402
+    BuildInfo,
+    BuildStatusReason,
+    CopyItem,
+    InstructionType,
+    LogEntry,
+    LogEntryEnd,
+    LogEntryLevel,
+    LogEntryStart,
+    ReadyCmd,
+    TemplateBase,
+    TemplateBuilder,
+    TemplateBuildStatus,
+    TemplateBuildStatusResponse,
+    TemplateClass,
+    TemplateFinal,
+    TemplateTag,
+    TemplateTagInfo,
+    default_build_logger,
+    wait_for_file,
+    wait_for_port,
+    wait_for_process,
+    wait_for_timeout,
+    wait_for_url,
+)
+from .template_async import AsyncTemplate  # noqa: E402
+from .template_sync import Template  # noqa: E402

@@ -1,0 +1,292 @@
+/* E2B's Template builder through the C ABI (asb_templates_build_steps and
+ * friends) against a real agent-sandboxd: steps JSON as E2B's SDKs send it,
+ * COPY files from a local context directory uploaded by hash, a RUN whose
+ * output is checked in a sandbox created from the result, the log
+ * callback, a failing step's error, step index and log, bad COPY sources,
+ * a build in the background followed by its status, aliases and tags.
+ * Runs as root; cleans up the engine, its sandboxes and templates.
+ * SPDX-License-Identifier: Apache-2.0 */
+#include <agentsandbox.h>
+#include <sys/stat.h>
+
+#include "asb_testing.h"
+#include "engine_fixture.h"
+
+static engine_fixture F;
+static asb_client *C;
+static char CTX[128];
+
+static void put(const char *rel, const char *content) {
+  char p[512];
+  snprintf(p, sizeof p, "%s/%s", CTX, rel);
+  FILE *f = fopen(p, "w");
+  if (f) {
+    fputs(content, f);
+    fclose(f);
+  }
+}
+
+typedef struct logs {
+  char text[65536];
+  size_t len;
+  int lines, stop_after;
+} logs;
+
+static int on_log(asb_int64 ts, const char *level, const char *message, void *ud) {
+  logs *l = ud;
+  int n = snprintf(l->text + l->len, sizeof l->text - l->len, "%s %s\n", level, message);
+  if (n > 0 && l->len + (size_t)n < sizeof l->text) l->len += (size_t)n;
+  l->lines++;
+  if (ts <= 1700000000000LL) return -1; /* a time that parsed */
+  return l->stop_after && l->lines >= l->stop_after ? 1 : 0;
+}
+
+static char *sh(asb_sandbox *sb, const char *cmd) {
+  asb_command_result *r = NULL;
+  int rc = asb_commands_run(&r, sb, cmd, NULL);
+  char *out = strdup(r ? asb_command_result_stdout(r, NULL) : "<error>");
+  if (rc != ASB_OK) fprintf(stderr, "run '%s': %s\n", cmd, asb_error_last()->message);
+  asb_command_result_free(r);
+  return out;
+}
+
+static const char BUILD[] =
+    "{\"fromTemplate\": \"base\", \"steps\": ["
+    "{\"type\": \"ENV\", \"args\": [\"GREETING\", \"hi there\"]},"
+    "{\"type\": \"COPY\", \"args\": [\"app\", \"/opt/app\", \"\", \"\"]},"
+    "{\"type\": \"COPY\", \"args\": [\"conf/*.txt\", \"/opt/conf/\", \"root\", \"0604\"]},"
+    "{\"type\": \"RUN\", \"args\": [\"cat /opt/app/hello.txt > /home/user/out.txt && "
+    "echo \\\"built: $GREETING $(whoami)\\\"\", \"\"]},"
+    "{\"type\": \"WORKDIR\", \"args\": [\"/opt/app\"]}]}";
+
+TEST(build_copy_run_and_create) {
+  logs l;
+  memset(&l, 0, sizeof l);
+  asb_template_steps_options o = ASB_TEMPLATE_STEPS_OPTIONS_INIT;
+  const char *tags[] = {"v2", NULL};
+  o.context_dir = CTX;
+  o.cpu_count = 1;
+  o.memory_mb = 256;
+  o.tags = tags;
+  o.on_log = on_log;
+  o.userdata = &l;
+  asb_template_build *b = NULL;
+  REQUIRE_RC(asb_templates_build_steps(&b, C, "steps-app:v1", BUILD, &o), ASB_OK);
+  CHECK_STR(asb_template_build_status(b), "ready");
+  CHECK(asb_template_build_error(b) == NULL);
+  CHECK_INT(asb_template_build_error_step(b), -1);
+  CHECK_INT(strlen(asb_template_build_template_id(b)), 20);
+  CHECK(*asb_template_build_build_id(b));
+  /* the engine's lines, after the library's own progress (as E2B's SDKs log it) */
+  int engine_lines = (int)asb_template_build_log_count(b);
+  CHECK_INT(engine_lines + 4, l.lines);
+  CHECK(asb_template_build_log_count(b) > 0);
+  CHECK(strstr(l.text, "info Template created with ID: "));
+  CHECK(strstr(l.text, "info Uploaded 'app'\ninfo Uploaded 'conf/*.txt'\ninfo Starting building"));
+  /* the RUN step's output came through the callback, as the user it ran as */
+  CHECK(strstr(l.text, "built: hi there user"));
+  CHECK(strstr(l.text, "info "));
+  char tid[64], bid[64];
+  snprintf(tid, sizeof tid, "%s", asb_template_build_template_id(b));
+  snprintf(bid, sizeof bid, "%s", asb_template_build_build_id(b));
+  asb_template_build_free(b);
+
+  /* the status of that build, its log from an offset */
+  REQUIRE_RC(asb_templates_build_status(&b, C, tid, bid, 1, NULL), ASB_OK);
+  CHECK_STR(asb_template_build_status(b), "ready");
+  CHECK_INT((int)asb_template_build_log_count(b), engine_lines - 1);
+  CHECK(asb_template_build_log_message(b, 0) != NULL);
+  CHECK(asb_template_build_log_message(b, 100000) == NULL);
+  asb_template_build_free(b);
+
+  /* the files and the RUN's work, in a sandbox of the template */
+  asb_sandbox_options so = ASB_SANDBOX_OPTIONS_INIT;
+  so.template_id = "steps-app";
+  so.timeout_ms = 120000;
+  asb_sandbox *sb = NULL;
+  REQUIRE_RC(asb_sandbox_create(&sb, C, &so), ASB_OK);
+  char *out = sh(sb,
+                 "cat /home/user/out.txt /opt/app/sub/deep.txt; readlink /opt/app/link; "
+                 "cat /opt/conf/a.txt /opt/conf/b.txt; stat -c '%U %a' /opt/conf/a.txt "
+                 "/opt/app/hello.txt; test -e /opt/conf/skip.md || echo no-md; "
+                 "echo \"$GREETING\"");
+  CHECK_STR(out,
+            "hello from the context\ndeep\nhello.txt\nA\nB\nroot 604\nuser 644\nno-md\n"
+            "hi there\n");
+  free(out);
+  asb_sandbox_kill(sb, NULL);
+  asb_sandbox_free(sb);
+
+  /* aliases and tags */
+  int exists = -1;
+  CHECK_RC(asb_templates_alias_exists(&exists, C, "steps-app", NULL), ASB_OK);
+  CHECK_INT(exists, 1);
+  CHECK_RC(asb_templates_alias_exists(&exists, C, "no-such-template-xyz", NULL), ASB_OK);
+  CHECK_INT(exists, 0);
+  char *tj = NULL;
+  REQUIRE_RC(asb_templates_tags_list(&tj, C, tid, NULL), ASB_OK);
+  CHECK(strstr(tj, "\"tag\":\"v1\"") && strstr(tj, "\"tag\":\"v2\""));
+  asb_free(tj);
+  const char *more[] = {"prod", NULL};
+  CHECK_RC(asb_templates_tags_assign(C, "steps-app:v1", more, NULL), ASB_OK);
+  REQUIRE_RC(asb_templates_tags_list(&tj, C, tid, NULL), ASB_OK);
+  CHECK(strstr(tj, "\"tag\":\"prod\""));
+  asb_free(tj);
+  CHECK_RC(asb_templates_tags_remove(C, "steps-app", more, NULL), ASB_OK);
+  REQUIRE_RC(asb_templates_tags_list(&tj, C, tid, NULL), ASB_OK);
+  CHECK(!strstr(tj, "\"tag\":\"prod\""));
+  asb_free(tj);
+  CHECK_RC(asb_templates_delete(C, "steps-app", NULL), ASB_OK);
+  CHECK_RC(asb_templates_alias_exists(&exists, C, "steps-app", NULL), ASB_OK);
+  CHECK_INT(exists, 0);
+}
+
+TEST(a_failing_step) {
+  logs l;
+  memset(&l, 0, sizeof l);
+  asb_template_steps_options o = ASB_TEMPLATE_STEPS_OPTIONS_INIT;
+  o.context_dir = CTX;
+  o.on_log = on_log;
+  o.userdata = &l;
+  asb_template_build *b = NULL;
+  REQUIRE_RC(asb_templates_build_steps(
+                 &b, C, "steps-fail",
+                 "{\"fromTemplate\": \"base\", \"steps\": ["
+                 "{\"type\": \"RUN\", \"args\": [\"true\"]},"
+                 "{\"type\": \"RUN\", \"args\": [\"echo boom-out; echo boom-err >&2; exit 7\"]}]}",
+                 &o),
+             ASB_EBUILD);
+  REQUIRE(b);
+  const char *msg = asb_error_last()->message;
+  CHECK(strstr(msg, "exit code 7") && strstr(msg, "boom-err"));
+  CHECK_STR(asb_template_build_status(b), "error");
+  CHECK(asb_template_build_error(b) && strstr(asb_template_build_error(b), "exit code 7"));
+  CHECK_INT(asb_template_build_error_step(b), 2); /* E2B's: 0 is the base */
+  CHECK(strstr(l.text, "error ") && strstr(l.text, "boom-out"));
+  asb_template_build_free(b);
+  int exists = -1;
+  CHECK_RC(asb_templates_alias_exists(&exists, C, "steps-fail", NULL), ASB_OK);
+  CHECK_INT(exists, 0);
+}
+
+TEST(bad_input) {
+  asb_template_steps_options o = ASB_TEMPLATE_STEPS_OPTIONS_INIT;
+  o.context_dir = CTX;
+  asb_template_build *b = NULL;
+  CHECK_RC(asb_templates_build_steps(&b, C, "steps-bad", "[1]", &o), ASB_EINVAL);
+  CHECK_RC(asb_templates_build_steps(&b, C, "steps-bad",
+                                     "{\"steps\": [{\"type\": \"COPY\", \"args\": "
+                                     "[\"nothing-here/*\", \"/x\"]}]}",
+                                     &o),
+           ASB_EINVAL);
+  CHECK(strstr(asb_error_last()->message, "steps[0] (COPY)") &&
+        strstr(asb_error_last()->message, "matches 'nothing-here/*'"));
+  CHECK_RC(asb_templates_build_steps(
+               &b, C, "steps-bad",
+               "{\"steps\": [{\"type\": \"COPY\", \"args\": [\"../etc/passwd\", \"/x\"]}]}", &o),
+           ASB_EINVAL);
+  CHECK(strstr(asb_error_last()->message, "without '..'"));
+  /* what the engine refuses comes back with the step's index */
+  CHECK_RC(asb_templates_build_steps(
+               &b, C, "steps-bad",
+               "{\"fromTemplate\": \"base\", \"steps\": [{\"type\": \"RUN\", \"args\": [\"true\"]},"
+               "{\"type\": \"USER\", \"args\": [\"nobody-here\"]}]}",
+               &o),
+           ASB_EINVAL);
+  CHECK(strstr(asb_error_last()->message, "steps[1]"));
+  CHECK(b == NULL);
+  asb_template_steps_options v0 = o;
+  v0.version = 99;
+  CHECK_RC(asb_templates_build_steps(&b, C, "steps-bad", "{}", &v0), ASB_EVERSION);
+}
+
+TEST(background_then_status_and_log_abort) {
+  asb_template_steps_options o = ASB_TEMPLATE_STEPS_OPTIONS_INIT;
+  o.background = 1;
+  o.skip_cache = 1;
+  asb_template_build *b = NULL;
+  const char *spec =
+      "{\"fromTemplate\": \"base\", \"steps\": [{\"type\": \"RUN\", \"args\": [\"echo bg\"]}]}";
+  REQUIRE_RC(asb_templates_build_steps(&b, C, "steps-bg", spec, &o), ASB_OK);
+  CHECK(!strcmp(asb_template_build_status(b), "building") ||
+        !strcmp(asb_template_build_status(b), "ready"));
+  char tid[64], bid[64];
+  snprintf(tid, sizeof tid, "%s", asb_template_build_template_id(b));
+  snprintf(bid, sizeof bid, "%s", asb_template_build_build_id(b));
+  asb_template_build_free(b);
+  const char *st = "";
+  asb_template_build *s = NULL;
+  WAIT_UNTIL((asb_template_build_free(s), s = NULL,
+              asb_templates_build_status(&s, C, tid, bid, 0, NULL) == ASB_OK &&
+                  (!strcmp(st = asb_template_build_status(s), "ready") || !strcmp(st, "error"))),
+             ASBT_DEADLINE_MS);
+  REQUIRE(s);
+  CHECK_STR(asb_template_build_status(s), "ready");
+  asb_template_build_free(s);
+  CHECK_RC(asb_templates_build_status(&s, C, tid, "no-such-build", 0, NULL), ASB_ENOTFOUND);
+  CHECK_RC(asb_templates_delete(C, "steps-bg", NULL), ASB_OK);
+
+  /* a log callback that says stop before the build started: ASB_EUSER, no
+   * build; once it started (the engine's first line): ASB_EUSER, and the
+   * build to follow */
+  logs l;
+  memset(&l, 0, sizeof l);
+  l.stop_after = 1;
+  o.background = 0;
+  o.on_log = on_log;
+  o.userdata = &l;
+  CHECK_RC(asb_templates_build_steps(&b, C, "steps-bg", spec, &o), ASB_EUSER);
+  CHECK(b == NULL);
+  CHECK(strstr(l.text, "Template created with ID"));
+  memset(&l, 0, sizeof l);
+  l.stop_after = 3; /* created, starting, the engine's first */
+  CHECK_RC(asb_templates_build_steps(&b, C, "steps-bg", spec, &o), ASB_EUSER);
+  REQUIRE(b);
+  CHECK_INT(l.lines, 3);
+  snprintf(tid, sizeof tid, "%s", asb_template_build_template_id(b));
+  snprintf(bid, sizeof bid, "%s", asb_template_build_build_id(b));
+  asb_template_build_free(b);
+  WAIT_UNTIL((asb_template_build_free(s), s = NULL,
+              asb_templates_build_status(&s, C, tid, bid, 0, NULL) == ASB_OK &&
+                  (!strcmp(st = asb_template_build_status(s), "ready") || !strcmp(st, "error"))),
+             ASBT_DEADLINE_MS);
+  REQUIRE(s);
+  CHECK_STR(asb_template_build_status(s), "ready");
+  asb_template_build_free(s);
+  CHECK_RC(asb_templates_delete(C, "steps-bg", NULL), ASB_OK);
+}
+
+int main(void) {
+  snprintf(CTX, sizeof CTX, "/tmp/asb-tplb-%d", (int)getpid());
+  char p[256];
+  mkdir(CTX, 0755);
+  snprintf(p, sizeof p, "%s/app", CTX);
+  mkdir(p, 0755);
+  snprintf(p, sizeof p, "%s/app/sub", CTX);
+  mkdir(p, 0755);
+  snprintf(p, sizeof p, "%s/conf", CTX);
+  mkdir(p, 0755);
+  put("app/hello.txt", "hello from the context\n");
+  put("app/sub/deep.txt", "deep\n");
+  put("conf/a.txt", "A\n");
+  put("conf/b.txt", "B\n");
+  put("conf/skip.md", "not copied\n");
+  snprintf(p, sizeof p, "%s/app/link", CTX);
+  if (symlink("hello.txt", p) != 0) perror("symlink");
+  char cmd[200];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", CTX);
+  if (engine_fixture_start(&F, "tplb") != 0 || engine_fixture_client(&F, &C) != 0) {
+    fprintf(stderr, "cannot start the engine\n");
+    engine_fixture_stop(&F);
+    if (system(cmd) != 0) fprintf(stderr, "cannot remove %s\n", CTX);
+    return 1;
+  }
+  RUN(build_copy_run_and_create);
+  RUN(a_failing_step);
+  RUN(bad_input);
+  RUN(background_then_status_and_log_abort);
+  asb_client_free(C);
+  engine_fixture_stop(&F);
+  if (system(cmd) != 0) fprintf(stderr, "cannot remove %s\n", CTX);
+  TEST_MAIN_END();
+}
