@@ -42,7 +42,23 @@ export declare class SnapshotPaginator {
   nextItems(opts?: ConnectionOpts & CallOpts): Promise<SnapshotInfo[]>
 }
 
+/** E2B's `mcp` option: MCP servers by name. Here `github/<owner>/<repo>`
+ * entries run (runCmd after installCmd, with envs); E2B's catalog names
+ * need Docker images and fail the create (docs/mcp.md, "The gateway"). */
+export type McpServer = Record<string, {
+  runCmd?: string
+  installCmd?: string
+  envs?: Record<string, string>
+  [k: string]: unknown
+}>
+
 export declare class Sandbox extends SandboxBase {
+  static create<T extends SandboxBase>(this: types.SandboxClass<T>, opts?: types.SandboxOpts & { mcp?: McpServer }): Promise<T>
+  static create<T extends SandboxBase>(this: types.SandboxClass<T>, template: string, opts?: types.SandboxOpts & { mcp?: McpServer }): Promise<T>
+  /** https://<50005-host>/mcp: the MCP gateway of a sandbox created with mcp. */
+  getMcpUrl(): string
+  /** The gateway's bearer token. */
+  getMcpToken(): Promise<string | undefined>
   static list(opts?: SandboxListOpts): SandboxPaginator
   static createSnapshot(sandboxId: string, opts?: ConnectionOpts & CallOpts & { name?: string }): Promise<SnapshotInfo>
   static fork(sandboxId: string, opts?: ConnectionOpts & CallOpts & { timeoutMs?: number; count?: number }): Promise<Array<Sandbox | Error>>

@@ -344,8 +344,22 @@ void asbi_envd_stream_set_tokens(asbi_envd_stream *s, asb_cancel *cancel, asb_ca
   if (s) asbi_http_stream_set_tokens(s->http, cancel, stop);
 }
 
+/* After the end-stream envelope only the HTTP body's own end is left (the
+ * last chunk, which envd and the router write apart from the envelope).
+ * A transfer closed before libcurl read it cannot go back to the pool:
+ * libcurl closes its connection, and the next call pays a new TCP
+ * connection and a new engine thread (issue 23: a commands.run whose
+ * client read the end before the last chunk came did).
+ * So read to the body's end first: it follows at once, the wait is
+ * bounded, and anything else (bytes after the end, an error) leaves the
+ * connection to be closed as before. */
+static void finish_body(asbi_envd_stream *s) {
+  if (s->ended && !s->failed && s->http) asbi_http_stream_finish(s->http, 1000);
+}
+
 void asbi_envd_stream_close(asbi_envd_stream *s) {
   if (!s) return;
+  finish_body(s);
   asbi_http_stream_close(s->http);
   asbi_http_resp_free(&s->resp);
   asbi_connect_dec_free(&s->dec);

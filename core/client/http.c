@@ -850,6 +850,23 @@ void asbi_http_stream_set_tokens(asbi_http_stream *st, asb_cancel *cancel, asb_c
   asbi_err_restore(&saved);
 }
 
+int asbi_http_stream_finish(asbi_http_stream *st, long timeout_ms) {
+  asbi_err_saved saved;
+  asbi_err_save(&saved);
+  int rc = -1;
+  for (int i = 0; i < 4; i++) {
+    const char *p;
+    size_t len = 0;
+    if (asbi_http_stream_read_ex(st, &p, &len, timeout_ms, NULL) != ASB_OK) break;
+    if (len == 0) {
+      rc = 0;
+      break;
+    }
+  }
+  asbi_err_restore(&saved);
+  return rc;
+}
+
 void asbi_http_stream_close(asbi_http_stream *st) {
   if (!st) return;
   driver_end(&st->d, st->hl);

@@ -125,6 +125,11 @@ int asbi_http_stream_read_ex(asbi_http_stream *st, const char **data, size_t *le
  * (either may be NULL): an opener's tokens may go away once it is open, and
  * the handle that owns the stream from then on has its own. */
 void asbi_http_stream_set_tokens(asbi_http_stream *st, asb_cancel *cancel, asb_cancel *stop);
+/* Reads what is left of the body to its end (a few reads, each within
+ * timeout_ms; the bytes are dropped), so that close gives the connection
+ * back to the pool: a transfer closed before libcurl saw its end closes
+ * its connection. 0 at the end, -1 otherwise (the error is not kept). */
+int asbi_http_stream_finish(asbi_http_stream *st, long timeout_ms);
 /* Abort (if unfinished) and release. Accepts NULL. */
 void asbi_http_stream_close(asbi_http_stream *st);
 

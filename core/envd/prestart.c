@@ -27,6 +27,7 @@
 #include <string.h>
 #include <sys/inotify.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "proc_tab.h"
@@ -91,6 +92,13 @@ char **envd_child_env(const envd_user *u, const cJSON *envs, const char **path_o
 
 /* ---- the pre-started shell ---------------------------------------------- */
 
+/* After the command that held the next shell back is done, its end event
+ * still has to cross the router to the client, which need the CPUs then:
+ * the next shell's start-up (~1 ms of CPU) waits this much longer
+ * (measured, cmd_bench_ab.sh at load 9-10: commands.run("true") p50
+ * 0.66 ms with 1 or 3 ms against 1.66-1.73 ms without, same run). */
+#define PRE_DELAY_MS 2u
+
 /* The -c string of a pre-started shell. A function, so that `$_` is
  * what the profile's last command left (the call's last argument is that
  * value; the function is gone by then): it removes itself, waits for the
@@ -152,6 +160,12 @@ static struct {
   pthread_t th;
   int running, stop, pending;
   pre_key want;
+  /* The command that took the last shell, while its stream is not done:
+   * the next shell waits for it, so that its start-up does not take the
+   * CPU the command and its end need (the stream releases it once done or
+   * after ENVD_PRE_HOLD_MS: proc.c). */
+  pid_t hold_pid;
+  uint64_t released_ms; /* when it was released: PRE_DELAY_MS more */
   int devnull;
 } g_pre = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER, .devnull = -1};
 
@@ -275,7 +289,7 @@ const char *envd_pre_eligible(const char *cmd, const cJSON *args, const cJSON *e
   return c->valuestring;
 }
 
-void envd_pre_want(const envd_user *u, const char *cwd, int want_stdin) {
+void envd_pre_want(const envd_user *u, const char *cwd, int want_stdin, pid_t after) {
   if (!g_pre.running) return;
   char *c = asbi_strdup(cwd);
   if (!c) return;
@@ -290,7 +304,19 @@ void envd_pre_want(const envd_user *u, const char *cwd, int want_stdin) {
   g_pre.want.cwd = c;
   g_pre.want.want_stdin = want_stdin;
   g_pre.pending = 1;
-  pthread_cond_signal(&g_pre.cv);
+  g_pre.hold_pid = after;
+  if (after <= 0) pthread_cond_signal(&g_pre.cv); /* else envd_pre_release does */
+  pthread_mutex_unlock(&g_pre.mu);
+}
+
+void envd_pre_release(pid_t pid) {
+  if (!g_pre.running || pid <= 0) return;
+  pthread_mutex_lock(&g_pre.mu);
+  if (g_pre.hold_pid == pid) {
+    g_pre.hold_pid = 0;
+    g_pre.released_ms = asbi_now_ms();
+    pthread_cond_signal(&g_pre.cv);
+  }
   pthread_mutex_unlock(&g_pre.mu);
 }
 
@@ -421,6 +447,25 @@ static void *pre_main(void *arg) {
   for (;;) {
     while (!g_pre.pending && !g_pre.stop) pthread_cond_wait(&g_pre.cv, &g_pre.mu);
     if (g_pre.stop) break;
+    if (g_pre.hold_pid > 0) { /* envd_pre_release wakes it */
+      pthread_cond_wait(&g_pre.cv, &g_pre.mu);
+      continue;
+    }
+    uint64_t now = asbi_now_ms();
+    if (g_pre.released_ms && now < g_pre.released_ms + PRE_DELAY_MS) {
+      struct timespec ts;
+      clock_gettime(CLOCK_MONOTONIC, &ts);
+      uint64_t ns = (g_pre.released_ms + PRE_DELAY_MS - now) * 1000000u;
+      ts.tv_sec += (time_t)(ns / 1000000000u);
+      ts.tv_nsec += (long)(ns % 1000000000u);
+      if (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000L;
+      }
+      pthread_cond_timedwait(&g_pre.cv, &g_pre.mu, &ts);
+      continue;
+    }
+    g_pre.released_ms = 0;
     pre_key w = g_pre.want;
     g_pre.want.cwd = NULL;
     g_pre.pending = 0;
@@ -438,6 +483,14 @@ int envd_pre_init(void) {
   if (v && strcmp(v, "0") == 0) return 0;
   g_pre.devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
   if (g_pre.devnull < 0) return -1;
+  pthread_condattr_t ca; /* the delay's timed wait: on the monotonic clock */
+  if (pthread_condattr_init(&ca) == 0) {
+    if (pthread_condattr_setclock(&ca, CLOCK_MONOTONIC) == 0) {
+      pthread_cond_destroy(&g_pre.cv);
+      pthread_cond_init(&g_pre.cv, &ca);
+    }
+    pthread_condattr_destroy(&ca);
+  }
   g_ino.fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
   if (g_ino.fd < 0) {
     close_fd(&g_pre.devnull);

@@ -49,8 +49,15 @@ int envd_pre_take(const envd_user *u, const char *cwd, const struct stat *st, in
  * when the shell is gone (its end is reported as any process's). */
 int envd_pre_send(envd_pre_proc *pp, const char *cmd);
 /* Asks for a shell for the next command like this one (the thread starts it
- * unless one for the same user, cwd and stdin mode is waiting). */
-void envd_pre_want(const envd_user *u, const char *cwd, int want_stdin);
+ * unless one for the same user, cwd and stdin mode is waiting). after > 0:
+ * not before envd_pre_release(after), which the caller owes: the command
+ * that took the last shell ends first, without a shell's start-up beside it
+ * on the CPUs. */
+void envd_pre_want(const envd_user *u, const char *cwd, int want_stdin, pid_t after);
+/* The command of envd_pre_want's after is done, or has run for
+ * ENVD_PRE_HOLD_MS: the next shell may start. */
+#define ENVD_PRE_HOLD_MS 20
+void envd_pre_release(pid_t pid);
 /* The I/O thread reaped pid, which is in no process record. Table lock held. */
 void envd_pre_reaped(pid_t pid);
 

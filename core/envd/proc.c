@@ -72,7 +72,9 @@ typedef struct pstream {
    * body, before and after the spawn; 0 with the timers off */
   uint64_t t_head, t_body, t_spawn0, t_spawn1, t_start;
   int wakeups;
-  int pre; /* run by the pre-started shell */
+  int pre;  /* run by the pre-started shell */
+  int hold; /* the next pre-started shell waits for this stream (prestart.h) */
+  uint64_t hold_until_ms;
 } pstream;
 
 /* One line per Start with its phases, when the end event is encoded. */
@@ -138,6 +140,21 @@ static void encode_end(asbi_buf *out, const envd_proc *p) {
   cJSON_Delete(root);
 }
 
+/* The next pre-started shell may start (prestart.h): this stream is done,
+ * or its command runs longer than a short one. */
+static void release_hold(pstream *ps) {
+  if (!ps->hold) return;
+  ps->hold = 0;
+  envd_pre_release(ps->p->pid);
+}
+
+/* Start's streams hold the next pre-started shell back (envd_pre_want). */
+static pid_t hold_for(pstream *ps, pid_t pid) {
+  ps->hold = 1;
+  ps->hold_until_ms = asbi_now_ms() + ENVD_PRE_HOLD_MS;
+  return pid;
+}
+
 static int pstream_next(envd_stream *base, asbi_buf *out) {
   pstream *ps = (pstream *)base;
   envd_proc *p = ps->p;
@@ -152,6 +169,7 @@ static int pstream_next(envd_stream *base, asbi_buf *out) {
   }
   for (;;) {
     uint64_t now = asbi_now_ms();
+    if (ps->hold && now >= ps->hold_until_ms) release_hold(ps); /* also while output flows */
     if (ps->deadline_ms && now >= ps->deadline_ms) {
       envd_env_end(out, "deadline_exceeded", "context deadline exceeded");
       return 0;
@@ -192,6 +210,7 @@ static int pstream_next(envd_stream *base, asbi_buf *out) {
     }
     uint64_t until = ps->next_ka;
     if (ps->deadline_ms && ps->deadline_ms < until) until = ps->deadline_ms;
+    if (ps->hold && ps->hold_until_ms < until) until = ps->hold_until_ms;
     int to = until > now ? (int)(until - now) : 0;
     int rc = envd_wait(ps->s ? ps->s->wake : -1, ps->sock, to);
     if (rc < 0) return -1; /* client gone: the process keeps running */
@@ -213,6 +232,7 @@ static int pstream_next(envd_stream *base, asbi_buf *out) {
 
 static void pstream_destroy(envd_stream *base) {
   pstream *ps = (pstream *)base;
+  release_hold(ps);
   if (ps->s) {
     pthread_mutex_lock(&ps->p->lock);
     for (envd_sub **pp = &ps->p->subs; *pp; pp = &(*pp)->next) {
@@ -332,12 +352,13 @@ static envd_stream *start_prestarted(const envd_call *c, const char *cmd, const 
   envd_ptab_insert(p);
   if (c->timeout_ms) p->deadline_ms = asbi_now_ms() + (uint64_t)c->timeout_ms;
   envd_pio_watch(p);
+  int wake = p->deadline_ms && envd_pio_deadline_wakes(p->deadline_ms);
   envd_ptab_unlock();
-  if (p->deadline_ms) envd_pio_wake();
+  if (wake) envd_pio_wake();
   envd_pre_send(&pp, pre_cmd);
   ps->t_spawn1 = envd_tns();
   ps->pre = 1;
-  envd_pre_want(c->user, dir, want_stdin);
+  envd_pre_want(c->user, dir, want_stdin, hold_for(ps, p->pid));
   return &ps->base;
 }
 
@@ -550,16 +571,17 @@ envd_stream *envd_proc_start(const envd_call *c, const cJSON *req, envd_err *e) 
     if (c->timeout_ms) p->deadline_ms = asbi_now_ms() + (uint64_t)c->timeout_ms;
     envd_pio_watch(p);
   }
+  int wake = pid > 0 && !sp.fail_errno && p->deadline_ms && envd_pio_deadline_wakes(p->deadline_ms);
   envd_ptab_unlock();
   if (pid > 0 && !sp.fail_errno) {
-    if (p->deadline_ms) envd_pio_wake();
+    if (wake) envd_pio_wake();
     /* Close the child's ends. */
     if (child_in >= 0 && child_in != g_devnull) close(child_in);
     if (child_out >= 0 && child_out != child_in) close(child_out);
     if (child_err >= 0 && child_err != child_out && child_err != child_in) close(child_err);
     envd_strv_free(envp);
     free(argv);
-    if (pre_cmd) envd_pre_want(u, dir, want_stdin);
+    if (pre_cmd) envd_pre_want(u, dir, want_stdin, hold_for(ps, pid));
     free(dir);
     return &ps->base;
   }

@@ -38,8 +38,9 @@ static struct {
   pthread_t thread;
   int started;            /* the thread was created */
   volatile int stop;      /* set by envd_pio_stop */
+  uint64_t wake_at;       /* when its epoll_wait ends by itself, 0 never (table lock) */
   char tag_sig, tag_wake; /* their addresses tag sfd's and wake's events */
-} g_pio = {-1, -1, -1, 0, 0, 0, 0, 0};
+} g_pio = {.ep = -1, .wake = -1, .sfd = -1};
 
 void envd_pio_wake(void) {
   uint64_t one = 1;
@@ -233,9 +234,16 @@ static int timers(void) {
   }
   uint64_t kept = envd_ptab_expire(now);
   if (kept && (!next || kept < next)) next = kept;
+  g_pio.wake_at = 0;
   if (!next) return -1;
   uint64_t d = next > now ? next - now : 0;
-  return d > 60000 ? 60000 : (int)d + 1;
+  int to = d > 60000 ? 60000 : (int)d + 1;
+  g_pio.wake_at = now + (uint64_t)to;
+  return to;
+}
+
+int envd_pio_deadline_wakes(uint64_t deadline_ms) {
+  return !g_pio.wake_at || deadline_ms < g_pio.wake_at;
 }
 
 static void *io_main(void *arg) {

@@ -14,6 +14,10 @@ int envd_pio_start(void);
 void envd_pio_stop(void);
 /* Wakes the thread (a deadline or a kill to look at). */
 void envd_pio_wake(void);
+/* Whether a process with this new lifetime deadline (ms, asbi_now_ms) needs
+ * the I/O thread woken to see it: it sleeps until its earliest timer, so
+ * only a deadline before that one does. Table lock held. */
+int envd_pio_deadline_wakes(uint64_t deadline_ms);
 /* Registers p's output descriptors (pty, or stdout and stderr) with the
  * thread. Table lock held. */
 void envd_pio_watch(envd_proc *p);

@@ -331,6 +331,17 @@ static const char k_profile[] =
     "  unset i\n"
     "fi\n";
 
+/* The homes' ~/.bash_logout: Debian's skel runs clear_console(1) there,
+ * a process start (fork, exec, the dynamic loader) every time a command's
+ * login shell runs `exit` (issue 23). clear_console only ever clears a
+ * Linux virtual console, and a sandbox has none (its terminals are ptys,
+ * its commands' output pipes), so the base's homes get the file without
+ * it; a host skel without a .bash_logout gets none. */
+static const char k_bash_logout[] =
+    "# ~/.bash_logout: executed by bash(1) when login shell exits.\n"
+    "# agent-sandbox's base: Debian's clears the virtual console here, and a\n"
+    "# sandbox has none.\n";
+
 static int fill_base(const char *root) {
   int r = common_root(root, "/bin/bash");
   if (r < 0) return r;
@@ -381,6 +392,9 @@ static int fill_base(const char *root) {
   for (size_t i = 0; i < ASBI_ARRAY_LEN(etc); i++)
     if ((r = copy_host(root, etc[i])) < 0) return r;
   if ((r = put(root, "etc/profile", k_profile, 0644)) < 0) return r;
+  if (access("/etc/skel/.bash_logout", F_OK) == 0 &&
+      (r = put(root, "etc/skel/.bash_logout", k_bash_logout, 0644)) < 0)
+    return r;
   if ((r = mk(root, "opt/agent-sandbox", 0755, 0)) < 0 ||
       (r = mk(root, ASB_BASE_BIN + 1, 0755, 0)) < 0 ||
       (r = link_to(root, ASB_BASE_BIN "/sudo" + 1, "/.asb/bin/envd")) < 0)
@@ -406,7 +420,7 @@ static int fill_base(const char *root) {
 }
 
 int asbe_template_prepare_base(const char *dir) {
-  return build_once(dir, "base", 2, fill_base); /* v2: sudo, python */
+  return build_once(dir, "base", 3, fill_base); /* v2: sudo, python; v3: .bash_logout */
 }
 
 static const char *busybox_path(void) {

@@ -133,6 +133,51 @@ static void load(asb_sandbox **sbs) {
   free(w);
 }
 
+/* Client-side TCP sockets to the engine's port, in any state (a closed
+ * one waits in TIME_WAIT on this side: the client closes first). */
+static int sockets_to_engine(void) {
+  FILE *f = fopen("/proc/net/tcp", "r");
+  if (!f) return -1;
+  char line[512];
+  int n = 0;
+  while (fgets(line, sizeof line, f)) {
+    unsigned lport, rport;
+    if (sscanf(line, " %*d: %*x:%x %*x:%x", &lport, &rport) == 2 && (int)rport == F.port) n++;
+  }
+  fclose(f);
+  return n;
+}
+
+/* One command after another goes over one kept-alive connection through
+ * the router: the client reads each response to its HTTP end (the last
+ * chunk comes apart from the end event) before the transfer goes back to
+ * the pool (unit.http's pull_stream_finished_keeps_its_connection holds
+ * the last chunk back to show the close it prevents). */
+TEST(one_command_after_another_keeps_its_connection) {
+  asb_sandbox *sb = NULL;
+  asb_sandbox_options o = ASB_SANDBOX_OPTIONS_INIT;
+  REQUIRE_RC(asb_sandbox_create(&sb, C, &o), ASB_OK);
+  asb_command_result *r = NULL;
+  CHECK_RC(asb_commands_run(&r, sb, "true", NULL), ASB_OK);
+  asb_command_result_free(r);
+  int before = sockets_to_engine();
+  CHECK(before > 0);
+  for (int i = 0; i < 20; i++) {
+    r = NULL;
+    CHECK_RC(asb_commands_run(&r, sb, i % 2 ? "echo x" : "true", NULL), ASB_OK);
+    size_t n = 0;
+    const char *out = r ? asb_command_result_stdout(r, &n) : NULL;
+    CHECK(i % 2 ? out && n == 2 && memcmp(out, "x\n", 2) == 0 : n == 0);
+    asb_command_result_free(r);
+  }
+  int after = sockets_to_engine();
+  if (after > before)
+    fprintf(stderr, "  %d sockets to the engine before, %d after\n", before, after);
+  CHECK(after <= before); /* TIME_WAITs of earlier tests' may only expire */
+  asb_sandbox_kill(sb, NULL);
+  asb_sandbox_free(sb);
+}
+
 TEST(two_hundred_at_once_in_one_sandbox) {
   asb_sandbox *sb = NULL;
   asb_sandbox_options o = ASB_SANDBOX_OPTIONS_INIT;
@@ -165,6 +210,7 @@ int main(void) {
     fprintf(stderr, "cannot start the engine\n");
     return 1;
   }
+  RUN(one_command_after_another_keeps_its_connection);
   RUN(two_hundred_at_once_in_one_sandbox);
   RUN(two_hundred_at_once_across_four_sandboxes);
   asb_client_free(C);

@@ -414,10 +414,27 @@ TEST(old_base_is_rebuilt) {
     if (!fgets(stamp, sizeof stamp, f)) stamp[0] = 0;
     fclose(f);
   }
-  CHECK_STR(stamp, "asb base template v2\n");
+  CHECK_STR(stamp, "asb base template v3\n");
   snprintf(p, sizeof p, "%s/rootfs/opt/agent-sandbox/bin/sudo", dir);
   struct stat st;
   CHECK(lstat(p, &st) == 0);
+  /* the homes' ~/.bash_logout runs no clear_console (a process per `exit`) */
+  if (access("/etc/skel/.bash_logout", F_OK) == 0) {
+    static const char *const homes[] = {"root", "home/user"};
+    for (int i = 0; i < 2; i++) {
+      char lp[PATH_MAX], text[4096] = "";
+      snprintf(lp, sizeof lp, "%s/rootfs/%s/.bash_logout", dir, homes[i]);
+      FILE *lf = fopen(lp, "r");
+      CHECK(lf != NULL);
+      if (lf) {
+        size_t n = fread(text, 1, sizeof text - 1, lf);
+        text[n] = 0;
+        fclose(lf);
+      }
+      CHECK(strstr(text, "bash_logout") != NULL);
+      CHECK(strstr(text, "clear_console") == NULL);
+    }
+  }
   snprintf(p, sizeof p, "%s/rootfs/marker", dir);
   CHECK(lstat(p, &st) != 0);
   snprintf(p, sizeof p, "%s/rootfs.v1.%d/marker", dir, (int)getpid());

@@ -319,6 +319,31 @@ TEST(stdin_and_signals) {
   }
 }
 
+/* The next shell waits for the command that took the last one to be done
+ * (its start-up would take the CPUs from the command's end), but not for
+ * a command that runs long: a second command meanwhile still finds one. */
+TEST(a_long_command_does_not_hold_back_the_next_shell) {
+  int w0 = waiting_shell(g_last);
+  REQUIRE(w0 > 0);
+  et_conn s;
+  et_resp r, u;
+  REQUIRE(start_async(&s, CB.port,
+                      "{\"process\":{\"cmd\":\"/bin/bash\",\"args\":[\"-l\",\"-c\",\"sleep "
+                      "600\"]},\"tag\":\"long\"}") == 0);
+  REQUIRE(et_read_head(&s, &r) == 0);
+  CHECK_INT(r.status, 200);
+  CHECK(waiting_shell2(w0, g_last) > 0); /* while the sleep runs */
+  REQUIRE(et_unary(&CB, "process.Process/SendSignal",
+                   "{\"process\":{\"tag\":\"long\"},\"signal\":\"SIGNAL_SIGKILL\"}", NULL,
+                   &u) == 0);
+  CHECK_INT(u.status, 200);
+  et_resp_free(&u);
+  run_out o;
+  REQUIRE(finish_async(&s, &r, &o) == 0);
+  CHECK(strstr(o.end, "signal: killed") != NULL);
+  g_last = w0;
+}
+
 TEST(no_stale_shell) {
   char p[160];
   /* the profile changed by the test while a shell waits */
@@ -446,6 +471,7 @@ int main(void) {
   et_connect(&CB, B.port);
   RUN(same_as_fresh);
   RUN(stdin_and_signals);
+  RUN(a_long_command_does_not_hold_back_the_next_shell);
   RUN(no_stale_shell);
   et_close(&CA);
   et_close(&CB);

@@ -659,6 +659,35 @@ TEST(pull_stream_idle_timeout_and_cancel) {
   asbi_http_free(h);
 }
 
+/* A stream read to its protocol's end (the caller knows it from the bytes)
+ * but not to the HTTP body's end: finish reads the last chunk, so closing
+ * it keeps the connection for the next call (issue 23: a commands.run whose
+ * end event came before the last chunk closed its connection). */
+TEST(pull_stream_finished_keeps_its_connection) {
+  asbi_http *h = pool();
+  set_released(0);
+  int before = atomic_load(&conns);
+  asbi_http_req req = {.method = "GET", .url = url_of("/stall")};
+  asbi_http_resp resp = ASBI_HTTP_RESP_INIT;
+  asbi_http_stream *st = NULL;
+  REQUIRE(asbi_http_stream_open(h, &req, &resp, &st) == ASB_OK);
+  const char *p;
+  size_t n;
+  CHECK_INT(asbi_http_stream_read(st, &p, &n), ASB_OK);
+  CHECK(n > 0);
+  set_released(1); /* /stall ends its body now; nothing here has read that */
+  CHECK_INT(asbi_http_stream_finish(st, 5000), 0);
+  asbi_http_stream_close(st);
+  asbi_http_resp_free(&resp);
+  asbi_http_req ok = {.method = "GET", .url = url_of("/ok")};
+  asbi_http_resp r2 = ASBI_HTTP_RESP_INIT;
+  CHECK_INT(asbi_http_do(h, &ok, &r2), ASB_OK);
+  CHECK_STR(r2.body.data, "hello");
+  asbi_http_resp_free(&r2);
+  CHECK_INT(atomic_load(&conns) - before, 1);
+  asbi_http_free(h);
+}
+
 int main(void) {
   server_start();
   RUN(keepalive_reuses_one_connection);
@@ -683,6 +712,7 @@ int main(void) {
   RUN(pull_stream_early_close_keeps_pool_usable);
   RUN(pull_stream_error_reply_is_buffered);
   RUN(pull_stream_idle_timeout_and_cancel);
+  RUN(pull_stream_finished_keeps_its_connection);
   set_released(1);
   MHD_stop_daemon(d);
   asb_global_cleanup();

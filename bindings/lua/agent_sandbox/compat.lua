@@ -448,7 +448,10 @@ local function keep_memory(t, where)
 end
 
 local wrap
-function wrap(sb)
+-- E2B's mcp option (docs/mcp.md, "The gateway").
+local MCP_TEMPLATE, MCP_PORT, MCP_TOKEN_PATH = "mcp-gateway", 50005, "/etc/mcp-gateway/.token"
+
+function wrap(sb, mcp_token)
   local fields = {
     sandbox_id = sb.id, envd_version = sb.envd_version, sandbox_domain = sb.domain,
     native = sb, __id = sb.id,
@@ -491,6 +494,21 @@ function wrap(sb)
     beta_pause = function(t) return e2b(sb:pause{ keep_memory = keep_memory(t, "beta_pause") }) end,
     resume = function(t) t = t or {} return e2b(sb:resume{ timeout_ms = ms(t.timeout) }) end,
     get_host = function(port) return e2b(sb:get_host(port)) end,
+    -- the MCP gateway of a sandbox made with mcp: E2B's https form, and its
+    -- token (the one made at create, else the gateway's file, read as root)
+    get_mcp_url = function()
+      local host, err = sb:get_host(MCP_PORT)
+      if not host then return e2b(nil, err) end
+      return "https://" .. host .. "/mcp"
+    end,
+    get_mcp_token = function()
+      if not mcp_token then
+        local text, err = sb.files:read(MCP_TOKEN_PATH, { user = "root" })
+        if not text then return e2b(nil, err, "FileNotFoundException") end
+        mcp_token = text
+      end
+      return mcp_token
+    end,
     get_metrics = function() return e2b(sb:get_metrics()) end,
     download_url = function(path, t) return e2b(sb:download_url(path, t)) end,
     upload_url = function(path, t) return e2b(sb:upload_url(path, t)) end,
@@ -520,7 +538,36 @@ function wrap(sb)
 end
 
 local CREATE = keys({ "template", "timeout", "metadata", "envs", "auto_pause",
-                      "allow_internet_access", "network", "volume_mounts", "lifecycle" })
+                      "allow_internet_access", "network", "volume_mounts", "lifecycle",
+                      "mcp" })
+
+-- A fresh random UUID (the kernel's) for the gateway's token.
+local function uuid()
+  local f = assert(io.open("/proc/sys/kernel/random/uuid"))
+  local u = f:read("l")
+  f:close()
+  return u
+end
+
+-- As E2B's SDKs do it: `mcp-gateway --config <json>` as root with a fresh
+-- GATEWAY_ACCESS_TOKEN; on failure the sandbox is killed and the error is
+-- E2B's "Failed to start MCP gateway: <stderr>".
+local function start_mcp(sb, mcp)
+  local json = require "dkjson"
+  local token = uuid()
+  local cfg = json.encode(mcp)
+  local r, err = e2b(sb.commands:run("mcp-gateway --config '" .. cfg:gsub("'", "'\\''") .. "'",
+                                     { user = "root", envs = { GATEWAY_ACCESS_TOKEN = token },
+                                       timeout_ms = 60000, check = true }))
+  if r then return token end
+  sb:kill()
+  if M.CommandExitException:is(err) then
+    err.message = "Failed to start MCP gateway: " .. (err.stderr or "")
+    err.name = "SandboxException"
+    err.op = "Sandbox.create"
+  end
+  return nil, err
+end
 
 -- E2B's volume_mounts: a mount path -> a volume's name, or a Volume.
 local function mounts(m)
@@ -559,6 +606,7 @@ end
 function Sandbox.create(template, t)
   if type(template) == "table" then template, t = template.template, template end
   t = known(t, CREATE, "Sandbox.create")
+  if template == nil and t.mcp ~= nil then template = MCP_TEMPLATE end
   local o = conn(t, { template = template or "base", metadata = t.metadata, envs = t.envs,
                       auto_pause = t.auto_pause, timeout_ms = ms(t.timeout, 300000),
                       allow_internet_access = t.allow_internet_access, network = t.network,
@@ -566,7 +614,10 @@ function Sandbox.create(template, t)
   lifecycle(t.lifecycle, o)
   local sb, err = asb.Sandbox.create(o)
   if not sb then return e2b(sb, err) end
-  return wrap(sb)
+  if t.mcp == nil then return wrap(sb) end
+  local token, merr = start_mcp(sb, t.mcp)
+  if not token then return nil, merr end
+  return wrap(sb, token)
 end
 
 --- Sandbox.connect(sandbox_id, { timeout, ... }).

@@ -8,6 +8,17 @@ const base = require('./sandbox.js')
 const errors = require('./errors.js')
 const { ALL_TRAFFIC } = require('./network.js')
 const vol = require('./volume.js')
+const { randomUUID } = require('node:crypto')
+
+// E2B's `mcp` option (docs/mcp.md, "The gateway"): the template whose
+// mcp-gateway serves the configured MCP servers on MCP_PORT at /mcp.
+const MCP_TEMPLATE = 'mcp-gateway'
+const MCP_PORT = 50005
+const MCP_TOKEN_PATH = '/etc/mcp-gateway/.token'
+
+function shellQuote(s) {
+  return `'${String(s).replace(/'/g, `'\\''`)}'`
+}
 
 class SandboxPaginator {
   constructor(cls, opts = {}) {
@@ -62,6 +73,47 @@ class SnapshotPaginator {
 /** E2B's Sandbox: commands.run and handle.wait() reject with
  * CommandExitError on a non-zero exit code; list() is a paginator. */
 class Sandbox extends base.Sandbox {
+  /** E2B's create; with `mcp`, as E2B's SDK does it: a sandbox of the
+   * mcp-gateway template (unless another is named), then `mcp-gateway
+   * --config <json>` as root with a fresh GATEWAY_ACCESS_TOKEN; if that
+   * fails the sandbox is killed and the error is E2B's. */
+  static async create(template, opts) {
+    if (template && typeof template === 'object') {
+      opts = template
+      template = undefined
+    }
+    opts = opts || {}
+    if (!opts.mcp) return super.create(template, opts)
+    const sbx = await super.create(template || opts.template || MCP_TEMPLATE, opts)
+    const token = randomUUID()
+    try {
+      await sbx.commands.run(`mcp-gateway --config ${shellQuote(JSON.stringify(opts.mcp))}`, {
+        user: 'root',
+        envs: { GATEWAY_ACCESS_TOKEN: token }
+      })
+    } catch (e) {
+      await sbx.kill().catch(() => {})
+      if (e instanceof errors.CommandExitError) {
+        throw new errors.SandboxError(`Failed to start MCP gateway: ${e.stderr}`)
+      }
+      throw e
+    }
+    sbx._mcpToken = token
+    return sbx
+  }
+
+  /** The MCP gateway's endpoint, in E2B's form (https on the port's host). */
+  getMcpUrl() {
+    return `https://${this.getHost(MCP_PORT)}/mcp`
+  }
+
+  /** The gateway's bearer token: the one made at create, else its token
+   * file (read as root, as E2B's SDK does). */
+  async getMcpToken() {
+    if (!this._mcpToken) this._mcpToken = await this.files.read(MCP_TOKEN_PATH, { user: 'root' })
+    return this._mcpToken
+  }
+
   static list(opts) {
     return new SandboxPaginator(this, opts)
   }

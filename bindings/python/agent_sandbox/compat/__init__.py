@@ -199,6 +199,26 @@ __all__ = [
 ]
 
 DEFAULT_TEMPLATE = "base"
+# E2B's `mcp` option: the template whose `mcp-gateway` serves the configured
+# MCP servers on MCP_PORT (docs/mcp.md, "The gateway")
+DEFAULT_MCP_TEMPLATE = "mcp-gateway"
+MCP_PORT = 50005
+MCP_TOKEN_PATH = "/etc/mcp-gateway/.token"
+
+
+def _mcp_command(mcp: Any) -> Tuple[str, Dict[str, str]]:
+    """The command E2B's SDKs run at create (as root, in the foreground)
+    and its environment: a fresh token the gateway wants as bearer."""
+    import json
+    import shlex
+    import uuid
+    token = str(uuid.uuid4())
+    return (f"mcp-gateway --config {shlex.quote(json.dumps(mcp))}",
+            {"GATEWAY_ACCESS_TOKEN": token})
+
+
+def _mcp_failed(e: "CommandExitException") -> SandboxException:
+    return SandboxException(f"Failed to start MCP gateway: {e.stderr}")
 
 # E2B's ApiParams -> our connection options.
 _IGNORED_OPTS = ("validate_api_key", "proxy", "logger")
@@ -714,8 +734,7 @@ def _lifecycle(lifecycle: Any) -> Tuple[bool, bool, bool]:
 def _create_args(template: Optional[str], timeout: Optional[int], metadata: Any, envs: Any,
                  secure: bool, allow_internet_access: bool, lifecycle: Any,
                  extra: Dict[str, Any], opts: Dict[str, Any]) -> Dict[str, Any]:
-    for k in ("mcp", "iam"):
-        _unsupported(k, extra.get(k), None)
+    _unsupported("iam", extra.get("iam"), None)
     auto_pause, keep_memory, auto_resume = _lifecycle(lifecycle)
     return dict(template=template, timeout=timeout or 300, metadata=metadata, envs=envs,
                 auto_pause=auto_pause, keep_memory=keep_memory, auto_resume=auto_resume,
@@ -769,11 +788,31 @@ class Sandbox:
                secure: bool = True, allow_internet_access: bool = True, mcp: Any = None,
                network: Any = None, iam: Any = None, lifecycle: Any = None,
                volume_mounts: Any = None, logger: Any = None, **opts: Any) -> "Sandbox":
+        if template is None and mcp is not None:
+            template = DEFAULT_MCP_TEMPLATE
         kw = _create_args(template or cls.default_template, timeout, metadata, envs, secure,
                           allow_internet_access, lifecycle,
                           dict(mcp=mcp, network=network, iam=iam, volume_mounts=volume_mounts),
                           opts)
-        return cls(S.Sandbox.create(**kw))
+        sbx = cls(S.Sandbox.create(**kw))
+        if mcp is not None:
+            cmd, genv = _mcp_command(mcp)
+            try:
+                sbx.commands.run(cmd, user="root", envs=genv)
+            except CommandExitException as e:
+                try:
+                    sbx.kill()
+                except Exception:
+                    pass
+                raise _mcp_failed(e) from None
+            except BaseException:
+                try:
+                    sbx.kill()
+                except Exception:
+                    pass
+                raise
+            sbx._mcp_token = genv["GATEWAY_ACCESS_TOKEN"]
+        return sbx
 
     def _connect_inst(self, timeout: Optional[int] = None, **opts: Any) -> "Sandbox":
         S.Sandbox.connect(self.sandbox_id, timeout=timeout, **_conn(opts))
@@ -888,6 +927,19 @@ class Sandbox:
 
     def get_host(self, port: int) -> str:
         return self._s.get_host(port)
+
+    _mcp_token: Optional[str] = None
+
+    def get_mcp_url(self) -> str:
+        """The MCP gateway's endpoint (E2B's form: https on the port's host)."""
+        return f"https://{self.get_host(MCP_PORT)}/mcp"
+
+    def get_mcp_token(self) -> Optional[str]:
+        """The gateway's bearer token: the one made at create, else the
+        gateway's token file (read as root, as E2B's SDK does)."""
+        if not self._mcp_token:
+            self._mcp_token = self.files.read(MCP_TOKEN_PATH, user="root")
+        return self._mcp_token
 
     def upload_url(self, path: Optional[str] = None, user: Optional[str] = None,
                    use_signature_expiration: Optional[int] = None) -> str:
@@ -1212,11 +1264,31 @@ class AsyncSandbox:
                      allow_internet_access: bool = True, mcp: Any = None, network: Any = None,
                      iam: Any = None, lifecycle: Any = None, volume_mounts: Any = None,
                      logger: Any = None, **opts: Any) -> "AsyncSandbox":
+        if template is None and mcp is not None:
+            template = DEFAULT_MCP_TEMPLATE
         kw = _create_args(template or cls.default_template, timeout, metadata, envs, secure,
                           allow_internet_access, lifecycle,
                           dict(mcp=mcp, network=network, iam=iam, volume_mounts=volume_mounts),
                           opts)
-        return cls(await A.Sandbox.create(**kw))
+        sbx = cls(await A.Sandbox.create(**kw))
+        if mcp is not None:
+            cmd, genv = _mcp_command(mcp)
+            try:
+                await sbx.commands.run(cmd, user="root", envs=genv)
+            except CommandExitException as e:
+                try:
+                    await sbx.kill()
+                except Exception:
+                    pass
+                raise _mcp_failed(e) from None
+            except BaseException:
+                try:
+                    await sbx.kill()
+                except Exception:
+                    pass
+                raise
+            sbx._mcp_token = genv["GATEWAY_ACCESS_TOKEN"]
+        return sbx
 
     async def _connect_inst(self, timeout: Optional[int] = None, **opts: Any) -> "AsyncSandbox":
         await A.Sandbox.connect(self.sandbox_id, timeout=timeout, **_conn(opts))
@@ -1338,6 +1410,18 @@ class AsyncSandbox:
 
     def get_host(self, port: int) -> str:
         return self._s.get_host(port)
+
+    _mcp_token: Optional[str] = None
+
+    def get_mcp_url(self) -> str:
+        """The MCP gateway's endpoint (E2B's form: https on the port's host)."""
+        return f"https://{self.get_host(MCP_PORT)}/mcp"
+
+    async def get_mcp_token(self) -> Optional[str]:
+        """As Sandbox.get_mcp_token (E2B's async form is a coroutine)."""
+        if not self._mcp_token:
+            self._mcp_token = await self.files.read(MCP_TOKEN_PATH, user="root")
+        return self._mcp_token
 
     # plain methods, as in E2B: signing is local (no request)
     def upload_url(self, path: Optional[str] = None, user: Optional[str] = None,

@@ -27,6 +27,10 @@ async function main(): Promise<void> {
   const ex: Execution = await ci.runCode('x = 1; x += 1; x')
   const t: string | undefined = ex.text
   try { await sbx.commands.run('exit 1') } catch (e) { if (e instanceof CommandExitError) void e.stderr }
+  const gw: Sandbox = await Sandbox.create({ mcp: { 'github/o/r': { runCmd: 'python3 server.py', envs: { K: 'v' } } } })
+  const mcpUrl: string = gw.getMcpUrl()
+  const mcpToken: string | undefined = await gw.getMcpToken()
+  void [mcpUrl, mcpToken]
   // E2B's Volume
   const vol = await Volume.create('data')
   const st: VolumeEntryStat = await vol.writeFile('/a.txt', 'hi', { uid: 1000, gid: 1000, force: true })
