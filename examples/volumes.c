@@ -1,6 +1,9 @@
 /* Volumes: make one, write a file into it without a sandbox, mount it in a
  * sandbox that appends to the file, read the result back after the sandbox
- * is gone, list, delete. The engine keeps volumes in its state dir.
+ * is gone, list, delete; the sandbox's info names its mounts, and a volume
+ * object made from the volume's id and token alone (E2B's new Volume(id,
+ * name, token)) reads the file without the API key. The engine keeps
+ * volumes in its state dir.
  * SPDX-License-Identifier: Apache-2.0 */
 #include <agentsandbox.h>
 #include <stdio.h>
@@ -41,6 +44,12 @@ int main(void) {
   if (asb_commands_run(&r, sb, "echo from the sandbox >> /mnt/data/notes/log.txt", NULL))
     return fail("run");
   asb_command_result_free(r);
+  asb_sandbox_info *info = NULL; /* E2B's SandboxInfo.volumeMounts */
+  if (asb_sandbox_get_info(&info, sb, NULL)) return fail("info");
+  for (size_t i = 0; i < asb_sandbox_info_volume_mount_count(info); i++)
+    printf("mounted %s at %s\n", asb_sandbox_info_volume_mount_name(info, i),
+           asb_sandbox_info_volume_mount_path(info, i));
+  asb_sandbox_info_free(info);
   asb_sandbox_kill(sb, NULL);
   asb_sandbox_free(sb);
 
@@ -50,6 +59,16 @@ int main(void) {
   printf("log.txt:\n%.*s", (int)len, data);
   int ok = strcmp(data, "from the host\nfrom the sandbox\n") == 0;
   asb_free(data);
+
+  /* from its id and token alone: no API call; its file calls need only the token */
+  asb_volume *by_token = NULL;
+  if (asb_volume_from_token(&by_token, client, asb_volume_id(v), NULL, asb_volume_token(v)))
+    return fail("from_token");
+  if (asb_volume_read_file(&data, &len, by_token, "/notes/log.txt", NULL))
+    return fail("read by token");
+  printf("by token: %zu bytes\n", len);
+  asb_free(data);
+  asb_volume_free(by_token);
 
   asb_volume_entry_list *l = NULL;
   if (asb_volume_entries_list(&l, v, "/", 2, NULL)) return fail("list");

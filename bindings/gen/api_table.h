@@ -322,6 +322,7 @@
   X(asb_sandbox_info_state, ASB_API_RETURNS_BORROWED, 1, 0, "", "") \
   X(asb_sandbox_info_pause_mode, ASB_API_RETURNS_BORROWED, 1, 0, "", "") \
   X(asb_sandbox_info_auto_resume, 0u, 1, 0, "", "") \
+  X(asb_sandbox_info_on_timeout, ASB_API_RETURNS_BORROWED, 1, 0, "", "") \
   X(asb_sandbox_info_started_at, 0u, 1, 0, "", "") \
   X(asb_sandbox_info_end_at, 0u, 1, 0, "", "") \
   X(asb_sandbox_info_cpu_count, 0u, 1, 0, "", "") \
@@ -362,6 +363,9 @@
   X(asb_sandbox_info_allow_out_get, ASB_API_RETURNS_BORROWED, 2, 0, "", "") \
   X(asb_sandbox_info_deny_out_count, 0u, 1, 0, "", "") \
   X(asb_sandbox_info_deny_out_get, ASB_API_RETURNS_BORROWED, 2, 0, "", "") \
+  X(asb_sandbox_info_volume_mount_count, 0u, 1, 0, "", "") \
+  X(asb_sandbox_info_volume_mount_name, ASB_API_RETURNS_BORROWED, 2, 0, "", "") \
+  X(asb_sandbox_info_volume_mount_path, ASB_API_RETURNS_BORROWED, 2, 0, "", "") \
   X(asb_secrets_create, ASB_API_BLOCKING|ASB_API_CANCELLABLE, 6, 1, "call", "") \
   X(asb_secrets_update, ASB_API_BLOCKING|ASB_API_CANCELLABLE, 6, 1, "call", "") \
   X(asb_secrets_get, ASB_API_BLOCKING|ASB_API_CANCELLABLE, 4, 1, "call", "") \
@@ -478,6 +482,7 @@
   X(asb_volume_id, ASB_API_RETURNS_BORROWED, 1, 0, "", "") \
   X(asb_volume_name, ASB_API_RETURNS_BORROWED, 1, 0, "", "") \
   X(asb_volume_token, ASB_API_RETURNS_BORROWED, 1, 0, "", "") \
+  X(asb_volume_from_token, 0u, 5, 1, "", "") \
   X(asb_volume_size_mb, 0u, 1, 0, "", "") \
   X(asb_volume_free, ASB_API_FREES, 1, 0, "", "") \
   X(asb_volume_write_options_init, 0u, 2, 0, "", "") \
@@ -594,6 +599,7 @@
   X(asb_volumes_create, 0, "out", ASB_API_OUT_HANDLE, asb_volume, "asb_volume_free", 0) \
   X(asb_volumes_get, 0, "out", ASB_API_OUT_HANDLE, asb_volume, "asb_volume_free", 0) \
   X(asb_volumes_list, 0, "out", ASB_API_OUT_HANDLE, asb_volume_list, "asb_volume_list_free", 0) \
+  X(asb_volume_from_token, 0, "out", ASB_API_OUT_HANDLE, asb_volume, "asb_volume_free", 0) \
   X(asb_volume_read_file, 0, "data", ASB_API_OUT_BYTES, char, "asb_free", 0) \
   X(asb_volume_write_file, 0, "out", ASB_API_OUT_HANDLE, asb_volume_entry, "asb_volume_entry_free", 1) \
   X(asb_volume_make_dir, 0, "out", ASB_API_OUT_HANDLE, asb_volume_entry, "asb_volume_entry_free", 1) \
@@ -835,8 +841,8 @@
   X(asb_volume_write_options, timeout_ms, ASB_API_FIELD_INT, 1) \
   X(asb_volume_write_options, cancel, ASB_API_FIELD_POINTER, 1)
 
-#define ASB_API_FUNCTION_COUNT 447
-#define ASB_API_OUTPUT_COUNT 94
+#define ASB_API_FUNCTION_COUNT 452
+#define ASB_API_OUTPUT_COUNT 95
 
 typedef struct asb_api_function_info {
   const char *name;

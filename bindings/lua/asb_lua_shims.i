@@ -204,7 +204,7 @@ static int asblua_process_list(lua_State *L) {
 }
 
 static void asblua_push_sandbox_info(lua_State *L, const asb_sandbox_info *info) {
-  lua_createtable(L, 0, 15);
+  lua_createtable(L, 0, 17);
   asblua_setstr(L, "sandbox_id", asb_sandbox_info_id(info));
   asblua_setstr(L, "template_id", asb_sandbox_info_template_id(info));
   asblua_setstr(L, "name", asb_sandbox_info_name(info));
@@ -213,6 +213,18 @@ static void asblua_push_sandbox_info(lua_State *L, const asb_sandbox_info *info)
     asblua_setstr(L, "pause_mode", asb_sandbox_info_pause_mode(info));
   if (asb_sandbox_info_auto_resume(info) >= 0)
     asblua_setbool(L, "auto_resume", asb_sandbox_info_auto_resume(info));
+  if (asb_sandbox_info_on_timeout(info))
+    asblua_setstr(L, "on_timeout", asb_sandbox_info_on_timeout(info));
+  /* E2B's volume_mounts: { { name =, path = }, ... } */
+  size_t nvm = asb_sandbox_info_volume_mount_count(info);
+  lua_createtable(L, (int)nvm, 0);
+  for (size_t i = 0; i < nvm; i++) {
+    lua_createtable(L, 0, 2);
+    asblua_setstr(L, "name", asb_sandbox_info_volume_mount_name(info, i));
+    asblua_setstr(L, "path", asb_sandbox_info_volume_mount_path(info, i));
+    lua_rawseti(L, -2, (lua_Integer)i + 1);
+  }
+  lua_setfield(L, -2, "volume_mounts");
   asblua_setint(L, "started_at", (lua_Integer)asb_sandbox_info_started_at(info));
   asblua_setint(L, "end_at", (lua_Integer)asb_sandbox_info_end_at(info));
   asblua_setint(L, "cpu_count", asb_sandbox_info_cpu_count(info));

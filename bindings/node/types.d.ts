@@ -148,6 +148,10 @@ export interface SandboxInfo {
   pauseMode?: 'memory' | 'filesystem'
   /** E2B's lifecycle.autoResume; undefined when the engine does not say (lists). */
   autoResume?: boolean
+  /** E2B's SandboxInfo.lifecycle; undefined in a list's items (E2B's ListedSandbox has none). */
+  lifecycle?: { onTimeout: 'pause' | 'kill'; autoResume: boolean }
+  /** E2B's SandboxInfo.volumeMounts: the volume mounted at each path ([] when none). */
+  volumeMounts: Array<{ name: string; path: string }>
 }
 
 export interface SandboxPage {
@@ -857,8 +861,12 @@ export interface VolumeReadOpts extends VolumeApiOpts {
 
 /** A persistent volume sandboxes mount at create (docs/volumes.md), with E2B's Volume names. */
 export declare class Volume {
-  /** Volumes come from Volume.create() and Volume.connect() (not E2B's local constructor). */
-  constructor(made: unknown, client: unknown)
+  /** E2B's `new Volume(volumeId, name, token, domain?)`: a volume from its
+   * content token, with no API call (its file calls need only the token;
+   * a wrong one rejects at the first). The 4th argument is E2B's domain or
+   * this package's connection options. Volume.create() and
+   * Volume.connect() make the others. */
+  constructor(volumeId: string, name: string, token: string, domainOrOpts?: string | ConnectionOpts)
   readonly volumeId: string
   readonly name: string
   readonly token: string

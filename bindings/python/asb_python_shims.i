@@ -120,7 +120,24 @@ PyObject *asbpy_sandbox_info_dict(const asb_sandbox_info *info) {
     Py_XDECREF(v);
   }
   if (!meta) return NULL;
-  return Py_BuildValue("{s:N,s:N,s:N,s:N,s:L,s:L,s:i,s:i,s:i,s:N,s:N,s:i,s:N,s:N,s:i}",
+  /* volumeMounts as [{"name", "path"}], E2B's python-sdk shape */
+  size_t nvm = asb_sandbox_info_volume_mount_count(info);
+  PyObject *mounts = PyList_New((Py_ssize_t)nvm);
+  for (size_t i = 0; mounts && i < nvm; i++) {
+    PyObject *m = Py_BuildValue("{s:N,s:N}",
+                                "name", asbpy_str(asb_sandbox_info_volume_mount_name(info, i)),
+                                "path", asbpy_str(asb_sandbox_info_volume_mount_path(info, i)));
+    if (!m) {
+      Py_CLEAR(mounts);
+      break;
+    }
+    PyList_SET_ITEM(mounts, (Py_ssize_t)i, m);
+  }
+  if (!mounts) {
+    Py_DECREF(meta);
+    return NULL;
+  }
+  return Py_BuildValue("{s:N,s:N,s:N,s:N,s:L,s:L,s:i,s:i,s:i,s:N,s:N,s:i,s:N,s:N,s:i,s:N,s:N}",
                        "sandbox_id", asbpy_str(asb_sandbox_info_id(info)),
                        "template_id", asbpy_str(asb_sandbox_info_template_id(info)),
                        "name", asbpy_str(asb_sandbox_info_name(info)),
@@ -135,7 +152,9 @@ PyObject *asbpy_sandbox_info_dict(const asb_sandbox_info *info) {
                        "allow_internet_access", asb_sandbox_info_allow_internet_access(info),
                        "network", asbpy_str(asb_sandbox_info_network_json(info)),
                        "pause_mode", asbpy_str(asb_sandbox_info_pause_mode(info)),
-                       "auto_resume", asb_sandbox_info_auto_resume(info));
+                       "auto_resume", asb_sandbox_info_auto_resume(info),
+                       "on_timeout", asbpy_str(asb_sandbox_info_on_timeout(info)),
+                       "volume_mounts", mounts);
 }
 
 /* Every sandbox of a page as asbpy_sandbox_info_dict dicts. */

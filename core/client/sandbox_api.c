@@ -415,8 +415,11 @@ int asb_sandbox_is_running(asb_sandbox *sb, const asb_call_options *call) {
 
 struct asb_sandbox_info {
   char *id, *template_id, *name, *state, *envd_version;
-  char *pause_mode; /* the engine's pauseMode, or NULL */
-  int auto_resume;  /* lifecycle.autoResume: 1, 0, -1 not said */
+  char *pause_mode;            /* the engine's pauseMode, or NULL */
+  int auto_resume;             /* lifecycle.autoResume: 1, 0, -1 not said */
+  char *on_timeout;            /* lifecycle.onTimeout, or NULL */
+  char **vm_names, **vm_paths; /* volumeMounts */
+  size_t nvm;
   int64_t started, end;
   int cpu, mem, disk;
   char **mkeys, **mvals;
@@ -446,6 +449,27 @@ static int info_strings(const cJSON *net, const char *key, char ***v, size_t *n)
   return ASB_OK;
 }
 
+/* volumeMounts ([{name, path}]; an item without both strings is skipped)
+ * into i. 0, or ASB_ENOMEM. */
+static int info_mounts(const cJSON *a, asb_sandbox_info *i) {
+  const cJSON *e;
+  if (!cJSON_IsArray(a)) return ASB_OK;
+  size_t n = (size_t)cJSON_GetArraySize(a) + 1;
+  if (!(i->vm_names = calloc(n, sizeof *i->vm_names)) ||
+      !(i->vm_paths = calloc(n, sizeof *i->vm_paths)))
+    return ASB_ENOMEM;
+  cJSON_ArrayForEach(e, a) {
+    const cJSON *nm = cJSON_GetObjectItemCaseSensitive(e, "name");
+    const cJSON *p = cJSON_GetObjectItemCaseSensitive(e, "path");
+    if (!cJSON_IsString(nm) || !cJSON_IsString(p)) continue;
+    i->vm_names[i->nvm] = asbi_strdup(nm->valuestring);
+    i->vm_paths[i->nvm] = asbi_strdup(p->valuestring);
+    i->nvm++; /* counted before the check: the free frees both */
+    if (!i->vm_names[i->nvm - 1] || !i->vm_paths[i->nvm - 1]) return ASB_ENOMEM;
+  }
+  return ASB_OK;
+}
+
 static int64_t parse_time_s(const char *s) {
   if (!s) return 0;
   struct tm tm;
@@ -462,6 +486,9 @@ void asb_sandbox_info_free(asb_sandbox_info *i) {
   free(i->state);
   free(i->envd_version);
   free(i->pause_mode);
+  free(i->on_timeout);
+  strv_free(i->vm_names, i->nvm);
+  strv_free(i->vm_paths, i->nvm);
   for (size_t k = 0; k < i->nmeta; k++) {
     free(i->mkeys[k]);
     free(i->mvals[k]);
@@ -495,6 +522,9 @@ static int info_from(const cJSON *j, asb_sandbox_info **out) {
   const cJSON *lc = cJSON_GetObjectItemCaseSensitive(j, "lifecycle");
   const cJSON *ar = cJSON_IsObject(lc) ? cJSON_GetObjectItemCaseSensitive(lc, "autoResume") : NULL;
   i->auto_resume = cJSON_IsBool(ar) ? cJSON_IsTrue(ar) : -1;
+  const cJSON *ot = cJSON_IsObject(lc) ? cJSON_GetObjectItemCaseSensitive(lc, "onTimeout") : NULL;
+  int oom = cJSON_IsString(ot) && !(i->on_timeout = asbi_strdup(ot->valuestring));
+  oom = oom || info_mounts(cJSON_GetObjectItemCaseSensitive(j, "volumeMounts"), i);
   s = NULL;
   asbi_pj_get_str(j, "startedAt", &s);
   i->started = parse_time_s(s);
@@ -515,7 +545,7 @@ static int info_from(const cJSON *j, asb_sandbox_info **out) {
   i->mkeys = calloc(n + 1, sizeof *i->mkeys);
   i->mvals = calloc(n + 1, sizeof *i->mvals);
   if (!i->state) i->state = asbi_strdup("running");
-  int oom = !i->id || !i->state || !i->mkeys || !i->mvals;
+  oom = oom || !i->id || !i->state || !i->mkeys || !i->mvals;
   cJSON_ArrayForEach(it, meta) {
     if (oom) break;
     if (!cJSON_IsString(it)) continue;
@@ -575,6 +605,18 @@ const char *asb_sandbox_info_pause_mode(const asb_sandbox_info *i) {
 }
 int asb_sandbox_info_auto_resume(const asb_sandbox_info *i) {
   return i ? i->auto_resume : -1;
+}
+const char *asb_sandbox_info_on_timeout(const asb_sandbox_info *i) {
+  return i ? i->on_timeout : NULL;
+}
+size_t asb_sandbox_info_volume_mount_count(const asb_sandbox_info *i) {
+  return i ? i->nvm : 0;
+}
+const char *asb_sandbox_info_volume_mount_name(const asb_sandbox_info *i, size_t k) {
+  return i && k < i->nvm ? i->vm_names[k] : NULL;
+}
+const char *asb_sandbox_info_volume_mount_path(const asb_sandbox_info *i, size_t k) {
+  return i && k < i->nvm ? i->vm_paths[k] : NULL;
 }
 asb_int64 asb_sandbox_info_started_at(const asb_sandbox_info *i) {
   return i ? i->started : 0;

@@ -118,6 +118,37 @@ static asb_volume *volume_from(const cJSON *j, asb_client *c) {
   return v;
 }
 
+/* The token goes into an Authorization header verbatim: printable ASCII
+ * only, so no CR/LF can add headers of its own. */
+static int token_ok(const char *t) {
+  if (!t || !*t) return 0;
+  for (; *t; t++)
+    if ((unsigned char)*t < 0x21 || (unsigned char)*t > 0x7e) return 0;
+  return 1;
+}
+
+int asb_volume_from_token(asb_volume **out, asb_client *c, const char *id, const char *name,
+                          const char *token) {
+  ASBI_CLIENT_CALL(c);
+  if (out) *out = NULL;
+  if (!c || !out || !id || !*id) return asbi_err(ASB_EINVAL, "volume.from_token: bad arguments");
+  if (!token_ok(token))
+    return asbi_err(ASB_EINVAL, "volume.from_token: the token must be non-empty printable ASCII");
+  asb_volume *v = calloc(1, sizeof *v);
+  if (!v) return asbi_oom();
+  v->id = strdup(id);
+  v->name = strdup(name ? name : "");
+  v->token = strdup(token);
+  if (!v->id || !v->name || !v->token || asbi_life_init(&v->life)) {
+    volume_destroy(v);
+    return asbi_oom();
+  }
+  asbi_client_ref(c);
+  v->client = c;
+  *out = v;
+  return ASB_OK;
+}
+
 static int volume_reply(asb_volume **out, asb_client *c, cJSON *reply, const char *what) {
   asb_volume *v = volume_from(reply, c);
   cJSON_Delete(reply);

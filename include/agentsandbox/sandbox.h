@@ -196,6 +196,11 @@ ASB_API(const char *)
 asb_sandbox_info_pause_mode(const asb_sandbox_info *info);
 /* E2B's lifecycle.autoResume: 1 on, 0 off, -1 not said. */
 ASB_API(int) asb_sandbox_info_auto_resume(const asb_sandbox_info *info);
+/* E2B's lifecycle.onTimeout: "kill" or "pause", or NULL when the reply
+ * had no lifecycle (asb_sandbox_list's items: E2B's ListedSandbox has
+ * none). */
+ASB_API(const char *)
+asb_sandbox_info_on_timeout(const asb_sandbox_info *info);
 /* Unix seconds. */
 ASB_API(asb_int64) asb_sandbox_info_started_at(const asb_sandbox_info *info);
 ASB_API(asb_int64) asb_sandbox_info_end_at(const asb_sandbox_info *info);
@@ -232,6 +237,15 @@ asb_sandbox_info_allow_out_get(const asb_sandbox_info *info, size_t i);
 ASB_API(size_t) asb_sandbox_info_deny_out_count(const asb_sandbox_info *info);
 ASB_API(const char *)
 asb_sandbox_info_deny_out_get(const asb_sandbox_info *info, size_t i);
+/* Its volumeMounts (E2B's [{name, path}], in the order of the create):
+ * the count, and the volume name and mount path of mount i (NULL past the
+ * end). Listed sandboxes carry them too. */
+ASB_API(size_t)
+asb_sandbox_info_volume_mount_count(const asb_sandbox_info *info);
+ASB_API(const char *)
+asb_sandbox_info_volume_mount_name(const asb_sandbox_info *info, size_t i);
+ASB_API(const char *)
+asb_sandbox_info_volume_mount_path(const asb_sandbox_info *info, size_t i);
 ASB_API(void) asb_sandbox_info_free(asb_sandbox_info *info);
 
 /* ---- listing

@@ -51,6 +51,18 @@ ASB_API(int)
 asb_volumes_delete(asb_client *client, const char *volume_id,
                    const asb_call_options *call);
 
+/* A volume object from its id, name and content token, with no API call
+ * (E2B's `new Volume(volumeId, name, token)`): its file calls go to
+ * client's engine, authorised by token alone (the client's API key is not
+ * needed). name may be NULL (""); asb_volume_size_mb is 0 (not known).
+ * ASB_EINVAL for an empty id or token, or a token with bytes outside
+ * printable ASCII (it goes into an HTTP header). A wrong token or id is
+ * only found out by the first file call (ASB_EAUTH / ASB_ENOTFOUND). */
+ASB_API(int)
+asb_volume_from_token(asb_volume **out, asb_client *client,
+                      const char *volume_id, const char *name,
+                      const char *token);
+
 /* ---- a volume (strings owned by the object) ----------------------------- */
 ASB_API(const char *) asb_volume_id(const asb_volume *v);
 ASB_API(const char *) asb_volume_name(const asb_volume *v);

@@ -342,6 +342,33 @@ TEST(info_reads_the_network) {
   CHECK_INT(asb_sandbox_info_allow_internet_access(NULL), -1);
 }
 
+/* E2B's lifecycle and volumeMounts of a SandboxDetail; malformed items
+ * are skipped, a malformed field reads as not said. */
+TEST(info_reads_lifecycle_and_volume_mounts) {
+  g_detail =
+      "{\"sandboxID\":\"n0net0test\",\"lifecycle\":{\"onTimeout\":\"pause\",\"autoResume\":true},"
+      "\"volumeMounts\":[{\"name\":\"a\",\"path\":\"/mnt/a\"},7,{\"name\":\"b\"},"
+      "{\"name\":\"c\",\"path\":\"/c\"}]}";
+  asb_sandbox_info *i = NULL;
+  REQUIRE_RC(asb_sandbox_get_info(&i, SB, NULL), ASB_OK);
+  CHECK_STR(asb_sandbox_info_on_timeout(i), "pause");
+  CHECK_INT(asb_sandbox_info_auto_resume(i), 1);
+  CHECK_INT(asb_sandbox_info_volume_mount_count(i), 2);
+  CHECK_STR(asb_sandbox_info_volume_mount_name(i, 0), "a");
+  CHECK_STR(asb_sandbox_info_volume_mount_path(i, 1), "/c");
+  CHECK(asb_sandbox_info_volume_mount_name(i, 2) == NULL);
+  asb_sandbox_info_free(i);
+  g_detail = "{\"sandboxID\":\"n0net0test\",\"lifecycle\":{\"onTimeout\":1},\"volumeMounts\":{}}";
+  REQUIRE_RC(asb_sandbox_get_info(&i, SB, NULL), ASB_OK);
+  CHECK(asb_sandbox_info_on_timeout(i) == NULL);
+  CHECK_INT(asb_sandbox_info_auto_resume(i), -1);
+  CHECK_INT(asb_sandbox_info_volume_mount_count(i), 0);
+  asb_sandbox_info_free(i);
+  CHECK(asb_sandbox_info_on_timeout(NULL) == NULL);
+  CHECK_INT(asb_sandbox_info_volume_mount_count(NULL), 0);
+  CHECK(asb_sandbox_info_volume_mount_path(NULL, 0) == NULL);
+}
+
 int main(void) {
   D = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION, 0, NULL,
                        NULL, handler, NULL, MHD_OPTION_NOTIFY_COMPLETED, done, NULL,
@@ -365,6 +392,7 @@ int main(void) {
   RUN(bad_network_json_is_refused_locally);
   RUN(update_network_puts_the_update_config);
   RUN(info_reads_the_network);
+  RUN(info_reads_lifecycle_and_volume_mounts);
   asb_sandbox_free(SB);
   asb_client_free(C);
   MHD_stop_daemon(D);

@@ -4,7 +4,9 @@
  * name (asb_options_add_string); a malformed entry is refused locally, an
  * unknown volume by the engine, and a version-2 struct never sends one.
  * And the asb_volume* calls (volume.h): create, get, list, delete, and the
- * file calls of the content API, seen from a sandbox that mounts it.
+ * file calls of the content API, seen from a sandbox that mounts it; a
+ * volume from its token (asb_volume_from_token); a sandbox info's
+ * volumeMounts and lifecycle.onTimeout.
  * SPDX-License-Identifier: Apache-2.0 */
 #include <agentsandbox.h>
 #include <curl/curl.h>
@@ -79,6 +81,32 @@ TEST(two_sandboxes_share_a_volume) {
     CHECK_STR(s, "from-a\nuser\n");
     free(s);
   }
+  /* E2B's SandboxInfo.volumeMounts and lifecycle, from get_info and on
+   * the list's items (ListedSandbox has volumeMounts, no lifecycle) */
+  asb_sandbox_info *info = NULL;
+  REQUIRE_RC(asb_sandbox_get_info(&info, b, NULL), ASB_OK);
+  CHECK(asb_sandbox_info_volume_mount_count(info) == 1);
+  CHECK_STR(asb_sandbox_info_volume_mount_name(info, 0), VOL);
+  CHECK_STR(asb_sandbox_info_volume_mount_path(info, 0), "/home/user/v");
+  CHECK(asb_sandbox_info_volume_mount_name(info, 1) == NULL);
+  CHECK(asb_sandbox_info_volume_mount_path(info, 1) == NULL);
+  CHECK_STR(asb_sandbox_info_on_timeout(info), "kill");
+  CHECK(asb_sandbox_info_auto_resume(info) == 0);
+  asb_sandbox_info_free(info);
+  asb_sandbox_page *page = NULL;
+  REQUIRE_RC(asb_sandbox_list(&page, C, NULL), ASB_OK);
+  int listed = 0;
+  for (size_t i = 0; i < asb_sandbox_page_count(page); i++) {
+    const asb_sandbox_info *li = asb_sandbox_page_get(page, i);
+    if (strcmp(asb_sandbox_info_id(li), asb_sandbox_id(a)) != 0) continue;
+    listed = 1;
+    CHECK(asb_sandbox_info_volume_mount_count(li) == 1);
+    CHECK_STR(asb_sandbox_info_volume_mount_path(li, 0), "/mnt/shared");
+    CHECK_STR(asb_sandbox_info_volume_mount_name(li, 0), VOL);
+    CHECK(asb_sandbox_info_on_timeout(li) == NULL);
+  }
+  CHECK(listed);
+  asb_sandbox_page_free(page);
   /* mounted: the volume is not deleted */
   char path[128];
   snprintf(path, sizeof path, "/volumes/%s", VOL);
@@ -87,6 +115,53 @@ TEST(two_sandboxes_share_a_volume) {
   if (b) asb_sandbox_kill(b, NULL);
   asb_sandbox_free(a);
   asb_sandbox_free(b);
+}
+
+/* E2B's `new Volume(volumeId, name, token)`: a volume object from its id
+ * and token with no API call; its file calls need the token, not the
+ * API key (the client here has a wrong one). */
+TEST(volume_from_token) {
+  asb_volume *v = NULL, *t = NULL, *bad = NULL;
+  REQUIRE_RC(asb_volumes_get(&v, C, VOL, NULL), ASB_OK);
+  asb_client_options co = ASB_CLIENT_OPTIONS_INIT;
+  co.api_url = F.url;
+  co.sandbox_url = F.url;
+  co.api_key = "not-the-api-key";
+  co.debug = -1;
+  asb_client *nokey = NULL;
+  REQUIRE_RC(asb_client_new(&nokey, &co), ASB_OK);
+  CHECK_RC(asb_volume_from_token(&t, nokey, asb_volume_id(v), VOL, ""), ASB_EINVAL);
+  CHECK_RC(asb_volume_from_token(&t, nokey, "", VOL, asb_volume_token(v)), ASB_EINVAL);
+  CHECK_RC(asb_volume_from_token(&t, nokey, asb_volume_id(v), VOL, "tok\r\nX-API-Key: k"),
+           ASB_EINVAL);
+  CHECK(t == NULL);
+  REQUIRE_RC(asb_volume_from_token(&t, nokey, asb_volume_id(v), VOL, asb_volume_token(v)), ASB_OK);
+  CHECK_STR(asb_volume_id(t), asb_volume_id(v));
+  CHECK_STR(asb_volume_name(t), VOL);
+  CHECK_STR(asb_volume_token(t), asb_volume_token(v));
+  CHECK(asb_volume_size_mb(t) == 0);
+  /* the control plane refuses that client; the content API takes the token */
+  asb_volume_list *l = NULL;
+  CHECK_RC(asb_volumes_list(&l, nokey, NULL), ASB_EAUTH);
+  asb_volume_write_options wo = ASB_VOLUME_WRITE_OPTIONS_INIT;
+  wo.force = 1;
+  CHECK_RC(asb_volume_write_file(NULL, t, "/from-token", "tok", 3, &wo), ASB_OK);
+  char *d = NULL;
+  size_t n = 0;
+  CHECK_RC(asb_volume_read_file(&d, &n, v, "/from-token", NULL), ASB_OK);
+  CHECK(d && n == 3 && memcmp(d, "tok", 3) == 0);
+  free(d);
+  CHECK_RC(asb_volume_remove(t, "/from-token", NULL), ASB_OK);
+  /* a wrong token is found out by the first call, no name is needed */
+  REQUIRE_RC(asb_volume_from_token(&bad, nokey, asb_volume_id(v), NULL, "wrong-token"), ASB_OK);
+  CHECK_STR(asb_volume_name(bad), "");
+  CHECK_RC(asb_volume_exists(bad, "/", NULL), ASB_EAUTH);
+  asb_volume_free(bad);
+  /* it holds its client */
+  asb_client_free(nokey);
+  CHECK_RC(asb_volume_exists(t, "/", NULL), 1);
+  asb_volume_free(t);
+  asb_volume_free(v);
 }
 
 TEST(refusals) {
@@ -275,6 +350,7 @@ int main(void) {
   }
   RUN(two_sandboxes_share_a_volume);
   RUN(refusals);
+  RUN(volume_from_token);
   RUN(volume_calls);
   asb_client_free(C);
   /* the volume and its image go with the state dir; no mount outlives the

@@ -845,6 +845,24 @@ local function volume(v)
   }, { v = v })
 end
 
+--- Volume.from_token(volume_id, name, token, { domain, ... }), also
+--- Volume(volume_id, name, token): E2B's Volume(volume_id, name, token), a
+--- volume from its content token with no API call (its file calls need
+--- only the token; a wrong one fails at the first).
+function Volume.from_token(id, name, token, t)
+  t = known(t, {}, "Volume")
+  if type(token) ~= "string" or token == "" then
+    error("Volume(volume_id, name, token): the volume's token is needed "
+          .. "(Volume.connect(volume_id) fetches it with the API key)", 2)
+  end
+  local o = conn(t)
+  o.request_timeout_ms = nil -- no call is made
+  local v, err = asb.volumes.from_token(id, name, token, o)
+  if not v then return vol_e2b(nil, err) end
+  return volume(v)
+end
+setmetatable(Volume, { __call = function(_, id, name, token, t) return Volume.from_token(id, name, token, t) end })
+
 --- Volume.create(name, { size_mb, api_key, domain, request_timeout, ... }):
 --- a new volume (size_mb, its quota, is ours).
 function Volume.create(name, t)

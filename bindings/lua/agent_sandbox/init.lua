@@ -423,10 +423,13 @@ local function network_info(text)
   return out
 end
 
--- An info table of the shims: its network JSON decoded.
+-- An info table of the shims: its network JSON decoded, E2B's lifecycle
+-- ({ on_timeout, auto_resume }; nil for a list's items) made of on_timeout.
 local function info_fix(t)
   t.network = network_info(t.network_json)
   t.network_json = nil
+  if t.on_timeout then t.lifecycle = { on_timeout = t.on_timeout, auto_resume = t.auto_resume == true } end
+  t.volume_mounts = t.volume_mounts or {}
   return t
 end
 M._info_fix = info_fix
@@ -1921,6 +1924,22 @@ function volumes.get(id, t)
   if not c then return nil, err end
   local rc, h = core.asb_volumes_get(client_handle(c), id, call_options(t.request_timeout_ms))
   if rc < 0 then return fail(rc, "volumes.get") end
+  return volume_of(h)
+end
+
+--- volumes.from_token(id, name, token, { client | connection keys }): the
+--- volume from its content token, with no API call (E2B's Volume(volume_id,
+--- name, token)); its file calls need only the token, a wrong one fails at
+--- the first. name may be nil.
+function volumes.from_token(id, name, token, t)
+  check(id, "string", "volumes.from_token", "id")
+  if name ~= nil then check(name, "string", "volumes.from_token", "name") end
+  check(token, "string", "volumes.from_token", "token")
+  t = options(t, with_conn({}), "volumes.from_token")
+  local c, err = client_of(t, "volumes.from_token")
+  if not c then return nil, err end
+  local rc, h = core.asb_volume_from_token(client_handle(c), id, name, token)
+  if rc < 0 then return fail(rc, "volumes.from_token") end
   return volume_of(h)
 end
 

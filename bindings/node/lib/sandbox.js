@@ -51,7 +51,10 @@ function sandboxInfo(i) {
     allowInternetAccess: i.allowInternetAccess,
     network: NET.networkInfo(i.networkJson),
     pauseMode: i.pauseMode,
-    autoResume: i.autoResume
+    autoResume: i.autoResume,
+    // E2B's SandboxInfo.lifecycle (getInfo; a list's items have none)
+    lifecycle: i.onTimeout ? { onTimeout: i.onTimeout, autoResume: i.autoResume === true } : undefined,
+    volumeMounts: i.volumeMounts || []
   }
 }
 

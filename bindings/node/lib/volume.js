@@ -61,9 +61,24 @@ function reqOpts(opts, more) {
 }
 
 class Volume {
-  /** Volumes come from Volume.create / Volume.connect. */
-  constructor(made, clientObj) {
-    if (!made || !made.handle) throw new TypeError('a Volume is made with Volume.create() or Volume.connect()')
+  /**
+   * E2B's `new Volume(volumeId, name, token, domain?)`: a volume from its
+   * content token, with no API call (the native handle is made at the
+   * first file call; a wrong token or id rejects there). The 4th argument
+   * is E2B's domain or this package's connection options. Volume.create()
+   * and Volume.connect() make the others.
+   */
+  constructor(made, clientObj, token, conn) {
+    if (typeof made === 'string') {
+      if (typeof token !== 'string' || !token) throw new TypeError('new Volume(volumeId, name, token): the volume\'s token is needed (Volume.connect(volumeId) fetches it)')
+      if (clientObj !== undefined && clientObj !== null && typeof clientObj !== 'string') throw new TypeError('new Volume(volumeId, name, token): name must be a string')
+      const opts = typeof conn === 'string' ? { domain: conn } : Object.assign({}, conn)
+      made = { volumeId: made, name: clientObj == null ? '' : clientObj, token, sizeMB: 0, handle: null }
+      clientObj = null
+      this._lazy = opts
+    } else if (!made || !made.handle) {
+      throw new TypeError('a Volume is made with Volume.create(), Volume.connect() or new Volume(volumeId, name, token)')
+    }
     this._h = made.handle
     this._client = clientObj
     /** The volume's id. */
@@ -73,8 +88,9 @@ class Volume {
     this.token = made.token
     /** Its quota in MiB (ours; E2B's volumes have none). */
     this.sizeMB = made.sizeMB
-    /** E2B's custom content API domain: never set (the engine serves it). */
-    this.domain = undefined
+    /** E2B's custom content API domain: only what new Volume() was given
+     * (the engine serves the content API). */
+    this.domain = this._lazy && typeof this._lazy.domain === 'string' ? this._lazy.domain : undefined
   }
 
   static async _client(opts) {
@@ -137,9 +153,27 @@ class Volume {
   }
 
   // o: the C call's options (reqOpts), opts: the caller's (its signal)
+  // The native handle of a volume from its token, made once (no API call).
+  _handle() {
+    if (this._h) return this._h
+    if (!this._hp) {
+      this._hp = (async () => {
+        const c = await this.constructor._client(this._lazy)
+        const made = await invoke(N.volumeFromToken, [c.handle, this.volumeId, this.name, this.token])
+        if (this._closed) N.close(made.handle, N.kinds.volume)
+        else this._h = made.handle
+        return made.handle
+      })()
+      this._hp.catch(() => { this._hp = undefined })
+    }
+    return this._hp
+  }
+
   async _file(op, path, o, data, opts) {
     try {
-      return await invoke(N.volumeFile, [this._h, op, path, o, data], { signal: opts.signal })
+      if (this._closed && !this._h) throw new Error('the Volume was closed')
+      const h = await this._handle()
+      return await invoke(N.volumeFile, [h, op, path, o, data], { signal: opts.signal })
     } catch (e) {
       throw this.constructor._error(e, 'path', path)
     }
@@ -203,7 +237,8 @@ class Volume {
 
   /** Release the handle (the volume stays); calls in flight end with an AbortError. */
   close() {
-    N.close(this._h, N.kinds.volume)
+    this._closed = true
+    if (this._h) N.close(this._h, N.kinds.volume)
   }
 }
 

@@ -347,6 +347,19 @@ static napi_value info_value(napi_env env, const asb_sandbox_info *i) {
     anode_set(env, o, "pauseMode", anode_str(env, asb_sandbox_info_pause_mode(i)));
   if (asb_sandbox_info_auto_resume(i) >= 0)
     anode_set(env, o, "autoResume", anode_bool(env, asb_sandbox_info_auto_resume(i)));
+  if (asb_sandbox_info_on_timeout(i))
+    anode_set(env, o, "onTimeout", anode_str(env, asb_sandbox_info_on_timeout(i)));
+  /* E2B's volumeMounts: [{name, path}] */
+  size_t nvm = asb_sandbox_info_volume_mount_count(i);
+  napi_value vm;
+  napi_create_array_with_length(env, nvm, &vm);
+  for (size_t k = 0; k < nvm; k++) {
+    napi_value m = anode_obj(env);
+    anode_set(env, m, "name", anode_str(env, asb_sandbox_info_volume_mount_name(i, k)));
+    anode_set(env, m, "path", anode_str(env, asb_sandbox_info_volume_mount_path(i, k)));
+    napi_set_element(env, vm, (uint32_t)k, m);
+  }
+  anode_set(env, o, "volumeMounts", vm);
   anode_set(env, o, "startedAt", anode_num(env, (double)asb_sandbox_info_started_at(i)));
   anode_set(env, o, "endAt", anode_num(env, (double)asb_sandbox_info_end_at(i)));
   anode_set(env, o, "cpuCount", anode_num(env, asb_sandbox_info_cpu_count(i)));

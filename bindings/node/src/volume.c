@@ -2,7 +2,8 @@
  * (create, get, list, delete with the API key) and a volume's files (its
  * own token), each call on the addon's worker threads. Two entry points:
  * volumeOp(client, op, idOrName, sizeMB, callOpts, cb) and
- * volumeFile(volume, op, path, opts, data, cb); lib/volume.js gives them
+ * volumeFile(volume, op, path, opts, data, cb), and volumeFromToken
+ * (client, id, name, token, cb); lib/volume.js gives them
  * E2B's Volume names.
  * SPDX-License-Identifier: Apache-2.0 */
 #include <stdio.h>
@@ -155,6 +156,36 @@ static napi_value js_volume_op(napi_env env, napi_callback_info info) {
   c->i[0] = (int)size;
   c->op = op;
   c->base.work = w_volume_op;
+  c->base.result = r_volume_op;
+  c->base.cleanup = c_volume_op;
+  return anode_call_submit(env, &c->base, b);
+}
+
+static void w_volume_from_token(anode_call *base) {
+  gen_call *c = (gen_call *)base;
+  asb_volume *v = NULL;
+  int rc = asb_volume_from_token(&v, c->client, c->s[0], c->s[1], c->s[2]);
+  c->out = v;
+  if (rc < 0)
+    anode_call_fail(base, rc);
+  else
+    base->rc = rc;
+}
+
+/* volumeFromToken(client, volumeId, name or null, token, cb): E2B's `new
+ * Volume(volumeId, name, token)`, no API call; the value is volumeOp's
+ * create/get one. On a worker like the rest (it takes the client's lock
+ * nowhere, but its errors travel the same way). */
+static napi_value js_volume_from_token(napi_env env, napi_callback_info info) {
+  GEN_ARGS(5);
+  gen_call *c = gen_new(env, argv[4]);
+  if (!c) return NULL;
+  anode_box *b = gen_client(env, c, argv[0]);
+  if (!b || anode_get_string(env, argv[1], &c->s[0]) ||
+      (!anode_is_nullish(env, argv[2]) && anode_get_string(env, argv[2], &c->s[1])) ||
+      anode_get_string(env, argv[3], &c->s[2]))
+    return gen_discard(env, c);
+  c->base.work = w_volume_from_token;
   c->base.result = r_volume_op;
   c->base.cleanup = c_volume_op;
   return anode_call_submit(env, &c->base, b);
@@ -325,5 +356,7 @@ static napi_value js_volume_file(napi_env env, napi_callback_info info) {
   return anode_call_submit(env, &c->base, b);
 }
 
-const anode_fn anode_volume_fns[] = {
-    {"volumeOp", js_volume_op}, {"volumeFile", js_volume_file}, {NULL, NULL}};
+const anode_fn anode_volume_fns[] = {{"volumeOp", js_volume_op},
+                                     {"volumeFromToken", js_volume_from_token},
+                                     {"volumeFile", js_volume_file},
+                                     {NULL, NULL}};

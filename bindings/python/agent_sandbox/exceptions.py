@@ -41,6 +41,9 @@ __all__ = [
     "PermissionDeniedException",
     "GitAuthException",
     "GitUpstreamException",
+    "VolumeException",
+    "VolumeNotFoundException",
+    "VolumePathNotFoundException",
     "AgentTurnError",
     "VolumeException",
     "VolumeNotFoundException",
@@ -100,6 +103,21 @@ class SandboxNotFoundException(NotFoundException):
 
 class SandboxGoneException(SandboxNotFoundException):
     """The sandbox existed and ended; ``reason`` says why (``timeout``, ``killed``, ``oom``)."""
+
+
+class VolumeException(AgentSandboxError):
+    """A failed volume call (E2B's ``VolumeException``: not a
+    :class:`SandboxException`, as in E2B). agent_sandbox.compat's Volume
+    raises it, with ``"<HTTP status>: <message>"``, for what has no class
+    of its own; the native Volume keeps the general classes."""
+
+
+class VolumeNotFoundException(NotFoundException):
+    """The volume does not exist (E2B's ``VolumeNotFoundException``)."""
+
+
+class VolumePathNotFoundException(NotFoundException):
+    """Nothing is at that path of the volume (E2B's ``VolumePathNotFoundException``)."""
 
 
 class AuthenticationException(AgentSandboxError):

@@ -208,6 +208,12 @@ class SandboxInfo:
     """A paused sandbox's ``"memory"`` or ``"filesystem"`` (docs/lifecycle.md), else None."""
     auto_resume: Optional[bool] = None
     """E2B's ``lifecycle.autoResume``; None when the engine does not say (lists)."""
+    lifecycle: Optional[Dict[str, Any]] = None
+    """E2B's ``SandboxInfo.lifecycle``: ``{"on_timeout": "kill" | "pause",
+    "auto_resume": bool}``, or None when the engine does not say (lists)."""
+    volume_mounts: List[Dict[str, str]] = field(default_factory=list)
+    """E2B's ``SandboxInfo.volume_mounts``: ``[{"name": volume, "path":
+    mount path}]`` in the order of the create (lists carry them too)."""
 
     @classmethod
     def _from_dict(cls, d: Dict[str, Any], domain: Optional[str] = None) -> "SandboxInfo":
@@ -235,6 +241,10 @@ class SandboxInfo:
             network=from_json(d.get("network")),
             pause_mode=d.get("pause_mode"),
             auto_resume=None if d.get("auto_resume", -1) < 0 else bool(d.get("auto_resume")),
+            lifecycle=None if not d.get("on_timeout") else {
+                "on_timeout": d["on_timeout"],
+                "auto_resume": d.get("auto_resume", -1) == 1},
+            volume_mounts=[dict(m) for m in d.get("volume_mounts") or []],
         )
 
 

@@ -18,7 +18,13 @@ methods. ``get_info`` and ``list`` are E2B's dual methods: on the class
 they take a volume id (``Volume.get_info(volume_id)``, ``Volume.list()``),
 on a volume a path (``vol.get_info(path)``, ``vol.list(path)``).
 
-Errors: :class:`NotFoundException` for an unknown volume or path,
+``VolumeSync.from_token(volume_id, name, token)`` makes a volume object
+from its id and token with no API call (E2B's ``Volume(volume_id, name,
+token)``): its file calls need only the token.
+
+Errors: :class:`VolumeNotFoundException` for an unknown volume,
+:class:`VolumePathNotFoundException` for an unknown path (both
+:class:`NotFoundException`, as E2B's),
 :class:`InvalidArgumentException` for a bad name, size, path or owner,
 :class:`SandboxException` (code ``ASB_EEXISTS``) for a taken name, an
 existing file without ``force`` or a delete while sandboxes mount the
@@ -35,7 +41,7 @@ from typing import IO, Any, Callable, List, Optional, Union
 
 from . import _native as N
 from . import lowlevel as ll
-from .exceptions import NotFoundException
+from .exceptions import VolumeNotFoundException, VolumePathNotFoundException
 
 __all__ = ["Volume", "VolumeSync", "VolumeInfo", "VolumeAndToken", "VolumeEntryStat"]
 
@@ -212,7 +218,16 @@ class VolumeSync:
                 **conn: Any) -> "VolumeSync":
         """The volume of this id or name."""
         return cls(N.call(ll.asb_volumes_get, N.client(**cls._conn(conn)), volume_id,
-                          _call(request_timeout), not_found=NotFoundException))
+                          _call(request_timeout), not_found=VolumeNotFoundException))
+
+    @classmethod
+    def from_token(cls, volume_id: str, name: Optional[str], token: str,
+                   **conn: Any) -> "VolumeSync":
+        """The volume ``volume_id`` from its content token, with no API call
+        (E2B's ``Volume(volume_id, name, token)``); a wrong id or token is
+        found out by the first file call. The API key is not needed."""
+        return cls(N.call(ll.asb_volume_from_token, N.client(**cls._conn(conn)), volume_id,
+                          name, token))
 
     def _class_get_info(cls, volume_id: str, *, request_timeout: Optional[float] = None,
                         **conn: Any) -> VolumeAndToken:
@@ -254,7 +269,7 @@ class VolumeSync:
         if format not in ("text", "bytes", "stream"):
             raise ValueError('format must be "text", "bytes" or "stream"')
         data = N.call(ll.asb_volume_read_file, self._h, path, _call(request_timeout),
-                      not_found=NotFoundException)
+                      not_found=VolumePathNotFoundException)
         if format == "stream":
             return iter([data[i:i + _CHUNK] for i in range(0, len(data), _CHUNK)])
         return data if format == "bytes" else data.decode(errors="replace")
@@ -268,7 +283,7 @@ class VolumeSync:
         an existing file is replaced only with ``force``."""
         return _entry(N.call(ll.asb_volume_write_file, self._h, path, _bytes(data),
                              _write_opts(uid, gid, mode, force, request_timeout),
-                             not_found=NotFoundException))
+                             not_found=VolumePathNotFoundException))
 
     def make_dir(self, path: str, *, uid: Optional[int] = None, gid: Optional[int] = None,
                  mode: Optional[int] = None, force: Optional[bool] = None,
@@ -277,12 +292,12 @@ class VolumeSync:
         parents and accepts an existing one."""
         return _entry(N.call(ll.asb_volume_make_dir, self._h, path,
                              _write_opts(uid, gid, mode, force, request_timeout),
-                             not_found=NotFoundException))
+                             not_found=VolumePathNotFoundException))
 
     def _instance_get_info(self, path: str, *,
                            request_timeout: Optional[float] = None) -> VolumeEntryStat:
         return _entry(N.call(ll.asb_volume_get_info, self._h, path, _call(request_timeout),
-                             not_found=NotFoundException))
+                             not_found=VolumePathNotFoundException))
 
     def exists(self, path: str, *, request_timeout: Optional[float] = None) -> bool:
         return N.call(ll.asb_volume_exists, self._h, path, _call(request_timeout)) == 1
@@ -294,17 +309,18 @@ class VolumeSync:
         def keep(x: Optional[int]) -> int:
             return -1 if x is None else int(x)
         return _entry(N.call(ll.asb_volume_update_metadata, self._h, path, keep(uid), keep(gid),
-                             keep(mode), _call(request_timeout), not_found=NotFoundException))
+                             keep(mode), _call(request_timeout),
+                             not_found=VolumePathNotFoundException))
 
     def remove(self, path: str, *, request_timeout: Optional[float] = None) -> None:
         """Remove what is at ``path``, recursively (a symlink is not followed)."""
         N.call(ll.asb_volume_remove, self._h, path, _call(request_timeout),
-               not_found=NotFoundException)
+               not_found=VolumePathNotFoundException)
 
     def _instance_list(self, path: str = "/", depth: Optional[int] = None, *,
                        request_timeout: Optional[float] = None) -> List[VolumeEntryStat]:
         lst = N.call(ll.asb_volume_entries_list, self._h, path, int(depth or 0),
-                     _call(request_timeout), not_found=NotFoundException)
+                     _call(request_timeout), not_found=VolumePathNotFoundException)
         return [_entry(ll.asb_volume_entry_list_get(lst, i))
                 for i in range(ll.asb_volume_entry_list_count(lst))]
 
@@ -335,6 +351,12 @@ class Volume:
     @classmethod
     async def connect(cls, volume_id: str, **kw: Any) -> "Volume":
         return cls(await N.run(cls._sync.connect, volume_id, **kw))
+
+    @classmethod
+    def from_token(cls, volume_id: str, name: Optional[str], token: str,
+                   **conn: Any) -> "Volume":
+        """:meth:`VolumeSync.from_token` (no API call, so not awaited)."""
+        return cls(cls._sync.from_token(volume_id, name, token, **conn))
 
     @classmethod
     async def destroy(cls, volume_id: str, **kw: Any) -> bool:

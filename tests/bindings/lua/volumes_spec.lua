@@ -5,6 +5,9 @@
 -- create, get, list, delete, every file call, seen from a sandbox. And
 -- agent_sandbox.compat's Volume (E2B's Python names and exception
 -- classes), mounted with compat's Sandbox.create{ volume_mounts, lifecycle }.
+-- A volume from its token (volumes.from_token, compat's Volume(id, name,
+-- token)); a sandbox info's lifecycle and volume_mounts (E2B's SandboxInfo)
+-- from get_info and the list.
 -- SPDX-License-Identifier: Apache-2.0
 local H = require "helper"
 local asb = require "agent_sandbox"
@@ -35,8 +38,41 @@ describe("volume mounts", function()
     local r = assert(b.commands:run("cat /home/user/v/f; stat -c %U /home/user/v/f"))
     assert.are.equal("from-a\nuser\n", r.stdout)
     assert.are.equal(409, api("DELETE", "/volumes/" .. name))
+    -- E2B's SandboxInfo.volume_mounts and lifecycle (a list's items: no lifecycle)
+    local info = assert(b:get_info())
+    assert.are.same({ { name = name, path = "/home/user/v" } }, info.volume_mounts)
+    assert.are.same({ on_timeout = "kill", auto_resume = false }, info.lifecycle)
+    local listed
+    for _, i in ipairs(assert(asb.Sandbox.list())) do
+      if i.sandbox_id == a.sandbox_id then listed = i end
+    end
+    assert.are.same({ { name = name, path = "/mnt/v" } }, listed.volume_mounts)
+    assert.is_nil(listed.lifecycle)
     a:kill()
     b:kill()
+  end)
+
+  it("are reached from a token alone", function()
+    local got = assert(asb.volumes.get(name))
+    -- no API call, no API key: the content API takes the token
+    local url = io.open(state .. "/engine.url"):read("l")
+    local v = assert(asb.volumes.from_token(got.volume_id, name, got.token,
+                                            { api_key = "not-the-key", api_url = url, sandbox_url = url }))
+    assert.are.same({ got.volume_id, name, got.token, 0 }, { v.volume_id, v.name, v.token, v.size_mb })
+    assert(v:write_file("/tok.txt", "by-token", { force = true }))
+    assert.are.equal("by-token", assert(got:read_file("/tok.txt")))
+    local bad = assert(asb.volumes.from_token(got.volume_id, nil, "wrong-token"))
+    local _, err = bad:exists("/")
+    assert.are.equal("ASB_EAUTH", err.code)
+    _, err = asb.volumes.from_token(got.volume_id, name, "tok\r\nX: y")
+    assert.are.equal("ASB_EINVAL", err.code)
+    -- compat: E2B's Volume(volume_id, name, token) and its error classes
+    local e2b = require "agent_sandbox.compat"
+    local cv = assert(e2b.Volume(got.volume_id, name, got.token))
+    assert.are.equal("by-token", assert(cv.read_file("/tok.txt")))
+    assert.is_true(e2b.VolumePathNotFoundException:is(select(2, cv.read_file("/missing"))))
+    assert.has_error(function() e2b.Volume(got.volume_id, name) end)
+    assert(v:remove("/tok.txt"))
   end)
 
   it("refuses bad ones", function()
@@ -134,6 +170,8 @@ describe("compat Volume", function()
     finally(function() sb.kill() end)
     local info = assert(sb.get_info())
     assert.is_true(info.auto_resume)
+    assert.are.same({ on_timeout = "pause", auto_resume = true }, info.lifecycle)
+    assert.are.same({ { name = cname, path = "/mnt/data" } }, info.volume_mounts)
     assert(sb.commands.run("echo from-sandbox >> /mnt/data/hello.txt"))
     assert.are.equal("hi\nfrom-sandbox\n", assert(vol.read_file("/hello.txt")))
     _, err = e2b.Volume.destroy(vol.volume_id)

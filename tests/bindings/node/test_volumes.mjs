@@ -5,7 +5,9 @@
 // (the addon's asb_volume* calls): the control plane and every file call
 // with its errors, natively and through agent-sandbox/compat with E2B's
 // error classes (an unknown volume, a missing path, a delete while a
-// sandbox mounts it).
+// sandbox mounts it). A volume from its token (E2B's new Volume(volumeId,
+// name, token)), and a sandbox info's lifecycle and volumeMounts (E2B's
+// SandboxInfo), from getInfo and the list.
 // SPDX-License-Identifier: Apache-2.0
 import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
@@ -42,9 +44,49 @@ test('two sandboxes share a volume', async () => {
     await a.commands.run('echo from-a > /mnt/v/f')
     assert.equal((await b.commands.run('cat /home/user/v/f; stat -c %U /home/user/v/f')).stdout, 'from-a\nuser\n')
     assert.equal(await api('DELETE', `/volumes/${name}`), 409)
+    // E2B's SandboxInfo.volumeMounts and lifecycle (a list's items: no lifecycle)
+    const info = await b.getInfo()
+    assert.deepEqual(info.volumeMounts, [{ name, path: '/home/user/v' }])
+    assert.deepEqual(info.lifecycle, { onTimeout: 'kill', autoResume: false })
+    const listed = (await lib.Sandbox.list()).filter((i) => i.sandboxId === a.sandboxId)
+    assert.deepEqual(listed.map((i) => i.volumeMounts), [[{ name, path: '/mnt/v' }]])
+    assert.equal(listed[0].lifecycle, undefined)
+    const ci = await compat.Sandbox.getInfo(b.sandboxId)
+    assert.deepEqual([ci.volumeMounts, ci.lifecycle], [info.volumeMounts, info.lifecycle])
   } finally {
     await a.kill()
     await b.kill()
+  }
+  const p = await compat.Sandbox.create({ timeoutMs: 60_000, lifecycle: { onTimeout: 'pause', autoResume: true } })
+  try {
+    const pi = await p.getInfo()
+    assert.deepEqual([pi.lifecycle, pi.volumeMounts], [{ onTimeout: 'pause', autoResume: true }, []])
+  } finally {
+    await p.kill()
+  }
+})
+
+test('a Volume from its token (E2B\'s new Volume(volumeId, name, token))', async () => {
+  const got = await lib.Volume.connect(name)
+  try {
+    // no API call, no API key: the content API takes the token
+    const v = new lib.Volume(got.volumeId, name, got.token, { apiKey: 'not-the-key', apiUrl: process.env.E2B_API_URL })
+    assert.deepEqual([v.volumeId, v.name, v.token], [got.volumeId, name, got.token])
+    await v.writeFile('/tok.txt', 'by-token', { force: true })
+    assert.equal(await got.readFile('/tok.txt'), 'by-token')
+    assert.equal(await v.exists('/tok.txt'), true)
+    await v.remove('/tok.txt')
+    v.close()
+    await assert.rejects(new lib.Volume(got.volumeId, name, 'wrong-token').exists('/'), (e) => e.code === 'ASB_EAUTH')
+    assert.throws(() => new lib.Volume(got.volumeId, name), TypeError)
+    // compat: E2B's constructor (domain 4th) and its error classes
+    const cv = new compat.Volume(got.volumeId, name, got.token)
+    assert.equal(await cv.exists('/'), true)
+    await assert.rejects(cv.readFile('/missing'), compat.VolumePathNotFoundError)
+    const bound = new (new compat.E2B().Volume)(got.volumeId, name, got.token)
+    assert.equal(await bound.exists('/'), true)
+  } finally {
+    got.close()
   }
 })
 

@@ -116,6 +116,7 @@ def test_agents(engine):
 def test_volumes(engine):
     out = run(engine, "volumes.py")
     assert out.startswith("from python\nfrom the sandbox\n") and "file 0o644 1000 /log.txt" in out
+    assert "mounted at ['/mnt/data']\n" in out and "\ne2b names\n" in out
     assert out.endswith("True True\nTrue\n")
 
 

@@ -4,7 +4,10 @@ volume made with E2B's /volumes API. Two sandboxes share it; a bad mount is
 the engine's 400 as InvalidArgumentException. And the Volume classes
 (agent_sandbox.Volume / VolumeSync over asb_volume*, compat's E2B-named
 Volume / AsyncVolume): create, connect, list, destroy, every file call,
-a volume written from Python and from a sandbox that mounts it.
+a volume written from Python and from a sandbox that mounts it; a volume
+from its token (VolumeSync.from_token, E2B's Volume(volume_id, name, token))
+and E2B's volume exception classes; a sandbox info's lifecycle and
+volume_mounts (E2B's SandboxInfo), from get_info and from the list.
 SPDX-License-Identifier: Apache-2.0"""
 
 import json
@@ -13,8 +16,9 @@ import urllib.request
 
 import pytest
 
-from agent_sandbox import (InvalidArgumentException, NotFoundException, Sandbox,
-                           SandboxException, SandboxSync, Volume, VolumeSync)
+from agent_sandbox import (AuthenticationException, InvalidArgumentException,
+                           NotFoundException, Sandbox, SandboxException, SandboxSync, Volume,
+                           VolumeNotFoundException, VolumePathNotFoundException, VolumeSync)
 from agent_sandbox import compat
 
 
@@ -43,6 +47,74 @@ async def test_async_and_sync_share_a_volume(engine, volume):
             await a.commands.run("echo from-async > /mnt/v/f")
             r = b.commands.run("cat /home/user/v/f; stat -c %U /home/user/v/f")
             assert r.stdout == "from-async\nuser\n"
+
+
+async def test_info_lifecycle_and_volume_mounts(engine, volume):
+    name = volume["name"]
+    with SandboxSync.create(timeout=120, volume_mounts={"/mnt/v": name}) as sb:
+        info = sb.get_info()
+        assert info.volume_mounts == [{"name": name, "path": "/mnt/v"}]
+        assert info.lifecycle == {"on_timeout": "kill", "auto_resume": False}
+        listed = [i for i in SandboxSync.list() if i.sandbox_id == sb.sandbox_id]
+        assert [i.volume_mounts for i in listed] == [[{"name": name, "path": "/mnt/v"}]]
+        assert listed[0].lifecycle is None  # E2B's ListedSandbox has none
+        # compat: E2B's SandboxInfo fields, on the instance and by id
+        ci = compat.Sandbox.get_info(sb.sandbox_id)
+        assert (ci.lifecycle, ci.volume_mounts) == (info.lifecycle, info.volume_mounts)
+    async with await compat.AsyncSandbox.create(
+            timeout=120, lifecycle={"on_timeout": "pause", "auto_resume": True}) as a:
+        ai = await a.get_info()
+        assert ai.lifecycle == {"on_timeout": "pause", "auto_resume": True}
+        assert ai.volume_mounts == []
+
+
+def test_volume_from_token(engine, volume):
+    token = VolumeSync.connect(volume["name"]).token
+    # no API call, and no API key needed: the content API takes the token
+    v = VolumeSync.from_token(volume["volumeID"], volume["name"], token, api_url=engine.url,
+                              sandbox_url=engine.url, api_key="not-the-key")
+    assert (v.volume_id, v.name, v.token, v.size_mb) == (volume["volumeID"], volume["name"],
+                                                         token, 0)
+    v.write_file("/tok.txt", "by-token", force=True)
+    assert VolumeSync.connect(volume["name"]).read_file("/tok.txt") == "by-token"
+    with pytest.raises(VolumePathNotFoundException):
+        v.read_file("/no-such-file")
+    with pytest.raises(AuthenticationException):
+        VolumeSync.from_token(volume["volumeID"], None, "wrong-token").exists("/")
+    with pytest.raises(InvalidArgumentException):
+        VolumeSync.from_token(volume["volumeID"], "n", "")
+    with pytest.raises(VolumeNotFoundException):  # also a NotFoundException, as E2B's
+        VolumeSync.connect("no-such-volume")
+    # E2B's constructor, sync and async, in compat
+    cv = compat.Volume(volume["volumeID"], volume["name"], token)
+    assert cv.read_file("/tok.txt") == "by-token" and cv.name == volume["name"]
+    with pytest.raises(compat.VolumePathNotFoundException):
+        cv.get_info("/no-such-file")
+    with pytest.raises(compat.VolumeNotFoundException):
+        compat.Volume.connect("no-such-volume")
+    with pytest.raises(InvalidArgumentException, match="token"):
+        compat.Volume(volume["volumeID"], volume["name"])
+    # anything else is E2B's VolumeException ("<status>: <message>"), which
+    # is not a SandboxException (as E2B's); credentials errors keep theirs
+    cv.write_file("/tok.txt", "x", force=True)
+    with pytest.raises(compat.VolumeException, match="^409: ") as ei:
+        cv.write_file("/tok.txt", "again")
+    assert not isinstance(ei.value, compat.SandboxException)
+    with pytest.raises(compat.VolumeException):
+        compat.Volume.create("bad/name")
+    with pytest.raises(AuthenticationException):
+        compat.Volume(volume["volumeID"], volume["name"], "wrong-token").exists("/")
+    v.remove("/tok.txt")
+
+
+async def test_async_volume_from_token(engine, volume):
+    token = VolumeSync.connect(volume["name"]).token
+    av = compat.AsyncVolume(volume["volumeID"], volume["name"], token)
+    await av.write_file("/atok.txt", "a", force=True)
+    assert await av.read_file("/atok.txt") == "a"
+    nv = Volume.from_token(volume["volumeID"], volume["name"], token)
+    assert await nv.exists("/atok.txt")
+    await nv.remove("/atok.txt")
 
 
 def test_compat_volume_mounts(engine, volume):

@@ -32,7 +32,6 @@ from .. import _native as N
 from .. import _sync as S
 from .. import lowlevel as ll
 from ..exceptions import (
-    AgentSandboxError,
     AuthenticationException,
     BuildException,
     CommandExitException,
@@ -42,7 +41,6 @@ from ..exceptions import (
     InvalidArgumentException,
     NotEnoughSpaceException,
     NotFoundException,
-    OperationCancelledError,
     RateLimitException,
     SandboxException,
     SandboxGoneException,
@@ -1494,35 +1492,13 @@ from .. import volumes as _V  # noqa: E402 (after _conn, which it uses)
 from ..volumes import VolumeAndToken, VolumeEntryStat, VolumeFileType, VolumeInfo  # noqa: E402
 
 
-def _recast(exc: AgentSandboxError, cls: type) -> AgentSandboxError:
-    out = cls(exc.message)
-    for k in ("code", "status", "http_status", "remote_code", "retry_after", "reason"):
-        setattr(out, k, getattr(exc, k))
-    return out
-
-
-def _volume_errors(fn: Callable[..., Any], not_found: type) -> Callable[..., Any]:
-    """E2B's volume exceptions: a missing volume is VolumeNotFoundException,
-    a missing path VolumePathNotFoundException (both NotFoundException),
-    any other failure of the call (a conflict, a full quota, ...)
-    VolumeException; bad arguments, timeouts, rate limits and
-    authentication keep their own classes, as in E2B."""
-
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return fn(*args, **kwargs)
-        except NotFoundException as exc:
-            if isinstance(exc, not_found):
-                raise
-            raise _recast(exc, not_found) from exc
-        except (InvalidArgumentException, TimeoutException, RateLimitException,
-                AuthenticationException, VolumeException, OperationCancelledError):
-            raise
-        except AgentSandboxError as exc:
-            raise _recast(exc, VolumeException) from exc
-
-    return wrapper
+def _volume_from_token(volume_id: str, name: Optional[str], token: Optional[str],
+                       domain: Optional[str], debug: Optional[bool], proxy: Any) -> Any:
+    if not token:
+        raise InvalidArgumentException(
+            "Volume(volume_id, name, token): the volume's token is needed "
+            "(Volume.connect(volume_id) fetches it with the API key)")
+    return Volume.from_token(volume_id, name, token, domain=domain, debug=debug, proxy=proxy)
 
 
 class Volume(_V.VolumeSync):
@@ -1530,33 +1506,72 @@ class Volume(_V.VolumeSync):
     ``get_info``, ``list``, ``destroy``; ``vol.read_file``, ``write_file``,
     ``list``, ``make_dir``, ``get_info``, ``exists``, ``update_metadata``,
     ``remove``. E2B's connection options (``api_key``, ``domain``,
-    ``request_timeout``, ...) as everywhere in compat, and E2B's volume
-    exceptions (:func:`_volume_errors`)."""
+    ``request_timeout``, ...) as everywhere in compat.
+    ``Volume(volume_id, name, token)`` is E2B's volume from its token, with
+    no API call (its file calls need only the token)."""
 
     _conn = staticmethod(_conn)
 
-    create = classmethod(_volume_errors(_V.VolumeSync.create.__func__, VolumeNotFoundException))
-    connect = classmethod(_volume_errors(_V.VolumeSync.connect.__func__,
-                                         VolumeNotFoundException))
-    destroy = classmethod(_volume_errors(_V.VolumeSync.destroy.__func__,
-                                         VolumeNotFoundException))
-    get_info = _V._dual(_volume_errors(_V.VolumeSync._class_get_info, VolumeNotFoundException),
-                        _volume_errors(_V.VolumeSync._instance_get_info,
-                                       VolumePathNotFoundException))
-    list = _V._dual(_volume_errors(_V.VolumeSync._class_list, VolumeNotFoundException),
-                    _volume_errors(_V.VolumeSync._instance_list, VolumePathNotFoundException))
-    read_file = _volume_errors(_V.VolumeSync.read_file, VolumePathNotFoundException)
-    write_file = _volume_errors(_V.VolumeSync.write_file, VolumePathNotFoundException)
-    make_dir = _volume_errors(_V.VolumeSync.make_dir, VolumePathNotFoundException)
-    exists = _volume_errors(_V.VolumeSync.exists, VolumePathNotFoundException)
-    update_metadata = _volume_errors(_V.VolumeSync.update_metadata, VolumePathNotFoundException)
-    remove = _volume_errors(_V.VolumeSync.remove, VolumePathNotFoundException)
+    def __init__(self, volume_id: Any, name: Optional[str] = None, token: Optional[str] = None,
+                 domain: Optional[str] = None, debug: Optional[bool] = None,
+                 proxy: Any = None) -> None:
+        if not isinstance(volume_id, str):  # a handle (create, connect, from_token)
+            super().__init__(volume_id)
+            return
+        super().__init__(_volume_from_token(volume_id, name, token, domain, debug,
+                                            proxy)._h)
+
+
+# E2B's volume errors: an unknown volume or path has its class (the native
+# Volume raises them), a credentials, rate-limit, timeout or cancel error
+# keeps its own; anything else is VolumeException("<status>: <message>"),
+# as E2B's handle_api_exception(res, VolumeException) makes it.
+from ..exceptions import AgentSandboxError as _AgentSandboxError  # noqa: E402
+from ..exceptions import OperationCancelledError as _Cancelled  # noqa: E402
+
+_VOLUME_KEEP = (AuthenticationException, RateLimitException, TimeoutException, _Cancelled,
+                NotFoundException, VolumeException)
+
+
+def _volume_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(fn)
+    def call(*args: Any, **kw: Any) -> Any:
+        try:
+            return fn(*args, **kw)
+        except _AgentSandboxError as e:
+            if isinstance(e, _VOLUME_KEEP):
+                raise
+            st = getattr(e, "http_status", 0) or 0
+            ve = VolumeException(f"{st}: {e.message}" if st > 0 else e.message)
+            for k in ("code", "status", "http_status", "remote_code", "retry_after", "reason"):
+                setattr(ve, k, getattr(e, k, None))
+            raise ve from e
+    return call
+
+
+for _n in ("create", "connect", "destroy", "from_token"):
+    setattr(Volume, _n, classmethod(_volume_errors(_V.VolumeSync.__dict__[_n].__func__)))
+for _n in ("read_file", "write_file", "make_dir", "exists", "update_metadata", "remove"):
+    setattr(Volume, _n, _volume_errors(_V.VolumeSync.__dict__[_n]))
+Volume.get_info = _V._dual(_volume_errors(_V.VolumeSync.__dict__["_class_get_info"]),  # type: ignore
+                           _volume_errors(_V.VolumeSync.__dict__["_instance_get_info"]))
+Volume.list = _V._dual(_volume_errors(_V.VolumeSync.__dict__["_class_list"]),  # type: ignore
+                       _volume_errors(_V.VolumeSync.__dict__["_instance_list"]))
 
 
 class AsyncVolume(_V.Volume):
-    """E2B's ``AsyncVolume``: :class:`Volume`'s methods, awaited."""
+    """E2B's ``AsyncVolume``: :class:`Volume`'s methods, awaited;
+    ``AsyncVolume(volume_id, name, token)`` as :class:`Volume`'s."""
 
     _sync = Volume
+
+    def __init__(self, volume_id: Any, name: Optional[str] = None, token: Optional[str] = None,
+                 domain: Optional[str] = None, debug: Optional[bool] = None,
+                 proxy: Any = None) -> None:
+        if isinstance(volume_id, str):
+            volume_id = _volume_from_token(volume_id, name, token, domain, debug,
+                                           proxy)
+        super().__init__(volume_id)
 
 
 # ---- secrets (E2B's e2b.secret, over e2b.api's endpoints: compat/secret.py) -----------

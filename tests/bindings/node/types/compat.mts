@@ -41,6 +41,12 @@ async function main(): Promise<void> {
   await Sandbox.create({ volumeMounts: { '/mnt/data': vol } })
   try { await Volume.connect('nope') } catch (e) { if (e instanceof VolumeNotFoundError) void e.message }
   const gone: boolean = await Volume.destroy(vol.volumeId)
-  void [viaClient, t, isFile, bytes, text, vols, gone]
+  // E2B's volume from its token, and SandboxInfo's lifecycle / volumeMounts
+  const byToken = new Volume(vol.volumeId, vol.name, vol.token)
+  const there: boolean = await byToken.exists('/')
+  const info: SandboxInfo = await sbx.getInfo()
+  const onTimeout: 'pause' | 'kill' | undefined = info.lifecycle?.onTimeout
+  const mountPaths: string[] = info.volumeMounts.map((m) => m.path)
+  void [viaClient, t, isFile, bytes, text, vols, gone, there, onTimeout, mountPaths]
 }
 void main
