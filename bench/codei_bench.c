@@ -60,6 +60,49 @@ static double run_ok(asb_sandbox *sb, const char *code, const char *lang, const 
   return dt;
 }
 
+/* A java context (the JShell driver, a JVM) next to a python one: its start
+ * (POST /contexts until ready), warm "1+1", and its kernel's RSS. */
+static void java_costs(asb_sandbox *sb, double *v, int n) {
+  const char *langs[] = {"python", "java"};
+  double start[2] = {0, 0};
+  long rss[2] = {0, 0};
+  for (int l = 0; l < 2; l++) {
+    int k = 5;
+    for (int i = 0; i < k; i++) {
+      asb_code_context *c = NULL;
+      double s = bench_now();
+      if (asb_code_context_create(&c, sb, langs[l], NULL, NULL) != ASB_OK) {
+        printf("%s context: %s\n", langs[l], asb_error_last()->message);
+        return;
+      }
+      v[i] = bench_now() - s;
+      if (i == k - 1) { /* its kernel's memory after a few cells */
+        asb_code_options o = ASB_CODE_OPTIONS_INIT;
+        o.context_id = asb_code_context_id(c);
+        asb_execution *e = NULL;
+        const char *pid = l ? "ProcessHandle.current().pid()" : "import os; os.getpid()";
+        for (int j = 0; j < 20; j++) {
+          if (asb_code_run(&e, sb, "1+1", &o) == ASB_OK) asb_execution_free(e);
+          e = NULL;
+        }
+        if (asb_code_run(&e, sb, pid, &o) == ASB_OK && asb_execution_text(e))
+          rss[l] = bench_proc_kb(atoi(asb_execution_text(e)), "VmRSS");
+        asb_execution_free(e);
+      }
+      asb_code_context_remove(sb, asb_code_context_id(c), NULL);
+      asb_code_context_free(c);
+    }
+    char what[96];
+    snprintf(what, sizeof what, "%s context start (POST /contexts until ready)", langs[l]);
+    start[l] = bench_report(what, v, k);
+  }
+  run_ok(sb, "1+1", "java", "2");
+  for (int i = 0; i < n / 3; i++) v[i] = run_ok(sb, "1+1", "java", "2");
+  bench_report("run_code(\"1+1\") java driver (JShell), warm", v, n / 3);
+  printf("java context: start %.2fx python's; kernel RSS %ld KiB (python %ld KiB, %.2fx)\n",
+         start[1] / start[0], rss[1], rss[0], rss[0] ? (double)rss[1] / rss[0] : 0.0);
+}
+
 int main(int argc, char **argv) {
   int n = argc > 1 ? atoi(argv[1]) : 300;
   if (n < 10) n = 10;
@@ -113,6 +156,7 @@ int main(int argc, char **argv) {
   run_ok(sb, "1+1", "javascript", "2");
   for (int i = 0; i < n; i++) v[i] = run_ok(sb, "1+1", "javascript", "2");
   bench_report("run_code(\"1+1\") javascript driver", v, n);
+  java_costs(sb, v, n);
   printf(
       "python: %.0f us of the %.0f us p50 is the kernel (ipykernel's execute and its "
       "iopub/shell messages); the HTTP + client floor is %.0f us\n",

@@ -356,6 +356,8 @@
   X(asb_snapshot_list_count, 0u, 1, 0, "", "") \
   X(asb_snapshot_list_get, ASB_API_RETURNS_BORROWED, 2, 0, "", "") \
   X(asb_snapshot_list_free, ASB_API_FREES, 1, 0, "", "") \
+  X(asb_sandbox_mcp_url, 0u, 3, 1, "", "") \
+  X(asb_sandbox_mcp_token, ASB_API_BLOCKING|ASB_API_CANCELLABLE, 3, 1, "call", "") \
   X(asb_sandbox_update_network, ASB_API_BLOCKING|ASB_API_CANCELLABLE, 4, 0, "call", "") \
   X(asb_sandbox_info_allow_internet_access, 0u, 1, 0, "", "") \
   X(asb_sandbox_info_network_json, ASB_API_RETURNS_BORROWED, 1, 0, "", "") \
@@ -366,6 +368,7 @@
   X(asb_sandbox_info_volume_mount_count, 0u, 1, 0, "", "") \
   X(asb_sandbox_info_volume_mount_name, ASB_API_RETURNS_BORROWED, 2, 0, "", "") \
   X(asb_sandbox_info_volume_mount_path, ASB_API_RETURNS_BORROWED, 2, 0, "", "") \
+  X(asb_sandbox_loopback_url, ASB_API_BLOCKING|ASB_API_CANCELLABLE, 4, 1, "call", "") \
   X(asb_secrets_create, ASB_API_BLOCKING|ASB_API_CANCELLABLE, 6, 1, "call", "") \
   X(asb_secrets_update, ASB_API_BLOCKING|ASB_API_CANCELLABLE, 6, 1, "call", "") \
   X(asb_secrets_get, ASB_API_BLOCKING|ASB_API_CANCELLABLE, 4, 1, "call", "") \
@@ -576,6 +579,9 @@
   X(asb_sandbox_snapshot, 0, "snapshot_id", ASB_API_OUT_STRING, char, "asb_free", 0) \
   X(asb_sandbox_fork, 0, "out", ASB_API_OUT_HANDLE, asb_sandbox, "asb_sandbox_free", 0) \
   X(asb_snapshots_list, 0, "out", ASB_API_OUT_HANDLE, asb_snapshot_list, "asb_snapshot_list_free", 0) \
+  X(asb_sandbox_mcp_url, 0, "buf", ASB_API_OUT_CHARS, char, "", 0) \
+  X(asb_sandbox_mcp_token, 0, "token", ASB_API_OUT_STRING, char, "asb_free", 0) \
+  X(asb_sandbox_loopback_url, 0, "url", ASB_API_OUT_STRING, char, "asb_free", 0) \
   X(asb_secrets_create, 0, "out", ASB_API_OUT_HANDLE, asb_secret, "asb_secret_free", 0) \
   X(asb_secrets_update, 0, "out", ASB_API_OUT_HANDLE, asb_secret, "asb_secret_free", 0) \
   X(asb_secrets_get, 0, "out", ASB_API_OUT_HANDLE, asb_secret, "asb_secret_free", 0) \
@@ -812,6 +818,7 @@
   X(asb_sandbox_options, volume_mounts, ASB_API_FIELD_STRINGS, 3) \
   X(asb_sandbox_options, auto_pause_files_only, ASB_API_FIELD_INT, 4) \
   X(asb_sandbox_options, auto_resume, ASB_API_FIELD_INT, 4) \
+  X(asb_sandbox_options, mcp_json, ASB_API_FIELD_STRING, 5) \
   X(asb_sandbox_list_options, metadata, ASB_API_FIELD_STRINGS, 1) \
   X(asb_sandbox_list_options, running, ASB_API_FIELD_INT, 1) \
   X(asb_sandbox_list_options, paused, ASB_API_FIELD_INT, 1) \
@@ -841,8 +848,8 @@
   X(asb_volume_write_options, timeout_ms, ASB_API_FIELD_INT, 1) \
   X(asb_volume_write_options, cancel, ASB_API_FIELD_POINTER, 1)
 
-#define ASB_API_FUNCTION_COUNT 452
-#define ASB_API_OUTPUT_COUNT 95
+#define ASB_API_FUNCTION_COUNT 455
+#define ASB_API_OUTPUT_COUNT 98
 
 typedef struct asb_api_function_info {
   const char *name;

@@ -138,7 +138,7 @@ ASB_OPTIONS(asb_sandbox_attach_options, ASB_SANDBOX_ATTACH_OPTIONS_VERSION,
             ASB_NONE,
             ASB_NONE)
 ASB_OPTIONS(asb_sandbox_options, ASB_SANDBOX_OPTIONS_VERSION,
-            %arg({&$self->template_id, &$self->network_json}),
+            %arg({&$self->template_id, &$self->network_json, &$self->mcp_json}),
             %arg({&$self->metadata, &$self->envs, &$self->volume_mounts}),
             ASB_NONE)
 ASB_OPTIONS(asb_sandbox_list_options, ASB_SANDBOX_LIST_OPTIONS_VERSION,
@@ -245,7 +245,9 @@ ASB_BLOCKING(asb_sandbox_get_metrics)
 ASB_BLOCKING(asb_sandbox_snapshot)
 ASB_BLOCKING(asb_sandbox_fork)
 ASB_BLOCKING(asb_snapshots_list)
+ASB_BLOCKING(asb_sandbox_mcp_token)
 ASB_BLOCKING(asb_sandbox_update_network)
+ASB_BLOCKING(asb_sandbox_loopback_url)
 ASB_BLOCKING(asb_secrets_create)
 ASB_BLOCKING(asb_secrets_update)
 ASB_BLOCKING(asb_secrets_get)

@@ -714,6 +714,8 @@ export declare class SandboxBase implements AsyncDisposable {
 
   kill(opts?: CallOpts): Promise<boolean>
   setTimeout(timeoutMs: number, opts?: CallOpts): Promise<void>
+  /** "http://127.0.0.1:<n>" for the port (local engine only). */
+  loopbackUrl(port: number, opts?: CallOpts): Promise<string>
   isRunning(opts?: CallOpts): Promise<boolean>
   pause(opts?: CallOpts & { keepMemory?: boolean }): Promise<boolean>
   resume(opts?: CallOpts & { timeoutMs?: number }): Promise<this>

@@ -61,11 +61,12 @@
 
 %typemap(in, numinputs=0) char **url (char *tmp = NULL), char **result_json (char *tmp = NULL),
                           char **value (char *tmp = NULL), char **version (char *tmp = NULL),
-                          char **json (char *tmp = NULL), char **snapshot_id (char *tmp = NULL) {
+                          char **json (char *tmp = NULL), char **snapshot_id (char *tmp = NULL),
+                          char **token (char *tmp = NULL) {
   $1 = &tmp;
 }
 %typemap(argout) char **url, char **result_json, char **value, char **version, char **json,
-                 char **snapshot_id {
+                 char **snapshot_id, char **token {
   PyObject *o;
   if (*$1) {
     o = PyUnicode_DecodeUTF8(*$1, (Py_ssize_t)strlen(*$1), "replace");

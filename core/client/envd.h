@@ -27,6 +27,7 @@ struct asb_sandbox {
   /* Filled by the control plane (sandbox_api.c); NULL when attached. */
   char *template_id;
   char *alias;
+  char *mcp_token; /* the MCP gateway's token made at create, else NULL */
 };
 
 /* Phase timers of asb_commands_run (issue 23): off unless ASB_TIMING is

@@ -105,9 +105,11 @@ static int kv_object(cJSON *parent, const char *key, const char *const *kv, cons
 }
 
 /* Version 1 ended before allow_internet_access, version 2 before
- * volume_mounts, version 3 before auto_pause_files_only. */
+ * volume_mounts, version 3 before auto_pause_files_only, version 4 before
+ * mcp_json. */
 static size_t sandbox_options_size(unsigned int version) {
-  return version >= 4   ? sizeof(asb_sandbox_options)
+  return version >= 5   ? sizeof(asb_sandbox_options)
+         : version == 4 ? offsetof(asb_sandbox_options, mcp_json)
          : version == 3 ? offsetof(asb_sandbox_options, auto_pause_files_only)
          : version == 2 ? offsetof(asb_sandbox_options, volume_mounts)
                         : offsetof(asb_sandbox_options, allow_internet_access);
@@ -168,6 +170,99 @@ static int add_internet(cJSON *body, int allow, int alias, const char *what) {
   return ASB_OK;
 }
 
+/* ---- E2B's mcp option: what E2B's SDKs do at create (docs/mcp.md) ------ */
+
+#define MCP_TEMPLATE "mcp-gateway"
+#define MCP_PORT 50005
+#define MCP_TOKEN_PATH "/etc/mcp-gateway/.token"
+
+/* The config as compact JSON (an object, or ASB_EINVAL) into *out. */
+static int mcp_config(const char *json, char **out) {
+  *out = NULL;
+  if (!json) return ASB_OK;
+  cJSON *cfg = cJSON_Parse(json);
+  if (!cJSON_IsObject(cfg)) {
+    cJSON_Delete(cfg);
+    return asbi_err(ASB_EINVAL, "sandbox.create: mcp_json is not a JSON object");
+  }
+  *out = cJSON_PrintUnformatted(cfg);
+  cJSON_Delete(cfg);
+  return *out ? ASB_OK : asbi_oom();
+}
+
+/* `mcp-gateway --config '<json>'` as root with a fresh random
+ * GATEWAY_ACCESS_TOKEN (a UUID, as E2B's SDKs make); on success the token
+ * is kept on the handle. The caller kills the sandbox on failure. */
+static int mcp_start(asb_sandbox *sb, const char *cfg, asb_cancel *cancel) {
+  unsigned char r[16];
+  if (asbi_random_bytes(r, sizeof r) != 0)
+    return asbi_err(ASB_ERROR, "sandbox.create: no randomness");
+  r[6] = (unsigned char)((r[6] & 0x0f) | 0x40);
+  r[8] = (unsigned char)((r[8] & 0x3f) | 0x80);
+  char token[37];
+  snprintf(token, sizeof token,
+           "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", r[0], r[1], r[2],
+           r[3], r[4], r[5], r[6], r[7], r[8], r[9], r[10], r[11], r[12], r[13], r[14], r[15]);
+  asbi_buf cmd = ASBI_BUF_INIT;
+  int bad = asbi_buf_puts(&cmd, "mcp-gateway --config '");
+  for (const char *p = cfg; !bad && *p; p++)
+    bad = *p == '\'' ? asbi_buf_puts(&cmd, "'\\''") : asbi_buf_append(&cmd, p, 1);
+  if (!bad) bad = asbi_buf_puts(&cmd, "'");
+  char env[64];
+  snprintf(env, sizeof env, "GATEWAY_ACCESS_TOKEN=%s", token);
+  const char *envs[] = {env, NULL};
+  if (bad) {
+    asbi_buf_free(&cmd);
+    return asbi_oom();
+  }
+  asb_command_options co = ASB_COMMAND_OPTIONS_INIT;
+  co.user = "root";
+  co.envs = envs;
+  co.cancel = cancel;
+  asb_command_result *res = NULL;
+  int rc = asb_commands_run(&res, sb, cmd.data, &co);
+  asbi_buf_free(&cmd);
+  if (rc == ASB_ECOMMANDEXIT) {
+    size_t n = 0;
+    const char *err = asb_command_result_stderr(res, &n);
+    rc = asbi_err(ASB_ERROR, "Failed to start MCP gateway: %.*s", (int)(n > 4000 ? 4000 : n),
+                  err ? err : "");
+  }
+  asb_command_result_free(res);
+  if (rc) return rc;
+  sb->mcp_token = asbi_strdup(token);
+  return sb->mcp_token ? ASB_OK : asbi_oom();
+}
+
+int asb_sandbox_mcp_url(char *buf, size_t buflen, const asb_sandbox *sb) {
+  char base[1024];
+  int rc = asb_sandbox_get_url(base, sizeof base, sb, MCP_PORT);
+  if (rc) return rc;
+  size_t n = strlen(base) + sizeof "/mcp";
+  if (!buf || buflen < n)
+    return asbi_err(ASB_EINVAL, "mcp_url: buffer too small (%zu bytes needed)", n);
+  snprintf(buf, buflen, "%s/mcp", base);
+  return ASB_OK;
+}
+
+int asb_sandbox_mcp_token(char **out, asb_sandbox *sb, const asb_call_options *call) {
+  if (!out || !sb) return asbi_err(ASB_EINVAL, "mcp_token: bad arguments");
+  ASBI_SANDBOX_CALL(sb);
+  *out = NULL;
+  if (sb->mcp_token) {
+    *out = asbi_strdup(sb->mcp_token);
+    return *out ? ASB_OK : asbi_oom();
+  }
+  asb_files_options fo = ASB_FILES_OPTIONS_INIT;
+  fo.user = "root";
+  if (call) {
+    fo.timeout_ms = call->timeout_ms;
+    fo.cancel = call->cancel;
+  }
+  size_t len = 0;
+  return asb_files_read(out, &len, sb, MCP_TOKEN_PATH, &fo);
+}
+
 int asb_sandbox_create(asb_sandbox **out, asb_client *c, const asb_sandbox_options *o) {
   ASBI_CLIENT_CALL(c);
   if (!out || !c) return asbi_err(ASB_EINVAL, "sandbox.create: bad arguments");
@@ -176,7 +271,16 @@ int asb_sandbox_create(asb_sandbox **out, asb_client *c, const asb_sandbox_optio
   if (!o) o = &d;
   cJSON *body = cJSON_CreateObject();
   if (!body) return asbi_oom();
-  cJSON_AddStringToObject(body, "templateID", o->template_id ? o->template_id : "base");
+  char *mcp = NULL;
+  int mrc = mcp_config(ASBI_OPT(o, 5, mcp_json, NULL), &mcp);
+  if (mrc) {
+    cJSON_Delete(body);
+    return mrc;
+  }
+  cJSON_AddStringToObject(body, "templateID",
+                          o->template_id ? o->template_id
+                          : mcp          ? MCP_TEMPLATE
+                                         : "base");
   cJSON_AddNumberToObject(body, "timeout",
                           seconds(o->timeout_ms ? o->timeout_ms : DEFAULT_SANDBOX_TIMEOUT_MS));
   if (o->auto_pause) cJSON_AddBoolToObject(body, "autoPause", 1);
@@ -211,17 +315,37 @@ int asb_sandbox_create(asb_sandbox **out, asb_client *c, const asb_sandbox_optio
                     NULL);
   }
   cJSON_Delete(body);
-  if (rc) return rc;
+  if (rc) {
+    free(mcp);
+    return rc;
+  }
   asb_sandbox *sb = NULL;
   rc = sandbox_from_reply(c, reply, &sb, "sandbox.create");
   cJSON_Delete(reply);
-  if (rc) return rc;
+  if (rc) {
+    free(mcp);
+    return rc;
+  }
   if (cmp_version(sb->envd_version, 0, 1, 0) < 0) {
+    free(mcp);
     asb_sandbox_kill(sb, NULL);
     asb_sandbox_free(sb);
     return asbi_err(ASB_ETEMPLATE,
                     "sandbox.create: the template's envd is too old; "
                     "rebuild the template");
+  }
+  if (mcp) {
+    rc = mcp_start(sb, mcp, o->cancel);
+    free(mcp);
+    if (rc) {
+      /* The error first: the kill must not overwrite it. */
+      asbi_err_saved saved;
+      asbi_err_save(&saved);
+      asb_sandbox_kill(sb, NULL);
+      asb_sandbox_free(sb);
+      asbi_err_restore(&saved);
+      return rc;
+    }
   }
   *out = sb;
   return ASB_OK;
@@ -315,6 +439,30 @@ int asb_sandbox_set_timeout(asb_sandbox *sb, long timeout_ms, const asb_call_opt
   int rc =
       cp_request(sb->client, "POST", path, body, &k, "sandbox.set_timeout", NULL, NULL, NULL, NULL);
   cJSON_Delete(body);
+  return rc;
+}
+
+int asb_sandbox_loopback_url(char **url, asb_sandbox *sb, int port, const asb_call_options *call) {
+  ASBI_SANDBOX_CALL(sb);
+  if (url) *url = NULL;
+  if (!url || !sb) return asbi_err(ASB_EINVAL, "sandbox.loopback_url: bad arguments");
+  if (port < 1 || port > 65535)
+    return asbi_err(ASB_EINVAL, "sandbox.loopback_url: port %d out of range", port);
+  ASBI_CHECK_VERSION(call, ASB_CALL_OPTIONS_VERSION, "asb_call_options");
+  char path[256];
+  snprintf(path, sizeof path, "/sandboxes/%s/ports/%d/loopback", sb->id, port);
+  cp_call k;
+  cp_from(&k, sb->client, call);
+  k.idempotent = 1; /* the same listener on every call */
+  k.stop = sb->life.stop;
+  cJSON *out = NULL;
+  int rc = cp_request(sb->client, "POST", path, NULL, &k, "sandbox.loopback_url", NULL, NULL, &out,
+                      NULL);
+  const char *u = NULL;
+  if (rc == ASB_OK && (asbi_pj_get_str(out, "url", &u) != 0 || !u || strncmp(u, "http://", 7)))
+    rc = asbi_err(ASB_EPROTOCOL, "sandbox.loopback_url: the reply has no url");
+  if (rc == ASB_OK && !(*url = asbi_strdup(u))) rc = asbi_oom();
+  cJSON_Delete(out);
   return rc;
 }
 

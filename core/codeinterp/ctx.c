@@ -80,6 +80,12 @@ static dflt g_defaults[32];
 static size_t g_ndefaults;
 static ci_ctx *g_boot; /* the default python context started at init */
 
+#if CI_HAVE_JAVA
+#define CI_JAVA_BUILTIN ", java"
+#else
+#define CI_JAVA_BUILTIN "; java: this server was built without a JDK"
+#endif
+
 /* ---- small helpers ---------------------------------------------------------- */
 
 void ci_normalize_language(const char *in, char *out, size_t n) {
@@ -160,10 +166,26 @@ static void fail_exec(ci_ctx *c, ci_exec *e, const char *name, const char *value
   ci_queue_close(&e->q);
 }
 
+/* A Java string literal: JSON's \uXXXX escapes would not do, as javac
+ * turns \u000a into a line break before it reads the literal; control
+ * characters are octal escapes, the rest (UTF-8) as it is. */
+static void java_str(asbi_buf *b, const char *v) {
+  asbi_buf_putc(b, '"');
+  for (const unsigned char *p = (const unsigned char *)v; *p; p++) {
+    if (*p == '"' || *p == '\\')
+      asbi_buf_printf(b, "\\%c", *p);
+    else if (*p < 0x20 || *p == 0x7f)
+      asbi_buf_printf(b, "\\%03o", *p);
+    else
+      asbi_buf_putc(b, (char)*p);
+  }
+  asbi_buf_putc(b, '"');
+}
+
 /* The statement that sets (v != NULL) or removes a variable, in the
  * context's language; 0 if the language has none (env vars are then
  * ignored, as E2B does). JSON string literals are valid string literals of
- * Python, JavaScript and R. */
+ * Python, JavaScript and R; names are checked ([A-Za-z_][A-Za-z0-9_]*). */
 static int env_stmt(const char *lang, asbi_buf *b, const char *k, const char *v) {
   asbi_buf tk = ASBI_BUF_INIT, tv = ASBI_BUF_INIT;
   ci_out_json_str(&tk, k, strlen(k));
@@ -188,6 +210,16 @@ static int env_stmt(const char *lang, asbi_buf *b, const char *k, const char *v)
       asbi_buf_printf(b, "Sys.setenv(%s = %s)\n", k, tv.data);
     else
       asbi_buf_printf(b, "Sys.unsetenv(%s)\n", tk.data);
+  } else if (strcmp(lang, "java") == 0) {
+    /* system properties, as E2B's java kernel has them (a JVM cannot change
+     * its environment); the driver starts with the environment copied in */
+    if (v) {
+      asbi_buf_printf(b, "System.setProperty(\"%s\", ", k);
+      java_str(b, v);
+      asbi_buf_puts(b, ");\n");
+    } else {
+      asbi_buf_printf(b, "System.clearProperty(\"%s\");\n", k);
+    }
   } else {
     ok = 0;
   }
@@ -737,7 +769,8 @@ static int ctx_new(const char *language, const char *cwd, int wait, const char *
   if (!spec) {
     snprintf(err, errlen,
              "Unsupported language '%s': no Jupyter kernelspec for it is installed and there is "
-             "no built-in driver (built in: python, javascript, typescript, bash)",
+             "no built-in driver (built in: python, javascript, typescript, bash" CI_JAVA_BUILTIN
+             ")",
              lang);
     return CI_EBADREQ;
   }

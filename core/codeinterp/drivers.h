@@ -11,5 +11,11 @@ extern const char ci_bash_init[];
  * get through MATPLOTLIBRC (templates/code-interpreter/matplotlibrc). */
 extern const char ci_python_startup[];
 extern const char ci_matplotlibrc[];
+/* The java driver (java/JavaDriver.java) compiled into a jar, when the
+ * build had a JDK (CI_HAVE_JAVA). */
+#if CI_HAVE_JAVA
+extern const char ci_java_driver_jar[];
+extern const unsigned long ci_java_driver_jar_size;
+#endif
 
 #endif

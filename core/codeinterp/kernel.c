@@ -1,5 +1,5 @@
-/* Kernels: processes, the Jupyter protocol over ZeroMQ, and the node/bash
- * drivers. SPDX-License-Identifier: Apache-2.0 */
+/* Kernels: processes, the Jupyter protocol over ZeroMQ, and the node, bash
+ * and java drivers. SPDX-License-Identifier: Apache-2.0 */
 #include "kernel.h"
 
 #include <arpa/inet.h>
@@ -126,12 +126,34 @@ static char *g_cg_procs[MAX_WORKLOAD_CG];
 static int g_ncg;
 static struct rlimit g_nofile;
 static int g_have_nofile;
+static unsigned long long g_mem_max; /* the workload's memory limit, 0: none found */
+
+/* The memory limit in a workload cgroup dir (v2 memory.max, v1
+ * memory.limit_in_bytes), 0 if none: given to the JVMs of java kernels,
+ * which otherwise size their heap from what they can find themselves (the
+ * machine's memory when the sandbox's cgroup file system is not mounted). */
+static unsigned long long cg_mem_limit(const char *dir, size_t n) {
+  static const char *const files[] = {"memory.max", "memory.limit_in_bytes"};
+  for (size_t i = 0; i < ASBI_ARRAY_LEN(files); i++) {
+    char path[4096], v[64];
+    snprintf(path, sizeof path, "%.*s/%s", (int)n, dir, files[i]);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) continue;
+    ssize_t r = read(fd, v, sizeof v - 1);
+    close(fd);
+    unsigned long long x = 0;
+    if (r > 0 && (v[r] = '\0', sscanf(v, "%llu", &x) == 1) && x < (1ull << 62)) return x;
+  }
+  return 0;
+}
 
 void ci_kernel_workload(const char *cgroups, const char *nofile) {
   for (const char *p = cgroups; p && *p && g_ncg < MAX_WORKLOAD_CG;) {
     const char *end = strchr(p, ':');
     size_t n = end ? (size_t)(end - p) : strlen(p);
     if (n) {
+      unsigned long long lim = cg_mem_limit(p, n);
+      if (lim && (!g_mem_max || lim < g_mem_max)) g_mem_max = lim;
       asbi_buf b = ASBI_BUF_INIT;
       asbi_buf_append(&b, p, n);
       asbi_buf_puts(&b, "/cgroup.procs");
@@ -680,6 +702,25 @@ static void read_diag(ci_kernel *k) {
 
 /* ---- drivers --------------------------------------------------------------- */
 
+static int write_all(int fd, const char *p, size_t n);
+
+/* The java driver's jar, written for each java kernel (its class path;
+ * removed with the kernel). */
+static int write_java_driver(ci_kernel *k, const char *rundir, char *err, size_t errlen) {
+#if CI_HAVE_JAVA
+  snprintf(k->cell_path, sizeof k->cell_path, "%s/java-driver-%s.jar", rundir, k->tag);
+  int fd = open(k->cell_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+  int rc = fd >= 0 ? write_all(fd, ci_java_driver_jar, ci_java_driver_jar_size) : -1;
+  if (fd >= 0 && close(fd) != 0) rc = -1;
+  if (rc != 0) snprintf(err, errlen, "cannot write the java driver: %s", strerror(errno));
+  return rc;
+#else
+  (void)k, (void)rundir;
+  snprintf(err, errlen, "built without the java driver (no JDK at build time)");
+  return -1;
+#endif
+}
+
 static int start_driver(ci_kernel *k, const ci_kspec *spec, const char *cwd, const char *rundir,
                         char *err, size_t errlen) {
   int cmd[2] = {-1, -1}, out[2] = {-1, -1}, er[2] = {-1, -1}, ev[2] = {-1, -1};
@@ -694,14 +735,41 @@ static int start_driver(ci_kernel *k, const ci_kspec *spec, const char *cwd, con
     }
     return -1;
   }
-  int bash = spec->kind == CI_KIND_BASH;
+  int bash = spec->kind == CI_KIND_BASH, java = spec->kind == CI_KIND_JAVA;
   int ts = spec->language && strcmp(spec->language, "typescript") == 0;
   char *node_argv[] = {"node", "-e", (char *)ci_node_driver, ts ? "typescript" : NULL, NULL};
   char *bash_argv[] = {"bash", "--noprofile", "--norc", "--noediting", "-i", NULL};
+  /* The JVM: the serial GC (the least memory besides the heap; cells are
+   * short), the heap at most half the workload cgroup's memory limit
+   * (given as MaxRAM; without one, half of what the JVM finds), C1 only
+   * (JShell compiles every snippet: the start and small cells win, long
+   * computations lose ~2x of C2's peak speed), no /tmp/hsperfdata file.
+   * $JDK_JAVA_OPTIONS (the java launcher's, put before these) adds flags. */
+  char maxram[64];
+  snprintf(maxram, sizeof maxram, "-XX:MaxRAM=%llu", g_mem_max);
+  char *java_argv[] = {"java",
+                       "-XX:+UseSerialGC",
+                       "-XX:TieredStopAtLevel=1",
+                       "-XX:MaxRAMPercentage=50",
+                       "-XX:-UsePerfData",
+                       "-Dfile.encoding=UTF-8",
+                       "-cp",
+                       k->cell_path,
+                       maxram,
+                       "asb.JavaDriver",
+                       NULL};
+  if (!g_mem_max) /* no limit found: the JVM's own view */
+    memmove(&java_argv[8], &java_argv[9], 2 * sizeof java_argv[0]);
+  if (java && write_java_driver(k, rundir, err, errlen) != 0) {
+    for (int i = 0; i < 2; i++) close(cmd[i]), close(out[i]), close(er[i]), close(ev[i]);
+    return -1;
+  }
   static const char *const drop[] = {"PROMPT_COMMAND", "BASH_ENV", "ENV",
                                      "NODE_REPL_EXTERNAL_MODULE", NULL};
   char **envp = make_env(spec->env, drop);
-  spawn_req r = {bash ? bash_argv : node_argv,
+  spawn_req r = {bash   ? bash_argv
+                 : java ? java_argv
+                        : node_argv,
                  envp,
                  cwd,
                  {bash ? cmd[0] : -1, out[1], er[1], bash ? -1 : cmd[0], ev[1]}};
@@ -1030,7 +1098,10 @@ int ci_kernel_handle(ci_kernel *k, const zmq_pollitem_t *items, int n, ci_ev_fn 
   if (items[2].revents & ZMQ_POLLIN) read_out(k, 1, 0, fn, ud);
   if (!k->ready && now > k->started_ms + START_TIMEOUT_MS) {
     snprintf(k->why, sizeof k->why, "the %s driver did not start within %d s",
-             k->kind == CI_KIND_BASH ? "bash" : "node", START_TIMEOUT_MS / 1000);
+             k->kind == CI_KIND_BASH   ? "bash"
+             : k->kind == CI_KIND_JAVA ? "java"
+                                       : "node",
+             START_TIMEOUT_MS / 1000);
     return died(k);
   }
   return CI_K_OK;
@@ -1101,6 +1172,13 @@ int ci_kernel_execute(ci_kernel *k, const char *code, int silent) {
     ci_out_json_str(&b, code, strlen(code));
     asbi_buf_puts(&b, "}\n");
     rc = b.data ? write_all(k->cmd_fd, b.data, b.len) : -1;
+  } else if (k->kind == CI_KIND_JAVA) {
+    /* a header line, then the cell's bytes (the driver needs no JSON parser) */
+    k->seq++;
+    if (!silent) k->count++, k->count_pending = 1;
+    size_t n = strlen(code);
+    asbi_buf_printf(&b, "%u %d %zu\n", k->seq, silent ? 1 : 0, n);
+    rc = b.data && asbi_buf_append(&b, code, n) == 0 ? write_all(k->cmd_fd, b.data, b.len) : -1;
   } else {
     k->seq++;
     if (!silent) k->count++, k->count_pending = 1;

@@ -13,7 +13,8 @@
 typedef enum ci_kind {
   CI_KIND_JUPYTER = 0, /* argv from a kernelspec, Jupyter protocol */
   CI_KIND_NODE = 1,    /* built-in javascript driver */
-  CI_KIND_BASH = 2     /* built-in bash driver */
+  CI_KIND_BASH = 2,    /* built-in bash driver */
+  CI_KIND_JAVA = 3     /* built-in java driver (JShell) */
 } ci_kind;
 
 /* How to start a kernel for a language. */
@@ -31,7 +32,8 @@ typedef struct ci_kspec {
  * name or language matches (directories: $JUPYTER_PATH entries, then
  * ~/.local/share/jupyter, /usr/local/share/jupyter, /usr/share/jupyter, each
  * + /kernels), else a built-in one (python → python3 -m ipykernel_launcher,
- * javascript → node driver, bash → bash driver). NULL if none. */
+ * javascript → node driver, bash → bash driver, java → java driver when
+ * built with it). NULL if none. */
 ci_kspec *ci_kspec_find(const char *language);
 void ci_kspec_free(ci_kspec *s);
 

@@ -178,6 +178,11 @@ static ci_kspec *builtin(const char *language) {
   } else if (strcmp(language, "bash") == 0) {
     kind = CI_KIND_BASH;
     name = "bash";
+#if CI_HAVE_JAVA
+  } else if (strcmp(language, "java") == 0) {
+    kind = CI_KIND_JAVA;
+    name = "java";
+#endif
   } else {
     return NULL;
   }

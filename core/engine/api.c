@@ -6,6 +6,7 @@
  * SPDX-License-Identifier: Apache-2.0 */
 #include "api.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -583,6 +584,38 @@ static void logs(engine *e, sbx *s, api_req *q, api_reply *r, int v2) {
   api_reply_json(r, 200, out);
 }
 
+/* POST /sandboxes/{id}/ports/{port}/loopback: http://127.0.0.1:<n> for that
+ * port (loopurl.c), for clients that cannot resolve *.localhost. */
+static void loopback_url(engine *e, api_req *q, api_reply *r, const char *id, const char *rest) {
+  int64_t port = 0;
+  const char *slash = strchr(rest, '/');
+  if (!slash || strcmp(slash, "/loopback") != 0)
+    return api_error(r, 404, "no such endpoint: %s %s", q->method, q->path);
+  if (strcmp(q->method, "POST") != 0)
+    return api_error(r, 405, "method %s not allowed on %s", q->method, q->path);
+  if (asbi_parse_i64(rest, (size_t)(slash - rest), &port) || port < 1 || port > 65535)
+    return api_error(r, 400, "port must be 1..65535, not '%.*s'", (int)(slash - rest), rest);
+  sbx *s = NULL;
+  eng_err err;
+  if (sandboxes_get(e, id, &s, &err)) return not_found(r, id, &err);
+  char sid[64];
+  snprintf(sid, sizeof sid, "%s", s->id);
+  reg_put(e, s);
+  int lport = 0, rc = e->loopback_open ? e->loopback_open(e, sid, (int)port, &lport) : -ENOTSUP;
+  if (rc == -ESRCH) return api_error(r, 404, "sandbox \"%s\" ended", sid);
+  if (rc == -ENOSPC)
+    return api_error(r, 429, "too many loopback URLs (64 per sandbox, 4096 per engine)");
+  if (rc) return api_error(r, 500, "cannot open a loopback listener: %s", strerror(-rc));
+  char url[64];
+  snprintf(url, sizeof url, "http://127.0.0.1:%d", lport);
+  cJSON *o = cJSON_CreateObject();
+  cJSON_AddStringToObject(o, "sandboxID", sid);
+  cJSON_AddNumberToObject(o, "port", (double)port);
+  cJSON_AddStringToObject(o, "url", url);
+  cJSON_AddNumberToObject(o, "loopbackPort", lport);
+  api_reply_json(r, 200, o);
+}
+
 /* ---- snapshots and fork (snapshots.c) ------------------------------------------------ */
 
 /* E2B's SnapshotInfo: the id tag-qualified, as E2B's are ("name:default";
@@ -735,6 +768,7 @@ void api_handle(engine *e, api_req *q, api_reply *r) {
   if (!sandbox_path(q->path, id, sizeof id, &action))
     return api_error(r, 404, "no such endpoint: %s %s", q->method, q->path);
   int v2 = asbi_startswith(q->path, "/v2/");
+  if (!v2 && asbi_startswith(action, "ports/")) return loopback_url(e, q, r, id, action + 6);
   struct {
     const char *method, *action;
     int v2_ok, v1_ok;

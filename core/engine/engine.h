@@ -65,9 +65,14 @@ typedef struct engine {
   int bundled_nbusy;
   /* lifecycle.c */
   pthread_t lc_thread;
-  int lc_kick_fd;             /* eventfd that wakes the thread; -1 when not running */
-  int stopping;               /* under mu */
-  void *server;               /* server.c's state */
+  int lc_kick_fd; /* eventfd that wakes the thread; -1 when not running */
+  int stopping;   /* under mu */
+  void *server;   /* server.c's state */
+  /* server.c's loopback URLs (loopurl.c), set while it serves: api.c
+   * opens one, reg_remove closes a sandbox's (callbacks, so neither
+   * depends on server.c) */
+  int (*loopback_open)(struct engine *e, const char *id, int port, int *lport);
+  void (*sandbox_gone)(struct engine *e, const char *id);
   struct asbn_dp *dp;         /* sbxnet.c: the sandboxes' datapath; NULL: loopback only */
   struct asbn_egress *egress; /* sbxnet.c: their resolver and proxy (with dp) */
   char *egress_ca_pem;        /* sbxnet.c: the egress CA (PEM) for sandboxes' trust stores */

@@ -21,6 +21,7 @@
 #include "pool.h"
 #include "proto/url.h"
 #include "server.h"
+#include "tlsca.h"
 #include "util/log.h"
 #include "util/util.h"
 
@@ -101,6 +102,9 @@ static void usage(FILE *f) {
           "  --kill-on-exit    kill every sandbox when stopping (default: keep them\n"
           "                    running; a restarted engine adopts them)\n"
           "  --preflight       check what the engine needs, print the report, exit\n"
+          "  --print-ca-path   print where the engine's CA certificate is (for\n"
+          "                    NODE_EXTRA_CA_CERTS, SSL_CERT_FILE; https:// on the\n"
+          "                    same port as http://) and exit\n"
           "  --version         print the version and exit\n",
           ASBI_ENGINE_PORT, ASB_DEFAULT_ENVD, ASB_DEFAULT_INIT, ASBI_CODE_PORT, ASB_DEFAULT_CODEI,
           ASB_DEFAULT_TEMPLATES_DIR);
@@ -200,7 +204,7 @@ int main(int argc, char **argv) {
   const char *init = default_path(ASB_DEFAULT_INIT, ASB_INSTALLED_INIT);
   const char *codei = default_path(ASB_DEFAULT_CODEI, ASB_INSTALLED_CODEI);
   const char *tdir = asbi_getenv("ASB_TEMPLATES_DIR");
-  int daemonize = 0, kill_on_exit = 0, preflight_only = 0, pool = 8;
+  int daemonize = 0, kill_on_exit = 0, preflight_only = 0, print_ca = 0, pool = 8;
   e->max_conns = 1000;
   e->max_conns_per_ip = 256;
   e->header_timeout_s = 30;
@@ -217,6 +221,7 @@ int main(int argc, char **argv) {
     O_DAEMON,
     O_KILL,
     O_PREFLIGHT,
+    O_PRINT_CA,
     O_VERSION,
     O_HELP,
     O_MAXCONN,
@@ -244,6 +249,7 @@ int main(int argc, char **argv) {
       {"daemon", no_argument, 0, O_DAEMON},
       {"kill-on-exit", no_argument, 0, O_KILL},
       {"preflight", no_argument, 0, O_PREFLIGHT},
+      {"print-ca-path", no_argument, 0, O_PRINT_CA},
       {"version", no_argument, 0, O_VERSION},
       {"help", no_argument, 0, O_HELP},
       {"max-connections", required_argument, 0, O_MAXCONN},
@@ -327,6 +333,9 @@ int main(int argc, char **argv) {
       case O_PREFLIGHT:
         preflight_only = 1;
         break;
+      case O_PRINT_CA:
+        print_ca = 1;
+        break;
       case O_VERSION:
         printf("agent-sandboxd 1.0.0\n");
         return 0;
@@ -385,6 +394,14 @@ int main(int argc, char **argv) {
     }
   }
   if (!state) state = "/var/lib/agent-sandbox";
+  if (print_ca) {
+    /* the engine makes it on its first start (server.c, tlsca.c) */
+    char abs[4096], ca[4200];
+    if (!realpath(state, abs)) snprintf(abs, sizeof abs, "%s", state);
+    tlsca_cert_path(abs, ca, sizeof ca);
+    printf("%s\n", ca);
+    return 0;
+  }
   detach_terminal();
 
   char *report = NULL;
@@ -502,6 +519,7 @@ int main(int argc, char **argv) {
   write_file(path, urlline, 0644);
   asbi_log("listening on %s (port %d), unix socket %s, state %s, envd %s", listen_addr,
            e->listen_port, sock, e->state_dir, e->envd_version);
+  if (server_ca_path(e)) asbi_log("https on the same port; CA certificate %s", server_ca_path(e));
   printf("listening on 127.0.0.1:%d\n", e->listen_port);
   fflush(stdout);
 

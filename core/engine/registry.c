@@ -138,7 +138,8 @@ void reg_remove(engine *e, sbx *s, const char *reason) {
     tomb_append_file(e, &e->tombs[e->ntombs - 1]);
   }
   pthread_mutex_unlock(&e->mu);
-  if (found) reg_put(e, s); /* the table's reference */
+  if (found && e->sandbox_gone) e->sandbox_gone(e, s->id); /* its loopback URLs close */
+  if (found) reg_put(e, s);                                /* the table's reference */
 }
 
 void reg_tomb_add(engine *e, const char *id, const char *reason) {

@@ -10,12 +10,13 @@
  * the same way. Slow clients: a request head must arrive within
  * --header-timeout of the connection's start or of its previous request
  * (httpd/httpd.h, util/connguard.h), TCP clients get --max-connections-per-ip connections per
- * address, and the unix socket has its own connection budget.
+ * address (front.c), and the unix socket has its own connection budget.
  * SPDX-License-Identifier: Apache-2.0 */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,11 +28,14 @@
 #include "api_builder.h"
 #include "builder.h"
 #include "cmds.h"
+#include "front.h"
 #include "httpd/httpd.h"
+#include "loopurl.h"
 #include "proto/http1.h"
 #include "proto/url.h"
 #include "router.h"
 #include "server.h"
+#include "tlsca.h"
 #include "util/buf.h"
 #include "util/log.h"
 #include "util/util.h"
@@ -42,6 +46,9 @@
 
 typedef struct server {
   asbi_httpd *tcp, *unx;
+  front *front; /* the TCP port's acceptor: plain HTTP and TLS (front.c) */
+  tlsca *ca;    /* NULL: the CA could not be made; TLS is refused */
+  loopurl *lu;  /* loopback URLs' listeners (loopurl.c) */
 } server;
 
 /* What a request turned out to be, once its head was read. */
@@ -235,7 +242,12 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
     }
     char id[64];
     int port = 0;
-    if (router_match(c, id, sizeof id, &port) ||
+    /* server_stop clears it while requests end; s lives until they did */
+    server *sv = __atomic_load_n(&e->server, __ATOMIC_ACQUIRE);
+    const union MHD_ConnectionInfo *ci =
+        sv && sv->lu ? MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD) : NULL;
+    if ((ci && loopurl_match(sv->lu, e->listen_port, ci->connect_fd, id, sizeof id, &port)) ||
+        router_match(c, id, sizeof id, &port) ||
         router_match_signed(e, c, url, method, id, sizeof id, &port)) {
       if (port > 0 && cmds_wants(e, id, port, url)) {
         r->kind = REQ_COMMANDS;
@@ -344,24 +356,28 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 
 /* ---- start / stop ------------------------------------------------------------------- */
 
-/* per_ip: the TCP listener's limit per client address (0 for the unix
- * socket, whose clients have none). A request head must arrive within
- * --header-timeout of the connection's start or of its previous request;
- * after the head, 640 s of silence end a connection (long command streams
- * send keepalives well within that). */
-static asbi_httpd *start_daemon(engine *e, int fd, unsigned per_ip, char *err, size_t n) {
+/* A request head must arrive within --header-timeout of the connection's
+ * start or of its previous request; after the head, 640 s of silence end
+ * a connection (long command streams send keepalives well within that).
+ * The unix socket's daemon applies --max-connections and lets half of
+ * them wait for a head; the TCP port's gets its connections from the
+ * front, which applies the limits (front.h), and has room beyond them. */
+static asbi_httpd *start_daemon(engine *e, int fd, front *fr, char *err, size_t n) {
   unsigned hdr_ms = (unsigned)e->header_timeout_s * 1000u;
+  unsigned max = e->max_conns ? e->max_conns : 1000u;
+  unsigned waiting = fr ? max / 4 : max / 2; /* the front lets the other quarter wait */
   asbi_httpd_opts o = {
       .listen_fd = fd,
       .handler = handler,
       .handler_cls = e,
       .completed = completed,
+      .closed = fr ? front_conn_closed : NULL,
+      .closed_cls = fr,
       .uri = uri_log,
-      .max_connections = e->max_conns,
+      .max_connections = fr ? front_mhd_limit(max) : max,
       .head_timeout_ms = hdr_ms,
       .wait_timeout_ms = hdr_ms,
-      .max_waiting = e->max_conns > 1 ? e->max_conns / 2 : 1,
-      .per_ip_limit = per_ip,
+      .max_waiting = waiting ? waiting : 1,
       .idle_timeout_s = 640u,
       .conn_memory = (size_t)(256 * 1024),
   };
@@ -397,11 +413,32 @@ int server_start(engine *e, const char *listen_addr, const char *socket_path) {
     free(s);
     return -en;
   }
-  s->tcp = start_daemon(e, fd, e->max_conns_per_ip, err, sizeof err);
+  /* The port takes plain HTTP and TLS (front.c): libmicrohttpd gets its
+   * connections from the front, not from a socket of its own, and the
+   * front applies the connection limits. */
+  s->ca = tlsca_open(e->state_dir, err, sizeof err);
+  if (!s->ca) asbi_log("https is off: %s", err);
+  front_limits lim = {(unsigned)e->header_timeout_s * 1000u, e->max_conns, e->max_conns_per_ip, 0};
+  s->front = front_new(fd, s->ca ? tlsca_ctx(s->ca) : NULL, &lim);
+  s->tcp = s->front ? start_daemon(e, -1, s->front, err, sizeof err) : NULL;
   if (!s->tcp) {
-    asbi_log("cannot serve on %s: %s", listen_addr, err);
+    asbi_log("cannot serve on %s: %s", listen_addr, s->front ? err : strerror(errno));
+    front_free(s->front);
+    tlsca_free(s->ca);
     free(s);
     return -EIO;
+  }
+  int rc = front_start(s->front, asbi_httpd_daemon(s->tcp));
+  if (rc == 0) s->lu = loopurl_new(s->front);
+  if (rc || !s->lu) {
+    int en = rc ? -rc : errno ? errno : EIO;
+    front_stop(s->front);
+    asbi_log("cannot serve on %s: %s", listen_addr, strerror(en));
+    asbi_httpd_stop(s->tcp);
+    front_free(s->front);
+    tlsca_free(s->ca);
+    free(s);
+    return -en;
   }
   if (socket_path) {
     /* The state dir is 0700 (so nobody else reaches the socket between
@@ -414,18 +451,51 @@ int server_start(engine *e, const char *listen_addr, const char *socket_path) {
       close(ufd);
       ufd = -1;
     }
-    if (ufd >= 0) s->unx = start_daemon(e, ufd, 0, err, sizeof err);
+    if (ufd >= 0) s->unx = start_daemon(e, ufd, NULL, err, sizeof err);
     if (!s->unx) asbi_log("cannot serve on unix socket %s: %s", socket_path, err);
   }
-  e->server = s;
+  e->loopback_open = server_loopback_open;
+  e->sandbox_gone = server_sandbox_gone;
+  __atomic_store_n(&e->server, s, __ATOMIC_RELEASE);
   return 0;
 }
 
+/* e->server as the lifecycle thread sees it (it kills sandboxes, so calls
+ * server_sandbox_gone, while server_stop runs): taken under this lock,
+ * and server_stop clears it under the lock before freeing anything. */
+static pthread_mutex_t server_mu = PTHREAD_MUTEX_INITIALIZER;
+
 void server_stop(engine *e) {
+  pthread_mutex_lock(&server_mu);
   server *s = e->server;
+  __atomic_store_n(&e->server, NULL, __ATOMIC_RELEASE); /* no loopback URL opens or closes now */
+  pthread_mutex_unlock(&server_mu);
   if (!s) return;
+  front_stop(s->front); /* first: no new connections, TLS ones end */
   asbi_httpd_stop(s->tcp);
+  front_free(s->front); /* after the daemon: it counts connections out until it stopped */
   asbi_httpd_stop(s->unx);
+  loopurl_free(s->lu);
+  tlsca_free(s->ca);
   free(s);
-  e->server = NULL;
+}
+
+const char *server_ca_path(engine *e) {
+  server *s = e->server;
+  return s && s->ca ? tlsca_path(s->ca) : NULL;
+}
+
+int server_loopback_open(engine *e, const char *id, int port, int *lport) {
+  pthread_mutex_lock(&server_mu);
+  server *s = e->server;
+  int rc = s && s->lu ? loopurl_open(s->lu, e, id, port, lport) : -ENOTSUP;
+  pthread_mutex_unlock(&server_mu);
+  return rc;
+}
+
+void server_sandbox_gone(engine *e, const char *id) {
+  pthread_mutex_lock(&server_mu);
+  server *s = e->server;
+  if (s) loopurl_sandbox_gone(s->lu, id);
+  pthread_mutex_unlock(&server_mu);
 }

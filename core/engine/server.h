@@ -7,5 +7,13 @@
 
 int server_start(engine *e, const char *listen, const char *socket_path);
 void server_stop(engine *e);
+/* The engine CA's certificate (<state>/tls/ca.pem) that clients of its
+ * https:// URLs trust; NULL when TLS is off. */
+const char *server_ca_path(engine *e);
+/* A loopback URL's port for port of sandbox id (loopurl.c, loopurl_open);
+ * e->loopback_open while serving. */
+int server_loopback_open(engine *e, const char *id, int port, int *lport);
+/* A sandbox left the table: its loopback URLs close (e->sandbox_gone). */
+void server_sandbox_gone(engine *e, const char *id);
 
 #endif

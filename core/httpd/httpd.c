@@ -24,6 +24,8 @@ struct asbi_httpd {
   void *handler_cls;
   MHD_RequestCompletedCallback completed;
   void *completed_cls;
+  void (*closed)(void *cls, struct MHD_Connection *c);
+  void *closed_cls;
   void *(*uri)(void *cls, const char *uri, struct MHD_Connection *c);
   void *uri_cls;
   void (*log)(void *cls, const char *fmt, va_list ap);
@@ -153,6 +155,7 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_ctx
       free(k);
     }
     *socket_ctx = NULL;
+    if (h->closed) h->closed(h->closed_cls, c);
   }
 }
 
@@ -200,7 +203,7 @@ static void on_log(void *cls, const char *fmt, va_list ap) {
 asbi_httpd *asbi_httpd_start(const asbi_httpd_opts *o, char *err, size_t n) {
   asbi_httpd *h = calloc(1, sizeof *h);
   if (!h) {
-    close(o->listen_fd);
+    if (o->listen_fd >= 0) close(o->listen_fd);
     snprintf(err, n, "out of memory");
     return NULL;
   }
@@ -208,6 +211,8 @@ asbi_httpd *asbi_httpd_start(const asbi_httpd_opts *o, char *err, size_t n) {
   h->handler_cls = o->handler_cls;
   h->completed = o->completed;
   h->completed_cls = o->completed_cls;
+  h->closed = o->closed;
+  h->closed_cls = o->closed_cls;
   h->uri = o->uri;
   h->uri_cls = o->uri_cls;
   h->log = o->log;
@@ -218,17 +223,20 @@ asbi_httpd *asbi_httpd_start(const asbi_httpd_opts *o, char *err, size_t n) {
   h->guard = asbi_connguard_new(o->wait_timeout_ms, head_ms, waiting);
   if (!h->guard) {
     snprintf(err, n, "cannot start a thread: %s", strerror(errno));
-    close(o->listen_fd);
+    if (o->listen_fd >= 0) close(o->listen_fd);
     free(h);
     return NULL;
   }
   /* MHD_USE_ITC: MHD_quiesce_daemon needs it with an internal thread. */
   unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL |
                    MHD_USE_ITC | MHD_USE_ERROR_LOG | o->extra_flags;
+  if (o->listen_fd < 0) flags |= MHD_USE_NO_LISTEN_SOCKET; /* MHD_add_connection only */
   /* Options that have their library default when 0 are passed as
    * MHD_OPTION_ARRAY entries only when set. */
   struct MHD_OptionItem opt[8];
   int k = 0;
+  if (o->listen_fd >= 0)
+    opt[k++] = (struct MHD_OptionItem){MHD_OPTION_LISTEN_SOCKET, (intptr_t)o->listen_fd, NULL};
   if (o->conn_memory)
     opt[k++] =
         (struct MHD_OptionItem){MHD_OPTION_CONNECTION_MEMORY_LIMIT, (intptr_t)o->conn_memory, NULL};
@@ -239,17 +247,16 @@ asbi_httpd *asbi_httpd_start(const asbi_httpd_opts *o, char *err, size_t n) {
     opt[k++] = (struct MHD_OptionItem){MHD_OPTION_PER_IP_CONNECTION_LIMIT,
                                        (intptr_t)o->per_ip_limit, NULL};
   opt[k++] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
+  /* the logger first, so that libmicrohttpd's messages about the options
+   * after it go to it too */
   h->daemon = MHD_start_daemon(
-      flags, 0, NULL, NULL, on_request, h,
-      /* first, so that libmicrohttpd's messages about the options below
-       * go to it too */
-      MHD_OPTION_EXTERNAL_LOGGER, on_log, h, MHD_OPTION_LISTEN_SOCKET, o->listen_fd,
+      flags, 0, NULL, NULL, on_request, h, MHD_OPTION_EXTERNAL_LOGGER, on_log, h,
       MHD_OPTION_NOTIFY_COMPLETED, on_completed, h, MHD_OPTION_NOTIFY_CONNECTION, on_connection, h,
       MHD_OPTION_URI_LOG_CALLBACK, on_uri, h, MHD_OPTION_CONNECTION_LIMIT, max_conns,
       MHD_OPTION_CONNECTION_TIMEOUT, o->idle_timeout_s, MHD_OPTION_ARRAY, opt, MHD_OPTION_END);
   if (!h->daemon) {
     snprintf(err, n, "cannot start the HTTP server");
-    close(o->listen_fd);
+    if (o->listen_fd >= 0) close(o->listen_fd);
     asbi_connguard_free(h->guard);
     free(h);
     return NULL;

@@ -48,7 +48,9 @@ typedef struct asbi_httpd asbi_httpd;
 
 typedef struct asbi_httpd_opts {
   int listen_fd; /* from asbi_httpd_listen; the service owns it from the
-                    call of asbi_httpd_start on, also when that fails */
+                    call of asbi_httpd_start on, also when that fails.
+                    -1: none; the caller accepts connections itself and
+                    hands them in with MHD_add_connection */
   /* The caller's handler and its completion callback (optional), as
    * libmicrohttpd calls them. The handler's first call for a request marks
    * the end of the request head for the slow-client guard (the module
@@ -57,6 +59,11 @@ typedef struct asbi_httpd_opts {
   void *handler_cls;
   MHD_RequestCompletedCallback completed;
   void *completed_cls;
+  /* Optional: called once libmicrohttpd let go of a connection (after its
+   * thread ended, in the daemon's thread): a caller that hands connections
+   * in (MHD_add_connection) counts them out here. */
+  void (*closed)(void *cls, struct MHD_Connection *c);
+  void *closed_cls;
   /* Optional: called with the raw request target (query string and
    * escapes as sent) once the request line is read; what it returns is
    * the request's *con_cls in the handler's first call (free it in

@@ -388,7 +388,8 @@ static int fill_base(const char *root) {
       "etc/mailcap",
       "etc/matplotlibrc",
       "etc/fonts",
-      "etc/R" /* R_HOME/etc links its files here (the code interpreter's R kernel) */};
+      "etc/R", /* R_HOME/etc links its files here (the code interpreter's R) */
+      "etc/java-17-openjdk" /* the JDK's conf/ links here (java.security: the java kernel) */};
   for (size_t i = 0; i < ASBI_ARRAY_LEN(etc); i++)
     if ((r = copy_host(root, etc[i])) < 0) return r;
   if ((r = put(root, "etc/profile", k_profile, 0644)) < 0) return r;
@@ -420,7 +421,8 @@ static int fill_base(const char *root) {
 }
 
 int asbe_template_prepare_base(const char *dir) {
-  return build_once(dir, "base", 3, fill_base); /* v2: sudo, python; v3: .bash_logout */
+  /* v2: sudo, python; v3: .bash_logout; v4: /etc/java-17-openjdk */
+  return build_once(dir, "base", 4, fill_base);
 }
 
 static const char *busybox_path(void) {

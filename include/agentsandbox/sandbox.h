@@ -69,11 +69,21 @@ asb_sandbox_get_host(char *buf, size_t buflen, const asb_sandbox *sandbox,
 ASB_API(int)
 asb_sandbox_get_url(char *buf, size_t buflen, const asb_sandbox *sandbox,
                     int port);
+/* A loopback URL for a port, "http://127.0.0.1:<n>" (*url, free with
+ * asb_free): the local engine opens a listener for this sandbox and port
+ * (the same one on every call) and closes it when the sandbox ends.
+ * Unlike get_url's <port>-<id>.localhost host, it needs no resolver for
+ * *.localhost, so Node's fetch and Python's urllib open it on any host.
+ * Local engine only (E2B's API has no such call: ASB_ENOTFOUND there).
+ * ASB_EINVAL for a port out of range, ASB_ESANDBOXNOTFOUND. */
+ASB_API(int)
+asb_sandbox_loopback_url(char **url, asb_sandbox *sandbox, int port,
+                         const asb_call_options *call);
 
 /* ---- the control plane: create, connect, list, lifecycle ------------------
  */
 
-#define ASB_SANDBOX_OPTIONS_VERSION 4
+#define ASB_SANDBOX_OPTIONS_VERSION 5
 
 typedef struct asb_sandbox_options {
   unsigned int version;        /* ASB_SANDBOX_OPTIONS_VERSION */
@@ -106,12 +116,21 @@ typedef struct asb_sandbox_options {
   int auto_resume;           /* 1 = a request to one of its ports resumes
                                 it once paused (E2B's autoResume); needs
                                 auto_pause, not with auto_pause_files_only */
+  /* version 5: E2B's mcp option (docs/mcp.md, "The gateway") */
+  const char *mcp_json; /* E2B's MCP config object as JSON ({"<server>":
+                           {...}, ...}); NULL = none. The template is then
+                           "mcp-gateway" unless template_id names one;
+                           once created, `mcp-gateway --config <json>`
+                           runs as root with a fresh random
+                           GATEWAY_ACCESS_TOKEN; if it fails the sandbox
+                           is killed and create fails with ASB_ERROR
+                           "Failed to start MCP gateway: <stderr>" */
 } asb_sandbox_options;
 
 #define ASB_SANDBOX_OPTIONS_INIT                                           \
   {                                                                        \
     ASB_SANDBOX_OPTIONS_VERSION, NULL, 0, NULL, NULL, 0, 0, NULL, 0, NULL, \
-        NULL, 0, 0                                                         \
+        NULL, 0, 0, NULL                                                   \
   }
 
 ASB_API(int)
@@ -335,6 +354,20 @@ ASB_API(size_t) asb_snapshot_list_count(const asb_snapshot_list *l);
 ASB_API(const char *)
 asb_snapshot_list_get(const asb_snapshot_list *l, size_t i);
 ASB_API(void) asb_snapshot_list_free(asb_snapshot_list *l);
+
+/* ---- E2B's mcp option: the gateway (docs/mcp.md) ------------------------ */
+
+/* The URL of the sandbox's MCP gateway: asb_sandbox_get_url of port 50005
+ * with "/mcp" (E2B's getMcpUrl). Errors as asb_sandbox_get_url. */
+ASB_API(int)
+asb_sandbox_mcp_url(char *buf, size_t buflen, const asb_sandbox *sandbox);
+/* The gateway's bearer token (E2B's getMcpToken) into a new string (free
+ * with asb_free): the one made at create when this handle created the
+ * sandbox with mcp_json, else read as root from /etc/mcp-gateway/.token.
+ * ASB_ENOTFOUND: the sandbox runs no gateway (no token file). */
+ASB_API(int)
+asb_sandbox_mcp_token(char **token, asb_sandbox *sandbox,
+                      const asb_call_options *call);
 
 ASB_END_DECL
 

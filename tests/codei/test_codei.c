@@ -1,6 +1,6 @@
 /* The code interpreter server against the C client library (E2B debug mode)
  * and raw HTTP: state, contexts, rich results, errors, streaming,
- * interrupts, dead kernels, huge output, env vars, javascript and bash,
+ * interrupts, dead kernels, huge output, env vars, javascript, bash and java,
  * restart/remove, bad input and auth. SPDX-License-Identifier: Apache-2.0 */
 #include <agentsandbox.h>
 #include <curl/curl.h>
@@ -803,7 +803,112 @@ TEST(defaults_listed_and_waited_for_before_ready) {
   codei_stop(&g);
 }
 
-int main(void) {
+/* ---- java (the JShell driver; `test_codei java`, ctest codei.java) ------------ */
+
+TEST(java_context) {
+  /* a context of its own, in a cwd of its own */
+  asb_code_context *c = NULL;
+  long long t0 = asbt_now_ms();
+  REQUIRE_RC(asb_code_context_create(&c, SB, "java", TMPD, NULL), ASB_OK);
+  printf("# java context ready in %lld ms\n", asbt_now_ms() - t0);
+  const char *id = asb_code_context_id(c);
+  CHECK_STR(asb_code_context_language(c), "java");
+  CHECK_STR(value_of("System.getProperty(\"user.dir\")", id, NULL), TMPD);
+  /* state: variables, methods, classes and imports across cells; the last
+   * expression's toString is the result (strings unquoted) */
+  CHECK_STR(value_of("int x = 41;", id, NULL), "");
+  CHECK_STR(value_of("x + 1", id, NULL), "42");
+  CHECK_STR(value_of("int fib(int n) { return n < 2 ? n : fib(n - 1) + fib(n - 2); }\n"
+                     "record P(int a, String b) {}\nimport java.time.*;",
+                     id, NULL),
+            "");
+  CHECK_STR(value_of("new P(fib(10), \"q\") + \" \" + LocalDate.of(2020, 1, 2)", id, NULL),
+            "P[a=55, b=q] 2020-01-02");
+  CHECK_STR(value_of("\"two\\nlines\"", id, NULL), "two\nlines");
+  CHECK_STR(value_of("new int[] {1, 2}", id, NULL), "[1, 2]");
+  /* output: stdout and stderr apart, in order; display() */
+  asb_execution *e = run_in(
+      "System.out.println(\"a\"); System.err.println(\"b\");\n"
+      "System.out.print(\"c\"); display(List.of(1, 2)); \"r\"",
+      id, NULL);
+  REQUIRE(e);
+  char out[256];
+  CHECK_STR(joined_stdout(e, out, sizeof out), "a\nc");
+  CHECK(asb_execution_stderr_count(e) == 1 && strcmp(asb_execution_stderr_get(e, 0), "b\n") == 0);
+  CHECK_INT(asb_execution_result_count(e), 2);
+  if (asb_execution_result_count(e) == 2) {
+    CHECK_STR(asb_code_result_value(asb_execution_result_get(e, 0), "text"), "[1, 2]");
+    CHECK_INT(asb_code_result_is_main(asb_execution_result_get(e, 0)), 0);
+  }
+  CHECK_STR(asb_execution_text(e), "r");
+  CHECK(asb_execution_count(e) > 0);
+  asb_execution_free(e);
+  /* streaming: the cell goes on only once its first line reached us */
+  snprintf(g_flag, sizeof g_flag, "%s/streamed-java", TMPD);
+  unlink(g_flag);
+  char code[640];
+  snprintf(code, sizeof code,
+           "System.out.println(\"first\");\nvar flag = new File(\"%s\");\n"
+           "long t0 = System.currentTimeMillis();\n"
+           "while (!flag.exists() && System.currentTimeMillis() - t0 < 120000) Thread.sleep(20);\n"
+           "System.out.println(flag.exists() ? \"second\" : \"not streamed\");",
+           g_flag);
+  asb_code_options o = ASB_CODE_OPTIONS_INIT;
+  o.context_id = id;
+  o.on_stdout = flag_on_first;
+  g_seen_first = 0;
+  e = run_opts(code, &o);
+  CHECK_STR(joined_stdout(e, out, sizeof out), "first\nsecond\n");
+  asb_execution_free(e);
+  o.on_stdout = NULL;
+  /* errors: exceptions (name, message, the cell's frames), compile errors;
+   * a cell stops at its first failing snippet */
+  e = run_in("void boom() { throw new IllegalStateException(\"no\"); }\nboom();", id, NULL);
+  REQUIRE(e);
+  CHECK_STR(asb_execution_error_name(e), "java.lang.IllegalStateException");
+  CHECK_STR(asb_execution_error_value(e), "no");
+  const char *tb = asb_execution_error_traceback(e);
+  CHECK(tb && strstr(tb, "java.lang.IllegalStateException: no") && strstr(tb, "at boom"));
+  asb_execution_free(e);
+  CHECK_STR(value_of("int y1 = 1; int y2 = y1 / 0; int y3 = 3;", id, NULL),
+            "!java.lang.ArithmeticException: / by zero");
+  CHECK_STR(value_of("y1", id, NULL), "1");
+  e = run_in("int z = \"s\";", id, NULL);
+  REQUIRE(e);
+  CHECK_STR(asb_execution_error_name(e), "CompilationException");
+  CHECK(strstr(asb_execution_error_value(e), "incompatible types") != NULL);
+  CHECK(strstr(asb_execution_error_traceback(e), "int z = \"s\";\n        ^") != NULL);
+  asb_execution_free(e);
+  CHECK(strncmp(value_of("y3", id, NULL), "!CompilationException: cannot find symbol", 41) == 0);
+  /* env vars: the environment as system properties (E2B's java kernel's
+   * way), per call set and restored; a value javac must not misread */
+  const char *envs[] = {"ASBT_CALL=q\"uo\\te\nd \\u000a", "ASBT_GLOBAL=overridden", NULL};
+  o.envs = envs;
+  e = run_opts("System.getProperty(\"ASBT_CALL\") + \"|\" + System.getProperty(\"ASBT_GLOBAL\")",
+               &o);
+  CHECK_STR(asb_execution_text(e), "q\"uo\\te\nd \\u000a|overridden");
+  asb_execution_free(e);
+  o.envs = NULL;
+  CHECK_STR(value_of("System.getProperty(\"ASBT_CALL\", \"default\")", id, NULL), "default");
+  CHECK_STR(value_of("System.getProperty(\"ASBT_GLOBAL\")", id, NULL), "from the server");
+  /* a timeout interrupts a busy loop and a sleep; the state stays */
+  o.timeout_ms = 1500;
+  CHECK_RC(asb_code_run(&e, SB, "while (true) { x = x + 0; }", &o), ASB_ETIMEOUT);
+  CHECK_RC(asb_code_run(&e, SB, "Thread.sleep(600000);", &o), ASB_ETIMEOUT);
+  CHECK_STR(value_of("x + 1", id, NULL), "42");
+  /* restart: a new JVM, the state gone */
+  int pid = atoi(value_of("ProcessHandle.current().pid()", id, NULL));
+  REQUIRE_RC(asb_code_context_restart(SB, id, NULL), ASB_OK);
+  CHECK(pid > 1 && wait_gone(pid) == 0);
+  CHECK(strncmp(value_of("x", id, NULL), "!CompilationException", 21) == 0);
+  CHECK_STR(value_of("1 + 1", id, NULL), "2");
+  /* the language alone finds (and starts) the default java context */
+  CHECK_STR(value_of("String.join(\"-\", \"a\", \"b\")", NULL, "java"), "a-b");
+  asb_code_context_remove(SB, id, NULL);
+  asb_code_context_free(c);
+}
+
+int main(int argc, char **argv) {
   setvbuf(stdout, NULL, _IOLBF, 0);
   snprintf(TMPD, sizeof TMPD, "/tmp/asbt-codei-XXXXXX");
   if (!mkdtemp(TMPD)) return 1;
@@ -819,6 +924,15 @@ int main(void) {
     fprintf(stderr, "the server did not become healthy\n");
     codei_stop(&F);
     return 1;
+  }
+  if (argc > 1 && strcmp(argv[1], "java") == 0) { /* codei.java */
+    RUN(java_context);
+    asb_sandbox_free(SB);
+    asb_client_free(C);
+    CHECK_INT(codei_stop(&F), 0);
+    rmdir(TMPD);
+    curl_global_cleanup();
+    TEST_MAIN_END();
   }
   RUN(state_persists_in_default_context);
   RUN(contexts_are_isolated);

@@ -89,6 +89,12 @@ export E2B_API_URL=http://127.0.0.1:$PORT E2B_SANDBOX_URL=http://127.0.0.1:$PORT
 E2B_API_KEY=$(cat "$RUN/state/api_key") || exit 1
 export E2B_API_KEY
 unset E2B_DEBUG E2B_DOMAIN E2B_ACCESS_TOKEN
+# The tests that fetch https://<port>-<id>.localhost:<port> (getHost, as E2B
+# builds it) trust the engine's CA as a user would (docs/engine.md), and
+# get a *.localhost resolver a stock Debian lacks (localhost-dns.cjs:
+# 127.0.0.1, as systemd-resolved and nss-myhostname answer).
+LIVE_ENV=(NODE_EXTRA_CA_CERTS="$RUN/state/tls/ca.pem"
+  NODE_OPTIONS="${NODE_OPTIONS:+$NODE_OPTIONS }--require $HERE/localhost-dns.cjs")
 
 # Two passes. The SDK's own unit tests that mock E2B's API with msw, or
 # read how the SDK builds URLs with no sandbox_url configured, are about
@@ -105,7 +111,7 @@ LIVE=$(cd "$JS" && find tests -name '*.test.ts' -not -path 'tests/runtimes/*' \
   -not -path 'tests/template/*' -not -name connectionConfig.test.ts | sort | grep -vxF "$OFFLINE")
 [ $# -gt 0 ] && LIVE=
 # shellcheck disable=SC2086
-(cd "$JS" && timeout 3000 npx vitest run --project unit --reporter=json \
+(cd "$JS" && env "${LIVE_ENV[@]}" timeout 3000 npx vitest run --project unit --reporter=json \
     --outputFile="$RUN/live.json" --maxWorkers=2 $LIVE "$@" > "$RUN/js.log" 2>&1)
 if [ $# = 0 ]; then
   # shellcheck disable=SC2086

@@ -414,7 +414,7 @@ TEST(old_base_is_rebuilt) {
     if (!fgets(stamp, sizeof stamp, f)) stamp[0] = 0;
     fclose(f);
   }
-  CHECK_STR(stamp, "asb base template v3\n");
+  CHECK_STR(stamp, "asb base template v4\n");
   snprintf(p, sizeof p, "%s/rootfs/opt/agent-sandbox/bin/sudo", dir);
   struct stat st;
   CHECK(lstat(p, &st) == 0);

@@ -66,6 +66,29 @@ test('runCode: other languages, envs', async () => {
   assert.deepEqual(b.logs.stdout, ['hi\n'])
 })
 
+test('runCode: java (the JShell driver), started on first use, heap within the sandbox', async () => {
+  const java = { language: 'java' }
+  const cwd = await sbx.runCode('System.getProperty("user.dir")', java)
+  assert.equal(cwd.text, '/home/user')
+  await sbx.runCode('int n = 20;\nString twice(String s) { return s + s; }', java)
+  const e = await sbx.runCode('System.out.println("Hello, World!");\ntwice("ab") + (n * 2 + 2)', java)
+  assert.deepEqual(e.logs.stdout, ['Hello, World!\n'])
+  assert.equal(e.text, 'abab42')
+  const err = await sbx.runCode('Integer.parseInt("x")', java)
+  assert.equal(err.error.name, 'java.lang.NumberFormatException')
+  assert.equal(err.error.value, 'For input string: "x"')
+  const env = await sbx.runCode('System.getProperty("FOO")', { ...java, envs: { FOO: 'bar' } })
+  assert.equal(env.text, 'bar')
+  assert.equal((await sbx.runCode('System.getProperty("FOO", "default")', java)).text, 'default')
+  // the JVM sizes its heap from the workload cgroup's limit (half of it)
+  const lim = await sbx.runCode('Files.readString(Files.list(Path.of("/run/asb/cgroup"))' +
+    '.flatMap(d -> Stream.of(d.resolve("memory.max"), d.resolve("memory.limit_in_bytes")))' +
+    '.filter(Files::exists).findFirst().get()).trim()', java) // cgroup v2 or v1
+  const heap = await sbx.runCode('Runtime.getRuntime().maxMemory()', java)
+  assert.ok(/^\d+$/.test(lim.text), `memory.max: ${lim.text} ${JSON.stringify(lim.error)}`)
+  assert.ok(Number(heap.text) <= Number(lim.text) / 2, `heap ${heap.text} of ${lim.text}`)
+})
+
 test('contexts: create, list, run in, restart, remove (the traffic token on these calls)', async () => {
   // the SDK sends no X-Access-Token on context calls, only the sandbox's
   // trafficAccessToken; the sandbox id alone is refused (security.http)

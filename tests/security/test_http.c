@@ -587,6 +587,77 @@ TEST(slow_heads_are_cut_at_the_header_timeout) {
   engine_fixture_stop(&g);
 }
 
+/* 1 if the engine g exits (after SIGTERM) before the deadline; else it
+ * is killed (SIGKILL) and 0. */
+static int stops_by(engine_fixture *g, int64_t deadline) {
+  kill(g->pid, SIGTERM);
+  while (now_ms() < deadline) {
+    if (waitpid(g->pid, NULL, WNOHANG) == g->pid || kill(g->pid, 0) != 0) {
+      g->pid = 0;
+      return 1;
+    }
+    usleep(10000);
+  }
+  engine_fixture_signal(g, SIGKILL);
+  return 0;
+}
+
+/* A flood far past --max-connections, from many addresses, of half-sent
+ * heads and of TLS handshakes that never go on (one byte, 0x16): the
+ * engine cuts the oldest waiting ones, keeps serving keyed requests and
+ * stops on SIGTERM. The front hands connections to libmicrohttpd, whose
+ * 0.9.75 deadlocks (a mutex left locked: every connection thread and the
+ * engine's stop hang) when such a connection meets its connection limit;
+ * and handshakes waited unbounded in threads of their own. The header
+ * timeout (600 s) cannot expire here: only the limits let go. */
+TEST(a_flood_past_the_connection_limit_leaves_the_engine_serving_and_stoppable) {
+  engine_fixture g;
+  static const char *const args[] = {
+      "--max-connections", "8", "--header-timeout", "600", "--pool", "0", NULL};
+  if (engine_fixture_start_args(&g, "sechttp-flood", args) != 0) {
+    ASBT_FAIL("cannot start an engine with --max-connections 8");
+    engine_fixture_stop(&g);
+    return;
+  }
+  enum { NTLS = 40, NHEAD = 400, KEPT = 8 }; /* at most --max-connections stay */
+  static int tls[NTLS], head[NHEAD];
+  for (int i = 0; i < NTLS; i++) {
+    char src[32];
+    snprintf(src, sizeof src, "127.0.3.%d", 1 + i % 50);
+    tls[i] = tcp_to(src, g.port);
+    if (tls[i] >= 0) send_all(tls[i], "\x16", 1);
+  }
+  for (int i = 0; i < NHEAD; i++) {
+    char src[32];
+    snprintf(src, sizeof src, "127.0.2.%d", 1 + i % 50);
+    head[i] = tcp_to(src, g.port);
+    if (head[i] >= 0) send_all(head[i], SLOW_HEAD, strlen(SLOW_HEAD));
+  }
+  /* all but the last few of each are cut, oldest first */
+  int64_t deadline = now_ms() + ASBT_DEADLINE_MS;
+  int open_tls = 0, open_heads = 0;
+  for (int i = 0; i < NTLS - KEPT; i++)
+    if (tls[i] >= 0 && !closed_by(tls[i], deadline)) open_tls++;
+  for (int i = 0; i < NHEAD - KEPT; i++)
+    if (head[i] >= 0 && !closed_by(head[i], deadline)) open_heads++;
+  CHECK_INT(open_tls, 0);
+  CHECK_INT(open_heads, 0);
+  char req[512];
+  snprintf(req, sizeof req,
+           "GET /sandboxes HTTP/1.1\r\nHost: x\r\nX-API-Key: %s\r\n"
+           "Connection: close\r\n\r\n",
+           g.key);
+  resp r;
+  exchange_on(tcp_to("127.0.0.2", g.port), req, strlen(req), &r, 20000);
+  CHECK_INT(r.status, 200);
+  for (int i = 0; i < NTLS; i++)
+    if (tls[i] >= 0) close(tls[i]);
+  for (int i = 0; i < NHEAD; i++)
+    if (head[i] >= 0) close(head[i]);
+  if (!stops_by(&g, now_ms() + ASBT_DEADLINE_MS)) ASBT_FAIL("the engine did not stop on SIGTERM");
+  engine_fixture_stop(&g);
+}
+
 /* ---- nesting bombs (finding 9) ----------------------------------------------- */
 
 TEST(deep_template_yaml_is_refused_before_it_costs) {
@@ -824,6 +895,7 @@ int main(void) {
     RUN(secrets_are_not_readable_by_user);
     RUN(slow_heads_count_against_their_address_only);
     RUN(slow_heads_are_cut_at_the_header_timeout);
+    RUN(a_flood_past_the_connection_limit_leaves_the_engine_serving_and_stoppable);
     RUN(slow_clients_on_one_address_cannot_lock_out_keyed_ones);
   } else {
     asbt_failures++;

@@ -735,6 +735,18 @@ end
 
 local SIGNED = set({ "user", "expires_in_s" })
 
+--- sb:loopback_url(port, { request_timeout_ms }): "http://127.0.0.1:<n>" for
+--- the port (local engine only): no *.localhost name to resolve; closed
+--- when the sandbox ends.
+function Sandbox.loopback_url(sb, port, t)
+  check(port, "number", "sandbox:loopback_url", "port")
+  t = options(t, REQ, "sandbox:loopback_url")
+  local rc, url = core.asb_sandbox_loopback_url(sandbox_h(sb, 2), port,
+    call_options(t.request_timeout_ms))
+  if rc < 0 then return fail(rc, "sandbox:loopback_url") end
+  return url
+end
+
 --- sb:download_url(path, { user, expires_in_s }): a signed URL that
 --- downloads the file without other credentials.
 function Sandbox.download_url(sb, path, t)

@@ -952,6 +952,13 @@ class Sandbox {
     await this._op(2, Math.max(1, Math.round(timeoutMs)), opts)
   }
 
+  /** "http://127.0.0.1:<n>" for the port (local engine only): no *.localhost
+   * name to resolve, so Node's fetch opens it on any host; closed when the
+   * sandbox ends. */
+  async loopbackUrl(port, opts = {}) {
+    return invoke(N.sandboxLoopbackUrl, [this._h, port, callOpts(opts)], { signal: opts.signal })
+  }
+
   async isRunning(opts = {}) {
     return (await this._op(3, 0, opts)) === 1
   }

@@ -309,6 +309,41 @@ static napi_value js_sandbox_kill_id(napi_env env, napi_callback_info info) {
   return anode_call_submit(env, &c->base, b);
 }
 
+static void w_loopback_url(anode_call *base) {
+  gen_call *c = (gen_call *)base;
+  asb_call_options call = gen_callopts(c);
+  char *url = NULL;
+  int rc = asb_sandbox_loopback_url(&url, c->sb, (int)c->l[0], &call);
+  c->out = url;
+  if (rc < 0) anode_call_fail(base, rc);
+}
+
+static napi_value r_loopback_url(napi_env env, anode_call *base) {
+  gen_call *c = (gen_call *)base;
+  return base->rc >= 0 ? anode_str(env, c->out) : NULL;
+}
+
+static void c_loopback_url(anode_call *base) {
+  gen_call *c = (gen_call *)base;
+  asb_free(c->out);
+  c->out = NULL;
+  gen_cleanup(base);
+}
+
+/* sandboxLoopbackUrl(sandbox, port, callOpts, cb): "http://127.0.0.1:<n>" */
+static napi_value js_sandbox_loopback_url(napi_env env, napi_callback_info info) {
+  GEN_ARGS(4);
+  gen_call *c = gen_new(env, argv[3]);
+  if (!c) return NULL;
+  anode_box *b = gen_sandbox(env, c, argv[0]);
+  if (!b || anode_get_long(env, argv[1], &c->l[0]) || gen_read_callopts(env, c, argv[2]))
+    return gen_discard(env, c);
+  c->base.work = w_loopback_url;
+  c->base.result = r_loopback_url;
+  c->base.cleanup = c_loopback_url;
+  return anode_call_submit(env, &c->base, b);
+}
+
 static void w_update_network(anode_call *base) {
   gen_call *c = (gen_call *)base;
   asb_call_options call = gen_callopts(c);
@@ -1048,6 +1083,7 @@ const anode_fn anode_client_fns[] = {{"clientNew", js_client_new},
                                      {"sandboxHost", js_sandbox_host},
                                      {"sandboxOp", js_sandbox_op},
                                      {"sandboxKillId", js_sandbox_kill_id},
+                                     {"sandboxLoopbackUrl", js_sandbox_loopback_url},
                                      {"sandboxGetInfo", js_sandbox_get_info},
                                      {"sandboxUpdateNetwork", js_sandbox_update_network},
                                      {"sandboxSnapshot", js_sandbox_snapshot},

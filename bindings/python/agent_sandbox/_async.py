@@ -517,20 +517,21 @@ class Sandbox:
 
     # ---- the control plane ----------------------------------------------------------
     @classmethod
-    async def create(cls, template: Optional[str] = "base", *, timeout: Optional[float] = 300,
+    async def create(cls, template: Optional[str] = None, *, timeout: Optional[float] = 300,
                      metadata: Optional[Mapping[str, str]] = None,
                      envs: Optional[Mapping[str, str]] = None, auto_pause: bool = False,
                      request_timeout: Optional[float] = None,
                      allow_internet_access: Optional[bool] = None,
                      network: Optional[Mapping[str, Any]] = None,
                      keep_memory: bool = True, auto_resume: bool = False,
-                     volume_mounts: Optional[Mapping[str, Any]] = None, **conn: Any) -> "Sandbox":
+                     volume_mounts: Optional[Mapping[str, Any]] = None,
+                     mcp: Optional[Mapping[str, Any]] = None, **conn: Any) -> "Sandbox":
         """Create a sandbox from ``template`` that lives ``timeout`` seconds.
 
         ``metadata`` is yours to filter :meth:`list` by; ``envs`` are set for
         every command; ``auto_pause`` pauses instead of killing at the
         timeout (``keep_memory=False``: without memory; ``auto_resume``:
-        traffic resumes it); ``allow_internet_access`` and ``network`` are E2B's (see
+        traffic resumes it); ``allow_internet_access``, ``network`` and ``mcp`` are E2B's (see
         :meth:`agent_sandbox.sync.Sandbox.create`). Connection options (``api_key``, ``api_url``, ``domain``,
         ``sandbox_url``, ``debug``, ``headers``, ``request_timeout``) default
         to ``ASB_*`` / ``E2B_*`` variables and, with nothing set, to the
@@ -540,7 +541,7 @@ class Sandbox:
                         envs=envs, auto_pause=auto_pause, request_timeout=request_timeout,
                         allow_internet_access=allow_internet_access, network=network,
                         keep_memory=keep_memory, auto_resume=auto_resume,
-                        volume_mounts=volume_mounts, **conn)
+                        volume_mounts=volume_mounts, mcp=mcp, **conn)
         return cls(s)
 
     @classmethod
@@ -591,6 +592,10 @@ class Sandbox:
                           request_timeout: Optional[float] = None) -> None:
         """Make the sandbox live ``timeout`` seconds from now."""
         await N.run(self._sync.set_timeout, timeout, request_timeout=request_timeout)
+
+    async def loopback_url(self, port: int, *, request_timeout: Optional[float] = None) -> str:
+        """``http://127.0.0.1:<n>`` for the port (local engine only)."""
+        return await N.run(self._sync.loopback_url, port, request_timeout=request_timeout)
 
     async def get_info(self, *, request_timeout: Optional[float] = None) -> SandboxInfo:
         return await N.run(self._sync.get_info, request_timeout=request_timeout)
@@ -660,6 +665,12 @@ class Sandbox:
     def get_url(self, port: int) -> str:
         return self.network.get_url(port)
 
+    def get_mcp_url(self) -> str:
+        return self._sync.get_mcp_url()
+
+    async def get_mcp_token(self, *, request_timeout: Optional[float] = None) -> str:
+        return await N.run(self._sync.get_mcp_token, request_timeout=request_timeout)
+
     async def download_url(self, path: str, **kw: Any) -> str:
         return await N.run(self._sync.download_url, path, **kw)
 
@@ -668,6 +679,7 @@ class Sandbox:
 
     kill_sync = _twin("kill")
     set_timeout_sync = _twin("set_timeout")
+    loopback_url_sync = _twin("loopback_url")
     get_info_sync = _twin("get_info")
     is_running_sync = _twin("is_running")
     update_network_sync = _twin("update_network")

@@ -1053,15 +1053,23 @@ class Sandbox:
 
     # ---- the control plane --------------------------------------------------------
     @classmethod
-    def create(cls, template: Optional[str] = "base", *, timeout: Optional[float] = 300,
+    def create(cls, template: Optional[str] = None, *, timeout: Optional[float] = 300,
                metadata: Optional[Mapping[str, str]] = None, envs: Envs = None,
                auto_pause: bool = False, request_timeout: Optional[float] = None,
                allow_internet_access: Optional[bool] = None,
                network: Optional[Mapping[str, Any]] = None,
                keep_memory: bool = True, auto_resume: bool = False,
                volume_mounts: Optional[Mapping[str, Any]] = None,
+               mcp: Optional[Mapping[str, Any]] = None,
                **conn: Any) -> "Sandbox":
-        """Create a sandbox from ``template`` that lives ``timeout`` seconds.
+        """Create a sandbox from ``template`` (default ``base``) that lives
+        ``timeout`` seconds.
+
+        ``mcp`` is E2B's: MCP servers for the sandbox's ``mcp-gateway``
+        (template ``mcp-gateway`` unless one is named; a gateway that does
+        not start kills the sandbox and raises ``SandboxException``
+        "Failed to start MCP gateway: ..."); then :meth:`get_mcp_url` and
+        :meth:`get_mcp_token` (docs/mcp.md, "The gateway").
 
         ``volume_mounts`` is E2B's: ``{"/mnt/data": "my-volume"}``, mount
         path to a volume's name or id (or an object with a ``name``), the
@@ -1104,6 +1112,8 @@ class Sandbox:
         vm = _volume_mounts(volume_mounts)
         if vm:
             o.volume_mounts = vm
+        if mcp is not None:
+            o.mcp_json = _json.dumps(mcp)
         o.cancel = N.current_cancel()
         h = N.call(ll.asb_sandbox_create, c, o)
         return cls(h, c, conn)
@@ -1306,6 +1316,21 @@ class Sandbox:
 
     def get_url(self, port: int) -> str:
         return self.network.get_url(port)
+
+    def loopback_url(self, port: int, *, request_timeout: Optional[float] = None) -> str:
+        """``http://127.0.0.1:<n>`` for the port (local engine only): a URL with no
+        ``*.localhost`` name to resolve, so urllib and requests open it on a
+        stock Debian; closed when the sandbox ends (docs/engine.md, Loopback URLs)."""
+        return N.call(ll.asb_sandbox_loopback_url, self._h, port, _call_options(request_timeout))
+    def get_mcp_url(self) -> str:
+        """The MCP gateway's URL (port 50005, ``/mcp``; E2B's get_mcp_url)."""
+        return N.call(ll.asb_sandbox_mcp_url, self._h)
+
+    def get_mcp_token(self, *, request_timeout: Optional[float] = None) -> str:
+        """The gateway's bearer token: the one made at create with ``mcp``,
+        else read as root from /etc/mcp-gateway/.token (NotFoundException
+        when the sandbox runs no gateway)."""
+        return N.call(ll.asb_sandbox_mcp_token, self._h, _call_options(request_timeout))
 
     def download_url(self, path: str, *, user: Optional[str] = None,
                      expires_in: Optional[int] = None) -> str:

@@ -48,6 +48,12 @@ test('create, info, list, connect, timeout, kill', async () => {
   assert.equal(sbx.getHost(3000), `3000-${sbx.sandboxId}.localhost:${engine.port}`)
   assert.equal(sbx.getUrl(8080), `http://8080-${sbx.sandboxId}.localhost:${engine.port}`)
   assert.throws(() => sbx.getHost(70000), RangeError)
+  // a loopback URL: no *.localhost name, so the stock fetch opens it
+  const loop = await sbx.loopbackUrl(49983)
+  assert.match(loop, /^http:\/\/127\.0\.0\.1:\d+$/)
+  assert.equal(await sbx.loopbackUrl(49983), loop)
+  assert.equal((await fetch(`${loop}/health`)).status, 204)
+  await assert.rejects(sbx.loopbackUrl(70000), (e) => e.code === 'ASB_EINVAL')
   const metrics = await sbx.getMetrics()
   assert.ok(Array.isArray(metrics))
   for (const m of metrics) assert.ok(m.timestamp instanceof Date && typeof m.cpuUsedPct === 'number')

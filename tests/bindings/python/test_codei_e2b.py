@@ -1,6 +1,6 @@
 """E2B code interpreter parity through agent_sandbox.compat: typed charts
 (the figures of E2B's own chart tests), DataFrames, PIL images, JSON, the
-javascript default context, TypeScript/ESM cells, R, the kernel's user and
+javascript default context, TypeScript/ESM cells, R, Java, the kernel's user and
 cwd, ConnectionConfig, and E2B's error for a sandbox killed during run_code.
 One code-interpreter-v1 sandbox for the read-only checks.
 SPDX-License-Identifier: Apache-2.0"""
@@ -163,6 +163,24 @@ def test_r_kernel(sbx):
     ex = sbx.run_code('Sys.getenv("FOO")', language="r", envs={"FOO": "bar"})
     assert ex.results[0].text == '[1] "bar"'
     assert sbx.run_code("getwd()", language="r").results[0].text == '[1] "/home/user"'
+
+
+@pytest.mark.skipif(not shutil.which("java"), reason="java (openjdk-17-jdk-headless) not installed")
+def test_java_kernel(sbx):
+    # E2B's own java checks (stdout, cwd, env vars as system properties),
+    # plus state, the value of the last expression and an error
+    ex = sbx.run_code('System.out.println("Hello, World!")', language="java")
+    assert ex.logs.stdout == ["Hello, World!\n"] and ex.error is None
+    assert sbx.run_code('System.getProperty("user.dir")', language="java").text == "/home/user"
+    ex = sbx.run_code('System.getProperty("FOO")', language="java", envs={"FOO": "bar"})
+    assert ex.text == "bar"
+    assert sbx.run_code('System.getProperty("FOO", "default")', language="java").text == "default"
+    sbx.run_code("var m = new HashMap<String, Integer>(); m.put(\"a\", 1);", language="java")
+    assert sbx.run_code('m.get("a") + 41', language="java").text == "42"
+    bad = sbx.run_code("m.get(", language="java")
+    assert bad.error is not None and bad.error.name == "CompilationException"
+    boom = sbx.run_code('throw new RuntimeException("boom");', language="java")
+    assert (boom.error.name, boom.error.value) == ("java.lang.RuntimeException", "boom")
 
 
 def test_kernels_are_root_with_any_cwd(sbx):

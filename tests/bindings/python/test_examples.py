@@ -101,6 +101,13 @@ def test_e2b_charts(engine):
     assert out[2] == "image: 1 png"
 
 
+@pytest.mark.skipif(not Path("/usr/bin/java").exists(), reason="no JDK (openjdk-17-jdk-headless)")
+def test_e2b_java(engine):
+    out = run(engine, "e2b_java.py").splitlines()
+    assert out == ["stdout: points: [Point[x=3, y=4]]", "result: 5.0", "envs: hello, 1",
+                   "error: java.lang.IndexOutOfBoundsException | Index 5 out of bounds for length 1"]
+
+
 @pytest.mark.skipif(not Path("/usr/local/lib/agent-sandbox/agents/bin/codex").exists(),
                     reason="no codex in the host-wide prefix (scripts/agents-cache.sh)")
 def test_agents(engine):

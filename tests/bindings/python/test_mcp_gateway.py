@@ -93,3 +93,31 @@ async def test_async_compat_mcp_gateway_and_bad_config(engine):
         compat.Sandbox.create(mcp={"github/a/b": {"runCmd": "echo bad >&2; exit 4"}},
                               timeout=60)
     assert len(compat.Sandbox.list().next_items()) == before
+
+
+def test_native_mcp_through_the_c_abi(engine):
+    """The native API (asb_sandbox_options.mcp_json, asb_sandbox_mcp_url and
+    _token): the same gateway, the sync and the async Sandbox."""
+    from agent_sandbox import NotFoundException, SandboxSync
+    sb = SandboxSync.create(mcp=CONFIG, timeout=120)
+    try:
+        assert sb.get_mcp_url() == f"{sb.get_url(50005)}/mcp"
+        token = sb.get_mcp_token()
+        assert len(token) == 36
+        tools = _rpc(engine, sb.sandbox_id, token, "tools/list")["tools"]
+        assert "echo.echo" in [t["name"] for t in tools]
+    finally:
+        sb.kill()
+    plain = SandboxSync.create(timeout=60)
+    try:
+        with pytest.raises(NotFoundException):
+            plain.get_mcp_token()
+    finally:
+        plain.kill()
+
+
+async def test_native_async_mcp_bad_config(engine):
+    from agent_sandbox import Sandbox
+    with pytest.raises(SandboxException,
+                       match="^Failed to start MCP gateway: .*exited with status 4: bad"):
+        await Sandbox.create(mcp={"github/a/b": {"runCmd": "echo bad >&2; exit 4"}}, timeout=60)

@@ -162,3 +162,31 @@ async def test_port_is_reachable(sandbox):
         assert eventually(fetch) == b"served"
     finally:
         await h.kill()
+
+
+async def test_loopback_url_opens_in_urllib(sandbox):
+    """loopback_url(port): http://127.0.0.1:<n>, which urllib opens with no
+    resolver for *.localhost; the same URL on every call."""
+    import urllib.request
+
+    await sandbox.files.write("/tmp/www/index.txt", "served on loopback")
+    h = await sandbox.commands.run("cd /tmp/www && exec python3 -m http.server 8766",
+                                   background=True, timeout=0)
+    try:
+        url = await sandbox.loopback_url(8766)
+        assert url.startswith("http://127.0.0.1:")
+        assert sandbox.loopback_url_sync(8766) == url
+
+        def fetch():
+            try:
+                return urllib.request.urlopen(url + "/index.txt", timeout=5).read()
+            except Exception:
+                return None
+
+        from conftest import eventually
+
+        assert eventually(fetch) == b"served on loopback"
+        with pytest.raises(InvalidArgumentException):
+            await sandbox.loopback_url(70000)
+    finally:
+        await h.kill()

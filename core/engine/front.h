@@ -1,0 +1,60 @@
+/* The engine's TCP front (see front.c): one listener for plain HTTP and
+ * TLS. SPDX-License-Identifier: Apache-2.0 */
+#ifndef ASB_ENGINE_FRONT_H
+#define ASB_ENGINE_FRONT_H
+
+#include <microhttpd.h>
+#include <openssl/ssl.h>
+
+typedef struct front front;
+
+/* What the front lets in. It accounts for every connection it accepted
+ * until it is gone, whatever its phase (waiting for its first byte, in a
+ * TLS handshake, or libmicrohttpd's), and applies the limits itself:
+ * libmicrohttpd (0.9.75) must never reach its own connection limit with
+ * connections handed to it (MHD_add_connection), or its thread deadlocks
+ * (a mutex left locked on that path, fixed upstream in 1.0.0), so the
+ * daemon is started with room beyond max_conns (front_mhd_limit). */
+typedef struct front_limits {
+  unsigned head_timeout_ms; /* first bytes and a TLS handshake; 0 = 30 000 */
+  unsigned max_conns;       /* connections at once; past it the front stops
+                               accepting (they wait in the kernel's backlog);
+                               0 = 1000 */
+  unsigned per_addr;        /* per client address, past which a new one is
+                               closed at once; 0 = no limit */
+  unsigned max_waiting;     /* waiting for a first byte or in a handshake;
+                               one more cuts the oldest; 0 = max_conns / 4 */
+} front_limits;
+
+/* The connection limit to start the daemon with, for a front with
+ * max_conns (twice it: the daemon's count is never above the front's). */
+unsigned front_mhd_limit(unsigned max_conns);
+
+/* Takes listen_fd (closed on failure too); serves nothing before
+ * front_start. TLS through a terminator with tls (NULL: TLS connections
+ * are closed). NULL with errno on failure. */
+front *front_new(int listen_fd, SSL_CTX *tls, const front_limits *lim);
+/* libmicrohttpd closed a connection the front handed it (the daemon's
+ * connection-closed hook, asbi_httpd_opts.closed, with f as its cls): its
+ * slot and its address's are free again. */
+void front_conn_closed(void *f, struct MHD_Connection *c);
+/* Starts accepting: each connection goes to daemon, started without a
+ * listening socket of its own and with front_conn_closed as its hook.
+ * -errno on failure. */
+int front_start(front *f, struct MHD_Daemon *daemon);
+/* Stops accepting (closes the listening sockets), ends every terminator
+ * and waits for the front's threads. Call before stopping the daemon (its
+ * TLS connections see their clients leave). Accepts NULL. */
+void front_stop(front *f);
+/* Frees f: after front_stop and after the daemon stopped (it calls
+ * front_conn_closed until then). Accepts NULL. */
+void front_free(front *f);
+
+/* Serves one more listening socket (f takes fd), plain HTTP only: the
+ * loopback URLs' listeners (loopurl.c). -ENOSPC past 4096 of them. */
+int front_listen_add(front *f, int fd);
+/* Stops serving fd: it refuses connections from now on and is closed by
+ * the front. Connections it accepted go on. */
+void front_listen_drop(front *f, int fd);
+
+#endif
