@@ -227,7 +227,23 @@ typedef struct head_ctx {
   asbi_buf *b;
   asbi_buf conn; /* the Connection fields' values, joined by ',' */
   const char *api_key;
+  int masked; /* the sandbox's maskRequestHost replaces the client's Host */
 } head_ctx;
+
+/* E2B's network.maskRequestHost: the Host a sandbox's service sees, with
+ * "${PORT}" standing for the port (policy.c refused controls in it). */
+static void put_masked_host(asbi_buf *b, const char *mask, int port) {
+  asbi_buf_puts(b, "Host: ");
+  for (const char *m = mask; *m;) {
+    if (!strncmp(m, "${PORT}", 7)) {
+      asbi_buf_printf(b, "%d", port);
+      m += 7;
+    } else {
+      asbi_buf_putc(b, *m++);
+    }
+  }
+  asbi_buf_puts(b, "\r\n");
+}
 
 static enum MHD_Result gather_connection(void *cls, enum MHD_ValueKind kind, const char *key,
                                          const char *value) {
@@ -253,6 +269,7 @@ static enum MHD_Result copy_header(void *cls, enum MHD_ValueKind kind, const cha
   head_ctx *h = cls;
   size_t kl = strlen(key);
   if (is_hop(key, kl) || is_api_key(h, key, value)) return MHD_YES;
+  if (h->masked && asbi_strcaseeq(key, "Host")) return MHD_YES;
   if (h->conn.len && asbi_h1_list_has(h->conn.data, h->conn.len, key)) return MHD_YES;
   asbi_buf_printf(h->b, "%s: %s\r\n", key, value ? value : "");
   return MHD_YES;
@@ -434,7 +451,16 @@ route_ctx *router_begin(engine *e, struct MHD_Connection *c, const char *raw_uri
    * never with a Content-Length), else Content-Length, else no body. */
   asbi_buf head = ASBI_BUF_INIT;
   asbi_buf_printf(&head, "%s %s HTTP/1.1\r\n", method, raw_uri);
-  head_ctx hc = {&head, ASBI_BUF_INIT, e->api_key};
+  head_ctx hc = {&head, ASBI_BUF_INIT, e->api_key, 0};
+  if (port != ASBI_ENVD_PORT) { /* envd is ours: its Host means nothing to it */
+    pthread_mutex_lock(&s->mu);
+    const char *mask = s->net_policy ? s->net_policy->mask_request_host : NULL;
+    if (mask && *mask) {
+      put_masked_host(&head, mask, port);
+      hc.masked = 1;
+    }
+    pthread_mutex_unlock(&s->mu);
+  }
   MHD_get_connection_values(c, MHD_HEADER_KIND, gather_connection, &hc);
   MHD_get_connection_values(c, MHD_HEADER_KIND, copy_header, &hc);
   asbi_buf_free(&hc.conn);

@@ -101,3 +101,40 @@ test('allowPublicTraffic: false needs the traffic access token', async () => {
     await sbx.kill()
   }
 })
+
+// maskRequestHost: the Host header a sandbox's service sees, "${PORT}" the
+// port (E2B's network.test.ts reads it from a server inside); envd's own
+// requests keep theirs. Before, the option was stored and ignored.
+test('maskRequestHost sets the Host the service sees', async () => {
+  const sbx = await e2b.Sandbox.create({
+    timeoutMs: 60_000,
+    network: { maskRequestHost: 'custom-host.example.com:${PORT}' },
+  })
+  try {
+    const srv = [
+      'import http.server',
+      'class H(http.server.BaseHTTPRequestHandler):',
+      '    def do_GET(self):',
+      '        b = (self.headers.get("Host") or "").encode()',
+      '        self.send_response(200); self.send_header("Content-Length", str(len(b))); self.end_headers(); self.wfile.write(b)',
+      '    def log_message(self, *a): pass',
+      'http.server.HTTPServer(("127.0.0.1", 8081), H).serve_forever()',
+    ].join('\n')
+    await sbx.files.write('/home/user/host.py', srv)
+    await sbx.commands.run('python3 /home/user/host.py', { background: true })
+    const get = () => fetch(`${process.env.E2B_API_URL}/`, {
+      headers: { 'E2b-Sandbox-Id': sbx.sandboxId, 'E2b-Sandbox-Port': '8081' },
+    })
+    let r
+    for (let i = 0; i < 300; i++) { // until the server is up
+      r = await get()
+      if (r.status === 200) break
+      await new Promise((res) => setTimeout(res, 100))
+    }
+    assert.equal(r.status, 200)
+    assert.equal(await r.text(), 'custom-host.example.com:8081')
+    assert.equal((await sbx.commands.run('echo ok')).stdout, 'ok\n') // envd unaffected
+  } finally {
+    await sbx.kill()
+  }
+})
