@@ -208,6 +208,7 @@ ASB_OUT_HANDLE_UNOWNED(T)
 %include "agentsandbox/template.h"
 %include "agentsandbox/git.h"
 %include "agentsandbox/volume.h"
+%include "agentsandbox/secret.h"
 
 /* ---- the language's shims (after the declarations they use) --------------- */
 #if defined(SWIGPYTHON)

@@ -27,6 +27,7 @@
 #include "agentsandbox/agents.h"
 #include "agentsandbox/template.h"
 #include "agentsandbox/volume.h"
+#include "agentsandbox/secret.h"
 #include "agentsandbox/git.h"
 #include "agentsandbox/options.h"
 

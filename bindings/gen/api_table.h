@@ -302,6 +302,7 @@
   X(asb_sandbox_envd_version, ASB_API_RETURNS_BORROWED, 1, 0, "", "") \
   X(asb_sandbox_domain, ASB_API_RETURNS_BORROWED, 1, 0, "", "") \
   X(asb_sandbox_envd_access_token, ASB_API_RETURNS_BORROWED, 1, 0, "", "") \
+  X(asb_sandbox_traffic_access_token, ASB_API_RETURNS_BORROWED, 1, 0, "", "") \
   X(asb_sandbox_get_host, 0u, 4, 1, "", "") \
   X(asb_sandbox_get_url, 0u, 4, 1, "", "") \
   X(asb_sandbox_options_init, 0u, 2, 0, "", "") \
@@ -368,6 +369,24 @@
   X(asb_sandbox_info_volume_mount_name, ASB_API_RETURNS_BORROWED, 2, 0, "", "") \
   X(asb_sandbox_info_volume_mount_path, ASB_API_RETURNS_BORROWED, 2, 0, "", "") \
   X(asb_sandbox_loopback_url, ASB_API_BLOCKING|ASB_API_CANCELLABLE, 4, 1, "call", "") \
+  X(asb_secrets_create, ASB_API_BLOCKING|ASB_API_CANCELLABLE, 6, 1, "call", "") \
+  X(asb_secrets_update, ASB_API_BLOCKING|ASB_API_CANCELLABLE, 6, 1, "call", "") \
+  X(asb_secrets_get, ASB_API_BLOCKING|ASB_API_CANCELLABLE, 4, 1, "call", "") \
+  X(asb_secrets_delete, ASB_API_BLOCKING|ASB_API_CANCELLABLE, 3, 0, "call", "") \
+  X(asb_secrets_list, ASB_API_BLOCKING|ASB_API_CANCELLABLE, 5, 1, "call", "") \
+  X(asb_secret_page_count, 0u, 1, 0, "", "") \
+  X(asb_secret_page_get, ASB_API_RETURNS_BORROWED, 2, 0, "", "") \
+  X(asb_secret_page_next_token, ASB_API_RETURNS_BORROWED, 1, 0, "", "") \
+  X(asb_secret_page_free, ASB_API_FREES, 1, 0, "", "") \
+  X(asb_secret_id, ASB_API_RETURNS_BORROWED, 1, 0, "", "") \
+  X(asb_secret_name, ASB_API_RETURNS_BORROWED, 1, 0, "", "") \
+  X(asb_secret_version, 0u, 1, 0, "", "") \
+  X(asb_secret_created_at, 0u, 1, 0, "", "") \
+  X(asb_secret_updated_at, 0u, 1, 0, "", "") \
+  X(asb_secret_metadata_count, 0u, 1, 0, "", "") \
+  X(asb_secret_metadata_key, ASB_API_RETURNS_BORROWED, 2, 0, "", "") \
+  X(asb_secret_metadata_value, ASB_API_RETURNS_BORROWED, 2, 0, "", "") \
+  X(asb_secret_free, ASB_API_FREES, 1, 0, "", "") \
   X(asb_server_options_init, ASB_API_SERVER, 2, 0, "", "") \
   X(asb_server_new, ASB_API_SERVER, 2, 1, "", "") \
   X(asb_server_free, ASB_API_BLOCKING|ASB_API_CALLBACKS|ASB_API_FREES|ASB_API_SERVER, 1, 0, "", "caller") \
@@ -563,6 +582,10 @@
   X(asb_sandbox_mcp_url, 0, "buf", ASB_API_OUT_CHARS, char, "", 0) \
   X(asb_sandbox_mcp_token, 0, "token", ASB_API_OUT_STRING, char, "asb_free", 0) \
   X(asb_sandbox_loopback_url, 0, "url", ASB_API_OUT_STRING, char, "asb_free", 0) \
+  X(asb_secrets_create, 0, "out", ASB_API_OUT_HANDLE, asb_secret, "asb_secret_free", 0) \
+  X(asb_secrets_update, 0, "out", ASB_API_OUT_HANDLE, asb_secret, "asb_secret_free", 0) \
+  X(asb_secrets_get, 0, "out", ASB_API_OUT_HANDLE, asb_secret, "asb_secret_free", 0) \
+  X(asb_secrets_list, 0, "out", ASB_API_OUT_HANDLE, asb_secret_page, "asb_secret_page_free", 0) \
   X(asb_server_new, 0, "out", ASB_API_OUT_HANDLE, asb_server, "asb_server_free", 0) \
   X(asb_server_register, 0, "out", ASB_API_OUT_HANDLE, asb_server_command, "", 1) \
   X(asb_server_next_call, 0, "out", ASB_API_OUT_HANDLE, asb_server_call, "", 0) \
@@ -631,6 +654,8 @@
   X(asb_volume_entry_list, "asb_volume_entry_list_free", "") \
   X(asb_volume_list, "asb_volume_list_free", "") \
   X(asb_watch, "asb_watch_free", "") \
+  X(asb_secret, "asb_secret_free", "") \
+  X(asb_secret_page, "asb_secret_page_free", "") \
   X(asb_template_build, "asb_template_build_free", "")
 
 #define ASB_API_OPTIONS(X) \
@@ -823,8 +848,8 @@
   X(asb_volume_write_options, timeout_ms, ASB_API_FIELD_INT, 1) \
   X(asb_volume_write_options, cancel, ASB_API_FIELD_POINTER, 1)
 
-#define ASB_API_FUNCTION_COUNT 436
-#define ASB_API_OUTPUT_COUNT 94
+#define ASB_API_FUNCTION_COUNT 455
+#define ASB_API_OUTPUT_COUNT 98
 
 typedef struct asb_api_function_info {
   const char *name;

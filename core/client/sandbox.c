@@ -146,6 +146,9 @@ const char *asb_sandbox_domain(const asb_sandbox *sb) {
 const char *asb_sandbox_envd_access_token(const asb_sandbox *sb) {
   return sb ? sb->envd_token : NULL;
 }
+const char *asb_sandbox_traffic_access_token(const asb_sandbox *sb) {
+  return sb ? sb->traffic_token : NULL;
+}
 
 static int copy_out(asbi_buf *b, char *buf, size_t buflen, const char *what) {
   int rc = ASB_OK;

@@ -53,6 +53,10 @@ ASB_API(const char *) asb_sandbox_envd_version(const asb_sandbox *sandbox);
 ASB_API(const char *) asb_sandbox_domain(const asb_sandbox *sandbox);
 /* The envd access token, or NULL when the sandbox has none. */
 ASB_API(const char *) asb_sandbox_envd_access_token(const asb_sandbox *sandbox);
+/* The token requests to its ports must carry (e2b-traffic-access-token)
+ * when it was made with allowPublicTraffic false, or NULL. */
+ASB_API(const char *)
+asb_sandbox_traffic_access_token(const asb_sandbox *sandbox);
 
 /* "<port>-<id>.<domain>" (debug mode: "localhost:<port>") into buf, as
  * E2B's get_host does. Returns ASB_OK, or ASB_EINVAL if the port is out of

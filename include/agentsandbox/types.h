@@ -62,6 +62,10 @@ typedef struct asb_volume asb_volume;
 typedef struct asb_volume_list asb_volume_list;
 typedef struct asb_volume_entry asb_volume_entry;
 typedef struct asb_volume_entry_list asb_volume_entry_list;
+
+/* Secrets (secret.h). */
+typedef struct asb_secret asb_secret;
+typedef struct asb_secret_page asb_secret_page;
 /* The ids of snapshots (asb_snapshots_list). */
 typedef struct asb_snapshot_list asb_snapshot_list;
 /* Git in a sandbox (git.h). */

@@ -3,10 +3,9 @@ suite runs through agent_sandbox.compat (tests/e2b-python/run.sh).
 
 The same fixtures with the same behaviour (sandbox, async_sandbox, their
 factories with the sandbox_test_id metadata, template, debug,
-skip_by_debug, helpers, build/async_build), minus E2B's two that patch
-its own generated HTTP client (volume, async_volume: they mock E2B's
-volume transport, which agent_sandbox does not have; tests that use them
-fail for want of the fixture). Imports come from ``e2b``, which the shim
+skip_by_debug, helpers, build/async_build); E2B's volume and
+async_volume patch its own volume transport with an in-memory mock, ours
+make a real volume on the engine. Imports come from ``e2b``, which the shim
 next to this file maps to agent_sandbox.compat.
 SPDX-License-Identifier: Apache-2.0
 """
@@ -172,3 +171,24 @@ class Helpers:
 @pytest.fixture
 def helpers():
     return Helpers
+
+
+# E2B's volume fixtures mock its volume transport; these make a real volume
+# on the engine instead (the same Volume object the tests expect), and
+# destroy it afterwards.
+@pytest.fixture
+def volume(request):
+    from e2b import Volume
+
+    vol = Volume.create(f"test-vol-{_generate_random_string()}")
+    request.addfinalizer(lambda: Volume.destroy(vol.volume_id))
+    return vol
+
+
+@pytest_asyncio.fixture
+async def async_volume():
+    from e2b import AsyncVolume
+
+    vol = await AsyncVolume.create(f"test-vol-{_generate_random_string()}")
+    yield vol
+    await AsyncVolume.destroy(vol.volume_id)

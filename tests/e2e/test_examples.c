@@ -51,6 +51,9 @@ TEST(volumes) {
 TEST(snapshot) {
   run_example("snapshot");
 }
+TEST(secrets) {
+  run_example("secrets");
+}
 #ifdef ASB_TEMPLATE_DIR
 /* builds the c-hello template, creates a sandbox from it, calls its commands */
 TEST(named_commands) {
@@ -135,6 +138,7 @@ int main(void) {
   RUN(code);
   RUN(git);
   RUN(volumes);
+  RUN(secrets);
   RUN(snapshot);
   RUN(sessions);
 #ifdef ASB_TEMPLATE_DIR

@@ -14,6 +14,7 @@ Python names.
 
 from __future__ import annotations
 
+import inspect
 import json
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Mapping, Optional, TypedDict, Union
@@ -46,16 +47,50 @@ class SelectorContext:
     rules: Mapping[str, List[Any]]
 
 
-class _Placeholders(dict):
-    """Any token name gives E2B's placeholder for it, which the engine's
-    egress proxy replaces (``${e2b.identity.tokens.<name>}``)."""
+def _token_name_ok(name: Any) -> None:
+    if (not isinstance(name, str) or not name or any(c in name for c in "{}")
+            or any(ord(c) < 32 or 0x7f <= ord(c) <= 0x9f for c in name)):
+        raise E.InvalidArgumentException(
+            f"iam token name {name!r} is not usable: a token name must be a non-empty string "
+            "and cannot contain '{', '}' or control characters, because it is interpolated "
+            "into the '${e2b.identity.tokens.<name>}' placeholder the egress proxy resolves.")
 
-    def __missing__(self, name: str) -> str:
-        if not name or any(c in name for c in "{}") or any(ord(c) < 32 for c in name):
-            raise E.InvalidArgumentException(f"iam token name {name!r} is not usable")
+
+class _Placeholders(Mapping):  # type: ignore[type-arg]
+    """``ctx.iam.tokens``: a registered token's name gives E2B's placeholder
+    for it (``${e2b.identity.tokens.<name>}``), which the egress proxy
+    replaces. Every lookup (``[name]``, ``.get(name)``) goes through
+    ``__getitem__``, so an unregistered name is an error, never ``None``;
+    ``in`` and iteration see the registered names only. ``names=None``
+    (an update, whose body has no iam): any usable name resolves."""
+
+    def __init__(self, names: Optional[Any] = None) -> None:
+        self._names = None if names is None else tuple(dict.fromkeys(names))
+
+    def __getitem__(self, name: str) -> str:
+        if self._names is not None and name not in self._names:
+            hint = (f"Registered tokens: {', '.join(repr(n) for n in self._names)}."
+                    if self._names else
+                    f"Pass it to Sandbox.create as iam={{'tokens': {{{name!r}: "
+                    "Secret.iam_token(audience=..., token_type=...)}}.")
+            raise E.InvalidArgumentException(
+                f"Network transform references iam token {name!r}, which is not registered. "
+                + hint)
+        _token_name_ok(name)
         return "${e2b.identity.tokens." + name + "}"
 
+    def __contains__(self, name: object) -> bool:
+        return self._names is not None and name in self._names
+
+    def __iter__(self) -> Any:
+        return iter(self._names or ())
+
+    def __len__(self) -> int:
+        return len(self._names or ())
+
     def __getattr__(self, name: str) -> str:
+        if name.startswith("_"):
+            raise AttributeError(name)
         return self[name]
 
 
@@ -81,10 +116,10 @@ def _selector(v: Any, rules: Mapping[str, Any], name: str) -> Any:
     return list(v)
 
 
-def _rules(v: Any) -> Dict[str, Any]:
+def _rules(v: Any, tokens: Optional[Any] = None) -> Dict[str, Any]:
     if not isinstance(v, Mapping):
         raise E.InvalidArgumentException("network rules must map a domain to a list of rules")
-    ctx = TransformContext(iam=_Iam(tokens=_Placeholders()))
+    ctx = TransformContext(iam=_Iam(tokens=_Placeholders(tokens)))
     out: Dict[str, Any] = {}
     for host, rules in v.items():
         if not isinstance(rules, (list, tuple)):
@@ -93,10 +128,14 @@ def _rules(v: Any) -> Dict[str, Any]:
         for r in rules:
             t = r.get("transform") if isinstance(r, Mapping) else None
             if callable(t):
+                if inspect.iscoroutinefunction(t):
+                    raise E.InvalidArgumentException(
+                        f"network transform callable for {host!r} must be synchronous")
                 t = t(ctx)
                 if not isinstance(t, Mapping):
                     raise E.InvalidArgumentException(
-                        f"network transform callable for {host!r} must return a mapping")
+                        f"network transform callable for {host!r} must return a transform "
+                        f"dict, got {type(t).__name__}")
             lst.append({} if t is None else {"transform": dict(t)})
         out[str(host)] = lst
     return out
@@ -112,6 +151,15 @@ def _proxy(v: Any) -> Any:
 def to_json(network: Optional[Mapping[str, Any]], *, update: bool = False) -> Optional[str]:
     """E2B's network option as the library's ``network_json`` (None: none).
     Unknown members are passed on for the library to name in its error."""
+    body = to_wire(network, update=update)
+    return None if body is None else json.dumps(body)
+
+
+def to_wire(network: Optional[Mapping[str, Any]], *, update: bool = False,
+            tokens: Optional[Any] = None) -> Optional[Dict[str, Any]]:
+    """The wire body (E2B's names) of the network option: callables
+    resolved, ``tokens`` the registered iam token names a transform may
+    reference (None: any)."""
     if network is None:
         return None
     if not isinstance(network, Mapping):
@@ -127,13 +175,13 @@ def to_json(network: Optional[Mapping[str, Any]], *, update: bool = False) -> Op
         if wire in ("allowOut", "denyOut"):
             v = _selector(v, rules, _PY[wire])
         elif wire == "rules":
-            v = _rules(v)
+            v = _rules(v, tokens)
         elif wire == "egressProxy":
             v = _proxy(v)
         if wire in body:
             raise E.InvalidArgumentException(f"network {key!r} is given twice")
         body[wire] = v
-    return json.dumps(body)
+    return body
 
 
 def internet(allow: Optional[bool]) -> int:

@@ -1042,6 +1042,12 @@ class Sandbox:
     def envd_access_token(self) -> Optional[str]:
         return ll.asb_sandbox_envd_access_token(self._h)
 
+    @property
+    def traffic_access_token(self) -> Optional[str]:
+        """The ``e2b-traffic-access-token`` its ports want (network
+        ``allow_public_traffic=False``), else None."""
+        return ll.asb_sandbox_traffic_access_token(self._h)
+
     def __repr__(self) -> str:
         return f"<{type(self).__module__}.{type(self).__name__} {self.sandbox_id}>"
 

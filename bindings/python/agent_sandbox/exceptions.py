@@ -45,6 +45,11 @@ __all__ = [
     "VolumeNotFoundException",
     "VolumePathNotFoundException",
     "AgentTurnError",
+    "VolumeException",
+    "VolumeNotFoundException",
+    "VolumePathNotFoundException",
+    "SecretException",
+    "SecretNotFoundException",
 ]
 
 
@@ -209,3 +214,28 @@ class AgentTurnError(SandboxException):
     """
 
     turn: object = None
+
+
+class VolumeException(AgentSandboxError):
+    """A volume call failed (E2B's ``VolumeException``; like E2B's, not a
+    :class:`SandboxException`). Raised by ``agent_sandbox.compat``'s
+    ``Volume``/``AsyncVolume``, e.g. writing an existing file without
+    ``force``."""
+
+
+class VolumeNotFoundException(NotFoundException):
+    """No volume of that id or name (E2B's ``VolumeNotFoundException``)."""
+
+
+class VolumePathNotFoundException(NotFoundException):
+    """No file or directory at that path in the volume (E2B's
+    ``VolumePathNotFoundException``)."""
+
+
+class SecretException(AgentSandboxError):
+    """A secrets call failed (E2B's ``SecretException``; not a
+    :class:`SandboxException`)."""
+
+
+class SecretNotFoundException(SecretException):
+    """No secret of that id or name (E2B's ``SecretNotFoundException``)."""

@@ -36,6 +36,7 @@ from __future__ import annotations
 import datetime as _dt
 import functools
 from dataclasses import dataclass
+from enum import Enum
 from typing import IO, Any, Callable, List, Optional, Union
 
 from . import _native as N
@@ -62,12 +63,32 @@ class VolumeAndToken(VolumeInfo):
     domain: Optional[str] = None
 
 
+class VolumeFileType(str, Enum):
+    """What a volume entry is (E2B's ``VolumeFileType``): a ``str`` enum, so
+    it also compares equal to ``"file"``, ``"directory"``, ..."""
+
+    DIRECTORY = "directory"
+    FILE = "file"
+    SYMLINK = "symlink"
+    UNKNOWN = "unknown"
+
+    def __str__(self) -> str:
+        return str(self.value)
+
+
+def _file_type(t: Optional[str]) -> VolumeFileType:
+    try:
+        return VolumeFileType(t or "unknown")
+    except ValueError:
+        return VolumeFileType.UNKNOWN
+
+
 @dataclass
 class VolumeEntryStat:
     """What is at a path of a volume (E2B's ``VolumeEntryStat``)."""
 
     name: str
-    type: str  # "file", "directory", "symlink" or "unknown"
+    type: VolumeFileType
     path: str
     size: int
     mode: int
@@ -79,6 +100,14 @@ class VolumeEntryStat:
     target: Optional[str] = None
 
 
+_CHUNK = 64 * 1024
+
+
+async def _aiter(chunks: Any) -> Any:
+    for c in chunks:
+        yield c
+
+
 def _time(t: int) -> _dt.datetime:
     return _dt.datetime.fromtimestamp(t, tz=_dt.timezone.utc)
 
@@ -86,7 +115,7 @@ def _time(t: int) -> _dt.datetime:
 def _entry(e: Any) -> VolumeEntryStat:
     return VolumeEntryStat(
         name=ll.asb_volume_entry_name(e) or "",
-        type=ll.asb_volume_entry_type(e) or "unknown",
+        type=_file_type(ll.asb_volume_entry_type(e)),
         path=ll.asb_volume_entry_path(e) or "",
         size=ll.asb_volume_entry_size(e),
         mode=ll.asb_volume_entry_mode(e),
@@ -232,12 +261,17 @@ class VolumeSync:
     # ---- its files ---------------------------------------------------------------
 
     def read_file(self, path: str, format: str = "text", *,
-                  request_timeout: Optional[float] = None) -> Union[str, bytes]:
-        """The file at ``path``: text (``format="text"``) or ``bytes``."""
-        if format not in ("text", "bytes"):
-            raise ValueError('format must be "text" or "bytes"')
+                  request_timeout: Optional[float] = None) -> Any:
+        """The file at ``path``: text (``format="text"``), ``bytes``, or
+        ``"stream"``: an iterator of ``bytes`` chunks (the file is read
+        whole first, then handed out in chunks; a missing file raises here,
+        not on iteration)."""
+        if format not in ("text", "bytes", "stream"):
+            raise ValueError('format must be "text", "bytes" or "stream"')
         data = N.call(ll.asb_volume_read_file, self._h, path, _call(request_timeout),
                       not_found=VolumePathNotFoundException)
+        if format == "stream":
+            return iter([data[i:i + _CHUNK] for i in range(0, len(data), _CHUNK)])
         return data if format == "bytes" else data.decode(errors="replace")
 
     def write_file(self, path: str, data: Union[str, bytes, IO[Any]], *,
@@ -334,8 +368,9 @@ class Volume:
     async def _class_list(cls, **kw: Any) -> List[VolumeInfo]:
         return await N.run(cls._sync.list, **kw)
 
-    async def read_file(self, path: str, format: str = "text", **kw: Any) -> Union[str, bytes]:
-        return await N.run(self._s.read_file, path, format, **kw)
+    async def read_file(self, path: str, format: str = "text", **kw: Any) -> Any:
+        got = await N.run(self._s.read_file, path, format, **kw)
+        return _aiter(got) if format == "stream" else got
 
     async def write_file(self, path: str, data: Any, **kw: Any) -> VolumeEntryStat:
         return await N.run(self._s.write_file, path, data, **kw)

@@ -141,6 +141,15 @@ def test_e2b_behaviour_its_suite_checks(engine):
     assert eventually(lambda: not sbx.is_running())
 
 
+async def test_fork_count_is_checked_before_asking(engine):
+    # E2B refuses count < 1 client-side with InvalidArgumentException, also
+    # by id for a sandbox that does not exist (so before any request).
+    with pytest.raises(InvalidArgumentException, match="count must be at least 1"):
+        Sandbox.fork("sbx-none", count=0)
+    with pytest.raises(InvalidArgumentException, match="count must be at least 1"):
+        await AsyncSandbox.fork("sbx-none", count=-1)
+
+
 def test_lifecycle_is_validated_as_e2b():
     """E2B's create-time lifecycle checks, raised before any request."""
     from agent_sandbox.compat import _lifecycle as lc
@@ -244,3 +253,135 @@ def test_execution_text_is_e2b(code_sandbox):
     native = Native(logs=Logs(stdout=["printed\n"]))
     assert native.text == "printed"
     assert CompatExecution._of(native).text is None
+
+
+async def test_secrets_through_the_engine(engine):
+    """E2B's Secret/AsyncSecret over e2b.api's endpoints and asb_secrets_*,
+    against the engine's /secrets store: values go in and never come back."""
+    import os
+
+    from agent_sandbox.compat import AsyncSecret, Secret, SecretException, SecretNotFoundException
+    from agent_sandbox.compat.api.client.api.secrets import get_secrets_secret_id
+    from agent_sandbox.compat.api.client.client import AuthenticatedClient
+
+    tag = f"py-sec-{os.getpid()}"
+    made = []
+    try:
+        a = Secret.create(f"{tag}-a", "sk-value-a", metadata={"env": "test"})
+        made.append(a.secret_id)
+        assert a.secret_id.startswith("sec_") and a.name == f"{tag}-a" and a.version == 1
+        assert a.metadata == {"env": "test"} and a.created_at.year >= 2026
+        assert Secret.get_info(a.name).secret_id == a.secret_id  # by name and by id
+        assert Secret.get_info(a.secret_id).name == a.name
+        u = Secret.update(a.secret_id, "sk-value-a2")
+        assert (u.version, u.metadata) == (2, {"env": "test"})  # metadata kept
+        assert Secret.update(a.name, "v3", metadata={"k": "v"}).metadata == {"k": "v"}
+        for n in "bcd":
+            made.append((await AsyncSecret.create(f"{tag}-{n}", "v")).secret_id)
+        with pytest.raises(SecretException, match="exists"):  # the name is taken
+            Secret.create(f"{tag}-b", "v")
+        with pytest.raises(InvalidArgumentException):
+            Secret.create("bad name{", "v")
+        ids, pages, p = [], 0, Secret.list(limit=2)
+        while p.has_next:
+            got = p.next_items()
+            assert len(got) <= 2
+            ids += [s.secret_id for s in got]
+            pages += 1
+        assert ids == made and pages == 2
+        ap = AsyncSecret.list(limit=3)
+        assert len(await ap.next_items()) == 3 and ap.has_next
+        with pytest.raises(SecretNotFoundException):
+            Secret.update("no-such-secret", "v")
+        with pytest.raises(SecretNotFoundException):
+            await AsyncSecret.get_info("no-such-secret")
+        # the endpoint function answers E2B's Response: 404, no exception
+        res = get_secrets_secret_id.sync_detailed("no-such-secret", client=AuthenticatedClient())
+        assert int(res.status_code) == 404 and res.parsed.message
+        raw = repr(Secret.get_info(a.secret_id)) + repr(res)
+        assert "sk-value" not in raw and "v3" not in raw
+        assert await AsyncSecret.destroy(made[1]) is True
+        assert Secret.exists(made[1]) is False and await AsyncSecret.exists(made[2]) is True
+        assert Secret.destroy(made[1]) is False
+        assert Secret.fill(a.name) == "${e2b.secrets." + a.name + "}"
+    finally:
+        for sid in made:
+            Secret.destroy(sid)
+
+
+def test_e2b_api_models_and_helpers():
+    """e2b.api's models and helpers E2B programs build requests with:
+    NewSandbox's wire names, the IAM option's checks, encode_path_param."""
+    from agent_sandbox.compat import Secret, build_iam_config
+    from agent_sandbox.compat.api import encode_path_param
+    from agent_sandbox.compat.api.client.models import NewSandbox, SandboxAutoResumeConfig
+    from agent_sandbox.compat.api.client.types import UNSET
+
+    body = NewSandbox(template_id="t", auto_pause=True,
+                      auto_resume=SandboxAutoResumeConfig(enabled=True), metadata={"a": "b"})
+    d = body.to_dict()
+    assert (d["templateID"], d["autoPause"], d["autoResume"], d["metadata"]) == \
+        ("t", True, {"enabled": True}, {"a": "b"})
+    back = NewSandbox.from_dict({"templateID": "t", "autoResume": {"enabled": False}, "x": 1})
+    assert back.auto_resume == SandboxAutoResumeConfig(enabled=False)
+    assert back.to_dict()["x"] == 1
+    iam = build_iam_config({"tokens": {"aws": Secret.iam_token(audience="sts", token_type="JWT-SVID")}})
+    assert NewSandbox(template_id="t", iam=iam).to_dict()["iam"] == \
+        {"tokens": {"aws": {"audience": "sts", "tokenType": "JWT-SVID"}}}
+    assert build_iam_config({"tokens": {}}) is None and "iam" not in NewSandbox("t", iam=UNSET).to_dict()
+    with pytest.raises(InvalidArgumentException, match="token_type"):
+        build_iam_config({"tokens": {"aws": {"audience": "a", "tokenType": "JWT-SVID"}}})
+    with pytest.raises(InvalidArgumentException, match="is not usable"):
+        build_iam_config({"tokens": {"a}b": {"audience": "a", "token_type": "JWT-SVID"}}})
+    assert encode_path_param("team/snap:default") == "team%2Fsnap%3Adefault"
+    assert encode_path_param("a-b_c.d~e") == "a-b_c.d~e" and encode_path_param("a b") == "a%20b"
+
+
+async def test_traffic_access_token(engine):
+    # E2B's sandbox.traffic_access_token: what requests to its ports carry
+    # (e2b-traffic-access-token) when they are closed to the public
+    # (allow_public_traffic=False); the engine gives every sandbox one (the
+    # stock code-interpreter SDKs send it too), the same after connect
+    closed = Sandbox.create(timeout=60, network={"allow_public_traffic": False})
+    try:
+        assert len(closed.traffic_access_token) >= 32
+        assert Sandbox.connect(closed.sandbox_id).traffic_access_token == closed.traffic_access_token
+    finally:
+        closed.kill()
+    async with await AsyncSandbox.create(timeout=60) as sbx:
+        assert sbx.traffic_access_token and sbx.traffic_access_token != closed.traffic_access_token
+
+
+async def test_connect_goes_through_e2b_api(engine, monkeypatch):
+    """Sandbox.connect asks e2b.api's connect endpoint (over the library) and
+    reads its answer as E2B does: a Sandbox model from elsewhere is attached
+    by its id and tokens, with no tokens nothing is signed."""
+    from agent_sandbox.compat.api.client.api.sandboxes import post_sandboxes_sandbox_id_connect as ep
+    from agent_sandbox.compat.api.client.client import AuthenticatedClient
+    from agent_sandbox.compat.api.client.models import ConnectSandbox
+    from agent_sandbox.compat.api.client.models import Sandbox as SandboxModel
+
+    sbx = Sandbox.create(timeout=60)
+    try:
+        res = ep.sync_detailed(sbx.sandbox_id, client=AuthenticatedClient(),
+                               body=ConnectSandbox(timeout=60))
+        assert int(res.status_code) == 200 and res.parsed.sandbox_id == sbx.sandbox_id
+        assert res.parsed.envd_access_token == sbx._envd_access_token
+        assert Sandbox.connect(sbx.sandbox_id).commands.run("echo hi").stdout == "hi\n"
+        with pytest.raises(SandboxNotFoundException):
+            Sandbox.connect("sbx-none-such")
+        seen = []
+
+        def fake(sandbox_id, *, client, body):
+            seen.append((sandbox_id, body.timeout))
+            model = SandboxModel(client_id="c", envd_version="0.2.4", sandbox_id=sandbox_id,
+                                 template_id="t")
+            return type(res)(status_code=res.status_code, content=b"", headers={}, parsed=model)
+
+        monkeypatch.setattr(ep, "sync_detailed", fake)
+        other = Sandbox.connect(sbx.sandbox_id, timeout=30)
+        assert seen == [(sbx.sandbox_id, 30)]
+        assert other._envd_access_token is None and other.traffic_access_token is None
+        assert "signature" not in other.download_url("a.txt")
+    finally:
+        sbx.kill()

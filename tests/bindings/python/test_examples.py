@@ -127,6 +127,13 @@ def test_volumes(engine):
     assert out.endswith("True True\nTrue\n")
 
 
+def test_e2b_secrets(engine):
+    out = run(engine, "e2b_secrets.py")
+    assert "version 1 {'owner': 'examples'}" in out and "rotated to version 2" in out
+    assert "listed True" in out and "rule Bearer ${e2b.secrets.example-key-" in out
+    assert "value in the sandbox: False" in out and "destroyed True exists False" in out
+
+
 def test_mcp_gateway(engine):
     out = run(engine, "mcp_gateway.py")
     assert "hello, MCP" in out and "user in /home/user" in out

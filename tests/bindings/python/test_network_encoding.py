@@ -216,3 +216,50 @@ def test_compat_exports_e2bs_network_names():
     assert ALL_TRAFFIC == "0.0.0.0/0"
     opts: SandboxNetworkOpts = {"deny_out": [ALL_TRAFFIC]}
     assert compat.Sandbox is not None and opts["deny_out"] == ["0.0.0.0/0"]
+
+
+def test_transform_token_lookups_never_give_none(server):
+    # ctx.iam.tokens.get(name) is the placeholder, as [name] is (it gave
+    # None, which shipped the header "Bearer None"); a name that cannot be
+    # in a placeholder is refused before sending
+    Sandbox.create(network={"rules": {"api.example.test": [{"transform": lambda ctx: {
+        "headers": {"A": f"{ctx.iam.tokens.get('gcp')}"}}}]}}, **server.conn)
+    rule = last(server)[2]["network"]["rules"]["api.example.test"][0]
+    assert rule == {"transform": {"headers": {"A": "${e2b.identity.tokens.gcp}"}}}
+    n = len(server.requests)
+    with pytest.raises(InvalidArgumentException, match="is not usable"):
+        Sandbox.create(network={"rules": {"h": [{"transform": lambda ctx: {
+            "headers": {"A": ctx.iam.tokens["a}b"]}}}]}}, **server.conn)
+    with pytest.raises(InvalidArgumentException, match="must return a transform dict"):
+        Sandbox.create(network={"rules": {"h": [{"transform": lambda ctx: "x"}]}}, **server.conn)
+    assert len(server.requests) == n
+
+
+def test_compat_network_helpers():
+    # E2B's e2b.sandbox.sandbox_api helpers: snake_case fields with models,
+    # a transform sees only the tokens iam registers, the info drops the
+    # proxy's password
+    from agent_sandbox.compat import (Secret, build_iam_config, build_network_config,
+                                      build_network_update_body, from_client_network_config)
+    from agent_sandbox.compat.api.client.models import (SandboxEgressProxyConfigType0,
+                                                        SandboxNetworkConfig)
+
+    iam = build_iam_config({"tokens": {"aws": Secret.iam_token(audience="a", token_type="JWT-SVID")}})
+    net = {"allow_out": lambda ctx: list(ctx.rules), "egress_proxy": {"address": "p:1", "x": 1},
+           "rules": {"h": [{"transform": lambda ctx: {
+               "headers": {"T": ",".join(ctx.iam.tokens), "A": ctx.iam.tokens["aws"]}}}]}}
+    body = build_network_config(net, iam)
+    assert body["allow_out"] == ["h"] and body["egress_proxy"].to_dict() == {"address": "p:1"}
+    assert body["rules"].to_dict() == {"h": [{"transform": {"headers": {
+        "T": "aws", "A": "${e2b.identity.tokens.aws}"}}}]}
+    typo = {"rules": {"h": [{"transform": lambda ctx: {"headers": {"A": ctx.iam.tokens.get("awz")}}}]}}
+    with pytest.raises(InvalidArgumentException, match="Registered tokens: 'aws'"):
+        build_network_config(typo, iam)
+    with pytest.raises(InvalidArgumentException, match="not registered"):
+        build_network_config(typo)
+    assert build_network_update_body({}).to_dict() == {}
+    assert build_network_update_body(typo).to_dict()["rules"]["h"][0]["transform"]["headers"] == \
+        {"A": "${e2b.identity.tokens.awz}"}
+    info = from_client_network_config(SandboxNetworkConfig(
+        allow_out=["x"], egress_proxy=SandboxEgressProxyConfigType0("p:1", "u", "secret")))
+    assert info == {"allow_out": ["x"], "egress_proxy": {"address": "p:1", "username": "u"}}

@@ -207,3 +207,36 @@ async def test_compat_volume_names(engine):
         assert [e.path for e in await avol.list("/") if e.path == "/x.txt"] == ["/x.txt"]
     finally:
         assert compat.Volume.destroy(name) is True
+
+
+async def test_compat_volume_errors_types_and_stream(engine):
+    """E2B's volume exceptions (a conflict is VolumeException, not a
+    SandboxException; a missing path VolumePathNotFoundException; a missing
+    volume VolumeNotFoundException), VolumeFileType, format="stream"."""
+    name = f"py-ve-{os.getpid()}"
+    vol = compat.Volume.create(name)
+    try:
+        vol.write_file("/s.bin", b"x" * 70000)
+        with pytest.raises(compat.VolumeException) as exc:
+            vol.write_file("/s.bin", "again")
+        assert not isinstance(exc.value, SandboxException)
+        with pytest.raises(compat.VolumeException):
+            vol.make_dir("/")
+        with pytest.raises(compat.VolumePathNotFoundException):
+            vol.read_file("/none")
+        with pytest.raises(compat.VolumePathNotFoundException):
+            vol.remove("/none")
+        with pytest.raises(compat.VolumeNotFoundException):
+            compat.Volume.connect("no-such-volume")
+        info = vol.get_info("/s.bin")
+        assert info.type is compat.VolumeFileType.FILE and info.type.value == "file"
+        assert vol.get_info("/").type == "directory"
+        chunks = list(vol.read_file("/s.bin", format="stream"))
+        assert len(chunks) > 1 and b"".join(chunks) == b"x" * 70000
+        avol = await compat.AsyncVolume.connect(name)
+        got = [c async for c in await avol.read_file("/s.bin", format="stream")]
+        assert b"".join(got) == b"x" * 70000
+        with pytest.raises(compat.VolumePathNotFoundException):
+            await avol.get_info("/none")
+    finally:
+        assert compat.Volume.destroy(name) is True

@@ -30,6 +30,7 @@ from typing import IO, Any, Callable, Dict, List, Optional, Tuple, TypedDict, Un
 from .. import _async as A
 from .. import _native as N
 from .. import _sync as S
+from .. import lowlevel as ll
 from ..exceptions import (
     AuthenticationException,
     BuildException,
@@ -44,6 +45,8 @@ from ..exceptions import (
     SandboxException,
     SandboxGoneException,
     SandboxNotFoundException,
+    SecretException,
+    SecretNotFoundException,
     TemplateException,
     TimeoutException,
     VolumeException,
@@ -153,9 +156,17 @@ __all__ = [
     "VolumeInfo",
     "VolumeAndToken",
     "VolumeEntryStat",
+    "VolumeFileType",
     "VolumeException",
     "VolumeNotFoundException",
     "VolumePathNotFoundException",
+    "SecretException",
+    "SecretNotFoundException",
+    "Secret",
+    "AsyncSecret",
+    "SecretInfo",
+    "SecretPaginator",
+    "AsyncSecretPaginator",
     # E2B's Template builder (template/, template_sync/, template_async/)
     "Template",
     "AsyncTemplate",
@@ -468,7 +479,10 @@ def _snapshot(s: S.Sandbox, name: Optional[str]) -> SnapshotInfo:
 def _forks(s: S.Sandbox, timeout: Optional[int], count: Optional[int]) -> List[Any]:
     """E2B's fork: one entry per fork, a sandbox or the exception that kept
     it from starting (each fork is its own snapshot here: the files of
-    consecutive instants). E2B's SDK defaults the lifetime to 300 s."""
+    consecutive instants). E2B's SDK defaults the lifetime to 300 s and
+    refuses a count below 1 before asking (E2B's message)."""
+    if count is not None and count < 1:
+        raise InvalidArgumentException("count must be at least 1")
     out: List[Any] = []
     for _ in range(count or 1):
         try:
@@ -762,6 +776,10 @@ class Sandbox:
     def _envd_access_token(self) -> Optional[str]:
         return self._s.envd_access_token
 
+    @property
+    def traffic_access_token(self) -> Optional[str]:
+        return self._s.traffic_access_token
+
     @classmethod
     def create(cls, template: Optional[str] = None, timeout: Optional[int] = None,
                metadata: Optional[Dict[str, str]] = None, envs: Optional[Dict[str, str]] = None,
@@ -800,7 +818,11 @@ class Sandbox:
 
     def _connect_cls(cls, sandbox_id: str, timeout: Optional[int] = None, logger: Any = None,
                      **opts: Any) -> "Sandbox":
-        return cls(S.Sandbox.connect(sandbox_id, timeout=timeout, **_conn(opts)))
+        from .api.client.api.sandboxes import post_sandboxes_sandbox_id_connect as ep
+
+        res = ep.sync_detailed(sandbox_id, client=_api_client(opts),
+                               body=_ConnectSandbox(timeout=timeout))
+        return cls(_connected(res, sandbox_id, opts))
 
     connect = _dual(_connect_inst, _connect_cls)
 
@@ -974,6 +996,51 @@ class Sandbox:
 
     def __exit__(self, *exc: Any) -> None:
         self.kill()
+
+
+def _api_client(opts: Dict[str, Any]) -> Any:
+    from .api.client.client import AuthenticatedClient
+
+    return AuthenticatedClient(**opts)
+
+
+def _ConnectSandbox(timeout: Optional[int]) -> Any:
+    from .api.client.models.connect_sandbox import ConnectSandbox
+
+    return ConnectSandbox(timeout=timeout)  # type: ignore[arg-type]  (None: the default)
+
+
+def _connected(res: Any, sandbox_id: str, opts: Dict[str, Any]) -> S.Sandbox:
+    """The sandbox of e2b.api's connect answer, as E2B's SDK reads it: a
+    failed status raises (the library's own exception when the call was
+    made here), a model made here carries the library's handle, any other
+    (e.g. from code that replaced the endpoint) is attached by its id,
+    tokens and domain without a request."""
+    from .api import handle_api_exception
+
+    if int(res.status_code) >= 300:
+        exc = getattr(res, "_exc", None)
+        if exc is not None:
+            raise exc
+        if int(res.status_code) == 404:
+            raise SandboxNotFoundException(f"Sandbox {sandbox_id} not found")
+        raise handle_api_exception(res, SandboxException)
+    m = res.parsed
+    native = getattr(m, "_native", None)
+    if native is not None:
+        return native
+    conn = _conn(opts)
+    c = N.client(**conn)
+    o = ll.asb_sandbox_attach_options()
+
+    def given(v: Any) -> Optional[str]:
+        return v if isinstance(v, str) and v else None
+
+    o.envd_access_token = given(getattr(m, "envd_access_token", None))
+    o.envd_version = given(getattr(m, "envd_version", None))
+    o.domain = given(getattr(m, "domain", None))
+    o.traffic_access_token = given(getattr(m, "traffic_access_token", None))
+    return S.Sandbox(N.call(ll.asb_sandbox_attach, c, m.sandbox_id, o), c, conn)
 
 
 def _attach_by_list(sandbox_id: str, conn: Dict[str, Any]) -> SandboxInfo:
@@ -1186,6 +1253,7 @@ class AsyncSandbox:
     # private in E2B, but its tests and some programs read them
     _envd_version = property(lambda self: self._s.envd_version)
     _envd_access_token = property(lambda self: self._s._sync.envd_access_token)
+    traffic_access_token = property(lambda self: self._s._sync.traffic_access_token)
 
     @classmethod
     async def create(cls, template: Optional[str] = None, timeout: Optional[int] = None,
@@ -1226,7 +1294,11 @@ class AsyncSandbox:
 
     async def _connect_cls(cls, sandbox_id: str, timeout: Optional[int] = None,
                            logger: Any = None, **opts: Any) -> "AsyncSandbox":
-        return cls(await A.Sandbox.connect(sandbox_id, timeout=timeout, **_conn(opts)))
+        from .api.client.api.sandboxes import post_sandboxes_sandbox_id_connect as ep
+
+        res = await ep.asyncio_detailed(sandbox_id, client=_api_client(opts),
+                                        body=_ConnectSandbox(timeout=timeout))
+        return cls(A.Sandbox(_connected(res, sandbox_id, opts)))
 
     connect = _dual(_connect_inst, _connect_cls)
 
@@ -1417,7 +1489,7 @@ class AsyncSandbox:
 # ---- volumes --------------------------------------------------------------------------
 
 from .. import volumes as _V  # noqa: E402 (after _conn, which it uses)
-from ..volumes import VolumeAndToken, VolumeEntryStat, VolumeInfo  # noqa: E402
+from ..volumes import VolumeAndToken, VolumeEntryStat, VolumeFileType, VolumeInfo  # noqa: E402
 
 
 def _volume_from_token(volume_id: str, name: Optional[str], token: Optional[str],
@@ -1501,6 +1573,23 @@ class AsyncVolume(_V.Volume):
                                            proxy)
         super().__init__(volume_id)
 
+
+# ---- secrets (E2B's e2b.secret, over e2b.api's endpoints: compat/secret.py) -----------
+
+from .secret import (  # noqa: E402
+    AsyncSecret,
+    AsyncSecretPaginator,
+    SandboxIamToken,
+    Secret,
+    SecretInfo,
+    SecretPaginator,
+)
+from .iam import (  # noqa: E402,F401 (E2B's e2b.sandbox.sandbox_api helpers)
+    build_iam_config,
+    build_network_config,
+    build_network_update_body,
+    from_client_network_config,
+)
 
 # ---- E2B's Template builder (after _conn, which it uses) ------------------------------
 

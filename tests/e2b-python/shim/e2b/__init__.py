@@ -9,11 +9,12 @@ check, not a ctest). It only switches the import: every name comes from
   ``e2b.sandbox_async.git``, ...) resolve their names in that same
   namespace; under a ``*_async`` path ``X`` is compat's ``AsyncX`` when
   there is one (``e2b.sandbox_async.git.Git`` is ``AsyncGit``).
-- A real submodule of compat (``agent_sandbox.compat.connection_config``)
+- A real submodule of compat (``agent_sandbox.compat.connection_config``,
+  ``.secret``, ``.api``: the parts of E2B's generated API client it has)
   is used as it is.
-- Anything else (E2B's generated API client, its envd transport, volume
-  internals, ...) is not there: importing it fails, and the test that
-  needs it is counted as failing for that reason.
+- Anything else (the rest of E2B's generated API client, its envd
+  transport, volume internals, ...) is not there: importing it fails, and
+  the test that needs it is counted as failing for that reason.
 SPDX-License-Identifier: Apache-2.0
 """
 
