@@ -197,6 +197,9 @@ char *anode_strdup(const char *s);
 /* ---- result helpers (loop thread) ---------------------------------------------- */
 napi_value anode_str(napi_env env, const char *s); /* NULL -> undefined */
 napi_value anode_strn(napi_env env, const char *s, size_t n);
+/* A Buffer over *data (asb_malloc'd, len bytes), which it then owns (*data
+ * set to NULL); a copy where Node cannot adopt it (*data kept). */
+napi_value anode_adopt_buffer(napi_env env, char **data, size_t len);
 napi_value anode_num(napi_env env, double d);
 napi_value anode_bool(napi_env env, int b);
 napi_value anode_obj(napi_env env);

@@ -165,12 +165,6 @@ static void w_files(anode_call *base) {
     base->rc = rc;
 }
 
-static void free_buffer(napi_env env, void *data, void *hint) {
-  (void)env;
-  (void)hint;
-  asb_free(data);
-}
-
 static napi_value r_files(napi_env env, anode_call *base) {
   gen_call *c = (gen_call *)base;
   if (base->rc < 0) return NULL;
@@ -178,15 +172,8 @@ static napi_value r_files(napi_env env, anode_call *base) {
     case FOP_READ: {
       char *d = c->out;
       if (c->i[0]) return anode_strn(env, d, c->len); /* as text */
-      napi_value v;
-      /* The library's buffer becomes the Buffer's memory (no copy). */
-      if (napi_create_external_buffer(env, c->len, d ? d : (char *)"", d ? free_buffer : NULL, NULL,
-                                      &v) != napi_ok) {
-        void *p;
-        if (napi_create_buffer_copy(env, c->len, d ? d : "", &p, &v) != napi_ok) return NULL;
-        return v;
-      }
-      c->out = NULL;
+      napi_value v = anode_adopt_buffer(env, &d, c->len);
+      c->out = d;
       return v;
     }
     case FOP_WRITE:

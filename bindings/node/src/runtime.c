@@ -1064,6 +1064,24 @@ napi_value anode_str(napi_env env, const char *s) {
   return v;
 }
 
+static void adopted_free(napi_env env, void *data, void *hint) {
+  (void)env;
+  (void)hint;
+  asb_free(data);
+}
+
+napi_value anode_adopt_buffer(napi_env env, char **data, size_t len) {
+  napi_value v;
+  /* The library's buffer becomes the Buffer's memory (no copy). */
+  if (*data && napi_create_external_buffer(env, len, *data, adopted_free, NULL, &v) == napi_ok) {
+    *data = NULL;
+    return v;
+  }
+  void *p;
+  if (napi_create_buffer_copy(env, len, *data ? *data : "", &p, &v) != napi_ok) return NULL;
+  return v;
+}
+
 napi_value anode_strn(napi_env env, const char *s, size_t n) {
   napi_value v;
   if (napi_create_string_utf8(env, s ? s : "", s ? n : 0, &v) != napi_ok)

@@ -252,26 +252,14 @@ static void w_volume_file(anode_call *base) {
     base->rc = rc;
 }
 
-static void free_buffer(napi_env env, void *data, void *hint) {
-  (void)env;
-  (void)hint;
-  asb_free(data);
-}
-
 static napi_value r_volume_file(napi_env env, anode_call *base) {
   gen_call *c = (gen_call *)base;
   if (base->rc < 0) return NULL;
   switch (c->op) {
     case VF_READ: {
       char *d = c->out2;
-      napi_value v;
-      /* The library's buffer becomes the Buffer's memory (no copy). */
-      if (d && napi_create_external_buffer(env, c->len, d, free_buffer, NULL, &v) == napi_ok) {
-        c->out2 = NULL;
-        return v;
-      }
-      void *p;
-      if (napi_create_buffer_copy(env, c->len, d ? d : "", &p, &v) != napi_ok) return NULL;
+      napi_value v = anode_adopt_buffer(env, &d, c->len);
+      c->out2 = d;
       return v;
     }
     case VF_EXISTS:
