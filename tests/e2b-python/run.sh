@@ -56,11 +56,23 @@ until grep -q '^listening on' "$OUT/engine.out" 2>/dev/null; do
   sleep 0.1
 done
 
+# The tests that fetch https://<port>-<id>.localhost:<engine port> (get_host,
+# download_url, upload_url, as E2B builds them) with urllib and httpx trust
+# the engine's CA as a user would (docs/engine.md, https): a bundle of the
+# system's CAs and the engine's, for ssl's defaults (SSL_CERT_FILE: urllib,
+# httpx) and requests; and they get the *.localhost resolver a stock Debian
+# lacks (hosts/sitecustomize.py: loopback, as systemd-resolved and
+# nss-myhostname answer).
+SYSCA=${ASB_SYSTEM_CA:-/etc/ssl/certs/ca-certificates.crt}
+[ -f "$STATE/tls/ca.pem" ] || { echo "the engine made no CA ($STATE/tls/ca.pem)" >&2; exit 1; }
+{ [ -f "$SYSCA" ] && cat "$SYSCA"; cat "$STATE/tls/ca.pem"; } >"$OUT/ca-bundle.pem"
+
 cd "$OUT/suite"
 # Only ASB_STATE_DIR: the library finds the engine as users' programs do.
 set +e
 env -u E2B_API_KEY -u E2B_DOMAIN -u E2B_API_URL -u E2B_SANDBOX_URL -u E2B_DEBUG \
-  ASB_STATE_DIR="$STATE" PYTHONPATH="$HERE/shim" \
+  SSL_CERT_FILE="$OUT/ca-bundle.pem" REQUESTS_CA_BUNDLE="$OUT/ca-bundle.pem" \
+  ASB_STATE_DIR="$STATE" PYTHONPATH="$HERE/hosts:$HERE/shim" \
   "$PY" -m pytest -p no:cacheprovider -q -rfE --continue-on-collection-errors --junitxml="$OUT/junit.xml" \
   -o asyncio_mode=auto "$@" tests/sync tests/async tests/shared >"$OUT/pytest.log" 2>&1
 rc=$?
