@@ -11,7 +11,10 @@
 #              binding's venv (cmake --build build --target python-binding)
 #   OUT        where the copy of the tests and the logs go (default: a temp dir)
 # Runs as root (the engine needs it); starts its own engine (own state dir,
-# free port, own cgroup name, --kill-on-exit) and stops it at the end.
+# free port, own cgroup name, --kill-on-exit) and stops it at the end. The
+# engine runs with --no-network: nothing a test runs in a sandbox sends a
+# packet off this machine (E2B's tests that curl 1.1.1.1 and 8.8.8.8 need
+# the public internet and fail here, as in the JS runner).
 # Prints pytest's summary; the JUnit XML is in $OUT/junit.xml.
 # SPDX-License-Identifier: Apache-2.0
 set -eu
@@ -39,7 +42,7 @@ cp "$HERE/conftest.py" "$OUT/suite/tests/conftest.py"
 
 STATE=$(mktemp -d /tmp/e2b-pysuite-engine.XXXXXX)
 CG=e2bpy-$$
-"$ENGINE" --state-dir "$STATE" --listen 127.0.0.1:0 --cgroup-name "$CG" --pool 2 \
+"$ENGINE" --state-dir "$STATE" --listen 127.0.0.1:0 --cgroup-name "$CG" --pool 2 --no-network \
   --kill-on-exit >"$OUT/engine.out" 2>"$OUT/engine.log" &
 EPID=$!
 cleanup() {
