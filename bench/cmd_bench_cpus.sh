@@ -39,8 +39,13 @@ while [ "$i" -lt "$ROUNDS" ]; do
   i=$((i + 1))
 done
 med() { sort -n | awk '{v[NR]=$1} END {print (NR % 2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
-for v in free pinned; do
-  eval "run_$v=\$(for f in \"\$tmp\"/$v.*; do field \"\$f\" 'commands.run(\"true\") (timers on)'; done | med)"
-  eval "head_$v=\$(for f in \"\$tmp\"/$v.*; do field \"\$f\" 'asb-timing to_head_us'; done | med)"
-done
+meds() { # VARIANT LABEL: the median over that variant's turns
+  for f in "$tmp"/"$1".*; do field "$f" "$2"; done | med
+}
+RUN='commands.run("true") (timers on)'
+HEAD='asb-timing to_head_us'
+run_free=$(meds free "$RUN")
+head_free=$(meds free "$HEAD")
+run_pinned=$(meds pinned "$RUN")
+head_pinned=$(meds pinned "$HEAD")
 echo "median of the rounds' p50: unpinned $run_free us (head $head_free), on CPU $CPU $run_pinned us (head $head_pinned), pinned/unpinned $(awk "BEGIN {printf \"%.2f\", $run_pinned / $run_free}")x"
