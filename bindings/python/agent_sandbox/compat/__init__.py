@@ -367,15 +367,12 @@ class SandboxQuery:
     template: Optional[str] = None
 
 
-class _PaginatorBase:
-    def __init__(self, query: Optional[SandboxQuery] = None, limit: Optional[int] = None,
-                 next_token: Optional[str] = None, order: Optional[str] = None,
-                 **opts: Any) -> None:
-        self.query = query
-        self.limit = limit
+class _Pages:
+    """What E2B's paginators share: the next page's token and whether there is one."""
+
+    def __init__(self, next_token: Optional[str], opts: Dict[str, Any]) -> None:
         self._next_token = next_token
         self._has_next = True
-        self.order = order
         self._conn = _conn(opts)
 
     @property
@@ -385,6 +382,17 @@ class _PaginatorBase:
     @property
     def next_token(self) -> Optional[str]:
         return self._next_token
+
+
+class _PaginatorBase(_Pages):
+    def __init__(self, query: Optional[SandboxQuery] = None, limit: Optional[int] = None,
+                 next_token: Optional[str] = None, order: Optional[str] = None,
+                 **opts: Any) -> None:
+        super().__init__(next_token, opts)
+        self.query = query
+        self.limit = limit
+        self.order = order
+
 
     def _fetch(self) -> List[SandboxInfo]:
         if not self._has_next:
@@ -425,7 +433,7 @@ class SnapshotInfo:
     names: List[str]
 
 
-class _SnapshotPaginatorBase:
+class _SnapshotPaginatorBase(_Pages):
     """E2B's snapshot paginator. The library follows every page itself, so
     the first ``next_items()`` returns them all (``limit`` is not a page size
     here) and ``has_next`` is then False."""
@@ -433,20 +441,11 @@ class _SnapshotPaginatorBase:
     def __init__(self, sandbox_id: Optional[str] = None, limit: Optional[int] = None,
                  next_token: Optional[str] = None, name: Optional[str] = None,
                  **opts: Any) -> None:
+        super().__init__(next_token, opts)
         self.sandbox_id = sandbox_id
         self.name = name
         self.limit = limit
-        self._next_token = next_token
-        self._has_next = True
-        self._conn = _conn(opts)
 
-    @property
-    def has_next(self) -> bool:
-        return self._has_next
-
-    @property
-    def next_token(self) -> Optional[str]:
-        return self._next_token
 
     def _fetch(self) -> List[SnapshotInfo]:
         if not self._has_next:
