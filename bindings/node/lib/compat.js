@@ -84,7 +84,8 @@ class Sandbox extends base.Sandbox {
     }
     opts = opts || {}
     if (!opts.mcp) return super.create(template, opts)
-    const sbx = await super.create(template || opts.template || MCP_TEMPLATE, opts)
+    // (mcp left out: this layer starts the gateway with E2B's errors)
+    const sbx = await super.create(template || opts.template || MCP_TEMPLATE, Object.assign({}, opts, { mcp: undefined }))
     const token = randomUUID()
     try {
       await sbx.commands.run(`mcp-gateway --config ${shellQuote(JSON.stringify(opts.mcp))}`, {
