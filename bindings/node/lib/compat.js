@@ -140,10 +140,6 @@ class Sandbox extends base.Sandbox {
     return (await super.getMetrics(opts)).map((m) => Object.assign({ memCache: undefined }, m))
   }
 
-  get trafficAccessToken() {
-    return undefined
-  }
-
   // snapshots and fork (docs/snapshots.md): files, not processes
   async createSnapshot(opts = {}) {
     const id = await super.createSnapshot(opts)

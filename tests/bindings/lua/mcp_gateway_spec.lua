@@ -7,7 +7,7 @@
 -- a bad config is nil, SandboxException "Failed to start MCP gateway: ...".
 -- The same natively (asb.Sandbox.create{ mcp }: the C library's mcp_json;
 -- sb:get_mcp_url(), sb:get_mcp_token()), with ASB_ENOTFOUND from a sandbox
--- without a gateway and sb.traffic_access_token.
+-- without a gateway and sb.traffic_access_token (compat's too).
 -- SPDX-License-Identifier: Apache-2.0
 local H = require "helper"
 local e2b = require "agent_sandbox.compat"
@@ -99,6 +99,8 @@ describe("agent_sandbox mcp (native)", function()
       H.fails("ASB_ENOTFOUND", sb:get_mcp_token())
       assert.are.equal("string", type(sb.traffic_access_token))
       assert.is_true(#sb.traffic_access_token > 0)
+      local other = assert(e2b.Sandbox.connect(sb.id)) -- E2B's field, through compat
+      assert.are.equal(sb.traffic_access_token, other.traffic_access_token)
     end)
     sb:kill()
     assert(ok, err)

@@ -9,7 +9,8 @@
 // API (asb_sandbox_options.mcp_json, asb_sandbox_mcp_url/_token): its
 // create starts the gateway in C; a sandbox without one answers
 // getMcpToken() with NotFoundError, and its trafficAccessToken is the one
-// allowPublicTraffic false made (asb_sandbox_traffic_access_token).
+// allowPublicTraffic false made (asb_sandbox_traffic_access_token), also
+// on a compat object from connect (E2B's sandbox.trafficAccessToken).
 // SPDX-License-Identifier: Apache-2.0
 import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
@@ -112,6 +113,9 @@ test('native: no gateway is NotFoundError; trafficAccessToken of allowPublicTraf
     await assert.rejects(sbx.getMcpToken(), lib.NotFoundError)
     assert.equal(typeof sbx.trafficAccessToken, 'string')
     assert.ok(sbx.trafficAccessToken.length > 0)
+    const other = await compat.Sandbox.connect(sbx.sandboxId) // E2B's, through compat
+    assert.equal(other.trafficAccessToken, sbx.trafficAccessToken)
+    other.close()
   } finally {
     await sbx.kill()
     sbx.close()
