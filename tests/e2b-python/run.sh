@@ -11,7 +11,10 @@
 #              binding's venv (cmake --build build --target python-binding)
 #   OUT        where the copy of the tests and the logs go (default: a temp dir)
 # Runs as root (the engine needs it); starts its own engine (own state dir,
-# free port, own cgroup name, --kill-on-exit) and stops it at the end.
+# free port, own cgroup name, --kill-on-exit) and stops it at the end. The
+# engine runs with --no-network: nothing a test runs in a sandbox sends a
+# packet off this machine (E2B's tests that curl 1.1.1.1 and 8.8.8.8 need
+# the public internet and fail here, as in the JS runner).
 # Prints pytest's summary; the JUnit XML is in $OUT/junit.xml.
 # SPDX-License-Identifier: Apache-2.0
 set -eu
@@ -39,7 +42,7 @@ cp "$HERE/conftest.py" "$OUT/suite/tests/conftest.py"
 
 STATE=$(mktemp -d /tmp/e2b-pysuite-engine.XXXXXX)
 CG=e2bpy-$$
-"$ENGINE" --state-dir "$STATE" --listen 127.0.0.1:0 --cgroup-name "$CG" --pool 2 \
+"$ENGINE" --state-dir "$STATE" --listen 127.0.0.1:0 --cgroup-name "$CG" --pool 2 --no-network \
   --kill-on-exit >"$OUT/engine.out" 2>"$OUT/engine.log" &
 EPID=$!
 cleanup() {
@@ -56,11 +59,23 @@ until grep -q '^listening on' "$OUT/engine.out" 2>/dev/null; do
   sleep 0.1
 done
 
+# The tests that fetch https://<port>-<id>.localhost:<engine port> (get_host,
+# download_url, upload_url, as E2B builds them) with urllib and httpx trust
+# the engine's CA as a user would (docs/engine.md, https): a bundle of the
+# system's CAs and the engine's, for ssl's defaults (SSL_CERT_FILE: urllib,
+# httpx) and requests; and they get the *.localhost resolver a stock Debian
+# lacks (hosts/sitecustomize.py: loopback, as systemd-resolved and
+# nss-myhostname answer).
+SYSCA=${ASB_SYSTEM_CA:-/etc/ssl/certs/ca-certificates.crt}
+[ -f "$STATE/tls/ca.pem" ] || { echo "the engine made no CA ($STATE/tls/ca.pem)" >&2; exit 1; }
+{ [ -f "$SYSCA" ] && cat "$SYSCA"; cat "$STATE/tls/ca.pem"; } >"$OUT/ca-bundle.pem"
+
 cd "$OUT/suite"
 # Only ASB_STATE_DIR: the library finds the engine as users' programs do.
 set +e
 env -u E2B_API_KEY -u E2B_DOMAIN -u E2B_API_URL -u E2B_SANDBOX_URL -u E2B_DEBUG \
-  ASB_STATE_DIR="$STATE" PYTHONPATH="$HERE/shim" \
+  SSL_CERT_FILE="$OUT/ca-bundle.pem" REQUESTS_CA_BUNDLE="$OUT/ca-bundle.pem" \
+  ASB_STATE_DIR="$STATE" PYTHONPATH="$HERE/hosts:$HERE/shim" \
   "$PY" -m pytest -p no:cacheprovider -q -rfE --continue-on-collection-errors --junitxml="$OUT/junit.xml" \
   -o asyncio_mode=auto "$@" tests/sync tests/async tests/shared >"$OUT/pytest.log" 2>&1
 rc=$?
