@@ -110,11 +110,12 @@ static int asblua_isinteger(lua_State *L, int i) {
 
 %typemap(in, numinputs=0) char **url (char *tmp = NULL), char **result_json (char *tmp = NULL),
                           char **value (char *tmp = NULL), char **version (char *tmp = NULL),
-                          char **json (char *tmp = NULL), char **snapshot_id (char *tmp = NULL) {
+                          char **json (char *tmp = NULL), char **snapshot_id (char *tmp = NULL),
+                          char **token (char *tmp = NULL) {
   $1 = &tmp;
 }
 %typemap(argout) char **url, char **result_json, char **value, char **version, char **json,
-                 char **snapshot_id {
+                 char **snapshot_id, char **token {
   if (*$1) {
     lua_pushstring(L, *$1);
   } else {
@@ -123,7 +124,7 @@ static int asblua_isinteger(lua_State *L, int i) {
   SWIG_arg++;
 }
 %typemap(freearg) char **url, char **result_json, char **value, char **version, char **json,
-                  char **snapshot_id {
+                  char **snapshot_id, char **token {
   asb_free(*$1);
 }
 

@@ -12,7 +12,7 @@ export {
   WriteData, WriteEntry, WatchOpts, WatchHandle, Files, JsonValue, Result, ExecutionError, OutputMessage,
   Logs, Execution, Context, RunCodeOpts, NamedCommandArg, NamedCommand, RunCommandOpts, SessionInfo,
   Session, TemplateInfo, Template, Volume, VolumeFileType, VolumeInfo, VolumeAndToken, VolumeEntryStat,
-  VolumeApiOpts, VolumeMetadataOpts, VolumeWriteOpts, VolumeReadOpts, SandboxedOpts, SandboxedFunction, sandboxed, libraryVersion,
+  VolumeApiOpts, VolumeMetadataOpts, VolumeWriteOpts, VolumeReadOpts, Secrets, SecretInfo, SecretsListOpts, SandboxedOpts, SandboxedFunction, sandboxed, libraryVersion,
   ErrorDetail, SandboxError, TimeoutError, InvalidArgumentError, NotEnoughSpaceError, NotFoundError,
   FileNotFoundError, SandboxNotFoundError, SandboxGoneError, TemplateError, RateLimitError,
   PermissionDeniedError, CommandNotFoundError, CommandFailedError, OperationCancelledError,
@@ -36,5 +36,11 @@ export declare class Sandbox extends SandboxBase {
   createSnapshot(opts?: CallOpts & { name?: string }): Promise<string>
   /** A new sandbox with this one's files now (timeoutMs: its lifetime, default 15 s). */
   fork(opts?: CallOpts & { timeoutMs?: number }): Promise<this>
+  /** The token its ports want (e2b-traffic-access-token) with network allowPublicTraffic false. */
+  readonly trafficAccessToken: string | undefined
+  /** The MCP gateway's URL (port 50005, "/mcp"); no I/O. */
+  getMcpUrl(): string
+  /** The gateway's bearer token (NotFoundError: it runs no gateway). */
+  getMcpToken(opts?: CallOpts): Promise<string>
 }
 export default Sandbox

@@ -50,6 +50,9 @@ export interface SandboxOpts extends ConnectionOpts, CallOpts {
   network?: SandboxNetworkOpts
   /** E2B's: volumes to mount, mount path to a volume's name or id (or an object with a name, e.g. E2B's Volume). */
   volumeMounts?: Record<string, string | { name: string } | Volume>
+  /** E2B's mcp option: MCP servers by name for the sandbox's mcp-gateway
+   * (template 'mcp-gateway' unless one is named; docs/mcp.md). */
+  mcp?: Record<string, Record<string, unknown>>
 }
 
 /** allowOut/denyOut: a list of CIDRs, IPs, domains ('*.example.com' too), or a callback. */
@@ -859,6 +862,41 @@ export interface VolumeWriteOpts extends VolumeMetadataOpts {
 
 export interface VolumeReadOpts extends VolumeApiOpts {
   format?: 'text' | 'bytes' | 'blob' | 'stream'
+}
+
+/** A secret as the control plane keeps it: never its value. */
+export interface SecretInfo {
+  /** "sec_…" */
+  id: string
+  name: string
+  /** 1 when created, one more per update. */
+  version: number
+  createdAt: Date
+  updatedAt: Date
+  metadata: Record<string, string>
+}
+export interface SecretsListOpts extends ConnectionOpts, CallOpts {
+  /** 1..100 a page (default 100). */
+  limit?: number
+  nextToken?: string
+}
+
+/** Secrets (docs/reference/secret.md): named values the egress proxy puts
+ * into requests (network.rules header values `${e2b.secrets.<name>}`). A
+ * value goes in and never comes out. */
+export declare class Secrets {
+  static create(name: string, value: string, opts?: ConnectionOpts & CallOpts & { metadata?: Record<string, string> }): Promise<SecretInfo>
+  /** A new value and version; metadata replaces the stored one, left out it is kept. */
+  static update(secret: string, value: string, opts?: ConnectionOpts & CallOpts & { metadata?: Record<string, string> }): Promise<SecretInfo>
+  /** By id or name; NotFoundError if none. */
+  static get(secret: string, opts?: ConnectionOpts & CallOpts): Promise<SecretInfo>
+  /** true, or false if there was none. */
+  static delete(secret: string, opts?: ConnectionOpts & CallOpts): Promise<boolean>
+  static listPage(opts?: SecretsListOpts): Promise<{ items: SecretInfo[]; nextToken?: string }>
+  /** Every secret (all pages), oldest first. */
+  static list(opts?: ConnectionOpts & CallOpts): Promise<SecretInfo[]>
+  /** The placeholder "${e2b.secrets.<name>}" (no call). */
+  static fill(name: string): string
 }
 
 /** A persistent volume sandboxes mount at create (docs/volumes.md), with E2B's Volume names. */

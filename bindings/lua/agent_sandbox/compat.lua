@@ -454,6 +454,7 @@ local MCP_TEMPLATE, MCP_PORT, MCP_TOKEN_PATH = "mcp-gateway", 50005, "/etc/mcp-g
 function wrap(sb, mcp_token)
   local fields = {
     sandbox_id = sb.id, envd_version = sb.envd_version, sandbox_domain = sb.domain,
+    traffic_access_token = sb.traffic_access_token, -- E2B's (for allow_public_traffic false)
     native = sb, __id = sb.id,
   }
   fields.commands = commands(sb)

@@ -308,6 +308,9 @@ local function wrap_sandbox(h, client)
     envd_version = core.asb_sandbox_envd_version(h),
     domain = core.asb_sandbox_domain(h),
     envd_access_token = core.asb_sandbox_envd_access_token(h),
+    -- what requests to its ports carry (e2b-traffic-access-token) when it
+    -- was made with network.allow_public_traffic false, else nil
+    traffic_access_token = core.asb_sandbox_traffic_access_token(h),
     client = client,
   }
   fields.sandbox_id = fields.id
@@ -438,7 +441,7 @@ local function info_table(info) return info_fix(core.asblua_sandbox_info(info)) 
 local CREATE = with_conn({ "template", "timeout_ms", "metadata", "envs", "auto_pause",
                            "keep_memory", "auto_resume",
                            "request_timeout_ms", "allow_internet_access", "network",
-                           "volume_mounts" })
+                           "volume_mounts", "mcp" })
 
 -- E2B's volume mounts ({["/mnt/data"] = "name" or {name = ...}}) as the
 -- library's "PATH=VOLUME" strings.
@@ -460,6 +463,10 @@ end
 --- files), auto_resume (traffic resumes it), request_timeout_ms, allow_internet_access,
 --- network = { allow_out, deny_out, rules, egress_proxy, allow_public_traffic,
 --- mask_request_host }, volume_mounts = { ["/mnt/data"] = "my-volume" },
+--- mcp = { ["github/me/tools"] = { run_cmd... } } (E2B's: MCP servers for
+--- the sandbox's mcp-gateway, template "mcp-gateway" unless one is named;
+--- a gateway that does not start kills it: nil, ASB_ERROR "Failed to start
+--- MCP gateway: ..."; then sb:get_mcp_url(), sb:get_mcp_token()),
 --- client | connection keys }
 function Sandbox.create(t)
   t = options(t, CREATE, "Sandbox.create")
@@ -478,6 +485,12 @@ function Sandbox.create(t)
   local nj = network_json(t.network, false, "Sandbox.create")
   if nj ~= nil then o.network_json = nj end
   if t.volume_mounts ~= nil then o.volume_mounts = volume_mounts(t.volume_mounts, "Sandbox.create") end
+  if t.mcp ~= nil then
+    check(t.mcp, "table", "Sandbox.create", "mcp")
+    local mj, jerr = M.json_encode(t.mcp)
+    if not mj then error("Sandbox.create: mcp: " .. tostring(jerr), 2) end
+    o.mcp_json = mj
+  end
   local rc, h = core.asb_sandbox_create(client_handle(c), o)
   if rc < 0 then return fail(rc, "Sandbox.create") end
   return wrap_sandbox(h, c)
@@ -731,6 +744,24 @@ function Sandbox.get_url(sb, port)
   local rc, url = core.asb_sandbox_get_url(sandbox_h(sb, 2), port)
   if rc < 0 then return fail(rc, "sandbox:get_url") end
   return url
+end
+
+--- sb:get_mcp_url(): the MCP gateway's URL (port 50005, "/mcp"; E2B's
+--- get_mcp_url); no I/O.
+function Sandbox.get_mcp_url(sb)
+  local rc, url = core.asb_sandbox_mcp_url(sandbox_h(sb, 2))
+  if rc < 0 then return fail(rc, "sandbox:get_mcp_url") end
+  return url
+end
+
+--- sb:get_mcp_token{ request_timeout_ms }: the gateway's bearer token: the
+--- one made at create with mcp, else read as root from
+--- /etc/mcp-gateway/.token; nil, ASB_ENOTFOUND when it runs no gateway.
+function Sandbox.get_mcp_token(sb, t)
+  t = options(t, REQ, "sandbox:get_mcp_token")
+  local rc, token = core.asb_sandbox_mcp_token(sandbox_h(sb, 2), call_options(t.request_timeout_ms))
+  if rc < 0 then return fail(rc, "sandbox:get_mcp_token") end
+  return token
 end
 
 local SIGNED = set({ "user", "expires_in_s" })
@@ -2083,6 +2114,127 @@ function Volume.list(v, path, t)
     out[#out + 1] = volume_entry(core.asb_volume_entry_list_get(l, i))
   end
   return out
+end
+
+-- ---- secrets (secret.h, docs/reference/secret.md) -------------------------------------------
+
+--- asb.secrets: named values the control plane keeps for the egress proxy
+--- (network.rules header values name one as "${e2b.secrets.<name>}",
+--- secrets.fill(name)). A value goes in and never comes out: every result
+--- is { id, name, version, created_at, updated_at (Unix seconds), metadata }.
+local secrets = {}
+M.secrets = secrets
+
+local function secret_table(s)
+  local md = {}
+  for i = 0, core.asb_secret_metadata_count(s) - 1 do
+    md[core.asb_secret_metadata_key(s, i)] = core.asb_secret_metadata_value(s, i)
+  end
+  return { id = core.asb_secret_id(s), name = core.asb_secret_name(s),
+           version = core.asb_secret_version(s), created_at = core.asb_secret_created_at(s),
+           updated_at = core.asb_secret_updated_at(s), metadata = md }
+end
+
+local SECRET_KEYS = with_conn({ "metadata", "request_timeout_ms" })
+
+local function secrets_client(t, keys, where)
+  t = options(t, keys, where)
+  local c, err = client_of(t, where)
+  return t, c, err
+end
+
+--- secrets.create(name, value, { metadata = {k = v}, request_timeout_ms,
+--- client | connection keys }): the new secret; nil, ASB_EEXISTS if the
+--- name is taken, ASB_EINVAL for a bad name, value or metadata.
+function secrets.create(name, value, t)
+  check(name, "string", "secrets.create", "name")
+  check(value, "string", "secrets.create", "value")
+  local c, err
+  t, c, err = secrets_client(t, SECRET_KEYS, "secrets.create")
+  if not c then return nil, err end
+  local rc, s = core.asb_secrets_create(client_handle(c), name, value, t.metadata,
+                                        call_options(t.request_timeout_ms))
+  if rc < 0 then return fail(rc, "secrets.create") end
+  return secret_table(s)
+end
+
+--- secrets.update(id_or_name, value, { metadata, ... }): a new value and
+--- version; metadata replaces the stored one, nil keeps it; nil,
+--- ASB_ENOTFOUND if none.
+function secrets.update(id, value, t)
+  check(id, "string", "secrets.update", "id")
+  check(value, "string", "secrets.update", "value")
+  local c, err
+  t, c, err = secrets_client(t, SECRET_KEYS, "secrets.update")
+  if not c then return nil, err end
+  local rc, s = core.asb_secrets_update(client_handle(c), id, value, t.metadata,
+                                        call_options(t.request_timeout_ms))
+  if rc < 0 then return fail(rc, "secrets.update") end
+  return secret_table(s)
+end
+
+local SECRET_REQ = with_conn({ "request_timeout_ms" })
+
+--- secrets.get(id_or_name): the secret (never its value); nil, ASB_ENOTFOUND.
+function secrets.get(id, t)
+  check(id, "string", "secrets.get", "id")
+  local c, err
+  t, c, err = secrets_client(t, SECRET_REQ, "secrets.get")
+  if not c then return nil, err end
+  local rc, s = core.asb_secrets_get(client_handle(c), id, call_options(t.request_timeout_ms))
+  if rc < 0 then return fail(rc, "secrets.get") end
+  return secret_table(s)
+end
+
+--- secrets.delete(id_or_name): true; nil, ASB_ENOTFOUND if none.
+function secrets.delete(id, t)
+  check(id, "string", "secrets.delete", "id")
+  local c, err
+  t, c, err = secrets_client(t, SECRET_REQ, "secrets.delete")
+  if not c then return nil, err end
+  local rc = core.asb_secrets_delete(client_handle(c), id, call_options(t.request_timeout_ms))
+  if rc < 0 then return fail(rc, "secrets.delete") end
+  return true
+end
+
+--- secrets.list_page{ limit (1..100), next_token, ... }: one page, oldest
+--- first: { secret, ... }, next_token (nil on the last).
+function secrets.list_page(t)
+  local c, err
+  t, c, err = secrets_client(t, with_conn({ "limit", "next_token", "request_timeout_ms" }),
+                             "secrets.list_page")
+  if not c then return nil, err end
+  if t.limit ~= nil then check(t.limit, "number", "secrets.list_page", "limit") end
+  if t.next_token ~= nil then check(t.next_token, "string", "secrets.list_page", "next_token") end
+  local rc, p = core.asb_secrets_list(client_handle(c), t.limit or 0, t.next_token,
+                                      call_options(t.request_timeout_ms))
+  if rc < 0 then return fail(rc, "secrets.list_page") end
+  local out = {}
+  for i = 0, core.asb_secret_page_count(p) - 1 do
+    out[#out + 1] = secret_table(core.asb_secret_page_get(p, i))
+  end
+  return out, core.asb_secret_page_next_token(p)
+end
+
+--- secrets.list{ ... }: every secret (all pages), oldest first.
+function secrets.list(t)
+  t = options(t, SECRET_REQ, "secrets.list")
+  local out, token = {}, nil
+  repeat
+    local o = { next_token = token }
+    for k, v in pairs(t) do o[k] = v end
+    local page, next_or_err = secrets.list_page(o)
+    if not page then return nil, next_or_err end
+    table.move(page, 1, #page, #out + 1, out)
+    token = next_or_err
+  until token == nil
+  return out
+end
+
+--- secrets.fill(name): the placeholder "${e2b.secrets.<name>}" (no call).
+function secrets.fill(name)
+  check(name, "string", "secrets.fill", "name")
+  return "${e2b.secrets." .. name .. "}"
 end
 
 -- ---- the library -------------------------------------------------------------------------

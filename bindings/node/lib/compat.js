@@ -84,7 +84,8 @@ class Sandbox extends base.Sandbox {
     }
     opts = opts || {}
     if (!opts.mcp) return super.create(template, opts)
-    const sbx = await super.create(template || opts.template || MCP_TEMPLATE, opts)
+    // (mcp left out: this layer starts the gateway with E2B's errors)
+    const sbx = await super.create(template || opts.template || MCP_TEMPLATE, Object.assign({}, opts, { mcp: undefined }))
     const token = randomUUID()
     try {
       await sbx.commands.run(`mcp-gateway --config ${shellQuote(JSON.stringify(opts.mcp))}`, {
@@ -137,10 +138,6 @@ class Sandbox extends base.Sandbox {
 
   async getMetrics(opts) {
     return (await super.getMetrics(opts)).map((m) => Object.assign({ memCache: undefined }, m))
-  }
-
-  get trafficAccessToken() {
-    return undefined
   }
 
   // snapshots and fork (docs/snapshots.md): files, not processes

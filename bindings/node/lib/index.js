@@ -12,6 +12,7 @@ const { sandboxed } = require('./sandboxed.js')
 const { Agents, AgentSession } = require('./agents.js')
 const { Git } = require('./git.js')
 const { Volume, VolumeFileType } = require('./volume.js')
+const { Secrets } = require('./secrets.js')
 
 function libraryVersion() {
   return native.N.version()
@@ -33,6 +34,7 @@ module.exports = {
   Template,
   Volume,
   VolumeFileType,
+  Secrets,
   sandboxed,
   libraryVersion,
   FileType: Object.freeze({ FILE: 'file', DIR: 'dir', SYMLINK: 'symlink' }),

@@ -5,7 +5,7 @@ import m from './index.js'
 
 export const {
   Sandbox, CommandHandle, WatchHandle, Result, Execution, ExecutionError, OutputMessage, Agents, AgentSession, Git, Session,
-  SessionInfo, Template, Volume, VolumeFileType, sandboxed, libraryVersion, FileType, FilesystemEventType, SandboxError,
+  SessionInfo, Template, Volume, VolumeFileType, Secrets, sandboxed, libraryVersion, FileType, FilesystemEventType, SandboxError,
   TimeoutError, InvalidArgumentError, NotEnoughSpaceError, NotFoundError, FileNotFoundError,
   SandboxNotFoundError, SandboxGoneError, TemplateError, RateLimitError, PermissionDeniedError,
   CommandNotFoundError, CommandFailedError, OperationCancelledError, AuthenticationError, GitAuthError, GitUpstreamError, BuildError,

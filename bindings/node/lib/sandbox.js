@@ -746,6 +746,7 @@ class Sandbox {
     this.sandboxDomain = made.sandboxDomain
     this.envdVersion = made.envdVersion
     this._envdAccessToken = made.envdAccessToken
+    this._trafficAccessToken = made.trafficAccessToken
     this.commands = new Commands(this, { throwOnExit: this.constructor._throwOnExit })
     this.files = new Files(this)
     this.pty = new Pty(this)
@@ -771,7 +772,11 @@ class Sandbox {
    * network ({allowOut, denyOut, rules, egressProxy, allowPublicTraffic,
    * maskRequestHost}) are E2B's, and so is volumeMounts ({'/mnt/data':
    * 'my-volume'}: mount path to a volume's name, or to an object with a
-   * name such as E2B's Volume; docs/volumes.md).
+   * name such as E2B's Volume; docs/volumes.md). mcp is E2B's: MCP
+   * servers ({'<server>': {...}}) for the sandbox's mcp-gateway (template
+   * "mcp-gateway" unless one is named); a gateway that does not start
+   * kills the sandbox and rejects with SandboxError "Failed to start MCP
+   * gateway: ..."; then getMcpUrl() and getMcpToken() (docs/mcp.md).
    */
   static async create(template, opts) {
     if (template && typeof template === 'object') {
@@ -785,7 +790,8 @@ class Sandbox {
     const lcPause = onTimeout.action === 'pause'
     const { conn, client: c } = await this._client(opts)
     const made = await invoke(N.sandboxCreate, [c.handle, {
-      template: template || opts.template || this._defaultTemplate,
+      // (with mcp and no template named, the C library picks mcp-gateway)
+      template: template || opts.template || (opts.mcp ? undefined : this._defaultTemplate),
       timeoutMs: opts.timeoutMs === undefined ? 0 : Math.max(1, Math.round(opts.timeoutMs)),
       metadata: pairs(opts.metadata, '='),
       envs: envList(opts.envs),
@@ -795,7 +801,8 @@ class Sandbox {
       networkJson: NET.networkJson(opts.network, false),
       autoPauseFilesOnly: opts.autoPauseFilesOnly === true || (lcPause && onTimeout.keepMemory === false),
       autoResume: opts.autoResume === true || lc.autoResume === true,
-      volumeMounts: volumeMounts(opts.volumeMounts)
+      volumeMounts: volumeMounts(opts.volumeMounts),
+      mcpJson: opts.mcp ? JSON.stringify(opts.mcp) : undefined
     }], { signal: opts.signal })
     return new this(made, c, conn)
   }
@@ -1021,6 +1028,25 @@ class Sandbox {
   /** Its URL ("https://…", "http://…" for the local engine). */
   getUrl(port) {
     return N.sandboxHost(this._h, port, true)
+  }
+
+  /** The token requests to its ports must carry (header
+   * e2b-traffic-access-token) when it was made with network
+   * {allowPublicTraffic: false}, else undefined; no I/O. */
+  get trafficAccessToken() {
+    return this._trafficAccessToken
+  }
+
+  /** The MCP gateway's URL (port 50005, "/mcp"; E2B's getMcpUrl); no I/O. */
+  getMcpUrl() {
+    return N.sandboxMcpUrl(this._h)
+  }
+
+  /** The gateway's bearer token: the one made at create with `mcp`, else
+   * read as root from /etc/mcp-gateway/.token (NotFoundError: the sandbox
+   * runs no gateway). */
+  async getMcpToken(opts = {}) {
+    return invoke(N.sandboxMcpToken, [this._h, callOpts(opts)], { signal: opts.signal })
   }
 
   /** A signed URL to download path (no other credentials). */

@@ -224,6 +224,7 @@ extern const anode_fn anode_code_fns[];
 extern const anode_fn anode_agents_fns[];
 extern const anode_fn anode_git_fns[];
 extern const anode_fn anode_volume_fns[];
+extern const anode_fn anode_secrets_fns[];
 
 /* What a function's table row says (bindings/gen/api_table.h), for checks. */
 unsigned anode_api_flags(const char *name);

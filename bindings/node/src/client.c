@@ -80,6 +80,7 @@ static napi_value sandbox_value(napi_env env, asb_sandbox *sb) {
   anode_set(env, o, "envdVersion", anode_str(env, asb_sandbox_envd_version(sb)));
   anode_set(env, o, "sandboxDomain", anode_str(env, asb_sandbox_domain(sb)));
   anode_set(env, o, "envdAccessToken", anode_str(env, asb_sandbox_envd_access_token(sb)));
+  anode_set(env, o, "trafficAccessToken", anode_str(env, asb_sandbox_traffic_access_token(sb)));
   anode_set(env, o, "handle", anode_box_new(env, BOX_SANDBOX, sb, NULL));
   return o;
 }
@@ -113,6 +114,7 @@ static void w_sandbox_create(anode_call *base) {
   o.auto_pause_files_only = c->i[2];
   o.auto_resume = c->i[3];
   o.volume_mounts = (const char *const *)c->v[2];
+  o.mcp_json = c->s[2];
   o.cancel = base->cancel;
   asb_sandbox *sb = NULL;
   int rc = asb_sandbox_create(&sb, c->client, &o);
@@ -136,7 +138,8 @@ static napi_value js_sandbox_create(napi_env env, napi_callback_info info) {
       anode_opt_string(env, o, "networkJson", &c->s[1]) ||
       anode_opt_bool(env, o, "autoPauseFilesOnly", &c->i[2]) ||
       anode_opt_bool(env, o, "autoResume", &c->i[3]) ||
-      anode_opt_strv(env, o, "volumeMounts", &c->v[2]))
+      anode_opt_strv(env, o, "volumeMounts", &c->v[2]) ||
+      anode_opt_string(env, o, "mcpJson", &c->s[2]))
     return gen_discard(env, c);
   c->base.work = w_sandbox_create;
   c->base.result = r_sandbox;
@@ -180,6 +183,7 @@ static napi_value js_sandbox_props(napi_env env, napi_callback_info info) {
   anode_set(env, o, "envdVersion", anode_str(env, asb_sandbox_envd_version(sb)));
   anode_set(env, o, "sandboxDomain", anode_str(env, asb_sandbox_domain(sb)));
   anode_set(env, o, "envdAccessToken", anode_str(env, asb_sandbox_envd_access_token(sb)));
+  anode_set(env, o, "trafficAccessToken", anode_str(env, asb_sandbox_traffic_access_token(sb)));
   return o;
 }
 
@@ -339,6 +343,41 @@ static napi_value js_sandbox_loopback_url(napi_env env, napi_callback_info info)
   if (!b || anode_get_long(env, argv[1], &c->l[0]) || gen_read_callopts(env, c, argv[2]))
     return gen_discard(env, c);
   c->base.work = w_loopback_url;
+  c->base.result = r_loopback_url;
+  c->base.cleanup = c_loopback_url;
+  return anode_call_submit(env, &c->base, b);
+}
+
+/* sandboxMcpUrl(sandbox) -> the MCP gateway's URL (no I/O). */
+static napi_value js_sandbox_mcp_url(napi_env env, napi_callback_info info) {
+  GEN_ARGS(1);
+  anode_box *b = anode_box_arg(env, argv[0], BOX_SANDBOX);
+  if (!b) return NULL;
+  char buf[1024];
+  if (asb_sandbox_mcp_url(buf, sizeof buf, b->ptr) < 0) {
+    napi_throw_range_error(env, "ERR_OUT_OF_RANGE", asb_error_last()->message);
+    return NULL;
+  }
+  return anode_str(env, buf);
+}
+
+static void w_sandbox_mcp_token(anode_call *base) {
+  gen_call *c = (gen_call *)base;
+  asb_call_options call = gen_callopts(c);
+  char *tok = NULL;
+  int rc = asb_sandbox_mcp_token(&tok, c->sb, &call);
+  c->out = tok;
+  if (rc < 0) anode_call_fail(base, rc);
+}
+
+/* sandboxMcpToken(sandbox, callOpts, cb) -> the gateway's bearer token */
+static napi_value js_sandbox_mcp_token(napi_env env, napi_callback_info info) {
+  GEN_ARGS(3);
+  gen_call *c = gen_new(env, argv[2]);
+  if (!c) return NULL;
+  anode_box *b = gen_sandbox(env, c, argv[0]);
+  if (!b || gen_read_callopts(env, c, argv[1])) return gen_discard(env, c);
+  c->base.work = w_sandbox_mcp_token;
   c->base.result = r_loopback_url;
   c->base.cleanup = c_loopback_url;
   return anode_call_submit(env, &c->base, b);
@@ -1084,6 +1123,8 @@ const anode_fn anode_client_fns[] = {{"clientNew", js_client_new},
                                      {"sandboxOp", js_sandbox_op},
                                      {"sandboxKillId", js_sandbox_kill_id},
                                      {"sandboxLoopbackUrl", js_sandbox_loopback_url},
+                                     {"sandboxMcpUrl", js_sandbox_mcp_url},
+                                     {"sandboxMcpToken", js_sandbox_mcp_token},
                                      {"sandboxGetInfo", js_sandbox_get_info},
                                      {"sandboxUpdateNetwork", js_sandbox_update_network},
                                      {"sandboxSnapshot", js_sandbox_snapshot},

@@ -746,6 +746,8 @@ static const struct {
              {"asb_volume_list", "asb_volume_list_free"},
              {"asb_volume_entry", "asb_volume_entry_free"},
              {"asb_volume_entry_list", "asb_volume_entry_list_free"},
+             {"asb_secret", "asb_secret_free"},
+             {"asb_secret_page", "asb_secret_page_free"},
              {"asb_cancel", "asb_cancel_free"},
              {"char", "asb_free"},
              {NULL, NULL}};
@@ -1237,6 +1239,7 @@ NAPI_MODULE_INIT() {
   register_all(env, exports, anode_agents_fns);
   register_all(env, exports, anode_git_fns);
   register_all(env, exports, anode_volume_fns);
+  register_all(env, exports, anode_secrets_fns);
 
   napi_value kinds = anode_obj(env);
   set_int(env, kinds, "client", BOX_CLIENT);

@@ -67,6 +67,17 @@ describe("examples/lua", function()
     assert.matches("^from lua\nfrom the sandbox\nfile\t/log.txt\t1000\ndeleted\ttrue", run("volumes.lua"))
   end)
 
+  it("mcp_gateway.lua", function()
+    local out = run("mcp_gateway.lua")
+    assert.matches("^url\thttp://50005%-%w+%.localhost:%d+/mcp\ntools\thello%.hello,", out)
+    assert.matches("\nrefused\ttrue\tASB_ERROR\tFailed to start MCP gateway\n", out)
+  end)
+
+  it("secrets.lua", function()
+    assert.matches("^created\ttrue\tversion\t1\ttrue\nupdated version\t2\texample\nlisted\ttrue\n" ..
+                   "header value\tBearer %${e2b%.secrets%.lua%-example%-key%-%d+}\ndeleted\ttrue\n$", run("secrets.lua"))
+  end)
+
   it("templates.lua", function()
     local out = run("templates.lua")
     assert.matches("built\tlua%-example\t%(new%)\nbaked in\nlisted\t%w+\ndeleted\ttrue", out)

@@ -50,6 +50,9 @@ const expect = {
   'server.mjs': [/^HELLO$/m],
   'volumes.mjs': [/^hello from the host\nfrom sandbox a$/m, /^in use: .*mounted by 2 running sandboxes/m, /^file \/notes\/hello\.txt 35 uid 1000 644$/m,
     /^missing: true$/m, /^destroyed true$/m],
+  'mcp_gateway.mjs': [/^url http:\/\/50005-\w+\.localhost:\d+\/mcp$/m, /^tools hello\.hello,/m, /^refused true Failed to start MCP gateway$/m],
+  'secrets.mjs': [/^created example-key-\d+ version 1 true$/m, /^updated version 2 \{"env":"example"\}$/m, /^listed true$/m,
+    /^header value Bearer \$\{e2b\.secrets\.example-key-\d+\}$/m, /^deleted true$/m],
   'agents.mjs': [/^codex: @openai\/codex .*\(installed\)$/m, /tool\.started: .*echo hi > \/tmp\/x/, /^turn 1: completed, final message "done"$/m,
     /^\/tmp\/x: hi$/m, /turn 2: recall: yes\n$/]
 }

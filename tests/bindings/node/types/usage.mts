@@ -2,7 +2,7 @@
 // strictly (the errors below are expected ones: @ts-expect-error fails the
 // check when no error is there).
 // SPDX-License-Identifier: Apache-2.0
-import { Sandbox, CommandExitError, SandboxError, AgentTurnError, AgentSession, type AgentEvent, type AgentTurn, type AgentInfo, FileType, sandboxed, Session, Template, type CommandResult, type EntryInfo, type Execution, type JsonValue, type GitStatus, GitUpstreamError, Volume, type VolumeEntryStat } from 'agent-sandbox'
+import { Sandbox, CommandExitError, SandboxError, AgentTurnError, AgentSession, type AgentEvent, type AgentTurn, type AgentInfo, FileType, sandboxed, Session, Template, type CommandResult, type EntryInfo, type Execution, type JsonValue, type GitStatus, GitUpstreamError, Volume, type VolumeEntryStat, Secrets, type SecretInfo } from 'agent-sandbox'
 import Default from 'agent-sandbox'
 
 async function main(): Promise<void> {
@@ -97,6 +97,19 @@ async function main(): Promise<void> {
   await vol.readFile('/d/f', { format: 'json' })
   await Sandbox.create({ volumeMounts: { '/mnt/data': vol, '/mnt/other': 'other' } })
   void [made, listed, blob]
+  const gw = await Sandbox.create({ mcp: { 'github/o/r': { runCmd: 'x' } } })
+  const mcpUrl: string = gw.getMcpUrl()
+  const mcpToken: string = await gw.getMcpToken({ requestTimeoutMs: 1000 })
+  const tat: string | undefined = gw.trafficAccessToken
+  const sec: SecretInfo = await Secrets.create('k', 'v', { metadata: { env: 'prod' } })
+  const secs: SecretInfo[] = await Secrets.list()
+  const gone: boolean = await Secrets.delete(sec.id)
+  const ver: number = (await Secrets.update('k', 'v2')).version
+  const when: Date = (await Secrets.get('k')).createdAt
+  const ph: string = Secrets.fill('k')
+  // @ts-expect-error: the value is a string
+  await Secrets.create('k', 42)
+  void [mcpUrl, mcpToken, tat, secs, gone, ver, when, ph]
   await using disposable = await Sandbox.create()
   void disposable
   void [other, waited, n, pid, text, bytes, stream, es, t, txt, v, id, sum, md, cached]
