@@ -29,6 +29,7 @@
 
 #include "apiio.h"
 #include "codei.h"
+#include "httpd/endhold.h"
 #include "httpd/httpd.h"
 #include "net/policy.h"
 #include "proto/http1.h"
@@ -56,6 +57,7 @@ struct route_ctx {
                          answered early (401, 413) and closed */
   int head_request;
   int client_fd; /* the caller's socket, watched while we wait upstream */
+  int hold_fd;   /* client_fd if its response is chunked (endhold.h), else -1 */
   /* response */
   char *buf;        /* READ_CHUNK bytes */
   size_t have, off; /* bytes in buf, consumed from buf */
@@ -344,8 +346,8 @@ static int auto_resume(engine *e, sbx *s) {
 }
 
 route_ctx *router_begin(engine *e, struct MHD_Connection *c, const char *raw_uri,
-                        const char *method, const char *id, int port, struct MHD_Response **err,
-                        unsigned *err_status) {
+                        const char *method, const char *version, const char *id, int port,
+                        struct MHD_Response **err, unsigned *err_status) {
   *err = NULL;
   if (port < 1) {
     *err_status = 400;
@@ -428,6 +430,7 @@ route_ctx *router_begin(engine *e, struct MHD_Connection *c, const char *raw_uri
   const union MHD_ConnectionInfo *ci =
       MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
   r->client_fd = ci ? ci->connect_fd : -1;
+  r->hold_fd = asbi_endhold_chunked(version) ? r->client_fd : -1;
   r->s = s;
   r->port = port;
   r->head_request = strcmp(method, "HEAD") == 0;
@@ -600,7 +603,12 @@ static ssize_t reader(void *cls, uint64_t pos, char *out, size_t max) {
         return MHD_CONTENT_READER_END_WITH_ERROR;
       memcpy(out, r->buf + r->off, outn);
       r->off += len;
-      if (r->chunk.done) body_done(r);
+      if (r->chunk.done) {
+        body_done(r);
+        /* upstream's last data and its end came together: the client gets
+         * them in one write too (libmicrohttpd would send them apart) */
+        if (outn) asbi_endhold_arm(r->hold_fd);
+      }
       if (outn) return (ssize_t)outn;
       continue;
     }
@@ -623,7 +631,9 @@ static ssize_t reader(void *cls, uint64_t pos, char *out, size_t max) {
 }
 
 static void reader_free(void *cls) {
-  route_free(cls);
+  route_ctx *r = cls;
+  asbi_endhold_drop(r->hold_fd);
+  route_free(r);
 }
 
 struct MHD_Response *router_finish(route_ctx *r, unsigned *status) {

@@ -13,6 +13,7 @@
 #include "auth.h"
 #include "dispatch.h"
 #include "fs.h"
+#include "httpd/endhold.h"
 #include "log.h"
 #include "proc_rpc.h"
 #include "proto/connect.h"
@@ -51,6 +52,7 @@ typedef struct sresp {
   int done;
   envd_user user;
   int creds;
+  int fd;       /* the connection's socket: its end goes out in one write */
   asbi_buf pre; /* a precomputed body (error-only streams) */
 } sresp;
 
@@ -76,17 +78,21 @@ static ssize_t sresp_read(void *cls, uint64_t pos, char *buf, size_t max) {
   if (n > max) n = max;
   memcpy(buf, s->out.data + s->off, n);
   s->off += n;
+  /* The stream's last bytes (its end event): libmicrohttpd sends them and
+   * the body's last chunk apart; endhold makes that one write. */
+  if (s->done && s->off == s->out.len) asbi_endhold_arm(s->fd);
   return (ssize_t)n;
 }
 
 static void sresp_free(void *cls) {
   sresp *s = cls;
+  asbi_endhold_drop(s->fd);
   if (s->st) s->st->destroy(s->st);
   asbi_buf_free(&s->out);
   free(s);
 }
 
-static struct MHD_Response *stream_response(envd_stream *st, const envd_user *u, int creds,
+static struct MHD_Response *stream_response(envd_stream *st, int fd, const envd_user *u, int creds,
                                             const char *err_code, const char *err_msg) {
   sresp *s = calloc(1, sizeof *s);
   if (!s) {
@@ -94,6 +100,7 @@ static struct MHD_Response *stream_response(envd_stream *st, const envd_user *u,
     return NULL;
   }
   s->st = st;
+  s->fd = fd;
   if (u) s->user = *u;
   s->creds = creds;
   if (!st) envd_env_end(&s->out, err_code, err_msg);
@@ -121,7 +128,7 @@ static struct MHD_Response *rpc_error(envd_hreq *r, const char *code, const char
                                       unsigned *status) {
   if (r->rpc->kind == ENVD_UNARY) return unary_error(code, msg, status);
   *status = 200;
-  return stream_response(NULL, NULL, 0, code, msg);
+  return stream_response(NULL, r->hold_fd, NULL, 0, code, msg);
 }
 
 static void call_init(envd_hreq *r, envd_call *c) {
@@ -319,7 +326,8 @@ static struct MHD_Response *rpc_done(envd_hreq *r, unsigned *status) {
     envd_stream *st = m->stream(&c, req, &e);
     if (m->fs_creds) envd_creds_leave();
     *status = 200;
-    resp = stream_response(st, &r->user, m->fs_creds, e.code ? e.code : "internal", e.msg);
+    resp =
+        stream_response(st, r->hold_fd, &r->user, m->fs_creds, e.code ? e.code : "internal", e.msg);
   }
   cJSON_Delete(req);
   return resp;

@@ -14,6 +14,7 @@
 #include <pthread.h>
 
 #include "engine_fixture.h"
+#include "strace_ends.h"
 #include "asb_testing.h"
 
 #define PER_THREAD 50
@@ -150,8 +151,8 @@ static int sockets_to_engine(void) {
 
 /* One command after another goes over one kept-alive connection through
  * the router: the client reads each response to its HTTP end (the last
- * chunk comes apart from the end event) before the transfer goes back to
- * the pool (unit.http's pull_stream_finished_keeps_its_connection holds
+ * chunk, which may come apart from the end event) before the transfer goes
+ * back to the pool (unit.http's pull_stream_finished_keeps_its_connection holds
  * the last chunk back to show the close it prevents). */
 TEST(one_command_after_another_keeps_its_connection) {
   asb_sandbox *sb = NULL;
@@ -174,6 +175,51 @@ TEST(one_command_after_another_keeps_its_connection) {
   if (after > before)
     fprintf(stderr, "  %d sockets to the engine before, %d after\n", before, after);
   CHECK(after <= before); /* TIME_WAITs of earlier tests' may only expire */
+  asb_sandbox_kill(sb, NULL);
+  asb_sandbox_free(sb);
+}
+
+/* The router relays a command's end (the end event and the body's last
+ * chunk, which envd sends in one write) to the client in one write too
+ * (core/httpd/endhold.h), on the connection it keeps: strace attached to
+ * the engine's threads after the first command, only the send system
+ * calls. Skipped without strace. */
+TEST(router_sends_the_stream_end_in_one_write) {
+  if (!ste_have_strace()) {
+    printf("  (skipped: no %s)\n", STE_STRACE);
+    return;
+  }
+  asb_sandbox *sb = NULL;
+  asb_sandbox_options o = ASB_SANDBOX_OPTIONS_INIT;
+  REQUIRE_RC(asb_sandbox_create(&sb, C, &o), ASB_OK);
+  asb_command_result *r = NULL;
+  CHECK_RC(asb_commands_run(&r, sb, "true", NULL), ASB_OK); /* the connections made */
+  asb_command_result_free(r);
+  char trace[96];
+  snprintf(trace, sizeof trace, "/tmp/asb-routerend-%d.trace", (int)getpid());
+  pid_t st = ste_attach(F.pid, trace);
+  CHECK(st > 0);
+  const int runs = 4;
+  for (int i = 0; st > 0 && i < runs; i++) {
+    r = NULL;
+    CHECK_RC(asb_commands_run(&r, sb, i % 2 ? "echo x" : "true", NULL), ASB_OK);
+    size_t n = 0;
+    const char *out = r ? asb_command_result_stdout(r, &n) : NULL;
+    CHECK(i % 2 ? out && n == 2 && memcmp(out, "x\n", 2) == 0 : n == 0);
+    CHECK(r && asb_command_result_exit_code(r) == 0);
+    asb_command_result_free(r);
+  }
+  ste_detach(st);
+  int together = 0, alone = 0;
+  if (st > 0) {
+    CHECK(ste_count_ends(trace, &together, &alone) == 0);
+    if (alone || together < runs)
+      fprintf(stderr, "  stream ends at the router: %d in one write, %d last chunks alone (%s)\n",
+              together, alone, trace);
+    CHECK_INT(alone, 0);
+    CHECK(together >= runs);
+    if (!asbt_current_failed) unlink(trace);
+  }
   asb_sandbox_kill(sb, NULL);
   asb_sandbox_free(sb);
 }
@@ -211,6 +257,7 @@ int main(void) {
     return 1;
   }
   RUN(one_command_after_another_keeps_its_connection);
+  RUN(router_sends_the_stream_end_in_one_write);
   RUN(two_hundred_at_once_in_one_sandbox);
   RUN(two_hundred_at_once_across_four_sandboxes);
   asb_client_free(C);
