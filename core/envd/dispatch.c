@@ -52,8 +52,9 @@ typedef struct sresp {
   int done;
   envd_user user;
   int creds;
-  int fd;       /* the connection's socket: its end goes out in one write */
-  asbi_buf pre; /* a precomputed body (error-only streams) */
+  int fd;         /* the connection's socket (endhold.h), or -1 */
+  unsigned calls; /* of the stream's next */
+  asbi_buf pre;   /* a precomputed body (error-only streams) */
 } sresp;
 
 static ssize_t sresp_read(void *cls, uint64_t pos, char *buf, size_t max) {
@@ -67,6 +68,7 @@ static ssize_t sresp_read(void *cls, uint64_t pos, char *buf, size_t max) {
       s->done = 1;
       continue;
     }
+    if (s->calls++) asbi_endhold_flush(s->fd); /* nothing should be held here: never wait so */
     if (s->creds && envd_creds_enter(&s->user) != 0) return MHD_CONTENT_READER_END_WITH_ERROR;
     int rc = s->st->next(s->st, &s->out);
     if (s->creds) envd_creds_leave();
@@ -111,6 +113,10 @@ static struct MHD_Response *stream_response(envd_stream *st, int fd, const envd_
     return NULL;
   }
   MHD_add_response_header(resp, "Content-Type", "application/connect+json");
+  /* Every stream's first message (its start event; an error-only stream's
+   * end) is ready at the reader's first call: the head goes with it in one
+   * write (httpd/endhold.h). */
+  asbi_endhold_arm(fd);
   return resp;
 }
 

@@ -1,21 +1,25 @@
-/* The end of a chunked response in one write. libmicrohttpd 0.9.75 sends
- * the last chunk a content reader returned and the last-chunk marker
- * (`0\r\n\r\n`) in two send() calls, its interface has no way to hand over
- * the last data together with the end, and a chunked response cannot
- * take its framing from the caller. For a stream relayed hop by hop
- * (envd → the router → the client) that is two wake-ups of every reader
- * for each stream's end. So a reader that knows it is returning the last
- * data marks the connection's socket, and the next send() on it from this
- * thread (libmicrohttpd's send of that chunk) is held back, reported as
- * written, and goes out with the send() after it (the marker) in one
- * sendmsg(). The module does that by defining send() for the program that
- * links it (libmicrohttpd calls send() for chunks; envd links it
- * statically, the engine dynamically: either way the program's
- * definition is the one bound), passing every other call straight to the
- * system call. Only programs that call asbi_endhold_arm link this object.
+/* Fewer writes per streamed response. libmicrohttpd 0.9.75 sends a
+ * streamed (callback) response's head, each chunk a content reader
+ * returns and the body's last chunk `0\r\n\r\n` each in a send() of its
+ * own, and has no interface to join them; a chunked response cannot take
+ * its framing from the caller. For a command relayed hop by hop (envd →
+ * the router → the client) that is a wake-up of every reader for each:
+ * the head, the start event, the end event, the last chunk. So a caller
+ * that knows the next send() on a connection will be followed at once by
+ * another (the head by a first chunk that is ready; the last data by the
+ * end) arms the connection's socket: that next send() from this thread is
+ * held back and reported as written, and goes out with the send() after
+ * it in one sendmsg(). Before anything that may block with bytes held
+ * (waiting for upstream, for a stream's next event) the caller flushes.
+ *
+ * The module does that by defining send() for the program that links it
+ * (libmicrohttpd calls send() for these; envd links it statically, the
+ * engine dynamically: either way the program's definition is the one
+ * bound), passing every other call straight to the system call. Only
+ * programs that call asbi_endhold_arm link this object.
  *
  * State is per thread (libmicrohttpd runs one thread per connection, the
- * reader and its send on it). A chunk larger than ASBI_ENDHOLD_MAX is not
+ * reader and its sends on it). Sends larger than ASBI_ENDHOLD_MAX are not
  * held. Internal. SPDX-License-Identifier: Apache-2.0 */
 #ifndef ASB_HTTPD_ENDHOLD_H
 #define ASB_HTTPD_ENDHOLD_H
@@ -25,12 +29,18 @@
 /* 1 if libmicrohttpd answers a request of this HTTP version (its
  * handler's `version`) with a chunked body when the size is unknown:
  * HTTP/1.1. Only such a response may be armed: an HTTP/1.0 one ends by
- * closing the connection, with no second send to carry the held bytes. */
+ * closing the connection, with no later send to carry the held bytes. */
 int asbi_endhold_chunked(const char *version);
 
-/* The calling thread's next send() on fd is held and sent with the one
- * after it. fd < 0: nothing. */
+/* The calling thread's next send() on fd is held (added to what is held
+ * already) and sent with the first send() after it that is not held.
+ * fd < 0: nothing. */
 void asbi_endhold_arm(int fd);
+
+/* Sends what is held for fd on this thread now (waiting for the socket
+ * to take it), and disarms. Call before blocking with bytes held. 0, or
+ * -1 when the connection failed (it is then dropped). */
+int asbi_endhold_flush(int fd);
 
 /* Forgets what is armed or held for fd on this thread (the response is
  * gone, the connection with it); fd < 0: nothing. */

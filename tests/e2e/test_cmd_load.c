@@ -179,12 +179,13 @@ TEST(one_command_after_another_keeps_its_connection) {
   asb_sandbox_free(sb);
 }
 
-/* The router relays a command's end (the end event and the body's last
- * chunk, which envd sends in one write) to the client in one write too
- * (core/httpd/endhold.h), on the connection it keeps: strace attached to
- * the engine's threads after the first command, only the send system
- * calls. Skipped without strace. */
-TEST(router_sends_the_stream_end_in_one_write) {
+/* The router relays a command's response in as few writes as envd sends
+ * it (core/httpd/endhold.h): the head with the start event, the end event
+ * with the body's last chunk; and it sends the request to envd with its
+ * body in one write. On the connection it keeps: strace attached to the
+ * engine's threads after the first command, only the send system calls.
+ * Skipped without strace. */
+TEST(router_joins_a_commands_writes) {
   if (!ste_have_strace()) {
     printf("  (skipped: no %s)\n", STE_STRACE);
     return;
@@ -218,7 +219,21 @@ TEST(router_sends_the_stream_end_in_one_write) {
               together, alone, trace);
     CHECK_INT(alone, 0);
     CHECK(together >= runs);
-    if (!asbt_current_failed) unlink(trace);
+    int joined = 0, heads_alone = 0; /* and each head with its start event */
+    CHECK(ste_count_heads(trace, "HTTP/1.1 ", &joined, &heads_alone) == 0);
+    if (heads_alone || joined < runs)
+      fprintf(stderr, "  heads at the router: %d with the start event, %d alone (%s)\n", joined,
+              heads_alone, trace);
+    CHECK_INT(heads_alone, 0);
+    CHECK(joined >= runs);
+    int reqs = 0, reqs_alone = 0; /* and each request's head to envd with its body */
+    CHECK(ste_count_heads(trace, "POST /process.Process/Start ", &reqs, &reqs_alone) == 0);
+    if (reqs_alone || reqs < runs)
+      fprintf(stderr, "  requests to envd: %d with their body, %d alone (%s)\n", reqs, reqs_alone,
+              trace);
+    CHECK_INT(reqs_alone, 0);
+    CHECK(reqs >= runs);
+    if (!asbt_current_failed && !getenv("ASB_KEEP_TRACE")) unlink(trace);
   }
   asb_sandbox_kill(sb, NULL);
   asb_sandbox_free(sb);
@@ -257,7 +272,7 @@ int main(void) {
     return 1;
   }
   RUN(one_command_after_another_keeps_its_connection);
-  RUN(router_sends_the_stream_end_in_one_write);
+  RUN(router_joins_a_commands_writes);
   RUN(two_hundred_at_once_in_one_sandbox);
   RUN(two_hundred_at_once_across_four_sandboxes);
   asb_client_free(C);

@@ -120,4 +120,31 @@ static inline int ste_count_ends(const char *trace, int *together, int *alone) {
   return 0;
 }
 
+/* The sends in the trace that carry a head starting with start ("HTTP/1.1 "
+ * for a response, "POST " for a request): *joined with the body's first
+ * bytes in the same call, *alone without. -1 if unreadable. */
+static inline int ste_count_heads(const char *trace, const char *start, int *joined, int *alone) {
+  FILE *f = fopen(trace, "r");
+  if (!f) return -1;
+  *joined = *alone = 0;
+  size_t cap = 0;
+  char *line = NULL;
+  while (getline(&line, &cap, f) > 0) {
+    char pat[64];
+    snprintf(pat, sizeof pat, "\"%s", start);
+    const char *h = strstr(line, pat);
+    if (!h || !(strstr(line, "sendto(") || strstr(line, "sendmsg("))) continue;
+    /* the head's own string ends at its blank line */
+    const char *q = strstr(h, "\\r\\n\\r\\n");
+    int more = q && q[8] != '"';
+    if (more || (strstr(line, "sendmsg(") && strstr(line, "msg_iovlen=2")))
+      (*joined)++;
+    else
+      (*alone)++;
+  }
+  free(line);
+  fclose(f);
+  return 0;
+}
+
 #endif
