@@ -112,18 +112,18 @@ static void *work(void *arg) {
   return NULL;
 }
 
-/* THREADS workers of PER_THREAD processes, worker t in sbs[t]. */
-static void load(asb_sandbox **sbs) {
-  worker *w = calloc(THREADS, sizeof *w);
-  pthread_t th[THREADS];
-  REQUIRE(w != NULL);
-  for (int t = 0; t < THREADS; t++) {
+/* nt workers of PER_THREAD processes, worker t in sbs[t]. */
+static void load_n(asb_sandbox **sbs, int nt) {
+  worker *w = calloc((size_t)nt, sizeof *w);
+  pthread_t *th = calloc((size_t)nt, sizeof *th);
+  REQUIRE(w != NULL && th != NULL);
+  for (int t = 0; t < nt; t++) {
     w[t].sb = sbs[t];
     w[t].base = t * PER_THREAD;
     REQUIRE(pthread_create(&th[t], NULL, work, &w[t]) == 0);
   }
-  for (int t = 0; t < THREADS; t++) pthread_join(th[t], NULL);
-  for (int t = 0; t < THREADS; t++) {
+  for (int t = 0; t < nt; t++) pthread_join(th[t], NULL);
+  for (int t = 0; t < nt; t++) {
     if (w[t].err[0]) ASBT_FAIL("worker %d: %s", t, w[t].err);
     for (int i = 0; i < w[t].started; i++) {
       if (w[t].err[0]) asb_commands_kill(w[t].sb, asb_process_pid(w[t].p[i]), NULL);
@@ -132,6 +132,11 @@ static void load(asb_sandbox **sbs) {
     for (int i = 0; i < PER_THREAD; i++) free(w[t].want[i].data);
   }
   free(w);
+  free(th);
+}
+
+static void load(asb_sandbox **sbs) {
+  load_n(sbs, THREADS);
 }
 
 /* Client-side TCP sockets to the engine's port, in any state (a closed
@@ -266,6 +271,33 @@ TEST(two_hundred_at_once_across_four_sandboxes) {
   }
 }
 
+/* ASB_CMD_LOAD_SANDBOXES=N (a manual run, not CI's: N x 200 processes at
+ * once): 200 at once in each of N sandboxes (THREADS workers each), all
+ * sandboxes at the same time. Issue 23's "200 per sandbox x 20". */
+TEST(two_hundred_at_once_in_each_of_n_sandboxes) {
+  const char *env = getenv("ASB_CMD_LOAD_SANDBOXES");
+  int n = env ? atoi(env) : 0;
+  if (n <= 0) return;
+  asb_sandbox **sbs = calloc((size_t)n, sizeof *sbs);
+  asb_sandbox **per = calloc((size_t)n * THREADS, sizeof *per);
+  REQUIRE(sbs != NULL && per != NULL);
+  int ok = 1;
+  for (int i = 0; i < n && ok; i++) {
+    asb_sandbox_options o = ASB_SANDBOX_OPTIONS_INIT;
+    CHECK_RC(asb_sandbox_create(&sbs[i], C, &o), ASB_OK);
+    ok = sbs[i] != NULL;
+    for (int t = 0; t < THREADS; t++) per[i * THREADS + t] = sbs[i];
+  }
+  if (ok) load_n(per, n * THREADS);
+  for (int i = 0; i < n; i++)
+    if (sbs[i]) {
+      asb_sandbox_kill(sbs[i], NULL);
+      asb_sandbox_free(sbs[i]);
+    }
+  free(per);
+  free(sbs);
+}
+
 int main(void) {
   if (engine_fixture_start(&F, "cmdload") != 0 || engine_fixture_client(&F, &C) != ASB_OK) {
     fprintf(stderr, "cannot start the engine\n");
@@ -275,6 +307,7 @@ int main(void) {
   RUN(router_joins_a_commands_writes);
   RUN(two_hundred_at_once_in_one_sandbox);
   RUN(two_hundred_at_once_across_four_sandboxes);
+  if (getenv("ASB_CMD_LOAD_SANDBOXES")) RUN(two_hundred_at_once_in_each_of_n_sandboxes);
   asb_client_free(C);
   engine_fixture_stop(&F);
   TEST_MAIN_END();
