@@ -299,7 +299,12 @@ TEST(two_hundred_at_once_in_each_of_n_sandboxes) {
 }
 
 int main(void) {
-  if (engine_fixture_start(&F, "cmdload") != 0 || engine_fixture_client(&F, &C) != ASB_OK) {
+  /* every running process's stream is a connection of its own */
+  static const char *const wide[] = {"--max-connections", "20000", "--max-connections-per-ip",
+                                     "20000", NULL};
+  if (engine_fixture_start_args(&F, "cmdload", getenv("ASB_CMD_LOAD_SANDBOXES") ? wide : NULL) !=
+          0 ||
+      engine_fixture_client(&F, &C) != ASB_OK) {
     fprintf(stderr, "cannot start the engine\n");
     return 1;
   }
