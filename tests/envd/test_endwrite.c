@@ -6,8 +6,8 @@
  *
  * envd runs under strace (-f: every thread; only the send system calls
  * traced, with their data): no send may carry a head or the last chunk
- * alone. What a command prints,
- * its exit status and the keep-alive connection are checked as ever.
+ * alone. What a command prints, its exit status and the keep-alive
+ * connection are checked as ever.
  * Skipped (77) without strace. SPDX-License-Identifier: Apache-2.0 */
 #include "envd_test.h"
 #include "strace_ends.h"
