@@ -7,7 +7,13 @@
  * Runs as root; cleans up the engine, its sandboxes and templates.
  * SPDX-License-Identifier: Apache-2.0 */
 #include <agentsandbox.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/fsuid.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "asb_testing.h"
 #include "engine_fixture.h"
@@ -159,6 +165,9 @@ TEST(a_failing_step) {
   REQUIRE(b);
   const char *msg = asb_error_last()->message;
   CHECK(strstr(msg, "exit code 7") && strstr(msg, "boom-err"));
+  /* the step as the program wrote it, not the generated template.yaml's line */
+  CHECK(strstr(msg, "step 2 (RUN echo boom-out; echo boom-err >&2; exit 7) failed with exit code 7"));
+  CHECK(!strstr(msg, "template.yaml"));
   CHECK_STR(asb_template_build_status(b), "error");
   CHECK(asb_template_build_error(b) && strstr(asb_template_build_error(b), "exit code 7"));
   CHECK_INT(asb_template_build_error_step(b), 2); /* E2B's: 0 is the base */
@@ -256,6 +265,119 @@ TEST(background_then_status_and_log_abort) {
   CHECK_RC(asb_templates_delete(C, "steps-bg", NULL), ASB_OK);
 }
 
+/* The pid of a process in another mount namespace (a sandbox's) whose
+ * command line holds marker, 0 if none. */
+static int find_proc(const char *marker) {
+  char self_ns[64] = "", ns[64], nsp[64];
+  if (readlink("/proc/self/ns/mnt", self_ns, sizeof self_ns - 1) < 0) return 0;
+  DIR *d = opendir("/proc");
+  struct dirent *de;
+  int found = 0;
+  while (d && !found && (de = readdir(d))) {
+    char p[300], buf[4096];
+    if (de->d_name[0] < '1' || de->d_name[0] > '9') continue;
+    snprintf(p, sizeof p, "/proc/%s/cmdline", de->d_name);
+    FILE *f = fopen(p, "r");
+    if (!f) continue;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    for (size_t i = 0; i < n; i++)
+      if (!buf[i]) buf[i] = ' ';
+    buf[n] = '\0';
+    snprintf(nsp, sizeof nsp, "/proc/%s/ns/mnt", de->d_name);
+    ssize_t l = readlink(nsp, ns, sizeof ns - 1);
+    if (l > 0) ns[l] = '\0';
+    if (strstr(buf, marker) && l > 0 && strcmp(ns, self_ns)) found = atoi(de->d_name);
+  }
+  if (d) closedir(d);
+  return found;
+}
+
+/* Makes /tmp/<name> inside the sandbox of process pid. The sandbox's
+ * filesystems belong to its user namespace, where the host's root has no
+ * id (a file it made would have no owner there: EOVERFLOW), so the file is
+ * made with the process's own (host) uid and gid as the filesystem ids, in
+ * a child, on the directory opened as root. */
+static int release(int pid, const char *name) {
+  char p[128], line[256];
+  unsigned uid = 0, gid = 0;
+  snprintf(p, sizeof p, "/proc/%d/status", pid);
+  FILE *f = fopen(p, "r");
+  while (f && fgets(line, sizeof line, f)) {
+    if (!strncmp(line, "Uid:", 4)) uid = (unsigned)strtoul(line + 4, NULL, 10);
+    if (!strncmp(line, "Gid:", 4)) gid = (unsigned)strtoul(line + 4, NULL, 10);
+  }
+  if (f) fclose(f);
+  snprintf(p, sizeof p, "/proc/%d/root/tmp", pid);
+  int dfd = open(p, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd < 0) {
+    fprintf(stderr, "open %s: %s\n", p, strerror(errno));
+    return -1;
+  }
+  pid_t c = fork();
+  if (c == 0) {
+    setfsgid(gid);
+    setfsuid(uid);
+    int fd = openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd < 0) fprintf(stderr, "create %s/%s as %u:%u: %s\n", p, name, uid, gid, strerror(errno));
+    _exit(fd < 0);
+  }
+  int st = -1;
+  if (c > 0) waitpid(c, &st, 0);
+  close(dfd);
+  return c > 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
+}
+
+/* DELETE of a template whose rebuild is under way: 409 naming the build
+ * (it answered "the base of template <itself>" once the build had ended);
+ * once the build is ready, the delete works. The rebuild's step waits for
+ * a file the test makes inside the build sandbox (through /proc/<pid>/root
+ * of the step's shell), so the delete surely lands mid-build. */
+TEST(delete_while_rebuilding) {
+  asb_template_steps_options o = ASB_TEMPLATE_STEPS_OPTIONS_INIT;
+  asb_template_build *b = NULL;
+  REQUIRE_RC(asb_templates_build_steps(
+                 &b, C, "steps-del",
+                 "{\"fromTemplate\": \"base\", \"steps\": [{\"type\": \"RUN\", \"args\": [\"true\"]}]}",
+                 &o),
+             ASB_OK);
+  asb_template_build_free(b);
+  b = NULL;
+  o.background = 1;
+  REQUIRE_RC(asb_templates_build_steps(
+                 &b, C, "steps-del",
+                 "{\"fromTemplate\": \"base\", \"steps\": [{\"type\": \"RUN\", \"args\": "
+                 "[\"i=0; while [ ! -e /tmp/del-go ] && [ $i -lt 3000 ]; do sleep 0.05; i=$((i+1)); done; "
+                 "echo tplb-del-wait\"]}]}",
+                 &o),
+             ASB_OK);
+  REQUIRE(b);
+  char tid[64], bid[64];
+  snprintf(tid, sizeof tid, "%s", asb_template_build_template_id(b));
+  snprintf(bid, sizeof bid, "%s", asb_template_build_build_id(b));
+  asb_template_build_free(b);
+  CHECK_RC(asb_templates_delete(C, "steps-del", NULL), ASB_EEXISTS);
+  CHECK_INT(asb_error_last()->http_status, 409);
+  CHECK(strstr(asb_error_last()->message, "is being built") &&
+        strstr(asb_error_last()->message, bid));
+  /* the step is running: release it */
+  int pid = 0;
+  WAIT_UNTIL((pid = find_proc("tplb-del-wait")) > 0, ASBT_DEADLINE_MS);
+  CHECK(pid > 0 && release(pid, "del-go") == 0);
+  asb_template_build *s = NULL;
+  const char *st = "";
+  WAIT_UNTIL((asb_template_build_free(s), s = NULL,
+              asb_templates_build_status(&s, C, tid, bid, 0, NULL) == ASB_OK &&
+                  (!strcmp(st = asb_template_build_status(s), "ready") || !strcmp(st, "error"))),
+             ASBT_DEADLINE_MS);
+  CHECK(s && !strcmp(asb_template_build_status(s), "ready"));
+  asb_template_build_free(s);
+  CHECK_RC(asb_templates_delete(C, "steps-del", NULL), ASB_OK);
+  int exists = -1;
+  CHECK_RC(asb_templates_alias_exists(&exists, C, "steps-del", NULL), ASB_OK);
+  CHECK_INT(exists, 0);
+}
+
 int main(void) {
   snprintf(CTX, sizeof CTX, "/tmp/asb-tplb-%d", (int)getpid());
   char p[256];
@@ -285,6 +407,7 @@ int main(void) {
   RUN(a_failing_step);
   RUN(bad_input);
   RUN(background_then_status_and_log_abort);
+  RUN(delete_while_rebuilding);
   asb_client_free(C);
   engine_fixture_stop(&F);
   if (system(cmd) != 0) fprintf(stderr, "cannot remove %s\n", CTX);
