@@ -265,6 +265,80 @@ TEST(background_then_status_and_log_abort) {
   CHECK_RC(asb_templates_delete(C, "steps-bg", NULL), ASB_OK);
 }
 
+/* COPY . of a context with a .dockerignore, plus ignore_patterns: what
+ * they leave out is not uploaded (Docker's rules: "**", a leading "/",
+ * comments, a directory and what it holds, "!" exceptions); a COPY whose
+ * matches are all left out is refused; a bad pattern is refused. */
+TEST(dockerignore) {
+  char ctx[200], p[300];
+  snprintf(ctx, sizeof ctx, "%s/ign", CTX);
+  const char *dirs[] = {"", "/sub", "/build", "/build/keep"};
+  for (size_t i = 0; i < sizeof dirs / sizeof *dirs; i++) {
+    snprintf(p, sizeof p, "%s%s", ctx, dirs[i]);
+    mkdir(p, 0755);
+  }
+  const char *files[] = {"keep.txt", "secret.txt", "a.log", "sub/b.log", "sub/ok.txt",
+                         "sub/secret.txt", "build/x.o", "build/keep/k.txt", "extra.txt"};
+  for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
+    snprintf(p, sizeof p, "ign/%s", files[i]);
+    put(p, "x\n");
+  }
+  put("ign/.dockerignore",
+      "# comments and blank lines are skipped\n\n**/*.log\n/secret.txt\nbuild\n!build/keep\n");
+  logs l;
+  memset(&l, 0, sizeof l);
+  const char *extra[] = {"extra.txt", NULL};
+  asb_template_steps_options o = ASB_TEMPLATE_STEPS_OPTIONS_INIT;
+  o.context_dir = ctx;
+  o.ignore_patterns = extra;
+  o.on_log = on_log;
+  o.userdata = &l;
+  asb_template_build *b = NULL;
+  CHECK_RC(asb_templates_build_steps(
+               &b, C, "steps-ign",
+               "{\"fromTemplate\": \"base\", \"steps\": ["
+               "{\"type\": \"COPY\", \"args\": [\".\", \"/opt/ign\", \"\", \"\"]},"
+               "{\"type\": \"RUN\", \"args\": [\"cd /opt/ign && find . -type f | sort | "
+               "sed 's/^/have /'\"]}]}",
+               &o),
+           ASB_OK);
+  asb_template_build_free(b);
+  const char *kept[] = {"have ./.dockerignore\n", "have ./keep.txt\n", "have ./sub/ok.txt\n",
+                        "have ./sub/secret.txt\n", "have ./build/keep/k.txt\n"};
+  for (size_t i = 0; i < sizeof kept / sizeof *kept; i++)
+    if (!strstr(l.text, kept[i])) {
+      fprintf(stderr, "missing %s", kept[i]);
+      CHECK(0);
+    }
+  const char *gone[] = {"have ./secret.txt", "a.log", "b.log", "x.o", "extra.txt"};
+  for (size_t i = 0; i < sizeof gone / sizeof *gone; i++)
+    if (strstr(l.text, gone[i])) {
+      fprintf(stderr, "not left out: %s\n", gone[i]);
+      CHECK(0);
+    }
+  CHECK_RC(asb_templates_delete(C, "steps-ign", NULL), ASB_OK);
+  /* all of it left out: refused before the build */
+  o.on_log = NULL;
+  CHECK_RC(asb_templates_build_steps(&b, C, "steps-ign",
+                                     "{\"fromTemplate\": \"base\", \"steps\": ["
+                                     "{\"type\": \"COPY\", \"args\": [\"*.log\", \"/x/\"]}]}",
+                                     &o),
+           ASB_EINVAL);
+  CHECK(strstr(asb_error_last()->message, "steps[0] (COPY)") &&
+        strstr(asb_error_last()->message, "left out"));
+  asb_template_build_free(b);
+  b = NULL;
+  const char *bad[] = {"file[0-9", NULL};
+  o.ignore_patterns = bad;
+  CHECK_RC(asb_templates_build_steps(&b, C, "steps-ign",
+                                     "{\"fromTemplate\": \"base\", \"steps\": ["
+                                     "{\"type\": \"COPY\", \"args\": [\"keep.txt\", \"/x/\"]}]}",
+                                     &o),
+           ASB_EINVAL);
+  CHECK(strstr(asb_error_last()->message, "unclosed '['"));
+  asb_template_build_free(b);
+}
+
 /* The pid of a process in another mount namespace (a sandbox's) whose
  * command line holds marker, 0 if none. */
 static int find_proc(const char *marker) {
@@ -408,6 +482,7 @@ int main(void) {
   RUN(bad_input);
   RUN(background_then_status_and_log_abort);
   RUN(delete_while_rebuilding);
+  RUN(dockerignore);
   asb_client_free(C);
   engine_fixture_stop(&F);
   if (system(cmd) != 0) fprintf(stderr, "cannot remove %s\n", CTX);
