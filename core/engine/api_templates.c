@@ -196,7 +196,8 @@ void api_templates_delete(engine *e, const char *id, api_reply *r) {
   template_info *t = templates_find(e, id);
   char bid[40];
   if (t && api_builder_building(e, t->id, bid, sizeof bid)) {
-    api_error(r, 409, "template \"%s\" is being built (build %s); delete it once the build has ended",
+    api_error(r, 409,
+              "template \"%s\" is being built (build %s); delete it once the build has ended",
               t->alias, bid);
     templates_put(e, t);
     return;

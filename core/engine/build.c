@@ -769,8 +769,7 @@ int build_run_as(engine *e, const void *tar, size_t tar_len, int force, build_ba
     pthread_mutex_lock(&e->mu);
     snprintf(e->rebuilding, sizeof e->rebuilding, "%s", id);
     pthread_mutex_unlock(&e->mu);
-  }
-  else if (new_id && strlen(new_id) == ENGINE_ID_LEN)
+  } else if (new_id && strlen(new_id) == ENGINE_ID_LEN)
     snprintf(id, sizeof id, "%s", new_id);
   else if (asbi_random_alnum(id, ENGINE_ID_LEN)) {
     eng_err_set(err, ENG_EINTERNAL, NULL, "no randomness available");

@@ -140,8 +140,10 @@ static void set_label(tr *t, const char *type, const cJSON *args) {
   }
   const char *s = b.data ? b.data : type;
   size_t n = strlen(s), max = sizeof t->label - 1;
-  if (n > max) snprintf(t->label, sizeof t->label, "%.*s...", (int)max - 3, s);
-  else snprintf(t->label, sizeof t->label, "%s", s);
+  if (n > max)
+    snprintf(t->label, sizeof t->label, "%.*s...", (int)max - 3, s);
+  else
+    snprintf(t->label, sizeof t->label, "%s", s);
   for (char *c = t->label; *c; c++)
     if (*c == '\n' || *c == '\r' || *c == '\t') *c = ' ';
   asbi_buf_free(&b);

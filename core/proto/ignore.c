@@ -52,7 +52,7 @@ static int fail(char *err, size_t errlen, const char *fmt, const char *a, const 
 static int clean(const char *s, size_t n, asbi_buf *out) {
   int rooted = n > 0 && s[0] == '/';
   size_t *ends = calloc(n / 2 + 2, sizeof *ends); /* where each kept element ends */
-  size_t depth = 0, dots = 0;                      /* leading ".." of a relative path */
+  size_t depth = 0, dots = 0;                     /* leading ".." of a relative path */
   if (!ends) return -1;
   if (rooted) asbi_buf_putc(out, '/');
   size_t base = out->len;
@@ -196,7 +196,8 @@ int asbi_ignore_add(asbi_ignore *ig, const char *pattern, char *err, size_t errl
   if (!rc && ig->n == ig->cap) {
     size_t cap = ig->cap ? ig->cap * 2 : 8;
     pat *v = realloc(ig->v, cap * sizeof *v);
-    if (!v) rc = fail(err, errlen, "out of memory%s%s", "", "");
+    if (!v)
+      rc = fail(err, errlen, "out of memory%s%s", "", "");
     else {
       ig->v = v;
       ig->cap = cap;
@@ -220,8 +221,7 @@ int asbi_ignore_add(asbi_ignore *ig, const char *pattern, char *err, size_t errl
   return rc;
 }
 
-int asbi_ignore_add_text(asbi_ignore *ig, const char *text, size_t len, char *err,
-                         size_t errlen) {
+int asbi_ignore_add_text(asbi_ignore *ig, const char *text, size_t len, char *err, size_t errlen) {
   size_t line = 0;
   for (size_t i = 0; i < len;) {
     size_t j = i;

@@ -34,8 +34,7 @@ void asbi_ignore_free(asbi_ignore *ig);
 int asbi_ignore_add(asbi_ignore *ig, const char *pattern, char *err, size_t errlen);
 /* Adds every line of a .dockerignore file's text (len bytes; NUL bytes
  * end a line). 0, or -1 with the line's number and why in err. */
-int asbi_ignore_add_text(asbi_ignore *ig, const char *text, size_t len, char *err,
-                         size_t errlen);
+int asbi_ignore_add_text(asbi_ignore *ig, const char *text, size_t len, char *err, size_t errlen);
 /* How many patterns (comments and blank lines not counted) the set has. */
 size_t asbi_ignore_count(const asbi_ignore *ig);
 /* 1 if the set has '!' patterns (then a left-out directory may still hold

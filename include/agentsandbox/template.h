@@ -164,8 +164,8 @@ asb_template_steps_options_init(asb_template_steps_options *opts,
  * ("forceUpload": true uploads anyway). Files that opts->ignore_patterns
  * and then the context directory's .dockerignore leave out are not packed,
  * with Docker's rules ("**", "!" exceptions, a leading "/", comments; the
- * last matching pattern decides; docs/templates.md). on_log gets the library's own
- * progress too, as E2B's SDKs log it ("Template created with ID: <id>,
+ * last matching pattern decides; docs/templates.md). on_log gets the library's
+ * own progress too, as E2B's SDKs log it ("Template created with ID: <id>,
  * Build ID: <build>", "Uploaded '<src>'" or "Skipping upload of '<src>',
  * already cached", "Starting building..."), then the engine's log lines
  * (the ones *out holds). Returns when the build is ready

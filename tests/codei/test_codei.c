@@ -911,9 +911,10 @@ TEST(java_context) {
   asb_execution_free(e);
   /* E2B's test_java_kernel: stdout[0] == "Hello, World!"; multi-byte text
    * whole; a write of raw bytes that cuts a character waits for its end */
-  e = run_in("System.out.println(\"Hello, World!\"); System.out.print(\"h\u00e9\");\n"
-             "System.out.write(0xc3); System.out.write(0xa9); System.out.flush();",
-             id, NULL);
+  e = run_in(
+      "System.out.println(\"Hello, World!\"); System.out.print(\"h\u00e9\");\n"
+      "System.out.write(0xc3); System.out.write(0xa9); System.out.flush();",
+      id, NULL);
   REQUIRE(e);
   CHECK_INT(asb_execution_stdout_count(e), 4);
   if (asb_execution_stdout_count(e) == 4) {

@@ -166,7 +166,8 @@ TEST(a_failing_step) {
   const char *msg = asb_error_last()->message;
   CHECK(strstr(msg, "exit code 7") && strstr(msg, "boom-err"));
   /* the step as the program wrote it, not the generated template.yaml's line */
-  CHECK(strstr(msg, "step 2 (RUN echo boom-out; echo boom-err >&2; exit 7) failed with exit code 7"));
+  CHECK(
+      strstr(msg, "step 2 (RUN echo boom-out; echo boom-err >&2; exit 7) failed with exit code 7"));
   CHECK(!strstr(msg, "template.yaml"));
   CHECK_STR(asb_template_build_status(b), "error");
   CHECK(asb_template_build_error(b) && strstr(asb_template_build_error(b), "exit code 7"));
@@ -277,8 +278,9 @@ TEST(dockerignore) {
     snprintf(p, sizeof p, "%s%s", ctx, dirs[i]);
     mkdir(p, 0755);
   }
-  const char *files[] = {"keep.txt", "secret.txt", "a.log", "sub/b.log", "sub/ok.txt",
-                         "sub/secret.txt", "build/x.o", "build/keep/k.txt", "extra.txt"};
+  const char *files[] = {"keep.txt",  "secret.txt",       "a.log",
+                         "sub/b.log", "sub/ok.txt",       "sub/secret.txt",
+                         "build/x.o", "build/keep/k.txt", "extra.txt"};
   for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
     snprintf(p, sizeof p, "ign/%s", files[i]);
     put(p, "x\n");
@@ -410,21 +412,23 @@ static int release(int pid, const char *name) {
 TEST(delete_while_rebuilding) {
   asb_template_steps_options o = ASB_TEMPLATE_STEPS_OPTIONS_INIT;
   asb_template_build *b = NULL;
-  REQUIRE_RC(asb_templates_build_steps(
-                 &b, C, "steps-del",
-                 "{\"fromTemplate\": \"base\", \"steps\": [{\"type\": \"RUN\", \"args\": [\"true\"]}]}",
-                 &o),
-             ASB_OK);
+  REQUIRE_RC(
+      asb_templates_build_steps(
+          &b, C, "steps-del",
+          "{\"fromTemplate\": \"base\", \"steps\": [{\"type\": \"RUN\", \"args\": [\"true\"]}]}",
+          &o),
+      ASB_OK);
   asb_template_build_free(b);
   b = NULL;
   o.background = 1;
-  REQUIRE_RC(asb_templates_build_steps(
-                 &b, C, "steps-del",
-                 "{\"fromTemplate\": \"base\", \"steps\": [{\"type\": \"RUN\", \"args\": "
-                 "[\"i=0; while [ ! -e /tmp/del-go ] && [ $i -lt 3000 ]; do sleep 0.05; i=$((i+1)); done; "
-                 "echo tplb-del-wait\"]}]}",
-                 &o),
-             ASB_OK);
+  REQUIRE_RC(
+      asb_templates_build_steps(
+          &b, C, "steps-del",
+          "{\"fromTemplate\": \"base\", \"steps\": [{\"type\": \"RUN\", \"args\": "
+          "[\"i=0; while [ ! -e /tmp/del-go ] && [ $i -lt 3000 ]; do sleep 0.05; i=$((i+1)); done; "
+          "echo tplb-del-wait\"]}]}",
+          &o),
+      ASB_OK);
   REQUIRE(b);
   char tid[64], bid[64];
   snprintf(tid, sizeof tid, "%s", asb_template_build_template_id(b));

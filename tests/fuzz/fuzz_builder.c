@@ -3,9 +3,8 @@
  * uploaded file archives (odd). Invariants: a body is translated or
  * refused with a message; a translation is a template.yaml that
  * template.yaml's own parser accepts, with one entry per step in the
- * step map and a one-line label per step; an archive is repacked (a tar our reader reads back, every
- * name under the prefix) or refused with a message.
- * SPDX-License-Identifier: Apache-2.0 */
+ * step map and a one-line label per step; an archive is repacked (a tar our reader reads back,
+ * every name under the prefix) or refused with a message. SPDX-License-Identifier: Apache-2.0 */
 #include "engine/builder.h"
 #include "fuzz.h"
 #include "proto/pjson.h"
