@@ -482,6 +482,20 @@ static char *step_message(const job *j, const build_report *rep) {
   return asbi_buf_detach(&m, NULL);
 }
 
+/* build.c's "==> step 2/5 (template.yaml:1) <the generated command>" of
+ * a builder build as "==> step 2/5: RUN make (E2B's step 3)": the program's
+ * step, not the template.yaml made from it. NULL: l stays as it is. */
+static char *step_line(const job *j, const char *l) {
+  int k = 0, n = 0, end = 0;
+  if (sscanf(l, "==> step %d/%d (template.yaml:%*d)%n", &k, &n, &end) != 2 || end <= 0 || k < 1 ||
+      (size_t)k > j->nsteps)
+    return NULL;
+  asbi_buf b = ASBI_BUF_INIT;
+  asbi_buf_printf(&b, "==> step %d/%d: %s (E2B's step %d)", k, n, j->step_label[k - 1],
+                  j->step_of[k - 1]);
+  return asbi_buf_detach(&b, NULL);
+}
+
 static void *run_job(void *arg) {
   job *j = arg;
   engine *e = j->e;
@@ -503,8 +517,11 @@ static void *run_job(void *arg) {
   x = find_build(bt, j->build_id);
   if (x) {
     char *save = NULL;
-    for (char *l = strtok_r(rep.log, "\n", &save); l; l = strtok_r(NULL, "\n", &save))
-      log_entry(x, "info", l);
+    for (char *l = strtok_r(rep.log, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+      char *named = step_line(j, l);
+      log_entry(x, "info", named ? named : l);
+      free(named);
+    }
     if (rc == 0) {
       snprintf(x->status, sizeof x->status, "ready");
       snprintf(x->ours, sizeof x->ours, "%s", t->build_id);

@@ -173,6 +173,11 @@ TEST(a_failing_step) {
   CHECK(asb_template_build_error(b) && strstr(asb_template_build_error(b), "exit code 7"));
   CHECK_INT(asb_template_build_error_step(b), 2); /* E2B's: 0 is the base */
   CHECK(strstr(l.text, "error ") && strstr(l.text, "boom-out"));
+  /* the log names the steps as the program wrote them too */
+  CHECK(
+      strstr(l.text, "==> step 1/2: RUN true (E2B's step 1)") &&
+      strstr(l.text, "==> step 2/2: RUN echo boom-out; echo boom-err >&2; exit 7 (E2B's step 2)"));
+  CHECK(!strstr(l.text, "template.yaml"));
   asb_template_build_free(b);
   int exists = -1;
   CHECK_RC(asb_templates_alias_exists(&exists, C, "steps-fail", NULL), ASB_OK);
