@@ -33,11 +33,24 @@ int swap_parse_size(const char *text, uint64_t *bytes) {
   unsigned shift = 0;
   if (*end) {
     switch (*end) {
-      case 'k': case 'K': shift = 10; break;
-      case 'm': case 'M': shift = 20; break;
-      case 'g': case 'G': shift = 30; break;
-      case 't': case 'T': shift = 40; break;
-      default: return -1;
+      case 'k':
+      case 'K':
+        shift = 10;
+        break;
+      case 'm':
+      case 'M':
+        shift = 20;
+        break;
+      case 'g':
+      case 'G':
+        shift = 30;
+        break;
+      case 't':
+      case 'T':
+        shift = 40;
+        break;
+      default:
+        return -1;
     }
     end++;
     if (*end == 'i') end++;
@@ -75,14 +88,22 @@ static int active(const char *path, uint64_t *size, uint64_t *used) {
  * say so instead of swapon's bare EINVAL. */
 static const char *no_swap_fs(long type) {
   switch ((unsigned long)type) {
-    case 0x01021994: return "tmpfs";
-    case 0x858458f6: return "ramfs";
-    case 0x794c7630: return "overlayfs";
-    case 0x6969: return "nfs";
-    case 0x65735546: return "fuse";
-    case 0x2fc12fc1: return "zfs";
-    case 0x73717368: return "squashfs";
-    default: return NULL;
+    case 0x01021994:
+      return "tmpfs";
+    case 0x858458f6:
+      return "ramfs";
+    case 0x794c7630:
+      return "overlayfs";
+    case 0x6969:
+      return "nfs";
+    case 0x65735546:
+      return "fuse";
+    case 0x2fc12fc1:
+      return "zfs";
+    case 0x73717368:
+      return "squashfs";
+    default:
+      return NULL;
   }
 }
 
@@ -166,12 +187,12 @@ static int make_file(const char *path, uint64_t bytes, eng_err *err) {
   if (swapon(path, SWAP_FLAG_DISCARD) != 0 && (errno != EINVAL || swapon(path, 0) != 0)) {
     int en = errno;
     unlink(path);
-    return eng_err_set(
-        err, ENG_EINVAL, NULL, "--pause-swap: swapon %s: %s%s", path, strerror(en),
-        en == EINVAL ? " (this filesystem or kernel does not take swap files: CONFIG_SWAP, "
-                       "a state dir on ext4/xfs/btrfs)"
-        : en == EPERM ? " (the engine must run as root)"
-                      : "");
+    return eng_err_set(err, ENG_EINVAL, NULL, "--pause-swap: swapon %s: %s%s", path, strerror(en),
+                       en == EINVAL
+                           ? " (this filesystem or kernel does not take swap files: CONFIG_SWAP, "
+                             "a state dir on ext4/xfs/btrfs)"
+                       : en == EPERM ? " (the engine must run as root)"
+                                     : "");
   }
   return 0;
 }
@@ -196,12 +217,13 @@ int swap_open(engine *e, uint64_t bytes, eng_err *err) {
     return 0;
   }
   if (on) {
-    asbi_log("%s: active already (%llu MiB, %llu MiB in use, left by the engine before); "
-             "using it%s",
-             path, (unsigned long long)(size >> 20), (unsigned long long)(used >> 20),
-             size + (1u << 20) < bytes || size > bytes ? " as it is (stop the engine without "
-                                                         "paused sandboxes to resize it)"
-                                                       : "");
+    asbi_log(
+        "%s: active already (%llu MiB, %llu MiB in use, left by the engine before); "
+        "using it%s",
+        path, (unsigned long long)(size >> 20), (unsigned long long)(used >> 20),
+        size + (1u << 20) < bytes || size > bytes ? " as it is (stop the engine without "
+                                                    "paused sandboxes to resize it)"
+                                                  : "");
   } else if (make_file(path, bytes, err)) {
     return -1;
   } else {
@@ -215,9 +237,10 @@ int swap_open(engine *e, uint64_t bytes, eng_err *err) {
 void swap_close(engine *e, int keep) {
   if (!e->swap_path) return;
   if (keep) {
-    asbi_log("%s stays active: sandboxes left paused have memory in it (the next engine "
-             "takes it over)",
-             e->swap_path);
+    asbi_log(
+        "%s stays active: sandboxes left paused have memory in it (the next engine "
+        "takes it over)",
+        e->swap_path);
   } else if (swapoff(e->swap_path) != 0 && errno != EINVAL) {
     asbi_log("swapoff %s: %s; it stays active", e->swap_path, strerror(errno));
   } else {

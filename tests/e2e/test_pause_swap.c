@@ -196,7 +196,8 @@ static long long reported_swap(const char *id) {
   snprintf(p, sizeof p, "/sandboxes/%s", id);
   const char *key = "\"swap\":{\"swappedBytes\":";
   long long v = -1;
-  if (api("GET", p, NULL, &b) == 200 && b && strstr(b, key)) v = atoll(strstr(b, key) + strlen(key));
+  if (api("GET", p, NULL, &b) == 200 && b && strstr(b, key))
+    v = atoll(strstr(b, key) + strlen(key));
   free(b);
   return v;
 }
@@ -240,8 +241,8 @@ TEST(memory_pause_swaps_out_and_resume_faults_back) {
   REQUIRE_RC(asb_files_write(NULL, sb, "/tmp/go", "", 0, NULL), ASB_OK);
   char *sum2 = wait_file(sb, "/tmp/sum2", 64);
   CHECK(sum2 != NULL);
-  if (sum2) CHECK_STR(sum2, sum); /* the same process, its memory intact */
-  CHECK(swap_used(&m) < swap1);   /* it faulted back what it read */
+  if (sum2) CHECK_STR(sum2, sum);   /* the same process, its memory intact */
+  CHECK(swap_used(&m) < swap1);     /* it faulted back what it read */
   CHECK_INT(reported_swap(id), -1); /* running: nothing to report */
   /* autoPause at the end of its lifetime swaps it out the same way */
   char p[128];
