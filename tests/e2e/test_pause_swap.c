@@ -4,9 +4,11 @@
  * memory use drops by most of that and its swap use grows by it; resumed,
  * the same process reads its data back intact (sha256). A running
  * sandbox's cgroups never swap (v2 memory.swap.max 0, v1
- * memory.swappiness 0). A file an engine left active (SIGKILL) is taken
- * over by the next engine with the option and swapped off and removed by
- * one without. Without the option a memory pause keeps the RAM. Runs as
+ * memory.swappiness 0). A paused sandbox and the file outlive an engine
+ * stopped without --kill-on-exit; a file an engine left active (SIGKILL)
+ * is taken over by the next engine with the option and swapped off and
+ * removed by one without, the pages back in their sandbox's RAM. Without
+ * the option a memory pause keeps the RAM. Runs as
  * root; cleans up (the engines' --kill-on-exit, and the swap file swapped
  * off here) also when a check fails.
  * SPDX-License-Identifier: Apache-2.0 */
@@ -259,21 +261,82 @@ TEST(memory_pause_swaps_out_and_resume_faults_back) {
   asb_sandbox_free(sb);
 }
 
+/* An engine stopped without --kill-on-exit leaves a paused sandbox's pages
+ * in the file, active; the next engine takes both over and resumes it with
+ * its memory intact. */
+TEST(paused_sandbox_and_its_swap_outlive_an_engine_stop) {
+  engine_fixture_signal(&F, SIGTERM);
+  REQUIRE(engine_fixture_launch(&F, 0) == 0); /* stops leaving sandboxes */
+  asb_sandbox *sb = NULL;
+  asb_sandbox_options o = ASB_SANDBOX_OPTIONS_INIT;
+  o.timeout_ms = 300000;
+  REQUIRE_RC(asb_sandbox_create(&sb, C, &o), ASB_OK);
+  char id[64];
+  snprintf(id, sizeof id, "%s", asb_sandbox_id(sb));
+  CHECK_RC(start_holder(sb, 64), ASB_OK);
+  char *sum = wait_file(sb, "/tmp/sum", 64);
+  REQUIRE(sum != NULL);
+  CHECK_INT(sbx_post(id, "pause", "{}"), 204);
+  CHECK(reported_swap(id) > 48 * MIB);
+  engine_fixture_signal(&F, SIGTERM);
+  CHECK(swap_file_used() > 48 * MIB); /* kept: its pages are there */
+  REQUIRE(engine_fixture_launch(&F, 1) == 0);
+  CHECK(reported_swap(id) > 48 * MIB);
+  CHECK_INT(sbx_post(id, "connect", "{\"timeout\": 300}"), 201);
+  memcg m;
+  m.v1 = sandbox_cgroup(id, m.dir, sizeof m.dir);
+  CHECK_INT(workload_swap_knob(&m), 0);
+  REQUIRE_RC(asb_files_write(NULL, sb, "/tmp/go", "", 0, NULL), ASB_OK);
+  char *sum2 = wait_file(sb, "/tmp/sum2", 64);
+  CHECK(sum2 != NULL);
+  if (sum2) CHECK_STR(sum2, sum);
+  free(sum);
+  free(sum2);
+  CHECK_RC(asb_sandbox_kill(sb, NULL), ASB_OK);
+  asb_sandbox_free(sb);
+}
+
 /* A file an engine left active (it was killed) is the next engine's: taken
- * over with the option, swapped off and removed without it. */
+ * over with the option, swapped off and removed without it, the pages of
+ * a sandbox paused in it back in its RAM, its memory intact. */
 TEST(left_active_swap_file_taken_over_or_removed) {
   REQUIRE(swap_file_used() >= 0);
+  asb_sandbox *sb = NULL;
+  asb_sandbox_options o = ASB_SANDBOX_OPTIONS_INIT;
+  o.timeout_ms = 300000;
+  REQUIRE_RC(asb_sandbox_create(&sb, C, &o), ASB_OK);
+  char id[64];
+  snprintf(id, sizeof id, "%s", asb_sandbox_id(sb));
+  CHECK_RC(start_holder(sb, 64), ASB_OK);
+  char *sum = wait_file(sb, "/tmp/sum", 64);
+  REQUIRE(sum != NULL);
+  CHECK_INT(sbx_post(id, "pause", "{}"), 204);
+  memcg m;
+  m.v1 = sandbox_cgroup(id, m.dir, sizeof m.dir);
+  CHECK(swap_used(&m) > 48 * MIB);
   engine_fixture_signal(&F, SIGKILL);
-  CHECK(swap_file_used() >= 0); /* nobody swapped it off */
+  CHECK(swap_file_used() > 48 * MIB); /* nobody swapped it off */
   F.extra_args = k_swap_args;
   REQUIRE(engine_fixture_launch(&F, 1) == 0);
-  CHECK(swap_file_used() >= 0);
+  CHECK(swap_file_used() > 48 * MIB);
+  CHECK(reported_swap(id) > 48 * MIB);
   engine_fixture_signal(&F, SIGKILL);
   F.extra_args = NULL;
   REQUIRE(engine_fixture_launch(&F, 1) == 0);
   struct stat st;
   CHECK_INT(swap_file_used(), -1);
   CHECK(stat(swap_file, &st) != 0);
+  CHECK(swap_used(&m) < 16 * MIB); /* back in RAM, still paused */
+  CHECK(mem_used(&m) > 48 * MIB);
+  CHECK_INT(sbx_post(id, "connect", "{\"timeout\": 300}"), 201);
+  REQUIRE_RC(asb_files_write(NULL, sb, "/tmp/go", "", 0, NULL), ASB_OK);
+  char *sum2 = wait_file(sb, "/tmp/sum2", 64);
+  CHECK(sum2 != NULL);
+  if (sum2) CHECK_STR(sum2, sum);
+  free(sum);
+  free(sum2);
+  CHECK_RC(asb_sandbox_kill(sb, NULL), ASB_OK);
+  asb_sandbox_free(sb);
 }
 
 /* Without the option a memory pause only freezes: the RAM stays in use. */
@@ -322,6 +385,7 @@ int main(void) {
   snprintf(swap_file, sizeof swap_file, "%s/pause.swap", F.state);
   atexit(swap_file_off); /* runs before the fixture's own exit handler */
   RUN(memory_pause_swaps_out_and_resume_faults_back);
+  RUN(paused_sandbox_and_its_swap_outlive_an_engine_stop);
   RUN(left_active_swap_file_taken_over_or_removed);
   asb_client_free(C);
   C = NULL;
