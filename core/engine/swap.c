@@ -64,9 +64,24 @@ int swap_parse_size(const char *text, uint64_t *bytes) {
   return 0;
 }
 
+/* /proc/swaps writes a path's spaces, tabs, newlines and backslashes as
+ * octal escapes (\040); undone in place. */
+static void unescape(char *s) {
+  char *o = s;
+  for (char *p = s; *p; p++) {
+    if (p[0] == '\\' && p[1] >= '0' && p[1] <= '3' && p[2] >= '0' && p[2] <= '7' && p[3] >= '0' &&
+        p[3] <= '7') {
+      *o++ = (char)((p[1] - '0') * 64 + (p[2] - '0') * 8 + (p[3] - '0'));
+      p += 3;
+    } else {
+      *o++ = *p;
+    }
+  }
+  *o = 0;
+}
+
 /* Our file's line in /proc/swaps: 1 with its size and use (bytes), 0 if it
- * is not active. The path column escapes spaces and the like (\040); the
- * state dir's path has none that matter for a match of the whole. */
+ * is not active. */
 static int active(const char *path, uint64_t *size, uint64_t *used) {
   FILE *f = fopen("/proc/swaps", "re");
   if (!f) return 0;
@@ -74,12 +89,14 @@ static int active(const char *path, uint64_t *size, uint64_t *used) {
   unsigned long long sz, us;
   int found = 0;
   if (!fgets(line, sizeof line, f)) line[0] = 0; /* the header */
-  while (!found && fgets(line, sizeof line, f))
-    if (sscanf(line, "%4199s %*s %llu %llu", name, &sz, &us) == 3 && !strcmp(name, path)) {
-      found = 1;
-      if (size) *size = (uint64_t)sz << 10;
-      if (used) *used = (uint64_t)us << 10;
-    }
+  while (!found && fgets(line, sizeof line, f)) {
+    if (sscanf(line, "%4199s %*s %llu %llu", name, &sz, &us) != 3) continue;
+    unescape(name);
+    if (strcmp(name, path)) continue;
+    found = 1;
+    if (size) *size = (uint64_t)sz << 10;
+    if (used) *used = (uint64_t)us << 10;
+  }
   fclose(f);
   return found;
 }
