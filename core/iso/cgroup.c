@@ -658,12 +658,15 @@ int asbe__cg_swap(const asbe_cg *cg, const char *id, int out, uint64_t *moved) {
      * per cgroup (each lruvec's own counts), so all three */
     for (int w = h->split ? ASBE_CGW_WORKLOAD : ASBE_CGW_SB; w >= ASBE_CGW_SB; w--) {
       asbe__cg_path(cg, i, id, w, d, sizeof d);
-      if (h->v2) {
-        if (w == ASBE_CGW_SB && h->split) continue; /* the children limit it */
-        if ((r = wfile(d, "memory.swap.max", out ? "max" : "0")) < 0) return r;
-      } else if ((r = wfile(d, "memory.swappiness", out ? "100" : "0")) < 0) {
-        return r;
+      const char *knob = h->v2 ? "memory.swap.max" : "memory.swappiness";
+      if (h->v2 && w == ASBE_CGW_SB && h->split) continue; /* the children limit it */
+      /* no swap accounting (cgroup.memory=noswap, v2): nothing to allow or
+       * forbid per cgroup */
+      if (!exists(d, knob)) {
+        if (out) return asbe__fail(-ENOTSUP, "%s/%s: no swap accounting here", d, knob);
+        continue;
       }
+      if ((r = wfile(d, knob, out ? (h->v2 ? "max" : "100") : "0")) < 0) return r;
     }
     if (!out) continue;
     if (h->v2) {
