@@ -11,7 +11,8 @@
  * Both engines run at once, each with its own template of 1536 MiB. Also
  * printed: the swap-out pause per GiB and the resumes against E2B's
  * published ~4 s per GiB pause and ~1 s resume.
- * usage: pause_bench [iterations]   (as root; default 5)
+ * usage: pause_bench [iterations] [--prefetch]   (as root; default 5;
+ *        --prefetch: the swap engine runs with --pause-swap-prefetch)
  * SPDX-License-Identifier: Apache-2.0 */
 #include <agentsandbox.h>
 #include <curl/curl.h>
@@ -22,7 +23,7 @@
 
 static engine_fixture FA, FB; /* A: no swap; B: --pause-swap */
 static asb_client *CA, *CB;
-static const char *const k_swap_args[] = {"--pause-swap", "1600M", NULL};
+static const char *k_swap_args[] = {"--pause-swap", "1600M", NULL, NULL};
 
 static long post(const engine_fixture *f, const char *id, const char *action, const char *json) {
   CURL *h = curl_easy_init();
@@ -175,6 +176,7 @@ enum { P_FRZ, R_FRZ, T_FRZ, P_SWP, R_SWP, T_SWP, P_FS, R_FS, NV };
 int main(int argc, char **argv) {
   int iters = argc > 1 ? atoi(argv[1]) : 5;
   if (iters < 1) iters = 1;
+  if (argc > 2 && !strcmp(argv[2], "--prefetch")) k_swap_args[2] = "--pause-swap-prefetch";
   curl_global_init(CURL_GLOBAL_DEFAULT);
   if (engine_fixture_start(&FA, "bench-pause") != 0 || engine_fixture_client(&FA, &CA) != ASB_OK ||
       engine_fixture_start_args(&FB, "bench-pswap", k_swap_args) != 0 ||

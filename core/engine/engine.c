@@ -307,6 +307,7 @@ int engine_open(engine *e, const engine_config *cfg, eng_err *err) {
   /* before the adoption: paused sandboxes an engine left may have pages
    * in the file it left active */
   if (swap_open(e, cfg->pause_swap_bytes, err)) goto fail;
+  e->swap_prefetch = cfg->pause_swap_prefetch;
   if (templates_init(e)) {
     eng_err_set(err, ENG_EINTERNAL, NULL, "cannot prepare the base template");
     goto fail;

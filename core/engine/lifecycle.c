@@ -173,6 +173,11 @@ int lifecycle_resume(engine *e, sbx *s) {
      * back in as it is touched */
     if (e->swap_path && asbe_sandbox_swap_block(s->iso))
       asbi_log("sandbox %s: %s", s->id, asbe_errmsg());
+    /* --pause-swap-prefetch: the reads start before the thaw; the first
+     * command then waits for them, a process reading all of its memory
+     * waits less */
+    if (e->swap_path && e->swap_prefetch && asbe_sandbox_swap_prefetch(s->iso))
+      asbi_log("sandbox %s: prefetch: %s", s->id, asbe_errmsg());
     if ((rc = asbe_sandbox_thaw(s->iso)) == 0) s->state = SBX_RUNNING;
   } else if (s->state != SBX_RUNNING) {
     rc = -ESRCH;

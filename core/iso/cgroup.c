@@ -14,7 +14,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
 #include <sys/stat.h>
 #include <sys/xattr.h>
 #include <time.h>
@@ -680,6 +683,57 @@ int asbe__cg_swap(const asbe_cg *cg, const char *id, int out, uint64_t *moved) {
     }
     uint64_t after = swap_used(h, sb);
     if (moved && after > before) *moved += after - before;
+  }
+  return 0;
+}
+
+/* Asks the kernel to read back, asynchronously, the swapped-out pages of
+ * one process: MADV_WILLNEED on its private writable mappings (heap,
+ * stacks, anonymous and copy-on-write memory), through its pidfd. The
+ * sandbox is frozen, so the pid is the one cgroup.procs listed (a frozen
+ * task cannot exit unless killed from outside; should the pid have been
+ * reused, the advice only reads pages in). /proc/<pid>/maps is the
+ * kernel's text, not a path in the sandbox's tree. */
+static void prefetch_pid(pid_t pid) {
+  int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+  if (pidfd < 0) return;
+  char p[64], line[512];
+  snprintf(p, sizeof p, "/proc/%d/maps", (int)pid);
+  FILE *f = fopen(p, "re");
+  struct iovec iov[256];
+  int n = 0;
+  while (f && fgets(line, sizeof line, f)) {
+    unsigned long lo, hi;
+    char perms[8];
+    if (sscanf(line, "%lx-%lx %7s", &lo, &hi, perms) != 3 || hi <= lo) continue;
+    if (perms[1] != 'w' || perms[3] != 'p') continue;
+    iov[n].iov_base = (void *)lo;
+    iov[n].iov_len = hi - lo;
+    if (++n == (int)(sizeof iov / sizeof *iov)) {
+      syscall(SYS_process_madvise, pidfd, iov, (size_t)n, MADV_WILLNEED, 0u);
+      n = 0;
+    }
+  }
+  if (n) syscall(SYS_process_madvise, pidfd, iov, (size_t)n, MADV_WILLNEED, 0u);
+  if (f) fclose(f);
+  close(pidfd);
+}
+
+int asbe__cg_prefetch(const asbe_cg *cg, const char *id) {
+  char d[PATH_MAX], p[PATH_MAX];
+  for (int i = 0; i < cg->n; i++) {
+    const asbe_cg_hier *h = &cg->h[i];
+    if (!(h->ctrl & ASBE_CG_MEMORY)) continue;
+    for (int w = ASBE_CGW_SB; w <= (h->split ? ASBE_CGW_WORKLOAD : ASBE_CGW_SB); w++) {
+      asbe__cg_path(cg, i, id, w, d, sizeof d);
+      snprintf(p, sizeof p, "%s/cgroup.procs", d);
+      FILE *f = fopen(p, "re");
+      int pid;
+      while (f && fscanf(f, "%d", &pid) == 1)
+        if (pid > 0) prefetch_pid(pid);
+      if (f) fclose(f);
+    }
+    return 0; /* one memory hierarchy has every process */
   }
   return 0;
 }

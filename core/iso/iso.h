@@ -327,6 +327,11 @@ int asbe_sandbox_swap_out(asbe_sandbox *sb, uint64_t *moved);
  * memory.swappiness=0), before a thaw: pages already out stay there and
  * fault back in when touched. */
 int asbe_sandbox_swap_block(asbe_sandbox *sb);
+/* Starts reading a frozen sandbox's swapped-out memory back (MADV_WILLNEED
+ * on its processes' private writable mappings; the reads complete after
+ * it returns): call before the thaw for the pages to be there sooner than
+ * faults would bring them. -EBUSY if not frozen. */
+int asbe_sandbox_swap_prefetch(asbe_sandbox *sb);
 /* 1 if the init is alive. */
 int asbe_sandbox_alive(asbe_sandbox *sb);
 /* Asks asb-init to start its on-demand aux agent (no effect if it runs, or

@@ -136,6 +136,9 @@ int asbe__cg_swap(const asbe_cg *cg, const char *id, int out, uint64_t *moved);
 /* v1: the engine's dirs' memory.swappiness for cg->swap_block (0), or as
  * their parent's when off (undoing an earlier run's 0). Best effort. */
 void asbe__cg_swap_base(const asbe_cg *cg);
+/* MADV_WILLNEED on every process's private writable memory: the kernel
+ * starts reading what is in swap back (asynchronously). */
+int asbe__cg_prefetch(const asbe_cg *cg, const char *id);
 /* Kills every process in the sandbox's cgroups (cgroup.kill or loop). */
 void asbe__cg_kill(const asbe_cg *cg, const char *id);
 /* Removes the cgroups (kills leftovers, retries up to timeout_ms). 0 if gone. */

@@ -1092,6 +1092,13 @@ int asbe_sandbox_swap_block(asbe_sandbox *sb) {
   return asbe__cg_swap(&sb->cg, sb->id, 0, NULL);
 }
 
+int asbe_sandbox_swap_prefetch(asbe_sandbox *sb) {
+  asbe__clear_error();
+  if (sb->dead) return asbe__fail(-ESRCH, "sandbox %s is dead", sb->id);
+  if (!sb->frozen) return asbe__fail(-EBUSY, "sandbox %s is not frozen", sb->id);
+  return asbe__cg_prefetch(&sb->cg, sb->id);
+}
+
 int asbe_sandbox_stats(asbe_sandbox *sb, asbe_stats *st) {
   asbe__clear_error();
   if (sb->dead) return asbe__fail(-ESRCH, "sandbox %s is dead", sb->id);

@@ -8,7 +8,8 @@
  * stopped without --kill-on-exit; a file an engine left active (SIGKILL)
  * is taken over by the next engine with the option and swapped off and
  * removed by one without, the pages back in their sandbox's RAM. Without
- * the option a memory pause keeps the RAM. Runs as
+ * the option a memory pause keeps the RAM. --pause-swap-prefetch reads
+ * it back at resume, before it is touched. Runs as
  * root; cleans up (the engines' --kill-on-exit, and the swap file swapped
  * off here) also when a check fails.
  * SPDX-License-Identifier: Apache-2.0 */
@@ -24,6 +25,8 @@
 static engine_fixture F;
 static asb_client *C;
 static const char *const k_swap_args[] = {"--pause-swap", "640M", NULL};
+static const char *const k_prefetch_args[] = {"--pause-swap", "640M", "--pause-swap-prefetch",
+                                              NULL};
 static char swap_file[200];
 
 typedef struct {
@@ -367,6 +370,38 @@ TEST(without_the_option_a_memory_pause_keeps_the_ram) {
   asb_sandbox_free(sb);
 }
 
+/* --pause-swap-prefetch: the resume starts reading the memory back; it
+ * returns to RAM while the process touches none of it (it only polls for
+ * /tmp/go), intact. */
+TEST(prefetch_reads_it_back_before_it_is_touched) {
+  asb_sandbox *sb = NULL;
+  asb_sandbox_options o = ASB_SANDBOX_OPTIONS_INIT;
+  o.timeout_ms = 300000;
+  REQUIRE_RC(asb_sandbox_create(&sb, C, &o), ASB_OK);
+  const char *id = asb_sandbox_id(sb);
+  memcg m;
+  m.v1 = sandbox_cgroup(id, m.dir, sizeof m.dir);
+  CHECK_RC(start_holder(sb, 128), ASB_OK);
+  char *sum = wait_file(sb, "/tmp/sum", 64);
+  REQUIRE(sum != NULL);
+  CHECK_INT(sbx_post(id, "pause", "{}"), 204);
+  long long low = mem_used(&m);
+  CHECK(swap_used(&m) > 100 * MIB);
+  CHECK_INT(sbx_post(id, "connect", "{\"timeout\": 300}"), 201);
+  long long now = low;
+  for (long long end = asbt_now_ms() + ASBT_DEADLINE_MS; asbt_now_ms() < end; usleep(100000))
+    if ((now = mem_used(&m)) > low + 100 * MIB) break;
+  CHECK(now > low + 100 * MIB);
+  REQUIRE_RC(asb_files_write(NULL, sb, "/tmp/go", "", 0, NULL), ASB_OK);
+  char *sum2 = wait_file(sb, "/tmp/sum2", 64);
+  CHECK(sum2 != NULL);
+  if (sum2) CHECK_STR(sum2, sum);
+  free(sum);
+  free(sum2);
+  CHECK_RC(asb_sandbox_kill(sb, NULL), ASB_OK);
+  asb_sandbox_free(sb);
+}
+
 /* Should a check fail with the file active and the engine gone (SIGKILL),
  * nothing of it outlives the test. */
 static void swap_file_off(void) {
@@ -391,6 +426,9 @@ int main(void) {
   C = NULL;
   if (F.pid > 0 && engine_fixture_client(&F, &C) == ASB_OK)
     RUN(without_the_option_a_memory_pause_keeps_the_ram);
+  engine_fixture_signal(&F, SIGTERM);
+  F.extra_args = k_prefetch_args;
+  if (engine_fixture_launch(&F, 1) == 0) RUN(prefetch_reads_it_back_before_it_is_touched);
   asb_client_free(C);
   engine_fixture_stop(&F);
   swap_file_off();
