@@ -130,8 +130,10 @@ static void on_live(const char *id, void *ctx) {
   /* A paused sandbox stays frozen; make sure the runtime agrees. */
   if (s->state == SBX_PAUSED) asbe_sandbox_freeze(s->iso);
   /* --pause-swap: a running one never swaps (one made before the option
-   * was on could); a paused one keeps what it has out */
-  else if (e->swap_path && asbe_sandbox_swap_block(s->iso))
+   * was on could); a paused one keeps what it has out. Without it, one a
+   * --pause-swap engine paused (its pages back in RAM: swap_open swapped
+   * the file off) swaps as any sandbox again. */
+  if ((s->state != SBX_PAUSED || !e->swap_path) && asbe_sandbox_swap_block(s->iso))
     asbi_log("sandbox %s: %s", id, asbe_errmsg());
   /* Its network: the engine that left it took its pair away (or this
    * start reaped it); a new one, with its recorded policy. */

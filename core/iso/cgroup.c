@@ -669,7 +669,16 @@ int asbe__cg_swap(const asbe_cg *cg, const char *id, int out, uint64_t *moved) {
         if (out) return asbe__fail(-ENOTSUP, "%s/%s: no swap accounting here", d, knob);
         continue;
       }
-      if ((r = wfile(d, knob, out ? (h->v2 ? "max" : "100") : "0")) < 0) return r;
+      /* forbidding on v1 without swap_block: the engine dir's value, what
+       * a new sandbox cgroup inherits */
+      char base_val[32] = "0";
+      if (!out && !h->v2 && !cg->swap_block) {
+        char bp[PATH_MAX];
+        snprintf(bp, sizeof bp, "%s/memory.swappiness", h->base);
+        if (asbe__read_small(bp, base_val, sizeof base_val) <= 0) continue;
+        base_val[strcspn(base_val, "\n")] = '\0';
+      }
+      if ((r = wfile(d, knob, out ? (h->v2 ? "max" : "100") : base_val)) < 0) return r;
     }
     if (!out) continue;
     if (h->v2) {

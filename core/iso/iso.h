@@ -324,7 +324,8 @@ int asbe_sandbox_thaw(asbe_sandbox *sb);
  * (NULL is fine). Takes about as long as writing that much to the disk. */
 int asbe_sandbox_swap_out(asbe_sandbox *sb, uint64_t *moved);
 /* Forbids the sandbox to swap again (v2 memory.swap.max=0, v1
- * memory.swappiness=0), before a thaw: pages already out stay there and
+ * memory.swappiness=0; v1 without swap_block: the swappiness the engine's
+ * dir has, as at create), before a thaw: pages already out stay there and
  * fault back in when touched. */
 int asbe_sandbox_swap_block(asbe_sandbox *sb);
 /* Starts reading a frozen sandbox's swapped-out memory back (MADV_WILLNEED

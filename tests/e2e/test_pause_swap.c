@@ -331,6 +331,8 @@ TEST(left_active_swap_file_taken_over_or_removed) {
   CHECK(stat(swap_file, &st) != 0);
   CHECK(swap_used(&m) < 16 * MIB); /* back in RAM, still paused */
   CHECK(mem_used(&m) > 48 * MIB);
+  /* no longer allowed to swap as a paused one is (v1 100, v2 max) */
+  CHECK(workload_swap_knob(&m) != (m.v1 ? 100 : -1));
   CHECK_INT(sbx_post(id, "connect", "{\"timeout\": 300}"), 201);
   REQUIRE_RC(asb_files_write(NULL, sb, "/tmp/go", "", 0, NULL), ASB_OK);
   char *sum2 = wait_file(sb, "/tmp/sum2", 64);
