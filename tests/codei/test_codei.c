@@ -941,6 +941,7 @@ TEST(java_context) {
   e = run_opts(code, &o);
   CHECK_STR(joined_stdout(e, out, sizeof out), "first\nsecond\n");
   asb_execution_free(e);
+  unlink(g_flag); /* or `test_codei java` leaves TMPD behind (its rmdir fails) */
   o.on_stdout = NULL;
   /* errors: exceptions (name, message, the cell's frames), compile errors;
    * a cell stops at its first failing snippet */
