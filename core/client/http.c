@@ -14,12 +14,15 @@
 #include "http.h"
 
 #include <curl/curl.h>
+#include <dirent.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "util/util.h"
@@ -114,6 +117,73 @@ void asbi_http_get_stats(asbi_http *h, asbi_http_stats *out) {
   out->retries = atomic_load(&h->retries);
 }
 
+/* ---- close-on-exec for libcurl's own descriptors -------------------------- */
+
+/* The descriptors open now, ascending, into a malloc'ed array (*n of them);
+ * NULL when /proc/self/fd cannot be read. */
+static int *fds_open(size_t *n) {
+  *n = 0;
+  DIR *d = opendir("/proc/self/fd"); /* O_CLOEXEC */
+  if (!d) return NULL;
+  size_t cap = 64;
+  int *v = malloc(cap * sizeof *v);
+  for (struct dirent *e; v && (e = readdir(d));) {
+    if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
+    int fd = atoi(e->d_name);
+    if (fd == dirfd(d)) continue;
+    if (*n == cap) {
+      int *w = realloc(v, 2 * cap * sizeof *v);
+      if (!w) {
+        free(v);
+        v = NULL;
+        break;
+      }
+      v = w;
+      cap *= 2;
+    }
+    v[(*n)++] = fd;
+  }
+  closedir(d);
+  return v;
+}
+
+static int has_fd(const int *v, size_t n, int fd) {
+  for (size_t i = 0; i < n; i++)
+    if (v[i] == fd) return 1;
+  return 0;
+}
+
+/* curl_multi_init (libcurl 7.88; still so upstream, curl issue #13618)
+ * makes the multi handle's wakeup socketpair (what curl_multi_wakeup
+ * writes to) without SOCK_CLOEXEC, and libcurl lets no one see or flag
+ * it: every child a program using this library spawns (popen, system,
+ * fork+exec, posix_spawn) would hold two sockets of every pooled slot
+ * for its whole life. So the slot's multi handle is made here, and the
+ * AF_UNIX sockets without FD_CLOEXEC that appeared during the call (those
+ * two: curl_multi_init opens nothing else) are made close-on-exec. Another
+ * thread of the host creating an inheritable AF_UNIX socket at that very
+ * moment would have it flagged too — the price of a library that hides
+ * its descriptors; the window is one curl_multi_init. */
+static CURLM *multi_new(void) {
+  size_t nb = 0, na = 0;
+  int *before = fds_open(&nb);
+  CURLM *m = curl_multi_init();
+  int *after = m && before ? fds_open(&na) : NULL;
+  for (size_t i = 0; after && i < na; i++) {
+    int fd = after[i], dom = 0, fl;
+    socklen_t dl = sizeof dom;
+    struct stat st;
+    if (has_fd(before, nb, fd) || fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode) ||
+        getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &dom, &dl) != 0 || dom != AF_UNIX ||
+        (fl = fcntl(fd, F_GETFD)) < 0 || (fl & FD_CLOEXEC))
+      continue;
+    fcntl(fd, F_SETFD, fl | FD_CLOEXEC);
+  }
+  free(before);
+  free(after);
+  return m;
+}
+
 static slot *slot_get(asbi_http *h) {
   pthread_mutex_lock(&h->mu);
   slot *s = h->idle;
@@ -125,7 +195,7 @@ static slot *slot_get(asbi_http *h) {
   if (s) return s;
   s = calloc(1, sizeof *s);
   if (!s) return NULL;
-  s->multi = curl_multi_init();
+  s->multi = multi_new();
   s->easy = curl_easy_init();
   if (!s->multi || !s->easy) {
     slot_free(s);
