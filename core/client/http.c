@@ -14,7 +14,7 @@
 #include "http.h"
 
 #include <curl/curl.h>
-#include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -119,68 +119,47 @@ void asbi_http_get_stats(asbi_http *h, asbi_http_stats *out) {
 
 /* ---- close-on-exec for libcurl's own descriptors -------------------------- */
 
-/* The descriptors open now, ascending, into a malloc'ed array (*n of them);
- * NULL when /proc/self/fd cannot be read. */
-static int *fds_open(size_t *n) {
-  *n = 0;
-  DIR *d = opendir("/proc/self/fd"); /* O_CLOEXEC */
-  if (!d) return NULL;
-  size_t cap = 64;
-  int *v = malloc(cap * sizeof *v);
-  for (struct dirent *e; v && (e = readdir(d));) {
-    if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
-    int fd = atoi(e->d_name);
-    if (fd == dirfd(d)) continue;
-    if (*n == cap) {
-      int *w = realloc(v, 2 * cap * sizeof *v);
-      if (!w) {
-        free(v);
-        v = NULL;
-        break;
-      }
-      v = w;
-      cap *= 2;
-    }
-    v[(*n)++] = fd;
-  }
-  closedir(d);
-  return v;
+/* The two lowest free descriptor numbers: those the next two descriptors
+ * made get (POSIX), found in as many fcntl calls as the lowest hole is
+ * high, not as many as the host has open. */
+static void lowest_free(int v[2]) {
+  v[0] = v[1] = -1;
+  for (int fd = 0, k = 0; k < 2 && fd < (1 << 20); fd++)
+    if (fcntl(fd, F_GETFD) < 0 && errno == EBADF) v[k++] = fd;
 }
 
-static int has_fd(const int *v, size_t n, int fd) {
-  for (size_t i = 0; i < n; i++)
-    if (v[i] == fd) return 1;
-  return 0;
+/* fd is an AF_UNIX socket without FD_CLOEXEC: then its flag is set. */
+static void cloexec_if_unix(int fd) {
+  int dom = 0, fl;
+  socklen_t dl = sizeof dom;
+  struct stat st;
+  if (fd >= 0 && fstat(fd, &st) == 0 && S_ISSOCK(st.st_mode) &&
+      getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &dom, &dl) == 0 && dom == AF_UNIX &&
+      (fl = fcntl(fd, F_GETFD)) >= 0 && !(fl & FD_CLOEXEC))
+    fcntl(fd, F_SETFD, fl | FD_CLOEXEC);
 }
 
 /* curl_multi_init (libcurl 7.88; still so upstream, curl issue #13618)
  * makes the multi handle's wakeup socketpair (what curl_multi_wakeup
  * writes to) without SOCK_CLOEXEC, and libcurl lets no one see or flag
- * it: every child a program using this library spawns (popen, system,
+ * it: every child a program using this library starts (popen, system,
  * fork+exec, posix_spawn) would hold two sockets of every pooled slot
- * for its whole life. So the slot's multi handle is made here, and the
- * AF_UNIX sockets without FD_CLOEXEC that appeared during the call (those
- * two: curl_multi_init opens nothing else) are made close-on-exec. Another
- * thread of the host creating an inheritable AF_UNIX socket at that very
- * moment would have it flagged too — the price of a library that hides
- * its descriptors; the window is one curl_multi_init. */
+ * for its whole life. curl_multi_init opens nothing else, so the pair
+ * takes the two lowest free numbers, and those are flagged close-on-exec
+ * if they are AF_UNIX sockets left inheritable. A libcurl that makes its
+ * wakeup close-on-exec (an eventfd in 8.x) needs nothing here. Another
+ * thread of the host opening descriptors in that instant can move the
+ * pair (it stays inheritable, as before) or have an inheritable AF_UNIX
+ * socket of its own there flagged: the price of a library that hides its
+ * descriptors, for the length of one curl_multi_init. */
 static CURLM *multi_new(void) {
-  size_t nb = 0, na = 0;
-  int *before = fds_open(&nb);
+  int want[2];
+  lowest_free(want);
   CURLM *m = curl_multi_init();
-  int *after = m && before ? fds_open(&na) : NULL;
-  for (size_t i = 0; after && i < na; i++) {
-    int fd = after[i], dom = 0, fl;
-    socklen_t dl = sizeof dom;
-    struct stat st;
-    if (has_fd(before, nb, fd) || fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode) ||
-        getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &dom, &dl) != 0 || dom != AF_UNIX ||
-        (fl = fcntl(fd, F_GETFD)) < 0 || (fl & FD_CLOEXEC))
-      continue;
-    fcntl(fd, F_SETFD, fl | FD_CLOEXEC);
+  if (m) {
+    cloexec_if_unix(want[0]);
+    cloexec_if_unix(want[1]);
   }
-  free(before);
-  free(after);
   return m;
 }
 
