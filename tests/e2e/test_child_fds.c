@@ -63,8 +63,7 @@ TEST(host_curl_reaches_a_loopback_url_and_children_inherit_no_library_fd) {
   asb_sandbox_options so = ASB_SANDBOX_OPTIONS_INIT;
   so.timeout_ms = 120000;
   REQUIRE_RC(asb_sandbox_create(&sb, C, &so), ASB_OK);
-  REQUIRE_RC(asb_files_write(NULL, sb, "/tmp/www/index.txt", "from the sandbox", 16, NULL),
-             ASB_OK);
+  REQUIRE_RC(asb_files_write(NULL, sb, "/tmp/www/index.txt", "from the sandbox", 16, NULL), ASB_OK);
   asb_command_options o = ASB_COMMAND_OPTIONS_INIT;
   o.timeout_ms = -1;
   asb_process *srv = NULL; /* its stream stays open through the checks below */
@@ -98,8 +97,9 @@ TEST(host_curl_reaches_a_loopback_url_and_children_inherit_no_library_fd) {
   snprintf(cmd, sizeof cmd,
            "for i in 1 2 3 4 5 6 7 8; do timeout -k 5 120 curl -sS %s/index.txt & done; wait", lu);
   CHECK_INT(sh(cmd, out, sizeof out), 0);
-  CHECK_STR(out, "from the sandboxfrom the sandboxfrom the sandboxfrom the sandbox"
-                 "from the sandboxfrom the sandboxfrom the sandboxfrom the sandbox");
+  CHECK_STR(out,
+            "from the sandboxfrom the sandboxfrom the sandboxfrom the sandbox"
+            "from the sandboxfrom the sandboxfrom the sandboxfrom the sandbox");
   /* a second stream open: one more of the library's slots in use */
   asb_process *cat = NULL;
   asb_command_options co = ASB_COMMAND_OPTIONS_INIT;
