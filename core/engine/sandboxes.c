@@ -270,6 +270,8 @@ static int personalise(engine *e, template_info *t, sbx *s, const sandboxes_crea
   char nwhy[512];
   if (sbxnet_apply(e, s, rq->network, nwhy, sizeof nwhy))
     return eng_err_set(err, ENG_EINTERNAL, NULL, "cannot connect the sandbox's network: %s", nwhy);
+  /* its portal (portal.c): a pooled one prepared before the port was open has none yet */
+  if (e->sandbox_netns) e->sandbox_netns(e, s, 1);
   int timeout_s = rq->timeout_s > 0 ? rq->timeout_s : SANDBOXES_DEFAULT_TIMEOUT_S;
   s->timeout_s = timeout_s;
   s->started_ms = asbi_unix_ms();
