@@ -15,6 +15,12 @@
  * longer is plain HTTP, under libmicrohttpd's slow-client rules), so the
  * acceptor never blocks on a client.
  *
+ * More listeners come and go while it runs: loopback URLs' (loopurl.c:
+ * plain HTTP) and sandboxes' portals (portal.c: in a sandbox's network
+ * namespace, sniffed like the engine's port; their connections reach
+ * libmicrohttpd with an abstract AF_UNIX address naming the sandbox, which
+ * no TCP client can have, and are counted per sandbox).
+ *
  * Limits: the front accounts for every connection from its accept until it
  * is gone (its own phases, then libmicrohttpd's, told by the daemon's
  * connection-closed hook) and applies the engine's connection limits

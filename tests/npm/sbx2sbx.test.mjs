@@ -11,8 +11,12 @@
 import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import http from 'node:http'
+import { execFileSync } from 'node:child_process'
+import path from 'node:path'
+import { fileURLToPath } from 'node:url'
 import { startEngine } from '../support/engine.mjs'
 
+const here = path.dirname(fileURLToPath(import.meta.url))
 let engine
 let e2b
 let httpbin
@@ -65,6 +69,16 @@ test('network.rules headers reach another sandbox over https and http', async ()
     const h = JSON.parse(r.body).headers
     assert.deepEqual(h['X-Test-Token'], ['injected-1'], JSON.stringify(h)) // replaced, not added
   }
+  // paused without memory and booted again: a new network namespace, a new portal
+  const key = process.env.E2B_API_KEY
+  const pause = await fetch(`http://127.0.0.1:${engine.port}/sandboxes/${sbx.sandboxId}/pause`, {
+    method: 'POST', headers: { 'X-API-Key': key, 'Content-Type': 'application/json' }, body: '{"memory": false}'
+  })
+  assert.equal(pause.status, 204)
+  const again = await e2b.Sandbox.connect(sbx.sandboxId)
+  const r2 = await curl(again, `https://${host}/headers`)
+  assert.equal(r2.code, 200, r2.body)
+  assert.deepEqual(JSON.parse(r2.body).headers['X-Test-Token'], ['injected-1'])
   // without a rule the request arrives as sent
   const plain = await sandbox()
   const r = await curl(plain, `-H 'X-Test-Token: mine' https://${host}/get?a=1`)
@@ -128,4 +142,12 @@ test('the target\'s traffic token and the sender\'s internet switch apply', asyn
   r = await curl(off, `https://${httpbin.getHost(8080)}/headers`)
   assert.equal(r.code, 403, r.body)
   assert.match(r.body, /egress_denied/)
+})
+
+test('examples/sandbox_to_sandbox.sh runs as documented', () => {
+  const asb = path.join(path.dirname(engine.proc.spawnargs[0]), '../cli/asb')
+  const out = execFileSync('bash', [path.join(here, '../../examples/sandbox_to_sandbox.sh')], {
+    env: { ...process.env, ASB_STATE_DIR: engine.state, ASB: asb }, timeout: 240_000
+  }).toString()
+  assert.match(out, /^httpbin at https:\/\/8080-[a-z0-9]{20}\.localhost:\d+\nX-Demo-Token: \['from-the-rule'\]\ncontrol plane from a sandbox: 403\n$/)
 })
