@@ -540,7 +540,9 @@ static void accepted(front *f, int lfd, size_t i) {
         u->sun_family = AF_UNIX;
         size_t n = strnlen(f->extra_tag[k], sizeof u->sun_path - 2);
         memcpy(u->sun_path + 1, f->extra_tag[k], n); /* abstract: sun_path[0] is 0 */
-        j->alen = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n);
+        /* with its NUL: libmicrohttpd keeps alen bytes, and portal_source
+         * reads the tag up to it */
+        j->alen = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n + 1);
         portal = 1;
         break;
       }

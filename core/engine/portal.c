@@ -187,16 +187,23 @@ void portal_close(portal *p, const char *id) {
   pthread_mutex_unlock(&p->mu);
 }
 
-int portal_source(struct MHD_Connection *c, char *id, size_t idlen) {
+int portal_source(struct MHD_Daemon *tcp, struct MHD_Connection *c, char *id, size_t idlen) {
+  const union MHD_ConnectionInfo *di = MHD_get_connection_info(c, MHD_CONNECTION_INFO_DAEMON);
+  if (!tcp || !di || di->daemon != tcp) return 0; /* the unix socket's: its own clients */
   const union MHD_ConnectionInfo *ci =
       MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
   const struct sockaddr *sa = ci ? ci->client_addr : NULL;
   if (!sa || sa->sa_family != AF_UNIX) return 0;
+  /* The TCP daemon has AF_UNIX clients from portals only: one whose tag
+   * does not parse is still a portal's (fails closed: an id of no
+   * sandbox, which the router refuses), never a host client's. */
+  id[0] = '\0';
   const struct sockaddr_un *u = (const struct sockaddr_un *)sa;
   const char *t = u->sun_path + 1; /* abstract, NUL-terminated by the front */
   size_t n = strnlen(t, sizeof u->sun_path - 1);
   size_t pl = sizeof TAG_PREFIX - 1;
-  if (u->sun_path[0] != '\0' || n <= pl || memcmp(t, TAG_PREFIX, pl) != 0) return 0;
-  snprintf(id, idlen, "%.*s", (int)(n - pl), t + pl);
+  if (u->sun_path[0] == '\0' && n > pl && n - pl <= ENGINE_ID_LEN &&
+      memcmp(t, TAG_PREFIX, pl) == 0)
+    snprintf(id, idlen, "%.*s", (int)(n - pl), t + pl);
   return 1;
 }

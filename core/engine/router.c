@@ -34,7 +34,7 @@
 #include "httpd/httpd.h"
 #include "net/egress/secrets.h"
 #include "net/policy.h"
-#include "portal.h"
+#include "server.h"
 #include "proto/http1.h"
 #include "proto/sign.h"
 #include "proto/url.h"
@@ -520,7 +520,7 @@ route_ctx *router_begin(engine *e, struct MHD_Connection *c, const char *raw_uri
   inject inj;
   inj.n = 0;
   char from[ENGINE_ID_LEN + 8];
-  if (portal_source(c, from, sizeof from)) {
+  if (server_from_sandbox(e, c, from, sizeof from)) {
     unsigned fst = from_sandbox(e, c, from, id, &inj, err);
     if (fst) {
       reg_put(e, s);

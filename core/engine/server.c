@@ -252,7 +252,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
     /* through a sandbox's portal (portal.c): sandboxes' URLs only, never
      * the control plane, a loopback URL or an unnamed signed request */
     char from[ENGINE_ID_LEN + 8];
-    int portal = portal_source(c, from, sizeof from);
+    int portal = server_from_sandbox(e, c, from, sizeof from);
     if (portal && !router_match(c, id, sizeof id, &port)) {
       r->kind = REQ_ANSWERED;
       return error(c, 403,
@@ -442,6 +442,9 @@ int server_start(engine *e, const char *listen_addr, const char *socket_path) {
     free(s);
     return -EIO;
   }
+  /* before the front hands it anything (portal_source reads it) */
+  __atomic_store_n((struct MHD_Daemon **)&e->tcp_daemon, asbi_httpd_daemon(s->tcp),
+                   __ATOMIC_RELEASE);
   int rc = front_start(s->front, asbi_httpd_daemon(s->tcp));
   if (rc == 0) s->lu = loopurl_new(s->front);
   if (rc == 0 && s->lu) s->pt = portal_new(s->front);
@@ -450,6 +453,7 @@ int server_start(engine *e, const char *listen_addr, const char *socket_path) {
     front_stop(s->front);
     asbi_log("cannot serve on %s: %s", listen_addr, strerror(en));
     asbi_httpd_stop(s->tcp);
+    __atomic_store_n((struct MHD_Daemon **)&e->tcp_daemon, NULL, __ATOMIC_RELEASE);
     front_free(s->front);
     loopurl_free(s->lu);
     tlsca_free(s->ca);
@@ -506,6 +510,7 @@ void server_stop(engine *e) {
   if (!s) return;
   front_stop(s->front); /* first: no new connections, TLS ones end */
   asbi_httpd_stop(s->tcp);
+  __atomic_store_n((struct MHD_Daemon **)&e->tcp_daemon, NULL, __ATOMIC_RELEASE);
   front_free(s->front); /* after the daemon: it counts connections out until it stopped */
   asbi_httpd_stop(s->unx);
   loopurl_free(s->lu);
@@ -535,6 +540,12 @@ void server_sandbox_gone(engine *e, const char *id) {
     portal_close(s->pt, id);
   }
   pthread_mutex_unlock(&server_mu);
+}
+
+int server_from_sandbox(engine *e, struct MHD_Connection *c, char *id, size_t idlen) {
+  /* not e->server: server_stop clears that while requests still end */
+  return portal_source(__atomic_load_n((struct MHD_Daemon **)&e->tcp_daemon, __ATOMIC_ACQUIRE),
+                       c, id, idlen);
 }
 
 void server_sandbox_netns(engine *e, sbx *x, int up) {

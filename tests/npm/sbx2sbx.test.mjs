@@ -79,6 +79,24 @@ test('network.rules headers reach another sandbox over https and http', async ()
   const r2 = await curl(again, `https://${host}/headers`)
   assert.equal(r2.code, 200, r2.body)
   assert.deepEqual(JSON.parse(r2.body).headers['X-Test-Token'], ['injected-1'])
+  // many connections in a row: each is known as this sandbox's (its portal's
+  // tag, not whatever the engine's memory held before)
+  const loop = await sbx.commands.run(`python3 -c '
+import socket, sys
+for i in range(300):
+    s = socket.create_connection(("127.0.0.1", ${engine.port}))
+    s.sendall(b"GET /headers HTTP/1.1\\r\\nHost: ${host}\\r\\nConnection: close\\r\\n\\r\\n")
+    r = b""
+    while True:
+        d = s.recv(65536)
+        if not d:
+            break
+        r += d
+    s.close()
+    if not r.startswith(b"HTTP/1.1 200") or b"injected-1" not in r:
+        sys.exit("request %d: %r" % (i, r[:400]))
+print("ok")'`, { timeoutMs: 120_000 })
+  assert.equal(loop.stdout.trim(), 'ok')
   // without a rule the request arrives as sent
   const plain = await sandbox()
   const r = await curl(plain, `-H 'X-Test-Token: mine' https://${host}/get?a=1`)
@@ -87,6 +105,30 @@ test('network.rules headers reach another sandbox over https and http', async ()
   assert.deepEqual(j.headers['X-Test-Token'], ['mine'])
   assert.deepEqual(j.args, { a: ['1'] })
   assert.equal(j.method, 'GET')
+})
+
+test('a rule\'s secret is resolved at the portal; an unknown one sends nothing', async () => {
+  const key = process.env.E2B_API_KEY
+  const made = await fetch(`http://127.0.0.1:${engine.port}/secrets`, {
+    method: 'POST', headers: { 'X-API-Key': key, 'Content-Type': 'application/json' },
+    body: JSON.stringify({ name: 'sbx2sbx-key', value: 's3cr3t-value' })
+  })
+  assert.equal(made.status, 201)
+  const host = httpbin.getHost(8080)
+  const sbx = await sandbox({
+    network: {
+      rules: {
+        [host]: [{ transform: { headers: { Authorization: 'Bearer ${e2b.secrets.sbx2sbx-key}' } } }],
+        [httpbin.getHost(8081)]: [{ transform: { headers: { 'X-K': '${e2b.secrets.no-such}' } } }]
+      }
+    }
+  })
+  let r = await curl(sbx, `https://${host}/bearer`)
+  assert.equal(r.code, 200, r.body)
+  assert.equal(JSON.parse(r.body).token, 's3cr3t-value')
+  r = await curl(sbx, `https://${httpbin.getHost(8081)}/`)
+  assert.equal(r.code, 502, r.body)
+  assert.match(r.body, /secret that does not exist/)
 })
 
 test('the portal is the router only: no control plane, loopback URL or host service', async () => {
