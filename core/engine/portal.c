@@ -187,7 +187,10 @@ void portal_close(portal *p, const char *id) {
   pthread_mutex_unlock(&p->mu);
 }
 
-int portal_source(struct MHD_Daemon *tcp, struct MHD_Connection *c, char *id, size_t idlen) {
+int portal_source(engine *e, struct MHD_Connection *c, char *id, size_t idlen) {
+  /* e->tcp_daemon, not e->server: server_stop clears that while requests
+   * still end */
+  struct MHD_Daemon *tcp = __atomic_load_n((struct MHD_Daemon **)&e->tcp_daemon, __ATOMIC_ACQUIRE);
   const union MHD_ConnectionInfo *di = MHD_get_connection_info(c, MHD_CONNECTION_INFO_DAEMON);
   if (!tcp || !di || di->daemon != tcp) return 0; /* the unix socket's: its own clients */
   const union MHD_ConnectionInfo *ci =
@@ -202,8 +205,7 @@ int portal_source(struct MHD_Daemon *tcp, struct MHD_Connection *c, char *id, si
   const char *t = u->sun_path + 1; /* abstract, NUL-terminated by the front */
   size_t n = strnlen(t, sizeof u->sun_path - 1);
   size_t pl = sizeof TAG_PREFIX - 1;
-  if (u->sun_path[0] == '\0' && n > pl && n - pl <= ENGINE_ID_LEN &&
-      memcmp(t, TAG_PREFIX, pl) == 0)
+  if (u->sun_path[0] == '\0' && n > pl && n - pl <= ENGINE_ID_LEN && memcmp(t, TAG_PREFIX, pl) == 0)
     snprintf(id, idlen, "%.*s", (int)(n - pl), t + pl);
   return 1;
 }

@@ -24,9 +24,9 @@ int portal_open(portal *p, engine *e, sbx *s);
 /* Closes the sandbox's portal (its processes are going). */
 void portal_close(portal *p, const char *id);
 /* 1 if the request c came in through a sandbox's portal: fills its id
- * ("" if its tag is malformed: no sandbox's). tcp is the TCP port's
- * daemon, whose connections the front hands over; the unix socket's
- * daemon has AF_UNIX clients of its own, never a portal's (0). */
-int portal_source(struct MHD_Daemon *tcp, struct MHD_Connection *c, char *id, size_t idlen);
+ * ("" if its tag is malformed: no sandbox's). Only connections of the TCP
+ * port's daemon (e->tcp_daemon), which the front hands over, can be; the
+ * unix socket's daemon has AF_UNIX clients of its own, never a portal's. */
+int portal_source(engine *e, struct MHD_Connection *c, char *id, size_t idlen);
 
 #endif

@@ -34,7 +34,7 @@
 #include "httpd/httpd.h"
 #include "net/egress/secrets.h"
 #include "net/policy.h"
-#include "server.h"
+#include "portal.h"
 #include "proto/http1.h"
 #include "proto/sign.h"
 #include "proto/url.h"
@@ -248,7 +248,7 @@ typedef struct head_ctx {
   asbi_buf *b;
   asbi_buf conn; /* the Connection fields' values, joined by ',' */
   const char *api_key;
-  int masked; /* the sandbox's maskRequestHost replaces the client's Host */
+  int masked;        /* the sandbox's maskRequestHost replaces the client's Host */
   const inject *inj; /* replaces the request's own headers of those names */
 } head_ctx;
 
@@ -258,8 +258,8 @@ typedef struct head_ctx {
  * unless an allowOut domain names the host; its network.rules for the
  * host (a "name:port" key for that port only) set their headers, as the
  * egress proxy sets them. 0, or an HTTP status with *err to send. */
-static unsigned from_sandbox(engine *e, struct MHD_Connection *c, const char *from,
-                             const char *id, inject *inj, struct MHD_Response **err) {
+static unsigned from_sandbox(engine *e, struct MHD_Connection *c, const char *from, const char *id,
+                             inject *inj, struct MHD_Response **err) {
   const char *host = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Host");
   char name[256] = "";
   unsigned port = 0;
@@ -305,9 +305,9 @@ static unsigned from_sandbox(engine *e, struct MHD_Connection *c, const char *fr
       char *v = NULL;
       if (asbn_secrets_resolve(e->secrets, r->headers[k].value, &v) != 0) {
         st = 502;
-        *err = json_resp(502, id, "bad_gateway", NULL,
-                         "a header rule of sandbox \"%s\" names a secret that does not exist",
-                         from);
+        *err =
+            json_resp(502, id, "bad_gateway", NULL,
+                      "a header rule of sandbox \"%s\" names a secret that does not exist", from);
         break;
       }
       char *nm = strdup(r->headers[k].name);
@@ -520,7 +520,7 @@ route_ctx *router_begin(engine *e, struct MHD_Connection *c, const char *raw_uri
   inject inj;
   inj.n = 0;
   char from[ENGINE_ID_LEN + 8];
-  if (server_from_sandbox(e, c, from, sizeof from)) {
+  if (portal_source(e, c, from, sizeof from)) {
     unsigned fst = from_sandbox(e, c, from, id, &inj, err);
     if (fst) {
       reg_put(e, s);

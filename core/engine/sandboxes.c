@@ -54,8 +54,9 @@ static int wait_envd(sbx *s) {
 static int init_envd(engine *e, sbx *s, int again) {
   cJSON *init = cJSON_CreateObject();
   cJSON *env = cJSON_Duplicate(s->env_vars, 1);
-  /* with network, the programs that bring their own CA bundle are pointed
-   * at the sandbox's, which holds the egress CA; the sandbox's env vars win */
+  /* the programs that bring their own CA bundle are pointed at the
+   * sandbox's, which holds the engine's CA (its portal's https) and, with
+   * network, the egress CA; the sandbox's env vars win */
   static const char *const ca_vars[] = {"SSL_CERT_FILE", "NODE_EXTRA_CA_CERTS",
                                         "REQUESTS_CA_BUNDLE"};
   int ca = env && sbxnet_ca_installed(e, s->iso);

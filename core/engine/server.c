@@ -252,7 +252,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
     /* through a sandbox's portal (portal.c): sandboxes' URLs only, never
      * the control plane, a loopback URL or an unnamed signed request */
     char from[ENGINE_ID_LEN + 8];
-    int portal = server_from_sandbox(e, c, from, sizeof from);
+    int portal = portal_source(e, c, from, sizeof from);
     if (portal && !router_match(c, id, sizeof id, &port)) {
       r->kind = REQ_ANSWERED;
       return error(c, 403,
@@ -481,7 +481,7 @@ int server_start(engine *e, const char *listen_addr, const char *socket_path) {
   /* the sandboxes adopted before the port was open get their portals now */
   pthread_mutex_lock(&e->mu);
   size_t n = e->nsbx;
-  char (*ids)[ENGINE_ID_LEN + 1] = n ? calloc(n, sizeof *ids) : NULL;
+  char(*ids)[ENGINE_ID_LEN + 1] = n ? calloc(n, sizeof *ids) : NULL;
   for (size_t i = 0; ids && i < n; i++) snprintf(ids[i], sizeof ids[i], "%s", e->sbx[i]->id);
   pthread_mutex_unlock(&e->mu);
   for (size_t i = 0; ids && i < n; i++) {
@@ -501,12 +501,20 @@ int server_start(engine *e, const char *listen_addr, const char *socket_path) {
  * server_sandbox_gone, while server_stop runs): taken under this lock,
  * and server_stop clears it under the lock before freeing anything. */
 static pthread_mutex_t server_mu = PTHREAD_MUTEX_INITIALIZER;
+/* The portals' own (server_sandbox_netns): their callers may hold a
+ * sandbox's lock (a kill, a pause), which nothing under server_mu may
+ * wait for, so portals never take server_mu; nothing is locked under
+ * this one but the portal table and the front. */
+static pthread_mutex_t portal_mu = PTHREAD_MUTEX_INITIALIZER;
 
 void server_stop(engine *e) {
   pthread_mutex_lock(&server_mu);
   server *s = e->server;
   __atomic_store_n(&e->server, NULL, __ATOMIC_RELEASE); /* no loopback URL opens or closes now */
   pthread_mutex_unlock(&server_mu);
+  /* a portal call that saw s has ended; later ones see NULL */
+  pthread_mutex_lock(&portal_mu);
+  pthread_mutex_unlock(&portal_mu);
   if (!s) return;
   front_stop(s->front); /* first: no new connections, TLS ones end */
   asbi_httpd_stop(s->tcp);
@@ -535,27 +543,22 @@ int server_loopback_open(engine *e, const char *id, int port, int *lport) {
 void server_sandbox_gone(engine *e, const char *id) {
   pthread_mutex_lock(&server_mu);
   server *s = e->server;
-  if (s) {
-    loopurl_sandbox_gone(s->lu, id);
-    portal_close(s->pt, id);
-  }
+  if (s) loopurl_sandbox_gone(s->lu, id);
   pthread_mutex_unlock(&server_mu);
-}
-
-int server_from_sandbox(engine *e, struct MHD_Connection *c, char *id, size_t idlen) {
-  /* not e->server: server_stop clears that while requests still end */
-  return portal_source(__atomic_load_n((struct MHD_Daemon **)&e->tcp_daemon, __ATOMIC_ACQUIRE),
-                       c, id, idlen);
+  pthread_mutex_lock(&portal_mu);
+  s = __atomic_load_n(&e->server, __ATOMIC_ACQUIRE);
+  if (s) portal_close(s->pt, id);
+  pthread_mutex_unlock(&portal_mu);
 }
 
 void server_sandbox_netns(engine *e, sbx *x, int up) {
-  pthread_mutex_lock(&server_mu);
-  server *s = e->server;
+  pthread_mutex_lock(&portal_mu);
+  server *s = __atomic_load_n(&e->server, __ATOMIC_ACQUIRE);
   if (s && up) {
     int rc = portal_open(s->pt, e, x);
     if (rc) asbi_log("sandbox %s: no portal to the engine's URLs: %s", x->id, strerror(-rc));
   } else if (s) {
     portal_close(s->pt, x->id);
   }
-  pthread_mutex_unlock(&server_mu);
+  pthread_mutex_unlock(&portal_mu);
 }

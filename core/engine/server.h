@@ -18,9 +18,5 @@ void server_sandbox_gone(engine *e, const char *id);
 /* A sandbox's network namespace is new (up) or going: its portal
  * (portal.c) opens or closes (e->sandbox_netns). */
 void server_sandbox_netns(engine *e, struct sbx *s, int up);
-/* 1 if request c came through a sandbox's portal (portal.c): its id in id
- * ("" if none parses: a portal's all the same). */
-struct MHD_Connection;
-int server_from_sandbox(engine *e, struct MHD_Connection *c, char *id, size_t idlen);
 
 #endif
