@@ -54,6 +54,7 @@ typedef struct engine {
   pthread_mutex_t tmpl_mu;
   pthread_mutex_t build_mu; /* one template build at a time */
   int image_imports;        /* builds between importing a local image and registering (under mu) */
+  char rebuilding[32];      /* id of the template the build under way rebuilds, "" (under mu) */
   /* bundled.c: one bundled build at a time (recursive: a bundled template
    * built on another builds that one first, on the same thread); the
    * names built (or found cached) in this run, "\0"-separated; those being
@@ -73,6 +74,12 @@ typedef struct engine {
    * depends on server.c) */
   int (*loopback_open)(struct engine *e, const char *id, int port, int *lport);
   void (*sandbox_gone)(struct engine *e, const char *id);
+  /* server.c's portals (portal.c): a sandbox's network namespace is new
+   * (up = 1: sbxnet_attach, a claim) or going (0: sbxnet_detach) */
+  void (*sandbox_netns)(struct engine *e, struct sbx *s, int up);
+  /* server.c: the TCP port's daemon (struct MHD_Daemon), from its start
+   * until after it stopped: portals' requests come on it only */
+  void *tcp_daemon;
   struct asbn_dp *dp;         /* sbxnet.c: the sandboxes' datapath; NULL: loopback only */
   struct asbn_egress *egress; /* sbxnet.c: their resolver and proxy (with dp) */
   char *egress_ca_pem;        /* sbxnet.c: the egress CA (PEM) for sandboxes' trust stores */
@@ -98,6 +105,10 @@ typedef struct engine {
   const template_info *pool_busy;
   int creates;            /* atomics */
   int64_t last_create_ms; /* when the last create returned */
+  /* swap.c: --pause-swap's active swap file, or NULL (a memory pause then
+   * only freezes, keeping the RAM) */
+  char *swap_path;
+  int swap_prefetch; /* --pause-swap-prefetch: resume reads it back at once */
 } engine;
 
 /* A zeroed engine with its locks made and nothing running (engine.c). */
@@ -133,6 +144,12 @@ typedef struct engine_config {
   /* CA bundle the egress proxy verifies servers against when it intercepts
    * TLS (header rules); NULL: the system's */
   const char *egress_upstream_ca;
+  /* --pause-swap: bytes of <state>/pause.swap, where a memory pause puts
+   * the sandbox's RAM (swap.c); 0: none, a memory pause keeps the RAM */
+  uint64_t pause_swap_bytes;
+  /* --pause-swap-prefetch: a resume starts reading the sandbox's swapped
+   * memory back before the thaw (not only as it is touched) */
+  int pause_swap_prefetch;
 } engine_config;
 
 /* Opens the engine on cfg without any front: the agent dir, the isolation
