@@ -1019,8 +1019,10 @@ int asbe_sandbox_adopt(asbe_engine *e, const char *id, asbe_sandbox **out) {
   sb->pid = rc.pid;
   sb->starttime = rc.start;
   sb->pidfd = (int)syscall(SYS_pidfd_open, rc.pid, 0);
-  /* the pidfd is the recorded init only if the starttime still matches */
-  if (sb->pidfd < 0 || asbe__proc_starttime(rc.pid) != rc.start || !asbe_sandbox_alive(sb)) {
+  /* the pidfd is the recorded init only if this boot's process of that
+   * pid has its start time and lives in the sandbox's cgroup, and it still
+   * lives after those were read (so the pid was not reused meanwhile) */
+  if (sb->pidfd < 0 || !asbe__rec_is_init(&rc, rc.pid) || !asbe_sandbox_alive(sb)) {
     r = asbe__fail(-ESRCH, "sandbox %s: init %d is gone", id, (int)rc.pid);
     goto fail;
   }
@@ -1140,7 +1142,7 @@ int asbe_state_remove(asbe_engine *e, const char *id) {
   snprintf(dir, sizeof dir, "%s/%s", e->sandboxes_dir, id);
   asbe__rec rc;
   if (asbe__rec_read(dir, &rc) == 0 && !strcmp(rc.status, "running") &&
-      asbe__proc_starttime(rc.pid) == rc.start)
+      asbe__rec_is_init(&rc, rc.pid))
     return asbe__fail(-EBUSY, "sandbox %s is running", id);
   int r = asbe__rm_rf(dir);
   return r < 0 ? asbe__fail(r, "remove %s", dir) : 0;
@@ -1155,8 +1157,7 @@ int asbe_state_remove(asbe_engine *e, const char *id) {
  * by an engine that died mid-create (one engine per state dir). */
 static int rec_state(asbe_engine *e, const char *id, const char *dir, asbe__rec *rc) {
   if (asbe__rec_read(dir, rc) < 0) return creating_has(e, id) ? 2 : 0;
-  if (!strcmp(rc->status, "running"))
-    return rc->pid > 0 && asbe__proc_starttime(rc->pid) == rc->start;
+  if (!strcmp(rc->status, "running")) return asbe__rec_is_init(rc, rc->pid);
   if (!strcmp(rc->status, "stopped") || !strcmp(rc->status, "paused")) return 3;
   return 0;
 }
