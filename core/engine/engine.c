@@ -127,6 +127,13 @@ static void on_live(const char *id, void *ctx) {
   }
   /* A paused sandbox stays frozen; make sure the runtime agrees. */
   if (s->state == SBX_PAUSED) asbe_sandbox_freeze(s->iso);
+  /* A running one found frozen: the engine died between freezing it and
+   * recording the pause (lifecycle_pause), so nobody was told it paused;
+   * as recorded, it runs. */
+  asbe_stats fst;
+  if (s->state == SBX_RUNNING && asbe_sandbox_stats(s->iso, &fst) == 0 && fst.frozen &&
+      asbe_sandbox_thaw(s->iso))
+    asbi_log("sandbox %s: adopted frozen, cannot thaw it: %s", id, asbe_errmsg());
   /* Its network: the engine that left it took its pair away (or this
    * start reaped it); a new one, with its recorded policy. */
   char why[512];
