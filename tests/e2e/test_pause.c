@@ -8,7 +8,10 @@
  * it stays paused (502 sandbox_paused). Runs as root.
  * SPDX-License-Identifier: Apache-2.0 */
 #include <agentsandbox.h>
+#include <arpa/inet.h>
 #include <curl/curl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 
 #include "asb_testing.h"
@@ -447,6 +450,71 @@ static int cg_freeze(const char *id, int how) {
   return -1;
 }
 
+/* GET /health of id's envd through the loopback URL http://127.0.0.1:lport
+ * (with its access token): the status, 0 if nothing answered. */
+static void envd_token(const char *id, char *tok, size_t len) {
+  char p[128], *b = NULL;
+  snprintf(p, sizeof p, "/sandboxes/%s", id);
+  tok[0] = 0;
+  if (api("GET", p, NULL, &b) == 200 && b && strstr(b, "\"envdAccessToken\":\"")) {
+    const char *t = strstr(b, "\"envdAccessToken\":\"") + 19;
+    snprintf(tok, len, "%.*s", (int)strcspn(t, "\""), t);
+  }
+  free(b);
+}
+
+/* A connection to the loopback port that the engine accepted and answered
+ * one request on, left open (keep-alive): its socket, or -1. */
+static int loopback_hold(const char *id, int lport) {
+  char tok[128], req[400], buf[64];
+  envd_token(id, tok, sizeof tok);
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)lport)};
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  int n = snprintf(req, sizeof req, "GET /health HTTP/1.1\r\nHost: x\r\nX-Access-Token: %s\r\n\r\n",
+                   tok);
+  if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof a) != 0 || write(fd, req, (size_t)n) != n ||
+      read(fd, buf, 9) != 9 || memcmp(buf, "HTTP/1.1 ", 9) != 0) {
+    if (fd >= 0) close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+static long loopback_health(const char *id, int lport) {
+  char tok[128];
+  envd_token(id, tok, sizeof tok);
+  CURL *h = curl_easy_init();
+  char url[64], hdr[200];
+  snprintf(url, sizeof url, "http://127.0.0.1:%d/health", lport);
+  snprintf(hdr, sizeof hdr, "X-Access-Token: %s", tok);
+  struct curl_slist *hl = curl_slist_append(NULL, hdr);
+  curl_easy_setopt(h, CURLOPT_URL, url);
+  curl_easy_setopt(h, CURLOPT_HTTPHEADER, hl);
+  sinkbuf body = {calloc(1, 1), 0};
+  curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, sink);
+  curl_easy_setopt(h, CURLOPT_WRITEDATA, &body);
+  curl_easy_setopt(h, CURLOPT_TIMEOUT, 60L);
+  long st = 0;
+  if (curl_easy_perform(h) == CURLE_OK) curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &st);
+  if (st / 100 != 2) fprintf(stderr, "%s: %ld %s\n", url, st, body.p ? body.p : "");
+  free(body.p);
+  curl_slist_free_all(hl);
+  curl_easy_cleanup(h);
+  return st;
+}
+
+/* POST /sandboxes/{id}/ports/{port}/loopback: its loopback port, or 0. */
+static int loopback_open(const char *id, int port) {
+  char p[128], *b = NULL;
+  snprintf(p, sizeof p, "/sandboxes/%s/ports/%d/loopback", id, port);
+  int lport = 0;
+  if (api("POST", p, NULL, &b) == 200 && b && strstr(b, "\"loopbackPort\":"))
+    lport = atoi(strstr(b, "\"loopbackPort\":") + 15);
+  free(b);
+  return lport;
+}
+
 static int gone_for(const char *id, const char *reason) {
   char p[128], *b = NULL;
   snprintf(p, sizeof p, "/sandboxes/%s", id);
@@ -458,7 +526,8 @@ static int gone_for(const char *id, const char *reason) {
 }
 
 /* kill -9 of the engine: a sandbox paused with memory is adopted paused and
- * thaws where it was (its process counting on, envd with the same token);
+ * thaws where it was (its process counting on, envd with the same token,
+ * its loopback URL on the same port);
  * one whose init died meanwhile is gone (engine_restart); a record naming
  * a live process that is not the sandbox's init (pid and start time
  * reused, as after a reboot) adopts nothing and leaves that process be,
@@ -481,6 +550,13 @@ TEST(paused_with_memory_survives_engine_crash) {
   asb_process *p = start_counter(sb);
   REQUIRE(p != NULL);
   unsigned pid = asb_process_pid(p);
+  int lport = loopback_open(id, 49983); /* envd's port at a loopback URL */
+  CHECK(lport > 0);
+  CHECK_INT(loopback_health(id, lport) / 100, 2);
+  /* a client connected at the crash: the engine's end of it, orphaned,
+   * holds the port (FIN_WAIT2, then TIME_WAIT) when the next one wants it */
+  int held = loopback_hold(id, lport);
+  CHECK(held >= 0);
   CHECK_INT(pause_req(id, NULL), 204);
   CHECK_INT(pause_req(dead_id, NULL), 204);
   CHECK_INT(pause_req(forged_id, NULL), 204);
@@ -525,6 +601,9 @@ TEST(paused_with_memory_survives_engine_crash) {
   CHECK(at >= 3);
   CHECK(counts_past(sb, at) > at + 5);
   char cmd[64];
+  CHECK_INT(loopback_health(id, lport) / 100, 2); /* the same loopback URL */
+  CHECK_INT(loopback_open(id, 49983), lport);
+  if (held >= 0) close(held);
   snprintf(cmd, sizeof cmd, "kill -0 %u && echo same", pid);
   char *out = run_out(sb, cmd);
   CHECK_STR(out, "same\n");
