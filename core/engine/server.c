@@ -457,6 +457,7 @@ int server_start(engine *e, const char *listen_addr, const char *socket_path) {
   e->loopback_open = server_loopback_open;
   e->sandbox_gone = server_sandbox_gone;
   __atomic_store_n(&e->server, s, __ATOMIC_RELEASE);
+  loopurl_restore(s->lu, e); /* the adopted sandboxes' loopback URLs */
   return 0;
 }
 
