@@ -530,9 +530,10 @@ static int gone_for(const char *id, const char *reason) {
  * its loopback URL on the same port);
  * one whose init died meanwhile is gone (engine_restart); a record naming
  * a live process that is not the sandbox's init (pid and start time
- * reused, as after a reboot) adopts nothing and leaves that process be,
- * nor does a record of another boot; one frozen by a pause the crash cut
- * short (not recorded, never answered) is running, thawed. */
+ * reused, as after a reboot) adopts nothing and leaves that process be;
+ * one paused with memory in another boot of the host is paused without
+ * memory now (files kept, booted on connect); one frozen by a pause the
+ * crash cut short (not recorded, never answered) is running, thawed. */
 TEST(paused_with_memory_survives_engine_crash) {
   asb_sandbox *sb = NULL, *dead = NULL, *forged = NULL, *reboot = NULL, *mid = NULL;
   asb_sandbox_options o = ASB_SANDBOX_OPTIONS_INIT;
@@ -560,6 +561,12 @@ TEST(paused_with_memory_survives_engine_crash) {
   CHECK_INT(pause_req(id, NULL), 204);
   CHECK_INT(pause_req(dead_id, NULL), 204);
   CHECK_INT(pause_req(forged_id, NULL), 204);
+  REQUIRE_RC(asb_files_write(NULL, reboot, "/home/user/kept", "kept", 4, NULL), ASB_OK);
+  asb_command_options lo = ASB_COMMAND_OPTIONS_INIT;
+  lo.timeout_ms = -1;
+  asb_process *sleeper = NULL;
+  REQUIRE_RC(asb_commands_start(&sleeper, reboot, "sleep 1000", &lo), ASB_OK);
+  asb_process_free(sleeper);
   CHECK_INT(pause_req(reboot_id, NULL), 204);
   pid_t foreign = fork(); /* an unrelated live process of the host */
   if (foreign == 0) {
@@ -586,11 +593,17 @@ TEST(paused_with_memory_survives_engine_crash) {
   char *b = NULL;
   CHECK_INT(api("GET", "/v2/sandboxes?state=paused", NULL, &b), 200);
   CHECK(b && strstr(b, id) && !strstr(b, dead_id) && !strstr(b, forged_id) &&
-        !strstr(b, reboot_id));
+        strstr(b, reboot_id));
   free(b);
   CHECK(gone_for(dead_id, "engine_restart"));
   CHECK(gone_for(forged_id, "engine_restart"));
-  CHECK(gone_for(reboot_id, "engine_restart"));
+  /* paused with memory in another boot: its processes are not adopted (a
+   * reboot ended them), its files are kept: paused without memory now */
+  CHECK(info_has(reboot_id, "\"pauseMode\":\"filesystem\""));
+  CHECK_INT(connect_req(reboot_id), 201);
+  char *kept = run_out(reboot, "cat /home/user/kept; pgrep -x sleep || echo none");
+  CHECK_STR(kept, "keptnone\n");
+  free(kept);
   CHECK(kill(foreign, 0) == 0); /* not killed as the sandbox's init */
   kill(foreign, SIGKILL);
   waitpid(foreign, NULL, 0);
