@@ -167,6 +167,28 @@ static sbx *paused_nomem_record(engine *e, const char *id) {
   return NULL;
 }
 
+/* A sandbox paused with memory before the host rebooted: its processes
+ * and memory are gone with that boot, its files are not. Before the
+ * reaper would remove them, it becomes a sandbox paused without memory
+ * (its runtime record and engine.json both), which connect boots again. A
+ * sandbox left running, or whose init died in this boot, is gone as
+ * ever. */
+static void from_reboot(engine *e, const char *id) {
+  sbx *s = id ? reg_load(e, id) : NULL;
+  if (s && s->state == SBX_PAUSED && !s->paused_nomem && asbe_paused_from_reboot(e->iso, id) == 0) {
+    s->paused_nomem = 1;
+    if (reg_save(e, s) == 0)
+      asbi_log("sandbox %s: paused with memory before a host reboot: its processes are gone, "
+               "its files kept (paused without memory now: connect boots it)",
+               id);
+    else if (asbe_paused_remove(e->iso, id) == 0) /* kept by the reaper, listed by nobody */
+      asbi_log("sandbox %s: paused before a host reboot; cannot record it paused without "
+               "memory: removed",
+               id);
+  }
+  reg_sbx_free(s);
+}
+
 static void adopt_or_reap(engine *e) {
   /* Remember every recorded sandbox first: the reaper removes dead ones. */
   char dir[4096];
@@ -183,6 +205,7 @@ static void adopt_or_reap(engine *e) {
     known[nknown++] = asbi_strdup(de->d_name);
   }
   if (d) closedir(d);
+  for (size_t i = 0; i < nknown; i++) from_reboot(e, known[i]);
   reg_load_tombs(e);
   adopt_ctx a = {e, 0};
   asbe_reap_report rep;

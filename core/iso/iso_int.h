@@ -342,6 +342,9 @@ int asbe__rec_alive(const char *dir);
  * (the same ticks since boot). Callers holding a pidfd check it is still
  * alive afterwards (then pid was that process while this looked). */
 int asbe__rec_is_init(const asbe__rec *rc, pid_t pid);
+/* 1 if rc was written in another boot of the host (a recorded boot_id
+ * that is not this boot's). */
+int asbe__rec_other_boot(const asbe__rec *rc);
 /* 1 if the record in dir is of a paused sandbox (asbe_sandbox_stop): no
  * process, but its uid slot and state stay its own. */
 int asbe__rec_paused(const char *dir);

@@ -118,6 +118,11 @@ static int in_sandbox_cgroup(const asbe__rec *rc, pid_t pid) {
   return 0;
 }
 
+int asbe__rec_other_boot(const asbe__rec *rc) {
+  char boot[40];
+  return rc->boot_id[0] && host_boot_id(boot) == 0 && strcmp(boot, rc->boot_id) != 0;
+}
+
 int asbe__rec_is_init(const asbe__rec *rc, pid_t pid) {
   char boot[40];
   if (pid <= 0 || !rc->start) return 0;

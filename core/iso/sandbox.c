@@ -931,6 +931,35 @@ int asbe_paused_hold(asbe_engine *e, const char *id) {
   return r;
 }
 
+int asbe_paused_from_reboot(asbe_engine *e, const char *id) {
+  asbe__clear_error();
+  if (!valid_id(id)) return asbe__fail(-EINVAL, "sandbox id");
+  asbe_sandbox *sb = sb_new(e, id);
+  if (!sb) return asbe__fail(-ENOMEM, "sandbox");
+  asbe__rec rc;
+  char img[PATH_MAX];
+  struct stat st;
+  snprintf(img, sizeof img, "%s/disk.img", sb->dir);
+  int r;
+  if (asbe__rec_read(sb->dir, &rc) < 0 || strcmp(rc.status, "running") ||
+      !asbe__rec_other_boot(&rc)) {
+    r = asbe__fail(-ESRCH, "sandbox %s was not running in another boot", id);
+  } else if (lstat(img, &st) < 0 || !S_ISREG(st.st_mode)) {
+    r = asbe__fail(-EOPNOTSUPP, "sandbox %s has no disk image", id);
+  } else {
+    /* its record as a stop leaves it: no init, its slot and cgroup paths
+     * (the reaper removes what of them is left) */
+    sb->slot = rc.slot;
+    sb->host_uid = ASBE_UID_BASE + rc.slot * ASBE_UID_RANGE;
+    sb->run_dev = (dev_t)rc.run_dev;
+    asbe__cg_free(&sb->cg);
+    if ((r = rec_cg(e, &rc, id, &sb->cg)) == 0) r = asbe__rec_write(sb, "paused");
+    if (r < 0) r = asbe__fail(r, "sandbox %s: record", id);
+  }
+  asbe_sandbox_release(sb);
+  return r;
+}
+
 int asbe_paused_export(asbe_engine *e, const char *id, const char *dest) {
   asbe__clear_error();
   if (!valid_id(id)) return asbe__fail(-EINVAL, "sandbox id");
