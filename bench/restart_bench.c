@@ -89,13 +89,15 @@ int main(int argc, char **argv) {
     failed |= run_true(sb[r % n]) != ASB_OK;
     v[1][r] = bench_now() - t0;
     /* left paused with memory */
-    for (int i = 0; i < n && !failed; i++) failed |= post(asb_sandbox_id(sb[i]), "pause", "{}") != 204;
+    for (int i = 0; i < n && !failed; i++)
+      failed |= post(asb_sandbox_id(sb[i]), "pause", "{}") != 204;
     v[2][r] = failed ? 0 : restart(&F, &failed);
     t0 = bench_now();
     failed |= post(id, "connect", "{\"timeout\": 1800}") != 201 || run_true(sb[r % n]) != ASB_OK;
     v[3][r] = bench_now() - t0;
     for (int i = 0; i < n && !failed; i++)
-      if (sb[i] != sb[r % n]) failed |= post(asb_sandbox_id(sb[i]), "connect", "{\"timeout\": 1800}") != 201;
+      if (sb[i] != sb[r % n])
+        failed |= post(asb_sandbox_id(sb[i]), "connect", "{\"timeout\": 1800}") != 201;
     /* the same engine pauses and resumes */
     failed |= post(id, "pause", "{}") != 204;
     t0 = bench_now();

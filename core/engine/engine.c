@@ -178,13 +178,15 @@ static void from_reboot(engine *e, const char *id) {
   if (s && s->state == SBX_PAUSED && !s->paused_nomem && asbe_paused_from_reboot(e->iso, id) == 0) {
     s->paused_nomem = 1;
     if (reg_save(e, s) == 0)
-      asbi_log("sandbox %s: paused with memory before a host reboot: its processes are gone, "
-               "its files kept (paused without memory now: connect boots it)",
-               id);
+      asbi_log(
+          "sandbox %s: paused with memory before a host reboot: its processes are gone, "
+          "its files kept (paused without memory now: connect boots it)",
+          id);
     else if (asbe_paused_remove(e->iso, id) == 0) /* kept by the reaper, listed by nobody */
-      asbi_log("sandbox %s: paused before a host reboot; cannot record it paused without "
-               "memory: removed",
-               id);
+      asbi_log(
+          "sandbox %s: paused before a host reboot; cannot record it paused without "
+          "memory: removed",
+          id);
   }
   reg_sbx_free(s);
 }

@@ -473,8 +473,8 @@ static int loopback_hold(const char *id, int lport) {
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   int n = snprintf(req, sizeof req, "GET /health HTTP/1.1\r\nHost: x\r\nX-Access-Token: %s\r\n\r\n",
                    tok);
-  if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof a) != 0 || write(fd, req, (size_t)n) != n ||
-      read(fd, buf, 9) != 9 || memcmp(buf, "HTTP/1.1 ", 9) != 0) {
+  if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof a) != 0 ||
+      write(fd, req, (size_t)n) != n || read(fd, buf, 9) != 9 || memcmp(buf, "HTTP/1.1 ", 9) != 0) {
     if (fd >= 0) close(fd);
     return -1;
   }
@@ -592,8 +592,7 @@ TEST(paused_with_memory_survives_engine_crash) {
   CHECK(info_has(id, "\"pauseMode\":\"memory\""));
   char *b = NULL;
   CHECK_INT(api("GET", "/v2/sandboxes?state=paused", NULL, &b), 200);
-  CHECK(b && strstr(b, id) && !strstr(b, dead_id) && !strstr(b, forged_id) &&
-        strstr(b, reboot_id));
+  CHECK(b && strstr(b, id) && !strstr(b, dead_id) && !strstr(b, forged_id) && strstr(b, reboot_id));
   free(b);
   CHECK(gone_for(dead_id, "engine_restart"));
   CHECK(gone_for(forged_id, "engine_restart"));
