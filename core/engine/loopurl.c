@@ -208,11 +208,11 @@ void loopurl_restore(loopurl *lu, engine *e) {
     sbx *s = strlen(id) <= ENGINE_ID_LEN ? reg_get(e, id) : NULL;
     if (!s) continue; /* it ended while no engine ran */
     reg_put(e, s);
+    if (find(lu, id, port) >= 0) continue; /* asked for since this engine listens */
     size_t mine = 0;
     for (size_t k = 0; k < lu->n; k++) mine += strcmp(lu->v[k].id, id) == 0;
     int got = 0, rc = -EINVAL;
-    if (port >= 1 && port <= 65535 && lport >= 1 && lport <= 65535 && find(lu, id, port) < 0 &&
-        mine < PER_SANDBOX_MAX)
+    if (port >= 1 && port <= 65535 && lport >= 1 && lport <= 65535 && mine < PER_SANDBOX_MAX)
       rc = add_locked(lu, id, port, lport, &got);
     if (rc)
       asbi_log("sandbox %s: its loopback URL http://127.0.0.1:%d (port %d) is not back: %s", id,
