@@ -13,7 +13,7 @@ const template = Template() // file context: this file's directory
   .setEnvs({ GREETING: 'Hello' })
   .runCmd('echo "$GREETING from the build" > /home/user/built.txt')
   .setWorkdir('/home/user')
-  .setStartCmd('touch /tmp/ready', waitForFile('/tmp/ready'))
+  .setStartCmd('touch /tmp/ready && exec sleep infinity', waitForFile('/tmp/ready')) // a server, in real life
 
 console.log(Template.toDockerfile(template))
 

@@ -20,8 +20,17 @@ const LIB_DIR = __dirname
 
 class FileUploadError extends errors.BuildError {}
 
+/** E2B's InstructionType (the `type` of a recorded step). */
+const InstructionType = Object.freeze({ COPY: 'COPY', ENV: 'ENV', RUN: 'RUN', WORKDIR: 'WORKDIR', USER: 'USER' })
+
+// As Python's shlex.quote, which E2B's generated commands follow: words of
+// safe characters stay as they are (the commands, and so the build cache
+// keys, are E2B's own), anything else is single-quoted.
 function shellQuote(s) {
-  return `'${String(s).replace(/'/g, `'\\''`)}'`
+  s = String(s)
+  if (s === '') return "''"
+  if (!/[^\w@%+=:,./-]/.test(s)) return s
+  return `'${s.replace(/'/g, `'"'"'`)}'`
 }
 
 // ---- call sites --------------------------------------------------------------------
@@ -51,8 +60,10 @@ function getCallerDirectory() {
   return path.isAbsolute(file) ? path.dirname(file) : undefined
 }
 
+// As E2B's errors: the stack is the call site's frames alone (its first
+// line is the builder call that added the step).
 function withStack(err, stack) {
-  if (stack) err.stack = `${err.name}: ${err.message}\n${stack}`
+  if (stack) err.stack = stack
   return err
 }
 
@@ -296,19 +307,19 @@ function parseDockerfile(contentOrPath, t) {
  * statics that build and manage templates. */
 class TemplateBase {
   constructor(options = {}) {
-    this._baseImage = DEFAULT_BASE_IMAGE
-    this._baseTemplate = undefined
-    this._registryConfig = undefined
-    this._startCmd = undefined
-    this._readyCmd = undefined
-    this._force = false
-    this._forceNextLayer = false
-    this._instructions = []
-    this._fileContextPath = options.fileContextPath !== undefined ? String(options.fileContextPath) : (getCallerDirectory() || '.')
+    this.baseImage = DEFAULT_BASE_IMAGE
+    this.baseTemplate = undefined
+    this.registryConfig = undefined
+    this.startCmd = undefined
+    this.readyCmd = undefined
+    this.force = false
+    this.forceNextLayer = false
+    this.instructions = []
+    this.fileContextPath = options.fileContextPath !== undefined ? String(options.fileContextPath) : (getCallerDirectory() || '.')
     // TODO(.dockerignore): the C library packs what a COPY source matches;
     // the patterns are kept (toJSON) until it takes ignore patterns.
-    this._fileIgnorePatterns = options.fileIgnorePatterns || []
-    this._stackTraces = []
+    this.fileIgnorePatterns = options.fileIgnorePatterns || []
+    this.stackTraces = []
   }
 
   /** The options of a call: the class's bound ones (a client's), then the
@@ -320,19 +331,19 @@ class TemplateBase {
   }
 
   _trace() {
-    this._stackTraces.push(getCallerFrame())
+    this.stackTraces.push(getCallerFrame())
     return this
   }
 
   _step(type, args, extra) {
-    this._instructions.push(Object.assign({ type, args, force: this._forceNextLayer }, extra))
+    this.instructions.push(Object.assign({ type, args, force: this.forceNextLayer }, extra))
     return this._trace()
   }
 
   _from(image, template) {
-    this._baseImage = image
-    this._baseTemplate = template
-    if (this._forceNextLayer) this._force = true
+    this.baseImage = image
+    this.baseTemplate = template
+    if (this.forceNextLayer) this.force = true
     return this._trace()
   }
 
@@ -356,7 +367,7 @@ class TemplateBase {
     if (credentials && (!credentials.username || !credentials.password)) {
       throw withStack(new errors.InvalidArgumentError('Both username and password are required when providing registry credentials'), getCallerFrame())
     }
-    if (credentials) this._registryConfig = { type: 'registry', username: credentials.username, password: credentials.password }
+    if (credentials) this.registryConfig = { type: 'registry', username: credentials.username, password: credentials.password }
     return this._from(image, undefined)
   }
 
@@ -366,14 +377,14 @@ class TemplateBase {
   }
 
   fromAWSRegistry(image, c) {
-    this._registryConfig = { type: 'aws', awsAccessKeyId: c.accessKeyId, awsSecretAccessKey: c.secretAccessKey, awsRegion: c.region }
+    this.registryConfig = { type: 'aws', awsAccessKeyId: c.accessKeyId, awsSecretAccessKey: c.secretAccessKey, awsRegion: c.region }
     return this._from(image, undefined)
   }
 
   fromGCPRegistry(image, c) {
     let sa = c.serviceAccountJSON
-    if (typeof sa === 'string' && !sa.trimStart().startsWith('{')) sa = fs.readFileSync(path.join(this._fileContextPath, sa), 'utf8')
-    this._registryConfig = { type: 'gcp', serviceAccountJson: typeof sa === 'string' ? sa : JSON.stringify(sa) }
+    if (typeof sa === 'string' && !sa.trimStart().startsWith('{')) sa = fs.readFileSync(path.join(this.fileContextPath, sa), 'utf8')
+    this.registryConfig = { type: 'gcp', serviceAccountJson: typeof sa === 'string' ? sa : JSON.stringify(sa) }
     return this._from(image, undefined)
   }
 
@@ -381,15 +392,15 @@ class TemplateBase {
   fromDockerfile(contentOrPath) {
     // the base's call site first, as for the other bases (a failed step's
     // number indexes these: 0 the base, i + 1 for step i)
-    const at = this._stackTraces.length
+    const at = this.stackTraces.length
     const image = parseDockerfile(contentOrPath, this)
     this._from(image, undefined)
-    this._stackTraces.splice(at, 0, this._stackTraces.pop())
+    this.stackTraces.splice(at, 0, this.stackTraces.pop())
     return this
   }
 
   skipCache() {
-    this._forceNextLayer = true
+    this.forceNextLayer = true
     return this
   }
 
@@ -403,7 +414,7 @@ class TemplateBase {
       const srcString = s.toString()
       validateRelativePath(srcString, stack)
       this._step('COPY', [srcString, dest.toString(), options.user || '', options.mode ? padOctal(options.mode) : ''], {
-        force: !!(options.forceUpload || this._forceNextLayer),
+        force: !!(options.forceUpload || this.forceNextLayer),
         forceUpload: options.forceUpload,
         resolveSymlinks: options.resolveSymlinks,
         gzip: options.gzip
@@ -502,7 +513,7 @@ class TemplateBase {
 
   /** E2B's mcp-gateway template only. */
   addMcpServer(servers) {
-    if (this._baseTemplate !== 'mcp-gateway') {
+    if (this.baseTemplate !== 'mcp-gateway') {
       throw withStack(new errors.BuildError('MCP servers can only be added to mcp-gateway template'), getCallerFrame())
     }
     return this.runCmd(`mcp-gateway pull ${(Array.isArray(servers) ? servers : [servers]).join(' ')}`, { user: 'root' })
@@ -510,14 +521,14 @@ class TemplateBase {
 
   /** E2B's devcontainer template only (this engine has none). */
   betaDevContainerPrebuild(dir) {
-    if (this._baseTemplate !== 'devcontainer') {
+    if (this.baseTemplate !== 'devcontainer') {
       throw withStack(new errors.BuildError('Devcontainers can only used in the devcontainer template'), getCallerFrame())
     }
     return this.runCmd(`devcontainer build --workspace-folder ${shellQuote(dir)}`, { user: 'root' })
   }
 
   betaSetDevContainerStart(dir) {
-    if (this._baseTemplate !== 'devcontainer') {
+    if (this.baseTemplate !== 'devcontainer') {
       throw withStack(new errors.BuildError('Devcontainers can only used in the devcontainer template'), getCallerFrame())
     }
     const d = shellQuote(dir)
@@ -542,13 +553,13 @@ class TemplateBase {
   /** The command sandboxes of the template start with, and the check that
    * says they are ready (a string or a ReadyCmd). */
   setStartCmd(startCommand, readyCommand) {
-    this._startCmd = startCommand
-    this._readyCmd = readyCommand instanceof ReadyCmd ? readyCommand.getCmd() : readyCommand
+    this.startCmd = startCommand
+    this.readyCmd = readyCommand instanceof ReadyCmd ? readyCommand.getCmd() : readyCommand
     return this._trace()
   }
 
   setReadyCmd(readyCommand) {
-    this._readyCmd = readyCommand instanceof ReadyCmd ? readyCommand.getCmd() : readyCommand
+    this.readyCmd = readyCommand instanceof ReadyCmd ? readyCommand.getCmd() : readyCommand
     return this._trace()
   }
 
@@ -557,7 +568,7 @@ class TemplateBase {
   /** E2B's builder JSON; forBuild: the library's form (the fifth COPY
    * argument is resolveSymlinks, E2B's base image is `base`). */
   _serialize(forBuild) {
-    const steps = this._instructions.map((st) => {
+    const steps = this.instructions.map((st) => {
       if (!forBuild) return st
       const out = { type: st.type, args: st.args.slice(), force: !!st.force }
       if (st.forceUpload !== undefined) out.forceUpload = st.forceUpload
@@ -567,16 +578,16 @@ class TemplateBase {
       }
       return out
     })
-    const data = { startCmd: this._startCmd, readyCmd: this._readyCmd, steps, force: this._force }
-    let image = this._baseImage
-    let base = this._baseTemplate
+    const data = { startCmd: this.startCmd, readyCmd: this.readyCmd, steps, force: this.force }
+    let image = this.baseImage
+    let base = this.baseTemplate
     if (forBuild && image === DEFAULT_BASE_IMAGE && base === undefined) {
       image = undefined
       base = 'base'
     }
     if (image !== undefined) data.fromImage = image
     if (base !== undefined) data.fromTemplate = base
-    if (this._registryConfig !== undefined) data.fromImageRegistry = this._registryConfig
+    if (this.registryConfig !== undefined) data.fromImageRegistry = this.registryConfig
     return data
   }
 
@@ -590,12 +601,12 @@ class TemplateBase {
   /** The template as a Dockerfile (image bases only). */
   static toDockerfile(template) {
     const t = template
-    if (t._baseTemplate !== undefined) {
+    if (t.baseTemplate !== undefined) {
       throw new Error('Cannot convert template built from another template to Dockerfile. Templates based on other templates can only be built using the E2B API.')
     }
-    if (t._baseImage === undefined) throw new Error('No base image specified for template')
-    let out = `FROM ${t._baseImage}\n`
-    for (const st of t._instructions) {
+    if (t.baseImage === undefined) throw new Error('No base image specified for template')
+    let out = `FROM ${t.baseImage}\n`
+    for (const st of t.instructions) {
       if (st.type === 'RUN') out += `RUN ${st.args[0]}\n`
       else if (st.type === 'COPY') out += `COPY ${st.args[0]} ${st.args[1]}\n`
       else if (st.type === 'ENV') {
@@ -604,7 +615,7 @@ class TemplateBase {
         out += `ENV ${v.join(' ')}\n`
       } else out += `${st.type} ${st.args.join(' ')}\n`
     }
-    if (t._startCmd) out += `ENTRYPOINT ${t._startCmd}\n`
+    if (t.startCmd) out += `ENTRYPOINT ${t.startCmd}\n`
     return out
   }
 
@@ -618,24 +629,27 @@ class TemplateBase {
     if (/template upload/.test(e.message)) out = new FileUploadError(e.message, e)
     else if (e.code === 'ASB_EBUILD' || e.code === 'ASB_EINVAL') out = new errors.BuildError(e.message, e)
     else return e
-    const step = e.build ? e.build.errorStep : -1
-    if (step >= 0 && step < t._stackTraces.length) withStack(out, t._stackTraces[step])
+    // the step that failed: the engine's, or the library's "steps[i] (...)" for
+    // a step it refused before building (a COPY source that matches nothing)
+    const refused = /^steps\[(\d+)\]/.exec(e.message)
+    const step = e.build ? e.build.errorStep : refused ? Number(refused[1]) + 1 : -1
+    if (step >= 0 && step < t.stackTraces.length) withStack(out, t.stackTraces[step])
     if (e.build) out.build = e.build
     return out
   }
 
   static async _build(template, name, o, background) {
     const t = template
-    if (o.skipCache) t._force = true
+    if (o.skipCache) t.force = true
     const onLog = o.onBuildLogs
     if (onLog) onLog(new LogEntry(new Date(), 'info', `Requesting build for template: ${name}${o.tags && o.tags.length ? ` with tags ${o.tags.join(', ')}` : ''}`))
     let st
     try {
       st = await native.Template.buildSteps(name, t._serialize(true), Object.assign({}, o, {
-        contextDir: t._fileContextPath,
+        contextDir: t.fileContextPath,
         cpuCount: o.cpuCount || 2,
         memoryMB: o.memoryMB || 1024,
-        skipCache: !!t._force,
+        skipCache: !!t.force,
         background,
         onLog: onLog ? (line) => onLog(entryOf(line)) : undefined
       }))
@@ -767,6 +781,7 @@ module.exports = {
   LogEntryEnd,
   defaultBuildLogger,
   FileUploadError,
+  InstructionType,
   // E2B's template utils programs use
   validateRelativePath,
   normalizeBuildArguments,

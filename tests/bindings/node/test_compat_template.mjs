@@ -28,9 +28,9 @@ before(async () => {
   fs.writeFileSync(path.join(ctx, 'folder', 'hello.txt'), 'from the compat context\n')
 })
 
+// The templates go with the engine's own state directory; its stop also
+// ends the build the last test leaves running.
 after(async () => {
-  const lib = await import('agent-sandbox')
-  for (const n of [`${name}-bg`, name]) await lib.Template.delete(n).catch(() => {})
   fs.rmSync(ctx, { recursive: true, force: true })
   await engine.stop()
 })
@@ -44,7 +44,7 @@ test('a builder chain builds; its sandbox has the file; logs start, stream and e
     .runCmd('cat /home/user/folder/hello.txt && echo "env $GREETING"')
     .makeDir('/home/user/made')
     .setWorkdir('/home/user')
-    .setStartCmd('touch /tmp/started', waitForFile('/tmp/started'))
+    .setStartCmd('touch /tmp/started && exec sleep infinity', waitForFile('/tmp/started'))
   const logs = []
   const info = await Template.build(t, `${name}:v1`, { cpuCount: 1, memoryMB: 256, onBuildLogs: (l) => logs.push(l) })
   assert.equal(info.name, `${name}:v1`)
@@ -89,11 +89,18 @@ test('a failing step rejects with BuildError pointing at its line; background bu
   await assert.rejects(Template.build(t, `${name}-bad`, { onBuildLogs: (l) => logs.push(l) }), (e) => {
     assert.ok(e instanceof BuildError, String(e))
     assert.match(e.message, /exit code 7/)
-    assert.ok(e.stack.includes(`${self}:${lineOf('// FAILING-STEP')}:`), e.stack)
+    // E2B's form: the stack is the call site's frames, the first the runCmd
+    assert.ok(e.stack.split('\n')[0].endsWith(`${import.meta.url}:${lineOf('// FAILING-STEP')}:6)`), e.stack)
     return true
   })
   assert.equal(logs.at(-1).message, 'Build finished')
   assert.ok(logs.some((l) => l.message === 'nope'))
+  // a COPY source that matches nothing: refused before the build, at its copy()
+  const nothing = Template({ fileContextPath: ctx }).fromTemplate('base').runCmd('true')
+    .copy('no-such-file', '/x') // NOTHING-MATCHES
+  await assert.rejects(Template.build(nothing, `${name}-bad`), (e) =>
+    e instanceof BuildError && /no-such-file/.test(e.message) &&
+    e.stack.split('\n')[0].endsWith(`${import.meta.url}:${lineOf('// NOTHING-MATCHES')}:6)`))
 
   // in the background: resolves once started; the status follows it
   const bg = Template().fromTemplate(name).runCmd('echo background')
@@ -114,7 +121,7 @@ test('a failing step rejects with BuildError pointing at its line; background bu
 })
 
 test('toJSON, toDockerfile, fromDockerfile and the argument checks', async () => {
-  const { Template, waitForPort, waitForURL, waitForTimeout, waitForProcess, TemplateError, InvalidArgumentError } = e2b
+  const { Template, waitForPort, waitForURL, waitForTimeout, waitForProcess, waitForFile, TemplateError, InvalidArgumentError } = e2b
   const t = Template({ fileContextPath: ctx })
     .fromUbuntuImage('24.04')
     .copy('folder/hello.txt', '/app/', { user: 'root', mode: 0o755 })
@@ -145,14 +152,33 @@ test('toJSON, toDockerfile, fromDockerfile and the argument checks', async () =>
   assert.equal(j.readyCmd, 'sleep 20')
 
   assert.equal(waitForPort(8000).getCmd(), '[ -n "$(ss -Htuln sport = :8000)" ]')
-  assert.equal(waitForURL('http://localhost:3000/h').getCmd(), `curl -s -o /dev/null -w "%{http_code}" 'http://localhost:3000/h' | grep -q "200"`)
+  assert.equal(waitForURL('http://localhost:3000/h').getCmd(), 'curl -s -o /dev/null -w "%{http_code}" http://localhost:3000/h | grep -q "200"')
   assert.equal(waitForTimeout(500).getCmd(), 'sleep 1')
-  assert.equal(waitForProcess('nginx').getCmd(), "pgrep 'nginx' > /dev/null")
+  assert.equal(waitForProcess('nginx').getCmd(), 'pgrep nginx > /dev/null')
+  assert.equal(waitForFile("/tmp/it's here").getCmd(), `[ -f '/tmp/it'"'"'s here' ]`)
 
   assert.throws(() => Template().fromBaseImage().copy('/etc/passwd', '/x'), (e) => e instanceof TemplateError && /absolute paths are not allowed/.test(e.message))
   assert.throws(() => Template().fromBaseImage().copy('a/../../b', '/x'), (e) => e instanceof TemplateError && /escapes the context directory/.test(e.message))
   assert.throws(() => Template().fromImage('x', { username: 'u' }), InvalidArgumentError)
   await assert.rejects(Template.build(Template().fromBaseImage(), {}), (e) => e instanceof TemplateError && e.message === 'Name must be provided')
   // the default file context is the caller's directory
-  assert.equal(Template()._fileContextPath, path.dirname(self))
+  assert.equal(Template().fileContextPath, path.dirname(self))
+})
+
+test('client.Template carries its options; an AbortSignal stops following a build', async () => {
+  const { E2B, Template, AuthenticationError, TemplateBase } = e2b
+  const client = new E2B({ apiKey: 'e2b_0000000000000000000000000000000000000000' })
+  assert.ok(client.Template() instanceof TemplateBase)
+  await assert.rejects(client.Template.exists('base'), AuthenticationError)
+  const { exists } = Template // statics stay bound when taken off the class
+  assert.equal(await exists('base'), true)
+
+  // aborted once the build has started (last: the engine goes on building,
+  // and its stop waits for the step: 20 s is the margin for the cancel)
+  const ac = new AbortController()
+  const t = Template().fromTemplate('base').skipCache().runCmd('sleep 20')
+  await assert.rejects(Template.build(t, `${name}-abort`, {
+    signal: ac.signal,
+    onBuildLogs: (l) => { if (l.message === 'Starting building...') ac.abort() }
+  }), (e) => e.name === 'AbortError')
 })
