@@ -800,7 +800,7 @@ export declare class Template {
   /** Build `name` ("app" or "app:tag") from E2B's builder JSON (an object or
    * its text: fromTemplate/fromImage, steps, startCmd, readyCmd); COPY
    * sources come from contextDir and are uploaded by hash. */
-  static buildSteps(name: string, spec: JsonValue | string, opts?: ConnectionOpts & { contextDir?: string; tags?: string[]; cpuCount?: number; memoryMB?: number; skipCache?: boolean; background?: boolean; timeoutMs?: number; signal?: AbortSignal; onLog?: (line: TemplateBuildLogLine) => void | Promise<void> }): Promise<TemplateBuildState>
+  static buildSteps(name: string, spec: JsonValue | string, opts?: ConnectionOpts & { contextDir?: string; tags?: string[]; ignorePatterns?: string[]; cpuCount?: number; memoryMB?: number; skipCache?: boolean; background?: boolean; timeoutMs?: number; signal?: AbortSignal; onLog?: (line: TemplateBuildLogLine) => void | Promise<void> }): Promise<TemplateBuildState>
   static buildStatus(templateId: string, buildId: string, opts?: ConnectionOpts & CallOpts & { logsOffset?: number }): Promise<TemplateBuildState>
   static exists(name: string, opts?: ConnectionOpts & CallOpts): Promise<boolean>
   /** Make tags name the build target ("app:v1"; "app": its latest) names. */

@@ -316,8 +316,8 @@ class TemplateBase {
     this.forceNextLayer = false
     this.instructions = []
     this.fileContextPath = options.fileContextPath !== undefined ? String(options.fileContextPath) : (getCallerDirectory() || '.')
-    // TODO(.dockerignore): the C library packs what a COPY source matches;
-    // the patterns are kept (toJSON) until it takes ignore patterns.
+    // applied by the library when it packs COPY sources, before the
+    // context's own .dockerignore (which the library reads itself)
     this.fileIgnorePatterns = options.fileIgnorePatterns || []
     this.stackTraces = []
   }
@@ -647,6 +647,7 @@ class TemplateBase {
     try {
       st = await native.Template.buildSteps(name, t._serialize(true), Object.assign({}, o, {
         contextDir: t.fileContextPath,
+        ignorePatterns: t.fileIgnorePatterns,
         cpuCount: o.cpuCount || 2,
         memoryMB: o.memoryMB || 1024,
         skipCache: !!t.force,

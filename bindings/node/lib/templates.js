@@ -47,8 +47,9 @@ class Template {
 
   /** Build name ("app" or "app:tag") from E2B's builder JSON spec (an object
    * or its text); COPY sources come from opts.contextDir, uploaded by hash.
-   * opts: contextDir, tags, cpuCount, memoryMB, skipCache, background,
-   * timeoutMs, onLog({timestampMs, level, message}) for each log line as it
+   * opts: contextDir, tags, ignorePatterns (.dockerignore patterns applied
+   * before the context's own .dockerignore), cpuCount, memoryMB, skipCache,
+   * background, timeoutMs, onLog({timestampMs, level, message}) for each log line as it
    * arrives (the library's progress, then the engine's), signal,
    * connection options. A failed build rejects with a BuildError (the
    * engine's reason) whose `build` is the build's state (errorStep: 0 the
@@ -59,6 +60,7 @@ class Template {
     const o = {
       contextDir: opts.contextDir,
       tags: opts.tags,
+      ignorePatterns: opts.ignorePatterns && opts.ignorePatterns.length ? opts.ignorePatterns : undefined,
       skipCache: !!opts.skipCache,
       background: !!opts.background,
       cpuCount: opts.cpuCount || 0,

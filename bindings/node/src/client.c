@@ -964,6 +964,9 @@ static void w_tbuild(anode_call *base) {
       o.on_log = tbuild_log;
       o.userdata = base;
     }
+#if ASB_TEMPLATE_STEPS_OPTIONS_VERSION >= 2
+    o.ignore_patterns = (const char *const *)c->v[1];
+#endif
     /* a failed build keeps *out (the step that failed, its log): the JS
      * side attaches it to the error */
     rc = asb_templates_build_steps(&b, c->client, c->s[0], c->s[1], &o);
@@ -1031,8 +1034,9 @@ static void c_tbuild(anode_call *base) {
 }
 
 /* templateBuilderOp(client, op, a, b, opts, onEvent, cb): steps (1: a =
- * name, b = the builder JSON, opts {contextDir, tags, skipCache,
- * background, cpuCount, memoryMB, timeoutMs}, onEvent gets each log line
+ * name, b = the builder JSON, opts {contextDir, tags, ignorePatterns (with
+ * a library whose asb_template_steps_options has them: version 2),
+ * skipCache, background, cpuCount, memoryMB, timeoutMs}, onEvent gets each log line
  * as EV_TEMPLATE_LOG; a failed build's value is the build, with the step
  * that failed), status (2: a = template id, b = build id, opts
  * {logsOffset} + call options), exists (3: a = name), tags assign (4: a =
@@ -1055,6 +1059,7 @@ static napi_value js_template_builder_op(napi_env env, napi_callback_info info) 
       ((op == TBOP_STEPS || op == TBOP_STATUS) && anode_get_string(env, argv[3], &c->s[1])) ||
       (op == TBOP_STEPS && (anode_opt_string(env, argv[4], "contextDir", &c->s[2]) ||
                             anode_opt_strv(env, argv[4], "tags", &c->v[0]) ||
+                            anode_opt_strv(env, argv[4], "ignorePatterns", &c->v[1]) ||
                             anode_opt_bool(env, argv[4], "skipCache", &c->i[0]) ||
                             anode_opt_bool(env, argv[4], "background", &c->i[1]) ||
                             anode_opt_int(env, argv[4], "cpuCount", &c->i[2]) ||
@@ -1065,6 +1070,15 @@ static napi_value js_template_builder_op(napi_env env, napi_callback_info info) 
       (tagged && anode_opt_strv(env, argv[4], "tags", &c->v[0])) ||
       (op != TBOP_STEPS && gen_read_callopts(env, c, argv[4])))
     return gen_discard(env, c);
+#if ASB_TEMPLATE_STEPS_OPTIONS_VERSION < 2
+  if (op == TBOP_STEPS && c->v[1] && c->v[1][0]) {
+    anode_throw(env, "ERR_INVALID_ARG_VALUE",
+                "ignorePatterns: this libagentsandbox has no ignore patterns (its "
+                "asb_template_steps_options is version %d, they came in 2)",
+                ASB_TEMPLATE_STEPS_OPTIONS_VERSION);
+    return gen_discard(env, c);
+  }
+#endif
   if (tagged && !c->v[0]) {
     anode_throw(env, "ERR_INVALID_ARG_VALUE", "tags must be an array of strings");
     return gen_discard(env, c);

@@ -81,3 +81,26 @@ test('buildSteps: a failing step is a BuildError with the engine reason', async 
     lib.Template.buildSteps(`${name}-bad`, { steps: [{ type: 'COPY', args: ['../x', '/x'] }] }, { contextDir: ctx }),
     (e) => e instanceof lib.InvalidArgumentError && /without '\.\.'/.test(e.message))
 })
+
+test('buildSteps: ignorePatterns and the context\'s .dockerignore leave files out of a COPY', async (t) => {
+  const c = fs.mkdtempSync(path.join(os.tmpdir(), 'nd-steps-ign-'))
+  try {
+    for (const f of ['keep.txt', 'secret.txt', 'junk.log']) fs.writeFileSync(path.join(c, f), f)
+    fs.writeFileSync(path.join(c, '.dockerignore'), '# not these\nsecret.txt\n')
+    let b
+    try {
+      b = await lib.Template.buildSteps(`${name}-ign`, {
+        fromTemplate: 'base',
+        steps: [{ type: 'COPY', args: ['.', '/home/user/ctx/', '', ''] }, { type: 'RUN', args: ['ls -A /home/user/ctx'] }]
+      }, { contextDir: c, ignorePatterns: ['*.log'] })
+    } catch (e) {
+      if (/has no ignore patterns/.test(e.message)) return t.skip('this libagentsandbox has no ignore patterns (asb_template_steps_options version 1)')
+      throw e
+    }
+    const msgs = b.logs.map((l) => l.message)
+    assert.ok(msgs.includes('keep.txt'), msgs.join('\n'))
+    assert.ok(!msgs.includes('secret.txt') && !msgs.includes('junk.log'), msgs.join('\n'))
+  } finally {
+    fs.rmSync(c, { recursive: true, force: true })
+  }
+})
