@@ -897,7 +897,14 @@ static napi_value js_template_op(napi_env env, napi_callback_info info) {
 
 /* ---- E2B's Template builder (asb_templates_build_steps) ------------------------------ */
 
-enum { TBOP_STEPS = 1, TBOP_STATUS, TBOP_EXISTS, TBOP_TAGS_ASSIGN, TBOP_TAGS_REMOVE, TBOP_TAGS_LIST };
+enum {
+  TBOP_STEPS = 1,
+  TBOP_STATUS,
+  TBOP_EXISTS,
+  TBOP_TAGS_ASSIGN,
+  TBOP_TAGS_REMOVE,
+  TBOP_TAGS_LIST
+};
 
 /* One build log line as it arrives (EV_TEMPLATE_LOG): {timestampMs, level,
  * message}. */
