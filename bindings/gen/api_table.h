@@ -841,6 +841,7 @@
   X(asb_template_steps_options, cancel, ASB_API_FIELD_POINTER, 1) \
   X(asb_template_steps_options, on_log, ASB_API_FIELD_POINTER, 1) \
   X(asb_template_steps_options, userdata, ASB_API_FIELD_POINTER, 1) \
+  X(asb_template_steps_options, ignore_patterns, ASB_API_FIELD_STRINGS, 2) \
   X(asb_volume_write_options, uid, ASB_API_FIELD_INT, 1) \
   X(asb_volume_write_options, gid, ASB_API_FIELD_INT, 1) \
   X(asb_volume_write_options, mode, ASB_API_FIELD_INT, 1) \

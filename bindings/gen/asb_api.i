@@ -151,7 +151,7 @@ ASB_OPTIONS(asb_template_build_options, ASB_TEMPLATE_BUILD_OPTIONS_VERSION,
             ASB_NONE)
 ASB_OPTIONS(asb_template_steps_options, ASB_TEMPLATE_STEPS_OPTIONS_VERSION,
             %arg({&$self->context_dir}),
-            %arg({&$self->tags}),
+            %arg({&$self->tags, &$self->ignore_patterns}),
             ASB_NONE)
 ASB_OPTIONS(asb_volume_write_options, ASB_VOLUME_WRITE_OPTIONS_VERSION,
             ASB_NONE,

@@ -14,12 +14,15 @@
 #include "http.h"
 
 #include <curl/curl.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "util/util.h"
@@ -114,6 +117,52 @@ void asbi_http_get_stats(asbi_http *h, asbi_http_stats *out) {
   out->retries = atomic_load(&h->retries);
 }
 
+/* ---- close-on-exec for libcurl's own descriptors -------------------------- */
+
+/* The two lowest free descriptor numbers: those the next two descriptors
+ * made get (POSIX), found in as many fcntl calls as the lowest hole is
+ * high, not as many as the host has open. */
+static void lowest_free(int v[2]) {
+  v[0] = v[1] = -1;
+  for (int fd = 0, k = 0; k < 2 && fd < (1 << 20); fd++)
+    if (fcntl(fd, F_GETFD) < 0 && errno == EBADF) v[k++] = fd;
+}
+
+/* fd is an AF_UNIX socket without FD_CLOEXEC: then its flag is set. */
+static void cloexec_if_unix(int fd) {
+  int dom = 0, fl;
+  socklen_t dl = sizeof dom;
+  struct stat st;
+  if (fd >= 0 && fstat(fd, &st) == 0 && S_ISSOCK(st.st_mode) &&
+      getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &dom, &dl) == 0 && dom == AF_UNIX &&
+      (fl = fcntl(fd, F_GETFD)) >= 0 && !(fl & FD_CLOEXEC))
+    fcntl(fd, F_SETFD, fl | FD_CLOEXEC);
+}
+
+/* curl_multi_init (libcurl 7.88; still so upstream, curl issue #13618)
+ * makes the multi handle's wakeup socketpair (what curl_multi_wakeup
+ * writes to) without SOCK_CLOEXEC, and libcurl lets no one see or flag
+ * it: every child a program using this library starts (popen, system,
+ * fork+exec, posix_spawn) would hold two sockets of every pooled slot
+ * for its whole life. curl_multi_init opens nothing else, so the pair
+ * takes the two lowest free numbers, and those are flagged close-on-exec
+ * if they are AF_UNIX sockets left inheritable. A libcurl that makes its
+ * wakeup close-on-exec (an eventfd in 8.x) needs nothing here. Another
+ * thread of the host opening descriptors in that instant can move the
+ * pair (it stays inheritable, as before) or have an inheritable AF_UNIX
+ * socket of its own there flagged: the price of a library that hides its
+ * descriptors, for the length of one curl_multi_init. */
+static CURLM *multi_new(void) {
+  int want[2];
+  lowest_free(want);
+  CURLM *m = curl_multi_init();
+  if (m) {
+    cloexec_if_unix(want[0]);
+    cloexec_if_unix(want[1]);
+  }
+  return m;
+}
+
 static slot *slot_get(asbi_http *h) {
   pthread_mutex_lock(&h->mu);
   slot *s = h->idle;
@@ -125,7 +174,7 @@ static slot *slot_get(asbi_http *h) {
   if (s) return s;
   s = calloc(1, sizeof *s);
   if (!s) return NULL;
-  s->multi = curl_multi_init();
+  s->multi = multi_new();
   s->easy = curl_easy_init();
   if (!s->multi || !s->easy) {
     slot_free(s);

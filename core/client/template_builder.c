@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "proto/cmdargs.h"
+#include "proto/ignore.h"
 #include "proto/pjson.h"
 #include "proto/tar.h"
 #include "proto/url.h"
@@ -41,8 +42,14 @@ struct asb_template_build {
   size_t n, cap;
 };
 
-ASBI_DEFINE_OPTIONS_INIT(asb_template_steps_options, ASB_TEMPLATE_STEPS_OPTIONS_VERSION,
-                         ASB_TEMPLATE_STEPS_OPTIONS_INIT)
+/* Version 1 ended before ignore_patterns. */
+static size_t steps_options_size(unsigned int version) {
+  return version >= 2 ? sizeof(asb_template_steps_options)
+                      : offsetof(asb_template_steps_options, ignore_patterns);
+}
+
+ASBI_DEFINE_OPTIONS_INIT_SIZED(asb_template_steps_options, ASB_TEMPLATE_STEPS_OPTIONS_VERSION,
+                               ASB_TEMPLATE_STEPS_OPTIONS_INIT, steps_options_size)
 
 /* ---- the build object ----------------------------------------------------------- */
 
@@ -176,8 +183,13 @@ static int take_status(asb_template_build *b, const cJSON *j, size_t *added) {
 /* ---- packing a COPY step's files ------------------------------------------------ */
 
 /* Adds path (relative name rel) to the tar: a file, a symlink (kept, or
- * followed with resolve), or a directory and everything under it. */
-static int pack_path(asbi_buf *tar, const char *path, const char *rel, int resolve, int depth) {
+ * followed with resolve), or a directory and everything under it, less
+ * what ig leaves out. A directory left out is looked into only when ig has
+ * '!' exceptions, and archived only if something in it is kept. */
+static int pack_path(asbi_buf *tar, const char *path, const char *rel, int resolve, int depth,
+                     const asbi_ignore *ig) {
+  int ignored = asbi_ignore_match(ig, rel);
+  if (ignored && !asbi_ignore_has_exceptions(ig)) return ASB_OK;
   struct stat st;
   if ((resolve ? stat(path, &st) : lstat(path, &st)) != 0) {
     if (resolve && lstat(path, &st) == 0)
@@ -186,6 +198,7 @@ static int pack_path(asbi_buf *tar, const char *path, const char *rel, int resol
   }
   if (depth > 32) return asbi_err(ASB_EINVAL, "template copy: %s: nested too deep", rel);
   unsigned mode = (unsigned)st.st_mode & 07777;
+  if (ignored && !S_ISDIR(st.st_mode)) return ASB_OK;
   if (S_ISLNK(st.st_mode)) {
     char target[4096];
     ssize_t n = readlink(path, target, sizeof target - 1);
@@ -211,8 +224,10 @@ static int pack_path(asbi_buf *tar, const char *path, const char *rel, int resol
     return rc;
   }
   if (!S_ISDIR(st.st_mode)) return ASB_OK; /* sockets, fifos, devices: skipped */
+  size_t before = tar->len;
   if (asbi_tar_add(tar, rel, ASBI_TAR_DIR, mode, NULL, 0, NULL))
     return asbi_err(ASB_EINVAL, "template copy: the files are over %u MiB", UPLOAD_MAX >> 20);
+  size_t after = tar->len;
   /* Sorted, so the same files always give the same archive and hash. */
   asbi_buf pat = ASBI_BUF_INIT;
   asbi_buf_printf(&pat, "%s/*", path);
@@ -227,11 +242,14 @@ static int pack_path(asbi_buf *tar, const char *path, const char *rel, int resol
     if (!strcmp(base, ".") || !strcmp(base, "..")) continue;
     asbi_buf r = ASBI_BUF_INIT;
     asbi_buf_printf(&r, "%s/%s", rel, base);
-    rc = r.data ? pack_path(tar, g.gl_pathv[i], r.data, resolve, depth + 1) : asbi_oom();
+    rc = r.data ? pack_path(tar, g.gl_pathv[i], r.data, resolve, depth + 1, ig) : asbi_oom();
     asbi_buf_free(&r);
   }
   globfree(&g);
   asbi_buf_free(&pat);
+  /* a left-out directory with nothing kept in it: its entry goes too (the
+   * tar writer only appends, so the buffer's length is its state) */
+  if (!rc && ignored && tar->len == after) tar->len = before;
   return rc;
 }
 
@@ -248,8 +266,9 @@ static int bad_src(const char *src) {
 }
 
 /* The tar of what src (a path or glob under ctx) matches, named relative to
- * ctx, and its SHA-256. */
-static int pack_copy(const char *ctx, const char *src, int resolve, asbi_buf *tar, char hash[65]) {
+ * ctx, less what ig leaves out, and its SHA-256. */
+static int pack_copy(const char *ctx, const char *src, int resolve, const asbi_ignore *ig,
+                     asbi_buf *tar, char hash[65]) {
   if (bad_src(src))
     return asbi_err(ASB_EINVAL,
                     "template copy: source '%s' must be relative to the context directory, "
@@ -268,6 +287,7 @@ static int pack_copy(const char *ctx, const char *src, int resolve, asbi_buf *ta
   size_t skip = strlen(ctx) + 1;
   for (size_t i = 0; !rc && i < g.gl_pathc; i++) {
     const char *rel = g.gl_pathv[i] + skip;
+    size_t before = tar->len;
     /* Parents first, so the archive unpacks the same everywhere. */
     for (const char *s = strchr(rel, '/'); !rc && s; s = strchr(s + 1, '/')) {
       asbi_buf d = ASBI_BUF_INIT;
@@ -276,10 +296,17 @@ static int pack_copy(const char *ctx, const char *src, int resolve, asbi_buf *ta
         rc = asbi_err(ASB_EINVAL, "template copy: cannot archive %s", rel);
       asbi_buf_free(&d);
     }
-    if (!rc) rc = pack_path(tar, g.gl_pathv[i], rel, resolve, 0);
+    size_t parents = tar->len;
+    if (!rc) rc = pack_path(tar, g.gl_pathv[i], rel, resolve, 0, ig);
+    if (!rc && tar->len == parents) tar->len = before; /* all of it left out */
   }
   globfree(&g);
   asbi_buf_free(&pat);
+  if (!rc && tar->len == 0)
+    rc = asbi_err(ASB_EINVAL,
+                  "template copy: what '%s' matches in %s is all left out by the ignore "
+                  "patterns (.dockerignore, ignore_patterns)",
+                  src, ctx);
   if (!rc && asbi_tar_finish(tar))
     rc = asbi_err(ASB_EINVAL, "template copy: the files are over %u MiB", UPLOAD_MAX >> 20);
   if (!rc) asbi_sha256_hex(tar->data, tar->len, hash);
@@ -378,10 +405,46 @@ static int note(const asb_template_steps_options *o, const char *fmt, ...) {
            : ASB_OK;
 }
 
+/* The patterns of opts and then of ctx/.dockerignore (E2B's SDKs put them
+ * in that order) into *out, NULL when there are none. */
+static int load_ignore(const char *ctx, const asb_template_steps_options *o, asbi_ignore **out) {
+  *out = NULL;
+  const char *const *pats = ASBI_OPT(o, 2, ignore_patterns, NULL);
+  asbi_buf path = ASBI_BUF_INIT, text = ASBI_BUF_INIT;
+  asbi_buf_printf(&path, "%s/.dockerignore", ctx);
+  if (!path.data) return asbi_oom();
+  struct stat st;
+  int have_file = stat(path.data, &st) == 0;
+  if (!have_file && !(pats && *pats)) {
+    asbi_buf_free(&path);
+    return ASB_OK;
+  }
+  asbi_ignore *ig = asbi_ignore_new();
+  int rc = ig ? ASB_OK : asbi_oom();
+  char why[600];
+  for (const char *const *p = pats; !rc && p && *p; p++)
+    if (asbi_ignore_add(ig, *p, why, sizeof why))
+      rc = asbi_err(ASB_EINVAL, "template.build_steps: ignore pattern: %s", why);
+  if (!rc && have_file) {
+    if (asbi_buf_read_file(&text, path.data, 1u << 20))
+      rc = asbi_err(ASB_EINVAL, "template.build_steps: cannot read %s (at most 1 MiB)", path.data);
+    else if (asbi_ignore_add_text(ig, text.data ? text.data : "", text.len, why, sizeof why))
+      rc = asbi_err(ASB_EINVAL, "template.build_steps: %s: %s", path.data, why);
+  }
+  asbi_buf_free(&path);
+  asbi_buf_free(&text);
+  if (rc) {
+    asbi_ignore_free(ig);
+    return rc;
+  }
+  *out = ig;
+  return ASB_OK;
+}
+
 /* Uploads each COPY step's files (filling its filesHash) unless the engine
  * has them. */
 static int upload_copies(const call_ctx *x, cJSON *steps, const char *ctx, const char *tid,
-                         const asb_template_steps_options *o) {
+                         const asb_template_steps_options *o, const asbi_ignore *ig) {
   int idx = 0;
   cJSON *st;
   cJSON_ArrayForEach(st, steps) {
@@ -404,7 +467,7 @@ static int upload_copies(const call_ctx *x, cJSON *steps, const char *ctx, const
     asbi_buf_init(&tar, UPLOAD_MAX);
     char hash[65];
     int resolve = cJSON_IsString(res) && !strcmp(res->valuestring, "true");
-    int rc = pack_copy(ctx, src->valuestring, resolve, &tar, hash);
+    int rc = pack_copy(ctx, src->valuestring, resolve, ig, &tar, hash);
     if (rc) {
       asbi_buf_free(&tar);
       asbi_err_prefix("steps[%d] (COPY)", idx);
@@ -551,7 +614,10 @@ int asb_templates_build_steps(asb_template_build **out, asb_client *c, const cha
   }
   /* The files, then the build. */
   rc = note(o, "Template created with ID: %s, Build ID: %s", b->template_id, b->build_id);
-  if (!rc && steps) rc = upload_copies(&x, steps, ctx, b->template_id, o);
+  asbi_ignore *ig = NULL;
+  if (!rc && steps) rc = load_ignore(ctx, o, &ig);
+  if (!rc && steps) rc = upload_copies(&x, steps, ctx, b->template_id, o, ig);
+  asbi_ignore_free(ig);
   if (!rc) rc = note(o, "Starting building...");
   if (!rc) {
     asbi_buf p = ASBI_BUF_INIT;

@@ -926,6 +926,20 @@ static void driver_event(ci_kernel *k, const char *line, size_t len, ci_ev_fn fn
     const cJSON *s = cJSON_GetObjectItemCaseSensitive(j, "seq");
     if (cJSON_IsNumber(s) && (unsigned)s->valuedouble == k->seq)
       driver_done(k, k->errored ? CI_DONE_ERROR : CI_DONE_OK, fn, ud);
+  } else if (strcmp(t, "stream") == 0) {
+    /* the java driver's System.out / System.err: one write, one message
+     * (IJava's split); what reached the pipes before (a child's output)
+     * goes first */
+    const cJSON *text = cJSON_GetObjectItemCaseSensitive(j, "text");
+    int is_err = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "err"));
+    if (k->busy && cJSON_IsString(text) && *text->valuestring) {
+      read_out(k, is_err, 1, fn, ud);
+      ci_ev ev = {.kind = CI_EV_STREAM,
+                  .is_stderr = is_err,
+                  .text = text->valuestring,
+                  .len = strlen(text->valuestring)};
+      fn(ud, &ev);
+    }
   } else if (k->busy && strcmp(t, "display") == 0) {
     read_out(k, 0, 1, fn, ud);
     read_out(k, 1, 1, fn, ud);

@@ -156,6 +156,16 @@ static cJSON *listed_json(engine *e, sbx *s, int detail) {
   /* ours (E2B has no field for it): what a pause kept */
   if (s->state == SBX_PAUSED)
     cJSON_AddStringToObject(j, "pauseMode", s->paused_nomem ? "filesystem" : "memory");
+  /* ours: under --pause-swap, where a memory-paused sandbox's RAM went
+   * (GET /sandboxes/{id} only: it reads the sandbox's cgroup files) */
+  asbe_stats st;
+  if (detail && s->state == SBX_PAUSED && !s->paused_nomem && e->swap_path && s->iso &&
+      asbe_sandbox_stats(s->iso, &st) == 0) {
+    cJSON *sw = cJSON_AddObjectToObject(j, "swap");
+    cJSON_AddNumberToObject(sw, "swappedBytes", (double)st.swap_bytes);
+    cJSON_AddNumberToObject(sw, "residentBytes", (double)st.memory_bytes);
+    cJSON_AddNumberToObject(sw, "residentBeforeBytes", (double)s->swap_mem_before);
+  }
   pthread_mutex_unlock(&s->mu);
   return j;
 }

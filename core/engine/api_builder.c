@@ -106,6 +106,23 @@ static void build_free(bbuild *x) {
   free(x);
 }
 
+int api_builder_building(engine *e, const char *id, char *build_id, size_t len) {
+  builder *b = __atomic_load_n(&e->builder, __ATOMIC_ACQUIRE);
+  int found = 0;
+  if (!b) return 0;
+  pthread_mutex_lock(&b->mu);
+  for (btmpl *t = b->list; t && !found; t = t->next) {
+    if (strcmp(t->id, id)) continue;
+    for (bbuild *x = t->builds; x && !found; x = x->next)
+      if (!strcmp(x->status, "building")) {
+        snprintf(build_id, len, "%s", x->id);
+        found = 1;
+      }
+  }
+  pthread_mutex_unlock(&b->mu);
+  return found;
+}
+
 void api_builder_close(engine *e) {
   builder *b = e->builder;
   if (!b) return;
@@ -436,8 +453,48 @@ typedef struct job {
   asbi_buf ctx;
   int force;
   int *step_of;
+  char **step_label;
   size_t nsteps;
 } job;
+
+static void job_free(job *j) {
+  asbi_buf_free(&j->ctx);
+  free(j->step_of);
+  for (size_t i = 0; j->step_label && i < j->nsteps; i++) free(j->step_label[i]);
+  free(j->step_label);
+  free(j);
+}
+
+/* A failed step named as the program wrote it, not by the line of the
+ * template.yaml generated from it (build.c's message): "template app:
+ * step 3 (RUN apt-get install foo) failed with exit code 100:\n<output's
+ * tail>", 3 being E2B's step number (reason.step). NULL if the step is
+ * unknown (then build.c's message stands). */
+#define STEP_ERROR_TAIL 3000
+static char *step_message(const job *j, const build_report *rep) {
+  if (rep->step <= 0 || (size_t)rep->step > j->nsteps || !rep->why) return NULL;
+  const char *out = rep->output ? rep->output : "";
+  size_t n = strlen(out);
+  const char *tail = n > STEP_ERROR_TAIL ? out + n - STEP_ERROR_TAIL : out;
+  asbi_buf m = ASBI_BUF_INIT;
+  asbi_buf_printf(&m, "template %s: step %d (%s) %s%s%s", j->name, j->step_of[rep->step - 1],
+                  j->step_label[rep->step - 1], rep->why, *tail ? ":\n" : "", tail);
+  return asbi_buf_detach(&m, NULL);
+}
+
+/* build.c's "==> step 2/5 (template.yaml:1) <the generated command>" of
+ * a builder build as "==> step 2/5: RUN make (E2B's step 3)": the program's
+ * step, not the template.yaml made from it. NULL: l stays as it is. */
+static char *step_line(const job *j, const char *l) {
+  int k = 0, n = 0, end = 0;
+  if (sscanf(l, "==> step %d/%d (template.yaml:%*d)%n", &k, &n, &end) != 2 || end <= 0 || k < 1 ||
+      (size_t)k > j->nsteps)
+    return NULL;
+  asbi_buf b = ASBI_BUF_INIT;
+  asbi_buf_printf(&b, "==> step %d/%d: %s (E2B's step %d)", k, n, j->step_label[k - 1],
+                  j->step_of[k - 1]);
+  return asbi_buf_detach(&b, NULL);
+}
 
 static void *run_job(void *arg) {
   job *j = arg;
@@ -460,8 +517,11 @@ static void *run_job(void *arg) {
   x = find_build(bt, j->build_id);
   if (x) {
     char *save = NULL;
-    for (char *l = strtok_r(rep.log, "\n", &save); l; l = strtok_r(NULL, "\n", &save))
-      log_entry(x, "info", l);
+    for (char *l = strtok_r(rep.log, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+      char *named = step_line(j, l);
+      log_entry(x, "info", named ? named : l);
+      free(named);
+    }
     if (rc == 0) {
       snprintf(x->status, sizeof x->status, "ready");
       snprintf(x->ours, sizeof x->ours, "%s", t->build_id);
@@ -479,19 +539,18 @@ static void *run_job(void *arg) {
     } else {
       snprintf(x->status, sizeof x->status, "error");
       free(x->reason);
-      x->reason = asbi_strdup(err.message);
+      x->reason = err.status == ENG_EFAILED ? step_message(j, &rep) : NULL;
+      if (!x->reason) x->reason = asbi_strdup(err.message);
       if (err.status == ENG_EFAILED && rep.step > 0 && (size_t)rep.step <= j->nsteps)
         x->reason_step = j->step_of[rep.step - 1];
-      log_entry(x, "error", err.message);
+      log_entry(x, "error", x->reason ? x->reason : err.message);
     }
   }
   pthread_mutex_unlock(&b->mu);
   asbi_log("template %s: builder build %s %s", j->name, j->build_id, rc ? "failed" : "ready");
   templates_put(e, t);
   build_report_free(&rep);
-  asbi_buf_free(&j->ctx);
-  free(j->step_of);
-  free(j);
+  job_free(j);
   /* last: api_builder_close may free b once running is 0 */
   pthread_mutex_lock(&b->mu);
   b->running--;
@@ -566,8 +625,11 @@ static void trigger(engine *e, api_req *q, const char *id, const char *build_id,
   snprintf(j->build_id, sizeof j->build_id, "%s", build_id);
   j->force = p.force;
   j->step_of = p.step_of;
+  j->step_label = p.step_label;
   j->nsteps = p.nsteps;
   p.step_of = NULL;
+  p.step_label = NULL;
+  p.nsteps = 0;
   builder_plan_free(&p);
   pthread_mutex_lock(&b->mu);
   int started = 0;
@@ -584,9 +646,7 @@ static void trigger(engine *e, api_req *q, const char *id, const char *build_id,
   pthread_mutex_unlock(&b->mu);
   pthread_attr_destroy(&at);
   if (!started) {
-    asbi_buf_free(&j->ctx);
-    free(j->step_of);
-    free(j);
+    job_free(j);
     return api_error(r, 409, "build \"%s\" was started already", build_id);
   }
   r->status = 202;

@@ -15,6 +15,9 @@ int api_builder_upload_ok(engine *e, const char *method, const char *url, const 
 /* Our build id (template_info.build_id) that tag of the template name
  * (or id) names, into out: 0, or -1 for an unknown name or tag. */
 int api_builder_tag_build(engine *e, const char *name, const char *tag, char *out, size_t len);
+/* 1 with its build id in build_id if a build of the template id (E2B's
+ * builder API) was started and has not ended, else 0. */
+int api_builder_building(engine *e, const char *id, char *build_id, size_t len);
 /* Waits for the builds under way and frees the builder's state. */
 void api_builder_close(engine *e);
 

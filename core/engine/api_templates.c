@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api_builder.h"
 #include "build.h"
 #include "bundled.h"
 #include "eng_err.h"
@@ -189,6 +190,19 @@ void api_templates_list(engine *e, api_reply *r) {
 
 void api_templates_delete(engine *e, const char *id, api_reply *r) {
   eng_err err;
+  /* A build of E2B's builder API under way (or queued behind another
+   * build): 409 at once, rather than deleting what the build is about to
+   * install or waiting for it. build.c's own rebuilds: templates_delete. */
+  template_info *t = templates_find(e, id);
+  char bid[40];
+  if (t && api_builder_building(e, t->id, bid, sizeof bid)) {
+    api_error(r, 409,
+              "template \"%s\" is being built (build %s); delete it once the build has ended",
+              t->alias, bid);
+    templates_put(e, t);
+    return;
+  }
+  templates_put(e, t);
   if (templates_delete(e, id, &err) == 0) {
     r->status = 204;
     pthread_mutex_lock(&e->build_mu); /* what it alone used: e.g. its local image */

@@ -169,6 +169,8 @@ static void step_failed(build *b, int idx, const cJSON *step, const char *desc, 
   b->rep->step_line = cJSON_IsNumber(line) ? line->valueint : 0;
   free(b->rep->output);
   b->rep->output = asbi_strdup(text);
+  free(b->rep->why);
+  b->rep->why = asbi_strdup(why);
   eng_err_set(b->err, ENG_EFAILED, NULL, "%s", msg);
 }
 
@@ -479,6 +481,7 @@ void build_report_free(build_report *rep) {
   if (!rep) return;
   free(rep->log);
   free(rep->output);
+  free(rep->why);
   memset(rep, 0, sizeof *rep);
 }
 
@@ -760,9 +763,13 @@ int build_run_as(engine *e, const void *tar, size_t tar_len, int force, build_ba
     goto out;
   }
   char id[ENGINE_ID_LEN + 1], suffix[7];
-  if (existing)
+  if (existing) {
     snprintf(id, sizeof id, "%s", existing->id);
-  else if (new_id && strlen(new_id) == ENGINE_ID_LEN)
+    /* a delete meanwhile answers 409 instead of waiting for build_mu */
+    pthread_mutex_lock(&e->mu);
+    snprintf(e->rebuilding, sizeof e->rebuilding, "%s", id);
+    pthread_mutex_unlock(&e->mu);
+  } else if (new_id && strlen(new_id) == ENGINE_ID_LEN)
     snprintf(id, sizeof id, "%s", new_id);
   else if (asbi_random_alnum(id, ENGINE_ID_LEN)) {
     eng_err_set(err, ENG_EINTERNAL, NULL, "no randomness available");
@@ -903,7 +910,12 @@ out:
     e->image_imports--;
     pthread_mutex_unlock(&e->mu);
   }
-  if (locked) pthread_mutex_unlock(&e->build_mu);
+  if (locked) {
+    pthread_mutex_lock(&e->mu);
+    e->rebuilding[0] = '\0';
+    pthread_mutex_unlock(&e->mu);
+    pthread_mutex_unlock(&e->build_mu);
+  }
   templates_put(e, existing);
   templates_put(e, base);
   cJSON_Delete(spec);

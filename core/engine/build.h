@@ -22,6 +22,7 @@ typedef struct build_report {
   int step;      /* 1-based */
   int step_line; /* its line in template.yaml, 0 = unknown */
   char *output;  /* its whole output (malloc'd) */
+  char *why;     /* what went wrong ("failed with exit code 3"; malloc'd) */
 } build_report;
 void build_report_free(build_report *rep);
 

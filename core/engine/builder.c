@@ -31,6 +31,8 @@ void builder_plan_free(builder_plan *p) {
   for (size_t i = 0; i < p->nhashes; i++) free(p->hashes[i]);
   free(p->hashes);
   free(p->step_of);
+  for (size_t i = 0; p->step_label && i < p->nsteps; i++) free(p->step_label[i]);
+  free(p->step_label);
   memset(p, 0, sizeof *p);
 }
 
@@ -125,7 +127,27 @@ typedef struct tr {
   char user[16];
   char workdir[4096];
   cJSON *env;
+  char label[192]; /* the E2B step being translated (builder_plan.step_label) */
 } tr;
+
+/* "TYPE arg arg ..." of an E2B step, the empty optional args left out. */
+static void set_label(tr *t, const char *type, const cJSON *args) {
+  asbi_buf b = ASBI_BUF_INIT;
+  asbi_buf_puts(&b, type);
+  const cJSON *a;
+  cJSON_ArrayForEach(a, args) {
+    if (cJSON_IsString(a) && *a->valuestring) asbi_buf_printf(&b, " %s", a->valuestring);
+  }
+  const char *s = b.data ? b.data : type;
+  size_t n = strlen(s), max = sizeof t->label - 1;
+  if (n > max)
+    snprintf(t->label, sizeof t->label, "%.*s...", (int)max - 3, s);
+  else
+    snprintf(t->label, sizeof t->label, "%s", s);
+  for (char *c = t->label; *c; c++)
+    if (*c == '\n' || *c == '\r' || *c == '\t') *c = ' ';
+  asbi_buf_free(&b);
+}
 
 static int add_step(tr *t, int e2b_step, const char *cmd, const char *user, const char *cwd) {
   cJSON *s = cJSON_CreateObject();
@@ -137,6 +159,10 @@ static int add_step(tr *t, int e2b_step, const char *cmd, const char *user, cons
   int *v = realloc(t->p->step_of, (t->p->nsteps + 1) * sizeof *v);
   if (!v) return -1;
   t->p->step_of = v;
+  char **l = realloc(t->p->step_label, (t->p->nsteps + 1) * sizeof *l);
+  if (!l) return -1;
+  t->p->step_label = l;
+  if (!(l[t->p->nsteps] = asbi_strdup(t->label))) return -1;
   v[t->p->nsteps++] = e2b_step;
   return 0;
 }
@@ -169,6 +195,7 @@ static int translate_step(tr *t, int idx, const cJSON *st, char *err, size_t err
   if (cJSON_IsTrue(force)) t->p->force = 1;
   int na = cJSON_GetArraySize(args);
   const char *ty = type->valuestring;
+  set_label(t, ty, args);
   asbi_buf cmd = ASBI_BUF_INIT;
   int rc = 0;
   if (!strcmp(ty, "RUN")) {
@@ -328,6 +355,7 @@ int builder_translate(const cJSON *body, const char *name, int cpu, int memory_m
     asbi_buf_puts(&cmd, "mkdir -p /etc/profile.d && printf '%s' ");
     asbi_buf_sh_quote(&cmd, lines.data);
     asbi_buf_puts(&cmd, " > /etc/profile.d/e2b-template-env.sh");
+    snprintf(t.label, sizeof t.label, "ENV (the variables for the sandboxes' shells)");
     rc = add_step(&t, i + 1, cmd.data, "root", "/") ? asbi_errf(err, errlen, "out of memory") : 0;
     asbi_buf_free(&lines);
     asbi_buf_free(&cmd);

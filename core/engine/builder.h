@@ -26,6 +26,10 @@ typedef struct builder_plan {
   int force; /* "force" on the body or a step */
   /* E2B's step index (1-based; 0 = the base) of each template.yaml step */
   int *step_of;
+  /* what each template.yaml step was in E2B's terms, for its errors:
+   * "RUN apt-get install foo", "COPY app /opt/app", ... (at most ~160
+   * characters) */
+  char **step_label;
   size_t nsteps;
 } builder_plan;
 void builder_plan_free(builder_plan *p);

@@ -26,6 +26,7 @@
 #include "proto/url.h"
 #include "registry.h"
 #include "sbxnet.h"
+#include "swap.h"
 #include "templates.h"
 #include "util/log.h"
 #include "util/util.h"
@@ -60,6 +61,7 @@ void engine_free(engine *e) {
   for (size_t i = 0; e->image_dirs[i]; i++) free(e->image_dirs[i]);
   free(e->envd_version);
   free(e->domain);
+  free(e->swap_path);
   for (size_t i = 0; i < e->npool; i++) free(e->pool_names[i]);
   free(e->pool_names);
   free(e->pool_sizes);
@@ -127,6 +129,12 @@ static void on_live(const char *id, void *ctx) {
   }
   /* A paused sandbox stays frozen; make sure the runtime agrees. */
   if (s->state == SBX_PAUSED) asbe_sandbox_freeze(s->iso);
+  /* --pause-swap: a running one never swaps (one made before the option
+   * was on could); a paused one keeps what it has out. Without it, one a
+   * --pause-swap engine paused (its pages back in RAM: swap_open swapped
+   * the file off) swaps as any sandbox again. */
+  if ((s->state != SBX_PAUSED || !e->swap_path) && asbe_sandbox_swap_block(s->iso))
+    asbi_log("sandbox %s: %s", id, asbe_errmsg());
   /* Its network: the engine that left it took its pair away (or this
    * start reaped it); a new one, with its recorded policy. */
   char why[512];
@@ -283,6 +291,7 @@ int engine_open(engine *e, const engine_config *cfg, eng_err *err) {
   ic.cgroup_name = cfg->cgroup_name;
   ic.pool_disk_bytes = cfg->pool > 0 ? 1024ull << 20 : 0;
   ic.pool_target = cfg->pool > 0 ? (unsigned)cfg->pool : 0;
+  ic.swap_block = cfg->pause_swap_bytes > 0;
   if (asbe_engine_open(&ic, &e->iso))
     return eng_err_set(err, ENG_EINTERNAL, NULL, "cannot open the isolation runtime: %s",
                        asbe_errmsg());
@@ -297,6 +306,10 @@ int engine_open(engine *e, const engine_config *cfg, eng_err *err) {
     goto fail;
   }
   if (sbxnet_open(e, cfg, err)) goto fail;
+  /* before the adoption: paused sandboxes an engine left may have pages
+   * in the file it left active */
+  if (swap_open(e, cfg->pause_swap_bytes, err)) goto fail;
+  e->swap_prefetch = cfg->pause_swap_prefetch;
   if (templates_init(e)) {
     eng_err_set(err, ENG_EINTERNAL, NULL, "cannot prepare the base template");
     goto fail;
@@ -318,6 +331,7 @@ int engine_open(engine *e, const engine_config *cfg, eng_err *err) {
 fail:
   pool_stop(e);
   drop_records(e);
+  swap_close(e, 0);
   templates_free(e);
   sbxnet_close(e);
   asbe_engine_close(e->iso);
@@ -334,7 +348,14 @@ void engine_close(engine *e, int kill_sandboxes) {
   lifecycle_stop(e);
   size_t n = 0;
   sbx **v = reg_list(e, &n);
+  int swapped = 0; /* paused sandboxes left with memory in the swap file */
   for (size_t i = 0; v && i < n; i++) {
+    asbe_stats st;
+    pthread_mutex_lock(&v[i]->mu);
+    if (!kill_sandboxes && e->swap_path && v[i]->state == SBX_PAUSED && v[i]->iso &&
+        !v[i]->paused_nomem && asbe_sandbox_stats(v[i]->iso, &st) == 0 && st.swap_bytes)
+      swapped++;
+    pthread_mutex_unlock(&v[i]->mu);
     if (kill_sandboxes) lifecycle_kill(e, v[i], "engine_stopped");
     /* sandboxes left running lose their network until the next engine
      * adopts them: nothing of the datapath outlives the engine */
@@ -343,7 +364,8 @@ void engine_close(engine *e, int kill_sandboxes) {
   }
   reg_put_all(e, v, n);
   drop_records(e);
-  templates_free(e); /* kills the warm pools' sandboxes, kill_sandboxes or not */
+  templates_free(e);      /* kills the warm pools' sandboxes, kill_sandboxes or not */
+  swap_close(e, swapped); /* after the kills: what they had in it is free */
   sbxnet_close(e);
   asbe_engine_close(e->iso);
   e->iso = NULL;

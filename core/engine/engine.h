@@ -54,6 +54,7 @@ typedef struct engine {
   pthread_mutex_t tmpl_mu;
   pthread_mutex_t build_mu; /* one template build at a time */
   int image_imports;        /* builds between importing a local image and registering (under mu) */
+  char rebuilding[32];      /* id of the template the build under way rebuilds, "" (under mu) */
   /* bundled.c: one bundled build at a time (recursive: a bundled template
    * built on another builds that one first, on the same thread); the
    * names built (or found cached) in this run, "\0"-separated; those being
@@ -98,6 +99,10 @@ typedef struct engine {
   const template_info *pool_busy;
   int creates;            /* atomics */
   int64_t last_create_ms; /* when the last create returned */
+  /* swap.c: --pause-swap's active swap file, or NULL (a memory pause then
+   * only freezes, keeping the RAM) */
+  char *swap_path;
+  int swap_prefetch; /* --pause-swap-prefetch: resume reads it back at once */
 } engine;
 
 /* A zeroed engine with its locks made and nothing running (engine.c). */
@@ -133,6 +138,12 @@ typedef struct engine_config {
   /* CA bundle the egress proxy verifies servers against when it intercepts
    * TLS (header rules); NULL: the system's */
   const char *egress_upstream_ca;
+  /* --pause-swap: bytes of <state>/pause.swap, where a memory pause puts
+   * the sandbox's RAM (swap.c); 0: none, a memory pause keeps the RAM */
+  uint64_t pause_swap_bytes;
+  /* --pause-swap-prefetch: a resume starts reading the sandbox's swapped
+   * memory back before the thaw (not only as it is touched) */
+  int pause_swap_prefetch;
 } engine_config;
 
 /* Opens the engine on cfg without any front: the agent dir, the isolation

@@ -14,6 +14,7 @@
 #include "lifecycle.h"
 #include "registry.h"
 #include "sbxnet.h"
+#include "swap.h"
 #include "util/log.h"
 #include "util/util.h"
 
@@ -93,6 +94,32 @@ static void drop_idle(sbx *s) {
   }
 }
 
+/* --pause-swap: the frozen sandbox's memory out to the engine's swap file
+ * (under s->mu, taking about as long as writing it to the disk: the pause
+ * returns once it is out). What does not fit stays in RAM; the sandbox is
+ * paused either way. */
+static void swap_out(engine *e, sbx *s) {
+  asbe_stats st;
+  memset(&st, 0, sizeof st);
+  int64_t t0 = asbi_unix_ms();
+  if (asbe_sandbox_stats(s->iso, &st) == 0) s->swap_mem_before = st.memory_bytes;
+  uint64_t room = swap_free_bytes(e);
+  if (room < st.anon_bytes)
+    asbi_log("sandbox %s: %llu MiB to swap out, %llu MiB free in %s: the rest stays in RAM", s->id,
+             (unsigned long long)(st.anon_bytes >> 20), (unsigned long long)(room >> 20),
+             e->swap_path);
+  uint64_t moved = 0;
+  if (asbe_sandbox_swap_out(s->iso, &moved))
+    asbi_log("sandbox %s: swap out: %s", s->id, asbe_errmsg());
+  s->swap_moved = moved;
+  asbe_stats after;
+  if (asbe_sandbox_stats(s->iso, &after) == 0)
+    asbi_log("sandbox %s: %llu MiB swapped out in %lld ms; resident %llu -> %llu MiB", s->id,
+             (unsigned long long)(moved >> 20), (long long)(asbi_unix_ms() - t0),
+             (unsigned long long)(s->swap_mem_before >> 20),
+             (unsigned long long)(after.memory_bytes >> 20));
+}
+
 int lifecycle_pause(engine *e, sbx *s, int memory) {
   pthread_mutex_lock(&s->mu);
   int rc;
@@ -104,6 +131,8 @@ int lifecycle_pause(engine *e, sbx *s, int memory) {
     if ((rc = asbe_sandbox_freeze(s->iso)) == 0) {
       s->state = SBX_PAUSED;
       s->paused_nomem = 0;
+      s->swap_moved = s->swap_mem_before = 0;
+      if (e->swap_path) swap_out(e, s);
     }
   } else {
     /* Without memory: every process goes, the writable layer (its files)
@@ -140,6 +169,15 @@ int lifecycle_resume(engine *e, sbx *s) {
   if (s->state == SBX_PAUSED && s->paused_nomem) {
     rc = -EOPNOTSUPP;
   } else if (s->state == SBX_PAUSED) {
+    /* --pause-swap: no swapping from before it runs; what is out faults
+     * back in as it is touched */
+    if (e->swap_path && asbe_sandbox_swap_block(s->iso))
+      asbi_log("sandbox %s: %s", s->id, asbe_errmsg());
+    /* --pause-swap-prefetch: the reads start before the thaw; the first
+     * command then waits for them, a process reading all of its memory
+     * waits less */
+    if (e->swap_path && e->swap_prefetch && asbe_sandbox_swap_prefetch(s->iso))
+      asbi_log("sandbox %s: prefetch: %s", s->id, asbe_errmsg());
     if ((rc = asbe_sandbox_thaw(s->iso)) == 0) s->state = SBX_RUNNING;
   } else if (s->state != SBX_RUNNING) {
     rc = -ESRCH;

@@ -21,6 +21,7 @@
 #include "pool.h"
 #include "proto/url.h"
 #include "server.h"
+#include "swap.h"
 #include "tlsca.h"
 #include "util/log.h"
 #include "util/util.h"
@@ -99,6 +100,12 @@ static void usage(FILE *f) {
           "                    head, counted from its start or its previous request\n"
           "                    (default 30)\n"
           "  --daemon          detach; log to <state>/engine.log, pid in <state>/engine.pid\n"
+          "  --pause-swap SIZE  a pause with memory frees the sandbox's RAM: the engine\n"
+          "                    keeps a swap file of SIZE (e.g. 8G) at <state>/pause.swap\n"
+          "                    and swaps paused sandboxes out to it; running ones\n"
+          "                    never swap (root; ext4, xfs or btrfs; see docs/lifecycle.md)\n"
+          "  --pause-swap-prefetch  with --pause-swap: a resume starts reading the\n"
+          "                    memory back at once (default: as it is touched)\n"
           "  --kill-on-exit    kill every sandbox when stopping (default: keep them\n"
           "                    running; a restarted engine adopts them)\n"
           "  --preflight       check what the engine needs, print the report, exit\n"
@@ -234,7 +241,9 @@ int main(int argc, char **argv) {
     O_DNS_UP,
     O_IMAGE_DIR,
     O_UPSTREAM_CA,
-    O_NET_CIDR6
+    O_NET_CIDR6,
+    O_PAUSE_SWAP,
+    O_PAUSE_SWAP_PREFETCH
   };
   static const struct option opts[] = {
       {"state-dir", required_argument, 0, O_STATE},
@@ -263,10 +272,13 @@ int main(int argc, char **argv) {
       {"image-dir", required_argument, 0, O_IMAGE_DIR},
       {"egress-upstream-ca", required_argument, 0, O_UPSTREAM_CA},
       {"net-cidr6", required_argument, 0, O_NET_CIDR6},
+      {"pause-swap", required_argument, 0, O_PAUSE_SWAP},
+      {"pause-swap-prefetch", no_argument, 0, O_PAUSE_SWAP_PREFETCH},
       {0, 0, 0, 0}};
   const char *pool_tmpl[64];
   size_t npool_tmpl = 0;
-  uint64_t pool_min_avail_mb = 512;
+  uint64_t pool_min_avail_mb = 512, pause_swap = 0;
+  int pause_swap_prefetch = 0;
   int o;
   while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
     switch (o) {
@@ -326,6 +338,18 @@ int main(int argc, char **argv) {
         break;
       case O_NET_CIDR6:
         net_cidr6 = optarg;
+        break;
+      case O_PAUSE_SWAP:
+        if (swap_parse_size(optarg, &pause_swap)) {
+          fprintf(stderr,
+                  "agent-sandboxd: --pause-swap wants a size of at least 1M (e.g. 512M, 8G), "
+                  "not '%s'\n",
+                  optarg);
+          return 2;
+        }
+        break;
+      case O_PAUSE_SWAP_PREFETCH:
+        pause_swap_prefetch = 1;
         break;
       case O_UPSTREAM_CA:
         upstream_ca = optarg;
@@ -394,6 +418,10 @@ int main(int argc, char **argv) {
     }
   }
   if (!state) state = "/var/lib/agent-sandbox";
+  if (pause_swap_prefetch && !pause_swap) {
+    fprintf(stderr, "agent-sandboxd: --pause-swap-prefetch needs --pause-swap SIZE\n");
+    return 2;
+  }
   if (print_ca) {
     /* the engine makes it on its first start (server.c, tlsca.c) */
     char abs[4096], ca[4200];
@@ -483,6 +511,8 @@ int main(int argc, char **argv) {
   for (size_t i = 0; i < nimage_dirs; i++) ec.image_dirs[i] = image_dirs[i];
   ec.nimage_dirs = nimage_dirs;
   ec.egress_upstream_ca = upstream_ca;
+  ec.pause_swap_bytes = pause_swap;
+  ec.pause_swap_prefetch = pause_swap_prefetch;
   /* Stop signals are taken by sigwait in this thread only: block them
    * before the first thread (the disk-pool thread of the isolation
    * runtime) starts, or one arriving during start-up could land in a

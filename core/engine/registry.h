@@ -49,6 +49,9 @@ typedef struct sbx {
    * resume boots it (sandboxes_connect). iso is then a dead handle, or
    * NULL after an engine restart. */
   int paused_nomem;
+  /* --pause-swap: what the last memory pause moved out to swap, and what
+   * the sandbox used just before (bytes; under mu) */
+  uint64_t swap_moved, swap_mem_before;
   pthread_mutex_t boot_mu; /* a resume's boot, and kills against it */
   int cpu_count, memory_mb, disk_mb;
   sbx_state state;

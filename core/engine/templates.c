@@ -502,7 +502,30 @@ int templates_delete(engine *e, const char *id, eng_err *err) {
     return -1;
   }
   int rc = -1;
+  /* being rebuilt: 409 now rather than after the build (build_mu) */
+  pthread_mutex_lock(&e->mu);
+  int rebuilding = !strcmp(e->rebuilding, t->id);
+  pthread_mutex_unlock(&e->mu);
+  if (rebuilding) {
+    eng_err_set(err, ENG_ECONFLICT, NULL,
+                "template \"%s\" is being built; delete it once the build has ended", t->alias);
+    templates_put(e, t);
+    return -1;
+  }
   pthread_mutex_lock(&e->build_mu);
+  /* A build that ended while we waited for build_mu may have replaced t
+   * (a rebuild installs a new template_info of the same id): delete what
+   * the registry holds now, or t would count as the base of its successor. */
+  template_info *now = templates_find(e, t->id);
+  if (now != t) {
+    templates_put(e, t);
+    t = now;
+    if (!t) {
+      pthread_mutex_unlock(&e->build_mu);
+      return eng_err_set(err, ENG_ENOTFOUND, NULL, "template \"%s\" not found", id);
+    }
+  } else
+    templates_put(e, now);
   /* in use by sandboxes? */
   size_t ns = 0, users = 0;
   sbx **v = reg_list(e, &ns);

@@ -14,7 +14,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
 #include <sys/stat.h>
 #include <sys/xattr.h>
 #include <time.h>
@@ -361,6 +364,7 @@ int asbe__cg_copy(const asbe_cg *src, asbe_cg *dst) {
   dst->n = src->n;
   dst->have = src->have;
   dst->owner = src->owner;
+  dst->swap_block = src->swap_block;
   for (int i = 0; i < src->n; i++) {
     dst->h[i] = src->h[i];
     dst->h[i].base = strdup(src->h[i].base);
@@ -479,6 +483,7 @@ int asbe__cg_create(const asbe_cg *cg, const char *id, const asbe_cg_limits *lim
        * from another cgroup): make it again */
       if (mkdir(h->base, 0755) < 0 && errno != EEXIST) return asbe__failerr("mkdir %s", h->base);
       cap_all_pids(h);
+      asbe__cg_swap_base(cg);
       if (h->v2 &&
           (r = v2_enable(h->base, h->ctrl & (ASBE_CG_MEMORY | ASBE_CG_PIDS | ASBE_CG_CPU))) < 0)
         return asbe__fail(r, "enable controllers in %s", h->base);
@@ -588,6 +593,160 @@ int asbe__cg_freeze(const asbe_cg *cg, const char *id, int freeze) {
   return asbe__fail(-ETIMEDOUT, "%s %s", freeze ? "freeze" : "thaw", sb);
 }
 
+/* ---- swap of paused sandboxes (the engine's --pause-swap) ---- */
+
+void asbe__cg_swap_base(const asbe_cg *cg) {
+  for (int i = 0; i < cg->n; i++) {
+    const asbe_cg_hier *h = &cg->h[i];
+    if (h->v2 || !(h->ctrl & ASBE_CG_MEMORY)) continue;
+    char p[PATH_MAX], parent[PATH_MAX], v[32] = "";
+    snprintf(p, sizeof p, "%s/memory.swappiness", h->base);
+    if (cg->swap_block) {
+      asbe__write_str(p, "0");
+      continue;
+    }
+    /* off: what the engine's own cgroup has, should an earlier run have
+     * left 0 (new sandbox cgroups inherit the dir's value) */
+    snprintf(parent, sizeof parent, "%s", h->base);
+    char *slash = strrchr(parent, '/');
+    if (!slash) continue;
+    snprintf(slash, sizeof parent - (size_t)(slash - parent), "/memory.swappiness");
+    char cur[32] = "";
+    if (asbe__read_small(p, cur, sizeof cur) > 0 && atoi(cur) == 0 &&
+        asbe__read_small(parent, v, sizeof v) > 0 && atoi(v) != 0) {
+      v[strcspn(v, "\n")] = '\0';
+      asbe__write_str(p, v);
+    }
+  }
+}
+
+static uint64_t swap_used(const asbe_cg_hier *h, const char *sb);
+static uint64_t anon_used(const asbe_cg_hier *h, const char *sb);
+
+/* cgroup v2: memory.reclaim on <id> in steps of what is still resident,
+ * until its anon+shmem is (nearly) out or a step moves nothing. The
+ * swappiness argument (Linux >= 6.13; v1's per-cgroup value, as below)
+ * makes it swap even where vm.swappiness is 0; older kernels refuse it and
+ * get the plain form. */
+static void v2_reclaim(const char *sb) {
+  const asbe_cg_hier h = {.v2 = 1, .ctrl = ASBE_CG_MEMORY};
+  char p[PATH_MAX], req[64];
+  snprintf(p, sizeof p, "%s/memory.reclaim", sb);
+  int plain = 0;
+  for (int round = 0; round < 16; round++) {
+    uint64_t left = anon_used(&h, sb);
+    if (left < (1u << 20)) return;
+    snprintf(req, sizeof req, plain ? "%llu" : "%llu swappiness=100", (unsigned long long)left);
+    int r = asbe__write_str(p, req);
+    if (r == -EINVAL && !plain) {
+      plain = 1;
+      continue;
+    }
+    /* -EAGAIN: it reclaimed less than asked; the next round sees how much */
+    if (r < 0 && r != -EAGAIN) return;
+    if (anon_used(&h, sb) >= left) return; /* no progress */
+  }
+}
+
+int asbe__cg_swap(const asbe_cg *cg, const char *id, int out, uint64_t *moved) {
+  char sb[PATH_MAX], d[PATH_MAX];
+  int r;
+  if (moved) *moved = 0;
+  for (int i = 0; i < cg->n; i++) {
+    const asbe_cg_hier *h = &cg->h[i];
+    if (!(h->ctrl & ASBE_CG_MEMORY)) continue;
+    asbe__cg_path(cg, i, id, ASBE_CGW_SB, sb, sizeof sb);
+    uint64_t before = swap_used(h, sb);
+    /* the limits live in agent/ and workload/ when split; v1 swappiness is
+     * per cgroup (each lruvec's own counts), so all three */
+    for (int w = h->split ? ASBE_CGW_WORKLOAD : ASBE_CGW_SB; w >= ASBE_CGW_SB; w--) {
+      asbe__cg_path(cg, i, id, w, d, sizeof d);
+      const char *knob = h->v2 ? "memory.swap.max" : "memory.swappiness";
+      if (h->v2 && w == ASBE_CGW_SB && h->split) continue; /* the children limit it */
+      /* no swap accounting (cgroup.memory=noswap, v2): nothing to allow or
+       * forbid per cgroup */
+      if (!exists(d, knob)) {
+        if (out) return asbe__fail(-ENOTSUP, "%s/%s: no swap accounting here", d, knob);
+        continue;
+      }
+      /* forbidding on v1 without swap_block: the engine dir's value, what
+       * a new sandbox cgroup inherits */
+      char base_val[32] = "0";
+      if (!out && !h->v2 && !cg->swap_block) {
+        char bp[PATH_MAX];
+        snprintf(bp, sizeof bp, "%s/memory.swappiness", h->base);
+        if (asbe__read_small(bp, base_val, sizeof base_val) <= 0) continue;
+        base_val[strcspn(base_val, "\n")] = '\0';
+      }
+      if ((r = wfile(d, knob, out ? (h->v2 ? "max" : "100") : base_val)) < 0) return r;
+    }
+    if (!out) continue;
+    if (h->v2) {
+      v2_reclaim(sb);
+    } else {
+      /* v1: reclaims the whole subtree, retrying until a pass frees
+       * nothing (what is left: kernel memory, pages swap cannot take) */
+      snprintf(d, sizeof d, "%s/memory.force_empty", sb);
+      if ((r = asbe__write_str(d, "1")) < 0 && r != -EBUSY && r != -EINTR)
+        return asbe__fail(r, "write %s", d);
+    }
+    uint64_t after = swap_used(h, sb);
+    if (moved && after > before) *moved += after - before;
+  }
+  return 0;
+}
+
+/* Asks the kernel to read back, asynchronously, the swapped-out pages of
+ * one process: MADV_WILLNEED on its private writable mappings (heap,
+ * stacks, anonymous and copy-on-write memory), through its pidfd. The
+ * sandbox is frozen, so the pid is the one cgroup.procs listed (a frozen
+ * task cannot exit unless killed from outside; should the pid have been
+ * reused, the advice only reads pages in). /proc/<pid>/maps is the
+ * kernel's text, not a path in the sandbox's tree. */
+static void prefetch_pid(pid_t pid) {
+  int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+  if (pidfd < 0) return;
+  char p[64], line[512];
+  snprintf(p, sizeof p, "/proc/%d/maps", (int)pid);
+  FILE *f = fopen(p, "re");
+  struct iovec iov[256];
+  int n = 0;
+  while (f && fgets(line, sizeof line, f)) {
+    unsigned long lo, hi;
+    char perms[8];
+    if (sscanf(line, "%lx-%lx %7s", &lo, &hi, perms) != 3 || hi <= lo) continue;
+    if (perms[1] != 'w' || perms[3] != 'p') continue;
+    iov[n].iov_base = (void *)lo;
+    iov[n].iov_len = hi - lo;
+    if (++n == (int)(sizeof iov / sizeof *iov)) {
+      syscall(SYS_process_madvise, pidfd, iov, (size_t)n, MADV_WILLNEED, 0u);
+      n = 0;
+    }
+  }
+  if (n) syscall(SYS_process_madvise, pidfd, iov, (size_t)n, MADV_WILLNEED, 0u);
+  if (f) fclose(f);
+  close(pidfd);
+}
+
+int asbe__cg_prefetch(const asbe_cg *cg, const char *id) {
+  char d[PATH_MAX], p[PATH_MAX];
+  for (int i = 0; i < cg->n; i++) {
+    const asbe_cg_hier *h = &cg->h[i];
+    if (!(h->ctrl & ASBE_CG_MEMORY)) continue;
+    for (int w = ASBE_CGW_SB; w <= (h->split ? ASBE_CGW_WORKLOAD : ASBE_CGW_SB); w++) {
+      asbe__cg_path(cg, i, id, w, d, sizeof d);
+      snprintf(p, sizeof p, "%s/cgroup.procs", d);
+      FILE *f = fopen(p, "re");
+      int pid;
+      while (f && fscanf(f, "%d", &pid) == 1)
+        if (pid > 0) prefetch_pid(pid);
+      if (f) fclose(f);
+    }
+    return 0; /* one memory hierarchy has every process */
+  }
+  return 0;
+}
+
 /* Kills the pids listed in dir/cgroup.procs. Returns how many were listed. */
 static int kill_listed(const char *dir) {
   char p[PATH_MAX];
@@ -687,6 +846,16 @@ static uint64_t read_key(const char *dir, const char *file, const char *key) {
   return 0;
 }
 
+static uint64_t swap_used(const asbe_cg_hier *h, const char *sb) {
+  return h->v2 ? read_u64(sb, "memory.swap.current") : read_key(sb, "memory.stat", "total_swap");
+}
+
+static uint64_t anon_used(const asbe_cg_hier *h, const char *sb) {
+  return h->v2 ? read_key(sb, "memory.stat", "anon") + read_key(sb, "memory.stat", "shmem")
+               : read_key(sb, "memory.stat", "total_rss") +
+                     read_key(sb, "memory.stat", "total_shmem");
+}
+
 int asbe__cg_stats(const asbe_cg *cg, const char *id, asbe_stats *st) {
   char sb[PATH_MAX], ag[PATH_MAX], wl[PATH_MAX];
   memset(st, 0, sizeof *st);
@@ -702,12 +871,16 @@ int asbe__cg_stats(const asbe_cg *cg, const char *id, asbe_stats *st) {
         st->memory_limit_bytes = read_u64(wl, "memory.max");
         st->oom_kills = read_key(wl, "memory.events", "oom_kill");
         st->agent_oom_kills = read_key(ag, "memory.events", "oom_kill");
+        st->swap_bytes = swap_used(h, sb);
+        st->anon_bytes = anon_used(h, sb);
       } else {
         st->memory_bytes = read_u64(sb, "memory.usage_in_bytes");
         st->memory_limit_bytes = read_u64(wl, "memory.limit_in_bytes");
         if (st->memory_limit_bytes >= (1ull << 62)) st->memory_limit_bytes = 0;
         st->oom_kills = read_key(wl, "memory.oom_control", "oom_kill");
         st->agent_oom_kills = read_key(ag, "memory.oom_control", "oom_kill");
+        st->swap_bytes = swap_used(h, sb);
+        st->anon_bytes = anon_used(h, sb);
       }
     }
     if (h->ctrl & ASBE_CG_PIDS) st->pids_current = read_u64(sb, "pids.current");

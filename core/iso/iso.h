@@ -136,6 +136,12 @@ typedef struct asbe_engine_config {
    * of a pure cgroup v2 host, including envd's delegated moves into
    * /run/asb/cgroup/unified; the tests use it to run that path here. */
   int cgroup_v2_split;
+  /* 1: running sandboxes never swap (the engine keeps a swap area for
+   * paused ones, asbe_sandbox_swap_out). cgroup v2: memory.swap.max=0 (set
+   * with every memory limit anyway); v1: memory.swappiness=0 on the
+   * engine's dir, which every sandbox cgroup inherits. 0: v1 swappiness as
+   * the host gives it. */
+  int swap_block;
 } asbe_engine_config;
 
 /* Opens the engine: discovers cgroups (v1 or v2), creates the engine's cgroup
@@ -309,6 +315,24 @@ int asbe_sandbox_export_live(asbe_sandbox *sb, const char *dest);
 /* Pause / resume every process of the sandbox (agent and workload). */
 int asbe_sandbox_freeze(asbe_sandbox *sb);
 int asbe_sandbox_thaw(asbe_sandbox *sb);
+/* Pushes a FROZEN sandbox's memory out to swap (the host's active swap
+ * areas; the engine's --pause-swap file): lets its cgroups swap (v2
+ * memory.swap.max=max, v1 memory.swappiness=100) and reclaims them (v2
+ * memory.reclaim, v1 memory.force_empty) until their anonymous and shmem
+ * (tmpfs, /dev/shm) pages are out or the kernel can do no more; clean page
+ * cache goes too. -EBUSY if not frozen. *moved: bytes its swap usage grew
+ * (NULL is fine). Takes about as long as writing that much to the disk. */
+int asbe_sandbox_swap_out(asbe_sandbox *sb, uint64_t *moved);
+/* Forbids the sandbox to swap again (v2 memory.swap.max=0, v1
+ * memory.swappiness=0; v1 without swap_block: the swappiness the engine's
+ * dir has, as at create), before a thaw: pages already out stay there and
+ * fault back in when touched. */
+int asbe_sandbox_swap_block(asbe_sandbox *sb);
+/* Starts reading a frozen sandbox's swapped-out memory back (MADV_WILLNEED
+ * on its processes' private writable mappings; the reads complete after
+ * it returns): call before the thaw for the pages to be there sooner than
+ * faults would bring them. -EBUSY if not frozen. */
+int asbe_sandbox_swap_prefetch(asbe_sandbox *sb);
 /* 1 if the init is alive. */
 int asbe_sandbox_alive(asbe_sandbox *sb);
 /* Asks asb-init to start its on-demand aux agent (no effect if it runs, or
@@ -331,6 +355,8 @@ typedef struct asbe_stats {
   uint64_t agent_oom_kills;    /* OOM kills in the agent cgroup */
   uint64_t disk_used_bytes;    /* writable layer */
   uint64_t disk_total_bytes;
+  uint64_t swap_bytes; /* swapped out, whole sandbox */
+  uint64_t anon_bytes; /* anonymous + shmem resident, whole sandbox */
   int frozen;
 } asbe_stats;
 int asbe_sandbox_stats(asbe_sandbox *sb, asbe_stats *out);

@@ -90,6 +90,7 @@ typedef struct asbe_cg {
   const char *owner;
   char *v2_mount, *v2_opts; /* the cgroup2 mount and its super options */
   unsigned have;            /* union of ctrl */
+  int swap_block;           /* asbe_engine_config.swap_block */
   char *info;
   char *workload_env; /* in-sandbox dirs, colon-separated */
 } asbe_cg;
@@ -129,6 +130,15 @@ int asbe__cg_path(const asbe_cg *cg, int i, const char *id, int which, char *buf
  * into <sb>). which = ASBE_CGW_SB moves every hierarchy into <sb>. */
 int asbe__cg_enter(const asbe_cg *cg, const char *id, pid_t pid, int which);
 int asbe__cg_freeze(const asbe_cg *cg, const char *id, int freeze);
+/* Swap of a frozen sandbox: allow it and reclaim (out=1; *moved = swap
+ * growth), or forbid it again (out=0). */
+int asbe__cg_swap(const asbe_cg *cg, const char *id, int out, uint64_t *moved);
+/* v1: the engine's dirs' memory.swappiness for cg->swap_block (0), or as
+ * their parent's when off (undoing an earlier run's 0). Best effort. */
+void asbe__cg_swap_base(const asbe_cg *cg);
+/* MADV_WILLNEED on every process's private writable memory: the kernel
+ * starts reading what is in swap back (asynchronously). */
+int asbe__cg_prefetch(const asbe_cg *cg, const char *id);
 /* Kills every process in the sandbox's cgroups (cgroup.kill or loop). */
 void asbe__cg_kill(const asbe_cg *cg, const char *id);
 /* Removes the cgroups (kills leftovers, retries up to timeout_ms). 0 if gone. */

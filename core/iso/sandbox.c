@@ -177,6 +177,8 @@ int asbe_engine_open(const asbe_engine_config *cfg, asbe_engine **out) {
   if ((r = lock_cgroup_name(e)) < 0) goto fail;
   if ((r = asbe__cg_open(&e->cg, e->cgroup_name, cfg->cgroup_v2_split)) < 0) goto fail;
   e->cg.owner = e->state_dir;
+  e->cg.swap_block = cfg->swap_block;
+  asbe__cg_swap_base(&e->cg);
   if (cfg->cgroup_favor_dynmods && (r = asbe__cg_favor_dynmods(&e->cg)) < 0) {
     r = asbe__fail(r, "remount %s with favordynmods", e->cg.v2_mount ? e->cg.v2_mount : "cgroup2");
     goto fail;
@@ -1074,6 +1076,27 @@ int asbe_sandbox_thaw(asbe_sandbox *sb) {
   int r = asbe__cg_freeze(&sb->cg, sb->id, 0);
   if (r == 0) sb->frozen = 0;
   return r;
+}
+
+int asbe_sandbox_swap_out(asbe_sandbox *sb, uint64_t *moved) {
+  asbe__clear_error();
+  if (moved) *moved = 0;
+  if (sb->dead) return asbe__fail(-ESRCH, "sandbox %s is dead", sb->id);
+  if (!sb->frozen) return asbe__fail(-EBUSY, "sandbox %s is not frozen", sb->id);
+  return asbe__cg_swap(&sb->cg, sb->id, 1, moved);
+}
+
+int asbe_sandbox_swap_block(asbe_sandbox *sb) {
+  asbe__clear_error();
+  if (sb->dead) return asbe__fail(-ESRCH, "sandbox %s is dead", sb->id);
+  return asbe__cg_swap(&sb->cg, sb->id, 0, NULL);
+}
+
+int asbe_sandbox_swap_prefetch(asbe_sandbox *sb) {
+  asbe__clear_error();
+  if (sb->dead) return asbe__fail(-ESRCH, "sandbox %s is dead", sb->id);
+  if (!sb->frozen) return asbe__fail(-EBUSY, "sandbox %s is not frozen", sb->id);
+  return asbe__cg_prefetch(&sb->cg, sb->id);
 }
 
 int asbe_sandbox_stats(asbe_sandbox *sb, asbe_stats *st) {

@@ -1,7 +1,8 @@
 -- E2B's mcp option natively: Sandbox.create{ mcp } makes a sandbox of the
 -- bundled mcp-gateway template and starts the gateway in it with the MCP
 -- servers given (here one stdio server, inline); sb:get_mcp_url() and
--- sb:get_mcp_token() are what an MCP client needs (docs/mcp.md).
+-- sb:get_mcp_token() are what an MCP client needs (docs/mcp.md). The
+-- request is sent with curl to sb:loopback_url(50005) (nothing to resolve).
 -- SPDX-License-Identifier: Apache-2.0
 local asb = require "agent_sandbox"
 
@@ -20,17 +21,12 @@ do
     mcp = { ["github/example/hello"] = { runCmd = "python3 -c '" .. server .. "'" } }, timeout_ms = 60000 })
   print("url", assert(sb:get_mcp_url()))
   local token = assert(sb:get_mcp_token())
-  -- an MCP client with the token: here python3 in the sandbox itself, on
-  -- the gateway's port (from outside: sb:loopback_url(50005) .. "/mcp")
-  local client = table.concat({
-    'import json, sys, urllib.request',
-    'body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}).encode()',
-    'req = urllib.request.Request("http://127.0.0.1:50005/mcp", body, {"Authorization": "Bearer " + sys.argv[1],',
-    '    "Content-Type": "application/json", "Accept": "application/json, text/event-stream"})',
-    'print(urllib.request.urlopen(req).read().decode())',
-  }, "\n")
-  local r = assert(sb.commands:run("python3 -c '" .. client .. "' " .. token))
-  local reply = assert(asb.json_decode(r.stdout))
+  local curl = assert(io.popen("curl -sS " .. assert(sb:loopback_url(50005)) .. "/mcp" ..
+    " -H 'Authorization: Bearer " .. token .. "' -H 'Content-Type: application/json'" ..
+    " -H 'Accept: application/json, text/event-stream'" ..
+    [[ --data '{"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}']]))
+  local reply = assert(asb.json_decode(curl:read("a")))
+  curl:close()
   local names = {}
   for _, t in ipairs(reply.result.tools) do names[#names + 1] = t.name end
   print("tools", table.concat(names, ","))

@@ -24,7 +24,7 @@ CONTEXT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2b-te
 template = (
     Template(file_context_path=CONTEXT)
     .from_template("base")  # or from_base_image(): E2B's base image is our base template
-    .copy("app/server.py", "/opt/app/server.py", user="root", mode=0o644)
+    .copy("app", "/opt/app", user="root")  # less what e2b-template/.dockerignore leaves out
     .set_envs({"GREETING": "hello from a template built with E2B's Python builder"})
     .run_cmd('python3 -c "import http.server"')  # steps run as `user` unless told otherwise
     .set_workdir("/opt/app")

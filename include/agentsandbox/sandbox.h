@@ -25,7 +25,8 @@ typedef struct asb_sandbox_attach_options {
   const char *envd_access_token; /* sent as X-Access-Token; NULL = none */
   const char *envd_version;      /* e.g. "0.6.13"; NULL = the newest we know */
   const char *domain;            /* NULL = the client's domain */
-  const char *traffic_access_token; /* for ports behind a traffic token */
+  const char *traffic_access_token; /* the create/connect reply's
+                                       trafficAccessToken; NULL = none */
 } asb_sandbox_attach_options;
 
 #define ASB_SANDBOX_ATTACH_OPTIONS_INIT \
@@ -53,8 +54,13 @@ ASB_API(const char *) asb_sandbox_envd_version(const asb_sandbox *sandbox);
 ASB_API(const char *) asb_sandbox_domain(const asb_sandbox *sandbox);
 /* The envd access token, or NULL when the sandbox has none. */
 ASB_API(const char *) asb_sandbox_envd_access_token(const asb_sandbox *sandbox);
-/* The token requests to its ports must carry (e2b-traffic-access-token)
- * when it was made with allowPublicTraffic false, or NULL. */
+/* The sandbox's traffic access token (e2b-traffic-access-token), or NULL
+ * when the control plane gave none. The local engine gives every sandbox
+ * one: its ports require it only when the sandbox was made with
+ * allowPublicTraffic false, and its code interpreter accepts it instead of
+ * the envd token (E2B's code-interpreter SDKs send only it on their
+ * context calls). E2B's cloud gives one only with allowPublicTraffic
+ * false. */
 ASB_API(const char *)
 asb_sandbox_traffic_access_token(const asb_sandbox *sandbox);
 

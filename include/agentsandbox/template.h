@@ -116,7 +116,7 @@ typedef int ASB_CALLBACK(asb_template_log_fn)(asb_int64 timestamp_ms,
                                               const char *message,
                                               void *userdata);
 
-#define ASB_TEMPLATE_STEPS_OPTIONS_VERSION 1
+#define ASB_TEMPLATE_STEPS_OPTIONS_VERSION 2
 
 typedef struct asb_template_steps_options {
   unsigned int version;       /* ASB_TEMPLATE_STEPS_OPTIONS_VERSION */
@@ -134,12 +134,17 @@ typedef struct asb_template_steps_options {
   asb_cancel *cancel;         /* gives up following the build */
   asb_template_log_fn on_log; /* each log line as it arrives, or NULL */
   void *userdata;             /* for on_log */
+  /* version 2 */
+  const char *const *ignore_patterns; /* NULL-ended .dockerignore patterns
+                                         (E2B's fileIgnorePatterns) applied
+                                         before the context directory's own
+                                         .dockerignore, or NULL */
 } asb_template_steps_options;
 
 #define ASB_TEMPLATE_STEPS_OPTIONS_INIT                                        \
   {                                                                            \
     ASB_TEMPLATE_STEPS_OPTIONS_VERSION, NULL, NULL, 0, 0, 0, 0, 0, NULL, NULL, \
-        NULL                                                                   \
+        NULL, NULL                                                             \
   }
 
 ASB_API(int)
@@ -156,8 +161,11 @@ asb_template_steps_options_init(asb_template_steps_options *opts,
  * to opts->context_dir) packed as a tar of the matching files, directories
  * and symlinks (args[4] "true" = E2B's resolveSymlinks: copy what a symlink
  * points to), hashed (SHA-256) and uploaded unless the engine has it
- * ("forceUpload": true uploads anyway). on_log gets the library's own
- * progress too, as E2B's SDKs log it ("Template created with ID: <id>,
+ * ("forceUpload": true uploads anyway). Files that opts->ignore_patterns
+ * and then the context directory's .dockerignore leave out are not packed,
+ * with Docker's rules ("**", "!" exceptions, a leading "/", comments; the
+ * last matching pattern decides; docs/templates.md). on_log gets the library's
+ * own progress too, as E2B's SDKs log it ("Template created with ID: <id>,
  * Build ID: <build>", "Uploaded '<src>'" or "Skipping upload of '<src>',
  * already cached", "Starting building..."), then the engine's log lines
  * (the ones *out holds). Returns when the build is ready
@@ -169,7 +177,8 @@ asb_template_steps_options_init(asb_template_steps_options *opts,
  *                    *out says which step (asb_template_build_error_step)
  *                    and holds its log
  *   ASB_EINVAL       build_json is not such an object, a COPY source
- *                    matches nothing or leaves the context directory, or
+ *                    matches nothing (or only what is ignored) or leaves
+ *                    the context directory, a pattern is not valid, or
  *                    the engine refused the request (400: the step's index
  *                    and why)
  *   ASB_EUNSUPPORTED the engine has no builder API

@@ -898,7 +898,9 @@ TEST(java_context) {
   REQUIRE(e);
   char out[256];
   CHECK_STR(joined_stdout(e, out, sizeof out), "a\nc");
-  CHECK(asb_execution_stderr_count(e) == 1 && strcmp(asb_execution_stderr_get(e, 0), "b\n") == 0);
+  /* println is print and then newLine, each a message (IJava's split) */
+  CHECK(asb_execution_stderr_count(e) == 2 && strcmp(asb_execution_stderr_get(e, 0), "b") == 0 &&
+        strcmp(asb_execution_stderr_get(e, 1), "\n") == 0);
   CHECK_INT(asb_execution_result_count(e), 2);
   if (asb_execution_result_count(e) == 2) {
     CHECK_STR(asb_code_result_value(asb_execution_result_get(e, 0), "text"), "[1, 2]");
@@ -906,6 +908,21 @@ TEST(java_context) {
   }
   CHECK_STR(asb_execution_text(e), "r");
   CHECK(asb_execution_count(e) > 0);
+  asb_execution_free(e);
+  /* E2B's test_java_kernel: stdout[0] == "Hello, World!"; multi-byte text
+   * whole; a write of raw bytes that cuts a character waits for its end */
+  e = run_in(
+      "System.out.println(\"Hello, World!\"); System.out.print(\"h\u00e9\");\n"
+      "System.out.write(0xc3); System.out.write(0xa9); System.out.flush();",
+      id, NULL);
+  REQUIRE(e);
+  CHECK_INT(asb_execution_stdout_count(e), 4);
+  if (asb_execution_stdout_count(e) == 4) {
+    CHECK_STR(asb_execution_stdout_get(e, 0), "Hello, World!");
+    CHECK_STR(asb_execution_stdout_get(e, 1), "\n");
+    CHECK_STR(asb_execution_stdout_get(e, 2), "h\xc3\xa9");
+    CHECK_STR(asb_execution_stdout_get(e, 3), "\xc3\xa9");
+  }
   asb_execution_free(e);
   /* streaming: the cell goes on only once its first line reached us */
   snprintf(g_flag, sizeof g_flag, "%s/streamed-java", TMPD);
@@ -924,6 +941,7 @@ TEST(java_context) {
   e = run_opts(code, &o);
   CHECK_STR(joined_stdout(e, out, sizeof out), "first\nsecond\n");
   asb_execution_free(e);
+  unlink(g_flag); /* or `test_codei java` leaves TMPD behind (its rmdir fails) */
   o.on_stdout = NULL;
   /* errors: exceptions (name, message, the cell's frames), compile errors;
    * a cell stops at its first failing snippet */

@@ -1,7 +1,8 @@
 /* The C ABI's network calls against the real engine: create with E2B's
  * allowInternetAccess and network (options version 2, and by name),
  * read the effective config back, update it live, the engine's refusals
- * as ASB_EINVAL with its reason, a killed sandbox's update refused. What
+ * as ASB_EINVAL with its reason, a killed sandbox's update refused, the
+ * traffic token every sandbox gets (public traffic too). What
  * the rules do to packets is the datapath's tests' (tests/net, in a closed
  * topology); no packet is sent here.
  * SPDX-License-Identifier: Apache-2.0 */
@@ -37,6 +38,16 @@ TEST(create_read_back_update) {
       "\"denyOut\":[\"198.18.0.66\"]}";
   asb_sandbox *sb = NULL;
   REQUIRE_RC(asb_sandbox_create(&sb, C, &o), ASB_OK);
+  /* public traffic, and a traffic token all the same (the code
+   * interpreter's credential for E2B's SDKs: docs/networking.md), apart
+   * from the envd token; a connect hands out the same */
+  const char *tt = asb_sandbox_traffic_access_token(sb);
+  CHECK(tt && *tt && strcmp(tt, asb_sandbox_envd_access_token(sb)) != 0);
+  asb_sandbox *again = NULL;
+  CHECK_RC(asb_sandbox_connect(&again, C, asb_sandbox_id(sb), 120000, NULL), ASB_OK);
+  CHECK(again && tt && asb_sandbox_traffic_access_token(again) &&
+        strcmp(asb_sandbox_traffic_access_token(again), tt) == 0);
+  asb_sandbox_free(again);
   asb_sandbox_info *i = NULL;
   REQUIRE_RC(asb_sandbox_get_info(&i, sb, NULL), ASB_OK);
   CHECK_INT(asb_sandbox_info_allow_internet_access(i), 0);

@@ -7,7 +7,13 @@
  * Runs as root; cleans up the engine, its sandboxes and templates.
  * SPDX-License-Identifier: Apache-2.0 */
 #include <agentsandbox.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/fsuid.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "asb_testing.h"
 #include "engine_fixture.h"
@@ -159,10 +165,19 @@ TEST(a_failing_step) {
   REQUIRE(b);
   const char *msg = asb_error_last()->message;
   CHECK(strstr(msg, "exit code 7") && strstr(msg, "boom-err"));
+  /* the step as the program wrote it, not the generated template.yaml's line */
+  CHECK(
+      strstr(msg, "step 2 (RUN echo boom-out; echo boom-err >&2; exit 7) failed with exit code 7"));
+  CHECK(!strstr(msg, "template.yaml"));
   CHECK_STR(asb_template_build_status(b), "error");
   CHECK(asb_template_build_error(b) && strstr(asb_template_build_error(b), "exit code 7"));
   CHECK_INT(asb_template_build_error_step(b), 2); /* E2B's: 0 is the base */
   CHECK(strstr(l.text, "error ") && strstr(l.text, "boom-out"));
+  /* the log names the steps as the program wrote them too */
+  CHECK(
+      strstr(l.text, "==> step 1/2: RUN true (E2B's step 1)") &&
+      strstr(l.text, "==> step 2/2: RUN echo boom-out; echo boom-err >&2; exit 7 (E2B's step 2)"));
+  CHECK(!strstr(l.text, "template.yaml"));
   asb_template_build_free(b);
   int exists = -1;
   CHECK_RC(asb_templates_alias_exists(&exists, C, "steps-fail", NULL), ASB_OK);
@@ -256,6 +271,196 @@ TEST(background_then_status_and_log_abort) {
   CHECK_RC(asb_templates_delete(C, "steps-bg", NULL), ASB_OK);
 }
 
+/* COPY . of a context with a .dockerignore, plus ignore_patterns: what
+ * they leave out is not uploaded (Docker's rules: "**", a leading "/",
+ * comments, a directory and what it holds, "!" exceptions); a COPY whose
+ * matches are all left out is refused; a bad pattern is refused. */
+TEST(dockerignore) {
+  char ctx[200], p[300];
+  snprintf(ctx, sizeof ctx, "%s/ign", CTX);
+  const char *dirs[] = {"", "/sub", "/build", "/build/keep"};
+  for (size_t i = 0; i < sizeof dirs / sizeof *dirs; i++) {
+    snprintf(p, sizeof p, "%s%s", ctx, dirs[i]);
+    mkdir(p, 0755);
+  }
+  const char *files[] = {"keep.txt",  "secret.txt",       "a.log",
+                         "sub/b.log", "sub/ok.txt",       "sub/secret.txt",
+                         "build/x.o", "build/keep/k.txt", "extra.txt"};
+  for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
+    snprintf(p, sizeof p, "ign/%s", files[i]);
+    put(p, "x\n");
+  }
+  put("ign/.dockerignore",
+      "# comments and blank lines are skipped\n\n**/*.log\n/secret.txt\nbuild\n!build/keep\n");
+  logs l;
+  memset(&l, 0, sizeof l);
+  const char *extra[] = {"extra.txt", NULL};
+  asb_template_steps_options o = ASB_TEMPLATE_STEPS_OPTIONS_INIT;
+  o.context_dir = ctx;
+  o.ignore_patterns = extra;
+  o.on_log = on_log;
+  o.userdata = &l;
+  asb_template_build *b = NULL;
+  CHECK_RC(asb_templates_build_steps(
+               &b, C, "steps-ign",
+               "{\"fromTemplate\": \"base\", \"steps\": ["
+               "{\"type\": \"COPY\", \"args\": [\".\", \"/opt/ign\", \"\", \"\"]},"
+               "{\"type\": \"RUN\", \"args\": [\"cd /opt/ign && find . -type f | sort | "
+               "sed 's/^/have /'\"]}]}",
+               &o),
+           ASB_OK);
+  asb_template_build_free(b);
+  const char *kept[] = {"have ./.dockerignore\n", "have ./keep.txt\n", "have ./sub/ok.txt\n",
+                        "have ./sub/secret.txt\n", "have ./build/keep/k.txt\n"};
+  for (size_t i = 0; i < sizeof kept / sizeof *kept; i++)
+    if (!strstr(l.text, kept[i])) {
+      fprintf(stderr, "missing %s", kept[i]);
+      CHECK(0);
+    }
+  const char *gone[] = {"have ./secret.txt", "a.log", "b.log", "x.o", "extra.txt"};
+  for (size_t i = 0; i < sizeof gone / sizeof *gone; i++)
+    if (strstr(l.text, gone[i])) {
+      fprintf(stderr, "not left out: %s\n", gone[i]);
+      CHECK(0);
+    }
+  CHECK_RC(asb_templates_delete(C, "steps-ign", NULL), ASB_OK);
+  /* all of it left out: refused before the build */
+  o.on_log = NULL;
+  CHECK_RC(asb_templates_build_steps(&b, C, "steps-ign",
+                                     "{\"fromTemplate\": \"base\", \"steps\": ["
+                                     "{\"type\": \"COPY\", \"args\": [\"*.log\", \"/x/\"]}]}",
+                                     &o),
+           ASB_EINVAL);
+  CHECK(strstr(asb_error_last()->message, "steps[0] (COPY)") &&
+        strstr(asb_error_last()->message, "left out"));
+  asb_template_build_free(b);
+  b = NULL;
+  const char *bad[] = {"file[0-9", NULL};
+  o.ignore_patterns = bad;
+  CHECK_RC(asb_templates_build_steps(&b, C, "steps-ign",
+                                     "{\"fromTemplate\": \"base\", \"steps\": ["
+                                     "{\"type\": \"COPY\", \"args\": [\"keep.txt\", \"/x/\"]}]}",
+                                     &o),
+           ASB_EINVAL);
+  CHECK(strstr(asb_error_last()->message, "unclosed '['"));
+  asb_template_build_free(b);
+}
+
+/* The pid of a process in another mount namespace (a sandbox's) whose
+ * command line holds marker, 0 if none. */
+static int find_proc(const char *marker) {
+  char self_ns[64] = "", ns[64], nsp[64];
+  if (readlink("/proc/self/ns/mnt", self_ns, sizeof self_ns - 1) < 0) return 0;
+  DIR *d = opendir("/proc");
+  struct dirent *de;
+  int found = 0;
+  while (d && !found && (de = readdir(d))) {
+    char p[300], buf[4096];
+    if (de->d_name[0] < '1' || de->d_name[0] > '9') continue;
+    snprintf(p, sizeof p, "/proc/%s/cmdline", de->d_name);
+    FILE *f = fopen(p, "r");
+    if (!f) continue;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    for (size_t i = 0; i < n; i++)
+      if (!buf[i]) buf[i] = ' ';
+    buf[n] = '\0';
+    snprintf(nsp, sizeof nsp, "/proc/%s/ns/mnt", de->d_name);
+    ssize_t l = readlink(nsp, ns, sizeof ns - 1);
+    if (l > 0) ns[l] = '\0';
+    if (strstr(buf, marker) && l > 0 && strcmp(ns, self_ns)) found = atoi(de->d_name);
+  }
+  if (d) closedir(d);
+  return found;
+}
+
+/* Makes /tmp/<name> inside the sandbox of process pid. The sandbox's
+ * filesystems belong to its user namespace, where the host's root has no
+ * id (a file it made would have no owner there: EOVERFLOW), so the file is
+ * made with the process's own (host) uid and gid as the filesystem ids, in
+ * a child, on the directory opened as root. */
+static int release(int pid, const char *name) {
+  char p[128], line[256];
+  unsigned uid = 0, gid = 0;
+  snprintf(p, sizeof p, "/proc/%d/status", pid);
+  FILE *f = fopen(p, "r");
+  while (f && fgets(line, sizeof line, f)) {
+    if (!strncmp(line, "Uid:", 4)) uid = (unsigned)strtoul(line + 4, NULL, 10);
+    if (!strncmp(line, "Gid:", 4)) gid = (unsigned)strtoul(line + 4, NULL, 10);
+  }
+  if (f) fclose(f);
+  snprintf(p, sizeof p, "/proc/%d/root/tmp", pid);
+  int dfd = open(p, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd < 0) {
+    fprintf(stderr, "open %s: %s\n", p, strerror(errno));
+    return -1;
+  }
+  pid_t c = fork();
+  if (c == 0) {
+    setfsgid(gid);
+    setfsuid(uid);
+    int fd = openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd < 0) fprintf(stderr, "create %s/%s as %u:%u: %s\n", p, name, uid, gid, strerror(errno));
+    _exit(fd < 0);
+  }
+  int st = -1;
+  if (c > 0) waitpid(c, &st, 0);
+  close(dfd);
+  return c > 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
+}
+
+/* DELETE of a template whose rebuild is under way: 409 naming the build
+ * (it answered "the base of template <itself>" once the build had ended);
+ * once the build is ready, the delete works. The rebuild's step waits for
+ * a file the test makes inside the build sandbox (through /proc/<pid>/root
+ * of the step's shell), so the delete surely lands mid-build. */
+TEST(delete_while_rebuilding) {
+  asb_template_steps_options o = ASB_TEMPLATE_STEPS_OPTIONS_INIT;
+  asb_template_build *b = NULL;
+  REQUIRE_RC(
+      asb_templates_build_steps(
+          &b, C, "steps-del",
+          "{\"fromTemplate\": \"base\", \"steps\": [{\"type\": \"RUN\", \"args\": [\"true\"]}]}",
+          &o),
+      ASB_OK);
+  asb_template_build_free(b);
+  b = NULL;
+  o.background = 1;
+  REQUIRE_RC(
+      asb_templates_build_steps(
+          &b, C, "steps-del",
+          "{\"fromTemplate\": \"base\", \"steps\": [{\"type\": \"RUN\", \"args\": "
+          "[\"i=0; while [ ! -e /tmp/del-go ] && [ $i -lt 3000 ]; do sleep 0.05; i=$((i+1)); done; "
+          "echo tplb-del-wait\"]}]}",
+          &o),
+      ASB_OK);
+  REQUIRE(b);
+  char tid[64], bid[64];
+  snprintf(tid, sizeof tid, "%s", asb_template_build_template_id(b));
+  snprintf(bid, sizeof bid, "%s", asb_template_build_build_id(b));
+  asb_template_build_free(b);
+  CHECK_RC(asb_templates_delete(C, "steps-del", NULL), ASB_EEXISTS);
+  CHECK_INT(asb_error_last()->http_status, 409);
+  CHECK(strstr(asb_error_last()->message, "is being built") &&
+        strstr(asb_error_last()->message, bid));
+  /* the step is running: release it */
+  int pid = 0;
+  WAIT_UNTIL((pid = find_proc("tplb-del-wait")) > 0, ASBT_DEADLINE_MS);
+  CHECK(pid > 0 && release(pid, "del-go") == 0);
+  asb_template_build *s = NULL;
+  const char *st = "";
+  WAIT_UNTIL((asb_template_build_free(s), s = NULL,
+              asb_templates_build_status(&s, C, tid, bid, 0, NULL) == ASB_OK &&
+                  (!strcmp(st = asb_template_build_status(s), "ready") || !strcmp(st, "error"))),
+             ASBT_DEADLINE_MS);
+  CHECK(s && !strcmp(asb_template_build_status(s), "ready"));
+  asb_template_build_free(s);
+  CHECK_RC(asb_templates_delete(C, "steps-del", NULL), ASB_OK);
+  int exists = -1;
+  CHECK_RC(asb_templates_alias_exists(&exists, C, "steps-del", NULL), ASB_OK);
+  CHECK_INT(exists, 0);
+}
+
 int main(void) {
   snprintf(CTX, sizeof CTX, "/tmp/asb-tplb-%d", (int)getpid());
   char p[256];
@@ -285,6 +490,8 @@ int main(void) {
   RUN(a_failing_step);
   RUN(bad_input);
   RUN(background_then_status_and_log_abort);
+  RUN(delete_while_rebuilding);
+  RUN(dockerignore);
   asb_client_free(C);
   engine_fixture_stop(&F);
   if (system(cmd) != 0) fprintf(stderr, "cannot remove %s\n", CTX);

@@ -3,9 +3,8 @@
  * uploaded file archives (odd). Invariants: a body is translated or
  * refused with a message; a translation is a template.yaml that
  * template.yaml's own parser accepts, with one entry per step in the
- * step map; an archive is repacked (a tar our reader reads back, every
- * name under the prefix) or refused with a message.
- * SPDX-License-Identifier: Apache-2.0 */
+ * step map and a one-line label per step; an archive is repacked (a tar our reader reads back,
+ * every name under the prefix) or refused with a message. SPDX-License-Identifier: Apache-2.0 */
 #include "engine/builder.h"
 #include "fuzz.h"
 #include "proto/pjson.h"
@@ -30,6 +29,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       FUZZ_CHECK(spec != NULL);
       FUZZ_CHECK((size_t)cJSON_GetArraySize(cJSON_GetObjectItem(spec, "steps")) == p.nsteps);
       for (size_t i = 0; i < p.nhashes; i++) FUZZ_CHECK(builder_hash_ok(p.hashes[i]));
+      /* every step has its E2B label, on one line, for its errors */
+      for (size_t i = 0; i < p.nsteps; i++)
+        FUZZ_CHECK(p.step_label[i] && p.step_label[i][0] && !strchr(p.step_label[i], '\n'));
       cJSON_Delete(spec);
       builder_plan_free(&p);
     }

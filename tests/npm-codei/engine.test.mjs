@@ -72,7 +72,7 @@ test('runCode: java (the JShell driver), started on first use, heap within the s
   assert.equal(cwd.text, '/home/user')
   await sbx.runCode('int n = 20;\nString twice(String s) { return s + s; }', java)
   const e = await sbx.runCode('System.out.println("Hello, World!");\ntwice("ab") + (n * 2 + 2)', java)
-  assert.deepEqual(e.logs.stdout, ['Hello, World!\n'])
+  assert.deepEqual(e.logs.stdout, ['Hello, World!', '\n']) // IJava's split
   assert.equal(e.text, 'abab42')
   const err = await sbx.runCode('Integer.parseInt("x")', java)
   assert.equal(err.error.name, 'java.lang.NumberFormatException')

@@ -12,6 +12,7 @@
 #include "engine/codei.h"
 #include "engine/engine.h"
 #include "engine/pool.h"
+#include "engine/swap.h"
 #include "engine/templates.h"
 #include "net/egress/secrets.h"
 #include "proto/pjson.h"
@@ -390,6 +391,23 @@ TEST(pool_options_and_targets) {
 /* The preflight's reading of dpkg's status file (engine/codei.c): one pass
  * over it, exact names, only "install ok installed" counts, the last
  * paragraph needs no blank line after it. */
+/* --pause-swap SIZE: bytes with K/M/G/T (binary), at least 1 MiB. */
+TEST(pause_swap_size) {
+  uint64_t b = 0;
+  CHECK_INT(swap_parse_size("8G", &b), 0);
+  CHECK(b == 8ull << 30);
+  CHECK_INT(swap_parse_size("512M", &b), 0);
+  CHECK(b == 512ull << 20);
+  CHECK_INT(swap_parse_size("640MiB", &b), 0);
+  CHECK(b == 640ull << 20);
+  CHECK_INT(swap_parse_size("1048576", &b), 0);
+  CHECK(b == 1ull << 20);
+  CHECK_INT(swap_parse_size("2t", &b), 0);
+  CHECK(b == 2ull << 40);
+  const char *bad[] = {"", "0", "1023K", "-1G", "1X", "1GG", "G", "12 M", "99999999999T", NULL};
+  for (int i = 0; bad[i]; i++) CHECK_INT(swap_parse_size(bad[i], &b), -1);
+}
+
 TEST(codei_preflight_reads_dpkg_status) {
   extern const char codei_packages_txt[];
   asbi_buf st = ASBI_BUF_INIT;
@@ -498,6 +516,7 @@ int main(void) {
   RUN(templates);
   RUN(template_builder);
   RUN(pool_options_and_targets);
+  RUN(pause_swap_size);
   RUN(codei_preflight_reads_dpkg_status);
   RUN(secrets);
   engine_free(&E);

@@ -1840,17 +1840,18 @@ local function template_build(b)
            error_step = step >= 0 and step or nil, logs = logs }
 end
 
---- templates.build_steps(name, spec, { context_dir, tags, cpu_count, memory_mb,
---- skip_cache, background, timeout_ms, client | connection keys }): build
+--- templates.build_steps(name, spec, { context_dir, tags, ignore_patterns, cpu_count,
+--- memory_mb, skip_cache, background, timeout_ms, client | connection keys }): build
 --- template name ("app" or "app:tag") from E2B's builder JSON spec (a table
 --- or its JSON text: fromTemplate/fromImage, steps, startCmd, readyCmd);
---- COPY sources come from context_dir, uploaded by hash. Returns {template_id,
+--- COPY sources come from context_dir (less what ignore_patterns and its
+--- .dockerignore leave out), uploaded by hash. Returns {template_id,
 --- build_id, status, error, error_step, logs = {{timestamp_ms, level,
 --- message}}}; a failed build is nil, err with err.build = that table.
 function templates.build_steps(name, spec, t)
   check(name, "string", "templates.build_steps", "name")
-  t = options(t, with_conn({ "context_dir", "tags", "cpu_count", "memory_mb", "skip_cache",
-                             "background", "timeout_ms" }), "templates.build_steps")
+  t = options(t, with_conn({ "context_dir", "tags", "ignore_patterns", "cpu_count", "memory_mb",
+                             "skip_cache", "background", "timeout_ms" }), "templates.build_steps")
   local text = spec
   if type(spec) == "table" then
     local jerr
@@ -1863,6 +1864,7 @@ function templates.build_steps(name, spec, t)
   local o = core.asb_template_steps_options()
   if t.context_dir ~= nil then o.context_dir = t.context_dir end
   if t.tags ~= nil then o.tags = t.tags end
+  if t.ignore_patterns ~= nil then o.ignore_patterns = t.ignore_patterns end
   o.cpu_count = t.cpu_count or 0
   o.memory_mb = t.memory_mb or 0
   o.skip_cache = flag(t.skip_cache)

@@ -1044,8 +1044,12 @@ class Sandbox:
 
     @property
     def traffic_access_token(self) -> Optional[str]:
-        """The ``e2b-traffic-access-token`` its ports want (network
-        ``allow_public_traffic=False``), else None."""
+        """The ``e2b-traffic-access-token`` from the create/connect reply,
+        None if the control plane gave none. The local engine gives every
+        sandbox one: its ports require it only with network
+        ``allow_public_traffic=False``, its code interpreter accepts it in
+        place of the envd token (E2B's cloud gives one only with
+        ``allow_public_traffic=False``)."""
         return ll.asb_sandbox_traffic_access_token(self._h)
 
     def __repr__(self) -> str:

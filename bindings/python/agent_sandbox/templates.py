@@ -178,14 +178,18 @@ def _state(b: Any) -> BuildState:
 
 def build_steps_sync(name: str, build: Union[str, Dict[str, Any]], *,
                      context_dir: Union[None, str, "os.PathLike[str]"] = None,
-                     tags: Optional[Sequence[str]] = None, cpu_count: int = 0,
+                     tags: Optional[Sequence[str]] = None,
+                     ignore_patterns: Optional[Sequence[str]] = None, cpu_count: int = 0,
                      memory_mb: int = 0, skip_cache: bool = False, background: bool = False,
                      on_log: Optional[Callable[[BuildLine], None]] = None,
                      timeout: Optional[float] = None, **conn: Any) -> BuildState:
     """Build template ``name`` (``"app"`` or ``"app:tag"``) from E2B's
     builder JSON ``build`` (a dict or its JSON text). COPY steps without a
     ``filesHash`` have their files packed from ``context_dir`` (default: the
-    current directory) and uploaded unless the engine has them. Returns once
+    current directory) and uploaded unless the engine has them, less what
+    ``ignore_patterns`` and then ``context_dir``'s ``.dockerignore`` leave
+    out (Docker's rules: ``**``, ``!`` exceptions, a leading ``/``,
+    comments; the last matching pattern decides). Returns once
     the build is ready (``background``: once started). ``on_log`` gets each
     :class:`BuildLine` as it arrives; an exception it raises stops following
     the build and is raised here. A failed build raises
@@ -196,6 +200,8 @@ def build_steps_sync(name: str, build: Union[str, Dict[str, Any]], *,
         o.context_dir = os.fspath(context_dir)
     if tags:
         o.tags = list(tags)
+    if ignore_patterns:
+        o.ignore_patterns = [str(p) for p in ignore_patterns]
     o.cpu_count = int(cpu_count or 0)
     o.memory_mb = int(memory_mb or 0)
     o.skip_cache = 1 if skip_cache else 0

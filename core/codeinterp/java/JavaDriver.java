@@ -3,8 +3,9 @@
  * cells. Contract (as the node driver's, core/codeinterp/drivers.c): cells
  * come on fd 3, each a header line "<seq> <silent 0|1> <bytes>" and then the
  * cell's UTF-8 bytes; events go to fd 4 as JSON lines: ready, display {data,
- * main}, error {name, value, traceback}, done {seq}. System.out and
- * System.err are fds 1 and 2, read by the server. SIGINT stops
+ * main}, error {name, value, traceback}, stream {err, text} (every write to
+ * System.out / System.err), done {seq}; fds 1 and 2 (read by the server)
+ * get only what bypasses System.out (a child process's output). SIGINT stops
  * the running cell (JShell.stop) and the state lives on.
  *
  * Written here because Debian and npm have no Java Jupyter kernel (IJava is
@@ -14,9 +15,7 @@
 package asb;
 
 import java.io.BufferedInputStream;
-import java.io.BufferedOutputStream;
 import java.io.ByteArrayOutputStream;
-import java.io.FileDescriptor;
 import java.io.FileInputStream;
 import java.io.FileOutputStream;
 import java.io.IOException;
@@ -124,13 +123,75 @@ public final class JavaDriver {
     return i > 0 && Character.isHighSurrogate(s.charAt(i - 1));
   }
 
-  private static synchronized void send(String line) {
+  /* Not under sendRaw's lock: a cell's thread holds its PrintStream's lock
+   * while it writes (Events.write -> sendRaw), so flushing under sendRaw's
+   * lock could deadlock. */
+  private static void send(String line) {
     System.out.flush(); /* what the cell printed comes before */
     System.err.flush();
+    sendRaw(line);
+  }
+
+  private static synchronized void sendRaw(String line) {
     try {
       events.write((line + "\n").getBytes(StandardCharsets.UTF_8));
     } catch (IOException e) {
       Runtime.getRuntime().halt(0); /* the server is gone */
+    }
+  }
+
+  /* System.out and System.err: every write is one stream event on fd 4 (one
+   * stdout/stderr message), in order with the other events, as IJava sends
+   * every write of its streams as a message of its own. With a PrintStream
+   * subclass (below), println(x) is print(x) and then newLine(): two writes,
+   * so println("Hello, World!") is ["Hello, World!", "\n"], IJava's split.
+   * A UTF-8 sequence cut by a raw write(byte) waits for its end; a huge
+   * write goes out in pieces of at most 64 KiB. */
+  static final class Events extends OutputStream {
+    private static final int MAX = 1 << 16;
+    private final boolean err;
+    private final byte[] carry = new byte[4];
+    private int ncarry;
+
+    Events(boolean err) {
+      this.err = err;
+    }
+
+    @Override
+    public void write(int b) {
+      write(new byte[] {(byte) b}, 0, 1);
+    }
+
+    @Override
+    public synchronized void write(byte[] b, int off, int len) {
+      while (len > 0) {
+        int n = Math.min(len, MAX);
+        byte[] v = new byte[ncarry + n];
+        System.arraycopy(carry, 0, v, 0, ncarry);
+        System.arraycopy(b, off, v, ncarry, n);
+        off += n;
+        len -= n;
+        int keep = utf8Tail(v);
+        ncarry = keep;
+        System.arraycopy(v, v.length - keep, carry, 0, keep);
+        if (v.length - keep == 0) continue;
+        StringBuilder s = new StringBuilder(v.length + 32);
+        s.append("{\"t\":\"stream\",\"err\":").append(err).append(",\"text\":");
+        json(s, new String(v, 0, v.length - keep, StandardCharsets.UTF_8));
+        s.append('}');
+        sendRaw(s.toString());
+      }
+    }
+
+    /* bytes at the end of v that begin an incomplete UTF-8 sequence */
+    private static int utf8Tail(byte[] v) {
+      for (int back = 1; back <= 3 && back <= v.length; back++) {
+        int c = v[v.length - back] & 0xff;
+        if ((c & 0xc0) == 0x80) continue;
+        int need = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc0 ? 2 : 1;
+        return need > back ? back : 0;
+      }
+      return 0;
     }
   }
 
@@ -333,30 +394,13 @@ public final class JavaDriver {
   }
 
   public static void main(String[] args) throws Exception {
-    /* line-buffered, flushed at least every 100 ms (as ipykernel does) and
-     * before every event: a println is one write, so one stdout chunk */
-    PrintStream out = new PrintStream(
-        new BufferedOutputStream(new FileOutputStream(FileDescriptor.out), 1 << 16), true,
-        StandardCharsets.UTF_8);
-    PrintStream err = new PrintStream(
-        new BufferedOutputStream(new FileOutputStream(FileDescriptor.err), 1 << 16), true,
-        StandardCharsets.UTF_8);
-    Thread flusher = new Thread(() -> {
-      for (;;) {
-        try {
-          Thread.sleep(100);
-        } catch (InterruptedException e) {
-          return;
-        }
-        out.flush();
-        err.flush();
-      }
-    }, "asb-flush");
-    flusher.setDaemon(true);
-    flusher.start();
+    events = new FileOutputStream("/proc/self/fd/4");
+    /* unbuffered, each write an event (Events); the PrintStream subclass
+     * ({}) makes println two writes, as IJava's */
+    PrintStream out = new PrintStream(new Events(false), true, StandardCharsets.UTF_8) {};
+    PrintStream err = new PrintStream(new Events(true), true, StandardCharsets.UTF_8) {};
     System.setOut(out);
     System.setErr(err);
-    events = new FileOutputStream("/proc/self/fd/4");
     InputStream cells = new BufferedInputStream(new FileInputStream("/proc/self/fd/3"));
 
     /* The environment as system properties, as E2B's java kernel sees its

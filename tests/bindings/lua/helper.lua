@@ -49,25 +49,26 @@ function H.sandbox(opts)
   return assert(asb.Sandbox.create(t))
 end
 
--- The command that runs lua5.4 with this run's module (in a sanitizer
--- build: with the sanitizers' runtime preloaded, run.sh).
-local preload = os.getenv("ASB_LUA_PRELOAD") or ""
-H.LUA = (preload:match("%S") and ("LD_PRELOAD='" .. preload .. "' ") or "") .. "lua5.4"
+-- The shell-quoted form of s.
+function H.q(s)
+  return "'" .. tostring(s):gsub("'", "'\\''") .. "'"
+end
 
--- Run a shell command; its output and whether it exited 0. It runs without
--- the sanitizers' preload (only H.LUA has it): a plain program under
--- LeakSanitizer would fail on its own leaks.
+-- The command that runs lua5.4 with this run's module (in a sanitizer
+-- build: the dynamic loader with the sanitizers' runtime preloaded into
+-- that lua5.4 alone, never into the programs it starts — run.sh).
+local preload = os.getenv("ASB_LUA_PRELOAD") or ""
+H.LUA = preload:match("%S") and
+  (H.q(os.getenv("ASB_LUA_LDSO")) .. " --preload " .. H.q(preload) .. " " .. H.q(os.getenv("ASB_LUA_BIN")))
+  or "lua5.4"
+
+-- Run a shell command; its output and whether it exited 0.
 function H.sh(cmd)
-  cmd = "exec env -u LD_PRELOAD sh -c " .. H.q(cmd)
+  cmd = "exec sh -c " .. H.q(cmd)
   local p = assert(io.popen(cmd .. " 2>&1", "r"))
   local out = p:read("a")
   local ok, _, code = p:close()
   return out, ok == true, code
-end
-
--- The shell-quoted form of s.
-function H.q(s)
-  return "'" .. tostring(s):gsub("'", "'\\''") .. "'"
 end
 
 -- The Python binding's interpreter (build/py-venv), or nil when it is not

@@ -29,15 +29,39 @@ command -v lua5.4 >/dev/null 2>&1 || skip "no lua5.4 (apt-get install lua5.4)"
 [ -x "$ENGINE" ] || skip "no engine at $ENGINE"
 
 # A sanitizer build's module needs its runtime loaded first: lua5.4 is not
-# instrumented, so busted's lua5.4 (and the lua5.4 the specs start, through
-# ASB_LUA_PRELOAD) preloads the module's own libasan and libubsan. Lua closes
-# its state at exit, so LeakSanitizer sees what the module left; the specs'
-# other child processes run without it (helper.lua).
+# instrumented, so busted's lua5.4 (and the lua5.4 the specs start, H.LUA
+# in helper.lua) is started by the dynamic loader with the module's own
+# libasan and libubsan preloaded: `ld.so --preload`, which puts them in
+# that process only. Lua closes its state at exit, so LeakSanitizer sees
+# what the module left.
+#
+# Not LD_PRELOAD: a preload in the environment reaches every program
+# these lua5.4s start (curl through io.popen in an example, python3, sh),
+# and the ASan runtime in a program not built with it hangs many of them
+# for good before main gets anywhere (curl, wget, ...): the runtime
+# initialises itself lazily, in the first malloc; for curl that is inside
+# newlocale() in libp11-kit's constructor, which holds glibc's locale lock
+# for writing; the runtime's init calls dlerror(), whose dcgettext asks
+# for that lock as a reader (refused: this thread is its writer) and then
+# unlocks it, releasing newlocale's write lock; newlocale's own unlock
+# then drops a reader that never was, and curl's setlocale() in main
+# waits on the unbalanced lock forever (no other thread exists).
+# That was the host curl to a loopback URL that hung lua.examples.
 san=$(ldd "$TREE/agent_sandbox/core.so" 2>/dev/null | awk '/lib(asan|ubsan)\.so/ {print $3}' |
       tr '\n' ' ')
-export ASB_LUA_PRELOAD="$san"
+lua=$(command -v lua5.4)
+ldso=
+if [ -n "$san" ]; then
+  ldso=$(ldd "$lua" | awk '$1 ~ /^\// && $1 ~ /ld-linux/ {print $1; exit}')
+  [ -x "$ldso" ] || skip "no dynamic loader found for $lua"
+fi
+export ASB_LUA_PRELOAD="$san" ASB_LUA_LDSO="$ldso" ASB_LUA_BIN="$lua"
 
 HERE=$(cd "$(dirname "$0")" && pwd)
+if [ -n "$san" ]; then
+  LSAN_OPTIONS="suppressions=$HERE/lsan.supp:print_suppressions=0${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
+  export LSAN_OPTIONS
+fi
 name=$(basename "$SPEC" _spec.lua)
 state=$(mktemp -d "${TMPDIR:-/tmp}/asb-lua-$name-XXXXXX") || exit 1
 pid=
@@ -78,4 +102,8 @@ export ASB_TEST_STATE="$state"
 export LUA_PATH="$TREE/?.lua;$TREE/?/init.lua;$HERE/?.lua;;"
 export LUA_CPATH="$TREE/?.so;;"
 cd "$HERE" || exit 1
-LD_PRELOAD="$san" lua5.4 /usr/bin/busted --no-auto-insulate "$@" "$SPEC"
+if [ -n "$san" ]; then
+  "$ldso" --preload "$san" "$lua" /usr/bin/busted --no-auto-insulate "$@" "$SPEC"
+else
+  "$lua" /usr/bin/busted --no-auto-insulate "$@" "$SPEC"
+fi

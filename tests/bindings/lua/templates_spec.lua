@@ -93,5 +93,9 @@ describe("templates", function()
     H.fails("ASB_EINVAL", asb.templates.build_steps("lua-steps-bad", {
       fromTemplate = "base", steps = { { type = "COPY", args = { "../x", "/x" } } } },
       { context_dir = d }))
+    -- ignore_patterns leave files out: here all of what the COPY names
+    assert.matches("left out", H.fails("ASB_EINVAL", asb.templates.build_steps("lua-steps-bad", {
+      fromTemplate = "base", steps = { { type = "COPY", args = { "hello.txt", "/x/" } } } },
+      { context_dir = d, ignore_patterns = { "*.txt" } })).message)
   end)
 end)

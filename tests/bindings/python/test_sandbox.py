@@ -19,6 +19,25 @@ from agent_sandbox import (
 )
 
 
+def _child_fds():
+    """The sockets, pipes and anonymous inodes (eventfd, ...) a child of
+    this process started with os.system (system(3): no close_fds) inherits,
+    past 0-2: "<fd> -> <target>" lines."""
+    import os
+    import re
+    import tempfile
+
+    with tempfile.NamedTemporaryFile("r") as f:
+        os.system("ls -l /proc/$$/fd > " + f.name)
+        return sorted(m.group(1) + " -> " + m.group(2)
+                      for m in re.finditer(r"(\d+) -> ((?:socket|pipe|anon_inode):\S*)", f.read())
+                      if int(m.group(1)) > 2)
+
+
+# before the library made any connection (pytest imports this file first)
+_FDS_AT_IMPORT = _child_fds()
+
+
 async def test_create_with_metadata_and_envs(engine):
     async with await Sandbox.create(template="base", timeout=120, metadata={"suite": "py", "n": "1"},
                                     envs={"GREETING": "hi"}) as sb:
@@ -186,6 +205,15 @@ async def test_loopback_url_opens_in_urllib(sandbox):
         from conftest import eventually
 
         assert eventually(fetch) == b"served on loopback"
+        # a host curl the program starts (the timeout only stops a hang)
+        import subprocess
+
+        r = subprocess.run(["curl", "-sS", url + "/index.txt", url + "/index.txt", "-w", " %{num_connects}\n"],
+                           capture_output=True, timeout=120)
+        assert (r.returncode, r.stdout) == (0, b"served on loopback 1\nserved on loopback 0\n"), r.stderr
+        # and a child inherits none of the library's descriptors, with its
+        # connections and the server's command stream open
+        assert _child_fds() == _FDS_AT_IMPORT
         with pytest.raises(InvalidArgumentException):
             await sandbox.loopback_url(70000)
     finally:

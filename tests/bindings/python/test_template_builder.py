@@ -94,6 +94,28 @@ def test_a_failing_step_points_at_its_line(engine):
     assert any(e.level == "error" for e in logs)
 
 
+def test_dockerignore_and_file_ignore_patterns(engine, tmp_path):
+    # E2B's Template(file_ignore_patterns=...) and the context's .dockerignore
+    (tmp_path / "app").mkdir()
+    (tmp_path / "app" / "main.py").write_text("x\n")
+    (tmp_path / "app" / "debug.log").write_text("x\n")
+    (tmp_path / "app" / "local.env").write_text("x\n")
+    (tmp_path / ".dockerignore").write_text("# logs\n**/*.log\n")
+    name = _name("py-builder-ign")
+    logs = []
+    t = (Template(file_context_path=tmp_path, file_ignore_patterns=["app/*.env"])
+         .from_template("base")
+         .copy("app", "/opt/app")
+         .run_cmd("cd /opt/app && ls | sed 's/^/have /'"))
+    Template.build(t, name, on_build_logs=logs.append)
+    try:
+        text = "\n".join(e.message for e in logs)
+        assert "have main.py" in text
+        assert "debug.log" not in text and "local.env" not in text
+    finally:
+        templates.delete_sync(name)
+
+
 def test_background_build_and_status(engine):
     name = _name("py-builder-bg")
     t = Template().from_template("base").skip_cache().run_cmd("echo bg-built")

@@ -56,7 +56,10 @@ def build(api_client: Dict[str, Any], template: Any, name: str, *, tags: Optiona
     spec = t._serialize(for_build=True)
     deliver = (lambda line: on_build_logs(_entry(line))) if on_build_logs else None
     try:
+        # E2B's order: file_ignore_patterns, then the context's .dockerignore
+        # (which the C library reads itself)
         st = _T.build_steps_sync(name, spec, context_dir=t._file_context_path, tags=tags,
+                                 ignore_patterns=t._file_ignore_patterns,
                                  cpu_count=cpu_count, memory_mb=memory_mb,
                                  skip_cache=bool(t._force), background=background,
                                  on_log=deliver, **api_client)

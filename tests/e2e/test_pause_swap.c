@@ -1,0 +1,439 @@
+/* e2e.pause_swap: --pause-swap, a pause with memory that frees the RAM.
+ * The engine keeps <state>/pause.swap active; a sandbox holding 256 MiB of
+ * random data written by a process is paused with memory: its cgroup's
+ * memory use drops by most of that and its swap use grows by it; resumed,
+ * the same process reads its data back intact (sha256). A running
+ * sandbox's cgroups never swap (v2 memory.swap.max 0, v1
+ * memory.swappiness 0). A paused sandbox and the file outlive an engine
+ * stopped without --kill-on-exit; a file an engine left active (SIGKILL)
+ * is taken over by the next engine with the option and swapped off and
+ * removed by one without, the pages back in their sandbox's RAM. Without
+ * the option a memory pause keeps the RAM. --pause-swap-prefetch reads
+ * it back at resume, before it is touched. Runs as
+ * root; cleans up (the engines' --kill-on-exit, and the swap file swapped
+ * off here) also when a check fails.
+ * SPDX-License-Identifier: Apache-2.0 */
+#include <agentsandbox.h>
+#include <curl/curl.h>
+#include <errno.h>
+#include <sys/stat.h>
+#include <sys/swap.h>
+
+#include "asb_testing.h"
+#include "engine_fixture.h"
+
+static engine_fixture F;
+static asb_client *C;
+static const char *const k_swap_args[] = {"--pause-swap", "640M", NULL};
+static const char *const k_prefetch_args[] = {"--pause-swap", "640M", "--pause-swap-prefetch",
+                                              NULL};
+static char swap_file[200];
+
+typedef struct {
+  char *p;
+  size_t n;
+} sinkbuf;
+
+static size_t sink(char *d, size_t s, size_t n, void *u) {
+  sinkbuf *b = u;
+  size_t len = s * n;
+  char *np = realloc(b->p, b->n + len + 1);
+  if (!np) return 0;
+  memcpy(np + b->n, d, len);
+  b->n += len;
+  np[b->n] = 0;
+  b->p = np;
+  return len;
+}
+
+static long api(const char *method, const char *path, const char *json, char **body) {
+  CURL *h = curl_easy_init();
+  sinkbuf b = {calloc(1, 1), 0};
+  char url[512], k[200];
+  snprintf(url, sizeof url, "%s%s", F.url, path);
+  snprintf(k, sizeof k, "X-API-Key: %s", F.key);
+  struct curl_slist *hl = curl_slist_append(NULL, k);
+  hl = curl_slist_append(hl, "Content-Type: application/json");
+  curl_easy_setopt(h, CURLOPT_URL, url);
+  curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
+  curl_easy_setopt(h, CURLOPT_HTTPHEADER, hl);
+  if (json) curl_easy_setopt(h, CURLOPT_POSTFIELDS, json);
+  curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, sink);
+  curl_easy_setopt(h, CURLOPT_WRITEDATA, &b);
+  curl_easy_setopt(h, CURLOPT_TIMEOUT, 300L);
+  long st = 0;
+  if (curl_easy_perform(h) == CURLE_OK) curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &st);
+  curl_slist_free_all(hl);
+  curl_easy_cleanup(h);
+  if (body)
+    *body = b.p;
+  else
+    free(b.p);
+  return st;
+}
+
+static long sbx_post(const char *id, const char *action, const char *json) {
+  char p[128];
+  snprintf(p, sizeof p, "/sandboxes/%s/%s", id, action);
+  return api("POST", p, json, NULL);
+}
+
+/* The sandbox's memory cgroup dir on the host, and whether it is v1's. */
+static int sandbox_cgroup(const char *id, char *out, size_t len) {
+  char p[64], line[512], v2[512] = "", v1[512] = "";
+  snprintf(p, sizeof p, "/proc/%d/cgroup", (int)F.pid);
+  FILE *f = fopen(p, "r");
+  while (f && fgets(line, sizeof line, f)) {
+    line[strcspn(line, "\n")] = 0;
+    if (!strncmp(line, "0::", 3)) snprintf(v2, sizeof v2, "%s", line + 3);
+    const char *m = strstr(line, ":memory:");
+    if (m) snprintf(v1, sizeof v1, "%s", m + 8);
+  }
+  if (f) fclose(f);
+  struct stat st;
+  if (stat("/sys/fs/cgroup/memory", &st) == 0) {
+    snprintf(out, len, "/sys/fs/cgroup/memory%s/%s/%s", v1, F.cgroup, id);
+    return 1;
+  }
+  snprintf(out, len, "/sys/fs/cgroup%s/%s/%s", v2, F.cgroup, id);
+  return 0;
+}
+
+static long long read_num(const char *dir, const char *file) {
+  char p[800];
+  snprintf(p, sizeof p, "%s/%s", dir, file);
+  FILE *f = fopen(p, "r");
+  long long v = -1;
+  if (f) {
+    if (fscanf(f, "%lld", &v) != 1) v = -1;
+    fclose(f);
+  }
+  return v;
+}
+
+/* "key N" of the dir's memory.stat. */
+static long long stat_key(const char *dir, const char *key) {
+  char p[800], line[256];
+  snprintf(p, sizeof p, "%s/memory.stat", dir);
+  FILE *f = fopen(p, "r");
+  long long v = -1;
+  size_t kl = strlen(key);
+  while (f && fgets(line, sizeof line, f))
+    if (!strncmp(line, key, kl) && line[kl] == ' ') v = atoll(line + kl + 1);
+  if (f) fclose(f);
+  return v;
+}
+
+typedef struct {
+  char dir[600];
+  int v1;
+} memcg;
+
+static long long mem_used(const memcg *m) {
+  return read_num(m->dir, m->v1 ? "memory.usage_in_bytes" : "memory.current");
+}
+
+static long long swap_used(const memcg *m) {
+  return m->v1 ? stat_key(m->dir, "total_swap") : read_num(m->dir, "memory.swap.current");
+}
+
+/* Whether the workload cgroup (where the user's processes are) may swap:
+ * v1 memory.swappiness, v2 memory.swap.max ("max" reads as -1 here). */
+static long long workload_swap_knob(const memcg *m) {
+  char d[700];
+  snprintf(d, sizeof d, "%s/workload", m->dir);
+  return read_num(d, m->v1 ? "memory.swappiness" : "memory.swap.max");
+}
+
+/* Used bytes of our swap file in /proc/swaps; -1 if it is not active. */
+static long long swap_file_used(void) {
+  FILE *f = fopen("/proc/swaps", "r");
+  char line[600], name[400];
+  long long used = -1, size = 0, u = 0;
+  while (f && fgets(line, sizeof line, f))
+    if (sscanf(line, "%399s %*s %lld %lld", name, &size, &u) == 3 && !strcmp(name, swap_file))
+      used = u << 10;
+  if (f) fclose(f);
+  return used;
+}
+
+/* The file's content once it has `len` bytes (NULL at the deadline). */
+static char *wait_file(asb_sandbox *sb, const char *path, size_t len) {
+  for (long long end = asbt_now_ms() + ASBT_DEADLINE_MS; asbt_now_ms() < end; usleep(100000)) {
+    char *d = NULL;
+    size_t n = 0;
+    if (asb_files_read(&d, &n, sb, path, NULL) == ASB_OK && n == len) {
+      char *s = strndup(d, n);
+      asb_free(d);
+      return s;
+    }
+    asb_free(d);
+  }
+  return NULL;
+}
+
+/* A process holding `mib` MiB of random bytes: it writes their sha256 to
+ * /tmp/sum, then once /tmp/go exists hashes them again into /tmp/sum2. */
+static int start_holder(asb_sandbox *sb, int mib) {
+  char cmd[600];
+  snprintf(cmd, sizeof cmd,
+           "python3 -c \"import os, hashlib, time\n"
+           "n = %d << 20; b = bytearray(n)\n"
+           "for i in range(0, n, 1 << 20): b[i:i + (1 << 20)] = os.urandom(1 << 20)\n"
+           "open('/tmp/sum', 'w').write(hashlib.sha256(b).hexdigest())\n"
+           "while not os.path.exists('/tmp/go'): time.sleep(0.05)\n"
+           "open('/tmp/sum2', 'w').write(hashlib.sha256(b).hexdigest())\n"
+           "time.sleep(100000)\"",
+           mib);
+  asb_command_options o = ASB_COMMAND_OPTIONS_INIT;
+  o.timeout_ms = -1;
+  asb_process *p = NULL;
+  int rc = asb_commands_start(&p, sb, cmd, &o);
+  asb_process_free(p);
+  return rc;
+}
+
+#define MIB (1ll << 20)
+
+/* GET /sandboxes/{id}'s swap.swappedBytes (ours), -1 without one. */
+static long long reported_swap(const char *id) {
+  char p[128], *b = NULL;
+  snprintf(p, sizeof p, "/sandboxes/%s", id);
+  const char *key = "\"swap\":{\"swappedBytes\":";
+  long long v = -1;
+  if (api("GET", p, NULL, &b) == 200 && b && strstr(b, key))
+    v = atoll(strstr(b, key) + strlen(key));
+  free(b);
+  return v;
+}
+
+/* The option's swap file, and a memory pause that moves 256 MiB out to it
+ * and a resume that brings them back intact. */
+TEST(memory_pause_swaps_out_and_resume_faults_back) {
+  struct stat st;
+  REQUIRE(stat(swap_file, &st) == 0);
+  CHECK_INT(st.st_mode & 07777, 0600);
+  CHECK_INT(st.st_uid, 0);
+  REQUIRE(swap_file_used() >= 0); /* active */
+  asb_sandbox *sb = NULL;
+  asb_sandbox_options o = ASB_SANDBOX_OPTIONS_INIT;
+  o.timeout_ms = 300000;
+  o.auto_pause = 1;
+  REQUIRE_RC(asb_sandbox_create(&sb, C, &o), ASB_OK);
+  const char *id = asb_sandbox_id(sb);
+  memcg m;
+  m.v1 = sandbox_cgroup(id, m.dir, sizeof m.dir);
+  CHECK_INT(workload_swap_knob(&m), 0); /* running: never swaps */
+  CHECK_RC(start_holder(sb, 256), ASB_OK);
+  char *sum = wait_file(sb, "/tmp/sum", 64);
+  REQUIRE(sum != NULL);
+  long long before = mem_used(&m), swap0 = swap_used(&m);
+  CHECK(before > 256 * MIB);
+  CHECK(swap0 >= 0 && swap0 < 16 * MIB);
+
+  CHECK_INT(sbx_post(id, "pause", "{}"), 204);
+  long long after = mem_used(&m), swap1 = swap_used(&m);
+  fprintf(stderr, "memory %lld -> %lld MiB, swap %lld -> %lld MiB\n", before / MIB, after / MIB,
+          swap0 / MIB, swap1 / MIB);
+  CHECK(after >= 0 && after < before - 200 * MIB); /* most of it is out of RAM */
+  CHECK(swap1 > swap0 + 200 * MIB);                /* in the swap file */
+  CHECK(swap_file_used() >= 200 * MIB);
+  CHECK(workload_swap_knob(&m) != 0); /* paused: it may */
+  CHECK(reported_swap(id) > 200 * MIB);
+
+  CHECK_INT(sbx_post(id, "connect", "{\"timeout\": 300}"), 201);
+  CHECK_INT(workload_swap_knob(&m), 0); /* running again: no more swapping */
+  REQUIRE_RC(asb_files_write(NULL, sb, "/tmp/go", "", 0, NULL), ASB_OK);
+  char *sum2 = wait_file(sb, "/tmp/sum2", 64);
+  CHECK(sum2 != NULL);
+  if (sum2) CHECK_STR(sum2, sum);   /* the same process, its memory intact */
+  CHECK(swap_used(&m) < swap1);     /* it faulted back what it read */
+  CHECK_INT(reported_swap(id), -1); /* running: nothing to report */
+  /* autoPause at the end of its lifetime swaps it out the same way */
+  char p[128];
+  snprintf(p, sizeof p, "/sandboxes/%s/timeout", id);
+  CHECK_INT(api("POST", p, "{\"timeout\": 1}", NULL), 204);
+  long long out = -1;
+  for (long long end = asbt_now_ms() + ASBT_DEADLINE_MS; asbt_now_ms() < end; usleep(100000))
+    if ((out = reported_swap(id)) > 200 * MIB) break;
+  CHECK(out > 200 * MIB);
+  CHECK(mem_used(&m) < before - 200 * MIB);
+  free(sum);
+  free(sum2);
+  CHECK_RC(asb_sandbox_kill(sb, NULL), ASB_OK);
+  asb_sandbox_free(sb);
+}
+
+/* An engine stopped without --kill-on-exit leaves a paused sandbox's pages
+ * in the file, active; the next engine takes both over and resumes it with
+ * its memory intact. */
+TEST(paused_sandbox_and_its_swap_outlive_an_engine_stop) {
+  engine_fixture_signal(&F, SIGTERM);
+  REQUIRE(engine_fixture_launch(&F, 0) == 0); /* stops leaving sandboxes */
+  asb_sandbox *sb = NULL;
+  asb_sandbox_options o = ASB_SANDBOX_OPTIONS_INIT;
+  o.timeout_ms = 300000;
+  REQUIRE_RC(asb_sandbox_create(&sb, C, &o), ASB_OK);
+  char id[64];
+  snprintf(id, sizeof id, "%s", asb_sandbox_id(sb));
+  CHECK_RC(start_holder(sb, 64), ASB_OK);
+  char *sum = wait_file(sb, "/tmp/sum", 64);
+  REQUIRE(sum != NULL);
+  CHECK_INT(sbx_post(id, "pause", "{}"), 204);
+  CHECK(reported_swap(id) > 48 * MIB);
+  engine_fixture_signal(&F, SIGTERM);
+  CHECK(swap_file_used() > 48 * MIB); /* kept: its pages are there */
+  REQUIRE(engine_fixture_launch(&F, 1) == 0);
+  CHECK(reported_swap(id) > 48 * MIB);
+  CHECK_INT(sbx_post(id, "connect", "{\"timeout\": 300}"), 201);
+  memcg m;
+  m.v1 = sandbox_cgroup(id, m.dir, sizeof m.dir);
+  CHECK_INT(workload_swap_knob(&m), 0);
+  REQUIRE_RC(asb_files_write(NULL, sb, "/tmp/go", "", 0, NULL), ASB_OK);
+  char *sum2 = wait_file(sb, "/tmp/sum2", 64);
+  CHECK(sum2 != NULL);
+  if (sum2) CHECK_STR(sum2, sum);
+  free(sum);
+  free(sum2);
+  CHECK_RC(asb_sandbox_kill(sb, NULL), ASB_OK);
+  asb_sandbox_free(sb);
+}
+
+/* A file an engine left active (it was killed) is the next engine's: taken
+ * over with the option, swapped off and removed without it, the pages of
+ * a sandbox paused in it back in its RAM, its memory intact. */
+TEST(left_active_swap_file_taken_over_or_removed) {
+  REQUIRE(swap_file_used() >= 0);
+  asb_sandbox *sb = NULL;
+  asb_sandbox_options o = ASB_SANDBOX_OPTIONS_INIT;
+  o.timeout_ms = 300000;
+  REQUIRE_RC(asb_sandbox_create(&sb, C, &o), ASB_OK);
+  char id[64];
+  snprintf(id, sizeof id, "%s", asb_sandbox_id(sb));
+  CHECK_RC(start_holder(sb, 64), ASB_OK);
+  char *sum = wait_file(sb, "/tmp/sum", 64);
+  REQUIRE(sum != NULL);
+  CHECK_INT(sbx_post(id, "pause", "{}"), 204);
+  memcg m;
+  m.v1 = sandbox_cgroup(id, m.dir, sizeof m.dir);
+  CHECK(swap_used(&m) > 48 * MIB);
+  engine_fixture_signal(&F, SIGKILL);
+  CHECK(swap_file_used() > 48 * MIB); /* nobody swapped it off */
+  F.extra_args = k_swap_args;
+  REQUIRE(engine_fixture_launch(&F, 1) == 0);
+  CHECK(swap_file_used() > 48 * MIB);
+  CHECK(reported_swap(id) > 48 * MIB);
+  engine_fixture_signal(&F, SIGKILL);
+  F.extra_args = NULL;
+  REQUIRE(engine_fixture_launch(&F, 1) == 0);
+  struct stat st;
+  CHECK_INT(swap_file_used(), -1);
+  CHECK(stat(swap_file, &st) != 0);
+  CHECK(swap_used(&m) < 16 * MIB); /* back in RAM, still paused */
+  CHECK(mem_used(&m) > 48 * MIB);
+  /* no longer allowed to swap as a paused one is (v1 100, v2 max) */
+  CHECK(workload_swap_knob(&m) != (m.v1 ? 100 : -1));
+  CHECK_INT(sbx_post(id, "connect", "{\"timeout\": 300}"), 201);
+  REQUIRE_RC(asb_files_write(NULL, sb, "/tmp/go", "", 0, NULL), ASB_OK);
+  char *sum2 = wait_file(sb, "/tmp/sum2", 64);
+  CHECK(sum2 != NULL);
+  if (sum2) CHECK_STR(sum2, sum);
+  free(sum);
+  free(sum2);
+  CHECK_RC(asb_sandbox_kill(sb, NULL), ASB_OK);
+  asb_sandbox_free(sb);
+}
+
+/* Without the option a memory pause only freezes: the RAM stays in use. */
+TEST(without_the_option_a_memory_pause_keeps_the_ram) {
+  asb_sandbox *sb = NULL;
+  asb_sandbox_options o = ASB_SANDBOX_OPTIONS_INIT;
+  o.timeout_ms = 300000;
+  REQUIRE_RC(asb_sandbox_create(&sb, C, &o), ASB_OK);
+  const char *id = asb_sandbox_id(sb);
+  memcg m;
+  m.v1 = sandbox_cgroup(id, m.dir, sizeof m.dir);
+  CHECK_RC(start_holder(sb, 64), ASB_OK);
+  char *sum = wait_file(sb, "/tmp/sum", 64);
+  REQUIRE(sum != NULL);
+  free(sum);
+  long long before = mem_used(&m);
+  CHECK(before > 64 * MIB);
+  CHECK_INT(sbx_post(id, "pause", "{}"), 204);
+  CHECK(mem_used(&m) > 64 * MIB);
+  CHECK(swap_used(&m) < 16 * MIB);
+  char p[128], *b = NULL;
+  snprintf(p, sizeof p, "/sandboxes/%s", id);
+  CHECK_INT(api("GET", p, NULL, &b), 200);
+  CHECK(b && strstr(b, "\"pauseMode\":\"memory\"") && !strstr(b, "\"swap\""));
+  free(b);
+  CHECK_INT(sbx_post(id, "connect", "{\"timeout\": 60}"), 201);
+  CHECK_RC(asb_sandbox_kill(sb, NULL), ASB_OK);
+  asb_sandbox_free(sb);
+}
+
+/* --pause-swap-prefetch: the resume starts reading the memory back; it
+ * returns to RAM while the process touches none of it (it only polls for
+ * /tmp/go), intact. */
+TEST(prefetch_reads_it_back_before_it_is_touched) {
+  asb_sandbox *sb = NULL;
+  asb_sandbox_options o = ASB_SANDBOX_OPTIONS_INIT;
+  o.timeout_ms = 300000;
+  REQUIRE_RC(asb_sandbox_create(&sb, C, &o), ASB_OK);
+  const char *id = asb_sandbox_id(sb);
+  memcg m;
+  m.v1 = sandbox_cgroup(id, m.dir, sizeof m.dir);
+  CHECK_RC(start_holder(sb, 128), ASB_OK);
+  char *sum = wait_file(sb, "/tmp/sum", 64);
+  REQUIRE(sum != NULL);
+  CHECK_INT(sbx_post(id, "pause", "{}"), 204);
+  long long low = mem_used(&m);
+  CHECK(swap_used(&m) > 100 * MIB);
+  CHECK_INT(sbx_post(id, "connect", "{\"timeout\": 300}"), 201);
+  long long now = low;
+  for (long long end = asbt_now_ms() + ASBT_DEADLINE_MS; asbt_now_ms() < end; usleep(100000))
+    if ((now = mem_used(&m)) > low + 100 * MIB) break;
+  CHECK(now > low + 100 * MIB);
+  REQUIRE_RC(asb_files_write(NULL, sb, "/tmp/go", "", 0, NULL), ASB_OK);
+  char *sum2 = wait_file(sb, "/tmp/sum2", 64);
+  CHECK(sum2 != NULL);
+  if (sum2) CHECK_STR(sum2, sum);
+  free(sum);
+  free(sum2);
+  CHECK_RC(asb_sandbox_kill(sb, NULL), ASB_OK);
+  asb_sandbox_free(sb);
+}
+
+/* Should a check fail with the file active and the engine gone (SIGKILL),
+ * nothing of it outlives the test. */
+static void swap_file_off(void) {
+  if (swap_file[0] && swap_file_used() >= 0 && swapoff(swap_file) != 0)
+    fprintf(stderr, "swapoff %s: %s\n", swap_file, strerror(errno));
+}
+
+int main(void) {
+  curl_global_init(CURL_GLOBAL_DEFAULT);
+  if (engine_fixture_start_args(&F, "e2e-pswap", k_swap_args) != 0 ||
+      engine_fixture_client(&F, &C) != ASB_OK) {
+    fprintf(stderr, "cannot start the engine (%s --pause-swap)\n", ASB_ENGINE_BIN);
+    engine_fixture_stop(&F);
+    return 1;
+  }
+  snprintf(swap_file, sizeof swap_file, "%s/pause.swap", F.state);
+  atexit(swap_file_off); /* runs before the fixture's own exit handler */
+  RUN(memory_pause_swaps_out_and_resume_faults_back);
+  RUN(paused_sandbox_and_its_swap_outlive_an_engine_stop);
+  RUN(left_active_swap_file_taken_over_or_removed);
+  asb_client_free(C);
+  C = NULL;
+  if (F.pid > 0 && engine_fixture_client(&F, &C) == ASB_OK)
+    RUN(without_the_option_a_memory_pause_keeps_the_ram);
+  engine_fixture_signal(&F, SIGTERM);
+  F.extra_args = k_prefetch_args;
+  if (engine_fixture_launch(&F, 1) == 0) RUN(prefetch_reads_it_back_before_it_is_touched);
+  asb_client_free(C);
+  engine_fixture_stop(&F);
+  swap_file_off();
+  curl_global_cleanup();
+  TEST_MAIN_END();
+}
