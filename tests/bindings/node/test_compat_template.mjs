@@ -1,8 +1,8 @@
 // node.compat_template: E2B's Template builder through agent-sandbox/compat
 // (import { Template, ... } from 'e2b' with only the specifier switched):
-// a builder chain built for real from `base` (COPY from the file context,
-// RUN, ENV, WORKDIR, a start command with a ready check) whose sandbox sees
-// the file; the build's log entries in order; a failing step rejects with
+// a builder chain built for real from `base` (COPY from the file context
+// less fileIgnorePatterns, RUN, ENV, WORKDIR, a start command with a ready
+// check) whose sandbox sees the file; the build's log entries in order; a failing step rejects with
 // BuildError whose stack points at the runCmd line that added it; the
 // background build and its status; tags; the toJSON / toDockerfile shapes
 // and E2B's argument checks.
@@ -26,6 +26,7 @@ before(async () => {
   ctx = fs.mkdtempSync(path.join(os.tmpdir(), 'nd-ctpl-'))
   fs.mkdirSync(path.join(ctx, 'folder'))
   fs.writeFileSync(path.join(ctx, 'folder', 'hello.txt'), 'from the compat context\n')
+  fs.writeFileSync(path.join(ctx, 'folder', 'skip.log'), 'left out by fileIgnorePatterns\n')
 })
 
 // The templates go with the engine's own state directory; its stop also
@@ -37,7 +38,7 @@ after(async () => {
 
 test('a builder chain builds; its sandbox has the file; logs start, stream and end', async () => {
   const { Template, waitForFile, LogEntry, LogEntryStart, LogEntryEnd } = e2b
-  const t = Template({ fileContextPath: ctx })
+  const t = Template({ fileContextPath: ctx, fileIgnorePatterns: ['**/*.log'] })
     .fromBaseImage()
     .copy('folder/*', '/home/user/folder/', { mode: 0o644 })
     .setEnvs({ GREETING: 'hi' })
@@ -62,7 +63,7 @@ test('a builder chain builds; its sandbox has the file; logs start, stream and e
 
   const sb = await e2b.Sandbox.create(name, { timeoutMs: 60_000 })
   try {
-    assert.equal((await sb.commands.run('cat folder/hello.txt; test -d made && test -f /tmp/started && echo ok')).stdout, 'from the compat context\nok\n')
+    assert.equal((await sb.commands.run('cat folder/hello.txt; ls folder; test -d made && test -f /tmp/started && echo ok')).stdout, 'from the compat context\nhello.txt\nok\n')
   } finally {
     await sb.kill()
   }
