@@ -74,6 +74,12 @@ typedef struct engine {
    * depends on server.c) */
   int (*loopback_open)(struct engine *e, const char *id, int port, int *lport);
   void (*sandbox_gone)(struct engine *e, const char *id);
+  /* server.c's portals (portal.c): a sandbox's network namespace is new
+   * (up = 1: sbxnet_attach, a claim) or going (0: sbxnet_detach) */
+  void (*sandbox_netns)(struct engine *e, struct sbx *s, int up);
+  /* server.c: the TCP port's daemon (struct MHD_Daemon), from its start
+   * until after it stopped: portals' requests come on it only */
+  void *tcp_daemon;
   struct asbn_dp *dp;         /* sbxnet.c: the sandboxes' datapath; NULL: loopback only */
   struct asbn_egress *egress; /* sbxnet.c: their resolver and proxy (with dp) */
   char *egress_ca_pem;        /* sbxnet.c: the egress CA (PEM) for sandboxes' trust stores */

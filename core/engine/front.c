@@ -15,6 +15,12 @@
  * longer is plain HTTP, under libmicrohttpd's slow-client rules), so the
  * acceptor never blocks on a client.
  *
+ * More listeners come and go while it runs: loopback URLs' (loopurl.c:
+ * plain HTTP) and sandboxes' portals (portal.c: in a sandbox's network
+ * namespace, sniffed like the engine's port; their connections reach
+ * libmicrohttpd with an abstract AF_UNIX address naming the sandbox, which
+ * no TCP client can have, and are counted per sandbox).
+ *
  * Limits: the front accounts for every connection from its accept until it
  * is gone (its own phases, then libmicrohttpd's, told by the daemon's
  * connection-closed hook) and applies the engine's connection limits
@@ -39,11 +45,13 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <stddef.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -55,7 +63,8 @@
 #define TLS_HANDSHAKE 22
 #define SNIFF_MS 2000L /* how long a new connection may stay silent before it is plain HTTP */
 
-#define EXTRA_MAX 4096 /* loopback listeners (loopurl.c) */
+#define EXTRA_MAX 4096 /* loopback listeners (loopurl.c) and sandboxes' portals (portal.c) */
+#define KEY_MAX 72     /* an address's accounting key: family, then the address or tag */
 
 /* What a waiting connection waits for. */
 enum { W_SNIFF = 1, W_HANDSHAKE = 2 };
@@ -73,7 +82,7 @@ typedef struct job {
 
 /* Live connections of one client address. */
 typedef struct addr_count {
-  unsigned char key[17]; /* family (4 or 6), then the address */
+  unsigned char key[KEY_MAX]; /* family (4, 6; 'u': a portal's tag), then the address */
   unsigned char len;
   unsigned n;
 } addr_count;
@@ -83,6 +92,7 @@ struct front {
   /* more listeners, plain HTTP only, added and dropped while running
    * (front_listen_add/drop); only the acceptor polls and closes them */
   int extra[EXTRA_MAX];
+  char *extra_tag[EXTRA_MAX]; /* a portal's tag (front_portal_add), NULL: a loopback URL's */
   size_t nextra;
   int drop[EXTRA_MAX]; /* dropped: the acceptor closes them */
   size_t ndrop;
@@ -120,7 +130,7 @@ unsigned front_mhd_limit(unsigned max_conns) {
 
 /* ---- accounting (under mu) -------------------------------------------------- */
 
-static unsigned char addr_key(const struct sockaddr *sa, unsigned char key[17]) {
+static unsigned char addr_key(const struct sockaddr *sa, unsigned char key[KEY_MAX]) {
   if (sa && sa->sa_family == AF_INET) {
     key[0] = 4;
     memcpy(key + 1, &((const struct sockaddr_in *)sa)->sin_addr, 4);
@@ -130,6 +140,14 @@ static unsigned char addr_key(const struct sockaddr *sa, unsigned char key[17]) 
     key[0] = 6;
     memcpy(key + 1, &((const struct sockaddr_in6 *)sa)->sin6_addr, 16);
     return 17;
+  }
+  if (sa && sa->sa_family == AF_UNIX) { /* a portal's connection: per sandbox */
+    const struct sockaddr_un *u = (const struct sockaddr_un *)sa;
+    size_t n = strnlen(u->sun_path + 1, sizeof u->sun_path - 1);
+    if (n > KEY_MAX - 1) n = KEY_MAX - 1;
+    key[0] = 'u';
+    memcpy(key + 1, u->sun_path + 1, n);
+    return (unsigned char)(n + 1);
   }
   return 0; /* not limited per address */
 }
@@ -142,7 +160,7 @@ static addr_count *addr_find(front *f, const unsigned char *key, unsigned char l
 
 /* Counts a new connection in; 0 if its address holds per_addr already. */
 static int admit(front *f, const job *j) {
-  unsigned char key[17], len = addr_key((const struct sockaddr *)&j->addr, key);
+  unsigned char key[KEY_MAX], len = addr_key((const struct sockaddr *)&j->addr, key);
   int ok = 1;
   pthread_mutex_lock(&f->mu);
   addr_count *a = len ? addr_find(f, key, len) : NULL;
@@ -181,7 +199,7 @@ static void wake(front *f) {
 
 /* A connection is gone: its slot and its address's are free. */
 static void release(front *f, const struct sockaddr *sa) {
-  unsigned char key[17], len = addr_key(sa, key);
+  unsigned char key[KEY_MAX], len = addr_key(sa, key);
   int room = 0;
   pthread_mutex_lock(&f->mu);
   addr_count *a = len ? addr_find(f, key, len) : NULL;
@@ -512,12 +530,30 @@ static void accepted(front *f, int lfd, size_t i) {
     return;
   }
   j->t0 = now_ms();
-  if (!admit(f, j)) { /* its address holds --max-connections-per-ip */
+  int portal = 0;
+  if (i > 0) { /* a sandbox's portal: its connections are known by its tag */
+    pthread_mutex_lock(&f->mu);
+    for (size_t k = 0; k < f->nextra; k++)
+      if (f->extra[k] == lfd && f->extra_tag[k]) {
+        struct sockaddr_un *u = (struct sockaddr_un *)&j->addr;
+        memset(u, 0, sizeof *u);
+        u->sun_family = AF_UNIX;
+        size_t n = strnlen(f->extra_tag[k], sizeof u->sun_path - 2);
+        memcpy(u->sun_path + 1, f->extra_tag[k], n); /* abstract: sun_path[0] is 0 */
+        /* with its NUL: libmicrohttpd keeps alen bytes, and portal_source
+         * reads the tag up to it */
+        j->alen = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n + 1);
+        portal = 1;
+        break;
+      }
+    pthread_mutex_unlock(&f->mu);
+  }
+  if (!admit(f, j)) { /* its address (a portal: its sandbox) holds --max-connections-per-ip */
     close(j->fd);
     free(j);
     return;
   }
-  if (i > 0) { /* a loopback URL's listener: HTTP as it comes */
+  if (i > 0 && !portal) { /* a loopback URL's listener: HTTP as it comes */
     hand_to_mhd(f, j->fd, j);
     free(j);
     return;
@@ -666,7 +702,11 @@ void front_stop(front *f) {
   while (f->threads) pthread_cond_wait(&f->cv, &f->mu);
   close(f->lfd);
   f->lfd = -1; /* front_listen_add refuses from here on */
-  for (size_t i = 0; i < f->nextra; i++) close(f->extra[i]);
+  for (size_t i = 0; i < f->nextra; i++) {
+    close(f->extra[i]);
+    free(f->extra_tag[i]);
+    f->extra_tag[i] = NULL;
+  }
   f->nextra = 0;
   pthread_mutex_unlock(&f->mu);
   close_dropped(f);
@@ -684,12 +724,17 @@ void front_free(front *f) {
   free(f);
 }
 
-int front_listen_add(front *f, int fd) {
+static int listen_add(front *f, int fd, const char *tag) {
+  char *t = tag ? strdup(tag) : NULL;
   pthread_mutex_lock(&f->mu);
-  int ok = f->nextra + f->ndrop < EXTRA_MAX && f->lfd >= 0;
-  if (ok) f->extra[f->nextra++] = fd;
+  int ok = f->nextra + f->ndrop < EXTRA_MAX && f->lfd >= 0 && (!tag || t);
+  if (ok) {
+    f->extra_tag[f->nextra] = t;
+    f->extra[f->nextra++] = fd;
+  }
   pthread_mutex_unlock(&f->mu);
   if (!ok) {
+    free(t);
     close(fd);
     return -ENOSPC;
   }
@@ -697,11 +742,22 @@ int front_listen_add(front *f, int fd) {
   return 0;
 }
 
+int front_listen_add(front *f, int fd) {
+  return listen_add(f, fd, NULL);
+}
+
+int front_portal_add(front *f, int fd, const char *tag) {
+  return listen_add(f, fd, tag);
+}
+
 void front_listen_drop(front *f, int fd) {
   pthread_mutex_lock(&f->mu);
   for (size_t i = 0; i < f->nextra; i++)
     if (f->extra[i] == fd) {
-      f->extra[i] = f->extra[--f->nextra];
+      free(f->extra_tag[i]);
+      f->extra_tag[i] = f->extra_tag[--f->nextra];
+      f->extra_tag[f->nextra] = NULL;
+      f->extra[i] = f->extra[f->nextra];
       /* no new connection from here on; the acceptor closes it */
       shutdown(fd, SHUT_RDWR);
       f->drop[f->ndrop++] = fd;

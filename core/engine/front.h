@@ -53,6 +53,14 @@ void front_free(front *f);
 /* Serves one more listening socket (f takes fd), plain HTTP only: the
  * loopback URLs' listeners (loopurl.c). -ENOSPC past 4096 of them. */
 int front_listen_add(front *f, int fd);
+/* Serves a sandbox's portal (portal.c): a listening socket in the
+ * sandbox's own network namespace, plain HTTP and TLS like the engine's
+ * port. Its connections reach libmicrohttpd with an abstract AF_UNIX
+ * address holding tag (at most 100 bytes; no TCP client has such an
+ * address), which is also what per_addr counts them by: one sandbox's
+ * connections never use up another's or a host client's. -ENOSPC past
+ * 4096 listeners in all. */
+int front_portal_add(front *f, int fd, const char *tag);
 /* Stops serving fd: it refuses connections from now on and is closed by
  * the front. Connections it accepted go on. */
 void front_listen_drop(front *f, int fd);

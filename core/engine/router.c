@@ -19,7 +19,9 @@
  * SPDX-License-Identifier: Apache-2.0 */
 #include "router.h"
 
+#include <ctype.h>
 #include <errno.h>
+#include <pthread.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,7 +32,9 @@
 #include "apiio.h"
 #include "codei.h"
 #include "httpd/httpd.h"
+#include "net/egress/secrets.h"
 #include "net/policy.h"
+#include "portal.h"
 #include "proto/http1.h"
 #include "proto/sign.h"
 #include "proto/url.h"
@@ -223,12 +227,106 @@ static int send_all(int fd, const char *p, size_t n) {
   return 0;
 }
 
+#define INJECT_MAX 64
+
+/* The headers a sending sandbox's network.rules set on a request that
+ * came through its portal (values with their secrets resolved). */
+typedef struct inject {
+  char *name[INJECT_MAX], *value[INJECT_MAX];
+  size_t n;
+} inject;
+
+static void inject_free(inject *j) {
+  for (size_t i = 0; i < j->n; i++) {
+    free(j->name[i]);
+    asbn_secrets_wipe(j->value[i]);
+  }
+  j->n = 0;
+}
+
 typedef struct head_ctx {
   asbi_buf *b;
   asbi_buf conn; /* the Connection fields' values, joined by ',' */
   const char *api_key;
-  int masked; /* the sandbox's maskRequestHost replaces the client's Host */
+  int masked;        /* the sandbox's maskRequestHost replaces the client's Host */
+  const inject *inj; /* replaces the request's own headers of those names */
 } head_ctx;
+
+/* A request through sandbox `from`'s portal (portal.c) leaves that
+ * sandbox as its egress would: refused when its policy has the internet
+ * off (allowInternetAccess false, or a denyOut of 0.0.0.0/0 or ::/0)
+ * unless an allowOut domain names the host; its network.rules for the
+ * host (a "name:port" key for that port only) set their headers, as the
+ * egress proxy sets them. 0, or an HTTP status with *err to send. */
+static unsigned from_sandbox(engine *e, struct MHD_Connection *c, const char *from, const char *id,
+                             inject *inj, struct MHD_Response **err) {
+  const char *host = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Host");
+  char name[256] = "";
+  unsigned port = 0;
+  if (host) {
+    const char *colon = strrchr(host, ':');
+    size_t n = colon ? (size_t)(colon - host) : strlen(host);
+    if (n >= sizeof name) n = sizeof name - 1;
+    for (size_t i = 0; i < n; i++) name[i] = (char)tolower((unsigned char)host[i]);
+    name[n] = '\0';
+    if (n && name[n - 1] == '.') name[n - 1] = '\0';
+    int64_t p = 0;
+    if (colon && asbi_parse_i64(colon + 1, strlen(colon + 1), &p) == 0 && p > 0 && p < 65536)
+      port = (unsigned)p;
+  }
+  sbx *b = reg_get(e, from);
+  if (!b) {
+    *err = json_resp(403, id, "egress_denied", NULL,
+                     "sandbox \"%s\" is not running: its portal serves nobody", from);
+    return 403;
+  }
+  unsigned st = 0;
+  pthread_mutex_lock(&b->mu);
+  const asbn_policy *p = b->net_policy;
+  int off = p && !p->allow_internet;
+  for (size_t i = 0; p && i < p->ndeny_out; i++)
+    if ((p->deny_out[i].kind == ASBN_CIDR4 || p->deny_out[i].kind == ASBN_CIDR6) &&
+        p->deny_out[i].prefix == 0)
+      off = 1;
+  int named = 0;
+  for (size_t i = 0; off && p && i < p->nallow_out; i++)
+    if (asbn_entry_matches_name(&p->allow_out[i], name)) named = 1;
+  if (off && !named) {
+    st = 403;
+    *err = json_resp(403, id, "egress_denied", NULL,
+                     "sandbox \"%s\" has no internet access (allowInternetAccess false or a "
+                     "denyOut of 0.0.0.0/0) and no allowOut domain names \"%s\"",
+                     from, name);
+  }
+  for (size_t i = 0; !st && p && i < p->nrules; i++) {
+    const asbn_domain_rule *r = &p->rules[i];
+    if (!asbn_entry_matches_host(&r->match, name, port)) continue;
+    for (size_t k = 0; k < r->nheaders && inj->n < INJECT_MAX; k++) {
+      char *v = NULL;
+      if (asbn_secrets_resolve(e->secrets, r->headers[k].value, &v) != 0) {
+        st = 502;
+        *err =
+            json_resp(502, id, "bad_gateway", NULL,
+                      "a header rule of sandbox \"%s\" names a secret that does not exist", from);
+        break;
+      }
+      char *nm = strdup(r->headers[k].name);
+      if (!nm) {
+        asbn_secrets_wipe(v);
+        st = 500;
+        *err = json_resp(500, id, NULL, NULL, "out of memory");
+        break;
+      }
+      inj->name[inj->n] = nm;
+      inj->value[inj->n++] = v;
+    }
+    break; /* the first rule naming the host */
+  }
+  pthread_mutex_unlock(&b->mu);
+  reg_put(e, b);
+  if (st) inject_free(inj);
+  return st;
+}
 
 /* E2B's network.maskRequestHost: the Host a sandbox's service sees, with
  * "${PORT}" standing for the port (policy.c refused controls in it). */
@@ -270,6 +368,8 @@ static enum MHD_Result copy_header(void *cls, enum MHD_ValueKind kind, const cha
   size_t kl = strlen(key);
   if (is_hop(key, kl) || is_api_key(h, key, value)) return MHD_YES;
   if (h->masked && asbi_strcaseeq(key, "Host")) return MHD_YES;
+  for (size_t i = 0; h->inj && i < h->inj->n; i++)
+    if (asbi_strcaseeq(key, h->inj->name[i])) return MHD_YES;
   if (h->conn.len && asbi_h1_list_has(h->conn.data, h->conn.len, key)) return MHD_YES;
   asbi_buf_printf(h->b, "%s: %s\r\n", key, value ? value : "");
   return MHD_YES;
@@ -416,9 +516,22 @@ route_ctx *router_begin(engine *e, struct MHD_Connection *c, const char *raw_uri
                      id);
     return NULL;
   }
+  /* from another sandbox (its portal): its egress policy and header rules */
+  inject inj;
+  inj.n = 0;
+  char from[ENGINE_ID_LEN + 8];
+  if (portal_source(e, c, from, sizeof from)) {
+    unsigned fst = from_sandbox(e, c, from, id, &inj, err);
+    if (fst) {
+      reg_put(e, s);
+      *err_status = fst;
+      return NULL;
+    }
+  }
   route_ctx *r = calloc(1, sizeof *r);
   if (!r || !(r->buf = malloc(READ_CHUNK))) {
     free(r);
+    inject_free(&inj);
     reg_put(e, s);
     *err_status = 500;
     *err = json_resp(500, id, NULL, NULL, "out of memory");
@@ -443,6 +556,7 @@ route_ctx *router_begin(engine *e, struct MHD_Connection *c, const char *raw_uri
                : json_resp(502, id, "port_closed", NULL,
                            "nothing is listening on port %d in sandbox \"%s\" (%s)", port, id,
                            strerror(-r->fd));
+    inject_free(&inj);
     route_free(r);
     return NULL;
   }
@@ -451,7 +565,7 @@ route_ctx *router_begin(engine *e, struct MHD_Connection *c, const char *raw_uri
    * never with a Content-Length), else Content-Length, else no body. */
   asbi_buf head = ASBI_BUF_INIT;
   asbi_buf_printf(&head, "%s %s HTTP/1.1\r\n", method, raw_uri);
-  head_ctx hc = {&head, ASBI_BUF_INIT, e->api_key, 0};
+  head_ctx hc = {&head, ASBI_BUF_INIT, e->api_key, 0, &inj};
   if (port != ASBI_ENVD_PORT) { /* envd is ours: its Host means nothing to it */
     pthread_mutex_lock(&s->mu);
     const char *mask = s->net_policy ? s->net_policy->mask_request_host : NULL;
@@ -464,6 +578,10 @@ route_ctx *router_begin(engine *e, struct MHD_Connection *c, const char *raw_uri
   MHD_get_connection_values(c, MHD_HEADER_KIND, gather_connection, &hc);
   MHD_get_connection_values(c, MHD_HEADER_KIND, copy_header, &hc);
   asbi_buf_free(&hc.conn);
+  for (size_t i = 0; i < inj.n; i++)
+    asbi_buf_printf(&head, "%s: %s\r\n", inj.name[i], inj.value[i]);
+  int wipe = inj.n > 0; /* the head holds the rules' values: secrets */
+  inject_free(&inj);
   const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
   const char *te = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Transfer-Encoding");
   if (te) {
@@ -472,6 +590,7 @@ route_ctx *router_begin(engine *e, struct MHD_Connection *c, const char *raw_uri
     r->no_reuse = 1;
   } else {
     if (cl && parse_length(cl, &r->body_len) != 0) {
+      if (wipe && head.data) explicit_bzero(head.data, head.len);
       asbi_buf_free(&head);
       *err_status = 400;
       *err = json_resp(400, id, NULL, NULL, "invalid Content-Length");
@@ -488,6 +607,7 @@ route_ctx *router_begin(engine *e, struct MHD_Connection *c, const char *raw_uri
     r->fd = connect_port(e, s, port);
     rc = r->fd >= 0 ? send_all(r->fd, head.data, head.len) : -1;
   }
+  if (wipe && head.data) explicit_bzero(head.data, head.len);
   asbi_buf_free(&head);
   if (rc) {
     *err_status = 502;

@@ -54,8 +54,9 @@ static int wait_envd(sbx *s) {
 static int init_envd(engine *e, sbx *s, int again) {
   cJSON *init = cJSON_CreateObject();
   cJSON *env = cJSON_Duplicate(s->env_vars, 1);
-  /* with network, the programs that bring their own CA bundle are pointed
-   * at the sandbox's, which holds the egress CA; the sandbox's env vars win */
+  /* the programs that bring their own CA bundle are pointed at the
+   * sandbox's, which holds the engine's CA (its portal's https) and, with
+   * network, the egress CA; the sandbox's env vars win */
   static const char *const ca_vars[] = {"SSL_CERT_FILE", "NODE_EXTRA_CA_CERTS",
                                         "REQUESTS_CA_BUNDLE"};
   int ca = env && sbxnet_ca_installed(e, s->iso);
@@ -270,6 +271,8 @@ static int personalise(engine *e, template_info *t, sbx *s, const sandboxes_crea
   char nwhy[512];
   if (sbxnet_apply(e, s, rq->network, nwhy, sizeof nwhy))
     return eng_err_set(err, ENG_EINTERNAL, NULL, "cannot connect the sandbox's network: %s", nwhy);
+  /* its portal (portal.c): a pooled one prepared before the port was open has none yet */
+  if (e->sandbox_netns) e->sandbox_netns(e, s, 1);
   int timeout_s = rq->timeout_s > 0 ? rq->timeout_s : SANDBOXES_DEFAULT_TIMEOUT_S;
   s->timeout_s = timeout_s;
   s->started_ms = asbi_unix_ms();

@@ -15,13 +15,54 @@
 
 #include "net/datapath.h"
 #include "net/egress/egress.h"
+#include "tlsca.h"
 #include "util/buf.h"
 #include "util/log.h"
+
+/* Appends the PEM file at path to *pem (the CAs sandboxes trust). */
+static int add_pem(char **pem, const char *path) {
+  asbi_buf b = ASBI_BUF_INIT;
+  int rc = asbi_buf_read_file(&b, path, 8191);
+  if (rc == 0 && *pem) {
+    asbi_buf all = ASBI_BUF_INIT;
+    asbi_buf_puts(&all, *pem);
+    if (all.len && all.data[all.len - 1] != '\n') asbi_buf_putc(&all, '\n');
+    asbi_buf_puts(&all, b.data ? b.data : "");
+    asbi_buf_free(&b);
+    b = all;
+  }
+  if (rc == 0) {
+    free(*pem);
+    *pem = asbi_buf_detach(&b, NULL);
+  }
+  asbi_buf_free(&b);
+  return rc;
+}
+
+/* The engine's own CA (tls/ca.pem, made now if this is the state dir's
+ * first start) joins every sandbox's trust store too: code in a sandbox
+ * opens other sandboxes' https://<port>-<id>.localhost:<port> URLs
+ * through its portal (portal.c), served with the engine's certificates. */
+static void add_engine_ca(engine *e) {
+  char why[256];
+  tlsca *ca = tlsca_open(e->state_dir, why, sizeof why);
+  if (!ca) {
+    asbi_log("sandboxes will not trust the engine's https: %s", why);
+    return;
+  }
+  int rc = add_pem(&e->egress_ca_pem, tlsca_path(ca));
+  if (rc) asbi_log("cannot read the engine's CA %s: %s", tlsca_path(ca), strerror(-rc));
+  tlsca_free(ca);
+}
 
 int sbxnet_open(engine *e, const engine_config *cfg, eng_err *err) {
   e->dp = NULL;
   e->egress = NULL;
-  if (cfg->no_network) return 0;
+  e->egress_ca_pem = NULL;
+  if (cfg->no_network) {
+    add_engine_ca(e);
+    return 0;
+  }
   char why[512];
   /* the resolver and the proxy first: the datapath redirects to their ports */
   asbn_egress_config ec;
@@ -46,17 +87,15 @@ int sbxnet_open(engine *e, const engine_config *cfg, eng_err *err) {
    * iso.h extra_ca_pem): read once, the same for all */
   const char *ca = asbn_egress_ca_path(e->egress);
   if (ca) {
-    asbi_buf b = ASBI_BUF_INIT;
-    int rc = asbi_buf_read_file(&b, ca, 8191);
+    int rc = add_pem(&e->egress_ca_pem, ca);
     if (rc != 0) {
-      asbi_buf_free(&b);
       asbn_egress_stop(e->egress);
       e->egress = NULL;
       return eng_err_set(err, ENG_EINTERNAL, NULL, "cannot read the egress CA %s: %s", ca,
                          strerror(-rc));
     }
-    e->egress_ca_pem = asbi_buf_detach(&b, NULL);
   }
+  add_engine_ca(e);
   asbn_dp_config c;
   memset(&c, 0, sizeof c);
   c.name = cfg->cgroup_name ? cfg->cgroup_name : "agent-sandbox";
@@ -91,7 +130,7 @@ void sbxnet_close(engine *e) {
 }
 
 const char *sbxnet_ca_pem(engine *e) {
-  return e->dp ? e->egress_ca_pem : NULL;
+  return e->egress_ca_pem; /* the egress CA (with network) and the engine's */
 }
 
 int sbxnet_ca_installed(engine *e, asbe_sandbox *iso) {
@@ -181,6 +220,8 @@ void sbxnet_detach_link(engine *e, struct asbn_dp_link **l, int dying) {
 }
 
 int sbxnet_attach(engine *e, sbx *s, char *why, size_t len) {
+  /* its portal to the engine's URLs (portal.c), with or without network */
+  if (e->sandbox_netns) e->sandbox_netns(e, s, 1);
   if (!e->dp || s->net_link) return 0;
   return sbxnet_attach_iso(e, s->iso, &s->net_link, why, len);
 }
@@ -222,6 +263,7 @@ int sbxnet_apply(engine *e, sbx *s, const asbn_policy *p, char *why, size_t len)
 }
 
 void sbxnet_detach(engine *e, sbx *s, int dying) {
+  if (e->sandbox_netns) e->sandbox_netns(e, s, 0); /* the socket would keep the netns */
   sbxnet_detach_link(e, &s->net_link, dying);
 }
 

@@ -20,9 +20,11 @@
 int sbxnet_open(engine *e, const engine_config *cfg, eng_err *err);
 void sbxnet_close(engine *e);
 
-/* The egress CA's certificate (PEM) every networked sandbox trusts (the
- * proxy signs the intercepted domains' certificates with it), NULL without
- * network. */
+/* The CA certificates (PEM) every sandbox trusts: the engine's own (it
+ * signs what the engine's port shows for https://<port>-<id>.localhost,
+ * which sandboxes open through their portals, portal.c) and, with network,
+ * the egress CA (the proxy signs the intercepted domains' certificates
+ * with it); NULL if neither could be read. */
 const char *sbxnet_ca_pem(engine *e);
 /* Where a sandbox's programs find it: the CA bundle, for the programs that
  * read a bundle of their own unless told (Node, pip's certifi, Go, ...). */
@@ -32,7 +34,9 @@ const char *sbxnet_ca_pem(engine *e);
  * variables, which would name a file it does not have. */
 int sbxnet_ca_installed(engine *e, asbe_sandbox *iso);
 
-/* 0 also when the engine has no network (nothing to do). -1 with why. */
+/* 0 also when the engine has no network (nothing to do). -1 with why.
+ * Opens the sandbox's portal (e->sandbox_netns) with or without network;
+ * sbxnet_detach closes it. */
 int sbxnet_attach(engine *e, sbx *s, char *why, size_t len);
 /* Applies p (NULL: the sandbox's own s->net_policy) and keeps a copy in
  * s->net_policy. 0, or -1 with why (the sandbox keeps its old filter). */

@@ -31,6 +31,8 @@
 #include "front.h"
 #include "httpd/httpd.h"
 #include "loopurl.h"
+#include "portal.h"
+#include "registry.h"
 #include "proto/http1.h"
 #include "proto/url.h"
 #include "router.h"
@@ -49,6 +51,7 @@ typedef struct server {
   front *front; /* the TCP port's acceptor: plain HTTP and TLS (front.c) */
   tlsca *ca;    /* NULL: the CA could not be made; TLS is refused */
   loopurl *lu;  /* loopback URLs' listeners (loopurl.c) */
+  portal *pt;   /* the sandboxes' portals (portal.c) */
 } server;
 
 /* What a request turned out to be, once its head was read. */
@@ -246,7 +249,18 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
     server *sv = __atomic_load_n(&e->server, __ATOMIC_ACQUIRE);
     const union MHD_ConnectionInfo *ci =
         sv && sv->lu ? MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD) : NULL;
-    if ((ci && loopurl_match(sv->lu, e->listen_port, ci->connect_fd, id, sizeof id, &port)) ||
+    /* through a sandbox's portal (portal.c): sandboxes' URLs only, never
+     * the control plane, a loopback URL or an unnamed signed request */
+    char from[ENGINE_ID_LEN + 8];
+    int portal = portal_source(e, c, from, sizeof from);
+    if (portal && !router_match(c, id, sizeof id, &port)) {
+      r->kind = REQ_ANSWERED;
+      return error(c, 403,
+                   "from inside a sandbox the engine's port serves sandboxes' URLs only "
+                   "(<port>-<sandbox id>.<domain>)");
+    }
+    if (portal ||
+        (ci && loopurl_match(sv->lu, e->listen_port, ci->connect_fd, id, sizeof id, &port)) ||
         router_match(c, id, sizeof id, &port) ||
         router_match_signed(e, c, url, method, id, sizeof id, &port)) {
       if (port > 0 && cmds_wants(e, id, port, url)) {
@@ -428,14 +442,20 @@ int server_start(engine *e, const char *listen_addr, const char *socket_path) {
     free(s);
     return -EIO;
   }
+  /* before the front hands it anything (portal_source reads it) */
+  __atomic_store_n((struct MHD_Daemon **)&e->tcp_daemon, asbi_httpd_daemon(s->tcp),
+                   __ATOMIC_RELEASE);
   int rc = front_start(s->front, asbi_httpd_daemon(s->tcp));
   if (rc == 0) s->lu = loopurl_new(s->front);
-  if (rc || !s->lu) {
+  if (rc == 0 && s->lu) s->pt = portal_new(s->front);
+  if (rc || !s->lu || !s->pt) {
     int en = rc ? -rc : errno ? errno : EIO;
     front_stop(s->front);
     asbi_log("cannot serve on %s: %s", listen_addr, strerror(en));
     asbi_httpd_stop(s->tcp);
+    __atomic_store_n((struct MHD_Daemon **)&e->tcp_daemon, NULL, __ATOMIC_RELEASE);
     front_free(s->front);
+    loopurl_free(s->lu);
     tlsca_free(s->ca);
     free(s);
     return -en;
@@ -456,8 +476,25 @@ int server_start(engine *e, const char *listen_addr, const char *socket_path) {
   }
   e->loopback_open = server_loopback_open;
   e->sandbox_gone = server_sandbox_gone;
+  e->sandbox_netns = server_sandbox_netns;
   __atomic_store_n(&e->server, s, __ATOMIC_RELEASE);
   loopurl_restore(s->lu, e); /* the adopted sandboxes' loopback URLs */
+  /* the sandboxes adopted before the port was open get their portals now */
+  pthread_mutex_lock(&e->mu);
+  size_t n = e->nsbx;
+  char(*ids)[ENGINE_ID_LEN + 1] = n ? calloc(n, sizeof *ids) : NULL;
+  for (size_t i = 0; ids && i < n; i++) snprintf(ids[i], sizeof ids[i], "%s", e->sbx[i]->id);
+  pthread_mutex_unlock(&e->mu);
+  for (size_t i = 0; ids && i < n; i++) {
+    sbx *x = reg_get(e, ids[i]);
+    if (!x) continue;
+    pthread_mutex_lock(&x->mu);
+    int running = x->state == SBX_RUNNING || (x->state == SBX_PAUSED && !x->paused_nomem);
+    pthread_mutex_unlock(&x->mu);
+    if (running) server_sandbox_netns(e, x, 1);
+    reg_put(e, x);
+  }
+  free(ids);
   return 0;
 }
 
@@ -465,18 +502,28 @@ int server_start(engine *e, const char *listen_addr, const char *socket_path) {
  * server_sandbox_gone, while server_stop runs): taken under this lock,
  * and server_stop clears it under the lock before freeing anything. */
 static pthread_mutex_t server_mu = PTHREAD_MUTEX_INITIALIZER;
+/* The portals' own (server_sandbox_netns): their callers may hold a
+ * sandbox's lock (a kill, a pause), which nothing under server_mu may
+ * wait for, so portals never take server_mu; nothing is locked under
+ * this one but the portal table and the front. */
+static pthread_mutex_t portal_mu = PTHREAD_MUTEX_INITIALIZER;
 
 void server_stop(engine *e) {
   pthread_mutex_lock(&server_mu);
   server *s = e->server;
   __atomic_store_n(&e->server, NULL, __ATOMIC_RELEASE); /* no loopback URL opens or closes now */
   pthread_mutex_unlock(&server_mu);
+  /* a portal call that saw s has ended; later ones see NULL */
+  pthread_mutex_lock(&portal_mu);
+  pthread_mutex_unlock(&portal_mu);
   if (!s) return;
   front_stop(s->front); /* first: no new connections, TLS ones end */
   asbi_httpd_stop(s->tcp);
+  __atomic_store_n((struct MHD_Daemon **)&e->tcp_daemon, NULL, __ATOMIC_RELEASE);
   front_free(s->front); /* after the daemon: it counts connections out until it stopped */
   asbi_httpd_stop(s->unx);
   loopurl_free(s->lu);
+  portal_free(s->pt);
   tlsca_free(s->ca);
   free(s);
 }
@@ -499,4 +546,20 @@ void server_sandbox_gone(engine *e, const char *id) {
   server *s = e->server;
   if (s) loopurl_sandbox_gone(s->lu, id);
   pthread_mutex_unlock(&server_mu);
+  pthread_mutex_lock(&portal_mu);
+  s = __atomic_load_n(&e->server, __ATOMIC_ACQUIRE);
+  if (s) portal_close(s->pt, id);
+  pthread_mutex_unlock(&portal_mu);
+}
+
+void server_sandbox_netns(engine *e, sbx *x, int up) {
+  pthread_mutex_lock(&portal_mu);
+  server *s = __atomic_load_n(&e->server, __ATOMIC_ACQUIRE);
+  if (s && up) {
+    int rc = portal_open(s->pt, e, x);
+    if (rc) asbi_log("sandbox %s: no portal to the engine's URLs: %s", x->id, strerror(-rc));
+  } else if (s) {
+    portal_close(s->pt, x->id);
+  }
+  pthread_mutex_unlock(&portal_mu);
 }

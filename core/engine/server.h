@@ -15,5 +15,8 @@ const char *server_ca_path(engine *e);
 int server_loopback_open(engine *e, const char *id, int port, int *lport);
 /* A sandbox left the table: its loopback URLs close (e->sandbox_gone). */
 void server_sandbox_gone(engine *e, const char *id);
+/* A sandbox's network namespace is new (up) or going: its portal
+ * (portal.c) opens or closes (e->sandbox_netns). */
+void server_sandbox_netns(engine *e, struct sbx *s, int up);
 
 #endif

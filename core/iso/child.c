@@ -277,6 +277,28 @@ static void add_ca(int root, const char *pem) {
   close(dir);
 }
 
+/* add_ca for each certificate of pem in turn: a bundle that holds one of
+ * them already (a sandbox made from a snapshot of one that got an earlier
+ * set) keeps that one once and gets the others. */
+static void add_cas(int root, const char *pem) {
+  static const char end[] = "-----END CERTIFICATE-----";
+  static char one[8192];
+  const char *p = pem;
+  while (*p) {
+    while (*p == '\n' || *p == '\r' || *p == ' ') p++;
+    if (!*p) break;
+    const char *e = strstr(p, end);
+    size_t n = e ? (size_t)(e - p) + sizeof end - 1 : strlen(p);
+    if (p[n] == '\n') n++;
+    if (n < sizeof one) {
+      memcpy(one, p, n);
+      one[n] = '\0';
+      add_ca(root, one);
+    }
+    p += n;
+  }
+}
+
 /* What /proc and /sys of the host show that a sandbox must not see: the
  * host's boot command line, kernel memory and keys, timers and scheduler
  * internals (as container runtimes mask them), and every block device's
@@ -493,7 +515,7 @@ void asbe__child_main(const asbe_plan *p) {
   write_etc(root, "hostname", p->hostname_line);
   write_etc(root, "hosts", p->hosts);
   if (p->resolv[0]) write_etc(root, "resolv.conf", p->resolv);
-  if (p->ca_pem[0]) add_ca(root, p->ca_pem);
+  if (p->ca_pem[0]) add_cas(root, p->ca_pem);
   close(root);
 
   lo_up(p);

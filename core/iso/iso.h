@@ -253,13 +253,14 @@ typedef struct asbe_sandbox_spec {
    * kept writable layer and uid slot (disk_bytes is its image's; a
    * failure leaves it paused). */
   int resume;
-  /* A CA certificate (PEM, < 8 KiB) the sandbox's programs must trust: the
-   * engine's egress CA, which signs what its egress proxy shows for the
-   * domains with header rules. Appended to the sandbox's
-   * /etc/ssl/certs/ca-certificates.crt on its writable layer unless that
-   * file already holds it (a sandbox made from a snapshot of one that has
-   * it); a bundle that is missing, a symlink or no regular file is left
-   * alone. NULL = none. */
+  /* CA certificates (PEM, < 8 KiB in all) the sandbox's programs must
+   * trust: the engine's egress CA, which signs what its egress proxy shows
+   * for the domains with header rules, and the engine's own CA (its https
+   * port, which sandboxes reach through their portals). Each is appended
+   * to the sandbox's /etc/ssl/certs/ca-certificates.crt on its writable
+   * layer unless that file already holds it (a sandbox made from a
+   * snapshot of one that has it); a bundle that is missing, a symlink or
+   * no regular file is left alone. NULL = none. */
   const char *extra_ca_pem;
 } asbe_sandbox_spec;
 

@@ -214,6 +214,31 @@ static int rule_set_header(asbn_domain_rule *r, const char *name, const char *va
   return 0;
 }
 
+/* A rules key: a domain, or a domain with ":port" — what getHost gives
+ * for a sandbox of an engine whose domain has a port ("localhost:49982");
+ * such a rule applies to that port only, through the engine's portals
+ * (core/engine/portal.c), never to the egress proxy's names. */
+static int parse_rule_key(const char *s, asbn_entry *e) {
+  const char *colon = strrchr(s, ':');
+  if (!colon) return parse_domain(s, e, 1);
+  unsigned long port = 0;
+  size_t nd = strlen(colon + 1);
+  if (nd < 1 || nd > 5) return -1;
+  for (const char *c = colon + 1; *c; c++) {
+    if (*c < '0' || *c > '9') return -1;
+    port = port * 10 + (unsigned long)(*c - '0');
+  }
+  if (port < 1 || port > 65535 || colon == s) return -1;
+  char name[256];
+  size_t n = (size_t)(colon - s);
+  if (n >= sizeof name) return -1;
+  memcpy(name, s, n);
+  name[n] = '\0';
+  if (parse_domain(name, e, 1) != 0) return -1;
+  e->port = (uint16_t)port;
+  return 0;
+}
+
 /* network.rules: {"domain": [{"transform": {"headers": {name: value}}}]} */
 static int parse_rules(const cJSON *obj, asbn_policy *p, char *err, size_t errlen) {
   if (!obj || cJSON_IsNull(obj)) return 0;
@@ -227,12 +252,12 @@ static int parse_rules(const cJSON *obj, asbn_policy *p, char *err, size_t errle
   const cJSON *dom;
   cJSON_ArrayForEach(dom, obj) {
     asbn_domain_rule *r = &p->rules[p->nrules];
-    if (!dom->string || parse_domain(dom->string, &r->match, 1) != 0)
+    if (!dom->string || parse_rule_key(dom->string, &r->match) != 0)
       return asbi_errf(err, errlen, "network.rules: \"%.80s\" is not a domain",
                        dom->string ? dom->string : "");
     p->nrules++;
     for (size_t i = 0; i + 1 < p->nrules; i++)
-      if (p->rules[i].match.kind == r->match.kind &&
+      if (p->rules[i].match.kind == r->match.kind && p->rules[i].match.port == r->match.port &&
           !strcmp(p->rules[i].match.domain, r->match.domain))
         return asbi_errf(err, errlen, "network.rules: \"%.80s\" appears twice", dom->string);
     if (!cJSON_IsArray(dom))
@@ -423,6 +448,10 @@ static char *entry_str(const asbn_entry *e, char *buf, size_t len) {
       snprintf(buf, len, "*.%s", e->domain);
       break;
   }
+  if (e->port) {
+    size_t n = strlen(buf);
+    snprintf(buf + n, len - n, ":%u", (unsigned)e->port);
+  }
   return buf;
 }
 
@@ -478,8 +507,15 @@ int asbn_entry_contains(const asbn_entry *e, const uint8_t *addr, int family) {
   return 1;
 }
 
+int asbn_entry_matches_host(const asbn_entry *e, const char *name, unsigned port) {
+  if (e->port && e->port != port) return 0;
+  asbn_entry any = *e;
+  any.port = 0;
+  return asbn_entry_matches_name(&any, name);
+}
+
 int asbn_entry_matches_name(const asbn_entry *e, const char *name) {
-  if (!name || !e->domain) return 0;
+  if (!name || !e->domain || e->port) return 0;
   if (e->kind == ASBN_DOMAIN) return strcmp(e->domain, name) == 0;
   if (e->kind != ASBN_WILDCARD) return 0;
   size_t n = strlen(name), d = strlen(e->domain);

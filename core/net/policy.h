@@ -34,6 +34,8 @@ typedef struct asbn_entry {
   uint8_t addr[16]; /* network order; the first 4 bytes for CIDR4 */
   uint8_t prefix;   /* CIDR prefix length */
   char *domain;     /* lower case, no trailing dot, without "*." (domains) */
+  uint16_t port;    /* network.rules keys only: "name:port" (a sandbox's host on an
+                       engine whose domain has a port), 0 = any port */
 } asbn_entry;
 
 typedef struct asbn_header_rule {
@@ -79,6 +81,9 @@ cJSON *asbn_policy_to_json(const asbn_policy *p);
 int asbn_entry_contains(const asbn_entry *e, const uint8_t *addr, int family);
 /* 1 if name (lower case, no trailing dot) matches e (domain kinds only). */
 int asbn_entry_matches_name(const asbn_entry *e, const char *name);
+/* The same for a host name and port: an entry with a port matches that
+ * port only (asbn_entry_matches_name: never). */
+int asbn_entry_matches_host(const asbn_entry *e, const char *name, unsigned port);
 int asbn_policy_copy(const asbn_policy *src, asbn_policy *dst);
 /* Frees what p holds (secret-bearing strings wiped first) and zeroes it. */
 void asbn_policy_free(asbn_policy *p);

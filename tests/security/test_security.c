@@ -83,14 +83,19 @@ TEST(host_loopback_is_unreachable) {
   REQUIRE(bind(s, (struct sockaddr *)&a, sizeof a) == 0 && listen(s, 4) == 0);
   socklen_t l = sizeof a;
   getsockname(s, (struct sockaddr *)&a, &l);
-  char cmd[256];
+  char cmd[512];
   snprintf(cmd, sizeof cmd,
            "python3 -c \"import socket; socket.create_connection(('127.0.0.1', %d), 2)\"",
            ntohs(a.sin_port));
   EXPECT_DENIED(SB, "root", cmd);
+  /* the engine's own API: 127.0.0.1:<its port> in the sandbox is its
+   * portal (portal.c), which serves sandboxes' URLs only — never the
+   * control plane, not even with the key, nor /health */
   snprintf(cmd, sizeof cmd,
-           "python3 -c \"import socket; socket.create_connection(('127.0.0.1', %d), 2)\"",
-           F.port); /* the engine's own API */
+           "curl -sf --max-time 10 -H 'X-API-Key: %s' http://127.0.0.1:%d/sandboxes", F.key,
+           F.port);
+  EXPECT_DENIED(SB, "root", cmd);
+  snprintf(cmd, sizeof cmd, "curl -sf --max-time 10 http://127.0.0.1:%d/health", F.port);
   EXPECT_DENIED(SB, "root", cmd);
   close(s);
   run_res r = sh(SB, "root", "ip -o link 2>/dev/null | wc -l || ls /sys/class/net | wc -l", 0);

@@ -138,6 +138,12 @@ TEST(errors) {
       "without control characters");
   bad(NULL, "{\"rules\":{\"a.b\":[{\"transform\":{\"headers\":{\"X\":1}}}]}}", "string value");
   bad(NULL, "{\"rules\":{\"A.b\":[],\"a.b\":[]}}", "appears twice");
+  bad(NULL, "{\"rules\":{\"a.b:0\":[]}}", "is not a domain");
+  bad(NULL, "{\"rules\":{\"a.b:65536\":[]}}", "is not a domain");
+  bad(NULL, "{\"rules\":{\"a.b:\":[]}}", "is not a domain");
+  bad(NULL, "{\"rules\":{\"a.b:8x\":[]}}", "is not a domain");
+  bad(NULL, "{\"rules\":{\":80\":[]}}", "is not a domain");
+  bad(NULL, "{\"rules\":{\"a.b:80\":[],\"A.b:80\":[]}}", "appears twice");
   bad(NULL, "{\"egressProxy\":\"x:1\"}", "must be an object");
   bad(NULL, "{\"egressProxy\":{}}", "address is required");
   bad(NULL, "{\"egressProxy\":{\"address\":\"x\"}}", "is not host:port");
@@ -152,6 +158,36 @@ TEST(errors) {
     snprintf(big + strlen(big), sizeof big - strlen(big), "%s\"1.1.1.%d\"", i ? "," : "", i % 250);
   strcat(big, "]}");
   bad(NULL, big, "at most 256");
+}
+
+/* "name:port" rule keys: getHost's form on an engine whose domain has a
+ * port (8080-<id>.localhost:49982); for that port only, never a name the
+ * egress proxy matches; shown back as given. */
+TEST(rule_keys_with_a_port) {
+  asbn_policy p;
+  REQUIRE(parse(NULL,
+                "{\"rules\":{\"8080-abc.localhost:49982\":[{\"transform\":{\"headers\":"
+                "{\"X-T\":\"v\"}}}],\"8080-abc.localhost\":[],\"*.Example.com:443\":[]}}",
+                &p) == 0);
+  REQUIRE(p.nrules == 3);
+  CHECK_INT(p.rules[0].match.port, 49982);
+  CHECK_STR(p.rules[0].match.domain, "8080-abc.localhost");
+  CHECK(asbn_entry_matches_host(&p.rules[0].match, "8080-abc.localhost", 49982));
+  CHECK(!asbn_entry_matches_host(&p.rules[0].match, "8080-abc.localhost", 49983));
+  CHECK(!asbn_entry_matches_name(&p.rules[0].match, "8080-abc.localhost"));
+  CHECK(asbn_entry_matches_host(&p.rules[1].match, "8080-abc.localhost", 1)); /* any port */
+  CHECK(asbn_entry_matches_host(&p.rules[2].match, "a.example.com", 443));
+  CHECK(!asbn_entry_matches_host(&p.rules[2].match, "example.com", 443));
+  cJSON *j = asbn_policy_to_json(&p);
+  const cJSON *rules = cJSON_GetObjectItemCaseSensitive(j, "rules");
+  CHECK(cJSON_GetObjectItemCaseSensitive(rules, "8080-abc.localhost:49982") != NULL);
+  CHECK(cJSON_GetObjectItemCaseSensitive(rules, "*.example.com:443") != NULL);
+  asbn_policy c;
+  REQUIRE(asbn_policy_copy(&p, &c) == 0);
+  CHECK_INT(c.rules[0].match.port, 49982);
+  asbn_policy_free(&c);
+  cJSON_Delete(j);
+  asbn_policy_free(&p);
 }
 
 TEST(matching) {
@@ -188,6 +224,7 @@ int main(void) {
   RUN(defaults);
   RUN(full);
   RUN(errors);
+  RUN(rule_keys_with_a_port);
   RUN(matching);
   TEST_MAIN_END();
 }

@@ -1,0 +1,211 @@
+/* Portals: a sandbox reaching other sandboxes' public URLs.
+ *
+ * A sandbox's URL, https://<port>-<id>.<domain> with the engine's domain
+ * "localhost:<engine port>", is what E2B's public proxy serves; code in
+ * another sandbox (E2B's sidecar tests, a client sandbox calling a server
+ * sandbox) opens it as any outside client would. Every resolver takes
+ * *.localhost to loopback (RFC 6761; curl does it itself, systemd-resolved
+ * and nss-myhostname too), and a sandbox's loopback is its own network
+ * namespace's. So the engine listens there: a portal is a listening
+ * socket on 127.0.0.1:<engine port> inside each sandbox's network
+ * namespace, made by a short-lived thread that enters the namespace
+ * (setns) for the socket() and bind() only, and served by the engine's
+ * front (front_portal_add) like its own port, plain HTTP and TLS. Nothing
+ * is routed through the host's loopback and no packet leaves the machine;
+ * it works the same with --no-network (loopback only: no eth0, no
+ * egress services) and with the network on.
+ *
+ * What comes in through a portal is sandbox traffic only: server.c sends
+ * it to the router (router_match: <port>-<id>.<domain>, or E2B's routing
+ * headers) and refuses everything else with 403 (the control plane, the
+ * engine's loopback URLs, signed /files without a sandbox named). The
+ * router then applies exactly what it applies to any client (envd's access
+ * token, allowPublicTraffic's traffic token, maskRequestHost) and, because
+ * the request is known to be the sending sandbox's (the front gives its
+ * connections an abstract AF_UNIX address holding its tag, which no TCP
+ * client can have), that sandbox's egress policy: internet off refuses it
+ * unless an allowOut domain names the host, and network.rules for the host
+ * set their headers (secrets resolved) as the egress proxy would.
+ *
+ * The socket holds the namespace, so it closes when the sandbox's
+ * processes go (kill, pause without memory: sbxnet_detach) and is opened
+ * again for the namespace a resume boots (sbxnet_attach). A sandbox that
+ * listens on 127.0.0.1:<engine port> itself before its portal is opened
+ * keeps its port and gets no portal (logged).
+ * SPDX-License-Identifier: Apache-2.0 */
+#include "portal.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "registry.h"
+#include "util/log.h"
+
+#define TAG_PREFIX "asb-portal "
+
+typedef struct pt_entry {
+  char id[64];
+  ino_t ns; /* the network namespace it listens in */
+  int fd;
+} pt_entry;
+
+struct portal {
+  front *f;
+  pthread_mutex_t mu;
+  pt_entry *v;
+  size_t n, cap;
+};
+
+portal *portal_new(front *f) {
+  portal *p = calloc(1, sizeof *p);
+  if (!p) return NULL;
+  p->f = f;
+  pthread_mutex_init(&p->mu, NULL);
+  return p;
+}
+
+void portal_free(portal *p) {
+  if (!p) return;
+  pthread_mutex_destroy(&p->mu);
+  free(p->v);
+  free(p);
+}
+
+typedef struct mk_job {
+  int nsfd, port;
+  int fd, err;
+} mk_job;
+
+/* On a thread of its own: the namespace switch is this thread's only, and
+ * the thread ends with it (no way back to restore, none needed). */
+static void *mk_thread(void *arg) {
+  mk_job *j = arg;
+  j->fd = -1;
+  if (setns(j->nsfd, CLONE_NEWNET) != 0) {
+    j->err = errno;
+    return NULL;
+  }
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0) {
+    j->err = errno;
+    return NULL;
+  }
+  struct sockaddr_in a;
+  memset(&a, 0, sizeof a);
+  a.sin_family = AF_INET;
+  a.sin_port = htons((uint16_t)j->port);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (bind(fd, (struct sockaddr *)&a, sizeof a) != 0 || listen(fd, 128) != 0) {
+    j->err = errno;
+    close(fd);
+    return NULL;
+  }
+  j->fd = fd;
+  return NULL;
+}
+
+int portal_open(portal *p, engine *e, sbx *s) {
+  /* s->mu may be held by the caller (lifecycle's pause), as for
+   * sbxnet_attach: s->iso changes only on the paths that call this */
+  asbe_sandbox *iso = s->iso;
+  if (!iso || !asbe_sandbox_alive(iso)) return -ESRCH;
+  pid_t pid = asbe_sandbox_pid(iso);
+  char path[64];
+  snprintf(path, sizeof path, "/proc/%d/ns/net", (int)pid);
+  int nsfd = open(path, O_RDONLY | O_CLOEXEC);
+  struct stat st;
+  /* the pid could have been reused after its death: the pidfd says
+   * whether the namespace is still the sandbox's */
+  if (nsfd < 0 || fstat(nsfd, &st) != 0 || !asbe_sandbox_alive(iso)) {
+    int rc = nsfd < 0 ? -errno : -ESRCH;
+    if (nsfd >= 0) close(nsfd);
+    return rc;
+  }
+  pthread_mutex_lock(&p->mu);
+  for (size_t i = 0; i < p->n; i++)
+    if (!strcmp(p->v[i].id, s->id) && p->v[i].ns == st.st_ino) { /* open already */
+      pthread_mutex_unlock(&p->mu);
+      close(nsfd);
+      return 0;
+    }
+  pthread_mutex_unlock(&p->mu);
+  portal_close(p, s->id); /* one of an earlier namespace of it */
+  mk_job j = {nsfd, e->listen_port, -1, 0};
+  pthread_t t;
+  if (pthread_create(&t, NULL, mk_thread, &j) != 0) {
+    close(nsfd);
+    return -EAGAIN;
+  }
+  pthread_join(t, NULL);
+  close(nsfd);
+  if (j.fd < 0) return -j.err;
+  char tag[100];
+  snprintf(tag, sizeof tag, TAG_PREFIX "%s", s->id);
+  pthread_mutex_lock(&p->mu);
+  if (p->n == p->cap) {
+    size_t c = p->cap ? 2 * p->cap : 16;
+    pt_entry *v = realloc(p->v, c * sizeof *v);
+    if (!v) {
+      pthread_mutex_unlock(&p->mu);
+      close(j.fd);
+      return -ENOMEM;
+    }
+    p->v = v;
+    p->cap = c;
+  }
+  int rc = front_portal_add(p->f, j.fd, tag); /* takes the fd, also on failure */
+  if (rc == 0) {
+    pt_entry *x = &p->v[p->n++];
+    snprintf(x->id, sizeof x->id, "%s", s->id);
+    x->ns = st.st_ino;
+    x->fd = j.fd;
+  }
+  pthread_mutex_unlock(&p->mu);
+  return rc;
+}
+
+void portal_close(portal *p, const char *id) {
+  pthread_mutex_lock(&p->mu);
+  for (size_t i = 0; i < p->n;)
+    if (!strcmp(p->v[i].id, id)) {
+      front_listen_drop(p->f, p->v[i].fd);
+      p->v[i] = p->v[--p->n];
+    } else {
+      i++;
+    }
+  pthread_mutex_unlock(&p->mu);
+}
+
+int portal_source(engine *e, struct MHD_Connection *c, char *id, size_t idlen) {
+  /* e->tcp_daemon, not e->server: server_stop clears that while requests
+   * still end */
+  struct MHD_Daemon *tcp = __atomic_load_n((struct MHD_Daemon **)&e->tcp_daemon, __ATOMIC_ACQUIRE);
+  const union MHD_ConnectionInfo *di = MHD_get_connection_info(c, MHD_CONNECTION_INFO_DAEMON);
+  if (!tcp || !di || di->daemon != tcp) return 0; /* the unix socket's: its own clients */
+  const union MHD_ConnectionInfo *ci =
+      MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+  const struct sockaddr *sa = ci ? ci->client_addr : NULL;
+  if (!sa || sa->sa_family != AF_UNIX) return 0;
+  /* The TCP daemon has AF_UNIX clients from portals only: one whose tag
+   * does not parse is still a portal's (fails closed: an id of no
+   * sandbox, which the router refuses), never a host client's. */
+  id[0] = '\0';
+  const struct sockaddr_un *u = (const struct sockaddr_un *)sa;
+  const char *t = u->sun_path + 1; /* abstract, NUL-terminated by the front */
+  size_t n = strnlen(t, sizeof u->sun_path - 1);
+  size_t pl = sizeof TAG_PREFIX - 1;
+  if (u->sun_path[0] == '\0' && n > pl && n - pl <= ENGINE_ID_LEN && memcmp(t, TAG_PREFIX, pl) == 0)
+    snprintf(id, idlen, "%.*s", (int)(n - pl), t + pl);
+  return 1;
+}

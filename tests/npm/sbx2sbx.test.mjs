@@ -1,0 +1,195 @@
+// A sandbox opening another sandbox's public URL (https://<port>-<id>.
+// localhost:<engine port>, what getHost gives) through its portal
+// (core/engine/portal.c), as E2B's httpbin sidecar tests do, with the stock
+// E2B JS SDK against a real agent-sandboxd with --no-network (loopback
+// only: nothing leaves the machine): the sending sandbox's network.rules
+// headers arrive, and the portal is only the router — never the control
+// plane, a loopback URL or the host's loopback services, and the target's
+// envd token and traffic token still apply.
+// Run: ENGINE_BIN=... node --test sbx2sbx.test.mjs   (as root)
+// SPDX-License-Identifier: Apache-2.0
+import { test, before, after } from 'node:test'
+import assert from 'node:assert/strict'
+import http from 'node:http'
+import { execFileSync } from 'node:child_process'
+import path from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { startEngine } from '../support/engine.mjs'
+
+const here = path.dirname(fileURLToPath(import.meta.url))
+let engine
+let e2b
+let httpbin
+let hostSrv
+let hostPort
+const opened = []
+
+before(async () => {
+  engine = await startEngine('npm-sbx2sbx')
+  e2b = await import('e2b')
+  httpbin = await e2b.Sandbox.create('httpbin', { timeoutMs: 300_000 })
+  // a service on the host's loopback, which no sandbox may reach
+  hostSrv = http.createServer((req, res) => res.end('host secret'))
+  await new Promise((resolve) => hostSrv.listen(0, '127.0.0.1', resolve))
+  hostPort = hostSrv.address().port
+})
+
+after(async () => {
+  await Promise.allSettled([httpbin?.kill(), ...opened.map((s) => s.kill())])
+  hostSrv?.close()
+  await engine.stop()
+})
+
+async function sandbox (opts = {}) {
+  const s = await e2b.Sandbox.create({ timeoutMs: 120_000, ...opts })
+  opened.push(s)
+  return s
+}
+
+// curl in the sandbox: { code: HTTP status or 0, body, exit }
+async function curl (sbx, args) {
+  const r = await sbx.commands.run(
+    `curl -sS --max-time 20 -o /tmp/out -w '%{http_code}' ${args}; echo " $?"; cat /tmp/out 2>/dev/null`,
+    { timeoutMs: 60_000 })
+  const m = r.stdout.match(/^(\d+) (\d+)\n?([\s\S]*)$/)
+  assert.ok(m, `curl output: ${r.stdout} ${r.stderr}`)
+  return { code: parseInt(m[1], 10), exit: parseInt(m[2], 10), body: m[3] }
+}
+
+test('network.rules headers reach another sandbox over https and http', async () => {
+  const host = httpbin.getHost(8080)
+  assert.equal(host, `8080-${httpbin.sandboxId}.localhost:${engine.port}`)
+  const sbx = await sandbox({
+    network: { rules: { [host]: [{ transform: { headers: { 'X-Test-Token': 'injected-1' } } }] } }
+  })
+  for (const scheme of ['https', 'http']) {
+    // no -k, no --cacert: the engine's CA is in the sandbox's trust store
+    const r = await curl(sbx, `-H 'X-Test-Token: mine' ${scheme}://${host}/headers`)
+    assert.equal(r.code, 200, r.body)
+    const h = JSON.parse(r.body).headers
+    assert.deepEqual(h['X-Test-Token'], ['injected-1'], JSON.stringify(h)) // replaced, not added
+  }
+  // paused without memory and booted again: a new network namespace, a new portal
+  const key = process.env.E2B_API_KEY
+  const pause = await fetch(`http://127.0.0.1:${engine.port}/sandboxes/${sbx.sandboxId}/pause`, {
+    method: 'POST', headers: { 'X-API-Key': key, 'Content-Type': 'application/json' }, body: '{"memory": false}'
+  })
+  assert.equal(pause.status, 204)
+  const again = await e2b.Sandbox.connect(sbx.sandboxId)
+  const r2 = await curl(again, `https://${host}/headers`)
+  assert.equal(r2.code, 200, r2.body)
+  assert.deepEqual(JSON.parse(r2.body).headers['X-Test-Token'], ['injected-1'])
+  // many connections in a row: each is known as this sandbox's (its portal's
+  // tag, not whatever the engine's memory held before)
+  const loop = await sbx.commands.run(`python3 -c '
+import socket, sys
+for i in range(300):
+    s = socket.create_connection(("127.0.0.1", ${engine.port}))
+    s.sendall(b"GET /headers HTTP/1.1\\r\\nHost: ${host}\\r\\nConnection: close\\r\\n\\r\\n")
+    r = b""
+    while True:
+        d = s.recv(65536)
+        if not d:
+            break
+        r += d
+    s.close()
+    if not r.startswith(b"HTTP/1.1 200") or b"injected-1" not in r:
+        sys.exit("request %d: %r" % (i, r[:400]))
+print("ok")'`, { timeoutMs: 120_000 })
+  assert.equal(loop.stdout.trim(), 'ok')
+  // without a rule the request arrives as sent
+  const plain = await sandbox()
+  const r = await curl(plain, `-H 'X-Test-Token: mine' https://${host}/get?a=1`)
+  assert.equal(r.code, 200, r.body)
+  const j = JSON.parse(r.body)
+  assert.deepEqual(j.headers['X-Test-Token'], ['mine'])
+  assert.deepEqual(j.args, { a: ['1'] })
+  assert.equal(j.method, 'GET')
+})
+
+test('a rule\'s secret is resolved at the portal; an unknown one sends nothing', async () => {
+  const key = process.env.E2B_API_KEY
+  const made = await fetch(`http://127.0.0.1:${engine.port}/secrets`, {
+    method: 'POST', headers: { 'X-API-Key': key, 'Content-Type': 'application/json' },
+    body: JSON.stringify({ name: 'sbx2sbx-key', value: 's3cr3t-value' })
+  })
+  assert.equal(made.status, 201)
+  const host = httpbin.getHost(8080)
+  const sbx = await sandbox({
+    network: {
+      rules: {
+        [host]: [{ transform: { headers: { Authorization: 'Bearer ${e2b.secrets.sbx2sbx-key}' } } }],
+        [httpbin.getHost(8081)]: [{ transform: { headers: { 'X-K': '${e2b.secrets.no-such}' } } }]
+      }
+    }
+  })
+  let r = await curl(sbx, `https://${host}/bearer`)
+  assert.equal(r.code, 200, r.body)
+  assert.equal(JSON.parse(r.body).token, 's3cr3t-value')
+  r = await curl(sbx, `https://${httpbin.getHost(8081)}/`)
+  assert.equal(r.code, 502, r.body)
+  assert.match(r.body, /secret that does not exist/)
+})
+
+test('the portal is the router only: no control plane, loopback URL or host service', async () => {
+  const sbx = await sandbox()
+  const key = process.env.E2B_API_KEY
+  const p = engine.port
+  // the control plane, even with the engine's key
+  let r = await curl(sbx, `-H 'X-API-Key: ${key}' http://127.0.0.1:${p}/sandboxes`)
+  assert.equal(r.code, 403, r.body)
+  r = await curl(sbx, `-H 'X-API-Key: ${key}' https://localhost:${p}/sandboxes`)
+  assert.equal(r.code, 403, r.body)
+  r = await curl(sbx, `http://127.0.0.1:${p}/health`)
+  assert.equal(r.code, 403, r.body)
+  // the host's loopback service: the sandbox's loopback is its own
+  r = await curl(sbx, `http://127.0.0.1:${hostPort}/`)
+  assert.equal(r.code, 0)
+  assert.notEqual(r.exit, 0)
+  // nor by a crafted Host through the portal
+  r = await curl(sbx, `-H 'Host: 127.0.0.1:${hostPort}' http://127.0.0.1:${p}/`)
+  assert.equal(r.code, 403, r.body)
+  assert.doesNotMatch(r.body, /host secret/)
+  // a loopback URL the host opened for the httpbin sandbox's port
+  const lb = await fetch(`http://127.0.0.1:${p}/sandboxes/${httpbin.sandboxId}/ports/8080/loopback`,
+    { method: 'POST', headers: { 'X-API-Key': key } })
+  assert.equal(lb.status, 200)
+  const lport = (await lb.json()).loopbackPort
+  r = await curl(sbx, `http://127.0.0.1:${lport}/headers`)
+  assert.equal(r.code, 0)
+  r = await curl(sbx, `-H 'Host: 127.0.0.1:${lport}' http://127.0.0.1:${p}/headers`)
+  assert.equal(r.code, 403, r.body)
+  // another sandbox's envd needs its access token, as from anywhere
+  r = await curl(sbx, `'https://49983-${httpbin.sandboxId}.localhost:${p}/files?path=/etc/hostname'`)
+  assert.equal(r.code, 401, r.body)
+  // an unknown sandbox: E2B's 502
+  r = await curl(sbx, `https://8080-nosuchsandbox000000.localhost:${p}/`)
+  assert.equal(r.code, 502, r.body)
+})
+
+test('the target\'s traffic token and the sender\'s internet switch apply', async () => {
+  const priv = await sandbox({ network: { allowPublicTraffic: false } })
+  await priv.commands.run('python3 -m http.server 8000 >/dev/null 2>&1', { background: true })
+  const host = priv.getHost(8000)
+  const token = (await priv.getInfo()).trafficAccessToken ?? priv.trafficAccessToken
+  const sbx = await sandbox()
+  let r = await curl(sbx, `https://${host}/`)
+  assert.equal(r.code, 403, r.body)
+  assert.match(r.body, /traffic_token_required|traffic access token/)
+  assert.ok(token, 'the create reply has a traffic access token')
+  r = await curl(sbx, `--retry 10 --retry-connrefused --retry-all-errors -H 'E2B-Traffic-Access-Token: ${token}' https://${host}/`)
+  assert.equal(r.code, 200, r.body)
+  // a sandbox without internet access does not reach public URLs either
+  const off = await sandbox({ allowInternetAccess: false })
+  r = await curl(off, `https://${httpbin.getHost(8080)}/headers`)
+  assert.equal(r.code, 403, r.body)
+  assert.match(r.body, /egress_denied/)
+})
+
+test('examples/sandbox_to_sandbox.sh runs as documented', () => {
+  const asb = path.join(path.dirname(engine.proc.spawnargs[0]), '../cli/asb')
+  const out = execFileSync('bash', [path.join(here, '../../examples/sandbox_to_sandbox.sh')], {
+    env: { ...process.env, ASB_STATE_DIR: engine.state, ASB: asb }, timeout: 240_000
+  }).toString()
+  assert.match(out, /^httpbin at https:\/\/8080-[a-z0-9]{20}\.localhost:\d+\nX-Demo-Token: \['from-the-rule'\]\ncontrol plane from a sandbox: 403\n$/)
+})
