@@ -789,17 +789,24 @@ export interface TemplateBuildState {
   error?: string
   /** E2B's step number of a failure: 0 the base, i + 1 for steps[i]; -1 none */
   errorStep: number
-  logs: { timestampMs: number; level: string; message: string }[]
+  logs: TemplateBuildLogLine[]
 }
+
+/** One line of a build's log. */
+export interface TemplateBuildLogLine { timestampMs: number; level: string; message: string }
 
 export declare class Template {
   static build(dir: string, opts?: ConnectionOpts & { force?: boolean; timeoutMs?: number; signal?: AbortSignal }): Promise<TemplateInfo>
   /** Build `name` ("app" or "app:tag") from E2B's builder JSON (an object or
    * its text: fromTemplate/fromImage, steps, startCmd, readyCmd); COPY
    * sources come from contextDir and are uploaded by hash. */
-  static buildSteps(name: string, spec: JsonValue | string, opts?: ConnectionOpts & { contextDir?: string; tags?: string[]; cpuCount?: number; memoryMB?: number; skipCache?: boolean; background?: boolean; timeoutMs?: number; signal?: AbortSignal }): Promise<TemplateBuildState>
+  static buildSteps(name: string, spec: JsonValue | string, opts?: ConnectionOpts & { contextDir?: string; tags?: string[]; ignorePatterns?: string[]; cpuCount?: number; memoryMB?: number; skipCache?: boolean; background?: boolean; timeoutMs?: number; signal?: AbortSignal; onLog?: (line: TemplateBuildLogLine) => void | Promise<void> }): Promise<TemplateBuildState>
   static buildStatus(templateId: string, buildId: string, opts?: ConnectionOpts & CallOpts & { logsOffset?: number }): Promise<TemplateBuildState>
   static exists(name: string, opts?: ConnectionOpts & CallOpts): Promise<boolean>
+  /** Make tags name the build target ("app:v1"; "app": its latest) names. */
+  static assignTags(target: string, tags: string | string[], opts?: ConnectionOpts & CallOpts): Promise<void>
+  static removeTags(name: string, tags: string | string[], opts?: ConnectionOpts & CallOpts): Promise<void>
+  static getTags(templateId: string, opts?: ConnectionOpts & CallOpts): Promise<{ tag: string; buildId: string; createdAt: Date }[]>
   static get(templateId: string, opts?: ConnectionOpts & CallOpts): Promise<TemplateInfo>
   static list(opts?: ConnectionOpts & CallOpts): Promise<TemplateInfo[]>
   static delete(templateId: string, opts?: ConnectionOpts & CallOpts): Promise<void>

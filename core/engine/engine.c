@@ -135,6 +135,14 @@ static void on_live(const char *id, void *ctx) {
    * the file off) swaps as any sandbox again. */
   if ((s->state != SBX_PAUSED || !e->swap_path) && asbe_sandbox_swap_block(s->iso))
     asbi_log("sandbox %s: %s", id, asbe_errmsg());
+  /* A running one found frozen: the engine died between freezing it and
+   * recording the pause (lifecycle_pause), so nobody was told it paused;
+   * as recorded, it runs (swapping forbidden above first, as a resume
+   * does). */
+  asbe_stats fst;
+  if (s->state == SBX_RUNNING && asbe_sandbox_stats(s->iso, &fst) == 0 && fst.frozen &&
+      asbe_sandbox_thaw(s->iso))
+    asbi_log("sandbox %s: adopted frozen, cannot thaw it: %s", id, asbe_errmsg());
   /* Its network: the engine that left it took its pair away (or this
    * start reaped it); a new one, with its recorded policy. */
   char why[512];
@@ -168,6 +176,30 @@ static sbx *paused_nomem_record(engine *e, const char *id) {
   return NULL;
 }
 
+/* A sandbox paused with memory before the host rebooted: its processes
+ * and memory are gone with that boot, its files are not. Before the
+ * reaper would remove them, it becomes a sandbox paused without memory
+ * (its runtime record and engine.json both), which connect boots again. A
+ * sandbox left running, or whose init died in this boot, is gone as
+ * ever. */
+static void from_reboot(engine *e, const char *id) {
+  sbx *s = id ? reg_load(e, id) : NULL;
+  if (s && s->state == SBX_PAUSED && !s->paused_nomem && asbe_paused_from_reboot(e->iso, id) == 0) {
+    s->paused_nomem = 1;
+    if (reg_save(e, s) == 0)
+      asbi_log(
+          "sandbox %s: paused with memory before a host reboot: its processes are gone, "
+          "its files kept (paused without memory now: connect boots it)",
+          id);
+    else if (asbe_paused_remove(e->iso, id) == 0) /* kept by the reaper, listed by nobody */
+      asbi_log(
+          "sandbox %s: paused before a host reboot; cannot record it paused without "
+          "memory: removed",
+          id);
+  }
+  reg_sbx_free(s);
+}
+
 static void adopt_or_reap(engine *e) {
   /* Remember every recorded sandbox first: the reaper removes dead ones. */
   char dir[4096];
@@ -184,6 +216,7 @@ static void adopt_or_reap(engine *e) {
     known[nknown++] = asbi_strdup(de->d_name);
   }
   if (d) closedir(d);
+  for (size_t i = 0; i < nknown; i++) from_reboot(e, known[i]);
   reg_load_tombs(e);
   adopt_ctx a = {e, 0};
   asbe_reap_report rep;

@@ -19,6 +19,11 @@ void loopurl_free(loopurl *lu);
  * -EINVAL (port), -ENOSPC (64 per sandbox, 4096 in all), -ESRCH (the
  * sandbox ended meanwhile), -errno. */
 int loopurl_open(loopurl *lu, engine *e, const char *id, int port, int *lport);
+/* Keeps the URLs in <state>/loopback from now on, and opens again those
+ * a previous engine kept for the sandboxes in the table (adopted): the
+ * same loopback port where it is free. Once, after the sandbox_gone
+ * callback is in place. */
+void loopurl_restore(loopurl *lu, engine *e);
 /* Closes the sandbox's listeners (reg_remove calls it). */
 void loopurl_sandbox_gone(loopurl *lu, const char *id);
 /* 1 when conn_fd (a client connection) came in on a loopback URL's

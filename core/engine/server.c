@@ -478,6 +478,7 @@ int server_start(engine *e, const char *listen_addr, const char *socket_path) {
   e->sandbox_gone = server_sandbox_gone;
   e->sandbox_netns = server_sandbox_netns;
   __atomic_store_n(&e->server, s, __ATOMIC_RELEASE);
+  loopurl_restore(s->lu, e); /* the adopted sandboxes' loopback URLs */
   /* the sandboxes adopted before the port was open get their portals now */
   pthread_mutex_lock(&e->mu);
   size_t n = e->nsbx;

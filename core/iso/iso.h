@@ -286,6 +286,13 @@ int asbe_sandbox_stop(asbe_sandbox *sb);
  * host reboot empties the slot registry, and its files belong to that
  * slot's uids). 0, -EBUSY if another sandbox holds it now. */
 int asbe_paused_hold(asbe_engine *e, const char *id);
+/* A sandbox recorded running in another boot of the host (its processes
+ * ended with that boot) becomes one paused as asbe_sandbox_stop leaves it:
+ * its dir, writable layer (disk.img) and uid slot kept, booted again with
+ * spec.resume; the reaper then keeps them. Call before asbe_reap. 0, or
+ * -ESRCH if its record is not of a sandbox running in another boot,
+ * -EOPNOTSUPP if it has no disk image (a tmpfs writable layer). */
+int asbe_paused_from_reboot(asbe_engine *e, const char *id);
 /* Removes what a paused sandbox kept (state dir, slot claim). 0 if there
  * was none; -EBUSY if the id's sandbox is not paused. */
 int asbe_paused_remove(asbe_engine *e, const char *id);

@@ -328,11 +328,13 @@ int asbe__run_open(asbe_sandbox *sb, const char *name, mode_t type);
 
 /* <dir>/state of a sandbox, as asbe__rec_read parses it. */
 typedef struct asbe__rec {
+  char id[64];
   char status[16];
   uint32_t slot;
   pid_t pid;
   uint64_t start;
   uint64_t run_dev, log_dev, log_ino; /* 0 = not recorded (older engines) */
+  char boot_id[40];                   /* the host's at write; "" = older engines */
   int ncg;
   char cg_name[ASBE_CG_MAX][32];
   char cg_path[ASBE_CG_MAX][PATH_MAX];
@@ -343,6 +345,16 @@ int asbe__rec_write(const asbe_sandbox *sb, const char *status);
 int asbe__rec_read(const char *dir, asbe__rec *r);
 /* 1 if the record in a sandbox dir names an init that is alive. */
 int asbe__rec_alive(const char *dir);
+/* 1 if the live process pid is the init rc records: this boot's (the
+ * host's boot_id, where recorded), the recorded start time, and inside the
+ * sandbox's own cgroup (a dir named after its id at a recorded path). A
+ * pid and start time alone can name another process after a host reboot
+ * (the same ticks since boot). Callers holding a pidfd check it is still
+ * alive afterwards (then pid was that process while this looked). */
+int asbe__rec_is_init(const asbe__rec *rc, pid_t pid);
+/* 1 if rc was written in another boot of the host (a recorded boot_id
+ * that is not this boot's). */
+int asbe__rec_other_boot(const asbe__rec *rc);
 /* 1 if the record in dir is of a paused sandbox (asbe_sandbox_stop): no
  * process, but its uid slot and state stay its own. */
 int asbe__rec_paused(const char *dir);

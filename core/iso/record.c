@@ -12,12 +12,25 @@
 #include "iso_int.h"
 #include "util/buf.h"
 
+/* The host's boot id (a UUID, new at every boot) into out. 0 or -errno. */
+static int host_boot_id(char out[40]) {
+  char buf[64];
+  ssize_t n = asbe__read_small("/proc/sys/kernel/random/boot_id", buf, sizeof buf);
+  if (n <= 0) return n < 0 ? (int)n : -EIO;
+  buf[strcspn(buf, "\n")] = '\0';
+  if (strlen(buf) != 36) return -EIO;
+  memcpy(out, buf, 37);
+  return 0;
+}
+
 int asbe__rec_write(const asbe_sandbox *sb, const char *status) {
   asbi_buf b = ASBI_BUF_INIT;
   asbi_buf_printf(&b, "id=%s\nstatus=%s\nslot=%u\nhost_uid=%u\npid=%d\nstarttime=%llu\n", sb->id,
                   status, sb->slot, (unsigned)sb->host_uid, (int)sb->pid,
                   (unsigned long long)sb->starttime);
   asbi_buf_printf(&b, "engine_pid=%d\ncreated=%lld\n", (int)getpid(), (long long)time(NULL));
+  char boot[40];
+  if (host_boot_id(boot) == 0) asbi_buf_printf(&b, "boot_id=%s\n", boot);
   asbi_buf_printf(&b, "run_dev=%llu\nlog=%llu:%llu\n", (unsigned long long)sb->run_dev,
                   (unsigned long long)sb->log_dev, (unsigned long long)sb->log_ino);
   const asbe_cg *cg = &sb->cg;
@@ -48,6 +61,8 @@ int asbe__rec_read(const char *dir, asbe__rec *r) {
       const char *v = eq + 1;
       if (!strcmp(l, "status"))
         snprintf(r->status, sizeof r->status, "%s", v);
+      else if (!strcmp(l, "boot_id"))
+        snprintf(r->boot_id, sizeof r->boot_id, "%s", v);
       else if (!strcmp(l, "slot"))
         r->slot = (uint32_t)strtoul(v, NULL, 10);
       else if (!strcmp(l, "pid"))
@@ -68,13 +83,57 @@ int asbe__rec_read(const char *dir, asbe__rec *r) {
     }
     l = nl ? nl + 1 : NULL;
   }
+  /* the id is the dir's name (what its cgroups are named after) */
+  const char *base = strrchr(dir, '/');
+  snprintf(r->id, sizeof r->id, "%s", base ? base + 1 : dir);
   return 0;
+}
+
+/* 1 if pid's cgroup, in some hierarchy, is at or below a dir named rc's
+ * id whose path a recorded cgroup path ends with. /proc/<pid>/cgroup says
+ * "N:controllers:/rel/path"; the recorded paths are the hierarchies' mount
+ * points plus such a path, as the engine saw them from its own cgroup
+ * namespace, which is the one this reads in. */
+static int in_sandbox_cgroup(const asbe__rec *rc, pid_t pid) {
+  char path[64], buf[8192];
+  snprintf(path, sizeof path, "/proc/%d/cgroup", (int)pid);
+  ssize_t n = asbe__read_small(path, buf, sizeof buf);
+  size_t il = strlen(rc->id);
+  if (n <= 0 || !il) return 0;
+  for (char *save = NULL, *l = strtok_r(buf, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+    char *rel = strchr(l, ':');
+    rel = rel ? strchr(rel + 1, ':') : NULL;
+    if (!rel || rel[1] != '/') continue;
+    rel++;
+    /* the component "/<id>", then its end: "/rel/.../<id>" is the prefix */
+    for (char *c = strchr(rel, '/'); c; c = strchr(c + 1, '/')) {
+      if (strncmp(c + 1, rc->id, il) || (c[1 + il] && c[1 + il] != '/')) continue;
+      size_t pl = (size_t)(c + 1 + il - rel);
+      for (int i = 0; i < rc->ncg; i++) {
+        size_t cl = strlen(rc->cg_path[i]);
+        if (cl > pl && !strncmp(rc->cg_path[i] + cl - pl, rel, pl)) return 1;
+      }
+    }
+  }
+  return 0;
+}
+
+int asbe__rec_other_boot(const asbe__rec *rc) {
+  char boot[40];
+  return rc->boot_id[0] && host_boot_id(boot) == 0 && strcmp(boot, rc->boot_id) != 0;
+}
+
+int asbe__rec_is_init(const asbe__rec *rc, pid_t pid) {
+  char boot[40];
+  if (pid <= 0 || !rc->start) return 0;
+  if (rc->boot_id[0] && (host_boot_id(boot) != 0 || strcmp(boot, rc->boot_id) != 0)) return 0;
+  return asbe__proc_starttime(pid) == rc->start && in_sandbox_cgroup(rc, pid);
 }
 
 int asbe__rec_alive(const char *dir) {
   asbe__rec rc;
-  return asbe__rec_read(dir, &rc) == 0 && !strcmp(rc.status, "running") && rc.pid > 0 &&
-         asbe__proc_starttime(rc.pid) == rc.start;
+  return asbe__rec_read(dir, &rc) == 0 && !strcmp(rc.status, "running") &&
+         asbe__rec_is_init(&rc, rc.pid);
 }
 
 int asbe__rec_paused(const char *dir) {

@@ -933,6 +933,35 @@ int asbe_paused_hold(asbe_engine *e, const char *id) {
   return r;
 }
 
+int asbe_paused_from_reboot(asbe_engine *e, const char *id) {
+  asbe__clear_error();
+  if (!valid_id(id)) return asbe__fail(-EINVAL, "sandbox id");
+  asbe_sandbox *sb = sb_new(e, id);
+  if (!sb) return asbe__fail(-ENOMEM, "sandbox");
+  asbe__rec rc;
+  char img[PATH_MAX];
+  struct stat st;
+  snprintf(img, sizeof img, "%s/disk.img", sb->dir);
+  int r;
+  if (asbe__rec_read(sb->dir, &rc) < 0 || strcmp(rc.status, "running") ||
+      !asbe__rec_other_boot(&rc)) {
+    r = asbe__fail(-ESRCH, "sandbox %s was not running in another boot", id);
+  } else if (lstat(img, &st) < 0 || !S_ISREG(st.st_mode)) {
+    r = asbe__fail(-EOPNOTSUPP, "sandbox %s has no disk image", id);
+  } else {
+    /* its record as a stop leaves it: no init, its slot and cgroup paths
+     * (the reaper removes what of them is left) */
+    sb->slot = rc.slot;
+    sb->host_uid = ASBE_UID_BASE + rc.slot * ASBE_UID_RANGE;
+    sb->run_dev = (dev_t)rc.run_dev;
+    asbe__cg_free(&sb->cg);
+    if ((r = rec_cg(e, &rc, id, &sb->cg)) == 0) r = asbe__rec_write(sb, "paused");
+    if (r < 0) r = asbe__fail(r, "sandbox %s: record", id);
+  }
+  asbe_sandbox_release(sb);
+  return r;
+}
+
 int asbe_paused_export(asbe_engine *e, const char *id, const char *dest) {
   asbe__clear_error();
   if (!valid_id(id)) return asbe__fail(-EINVAL, "sandbox id");
@@ -1021,8 +1050,10 @@ int asbe_sandbox_adopt(asbe_engine *e, const char *id, asbe_sandbox **out) {
   sb->pid = rc.pid;
   sb->starttime = rc.start;
   sb->pidfd = (int)syscall(SYS_pidfd_open, rc.pid, 0);
-  /* the pidfd is the recorded init only if the starttime still matches */
-  if (sb->pidfd < 0 || asbe__proc_starttime(rc.pid) != rc.start || !asbe_sandbox_alive(sb)) {
+  /* the pidfd is the recorded init only if this boot's process of that
+   * pid has its start time and lives in the sandbox's cgroup, and it still
+   * lives after those were read (so the pid was not reused meanwhile) */
+  if (sb->pidfd < 0 || !asbe__rec_is_init(&rc, rc.pid) || !asbe_sandbox_alive(sb)) {
     r = asbe__fail(-ESRCH, "sandbox %s: init %d is gone", id, (int)rc.pid);
     goto fail;
   }
@@ -1163,7 +1194,7 @@ int asbe_state_remove(asbe_engine *e, const char *id) {
   snprintf(dir, sizeof dir, "%s/%s", e->sandboxes_dir, id);
   asbe__rec rc;
   if (asbe__rec_read(dir, &rc) == 0 && !strcmp(rc.status, "running") &&
-      asbe__proc_starttime(rc.pid) == rc.start)
+      asbe__rec_is_init(&rc, rc.pid))
     return asbe__fail(-EBUSY, "sandbox %s is running", id);
   int r = asbe__rm_rf(dir);
   return r < 0 ? asbe__fail(r, "remove %s", dir) : 0;
@@ -1178,8 +1209,7 @@ int asbe_state_remove(asbe_engine *e, const char *id) {
  * by an engine that died mid-create (one engine per state dir). */
 static int rec_state(asbe_engine *e, const char *id, const char *dir, asbe__rec *rc) {
   if (asbe__rec_read(dir, rc) < 0) return creating_has(e, id) ? 2 : 0;
-  if (!strcmp(rc->status, "running"))
-    return rc->pid > 0 && asbe__proc_starttime(rc->pid) == rc->start;
+  if (!strcmp(rc->status, "running")) return asbe__rec_is_init(rc, rc->pid);
   if (!strcmp(rc->status, "stopped") || !strcmp(rc->status, "paused")) return 3;
   return 0;
 }

@@ -8,7 +8,10 @@
  * it stays paused (502 sandbox_paused). Runs as root.
  * SPDX-License-Identifier: Apache-2.0 */
 #include <agentsandbox.h>
+#include <arpa/inet.h>
 #include <curl/curl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 
 #include "asb_testing.h"
@@ -298,6 +301,368 @@ TEST(paused_without_memory_survives_engine_restart) {
   asb_sandbox_free(sb2);
 }
 
+/* ---- a sandbox paused with memory outlives its engine ---------------------- */
+
+/* Starts a counter in sb: a python3 that appends 1, 2, 3... to /tmp/count
+ * through one file it keeps open, and waits until it has counted to 3. */
+static asb_process *start_counter(asb_sandbox *sb) {
+  asb_command_options co = ASB_COMMAND_OPTIONS_INIT;
+  co.timeout_ms = -1;
+  asb_process *p = NULL;
+  if (asb_commands_start(&p, sb,
+                         "python3 -c \"import time; f=open('/tmp/count','w',1); i=0\n"
+                         "while True: i+=1; f.write('%d\\n' % i); time.sleep(0.02)\"",
+                         &co) != ASB_OK)
+    return NULL;
+  for (long long end = asbt_now_ms() + ASBT_DEADLINE_MS; asbt_now_ms() < end; usleep(50000)) {
+    char *d = NULL;
+    size_t n = 0;
+    int got = asb_files_read(&d, &n, sb, "/tmp/count", NULL) == ASB_OK && n >= 6;
+    asb_free(d);
+    if (got) return p;
+  }
+  asb_process_free(p);
+  return NULL;
+}
+
+/* The counter's last value if /tmp/count is exactly 1..N, one a line (the
+ * same process, its memory and its open file carried on), else -1. */
+static long counted(asb_sandbox *sb) {
+  char *d = NULL;
+  size_t n = 0;
+  if (asb_files_read(&d, &n, sb, "/tmp/count", NULL) != ASB_OK) return -1;
+  long want = 1, last = 0;
+  char *save = NULL;
+  /* a line being written may be cut short: only whole lines count */
+  char *end = memrchr(d, '\n', n);
+  if (end) end[1] = 0;
+  for (char *t = end ? strtok_r(d, "\n", &save) : NULL; t; t = strtok_r(NULL, "\n", &save)) {
+    if (strtol(t, NULL, 10) != want) {
+      last = -1;
+      break;
+    }
+    last = want++;
+  }
+  asb_free(d);
+  return end ? last : -1;
+}
+
+/* Waits until the counter counts past from, checking it never restarted. */
+static long counts_past(asb_sandbox *sb, long from) {
+  long c = -1;
+  for (long long end = asbt_now_ms() + ASBT_DEADLINE_MS; asbt_now_ms() < end; usleep(50000))
+    if ((c = counted(sb)) < 0 || c > from + 5) break;
+  return c;
+}
+
+/* The init pid the isolation runtime recorded for id (its state file). */
+static int recorded_init(const char *id) {
+  char p[300], line[256];
+  snprintf(p, sizeof p, "%s/sandboxes/%s/state", F.state, id);
+  FILE *f = fopen(p, "r");
+  int pid = 0;
+  while (f && fgets(line, sizeof line, f))
+    if (!strncmp(line, "pid=", 4)) pid = atoi(line + 4);
+  if (f) fclose(f);
+  return pid;
+}
+
+/* Rewrites id's runtime record: to name pid (> 0) with pid's real start
+ * time, what a pid reused after a host reboot looks like (same number,
+ * same ticks since boot); or (boot) as written in another boot. */
+static int forge_record(const char *id, pid_t pid, const char *boot) {
+  char p[300], st[1024] = "", buf[8192] = "", out[8192] = "";
+  unsigned long long start = 0;
+  snprintf(p, sizeof p, "/proc/%d/stat", (int)pid);
+  FILE *f = pid > 0 ? fopen(p, "r") : NULL;
+  if (f && fgets(st, sizeof st, f)) {
+    char *c = strrchr(st, ')');
+    for (int field = 2; c && *c; c++) /* field 22 of stat is starttime */
+      if (*c == ' ' && ++field == 22) {
+        start = strtoull(c + 1, NULL, 10);
+        break;
+      }
+  }
+  if (f) fclose(f);
+  if (pid > 0 && !start) return -1;
+  snprintf(p, sizeof p, "%s/sandboxes/%s/state", F.state, id);
+  if (!(f = fopen(p, "r"))) return -1;
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = 0;
+  size_t o = 0;
+  int forged = 0;
+  for (char *save = NULL, *l = strtok_r(buf, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+    if (pid > 0 && !strncmp(l, "pid=", 4))
+      o += (size_t)snprintf(out + o, sizeof out - o, "pid=%d\n", (int)pid), forged++;
+    else if (pid > 0 && !strncmp(l, "starttime=", 10))
+      o += (size_t)snprintf(out + o, sizeof out - o, "starttime=%llu\n", start), forged++;
+    else if (boot && !strncmp(l, "boot_id=", 8))
+      o += (size_t)snprintf(out + o, sizeof out - o, "boot_id=%s\n", boot), forged += 2;
+    else
+      o += (size_t)snprintf(out + o, sizeof out - o, "%s\n", l);
+  }
+  if (forged != 2 || !(f = fopen(p, "w"))) return -1;
+  int rc = fputs(out, f) < 0;
+  return fclose(f) || rc ? -1 : 0;
+}
+
+/* Freezes (1) id's cgroups by hand, as a pause does, or says (-1) whether
+ * they are frozen: through the freezer its runtime record names (cgroup2's
+ * cgroup.freeze, else v1's freezer.state). -1 asked: 1 frozen, 0 not. */
+static int cg_freeze(const char *id, int how) {
+  char p[300], line[4200], d[4200] = "";
+  snprintf(p, sizeof p, "%s/sandboxes/%s/state", F.state, id);
+  FILE *f = fopen(p, "r");
+  int v2 = 0;
+  while (f && fgets(line, sizeof line, f)) {
+    line[strcspn(line, "\n")] = 0;
+    char *eq = strchr(line, '=');
+    if (strncmp(line, "cgroup.", 7) || !eq) continue;
+    char t[4300];
+    snprintf(t, sizeof t, "%s/cgroup.freeze", eq + 1);
+    if (access(t, F_OK) == 0) {
+      snprintf(d, sizeof d, "%s", eq + 1), v2 = 1;
+      break;
+    }
+    snprintf(t, sizeof t, "%s/freezer.state", eq + 1);
+    if (access(t, F_OK) == 0) snprintf(d, sizeof d, "%s", eq + 1);
+  }
+  if (f) fclose(f);
+  if (!d[0]) return -1;
+  char file[4300], buf[512] = "";
+  if (how == 1) {
+    snprintf(file, sizeof file, "%s/%s", d, v2 ? "cgroup.freeze" : "freezer.state");
+    if (!(f = fopen(file, "w"))) return -1;
+    fputs(v2 ? "1" : "FROZEN", f);
+    if (fclose(f)) return -1;
+  }
+  snprintf(file, sizeof file, "%s/%s", d, v2 ? "cgroup.events" : "freezer.state");
+  for (long long end = asbt_now_ms() + ASBT_DEADLINE_MS; asbt_now_ms() < end; usleep(10000)) {
+    if (!(f = fopen(file, "r"))) return -1;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    int frozen = v2 ? strstr(buf, "frozen 1") != NULL : !strncmp(buf, "FROZEN", 6);
+    if (how != 1) return frozen;
+    if (frozen) return 1;
+  }
+  return -1;
+}
+
+/* GET /health of id's envd through the loopback URL http://127.0.0.1:lport
+ * (with its access token): the status, 0 if nothing answered. */
+static void envd_token(const char *id, char *tok, size_t len) {
+  char p[128], *b = NULL;
+  snprintf(p, sizeof p, "/sandboxes/%s", id);
+  tok[0] = 0;
+  if (api("GET", p, NULL, &b) == 200 && b && strstr(b, "\"envdAccessToken\":\"")) {
+    const char *t = strstr(b, "\"envdAccessToken\":\"") + 19;
+    snprintf(tok, len, "%.*s", (int)strcspn(t, "\""), t);
+  }
+  free(b);
+}
+
+/* A connection to the loopback port that the engine accepted and answered
+ * one request on, left open (keep-alive): its socket, or -1. */
+static int loopback_hold(const char *id, int lport) {
+  char tok[128], req[400], buf[64];
+  envd_token(id, tok, sizeof tok);
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)lport)};
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  int n = snprintf(req, sizeof req, "GET /health HTTP/1.1\r\nHost: x\r\nX-Access-Token: %s\r\n\r\n",
+                   tok);
+  if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof a) != 0 ||
+      write(fd, req, (size_t)n) != n || read(fd, buf, 9) != 9 || memcmp(buf, "HTTP/1.1 ", 9) != 0) {
+    if (fd >= 0) close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+static long loopback_health(const char *id, int lport) {
+  char tok[128];
+  envd_token(id, tok, sizeof tok);
+  CURL *h = curl_easy_init();
+  char url[64], hdr[200];
+  snprintf(url, sizeof url, "http://127.0.0.1:%d/health", lport);
+  snprintf(hdr, sizeof hdr, "X-Access-Token: %s", tok);
+  struct curl_slist *hl = curl_slist_append(NULL, hdr);
+  curl_easy_setopt(h, CURLOPT_URL, url);
+  curl_easy_setopt(h, CURLOPT_HTTPHEADER, hl);
+  sinkbuf body = {calloc(1, 1), 0};
+  curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, sink);
+  curl_easy_setopt(h, CURLOPT_WRITEDATA, &body);
+  curl_easy_setopt(h, CURLOPT_TIMEOUT, 60L);
+  long st = 0;
+  if (curl_easy_perform(h) == CURLE_OK) curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &st);
+  if (st / 100 != 2) fprintf(stderr, "%s: %ld %s\n", url, st, body.p ? body.p : "");
+  free(body.p);
+  curl_slist_free_all(hl);
+  curl_easy_cleanup(h);
+  return st;
+}
+
+/* POST /sandboxes/{id}/ports/{port}/loopback: its loopback port, or 0. */
+static int loopback_open(const char *id, int port) {
+  char p[128], *b = NULL;
+  snprintf(p, sizeof p, "/sandboxes/%s/ports/%d/loopback", id, port);
+  int lport = 0;
+  if (api("POST", p, NULL, &b) == 200 && b && strstr(b, "\"loopbackPort\":"))
+    lport = atoi(strstr(b, "\"loopbackPort\":") + 15);
+  free(b);
+  return lport;
+}
+
+static int gone_for(const char *id, const char *reason) {
+  char p[128], *b = NULL;
+  snprintf(p, sizeof p, "/sandboxes/%s", id);
+  long st = api("GET", p, NULL, &b);
+  int ok = st == 404 && b && strstr(b, reason);
+  if (!ok) fprintf(stderr, "GET %s: %ld %s\n", p, st, b ? b : "");
+  free(b);
+  return ok;
+}
+
+/* kill -9 of the engine: a sandbox paused with memory is adopted paused and
+ * thaws where it was (its process counting on, envd with the same token,
+ * its loopback URL on the same port);
+ * one whose init died meanwhile is gone (engine_restart); a record naming
+ * a live process that is not the sandbox's init (pid and start time
+ * reused, as after a reboot) adopts nothing and leaves that process be;
+ * one paused with memory in another boot of the host is paused without
+ * memory now (files kept, booted on connect); one frozen by a pause the
+ * crash cut short (not recorded, never answered) is running, thawed. */
+TEST(paused_with_memory_survives_engine_crash) {
+  asb_sandbox *sb = NULL, *dead = NULL, *forged = NULL, *reboot = NULL, *mid = NULL;
+  asb_sandbox_options o = ASB_SANDBOX_OPTIONS_INIT;
+  o.timeout_ms = 120000;
+  REQUIRE_RC(asb_sandbox_create(&sb, C, &o), ASB_OK);
+  REQUIRE_RC(asb_sandbox_create(&dead, C, &o), ASB_OK);
+  REQUIRE_RC(asb_sandbox_create(&forged, C, &o), ASB_OK);
+  REQUIRE_RC(asb_sandbox_create(&reboot, C, &o), ASB_OK);
+  REQUIRE_RC(asb_sandbox_create(&mid, C, &o), ASB_OK);
+  char id[64], dead_id[64], forged_id[64], reboot_id[64];
+  snprintf(id, sizeof id, "%s", asb_sandbox_id(sb));
+  snprintf(dead_id, sizeof dead_id, "%s", asb_sandbox_id(dead));
+  snprintf(forged_id, sizeof forged_id, "%s", asb_sandbox_id(forged));
+  snprintf(reboot_id, sizeof reboot_id, "%s", asb_sandbox_id(reboot));
+  asb_process *p = start_counter(sb);
+  REQUIRE(p != NULL);
+  unsigned pid = asb_process_pid(p);
+  int lport = loopback_open(id, 49983); /* envd's port at a loopback URL */
+  CHECK(lport > 0);
+  CHECK_INT(loopback_health(id, lport) / 100, 2);
+  /* a client connected at the crash: the engine's end of it, orphaned,
+   * holds the port (FIN_WAIT2, then TIME_WAIT) when the next one wants it */
+  int held = loopback_hold(id, lport);
+  CHECK(held >= 0);
+  CHECK_INT(pause_req(id, NULL), 204);
+  CHECK_INT(pause_req(dead_id, NULL), 204);
+  CHECK_INT(pause_req(forged_id, NULL), 204);
+  REQUIRE_RC(asb_files_write(NULL, reboot, "/home/user/kept", "kept", 4, NULL), ASB_OK);
+  asb_command_options lo = ASB_COMMAND_OPTIONS_INIT;
+  lo.timeout_ms = -1;
+  asb_process *sleeper = NULL;
+  REQUIRE_RC(asb_commands_start(&sleeper, reboot, "sleep 1000", &lo), ASB_OK);
+  asb_process_free(sleeper);
+  CHECK_INT(pause_req(reboot_id, NULL), 204);
+  pid_t foreign = fork(); /* an unrelated live process of the host */
+  if (foreign == 0) {
+    for (;;) pause();
+  }
+  REQUIRE(foreign > 0);
+  int dead_init = recorded_init(dead_id);
+  engine_fixture_signal(&F, SIGKILL);
+  CHECK(dead_init > 0 && kill(dead_init, SIGKILL) == 0);
+  CHECK(forge_record(forged_id, foreign, NULL) == 0);
+  CHECK(forge_record(reboot_id, 0, "00000000-0000-4000-8000-000000000000") == 0);
+  /* the engine died between freezing one and recording its pause */
+  CHECK_INT(cg_freeze(asb_sandbox_id(mid), 1), 1);
+  REQUIRE(engine_fixture_launch(&F, 1) == 0);
+  /* not paused as far as anyone was told: running, thawed */
+  CHECK_INT(cg_freeze(asb_sandbox_id(mid), -1), 0);
+  CHECK(info_has(asb_sandbox_id(mid), "\"state\":\"running\""));
+  char *alive = run_out(mid, "echo alive");
+  CHECK_STR(alive, "alive\n");
+  free(alive);
+
+  CHECK(info_has(id, "\"state\":\"paused\""));
+  CHECK(info_has(id, "\"pauseMode\":\"memory\""));
+  char *b = NULL;
+  CHECK_INT(api("GET", "/v2/sandboxes?state=paused", NULL, &b), 200);
+  CHECK(b && strstr(b, id) && !strstr(b, dead_id) && !strstr(b, forged_id) && strstr(b, reboot_id));
+  free(b);
+  CHECK(gone_for(dead_id, "engine_restart"));
+  CHECK(gone_for(forged_id, "engine_restart"));
+  /* paused with memory in another boot: its processes are not adopted (a
+   * reboot ended them), its files are kept: paused without memory now */
+  CHECK(info_has(reboot_id, "\"pauseMode\":\"filesystem\""));
+  CHECK_INT(connect_req(reboot_id), 201);
+  char *kept = run_out(reboot, "cat /home/user/kept; pgrep -x sleep || echo none");
+  CHECK_STR(kept, "keptnone\n");
+  free(kept);
+  CHECK(kill(foreign, 0) == 0); /* not killed as the sandbox's init */
+  kill(foreign, SIGKILL);
+  waitpid(foreign, NULL, 0);
+
+  CHECK_INT(connect_req(id), 201);
+  CHECK(info_has(id, "\"state\":\"running\""));
+  long at = counted(sb); /* the old handle's token: envd is the same */
+  CHECK(at >= 3);
+  CHECK(counts_past(sb, at) > at + 5);
+  char cmd[64];
+  CHECK_INT(loopback_health(id, lport) / 100, 2); /* the same loopback URL */
+  CHECK_INT(loopback_open(id, 49983), lport);
+  if (held >= 0) close(held);
+  snprintf(cmd, sizeof cmd, "kill -0 %u && echo same", pid);
+  char *out = run_out(sb, cmd);
+  CHECK_STR(out, "same\n");
+  free(out);
+  asb_process_free(p);
+  asb_sandbox_kill(sb, NULL);
+  asb_sandbox_kill(dead, NULL);
+  asb_sandbox_kill(forged, NULL);
+  asb_sandbox_kill(reboot, NULL);
+  asb_sandbox_kill(mid, NULL);
+  asb_sandbox_free(mid);
+  asb_sandbox_free(sb);
+  asb_sandbox_free(dead);
+  asb_sandbox_free(forged);
+  asb_sandbox_free(reboot);
+}
+
+/* A clean stop (SIGTERM, without --kill-on-exit) leaves it paused too, and
+ * the next engine's router auto-resumes it (autoResume) on traffic. */
+TEST(paused_with_memory_survives_engine_stop) {
+  /* an engine that leaves its sandboxes when it stops (the default) */
+  engine_fixture_signal(&F, SIGTERM);
+  REQUIRE(engine_fixture_launch(&F, 0) == 0);
+  asb_sandbox *sb = NULL;
+  asb_sandbox_options o = ASB_SANDBOX_OPTIONS_INIT;
+  o.timeout_ms = 120000;
+  o.auto_pause = 1;
+  o.auto_resume = 1;
+  asb_process *p = NULL;
+  if (asb_sandbox_create(&sb, C, &o) == ASB_OK) p = start_counter(sb);
+  int paused = p && pause_req(asb_sandbox_id(sb), NULL) == 204;
+  engine_fixture_signal(&F, SIGTERM);
+  /* back to one that kills what is left if the test dies */
+  REQUIRE(engine_fixture_launch(&F, 1) == 0);
+  REQUIRE(sb && p && paused);
+  const char *id = asb_sandbox_id(sb);
+  CHECK(info_has(id, "\"pauseMode\":\"memory\""));
+  CHECK(info_has(id, "\"autoResume\":true"));
+  long at = counted(sb); /* a request to envd: it wakes the sandbox */
+  CHECK(at >= 3);
+  CHECK(info_has(id, "\"state\":\"running\""));
+  CHECK(counts_past(sb, at) > at + 5);
+  asb_process_free(p);
+  asb_sandbox_kill(sb, NULL);
+  asb_sandbox_free(sb);
+}
+
 static long kill_raw(const char *id) {
   char p[128];
   snprintf(p, sizeof p, "/sandboxes/%s", id);
@@ -438,6 +803,8 @@ int main(void) {
   }
   RUN(pause_without_memory_reboots_keeping_files);
   RUN(paused_without_memory_survives_engine_restart);
+  RUN(paused_with_memory_survives_engine_crash);
+  RUN(paused_with_memory_survives_engine_stop);
   RUN(auto_pause_then_auto_resume_by_port_request);
   RUN(auto_resume_needs_the_ports_credentials);
   RUN(no_auto_resume_and_auto_pause_without_memory);

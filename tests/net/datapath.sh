@@ -13,7 +13,9 @@
 #   while a sandbox floods the test internet, the API answers and another
 #   sandbox's command completes;
 #   after kill the sandbox's rules are gone and its pair is back in the
-#   pool; after the engine stops, no table and no link of it are left.
+#   pool; after a crash the next engine adopts them with their policies
+#   (one paused with memory too: network again when connected); after the
+#   engine stops, no table and no link of it are left.
 #   IPv6 (TOPO_V6: the test internet on 2001:2::/48): a ULA per sandbox,
 #   NAT66 out, the same rules (private ULA, the host, other sandboxes,
 #   spoofed sources refused; allowOut/denyOut v6 CIDRs; 0.0.0.0/0 denied
@@ -488,7 +490,9 @@ F=$(create)
 reach "$F" "$I1" # a new sandbox works after the kill
 
 # ---- an engine crash: the next one reaps its table and links, adopts
-# the sandboxes, gives them network and their recorded policies again ----
+# the sandboxes, gives them network and their recorded policies again;
+# F paused with memory (frozen) too, on its connect ----
+[ "$(status POST "/sandboxes/$F/pause")" = 204 ] || fail "pause $F"
 kill -KILL "$ENGINE_PID"
 topo_wait 120 sh -c "! kill -0 $ENGINE_PID" || fail "the engine did not die"
 n=$(topo_eng nft list tables | grep -c "$TABLE")
@@ -496,6 +500,9 @@ n=$(topo_eng nft list tables | grep -c "$TABLE")
 start_engine
 n=$(topo_eng nft list tables | grep -c "$TABLE")
 [ "$n" = 1 ] && ok "one table after the restart" || fail "$n tables after the restart"
+got=$(api GET "/sandboxes/$F" | json 'd["state"], d.get("pauseMode")')
+[ "$got" = "paused memory" ] && ok "adopted $F paused ($got)" || fail "adopted $F: $got"
+[ "$(status POST "/sandboxes/$F/connect" '{"timeout":900}')" = 201 ] || fail "connect $F"
 reach "$F" "$I1"
 reach "$F" "$J6" # adopted with IPv6 too
 refused "$C" "$I1"

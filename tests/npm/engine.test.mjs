@@ -134,3 +134,25 @@ test('wrong API key is refused', async () => {
   await assert.rejects(e2b.Sandbox.create({ apiKey: 'e2b_0000000000000000000000000000000000000000' }),
     (e) => e instanceof e2b.AuthenticationError)
 })
+
+// Last: it crashes the engine. A sandbox paused with memory stays frozen
+// while no engine runs; the next engine on the same state dir (another port
+// here) lists it paused and Sandbox.connect thaws it where it was.
+test('a sandbox paused with memory outlives an engine crash', async () => {
+  const sbx = await e2b.Sandbox.create({ timeoutMs: 120_000 })
+  await sbx.files.write('/home/user/note.txt', 'before the crash')
+  const bg = await sbx.commands.run('sleep 1000', { background: true })
+  assert.equal(await sbx.pause(), true)
+  const state = engine.state
+  await engine.stop({ keepState: true, signal: 'SIGKILL' })
+  engine = await startEngine('npm-engine', [], { state })
+  const info = await e2b.Sandbox.getInfo(sbx.sandboxId)
+  assert.equal(info.state, 'paused')
+  const again = await e2b.Sandbox.connect(sbx.sandboxId)
+  assert.equal((await again.getInfo()).state, 'running')
+  assert.equal(await again.files.read('/home/user/note.txt'), 'before the crash')
+  // envd's own memory: the process it started before the pause, still there
+  assert.ok((await again.commands.list()).some((p) => p.pid === bg.pid))
+  assert.equal((await again.commands.run(`kill -0 ${bg.pid} && echo same`)).stdout, 'same\n')
+  await again.kill()
+})

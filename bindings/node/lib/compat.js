@@ -8,6 +8,7 @@ const base = require('./sandbox.js')
 const errors = require('./errors.js')
 const { ALL_TRAFFIC } = require('./network.js')
 const vol = require('./volume.js')
+const tpl = require('./compat-template.js')
 const { randomUUID } = require('node:crypto')
 
 // E2B's `mcp` option (docs/mcp.md, "The gateway"): the template whose
@@ -230,6 +231,9 @@ class E2B {
     this.Sandbox._boundOpts = Object.assign({}, opts)
     this.Volume = class extends Volume {}
     this.Volume._boundOpts = Object.assign({}, opts)
+    // E2B's client.Template: the builder and its statics with these options
+    this.Template = tpl.callableTemplate(class extends tpl.TemplateBase {})
+    this.Template._boundOpts = Object.assign({}, opts)
   }
 
   static _sandboxClass() {
@@ -244,7 +248,6 @@ class ServiceBusyError extends Error {
     this.statusCode = 503
   }
 }
-class FileUploadError extends errors.BuildError {}
 
 const FileType = Object.freeze({ FILE: 'file', DIR: 'dir', SYMLINK: 'symlink' })
 const FilesystemEventType = Object.freeze({ CHMOD: 'chmod', CREATE: 'create', REMOVE: 'remove', RENAME: 'rename', WRITE: 'write' })
@@ -277,7 +280,19 @@ module.exports = {
   TemplateError: errors.TemplateError,
   RateLimitError: errors.RateLimitError,
   BuildError: errors.BuildError,
-  FileUploadError,
+  FileUploadError: tpl.FileUploadError,
+  Template: tpl.Template,
+  TemplateBase: tpl.TemplateBase,
+  ReadyCmd: tpl.ReadyCmd,
+  waitForPort: tpl.waitForPort,
+  waitForURL: tpl.waitForURL,
+  waitForProcess: tpl.waitForProcess,
+  waitForFile: tpl.waitForFile,
+  waitForTimeout: tpl.waitForTimeout,
+  LogEntry: tpl.LogEntry,
+  LogEntryStart: tpl.LogEntryStart,
+  LogEntryEnd: tpl.LogEntryEnd,
+  defaultBuildLogger: tpl.defaultBuildLogger,
   ServiceBusyError,
   CommandExitError: errors.CommandExitError
 }

@@ -39,7 +39,7 @@ function load() {
 const N = new Proxy({}, { get: (_, k) => load()[k] })
 
 /** Event kinds (src/events.h). */
-const EV = { STDOUT: 1, STDERR: 2, DATA: 3, WATCH: 4, RESULT: 5, CODE_ERROR: 6, NEED: 7, AGENT: 8 }
+const EV = { STDOUT: 1, STDERR: 2, DATA: 3, WATCH: 4, RESULT: 5, CODE_ERROR: 6, NEED: 7, AGENT: 8, TEMPLATE_LOG: 9 }
 /** Stands for the event function in invoke()'s argument list. */
 const EVENTS = Symbol('events')
 

@@ -2,7 +2,7 @@
 // Templates: build one from a directory with a template.yaml, get, list,
 // delete (asb_templates_*).
 // SPDX-License-Identifier: Apache-2.0
-const { N, invoke, ms, client, connOf, callOpts } = require('./native.js')
+const { N, EV, EVENTS, invoke, ms, client, connOf, callOpts } = require('./native.js')
 
 function info(t) {
   let raw
@@ -47,35 +47,67 @@ class Template {
 
   /** Build name ("app" or "app:tag") from E2B's builder JSON spec (an object
    * or its text); COPY sources come from opts.contextDir, uploaded by hash.
-   * opts: contextDir, tags, cpuCount, memoryMB, skipCache, background,
-   * timeoutMs, signal, connection options. A failed build rejects with a
-   * BuildError (the engine's reason). */
+   * opts: contextDir, tags, ignorePatterns (.dockerignore patterns applied
+   * before the context's own .dockerignore), cpuCount, memoryMB, skipCache,
+   * background, timeoutMs, onLog({timestampMs, level, message}) for each log line as it
+   * arrives (the library's progress, then the engine's), signal,
+   * connection options. A failed build rejects with a BuildError (the
+   * engine's reason) whose `build` is the build's state (errorStep: 0 the
+   * base, i + 1 for steps[i]; logs). */
   static async buildSteps(name, spec, opts = {}) {
     const c = await client(connOf(opts))
     const text = typeof spec === 'string' ? spec : JSON.stringify(spec)
     const o = {
       contextDir: opts.contextDir,
       tags: opts.tags,
+      ignorePatterns: opts.ignorePatterns && opts.ignorePatterns.length ? opts.ignorePatterns : undefined,
       skipCache: !!opts.skipCache,
       background: !!opts.background,
       cpuCount: opts.cpuCount || 0,
       memoryMB: opts.memoryMB || 0,
       timeoutMs: ms(opts.timeoutMs)
     }
-    return invoke(N.templateBuilderOp, [c.handle, 1, name, text, o], { signal: opts.signal })
+    const onLog = opts.onLog
+    return invoke(N.templateBuilderOp, [c.handle, 1, name, text, o, onLog ? EVENTS : undefined], {
+      signal: opts.signal,
+      handlers: onLog ? { [EV.TEMPLATE_LOG]: (line) => onLog(line) } : undefined,
+      attach: (err, build) => Object.assign(err, { build })
+    })
   }
 
   /** The state of a build and up to 100 log lines from opts.logsOffset. */
   static async buildStatus(templateId, buildId, opts = {}) {
     const c = await client(connOf(opts))
     const o = { ...callOpts(opts), logsOffset: opts.logsOffset || 0 }
-    return invoke(N.templateBuilderOp, [c.handle, 2, templateId, buildId, o], { signal: opts.signal })
+    return invoke(N.templateBuilderOp, [c.handle, 2, templateId, buildId, o, undefined], { signal: opts.signal })
   }
 
   /** Whether a template of that name exists. */
   static async exists(name, opts = {}) {
     const c = await client(connOf(opts))
-    return invoke(N.templateBuilderOp, [c.handle, 3, name, undefined, callOpts(opts)], { signal: opts.signal })
+    return invoke(N.templateBuilderOp, [c.handle, 3, name, undefined, callOpts(opts), undefined], { signal: opts.signal })
+  }
+
+  /** Make tags (a string or strings) name the build target ("app:v1"; "app":
+   * its latest) names. */
+  static async assignTags(target, tags, opts = {}) {
+    const c = await client(connOf(opts))
+    const o = { ...callOpts(opts), tags: Array.isArray(tags) ? tags : [tags] }
+    await invoke(N.templateBuilderOp, [c.handle, 4, target, undefined, o, undefined], { signal: opts.signal })
+  }
+
+  /** Remove tags from template name. */
+  static async removeTags(name, tags, opts = {}) {
+    const c = await client(connOf(opts))
+    const o = { ...callOpts(opts), tags: Array.isArray(tags) ? tags : [tags] }
+    await invoke(N.templateBuilderOp, [c.handle, 5, name, undefined, o, undefined], { signal: opts.signal })
+  }
+
+  /** The tags of a template: [{tag, buildId, createdAt: Date}]. */
+  static async getTags(templateId, opts = {}) {
+    const c = await client(connOf(opts))
+    const text = await invoke(N.templateBuilderOp, [c.handle, 6, templateId, undefined, callOpts(opts), undefined], { signal: opts.signal })
+    return JSON.parse(text || '[]').map((t) => ({ tag: t.tag, buildId: t.buildID, createdAt: new Date(t.createdAt) }))
   }
 
   static async delete(templateId, opts = {}) {

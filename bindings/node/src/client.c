@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "anode.h"
+#include "events.h"
 #include "gen.h"
 
 /* ---- clients ----------------------------------------------------------------- */
@@ -896,7 +897,60 @@ static napi_value js_template_op(napi_env env, napi_callback_info info) {
 
 /* ---- E2B's Template builder (asb_templates_build_steps) ------------------------------ */
 
-enum { TBOP_STEPS = 1, TBOP_STATUS, TBOP_EXISTS };
+enum {
+  TBOP_STEPS = 1,
+  TBOP_STATUS,
+  TBOP_EXISTS,
+  TBOP_TAGS_ASSIGN,
+  TBOP_TAGS_REMOVE,
+  TBOP_TAGS_LIST
+};
+
+/* One build log line as it arrives (EV_TEMPLATE_LOG): {timestampMs, level,
+ * message}. */
+typedef struct {
+  double ts;
+  char *level, *message;
+} tlog_copy;
+
+static napi_value build_tlog(napi_env env, anode_msg *m) {
+  tlog_copy *t = m->extra;
+  napi_value o = anode_obj(env);
+  anode_set(env, o, "timestampMs", anode_num(env, t->ts));
+  anode_set(env, o, "level", anode_str(env, t->level));
+  anode_set(env, o, "message", anode_str(env, t->message));
+  return o;
+}
+
+static void drop_tlog(anode_msg *m) {
+  tlog_copy *t = m->extra;
+  if (!t) return;
+  free(t->level);
+  free(t->message);
+  free(t);
+  m->extra = NULL;
+}
+
+static int tbuild_log(asb_int64 timestamp_ms, const char *level, const char *message, void *ud) {
+  anode_call *c = ud;
+  if (atomic_load(&c->aborted)) return 1; /* a JS handler threw: stop following */
+  anode_msg *m = calloc(1, sizeof *m);
+  tlog_copy *t = calloc(1, sizeof *t);
+  if (!m || !t) {
+    free(m);
+    free(t);
+    return 1;
+  }
+  t->ts = (double)timestamp_ms;
+  t->level = anode_strdup(level);
+  t->message = anode_strdup(message);
+  m->event = EV_TEMPLATE_LOG;
+  m->extra = t;
+  m->cost = 64 + (message ? strlen(message) : 0);
+  m->build = build_tlog;
+  m->drop = drop_tlog;
+  return anode_emit(c, m);
+}
 
 static void w_tbuild(anode_call *base) {
   gen_call *c = (gen_call *)base;
@@ -913,18 +967,30 @@ static void w_tbuild(anode_call *base) {
     o.memory_mb = c->i[3];
     o.timeout_ms = c->l[0];
     o.cancel = base->cancel;
-    rc = asb_templates_build_steps(&b, c->client, c->s[0], c->s[1], &o);
-    /* a failed build: the error only (its message is the engine's reason) */
-    if (rc < 0) {
-      asb_template_build_free(b);
-      b = NULL;
+    if (base->on_event) {
+      o.on_log = tbuild_log;
+      o.userdata = base;
     }
+#if ASB_TEMPLATE_STEPS_OPTIONS_VERSION >= 2
+    o.ignore_patterns = (const char *const *)c->v[1];
+#endif
+    /* a failed build keeps *out (the step that failed, its log): the JS
+     * side attaches it to the error */
+    rc = asb_templates_build_steps(&b, c->client, c->s[0], c->s[1], &o);
   } else if (c->op == TBOP_STATUS) {
     rc = asb_templates_build_status(&b, c->client, c->s[0], c->s[1], c->i[0], &call);
-  } else {
+  } else if (c->op == TBOP_EXISTS) {
     int yes = 0;
     rc = asb_templates_alias_exists(&yes, c->client, c->s[0], &call);
     c->i[0] = yes;
+  } else if (c->op == TBOP_TAGS_ASSIGN) {
+    rc = asb_templates_tags_assign(c->client, c->s[0], (const char *const *)c->v[0], &call);
+  } else if (c->op == TBOP_TAGS_REMOVE) {
+    rc = asb_templates_tags_remove(c->client, c->s[0], (const char *const *)c->v[0], &call);
+  } else {
+    char *json = NULL;
+    rc = asb_templates_tags_list(&json, c->client, c->s[0], &call);
+    c->out2 = json;
   }
   c->out = b;
   if (rc < 0)
@@ -935,13 +1001,16 @@ static void w_tbuild(anode_call *base) {
 
 static napi_value r_tbuild(napi_env env, anode_call *base) {
   gen_call *c = (gen_call *)base;
-  if (base->rc < 0) return NULL;
   if (c->op == TBOP_EXISTS) {
+    if (base->rc < 0) return NULL;
     napi_value v;
     napi_get_boolean(env, c->i[0] != 0, &v);
     return v;
   }
+  if (c->op == TBOP_TAGS_LIST) return base->rc < 0 ? NULL : anode_str(env, c->out2);
+  if (c->op == TBOP_TAGS_ASSIGN || c->op == TBOP_TAGS_REMOVE) return NULL;
   const asb_template_build *b = c->out;
+  if (!b) return NULL;
   napi_value o = anode_obj(env);
   anode_set(env, o, "templateId", anode_str(env, asb_template_build_template_id(b)));
   anode_set(env, o, "buildId", anode_str(env, asb_template_build_build_id(b)));
@@ -966,38 +1035,61 @@ static napi_value r_tbuild(napi_env env, anode_call *base) {
 static void c_tbuild(anode_call *base) {
   gen_call *c = (gen_call *)base;
   asb_template_build_free(c->out);
-  c->out = NULL;
+  asb_free(c->out2);
+  c->out = c->out2 = NULL;
   gen_cleanup(base);
 }
 
-/* templateBuilderOp(client, op, a, b, opts, cb): steps (1: a = name, b =
- * the builder JSON, opts {contextDir, tags, skipCache, background,
- * cpuCount, memoryMB, timeoutMs}), status (2: a = template id, b = build
- * id, opts {logsOffset} + call options), exists (3: a = name). */
+/* templateBuilderOp(client, op, a, b, opts, onEvent, cb): steps (1: a =
+ * name, b = the builder JSON, opts {contextDir, tags, ignorePatterns (with
+ * a library whose asb_template_steps_options has them: version 2),
+ * skipCache, background, cpuCount, memoryMB, timeoutMs}, onEvent gets each log line
+ * as EV_TEMPLATE_LOG; a failed build's value is the build, with the step
+ * that failed), status (2: a = template id, b = build id, opts
+ * {logsOffset} + call options), exists (3: a = name), tags assign (4: a =
+ * "name:tag", opts {tags}), tags remove (5: a = name, opts {tags}), tags
+ * list (6: a = template id; the JSON text). */
 static napi_value js_template_builder_op(napi_env env, napi_callback_info info) {
-  GEN_ARGS(6);
-  gen_call *c = gen_new(env, argv[5]);
+  GEN_ARGS(7);
+  gen_call *c = gen_new(env, argv[6]);
   if (!c) return NULL;
   anode_box *bx = gen_client(env, c, argv[0]);
   int32_t op = 0;
   if (!bx) return gen_discard(env, c);
   napi_get_value_int32(env, argv[1], &op);
-  if (op < TBOP_STEPS || op > TBOP_EXISTS) {
+  if (op < TBOP_STEPS || op > TBOP_TAGS_LIST) {
     anode_throw(env, "ERR_INVALID_ARG_VALUE", "unknown template builder operation");
     return gen_discard(env, c);
   }
+  int tagged = op == TBOP_TAGS_ASSIGN || op == TBOP_TAGS_REMOVE;
   if (anode_get_string(env, argv[2], &c->s[0]) ||
-      (op != TBOP_EXISTS && anode_get_string(env, argv[3], &c->s[1])) ||
+      ((op == TBOP_STEPS || op == TBOP_STATUS) && anode_get_string(env, argv[3], &c->s[1])) ||
       (op == TBOP_STEPS && (anode_opt_string(env, argv[4], "contextDir", &c->s[2]) ||
                             anode_opt_strv(env, argv[4], "tags", &c->v[0]) ||
+                            anode_opt_strv(env, argv[4], "ignorePatterns", &c->v[1]) ||
                             anode_opt_bool(env, argv[4], "skipCache", &c->i[0]) ||
                             anode_opt_bool(env, argv[4], "background", &c->i[1]) ||
                             anode_opt_int(env, argv[4], "cpuCount", &c->i[2]) ||
                             anode_opt_int(env, argv[4], "memoryMB", &c->i[3]) ||
-                            anode_opt_long(env, argv[4], "timeoutMs", &c->l[0]))) ||
+                            anode_opt_long(env, argv[4], "timeoutMs", &c->l[0]) ||
+                            anode_call_on_event(env, &c->base, argv[5]))) ||
       (op == TBOP_STATUS && anode_opt_int(env, argv[4], "logsOffset", &c->i[0])) ||
+      (tagged && anode_opt_strv(env, argv[4], "tags", &c->v[0])) ||
       (op != TBOP_STEPS && gen_read_callopts(env, c, argv[4])))
     return gen_discard(env, c);
+#if ASB_TEMPLATE_STEPS_OPTIONS_VERSION < 2
+  if (op == TBOP_STEPS && c->v[1] && c->v[1][0]) {
+    anode_throw(env, "ERR_INVALID_ARG_VALUE",
+                "ignorePatterns: this libagentsandbox has no ignore patterns (its "
+                "asb_template_steps_options is version %d, they came in 2)",
+                ASB_TEMPLATE_STEPS_OPTIONS_VERSION);
+    return gen_discard(env, c);
+  }
+#endif
+  if (tagged && !c->v[0]) {
+    anode_throw(env, "ERR_INVALID_ARG_VALUE", "tags must be an array of strings");
+    return gen_discard(env, c);
+  }
   c->op = op;
   c->base.work = w_tbuild;
   c->base.result = r_tbuild;

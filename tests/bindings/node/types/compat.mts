@@ -1,9 +1,15 @@
 // An E2B-typed program against agent-sandbox/compat (type-checked only).
 // SPDX-License-Identifier: Apache-2.0
-import { Sandbox, CommandExitError, SandboxPaginator, E2B, ALL_TRAFFIC, Volume, VolumeNotFoundError, VolumeFileType, type SandboxInfo, type SandboxNetworkInfo, type VolumeEntryStat, type VolumeInfo } from 'agent-sandbox/compat'
+import { Template, waitForPort, defaultBuildLogger, type BuildInfo, type TemplateBuildStatusResponse, type TemplateTag, Sandbox, CommandExitError, SandboxPaginator, E2B, ALL_TRAFFIC, Volume, VolumeNotFoundError, VolumeFileType, type SandboxInfo, type SandboxNetworkInfo, type VolumeEntryStat, type VolumeInfo } from 'agent-sandbox/compat'
 import { Sandbox as CodeSandbox, type Execution } from 'agent-sandbox/compat/code-interpreter'
 
 async function main(): Promise<void> {
+  const tpl = Template({ fileContextPath: '.' }).fromBaseImage().copy('a.txt', '/app/').runCmd(['true'], { user: 'root' }).setStartCmd('serve', waitForPort(8000))
+  const built: BuildInfo = await Template.build(tpl, 'app:v1', { cpuCount: 1, onBuildLogs: defaultBuildLogger({ minLevel: 'debug' }) })
+  const status: TemplateBuildStatusResponse = await Template.getBuildStatus(built, { logsOffset: 0 })
+  const tags: TemplateTag[] = await Template.getTags(built.templateId)
+  const json: string = await Template.toJSON(tpl)
+  void status, tags, json, Template.toDockerfile(Template().fromUbuntuImage('24.04'))
   const sbx = await Sandbox.create({ timeoutMs: 60_000 })
   const p: SandboxPaginator = Sandbox.list({ query: { metadata: { a: 'b' } } })
   while (p.hasNext) {
