@@ -3,7 +3,10 @@
  *   engine   commands.run("true") and ("echo x") from the C client through
  *            the local engine, whose sandboxes' envd runs them in its
  *            pre-started login shell; the same through a second engine
- *            started with ASB_PRESTART=0 (every command a fresh bash -l -c)
+ *            started with ASB_PRESTART=0 (every command a fresh bash -l -c);
+ *            commands.run("true") from the stock E2B JS SDK (npm e2b of
+ *            tests/npm, bench/cmd_bench_e2b.mjs, one node process for the
+ *            run; left out without node or tests/npm/node_modules)
  *   envd     Start against a standalone envd on the host: /bin/true; the
  *            same with ASB_WORKLOAD_CGROUPS (two cgroup v1/v2 joins, as in
  *            a sandbox); /bin/bash -l -c true with the template's profile
@@ -56,6 +59,7 @@ enum {
   V_ENG_ECHO,
   V_ENG_TRUE_FRESH,
   V_ENG_ECHO_FRESH,
+  V_E2B_TRUE,
   V_ENVD_TRUE,
   V_ENVD_TRUE_CG,
   V_ENVD_BASH,
@@ -71,6 +75,7 @@ static const char *const k_names[NV] = {
     "engine: commands.run(\"echo x\")",
     "engine: run(\"true\"), no pre-started shell",
     "engine: run(\"echo x\"), no pre-started shell",
+    "engine: stock e2b JS SDK, run(\"true\")",
     "envd: Start(/bin/true)",
     "envd: Start(/bin/true), 2 cgroup joins",
     "envd: Start(bash -l -c true)",
@@ -135,6 +140,77 @@ static double envd_start(et_conn *c, const char *json) {
   int ok = r.status == 200 && et_contains(&r, "exit status 0");
   et_resp_free(&r);
   return ok ? d : -1;
+}
+
+/* The stock E2B JS SDK's commands.run, in a node process of its own
+ * (bench/cmd_bench_e2b.mjs) driven over a pipe. */
+static pid_t g_e2b = -1;
+static FILE *g_e2b_in, *g_e2b_out;
+
+static int e2b_start(const engine_fixture *f, const char *sandbox_id) {
+  char sdk[512], script[512];
+  snprintf(sdk, sizeof sdk, "%s/tests/npm/node_modules/e2b/dist/index.mjs", ASB_SOURCE_DIR);
+  snprintf(script, sizeof script, "%s/bench/cmd_bench_e2b.mjs", ASB_SOURCE_DIR);
+  if (access(sdk, R_OK) != 0) return -1;
+  int in[2], out[2];
+  /* close-on-exec: the envds and engines started later must not keep the
+   * helper's stdin open (it ends at EOF) */
+  if (pipe2(in, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0) return -1;
+  g_e2b = fork();
+  if (g_e2b == 0) {
+    dup2(in[0], 0);
+    dup2(out[1], 1);
+    close(in[0]);
+    close(in[1]);
+    close(out[0]);
+    close(out[1]);
+    setenv("E2B_API_URL", f->url, 1);
+    setenv("E2B_SANDBOX_URL", f->url, 1);
+    setenv("E2B_API_KEY", f->key, 1);
+    execlp("node", "node", script, sandbox_id, (char *)NULL);
+    _exit(127);
+  }
+  close(in[0]);
+  close(out[1]);
+  g_e2b_in = fdopen(in[1], "w");
+  g_e2b_out = fdopen(out[0], "r");
+  char line[256];
+  if (g_e2b < 0 || !g_e2b_in || !g_e2b_out || !fgets(line, sizeof line, g_e2b_out) ||
+      strncmp(line, "ready", 5) != 0) {
+    fprintf(stderr, "stock e2b SDK helper: %s", g_e2b > 0 ? line : "cannot start\n");
+    return -1;
+  }
+  return 0;
+}
+
+/* n commands, each after think_us; their latencies (s) into v. */
+static int e2b_round(int n, int think_us, double *v) {
+  fprintf(g_e2b_in, "%d %d\n", n, think_us);
+  fflush(g_e2b_in);
+  size_t cap = 0;
+  char *line = NULL;
+  int got = 0;
+  if (getline(&line, &cap, g_e2b_out) > 0) {
+    char *p = line, *e;
+    for (; got < n; got++, p = e) {
+      double us = strtod(p, &e);
+      if (e == p) break;
+      v[got] = us / 1e6;
+    }
+  }
+  if (got != n) fprintf(stderr, "stock e2b SDK helper: %s", line ? line : "gone\n");
+  free(line);
+  return got == n ? 0 : -1;
+}
+
+static void e2b_stop(void) {
+  if (g_e2b_in) {
+    fputs("0 0\n", g_e2b_in); /* the helper's end */
+    fclose(g_e2b_in);
+  }
+  if (g_e2b_out) fclose(g_e2b_out);
+  if (g_e2b > 0) waitpid(g_e2b, NULL, 0);
+  g_e2b = -1;
 }
 
 typedef struct worker {
@@ -267,6 +343,12 @@ int main(int argc, char **argv) {
       return 1;
     }
   }
+  /* The stock E2B SDK's helper, in a sandbox of its own (it sends its own
+   * user and options: the C client's commands and its own must not take
+   * each other's pre-started shell), started before this process's mount
+   * namespace. */
+  int have_e2b = e2b_start(&F, asb_sandbox_id(sb[1])) == 0;
+  if (!have_e2b) e2b_stop();
   /* The profiles: the template's as prepared by this engine, the host's. */
   char root[300];
   snprintf(root, sizeof root, "%s/templates/base/rootfs", F.state);
@@ -344,7 +426,11 @@ int main(int argc, char **argv) {
   fflush(stdout);
   for (int r = 0; r < ROUNDS; r++) {
     for (int k = 0; k < NV; k++) {
-      if (k == V_ENVD_TRUE_CG && !have_cg) continue;
+      if ((k == V_ENVD_TRUE_CG && !have_cg) || (k == V_E2B_TRUE && !have_e2b)) continue;
+      if (k == V_E2B_TRUE) { /* the helper's think time and timing are its own */
+        if (e2b_round(per, THINK_US, v[k] + r * per) != 0) return 1;
+        continue;
+      }
       int old = k == V_ENVD_BASH_OLD || k == V_BARE_BASH_OLD;
       if ((k == V_ENVD_BASH || k == V_ENVD_BASH_FRESH || k == V_BARE_BASH || old) &&
           use_profile(old) != 0)
@@ -394,17 +480,25 @@ int main(int argc, char **argv) {
     }
   }
   double p50[NV] = {0};
+  double p99[NV] = {0};
   for (int k = 0; k < NV; k++) {
-    if (k == V_ENVD_TRUE_CG && !have_cg) continue;
-    p50[k] = bench_report(k_names[k], v[k], iters);
+    if ((k == V_ENVD_TRUE_CG && !have_cg) || (k == V_E2B_TRUE && !have_e2b)) continue;
+    p50[k] = bench_report(k_names[k], v[k], iters); /* sorts v[k] */
+    p99[k] = v[k][(int)((iters - 1) * 0.99)] * 1e6;
   }
   double b = p50[V_BARE_TRUE];
-  double p99_eng = v[V_ENG_TRUE][(int)((iters - 1) * 0.99)] * 1e6;
   printf("== ratios of p50 ==\n");
   printf("%-44s %6.2fx  (target <= 2)\n", "engine run(\"true\") / bare /bin/true",
          p50[V_ENG_TRUE] / b);
   printf("%-44s %6.2fx  (target <= 2)\n", "engine run(\"true\"): p99 / p50",
-         p99_eng / p50[V_ENG_TRUE]);
+         p99[V_ENG_TRUE] / p50[V_ENG_TRUE]);
+  printf("%-44s %6.2fx  (this machine's own noise)\n", "  bare /bin/true: p99 / p50",
+         p99[V_BARE_TRUE] / b);
+  printf("%-44s %6.2fx\n", "  bare bash -l -c true: p99 / p50",
+         p99[V_BARE_BASH] / p50[V_BARE_BASH]);
+  if (have_e2b)
+    printf("%-44s %6.2fx\n", "stock e2b JS SDK run(\"true\") / C client",
+           p50[V_E2B_TRUE] / p50[V_ENG_TRUE]);
   printf("%-44s %6.2fx\n", "  without the pre-started shell / bare", p50[V_ENG_TRUE_FRESH] / b);
   printf("%-44s %6.2fx\n", "engine run(true): pre-started / fresh",
          p50[V_ENG_TRUE] / p50[V_ENG_TRUE_FRESH]);
@@ -439,6 +533,7 @@ int main(int argc, char **argv) {
   printf("%-44s %9.0f / %.0f commands/s = %.2fx\n", "pre-started / fresh (mean)", tp_new, tp_old,
          tp_new / tp_old);
 
+  e2b_stop();
   et_close(&ce);
   et_stop(&E);
   et_close(&cf);

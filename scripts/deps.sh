@@ -31,6 +31,8 @@ PACKAGES=(
   libmicrohttpd-dev libseccomp-dev libzmq3-dev libyaml-dev
   # checks
   abigail-tools clang clang-format libclang-rt-14-dev valgrind python3
+  # envd.endwrite and e2e.cmd_load count the send system calls of a stream's end
+  strace
   # the code interpreter's kernels and libraries (E2B's image, core part)
   $(ci_packages core)
   $(if [ "$full" = 1 ]; then ci_packages full; fi)

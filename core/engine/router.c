@@ -31,6 +31,7 @@
 
 #include "apiio.h"
 #include "codei.h"
+#include "httpd/endhold.h"
 #include "httpd/httpd.h"
 #include "net/egress/secrets.h"
 #include "net/policy.h"
@@ -46,6 +47,9 @@
 
 #define READ_CHUNK (256u * 1024u)
 
+/* A request body up to this size goes upstream in one write with the head. */
+#define PENDING_MAX (16u * 1024u)
+
 struct route_ctx {
   engine *e;
   sbx *s;
@@ -59,7 +63,10 @@ struct route_ctx {
   int write_failed;   /* sending the body failed: the upstream may have
                          answered early (401, 413) and closed */
   int head_request;
-  int client_fd; /* the caller's socket, watched while we wait upstream */
+  int client_fd;    /* the caller's socket, watched while we wait upstream */
+  int hold_fd;      /* client_fd if its response is chunked (endhold.h), else -1 */
+  int pooled;       /* fd came from the pool (it may have died meanwhile) */
+  asbi_buf pending; /* the request head with a small body, sent as one */
   /* response */
   char *buf;        /* READ_CHUNK bytes */
   size_t have, off; /* bytes in buf, consumed from buf */
@@ -407,6 +414,7 @@ static void body_done(route_ctx *r) {
 }
 
 static void route_free(route_ctx *r) {
+  asbi_buf_free(&r->pending);
   release_upstream(r);
   if (r->fd >= 0) close(r->fd);
   if (r->s) reg_put(r->e, r->s);
@@ -418,6 +426,26 @@ static int connect_port(engine *e, sbx *s, int port) {
   return port == ASBI_ENVD_PORT   ? asbe_sandbox_connect_unix(s->iso, "envd.sock")
          : port == ASBI_CODE_PORT ? codei_connect(e, s, 30000)
                                   : asbe_sandbox_connect_tcp(s->iso, (uint16_t)port);
+}
+
+/* The request head (and what follows it in the same buffer), on the
+ * connection taken; one taken from the pool may have died meanwhile: then
+ * one fresh attempt. */
+static int send_head(route_ctx *r, const char *p, size_t n) {
+  int rc = send_all(r->fd, p, n);
+  if (rc && r->pooled) {
+    r->pooled = 0;
+    close(r->fd);
+    r->fd = connect_port(r->e, r->s, r->port);
+    rc = r->fd >= 0 ? send_all(r->fd, p, n) : -1;
+  }
+  return rc;
+}
+
+static int send_pending(route_ctx *r) {
+  int rc = send_head(r, r->pending.data, r->pending.len);
+  asbi_buf_free(&r->pending);
+  return rc;
 }
 
 /* E2B's autoResume: traffic to a sandbox paused with memory resumes it,
@@ -444,8 +472,8 @@ static int auto_resume(engine *e, sbx *s) {
 }
 
 route_ctx *router_begin(engine *e, struct MHD_Connection *c, const char *raw_uri,
-                        const char *method, const char *id, int port, struct MHD_Response **err,
-                        unsigned *err_status) {
+                        const char *method, const char *version, const char *id, int port,
+                        struct MHD_Response **err, unsigned *err_status) {
   *err = NULL;
   if (port < 1) {
     *err_status = 400;
@@ -541,6 +569,7 @@ route_ctx *router_begin(engine *e, struct MHD_Connection *c, const char *raw_uri
   const union MHD_ConnectionInfo *ci =
       MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
   r->client_fd = ci ? ci->connect_fd : -1;
+  r->hold_fd = asbi_endhold_chunked(version) ? r->client_fd : -1;
   r->s = s;
   r->port = port;
   r->head_request = strcmp(method, "HEAD") == 0;
@@ -600,13 +629,16 @@ route_ctx *router_begin(engine *e, struct MHD_Connection *c, const char *raw_uri
     if (cl) asbi_buf_printf(&head, "Content-Length: %llu\r\n", (unsigned long long)r->body_len);
     asbi_buf_puts(&head, "Connection: keep-alive\r\n\r\n");
   }
-  int rc = head.data ? send_all(r->fd, head.data, head.len) : -1;
-  if (rc && head.data && pooled) {
-    /* The kept connection died meanwhile: one fresh attempt. */
-    close(r->fd);
-    r->fd = connect_port(e, s, port);
-    rc = r->fd >= 0 ? send_all(r->fd, head.data, head.len) : -1;
+  r->pooled = pooled;
+  if (head.data && !wipe && !r->chunked_up && r->body_len > 0 && r->body_len <= PENDING_MAX) {
+    /* A small body (a Connect request's envelope): the head goes with it
+     * in one write when it is complete (router_body), so that the
+     * upstream wakes once for the request. Not a head with secrets in
+     * it: growing the buffer would leave copies unwiped. */
+    r->pending = head;
+    return r;
   }
+  int rc = head.data ? send_head(r, head.data, head.len) : -1;
   if (wipe && head.data) explicit_bzero(head.data, head.len);
   asbi_buf_free(&head);
   if (rc) {
@@ -628,6 +660,14 @@ int router_body(route_ctx *r, const char *data, size_t len) {
     return -1;
   }
   r->body_sent += len;
+  if (r->pending.data) {
+    if (asbi_buf_append(&r->pending, data, len) != 0) {
+      r->write_failed = 1;
+      return -1;
+    }
+    if (r->body_sent == r->body_len && send_pending(r)) r->write_failed = 1;
+    return r->write_failed ? -1 : 0;
+  }
   if (r->chunked_up) {
     char sz[32];
     int n = snprintf(sz, sizeof sz, "%zx\r\n", len);
@@ -648,6 +688,8 @@ static ssize_t up_recv(route_ctx *r, char *buf, size_t n) {
   for (;;) {
     ssize_t got = recv(r->fd, buf, n, MSG_DONTWAIT);
     if (got >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) return got;
+    /* nothing yet: what is held for the client (its head) goes now */
+    asbi_endhold_flush(r->hold_fd);
     struct pollfd p[2] = {{r->fd, POLLIN, 0}, {r->client_fd, POLLRDHUP, 0}};
     int np = r->client_fd >= 0 ? 2 : 1;
     if (poll(p, (nfds_t)np, -1) < 0 && errno != EINTR) return -1;
@@ -720,7 +762,12 @@ static ssize_t reader(void *cls, uint64_t pos, char *out, size_t max) {
         return MHD_CONTENT_READER_END_WITH_ERROR;
       memcpy(out, r->buf + r->off, outn);
       r->off += len;
-      if (r->chunk.done) body_done(r);
+      if (r->chunk.done) {
+        body_done(r);
+        /* upstream's last data and its end came together: the client gets
+         * them in one write too (libmicrohttpd would send them apart) */
+        if (outn) asbi_endhold_arm(r->hold_fd);
+      }
       if (outn) return (ssize_t)outn;
       continue;
     }
@@ -743,11 +790,14 @@ static ssize_t reader(void *cls, uint64_t pos, char *out, size_t max) {
 }
 
 static void reader_free(void *cls) {
-  route_free(cls);
+  route_ctx *r = cls;
+  asbi_endhold_drop(r->hold_fd);
+  route_free(r);
 }
 
 struct MHD_Response *router_finish(route_ctx *r, unsigned *status) {
   const char *id = r->s->id;
+  if (r->pending.data && !r->write_failed && send_pending(r)) r->write_failed = 1; /* short body */
   if (!r->write_failed && r->chunked_up && send_all(r->fd, "0\r\n\r\n", 5)) r->write_failed = 1;
   if (!r->chunked_up && r->body_sent != r->body_len) r->no_reuse = 1; /* short body */
   /* Even when sending failed, the upstream may have answered already
@@ -805,6 +855,10 @@ struct MHD_Response *router_finish(route_ctx *r, unsigned *status) {
     *status = 500;
     return json_resp(500, NULL, NULL, NULL, "out of memory");
   }
+  /* Body bytes came with the head (a command's start event does): the
+   * client gets the head with the first chunk in one write (endhold.h;
+   * the reader flushes before it waits for more). */
+  if (r->head.body == ASBI_H1_BODY_CHUNKED && r->have > r->off) asbi_endhold_arm(r->hold_fd);
   const asbi_h1_header *conn = asbi_h1_find(&r->head, "connection");
   for (size_t i = 0; i < r->head.nheaders; i++) {
     const asbi_h1_header *h = &r->head.headers[i];

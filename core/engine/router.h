@@ -18,10 +18,11 @@ int router_match(struct MHD_Connection *c, char *id, size_t idlen, int *port);
 int router_match_signed(engine *e, struct MHD_Connection *c, const char *url, const char *method,
                         char *id, size_t idlen, int *port);
 /* Connect upstream and send the request head. NULL on failure, with an
- * error response and status to queue. */
+ * error response and status to queue. version: the request's HTTP
+ * version, as libmicrohttpd gives it. */
 route_ctx *router_begin(engine *e, struct MHD_Connection *c, const char *raw_uri,
-                        const char *method, const char *id, int port, struct MHD_Response **err,
-                        unsigned *err_status);
+                        const char *method, const char *version, const char *id, int port,
+                        struct MHD_Response **err, unsigned *err_status);
 /* Forward a piece of the request body. -1 once the upstream failed. */
 int router_body(route_ctx *r, const char *data, size_t len);
 /* End the request, read the upstream's response head and return a response

@@ -233,7 +233,6 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
                                const char *method, const char *version, const char *upload,
                                size_t *upload_size, void **con_cls) {
   engine *e = cls;
-  (void)version;
   req_ctx *r = *con_cls;
   if (!r) return MHD_NO;
   if (r->kind == REQ_UNDECIDED) {
@@ -271,7 +270,8 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
       }
       struct MHD_Response *err = NULL;
       unsigned st = 0;
-      r->route = router_begin(e, c, r->raw_uri ? r->raw_uri : url, method, id, port, &err, &st);
+      r->route =
+          router_begin(e, c, r->raw_uri ? r->raw_uri : url, method, version, id, port, &err, &st);
       if (!r->route) {
         r->kind = REQ_ANSWERED;
         return queue(c, st, err);

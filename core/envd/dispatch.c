@@ -13,6 +13,7 @@
 #include "auth.h"
 #include "dispatch.h"
 #include "fs.h"
+#include "httpd/endhold.h"
 #include "log.h"
 #include "proc_rpc.h"
 #include "proto/connect.h"
@@ -51,7 +52,9 @@ typedef struct sresp {
   int done;
   envd_user user;
   int creds;
-  asbi_buf pre; /* a precomputed body (error-only streams) */
+  int fd;         /* the connection's socket (endhold.h), or -1 */
+  unsigned calls; /* of the stream's next */
+  asbi_buf pre;   /* a precomputed body (error-only streams) */
 } sresp;
 
 static ssize_t sresp_read(void *cls, uint64_t pos, char *buf, size_t max) {
@@ -65,6 +68,7 @@ static ssize_t sresp_read(void *cls, uint64_t pos, char *buf, size_t max) {
       s->done = 1;
       continue;
     }
+    if (s->calls++) asbi_endhold_flush(s->fd); /* nothing should be held here: never wait so */
     if (s->creds && envd_creds_enter(&s->user) != 0) return MHD_CONTENT_READER_END_WITH_ERROR;
     int rc = s->st->next(s->st, &s->out);
     if (s->creds) envd_creds_leave();
@@ -76,17 +80,21 @@ static ssize_t sresp_read(void *cls, uint64_t pos, char *buf, size_t max) {
   if (n > max) n = max;
   memcpy(buf, s->out.data + s->off, n);
   s->off += n;
+  /* The stream's last bytes (its end event): libmicrohttpd sends them and
+   * the body's last chunk apart; endhold makes that one write. */
+  if (s->done && s->off == s->out.len) asbi_endhold_arm(s->fd);
   return (ssize_t)n;
 }
 
 static void sresp_free(void *cls) {
   sresp *s = cls;
+  asbi_endhold_drop(s->fd);
   if (s->st) s->st->destroy(s->st);
   asbi_buf_free(&s->out);
   free(s);
 }
 
-static struct MHD_Response *stream_response(envd_stream *st, const envd_user *u, int creds,
+static struct MHD_Response *stream_response(envd_stream *st, int fd, const envd_user *u, int creds,
                                             const char *err_code, const char *err_msg) {
   sresp *s = calloc(1, sizeof *s);
   if (!s) {
@@ -94,6 +102,7 @@ static struct MHD_Response *stream_response(envd_stream *st, const envd_user *u,
     return NULL;
   }
   s->st = st;
+  s->fd = fd;
   if (u) s->user = *u;
   s->creds = creds;
   if (!st) envd_env_end(&s->out, err_code, err_msg);
@@ -104,6 +113,10 @@ static struct MHD_Response *stream_response(envd_stream *st, const envd_user *u,
     return NULL;
   }
   MHD_add_response_header(resp, "Content-Type", "application/connect+json");
+  /* Every stream's first message (its start event; an error-only stream's
+   * end) is ready at the reader's first call: the head goes with it in one
+   * write (httpd/endhold.h). */
+  asbi_endhold_arm(fd);
   return resp;
 }
 
@@ -121,7 +134,7 @@ static struct MHD_Response *rpc_error(envd_hreq *r, const char *code, const char
                                       unsigned *status) {
   if (r->rpc->kind == ENVD_UNARY) return unary_error(code, msg, status);
   *status = 200;
-  return stream_response(NULL, NULL, 0, code, msg);
+  return stream_response(NULL, r->hold_fd, NULL, 0, code, msg);
 }
 
 static void call_init(envd_hreq *r, envd_call *c) {
@@ -319,7 +332,8 @@ static struct MHD_Response *rpc_done(envd_hreq *r, unsigned *status) {
     envd_stream *st = m->stream(&c, req, &e);
     if (m->fs_creds) envd_creds_leave();
     *status = 200;
-    resp = stream_response(st, &r->user, m->fs_creds, e.code ? e.code : "internal", e.msg);
+    resp =
+        stream_response(st, r->hold_fd, &r->user, m->fs_creds, e.code ? e.code : "internal", e.msg);
   }
   cJSON_Delete(req);
   return resp;

@@ -17,6 +17,7 @@ struct envd_hreq {
   const char *method;
   const char *url;
   int sock;
+  int hold_fd; /* sock if a streamed answer is chunked (httpd/endhold.h), else -1 */
   /* body handling, set by the route */
   int (*on_body)(envd_hreq *r, const char *data, size_t len);
   /* Builds the response at the end of the body; returns it with *status. */

@@ -13,6 +13,7 @@
 #include "dispatch.h"
 #include "files.h"
 #include "hreq.h"
+#include "httpd/endhold.h"
 #include "httpd/httpd.h"
 #include "log.h"
 #include "server.h"
@@ -88,7 +89,6 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
                                   const char *method, const char *version, const char *upload,
                                   size_t *upload_size, void **con_cls) {
   (void)cls;
-  (void)version;
   envd_hreq *r = *con_cls;
   if (!r) {
     r = calloc(1, sizeof *r);
@@ -102,6 +102,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     const union MHD_ConnectionInfo *ci =
         MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
     if (ci) r->sock = ci->connect_fd;
+    r->hold_fd = asbi_endhold_chunked(version) ? r->sock : -1;
     unsigned status = 500;
     struct MHD_Response *resp = route(r, &status);
     if (resp) {
