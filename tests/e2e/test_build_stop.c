@@ -51,7 +51,9 @@ static int step_running(void) {
     size_t n = fread(buf, 1, sizeof buf - 1, f);
     fclose(f);
     buf[n] = 0;
-    static const char want[] = "sleep\0" "600"; /* \0 then 600: not octal \060 */
+    static const char want[] =
+        "sleep\0"
+        "600"; /* \0 then 600: not octal \060 */
     if (n != sizeof want || memcmp(buf, want, n)) continue;
     snprintf(path, sizeof path, "/proc/%s/cgroup", de->d_name);
     f = fopen(path, "r");
