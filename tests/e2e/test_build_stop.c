@@ -2,7 +2,9 @@
  * SIGTERM while a step runs `sleep 600` kills the step (and its build
  * sandbox), fails the build with "the engine is stopping", answers its
  * waiting POST, and the engine exits in far less than the step's 600 s.
- * The next engine on the same state dir has no trace of the build (no
+ * The same through E2B's builder API (a build thread runs the step, one
+ * waits for its turn: neither holds the stop up; the waiting one never
+ * starts). The next engine on the same state dir has no trace of them (no
  * template of that name, no build sandbox left) and a rebuild works.
  * Runs as root; cleans up its engines, their sandboxes and state.
  * SPDX-License-Identifier: Apache-2.0 */
@@ -153,6 +155,44 @@ TEST(stop_during_a_build_step) {
   asb_client_free(c);
 }
 
+/* E2B's builder: its builds run on threads the engine's close waits for.
+ * One runs the step, one waits for its turn; the stop ends both. */
+TEST(stop_during_an_e2b_builder_build) {
+  REQUIRE(launch_logged() == 0);
+  asb_client *c = NULL;
+  REQUIRE(engine_fixture_client(&F, &c) == 0);
+  asb_template_steps_options o = ASB_TEMPLATE_STEPS_OPTIONS_INIT;
+  o.background = 1; /* back once the build has started */
+  asb_template_build *b1 = NULL, *b2 = NULL;
+  CHECK_RC(asb_templates_build_steps(
+               &b1, c, "bstopper",
+               "{\"fromTemplate\": \"base\", \"steps\": [{\"type\": \"RUN\", \"args\": "
+               "[\"sleep 600\"]}]}",
+               &o),
+           ASB_OK);
+  CHECK_RC(asb_templates_build_steps(
+               &b2, c, "bqueued",
+               "{\"fromTemplate\": \"base\", \"steps\": [{\"type\": \"RUN\", \"args\": "
+               "[\"true\"]}]}",
+               &o),
+           ASB_OK);
+  int64_t t0 = now_ms();
+  while (!step_running() && now_ms() - t0 < 120000) usleep(50000);
+  CHECK(step_running());
+  int64_t ts = now_ms();
+  F.keep_state = 1;
+  engine_fixture_signal(&F, SIGTERM);
+  int64_t took = now_ms() - ts;
+  fprintf(stderr, "engine stopped in %lld ms during an E2B builder step\n", (long long)took);
+  CHECK(took < STOP_BOUND_S * 1000);
+  CHECK(!step_running());
+  CHECK(file_has(LOG, "template bstopper: build failed (interrupted: the engine is stopping)"));
+  CHECK(file_has(LOG, "template bqueued: build not started: the engine is stopping"));
+  asb_template_build_free(b1);
+  asb_template_build_free(b2);
+  asb_client_free(c);
+}
+
 TEST(next_engine_has_no_trace_and_rebuilds) {
   REQUIRE(launch_logged() == 0);
   F.keep_state = 0;
@@ -161,6 +201,12 @@ TEST(next_engine_has_no_trace_and_rebuilds) {
   CHECK_INT(build_sandboxes_on_disk(), 0);
   asb_template *t = NULL;
   CHECK_RC(asb_templates_get(&t, c, "stopper", NULL), ASB_ENOTFOUND);
+  asb_template_free(t);
+  t = NULL;
+  CHECK_RC(asb_templates_get(&t, c, "bstopper", NULL), ASB_ENOTFOUND);
+  asb_template_free(t);
+  t = NULL;
+  CHECK_RC(asb_templates_get(&t, c, "bqueued", NULL), ASB_ENOTFOUND);
   asb_template_free(t);
   t = NULL;
   CHECK_RC(asb_templates_build(&t, c, write_tdir("quick", "name: stopper\nsteps:\n  - run: true\n"),
@@ -195,6 +241,7 @@ int main(void) {
     return 1;
   }
   RUN(stop_during_a_build_step);
+  RUN(stop_during_an_e2b_builder_build);
   RUN(next_engine_has_no_trace_and_rebuilds);
   F.keep_state = 0;
   engine_fixture_stop(&F);
