@@ -500,16 +500,17 @@ TEST(start_command_that_exits) {
              ASB_OK);
   asb_template_free(t);
   created("exits-zero", "hi\n");
-  /* it writes the ready file and ends */
+  /* it writes the ready file and ends (docs/templates.md's example) */
   REQUIRE_RC(asb_templates_build(&t, C,
-                                 tdir("name: writes-ready\n"
-                                      "start: 'echo writing; touch /tmp/ready'\n"
-                                      "ready: {cmd: 'test -f /tmp/ready', interval: 20}\n",
+                                 tdir("name: seeded\n"
+                                      "start: 'mkdir -p /home/user/data && echo seeded > "
+                                      "/home/user/data/ok; echo seeding'\n"
+                                      "ready: 'test -f /home/user/data/ok'\n",
                                       NULL),
                                  NULL),
              ASB_OK);
   asb_template_free(t);
-  created("writes-ready", "writing\n");
+  created("seeded", "seeding\n");
   /* it makes the sandbox ready and fails (the check fails once after its
    * end): the check, run once more after a non-zero exit, decides */
   REQUIRE_RC(asb_templates_build(&t, C,
@@ -540,7 +541,7 @@ TEST(start_command_that_exits) {
   CHECK(strstr(asb_error_last()->message, "last check: exit code 1; output: ; start command "
                                           "output: hi"));
   CHECK_INT(sandboxes_on_disk(), 0);
-  const char *names[] = {"exits-zero", "writes-ready", "ready-then-fails", "exits-never-ready"};
+  const char *names[] = {"exits-zero", "seeded", "ready-then-fails", "exits-never-ready"};
   for (int i = 0; i < 4; i++) CHECK_RC(asb_templates_delete(C, names[i], NULL), ASB_OK);
 }
 
