@@ -118,7 +118,15 @@ int tstart_run(engine *e, sbx *s, template_info *t, char *err, size_t errlen) {
     snprintf(check, sizeof check, "port %d", port_j->valueint);
   else
     snprintf(check, sizeof check, "command '%.200s'", cmd_j->valuestring);
-  int ok = 0, died = 0, status = 0;
+  /* The ready check decides, as in E2B (its ready command loops until it
+   * passes, whatever became of the start command): a start command that
+   * exits 0 (`echo hi`, a daemon that forks, one that writes the ready file
+   * and ends) leaves the check running until it passes or times out. One
+   * that exits non-zero failed to start: after one more check (its exit
+   * may have raced a ready file it wrote first) create fails at once,
+   * naming the exit code and its output, rather than at the timeout. */
+  int ok = 0, died = 0, status = 0, exited = 0, failed = 0;
+  int64_t exit_ms = 0;
   for (int attempt = 0;; attempt++) {
     if (cJSON_IsNumber(port_j)) {
       int fd = asbe_sandbox_connect_tcp(s->iso, (uint16_t)port_j->valueint);
@@ -156,9 +164,20 @@ int tstart_run(engine *e, sbx *s, template_info *t, char *err, size_t errlen) {
       }
     }
     if (ok) break;
-    if (asbe_proc_wait(p, 0, &status) == 0) {
-      died = 1;
+    if (failed) {
+      died = 1; /* the check after a failed exit did not pass either */
       break;
+    }
+    if (!exited && asbe_proc_wait(p, 0, &status) == 0) {
+      exited = 1;
+      exit_ms = asbi_unix_ms() - t0;
+      if (!WIFEXITED(status) || WEXITSTATUS(status)) {
+        failed = 1;
+        continue; /* one more check, at once */
+      }
+      asbi_log("sandbox %s: the start command exited (code 0) after %lld ms; waiting for the "
+               "ready check (%s)",
+               s->id, (long long)exit_ms, check);
     }
     /* back off from 2 ms up to the interval: most servers are up within
      * milliseconds, and a slow one is not polled more than asked */
@@ -183,12 +202,16 @@ int tstart_run(engine *e, sbx *s, template_info *t, char *err, size_t errlen) {
              "(%s) passed; last check: %s; start command output: %s",
              t->alias, cmd, code, check, last[0] ? last : "none", out[0] ? out : "(none)");
   } else {
+    char ended[96] = "";
+    if (exited)
+      snprintf(ended, sizeof ended, " (the start command exited with code 0 after %lld ms)",
+               (long long)exit_ms);
     snprintf(err, errlen,
-             "template %s: the ready check (%s) did not pass within %d s; last check: %s; "
+             "template %s: the ready check (%s) did not pass within %d s%s; last check: %s; "
              "start command output: %s",
-             t->alias, check, timeout_s, last[0] ? last : "none", out[0] ? out : "(none)");
+             t->alias, check, timeout_s, ended, last[0] ? last : "none", out[0] ? out : "(none)");
   }
-  asbe_proc_signal(p, SIGKILL);
+  if (!exited) asbe_proc_signal(p, SIGKILL);
   asbe_proc_free(p);
   return -1;
 }

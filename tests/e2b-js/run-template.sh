@@ -27,44 +27,13 @@ REV=${E2B_JS_REV:-b8029973aa7da5f741f7bb1a9f833b38a0885438}  # e2b js-sdk 2.45.0
 REPO=${E2B_REPO:-}
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
-GITDIR=$REPO
-[ -n "$REPO" ] && [ -d "$REPO/.git" ] && GITDIR=$REPO/.git
-if [ -z "$REPO" ] || ! git --git-dir="$GITDIR" cat-file -e "$REV:packages/js-sdk/tests/template" 2>/dev/null; then
-  echo "SKIP: set E2B_REPO to a git copy of e2b-dev/E2B that has $REV"
-  exit 77
-fi
 if [ ! -f "$BUILD/bindings/node/agentsandbox.node" ]; then
   echo "SKIP: no Node addon in $BUILD (cmake --build $BUILD --target node-binding)"
   exit 77
 fi
-WORK=${ASB_E2B_JS_WORK:-/tmp/asb-e2b-js}
-mkdir -p "$WORK" || exit 1
-RUN=$(mktemp -d "$WORK/tpl-XXXXXX") || exit 1
-CG=asbe2btpl-$$
-EP=
-cleanup() {
-  if [ -n "$EP" ]; then kill "$EP" 2>/dev/null; wait "$EP" 2>/dev/null; fi
-  rm -rf "$RUN"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM HUP
-
-# E2B's test dependencies, installed once per revision (as run.sh does it)
-JS=$WORK/js-$REV
-if [ ! -f "$JS/.asb-ready" ]; then
-  rm -rf "$JS" && mkdir -p "$JS" &&
-    git --git-dir="$GITDIR" archive "$REV" packages/js-sdk | tar -x -C "$JS" --strip-components=2 || exit 1
-  (cd "$JS" && node -e '
-    const fs = require("fs"), p = JSON.parse(fs.readFileSync("package.json"));
-    const keep = ["vitest", "@vitest/browser-playwright", "dotenv", "msw", "error-stack-parser-es"];
-    const d = {};
-    for (const k of keep) d[k] = p.devDependencies[k];
-    p.devDependencies = d;
-    delete p.scripts;
-    fs.writeFileSync("package.json", JSON.stringify(p, null, 2));' &&
-    npm install --no-audit --no-fund --loglevel=error) || exit 1
-  touch "$JS/.asb-ready"
-fi
+# shellcheck source=lib.sh
+. "$HERE/lib.sh"
+e2bjs_prepare packages/js-sdk/tests/template tpl asbe2btpl
 
 # The suite: E2B's tests unchanged; src/ is our compat; node_modules holds
 # E2B's test dependencies and a copy of our package (a real directory under
@@ -110,71 +79,14 @@ export default defineConfig({
 })
 EOF
 
-# Our engine, as run.sh starts it (own state dir, free port, own cgroup
+# Our engine (lib.sh: own state dir, free port, own cgroup
 # name, --kill-on-exit, --no-network: nothing leaves the machine)
-mkfifo "$RUN/engine.out" || exit 1
-"$ENGINE" --state-dir "$RUN/state" --listen 127.0.0.1:0 --cgroup-name "$CG" \
-  --pool 2 --kill-on-exit --no-network > "$RUN/engine.out" 2> "$RUN/engine.log" &
-EP=$!
-PORT=
-while read -r line; do
-  case "$line" in
-    "listening on "*) PORT=${line##*:}; break ;;
-  esac
-done < "$RUN/engine.out"
-if [ -z "$PORT" ]; then
-  echo "the engine did not start:"; cat "$RUN/engine.log"; exit 1
-fi
-cat "$RUN/engine.out" > /dev/null &
-export E2B_API_URL=http://127.0.0.1:$PORT E2B_SANDBOX_URL=http://127.0.0.1:$PORT ASB_BUILD_DIR=$BUILD
-E2B_API_KEY=$(cat "$RUN/state/api_key") || exit 1
-export E2B_API_KEY
-unset E2B_DEBUG E2B_DOMAIN E2B_ACCESS_TOKEN ASB_STATE_DIR
+e2bjs_start_engine
+export ASB_BUILD_DIR=$BUILD
+unset ASB_STATE_DIR
 
 (cd "$S" && timeout 1500 npx vitest run --reporter=json --outputFile="$RUN/tpl.json" \
     --maxWorkers=2 "$@" > "$RUN/js.log" 2>&1)
-RESULTS=$RUN/results.txt   # "<pass|fail|skip> <file> > <full name>" lines
-node -e '
-  let r;
-  try { r = require(process.argv[1]); } catch (e) { process.exit(0); }
-  for (const f of r.testResults) {
-    const file = f.name.replace(/.*\/tests\//, "tests/");
-    if (!f.assertionResults.length && f.status === "failed")
-      console.log(`fail ${file} > (file did not load)`);
-    for (const t of f.assertionResults) {
-      const st = t.status === "passed" ? "pass" : t.status === "failed" ? "fail" : "skip";
-      console.log(`${st} ${file} > ${t.fullName}`);
-    }
-  }' "$RUN/tpl.json" > "$RESULTS"
-if [ ! -s "$RESULTS" ]; then sed 's/\x1b\[[0-9;]*m//g' "$RUN/js.log" | tail -100; exit 1; fi
-
-status=0
-EXP=$HERE/template-expected-failures.txt
-p=$(grep -c "^pass " "$RESULTS")
-f=$(grep -c "^fail " "$RESULTS")
-s=$(grep -c "^skip " "$RESULTS")
-echo "E2B JS template tests through agent-sandbox/compat ($REV): $p passed, $f failed, $s skipped (of $((p + f + s)))"
-LISTED=$RUN/listed.txt
-sed -E -e '/^#/d' -e '/^[[:space:]]*$/d' -e 's/[[:space:]]+#.*$//' "$EXP" > "$LISTED"
-while read -r st id; do
-  listed=0
-  grep -qxF "$id" "$LISTED" && listed=1
-  if [ "$st" = fail ] && [ $listed = 0 ]; then
-    echo "  UNEXPECTED FAILURE: $id"; status=1
-  elif [ "$st" = pass ] && [ $listed = 1 ]; then
-    echo "  PASSES BUT LISTED AS EXPECTED FAILURE: $id"; status=1
-  elif [ "$st" = fail ]; then
-    echo "  expected failure: $id"
-  fi
-done < "$RESULTS"
-if [ $# = 0 ]; then
-  while read -r id; do
-    awk -v id="$id" 'substr($0, index($0, " ") + 1) == id { f = 1 } END { exit !f }' "$RESULTS" ||
-      { echo "  LISTED BUT NOT RUN: $id"; status=1; }
-  done < "$LISTED"
-fi
-[ -n "${ASB_E2B_JS_KEEP:-}" ] && cp "$RESULTS" "$RUN"/tpl.json "$RUN/js.log" "$ASB_E2B_JS_KEEP"/ 2>/dev/null
-if [ $status != 0 ]; then
-  echo "--- vitest log (tail)"; sed 's/\x1b\[[0-9;]*m//g' "$RUN/js.log" | tail -150
-fi
-exit $status
+e2bjs_results "$RUN/tpl.json"
+notrun=1; [ $# -gt 0 ] && notrun=0
+e2bjs_compare "$HERE/template-expected-failures.txt" "E2B JS template tests through agent-sandbox/compat" $notrun

@@ -32,63 +32,13 @@ shift
 REV=${E2B_JS_REV:-b8029973aa7da5f741f7bb1a9f833b38a0885438}  # e2b js-sdk 2.45.0
 REPO=${E2B_REPO:-}
 HERE=$(cd "$(dirname "$0")" && pwd)
-GITDIR=$REPO
-[ -n "$REPO" ] && [ -d "$REPO/.git" ] && GITDIR=$REPO/.git
-if [ -z "$REPO" ] || ! git --git-dir="$GITDIR" cat-file -e "$REV:packages/js-sdk/tests" 2>/dev/null; then
-  echo "SKIP: set E2B_REPO to a git copy of e2b-dev/E2B that has $REV"
-  exit 77
-fi
-WORK=${ASB_E2B_JS_WORK:-/tmp/asb-e2b-js}
-mkdir -p "$WORK" || exit 1
-RUN=$(mktemp -d "$WORK/run-XXXXXX") || exit 1
-CG=asbe2bjs-$$
-EP=
-cleanup() {
-  if [ -n "$EP" ]; then kill "$EP" 2>/dev/null; wait "$EP" 2>/dev/null; fi
-  rm -rf "$RUN"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM HUP
+# shellcheck source=lib.sh
+. "$HERE/lib.sh"
+e2bjs_prepare packages/js-sdk/tests run asbe2bjs
 
-# E2B's package at REV, its dependencies installed once
-JS=$WORK/js-$REV
-if [ ! -f "$JS/.asb-ready" ]; then
-  rm -rf "$JS" && mkdir -p "$JS" &&
-    git --git-dir="$GITDIR" archive "$REV" packages/js-sdk | tar -x -C "$JS" --strip-components=2 || exit 1
-  (cd "$JS" && node -e '
-    const fs = require("fs"), p = JSON.parse(fs.readFileSync("package.json"));
-    const keep = ["vitest", "@vitest/browser-playwright", "dotenv", "msw", "error-stack-parser-es"];
-    const d = {};
-    for (const k of keep) d[k] = p.devDependencies[k];
-    p.devDependencies = d;
-    delete p.scripts;
-    fs.writeFileSync("package.json", JSON.stringify(p, null, 2));' &&
-    npm install --no-audit --no-fund --loglevel=error) || exit 1
-  touch "$JS/.asb-ready"
-fi
-
-# Our engine: own state dir, free port, own cgroup name; --kill-on-exit so
-# its sandboxes go with it; --no-network: nothing a test runs in a sandbox
-# sends a packet off this machine (the tests that need the public internet
-# are expected failures).
-mkfifo "$RUN/engine.out" || exit 1
-"$ENGINE" --state-dir "$RUN/state" --listen 127.0.0.1:0 --cgroup-name "$CG" \
-  --pool 2 --kill-on-exit --no-network > "$RUN/engine.out" 2> "$RUN/engine.log" &
-EP=$!
-PORT=
-while read -r line; do
-  case "$line" in
-    "listening on "*) PORT=${line##*:}; break ;;
-  esac
-done < "$RUN/engine.out"
-if [ -z "$PORT" ]; then
-  echo "the engine did not start:"; cat "$RUN/engine.log"; exit 1
-fi
-cat "$RUN/engine.out" > /dev/null &
-export E2B_API_URL=http://127.0.0.1:$PORT E2B_SANDBOX_URL=http://127.0.0.1:$PORT
-E2B_API_KEY=$(cat "$RUN/state/api_key") || exit 1
-export E2B_API_KEY
-unset E2B_DEBUG E2B_DOMAIN E2B_ACCESS_TOKEN
+# Our engine (lib.sh: --no-network; the tests that need the public
+# internet are expected failures)
+e2bjs_start_engine
 # The tests that fetch https://<port>-<id>.localhost:<port> (getHost, as E2B
 # builds it) trust the engine's CA as a user would (docs/engine.md), and
 # get a *.localhost resolver a stock Debian lacks (localhost-dns.cjs:
@@ -120,49 +70,6 @@ if [ $# = 0 ]; then
       timeout 1500 npx vitest run --project unit --reporter=json \
       --outputFile="$RUN/offline.json" --maxWorkers=2 $OFFLINE >> "$RUN/js.log" 2>&1)
 fi
-RESULTS=$RUN/results.txt   # "<pass|fail|skip> <file> > <full name>" lines
-node -e '
-  for (const j of process.argv.slice(1)) {
-    let r;
-    try { r = require(j); } catch (e) { continue; }
-    for (const f of r.testResults) {
-      const file = f.name.replace(/.*\/tests\//, "tests/");
-      if (!f.assertionResults.length && f.status === "failed")
-        console.log(`fail ${file} > (file did not load)`);
-      for (const t of f.assertionResults) {
-        const st = t.status === "passed" ? "pass" : t.status === "failed" ? "fail" : "skip";
-        console.log(`${st} ${file} > ${t.fullName}`);
-      }
-    }
-  }' "$RUN/live.json" "$RUN/offline.json" > "$RESULTS"
-if [ ! -s "$RESULTS" ]; then sed 's/\x1b\[[0-9;]*m//g' "$RUN/js.log" | tail -100; exit 1; fi
-
-status=0
-EXP=$HERE/expected-failures.txt
-p=$(grep -c "^pass " "$RESULTS")
-f=$(grep -c "^fail " "$RESULTS")
-s=$(grep -c "^skip " "$RESULTS")
-echo "E2B JS SDK suite ($REV): $p passed, $f failed, $s skipped (of $((p + f + s)))"
-LISTED=$RUN/listed.txt
-sed -E -e '/^#/d' -e '/^[[:space:]]*$/d' -e 's/[[:space:]]+#.*$//' "$EXP" > "$LISTED"
-while read -r st id; do
-  listed=0
-  grep -qxF "$id" "$LISTED" && listed=1
-  if [ "$st" = fail ] && [ $listed = 0 ]; then
-    echo "  UNEXPECTED FAILURE: $id"; status=1
-  elif [ "$st" = pass ] && [ $listed = 1 ]; then
-    echo "  PASSES BUT LISTED AS EXPECTED FAILURE: $id"; status=1
-  elif [ "$st" = fail ]; then
-    echo "  expected failure: $id"
-  fi
-done < "$RESULTS"
-# a listed test that did not run at all (renamed, or a pass that died)
-while read -r id; do
-  awk -v id="$id" 'substr($0, index($0, " ") + 1) == id { f = 1 } END { exit !f }' "$RESULTS" ||
-    { echo "  LISTED BUT NOT RUN: $id"; status=1; }
-done < "$LISTED"
-[ -n "${ASB_E2B_JS_KEEP:-}" ] && cp "$RESULTS" "$RUN"/*.json "$RUN/js.log" "$ASB_E2B_JS_KEEP"/ 2>/dev/null
-if [ $status != 0 ]; then
-  echo "--- vitest log (tail)"; sed 's/\x1b\[[0-9;]*m//g' "$RUN/js.log" | tail -150
-fi
-exit $status
+e2bjs_results "$RUN/live.json" "$RUN/offline.json"
+# a listed test that did not run at all (renamed, or a pass that died) fails too
+e2bjs_compare "$HERE/expected-failures.txt" "E2B JS SDK suite" 1

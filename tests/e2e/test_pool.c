@@ -325,6 +325,49 @@ TEST(empty_pool_falls_back_to_a_fresh_create) {
   asb_sandbox_free(sb);
 }
 
+/* A pooled template whose start command ends (`echo hi`) before its ready
+ * check passes (the check fails once after the end): the pool fills, as a
+ * create does (the refill used to fail it over and over). */
+TEST(pool_of_a_start_command_that_exits) {
+  char dir[256], path[300];
+  snprintf(dir, sizeof dir, "%s/exits", WORK);
+  mkdir(dir, 0755);
+  snprintf(path, sizeof path, "%s/template.yaml", dir);
+  FILE *f = fopen(path, "w");
+  REQUIRE(f);
+  fputs("name: pool-exits\n"
+        "start: 'echo $$ > /tmp/start.pid; echo hi'\n"
+        "ready: {cmd: 'p=$(cat /tmp/start.pid 2>/dev/null) && { grep -qs "
+        "\"^State:[[:space:]]*[ZX]\" /proc/$p/status || ! [ -e /proc/$p ]; } && "
+        "{ [ -e /tmp/seen ] || { touch /tmp/seen; false; }; }', interval: 20}\n"
+        "pool:\n"
+        "  size: 1\n",
+        f);
+  fclose(f);
+  asb_template *t = NULL;
+  REQUIRE_RC(asb_templates_build(&t, C, dir, NULL), ASB_OK);
+  asb_template_free(t);
+  asb_sandbox *sb = NULL;
+  if (!wait_ready("pool-exits", 1))
+    ASBT_FAIL("the pool of pool-exits did not fill (see the engine's log)");
+  else if ((sb = make("pool-exits", NULL))) {
+    CHECK_INT(pool_field("pool-exits", "claims"), 1);
+    char *out = view(sb, "cat /var/log/asb/start.log");
+    CHECK_STR(out, "hi\n");
+    free(out);
+    CHECK_RC(asb_sandbox_kill(sb, NULL), ASB_OK);
+    asb_sandbox_free(sb);
+  } else {
+    ASBT_FAIL("create pool-exits: %s", asb_error_last()->message);
+  }
+  /* also when it failed: its pool drained for the tests after this one
+   * (409 while the refill is making one) */
+  int rc = ASB_EEXISTS;
+  for (long long end = asbt_now_ms() + ASBT_DEADLINE_MS; rc == ASB_EEXISTS && asbt_now_ms() < end;)
+    if ((rc = asb_templates_delete(C, "pool-exits", NULL)) == ASB_EEXISTS) usleep(20000);
+  CHECK_RC(rc, ASB_OK);
+}
+
 #ifdef ASB_HAVE_CODEI
 /* code-interpreter-v1=1: the pooled sandbox has its interpreter and kernel
  * up; the claim's first run_code answers from it, with the claimant's
@@ -548,6 +591,7 @@ int main(void) {
   RUN(build_template_with_pool_section);
   RUN(claim_refill_and_a_pooled_sandbox_is_a_fresh_one);
   RUN(empty_pool_falls_back_to_a_fresh_create);
+  RUN(pool_of_a_start_command_that_exits);
 #ifdef ASB_HAVE_CODEI
   RUN(code_interpreter_pool_has_a_warm_kernel);
   RUN(code_interpreter_pool_serves_creates_with_envs);

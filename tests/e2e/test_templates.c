@@ -462,6 +462,89 @@ TEST(ready_check_failures) {
   CHECK_RC(asb_templates_delete(C, "slow-start", NULL), ASB_OK);
 }
 
+/* ---- a start command that ends: the ready check decides (as in E2B) ------------------ */
+
+/* Shell: true once the start command (its pid in /tmp/start.pid) has ended. */
+#define GONE                                                                                \
+  "gone() { p=$(cat /tmp/start.pid 2>/dev/null) && { grep -qs \"^State:[[:space:]]*[ZX]\" " \
+  "/proc/$p/status || ! [ -e /proc/$p ]; }; }; "
+
+/* A created sandbox of tmpl, or a failure naming the engine's error. */
+static void created(const char *tmpl, const char *want_log) {
+  asb_sandbox *sb = make(tmpl);
+  if (!sb) {
+    ASBT_FAIL("%s: %s", tmpl, asb_error_last()->message);
+    return;
+  }
+  char *o = sh(sb, "cat /var/log/asb/start.log");
+  CHECK_STR(o, want_log);
+  free(o);
+  asb_sandbox_kill(sb, NULL);
+  asb_sandbox_free(sb);
+}
+
+TEST(start_command_that_exits) {
+  asb_template *t = NULL;
+  /* `echo hi` ends at once, and the check fails once after it ended
+   * before it passes: the end of a start command that exits 0 is no
+   * failure (this failed create with "exited (code 0) before the ready
+   * check passed") */
+  REQUIRE_RC(asb_templates_build(&t, C,
+                                 tdir("name: exits-zero\n"
+                                      "start: 'echo $$ > /tmp/start.pid; echo hi'\n"
+                                      "ready: {cmd: '" GONE
+                                      "gone && { [ -e /tmp/seen ] || { touch /tmp/seen; false; }; "
+                                      "}', interval: 20}\n",
+                                      NULL),
+                                 NULL),
+             ASB_OK);
+  asb_template_free(t);
+  created("exits-zero", "hi\n");
+  /* it writes the ready file and ends (docs/templates.md's example) */
+  REQUIRE_RC(asb_templates_build(&t, C,
+                                 tdir("name: seeded\n"
+                                      "start: 'mkdir -p /home/user/data && echo seeded > "
+                                      "/home/user/data/ok; echo seeding'\n"
+                                      "ready: 'test -f /home/user/data/ok'\n",
+                                      NULL),
+                                 NULL),
+             ASB_OK);
+  asb_template_free(t);
+  created("seeded", "seeding\n");
+  /* it makes the sandbox ready and fails (the check fails once after its
+   * end): the check, run once more after a non-zero exit, decides */
+  REQUIRE_RC(asb_templates_build(&t, C,
+                                 tdir("name: ready-then-fails\n"
+                                      "start: 'echo $$ > /tmp/start.pid; echo failing; exit 4'\n"
+                                      "ready: {cmd: '" GONE
+                                      "gone && { [ -e /tmp/seen ] || { touch /tmp/seen; false; }; "
+                                      "}', timeout: 600}\n",
+                                      NULL),
+                                 NULL),
+             ASB_OK);
+  asb_template_free(t);
+  created("ready-then-fails", "failing\n");
+  /* it exits 0 and the check never passes: the timeout, saying it ended */
+  REQUIRE_RC(asb_templates_build(&t, C,
+                                 tdir("name: exits-never-ready\n"
+                                      "start: 'echo $$ > /tmp/start.pid; echo hi'\n"
+                                      "ready: {cmd: '" GONE
+                                      "until gone; do sleep 0.05; done; false', timeout: 3}\n",
+                                      NULL),
+                                 NULL),
+             ASB_OK);
+  asb_template_free(t);
+  CHECK(make("exits-never-ready") == NULL);
+  CHECK_INT(asb_error_last()->code, ASB_ETEMPLATE);
+  CHECK(strstr(asb_error_last()->message, "did not pass within 3 s (the start command exited "
+                                          "with code 0 after "));
+  CHECK(strstr(asb_error_last()->message, "last check: exit code 1; output: ; start command "
+                                          "output: hi"));
+  CHECK_INT(sandboxes_on_disk(), 0);
+  const char *names[] = {"exits-zero", "seeded", "ready-then-fails", "exits-never-ready"};
+  for (int i = 0; i < 4; i++) CHECK_RC(asb_templates_delete(C, names[i], NULL), ASB_OK);
+}
+
 /* ---- layers: what a build changes is what sandboxes see ------------------------------- */
 
 TEST(layers) {
@@ -561,6 +644,7 @@ int main(void) {
   RUN(cli);
   RUN(build_errors);
   RUN(ready_check_failures);
+  RUN(start_command_that_exits);
   RUN(layers);
   RUN(restart);
   asb_client_free(C);

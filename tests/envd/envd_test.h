@@ -27,8 +27,10 @@ typedef struct et_envd {
 } et_envd;
 
 /* Starts envd (ENVD_BIN or the path given at build time) with extra args
- * (NULL-terminated). 0 or -1. */
-static inline int et_start(et_envd *e, const char *const *extra) {
+ * (NULL-terminated), under the program wrap names (NULL-terminated, its
+ * arguments before envd's path: e.g. strace; NULL: none); e->pid is the
+ * first program's. 0 or -1. */
+static inline int et_start_wrapped(et_envd *e, const char *const *wrap, const char *const *extra) {
   const char *bin = getenv("ENVD_BIN");
 #ifdef ENVD_BIN_PATH
   if (!bin) bin = ENVD_BIN_PATH;
@@ -36,16 +38,20 @@ static inline int et_start(et_envd *e, const char *const *extra) {
   if (!bin) return -1;
   int p[2];
   if (pipe(p) != 0) return -1;
-  const char *argv[32] = {bin, "--port", "0"};
-  int n = 3;
-  for (int i = 0; extra && extra[i] && n < 30; i++) argv[n++] = extra[i];
+  const char *argv[48];
+  int n = 0;
+  for (int i = 0; wrap && wrap[i] && n < 16; i++) argv[n++] = wrap[i];
+  argv[n++] = bin;
+  argv[n++] = "--port";
+  argv[n++] = "0";
+  for (int i = 0; extra && extra[i] && n < 46; i++) argv[n++] = extra[i];
   argv[n] = NULL;
   pid_t pid = fork();
   if (pid == 0) {
     dup2(p[1], 1);
     close(p[0]);
     close(p[1]);
-    execv(bin, (char *const *)argv);
+    execv(argv[0], (char *const *)argv);
     _exit(127);
   }
   close(p[1]);
@@ -62,6 +68,10 @@ static inline int et_start(et_envd *e, const char *const *extra) {
   e->pid = pid;
   e->port = atoi(buf);
   return e->port > 0 ? 0 : -1;
+}
+
+static inline int et_start(et_envd *e, const char *const *extra) {
+  return et_start_wrapped(e, NULL, extra);
 }
 
 static inline int et_stop(et_envd *e) {

@@ -19,34 +19,13 @@ static int g_port;
 
 /* strace -f -o TRACE envd --port 0; the port from envd's first line. */
 static int start_traced(void) {
-  const char *bin = getenv("ENVD_BIN");
-#ifdef ENVD_BIN_PATH
-  if (!bin) bin = ENVD_BIN_PATH;
-#endif
-  int p[2];
-  if (!bin || pipe(p) != 0) return -1;
-  g_strace = fork();
-  if (g_strace == 0) {
-    dup2(p[1], 1);
-    close(p[0]);
-    close(p[1]);
-    execl(STE_STRACE, STE_STRACE, "-f", "-qq", "-s", "65536", "-e", STE_TRACED, "-o", g_trace, bin,
-          "--port", "0", (char *)NULL);
-    _exit(127);
-  }
-  close(p[1]);
-  char buf[64];
-  size_t got = 0;
-  while (got < sizeof buf - 1) {
-    ssize_t r = read(p[0], buf + got, sizeof buf - 1 - got);
-    if (r <= 0) break;
-    got += (size_t)r;
-    if (memchr(buf, '\n', got)) break;
-  }
-  close(p[0]);
-  buf[got] = '\0';
-  g_port = atoi(buf);
-  return g_port > 0 ? 0 : -1;
+  const char *wrap[] = {STE_STRACE, "-f",       "-qq", "-s",    "65536",
+                        "-e",       STE_TRACED, "-o",  g_trace, NULL};
+  et_envd e;
+  if (et_start_wrapped(&e, wrap, NULL)) return -1;
+  g_strace = e.pid;
+  g_port = e.port;
+  return 0;
 }
 
 /* envd is strace's child: SIGTERM to it, then strace ends with it. */

@@ -215,4 +215,17 @@ function callOpts(opts) {
 
 const asyncDispose = Symbol.asyncDispose || Symbol.for('nodejs.asyncDispose')
 
-module.exports = { N, EV, EVENTS, invoke, ms, pairs, client, connOf, callOpts, load, abortError, asyncDispose, isThenable }
+/** Every item of a paginated listing: calls listPage(opts with nextToken)
+ * until a page has no nextToken. */
+async function allPages(listPage, opts) {
+  const out = []
+  let nextToken
+  do {
+    const page = await listPage(Object.assign({}, opts, { nextToken }))
+    out.push(...page.items)
+    nextToken = page.nextToken
+  } while (nextToken)
+  return out
+}
+
+module.exports = { N, EV, EVENTS, invoke, ms, pairs, client, connOf, callOpts, load, abortError, asyncDispose, isThenable, allPages }

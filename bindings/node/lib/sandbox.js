@@ -2,7 +2,7 @@
 // The Node API: Sandbox and its parts (commands, pty, files, code, named
 // commands), each call one C call run off the event loop (lib/native.js).
 // SPDX-License-Identifier: Apache-2.0
-const { N, EV, EVENTS, invoke, ms, pairs, client, connOf, callOpts, abortError, asyncDispose, isThenable } = require('./native.js')
+const { N, EV, EVENTS, invoke, ms, pairs, client, connOf, callOpts, abortError, asyncDispose, isThenable, allPages } = require('./native.js')
 const E = require('./errors.js')
 const { Agents } = require('./agents.js')
 const { Git } = require('./git.js')
@@ -834,14 +834,7 @@ class Sandbox {
 
   /** Every sandbox (all pages), newest first: {metadata, state, template}. */
   static async list(opts = {}) {
-    const out = []
-    let nextToken
-    do {
-      const page = await this.listPage(Object.assign({}, opts, { nextToken }))
-      out.push(...page.items)
-      nextToken = page.nextToken
-    } while (nextToken)
-    return out
+    return allPages((o) => this.listPage(o), opts)
   }
 
   /** Kill by id: true, or false if there was no such sandbox. */

@@ -5,7 +5,7 @@
 // updatedAt, metadata}, without it. A sandbox's network.rules reference a
 // secret as `${e2b.secrets.<name>}` (Secrets.fill(name)) in a header value.
 // SPDX-License-Identifier: Apache-2.0
-const { N, invoke, pairs, client, connOf } = require('./native.js')
+const { N, invoke, pairs, client, connOf, allPages } = require('./native.js')
 const E = require('./errors.js')
 
 const OP = { create: 1, update: 2, get: 3, delete: 4, list: 5 }
@@ -71,14 +71,7 @@ class Secrets {
 
   /** Every secret (all pages), oldest first. */
   static async list(opts = {}) {
-    const out = []
-    let nextToken
-    do {
-      const page = await this.listPage(Object.assign({}, opts, { nextToken }))
-      out.push(...page.items)
-      nextToken = page.nextToken
-    } while (nextToken)
-    return out
+    return allPages((o) => this.listPage(o), opts)
   }
 
   /** The placeholder a header value in network.rules uses for it (no call). */
