@@ -202,7 +202,7 @@ static int run_step_cmd(build *b, int idx, const cJSON *st, const char *desc,
   sbx_run_opts o = {
       argv, (const char *const *)envp, uid, cwd, NULL, 0, timeout_s * 1000, STEP_OUTPUT_MAX, 1, 1};
   sbx_run_result res;
-  int rc = envp ? sbx_run(b->iso, &o, &res) : -ENOMEM;
+  int rc = envp ? sbx_run_until(b->iso, &o, &b->e->builds_stop, &res) : -ENOMEM;
   sbx_env_free(envp);
   if (rc) {
     char why[600];
@@ -211,10 +211,12 @@ static int run_step_cmd(build *b, int idx, const cJSON *st, const char *desc,
     return -1;
   }
   log_output(b, &res.out);
-  int ok = !res.timed_out && res.exit_code == 0;
+  int ok = !res.timed_out && !res.stopped && res.exit_code == 0;
   if (!ok) {
     char why[128];
-    if (res.timed_out)
+    if (res.stopped)
+      snprintf(why, sizeof why, "%s", BUILD_STOPPING_WHY);
+    else if (res.timed_out)
       snprintf(why, sizeof why, "timed out after %d s", timeout_s);
     else
       snprintf(why, sizeof why, "failed with exit code %d", res.exit_code);
@@ -331,7 +333,7 @@ static int package_step(build *b, int idx, const cJSON *st, const char *desc) {
     char **envp = sbx_env(0, NULL, NULL, NULL, NULL);
     sbx_run_opts o = {names, (const char *const *)envp, 0, "/", NULL, 0, 120000, 65536, 1, 0};
     sbx_run_result res;
-    int r = envp ? sbx_run(b->iso, &o, &res) : -ENOMEM;
+    int r = envp ? sbx_run_until(b->iso, &o, &b->e->builds_stop, &res) : -ENOMEM;
     sbx_env_free(envp);
     if (r) {
       char why[600];
@@ -340,7 +342,10 @@ static int package_step(build *b, int idx, const cJSON *st, const char *desc) {
       rc = -1;
     } else if (res.exit_code != 0) {
       char why[600];
-      snprintf(why, sizeof why, "package(s) missing from the base%s", no_net);
+      if (res.stopped)
+        snprintf(why, sizeof why, "%s", BUILD_STOPPING_WHY);
+      else
+        snprintf(why, sizeof why, "package(s) missing from the base%s", no_net);
       step_failed(b, idx, st, desc, why, &res.out);
       rc = -1;
     } else {
@@ -361,6 +366,10 @@ static int run_steps(build *b) {
   cJSON_ArrayForEach(st, steps) {
     char desc[512];
     step_desc(st, desc, sizeof desc);
+    if (__atomic_load_n(&b->e->builds_stop, __ATOMIC_ACQUIRE)) {
+      step_failed(b, idx, st, desc, BUILD_STOPPING_WHY, NULL); /* not started */
+      return -1;
+    }
     const cJSON *line = cJSON_GetObjectItemCaseSensitive(st, "line");
     logf_(b, "==> step %d/%d (template.yaml:%d) %s\n", idx + 1, b->nsteps,
           cJSON_IsNumber(line) ? line->valueint : 0, desc);
@@ -407,11 +416,16 @@ static int unpack(build *b, const char *tar, size_t len) {
   sbx_run_opts o = {argv, (const char *const *)envp, 0,     "/", tar,
                     len,  UNPACK_TIMEOUT_MS,         65536, 1,   1};
   sbx_run_result res;
-  int rc = envp ? sbx_run(b->iso, &o, &res) : -ENOMEM;
+  int rc = envp ? sbx_run_until(b->iso, &o, &b->e->builds_stop, &res) : -ENOMEM;
   sbx_env_free(envp);
   if (rc) {
     eng_err_set(b->err, ENG_EINTERNAL, NULL,
                 "cannot unpack the template directory in the build sandbox: %s", asbe_errmsg());
+    return -1;
+  }
+  if (res.stopped) {
+    eng_err_set(b->err, ENG_EINTERNAL, "engine_stopping", "the build was " BUILD_STOPPING_WHY);
+    sbx_run_result_free(&res);
     return -1;
   }
   if (res.exit_code != 0) {
@@ -433,11 +447,14 @@ static int finish_layer(build *b) {
   char **envp = sbx_env(0, NULL, NULL, NULL, NULL);
   sbx_run_opts o = {argv, (const char *const *)envp, 0, "/", NULL, 0, 120000, 65536, 1, 1};
   sbx_run_result res;
-  int rc = envp ? sbx_run(b->iso, &o, &res) : -ENOMEM;
+  int rc = envp ? sbx_run_until(b->iso, &o, &b->e->builds_stop, &res) : -ENOMEM;
   sbx_env_free(envp);
   if (rc || res.exit_code != 0) {
-    eng_err_set(b->err, ENG_EINTERNAL, NULL, "cannot finish the build: %s",
-                rc ? asbe_errmsg() : (res.out.data ? res.out.data : ""));
+    eng_err_set(b->err, ENG_EINTERNAL, !rc && res.stopped ? "engine_stopping" : NULL,
+                "cannot finish the build: %s",
+                rc            ? asbe_errmsg()
+                : res.stopped ? BUILD_STOPPING_WHY
+                              : (res.out.data ? res.out.data : ""));
     if (!rc) sbx_run_result_free(&res);
     return -1;
   }
@@ -742,6 +759,12 @@ int build_run_as(engine *e, const void *tar, size_t tar_len, int force, build_ba
   /* ---- one build at a time; cached? ---- */
   pthread_mutex_lock(&e->build_mu);
   locked = 1;
+  if (__atomic_load_n(&e->builds_stop, __ATOMIC_ACQUIRE)) { /* waited for its turn meanwhile */
+    eng_err_set(err, ENG_EINTERNAL, "engine_stopping",
+                "template %s: not built: the engine is stopping", name);
+    asbi_log("template %s: build not started: the engine is stopping", name);
+    goto out;
+  }
   existing = templates_find(e, name);
   if (existing && existing->builtin) {
     bad(rep, err, yname, 0, "name", "'%s' is a built-in template", name);
@@ -898,8 +921,9 @@ out:
     sbxnet_detach_link(e, &b.net, 1);
     asbe_sandbox_kill(b.iso, 1);
     asbe_sandbox_release(b.iso);
-    asbi_log("template %s: build failed",
-             spec ? cJSON_GetObjectItemCaseSensitive(spec, "name")->valuestring : "?");
+    asbi_log("template %s: build failed%s",
+             spec ? cJSON_GetObjectItemCaseSensitive(spec, "name")->valuestring : "?",
+             __atomic_load_n(&e->builds_stop, __ATOMIC_ACQUIRE) ? " (" BUILD_STOPPING_WHY ")" : "");
   }
   if (bdir[0]) {
     host_rm_rf(bdir);
@@ -924,6 +948,10 @@ out:
   for (size_t i = 0; i < n; i++) free(ents[i]);
   free(ents);
   return ok ? 0 : -1;
+}
+
+void build_stop_all(engine *e) {
+  __atomic_store_n(&e->builds_stop, 1, __ATOMIC_RELEASE);
 }
 
 /* ---- garbage collection ------------------------------------------------- */

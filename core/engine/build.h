@@ -44,6 +44,15 @@ int build_run(engine *e, const void *tar, size_t tar_len, int force, build_base_
  * before the build. */
 int build_run_as(engine *e, const void *tar, size_t tar_len, int force, build_base_fn base_fn,
                  const char *new_id, template_info **out, build_report *rep, eng_err *err);
+/* The engine is stopping: the build under way has its running step (or
+ * whatever it runs in its build sandbox) killed within about a second and
+ * fails with BUILD_STOPPING_WHY (ENG_EFAILED for a step), builds waiting
+ * for their turn fail without starting, and so does every later one. */
+void build_stop_all(engine *e);
+#define BUILD_STOPPING_WHY "interrupted: the engine is stopping"
+/* How long the engine's stop waits for interrupted builds' POSTs to be
+ * answered (a client that does not read its reply is not waited for). */
+#define BUILD_STOP_DRAIN_MS 20000
 /* Writes j to path atomically (a temporary file renamed over it). 0 or a
  * negative errno. */
 int build_write_json(const char *path, cJSON *j);

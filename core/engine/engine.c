@@ -376,6 +376,7 @@ fail:
 }
 
 void engine_close(engine *e, int kill_sandboxes) {
+  build_stop_all(e);    /* builds under way end now, not at their step's end */
   api_builder_close(e); /* its builds first: they use the runtime */
   pool_stop(e);
   lifecycle_stop(e);

@@ -53,8 +53,12 @@ typedef struct engine {
   template_info *retired;   /* replaced or deleted, still referenced */
   pthread_mutex_t tmpl_mu;
   pthread_mutex_t build_mu; /* one template build at a time */
-  int image_imports;        /* builds between importing a local image and registering (under mu) */
-  char rebuilding[32];      /* id of the template the build under way rebuilds, "" (under mu) */
+  /* set (atomically) when the engine stops (build_stop_all): the build
+   * under way kills its step and fails, those waiting never start */
+  int builds_stop;
+  int build_requests;  /* POST /templates/builds not answered yet (atomic; server.c) */
+  int image_imports;   /* builds between importing a local image and registering (under mu) */
+  char rebuilding[32]; /* id of the template the build under way rebuilds, "" (under mu) */
   /* bundled.c: one bundled build at a time (recursive: a bundled template
    * built on another builds that one first, on the same thread); the
    * names built (or found cached) in this run, "\0"-separated; those being

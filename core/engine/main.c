@@ -17,6 +17,7 @@
 
 #include "codei.h"
 #include "eng_err.h"
+#include "build.h"
 #include "engine.h"
 #include "pool.h"
 #include "proto/url.h"
@@ -556,6 +557,12 @@ int main(int argc, char **argv) {
   int sig = 0;
   sigwait(&set, &sig);
   asbi_log("stopping (signal %d)%s", sig, kill_on_exit ? ", killing sandboxes" : "");
+  /* first: a build under way kills its step and fails, its waiting POST
+   * and E2B's status get why, so neither the HTTP server's stop (waiting
+   * for that POST's thread) nor engine_close (for E2B's build threads)
+   * waits for a step that may run for minutes */
+  build_stop_all(e);
+  server_drain_builds(e, BUILD_STOP_DRAIN_MS);
   server_stop(e);
   engine_close(e, kill_on_exit);
   snprintf(path, sizeof path, "%s/engine.pid", e->state_dir);

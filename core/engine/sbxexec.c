@@ -107,6 +107,15 @@ static void capped_append(asbi_buf *b, const char *p, size_t n, size_t max, int 
 }
 
 int sbx_run(asbe_sandbox *iso, const sbx_run_opts *o, sbx_run_result *res) {
+  return sbx_run_until(iso, o, NULL, res);
+}
+
+/* 1 once *stop is set (stop may be NULL). */
+static int stop_set(const int *stop) {
+  return stop && __atomic_load_n(stop, __ATOMIC_ACQUIRE);
+}
+
+int sbx_run_until(asbe_sandbox *iso, const sbx_run_opts *o, const int *stop, sbx_run_result *res) {
   memset(res, 0, sizeof *res);
   res->status = -1;
   asbe_exec_opts x;
@@ -138,6 +147,10 @@ int sbx_run(asbe_sandbox *iso, const sbx_run_opts *o, sbx_run_result *res) {
       res->timed_out = 1;
       break;
     }
+    if (stop_set(stop)) { /* polls wake at least once a second to see it */
+      res->stopped = 1;
+      break;
+    }
     struct pollfd pf[3] = {{fout, POLLIN, 0}, {ferr, POLLIN, 0}, {fin, POLLOUT, 0}};
     int wait = deadline == UINT64_MAX ? 1000 : (int)(deadline - now > 1000 ? 1000 : deadline - now);
     int pr = poll(pf, 3, wait);
@@ -167,23 +180,36 @@ int sbx_run(asbe_sandbox *iso, const sbx_run_opts *o, sbx_run_result *res) {
   }
   if (fin >= 0) asbe_proc_close_stdin(p);
   int status = 0;
-  if (res->timed_out) {
-    asbe_proc_signal(p, SIGKILL);
-    asbe_proc_wait(p, -1, &status);
-  } else {
-    uint64_t now = asbi_now_ms();
-    int left = deadline == UINT64_MAX ? -1 : now >= deadline ? 0 : (int)(deadline - now);
-    if (asbe_proc_wait(p, left, &status) < 0) {
-      res->timed_out = 1;
-      asbe_proc_signal(p, SIGKILL);
-      asbe_proc_wait(p, -1, &status);
+  if (!res->timed_out && !res->stopped) {
+    /* its output ended: wait for its exit, a second at a time for stop */
+    for (;;) {
+      uint64_t now = asbi_now_ms();
+      if (now >= deadline) {
+        res->timed_out = 1;
+        break;
+      }
+      if (stop_set(stop)) {
+        res->stopped = 1;
+        break;
+      }
+      int left = deadline == UINT64_MAX || deadline - now > 1000 ? 1000 : (int)(deadline - now);
+      int w = asbe_proc_wait(p, left, &status);
+      if (w == 0) break;     /* reaped */
+      if (w != -ETIMEDOUT) { /* as a timeout: killed and reaped below */
+        res->timed_out = 1;
+        break;
+      }
     }
   }
+  if (res->timed_out || res->stopped) {
+    asbe_proc_signal(p, SIGKILL);
+    asbe_proc_wait(p, -1, &status);
+  }
   asbe_proc_free(p);
-  res->status = res->timed_out ? -1 : status;
+  res->status = res->timed_out || res->stopped ? -1 : status;
   res->exit_code =
       WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
-  if (res->timed_out) res->exit_code = -1;
+  if (res->timed_out || res->stopped) res->exit_code = -1;
   res->ms = (int64_t)(asbi_now_ms() - t0);
   if (!res->out.data) asbi_buf_puts(&res->out, "");
   if (!res->err.data) asbi_buf_puts(&res->err, "");

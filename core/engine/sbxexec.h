@@ -32,6 +32,7 @@ typedef struct sbx_run_result {
   int status;    /* wait status, -1 if timed out */
   int exit_code; /* exit code, 128+signal, -1 if timed out */
   int timed_out;
+  int stopped; /* sbx_run_until's *stop was set: killed (status, exit_code -1) */
   int64_t ms;
   asbi_buf out, err;
 } sbx_run_result;
@@ -39,6 +40,9 @@ typedef struct sbx_run_result {
  * with sbx_run_result_free), or a negative errno if it could not start
  * (asbe_errmsg() says why). */
 int sbx_run(asbe_sandbox *iso, const sbx_run_opts *o, sbx_run_result *res);
+/* sbx_run, and killed as soon as *stop (read atomically, at least once a
+ * second) is set: an engine stopping does not wait for a build step. */
+int sbx_run_until(asbe_sandbox *iso, const sbx_run_opts *o, const int *stop, sbx_run_result *res);
 void sbx_run_result_free(sbx_run_result *r);
 /* One HTTP/1.1 request to a port in the sandbox; whole reply into *reply
  * (malloc'd). The status, or a negative errno. */

@@ -71,6 +71,7 @@ typedef struct req_ctx {
   int port;
   asbi_httpd_body body;
   route_ctx *route;
+  engine *build_of; /* a POST /templates/builds: counted in its build_requests */
 } req_ctx;
 
 /* The raw target (query string, escapes as sent): the router forwards it
@@ -93,6 +94,8 @@ static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
   (void)toe;
   req_ctx *r = *con_cls;
   if (!r) return;
+  /* after its reply was sent (or the connection ended): server_drain_builds */
+  if (r->build_of) __atomic_sub_fetch(&r->build_of->build_requests, 1, __ATOMIC_ACQ_REL);
   router_abort(r->route);
   asbi_httpd_body_free(&r->body);
   free(r->raw_uri);
@@ -300,8 +303,11 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
       return queue(c, 204, MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT));
     }
     if (strcmp(method, "POST") == 0 &&
-        (strcmp(url, "/templates/builds") == 0 || strcmp(url, "/v2/templates/builds") == 0))
+        (strcmp(url, "/templates/builds") == 0 || strcmp(url, "/v2/templates/builds") == 0)) {
       r->body.buf.max = BUILD_BODY_MAX;
+      r->build_of = e;
+      __atomic_add_fetch(&e->build_requests, 1, __ATOMIC_ACQ_REL);
+    }
     int upload = api_builder_upload_ok(e, method, url, r->raw_uri);
     if (upload) r->body.buf.max = BUILDER_UPLOAD_MAX; /* E2B's Template builder's files */
     if (!upload && !authorized(e, c)) {
@@ -507,6 +513,14 @@ static pthread_mutex_t server_mu = PTHREAD_MUTEX_INITIALIZER;
  * wait for, so portals never take server_mu; nothing is locked under
  * this one but the portal table and the front. */
 static pthread_mutex_t portal_mu = PTHREAD_MUTEX_INITIALIZER;
+
+void server_drain_builds(engine *e, int timeout_ms) {
+  /* a poll, not a condition: the count is kept in MHD's callbacks, and
+   * this runs once, at the engine's stop */
+  uint64_t end = asbi_now_ms() + (uint64_t)timeout_ms;
+  while (__atomic_load_n(&e->build_requests, __ATOMIC_ACQUIRE) > 0 && asbi_now_ms() < end)
+    usleep(10000);
+}
 
 void server_stop(engine *e) {
   pthread_mutex_lock(&server_mu);

@@ -6,6 +6,10 @@
 #include "engine.h"
 
 int server_start(engine *e, const char *listen, const char *socket_path);
+/* Waits (at most timeout_ms) until no POST /templates/builds is under way
+ * or its reply unsent: after build_stop_all, so that a build the stop
+ * interrupted answers its client before server_stop closes connections. */
+void server_drain_builds(engine *e, int timeout_ms);
 void server_stop(engine *e);
 /* The engine CA's certificate (<state>/tls/ca.pem) that clients of its
  * https:// URLs trust; NULL when TLS is off. */
