@@ -175,9 +175,10 @@ int tstart_run(engine *e, sbx *s, template_info *t, char *err, size_t errlen) {
         failed = 1;
         continue; /* one more check, at once */
       }
-      asbi_log("sandbox %s: the start command exited (code 0) after %lld ms; waiting for the "
-               "ready check (%s)",
-               s->id, (long long)exit_ms, check);
+      asbi_log(
+          "sandbox %s: the start command exited (code 0) after %lld ms; waiting for the "
+          "ready check (%s)",
+          s->id, (long long)exit_ms, check);
     }
     /* back off from 2 ms up to the interval: most servers are up within
      * milliseconds, and a slow one is not polled more than asked */

@@ -335,14 +335,15 @@ TEST(pool_of_a_start_command_that_exits) {
   snprintf(path, sizeof path, "%s/template.yaml", dir);
   FILE *f = fopen(path, "w");
   REQUIRE(f);
-  fputs("name: pool-exits\n"
-        "start: 'echo $$ > /tmp/start.pid; echo hi'\n"
-        "ready: {cmd: 'p=$(cat /tmp/start.pid 2>/dev/null) && { grep -qs "
-        "\"^State:[[:space:]]*[ZX]\" /proc/$p/status || ! [ -e /proc/$p ]; } && "
-        "{ [ -e /tmp/seen ] || { touch /tmp/seen; false; }; }', interval: 20}\n"
-        "pool:\n"
-        "  size: 1\n",
-        f);
+  fputs(
+      "name: pool-exits\n"
+      "start: 'echo $$ > /tmp/start.pid; echo hi'\n"
+      "ready: {cmd: 'p=$(cat /tmp/start.pid 2>/dev/null) && { grep -qs "
+      "\"^State:[[:space:]]*[ZX]\" /proc/$p/status || ! [ -e /proc/$p ]; } && "
+      "{ [ -e /tmp/seen ] || { touch /tmp/seen; false; }; }', interval: 20}\n"
+      "pool:\n"
+      "  size: 1\n",
+      f);
   fclose(f);
   asb_template *t = NULL;
   REQUIRE_RC(asb_templates_build(&t, C, dir, NULL), ASB_OK);

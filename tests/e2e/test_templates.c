@@ -536,10 +536,12 @@ TEST(start_command_that_exits) {
   asb_template_free(t);
   CHECK(make("exits-never-ready") == NULL);
   CHECK_INT(asb_error_last()->code, ASB_ETEMPLATE);
-  CHECK(strstr(asb_error_last()->message, "did not pass within 3 s (the start command exited "
-                                          "with code 0 after "));
-  CHECK(strstr(asb_error_last()->message, "last check: exit code 1; output: ; start command "
-                                          "output: hi"));
+  CHECK(strstr(asb_error_last()->message,
+               "did not pass within 3 s (the start command exited "
+               "with code 0 after "));
+  CHECK(strstr(asb_error_last()->message,
+               "last check: exit code 1; output: ; start command "
+               "output: hi"));
   CHECK_INT(sandboxes_on_disk(), 0);
   const char *names[] = {"exits-zero", "seeded", "ready-then-fails", "exits-never-ready"};
   for (int i = 0; i < 4; i++) CHECK_RC(asb_templates_delete(C, names[i], NULL), ASB_OK);
