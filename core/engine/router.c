@@ -607,6 +607,15 @@ route_ctx *router_begin(engine *e, struct MHD_Connection *c, const char *raw_uri
   MHD_get_connection_values(c, MHD_HEADER_KIND, gather_connection, &hc);
   MHD_get_connection_values(c, MHD_HEADER_KIND, copy_header, &hc);
   asbi_buf_free(&hc.conn);
+  if (inj.n > 0) {
+    /* The rules' values are secrets: room for them and for every line the
+     * head still gets after them (the framing below, < 128 bytes) is made
+     * first, so that the buffer is never moved (realloc'ed) with a secret
+     * in it, and the one copy there is is the one wiped below. */
+    size_t room = 128;
+    for (size_t i = 0; i < inj.n; i++) room += strlen(inj.name[i]) + strlen(inj.value[i]) + 4;
+    asbi_buf_reserve(&head, room);
+  }
   for (size_t i = 0; i < inj.n; i++)
     asbi_buf_printf(&head, "%s: %s\r\n", inj.name[i], inj.value[i]);
   int wipe = inj.n > 0; /* the head holds the rules' values: secrets */
