@@ -26,6 +26,8 @@ await new Promise((r) => setTimeout(r, 500))
 const procs = await sandbox.commands.list()
 console.log('listed', procs.some((p) => p.pid === command.pid))
 console.log('killed', await command.kill())
+// once it has ended (a second kill right after the first races the end)
+await command.wait().catch(() => {})
 console.log('again', await sandbox.commands.kill(command.pid))
 
 const cat = await sandbox.commands.run('cat', { background: true, stdin: true })
