@@ -56,8 +56,8 @@
 
 typedef struct pt_entry {
   char id[64];
-  ino_t ns; /* the network namespace it listens in */
-  int fd;
+  ino_t ns;    /* the network namespace it listens in */
+  int fd, fd6; /* 127.0.0.1 and [::1] (-1: none) */
 } pt_entry;
 
 struct portal {
@@ -84,20 +84,34 @@ void portal_free(portal *p) {
 
 typedef struct mk_job {
   int nsfd, port;
-  int fd, err;
+  int fd, fd6, err;
 } mk_job;
 
+static int listen_on(const struct sockaddr *a, socklen_t len) {
+  int fd = socket(a->sa_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0) return -errno;
+  int one = 1;
+  if (a->sa_family == AF_INET6) setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
+  if (bind(fd, a, len) != 0 || listen(fd, 128) != 0) {
+    int rc = -errno;
+    close(fd);
+    return rc;
+  }
+  return fd;
+}
+
 /* On a thread of its own: the namespace switch is this thread's only, and
- * the thread ends with it (no way back to restore, none needed). */
+ * the thread ends with it (no way back to restore, none needed).
+ * 127.0.0.1 is the portal; [::1] is added where the namespace has it (a
+ * client whose resolver gives ::1 first, as glibc's nss-myhostname and
+ * the engine's DNS do for *.localhost, connects there first: Node's fetch
+ * tries the addresses in order). A namespace without IPv6 (disabled, or a
+ * kernel without it), or a sandbox's own listener on [::1]:<port>, leaves
+ * the IPv4 one alone. */
 static void *mk_thread(void *arg) {
   mk_job *j = arg;
-  j->fd = -1;
+  j->fd = j->fd6 = -1;
   if (setns(j->nsfd, CLONE_NEWNET) != 0) {
-    j->err = errno;
-    return NULL;
-  }
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-  if (fd < 0) {
     j->err = errno;
     return NULL;
   }
@@ -106,12 +120,19 @@ static void *mk_thread(void *arg) {
   a.sin_family = AF_INET;
   a.sin_port = htons((uint16_t)j->port);
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (bind(fd, (struct sockaddr *)&a, sizeof a) != 0 || listen(fd, 128) != 0) {
-    j->err = errno;
-    close(fd);
+  int fd = listen_on((struct sockaddr *)&a, sizeof a);
+  if (fd < 0) {
+    j->err = -fd;
     return NULL;
   }
+  struct sockaddr_in6 a6;
+  memset(&a6, 0, sizeof a6);
+  a6.sin6_family = AF_INET6;
+  a6.sin6_port = htons((uint16_t)j->port);
+  a6.sin6_addr = in6addr_loopback;
+  int fd6 = listen_on((struct sockaddr *)&a6, sizeof a6);
   j->fd = fd;
+  j->fd6 = fd6 >= 0 ? fd6 : -1;
   return NULL;
 }
 
@@ -141,7 +162,7 @@ int portal_open(portal *p, engine *e, sbx *s) {
     }
   pthread_mutex_unlock(&p->mu);
   portal_close(p, s->id); /* one of an earlier namespace of it */
-  mk_job j = {nsfd, e->listen_port, -1, 0};
+  mk_job j = {nsfd, e->listen_port, -1, -1, 0};
   pthread_t t;
   if (pthread_create(&t, NULL, mk_thread, &j) != 0) {
     close(nsfd);
@@ -159,17 +180,23 @@ int portal_open(portal *p, engine *e, sbx *s) {
     if (!v) {
       pthread_mutex_unlock(&p->mu);
       close(j.fd);
+      if (j.fd6 >= 0) close(j.fd6);
       return -ENOMEM;
     }
     p->v = v;
     p->cap = c;
   }
   int rc = front_portal_add(p->f, j.fd, tag); /* takes the fd, also on failure */
+  if (rc == 0 && j.fd6 >= 0 && front_portal_add(p->f, j.fd6, tag) != 0)
+    j.fd6 = -1; /* closed by the front: the IPv4 one is the portal */
+  else if (rc != 0 && j.fd6 >= 0)
+    close(j.fd6);
   if (rc == 0) {
     pt_entry *x = &p->v[p->n++];
     snprintf(x->id, sizeof x->id, "%s", s->id);
     x->ns = st.st_ino;
     x->fd = j.fd;
+    x->fd6 = j.fd6;
   }
   pthread_mutex_unlock(&p->mu);
   return rc;
@@ -180,6 +207,7 @@ void portal_close(portal *p, const char *id) {
   for (size_t i = 0; i < p->n;)
     if (!strcmp(p->v[i].id, id)) {
       front_listen_drop(p->f, p->v[i].fd);
+      if (p->v[i].fd6 >= 0) front_listen_drop(p->f, p->v[i].fd6);
       p->v[i] = p->v[--p->n];
     } else {
       i++;
