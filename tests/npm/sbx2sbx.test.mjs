@@ -112,8 +112,9 @@ print("ok")'`, { timeoutMs: 120_000 })
 // resolves *.localhost itself): glibc's resolver through the base
 // template's nss-myhostname (::1 and 127.0.0.1, no DNS needed, so with
 // --no-network too), a client on ::1 through the portal's IPv6 listener,
-// and, with the network on, the engine's resolver answering localhost
-// names itself (for clients without nss-myhostname: musl, Go).
+// and for clients without nss-myhostname (musl, busybox, Go) DNS: the
+// engine's resolver with the network on, the portal's loopback DNS with
+// --no-network, both answering localhost names with loopback themselves.
 test('*.localhost resolves for glibc clients; the portal listens on 127.0.0.1 and ::1', async () => {
   const host = httpbin.getHost(8080)
   const name = host.replace(/:\d+$/, '')
@@ -171,19 +172,30 @@ const dns = require("node:dns")
     assert.equal(r.exit, 0, r.out + r.err)
     assert.equal(r.out.trim(), '127.0.0.1,::1\nhttps 200 fetch\nhttp 200 fetch')
   }
-  // Without nss-myhostname (an image of its own, musl): DNS. The engine's
-  // resolver answers localhost names with loopback when the sandboxes have
-  // the network; with --no-network there is no DNS at all (documented).
+  // Without nss-myhostname (an image of its own, musl, busybox): DNS. With
+  // the network on that is the engine's resolver, with --no-network the
+  // portal's DNS socket on 127.0.0.1:53; both answer localhost names
+  // with loopback themselves.
   r = await run(`sed -i "s/ myhostname//" /etc/nsswitch.conf && grep ^hosts: /etc/nsswitch.conf && getent ahosts ${name}`, { user: 'root' })
   assert.match(r.out, /^hosts:\s+files dns$/m, r.out + r.err)
-  if (process.env.ASB_NO_NETWORK) {
-    assert.equal(r.exit, 2, r.out + r.err) // not found
+  assert.equal(r.exit, 0, r.out + r.err)
+  assert.match(r.out, /^::1\s+STREAM/m, r.out)
+  assert.match(r.out, /^127\.0\.0\.1\s+STREAM/m, r.out)
+  r = await run(`python3 -c 'import urllib.request; print(urllib.request.urlopen("https://${host}/get", timeout=20).status)'`)
+  assert.equal(r.out.trim(), '200', r.out + r.err)
+  // other names are not resolved by it (no network: REFUSED; with the
+  // network the topology's DNS has no such name either)
+  r = await run('getent ahosts no-such-name.test')
+  assert.equal(r.exit, 2, r.out + r.err)
+  // the busybox template: static glibc, no nss-myhostname, only DNS
+  const bb = await e2b.Sandbox.create('busybox', { timeoutMs: 120_000 }).catch((e) => e)
+  if (!(bb instanceof Error)) {
+    opened.push(bb)
+    const w = await bb.commands.run(`wget -q -O - http://${host}/get?via=busybox`, { timeoutMs: 60_000 }).catch((e) => e)
+    assert.equal(w.exitCode, 0, `${w.stdout} ${w.stderr}`)
+    assert.deepEqual(JSON.parse(w.stdout).args.via, ['busybox'])
   } else {
-    assert.equal(r.exit, 0, r.out + r.err)
-    assert.match(r.out, /^::1\s+STREAM/m, r.out)
-    assert.match(r.out, /^127\.0\.0\.1\s+STREAM/m, r.out)
-    r = await run(`python3 -c 'import urllib.request; print(urllib.request.urlopen("https://${host}/get", timeout=20).status)'`)
-    assert.equal(r.out.trim(), '200', r.out + r.err)
+    assert.ok(!existsSync('/bin/busybox'), `busybox sandbox: ${bb}`)
   }
 })
 
