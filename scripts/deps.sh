@@ -58,6 +58,13 @@ PACKAGES=(
   # (core/net/egress): libldns for DNS messages; the closed-topology tests
   # (tests/net): dnsmasq, nft, curl, openssl
   libnftables-dev libnl-route-3-dev libldns-dev dnsmasq-base nftables curl openssl
+  # nss-myhostname for the base template's "hosts: files myhostname dns"
+  # (core/iso/template.c): glibc clients in a sandbox (Python, Node, wget)
+  # resolve another sandbox's https://<port>-<id>.localhost URL with it,
+  # also with --no-network. A sandbox's /usr is the host's, so the module
+  # only has to be installed here; the host's own /etc/nsswitch.conf is
+  # kept as it was (below)
+  libnss-myhostname
 )
 
 missing=()
@@ -71,6 +78,25 @@ SUDO=""
 [ "$(id -u)" -ne 0 ] && SUDO="sudo"
 export DEBIAN_FRONTEND=noninteractive
 echo "deps: installing ${missing[*]}"
+# libnss-myhostname's postinst adds myhostname to the hosts line of the
+# HOST's /etc/nsswitch.conf on a first install. The sandboxes need only its
+# module (their nsswitch.conf is the template's), and the host's name
+# resolution is its admin's: the file is put back as it was (also if the
+# install fails half-way). Add myhostname there yourself to have
+# *.localhost resolve for glibc clients on the host too.
+nss_saved=""
+if [[ " ${missing[*]} " == *" libnss-myhostname "* ]] && [ -f /etc/nsswitch.conf ]; then
+  nss_saved=$(mktemp)
+  cp -p /etc/nsswitch.conf "$nss_saved"
+  restore_nss() {
+    if ! cmp -s "$nss_saved" /etc/nsswitch.conf; then
+      $SUDO cp "$nss_saved" /etc/nsswitch.conf
+      echo "deps: /etc/nsswitch.conf kept as it was (libnss-myhostname's postinst edits its hosts line)"
+    fi
+    rm -f "$nss_saved"
+  }
+  trap restore_nss EXIT
+fi
 if ! $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"; then
   $SUDO apt-get update -q
   $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"

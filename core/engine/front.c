@@ -63,8 +63,9 @@
 #define TLS_HANDSHAKE 22
 #define SNIFF_MS 2000L /* how long a new connection may stay silent before it is plain HTTP */
 
-#define EXTRA_MAX 4096 /* loopback listeners (loopurl.c) and sandboxes' portals (portal.c) */
-#define KEY_MAX 72     /* an address's accounting key: family, then the address or tag */
+#define EXTRA_MAX \
+  8192 /* loopback listeners (loopurl.c) and sandboxes' portals (portal.c: two a sandbox) */
+#define KEY_MAX 72 /* an address's accounting key: family, then the address or tag */
 
 /* What a waiting connection waits for. */
 enum { W_SNIFF = 1, W_HANDSHAKE = 2 };

@@ -31,7 +31,8 @@
  * processes go (kill, pause without memory: sbxnet_detach) and is opened
  * again for the namespace a resume boots (sbxnet_attach). A sandbox that
  * listens on 127.0.0.1:<engine port> itself before its portal is opened
- * keeps its port and gets no portal (logged).
+ * keeps its port and gets no portal (logged). With --no-network a portal
+ * also answers DNS for localhost names on 127.0.0.1:53 (below).
  * SPDX-License-Identifier: Apache-2.0 */
 #include "portal.h"
 
@@ -44,11 +45,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "net/egress/dnsmsg.h"
 #include "registry.h"
 #include "util/log.h"
 
@@ -56,8 +60,9 @@
 
 typedef struct pt_entry {
   char id[64];
-  ino_t ns; /* the network namespace it listens in */
-  int fd;
+  ino_t ns;    /* the network namespace it listens in */
+  int fd, fd6; /* 127.0.0.1 and [::1] (-1: none) */
+  int dns;     /* UDP 127.0.0.1:53 (--no-network only; -1: none) */
 } pt_entry;
 
 struct portal {
@@ -65,39 +70,147 @@ struct portal {
   pthread_mutex_t mu;
   pt_entry *v;
   size_t n, cap;
+  /* the loopback DNS (below): started with the first socket */
+  int ep, stop_fd, dns_running;
+  pthread_t dns_th;
 };
 
 portal *portal_new(front *f) {
   portal *p = calloc(1, sizeof *p);
   if (!p) return NULL;
   p->f = f;
+  p->ep = p->stop_fd = -1;
   pthread_mutex_init(&p->mu, NULL);
   return p;
 }
 
 void portal_free(portal *p) {
   if (!p) return;
+  if (p->dns_running) {
+    uint64_t one = 1;
+    if (write(p->stop_fd, &one, sizeof one) < 0) { /* the thread also ends on its close */
+    }
+    pthread_join(p->dns_th, NULL);
+  }
+  for (size_t i = 0; i < p->n; i++)
+    if (p->v[i].dns >= 0) close(p->v[i].dns);
+  if (p->ep >= 0) close(p->ep);
+  if (p->stop_fd >= 0) close(p->stop_fd);
   pthread_mutex_destroy(&p->mu);
   free(p->v);
   free(p);
 }
 
+/* ---- the loopback DNS (--no-network) -----------------------------------
+ * With the network on, a sandbox's DNS is the engine's resolver, which
+ * answers localhost names itself (core/net/egress/resolver.c). With
+ * --no-network a sandbox has no DNS server at all, and a client that
+ * resolves only through DNS (musl, an imported image's own libc without
+ * nss-myhostname, the busybox template, Go's pure resolver) could not
+ * resolve *.localhost, the names of other sandboxes' URLs. So each portal
+ * then also has a UDP socket on 127.0.0.1:53 in the namespace (where the
+ * templates' resolv.conf, and musl's and glibc's default, point), served
+ * by one engine thread: localhost names get 127.0.0.1 / ::1 (RFC 6761),
+ * every other query REFUSED (nothing is forwarded: no network). UDP only:
+ * the answers are small, nothing is ever truncated. A sandbox that binds
+ * 127.0.0.1:53 itself first keeps it. */
+
+static void dns_answer(int fd) {
+  for (int k = 0; k < 64; k++) { /* a burst, then the others' turn */
+    uint8_t q[1500];
+    struct sockaddr_storage src;
+    socklen_t sl = sizeof src;
+    ssize_t n = recvfrom(fd, q, sizeof q, MSG_DONTWAIT, (struct sockaddr *)&src, &sl);
+    if (n < 0) return;
+    dnsmsg_query pq;
+    if (n < 12 || dnsmsg_parse_query(q, (size_t)n, &pq) < 0) continue; /* not a query: dropped */
+    uint8_t *out = NULL;
+    size_t ol = 0;
+    if (!(pq.name_ok && dnsmsg_is_localhost(pq.name) &&
+          dnsmsg_loopback_reply(q, (size_t)n, &out, &ol) == 0))
+      dnsmsg_error_reply(q, (size_t)n, 5 /* REFUSED */, &out, &ol);
+    if (out) sendto(fd, out, ol, MSG_DONTWAIT | MSG_NOSIGNAL, (struct sockaddr *)&src, sl);
+    free(out);
+  }
+}
+
+static void *dns_thread(void *arg) {
+  portal *p = arg;
+  for (;;) {
+    struct epoll_event ev[32];
+    int n = epoll_wait(p->ep, ev, 32, -1);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return NULL;
+    for (int i = 0; i < n; i++) {
+      int fd = ev[i].data.fd;
+      if (fd == p->stop_fd) return NULL;
+      /* under mu, and only if the fd is still a portal's: portal_close
+       * closes them under mu, and a number closed after epoll_wait saw it
+       * may be another file by now */
+      pthread_mutex_lock(&p->mu);
+      for (size_t j = 0; j < p->n; j++)
+        if (p->v[j].dns == fd) {
+          dns_answer(fd);
+          break;
+        }
+      pthread_mutex_unlock(&p->mu);
+    }
+  }
+}
+
+/* Under mu: fd joins the thread's set (the thread started if need be).
+ * 0, or -1 (fd not taken: the caller closes it). */
+static int dns_watch(portal *p, int fd) {
+  if (p->ep < 0) {
+    int ep = epoll_create1(EPOLL_CLOEXEC);
+    int sfd = eventfd(0, EFD_CLOEXEC);
+    struct epoll_event se = {.events = EPOLLIN, .data.fd = sfd};
+    if (ep < 0 || sfd < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, sfd, &se) != 0) {
+      if (ep >= 0) close(ep);
+      if (sfd >= 0) close(sfd);
+      return -1;
+    }
+    p->ep = ep;
+    p->stop_fd = sfd;
+  }
+  if (!p->dns_running) {
+    if (pthread_create(&p->dns_th, NULL, dns_thread, p) != 0) return -1;
+    p->dns_running = 1;
+  }
+  struct epoll_event e = {.events = EPOLLIN, .data.fd = fd};
+  return epoll_ctl(p->ep, EPOLL_CTL_ADD, fd, &e) == 0 ? 0 : -1;
+}
+
 typedef struct mk_job {
-  int nsfd, port;
-  int fd, err;
+  int nsfd, port, want_dns;
+  int fd, fd6, dns, err;
 } mk_job;
 
+static int listen_on(const struct sockaddr *a, socklen_t len) {
+  int fd = socket(a->sa_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0) return -errno;
+  int one = 1;
+  if (a->sa_family == AF_INET6) setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
+  if (bind(fd, a, len) != 0 || listen(fd, 128) != 0) {
+    int rc = -errno;
+    close(fd);
+    return rc;
+  }
+  return fd;
+}
+
 /* On a thread of its own: the namespace switch is this thread's only, and
- * the thread ends with it (no way back to restore, none needed). */
+ * the thread ends with it (no way back to restore, none needed).
+ * 127.0.0.1 is the portal; [::1] is added where the namespace has it (a
+ * client whose resolver gives ::1 first, as glibc's nss-myhostname and
+ * the engine's DNS do for *.localhost, connects there first: Node's fetch
+ * tries the addresses in order). A namespace without IPv6 (disabled, or a
+ * kernel without it), or a sandbox's own listener on [::1]:<port>, leaves
+ * the IPv4 one alone. */
 static void *mk_thread(void *arg) {
   mk_job *j = arg;
-  j->fd = -1;
+  j->fd = j->fd6 = j->dns = -1;
   if (setns(j->nsfd, CLONE_NEWNET) != 0) {
-    j->err = errno;
-    return NULL;
-  }
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-  if (fd < 0) {
     j->err = errno;
     return NULL;
   }
@@ -106,12 +219,28 @@ static void *mk_thread(void *arg) {
   a.sin_family = AF_INET;
   a.sin_port = htons((uint16_t)j->port);
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (bind(fd, (struct sockaddr *)&a, sizeof a) != 0 || listen(fd, 128) != 0) {
-    j->err = errno;
-    close(fd);
+  int fd = listen_on((struct sockaddr *)&a, sizeof a);
+  if (fd < 0) {
+    j->err = -fd;
     return NULL;
   }
+  struct sockaddr_in6 a6;
+  memset(&a6, 0, sizeof a6);
+  a6.sin6_family = AF_INET6;
+  a6.sin6_port = htons((uint16_t)j->port);
+  a6.sin6_addr = in6addr_loopback;
+  int fd6 = listen_on((struct sockaddr *)&a6, sizeof a6);
   j->fd = fd;
+  j->fd6 = fd6 >= 0 ? fd6 : -1;
+  if (j->want_dns) {
+    int d = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    a.sin_port = htons(53);
+    if (d >= 0 && bind(d, (struct sockaddr *)&a, sizeof a) != 0) {
+      close(d);
+      d = -1;
+    }
+    j->dns = d;
+  }
   return NULL;
 }
 
@@ -141,7 +270,7 @@ int portal_open(portal *p, engine *e, sbx *s) {
     }
   pthread_mutex_unlock(&p->mu);
   portal_close(p, s->id); /* one of an earlier namespace of it */
-  mk_job j = {nsfd, e->listen_port, -1, 0};
+  mk_job j = {nsfd, e->listen_port, e->dp == NULL /* no datapath: no DNS */, -1, -1, -1, 0};
   pthread_t t;
   if (pthread_create(&t, NULL, mk_thread, &j) != 0) {
     close(nsfd);
@@ -159,17 +288,29 @@ int portal_open(portal *p, engine *e, sbx *s) {
     if (!v) {
       pthread_mutex_unlock(&p->mu);
       close(j.fd);
+      if (j.fd6 >= 0) close(j.fd6);
+      if (j.dns >= 0) close(j.dns);
       return -ENOMEM;
     }
     p->v = v;
     p->cap = c;
   }
   int rc = front_portal_add(p->f, j.fd, tag); /* takes the fd, also on failure */
+  if (rc == 0 && j.fd6 >= 0 && front_portal_add(p->f, j.fd6, tag) != 0)
+    j.fd6 = -1; /* closed by the front: the IPv4 one is the portal */
+  else if (rc != 0 && j.fd6 >= 0)
+    close(j.fd6);
+  if (j.dns >= 0 && (rc != 0 || dns_watch(p, j.dns) != 0)) {
+    close(j.dns);
+    j.dns = -1;
+  }
   if (rc == 0) {
     pt_entry *x = &p->v[p->n++];
     snprintf(x->id, sizeof x->id, "%s", s->id);
     x->ns = st.st_ino;
     x->fd = j.fd;
+    x->fd6 = j.fd6;
+    x->dns = j.dns;
   }
   pthread_mutex_unlock(&p->mu);
   return rc;
@@ -180,6 +321,8 @@ void portal_close(portal *p, const char *id) {
   for (size_t i = 0; i < p->n;)
     if (!strcmp(p->v[i].id, id)) {
       front_listen_drop(p->f, p->v[i].fd);
+      if (p->v[i].fd6 >= 0) front_listen_drop(p->f, p->v[i].fd6);
+      if (p->v[i].dns >= 0) close(p->v[i].dns); /* leaves the epoll set with it */
       p->v[i] = p->v[--p->n];
     } else {
       i++;

@@ -147,11 +147,24 @@ static const char k_group[] =
     "user:x:1000:\n"
     "nogroup:x:65534:\n";
 
-static const char k_nsswitch[] =
+/* hosts: the base's is "files myhostname dns". glibc resolves names only
+ * through NSS, and neither files (/etc/hosts has plain localhost) nor dns
+ * (the engine's resolver, absent with --no-network) gives the names of
+ * RFC 6761's localhost zone, which a sandbox opens other sandboxes' URLs
+ * by (https://<port>-<id>.localhost:<engine port>, through its portal on
+ * its own loopback: core/engine/portal.c). nss-myhostname (systemd's,
+ * Debian's libnss-myhostname, scripts/deps.sh) answers localhost and
+ * *.localhost with ::1 and 127.0.0.1 without any network, and the
+ * sandbox's hostname with its own addresses; the base's /usr is the
+ * host's, so the module is there when the host has it (a host without it:
+ * glibc skips the entry, as before). The busybox template has no shared
+ * libraries to load it: "files dns" (its names come from the engine's
+ * resolver, which answers localhost names itself, with the network on). */
+static const char k_nsswitch_fmt[] =
     "passwd:         files\n"
     "group:          files\n"
     "shadow:         files\n"
-    "hosts:          files dns\n"
+    "hosts:          %s\n"
     "networks:       files\n"
     "protocols:      files\n"
     "services:       files\n"
@@ -210,9 +223,10 @@ static int chown_tree(const char *path, uid_t uid) {
 }
 
 /* The parts base and busybox share: accounts, dirs, /etc basics. */
-static int common_root(const char *root, const char *shell) {
+static int common_root(const char *root, const char *shell, const char *nss_hosts) {
   int r;
-  char passwd[512], shadow[256];
+  char passwd[512], shadow[256], nsswitch[512];
+  snprintf(nsswitch, sizeof nsswitch, k_nsswitch_fmt, nss_hosts);
   snprintf(passwd, sizeof passwd,
            "root:x:0:0:root:/root:%s\n"
            "user:x:1000:1000:user:/home/user:%s\n"
@@ -236,7 +250,7 @@ static int common_root(const char *root, const char *shell) {
       (r = put(root, "etc/shadow", shadow, 0640)) < 0 ||
       (r = put(root, "etc/hosts", k_hosts, 0644)) < 0 ||
       (r = put(root, "etc/hostname", "sandbox\n", 0644)) < 0 ||
-      (r = put(root, "etc/nsswitch.conf", k_nsswitch, 0644)) < 0 ||
+      (r = put(root, "etc/nsswitch.conf", nsswitch, 0644)) < 0 ||
       (r = put(root, "etc/resolv.conf", "nameserver 127.0.0.1\noptions timeout:1 attempts:1\n",
                0644)) < 0)
     return r;
@@ -343,7 +357,7 @@ static const char k_bash_logout[] =
     "# sandbox has none.\n";
 
 static int fill_base(const char *root) {
-  int r = common_root(root, "/bin/bash");
+  int r = common_root(root, "/bin/bash", "files myhostname dns");
   if (r < 0) return r;
   if ((r = mk(root, "usr", 0755, 0)) < 0) return r;
   static const char *const links[][2] = {{"bin", "usr/bin"},     {"sbin", "usr/sbin"},
@@ -421,8 +435,9 @@ static int fill_base(const char *root) {
 }
 
 int asbe_template_prepare_base(const char *dir) {
-  /* v2: sudo, python; v3: .bash_logout; v4: /etc/java-17-openjdk */
-  return build_once(dir, "base", 4, fill_base);
+  /* v2: sudo, python; v3: .bash_logout; v4: /etc/java-17-openjdk;
+   * v5: hosts: files myhostname dns */
+  return build_once(dir, "base", 5, fill_base);
 }
 
 static const char *busybox_path(void) {
@@ -434,7 +449,7 @@ static const char *busybox_path(void) {
 static int fill_busybox(const char *root) {
   const char *bb = busybox_path();
   if (!bb) return asbe__fail(-ENOENT, "busybox not found (apt-get install busybox-static)");
-  int r = common_root(root, "/bin/sh");
+  int r = common_root(root, "/bin/sh", "files dns");
   if (r < 0) return r;
   static const char *const dirs[] = {"bin", "sbin", "usr", "usr/bin", "usr/sbin", "lib"};
   for (size_t i = 0; i < ASBI_ARRAY_LEN(dirs); i++)

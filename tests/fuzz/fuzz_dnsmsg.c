@@ -2,7 +2,8 @@
  * libldns): queries come from sandboxes, replies from whatever answers as
  * the upstream. Invariants: a parsed query's name is a valid host name or
  * empty; the resolver's own error reply to it parses back as a reply to
- * that same query with no addresses; parsing the input as a reply to it
+ * that same query with no addresses, its loopback answer (localhost
+ * names) with at most 127.0.0.1 for A or ::1 for AAAA; parsing the input as a reply to it
  * yields at most the asked number of addresses, each of a known family.
  * SPDX-License-Identifier: Apache-2.0 */
 #include <sys/socket.h>
@@ -32,6 +33,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n) {
       FUZZ_CHECK(na == 0 && tc == 0);
       FUZZ_CHECK((err[3] & 15) == 5);
       free(err);
+    }
+    /* the loopback answer of a localhost name: a reply to the same query,
+     * NOERROR, at most the one loopback address of the asked family */
+    uint8_t *lb = NULL;
+    size_t ll = 0;
+    if (dnsmsg_loopback_reply(buf, n, &lb, &ll) == 0) {
+      dnsmsg_addr a[4];
+      size_t na = 99;
+      int tc = 1;
+      FUZZ_CHECK(dnsmsg_parse_reply(lb, ll, &q, a, 4, &na, &tc) == 0);
+      FUZZ_CHECK(na <= 1 && tc == 0 && (lb[3] & 15) == 0);
+      static const uint8_t v4[4] = {127, 0, 0, 1}, v6[16] = {[15] = 1};
+      if (na == 1)
+        FUZZ_CHECK((q.qtype == 1 && a[0].family == AF_INET && !memcmp(a[0].addr, v4, 4)) ||
+                   (q.qtype == 28 && a[0].family == AF_INET6 && !memcmp(a[0].addr, v6, 16)));
+      free(lb);
     }
   }
   /* The same bytes as a reply to a fixed question. */

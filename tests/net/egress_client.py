@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """Client checks net.egress.* runs inside the sandbox netns.
 
-  dns-tcp NAME SERVER       query A over TCP; print rcode and addresses
+  dns-tcp NAME SERVER [TYPE] query A (or AAAA, TXT) over TCP; print rcode and
+                            addresses
   halfclose HOST PORT SIZE  send SIZE bytes, shut down writing, print the reply
   hostswitch ADDR H1 H2      two requests on one connection to ADDR:80, Host
                             H1 then H2; print both status lines
@@ -19,11 +20,12 @@ import sys
 import time
 
 
-def dns_tcp(name, server):
+def dns_tcp(name, server, qtype='A'):
+    qt = {'A': 1, 'AAAA': 28, 'TXT': 16}[qtype]
     q = struct.pack('!HHHHHH', 0x1234, 0x0100, 1, 0, 0, 0)
     for label in name.split('.'):
         q += bytes([len(label)]) + label.encode()
-    q += b'\x00' + struct.pack('!HH', 1, 1)
+    q += b'\x00' + struct.pack('!HH', qt, 1)
     s = socket.create_connection((server, 53), timeout=20)
     s.sendall(struct.pack('!H', len(q)) + q)
     n = struct.unpack('!H', recv_n(s, 2))[0]
@@ -39,6 +41,8 @@ def dns_tcp(name, server):
             at += 10
             if typ == 1:
                 addrs.append(socket.inet_ntoa(r[at:at + rdlen]))
+            elif typ == 28:
+                addrs.append(socket.inet_ntop(socket.AF_INET6, r[at:at + rdlen]))
             at += rdlen
     print(f'rcode={rcode} id={struct.unpack("!H", r[:2])[0]:#x} addrs={",".join(addrs)}')
 
@@ -130,7 +134,7 @@ def latency(host, port, n, hosthdr):
 
 cmd = sys.argv[1]
 if cmd == 'dns-tcp':
-    dns_tcp(sys.argv[2], sys.argv[3])
+    dns_tcp(*sys.argv[2:5])
 elif cmd == 'halfclose':
     halfclose(sys.argv[2], sys.argv[3], int(sys.argv[4]))
 elif cmd == 'hostswitch':

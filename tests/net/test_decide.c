@@ -2,12 +2,13 @@
  * decide.c) over the whole table of policy x name x destination, without
  * sockets: CIDR allowances, domain and wildcard allowances with and
  * without the resolver's answer, allow beating deny, the ranges no policy
- * opens, the resolver's refusals. SPDX-License-Identifier: Apache-2.0 */
+ * opens, the resolver's refusals and localhost names. SPDX-License-Identifier: Apache-2.0 */
 #include <arpa/inet.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "net/egress/decide.h"
+#include "net/egress/dnsmsg.h"
 
 static int fails;
 #define CHECK(c)                                              \
@@ -113,6 +114,18 @@ int main(void) {
   CHECK(!decide_dns(&off, "", 0));
   CHECK(decide_dns(&open, "anything.test", 1));
   CHECK(!decide_dns(&on_deny, "other.test", 1));
+  /* localhost names (RFC 6761): answered (with loopback, by the resolver
+   * itself) also with the internet off; nothing else near them */
+  CHECK(decide_dns(&off, "localhost", 1));
+  CHECK(decide_dns(&off, "8080-abcdefghij0123456789.localhost", 1));
+  CHECK(decide_dns(&on_deny, "a.b.localhost", 1));
+  CHECK(!decide_dns(&off, "notlocalhost", 1));
+  CHECK(!decide_dns(&off, "localhost.test", 1));
+  CHECK(!decide_dns(&off, "xlocalhost", 1));
+  CHECK(!decide_dns(&off, ".localhost", 0));
+  CHECK(dnsmsg_is_localhost("localhost") && dnsmsg_is_localhost("x.localhost"));
+  CHECK(!dnsmsg_is_localhost(".localhost") && !dnsmsg_is_localhost("localhost2") &&
+        !dnsmsg_is_localhost("") && !dnsmsg_is_localhost("localhost.x"));
 
   /* Whether the proxy must read a name first. */
   uint8_t a20[4] = {198, 18, 0, 20}, a10[4] = {198, 18, 0, 10};

@@ -258,6 +258,19 @@ def main():
     r = client('dns-tcp', 'other.test', '198.18.0.53')
     check('DNS over TCP refuses a name no allowance names', 'rcode=5 ' in r.stdout,
           (r.stdout, r.stderr))
+    # RFC 6761: localhost names are loopback, answered by the resolver
+    # itself (nothing asked upstream: dnsmasq has no such record), also with
+    # the internet off; other types get no records, the name exists
+    for qtype, want in (('A', 'addrs=127.0.0.1'), ('AAAA', 'addrs=::1'), ('TXT', 'addrs=')):
+        r = client('dns-tcp', '8080-abcdefghij0123456789.LocalHost', '198.18.0.53', qtype)
+        check(f'a *.localhost name ({qtype}) is loopback with the internet off',
+              'rcode=0 ' in r.stdout and r.stdout.strip().endswith(want), (r.stdout, r.stderr))
+    r = client('dns-tcp', 'localhost', '198.18.0.53', 'AAAA')
+    check('localhost itself is loopback', r.stdout.strip().endswith('addrs=::1'),
+          (r.stdout, r.stderr))
+    r = client('dns-tcp', 'localhost.test', '198.18.0.53')
+    check('a name only starting with localhost is not', 'rcode=5 ' in r.stdout,
+          (r.stdout, r.stderr))
     r = client('halfclose', '198.18.0.20', '7', str(3 * 1024 * 1024))
     check('3 MiB through the splice relay, half-close passed on, reply after EOF',
           r.stdout.strip() == 'ok', (r.stdout, r.stderr))

@@ -12,6 +12,7 @@ import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import http from 'node:http'
 import { execFileSync } from 'node:child_process'
+import { existsSync } from 'node:fs'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { startEngine } from '../support/engine.mjs'
@@ -105,6 +106,97 @@ print("ok")'`, { timeoutMs: 120_000 })
   assert.deepEqual(j.headers['X-Test-Token'], ['mine'])
   assert.deepEqual(j.args, { a: ['1'] })
   assert.equal(j.method, 'GET')
+})
+
+// Every client in a sandbox reaches the URL by name, not only curl (which
+// resolves *.localhost itself): glibc's resolver through the base
+// template's nss-myhostname (::1 and 127.0.0.1, no DNS needed, so with
+// --no-network too), a client on ::1 through the portal's IPv6 listener,
+// and for clients without nss-myhostname (musl, busybox, Go) DNS: the
+// engine's resolver with the network on, the portal's loopback DNS with
+// --no-network, both answering localhost names with loopback themselves.
+test('*.localhost resolves for glibc clients; the portal listens on 127.0.0.1 and ::1', async () => {
+  const host = httpbin.getHost(8080)
+  const name = host.replace(/:\d+$/, '')
+  const sbx = await sandbox()
+  const run = async (cmd, opts = {}) => {
+    const r = await sbx.commands.run(cmd, { timeoutMs: 60_000, ...opts }).catch((e) => e)
+    return { exit: r.exitCode ?? -1, out: `${r.stdout ?? ''}`, err: `${r.stderr ?? ''}${r.error ?? ''}` }
+  }
+  // glibc (getaddrinfo through NSS): both loopback addresses
+  let r = await run(`getent ahosts ${name}`)
+  assert.equal(r.exit, 0, `getent ahosts ${name}: ${r.out} ${r.err}`)
+  assert.match(r.out, /^::1\s+STREAM/m, r.out)
+  assert.match(r.out, /^127\.0\.0\.1\s+STREAM/m, r.out)
+  // Python's urllib (glibc's resolver, the system trust store with the
+  // engine's CA), over https and http
+  r = await run(`python3 -c '
+import json, urllib.request
+for scheme in ("https", "http"):
+    with urllib.request.urlopen(scheme + "://${host}/get?via=urllib", timeout=20) as resp:
+        j = json.load(resp)
+        print(scheme, resp.status, j["args"]["via"][0])
+'`)
+  assert.equal(r.exit, 0, r.out + r.err)
+  assert.equal(r.out.trim(), 'https 200 urllib\nhttp 200 urllib')
+  // an IPv6-only client: ::1 is the portal too (TLS with the URL's name)
+  r = await run(`python3 -c '
+import socket, ssl
+ai = socket.getaddrinfo("${name}", ${engine.port}, socket.AF_INET6, socket.SOCK_STREAM)
+s = socket.create_connection(ai[0][4][:2], timeout=20)
+print(s.getpeername()[0])
+s = ssl.create_default_context().wrap_socket(s, server_hostname="${name}")
+s.sendall(b"GET /get HTTP/1.1\\r\\nHost: ${host}\\r\\nConnection: close\\r\\n\\r\\n")
+print(s.recv(12).decode())
+'`)
+  assert.equal(r.exit, 0, r.out + r.err)
+  assert.equal(r.out.trim(), '::1\nHTTP/1.1 200')
+  let c = await curl(sbx, `-6 https://${host}/headers`)
+  assert.equal(c.code, 200, c.body)
+  c = await curl(sbx, `-6 http://${host}/headers`)
+  assert.equal(c.code, 200, c.body)
+  // Node's fetch (its own lookup: getaddrinfo, ::1 first; NODE_EXTRA_CA_CERTS)
+  // (the base's /usr is the host's: node is there when the host has it)
+  if (existsSync('/usr/bin/node')) {
+    r = await run(`node -e '
+const dns = require("node:dns")
+;(async () => {
+  const all = await dns.promises.lookup("${name}", { all: true })
+  console.log(all.map((a) => a.address).sort().join(","))
+  for (const scheme of ["https", "http"]) {
+    const res = await fetch(scheme + "://${host}/get?via=fetch")
+    console.log(scheme, res.status, (await res.json()).args.via[0])
+  }
+})().catch((e) => { console.error(e, e.cause); process.exit(1) })
+'`)
+    assert.equal(r.exit, 0, r.out + r.err)
+    assert.equal(r.out.trim(), '127.0.0.1,::1\nhttps 200 fetch\nhttp 200 fetch')
+  }
+  // Without nss-myhostname (an image of its own, musl, busybox): DNS. With
+  // the network on that is the engine's resolver, with --no-network the
+  // portal's DNS socket on 127.0.0.1:53; both answer localhost names
+  // with loopback themselves.
+  r = await run(`sed -i "s/ myhostname//" /etc/nsswitch.conf && grep ^hosts: /etc/nsswitch.conf && getent ahosts ${name}`, { user: 'root' })
+  assert.match(r.out, /^hosts:\s+files dns$/m, r.out + r.err)
+  assert.equal(r.exit, 0, r.out + r.err)
+  assert.match(r.out, /^::1\s+STREAM/m, r.out)
+  assert.match(r.out, /^127\.0\.0\.1\s+STREAM/m, r.out)
+  r = await run(`python3 -c 'import urllib.request; print(urllib.request.urlopen("https://${host}/get", timeout=20).status)'`)
+  assert.equal(r.out.trim(), '200', r.out + r.err)
+  // other names are not resolved by it (no network: REFUSED; with the
+  // network the topology's DNS has no such name either)
+  r = await run('getent ahosts no-such-name.test')
+  assert.equal(r.exit, 2, r.out + r.err)
+  // the busybox template: static glibc, no nss-myhostname, only DNS
+  const bb = await e2b.Sandbox.create('busybox', { timeoutMs: 120_000 }).catch((e) => e)
+  if (!(bb instanceof Error)) {
+    opened.push(bb)
+    const w = await bb.commands.run(`wget -q -O - http://${host}/get?via=busybox`, { timeoutMs: 60_000 }).catch((e) => e)
+    assert.equal(w.exitCode, 0, `${w.stdout} ${w.stderr}`)
+    assert.deepEqual(JSON.parse(w.stdout).args.via, ['busybox'])
+  } else {
+    assert.ok(!existsSync('/bin/busybox'), `busybox sandbox: ${bb}`)
+  }
 })
 
 test('a rule\'s secret is resolved at the portal; an unknown one sends nothing', async () => {

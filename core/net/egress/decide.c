@@ -1,6 +1,8 @@
 /* The egress decisions (decide.h). SPDX-License-Identifier: Apache-2.0 */
 #include "decide.h"
 
+#include "dnsmsg.h"
+
 #include <stddef.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -99,6 +101,7 @@ int decide_rule_for(const asbn_policy *p, const char *name, const asbn_domain_ru
 
 int decide_dns(const asbn_policy *p, const char *name, int name_ok) {
   if (!decide_internet_off(p, AF_INET)) return 1;
+  if (name_ok && dnsmsg_is_localhost(name)) return 1; /* loopback, never forwarded */
   return name_ok && decide_name_allowed(p, name);
 }
 

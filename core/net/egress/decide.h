@@ -27,9 +27,11 @@ int decide_name_allowed(const asbn_policy *p, const char *name);
  * *rule), 0 if not. */
 int decide_rule_for(const asbn_policy *p, const char *name, const asbn_domain_rule **rule);
 
-/* The resolver: 1 forward the query for name, 0 answer REFUSED. Internet
- * off: only names an allowOut domain matches are resolved (no DNS to
- * arbitrary names: it is a tunnel out). */
+/* The resolver: 1 answer the query for name (forward it; a localhost
+ * name's the resolver answers itself), 0 answer REFUSED. Internet off:
+ * only names an allowOut domain matches are resolved (no DNS to arbitrary
+ * names: it is a tunnel out), and localhost names (loopback, RFC 6761:
+ * nothing leaves). */
 int decide_dns(const asbn_policy *p, const char *name, int name_ok);
 
 typedef struct decide_conn_in {

@@ -89,7 +89,12 @@ out:
   return rc;
 }
 
-int dnsmsg_error_reply(const uint8_t *wire, size_t n, int rcode, uint8_t **out, size_t *outlen) {
+/* A reply to the query wire[0..n): its id, RD and question, rcode; with
+ * loopback 1 (a localhost name's, RFC 6761 6.3) authoritative, and for
+ * class IN an A query gets 127.0.0.1 and an AAAA query ::1 (any other
+ * type: no records, NOERROR: the name exists). */
+static int make_reply(const uint8_t *wire, size_t n, int rcode, int loopback, uint8_t **out,
+                      size_t *outlen) {
   *out = NULL;
   *outlen = 0;
   ldns_pkt *p = NULL;
@@ -98,7 +103,8 @@ int dnsmsg_error_reply(const uint8_t *wire, size_t n, int rcode, uint8_t **out, 
   ldns_pkt *r = ldns_pkt_new();
   ldns_rr_list *qs = ldns_pkt_question(p);
   if (r && qs && ldns_rr_list_rr_count(qs) == 1) {
-    ldns_rr *qrr = ldns_rr_clone(ldns_rr_list_rr(qs, 0));
+    ldns_rr *q = ldns_rr_list_rr(qs, 0);
+    ldns_rr *qrr = ldns_rr_clone(q);
     if (qrr) {
       ldns_pkt_set_id(r, ldns_pkt_id(p));
       ldns_pkt_set_qr(r, true);
@@ -107,9 +113,40 @@ int dnsmsg_error_reply(const uint8_t *wire, size_t n, int rcode, uint8_t **out, 
       ldns_pkt_set_opcode(r, ldns_pkt_get_opcode(p));
       ldns_pkt_set_rcode(r, (uint8_t)rcode);
       ldns_pkt_push_rr(r, LDNS_SECTION_QUESTION, qrr); /* r owns qrr now */
+      int ok = 1;
+      if (loopback) {
+        ldns_pkt_set_aa(r, true);
+        ldns_rr_type t = ldns_rr_get_type(q);
+        if (ldns_rr_get_class(q) == LDNS_RR_CLASS_IN &&
+            (t == LDNS_RR_TYPE_A || t == LDNS_RR_TYPE_AAAA)) {
+          static const uint8_t v4[4] = {127, 0, 0, 1};
+          static const uint8_t v6[16] = {[15] = 1};
+          ldns_rr *a = ldns_rr_new();
+          ldns_rdf *owner = ldns_rdf_clone(ldns_rr_owner(q));
+          ldns_rdf *d = t == LDNS_RR_TYPE_A ? ldns_rdf_new_frm_data(LDNS_RDF_TYPE_A, 4, v4)
+                                            : ldns_rdf_new_frm_data(LDNS_RDF_TYPE_AAAA, 16, v6);
+          ok = a && owner && d;
+          if (ok) {
+            ldns_rr_set_owner(a, owner); /* a owns owner and d from here */
+            ldns_rr_set_type(a, t);
+            ldns_rr_set_class(a, LDNS_RR_CLASS_IN);
+            ldns_rr_set_ttl(a, DNSMSG_LOOPBACK_TTL);
+            if (!(ok = ldns_rr_push_rdf(a, d))) {
+              ldns_rdf_deep_free(d);
+              ldns_rr_free(a);
+            } else if (!(ok = ldns_pkt_push_rr(r, LDNS_SECTION_ANSWER, a))) {
+              ldns_rr_free(a);
+            }
+          } else {
+            if (a) ldns_rr_free(a);
+            if (owner) ldns_rdf_deep_free(owner);
+            if (d) ldns_rdf_deep_free(d);
+          }
+        }
+      }
       uint8_t *buf = NULL;
       size_t len = 0;
-      if (ldns_pkt2wire(&buf, r, &len) == LDNS_STATUS_OK) {
+      if (ok && ldns_pkt2wire(&buf, r, &len) == LDNS_STATUS_OK) {
         *out = buf;
         *outlen = len;
         rc = 0;
@@ -119,4 +156,19 @@ int dnsmsg_error_reply(const uint8_t *wire, size_t n, int rcode, uint8_t **out, 
   if (r) ldns_pkt_free(r);
   ldns_pkt_free(p);
   return rc;
+}
+
+int dnsmsg_error_reply(const uint8_t *wire, size_t n, int rcode, uint8_t **out, size_t *outlen) {
+  return make_reply(wire, n, rcode, 0, out, outlen);
+}
+
+int dnsmsg_is_localhost(const char *name) {
+  size_t n = strlen(name);
+  static const char suf[] = ".localhost";
+  return !strcmp(name, "localhost") ||
+         (n > sizeof suf - 1 && !strcmp(name + n - (sizeof suf - 1), suf));
+}
+
+int dnsmsg_loopback_reply(const uint8_t *wire, size_t n, uint8_t **out, size_t *outlen) {
+  return make_reply(wire, n, 0, 1, out, outlen);
 }

@@ -1,7 +1,8 @@
 /* DNS messages the resolver reads and writes, on Debian's libldns
  * (ldns_wire2pkt / ldns_pkt2wire): the sandbox's query (one question),
  * the upstream's answer (its A/AAAA records and TTLs, checked against the
- * query), and the REFUSED / SERVFAIL replies the resolver makes itself.
+ * query), and the replies the resolver makes itself: REFUSED / SERVFAIL,
+ * and the loopback answers of localhost names.
  * Everything it reads is hostile (a sandbox, or whatever answers as the
  * upstream); fuzzed by tests/fuzz/fuzz_dnsmsg.c.
  * SPDX-License-Identifier: Apache-2.0 */
@@ -45,5 +46,17 @@ int dnsmsg_parse_reply(const uint8_t *wire, size_t n, const dnsmsg_query *q, dns
  * and no records, the question copied. A malloc'ed buffer in *out (free
  * it), 0; -1 if the query does not parse. */
 int dnsmsg_error_reply(const uint8_t *wire, size_t n, int rcode, uint8_t **out, size_t *outlen);
+
+/* 1 if name (a dnsmsg_query's: lower case, no trailing dot) is
+ * "localhost" or a name under it (RFC 6761 6.3). */
+int dnsmsg_is_localhost(const char *name);
+
+/* The resolver's own answer to a localhost name's query wire[0..n)
+ * (RFC 6761 6.3: loopback, never asked upstream): authoritative, A
+ * 127.0.0.1 / AAAA ::1 for class IN, no records (NOERROR) for any other
+ * type, TTL DNSMSG_LOOPBACK_TTL. Malloc'ed in *out, 0; -1 if the query
+ * does not parse. */
+#define DNSMSG_LOOPBACK_TTL 3600
+int dnsmsg_loopback_reply(const uint8_t *wire, size_t n, uint8_t **out, size_t *outlen);
 
 #endif

@@ -246,6 +246,18 @@ static uint8_t *handle(resolver *r, const struct sockaddr_storage *src, const ui
   const uint8_t *sa = ss_addr(src, &family);
   int ok = sbxtab_dns_check(r->t, family, sa, pq.name, pq.name_ok);
   uint8_t *out = NULL;
+  if (ok == 1 && pq.name_ok && dnsmsg_is_localhost(pq.name)) {
+    /* RFC 6761 6.3: localhost names are loopback, answered here and never
+     * asked upstream (nor recorded: no domain allowance for them). A
+     * sandbox's loopback is its own, where its portal listens on
+     * 127.0.0.1 and ::1 (core/engine/portal.c), so
+     * https://<port>-<id>.localhost:<engine port> resolves for every
+     * client, also those without nss-myhostname (musl, an imported
+     * image's own libc, Go's resolver). */
+    if (dnsmsg_loopback_reply(q, n, &out, outlen) == 0) return out;
+    dnsmsg_error_reply(q, n, 2 /* SERVFAIL */, &out, outlen);
+    return out;
+  }
   if (ok == 1) {
     dnsmsg_addr addrs[DNSMSG_MAX_ADDRS];
     size_t na = 0;
