@@ -212,13 +212,14 @@ static void asblua_push_sandbox_info(lua_State *L, const asb_sandbox_info *info)
   if (asb_sandbox_info_pause_mode(info))
     asblua_setstr(L, "pause_mode", asb_sandbox_info_pause_mode(info));
   /* ours (--pause-swap): swap = { swapped_bytes, resident_bytes,
-   * resident_before_bytes }, or nil */
+   * resident_before_bytes (nil: not known) }, or nil */
   if (asb_sandbox_info_swapped_bytes(info) >= 0) {
     lua_createtable(L, 0, 3);
     asblua_setint(L, "swapped_bytes", (lua_Integer)asb_sandbox_info_swapped_bytes(info));
     asblua_setint(L, "resident_bytes", (lua_Integer)asb_sandbox_info_resident_bytes(info));
-    asblua_setint(L, "resident_before_bytes",
-                  (lua_Integer)asb_sandbox_info_resident_before_bytes(info));
+    if (asb_sandbox_info_resident_before_bytes(info) >= 0) /* not known: adopted paused */
+      asblua_setint(L, "resident_before_bytes",
+                    (lua_Integer)asb_sandbox_info_resident_before_bytes(info));
     lua_setfield(L, -2, "swap");
   }
   if (asb_sandbox_info_auto_resume(info) >= 0)

@@ -165,7 +165,9 @@ export interface SandboxInfo {
 export interface SandboxSwapInfo {
   swappedBytes: number
   residentBytes: number
-  residentBeforeBytes: number
+  /** undefined when the engine does not know it (it adopted the paused
+   * sandbox from an engine before it) */
+  residentBeforeBytes?: number
 }
 
 export interface SandboxPage {

@@ -673,19 +673,20 @@ static int info_from(const cJSON *j, asb_sandbox_info **out) {
   i->auto_resume = cJSON_IsBool(ar) ? cJSON_IsTrue(ar) : -1;
   const cJSON *ot = cJSON_IsObject(lc) ? cJSON_GetObjectItemCaseSensitive(lc, "onTimeout") : NULL;
   int oom = cJSON_IsString(ot) && !(i->on_timeout = asbi_strdup(ot->valuestring));
-  /* ours (--pause-swap): all three numbers or none, so "none" never reads
-   * as data */
+  /* ours (--pause-swap): swappedBytes and residentBytes, or none at all,
+   * so "none" never reads as data; residentBeforeBytes on its own (an
+   * engine that adopted the paused sandbox does not know it) */
   const cJSON *sw = cJSON_GetObjectItemCaseSensitive(j, "swap");
   static const char *const swk[3] = {"swappedBytes", "residentBytes", "residentBeforeBytes"};
-  int64_t sv[3];
-  int swn = 0;
-  for (; cJSON_IsObject(sw) && swn < 3; swn++)
-    if (!cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(sw, swk[swn])) ||
-        asbi_pj_get_i64(sw, swk[swn], &sv[swn]) || sv[swn] < 0)
-      break;
-  i->swapped = swn == 3 ? sv[0] : -1;
-  i->resident = swn == 3 ? sv[1] : -1;
-  i->resident_before = swn == 3 ? sv[2] : -1;
+  int64_t sv[3] = {-1, -1, -1};
+  for (int k = 0; cJSON_IsObject(sw) && k < 3; k++)
+    if (!cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(sw, swk[k])) ||
+        asbi_pj_get_i64(sw, swk[k], &sv[k]) || sv[k] < 0)
+      sv[k] = -1;
+  int have = sv[0] >= 0 && sv[1] >= 0;
+  i->swapped = have ? sv[0] : -1;
+  i->resident = have ? sv[1] : -1;
+  i->resident_before = have ? sv[2] : -1;
   oom = oom || info_mounts(cJSON_GetObjectItemCaseSensitive(j, "volumeMounts"), i);
   s = NULL;
   asbi_pj_get_str(j, "startedAt", &s);

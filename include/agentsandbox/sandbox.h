@@ -224,7 +224,9 @@ asb_sandbox_info_pause_mode(const asb_sandbox_info *info);
  * only, so asb_sandbox_list's items never have it; E2B's cloud has none):
  * the bytes of it in the swap file now, in RAM now, and in RAM just before
  * the pause. -1 when the reply had no swap object (running, paused without
- * memory, an engine without --pause-swap, E2B), never 0 for "not said". */
+ * memory, an engine without --pause-swap, E2B), never 0 for "not said";
+ * resident_before_bytes is also -1 when the engine does not know it (it
+ * adopted the paused sandbox from an engine before it). */
 ASB_API(asb_int64)
 asb_sandbox_info_swapped_bytes(const asb_sandbox_info *info);
 ASB_API(asb_int64)

@@ -132,10 +132,10 @@ TEST(sandbox_info_needs_an_id) {
   CHECK_PROTOCOL(asb_sandbox_get_info(&i, SB, NULL), "sandbox.get_info", "without a sandboxID");
 }
 
-/* The swap object (ours, --pause-swap) through the getters: its three
- * numbers when all three are there and non-negative, -1 ("none", never a
- * 0 that looks like data) otherwise: E2B's cloud sends none, nor does a
- * running sandbox. */
+/* The swap object (ours, --pause-swap) through the getters: its numbers
+ * when swappedBytes and residentBytes are there and non-negative
+ * (residentBeforeBytes on its own), -1 ("none", never a 0 that looks like
+ * data) otherwise: E2B's cloud sends none, nor does a running sandbox. */
 TEST(sandbox_info_swap_or_none) {
   static const struct {
     const char *swap;
@@ -148,7 +148,10 @@ TEST(sandbox_info_swap_or_none) {
       {"", -1, -1, -1}, /* E2B, running, filesystem pause, no --pause-swap */
       {",\"swap\":null", -1, -1, -1},
       {",\"swap\":{}", -1, -1, -1},
-      {",\"swap\":{\"swappedBytes\":5,\"residentBytes\":6}", -1, -1, -1},
+      /* residentBeforeBytes not known (an engine that adopted it paused) */
+      {",\"swap\":{\"swappedBytes\":5,\"residentBytes\":6}", 5, 6, -1},
+      {",\"swap\":{\"swappedBytes\":5,\"residentBytes\":6,\"residentBeforeBytes\":null}", 5, 6, -1},
+      {",\"swap\":{\"swappedBytes\":5,\"residentBeforeBytes\":7}", -1, -1, -1},
       {",\"swap\":{\"swappedBytes\":\"5\",\"residentBytes\":6,\"residentBeforeBytes\":7}", -1, -1,
        -1},
       {",\"swap\":{\"swappedBytes\":-5,\"residentBytes\":6,\"residentBeforeBytes\":7}", -1, -1, -1},

@@ -11,7 +11,8 @@
  * the option a memory pause keeps the RAM. --pause-swap-prefetch reads
  * it back at resume, before it is touched. The C ABI's swap getters
  * report the figures of a memory pause and "none" (-1) otherwise (running,
- * a pause without memory, an engine without the option). Runs as
+ * a pause without memory, an engine without the option; the RAM before the
+ * pause once a next engine adopted it). Runs as
  * root; cleans up (the engines' --kill-on-exit, and the swap file swapped
  * off here) also when a check fails.
  * SPDX-License-Identifier: Apache-2.0 */
@@ -373,6 +374,39 @@ TEST(paused_sandbox_and_its_swap_outlive_an_engine_stop) {
   asb_sandbox_free(sb);
 }
 
+/* A sandbox paused by an engine and adopted by the next: its swap figures
+ * through the C ABI still, but what it held in RAM before the pause is
+ * not known to the new engine: -1, not 0. */
+TEST(info_getters_after_an_engine_restart) {
+  engine_fixture_signal(&F, SIGTERM);
+  REQUIRE(engine_fixture_launch(&F, 0) == 0); /* stops leaving sandboxes */
+  asb_sandbox *sb = NULL;
+  asb_sandbox_options o = ASB_SANDBOX_OPTIONS_INIT;
+  o.timeout_ms = 300000;
+  REQUIRE_RC(asb_sandbox_create(&sb, C, &o), ASB_OK);
+  CHECK_RC(start_holder(sb, 64), ASB_OK);
+  char *sum = wait_file(sb, "/tmp/sum", 64);
+  REQUIRE(sum != NULL);
+  free(sum);
+  CHECK_INT(asb_sandbox_pause(sb, NULL), 1);
+  asb_sandbox_info *i = NULL;
+  REQUIRE_RC(asb_sandbox_get_info(&i, sb, NULL), ASB_OK);
+  CHECK(asb_sandbox_info_swapped_bytes(i) > 48 * MIB);
+  CHECK(asb_sandbox_info_resident_before_bytes(i) > 64 * MIB);
+  asb_sandbox_info_free(i);
+  engine_fixture_signal(&F, SIGTERM);
+  REQUIRE(engine_fixture_launch(&F, 1) == 0);
+  i = NULL;
+  REQUIRE_RC(asb_sandbox_get_info(&i, sb, NULL), ASB_OK);
+  CHECK_STR(asb_sandbox_info_pause_mode(i), "memory");
+  CHECK(asb_sandbox_info_swapped_bytes(i) > 48 * MIB);
+  CHECK(asb_sandbox_info_resident_bytes(i) >= 0);
+  CHECK_INT(asb_sandbox_info_resident_before_bytes(i), -1);
+  asb_sandbox_info_free(i);
+  CHECK_RC(asb_sandbox_kill(sb, NULL), ASB_OK);
+  asb_sandbox_free(sb);
+}
+
 /* A file an engine left active (it was killed) is the next engine's: taken
  * over with the option, swapped off and removed without it, the pages of
  * a sandbox paused in it back in its RAM, its memory intact. */
@@ -498,6 +532,7 @@ int main(void) {
   RUN(memory_pause_swaps_out_and_resume_faults_back);
   RUN(info_getters_report_the_swap);
   RUN(paused_sandbox_and_its_swap_outlive_an_engine_stop);
+  RUN(info_getters_after_an_engine_restart);
   RUN(left_active_swap_file_taken_over_or_removed);
   asb_client_free(C);
   C = NULL;

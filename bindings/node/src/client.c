@@ -425,8 +425,9 @@ static napi_value info_value(napi_env env, const asb_sandbox_info *i) {
     napi_value sw = anode_obj(env);
     anode_set(env, sw, "swappedBytes", anode_num(env, (double)asb_sandbox_info_swapped_bytes(i)));
     anode_set(env, sw, "residentBytes", anode_num(env, (double)asb_sandbox_info_resident_bytes(i)));
-    anode_set(env, sw, "residentBeforeBytes",
-              anode_num(env, (double)asb_sandbox_info_resident_before_bytes(i)));
+    if (asb_sandbox_info_resident_before_bytes(i) >= 0) /* not known: adopted paused */
+      anode_set(env, sw, "residentBeforeBytes",
+                anode_num(env, (double)asb_sandbox_info_resident_before_bytes(i)));
     anode_set(env, o, "swap", sw);
   }
   if (asb_sandbox_info_auto_resume(i) >= 0)

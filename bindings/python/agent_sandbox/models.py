@@ -193,8 +193,9 @@ class SandboxSwapInfo:
     """Its bytes in the engine's swap file now."""
     resident_bytes: int
     """Its bytes still in RAM now."""
-    resident_before_bytes: int
-    """Its bytes in RAM just before the pause."""
+    resident_before_bytes: Optional[int]
+    """Its bytes in RAM just before the pause; None when the engine does not
+    know it (it adopted the paused sandbox from an engine before it)."""
 
 
 @dataclass
@@ -267,7 +268,8 @@ class SandboxInfo:
             swap=None if d.get("swapped_bytes", -1) < 0 else SandboxSwapInfo(
                 swapped_bytes=d["swapped_bytes"],
                 resident_bytes=d.get("resident_bytes", -1),
-                resident_before_bytes=d.get("resident_before_bytes", -1)),
+                resident_before_bytes=None if d.get("resident_before_bytes", -1) < 0
+                else d["resident_before_bytes"]),
         )
 
 

@@ -32,9 +32,10 @@ async function main(): Promise<void> {
   const mode: 'memory' | 'filesystem' | undefined = pinfo.pauseMode
   const sw: SandboxSwapInfo | undefined = pinfo.swap
   const swapped: number | undefined = pinfo.swap?.swappedBytes
+  const before: number | undefined = pinfo.swap?.residentBeforeBytes
   // @ts-expect-error swap may be undefined (running, no --pause-swap, E2B)
   const resident: number = pinfo.swap.residentBytes
-  void mode, sw, swapped, resident
+  void mode, sw, swapped, before, resident
   const ac = new AbortController()
   await sbx.kill({ signal: ac.signal })
   const waited: CommandResult = await h.wait({ check: false, signal: ac.signal })
