@@ -41,6 +41,7 @@
 
 #include "../tests/support/engine_fixture.h"
 #include "bench.h"
+#include "bench_signals.h"
 #include "envd_test.h"
 
 #define NSBX 20
@@ -53,6 +54,10 @@
 static engine_fixture F, F2; /* F2: its envds without pre-started shells */
 static asb_client *C, *C2;
 static char g_old_profile[256], g_new_profile[512];
+/* What cmd_cleanup removes: the standalone envds, the cgroup dirs their
+ * children join, the phases' timing log. */
+static et_envd E, EC, EF;
+static char g_cgm[128], g_cgp[128], g_timing_log[128];
 
 enum {
   V_ENG_TRUE,
@@ -211,6 +216,40 @@ static void e2b_stop(void) {
   if (g_e2b_out) fclose(g_e2b_out);
   if (g_e2b > 0) waitpid(g_e2b, NULL, 0);
   g_e2b = -1;
+  g_e2b_in = g_e2b_out = NULL;
+}
+
+/* Everything the bench made on the host, once (atexit: also after an
+ * early return or a signal, bench_signals.h; the engines' own handler,
+ * registered before, runs after it). The streams of the stock SDK's
+ * helper may be in use by main when a signal ends the run: the helper is
+ * signalled, not told. */
+static void cmd_cleanup(void) {
+  if (g_e2b > 0) {
+    kill(g_e2b, SIGTERM);
+    waitpid(g_e2b, NULL, 0);
+    g_e2b = -1;
+  }
+  et_envd *envds[] = {&E, &EF, &EC};
+  for (size_t i = 0; i < sizeof envds / sizeof envds[0]; i++)
+    if (envds[i]->pid > 0) {
+      et_stop(envds[i]);
+      envds[i]->pid = 0;
+    }
+  if (g_cgm[0]) {
+    for (int i = 0; i < 50 && (rmdir(g_cgm) != 0 && errno == EBUSY); i++) usleep(100000);
+    if (strcmp(g_cgp, g_cgm)) rmdir(g_cgp);
+    g_cgm[0] = g_cgp[0] = 0;
+  }
+  if (g_old_profile[0]) {
+    umount2("/etc/profile", MNT_DETACH);
+    unlink(g_old_profile);
+    g_old_profile[0] = 0;
+  }
+  if (g_timing_log[0]) {
+    unlink(g_timing_log);
+    g_timing_log[0] = 0;
+  }
 }
 
 typedef struct worker {
@@ -279,11 +318,12 @@ static void phase_medians(const char *text, const char *tag) {
 }
 
 static int phases(int n) {
-  char log[128];
-  snprintf(log, sizeof log, "/tmp/asb-cmdbench-%d.timing", (int)getpid());
+  char *log = g_timing_log;
+  snprintf(g_timing_log, sizeof g_timing_log, "/tmp/asb-cmdbench-%d.timing", (int)getpid());
   setenv("ASB_TIMING", log, 1);
   if (engine_fixture_start(&F, "cmdbench") != 0 || engine_fixture_client(&F, &C) != ASB_OK)
     return 1;
+  atexit(cmd_cleanup); /* after the engines' handler: it runs before it */
   asb_sandbox *sb;
   asb_sandbox_options o = ASB_SANDBOX_OPTIONS_INIT;
   if (asb_sandbox_create(&sb, C, &o) != ASB_OK) return 1;
@@ -310,7 +350,7 @@ static int phases(int n) {
   free(client);
   asb_free(envd);
   free(v);
-  unlink(log);
+  cmd_cleanup();
   asb_sandbox_kill(sb, NULL);
   asb_sandbox_free(sb);
   asb_client_free(C);
@@ -319,6 +359,7 @@ static int phases(int n) {
 }
 
 int main(int argc, char **argv) {
+  bench_exit_on_signals();
   if (argc > 1 && strcmp(argv[1], "--phases") == 0) return phases(argc > 2 ? atoi(argv[2]) : 300);
   int iters = argc > 1 ? atoi(argv[1]) : 400;
   int per = iters / ROUNDS > 0 ? iters / ROUNDS : 1;
@@ -327,6 +368,7 @@ int main(int argc, char **argv) {
     fprintf(stderr, "cannot start the engine\n");
     return 1;
   }
+  atexit(cmd_cleanup);            /* after the engines' handler: it runs before it */
   setenv("ASB_PRESTART", "0", 1); /* handed to its sandboxes' envd */
   int f2 = engine_fixture_start(&F2, "cmdbench-fresh");
   unsetenv("ASB_PRESTART");
@@ -353,13 +395,13 @@ int main(int argc, char **argv) {
   char root[300];
   snprintf(root, sizeof root, "%s/templates/base/rootfs", F.state);
   snprintf(g_new_profile, sizeof g_new_profile, "%s/etc/profile", root);
-  snprintf(g_old_profile, sizeof g_old_profile, "/tmp/asb-cmdbench-%d.profile", (int)getpid());
   size_t new_len = 0, old_len = 0;
   char *new_prof = slurp(g_new_profile, &new_len), *old_prof = slurp("/etc/profile", &old_len);
   if (!new_prof || !old_prof) {
     fprintf(stderr, "cannot read the profiles\n");
     return 1;
   }
+  snprintf(g_old_profile, sizeof g_old_profile, "/tmp/asb-cmdbench-%d.profile", (int)getpid());
   FILE *f = fopen(g_old_profile, "wb");
   if (!f || fwrite(old_prof, 1, old_len, f) != old_len) return 1;
   fclose(f);
@@ -380,7 +422,6 @@ int main(int argc, char **argv) {
   g_env[ei++] = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
   g_env[ei] = NULL;
   setenv("PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", 1);
-  et_envd E, EC, EF;
   setenv("ASB_PRESTART", "0", 1);
   int ef = et_start(&EF, NULL);
   unsetenv("ASB_PRESTART");
@@ -389,12 +430,12 @@ int main(int argc, char **argv) {
     return 1;
   }
   /* A second envd whose children join two cgroups, as in a sandbox. */
-  char cgm[128], cgp[128], cgenv[300];
-  snprintf(cgm, sizeof cgm, "/sys/fs/cgroup/memory/asb-cmdbench-%d", (int)getpid());
-  snprintf(cgp, sizeof cgp, "/sys/fs/cgroup/pids/asb-cmdbench-%d", (int)getpid());
+  char *cgm = g_cgm, *cgp = g_cgp, cgenv[300];
+  snprintf(g_cgm, sizeof g_cgm, "/sys/fs/cgroup/memory/asb-cmdbench-%d", (int)getpid());
+  snprintf(g_cgp, sizeof g_cgp, "/sys/fs/cgroup/pids/asb-cmdbench-%d", (int)getpid());
   if (access("/sys/fs/cgroup/memory/cgroup.procs", F_OK) != 0) { /* cgroup v2 */
-    snprintf(cgm, sizeof cgm, "/sys/fs/cgroup/asb-cmdbench-%d", (int)getpid());
-    snprintf(cgp, sizeof cgp, "%s", cgm);
+    snprintf(g_cgm, sizeof g_cgm, "/sys/fs/cgroup/asb-cmdbench-%d", (int)getpid());
+    snprintf(g_cgp, sizeof g_cgp, "%s", g_cgm);
   }
   mkdir(cgm, 0755);
   mkdir(cgp, 0755);
@@ -535,17 +576,9 @@ int main(int argc, char **argv) {
 
   e2b_stop();
   et_close(&ce);
-  et_stop(&E);
   et_close(&cf);
-  et_stop(&EF);
-  if (have_cg) {
-    et_close(&cc);
-    et_stop(&EC);
-  }
-  for (int i = 0; i < 50 && (rmdir(cgm) != 0 && errno == EBUSY); i++) usleep(100000);
-  if (strcmp(cgp, cgm)) rmdir(cgp);
-  umount2("/etc/profile", MNT_DETACH);
-  unlink(g_old_profile);
+  if (have_cg) et_close(&cc);
+  cmd_cleanup(); /* the envds, their cgroups, the profile */
   for (int i = 0; i < NSBX; i++) {
     asb_sandbox_kill(sb[i], NULL);
     asb_sandbox_free(sb[i]);

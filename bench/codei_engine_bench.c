@@ -15,6 +15,7 @@
 
 #include "../tests/support/engine_fixture.h"
 #include "bench.h"
+#include "bench_signals.h"
 
 static engine_fixture F, FP; /* FP: the one with the warm pool */
 static asb_client *C, *CP;
@@ -90,6 +91,7 @@ static double shell_seconds(asb_sandbox *sb, const char *cmd) {
 }
 
 int main(int argc, char **argv) {
+  bench_exit_on_signals(); /* the engines stopped, their state removed */
   int iters = argc > 1 ? atoi(argv[1]) : 200;
   int cold = iters / 20 < 5 ? 5 : iters / 20;
   static const char *const pool_args[] = {"--pool-template", "code-interpreter-v1=1",

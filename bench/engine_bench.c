@@ -22,6 +22,7 @@
 
 #include "../tests/support/engine_fixture.h"
 #include "bench.h"
+#include "bench_signals.h"
 
 static engine_fixture F;
 static asb_client *C;
@@ -167,6 +168,7 @@ static int build_pooled(void) {
 }
 
 int main(int argc, char **argv) {
+  bench_exit_on_signals(); /* the engines stopped, their state removed */
   int iters = argc > 1 ? atoi(argv[1]) : 200;
   static const char *const args[] = {"--pool-min-available", "0", NULL};
   if (engine_fixture_start_args(&F, "bench", args) != 0 ||

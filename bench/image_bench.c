@@ -15,6 +15,7 @@
 
 #include "../tests/support/engine_fixture.h"
 #include "bench.h"
+#include "bench_signals.h"
 
 #ifndef ASBT_MKIMAGE
 #define ASBT_MKIMAGE "tests/support/mkimage.py"
@@ -54,6 +55,7 @@ static int build(const char *dir) {
 }
 
 int main(int argc, char **argv) {
+  bench_exit_on_signals(); /* the engines stopped, their state removed */
   int iters = argc > 1 ? atoi(argv[1]) : 100;
   if (iters < 10) iters = 10;
   snprintf(WORK, sizeof WORK, "/tmp/asb-imgbench-%d", (int)getpid());

@@ -13,6 +13,7 @@
 
 #include "../tests/support/engine_fixture.h"
 #include "bench.h"
+#include "bench_signals.h"
 
 #ifndef ASB_MCP_BIN
 #error "define ASB_MCP_BIN"
@@ -77,6 +78,7 @@ static void stop(server *s) {
 }
 
 int main(int argc, char **argv) {
+  bench_exit_on_signals(); /* the engines stopped, their state removed */
   int iters = argc > 1 ? atoi(argv[1]) : 300;
   if (iters < 10) iters = 10;
   asb_client *c = NULL;

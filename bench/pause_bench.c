@@ -20,6 +20,7 @@
 
 #include "../tests/support/engine_fixture.h"
 #include "bench.h"
+#include "bench_signals.h"
 
 static engine_fixture FA, FB; /* A: no swap; B: --pause-swap */
 static asb_client *CA, *CB;
@@ -174,6 +175,7 @@ static long long sandbox_swap(const engine_fixture *f, const char *id) {
 enum { P_FRZ, R_FRZ, T_FRZ, P_SWP, R_SWP, T_SWP, P_FS, R_FS, NV };
 
 int main(int argc, char **argv) {
+  bench_exit_on_signals(); /* the engines stopped, their state removed */
   int iters = argc > 1 ? atoi(argv[1]) : 5;
   if (iters < 1) iters = 1;
   if (argc > 2 && !strcmp(argv[2], "--prefetch")) k_swap_args[2] = "--pause-swap-prefetch";

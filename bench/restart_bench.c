@@ -16,6 +16,7 @@
 
 #include "../tests/support/engine_fixture.h"
 #include "bench.h"
+#include "bench_signals.h"
 
 static engine_fixture F, F0;
 static asb_client *C;
@@ -56,6 +57,7 @@ static double restart(engine_fixture *f, int *failed) {
 }
 
 int main(int argc, char **argv) {
+  bench_exit_on_signals(); /* the engines stopped, their state removed */
   int rounds = argc > 1 ? atoi(argv[1]) : 5;
   int n = argc > 2 ? atoi(argv[2]) : 8;
   if (rounds < 1) rounds = 1;

@@ -13,6 +13,7 @@
 
 #include "../tests/support/engine_fixture.h"
 #include "bench.h"
+#include "bench_signals.h"
 
 #ifndef ASB_TEMPLATE_DIR
 #define ASB_TEMPLATE_DIR "build/examples/templates/c-hello"
@@ -45,6 +46,7 @@ static int build(const char *dir, int force, int *cached) {
 }
 
 int main(int argc, char **argv) {
+  bench_exit_on_signals(); /* the engines stopped, their state removed */
   int iters = argc > 1 ? atoi(argv[1]) : 200;
   const char *dir = argc > 2 ? argv[2] : ASB_TEMPLATE_DIR;
   if (iters < 10) iters = 10;

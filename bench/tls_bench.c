@@ -13,6 +13,7 @@
 
 #include "../tests/support/engine_fixture.h"
 #include "bench.h"
+#include "bench_signals.h"
 
 static engine_fixture F;
 
@@ -46,6 +47,7 @@ static int one(CURL *h, double *t) {
 }
 
 int main(int argc, char **argv) {
+  bench_exit_on_signals(); /* the engines stopped, their state removed */
   int n = argc > 1 ? atoi(argv[1]) : 2000;
   if (n < 10) n = 10;
   curl_global_init(CURL_GLOBAL_DEFAULT);

@@ -1,5 +1,6 @@
 /* Sandbox lifecycle: metadata, listing, lifetime, pause and resume (with
- * memory, and without: the files kept, the sandbox booted again), connect
+ * memory, its swap figures under the engine's --pause-swap, and without
+ * memory: the files kept, the sandbox booted again), connect
  * from a second handle, metrics, info, kill.
  * SPDX-License-Identifier: Apache-2.0 */
 #include <agentsandbox.h>
@@ -28,6 +29,19 @@ int main(void) {
   asb_files_write(NULL, sb, "/home/user/state", "kept", 4, NULL);
   printf("pause: %d\n", asb_sandbox_pause(sb, NULL));
   printf("running while paused: %d\n", asb_sandbox_is_running(sb, NULL));
+  asb_sandbox_info *info = NULL;
+  /* With the engine's --pause-swap a memory pause frees the RAM: where it
+   * went (-1: no such figures, e.g. an engine without the option). */
+  if (asb_sandbox_get_info(&info, sb, NULL) == ASB_OK) {
+    if (asb_sandbox_info_swapped_bytes(info) >= 0)
+      printf("pause mode %s: %lld bytes swapped out, %lld of %lld left in RAM\n",
+             asb_sandbox_info_pause_mode(info), (long long)asb_sandbox_info_swapped_bytes(info),
+             (long long)asb_sandbox_info_resident_bytes(info),
+             (long long)asb_sandbox_info_resident_before_bytes(info));
+    else
+      printf("pause mode %s: RAM kept (no --pause-swap)\n", asb_sandbox_info_pause_mode(info));
+    asb_sandbox_info_free(info);
+  }
   asb_sandbox *again = NULL; /* e.g. in another process, from the id */
   if (asb_sandbox_connect(&again, client, asb_sandbox_id(sb), 60000, NULL) == ASB_OK) {
     char *d = NULL;
@@ -37,7 +51,6 @@ int main(void) {
     asb_free(d);
     asb_sandbox_free(again);
   }
-  asb_sandbox_info *info = NULL;
   /* Pause without memory: every process stops and its memory is freed,
    * the files stay; resume boots it again. */
   printf("pause without memory: %d\n", asb_sandbox_pause_memory(sb, 0, NULL));

@@ -321,6 +321,9 @@
   X(asb_sandbox_info_name, ASB_API_RETURNS_BORROWED, 1, 0, "", "") \
   X(asb_sandbox_info_state, ASB_API_RETURNS_BORROWED, 1, 0, "", "") \
   X(asb_sandbox_info_pause_mode, ASB_API_RETURNS_BORROWED, 1, 0, "", "") \
+  X(asb_sandbox_info_swapped_bytes, 0u, 1, 0, "", "") \
+  X(asb_sandbox_info_resident_bytes, 0u, 1, 0, "", "") \
+  X(asb_sandbox_info_resident_before_bytes, 0u, 1, 0, "", "") \
   X(asb_sandbox_info_auto_resume, 0u, 1, 0, "", "") \
   X(asb_sandbox_info_on_timeout, ASB_API_RETURNS_BORROWED, 1, 0, "", "") \
   X(asb_sandbox_info_started_at, 0u, 1, 0, "", "") \
@@ -849,7 +852,7 @@
   X(asb_volume_write_options, timeout_ms, ASB_API_FIELD_INT, 1) \
   X(asb_volume_write_options, cancel, ASB_API_FIELD_POINTER, 1)
 
-#define ASB_API_FUNCTION_COUNT 455
+#define ASB_API_FUNCTION_COUNT 458
 #define ASB_API_OUTPUT_COUNT 98
 
 typedef struct asb_api_function_info {

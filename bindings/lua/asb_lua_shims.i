@@ -204,13 +204,24 @@ static int asblua_process_list(lua_State *L) {
 }
 
 static void asblua_push_sandbox_info(lua_State *L, const asb_sandbox_info *info) {
-  lua_createtable(L, 0, 17);
+  lua_createtable(L, 0, 18);
   asblua_setstr(L, "sandbox_id", asb_sandbox_info_id(info));
   asblua_setstr(L, "template_id", asb_sandbox_info_template_id(info));
   asblua_setstr(L, "name", asb_sandbox_info_name(info));
   asblua_setstr(L, "state", asb_sandbox_info_state(info));
   if (asb_sandbox_info_pause_mode(info))
     asblua_setstr(L, "pause_mode", asb_sandbox_info_pause_mode(info));
+  /* ours (--pause-swap): swap = { swapped_bytes, resident_bytes,
+   * resident_before_bytes (nil: not known) }, or nil */
+  if (asb_sandbox_info_swapped_bytes(info) >= 0) {
+    lua_createtable(L, 0, 3);
+    asblua_setint(L, "swapped_bytes", (lua_Integer)asb_sandbox_info_swapped_bytes(info));
+    asblua_setint(L, "resident_bytes", (lua_Integer)asb_sandbox_info_resident_bytes(info));
+    if (asb_sandbox_info_resident_before_bytes(info) >= 0) /* not known: adopted paused */
+      asblua_setint(L, "resident_before_bytes",
+                    (lua_Integer)asb_sandbox_info_resident_before_bytes(info));
+    lua_setfield(L, -2, "swap");
+  }
   if (asb_sandbox_info_auto_resume(info) >= 0)
     asblua_setbool(L, "auto_resume", asb_sandbox_info_auto_resume(info));
   if (asb_sandbox_info_on_timeout(info))

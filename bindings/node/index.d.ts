@@ -6,7 +6,7 @@ export {
   ConnectionOpts, CallOpts, SandboxState, SandboxOpts, SandboxConnectOpts, SandboxListOpts, SandboxInfo,
   SandboxNetworkOpts, SandboxNetworkUpdate, SandboxNetworkInfo, SandboxNetworkSelector, SandboxNetworkRule,
   SandboxNetworkRules, SandboxNetworkTransform, SandboxEgressProxyOpts,
-  SandboxPage, SandboxMetrics, CommandResult, OutputHandler, CommandStartOpts, CommandConnectOpts,
+  SandboxPage, SandboxSwapInfo, SandboxMetrics, CommandResult, OutputHandler, CommandStartOpts, CommandConnectOpts,
   ProcessInfo, OutputChunk, CommandHandle, Commands, PtyCreateOpts, Pty, FileType, FilesystemEventType,
   WriteInfo, EntryInfo, FilesystemEvent, FilesystemRequestOpts, FilesystemReadOpts, FilesystemWriteOpts,
   WriteData, WriteEntry, WatchOpts, WatchHandle, Files, JsonValue, Result, ExecutionError, OutputMessage,

@@ -149,12 +149,25 @@ export interface SandboxInfo {
   network?: SandboxNetworkInfo
   /** A paused sandbox's pause mode (docs/lifecycle.md). */
   pauseMode?: 'memory' | 'filesystem'
+  /** Under the engine's --pause-swap, where a sandbox paused with memory
+   * has its RAM (getInfo only; undefined when running, paused without
+   * memory, without the option, on E2B's cloud): bytes in the swap file,
+   * in RAM now, and in RAM just before the pause. */
+  swap?: SandboxSwapInfo
   /** E2B's lifecycle.autoResume; undefined when the engine does not say (lists). */
   autoResume?: boolean
   /** E2B's SandboxInfo.lifecycle; undefined in a list's items (E2B's ListedSandbox has none). */
   lifecycle?: { onTimeout: 'pause' | 'kill'; autoResume: boolean }
   /** E2B's SandboxInfo.volumeMounts: the volume mounted at each path ([] when none). */
   volumeMounts: Array<{ name: string; path: string }>
+}
+
+export interface SandboxSwapInfo {
+  swappedBytes: number
+  residentBytes: number
+  /** undefined when the engine does not know it (it adopted the paused
+   * sandbox from an engine before it) */
+  residentBeforeBytes?: number
 }
 
 export interface SandboxPage {

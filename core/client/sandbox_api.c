@@ -563,10 +563,11 @@ int asb_sandbox_is_running(asb_sandbox *sb, const asb_call_options *call) {
 
 struct asb_sandbox_info {
   char *id, *template_id, *name, *state, *envd_version;
-  char *pause_mode;            /* the engine's pauseMode, or NULL */
-  int auto_resume;             /* lifecycle.autoResume: 1, 0, -1 not said */
-  char *on_timeout;            /* lifecycle.onTimeout, or NULL */
-  char **vm_names, **vm_paths; /* volumeMounts */
+  char *pause_mode;                           /* the engine's pauseMode, or NULL */
+  int auto_resume;                            /* lifecycle.autoResume: 1, 0, -1 not said */
+  int64_t swapped, resident, resident_before; /* swap.*: -1 without one */
+  char *on_timeout;                           /* lifecycle.onTimeout, or NULL */
+  char **vm_names, **vm_paths;                /* volumeMounts */
   size_t nvm;
   int64_t started, end;
   int cpu, mem, disk;
@@ -672,6 +673,20 @@ static int info_from(const cJSON *j, asb_sandbox_info **out) {
   i->auto_resume = cJSON_IsBool(ar) ? cJSON_IsTrue(ar) : -1;
   const cJSON *ot = cJSON_IsObject(lc) ? cJSON_GetObjectItemCaseSensitive(lc, "onTimeout") : NULL;
   int oom = cJSON_IsString(ot) && !(i->on_timeout = asbi_strdup(ot->valuestring));
+  /* ours (--pause-swap): swappedBytes and residentBytes, or none at all,
+   * so "none" never reads as data; residentBeforeBytes on its own (an
+   * engine that adopted the paused sandbox does not know it) */
+  const cJSON *sw = cJSON_GetObjectItemCaseSensitive(j, "swap");
+  static const char *const swk[3] = {"swappedBytes", "residentBytes", "residentBeforeBytes"};
+  int64_t sv[3] = {-1, -1, -1};
+  for (int k = 0; cJSON_IsObject(sw) && k < 3; k++)
+    if (!cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(sw, swk[k])) ||
+        asbi_pj_get_i64(sw, swk[k], &sv[k]) || sv[k] < 0)
+      sv[k] = -1;
+  int have = sv[0] >= 0 && sv[1] >= 0;
+  i->swapped = have ? sv[0] : -1;
+  i->resident = have ? sv[1] : -1;
+  i->resident_before = have ? sv[2] : -1;
   oom = oom || info_mounts(cJSON_GetObjectItemCaseSensitive(j, "volumeMounts"), i);
   s = NULL;
   asbi_pj_get_str(j, "startedAt", &s);
@@ -753,6 +768,15 @@ const char *asb_sandbox_info_pause_mode(const asb_sandbox_info *i) {
 }
 int asb_sandbox_info_auto_resume(const asb_sandbox_info *i) {
   return i ? i->auto_resume : -1;
+}
+asb_int64 asb_sandbox_info_swapped_bytes(const asb_sandbox_info *i) {
+  return i ? i->swapped : -1;
+}
+asb_int64 asb_sandbox_info_resident_bytes(const asb_sandbox_info *i) {
+  return i ? i->resident : -1;
+}
+asb_int64 asb_sandbox_info_resident_before_bytes(const asb_sandbox_info *i) {
+  return i ? i->resident_before : -1;
 }
 const char *asb_sandbox_info_on_timeout(const asb_sandbox_info *i) {
   return i ? i->on_timeout : NULL;

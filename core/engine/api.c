@@ -164,7 +164,10 @@ static cJSON *listed_json(engine *e, sbx *s, int detail) {
     cJSON *sw = cJSON_AddObjectToObject(j, "swap");
     cJSON_AddNumberToObject(sw, "swappedBytes", (double)st.swap_bytes);
     cJSON_AddNumberToObject(sw, "residentBytes", (double)st.memory_bytes);
-    cJSON_AddNumberToObject(sw, "residentBeforeBytes", (double)s->swap_mem_before);
+    /* not known (0) for a sandbox this engine adopted paused: left out
+     * rather than a 0 that would read as a figure */
+    if (s->swap_mem_before)
+      cJSON_AddNumberToObject(sw, "residentBeforeBytes", (double)s->swap_mem_before);
   }
   pthread_mutex_unlock(&s->mu);
   return j;

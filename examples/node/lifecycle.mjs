@@ -1,5 +1,5 @@
-// Sandbox lifecycle: create with metadata, list, info, timeouts, pause and
-// resume, connect by id, metrics, kill; errors are classes.
+// Sandbox lifecycle: create with metadata, list, info, timeouts, pause (its
+// mode and swap figures) and resume, connect by id, metrics, kill; errors are classes.
 // SPDX-License-Identifier: Apache-2.0
 import { Sandbox, SandboxNotFoundError } from 'agent-sandbox'
 
@@ -10,6 +10,8 @@ await sandbox.setTimeout(120_000)
 const info = await sandbox.getInfo()
 console.log(info.state, info.endAt.toISOString(), info.cpuCount, info.memoryMB)
 console.log('paused', await sandbox.pause())
+const paused = await sandbox.getInfo() // under the engine's --pause-swap: where the RAM went
+console.log(paused.pauseMode, paused.swap ?? 'RAM kept (no --pause-swap)')
 const again = await Sandbox.connect(sandbox.sandboxId) // resumed
 console.log('running', await again.isRunning())
 console.log((await again.getMetrics()).length, 'metric samples')

@@ -1,5 +1,5 @@
-"""Sandbox lifecycle: metadata, list, timeouts, pause/resume, metrics,
-connect by id, kill. SPDX-License-Identifier: Apache-2.0"""
+"""Sandbox lifecycle: metadata, list, timeouts, pause/resume (pause mode and
+swap figures), metrics, connect by id, kill. SPDX-License-Identifier: Apache-2.0"""
 import asyncio
 
 from agent_sandbox import Sandbox
@@ -13,6 +13,8 @@ async def main():
     info = await sandbox.get_info()
     print(info.state.value, info.template_id, info.end_at > info.started_at)
     print("paused", await sandbox.pause(), await sandbox.is_running())
+    info = await sandbox.get_info()  # under the engine's --pause-swap: where the RAM went
+    print(info.pause_mode, info.swap or "RAM kept (no --pause-swap)")
     again = await Sandbox.connect(sandbox.sandbox_id)        # resumes it
     print("running", await again.is_running())
     print("metrics samples", len(await again.get_metrics()))

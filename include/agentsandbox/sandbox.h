@@ -219,6 +219,20 @@ ASB_API(const char *) asb_sandbox_info_state(const asb_sandbox_info *info);
  * engine's pauseMode), or NULL (running, or not said). */
 ASB_API(const char *)
 asb_sandbox_info_pause_mode(const asb_sandbox_info *info);
+/* Under the engine's --pause-swap, where the memory of a sandbox paused
+ * with memory went (the local engine's swap object: GET /sandboxes/{id}
+ * only, so asb_sandbox_list's items never have it; E2B's cloud has none):
+ * the bytes of it in the swap file now, in RAM now, and in RAM just before
+ * the pause. -1 when the reply had no swap object (running, paused without
+ * memory, an engine without --pause-swap, E2B), never 0 for "not said";
+ * resident_before_bytes is also -1 when the engine does not know it (it
+ * adopted the paused sandbox from an engine before it). */
+ASB_API(asb_int64)
+asb_sandbox_info_swapped_bytes(const asb_sandbox_info *info);
+ASB_API(asb_int64)
+asb_sandbox_info_resident_bytes(const asb_sandbox_info *info);
+ASB_API(asb_int64)
+asb_sandbox_info_resident_before_bytes(const asb_sandbox_info *info);
 /* E2B's lifecycle.autoResume: 1 on, 0 off, -1 not said. */
 ASB_API(int) asb_sandbox_info_auto_resume(const asb_sandbox_info *info);
 /* E2B's lifecycle.onTimeout: "kill" or "pause", or NULL when the reply

@@ -132,6 +132,51 @@ TEST(sandbox_info_needs_an_id) {
   CHECK_PROTOCOL(asb_sandbox_get_info(&i, SB, NULL), "sandbox.get_info", "without a sandboxID");
 }
 
+/* The swap object (ours, --pause-swap) through the getters: its numbers
+ * when swappedBytes and residentBytes are there and non-negative
+ * (residentBeforeBytes on its own), -1 ("none", never a 0 that looks like
+ * data) otherwise: E2B's cloud sends none, nor does a running sandbox. */
+TEST(sandbox_info_swap_or_none) {
+  static const struct {
+    const char *swap;
+    long long swapped, resident, before;
+  } cases[] = {
+      {",\"swap\":{\"swappedBytes\":268435456,\"residentBytes\":1048576,"
+       "\"residentBeforeBytes\":270532608}",
+       268435456, 1048576, 270532608},
+      {",\"swap\":{\"swappedBytes\":0,\"residentBytes\":0,\"residentBeforeBytes\":0}", 0, 0, 0},
+      {"", -1, -1, -1}, /* E2B, running, filesystem pause, no --pause-swap */
+      {",\"swap\":null", -1, -1, -1},
+      {",\"swap\":{}", -1, -1, -1},
+      /* residentBeforeBytes not known (an engine that adopted it paused) */
+      {",\"swap\":{\"swappedBytes\":5,\"residentBytes\":6}", 5, 6, -1},
+      {",\"swap\":{\"swappedBytes\":5,\"residentBytes\":6,\"residentBeforeBytes\":null}", 5, 6, -1},
+      {",\"swap\":{\"swappedBytes\":5,\"residentBeforeBytes\":7}", -1, -1, -1},
+      {",\"swap\":{\"swappedBytes\":\"5\",\"residentBytes\":6,\"residentBeforeBytes\":7}", -1, -1,
+       -1},
+      {",\"swap\":{\"swappedBytes\":-5,\"residentBytes\":6,\"residentBeforeBytes\":7}", -1, -1, -1},
+      {",\"swap\":[1,2,3]", -1, -1, -1},
+  };
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+    char body[512];
+    snprintf(body, sizeof body,
+             "{\"sandboxID\":\"i0named0test0sandbox\",\"state\":\"paused\","
+             "\"pauseMode\":\"memory\"%s}",
+             cases[k].swap);
+    serve(body, NULL);
+    asb_sandbox_info *i = NULL;
+    REQUIRE_RC(asb_sandbox_get_info(&i, SB, NULL), ASB_OK);
+    CHECK_STR(asb_sandbox_info_pause_mode(i), "memory");
+    CHECK_INT(asb_sandbox_info_swapped_bytes(i), cases[k].swapped);
+    CHECK_INT(asb_sandbox_info_resident_bytes(i), cases[k].resident);
+    CHECK_INT(asb_sandbox_info_resident_before_bytes(i), cases[k].before);
+    asb_sandbox_info_free(i);
+  }
+  CHECK_INT(asb_sandbox_info_swapped_bytes(NULL), -1);
+  CHECK_INT(asb_sandbox_info_resident_bytes(NULL), -1);
+  CHECK_INT(asb_sandbox_info_resident_before_bytes(NULL), -1);
+}
+
 TEST(metrics) {
   serve(
       "[{\"timestampUnix\":\"1700000000\",\"cpuCount\":2,\"cpuUsedPct\":12.5,"
@@ -231,6 +276,7 @@ int main(void) {
   RUN(sandbox_list_reads_a_good_page);
   RUN(sandbox_list_rejects_malformed_replies);
   RUN(sandbox_info_needs_an_id);
+  RUN(sandbox_info_swap_or_none);
   RUN(metrics);
   RUN(templates);
   RUN(code_contexts);

@@ -51,6 +51,7 @@ function sandboxInfo(i) {
     allowInternetAccess: i.allowInternetAccess,
     network: NET.networkInfo(i.networkJson),
     pauseMode: i.pauseMode,
+    swap: i.swap,
     autoResume: i.autoResume,
     // E2B's SandboxInfo.lifecycle (getInfo; a list's items have none)
     lifecycle: i.onTimeout ? { onTimeout: i.onTimeout, autoResume: i.autoResume === true } : undefined,

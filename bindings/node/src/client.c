@@ -420,6 +420,16 @@ static napi_value info_value(napi_env env, const asb_sandbox_info *i) {
   anode_set(env, o, "state", anode_str(env, asb_sandbox_info_state(i)));
   if (asb_sandbox_info_pause_mode(i))
     anode_set(env, o, "pauseMode", anode_str(env, asb_sandbox_info_pause_mode(i)));
+  /* ours (--pause-swap): the swap object, or nothing */
+  if (asb_sandbox_info_swapped_bytes(i) >= 0) {
+    napi_value sw = anode_obj(env);
+    anode_set(env, sw, "swappedBytes", anode_num(env, (double)asb_sandbox_info_swapped_bytes(i)));
+    anode_set(env, sw, "residentBytes", anode_num(env, (double)asb_sandbox_info_resident_bytes(i)));
+    if (asb_sandbox_info_resident_before_bytes(i) >= 0) /* not known: adopted paused */
+      anode_set(env, sw, "residentBeforeBytes",
+                anode_num(env, (double)asb_sandbox_info_resident_before_bytes(i)));
+    anode_set(env, o, "swap", sw);
+  }
   if (asb_sandbox_info_auto_resume(i) >= 0)
     anode_set(env, o, "autoResume", anode_bool(env, asb_sandbox_info_auto_resume(i)));
   if (asb_sandbox_info_on_timeout(i))

@@ -23,6 +23,7 @@ __all__ = [
     "FilesystemEvent",
     "SandboxState",
     "SandboxInfo",
+    "SandboxSwapInfo",
     "SandboxMetrics",
     "Result",
     "Logs",
@@ -183,6 +184,21 @@ class SandboxState(str, Enum):
 
 
 @dataclass
+class SandboxSwapInfo:
+    """Under the engine's ``--pause-swap``, where the RAM of a sandbox paused
+    with memory went (docs/lifecycle.md; the local engine's ``swap`` object,
+    E2B's cloud has none)."""
+
+    swapped_bytes: int
+    """Its bytes in the engine's swap file now."""
+    resident_bytes: int
+    """Its bytes still in RAM now."""
+    resident_before_bytes: Optional[int]
+    """Its bytes in RAM just before the pause; None when the engine does not
+    know it (it adopted the paused sandbox from an engine before it)."""
+
+
+@dataclass
 class SandboxInfo:
     """What the control plane knows about a sandbox."""
 
@@ -214,6 +230,10 @@ class SandboxInfo:
     volume_mounts: List[Dict[str, str]] = field(default_factory=list)
     """E2B's ``SandboxInfo.volume_mounts``: ``[{"name": volume, "path":
     mount path}]`` in the order of the create (lists carry them too)."""
+    swap: Optional[SandboxSwapInfo] = None
+    """Ours: under the engine's ``--pause-swap``, a sandbox paused with memory's
+    swap figures (``get_info`` only); None when running, paused without memory,
+    without the option, in lists and on E2B's cloud."""
 
     @classmethod
     def _from_dict(cls, d: Dict[str, Any], domain: Optional[str] = None) -> "SandboxInfo":
@@ -245,6 +265,11 @@ class SandboxInfo:
                 "on_timeout": d["on_timeout"],
                 "auto_resume": d.get("auto_resume", -1) == 1},
             volume_mounts=[dict(m) for m in d.get("volume_mounts") or []],
+            swap=None if d.get("swapped_bytes", -1) < 0 else SandboxSwapInfo(
+                swapped_bytes=d["swapped_bytes"],
+                resident_bytes=d.get("resident_bytes", -1),
+                resident_before_bytes=None if d.get("resident_before_bytes", -1) < 0
+                else d["resident_before_bytes"]),
         )
 
 

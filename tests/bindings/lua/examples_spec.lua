@@ -53,7 +53,8 @@ describe("examples/lua", function()
   it("lifecycle.lua", function()
     local out = run("lifecycle.lua")
     assert.matches("state\trunning\towner\tlifecycle.lua", out)
-    assert.matches("paused\ttrue\tfalse\nrunning\ttrue\nlisted\ttrue\nsame\ttrue\nkilled\ttrue\tfalse", out)
+    assert.matches("paused\ttrue\tfalse\nmemory\tRAM kept %(no %-%-pause%-swap%)\nrunning\ttrue\n"
+                   .. "listed\ttrue\nsame\ttrue\nkilled\ttrue\tfalse", out)
     assert.matches("nil\tASB_ESANDBOXGONE\tkilled", out)
   end)
 

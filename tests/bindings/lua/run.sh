@@ -79,8 +79,12 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
+# A spec may want more engine options: a line "-- engine-args: ARGS" in it
+# (words split at blanks, e.g. "-- engine-args: --pause-swap 64M").
+extra=$(sed -n 's/^-- engine-args: //p' "$SPEC" | head -n 1)
+# shellcheck disable=SC2086 # $extra: one word per option
 "$ENGINE" --state-dir "$state/engine" --listen 127.0.0.1:0 --cgroup-name "asblua-$name-$$" \
-  --pool 2 --kill-on-exit >"$state/engine.out" 2>"$state/engine.log" &
+  --pool 2 --kill-on-exit $extra >"$state/engine.out" 2>"$state/engine.log" &
 pid=$!
 # Wait for its "listening on" line (the deadline only stops a hung start).
 n=0

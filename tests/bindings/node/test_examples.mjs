@@ -41,7 +41,7 @@ const expect = {
   'commands.mjs': [/^exit code 3$/m, /^check: exit 4$/m, /\[stdout\] line 3/, /^SHOUT$/m, /^stderr "done\\n"$/m, /^aborted: AbortError$/m, /^true$/m],
   'files.mjs': [/^hello$/m, /^streamed 1048576$/m, /^true dir$/m, /^true$/m, /^http:\/\/49983-/m],
   'code.mjs': [/^stdout: computing$/m, /^2432902008176640000 \d+$/m, /^ZeroDivisionError division by zero$/m, /^42$/m, /interrupted: AbortError/, /the kernel lives on/],
-  'lifecycle.mjs': [/^paused true$/m, /^running true$/m, /^killed true$/m, /^true ASB_ESANDBOX/m],
+  'lifecycle.mjs': [/^paused true$/m, /^memory RAM kept \(no --pause-swap\)$/m, /^running true$/m, /^killed true$/m, /^true ASB_ESANDBOX/m],
   'sessions.mjs': [/^true 42$/m, /example-triage/, /^back$/m],
   'sandboxed.mjs': [/2, 3, 5, 7, 11, 13, 17, 19, 23, 29/, /^true RangeError negative$/m, /^1 2$/m],
   'e2b_compat.mjs': [/^2$/m, /^Hello from E2B!$/m],

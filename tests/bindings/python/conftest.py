@@ -36,12 +36,13 @@ def _die_with_parent() -> None:
 
 
 class Engine:
-    def __init__(self, tag: str) -> None:
+    def __init__(self, tag: str, extra: tuple = ()) -> None:
+        """extra: more engine options (e.g. ("--pause-swap", "64M"))."""
         self.state = tempfile.mkdtemp(prefix=f"asb-py-{tag}-")
         self.cgroup = f"asbpy-{tag}-{os.getpid()}"
         self.proc = subprocess.Popen(
             [ENGINE_BIN, "--state-dir", self.state, "--listen", "127.0.0.1:0",
-             "--cgroup-name", self.cgroup, "--pool", "2", "--kill-on-exit"],
+             "--cgroup-name", self.cgroup, "--pool", "2", "--kill-on-exit", *extra],
             stdout=subprocess.PIPE, stderr=open(self.state + ".log", "w"), text=True,
             preexec_fn=_die_with_parent)
         self.port = 0
@@ -80,18 +81,24 @@ class Engine:
                 pass
 
 
-@pytest.fixture(scope="session")
-def engine():
+def start_engine(extra: tuple = ()) -> Engine:
+    """The run's engine (extra: more options), the environment pointed at it."""
     if os.geteuid() != 0:
         pytest.skip("the engine needs root")
     if not os.access(ENGINE_BIN, os.X_OK):
         pytest.skip(f"no engine at {ENGINE_BIN}")
     tag = Path(sys.argv[-1]).stem.replace("test_", "")[:12] if sys.argv else "py"
-    e = Engine(tag)
+    e = Engine(tag, extra)
     os.environ.update(e.env())
     for n in _CONFIG_VARS:
         os.environ.pop(f"ASB_{n}", None)
         os.environ.pop(f"E2B_{n}", None)
+    return e
+
+
+@pytest.fixture(scope="session")
+def engine():
+    e = start_engine()
     yield e
     e.stop()
 

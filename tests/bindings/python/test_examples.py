@@ -41,6 +41,7 @@ def test_pty(engine):
 def test_lifecycle(engine):
     out = run(engine, "lifecycle.py")
     assert "paused True False" in out and "running True" in out and "killed True False" in out
+    assert "memory RAM kept (no --pause-swap)" in out
 
 
 def test_sessions(engine):

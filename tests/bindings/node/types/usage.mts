@@ -2,7 +2,7 @@
 // strictly (the errors below are expected ones: @ts-expect-error fails the
 // check when no error is there).
 // SPDX-License-Identifier: Apache-2.0
-import { Sandbox, CommandExitError, SandboxError, AgentTurnError, AgentSession, type AgentEvent, type AgentTurn, type AgentInfo, FileType, sandboxed, Session, Template, type CommandResult, type EntryInfo, type Execution, type JsonValue, type GitStatus, GitUpstreamError, Volume, type VolumeEntryStat, Secrets, type SecretInfo } from 'agent-sandbox'
+import { Sandbox, CommandExitError, SandboxError, AgentTurnError, AgentSession, type AgentEvent, type AgentTurn, type AgentInfo, FileType, sandboxed, Session, Template, type CommandResult, type EntryInfo, type Execution, type JsonValue, type GitStatus, GitUpstreamError, Volume, type VolumeEntryStat, Secrets, type SecretInfo, type SandboxSwapInfo } from 'agent-sandbox'
 import Default from 'agent-sandbox'
 
 async function main(): Promise<void> {
@@ -28,6 +28,14 @@ async function main(): Promise<void> {
   const v: JsonValue = await sbx.run('hello', { name: 'x' })
   const list = await Sandbox.list({ state: 'running' })
   const id: string = list[0].sandboxId
+  const pinfo = await sbx.getInfo()
+  const mode: 'memory' | 'filesystem' | undefined = pinfo.pauseMode
+  const sw: SandboxSwapInfo | undefined = pinfo.swap
+  const swapped: number | undefined = pinfo.swap?.swappedBytes
+  const before: number | undefined = pinfo.swap?.residentBeforeBytes
+  // @ts-expect-error swap may be undefined (running, no --pause-swap, E2B)
+  const resident: number = pinfo.swap.residentBytes
+  void mode, sw, swapped, before, resident
   const ac = new AbortController()
   await sbx.kill({ signal: ac.signal })
   const waited: CommandResult = await h.wait({ check: false, signal: ac.signal })
