@@ -132,8 +132,8 @@ void brec_trim_log(bbuild *x) {
   for (int i = 0; i < n; i++) {
     if (i == head) {
       char msg[200], ts[40] = "";
-      const cJSON *t = cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(x->entries, from),
-                                                        "timestamp");
+      const cJSON *t =
+          cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(x->entries, from), "timestamp");
       snprintf(ts, sizeof ts, "%s", cJSON_IsString(t) ? t->valuestring : "");
       snprintf(msg, sizeof msg,
                "[%d log lines left out: a build keeps its first %d lines and its newest, at "
@@ -222,10 +222,10 @@ static int get_int(const cJSON *o, const char *k, int lo, int hi, int *out) {
   return 0;
 }
 
-#define BAD(...)                                  \
-  do {                                            \
+#define BAD(...)                                 \
+  do {                                           \
     if (why) snprintf(why, whylen, __VA_ARGS__); \
-    goto bad;                                     \
+    goto bad;                                    \
   } while (0)
 
 static bbuild *build_from(const cJSON *o, const char *stopping, int *interrupted, char *why,
@@ -317,10 +317,10 @@ btmpl *brec_from_json(const char *text, size_t len, const char *stopping, char *
   if (!cJSON_IsArray(tags) || cJSON_GetArraySize(tags) > BREC_MAX_TAGS) BAD("tags");
   cJSON_ArrayForEach(it, tags) {
     btag *g = &t->tags[t->ntags];
-    if (!cJSON_IsObject(it) || get_str(it, "tag", g->tag, sizeof g->tag) ||
-        !brec_tag_ok(g->tag) || get_str(it, "buildID", g->build_id, sizeof g->build_id) ||
-        !bid_ok(g->build_id, 0) || get_str(it, "ours", g->ours, sizeof g->ours) ||
-        !bid_ok(g->ours, 1) || get_ms(it, "createdAt", &g->at_ms))
+    if (!cJSON_IsObject(it) || get_str(it, "tag", g->tag, sizeof g->tag) || !brec_tag_ok(g->tag) ||
+        get_str(it, "buildID", g->build_id, sizeof g->build_id) || !bid_ok(g->build_id, 0) ||
+        get_str(it, "ours", g->ours, sizeof g->ours) || !bid_ok(g->ours, 1) ||
+        get_ms(it, "createdAt", &g->at_ms))
       BAD("a tag");
     for (size_t k = 0; k < t->ntags; k++)
       if (!strcmp(t->tags[k].tag, g->tag)) BAD("tag %s twice", g->tag);

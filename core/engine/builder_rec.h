@@ -13,7 +13,7 @@
 
 #define BREC_ID_LEN 20 /* ENGINE_ID_LEN: a template id, a-z A-Z 0-9 */
 #define BREC_MAX_TAGS 64
-#define BREC_MAX_BUILDS 16 /* builds not under way kept per template (their logs) */
+#define BREC_MAX_BUILDS 16        /* builds not under way kept per template (their logs) */
 #define BREC_MAX_BUILDS_READ 4096 /* and under way (queued): a record with more is refused */
 /* A build's log as kept (in memory once the build ended, and on disk):
  * at most BREC_LOG_ENTRIES entries and BREC_LOG_BYTES of their messages,
