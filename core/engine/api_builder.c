@@ -91,6 +91,7 @@ static void save_rec(builder *b, btmpl *t) {
   if (!rc && fsync(fd) < 0) rc = -errno;
   if (fd >= 0) close(fd);
   if (!rc && renameat(b->dfd, tmp, b->dfd, name) < 0) rc = -errno;
+  if (!rc) (void)fsync(b->dfd); /* the rename itself, across a power loss */
   if (rc && fd >= 0) unlinkat(b->dfd, tmp, 0);
   if (rc) asbi_log("builder: cannot store the record of template %s: %s", t->id, strerror(-rc));
   free(text);

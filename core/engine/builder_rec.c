@@ -207,8 +207,12 @@ static int get_str(const cJSON *o, const char *k, char *out, size_t n) {
   return 0;
 }
 
+/* A time in ms (proto3's int64: a string or a number; absent = 0, as
+ * asbi_pj_add_i64 leaves a 0 out). */
 static int get_ms(const cJSON *o, const char *k, int64_t *out) {
   const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+  *out = 0;
+  if (!v) return 0;
   if (!cJSON_IsNumber(v) && !cJSON_IsString(v)) return -1;
   return asbi_pj_get_i64(o, k, out) || *out < 0 ? -1 : 0;
 }

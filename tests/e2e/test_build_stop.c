@@ -275,7 +275,9 @@ TEST(builder_builds_outlive_a_restart) {
              "\"building\",\"reason\":null,\"reasonStep\":-1,\"ours\":\"\",\"tags\":[\"default\"],"
              "\"createdAt\":1764650000000,\"updatedAt\":1764650000000,\"finishedAt\":0,"
              "\"logEntries\":[{\"timestamp\":\"2026-12-02T05:00:00.000Z\",\"level\":\"info\","
-             "\"message\":\"building\"}]}]}");
+             "\"message\":\"building\"}]},{\"buildID\":\"7a0e4a8e-1111-4222-8333-444455556666\","
+             "\"status\":\"waiting\",\"reasonStep\":-1,\"ours\":\"\",\"tags\":[\"default\"],"
+             "\"createdAt\":\"1764650000000\",\"logEntries\":[]}]}");
   REQUIRE(launch_logged() == 0);
   REQUIRE(engine_fixture_client(&F, &c) == 0);
 
@@ -317,6 +319,14 @@ TEST(builder_builds_outlive_a_restart) {
   CHECK(asb_template_build_error(b) &&
         strstr(asb_template_build_error(b), "the engine stopped while this build ran"));
   CHECK_INT((int)asb_template_build_log_count(b), 2);
+  asb_template_build_free(b);
+  b = NULL;
+  /* one requested but never triggered stays waiting (its times as the
+   * engine writes them: 0 left out) */
+  REQUIRE_RC(asb_templates_build_status(&b, c, "crashedbuild00000001",
+                                        "7a0e4a8e-1111-4222-8333-444455556666", 0, NULL),
+             ASB_OK);
+  CHECK_STR(asb_template_build_status(b), "waiting");
   asb_template_build_free(b);
   b = NULL;
 
