@@ -636,8 +636,9 @@ static void *run_job(void *arg) {
   if (x) {
     snprintf(x->status, sizeof x->status, "building");
     log_entry(x, "info", "building on the engine's template build (one build at a time)");
-    x->updated_ms = asbi_unix_ms();
-    save_rec(b, find_tmpl(b, j->id));
+    /* not stored here: trigger stored "building", the end stores the rest
+     * (and a write here would delay this build's turn behind one triggered
+     * right after it) */
   }
   pthread_mutex_unlock(&b->mu);
   template_info *t = NULL;
@@ -645,6 +646,12 @@ static void *run_job(void *arg) {
   eng_err err;
   int rc =
       build_run_as(e, j->ctx.data, j->ctx.len, j->force, bundled_ensure, j->id, &t, &rep, &err);
+  /* our hold of the template goes before "ready" is published: an SDK that
+   * deletes the template on seeing it would find it in use otherwise */
+  char ours[40] = "";
+  if (rc == 0 && t) snprintf(ours, sizeof ours, "%s", t->build_id);
+  templates_put(e, t);
+  t = NULL;
   pthread_mutex_lock(&b->mu);
   btmpl *bt = find_tmpl(b, j->id);
   x = find_build(bt, j->build_id);
@@ -657,7 +664,7 @@ static void *run_job(void *arg) {
     }
     if (rc == 0) {
       snprintf(x->status, sizeof x->status, "ready");
-      snprintf(x->ours, sizeof x->ours, "%s", t->build_id);
+      snprintf(x->ours, sizeof x->ours, "%s", ours);
       for (size_t i = 0; i < x->ntags && bt; i++) {
         size_t k = 0;
         while (k < bt->ntags && strcmp(bt->tags[k].tag, x->tags[i])) k++;
@@ -684,7 +691,6 @@ static void *run_job(void *arg) {
   }
   pthread_mutex_unlock(&b->mu);
   asbi_log("template %s: builder build %s %s", j->name, j->build_id, rc ? "failed" : "ready");
-  templates_put(e, t);
   build_report_free(&rep);
   job_free(j);
   /* last: api_builder_close may free b once running is 0 */
