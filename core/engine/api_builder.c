@@ -13,12 +13,16 @@
  * The steps become a template.yaml (builder.c) and the files a build
  * context tar, built by build.c like any template.yaml, on a thread of its
  * own so the SDK can poll the status. What E2B keeps in its database (the
- * requested builds, their logs, tags) lives here in memory for the
- * engine's run; the built template itself is on disk like every other.
+ * requested builds, their status, reason and bounded logs, tags) lives here
+ * in memory and, written on each change, in <state>/builder/<id>.json
+ * (builder_rec.c), read back when the engine starts: a build under way
+ * when its engine ended comes back as "error" saying so. The built
+ * template itself is on disk like every other.
  * Uploads go to <state>/builder-files/<hash>, a plain tar, checked.
  * SPDX-License-Identifier: Apache-2.0 */
 #include "api_builder.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <openssl/hmac.h>
@@ -31,6 +35,7 @@
 
 #include "build.h"
 #include "builder.h"
+#include "builder_rec.h"
 #include "bundled.h"
 #include "httpd/httpd.h"
 #include "proto/pjson.h"
@@ -41,46 +46,168 @@
 #include "util/util.h"
 
 #define MAX_ENTRIES_PER_CALL 100 /* E2B's page of log entries */
-#define MAX_TAGS 64
-#define MAX_BUILDS_KEPT 16 /* finished builds kept per template (their logs) */
-#define MAX_TEMPLATES 1024 /* names requested in one engine run */
+#define MAX_TAGS BREC_MAX_TAGS
+#define MAX_BUILDS_KEPT BREC_MAX_BUILDS
+#define MAX_TEMPLATES 1024 /* template names recorded (the least recently used go) */
 #define BUILD_CONTEXT_MAX (BUILDER_UNPACKED_MAX + (1u << 20))
-
-typedef struct btag {
-  char tag[129];
-  char build_id[40];
-  char ours[40]; /* our build (template_info.build_id) */
-  int64_t at_ms;
-} btag;
-
-typedef struct bbuild {
-  char id[40];
-  char status[12]; /* waiting, building, ready, error */
-  cJSON *entries;  /* BuildLogEntry[] */
-  char *reason;
-  int reason_step; /* E2B's step, -1 = none */
-  char ours[40];   /* ready: our build id (template_info.build_id) */
-  char **tags;
-  size_t ntags;
-  struct bbuild *next;
-} bbuild;
-
-typedef struct btmpl {
-  char id[ENGINE_ID_LEN + 1];
-  char name[64];
-  int cpu, memory_mb;
-  bbuild *builds;
-  btag tags[MAX_TAGS];
-  size_t ntags;
-  struct btmpl *next;
-} btmpl;
+#define STOPPED_REASON                                                                      \
+  "the engine stopped while this build ran (the engine that ran it ended before the build " \
+  "did); start a new build"
 
 typedef struct builder {
   pthread_mutex_t mu;
   btmpl *list;
   pthread_cond_t done; /* a build thread ended (running went down) */
   int running;         /* build threads (detached) not ended yet */
+  int dfd;             /* <state>/builder (the records), -1: none kept */
 } builder;
+
+/* ---- the records (builder_rec.c) in <state>/builder ------------------------------------ */
+
+/* t's record to <id>.json: a new file renamed over the old (a reader
+ * never sees half of one), in the directory's fd, without following
+ * links, 0600. Under b->mu; a failure is logged (the state in memory
+ * stands for this engine run). */
+static void save_rec(builder *b, btmpl *t) {
+  if (!b || b->dfd < 0 || !t) return;
+  t->updated_ms = asbi_unix_ms();
+  cJSON *j = brec_to_json(t);
+  char *text = j ? asbi_pj_print(j) : NULL;
+  cJSON_Delete(j);
+  char name[64], tmp[96], rnd[9] = "";
+  snprintf(name, sizeof name, "%s.json", t->id);
+  asbi_random_alnum(rnd, 8);
+  snprintf(tmp, sizeof tmp, ".%s.%s.tmp", name, rnd);
+  int rc = text ? 0 : -ENOMEM, fd = -1;
+  if (!rc &&
+      (fd = openat(b->dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600)) < 0)
+    rc = -errno;
+  size_t len = text ? strlen(text) : 0, at = 0;
+  while (!rc && at < len) {
+    ssize_t n = write(fd, text + at, len - at);
+    if (n < 0 && errno != EINTR) rc = -errno;
+    if (n > 0) at += (size_t)n;
+  }
+  if (!rc && fsync(fd) < 0) rc = -errno;
+  if (fd >= 0) close(fd);
+  if (!rc && renameat(b->dfd, tmp, b->dfd, name) < 0) rc = -errno;
+  if (!rc) (void)fsync(b->dfd); /* the rename itself, across a power loss */
+  if (rc && fd >= 0) unlinkat(b->dfd, tmp, 0);
+  if (rc) asbi_log("builder: cannot store the record of template %s: %s", t->id, strerror(-rc));
+  free(text);
+}
+
+static void forget(builder *b, btmpl *t) {
+  char name[64];
+  snprintf(name, sizeof name, "%s.json", t->id);
+  if (b->dfd >= 0 && unlinkat(b->dfd, name, 0) < 0 && errno != ENOENT)
+    asbi_log("builder: cannot remove the record of template %s: %s", t->id, strerror(errno));
+}
+
+/* One record file (a regular file, not a link, of ours) into b->list, or
+ * logged and skipped. */
+static void load_one(builder *b, const char *name) {
+  size_t nl = strlen(name);
+  if (nl != BREC_ID_LEN + 5 || strcmp(name + BREC_ID_LEN, ".json")) {
+    if (name[0] == '.' && nl > 4 && !strcmp(name + nl - 4, ".tmp")) /* a write cut short */
+      unlinkat(b->dfd, name, 0);
+    else
+      asbi_log("builder: %s in the records is no record; left alone", name);
+    return;
+  }
+  char why[256] = "";
+  btmpl *t = NULL;
+  int fd = openat(b->dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  struct stat st;
+  if (fd < 0) {
+    snprintf(why, sizeof why, "cannot open it: %s", strerror(errno));
+  } else if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+    snprintf(why, sizeof why, "not a regular file");
+  } else if (st.st_uid != geteuid() || (st.st_mode & 077)) {
+    snprintf(why, sizeof why, "not the engine's own (owner %u, mode %o)", (unsigned)st.st_uid,
+             (unsigned)(st.st_mode & 07777));
+  } else if ((uint64_t)st.st_size > BREC_FILE_MAX) {
+    snprintf(why, sizeof why, "%lld bytes, over %u MiB", (long long)st.st_size,
+             BREC_FILE_MAX >> 20);
+  } else {
+    asbi_buf f = ASBI_BUF_INIT;
+    asbi_buf_init(&f, BREC_FILE_MAX + 1);
+    char chunk[65536];
+    ssize_t n;
+    int bad = 0;
+    while ((n = read(fd, chunk, sizeof chunk)) != 0) {
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 || asbi_buf_append(&f, chunk, (size_t)n)) {
+        bad = 1;
+        break;
+      }
+    }
+    if (bad)
+      snprintf(why, sizeof why, "cannot read it");
+    else
+      t = brec_from_json(f.data ? f.data : "", f.len, STOPPED_REASON, why, sizeof why);
+    asbi_buf_free(&f);
+    if (t && strncmp(name, t->id, BREC_ID_LEN)) {
+      snprintf(why, sizeof why, "it is the record of template %s", t->id);
+      brec_free(t);
+      t = NULL;
+    }
+    for (btmpl *u = b->list; t && u; u = u->next)
+      if (!strcmp(u->name, t->name)) {
+        snprintf(why, sizeof why, "template %s (%s) has a record already", t->name, u->id);
+        brec_free(t);
+        t = NULL;
+      }
+  }
+  if (fd >= 0) close(fd);
+  if (!t) {
+    asbi_log("builder: record %s skipped: %s", name, why);
+    return;
+  }
+  t->next = b->list;
+  b->list = t;
+  if (t->interrupted) { /* their end, stored once */
+    asbi_log("builder: template %s: %d build(s) the last engine stopped during: error now", t->name,
+             t->interrupted);
+    t->interrupted = 0;
+    save_rec(b, t);
+  }
+}
+
+/* Opens (creating, 0700) <state>/builder and reads the records in it. */
+static void load(engine *e, builder *b) {
+  b->dfd = -1;
+  if (!e->state_dir) return;
+  int sfd = open(e->state_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (sfd < 0) return;
+  if (mkdirat(sfd, "builder", 0700) < 0 && errno != EEXIST)
+    asbi_log("builder: cannot make %s/builder: %s", e->state_dir, strerror(errno));
+  b->dfd = openat(sfd, "builder", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  close(sfd);
+  struct stat st;
+  if (b->dfd >= 0 && (fstat(b->dfd, &st) < 0 || st.st_uid != geteuid())) {
+    asbi_log("builder: %s/builder is not the engine's; its builds are not kept", e->state_dir);
+    close(b->dfd);
+    b->dfd = -1;
+  }
+  if (b->dfd < 0) return;
+  if ((st.st_mode & 077) && fchmod(b->dfd, 0700) < 0)
+    asbi_log("builder: cannot make %s/builder 0700: %s", e->state_dir, strerror(errno));
+  int dd = dup(b->dfd);
+  DIR *d = dd >= 0 ? fdopendir(dd) : NULL;
+  if (!d && dd >= 0) close(dd);
+  struct dirent *de;
+  size_t n = 0;
+  while (d && (de = readdir(d))) {
+    if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..")) continue;
+    load_one(b, de->d_name);
+    n++;
+  }
+  if (d) closedir(d);
+  size_t kept = 0;
+  for (btmpl *t = b->list; t; t = t->next) kept++;
+  if (n) asbi_log("builder: %zu template records kept from before", kept);
+}
 
 static builder *B(engine *e) {
   pthread_mutex_lock(&e->mu);
@@ -89,6 +216,7 @@ static builder *B(engine *e) {
     if (b) {
       pthread_mutex_init(&b->mu, NULL);
       pthread_cond_init(&b->done, NULL);
+      load(e, b);
       __atomic_store_n(&e->builder, (void *)b, __ATOMIC_RELEASE);
       __atomic_store_n(&e->tag_build, api_builder_tag_build, __ATOMIC_RELEASE);
     }
@@ -98,12 +226,12 @@ static builder *B(engine *e) {
   return b;
 }
 
+void api_builder_open(engine *e) {
+  (void)B(e);
+}
+
 static void build_free(bbuild *x) {
-  cJSON_Delete(x->entries);
-  free(x->reason);
-  for (size_t i = 0; i < x->ntags; i++) free(x->tags[i]);
-  free(x->tags);
-  free(x);
+  brec_build_free(x);
 }
 
 int api_builder_building(engine *e, const char *id, char *build_id, size_t len) {
@@ -132,13 +260,9 @@ void api_builder_close(engine *e) {
   while (b->list) {
     btmpl *t = b->list;
     b->list = t->next;
-    while (t->builds) {
-      bbuild *x = t->builds;
-      t->builds = x->next;
-      build_free(x);
-    }
-    free(t);
+    brec_free(t);
   }
+  if (b->dfd >= 0) close(b->dfd);
   __atomic_store_n(&e->tag_build, NULL, __ATOMIC_RELEASE);
   pthread_cond_destroy(&b->done);
   pthread_mutex_destroy(&b->mu);
@@ -196,25 +320,8 @@ static size_t split(const char *path, char seg[][256], size_t max) {
   return n;
 }
 
-static int name_ok(const char *s) {
-  size_t n = strlen(s);
-  if (n == 0 || n > 63) return 0;
-  if (!((s[0] >= 'a' && s[0] <= 'z') || (s[0] >= '0' && s[0] <= '9'))) return 0;
-  for (size_t i = 0; i < n; i++)
-    if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || strchr("._-", s[i])))
-      return 0;
-  return 1;
-}
-
-static int tag_ok(const char *s) {
-  size_t n = strlen(s);
-  if (n == 0 || n > 128) return 0;
-  for (size_t i = 0; i < n; i++)
-    if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') ||
-          (s[i] >= '0' && s[i] <= '9') || strchr("._-", s[i])))
-      return 0;
-  return 1;
-}
+#define name_ok brec_name_ok
+#define tag_ok brec_tag_ok
 
 static cJSON *parse_body(api_req *q, api_reply *r) {
   cJSON *j = q->body && q->body_len ? asbi_pj_parse(q->body, q->body_len, NULL) : NULL;
@@ -224,6 +331,27 @@ static cJSON *parse_body(api_req *q, api_reply *r) {
     return NULL;
   }
   return j;
+}
+
+/* At MAX_TEMPLATES names: the record of the least recently used one
+ * with no build waiting or under way goes (its builds' status and its
+ * tags; the template itself stays). 1 if one went. Under b->mu. */
+static int evict(builder *b) {
+  btmpl **best = NULL;
+  for (btmpl **pp = &b->list; *pp; pp = &(*pp)->next) {
+    int busy = 0;
+    for (bbuild *x = (*pp)->builds; x && !busy; x = x->next)
+      busy = !strcmp(x->status, "waiting") || !strcmp(x->status, "building");
+    if (!busy && (!best || (*pp)->updated_ms < (*best)->updated_ms)) best = pp;
+  }
+  if (!best) return 0;
+  btmpl *t = *best;
+  *best = t->next;
+  asbi_log("builder: %d template names recorded: forgetting the builds and tags of %s (%s)",
+           MAX_TEMPLATES, t->name, t->id);
+  forget(b, t);
+  brec_free(t);
+  return 1;
 }
 
 /* ---- POST /v3/templates ------------------------------------------------------------ */
@@ -281,6 +409,7 @@ static void request_build(engine *e, api_req *q, api_reply *r) {
       btmpl *t = find_tmpl(b, name);
       size_t nt_all = 0;
       for (btmpl *u = b->list; u; u = u->next) nt_all++;
+      if (!t && nt_all >= MAX_TEMPLATES && evict(b)) nt_all--;
       bbuild *x = t || nt_all < MAX_TEMPLATES ? calloc(1, sizeof *x) : NULL;
       if (!t && x && (t = calloc(1, sizeof *t))) {
         if (ex)
@@ -297,8 +426,7 @@ static void request_build(engine *e, api_req *q, api_reply *r) {
         pthread_mutex_unlock(&b->mu);
         if (!t && nt_all >= MAX_TEMPLATES)
           api_error(r, 429,
-                    "%d template names were requested in this engine run already; "
-                    "restart the engine to forget them",
+                    "%d template names have builds waiting or under way; wait for one to end",
                     MAX_TEMPLATES);
         else
           api_error(r, 500, "out of memory");
@@ -306,6 +434,7 @@ static void request_build(engine *e, api_req *q, api_reply *r) {
         t->cpu = ncpu;
         t->memory_mb = nmem;
         uuid4(x->id);
+        x->created_ms = x->updated_ms = asbi_unix_ms();
         snprintf(x->status, sizeof x->status, "waiting");
         x->reason_step = -1;
         cJSON *out = cJSON_CreateObject();
@@ -319,12 +448,13 @@ static void request_build(engine *e, api_req *q, api_reply *r) {
           cJSON_AddItemToArray(ta, cJSON_CreateString(x->tags[i]));
         x->next = t->builds;
         t->builds = x;
-        /* forget the oldest finished builds (a build thread finds its own
-           by id, so a forgotten one is simply not updated) */
+        /* forget the oldest builds not under way (a build thread finds its
+           own by id, so a forgotten one is simply not updated; a waiting one
+           that was never started is gone) */
         size_t kept = 0;
         for (bbuild **pp = &t->builds; *pp;) {
           bbuild *y = *pp;
-          int done_ = !strcmp(y->status, "ready") || !strcmp(y->status, "error");
+          int done_ = strcmp(y->status, "building") != 0;
           if (++kept > MAX_BUILDS_KEPT && done_) {
             *pp = y->next;
             build_free(y);
@@ -340,6 +470,7 @@ static void request_build(engine *e, api_req *q, api_reply *r) {
         cJSON *aliases = cJSON_AddArrayToObject(out, "aliases");
         cJSON_AddItemToArray(aliases, cJSON_CreateString(name));
         cJSON_AddItemToObject(out, "tags", ta);
+        save_rec(b, t);
         pthread_mutex_unlock(&b->mu);
         api_reply_json(r, 202, out);
       }
@@ -505,6 +636,9 @@ static void *run_job(void *arg) {
   if (x) {
     snprintf(x->status, sizeof x->status, "building");
     log_entry(x, "info", "building on the engine's template build (one build at a time)");
+    /* not stored here: trigger stored "building", the end stores the rest
+     * (and a write here would delay this build's turn behind one triggered
+     * right after it) */
   }
   pthread_mutex_unlock(&b->mu);
   template_info *t = NULL;
@@ -512,6 +646,12 @@ static void *run_job(void *arg) {
   eng_err err;
   int rc =
       build_run_as(e, j->ctx.data, j->ctx.len, j->force, bundled_ensure, j->id, &t, &rep, &err);
+  /* our hold of the template goes before "ready" is published: an SDK that
+   * deletes the template on seeing it would find it in use otherwise */
+  char ours[40] = "";
+  if (rc == 0 && t) snprintf(ours, sizeof ours, "%s", t->build_id);
+  templates_put(e, t);
+  t = NULL;
   pthread_mutex_lock(&b->mu);
   btmpl *bt = find_tmpl(b, j->id);
   x = find_build(bt, j->build_id);
@@ -524,7 +664,7 @@ static void *run_job(void *arg) {
     }
     if (rc == 0) {
       snprintf(x->status, sizeof x->status, "ready");
-      snprintf(x->ours, sizeof x->ours, "%s", t->build_id);
+      snprintf(x->ours, sizeof x->ours, "%s", ours);
       for (size_t i = 0; i < x->ntags && bt; i++) {
         size_t k = 0;
         while (k < bt->ntags && strcmp(bt->tags[k].tag, x->tags[i])) k++;
@@ -545,10 +685,12 @@ static void *run_job(void *arg) {
         x->reason_step = j->step_of[rep.step - 1];
       log_entry(x, "error", x->reason ? x->reason : err.message);
     }
+    brec_trim_log(x);
+    x->updated_ms = x->finished_ms = asbi_unix_ms();
+    save_rec(b, bt);
   }
   pthread_mutex_unlock(&b->mu);
   asbi_log("template %s: builder build %s %s", j->name, j->build_id, rc ? "failed" : "ready");
-  templates_put(e, t);
   build_report_free(&rep);
   job_free(j);
   /* last: api_builder_close may free b once running is 0 */
@@ -641,6 +783,8 @@ static void trigger(engine *e, api_req *q, const char *id, const char *build_id,
   if (x && !strcmp(x->status, "waiting") && pthread_create(&tid, &at, run_job, j) == 0) {
     b->running++; /* under b->mu: the thread's first lock waits for us */
     snprintf(x->status, sizeof x->status, "building");
+    x->updated_ms = asbi_unix_ms();
+    save_rec(b, find_tmpl(b, id));
     started = 1;
   }
   pthread_mutex_unlock(&b->mu);
@@ -768,6 +912,7 @@ static void tags_assign(engine *e, api_req *q, api_reply *r) {
         cJSON_AddItemToArray(ta, cJSON_CreateString(it->valuestring));
       }
       cJSON_AddStringToObject(out, "buildID", bid);
+      save_rec(b, t);
       pthread_mutex_unlock(&b->mu);
       api_reply_json(r, 201, out);
     }
@@ -800,6 +945,7 @@ static void tags_delete(engine *e, api_req *q, api_reply *r) {
             break;
           }
       }
+      save_rec(b, t);
       pthread_mutex_unlock(&b->mu);
       r->status = 204;
     }

@@ -18,6 +18,10 @@ int api_builder_tag_build(engine *e, const char *name, const char *tag, char *ou
 /* 1 with its build id in build_id if a build of the template id (E2B's
  * builder API) was started and has not ended, else 0. */
 int api_builder_building(engine *e, const char *id, char *build_id, size_t len);
+/* Reads the records of builder builds earlier engines kept
+ * (<state>/builder, builder_rec.h): their status and logs answer again,
+ * their tags name builds again. Bad records are logged and skipped. */
+void api_builder_open(engine *e);
 /* Waits for the builds under way and frees the builder's state. */
 void api_builder_close(engine *e);
 

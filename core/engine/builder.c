@@ -380,10 +380,12 @@ int builder_translate(const cJSON *body, const char *name, int cpu, int memory_m
     cJSON_AddStringToObject(s, "user", t.user);
     cJSON_AddStringToObject(s, "cwd", t.workdir);
     cJSON_AddItemToObject(s, "env", cJSON_Duplicate(t.env, 1));
-    if (cJSON_IsString(ready) && *ready->valuestring) {
-      cJSON *r = cJSON_AddObjectToObject(y, "ready");
-      cJSON_AddStringToObject(r, "cmd", ready->valuestring);
-    }
+  }
+  /* alone too (setReadyCmd without setStartCmd): E2B loops it before its
+   * snapshot; here each sandbox's create waits for it (tstart.c) */
+  if (cJSON_IsString(ready) && *ready->valuestring) {
+    cJSON *r = cJSON_AddObjectToObject(y, "ready");
+    cJSON_AddStringToObject(r, "cmd", ready->valuestring);
   }
   cJSON_Delete(t.env);
   asbi_buf text = ASBI_BUF_INIT;

@@ -347,6 +347,8 @@ int engine_open(engine *e, const engine_config *cfg, eng_err *err) {
     eng_err_set(err, ENG_EINTERNAL, NULL, "cannot prepare the base template");
     goto fail;
   }
+  /* E2B's builder API's builds and tags kept from before */
+  api_builder_open(e);
   adopt_or_reap(e);
   build_cleanup(e); /* build sandboxes of builds a crash interrupted */
   build_gc(e);      /* builds no template and no live sandbox uses */

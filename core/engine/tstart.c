@@ -4,7 +4,8 @@
  * the SHA-256 of the sandbox's envd access token; output appended to
  * /var/log/asb/start.log
  * inside), then the ready check (a port accepting connections, or a
- * command exiting 0) is retried until it passes or its timeout ends.
+ * command exiting 0) is retried until it passes or its timeout ends. A
+ * ready check without a start command is retried so too.
  * SPDX-License-Identifier: Apache-2.0 */
 #include <errno.h>
 #include <signal.h>
@@ -70,11 +71,94 @@ static int exec_shell(sbx *s, const char *cmd, int uid, const char *cwd, char **
   return rc;
 }
 
+/* A ready check without a start command (E2B's setReadyCmd alone): E2B
+ * loops it until it exits 0 before the template's snapshot, and a check
+ * that never passes fails the build. Nothing here is snapshotted running,
+ * so the sandbox's create is where it runs: as `user` in /home/user with
+ * the template's and the sandbox's environment, retried with the same
+ * back-off, create failing if it does not pass within its timeout. */
+static int ready_alone(sbx *s, template_info *t, const cJSON *ready, char *err, size_t errlen) {
+  const cJSON *port_j = cJSON_GetObjectItemCaseSensitive(ready, "port");
+  const cJSON *cmd_j = cJSON_GetObjectItemCaseSensitive(ready, "cmd");
+  int timeout_s = cJSON_GetObjectItemCaseSensitive(ready, "timeout")->valueint;
+  int interval = cJSON_GetObjectItemCaseSensitive(ready, "interval")->valueint;
+  int64_t t0 = asbi_unix_ms(), deadline = t0 + (int64_t)timeout_s * 1000;
+  char check[300], last[TAIL_BYTES + 200] = "";
+  if (cJSON_IsNumber(port_j))
+    snprintf(check, sizeof check, "port %d", port_j->valueint);
+  else
+    snprintf(check, sizeof check, "command '%.200s'", cmd_j->valuestring);
+  char sid[64];
+  snprintf(sid, sizeof sid, "ASB_SANDBOX_ID=%s", s->id);
+  const char *extra[] = {sid, NULL};
+  char **envp =
+      sbx_env(1000, cJSON_GetObjectItemCaseSensitive(t->spec, "env"), s->env_vars, NULL, extra);
+  if (!envp) {
+    snprintf(err, errlen, "template %s: out of memory", t->alias);
+    return -1;
+  }
+  int ok = 0;
+  for (int attempt = 0; !ok; attempt++) {
+    if (cJSON_IsNumber(port_j)) {
+      int fd = asbe_sandbox_connect_tcp(s->iso, (uint16_t)port_j->valueint);
+      if (fd >= 0) {
+        close(fd);
+        ok = 1;
+      } else {
+        snprintf(last, sizeof last, "connecting to port %d: %s", port_j->valueint, strerror(-fd));
+      }
+    } else {
+      int64_t left = deadline - asbi_unix_ms();
+      const char *argv[] = {"/bin/sh", "-c", cmd_j->valuestring, NULL};
+      sbx_run_opts o = {
+          argv,
+          (const char *const *)envp,
+          1000,
+          "/home/user",
+          NULL,
+          0,
+          (int)(left < CHECK_CMD_MAX_MS ? (left > 100 ? left : 100) : CHECK_CMD_MAX_MS),
+          TAIL_BYTES,
+          1,
+          1};
+      sbx_run_result r;
+      if (sbx_run(s->iso, &o, &r) == 0) {
+        if (!r.timed_out && r.exit_code == 0)
+          ok = 1;
+        else if (r.timed_out)
+          snprintf(last, sizeof last, "timed out; output: %s", r.out.data);
+        else
+          snprintf(last, sizeof last, "exit code %d; output: %s", r.exit_code, r.out.data);
+        sbx_run_result_free(&r);
+      } else {
+        snprintf(last, sizeof last, "cannot run it: %s", asbe_errmsg());
+      }
+    }
+    if (ok) break;
+    int nap = 2 << (attempt < 16 ? attempt : 16);
+    if (nap > interval) nap = interval;
+    if (asbi_unix_ms() + nap >= deadline) break;
+    usleep((useconds_t)nap * 1000);
+  }
+  sbx_env_free(envp);
+  if (ok) {
+    asbi_log("sandbox %s: ready (%s, no start command) after %lld ms", s->id, check,
+             (long long)(asbi_unix_ms() - t0));
+    return 0;
+  }
+  snprintf(err, errlen,
+           "template %s: the ready check (%s) did not pass within %d s (no start command); "
+           "last check: %s",
+           t->alias, check, timeout_s, last[0] ? last : "none");
+  return -1;
+}
+
 int tstart_run(engine *e, sbx *s, template_info *t, char *err, size_t errlen) {
   (void)e;
   const cJSON *start = cJSON_GetObjectItemCaseSensitive(t->spec, "start");
-  if (!cJSON_IsObject(start)) return 0;
   const cJSON *ready = cJSON_GetObjectItemCaseSensitive(t->spec, "ready");
+  if (!cJSON_IsObject(start))
+    return cJSON_IsObject(ready) ? ready_alone(s, t, ready, err, errlen) : 0;
   const char *cmd = cJSON_GetObjectItemCaseSensitive(start, "cmd")->valuestring;
   const char *user = cJSON_GetObjectItemCaseSensitive(start, "user")->valuestring;
   const char *cwd = cJSON_GetObjectItemCaseSensitive(start, "cwd")->valuestring;

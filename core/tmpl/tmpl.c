@@ -1278,11 +1278,6 @@ cJSON *asbi_tmpl_parse(const char *text_in, size_t len, asbi_tmpl_error *err) {
     fail_at(&c, root, "name", "is required");
     goto done;
   }
-  if (!cJSON_IsNull(cJSON_GetObjectItem(s.out, "ready")) &&
-      cJSON_IsNull(cJSON_GetObjectItem(s.out, "start"))) {
-    fail_at(&c, s.ready_node, "ready", "a ready check needs a start command");
-    goto done;
-  }
   {
     cJSON *steps = cJSON_GetObjectItem(s.out, "steps");
     move_all(s.compat_copy, steps);

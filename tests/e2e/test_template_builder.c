@@ -461,6 +461,68 @@ TEST(delete_while_rebuilding) {
   CHECK_INT(exists, 0);
 }
 
+/* A template.yaml in its own directory under CTX (for ready_cmd_alone). */
+static const char *ready_tdir(const char *sub, const char *yaml) {
+  static char dir[256];
+  snprintf(dir, sizeof dir, "%s/%s", CTX, sub);
+  mkdir(dir, 0755);
+  char path[300];
+  snprintf(path, sizeof path, "%s/template.yaml", dir);
+  FILE *f = fopen(path, "w");
+  if (f) {
+    fputs(yaml, f);
+    fclose(f);
+  }
+  return dir;
+}
+
+/* setReadyCmd without setStartCmd (and `ready` without `start`): E2B
+ * loops the ready command until it exits 0 before the template is done;
+ * here each create runs it until it passes, failing at its timeout. */
+TEST(ready_cmd_alone) {
+  asb_template_steps_options o = ASB_TEMPLATE_STEPS_OPTIONS_INIT;
+  asb_template_build *b = NULL;
+  /* passes once it ran twice: the check is retried, as the user */
+  REQUIRE_RC(asb_templates_build_steps(
+                 &b, C, "ready-alone",
+                 "{\"fromTemplate\": \"base\", \"steps\": [], \"readyCmd\": "
+                 "\"echo $(whoami) >> /home/user/ready-ran; test $(wc -l < /home/user/ready-ran) "
+                 "-ge 2\"}",
+                 &o),
+             ASB_OK);
+  asb_template_build_free(b);
+  asb_sandbox_options so = ASB_SANDBOX_OPTIONS_INIT;
+  so.template_id = "ready-alone";
+  so.timeout_ms = 120000;
+  asb_sandbox *sb = NULL;
+  REQUIRE_RC(asb_sandbox_create(&sb, C, &so), ASB_OK);
+  char *out = sh(sb, "cat /home/user/ready-ran");
+  CHECK_STR(out, "user\nuser\n"); /* ran before create returned, until it passed */
+  free(out);
+  asb_sandbox_kill(sb, NULL);
+  asb_sandbox_free(sb);
+  CHECK_RC(asb_templates_delete(C, "ready-alone", NULL), ASB_OK);
+
+  /* template.yaml: a check that never passes fails the create at its timeout */
+  asb_template *t = NULL;
+  REQUIRE_RC(asb_templates_build(&t, C,
+                                 ready_tdir("never-ready",
+                                            "name: never-ready\nready: {cmd: "
+                                            "'test -f /tmp/never', timeout: 1}\n"),
+                                 NULL),
+             ASB_OK);
+  asb_template_free(t);
+  so.template_id = "never-ready";
+  sb = NULL;
+  CHECK_RC(asb_sandbox_create(&sb, C, &so), ASB_ETEMPLATE);
+  const char *m = asb_error_last()->message;
+  CHECK(strstr(m,
+               "the ready check (command 'test -f /tmp/never') did not pass within 1 s "
+               "(no start command)"));
+  asb_sandbox_free(sb);
+  CHECK_RC(asb_templates_delete(C, "never-ready", NULL), ASB_OK);
+}
+
 int main(void) {
   snprintf(CTX, sizeof CTX, "/tmp/asb-tplb-%d", (int)getpid());
   char p[256];
@@ -492,6 +554,7 @@ int main(void) {
   RUN(background_then_status_and_log_abort);
   RUN(delete_while_rebuilding);
   RUN(dockerignore);
+  RUN(ready_cmd_alone);
   asb_client_free(C);
   engine_fixture_stop(&F);
   if (system(cmd) != 0) fprintf(stderr, "cannot remove %s\n", CTX);

@@ -170,6 +170,13 @@ TEST(defaults_and_compat) {
   REQUIRE(s);
   FIELD_IS(s, "ready", "{\"timeout\":30,\"interval\":200,\"port\":8080}");
   cJSON_Delete(s);
+  /* a ready check alone (E2B's setReadyCmd without setStartCmd): kept,
+   * each create waits for it (tstart.c) */
+  s = parse("name: r\nready_cmd: test -f /tmp/up\n");
+  REQUIRE(s);
+  FIELD_IS(s, "start", "null");
+  FIELD_IS(s, "ready", "{\"timeout\":30,\"interval\":200,\"cmd\":\"test -f /tmp/up\"}");
+  cJSON_Delete(s);
 }
 
 /* Parses y, expects an error at line:col in field whose message contains
@@ -249,7 +256,6 @@ TEST(errors) {
   expect_error("name: x\nsteps:\n  - run: x\n    user: admin\n", 4, 11, "steps[0].user",
                "root or user");
   expect_error("name: x\nsteps: echo\n", 2, 8, "steps", "expected a list of steps");
-  expect_error("name: x\nready: {port: 1}\n", 2, 8, "ready", "needs a start command");
   expect_error("name: x\nstart: s\nready: {port: 1, cmd: x}\n", 3, 8, "ready",
                "either 'port' or 'cmd'");
   expect_error("name: x\nstart: s\nready: {}\n", 3, 8, "ready", "either 'port' or 'cmd'");
