@@ -16,6 +16,7 @@
 
 #include "asb_testing.h"
 #include "engine_fixture.h"
+#include "template_dir.h"
 
 static engine_fixture F;
 static asb_client *C;
@@ -204,14 +205,8 @@ static long envd_status(asb_sandbox *sb, const char *tok) {
 }
 
 TEST(build_template_with_pool_section) {
-  char dir[256], path[300];
-  snprintf(dir, sizeof dir, "%s/t", WORK);
-  mkdir(dir, 0755);
-  snprintf(path, sizeof path, "%s/template.yaml", dir);
-  FILE *f = fopen(path, "w");
-  REQUIRE(f);
-  fputs(YAML, f);
-  fclose(f);
+  const char *dir = asbt_template_dir(WORK, "t", YAML, NULL);
+  REQUIRE(dir);
   asb_template *t = NULL;
   REQUIRE_RC(asb_templates_build(&t, C, dir, NULL), ASB_OK);
   snprintf(TMPL_ID, sizeof TMPL_ID, "%s", asb_template_id(t));
@@ -329,22 +324,17 @@ TEST(empty_pool_falls_back_to_a_fresh_create) {
  * check passes (the check fails once after the end): the pool fills, as a
  * create does (the refill used to fail it over and over). */
 TEST(pool_of_a_start_command_that_exits) {
-  char dir[256], path[300];
-  snprintf(dir, sizeof dir, "%s/exits", WORK);
-  mkdir(dir, 0755);
-  snprintf(path, sizeof path, "%s/template.yaml", dir);
-  FILE *f = fopen(path, "w");
-  REQUIRE(f);
-  fputs(
-      "name: pool-exits\n"
-      "start: 'echo $$ > /tmp/start.pid; echo hi'\n"
-      "ready: {cmd: 'p=$(cat /tmp/start.pid 2>/dev/null) && { grep -qs "
-      "\"^State:[[:space:]]*[ZX]\" /proc/$p/status || ! [ -e /proc/$p ]; } && "
-      "{ [ -e /tmp/seen ] || { touch /tmp/seen; false; }; }', interval: 20}\n"
-      "pool:\n"
-      "  size: 1\n",
-      f);
-  fclose(f);
+  const char *dir =
+      asbt_template_dir(WORK, "exits",
+                        "name: pool-exits\n"
+                        "start: 'echo $$ > /tmp/start.pid; echo hi'\n"
+                        "ready: {cmd: 'p=$(cat /tmp/start.pid 2>/dev/null) && { grep -qs "
+                        "\"^State:[[:space:]]*[ZX]\" /proc/$p/status || ! [ -e /proc/$p ]; } && "
+                        "{ [ -e /tmp/seen ] || { touch /tmp/seen; false; }; }', interval: 20}\n"
+                        "pool:\n"
+                        "  size: 1\n",
+                        NULL);
+  REQUIRE(dir);
   asb_template *t = NULL;
   REQUIRE_RC(asb_templates_build(&t, C, dir, NULL), ASB_OK);
   asb_template_free(t);
