@@ -23,7 +23,7 @@
 #include <sys/swap.h>
 
 #include "asb_testing.h"
-#include "engine_fixture.h"
+#include "engine_http.h"
 
 static engine_fixture F;
 static asb_client *C;
@@ -32,86 +32,21 @@ static const char *const k_prefetch_args[] = {"--pause-swap", "640M", "--pause-s
                                               NULL};
 static char swap_file[200];
 
-typedef struct {
-  char *p;
-  size_t n;
-} sinkbuf;
-
-static size_t sink(char *d, size_t s, size_t n, void *u) {
-  sinkbuf *b = u;
-  size_t len = s * n;
-  char *np = realloc(b->p, b->n + len + 1);
-  if (!np) return 0;
-  memcpy(np + b->n, d, len);
-  b->n += len;
-  np[b->n] = 0;
-  b->p = np;
-  return len;
-}
-
 static long api(const char *method, const char *path, const char *json, char **body) {
-  CURL *h = curl_easy_init();
-  sinkbuf b = {calloc(1, 1), 0};
-  char url[512], k[200];
-  snprintf(url, sizeof url, "%s%s", F.url, path);
-  snprintf(k, sizeof k, "X-API-Key: %s", F.key);
-  struct curl_slist *hl = curl_slist_append(NULL, k);
-  hl = curl_slist_append(hl, "Content-Type: application/json");
-  curl_easy_setopt(h, CURLOPT_URL, url);
-  curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
-  curl_easy_setopt(h, CURLOPT_HTTPHEADER, hl);
-  if (json) curl_easy_setopt(h, CURLOPT_POSTFIELDS, json);
-  curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, sink);
-  curl_easy_setopt(h, CURLOPT_WRITEDATA, &b);
-  curl_easy_setopt(h, CURLOPT_TIMEOUT, 300L);
-  long st = 0;
-  if (curl_easy_perform(h) == CURLE_OK) curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &st);
-  curl_slist_free_all(hl);
-  curl_easy_cleanup(h);
-  if (body)
-    *body = b.p;
-  else
-    free(b.p);
-  return st;
+  return engine_api(&F, method, path, json, body);
 }
 
 static long sbx_post(const char *id, const char *action, const char *json) {
-  char p[128];
-  snprintf(p, sizeof p, "/sandboxes/%s/%s", id, action);
-  return api("POST", p, json, NULL);
+  return engine_sandbox_post(&F, id, action, json, 300);
 }
 
 /* The sandbox's memory cgroup dir on the host, and whether it is v1's. */
 static int sandbox_cgroup(const char *id, char *out, size_t len) {
-  char p[64], line[512], v2[512] = "", v1[512] = "";
-  snprintf(p, sizeof p, "/proc/%d/cgroup", (int)F.pid);
-  FILE *f = fopen(p, "r");
-  while (f && fgets(line, sizeof line, f)) {
-    line[strcspn(line, "\n")] = 0;
-    if (!strncmp(line, "0::", 3)) snprintf(v2, sizeof v2, "%s", line + 3);
-    const char *m = strstr(line, ":memory:");
-    if (m) snprintf(v1, sizeof v1, "%s", m + 8);
-  }
-  if (f) fclose(f);
-  struct stat st;
-  if (stat("/sys/fs/cgroup/memory", &st) == 0) {
-    snprintf(out, len, "/sys/fs/cgroup/memory%s/%s/%s", v1, F.cgroup, id);
-    return 1;
-  }
-  snprintf(out, len, "/sys/fs/cgroup%s/%s/%s", v2, F.cgroup, id);
-  return 0;
+  return engine_fixture_memcg(&F, id, out, len);
 }
 
 static long long read_num(const char *dir, const char *file) {
-  char p[800];
-  snprintf(p, sizeof p, "%s/%s", dir, file);
-  FILE *f = fopen(p, "r");
-  long long v = -1;
-  if (f) {
-    if (fscanf(f, "%lld", &v) != 1) v = -1;
-    fclose(f);
-  }
-  return v;
+  return asbt_read_num(dir, file);
 }
 
 /* "key N" of the dir's memory.stat. */

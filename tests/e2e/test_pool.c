@@ -15,7 +15,7 @@
 #include <sys/stat.h>
 
 #include "asb_testing.h"
-#include "engine_fixture.h"
+#include "engine_http.h"
 #include "template_dir.h"
 
 static engine_fixture F;
@@ -181,23 +181,11 @@ static const struct {
 /* curl status of GET /files?path=/etc/hostname in sandbox id with token
  * tok. */
 static long envd_status_id(const char *id, const char *tok) {
-  CURL *h = curl_easy_init();
-  char url[256], hid[128], htok[128];
-  snprintf(url, sizeof url, "%s/files?path=/etc/hostname&username=root", F.url);
-  snprintf(hid, sizeof hid, "E2b-Sandbox-Id: %s", id);
+  char htok[128];
   snprintf(htok, sizeof htok, "X-Access-Token: %s", tok);
-  struct curl_slist *hd = curl_slist_append(NULL, hid);
-  hd = curl_slist_append(hd, htok);
-  FILE *sink = fopen("/dev/null", "w");
-  curl_easy_setopt(h, CURLOPT_URL, url);
-  curl_easy_setopt(h, CURLOPT_HTTPHEADER, hd);
-  curl_easy_setopt(h, CURLOPT_WRITEDATA, sink);
-  long st = -1;
-  if (curl_easy_perform(h) == CURLE_OK) curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &st);
-  fclose(sink);
-  curl_slist_free_all(hd);
-  curl_easy_cleanup(h);
-  return st;
+  const char *hs[] = {htok, NULL};
+  engine_req r = {.sandbox = id, .headers = hs};
+  return engine_http(&F, "GET", "/files?path=/etc/hostname&username=root", &r, NULL);
 }
 
 static long envd_status(asb_sandbox *sb, const char *tok) {
