@@ -228,20 +228,16 @@ TEST(memory_pause_swaps_out_and_resume_faults_back) {
  * of the RAM it had; resumed, or paused without memory, there is nothing
  * to report: "none" (-1), not 0. */
 TEST(info_getters_report_the_swap) {
-  asb_sandbox *sb = NULL;
-  asb_sandbox_options o = ASB_SANDBOX_OPTIONS_INIT;
-  o.timeout_ms = 300000;
-  REQUIRE_RC(asb_sandbox_create(&sb, C, &o), ASB_OK);
+  char *sum = NULL;
+  asb_sandbox *sb = holding_sandbox(256, 0, &sum, NULL);
+  REQUIRE(sb != NULL);
+  free(sum);
   asb_sandbox_info *i = NULL;
   REQUIRE_RC(asb_sandbox_get_info(&i, sb, NULL), ASB_OK);
   CHECK_INT(asb_sandbox_info_swapped_bytes(i), -1); /* running */
   CHECK_INT(asb_sandbox_info_resident_bytes(i), -1);
   CHECK_INT(asb_sandbox_info_resident_before_bytes(i), -1);
   asb_sandbox_info_free(i);
-  CHECK_RC(start_holder(sb, 256), ASB_OK);
-  char *sum = wait_file(sb, "/tmp/sum", 64);
-  REQUIRE(sum != NULL);
-  free(sum);
   CHECK_INT(asb_sandbox_pause(sb, NULL), 1);
   i = NULL;
   REQUIRE_RC(asb_sandbox_get_info(&i, sb, NULL), ASB_OK);
@@ -328,13 +324,9 @@ TEST(paused_sandbox_and_its_swap_outlive_an_engine_stop) {
 TEST(info_getters_after_an_engine_restart) {
   engine_fixture_signal(&F, SIGTERM);
   REQUIRE(engine_fixture_launch(&F, 0) == 0); /* stops leaving sandboxes */
-  asb_sandbox *sb = NULL;
-  asb_sandbox_options o = ASB_SANDBOX_OPTIONS_INIT;
-  o.timeout_ms = 300000;
-  REQUIRE_RC(asb_sandbox_create(&sb, C, &o), ASB_OK);
-  CHECK_RC(start_holder(sb, 64), ASB_OK);
-  char *sum = wait_file(sb, "/tmp/sum", 64);
-  REQUIRE(sum != NULL);
+  char *sum = NULL;
+  asb_sandbox *sb = holding_sandbox(64, 0, &sum, NULL);
+  REQUIRE(sb != NULL);
   free(sum);
   CHECK_INT(asb_sandbox_pause(sb, NULL), 1);
   asb_sandbox_info *i = NULL;
