@@ -18,7 +18,7 @@
 #include <curl/curl.h>
 #include <sys/stat.h>
 
-#include "../tests/support/engine_fixture.h"
+#include "../tests/support/engine_http.h"
 #include "bench.h"
 #include "bench_signals.h"
 
@@ -26,25 +26,10 @@ static engine_fixture FA, FB; /* A: no swap; B: --pause-swap */
 static asb_client *CA, *CB;
 static const char *k_swap_args[] = {"--pause-swap", "1600M", NULL, NULL};
 
+/* POST /sandboxes/{id}/{action}: the status (a swap-out of 1 GiB may take
+ * minutes). */
 static long post(const engine_fixture *f, const char *id, const char *action, const char *json) {
-  CURL *h = curl_easy_init();
-  char url[256], k[200];
-  snprintf(url, sizeof url, "%s/sandboxes/%s/%s", f->url, id, action);
-  snprintf(k, sizeof k, "X-API-Key: %s", f->key);
-  struct curl_slist *hl = curl_slist_append(NULL, k);
-  hl = curl_slist_append(hl, "Content-Type: application/json");
-  curl_easy_setopt(h, CURLOPT_URL, url);
-  curl_easy_setopt(h, CURLOPT_HTTPHEADER, hl);
-  curl_easy_setopt(h, CURLOPT_POSTFIELDS, json);
-  curl_easy_setopt(h, CURLOPT_TIMEOUT, 600L);
-  FILE *null = fopen("/dev/null", "w");
-  curl_easy_setopt(h, CURLOPT_WRITEDATA, null);
-  long st = 0;
-  if (curl_easy_perform(h) == CURLE_OK) curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &st);
-  fclose(null);
-  curl_slist_free_all(hl);
-  curl_easy_cleanup(h);
-  return st;
+  return engine_sandbox_post(f, id, action, json, 600);
 }
 
 static int run_true(asb_sandbox *sb) {
@@ -145,21 +130,9 @@ static asb_sandbox *make(asb_client *c) {
  * without --pause-swap does not stop its sandboxes from swapping into the
  * other engine's file when they reach their memory limit. */
 static long long sandbox_swap(const engine_fixture *f, const char *id) {
-  char p[64], line[512], v1[512] = "", v2[512] = "", path[1400];
-  snprintf(p, sizeof p, "/proc/%d/cgroup", (int)f->pid);
-  FILE *c = fopen(p, "r");
-  while (c && fgets(line, sizeof line, c)) {
-    line[strcspn(line, "\n")] = 0;
-    if (!strncmp(line, "0::", 3)) snprintf(v2, sizeof v2, "%s", line + 3);
-    if (strstr(line, ":memory:")) snprintf(v1, sizeof v1, "%s", strstr(line, ":memory:") + 8);
-  }
-  if (c) fclose(c);
-  struct stat st;
-  int isv1 = stat("/sys/fs/cgroup/memory", &st) == 0;
-  if (isv1)
-    snprintf(path, sizeof path, "/sys/fs/cgroup/memory%s/%s/%s/memory.stat", v1, f->cgroup, id);
-  else
-    snprintf(path, sizeof path, "/sys/fs/cgroup%s/%s/%s/memory.swap.current", v2, f->cgroup, id);
+  char dir[1200], path[1400], line[512];
+  int isv1 = engine_fixture_memcg(f, id, dir, sizeof dir);
+  snprintf(path, sizeof path, "%s/%s", dir, isv1 ? "memory.stat" : "memory.swap.current");
   FILE *m = fopen(path, "r");
   long long v = -1;
   while (m && fgets(line, sizeof line, m)) {

@@ -14,7 +14,7 @@
 #include <agentsandbox.h>
 #include <curl/curl.h>
 
-#include "../tests/support/engine_fixture.h"
+#include "../tests/support/engine_http.h"
 #include "bench.h"
 #include "bench_signals.h"
 
@@ -22,23 +22,7 @@ static engine_fixture F, F0;
 static asb_client *C;
 
 static long post(const char *id, const char *action, const char *json) {
-  CURL *h = curl_easy_init();
-  char url[256], k[200];
-  snprintf(url, sizeof url, "%s/sandboxes/%s/%s", F.url, id, action);
-  snprintf(k, sizeof k, "X-API-Key: %s", F.key);
-  struct curl_slist *hl = curl_slist_append(NULL, k);
-  hl = curl_slist_append(hl, "Content-Type: application/json");
-  curl_easy_setopt(h, CURLOPT_URL, url);
-  curl_easy_setopt(h, CURLOPT_HTTPHEADER, hl);
-  curl_easy_setopt(h, CURLOPT_POSTFIELDS, json);
-  FILE *null = fopen("/dev/null", "w");
-  curl_easy_setopt(h, CURLOPT_WRITEDATA, null);
-  long st = 0;
-  if (curl_easy_perform(h) == CURLE_OK) curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &st);
-  fclose(null);
-  curl_slist_free_all(hl);
-  curl_easy_cleanup(h);
-  return st;
+  return engine_sandbox_post(&F, id, action, json, 0);
 }
 
 static int run_true(asb_sandbox *sb) {

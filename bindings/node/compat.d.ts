@@ -199,7 +199,10 @@ export interface TemplateFromImage {
   skipCache(): this
 }
 
-export declare class TemplateBase implements TemplateFromImage, TemplateBuilder, TemplateFinal {
+/** Its instance side is TemplateFromImage's and TemplateBuilder's (declaration
+ * merging: one declaration of each step). */
+export interface TemplateBase extends TemplateFromImage, TemplateBuilder, TemplateFinal {}
+export declare class TemplateBase {
   constructor(options?: TemplateOptions)
   protected static resolveOpts<T extends object>(opts?: T): T
   static toJSON(template: TemplateClass, computeHashes?: boolean): Promise<string>
@@ -215,41 +218,6 @@ export declare class TemplateBase implements TemplateFromImage, TemplateBuilder,
   static assignTags(targetName: string, tags: string | string[], options?: ConnectionOpts): Promise<TemplateTagInfo>
   static removeTags(name: string, tags: string | string[], options?: ConnectionOpts): Promise<void>
   static getTags(templateId: string, options?: ConnectionOpts): Promise<TemplateTag[]>
-  fromDebianImage(variant?: string): TemplateBuilder
-  fromUbuntuImage(variant?: string): TemplateBuilder
-  fromFedoraImage(variant?: string): TemplateBuilder
-  fromAlpineImage(variant?: string): TemplateBuilder
-  fromArchImage(variant?: string): TemplateBuilder
-  fromPythonImage(version?: string): TemplateBuilder
-  fromNodeImage(variant?: string): TemplateBuilder
-  fromBunImage(variant?: string): TemplateBuilder
-  fromBaseImage(): TemplateBuilder
-  fromImage(baseImage: string, credentials?: { username: string; password: string }): TemplateBuilder
-  fromTemplate(template: string): TemplateBuilder
-  fromDockerfile(dockerfileContentOrPath: string): TemplateBuilder
-  fromAWSRegistry(image: string, credentials: { accessKeyId: string; secretAccessKey: string; region: string }): TemplateBuilder
-  fromGCPRegistry(image: string, credentials: { serviceAccountJSON: object | string }): TemplateBuilder
-  skipCache(): this
-  copy(src: string | string[], dest: string, options?: { forceUpload?: true; user?: string; mode?: number; resolveSymlinks?: boolean; gzip?: boolean }): TemplateBuilder
-  copyItems(items: CopyItem[]): TemplateBuilder
-  remove(path: string | string[], options?: { force?: boolean; recursive?: boolean; user?: string }): TemplateBuilder
-  rename(src: string, dest: string, options?: { force?: boolean; user?: string }): TemplateBuilder
-  makeDir(path: string | string[], options?: { mode?: number; user?: string }): TemplateBuilder
-  makeSymlink(src: string, dest: string, options?: { user?: string; force?: boolean }): TemplateBuilder
-  runCmd(command: string | string[], options?: { user?: string }): TemplateBuilder
-  setWorkdir(workdir: string): TemplateBuilder
-  setUser(user: string): TemplateBuilder
-  pipInstall(packages?: string | string[], options?: { g?: boolean }): TemplateBuilder
-  npmInstall(packages?: string | string[], options?: { g?: boolean; dev?: boolean }): TemplateBuilder
-  bunInstall(packages?: string | string[], options?: { g?: boolean; dev?: boolean }): TemplateBuilder
-  aptInstall(packages: string | string[], options?: { noInstallRecommends?: boolean; fixMissing?: boolean }): TemplateBuilder
-  addMcpServer(servers: string | string[]): TemplateBuilder
-  gitClone(url: string, path?: string, options?: { branch?: string; depth?: number; user?: string }): TemplateBuilder
-  setEnvs(envs: Record<string, string>): TemplateBuilder
-  setStartCmd(startCommand: string, readyCommand: string | ReadyCmd): TemplateFinal
-  setReadyCmd(readyCommand: string | ReadyCmd): TemplateFinal
-  betaDevContainerPrebuild(devcontainerDirectory: string): TemplateBuilder
-  betaSetDevContainerStart(devcontainerDirectory: string): TemplateFinal
 }
 
 /** E2B's Template: TemplateBase, also callable as a factory (Template(opts)). */

@@ -4,7 +4,9 @@
 # pinned revision, E2B's test dependencies installed once per revision,
 # our engine, the vitest results read into one line per test, and the
 # comparison with an expected-failures list. Sourced, not run.
-# Callers set REV, REPO, HERE and ENGINE first.
+# Callers set REV, REPO, HERE and ENGINE first. tests/e2b-suites/run.sh
+# (E2B's code-interpreter suites) uses only e2bjs_start_engine and
+# e2bjs_cleanup (it sets ENGINE, RUN, CG and EP itself).
 # SPDX-License-Identifier: Apache-2.0
 
 # e2bjs_prepare SUBPATH PREFIX CGPREFIX: skips (exit 77) without E2B's
@@ -48,14 +50,16 @@ e2bjs_cleanup() {
   rm -rf "$RUN"
 }
 
-# e2bjs_start_engine: our engine with its own state dir, a free port, its
-# own cgroup name; --kill-on-exit so its sandboxes go with it;
+# e2bjs_start_engine [FLAG...]: our engine ($ENGINE) in $RUN with its own
+# state dir, a free port, its own cgroup name ($CG); --kill-on-exit so its
+# sandboxes go with it; the FLAGs added (the E2B JS suites pass
 # --no-network: nothing a test runs in a sandbox sends a packet off this
-# machine. Exports E2B_API_URL, E2B_SANDBOX_URL, E2B_API_KEY; sets PORT, EP.
+# machine). Exports E2B_API_URL, E2B_SANDBOX_URL, E2B_API_KEY; sets PORT,
+# EP (e2bjs_cleanup stops it).
 e2bjs_start_engine() {
   mkfifo "$RUN/engine.out" || exit 1
   "$ENGINE" --state-dir "$RUN/state" --listen 127.0.0.1:0 --cgroup-name "$CG" \
-    --pool 2 --kill-on-exit --no-network > "$RUN/engine.out" 2> "$RUN/engine.log" &
+    --pool 2 --kill-on-exit "$@" > "$RUN/engine.out" 2> "$RUN/engine.log" &
   EP=$!
   PORT=
   while read -r line; do

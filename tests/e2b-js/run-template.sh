@@ -81,7 +81,7 @@ EOF
 
 # Our engine (lib.sh: own state dir, free port, own cgroup
 # name, --kill-on-exit, --no-network: nothing leaves the machine)
-e2bjs_start_engine
+e2bjs_start_engine --no-network
 export ASB_BUILD_DIR=$BUILD
 unset ASB_STATE_DIR
 

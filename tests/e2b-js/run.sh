@@ -38,7 +38,7 @@ e2bjs_prepare packages/js-sdk/tests run asbe2bjs
 
 # Our engine (lib.sh: --no-network; the tests that need the public
 # internet are expected failures)
-e2bjs_start_engine
+e2bjs_start_engine --no-network
 # The tests that fetch https://<port>-<id>.localhost:<port> (getHost, as E2B
 # builds it) trust the engine's CA as a user would (docs/engine.md), and
 # get a *.localhost resolver a stock Debian lacks (localhost-dns.cjs:

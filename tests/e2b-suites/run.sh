@@ -31,34 +31,14 @@ mkdir -p "$WORK" || exit 1
 RUN=$(mktemp -d "$WORK/run-XXXXXX") || exit 1
 CG=asbe2b-$$
 EP=
-cleanup() {
-  if [ -n "$EP" ]; then kill "$EP" 2>/dev/null; wait "$EP" 2>/dev/null; fi
-  rm -rf "$RUN"
-}
-trap cleanup EXIT
+# shellcheck source=../e2b-js/lib.sh
+. "$HERE/../e2b-js/lib.sh"
+trap e2bjs_cleanup EXIT
 trap 'exit 1' INT TERM HUP
 
-# Our engine: own state dir, free port, own cgroup name; --kill-on-exit so
-# its sandboxes go with it.
-mkfifo "$RUN/engine.out" || exit 1
-"$ENGINE" --state-dir "$RUN/state" --listen 127.0.0.1:0 --cgroup-name "$CG" \
-  --pool 2 --kill-on-exit > "$RUN/engine.out" 2> "$RUN/engine.log" &
-EP=$!
-PORT=
-while read -r line; do
-  case "$line" in
-    "listening on "*) PORT=${line##*:}; break ;;
-  esac
-done < "$RUN/engine.out"
-if [ -z "$PORT" ]; then
-  echo "the engine did not start:"; cat "$RUN/engine.log"; exit 1
-fi
-# keep draining the engine's stdout
-cat "$RUN/engine.out" > /dev/null &
-export E2B_API_URL=http://127.0.0.1:$PORT E2B_SANDBOX_URL=http://127.0.0.1:$PORT
-E2B_API_KEY=$(cat "$RUN/state/api_key") || exit 1
-export E2B_API_KEY
-unset E2B_DEBUG E2B_DOMAIN E2B_ACCESS_TOKEN
+# Our engine (lib.sh: own state dir, free port, own cgroup name,
+# --kill-on-exit so its sandboxes go with it)
+e2bjs_start_engine
 
 status=0
 RESULTS=$RUN/results.txt   # "<suite> <pass|fail> <test id>" lines

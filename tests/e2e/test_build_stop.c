@@ -16,6 +16,7 @@
 
 #include "asb_testing.h"
 #include "engine_fixture.h"
+#include "template_dir.h"
 
 /* Well under the step's 600 s, far over what the stop takes (about the
  * time to kill the build sandbox): fails clearly with a stop that waits
@@ -26,17 +27,7 @@ static engine_fixture F;
 static char WORK[128], LOG[160];
 
 static const char *write_tdir(const char *sub, const char *yaml) {
-  static char dir[256];
-  snprintf(dir, sizeof dir, "%s/%s", WORK, sub);
-  mkdir(dir, 0755);
-  char path[300];
-  snprintf(path, sizeof path, "%s/template.yaml", dir);
-  FILE *f = fopen(path, "w");
-  if (f) {
-    fputs(yaml, f);
-    fclose(f);
-  }
-  return dir;
+  return asbt_template_dir(WORK, sub, yaml, NULL);
 }
 
 /* 1 while a process runs `sleep 600` in this test engine's cgroups. */

@@ -14,7 +14,7 @@
 #include <curl/curl.h>
 
 #include "asb_testing.h"
-#include "engine_fixture.h"
+#include "engine_http.h"
 
 static engine_fixture F;
 static asb_client *C;
@@ -290,34 +290,16 @@ TEST(charts_data_and_languages_as_in_e2b) {
   asb_sandbox_free(sb);
 }
 
-static size_t sink(char *p, size_t s, size_t n, void *ud) {
-  (void)p;
-  (void)ud;
-  return s * n;
-}
-
+/* METHOD path of the sandbox's code interpreter (port 49999) through the
+ * router, with its token (or none). */
 static long raw(asb_sandbox *sb, const char *method, const char *path, const char *body,
                 const char *token) {
-  CURL *c = curl_easy_init();
-  char url[256], h1[128], h2[128];
-  snprintf(url, sizeof url, "%s%s", F.url, path);
-  snprintf(h1, sizeof h1, "E2b-Sandbox-Id: %s", asb_sandbox_id(sb));
+  char h2[128];
   snprintf(h2, sizeof h2, "X-Access-Token: %s", token ? token : "");
-  struct curl_slist *h = curl_slist_append(NULL, h1);
-  h = curl_slist_append(h, "E2b-Sandbox-Port: 49999");
-  h = curl_slist_append(h, "Content-Type: application/json");
-  if (token) h = curl_slist_append(h, h2);
-  curl_easy_setopt(c, CURLOPT_URL, url);
-  curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
-  curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
-  if (body) curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
-  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, sink);
-  curl_easy_setopt(c, CURLOPT_TIMEOUT, 60L);
-  long st = 0;
-  if (curl_easy_perform(c) == CURLE_OK) curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &st);
-  curl_slist_free_all(h);
-  curl_easy_cleanup(c);
-  return st;
+  const char *hs[] = {"Content-Type: application/json", token ? h2 : NULL, NULL};
+  engine_req r = {
+      .json = body, .sandbox = asb_sandbox_id(sb), .port = 49999, .headers = hs, .timeout_s = 60};
+  return engine_http(&F, method, path, &r, NULL);
 }
 
 /* Every route but /health needs the sandbox's envd token (or its traffic

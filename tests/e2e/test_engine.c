@@ -9,7 +9,7 @@
 #include <time.h>
 
 #include "asb_testing.h"
-#include "engine_fixture.h"
+#include "engine_http.h"
 #include "mounts.h"
 
 static engine_fixture F;
@@ -201,6 +201,11 @@ TEST(auto_pause_on_timeout) {
   asb_sandbox_free(sb);
 }
 
+static long get_port_path(const char *id, int port, const char *path, char *body);
+static long get_port(const char *id, int port, char *body) {
+  return get_port_path(id, port, "/index.txt", body);
+}
+
 static size_t sink(char *p, size_t s, size_t n, void *ud) {
   char *b = ud;
   size_t len = s * n, have = strlen(b);
@@ -211,28 +216,15 @@ static size_t sink(char *p, size_t s, size_t n, void *ud) {
   return len;
 }
 
-static long get_port_path(const char *id, int port, const char *path, char *body);
-static long get_port(const char *id, int port, char *body) {
-  return get_port_path(id, port, "/index.txt", body);
-}
-
+/* GET path of sandbox id's port through the router; the reply's body
+ * appended to body (1024 bytes). */
 static long get_port_path(const char *id, int port, const char *path, char *body) {
-  CURL *h = curl_easy_init();
-  char hdr1[96], hdr2[64];
-  snprintf(hdr1, sizeof hdr1, "E2b-Sandbox-Id: %s", id);
-  snprintf(hdr2, sizeof hdr2, "E2b-Sandbox-Port: %d", port);
-  struct curl_slist *hl = curl_slist_append(NULL, hdr1);
-  hl = curl_slist_append(hl, hdr2);
-  char url[128];
-  snprintf(url, sizeof url, "%s%s", F.url, path);
-  curl_easy_setopt(h, CURLOPT_URL, url);
-  curl_easy_setopt(h, CURLOPT_HTTPHEADER, hl);
-  curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, sink);
-  curl_easy_setopt(h, CURLOPT_WRITEDATA, body);
-  long st = 0;
-  if (curl_easy_perform(h) == CURLE_OK) curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &st);
-  curl_slist_free_all(hl);
-  curl_easy_cleanup(h);
+  engine_req r = {.sandbox = id, .port = port};
+  char *b = NULL;
+  long st = engine_http(&F, "GET", path, &r, &b);
+  size_t have = strlen(body);
+  snprintf(body + have, 1024 - have, "%s", b);
+  free(b);
   return st;
 }
 

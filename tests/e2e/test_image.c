@@ -16,6 +16,7 @@
 
 #include "asb_testing.h"
 #include "engine_fixture.h"
+#include "template_dir.h"
 
 #ifndef ASBT_MKIMAGE
 #error "define ASBT_MKIMAGE (tests/support/mkimage.py)"
@@ -59,17 +60,7 @@ static int mkimage(const char *fmt, const char *out, const char *name) {
 }
 
 static const char *tdir(const char *name, const char *yaml) {
-  static char dir[256];
-  snprintf(dir, sizeof dir, "%s/%s", WORK, name);
-  mkdir(dir, 0755);
-  char path[512];
-  snprintf(path, sizeof path, "%s/template.yaml", dir);
-  FILE *f = fopen(path, "w");
-  if (f) {
-    fputs(yaml, f);
-    fclose(f);
-  }
-  return dir;
+  return asbt_template_dir(WORK, name, yaml, NULL);
 }
 
 static char *sh(asb_sandbox *sb, const char *cmd) {

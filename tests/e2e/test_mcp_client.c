@@ -16,49 +16,20 @@
 #include <string.h>
 
 #include "asb_testing.h"
-#include "engine_fixture.h"
+#include "engine_http.h"
 
 static engine_fixture F;
 static asb_client *C;
 
-static size_t keep(char *p, size_t s, size_t n, void *u) {
-  char **b = u;
-  size_t old = *b ? strlen(*b) : 0;
-  char *nb = realloc(*b, old + s * n + 1);
-  if (!nb) return 0;
-  memcpy(nb + old, p, s * n);
-  nb[old + s * n] = 0;
-  *b = nb;
-  return s * n;
-}
-
 /* POST a JSON-RPC request to the sandbox's gateway through the router;
  * the HTTP status, the body into *out (free it). */
 static long rpc(const char *id, const char *token, const char *body, char **out) {
-  CURL *h = curl_easy_init();
-  char url[128], hid[200], auth[200];
-  snprintf(url, sizeof url, "%s/mcp", F.url);
-  snprintf(hid, sizeof hid, "E2b-Sandbox-Id: %s", id);
-  struct curl_slist *hd = curl_slist_append(NULL, hid);
-  hd = curl_slist_append(hd, "E2b-Sandbox-Port: 50005");
-  hd = curl_slist_append(hd, "Content-Type: application/json");
-  hd = curl_slist_append(hd, "Accept: application/json, text/event-stream");
-  if (token) {
-    snprintf(auth, sizeof auth, "Authorization: Bearer %s", token);
-    hd = curl_slist_append(hd, auth);
-  }
-  *out = NULL;
-  curl_easy_setopt(h, CURLOPT_URL, url);
-  curl_easy_setopt(h, CURLOPT_HTTPHEADER, hd);
-  curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
-  curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, keep);
-  curl_easy_setopt(h, CURLOPT_WRITEDATA, out);
-  curl_easy_setopt(h, CURLOPT_TIMEOUT, 120L);
-  long st = 0;
-  if (curl_easy_perform(h) == CURLE_OK) curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &st);
-  curl_slist_free_all(hd);
-  curl_easy_cleanup(h);
-  return st;
+  char auth[200];
+  snprintf(auth, sizeof auth, "Authorization: Bearer %s", token ? token : "");
+  const char *hs[] = {"Content-Type: application/json",
+                      "Accept: application/json, text/event-stream", token ? auth : NULL, NULL};
+  engine_req r = {.json = body, .sandbox = id, .port = 50005, .headers = hs, .timeout_s = 120};
+  return engine_http(&F, "POST", "/mcp", &r, out);
 }
 
 static char *read_all(const char *path) {

@@ -15,94 +15,29 @@
 #include <sys/stat.h>
 
 #include "asb_testing.h"
-#include "engine_fixture.h"
+#include "engine_http.h"
 
 static engine_fixture F;
 static asb_client *C;
-
-typedef struct {
-  char *p;
-  size_t n;
-} sinkbuf;
-
-static size_t sink(char *d, size_t s, size_t n, void *u) {
-  sinkbuf *b = u;
-  size_t len = s * n;
-  char *np = realloc(b->p, b->n + len + 1);
-  if (!np) return 0;
-  memcpy(np + b->n, d, len);
-  b->n += len;
-  np[b->n] = 0;
-  b->p = np;
-  return len;
-}
 
 /* One request to the engine: the API (port 0) or a sandbox's port through
  * the router. The reply's body in *body (malloc'd, "" if none). */
 static long http(const char *method, const char *path, const char *json, const char *id, int port,
                  char **body) {
-  CURL *h = curl_easy_init();
-  sinkbuf b = {calloc(1, 1), 0};
-  char url[512], k[200], hi[96], hp[64];
-  snprintf(url, sizeof url, "%s%s", F.url, path);
-  snprintf(k, sizeof k, "X-API-Key: %s", F.key);
-  struct curl_slist *hl = curl_slist_append(NULL, k);
-  hl = curl_slist_append(hl, "Content-Type: application/json");
-  if (port) {
-    snprintf(hi, sizeof hi, "E2b-Sandbox-Id: %s", id);
-    snprintf(hp, sizeof hp, "E2b-Sandbox-Port: %d", port);
-    hl = curl_slist_append(hl, hi);
-    hl = curl_slist_append(hl, hp);
-  }
-  curl_easy_setopt(h, CURLOPT_URL, url);
-  curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
-  curl_easy_setopt(h, CURLOPT_HTTPHEADER, hl);
-  if (json) curl_easy_setopt(h, CURLOPT_POSTFIELDS, json);
-  curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, sink);
-  curl_easy_setopt(h, CURLOPT_WRITEDATA, &b);
-  curl_easy_setopt(h, CURLOPT_TIMEOUT, 300L);
-  long st = 0;
-  if (curl_easy_perform(h) == CURLE_OK) curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &st);
-  curl_slist_free_all(hl);
-  curl_easy_cleanup(h);
-  if (body)
-    *body = b.p;
-  else
-    free(b.p);
-  return st;
+  engine_req r = {.json = json, .api_key = 1, .sandbox = id, .port = port, .timeout_s = 300};
+  return engine_http(&F, method, path, &r, body);
 }
 
 /* A request to a sandbox's port with one extra header (or none). */
 static long http_h(const char *method, const char *path, const char *id, int port,
                    const char *header, char **body) {
-  CURL *h = curl_easy_init();
-  sinkbuf b = {calloc(1, 1), 0};
-  char url[512], hi[96], hp[64];
-  snprintf(url, sizeof url, "%s%s", F.url, path);
-  snprintf(hi, sizeof hi, "E2b-Sandbox-Id: %s", id);
-  snprintf(hp, sizeof hp, "E2b-Sandbox-Port: %d", port);
-  struct curl_slist *hl = curl_slist_append(NULL, hi);
-  hl = curl_slist_append(hl, hp);
-  if (header) hl = curl_slist_append(hl, header);
-  curl_easy_setopt(h, CURLOPT_URL, url);
-  curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
-  curl_easy_setopt(h, CURLOPT_HTTPHEADER, hl);
-  curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, sink);
-  curl_easy_setopt(h, CURLOPT_WRITEDATA, &b);
-  curl_easy_setopt(h, CURLOPT_TIMEOUT, 300L);
-  long st = 0;
-  if (curl_easy_perform(h) == CURLE_OK) curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &st);
-  curl_slist_free_all(hl);
-  curl_easy_cleanup(h);
-  if (body)
-    *body = b.p;
-  else
-    free(b.p);
-  return st;
+  const char *hs[] = {header, NULL};
+  engine_req r = {.sandbox = id, .port = port, .headers = hs, .timeout_s = 300};
+  return engine_http(&F, method, path, &r, body);
 }
 
 static long api(const char *method, const char *path, const char *json, char **body) {
-  return http(method, path, json, NULL, 0, body);
+  return engine_api(&F, method, path, json, body);
 }
 
 /* GET /sandboxes/{id}: 1 if the reply holds needle. */
@@ -122,15 +57,11 @@ static int wait_info(const char *id, const char *needle) {
 }
 
 static long pause_req(const char *id, const char *json) {
-  char p[128];
-  snprintf(p, sizeof p, "/sandboxes/%s/pause", id);
-  return api("POST", p, json, NULL);
+  return engine_sandbox_post(&F, id, "pause", json, 300);
 }
 
 static long connect_req(const char *id) {
-  char p[128];
-  snprintf(p, sizeof p, "/sandboxes/%s/connect", id);
-  return api("POST", p, "{\"timeout\": 120}", NULL);
+  return engine_sandbox_post(&F, id, "connect", "{\"timeout\": 120}", 300);
 }
 
 static char *run_out(asb_sandbox *sb, const char *cmd) {
@@ -148,36 +79,11 @@ static char *run_out(asb_sandbox *sb, const char *cmd) {
 /* The sandbox's memory cgroup on the host: <engine's>/<cgroup name>/<id>,
  * on cgroup v2 or v1's memory hierarchy; *file: its usage file. */
 static void sandbox_cgroup(const char *id, char *out, size_t len, const char **file) {
-  char p[64], line[512], v2[512] = "", v1[512] = "";
-  snprintf(p, sizeof p, "/proc/%d/cgroup", (int)F.pid);
-  FILE *f = fopen(p, "r");
-  while (f && fgets(line, sizeof line, f)) {
-    line[strcspn(line, "\n")] = 0;
-    if (!strncmp(line, "0::", 3)) snprintf(v2, sizeof v2, "%s", line + 3);
-    const char *m = strstr(line, ":memory:");
-    if (m) snprintf(v1, sizeof v1, "%s", m + 8);
-  }
-  if (f) fclose(f);
-  struct stat st;
-  if (stat("/sys/fs/cgroup/memory", &st) == 0) {
-    snprintf(out, len, "/sys/fs/cgroup/memory%s/%s/%s", v1, F.cgroup, id);
-    *file = "memory.usage_in_bytes";
-  } else {
-    snprintf(out, len, "/sys/fs/cgroup%s/%s/%s", v2, F.cgroup, id);
-    *file = "memory.current";
-  }
+  *file = engine_fixture_memcg(&F, id, out, len) ? "memory.usage_in_bytes" : "memory.current";
 }
 
 static long long memory_used(const char *cg, const char *file) {
-  char p[700];
-  snprintf(p, sizeof p, "%s/%s", cg, file);
-  FILE *f = fopen(p, "r");
-  long long v = -1;
-  if (f) {
-    if (fscanf(f, "%lld", &v) != 1) v = -1;
-    fclose(f);
-  }
-  return v;
+  return asbt_read_num(cg, file);
 }
 
 /* Files, processes, memory, boot_id and the envd token across a pause
@@ -491,8 +397,8 @@ static long loopback_health(const char *id, int lport) {
   struct curl_slist *hl = curl_slist_append(NULL, hdr);
   curl_easy_setopt(h, CURLOPT_URL, url);
   curl_easy_setopt(h, CURLOPT_HTTPHEADER, hl);
-  sinkbuf body = {calloc(1, 1), 0};
-  curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, sink);
+  engine_http_buf body = {calloc(1, 1), 0};
+  curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, engine_http_sink);
   curl_easy_setopt(h, CURLOPT_WRITEDATA, &body);
   curl_easy_setopt(h, CURLOPT_TIMEOUT, 60L);
   long st = 0;

@@ -15,7 +15,8 @@
 #include <sys/stat.h>
 
 #include "asb_testing.h"
-#include "engine_fixture.h"
+#include "engine_http.h"
+#include "template_dir.h"
 
 static engine_fixture F;
 static asb_client *C;
@@ -180,23 +181,11 @@ static const struct {
 /* curl status of GET /files?path=/etc/hostname in sandbox id with token
  * tok. */
 static long envd_status_id(const char *id, const char *tok) {
-  CURL *h = curl_easy_init();
-  char url[256], hid[128], htok[128];
-  snprintf(url, sizeof url, "%s/files?path=/etc/hostname&username=root", F.url);
-  snprintf(hid, sizeof hid, "E2b-Sandbox-Id: %s", id);
+  char htok[128];
   snprintf(htok, sizeof htok, "X-Access-Token: %s", tok);
-  struct curl_slist *hd = curl_slist_append(NULL, hid);
-  hd = curl_slist_append(hd, htok);
-  FILE *sink = fopen("/dev/null", "w");
-  curl_easy_setopt(h, CURLOPT_URL, url);
-  curl_easy_setopt(h, CURLOPT_HTTPHEADER, hd);
-  curl_easy_setopt(h, CURLOPT_WRITEDATA, sink);
-  long st = -1;
-  if (curl_easy_perform(h) == CURLE_OK) curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &st);
-  fclose(sink);
-  curl_slist_free_all(hd);
-  curl_easy_cleanup(h);
-  return st;
+  const char *hs[] = {htok, NULL};
+  engine_req r = {.sandbox = id, .headers = hs};
+  return engine_http(&F, "GET", "/files?path=/etc/hostname&username=root", &r, NULL);
 }
 
 static long envd_status(asb_sandbox *sb, const char *tok) {
@@ -204,14 +193,8 @@ static long envd_status(asb_sandbox *sb, const char *tok) {
 }
 
 TEST(build_template_with_pool_section) {
-  char dir[256], path[300];
-  snprintf(dir, sizeof dir, "%s/t", WORK);
-  mkdir(dir, 0755);
-  snprintf(path, sizeof path, "%s/template.yaml", dir);
-  FILE *f = fopen(path, "w");
-  REQUIRE(f);
-  fputs(YAML, f);
-  fclose(f);
+  const char *dir = asbt_template_dir(WORK, "t", YAML, NULL);
+  REQUIRE(dir);
   asb_template *t = NULL;
   REQUIRE_RC(asb_templates_build(&t, C, dir, NULL), ASB_OK);
   snprintf(TMPL_ID, sizeof TMPL_ID, "%s", asb_template_id(t));
@@ -329,22 +312,17 @@ TEST(empty_pool_falls_back_to_a_fresh_create) {
  * check passes (the check fails once after the end): the pool fills, as a
  * create does (the refill used to fail it over and over). */
 TEST(pool_of_a_start_command_that_exits) {
-  char dir[256], path[300];
-  snprintf(dir, sizeof dir, "%s/exits", WORK);
-  mkdir(dir, 0755);
-  snprintf(path, sizeof path, "%s/template.yaml", dir);
-  FILE *f = fopen(path, "w");
-  REQUIRE(f);
-  fputs(
-      "name: pool-exits\n"
-      "start: 'echo $$ > /tmp/start.pid; echo hi'\n"
-      "ready: {cmd: 'p=$(cat /tmp/start.pid 2>/dev/null) && { grep -qs "
-      "\"^State:[[:space:]]*[ZX]\" /proc/$p/status || ! [ -e /proc/$p ]; } && "
-      "{ [ -e /tmp/seen ] || { touch /tmp/seen; false; }; }', interval: 20}\n"
-      "pool:\n"
-      "  size: 1\n",
-      f);
-  fclose(f);
+  const char *dir =
+      asbt_template_dir(WORK, "exits",
+                        "name: pool-exits\n"
+                        "start: 'echo $$ > /tmp/start.pid; echo hi'\n"
+                        "ready: {cmd: 'p=$(cat /tmp/start.pid 2>/dev/null) && { grep -qs "
+                        "\"^State:[[:space:]]*[ZX]\" /proc/$p/status || ! [ -e /proc/$p ]; } && "
+                        "{ [ -e /tmp/seen ] || { touch /tmp/seen; false; }; }', interval: 20}\n"
+                        "pool:\n"
+                        "  size: 1\n",
+                        NULL);
+  REQUIRE(dir);
   asb_template *t = NULL;
   REQUIRE_RC(asb_templates_build(&t, C, dir, NULL), ASB_OK);
   asb_template_free(t);

@@ -11,6 +11,7 @@
 
 #include "asb_testing.h"
 #include "engine_fixture.h"
+#include "template_dir.h"
 
 #include <sys/wait.h>
 
@@ -28,25 +29,9 @@ static int NDIRS;
 
 /* A template dir with template.yaml = yaml and (name, content) files. */
 static const char *tdir(const char *yaml, const char *const *files) {
-  static char dir[256];
-  snprintf(dir, sizeof dir, "%s/t%d", WORK, NDIRS++);
-  mkdir(dir, 0755);
-  char path[512];
-  snprintf(path, sizeof path, "%s/template.yaml", dir);
-  FILE *f = fopen(path, "w");
-  if (f) {
-    fputs(yaml, f);
-    fclose(f);
-  }
-  for (const char *const *p = files; p && p[0]; p += 2) {
-    snprintf(path, sizeof path, "%s/%s", dir, p[0]);
-    f = fopen(path, "w");
-    if (f) {
-      fputs(p[1], f);
-      fclose(f);
-    }
-  }
-  return dir;
+  char name[32];
+  snprintf(name, sizeof name, "t%d", NDIRS++);
+  return asbt_template_dir(WORK, name, yaml, files);
 }
 
 static int count_dir(const char *path) {

@@ -16,35 +16,15 @@
 #include <unistd.h>
 
 #include "asb_testing.h"
-#include "engine_fixture.h"
+#include "engine_http.h"
 
 static engine_fixture F;
 static asb_client *C;
 static char VOL[64];
 
-static size_t sink(char *p, size_t s, size_t n, void *u) {
-  (void)p, (void)u;
-  return s * n;
-}
-
 /* METHOD /volumes[...] with the API key; the HTTP status. */
 static long volumes_call(const char *method, const char *path, const char *body) {
-  CURL *h = curl_easy_init();
-  char url[256], key[200];
-  snprintf(url, sizeof url, "%s%s", F.url, path);
-  snprintf(key, sizeof key, "X-API-Key: %s", F.key);
-  struct curl_slist *hd = curl_slist_append(NULL, key);
-  hd = curl_slist_append(hd, "Content-Type: application/json");
-  curl_easy_setopt(h, CURLOPT_URL, url);
-  curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
-  curl_easy_setopt(h, CURLOPT_HTTPHEADER, hd);
-  curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, sink);
-  if (body) curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
-  long st = 0;
-  if (curl_easy_perform(h) == CURLE_OK) curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &st);
-  curl_slist_free_all(hd);
-  curl_easy_cleanup(h);
-  return st;
+  return engine_api(&F, method, path, body, NULL);
 }
 
 static char *run(asb_sandbox *sb, const char *cmd) {

@@ -12,6 +12,7 @@
 #include <stdatomic.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -274,6 +275,30 @@ static inline void engine_fixture_stop(engine_fixture *f) {
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", f->state);
     if (system(cmd) != 0) fprintf(stderr, "cannot remove %s\n", f->state);
   }
+}
+
+/* The memory cgroup dir of f's sandbox id on the host, <the engine's
+ * cgroup>/<f's cgroup name>/<id>, on cgroup v2 or in v1's memory
+ * hierarchy: 1 if v1's. */
+static inline int engine_fixture_memcg(const engine_fixture *f, const char *id, char *out,
+                                       size_t len) {
+  char p[64], line[512], v2[512] = "", v1[512] = "";
+  snprintf(p, sizeof p, "/proc/%d/cgroup", (int)f->pid);
+  FILE *fp = fopen(p, "r");
+  while (fp && fgets(line, sizeof line, fp)) {
+    line[strcspn(line, "\n")] = 0;
+    if (!strncmp(line, "0::", 3)) snprintf(v2, sizeof v2, "%s", line + 3);
+    const char *m = strstr(line, ":memory:");
+    if (m) snprintf(v1, sizeof v1, "%s", m + 8);
+  }
+  if (fp) fclose(fp);
+  struct stat st;
+  if (stat("/sys/fs/cgroup/memory", &st) == 0) {
+    snprintf(out, len, "/sys/fs/cgroup/memory%s/%s/%s", v1, f->cgroup, id);
+    return 1;
+  }
+  snprintf(out, len, "/sys/fs/cgroup%s/%s/%s", v2, f->cgroup, id);
+  return 0;
 }
 
 static inline int engine_fixture_client(const engine_fixture *f, asb_client **c) {

@@ -89,6 +89,19 @@ static inline long long asbt_now_ms(void) {
     while (!(cond) && asbt_now_ms() < asbt_end_) usleep(10000); \
   } while (0)
 
+/* The number in dir/file (a cgroup's memory.current...), -1 if none. */
+static inline long long asbt_read_num(const char *dir, const char *file) {
+  char p[1024];
+  snprintf(p, sizeof p, "%s/%s", dir, file);
+  FILE *f = fopen(p, "r");
+  long long v = -1;
+  if (f) {
+    if (fscanf(f, "%lld", &v) != 1) v = -1;
+    fclose(f);
+  }
+  return v;
+}
+
 #define CHECK_MEM(a, alen, b, blen)                                            \
   do {                                                                         \
     size_t asbt_al = (alen), asbt_bl = (blen);                                 \

@@ -1,6 +1,6 @@
 // An E2B-typed program against agent-sandbox/compat (type-checked only).
 // SPDX-License-Identifier: Apache-2.0
-import { Template, waitForPort, defaultBuildLogger, type BuildInfo, type TemplateBuildStatusResponse, type TemplateTag, Sandbox, CommandExitError, SandboxPaginator, E2B, ALL_TRAFFIC, Volume, VolumeNotFoundError, VolumeFileType, type SandboxInfo, type SandboxNetworkInfo, type VolumeEntryStat, type VolumeInfo } from 'agent-sandbox/compat'
+import { Template, type TemplateBuilder, type TemplateFinal, waitForPort, defaultBuildLogger, type BuildInfo, type TemplateBuildStatusResponse, type TemplateTag, Sandbox, CommandExitError, SandboxPaginator, E2B, ALL_TRAFFIC, Volume, VolumeNotFoundError, VolumeFileType, type SandboxInfo, type SandboxNetworkInfo, type VolumeEntryStat, type VolumeInfo } from 'agent-sandbox/compat'
 import { Sandbox as CodeSandbox, type Execution } from 'agent-sandbox/compat/code-interpreter'
 
 async function main(): Promise<void> {
@@ -10,6 +10,10 @@ async function main(): Promise<void> {
   const tags: TemplateTag[] = await Template.getTags(built.templateId)
   const json: string = await Template.toJSON(tpl)
   void status, tags, json, Template.toDockerfile(Template().fromUbuntuImage('24.04'))
+  // an instance of the class has every step (TemplateFromImage's and TemplateBuilder's)
+  const viaClass: TemplateBuilder = new Template({ fileContextPath: '.' }).fromBaseImage().skipCache().setWorkdir('/app')
+  const final: TemplateFinal = viaClass.setReadyCmd('true')
+  void final
   const sbx = await Sandbox.create({ timeoutMs: 60_000 })
   const p: SandboxPaginator = Sandbox.list({ query: { metadata: { a: 'b' } } })
   while (p.hasNext) {
