@@ -99,6 +99,10 @@ else
     cat "$work/update.log" >&2
     die "apt-get update of trixie's deb-src ($MIRROR trixie main) failed: criu's source needs that mirror (or --orig criu_$VERSION.orig.tar.xz, sha256 $ORIG_SHA256)"
   fi
+  if ! ls "$apt_dir/lists/"*_trixie_main_source_Sources* > /dev/null 2>&1; then
+    cat "$work/update.log" >&2
+    die "apt-get update could not fetch trixie's Sources index from $MIRROR (is the network or the mirror down?): criu's source needs it (or --orig criu_$VERSION.orig.tar.xz, sha256 $ORIG_SHA256)"
+  fi
   # The .dsc and debian.tar.xz may answer 404 on this mirror (apt-get then
   # fails); only the orig tarball matters, and it is checked below.
   (cd "$work" && apt-get "${apt_opts[@]}" source --download-only -qq "criu=$DEBVERSION") \

@@ -72,11 +72,11 @@ pid=$!
 until_ok 20 test -s "$dir/count" || fail "the process did not start"
 mkdir "$dir/img"
 "$criu" dump -t "$pid" -D "$dir/img" -o dump.log ||
-  { cat "$dir/img/dump.log"; fail "criu dump failed"; }
+  { cat "$dir/img/dump.log" 2>/dev/null; fail "criu dump failed"; }
 until_ok 10 sh -c "! kill -0 $pid 2>/dev/null" || fail "the process outlived its dump"
 before="$(cat "$dir/count")"
 "$criu" restore -D "$dir/img" -d -o restore.log ||
-  { cat "$dir/img/restore.log"; fail "criu restore failed"; }
+  { cat "$dir/img/restore.log" 2>/dev/null; fail "criu restore failed"; }
 kill -0 "$pid" 2>/dev/null || fail "no process $pid after the restore"
 grep -q proc.py "/proc/$pid/cmdline" || fail "pid $pid is not the restored process"
 until_ok 20 sh -c "[ \"\$(cat '$dir/count')\" -gt $before ]" ||
