@@ -36,8 +36,8 @@ npm ci --prefix tests/mcp --no-audit --no-fund
 scripts/agents-cache.sh
 
 # criu 4.1.1 with our patches (scripts/build-criu.sh: Debian trixie's orig
-# tarball and bookworm's build dependencies through apt, ~1 min on 2 cores
-# the first time, nothing once cached) for the pause with memory to disk and
+# tarball and bookworm's build dependencies through apt, 40 s to 2.5 min on 2
+# cores the first time, nothing once cached) for the pause with memory to disk and
 # the criu.* tests. A criu that cannot be had fails the run (the script says
 # what it needs); ASB_SKIP_CRIU=1 goes on without it, the criu tests skip.
 step "criu (scripts/build-criu.sh)"
