@@ -9,7 +9,8 @@
 # uid slot, the overlay); `criu restore --root ... --inherit-fd ...`; then
 # envd answers on its socket, a command runs as `user`, the counter goes on
 # and the bytes' SHA-256, computed again by the restored process, is the one
-# from before the dump. A plain criu 4.1.1 fails it (no CAP_SYS_RESOURCE:
+# from before the dump; then the restored sandbox is dumped and restored
+# again the same way. A plain criu 4.1.1 fails it (no CAP_SYS_RESOURCE:
 # "Can't get rlimit 0" at dump; asb-init's O_NOFOLLOW log fd: "Too many
 # levels of symbolic links" at restore): ASB_CRIU=<that criu> shows it.
 # Needs root.
@@ -161,36 +162,72 @@ H="$(awk -F= '$1 == "host_uid" {print $2}' "$st")"
 engine_stop
 alive "$PID" || fail "the sandbox ended with the engine"
 
-echo "== criu dump"
-# External: every bind from outside the sandbox's mount namespace (a root
-# other than "/", or idmapped); on restore each gets its host source.
-dext=() rext=() n=0
-while read -r _ _ _ root mp opts rest; do
-  case "$root" in *//deleted) continue ;; esac # the boot id: criu re-creates it
-  [ "$root" != / ] || [[ ",$opts," == *,idmapped,* ]] || continue
-  fstype=" $rest" fstype="${fstype#* - }" fstype="${fstype%% *}"
-  case "$mp" in
-    /usr) host="$R/usr" ;;
-    /.asb) host="$R/asb" ;;
-    /run/asb) host="$R/disk$root" ;;
-    /run/asb/cgroup/*)
-      host="$(awk -F= -v k="cgroup.${mp##*/}" '$1 == k {print $2}' "$st")/workload" ;;
-    *) [ "$fstype" = devtmpfs ] || fail "unexpected mount $mp ($fstype, root $root)"
-       host="/dev$root" ;;
-  esac
-  n=$((n + 1))
-  dext+=(--external "mnt[$mp]:m$n")
-  rext+=(--external "mnt[m$n]:$host")
-done < "/proc/$PID/mountinfo"
-mnt="$(awk '/^mnt_id:/ {printf "%x", $2}' "/proc/$PID/fdinfo/1")"
-ino="$(printf %x "$(stat -L -c %i "/proc/$PID/fd/1")")"
-logkey="file[$mnt:$ino]"
-"$criu" dump -t "$PID" -D "$IMG" -o dump.log "${dext[@]}" --external "$logkey" \
-  --network-lock nftables --irmap-scan-path /home ||
-  { grep -E '^Error|^ *[0-9]+: Error' "$IMG/dump.log" >&2; fail "criu dump failed"; }
-until_ok 20 sh -c "! kill -0 $PID 2>/dev/null" || fail "the sandbox outlived its dump"
-echo "dumped: $(du -sm "$IMG" | cut -f1) MB of images"
+# dump_tree PID IMG: dumps the sandbox whose asb-init is PID (which ends it).
+dump_tree() {
+  local pid="$1" img="$2"
+  echo "== criu dump ($pid)"
+  mkdir -p "$img"
+  dext=() rext=() n=0
+  # External: every bind from outside the sandbox's mount namespace (a root
+  # other than "/", or idmapped); on restore each gets its host source.
+  while read -r _ _ _ root mp opts rest; do
+    case "$root" in *//deleted) continue ;; esac # the boot id: criu re-creates it
+    [ "$root" != / ] || [[ ",$opts," == *,idmapped,* ]] || continue
+    fstype=" $rest" fstype="${fstype#* - }" fstype="${fstype%% *}"
+    case "$mp" in
+      /usr) host="$R/usr" ;;
+      /.asb) host="$R/asb" ;;
+      /run/asb) host="$R/disk$root" ;;
+      /run/asb/cgroup/*)
+        host="$(awk -F= -v k="cgroup.${mp##*/}" '$1 == k {print $2}' "$st")/workload" ;;
+      *) [ "$fstype" = devtmpfs ] || fail "unexpected mount $mp ($fstype, root $root)"
+         host="/dev$root" ;;
+    esac
+    n=$((n + 1))
+    dext+=(--external "mnt[$mp]:m$n")
+    rext+=(--external "mnt[m$n]:$host")
+  done < "/proc/$pid/mountinfo"
+  mnt="$(awk '/^mnt_id:/ {printf "%x", $2}' "/proc/$pid/fdinfo/1")"
+  ino="$(printf %x "$(stat -L -c %i "/proc/$pid/fd/1")")"
+  logkey="file[$mnt:$ino]"
+  "$criu" dump -t "$pid" -D "$img" -o dump.log "${dext[@]}" --external "$logkey" \
+    --network-lock nftables --irmap-scan-path /home ||
+    { grep -E '^Error|^ *[0-9]+: Error' "$img/dump.log" >&2; fail "criu dump failed"; }
+  until_ok 20 sh -c "! kill -0 $pid 2>/dev/null" || fail "the sandbox outlived its dump"
+  echo "dumped: $(du -sm "$img" | cut -f1) MB of images"
+}
+# restore_tree IMG: restores it onto the root in $R.
+restore_tree() {
+  local img="$1"
+  echo "== criu restore"
+  rm -f "$t/restored.pid"
+  exec 7>> "$R/disk/log/agent.log"
+  "$criu" restore -D "$img" -o restore.log -d --pidfile "$t/restored.pid" --root "$R/root" \
+    "${rext[@]}" --inherit-fd "fd[7]:$logkey" ||
+    { grep -E '^Error|^ *[0-9]+: Error' "$img/restore.log" >&2; fail "criu restore failed"; }
+  exec 7>&-
+  restored="$(cat "$t/restored.pid")"
+  alive "$restored" || fail "no restored asb-init"
+}
+# check_envd: envd answers, the python3 goes on with its bytes intact.
+check_envd() {
+  echo "== envd after the restore"
+  sock="$R/disk/run/envd.sock"
+  code="$(curl -s -o /dev/null -w '%{http_code}' --unix-socket "$sock" http://x/health)"
+  [ "$code" = 204 ] || fail "envd's /health answered $code"
+  out="$($py "$t/run.py" x x "$TOK" \
+    'id -un; c=$(cat /tmp/count); rm -f /tmp/hash.after; kill -USR1 $(pidof python3);
+     for i in $(seq 600); do [ -s /tmp/hash.after ] && [ "$(cat /tmp/count)" -gt "$c" ] && break; sleep 0.05; done
+     echo "$c $(cat /tmp/count)"; cat /tmp/hash.after' "$sock")" || fail "a command after the restore failed"
+  echo "$out"
+  [ "$(sed -n 1p <<< "$out")" = user ] || fail "the command did not run as user"
+  read -r c1 c2 <<< "$(sed -n 2p <<< "$out")"
+  [ "$c2" -gt "$c1" ] || fail "the counter did not go on ($c1 -> $c2)"
+  [ "$(sed -n 3p <<< "$out")" = "$(cat "$t/hash.before")" ] || fail "the 32 MiB changed across the dump"
+  echo "counter $c1 -> $c2, sha256 unchanged"
+}
 
+dump_tree "$PID" "$IMG/1"
 echo "== the restore root"
 unshare -U sleep infinity &
 nspid=$!
@@ -206,26 +243,10 @@ $py "$t/idmap.py" "$S/agent" "$R/asb" "$nspid"
 mount -t overlay overlay \
   -o "lowerdir=$R/l0,upperdir=$R/disk/upper,workdir=$R/disk/work,userxattr" "$R/root"
 
-echo "== criu restore"
-exec 7>> "$R/disk/log/agent.log"
-"$criu" restore -D "$IMG" -o restore.log -d --pidfile "$t/restored.pid" --root "$R/root" \
-  "${rext[@]}" --inherit-fd "fd[7]:$logkey" ||
-  { grep -E '^Error|^ *[0-9]+: Error' "$IMG/restore.log" >&2; fail "criu restore failed"; }
-exec 7>&-
-restored="$(cat "$t/restored.pid")"
-alive "$restored" || fail "no restored asb-init"
-
-echo "== envd after the restore"
-sock="$R/disk/run/envd.sock"
-code="$(curl -s -o /dev/null -w '%{http_code}' --unix-socket "$sock" http://x/health)"
-[ "$code" = 204 ] || fail "envd's /health answered $code"
-out="$($py "$t/run.py" x x "$TOK" \
-  'id -un; c=$(cat /tmp/count); kill -USR1 $(pidof python3);
-   for i in $(seq 600); do [ -s /tmp/hash.after ] && [ "$(cat /tmp/count)" -gt "$c" ] && break; sleep 0.05; done
-   echo "$c $(cat /tmp/count)"; cat /tmp/hash.after' "$sock")" || fail "a command after the restore failed"
-echo "$out"
-[ "$(sed -n 1p <<< "$out")" = user ] || fail "the command did not run as user"
-read -r c1 c2 <<< "$(sed -n 2p <<< "$out")"
-[ "$c2" -gt "$c1" ] || fail "the counter did not go on ($c1 -> $c2)"
-[ "$(sed -n 3p <<< "$out")" = "$(cat "$t/hash.before")" ] || fail "the 32 MiB changed across the dump"
-echo "criu.sandbox: ok (counter $c1 -> $c2, sha256 unchanged)"
+restore_tree "$IMG/1"
+check_envd
+# Again from the restored sandbox (its mounts now come from the root above).
+dump_tree "$restored" "$IMG/2"
+restore_tree "$IMG/2"
+check_envd
+echo "criu.sandbox: ok (dumped and restored twice)"
