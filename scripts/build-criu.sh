@@ -54,6 +54,7 @@ die() { echo "build-criu.sh: $*" >&2; exit 1; }
 [ -f "$patches/series" ] || die "missing $patches/series"
 ours() { sed -e 's/#.*//' -e '/^[[:space:]]*$/d' "$patches/series"; }
 
+# shellcheck disable=SC2046 # patch names have no spaces
 stamp="criu $VERSION $(cd "$patches" && cat series $(ours) | sha256sum | cut -d' ' -f1)"
 current() { [ -x "$cache/bin/criu" ] && [ "$(cat "$cache/stamp" 2>/dev/null)" = "$stamp" ]; }
 if current; then
