@@ -21,7 +21,8 @@
 #   mirror answers 404 for that package's .dsc and debian.tar.xz (and for
 #   bookworm's criu_3.17.1.orig.tar.xz), so only the tarball is used: its
 #   sha256 is checked here (apt checks it against trixie's Sources too).
-#   Debian's own patches are not applied (none is needed on amd64).
+#   Debian's own patches are not applied (its debian.tar.xz is not served;
+#   criu check and the criu.* tests pass without them).
 # - the build dependencies: Debian 12's (`apt-get build-dep criu`, with a
 #   deb-src entry for the suites of /etc/apt/sources.list.d/debian.sources in
 #   a file of its own, removed on exit).
