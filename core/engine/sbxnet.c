@@ -145,7 +145,7 @@ int sbxnet_ca_installed(engine *e, asbe_sandbox *iso) {
   memset(&how, 0, sizeof how);
   how.flags = O_PATH | O_CLOEXEC;
   how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
-  int fd = (int)syscall(SYS_openat2, root, SBXNET_CA_BUNDLE + 1, &how, sizeof how);
+  int fd = (int)syscall(SYS_openat2, root, &SBXNET_CA_BUNDLE[1], &how, sizeof how);
   struct stat st;
   int ok = fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && asbe_sandbox_alive(iso);
   if (fd >= 0) close(fd);

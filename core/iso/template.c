@@ -410,12 +410,13 @@ static int fill_base(const char *root) {
   if (access("/etc/skel/.bash_logout", F_OK) == 0 &&
       (r = put(root, "etc/skel/.bash_logout", k_bash_logout, 0644)) < 0)
     return r;
+  /* &PATH[1]: the absolute path without its "/", relative to root */
   if ((r = mk(root, "opt/agent-sandbox", 0755, 0)) < 0 ||
-      (r = mk(root, ASB_BASE_BIN + 1, 0755, 0)) < 0 ||
-      (r = link_to(root, ASB_BASE_BIN "/sudo" + 1, "/.asb/bin/envd")) < 0)
+      (r = mk(root, &ASB_BASE_BIN[1], 0755, 0)) < 0 ||
+      (r = link_to(root, &ASB_BASE_BIN "/sudo"[1], "/.asb/bin/envd")) < 0)
     return r;
   if (access("/usr/bin/python", F_OK) < 0 && access("/usr/bin/python3", X_OK) == 0 &&
-      (r = link_to(root, ASB_BASE_BIN "/python" + 1, "/usr/bin/python3")) < 0)
+      (r = link_to(root, &ASB_BASE_BIN "/python"[1], "/usr/bin/python3")) < 0)
     return r;
   if (access("/etc/os-release", F_OK) < 0 &&
       (r = link_to(root, "etc/os-release", "../usr/lib/os-release")) < 0)
