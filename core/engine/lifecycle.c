@@ -127,6 +127,28 @@ int lifecycle_pause(engine *e, sbx *s, int memory) {
     rc = -EALREADY;
   } else if (s->state != SBX_RUNNING) {
     rc = -ESRCH;
+  } else if (memory && e->criu_path) {
+    /* --pause-criu: its processes and memory to its disk. Its link goes
+     * first (criu restores no veth: a new one is attached at resume), and
+     * the engine's connections to envd (criu cannot dump a socket whose
+     * peer is in the engine). A failed dump leaves it running as it was. */
+    int64_t t0 = asbi_unix_ms();
+    sbxnet_detach(e, s, 0);
+    drop_idle(s);
+    if ((rc = asbe_sandbox_checkpoint(s->iso, e->criu_path)) == 0) {
+      s->state = SBX_PAUSED;
+      s->paused_nomem = 1;
+      s->paused_ckpt = 1;
+      asbi_log("sandbox %s: checkpointed in %lld ms", s->id, (long long)(asbi_unix_ms() - t0));
+    } else {
+      char why[512];
+      asbi_log("sandbox %s: checkpoint: %s", s->id, asbe_errmsg());
+      if (asbe_sandbox_alive(s->iso) && sbxnet_attach(e, s, why, sizeof why) == 0) {
+        pthread_mutex_unlock(&s->mu);
+        sbxnet_apply(e, s, NULL, why, sizeof why);
+        pthread_mutex_lock(&s->mu);
+      }
+    }
   } else if (memory) {
     if ((rc = asbe_sandbox_freeze(s->iso)) == 0) {
       s->state = SBX_PAUSED;
@@ -145,6 +167,7 @@ int lifecycle_pause(engine *e, sbx *s, int memory) {
       rc = 0;
       s->state = SBX_PAUSED;
       s->paused_nomem = 1;
+      s->paused_ckpt = 0;
       s->codei_started = 0;
     } else {
       char why[512];
@@ -158,7 +181,10 @@ int lifecycle_pause(engine *e, sbx *s, int memory) {
   pthread_mutex_unlock(&s->mu);
   if (rc == 0) {
     reg_save(e, s);
-    asbi_log("sandbox %s: paused (%s)", s->id, memory ? "memory kept" : "files only");
+    asbi_log("sandbox %s: paused (%s)", s->id,
+             !memory        ? "files only"
+             : e->criu_path ? "memory checkpointed to disk"
+                            : "memory kept");
   }
   return rc;
 }
