@@ -123,8 +123,8 @@ static void log_tail(int dfd, const char *name, char *out, size_t len) {
  * image dir as fd 4. setup (or NULL) runs in the child first (only
  * syscalls: the engine is multi-threaded); its failure is exit 120+. The
  * exit status, or -errno. */
-static int run_criu(const char *const *argv, int dirfd, int keep,
-                    int (*setup)(const void *), const void *arg) {
+static int run_criu(const char *const *argv, int dirfd, int keep, int (*setup)(const void *),
+                    const void *arg) {
   pid_t pid = fork();
   if (pid < 0) return -errno;
   if (pid == 0) {
@@ -179,7 +179,8 @@ static const char *ext_kind(const char *mp, const char *fstype, const char *root
   if (!strcmp(mp, "/.asb")) return "agent";
   if (!strcmp(mp, "/run/asb")) return "run";
   if (!strcmp(mp, "/proc/sys/kernel/random/boot_id")) return "bootid";
-  if (!strncmp(mp, "/run/asb/cgroup/", 16) && (!strcmp(fstype, "cgroup") || !strcmp(fstype, "cgroup2")))
+  if (!strncmp(mp, "/run/asb/cgroup/", 16) &&
+      (!strcmp(fstype, "cgroup") || !strcmp(fstype, "cgroup2")))
     return "cgroup";
   if (!strcmp(fstype, "devtmpfs")) {
     static const char *const devs[] = {"/null", "/zero", "/full", "/random", "/urandom"};
@@ -196,7 +197,8 @@ static const char *ext_kind(const char *mp, const char *fstype, const char *root
 
 int asbe_sandbox_checkpoint(asbe_sandbox *sb, const char *criu) {
   asbe__clear_error();
-  if (sb->dead || !asbe_sandbox_alive(sb)) return asbe__fail(-ESRCH, "sandbox %s is not running", sb->id);
+  if (sb->dead || !asbe_sandbox_alive(sb))
+    return asbe__fail(-ESRCH, "sandbox %s is not running", sb->id);
   if (sb->disk_tmpfs)
     return asbe__fail(-EOPNOTSUPP, "sandbox %s: a tmpfs writable layer is no disk to checkpoint to",
                       sb->id);
@@ -327,7 +329,7 @@ typedef struct restore_plan {
   const int *bind_fds;
   char bind_dir[ASBE_MAX_BINDS][8];
   int agent_fd;
-  int dfd;                 /* the checkpoint dir, opened in the engine's namespace */
+  int dfd;                  /* the checkpoint dir, opened in the engine's namespace */
   char ckpt_path[PATH_MAX]; /* and its path, to open it again in the new one */
 } restore_plan;
 
@@ -404,8 +406,8 @@ int asbe__criu_userns(uid_t host_uid) {
 }
 
 int asbe__criu_restore(asbe_sandbox *sb, const char *criu, int wfd, const char *ovl_opts,
-                       int n_layers, const int *layer_fds, const char *const *bind_dst,
-                       int n_binds, const int *bind_fds, int agent_fd) {
+                       int n_layers, const int *layer_fds, const char *const *bind_dst, int n_binds,
+                       const int *bind_fds, int agent_fd) {
   asbe_engine *e = sb->e;
   int dfd = ckpt_open(sb->dir, 0);
   if (dfd < 0) return asbe__fail(dfd, "sandbox %s: no checkpoint", sb->id);
@@ -525,7 +527,9 @@ int asbe__criu_restore(asbe_sandbox *sb, const char *criu, int wfd, const char *
       char why[400];
       log_tail(dfd, "restore.log", why, sizeof why);
       r = asbe__fail(-EIO, "sandbox %s: criu restore failed (exit %d): %s", sb->id, st,
-                     why[0] ? why : st >= 120 && st < 128 ? "setting up its root" : "see restore.log");
+                     why[0]                  ? why
+                     : st >= 120 && st < 128 ? "setting up its root"
+                                             : "see restore.log");
     }
   }
   av_free(&a);
