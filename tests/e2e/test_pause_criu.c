@@ -302,7 +302,7 @@ TEST(checkpoint_frees_the_ram_and_restore_goes_on) {
   fprintf(stderr, "memory %lld -> %lld MiB\n", mem0 / MIB, mem1 / MIB);
   CHECK(mem0 > 64 * MIB);
   CHECK(mem1 >= 0 && mem1 < 4 * MIB); /* its cgroups are gone: no RAM held */
-  CHECK_INT(host_procs(base), 0);    /* no process of it on the host */
+  CHECK_INT(host_procs(base), 0);     /* no process of it on the host */
   char ck[300];
   snprintf(ck, sizeof ck, "%s/sandboxes/%s/checkpoint", F.state, id);
   struct stat cs;
@@ -328,7 +328,7 @@ TEST(checkpoint_frees_the_ram_and_restore_goes_on) {
   char *x = wait_file(sb, "/home/user/after", 1);
   CHECK(x && !strcmp(x, "x"));
   CHECK_INT(http("GET", "/sum", NULL, host, NULL), 200); /* its port URL */
-  CHECK(sandbox_memory(id) > 64 * MIB);                   /* its RAM is back */
+  CHECK(sandbox_memory(id) > 64 * MIB);                  /* its RAM is back */
   free(x);
   free(echo);
   free(boot0);
@@ -419,9 +419,10 @@ int main(void) {
   const char *criu = getenv("ASB_CRIU");
   if (!criu || !*criu) criu = "/var/cache/agent-sandbox/criu/bin/criu";
   if (access(criu, X_OK) != 0) {
-    printf("SKIP e2e.pause_criu: no criu binary at %s (build it with scripts/build-criu.sh, or "
-           "set ASB_CRIU)\n",
-           criu);
+    printf(
+        "SKIP e2e.pause_criu: no criu binary at %s (build it with scripts/build-criu.sh, or "
+        "set ASB_CRIU)\n",
+        criu);
     return 0;
   }
   k_args[0] = "--pause-criu";
