@@ -110,9 +110,22 @@ static void log_tail(int dfd, const char *name, char *out, size_t len) {
   close(fd);
   if (n <= 0) return;
   buf[n] = '\0';
-  /* the last "Error" line says most */
-  char *err = NULL;
-  for (char *p = buf; (p = strstr(p, "Error")); p++) err = p;
+  /* the first "Error" line that is not one criu prints on every run here
+   * (its RLIMIT_NOFILE, the iptables it does not need) nor its summary */
+  static const char *const noise[] = {"RLIMIT_NOFILE", "tables", "FAILED.", "cgroupd"};
+  char *err = NULL, *last = NULL;
+  for (char *p = buf; !err && (p = strstr(p, "Error")); p++) {
+    char *nl = strchr(p, '\n');
+    size_t n = nl ? (size_t)(nl - p) : strlen(p);
+    int skip = 0;
+    for (size_t k = 0; k < sizeof noise / sizeof noise[0] && !skip; k++) {
+      const char *h = memmem(p, n, noise[k], strlen(noise[k]));
+      skip = h != NULL;
+    }
+    if (!skip) err = p;
+    last = p;
+  }
+  if (!err) err = last;
   const char *src = err ? err : buf;
   size_t i = 0;
   for (; src[i] && src[i] != '\n' && i + 1 < len; i++) out[i] = src[i];
