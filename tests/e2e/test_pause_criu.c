@@ -6,12 +6,16 @@
  * goes on counting where it was and hashes its bytes to the same sum, envd
  * runs commands and serves files, a server of the sandbox answers on its
  * port URL. A sandbox so paused survives an engine kill -9 and a "host
- * reboot" (its runtime record's boot id rewritten, as e2e.pause does); a
- * checkpoint that cannot be restored boots the sandbox on its files.
- * Skips (saying why) only when no criu binary is found: $ASB_CRIU, else
- * /var/cache/agent-sandbox/criu/bin/criu (scripts/build-criu.sh). Runs as
- * root; the engine fixture cleans up (--kill-on-exit, state dir) also when
- * a check fails.
+ * reboot" (its runtime record's boot id rewritten, as e2e.pause does),
+ * and a restored one is adopted by the next engine like any running one;
+ * a checkpoint that cannot be restored boots the sandbox on its files;
+ * autoPause checkpoints and traffic to a port restores (autoResume).
+ * net.pause_criu runs it with the default network in the closed test
+ * topology: the restored sandbox reaches the test internet again.
+ * Skips (77, saying why) only when no criu binary is found: $ASB_CRIU,
+ * else /var/cache/agent-sandbox/criu/bin/criu (scripts/build-criu.sh).
+ * Runs as root; the engine fixture cleans up (--kill-on-exit, state dir)
+ * also when a check fails.
  * SPDX-License-Identifier: Apache-2.0 */
 #include <agentsandbox.h>
 #include <curl/curl.h>
@@ -369,6 +373,13 @@ TEST(checkpoint_survives_engine_kill_and_host_reboot) {
   char *sum2 = rehash(sb);
   CHECK(sum2 && !strcmp(sum2, sum));
   free(sum2);
+  /* the restored init is adopted as any running one (its recorded pid and
+   * start time) by an engine started after a crash */
+  engine_fixture_signal(&F, SIGKILL);
+  REQUIRE(engine_fixture_launch(&F, 1) == 0);
+  long ca = count_past(sb, c1 + 3, &in_order);
+  CHECK(ca > c1 + 3 && in_order);
+  c1 = ca;
 
   CHECK_INT(sbx_post(id, "pause", "{}"), 204);
   engine_fixture_signal(&F, SIGKILL);
