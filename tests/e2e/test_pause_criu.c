@@ -470,6 +470,53 @@ TEST(auto_pause_checkpoints_and_traffic_restores) {
   asb_sandbox_free(sb);
 }
 
+/* A dump that fails (a criu that only fails: /bin/false) leaves the
+ * sandbox running as it was: the pause answers 500, its processes go on;
+ * an autoPause then freezes it instead (a memory pause in RAM). */
+TEST(failed_dump_leaves_it_running) {
+  static const char *const k_false[] = {"--pause-criu", "--criu", "/bin/false", NULL};
+  const char *const *before = F.extra_args;
+  engine_fixture_signal(&F, SIGTERM);
+  F.extra_args = k_false;
+  REQUIRE(engine_fixture_launch(&F, 1) == 0);
+  asb_sandbox *sb = NULL;
+  asb_sandbox_options o = ASB_SANDBOX_OPTIONS_INIT;
+  o.timeout_ms = 300000;
+  o.auto_pause = 1;
+  REQUIRE_RC(asb_sandbox_create(&sb, C, &o), ASB_OK);
+  char id[64];
+  snprintf(id, sizeof id, "%s", asb_sandbox_id(sb));
+  CHECK_RC(start_holder(sb), ASB_OK);
+  char *sum = wait_file(sb, "/tmp/sum", 64);
+  REQUIRE(sum != NULL);
+  int in_order = 0;
+  long c0 = count_past(sb, 3, &in_order);
+  CHECK_INT(sbx_post(id, "pause", "{}"), 500);
+  char mode[32];
+  CHECK_STR(pause_mode(id, mode), ""); /* running */
+  long c1 = count_past(sb, c0 + 3, &in_order);
+  CHECK(c1 > c0 + 3 && in_order); /* the same process goes on */
+  char *echo = run_out(sb, "echo ok");
+  CHECK_STR(echo, "ok\n");
+  char p[128];
+  snprintf(p, sizeof p, "/sandboxes/%s/timeout", id);
+  CHECK_INT(http("POST", p, "{\"timeout\": 1}", NULL, NULL), 204);
+  for (long long end = asbt_now_ms() + ASBT_DEADLINE_MS; asbt_now_ms() < end; usleep(100000))
+    if (!strcmp(pause_mode(id, mode), "memory")) break;
+  CHECK_STR(mode, "memory"); /* frozen instead, once */
+  CHECK_INT(sbx_post(id, "connect", "{\"timeout\": 300}"), 201);
+  char *sum2 = rehash(sb);
+  CHECK(sum2 && !strcmp(sum2, sum));
+  free(echo);
+  free(sum);
+  free(sum2);
+  CHECK_RC(asb_sandbox_kill(sb, NULL), ASB_OK);
+  asb_sandbox_free(sb);
+  engine_fixture_signal(&F, SIGTERM);
+  F.extra_args = before;
+  REQUIRE(engine_fixture_launch(&F, 1) == 0);
+}
+
 /* With the default network (net.pause_criu, in the closed topology of
  * tests/net): the sandbox reaches the test internet before the pause and
  * again after the restore (a new link, its policy applied again). */
@@ -527,6 +574,7 @@ int main(void) {
     RUN(checkpoint_survives_engine_kill_and_host_reboot);
     RUN(unrestorable_checkpoint_boots_on_its_files);
     RUN(auto_pause_checkpoints_and_traffic_restores);
+    RUN(failed_dump_leaves_it_running);
   }
   asb_client_free(C);
   engine_fixture_stop(&F);
