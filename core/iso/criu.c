@@ -90,7 +90,7 @@ int asbe_paused_checkpoint_drop(asbe_engine *e, const char *id) {
   for (size_t i = 0; i < sizeof logs / sizeof logs[0]; i++) {
     snprintf(from, sizeof from, "%s/%s", dir, logs[i]);
     snprintf(to, sizeof to, "%s/%s/criu-%s", e->sandboxes_dir, id, logs[i]);
-    rename(from, to);
+    if (rename(from, to) == 0 && chown(to, 0, 0) == 0) chmod(to, 0600); /* root's again */
   }
   int r = asbe__rm_rf(dir);
   return r < 0 && r != -ENOENT ? asbe__fail(r, "remove %s", dir) : 0;
