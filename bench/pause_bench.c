@@ -8,10 +8,14 @@
  *     the pause returns once the memory is out, the touch faults it back
  *   - filesystem ({"memory": false}, first engine): POST /pause, then POST
  *     /connect (a boot) -> first command; the holder starts again after it
- * Both engines run at once, each with its own template of 1536 MiB. Also
+ *   - memory, checkpoint (a third engine with --pause-criu, when a criu is
+ *     found: $ASB_CRIU, else /var/cache/agent-sandbox/criu/bin/criu): the
+ *     pause returns once the dump is on the disk (the processes gone), the
+ *     connect once they are restored; the touch then writes every page
+ * The engines run at once, each with its own template of 1536 MiB. Also
  * printed: the swap-out pause per GiB and the resumes against E2B's
  * published ~4 s per GiB pause and ~1 s resume.
- * usage: pause_bench [iterations] [--prefetch]   (as root; default 5;
+ * usage: [ASB_CRIU=PATH] pause_bench [iterations] [--prefetch]   (as root; default 5;
  *        --prefetch: the swap engine runs with --pause-swap-prefetch)
  * SPDX-License-Identifier: Apache-2.0 */
 #include <agentsandbox.h>
@@ -22,8 +26,9 @@
 #include "bench.h"
 #include "bench_signals.h"
 
-static engine_fixture FA, FB; /* A: no swap; B: --pause-swap */
-static asb_client *CA, *CB;
+static engine_fixture FA, FB, FC; /* A: no swap; B: --pause-swap; C: --pause-criu */
+static asb_client *CA, *CB, *CC;
+static const char *k_criu_args[] = {"--pause-criu", "--criu", NULL, NULL};
 static const char *k_swap_args[] = {"--pause-swap", "1600M", NULL, NULL};
 
 /* POST /sandboxes/{id}/{action}: the status (a swap-out of 1 GiB may take
@@ -145,20 +150,32 @@ static long long sandbox_swap(const engine_fixture *f, const char *id) {
   return v;
 }
 
-enum { P_FRZ, R_FRZ, T_FRZ, P_SWP, R_SWP, T_SWP, P_FS, R_FS, NV };
+enum { P_FRZ, R_FRZ, T_FRZ, P_SWP, R_SWP, T_SWP, P_FS, R_FS, P_CR, R_CR, T_CR, NV };
 
 int main(int argc, char **argv) {
   bench_exit_on_signals(); /* the engines stopped, their state removed */
   int iters = argc > 1 ? atoi(argv[1]) : 5;
   if (iters < 1) iters = 1;
   if (argc > 2 && !strcmp(argv[2], "--prefetch")) k_swap_args[2] = "--pause-swap-prefetch";
+  const char *criu = getenv("ASB_CRIU");
+  if (!criu || !*criu) criu = "/var/cache/agent-sandbox/criu/bin/criu";
+  int with_criu = access(criu, X_OK) == 0;
+  if (!with_criu) printf("(no criu at %s: no checkpoint column; set ASB_CRIU)\n", criu);
+  k_criu_args[2] = criu;
   curl_global_init(CURL_GLOBAL_DEFAULT);
+  if (with_criu && (engine_fixture_start_args(&FC, "bench-pcriu", k_criu_args) != 0 ||
+                    engine_fixture_client(&FC, &CC) != ASB_OK || big_template(CC))) {
+    fprintf(stderr, "cannot start the --pause-criu engine\n");
+    engine_fixture_stop(&FC);
+    return 1;
+  }
   if (engine_fixture_start(&FA, "bench-pause") != 0 || engine_fixture_client(&FA, &CA) != ASB_OK ||
       engine_fixture_start_args(&FB, "bench-pswap", k_swap_args) != 0 ||
       engine_fixture_client(&FB, &CB) != ASB_OK || big_template(CA) || big_template(CB)) {
     fprintf(stderr, "cannot start the engines\n");
     engine_fixture_stop(&FA);
     engine_fixture_stop(&FB);
+    engine_fixture_stop(&FC);
     return 1;
   }
   const int sizes[] = {64, 256, 1024};
@@ -167,13 +184,14 @@ int main(int argc, char **argv) {
   int failed = 0;
   for (size_t si = 0; si < sizeof sizes / sizeof *sizes && !failed; si++) {
     int mib = sizes[si];
-    asb_sandbox *a = make(CA), *b = a ? make(CB) : NULL;
-    if (!a || !b || hold(a, mib) || hold(b, mib)) {
+    asb_sandbox *a = make(CA), *b = a ? make(CB) : NULL, *c = with_criu && b ? make(CC) : NULL;
+    if (!a || !b || (with_criu && !c) || hold(a, mib) || hold(b, mib) || (c && hold(c, mib))) {
       fprintf(stderr, "setup: %s\n", asb_error_last()->message);
       failed = 1;
     }
     const char *ida = a ? asb_sandbox_id(a) : "", *idb = b ? asb_sandbox_id(b) : "";
-    int ka = 0, kb = 0;
+    const char *idc = c ? asb_sandbox_id(c) : "";
+    int ka = 0, kb = 0, kc = 0;
     for (int i = 0; i < iters && !failed; i++) {
       double t0 = bench_now();
       failed |= post(&FA, ida, "pause", "{}") != 204;
@@ -197,6 +215,15 @@ int main(int argc, char **argv) {
       v[R_FS][i] = bench_now() - t1;
       ka = 0;
       if (!failed) failed |= hold(a, mib) != 0;
+      if (c && !failed) {
+        t0 = bench_now();
+        failed |= post(&FC, idc, "pause", "{}") != 204;
+        t1 = bench_now();
+        failed |= post(&FC, idc, "connect", "{\"timeout\": 3600}") != 201 || run_true(c) != ASB_OK;
+        v[P_CR][i] = t1 - t0;
+        v[R_CR][i] = bench_now() - t1;
+        v[T_CR][i] = touch_all(c, ++kc);
+      }
       for (int k = 0; k < NV; k++) failed |= v[k][i] < 0;
     }
     if (!failed) {
@@ -219,19 +246,36 @@ int main(int argc, char **argv) {
              "swap resume -> first command (p50)", rs / 1e6, rs / 1e6, (rs + ts) / 1e6);
       printf("%-44s %9.1fx pause   %9.1fx resume\n", "filesystem / freeze (p50)", pfs / pf,
              rfs / rf);
+      if (c) {
+        double pc = bench_report("pause, memory (checkpoint, CRIU)", v[P_CR], iters);
+        double rc = bench_report("resume, memory (restore) -> first command", v[R_CR], iters);
+        double tc = bench_report("then write every page, restored", v[T_CR], iters);
+        printf("%-44s %9.1fx pause   %9.1fx resume   %9.1fx write\n", "checkpoint / freeze (p50)",
+               pc / pf, rc / rf, tc / tf);
+        printf("%-44s %9.1fx pause   %9.1fx resume\n", "checkpoint / swap-out (p50)", pc / ps,
+               rc / rs);
+        printf("%-44s %9.2f s/GiB (E2B ~4 s/GiB: %.2fx)\n", "checkpoint pause per GiB (p50)",
+               pc / 1e6 * 1024.0 / mib, pc / 1e6 * 1024.0 / mib / 4.0);
+        printf("%-44s %9.3f s (E2B ~1 s: %.3fx)\n", "restore -> first command (p50)", rc / 1e6,
+               rc / 1e6);
+      }
     } else {
       fprintf(stderr, "round failed: %s\n", asb_error_last()->message);
     }
     if (a) asb_sandbox_kill(a, NULL);
     if (b) asb_sandbox_kill(b, NULL);
+    if (c) asb_sandbox_kill(c, NULL);
     asb_sandbox_free(a);
     asb_sandbox_free(b);
+    asb_sandbox_free(c);
   }
   for (int k = 0; k < NV; k++) free(v[k]);
   asb_client_free(CA);
   asb_client_free(CB);
+  asb_client_free(CC);
   engine_fixture_stop(&FA);
   engine_fixture_stop(&FB);
+  engine_fixture_stop(&FC);
   curl_global_cleanup();
   return failed;
 }

@@ -155,7 +155,10 @@ static cJSON *listed_json(engine *e, sbx *s, int detail) {
   }
   /* ours (E2B has no field for it): what a pause kept */
   if (s->state == SBX_PAUSED)
-    cJSON_AddStringToObject(j, "pauseMode", s->paused_nomem ? "filesystem" : "memory");
+    cJSON_AddStringToObject(j, "pauseMode",
+                            s->paused_ckpt    ? "checkpoint"
+                            : s->paused_nomem ? "filesystem"
+                                              : "memory");
   /* ours: under --pause-swap, where a memory-paused sandbox's RAM went
    * (GET /sandboxes/{id} only: it reads the sandbox's cgroup files) */
   asbe_stats st;

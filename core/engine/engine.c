@@ -62,6 +62,7 @@ void engine_free(engine *e) {
   free(e->envd_version);
   free(e->domain);
   free(e->swap_path);
+  free(e->criu_path);
   for (size_t i = 0; i < e->npool; i++) free(e->pool_names[i]);
   free(e->pool_names);
   free(e->pool_sizes);
@@ -166,6 +167,13 @@ static sbx *paused_nomem_record(engine *e, const char *id) {
   snprintf(p, sizeof p, "%s/sandboxes/%s/disk.img", e->state_dir, id);
   if (access(p, F_OK) != 0) return NULL;
   sbx *s = reg_load(e, id);
+  if (s && s->state == SBX_RUNNING && asbe_paused_checkpointed(e->iso, id)) {
+    /* --pause-criu: the engine died between the dump and recording the
+     * pause; its processes are in the checkpoint */
+    s->state = SBX_PAUSED;
+    s->paused_nomem = s->paused_ckpt = 1;
+    reg_save(e, s);
+  }
   if (s && s->state == SBX_PAUSED && s->paused_nomem) {
     /* its slot, before any create can take it (after a host reboot the
      * registry is empty); taken, its resume fails and says so */
@@ -343,6 +351,10 @@ int engine_open(engine *e, const engine_config *cfg, eng_err *err) {
    * in the file it left active */
   if (swap_open(e, cfg->pause_swap_bytes, err)) goto fail;
   e->swap_prefetch = cfg->pause_swap_prefetch;
+  if (cfg->pause_criu && !(e->criu_path = asbi_strdup(cfg->pause_criu))) {
+    eng_err_set(err, ENG_EINTERNAL, NULL, "out of memory");
+    goto fail;
+  }
   if (templates_init(e)) {
     eng_err_set(err, ENG_EINTERNAL, NULL, "cannot prepare the base template");
     goto fail;

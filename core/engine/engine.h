@@ -113,12 +113,18 @@ typedef struct engine {
    * only freezes, keeping the RAM) */
   char *swap_path;
   int swap_prefetch; /* --pause-swap-prefetch: resume reads it back at once */
+  /* --pause-criu: the criu binary a memory pause dumps the sandbox with
+   * (its processes and RAM to its disk), or NULL (a memory pause freezes) */
+  char *criu_path;
 } engine;
 
 /* A zeroed engine with its locks made and nothing running (engine.c). */
 void engine_init(engine *e);
 /* Releases what engine_init and engine_open made (after engine_close). */
 void engine_free(engine *e);
+
+/* Where --pause-criu finds criu unless --criu says (scripts/build-criu.sh) */
+#define ENGINE_DEFAULT_CRIU "/var/cache/agent-sandbox/criu/bin/criu"
 
 typedef struct engine_config {
   const char *state_dir;     /* an existing dir (0700: keys and tokens) */
@@ -154,6 +160,9 @@ typedef struct engine_config {
   /* --pause-swap-prefetch: a resume starts reading the sandbox's swapped
    * memory back before the thaw (not only as it is touched) */
   int pause_swap_prefetch;
+  /* --pause-criu: a memory pause is a CRIU checkpoint made with this
+   * binary (docs/lifecycle.md); NULL: a freeze */
+  const char *pause_criu;
 } engine_config;
 
 /* Opens the engine on cfg without any front: the agent dir, the isolation

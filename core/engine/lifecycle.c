@@ -120,13 +120,44 @@ static void swap_out(engine *e, sbx *s) {
              (unsigned long long)(after.memory_bytes >> 20));
 }
 
-int lifecycle_pause(engine *e, sbx *s, int memory) {
+/* auto: an autoPause; a failed checkpoint then freezes it instead (its
+ * lifetime is over: left running, it would be paused again at once). */
+static int pause_impl(engine *e, sbx *s, int memory, int autop) {
   pthread_mutex_lock(&s->mu);
-  int rc;
+  int rc, frozen_instead = 0;
   if (s->state == SBX_PAUSED) {
     rc = -EALREADY;
   } else if (s->state != SBX_RUNNING) {
     rc = -ESRCH;
+  } else if (memory && e->criu_path) {
+    /* --pause-criu: its processes and memory to its disk. Its link goes
+     * first (criu restores no veth: a new one is attached at resume), and
+     * the engine's connections to envd (criu cannot dump a socket whose
+     * peer is in the engine). A failed dump leaves it running as it was. */
+    int64_t t0 = asbi_unix_ms();
+    sbxnet_detach(e, s, 0);
+    drop_idle(s);
+    if ((rc = asbe_sandbox_checkpoint(s->iso, e->criu_path)) == 0) {
+      s->state = SBX_PAUSED;
+      s->paused_nomem = 1;
+      s->paused_ckpt = 1;
+      asbi_log("sandbox %s: checkpointed in %lld ms", s->id, (long long)(asbi_unix_ms() - t0));
+    } else {
+      char why[512];
+      asbi_log("sandbox %s: checkpoint: %s", s->id, asbe_errmsg());
+      if (asbe_sandbox_alive(s->iso) && sbxnet_attach(e, s, why, sizeof why) == 0) {
+        pthread_mutex_unlock(&s->mu);
+        sbxnet_apply(e, s, NULL, why, sizeof why);
+        pthread_mutex_lock(&s->mu);
+      }
+      if (autop && asbe_sandbox_alive(s->iso) && s->state == SBX_RUNNING &&
+          (rc = asbe_sandbox_freeze(s->iso)) == 0) {
+        s->state = SBX_PAUSED;
+        s->paused_nomem = 0;
+        frozen_instead = 1;
+        asbi_log("sandbox %s: paused by a freeze instead (its memory stays in RAM)", s->id);
+      }
+    }
   } else if (memory) {
     if ((rc = asbe_sandbox_freeze(s->iso)) == 0) {
       s->state = SBX_PAUSED;
@@ -145,6 +176,7 @@ int lifecycle_pause(engine *e, sbx *s, int memory) {
       rc = 0;
       s->state = SBX_PAUSED;
       s->paused_nomem = 1;
+      s->paused_ckpt = 0;
       s->codei_started = 0;
     } else {
       char why[512];
@@ -158,7 +190,10 @@ int lifecycle_pause(engine *e, sbx *s, int memory) {
   pthread_mutex_unlock(&s->mu);
   if (rc == 0) {
     reg_save(e, s);
-    asbi_log("sandbox %s: paused (%s)", s->id, memory ? "memory kept" : "files only");
+    asbi_log("sandbox %s: paused (%s)", s->id,
+             !memory                           ? "files only"
+             : e->criu_path && !frozen_instead ? "memory checkpointed to disk"
+                                               : "memory kept");
   }
   return rc;
 }
@@ -188,6 +223,10 @@ int lifecycle_resume(engine *e, sbx *s) {
     lifecycle_kick(e);
   }
   return rc;
+}
+
+int lifecycle_pause(engine *e, sbx *s, int memory) {
+  return pause_impl(e, s, memory, 0);
 }
 
 static void *loop(void *arg) {
@@ -225,7 +264,7 @@ static void *loop(void *arg) {
       if (st == SBX_RUNNING && end && now >= end) {
         if (autop) {
           asbi_log("sandbox %s: lifetime over, pausing (autoPause)", s->id);
-          lifecycle_pause(e, s, apmem);
+          pause_impl(e, s, apmem, 1);
         } else {
           lifecycle_kill(e, s, "timeout");
         }

@@ -107,6 +107,12 @@ static void usage(FILE *f) {
           "                    never swap (root; ext4, xfs or btrfs; see docs/lifecycle.md)\n"
           "  --pause-swap-prefetch  with --pause-swap: a resume starts reading the\n"
           "                    memory back at once (default: as it is touched)\n"
+          "  --pause-criu      a pause with memory writes the sandbox's processes and\n"
+          "                    memory to its disk with CRIU (frees the RAM, survives\n"
+          "                    an engine restart and a host reboot; docs/lifecycle.md)\n"
+          "  --criu PATH       the criu binary for --pause-criu (default\n"
+          "                    " ENGINE_DEFAULT_CRIU
+          ")\n"
           "  --kill-on-exit    kill every sandbox when stopping (default: keep them\n"
           "                    running; a restarted engine adopts them)\n"
           "  --preflight       check what the engine needs, print the report, exit\n"
@@ -244,7 +250,9 @@ int main(int argc, char **argv) {
     O_UPSTREAM_CA,
     O_NET_CIDR6,
     O_PAUSE_SWAP,
-    O_PAUSE_SWAP_PREFETCH
+    O_PAUSE_SWAP_PREFETCH,
+    O_PAUSE_CRIU,
+    O_CRIU
   };
   static const struct option opts[] = {
       {"state-dir", required_argument, 0, O_STATE},
@@ -275,11 +283,14 @@ int main(int argc, char **argv) {
       {"net-cidr6", required_argument, 0, O_NET_CIDR6},
       {"pause-swap", required_argument, 0, O_PAUSE_SWAP},
       {"pause-swap-prefetch", no_argument, 0, O_PAUSE_SWAP_PREFETCH},
+      {"pause-criu", no_argument, 0, O_PAUSE_CRIU},
+      {"criu", required_argument, 0, O_CRIU},
       {0, 0, 0, 0}};
   const char *pool_tmpl[64];
   size_t npool_tmpl = 0;
   uint64_t pool_min_avail_mb = 512, pause_swap = 0;
-  int pause_swap_prefetch = 0;
+  int pause_swap_prefetch = 0, pause_criu = 0;
+  const char *criu = NULL;
   int o;
   while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
     switch (o) {
@@ -352,6 +363,12 @@ int main(int argc, char **argv) {
       case O_PAUSE_SWAP_PREFETCH:
         pause_swap_prefetch = 1;
         break;
+      case O_PAUSE_CRIU:
+        pause_criu = 1;
+        break;
+      case O_CRIU:
+        criu = optarg;
+        break;
       case O_UPSTREAM_CA:
         upstream_ca = optarg;
         break;
@@ -419,6 +436,24 @@ int main(int argc, char **argv) {
     }
   }
   if (!state) state = "/var/lib/agent-sandbox";
+  if (criu && !pause_criu) {
+    fprintf(stderr, "agent-sandboxd: --criu PATH is for --pause-criu\n");
+    return 2;
+  }
+  if (pause_criu && pause_swap) {
+    fprintf(stderr,
+            "agent-sandboxd: --pause-criu and --pause-swap: pick one (a checkpoint "
+            "leaves no RAM to swap)\n");
+    return 2;
+  }
+  if (pause_criu && !criu) criu = ENGINE_DEFAULT_CRIU;
+  if (pause_criu && (criu[0] != '/' || access(criu, X_OK) != 0)) {
+    fprintf(stderr,
+            "agent-sandboxd: --pause-criu: no criu at %s (an absolute path; build it with "
+            "scripts/build-criu.sh, or give --criu PATH)\n",
+            criu);
+    return 2;
+  }
   if (pause_swap_prefetch && !pause_swap) {
     fprintf(stderr, "agent-sandboxd: --pause-swap-prefetch needs --pause-swap SIZE\n");
     return 2;
@@ -514,6 +549,7 @@ int main(int argc, char **argv) {
   ec.egress_upstream_ca = upstream_ca;
   ec.pause_swap_bytes = pause_swap;
   ec.pause_swap_prefetch = pause_swap_prefetch;
+  ec.pause_criu = pause_criu ? criu : NULL;
   /* Stop signals are taken by sigwait in this thread only: block them
    * before the first thread (the disk-pool thread of the isolation
    * runtime) starts, or one arriving during start-up could land in a

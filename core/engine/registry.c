@@ -232,6 +232,9 @@ int reg_save(engine *e, sbx *s) {
   cJSON_AddBoolToObject(j, "autoResume", s->auto_resume);
   cJSON_AddNumberToObject(j, "timeoutS", s->timeout_s);
   if (s->state == SBX_PAUSED) cJSON_AddBoolToObject(j, "pausedMemory", !s->paused_nomem);
+  /* pausedMemory false beside it: an engine that knows no checkpoints
+   * boots it on its files */
+  if (s->state == SBX_PAUSED && s->paused_ckpt) cJSON_AddBoolToObject(j, "pausedCheckpoint", 1);
   cJSON_AddNumberToObject(j, "cpuCount", s->cpu_count);
   cJSON_AddNumberToObject(j, "memoryMB", s->memory_mb);
   cJSON_AddNumberToObject(j, "diskMB", s->disk_mb);
@@ -326,6 +329,8 @@ sbx *reg_load(engine *e, const char *id) {
   s->state = str && strcmp(str, "paused") == 0 ? SBX_PAUSED : SBX_RUNNING;
   s->paused_nomem =
       s->state == SBX_PAUSED && cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(j, "pausedMemory"));
+  s->paused_ckpt =
+      s->paused_nomem && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "pausedCheckpoint"));
   if ((v = cJSON_GetObjectItemCaseSensitive(j, "templateLayers")) && cJSON_IsArray(v))
     s->tmpl_layers = cJSON_Duplicate(v, 1);
   if ((v = cJSON_GetObjectItemCaseSensitive(j, "customCommands")) && cJSON_IsArray(v))

@@ -49,6 +49,10 @@ typedef struct sbx {
    * resume boots it (sandboxes_connect). iso is then a dead handle, or
    * NULL after an engine restart. */
   int paused_nomem;
+  /* --pause-criu: paused with memory to its disk (a CRIU checkpoint in
+   * its state dir). No process either, so paused_nomem is 1 too: resume
+   * restores it (sandboxes_connect), or boots it if that fails. */
+  int paused_ckpt;
   /* --pause-swap: what the last memory pause moved out to swap, and what
    * the sandbox used just before (bytes; under mu) */
   uint64_t swap_moved, swap_mem_before;

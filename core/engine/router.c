@@ -454,7 +454,7 @@ static int send_pending(route_ctx *r) {
  * 1 if it runs now. */
 static int auto_resume(engine *e, sbx *s) {
   pthread_mutex_lock(&s->mu);
-  int ok = s->state == SBX_PAUSED && s->auto_resume && !s->paused_nomem;
+  int ok = s->state == SBX_PAUSED && s->auto_resume && (!s->paused_nomem || s->paused_ckpt);
   int secs = s->timeout_s > 0 ? s->timeout_s : SANDBOXES_DEFAULT_TIMEOUT_S;
   pthread_mutex_unlock(&s->mu);
   if (!ok) return 0;
@@ -533,7 +533,7 @@ route_ctx *router_begin(engine *e, struct MHD_Connection *c, const char *raw_uri
   }
   if (st != SBX_RUNNING && !(may_wake && auto_resume(e, s))) {
     pthread_mutex_lock(&s->mu);
-    int nomem = s->paused_nomem;
+    int nomem = s->paused_nomem && !s->paused_ckpt;
     pthread_mutex_unlock(&s->mu);
     reg_put(e, s);
     *err_status = 502;

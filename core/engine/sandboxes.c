@@ -84,8 +84,8 @@ static int init_envd(engine *e, sbx *s, int again) {
  * ones s was made on), with envd and the code interpreter as t wants
  * them; resume: the paused one booted again on its kept files. 0 or a
  * negative errno (asbe_errmsg). */
-static int start_iso(engine *e, const template_info *t, const asbe_template *tmpl, sbx *s,
-                     int resume, asbe_sandbox **out) {
+static int start_iso_criu(engine *e, const template_info *t, const asbe_template *tmpl, sbx *s,
+                          int resume, const char *criu, asbe_sandbox **out) {
   const char *args[] = {"--unix", "/run/asb/envd.sock", NULL};
   char **argv = asbe_agent_argv("envd", args);
   asbe_sandbox_spec spec;
@@ -100,6 +100,7 @@ static int start_iso(engine *e, const template_info *t, const asbe_template *tmp
   spec.resolv_conf = sbxnet_resolv_conf(e);
   spec.extra_ca_pem = sbxnet_ca_pem(e);
   spec.resume = resume;
+  spec.criu = criu;
   /* The code interpreter, asb-init's aux agent: started with the sandbox for
    * the code-interpreter templates (Python importing ipykernel dominates the
    * first run_code, so the kernel warms while envd starts), on the first
@@ -108,10 +109,23 @@ static int start_iso(engine *e, const template_info *t, const asbe_template *tmp
   spec.aux_argv = (const char *const *)aux;
   spec.aux_on_demand = !t->start_codei;
   int rc = argv && (aux || !e->codei_path) ? asbe_sandbox_create(e->iso, &spec, out) : -ENOMEM;
-  if (rc == 0) s->codei_started = aux && t->start_codei;
+  if (rc == 0 && !criu) s->codei_started = aux && t->start_codei;
   free(argv);
   codei_argv_free(aux);
   return rc;
+}
+
+static int start_iso(engine *e, const template_info *t, const asbe_template *tmpl, sbx *s,
+                     int resume, asbe_sandbox **out) {
+  return start_iso_criu(e, t, tmpl, s, resume, NULL, out);
+}
+
+/* The criu that restores a checkpoint: --pause-criu's, else the default
+ * one if it is there (an engine started without the option still
+ * restores what one with it paused), else NULL (boot it). */
+static const char *restore_criu(engine *e) {
+  if (e->criu_path) return e->criu_path;
+  return access(ENGINE_DEFAULT_CRIU, X_OK) == 0 ? ENGINE_DEFAULT_CRIU : NULL;
 }
 
 /* The prepare half of create: everything that depends only on the
@@ -516,7 +530,35 @@ static int boot(engine *e, sbx *s, eng_err *err) {
     tmpl = vt;
   }
   asbe_sandbox *iso = NULL;
-  int rc = tmpl ? start_iso(e, t, tmpl, s, 1, &iso) : -ENOMEM;
+  int rc = -ENOMEM, restored = 0;
+  if (tmpl && s->paused_ckpt) {
+    /* paused with memory to its disk: its checkpoint restored; failing
+     * that, booted on its files (its memory is lost: logged) */
+    const char *criu = restore_criu(e);
+    int64_t t0 = asbi_unix_ms();
+    if (!criu)
+      asbi_log(
+          "sandbox %s: no criu to restore its checkpoint (--pause-criu, %s): booting it "
+          "on its files",
+          s->id, ENGINE_DEFAULT_CRIU);
+    else if ((rc = start_iso_criu(e, t, tmpl, s, 1, criu, &iso)) == 0)
+      restored = 1;
+    else
+      asbi_log(
+          "sandbox %s: cannot restore its checkpoint (%s): booting it on its files, "
+          "its processes and memory are lost",
+          s->id, asbe_errmsg());
+    if (restored)
+      asbi_log("sandbox %s: checkpoint restored in %lld ms", s->id,
+               (long long)(asbi_unix_ms() - t0));
+    if (asbe_paused_checkpoint_drop(e->iso, s->id))
+      asbi_log("sandbox %s: %s", s->id, asbe_errmsg());
+    pthread_mutex_lock(&s->mu);
+    s->paused_ckpt = 0;
+    pthread_mutex_unlock(&s->mu);
+    if (!restored) s->codei_started = 0;
+  }
+  if (tmpl && !restored) rc = start_iso(e, t, tmpl, s, 1, &iso);
   asbe_template_free(vt);
   asbe_template_free(made);
   if (rc) {
@@ -538,6 +580,10 @@ static int boot(engine *e, sbx *s, eng_err *err) {
     eng_err_set(err, ENG_EINTERNAL, NULL, "the agent of \"%s\" did not start: %s", s->id,
                 strerror(-rc));
     goto undo;
+  }
+  if (restored) { /* envd, the start command, the code interpreter: as they were */
+    templates_put(e, t);
+    return 0;
   }
   int st = init_envd(e, s, 0);
   if (st < 200 || st >= 300) {
@@ -580,6 +626,9 @@ int sandboxes_connect(engine *e, sbx *s, int seconds, int resume_only, int *resu
   }
   if (was_paused && nomem) {
     int64_t t0 = asbi_unix_ms();
+    pthread_mutex_lock(&s->mu);
+    int ckpt = s->paused_ckpt;
+    pthread_mutex_unlock(&s->mu);
     if (boot(e, s, err)) {
       pthread_mutex_unlock(&s->boot_mu);
       return -1;
@@ -589,7 +638,9 @@ int sandboxes_connect(engine *e, sbx *s, int seconds, int resume_only, int *resu
     s->paused_nomem = 0;
     s->end_ms = 0; /* extend below */
     pthread_mutex_unlock(&s->mu);
-    asbi_log("sandbox %s: booted again (resume without memory, %lld ms)", s->id,
+    asbi_log("sandbox %s: %s (%lld ms)", s->id,
+             ckpt ? "resumed from its checkpoint (or booted if that failed: above)"
+                  : "booted again (resume without memory)",
              (long long)(asbi_unix_ms() - t0));
     extend(s, seconds);
     *resumed = 1;

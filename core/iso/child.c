@@ -331,9 +331,14 @@ static void mask_proc(const asbe_plan *p) {
 /* /proc/sys/kernel/random/boot_id: the host's is the same for every
  * sandbox and never changes while the host is up. Each start of a sandbox
  * (a reboot of it: create, restart, resume without memory) gets a random
- * version-4 UUID of its own, as a VM would: a file written in the fresh
- * /dev tmpfs, bound read-only over the host's, then unlinked from /dev (the
- * bind keeps it). */
+ * version-4 UUID of its own, as a VM would: a file written on the
+ * writable layer, outside the sandbox's tree (log/boot_id, beside the
+ * agent log: only upper/ and run/ of that filesystem are mounted inside),
+ * bound read-only over the host's. A file that stays (not a deleted one):
+ * a checkpoint (CRIU, docs/lifecycle.md) takes the bind as an external
+ * mount of a file the engine can name again at restore; a deleted source
+ * would come back empty. A restore keeps the id (the same boot goes on);
+ * the next boot writes a new one. */
 static void fake_boot_id(const asbe_plan *p) {
   unsigned char b[16];
   size_t got = 0;
@@ -352,19 +357,30 @@ static void fake_boot_id(const asbe_plan *p) {
     w += snprintf(id + w, sizeof id - (size_t)w, "%02x", b[i]);
   }
   id[w++] = '\n';
-  static const char src[] = "r/dev/.asb-boot-id", dst[] = "r/proc/sys/kernel/random/boot_id";
-  int fd = open(src, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0444);
-  if (fd < 0) die(p, src, errno);
-  if (write(fd, id, (size_t)w) != w) die(p, src, errno ? errno : EIO);
+  static const char dst[] = "r/proc/sys/kernel/random/boot_id";
+  /* w/log is the engine's dir on the layer (no path of the sandbox
+   * reaches it); the last boot's file is replaced, never followed */
+  int log = openat2_fd(AT_FDCWD, "w/log", O_PATH | O_DIRECTORY | O_CLOEXEC, IN_TREE);
+  if (log < 0) die(p, "w/log", errno);
+  static const char tmp[] = ".boot_id.new";
+  unlinkat(log, tmp, 0);
+  int fd = openat(log, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0444);
+  if (fd < 0) die(p, "log/boot_id", errno);
+  if (write(fd, id, (size_t)w) != w) die(p, "log/boot_id", errno ? errno : EIO);
   close(fd);
-  if (mount(src, dst, NULL, MS_BIND, NULL) < 0) {
+  TRY(renameat(log, tmp, log, ASBE_BOOT_ID_FILE), "log/boot_id");
+  char src[32];
+  int sfd = openat(log, ASBE_BOOT_ID_FILE, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+  if (sfd < 0) die(p, "log/boot_id", errno);
+  close(log);
+  if (mount(fd_path(src, sfd), dst, NULL, MS_BIND, NULL) < 0) {
     if (errno != ENOENT) die(p, dst, errno);
   } else {
     TRY(mount(NULL, dst, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
               NULL),
         "remount boot_id ro");
   }
-  TRY(unlink(src), src);
+  close(sfd);
 }
 
 static void mask_sys(const asbe_plan *p) {

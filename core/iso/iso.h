@@ -262,6 +262,10 @@ typedef struct asbe_sandbox_spec {
    * snapshot of one that has it); a bundle that is missing, a symlink or
    * no regular file is left alone. NULL = none. */
   const char *extra_ca_pem;
+  /* With resume: the criu binary that restores the checkpoint
+   * asbe_sandbox_checkpoint wrote (its processes and memory), instead of
+   * a boot. NULL = boot. A failure leaves it paused, the checkpoint kept. */
+  const char *criu;
 } asbe_sandbox_spec;
 
 /* Creates and starts a sandbox. Transactional: on failure nothing is left
@@ -282,6 +286,18 @@ int asbe_sandbox_kill(asbe_sandbox *sb, int remove_state);
  * Boot it again with asbe_sandbox_create and spec.resume; remove it with
  * asbe_paused_remove. -EOPNOTSUPP for a tmpfs writable layer. */
 int asbe_sandbox_stop(asbe_sandbox *sb);
+/* Pause with memory to disk: criu (the binary at `criu`, run as root)
+ * dumps every process of the running sandbox into <dir>/checkpoint (root
+ * only, 0700), which ends them; then as asbe_sandbox_stop (paused, its
+ * files and slot kept). On failure it runs as before (criu resumed it).
+ * Its network link must be gone first (loopback only in its netns), and
+ * nothing of the engine's connected to it. Restore it with
+ * asbe_sandbox_create, spec.resume and spec.criu. */
+int asbe_sandbox_checkpoint(asbe_sandbox *sb, const char *criu);
+/* 1 if the paused sandbox `id` has a complete checkpoint. */
+int asbe_paused_checkpointed(asbe_engine *e, const char *id);
+/* Removes its checkpoint (after a restore, or to boot it instead). */
+int asbe_paused_checkpoint_drop(asbe_engine *e, const char *id);
 /* Claims a paused sandbox's uid slot again for this engine (start-up: a
  * host reboot empties the slot registry, and its files belong to that
  * slot's uids). 0, -EBUSY if another sandbox holds it now. */

@@ -231,6 +231,8 @@ int asbe__secure_finish(const asbe_secure *s, const char **what);
  * kernel.pty.max less kernel.pty.reserve for the host's own devpts, is
  * shared by every sandbox (3072 by default). A string: a mount option. */
 #define ASBE_PTY_MAX "256"
+/* the sandbox's boot id, in log/ of its writable layer (child.c) */
+#define ASBE_BOOT_ID_FILE "boot_id"
 #define ASBE_NOFILE_SOFT 1024u
 #define ASBE_NOFILE_HARD 4096u
 /* Sets those limits (the agent's, else the user's) on the calling process,
@@ -323,6 +325,16 @@ struct asbe_sandbox {
  * the sandbox made of its tree. Use the fd (fstatfs, connect to
  * /proc/self/fd/<fd>, reopen), never a path. -errno, message set. */
 int asbe__run_open(asbe_sandbox *sb, const char *name, mode_t type);
+
+/* ---- checkpoints (criu.c) ------------------------------------------------ */
+
+/* A user namespace mapping 0 to host_uid (ASBE_UID_RANGE ids): an fd, or -errno. */
+int asbe__criu_userns(uid_t host_uid);
+/* Restores sb's checkpoint: wfd its writable layer, the detached mounts
+ * of its layers, binds (with their targets) and agent dir. Sets sb->pid. */
+int asbe__criu_restore(asbe_sandbox *sb, const char *criu, int wfd, const char *ovl_opts,
+                       int n_layers, const int *layer_fds, const char *const *bind_dst, int n_binds,
+                       const int *bind_fds, int agent_fd);
 
 /* ---- the on-disk record (record.c) --------------------------------------- */
 

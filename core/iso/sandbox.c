@@ -348,6 +348,25 @@ static int idmapped_rw_fd(int mfd, int userns) {
   return fd;
 }
 
+/* The detached mounts of a sandbox's root, idmapped to userns: the
+ * template's layers, its binds, the agent dir (in that order, into fds). */
+static int root_fds(asbe_engine *e, const asbe_template *t, int userns, int *fds, int *nfds) {
+  for (size_t i = 0; i < t->n_layers; i++) {
+    if ((fds[*nfds] = idmapped_ro(t->layers[i], userns)) < 0) return fds[*nfds];
+    (*nfds)++;
+  }
+  for (size_t i = 0; i < t->n_binds; i++) {
+    int vfd = t->bind_fd ? t->bind_fd[i] : -1;
+    if ((fds[*nfds] =
+             vfd >= 0 ? idmapped_rw_fd(vfd, userns) : idmapped_ro(t->bind_src[i], userns)) < 0)
+      return fds[*nfds];
+    (*nfds)++;
+  }
+  if ((fds[*nfds] = idmapped_ro_at(e->agent_mfd, "", userns)) < 0) return fds[*nfds];
+  (*nfds)++;
+  return 0;
+}
+
 /* Prepares the writable layer: upper/, work/, run/ owned by root inside
  * (log/ too, but no path inside the sandbox reaches it: see open_log). */
 static int prep_writable(int mfd, uid_t uid) {
@@ -470,7 +489,13 @@ static int build_plan(asbe_engine *e, const asbe_sandbox_spec *spec, asbe_plan *
   asbi_buf_puts(&o, "lowerdir=");
   for (size_t i = t->n_layers; i-- > 0;) /* overlay lists the top layer first */
     asbi_buf_printf(&o, "l%zu%s", i, i ? ":" : "");
-  asbi_buf_puts(&o, ",upperdir=w/upper,workdir=w/work,userxattr");
+  /* xino=on: one st_dev for every file, and inode numbers unique across
+   * the layers (the layer's index in the high bits). inotify reports a
+   * watched file by the overlay's (dev, ino); a checkpoint (CRIU) finds
+   * envd's watched files again by them, which fails for a lower-layer
+   * file without xino (its st_dev is the layer's). docs/lifecycle.md
+   * ("The overlay's xino") says what it costs. */
+  asbi_buf_puts(&o, ",upperdir=w/upper,workdir=w/work,userxattr,xino=on");
   if (!o.data || o.len >= sizeof p->ovl_opts) {
     asbi_buf_free(&o);
     return asbe__fail(-E2BIG, "overlay options");
@@ -707,6 +732,44 @@ int asbe_sandbox_create(asbe_engine *e, const asbe_sandbox_spec *spec, asbe_sand
   have_cg = 1;
   if ((r = asbe__cg_create(&sb->cg, sb->id, &lim, sb->host_uid)) < 0) goto fail;
 
+  if (spec->resume && spec->criu) {
+    /* its checkpoint restored (criu.c): the same processes and memory */
+    if ((userns = asbe__criu_userns(sb->host_uid)) < 0) {
+      r = asbe__fail(userns, "sandbox %s: a user namespace of its slot", sb->id);
+      userns = -1;
+      goto fail;
+    }
+    const asbe_template *t = spec->tmpl;
+    if ((r = root_fds(e, t, userns, fds, &nfds)) < 0) goto fail;
+    close(userns);
+    userns = -1;
+    r = asbe__criu_restore(sb, spec->criu, wfd, plan->ovl_opts, (int)t->n_layers, fds,
+                           (const char *const *)t->bind_dst, (int)t->n_binds, fds + t->n_layers,
+                           fds[t->n_layers + t->n_binds]);
+    for (int i = 0; i < nfds; i++) close(fds[i]);
+    nfds = 0;
+    close(wfd);
+    wfd = -1;
+    if (r < 0) goto fail;
+    sb->pidfd = (int)syscall(SYS_pidfd_open, sb->pid, 0);
+    pid_t ppid = 0;
+    if (sb->pidfd < 0 || asbe__proc_stat(sb->pid, &ppid, NULL) < 0) {
+      r = asbe__fail(-ESRCH, "sandbox %s: the restored init is gone", sb->id);
+      goto fail;
+    }
+    sb->is_child = ppid == getpid();
+    sb->starttime = asbe__proc_starttime(sb->pid);
+    if ((r = asbe__cg_finish(&sb->cg, sb->id, &lim)) < 0 ||
+        (r = asbe__rec_write(sb, "running")) < 0)
+      goto fail;
+    creating_del(e, sb->id);
+    free(plan);
+    free_argv(argv);
+    free_strv(envp);
+    *out = sb;
+    return 0;
+  }
+
   if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sock) < 0) {
     r = asbe__failerr("socketpair");
     goto fail;
@@ -739,28 +802,7 @@ int asbe_sandbox_create(asbe_engine *e, const asbe_sandbox_spec *spec, asbe_sand
     r = asbe__failerr("open %s", path);
     goto fail;
   }
-  const asbe_template *t = spec->tmpl;
-  for (size_t i = 0; i < t->n_layers; i++) {
-    if ((fds[nfds] = idmapped_ro(t->layers[i], userns)) < 0) {
-      r = fds[nfds];
-      goto fail;
-    }
-    nfds++;
-  }
-  for (size_t i = 0; i < t->n_binds; i++) {
-    int vfd = t->bind_fd ? t->bind_fd[i] : -1;
-    if ((fds[nfds] = vfd >= 0 ? idmapped_rw_fd(vfd, userns) : idmapped_ro(t->bind_src[i], userns)) <
-        0) {
-      r = fds[nfds];
-      goto fail;
-    }
-    nfds++;
-  }
-  if ((fds[nfds] = idmapped_ro_at(e->agent_mfd, "", userns)) < 0) {
-    r = fds[nfds];
-    goto fail;
-  }
-  nfds++;
+  if ((r = root_fds(e, spec->tmpl, userns, fds, &nfds)) < 0) goto fail;
   close(userns);
   userns = -1;
 

@@ -171,13 +171,12 @@ dump_tree() {
   # External: every bind from outside the sandbox's mount namespace (a root
   # other than "/", or idmapped); on restore each gets its host source.
   while read -r _ _ _ root mp opts rest; do
-    case "$root" in *//deleted) continue ;; esac # the boot id: criu re-creates it
     [ "$root" != / ] || [[ ",$opts," == *,idmapped,* ]] || continue
     fstype=" $rest" fstype="${fstype#* - }" fstype="${fstype%% *}"
     case "$mp" in
       /usr) host="$R/usr" ;;
       /.asb) host="$R/asb" ;;
-      /run/asb) host="$R/disk$root" ;;
+      /run/asb | /proc/sys/kernel/random/boot_id) host="$R/disk$root" ;; # the boot id: log/boot_id of the disk
       /run/asb/cgroup/*)
         host="$(awk -F= -v k="cgroup.${mp##*/}" '$1 == k {print $2}' "$st")/workload" ;;
       *) [ "$fstype" = devtmpfs ] || fail "unexpected mount $mp ($fstype, root $root)"

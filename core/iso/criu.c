@@ -1,0 +1,560 @@
+/* A pause with memory to disk: CRIU (checkpoint/restore in userspace) dumps
+ * a sandbox's processes into <dir>/checkpoint and restores them later, also
+ * after an engine restart or a host reboot (docs/lifecycle.md, "Pause with
+ * memory to disk"). Runs the criu binary the engine names, as root.
+ *
+ * The dump: criu dump of the init's tree, every mount whose source is
+ * outside the sandbox's mount namespace declared external (the idmapped
+ * template binds and /.asb, /run/asb, the cgroup binds, the /dev and /proc
+ * masks of /dev/null and friends, the boot id), the agent log an external
+ * file; criu ends the processes once their images are written. Which
+ * mount is which is written beside the images (`externals`), so a restore
+ * knows what to bind where.
+ *
+ * The restore: a process forked from the engine makes a mount namespace of
+ * its own, mounts the sandbox's root there as a create does (the writable
+ * layer, the template's layers idmapped to the sandbox's uid slot under
+ * an overlay) and the idmapped binds, and execs criu restore with that
+ * root, the host paths of the externals and the agent log as an inherited
+ * fd. criu makes the sandbox's namespaces again; the restored init is the
+ * engine's child (--restore-sibling).
+ * SPDX-License-Identifier: Apache-2.0 */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "child.h"
+#include "iso_int.h"
+#include "util/buf.h"
+#include "util/util.h"
+
+#define CKPT_DIR "checkpoint"
+#define CKPT_DONE "complete"
+#define CKPT_EXT "externals"
+#define CKPT_PID "restored.pid"
+
+/* ---- where the images go ------------------------------------------------- */
+
+/* An fd of <dir>/checkpoint (made 0700 if create), never a symlink,
+ * root's, readable by its group at most (while a restore reads it). */
+static int ckpt_open(const char *dir, int create) {
+  int d = open(dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (d < 0) return -errno;
+  if (create && mkdirat(d, CKPT_DIR, 0700) < 0 && errno != EEXIST) {
+    int r = -errno;
+    close(d);
+    return r;
+  }
+  int fd = openat(d, CKPT_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  int r = fd < 0 ? -errno : fd;
+  close(d);
+  if (r >= 0) {
+    struct stat st;
+    if (fstat(fd, &st) < 0 || st.st_uid != 0 || (st.st_mode & 027)) {
+      close(fd);
+      return -EPERM;
+    }
+  }
+  return r;
+}
+
+int asbe_paused_checkpointed(asbe_engine *e, const char *id) {
+  char dir[PATH_MAX];
+  snprintf(dir, sizeof dir, "%s/%s", e->sandboxes_dir, id);
+  int fd = ckpt_open(dir, 0);
+  if (fd < 0) return 0;
+  struct stat st;
+  int ok = fstatat(fd, CKPT_DONE, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode);
+  close(fd);
+  return ok;
+}
+
+int asbe_paused_checkpoint_drop(asbe_engine *e, const char *id) {
+  char dir[PATH_MAX];
+  snprintf(dir, sizeof dir, "%s/%s/%s", e->sandboxes_dir, id, CKPT_DIR);
+  /* criu's logs of the last dump and restore stay beside it (root's, in
+   * the 0700 state dir): what went wrong, if anything did */
+  char from[PATH_MAX + 16], to[PATH_MAX + 16];
+  static const char *const logs[] = {"dump.log", "restore.log"};
+  for (size_t i = 0; i < sizeof logs / sizeof logs[0]; i++) {
+    snprintf(from, sizeof from, "%s/%s", dir, logs[i]);
+    snprintf(to, sizeof to, "%s/%s/criu-%s", e->sandboxes_dir, id, logs[i]);
+    if (rename(from, to) == 0 && chown(to, 0, 0) == 0) chmod(to, 0600); /* root's again */
+  }
+  int r = asbe__rm_rf(dir);
+  return r < 0 && r != -ENOENT ? asbe__fail(r, "remove %s", dir) : 0;
+}
+
+/* ---- running criu -------------------------------------------------------- */
+
+/* The last lines of criu's log in the checkpoint dir, for the error. */
+static void log_tail(int dfd, const char *name, char *out, size_t len) {
+  out[0] = '\0';
+  int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return;
+  char buf[16384];
+  off_t end = lseek(fd, 0, SEEK_END);
+  off_t from = end > (off_t)sizeof buf - 1 ? end - (off_t)sizeof buf + 1 : 0;
+  ssize_t n = pread(fd, buf, sizeof buf - 1, from);
+  close(fd);
+  if (n <= 0) return;
+  buf[n] = '\0';
+  /* the first "Error" line that is not one criu prints on every run here
+   * (its RLIMIT_NOFILE, the iptables it does not need) nor its summary */
+  static const char *const noise[] = {"RLIMIT_NOFILE", "tables", "FAILED.", "cgroupd"};
+  char *err = NULL, *last = NULL;
+  for (char *p = buf; !err && (p = strstr(p, "Error")); p++) {
+    char *nl = strchr(p, '\n');
+    size_t n = nl ? (size_t)(nl - p) : strlen(p);
+    int skip = 0;
+    for (size_t k = 0; k < sizeof noise / sizeof noise[0] && !skip; k++) {
+      const char *h = memmem(p, n, noise[k], strlen(noise[k]));
+      skip = h != NULL;
+    }
+    if (!skip) err = p;
+    last = p;
+  }
+  if (!err) err = last;
+  const char *src = err ? err : buf;
+  size_t i = 0;
+  for (; src[i] && src[i] != '\n' && i + 1 < len; i++) out[i] = src[i];
+  out[i] = '\0';
+}
+
+/* fork + exec criu with argv; fd `keep` (or -1) as fd 3 of criu, the
+ * image dir as fd 4. setup (or NULL) runs in the child first (only
+ * syscalls: the engine is multi-threaded); its failure is exit 120+. The
+ * exit status, or -errno. */
+static int run_criu(const char *const *argv, int dirfd, int keep, int (*setup)(const void *),
+                    const void *arg) {
+  pid_t pid = fork();
+  if (pid < 0) return -errno;
+  if (pid == 0) {
+    sigset_t all;
+    sigemptyset(&all);
+    sigprocmask(SIG_SETMASK, &all, NULL);
+    if (setup && setup(arg) < 0) _exit(121);
+    int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+    if (null < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 || dup2(null, 2) < 0) _exit(122);
+    if (keep >= 0 && dup2(keep, 3) < 0) _exit(123);
+    if (dup2(dirfd, 4) < 0) _exit(123);
+    syscall(SYS_close_range, 5, ~0U, 0);
+    if (keep < 0) close(3);
+    execv(argv[0], (char *const *)argv);
+    _exit(127);
+  }
+  int st = 0;
+  while (waitpid(pid, &st, 0) < 0)
+    if (errno != EINTR) return -errno;
+  return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+}
+
+typedef struct argv_b {
+  const char *v[256];
+  char *own[256];
+  int n, nown;
+} argv_b;
+
+static void av_add(argv_b *a, const char *s) {
+  if (a->n < 255) a->v[a->n++] = s;
+  a->v[a->n] = NULL;
+}
+
+static void av_addf(argv_b *a, const char *fmt, const char *x, const char *y) {
+  char *s = asbe__strfmt(fmt, x, y);
+  if (!s || a->nown >= 256) {
+    free(s);
+    return;
+  }
+  a->own[a->nown++] = s;
+  av_add(a, s);
+}
+
+static void av_free(argv_b *a) {
+  for (int i = 0; i < a->nown; i++) free(a->own[i]);
+}
+
+/* ---- dump ---------------------------------------------------------------- */
+
+/* What an external mount of a sandbox is, by its mountpoint and type. */
+static const char *ext_kind(const char *mp, const char *fstype, const char *root) {
+  if (!strcmp(mp, "/.asb")) return "agent";
+  if (!strcmp(mp, "/run/asb")) return "run";
+  if (!strcmp(mp, "/proc/sys/kernel/random/boot_id")) return "bootid";
+  if (!strncmp(mp, "/run/asb/cgroup/", 16) &&
+      (!strcmp(fstype, "cgroup") || !strcmp(fstype, "cgroup2")))
+    return "cgroup";
+  if (!strcmp(fstype, "devtmpfs")) {
+    static const char *const devs[] = {"/null", "/zero", "/full", "/random", "/urandom"};
+    for (size_t i = 0; i < sizeof devs / sizeof devs[0]; i++)
+      if (!strcmp(root, devs[i])) return "dev";
+    return NULL;
+  }
+  /* what criu makes again itself */
+  static const char *const inner[] = {"proc", "sysfs", "devpts", "tmpfs", "overlay", "mqueue"};
+  for (size_t i = 0; i < sizeof inner / sizeof inner[0]; i++)
+    if (!strcmp(fstype, inner[i])) return "";
+  return "bind"; /* a template bind or a volume, found again by its mountpoint */
+}
+
+int asbe_sandbox_checkpoint(asbe_sandbox *sb, const char *criu) {
+  asbe__clear_error();
+  if (sb->dead || !asbe_sandbox_alive(sb))
+    return asbe__fail(-ESRCH, "sandbox %s is not running", sb->id);
+  if (sb->disk_tmpfs)
+    return asbe__fail(-EOPNOTSUPP, "sandbox %s: a tmpfs writable layer is no disk to checkpoint to",
+                      sb->id);
+  if (sb->frozen) return asbe__fail(-EBUSY, "sandbox %s is frozen", sb->id);
+  asbe_paused_checkpoint_drop(sb->e, sb->id); /* an earlier, used one */
+  int dfd = ckpt_open(sb->dir, 1);
+  if (dfd < 0) return asbe__fail(dfd, "sandbox %s: %s/%s", sb->id, sb->dir, CKPT_DIR);
+  char path[64], mi[65536];
+  snprintf(path, sizeof path, "/proc/%d/mountinfo", (int)sb->pid);
+  ssize_t n = asbe__read_small(path, mi, sizeof mi);
+  if (n <= 0) {
+    close(dfd);
+    return asbe__fail(n < 0 ? (int)n : -EIO, "sandbox %s: read %s", sb->id, path);
+  }
+  argv_b a = {.n = 0};
+  av_add(&a, criu);
+  av_add(&a, "dump");
+  char pid[16];
+  snprintf(pid, sizeof pid, "%d", (int)sb->pid);
+  av_add(&a, "-t");
+  av_add(&a, pid);
+  av_add(&a, "-D");
+  av_add(&a, "/proc/self/fd/4");
+  av_add(&a, "-o");
+  av_add(&a, "dump.log");
+  av_add(&a, "-v4");
+  asbi_buf ext = ASBI_BUF_INIT;
+  int k = 0;
+  for (char *save = NULL, *l = strtok_r(mi, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+    /* id parent maj:min root mountpoint opts [optional...] - fstype source super */
+    char root[PATH_MAX], mp[PATH_MAX], fstype[64];
+    const char *dash = strstr(l, " - ");
+    if (!dash || sscanf(l, "%*s %*s %*s %4095s %4095s", root, mp) != 2 ||
+        sscanf(dash + 3, "%63s", fstype) != 1)
+      continue;
+    const char *kind = ext_kind(mp, fstype, root);
+    if (!kind || !*kind) continue;
+    if (strchr(mp, '\\') || strchr(mp, ' ')) continue; /* escaped: none of ours */
+    char key[16];
+    snprintf(key, sizeof key, "e%d", k++);
+    av_add(&a, "--external");
+    av_addf(&a, "mnt[%s]:%s", mp, key);
+    asbi_buf_printf(&ext, "%s %s %s %s\n", key, kind, mp, !strcmp(kind, "dev") ? root : "-");
+  }
+  /* the agent log (the init's stdout): an external file, an inherited fd
+   * at restore */
+  char fdinfo[64], fi[1024];
+  snprintf(fdinfo, sizeof fdinfo, "/proc/%d/fdinfo/1", (int)sb->pid);
+  n = asbe__read_small(fdinfo, fi, sizeof fi);
+  unsigned long long mnt = 0, ino = 0;
+  if (n > 0) {
+    const char *m = strstr(fi, "mnt_id:"), *i = strstr(fi, "ino:");
+    if (m) mnt = strtoull(m + 7, NULL, 10);
+    if (i) ino = strtoull(i + 4, NULL, 10);
+  }
+  char filekey[64] = "";
+  if (mnt && ino == (unsigned long long)sb->log_ino) {
+    snprintf(filekey, sizeof filekey, "file[%llx:%llx]", mnt, ino);
+    asbi_buf_printf(&ext, "log file %s -\n", filekey);
+    av_add(&a, "--external");
+    av_add(&a, filekey);
+  }
+  /* envd's inotify watches: criu finds a watched file again by its path
+   * (overlayfs gives no file handles); /etc it searches itself */
+  av_add(&a, "--irmap-scan-path");
+  av_add(&a, "/home");
+  av_add(&a, "--irmap-scan-path");
+  av_add(&a, "/root");
+  /* nothing but loopback is left in its netns (the engine took its link
+   * away), and no TCP connection to keep */
+  av_add(&a, "--network-lock");
+  av_add(&a, "skip");
+  int r = 0;
+  if (!ext.data) r = asbe__fail(-ENOMEM, "sandbox %s: checkpoint", sb->id);
+  if (r == 0) {
+    int efd = openat(dfd, CKPT_EXT, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (efd < 0 || write(efd, ext.data, ext.len) != (ssize_t)ext.len || fsync(efd) < 0)
+      r = asbe__failerr("sandbox %s: write %s", sb->id, CKPT_EXT);
+    if (efd >= 0) close(efd);
+  }
+  if (r == 0) {
+    int st = run_criu(a.v, dfd, -1, NULL, NULL);
+    if (st != 0) {
+      char why[400];
+      log_tail(dfd, "dump.log", why, sizeof why);
+      r = asbe__fail(st < 0 ? st : -EIO, "sandbox %s: criu dump failed (exit %d): %s", sb->id, st,
+                     why[0] ? why : "see its dump.log");
+    }
+  }
+  asbi_buf_free(&ext);
+  av_free(&a);
+  if (r == 0) {
+    /* the images on the disk before anything says they are complete */
+    int done = openat(dfd, CKPT_DONE, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (done < 0 || syncfs(dfd) < 0 || fsync(done) < 0 || fsync(dfd) < 0)
+      r = asbe__failerr("sandbox %s: record the checkpoint", sb->id);
+    if (done >= 0) close(done);
+  }
+  close(dfd);
+  if (r < 0) {
+    char msg[512];
+    asbe__save_error(msg, sizeof msg);
+    /* criu resumed the processes (or never stopped them): it runs as before */
+    if (!asbe_sandbox_alive(sb)) {
+      /* it did stop them: nothing to go back to but what the images hold */
+      asbe__restore_error(msg);
+      return r;
+    }
+    asbe_paused_checkpoint_drop(sb->e, sb->id);
+    asbe__restore_error(msg);
+    return r;
+  }
+  /* criu killed them: what is left (cgroups, the slot's claim) as a stop
+   * leaves it, recorded paused */
+  return asbe_sandbox_stop(sb);
+}
+
+/* ---- restore ------------------------------------------------------------- */
+
+typedef struct restore_plan {
+  const char *stage;
+  int wfd;
+  int n_layers;
+  const int *layer_fds;
+  char layer_dir[ASBE_MAX_LAYERS][8];
+  char ovl_opts[4096];
+  int n_binds;
+  const int *bind_fds;
+  char bind_dir[ASBE_MAX_BINDS][8];
+  int agent_fd;
+  int dfd;                  /* the checkpoint dir, opened in the engine's namespace */
+  char ckpt_path[PATH_MAX]; /* and its path, to open it again in the new one */
+} restore_plan;
+
+/* In the forked child, before criu: a mount namespace of its own with the
+ * sandbox's root at <stage>/r and the idmapped sources beside it. */
+static int restore_setup(const void *arg) {
+  const restore_plan *p = arg;
+  if (unshare(CLONE_NEWNS) < 0) return -1;
+  if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0) return -1;
+  /* criu mounts in its image dir (its cgroup yard): that must be a
+   * mount of this namespace, so the dir again by its path here, taken
+   * only if it is the very dir the engine checked */
+  int nd = open(p->ckpt_path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  struct stat a, b;
+  if (nd < 0 || fstat(nd, &a) < 0 || fstat(p->dfd, &b) < 0 || a.st_dev != b.st_dev ||
+      a.st_ino != b.st_ino || dup2(nd, p->dfd) < 0)
+    return -1;
+  close(nd);
+  if (mount("asb-restore", p->stage, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=64k") < 0)
+    return -1;
+  if (chdir(p->stage) < 0) return -1;
+  if (mkdir("w", 0700) < 0 || mkdir("r", 0755) < 0 || mkdir("asb", 0755) < 0) return -1;
+  if (move_mount(p->wfd, "", AT_FDCWD, "w", MOVE_MOUNT_F_EMPTY_PATH) < 0) return -1;
+  for (int i = 0; i < p->n_layers; i++)
+    if (mkdir(p->layer_dir[i], 0700) < 0 ||
+        move_mount(p->layer_fds[i], "", AT_FDCWD, p->layer_dir[i], MOVE_MOUNT_F_EMPTY_PATH) < 0)
+      return -1;
+  for (int i = 0; i < p->n_binds; i++)
+    if (mkdir(p->bind_dir[i], 0755) < 0 ||
+        move_mount(p->bind_fds[i], "", AT_FDCWD, p->bind_dir[i], MOVE_MOUNT_F_EMPTY_PATH) < 0)
+      return -1;
+  if (move_mount(p->agent_fd, "", AT_FDCWD, "asb", MOVE_MOUNT_F_EMPTY_PATH) < 0) return -1;
+  if (mount("overlay", "r", "overlay", 0, p->ovl_opts) < 0) return -1;
+  return 0;
+}
+
+/* A user namespace of the slot's mapping (0 -> host_uid, ASBE_UID_RANGE)
+ * for idmapping the layers: an fd of it, or -errno. */
+static int slot_userns(uid_t host_uid) {
+  int pipefd[2];
+  if (pipe2(pipefd, O_CLOEXEC) < 0) return -errno;
+  pid_t pid = (pid_t)syscall(SYS_clone, CLONE_NEWUSER | SIGCHLD, NULL, NULL, NULL, 0);
+  if (pid == 0) {
+    char c;
+    close(pipefd[1]);
+    while (read(pipefd[0], &c, 1) < 0 && errno == EINTR) {
+    }
+    _exit(0);
+  }
+  close(pipefd[0]);
+  int r = pid < 0 ? -errno : 0, fd = -1;
+  if (r == 0) {
+    char path[64], v[64];
+    snprintf(v, sizeof v, "0 %u %u\n", (unsigned)host_uid, ASBE_UID_RANGE);
+    snprintf(path, sizeof path, "/proc/%d/uid_map", (int)pid);
+    if ((r = asbe__write_str(path, v)) == 0) {
+      snprintf(path, sizeof path, "/proc/%d/setgroups", (int)pid);
+      asbe__write_str(path, "deny");
+      snprintf(path, sizeof path, "/proc/%d/gid_map", (int)pid);
+      r = asbe__write_str(path, v);
+    }
+    snprintf(path, sizeof path, "/proc/%d/ns/user", (int)pid);
+    if (r == 0 && (fd = open(path, O_RDONLY | O_CLOEXEC)) < 0) r = -errno;
+  }
+  close(pipefd[1]);
+  if (pid > 0)
+    while (waitpid(pid, NULL, 0) < 0 && errno == EINTR) {
+    }
+  return r < 0 ? r : fd;
+}
+
+int asbe__criu_userns(uid_t host_uid) {
+  return slot_userns(host_uid);
+}
+
+int asbe__criu_restore(asbe_sandbox *sb, const char *criu, int wfd, const char *ovl_opts,
+                       int n_layers, const int *layer_fds, const char *const *bind_dst, int n_binds,
+                       const int *bind_fds, int agent_fd) {
+  asbe_engine *e = sb->e;
+  int dfd = ckpt_open(sb->dir, 0);
+  if (dfd < 0) return asbe__fail(dfd, "sandbox %s: no checkpoint", sb->id);
+  char ext[8192];
+  int efd = openat(dfd, CKPT_EXT, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  ssize_t n = efd < 0 ? -1 : read(efd, ext, sizeof ext - 1);
+  if (efd >= 0) close(efd);
+  if (n < 0) {
+    close(dfd);
+    return asbe__fail(-EIO, "sandbox %s: the checkpoint's %s", sb->id, CKPT_EXT);
+  }
+  ext[n] = '\0';
+  restore_plan p;
+  memset(&p, 0, sizeof p);
+  p.stage = e->stage_dir;
+  p.wfd = wfd;
+  p.n_layers = n_layers;
+  p.layer_fds = layer_fds;
+  for (int i = 0; i < n_layers; i++) snprintf(p.layer_dir[i], sizeof p.layer_dir[i], "l%d", i);
+  snprintf(p.ovl_opts, sizeof p.ovl_opts, "%s", ovl_opts);
+  p.n_binds = n_binds;
+  p.bind_fds = bind_fds;
+  for (int i = 0; i < n_binds; i++) snprintf(p.bind_dir[i], sizeof p.bind_dir[i], "b%d", i);
+  p.agent_fd = agent_fd;
+  p.dfd = dfd;
+  snprintf(p.ckpt_path, sizeof p.ckpt_path, "%s/%s", sb->dir, CKPT_DIR);
+
+  argv_b a = {.n = 0};
+  av_add(&a, criu);
+  av_add(&a, "restore");
+  av_add(&a, "-D");
+  av_add(&a, "/proc/self/fd/4");
+  av_add(&a, "-o");
+  av_add(&a, "restore.log");
+  av_add(&a, "-v4");
+  av_add(&a, "-d");
+  av_add(&a, "--restore-sibling");
+  av_add(&a, "--pidfile");
+  av_add(&a, CKPT_PID);
+  char root[PATH_MAX];
+  snprintf(root, sizeof root, "%s/r", e->stage_dir);
+  av_add(&a, "--root");
+  av_add(&a, root);
+  av_add(&a, "--network-lock");
+  av_add(&a, "skip");
+  int r = 0, have_log = 0;
+  for (char *save = NULL, *l = strtok_r(ext, "\n", &save); l && r == 0;
+       l = strtok_r(NULL, "\n", &save)) {
+    char key[64], kind[16], mp[PATH_MAX], arg[64], host[PATH_MAX];
+    if (sscanf(l, "%63s %15s %4095s %63s", key, kind, mp, arg) != 4) continue;
+    host[0] = '\0';
+    if (!strcmp(key, "log") && !strcmp(kind, "file")) {
+      if (strncmp(mp, "file[", 5) || strchr(mp, ']') != mp + strlen(mp) - 1) continue;
+      av_add(&a, "--inherit-fd");
+      av_addf(&a, "fd[3]:%s%s", mp, "");
+      have_log = 1;
+      continue;
+    }
+    if (key[0] != 'e') continue;
+    if (!strcmp(kind, "agent")) {
+      snprintf(host, sizeof host, "%s/asb", e->stage_dir);
+    } else if (!strcmp(kind, "run")) {
+      snprintf(host, sizeof host, "%s/w/run", e->stage_dir);
+    } else if (!strcmp(kind, "bootid")) {
+      snprintf(host, sizeof host, "%s/w/log/%s", e->stage_dir, ASBE_BOOT_ID_FILE);
+    } else if (!strcmp(kind, "dev")) {
+      if (strchr(arg + 1, '/') || arg[0] != '/') continue;
+      snprintf(host, sizeof host, "/dev%s", arg);
+    } else if (!strcmp(kind, "cgroup")) {
+      const char *name = mp + 16;
+      for (int i = 0; i < sb->cg.n; i++)
+        if (!strcmp(sb->cg.h[i].name, name))
+          asbe__cg_path(&sb->cg, i, sb->id, ASBE_CGW_WORKLOAD, host, sizeof host);
+    } else if (!strcmp(kind, "bind")) {
+      for (int i = 0; i < n_binds; i++)
+        if (!strcmp(bind_dst[i], mp)) snprintf(host, sizeof host, "%s/b%d", e->stage_dir, i);
+    }
+    if (!host[0]) {
+      r = asbe__fail(-ENOENT, "sandbox %s: the checkpoint's mount %s (%s) has no source now",
+                     sb->id, mp, kind);
+      break;
+    }
+    av_add(&a, "--external");
+    char *s = asbe__strfmt("mnt[%s]:%s", key, host);
+    if (!s) {
+      r = asbe__fail(-ENOMEM, "sandbox %s", sb->id);
+      break;
+    }
+    a.own[a.nown++] = s;
+    av_add(&a, s);
+  }
+  if (r == 0) {
+    /* The restored tasks read their images themselves: first as the
+     * host's root (before criu writes their user namespace's maps), then
+     * as the sandbox's root (its host uid and gid). So root's files,
+     * readable by the sandbox's gid, in a dir it may search. Still out
+     * of the sandbox's reach: no path of it leads here (the state dir is
+     * root's, 0700), and they go after the restore. */
+    int dd = dup(dfd);
+    DIR *d = dd >= 0 ? fdopendir(dd) : NULL;
+    struct dirent *de;
+    while (d && (de = readdir(d)))
+      if (de->d_name[0] != '.')
+        if (fchownat(dfd, de->d_name, 0, sb->host_uid, AT_SYMLINK_NOFOLLOW) == 0)
+          fchmodat(dfd, de->d_name, 0640, 0);
+    if (d)
+      closedir(d);
+    else if (dd >= 0)
+      close(dd);
+    if (fchown(dfd, 0, sb->host_uid) < 0 || fchmod(dfd, 0750) < 0)
+      r = asbe__failerr("sandbox %s: chown its checkpoint", sb->id);
+  }
+  if (r == 0) {
+    unlinkat(dfd, CKPT_PID, 0);
+    int st = run_criu(a.v, dfd, have_log ? sb->log_fd : -1, restore_setup, &p);
+    if (st != 0) {
+      char why[400];
+      log_tail(dfd, "restore.log", why, sizeof why);
+      r = asbe__fail(-EIO, "sandbox %s: criu restore failed (exit %d): %s", sb->id, st,
+                     why[0]                  ? why
+                     : st >= 120 && st < 128 ? "setting up its root"
+                                             : "see restore.log");
+    }
+  }
+  av_free(&a);
+  if (r == 0) {
+    char buf[32];
+    int pf = openat(dfd, CKPT_PID, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    ssize_t m = pf < 0 ? -1 : read(pf, buf, sizeof buf - 1);
+    if (pf >= 0) close(pf);
+    buf[m > 0 ? m : 0] = '\0';
+    sb->pid = (pid_t)atoi(buf);
+    if (sb->pid <= 0) r = asbe__fail(-ESRCH, "sandbox %s: criu restore: no pid", sb->id);
+  }
+  close(dfd);
+  return r;
+}
