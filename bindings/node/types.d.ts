@@ -148,7 +148,7 @@ export interface SandboxInfo {
   allowInternetAccess?: boolean
   network?: SandboxNetworkInfo
   /** A paused sandbox's pause mode (docs/lifecycle.md). */
-  pauseMode?: 'memory' | 'filesystem'
+  pauseMode?: 'memory' | 'filesystem' | 'checkpoint'
   /** Under the engine's --pause-swap, where a sandbox paused with memory
    * has its RAM (getInfo only; undefined when running, paused without
    * memory, without the option, on E2B's cloud): bytes in the swap file,

@@ -215,8 +215,9 @@ asb_sandbox_info_template_id(const asb_sandbox_info *info);
 ASB_API(const char *) asb_sandbox_info_name(const asb_sandbox_info *info);
 /* "running" or "paused". */
 ASB_API(const char *) asb_sandbox_info_state(const asb_sandbox_info *info);
-/* A paused sandbox's pause mode, "memory" or "filesystem" (the local
- * engine's pauseMode), or NULL (running, or not said). */
+/* A paused sandbox's pause mode, "memory", "filesystem" or, under the
+ * local engine's --pause-criu, "checkpoint" (its pauseMode), or NULL
+ * (running, or not said). */
 ASB_API(const char *)
 asb_sandbox_info_pause_mode(const asb_sandbox_info *info);
 /* Under the engine's --pause-swap, where the memory of a sandbox paused
