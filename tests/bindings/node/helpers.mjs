@@ -12,8 +12,8 @@ export const repo = path.resolve(here, '..', '..', '..')
 export const pkgDir = path.join(repo, 'bindings', 'node')
 export const buildDir = process.env.ASB_BUILD_DIR || path.join(repo, 'build')
 
-export async function engine(tag) {
-  const e = await startEngine(`nd-${tag}`)
+export async function engine(tag, extra = []) {
+  const e = await startEngine(`nd-${tag}`, extra)
   process.env.ASB_SESSION_DIR = path.join(e.state, 'sessions')
   return e
 }
