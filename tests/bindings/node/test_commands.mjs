@@ -145,9 +145,12 @@ test('background: wait, stdin, kill, async iteration, list, connect', async () =
 })
 
 test('disconnect: the command runs on and can be reattached', async () => {
-  const h = await sbx.commands.run('sleep 1; echo later', { background: true })
+  // it ends when told to, not after a 1 s sleep: one that ended before the
+  // connect (a loaded machine) left no process to reattach to
+  const h = await sbx.commands.run('while [ ! -e /tmp/reattach-go ]; do sleep 0.05; done; echo later', { background: true })
   await h.disconnect()
   const again = await sbx.commands.connect(h.pid)
+  await sbx.files.write('/tmp/reattach-go', '')
   assert.equal((await again.wait()).stdout, 'later\n')
 })
 
