@@ -164,15 +164,19 @@ TEST(stop_during_an_e2b_builder_build) {
                "[\"sleep 600\"]}]}",
                &o),
            ASB_OK);
+  /* the second is sent once the first runs its step, so holds the engine's
+   * one-build-at-a-time lock: sent at once, the two builds' threads raced
+   * for it, and when the second won, it was built (not "not started") and
+   * outlived the stop, which the next test found */
+  int64_t t0 = now_ms();
+  while (!step_running() && now_ms() - t0 < 120000) usleep(50000);
+  CHECK(step_running());
   CHECK_RC(asb_templates_build_steps(
                &b2, c, "bqueued",
                "{\"fromTemplate\": \"base\", \"steps\": [{\"type\": \"RUN\", \"args\": "
                "[\"true\"]}]}",
                &o),
            ASB_OK);
-  int64_t t0 = now_ms();
-  while (!step_running() && now_ms() - t0 < 120000) usleep(50000);
-  CHECK(step_running());
   int64_t ts = now_ms();
   F.keep_state = 1;
   engine_fixture_signal(&F, SIGTERM);

@@ -141,8 +141,12 @@ describe("background commands", function()
     assert.matches("stdout:c\n", text)
     assert.is_nil(p:read())
     assert.are.equal("a\nc\n", assert(p:wait()).stdout)
-    local q = assert(sb.commands:start("sleep 1; echo late"))
+    -- "late" waits for a file, not a clock: a 1 s sleep was over before the
+    -- read's 100 ms on a loaded machine, and the read got "late"
+    local q = assert(sb.commands:start(
+      "while [ ! -e /tmp/read-go ]; do sleep 0.05; done; echo late"))
     H.fails("ASB_ETIMEOUT", q:read{ timeout_ms = 100 })
+    assert(sb.files:write("/tmp/read-go", ""))
     local data, kind = q:read()
     assert.are.same({ "late\n", "stdout" }, { data, kind })
     q:close()
@@ -150,8 +154,10 @@ describe("background commands", function()
   end)
 
   it("wait's timeout_ms bounds that wait only", function()
-    local p = assert(sb.commands:start("sleep 1; echo late"))
+    local p = assert(sb.commands:start(
+      "while [ ! -e /tmp/wait-go ]; do sleep 0.05; done; echo late"))
     H.fails("ASB_ETIMEOUT", p:wait{ timeout_ms = 100 })
+    assert(sb.files:write("/tmp/wait-go", ""))
     assert.are.equal("late\n", assert(p:wait()).stdout)
   end)
 

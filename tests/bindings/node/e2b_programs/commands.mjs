@@ -36,9 +36,11 @@ await cat.closeStdin()
 const done = await cat.wait()
 console.log(done.stdout.trim(), cat.exitCode)
 
-const bg = await sandbox.commands.run('sleep 1; echo reconnected', { background: true })
+// ends when told to (a 1 s sleep could end before the connect under load)
+const bg = await sandbox.commands.run('while [ ! -e /tmp/reconnect-go ]; do sleep 0.05; done; echo reconnected', { background: true })
 await bg.disconnect()
 const again = await sandbox.commands.connect(bg.pid)
+await sandbox.files.write('/tmp/reconnect-go', '')
 console.log((await again.wait()).stdout.trim())
 
 const failing = await sandbox.commands.run('exit 5', { background: true })
