@@ -208,7 +208,7 @@ static const char *ext_kind(const char *mp, const char *fstype, const char *root
   return "bind"; /* a template bind or a volume, found again by its mountpoint */
 }
 
-int asbe_sandbox_checkpoint(asbe_sandbox *sb, const char *criu) {
+int asbe__criu_dump(asbe_sandbox *sb, const char *criu) {
   asbe__clear_error();
   if (sb->dead || !asbe_sandbox_alive(sb))
     return asbe__fail(-ESRCH, "sandbox %s is not running", sb->id);
@@ -324,9 +324,7 @@ int asbe_sandbox_checkpoint(asbe_sandbox *sb, const char *criu) {
     asbe__restore_error(msg);
     return r;
   }
-  /* criu killed them: what is left (cgroups, the slot's claim) as a stop
-   * leaves it, recorded paused */
-  return asbe_sandbox_stop(sb);
+  return 0;
 }
 
 /* ---- restore ------------------------------------------------------------- */

@@ -328,6 +328,10 @@ int asbe__run_open(asbe_sandbox *sb, const char *name, mode_t type);
 
 /* ---- checkpoints (criu.c) ------------------------------------------------ */
 
+/* Dumps sb's processes into its checkpoint dir (criu ends them); the
+ * sandbox then as criu left it (asbe_sandbox_checkpoint stops it). On a
+ * failure it runs as before, or, if criu stopped it, is dead. */
+int asbe__criu_dump(asbe_sandbox *sb, const char *criu);
 /* A user namespace mapping 0 to host_uid (ASBE_UID_RANGE ids): an fd, or -errno. */
 int asbe__criu_userns(uid_t host_uid);
 /* Restores sb's checkpoint: wfd its writable layer, the detached mounts

@@ -962,6 +962,13 @@ int asbe_sandbox_stop(asbe_sandbox *sb) {
   return kill_impl(sb, 2);
 }
 
+int asbe_sandbox_checkpoint(asbe_sandbox *sb, const char *criu) {
+  int r = asbe__criu_dump(sb, criu);
+  /* criu killed them: what is left (cgroups, the slot's claim) as a stop
+   * leaves it, recorded paused */
+  return r < 0 ? r : asbe_sandbox_stop(sb);
+}
+
 int asbe_paused_hold(asbe_engine *e, const char *id) {
   asbe__clear_error();
   if (!valid_id(id)) return asbe__fail(-EINVAL, "sandbox id");
