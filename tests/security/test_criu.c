@@ -179,10 +179,10 @@ static asb_sandbox *make(char id[64]) {
 
 /* Attack: the held file's dir, after its unlink, a symlink to a host dir
  * (`target`, absolute or relative): criu would make the ghost there (as
- * the sandbox's root: a dir anyone may write to takes it). The pause must not create anything in the host dir: it is refused
- * (the sandbox runs on) or, if it is taken, the restore makes no file
+ * the sandbox's root: a dir anyone may write to takes it). The pause must not create anything in
+ * the host dir: it is refused (the sandbox runs on) or, if it is taken, the restore makes no file
  * there and the process's fd is not of the host dir. */
-static void ghost_symlink(const char *what, int relative) {
+static void ghost_symlink(const char *what, int relative, int sock) {
   char host[] = "/tmp/asb-criusec-XXXXXX";
   REQUIRE(mkdtemp(host) != NULL);
   /* a dir anyone may write to, as the host's /tmp, /var/tmp, /dev/shm are:
@@ -203,13 +203,16 @@ static void ghost_symlink(const char *what, int relative) {
     snprintf(target, sizeof target, "%s", host);
   char cmd[2048];
   snprintf(cmd, sizeof cmd,
-           "python3 -c \"import os, time\n"
+           "python3 -c \"import os, time, socket\n"
            "os.makedirs('/tmp/d', exist_ok=True)\n"
-           "f = open('/tmp/d/f', 'w'); f.write('x' * 100); f.flush()\n"
-           "os.chmod('/tmp/d/f', 0o4755)\n"
+           "%s"
            "os.unlink('/tmp/d/f'); os.rmdir('/tmp/d'); os.symlink('%s', '/tmp/d')\n"
            "open('/tmp/ready', 'w').write(str(os.getpid()))\n"
            "while True: time.sleep(0.2)\"",
+           sock ? "f = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM); f.bind('/tmp/d/f'); "
+                  "f.listen(1)\n"
+                : "f = open('/tmp/d/f', 'w'); f.write('x' * 100); f.flush()\n"
+                  "os.chmod('/tmp/d/f', 0o4755)\n",
            target);
   CHECK_RC(start_root(sb, cmd), ASB_OK);
   char *ready = wait_file(sb, "/tmp/ready");
@@ -258,11 +261,17 @@ static void ghost_symlink(const char *what, int relative) {
 }
 
 TEST(ghost_through_an_absolute_symlink_lands_nowhere_on_the_host) {
-  ghost_symlink("absolute", 0);
+  ghost_symlink("absolute", 0, 0);
 }
 
 TEST(ghost_through_a_relative_symlink_lands_nowhere_on_the_host) {
-  ghost_symlink("relative", 1);
+  ghost_symlink("relative", 1, 0);
+}
+
+/* The same with a unix socket bound to that path, then unlinked: criu
+ * binds it again at restore. */
+TEST(deleted_socket_through_a_symlink_lands_nowhere_on_the_host) {
+  ghost_symlink("socket", 0, 1);
 }
 
 /* A plain ghost: a setuid file of the sandbox's root, deleted and held
@@ -388,6 +397,7 @@ int main(void) {
   }
   RUN(ghost_through_an_absolute_symlink_lands_nowhere_on_the_host);
   RUN(ghost_through_a_relative_symlink_lands_nowhere_on_the_host);
+  RUN(deleted_socket_through_a_symlink_lands_nowhere_on_the_host);
   RUN(ghost_is_the_sandboxs_own_and_images_out_of_reach);
   RUN(ptraced_process_does_not_hang_the_pause);
   asb_client_free(C);
