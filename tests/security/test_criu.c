@@ -13,6 +13,11 @@
  *   root's), and no ghost is left in its tree;
  * - the images: root's, 0700, no group or other access while paused; no
  *   restored process holds an fd, cwd or root of the state dir;
+ * - a deleted unix socket bound through such a symlink: criu binds it
+ *   again in the sandbox's own mount namespace (nothing on the host);
+ * - its own mounts and namespaces: it can make none (no CAP_SYS_ADMIN,
+ *   seccomp), and a restored process keeps its capabilities, ids,
+ *   no_new_privs and seccomp filter;
  * - a process the sandbox keeps ptrace-stopped makes the dump fail or
  *   succeed, never hang: the pause answers and the sandbox works.
  * Skips (77, saying why) only when no criu binary is found: $ASB_CRIU,
@@ -370,6 +375,66 @@ TEST(ghost_is_the_sandboxs_own_and_images_out_of_reach) {
   asb_sandbox_free(sb);
 }
 
+/* What a process of the sandbox's status says of its privileges (its
+ * capability sets, no_new_privs, seccomp mode and filters). */
+static void privs(pid_t pid, char *out, size_t len) {
+  char p[64], line[256];
+  snprintf(p, sizeof p, "/proc/%d/status", (int)pid);
+  FILE *f = fopen(p, "r");
+  size_t o = 0;
+  out[0] = 0;
+  while (f && fgets(line, sizeof line, f))
+    if (!strncmp(line, "Cap", 3) || !strncmp(line, "NoNewPrivs", 10) ||
+        !strncmp(line, "Seccomp", 7) || !strncmp(line, "Uid", 3) || !strncmp(line, "Gid", 3))
+      o += (size_t)snprintf(out + o, o < len ? len - o : 0, "%s", line);
+  if (f) fclose(f);
+}
+
+/* Mounts and namespaces of its own: the sandbox's root has no
+ * CAP_SYS_ADMIN and its seccomp filter refuses unshare, so it has none to
+ * give criu (a tmpfs, a bind over /proc, a nested user namespace). A
+ * restore must not lift that: a process's capabilities, no_new_privs,
+ * seccomp filter and ids are the same after it, and mount and unshare
+ * still fail. */
+TEST(restore_keeps_its_privileges_and_filter) {
+  char id[64];
+  asb_sandbox *sb = make(id);
+  REQUIRE(sb != NULL);
+  const char *try_ =
+      "mkdir -p /mnt/t; mount -t tmpfs none /mnt/t 2>/dev/null; echo mount $?; "
+      "unshare -Urm true 2>/dev/null; echo unshare $?";
+  char *m = run_root(sb, try_);
+  CHECK_STR(m, "mount 32\nunshare 1\n");
+  free(m);
+  CHECK_RC(start_root(sb,
+                      "python3 -c \"import os, time\n"
+                      "open('/tmp/ready', 'w').write(str(os.getpid()))\n"
+                      "while True: time.sleep(0.2)\""),
+           ASB_OK);
+  char *ready = wait_file(sb, "/tmp/ready");
+  REQUIRE(ready != NULL);
+  unsigned long base = host_uid(id);
+  pid_t hp = host_pid(base, atol(ready));
+  REQUIRE(hp > 0);
+  char before[2048], after[2048];
+  privs(hp, before, sizeof before);
+  CHECK(strstr(before, "Seccomp:\t2") != NULL);
+  CHECK_INT(sbx_post(id, "pause", "{}"), 204);
+  CHECK_INT(sbx_post(id, "connect", "{\"timeout\": 300}"), 201);
+  hp = host_pid(base, atol(ready));
+  CHECK(hp > 0);
+  if (hp > 0) {
+    privs(hp, after, sizeof after);
+    CHECK_STR(after, before);
+  }
+  m = run_root(sb, try_);
+  CHECK_STR(m, "mount 32\nunshare 1\n");
+  free(m);
+  free(ready);
+  CHECK_RC(asb_sandbox_kill(sb, NULL), ASB_OK);
+  asb_sandbox_free(sb);
+}
+
 /* A process the sandbox keeps traced and stopped (a child that asked to
  * be traced): the pause answers (criu cannot seize a traced task: the
  * dump fails and the sandbox runs on, or it is taken), never hangs. */
@@ -427,6 +492,7 @@ int main(void) {
   RUN(ghost_through_a_relative_symlink_lands_nowhere_on_the_host);
   RUN(deleted_socket_through_a_symlink_lands_nowhere_on_the_host);
   RUN(ghost_is_the_sandboxs_own_and_images_out_of_reach);
+  RUN(restore_keeps_its_privileges_and_filter);
   RUN(ptraced_process_does_not_hang_the_pause);
   asb_client_free(C);
   engine_fixture_stop(&F);
