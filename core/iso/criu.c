@@ -18,6 +18,16 @@
  * root, the host paths of the externals and the agent log as an inherited
  * fd. criu makes the sandbox's namespaces again; the restored init is the
  * engine's child (--restore-sibling).
+ *
+ * Against a hostile sandbox (tests/security/test_criu.c, docs/lifecycle.md):
+ * criu makes a deleted file a process holds again at restore at its old
+ * path resolved in the host's mount namespace, so a ghost whose dir is a
+ * symlink or crosses a mount is refused after the dump (ghosts_ok, the
+ * tasks stopped by --leave-stopped). Tried and holding: a ghost's owner is
+ * the sandbox's uid; a deleted unix socket is bound in the sandbox's own
+ * namespace; the images are out of the sandbox's reach; a restored task
+ * keeps its caps, ids and seccomp filter; a traced task does not hang the
+ * dump. Open: the restored user namespace is owned by host root.
  * SPDX-License-Identifier: Apache-2.0 */
 #include <dirent.h>
 #include <linux/openat2.h>
