@@ -283,8 +283,9 @@ TEST(deleted_socket_through_a_symlink_lands_nowhere_on_the_host) {
 }
 
 /* A plain ghost: a setuid file of the sandbox's root, deleted and held
- * open (and one whose dir is gone too: criu makes it in the parent, no
- * reason to refuse). Restored, the held file is the sandbox's (its host uid), never
+ * open (and one whose dir is gone too: criu makes it in the parent; and a
+ * deleted, mapped file of /dev/shm, as a POSIX semaphore is: no reason to
+ * refuse either). Restored, the held file is the sandbox's (its host uid), never
  * host root's; no ghost is left in its tree. The images while paused are
  * root's with no group or other access; no restored process holds
  * anything of the state dir. */
@@ -292,15 +293,22 @@ TEST(ghost_is_the_sandboxs_own_and_images_out_of_reach) {
   char id[64];
   asb_sandbox *sb = make(id);
   REQUIRE(sb != NULL);
-  CHECK_RC(start_root(sb,
-                      "python3 -c \"import os, time\n"
-                      "f = open('/tmp/g', 'w'); f.write('y' * 100); f.flush()\n"
-                      "os.chmod('/tmp/g', 0o4755); os.unlink('/tmp/g')\n"
-                      "os.makedirs('/tmp/gone'); h = open('/tmp/gone/h', 'w')\n"
-                      "os.unlink('/tmp/gone/h'); os.rmdir('/tmp/gone')\n"
-                      "open('/tmp/ready', 'w').write(str(os.getpid()))\n"
-                      "while True: time.sleep(0.2)\""),
-           ASB_OK);
+  CHECK_RC(
+      start_root(sb,
+                 "python3 -c \"import os, time\n"
+                 "f = open('/tmp/g', 'w'); f.write('y' * 100); f.flush()\n"
+                 "os.chmod('/tmp/g', 0o4755); os.unlink('/tmp/g')\n"
+                 "os.makedirs('/tmp/gone'); h = open('/tmp/gone/h', 'w')\n"
+                 "os.unlink('/tmp/gone/h'); os.rmdir('/tmp/gone')\n"
+                 "import mmap\n"
+                 "try:\n"
+                 "  s = os.open('/dev/shm/sem.x', os.O_CREAT | os.O_RDWR, 0o600)\n"
+                 "  os.ftruncate(s, 4096); m = mmap.mmap(s, 4096); os.close(s)\n"
+                 "  os.unlink('/dev/shm/sem.x'); m[0] = 7; open('/tmp/shm', 'w').write('mapped')\n"
+                 "except OSError: pass\n"
+                 "open('/tmp/ready', 'w').write(str(os.getpid()))\n"
+                 "while True: time.sleep(0.2)\""),
+      ASB_OK);
   char *ready = wait_file(sb, "/tmp/ready");
   REQUIRE(ready != NULL);
   unsigned long base = host_uid(id);
@@ -336,6 +344,9 @@ TEST(ghost_is_the_sandboxs_own_and_images_out_of_reach) {
   }
   CHECK(closed);
   CHECK_INT(sbx_post(id, "connect", "{\"timeout\": 300}"), 201);
+  char *shm = run_root(sb, "cat /tmp/shm 2>/dev/null; echo");
+  fprintf(stderr, "a deleted /dev/shm file: %s", shm[1] ? shm : "none (no /dev/shm)\n");
+  free(shm);
   pid_t hp = host_pid(base, atol(ready));
   CHECK(hp > 0);
   int held = 0;
