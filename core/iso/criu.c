@@ -18,8 +18,19 @@
  * root, the host paths of the externals and the agent log as an inherited
  * fd. criu makes the sandbox's namespaces again; the restored init is the
  * engine's child (--restore-sibling).
+ *
+ * Against a hostile sandbox (tests/security/test_criu.c, docs/lifecycle.md):
+ * criu makes a deleted file a process holds again at restore at its old
+ * path resolved in the host's mount namespace, so a ghost whose dir is a
+ * symlink or crosses a mount is refused after the dump (ghosts_ok, the
+ * tasks stopped by --leave-stopped). Tried and holding: a ghost's owner is
+ * the sandbox's uid; a deleted unix socket is bound in the sandbox's own
+ * namespace; the images are out of the sandbox's reach; a restored task
+ * keeps its caps, ids and seccomp filter; a traced task does not hang the
+ * dump. Open: the restored user namespace is owned by host root.
  * SPDX-License-Identifier: Apache-2.0 */
 #include <dirent.h>
+#include <linux/openat2.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
@@ -185,6 +196,154 @@ static void av_free(argv_b *a) {
   for (int i = 0; i < a->nown; i++) free(a->own[i]);
 }
 
+/* ---- ghost files ---------------------------------------------------------- */
+
+/* criu keeps a file a process holds open after its unlink (a "ghost":
+ * an fd, a cwd, a mapping) in the images and makes it again at restore,
+ * as the host's root, at its old path under its mount, resolved in criu's
+ * own mount namespace, which is the host's: a symlink the sandbox put on
+ * that path (its dir removed, a link to /etc made in its place) would
+ * make the file there, with the owner and mode the image says. So every
+ * ghost's dir must be reached from its mount's root through directories
+ * of that very mount, no symlink and no other mount on the way (criu sees
+ * the mount alone), as criu will look for it (a missing dir: its parent).
+ * Checked on the stopped tasks after the dump (--leave-stopped): nothing
+ * of the sandbox runs between the check and the restore. 0 if every
+ * ghost is safe, -EPERM with why filled if not. */
+static int ghost_dir_ok(pid_t pid, const char *file, const char *mi, char *why, size_t wl) {
+  struct statx fx;
+  if (statx(AT_FDCWD, file, 0, STATX_NLINK | STATX_MNT_ID, &fx) < 0) return 0; /* gone: no ghost */
+  if (fx.stx_nlink > 0 || !(fx.stx_mask & STATX_MNT_ID)) return 0;
+  char link[PATH_MAX];
+  ssize_t n = readlink(file, link, sizeof link - 1);
+  if (n <= 0) return 0;
+  link[n] = '\0';
+  static const char del[] = " (deleted)";
+  size_t dl = sizeof del - 1;
+  if ((size_t)n <= dl || strcmp(link + n - dl, del) || link[0] != '/') return 0; /* memfd, ... */
+  link[n - dl] = '\0';
+  /* its mount in the task's mountinfo: none (a memfd, shm) is criu's own kind */
+  char mp[PATH_MAX] = "";
+  for (const char *l = mi; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+    unsigned long long id = 0;
+    char m[PATH_MAX];
+    if (sscanf(l, "%llu %*s %*s %*s %4095s", &id, m) == 2 && id == fx.stx_mnt_id) {
+      snprintf(mp, sizeof mp, "%s", m);
+      break;
+    }
+  }
+  if (!mp[0]) return 0;
+  size_t ml = strcmp(mp, "/") ? strlen(mp) : 0;
+  if (strchr(mp, '\\') || strncmp(link, mp, ml) || link[ml] != '/') {
+    snprintf(why, wl, "%s is not under its mount %s", link, mp);
+    return -EPERM;
+  }
+  char root[64];
+  snprintf(root, sizeof root, "/proc/%d/root", (int)pid);
+  int rfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (rfd < 0) return 0; /* the task is gone: criu dumped none of it */
+  int mfd = asbi_openat2(rfd, ml ? mp : ".", O_PATH | O_DIRECTORY | O_CLOEXEC, 0,
+                         RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS);
+  close(rfd);
+  struct statx mx;
+  if (mfd < 0 || statx(mfd, "", AT_EMPTY_PATH, STATX_MNT_ID, &mx) < 0 ||
+      mx.stx_mnt_id != fx.stx_mnt_id || !(mx.stx_attributes & STATX_ATTR_MOUNT_ROOT)) {
+    if (mfd >= 0) close(mfd);
+    snprintf(why, wl, "the mount %s of %s is covered", mp, link);
+    return -EPERM;
+  }
+  char dir[PATH_MAX];
+  snprintf(dir, sizeof dir, "%s", link + ml + 1);
+  char *slash = strrchr(dir, '/');
+  int r = 0;
+  for (;;) {
+    if (!slash) break; /* the mount's root itself */
+    *slash = '\0';
+    int d = asbi_openat2(
+        mfd, dir, O_PATH | O_DIRECTORY | O_CLOEXEC, 0,
+        RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV);
+    if (d >= 0) {
+      close(d);
+      break;
+    }
+    int err = errno;
+    if (err != ENOENT) {
+      snprintf(why, wl, "the dir of the deleted %s is no plain dir of its mount (%s)", link,
+               strerror(err));
+      r = -EPERM;
+      break;
+    }
+    slash = strrchr(dir, '/'); /* criu tries the parent of a dir that is gone */
+  }
+  close(mfd);
+  return r;
+}
+
+/* Every ghost of the task pid and its threads' children, recursively. */
+static int ghosts_ok(pid_t pid, int depth, char *why, size_t wl) {
+  if (depth > 64) {
+    snprintf(why, wl, "its process tree is too deep");
+    return -EPERM;
+  }
+  char p[128], mi[65536];
+  snprintf(p, sizeof p, "/proc/%d/mountinfo", (int)pid);
+  ssize_t n = asbe__read_small(p, mi, sizeof mi);
+  if (n <= 0) return 0; /* gone */
+  int r = 0;
+  static const char *const one[] = {"cwd", "root", "exe"};
+  for (size_t i = 0; i < 3 && r == 0; i++) {
+    snprintf(p, sizeof p, "/proc/%d/%s", (int)pid, one[i]);
+    r = ghost_dir_ok(pid, p, mi, why, wl);
+  }
+  static const char *const dirs[] = {"fd", "map_files"};
+  for (size_t i = 0; i < 2 && r == 0; i++) {
+    snprintf(p, sizeof p, "/proc/%d/%s", (int)pid, dirs[i]);
+    DIR *d = opendir(p);
+    struct dirent *de;
+    while (d && r == 0 && (de = readdir(d))) {
+      if (de->d_name[0] == '.') continue;
+      char f[400];
+      snprintf(f, sizeof f, "%s/%s", p, de->d_name);
+      r = ghost_dir_ok(pid, f, mi, why, wl);
+    }
+    if (d) closedir(d);
+  }
+  snprintf(p, sizeof p, "/proc/%d/task", (int)pid);
+  DIR *t = opendir(p);
+  struct dirent *te;
+  while (t && r == 0 && (te = readdir(t))) {
+    if (te->d_name[0] == '.') continue;
+    char c[400], kids[8192];
+    snprintf(c, sizeof c, "%s/%s/children", p, te->d_name);
+    ssize_t k = asbe__read_small(c, kids, sizeof kids);
+    for (char *save = NULL, *s = k > 0 ? strtok_r(kids, " \n", &save) : NULL; s && r == 0;
+         s = strtok_r(NULL, " \n", &save))
+      r = ghosts_ok((pid_t)atoi(s), depth + 1, why, wl);
+  }
+  if (t) closedir(t);
+  return r;
+}
+
+/* The stopped tree goes on (a refused checkpoint): SIGCONT to each. */
+static void tree_cont(pid_t pid, int depth) {
+  if (depth > 64) return;
+  char p[128];
+  snprintf(p, sizeof p, "/proc/%d/task", (int)pid);
+  DIR *t = opendir(p);
+  struct dirent *te;
+  while (t && (te = readdir(t))) {
+    if (te->d_name[0] == '.') continue;
+    char c[400], kids[8192];
+    snprintf(c, sizeof c, "%s/%s/children", p, te->d_name);
+    ssize_t k = asbe__read_small(c, kids, sizeof kids);
+    for (char *save = NULL, *s = k > 0 ? strtok_r(kids, " \n", &save) : NULL; s;
+         s = strtok_r(NULL, " \n", &save))
+      tree_cont((pid_t)atoi(s), depth + 1);
+  }
+  if (t) closedir(t);
+  kill(pid, SIGCONT);
+}
+
 /* ---- dump ---------------------------------------------------------------- */
 
 /* What an external mount of a sandbox is, by its mountpoint and type. */
@@ -284,6 +443,9 @@ int asbe__criu_dump(asbe_sandbox *sb, const char *criu) {
    * away), and no TCP connection to keep */
   av_add(&a, "--network-lock");
   av_add(&a, "skip");
+  /* the tasks stay stopped after the dump, for the ghost check below;
+   * the stop that follows kills them */
+  av_add(&a, "--leave-stopped");
   int r = 0;
   if (!ext.data) r = asbe__fail(-ENOMEM, "sandbox %s: checkpoint", sb->id);
   if (r == 0) {
@@ -299,6 +461,15 @@ int asbe__criu_dump(asbe_sandbox *sb, const char *criu) {
       log_tail(dfd, "dump.log", why, sizeof why);
       r = asbe__fail(st < 0 ? st : -EIO, "sandbox %s: criu dump failed (exit %d): %s", sb->id, st,
                      why[0] ? why : "see its dump.log");
+    } else {
+      char why[PATH_MAX + 128] = "";
+      if (ghosts_ok(sb->pid, 0, why, sizeof why) < 0) {
+        tree_cont(sb->pid, 0);
+        r = asbe__fail(-EPERM,
+                       "sandbox %s: not checkpointed: %s (criu would make it again as root on "
+                       "that path)",
+                       sb->id, why);
+      }
     }
   }
   asbi_buf_free(&ext);

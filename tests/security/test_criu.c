@@ -1,0 +1,512 @@
+/* security.criu: an adversarial review of --pause-criu. criu dumps a
+ * hostile sandbox's processes as root and restores them as root; each test
+ * plays one attack from inside the sandbox (its root, in its own user and
+ * mount namespaces) and checks that the host, the engine's state dir and
+ * the checkpoint stay out of its reach:
+ * - ghost files: a deleted-but-open file is recreated by criu at restore,
+ *   as root, at its dumped path; a sandbox that replaces the file's dir by
+ *   a symlink (absolute or relative) to a host dir must not get a file
+ *   made there (criu resolves that path in its own mount namespace, the
+ *   host's): the engine refuses such a checkpoint (the sandbox runs on);
+ * - a plain ghost (a setuid file of the sandbox's root, deleted, held
+ *   open) is restored as the sandbox's own (its host uid, never host
+ *   root's), and no ghost is left in its tree;
+ * - the images: root's, 0700, no group or other access while paused; no
+ *   restored process holds an fd, cwd or root of the state dir;
+ * - a deleted unix socket bound through such a symlink: criu binds it
+ *   again in the sandbox's own mount namespace (nothing on the host);
+ * - its own mounts and namespaces: it can make none (no CAP_SYS_ADMIN,
+ *   seccomp), and a restored process keeps its capabilities, ids,
+ *   no_new_privs and seccomp filter;
+ * - a process the sandbox keeps ptrace-stopped makes the dump fail or
+ *   succeed, never hang: the pause answers and the sandbox works.
+ * Skips (77, saying why) only when no criu binary is found: $ASB_CRIU,
+ * else /var/cache/agent-sandbox/criu/bin/criu. Runs as root; the engine
+ * fixture cleans up also when a check fails.
+ * SPDX-License-Identifier: Apache-2.0 */
+#include <agentsandbox.h>
+#include <curl/curl.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/nsfs.h>
+#include <sys/inotify.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+
+#include "asb_testing.h"
+#include "engine_fixture.h"
+
+static engine_fixture F;
+static asb_client *C;
+static const char *k_args[4];
+
+static size_t sink(char *d, size_t s, size_t n, void *u) {
+  (void)d;
+  (void)u;
+  return s * n;
+}
+
+static long sbx_post(const char *id, const char *action, const char *json) {
+  CURL *h = curl_easy_init();
+  char url[512], k[200];
+  snprintf(url, sizeof url, "%s/sandboxes/%s/%s", F.url, id, action);
+  snprintf(k, sizeof k, "X-API-Key: %s", F.key);
+  struct curl_slist *hl = curl_slist_append(NULL, k);
+  hl = curl_slist_append(hl, "Content-Type: application/json");
+  curl_easy_setopt(h, CURLOPT_URL, url);
+  curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, "POST");
+  curl_easy_setopt(h, CURLOPT_HTTPHEADER, hl);
+  curl_easy_setopt(h, CURLOPT_POSTFIELDS, json);
+  curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, sink);
+  curl_easy_setopt(h, CURLOPT_TIMEOUT, 300L);
+  long st = 0;
+  if (curl_easy_perform(h) == CURLE_OK) curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &st);
+  curl_slist_free_all(hl);
+  curl_easy_cleanup(h);
+  return st;
+}
+
+static char *run_root(asb_sandbox *sb, const char *cmd) {
+  asb_command_options o = ASB_COMMAND_OPTIONS_INIT;
+  o.user = "root";
+  asb_command_result *r = NULL;
+  if (asb_commands_run(&r, sb, cmd, &o) != ASB_OK) {
+    fprintf(stderr, "run '%s': %s\n", cmd, asb_error_last()->message);
+    asb_command_result_free(r);
+    return strdup("<error>");
+  }
+  char *s = strdup(asb_command_result_stdout(r, NULL));
+  asb_command_result_free(r);
+  return s;
+}
+
+static int start_root(asb_sandbox *sb, const char *cmd) {
+  asb_command_options o = ASB_COMMAND_OPTIONS_INIT;
+  o.user = "root";
+  o.timeout_ms = -1;
+  asb_process *p = NULL;
+  int rc = asb_commands_start(&p, sb, cmd, &o);
+  asb_process_free(p);
+  return rc;
+}
+
+/* Waits for a file of the sandbox to exist: its content, or NULL. */
+static char *wait_file(asb_sandbox *sb, const char *path) {
+  for (long long end = asbt_now_ms() + ASBT_DEADLINE_MS; asbt_now_ms() < end; usleep(100000)) {
+    char *d = NULL;
+    size_t n = 0;
+    if (asb_files_read(&d, &n, sb, path, NULL) == ASB_OK && n > 0) {
+      char *s = strndup(d, n);
+      asb_free(d);
+      return s;
+    }
+    asb_free(d);
+  }
+  return NULL;
+}
+
+static unsigned long host_uid(const char *id) {
+  char p[300], line[512];
+  snprintf(p, sizeof p, "%s/sandboxes/%s/state", F.state, id);
+  FILE *f = fopen(p, "r");
+  unsigned long u = 0;
+  while (f && fgets(line, sizeof line, f))
+    if (!strncmp(line, "host_uid=", 9)) u = strtoul(line + 9, NULL, 10);
+  if (f) fclose(f);
+  return u;
+}
+
+/* The host pid of the sandbox's process whose pid inside is `inner` (its
+ * uid in the sandbox's range), or 0. */
+static pid_t host_pid(unsigned long base, long inner) {
+  DIR *d = opendir("/proc");
+  struct dirent *de;
+  pid_t found = 0;
+  while (d && !found && (de = readdir(d))) {
+    if (de->d_name[0] < '0' || de->d_name[0] > '9') continue;
+    char p[300], line[512];
+    struct stat st;
+    snprintf(p, sizeof p, "/proc/%s", de->d_name);
+    if (stat(p, &st) != 0 || st.st_uid < base || st.st_uid >= base + 65536) continue;
+    snprintf(p, sizeof p, "/proc/%s/status", de->d_name);
+    FILE *f = fopen(p, "r");
+    while (f && fgets(line, sizeof line, f))
+      if (!strncmp(line, "NSpid:", 6)) {
+        char *last = strrchr(line, '\t');
+        if (last && atol(last + 1) == inner) found = (pid_t)atoi(de->d_name);
+      }
+    if (f) fclose(f);
+  }
+  if (d) closedir(d);
+  return found;
+}
+
+/* fds, cwd, root and exe links of every process in the sandbox's range
+ * that name `prefix`: the first one in out ("" if none). */
+static void links_to(unsigned long base, const char *prefix, char *out, size_t len) {
+  out[0] = 0;
+  DIR *d = opendir("/proc");
+  struct dirent *de;
+  while (d && !out[0] && (de = readdir(d))) {
+    if (de->d_name[0] < '0' || de->d_name[0] > '9') continue;
+    char p[300], l[PATH_MAX];
+    struct stat st;
+    snprintf(p, sizeof p, "/proc/%s", de->d_name);
+    if (stat(p, &st) != 0 || st.st_uid < base || st.st_uid >= base + 65536) continue;
+    static const char *const one[] = {"cwd", "root", "exe"};
+    for (size_t i = 0; i < 3 && !out[0]; i++) {
+      snprintf(p, sizeof p, "/proc/%s/%s", de->d_name, one[i]);
+      ssize_t n = readlink(p, l, sizeof l - 1);
+      if (n > 0 && (l[n] = 0, !strncmp(l, prefix, strlen(prefix))))
+        snprintf(out, len, "%s -> %s", p, l);
+    }
+    snprintf(p, sizeof p, "/proc/%s/fd", de->d_name);
+    DIR *fd = opendir(p);
+    struct dirent *fe;
+    while (fd && !out[0] && (fe = readdir(fd))) {
+      char q[600];
+      snprintf(q, sizeof q, "%s/%s", p, fe->d_name);
+      ssize_t n = readlink(q, l, sizeof l - 1);
+      if (n > 0 && (l[n] = 0, !strncmp(l, prefix, strlen(prefix))))
+        snprintf(out, len, "%s -> %s", q, l);
+    }
+    if (fd) closedir(fd);
+  }
+  if (d) closedir(d);
+}
+
+static asb_sandbox *make(char id[64]) {
+  asb_sandbox *sb = NULL;
+  asb_sandbox_options o = ASB_SANDBOX_OPTIONS_INIT;
+  o.timeout_ms = 300000;
+  if (asb_sandbox_create(&sb, C, &o) != ASB_OK) return NULL;
+  snprintf(id, 64, "%s", asb_sandbox_id(sb));
+  return sb;
+}
+
+/* Attack: the held file's dir, after its unlink, a symlink to a host dir
+ * (`target`, absolute or relative): criu would make the ghost there (as
+ * the sandbox's root: a dir anyone may write to takes it). The pause must not create anything in
+ * the host dir: it is refused (the sandbox runs on) or, if it is taken, the restore makes no file
+ * there and the process's fd is not of the host dir. */
+static void ghost_symlink(const char *what, int relative, int sock) {
+  char host[] = "/tmp/asb-criusec-XXXXXX";
+  REQUIRE(mkdtemp(host) != NULL);
+  /* a dir anyone may write to, as the host's /tmp, /var/tmp, /dev/shm are:
+   * criu makes the ghost as the sandbox's root (its host uid) */
+  chmod(host, 01777);
+  struct stat hs;
+  REQUIRE(stat(host, &hs) == 0);
+  int in = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+  REQUIRE(in >= 0);
+  REQUIRE(inotify_add_watch(in, host, IN_CREATE | IN_MOVED_TO) >= 0);
+  char id[64];
+  asb_sandbox *sb = make(id);
+  REQUIRE(sb != NULL);
+  char target[200];
+  if (relative)
+    snprintf(target, sizeof target, "../../../../../../../../../../../../..%s", host);
+  else
+    snprintf(target, sizeof target, "%s", host);
+  char cmd[2048];
+  snprintf(cmd, sizeof cmd,
+           "python3 -c \"import os, time, socket\n"
+           "os.makedirs('/tmp/d', exist_ok=True)\n"
+           "%s"
+           "os.unlink('/tmp/d/f'); os.rmdir('/tmp/d'); os.symlink('%s', '/tmp/d')\n"
+           "open('/tmp/ready', 'w').write(str(os.getpid()))\n"
+           "while True: time.sleep(0.2)\"",
+           sock ? "f = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM); f.bind('/tmp/d/f'); "
+                  "f.listen(1)\n"
+                : "f = open('/tmp/d/f', 'w'); f.write('x' * 100); f.flush()\n"
+                  "os.chmod('/tmp/d/f', 0o4755)\n",
+           target);
+  CHECK_RC(start_root(sb, cmd), ASB_OK);
+  char *ready = wait_file(sb, "/tmp/ready");
+  REQUIRE(ready != NULL);
+  unsigned long base = host_uid(id);
+  long st = sbx_post(id, "pause", "{}");
+  fprintf(stderr, "%s: pause answered %ld\n", what, st);
+  CHECK(st == 204 || st == 500);
+  if (st == 204) CHECK_INT(sbx_post(id, "connect", "{\"timeout\": 300}"), 201);
+  char ev[4096];
+  ssize_t n = read(in, ev, sizeof ev);
+  if (n > 0) {
+    const struct inotify_event *e = (const void *)ev;
+    fprintf(stderr, "%s: made in the host dir %s: %s\n", what, host, e->len ? e->name : "?");
+  }
+  CHECK(n <= 0); /* nothing made in the host's dir */
+  pid_t hp = host_pid(base, atol(ready));
+  if (st == 500) CHECK(hp > 0); /* refused: the holder runs on */
+  if (hp > 0) {
+    char p[64];
+    struct stat fs;
+    for (int fd = 0; fd < 64; fd++) {
+      snprintf(p, sizeof p, "/proc/%d/fd/%d", (int)hp, fd);
+      if (stat(p, &fs) == 0 && S_ISREG(fs.st_mode) && fs.st_size == 100)
+        CHECK(fs.st_dev != hs.st_dev); /* not a file of the host's dir */
+    }
+  }
+  char *ok = run_root(sb, "echo ok");
+  CHECK_STR(ok, "ok\n");
+  free(ok);
+  free(ready);
+  close(in);
+  DIR *d = opendir(host);
+  struct dirent *de;
+  char p[400];
+  while (d && (de = readdir(d)))
+    if (de->d_name[0] != '.' || (de->d_name[1] && strcmp(de->d_name, ".."))) {
+      snprintf(p, sizeof p, "%s/%s", host, de->d_name);
+      unlink(p);
+      rmdir(p);
+    }
+  if (d) closedir(d);
+  rmdir(host);
+  CHECK_RC(asb_sandbox_kill(sb, NULL), ASB_OK);
+  asb_sandbox_free(sb);
+}
+
+TEST(ghost_through_an_absolute_symlink_lands_nowhere_on_the_host) {
+  ghost_symlink("absolute", 0, 0);
+}
+
+TEST(ghost_through_a_relative_symlink_lands_nowhere_on_the_host) {
+  ghost_symlink("relative", 1, 0);
+}
+
+/* The same with a unix socket bound to that path, then unlinked: criu
+ * binds it again at restore. */
+TEST(deleted_socket_through_a_symlink_lands_nowhere_on_the_host) {
+  ghost_symlink("socket", 0, 1);
+}
+
+/* A plain ghost: a setuid file of the sandbox's root, deleted and held
+ * open (and one whose dir is gone too: criu makes it in the parent; and a
+ * deleted, mapped file of /dev/shm, as a POSIX semaphore is: no reason to
+ * refuse either). Restored, the held file is the sandbox's (its host uid), never
+ * host root's; no ghost is left in its tree. The images while paused are
+ * root's with no group or other access; no restored process holds
+ * anything of the state dir. */
+TEST(ghost_is_the_sandboxs_own_and_images_out_of_reach) {
+  char id[64];
+  asb_sandbox *sb = make(id);
+  REQUIRE(sb != NULL);
+  CHECK_RC(
+      start_root(sb,
+                 "python3 -c \"import os, time\n"
+                 "f = open('/tmp/g', 'w'); f.write('y' * 100); f.flush()\n"
+                 "os.chmod('/tmp/g', 0o4755); os.unlink('/tmp/g')\n"
+                 "os.makedirs('/tmp/gone'); h = open('/tmp/gone/h', 'w')\n"
+                 "os.unlink('/tmp/gone/h'); os.rmdir('/tmp/gone')\n"
+                 "import mmap\n"
+                 "try:\n"
+                 "  s = os.open('/dev/shm/sem.x', os.O_CREAT | os.O_RDWR, 0o600)\n"
+                 "  os.ftruncate(s, 4096); m = mmap.mmap(s, 4096); os.close(s)\n"
+                 "  os.unlink('/dev/shm/sem.x'); m[0] = 7; open('/tmp/shm', 'w').write('mapped')\n"
+                 "except OSError: pass\n"
+                 "open('/tmp/ready', 'w').write(str(os.getpid()))\n"
+                 "while True: time.sleep(0.2)\""),
+      ASB_OK);
+  char *ready = wait_file(sb, "/tmp/ready");
+  REQUIRE(ready != NULL);
+  unsigned long base = host_uid(id);
+  REQUIRE(base > 0);
+  CHECK_INT(sbx_post(id, "pause", "{}"), 204);
+  char ck[300], p[700];
+  snprintf(ck, sizeof ck, "%s/sandboxes/%s/checkpoint", F.state, id);
+  struct stat cs;
+  CHECK(stat(ck, &cs) == 0 && cs.st_uid == 0 && (cs.st_mode & 077) == 0);
+  DIR *d = opendir(ck);
+  struct dirent *de;
+  int files = 0;
+  while (d && (de = readdir(d))) {
+    if (de->d_name[0] == '.') continue;
+    snprintf(p, sizeof p, "%s/%s", ck, de->d_name);
+    struct stat fs;
+    CHECK(lstat(p, &fs) == 0 && fs.st_uid == 0 && !(fs.st_mode & 022));
+    files++;
+  }
+  if (d) closedir(d);
+  CHECK(files > 3);
+  /* the group read the restore gives them (to the sandbox's gid) reaches
+   * nothing: on the way to them a dir no "other" (the sandbox's uids) may
+   * search, root's */
+  int closed = 0;
+  const char *const way[] = {"", "/sandboxes", "/sandboxes/"};
+  for (size_t i = 0; i < 3; i++) {
+    snprintf(p, sizeof p, "%s%s%s", F.state, way[i], i == 2 ? id : "");
+    struct stat ws;
+    if (stat(p, &ws) == 0 && ws.st_uid == 0 && !(ws.st_mode & 0001) &&
+        (ws.st_gid == 0 || !(ws.st_mode & 0010)))
+      closed = 1;
+  }
+  CHECK(closed);
+  CHECK_INT(sbx_post(id, "connect", "{\"timeout\": 300}"), 201);
+  char *shm = run_root(sb, "cat /tmp/shm 2>/dev/null; echo");
+  fprintf(stderr, "a deleted /dev/shm file: %s", shm[1] ? shm : "none (no /dev/shm)\n");
+  free(shm);
+  pid_t hp = host_pid(base, atol(ready));
+  CHECK(hp > 0);
+  int held = 0;
+  for (int fd = 0; hp > 0 && fd < 64; fd++) {
+    struct stat fs;
+    snprintf(p, sizeof p, "/proc/%d/fd/%d", (int)hp, fd);
+    if (stat(p, &fs) == 0 && S_ISREG(fs.st_mode) && fs.st_size == 100) {
+      held = 1;
+      fprintf(stderr, "ghost restored: uid %u mode %o\n", (unsigned)fs.st_uid,
+              (unsigned)fs.st_mode & 07777);
+      CHECK(fs.st_uid == base); /* the sandbox's root, not the host's */
+      CHECK(fs.st_nlink == 0);  /* deleted again */
+    }
+  }
+  CHECK(held);
+  /* its user namespace: criu makes it again as root, so root owns it (the
+   * kernel charges its per-user counts, inotify instances, namespaces, to
+   * root's at the host level): recorded, see docs/lifecycle.md */
+  if (hp > 0) {
+    snprintf(p, sizeof p, "/proc/%d/ns/user", (int)hp);
+    int ns = open(p, O_RDONLY | O_CLOEXEC);
+    uid_t owner = (uid_t)-1;
+    if (ns >= 0 && ioctl(ns, NS_GET_OWNER_UID, &owner) == 0)
+      fprintf(stderr, "restored user namespace owned by host uid %u (the slot's: %lu)\n",
+              (unsigned)owner, base);
+    if (ns >= 0) close(ns);
+  }
+  char *left = run_root(sb, "ls -a /tmp | grep -c 'ghost\\|link_remap' || true");
+  CHECK_STR(left, "0\n");
+  free(left);
+  char found[PATH_MAX + 400];
+  links_to(base, F.state, found, sizeof found);
+  if (found[0]) fprintf(stderr, "restored process holds %s\n", found);
+  CHECK(!found[0]);
+  free(ready);
+  CHECK_RC(asb_sandbox_kill(sb, NULL), ASB_OK);
+  asb_sandbox_free(sb);
+}
+
+/* What a process of the sandbox's status says of its privileges (its
+ * capability sets, no_new_privs, seccomp mode and filters). */
+static void privs(pid_t pid, char *out, size_t len) {
+  char p[64], line[256];
+  snprintf(p, sizeof p, "/proc/%d/status", (int)pid);
+  FILE *f = fopen(p, "r");
+  size_t o = 0;
+  out[0] = 0;
+  while (f && fgets(line, sizeof line, f))
+    if (!strncmp(line, "Cap", 3) || !strncmp(line, "NoNewPrivs", 10) ||
+        !strncmp(line, "Seccomp", 7) || !strncmp(line, "Uid", 3) || !strncmp(line, "Gid", 3))
+      o += (size_t)snprintf(out + o, o < len ? len - o : 0, "%s", line);
+  if (f) fclose(f);
+}
+
+/* Mounts and namespaces of its own: the sandbox's root has no
+ * CAP_SYS_ADMIN and its seccomp filter refuses unshare, so it has none to
+ * give criu (a tmpfs, a bind over /proc, a nested user namespace). A
+ * restore must not lift that: a process's capabilities, no_new_privs,
+ * seccomp filter and ids are the same after it, and mount and unshare
+ * still fail. */
+TEST(restore_keeps_its_privileges_and_filter) {
+  char id[64];
+  asb_sandbox *sb = make(id);
+  REQUIRE(sb != NULL);
+  const char *try_ =
+      "mkdir -p /mnt/t; mount -t tmpfs none /mnt/t 2>/dev/null; echo mount $?; "
+      "unshare -Urm true 2>/dev/null; echo unshare $?";
+  char *m = run_root(sb, try_);
+  CHECK_STR(m, "mount 32\nunshare 1\n");
+  free(m);
+  CHECK_RC(start_root(sb,
+                      "python3 -c \"import os, time\n"
+                      "open('/tmp/ready', 'w').write(str(os.getpid()))\n"
+                      "while True: time.sleep(0.2)\""),
+           ASB_OK);
+  char *ready = wait_file(sb, "/tmp/ready");
+  REQUIRE(ready != NULL);
+  unsigned long base = host_uid(id);
+  pid_t hp = host_pid(base, atol(ready));
+  REQUIRE(hp > 0);
+  char before[2048], after[2048];
+  privs(hp, before, sizeof before);
+  CHECK(strstr(before, "Seccomp:\t2") != NULL);
+  CHECK_INT(sbx_post(id, "pause", "{}"), 204);
+  CHECK_INT(sbx_post(id, "connect", "{\"timeout\": 300}"), 201);
+  hp = host_pid(base, atol(ready));
+  CHECK(hp > 0);
+  if (hp > 0) {
+    privs(hp, after, sizeof after);
+    CHECK_STR(after, before);
+  }
+  m = run_root(sb, try_);
+  CHECK_STR(m, "mount 32\nunshare 1\n");
+  free(m);
+  free(ready);
+  CHECK_RC(asb_sandbox_kill(sb, NULL), ASB_OK);
+  asb_sandbox_free(sb);
+}
+
+/* A process the sandbox keeps traced and stopped (a child that asked to
+ * be traced): the pause answers (criu cannot seize a traced task: the
+ * dump fails and the sandbox runs on, or it is taken), never hangs. */
+TEST(ptraced_process_does_not_hang_the_pause) {
+  char id[64];
+  asb_sandbox *sb = make(id);
+  REQUIRE(sb != NULL);
+  CHECK_RC(start_root(sb,
+                      "python3 -c \"import os, time, signal, ctypes\n"
+                      "libc = ctypes.CDLL(None, use_errno=True)\n"
+                      "pid = os.fork()\n"
+                      "if pid == 0:\n"
+                      "  libc.ptrace(0, 0, 0, 0); os.kill(os.getpid(), signal.SIGSTOP)\n"
+                      "  while True: time.sleep(1)\n"
+                      "os.waitpid(pid, os.WUNTRACED)\n"
+                      "open('/tmp/ready', 'w').write(str(pid))\n"
+                      "while True: time.sleep(0.2)\""),
+           ASB_OK);
+  char *ready = wait_file(sb, "/tmp/ready");
+  REQUIRE(ready != NULL);
+  long st = sbx_post(id, "pause", "{}");
+  fprintf(stderr, "traced: pause answered %ld\n", st);
+  CHECK(st == 204 || st == 500);
+  if (st == 204) CHECK_INT(sbx_post(id, "connect", "{\"timeout\": 300}"), 201);
+  char *ok = run_root(sb, "echo ok");
+  CHECK_STR(ok, "ok\n");
+  free(ok);
+  free(ready);
+  CHECK_RC(asb_sandbox_kill(sb, NULL), ASB_OK);
+  asb_sandbox_free(sb);
+}
+
+int main(void) {
+  const char *criu = getenv("ASB_CRIU");
+  if (!criu || !*criu) criu = "/var/cache/agent-sandbox/criu/bin/criu";
+  if (access(criu, X_OK) != 0) {
+    printf(
+        "SKIP security.criu: no criu binary at %s (build it with scripts/build-criu.sh, or "
+        "set ASB_CRIU)\n",
+        criu);
+    return 77;
+  }
+  k_args[0] = "--pause-criu";
+  k_args[1] = "--criu";
+  k_args[2] = criu;
+  k_args[3] = NULL;
+  curl_global_init(CURL_GLOBAL_DEFAULT);
+  if (engine_fixture_start_args(&F, "sec-criu", k_args) != 0 ||
+      engine_fixture_client(&F, &C) != ASB_OK) {
+    fprintf(stderr, "cannot start the engine (%s --pause-criu)\n", ASB_ENGINE_BIN);
+    engine_fixture_stop(&F);
+    return 1;
+  }
+  RUN(ghost_through_an_absolute_symlink_lands_nowhere_on_the_host);
+  RUN(ghost_through_a_relative_symlink_lands_nowhere_on_the_host);
+  RUN(deleted_socket_through_a_symlink_lands_nowhere_on_the_host);
+  RUN(ghost_is_the_sandboxs_own_and_images_out_of_reach);
+  RUN(restore_keeps_its_privileges_and_filter);
+  RUN(ptraced_process_does_not_hang_the_pause);
+  asb_client_free(C);
+  engine_fixture_stop(&F);
+  curl_global_cleanup();
+  TEST_MAIN_END();
+}
