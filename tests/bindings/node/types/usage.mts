@@ -29,7 +29,7 @@ async function main(): Promise<void> {
   const list = await Sandbox.list({ state: 'running' })
   const id: string = list[0].sandboxId
   const pinfo = await sbx.getInfo()
-  const mode: 'memory' | 'filesystem' | undefined = pinfo.pauseMode
+  const mode: 'memory' | 'filesystem' | 'checkpoint' | undefined = pinfo.pauseMode
   const sw: SandboxSwapInfo | undefined = pinfo.swap
   const swapped: number | undefined = pinfo.swap?.swappedBytes
   const before: number | undefined = pinfo.swap?.residentBeforeBytes
