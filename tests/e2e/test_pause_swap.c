@@ -227,7 +227,7 @@ TEST(memory_pause_swaps_out_and_resume_faults_back) {
   CHECK(after >= 0 && after < before - 200 * MIB); /* most of it is out of RAM */
   CHECK(swap1 > swap0 + 200 * MIB);                /* in swap */
   if (alone) CHECK(swap_file_used() >= 200 * MIB); /* in ours, the only one */
-  CHECK(workload_swap_knob(&m) != 0); /* paused: it may */
+  CHECK(workload_swap_knob(&m) != 0);              /* paused: it may */
   CHECK(reported_swap(id) > 200 * MIB);
 
   CHECK_INT(sbx_post(id, "connect", "{\"timeout\": 300}"), 201);
@@ -334,8 +334,8 @@ TEST(paused_sandbox_and_its_swap_outlive_an_engine_stop) {
   memcg m;
   m.v1 = sandbox_cgroup(id, m.dir, sizeof m.dir);
   engine_fixture_signal(&F, SIGTERM);
-  CHECK(swap_file_used() >= 0);      /* kept active */
-  CHECK(swap_used(&m) > 48 * MIB);   /* its pages still out of RAM */
+  CHECK(swap_file_used() >= 0);                  /* kept active */
+  CHECK(swap_used(&m) > 48 * MIB);               /* its pages still out of RAM */
   if (alone) CHECK(swap_file_used() > 48 * MIB); /* in ours */
   REQUIRE(engine_fixture_launch(&F, 1) == 0);
   CHECK(reported_swap(id) > 48 * MIB);
