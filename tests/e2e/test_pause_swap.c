@@ -9,7 +9,11 @@
  * is taken over by the next engine with the option and swapped off and
  * removed by one without, the pages back in their sandbox's RAM. Without
  * the option a memory pause keeps the RAM. --pause-swap-prefetch reads
- * it back at resume, before it is touched. The C ABI's swap getters
+ * it back at resume, before it is touched. What is swapped is read from
+ * the sandbox's memory cgroup, not from the file's usage in /proc/swaps:
+ * with another swap device active (the host's, another engine's) the
+ * kernel may put the pages there; the checks that need them in our file
+ * run only when it is the only one. The C ABI's swap getters
  * report the figures of a memory pause and "none" (-1) otherwise (running,
  * a pause without memory, an engine without the option; the RAM before the
  * pause once a next engine adopted it). Runs as
@@ -93,6 +97,25 @@ static long long swap_file_used(void) {
       used = u << 10;
   if (f) fclose(f);
   return used;
+}
+
+/* Whether a swap device other than our file is active (the host's, another
+ * engine's): the kernel spreads swapped pages over all of them by priority,
+ * and ours, swapped on last at the default, comes after the others. Then
+ * our file's own usage says nothing about our sandboxes (other engines'
+ * and the host's pages may be in it, ours elsewhere): the checks read the
+ * sandbox's memory cgroup instead, and what needs the pages to be in our
+ * file (a swapoff of it brings them back into RAM) is checked only when
+ * it is the only one. */
+static int other_swap_active(void) {
+  FILE *f = fopen("/proc/swaps", "r");
+  char line[600], name[400];
+  int other = 0;
+  if (f && !fgets(line, sizeof line, f)) other = 0; /* the header */
+  while (f && fgets(line, sizeof line, f))
+    if (sscanf(line, "%399s", name) == 1 && strcmp(name, swap_file) != 0) other = 1;
+  if (f) fclose(f);
+  return other;
 }
 
 /* The file's content once it has `len` bytes (NULL at the deadline). */
@@ -195,14 +218,16 @@ TEST(memory_pause_swaps_out_and_resume_faults_back) {
   CHECK(before > 256 * MIB);
   CHECK(swap0 >= 0 && swap0 < 16 * MIB);
 
+  int alone = !other_swap_active(); /* ours the only swap while it pauses */
   CHECK_INT(sbx_post(id, "pause", "{}"), 204);
+  alone = alone && !other_swap_active();
   long long after = mem_used(&m), swap1 = swap_used(&m);
   fprintf(stderr, "memory %lld -> %lld MiB, swap %lld -> %lld MiB\n", before / MIB, after / MIB,
           swap0 / MIB, swap1 / MIB);
   CHECK(after >= 0 && after < before - 200 * MIB); /* most of it is out of RAM */
-  CHECK(swap1 > swap0 + 200 * MIB);                /* in the swap file */
-  CHECK(swap_file_used() >= 200 * MIB);
-  CHECK(workload_swap_knob(&m) != 0); /* paused: it may */
+  CHECK(swap1 > swap0 + 200 * MIB);                /* in swap */
+  if (alone) CHECK(swap_file_used() >= 200 * MIB); /* in ours, the only one */
+  CHECK(workload_swap_knob(&m) != 0);              /* paused: it may */
   CHECK(reported_swap(id) > 200 * MIB);
 
   CHECK_INT(sbx_post(id, "connect", "{\"timeout\": 300}"), 201);
@@ -302,15 +327,19 @@ TEST(paused_sandbox_and_its_swap_outlive_an_engine_stop) {
   REQUIRE(sb != NULL);
   char id[64];
   snprintf(id, sizeof id, "%s", asb_sandbox_id(sb));
+  int alone = !other_swap_active();
   CHECK_INT(sbx_post(id, "pause", "{}"), 204);
+  alone = alone && !other_swap_active();
   CHECK(reported_swap(id) > 48 * MIB);
+  memcg m;
+  m.v1 = sandbox_cgroup(id, m.dir, sizeof m.dir);
   engine_fixture_signal(&F, SIGTERM);
-  CHECK(swap_file_used() > 48 * MIB); /* kept: its pages are there */
+  CHECK(swap_file_used() >= 0);                  /* kept active */
+  CHECK(swap_used(&m) > 48 * MIB);               /* its pages still out of RAM */
+  if (alone) CHECK(swap_file_used() > 48 * MIB); /* in ours */
   REQUIRE(engine_fixture_launch(&F, 1) == 0);
   CHECK(reported_swap(id) > 48 * MIB);
   CHECK_INT(sbx_post(id, "connect", "{\"timeout\": 300}"), 201);
-  memcg m;
-  m.v1 = sandbox_cgroup(id, m.dir, sizeof m.dir);
   CHECK_INT(workload_swap_knob(&m), 0);
   check_intact(sb, sum);
   free(sum);
@@ -357,15 +386,23 @@ TEST(left_active_swap_file_taken_over_or_removed) {
   REQUIRE(sb != NULL);
   char id[64];
   snprintf(id, sizeof id, "%s", asb_sandbox_id(sb));
+  /* Only ours active while it pauses: the sandbox's pages are all in it,
+   * and the swapoff below must bring them back into RAM. Else some may be
+   * in another device, which stays (see other_swap_active). */
+  int only_ours = !other_swap_active();
   CHECK_INT(sbx_post(id, "pause", "{}"), 204);
+  only_ours = only_ours && !other_swap_active();
   memcg m;
   m.v1 = sandbox_cgroup(id, m.dir, sizeof m.dir);
   CHECK(swap_used(&m) > 48 * MIB);
   engine_fixture_signal(&F, SIGKILL);
-  CHECK(swap_file_used() > 48 * MIB); /* nobody swapped it off */
+  CHECK(swap_file_used() >= 0); /* nobody swapped it off */
+  CHECK(swap_used(&m) > 48 * MIB);
+  if (only_ours) CHECK(swap_file_used() > 48 * MIB);
   F.extra_args = k_swap_args;
   REQUIRE(engine_fixture_launch(&F, 1) == 0);
-  CHECK(swap_file_used() > 48 * MIB);
+  CHECK(swap_file_used() >= 0); /* taken over, active */
+  CHECK(swap_used(&m) > 48 * MIB);
   CHECK(reported_swap(id) > 48 * MIB);
   engine_fixture_signal(&F, SIGKILL);
   F.extra_args = NULL;
@@ -373,8 +410,12 @@ TEST(left_active_swap_file_taken_over_or_removed) {
   struct stat st;
   CHECK_INT(swap_file_used(), -1);
   CHECK(stat(swap_file, &st) != 0);
-  CHECK(swap_used(&m) < 16 * MIB); /* back in RAM, still paused */
-  CHECK(mem_used(&m) > 48 * MIB);
+  if (only_ours) {
+    CHECK(swap_used(&m) < 16 * MIB); /* back in RAM, still paused */
+    CHECK(mem_used(&m) > 48 * MIB);
+  } else {
+    fprintf(stderr, "another swap device is active: not checking that all came back\n");
+  }
   /* no longer allowed to swap as a paused one is (v1 100, v2 max) */
   CHECK(workload_swap_knob(&m) != (m.v1 ? 100 : -1));
   CHECK_INT(sbx_post(id, "connect", "{\"timeout\": 300}"), 201);

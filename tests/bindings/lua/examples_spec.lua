@@ -39,6 +39,12 @@ describe("examples/lua", function()
     assert.matches("branches\tmain,topic\ton\ttopic\nclean\ttrue\tupstream\tnil\n", out)
   end)
 
+  it("checkpoint.lua", function() -- no --pause-criu here (examples_criu_spec.lua: with it)
+    local out = run("checkpoint.lua")
+    assert.matches("paused:\tpaused\tpause mode\tmemory\n", out, 1, true)
+    assert.matches("\tthe same process counts on\n", out, 1, true)
+  end)
+
   it("pty.lua", function()
     assert.matches("exit\t0\tsize\t30 100", run("pty.lua"))
   end)

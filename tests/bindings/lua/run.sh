@@ -82,6 +82,13 @@ trap 'exit 130' INT TERM
 # A spec may want more engine options: a line "-- engine-args: ARGS" in it
 # (words split at blanks, e.g. "-- engine-args: --pause-swap 64M").
 extra=$(sed -n 's/^-- engine-args: //p' "$SPEC" | head -n 1)
+# "-- engine-criu" in it: the engine runs with --pause-criu and the criu
+# binary ($ASB_CRIU, else scripts/build-criu.sh's); skipped without one.
+if grep -q '^-- engine-criu$' "$SPEC"; then
+  criu=${ASB_CRIU:-/var/cache/agent-sandbox/criu/bin/criu}
+  [ -x "$criu" ] || skip "no criu at $criu (scripts/build-criu.sh builds it)"
+  extra="$extra --pause-criu --criu $criu"
+fi
 # shellcheck disable=SC2086 # $extra: one word per option
 "$ENGINE" --state-dir "$state/engine" --listen 127.0.0.1:0 --cgroup-name "asblua-$name-$$" \
   --pool 2 --kill-on-exit $extra >"$state/engine.out" 2>"$state/engine.log" &

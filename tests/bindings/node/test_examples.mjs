@@ -42,6 +42,8 @@ const expect = {
   'files.mjs': [/^hello$/m, /^streamed 1048576$/m, /^true dir$/m, /^true$/m, /^http:\/\/49983-/m],
   'code.mjs': [/^stdout: computing$/m, /^2432902008176640000 \d+$/m, /^ZeroDivisionError division by zero$/m, /^42$/m, /interrupted: AbortError/, /the kernel lives on/],
   'lifecycle.mjs': [/^paused true$/m, /^memory RAM kept \(no --pause-swap\)$/m, /^running true$/m, /^killed true$/m, /^true ASB_ESANDBOX/m],
+  // no --pause-criu here: the RAM kept (test_examples_criu.mjs: with it)
+  'checkpoint.mjs': [/^paused: paused pause mode memory$/m, /: the same process counts on$/m],
   'sessions.mjs': [/^true 42$/m, /example-triage/, /^back$/m],
   'sandboxed.mjs': [/2, 3, 5, 7, 11, 13, 17, 19, 23, 29/, /^true RangeError negative$/m, /^1 2$/m],
   'e2b_compat.mjs': [/^2$/m, /^Hello from E2B!$/m],

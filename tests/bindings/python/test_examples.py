@@ -44,6 +44,20 @@ def test_lifecycle(engine):
     assert "memory RAM kept (no --pause-swap)" in out
 
 
+def test_checkpoint(engine):
+    # no --pause-criu here: the RAM kept (test_examples_criu.py: with it)
+    out = run(engine, "checkpoint.py")
+    assert "paused: paused pause mode memory\n" in out
+    assert out.endswith(": the same process counts on\n")
+
+
+def test_sandbox_to_sandbox(engine):
+    out = run(engine, "sandbox_to_sandbox.py").splitlines()
+    assert out[0].startswith("A serves http://8080-") and ".localhost:" in out[0]
+    assert out[1] == "resolves to ['127.0.0.1', '::1']"
+    assert out[2:] == ["http hello from sandbox A", "https hello from sandbox A"]
+
+
 def test_sessions(engine):
     assert "saved" in run(engine, "sessions.py")
     assert "reconnected: written by the first run" in run(engine, "sessions.py")
