@@ -60,6 +60,7 @@ e2bjs_cleanup() {
 # (e2bjs_cleanup stops it).
 e2bjs_start_engine() {
   mkfifo "$RUN/engine.out" || exit 1
+  # shellcheck disable=SC2086 # ASB_E2B_ENGINE_FLAGS: split on blanks
   "$ENGINE" --state-dir "$RUN/state" --listen 127.0.0.1:0 --cgroup-name "$CG" \
     --pool 2 --kill-on-exit "$@" ${ASB_E2B_ENGINE_FLAGS:-} > "$RUN/engine.out" 2> "$RUN/engine.log" &
   EP=$!

@@ -44,6 +44,7 @@ cp "$HERE/conftest.py" "$OUT/suite/tests/conftest.py"
 
 STATE=$(mktemp -d /tmp/e2b-pysuite-engine.XXXXXX)
 CG=e2bpy-$$
+# shellcheck disable=SC2086 # ASB_E2B_ENGINE_FLAGS: split on blanks
 "$ENGINE" --state-dir "$STATE" --listen 127.0.0.1:0 --cgroup-name "$CG" --pool 2 --no-network \
   --kill-on-exit ${ASB_E2B_ENGINE_FLAGS:-} >"$OUT/engine.out" 2>"$OUT/engine.log" &
 EPID=$!
