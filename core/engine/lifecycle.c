@@ -9,10 +9,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "lifecycle.h"
 #include "registry.h"
+#include "router.h"
 #include "sbxnet.h"
 #include "swap.h"
 #include "util/log.h"
@@ -133,11 +135,25 @@ static int pause_impl(engine *e, sbx *s, int memory, int autop) {
     /* --pause-criu: its processes and memory to its disk. Its link goes
      * first (criu restores no veth: a new one is attached at resume), and
      * the engine's connections to envd (criu cannot dump a socket whose
-     * peer is in the engine). A failed dump leaves it running as it was. */
+     * peer is in the engine): the pooled ones, and those of requests in
+     * flight (an open stream: a command's output, a pty, a file watch;
+     * its caller sees it end, the process goes on). Their other ends
+     * close as the sandbox sees them shut, which may be just after criu
+     * looked: then criu's dump is tried again, a few times. A failed
+     * dump leaves it running as it was. */
     int64_t t0 = asbi_unix_ms();
     sbxnet_detach(e, s, 0);
     drop_idle(s);
-    if ((rc = asbe_sandbox_checkpoint(s->iso, e->criu_path)) == 0) {
+    int shut = router_shut_upstreams(s);
+    for (int again = 0;; again++) {
+      rc = asbe_sandbox_checkpoint(s->iso, e->criu_path);
+      if (rc == 0 || !shut || again == 3 || !asbe_sandbox_alive(s->iso)) break;
+      asbi_log("sandbox %s: checkpoint (%d open streams shut): %s; trying again", s->id, shut,
+               asbe_errmsg());
+      struct timespec ts = {0, 100000000L * (again + 1)};
+      nanosleep(&ts, NULL);
+    }
+    if (rc == 0) {
       s->state = SBX_PAUSED;
       s->paused_nomem = 1;
       s->paused_ckpt = 1;

@@ -63,6 +63,9 @@ typedef struct sbx {
   int refs;           /* under engine->mu */
   pthread_mutex_t mu; /* state changes, upstream pool */
   upstream *idle;     /* pooled upstream connections */
+  /* the router's requests in flight to it (router.c; under mu): a
+   * checkpoint ends their upstream connections (router_shut_upstreams) */
+  struct route_ctx *busy;
   sbx_metric ring[ENGINE_METRICS_RING];
   unsigned ring_n, ring_at;
   uint64_t last_cpu_ns;

@@ -75,6 +75,9 @@ struct route_ctx {
   uint64_t left; /* LENGTH bodies */
   int done;      /* body fully read */
   int reusable;
+  /* in s->busy (fd changes under s->mu from then on) */
+  int listed;
+  struct route_ctx *busy_next;
 };
 
 /* Fields that concern one connection only (RFC 9110 section 7.6.1), and
@@ -400,9 +403,40 @@ static int parse_length(const char *v, uint64_t *out) {
  * a new client connection, in another thread) finds it in the pool. */
 static void release_upstream(route_ctx *r) {
   if (r->fd >= 0 && r->reusable && r->done && !r->failed && !r->write_failed && !r->no_reuse) {
-    pool_give(r->s, r->port, r->fd);
+    pthread_mutex_lock(&r->s->mu);
+    int fd = r->fd;
     r->fd = -1;
+    pthread_mutex_unlock(&r->s->mu);
+    pool_give(r->s, r->port, fd);
   }
+}
+
+/* s->busy: the requests whose upstream connection a checkpoint ends */
+static void busy_add(route_ctx *r) {
+  pthread_mutex_lock(&r->s->mu);
+  r->busy_next = r->s->busy;
+  r->s->busy = r;
+  r->listed = 1;
+  pthread_mutex_unlock(&r->s->mu);
+}
+
+static void busy_del(route_ctx *r) {
+  if (!r->listed) return;
+  pthread_mutex_lock(&r->s->mu);
+  for (route_ctx **pp = &r->s->busy; *pp; pp = &(*pp)->busy_next)
+    if (*pp == r) {
+      *pp = r->busy_next;
+      break;
+    }
+  r->listed = 0;
+  pthread_mutex_unlock(&r->s->mu);
+}
+
+int router_shut_upstreams(sbx *s) {
+  int n = 0;
+  for (route_ctx *r = s->busy; r; r = r->busy_next)
+    if (r->fd >= 0 && shutdown(r->fd, SHUT_RDWR) == 0) n++;
+  return n;
 }
 
 /* The body is complete: reusable if nothing followed it, and then handed
@@ -416,6 +450,7 @@ static void body_done(route_ctx *r) {
 static void route_free(route_ctx *r) {
   asbi_buf_free(&r->pending);
   release_upstream(r);
+  busy_del(r);
   if (r->fd >= 0) close(r->fd);
   if (r->s) reg_put(r->e, r->s);
   free(r->buf);
@@ -435,8 +470,14 @@ static int send_head(route_ctx *r, const char *p, size_t n) {
   int rc = send_all(r->fd, p, n);
   if (rc && r->pooled) {
     r->pooled = 0;
+    pthread_mutex_lock(&r->s->mu);
     close(r->fd);
-    r->fd = connect_port(r->e, r->s, r->port);
+    r->fd = -1;
+    pthread_mutex_unlock(&r->s->mu);
+    int fd = connect_port(r->e, r->s, r->port);
+    pthread_mutex_lock(&r->s->mu);
+    r->fd = fd;
+    pthread_mutex_unlock(&r->s->mu);
     rc = r->fd >= 0 ? send_all(r->fd, p, n) : -1;
   }
   return rc;
@@ -589,6 +630,7 @@ route_ctx *router_begin(engine *e, struct MHD_Connection *c, const char *raw_uri
     route_free(r);
     return NULL;
   }
+  busy_add(r);
   /* Request head. The body's framing is what libmicrohttpd reads: chunked
    * if Transfer-Encoding is there (server.c let only "chunked" through,
    * never with a Content-Length), else Content-Length, else no body. */

@@ -440,7 +440,10 @@ int asbe__criu_dump(asbe_sandbox *sb, const char *criu) {
   av_add(&a, "--irmap-scan-path");
   av_add(&a, "/root");
   /* nothing but loopback is left in its netns (the engine took its link
-   * away), and no TCP connection to keep */
+   * away); the TCP connections on it (a code interpreter's kernel talks
+   * zmq over loopback) are kept, with TCP repair: nothing is on the link
+   * to lock out, and every process of the netns is frozen */
+  av_add(&a, "--tcp-established");
   av_add(&a, "--network-lock");
   av_add(&a, "skip");
   /* the tasks stay stopped after the dump, for the ghost check below;
@@ -633,6 +636,7 @@ int asbe__criu_restore(asbe_sandbox *sb, const char *criu, int wfd, const char *
   snprintf(root, sizeof root, "%s/r", e->stage_dir);
   av_add(&a, "--root");
   av_add(&a, root);
+  av_add(&a, "--tcp-established");
   av_add(&a, "--network-lock");
   av_add(&a, "skip");
   int r = 0, have_log = 0;

@@ -54,12 +54,15 @@ e2bjs_cleanup() {
 # state dir, a free port, its own cgroup name ($CG); --kill-on-exit so its
 # sandboxes go with it; the FLAGs added (the E2B JS suites pass
 # --no-network: nothing a test runs in a sandbox sends a packet off this
-# machine). Exports E2B_API_URL, E2B_SANDBOX_URL, E2B_API_KEY; sets PORT,
-# EP (e2bjs_cleanup stops it).
+# machine). ASB_E2B_ENGINE_FLAGS adds more, split on blanks (say
+# ASB_E2B_ENGINE_FLAGS=--pause-criu: E2B's suites against a CRIU pause).
+# Exports E2B_API_URL, E2B_SANDBOX_URL, E2B_API_KEY; sets PORT, EP
+# (e2bjs_cleanup stops it).
 e2bjs_start_engine() {
   mkfifo "$RUN/engine.out" || exit 1
+  # shellcheck disable=SC2086 # ASB_E2B_ENGINE_FLAGS: split on blanks
   "$ENGINE" --state-dir "$RUN/state" --listen 127.0.0.1:0 --cgroup-name "$CG" \
-    --pool 2 --kill-on-exit "$@" > "$RUN/engine.out" 2> "$RUN/engine.log" &
+    --pool 2 --kill-on-exit "$@" ${ASB_E2B_ENGINE_FLAGS:-} > "$RUN/engine.out" 2> "$RUN/engine.log" &
   EP=$!
   PORT=
   while read -r line; do

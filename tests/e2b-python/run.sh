@@ -15,6 +15,8 @@
 # engine runs with --no-network: nothing a test runs in a sandbox sends a
 # packet off this machine (E2B's tests that curl 1.1.1.1 and 8.8.8.8 need
 # the public internet and fail here, as in the JS runner).
+#   ASB_E2B_ENGINE_FLAGS  more engine flags, split on blanks (say
+#              --pause-criu: the suite against a CRIU pause, docs/lifecycle.md)
 # Prints pytest's summary; the JUnit XML is in $OUT/junit.xml.
 # SPDX-License-Identifier: Apache-2.0
 set -eu
@@ -42,8 +44,9 @@ cp "$HERE/conftest.py" "$OUT/suite/tests/conftest.py"
 
 STATE=$(mktemp -d /tmp/e2b-pysuite-engine.XXXXXX)
 CG=e2bpy-$$
+# shellcheck disable=SC2086 # ASB_E2B_ENGINE_FLAGS: split on blanks
 "$ENGINE" --state-dir "$STATE" --listen 127.0.0.1:0 --cgroup-name "$CG" --pool 2 --no-network \
-  --kill-on-exit >"$OUT/engine.out" 2>"$OUT/engine.log" &
+  --kill-on-exit ${ASB_E2B_ENGINE_FLAGS:-} >"$OUT/engine.out" 2>"$OUT/engine.log" &
 EPID=$!
 cleanup() {
   kill -TERM "$EPID" 2>/dev/null || true

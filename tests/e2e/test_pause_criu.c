@@ -9,7 +9,9 @@
  * reboot" (its runtime record's boot id rewritten, as e2e.pause does),
  * and a restored one is adopted by the next engine like any running one;
  * a checkpoint that cannot be restored boots the sandbox on its files;
- * autoPause checkpoints and traffic to a port restores (autoResume).
+ * autoPause checkpoints and traffic to a port restores (autoResume);
+ * streams open at the pause (a command's output, a file watch) end and
+ * the checkpoint is made; a code interpreter's kernel keeps its state.
  * net.pause_criu runs it with the default network in the closed test
  * topology: the restored sandbox reaches the test internet again.
  * Skips (77, saying why) only when no criu binary is found: $ASB_CRIU,
@@ -517,6 +519,92 @@ TEST(failed_dump_leaves_it_running) {
   REQUIRE(engine_fixture_launch(&F, 1) == 0);
 }
 
+/* Streams open at the pause (a command's output, a file watch), as E2B's
+ * SDK tests leave them: their connections to envd go from the engine, so
+ * the checkpoint is made (a socket whose peer is the engine's criu cannot
+ * dump: without that, the pause failed with 500), the streams end, and the
+ * command goes on after the restore. */
+static int on_fs_event(asb_fs_event_type type, const char *name, const asb_entry *entry, void *u) {
+  (void)type;
+  (void)name;
+  (void)entry;
+  (void)u;
+  return 0;
+}
+
+TEST(open_streams_end_and_the_checkpoint_is_made) {
+  asb_sandbox *sb = NULL;
+  asb_sandbox_options o = ASB_SANDBOX_OPTIONS_INIT;
+  o.timeout_ms = 300000;
+  REQUIRE_RC(asb_sandbox_create(&sb, C, &o), ASB_OK);
+  char id[64];
+  snprintf(id, sizeof id, "%s", asb_sandbox_id(sb));
+  asb_command_options co = ASB_COMMAND_OPTIONS_INIT;
+  co.timeout_ms = -1;
+  asb_process *p = NULL;
+  CHECK_RC(asb_commands_start(&p, sb,
+                              "i=0; while :; do echo $i; echo $i >> /tmp/count; i=$((i+1)); "
+                              "sleep 0.05; done",
+                              &co),
+           ASB_OK);
+  asb_watch_options wo = ASB_WATCH_OPTIONS_INIT;
+  wo.on_event = on_fs_event;
+  asb_watch *w = NULL;
+  CHECK_RC(asb_files_watch_dir(&w, sb, "/tmp", &wo), ASB_OK);
+  int in_order = 0;
+  long c0 = count_past(sb, 3, &in_order);
+  CHECK(c0 > 3 && in_order);
+  CHECK_INT(sbx_post(id, "pause", "{}"), 204);
+  char mode[32];
+  CHECK_STR(pause_mode(id, mode), "checkpoint");
+  CHECK_INT(sbx_post(id, "connect", "{\"timeout\": 300}"), 201);
+  long c1 = count_past(sb, c0 + 3, &in_order);
+  CHECK(c1 > c0 + 3 && in_order); /* the same shell goes on */
+  asb_watch_free(w);
+  asb_process_free(p);
+  CHECK_RC(asb_sandbox_kill(sb, NULL), ASB_OK);
+  asb_sandbox_free(sb);
+}
+
+/* A code interpreter's kernel (ipykernel: zmq over loopback TCP, between
+ * the code interpreter and the kernel, and many threads) through a
+ * checkpoint: its state (a variable) and its process (same pid) go on.
+ * Without --tcp-established the dump failed: "Connected TCP socket". */
+static char *code_value(asb_sandbox *sb, const char *code) {
+  asb_code_options o = ASB_CODE_OPTIONS_INIT;
+  o.timeout_ms = 60000;
+  asb_execution *x = NULL;
+  int rc = asb_code_run(&x, sb, code, &o);
+  char buf[256];
+  if (rc != ASB_OK)
+    snprintf(buf, sizeof buf, "<%s: %s>", asb_strerror(rc), asb_error_last()->message);
+  else
+    snprintf(buf, sizeof buf, "%s", asb_execution_text(x) ? asb_execution_text(x) : "<none>");
+  asb_execution_free(x);
+  return strdup(buf);
+}
+
+TEST(code_interpreter_kernel_survives_the_checkpoint) {
+  asb_sandbox *sb = NULL;
+  asb_sandbox_options o = ASB_SANDBOX_OPTIONS_INIT;
+  o.timeout_ms = 300000;
+  REQUIRE_RC(asb_sandbox_create(&sb, C, &o), ASB_OK);
+  char id[64];
+  snprintf(id, sizeof id, "%s", asb_sandbox_id(sb));
+  char *a = code_value(sb, "import os\nx = 41\n(x + 1, os.getpid())");
+  CHECK(a[0] == '(');
+  CHECK_INT(sbx_post(id, "pause", "{}"), 204);
+  char mode[32];
+  CHECK_STR(pause_mode(id, mode), "checkpoint");
+  CHECK_INT(sbx_post(id, "connect", "{\"timeout\": 300}"), 201);
+  char *b = code_value(sb, "(x + 1, os.getpid())");
+  CHECK_STR(b, a); /* the same kernel, its variables kept */
+  free(a);
+  free(b);
+  CHECK_RC(asb_sandbox_kill(sb, NULL), ASB_OK);
+  asb_sandbox_free(sb);
+}
+
 /* With the default network (net.pause_criu, in the closed topology of
  * tests/net): the sandbox reaches the test internet before the pause and
  * again after the restore (a new link, its policy applied again). */
@@ -575,6 +663,8 @@ int main(void) {
     RUN(unrestorable_checkpoint_boots_on_its_files);
     RUN(auto_pause_checkpoints_and_traffic_restores);
     RUN(failed_dump_leaves_it_running);
+    RUN(open_streams_end_and_the_checkpoint_is_made);
+    RUN(code_interpreter_kernel_survives_the_checkpoint);
   }
   asb_client_free(C);
   engine_fixture_stop(&F);
