@@ -14,7 +14,6 @@
 
 #include "lifecycle.h"
 #include "registry.h"
-#include "router.h"
 #include "sbxnet.h"
 #include "swap.h"
 #include "util/log.h"
@@ -144,7 +143,7 @@ static int pause_impl(engine *e, sbx *s, int memory, int autop) {
     int64_t t0 = asbi_unix_ms();
     sbxnet_detach(e, s, 0);
     drop_idle(s);
-    int shut = router_shut_upstreams(s);
+    int shut = reg_shut_busy(s);
     for (int again = 0;; again++) {
       rc = asbe_sandbox_checkpoint(s->iso, e->criu_path);
       if (rc == 0 || !shut || again == 3 || !asbe_sandbox_alive(s->iso)) break;

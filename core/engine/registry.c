@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -67,6 +68,26 @@ sbx *reg_get(engine *e, const char *id) {
     }
   pthread_mutex_unlock(&e->mu);
   return found;
+}
+
+void reg_busy_add(sbx *s, sbx_busy *b) {
+  b->next = s->busy;
+  s->busy = b;
+}
+
+void reg_busy_del(sbx *s, sbx_busy *b) {
+  for (sbx_busy **pp = &s->busy; *pp; pp = &(*pp)->next)
+    if (*pp == b) {
+      *pp = b->next;
+      break;
+    }
+}
+
+int reg_shut_busy(sbx *s) {
+  int n = 0;
+  for (sbx_busy *b = s->busy; b; b = b->next)
+    if (*b->fd >= 0 && shutdown(*b->fd, SHUT_RDWR) == 0) n++;
+  return n;
 }
 
 void reg_put(engine *e, sbx *s) {

@@ -29,6 +29,13 @@ typedef struct upstream {
   struct upstream *next;
 } upstream;
 
+/* A connection into a sandbox in flight (a router request holds one in
+ * s->busy while it runs; *fd is its upstream socket, -1 once closed). */
+typedef struct sbx_busy {
+  const int *fd;
+  struct sbx_busy *next;
+} sbx_busy;
+
 typedef struct sbx {
   char id[ENGINE_ID_LEN + 1];
   char token[65];         /* envd access token */
@@ -63,9 +70,9 @@ typedef struct sbx {
   int refs;           /* under engine->mu */
   pthread_mutex_t mu; /* state changes, upstream pool */
   upstream *idle;     /* pooled upstream connections */
-  /* the router's requests in flight to it (router.c; under mu): a
-   * checkpoint ends their upstream connections (router_shut_upstreams) */
-  struct route_ctx *busy;
+  /* the connections into it in flight (the router's requests; under
+   * mu): a checkpoint ends them (reg_shut_busy) */
+  struct sbx_busy *busy;
   sbx_metric ring[ENGINE_METRICS_RING];
   unsigned ring_n, ring_at;
   uint64_t last_cpu_ns;
@@ -96,6 +103,17 @@ typedef struct tomb {
   char reason[32];
   int64_t ended_ms;
 } tomb;
+
+/* s->busy (under s->mu): list b in, take it out. */
+void reg_busy_add(sbx *s, sbx_busy *b);
+void reg_busy_del(sbx *s, sbx_busy *b);
+/* Shut down (both ways) every connection into s in flight, under s->mu
+ * (held by the caller): a --pause-criu checkpoint cannot dump a socket
+ * whose peer is the engine's, and an open stream (a command's output, a
+ * pty, a file watch) would hold one for as long as it runs. Their callers
+ * see the response end; the sandbox sees the connection close. Returns
+ * how many were shut. */
+int reg_shut_busy(sbx *s);
 
 /* Look up a live record and take a reference (NULL if none). */
 sbx *reg_get(engine *e, const char *id);

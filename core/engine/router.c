@@ -77,7 +77,7 @@ struct route_ctx {
   int reusable;
   /* in s->busy (fd changes under s->mu from then on) */
   int listed;
-  struct route_ctx *busy_next;
+  sbx_busy busy;
 };
 
 /* Fields that concern one connection only (RFC 9110 section 7.6.1), and
@@ -414,8 +414,8 @@ static void release_upstream(route_ctx *r) {
 /* s->busy: the requests whose upstream connection a checkpoint ends */
 static void busy_add(route_ctx *r) {
   pthread_mutex_lock(&r->s->mu);
-  r->busy_next = r->s->busy;
-  r->s->busy = r;
+  r->busy.fd = &r->fd;
+  reg_busy_add(r->s, &r->busy);
   r->listed = 1;
   pthread_mutex_unlock(&r->s->mu);
 }
@@ -423,20 +423,9 @@ static void busy_add(route_ctx *r) {
 static void busy_del(route_ctx *r) {
   if (!r->listed) return;
   pthread_mutex_lock(&r->s->mu);
-  for (route_ctx **pp = &r->s->busy; *pp; pp = &(*pp)->busy_next)
-    if (*pp == r) {
-      *pp = r->busy_next;
-      break;
-    }
+  reg_busy_del(r->s, &r->busy);
   r->listed = 0;
   pthread_mutex_unlock(&r->s->mu);
-}
-
-int router_shut_upstreams(sbx *s) {
-  int n = 0;
-  for (route_ctx *r = s->busy; r; r = r->busy_next)
-    if (r->fd >= 0 && shutdown(r->fd, SHUT_RDWR) == 0) n++;
-  return n;
 }
 
 /* The body is complete: reusable if nothing followed it, and then handed

@@ -31,12 +31,5 @@ int router_body(route_ctx *r, const char *data, size_t len);
 struct MHD_Response *router_finish(route_ctx *r, unsigned *status);
 /* Drop a route that never reached router_finish. */
 void router_abort(route_ctx *r);
-/* Shut down (both ways) the upstream connection of every request in
- * flight to s, under s->mu (held by the caller): a --pause-criu checkpoint
- * cannot dump a socket whose peer is the engine's, and an open stream (a
- * command's output, a pty, a file watch) would hold one for as long as it
- * runs. Their callers see the response end; the upstream sees its
- * connection close. Returns how many were shut. */
-int router_shut_upstreams(struct sbx *s);
 
 #endif
