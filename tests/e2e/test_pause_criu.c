@@ -200,6 +200,14 @@ static void resume_goes_on(asb_sandbox *sb, const char *id, long *count, const c
   free(sum2);
 }
 
+/* Paused (a checkpoint, pauseMode "checkpoint") and resumed. */
+static void checkpoint_and_restore(const char *id) {
+  CHECK_INT(sbx_post(id, "pause", "{}"), 204);
+  char mode[32];
+  CHECK_STR(pause_mode(id, mode), "checkpoint");
+  CHECK_INT(sbx_post(id, "connect", "{\"timeout\": 300}"), 201);
+}
+
 static void kill_sandbox(asb_sandbox *sb) {
   CHECK_RC(asb_sandbox_kill(sb, NULL), ASB_OK);
   asb_sandbox_free(sb);
@@ -393,12 +401,9 @@ static int on_fs_event(asb_fs_event_type type, const char *name, const asb_entry
 }
 
 TEST(open_streams_end_and_the_checkpoint_is_made) {
-  asb_sandbox *sb = NULL;
-  asb_sandbox_options o = ASB_SANDBOX_OPTIONS_INIT;
-  o.timeout_ms = 300000;
-  REQUIRE_RC(asb_sandbox_create(&sb, C, &o), ASB_OK);
   char id[64];
-  snprintf(id, sizeof id, "%s", asb_sandbox_id(sb));
+  asb_sandbox *sb = criu_fixture_sandbox(C, id, 0, 0);
+  REQUIRE(sb != NULL);
   asb_command_options co = ASB_COMMAND_OPTIONS_INIT;
   co.timeout_ms = -1;
   asb_process *p = NULL;
@@ -414,16 +419,12 @@ TEST(open_streams_end_and_the_checkpoint_is_made) {
   int in_order = 0;
   long c0 = count_past(sb, 3, &in_order);
   CHECK(c0 > 3 && in_order);
-  CHECK_INT(sbx_post(id, "pause", "{}"), 204);
-  char mode[32];
-  CHECK_STR(pause_mode(id, mode), "checkpoint");
-  CHECK_INT(sbx_post(id, "connect", "{\"timeout\": 300}"), 201);
+  checkpoint_and_restore(id);
   long c1 = count_past(sb, c0 + 3, &in_order);
   CHECK(c1 > c0 + 3 && in_order); /* the same shell goes on */
   asb_watch_free(w);
   asb_process_free(p);
-  CHECK_RC(asb_sandbox_kill(sb, NULL), ASB_OK);
-  asb_sandbox_free(sb);
+  kill_sandbox(sb);
 }
 
 /* A code interpreter's kernel (ipykernel: zmq over loopback TCP, between
@@ -445,24 +446,17 @@ static char *code_value(asb_sandbox *sb, const char *code) {
 }
 
 TEST(code_interpreter_kernel_survives_the_checkpoint) {
-  asb_sandbox *sb = NULL;
-  asb_sandbox_options o = ASB_SANDBOX_OPTIONS_INIT;
-  o.timeout_ms = 300000;
-  REQUIRE_RC(asb_sandbox_create(&sb, C, &o), ASB_OK);
   char id[64];
-  snprintf(id, sizeof id, "%s", asb_sandbox_id(sb));
+  asb_sandbox *sb = criu_fixture_sandbox(C, id, 0, 0);
+  REQUIRE(sb != NULL);
   char *a = code_value(sb, "import os\nx = 41\n(x + 1, os.getpid())");
   CHECK(a[0] == '(');
-  CHECK_INT(sbx_post(id, "pause", "{}"), 204);
-  char mode[32];
-  CHECK_STR(pause_mode(id, mode), "checkpoint");
-  CHECK_INT(sbx_post(id, "connect", "{\"timeout\": 300}"), 201);
+  checkpoint_and_restore(id);
   char *b = code_value(sb, "(x + 1, os.getpid())");
   CHECK_STR(b, a); /* the same kernel, its variables kept */
   free(a);
   free(b);
-  CHECK_RC(asb_sandbox_kill(sb, NULL), ASB_OK);
-  asb_sandbox_free(sb);
+  kill_sandbox(sb);
 }
 
 /* With the default network (net.pause_criu, in the closed topology of
@@ -477,10 +471,7 @@ TEST(network_after_restore) {
       "print(u.urlopen('http://198.18.0.1/hello', timeout=10).status)\"";
   char *a = asbt_run_out(sb, get);
   CHECK_STR(a, "200\n");
-  CHECK_INT(sbx_post(id, "pause", "{}"), 204);
-  char mode[32];
-  CHECK_STR(pause_mode(id, mode), "checkpoint");
-  CHECK_INT(sbx_post(id, "connect", "{\"timeout\": 300}"), 201);
+  checkpoint_and_restore(id);
   char *b = asbt_run_out(sb, get);
   CHECK_STR(b, "200\n");
   free(a);
