@@ -71,6 +71,87 @@ static int exec_shell(sbx *s, const char *cmd, int uid, const char *cwd, char **
   return rc;
 }
 
+/* A template's ready check as it runs: a port accepting connections or a
+ * command exiting 0 (as uid in cwd with envp), retried until deadline. */
+typedef struct {
+  const cJSON *port_j, *cmd_j;
+  int timeout_s, interval, uid;
+  const char *cwd;
+  char **envp;
+  int64_t deadline;
+  char check[300];             /* what it checks, for messages */
+  char last[TAIL_BYTES + 200]; /* why its last run did not pass ("" if none) */
+} ready_check;
+
+static void ready_init(ready_check *ck, const cJSON *ready, int64_t t0, int uid, const char *cwd,
+                       char **envp) {
+  ck->port_j = cJSON_GetObjectItemCaseSensitive(ready, "port");
+  ck->cmd_j = cJSON_GetObjectItemCaseSensitive(ready, "cmd");
+  ck->timeout_s = cJSON_GetObjectItemCaseSensitive(ready, "timeout")->valueint;
+  ck->interval = cJSON_GetObjectItemCaseSensitive(ready, "interval")->valueint;
+  ck->uid = uid;
+  ck->cwd = cwd;
+  ck->envp = envp;
+  ck->deadline = t0 + (int64_t)ck->timeout_s * 1000;
+  ck->last[0] = '\0';
+  if (cJSON_IsNumber(ck->port_j))
+    snprintf(ck->check, sizeof ck->check, "port %d", ck->port_j->valueint);
+  else
+    snprintf(ck->check, sizeof ck->check, "command '%.200s'", ck->cmd_j->valuestring);
+}
+
+/* Runs the check once: 1 if it passed, else 0 with why in ck->last. */
+static int ready_try(ready_check *ck, sbx *s) {
+  if (cJSON_IsNumber(ck->port_j)) {
+    int fd = asbe_sandbox_connect_tcp(s->iso, (uint16_t)ck->port_j->valueint);
+    if (fd >= 0) {
+      close(fd);
+      return 1;
+    }
+    snprintf(ck->last, sizeof ck->last, "connecting to port %d: %s", ck->port_j->valueint,
+             strerror(-fd));
+    return 0;
+  }
+  int ok = 0;
+  int64_t left = ck->deadline - asbi_unix_ms();
+  const char *argv[] = {"/bin/sh", "-c", ck->cmd_j->valuestring, NULL};
+  sbx_run_opts o = {argv,
+                    (const char *const *)ck->envp,
+                    ck->uid,
+                    ck->cwd,
+                    NULL,
+                    0,
+                    (int)(left < CHECK_CMD_MAX_MS ? (left > 100 ? left : 100) : CHECK_CMD_MAX_MS),
+                    TAIL_BYTES,
+                    1,
+                    1};
+  sbx_run_result r;
+  if (sbx_run(s->iso, &o, &r) == 0) {
+    if (!r.timed_out && r.exit_code == 0)
+      ok = 1;
+    else if (r.timed_out)
+      snprintf(ck->last, sizeof ck->last, "timed out; output: %s", r.out.data);
+    else
+      snprintf(ck->last, sizeof ck->last, "exit code %d; output: %s", r.exit_code, r.out.data);
+    sbx_run_result_free(&r);
+  } else {
+    snprintf(ck->last, sizeof ck->last, "cannot run it: %s", asbe_errmsg());
+  }
+  return ok;
+}
+
+/* Waits before the check's next run (attempt: the runs so far - 1),
+ * backing off from 2 ms up to its interval: most servers are up within
+ * milliseconds, and a slow one is not polled more than asked. -1 (no
+ * wait) if that would pass its deadline. */
+static int ready_nap(const ready_check *ck, int attempt) {
+  int nap = 2 << (attempt < 16 ? attempt : 16);
+  if (nap > ck->interval) nap = ck->interval;
+  if (asbi_unix_ms() + nap >= ck->deadline) return -1;
+  usleep((useconds_t)nap * 1000);
+  return 0;
+}
+
 /* A ready check without a start command (E2B's setReadyCmd alone): E2B
  * loops it until it exits 0 before the template's snapshot, and a check
  * that never passes fails the build. Nothing here is snapshotted running,
@@ -78,16 +159,7 @@ static int exec_shell(sbx *s, const char *cmd, int uid, const char *cwd, char **
  * the template's and the sandbox's environment, retried with the same
  * back-off, create failing if it does not pass within its timeout. */
 static int ready_alone(sbx *s, template_info *t, const cJSON *ready, char *err, size_t errlen) {
-  const cJSON *port_j = cJSON_GetObjectItemCaseSensitive(ready, "port");
-  const cJSON *cmd_j = cJSON_GetObjectItemCaseSensitive(ready, "cmd");
-  int timeout_s = cJSON_GetObjectItemCaseSensitive(ready, "timeout")->valueint;
-  int interval = cJSON_GetObjectItemCaseSensitive(ready, "interval")->valueint;
-  int64_t t0 = asbi_unix_ms(), deadline = t0 + (int64_t)timeout_s * 1000;
-  char check[300], last[TAIL_BYTES + 200] = "";
-  if (cJSON_IsNumber(port_j))
-    snprintf(check, sizeof check, "port %d", port_j->valueint);
-  else
-    snprintf(check, sizeof check, "command '%.200s'", cmd_j->valuestring);
+  int64_t t0 = asbi_unix_ms();
   char sid[64];
   snprintf(sid, sizeof sid, "ASB_SANDBOX_ID=%s", s->id);
   const char *extra[] = {sid, NULL};
@@ -97,59 +169,21 @@ static int ready_alone(sbx *s, template_info *t, const cJSON *ready, char *err, 
     snprintf(err, errlen, "template %s: out of memory", t->alias);
     return -1;
   }
+  ready_check rdy;
+  ready_init(&rdy, ready, t0, 1000, "/home/user", envp);
   int ok = 0;
-  for (int attempt = 0; !ok; attempt++) {
-    if (cJSON_IsNumber(port_j)) {
-      int fd = asbe_sandbox_connect_tcp(s->iso, (uint16_t)port_j->valueint);
-      if (fd >= 0) {
-        close(fd);
-        ok = 1;
-      } else {
-        snprintf(last, sizeof last, "connecting to port %d: %s", port_j->valueint, strerror(-fd));
-      }
-    } else {
-      int64_t left = deadline - asbi_unix_ms();
-      const char *argv[] = {"/bin/sh", "-c", cmd_j->valuestring, NULL};
-      sbx_run_opts o = {
-          argv,
-          (const char *const *)envp,
-          1000,
-          "/home/user",
-          NULL,
-          0,
-          (int)(left < CHECK_CMD_MAX_MS ? (left > 100 ? left : 100) : CHECK_CMD_MAX_MS),
-          TAIL_BYTES,
-          1,
-          1};
-      sbx_run_result r;
-      if (sbx_run(s->iso, &o, &r) == 0) {
-        if (!r.timed_out && r.exit_code == 0)
-          ok = 1;
-        else if (r.timed_out)
-          snprintf(last, sizeof last, "timed out; output: %s", r.out.data);
-        else
-          snprintf(last, sizeof last, "exit code %d; output: %s", r.exit_code, r.out.data);
-        sbx_run_result_free(&r);
-      } else {
-        snprintf(last, sizeof last, "cannot run it: %s", asbe_errmsg());
-      }
-    }
-    if (ok) break;
-    int nap = 2 << (attempt < 16 ? attempt : 16);
-    if (nap > interval) nap = interval;
-    if (asbi_unix_ms() + nap >= deadline) break;
-    usleep((useconds_t)nap * 1000);
-  }
+  for (int attempt = 0;; attempt++)
+    if ((ok = ready_try(&rdy, s)) || ready_nap(&rdy, attempt)) break;
   sbx_env_free(envp);
   if (ok) {
-    asbi_log("sandbox %s: ready (%s, no start command) after %lld ms", s->id, check,
+    asbi_log("sandbox %s: ready (%s, no start command) after %lld ms", s->id, rdy.check,
              (long long)(asbi_unix_ms() - t0));
     return 0;
   }
   snprintf(err, errlen,
            "template %s: the ready check (%s) did not pass within %d s (no start command); "
            "last check: %s",
-           t->alias, check, timeout_s, last[0] ? last : "none");
+           t->alias, rdy.check, rdy.timeout_s, rdy.last[0] ? rdy.last : "none");
   return -1;
 }
 
@@ -192,16 +226,8 @@ int tstart_run(engine *e, sbx *s, template_info *t, char *err, size_t errlen) {
     sbx_env_free(envp);
     return 0;
   }
-  const cJSON *port_j = cJSON_GetObjectItemCaseSensitive(ready, "port");
-  const cJSON *cmd_j = cJSON_GetObjectItemCaseSensitive(ready, "cmd");
-  int timeout_s = cJSON_GetObjectItemCaseSensitive(ready, "timeout")->valueint;
-  int interval = cJSON_GetObjectItemCaseSensitive(ready, "interval")->valueint;
-  int64_t deadline = t0 + (int64_t)timeout_s * 1000;
-  char check[300], last[TAIL_BYTES + 200] = "";
-  if (cJSON_IsNumber(port_j))
-    snprintf(check, sizeof check, "port %d", port_j->valueint);
-  else
-    snprintf(check, sizeof check, "command '%.200s'", cmd_j->valuestring);
+  ready_check rdy;
+  ready_init(&rdy, ready, t0, uid, cwd, envp);
   /* The ready check decides, as in E2B (its ready command loops until it
    * passes, whatever became of the start command): a start command that
    * exits 0 (`echo hi`, a daemon that forks, one that writes the ready file
@@ -212,41 +238,7 @@ int tstart_run(engine *e, sbx *s, template_info *t, char *err, size_t errlen) {
   int ok = 0, died = 0, status = 0, exited = 0, failed = 0;
   int64_t exit_ms = 0;
   for (int attempt = 0;; attempt++) {
-    if (cJSON_IsNumber(port_j)) {
-      int fd = asbe_sandbox_connect_tcp(s->iso, (uint16_t)port_j->valueint);
-      if (fd >= 0) {
-        close(fd);
-        ok = 1;
-      } else {
-        snprintf(last, sizeof last, "connecting to port %d: %s", port_j->valueint, strerror(-fd));
-      }
-    } else {
-      int64_t left = deadline - asbi_unix_ms();
-      const char *argv[] = {"/bin/sh", "-c", cmd_j->valuestring, NULL};
-      sbx_run_opts o = {
-          argv,
-          (const char *const *)envp,
-          uid,
-          cwd,
-          NULL,
-          0,
-          (int)(left < CHECK_CMD_MAX_MS ? (left > 100 ? left : 100) : CHECK_CMD_MAX_MS),
-          TAIL_BYTES,
-          1,
-          1};
-      sbx_run_result r;
-      if (sbx_run(s->iso, &o, &r) == 0) {
-        if (!r.timed_out && r.exit_code == 0)
-          ok = 1;
-        else if (r.timed_out)
-          snprintf(last, sizeof last, "timed out; output: %s", r.out.data);
-        else
-          snprintf(last, sizeof last, "exit code %d; output: %s", r.exit_code, r.out.data);
-        sbx_run_result_free(&r);
-      } else {
-        snprintf(last, sizeof last, "cannot run it: %s", asbe_errmsg());
-      }
-    }
+    ok = ready_try(&rdy, s);
     if (ok) break;
     if (failed) {
       died = 1; /* the check after a failed exit did not pass either */
@@ -262,18 +254,13 @@ int tstart_run(engine *e, sbx *s, template_info *t, char *err, size_t errlen) {
       asbi_log(
           "sandbox %s: the start command exited (code 0) after %lld ms; waiting for the "
           "ready check (%s)",
-          s->id, (long long)exit_ms, check);
+          s->id, (long long)exit_ms, rdy.check);
     }
-    /* back off from 2 ms up to the interval: most servers are up within
-     * milliseconds, and a slow one is not polled more than asked */
-    int nap = 2 << (attempt < 16 ? attempt : 16);
-    if (nap > interval) nap = interval;
-    if (asbi_unix_ms() + nap >= deadline) break;
-    usleep((useconds_t)nap * 1000);
+    if (ready_nap(&rdy, attempt)) break;
   }
   sbx_env_free(envp);
   if (ok) {
-    asbi_log("sandbox %s: ready (%s) after %lld ms", s->id, check,
+    asbi_log("sandbox %s: ready (%s) after %lld ms", s->id, rdy.check,
              (long long)(asbi_unix_ms() - t0));
     asbe_proc_free(p);
     return 0;
@@ -285,7 +272,8 @@ int tstart_run(engine *e, sbx *s, template_info *t, char *err, size_t errlen) {
     snprintf(err, errlen,
              "template %s: the start command '%.200s' exited (code %d) before the ready check "
              "(%s) passed; last check: %s; start command output: %s",
-             t->alias, cmd, code, check, last[0] ? last : "none", out[0] ? out : "(none)");
+             t->alias, cmd, code, rdy.check, rdy.last[0] ? rdy.last : "none",
+             out[0] ? out : "(none)");
   } else {
     char ended[96] = "";
     if (exited)
@@ -294,7 +282,8 @@ int tstart_run(engine *e, sbx *s, template_info *t, char *err, size_t errlen) {
     snprintf(err, errlen,
              "template %s: the ready check (%s) did not pass within %d s%s; last check: %s; "
              "start command output: %s",
-             t->alias, check, timeout_s, ended, last[0] ? last : "none", out[0] ? out : "(none)");
+             t->alias, rdy.check, rdy.timeout_s, ended, rdy.last[0] ? rdy.last : "none",
+             out[0] ? out : "(none)");
   }
   if (!exited) asbe_proc_signal(p, SIGKILL);
   asbe_proc_free(p);

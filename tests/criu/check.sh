@@ -10,16 +10,8 @@
 # SPDX-License-Identifier: Apache-2.0
 set -euo pipefail
 
-criu="${ASB_CRIU:-${ASB_CRIU_CACHE:-/var/cache/agent-sandbox/criu}/bin/criu}"
-fail() { echo "criu.check: FAIL: $*" >&2; exit 1; }
-[ "$(id -u)" = 0 ] || fail "needs root"
-if ! [ -x "$criu" ]; then
-  if [ "${ASB_SKIP_CRIU:-}" = 1 ]; then
-    echo "criu.check: SKIP: no $criu and ASB_SKIP_CRIU=1"
-    exit 77
-  fi
-  fail "no criu at $criu: run scripts/build-criu.sh (as root), or set ASB_SKIP_CRIU=1 to skip the criu tests"
-fi
+test_name=criu.check
+. "$(dirname "$0")/lib.sh"
 
 dir="$(mktemp -d /tmp/asb-criu-check.XXXXXX)"
 pid=""
@@ -30,15 +22,6 @@ cleanup() {
   rm -rf "$dir"
 }
 trap cleanup EXIT
-
-# until SECONDS CMD...: waits for a condition (a deadline, not a sleep).
-until_ok() {
-  local end=$((SECONDS + $1)); shift
-  until "$@"; do
-    [ "$SECONDS" -lt "$end" ] || return 1
-    sleep 0.05
-  done
-}
 
 echo "== criu check ($criu, $("$criu" --version | awk '/^Version/ {print $2}'))"
 "$criu" check > "$dir/check.log" 2>&1 || { cat "$dir/check.log"; fail "criu check failed"; }

@@ -21,17 +21,9 @@
 set -euo pipefail
 
 engine="$1"
-criu="${ASB_CRIU:-${ASB_CRIU_CACHE:-/var/cache/agent-sandbox/criu}/bin/criu}"
 py=/usr/bin/python3
-fail() { echo "criu.sandbox: FAIL: $*" >&2; exit 1; }
-[ "$(id -u)" = 0 ] || fail "needs root"
-if ! [ -x "$criu" ]; then
-  if [ "${ASB_SKIP_CRIU:-}" = 1 ]; then
-    echo "criu.sandbox: SKIP: no $criu and ASB_SKIP_CRIU=1"
-    exit 77
-  fi
-  fail "no criu at $criu: run scripts/build-criu.sh (as root), or set ASB_SKIP_CRIU=1 to skip the criu tests"
-fi
+test_name=criu.sandbox
+. "$(dirname "$0")/lib.sh"
 
 t="$(mktemp -d /tmp/asb-criu-sbx.XXXXXX)"
 chmod 755 "$t"
@@ -40,13 +32,6 @@ cg="asb-criu-sbx-$$"
 nspid="" restored=""
 mkdir -p "$S" "$R"/{disk,l0,usr,asb,root} "$IMG"
 
-until_ok() { # SECONDS CMD...: waits for a condition, with a deadline
-  local end=$((SECONDS + $1)); shift
-  until "$@"; do
-    [ "$SECONDS" -lt "$end" ] || return 1
-    sleep 0.05
-  done
-}
 alive() { kill -0 "$1" 2>/dev/null; }
 engine_start() { # extra engine options...
   rm -f "$S/engine.url"

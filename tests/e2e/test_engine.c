@@ -31,25 +31,13 @@ static int make(asb_sandbox **sb, long timeout_ms, const char *const *meta, cons
   return asb_sandbox_create(sb, C, &o);
 }
 
-static char *run_out(asb_sandbox *sb, const char *cmd) {
-  asb_command_result *r = NULL;
-  if (asb_commands_run(&r, sb, cmd, NULL) != ASB_OK) {
-    fprintf(stderr, "run '%s': %s\n", cmd, asb_error_last()->message);
-    asb_command_result_free(r);
-    return strdup("<error>");
-  }
-  char *s = strdup(asb_command_result_stdout(r, NULL));
-  asb_command_result_free(r);
-  return s;
-}
-
 TEST(create_run_info_kill) {
   const char *meta[] = {"owner=tests", "purpose=basics", NULL};
   const char *envs[] = {"GREETING=hello world", NULL};
   asb_sandbox *sb = NULL;
   REQUIRE_RC(make(&sb, 60000, meta, envs, 0), ASB_OK);
   CHECK(strlen(asb_sandbox_id(sb)) == 20);
-  char *out = run_out(sb, "echo \"$GREETING\"; hostname; id -un; pwd; echo $E2B_SANDBOX");
+  char *out = asbt_run_out(sb, "echo \"$GREETING\"; hostname; id -un; pwd; echo $E2B_SANDBOX");
   char want[256];
   snprintf(want, sizeof want, "hello world\n%s\nuser\n/home/user\ntrue\n", asb_sandbox_id(sb));
   CHECK_STR(out, want);
@@ -114,7 +102,7 @@ TEST(api_key_and_envd_token_are_required) {
   char *d = NULL;
   size_t n;
   CHECK_RC(asb_files_read(&d, &n, thief, "/etc/hostname", NULL), ASB_EAUTH);
-  char *out = run_out(sb, "test -e /tmp/pwned && echo yes || echo no");
+  char *out = asbt_run_out(sb, "test -e /tmp/pwned && echo yes || echo no");
   CHECK_STR(out, "no\n");
   free(out);
   asb_sandbox_free(thief);
@@ -173,7 +161,7 @@ TEST(pause_resume_keeps_id_and_files) {
     CHECK_STR(asb_sandbox_id(back), id);
     asb_sandbox_free(back);
   }
-  char *out = run_out(sb, "cat /home/user/f*; echo");
+  char *out = asbt_run_out(sb, "cat /home/user/f*; echo");
   CHECK(strstr(out, "cycle 0") && strstr(out, "cycle 19"));
   free(out);
   asb_sandbox_kill(sb, NULL);
@@ -194,7 +182,7 @@ TEST(auto_pause_on_timeout) {
   }
   CHECK(paused);
   REQUIRE_RC(asb_sandbox_resume(sb, 60000, NULL), ASB_OK);
-  char *out = run_out(sb, "cat /home/user/keep");
+  char *out = asbt_run_out(sb, "cat /home/user/keep");
   CHECK_STR(out, "kept");
   free(out);
   asb_sandbox_kill(sb, NULL);
@@ -492,7 +480,7 @@ TEST(sandboxes_do_not_see_each_other) {
   asb_process *p = NULL;
   REQUIRE_RC(asb_commands_start(&p, a, "sleep 30", &o), ASB_OK);
   CHECK_RC(asb_files_exists(b, "/tmp/secret-of-a", NULL), 0);
-  char *out = run_out(b, "ps -e -o comm= | grep -c '^sleep$' || true");
+  char *out = asbt_run_out(b, "ps -e -o comm= | grep -c '^sleep$' || true");
   CHECK_STR(out, "0\n");
   free(out);
   asb_process_free(p);
@@ -514,7 +502,7 @@ TEST(engine_restart_adopts_live_sandboxes) {
   REQUIRE_RC(asb_files_read(&d, &n, sb, "/home/user/survivor", NULL), ASB_OK);
   CHECK_MEM(d, n, "still here", 10);
   asb_free(d);
-  char *out = run_out(sb, "echo alive");
+  char *out = asbt_run_out(sb, "echo alive");
   CHECK_STR(out, "alive\n");
   free(out);
   asb_sandbox_info *info = NULL;
@@ -626,7 +614,7 @@ TEST(create_kill_loop_leaks_nothing) {
     asb_sandbox *sb = NULL;
     REQUIRE_RC(make(&sb, 60000, NULL, NULL, 0), ASB_OK);
     if (i % 10 == 0) {
-      char *out = run_out(sb, "echo ok");
+      char *out = asbt_run_out(sb, "echo ok");
       CHECK_STR(out, "ok\n");
       free(out);
     }

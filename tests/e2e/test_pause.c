@@ -64,18 +64,6 @@ static long connect_req(const char *id) {
   return engine_sandbox_post(&F, id, "connect", "{\"timeout\": 120}", 300);
 }
 
-static char *run_out(asb_sandbox *sb, const char *cmd) {
-  asb_command_result *r = NULL;
-  if (asb_commands_run(&r, sb, cmd, NULL) != ASB_OK) {
-    fprintf(stderr, "run '%s': %s\n", cmd, asb_error_last()->message);
-    asb_command_result_free(r);
-    return strdup("<error>");
-  }
-  char *s = strdup(asb_command_result_stdout(r, NULL));
-  asb_command_result_free(r);
-  return s;
-}
-
 /* The sandbox's memory cgroup on the host: <engine's>/<cgroup name>/<id>,
  * on cgroup v2 or v1's memory hierarchy; *file: its usage file. */
 static void sandbox_cgroup(const char *id, char *out, size_t len, const char **file) {
@@ -96,7 +84,7 @@ TEST(pause_without_memory_reboots_keeping_files) {
   const char *id = asb_sandbox_id(sb);
   REQUIRE_RC(asb_files_write(NULL, sb, "/home/user/kept", "home kept", 9, NULL), ASB_OK);
   REQUIRE_RC(asb_files_write(NULL, sb, "/tmp/kept", "tmp kept", 8, NULL), ASB_OK);
-  char *boot0 = run_out(sb, "cat /proc/sys/kernel/random/boot_id");
+  char *boot0 = asbt_run_out(sb, "cat /proc/sys/kernel/random/boot_id");
   /* a process that outlives its command, holding 64 MiB */
   asb_command_options co = ASB_COMMAND_OPTIONS_INIT;
   co.timeout_ms = -1;
@@ -148,13 +136,13 @@ TEST(pause_without_memory_reboots_keeping_files) {
   CHECK(info_has(id, "\"state\":\"running\""));
   CHECK(!info_has(id, "pauseMode"));
   /* the old handle's envd token still works; the files are there */
-  char *out = run_out(sb, "cat /home/user/kept; echo; cat /tmp/kept");
+  char *out = asbt_run_out(sb, "cat /home/user/kept; echo; cat /tmp/kept");
   CHECK_STR(out, "home kept\ntmp kept");
   free(out);
-  out = run_out(sb, "pgrep -f [b]ytearray || echo none");
+  out = asbt_run_out(sb, "pgrep -f [b]ytearray || echo none");
   CHECK_STR(out, "none\n");
   free(out);
-  char *boot1 = run_out(sb, "cat /proc/sys/kernel/random/boot_id");
+  char *boot1 = asbt_run_out(sb, "cat /proc/sys/kernel/random/boot_id");
   CHECK(strlen(boot1) == 37 && strcmp(boot0, boot1) != 0);
   free(boot0);
   free(boot1);
@@ -490,7 +478,7 @@ TEST(paused_with_memory_survives_engine_crash) {
   /* not paused as far as anyone was told: running, thawed */
   CHECK_INT(cg_freeze(asb_sandbox_id(mid), -1), 0);
   CHECK(info_has(asb_sandbox_id(mid), "\"state\":\"running\""));
-  char *alive = run_out(mid, "echo alive");
+  char *alive = asbt_run_out(mid, "echo alive");
   CHECK_STR(alive, "alive\n");
   free(alive);
 
@@ -506,7 +494,7 @@ TEST(paused_with_memory_survives_engine_crash) {
    * reboot ended them), its files are kept: paused without memory now */
   CHECK(info_has(reboot_id, "\"pauseMode\":\"filesystem\""));
   CHECK_INT(connect_req(reboot_id), 201);
-  char *kept = run_out(reboot, "cat /home/user/kept; pgrep -x sleep || echo none");
+  char *kept = asbt_run_out(reboot, "cat /home/user/kept; pgrep -x sleep || echo none");
   CHECK_STR(kept, "keptnone\n");
   free(kept);
   CHECK(kill(foreign, 0) == 0); /* not killed as the sandbox's init */
@@ -523,7 +511,7 @@ TEST(paused_with_memory_survives_engine_crash) {
   CHECK_INT(loopback_open(id, 49983), lport);
   if (held >= 0) close(held);
   snprintf(cmd, sizeof cmd, "kill -0 %u && echo same", pid);
-  char *out = run_out(sb, cmd);
+  char *out = asbt_run_out(sb, cmd);
   CHECK_STR(out, "same\n");
   free(out);
   asb_process_free(p);

@@ -20,71 +20,25 @@
  * also when a check fails.
  * SPDX-License-Identifier: Apache-2.0 */
 #include <agentsandbox.h>
-#include <curl/curl.h>
-#include <dirent.h>
-#include <errno.h>
 #include <sys/stat.h>
 
-#include "asb_testing.h"
-#include "engine_fixture.h"
+#include "criu_fixture.h"
 
 static engine_fixture F;
 static asb_client *C;
-static const char *k_args[4];
-
-typedef struct {
-  char *p;
-  size_t n;
-} sinkbuf;
-
-static size_t sink(char *d, size_t s, size_t n, void *u) {
-  sinkbuf *b = u;
-  size_t len = s * n;
-  char *np = realloc(b->p, b->n + len + 1);
-  if (!np) return 0;
-  memcpy(np + b->n, d, len);
-  b->n += len;
-  np[b->n] = 0;
-  b->p = np;
-  return len;
-}
 
 /* A request to the engine's API (host NULL) or, with host, to the router. */
 static long http(const char *method, const char *path, const char *json, const char *host,
                  char **body) {
-  CURL *h = curl_easy_init();
-  sinkbuf b = {calloc(1, 1), 0};
-  char url[512], k[200], hh[200];
-  snprintf(url, sizeof url, "%s%s", F.url, path);
-  snprintf(k, sizeof k, "X-API-Key: %s", F.key);
-  struct curl_slist *hl = curl_slist_append(NULL, k);
-  hl = curl_slist_append(hl, "Content-Type: application/json");
-  if (host) {
-    snprintf(hh, sizeof hh, "Host: %s", host);
-    hl = curl_slist_append(hl, hh);
-  }
-  curl_easy_setopt(h, CURLOPT_URL, url);
-  curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
-  curl_easy_setopt(h, CURLOPT_HTTPHEADER, hl);
-  if (json) curl_easy_setopt(h, CURLOPT_POSTFIELDS, json);
-  curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, sink);
-  curl_easy_setopt(h, CURLOPT_WRITEDATA, &b);
-  curl_easy_setopt(h, CURLOPT_TIMEOUT, 300L);
-  long st = 0;
-  if (curl_easy_perform(h) == CURLE_OK) curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &st);
-  curl_slist_free_all(hl);
-  curl_easy_cleanup(h);
-  if (body)
-    *body = b.p;
-  else
-    free(b.p);
-  return st;
+  char hh[200];
+  snprintf(hh, sizeof hh, "Host: %s", host ? host : "");
+  const char *const hl[] = {hh, NULL};
+  engine_req r = {.json = json, .api_key = 1, .headers = host ? hl : NULL, .timeout_s = 300};
+  return engine_http(&F, method, path, &r, body);
 }
 
 static long sbx_post(const char *id, const char *action, const char *json) {
-  char p[128];
-  snprintf(p, sizeof p, "/sandboxes/%s/%s", id, action);
-  return http("POST", p, json, NULL, NULL);
+  return engine_sandbox_post(&F, id, action, json, 300);
 }
 
 /* pauseMode of GET /sandboxes/{id} ("" if none) into out. */
@@ -97,33 +51,6 @@ static const char *pause_mode(const char *id, char out[32]) {
     sscanf(strstr(b, key) + strlen(key), "%31[^\"]", out);
   free(b);
   return out;
-}
-
-static char *run_out(asb_sandbox *sb, const char *cmd) {
-  asb_command_result *r = NULL;
-  if (asb_commands_run(&r, sb, cmd, NULL) != ASB_OK) {
-    fprintf(stderr, "run '%s': %s\n", cmd, asb_error_last()->message);
-    asb_command_result_free(r);
-    return strdup("<error>");
-  }
-  char *s = strdup(asb_command_result_stdout(r, NULL));
-  asb_command_result_free(r);
-  return s;
-}
-
-/* The file's content once it has `len` bytes (NULL at the deadline). */
-static char *wait_file(asb_sandbox *sb, const char *path, size_t len) {
-  for (long long end = asbt_now_ms() + ASBT_DEADLINE_MS; asbt_now_ms() < end; usleep(100000)) {
-    char *d = NULL;
-    size_t n = 0;
-    if (asb_files_read(&d, &n, sb, path, NULL) == ASB_OK && n == len) {
-      char *s = strndup(d, n);
-      asb_free(d);
-      return s;
-    }
-    asb_free(d);
-  }
-  return NULL;
 }
 
 /* The last number of /tmp/count, and whether the file counts 0, 1, 2...
@@ -175,71 +102,24 @@ static int start_holder(asb_sandbox *sb) {
       "    open('/tmp/sum2.new', 'w').write(hashlib.sha256(b).hexdigest())\n"
       "    os.rename('/tmp/sum2.new', '/tmp/sum2')\n"
       "  time.sleep(0.05)\"";
-  asb_command_options o = ASB_COMMAND_OPTIONS_INIT;
-  o.timeout_ms = -1;
-  asb_process *p = NULL;
-  int rc = asb_commands_start(&p, sb, cmd, &o);
-  asb_process_free(p);
-  return rc;
+  return criu_fixture_spawn(sb, NULL, cmd);
 }
 
 /* The holder hashes its bytes again: the sum, or NULL. */
 static char *rehash(asb_sandbox *sb) {
   asb_files_remove(sb, "/tmp/sum2", NULL);
   if (asb_files_write(NULL, sb, "/tmp/go", "", 0, NULL) != ASB_OK) return NULL;
-  return wait_file(sb, "/tmp/sum2", 64);
-}
-
-/* The sandbox's host uid range from its runtime record (0 if none). */
-static unsigned long host_uid(const char *id) {
-  char p[300], line[512];
-  snprintf(p, sizeof p, "%s/sandboxes/%s/state", F.state, id);
-  FILE *f = fopen(p, "r");
-  unsigned long u = 0;
-  while (f && fgets(line, sizeof line, f))
-    if (!strncmp(line, "host_uid=", 9)) u = strtoul(line + 9, NULL, 10);
-  if (f) fclose(f);
-  return u;
-}
-
-/* Processes on the host whose uid is in the sandbox's range. */
-static int host_procs(unsigned long base) {
-  DIR *d = opendir("/proc");
-  struct dirent *de;
-  int n = 0;
-  while (d && (de = readdir(d))) {
-    if (de->d_name[0] < '0' || de->d_name[0] > '9') continue;
-    char p[300];
-    struct stat st;
-    snprintf(p, sizeof p, "/proc/%s", de->d_name);
-    if (stat(p, &st) == 0 && st.st_uid >= base && st.st_uid < base + 65536) n++;
-  }
-  if (d) closedir(d);
-  return n;
+  return asbt_wait_file(sb, "/tmp/sum2", 64);
 }
 
 /* Bytes of memory the sandbox's memory cgroup uses (0 when it is gone). */
 static long long sandbox_memory(const char *id) {
-  char p[300], line[4200], d[4200] = "";
-  snprintf(p, sizeof p, "%s/sandboxes/%s/state", F.state, id);
-  FILE *f = fopen(p, "r");
-  while (f && fgets(line, sizeof line, f)) {
-    line[strcspn(line, "\n")] = 0;
-    if (!strncmp(line, "cgroup.memory=", 14)) snprintf(d, sizeof d, "%s", line + 14);
-  }
-  if (f) fclose(f);
-  if (!d[0]) return -1;
-  snprintf(line, sizeof line, "%s/memory.usage_in_bytes", d);
-  if (!(f = fopen(line, "r"))) {
-    snprintf(line, sizeof line, "%s/memory.current", d);
-    f = fopen(line, "r");
-  }
-  long long v = 0;
-  if (f) {
-    if (fscanf(f, "%lld", &v) != 1) v = -1;
-    fclose(f);
-  }
-  return v;
+  char d[512];
+  struct stat st;
+  const char *file =
+      engine_fixture_memcg(&F, id, d, sizeof d) ? "memory.usage_in_bytes" : "memory.current";
+  if (stat(d, &st) != 0) return 0;
+  return asbt_read_num(d, file);
 }
 
 /* Rewrites the boot id of id's runtime record, as after a host reboot. */
@@ -268,38 +148,87 @@ static int forge_boot_id(const char *id) {
 
 #define MIB (1ll << 20)
 
-TEST(checkpoint_frees_the_ram_and_restore_goes_on) {
-  asb_sandbox *sb = NULL;
-  asb_sandbox_options o = ASB_SANDBOX_OPTIONS_INIT;
-  o.timeout_ms = 300000;
-  REQUIRE_RC(asb_sandbox_create(&sb, C, &o), ASB_OK);
-  char id[64];
-  snprintf(id, sizeof id, "%s", asb_sandbox_id(sb));
-  CHECK_RC(start_holder(sb), ASB_OK);
-  char *sum = wait_file(sb, "/tmp/sum", 64);
-  REQUIRE(sum != NULL);
-  char *pid = run_out(sb, "cat /tmp/pid");
-  char *boot0 = run_out(sb, "cat /proc/sys/kernel/random/boot_id");
-  /* a server of its own, reached through its port URL */
-  asb_command_options so = ASB_COMMAND_OPTIONS_INIT;
-  so.timeout_ms = -1;
-  asb_process *srv = NULL;
-  CHECK_RC(asb_commands_start(&srv, sb, "cd /tmp && exec python3 -m http.server 8000", &so),
-           ASB_OK);
-  asb_process_free(srv);
-  char host[128];
-  snprintf(host, sizeof host, "8000-%s.localhost", id);
+/* A sandbox (autoPause, autoResume as asked) running the holder, its id
+ * in id and its bytes' sum in *sum: NULL (said why) if not. */
+static asb_sandbox *holder_sandbox(char id[64], int auto_pause, int auto_resume, char **sum) {
+  asb_sandbox *sb = criu_fixture_sandbox(C, id, auto_pause, auto_resume);
+  if (!sb) return NULL;
+  if (start_holder(sb) != ASB_OK || !(*sum = asbt_wait_file(sb, "/tmp/sum", 64))) {
+    fprintf(stderr, "the holder did not start: %s\n", asb_error_last()->message);
+    asb_sandbox_kill(sb, NULL);
+    asb_sandbox_free(sb);
+    return NULL;
+  }
+  return sb;
+}
+
+/* Starts a server in the sandbox on its port 8000, its port URL's host in
+ * host (host[128]): the status of GET /sum through it once it answers. */
+static long serve(asb_sandbox *sb, const char *id, char *host) {
+  CHECK_RC(criu_fixture_spawn(sb, NULL, "cd /tmp && exec python3 -m http.server 8000"), ASB_OK);
+  snprintf(host, 128, "8000-%s.localhost", id);
   long st = 0;
   for (long long end = asbt_now_ms() + ASBT_DEADLINE_MS; asbt_now_ms() < end; usleep(100000))
     if ((st = http("GET", "/sum", NULL, host, NULL)) == 200) break;
-  CHECK_INT(st, 200);
+  return st;
+}
+
+/* Its lifetime ends (a timeout of 1 s): its pauseMode in mode once it is
+ * `want` (or at the deadline). */
+static const char *expire(const char *id, const char *want, char mode[32]) {
+  char p[128];
+  snprintf(p, sizeof p, "/sandboxes/%s/timeout", id);
+  CHECK_INT(http("POST", p, "{\"timeout\": 1}", NULL, NULL), 204);
+  for (long long end = asbt_now_ms() + ASBT_DEADLINE_MS; asbt_now_ms() < end; usleep(100000))
+    if (!strcmp(pause_mode(id, mode), want)) break;
+  return mode;
+}
+
+/* Resumed (connect), the holder counts on past *count + 3 in order (the
+ * new count in *count; count NULL: not looked at) and hashes its bytes to
+ * sum. */
+static void resume_goes_on(asb_sandbox *sb, const char *id, long *count, const char *sum) {
+  CHECK_INT(sbx_post(id, "connect", "{\"timeout\": 300}"), 201);
+  if (count) {
+    int in_order = 0;
+    long c = count_past(sb, *count + 3, &in_order);
+    CHECK(c > *count + 3 && in_order);
+    *count = c;
+  }
+  char *sum2 = rehash(sb);
+  CHECK(sum2 && !strcmp(sum2, sum));
+  free(sum2);
+}
+
+/* Paused (a checkpoint, pauseMode "checkpoint") and resumed. */
+static void checkpoint_and_restore(const char *id) {
+  CHECK_INT(sbx_post(id, "pause", "{}"), 204);
+  char mode[32];
+  CHECK_STR(pause_mode(id, mode), "checkpoint");
+  CHECK_INT(sbx_post(id, "connect", "{\"timeout\": 300}"), 201);
+}
+
+static void kill_sandbox(asb_sandbox *sb) {
+  CHECK_RC(asb_sandbox_kill(sb, NULL), ASB_OK);
+  asb_sandbox_free(sb);
+}
+
+TEST(checkpoint_frees_the_ram_and_restore_goes_on) {
+  char id[64], *sum = NULL;
+  asb_sandbox *sb = holder_sandbox(id, 0, 0, &sum);
+  REQUIRE(sb != NULL);
+  char *pid = asbt_run_out(sb, "cat /tmp/pid");
+  char *boot0 = asbt_run_out(sb, "cat /proc/sys/kernel/random/boot_id");
+  /* a server of its own, reached through its port URL */
+  char host[128];
+  CHECK_INT(serve(sb, id, host), 200);
   int in_order = 0;
   long c0 = count_past(sb, 5, &in_order);
   CHECK(c0 > 5 && in_order);
   long long mem0 = sandbox_memory(id);
-  unsigned long base = host_uid(id);
+  unsigned long base = criu_fixture_host_uid(&F, id);
   REQUIRE(base > 0);
-  CHECK(host_procs(base) > 0);
+  CHECK(asbt_uid_procs(base) > 0);
 
   CHECK_INT(sbx_post(id, "pause", "{}"), 204);
   char mode[32];
@@ -308,7 +237,7 @@ TEST(checkpoint_frees_the_ram_and_restore_goes_on) {
   fprintf(stderr, "memory %lld -> %lld MiB\n", mem0 / MIB, mem1 / MIB);
   CHECK(mem0 > 64 * MIB);
   CHECK(mem1 >= 0 && mem1 < 4 * MIB); /* its cgroups are gone: no RAM held */
-  CHECK_INT(host_procs(base), 0);     /* no process of it on the host */
+  CHECK_INT(asbt_uid_procs(base), 0); /* no process of it on the host */
   char ck[300];
   snprintf(ck, sizeof ck, "%s/sandboxes/%s/checkpoint", F.state, id);
   struct stat cs;
@@ -324,14 +253,14 @@ TEST(checkpoint_frees_the_ram_and_restore_goes_on) {
   char *sum2 = rehash(sb);
   CHECK(sum2 != NULL);
   if (sum2) CHECK_STR(sum2, sum); /* its memory, intact */
-  char *pid2 = run_out(sb, "cat /tmp/pid2");
+  char *pid2 = asbt_run_out(sb, "cat /tmp/pid2");
   CHECK_STR(pid2, pid); /* the same process */
-  char *boot1 = run_out(sb, "cat /proc/sys/kernel/random/boot_id");
+  char *boot1 = asbt_run_out(sb, "cat /proc/sys/kernel/random/boot_id");
   CHECK_STR(boot1, boot0); /* the same boot goes on */
-  char *echo = run_out(sb, "echo ok; id -un");
+  char *echo = asbt_run_out(sb, "echo ok; id -un");
   CHECK_STR(echo, "ok\nuser\n");
   CHECK_RC(asb_files_write(NULL, sb, "/home/user/after", "x", 1, NULL), ASB_OK);
-  char *x = wait_file(sb, "/home/user/after", 1);
+  char *x = asbt_wait_file(sb, "/home/user/after", 1);
   CHECK(x && !strcmp(x, "x"));
   CHECK_INT(http("GET", "/sum", NULL, host, NULL), 200); /* its port URL */
   CHECK(sandbox_memory(id) > 64 * MIB);                  /* its RAM is back */
@@ -343,123 +272,79 @@ TEST(checkpoint_frees_the_ram_and_restore_goes_on) {
   free(pid2);
   free(sum);
   free(sum2);
-  CHECK_RC(asb_sandbox_kill(sb, NULL), ASB_OK);
-  asb_sandbox_free(sb);
+  kill_sandbox(sb);
 }
 
 /* Paused by checkpoint, then the engine is killed; the next engine
  * restores it. Paused again, the "host reboots" (its runtime record is of
  * another boot now): the next engine restores it all the same. */
 TEST(checkpoint_survives_engine_kill_and_host_reboot) {
-  asb_sandbox *sb = NULL;
-  asb_sandbox_options o = ASB_SANDBOX_OPTIONS_INIT;
-  o.timeout_ms = 300000;
-  REQUIRE_RC(asb_sandbox_create(&sb, C, &o), ASB_OK);
-  char id[64];
-  snprintf(id, sizeof id, "%s", asb_sandbox_id(sb));
-  CHECK_RC(start_holder(sb), ASB_OK);
-  char *sum = wait_file(sb, "/tmp/sum", 64);
-  REQUIRE(sum != NULL);
-  char *pid = run_out(sb, "cat /tmp/pid");
+  char id[64], *sum = NULL;
+  asb_sandbox *sb = holder_sandbox(id, 0, 0, &sum);
+  REQUIRE(sb != NULL);
+  char *pid = asbt_run_out(sb, "cat /tmp/pid");
   int in_order = 0;
-  long c0 = count_past(sb, 3, &in_order);
+  long c = count_past(sb, 3, &in_order);
   CHECK_INT(sbx_post(id, "pause", "{}"), 204);
 
   engine_fixture_signal(&F, SIGKILL);
   REQUIRE(engine_fixture_launch(&F, 1) == 0);
   char mode[32];
   CHECK_STR(pause_mode(id, mode), "checkpoint");
-  CHECK_INT(sbx_post(id, "connect", "{\"timeout\": 300}"), 201);
-  long c1 = count_past(sb, c0 + 3, &in_order);
-  CHECK(c1 > c0 + 3 && in_order);
-  char *sum2 = rehash(sb);
-  CHECK(sum2 && !strcmp(sum2, sum));
-  free(sum2);
+  resume_goes_on(sb, id, &c, sum);
   /* the restored init is adopted as any running one (its recorded pid and
    * start time) by an engine started after a crash */
   engine_fixture_signal(&F, SIGKILL);
   REQUIRE(engine_fixture_launch(&F, 1) == 0);
-  long ca = count_past(sb, c1 + 3, &in_order);
-  CHECK(ca > c1 + 3 && in_order);
-  c1 = ca;
+  long ca = count_past(sb, c + 3, &in_order);
+  CHECK(ca > c + 3 && in_order);
+  c = ca;
 
   CHECK_INT(sbx_post(id, "pause", "{}"), 204);
   engine_fixture_signal(&F, SIGKILL);
   CHECK(forge_boot_id(id) == 0);
   REQUIRE(engine_fixture_launch(&F, 1) == 0);
   CHECK_STR(pause_mode(id, mode), "checkpoint");
-  CHECK_INT(sbx_post(id, "connect", "{\"timeout\": 300}"), 201);
-  long c2 = count_past(sb, c1 + 3, &in_order);
-  CHECK(c2 > c1 + 3 && in_order);
-  sum2 = rehash(sb);
-  CHECK(sum2 && !strcmp(sum2, sum));
-  char *pid2 = run_out(sb, "cat /tmp/pid2");
+  resume_goes_on(sb, id, &c, sum);
+  char *pid2 = asbt_run_out(sb, "cat /tmp/pid2");
   CHECK_STR(pid2, pid);
   free(pid);
   free(pid2);
   free(sum);
-  free(sum2);
-  CHECK_RC(asb_sandbox_kill(sb, NULL), ASB_OK);
-  asb_sandbox_free(sb);
+  kill_sandbox(sb);
 }
 
 /* A checkpoint that cannot be restored: the resume boots the sandbox on
  * its files (as a pause without memory would), never half a sandbox. */
 TEST(unrestorable_checkpoint_boots_on_its_files) {
-  asb_sandbox *sb = NULL;
-  asb_sandbox_options o = ASB_SANDBOX_OPTIONS_INIT;
-  o.timeout_ms = 300000;
-  REQUIRE_RC(asb_sandbox_create(&sb, C, &o), ASB_OK);
   char id[64];
-  snprintf(id, sizeof id, "%s", asb_sandbox_id(sb));
+  asb_sandbox *sb = criu_fixture_sandbox(C, id, 0, 0);
+  REQUIRE(sb != NULL);
   CHECK_RC(asb_files_write(NULL, sb, "/home/user/kept", "files", 5, NULL), ASB_OK);
   CHECK_INT(sbx_post(id, "pause", "{}"), 204);
   char p[400];
   snprintf(p, sizeof p, "%s/sandboxes/%s/checkpoint/pstree.img", F.state, id);
   CHECK(truncate(p, 3) == 0);
   CHECK_INT(sbx_post(id, "connect", "{\"timeout\": 300}"), 201);
-  char *kept = wait_file(sb, "/home/user/kept", 5);
+  char *kept = asbt_wait_file(sb, "/home/user/kept", 5);
   CHECK(kept && !strcmp(kept, "files"));
-  char *echo = run_out(sb, "echo ok");
+  char *echo = asbt_run_out(sb, "echo ok");
   CHECK_STR(echo, "ok\n");
   free(kept);
   free(echo);
-  CHECK_RC(asb_sandbox_kill(sb, NULL), ASB_OK);
-  asb_sandbox_free(sb);
+  kill_sandbox(sb);
 }
 
 /* autoPause at the end of its lifetime checkpoints it; with autoResume a
  * request to one of its ports restores it and is answered. */
 TEST(auto_pause_checkpoints_and_traffic_restores) {
-  asb_sandbox *sb = NULL;
-  asb_sandbox_options o = ASB_SANDBOX_OPTIONS_INIT;
-  o.timeout_ms = 300000;
-  o.auto_pause = 1;
-  o.auto_resume = 1;
-  REQUIRE_RC(asb_sandbox_create(&sb, C, &o), ASB_OK);
-  char id[64];
-  snprintf(id, sizeof id, "%s", asb_sandbox_id(sb));
-  CHECK_RC(start_holder(sb), ASB_OK);
-  char *sum = wait_file(sb, "/tmp/sum", 64);
-  REQUIRE(sum != NULL);
-  asb_command_options so = ASB_COMMAND_OPTIONS_INIT;
-  so.timeout_ms = -1;
-  asb_process *srv = NULL;
-  CHECK_RC(asb_commands_start(&srv, sb, "cd /tmp && exec python3 -m http.server 8000", &so),
-           ASB_OK);
-  asb_process_free(srv);
+  char id[64], *sum = NULL;
+  asb_sandbox *sb = holder_sandbox(id, 1, 1, &sum);
+  REQUIRE(sb != NULL);
   char host[128];
-  snprintf(host, sizeof host, "8000-%s.localhost", id);
-  long st = 0;
-  for (long long end = asbt_now_ms() + ASBT_DEADLINE_MS; asbt_now_ms() < end; usleep(100000))
-    if ((st = http("GET", "/sum", NULL, host, NULL)) == 200) break;
-  CHECK_INT(st, 200);
-  char p[128], mode[32] = "";
-  snprintf(p, sizeof p, "/sandboxes/%s/timeout", id);
-  CHECK_INT(http("POST", p, "{\"timeout\": 1}", NULL, NULL), 204);
-  for (long long end = asbt_now_ms() + ASBT_DEADLINE_MS; asbt_now_ms() < end; usleep(100000))
-    if (!strcmp(pause_mode(id, mode), "checkpoint")) break;
-  CHECK_STR(mode, "checkpoint");
+  CHECK_INT(serve(sb, id, host), 200);
+  char mode[32] = "";
+  CHECK_STR(expire(id, "checkpoint", mode), "checkpoint");
   char *body = NULL;
   CHECK_INT(http("GET", "/sum", NULL, host, &body), 200); /* woke it, then answered */
   CHECK(body && !strcmp(body, sum));
@@ -468,8 +353,7 @@ TEST(auto_pause_checkpoints_and_traffic_restores) {
   CHECK(sum2 && !strcmp(sum2, sum));
   free(sum);
   free(sum2);
-  CHECK_RC(asb_sandbox_kill(sb, NULL), ASB_OK);
-  asb_sandbox_free(sb);
+  kill_sandbox(sb);
 }
 
 /* A dump that fails (a criu that only fails: /bin/false) leaves the
@@ -481,16 +365,9 @@ TEST(failed_dump_leaves_it_running) {
   engine_fixture_signal(&F, SIGTERM);
   F.extra_args = k_false;
   REQUIRE(engine_fixture_launch(&F, 1) == 0);
-  asb_sandbox *sb = NULL;
-  asb_sandbox_options o = ASB_SANDBOX_OPTIONS_INIT;
-  o.timeout_ms = 300000;
-  o.auto_pause = 1;
-  REQUIRE_RC(asb_sandbox_create(&sb, C, &o), ASB_OK);
-  char id[64];
-  snprintf(id, sizeof id, "%s", asb_sandbox_id(sb));
-  CHECK_RC(start_holder(sb), ASB_OK);
-  char *sum = wait_file(sb, "/tmp/sum", 64);
-  REQUIRE(sum != NULL);
+  char id[64], *sum = NULL;
+  asb_sandbox *sb = holder_sandbox(id, 1, 0, &sum);
+  REQUIRE(sb != NULL);
   int in_order = 0;
   long c0 = count_past(sb, 3, &in_order);
   CHECK_INT(sbx_post(id, "pause", "{}"), 500);
@@ -498,22 +375,13 @@ TEST(failed_dump_leaves_it_running) {
   CHECK_STR(pause_mode(id, mode), ""); /* running */
   long c1 = count_past(sb, c0 + 3, &in_order);
   CHECK(c1 > c0 + 3 && in_order); /* the same process goes on */
-  char *echo = run_out(sb, "echo ok");
+  char *echo = asbt_run_out(sb, "echo ok");
   CHECK_STR(echo, "ok\n");
-  char p[128];
-  snprintf(p, sizeof p, "/sandboxes/%s/timeout", id);
-  CHECK_INT(http("POST", p, "{\"timeout\": 1}", NULL, NULL), 204);
-  for (long long end = asbt_now_ms() + ASBT_DEADLINE_MS; asbt_now_ms() < end; usleep(100000))
-    if (!strcmp(pause_mode(id, mode), "memory")) break;
-  CHECK_STR(mode, "memory"); /* frozen instead, once */
-  CHECK_INT(sbx_post(id, "connect", "{\"timeout\": 300}"), 201);
-  char *sum2 = rehash(sb);
-  CHECK(sum2 && !strcmp(sum2, sum));
+  CHECK_STR(expire(id, "memory", mode), "memory"); /* frozen instead, once */
+  resume_goes_on(sb, id, NULL, sum);
   free(echo);
   free(sum);
-  free(sum2);
-  CHECK_RC(asb_sandbox_kill(sb, NULL), ASB_OK);
-  asb_sandbox_free(sb);
+  kill_sandbox(sb);
   engine_fixture_signal(&F, SIGTERM);
   F.extra_args = before;
   REQUIRE(engine_fixture_launch(&F, 1) == 0);
@@ -533,12 +401,9 @@ static int on_fs_event(asb_fs_event_type type, const char *name, const asb_entry
 }
 
 TEST(open_streams_end_and_the_checkpoint_is_made) {
-  asb_sandbox *sb = NULL;
-  asb_sandbox_options o = ASB_SANDBOX_OPTIONS_INIT;
-  o.timeout_ms = 300000;
-  REQUIRE_RC(asb_sandbox_create(&sb, C, &o), ASB_OK);
   char id[64];
-  snprintf(id, sizeof id, "%s", asb_sandbox_id(sb));
+  asb_sandbox *sb = criu_fixture_sandbox(C, id, 0, 0);
+  REQUIRE(sb != NULL);
   asb_command_options co = ASB_COMMAND_OPTIONS_INIT;
   co.timeout_ms = -1;
   asb_process *p = NULL;
@@ -554,16 +419,12 @@ TEST(open_streams_end_and_the_checkpoint_is_made) {
   int in_order = 0;
   long c0 = count_past(sb, 3, &in_order);
   CHECK(c0 > 3 && in_order);
-  CHECK_INT(sbx_post(id, "pause", "{}"), 204);
-  char mode[32];
-  CHECK_STR(pause_mode(id, mode), "checkpoint");
-  CHECK_INT(sbx_post(id, "connect", "{\"timeout\": 300}"), 201);
+  checkpoint_and_restore(id);
   long c1 = count_past(sb, c0 + 3, &in_order);
   CHECK(c1 > c0 + 3 && in_order); /* the same shell goes on */
   asb_watch_free(w);
   asb_process_free(p);
-  CHECK_RC(asb_sandbox_kill(sb, NULL), ASB_OK);
-  asb_sandbox_free(sb);
+  kill_sandbox(sb);
 }
 
 /* A code interpreter's kernel (ipykernel: zmq over loopback TCP, between
@@ -585,76 +446,44 @@ static char *code_value(asb_sandbox *sb, const char *code) {
 }
 
 TEST(code_interpreter_kernel_survives_the_checkpoint) {
-  asb_sandbox *sb = NULL;
-  asb_sandbox_options o = ASB_SANDBOX_OPTIONS_INIT;
-  o.timeout_ms = 300000;
-  REQUIRE_RC(asb_sandbox_create(&sb, C, &o), ASB_OK);
   char id[64];
-  snprintf(id, sizeof id, "%s", asb_sandbox_id(sb));
+  asb_sandbox *sb = criu_fixture_sandbox(C, id, 0, 0);
+  REQUIRE(sb != NULL);
   char *a = code_value(sb, "import os\nx = 41\n(x + 1, os.getpid())");
   CHECK(a[0] == '(');
-  CHECK_INT(sbx_post(id, "pause", "{}"), 204);
-  char mode[32];
-  CHECK_STR(pause_mode(id, mode), "checkpoint");
-  CHECK_INT(sbx_post(id, "connect", "{\"timeout\": 300}"), 201);
+  checkpoint_and_restore(id);
   char *b = code_value(sb, "(x + 1, os.getpid())");
   CHECK_STR(b, a); /* the same kernel, its variables kept */
   free(a);
   free(b);
-  CHECK_RC(asb_sandbox_kill(sb, NULL), ASB_OK);
-  asb_sandbox_free(sb);
+  kill_sandbox(sb);
 }
 
 /* With the default network (net.pause_criu, in the closed topology of
  * tests/net): the sandbox reaches the test internet before the pause and
  * again after the restore (a new link, its policy applied again). */
 TEST(network_after_restore) {
-  asb_sandbox *sb = NULL;
-  asb_sandbox_options o = ASB_SANDBOX_OPTIONS_INIT;
-  o.timeout_ms = 300000;
-  REQUIRE_RC(asb_sandbox_create(&sb, C, &o), ASB_OK);
   char id[64];
-  snprintf(id, sizeof id, "%s", asb_sandbox_id(sb));
+  asb_sandbox *sb = criu_fixture_sandbox(C, id, 0, 0);
+  REQUIRE(sb != NULL);
   const char *get =
       "python3 -c \"import urllib.request as u; "
       "print(u.urlopen('http://198.18.0.1/hello', timeout=10).status)\"";
-  char *a = run_out(sb, get);
+  char *a = asbt_run_out(sb, get);
   CHECK_STR(a, "200\n");
-  CHECK_INT(sbx_post(id, "pause", "{}"), 204);
-  char mode[32];
-  CHECK_STR(pause_mode(id, mode), "checkpoint");
-  CHECK_INT(sbx_post(id, "connect", "{\"timeout\": 300}"), 201);
-  char *b = run_out(sb, get);
+  checkpoint_and_restore(id);
+  char *b = asbt_run_out(sb, get);
   CHECK_STR(b, "200\n");
   free(a);
   free(b);
-  CHECK_RC(asb_sandbox_kill(sb, NULL), ASB_OK);
-  asb_sandbox_free(sb);
+  kill_sandbox(sb);
 }
 
 int main(void) {
-  const char *criu = getenv("ASB_CRIU");
-  if (!criu || !*criu) criu = "/var/cache/agent-sandbox/criu/bin/criu";
-  if (access(criu, X_OK) != 0) {
-    printf(
-        "SKIP e2e.pause_criu: no criu binary at %s (build it with scripts/build-criu.sh, or "
-        "set ASB_CRIU)\n",
-        criu);
-    return 77;
-  }
+  int rc = criu_fixture_start(&F, &C, "e2e.pause_criu", "e2e-pcriu");
+  if (rc) return rc;
   const char *nn = getenv("ASB_NO_NETWORK");
   int network = !nn || !*nn || !strcmp(nn, "0");
-  k_args[0] = "--pause-criu";
-  k_args[1] = "--criu";
-  k_args[2] = criu;
-  k_args[3] = NULL;
-  curl_global_init(CURL_GLOBAL_DEFAULT);
-  if (engine_fixture_start_args(&F, "e2e-pcriu", k_args) != 0 ||
-      engine_fixture_client(&F, &C) != ASB_OK) {
-    fprintf(stderr, "cannot start the engine (%s --pause-criu)\n", ASB_ENGINE_BIN);
-    engine_fixture_stop(&F);
-    return 1;
-  }
   RUN(checkpoint_frees_the_ram_and_restore_goes_on);
   if (network) {
     RUN(network_after_restore); /* net.pause_criu: the rest is e2e.pause_criu's */
@@ -666,8 +495,6 @@ int main(void) {
     RUN(open_streams_end_and_the_checkpoint_is_made);
     RUN(code_interpreter_kernel_survives_the_checkpoint);
   }
-  asb_client_free(C);
-  engine_fixture_stop(&F);
-  curl_global_cleanup();
+  criu_fixture_stop(&F, C);
   TEST_MAIN_END();
 }

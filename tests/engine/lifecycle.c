@@ -34,22 +34,6 @@ static long read_counter(asbe_sandbox *sb) {
   return atol(buf);
 }
 
-/* Processes owned by host uids of this sandbox's range. */
-static int count_sandbox_procs(uid_t base) {
-  DIR *d = opendir("/proc");
-  int n = 0;
-  struct dirent *de;
-  while (d && (de = readdir(d))) {
-    if (de->d_name[0] < '1' || de->d_name[0] > '9') continue;
-    char p[300];
-    struct stat st;
-    snprintf(p, sizeof p, "/proc/%s", de->d_name);
-    if (stat(p, &st) == 0 && st.st_uid >= base && st.st_uid < base + 65536) n++;
-  }
-  if (d) closedir(d);
-  return n;
-}
-
 static int slot_claimed(uint32_t slot) {
   char p[128];
   snprintf(p, sizeof p, "/run/agent-sandbox/slots/%u", slot);
@@ -121,7 +105,7 @@ TEST(kill_leaves_nothing) {
   asbe_proc *p = NULL;
   REQUIRE(asbe_sandbox_exec(sb, &o, &p) == 0);
   CHECK(asbt_sh_eq(sb, 1000, "dd if=/dev/zero of=~/f bs=1M count=4 2>/dev/null; echo ok", "ok"));
-  CHECK(count_sandbox_procs(hu) >= 4);
+  CHECK(asbt_uid_procs(hu) >= 4);
   CHECK_INT(asbt_count_loops(&env), 1);
   CHECK(asbt_count_cgroups(&env) > cgs);
   CHECK(slot_claimed(slot));
@@ -129,7 +113,7 @@ TEST(kill_leaves_nothing) {
   CHECK_INT(asbe_sandbox_kill(sb, 1), 0);
   CHECK_INT(asbe_proc_wait(p, ASBT_DEADLINE_MS, NULL), 0);
   asbe_proc_free(p);
-  CHECK_INT(count_sandbox_procs(hu), 0);
+  CHECK_INT(asbt_uid_procs(hu), 0);
   CHECK_INT(asbt_count_mounts(), mounts);
   CHECK_INT(asbt_count_loops(&env), 0);
   CHECK_INT(asbt_count_cgroups(&env), cgs);
@@ -494,7 +478,7 @@ TEST(stop_and_boot_again) {
   uint32_t slot = asbe_sandbox_slot(sb);
   CHECK_INT(asbe_sandbox_stop(sb), 0);
   CHECK(!asbe_sandbox_alive(sb));
-  CHECK_INT(count_sandbox_procs(hu), 0);
+  CHECK_INT(asbt_uid_procs(hu), 0);
   CHECK_INT(asbt_count_loops(&env), 0);
   CHECK(slot_claimed(slot));
   asbe_sandbox_release(sb);

@@ -25,7 +25,6 @@
  * fixture cleans up also when a check fails.
  * SPDX-License-Identifier: Apache-2.0 */
 #include <agentsandbox.h>
-#include <curl/curl.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -34,87 +33,26 @@
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 
-#include "asb_testing.h"
-#include "engine_fixture.h"
+#include "criu_fixture.h"
 
 static engine_fixture F;
 static asb_client *C;
-static const char *k_args[4];
-
-static size_t sink(char *d, size_t s, size_t n, void *u) {
-  (void)d;
-  (void)u;
-  return s * n;
-}
 
 static long sbx_post(const char *id, const char *action, const char *json) {
-  CURL *h = curl_easy_init();
-  char url[512], k[200];
-  snprintf(url, sizeof url, "%s/sandboxes/%s/%s", F.url, id, action);
-  snprintf(k, sizeof k, "X-API-Key: %s", F.key);
-  struct curl_slist *hl = curl_slist_append(NULL, k);
-  hl = curl_slist_append(hl, "Content-Type: application/json");
-  curl_easy_setopt(h, CURLOPT_URL, url);
-  curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, "POST");
-  curl_easy_setopt(h, CURLOPT_HTTPHEADER, hl);
-  curl_easy_setopt(h, CURLOPT_POSTFIELDS, json);
-  curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, sink);
-  curl_easy_setopt(h, CURLOPT_TIMEOUT, 300L);
-  long st = 0;
-  if (curl_easy_perform(h) == CURLE_OK) curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &st);
-  curl_slist_free_all(hl);
-  curl_easy_cleanup(h);
-  return st;
+  return engine_sandbox_post(&F, id, action, json, 300);
 }
 
 static char *run_root(asb_sandbox *sb, const char *cmd) {
-  asb_command_options o = ASB_COMMAND_OPTIONS_INIT;
-  o.user = "root";
-  asb_command_result *r = NULL;
-  if (asb_commands_run(&r, sb, cmd, &o) != ASB_OK) {
-    fprintf(stderr, "run '%s': %s\n", cmd, asb_error_last()->message);
-    asb_command_result_free(r);
-    return strdup("<error>");
-  }
-  char *s = strdup(asb_command_result_stdout(r, NULL));
-  asb_command_result_free(r);
-  return s;
+  return asbt_run_as(sb, "root", cmd);
 }
 
 static int start_root(asb_sandbox *sb, const char *cmd) {
-  asb_command_options o = ASB_COMMAND_OPTIONS_INIT;
-  o.user = "root";
-  o.timeout_ms = -1;
-  asb_process *p = NULL;
-  int rc = asb_commands_start(&p, sb, cmd, &o);
-  asb_process_free(p);
-  return rc;
+  return criu_fixture_spawn(sb, "root", cmd);
 }
 
 /* Waits for a file of the sandbox to exist: its content, or NULL. */
 static char *wait_file(asb_sandbox *sb, const char *path) {
-  for (long long end = asbt_now_ms() + ASBT_DEADLINE_MS; asbt_now_ms() < end; usleep(100000)) {
-    char *d = NULL;
-    size_t n = 0;
-    if (asb_files_read(&d, &n, sb, path, NULL) == ASB_OK && n > 0) {
-      char *s = strndup(d, n);
-      asb_free(d);
-      return s;
-    }
-    asb_free(d);
-  }
-  return NULL;
-}
-
-static unsigned long host_uid(const char *id) {
-  char p[300], line[512];
-  snprintf(p, sizeof p, "%s/sandboxes/%s/state", F.state, id);
-  FILE *f = fopen(p, "r");
-  unsigned long u = 0;
-  while (f && fgets(line, sizeof line, f))
-    if (!strncmp(line, "host_uid=", 9)) u = strtoul(line + 9, NULL, 10);
-  if (f) fclose(f);
-  return u;
+  return asbt_wait_file(sb, path, 0);
 }
 
 /* The host pid of the sandbox's process whose pid inside is `inner` (its
@@ -176,13 +114,21 @@ static void links_to(unsigned long base, const char *prefix, char *out, size_t l
   if (d) closedir(d);
 }
 
-static asb_sandbox *make(char id[64]) {
-  asb_sandbox *sb = NULL;
-  asb_sandbox_options o = ASB_SANDBOX_OPTIONS_INIT;
-  o.timeout_ms = 300000;
-  if (asb_sandbox_create(&sb, C, &o) != ASB_OK) return NULL;
-  snprintf(id, 64, "%s", asb_sandbox_id(sb));
-  return sb;
+/* The pause of a sandbox that plays an attack: it answers (204, taken,
+ * then resumed; or 500, refused: the sandbox runs on), never hangs. */
+static long pause_answers(const char *what, const char *id) {
+  long st = sbx_post(id, "pause", "{}");
+  fprintf(stderr, "%s: pause answered %ld\n", what, st);
+  CHECK(st == 204 || st == 500);
+  if (st == 204) CHECK_INT(sbx_post(id, "connect", "{\"timeout\": 300}"), 201);
+  return st;
+}
+
+/* The sandbox still runs commands (as root). */
+static void still_works(asb_sandbox *sb) {
+  char *ok = run_root(sb, "echo ok");
+  CHECK_STR(ok, "ok\n");
+  free(ok);
 }
 
 /* Attack: the held file's dir, after its unlink, a symlink to a host dir
@@ -202,7 +148,7 @@ static void ghost_symlink(const char *what, int relative, int sock) {
   REQUIRE(in >= 0);
   REQUIRE(inotify_add_watch(in, host, IN_CREATE | IN_MOVED_TO) >= 0);
   char id[64];
-  asb_sandbox *sb = make(id);
+  asb_sandbox *sb = criu_fixture_sandbox(C, id, 0, 0);
   REQUIRE(sb != NULL);
   char target[200];
   if (relative)
@@ -225,11 +171,8 @@ static void ghost_symlink(const char *what, int relative, int sock) {
   CHECK_RC(start_root(sb, cmd), ASB_OK);
   char *ready = wait_file(sb, "/tmp/ready");
   REQUIRE(ready != NULL);
-  unsigned long base = host_uid(id);
-  long st = sbx_post(id, "pause", "{}");
-  fprintf(stderr, "%s: pause answered %ld\n", what, st);
-  CHECK(st == 204 || st == 500);
-  if (st == 204) CHECK_INT(sbx_post(id, "connect", "{\"timeout\": 300}"), 201);
+  unsigned long base = criu_fixture_host_uid(&F, id);
+  long st = pause_answers(what, id);
   char ev[4096];
   ssize_t n = read(in, ev, sizeof ev);
   if (n > 0) {
@@ -248,9 +191,7 @@ static void ghost_symlink(const char *what, int relative, int sock) {
         CHECK(fs.st_dev != hs.st_dev); /* not a file of the host's dir */
     }
   }
-  char *ok = run_root(sb, "echo ok");
-  CHECK_STR(ok, "ok\n");
-  free(ok);
+  still_works(sb);
   free(ready);
   close(in);
   DIR *d = opendir(host);
@@ -291,7 +232,7 @@ TEST(deleted_socket_through_a_symlink_lands_nowhere_on_the_host) {
  * anything of the state dir. */
 TEST(ghost_is_the_sandboxs_own_and_images_out_of_reach) {
   char id[64];
-  asb_sandbox *sb = make(id);
+  asb_sandbox *sb = criu_fixture_sandbox(C, id, 0, 0);
   REQUIRE(sb != NULL);
   CHECK_RC(
       start_root(sb,
@@ -311,7 +252,7 @@ TEST(ghost_is_the_sandboxs_own_and_images_out_of_reach) {
       ASB_OK);
   char *ready = wait_file(sb, "/tmp/ready");
   REQUIRE(ready != NULL);
-  unsigned long base = host_uid(id);
+  unsigned long base = criu_fixture_host_uid(&F, id);
   REQUIRE(base > 0);
   CHECK_INT(sbx_post(id, "pause", "{}"), 204);
   char ck[300], p[700];
@@ -409,7 +350,7 @@ static void privs(pid_t pid, char *out, size_t len) {
  * still fail. */
 TEST(restore_keeps_its_privileges_and_filter) {
   char id[64];
-  asb_sandbox *sb = make(id);
+  asb_sandbox *sb = criu_fixture_sandbox(C, id, 0, 0);
   REQUIRE(sb != NULL);
   const char *try_ =
       "mkdir -p /mnt/t; mount -t tmpfs none /mnt/t 2>/dev/null; echo mount $?; "
@@ -424,7 +365,7 @@ TEST(restore_keeps_its_privileges_and_filter) {
            ASB_OK);
   char *ready = wait_file(sb, "/tmp/ready");
   REQUIRE(ready != NULL);
-  unsigned long base = host_uid(id);
+  unsigned long base = criu_fixture_host_uid(&F, id);
   pid_t hp = host_pid(base, atol(ready));
   REQUIRE(hp > 0);
   char before[2048], after[2048];
@@ -451,7 +392,7 @@ TEST(restore_keeps_its_privileges_and_filter) {
  * dump fails and the sandbox runs on, or it is taken), never hangs. */
 TEST(ptraced_process_does_not_hang_the_pause) {
   char id[64];
-  asb_sandbox *sb = make(id);
+  asb_sandbox *sb = criu_fixture_sandbox(C, id, 0, 0);
   REQUIRE(sb != NULL);
   CHECK_RC(start_root(sb,
                       "python3 -c \"import os, time, signal, ctypes\n"
@@ -466,47 +407,22 @@ TEST(ptraced_process_does_not_hang_the_pause) {
            ASB_OK);
   char *ready = wait_file(sb, "/tmp/ready");
   REQUIRE(ready != NULL);
-  long st = sbx_post(id, "pause", "{}");
-  fprintf(stderr, "traced: pause answered %ld\n", st);
-  CHECK(st == 204 || st == 500);
-  if (st == 204) CHECK_INT(sbx_post(id, "connect", "{\"timeout\": 300}"), 201);
-  char *ok = run_root(sb, "echo ok");
-  CHECK_STR(ok, "ok\n");
-  free(ok);
+  pause_answers("traced", id);
+  still_works(sb);
   free(ready);
   CHECK_RC(asb_sandbox_kill(sb, NULL), ASB_OK);
   asb_sandbox_free(sb);
 }
 
 int main(void) {
-  const char *criu = getenv("ASB_CRIU");
-  if (!criu || !*criu) criu = "/var/cache/agent-sandbox/criu/bin/criu";
-  if (access(criu, X_OK) != 0) {
-    printf(
-        "SKIP security.criu: no criu binary at %s (build it with scripts/build-criu.sh, or "
-        "set ASB_CRIU)\n",
-        criu);
-    return 77;
-  }
-  k_args[0] = "--pause-criu";
-  k_args[1] = "--criu";
-  k_args[2] = criu;
-  k_args[3] = NULL;
-  curl_global_init(CURL_GLOBAL_DEFAULT);
-  if (engine_fixture_start_args(&F, "sec-criu", k_args) != 0 ||
-      engine_fixture_client(&F, &C) != ASB_OK) {
-    fprintf(stderr, "cannot start the engine (%s --pause-criu)\n", ASB_ENGINE_BIN);
-    engine_fixture_stop(&F);
-    return 1;
-  }
+  int rc = criu_fixture_start(&F, &C, "security.criu", "sec-criu");
+  if (rc) return rc;
   RUN(ghost_through_an_absolute_symlink_lands_nowhere_on_the_host);
   RUN(ghost_through_a_relative_symlink_lands_nowhere_on_the_host);
   RUN(deleted_socket_through_a_symlink_lands_nowhere_on_the_host);
   RUN(ghost_is_the_sandboxs_own_and_images_out_of_reach);
   RUN(restore_keeps_its_privileges_and_filter);
   RUN(ptraced_process_does_not_hang_the_pause);
-  asb_client_free(C);
-  engine_fixture_stop(&F);
-  curl_global_cleanup();
+  criu_fixture_stop(&F, C);
   TEST_MAIN_END();
 }

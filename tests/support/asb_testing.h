@@ -25,4 +25,40 @@
                 asb_error_last()->message);                                                    \
   } while (0)
 
+/* A command's stdout as `user` (NULL: the sandbox's default user),
+ * malloc'd; "<error>" (said on stderr) if it could not run. */
+static inline char *asbt_run_as(asb_sandbox *sb, const char *user, const char *cmd) {
+  asb_command_options o = ASB_COMMAND_OPTIONS_INIT;
+  o.user = user;
+  asb_command_result *r = NULL;
+  if (asb_commands_run(&r, sb, cmd, &o) != ASB_OK) {
+    fprintf(stderr, "run '%s': %s\n", cmd, asb_error_last()->message);
+    asb_command_result_free(r);
+    return strdup("<error>");
+  }
+  char *s = strdup(asb_command_result_stdout(r, NULL));
+  asb_command_result_free(r);
+  return s;
+}
+
+static inline char *asbt_run_out(asb_sandbox *sb, const char *cmd) {
+  return asbt_run_as(sb, NULL, cmd);
+}
+
+/* A sandbox file's content once it has `len` bytes (0: once it is not
+ * empty), malloc'd; NULL at the deadline. */
+static inline char *asbt_wait_file(asb_sandbox *sb, const char *path, size_t len) {
+  for (long long end = asbt_now_ms() + ASBT_DEADLINE_MS; asbt_now_ms() < end; usleep(100000)) {
+    char *d = NULL;
+    size_t n = 0;
+    if (asb_files_read(&d, &n, sb, path, NULL) == ASB_OK && (len ? n == len : n > 0)) {
+      char *s = strndup(d, n);
+      asb_free(d);
+      return s;
+    }
+    asb_free(d);
+  }
+  return NULL;
+}
+
 #endif

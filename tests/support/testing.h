@@ -4,10 +4,12 @@
 #ifndef ASB_TESTING_H
 #define ASB_TESTING_H
 
+#include <dirent.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -100,6 +102,23 @@ static inline long long asbt_read_num(const char *dir, const char *file) {
     fclose(f);
   }
   return v;
+}
+
+/* Processes on the host whose uid is in [base, base + 65536): a sandbox's
+ * uid range. */
+static inline int asbt_uid_procs(unsigned long base) {
+  DIR *d = opendir("/proc");
+  struct dirent *de;
+  int n = 0;
+  while (d && (de = readdir(d))) {
+    if (de->d_name[0] < '1' || de->d_name[0] > '9') continue;
+    char p[300];
+    struct stat st;
+    snprintf(p, sizeof p, "/proc/%s", de->d_name);
+    if (stat(p, &st) == 0 && st.st_uid >= base && st.st_uid < base + 65536) n++;
+  }
+  if (d) closedir(d);
+  return n;
 }
 
 #define CHECK_MEM(a, alen, b, blen)                                            \
