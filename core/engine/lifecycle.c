@@ -121,6 +121,17 @@ static void swap_out(engine *e, sbx *s) {
              (unsigned long long)(after.memory_bytes >> 20));
 }
 
+/* Under s->mu: a sandbox whose pause failed gets its link back, with its
+ * policy (applied without s->mu, as sbxnet_apply wants). */
+static void relink(engine *e, sbx *s) {
+  char why[512];
+  if (sbxnet_attach(e, s, why, sizeof why) == 0) {
+    pthread_mutex_unlock(&s->mu);
+    sbxnet_apply(e, s, NULL, why, sizeof why);
+    pthread_mutex_lock(&s->mu);
+  }
+}
+
 /* auto: an autoPause; a failed checkpoint then freezes it instead (its
  * lifetime is over: left running, it would be paused again at once). */
 static int pause_impl(engine *e, sbx *s, int memory, int autop) {
@@ -158,13 +169,8 @@ static int pause_impl(engine *e, sbx *s, int memory, int autop) {
       s->paused_ckpt = 1;
       asbi_log("sandbox %s: checkpointed in %lld ms", s->id, (long long)(asbi_unix_ms() - t0));
     } else {
-      char why[512];
       asbi_log("sandbox %s: checkpoint: %s", s->id, asbe_errmsg());
-      if (asbe_sandbox_alive(s->iso) && sbxnet_attach(e, s, why, sizeof why) == 0) {
-        pthread_mutex_unlock(&s->mu);
-        sbxnet_apply(e, s, NULL, why, sizeof why);
-        pthread_mutex_lock(&s->mu);
-      }
+      if (asbe_sandbox_alive(s->iso)) relink(e, s);
       if (autop && asbe_sandbox_alive(s->iso) && s->state == SBX_RUNNING &&
           (rc = asbe_sandbox_freeze(s->iso)) == 0) {
         s->state = SBX_PAUSED;
@@ -194,12 +200,7 @@ static int pause_impl(engine *e, sbx *s, int memory, int autop) {
       s->paused_ckpt = 0;
       s->codei_started = 0;
     } else {
-      char why[512];
-      if (sbxnet_attach(e, s, why, sizeof why) == 0) { /* still running: as it was */
-        pthread_mutex_unlock(&s->mu);
-        sbxnet_apply(e, s, NULL, why, sizeof why);
-        pthread_mutex_lock(&s->mu);
-      }
+      relink(e, s); /* still running: as it was */
     }
   }
   pthread_mutex_unlock(&s->mu);
