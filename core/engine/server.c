@@ -393,6 +393,8 @@ static asbi_httpd *start_daemon(engine *e, int fd, front *fr, char *err, size_t 
       .completed = completed,
       .closed = fr ? front_conn_closed : NULL,
       .closed_cls = fr,
+      .idle = fr ? front_conn_idle : NULL,
+      .idle_cls = fr,
       .uri = uri_log,
       .max_connections = fr ? front_mhd_limit(max) : max,
       .head_timeout_ms = hdr_ms,
@@ -451,7 +453,7 @@ int server_start(engine *e, const char *listen_addr, const char *socket_path) {
   /* before the front hands it anything (portal_source reads it) */
   __atomic_store_n((struct MHD_Daemon **)&e->tcp_daemon, asbi_httpd_daemon(s->tcp),
                    __ATOMIC_RELEASE);
-  int rc = front_start(s->front, asbi_httpd_daemon(s->tcp));
+  int rc = front_start(s->front, s->tcp);
   if (rc == 0) s->lu = loopurl_new(s->front);
   if (rc == 0 && s->lu) s->pt = portal_new(s->front);
   if (rc || !s->lu || !s->pt) {

@@ -434,6 +434,7 @@ TEST(hop_by_hop_headers_and_the_api_key_stay_out) {
 /* ---- slow connections (finding 8) -------------------------------------------- */
 
 static const char SLOW_HEAD[] = "GET /sandboxes HTTP/1.1\r\nHost: x\r\n"; /* never ends */
+static const char HEALTH[] = "GET /health HTTP/1.1\r\nHost: x\r\n\r\n";   /* keep-alive: 204 */
 
 static int keyed_request_ok(int fd) {
   char req[512];
@@ -508,25 +509,35 @@ TEST(slow_heads_count_against_their_address_only) {
   }
   slow[3] = tcp_to("127.0.0.1", g.port); /* connected, sends nothing */
   CHECK(slow[3] >= 0);
-  /* the fifth from the same address is refused at once */
-  int fifth = tcp_to("127.0.0.1", g.port);
-  CHECK(fifth < 0 || closed_by(fifth, now_ms() + ASBT_DEADLINE_MS));
-  if (fifth >= 0) close(fifth);
+  /* none of them is idle between requests, so the next four from the same
+   * address are held by the engine (parked) and the ninth is refused at
+   * once, with a 503 rather than a reset */
+  int held[4];
+  for (int i = 0; i < 4; i++) {
+    held[i] = tcp_to("127.0.0.1", g.port);
+    CHECK(held[i] >= 0 && send_all(held[i], SLOW_HEAD, strlen(SLOW_HEAD)) == 0);
+  }
+  resp r;
+  exchange_on(tcp_to("127.0.0.1", g.port), HEALTH, strlen(HEALTH), &r, ASBT_DEADLINE_MS);
+  CHECK_INT(r.status, 503);
+  CHECK(strcasestr(r.head, "\r\nRetry-After: 1\r\n") != NULL);
+  CHECK(strstr(r.body, "--max-connections-per-ip") != NULL);
   /* others are served meanwhile */
   char req[512];
   snprintf(req, sizeof req,
            "GET /sandboxes HTTP/1.1\r\nHost: x\r\nX-API-Key: %s\r\n"
            "Connection: close\r\n\r\n",
            g.key);
-  resp r;
   exchange_on(tcp_to("127.0.0.2", g.port), req, strlen(req), &r, 20000);
   CHECK_INT(r.status, 200);
   char path[300];
   snprintf(path, sizeof path, "%s/engine.sock", g.state);
   exchange_on(unix_to(path), req, strlen(req), &r, 20000);
   CHECK_INT(r.status, 200);
-  for (int i = 0; i < 4; i++)
+  for (int i = 0; i < 4; i++) {
     if (slow[i] >= 0) close(slow[i]);
+    if (held[i] >= 0) close(held[i]);
+  }
   engine_fixture_stop(&g);
 }
 
@@ -584,6 +595,142 @@ TEST(slow_heads_are_cut_at_the_header_timeout) {
     usleep(50000);
   }
   CHECK_INT(r.status, 200);
+  engine_fixture_stop(&g);
+}
+
+/* ---- bursts and busy connections from one address ---------------------------- */
+
+/* A client's burst of keep-alive connections, more than
+ * --max-connections-per-ip (256) from one address: every request is
+ * answered, none reset. All at once (each sends its request, none reads
+ * yet): the engine holds those past the limit (parked) and lets them in as
+ * earlier ones turn idle. Then one after another, each kept open: the idle
+ * ones are reclaimed for the new, oldest first. The waiting caps
+ * (--max-connections 2000: 500 for first bytes, 500 for heads) and the
+ * header timeout (600 s) stay out of the way on a loaded machine. */
+TEST(a_burst_of_keep_alive_connections_from_one_address_is_served) {
+  engine_fixture g;
+  static const char *const args[] = {
+      "--max-connections", "2000", "--header-timeout", "600", "--pool", "0", NULL};
+  if (engine_fixture_start_args(&g, "sechttp-burst", args) != 0) {
+    ASBT_FAIL("cannot start an engine with --max-connections 2000");
+    engine_fixture_stop(&g);
+    return;
+  }
+  enum { N = 600 };
+  static int fds[N];
+  struct rlimit rl = {4096, 4096};
+  REQUIRE(setrlimit(RLIMIT_NOFILE, &rl) == 0);
+  for (int i = 0; i < N; i++) {
+    fds[i] = tcp_to("127.0.0.1", g.port);
+    if (fds[i] >= 0 && send_all(fds[i], HEALTH, strlen(HEALTH)) != 0) {
+      close(fds[i]);
+      fds[i] = -1;
+    }
+  }
+  int answered = 0;
+  resp r;
+  for (int i = 0; i < N; i++) {
+    if (fds[i] >= 0 && read_resp(fds[i], &r, ASBT_DEADLINE_MS) == 0 && r.status == 204) answered++;
+    if (fds[i] >= 0) close(fds[i]);
+  }
+  CHECK_INT(answered, N);
+  answered = 0;
+  for (int i = 0; i < N; i++) {
+    fds[i] = tcp_to("127.0.0.1", g.port);
+    if (fds[i] >= 0 && send_all(fds[i], HEALTH, strlen(HEALTH)) == 0 &&
+        read_resp(fds[i], &r, ASBT_DEADLINE_MS) == 0 && r.status == 204)
+      answered++;
+  }
+  CHECK_INT(answered, N);
+  /* the first was reclaimed (the engine closed it) for a later one */
+  CHECK(fds[0] >= 0 && closed_by(fds[0], now_ms() + ASBT_DEADLINE_MS));
+  for (int i = 0; i < N; i++)
+    if (fds[i] >= 0) close(fds[i]);
+  engine_fixture_stop(&g);
+}
+
+/* A request that stays busy: its head is in, its body never ends. */
+static int busy_to(const engine_fixture *g, const char *src) {
+  char req[512];
+  snprintf(req, sizeof req,
+           "POST /sandboxes/held/busy HTTP/1.1\r\nHost: x\r\nX-API-Key: %s\r\n"
+           "Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n{",
+           g->key);
+  int fd = tcp_to(src, g->port);
+  if (fd >= 0 && send_all(fd, req, strlen(req)) != 0) {
+    close(fd);
+    fd = -1;
+  }
+  return fd;
+}
+
+/* Connections that stay busy from one address hold its limit: the next
+ * ones are parked (up to the limit again), let in as busy ones end, and
+ * the one past that is refused with a 503 and Retry-After; another address
+ * is served meanwhile. With --header-timeout 600 nothing here expires. */
+TEST(busy_connections_from_one_address_hold_new_ones_then_get_503) {
+  engine_fixture g;
+  static const char *const args[] = {
+      "--max-connections-per-ip", "4", "--header-timeout", "600", "--pool", "0", NULL};
+  if (engine_fixture_start_args(&g, "sechttp-busy", args) != 0) {
+    ASBT_FAIL("cannot start an engine with --max-connections-per-ip 4");
+    engine_fixture_stop(&g);
+    return;
+  }
+  int busy[4], held[4];
+  for (int i = 0; i < 4; i++) CHECK((busy[i] = busy_to(&g, "127.0.0.6")) >= 0);
+  for (int i = 0; i < 4; i++) {
+    held[i] = tcp_to("127.0.0.6", g.port);
+    CHECK(held[i] >= 0 && send_all(held[i], HEALTH, strlen(HEALTH)) == 0);
+  }
+  resp r;
+  exchange_on(tcp_to("127.0.0.6", g.port), HEALTH, strlen(HEALTH), &r, ASBT_DEADLINE_MS);
+  CHECK_INT(r.status, 503);
+  CHECK(strcasestr(r.head, "\r\nRetry-After: 1\r\n") != NULL);
+  CHECK(strcasestr(r.head, "\r\nConnection: close\r\n") != NULL);
+  /* another address is not starved */
+  char req[512];
+  snprintf(req, sizeof req,
+           "GET /sandboxes HTTP/1.1\r\nHost: x\r\nX-API-Key: %s\r\n"
+           "Connection: close\r\n\r\n",
+           g.key);
+  exchange_on(tcp_to("127.0.0.7", g.port), req, strlen(req), &r, 20000);
+  CHECK_INT(r.status, 200);
+  /* one busy connection ends: the held ones go in, one after another (each
+   * answered one is idle, and reclaimed for the next) */
+  if (busy[0] >= 0) close(busy[0]);
+  busy[0] = -1;
+  for (int i = 0; i < 4; i++) {
+    if (held[i] < 0) continue;
+    CHECK_INT(read_resp(held[i], &r, ASBT_DEADLINE_MS), 0);
+    CHECK_INT(r.status, 204);
+  }
+  for (int i = 0; i < 4; i++) {
+    if (busy[i] >= 0) close(busy[i]);
+    if (held[i] >= 0) close(held[i]);
+  }
+  engine_fixture_stop(&g);
+}
+
+/* A parked connection gets its 503 once it has waited --header-timeout
+ * (1 s), waited for by deadline. */
+TEST(a_connection_held_past_the_header_timeout_gets_503) {
+  engine_fixture g;
+  static const char *const args[] = {
+      "--max-connections-per-ip", "1", "--header-timeout", "1", "--pool", "0", NULL};
+  if (engine_fixture_start_args(&g, "sechttp-held", args) != 0) {
+    ASBT_FAIL("cannot start an engine with --max-connections-per-ip 1");
+    engine_fixture_stop(&g);
+    return;
+  }
+  int busy = busy_to(&g, "127.0.0.8");
+  CHECK(busy >= 0);
+  resp r;
+  exchange_on(tcp_to("127.0.0.8", g.port), HEALTH, strlen(HEALTH), &r, ASBT_DEADLINE_MS);
+  CHECK_INT(r.status, 503);
+  CHECK(strcasestr(r.head, "\r\nRetry-After: 1\r\n") != NULL);
+  if (busy >= 0) close(busy);
   engine_fixture_stop(&g);
 }
 
@@ -897,6 +1044,9 @@ int main(void) {
     RUN(slow_heads_are_cut_at_the_header_timeout);
     RUN(a_flood_past_the_connection_limit_leaves_the_engine_serving_and_stoppable);
     RUN(slow_clients_on_one_address_cannot_lock_out_keyed_ones);
+    RUN(a_burst_of_keep_alive_connections_from_one_address_is_served);
+    RUN(busy_connections_from_one_address_hold_new_ones_then_get_503);
+    RUN(a_connection_held_past_the_header_timeout_gets_503);
   } else {
     asbt_failures++;
   }
