@@ -156,17 +156,20 @@ static int inheritable_unix_stream(int fd, unsigned long long *ino) {
 }
 
 /* The inheritable AF_UNIX stream sockets open in this process, as
- * (descriptor, inode) pairs; NULL with *n = 0 when /proc cannot say. */
+ * (descriptor, inode) pairs in *out (free it); -1 when /proc cannot say
+ * or memory runs out (then nothing is known, not "none"). */
 typedef struct {
   int fd;
   unsigned long long ino;
 } usock;
 
-static usock *unix_socks(size_t *n) {
+static int unix_socks(usock **out, size_t *n) {
+  *out = NULL;
   *n = 0;
   DIR *d = opendir("/proc/self/fd"); /* O_CLOEXEC and a directory: never a candidate */
-  if (!d) return NULL;
+  if (!d) return -1;
   usock *v = NULL;
+  int rc = 0;
   size_t cap = 0;
   for (struct dirent *e; (e = readdir(d));) {
     char *endp;
@@ -178,14 +181,18 @@ static usock *unix_socks(size_t *n) {
     if (*n == cap) {
       size_t nc = cap ? cap * 2 : 16;
       usock *nv = realloc(v, nc * sizeof *nv);
-      if (!nv) break;
+      if (!nv) {
+        rc = -1;
+        break;
+      }
       v = nv;
       cap = nc;
     }
     v[(*n)++] = (usock){(int)fd, ino};
   }
   closedir(d);
-  return v;
+  *out = v;
+  return rc;
 }
 
 static int usock_has(const usock *v, size_t n, usock u) {
@@ -219,12 +226,13 @@ static pthread_mutex_t make_mu = PTHREAD_MUTEX_INITIALIZER;
 static CURLM *multi_new(void) {
   pthread_mutex_lock(&make_mu);
   size_t nb = 0, na = 0;
-  usock *before = unix_socks(&nb);
+  usock *before = NULL, *after = NULL;
+  int known = unix_socks(&before, &nb) == 0;
   CURLM *m = curl_multi_init();
-  usock *after = m ? unix_socks(&na) : NULL;
+  known = known && m && unix_socks(&after, &na) == 0;
   usock fresh[2];
   size_t nf = 0;
-  for (size_t i = 0; i < na; i++)
+  for (size_t i = 0; known && i < na; i++)
     if (!usock_has(before, nb, after[i])) {
       if (nf < 2) fresh[nf] = after[i];
       nf++;
