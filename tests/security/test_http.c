@@ -447,6 +447,19 @@ static int keyed_request_ok(int fd) {
   return r.status;
 }
 
+/* Raises this process's soft RLIMIT_NOFILE to n if it is lower, the hard
+ * one left as it is (lowering it could not be undone without
+ * CAP_SYS_RESOURCE, and later tests start engines with it). */
+static int nofile_at_least(rlim_t n) {
+  struct rlimit rl;
+  if (getrlimit(RLIMIT_NOFILE, &rl) != 0) return -1;
+  if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < n) {
+    rl.rlim_cur = n;
+    return setrlimit(RLIMIT_NOFILE, &rl);
+  }
+  return 0;
+}
+
 /* 1 if the engine has closed fd (EOF or reset) before the deadline. */
 static int closed_by(int fd, int64_t deadline) {
   char b[256];
@@ -462,8 +475,7 @@ TEST(slow_clients_on_one_address_cannot_lock_out_keyed_ones) {
    * connection limit: they all come from 127.0.0.1. */
   enum { N = 1100 };
   static int fds[N];
-  struct rlimit rl = {4096, 4096};
-  REQUIRE(setrlimit(RLIMIT_NOFILE, &rl) == 0);
+  REQUIRE(nofile_at_least(4096) == 0);
   for (int i = 0; i < N; i++) { /* those over the per-address limit are closed at once */
     fds[i] = tcp_to("127.0.0.1", F.port);
     if (fds[i] >= 0) send_all(fds[i], SLOW_HEAD, strlen(SLOW_HEAD));
@@ -619,8 +631,7 @@ TEST(a_burst_of_keep_alive_connections_from_one_address_is_served) {
   }
   enum { N = 600 };
   static int fds[N];
-  struct rlimit rl = {4096, 4096};
-  REQUIRE(setrlimit(RLIMIT_NOFILE, &rl) == 0);
+  REQUIRE(nofile_at_least(4096) == 0);
   for (int i = 0; i < N; i++) {
     fds[i] = tcp_to("127.0.0.1", g.port);
     if (fds[i] >= 0 && send_all(fds[i], HEALTH, strlen(HEALTH)) != 0) {
@@ -732,6 +743,163 @@ TEST(a_connection_held_past_the_header_timeout_gets_503) {
   CHECK(strcasestr(r.head, "\r\nRetry-After: 1\r\n") != NULL);
   if (busy >= 0) close(busy);
   engine_fixture_stop(&g);
+}
+
+/* The soft RLIMIT_NOFILE of a process (-1 if unknown). */
+static long long nofile_of(pid_t pid) {
+  char path[64], line[256];
+  snprintf(path, sizeof path, "/proc/%d/limits", (int)pid);
+  FILE *fp = fopen(path, "r");
+  long long soft = -1;
+  while (fp && fgets(line, sizeof line, fp))
+    if (strncmp(line, "Max open files", 14) == 0) soft = strtoll(line + 14, NULL, 10);
+  if (fp) fclose(fp);
+  return soft;
+}
+
+/* An engine started as engine_fixture starts one (engine_fixture_stop
+ * stops it), with RLIMIT_NOFILE cur:max set in its process only (this one
+ * cannot raise its hard limit again without CAP_SYS_RESOURCE, which root
+ * in a container often lacks) and its log (stderr) in <state>.log. */
+static int start_with_nofile(engine_fixture *g, const char *tag, rlim_t cur, rlim_t max,
+                             const char *const *extra, char *log, size_t loglen) {
+  memset(g, 0, sizeof *g);
+  snprintf(g->state, sizeof g->state, "/tmp/asb-%s-%d", tag, (int)getpid());
+  snprintf(g->cgroup, sizeof g->cgroup, "asbt-%s-%d", tag, (int)getpid());
+  snprintf(log, loglen, "%s.log", g->state);
+  const char *argv[32];
+  int n = 0;
+  argv[n++] = ASB_ENGINE_BIN;
+  argv[n++] = "--state-dir";
+  argv[n++] = g->state;
+  argv[n++] = "--listen";
+  argv[n++] = "127.0.0.1:0";
+  argv[n++] = "--cgroup-name";
+  argv[n++] = g->cgroup;
+  argv[n++] = "--pool";
+  argv[n++] = "0";
+  argv[n++] = "--kill-on-exit";
+  const char *envd = getenv("ASB_TEST_ENVD"), *init = getenv("ASB_TEST_INIT");
+  if (envd && *envd) {
+    argv[n++] = "--envd";
+    argv[n++] = envd;
+  }
+  if (init && *init) {
+    argv[n++] = "--init";
+    argv[n++] = init;
+  }
+  for (size_t i = 0; extra && extra[i] && n < 31; i++) argv[n++] = extra[i];
+  argv[n] = NULL;
+  int out[2];
+  int lfd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (lfd < 0 || pipe(out) != 0) {
+    if (lfd >= 0) close(lfd);
+    return -1;
+  }
+  pid_t parent = getpid(), pid = fork();
+  if (pid == 0) { /* only async-signal-safe calls until exec */
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (getppid() != parent) _exit(127);
+    struct rlimit rl = {cur, max};
+    if (setrlimit(RLIMIT_NOFILE, &rl) != 0) _exit(126);
+    dup2(out[1], 1);
+    dup2(lfd, 2);
+    execv(argv[0], (char *const *)argv);
+    _exit(127);
+  }
+  close(out[1]);
+  close(lfd);
+  if (pid < 0) {
+    close(out[0]);
+    return -1;
+  }
+  FILE *fp = fdopen(out[0], "r");
+  char line[256];
+  while (fp && !g->port && fgets(line, sizeof line, fp)) {
+    const char *c = strrchr(line, ':');
+    if (strncmp(line, "listening on", 12) == 0 && c) g->port = atoi(c + 1);
+  }
+  if (fp) fclose(fp);
+  g->pid = pid;
+  engine_fixture_live_set(pid, g->state); /* stopped at exit should the test end early */
+  return g->port ? 0 : -1;
+}
+
+/* 1 if file path holds s. */
+static int file_has(const char *path, const char *s) {
+  char buf[16384];
+  FILE *fp = fopen(path, "r");
+  size_t n = fp ? fread(buf, 1, sizeof buf - 1, fp) : 0;
+  if (fp) fclose(fp);
+  buf[n] = 0;
+  return strstr(buf, s) != NULL;
+}
+
+/* Connections waiting in the accept queue of the listener on 127.0.0.1:port
+ * (the rx_queue /proc/net/tcp shows for a listening socket); -1 if none. */
+static int accept_queue(int port) {
+  FILE *fp = fopen("/proc/net/tcp", "r");
+  char line[512];
+  int q = -1;
+  unsigned la, lp, st, tx, rx;
+  while (fp && fgets(line, sizeof line, fp))
+    if (sscanf(line, " %*d: %x:%x %*x:%*x %x %x:%x", &la, &lp, &st, &tx, &rx) == 5 &&
+        la == htonl(INADDR_LOOPBACK) && (int)lp == port && st == 0x0A)
+      q = (int)rx;
+  if (fp) fclose(fp);
+  return q;
+}
+
+/* The engine fits --max-connections to RLIMIT_NOFILE (server.c: 5 fds
+ * each, plus a third, plus 256 for the rest). A low soft limit is raised
+ * as far as it needs, no further (1000: 6922), when the hard limit lets
+ * it. Where the hard one does not (1024), --max-connections is lowered
+ * (to 115), logged, and applied: with 115 connections open a 116th waits
+ * in the kernel's accept queue, then is served once one of them ends. */
+TEST(the_engine_fits_its_connections_to_its_file_limit) {
+  struct rlimit own;
+  REQUIRE(getrlimit(RLIMIT_NOFILE, &own) == 0);
+  engine_fixture g;
+  char log[200];
+  static const char *const wide[] = {"--header-timeout", "600", NULL};
+  if (own.rlim_max == RLIM_INFINITY || own.rlim_max >= 6922) {
+    CHECK_INT(start_with_nofile(&g, "sechttp-nofile", 1024, own.rlim_max, wide, log, sizeof log),
+              0);
+    CHECK_INT(nofile_of(g.pid), 6922);
+    CHECK(!file_has(log, "lowered"));
+    engine_fixture_stop(&g);
+    unlink(log);
+  } else {
+    fprintf(stderr, "(a hard RLIMIT_NOFILE below 6922: the raise is not checked)\n");
+  }
+  enum { MAX = 115 };
+  CHECK_INT(start_with_nofile(&g, "sechttp-nofile2", 1024, 1024, wide, log, sizeof log), 0);
+  CHECK_INT(nofile_of(g.pid), 1024);
+  CHECK(file_has(log, "--max-connections 1000 lowered to 115 to fit it"));
+  static int fds[MAX];
+  int answered = 0;
+  resp r;
+  for (int i = 0; g.port && i < MAX; i++) {
+    fds[i] = tcp_to("127.0.0.1", g.port); /* each answered, then kept open (keep-alive) */
+    if (fds[i] >= 0 && send_all(fds[i], HEALTH, strlen(HEALTH)) == 0 &&
+        read_resp(fds[i], &r, ASBT_DEADLINE_MS) == 0 && r.status == 204)
+      answered++;
+  }
+  CHECK_INT(answered, MAX);
+  int more = g.port ? tcp_to("127.0.0.1", g.port) : -1;
+  CHECK(more >= 0 && send_all(more, HEALTH, strlen(HEALTH)) == 0);
+  int queued = 0;
+  for (int64_t end = now_ms() + ASBT_DEADLINE_MS; !queued && now_ms() < end; usleep(20000))
+    queued = accept_queue(g.port) == 1;
+  CHECK(queued);
+  if (fds[0] >= 0) close(fds[0]);
+  fds[0] = -1;
+  CHECK(more >= 0 && read_resp(more, &r, ASBT_DEADLINE_MS) == 0 && r.status == 204);
+  if (more >= 0) close(more);
+  for (int i = 0; g.port && i < MAX; i++)
+    if (fds[i] >= 0) close(fds[i]);
+  engine_fixture_stop(&g);
+  unlink(log);
 }
 
 /* 1 if the engine g exits (after SIGTERM) before the deadline; else it
@@ -1047,6 +1215,7 @@ int main(void) {
     RUN(a_burst_of_keep_alive_connections_from_one_address_is_served);
     RUN(busy_connections_from_one_address_hold_new_ones_then_get_503);
     RUN(a_connection_held_past_the_header_timeout_gets_503);
+    RUN(the_engine_fits_its_connections_to_its_file_limit);
   } else {
     asbt_failures++;
   }
