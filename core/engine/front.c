@@ -48,7 +48,9 @@
  * not sent their first request yet, a new one is parked: accepted but
  * held by the front (an fd, no thread, nothing read), first in first out,
  * until one of that address's connections ends or turns idle, so a burst
- * of a few hundred calls from one process is served, not reset. Parked
+ * of a few hundred calls from one process is served, not reset (up to
+ * twice --max-connections-per-ip at once whatever the engine's speed;
+ * more as far as its first ones turn idle in time). Parked
  * are at most --max-connections-per-ip per address and --max-connections
  * in all, each for at most --header-timeout; past that a connection gets
  * 503 with Retry-After and is closed (the reply is sent at once, then the
