@@ -116,8 +116,8 @@ int main(int argc, char **argv) {
                             "GET /sandboxes HTTP/1.1\r\nHost: x\r\nX-API-Key: %s\r\n\r\n", F.key);
   int bad = 0;
   double s = run_threads(keepalive, &bad);
-  printf("keep-alive, %d connections: %.0f requests/s (%d failed)\n", THREADS,
-         THREADS * REQS / s, bad);
+  printf("keep-alive, %d connections: %.0f requests/s (%d failed)\n", THREADS, THREADS * REQS / s,
+         bad);
   bad = 0;
   s = run_threads(per_request, &bad);
   printf("a connection per request, %d threads: %.0f connections/s (%d failed)\n", THREADS,

@@ -382,11 +382,17 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
  * a connection (long command streams send keepalives well within that).
  * The unix socket's daemon applies --max-connections and lets half of
  * them wait for a head; the TCP port's gets its connections from the
- * front, which applies the limits (front.h), and has room beyond them. */
+ * front, which applies the limits (front.h), and has room beyond them,
+ * and lets a quarter wait for a head, or --max-connections-per-ip if that
+ * is more (up to half): one client's burst of new connections, all in
+ * before the daemon's threads have read their heads, is not taken for
+ * slow clients and cut. */
 static asbi_httpd *start_daemon(engine *e, int fd, front *fr, char *err, size_t n) {
   unsigned hdr_ms = (unsigned)e->header_timeout_s * 1000u;
   unsigned max = e->max_conns ? e->max_conns : 1000u;
   unsigned waiting = fr ? max / 4 : max / 2; /* the front lets the other quarter wait */
+  if (fr && waiting < e->max_conns_per_ip)   /* with the front's quarter, under three quarters */
+    waiting = e->max_conns_per_ip < max / 2 ? e->max_conns_per_ip : max / 2;
   asbi_httpd_opts o = {
       .listen_fd = fd,
       .handler = handler,

@@ -924,9 +924,9 @@ TEST(the_engine_fits_its_connections_to_its_file_limit) {
   CHECK_INT(nofile_of(g.pid), 1024);
   CHECK(file_has(log, "--max-connections 1000 lowered to 115 to fit it"));
   /* busy ones (a body that never ends), one at a time, each in once its
-   * head is (100 Continue): past a quarter of --max-connections waiting
-   * for a head, idle keep-alive ones or heads not read yet, the oldest is
-   * cut, and the 116th would find room */
+   * head is (100 Continue): past the daemon's room for connections waiting
+   * for a head (here 57), idle keep-alive ones or heads not read yet, the
+   * oldest is cut, and the 116th would find room */
   static int fds[MAX];
   for (int i = 0; i < MAX; i++) CHECK((fds[i] = g.port ? busy_in(&g, "127.0.0.9") : -1) >= 0);
   int more = g.port ? tcp_to("127.0.0.9", g.port) : -1;
