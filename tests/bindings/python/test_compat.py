@@ -385,3 +385,61 @@ async def test_connect_goes_through_e2b_api(engine, monkeypatch):
         assert "signature" not in other.download_url("a.txt")
     finally:
         sbx.kill()
+
+
+async def test_create_goes_through_e2b_api(engine, monkeypatch):
+    """Sandbox.create builds E2B's NewSandbox body as its SDK does (each
+    lifecycle field only when configured, volume mounts as E2B's list, the
+    network in its wire names with the engine's own limits kept) and sends
+    it through e2b.api's post_sandboxes (over the library); its answer is
+    read as connect's is."""
+    from agent_sandbox.compat.api.client.api.sandboxes import post_sandboxes
+    from agent_sandbox.compat.api.client.client import AuthenticatedClient
+    from agent_sandbox.compat.api.client.models import NewSandbox
+    from agent_sandbox.compat.api.client.models import Sandbox as SandboxModel
+
+    res = post_sandboxes.sync_detailed(client=AuthenticatedClient(),
+                                       body=NewSandbox(template_id="base", timeout=60,
+                                                       metadata={"via": "e2b-api"}))
+    assert int(res.status_code) == 201
+    try:
+        sbx = Sandbox.connect(res.parsed.sandbox_id)
+        assert sbx.get_info().metadata == {"via": "e2b-api"}
+    finally:
+        Sandbox.kill(res.parsed.sandbox_id)
+
+    live = await AsyncSandbox.create(timeout=60, metadata={"k": "async"},
+                                     lifecycle={"on_timeout": "pause"})
+    try:
+        assert (await live.get_info()).metadata == {"k": "async"}
+        assert (await live.commands.run("echo ok")).stdout == "ok\n"
+    finally:
+        await live.kill()
+
+    bodies = []
+
+    def fake(*, client, body):
+        bodies.append(body.to_dict())
+        m = SandboxModel(client_id="c", envd_version="0.2.4", sandbox_id="sbx-x", template_id="t")
+        return type(res)(status_code=res.status_code, content=b"", headers={}, parsed=m)
+
+    monkeypatch.setattr(post_sandboxes, "sync_detailed", fake)
+    assert Sandbox.create().sandbox_id == "sbx-x"
+    Sandbox.create("t", timeout=30, lifecycle={"on_timeout": {"action": "pause",
+                                                              "keep_memory": False}},
+                   volume_mounts={"/mnt/data": "vol"},
+                   network={"allow_out": ["10.0.0.1"], "max_connections": 5})
+    Sandbox.create(lifecycle={"on_timeout": "pause", "auto_resume": True})
+    plain, full, resume = bodies
+    assert plain["templateID"] == "base" and plain["timeout"] == 300
+    assert not {"autoPause", "autoPauseMemory", "autoResume", "network",
+                "volumeMounts"} & set(plain)
+    assert (full["templateID"], full["timeout"]) == ("t", 30)
+    assert full["autoPause"] is True and full["autoPauseMemory"] is False
+    assert "autoResume" not in full
+    assert full["volumeMounts"] == [{"name": "vol", "path": "/mnt/data"}]
+    assert full["network"] == {"allowOut": ["10.0.0.1"], "maxConnections": 5}
+    assert resume["autoPause"] is True and resume["autoResume"] == {"enabled": True}
+    with pytest.raises(InvalidArgumentException, match="auto_resume"):
+        Sandbox.create(lifecycle={"auto_resume": True})
+    assert len(bodies) == 3  # refused before any request

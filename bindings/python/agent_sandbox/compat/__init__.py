@@ -201,22 +201,6 @@ DEFAULT_TEMPLATE = "base"
 # MCP servers on MCP_PORT (docs/mcp.md, "The gateway")
 DEFAULT_MCP_TEMPLATE = "mcp-gateway"
 MCP_PORT = 50005
-MCP_TOKEN_PATH = "/etc/mcp-gateway/.token"
-
-
-def _mcp_command(mcp: Any) -> Tuple[str, Dict[str, str]]:
-    """The command E2B's SDKs run at create (as root, in the foreground)
-    and its environment: a fresh token the gateway wants as bearer."""
-    import json
-    import shlex
-    import uuid
-    token = str(uuid.uuid4())
-    return (f"mcp-gateway --config {shlex.quote(json.dumps(mcp))}",
-            {"GATEWAY_ACCESS_TOKEN": token})
-
-
-def _mcp_failed(e: "CommandExitException") -> SandboxException:
-    return SandboxException(f"Failed to start MCP gateway: {e.stderr}")
 
 # E2B's ApiParams -> our connection options.
 _IGNORED_OPTS = ("validate_api_key", "proxy", "logger")
@@ -728,16 +712,62 @@ def _lifecycle(lifecycle: Any) -> Tuple[bool, bool, bool]:
     return bool(action == "pause"), bool(keep_memory), bool(auto_resume)
 
 
-def _create_args(template: Optional[str], timeout: Optional[int], metadata: Any, envs: Any,
-                 secure: bool, allow_internet_access: bool, lifecycle: Any,
-                 extra: Dict[str, Any], opts: Dict[str, Any]) -> Dict[str, Any]:
-    _unsupported("iam", extra.get("iam"), None)
-    auto_pause, keep_memory, auto_resume = _lifecycle(lifecycle)
-    return dict(template=template, timeout=timeout or 300, metadata=metadata, envs=envs,
-                auto_pause=auto_pause, keep_memory=keep_memory, auto_resume=auto_resume,
-                allow_internet_access=allow_internet_access,
-                network=extra.get("network"), volume_mounts=extra.get("volume_mounts"),
-                **_conn(opts))
+def _lifecycle_body(lifecycle: Any) -> Dict[str, Any]:
+    """E2B's create-body fields of ``lifecycle`` (checked by _lifecycle):
+    each only when configured, so the API keeps its defaults otherwise
+    (no ``on_timeout``: no autoPause; no ``keep_memory``: no
+    autoPauseMemory; no ``auto_resume``: no autoResume)."""
+    from .api.client.models import SandboxAutoResumeConfig
+    from .api.client.types import UNSET
+
+    _lifecycle(lifecycle)
+    out: Dict[str, Any] = dict(auto_pause=UNSET, auto_pause_memory=UNSET, auto_resume=UNSET)
+    if not lifecycle:
+        return out
+    raw = lifecycle.get("on_timeout")
+    if raw is not None:
+        action = raw.get("action", "kill") if isinstance(raw, dict) else raw
+        out["auto_pause"] = action == "pause"
+        if isinstance(raw, dict) and raw.get("keep_memory") is not None:
+            out["auto_pause_memory"] = bool(raw["keep_memory"])
+    if lifecycle.get("auto_resume") is not None:
+        out["auto_resume"] = SandboxAutoResumeConfig(enabled=bool(lifecycle["auto_resume"]))
+    return out
+
+
+def _volume_mounts_body(mounts: Any) -> Any:
+    """E2B's ``volume_mounts`` ({path: volume or its name}) as its body's
+    list of ``{"name", "path"}``."""
+    from .api.client.types import UNSET
+
+    if not mounts:
+        return UNSET
+    out = []
+    for path, vol in mounts.items():
+        name = vol if isinstance(vol, str) else getattr(vol, "name", None)
+        if not isinstance(path, str) or not isinstance(name, str):
+            raise TypeError("volume_mounts maps a mount path to a volume name (or a Volume)")
+        out.append({"name": name, "path": path})
+    return out
+
+
+def _create_body(template: str, timeout: Optional[int], metadata: Any, envs: Any,
+                 secure: bool, allow_internet_access: bool, mcp: Any, network: Any, iam: Any,
+                 lifecycle: Any, volume_mounts: Any) -> Any:
+    """E2B's ``NewSandbox`` body of a create, as its SDK builds it (e2b.api's
+    ``post_sandboxes`` sends it through the library)."""
+    from .._netconf import to_wire
+    from .api.client.models import NewSandbox, SandboxNetworkConfig
+    from .api.client.types import UNSET
+
+    _unsupported("iam", iam, None)
+    net = to_wire(network)
+    return NewSandbox(template_id=template, timeout=timeout or 300, **_lifecycle_body(lifecycle),
+                      metadata=metadata or {}, env_vars=envs or {},
+                      mcp=mcp if mcp is not None else UNSET, secure=secure,
+                      allow_internet_access=allow_internet_access,
+                      network=SandboxNetworkConfig.from_dict(net) if net is not None else UNSET,
+                      volume_mounts=_volume_mounts_body(volume_mounts))
 
 
 class Sandbox:
@@ -787,29 +817,12 @@ class Sandbox:
                volume_mounts: Any = None, logger: Any = None, **opts: Any) -> "Sandbox":
         if template is None and mcp is not None:
             template = DEFAULT_MCP_TEMPLATE
-        kw = _create_args(template or cls.default_template, timeout, metadata, envs, secure,
-                          allow_internet_access, lifecycle,
-                          dict(mcp=mcp, network=network, iam=iam, volume_mounts=volume_mounts),
-                          opts)
-        sbx = cls(S.Sandbox.create(**kw))
-        if mcp is not None:
-            cmd, genv = _mcp_command(mcp)
-            try:
-                sbx.commands.run(cmd, user="root", envs=genv)
-            except CommandExitException as e:
-                try:
-                    sbx.kill()
-                except Exception:
-                    pass
-                raise _mcp_failed(e) from None
-            except BaseException:
-                try:
-                    sbx.kill()
-                except Exception:
-                    pass
-                raise
-            sbx._mcp_token = genv["GATEWAY_ACCESS_TOKEN"]
-        return sbx
+        from .api.client.api.sandboxes import post_sandboxes
+
+        body = _create_body(template or cls.default_template, timeout, metadata, envs, secure,
+                            allow_internet_access, mcp, network, iam, lifecycle, volume_mounts)
+        res = post_sandboxes.sync_detailed(client=_api_client(opts), body=body)
+        return cls(_connected(res, None, opts))
 
     def _connect_inst(self, timeout: Optional[int] = None, **opts: Any) -> "Sandbox":
         S.Sandbox.connect(self.sandbox_id, timeout=timeout, **_conn(opts))
@@ -925,18 +938,15 @@ class Sandbox:
     def get_host(self, port: int) -> str:
         return self._s.get_host(port)
 
-    _mcp_token: Optional[str] = None
-
     def get_mcp_url(self) -> str:
         """The MCP gateway's endpoint (E2B's form: https on the port's host)."""
         return f"https://{self.get_host(MCP_PORT)}/mcp"
 
     def get_mcp_token(self) -> Optional[str]:
-        """The gateway's bearer token: the one made at create, else the
-        gateway's token file (read as root, as E2B's SDK does)."""
-        if not self._mcp_token:
-            self._mcp_token = self.files.read(MCP_TOKEN_PATH, user="root")
-        return self._mcp_token
+        """The gateway's bearer token: the one the library made when it
+        started the gateway at create, else the gateway's token file (read
+        as root, as E2B's SDK does)."""
+        return self._s.get_mcp_token()
 
     def upload_url(self, path: Optional[str] = None, user: Optional[str] = None,
                    use_signature_expiration: Optional[int] = None) -> str:
@@ -1009,19 +1019,20 @@ def _ConnectSandbox(timeout: Optional[int]) -> Any:
     return ConnectSandbox(timeout=timeout)  # type: ignore[arg-type]  (None: the default)
 
 
-def _connected(res: Any, sandbox_id: str, opts: Dict[str, Any]) -> S.Sandbox:
-    """The sandbox of e2b.api's connect answer, as E2B's SDK reads it: a
-    failed status raises (the library's own exception when the call was
-    made here), a model made here carries the library's handle, any other
-    (e.g. from code that replaced the endpoint) is attached by its id,
-    tokens and domain without a request."""
+def _connected(res: Any, sandbox_id: Optional[str], opts: Dict[str, Any]) -> S.Sandbox:
+    """The sandbox of e2b.api's connect answer (``sandbox_id`` given) or
+    create answer, as E2B's SDK reads it: a failed status raises (the
+    library's own exception when the call was made here), a model made
+    here carries the library's handle, any other (e.g. from code that
+    replaced the endpoint) is attached by its id, tokens and domain
+    without a request."""
     from .api import handle_api_exception
 
     if int(res.status_code) >= 300:
         exc = getattr(res, "_exc", None)
         if exc is not None:
             raise exc
-        if int(res.status_code) == 404:
+        if int(res.status_code) == 404 and sandbox_id is not None:
             raise SandboxNotFoundException(f"Sandbox {sandbox_id} not found")
         raise handle_api_exception(res, SandboxException)
     m = res.parsed
@@ -1263,29 +1274,12 @@ class AsyncSandbox:
                      logger: Any = None, **opts: Any) -> "AsyncSandbox":
         if template is None and mcp is not None:
             template = DEFAULT_MCP_TEMPLATE
-        kw = _create_args(template or cls.default_template, timeout, metadata, envs, secure,
-                          allow_internet_access, lifecycle,
-                          dict(mcp=mcp, network=network, iam=iam, volume_mounts=volume_mounts),
-                          opts)
-        sbx = cls(await A.Sandbox.create(**kw))
-        if mcp is not None:
-            cmd, genv = _mcp_command(mcp)
-            try:
-                await sbx.commands.run(cmd, user="root", envs=genv)
-            except CommandExitException as e:
-                try:
-                    await sbx.kill()
-                except Exception:
-                    pass
-                raise _mcp_failed(e) from None
-            except BaseException:
-                try:
-                    await sbx.kill()
-                except Exception:
-                    pass
-                raise
-            sbx._mcp_token = genv["GATEWAY_ACCESS_TOKEN"]
-        return sbx
+        from .api.client.api.sandboxes import post_sandboxes
+
+        body = _create_body(template or cls.default_template, timeout, metadata, envs, secure,
+                            allow_internet_access, mcp, network, iam, lifecycle, volume_mounts)
+        res = await post_sandboxes.asyncio_detailed(client=_api_client(opts), body=body)
+        return cls(A.Sandbox(_connected(res, None, opts)))
 
     async def _connect_inst(self, timeout: Optional[int] = None, **opts: Any) -> "AsyncSandbox":
         await A.Sandbox.connect(self.sandbox_id, timeout=timeout, **_conn(opts))
@@ -1408,17 +1402,13 @@ class AsyncSandbox:
     def get_host(self, port: int) -> str:
         return self._s.get_host(port)
 
-    _mcp_token: Optional[str] = None
-
     def get_mcp_url(self) -> str:
         """The MCP gateway's endpoint (E2B's form: https on the port's host)."""
         return f"https://{self.get_host(MCP_PORT)}/mcp"
 
     async def get_mcp_token(self) -> Optional[str]:
         """As Sandbox.get_mcp_token (E2B's async form is a coroutine)."""
-        if not self._mcp_token:
-            self._mcp_token = await self.files.read(MCP_TOKEN_PATH, user="root")
-        return self._mcp_token
+        return await self._s.get_mcp_token()
 
     # plain methods, as in E2B: signing is local (no request)
     def upload_url(self, path: Optional[str] = None, user: Optional[str] = None,
