@@ -88,6 +88,7 @@ from .._netconf import SelectorContext as SandboxNetworkSelectorContext
 from .._netconf import Selector as SandboxNetworkSelector
 from .._netconf import Transform as SandboxNetworkTransform
 from .._netconf import TransformContext as SandboxNetworkTransformContext
+from .connection_config import ConnectionConfig
 
 __all__ = [
     "ALL_TRAFFIC",
@@ -775,14 +776,29 @@ class Sandbox:
 
     default_template = DEFAULT_TEMPLATE
 
-    def __init__(self, sandbox: S.Sandbox) -> None:
+    def __init__(self, sandbox: Optional[S.Sandbox] = None, *,
+                 connection_config: Optional[ConnectionConfig] = None,
+                 _opts: Optional[Dict[str, Any]] = None, **known: Any) -> None:
+        """Sandbox.create() and Sandbox.connect() make one; E2B's
+        ``Sandbox(sandbox_id=, sandbox_domain=, envd_version=,
+        envd_access_token=, traffic_access_token=, connection_config=)``
+        makes a handle to a sandbox it already knows, with no request."""
+        if sandbox is None and known.get("sandbox_id"):
+            sandbox = _known_sandbox(known, _Options(connection_config, _opts))
         if not isinstance(sandbox, S.Sandbox):
             raise TypeError("use Sandbox.create() or Sandbox.connect()")
         self._s = sandbox
+        self._options = _Options(connection_config, _opts)
+        # E2B's module classes, looked up here as E2B's Sandbox does
         self.commands = Commands(sandbox.commands)
         self.pty = Pty(sandbox.pty)
         self.files = Filesystem(sandbox.files)
-        self.git = sandbox.git  # E2B's names and arguments (agent_sandbox.git)
+        self.git = Git(sandbox)  # E2B's names and arguments (agent_sandbox.git)
+
+    @property
+    def connection_config(self) -> ConnectionConfig:
+        """The connection options it was made with (E2B's ConnectionConfig)."""
+        return self._options.config
 
     @property
     def sandbox_id(self) -> str:
@@ -822,19 +838,20 @@ class Sandbox:
         body = _create_body(template or cls.default_template, timeout, metadata, envs, secure,
                             allow_internet_access, mcp, network, iam, lifecycle, volume_mounts)
         res = post_sandboxes.sync_detailed(client=_api_client(opts), body=body)
-        return cls(_connected(res, None, opts))
+        return cls(_connected(res, None, opts), _opts=opts)
 
     def _connect_inst(self, timeout: Optional[int] = None, **opts: Any) -> "Sandbox":
-        S.Sandbox.connect(self.sandbox_id, timeout=timeout, **_conn(opts))
+        params = self._options.params(opts)
+        if not _is_debug(params):  # E2B's debug mode: no control plane, nothing to ask
+            SandboxApi._cls_connect(sandbox_id=self.sandbox_id, timeout=timeout, **params)
         return self
 
     def _connect_cls(cls, sandbox_id: str, timeout: Optional[int] = None, logger: Any = None,
                      **opts: Any) -> "Sandbox":
-        from .api.client.api.sandboxes import post_sandboxes_sandbox_id_connect as ep
-
-        res = ep.sync_detailed(sandbox_id, client=_api_client(opts),
-                               body=_ConnectSandbox(timeout=timeout))
-        return cls(_connected(res, sandbox_id, opts))
+        if _is_debug(opts):  # E2B's debug mode: envd on localhost, no control plane
+            return cls(sandbox_id=sandbox_id, _opts=opts)
+        res = SandboxApi._cls_connect(sandbox_id=sandbox_id, timeout=timeout, **opts)
+        return cls(_from_response(res, opts), _opts=opts)
 
     connect = _dual(_connect_inst, _connect_cls)
 
@@ -881,10 +898,11 @@ class Sandbox:
     update_network = _dual(_update_network_inst, _update_network_cls)
 
     def _pause_inst(self, keep_memory: bool = True, **opts: Any) -> bool:
-        return self._s.pause(keep_memory=keep_memory)
+        return SandboxApi._cls_pause(sandbox_id=self.sandbox_id, keep_memory=keep_memory,
+                                     **self._options.params(opts))
 
     def _pause_cls(cls, sandbox_id: str, keep_memory: bool = True, **opts: Any) -> bool:
-        return _pause_by_id(sandbox_id, _conn(opts), keep_memory)
+        return SandboxApi._cls_pause(sandbox_id=sandbox_id, keep_memory=keep_memory, **opts)
 
     pause = _dual(_pause_inst, _pause_cls)
     beta_pause = pause
@@ -1039,18 +1057,9 @@ def _connected(res: Any, sandbox_id: Optional[str], opts: Dict[str, Any]) -> S.S
     native = getattr(m, "_native", None)
     if native is not None:
         return native
-    conn = _conn(opts)
-    c = N.client(**conn)
-    o = ll.asb_sandbox_attach_options()
-
-    def given(v: Any) -> Optional[str]:
-        return v if isinstance(v, str) and v else None
-
-    o.envd_access_token = given(getattr(m, "envd_access_token", None))
-    o.envd_version = given(getattr(m, "envd_version", None))
-    o.domain = given(getattr(m, "domain", None))
-    o.traffic_access_token = given(getattr(m, "traffic_access_token", None))
-    return S.Sandbox(N.call(ll.asb_sandbox_attach, c, m.sandbox_id, o), c, conn)
+    return _attached(_conn(opts), m.sandbox_id, getattr(m, "envd_access_token", None),
+                     getattr(m, "envd_version", None), getattr(m, "domain", None),
+                     getattr(m, "traffic_access_token", None))
 
 
 def _attach_by_list(sandbox_id: str, conn: Dict[str, Any]) -> SandboxInfo:
@@ -1060,13 +1069,138 @@ def _attach_by_list(sandbox_id: str, conn: Dict[str, Any]) -> SandboxInfo:
     return S.Sandbox.get_info_by_id(sandbox_id, **conn)
 
 
-def _pause_by_id(sandbox_id: str, conn: Dict[str, Any], keep_memory: bool = True) -> bool:
-    for info in S.Sandbox.list(**conn):
-        if info.sandbox_id == sandbox_id:
-            if info.state == SandboxState.PAUSED:
-                return False
-            return S.Sandbox.connect(sandbox_id, **conn).pause(keep_memory=keep_memory)
-    raise SandboxNotFoundException(f"sandbox {sandbox_id} not found")
+# ---- E2B's SandboxApi: the control-plane calls by id ---------------------------------------
+
+_CONFIG_KEYS = frozenset(inspect.signature(ConnectionConfig).parameters)
+
+
+class _Options:
+    """A sandbox's connection options, as E2B keeps them: its
+    ConnectionConfig (what E2B's ``connection_config`` holds) and the
+    library's own options E2B has not (``max_retries``, ``user_agent``)."""
+
+    def __init__(self, config: Optional[ConnectionConfig], opts: Optional[Dict[str, Any]]):
+        opts = {k: v for k, v in (opts or {}).items() if v is not None}
+        self._extra = {k: v for k, v in opts.items() if k not in _CONFIG_KEYS}
+        self._config = config
+        self._opts = {k: v for k, v in opts.items() if k in _CONFIG_KEYS}
+
+    @property
+    def config(self) -> ConnectionConfig:
+        if self._config is None:
+            self._config = ConnectionConfig(**self._opts)
+        return self._config
+
+    def params(self, overrides: Dict[str, Any]) -> Dict[str, Any]:
+        """The options of a call on the sandbox: its own, the call's over
+        them (E2B's ``connection_config.get_api_params(**opts)``)."""
+        return {**self._extra, **self.config.get_api_params(**overrides)}
+
+
+def _is_debug(opts: Dict[str, Any]) -> bool:
+    debug = opts.get("debug")
+    return bool(debug) if debug is not None else ConnectionConfig().debug
+
+
+def _attached(conn: Dict[str, Any], sandbox_id: str, envd_access_token: Any,
+              envd_version: Any, domain: Any, traffic_access_token: Any) -> S.Sandbox:
+    """A handle to a sandbox the caller already knows, made without a request."""
+
+    def given(v: Any) -> Optional[str]:
+        if hasattr(v, "release") and not isinstance(v, str):  # a packaging Version
+            v = str(v)
+        return v if isinstance(v, str) and v else None  # not UNSET, None or ""
+
+    c = N.client(**conn)
+    o = ll.asb_sandbox_attach_options()
+    o.envd_access_token = given(envd_access_token)
+    o.envd_version = given(envd_version)
+    o.domain = given(domain)
+    o.traffic_access_token = given(traffic_access_token)
+    return S.Sandbox(N.call(ll.asb_sandbox_attach, c, sandbox_id, o), c, conn)
+
+
+def _known_sandbox(known: Dict[str, Any], options: _Options) -> S.Sandbox:
+    """E2B's ``Sandbox(sandbox_id=..., ...)``: the handle of what it names."""
+    allowed = {"sandbox_id", "sandbox_domain", "envd_version", "envd_access_token",
+               "traffic_access_token"}
+    unknown = set(known) - allowed
+    if unknown:
+        raise TypeError(f"unexpected keyword argument(s): {', '.join(sorted(unknown))}")
+    return _attached(_conn(options.params({})), known["sandbox_id"],
+                     known.get("envd_access_token"), known.get("envd_version"),
+                     known.get("sandbox_domain"), known.get("traffic_access_token"))
+
+
+def _from_response(res: Any, opts: Dict[str, Any]) -> S.Sandbox:
+    """The sandbox of a SandboxApi answer (its handle when it was made
+    here, else attached by its id, domain and tokens)."""
+    native = getattr(res, "_native", None)
+    if native is not None:
+        return native
+    return _attached(_conn(opts), res.sandbox_id, res.envd_access_token, res.envd_version,
+                     res.sandbox_domain, res.traffic_access_token)
+
+
+def _create_response(s: S.Sandbox) -> Any:
+    from .api import SandboxCreateResponse
+
+    return SandboxCreateResponse(sandbox_id=s.sandbox_id, sandbox_domain=s.sandbox_domain or None,
+                                 envd_version=s.envd_version,
+                                 envd_access_token=s.envd_access_token,
+                                 traffic_access_token=s.traffic_access_token, _native=s)
+
+
+class SandboxApi:
+    """E2B's ``SandboxApi`` (``e2b.sandbox_sync.sandbox_api``): the
+    control-plane calls by id that :class:`Sandbox` makes through it, so
+    code that replaces one (as E2B's tests do) sees each use. ``opts`` are
+    E2B's connection options."""
+
+    @classmethod
+    def _cls_connect(cls, sandbox_id: str, timeout: Optional[int] = None, logger: Any = None,
+                     **opts: Any) -> Any:
+        """Connect (resuming a paused sandbox) through e2b.api's connect
+        endpoint: E2B's ``SandboxCreateResponse``."""
+        from .api.client.api.sandboxes import post_sandboxes_sandbox_id_connect as ep
+
+        res = ep.sync_detailed(sandbox_id, client=_api_client(opts),
+                               body=_ConnectSandbox(timeout=timeout))
+        return _create_response(_connected(res, sandbox_id, opts))
+
+    @classmethod
+    def _cls_pause(cls, sandbox_id: str, keep_memory: bool = True, **opts: Any) -> bool:
+        """POST /sandboxes/{id}/pause: True, or False if it already was
+        paused; SandboxNotFoundException for none."""
+        conn = _conn(opts)
+        return _pause_attached(sandbox_id, conn, keep_memory)
+
+
+def _pause_attached(sandbox_id: str, conn: Dict[str, Any], keep_memory: bool) -> bool:
+    try:
+        return S.Sandbox._attach(sandbox_id, **conn).pause(keep_memory=keep_memory)
+    except NotFoundException as e:
+        if isinstance(e, SandboxNotFoundException):
+            raise
+        raise SandboxNotFoundException(f"Sandbox {sandbox_id} not found") from e
+
+
+class AsyncSandboxApi:
+    """E2B's ``SandboxApi`` of ``e2b.sandbox_async``: :class:`SandboxApi`'s
+    calls, awaited."""
+
+    @classmethod
+    async def _cls_connect(cls, sandbox_id: str, timeout: Optional[int] = None,
+                           logger: Any = None, **opts: Any) -> Any:
+        from .api.client.api.sandboxes import post_sandboxes_sandbox_id_connect as ep
+
+        res = await ep.asyncio_detailed(sandbox_id, client=_api_client(opts),
+                                        body=_ConnectSandbox(timeout=timeout))
+        return _create_response(_connected(res, sandbox_id, opts))
+
+    @classmethod
+    async def _cls_pause(cls, sandbox_id: str, keep_memory: bool = True, **opts: Any) -> bool:
+        return await N.run(_pause_attached, sandbox_id, _conn(opts), keep_memory)
 
 
 # ---- async -------------------------------------------------------------------------------------
@@ -1248,14 +1382,26 @@ class AsyncSandbox:
 
     default_template = DEFAULT_TEMPLATE
 
-    def __init__(self, sandbox: A.Sandbox) -> None:
+    def __init__(self, sandbox: Optional[A.Sandbox] = None, *,
+                 connection_config: Optional[ConnectionConfig] = None,
+                 _opts: Optional[Dict[str, Any]] = None, **known: Any) -> None:
+        """As :class:`Sandbox`'s (E2B's keyword form makes a handle with no
+        request)."""
+        if sandbox is None and known.get("sandbox_id"):
+            sandbox = A.Sandbox(_known_sandbox(known, _Options(connection_config, _opts)))
         if not isinstance(sandbox, A.Sandbox):
             raise TypeError("use await AsyncSandbox.create() or AsyncSandbox.connect()")
         self._s = sandbox
+        self._options = _Options(connection_config, _opts)
         self.commands = AsyncCommands(sandbox.commands)
         self.pty = AsyncPty(sandbox.pty)
         self.files = AsyncFilesystem(sandbox.files)
-        self.git = sandbox.git
+        self.git = AsyncGit(sandbox._sync.git)
+
+    @property
+    def connection_config(self) -> ConnectionConfig:
+        """The connection options it was made with (E2B's ConnectionConfig)."""
+        return self._options.config
 
     sandbox_id = property(lambda self: self._s.sandbox_id)
     sandbox_domain = property(lambda self: self._s.sandbox_domain)
@@ -1279,19 +1425,21 @@ class AsyncSandbox:
         body = _create_body(template or cls.default_template, timeout, metadata, envs, secure,
                             allow_internet_access, mcp, network, iam, lifecycle, volume_mounts)
         res = await post_sandboxes.asyncio_detailed(client=_api_client(opts), body=body)
-        return cls(A.Sandbox(_connected(res, None, opts)))
+        return cls(A.Sandbox(_connected(res, None, opts)), _opts=opts)
 
     async def _connect_inst(self, timeout: Optional[int] = None, **opts: Any) -> "AsyncSandbox":
-        await A.Sandbox.connect(self.sandbox_id, timeout=timeout, **_conn(opts))
+        params = self._options.params(opts)
+        if not _is_debug(params):
+            await AsyncSandboxApi._cls_connect(sandbox_id=self.sandbox_id, timeout=timeout,
+                                               **params)
         return self
 
     async def _connect_cls(cls, sandbox_id: str, timeout: Optional[int] = None,
                            logger: Any = None, **opts: Any) -> "AsyncSandbox":
-        from .api.client.api.sandboxes import post_sandboxes_sandbox_id_connect as ep
-
-        res = await ep.asyncio_detailed(sandbox_id, client=_api_client(opts),
-                                        body=_ConnectSandbox(timeout=timeout))
-        return cls(A.Sandbox(_connected(res, sandbox_id, opts)))
+        if _is_debug(opts):
+            return cls(sandbox_id=sandbox_id, _opts=opts)
+        res = await AsyncSandboxApi._cls_connect(sandbox_id=sandbox_id, timeout=timeout, **opts)
+        return cls(A.Sandbox(_from_response(res, opts)), _opts=opts)
 
     connect = _dual(_connect_inst, _connect_cls)
 
@@ -1341,10 +1489,13 @@ class AsyncSandbox:
     update_network = _dual(_update_network_inst, _update_network_cls)
 
     async def _pause_inst(self, keep_memory: bool = True, **opts: Any) -> bool:
-        return await self._s.pause(keep_memory=keep_memory)
+        return await AsyncSandboxApi._cls_pause(sandbox_id=self.sandbox_id,
+                                                keep_memory=keep_memory,
+                                                **self._options.params(opts))
 
     async def _pause_cls(cls, sandbox_id: str, keep_memory: bool = True, **opts: Any) -> bool:
-        return await N.run(_pause_by_id, sandbox_id, _conn(opts), keep_memory)
+        return await AsyncSandboxApi._cls_pause(sandbox_id=sandbox_id, keep_memory=keep_memory,
+                                                **opts)
 
     pause = _dual(_pause_inst, _pause_cls)
     beta_pause = pause

@@ -13,14 +13,39 @@ programs that build one, e.g. to hand its values on as keyword arguments::
 from __future__ import annotations
 
 import os
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Mapping, Optional, TypedDict
 
-__all__ = ["ConnectionConfig", "REQUEST_TIMEOUT", "KEEPALIVE_PING_INTERVAL_SEC",
-           "KEEPALIVE_PING_HEADER"]
+__all__ = ["ApiParams", "ConnectionConfig", "REQUEST_TIMEOUT", "KEEPALIVE_PING_INTERVAL_SEC",
+           "KEEPALIVE_PING_HEADER", "merge_api_params"]
 
 REQUEST_TIMEOUT: float = 60.0
 KEEPALIVE_PING_INTERVAL_SEC = 50
 KEEPALIVE_PING_HEADER = "Keepalive-Ping-Interval"
+
+
+class ApiParams(TypedDict, total=False):
+    """E2B's connection options of a call (its ``**opts``)."""
+
+    request_timeout: Optional[float]
+    headers: Optional[Dict[str, str]]
+    api_headers: Optional[Dict[str, str]]
+    api_key: Optional[str]
+    validate_api_key: Optional[bool]
+    domain: Optional[str]
+    api_url: Optional[str]
+    debug: Optional[bool]
+    sandbox_url: Optional[str]
+    proxy: Any
+
+
+def merge_api_params(bound: Optional[Mapping[str, Any]],
+                     params: Mapping[str, Any]) -> Dict[str, Any]:
+    """The options a class has bound (E2B's ``_bound_api_params``) under
+    the call's own: a call's option wins unless it is None (then the bound
+    one stays), and the environment comes after both (ConnectionConfig)."""
+    merged = dict(bound or {})
+    merged.update({k: v for k, v in params.items() if v is not None})
+    return merged
 
 
 def _env(name: str) -> Optional[str]:
@@ -79,10 +104,16 @@ class ConnectionConfig:
 
     def get_api_params(self, **overrides: Any) -> Dict[str, Any]:
         """The settings given (arguments, variables) as keyword arguments of
-        ``Sandbox.create``/``connect``; what was not given is left to the
-        client's own defaults (the local engine)."""
+        ``Sandbox.create``/``connect``, a call's ``overrides`` over them
+        (its ``headers``/``api_headers`` added to the configured headers, as
+        in E2B); what was not given is left to the client's own defaults
+        (the local engine)."""
         params: Dict[str, Any] = dict(self._given)
+        headers = {**self.headers, **(overrides.pop("headers", None) or {}),
+                   **(overrides.pop("api_headers", None) or {})}
         params.update({k: v for k, v in overrides.items() if v is not None})
+        if headers:
+            params["headers"] = headers
         return params
 
     @property
