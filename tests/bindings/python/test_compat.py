@@ -443,3 +443,31 @@ async def test_create_goes_through_e2b_api(engine, monkeypatch):
     with pytest.raises(InvalidArgumentException, match="auto_resume"):
         Sandbox.create(lifecycle={"auto_resume": True})
     assert len(bodies) == 3  # refused before any request
+
+
+def test_sync_watch_handle_polls_collect_every_event(engine):
+    """E2B's sync WatchHandle over the library's stream: a recursive
+    watch reports a directory made under it and a file written in that
+    directory (E2B's test_watch_recursive_directory_after_nested_folder_
+    addition), across polls nothing is lost or repeated, and a stopped
+    handle's poll answers at once with nothing."""
+    from agent_sandbox.compat import FilesystemEventType
+
+    with Sandbox.create() as sbx:
+        sbx.files.make_dir("/tmp/w")
+        h = sbx.files.watch_dir("/tmp/w", recursive=True)
+        sbx.files.make_dir("/tmp/w/sub")
+        sbx.files.write("/tmp/w/sub/f.txt", "x")
+        got = []
+
+        def seen():
+            got.extend(h.get_new_events())
+            kinds = {(e.type, e.name) for e in got}
+            return ((FilesystemEventType.CREATE, "sub") in kinds and
+                    (FilesystemEventType.WRITE, "sub/f.txt") in kinds)
+
+        assert eventually(seen), got
+        assert len([e for e in got if e.type == FilesystemEventType.CREATE
+                    and e.name == "sub"]) == 1, got
+        h.stop()
+        assert h.get_new_events() == []

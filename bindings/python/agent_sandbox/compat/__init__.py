@@ -23,6 +23,7 @@ from __future__ import annotations
 import datetime as _dt
 import functools
 import inspect
+import time
 import warnings
 from dataclasses import dataclass
 from typing import IO, Any, Callable, Dict, List, Optional, Tuple, TypedDict, Union
@@ -576,6 +577,18 @@ class Pty:
         self._p.resize(pid, size, request_timeout)
 
 
+# E2B's get_new_events asks envd for what its watcher has collected, so
+# changes made before the call are in the answer; here the events come on a
+# stream (envd -> engine -> library) and can still be on the way. A poll
+# therefore waits up to _WATCH_FIRST for the first event and, once events
+# come, until none came for _WATCH_QUIET (a burst is not cut in two: E2B's
+# tests count a poll's events). A stream has no marker that would say
+# "everything up to now", so these are limits, not guarantees.
+_WATCH_FIRST = 1.0
+_WATCH_QUIET = 0.2
+_WATCH_STEP = 0.05
+
+
 class WatchHandle:
     """E2B's sync WatchHandle: poll with ``get_new_events()``, end with ``stop()``."""
 
@@ -583,7 +596,20 @@ class WatchHandle:
         self._h = h
 
     def get_new_events(self, request_timeout: Optional[float] = None) -> List[FilesystemEvent]:
-        return self._h.get_new_events()
+        """The events since the last call, waiting for ones on the way
+        (see _WATCH_FIRST above)."""
+        start = time.monotonic()
+        events = self._h.get_new_events(timeout=_WATCH_STEP)
+        last = time.monotonic() if events else None
+        while self._h._w is not None:
+            now = time.monotonic()
+            if (now - start >= _WATCH_FIRST) if last is None else (now - last >= _WATCH_QUIET):
+                break
+            more = self._h.get_new_events(timeout=_WATCH_STEP)
+            if more:
+                events += more
+                last = time.monotonic()
+        return events
 
     def stop(self, request_timeout: Optional[float] = None) -> None:
         self._h.stop()
@@ -1630,6 +1656,17 @@ class AsyncSandbox:
 
 from .. import volumes as _V  # noqa: E402 (after _conn, which it uses)
 from ..volumes import VolumeAndToken, VolumeEntryStat, VolumeFileType, VolumeInfo  # noqa: E402
+from .api import handle_api_exception as _api_exception  # noqa: E402
+from .api.client.api.volumes import delete_volumes_volume_id as _delete_volume  # noqa: E402
+from .api.client.api.volumes import get_volumes as _get_volumes  # noqa: E402
+from .api.client.api.volumes import get_volumes_volume_id as _get_volume  # noqa: E402
+from .api.client.api.volumes import post_volumes as _post_volumes  # noqa: E402
+from .api.client.models import Error as _ApiError  # noqa: E402
+from .api.client.models import NewVolume as _NewVolume  # noqa: E402
+from .api.client.types import UNSET as _UNSET  # noqa: E402
+from .api.client_async import get_api_client as _api_async_client  # noqa: E402
+from .api.client_sync import get_api_client as _api_sync_client  # noqa: E402
+from .connection_config import VolumeConnectionConfig  # noqa: E402
 
 
 def _volume_from_token(volume_id: str, name: Optional[str], token: Optional[str],
@@ -1646,20 +1683,134 @@ class Volume(_V.VolumeSync):
     ``get_info``, ``list``, ``destroy``; ``vol.read_file``, ``write_file``,
     ``list``, ``make_dir``, ``get_info``, ``exists``, ``update_metadata``,
     ``remove``. E2B's connection options (``api_key``, ``domain``,
-    ``request_timeout``, ...) as everywhere in compat.
+    ``request_timeout``, ...) as everywhere in compat; the control-plane
+    calls go through ``e2b.api``'s volumes endpoints, as E2B's do.
     ``Volume(volume_id, name, token)`` is E2B's volume from its token, with
     no API call (its file calls need only the token)."""
 
     _conn = staticmethod(_conn)
+    _domain: Optional[str] = None
+    _debug: Optional[bool] = None
+    _proxy: Any = None
 
     def __init__(self, volume_id: Any, name: Optional[str] = None, token: Optional[str] = None,
                  domain: Optional[str] = None, debug: Optional[bool] = None,
                  proxy: Any = None) -> None:
-        if not isinstance(volume_id, str):  # a handle (create, connect, from_token)
+        if not isinstance(volume_id, str):  # a handle (from_token)
             super().__init__(volume_id)
             return
         super().__init__(_volume_from_token(volume_id, name, token, domain, debug,
                                             proxy)._h)
+        self._domain, self._debug, self._proxy = domain, debug, proxy
+
+    def _get_volume_config(self, **opts: Any) -> VolumeConnectionConfig:
+        """E2B's: where this volume's content API is (the call's options
+        over the volume's domain, debug and proxy)."""
+        return VolumeConnectionConfig(
+            domain=opts.get("domain") or self._domain,
+            debug=opts.get("debug") if opts.get("debug") is not None else self._debug,
+            token=opts.get("token") or self.token, api_url=opts.get("api_url"),
+            request_timeout=opts.get("request_timeout"), headers=opts.get("headers"),
+            logger=opts.get("logger"),
+            proxy=opts.get("proxy") if opts.get("proxy") is not None else self._proxy)
+
+    @classmethod
+    def _client(cls, opts: Dict[str, Any]) -> Tuple[ConnectionConfig, Any]:
+        config = ConnectionConfig(**opts)
+        return config, _api_sync_client(config)
+
+    @classmethod
+    def create(cls, name: str, *, size_mb: Optional[int] = None, **opts: Any) -> "Volume":
+        """A new volume named ``name`` (``size_mb``: agent-sandbox's quota,
+        MiB; default the engine's)."""
+        config, client = cls._client(opts)
+        res = _post_volumes.sync_detailed(client=client, body=_NewVolume(
+            name=name, size_mb=_UNSET if size_mb is None else int(size_mb)))
+        return cls._from_answer(_vol_model(res), config, opts)
+
+    @classmethod
+    def connect(cls, volume_id: str, **opts: Any) -> "Volume":
+        """The volume of this id (or name), with its token."""
+        config, client = cls._client(opts)
+        res = _get_volume.sync_detailed(volume_id, client=client)
+        return cls._from_answer(_vol_model(res, volume_id), config, opts)
+
+    @classmethod
+    def _from_answer(cls, m: Any, config: ConnectionConfig, opts: Dict[str, Any]) -> "Volume":
+        # The file calls reach the engine with the caller's own options; a
+        # domain the answer names (E2B's BYOC) is only recorded, as the
+        # local engine sends none.
+        vol = cls.from_token(m.volume_id, m.name, m.token, **_volume_conn(opts))
+        vol._domain = _answer_domain(m) or config.domain
+        vol._debug, vol._proxy = config.debug, config.proxy
+        return vol
+
+    def _class_get_info(cls, volume_id: str, **opts: Any) -> VolumeAndToken:
+        config, client = cls._client(opts)
+        return _vol_info(_vol_model(_get_volume.sync_detailed(volume_id, client=client),
+                                    volume_id))
+
+    def _class_list(cls, **opts: Any) -> List[VolumeInfo]:
+        config, client = cls._client(opts)
+        return _vol_list(_get_volumes.sync_detailed(client=client))
+
+    @classmethod
+    def destroy(cls, volume_id: str, **opts: Any) -> bool:
+        """Delete a volume (by id or name) with its files: True, or False
+        if there was none."""
+        config, client = cls._client(opts)
+        return _vol_destroyed(_delete_volume.sync_detailed(volume_id, client=client))
+
+
+def _volume_conn(opts: Dict[str, Any]) -> Dict[str, Any]:
+    """The caller's options a volume handle keeps for its file calls."""
+    return {k: v for k, v in opts.items() if k != "request_timeout" and v is not None}
+
+
+def _answer_domain(m: Any) -> Optional[str]:
+    d = getattr(m, "domain", None)
+    return d if isinstance(d, str) and d else None
+
+
+def _vol_model(res: Any, missing: Optional[str] = None) -> Any:
+    """The model of a create/get answer, or E2B's exception for it."""
+    if missing is not None and int(res.status_code) == 404:
+        raise VolumeNotFoundException(f"Volume {missing} not found")
+    if int(res.status_code) >= 300:
+        raise _api_exception(res, VolumeException)
+    if res.parsed is None:
+        raise VolumeException("Body of the request is None")
+    if isinstance(res.parsed, _ApiError):
+        raise VolumeException(f"{res.parsed.message}: Request failed")
+    return res.parsed
+
+
+def _size(m: Any) -> int:
+    s = getattr(m, "size_mb", 0)
+    return s if isinstance(s, int) else 0
+
+
+def _vol_info(m: Any) -> VolumeAndToken:
+    return VolumeAndToken(volume_id=m.volume_id, name=m.name, size_mb=_size(m), token=m.token,
+                          domain=_answer_domain(m))
+
+
+def _vol_list(res: Any) -> List[VolumeInfo]:
+    if int(res.status_code) >= 300:
+        raise _api_exception(res, VolumeException)
+    if res.parsed is None:
+        return []
+    if isinstance(res.parsed, _ApiError):
+        raise VolumeException(f"{res.parsed.message}: Request failed")
+    return [VolumeInfo(volume_id=v.volume_id, name=v.name, size_mb=_size(v)) for v in res.parsed]
+
+
+def _vol_destroyed(res: Any) -> bool:
+    if int(res.status_code) == 404:
+        return False
+    if int(res.status_code) >= 300:
+        raise _api_exception(res, VolumeException)
+    return True
 
 
 # E2B's volume errors: an unknown volume or path has its class (the native
@@ -1670,7 +1821,7 @@ from ..exceptions import AgentSandboxError as _AgentSandboxError  # noqa: E402
 from ..exceptions import OperationCancelledError as _Cancelled  # noqa: E402
 
 _VOLUME_KEEP = (AuthenticationException, RateLimitException, TimeoutException, _Cancelled,
-                NotFoundException, VolumeException)
+                NotFoundException, VolumeException, InvalidArgumentException)
 
 
 def _volume_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -1690,18 +1841,22 @@ def _volume_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 
 for _n in ("create", "connect", "destroy", "from_token"):
-    setattr(Volume, _n, classmethod(_volume_errors(_V.VolumeSync.__dict__[_n].__func__)))
+    setattr(Volume, _n, classmethod(_volume_errors(Volume.__dict__[_n].__func__)
+                                    if _n in Volume.__dict__
+                                    else _volume_errors(_V.VolumeSync.__dict__[_n].__func__)))
 for _n in ("read_file", "write_file", "make_dir", "exists", "update_metadata", "remove"):
     setattr(Volume, _n, _volume_errors(_V.VolumeSync.__dict__[_n]))
-Volume.get_info = _V._dual(_volume_errors(_V.VolumeSync.__dict__["_class_get_info"]),  # type: ignore
+Volume.get_info = _V._dual(_volume_errors(Volume.__dict__["_class_get_info"]),  # type: ignore
                            _volume_errors(_V.VolumeSync.__dict__["_instance_get_info"]))
-Volume.list = _V._dual(_volume_errors(_V.VolumeSync.__dict__["_class_list"]),  # type: ignore
+Volume.list = _V._dual(_volume_errors(Volume.__dict__["_class_list"]),  # type: ignore
                        _volume_errors(_V.VolumeSync.__dict__["_instance_list"]))
 
 
 class AsyncVolume(_V.Volume):
-    """E2B's ``AsyncVolume``: :class:`Volume`'s methods, awaited;
-    ``AsyncVolume(volume_id, name, token)`` as :class:`Volume`'s."""
+    """E2B's ``AsyncVolume``: :class:`Volume`'s methods, awaited (the
+    control-plane calls through ``e2b.api``'s volumes endpoints'
+    ``asyncio_detailed``); ``AsyncVolume(volume_id, name, token)`` as
+    :class:`Volume`'s."""
 
     _sync = Volume
 
@@ -1709,9 +1864,51 @@ class AsyncVolume(_V.Volume):
                  domain: Optional[str] = None, debug: Optional[bool] = None,
                  proxy: Any = None) -> None:
         if isinstance(volume_id, str):
-            volume_id = _volume_from_token(volume_id, name, token, domain, debug,
-                                           proxy)
+            volume_id = Volume(volume_id, name, token, domain, debug, proxy)
         super().__init__(volume_id)
+
+    _domain = property(lambda self: self._s._domain)
+    _proxy = property(lambda self: self._s._proxy)
+    _debug = property(lambda self: self._s._debug)
+
+    def _get_volume_config(self, **opts: Any) -> VolumeConnectionConfig:
+        return self._s._get_volume_config(**opts)
+
+    @classmethod
+    def _client(cls, opts: Dict[str, Any]) -> Tuple[ConnectionConfig, Any]:
+        config = ConnectionConfig(**opts)
+        return config, _api_async_client(config)
+
+    @classmethod
+    async def create(cls, name: str, *, size_mb: Optional[int] = None,
+                     **opts: Any) -> "AsyncVolume":
+        config, client = cls._client(opts)
+        res = await _post_volumes.asyncio_detailed(client=client, body=_NewVolume(
+            name=name, size_mb=_UNSET if size_mb is None else int(size_mb)))
+        return cls(Volume._from_answer(_vol_model(res), config, opts))
+
+    @classmethod
+    async def connect(cls, volume_id: str, **opts: Any) -> "AsyncVolume":
+        config, client = cls._client(opts)
+        res = await _get_volume.asyncio_detailed(volume_id, client=client)
+        return cls(Volume._from_answer(_vol_model(res, volume_id), config, opts))
+
+    @classmethod
+    async def destroy(cls, volume_id: str, **opts: Any) -> bool:
+        config, client = cls._client(opts)
+        return _vol_destroyed(await _delete_volume.asyncio_detailed(volume_id, client=client))
+
+    async def _class_get_info(cls, volume_id: str, **opts: Any) -> VolumeAndToken:
+        config, client = cls._client(opts)
+        return _vol_info(_vol_model(await _get_volume.asyncio_detailed(volume_id, client=client),
+                                    volume_id))
+
+    async def _class_list(cls, **opts: Any) -> List[VolumeInfo]:
+        config, client = cls._client(opts)
+        return _vol_list(await _get_volumes.asyncio_detailed(client=client))
+
+    get_info = _V._dual(_class_get_info, _V.Volume.__dict__["_instance_get_info"])
+    list = _V._dual(_class_list, _V.Volume.__dict__["_instance_list"])
 
 
 # ---- secrets (E2B's e2b.secret, over e2b.api's endpoints: compat/secret.py) -----------

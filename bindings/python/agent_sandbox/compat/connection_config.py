@@ -15,8 +15,8 @@ from __future__ import annotations
 import os
 from typing import Any, Dict, Mapping, Optional, TypedDict
 
-__all__ = ["ApiParams", "ConnectionConfig", "REQUEST_TIMEOUT", "KEEPALIVE_PING_INTERVAL_SEC",
-           "KEEPALIVE_PING_HEADER", "merge_api_params"]
+__all__ = ["ApiParams", "ConnectionConfig", "VolumeConnectionConfig", "REQUEST_TIMEOUT",
+           "KEEPALIVE_PING_INTERVAL_SEC", "KEEPALIVE_PING_HEADER", "merge_api_params"]
 
 REQUEST_TIMEOUT: float = 60.0
 KEEPALIVE_PING_INTERVAL_SEC = 50
@@ -119,3 +119,32 @@ class ConnectionConfig:
     @property
     def sandbox_url(self) -> Optional[str]:
         return self._sandbox_url
+
+
+class VolumeConnectionConfig:
+    """E2B's ``VolumeConnectionConfig`` (``e2b.volume.connection_config``):
+    where a volume's content API is, as E2B resolves it: ``domain`` (the
+    volume's, else ``E2B_DOMAIN``, else E2B's), ``api_url`` (given, else
+    ``E2B_VOLUME_API_URL``, else ``https://api.<domain>``), the volume's
+    ``token``, ``debug``, ``request_timeout``, ``headers``, ``proxy``.
+    ≈ A description only: agent-sandbox's volume file calls go through the
+    library's client, to the engine the volume came from."""
+
+    def __init__(self, domain: Optional[str] = None, debug: Optional[bool] = None,
+                 token: Optional[str] = None, api_url: Optional[str] = None,
+                 request_timeout: Optional[float] = None,
+                 headers: Optional[Dict[str, str]] = None, logger: Any = None,
+                 proxy: Any = None) -> None:
+        self.domain = domain or _env("DOMAIN") or "e2b.app"
+        self.debug = debug if debug is not None else (_env("DEBUG") or "").lower() == "true"
+        self.token = token
+        self.api_url = (api_url or _env("VOLUME_API_URL") or
+                        ("http://localhost:8080" if self.debug else f"https://api.{self.domain}"))
+        self.request_timeout = REQUEST_TIMEOUT if request_timeout is None else request_timeout
+        self.headers = dict(headers or {})
+        self.logger = logger
+        self.proxy = proxy
+
+    def get_request_timeout(self, request_timeout: Optional[float] = None) -> Optional[float]:
+        t = self.request_timeout if request_timeout is None else request_timeout
+        return t or None
