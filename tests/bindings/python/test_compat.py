@@ -471,3 +471,35 @@ def test_sync_watch_handle_polls_collect_every_event(engine):
                     and e.name == "sub"]) == 1, got
         h.stop()
         assert h.get_new_events() == []
+
+
+async def test_kill_by_pid_returns_once_the_process_is_gone(engine):
+    """compat's commands.kill(pid) / pty.kill(pid), sync and async, return
+    True once envd has reaped the process, so `kill -0 <pid>` right after
+    finds nothing (E2B's test_kill_pty; before, a not yet reaped zombie
+    answered it); an unknown pid is False."""
+    from agent_sandbox.compat import PtySize
+
+    with Sandbox.create() as sbx:
+        term = sbx.pty.create(PtySize(80, 24))
+        assert sbx.pty.kill(term.pid) is True
+        with pytest.raises(CommandExitException):
+            sbx.commands.run(f"kill -0 {term.pid}")
+        bg = sbx.commands.run("sleep 600", background=True)
+        assert sbx.commands.kill(bg.pid) is True
+        with pytest.raises(CommandExitException):
+            sbx.commands.run(f"kill -0 {bg.pid}")
+        assert sbx.pty.kill(999999) is False and sbx.commands.kill(999999) is False
+    asbx = await AsyncSandbox.create()
+    try:
+        aterm = await asbx.pty.create(PtySize(80, 24), on_data=lambda d: None)
+        assert await asbx.pty.kill(aterm.pid) is True
+        with pytest.raises(CommandExitException):
+            await asbx.commands.run(f"kill -0 {aterm.pid}")
+        abg = await asbx.commands.run("sleep 600", background=True)
+        assert await asbx.commands.kill(abg.pid) is True
+        with pytest.raises(CommandExitException):
+            await asbx.commands.run(f"kill -0 {abg.pid}")
+        assert await asbx.pty.kill(999999) is False
+    finally:
+        await asbx.kill()

@@ -278,6 +278,8 @@ def test_compat_volume_crud_through_e2b_api(engine):
         # no domain in the engine's answer: E2B's fallback, the connection's
         assert vol._domain == compat.ConnectionConfig().domain
         assert vol._get_volume_config(proxy="http://127.0.0.1:1").proxy == "http://127.0.0.1:1"
+        assert isinstance(vol._get_volume_config(), compat.VolumeConnectionConfig)
+        assert "VolumeConnectionConfig" in compat.__all__ and "VolumeApiParams" in compat.__all__
     finally:
         assert int(delete_volumes_volume_id.sync_detailed(vid, client=client).status_code) == 204
     assert int(delete_volumes_volume_id.sync_detailed(vid, client=client).status_code) == 404

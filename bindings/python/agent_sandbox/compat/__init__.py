@@ -20,6 +20,7 @@ what is covered, method by method, and what is not.
 
 from __future__ import annotations
 
+import asyncio
 import datetime as _dt
 import functools
 import inspect
@@ -32,6 +33,7 @@ from .. import _async as A
 from .. import _native as N
 from .. import _sync as S
 from .. import lowlevel as ll
+from ..exceptions import AgentSandboxError
 from ..exceptions import (
     AuthenticationException,
     BuildException,
@@ -159,6 +161,8 @@ __all__ = [
     "VolumeAndToken",
     "VolumeEntryStat",
     "VolumeFileType",
+    "VolumeConnectionConfig",
+    "VolumeApiParams",
     "VolumeException",
     "VolumeNotFoundException",
     "VolumePathNotFoundException",
@@ -514,6 +518,41 @@ class CommandHandle:
         self._h.disconnect()
 
 
+# A kill by pid answers once envd has sent SIGKILL; until envd has reaped
+# the process it is a zombie, which `kill -0 <pid>` still finds (E2B's
+# test_kill_pty runs that right after pty.kill). So compat's kill by pid
+# returns once the process has left envd's list (reaped), or after
+# _KILL_WAIT s (a process the kernel cannot end at once), whichever first.
+_KILL_WAIT = 10.0
+_KILL_STEP = 0.02
+
+
+def _listed(procs: List[Any], pid: int) -> bool:
+    return any(getattr(p, "pid", None) == pid for p in procs)
+
+
+def _wait_gone(list_fn: Callable[[], List[Any]], pid: int) -> None:
+    deadline = time.monotonic() + _KILL_WAIT
+    while time.monotonic() < deadline:
+        try:
+            if not _listed(list_fn(), pid):
+                return
+        except AgentSandboxError:  # the sandbox went meanwhile: the process too
+            return
+        time.sleep(_KILL_STEP)
+
+
+async def _await_gone(list_fn: Callable[[], Any], pid: int) -> None:
+    deadline = time.monotonic() + _KILL_WAIT
+    while time.monotonic() < deadline:
+        try:
+            if not _listed(await list_fn(), pid):
+                return
+        except AgentSandboxError:
+            return
+        await asyncio.sleep(_KILL_STEP)
+
+
 class Commands:
     def __init__(self, c: S.Commands) -> None:
         self._c = c
@@ -541,7 +580,11 @@ class Commands:
         return self._c.list(request_timeout)
 
     def kill(self, pid: int, request_timeout: Optional[float] = None) -> bool:
-        return self._c.kill(pid, request_timeout)
+        """SIGKILL to the process; True once it is gone (see _KILL_WAIT)."""
+        if not self._c.kill(pid, request_timeout):
+            return False
+        _wait_gone(lambda: self._c.list(request_timeout), pid)
+        return True
 
     def send_stdin(self, pid: int, data: Union[str, bytes],
                    request_timeout: Optional[float] = None) -> None:
@@ -552,8 +595,9 @@ class Commands:
 
 
 class Pty:
-    def __init__(self, p: S.Pty) -> None:
+    def __init__(self, p: S.Pty, c: S.Commands) -> None:
         self._p = p
+        self._c = c
 
     def create(self, size: PtySize, user: Optional[str] = None, cwd: Optional[str] = None,
                envs: Optional[Dict[str, str]] = None, timeout: Optional[float] = 60,
@@ -568,7 +612,11 @@ class Pty:
                                              request_timeout=request_timeout))
 
     def kill(self, pid: int, request_timeout: Optional[float] = None) -> bool:
-        return self._p.kill(pid, request_timeout)
+        """SIGKILL to the terminal's process; True once it is gone."""
+        if not self._p.kill(pid, request_timeout):
+            return False
+        _wait_gone(lambda: self._c.list(request_timeout), pid)
+        return True
 
     def send_stdin(self, pid: int, data: bytes, request_timeout: Optional[float] = None) -> None:
         self._p.send_stdin(pid, data, request_timeout)
@@ -817,7 +865,7 @@ class Sandbox:
         self._options = _Options(connection_config, _opts)
         # E2B's module classes, looked up here as E2B's Sandbox does
         self.commands = Commands(sandbox.commands)
-        self.pty = Pty(sandbox.pty)
+        self.pty = Pty(sandbox.pty, sandbox.commands)
         self.files = Filesystem(sandbox.files)
         self.git = Git(sandbox)  # E2B's names and arguments (agent_sandbox.git)
 
@@ -1294,7 +1342,11 @@ class AsyncCommands:
         return await self._c.list(request_timeout)
 
     async def kill(self, pid: int, request_timeout: Optional[float] = None) -> bool:
-        return await self._c.kill(pid, request_timeout)
+        """SIGKILL to the process; True once it is gone (see _KILL_WAIT)."""
+        if not await self._c.kill(pid, request_timeout):
+            return False
+        await _await_gone(lambda: self._c.list(request_timeout), pid)
+        return True
 
     async def send_stdin(self, pid: int, data: Union[str, bytes],
                          request_timeout: Optional[float] = None) -> None:
@@ -1305,8 +1357,9 @@ class AsyncCommands:
 
 
 class AsyncPty:
-    def __init__(self, p: A.Pty) -> None:
+    def __init__(self, p: A.Pty, c: A.Commands) -> None:
         self._p = p
+        self._c = c
 
     async def create(self, size: PtySize, on_data: Any, user: Optional[str] = None,
                      cwd: Optional[str] = None, envs: Optional[Dict[str, str]] = None,
@@ -1322,7 +1375,11 @@ class AsyncPty:
                                                         request_timeout=request_timeout))
 
     async def kill(self, pid: int, request_timeout: Optional[float] = None) -> bool:
-        return await self._p.kill(pid, request_timeout)
+        """SIGKILL to the terminal's process; True once it is gone."""
+        if not await self._p.kill(pid, request_timeout):
+            return False
+        await _await_gone(lambda: self._c.list(request_timeout), pid)
+        return True
 
     async def send_stdin(self, pid: int, data: bytes,
                          request_timeout: Optional[float] = None) -> None:
@@ -1420,7 +1477,7 @@ class AsyncSandbox:
         self._s = sandbox
         self._options = _Options(connection_config, _opts)
         self.commands = AsyncCommands(sandbox.commands)
-        self.pty = AsyncPty(sandbox.pty)
+        self.pty = AsyncPty(sandbox.pty, sandbox.commands)
         self.files = AsyncFilesystem(sandbox.files)
         self.git = AsyncGit(sandbox._sync.git)
 
@@ -1666,7 +1723,7 @@ from .api.client.models import NewVolume as _NewVolume  # noqa: E402
 from .api.client.types import UNSET as _UNSET  # noqa: E402
 from .api.client_async import get_api_client as _api_async_client  # noqa: E402
 from .api.client_sync import get_api_client as _api_sync_client  # noqa: E402
-from .connection_config import VolumeConnectionConfig  # noqa: E402
+from .connection_config import VolumeApiParams, VolumeConnectionConfig  # noqa: E402
 
 
 def _volume_from_token(volume_id: str, name: Optional[str], token: Optional[str],

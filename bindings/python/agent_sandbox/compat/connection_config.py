@@ -15,8 +15,9 @@ from __future__ import annotations
 import os
 from typing import Any, Dict, Mapping, Optional, TypedDict
 
-__all__ = ["ApiParams", "ConnectionConfig", "VolumeConnectionConfig", "REQUEST_TIMEOUT",
-           "KEEPALIVE_PING_INTERVAL_SEC", "KEEPALIVE_PING_HEADER", "merge_api_params"]
+__all__ = ["ApiParams", "ConnectionConfig", "VolumeApiParams", "VolumeConnectionConfig",
+           "REQUEST_TIMEOUT", "KEEPALIVE_PING_INTERVAL_SEC", "KEEPALIVE_PING_HEADER",
+           "merge_api_params"]
 
 REQUEST_TIMEOUT: float = 60.0
 KEEPALIVE_PING_INTERVAL_SEC = 50
@@ -119,6 +120,19 @@ class ConnectionConfig:
     @property
     def sandbox_url(self) -> Optional[str]:
         return self._sandbox_url
+
+
+class VolumeApiParams(TypedDict, total=False):
+    """E2B's options of a volume's content calls (``VolumeConnectionConfig``'s)."""
+
+    domain: Optional[str]
+    debug: Optional[bool]
+    token: Optional[str]
+    api_url: Optional[str]
+    request_timeout: Optional[float]
+    headers: Optional[Dict[str, str]]
+    logger: Any
+    proxy: Any
 
 
 class VolumeConnectionConfig:
