@@ -450,7 +450,9 @@ def test_sync_watch_handle_polls_collect_every_event(engine):
     watch reports a directory made under it and a file written in that
     directory (E2B's test_watch_recursive_directory_after_nested_folder_
     addition), across polls nothing is lost or repeated, and a stopped
-    handle's poll answers at once with nothing."""
+    handle's poll answers at once with nothing. (The file's event is a
+    WRITE when envd watched the new directory before the write, else the
+    CREATE of envd's scan of it: which one is up to envd's watcher thread.)"""
     from agent_sandbox.compat import FilesystemEventType
 
     with Sandbox.create() as sbx:
@@ -464,7 +466,7 @@ def test_sync_watch_handle_polls_collect_every_event(engine):
             got.extend(h.get_new_events())
             kinds = {(e.type, e.name) for e in got}
             return ((FilesystemEventType.CREATE, "sub") in kinds and
-                    (FilesystemEventType.WRITE, "sub/f.txt") in kinds)
+                    any(e.name == "sub/f.txt" for e in got))
 
         assert eventually(seen), got
         assert len([e for e in got if e.type == FilesystemEventType.CREATE
