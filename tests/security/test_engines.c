@@ -44,28 +44,8 @@ static int engine_refused(const engine_fixture *f, char *out, size_t cap) {
     dup2(p[1], 2);
     close(p[0]);
     close(p[1]);
-    const char *envd = getenv("ASB_TEST_ENVD"), *init = getenv("ASB_TEST_INIT");
     const char *argv[16];
-    int n = 0;
-    argv[n++] = ASB_ENGINE_BIN;
-    argv[n++] = "--state-dir";
-    argv[n++] = f->state;
-    argv[n++] = "--listen";
-    argv[n++] = "127.0.0.1:0";
-    argv[n++] = "--cgroup-name";
-    argv[n++] = f->cgroup;
-    argv[n++] = "--pool";
-    argv[n++] = "0";
-    argv[n++] = "--kill-on-exit";
-    if (envd && *envd) {
-      argv[n++] = "--envd";
-      argv[n++] = envd;
-    }
-    if (init && *init) {
-      argv[n++] = "--init";
-      argv[n++] = init;
-    }
-    argv[n] = NULL;
+    engine_fixture_argv(f, "127.0.0.1:0", "0", 1, NULL, argv, 16);
     execv(argv[0], (char *const *)argv);
     _exit(127);
   }

@@ -783,28 +783,7 @@ static int start_with_nofile(engine_fixture *g, const char *tag, rlim_t cur, rli
   snprintf(g->cgroup, sizeof g->cgroup, "asbt-%s-%d", tag, (int)getpid());
   snprintf(log, loglen, "%s.log", g->state);
   const char *argv[32];
-  int n = 0;
-  argv[n++] = ASB_ENGINE_BIN;
-  argv[n++] = "--state-dir";
-  argv[n++] = g->state;
-  argv[n++] = "--listen";
-  argv[n++] = "127.0.0.1:0";
-  argv[n++] = "--cgroup-name";
-  argv[n++] = g->cgroup;
-  argv[n++] = "--pool";
-  argv[n++] = "0";
-  argv[n++] = "--kill-on-exit";
-  const char *envd = getenv("ASB_TEST_ENVD"), *init = getenv("ASB_TEST_INIT");
-  if (envd && *envd) {
-    argv[n++] = "--envd";
-    argv[n++] = envd;
-  }
-  if (init && *init) {
-    argv[n++] = "--init";
-    argv[n++] = init;
-  }
-  for (size_t i = 0; extra && extra[i] && n < 31; i++) argv[n++] = extra[i];
-  argv[n] = NULL;
+  engine_fixture_argv(g, "127.0.0.1:0", "0", 1, extra, argv, 32);
   int out[2];
   int lfd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (lfd < 0 || pipe(out) != 0) {

@@ -54,6 +54,38 @@ static void engine_fixture_live_set(pid_t pid, const char *state) {
     }
 }
 
+/* The engine's command line as the fixtures start it: the binary, f's
+ * state dir and cgroup name, listen, --pool, ASB_TEST_ENVD / ASB_TEST_INIT
+ * (run these instead of the build tree's envd and asb-init),
+ * --kill-on-exit if asked, then extra (NULL-ended, or NULL) as far as cap
+ * allows. argv[cap - 1] is left for the NULL it ends with. */
+static inline void engine_fixture_argv(const engine_fixture *f, const char *listen,
+                                       const char *pool, int kill_on_exit, const char *const *extra,
+                                       const char **argv, int cap) {
+  const char *envd = getenv("ASB_TEST_ENVD"), *init = getenv("ASB_TEST_INIT");
+  int n = 0;
+  argv[n++] = ASB_ENGINE_BIN;
+  argv[n++] = "--state-dir";
+  argv[n++] = f->state;
+  argv[n++] = "--listen";
+  argv[n++] = listen;
+  argv[n++] = "--cgroup-name";
+  argv[n++] = f->cgroup;
+  argv[n++] = "--pool";
+  argv[n++] = pool;
+  if (envd && *envd) {
+    argv[n++] = "--envd";
+    argv[n++] = envd;
+  }
+  if (init && *init) {
+    argv[n++] = "--init";
+    argv[n++] = init;
+  }
+  if (kill_on_exit) argv[n++] = "--kill-on-exit";
+  for (size_t i = 0; extra && extra[i] && n < cap - 1; i++) argv[n++] = extra[i];
+  argv[n] = NULL;
+}
+
 static inline int engine_fixture_launch(engine_fixture *f, int kill_on_exit) {
   int out[2];
   if (pipe(out) != 0) return -1;
@@ -78,32 +110,8 @@ static inline int engine_fixture_launch(engine_fixture *f, int kill_on_exit) {
       if (ioctl(f->ctty, TIOCSCTTY, 0) != 0) _exit(126);
       dup2(f->ctty, 0);
     }
-    /* ASB_TEST_ENVD / ASB_TEST_INIT: run these instead of the build
-     * tree's envd and asb-init. */
-    const char *envd = getenv("ASB_TEST_ENVD"), *init = getenv("ASB_TEST_INIT");
     const char *argv[48];
-    int n = 0;
-    argv[n++] = ASB_ENGINE_BIN;
-    argv[n++] = "--state-dir";
-    argv[n++] = f->state;
-    argv[n++] = "--listen";
-    argv[n++] = listen;
-    argv[n++] = "--cgroup-name";
-    argv[n++] = f->cgroup;
-    argv[n++] = "--pool";
-    argv[n++] = "2";
-    if (envd && *envd) {
-      argv[n++] = "--envd";
-      argv[n++] = envd;
-    }
-    if (init && *init) {
-      argv[n++] = "--init";
-      argv[n++] = init;
-    }
-    if (kill_on_exit) argv[n++] = "--kill-on-exit";
-    for (size_t i = 0; f->extra_args && f->extra_args[i] && n < 47; i++)
-      argv[n++] = f->extra_args[i];
-    argv[n] = NULL;
+    engine_fixture_argv(f, listen, "2", kill_on_exit, f->extra_args, argv, 48);
     execv(argv[0], (char *const *)argv);
     _exit(127);
   }
