@@ -31,6 +31,9 @@ class AsyncTemplate(TemplateBase):
     def _resolve_api_params(cls, **opts: Any) -> Dict[str, Any]:
         return merge_api_params(cls._bound_api_params, opts)
 
+    # Written out here, not shared with Template: it must call this
+    # module's get_api_client, the name E2B's async tests patch
+    # (e2b.template_async.main.get_api_client).
     @classmethod
     def _api_client(cls, opts: Dict[str, Any]) -> Any:
         return get_api_client(ConnectionConfig(**cls._resolve_api_params(**opts)))
