@@ -14,6 +14,7 @@
 #include "http.h"
 
 #include <curl/curl.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -23,6 +24,7 @@
 #include <strings.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 #include <time.h>
@@ -130,22 +132,73 @@ static int fd_flags(int fd) {
   return (int)syscall(SYS_fcntl, fd, F_GETFD);
 }
 
-/* The two lowest free descriptor numbers: those the next two descriptors
- * made get (POSIX), found in as many fcntl calls as the lowest hole is
- * high, not as many as the host has open. */
-static void lowest_free(int v[2]) {
-  v[0] = v[1] = -1;
-  for (int fd = 0, k = 0; k < 2 && fd < (1 << 20); fd++)
-    if (fd_flags(fd) < 0 && errno == EBADF) v[k++] = fd;
+static int fstat_raw(int fd, struct stat *st) {
+#ifdef SYS_fstat
+  return (int)syscall(SYS_fstat, fd, st);
+#else
+  return fstat(fd, st);
+#endif
 }
 
-/* fd is an inheritable AF_UNIX stream socket. */
-static int inheritable_unix_stream(int fd) {
+/* fd is an inheritable AF_UNIX stream socket; *ino is its inode. */
+static int inheritable_unix_stream(int fd, unsigned long long *ino) {
   int dom = 0, type = 0, fl;
   socklen_t dl = sizeof dom, tl = sizeof type;
-  return fd >= 0 && syscall(SYS_getsockopt, fd, SOL_SOCKET, SO_DOMAIN, &dom, &dl) == 0 &&
-         dom == AF_UNIX && syscall(SYS_getsockopt, fd, SOL_SOCKET, SO_TYPE, &type, &tl) == 0 &&
-         type == SOCK_STREAM && (fl = fd_flags(fd)) >= 0 && !(fl & FD_CLOEXEC);
+  struct stat st;
+  /* cheapest first: most of a careful host's descriptors are close-on-exec */
+  if (fd < 0 || (fl = fd_flags(fd)) < 0 || (fl & FD_CLOEXEC) ||
+      syscall(SYS_getsockopt, fd, SOL_SOCKET, SO_DOMAIN, &dom, &dl) != 0 || dom != AF_UNIX ||
+      syscall(SYS_getsockopt, fd, SOL_SOCKET, SO_TYPE, &type, &tl) != 0 || type != SOCK_STREAM ||
+      fstat_raw(fd, &st) != 0)
+    return 0;
+  *ino = (unsigned long long)st.st_ino;
+  return 1;
+}
+
+/* The inheritable AF_UNIX stream sockets open in this process, as
+ * (descriptor, inode) pairs in *out (free it); -1 when /proc cannot say
+ * or memory runs out (then nothing is known, not "none"). */
+typedef struct {
+  int fd;
+  unsigned long long ino;
+} usock;
+
+static int unix_socks(usock **out, size_t *n) {
+  *out = NULL;
+  *n = 0;
+  DIR *d = opendir("/proc/self/fd"); /* O_CLOEXEC and a directory: never a candidate */
+  if (!d) return -1;
+  usock *v = NULL;
+  int rc = 0;
+  size_t cap = 0;
+  for (struct dirent *e; (e = readdir(d));) {
+    char *endp;
+    long fd = strtol(e->d_name, &endp, 10);
+    unsigned long long ino;
+    if (*endp || endp == e->d_name || fd < 0 || fd > 0x7fffffff ||
+        !inheritable_unix_stream((int)fd, &ino))
+      continue;
+    if (*n == cap) {
+      size_t nc = cap ? cap * 2 : 16;
+      usock *nv = realloc(v, nc * sizeof *nv);
+      if (!nv) {
+        rc = -1;
+        break;
+      }
+      v = nv;
+      cap = nc;
+    }
+    v[(*n)++] = (usock){(int)fd, ino};
+  }
+  closedir(d);
+  *out = v;
+  return rc;
+}
+
+static int usock_has(const usock *v, size_t n, usock u) {
+  for (size_t i = 0; i < n; i++)
+    if (v[i].fd == u.fd && v[i].ino == u.ino) return 1;
+  return 0;
 }
 
 /* curl_multi_init (libcurl 7.88; still so upstream, curl issue #13618)
@@ -153,29 +206,49 @@ static int inheritable_unix_stream(int fd) {
  * writes to) without SOCK_CLOEXEC, and libcurl lets no one see or flag
  * it: every child a program using this library starts (popen, system,
  * fork+exec, posix_spawn) would hold two sockets of every pooled slot
- * for its whole life. curl_multi_init opens nothing else, so the pair
- * takes the two lowest free numbers (its reading end the lower). They are
- * flagged close-on-exec only if both are inheritable AF_UNIX stream
- * sockets and a curl_multi_wakeup of the new handle makes the lower one
- * readable (the byte is left for curl_multi_poll, which drains it: one
- * early return of the first poll). Another thread of the host opening
- * descriptors in that instant can move the pair (it then stays
- * inheritable, as before); for another's socket to be flagged instead it
- * would have to be such a pair with a byte pending, in those two numbers.
- * A libcurl that makes its wakeup close-on-exec (an eventfd in 8.x) needs
+ * for its whole life. The pair is found by what it is, not by where it
+ * should be: the inheritable AF_UNIX stream sockets (descriptor and
+ * inode) that exist after curl_multi_init and did not before. It is
+ * flagged close-on-exec only if there are exactly two such and a
+ * curl_multi_wakeup of the new handle makes one of them readable (the
+ * byte is left for curl_multi_poll, which drains it: one early return of
+ * the first poll). The library's own handles are made one at a time
+ * (make_mu), so another thread of this library cannot add a pair; another
+ * thread of the host opening or closing other descriptors meanwhile
+ * changes nothing (predicting the lowest free numbers did: a /proc file
+ * opened in that instant moved the pair, which stayed inheritable). Only
+ * the host itself making an inheritable AF_UNIX stream socket in that
+ * instant leaves the pair as libcurl made it. A libcurl that makes its
+ * wakeup close-on-exec (an eventfd in 8.x) shows no new sockets and needs
  * nothing here. */
+static pthread_mutex_t make_mu = PTHREAD_MUTEX_INITIALIZER;
+
 static CURLM *multi_new(void) {
-  int want[2];
-  lowest_free(want);
+  pthread_mutex_lock(&make_mu);
+  size_t nb = 0, na = 0;
+  usock *before = NULL, *after = NULL;
+  int known = unix_socks(&before, &nb) == 0;
   CURLM *m = curl_multi_init();
-  if (m && inheritable_unix_stream(want[0]) && inheritable_unix_stream(want[1]) &&
-      curl_multi_wakeup(m) == CURLM_OK) {
-    int pending = 0;
-    if (syscall(SYS_ioctl, want[0], FIONREAD, &pending) == 0 && pending > 0) {
-      syscall(SYS_fcntl, want[0], F_SETFD, FD_CLOEXEC);
-      syscall(SYS_fcntl, want[1], F_SETFD, FD_CLOEXEC);
+  known = known && m && unix_socks(&after, &na) == 0;
+  usock fresh[2];
+  size_t nf = 0;
+  for (size_t i = 0; known && i < na; i++)
+    if (!usock_has(before, nb, after[i])) {
+      if (nf < 2) fresh[nf] = after[i];
+      nf++;
+    }
+  if (nf == 2 && curl_multi_wakeup(m) == CURLM_OK) {
+    int p0 = 0, p1 = 0;
+    if (syscall(SYS_ioctl, fresh[0].fd, FIONREAD, &p0) != 0) p0 = 0;
+    if (syscall(SYS_ioctl, fresh[1].fd, FIONREAD, &p1) != 0) p1 = 0;
+    if ((p0 > 0) != (p1 > 0)) {
+      syscall(SYS_fcntl, fresh[0].fd, F_SETFD, FD_CLOEXEC);
+      syscall(SYS_fcntl, fresh[1].fd, F_SETFD, FD_CLOEXEC);
     }
   }
+  free(before);
+  free(after);
+  pthread_mutex_unlock(&make_mu);
   return m;
 }
 

@@ -8,6 +8,12 @@
  * outcome is what curl printed. Runs as root. SPDX-License-Identifier: Apache-2.0 */
 #include <agentsandbox.h>
 
+#include <fcntl.h>
+#include <stdint.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <sys/socket.h>
+
 #include "asb_testing.h"
 #include "engine_fixture.h"
 
@@ -46,6 +52,17 @@ static void child_fds(char *out, size_t n) {
   }
   if (p) pclose(p);
 }
+
+/* A child started now inherits what one did before the library did anything. */
+#define CHECK_INHERITS_NOTHING()                                                             \
+  do {                                                                                       \
+    char now_[4096];                                                                         \
+    child_fds(now_, sizeof now_);                                                            \
+    if (strcmp(now_, BASE) != 0)                                                             \
+      fprintf(stderr, "a child inherits the library's descriptors:\n%s(before: %s)\n", now_, \
+              BASE);                                                                         \
+    CHECK_STR(now_, BASE);                                                                   \
+  } while (0)
 
 /* A shell command's output (stderr too) and its exit status. */
 static int sh(const char *cmd, char *out, size_t n) {
@@ -106,11 +123,7 @@ TEST(host_curl_reaches_a_loopback_url_and_children_inherit_no_library_fd) {
   co.stdin_enabled = 1;
   co.timeout_ms = -1;
   REQUIRE_RC(asb_commands_start(&cat, sb, "cat", &co), ASB_OK);
-  char now[4096];
-  child_fds(now, sizeof now);
-  if (strcmp(now, BASE) != 0)
-    fprintf(stderr, "a child inherits the library's descriptors:\n%s(before: %s)\n", now, BASE);
-  CHECK_STR(now, BASE);
+  CHECK_INHERITS_NOTHING();
   CHECK_RC(asb_process_kill(cat, NULL), ASB_OK);
   asb_process_free(cat);
   asb_free(lu);
@@ -118,6 +131,64 @@ TEST(host_curl_reaches_a_loopback_url_and_children_inherit_no_library_fd) {
   asb_process_free(srv);
   CHECK_RC(asb_sandbox_kill(sb, NULL), ASB_OK);
   asb_sandbox_free(sb);
+}
+
+/* Another thread of the host opening and closing descriptors (files,
+ * sockets; all close-on-exec, so a child inherits none of them) while the
+ * library makes its connection slots: the wakeup socketpair each slot's
+ * libcurl handle makes still ends up close-on-exec. (Predicting the pair's
+ * numbers lost this race: a /proc file opened in that instant moved it.) */
+static atomic_int CHURN_STOP;
+
+static void *churn(void *arg) {
+  (void)arg;
+  while (!atomic_load(&CHURN_STOP)) {
+    int a = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+    int b = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (a >= 0) close(a);
+    if (b >= 0) close(b);
+  }
+  return NULL;
+}
+
+enum { ROUNDS = 6, CALLERS = 8 };
+
+static void *list_once(void *arg) {
+  asb_client *c = arg;
+  asb_sandbox_page *pg = NULL;
+  asb_sandbox_list_options lo = ASB_SANDBOX_LIST_OPTIONS_INIT;
+  int rc = asb_sandbox_list(&pg, c, &lo);
+  asb_sandbox_page_free(pg);
+  return (void *)(intptr_t)rc;
+}
+
+TEST(slots_made_while_another_thread_opens_descriptors_are_not_inherited) {
+  pthread_t ch;
+  atomic_store(&CHURN_STOP, 0);
+  REQUIRE(pthread_create(&ch, NULL, churn, NULL) == 0);
+  asb_client *cs[ROUNDS] = {0};
+  int failures = 0;
+  for (int r = 0; r < ROUNDS; r++) {
+    if (engine_fixture_client(&F, &cs[r]) != ASB_OK) {
+      failures++;
+      continue;
+    }
+    /* CALLERS calls at once on a new client: as many new slots */
+    pthread_t t[CALLERS];
+    int started = 0;
+    while (started < CALLERS && pthread_create(&t[started], NULL, list_once, cs[r]) == 0) started++;
+    failures += CALLERS - started;
+    for (int i = 0; i < started; i++) {
+      void *rv = NULL;
+      pthread_join(t[i], &rv);
+      if ((intptr_t)rv != ASB_OK) failures++;
+    }
+  }
+  atomic_store(&CHURN_STOP, 1);
+  pthread_join(ch, NULL);
+  CHECK_INT(failures, 0);
+  CHECK_INHERITS_NOTHING();
+  for (int r = 0; r < ROUNDS; r++) asb_client_free(cs[r]);
 }
 
 static void setup(void) {
@@ -129,7 +200,10 @@ static void setup(void) {
 
 int main(void) {
   setup();
-  if (SETUP_OK) RUN(host_curl_reaches_a_loopback_url_and_children_inherit_no_library_fd);
+  if (SETUP_OK) {
+    RUN(host_curl_reaches_a_loopback_url_and_children_inherit_no_library_fd);
+    RUN(slots_made_while_another_thread_opens_descriptors_are_not_inherited);
+  }
   asb_client_free(C);
   engine_fixture_stop(&F);
   TEST_MAIN_END();

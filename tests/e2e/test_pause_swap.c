@@ -75,8 +75,14 @@ static long long mem_used(const memcg *m) {
   return read_num(m->dir, m->v1 ? "memory.usage_in_bytes" : "memory.current");
 }
 
+/* v1: memsw minus memory, two page counters exact when read (memory.stat's
+ * total_swap lags the kernel's lazily flushed statistics by up to ~2 s) */
 static long long swap_used(const memcg *m) {
-  return m->v1 ? stat_key(m->dir, "total_swap") : read_num(m->dir, "memory.swap.current");
+  if (!m->v1) return read_num(m->dir, "memory.swap.current");
+  long long mem = read_num(m->dir, "memory.usage_in_bytes");
+  long long memsw = read_num(m->dir, "memory.memsw.usage_in_bytes");
+  if (memsw < 0) return stat_key(m->dir, "total_swap");
+  return memsw > mem ? memsw - mem : 0;
 }
 
 /* Whether the workload cgroup (where the user's processes are) may swap:
