@@ -199,7 +199,7 @@ static void kill_criu(pid_t cp, const char *id) {
   pid_t self = getpid(), seen[32];
   int reap[32], nreap = 0;
   kill(-cp, SIGKILL);
-  for (int round = 0; round < 200; round++) {
+  for (int round = 0; round < 3000; round++) { /* 30 s: a bound, not a wait */
     int live = 0;
     DIR *d = opendir("/proc");
     struct dirent *de;
