@@ -705,8 +705,8 @@ TEST(checkpoint_without_room_is_refused) {
 
 /* ---- what runs at the pause ------------------------------------------------ */
 
-/* Reads p's output (a pty's) until it holds `want`: 1, 0 at the deadline
- * or the stream's end. */
+/* Reads p's output (a pty's) until it holds `want`: 1, -1 at the
+ * stream's end, 0 at the deadline. */
 static int read_until(asb_process *p, const char *want) {
   char buf[16384] = "";
   size_t n = 0;
@@ -718,7 +718,7 @@ static int read_until(asb_process *p, const char *want) {
     size_t len = 0;
     int rc = asb_process_read(&kind, &d, &len, p, &call);
     if (rc == ASB_ETIMEOUT) continue;
-    if (rc != 1) return 0;
+    if (rc != 1) return -1;
     if (len > sizeof buf - 1 - n) { /* keep the tail */
       size_t keep = sizeof buf / 2;
       memmove(buf, buf + n - keep, keep);
@@ -747,9 +747,9 @@ TEST(pty_shell_survives_the_checkpoint) {
   unsigned pid = p ? asb_process_pid(p) : 0;
   const char *in1 = "X=41; echo mark$((X-40))\n";
   CHECK_RC(asb_pty_send_input(sb, pid, in1, strlen(in1), NULL), ASB_OK);
-  CHECK(p && read_until(p, "mark1"));
+  CHECK(p && read_until(p, "mark1") == 1);
   checkpoint_and_restore(id);
-  CHECK(p && !read_until(p, "never")); /* the old stream ended */
+  CHECK(p && read_until(p, "never") == -1); /* the old stream ended */
   asb_process_free(p);
   asb_command_options co = ASB_COMMAND_OPTIONS_INIT;
   co.timeout_ms = -1;
@@ -757,7 +757,7 @@ TEST(pty_shell_survives_the_checkpoint) {
   CHECK_RC(asb_commands_connect(&q, sb, pid, &co), ASB_OK); /* the same shell */
   const char *in2 = "echo got$((X+1))\n";
   CHECK_RC(asb_pty_send_input(sb, pid, in2, strlen(in2), NULL), ASB_OK);
-  CHECK(q && read_until(q, "got42"));
+  CHECK(q && read_until(q, "got42") == 1);
   CHECK_RC(asb_pty_kill(sb, pid, NULL), ASB_OK);
   asb_process_free(q);
   kill_sandbox(sb);
