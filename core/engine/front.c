@@ -26,8 +26,7 @@
  * connection-closed hook) and applies the engine's connection limits
  * itself: --max-connections at once (past it the front stops accepting
  * and new clients wait in the kernel's backlog, as they did when
- * libmicrohttpd listened), --max-connections-per-ip per address (past it
- * a new connection is closed at once, in whatever phase the others are),
+ * libmicrohttpd listened), --max-connections-per-ip per address (below),
  * and a quarter of --max-connections waiting for a first byte or in a
  * handshake (one more cuts the oldest; libmicrohttpd's own guard lets
  * another quarter wait for a head), so waiting connections never fill the
@@ -37,6 +36,39 @@
  * and the engine's stop hang (fixed upstream in 1.0.0, "process new
  * connection: fixed missing mutex unlock"), so its limit is twice the
  * front's, which it never reaches.
+ *
+ * Per address, --max-connections-per-ip counts the connections that are
+ * not idle keep-alive ones: a client's pool (our library's, the e2b
+ * SDKs', Node's agent) keeps connections open between calls, and one
+ * whose client closed is counted until libmicrohttpd has seen it go. So
+ * an address at its limit first has its connection idle longest since a
+ * request reclaimed (shut down: the client sees the server close an idle
+ * connection, which every HTTP client expects and retries on a new one;
+ * asbi_httpd_reclaim_idle). When all its connections are busy or have
+ * not sent their first request yet, a new one is parked: accepted but
+ * held by the front (an fd, no thread, nothing read), first in first out,
+ * until one of that address's connections ends or turns idle, so a burst
+ * of a few hundred calls from one process is served, not reset (up to
+ * twice --max-connections-per-ip at once whatever the engine's speed;
+ * more as far as its first ones turn idle in time). Parked
+ * are at most --max-connections-per-ip per address and --max-connections
+ * in all, each for at most --header-timeout; past that a connection gets
+ * 503 with Retry-After and is closed (the reply is sent at once, then the
+ * front reads and drops what the client still sends for up to 2 s, so
+ * the close is not a reset that would discard the reply; TLS clients,
+ * told by their first byte, are just closed). So many busy connections
+ * from one address still cannot take more than their share, and never
+ * starve another address: parked ones hold no slot of --max-connections.
+ *
+ * Loopback gets no larger budget: sandboxes never reach the engine from
+ * the host's loopback (a sandbox's own loopback is its network namespace's,
+ * where its portal counts its connections by its tag; the datapath refuses
+ * the engine's port from a sandbox; the egress proxy refuses loopback
+ * unless a sandbox's allowOut names it, and then its connections come from
+ * 127.0.0.1 like the host's clients'), and with reclaiming and parking the
+ * limit only bounds connections that are busy or waiting for a request at
+ * once, which no SDK needs hundreds of; a larger loopback budget would only
+ * give such a proxied sandbox more of the engine.
  * SPDX-License-Identifier: Apache-2.0 */
 #include "front.h"
 
@@ -57,6 +89,7 @@
 
 #include <openssl/err.h>
 
+#include "httpd/httpd.h"
 #include "util/log.h"
 
 #define RELAY_BUF (64u * 1024u)
@@ -65,27 +98,39 @@
 
 #define EXTRA_MAX \
   8192 /* loopback listeners (loopurl.c) and sandboxes' portals (portal.c: two a sandbox) */
-#define KEY_MAX 72 /* an address's accounting key: family, then the address or tag */
+#define KEY_MAX ASBI_HTTPD_KEY_MAX /* an address's key: family, then the address or tag */
+#define REJECT_MAX 64              /* 503s being sent at once; past it, closed at once */
+#define REJECT_MS 2000L            /* how long a refused client's bytes are read and dropped */
 
 /* What a waiting connection waits for. */
 enum { W_SNIFF = 1, W_HANDSHAKE = 2 };
+/* Where a job is held by the acceptor (job.list). */
+enum { L_NONE, L_PARK, L_REJECT };
 
 typedef struct job {
   struct front *f;
   int fd;
   struct sockaddr_storage addr;
   socklen_t alen;
-  long t0;                 /* accepted at (ms) */
+  long t0;                 /* accepted (parked: admitted) at (ms) */
   int kind;                /* W_SNIFF: its first byte; W_HANDSHAKE: its TLS handshake */
   int waiting;             /* in the front's waiting list (under mu) */
+  int plain;               /* a loopback URL's: plain HTTP as it comes */
   struct job *prev, *next; /* the waiting list, in the order they began waiting */
+  /* parked or refused (acceptor only): */
+  int list;          /* L_PARK, L_REJECT */
+  long deadline;     /* parked: 503 then; refused: closed then */
+  struct job *rnext; /* the next parked (in arrival order) or refused */
 } job;
 
-/* Live connections of one client address. */
+/* Connections of one client address. */
 typedef struct addr_count {
   unsigned char key[KEY_MAX]; /* family (4, 6; 'u': a portal's tag), then the address */
   unsigned char len;
-  unsigned n;
+  unsigned n;       /* live (admitted, not gone) */
+  unsigned pending; /* of them reclaimed (shut down) and not counted out yet */
+  unsigned parked;  /* waiting in the front for room */
+  unsigned round;   /* the acceptor's round in which it found no room */
 } addr_count;
 
 struct front {
@@ -100,6 +145,7 @@ struct front {
   int wake_fd; /* eventfd: the listener set changed, or room came free */
   int stop_fd; /* eventfd: readable once the front stops */
   struct MHD_Daemon *daemon;
+  asbi_httpd *httpd; /* reclaims idle connections */
   SSL_CTX *tls;
   unsigned head_ms, max_conns, per_addr, max_waiting;
   pthread_t acceptor;
@@ -112,11 +158,15 @@ struct front {
   int paused;    /* the acceptor left the listeners alone: live reached max_conns */
   job *whead, *wtail;
   unsigned nwait;
-  /* addresses with live connections: at most max_conns of them, searched
-   * linearly (a few µs per connection at the default 1000, no hashing of
-   * attacker-chosen keys) */
+  /* addresses with live or parked connections: at most 2 * max_conns of
+   * them, searched linearly (a few µs per connection at the default 1000,
+   * no hashing of attacker-chosen keys) */
   addr_count *addrs;
   size_t naddrs, caddrs;
+  unsigned nparked, park_max, round;
+  /* acceptor only: parked in arrival order, refused (being sent a 503) */
+  job *phead, *ptail, *rhead;
+  unsigned nreject;
 };
 
 static long now_ms(void) {
@@ -132,25 +182,7 @@ unsigned front_mhd_limit(unsigned max_conns) {
 /* ---- accounting (under mu) -------------------------------------------------- */
 
 static unsigned char addr_key(const struct sockaddr *sa, unsigned char key[KEY_MAX]) {
-  if (sa && sa->sa_family == AF_INET) {
-    key[0] = 4;
-    memcpy(key + 1, &((const struct sockaddr_in *)sa)->sin_addr, 4);
-    return 5;
-  }
-  if (sa && sa->sa_family == AF_INET6) {
-    key[0] = 6;
-    memcpy(key + 1, &((const struct sockaddr_in6 *)sa)->sin6_addr, 16);
-    return 17;
-  }
-  if (sa && sa->sa_family == AF_UNIX) { /* a portal's connection: per sandbox */
-    const struct sockaddr_un *u = (const struct sockaddr_un *)sa;
-    size_t n = strnlen(u->sun_path + 1, sizeof u->sun_path - 1);
-    if (n > KEY_MAX - 1) n = KEY_MAX - 1;
-    key[0] = 'u';
-    memcpy(key + 1, u->sun_path + 1, n);
-    return (unsigned char)(n + 1);
-  }
-  return 0; /* not limited per address */
+  return (unsigned char)asbi_httpd_addr_key(sa, key);
 }
 
 static addr_count *addr_find(front *f, const unsigned char *key, unsigned char len) {
@@ -159,37 +191,75 @@ static addr_count *addr_find(front *f, const unsigned char *key, unsigned char l
   return NULL;
 }
 
-/* Counts a new connection in; 0 if its address holds per_addr already. */
-static int admit(front *f, const job *j) {
-  unsigned char key[KEY_MAX], len = addr_key((const struct sockaddr *)&j->addr, key);
-  int ok = 1;
-  pthread_mutex_lock(&f->mu);
-  addr_count *a = len ? addr_find(f, key, len) : NULL;
-  if (a && f->per_addr && a->n >= f->per_addr) {
-    ok = 0;
-  } else if (a) {
-    a->n++;
-  } else if (len) {
-    if (f->naddrs == f->caddrs) { /* only past max_conns (a loopback URL's listener) */
-      size_t c = f->caddrs ? 2 * f->caddrs : 64;
-      addr_count *v = realloc(f->addrs, c * sizeof *v);
-      if (v) {
-        f->addrs = v;
-        f->caddrs = c;
-      }
-    }
-    if (f->naddrs < f->caddrs) {
-      a = &f->addrs[f->naddrs++];
-      memcpy(a->key, key, len);
-      a->len = len;
-      a->n = 1;
-    } else {
-      ok = 0; /* out of memory */
-    }
+/* key's entry, made (zeroed) if it has none; NULL when out of memory. */
+static addr_count *addr_get(front *f, const unsigned char *key, unsigned char len) {
+  addr_count *a = addr_find(f, key, len);
+  if (a) return a;
+  if (f->naddrs == f->caddrs) { /* only past max_conns (a loopback URL's listener) */
+    size_t c = f->caddrs ? 2 * f->caddrs : 64;
+    addr_count *v = realloc(f->addrs, c * sizeof *v);
+    if (!v) return NULL;
+    f->addrs = v;
+    f->caddrs = c;
   }
-  if (ok) f->live++;
-  pthread_mutex_unlock(&f->mu);
-  return ok;
+  a = &f->addrs[f->naddrs++];
+  memset(a, 0, sizeof *a);
+  memcpy(a->key, key, len);
+  a->len = len;
+  return a;
+}
+
+static void addr_put(front *f, addr_count *a) {
+  if (a->n == 0 && a->parked == 0) *a = f->addrs[--f->naddrs];
+}
+
+/* Whether a holds its limit (the reclaimed are as good as gone). */
+static int addr_full(const front *f, const addr_count *a) {
+  return f->per_addr && a->n - (a->pending < a->n ? a->pending : a->n) >= f->per_addr;
+}
+
+enum { ADMIT_NO, ADMIT_OK, ADMIT_FULL };
+
+/* Counts a connection in: ADMIT_OK, or ADMIT_FULL when its address holds
+ * per_addr and none of them is idle to reclaim, ADMIT_NO when out of
+ * memory. Acceptor only (the reclaim runs without mu). */
+static int admit(front *f, const job *j) {
+  const struct sockaddr *sa = (const struct sockaddr *)&j->addr;
+  unsigned char key[KEY_MAX], len = addr_key(sa, key);
+  int rc = ADMIT_OK;
+  for (int tried = 0;; tried = 1) {
+    pthread_mutex_lock(&f->mu);
+    addr_count *a = len ? addr_get(f, key, len) : NULL;
+    if (len && !a) {
+      rc = ADMIT_NO;
+    } else if (a && addr_full(f, a)) {
+      if (!tried && f->httpd) {
+        /* counted as reclaimed before it is (its close, on another thread,
+         * counts it out) */
+        a->pending++;
+        pthread_mutex_unlock(&f->mu);
+        int got = asbi_httpd_reclaim_idle(f->httpd, sa);
+        pthread_mutex_lock(&f->mu);
+        a = addr_find(f, key, len);
+        if (!got && a && a->pending) a->pending--;
+        pthread_mutex_unlock(&f->mu);
+        if (got) continue;
+        pthread_mutex_lock(&f->mu);
+        a = addr_find(f, key, len);
+        if (!a || !addr_full(f, a)) { /* one went meanwhile */
+          pthread_mutex_unlock(&f->mu);
+          continue;
+        }
+      }
+      rc = ADMIT_FULL;
+    } else if (a) {
+      a->n++;
+    }
+    if (rc == ADMIT_OK) f->live++;
+    if (rc != ADMIT_OK && a) addr_put(f, a);
+    pthread_mutex_unlock(&f->mu);
+    return rc;
+  }
 }
 
 static void wake(front *f) {
@@ -204,7 +274,12 @@ static void release(front *f, const struct sockaddr *sa) {
   int room = 0;
   pthread_mutex_lock(&f->mu);
   addr_count *a = len ? addr_find(f, key, len) : NULL;
-  if (a && --a->n == 0) *a = f->addrs[--f->naddrs];
+  if (a) {
+    if (a->n) a->n--;
+    if (a->pending) a->pending--;
+    if (a->parked) room = 1; /* one of them may go in now */
+    addr_put(f, a);
+  }
   if (f->live) f->live--;
   if (f->paused && f->live < f->max_conns) {
     f->paused = 0;
@@ -219,6 +294,18 @@ void front_conn_closed(void *cls, struct MHD_Connection *c) {
   const union MHD_ConnectionInfo *ci =
       MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
   release(f, ci ? ci->client_addr : NULL);
+}
+
+void front_conn_idle(void *cls, struct MHD_Connection *c) {
+  front *f = cls;
+  const union MHD_ConnectionInfo *ci =
+      MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+  unsigned char key[KEY_MAX], len = addr_key(ci ? ci->client_addr : NULL, key);
+  pthread_mutex_lock(&f->mu);
+  addr_count *a = len ? addr_find(f, key, len) : NULL;
+  int parked = a && a->parked;
+  pthread_mutex_unlock(&f->mu);
+  if (parked) wake(f); /* the acceptor reclaims it for the first parked one */
 }
 
 static void wait_push(front *f, job *j, int kind) {
@@ -514,6 +601,196 @@ static void close_dropped(front *f) {
   pthread_mutex_unlock(&f->mu);
 }
 
+/* ---- parked and refused connections (acceptor only) ------------------------ */
+
+/* An admitted connection goes on: a loopback URL's to libmicrohttpd as it
+ * is, any other by its first byte (now, or once it comes). */
+static void proceed(front *f, job *j) {
+  j->t0 = now_ms(); /* its head and handshake deadlines count from here */
+  if (j->plain) {
+    hand_to_mhd(f, j->fd, j);
+    free(j);
+    return;
+  }
+  unsigned char b;
+  if (recv(j->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) == 1) { /* its first bytes are here */
+    decide(f, j, 0);
+    return;
+  }
+  make_room(f);
+  pthread_mutex_lock(&f->mu);
+  wait_push(f, j, W_SNIFF);
+  pthread_mutex_unlock(&f->mu);
+}
+
+/* Reads and drops what the client sent so far; 0 once it has hung up. */
+static int drain(int fd) {
+  char buf[4096];
+  for (int k = 0; k < 64; k++) {
+    ssize_t n = recv(fd, buf, sizeof buf, MSG_DONTWAIT);
+    if (n > 0) continue;
+    if (n < 0 && errno == EINTR) continue;
+    return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
+  }
+  return 1;
+}
+
+/* The connection is refused: a 503 with Retry-After, then what the client
+ * still sends is read and dropped for REJECT_MS (a close with unread bytes
+ * would be a reset, which discards the reply on the client's side) and it
+ * is closed. A TLS client (its first byte) and any past REJECT_MAX
+ * refused at once are closed after what they sent was read. Not counted
+ * in live: refused ones are at most REJECT_MAX. */
+static void refuse(front *f, job *j) {
+  static const char body[] =
+      "{\"code\":503,\"message\":\"too many connections from this client "
+      "address at once (--max-connections-per-ip); retry later\"}\n";
+  char resp[512];
+  unsigned char b;
+  int tls = recv(j->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) == 1 && b == TLS_HANDSHAKE;
+  if (tls || f->nreject >= REJECT_MAX) {
+    drain(j->fd);
+    close(j->fd);
+    free(j);
+    return;
+  }
+  int n = snprintf(resp, sizeof resp,
+                   "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
+                   "Retry-After: 1\r\nConnection: close\r\nContent-Length: %zu\r\n\r\n%s",
+                   sizeof body - 1, body);
+  /* a new socket's buffer takes it whole */
+  if (send(j->fd, resp, (size_t)n, MSG_DONTWAIT | MSG_NOSIGNAL) != n || !drain(j->fd)) {
+    close(j->fd);
+    free(j);
+    return;
+  }
+  shutdown(j->fd, SHUT_WR);
+  j->list = L_REJECT;
+  j->deadline = now_ms() + REJECT_MS;
+  j->rnext = f->rhead;
+  f->rhead = j;
+  f->nreject++;
+}
+
+/* Its address holds its limit and none of its connections is idle: it
+ * waits in the front (first in, first out) while its address parks fewer
+ * than per_addr and the front fewer than park_max; else refused. */
+static void park(front *f, job *j) {
+  unsigned char key[KEY_MAX], len = addr_key((const struct sockaddr *)&j->addr, key);
+  int ok = 0;
+  pthread_mutex_lock(&f->mu);
+  addr_count *a = len ? addr_find(f, key, len) : NULL;
+  if (a && a->parked < f->per_addr && f->nparked < f->park_max) {
+    a->parked++;
+    f->nparked++;
+    ok = 1;
+  }
+  pthread_mutex_unlock(&f->mu);
+  if (!ok) {
+    refuse(f, j);
+    return;
+  }
+  j->list = L_PARK;
+  j->deadline = now_ms() + (long)f->head_ms;
+  j->rnext = NULL;
+  if (f->ptail)
+    f->ptail->rnext = j;
+  else
+    f->phead = j;
+  f->ptail = j;
+}
+
+/* A parked one leaves the list (prev: the one before it, or NULL). */
+static void unpark(front *f, job *j, job *prev) {
+  unsigned char key[KEY_MAX], len = addr_key((const struct sockaddr *)&j->addr, key);
+  if (prev)
+    prev->rnext = j->rnext;
+  else
+    f->phead = j->rnext;
+  if (f->ptail == j) f->ptail = prev;
+  j->rnext = NULL;
+  j->list = L_NONE;
+  pthread_mutex_lock(&f->mu);
+  addr_count *a = len ? addr_find(f, key, len) : NULL;
+  if (a && a->parked) {
+    a->parked--;
+    addr_put(f, a);
+  }
+  if (f->nparked) f->nparked--;
+  pthread_mutex_unlock(&f->mu);
+}
+
+/* A connection that passed accept: in, parked or refused. */
+static void enter(front *f, job *j) {
+  int rc = admit(f, j);
+  if (rc == ADMIT_OK)
+    proceed(f, j);
+  else if (rc == ADMIT_FULL)
+    park(f, j);
+  else
+    refuse(f, j);
+}
+
+/* Lets parked ones in, oldest first, while there is room: in their
+ * address (one of its connections ended, or turned idle and is reclaimed
+ * for it) and in the front. Those parked past their deadline are refused.
+ * An address without room is not asked again this round. */
+static void serve_parked(front *f) {
+  long now = now_ms();
+  unsigned round = ++f->round;
+  for (job *j = f->phead, *prev = NULL, *next; j; j = next) {
+    next = j->rnext;
+    pthread_mutex_lock(&f->mu);
+    int full = f->live >= f->max_conns;
+    unsigned char key[KEY_MAX], len = addr_key((const struct sockaddr *)&j->addr, key);
+    addr_count *a = len ? addr_find(f, key, len) : NULL;
+    int skip = a && a->round == round;
+    pthread_mutex_unlock(&f->mu);
+    if (j->deadline <= now) {
+      unpark(f, j, prev);
+      refuse(f, j);
+      continue;
+    }
+    if (full || skip) {
+      prev = j;
+      continue;
+    }
+    int rc = admit(f, j);
+    if (rc == ADMIT_FULL) {
+      pthread_mutex_lock(&f->mu);
+      a = addr_find(f, key, len);
+      if (a) a->round = round;
+      pthread_mutex_unlock(&f->mu);
+      prev = j;
+      continue;
+    }
+    unpark(f, j, prev);
+    if (rc == ADMIT_OK)
+      proceed(f, j);
+    else
+      refuse(f, j);
+  }
+}
+
+/* Refused ones: what they send is dropped; closed once they hang up or at
+ * their deadline. p holds the poll results for the first n of them, in
+ * list order. */
+static void serve_refused(front *f, const struct pollfd *p, size_t n) {
+  long now = now_ms();
+  size_t i = 0;
+  for (job **pp = &f->rhead, *j; (j = *pp); i++) {
+    int gone = j->deadline <= now || (i < n && p[i].revents && !drain(j->fd));
+    if (!gone) {
+      pp = &j->rnext;
+      continue;
+    }
+    *pp = j->rnext;
+    close(j->fd);
+    free(j);
+    f->nreject--;
+  }
+}
+
 /* A new connection on listener number i (0: the engine's port). */
 static void accepted(front *f, int lfd, size_t i) {
   job *j = calloc(1, sizeof *j);
@@ -549,25 +826,8 @@ static void accepted(front *f, int lfd, size_t i) {
       }
     pthread_mutex_unlock(&f->mu);
   }
-  if (!admit(f, j)) { /* its address (a portal: its sandbox) holds --max-connections-per-ip */
-    close(j->fd);
-    free(j);
-    return;
-  }
-  if (i > 0 && !portal) { /* a loopback URL's listener: HTTP as it comes */
-    hand_to_mhd(f, j->fd, j);
-    free(j);
-    return;
-  }
-  unsigned char b;
-  if (recv(j->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) == 1) { /* its first bytes are here */
-    decide(f, j, 0);
-    return;
-  }
-  make_room(f);
-  pthread_mutex_lock(&f->mu);
-  wait_push(f, j, W_SNIFF);
-  pthread_mutex_unlock(&f->mu);
+  j->plain = i > 0 && !portal;
+  enter(f, j);
 }
 
 /* The acceptor: one thread for every listener and for the connections
@@ -578,7 +838,7 @@ static void accepted(front *f, int lfd, size_t i) {
 static void *acceptor(void *arg) {
   front *f = arg;
   size_t maxs = f->max_waiting;
-  struct pollfd *p = calloc(EXTRA_MAX + 3 + maxs, sizeof *p);
+  struct pollfd *p = calloc(EXTRA_MAX + 3 + maxs + REJECT_MAX, sizeof *p);
   job **sj = calloc(maxs ? maxs : 1, sizeof *sj);
   if (!p || !sj) goto out;
   long sniff = SNIFF_MS < (long)f->head_ms ? SNIFF_MS : (long)f->head_ms;
@@ -600,10 +860,17 @@ static void *acceptor(void *arg) {
         p[np++] = (struct pollfd){j->fd, POLLIN, 0};
       }
     pthread_mutex_unlock(&f->mu);
+    size_t nw = np, nr = 0;                  /* the refused follow */
+    long next = ns ? sj[0]->t0 + sniff : -1; /* the first is the oldest */
+    for (job *j = f->rhead; j && nr < REJECT_MAX; j = j->rnext, nr++) {
+      p[np++] = (struct pollfd){j->fd, POLLIN, 0};
+      if (next < 0 || j->deadline < next) next = j->deadline;
+    }
+    if (f->phead && (next < 0 || f->phead->deadline < next)) next = f->phead->deadline;
     int ms = -1;
-    if (ns) { /* the first is the oldest */
-      long left = sj[0]->t0 + sniff - now_ms();
-      ms = left < 0 ? 0 : (int)left;
+    if (next >= 0) {
+      long left = next - now_ms();
+      ms = left < 0 ? 0 : left > 0x7fffffffL ? 0x7fffffff : (int)left;
     }
     if (poll(p, (nfds_t)np, ms) < 0) {
       if (errno == EINTR) continue;
@@ -615,6 +882,7 @@ static void *acceptor(void *arg) {
       if (read(f->wake_fd, &v, sizeof v) < 0) { /* EAGAIN: another round took it */
       }
     }
+    serve_refused(f, p + nw, nr); /* first: what follows refuses more */
     /* silent for too long: plain HTTP, the oldest first (before anything
      * below changes the list; those that sent something are left) */
     long now = now_ms();
@@ -636,8 +904,22 @@ static void *acceptor(void *arg) {
       for (size_t i = 3; i < nl; i++)
         if (p[i].revents) accepted(f, p[i].fd, i - 2);
     }
+    serve_parked(f);
   }
 out:
+  while (f->phead) {
+    job *j = f->phead;
+    unpark(f, j, NULL);
+    close(j->fd);
+    free(j);
+  }
+  while (f->rhead) {
+    job *j = f->rhead;
+    f->rhead = j->rnext;
+    close(j->fd);
+    free(j);
+  }
+  f->nreject = 0;
   pthread_mutex_lock(&f->mu);
   for (job *j = f->whead, *n; j; j = n) {
     n = j->next;
@@ -665,6 +947,7 @@ front *front_new(int listen_fd, SSL_CTX *tls, const front_limits *lim) {
   f->per_addr = lim->per_addr;
   f->max_waiting = lim->max_waiting ? lim->max_waiting : f->max_conns / 4;
   if (!f->max_waiting) f->max_waiting = 1;
+  f->park_max = f->max_conns;
   f->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   f->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   f->caddrs = f->max_conns < 4096 ? f->max_conns : 4096;
@@ -680,8 +963,9 @@ front *front_new(int listen_fd, SSL_CTX *tls, const front_limits *lim) {
   return f;
 }
 
-int front_start(front *f, struct MHD_Daemon *daemon) {
-  f->daemon = daemon;
+int front_start(front *f, asbi_httpd *h) {
+  f->httpd = h;
+  f->daemon = asbi_httpd_daemon(h);
   if (pthread_create(&f->acceptor, NULL, acceptor, f) != 0) return -errno;
   f->acceptor_running = 1;
   return 0;

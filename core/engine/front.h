@@ -6,6 +6,8 @@
 #include <microhttpd.h>
 #include <openssl/ssl.h>
 
+#include "httpd/httpd.h"
+
 typedef struct front front;
 
 /* What the front lets in. It accounts for every connection it accepted
@@ -20,8 +22,10 @@ typedef struct front_limits {
   unsigned max_conns;       /* connections at once; past it the front stops
                                accepting (they wait in the kernel's backlog);
                                0 = 1000 */
-  unsigned per_addr;        /* per client address, past which a new one is
-                               closed at once; 0 = no limit */
+  unsigned per_addr;        /* per client address, not counting idle
+                               keep-alive ones (reclaimed), past which a new
+                               one is parked, then refused with 503 (front.c);
+                               0 = no limit */
   unsigned max_waiting;     /* waiting for a first byte or in a handshake;
                                one more cuts the oldest; 0 = max_conns / 4 */
 } front_limits;
@@ -38,10 +42,16 @@ front *front_new(int listen_fd, SSL_CTX *tls, const front_limits *lim);
  * connection-closed hook, asbi_httpd_opts.closed, with f as its cls): its
  * slot and its address's are free again. */
 void front_conn_closed(void *f, struct MHD_Connection *c);
-/* Starts accepting: each connection goes to daemon, started without a
- * listening socket of its own and with front_conn_closed as its hook.
- * -errno on failure. */
-int front_start(front *f, struct MHD_Daemon *daemon);
+/* A request on a connection the front handed libmicrohttpd ended and the
+ * connection waits for the next (the daemon's idle hook,
+ * asbi_httpd_opts.idle, with f as its cls): a connection parked for its
+ * address may take its place. */
+void front_conn_idle(void *f, struct MHD_Connection *c);
+/* Starts accepting: each connection goes to h's daemon, started without a
+ * listening socket of its own and with front_conn_closed and
+ * front_conn_idle as its hooks; h reclaims idle connections for new ones
+ * (asbi_httpd_reclaim_idle). -errno on failure. */
+int front_start(front *f, asbi_httpd *h);
 /* Stops accepting (closes the listening sockets), ends every terminator
  * and waits for the front's threads. Call before stopping the daemon (its
  * TLS connections see their clients leave). Accepts NULL. */

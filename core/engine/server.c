@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -381,11 +382,17 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
  * a connection (long command streams send keepalives well within that).
  * The unix socket's daemon applies --max-connections and lets half of
  * them wait for a head; the TCP port's gets its connections from the
- * front, which applies the limits (front.h), and has room beyond them. */
+ * front, which applies the limits (front.h), and has room beyond them,
+ * and lets a quarter wait for a head, or --max-connections-per-ip if that
+ * is more (up to half): one client's burst of new connections, all in
+ * before the daemon's threads have read their heads, is not taken for
+ * slow clients and cut. */
 static asbi_httpd *start_daemon(engine *e, int fd, front *fr, char *err, size_t n) {
   unsigned hdr_ms = (unsigned)e->header_timeout_s * 1000u;
   unsigned max = e->max_conns ? e->max_conns : 1000u;
   unsigned waiting = fr ? max / 4 : max / 2; /* the front lets the other quarter wait */
+  if (fr && waiting < e->max_conns_per_ip)   /* with the front's quarter, under three quarters */
+    waiting = e->max_conns_per_ip < max / 2 ? e->max_conns_per_ip : max / 2;
   asbi_httpd_opts o = {
       .listen_fd = fd,
       .handler = handler,
@@ -393,6 +400,8 @@ static asbi_httpd *start_daemon(engine *e, int fd, front *fr, char *err, size_t 
       .completed = completed,
       .closed = fr ? front_conn_closed : NULL,
       .closed_cls = fr,
+      .idle = fr ? front_conn_idle : NULL,
+      .idle_cls = fr,
       .uri = uri_log,
       .max_connections = fr ? front_mhd_limit(max) : max,
       .head_timeout_ms = hdr_ms,
@@ -402,6 +411,49 @@ static asbi_httpd *start_daemon(engine *e, int fd, front *fr, char *err, size_t 
       .conn_memory = (size_t)(256 * 1024),
   };
   return asbi_httpd_start(&o, err, n);
+}
+
+/* File descriptors one of --max-connections may take: on the TCP port
+ * three (a TLS connection: the client's socket and a socketpair to
+ * libmicrohttpd), one more parked beside it (front.c: at most
+ * --max-connections parked), and one on the unix socket (its daemon
+ * serves --max-connections of its own). */
+#define FDS_PER_CONN 5u
+/* Kept beside a third of what connections take, for everything else the
+ * engine opens (a sandbox's files, pidfds, portals and loopback listeners,
+ * an image, libcurl, the front's refused connections). */
+#define NOFILE_RESERVE 256u
+
+static rlim_t nofile_need(unsigned max) {
+  rlim_t conns = (rlim_t)max * FDS_PER_CONN;
+  return conns + conns / 3u + NOFILE_RESERVE;
+}
+
+/* Fits --max-connections to RLIMIT_NOFILE: past it accept fails with
+ * EMFILE for every client, and so does everything else the engine opens,
+ * so the connections a flood may hold must leave room. The soft limit is
+ * raised as far as --max-connections needs (nofile_need; up to the hard
+ * limit, and no further than needed: the engine's helpers inherit it, and
+ * sandboxes get their own, secure.c); where the hard limit is too low (it
+ * takes CAP_SYS_RESOURCE to raise), --max-connections is lowered to fit
+ * it, and that is logged. */
+static void fit_nofile(engine *e) {
+  unsigned max = e->max_conns ? e->max_conns : 1000u;
+  struct rlimit rl;
+  if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY) return;
+  rlim_t need = nofile_need(max);
+  if (rl.rlim_cur < need) {
+    struct rlimit want = rl;
+    want.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max >= need ? need : rl.rlim_max;
+    if (setrlimit(RLIMIT_NOFILE, &want) == 0) rl = want;
+  }
+  if (rl.rlim_cur >= need) return;
+  /* the largest max whose need fits: conns * 4/3 + reserve <= cur */
+  rlim_t room = rl.rlim_cur > NOFILE_RESERVE ? rl.rlim_cur - NOFILE_RESERVE : 0;
+  rlim_t fit = room * 3u / 4u / FDS_PER_CONN;
+  e->max_conns = fit > 16 ? (unsigned)fit : 16u;
+  asbi_log("RLIMIT_NOFILE is %llu (hard %llu): --max-connections %u lowered to %u to fit it",
+           (unsigned long long)rl.rlim_cur, (unsigned long long)rl.rlim_max, max, e->max_conns);
 }
 
 int server_start(engine *e, const char *listen_addr, const char *socket_path) {
@@ -438,6 +490,7 @@ int server_start(engine *e, const char *listen_addr, const char *socket_path) {
    * front applies the connection limits. */
   s->ca = tlsca_open(e->state_dir, err, sizeof err);
   if (!s->ca) asbi_log("https is off: %s", err);
+  fit_nofile(e);
   front_limits lim = {(unsigned)e->header_timeout_s * 1000u, e->max_conns, e->max_conns_per_ip, 0};
   s->front = front_new(fd, s->ca ? tlsca_ctx(s->ca) : NULL, &lim);
   s->tcp = s->front ? start_daemon(e, -1, s->front, err, sizeof err) : NULL;
@@ -451,7 +504,7 @@ int server_start(engine *e, const char *listen_addr, const char *socket_path) {
   /* before the front hands it anything (portal_source reads it) */
   __atomic_store_n((struct MHD_Daemon **)&e->tcp_daemon, asbi_httpd_daemon(s->tcp),
                    __ATOMIC_RELEASE);
-  int rc = front_start(s->front, asbi_httpd_daemon(s->tcp));
+  int rc = front_start(s->front, s->tcp);
   if (rc == 0) s->lu = loopurl_new(s->front);
   if (rc == 0 && s->lu) s->pt = portal_new(s->front);
   if (rc || !s->lu || !s->pt) {

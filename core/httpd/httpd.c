@@ -26,6 +26,8 @@ struct asbi_httpd {
   void *completed_cls;
   void (*closed)(void *cls, struct MHD_Connection *c);
   void *closed_cls;
+  void (*idle)(void *cls, struct MHD_Connection *c);
+  void *idle_cls;
   void *(*uri)(void *cls, const char *uri, struct MHD_Connection *c);
   void *uri_cls;
   void (*log)(void *cls, const char *fmt, va_list ap);
@@ -144,9 +146,15 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_ctx
   if (code == MHD_CONNECTION_NOTIFY_STARTED) {
     const union MHD_ConnectionInfo *ci =
         MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+    const union MHD_ConnectionInfo *ai =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    unsigned char key[ASBI_HTTPD_KEY_MAX];
+    /* known by address only where the caller reclaims (its addresses are
+     * the ones it handed in, whole) */
+    unsigned klen = h->idle ? asbi_httpd_addr_key(ai ? ai->client_addr : NULL, key) : 0;
     conn *k = ci ? calloc(1, sizeof *k) : NULL;
     /* Out of memory: the connection has no deadline (as in connguard.h) */
-    if (k) k->g = asbi_connguard_open(h->guard, ci->connect_fd);
+    if (k) k->g = asbi_connguard_open_key(h->guard, ci->connect_fd, key, klen);
     *socket_ctx = k;
   } else if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
     conn *k = *socket_ctx;
@@ -191,6 +199,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
     asbi_connguard_request_done(k->g);
   }
   if (h->completed) h->completed(h->completed_cls, c, con_cls, toe);
+  if (k && h->idle) h->idle(h->idle_cls, c);
 }
 
 static void on_log(void *cls, const char *fmt, va_list ap) {
@@ -213,6 +222,8 @@ asbi_httpd *asbi_httpd_start(const asbi_httpd_opts *o, char *err, size_t n) {
   h->completed_cls = o->completed_cls;
   h->closed = o->closed;
   h->closed_cls = o->closed_cls;
+  h->idle = o->idle;
+  h->idle_cls = o->idle_cls;
   h->uri = o->uri;
   h->uri_cls = o->uri_cls;
   h->log = o->log;
@@ -289,6 +300,37 @@ void asbi_httpd_stop(asbi_httpd *h) {
   MHD_stop_daemon(h->daemon);
   asbi_connguard_free(h->guard); /* after every connection closed */
   free(h);
+}
+
+/* ---- client addresses -------------------------------------------------- */
+
+unsigned asbi_httpd_addr_key(const struct sockaddr *sa, unsigned char key[ASBI_HTTPD_KEY_MAX]) {
+  if (sa && sa->sa_family == AF_INET) {
+    key[0] = 4;
+    memcpy(key + 1, &((const struct sockaddr_in *)sa)->sin_addr, 4);
+    return 5;
+  }
+  if (sa && sa->sa_family == AF_INET6) {
+    key[0] = 6;
+    memcpy(key + 1, &((const struct sockaddr_in6 *)sa)->sin6_addr, 16);
+    return 17;
+  }
+  if (sa && sa->sa_family == AF_UNIX) {
+    const struct sockaddr_un *u = (const struct sockaddr_un *)sa;
+    if (u->sun_path[0] != 0) return 0; /* a path or unnamed: not counted */
+    size_t n = strnlen(u->sun_path + 1, sizeof u->sun_path - 1);
+    if (n > ASBI_HTTPD_KEY_MAX - 1) n = ASBI_HTTPD_KEY_MAX - 1;
+    key[0] = 'u';
+    memcpy(key + 1, u->sun_path + 1, n);
+    return (unsigned)n + 1;
+  }
+  return 0;
+}
+
+int asbi_httpd_reclaim_idle(asbi_httpd *h, const struct sockaddr *sa) {
+  unsigned char key[ASBI_HTTPD_KEY_MAX];
+  unsigned len = h ? asbi_httpd_addr_key(sa, key) : 0;
+  return len ? asbi_connguard_reclaim(h->guard, key, len) : 0;
 }
 
 /* ---- replies and checks ------------------------------------------------ */

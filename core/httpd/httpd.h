@@ -64,6 +64,12 @@ typedef struct asbi_httpd_opts {
    * in (MHD_add_connection) counts them out here. */
   void (*closed)(void *cls, struct MHD_Connection *c);
   void *closed_cls;
+  /* Optional: called (on the connection's thread) when a request ended
+   * and its connection waits for the next one (keep-alive idle), after
+   * asbi_httpd_reclaim_idle can pick it. Only a daemon with this hook
+   * knows its connections by client address (asbi_httpd_reclaim_idle). */
+  void (*idle)(void *cls, struct MHD_Connection *c);
+  void *idle_cls;
   /* Optional: called with the raw request target (query string and
    * escapes as sent) once the request line is read; what it returns is
    * the request's *con_cls in the handler's first call (free it in
@@ -99,6 +105,22 @@ void asbi_httpd_quiesce(asbi_httpd *h);
  * A handler blocked on something of its own must be woken by the caller
  * first (libmicrohttpd waits for it). Accepts NULL. */
 void asbi_httpd_stop(asbi_httpd *h);
+
+/* ---- client addresses -------------------------------------------------- */
+
+#define ASBI_HTTPD_KEY_MAX 72
+/* What a client is counted by: its family (4, 6; 'u' for an abstract unix
+ * address, whose name follows, cut at 71 bytes), then its address without
+ * the port. Its length, 0 for any other address (or NULL). */
+unsigned asbi_httpd_addr_key(const struct sockaddr *sa, unsigned char key[ASBI_HTTPD_KEY_MAX]);
+
+/* Shuts down the connection from sa's address (asbi_httpd_addr_key) that
+ * has been idle longest between requests: one that served a request and
+ * whose next one has not begun (never one that has not served one yet).
+ * libmicrohttpd sees its client leave and closes it (the closed hook
+ * follows). 1 if one was shut down, 0 if that address has none idle. Any
+ * thread. */
+int asbi_httpd_reclaim_idle(asbi_httpd *h, const struct sockaddr *sa);
 
 /* ---- replies and checks ------------------------------------------------ */
 

@@ -576,17 +576,40 @@ static pid_t clone_sandbox(int *pidfd, uid_t owner) {
   return pid;
 }
 
+/* How the setup child ended, once its end of the channel went without a
+ * message ("" if it has not ended within a second: then only the channel
+ * says what happened). The status is peeked (WNOWAIT): the failure path
+ * reaps it. */
+static void child_end(const asbe_sandbox *sb, char *out, size_t len) {
+  out[0] = '\0';
+  struct pollfd pf = {.fd = sb->pidfd, .events = POLLIN};
+  siginfo_t si;
+  memset(&si, 0, sizeof si);
+  if (sb->pidfd < 0 || poll(&pf, 1, 1000) != 1 ||
+      waitid(P_PIDFD, (id_t)sb->pidfd, &si, WEXITED | WNOHANG | WNOWAIT) < 0 || !si.si_pid)
+    return;
+  if (si.si_code == CLD_EXITED)
+    snprintf(out, len, " (it exited with status %d)", si.si_status);
+  else
+    snprintf(out, len, " (killed by signal %d%s)", si.si_status,
+             si.si_code == CLD_DUMPED ? ", core dumped" : "");
+}
+
 /* Waits for the child's next message. 0 = got `type`; <0 = failure (the
- * child's own error when it sent one). EOF counts as success for EXEC. */
+ * child's own error when it sent one). EOF counts as success for EXEC. A
+ * reset is the child gone with a message of ours unread: it died, as at
+ * an EOF before EXEC, and how it ended is said. */
 static int child_says(asbe_sandbox *sb, int sock, int type) {
   asbe_msg m;
   memset(&m, 0, sizeof m);
   int n = asbe__recv_fds(sock, &m, sizeof m, NULL, 0, NULL);
-  if (n < 0) return asbe__fail(n, "sandbox %s: setup channel", sb->id);
-  if (n == 0) {
-    if (type == 0) return 0; /* exec'd: the socket closed on exec */
-    return asbe__fail(-ECHILD, "sandbox %s: setup process died", sb->id);
+  if (n == -ECONNRESET || (n == 0 && type != 0)) {
+    char how[96];
+    child_end(sb, how, sizeof how);
+    return asbe__fail(-ECHILD, "sandbox %s: setup process died%s", sb->id, how);
   }
+  if (n < 0) return asbe__fail(n, "sandbox %s: setup channel", sb->id);
+  if (n == 0) return 0; /* exec'd: the socket closed on exec */
   if (m.type == ASBE_MSG_ERR) {
     m.what[sizeof m.what - 1] = '\0';
     return asbe__fail(-m.err, "sandbox %s: %s", sb->id, m.what);

@@ -7,15 +7,20 @@
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/socket.h>
 #include <time.h>
 
 struct asbi_guarded {
   asbi_connguard *g;
   int fd;
-  uint64_t deadline; /* ms on the monotonic clock; 0 = none */
-  int waiting;       /* in g's waiting list */
-  int cut;           /* shut down by the guard */
+  uint64_t deadline;                         /* ms on the monotonic clock; 0 = none */
+  int waiting;                               /* in g's waiting list */
+  int cut;                                   /* shut down by the guard */
+  int served;                                /* a request of it ended */
+  int in_head;                               /* its request line came, its head has not ended */
+  unsigned char key[ASBI_CONNGUARD_KEY_MAX]; /* its client (open_key) */
+  unsigned klen;                             /* 0: not reclaimable */
   asbi_guarded *prev, *next;
 };
 
@@ -154,11 +159,19 @@ void asbi_connguard_free(asbi_connguard *g) {
 }
 
 asbi_guarded *asbi_connguard_open(asbi_connguard *g, int fd) {
+  return asbi_connguard_open_key(g, fd, NULL, 0);
+}
+
+asbi_guarded *asbi_connguard_open_key(asbi_connguard *g, int fd, const void *key, unsigned len) {
   if (!g || fd < 0) return NULL;
   asbi_guarded *c = calloc(1, sizeof *c);
   if (!c) return NULL;
   c->g = g;
   c->fd = fd;
+  if (key && len && len <= sizeof c->key) {
+    memcpy(c->key, key, len);
+    c->klen = len;
+  }
   pthread_mutex_lock(&g->mu);
   start_waiting(c);
   pthread_mutex_unlock(&g->mu);
@@ -169,6 +182,7 @@ void asbi_connguard_request_line(asbi_guarded *c) {
   if (!c) return;
   asbi_connguard *g = c->g;
   pthread_mutex_lock(&g->mu);
+  c->in_head = c->waiting;
   if (c->waiting && g->head_ms) {
     uint64_t d = now_ms() + g->head_ms;
     if (!c->deadline || d < c->deadline) set_deadline(c, d);
@@ -179,6 +193,7 @@ void asbi_connguard_request_line(asbi_guarded *c) {
 void asbi_connguard_head_done(asbi_guarded *c) {
   if (!c) return;
   pthread_mutex_lock(&c->g->mu);
+  c->in_head = 0;
   unlink_waiting(c);
   pthread_mutex_unlock(&c->g->mu);
 }
@@ -186,6 +201,8 @@ void asbi_connguard_head_done(asbi_guarded *c) {
 void asbi_connguard_request_done(asbi_guarded *c) {
   if (!c) return;
   pthread_mutex_lock(&c->g->mu);
+  c->served = 1;
+  c->in_head = 0;
   start_waiting(c);
   pthread_mutex_unlock(&c->g->mu);
 }
@@ -205,4 +222,21 @@ unsigned long asbi_connguard_cut(asbi_connguard *g) {
   unsigned long n = g->cut;
   pthread_mutex_unlock(&g->mu);
   return n;
+}
+
+int asbi_connguard_reclaim(asbi_connguard *g, const void *key, unsigned len) {
+  if (!g || !key || !len) return 0;
+  int done = 0;
+  pthread_mutex_lock(&g->mu);
+  /* the waiting list is in the order they began waiting: the first idle
+   * one of key is the one idle longest (a client's pool reuses its most
+   * recent connections, so this one is the least likely to be in use) */
+  for (asbi_guarded *c = g->head; c && !done; c = c->next)
+    if (c->served && !c->in_head && c->klen == len && memcmp(c->key, key, len) == 0) {
+      cut(c);
+      g->cut--; /* not a late head */
+      done = 1;
+    }
+  pthread_mutex_unlock(&g->mu);
+  return done;
 }

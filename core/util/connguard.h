@@ -38,6 +38,11 @@ void asbi_connguard_free(asbi_connguard *g);
  * when out of memory (the connection then has no deadline); every function
  * below accepts NULL. */
 asbi_guarded *asbi_connguard_open(asbi_connguard *g, int fd);
+/* The same for a connection whose client the caller knows by key (up to
+ * ASBI_CONNGUARD_KEY_MAX bytes, e.g. its address): asbi_connguard_reclaim
+ * may pick it. */
+#define ASBI_CONNGUARD_KEY_MAX 72
+asbi_guarded *asbi_connguard_open_key(asbi_connguard *g, int fd, const void *key, unsigned len);
 /* Its request line arrived. */
 void asbi_connguard_request_line(asbi_guarded *c);
 /* Its request head is complete. */
@@ -49,5 +54,12 @@ void asbi_connguard_close(asbi_guarded *c);
 
 /* Connections the watchdog shut down so far (for logs and tests). */
 unsigned long asbi_connguard_cut(asbi_connguard *g);
+
+/* Shuts down (shutdown(2), as the watchdog does) the connection of client
+ * key that has been idle longest between requests: one that served a
+ * request and whose next request line has not begun. A connection that
+ * has not served one yet is never taken (its client is about to send its
+ * first request). 1 if one was shut down, 0 if key has none idle. */
+int asbi_connguard_reclaim(asbi_connguard *g, const void *key, unsigned len);
 
 #endif

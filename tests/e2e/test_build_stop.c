@@ -33,28 +33,17 @@ static const char *write_tdir(const char *sub, const char *yaml) {
 /* 1 while a process runs `sleep 600` in this test engine's cgroups. */
 static int step_running(void) {
   DIR *d = opendir("/proc");
-  struct dirent *de;
   int found = 0;
-  while (d && !found && (de = readdir(d))) {
-    if (de->d_name[0] < '1' || de->d_name[0] > '9') continue;
+  for (int pid; !found && (pid = asbt_next_pid(d));) {
     char path[300], buf[4096];
-    snprintf(path, sizeof path, "/proc/%s/cmdline", de->d_name);
-    FILE *f = fopen(path, "r");
-    if (!f) continue;
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = 0;
+    snprintf(path, sizeof path, "/proc/%d/cmdline", pid);
+    long n = asbt_read_text(path, buf, sizeof buf);
     static const char want[] =
         "sleep\0"
         "600"; /* \0 then 600: not octal \060 */
-    if (n != sizeof want || memcmp(buf, want, n)) continue;
-    snprintf(path, sizeof path, "/proc/%s/cgroup", de->d_name);
-    f = fopen(path, "r");
-    if (!f) continue;
-    n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = 0;
-    found = strstr(buf, F.cgroup) != NULL;
+    if (n != (long)sizeof want || memcmp(buf, want, sizeof want)) continue;
+    snprintf(path, sizeof path, "/proc/%d/cgroup", pid);
+    found = asbt_read_text(path, buf, sizeof buf) >= 0 && strstr(buf, F.cgroup) != NULL;
   }
   if (d) closedir(d);
   return found;

@@ -26,30 +26,11 @@ static int make(asb_sandbox **sb, const char *tmpl) {
   return asb_sandbox_create(sb, C, &o);
 }
 
-/* The main result's text, "!Name: value" for an error, "<rc>" when the
- * call failed. Caller frees. */
-static char *value_of(asb_sandbox *sb, const char *code, const char *ctx) {
-  asb_code_options o = ASB_CODE_OPTIONS_INIT;
-  o.context_id = ctx;
-  o.timeout_ms = 60000;
-  asb_execution *e = NULL;
-  int rc = asb_code_run(&e, sb, code, &o);
-  char buf[512];
-  if (rc != ASB_OK)
-    snprintf(buf, sizeof buf, "<%s: %s>", asb_strerror(rc), asb_error_last()->message);
-  else if (asb_execution_error_name(e))
-    snprintf(buf, sizeof buf, "!%s: %s", asb_execution_error_name(e), asb_execution_error_value(e));
-  else
-    snprintf(buf, sizeof buf, "%s", asb_execution_text(e) ? asb_execution_text(e) : "<none>");
-  asb_execution_free(e);
-  return strdup(buf);
-}
-
-#define CHECK_VALUE(sb, code, ctx, want)      \
-  do {                                        \
-    char *v_ = value_of((sb), (code), (ctx)); \
-    CHECK_STR(v_, (want));                    \
-    free(v_);                                 \
+#define CHECK_VALUE(sb, code, ctx, want)             \
+  do {                                               \
+    char *v_ = asbt_code_value((sb), (code), (ctx)); \
+    CHECK_STR(v_, (want));                           \
+    free(v_);                                        \
   } while (0)
 
 TEST(code_interpreter_template_runs_python) {
@@ -120,7 +101,7 @@ TEST(timeout_interrupts_and_kernel_killed_in_the_sandbox_recovers) {
   asb_execution_free(e);
   CHECK_VALUE(sb, "kept * 6", NULL, "42");
   /* a command in the sandbox kills the kernel (pid from the kernel) */
-  char *pid = value_of(sb, "import os; os.getpid()", NULL);
+  char *pid = asbt_code_value(sb, "import os; os.getpid()", NULL);
   char cmd[128];
   snprintf(cmd, sizeof cmd, "kill -9 %s", pid);
   free(pid);
@@ -129,7 +110,7 @@ TEST(timeout_interrupts_and_kernel_killed_in_the_sandbox_recovers) {
   root.user = "root"; /* the kernel is root's */
   CHECK_RC(asb_commands_run(&r, sb, cmd, &root), ASB_OK);
   asb_command_result_free(r);
-  char *v = value_of(sb, "ran = 1", NULL);
+  char *v = asbt_code_value(sb, "ran = 1", NULL);
   CHECK(strncmp(v, "!ContextRestarting", 18) == 0);
   free(v);
   CHECK_VALUE(sb, "21 * 2", NULL, "42");
@@ -189,7 +170,8 @@ TEST(the_interpreter_is_supervised_apart_from_the_user) {
   CHECK_RC(run_cmd(sb, "echo " PGREP_CODEI, "root", after, sizeof after), ASB_OK);
   CHECK(before[0] >= '1' && before[0] <= '9');
   CHECK_STR(after, before);
-  char *ov = value_of(sb, "6 * 7", NULL); /* its kernel, in the workload, may be the victim */
+  char *ov =
+      asbt_code_value(sb, "6 * 7", NULL); /* its kernel, in the workload, may be the victim */
   if (strncmp(ov, "!ContextRestarting", 18) == 0)
     CHECK_VALUE(sb, "6 * 7", NULL, "42");
   else
@@ -207,7 +189,7 @@ TEST(the_interpreter_is_supervised_apart_from_the_user) {
   REQUIRE(sep != NULL);
   *sep = '\0';
   CHECK(strcmp(out, sep + 3) != 0);
-  char *kpid = value_of(sb, "import os; os.getpid()", NULL), cmd[256];
+  char *kpid = asbt_code_value(sb, "import os; os.getpid()", NULL), cmd[256];
   snprintf(cmd, sizeof cmd, "cat /proc/%s/cgroup", kpid);
   free(kpid);
   char kcg[4096];
@@ -219,7 +201,7 @@ TEST(the_interpreter_is_supervised_apart_from_the_user) {
                    "while kill -0 $p 2>/dev/null; do sleep 0.05; done", /* gone, reaped */
                    "root", NULL, 0),
            ASB_OK);
-  char *v = value_of(sb, "mine", asb_code_context_id(c));
+  char *v = asbt_code_value(sb, "mine", asb_code_context_id(c));
   CHECK(strncmp(v, "!ContextRestarting", 18) == 0);
   free(v);
   CHECK_VALUE(sb, "mine", asb_code_context_id(c), "!NameError: name 'mine' is not defined");

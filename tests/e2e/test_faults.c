@@ -29,33 +29,17 @@ static int count_matching_procs_quiet(const char *needle) {
 static int count_procs(const char *needle, int verbose) {
   DIR *d = opendir("/proc");
   int n = 0;
-  struct dirent *de;
-  while (d && (de = readdir(d))) {
-    if (de->d_name[0] < '0' || de->d_name[0] > '9') continue;
-    char path[300], buf[4096] = "";
-    snprintf(path, sizeof path, "/proc/%s/cgroup", de->d_name);
-    FILE *f = fopen(path, "r");
-    if (!f) continue;
-    size_t got = fread(buf, 1, sizeof buf - 1, f);
-    buf[got] = 0;
-    fclose(f);
-    if (strstr(buf, needle) && atoi(de->d_name) != F.pid) {
-      char cmd[300] = "", cpath[300];
-      snprintf(cpath, sizeof cpath, "/proc/%s/cmdline", de->d_name);
-      FILE *cf = fopen(cpath, "r");
-      if (cf) {
-        size_t k = fread(cmd, 1, sizeof cmd - 1, cf);
-        cmd[k] = 0;
-        fclose(cf);
-      }
-      char st[512] = "", spath[300];
-      snprintf(spath, sizeof spath, "/proc/%s/stat", de->d_name);
-      FILE *sf = fopen(spath, "r");
-      if (sf) {
-        if (!fgets(st, sizeof st, sf)) st[0] = 0;
-        fclose(sf);
-      }
-      if (verbose) printf("  left in the engine's cgroups: pid %s (%s) %s", de->d_name, cmd, st);
+  for (int pid; (pid = asbt_next_pid(d));) {
+    char path[300], buf[4096];
+    snprintf(path, sizeof path, "/proc/%d/cgroup", pid);
+    if (asbt_read_text(path, buf, sizeof buf) < 0) continue;
+    if (strstr(buf, needle) && pid != F.pid) {
+      char cmd[300], st[512];
+      snprintf(path, sizeof path, "/proc/%d/cmdline", pid);
+      asbt_read_text(path, cmd, sizeof cmd);
+      snprintf(path, sizeof path, "/proc/%d/stat", pid);
+      asbt_read_text(path, st, sizeof st);
+      if (verbose) printf("  left in the engine's cgroups: pid %d (%s) %s", pid, cmd, st);
       n++;
     }
   }

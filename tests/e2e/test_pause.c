@@ -86,23 +86,14 @@ TEST(pause_without_memory_reboots_keeping_files) {
   REQUIRE_RC(asb_files_write(NULL, sb, "/tmp/kept", "tmp kept", 8, NULL), ASB_OK);
   char *boot0 = asbt_run_out(sb, "cat /proc/sys/kernel/random/boot_id");
   /* a process that outlives its command, holding 64 MiB */
-  asb_command_options co = ASB_COMMAND_OPTIONS_INIT;
-  co.timeout_ms = -1;
   asb_process *p = NULL;
-  REQUIRE_RC(asb_commands_start(&p, sb,
-                                "python3 -c \"import time; b=bytearray(64<<20); "
-                                "open('/tmp/holder','w').write('up'); time.sleep(1000)\"",
-                                &co),
+  REQUIRE_RC(asbt_start(&p, sb, NULL,
+                        "python3 -c \"import time; b=bytearray(64<<20); "
+                        "open('/tmp/holder','w').write('up'); time.sleep(1000)\""),
              ASB_OK);
-  char *up = NULL;
-  size_t n = 0;
-  for (long long end = asbt_now_ms() + ASBT_DEADLINE_MS; asbt_now_ms() < end; usleep(100000)) {
-    asb_free(up);
-    up = NULL;
-    if (asb_files_read(&up, &n, sb, "/tmp/holder", NULL) == ASB_OK) break;
-  }
-  CHECK(up && n == 2);
-  asb_free(up);
+  char *up = asbt_wait_file(sb, "/tmp/holder", 2);
+  CHECK(up != NULL);
+  free(up);
   char cg[600];
   const char *mf = NULL;
   sandbox_cgroup(id, cg, sizeof cg, &mf);
@@ -200,13 +191,10 @@ TEST(paused_without_memory_survives_engine_restart) {
 /* Starts a counter in sb: a python3 that appends 1, 2, 3... to /tmp/count
  * through one file it keeps open, and waits until it has counted to 3. */
 static asb_process *start_counter(asb_sandbox *sb) {
-  asb_command_options co = ASB_COMMAND_OPTIONS_INIT;
-  co.timeout_ms = -1;
   asb_process *p = NULL;
-  if (asb_commands_start(&p, sb,
-                         "python3 -c \"import time; f=open('/tmp/count','w',1); i=0\n"
-                         "while True: i+=1; f.write('%d\\n' % i); time.sleep(0.02)\"",
-                         &co) != ASB_OK)
+  if (asbt_start(&p, sb, NULL,
+                 "python3 -c \"import time; f=open('/tmp/count','w',1); i=0\n"
+                 "while True: i+=1; f.write('%d\\n' % i); time.sleep(0.02)\"") != ASB_OK)
     return NULL;
   for (long long end = asbt_now_ms() + ASBT_DEADLINE_MS; asbt_now_ms() < end; usleep(50000)) {
     char *d = NULL;
@@ -251,21 +239,15 @@ static long counts_past(asb_sandbox *sb, long from) {
 
 /* The init pid the isolation runtime recorded for id (its state file). */
 static int recorded_init(const char *id) {
-  char p[300], line[256];
-  snprintf(p, sizeof p, "%s/sandboxes/%s/state", F.state, id);
-  FILE *f = fopen(p, "r");
-  int pid = 0;
-  while (f && fgets(line, sizeof line, f))
-    if (!strncmp(line, "pid=", 4)) pid = atoi(line + 4);
-  if (f) fclose(f);
-  return pid;
+  char v[32];
+  return atoi(engine_fixture_record(&F, id, "pid", v, sizeof v));
 }
 
 /* Rewrites id's runtime record: to name pid (> 0) with pid's real start
  * time, what a pid reused after a host reboot looks like (same number,
  * same ticks since boot); or (boot) as written in another boot. */
 static int forge_record(const char *id, pid_t pid, const char *boot) {
-  char p[300], st[1024] = "", buf[8192] = "", out[8192] = "";
+  char p[300], st[1024] = "";
   unsigned long long start = 0;
   snprintf(p, sizeof p, "/proc/%d/stat", (int)pid);
   FILE *f = pid > 0 ? fopen(p, "r") : NULL;
@@ -278,27 +260,13 @@ static int forge_record(const char *id, pid_t pid, const char *boot) {
       }
   }
   if (f) fclose(f);
-  if (pid > 0 && !start) return -1;
-  snprintf(p, sizeof p, "%s/sandboxes/%s/state", F.state, id);
-  if (!(f = fopen(p, "r"))) return -1;
-  size_t n = fread(buf, 1, sizeof buf - 1, f);
-  fclose(f);
-  buf[n] = 0;
-  size_t o = 0;
-  int forged = 0;
-  for (char *save = NULL, *l = strtok_r(buf, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
-    if (pid > 0 && !strncmp(l, "pid=", 4))
-      o += (size_t)snprintf(out + o, sizeof out - o, "pid=%d\n", (int)pid), forged++;
-    else if (pid > 0 && !strncmp(l, "starttime=", 10))
-      o += (size_t)snprintf(out + o, sizeof out - o, "starttime=%llu\n", start), forged++;
-    else if (boot && !strncmp(l, "boot_id=", 8))
-      o += (size_t)snprintf(out + o, sizeof out - o, "boot_id=%s\n", boot), forged += 2;
-    else
-      o += (size_t)snprintf(out + o, sizeof out - o, "%s\n", l);
-  }
-  if (forged != 2 || !(f = fopen(p, "w"))) return -1;
-  int rc = fputs(out, f) < 0;
-  return fclose(f) || rc ? -1 : 0;
+  if (pid > 0 ? !start : !boot) return -1;
+  char ps[16], ss[32];
+  snprintf(ps, sizeof ps, "%d", (int)pid);
+  snprintf(ss, sizeof ss, "%llu", start);
+  const char *const by_pid[] = {"pid", ps, "starttime", ss, NULL};
+  const char *const by_boot[] = {"boot_id", boot, NULL};
+  return engine_fixture_record_set(&F, id, pid > 0 ? by_pid : by_boot);
 }
 
 /* Freezes (1) id's cgroups by hand, as a pause does, or says (-1) whether
@@ -456,11 +424,7 @@ TEST(paused_with_memory_survives_engine_crash) {
   CHECK_INT(pause_req(dead_id, NULL), 204);
   CHECK_INT(pause_req(forged_id, NULL), 204);
   REQUIRE_RC(asb_files_write(NULL, reboot, "/home/user/kept", "kept", 4, NULL), ASB_OK);
-  asb_command_options lo = ASB_COMMAND_OPTIONS_INIT;
-  lo.timeout_ms = -1;
-  asb_process *sleeper = NULL;
-  REQUIRE_RC(asb_commands_start(&sleeper, reboot, "sleep 1000", &lo), ASB_OK);
-  asb_process_free(sleeper);
+  REQUIRE_RC(asbt_start(NULL, reboot, NULL, "sleep 1000"), ASB_OK);
   CHECK_INT(pause_req(reboot_id, NULL), 204);
   pid_t foreign = fork(); /* an unrelated live process of the host */
   if (foreign == 0) {

@@ -135,26 +135,8 @@ static long long sandbox_memory(const char *id) {
 
 /* Rewrites the boot id of id's runtime record, as after a host reboot. */
 static int forge_boot_id(const char *id) {
-  char p[300], buf[8192], out[8300];
-  snprintf(p, sizeof p, "%s/sandboxes/%s/state", F.state, id);
-  FILE *f = fopen(p, "r");
-  if (!f) return -1;
-  size_t n = fread(buf, 1, sizeof buf - 1, f);
-  fclose(f);
-  buf[n] = 0;
-  size_t o = 0;
-  int forged = 0;
-  for (char *save = NULL, *l = strtok_r(buf, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
-    if (!strncmp(l, "boot_id=", 8))
-      o += (size_t)snprintf(out + o, sizeof out - o,
-                            "boot_id=00000000-0000-4000-8000-000000000000\n"),
-          forged = 1;
-    else
-      o += (size_t)snprintf(out + o, sizeof out - o, "%s\n", l);
-  }
-  if (!forged || !(f = fopen(p, "w"))) return -1;
-  int rc = fputs(out, f) < 0;
-  return fclose(f) || rc ? -1 : 0;
+  static const char *const kv[] = {"boot_id", "00000000-0000-4000-8000-000000000000", NULL};
+  return engine_fixture_record_set(&F, id, kv);
 }
 
 #define MIB (1ll << 20)
@@ -219,11 +201,6 @@ static void checkpoint_and_restore(const char *id) {
   CHECK_INT(sbx_post(id, "connect", "{\"timeout\": 300}"), 201);
 }
 
-static void kill_sandbox(asb_sandbox *sb) {
-  CHECK_RC(asb_sandbox_kill(sb, NULL), ASB_OK);
-  asb_sandbox_free(sb);
-}
-
 TEST(checkpoint_frees_the_ram_and_restore_goes_on) {
   char id[64], *sum = NULL;
   asb_sandbox *sb = holder_sandbox(id, 0, 0, &sum);
@@ -283,7 +260,7 @@ TEST(checkpoint_frees_the_ram_and_restore_goes_on) {
   free(pid2);
   free(sum);
   free(sum2);
-  kill_sandbox(sb);
+  asbt_kill(sb);
 }
 
 /* Paused by checkpoint, then the engine is killed; the next engine
@@ -322,7 +299,7 @@ TEST(checkpoint_survives_engine_kill_and_host_reboot) {
   free(pid);
   free(pid2);
   free(sum);
-  kill_sandbox(sb);
+  asbt_kill(sb);
 }
 
 /* A checkpoint that cannot be restored: the resume boots the sandbox on
@@ -343,7 +320,7 @@ TEST(unrestorable_checkpoint_boots_on_its_files) {
   CHECK_STR(echo, "ok\n");
   free(kept);
   free(echo);
-  kill_sandbox(sb);
+  asbt_kill(sb);
 }
 
 /* autoPause at the end of its lifetime checkpoints it; with autoResume a
@@ -364,7 +341,7 @@ TEST(auto_pause_checkpoints_and_traffic_restores) {
   CHECK(sum2 && !strcmp(sum2, sum));
   free(sum);
   free(sum2);
-  kill_sandbox(sb);
+  asbt_kill(sb);
 }
 
 /* A dump that fails (a criu that only fails: /bin/false) leaves the
@@ -392,7 +369,7 @@ TEST(failed_dump_leaves_it_running) {
   resume_goes_on(sb, id, NULL, sum);
   free(echo);
   free(sum);
-  kill_sandbox(sb);
+  asbt_kill(sb);
   engine_fixture_signal(&F, SIGTERM);
   F.extra_args = before;
   REQUIRE(engine_fixture_launch(&F, 1) == 0);
@@ -415,13 +392,10 @@ TEST(open_streams_end_and_the_checkpoint_is_made) {
   char id[64];
   asb_sandbox *sb = criu_fixture_sandbox(C, id, 0, 0);
   REQUIRE(sb != NULL);
-  asb_command_options co = ASB_COMMAND_OPTIONS_INIT;
-  co.timeout_ms = -1;
   asb_process *p = NULL;
-  CHECK_RC(asb_commands_start(&p, sb,
-                              "i=0; while :; do echo $i; echo $i >> /tmp/count; i=$((i+1)); "
-                              "sleep 0.05; done",
-                              &co),
+  CHECK_RC(asbt_start(&p, sb, NULL,
+                      "i=0; while :; do echo $i; echo $i >> /tmp/count; i=$((i+1)); "
+                      "sleep 0.05; done"),
            ASB_OK);
   asb_watch_options wo = ASB_WATCH_OPTIONS_INIT;
   wo.on_event = on_fs_event;
@@ -435,39 +409,25 @@ TEST(open_streams_end_and_the_checkpoint_is_made) {
   CHECK(c1 > c0 + 3 && in_order); /* the same shell goes on */
   asb_watch_free(w);
   asb_process_free(p);
-  kill_sandbox(sb);
+  asbt_kill(sb);
 }
 
 /* A code interpreter's kernel (ipykernel: zmq over loopback TCP, between
  * the code interpreter and the kernel, and many threads) through a
  * checkpoint: its state (a variable) and its process (same pid) go on.
  * Without --tcp-established the dump failed: "Connected TCP socket". */
-static char *code_value(asb_sandbox *sb, const char *code) {
-  asb_code_options o = ASB_CODE_OPTIONS_INIT;
-  o.timeout_ms = 60000;
-  asb_execution *x = NULL;
-  int rc = asb_code_run(&x, sb, code, &o);
-  char buf[256];
-  if (rc != ASB_OK)
-    snprintf(buf, sizeof buf, "<%s: %s>", asb_strerror(rc), asb_error_last()->message);
-  else
-    snprintf(buf, sizeof buf, "%s", asb_execution_text(x) ? asb_execution_text(x) : "<none>");
-  asb_execution_free(x);
-  return strdup(buf);
-}
-
 TEST(code_interpreter_kernel_survives_the_checkpoint) {
   char id[64];
   asb_sandbox *sb = criu_fixture_sandbox(C, id, 0, 0);
   REQUIRE(sb != NULL);
-  char *a = code_value(sb, "import os\nx = 41\n(x + 1, os.getpid())");
+  char *a = asbt_code_value(sb, "import os\nx = 41\n(x + 1, os.getpid())", NULL);
   CHECK(a[0] == '(');
   checkpoint_and_restore(id);
-  char *b = code_value(sb, "(x + 1, os.getpid())");
+  char *b = asbt_code_value(sb, "(x + 1, os.getpid())", NULL);
   CHECK_STR(b, a); /* the same kernel, its variables kept */
   free(a);
   free(b);
-  kill_sandbox(sb);
+  asbt_kill(sb);
 }
 
 /* ---- criu's time limit ---------------------------------------------------- */
@@ -836,7 +796,7 @@ TEST(network_after_restore) {
   CHECK_STR(b, "200\n");
   free(a);
   free(b);
-  kill_sandbox(sb);
+  asbt_kill(sb);
 }
 
 int main(void) {

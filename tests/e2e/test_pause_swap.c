@@ -137,12 +137,7 @@ static int start_holder(asb_sandbox *sb, int mib) {
            "open('/tmp/sum2', 'w').write(hashlib.sha256(b).hexdigest())\n"
            "time.sleep(100000)\"",
            mib);
-  asb_command_options o = ASB_COMMAND_OPTIONS_INIT;
-  o.timeout_ms = -1;
-  asb_process *p = NULL;
-  int rc = asb_commands_start(&p, sb, cmd, &o);
-  asb_process_free(p);
-  return rc;
+  return asbt_start(NULL, sb, NULL, cmd);
 }
 
 #define MIB (1ll << 20)
@@ -235,8 +230,7 @@ TEST(memory_pause_swaps_out_and_resume_faults_back) {
   CHECK(out > 200 * MIB);
   CHECK(mem_used(&m) < before - 200 * MIB);
   free(sum);
-  CHECK_RC(asb_sandbox_kill(sb, NULL), ASB_OK);
-  asb_sandbox_free(sb);
+  asbt_kill(sb);
 }
 
 /* The same figures through the C ABI (asb_sandbox_get_info's swap
@@ -285,8 +279,7 @@ TEST(info_getters_report_the_swap) {
   CHECK_INT(asb_sandbox_info_swapped_bytes(i), -1);
   CHECK_INT(asb_sandbox_info_resident_before_bytes(i), -1);
   asb_sandbox_info_free(i);
-  CHECK_RC(asb_sandbox_kill(sb, NULL), ASB_OK);
-  asb_sandbox_free(sb);
+  asbt_kill(sb);
 }
 
 /* Without --pause-swap a memory pause has no swap figures: "none". */
@@ -303,8 +296,7 @@ TEST(info_getters_without_the_option_say_none) {
   CHECK_INT(asb_sandbox_info_resident_bytes(i), -1);
   CHECK_INT(asb_sandbox_info_resident_before_bytes(i), -1);
   asb_sandbox_info_free(i);
-  CHECK_RC(asb_sandbox_kill(sb, NULL), ASB_OK);
-  asb_sandbox_free(sb);
+  asbt_kill(sb);
 }
 
 /* An engine stopped without --kill-on-exit leaves a paused sandbox's pages
@@ -334,8 +326,7 @@ TEST(paused_sandbox_and_its_swap_outlive_an_engine_stop) {
   CHECK_INT(workload_swap_knob(&m), 0);
   check_intact(sb, sum);
   free(sum);
-  CHECK_RC(asb_sandbox_kill(sb, NULL), ASB_OK);
-  asb_sandbox_free(sb);
+  asbt_kill(sb);
 }
 
 /* A sandbox paused by an engine and adopted by the next: its swap figures
@@ -363,8 +354,7 @@ TEST(info_getters_after_an_engine_restart) {
   CHECK(asb_sandbox_info_resident_bytes(i) >= 0);
   CHECK_INT(asb_sandbox_info_resident_before_bytes(i), -1);
   asb_sandbox_info_free(i);
-  CHECK_RC(asb_sandbox_kill(sb, NULL), ASB_OK);
-  asb_sandbox_free(sb);
+  asbt_kill(sb);
 }
 
 /* A file an engine left active (it was killed) is the next engine's: taken
@@ -415,8 +405,7 @@ TEST(left_active_swap_file_taken_over_or_removed) {
   CHECK_INT(sbx_post(id, "connect", "{\"timeout\": 300}"), 201);
   check_intact(sb, sum);
   free(sum);
-  CHECK_RC(asb_sandbox_kill(sb, NULL), ASB_OK);
-  asb_sandbox_free(sb);
+  asbt_kill(sb);
 }
 
 /* Without the option a memory pause only freezes: the RAM stays in use. */
@@ -438,8 +427,7 @@ TEST(without_the_option_a_memory_pause_keeps_the_ram) {
   CHECK(b && strstr(b, "\"pauseMode\":\"memory\"") && !strstr(b, "\"swap\""));
   free(b);
   CHECK_INT(sbx_post(id, "connect", "{\"timeout\": 60}"), 201);
-  CHECK_RC(asb_sandbox_kill(sb, NULL), ASB_OK);
-  asb_sandbox_free(sb);
+  asbt_kill(sb);
 }
 
 /* --pause-swap-prefetch: the resume starts reading the memory back; it
@@ -460,8 +448,7 @@ TEST(prefetch_reads_it_back_before_it_is_touched) {
   CHECK(now > low + 100 * MIB);
   check_intact(sb, sum);
   free(sum);
-  CHECK_RC(asb_sandbox_kill(sb, NULL), ASB_OK);
-  asb_sandbox_free(sb);
+  asbt_kill(sb);
 }
 
 /* Should a check fail with the file active and the engine gone (SIGKILL),

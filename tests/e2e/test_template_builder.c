@@ -352,23 +352,14 @@ static int find_proc(const char *marker) {
   char self_ns[64] = "", ns[64], nsp[64];
   if (readlink("/proc/self/ns/mnt", self_ns, sizeof self_ns - 1) < 0) return 0;
   DIR *d = opendir("/proc");
-  struct dirent *de;
   int found = 0;
-  while (d && !found && (de = readdir(d))) {
-    char p[300], buf[4096];
-    if (de->d_name[0] < '1' || de->d_name[0] > '9') continue;
-    snprintf(p, sizeof p, "/proc/%s/cmdline", de->d_name);
-    FILE *f = fopen(p, "r");
-    if (!f) continue;
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    for (size_t i = 0; i < n; i++)
-      if (!buf[i]) buf[i] = ' ';
-    buf[n] = '\0';
-    snprintf(nsp, sizeof nsp, "/proc/%s/ns/mnt", de->d_name);
+  for (int pid; !found && (pid = asbt_next_pid(d));) {
+    char buf[4096];
+    if (asbt_cmdline(pid, buf, sizeof buf) < 0) continue;
+    snprintf(nsp, sizeof nsp, "/proc/%d/ns/mnt", pid);
     ssize_t l = readlink(nsp, ns, sizeof ns - 1);
     if (l > 0) ns[l] = '\0';
-    if (strstr(buf, marker) && l > 0 && strcmp(ns, self_ns)) found = atoi(de->d_name);
+    if (strstr(buf, marker) && l > 0 && strcmp(ns, self_ns)) found = pid;
   }
   if (d) closedir(d);
   return found;

@@ -421,30 +421,18 @@ TEST(old_base_is_rebuilt) {
   /* glibc resolves *.localhost (sandbox to sandbox URLs) through
    * nss-myhostname, before DNS (absent with --no-network) */
   {
-    char np[PATH_MAX], text[1024] = "";
+    char np[PATH_MAX], text[1024];
     snprintf(np, sizeof np, "%s/rootfs/etc/nsswitch.conf", dir);
-    FILE *nf = fopen(np, "r");
-    CHECK(nf != NULL);
-    if (nf) {
-      size_t n = fread(text, 1, sizeof text - 1, nf);
-      text[n] = 0;
-      fclose(nf);
-    }
+    CHECK(asbt_read_text(np, text, sizeof text) >= 0);
     CHECK(strstr(text, "\nhosts:          files myhostname dns\n") != NULL);
   }
   /* the homes' ~/.bash_logout runs no clear_console (a process per `exit`) */
   if (access("/etc/skel/.bash_logout", F_OK) == 0) {
     static const char *const homes[] = {"root", "home/user"};
     for (int i = 0; i < 2; i++) {
-      char lp[PATH_MAX], text[4096] = "";
+      char lp[PATH_MAX], text[4096];
       snprintf(lp, sizeof lp, "%s/rootfs/%s/.bash_logout", dir, homes[i]);
-      FILE *lf = fopen(lp, "r");
-      CHECK(lf != NULL);
-      if (lf) {
-        size_t n = fread(text, 1, sizeof text - 1, lf);
-        text[n] = 0;
-        fclose(lf);
-      }
+      CHECK(asbt_read_text(lp, text, sizeof text) >= 0);
       CHECK(strstr(text, "bash_logout") != NULL);
       CHECK(strstr(text, "clear_console") == NULL);
     }

@@ -52,33 +52,36 @@ static char *run_root(asb_sandbox *sb, const char *cmd) {
   return asbt_run_as(sb, "root", cmd);
 }
 
-static int start_root(asb_sandbox *sb, const char *cmd) {
-  return criu_fixture_spawn(sb, "root", cmd);
+/* Starts cmd as the sandbox's root and waits until it has written
+ * /tmp/ready: what it wrote (malloc'd), or NULL. */
+static char *start_ready(asb_sandbox *sb, const char *cmd) {
+  if (criu_fixture_spawn(sb, "root", cmd) != ASB_OK) {
+    fprintf(stderr, "start: %s\n", asb_error_last()->message);
+    return NULL;
+  }
+  return asbt_wait_file(sb, "/tmp/ready", 0);
 }
 
-/* Waits for a file of the sandbox to exist: its content, or NULL. */
-static char *wait_file(asb_sandbox *sb, const char *path) {
-  return asbt_wait_file(sb, path, 0);
-}
+/* A python3 holder: body (python, os, time and socket imported), then
+ * its pid to /tmp/ready, then it sleeps on. */
+#define HOLDER(body)                                  \
+  "python3 -c \"import os, time, socket\n" body       \
+  "open('/tmp/ready', 'w').write(str(os.getpid()))\n" \
+  "while True: time.sleep(0.2)\""
 
 /* The host pid of the sandbox's process whose pid inside is `inner` (its
  * uid in the sandbox's range), or 0. */
 static pid_t host_pid(unsigned long base, long inner) {
   DIR *d = opendir("/proc");
-  struct dirent *de;
   pid_t found = 0;
-  while (d && !found && (de = readdir(d))) {
-    if (de->d_name[0] < '0' || de->d_name[0] > '9') continue;
-    char p[300], line[512];
-    struct stat st;
-    snprintf(p, sizeof p, "/proc/%s", de->d_name);
-    if (stat(p, &st) != 0 || st.st_uid < base || st.st_uid >= base + 65536) continue;
-    snprintf(p, sizeof p, "/proc/%s/status", de->d_name);
+  for (int pid; !found && (pid = asbt_next_uid_pid(d, base));) {
+    char p[64], line[512];
+    snprintf(p, sizeof p, "/proc/%d/status", pid);
     FILE *f = fopen(p, "r");
     while (f && fgets(line, sizeof line, f))
       if (!strncmp(line, "NSpid:", 6)) {
         char *last = strrchr(line, '\t');
-        if (last && atol(last + 1) == inner) found = (pid_t)atoi(de->d_name);
+        if (last && atol(last + 1) == inner) found = (pid_t)pid;
       }
     if (f) fclose(f);
   }
@@ -86,38 +89,47 @@ static pid_t host_pid(unsigned long base, long inner) {
   return found;
 }
 
+/* The link at p, "p -> target" in out, if its target starts with prefix. */
+static void link_names(const char *p, const char *prefix, char *out, size_t len) {
+  char l[PATH_MAX];
+  ssize_t n = readlink(p, l, sizeof l - 1);
+  if (n > 0 && (l[n] = 0, !strncmp(l, prefix, strlen(prefix))))
+    snprintf(out, len, "%s -> %s", p, l);
+}
+
 /* fds, cwd, root and exe links of every process in the sandbox's range
  * that name `prefix`: the first one in out ("" if none). */
 static void links_to(unsigned long base, const char *prefix, char *out, size_t len) {
   out[0] = 0;
   DIR *d = opendir("/proc");
-  struct dirent *de;
-  while (d && !out[0] && (de = readdir(d))) {
-    if (de->d_name[0] < '0' || de->d_name[0] > '9') continue;
-    char p[300], l[PATH_MAX];
-    struct stat st;
-    snprintf(p, sizeof p, "/proc/%s", de->d_name);
-    if (stat(p, &st) != 0 || st.st_uid < base || st.st_uid >= base + 65536) continue;
+  for (int pid; !out[0] && (pid = asbt_next_uid_pid(d, base));) {
+    char p[300];
     static const char *const one[] = {"cwd", "root", "exe"};
     for (size_t i = 0; i < 3 && !out[0]; i++) {
-      snprintf(p, sizeof p, "/proc/%s/%s", de->d_name, one[i]);
-      ssize_t n = readlink(p, l, sizeof l - 1);
-      if (n > 0 && (l[n] = 0, !strncmp(l, prefix, strlen(prefix))))
-        snprintf(out, len, "%s -> %s", p, l);
+      snprintf(p, sizeof p, "/proc/%d/%s", pid, one[i]);
+      link_names(p, prefix, out, len);
     }
-    snprintf(p, sizeof p, "/proc/%s/fd", de->d_name);
+    snprintf(p, sizeof p, "/proc/%d/fd", pid);
     DIR *fd = opendir(p);
     struct dirent *fe;
     while (fd && !out[0] && (fe = readdir(fd))) {
       char q[600];
       snprintf(q, sizeof q, "%s/%s", p, fe->d_name);
-      ssize_t n = readlink(q, l, sizeof l - 1);
-      if (n > 0 && (l[n] = 0, !strncmp(l, prefix, strlen(prefix))))
-        snprintf(out, len, "%s -> %s", q, l);
+      link_names(q, prefix, out, len);
     }
     if (fd) closedir(fd);
   }
   if (d) closedir(d);
+}
+
+/* From *fd on (below 64), the next fd of host process hp that is a
+ * regular file of `size` bytes: 1 (*fd it, *fs its stat), 0 if none. */
+static int next_held(pid_t hp, int *fd, off_t size, struct stat *fs) {
+  for (char p[64]; *fd < 64; ++*fd) {
+    snprintf(p, sizeof p, "/proc/%d/fd/%d", (int)hp, *fd);
+    if (stat(p, fs) == 0 && S_ISREG(fs->st_mode) && fs->st_size == size) return 1;
+  }
+  return 0;
 }
 
 /* The pause of a sandbox that plays an attack: it answers (204, taken,
@@ -163,19 +175,15 @@ static void ghost_symlink(const char *what, int relative, int sock) {
     snprintf(target, sizeof target, "%s", host);
   char cmd[2048];
   snprintf(cmd, sizeof cmd,
-           "python3 -c \"import os, time, socket\n"
-           "os.makedirs('/tmp/d', exist_ok=True)\n"
-           "%s"
-           "os.unlink('/tmp/d/f'); os.rmdir('/tmp/d'); os.symlink('%s', '/tmp/d')\n"
-           "open('/tmp/ready', 'w').write(str(os.getpid()))\n"
-           "while True: time.sleep(0.2)\"",
+           HOLDER("os.makedirs('/tmp/d', exist_ok=True)\n"
+                  "%s"
+                  "os.unlink('/tmp/d/f'); os.rmdir('/tmp/d'); os.symlink('%s', '/tmp/d')\n"),
            sock ? "f = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM); f.bind('/tmp/d/f'); "
                   "f.listen(1)\n"
                 : "f = open('/tmp/d/f', 'w'); f.write('x' * 100); f.flush()\n"
                   "os.chmod('/tmp/d/f', 0o4755)\n",
            target);
-  CHECK_RC(start_root(sb, cmd), ASB_OK);
-  char *ready = wait_file(sb, "/tmp/ready");
+  char *ready = start_ready(sb, cmd);
   REQUIRE(ready != NULL);
   unsigned long base = criu_fixture_host_uid(&F, id);
   long st = pause_answers(what, id);
@@ -188,15 +196,9 @@ static void ghost_symlink(const char *what, int relative, int sock) {
   CHECK(n <= 0); /* nothing made in the host's dir */
   pid_t hp = host_pid(base, atol(ready));
   if (st == 500) CHECK(hp > 0); /* refused: the holder runs on */
-  if (hp > 0) {
-    char p[64];
-    struct stat fs;
-    for (int fd = 0; fd < 64; fd++) {
-      snprintf(p, sizeof p, "/proc/%d/fd/%d", (int)hp, fd);
-      if (stat(p, &fs) == 0 && S_ISREG(fs.st_mode) && fs.st_size == 100)
-        CHECK(fs.st_dev != hs.st_dev); /* not a file of the host's dir */
-    }
-  }
+  struct stat fs;
+  for (int fd = 0; hp > 0 && next_held(hp, &fd, 100, &fs); fd++)
+    CHECK(fs.st_dev != hs.st_dev); /* not a file of the host's dir */
   still_works(sb);
   free(ready);
   close(in);
@@ -211,8 +213,7 @@ static void ghost_symlink(const char *what, int relative, int sock) {
     }
   if (d) closedir(d);
   rmdir(host);
-  CHECK_RC(asb_sandbox_kill(sb, NULL), ASB_OK);
-  asb_sandbox_free(sb);
+  asbt_kill(sb);
 }
 
 TEST(ghost_through_an_absolute_symlink_lands_nowhere_on_the_host) {
@@ -240,10 +241,8 @@ TEST(ghost_is_the_sandboxs_own_and_images_out_of_reach) {
   char id[64];
   asb_sandbox *sb = criu_fixture_sandbox(C, id, 0, 0);
   REQUIRE(sb != NULL);
-  CHECK_RC(
-      start_root(sb,
-                 "python3 -c \"import os, time\n"
-                 "f = open('/tmp/g', 'w'); f.write('y' * 100); f.flush()\n"
+  char *ready = start_ready(
+      sb, HOLDER("f = open('/tmp/g', 'w'); f.write('y' * 100); f.flush()\n"
                  "os.chmod('/tmp/g', 0o4755); os.unlink('/tmp/g')\n"
                  "os.makedirs('/tmp/gone'); h = open('/tmp/gone/h', 'w')\n"
                  "os.unlink('/tmp/gone/h'); os.rmdir('/tmp/gone')\n"
@@ -252,11 +251,7 @@ TEST(ghost_is_the_sandboxs_own_and_images_out_of_reach) {
                  "  s = os.open('/dev/shm/sem.x', os.O_CREAT | os.O_RDWR, 0o600)\n"
                  "  os.ftruncate(s, 4096); m = mmap.mmap(s, 4096); os.close(s)\n"
                  "  os.unlink('/dev/shm/sem.x'); m[0] = 7; open('/tmp/shm', 'w').write('mapped')\n"
-                 "except OSError: pass\n"
-                 "open('/tmp/ready', 'w').write(str(os.getpid()))\n"
-                 "while True: time.sleep(0.2)\""),
-      ASB_OK);
-  char *ready = wait_file(sb, "/tmp/ready");
+                 "except OSError: pass\n"));
   REQUIRE(ready != NULL);
   unsigned long base = criu_fixture_host_uid(&F, id);
   REQUIRE(base > 0);
@@ -297,16 +292,13 @@ TEST(ghost_is_the_sandboxs_own_and_images_out_of_reach) {
   pid_t hp = host_pid(base, atol(ready));
   CHECK(hp > 0);
   int held = 0;
-  for (int fd = 0; hp > 0 && fd < 64; fd++) {
-    struct stat fs;
-    snprintf(p, sizeof p, "/proc/%d/fd/%d", (int)hp, fd);
-    if (stat(p, &fs) == 0 && S_ISREG(fs.st_mode) && fs.st_size == 100) {
-      held = 1;
-      fprintf(stderr, "ghost restored: uid %u mode %o\n", (unsigned)fs.st_uid,
-              (unsigned)fs.st_mode & 07777);
-      CHECK(fs.st_uid == base); /* the sandbox's root, not the host's */
-      CHECK(fs.st_nlink == 0);  /* deleted again */
-    }
+  struct stat fs;
+  for (int fd = 0; hp > 0 && next_held(hp, &fd, 100, &fs); fd++) {
+    held = 1;
+    fprintf(stderr, "ghost restored: uid %u mode %o\n", (unsigned)fs.st_uid,
+            (unsigned)fs.st_mode & 07777);
+    CHECK(fs.st_uid == base); /* the sandbox's root, not the host's */
+    CHECK(fs.st_nlink == 0);  /* deleted again */
   }
   CHECK(held);
   /* its user namespace: criu makes it again as root, so root owns it (the
@@ -329,8 +321,7 @@ TEST(ghost_is_the_sandboxs_own_and_images_out_of_reach) {
   if (found[0]) fprintf(stderr, "restored process holds %s\n", found);
   CHECK(!found[0]);
   free(ready);
-  CHECK_RC(asb_sandbox_kill(sb, NULL), ASB_OK);
-  asb_sandbox_free(sb);
+  asbt_kill(sb);
 }
 
 /* What a process of the sandbox's status says of its privileges (its
@@ -364,12 +355,7 @@ TEST(restore_keeps_its_privileges_and_filter) {
   char *m = run_root(sb, try_);
   CHECK_STR(m, "mount 32\nunshare 1\n");
   free(m);
-  CHECK_RC(start_root(sb,
-                      "python3 -c \"import os, time\n"
-                      "open('/tmp/ready', 'w').write(str(os.getpid()))\n"
-                      "while True: time.sleep(0.2)\""),
-           ASB_OK);
-  char *ready = wait_file(sb, "/tmp/ready");
+  char *ready = start_ready(sb, HOLDER(""));
   REQUIRE(ready != NULL);
   unsigned long base = criu_fixture_host_uid(&F, id);
   pid_t hp = host_pid(base, atol(ready));
@@ -389,8 +375,7 @@ TEST(restore_keeps_its_privileges_and_filter) {
   CHECK_STR(m, "mount 32\nunshare 1\n");
   free(m);
   free(ready);
-  CHECK_RC(asb_sandbox_kill(sb, NULL), ASB_OK);
-  asb_sandbox_free(sb);
+  asbt_kill(sb);
 }
 
 /* A process the sandbox keeps traced and stopped (a child that asked to
@@ -400,24 +385,21 @@ TEST(ptraced_process_does_not_hang_the_pause) {
   char id[64];
   asb_sandbox *sb = criu_fixture_sandbox(C, id, 0, 0);
   REQUIRE(sb != NULL);
-  CHECK_RC(start_root(sb,
-                      "python3 -c \"import os, time, signal, ctypes\n"
-                      "libc = ctypes.CDLL(None, use_errno=True)\n"
-                      "pid = os.fork()\n"
-                      "if pid == 0:\n"
-                      "  libc.ptrace(0, 0, 0, 0); os.kill(os.getpid(), signal.SIGSTOP)\n"
-                      "  while True: time.sleep(1)\n"
-                      "os.waitpid(pid, os.WUNTRACED)\n"
-                      "open('/tmp/ready', 'w').write(str(pid))\n"
-                      "while True: time.sleep(0.2)\""),
-           ASB_OK);
-  char *ready = wait_file(sb, "/tmp/ready");
+  char *ready = start_ready(sb,
+                            "python3 -c \"import os, time, signal, ctypes\n"
+                            "libc = ctypes.CDLL(None, use_errno=True)\n"
+                            "pid = os.fork()\n"
+                            "if pid == 0:\n"
+                            "  libc.ptrace(0, 0, 0, 0); os.kill(os.getpid(), signal.SIGSTOP)\n"
+                            "  while True: time.sleep(1)\n"
+                            "os.waitpid(pid, os.WUNTRACED)\n"
+                            "open('/tmp/ready', 'w').write(str(pid))\n"
+                            "while True: time.sleep(0.2)\"");
   REQUIRE(ready != NULL);
   pause_answers("traced", id);
   still_works(sb);
   free(ready);
-  CHECK_RC(asb_sandbox_kill(sb, NULL), ASB_OK);
-  asb_sandbox_free(sb);
+  asbt_kill(sb);
 }
 
 /* ---- the restored user namespace's owner ------------------------------- */

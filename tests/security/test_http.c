@@ -434,6 +434,7 @@ TEST(hop_by_hop_headers_and_the_api_key_stay_out) {
 /* ---- slow connections (finding 8) -------------------------------------------- */
 
 static const char SLOW_HEAD[] = "GET /sandboxes HTTP/1.1\r\nHost: x\r\n"; /* never ends */
+static const char HEALTH[] = "GET /health HTTP/1.1\r\nHost: x\r\n\r\n";   /* 204, then closed */
 
 static int keyed_request_ok(int fd) {
   char req[512];
@@ -444,6 +445,19 @@ static int keyed_request_ok(int fd) {
   resp r;
   exchange_on(fd, req, strlen(req), &r, 20000);
   return r.status;
+}
+
+/* Raises this process's soft RLIMIT_NOFILE to n if it is lower, the hard
+ * one left as it is (lowering it could not be undone without
+ * CAP_SYS_RESOURCE, and later tests start engines with it). */
+static int nofile_at_least(rlim_t n) {
+  struct rlimit rl;
+  if (getrlimit(RLIMIT_NOFILE, &rl) != 0) return -1;
+  if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < n) {
+    rl.rlim_cur = n;
+    return setrlimit(RLIMIT_NOFILE, &rl);
+  }
+  return 0;
 }
 
 /* 1 if the engine has closed fd (EOF or reset) before the deadline. */
@@ -461,8 +475,7 @@ TEST(slow_clients_on_one_address_cannot_lock_out_keyed_ones) {
    * connection limit: they all come from 127.0.0.1. */
   enum { N = 1100 };
   static int fds[N];
-  struct rlimit rl = {4096, 4096};
-  REQUIRE(setrlimit(RLIMIT_NOFILE, &rl) == 0);
+  REQUIRE(nofile_at_least(4096) == 0);
   for (int i = 0; i < N; i++) { /* those over the per-address limit are closed at once */
     fds[i] = tcp_to("127.0.0.1", F.port);
     if (fds[i] >= 0) send_all(fds[i], SLOW_HEAD, strlen(SLOW_HEAD));
@@ -508,25 +521,35 @@ TEST(slow_heads_count_against_their_address_only) {
   }
   slow[3] = tcp_to("127.0.0.1", g.port); /* connected, sends nothing */
   CHECK(slow[3] >= 0);
-  /* the fifth from the same address is refused at once */
-  int fifth = tcp_to("127.0.0.1", g.port);
-  CHECK(fifth < 0 || closed_by(fifth, now_ms() + ASBT_DEADLINE_MS));
-  if (fifth >= 0) close(fifth);
+  /* none of them is idle between requests, so the next four from the same
+   * address are held by the engine (parked) and the ninth is refused at
+   * once, with a 503 rather than a reset */
+  int held[4];
+  for (int i = 0; i < 4; i++) {
+    held[i] = tcp_to("127.0.0.1", g.port);
+    CHECK(held[i] >= 0 && send_all(held[i], SLOW_HEAD, strlen(SLOW_HEAD)) == 0);
+  }
+  resp r;
+  exchange_on(tcp_to("127.0.0.1", g.port), HEALTH, strlen(HEALTH), &r, ASBT_DEADLINE_MS);
+  CHECK_INT(r.status, 503);
+  CHECK(strcasestr(r.head, "\r\nRetry-After: 1\r\n") != NULL);
+  CHECK(strstr(r.body, "--max-connections-per-ip") != NULL);
   /* others are served meanwhile */
   char req[512];
   snprintf(req, sizeof req,
            "GET /sandboxes HTTP/1.1\r\nHost: x\r\nX-API-Key: %s\r\n"
            "Connection: close\r\n\r\n",
            g.key);
-  resp r;
   exchange_on(tcp_to("127.0.0.2", g.port), req, strlen(req), &r, 20000);
   CHECK_INT(r.status, 200);
   char path[300];
   snprintf(path, sizeof path, "%s/engine.sock", g.state);
   exchange_on(unix_to(path), req, strlen(req), &r, 20000);
   CHECK_INT(r.status, 200);
-  for (int i = 0; i < 4; i++)
+  for (int i = 0; i < 4; i++) {
     if (slow[i] >= 0) close(slow[i]);
+    if (held[i] >= 0) close(held[i]);
+  }
   engine_fixture_stop(&g);
 }
 
@@ -585,6 +608,343 @@ TEST(slow_heads_are_cut_at_the_header_timeout) {
   }
   CHECK_INT(r.status, 200);
   engine_fixture_stop(&g);
+}
+
+/* ---- bursts and busy connections from one address ---------------------------- */
+
+/* A client's burst of keep-alive connections, more than
+ * --max-connections-per-ip (256) from one address: every request is
+ * answered, none reset. All at once (each sends its request, none reads
+ * yet), 512: the engine holds those past the limit (parked, up to 256
+ * more) and lets them in as earlier ones turn idle; so many are served
+ * however slow the engine is (past them the last ones would get 503s
+ * unless earlier ones had turned idle meanwhile, as they do on a fast
+ * machine: ASan's engine was too slow for 600). Then 600 one after
+ * another, each kept open: the idle ones are reclaimed for the new,
+ * oldest first. The waiting caps
+ * (--max-connections 2000: 500 for first bytes, 500 for heads) and the
+ * header timeout (600 s) stay out of the way on a loaded machine. */
+TEST(a_burst_of_keep_alive_connections_from_one_address_is_served) {
+  engine_fixture g;
+  static const char *const args[] = {
+      "--max-connections", "2000", "--header-timeout", "600", "--pool", "0", NULL};
+  if (engine_fixture_start_args(&g, "sechttp-burst", args) != 0) {
+    ASBT_FAIL("cannot start an engine with --max-connections 2000");
+    engine_fixture_stop(&g);
+    return;
+  }
+  enum { BURST = 512, N = 600 };
+  static int fds[N];
+  REQUIRE(nofile_at_least(4096) == 0);
+  /* a keyed call: the engine keeps its connection open after it (GET
+   * /health, answered before its request has been read to its end, is
+   * closed after its reply) */
+  char req[512];
+  snprintf(req, sizeof req, "GET /sandboxes HTTP/1.1\r\nHost: x\r\nX-API-Key: %s\r\n\r\n", g.key);
+  for (int i = 0; i < BURST; i++) {
+    fds[i] = tcp_to("127.0.0.1", g.port);
+    if (fds[i] >= 0 && send_all(fds[i], req, strlen(req)) != 0) {
+      close(fds[i]);
+      fds[i] = -1;
+    }
+  }
+  int answered = 0;
+  resp r;
+  for (int i = 0; i < BURST; i++) {
+    if (fds[i] >= 0 && read_resp(fds[i], &r, ASBT_DEADLINE_MS) == 0 && r.status == 200) answered++;
+    if (fds[i] >= 0) close(fds[i]);
+  }
+  CHECK_INT(answered, BURST);
+  answered = 0;
+  for (int i = 0; i < N; i++) {
+    fds[i] = tcp_to("127.0.0.1", g.port);
+    if (fds[i] >= 0 && send_all(fds[i], req, strlen(req)) == 0 &&
+        read_resp(fds[i], &r, ASBT_DEADLINE_MS) == 0 && r.status == 200)
+      answered++;
+  }
+  CHECK_INT(answered, N);
+  /* the first was reclaimed (the engine closed it) for a later one; the
+   * last is still open for its next call */
+  CHECK(fds[0] >= 0 && closed_by(fds[0], now_ms() + ASBT_DEADLINE_MS));
+  CHECK(fds[N - 1] >= 0 && send_all(fds[N - 1], req, strlen(req)) == 0 &&
+        read_resp(fds[N - 1], &r, ASBT_DEADLINE_MS) == 0 && r.status == 200);
+  for (int i = 0; i < N; i++)
+    if (fds[i] >= 0) close(fds[i]);
+  engine_fixture_stop(&g);
+}
+
+/* A request that stays busy: its head is in, its body never ends. */
+static int busy_to(const engine_fixture *g, const char *src) {
+  char req[512];
+  snprintf(req, sizeof req,
+           "POST /sandboxes/held/busy HTTP/1.1\r\nHost: x\r\nX-API-Key: %s\r\n"
+           "Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n{",
+           g->key);
+  int fd = tcp_to(src, g->port);
+  if (fd >= 0 && send_all(fd, req, strlen(req)) != 0) {
+    close(fd);
+    fd = -1;
+  }
+  return fd;
+}
+
+/* Connections that stay busy from one address hold its limit: the next
+ * ones are parked (up to the limit again), let in as busy ones end, and
+ * the one past that is refused with a 503 and Retry-After; another address
+ * is served meanwhile. With --header-timeout 600 nothing here expires. */
+TEST(busy_connections_from_one_address_hold_new_ones_then_get_503) {
+  engine_fixture g;
+  static const char *const args[] = {
+      "--max-connections-per-ip", "4", "--header-timeout", "600", "--pool", "0", NULL};
+  if (engine_fixture_start_args(&g, "sechttp-busy", args) != 0) {
+    ASBT_FAIL("cannot start an engine with --max-connections-per-ip 4");
+    engine_fixture_stop(&g);
+    return;
+  }
+  int busy[4], held[4];
+  char call[512]; /* keyed: its connection stays open after the reply */
+  snprintf(call, sizeof call, "GET /sandboxes HTTP/1.1\r\nHost: x\r\nX-API-Key: %s\r\n\r\n", g.key);
+  for (int i = 0; i < 4; i++) CHECK((busy[i] = busy_to(&g, "127.0.0.6")) >= 0);
+  for (int i = 0; i < 4; i++) {
+    held[i] = tcp_to("127.0.0.6", g.port);
+    CHECK(held[i] >= 0 && send_all(held[i], call, strlen(call)) == 0);
+  }
+  resp r;
+  exchange_on(tcp_to("127.0.0.6", g.port), HEALTH, strlen(HEALTH), &r, ASBT_DEADLINE_MS);
+  CHECK_INT(r.status, 503);
+  CHECK(strcasestr(r.head, "\r\nRetry-After: 1\r\n") != NULL);
+  CHECK(strcasestr(r.head, "\r\nConnection: close\r\n") != NULL);
+  /* another address is not starved */
+  char req[512];
+  snprintf(req, sizeof req,
+           "GET /sandboxes HTTP/1.1\r\nHost: x\r\nX-API-Key: %s\r\n"
+           "Connection: close\r\n\r\n",
+           g.key);
+  exchange_on(tcp_to("127.0.0.7", g.port), req, strlen(req), &r, 20000);
+  CHECK_INT(r.status, 200);
+  /* one busy connection ends: the held ones go in, one after another (each
+   * answered one is idle, and reclaimed for the next) */
+  if (busy[0] >= 0) close(busy[0]);
+  busy[0] = -1;
+  for (int i = 0; i < 4; i++) {
+    if (held[i] < 0) continue;
+    CHECK_INT(read_resp(held[i], &r, ASBT_DEADLINE_MS), 0);
+    CHECK_INT(r.status, 200);
+  }
+  CHECK(held[0] >= 0 && closed_by(held[0], now_ms() + ASBT_DEADLINE_MS)); /* reclaimed */
+  for (int i = 0; i < 4; i++) {
+    if (busy[i] >= 0) close(busy[i]);
+    if (held[i] >= 0) close(held[i]);
+  }
+  engine_fixture_stop(&g);
+}
+
+/* A parked connection gets its 503 once it has waited --header-timeout
+ * (1 s), waited for by deadline. */
+TEST(a_connection_held_past_the_header_timeout_gets_503) {
+  engine_fixture g;
+  static const char *const args[] = {
+      "--max-connections-per-ip", "1", "--header-timeout", "1", "--pool", "0", NULL};
+  if (engine_fixture_start_args(&g, "sechttp-held", args) != 0) {
+    ASBT_FAIL("cannot start an engine with --max-connections-per-ip 1");
+    engine_fixture_stop(&g);
+    return;
+  }
+  int busy = busy_to(&g, "127.0.0.8");
+  CHECK(busy >= 0);
+  resp r;
+  exchange_on(tcp_to("127.0.0.8", g.port), HEALTH, strlen(HEALTH), &r, ASBT_DEADLINE_MS);
+  CHECK_INT(r.status, 503);
+  CHECK(strcasestr(r.head, "\r\nRetry-After: 1\r\n") != NULL);
+  if (busy >= 0) close(busy);
+  engine_fixture_stop(&g);
+}
+
+/* The soft RLIMIT_NOFILE of a process (-1 if unknown). */
+static long long nofile_of(pid_t pid) {
+  char path[64], line[256];
+  snprintf(path, sizeof path, "/proc/%d/limits", (int)pid);
+  FILE *fp = fopen(path, "r");
+  long long soft = -1;
+  while (fp && fgets(line, sizeof line, fp))
+    if (strncmp(line, "Max open files", 14) == 0) soft = strtoll(line + 14, NULL, 10);
+  if (fp) fclose(fp);
+  return soft;
+}
+
+/* An engine started as engine_fixture starts one (engine_fixture_stop
+ * stops it), with RLIMIT_NOFILE cur:max set in its process only (this one
+ * cannot raise its hard limit again without CAP_SYS_RESOURCE, which root
+ * in a container often lacks) and its log (stderr) in <state>.log. */
+static int start_with_nofile(engine_fixture *g, const char *tag, rlim_t cur, rlim_t max,
+                             const char *const *extra, char *log, size_t loglen) {
+  memset(g, 0, sizeof *g);
+  snprintf(g->state, sizeof g->state, "/tmp/asb-%s-%d", tag, (int)getpid());
+  snprintf(g->cgroup, sizeof g->cgroup, "asbt-%s-%d", tag, (int)getpid());
+  snprintf(log, loglen, "%s.log", g->state);
+  const char *argv[32];
+  int n = 0;
+  argv[n++] = ASB_ENGINE_BIN;
+  argv[n++] = "--state-dir";
+  argv[n++] = g->state;
+  argv[n++] = "--listen";
+  argv[n++] = "127.0.0.1:0";
+  argv[n++] = "--cgroup-name";
+  argv[n++] = g->cgroup;
+  argv[n++] = "--pool";
+  argv[n++] = "0";
+  argv[n++] = "--kill-on-exit";
+  const char *envd = getenv("ASB_TEST_ENVD"), *init = getenv("ASB_TEST_INIT");
+  if (envd && *envd) {
+    argv[n++] = "--envd";
+    argv[n++] = envd;
+  }
+  if (init && *init) {
+    argv[n++] = "--init";
+    argv[n++] = init;
+  }
+  for (size_t i = 0; extra && extra[i] && n < 31; i++) argv[n++] = extra[i];
+  argv[n] = NULL;
+  int out[2];
+  int lfd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (lfd < 0 || pipe(out) != 0) {
+    if (lfd >= 0) close(lfd);
+    return -1;
+  }
+  pid_t parent = getpid(), pid = fork();
+  if (pid == 0) { /* only async-signal-safe calls until exec */
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (getppid() != parent) _exit(127);
+    struct rlimit rl = {cur, max};
+    if (setrlimit(RLIMIT_NOFILE, &rl) != 0) _exit(126);
+    dup2(out[1], 1);
+    dup2(lfd, 2);
+    execv(argv[0], (char *const *)argv);
+    _exit(127);
+  }
+  close(out[1]);
+  close(lfd);
+  if (pid < 0) {
+    close(out[0]);
+    return -1;
+  }
+  FILE *fp = fdopen(out[0], "r");
+  char line[256];
+  while (fp && !g->port && fgets(line, sizeof line, fp)) {
+    const char *c = strrchr(line, ':');
+    if (strncmp(line, "listening on", 12) == 0 && c) g->port = atoi(c + 1);
+  }
+  if (fp) fclose(fp);
+  g->pid = pid;
+  engine_fixture_live_set(pid, g->state); /* stopped at exit should the test end early */
+  char path[200];
+  snprintf(path, sizeof path, "%s/api_key", g->state);
+  FILE *k = g->port ? fopen(path, "r") : NULL;
+  if (k && fgets(g->key, sizeof g->key, k)) g->key[strcspn(g->key, "\r\n")] = 0;
+  if (k) fclose(k);
+  return g->port && g->key[0] ? 0 : -1;
+}
+
+/* A busy connection (busy_to) whose head the engine has read: it answered
+ * 100 Continue. -1 if not. */
+static int busy_in(const engine_fixture *g, const char *src) {
+  char req[512], b[256];
+  snprintf(req, sizeof req,
+           "POST /sandboxes/held/busy HTTP/1.1\r\nHost: x\r\nX-API-Key: %s\r\n"
+           "Content-Type: application/json\r\nContent-Length: 1000\r\n"
+           "Expect: 100-continue\r\n\r\n",
+           g->key);
+  int fd = tcp_to(src, g->port);
+  size_t n = 0;
+  if (fd >= 0 && send_all(fd, req, strlen(req)) == 0)
+    for (int64_t end = now_ms() + ASBT_DEADLINE_MS; n < sizeof b - 1;) {
+      ssize_t got = recv_by(fd, b + n, sizeof b - 1 - n, end);
+      if (got <= 0) break;
+      n += (size_t)got;
+      b[n] = 0;
+      if (strstr(b, "\r\n\r\n")) break;
+    }
+  b[n] = 0;
+  if (fd >= 0 && (strncmp(b, "HTTP/1.1 100 ", 13) != 0 || send_all(fd, "{", 1) != 0)) {
+    close(fd);
+    fd = -1;
+  }
+  return fd;
+}
+
+/* 1 if file path holds s. */
+static int file_has(const char *path, const char *s) {
+  char buf[16384];
+  FILE *fp = fopen(path, "r");
+  size_t n = fp ? fread(buf, 1, sizeof buf - 1, fp) : 0;
+  if (fp) fclose(fp);
+  buf[n] = 0;
+  return strstr(buf, s) != NULL;
+}
+
+/* Connections waiting in the accept queue of the listener on 127.0.0.1:port
+ * (the rx_queue /proc/net/tcp shows for a listening socket); -1 if none. */
+static int accept_queue(int port) {
+  FILE *fp = fopen("/proc/net/tcp", "r");
+  char line[512];
+  int q = -1;
+  unsigned la, lp, st, tx, rx;
+  while (fp && fgets(line, sizeof line, fp))
+    if (sscanf(line, " %*d: %x:%x %*x:%*x %x %x:%x", &la, &lp, &st, &tx, &rx) == 5 &&
+        la == htonl(INADDR_LOOPBACK) && (int)lp == port && st == 0x0A)
+      q = (int)rx;
+  if (fp) fclose(fp);
+  return q;
+}
+
+/* The engine fits --max-connections to RLIMIT_NOFILE (server.c: 5 fds
+ * each, plus a third, plus 256 for the rest). A low soft limit is raised
+ * as far as it needs, no further (1000: 6922), when the hard limit lets
+ * it. Where the hard one does not (1024), --max-connections is lowered
+ * (to 115), logged, and applied: with 115 busy connections a 116th waits
+ * in the kernel's accept queue, then is served once one of them ends. */
+TEST(the_engine_fits_its_connections_to_its_file_limit) {
+  struct rlimit own;
+  REQUIRE(getrlimit(RLIMIT_NOFILE, &own) == 0);
+  engine_fixture g;
+  char log[200];
+  static const char *const wide[] = {"--header-timeout", "600", NULL};
+  if (own.rlim_max == RLIM_INFINITY || own.rlim_max >= 6922) {
+    CHECK_INT(start_with_nofile(&g, "sechttp-nofile", 1024, own.rlim_max, wide, log, sizeof log),
+              0);
+    CHECK_INT(nofile_of(g.pid), 6922);
+    CHECK(!file_has(log, "lowered"));
+    engine_fixture_stop(&g);
+    unlink(log);
+  } else {
+    fprintf(stderr, "(a hard RLIMIT_NOFILE below 6922: the raise is not checked)\n");
+  }
+  enum { MAX = 115 };
+  CHECK_INT(start_with_nofile(&g, "sechttp-nofile2", 1024, 1024, wide, log, sizeof log), 0);
+  CHECK_INT(nofile_of(g.pid), 1024);
+  CHECK(file_has(log, "--max-connections 1000 lowered to 115 to fit it"));
+  /* busy ones (a body that never ends), one at a time, each in once its
+   * head is (100 Continue): past the daemon's room for connections waiting
+   * for a head (here 57), idle keep-alive ones or heads not read yet, the
+   * oldest is cut, and the 116th would find room */
+  static int fds[MAX];
+  for (int i = 0; i < MAX; i++) CHECK((fds[i] = g.port ? busy_in(&g, "127.0.0.9") : -1) >= 0);
+  int more = g.port ? tcp_to("127.0.0.9", g.port) : -1;
+  CHECK(more >= 0 && send_all(more, HEALTH, strlen(HEALTH)) == 0);
+  /* the busy ones in, the last one left in the queue */
+  int queued = 0;
+  for (int64_t end = now_ms() + ASBT_DEADLINE_MS; !queued && now_ms() < end; usleep(20000))
+    queued = accept_queue(g.port) == 1;
+  CHECK(queued);
+  if (fds[0] >= 0) close(fds[0]);
+  fds[0] = -1;
+  resp r;
+  CHECK(more >= 0 && read_resp(more, &r, ASBT_DEADLINE_MS) == 0 && r.status == 204);
+  if (more >= 0) close(more);
+  for (int i = 0; i < MAX; i++)
+    if (fds[i] >= 0) close(fds[i]);
+  engine_fixture_stop(&g);
+  unlink(log);
 }
 
 /* 1 if the engine g exits (after SIGTERM) before the deadline; else it
@@ -897,6 +1257,10 @@ int main(void) {
     RUN(slow_heads_are_cut_at_the_header_timeout);
     RUN(a_flood_past_the_connection_limit_leaves_the_engine_serving_and_stoppable);
     RUN(slow_clients_on_one_address_cannot_lock_out_keyed_ones);
+    RUN(a_burst_of_keep_alive_connections_from_one_address_is_served);
+    RUN(busy_connections_from_one_address_hold_new_ones_then_get_503);
+    RUN(a_connection_held_past_the_header_timeout_gets_503);
+    RUN(the_engine_fits_its_connections_to_its_file_limit);
   } else {
     asbt_failures++;
   }

@@ -25,6 +25,28 @@
                 asb_error_last()->message);                                                    \
   } while (0)
 
+/* Kills sb (a check: it must be killed) and frees its handle. */
+static inline void asbt_kill(asb_sandbox *sb) {
+  CHECK_RC(asb_sandbox_kill(sb, NULL), ASB_OK);
+  asb_sandbox_free(sb);
+}
+
+/* Starts cmd in sb as user (NULL: the sandbox's default user) with no
+ * time limit: ASB_OK and the process in *p (p NULL: it runs on, its
+ * handle freed). */
+static inline int asbt_start(asb_process **p, asb_sandbox *sb, const char *user, const char *cmd) {
+  asb_command_options o = ASB_COMMAND_OPTIONS_INIT;
+  o.user = user;
+  o.timeout_ms = -1;
+  asb_process *q = NULL;
+  int rc = asb_commands_start(&q, sb, cmd, &o);
+  if (p)
+    *p = q;
+  else
+    asb_process_free(q);
+  return rc;
+}
+
 /* A command's stdout as `user` (NULL: the sandbox's default user),
  * malloc'd; "<error>" (said on stderr) if it could not run. */
 static inline char *asbt_run_as(asb_sandbox *sb, const char *user, const char *cmd) {
@@ -59,6 +81,27 @@ static inline char *asbt_wait_file(asb_sandbox *sb, const char *path, size_t len
     asb_free(d);
   }
   return NULL;
+}
+
+/* Runs code in sb's code interpreter (context ctx, NULL: the default)
+ * within 60 s: the main result's text ("<none>" without one), "!Name:
+ * value" for an error, "<status: message>" when the call failed;
+ * malloc'd. */
+static inline char *asbt_code_value(asb_sandbox *sb, const char *code, const char *ctx) {
+  asb_code_options o = ASB_CODE_OPTIONS_INIT;
+  o.context_id = ctx;
+  o.timeout_ms = 60000;
+  asb_execution *e = NULL;
+  int rc = asb_code_run(&e, sb, code, &o);
+  char buf[512];
+  if (rc != ASB_OK)
+    snprintf(buf, sizeof buf, "<%s: %s>", asb_strerror(rc), asb_error_last()->message);
+  else if (asb_execution_error_name(e))
+    snprintf(buf, sizeof buf, "!%s: %s", asb_execution_error_name(e), asb_execution_error_value(e));
+  else
+    snprintf(buf, sizeof buf, "%s", asb_execution_text(e) ? asb_execution_text(e) : "<none>");
+  asb_execution_free(e);
+  return strdup(buf);
 }
 
 #endif

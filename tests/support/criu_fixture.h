@@ -71,25 +71,13 @@ static inline asb_sandbox *criu_fixture_sandbox(asb_client *c, char id[64], int 
 /* Starts cmd in the sandbox as user (NULL: its default user), with no
  * time limit, and lets it run. */
 static inline int criu_fixture_spawn(asb_sandbox *sb, const char *user, const char *cmd) {
-  asb_command_options o = ASB_COMMAND_OPTIONS_INIT;
-  o.user = user;
-  o.timeout_ms = -1;
-  asb_process *p = NULL;
-  int rc = asb_commands_start(&p, sb, cmd, &o);
-  asb_process_free(p);
-  return rc;
+  return asbt_start(NULL, sb, user, cmd);
 }
 
 /* The sandbox's host uid range from its runtime record (0 if none). */
 static inline unsigned long criu_fixture_host_uid(const engine_fixture *f, const char *id) {
-  char p[300], line[512];
-  snprintf(p, sizeof p, "%s/sandboxes/%s/state", f->state, id);
-  FILE *fp = fopen(p, "r");
-  unsigned long u = 0;
-  while (fp && fgets(line, sizeof line, fp))
-    if (!strncmp(line, "host_uid=", 9)) u = strtoul(line + 9, NULL, 10);
-  if (fp) fclose(fp);
-  return u;
+  char v[32];
+  return strtoul(engine_fixture_record(f, id, "host_uid", v, sizeof v), NULL, 10);
 }
 
 #endif

@@ -301,6 +301,54 @@ static inline int engine_fixture_memcg(const engine_fixture *f, const char *id, 
   return 0;
 }
 
+/* The value of key in sandbox id's runtime record (the isolation
+ * runtime's <state>/sandboxes/<id>/state, a key=value a line: host_uid,
+ * pid, starttime, boot_id, cgroup.<hierarchy>...) in out, "" if it has
+ * none: out. */
+static inline char *engine_fixture_record(const engine_fixture *f, const char *id, const char *key,
+                                          char *out, size_t len) {
+  char p[300], line[4200];
+  snprintf(p, sizeof p, "%s/sandboxes/%s/state", f->state, id);
+  out[0] = 0;
+  FILE *fp = fopen(p, "r");
+  size_t kl = strlen(key);
+  while (fp && fgets(line, sizeof line, fp))
+    if (!strncmp(line, key, kl) && line[kl] == '=') {
+      line[strcspn(line, "\n")] = 0;
+      snprintf(out, len, "%s", line + kl + 1);
+    }
+  if (fp) fclose(fp);
+  return out;
+}
+
+/* Rewrites id's runtime record with new values for some of its keys (kv:
+ * "key", "value" pairs, NULL-ended), as a crash or a reboot would leave
+ * it: 0; -1 if a key is not in it or it could not be rewritten. */
+static inline int engine_fixture_record_set(const engine_fixture *f, const char *id,
+                                            const char *const *kv) {
+  char p[300], buf[8192], out[8300];
+  snprintf(p, sizeof p, "%s/sandboxes/%s/state", f->state, id);
+  FILE *fp = fopen(p, "r");
+  if (!fp) return -1;
+  size_t n = fread(buf, 1, sizeof buf - 1, fp);
+  fclose(fp);
+  buf[n] = 0;
+  size_t o = 0;
+  int keys = 0, set = 0;
+  for (const char *const *k = kv; k[0]; k += 2) keys++;
+  for (char *save = NULL, *l = strtok_r(buf, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+    const char *const *k = kv;
+    while (k[0] && !(!strncmp(l, k[0], strlen(k[0])) && l[strlen(k[0])] == '=')) k += 2;
+    if (k[0])
+      o += (size_t)snprintf(out + o, sizeof out - o, "%s=%s\n", k[0], k[1]), set++;
+    else
+      o += (size_t)snprintf(out + o, sizeof out - o, "%s\n", l);
+  }
+  if (set != keys || o >= sizeof out || !(fp = fopen(p, "w"))) return -1;
+  int rc = fputs(out, fp) < 0;
+  return fclose(fp) || rc ? -1 : 0;
+}
+
 static inline int engine_fixture_client(const engine_fixture *f, asb_client **c) {
   asb_client_options o = ASB_CLIENT_OPTIONS_INIT;
   o.api_url = f->url;

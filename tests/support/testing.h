@@ -104,19 +104,55 @@ static inline long long asbt_read_num(const char *dir, const char *file) {
   return v;
 }
 
+/* The first len - 1 bytes of the file at path (a /proc file...) in buf,
+ * NUL-ended: how many; -1 (buf "") if it cannot be opened. */
+static inline long asbt_read_text(const char *path, char *buf, size_t len) {
+  buf[0] = 0;
+  FILE *f = fopen(path, "r");
+  if (!f) return -1;
+  size_t n = fread(buf, 1, len - 1, f);
+  buf[n] = 0;
+  fclose(f);
+  return (long)n;
+}
+
+/* Process pid's command line, its arguments joined by spaces, in buf (""
+ * if it has none): its length, -1 if it cannot be read (pid is gone). */
+static inline long asbt_cmdline(int pid, char *buf, size_t len) {
+  char p[64];
+  snprintf(p, sizeof p, "/proc/%d/cmdline", pid);
+  long n = asbt_read_text(p, buf, len);
+  for (long i = 0; i < n; i++)
+    if (!buf[i]) buf[i] = ' ';
+  return n;
+}
+
+/* The next process d (opendir("/proc")) lists: its pid; 0 at the end. */
+static inline int asbt_next_pid(DIR *d) {
+  struct dirent *de;
+  while (d && (de = readdir(d)))
+    if (de->d_name[0] >= '1' && de->d_name[0] <= '9') return atoi(de->d_name);
+  return 0;
+}
+
+/* The next process d lists whose uid is in [base, base + 65536) (a
+ * sandbox's uid range on the host): its pid; 0 at the end. */
+static inline int asbt_next_uid_pid(DIR *d, unsigned long base) {
+  for (int pid; (pid = asbt_next_pid(d));) {
+    char p[64];
+    struct stat st;
+    snprintf(p, sizeof p, "/proc/%d", pid);
+    if (stat(p, &st) == 0 && st.st_uid >= base && st.st_uid < base + 65536) return pid;
+  }
+  return 0;
+}
+
 /* Processes on the host whose uid is in [base, base + 65536): a sandbox's
  * uid range. */
 static inline int asbt_uid_procs(unsigned long base) {
   DIR *d = opendir("/proc");
-  struct dirent *de;
   int n = 0;
-  while (d && (de = readdir(d))) {
-    if (de->d_name[0] < '1' || de->d_name[0] > '9') continue;
-    char p[300];
-    struct stat st;
-    snprintf(p, sizeof p, "/proc/%s", de->d_name);
-    if (stat(p, &st) == 0 && st.st_uid >= base && st.st_uid < base + 65536) n++;
-  }
+  while (asbt_next_uid_pid(d, base)) n++;
   if (d) closedir(d);
   return n;
 }

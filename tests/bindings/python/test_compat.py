@@ -385,3 +385,123 @@ async def test_connect_goes_through_e2b_api(engine, monkeypatch):
         assert "signature" not in other.download_url("a.txt")
     finally:
         sbx.kill()
+
+
+async def test_create_goes_through_e2b_api(engine, monkeypatch):
+    """Sandbox.create builds E2B's NewSandbox body as its SDK does (each
+    lifecycle field only when configured, volume mounts as E2B's list, the
+    network in its wire names with the engine's own limits kept) and sends
+    it through e2b.api's post_sandboxes (over the library); its answer is
+    read as connect's is."""
+    from agent_sandbox.compat.api.client.api.sandboxes import post_sandboxes
+    from agent_sandbox.compat.api.client.client import AuthenticatedClient
+    from agent_sandbox.compat.api.client.models import NewSandbox
+    from agent_sandbox.compat.api.client.models import Sandbox as SandboxModel
+
+    res = post_sandboxes.sync_detailed(client=AuthenticatedClient(),
+                                       body=NewSandbox(template_id="base", timeout=60,
+                                                       metadata={"via": "e2b-api"}))
+    assert int(res.status_code) == 201
+    try:
+        sbx = Sandbox.connect(res.parsed.sandbox_id)
+        assert sbx.get_info().metadata == {"via": "e2b-api"}
+    finally:
+        Sandbox.kill(res.parsed.sandbox_id)
+
+    live = await AsyncSandbox.create(timeout=60, metadata={"k": "async"},
+                                     lifecycle={"on_timeout": "pause"})
+    try:
+        assert (await live.get_info()).metadata == {"k": "async"}
+        assert (await live.commands.run("echo ok")).stdout == "ok\n"
+    finally:
+        await live.kill()
+
+    bodies = []
+
+    def fake(*, client, body):
+        bodies.append(body.to_dict())
+        m = SandboxModel(client_id="c", envd_version="0.2.4", sandbox_id="sbx-x", template_id="t")
+        return type(res)(status_code=res.status_code, content=b"", headers={}, parsed=m)
+
+    monkeypatch.setattr(post_sandboxes, "sync_detailed", fake)
+    assert Sandbox.create().sandbox_id == "sbx-x"
+    Sandbox.create("t", timeout=30, lifecycle={"on_timeout": {"action": "pause",
+                                                              "keep_memory": False}},
+                   volume_mounts={"/mnt/data": "vol"},
+                   network={"allow_out": ["10.0.0.1"], "max_connections": 5})
+    Sandbox.create(lifecycle={"on_timeout": "pause", "auto_resume": True})
+    plain, full, resume = bodies
+    assert plain["templateID"] == "base" and plain["timeout"] == 300
+    assert not {"autoPause", "autoPauseMemory", "autoResume", "network",
+                "volumeMounts"} & set(plain)
+    assert (full["templateID"], full["timeout"]) == ("t", 30)
+    assert full["autoPause"] is True and full["autoPauseMemory"] is False
+    assert "autoResume" not in full
+    assert full["volumeMounts"] == [{"name": "vol", "path": "/mnt/data"}]
+    assert full["network"] == {"allowOut": ["10.0.0.1"], "maxConnections": 5}
+    assert resume["autoPause"] is True and resume["autoResume"] == {"enabled": True}
+    with pytest.raises(InvalidArgumentException, match="auto_resume"):
+        Sandbox.create(lifecycle={"auto_resume": True})
+    assert len(bodies) == 3  # refused before any request
+
+
+def test_sync_watch_handle_polls_collect_every_event(engine):
+    """E2B's sync WatchHandle over the library's stream: a recursive
+    watch reports a directory made under it and a file written in that
+    directory (E2B's test_watch_recursive_directory_after_nested_folder_
+    addition), across polls nothing is lost or repeated, and a stopped
+    handle's poll answers at once with nothing. (The file's event is a
+    WRITE when envd watched the new directory before the write, else the
+    CREATE of envd's scan of it: which one is up to envd's watcher thread.)"""
+    from agent_sandbox.compat import FilesystemEventType
+
+    with Sandbox.create() as sbx:
+        sbx.files.make_dir("/tmp/w")
+        h = sbx.files.watch_dir("/tmp/w", recursive=True)
+        sbx.files.make_dir("/tmp/w/sub")
+        sbx.files.write("/tmp/w/sub/f.txt", "x")
+        got = []
+
+        def seen():
+            got.extend(h.get_new_events())
+            kinds = {(e.type, e.name) for e in got}
+            return ((FilesystemEventType.CREATE, "sub") in kinds and
+                    any(e.name == "sub/f.txt" for e in got))
+
+        assert eventually(seen), got
+        assert len([e for e in got if e.type == FilesystemEventType.CREATE
+                    and e.name == "sub"]) == 1, got
+        h.stop()
+        assert h.get_new_events() == []
+
+
+async def test_kill_by_pid_returns_once_the_process_is_gone(engine):
+    """compat's commands.kill(pid) / pty.kill(pid), sync and async, return
+    True once envd has reaped the process, so `kill -0 <pid>` right after
+    finds nothing (E2B's test_kill_pty; before, a not yet reaped zombie
+    answered it); an unknown pid is False."""
+    from agent_sandbox.compat import PtySize
+
+    with Sandbox.create() as sbx:
+        term = sbx.pty.create(PtySize(80, 24))
+        assert sbx.pty.kill(term.pid) is True
+        with pytest.raises(CommandExitException):
+            sbx.commands.run(f"kill -0 {term.pid}")
+        bg = sbx.commands.run("sleep 600", background=True)
+        assert sbx.commands.kill(bg.pid) is True
+        with pytest.raises(CommandExitException):
+            sbx.commands.run(f"kill -0 {bg.pid}")
+        assert sbx.pty.kill(999999) is False and sbx.commands.kill(999999) is False
+    asbx = await AsyncSandbox.create()
+    try:
+        aterm = await asbx.pty.create(PtySize(80, 24), on_data=lambda d: None)
+        assert await asbx.pty.kill(aterm.pid) is True
+        with pytest.raises(CommandExitException):
+            await asbx.commands.run(f"kill -0 {aterm.pid}")
+        abg = await asbx.commands.run("sleep 600", background=True)
+        assert await asbx.commands.kill(abg.pid) is True
+        with pytest.raises(CommandExitException):
+            await asbx.commands.run(f"kill -0 {abg.pid}")
+        assert await asbx.pty.kill(999999) is False
+    finally:
+        await asbx.kill()

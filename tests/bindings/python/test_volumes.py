@@ -100,7 +100,9 @@ def test_volume_from_token(engine, volume):
     with pytest.raises(compat.VolumeException, match="^409: ") as ei:
         cv.write_file("/tok.txt", "again")
     assert not isinstance(ei.value, compat.SandboxException)
-    with pytest.raises(compat.VolumeException):
+    # a name the engine refuses is a 400: InvalidArgumentException, as E2B's
+    # handle_api_exception makes it (create goes through e2b.api's post_volumes)
+    with pytest.raises(InvalidArgumentException, match="name"):
         compat.Volume.create("bad/name")
     with pytest.raises(AuthenticationException):
         compat.Volume(volume["volumeID"], volume["name"], "wrong-token").exists("/")
@@ -240,3 +242,103 @@ async def test_compat_volume_errors_types_and_stream(engine):
             await avol.get_info("/none")
     finally:
         assert compat.Volume.destroy(name) is True
+
+
+def test_compat_volume_crud_through_e2b_api(engine):
+    """compat's Volume.create/connect/get_info/list/destroy are calls of
+    e2b.api's volumes endpoints (E2B's generated-client names): against
+    the engine their answers are E2B's status codes and models, and the
+    Volume a create or connect makes does its file calls with the token
+    the answer carried."""
+    from agent_sandbox.compat.api.client.api.volumes import (delete_volumes_volume_id,
+                                                             get_volumes, get_volumes_volume_id,
+                                                             post_volumes)
+    from agent_sandbox.compat.api.client.models import NewVolume, VolumeAndToken
+    from agent_sandbox.compat.api.client_sync import get_api_client
+
+    client = get_api_client(compat.ConnectionConfig())
+    name = f"py-vapi-{os.getpid()}"
+    res = post_volumes.sync_detailed(client=client, body=NewVolume(name=name, size_mb=16))
+    assert int(res.status_code) == 201 and isinstance(res.parsed, VolumeAndToken)
+    vid = res.parsed.volume_id
+    try:
+        assert res.parsed.name == name and res.parsed.token and res.parsed.size_mb == 16
+        got = get_volumes_volume_id.sync_detailed(vid, client=client)
+        assert int(got.status_code) == 200 and got.parsed.token == res.parsed.token
+        assert name in [v.name for v in get_volumes.sync_detailed(client=client).parsed]
+        assert int(get_volumes_volume_id.sync_detailed("no-such-volume",
+                                                       client=client).status_code) == 404
+        assert VolumeAndToken.from_dict(res.parsed.to_dict()) == res.parsed
+        vol = compat.Volume.connect(vid)
+        assert (vol.volume_id, vol.name, vol.token) == (vid, name, res.parsed.token)
+        vol.write_file("/c.txt", "crud")
+        assert compat.Volume(vid, name, vol.token).read_file("/c.txt") == "crud"
+        info = compat.Volume.get_info(vid)
+        assert (info.name, info.token, info.size_mb, info.domain) == (name, vol.token, 16, None)
+        # no domain in the engine's answer: E2B's fallback, the connection's
+        assert vol._domain == compat.ConnectionConfig().domain
+        assert vol._get_volume_config(proxy="http://127.0.0.1:1").proxy == "http://127.0.0.1:1"
+        assert isinstance(vol._get_volume_config(), compat.VolumeConnectionConfig)
+        assert "VolumeConnectionConfig" in compat.__all__ and "VolumeApiParams" in compat.__all__
+    finally:
+        assert int(delete_volumes_volume_id.sync_detailed(vid, client=client).status_code) == 204
+    assert int(delete_volumes_volume_id.sync_detailed(vid, client=client).status_code) == 404
+    assert compat.Volume.destroy(vid) is False
+    with pytest.raises(compat.VolumeNotFoundException, match=f"Volume {vid} not found"):
+        compat.Volume.get_info(vid)
+
+
+async def test_compat_volume_answers_replaced(engine, monkeypatch):
+    """A program (E2B's tests do) that replaces an e2b.api volumes endpoint
+    gets its answer through compat's Volume and AsyncVolume: the model's
+    id, name, token and BYOC domain (which then names the content API in
+    _get_volume_config, as in E2B), a 404 as VolumeNotFoundException /
+    False, the instance's proxy."""
+    from http import HTTPStatus
+
+    from agent_sandbox.compat.api.client.api.volumes import (delete_volumes_volume_id,
+                                                             get_volumes_volume_id,
+                                                             post_volumes)
+    from agent_sandbox.compat.api.client.models import VolumeAndToken
+    from agent_sandbox.compat.api.client.types import Response
+
+    made = []
+
+    def post(*, client, body):
+        made.append(body.name)
+        return Response(status_code=HTTPStatus(201), content=b"", headers={},
+                        parsed=VolumeAndToken.from_dict({"volumeID": "vol-x", "name": body.name,
+                                                         "token": "tok-x",
+                                                         "domain": "cluster.example.com"}))
+
+    def missing(volume_id, *, client):
+        return Response(status_code=HTTPStatus(404), content=b"", headers={}, parsed=None)
+
+    async def apost(*, client, body):
+        return post(client=client, body=body)
+
+    async def amissing(volume_id, *, client):
+        return missing(volume_id, client=client)
+
+    monkeypatch.setattr(post_volumes, "sync_detailed", post)
+    monkeypatch.setattr(post_volumes, "asyncio_detailed", apost)
+    monkeypatch.setattr(get_volumes_volume_id, "sync_detailed", missing)
+    monkeypatch.setattr(get_volumes_volume_id, "asyncio_detailed", amissing)
+    monkeypatch.setattr(delete_volumes_volume_id, "sync_detailed", missing)
+    monkeypatch.setattr(delete_volumes_volume_id, "asyncio_detailed", amissing)
+    vol = compat.Volume.create("byoc", proxy="http://127.0.0.1:8080")
+    assert (vol.volume_id, vol.name, vol.token) == ("vol-x", "byoc", "tok-x")
+    assert vol._domain == "cluster.example.com" and vol._proxy == "http://127.0.0.1:8080"
+    cfg = vol._get_volume_config()
+    assert (cfg.domain, cfg.api_url, cfg.proxy) == ("cluster.example.com",
+                                                    "https://api.cluster.example.com",
+                                                    "http://127.0.0.1:8080")
+    avol = await compat.AsyncVolume.create("abyoc")
+    assert (avol.volume_id, avol.name, avol._domain) == ("vol-x", "abyoc", "cluster.example.com")
+    assert made == ["byoc", "abyoc"]
+    with pytest.raises(compat.VolumeNotFoundException):
+        compat.Volume.get_info("vol-x")
+    with pytest.raises(compat.VolumeNotFoundException):
+        await compat.AsyncVolume.connect("vol-x")
+    assert compat.Volume.destroy("vol-x") is False
+    assert await compat.AsyncVolume.destroy("vol-x") is False

@@ -20,9 +20,11 @@ what is covered, method by method, and what is not.
 
 from __future__ import annotations
 
+import asyncio
 import datetime as _dt
 import functools
 import inspect
+import time
 import warnings
 from dataclasses import dataclass
 from typing import IO, Any, Callable, Dict, List, Optional, Tuple, TypedDict, Union
@@ -31,6 +33,7 @@ from .. import _async as A
 from .. import _native as N
 from .. import _sync as S
 from .. import lowlevel as ll
+from ..exceptions import AgentSandboxError
 from ..exceptions import (
     AuthenticationException,
     BuildException,
@@ -88,6 +91,7 @@ from .._netconf import SelectorContext as SandboxNetworkSelectorContext
 from .._netconf import Selector as SandboxNetworkSelector
 from .._netconf import Transform as SandboxNetworkTransform
 from .._netconf import TransformContext as SandboxNetworkTransformContext
+from .connection_config import ConnectionConfig
 
 __all__ = [
     "ALL_TRAFFIC",
@@ -157,6 +161,8 @@ __all__ = [
     "VolumeAndToken",
     "VolumeEntryStat",
     "VolumeFileType",
+    "VolumeConnectionConfig",
+    "VolumeApiParams",
     "VolumeException",
     "VolumeNotFoundException",
     "VolumePathNotFoundException",
@@ -201,22 +207,6 @@ DEFAULT_TEMPLATE = "base"
 # MCP servers on MCP_PORT (docs/mcp.md, "The gateway")
 DEFAULT_MCP_TEMPLATE = "mcp-gateway"
 MCP_PORT = 50005
-MCP_TOKEN_PATH = "/etc/mcp-gateway/.token"
-
-
-def _mcp_command(mcp: Any) -> Tuple[str, Dict[str, str]]:
-    """The command E2B's SDKs run at create (as root, in the foreground)
-    and its environment: a fresh token the gateway wants as bearer."""
-    import json
-    import shlex
-    import uuid
-    token = str(uuid.uuid4())
-    return (f"mcp-gateway --config {shlex.quote(json.dumps(mcp))}",
-            {"GATEWAY_ACCESS_TOKEN": token})
-
-
-def _mcp_failed(e: "CommandExitException") -> SandboxException:
-    return SandboxException(f"Failed to start MCP gateway: {e.stderr}")
 
 # E2B's ApiParams -> our connection options.
 _IGNORED_OPTS = ("validate_api_key", "proxy", "logger")
@@ -528,6 +518,41 @@ class CommandHandle:
         self._h.disconnect()
 
 
+# A kill by pid answers once envd has sent SIGKILL; until envd has reaped
+# the process it is a zombie, which `kill -0 <pid>` still finds (E2B's
+# test_kill_pty runs that right after pty.kill). So compat's kill by pid
+# returns once the process has left envd's list (reaped), or after
+# _KILL_WAIT s (a process the kernel cannot end at once), whichever first.
+_KILL_WAIT = 10.0
+_KILL_STEP = 0.02
+
+
+def _listed(procs: List[Any], pid: int) -> bool:
+    return any(getattr(p, "pid", None) == pid for p in procs)
+
+
+def _wait_gone(list_fn: Callable[[], List[Any]], pid: int) -> None:
+    deadline = time.monotonic() + _KILL_WAIT
+    while time.monotonic() < deadline:
+        try:
+            if not _listed(list_fn(), pid):
+                return
+        except AgentSandboxError:  # the sandbox went meanwhile: the process too
+            return
+        time.sleep(_KILL_STEP)
+
+
+async def _await_gone(list_fn: Callable[[], Any], pid: int) -> None:
+    deadline = time.monotonic() + _KILL_WAIT
+    while time.monotonic() < deadline:
+        try:
+            if not _listed(await list_fn(), pid):
+                return
+        except AgentSandboxError:
+            return
+        await asyncio.sleep(_KILL_STEP)
+
+
 class Commands:
     def __init__(self, c: S.Commands) -> None:
         self._c = c
@@ -555,7 +580,11 @@ class Commands:
         return self._c.list(request_timeout)
 
     def kill(self, pid: int, request_timeout: Optional[float] = None) -> bool:
-        return self._c.kill(pid, request_timeout)
+        """SIGKILL to the process; True once it is gone (see _KILL_WAIT)."""
+        if not self._c.kill(pid, request_timeout):
+            return False
+        _wait_gone(lambda: self._c.list(request_timeout), pid)
+        return True
 
     def send_stdin(self, pid: int, data: Union[str, bytes],
                    request_timeout: Optional[float] = None) -> None:
@@ -566,8 +595,9 @@ class Commands:
 
 
 class Pty:
-    def __init__(self, p: S.Pty) -> None:
+    def __init__(self, p: S.Pty, c: S.Commands) -> None:
         self._p = p
+        self._c = c
 
     def create(self, size: PtySize, user: Optional[str] = None, cwd: Optional[str] = None,
                envs: Optional[Dict[str, str]] = None, timeout: Optional[float] = 60,
@@ -582,13 +612,29 @@ class Pty:
                                              request_timeout=request_timeout))
 
     def kill(self, pid: int, request_timeout: Optional[float] = None) -> bool:
-        return self._p.kill(pid, request_timeout)
+        """SIGKILL to the terminal's process; True once it is gone."""
+        if not self._p.kill(pid, request_timeout):
+            return False
+        _wait_gone(lambda: self._c.list(request_timeout), pid)
+        return True
 
     def send_stdin(self, pid: int, data: bytes, request_timeout: Optional[float] = None) -> None:
         self._p.send_stdin(pid, data, request_timeout)
 
     def resize(self, pid: int, size: PtySize, request_timeout: Optional[float] = None) -> None:
         self._p.resize(pid, size, request_timeout)
+
+
+# E2B's get_new_events asks envd for what its watcher has collected, so
+# changes made before the call are in the answer; here the events come on a
+# stream (envd -> engine -> library) and can still be on the way. A poll
+# therefore waits up to _WATCH_FIRST for the first event and, once events
+# come, until none came for _WATCH_QUIET (a burst is not cut in two: E2B's
+# tests count a poll's events). A stream has no marker that would say
+# "everything up to now", so these are limits, not guarantees.
+_WATCH_FIRST = 1.0
+_WATCH_QUIET = 0.2
+_WATCH_STEP = 0.05
 
 
 class WatchHandle:
@@ -598,7 +644,20 @@ class WatchHandle:
         self._h = h
 
     def get_new_events(self, request_timeout: Optional[float] = None) -> List[FilesystemEvent]:
-        return self._h.get_new_events()
+        """The events since the last call, waiting for ones on the way
+        (see _WATCH_FIRST above)."""
+        start = time.monotonic()
+        events = self._h.get_new_events(timeout=_WATCH_STEP)
+        last = time.monotonic() if events else None
+        while self._h._w is not None:
+            now = time.monotonic()
+            if (now - start >= _WATCH_FIRST) if last is None else (now - last >= _WATCH_QUIET):
+                break
+            more = self._h.get_new_events(timeout=_WATCH_STEP)
+            if more:
+                events += more
+                last = time.monotonic()
+        return events
 
     def stop(self, request_timeout: Optional[float] = None) -> None:
         self._h.stop()
@@ -728,16 +787,62 @@ def _lifecycle(lifecycle: Any) -> Tuple[bool, bool, bool]:
     return bool(action == "pause"), bool(keep_memory), bool(auto_resume)
 
 
-def _create_args(template: Optional[str], timeout: Optional[int], metadata: Any, envs: Any,
-                 secure: bool, allow_internet_access: bool, lifecycle: Any,
-                 extra: Dict[str, Any], opts: Dict[str, Any]) -> Dict[str, Any]:
-    _unsupported("iam", extra.get("iam"), None)
-    auto_pause, keep_memory, auto_resume = _lifecycle(lifecycle)
-    return dict(template=template, timeout=timeout or 300, metadata=metadata, envs=envs,
-                auto_pause=auto_pause, keep_memory=keep_memory, auto_resume=auto_resume,
-                allow_internet_access=allow_internet_access,
-                network=extra.get("network"), volume_mounts=extra.get("volume_mounts"),
-                **_conn(opts))
+def _lifecycle_body(lifecycle: Any) -> Dict[str, Any]:
+    """E2B's create-body fields of ``lifecycle`` (checked by _lifecycle):
+    each only when configured, so the API keeps its defaults otherwise
+    (no ``on_timeout``: no autoPause; no ``keep_memory``: no
+    autoPauseMemory; no ``auto_resume``: no autoResume)."""
+    from .api.client.models import SandboxAutoResumeConfig
+    from .api.client.types import UNSET
+
+    _lifecycle(lifecycle)
+    out: Dict[str, Any] = dict(auto_pause=UNSET, auto_pause_memory=UNSET, auto_resume=UNSET)
+    if not lifecycle:
+        return out
+    raw = lifecycle.get("on_timeout")
+    if raw is not None:
+        action = raw.get("action", "kill") if isinstance(raw, dict) else raw
+        out["auto_pause"] = action == "pause"
+        if isinstance(raw, dict) and raw.get("keep_memory") is not None:
+            out["auto_pause_memory"] = bool(raw["keep_memory"])
+    if lifecycle.get("auto_resume") is not None:
+        out["auto_resume"] = SandboxAutoResumeConfig(enabled=bool(lifecycle["auto_resume"]))
+    return out
+
+
+def _volume_mounts_body(mounts: Any) -> Any:
+    """E2B's ``volume_mounts`` ({path: volume or its name}) as its body's
+    list of ``{"name", "path"}``."""
+    from .api.client.types import UNSET
+
+    if not mounts:
+        return UNSET
+    out = []
+    for path, vol in mounts.items():
+        name = vol if isinstance(vol, str) else getattr(vol, "name", None)
+        if not isinstance(path, str) or not isinstance(name, str):
+            raise TypeError("volume_mounts maps a mount path to a volume name (or a Volume)")
+        out.append({"name": name, "path": path})
+    return out
+
+
+def _create_body(template: str, timeout: Optional[int], metadata: Any, envs: Any,
+                 secure: bool, allow_internet_access: bool, mcp: Any, network: Any, iam: Any,
+                 lifecycle: Any, volume_mounts: Any) -> Any:
+    """E2B's ``NewSandbox`` body of a create, as its SDK builds it (e2b.api's
+    ``post_sandboxes`` sends it through the library)."""
+    from .._netconf import to_wire
+    from .api.client.models import NewSandbox, SandboxNetworkConfig
+    from .api.client.types import UNSET
+
+    _unsupported("iam", iam, None)
+    net = to_wire(network)
+    return NewSandbox(template_id=template, timeout=timeout or 300, **_lifecycle_body(lifecycle),
+                      metadata=metadata or {}, env_vars=envs or {},
+                      mcp=mcp if mcp is not None else UNSET, secure=secure,
+                      allow_internet_access=allow_internet_access,
+                      network=SandboxNetworkConfig.from_dict(net) if net is not None else UNSET,
+                      volume_mounts=_volume_mounts_body(volume_mounts))
 
 
 class Sandbox:
@@ -745,14 +850,29 @@ class Sandbox:
 
     default_template = DEFAULT_TEMPLATE
 
-    def __init__(self, sandbox: S.Sandbox) -> None:
+    def __init__(self, sandbox: Optional[S.Sandbox] = None, *,
+                 connection_config: Optional[ConnectionConfig] = None,
+                 _opts: Optional[Dict[str, Any]] = None, **known: Any) -> None:
+        """Sandbox.create() and Sandbox.connect() make one; E2B's
+        ``Sandbox(sandbox_id=, sandbox_domain=, envd_version=,
+        envd_access_token=, traffic_access_token=, connection_config=)``
+        makes a handle to a sandbox it already knows, with no request."""
+        if sandbox is None and known.get("sandbox_id"):
+            sandbox = _known_sandbox(known, _Options(connection_config, _opts))
         if not isinstance(sandbox, S.Sandbox):
             raise TypeError("use Sandbox.create() or Sandbox.connect()")
         self._s = sandbox
+        self._options = _Options(connection_config, _opts)
+        # E2B's module classes, looked up here as E2B's Sandbox does
         self.commands = Commands(sandbox.commands)
-        self.pty = Pty(sandbox.pty)
+        self.pty = Pty(sandbox.pty, sandbox.commands)
         self.files = Filesystem(sandbox.files)
-        self.git = sandbox.git  # E2B's names and arguments (agent_sandbox.git)
+        self.git = Git(sandbox)  # E2B's names and arguments (agent_sandbox.git)
+
+    @property
+    def connection_config(self) -> ConnectionConfig:
+        """The connection options it was made with (E2B's ConnectionConfig)."""
+        return self._options.config
 
     @property
     def sandbox_id(self) -> str:
@@ -787,41 +907,25 @@ class Sandbox:
                volume_mounts: Any = None, logger: Any = None, **opts: Any) -> "Sandbox":
         if template is None and mcp is not None:
             template = DEFAULT_MCP_TEMPLATE
-        kw = _create_args(template or cls.default_template, timeout, metadata, envs, secure,
-                          allow_internet_access, lifecycle,
-                          dict(mcp=mcp, network=network, iam=iam, volume_mounts=volume_mounts),
-                          opts)
-        sbx = cls(S.Sandbox.create(**kw))
-        if mcp is not None:
-            cmd, genv = _mcp_command(mcp)
-            try:
-                sbx.commands.run(cmd, user="root", envs=genv)
-            except CommandExitException as e:
-                try:
-                    sbx.kill()
-                except Exception:
-                    pass
-                raise _mcp_failed(e) from None
-            except BaseException:
-                try:
-                    sbx.kill()
-                except Exception:
-                    pass
-                raise
-            sbx._mcp_token = genv["GATEWAY_ACCESS_TOKEN"]
-        return sbx
+        from .api.client.api.sandboxes import post_sandboxes
+
+        body = _create_body(template or cls.default_template, timeout, metadata, envs, secure,
+                            allow_internet_access, mcp, network, iam, lifecycle, volume_mounts)
+        res = post_sandboxes.sync_detailed(client=_api_client(opts), body=body)
+        return cls(_connected(res, None, opts), _opts=opts)
 
     def _connect_inst(self, timeout: Optional[int] = None, **opts: Any) -> "Sandbox":
-        S.Sandbox.connect(self.sandbox_id, timeout=timeout, **_conn(opts))
+        params = self._options.params(opts)
+        if not _is_debug(params):  # E2B's debug mode: no control plane, nothing to ask
+            SandboxApi._cls_connect(sandbox_id=self.sandbox_id, timeout=timeout, **params)
         return self
 
     def _connect_cls(cls, sandbox_id: str, timeout: Optional[int] = None, logger: Any = None,
                      **opts: Any) -> "Sandbox":
-        from .api.client.api.sandboxes import post_sandboxes_sandbox_id_connect as ep
-
-        res = ep.sync_detailed(sandbox_id, client=_api_client(opts),
-                               body=_ConnectSandbox(timeout=timeout))
-        return cls(_connected(res, sandbox_id, opts))
+        if _is_debug(opts):  # E2B's debug mode: envd on localhost, no control plane
+            return cls(sandbox_id=sandbox_id, _opts=opts)
+        res = SandboxApi._cls_connect(sandbox_id=sandbox_id, timeout=timeout, **opts)
+        return cls(_from_response(res, opts), _opts=opts)
 
     connect = _dual(_connect_inst, _connect_cls)
 
@@ -868,10 +972,11 @@ class Sandbox:
     update_network = _dual(_update_network_inst, _update_network_cls)
 
     def _pause_inst(self, keep_memory: bool = True, **opts: Any) -> bool:
-        return self._s.pause(keep_memory=keep_memory)
+        return SandboxApi._cls_pause(sandbox_id=self.sandbox_id, keep_memory=keep_memory,
+                                     **self._options.params(opts))
 
     def _pause_cls(cls, sandbox_id: str, keep_memory: bool = True, **opts: Any) -> bool:
-        return _pause_by_id(sandbox_id, _conn(opts), keep_memory)
+        return SandboxApi._cls_pause(sandbox_id=sandbox_id, keep_memory=keep_memory, **opts)
 
     pause = _dual(_pause_inst, _pause_cls)
     beta_pause = pause
@@ -925,18 +1030,15 @@ class Sandbox:
     def get_host(self, port: int) -> str:
         return self._s.get_host(port)
 
-    _mcp_token: Optional[str] = None
-
     def get_mcp_url(self) -> str:
         """The MCP gateway's endpoint (E2B's form: https on the port's host)."""
         return f"https://{self.get_host(MCP_PORT)}/mcp"
 
     def get_mcp_token(self) -> Optional[str]:
-        """The gateway's bearer token: the one made at create, else the
-        gateway's token file (read as root, as E2B's SDK does)."""
-        if not self._mcp_token:
-            self._mcp_token = self.files.read(MCP_TOKEN_PATH, user="root")
-        return self._mcp_token
+        """The gateway's bearer token: the one the library made when it
+        started the gateway at create, else the gateway's token file (read
+        as root, as E2B's SDK does)."""
+        return self._s.get_mcp_token()
 
     def upload_url(self, path: Optional[str] = None, user: Optional[str] = None,
                    use_signature_expiration: Optional[int] = None) -> str:
@@ -1009,37 +1111,29 @@ def _ConnectSandbox(timeout: Optional[int]) -> Any:
     return ConnectSandbox(timeout=timeout)  # type: ignore[arg-type]  (None: the default)
 
 
-def _connected(res: Any, sandbox_id: str, opts: Dict[str, Any]) -> S.Sandbox:
-    """The sandbox of e2b.api's connect answer, as E2B's SDK reads it: a
-    failed status raises (the library's own exception when the call was
-    made here), a model made here carries the library's handle, any other
-    (e.g. from code that replaced the endpoint) is attached by its id,
-    tokens and domain without a request."""
+def _connected(res: Any, sandbox_id: Optional[str], opts: Dict[str, Any]) -> S.Sandbox:
+    """The sandbox of e2b.api's connect answer (``sandbox_id`` given) or
+    create answer, as E2B's SDK reads it: a failed status raises (the
+    library's own exception when the call was made here), a model made
+    here carries the library's handle, any other (e.g. from code that
+    replaced the endpoint) is attached by its id, tokens and domain
+    without a request."""
     from .api import handle_api_exception
 
     if int(res.status_code) >= 300:
         exc = getattr(res, "_exc", None)
         if exc is not None:
             raise exc
-        if int(res.status_code) == 404:
+        if int(res.status_code) == 404 and sandbox_id is not None:
             raise SandboxNotFoundException(f"Sandbox {sandbox_id} not found")
         raise handle_api_exception(res, SandboxException)
     m = res.parsed
     native = getattr(m, "_native", None)
     if native is not None:
         return native
-    conn = _conn(opts)
-    c = N.client(**conn)
-    o = ll.asb_sandbox_attach_options()
-
-    def given(v: Any) -> Optional[str]:
-        return v if isinstance(v, str) and v else None
-
-    o.envd_access_token = given(getattr(m, "envd_access_token", None))
-    o.envd_version = given(getattr(m, "envd_version", None))
-    o.domain = given(getattr(m, "domain", None))
-    o.traffic_access_token = given(getattr(m, "traffic_access_token", None))
-    return S.Sandbox(N.call(ll.asb_sandbox_attach, c, m.sandbox_id, o), c, conn)
+    return _attached(_conn(opts), m.sandbox_id, getattr(m, "envd_access_token", None),
+                     getattr(m, "envd_version", None), getattr(m, "domain", None),
+                     getattr(m, "traffic_access_token", None))
 
 
 def _attach_by_list(sandbox_id: str, conn: Dict[str, Any]) -> SandboxInfo:
@@ -1049,13 +1143,138 @@ def _attach_by_list(sandbox_id: str, conn: Dict[str, Any]) -> SandboxInfo:
     return S.Sandbox.get_info_by_id(sandbox_id, **conn)
 
 
-def _pause_by_id(sandbox_id: str, conn: Dict[str, Any], keep_memory: bool = True) -> bool:
-    for info in S.Sandbox.list(**conn):
-        if info.sandbox_id == sandbox_id:
-            if info.state == SandboxState.PAUSED:
-                return False
-            return S.Sandbox.connect(sandbox_id, **conn).pause(keep_memory=keep_memory)
-    raise SandboxNotFoundException(f"sandbox {sandbox_id} not found")
+# ---- E2B's SandboxApi: the control-plane calls by id ---------------------------------------
+
+_CONFIG_KEYS = frozenset(inspect.signature(ConnectionConfig).parameters)
+
+
+class _Options:
+    """A sandbox's connection options, as E2B keeps them: its
+    ConnectionConfig (what E2B's ``connection_config`` holds) and the
+    library's own options E2B has not (``max_retries``, ``user_agent``)."""
+
+    def __init__(self, config: Optional[ConnectionConfig], opts: Optional[Dict[str, Any]]):
+        opts = {k: v for k, v in (opts or {}).items() if v is not None}
+        self._extra = {k: v for k, v in opts.items() if k not in _CONFIG_KEYS}
+        self._config = config
+        self._opts = {k: v for k, v in opts.items() if k in _CONFIG_KEYS}
+
+    @property
+    def config(self) -> ConnectionConfig:
+        if self._config is None:
+            self._config = ConnectionConfig(**self._opts)
+        return self._config
+
+    def params(self, overrides: Dict[str, Any]) -> Dict[str, Any]:
+        """The options of a call on the sandbox: its own, the call's over
+        them (E2B's ``connection_config.get_api_params(**opts)``)."""
+        return {**self._extra, **self.config.get_api_params(**overrides)}
+
+
+def _is_debug(opts: Dict[str, Any]) -> bool:
+    debug = opts.get("debug")
+    return bool(debug) if debug is not None else ConnectionConfig().debug
+
+
+def _attached(conn: Dict[str, Any], sandbox_id: str, envd_access_token: Any,
+              envd_version: Any, domain: Any, traffic_access_token: Any) -> S.Sandbox:
+    """A handle to a sandbox the caller already knows, made without a request."""
+
+    def given(v: Any) -> Optional[str]:
+        if hasattr(v, "release") and not isinstance(v, str):  # a packaging Version
+            v = str(v)
+        return v if isinstance(v, str) and v else None  # not UNSET, None or ""
+
+    c = N.client(**conn)
+    o = ll.asb_sandbox_attach_options()
+    o.envd_access_token = given(envd_access_token)
+    o.envd_version = given(envd_version)
+    o.domain = given(domain)
+    o.traffic_access_token = given(traffic_access_token)
+    return S.Sandbox(N.call(ll.asb_sandbox_attach, c, sandbox_id, o), c, conn)
+
+
+def _known_sandbox(known: Dict[str, Any], options: _Options) -> S.Sandbox:
+    """E2B's ``Sandbox(sandbox_id=..., ...)``: the handle of what it names."""
+    allowed = {"sandbox_id", "sandbox_domain", "envd_version", "envd_access_token",
+               "traffic_access_token"}
+    unknown = set(known) - allowed
+    if unknown:
+        raise TypeError(f"unexpected keyword argument(s): {', '.join(sorted(unknown))}")
+    return _attached(_conn(options.params({})), known["sandbox_id"],
+                     known.get("envd_access_token"), known.get("envd_version"),
+                     known.get("sandbox_domain"), known.get("traffic_access_token"))
+
+
+def _from_response(res: Any, opts: Dict[str, Any]) -> S.Sandbox:
+    """The sandbox of a SandboxApi answer (its handle when it was made
+    here, else attached by its id, domain and tokens)."""
+    native = getattr(res, "_native", None)
+    if native is not None:
+        return native
+    return _attached(_conn(opts), res.sandbox_id, res.envd_access_token, res.envd_version,
+                     res.sandbox_domain, res.traffic_access_token)
+
+
+def _create_response(s: S.Sandbox) -> Any:
+    from .api import SandboxCreateResponse
+
+    return SandboxCreateResponse(sandbox_id=s.sandbox_id, sandbox_domain=s.sandbox_domain or None,
+                                 envd_version=s.envd_version,
+                                 envd_access_token=s.envd_access_token,
+                                 traffic_access_token=s.traffic_access_token, _native=s)
+
+
+class SandboxApi:
+    """E2B's ``SandboxApi`` (``e2b.sandbox_sync.sandbox_api``): the
+    control-plane calls by id that :class:`Sandbox` makes through it, so
+    code that replaces one (as E2B's tests do) sees each use. ``opts`` are
+    E2B's connection options."""
+
+    @classmethod
+    def _cls_connect(cls, sandbox_id: str, timeout: Optional[int] = None, logger: Any = None,
+                     **opts: Any) -> Any:
+        """Connect (resuming a paused sandbox) through e2b.api's connect
+        endpoint: E2B's ``SandboxCreateResponse``."""
+        from .api.client.api.sandboxes import post_sandboxes_sandbox_id_connect as ep
+
+        res = ep.sync_detailed(sandbox_id, client=_api_client(opts),
+                               body=_ConnectSandbox(timeout=timeout))
+        return _create_response(_connected(res, sandbox_id, opts))
+
+    @classmethod
+    def _cls_pause(cls, sandbox_id: str, keep_memory: bool = True, **opts: Any) -> bool:
+        """POST /sandboxes/{id}/pause: True, or False if it already was
+        paused; SandboxNotFoundException for none."""
+        conn = _conn(opts)
+        return _pause_attached(sandbox_id, conn, keep_memory)
+
+
+def _pause_attached(sandbox_id: str, conn: Dict[str, Any], keep_memory: bool) -> bool:
+    try:
+        return S.Sandbox._attach(sandbox_id, **conn).pause(keep_memory=keep_memory)
+    except NotFoundException as e:
+        if isinstance(e, SandboxNotFoundException):
+            raise
+        raise SandboxNotFoundException(f"Sandbox {sandbox_id} not found") from e
+
+
+class AsyncSandboxApi:
+    """E2B's ``SandboxApi`` of ``e2b.sandbox_async``: :class:`SandboxApi`'s
+    calls, awaited."""
+
+    @classmethod
+    async def _cls_connect(cls, sandbox_id: str, timeout: Optional[int] = None,
+                           logger: Any = None, **opts: Any) -> Any:
+        from .api.client.api.sandboxes import post_sandboxes_sandbox_id_connect as ep
+
+        res = await ep.asyncio_detailed(sandbox_id, client=_api_client(opts),
+                                        body=_ConnectSandbox(timeout=timeout))
+        return _create_response(_connected(res, sandbox_id, opts))
+
+    @classmethod
+    async def _cls_pause(cls, sandbox_id: str, keep_memory: bool = True, **opts: Any) -> bool:
+        return await N.run(_pause_attached, sandbox_id, _conn(opts), keep_memory)
 
 
 # ---- async -------------------------------------------------------------------------------------
@@ -1123,7 +1342,11 @@ class AsyncCommands:
         return await self._c.list(request_timeout)
 
     async def kill(self, pid: int, request_timeout: Optional[float] = None) -> bool:
-        return await self._c.kill(pid, request_timeout)
+        """SIGKILL to the process; True once it is gone (see _KILL_WAIT)."""
+        if not await self._c.kill(pid, request_timeout):
+            return False
+        await _await_gone(lambda: self._c.list(request_timeout), pid)
+        return True
 
     async def send_stdin(self, pid: int, data: Union[str, bytes],
                          request_timeout: Optional[float] = None) -> None:
@@ -1134,8 +1357,9 @@ class AsyncCommands:
 
 
 class AsyncPty:
-    def __init__(self, p: A.Pty) -> None:
+    def __init__(self, p: A.Pty, c: A.Commands) -> None:
         self._p = p
+        self._c = c
 
     async def create(self, size: PtySize, on_data: Any, user: Optional[str] = None,
                      cwd: Optional[str] = None, envs: Optional[Dict[str, str]] = None,
@@ -1151,7 +1375,11 @@ class AsyncPty:
                                                         request_timeout=request_timeout))
 
     async def kill(self, pid: int, request_timeout: Optional[float] = None) -> bool:
-        return await self._p.kill(pid, request_timeout)
+        """SIGKILL to the terminal's process; True once it is gone."""
+        if not await self._p.kill(pid, request_timeout):
+            return False
+        await _await_gone(lambda: self._c.list(request_timeout), pid)
+        return True
 
     async def send_stdin(self, pid: int, data: bytes,
                          request_timeout: Optional[float] = None) -> None:
@@ -1237,14 +1465,26 @@ class AsyncSandbox:
 
     default_template = DEFAULT_TEMPLATE
 
-    def __init__(self, sandbox: A.Sandbox) -> None:
+    def __init__(self, sandbox: Optional[A.Sandbox] = None, *,
+                 connection_config: Optional[ConnectionConfig] = None,
+                 _opts: Optional[Dict[str, Any]] = None, **known: Any) -> None:
+        """As :class:`Sandbox`'s (E2B's keyword form makes a handle with no
+        request)."""
+        if sandbox is None and known.get("sandbox_id"):
+            sandbox = A.Sandbox(_known_sandbox(known, _Options(connection_config, _opts)))
         if not isinstance(sandbox, A.Sandbox):
             raise TypeError("use await AsyncSandbox.create() or AsyncSandbox.connect()")
         self._s = sandbox
+        self._options = _Options(connection_config, _opts)
         self.commands = AsyncCommands(sandbox.commands)
-        self.pty = AsyncPty(sandbox.pty)
+        self.pty = AsyncPty(sandbox.pty, sandbox.commands)
         self.files = AsyncFilesystem(sandbox.files)
-        self.git = sandbox.git
+        self.git = AsyncGit(sandbox._sync.git)
+
+    @property
+    def connection_config(self) -> ConnectionConfig:
+        """The connection options it was made with (E2B's ConnectionConfig)."""
+        return self._options.config
 
     sandbox_id = property(lambda self: self._s.sandbox_id)
     sandbox_domain = property(lambda self: self._s.sandbox_domain)
@@ -1263,41 +1503,26 @@ class AsyncSandbox:
                      logger: Any = None, **opts: Any) -> "AsyncSandbox":
         if template is None and mcp is not None:
             template = DEFAULT_MCP_TEMPLATE
-        kw = _create_args(template or cls.default_template, timeout, metadata, envs, secure,
-                          allow_internet_access, lifecycle,
-                          dict(mcp=mcp, network=network, iam=iam, volume_mounts=volume_mounts),
-                          opts)
-        sbx = cls(await A.Sandbox.create(**kw))
-        if mcp is not None:
-            cmd, genv = _mcp_command(mcp)
-            try:
-                await sbx.commands.run(cmd, user="root", envs=genv)
-            except CommandExitException as e:
-                try:
-                    await sbx.kill()
-                except Exception:
-                    pass
-                raise _mcp_failed(e) from None
-            except BaseException:
-                try:
-                    await sbx.kill()
-                except Exception:
-                    pass
-                raise
-            sbx._mcp_token = genv["GATEWAY_ACCESS_TOKEN"]
-        return sbx
+        from .api.client.api.sandboxes import post_sandboxes
+
+        body = _create_body(template or cls.default_template, timeout, metadata, envs, secure,
+                            allow_internet_access, mcp, network, iam, lifecycle, volume_mounts)
+        res = await post_sandboxes.asyncio_detailed(client=_api_client(opts), body=body)
+        return cls(A.Sandbox(_connected(res, None, opts)), _opts=opts)
 
     async def _connect_inst(self, timeout: Optional[int] = None, **opts: Any) -> "AsyncSandbox":
-        await A.Sandbox.connect(self.sandbox_id, timeout=timeout, **_conn(opts))
+        params = self._options.params(opts)
+        if not _is_debug(params):
+            await AsyncSandboxApi._cls_connect(sandbox_id=self.sandbox_id, timeout=timeout,
+                                               **params)
         return self
 
     async def _connect_cls(cls, sandbox_id: str, timeout: Optional[int] = None,
                            logger: Any = None, **opts: Any) -> "AsyncSandbox":
-        from .api.client.api.sandboxes import post_sandboxes_sandbox_id_connect as ep
-
-        res = await ep.asyncio_detailed(sandbox_id, client=_api_client(opts),
-                                        body=_ConnectSandbox(timeout=timeout))
-        return cls(A.Sandbox(_connected(res, sandbox_id, opts)))
+        if _is_debug(opts):
+            return cls(sandbox_id=sandbox_id, _opts=opts)
+        res = await AsyncSandboxApi._cls_connect(sandbox_id=sandbox_id, timeout=timeout, **opts)
+        return cls(A.Sandbox(_from_response(res, opts)), _opts=opts)
 
     connect = _dual(_connect_inst, _connect_cls)
 
@@ -1347,10 +1572,13 @@ class AsyncSandbox:
     update_network = _dual(_update_network_inst, _update_network_cls)
 
     async def _pause_inst(self, keep_memory: bool = True, **opts: Any) -> bool:
-        return await self._s.pause(keep_memory=keep_memory)
+        return await AsyncSandboxApi._cls_pause(sandbox_id=self.sandbox_id,
+                                                keep_memory=keep_memory,
+                                                **self._options.params(opts))
 
     async def _pause_cls(cls, sandbox_id: str, keep_memory: bool = True, **opts: Any) -> bool:
-        return await N.run(_pause_by_id, sandbox_id, _conn(opts), keep_memory)
+        return await AsyncSandboxApi._cls_pause(sandbox_id=sandbox_id, keep_memory=keep_memory,
+                                                **opts)
 
     pause = _dual(_pause_inst, _pause_cls)
     beta_pause = pause
@@ -1408,17 +1636,13 @@ class AsyncSandbox:
     def get_host(self, port: int) -> str:
         return self._s.get_host(port)
 
-    _mcp_token: Optional[str] = None
-
     def get_mcp_url(self) -> str:
         """The MCP gateway's endpoint (E2B's form: https on the port's host)."""
         return f"https://{self.get_host(MCP_PORT)}/mcp"
 
     async def get_mcp_token(self) -> Optional[str]:
         """As Sandbox.get_mcp_token (E2B's async form is a coroutine)."""
-        if not self._mcp_token:
-            self._mcp_token = await self.files.read(MCP_TOKEN_PATH, user="root")
-        return self._mcp_token
+        return await self._s.get_mcp_token()
 
     # plain methods, as in E2B: signing is local (no request)
     def upload_url(self, path: Optional[str] = None, user: Optional[str] = None,
@@ -1489,6 +1713,17 @@ class AsyncSandbox:
 
 from .. import volumes as _V  # noqa: E402 (after _conn, which it uses)
 from ..volumes import VolumeAndToken, VolumeEntryStat, VolumeFileType, VolumeInfo  # noqa: E402
+from .api import handle_api_exception as _api_exception  # noqa: E402
+from .api.client.api.volumes import delete_volumes_volume_id as _delete_volume  # noqa: E402
+from .api.client.api.volumes import get_volumes as _get_volumes  # noqa: E402
+from .api.client.api.volumes import get_volumes_volume_id as _get_volume  # noqa: E402
+from .api.client.api.volumes import post_volumes as _post_volumes  # noqa: E402
+from .api.client.models import Error as _ApiError  # noqa: E402
+from .api.client.models import NewVolume as _NewVolume  # noqa: E402
+from .api.client.types import UNSET as _UNSET  # noqa: E402
+from .api.client_async import get_api_client as _api_async_client  # noqa: E402
+from .api.client_sync import get_api_client as _api_sync_client  # noqa: E402
+from .connection_config import VolumeApiParams, VolumeConnectionConfig  # noqa: E402
 
 
 def _volume_from_token(volume_id: str, name: Optional[str], token: Optional[str],
@@ -1505,20 +1740,134 @@ class Volume(_V.VolumeSync):
     ``get_info``, ``list``, ``destroy``; ``vol.read_file``, ``write_file``,
     ``list``, ``make_dir``, ``get_info``, ``exists``, ``update_metadata``,
     ``remove``. E2B's connection options (``api_key``, ``domain``,
-    ``request_timeout``, ...) as everywhere in compat.
+    ``request_timeout``, ...) as everywhere in compat; the control-plane
+    calls go through ``e2b.api``'s volumes endpoints, as E2B's do.
     ``Volume(volume_id, name, token)`` is E2B's volume from its token, with
     no API call (its file calls need only the token)."""
 
     _conn = staticmethod(_conn)
+    _domain: Optional[str] = None
+    _debug: Optional[bool] = None
+    _proxy: Any = None
 
     def __init__(self, volume_id: Any, name: Optional[str] = None, token: Optional[str] = None,
                  domain: Optional[str] = None, debug: Optional[bool] = None,
                  proxy: Any = None) -> None:
-        if not isinstance(volume_id, str):  # a handle (create, connect, from_token)
+        if not isinstance(volume_id, str):  # a handle (from_token)
             super().__init__(volume_id)
             return
         super().__init__(_volume_from_token(volume_id, name, token, domain, debug,
                                             proxy)._h)
+        self._domain, self._debug, self._proxy = domain, debug, proxy
+
+    def _get_volume_config(self, **opts: Any) -> VolumeConnectionConfig:
+        """E2B's: where this volume's content API is (the call's options
+        over the volume's domain, debug and proxy)."""
+        return VolumeConnectionConfig(
+            domain=opts.get("domain") or self._domain,
+            debug=opts.get("debug") if opts.get("debug") is not None else self._debug,
+            token=opts.get("token") or self.token, api_url=opts.get("api_url"),
+            request_timeout=opts.get("request_timeout"), headers=opts.get("headers"),
+            logger=opts.get("logger"),
+            proxy=opts.get("proxy") if opts.get("proxy") is not None else self._proxy)
+
+    @classmethod
+    def _client(cls, opts: Dict[str, Any]) -> Tuple[ConnectionConfig, Any]:
+        config = ConnectionConfig(**opts)
+        return config, _api_sync_client(config)
+
+    @classmethod
+    def create(cls, name: str, *, size_mb: Optional[int] = None, **opts: Any) -> "Volume":
+        """A new volume named ``name`` (``size_mb``: agent-sandbox's quota,
+        MiB; default the engine's)."""
+        config, client = cls._client(opts)
+        res = _post_volumes.sync_detailed(client=client, body=_NewVolume(
+            name=name, size_mb=_UNSET if size_mb is None else int(size_mb)))
+        return cls._from_answer(_vol_model(res), config, opts)
+
+    @classmethod
+    def connect(cls, volume_id: str, **opts: Any) -> "Volume":
+        """The volume of this id (or name), with its token."""
+        config, client = cls._client(opts)
+        res = _get_volume.sync_detailed(volume_id, client=client)
+        return cls._from_answer(_vol_model(res, volume_id), config, opts)
+
+    @classmethod
+    def _from_answer(cls, m: Any, config: ConnectionConfig, opts: Dict[str, Any]) -> "Volume":
+        # The file calls reach the engine with the caller's own options; a
+        # domain the answer names (E2B's BYOC) is only recorded, as the
+        # local engine sends none.
+        vol = cls.from_token(m.volume_id, m.name, m.token, **_volume_conn(opts))
+        vol._domain = _answer_domain(m) or config.domain
+        vol._debug, vol._proxy = config.debug, config.proxy
+        return vol
+
+    def _class_get_info(cls, volume_id: str, **opts: Any) -> VolumeAndToken:
+        config, client = cls._client(opts)
+        return _vol_info(_vol_model(_get_volume.sync_detailed(volume_id, client=client),
+                                    volume_id))
+
+    def _class_list(cls, **opts: Any) -> List[VolumeInfo]:
+        config, client = cls._client(opts)
+        return _vol_list(_get_volumes.sync_detailed(client=client))
+
+    @classmethod
+    def destroy(cls, volume_id: str, **opts: Any) -> bool:
+        """Delete a volume (by id or name) with its files: True, or False
+        if there was none."""
+        config, client = cls._client(opts)
+        return _vol_destroyed(_delete_volume.sync_detailed(volume_id, client=client))
+
+
+def _volume_conn(opts: Dict[str, Any]) -> Dict[str, Any]:
+    """The caller's options a volume handle keeps for its file calls."""
+    return {k: v for k, v in opts.items() if k != "request_timeout" and v is not None}
+
+
+def _answer_domain(m: Any) -> Optional[str]:
+    d = getattr(m, "domain", None)
+    return d if isinstance(d, str) and d else None
+
+
+def _vol_model(res: Any, missing: Optional[str] = None) -> Any:
+    """The model of a create/get answer, or E2B's exception for it."""
+    if missing is not None and int(res.status_code) == 404:
+        raise VolumeNotFoundException(f"Volume {missing} not found")
+    if int(res.status_code) >= 300:
+        raise _api_exception(res, VolumeException)
+    if res.parsed is None:
+        raise VolumeException("Body of the request is None")
+    if isinstance(res.parsed, _ApiError):
+        raise VolumeException(f"{res.parsed.message}: Request failed")
+    return res.parsed
+
+
+def _size(m: Any) -> int:
+    s = getattr(m, "size_mb", 0)
+    return s if isinstance(s, int) else 0
+
+
+def _vol_info(m: Any) -> VolumeAndToken:
+    return VolumeAndToken(volume_id=m.volume_id, name=m.name, size_mb=_size(m), token=m.token,
+                          domain=_answer_domain(m))
+
+
+def _vol_list(res: Any) -> List[VolumeInfo]:
+    if int(res.status_code) >= 300:
+        raise _api_exception(res, VolumeException)
+    if res.parsed is None:
+        return []
+    if isinstance(res.parsed, _ApiError):
+        raise VolumeException(f"{res.parsed.message}: Request failed")
+    return [VolumeInfo(volume_id=v.volume_id, name=v.name, size_mb=_size(v)) for v in res.parsed]
+
+
+def _vol_destroyed(res: Any) -> bool:
+    if int(res.status_code) == 404:
+        return False
+    if int(res.status_code) >= 300:
+        raise _api_exception(res, VolumeException)
+    return True
 
 
 # E2B's volume errors: an unknown volume or path has its class (the native
@@ -1529,7 +1878,7 @@ from ..exceptions import AgentSandboxError as _AgentSandboxError  # noqa: E402
 from ..exceptions import OperationCancelledError as _Cancelled  # noqa: E402
 
 _VOLUME_KEEP = (AuthenticationException, RateLimitException, TimeoutException, _Cancelled,
-                NotFoundException, VolumeException)
+                NotFoundException, VolumeException, InvalidArgumentException)
 
 
 def _volume_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -1549,18 +1898,22 @@ def _volume_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 
 for _n in ("create", "connect", "destroy", "from_token"):
-    setattr(Volume, _n, classmethod(_volume_errors(_V.VolumeSync.__dict__[_n].__func__)))
+    setattr(Volume, _n, classmethod(_volume_errors(Volume.__dict__[_n].__func__)
+                                    if _n in Volume.__dict__
+                                    else _volume_errors(_V.VolumeSync.__dict__[_n].__func__)))
 for _n in ("read_file", "write_file", "make_dir", "exists", "update_metadata", "remove"):
     setattr(Volume, _n, _volume_errors(_V.VolumeSync.__dict__[_n]))
-Volume.get_info = _V._dual(_volume_errors(_V.VolumeSync.__dict__["_class_get_info"]),  # type: ignore
+Volume.get_info = _V._dual(_volume_errors(Volume.__dict__["_class_get_info"]),  # type: ignore
                            _volume_errors(_V.VolumeSync.__dict__["_instance_get_info"]))
-Volume.list = _V._dual(_volume_errors(_V.VolumeSync.__dict__["_class_list"]),  # type: ignore
+Volume.list = _V._dual(_volume_errors(Volume.__dict__["_class_list"]),  # type: ignore
                        _volume_errors(_V.VolumeSync.__dict__["_instance_list"]))
 
 
 class AsyncVolume(_V.Volume):
-    """E2B's ``AsyncVolume``: :class:`Volume`'s methods, awaited;
-    ``AsyncVolume(volume_id, name, token)`` as :class:`Volume`'s."""
+    """E2B's ``AsyncVolume``: :class:`Volume`'s methods, awaited (the
+    control-plane calls through ``e2b.api``'s volumes endpoints'
+    ``asyncio_detailed``); ``AsyncVolume(volume_id, name, token)`` as
+    :class:`Volume`'s."""
 
     _sync = Volume
 
@@ -1568,9 +1921,51 @@ class AsyncVolume(_V.Volume):
                  domain: Optional[str] = None, debug: Optional[bool] = None,
                  proxy: Any = None) -> None:
         if isinstance(volume_id, str):
-            volume_id = _volume_from_token(volume_id, name, token, domain, debug,
-                                           proxy)
+            volume_id = Volume(volume_id, name, token, domain, debug, proxy)
         super().__init__(volume_id)
+
+    _domain = property(lambda self: self._s._domain)
+    _proxy = property(lambda self: self._s._proxy)
+    _debug = property(lambda self: self._s._debug)
+
+    def _get_volume_config(self, **opts: Any) -> VolumeConnectionConfig:
+        return self._s._get_volume_config(**opts)
+
+    @classmethod
+    def _client(cls, opts: Dict[str, Any]) -> Tuple[ConnectionConfig, Any]:
+        config = ConnectionConfig(**opts)
+        return config, _api_async_client(config)
+
+    @classmethod
+    async def create(cls, name: str, *, size_mb: Optional[int] = None,
+                     **opts: Any) -> "AsyncVolume":
+        config, client = cls._client(opts)
+        res = await _post_volumes.asyncio_detailed(client=client, body=_NewVolume(
+            name=name, size_mb=_UNSET if size_mb is None else int(size_mb)))
+        return cls(Volume._from_answer(_vol_model(res), config, opts))
+
+    @classmethod
+    async def connect(cls, volume_id: str, **opts: Any) -> "AsyncVolume":
+        config, client = cls._client(opts)
+        res = await _get_volume.asyncio_detailed(volume_id, client=client)
+        return cls(Volume._from_answer(_vol_model(res, volume_id), config, opts))
+
+    @classmethod
+    async def destroy(cls, volume_id: str, **opts: Any) -> bool:
+        config, client = cls._client(opts)
+        return _vol_destroyed(await _delete_volume.asyncio_detailed(volume_id, client=client))
+
+    async def _class_get_info(cls, volume_id: str, **opts: Any) -> VolumeAndToken:
+        config, client = cls._client(opts)
+        return _vol_info(_vol_model(await _get_volume.asyncio_detailed(volume_id, client=client),
+                                    volume_id))
+
+    async def _class_list(cls, **opts: Any) -> List[VolumeInfo]:
+        config, client = cls._client(opts)
+        return _vol_list(await _get_volumes.asyncio_detailed(client=client))
+
+    get_info = _V._dual(_class_get_info, _V.Volume.__dict__["_instance_get_info"])
+    list = _V._dual(_class_list, _V.Volume.__dict__["_instance_list"])
 
 
 # ---- secrets (E2B's e2b.secret, over e2b.api's endpoints: compat/secret.py) -----------

@@ -8,7 +8,8 @@ check, not a ctest). It only switches the import: every name comes from
   (``e2b.exceptions``, ``e2b.sandbox.filesystem.filesystem``,
   ``e2b.sandbox_async.git``, ...) resolve their names in that same
   namespace; under a ``*_async`` path ``X`` is compat's ``AsyncX`` when
-  there is one (``e2b.sandbox_async.git.Git`` is ``AsyncGit``).
+  there is one (``e2b.sandbox_async.git.Git`` is ``AsyncGit``). Patching
+  a name there (monkeypatch.setattr) patches compat's.
 - A real submodule of compat (``agent_sandbox.compat.connection_config``,
   ``.secret``, ``.api``: the parts of E2B's generated API client it has)
   is used as it is.
@@ -67,19 +68,43 @@ _PUBLIC = {
 }
 
 
+class _Names(types.ModuleType):
+    """One of E2B's public module paths: its names are compat's (under a
+    ``*_async`` path ``X`` is ``AsyncX`` when there is one). Setting or
+    deleting a name sets or deletes compat's, so a test that patches
+    ``e2b.sandbox_sync.main.Filesystem`` patches what compat's Sandbox
+    uses, as patching E2B's module does for E2B's."""
+
+    def _target(self, name: str) -> str:
+        if "_async" in self.__name__ and hasattr(_compat, "Async" + name):
+            return "Async" + name
+        return name
+
+    def __getattr__(self, name: str):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        target = self._target(name)
+        if hasattr(_compat, target):
+            return getattr(_compat, target)
+        raise AttributeError(f"agent_sandbox.compat has no {name!r} (wanted from {self.__name__})")
+
+    def __setattr__(self, name: str, value) -> None:
+        # the import system's own attributes, and its child modules, stay here
+        if name.startswith("__") or isinstance(value, types.ModuleType):
+            super().__setattr__(name, value)
+        else:
+            setattr(_compat, self._target(name), value)
+
+    def __delattr__(self, name: str) -> None:
+        if name.startswith("__") or name in self.__dict__:
+            super().__delattr__(name)
+        else:
+            delattr(_compat, self._target(name))
+
+
 def _names_of(fullname: str) -> types.ModuleType:
-    mod = types.ModuleType(fullname)
-    is_async = "_async" in fullname
+    mod = _Names(fullname)
     mod.__path__ = []  # a package: its public children resolve too
-
-    def __getattr__(name: str):
-        if is_async and hasattr(_compat, "Async" + name):
-            return getattr(_compat, "Async" + name)
-        if hasattr(_compat, name):
-            return getattr(_compat, name)
-        raise AttributeError(f"agent_sandbox.compat has no {name!r} (wanted from {fullname})")
-
-    mod.__getattr__ = __getattr__  # type: ignore[attr-defined]
     return mod
 
 

@@ -11,7 +11,8 @@ SPDX-License-Identifier: Apache-2.0
 from __future__ import annotations
 
 import json
-from typing import Any, Type
+from dataclasses import dataclass, field
+from typing import Any, Optional, Type
 from urllib.parse import quote
 
 from ...exceptions import (
@@ -21,7 +22,21 @@ from ...exceptions import (
 )
 from .client.types import Response
 
-__all__ = ["encode_path_param", "handle_api_exception"]
+__all__ = ["SandboxCreateResponse", "encode_path_param", "handle_api_exception"]
+
+
+@dataclass
+class SandboxCreateResponse:
+    """What E2B's ``SandboxApi`` create and connect calls answer: the
+    sandbox's id, domain, envd version and tokens."""
+
+    sandbox_id: str
+    sandbox_domain: Optional[str]
+    envd_version: str
+    envd_access_token: Optional[str]
+    traffic_access_token: Optional[str]
+    # the library's handle when the call was made here (not E2B's)
+    _native: Optional[Any] = field(default=None, repr=False, compare=False)
 
 
 def encode_path_param(value: str) -> str:

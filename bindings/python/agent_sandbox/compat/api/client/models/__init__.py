@@ -17,8 +17,11 @@ from .sandbox_network_config import (
 from .secret import Secret
 from .secret_metadata import SecretMetadata
 from .secret_update import SecretUpdate
+from .new_volume import NewVolume
+from .volume import Volume
+from .volume_and_token import VolumeAndToken
 
 __all__ = ["ConnectSandbox", "Error", "Sandbox", "NewSandbox", "NewSecret", "SandboxAutoResumeConfig", "SandboxIam",
            "SandboxIamToken", "SandboxIamTokens", "SandboxEgressProxyConfigType0",
            "SandboxNetworkConfig", "SandboxNetworkRules", "SandboxNetworkUpdate", "Secret",
-           "SecretMetadata", "SecretUpdate"]
+           "SecretMetadata", "SecretUpdate", "NewVolume", "Volume", "VolumeAndToken"]

@@ -65,10 +65,15 @@ class SandboxNetworkConfig:
     egress_proxy: Union[Unset, None, SandboxEgressProxyConfigType0] = UNSET
     allow_public_traffic: Union[Unset, bool] = UNSET
     mask_request_host: Union[Unset, str] = UNSET
+    # members E2B's model does not name (the local engine's own limits,
+    # egressBytesPerSecond and maxConnections), sent as they are
+    additional_properties: Dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> Dict[str, Any]:
-        return {wire: _plain(getattr(self, py)) for py, wire in _FIELDS
-                if not isinstance(getattr(self, py), Unset)}
+        out = dict(self.additional_properties)
+        out.update({wire: _plain(getattr(self, py)) for py, wire in _FIELDS
+                    if not isinstance(getattr(self, py), Unset)})
+        return out
 
     @classmethod
     def from_dict(cls, src: Dict[str, Any]) -> "SandboxNetworkConfig":
@@ -77,7 +82,8 @@ class SandboxNetworkConfig:
             kw["egress_proxy"] = SandboxEgressProxyConfigType0.from_dict(kw["egress_proxy"])
         if isinstance(kw.get("rules"), dict):
             kw["rules"] = SandboxNetworkRules.from_dict(kw["rules"])
-        return cls(**kw)
+        names = {wire for _, wire in _FIELDS}
+        return cls(**kw, additional_properties={k: v for k, v in src.items() if k not in names})
 
 
 @dataclass
