@@ -563,7 +563,7 @@ TEST(hung_criu_is_killed_at_its_time_limit) {
     CHECK_STR(expire(id, "memory", mode), "memory"); /* frozen instead */
     resume_goes_on(sb, id, NULL, sum);
     free(sum);
-    kill_sandbox(sb);
+    asbt_kill(sb);
     sb = NULL;
   }
 
@@ -596,7 +596,7 @@ TEST(hung_criu_is_killed_at_its_time_limit) {
     free(echo);
   }
   CHECK(up);
-  if (sb) kill_sandbox(sb);
+  if (sb) asbt_kill(sb);
   CHECK(relaunch(NULL, SIGTERM) == 0);
   static const char *const files[] = {
       "criu",          "hang",         "dump.pid",       "dump.child",      "restore.pid",
@@ -661,7 +661,7 @@ TEST(checkpoint_without_room_is_refused) {
     ASBT_FAIL("mount a tmpfs on %s: %s", ck, strerror(errno));
   }
   free(sum);
-  kill_sandbox(sb);
+  asbt_kill(sb);
 }
 
 /* ---- what runs at the pause ------------------------------------------------ */
@@ -721,7 +721,7 @@ TEST(pty_shell_survives_the_checkpoint) {
   CHECK(q && read_until(q, "got42") == 1);
   CHECK_RC(asb_pty_kill(sb, pid, NULL), ASB_OK);
   asb_process_free(q);
-  kill_sandbox(sb);
+  asbt_kill(sb);
 }
 
 typedef struct inflight {
@@ -755,7 +755,7 @@ TEST(run_code_in_flight_at_the_checkpoint) {
   char id[64];
   asb_sandbox *sb = criu_fixture_sandbox(C, id, 0, 0);
   REQUIRE(sb != NULL);
-  char *a = code_value(sb, "import os\nx = 41\nos.getpid()");
+  char *a = asbt_code_value(sb, "import os\nx = 41\nos.getpid()", NULL);
   inflight f = {sb, ASB_OK};
   pthread_t t;
   REQUIRE(pthread_create(&t, NULL, run_cell, &f) == 0);
@@ -768,7 +768,7 @@ TEST(run_code_in_flight_at_the_checkpoint) {
    * and one that came late would hit the next cell instead */
   char *cell = asbt_wait_file(sb, "/tmp/cell", 11);
   CHECK(cell && !strcmp(cell, "interrupted"));
-  char *b = code_value(sb, "x + 1, os.getpid()");
+  char *b = asbt_code_value(sb, "x + 1, os.getpid()", NULL);
   char want[300];
   snprintf(want, sizeof want, "(42, %s)", a);
   CHECK_STR(b, want); /* the same kernel, its state kept */
@@ -776,7 +776,7 @@ TEST(run_code_in_flight_at_the_checkpoint) {
   free(b);
   free(running);
   free(cell);
-  kill_sandbox(sb);
+  asbt_kill(sb);
 }
 
 /* With the default network (net.pause_criu, in the closed topology of

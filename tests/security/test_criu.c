@@ -484,7 +484,7 @@ TEST(restored_user_namespace_is_host_roots_and_so_its_counts) {
                               "open('/tmp/released', 'w').write('1')\n"
                               "while True: time.sleep(1)\""),
            ASB_OK);
-  char *held = wait_file(sb, "/tmp/held");
+  char *held = asbt_wait_file(sb, "/tmp/held", 0);
   REQUIRE(held != NULL);
   pid_t hp = host_pid(base, atol(held));
   CHECK(hp > 0);
@@ -501,7 +501,7 @@ TEST(restored_user_namespace_is_host_roots_and_so_its_counts) {
   CHECK(hp > 0); /* the same process, restored with its 8 */
   long n2 = inotify_room(base);
   CHECK_RC(asb_files_write(NULL, sb, "/tmp/release", "", 0, NULL), ASB_OK);
-  char *released = wait_file(sb, "/tmp/released");
+  char *released = asbt_wait_file(sb, "/tmp/released", 0);
   CHECK(released != NULL);
   long n3 = inotify_room(base);
   long owner = hp > 0 ? ns_owner(hp) : -1;
@@ -513,8 +513,7 @@ TEST(restored_user_namespace_is_host_roots_and_so_its_counts) {
   CHECK_INT(n3 - n2, 0); /* so the 8 were not the slot uid's: root's */
   free(held);
   free(released);
-  CHECK_RC(asb_sandbox_kill(sb, NULL), ASB_OK);
-  asb_sandbox_free(sb);
+  asbt_kill(sb);
 }
 
 int main(void) {
