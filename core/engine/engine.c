@@ -333,6 +333,9 @@ int engine_open(engine *e, const engine_config *cfg, eng_err *err) {
   ic.pool_disk_bytes = cfg->pool > 0 ? 1024ull << 20 : 0;
   ic.pool_target = cfg->pool > 0 ? (unsigned)cfg->pool : 0;
   ic.swap_block = cfg->pause_swap_bytes > 0;
+  ic.criu_timeout_ms = (uint64_t)cfg->criu_timeout_s * 1000;
+  ic.criu_timeout_per_gib_ms = (uint64_t)cfg->criu_timeout_per_gib_s * 1000;
+  ic.criu_disk_reserve_bytes = cfg->criu_disk_reserve;
   if (asbe_engine_open(&ic, &e->iso))
     return eng_err_set(err, ENG_EINTERNAL, NULL, "cannot open the isolation runtime: %s",
                        asbe_errmsg());

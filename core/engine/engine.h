@@ -163,6 +163,13 @@ typedef struct engine_config {
   /* --pause-criu: a memory pause is a CRIU checkpoint made with this
    * binary (docs/lifecycle.md); NULL: a freeze */
   const char *pause_criu;
+  /* --criu-timeout, --criu-timeout-per-gib: how long one criu dump or
+   * restore may take (seconds, and seconds per GiB of the sandbox's memory
+   * or images) before it is killed and taken as failed; 0: 60 and 30 */
+  unsigned criu_timeout_s, criu_timeout_per_gib_s;
+  /* --criu-disk-reserve: bytes a checkpoint leaves free on the state dir's
+   * filesystem (a dump without that room is refused); 0: 256 MiB */
+  uint64_t criu_disk_reserve;
 } engine_config;
 
 /* Opens the engine on cfg without any front: the agent dir, the isolation

@@ -113,6 +113,14 @@ static void usage(FILE *f) {
           "  --criu PATH       the criu binary for --pause-criu (default\n"
           "                    " ENGINE_DEFAULT_CRIU
           ")\n"
+          "  --criu-timeout S  with --pause-criu: seconds one criu dump or restore may\n"
+          "                    take, plus --criu-timeout-per-gib S for each GiB of the\n"
+          "                    sandbox's memory (default 60 and 30); then it is killed\n"
+          "                    and the pause or restore fails as when criu fails\n"
+          "  --criu-timeout-per-gib S  see --criu-timeout\n"
+          "  --criu-disk-reserve SIZE  with --pause-criu: what a checkpoint leaves free\n"
+          "                    on the state dir's filesystem; a sandbox whose memory\n"
+          "                    does not fit besides it is not checkpointed (default 256M)\n"
           "  --kill-on-exit    kill every sandbox when stopping (default: keep them\n"
           "                    running; a restarted engine adopts them)\n"
           "  --preflight       check what the engine needs, print the report, exit\n"
@@ -252,7 +260,10 @@ int main(int argc, char **argv) {
     O_PAUSE_SWAP,
     O_PAUSE_SWAP_PREFETCH,
     O_PAUSE_CRIU,
-    O_CRIU
+    O_CRIU,
+    O_CRIU_TIMEOUT,
+    O_CRIU_TIMEOUT_GIB,
+    O_CRIU_RESERVE
   };
   static const struct option opts[] = {
       {"state-dir", required_argument, 0, O_STATE},
@@ -285,12 +296,18 @@ int main(int argc, char **argv) {
       {"pause-swap-prefetch", no_argument, 0, O_PAUSE_SWAP_PREFETCH},
       {"pause-criu", no_argument, 0, O_PAUSE_CRIU},
       {"criu", required_argument, 0, O_CRIU},
+      {"criu-timeout", required_argument, 0, O_CRIU_TIMEOUT},
+      {"criu-timeout-per-gib", required_argument, 0, O_CRIU_TIMEOUT_GIB},
+      {"criu-disk-reserve", required_argument, 0, O_CRIU_RESERVE},
       {0, 0, 0, 0}};
   const char *pool_tmpl[64];
   size_t npool_tmpl = 0;
   uint64_t pool_min_avail_mb = 512, pause_swap = 0;
   int pause_swap_prefetch = 0, pause_criu = 0;
   const char *criu = NULL;
+  unsigned criu_timeout = 0, criu_timeout_gib = 0;
+  uint64_t criu_reserve = 0;
+  int criu_opts = 0; /* one of the --criu-* options was given */
   int o;
   while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
     switch (o) {
@@ -369,6 +386,29 @@ int main(int argc, char **argv) {
       case O_CRIU:
         criu = optarg;
         break;
+      case O_CRIU_TIMEOUT:
+      case O_CRIU_TIMEOUT_GIB: {
+        char *end = NULL;
+        long v = strtol(optarg, &end, 10);
+        if (!*optarg || *end || v < 1 || v > 86400) {
+          fprintf(stderr, "agent-sandboxd: --%s wants seconds 1..86400, not '%s'\n",
+                  o == O_CRIU_TIMEOUT ? "criu-timeout" : "criu-timeout-per-gib", optarg);
+          return 2;
+        }
+        *(o == O_CRIU_TIMEOUT ? &criu_timeout : &criu_timeout_gib) = (unsigned)v;
+        criu_opts = 1;
+        break;
+      }
+      case O_CRIU_RESERVE:
+        if (swap_parse_size(optarg, &criu_reserve)) {
+          fprintf(stderr,
+                  "agent-sandboxd: --criu-disk-reserve wants a size of at least 1M (e.g. 256M, "
+                  "2G), not '%s'\n",
+                  optarg);
+          return 2;
+        }
+        criu_opts = 1;
+        break;
       case O_UPSTREAM_CA:
         upstream_ca = optarg;
         break;
@@ -438,6 +478,12 @@ int main(int argc, char **argv) {
   if (!state) state = "/var/lib/agent-sandbox";
   if (criu && !pause_criu) {
     fprintf(stderr, "agent-sandboxd: --criu PATH is for --pause-criu\n");
+    return 2;
+  }
+  if (criu_opts && !pause_criu) {
+    fprintf(stderr,
+            "agent-sandboxd: --criu-timeout, --criu-timeout-per-gib and --criu-disk-reserve "
+            "are for --pause-criu\n");
     return 2;
   }
   if (pause_criu && pause_swap) {
@@ -550,6 +596,9 @@ int main(int argc, char **argv) {
   ec.pause_swap_bytes = pause_swap;
   ec.pause_swap_prefetch = pause_swap_prefetch;
   ec.pause_criu = pause_criu ? criu : NULL;
+  ec.criu_timeout_s = criu_timeout;
+  ec.criu_timeout_per_gib_s = criu_timeout_gib;
+  ec.criu_disk_reserve = criu_reserve;
   /* Stop signals are taken by sigwait in this thread only: block them
    * before the first thread (the disk-pool thread of the isolation
    * runtime) starts, or one arriving during start-up could land in a

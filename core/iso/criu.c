@@ -27,12 +27,16 @@
  * the sandbox's uid; a deleted unix socket is bound in the sandbox's own
  * namespace; the images are out of the sandbox's reach; a restored task
  * keeps its caps, ids and seccomp filter; a traced task does not hang the
- * dump. Open: the restored user namespace is owned by host root.
+ * dump. Bounded: criu runs in a session of its own and is killed with it
+ * at a time limit (base + per GiB); a dump needs room for the memory on
+ * the state filesystem (ckpt_reserve). Open: the restored user namespace
+ * is owned by host root (its per-user counts are root's, docs/lifecycle.md).
  * SPDX-License-Identifier: Apache-2.0 */
 #include <dirent.h>
 #include <linux/openat2.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -40,6 +44,7 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -143,18 +148,109 @@ static void log_tail(int dfd, const char *name, char *out, size_t len) {
   out[i] = '\0';
 }
 
-/* fork + exec criu with argv; fd `keep` (or -1) as fd 3 of criu, the
- * image dir as fd 4. setup (or NULL) runs in the child first (only
- * syscalls: the engine is multi-threaded); its failure is exit 120+. The
- * exit status, or -errno. */
+static int64_t mono_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* How long criu may take to write or read `bytes` of a sandbox's memory. */
+static int64_t criu_limit_ms(const asbe_engine *e, uint64_t bytes) {
+  return (int64_t)e->criu_timeout_ms +
+         (int64_t)((double)e->criu_timeout_per_gib_ms * (double)bytes / (double)(1ull << 30));
+}
+
+/* The state, parent and session of a process (/proc/<pid>/stat): 0, -1 if
+ * it is gone. */
+static int proc_ids(pid_t pid, char *state, pid_t *ppid, pid_t *sid) {
+  char p[64], buf[1024];
+  snprintf(p, sizeof p, "/proc/%d/stat", (int)pid);
+  if (asbe__read_small(p, buf, sizeof buf) <= 0) return -1;
+  const char *rp = strrchr(buf, ')'); /* the comm may hold anything */
+  int pp = 0, pg = 0, ss = 0;
+  if (!rp || sscanf(rp + 1, " %c %d %d %d", state, &pp, &pg, &ss) != 4) return -1;
+  *ppid = pp;
+  *sid = ss;
+  return 0;
+}
+
+/* 1 if the process is in a cgroup of the sandbox `id` (a path component
+ * of one of its /proc/<pid>/cgroup lines: the ids are unique). */
+static int in_cgroup_of(pid_t pid, const char *id) {
+  char p[64], buf[8192], pat[80];
+  snprintf(p, sizeof p, "/proc/%d/cgroup", (int)pid);
+  if (asbe__read_small(p, buf, sizeof buf) <= 0) return 0;
+  snprintf(pat, sizeof pat, "/%s", id);
+  size_t pl = strlen(pat);
+  for (const char *h = buf; (h = strstr(h, pat)); h += pl)
+    if (h[pl] == '/' || h[pl] == '\n' || h[pl] == '\0') return 1;
+  return 0;
+}
+
+/* criu ran out of time: SIGKILL to its process group and to every process
+ * of its session (run_criu made it their leader; it is not reaped yet, so
+ * no other session has that id), and with id (a restore) to the engine's
+ * children in that sandbox's cgroups: the restored init, criu's sibling
+ * (--restore-sibling), once it left criu's session. Those are the
+ * engine's to reap: waited for here (the tasks of a restore that failed
+ * are not the sandbox's yet). Rounds until none is left alive (a process
+ * may fork while the scan passes it). */
+static void kill_criu(pid_t cp, const char *id) {
+  pid_t self = getpid(), seen[32];
+  int reap[32], nreap = 0;
+  kill(-cp, SIGKILL);
+  for (int round = 0; round < 3000; round++) { /* 30 s: a bound, not a wait */
+    int live = 0;
+    DIR *d = opendir("/proc");
+    struct dirent *de;
+    while (d && (de = readdir(d))) {
+      if (de->d_name[0] < '1' || de->d_name[0] > '9') continue;
+      pid_t p = (pid_t)atoi(de->d_name);
+      char st = 0;
+      pid_t ppid = 0, sid = 0;
+      if (p == cp || proc_ids(p, &st, &ppid, &sid) < 0 || st == 'Z' || st == 'X') continue;
+      int child = ppid == self;
+      if (sid != cp && !(child && id && in_cgroup_of(p, id))) continue;
+      int known = 0;
+      for (int i = 0; i < nreap && !known; i++) known = seen[i] == p;
+      if (child && !known && nreap < 32) {
+        int fd = (int)syscall(SYS_pidfd_open, p, 0);
+        if (fd >= 0) {
+          seen[nreap] = p;
+          reap[nreap++] = fd;
+        }
+      }
+      kill(p, SIGKILL);
+      live++;
+    }
+    if (d) closedir(d);
+    if (!live) break;
+    struct timespec ts = {0, 10000000L}; /* until the killed ones are gone */
+    nanosleep(&ts, NULL);
+  }
+  for (int i = 0; i < nreap; i++) {
+    struct pollfd pf = {reap[i], POLLIN, 0};
+    poll(&pf, 1, 5000);
+    siginfo_t si;
+    waitid((idtype_t)P_PIDFD, (id_t)reap[i], &si, WEXITED | WNOHANG);
+    close(reap[i]);
+  }
+}
+
+/* fork + exec criu with argv, in a session of its own; fd `keep` (or -1)
+ * as fd 3 of criu, the image dir as fd 4. setup (or NULL) runs in the
+ * child first (only syscalls: the engine is multi-threaded); its failure
+ * is exit 120+. After limit_ms it is killed (kill_criu; id: the sandbox a
+ * restore makes) and -ETIMEDOUT returned. The exit status, or -errno. */
 static int run_criu(const char *const *argv, int dirfd, int keep, int (*setup)(const void *),
-                    const void *arg) {
+                    const void *arg, int64_t limit_ms, const char *id) {
   pid_t pid = fork();
   if (pid < 0) return -errno;
   if (pid == 0) {
     sigset_t all;
     sigemptyset(&all);
     sigprocmask(SIG_SETMASK, &all, NULL);
+    if (setsid() < 0) _exit(120);
     if (setup && setup(arg) < 0) _exit(121);
     int null = open("/dev/null", O_RDWR | O_CLOEXEC);
     if (null < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 || dup2(null, 2) < 0) _exit(122);
@@ -165,9 +261,25 @@ static int run_criu(const char *const *argv, int dirfd, int keep, int (*setup)(c
     execv(argv[0], (char *const *)argv);
     _exit(127);
   }
+  /* our unreaped child: its pid is not reused before the waitpid below */
+  int pfd = (int)syscall(SYS_pidfd_open, pid, 0), timed_out = 0;
+  int64_t end = mono_ms() + limit_ms;
+  while (pfd >= 0) {
+    int64_t left = end - mono_ms();
+    if (left <= 0) {
+      timed_out = 1;
+      break;
+    }
+    struct pollfd pf = {pfd, POLLIN, 0};
+    int n = poll(&pf, 1, left > 3600000 ? 3600000 : (int)left);
+    if (n > 0 || (n < 0 && errno != EINTR)) break;
+  }
+  if (pfd >= 0) close(pfd);
+  if (timed_out) kill_criu(pid, id);
   int st = 0;
   while (waitpid(pid, &st, 0) < 0)
     if (errno != EINTR) return -errno;
+  if (timed_out) return -ETIMEDOUT;
   return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
 }
 
@@ -367,6 +479,50 @@ static const char *ext_kind(const char *mp, const char *fstype, const char *root
   return "bind"; /* a template bind or a volume, found again by its mountpoint */
 }
 
+/* What a dump of sb writes, about: its anonymous and shmem memory (tmpfs
+ * files too), resident or swapped; criu's own records on top. */
+static uint64_t dump_bytes(asbe_sandbox *sb) {
+  asbe_stats st;
+  memset(&st, 0, sizeof st);
+  if (asbe__cg_stats(&sb->cg, sb->id, &st) < 0) asbe__clear_error();
+  return st.anon_bytes + st.swap_bytes + (8ull << 20);
+}
+
+/* Checkpoint images count against the filesystem they are written to (the
+ * state dir's), not the sandbox's disk quota (its writable layer): a dump
+ * is refused before it starts unless that filesystem has room for it and
+ * for what the dumps in progress may still write, with the engine's
+ * reserve left free. Its need is then added to those in progress (until
+ * ckpt_release). 0, or -ENOSPC with the numbers in the message. */
+static int ckpt_reserve(asbe_sandbox *sb, int dfd, uint64_t *need) {
+  asbe_engine *e = sb->e;
+  *need = dump_bytes(sb);
+  struct statvfs vs;
+  if (fstatvfs(dfd, &vs) < 0) return asbe__failerr("sandbox %s: statvfs of its checkpoint", sb->id);
+  uint64_t avail = (uint64_t)vs.f_bavail * (uint64_t)vs.f_frsize;
+  pthread_mutex_lock(&e->lock);
+  uint64_t others = e->ckpt_reserved;
+  int ok = avail >= others && avail - others >= *need + e->criu_disk_reserve;
+  if (ok) e->ckpt_reserved += *need;
+  pthread_mutex_unlock(&e->lock);
+  if (ok) return 0;
+  return asbe__fail(-ENOSPC,
+                    "sandbox %s: not checkpointed: its memory needs %llu MiB on the state "
+                    "filesystem, which has %llu MiB free (%llu MiB of them for checkpoints in "
+                    "progress, %llu MiB kept free)",
+                    sb->id, (unsigned long long)(*need >> 20), (unsigned long long)(avail >> 20),
+                    (unsigned long long)(others >> 20),
+                    (unsigned long long)(e->criu_disk_reserve >> 20));
+}
+
+static void ckpt_release(asbe_engine *e, uint64_t need) {
+  pthread_mutex_lock(&e->lock);
+  e->ckpt_reserved = e->ckpt_reserved >= need ? e->ckpt_reserved - need : 0;
+  pthread_mutex_unlock(&e->lock);
+}
+
+static int dump_run(asbe_sandbox *sb, const char *criu, int dfd, uint64_t need);
+
 int asbe__criu_dump(asbe_sandbox *sb, const char *criu) {
   asbe__clear_error();
   if (sb->dead || !asbe_sandbox_alive(sb))
@@ -378,6 +534,23 @@ int asbe__criu_dump(asbe_sandbox *sb, const char *criu) {
   asbe_paused_checkpoint_drop(sb->e, sb->id); /* an earlier, used one */
   int dfd = ckpt_open(sb->dir, 1);
   if (dfd < 0) return asbe__fail(dfd, "sandbox %s: %s/%s", sb->id, sb->dir, CKPT_DIR);
+  uint64_t need = 0;
+  int r = ckpt_reserve(sb, dfd, &need);
+  if (r < 0) {
+    close(dfd);
+    char msg[512];
+    asbe__save_error(msg, sizeof msg);
+    asbe_paused_checkpoint_drop(sb->e, sb->id);
+    asbe__restore_error(msg);
+    return r;
+  }
+  r = dump_run(sb, criu, dfd, need);
+  ckpt_release(sb->e, need);
+  return r;
+}
+
+/* The dump itself, in dfd; need: the bytes it may write. */
+static int dump_run(asbe_sandbox *sb, const char *criu, int dfd, uint64_t need) {
   char path[64], mi[65536];
   snprintf(path, sizeof path, "/proc/%d/mountinfo", (int)sb->pid);
   ssize_t n = asbe__read_small(path, mi, sizeof mi);
@@ -450,6 +623,7 @@ int asbe__criu_dump(asbe_sandbox *sb, const char *criu) {
    * the stop that follows kills them */
   av_add(&a, "--leave-stopped");
   int r = 0;
+  int64_t limit = criu_limit_ms(sb->e, need);
   if (!ext.data) r = asbe__fail(-ENOMEM, "sandbox %s: checkpoint", sb->id);
   if (r == 0) {
     int efd = openat(dfd, CKPT_EXT, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
@@ -458,8 +632,16 @@ int asbe__criu_dump(asbe_sandbox *sb, const char *criu) {
     if (efd >= 0) close(efd);
   }
   if (r == 0) {
-    int st = run_criu(a.v, dfd, -1, NULL, NULL);
-    if (st != 0) {
+    int st = run_criu(a.v, dfd, -1, NULL, NULL, limit, NULL);
+    if (st == -ETIMEDOUT) {
+      /* criu was killed wherever it was: the tasks it had seized are
+       * detached by the kernel; those it had stopped go on */
+      tree_cont(sb->pid, 0);
+      r = asbe__fail(-ETIMEDOUT,
+                     "sandbox %s: criu dump did not finish within %lld s (the time limit for %llu "
+                     "MiB): killed",
+                     sb->id, (long long)(limit / 1000), (unsigned long long)(need >> 20));
+    } else if (st != 0) {
       char why[400];
       log_tail(dfd, "dump.log", why, sizeof why);
       r = asbe__fail(st < 0 ? st : -EIO, "sandbox %s: criu dump failed (exit %d): %s", sb->id, st,
@@ -640,6 +822,7 @@ int asbe__criu_restore(asbe_sandbox *sb, const char *criu, int wfd, const char *
   av_add(&a, "--network-lock");
   av_add(&a, "skip");
   int r = 0, have_log = 0;
+  uint64_t images = 0;
   for (char *save = NULL, *l = strtok_r(ext, "\n", &save); l && r == 0;
        l = strtok_r(NULL, "\n", &save)) {
     char key[64], kind[16], mp[PATH_MAX], arg[64], host[PATH_MAX];
@@ -695,10 +878,14 @@ int asbe__criu_restore(asbe_sandbox *sb, const char *criu, int wfd, const char *
     int dd = dup(dfd);
     DIR *d = dd >= 0 ? fdopendir(dd) : NULL;
     struct dirent *de;
+    struct stat is;
     while (d && (de = readdir(d)))
-      if (de->d_name[0] != '.')
+      if (de->d_name[0] != '.') {
         if (fchownat(dfd, de->d_name, 0, sb->host_uid, AT_SYMLINK_NOFOLLOW) == 0)
           fchmodat(dfd, de->d_name, 0640, 0);
+        if (fstatat(dfd, de->d_name, &is, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(is.st_mode))
+          images += (uint64_t)is.st_size; /* what criu reads back */
+      }
     if (d)
       closedir(d);
     else if (dd >= 0)
@@ -708,8 +895,14 @@ int asbe__criu_restore(asbe_sandbox *sb, const char *criu, int wfd, const char *
   }
   if (r == 0) {
     unlinkat(dfd, CKPT_PID, 0);
-    int st = run_criu(a.v, dfd, have_log ? sb->log_fd : -1, restore_setup, &p);
-    if (st != 0) {
+    int64_t limit = criu_limit_ms(e, images);
+    int st = run_criu(a.v, dfd, have_log ? sb->log_fd : -1, restore_setup, &p, limit, sb->id);
+    if (st == -ETIMEDOUT) {
+      r = asbe__fail(-ETIMEDOUT,
+                     "sandbox %s: criu restore did not finish within %lld s (the time limit for "
+                     "%llu MiB of images): killed",
+                     sb->id, (long long)(limit / 1000), (unsigned long long)(images >> 20));
+    } else if (st != 0) {
       char why[400];
       log_tail(dfd, "restore.log", why, sizeof why);
       r = asbe__fail(-EIO, "sandbox %s: criu restore failed (exit %d): %s", sb->id, st,

@@ -142,6 +142,21 @@ typedef struct asbe_engine_config {
    * engine's dir, which every sandbox cgroup inherits. 0: v1 swappiness as
    * the host gives it. */
   int swap_block;
+  /* Checkpoints (asbe_sandbox_checkpoint, a restore with spec.criu): how
+   * long one criu run may take before the engine kills it (its process
+   * group and session) and takes it as failed: criu_timeout_ms plus
+   * criu_timeout_per_gib_ms for every GiB it writes (the sandbox's
+   * anonymous, shmem and swapped memory) or reads (its images). 0 = the
+   * defaults, 60 s and 30 s per GiB (criu writes ~4 s/GiB on a loaded
+   * disk, docs/benchmarks.md). */
+  uint64_t criu_timeout_ms;
+  uint64_t criu_timeout_per_gib_ms;
+  /* What a checkpoint leaves free on the filesystem of the state dir: a
+   * dump is refused before it starts (-ENOSPC, the sandbox runs on) when
+   * that filesystem's free space, less what the checkpoints in progress
+   * may still write, is below the sandbox's memory to write plus this.
+   * 0 = 256 MiB. */
+  uint64_t criu_disk_reserve_bytes;
 } asbe_engine_config;
 
 /* Opens the engine: discovers cgroups (v1 or v2), creates the engine's cgroup

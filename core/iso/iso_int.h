@@ -276,6 +276,10 @@ struct asbe_engine {
   int agent_mfd;  /* detached tmpfs copy of agent_dir (asbe__agentdir_mount) */
   int lock_fd;    /* flock on <state>/engine.lock: one engine per state dir */
   int name_fd;    /* flock on <run>/cgroups/<cgroup_name>.lock: one per name */
+  /* checkpoints (criu.c): criu's time limit, the space a dump leaves free,
+   * and what the dumps in progress may still write (under lock) */
+  uint64_t criu_timeout_ms, criu_timeout_per_gib_ms, criu_disk_reserve;
+  uint64_t ckpt_reserved;
 };
 
 struct asbe_proc {

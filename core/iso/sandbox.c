@@ -149,6 +149,9 @@ int asbe_engine_open(const asbe_engine_config *cfg, asbe_engine **out) {
   }
   e->pool_bytes = cfg->pool_disk_bytes;
   e->pool_target = cfg->pool_target;
+  e->criu_timeout_ms = cfg->criu_timeout_ms ? cfg->criu_timeout_ms : 60000;
+  e->criu_timeout_per_gib_ms = cfg->criu_timeout_per_gib_ms ? cfg->criu_timeout_per_gib_ms : 30000;
+  e->criu_disk_reserve = cfg->criu_disk_reserve_bytes ? cfg->criu_disk_reserve_bytes : 256ull << 20;
   char p[PATH_MAX];
   snprintf(p, sizeof p, "%s/bin/asb-init", e->agent_dir);
   if (access(p, X_OK) < 0) {
