@@ -50,8 +50,8 @@ static long count_past(asb_sandbox *sb, long than, int *in_order) {
 }
 
 static int start_counter(asb_sandbox *sb) {
-  return criu_fixture_spawn(
-      sb, NULL, "i=0; while :; do echo $i >> /tmp/count; i=$((i+1)); sleep 0.05; done");
+  return criu_fixture_spawn(sb, NULL,
+                            "i=0; while :; do echo $i >> /tmp/count; i=$((i+1)); sleep 0.05; done");
 }
 
 /* The string value of "key":"..." after from in json into out ("" if none). */
@@ -243,9 +243,9 @@ TEST(criu_failure_falls_back_to_a_fresh_fork) {
     CHECK(f != NULL);
     if (f) {
       long f0 = last_count(f, &in_order);
-      CHECK(f0 >= c0); /* the parent's file */
+      CHECK(f0 >= c0);                                              /* the parent's file */
       CHECK(count_past(p, f0 + 5, &in_order) > f0 + 5 && in_order); /* it runs on */
-      CHECK_INT(last_count(f, &in_order), f0);                       /* no counter in the fork */
+      CHECK_INT(last_count(f, &in_order), f0);                      /* no counter in the fork */
       asbt_kill(f);
     }
     asbt_kill(p);
