@@ -5,8 +5,10 @@
  * number without a gap or a restart (the same process, the same memory),
  * the parent keeps counting, forkMode is "processes", and the tokens are
  * rotated: the parent's envd token is refused by the fork's envd and the
- * fork's by the parent's. count 2 gives two forks that count on their own;
- * forking a killed sandbox is 404; keepProcesses:false gives a fork booted
+ * fork's by the parent's; a code interpreter's kernel goes on in the fork,
+ * its interpreter taking the fork's token only. count 2 gives two forks
+ * that count on their own; forking a killed sandbox is 404;
+ * keepProcesses:false gives a fork booted
  * fresh on the files (forkMode "files", no counter running), and so does
  * a fork whose criu fails (the fallback; the parent runs on).
  * Skips (77) when no criu binary is found (tests/support/criu_fixture.h).
@@ -220,6 +222,49 @@ TEST(fresh_fork_on_request_and_killed_is_404) {
   CHECK_INT(fork_req(pid_, "{}", &none, 1), 404);
 }
 
+/* GET /contexts of id's code interpreter (port 49999) through the router
+ * with token: the status. */
+static long codei_contexts(const char *id, const char *token) {
+  char h[200];
+  snprintf(h, sizeof h, "X-Access-Token: %s", token);
+  const char *hs[] = {h, NULL};
+  engine_req r = {.sandbox = id, .port = 49999, .headers = hs, .timeout_s = 60};
+  return engine_http(&F, "GET", "/contexts", &r, NULL);
+}
+
+/* A code interpreter's kernel in the fork: its variables kept (the same
+ * kernel process), and the interpreter takes the fork's token only (its
+ * hashes from the fork's /run/asb/codei-tokens), the parent's only the
+ * parent's. */
+TEST(fork_keeps_the_code_interpreter_with_its_own_token) {
+  char pid_[64], ptok[128];
+  asb_sandbox *p = criu_fixture_sandbox(C, pid_, 0, 0);
+  REQUIRE(p != NULL);
+  char *a = asbt_code_value(p, "import os\nx = 41\n(x + 1, os.getpid())", NULL);
+  CHECK(a[0] == '(');
+  token_of(pid_, ptok, sizeof ptok);
+  forked k;
+  CHECK_INT(fork_req(pid_, "{}", &k, 1), 201);
+  CHECK_STR(k.mode, "processes");
+  asb_sandbox *f = k.id[0] ? connect_to(k.id) : NULL;
+  CHECK(f != NULL);
+  if (f) {
+    char *b = asbt_code_value(f, "(x + 1, os.getpid())", NULL);
+    CHECK_STR(b, a); /* the parent's kernel, its variables kept */
+    free(b);
+    CHECK_INT(codei_contexts(k.id, k.token), 200);
+    CHECK_INT(codei_contexts(k.id, ptok), 401);
+    CHECK_INT(codei_contexts(pid_, k.token), 401);
+    asbt_kill(f);
+  }
+  char *c = asbt_code_value(p, "(x + 1, os.getpid())", NULL);
+  CHECK_STR(c, a); /* the parent's goes on */
+  CHECK_INT(codei_contexts(pid_, ptok), 200);
+  free(c);
+  free(a);
+  asbt_kill(p);
+}
+
 /* criu fails (an engine whose --criu is /bin/false): the fork is booted
  * fresh on the parent's files (forkMode "files"), the parent runs on. */
 TEST(criu_failure_falls_back_to_a_fresh_fork) {
@@ -260,6 +305,7 @@ int main(void) {
   if (rc) return rc;
   RUN(fork_keeps_the_running_processes);
   RUN(two_forks_count_on_their_own);
+  RUN(fork_keeps_the_code_interpreter_with_its_own_token);
   RUN(fresh_fork_on_request_and_killed_is_404);
   RUN(criu_failure_falls_back_to_a_fresh_fork);
   criu_fixture_stop(&F, C);
