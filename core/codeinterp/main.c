@@ -26,7 +26,7 @@ static void usage(FILE *f) {
   fprintf(f,
           "usage: code-interpreter [--port N] [--listen ADDR] [--access-token T]\n"
           "                        [--access-token-sha256 H] [--traffic-token T]\n"
-          "                        [--traffic-token-sha256 H]\n"
+          "                        [--traffic-token-sha256 H] [--token-file FILE]\n"
           "                        [--cwd DIR] [--state FILE] [--no-default-context]\n"
           "                        [--version]\n"
           "  --port N             port to serve (default 49999; 0 = any free port)\n"
@@ -39,6 +39,10 @@ static void usage(FILE *f) {
           "  --traffic-token T, --traffic-token-sha256 H  also accept\n"
           "                       E2B-Traffic-Access-Token: T instead (default\n"
           "                       $ASB_TRAFFIC_TOKEN, $ASB_TRAFFIC_TOKEN_SHA256)\n"
+          "  --token-file FILE    the hashes from FILE instead (lines \"access <sha256>\"\n"
+          "                       and \"traffic <sha256>\"), read again for every\n"
+          "                       request; while it is missing or unreadable every route\n"
+          "                       but GET /health is refused\n"
           "  --cwd DIR            cwd of contexts created without one (default /home/user\n"
           "                       if it exists, else the current directory)\n"
           "  --state FILE         keep the contexts in FILE: started again with the\n"
@@ -67,7 +71,7 @@ static int take_token(const char *raw, const char *hex, const char *what, unsign
 
 int main(int argc, char **argv) {
   int port = 49999, default_ctx = 1;
-  const char *listen = "127.0.0.1", *cwd = NULL, *state = NULL;
+  const char *listen = "127.0.0.1", *cwd = NULL, *state = NULL, *token_file = NULL;
   /* the variables first; options override them */
   const char *tok = asbi_getenv("ASB_ACCESS_TOKEN"),
              *tok_hex = asbi_getenv("ASB_ACCESS_TOKEN_SHA256");
@@ -116,6 +120,9 @@ int main(int argc, char **argv) {
       i++;
     } else if (v && strcmp(a, "--state") == 0) {
       state = v;
+      i++;
+    } else if (v && strcmp(a, "--token-file") == 0) {
+      token_file = v;
       i++;
     } else {
       fprintf(stderr, "code-interpreter: unknown or incomplete option %s\n", a);
@@ -189,7 +196,8 @@ int main(int argc, char **argv) {
   ci_server_opts so = {.listen = listen,
                        .port = port,
                        .access_sha256 = have_access ? access_md : NULL,
-                       .traffic_sha256 = have_traffic ? traffic_md : NULL};
+                       .traffic_sha256 = have_traffic ? traffic_md : NULL,
+                       .token_file = token_file};
   char err[512];
   /* the default contexts exist (starting) before the first request can
    * list them */

@@ -7,12 +7,16 @@
 #include <errno.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
+#include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "ctx.h"
 #include "ndout.h"
@@ -26,6 +30,15 @@ static struct MHD_Daemon *g_daemon;
 static asbi_connguard *g_guard;
 static unsigned char g_access[32], g_traffic[32];
 static int g_have_access, g_have_traffic;
+/* --token-file: the hashes come from that file, read again for every
+ * request that needs them (a forked sandbox's engine writes its own there
+ * before the restore: the interpreter restored from the parent's memory
+ * then takes the fork's tokens, not the parent's); while it is missing or
+ * unreadable nothing is accepted. Read each time rather than cached by
+ * stat(): a few hundred bytes, and no inode-reuse or coarse-timestamp case
+ * where a changed file looks unchanged. Under g_tok_mu. */
+static const char *g_token_file;
+static pthread_mutex_t g_tok_mu = PTHREAD_MUTEX_INITIALIZER;
 
 typedef struct req {
   asbi_buf body;
@@ -286,14 +299,46 @@ static int context_path(const char *url, char *id, size_t n, int *restart) {
 
 /* ---- dispatch -------------------------------------------------------------------- */
 
+/* The token file's "access <hex>" and "traffic <hex>" lines into the
+ * globals (under g_tok_mu). A file that is gone, no regular file, too big
+ * or unparsable leaves no token valid. */
+static void tokens_refresh(void) {
+  g_have_access = g_have_traffic = 0;
+  struct stat st;
+  int fd = open(g_token_file, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) return;
+  char buf[512];
+  ssize_t n = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? read(fd, buf, sizeof buf) : -1;
+  close(fd);
+  if (n <= 0 || (size_t)n >= sizeof buf) return;
+  buf[n] = '\0';
+  unsigned char a[32], t[32];
+  int ha = 0, ht = 0, bad = 0;
+  for (char *save = NULL, *l = strtok_r(buf, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+    char key[16], hex[80];
+    if (sscanf(l, "%15s %79s", key, hex) != 2)
+      bad = 1;
+    else if (!strcmp(key, "access"))
+      ha = asbi_sha256_hex_parse(hex, a) == 0, bad |= !ha;
+    else if (!strcmp(key, "traffic"))
+      ht = asbi_sha256_hex_parse(hex, t) == 0, bad |= !ht;
+  }
+  if (bad) return;
+  if ((g_have_access = ha)) memcpy(g_access, a, 32);
+  if ((g_have_traffic = ht)) memcpy(g_traffic, t, 32);
+}
+
 /* Either token, compared through its SHA-256 (constant time). */
 static int token_ok(struct MHD_Connection *conn) {
-  if (!g_have_access && !g_have_traffic) return 1;
   const char *a = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "X-Access-Token");
   const char *t = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "E2B-Traffic-Access-Token");
+  pthread_mutex_lock(&g_tok_mu);
+  if (g_token_file) tokens_refresh();
+  int open_to_all = !g_token_file && !g_have_access && !g_have_traffic;
   int ok_a = g_have_access && asbi_sha256_matches(a, g_access);
   int ok_t = g_have_traffic && asbi_sha256_matches(t, g_traffic);
-  return ok_a | ok_t;
+  pthread_mutex_unlock(&g_tok_mu);
+  return open_to_all | ok_a | ok_t;
 }
 
 static asbi_guarded *guarded(struct MHD_Connection *c) {
@@ -415,6 +460,7 @@ int ci_server_start(const ci_server_opts *o, char *err, size_t errlen) {
   }
   if ((g_have_access = o->access_sha256 != NULL)) memcpy(g_access, o->access_sha256, 32);
   if ((g_have_traffic = o->traffic_sha256 != NULL)) memcpy(g_traffic, o->traffic_sha256, 32);
+  g_token_file = o->token_file;
   /* Requests come through the engine's router, all from one address: a
    * head deadline and at most half the connections waiting for a request
    * (the oldest goes first), no per-address limit; the router's idle

@@ -26,6 +26,10 @@ typedef struct ci_server_opts {
    * the sandbox's user, who can read whatever it holds. */
   const unsigned char *access_sha256;
   const unsigned char *traffic_sha256;
+  /* The hashes from this file instead ("access <hex>" and "traffic <hex>"
+   * lines), read again for every request; while it is missing or
+   * unreadable every route but GET /health is refused. NULL = none. */
+  const char *token_file;
 } ci_server_opts;
 
 /* Start serving (threads of its own). Returns the bound port, or -1 with a

@@ -121,6 +121,8 @@ static cJSON *sandbox_json(engine *e, const sbx *s) {
   cJSON_AddStringToObject(j, "envdAccessToken", s->token);
   cJSON_AddStringToObject(j, "trafficAccessToken", s->traffic_token);
   cJSON_AddStringToObject(j, "domain", e->domain);
+  /* ours: what a fork got of its parent (snapshots.c) */
+  if (s->fork_mode[0]) cJSON_AddStringToObject(j, "forkMode", s->fork_mode);
   return j;
 }
 
@@ -153,6 +155,7 @@ static cJSON *listed_json(engine *e, sbx *s, int detail) {
     cJSON_AddBoolToObject(lc, "autoResume", s->auto_resume);
     cJSON_AddStringToObject(lc, "onTimeout", s->auto_pause ? "pause" : "kill");
   }
+  if (s->fork_mode[0]) cJSON_AddStringToObject(j, "forkMode", s->fork_mode);
   /* ours (E2B has no field for it): what a pause kept */
   if (s->state == SBX_PAUSED)
     cJSON_AddStringToObject(j, "pauseMode",
@@ -689,11 +692,20 @@ static void snapshots_get(engine *e, api_req *q, api_reply *r) {
 /* E2B's SandboxForkRequest (timeout defaults to 15 s, count to 1): its
  * body, or NULL after a 400. Checked before the sandbox is looked up, as
  * E2B answers a bad count before an unknown sandbox. */
-static cJSON *fork_body(api_req *q, api_reply *r, int *secs, int *count) {
+static cJSON *fork_body(api_req *q, api_reply *r, int *secs, int *count, int *processes) {
   cJSON *body = parse_body(q, r, 0);
   if (!body) return NULL;
   const cJSON *cv = cJSON_GetObjectItemCaseSensitive(body, "count");
   *count = 1;
+  /* ours: keepProcesses false asks a --pause-criu engine for forks booted
+   * fresh on the files (what an engine without it always gives) */
+  const cJSON *kp = cJSON_GetObjectItemCaseSensitive(body, "keepProcesses");
+  if (kp && !cJSON_IsNull(kp) && !cJSON_IsBool(kp)) {
+    api_error(r, 400, "'keepProcesses' must be a boolean");
+    cJSON_Delete(body);
+    return NULL;
+  }
+  *processes = !cJSON_IsFalse(kp);
   if (get_timeout(body, "timeout", 15, secs, r)) {
     cJSON_Delete(body);
     return NULL;
@@ -711,12 +723,12 @@ static cJSON *fork_body(api_req *q, api_reply *r, int *secs, int *count) {
 }
 
 static void fork_sbx(engine *e, sbx *s, api_req *q, api_reply *r) {
-  int secs = 0, count = 1;
-  cJSON *body = fork_body(q, r, &secs, &count);
+  int secs = 0, count = 1, processes = 1;
+  cJSON *body = fork_body(q, r, &secs, &count, &processes);
   if (!body) return;
   sbx *made[SNAPSHOTS_FORK_MAX];
   eng_err errs[SNAPSHOTS_FORK_MAX], err;
-  if (snapshots_fork(e, s, secs, count, made, errs, &err)) {
+  if (snapshots_fork(e, s, secs, count, processes, made, errs, &err)) {
     api_reply_err(r, &err);
     goto out;
   }
@@ -801,8 +813,8 @@ void api_handle(engine *e, api_req *q, api_reply *r) {
   if (!known) return api_error(r, 404, "no such endpoint: %s %s", q->method, q->path);
   if (!method_ok) return api_error(r, 405, "method %s not allowed on %s", q->method, q->path);
   if (strcmp(action, "fork") == 0) { /* its body's errors come first */
-    int secs = 0, count = 1;
-    cJSON *fb = fork_body(q, r, &secs, &count);
+    int secs = 0, count = 1, processes = 1;
+    cJSON *fb = fork_body(q, r, &secs, &count, &processes);
     if (!fb) return;
     cJSON_Delete(fb);
   }

@@ -22,18 +22,25 @@
 #include "util/sha256.h"
 #include "util/util.h"
 
-char **codei_aux_argv(engine *e, const sbx *s) {
-  if (!e->codei_path) return NULL;
-  /* Only the tokens' SHA-256 is on its command line (anyone in the sandbox
-   * reads that): a hash lets it check a token without being able to use
-   * one. */
+char *codei_token_file(const sbx *s) {
+  /* Only the tokens' SHA-256 (a hash lets it check a token without being
+   * able to use one), in a file of /run/asb rather than on its command
+   * line: a fork restored from its parent's memory has the parent's
+   * command line, and gets its own file before the restore. */
   char access_hex[65], traffic_hex[65];
   asbi_sha256_hex(s->token, strlen(s->token), access_hex);
   asbi_sha256_hex(s->traffic_token, strlen(s->traffic_token), traffic_hex);
-  const char *args[] = {
-      "--port",   ASBI_STRINGIFY(ASBI_CODE_PORT), "--listen",  "127.0.0.1", "--access-token-sha256",
-      access_hex, "--traffic-token-sha256",       traffic_hex, "--cwd",     "/home/user",
-      "--state",  "/run/asb/codei-contexts.json", NULL};
+  asbi_buf b = ASBI_BUF_INIT;
+  asbi_buf_printf(&b, "access %s\ntraffic %s\n", access_hex, traffic_hex);
+  return asbi_buf_detach(&b, NULL);
+}
+
+char **codei_aux_argv(engine *e, const sbx *s) {
+  if (!e->codei_path) return NULL;
+  (void)s;
+  const char *args[] = {"--port",       ASBI_STRINGIFY(ASBI_CODE_PORT), "--listen", "127.0.0.1",
+                        "--token-file", "/run/asb/" CODEI_TOKEN_FILE,   "--cwd",    "/home/user",
+                        "--state",      "/run/asb/codei-contexts.json", NULL};
   char **argv = asbe_agent_argv("code-interpreter", args);
   if (!argv) return NULL;
   size_t na = 0;

@@ -5,6 +5,12 @@
 
 #include "registry.h"
 
+/* Where the code interpreter reads its token hashes (in /run/asb), and
+ * what the file holds for s (the SHA-256 of its access and traffic
+ * tokens; caller frees). The engine writes it at every start and restore
+ * (spec.run_files), a fork's with the fork's tokens. */
+#define CODEI_TOKEN_FILE "codei-tokens"
+char *codei_token_file(const sbx *s);
 /* The aux agent words of asb-init for the sandbox's code interpreter
  * (NAME=VALUE environment words, then its argv), or NULL when the feature
  * is off or out of memory. Free with codei_argv_free. */

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -121,9 +122,44 @@ static void swap_out(engine *e, sbx *s) {
              (unsigned long long)(after.memory_bytes >> 20));
 }
 
+/* Its pooled upstream connections ended and their other ends closed: a
+ * shutdown of the write side, then each read to its end (the server in
+ * the sandbox closes on the EOF; its socket, made in the engine's netns
+ * by our connect, is one criu cannot dump), at most ~5 s in all; then
+ * closed. How many there were. */
+static int drop_idle_waited(sbx *s) {
+  int n = 0;
+  int64_t end = asbi_unix_ms() + 5000;
+  for (upstream *u = s->idle; u; u = u->next, n++) shutdown(u->fd, SHUT_WR);
+  while (s->idle) {
+    upstream *u = s->idle;
+    s->idle = u->next;
+    char buf[4096];
+    for (;;) {
+      int64_t left = end - asbi_unix_ms();
+      struct pollfd pf = {.fd = u->fd, .events = POLLIN};
+      if (left <= 0 || poll(&pf, 1, (int)left) <= 0) break;
+      ssize_t r = read(u->fd, buf, sizeof buf);
+      if (r == 0 || (r < 0 && errno != EINTR && errno != EAGAIN)) break;
+    }
+    close(u->fd);
+    free(u);
+  }
+  return n;
+}
+
+int lifecycle_unlink_for_dump(engine *e, sbx *s, int *idle) {
+  sbxnet_detach(e, s, 0);
+  if (idle)
+    *idle = drop_idle_waited(s);
+  else
+    drop_idle(s);
+  return reg_shut_busy(s);
+}
+
 /* Under s->mu: a sandbox whose pause failed gets its link back, with its
  * policy (applied without s->mu, as sbxnet_apply wants). */
-static void relink(engine *e, sbx *s) {
+void lifecycle_relink(engine *e, sbx *s) {
   char why[512];
   if (sbxnet_attach(e, s, why, sizeof why) == 0) {
     pthread_mutex_unlock(&s->mu);
@@ -152,9 +188,7 @@ static int pause_impl(engine *e, sbx *s, int memory, int autop) {
      * looked: then criu's dump is tried again, a few times. A failed
      * dump leaves it running as it was. */
     int64_t t0 = asbi_unix_ms();
-    sbxnet_detach(e, s, 0);
-    drop_idle(s);
-    int shut = reg_shut_busy(s);
+    int shut = lifecycle_unlink_for_dump(e, s, NULL);
     for (int again = 0;; again++) {
       rc = asbe_sandbox_checkpoint(s->iso, e->criu_path);
       if (rc == 0 || !shut || again == 3 || !asbe_sandbox_alive(s->iso)) break;
@@ -170,7 +204,7 @@ static int pause_impl(engine *e, sbx *s, int memory, int autop) {
       asbi_log("sandbox %s: checkpointed in %lld ms", s->id, (long long)(asbi_unix_ms() - t0));
     } else {
       asbi_log("sandbox %s: checkpoint: %s", s->id, asbe_errmsg());
-      if (asbe_sandbox_alive(s->iso)) relink(e, s);
+      if (asbe_sandbox_alive(s->iso)) lifecycle_relink(e, s);
       if (autop && asbe_sandbox_alive(s->iso) && s->state == SBX_RUNNING &&
           (rc = asbe_sandbox_freeze(s->iso)) == 0) {
         s->state = SBX_PAUSED;
@@ -200,7 +234,7 @@ static int pause_impl(engine *e, sbx *s, int memory, int autop) {
       s->paused_ckpt = 0;
       s->codei_started = 0;
     } else {
-      relink(e, s); /* still running: as it was */
+      lifecycle_relink(e, s); /* still running: as it was */
     }
   }
   pthread_mutex_unlock(&s->mu);

@@ -265,6 +265,7 @@ int reg_save(engine *e, sbx *s) {
   if (s->commands) cJSON_AddItemToObject(j, "customCommands", cJSON_Duplicate(s->commands, 1));
   if (s->tmpl_env) cJSON_AddItemToObject(j, "templateEnv", cJSON_Duplicate(s->tmpl_env, 1));
   if (s->commands_port) cJSON_AddNumberToObject(j, "commandsPort", s->commands_port);
+  if (s->fork_mode[0]) cJSON_AddStringToObject(j, "forkMode", s->fork_mode);
   if (s->volume_mounts)
     cJSON_AddItemToObject(j, "volumeMounts", cJSON_Duplicate(s->volume_mounts, 1));
   if (s->net_policy) {
@@ -362,6 +363,9 @@ sbx *reg_load(engine *e, const char *id) {
     s->commands_port = v->valueint;
   if ((v = cJSON_GetObjectItemCaseSensitive(j, "volumeMounts")) && cJSON_IsArray(v))
     s->volume_mounts = cJSON_Duplicate(v, 1);
+  if ((v = cJSON_GetObjectItemCaseSensitive(j, "forkMode")) && cJSON_IsString(v) &&
+      (!strcmp(v->valuestring, "processes") || !strcmp(v->valuestring, "files")))
+    snprintf(s->fork_mode, sizeof s->fork_mode, "%s", v->valuestring);
   if ((v = cJSON_GetObjectItemCaseSensitive(j, "network")) && cJSON_IsObject(v)) {
     const cJSON *pw = cJSON_GetObjectItemCaseSensitive(j, "egressProxyPassword");
     const cJSON *px = cJSON_GetObjectItemCaseSensitive(v, "egressProxy");

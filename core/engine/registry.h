@@ -96,6 +96,10 @@ typedef struct sbx {
   struct asbn_dp_link *net_link;
   /* volumes.c: E2B's volumeMounts [{name, path}] (NULL: none) */
   cJSON *volume_mounts;
+  /* a fork's kind (ours, GET /sandboxes/{id} forkMode): "processes" (its
+   * parent's processes and memory restored, --pause-criu), "files" (its
+   * parent's files, booted fresh); "" for a sandbox that is no fork */
+  char fork_mode[12];
 } sbx;
 
 typedef struct tomb {

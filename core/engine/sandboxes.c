@@ -51,7 +51,7 @@ static int wait_envd(sbx *s) {
  * authenticated by the token already set (envd's guard: only the same
  * token may re-init), with no timestamp, so envd applies it whatever its
  * clock says about the first. */
-static int init_envd(engine *e, sbx *s, int again) {
+static int init_envd_as(engine *e, sbx *s, int again, const char *auth) {
   cJSON *init = cJSON_CreateObject();
   cJSON *env = cJSON_Duplicate(s->env_vars, 1);
   /* the programs that bring their own CA bundle are pointed at the
@@ -74,10 +74,18 @@ static int init_envd(engine *e, sbx *s, int again) {
   }
   char *body = cJSON_PrintUnformatted(init);
   cJSON_Delete(init);
-  int st = body ? sbx_envd_request(s->iso, again ? s->token : "", "POST", "/init", body, NULL, 5000)
+  int st = body ? sbx_envd_request(s->iso,
+                                   auth    ? auth
+                                   : again ? s->token
+                                           : "",
+                                   "POST", "/init", body, NULL, 5000)
                 : -ENOMEM;
   free(body);
   return st;
+}
+
+static int init_envd(engine *e, sbx *s, int again) {
+  return init_envd_as(e, s, again, NULL);
 }
 
 /* The isolated sandbox of s (its id, limits) on tmpl (t's layers, or the
@@ -85,7 +93,7 @@ static int init_envd(engine *e, sbx *s, int again) {
  * them; resume: the paused one booted again on its kept files. 0 or a
  * negative errno (asbe_errmsg). */
 static int start_iso_criu(engine *e, const template_info *t, const asbe_template *tmpl, sbx *s,
-                          int resume, const char *criu, asbe_sandbox **out) {
+                          int resume, const char *criu, const char *fork_of, asbe_sandbox **out) {
   const char *args[] = {"--unix", "/run/asb/envd.sock", NULL};
   char **argv = asbe_agent_argv("envd", args);
   asbe_sandbox_spec spec;
@@ -101,6 +109,12 @@ static int start_iso_criu(engine *e, const template_info *t, const asbe_template
   spec.extra_ca_pem = sbxnet_ca_pem(e);
   spec.resume = resume;
   spec.criu = criu;
+  spec.fork_of = fork_of;
+  /* the code interpreter's token hashes (codei.c), also for a restore: a
+   * fork's interpreter takes its own from there */
+  char *tokf = e->codei_path ? codei_token_file(s) : NULL;
+  const char *rf[] = {CODEI_TOKEN_FILE, tokf, NULL};
+  spec.run_files = tokf ? rf : NULL;
   /* The code interpreter, asb-init's aux agent: started with the sandbox for
    * the code-interpreter templates (Python importing ipykernel dominates the
    * first run_code, so the kernel warms while envd starts), on the first
@@ -108,8 +122,10 @@ static int start_iso_criu(engine *e, const template_info *t, const asbe_template
   char **aux = codei_aux_argv(e, s);
   spec.aux_argv = (const char *const *)aux;
   spec.aux_on_demand = !t->start_codei;
-  int rc = argv && (aux || !e->codei_path) ? asbe_sandbox_create(e->iso, &spec, out) : -ENOMEM;
+  int rc =
+      argv && ((aux && tokf) || !e->codei_path) ? asbe_sandbox_create(e->iso, &spec, out) : -ENOMEM;
   if (rc == 0 && !criu) s->codei_started = aux && t->start_codei;
+  free(tokf);
   free(argv);
   codei_argv_free(aux);
   return rc;
@@ -117,7 +133,7 @@ static int start_iso_criu(engine *e, const template_info *t, const asbe_template
 
 static int start_iso(engine *e, const template_info *t, const asbe_template *tmpl, sbx *s,
                      int resume, asbe_sandbox **out) {
-  return start_iso_criu(e, t, tmpl, s, resume, NULL, out);
+  return start_iso_criu(e, t, tmpl, s, resume, NULL, NULL, out);
 }
 
 /* The criu that restores a checkpoint: --pause-criu's, else the default
@@ -126,6 +142,24 @@ static int start_iso(engine *e, const template_info *t, const asbe_template *tmp
 static const char *restore_criu(engine *e) {
   if (e->criu_path) return e->criu_path;
   return access(ENGINE_DEFAULT_CRIU, X_OK) == 0 ? ENGINE_DEFAULT_CRIU : NULL;
+}
+
+/* What s takes of its template t: its ids, size, layers, commands. */
+static void of_template(sbx *s, const template_info *t) {
+  s->template_id = asbi_strdup(t->id);
+  s->alias = asbi_strdup(t->alias);
+  s->cpu_count = t->cpu_count;
+  s->memory_mb = t->memory_mb;
+  s->disk_mb = t->disk_mb;
+  /* a snapshot's layers too: build_gc keeps them while s runs */
+  if (t->snap_source && !t->spec) s->tmpl_layers = templates_layers_json(t);
+  if (t->spec) {
+    s->tmpl_layers = templates_layers_json(t);
+    s->commands = cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(t->spec, "commands"), 1);
+    s->tmpl_env = cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(t->spec, "env"), 1);
+    const cJSON *cp = cJSON_GetObjectItemCaseSensitive(t->spec, "commandsPort");
+    s->commands_port = cJSON_IsNumber(cp) ? cp->valueint : 9000;
+  }
 }
 
 /* The prepare half of create: everything that depends only on the
@@ -157,20 +191,7 @@ int sandboxes_prepare_vols(engine *e, template_info *t, const cJSON *env_vars,
     eng_err_set(err, ENG_EINTERNAL, NULL, "no randomness available");
     goto out;
   }
-  s->template_id = asbi_strdup(t->id);
-  s->alias = asbi_strdup(t->alias);
-  s->cpu_count = t->cpu_count;
-  s->memory_mb = t->memory_mb;
-  s->disk_mb = t->disk_mb;
-  /* a snapshot's layers too: build_gc keeps them while s runs */
-  if (t->snap_source && !t->spec) s->tmpl_layers = templates_layers_json(t);
-  if (t->spec) {
-    s->tmpl_layers = templates_layers_json(t);
-    s->commands = cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(t->spec, "commands"), 1);
-    s->tmpl_env = cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(t->spec, "env"), 1);
-    const cJSON *cp = cJSON_GetObjectItemCaseSensitive(t->spec, "commandsPort");
-    s->commands_port = cJSON_IsNumber(cp) ? cp->valueint : 9000;
-  }
+  of_template(s, t);
 
   /* Volumes: binds of their filesystems on a copy of the template made for
    * this sandbox (volumes.c; iso idmaps them to its user namespace) */
@@ -345,6 +366,69 @@ int sandboxes_create(engine *e, const sandboxes_create_req *rq, sbx **out, eng_e
   templates_put(e, t);
   *out = s;
   return s ? 0 : -1;
+}
+
+/* ---- a fork with its processes (--pause-criu) ----------------------------------- */
+
+int sandboxes_fork_restore(engine *e, const sandboxes_create_req *rq, const char *parent_id,
+                           const char *parent_token, int codei_started, sbx **out, eng_err *err) {
+  *out = NULL;
+  eng_err_clear(err);
+  if (!e->criu_path) return eng_err_set(err, ENG_ECONFLICT, NULL, "the engine runs without criu");
+  template_info *t = templates_find(e, rq->template_id);
+  if (!t)
+    return eng_err_set(err, ENG_ENOTFOUND, NULL, "template \"%s\" not found", rq->template_id);
+  sbx *s = reg_sbx_new();
+  int rc;
+  if (!s) {
+    templates_put(e, t);
+    return eng_err_set(err, ENG_EINTERNAL, NULL, "out of memory");
+  }
+  s->env_vars = rq->env_vars ? cJSON_Duplicate(rq->env_vars, 1) : cJSON_CreateObject();
+  if (!s->env_vars || asbi_random_alnum(s->id, ENGINE_ID_LEN) || asbi_random_hex(s->token, 40) ||
+      asbi_random_hex(s->traffic_token, 40)) {
+    eng_err_set(err, ENG_EINTERNAL, NULL, "out of memory or no randomness");
+    goto out;
+  }
+  of_template(s, t);
+  snprintf(s->fork_mode, sizeof s->fork_mode, "processes");
+  int64_t t0 = asbi_unix_ms();
+  if ((rc = start_iso_criu(e, t, t->tmpl, s, 0, e->criu_path, parent_id, &s->iso))) {
+    eng_err_set(err, ENG_EINTERNAL, NULL, "cannot restore the fork: %s", asbe_errmsg());
+    goto out;
+  }
+  s->codei_started = codei_started; /* its interpreter (or not) as the parent's */
+  char nwhy[512];
+  if (sbxnet_attach(e, s, nwhy, sizeof nwhy) || sbxnet_apply(e, s, NULL, nwhy, sizeof nwhy)) {
+    eng_err_set(err, ENG_EINTERNAL, NULL, "cannot connect the fork's network: %s", nwhy);
+    goto undo;
+  }
+  if ((rc = wait_envd(s))) {
+    eng_err_set(err, ENG_EINTERNAL, NULL, "the fork's agent does not answer: %s", strerror(-rc));
+    goto undo;
+  }
+  /* envd came back with the parent's token: the fork's own replaces it,
+   * authenticated by the parent's (the only one it takes), before anyone
+   * else can reach it; the parent's is refused from here */
+  int st = init_envd_as(e, s, 1, parent_token);
+  if (st < 200 || st >= 300) {
+    eng_err_set(err, ENG_EINTERNAL, NULL, "the fork's agent refused its new token (%s)",
+                st < 0 ? strerror(-st) : "HTTP error");
+    goto undo;
+  }
+  if (personalise(e, t, s, rq, 0, err)) goto undo;
+  asbi_log("sandbox %s: forked from %s with its processes (restored in %lld ms)", s->id, parent_id,
+           (long long)(asbi_unix_ms() - t0));
+  templates_put(e, t);
+  *out = s;
+  return 0;
+undo:
+  sbxnet_detach(e, s, 1);
+  asbe_sandbox_kill(s->iso, 1);
+out:
+  reg_sbx_free(s);
+  templates_put(e, t);
+  return -1;
 }
 
 /* ---- lookup and list ------------------------------------------------------------- */
@@ -541,7 +625,7 @@ static int boot(engine *e, sbx *s, eng_err *err) {
           "sandbox %s: no criu to restore its checkpoint (--pause-criu, %s): booting it "
           "on its files",
           s->id, ENGINE_DEFAULT_CRIU);
-    else if ((rc = start_iso_criu(e, t, tmpl, s, 1, criu, &iso)) == 0)
+    else if ((rc = start_iso_criu(e, t, tmpl, s, 1, criu, NULL, &iso)) == 0)
       restored = 1;
     else
       asbi_log(

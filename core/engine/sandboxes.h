@@ -39,6 +39,16 @@ typedef struct sandboxes_create_req {
  * "template_start_failed" when the template's start command or ready
  * check failed). */
 int sandboxes_create(engine *e, const sandboxes_create_req *rq, sbx **out, eng_err *err);
+/* A fork with its parent's processes (--pause-criu): a sandbox created as
+ * create does on rq's template (the hidden snapshot of the parent's files
+ * taken in the freeze of the parent's fork dump), but restored from the
+ * images asbe_sandbox_checkpoint_fork took of parent_id, not booted; envd's
+ * token rotated from parent_token to the fork's own (its code interpreter
+ * reads its hashes from the fork's token file), forkMode "processes".
+ * codei_started: the parent's interpreter was running. 0 with *out (as
+ * create), or -1 with err and nothing left (the caller boots one fresh). */
+int sandboxes_fork_restore(engine *e, const sandboxes_create_req *rq, const char *parent_id,
+                           const char *parent_token, int codei_started, sbx **out, eng_err *err);
 /* create's first half, what a warm pool does ahead of time (pool.c): a
  * running sandbox of t (ids, tokens, envd up and initialised with
  * env_vars, which may be NULL; start command, ready check, code

@@ -12,7 +12,10 @@
  * template.json (the build's format, plus "snapshot") makes it survive
  * engine restarts and the source's kill. A sandbox started from it boots
  * fresh: envd, the template's start command, the code interpreter start
- * again; memory and processes are not kept.
+ * again; memory and processes are not kept. A fork on an engine with
+ * --pause-criu keeps them: the running parent's processes are dumped by
+ * criu in the freeze that copies its files, and each fork is restored
+ * from those images (sandboxes_fork_restore), booted fresh if that fails.
  * SPDX-License-Identifier: Apache-2.0 */
 #include "snapshots.h"
 
@@ -21,9 +24,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "build.h"
 #include "host.h"
+#include "lifecycle.h"
 #include "net/policy.h"
 #include "proto/pjson.h"
 #include "sandboxes.h"
@@ -60,10 +65,66 @@ static cJSON *source_layers(engine *e, sbx *s, const template_info *src) {
   return a;
 }
 
+/* The freeze of a running s: its writable layer copied into layer and,
+ * with dump, its processes dumped for forks (asbe_sandbox_checkpoint_fork)
+ * in the same freeze, so files and memory are of one instant; *dumped
+ * then says whether that worked (dwhy why not). Under s->boot_mu and
+ * s->mu. 0, or -1 with xwhy (the copy failed). */
+static int freeze_copy(engine *e, sbx *s, const char *layer, int dump, int *dumped, char *dwhy,
+                       size_t dwl, char *xwhy, size_t xwl) {
+  *dumped = 0;
+  /* the dump's needs first (as a --pause-criu pause's): off its link,
+   * none of the engine's connections into it */
+  int idle = 0, shut = dump ? lifecycle_unlink_for_dump(e, s, &idle) : 0;
+  int xrc = -1;
+  for (int again = 0;; again++) {
+    if (asbe_sandbox_freeze(s->iso) != 0) {
+      snprintf(xwhy, xwl, "freeze: %s", asbe_errmsg());
+      break;
+    }
+    xrc = asbe_sandbox_export_live(s->iso, layer);
+    if (xrc) snprintf(xwhy, xwl, "%s", asbe_errmsg());
+    int drc = 0;
+    if (xrc == 0 && dump) {
+      int64_t t0 = asbi_unix_ms();
+      drc = asbe_sandbox_checkpoint_fork(s->iso, e->criu_path);
+      if (drc == 0) {
+        *dumped = 1;
+        asbi_log("sandbox %s: its processes dumped for a fork in %lld ms", s->id,
+                 (long long)(asbi_unix_ms() - t0));
+      } else {
+        snprintf(dwhy, dwl, "%s", asbe_errmsg());
+      }
+    }
+    if (asbe_sandbox_thaw(s->iso))
+      asbi_log("sandbox %s: thaw after snapshot: %s", s->id, asbe_errmsg());
+    /* the streams shut just before: their ends in the sandbox close once
+     * it runs again (the freeze held them); then the whole instant again */
+    if (xrc || drc == 0 || !(shut + idle) || again == 3 || !asbe_sandbox_alive(s->iso)) break;
+    asbi_log("sandbox %s: fork dump (%d open streams shut): %s; trying again", s->id, shut, dwhy);
+    host_rm_rf(layer);
+    struct timespec ts = {0, 100000000L * (again + 1)};
+    nanosleep(&ts, NULL);
+  }
+  if (dump && asbe_sandbox_alive(s->iso)) lifecycle_relink(e, s);
+  return xrc ? -1 : 0;
+}
+
 int snapshots_take(engine *e, sbx *s, const char *name, int hidden, template_info **out,
                    eng_err *err) {
+  return snapshots_take_ex(e, s, name, hidden, 0, NULL, NULL, 0, out, err);
+}
+
+int snapshots_take_ex(engine *e, sbx *s, const char *name, int hidden, int dump, int *dumped,
+                      char *dwhy, size_t dwl, template_info **out, eng_err *err) {
   *out = NULL;
   eng_err_clear(err);
+  int dumped_ = 0;
+  char dwhy_[8];
+  if (!dumped) dumped = &dumped_;
+  if (!dwhy) dwhy = dwhy_, dwl = sizeof dwhy_;
+  *dumped = 0;
+  dwhy[0] = '\0';
   if (name && !*name) name = NULL;
   const char *why = name ? snapshots_name_invalid(name) : NULL;
   if (why) return eng_err_set(err, ENG_EINVAL, NULL, "invalid snapshot name \"%s\": %s", name, why);
@@ -115,14 +176,7 @@ int snapshots_take(engine *e, sbx *s, const char *name, int hidden, template_inf
   int state = s->state, xrc = -1;
   char xwhy[512] = "";
   if (state == SBX_RUNNING) {
-    if (asbe_sandbox_freeze(s->iso) == 0) {
-      xrc = asbe_sandbox_export_live(s->iso, layer);
-      if (xrc) snprintf(xwhy, sizeof xwhy, "%s", asbe_errmsg());
-      if (asbe_sandbox_thaw(s->iso))
-        asbi_log("sandbox %s: thaw after snapshot: %s", s->id, asbe_errmsg());
-    } else {
-      snprintf(xwhy, sizeof xwhy, "freeze: %s", asbe_errmsg());
-    }
+    xrc = freeze_copy(e, s, layer, dump && e->criu_path, dumped, dwhy, dwl, xwhy, sizeof xwhy);
   } else if (state == SBX_PAUSED && s->iso && asbe_sandbox_alive(s->iso)) {
     xrc = asbe_sandbox_export_live(s->iso, layer); /* frozen by the pause */
     if (xrc) snprintf(xwhy, sizeof xwhy, "%s", asbe_errmsg());
@@ -140,6 +194,8 @@ int snapshots_take(engine *e, sbx *s, const char *name, int hidden, template_inf
   }
   if (xrc) {
     eng_err_set(err, ENG_EINTERNAL, NULL, "cannot snapshot sandbox \"%s\": %s", s->id, xwhy);
+    if (*dumped) asbe_fork_images_drop(e->iso, s->id);
+    *dumped = 0;
     goto out;
   }
   int64_t took = asbi_unix_ms() - t0;
@@ -180,6 +236,8 @@ int snapshots_take(engine *e, sbx *s, const char *name, int hidden, template_inf
   template_info *t = NULL;
   if (wrc || (wrc = templates_load(e, id, &t))) {
     eng_err_set(err, ENG_EINTERNAL, NULL, "cannot record the snapshot: %s", strerror(-wrc));
+    if (*dumped) asbe_fork_images_drop(e->iso, s->id);
+    *dumped = 0;
     goto out;
   }
   templates_hold(e, t); /* the caller's, next to the registry's */
@@ -250,13 +308,28 @@ template_info **snapshots_list(engine *e, const char *sandbox_id, const char *na
   return v;
 }
 
-int snapshots_fork(engine *e, sbx *s, int timeout_s, int count, sbx **out, eng_err *errs,
-                   eng_err *err) {
+int snapshots_fork(engine *e, sbx *s, int timeout_s, int count, int processes, sbx **out,
+                   eng_err *errs, eng_err *err) {
   eng_err_clear(err);
   for (int i = 0; i < count; i++) out[i] = NULL;
   snapshots_gc(e);
+  /* --pause-criu: a running parent's processes too, dumped in the freeze
+   * that copies its files (snapshots_take_ex); else, or when that fails,
+   * forks boot fresh on the files */
+  pthread_mutex_lock(&s->mu);
+  int running = s->state == SBX_RUNNING, codei = s->codei_started;
+  char ptok[sizeof s->token];
+  snprintf(ptok, sizeof ptok, "%s", s->token);
+  pthread_mutex_unlock(&s->mu);
+  int want = processes && e->criu_path && running, dumped = 0;
+  char dwhy[600] = "";
   template_info *t = NULL;
-  if (snapshots_take(e, s, NULL, 1, &t, err)) return -1;
+  if (snapshots_take_ex(e, s, NULL, 1, want, &dumped, dwhy, sizeof dwhy, &t, err)) return -1;
+  if (want && !dumped)
+    asbi_log(
+        "sandbox %s: fork: its processes cannot be kept (%s); its forks boot fresh on its "
+        "files",
+        s->id, dwhy[0] ? dwhy : "no dump");
   /* the parent's metadata, env vars and network policy, copied now */
   pthread_mutex_lock(&s->mu);
   cJSON *meta = s->metadata ? cJSON_Duplicate(s->metadata, 1) : NULL;
@@ -272,8 +345,22 @@ int snapshots_fork(engine *e, sbx *s, int timeout_s, int count, sbx **out, eng_e
     rq.metadata = meta;
     rq.env_vars = env;
     rq.network = have_pol ? &pol : NULL;
-    if (sandboxes_create(e, &rq, &out[i], &errs[i])) out[i] = NULL;
+    if (dumped) {
+      if (sandboxes_fork_restore(e, &rq, s->id, ptok, codei, &out[i], &errs[i]) == 0) continue;
+      asbi_log("sandbox %s: fork %d of %d: %s; booting it fresh on the files instead", s->id, i + 1,
+               count, errs[i].message);
+      eng_err_clear(&errs[i]);
+    }
+    if (sandboxes_create(e, &rq, &out[i], &errs[i])) {
+      out[i] = NULL;
+      continue;
+    }
+    pthread_mutex_lock(&out[i]->mu);
+    snprintf(out[i]->fork_mode, sizeof out[i]->fork_mode, "files");
+    pthread_mutex_unlock(&out[i]->mu);
+    reg_save(e, out[i]);
   }
+  if (dumped) asbe_fork_images_drop(e->iso, s->id);
   if (have_pol) asbn_policy_free(&pol);
   cJSON_Delete(meta);
   cJSON_Delete(env);

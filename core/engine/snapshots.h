@@ -25,6 +25,14 @@ const char *snapshots_name_invalid(const char *name);
  * ENG_EINTERNAL. */
 int snapshots_take(engine *e, sbx *s, const char *name, int hidden, template_info **out,
                    eng_err *err);
+/* snapshots_take, and with dump (a fork's, on an engine with criu) the
+ * running s's processes dumped in the same freeze that copies its files
+ * (asbe_sandbox_checkpoint_fork; s is off its network link and the
+ * engine's connections to it are ended meanwhile, as for a --pause-criu
+ * pause): *dumped 1 if that worked (drop the images with
+ * asbe_fork_images_drop), else 0 with why in dwhy (dwl bytes). */
+int snapshots_take_ex(engine *e, sbx *s, const char *name, int hidden, int dump, int *dumped,
+                      char *dwhy, size_t dwl, template_info **out, eng_err *err);
 /* The snapshots (not hidden) whose source is sandbox_id (NULL: any) and
  * that name matches (NULL: any; a name or id, "name:default" and
  * "namespace/name" forms too), ordered by id, after the id `after` (NULL:
@@ -33,11 +41,14 @@ int snapshots_take(engine *e, sbx *s, const char *name, int hidden, template_inf
 template_info **snapshots_list(engine *e, const char *sandbox_id, const char *name,
                                const char *after, size_t limit, size_t *n, int *more);
 /* Forks s: one hidden snapshot, count sandboxes from it (with s's
- * metadata, env vars and network policy, lifetime timeout_s). out[i] is
+ * metadata, env vars and network policy, lifetime timeout_s). With
+ * processes, on an engine with criu (--pause-criu) and s running: each
+ * fork gets s's processes and memory too (forkMode "processes"), or boots
+ * fresh on the files when that fails ("files", logged why). out[i] is
  * the i-th new sandbox (referenced: reg_put) or NULL with errs[i] why. 0,
  * or -1 with err before any fork was tried (ENG_ECONFLICT: s is paused). */
-int snapshots_fork(engine *e, sbx *s, int timeout_s, int count, sbx **out, eng_err *errs,
-                   eng_err *err);
+int snapshots_fork(engine *e, sbx *s, int timeout_s, int count, int processes, sbx **out,
+                   eng_err *errs, eng_err *err);
 /* Deletes the hidden (fork) snapshots no sandbox uses any more, and the
  * files of snapshots deleted while in use that nothing uses now. */
 void snapshots_gc(engine *e);

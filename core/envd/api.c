@@ -104,6 +104,7 @@ static struct MHD_Response *init_done(envd_hreq *r, unsigned *status) {
     return init_reply(400, NULL);
   }
   envd_init in = {tok ? tok->valuestring : NULL,
+                  envd_hdr(r, "X-Access-Token"),
                   du ? du->valuestring : NULL,
                   dw ? dw->valuestring : NULL,
                   envs,

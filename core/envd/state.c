@@ -146,10 +146,14 @@ void envd_state_free(void) {
 int envd_state_init(const envd_init *in) {
   pthread_mutex_lock(&g_envd.init_lock);
   /* E2B's guard: once a token is set, only the same token may re-init
-   * (without MMDS there is no other source of truth). */
+   * (without MMDS there is no other source of truth). A rotation: the
+   * current token in the header, a new one in the body. */
   char *cur = envd_token();
   const char *reqtok = in->access_token && in->access_token[0] ? in->access_token : NULL;
-  if (cur && !(reqtok && asbi_httpd_token_eq(cur, reqtok))) {
+  const char *auth = in->auth_token && in->auth_token[0] ? in->auth_token : NULL;
+  int same = reqtok && cur && asbi_httpd_token_eq(cur, reqtok);
+  int rotate = reqtok && cur && auth && asbi_httpd_token_eq(cur, auth);
+  if (cur && !same && !rotate) {
     free(cur);
     pthread_mutex_unlock(&g_envd.init_lock);
     return reqtok ? ENVD_INIT_BAD_TOKEN : ENVD_INIT_RESET_DENIED;

@@ -67,7 +67,10 @@ uint64_t envd_env_gen(void);
 cJSON *envd_env_json(void);
 /* What a POST /init asks for (strings NULL or "" = not given). */
 typedef struct envd_init {
-  const char *access_token;    /* the new token; none = no token */
+  const char *access_token; /* the new token; none = no token */
+  /* the request's X-Access-Token: the current token there lets the body
+   * set another (a rotation); NULL or "" = none */
+  const char *auth_token;
   const char *default_user;    /* none = unchanged */
   const char *default_workdir; /* none = unchanged */
   const cJSON *env_vars;       /* replaces the /init variables; NULL = kept */
@@ -82,8 +85,12 @@ enum {
   ENVD_INIT_RESET_DENIED = -2, /* a token is set and this /init has none */
 };
 /* Applies an /init as E2B's envd does: once a token is set, only an /init
- * carrying the same token may change anything (including the token). One
- * of the ENVD_INIT_ values. */
+ * carrying the same token may change anything. Ours on top: one that
+ * authenticates with the current token in X-Access-Token (auth_token) may
+ * set a new, non-empty one in its body (the engine's rotation after a
+ * fork restores a sandbox's envd with its parent's token); without the
+ * header, or with another token there, E2B's guard holds as it is. One of
+ * the ENVD_INIT_ values. */
 int envd_state_init(const envd_init *in);
 /* Frees what the state holds and empties it (at exit). */
 void envd_state_free(void);

@@ -43,6 +43,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/syscall.h>
@@ -59,20 +60,23 @@
 #define CKPT_DONE "complete"
 #define CKPT_EXT "externals"
 #define CKPT_PID "restored.pid"
+/* a running sandbox's images for its forks, and whose they are */
+#define FORK_DIR "fork-checkpoint"
+#define FORK_SRC "source"
 
 /* ---- where the images go ------------------------------------------------- */
 
-/* An fd of <dir>/checkpoint (made 0700 if create), never a symlink,
- * root's, readable by its group at most (while a restore reads it). */
-static int ckpt_open(const char *dir, int create) {
+/* An fd of <dir>/<name> (made 0700 if create), never a symlink, root's,
+ * readable by its group at most (while a restore reads it). */
+static int ckpt_open_named(const char *dir, const char *name, int create) {
   int d = open(dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (d < 0) return -errno;
-  if (create && mkdirat(d, CKPT_DIR, 0700) < 0 && errno != EEXIST) {
+  if (create && mkdirat(d, name, 0700) < 0 && errno != EEXIST) {
     int r = -errno;
     close(d);
     return r;
   }
-  int fd = openat(d, CKPT_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  int fd = openat(d, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   int r = fd < 0 ? -errno : fd;
   close(d);
   if (r >= 0) {
@@ -83,6 +87,11 @@ static int ckpt_open(const char *dir, int create) {
     }
   }
   return r;
+}
+
+/* <dir>/checkpoint: a pause's, or a fork's images moved to this sandbox */
+static int ckpt_open(const char *dir, int create) {
+  return ckpt_open_named(dir, CKPT_DIR, create);
 }
 
 int asbe_paused_checkpointed(asbe_engine *e, const char *id) {
@@ -521,36 +530,62 @@ static void ckpt_release(asbe_engine *e, uint64_t need) {
   pthread_mutex_unlock(&e->lock);
 }
 
-static int dump_run(asbe_sandbox *sb, const char *criu, int dfd, uint64_t need);
+static int dump_run(asbe_sandbox *sb, const char *criu, int dfd, uint64_t need, int live,
+                    const char *freezer);
 
-int asbe__criu_dump(asbe_sandbox *sb, const char *criu) {
+/* live 0: a pause's dump into <dir>/checkpoint (criu leaves the tasks
+ * stopped, the stop that follows ends them). live 1: a fork's, into
+ * <dir>/fork-checkpoint, of a sandbox the caller froze: criu seizes its
+ * tasks through the frozen freezer cgroup (--freeze-cgroup: it thaws the
+ * cgroup once they are all ptrace-stopped, and freezes it again before it
+ * lets them go, as it found it), and leaves them running. Either needs
+ * room on the state filesystem first (ckpt_reserve). */
+static int dump_impl(asbe_sandbox *sb, const char *criu, int live) {
   asbe__clear_error();
   if (sb->dead || !asbe_sandbox_alive(sb))
     return asbe__fail(-ESRCH, "sandbox %s is not running", sb->id);
   if (sb->disk_tmpfs)
     return asbe__fail(-EOPNOTSUPP, "sandbox %s: a tmpfs writable layer is no disk to checkpoint to",
                       sb->id);
-  if (sb->frozen) return asbe__fail(-EBUSY, "sandbox %s is frozen", sb->id);
-  asbe_paused_checkpoint_drop(sb->e, sb->id); /* an earlier, used one */
-  int dfd = ckpt_open(sb->dir, 1);
-  if (dfd < 0) return asbe__fail(dfd, "sandbox %s: %s/%s", sb->id, sb->dir, CKPT_DIR);
+  if (!live && sb->frozen) return asbe__fail(-EBUSY, "sandbox %s is frozen", sb->id);
+  if (live && !sb->frozen) return asbe__fail(-EBUSY, "sandbox %s is not frozen", sb->id);
+  const char *dname = live ? FORK_DIR : CKPT_DIR;
+  char freezer[PATH_MAX] = "";
+  if (live) {
+    /* the one asbe__cg_freeze froze: v2's core files, else v1's freezer */
+    static const unsigned want[] = {ASBE_CG_CORE, ASBE_CG_FREEZER};
+    for (int w = 0; w < 2 && !freezer[0]; w++)
+      for (int i = 0; i < sb->cg.n && !freezer[0]; i++)
+        if (sb->cg.h[i].ctrl & want[w])
+          asbe__cg_path(&sb->cg, i, sb->id, ASBE_CGW_SB, freezer, sizeof freezer);
+    if (!freezer[0]) return asbe__fail(-ENOTSUP, "sandbox %s: no freezer cgroup", sb->id);
+    asbe_fork_images_drop(sb->e, sb->id); /* an earlier fork's */
+  } else {
+    asbe_paused_checkpoint_drop(sb->e, sb->id); /* an earlier, used one */
+  }
+  int dfd = ckpt_open_named(sb->dir, dname, 1);
+  if (dfd < 0) return asbe__fail(dfd, "sandbox %s: %s/%s", sb->id, sb->dir, dname);
   uint64_t need = 0;
   int r = ckpt_reserve(sb, dfd, &need);
   if (r < 0) {
     close(dfd);
     char msg[512];
     asbe__save_error(msg, sizeof msg);
-    asbe_paused_checkpoint_drop(sb->e, sb->id);
+    if (live)
+      asbe_fork_images_drop(sb->e, sb->id);
+    else
+      asbe_paused_checkpoint_drop(sb->e, sb->id);
     asbe__restore_error(msg);
     return r;
   }
-  r = dump_run(sb, criu, dfd, need);
+  r = dump_run(sb, criu, dfd, need, live, freezer);
   ckpt_release(sb->e, need);
   return r;
 }
 
-/* The dump itself, in dfd; need: the bytes it may write. */
-static int dump_run(asbe_sandbox *sb, const char *criu, int dfd, uint64_t need) {
+/* The dump itself, in dfd (closed here); need: the bytes it may write. */
+static int dump_run(asbe_sandbox *sb, const char *criu, int dfd, uint64_t need, int live,
+                    const char *freezer) {
   char path[64], mi[65536];
   snprintf(path, sizeof path, "/proc/%d/mountinfo", (int)sb->pid);
   ssize_t n = asbe__read_small(path, mi, sizeof mi);
@@ -619,9 +654,17 @@ static int dump_run(asbe_sandbox *sb, const char *criu, int dfd, uint64_t need) 
   av_add(&a, "--tcp-established");
   av_add(&a, "--network-lock");
   av_add(&a, "skip");
-  /* the tasks stay stopped after the dump, for the ghost check below;
-   * the stop that follows kills them */
-  av_add(&a, "--leave-stopped");
+  if (live) {
+    /* they go on; frozen still (criu restores the freezer's state), so
+     * the ghost check below sees them as the images do */
+    av_add(&a, "--leave-running");
+    av_add(&a, "--freeze-cgroup");
+    av_add(&a, freezer);
+  } else {
+    /* the tasks stay stopped after the dump, for the ghost check below;
+     * the stop that follows kills them */
+    av_add(&a, "--leave-stopped");
+  }
   int r = 0;
   int64_t limit = criu_limit_ms(sb->e, need);
   if (!ext.data) r = asbe__fail(-ENOMEM, "sandbox %s: checkpoint", sb->id);
@@ -649,7 +692,7 @@ static int dump_run(asbe_sandbox *sb, const char *criu, int dfd, uint64_t need) 
     } else {
       char why[PATH_MAX + 128] = "";
       if (ghosts_ok(sb->pid, 0, why, sizeof why) < 0) {
-        tree_cont(sb->pid, 0);
+        if (!live) tree_cont(sb->pid, 0);
         r = asbe__fail(-EPERM,
                        "sandbox %s: not checkpointed: %s (criu would make it again as root on "
                        "that path)",
@@ -659,6 +702,16 @@ static int dump_run(asbe_sandbox *sb, const char *criu, int dfd, uint64_t need) 
   }
   asbi_buf_free(&ext);
   av_free(&a);
+  if (r == 0 && live) {
+    /* whose images they are: the forks' restores move them to their own
+     * id and uid slot */
+    char src[128];
+    int n2 = snprintf(src, sizeof src, "%s %u\n", sb->id, (unsigned)sb->host_uid);
+    int sfd = openat(dfd, FORK_SRC, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (sfd < 0 || write(sfd, src, (size_t)n2) != n2)
+      r = asbe__failerr("sandbox %s: write %s", sb->id, FORK_SRC);
+    if (sfd >= 0) close(sfd);
+  }
   if (r == 0) {
     /* the images on the disk before anything says they are complete */
     int done = openat(dfd, CKPT_DONE, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
@@ -667,6 +720,13 @@ static int dump_run(asbe_sandbox *sb, const char *criu, int dfd, uint64_t need) 
     if (done >= 0) close(done);
   }
   close(dfd);
+  if (r < 0 && live) {
+    char msg[512];
+    asbe__save_error(msg, sizeof msg);
+    asbe_fork_images_drop(sb->e, sb->id);
+    asbe__restore_error(msg);
+    return r;
+  }
   if (r < 0) {
     char msg[512];
     asbe__save_error(msg, sizeof msg);
@@ -681,6 +741,237 @@ static int dump_run(asbe_sandbox *sb, const char *criu, int dfd, uint64_t need) 
     return r;
   }
   return 0;
+}
+
+int asbe__criu_dump(asbe_sandbox *sb, const char *criu) {
+  return dump_impl(sb, criu, 0);
+}
+
+int asbe_sandbox_checkpoint_fork(asbe_sandbox *sb, const char *criu) {
+  return dump_impl(sb, criu, 1);
+}
+
+int asbe_fork_images_drop(asbe_engine *e, const char *id) {
+  asbe__clear_error();
+  char dir[PATH_MAX];
+  snprintf(dir, sizeof dir, "%s/%s/%s", e->sandboxes_dir, id, FORK_DIR);
+  int r = asbe__rm_rf(dir);
+  return r < 0 && r != -ENOENT ? asbe__fail(r, "remove %s", dir) : 0;
+}
+
+/* ---- a fork's images ------------------------------------------------------ */
+
+/* Just enough protobuf for criu's userns image (message userns_entry {
+ * repeated uid_gid_extent uid_map = 1; repeated uid_gid_extent gid_map =
+ * 2; }, uid_gid_extent { uint32 first = 1, lower_first = 2, count = 3 }).
+ * Hand-written: Debian ships no descriptors of criu's images (libprotobuf-c
+ * would need criu's .proto compiled in; crit needs python3-protobuf and
+ * criu's pycriu), and these are three varints. */
+static int pb_varint(const unsigned char *p, size_t n, size_t *at, uint64_t *v) {
+  *v = 0;
+  for (int sh = 0; sh < 64 && *at < n; sh += 7) {
+    unsigned char c = p[(*at)++];
+    *v |= (uint64_t)(c & 0x7f) << sh;
+    if (!(c & 0x80)) return 0;
+  }
+  return -EPROTO;
+}
+
+static void pb_put_varint(asbi_buf *b, uint64_t v) {
+  unsigned char c[10];
+  size_t k = 0;
+  do {
+    c[k] = (unsigned char)(v & 0x7f);
+    v >>= 7;
+    if (v) c[k] |= 0x80;
+    k++;
+  } while (v);
+  asbi_buf_append(b, c, k);
+}
+
+/* One uid_gid_extent, its lower_first in [from, from + ASBE_UID_RANGE)
+ * moved to the same offset from `to`; re-encoded into out. */
+static int pb_extent(const unsigned char *p, size_t n, uid_t from, uid_t to, asbi_buf *out) {
+  uint64_t f[4] = {0, 0, 0, 0};
+  int seen = 0;
+  for (size_t at = 0; at < n;) {
+    uint64_t key, v;
+    if (pb_varint(p, n, &at, &key) < 0 || (key & 7) != 0 || (key >> 3) < 1 || (key >> 3) > 3 ||
+        pb_varint(p, n, &at, &v) < 0)
+      return -EPROTO;
+    f[key >> 3] = v;
+    seen |= 1 << (key >> 3);
+  }
+  if (seen != 0xe) return -EPROTO;
+  if (f[2] >= from && f[2] < (uint64_t)from + ASBE_UID_RANGE) f[2] = f[2] - from + to;
+  for (int i = 1; i <= 3; i++) {
+    pb_put_varint(out, (uint64_t)i << 3);
+    pb_put_varint(out, f[i]);
+  }
+  return 0;
+}
+
+/* A userns image (two magics, then entries of a u32 size and a
+ * userns_entry) with its maps moved from the uid slot `from` to `to`. */
+static int rewrite_userns(const unsigned char *in, size_t n, uid_t from, uid_t to, asbi_buf *out) {
+  if (n < 8) return -EPROTO;
+  asbi_buf_append(out, in, 8);
+  for (size_t at = 8; at < n;) {
+    uint32_t sz;
+    if (n - at < 4) return -EPROTO;
+    memcpy(&sz, in + at, 4);
+    at += 4;
+    if (sz > n - at) return -EPROTO;
+    const unsigned char *m = in + at;
+    asbi_buf msg = ASBI_BUF_INIT;
+    int r = 0;
+    for (size_t k = 0; k < sz && r == 0;) {
+      uint64_t key, len;
+      if (pb_varint(m, sz, &k, &key) < 0 || (key & 7) != 2 ||
+          ((key >> 3) != 1 && (key >> 3) != 2) || pb_varint(m, sz, &k, &len) < 0 || len > sz - k) {
+        r = -EPROTO;
+        break;
+      }
+      asbi_buf ext = ASBI_BUF_INIT;
+      r = pb_extent(m + k, (size_t)len, from, to, &ext);
+      k += (size_t)len;
+      if (r == 0) {
+        pb_put_varint(&msg, key);
+        pb_put_varint(&msg, ext.len);
+        asbi_buf_append(&msg, ext.data, ext.len);
+      }
+      asbi_buf_free(&ext);
+    }
+    at += sz;
+    uint32_t nsz = (uint32_t)msg.len;
+    if (r == 0) {
+      asbi_buf_append(out, &nsz, 4);
+      if (msg.len) asbi_buf_append(out, msg.data, msg.len);
+    }
+    asbi_buf_free(&msg);
+    if (r < 0) return r;
+  }
+  return out->data ? 0 : -ENOMEM;
+}
+
+/* Every occurrence of the parent's id replaced by the fork's (same
+ * length: the protobuf lengths stay right). The cgroup image names the
+ * id in every path, the uts image's hostname is it. */
+static int rewrite_id(const unsigned char *in, size_t n, const char *from, const char *to,
+                      asbi_buf *out) {
+  size_t il = strlen(from);
+  if (asbi_buf_append(out, in, n) < 0 || !out->data) return -ENOMEM;
+  unsigned char *p = (unsigned char *)out->data;
+  for (unsigned char *h = p; n >= il && (h = memmem(h, n - (size_t)(h - p), from, il));) {
+    memcpy(h, to, il);
+    h += il;
+  }
+  return 0;
+}
+
+static int has_prefix_suffix(const char *s, const char *pre, const char *suf) {
+  size_t n = strlen(s), pl = strlen(pre), sl = strlen(suf);
+  return n >= pl + sl && !strncmp(s, pre, pl) && !strcmp(s + n - sl, suf);
+}
+
+/* A fresh boot id for the fork (w/log/boot_id, as a boot writes it; the
+ * restore binds it over /proc/sys/kernel/random/boot_id). */
+static int fork_boot_id(int wfd) {
+  unsigned char b[16];
+  if (getrandom(b, sizeof b, 0) != (ssize_t)sizeof b) return -EIO;
+  b[6] = (unsigned char)((b[6] & 0x0f) | 0x40);
+  b[8] = (unsigned char)((b[8] & 0x3f) | 0x80);
+  char id[40];
+  int w = 0;
+  for (int i = 0; i < 16; i++) {
+    if (i == 4 || i == 6 || i == 8 || i == 10) id[w++] = '-';
+    w += snprintf(id + w, sizeof id - (size_t)w, "%02x", b[i]);
+  }
+  id[w++] = '\n';
+  int log = openat(wfd, "log", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (log < 0) return -errno;
+  int fd =
+      openat(log, ASBE_BOOT_ID_FILE, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0444);
+  int r = fd < 0 ? -errno : write(fd, id, (size_t)w) == w ? 0 : -EIO;
+  if (fd >= 0) close(fd);
+  close(log);
+  return r;
+}
+
+int asbe__criu_fork_images(asbe_sandbox *sb, const char *parent, int wfd) {
+  char pdir[PATH_MAX];
+  snprintf(pdir, sizeof pdir, "%s/%s", sb->e->sandboxes_dir, parent);
+  int pfd = ckpt_open_named(pdir, FORK_DIR, 0);
+  if (pfd < 0) return asbe__fail(pfd, "sandbox %s: no fork images of %s", sb->id, parent);
+  struct stat st;
+  char src[128] = "", pid_[64] = "";
+  unsigned from = 0;
+  int sfd = openat(pfd, FORK_SRC, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  ssize_t n = sfd < 0 ? -1 : read(sfd, src, sizeof src - 1);
+  if (sfd >= 0) close(sfd);
+  src[n > 0 ? n : 0] = '\0';
+  int r = 0;
+  if (fstatat(pfd, CKPT_DONE, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode) ||
+      sscanf(src, "%63s %u", pid_, &from) != 2 || strcmp(pid_, parent) || !from)
+    r = asbe__fail(-ENOENT, "sandbox %s: the fork images of %s are not complete", sb->id, parent);
+  else if (strlen(parent) != strlen(sb->id))
+    r = asbe__fail(-EINVAL, "sandbox %s: ids of another length than %s's", sb->id, parent);
+  int dfd = r < 0 ? -1 : ckpt_open(sb->dir, 1);
+  if (r == 0 && dfd < 0) r = asbe__fail(dfd, "sandbox %s: %s/%s", sb->id, sb->dir, CKPT_DIR);
+  int dd = r == 0 ? dup(pfd) : -1;
+  DIR *d = dd >= 0 ? fdopendir(dd) : NULL;
+  if (r == 0 && !d) r = asbe__failerr("sandbox %s: read the fork images", sb->id);
+  struct dirent *de;
+  while (r == 0 && (de = readdir(d))) {
+    const char *nm = de->d_name;
+    if (nm[0] == '.' || !strcmp(nm, FORK_SRC) || !strcmp(nm, CKPT_DONE) || !strcmp(nm, CKPT_PID) ||
+        has_prefix_suffix(nm, "", ".log"))
+      continue;
+    if (fstatat(pfd, nm, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode)) continue;
+    int uns = has_prefix_suffix(nm, "userns-", ".img");
+    int ids = !strcmp(nm, "cgroup.img") || has_prefix_suffix(nm, "utsns-", ".img");
+    if (!uns && !ids) {
+      /* the rest as it is: linked, not copied (the memory pages are the
+       * most of it; the restore only reads them) */
+      if (linkat(pfd, nm, dfd, nm, 0) < 0) r = asbe__failerr("sandbox %s: link %s", sb->id, nm);
+      continue;
+    }
+    asbi_buf in = ASBI_BUF_INIT, out = ASBI_BUF_INIT;
+    char path[PATH_MAX + 300];
+    snprintf(path, sizeof path, "%s/%s/%s", pdir, FORK_DIR, nm);
+    if (asbi_buf_read_file(&in, path, 16u << 20) < 0) {
+      r = asbe__failerr("sandbox %s: read %s", sb->id, nm);
+    } else {
+      r = uns ? rewrite_userns((const unsigned char *)in.data, in.len, from, sb->host_uid, &out)
+              : rewrite_id((const unsigned char *)in.data, in.len, parent, sb->id, &out);
+      if (r < 0) r = asbe__fail(r, "sandbox %s: rewrite %s of %s's images", sb->id, nm, parent);
+    }
+    if (r == 0) {
+      int fd = openat(dfd, nm, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+      if (fd < 0 || write(fd, out.data, out.len) != (ssize_t)out.len)
+        r = asbe__failerr("sandbox %s: write %s", sb->id, nm);
+      if (fd >= 0) close(fd);
+    }
+    asbi_buf_free(&in);
+    asbi_buf_free(&out);
+  }
+  if (d)
+    closedir(d);
+  else if (dd >= 0)
+    close(dd);
+  if (r == 0 && (r = fork_boot_id(wfd)) < 0) r = asbe__fail(r, "sandbox %s: its boot id", sb->id);
+  /* the mountpoint a boot makes in /run/asb (child.c) for the cgroup
+   * tmpfs the images hold; a fork's run/ is new */
+  if (r == 0 && mkdirat(wfd, "run/cgroup", 0755) < 0 && errno != EEXIST)
+    r = asbe__failerr("sandbox %s: /run/asb/cgroup", sb->id);
+  if (r == 0) {
+    int done = openat(dfd, CKPT_DONE, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (done < 0) r = asbe__failerr("sandbox %s: record the checkpoint", sb->id);
+    if (done >= 0) close(done);
+  }
+  if (dfd >= 0) close(dfd);
+  close(pfd);
+  return r;
 }
 
 /* ---- restore ------------------------------------------------------------- */

@@ -279,8 +279,23 @@ typedef struct asbe_sandbox_spec {
   const char *extra_ca_pem;
   /* With resume: the criu binary that restores the checkpoint
    * asbe_sandbox_checkpoint wrote (its processes and memory), instead of
-   * a boot. NULL = boot. A failure leaves it paused, the checkpoint kept. */
+   * a boot. NULL = boot. A failure leaves it paused, the checkpoint kept.
+   * With fork_of: the criu that restores the fork's images. */
   const char *criu;
+  /* With criu, not resume: a new sandbox whose processes and memory are
+   * those asbe_sandbox_checkpoint_fork took of the sandbox of this id (the
+   * same length of id), moved to the new sandbox's id (cgroups, hostname)
+   * and uid slot, with a boot id of its own; restored instead of booted.
+   * Its template must hold that sandbox's files of the same instant (a
+   * layer of the copy taken in that freeze). Its network, envd's token and
+   * whatever else names the parent are the caller's to change. A failure
+   * leaves nothing, as any failed create. */
+  const char *fork_of;
+  /* Files put into /run/asb (run/ of the writable layer) before anything
+   * starts or is restored: name, content pairs, NULL-ended (a name is one
+   * path component). Each replaces what is at its name; the sandbox's
+   * root's (its host uid), 0600. NULL = none. */
+  const char *const *run_files;
 } asbe_sandbox_spec;
 
 /* Creates and starts a sandbox. Transactional: on failure nothing is left
@@ -309,6 +324,18 @@ int asbe_sandbox_stop(asbe_sandbox *sb);
  * nothing of the engine's connected to it. Restore it with
  * asbe_sandbox_create, spec.resume and spec.criu. */
 int asbe_sandbox_checkpoint(asbe_sandbox *sb, const char *criu);
+/* A fork with its processes: criu dumps every process of the RUNNING
+ * sandbox, which the caller froze (asbe_sandbox_freeze) and took off its
+ * network link as for asbe_sandbox_checkpoint, into <dir>/fork-checkpoint
+ * (root only, 0700), and leaves them running, still frozen (the caller
+ * thaws): a copy of its files the caller takes in the same freeze
+ * (asbe_sandbox_export_live) is of the instant of the images. New
+ * sandboxes are made from them with asbe_sandbox_create, spec.criu and
+ * spec.fork_of; asbe_fork_images_drop removes them. On failure it runs
+ * as before (frozen), no images kept. */
+int asbe_sandbox_checkpoint_fork(asbe_sandbox *sb, const char *criu);
+/* Removes the images asbe_sandbox_checkpoint_fork took of sandbox id. */
+int asbe_fork_images_drop(asbe_engine *e, const char *id);
 /* 1 if the paused sandbox `id` has a complete checkpoint. */
 int asbe_paused_checkpointed(asbe_engine *e, const char *id);
 /* Removes its checkpoint (after a restore, or to boot it instead). */

@@ -336,6 +336,11 @@ int asbe__run_open(asbe_sandbox *sb, const char *name, mode_t type);
  * sandbox then as criu left it (asbe_sandbox_checkpoint stops it). On a
  * failure it runs as before, or, if criu stopped it, is dead. */
 int asbe__criu_dump(asbe_sandbox *sb, const char *criu);
+/* The images asbe_sandbox_checkpoint_fork took of the sandbox `parent`,
+ * made the new sandbox sb's checkpoint (its own id in the cgroup and uts
+ * images, its uid slot in the userns image; the rest linked), and a boot
+ * id of its own on its writable layer wfd. 0 or -errno, message set. */
+int asbe__criu_fork_images(asbe_sandbox *sb, const char *parent, int wfd);
 /* A user namespace mapping 0 to host_uid (ASBE_UID_RANGE ids): an fd, or -errno. */
 int asbe__criu_userns(uid_t host_uid);
 /* Restores sb's checkpoint: wfd its writable layer, the detached mounts

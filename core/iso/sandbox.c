@@ -399,6 +399,38 @@ static int prep_writable(int mfd, uid_t uid) {
  * and reads through it; a restarted one gets it back from the init
  * (pidfd_getfd) and checks it is the same inode. Owned by root inside, who
  * may write to it through /proc/1/fd/1 as before. */
+/* spec->run_files into run/ of the writable layer: each a new file renamed
+ * over what the sandbox may have left at its name (never followed). */
+static int put_run_files(int mfd, uid_t uid, const char *const *rf) {
+  if (!rf) return 0;
+  int run = openat(mfd, "run", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (run < 0) return asbe__failerr("run/ on the writable layer");
+  int r = 0;
+  for (size_t i = 0; r == 0 && rf[i] && rf[i + 1]; i += 2) {
+    const char *name = rf[i], *data = rf[i + 1];
+    char tmp[300];
+    if (!*name || strchr(name, '/') || !strcmp(name, ".") || !strcmp(name, "..") ||
+        (size_t)snprintf(tmp, sizeof tmp, ".%s.asb-new", name) >= sizeof tmp) {
+      r = asbe__fail(-EINVAL, "run file name \"%s\"", name);
+      break;
+    }
+    unlinkat(run, tmp, 0);
+    int fd = openat(run, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    size_t len = strlen(data);
+    if (fd < 0 || write(fd, data, len) != (ssize_t)len || fchown(fd, uid, uid) < 0) {
+      r = asbe__failerr("/run/asb/%s on the writable layer", name);
+    } else if (renameat(run, tmp, run, name) < 0) {
+      /* a dir the sandbox made there: it goes (only if empty) */
+      if (unlinkat(run, name, AT_REMOVEDIR) < 0 || renameat(run, tmp, run, name) < 0)
+        r = asbe__failerr("/run/asb/%s on the writable layer", name);
+    }
+    if (fd >= 0) close(fd);
+    if (r < 0) unlinkat(run, tmp, 0);
+  }
+  close(run);
+  return r;
+}
+
 static int open_log(int mfd, uid_t uid, dev_t *dev, ino_t *ino) {
   int fd =
       openat(mfd, "log/agent.log", O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
@@ -737,7 +769,9 @@ int asbe_sandbox_create(asbe_engine *e, const asbe_sandbox_spec *spec, asbe_sand
     r = asbe__disk_take(e, spec->disk_bytes, path, &wfd);
   }
   if (r < 0) goto fail;
-  if ((r = prep_writable(wfd, sb->host_uid)) < 0) goto fail;
+  if ((r = prep_writable(wfd, sb->host_uid)) < 0 ||
+      (r = put_run_files(wfd, sb->host_uid, spec->run_files)) < 0)
+    goto fail;
   {
     struct stat ws;
     if (fstatat(wfd, "run", &ws, AT_SYMLINK_NOFOLLOW) < 0) {
@@ -758,7 +792,10 @@ int asbe_sandbox_create(asbe_engine *e, const asbe_sandbox_spec *spec, asbe_sand
   have_cg = 1;
   if ((r = asbe__cg_create(&sb->cg, sb->id, &lim, sb->host_uid)) < 0) goto fail;
 
-  if (spec->resume && spec->criu) {
+  int forking = spec->criu && spec->fork_of && !spec->resume;
+  /* a fork: another sandbox's images, made this one's checkpoint */
+  if (forking && (r = asbe__criu_fork_images(sb, spec->fork_of, wfd)) < 0) goto fail;
+  if ((spec->resume && spec->criu) || forking) {
     /* its checkpoint restored (criu.c): the same processes and memory */
     if ((userns = asbe__criu_userns(sb->host_uid)) < 0) {
       r = asbe__fail(userns, "sandbox %s: a user namespace of its slot", sb->id);
@@ -776,6 +813,13 @@ int asbe_sandbox_create(asbe_engine *e, const asbe_sandbox_spec *spec, asbe_sand
     nfds = 0;
     close(wfd);
     wfd = -1;
+    /* a fork's images are the parent's: gone once read (the fail path
+     * removes the whole dir); criu may have restored the parent's
+     * freezer state, frozen for the dump */
+    if (forking && r == 0) {
+      asbe_paused_checkpoint_drop(e, sb->id);
+      r = asbe__cg_freeze(&sb->cg, sb->id, 0);
+    }
     if (r < 0) goto fail;
     sb->pidfd = (int)syscall(SYS_pidfd_open, sb->pid, 0);
     pid_t ppid = 0;

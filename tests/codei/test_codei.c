@@ -1,7 +1,8 @@
 /* The code interpreter server against the C client library (E2B debug mode)
  * and raw HTTP: state, contexts, rich results, errors, streaming,
  * interrupts, dead kernels, huge output, env vars, javascript, bash and java,
- * restart/remove, bad input and auth. SPDX-License-Identifier: Apache-2.0 */
+ * restart/remove, bad input and auth (also from a token file). SPDX-License-Identifier: Apache-2.0
+ */
 #include <agentsandbox.h>
 #include <curl/curl.h>
 #include <errno.h>
@@ -18,6 +19,9 @@
 /* The traffic token is given as its SHA-256 (what the engine does). */
 #define TRAFFIC_TOKEN "traffic-s3cret"
 #define TRAFFIC_SHA256 "bc65b6407c2580e3e9d14a1c5c1fec49d416bb1e7d65e32e18e673226d6dc850"
+/* SHA-256 of TOKEN and of "fork-token" (--token-file takes hashes) */
+#define TOKEN_SHA256 "d46b074c3deaa64fe087755c1584be1e49deff277ebb8178ad6d5332336700d0"
+#define FORK_SHA256 "5093071c66cfba90de5e4bf4e9d25ee7b2e2fdda0512e53311839b2971eab7c4"
 
 static codei_fixture F;
 static asb_client *C;
@@ -744,6 +748,57 @@ TEST(access_token) {
   asb_client_free(c2);
 }
 
+/* Replaces the file at path with data (a new file renamed over it, as the
+ * engine writes it). */
+static void put_tokens(const char *path, const char *data) {
+  char tmp[700];
+  snprintf(tmp, sizeof tmp, "%s.new", path);
+  FILE *f = fopen(tmp, "w");
+  REQUIRE(f && fputs(data, f) >= 0 && fclose(f) == 0);
+  REQUIRE(rename(tmp, path) == 0);
+}
+
+/* --token-file (what the engine passes): the hashes come from the file and
+ * are read again for every request, so an interpreter restored in a
+ * fork from its parent's memory takes the fork's tokens from the fork's
+ * file and refuses the parent's. No file, or one it cannot parse: every
+ * route but /health refused. */
+TEST(token_file_is_read_again) {
+  char tf[600];
+  snprintf(tf, sizeof tf, "%s/codei-tokens", TMPD);
+  unlink(tf);
+  const char *args[] = {"--token-file", tf, "--no-default-context", "--cwd", TMPD, NULL};
+  codei_fixture g, saved = F;
+  REQUIRE(codei_start(&g, args, NULL) == 0);
+  F = g; /* http() talks to F */
+  CHECK_INT(http("GET", "/health", NULL, 0, NULL).status, 200);
+  CHECK_INT(http("GET", "/contexts", NULL, 0, TOKEN).status, 401);
+  CHECK_INT(http("GET", "/contexts", NULL, 0, NULL).status, 401);
+  put_tokens(tf, "access " TOKEN_SHA256 "\ntraffic " TRAFFIC_SHA256 "\n");
+  CHECK_INT(http("GET", "/contexts", NULL, 0, TOKEN).status, 200);
+  CHECK_INT(http("GET", "/contexts", NULL, 0, "fork-token").status, 401);
+  g_header = "E2B-Traffic-Access-Token: " TRAFFIC_TOKEN;
+  CHECK_INT(http("GET", "/contexts", NULL, 0, NULL).status, 200);
+  g_header = NULL;
+  /* the fork's file: the parent's tokens refused from the next request on */
+  put_tokens(tf, "access " FORK_SHA256 "\n");
+  CHECK_INT(http("GET", "/contexts", NULL, 0, TOKEN).status, 401);
+  CHECK_INT(http("GET", "/contexts", NULL, 0, "fork-token").status, 200);
+  g_header = "E2B-Traffic-Access-Token: " TRAFFIC_TOKEN;
+  CHECK_INT(http("GET", "/contexts", NULL, 0, NULL).status, 401);
+  g_header = NULL;
+  /* unparsable, then gone: nothing is accepted */
+  put_tokens(tf, "access not-a-hash\n");
+  CHECK_INT(http("GET", "/contexts", NULL, 0, "fork-token").status, 401);
+  put_tokens(tf, "access " FORK_SHA256 "\n");
+  CHECK_INT(http("GET", "/contexts", NULL, 0, "fork-token").status, 200);
+  unlink(tf);
+  CHECK_INT(http("GET", "/contexts", NULL, 0, "fork-token").status, 401);
+  CHECK_INT(http("GET", "/health", NULL, 0, NULL).status, 200);
+  F = saved;
+  CHECK_INT(codei_stop(&g), 0);
+}
+
 /* Executions on one context queue; on different contexts they overlap. */
 typedef struct par {
   const char *ctx;
@@ -1034,6 +1089,7 @@ int main(int argc, char **argv) {
   RUN(restart_and_remove);
   RUN(bad_input);
   RUN(access_token);
+  RUN(token_file_is_read_again);
   RUN(concurrent_calls_queue_per_context);
   RUN(contexts_survive_a_server_restart);
   RUN(defaults_listed_and_waited_for_before_ready);

@@ -747,6 +747,48 @@ TEST(token_and_signatures) {
                     "X-Access-Token: s3cret\r\n", &r) == 0);
   CHECK(et_contains(&r, "dXNlcgo=")); /* "user\n": the new default */
   et_resp_free(&r);
+  /* rotation (a fork's envd): only with the current token in the header;
+   * after it the old token is refused everywhere, /init included */
+  const char *rot = "{\"accessToken\":\"n3w\"}";
+  REQUIRE(et_request(&c, "POST", "/init",
+                     "Content-Type: application/json\r\nX-Access-Token: wrong\r\n", rot,
+                     strlen(rot), &r) == 0);
+  CHECK_INT(r.status, 401);
+  et_resp_free(&r);
+  REQUIRE(et_request(&c, "POST", "/init",
+                     "Content-Type: application/json\r\nX-Access-Token: s3cret\r\n", rot,
+                     strlen(rot), &r) == 0);
+  CHECK_INT(r.status, 204);
+  et_resp_free(&r);
+  REQUIRE(et_request(&c, "GET", "/envs", "X-Access-Token: s3cret\r\n", NULL, 0, &r) == 0);
+  CHECK_INT(r.status, 401);
+  et_resp_free(&r);
+  REQUIRE(et_request(&c, "GET", "/envs", "X-Access-Token: n3w\r\n", NULL, 0, &r) == 0);
+  CHECK_INT(r.status, 200);
+  et_resp_free(&r);
+  /* signatures are keyed by the token: one made with the old token is refused */
+  sign("/etc/hostname", "read", "root", "s3cret", NULL, sig, sizeof sig);
+  snprintf(q, sizeof q, "/files?path=/etc/hostname&username=root&signature=%s", sig);
+  REQUIRE(et_request(&c, "GET", q, NULL, NULL, 0, &r) == 0);
+  CHECK_INT(r.status, 401);
+  et_resp_free(&r);
+  sign("/etc/hostname", "read", "root", "n3w", NULL, sig, sizeof sig);
+  snprintf(q, sizeof q, "/files?path=/etc/hostname&username=root&signature=%s", sig);
+  REQUIRE(et_request(&c, "GET", q, NULL, NULL, 0, &r) == 0);
+  CHECK_INT(r.status, 200);
+  et_resp_free(&r);
+  /* the right header and no new token: no reset */
+  REQUIRE(et_request(&c, "POST", "/init",
+                     "Content-Type: application/json\r\nX-Access-Token: n3w\r\n", "{}", 2,
+                     &r) == 0);
+  CHECK_INT(r.status, 401);
+  et_resp_free(&r);
+  const char *back = "{\"accessToken\":\"s3cret\"}";
+  REQUIRE(et_request(&c, "POST", "/init",
+                     "Content-Type: application/json\r\nX-Access-Token: s3cret\r\n", back,
+                     strlen(back), &r) == 0);
+  CHECK_INT(r.status, 401);
+  et_resp_free(&r);
   et_close(&c);
   CHECK_INT(et_stop(&T), 0);
 }

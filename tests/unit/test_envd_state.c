@@ -1,7 +1,7 @@
 /* Unit tests for envd's state (core/envd/state.c): the /init environment
  * variables next to envd's own, and /init itself — the token guard (only
- * the current token may re-init), timestamp order, what an /init changes
- * and what it leaves. SPDX-License-Identifier: Apache-2.0 */
+ * the current token may re-init), the authenticated rotation, timestamp
+ * order, what an /init changes and what it leaves. SPDX-License-Identifier: Apache-2.0 */
 #include <cjson/cJSON.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,13 +28,19 @@ static size_t env_count(void) {
   return n;
 }
 
-static int init_with(const char *tok, const char *user, const char *wd, const char *envs_json,
-                     int has_ts, int64_t ts) {
+/* An /init whose X-Access-Token header is auth (NULL: none). */
+static int init_auth(const char *auth, const char *tok, const char *user, const char *wd,
+                     const char *envs_json, int has_ts, int64_t ts) {
   cJSON *envs = envs_json ? cJSON_Parse(envs_json) : NULL;
-  envd_init in = {tok, user, wd, envs, has_ts, ts};
+  envd_init in = {tok, auth, user, wd, envs, has_ts, ts};
   int rc = envd_state_init(&in);
   cJSON_Delete(envs);
   return rc;
+}
+
+static int init_with(const char *tok, const char *user, const char *wd, const char *envs_json,
+                     int has_ts, int64_t ts) {
+  return init_auth(NULL, tok, user, wd, envs_json, has_ts, ts);
 }
 
 static void check_state(const char *tok, const char *user, const char *wd) {
@@ -124,6 +130,38 @@ TEST(init_timestamps) {
   CHECK_INT(init_with("t9", NULL, NULL, NULL, 1, 1), ENVD_INIT_BAD_TOKEN);
 }
 
+/* The rotation (a fork's envd restored with its parent's token): the
+ * current token in X-Access-Token, the new one in the body. Nothing else
+ * rotates it: a wrong header, no header, a header and no new token. */
+TEST(init_rotates_the_token_authenticated) {
+  envd_state_free();
+  g_envd.default_user = strdup("root");
+  CHECK_INT(init_with("parent", "user", "/home/user", "{\"P\":\"1\"}", 1, 100), ENVD_INIT_APPLIED);
+  /* a wrong or missing header: E2B's guard as before */
+  CHECK_INT(init_auth("guess", "fork", NULL, NULL, NULL, 0, 0), ENVD_INIT_BAD_TOKEN);
+  CHECK_INT(init_auth("", "fork", NULL, NULL, NULL, 0, 0), ENVD_INIT_BAD_TOKEN);
+  CHECK_INT(init_auth("fork", "fork", NULL, NULL, NULL, 0, 0), ENVD_INIT_BAD_TOKEN);
+  CHECK_INT(init_auth("paren", "fork", NULL, NULL, NULL, 0, 0), ENVD_INIT_BAD_TOKEN);
+  /* the right header but no new token: no reset */
+  CHECK_INT(init_auth("parent", NULL, NULL, NULL, NULL, 0, 0), ENVD_INIT_RESET_DENIED);
+  CHECK_INT(init_auth("parent", "", NULL, NULL, NULL, 0, 0), ENVD_INIT_RESET_DENIED);
+  check_state("parent", "user", "/home/user");
+  /* the rotation, with the fork's variables */
+  CHECK_INT(init_auth("parent", "fork", NULL, NULL, "{\"F\":\"2\"}", 0, 0), ENVD_INIT_APPLIED);
+  check_state("fork", "user", "/home/user");
+  CHECK(has_env("F=2") && !has_env("P=1"));
+  /* the old token is nobody's now: neither in the body nor in the header */
+  CHECK_INT(init_with("parent", "evil", NULL, NULL, 0, 0), ENVD_INIT_BAD_TOKEN);
+  CHECK_INT(init_auth("parent", "back", NULL, NULL, NULL, 0, 0), ENVD_INIT_BAD_TOKEN);
+  check_state("fork", "user", "/home/user");
+  /* the same token in the header and the body is an ordinary re-init */
+  CHECK_INT(init_auth("fork", "fork", "u2", NULL, NULL, 0, 0), ENVD_INIT_APPLIED);
+  check_state("fork", "u2", "/home/user");
+  /* a rotation keeps the timestamp order of what it applies */
+  CHECK_INT(init_auth("fork", "third", NULL, NULL, NULL, 1, 50), ENVD_INIT_STALE);
+  check_state("fork", "u2", "/home/user");
+}
+
 TEST(init_without_a_token_set) {
   envd_state_free(); /* a fresh state */
   CHECK_INT(init_with(NULL, "a", NULL, "{\"K\":\"v\"}", 0, 0), ENVD_INIT_APPLIED);
@@ -137,6 +175,7 @@ int main(void) {
   RUN(env_vars);
   RUN(init_sets_and_guards_the_token);
   RUN(init_timestamps);
+  RUN(init_rotates_the_token_authenticated);
   RUN(init_without_a_token_set);
   envd_state_free();
   TEST_MAIN_END();

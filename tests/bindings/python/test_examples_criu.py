@@ -1,6 +1,8 @@
 """examples/python/checkpoint.py against an engine of this file's own with
 --pause-criu (docs/lifecycle.md): pause_mode "checkpoint", and the restored
-process counts on (test_examples.py runs it without the option). Skips only
+process counts on (test_examples.py runs it without the option); and
+fork_processes.py (docs/snapshots.md): the fork's counter is the parent's
+process counting on. Skips only
 when no criu binary is found ($ASB_CRIU, else scripts/build-criu.sh's).
 SPDX-License-Identifier: Apache-2.0"""
 
@@ -35,3 +37,14 @@ def test_checkpoint_with_criu(criu_engine):
     assert "paused: paused pause mode checkpoint\n" in out
     assert out.endswith(": the same process counts on\n")
 
+
+
+FORK = EXAMPLE.parent / "fork_processes.py"
+
+
+def test_fork_keeps_processes_with_criu(criu_engine):
+    r = subprocess.run([sys.executable, str(FORK)], env=criu_engine.env(),
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, f"fork_processes.py failed:\n{r.stdout}\n{r.stderr}"
+    assert ": the parent's process counts on in the fork\n" in r.stdout
+    assert ": counts on\n" in r.stdout

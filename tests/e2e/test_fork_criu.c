@@ -1,0 +1,313 @@
+/* e2e.fork_criu: a fork of a running sandbox on an engine with
+ * --pause-criu keeps the parent's processes (docs/snapshots.md). A shell
+ * in the parent counts into /tmp/count (the number in its memory); after
+ * POST /sandboxes/{id}/fork the fork's shell goes on from the parent's
+ * number without a gap or a restart (the same process, the same memory),
+ * the parent keeps counting, forkMode is "processes", and the tokens are
+ * rotated: the parent's envd token is refused by the fork's envd and the
+ * fork's by the parent's; a code interpreter's kernel goes on in the fork,
+ * its interpreter taking the fork's token only. count 2 gives two forks
+ * that count on their own; forking a killed sandbox is 404;
+ * keepProcesses:false gives a fork booted
+ * fresh on the files (forkMode "files", no counter running), and so does
+ * a fork whose criu fails (the fallback; the parent runs on).
+ * Skips (77) when no criu binary is found (tests/support/criu_fixture.h).
+ * Runs as root; the engine fixture cleans up also when a check fails.
+ * SPDX-License-Identifier: Apache-2.0 */
+#include <agentsandbox.h>
+
+#include "criu_fixture.h"
+
+static engine_fixture F;
+static asb_client *C;
+
+/* The last number of /tmp/count, and whether the file counts 0, 1, 2...
+ * without a gap or a restart (-1: unreadable). */
+static long last_count(asb_sandbox *sb, int *in_order) {
+  char *d = NULL;
+  size_t n = 0;
+  long last = -1;
+  *in_order = 1;
+  if (asb_files_read(&d, &n, sb, "/tmp/count", NULL) != ASB_OK) {
+    asb_free(d);
+    return -1;
+  }
+  char *s = strndup(d, n);
+  asb_free(d);
+  for (char *save = NULL, *l = strtok_r(s, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+    long v = atol(l);
+    if (v != last + 1) *in_order = 0;
+    last = v;
+  }
+  free(s);
+  return last;
+}
+
+/* Waits until the counter is past `than`. */
+static long count_past(asb_sandbox *sb, long than, int *in_order) {
+  long v = -1;
+  for (long long end = asbt_now_ms() + ASBT_DEADLINE_MS; asbt_now_ms() < end; usleep(100000))
+    if ((v = last_count(sb, in_order)) > than) break;
+  return v;
+}
+
+static int start_counter(asb_sandbox *sb) {
+  return criu_fixture_spawn(sb, NULL,
+                            "i=0; while :; do echo $i >> /tmp/count; i=$((i+1)); sleep 0.05; done");
+}
+
+/* The string value of "key":"..." after from in json into out ("" if none). */
+static const char *field(const char *json, const char *key, char *out, size_t n) {
+  char k[64];
+  snprintf(k, sizeof k, "\"%s\":\"", key);
+  const char *p = json ? strstr(json, k) : NULL;
+  out[0] = 0;
+  if (p) snprintf(out, n, "%.*s", (int)strcspn(p + strlen(k), "\""), p + strlen(k));
+  return out;
+}
+
+typedef struct forked {
+  char id[64], token[128], mode[32];
+} forked;
+
+/* POST /sandboxes/{id}/fork with body: the status; the forks' ids, envd
+ * tokens and forkModes in out (up to n). */
+static long fork_req(const char *id, const char *body, forked *out, int n) {
+  char p[128], *b = NULL;
+  snprintf(p, sizeof p, "/sandboxes/%s/fork", id);
+  long st = engine_api(&F, "POST", p, body, &b);
+  const char *at = b;
+  for (int i = 0; i < n; i++) {
+    memset(&out[i], 0, sizeof out[i]);
+    const char *s = at ? strstr(at, "\"sandbox\":{") : NULL;
+    if (!s) continue;
+    /* this one's fields: up to the next fork's */
+    const char *end = strstr(s + 1, "\"sandbox\":{");
+    char one[4096];
+    snprintf(one, sizeof one, "%.*s", end ? (int)(end - s) : (int)strlen(s), s);
+    field(one, "sandboxID", out[i].id, sizeof out[i].id);
+    field(one, "envdAccessToken", out[i].token, sizeof out[i].token);
+    field(one, "forkMode", out[i].mode, sizeof out[i].mode);
+    at = s + 1;
+  }
+  if (st != 201) fprintf(stderr, "fork %s: %ld %s\n", id, st, b ? b : "");
+  free(b);
+  return st;
+}
+
+/* GET /health of id's envd through the router with token: the status. */
+static long envd_health(const char *id, const char *token) {
+  char h[200];
+  snprintf(h, sizeof h, "X-Access-Token: %s", token);
+  const char *hs[] = {h, NULL};
+  engine_req r = {.sandbox = id, .port = 49983, .headers = hs, .timeout_s = 60};
+  return engine_http(&F, "GET", "/envs", &r, NULL);
+}
+
+static asb_sandbox *connect_to(const char *id) {
+  asb_sandbox *sb = NULL;
+  if (asb_sandbox_connect(&sb, C, id, 300000, NULL) != ASB_OK) {
+    fprintf(stderr, "connect %s: %s\n", id, asb_error_last()->message);
+    return NULL;
+  }
+  return sb;
+}
+
+/* The parent's envd token (GET /sandboxes/{id} has it). */
+static void token_of(const char *id, char *out, size_t n) {
+  char p[128], *b = NULL;
+  snprintf(p, sizeof p, "/sandboxes/%s", id);
+  out[0] = 0;
+  if (engine_api(&F, "GET", p, NULL, &b) == 200) field(b, "envdAccessToken", out, n);
+  free(b);
+}
+
+TEST(fork_keeps_the_running_processes) {
+  char pid_[64], ptok[128];
+  asb_sandbox *p = criu_fixture_sandbox(C, pid_, 0, 0);
+  REQUIRE(p != NULL);
+  REQUIRE(start_counter(p) == ASB_OK);
+  int in_order = 0;
+  long c0 = count_past(p, 3, &in_order);
+  CHECK(c0 > 3 && in_order);
+  token_of(pid_, ptok, sizeof ptok);
+  CHECK(ptok[0] != 0);
+  forked k;
+  CHECK_INT(fork_req(pid_, "{}", &k, 1), 201);
+  CHECK_STR(k.mode, "processes");
+  asb_sandbox *f = k.id[0] ? connect_to(k.id) : NULL;
+  CHECK(f != NULL);
+  if (f) {
+    /* the fork's shell goes on from the parent's number: its file counts
+     * on without a restart (a fresh boot has no counter at all) */
+    long f0 = last_count(f, &in_order);
+    CHECK(f0 >= c0 && in_order);
+    long f1 = count_past(f, f0 + 5, &in_order);
+    CHECK(f1 > f0 + 5 && in_order);
+  }
+  /* the parent keeps counting */
+  long c1 = count_past(p, c0 + 5, &in_order);
+  CHECK(c1 > c0 + 5 && in_order);
+  /* tokens rotated: each envd takes only its own */
+  CHECK(strcmp(k.token, ptok) != 0);
+  CHECK_INT(envd_health(k.id, k.token), 200);
+  CHECK_INT(envd_health(k.id, ptok), 401);
+  CHECK_INT(envd_health(pid_, ptok), 200);
+  CHECK_INT(envd_health(pid_, k.token), 401);
+  if (f) asbt_kill(f);
+  asbt_kill(p);
+}
+
+TEST(two_forks_count_on_their_own) {
+  char pid_[64];
+  asb_sandbox *p = criu_fixture_sandbox(C, pid_, 0, 0);
+  REQUIRE(p != NULL);
+  REQUIRE(start_counter(p) == ASB_OK);
+  int in_order = 0;
+  long c0 = count_past(p, 3, &in_order);
+  CHECK(c0 > 3);
+  forked k[2];
+  CHECK_INT(fork_req(pid_, "{\"count\":2}", k, 2), 201);
+  CHECK(k[0].id[0] && k[1].id[0] && strcmp(k[0].id, k[1].id) != 0);
+  CHECK(strcmp(k[0].token, k[1].token) != 0);
+  asb_sandbox *f[2] = {NULL, NULL};
+  for (int i = 0; i < 2; i++) {
+    CHECK_STR(k[i].mode, "processes");
+    f[i] = k[i].id[0] ? connect_to(k[i].id) : NULL;
+    CHECK(f[i] != NULL);
+  }
+  if (f[0] && f[1]) {
+    /* one fork's file written from outside: the other's is not */
+    CHECK_RC(asb_files_write(NULL, f[0], "/tmp/mine", "0", 1, NULL), ASB_OK);
+    long a0 = last_count(f[0], &in_order), b0 = last_count(f[1], &in_order);
+    CHECK(a0 >= c0 && b0 >= c0);
+    CHECK(count_past(f[0], a0 + 5, &in_order) > a0 + 5 && in_order);
+    CHECK(count_past(f[1], b0 + 5, &in_order) > b0 + 5 && in_order);
+    char *d = NULL;
+    size_t n = 0;
+    CHECK(asb_files_read(&d, &n, f[1], "/tmp/mine", NULL) != ASB_OK);
+    asb_free(d);
+    CHECK_INT(envd_health(k[0].id, k[1].token), 401);
+    CHECK_INT(envd_health(k[1].id, k[0].token), 401);
+  }
+  for (int i = 0; i < 2; i++)
+    if (f[i]) asbt_kill(f[i]);
+  asbt_kill(p);
+}
+
+TEST(fresh_fork_on_request_and_killed_is_404) {
+  char pid_[64];
+  asb_sandbox *p = criu_fixture_sandbox(C, pid_, 0, 0);
+  REQUIRE(p != NULL);
+  REQUIRE(start_counter(p) == ASB_OK);
+  int in_order = 0;
+  long c0 = count_past(p, 3, &in_order);
+  CHECK(c0 > 3);
+  /* keepProcesses false: booted fresh on the files, no counter runs */
+  forked k;
+  CHECK_INT(fork_req(pid_, "{\"keepProcesses\":false}", &k, 1), 201);
+  CHECK_STR(k.mode, "files");
+  asb_sandbox *f = k.id[0] ? connect_to(k.id) : NULL;
+  CHECK(f != NULL);
+  if (f) {
+    long f0 = last_count(f, &in_order);
+    CHECK(f0 >= c0);
+    /* the parent counts 5 more; the fork's file stays where it was */
+    CHECK(count_past(p, c0 + 5, &in_order) > c0 + 5);
+    CHECK_INT(last_count(f, &in_order), f0);
+    asbt_kill(f);
+  }
+  asbt_kill(p);
+  forked none;
+  CHECK_INT(fork_req(pid_, "{}", &none, 1), 404);
+}
+
+/* GET /contexts of id's code interpreter (port 49999) through the router
+ * with token: the status. */
+static long codei_contexts(const char *id, const char *token) {
+  char h[200];
+  snprintf(h, sizeof h, "X-Access-Token: %s", token);
+  const char *hs[] = {h, NULL};
+  engine_req r = {.sandbox = id, .port = 49999, .headers = hs, .timeout_s = 60};
+  return engine_http(&F, "GET", "/contexts", &r, NULL);
+}
+
+/* A code interpreter's kernel in the fork: its variables kept (the same
+ * kernel process), and the interpreter takes the fork's token only (its
+ * hashes from the fork's /run/asb/codei-tokens), the parent's only the
+ * parent's. */
+TEST(fork_keeps_the_code_interpreter_with_its_own_token) {
+  char pid_[64], ptok[128];
+  asb_sandbox *p = criu_fixture_sandbox(C, pid_, 0, 0);
+  REQUIRE(p != NULL);
+  char *a = asbt_code_value(p, "import os\nx = 41\n(x + 1, os.getpid())", NULL);
+  CHECK(a[0] == '(');
+  token_of(pid_, ptok, sizeof ptok);
+  forked k;
+  CHECK_INT(fork_req(pid_, "{}", &k, 1), 201);
+  CHECK_STR(k.mode, "processes");
+  asb_sandbox *f = k.id[0] ? connect_to(k.id) : NULL;
+  CHECK(f != NULL);
+  if (f) {
+    char *b = asbt_code_value(f, "(x + 1, os.getpid())", NULL);
+    CHECK_STR(b, a); /* the parent's kernel, its variables kept */
+    free(b);
+    CHECK_INT(codei_contexts(k.id, k.token), 200);
+    CHECK_INT(codei_contexts(k.id, ptok), 401);
+    CHECK_INT(codei_contexts(pid_, k.token), 401);
+    asbt_kill(f);
+  }
+  char *c = asbt_code_value(p, "(x + 1, os.getpid())", NULL);
+  CHECK_STR(c, a); /* the parent's goes on */
+  CHECK_INT(codei_contexts(pid_, ptok), 200);
+  free(c);
+  free(a);
+  asbt_kill(p);
+}
+
+/* criu fails (an engine whose --criu is /bin/false): the fork is booted
+ * fresh on the parent's files (forkMode "files"), the parent runs on. */
+TEST(criu_failure_falls_back_to_a_fresh_fork) {
+  static const char *const k_false[] = {"--pause-criu", "--criu", "/bin/false", NULL};
+  const char *const *before = F.extra_args;
+  engine_fixture_signal(&F, SIGTERM);
+  F.extra_args = k_false;
+  REQUIRE(engine_fixture_launch(&F, 1) == 0);
+  char pid_[64];
+  asb_sandbox *p = criu_fixture_sandbox(C, pid_, 0, 0);
+  CHECK(p != NULL);
+  if (p) {
+    CHECK(start_counter(p) == ASB_OK);
+    int in_order = 0;
+    long c0 = count_past(p, 3, &in_order);
+    CHECK(c0 > 3);
+    forked k;
+    CHECK_INT(fork_req(pid_, "{}", &k, 1), 201);
+    CHECK_STR(k.mode, "files");
+    asb_sandbox *f = k.id[0] ? connect_to(k.id) : NULL;
+    CHECK(f != NULL);
+    if (f) {
+      long f0 = last_count(f, &in_order);
+      CHECK(f0 >= c0);                                              /* the parent's file */
+      CHECK(count_past(p, f0 + 5, &in_order) > f0 + 5 && in_order); /* it runs on */
+      CHECK_INT(last_count(f, &in_order), f0);                      /* no counter in the fork */
+      asbt_kill(f);
+    }
+    asbt_kill(p);
+  }
+  engine_fixture_signal(&F, SIGTERM);
+  F.extra_args = before;
+  REQUIRE(engine_fixture_launch(&F, 1) == 0);
+}
+
+int main(void) {
+  int rc = criu_fixture_start(&F, &C, "e2e.fork_criu", "e2e-fcriu");
+  if (rc) return rc;
+  RUN(fork_keeps_the_running_processes);
+  RUN(two_forks_count_on_their_own);
+  RUN(fork_keeps_the_code_interpreter_with_its_own_token);
+  RUN(fresh_fork_on_request_and_killed_is_404);
+  RUN(criu_failure_falls_back_to_a_fresh_fork);
+  criu_fixture_stop(&F, C);
+  TEST_MAIN_END();
+}
