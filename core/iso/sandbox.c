@@ -628,14 +628,18 @@ static void child_end(const asbe_sandbox *sb, char *out, size_t len) {
 }
 
 /* Waits for the child's next message. 0 = got `type`; <0 = failure (the
- * child's own error when it sent one). EOF counts as success for EXEC. A
- * reset is the child gone with a message of ours unread: it died, as at
- * an EOF before EXEC, and how it ended is said. */
+ * child's own error when it sent one). EOF counts as success for EXEC.
+ * A reset is the child gone with a message of ours unread (an EXEC sent
+ * while it failed): the kernel reports that before the messages still
+ * queued, so the next read has the child's own error if it sent one; with
+ * none, it died, as at an EOF before EXEC, and how it ended is said. */
 static int child_says(asbe_sandbox *sb, int sock, int type) {
   asbe_msg m;
   memset(&m, 0, sizeof m);
   int n = asbe__recv_fds(sock, &m, sizeof m, NULL, 0, NULL);
-  if (n == -ECONNRESET || (n == 0 && type != 0)) {
+  int reset = n == -ECONNRESET;
+  if (reset) n = asbe__recv_fds(sock, &m, sizeof m, NULL, 0, NULL); /* the error is read now */
+  if (n == -ECONNRESET || (n == 0 && (type != 0 || reset))) {
     char how[96];
     child_end(sb, how, sizeof how);
     return asbe__fail(-ECHILD, "sandbox %s: setup process died%s", sb->id, how);

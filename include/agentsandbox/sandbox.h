@@ -356,9 +356,12 @@ ASB_API(int)
 asb_sandbox_snapshot(char **snapshot_id, asb_sandbox *sandbox, const char *name,
                      const asb_call_options *call);
 /* Fork: a new sandbox with this one's files at this instant, its metadata,
- * env vars and network policy (E2B's fork with count 1); this one runs on.
- * timeout_ms: the new one's lifetime (0 = 15 s, E2B's default). Errors:
- * ASB_ESANDBOXNOTFOUND, ASB_ERROR (it is paused: 409; or the fork
+ * env vars and network policy (E2B's fork with count 1); this one runs on
+ * (a paused one stays paused). On an engine started with --pause-criu, the
+ * fork of a running sandbox also has its running processes and their
+ * memory (a fresh boot when criu fails; docs/snapshots.md). timeout_ms:
+ * the new one's lifetime (0 = 15 s, E2B's default). Errors:
+ * ASB_ESANDBOXNOTFOUND, ASB_ERROR (its template is gone: 409; or the fork
  * failed to start, the engine's reason in the message). */
 ASB_API(int)
 asb_sandbox_fork(asb_sandbox **out, asb_sandbox *sandbox, long timeout_ms,
