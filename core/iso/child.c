@@ -328,6 +328,20 @@ static void mask_proc(const asbe_plan *p) {
   for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++) mask_dir(p, dirs[i]);
 }
 
+/* 16 random bytes as a version-4 UUID, the kernel's boot_id text (36
+ * characters and a newline, in id); its length. */
+int asbe__boot_id_text(unsigned char b[16], char id[40]) {
+  b[6] = (unsigned char)((b[6] & 0x0f) | 0x40);
+  b[8] = (unsigned char)((b[8] & 0x3f) | 0x80);
+  int w = 0;
+  for (int i = 0; i < 16; i++) {
+    if (i == 4 || i == 6 || i == 8 || i == 10) id[w++] = '-';
+    w += snprintf(id + w, 40 - (size_t)w, "%02x", b[i]);
+  }
+  id[w++] = '\n';
+  return w;
+}
+
 /* /proc/sys/kernel/random/boot_id: the host's is the same for every
  * sandbox and never changes while the host is up. Each start of a sandbox
  * (a reboot of it: create, restart, resume without memory) gets a random
@@ -348,15 +362,8 @@ static void fake_boot_id(const asbe_plan *p) {
     if (n <= 0) die(p, "getrandom", errno);
     got += (size_t)n;
   }
-  b[6] = (unsigned char)((b[6] & 0x0f) | 0x40);
-  b[8] = (unsigned char)((b[8] & 0x3f) | 0x80);
   char id[40];
-  int w = 0;
-  for (int i = 0; i < 16; i++) {
-    if (i == 4 || i == 6 || i == 8 || i == 10) id[w++] = '-';
-    w += snprintf(id + w, sizeof id - (size_t)w, "%02x", b[i]);
-  }
-  id[w++] = '\n';
+  int w = asbe__boot_id_text(b, id);
   static const char dst[] = "r/proc/sys/kernel/random/boot_id";
   /* w/log is the engine's dir on the layer (no path of the sandbox
    * reaches it); the last boot's file is replaced, never followed */

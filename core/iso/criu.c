@@ -879,15 +879,8 @@ static int has_prefix_suffix(const char *s, const char *pre, const char *suf) {
 static int fork_boot_id(int wfd) {
   unsigned char b[16];
   if (getrandom(b, sizeof b, 0) != (ssize_t)sizeof b) return -EIO;
-  b[6] = (unsigned char)((b[6] & 0x0f) | 0x40);
-  b[8] = (unsigned char)((b[8] & 0x3f) | 0x80);
   char id[40];
-  int w = 0;
-  for (int i = 0; i < 16; i++) {
-    if (i == 4 || i == 6 || i == 8 || i == 10) id[w++] = '-';
-    w += snprintf(id + w, sizeof id - (size_t)w, "%02x", b[i]);
-  }
-  id[w++] = '\n';
+  int w = asbe__boot_id_text(b, id);
   int log = openat(wfd, "log", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (log < 0) return -errno;
   int fd =

@@ -233,6 +233,9 @@ int asbe__secure_finish(const asbe_secure *s, const char **what);
 #define ASBE_PTY_MAX "256"
 /* the sandbox's boot id, in log/ of its writable layer (child.c) */
 #define ASBE_BOOT_ID_FILE "boot_id"
+/* 16 random bytes as a version-4 UUID, the kernel's boot_id text (36
+ * characters and a newline, in id); its length (child.c). */
+int asbe__boot_id_text(unsigned char b[16], char id[40]);
 #define ASBE_NOFILE_SOFT 1024u
 #define ASBE_NOFILE_HARD 4096u
 /* Sets those limits (the agent's, else the user's) on the calling process,

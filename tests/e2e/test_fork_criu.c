@@ -21,36 +21,6 @@
 static engine_fixture F;
 static asb_client *C;
 
-/* The last number of /tmp/count, and whether the file counts 0, 1, 2...
- * without a gap or a restart (-1: unreadable). */
-static long last_count(asb_sandbox *sb, int *in_order) {
-  char *d = NULL;
-  size_t n = 0;
-  long last = -1;
-  *in_order = 1;
-  if (asb_files_read(&d, &n, sb, "/tmp/count", NULL) != ASB_OK) {
-    asb_free(d);
-    return -1;
-  }
-  char *s = strndup(d, n);
-  asb_free(d);
-  for (char *save = NULL, *l = strtok_r(s, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
-    long v = atol(l);
-    if (v != last + 1) *in_order = 0;
-    last = v;
-  }
-  free(s);
-  return last;
-}
-
-/* Waits until the counter is past `than`. */
-static long count_past(asb_sandbox *sb, long than, int *in_order) {
-  long v = -1;
-  for (long long end = asbt_now_ms() + ASBT_DEADLINE_MS; asbt_now_ms() < end; usleep(100000))
-    if ((v = last_count(sb, in_order)) > than) break;
-  return v;
-}
-
 static int start_counter(asb_sandbox *sb) {
   return criu_fixture_spawn(sb, NULL,
                             "i=0; while :; do echo $i >> /tmp/count; i=$((i+1)); sleep 0.05; done");
@@ -128,7 +98,7 @@ TEST(fork_keeps_the_running_processes) {
   REQUIRE(p != NULL);
   REQUIRE(start_counter(p) == ASB_OK);
   int in_order = 0;
-  long c0 = count_past(p, 3, &in_order);
+  long c0 = criu_fixture_count_past(p, 3, &in_order);
   CHECK(c0 > 3 && in_order);
   token_of(pid_, ptok, sizeof ptok);
   CHECK(ptok[0] != 0);
@@ -140,13 +110,22 @@ TEST(fork_keeps_the_running_processes) {
   if (f) {
     /* the fork's shell goes on from the parent's number: its file counts
      * on without a restart (a fresh boot has no counter at all) */
-    long f0 = last_count(f, &in_order);
+    long f0 = criu_fixture_last_count(f, &in_order);
     CHECK(f0 >= c0 && in_order);
-    long f1 = count_past(f, f0 + 5, &in_order);
+    long f1 = criu_fixture_count_past(f, f0 + 5, &in_order);
     CHECK(f1 > f0 + 5 && in_order);
+    /* a boot id of its own, a version-4 UUID as a boot writes one (E2B's
+     * tests tell sandboxes apart by it) */
+    char *fb = asbt_run_out(f, "cat /proc/sys/kernel/random/boot_id");
+    char *pb = asbt_run_out(p, "cat /proc/sys/kernel/random/boot_id");
+    CHECK_INT((int)strlen(fb), 37);
+    CHECK(fb[14] == '4' && fb[36] == '\n');
+    CHECK(strcmp(fb, pb) != 0);
+    free(fb);
+    free(pb);
   }
   /* the parent keeps counting */
-  long c1 = count_past(p, c0 + 5, &in_order);
+  long c1 = criu_fixture_count_past(p, c0 + 5, &in_order);
   CHECK(c1 > c0 + 5 && in_order);
   /* tokens rotated: each envd takes only its own */
   CHECK(strcmp(k.token, ptok) != 0);
@@ -164,7 +143,7 @@ TEST(two_forks_count_on_their_own) {
   REQUIRE(p != NULL);
   REQUIRE(start_counter(p) == ASB_OK);
   int in_order = 0;
-  long c0 = count_past(p, 3, &in_order);
+  long c0 = criu_fixture_count_past(p, 3, &in_order);
   CHECK(c0 > 3);
   forked k[2];
   CHECK_INT(fork_req(pid_, "{\"count\":2}", k, 2), 201);
@@ -179,10 +158,11 @@ TEST(two_forks_count_on_their_own) {
   if (f[0] && f[1]) {
     /* one fork's file written from outside: the other's is not */
     CHECK_RC(asb_files_write(NULL, f[0], "/tmp/mine", "0", 1, NULL), ASB_OK);
-    long a0 = last_count(f[0], &in_order), b0 = last_count(f[1], &in_order);
+    long a0 = criu_fixture_last_count(f[0], &in_order),
+         b0 = criu_fixture_last_count(f[1], &in_order);
     CHECK(a0 >= c0 && b0 >= c0);
-    CHECK(count_past(f[0], a0 + 5, &in_order) > a0 + 5 && in_order);
-    CHECK(count_past(f[1], b0 + 5, &in_order) > b0 + 5 && in_order);
+    CHECK(criu_fixture_count_past(f[0], a0 + 5, &in_order) > a0 + 5 && in_order);
+    CHECK(criu_fixture_count_past(f[1], b0 + 5, &in_order) > b0 + 5 && in_order);
     char *d = NULL;
     size_t n = 0;
     CHECK(asb_files_read(&d, &n, f[1], "/tmp/mine", NULL) != ASB_OK);
@@ -201,7 +181,7 @@ TEST(fresh_fork_on_request_and_killed_is_404) {
   REQUIRE(p != NULL);
   REQUIRE(start_counter(p) == ASB_OK);
   int in_order = 0;
-  long c0 = count_past(p, 3, &in_order);
+  long c0 = criu_fixture_count_past(p, 3, &in_order);
   CHECK(c0 > 3);
   /* keepProcesses false: booted fresh on the files, no counter runs */
   forked k;
@@ -210,11 +190,11 @@ TEST(fresh_fork_on_request_and_killed_is_404) {
   asb_sandbox *f = k.id[0] ? connect_to(k.id) : NULL;
   CHECK(f != NULL);
   if (f) {
-    long f0 = last_count(f, &in_order);
+    long f0 = criu_fixture_last_count(f, &in_order);
     CHECK(f0 >= c0);
     /* the parent counts 5 more; the fork's file stays where it was */
-    CHECK(count_past(p, c0 + 5, &in_order) > c0 + 5);
-    CHECK_INT(last_count(f, &in_order), f0);
+    CHECK(criu_fixture_count_past(p, c0 + 5, &in_order) > c0 + 5);
+    CHECK_INT(criu_fixture_last_count(f, &in_order), f0);
     asbt_kill(f);
   }
   asbt_kill(p);
@@ -279,7 +259,7 @@ TEST(criu_failure_falls_back_to_a_fresh_fork) {
   if (p) {
     CHECK(start_counter(p) == ASB_OK);
     int in_order = 0;
-    long c0 = count_past(p, 3, &in_order);
+    long c0 = criu_fixture_count_past(p, 3, &in_order);
     CHECK(c0 > 3);
     forked k;
     CHECK_INT(fork_req(pid_, "{}", &k, 1), 201);
@@ -287,10 +267,10 @@ TEST(criu_failure_falls_back_to_a_fresh_fork) {
     asb_sandbox *f = k.id[0] ? connect_to(k.id) : NULL;
     CHECK(f != NULL);
     if (f) {
-      long f0 = last_count(f, &in_order);
-      CHECK(f0 >= c0);                                              /* the parent's file */
-      CHECK(count_past(p, f0 + 5, &in_order) > f0 + 5 && in_order); /* it runs on */
-      CHECK_INT(last_count(f, &in_order), f0);                      /* no counter in the fork */
+      long f0 = criu_fixture_last_count(f, &in_order);
+      CHECK(f0 >= c0); /* the parent's file */
+      CHECK(criu_fixture_count_past(p, f0 + 5, &in_order) > f0 + 5 && in_order); /* it runs on */
+      CHECK_INT(criu_fixture_last_count(f, &in_order), f0); /* no counter in the fork */
       asbt_kill(f);
     }
     asbt_kill(p);

@@ -64,36 +64,6 @@ static const char *pause_mode(const char *id, char out[32]) {
   return out;
 }
 
-/* The last number of /tmp/count, and whether the file counts 0, 1, 2...
- * without a gap or a restart (-1: unreadable). */
-static long last_count(asb_sandbox *sb, int *in_order) {
-  char *d = NULL;
-  size_t n = 0;
-  long last = -1;
-  *in_order = 1;
-  if (asb_files_read(&d, &n, sb, "/tmp/count", NULL) != ASB_OK) {
-    asb_free(d);
-    return -1;
-  }
-  char *s = strndup(d, n);
-  asb_free(d);
-  for (char *save = NULL, *l = strtok_r(s, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
-    long v = atol(l);
-    if (v != last + 1) *in_order = 0;
-    last = v;
-  }
-  free(s);
-  return last;
-}
-
-/* Waits until the counter is past `than`. */
-static long count_past(asb_sandbox *sb, long than, int *in_order) {
-  long v = -1;
-  for (long long end = asbt_now_ms() + ASBT_DEADLINE_MS; asbt_now_ms() < end; usleep(100000))
-    if ((v = last_count(sb, in_order)) > than) break;
-  return v;
-}
-
 /* The holder: 64 MiB of random bytes (their sha256 in /tmp/sum, its pid
  * in /tmp/pid), a counter appended to /tmp/count every 50 ms; /tmp/go
  * makes it hash them again into /tmp/sum2 (and its pid into /tmp/pid2). */
@@ -184,7 +154,7 @@ static void resume_goes_on(asb_sandbox *sb, const char *id, long *count, const c
   CHECK_INT(sbx_post(id, "connect", "{\"timeout\": 300}"), 201);
   if (count) {
     int in_order = 0;
-    long c = count_past(sb, *count + 3, &in_order);
+    long c = criu_fixture_count_past(sb, *count + 3, &in_order);
     CHECK(c > *count + 3 && in_order);
     *count = c;
   }
@@ -211,7 +181,7 @@ TEST(checkpoint_frees_the_ram_and_restore_goes_on) {
   char host[128];
   CHECK_INT(serve(sb, id, host), 200);
   int in_order = 0;
-  long c0 = count_past(sb, 5, &in_order);
+  long c0 = criu_fixture_count_past(sb, 5, &in_order);
   CHECK(c0 > 5 && in_order);
   long long mem0 = sandbox_memory(id);
   unsigned long base = criu_fixture_host_uid(&F, id);
@@ -235,7 +205,7 @@ TEST(checkpoint_frees_the_ram_and_restore_goes_on) {
 
   CHECK_INT(sbx_post(id, "connect", "{\"timeout\": 300}"), 201);
   CHECK(stat(ck, &cs) != 0); /* used: removed */
-  long c1 = count_past(sb, c0 + 5, &in_order);
+  long c1 = criu_fixture_count_past(sb, c0 + 5, &in_order);
   CHECK(c1 > c0 + 5);
   CHECK(in_order); /* counted on without a restart or a gap */
   char *sum2 = rehash(sb);
@@ -272,7 +242,7 @@ TEST(checkpoint_survives_engine_kill_and_host_reboot) {
   REQUIRE(sb != NULL);
   char *pid = asbt_run_out(sb, "cat /tmp/pid");
   int in_order = 0;
-  long c = count_past(sb, 3, &in_order);
+  long c = criu_fixture_count_past(sb, 3, &in_order);
   CHECK_INT(sbx_post(id, "pause", "{}"), 204);
 
   engine_fixture_signal(&F, SIGKILL);
@@ -284,7 +254,7 @@ TEST(checkpoint_survives_engine_kill_and_host_reboot) {
    * start time) by an engine started after a crash */
   engine_fixture_signal(&F, SIGKILL);
   REQUIRE(engine_fixture_launch(&F, 1) == 0);
-  long ca = count_past(sb, c + 3, &in_order);
+  long ca = criu_fixture_count_past(sb, c + 3, &in_order);
   CHECK(ca > c + 3 && in_order);
   c = ca;
 
@@ -357,11 +327,11 @@ TEST(failed_dump_leaves_it_running) {
   asb_sandbox *sb = holder_sandbox(id, 1, 0, &sum);
   REQUIRE(sb != NULL);
   int in_order = 0;
-  long c0 = count_past(sb, 3, &in_order);
+  long c0 = criu_fixture_count_past(sb, 3, &in_order);
   CHECK_INT(sbx_post(id, "pause", "{}"), 500);
   char mode[32];
   CHECK_STR(pause_mode(id, mode), ""); /* running */
-  long c1 = count_past(sb, c0 + 3, &in_order);
+  long c1 = criu_fixture_count_past(sb, c0 + 3, &in_order);
   CHECK(c1 > c0 + 3 && in_order); /* the same process goes on */
   char *echo = asbt_run_out(sb, "echo ok");
   CHECK_STR(echo, "ok\n");
@@ -402,10 +372,10 @@ TEST(open_streams_end_and_the_checkpoint_is_made) {
   asb_watch *w = NULL;
   CHECK_RC(asb_files_watch_dir(&w, sb, "/tmp", &wo), ASB_OK);
   int in_order = 0;
-  long c0 = count_past(sb, 3, &in_order);
+  long c0 = criu_fixture_count_past(sb, 3, &in_order);
   CHECK(c0 > 3 && in_order);
   checkpoint_and_restore(id);
-  long c1 = count_past(sb, c0 + 3, &in_order);
+  long c1 = criu_fixture_count_past(sb, c0 + 3, &in_order);
   CHECK(c1 > c0 + 3 && in_order); /* the same shell goes on */
   asb_watch_free(w);
   asb_process_free(p);
@@ -551,11 +521,11 @@ TEST(hung_criu_is_killed_at_its_time_limit) {
       break;
     }
     if (!sb && !(sb = holder_sandbox(id, 1, 0, &sum))) break;
-    long c0 = count_past(sb, 3, &in_order);
+    long c0 = criu_fixture_count_past(sb, 3, &in_order);
     CHECK_INT(sbx_post(id, "pause", "{}"), 500); /* after the limit, not never */
     up = hang_gone(dir, "dump");
     CHECK_STR(pause_mode(id, mode), ""); /* running */
-    long c1 = count_past(sb, c0 + 3, &in_order);
+    long c1 = criu_fixture_count_past(sb, c0 + 3, &in_order);
     CHECK(c1 > c0 + 3 && in_order); /* the same process goes on */
   }
   CHECK(up);
@@ -630,7 +600,7 @@ TEST(checkpoint_without_room_is_refused) {
   asb_sandbox *sb = holder_sandbox(id, 1, 0, &sum);
   REQUIRE(sb != NULL);
   int in_order = 0;
-  long c0 = count_past(sb, 3, &in_order);
+  long c0 = criu_fixture_count_past(sb, 3, &in_order);
   if (small_ckpt_fs(id, "16m", ck, sizeof ck) == 0) {
     int in = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
     CHECK(in >= 0 && inotify_add_watch(in, ck, IN_CREATE | IN_MODIFY) >= 0);
@@ -642,7 +612,7 @@ TEST(checkpoint_without_room_is_refused) {
      * the tmpfs, failed, and the sandbox ran on all the same) */
     CHECK(in >= 0 && read(in, ev, sizeof ev) < 0 && errno == EAGAIN);
     if (in >= 0) close(in);
-    long c1 = count_past(sb, c0 + 3, &in_order);
+    long c1 = criu_fixture_count_past(sb, c0 + 3, &in_order);
     CHECK(c1 > c0 + 3 && in_order);
     CHECK_STR(expire(id, "memory", mode), "memory"); /* frozen instead */
     resume_goes_on(sb, id, NULL, sum);
@@ -651,7 +621,7 @@ TEST(checkpoint_without_room_is_refused) {
     ASBT_FAIL("mount a tmpfs on %s: %s", ck, strerror(errno));
   }
   if (small_ckpt_fs(id, "1g", ck, sizeof ck) == 0) {
-    long c = count_past(sb, 0, &in_order);
+    long c = criu_fixture_count_past(sb, 0, &in_order);
     CHECK_INT(sbx_post(id, "pause", "{}"), 204);
     char mode[32];
     CHECK_STR(pause_mode(id, mode), "checkpoint");

@@ -80,4 +80,35 @@ static inline unsigned long criu_fixture_host_uid(const engine_fixture *f, const
   return strtoul(engine_fixture_record(f, id, "host_uid", v, sizeof v), NULL, 10);
 }
 
+/* The counter the criu tests run (a shell appending 0, 1, 2... to
+ * /tmp/count): its last number, and whether the file counts without a gap
+ * or a restart (-1: unreadable). */
+static inline long criu_fixture_last_count(asb_sandbox *sb, int *in_order) {
+  char *d = NULL;
+  size_t n = 0;
+  long last = -1;
+  *in_order = 1;
+  if (asb_files_read(&d, &n, sb, "/tmp/count", NULL) != ASB_OK) {
+    asb_free(d);
+    return -1;
+  }
+  char *s = strndup(d, n);
+  asb_free(d);
+  for (char *save = NULL, *l = strtok_r(s, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+    long v = atol(l);
+    if (v != last + 1) *in_order = 0;
+    last = v;
+  }
+  free(s);
+  return last;
+}
+
+/* Waits until the counter is past `than`. */
+static inline long criu_fixture_count_past(asb_sandbox *sb, long than, int *in_order) {
+  long v = -1;
+  for (long long end = asbt_now_ms() + ASBT_DEADLINE_MS; asbt_now_ms() < end; usleep(100000))
+    if ((v = criu_fixture_last_count(sb, in_order)) > than) break;
+  return v;
+}
+
 #endif
