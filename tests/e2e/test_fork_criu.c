@@ -92,6 +92,24 @@ static void token_of(const char *id, char *out, size_t n) {
   free(b);
 }
 
+/* A fork of p (id pid_, counting past c0) with body that boots fresh on
+ * the parent's files: forkMode "files", the parent's count in its file,
+ * and no counter running in it while the parent counts on. */
+static void check_files_fork(asb_sandbox *p, const char *pid_, const char *body, long c0) {
+  forked k;
+  CHECK_INT(fork_req(pid_, body, &k, 1), 201);
+  CHECK_STR(k.mode, "files");
+  asb_sandbox *f = k.id[0] ? connect_to(k.id) : NULL;
+  CHECK(f != NULL);
+  if (!f) return;
+  int in_order = 0;
+  long f0 = criu_fixture_last_count(f, &in_order);
+  CHECK(f0 >= c0);                                                           /* the parent's file */
+  CHECK(criu_fixture_count_past(p, f0 + 5, &in_order) > f0 + 5 && in_order); /* it runs on */
+  CHECK_INT(criu_fixture_last_count(f, &in_order), f0); /* no counter in the fork */
+  asbt_kill(f);
+}
+
 TEST(fork_keeps_the_running_processes) {
   char pid_[64], ptok[128];
   asb_sandbox *p = criu_fixture_sandbox(C, pid_, 0, 0);
@@ -184,19 +202,7 @@ TEST(fresh_fork_on_request_and_killed_is_404) {
   long c0 = criu_fixture_count_past(p, 3, &in_order);
   CHECK(c0 > 3);
   /* keepProcesses false: booted fresh on the files, no counter runs */
-  forked k;
-  CHECK_INT(fork_req(pid_, "{\"keepProcesses\":false}", &k, 1), 201);
-  CHECK_STR(k.mode, "files");
-  asb_sandbox *f = k.id[0] ? connect_to(k.id) : NULL;
-  CHECK(f != NULL);
-  if (f) {
-    long f0 = criu_fixture_last_count(f, &in_order);
-    CHECK(f0 >= c0);
-    /* the parent counts 5 more; the fork's file stays where it was */
-    CHECK(criu_fixture_count_past(p, c0 + 5, &in_order) > c0 + 5);
-    CHECK_INT(criu_fixture_last_count(f, &in_order), f0);
-    asbt_kill(f);
-  }
+  check_files_fork(p, pid_, "{\"keepProcesses\":false}", c0);
   asbt_kill(p);
   forked none;
   CHECK_INT(fork_req(pid_, "{}", &none, 1), 404);
@@ -261,18 +267,7 @@ TEST(criu_failure_falls_back_to_a_fresh_fork) {
     int in_order = 0;
     long c0 = criu_fixture_count_past(p, 3, &in_order);
     CHECK(c0 > 3);
-    forked k;
-    CHECK_INT(fork_req(pid_, "{}", &k, 1), 201);
-    CHECK_STR(k.mode, "files");
-    asb_sandbox *f = k.id[0] ? connect_to(k.id) : NULL;
-    CHECK(f != NULL);
-    if (f) {
-      long f0 = criu_fixture_last_count(f, &in_order);
-      CHECK(f0 >= c0); /* the parent's file */
-      CHECK(criu_fixture_count_past(p, f0 + 5, &in_order) > f0 + 5 && in_order); /* it runs on */
-      CHECK_INT(criu_fixture_last_count(f, &in_order), f0); /* no counter in the fork */
-      asbt_kill(f);
-    }
+    check_files_fork(p, pid_, "{}", c0);
     asbt_kill(p);
   }
   engine_fixture_signal(&F, SIGTERM);
