@@ -372,7 +372,9 @@ asb_sandbox_fork(asb_sandbox **out, asb_sandbox *sandbox, long timeout_ms,
                  const asb_call_options *call);
 
 /* Forks with options (issue 20; docs/snapshots.md). asb_sandbox_fork is
- * asb_sandbox_fork_ex with timeout_ms and the defaults. */
+ * asb_sandbox_fork_ex with timeout_ms and the defaults. Fill the options
+ * with ASB_FORK_OPTIONS_INIT or asb_fork_options_init: in a zeroed struct
+ * keep_processes is 0, which asks for forks booted fresh. */
 #define ASB_FORK_OPTIONS_VERSION 1
 
 typedef struct asb_fork_options {
@@ -425,6 +427,7 @@ ASB_API(void) asb_fork_list_free(asb_fork_list *list);
  * parent's files); NULL when the sandbox is not a fork, or the handle was
  * attached without a request. */
 ASB_API(const char *) asb_sandbox_fork_mode(const asb_sandbox *sandbox);
+
 /* The snapshots taken of sandbox_id (NULL = of any) that name matches
  * (NULL = any; a name or id, with ":default" or "namespace/" too), every
  * page: their ids (tag-qualified, as asb_sandbox_snapshot gives them). */
