@@ -225,6 +225,7 @@
   X(asb_watch_options_init, 0u, 2, 0, "", "") \
   X(asb_files_watch_dir, ASB_API_BLOCKING|ASB_API_CANCELLABLE, 4, 1, "opts", "") \
   X(asb_watch_wait, ASB_API_BLOCKING|ASB_API_CALLBACKS, 2, 0, "", "caller") \
+  X(asb_watch_poll, ASB_API_BLOCKING|ASB_API_CANCELLABLE|ASB_API_CALLBACKS, 2, 0, "call", "caller") \
   X(asb_watch_stop, ASB_API_ANY_THREAD, 1, 0, "", "") \
   X(asb_watch_free, ASB_API_ANY_THREAD|ASB_API_FREES, 1, 0, "", "") \
   X(asb_files_download_url, ASB_API_BLOCKING, 5, 1, "", "") \
@@ -761,6 +762,7 @@
   X(asb_watch_options, on_event, ASB_API_FIELD_POINTER, 1) \
   X(asb_watch_options, userdata, ASB_API_FIELD_POINTER, 1) \
   X(asb_watch_options, cancel, ASB_API_FIELD_POINTER, 1) \
+  X(asb_watch_options, polling, ASB_API_FIELD_INT, 1) \
   X(asb_git_options, envs, ASB_API_FIELD_STRINGS, 1) \
   X(asb_git_options, user, ASB_API_FIELD_STRING, 1) \
   X(asb_git_options, cwd, ASB_API_FIELD_STRING, 1) \
@@ -852,7 +854,7 @@
   X(asb_volume_write_options, timeout_ms, ASB_API_FIELD_INT, 1) \
   X(asb_volume_write_options, cancel, ASB_API_FIELD_POINTER, 1)
 
-#define ASB_API_FUNCTION_COUNT 458
+#define ASB_API_FUNCTION_COUNT 459
 #define ASB_API_OUTPUT_COUNT 98
 
 typedef struct asb_api_function_info {

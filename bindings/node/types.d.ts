@@ -342,11 +342,20 @@ export interface WatchOpts extends FilesystemRequestOpts {
   /** How long to watch (0 or unset: until stop()). */
   timeoutMs?: number
   onExit?: (err?: unknown) => void | Promise<void>
+  /** A polling watch (a PollingWatchHandle): the sandbox keeps the events
+   * until getNewEvents() fetches them (E2B's sync watcher). */
+  polling?: boolean
 }
 
 export declare class WatchHandle implements AsyncIterable<FilesystemEvent> {
   stop(): Promise<void>
   [Symbol.asyncIterator](): AsyncIterator<FilesystemEvent>
+}
+
+/** A polling watch: each getNewEvents() has every change made before it. */
+export declare class PollingWatchHandle {
+  getNewEvents(): Promise<FilesystemEvent[]>
+  stop(): Promise<void>
 }
 
 export declare class Files {
@@ -363,6 +372,7 @@ export declare class Files {
   remove(path: string, opts?: FilesystemRequestOpts): Promise<void>
   rename(oldPath: string, newPath: string, opts?: FilesystemRequestOpts): Promise<EntryInfo>
   makeDir(path: string, opts?: FilesystemRequestOpts): Promise<boolean>
+  watchDir(path: string, opts: WatchOpts & { polling: true }): Promise<PollingWatchHandle>
   watchDir(path: string, onEvent?: (event: FilesystemEvent) => void | Promise<void>, opts?: WatchOpts): Promise<WatchHandle>
 }
 

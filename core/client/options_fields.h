@@ -90,6 +90,7 @@ ASBI_OPTIONS_FIELD(asb_watch_options, request_timeout_ms, LONG, 1, request_timeo
 ASBI_OPTIONS_FIELD(asb_watch_options, on_event, CALLBACK, 1, on_event)
 ASBI_OPTIONS_FIELD(asb_watch_options, userdata, USERDATA, 1, userdata)
 ASBI_OPTIONS_FIELD(asb_watch_options, cancel, CANCEL, 1, cancel)
+ASBI_OPTIONS_FIELD(asb_watch_options, polling, INT, 1, polling)
 ASBI_OPTIONS_TYPE(asb_git_options, ASB_GIT_OPTIONS_VERSION, asb_git_options_init)
 ASBI_OPTIONS_FIELD(asb_git_options, envs, STRINGS, 1, envs)
 ASBI_OPTIONS_FIELD(asb_git_options, user, STRING, 1, user)

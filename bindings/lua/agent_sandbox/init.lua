@@ -1437,13 +1437,16 @@ local WatchMT = new_class("Watch", Watch, {
   __gc = watch_release,
 })
 
-local WATCH = set({ "on_event", "recursive", "include_entry", "user", "request_timeout_ms" })
+local WATCH = set({ "on_event", "recursive", "include_entry", "user", "request_timeout_ms",
+                    "polling" })
 
---- files:watch_dir(path, { on_event, recursive, include_entry, user }): a
---- Watch, in place when it returns (every later change is reported). Events
+--- files:watch_dir(path, { on_event, recursive, include_entry, user, polling }):
+--- a Watch, in place when it returns (every later change is reported). Events
 --- {type = "create" | "write" | "remove" | "rename" | "chmod", name, entry}
---- reach on_event(event) while you w:wait(), or come back from
---- w:get_new_events().
+--- reach on_event(event) while you w:wait() (or w:poll()), or come back from
+--- w:get_new_events(). polling: the sandbox keeps the events until w:poll()
+--- or w:get_new_events() fetches them, and a poll has every change made
+--- before it (E2B's sync watcher).
 function Files.watch_dir(f, path, t)
   check(path, "string", "files:watch_dir", "path")
   t = options(t, WATCH, "files:watch_dir")
@@ -1462,6 +1465,7 @@ function Files.watch_dir(f, path, t)
   if t.user ~= nil then o.user = check(t.user, "string", "files:watch_dir", "user") end
   o.recursive = flag(t.recursive)
   o.include_entry = flag(t.include_entry)
+  o.polling = flag(t.polling)
   if t.request_timeout_ms ~= nil then o.request_timeout_ms = t.request_timeout_ms end
   o:bind(cb)
   local rc, w = core.asb_files_watch_dir(h, path, o)
@@ -1469,6 +1473,7 @@ function Files.watch_dir(f, path, t)
   if rc < 0 then return fail(rc, "files:watch_dir") end
   s.w = w
   s.sb = sb
+  s.polling = t.polling and true or false
   return new_object(WatchMT, { path = path, sandbox = sb }, s)
 end
 
@@ -1493,13 +1498,40 @@ function Watch.wait(w, timeout_ms)
   return rc
 end
 
---- w:get_new_events(timeout_ms = 50): the events since the last call
---- (waiting up to timeout_ms for ones in flight), as a list.
+--- w:poll(): a polling watch's events since the last poll, to on_event, at
+--- once; every change made before the call is among them. The number
+--- delivered.
+function Watch.poll(w)
+  local s = private(w)
+  local h = s.w
+  if not h then closed_error("watch", 2) end
+  if s.waiting then error("watch:poll: already waiting (called from on_event?)", 2) end
+  arm(s.cb)
+  s.waiting = true
+  local rc = core.asb_watch_poll(h, nil)
+  s.waiting = false
+  if s.stop_pending then
+    watch_release(w)
+    if rc == core.ASB_ECANCELED then rc = 0 end
+  end
+  reraise(s.cb)
+  if rc < 0 then return fail(rc, "watch:poll") end
+  return rc
+end
+
+--- w:get_new_events(timeout_ms = 50): the events since the last call, as a
+--- list: a polling watch's, every change made before the call; else
+--- waiting up to timeout_ms for ones in flight.
 function Watch.get_new_events(w, timeout_ms)
   local s = private(w)
   local prev = s.on_event
   s.on_event = nil
-  local ok, n, err = pcall(Watch.wait, w, timeout_ms or 50)
+  local ok, n, err
+  if s.polling then
+    ok, n, err = pcall(Watch.poll, w)
+  else
+    ok, n, err = pcall(Watch.wait, w, timeout_ms or 50)
+  end
   s.on_event = prev
   if not ok then error(n, 0) end
   local events = s.pending
