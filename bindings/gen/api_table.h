@@ -463,7 +463,7 @@
   X(asb_template_request_options_init, 0u, 2, 0, "", "") \
   X(asb_templates_request_build, ASB_API_BLOCKING|ASB_API_CANCELLABLE, 4, 1, "opts", "") \
   X(asb_template_files_options_init, 0u, 2, 0, "", "") \
-  X(asb_templates_files_hash, ASB_API_BLOCKING, 3, 1, "", "") \
+  X(asb_templates_files_hash, ASB_API_BLOCKING|ASB_API_CANCELLABLE, 3, 1, "opts", "") \
   X(asb_templates_files_link, ASB_API_BLOCKING|ASB_API_CANCELLABLE, 6, 2, "call", "") \
   X(asb_templates_files_upload, ASB_API_BLOCKING|ASB_API_CANCELLABLE, 5, 1, "opts", "") \
   X(asb_templates_trigger_build, ASB_API_BLOCKING|ASB_API_CANCELLABLE, 5, 0, "call", "") \

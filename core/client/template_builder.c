@@ -749,6 +749,8 @@ int asb_templates_files_hash(char **hash, const char *src, const asb_template_fi
   ASBI_CHECK_VERSION(o, ASB_TEMPLATE_FILES_OPTIONS_VERSION, "asb_template_files_options");
   asb_template_files_options dflt = ASB_TEMPLATE_FILES_OPTIONS_INIT;
   if (!o) o = &dflt;
+  if (asbi_cancel_requested(o->cancel))
+    return asbi_err(ASB_ECANCELED, "template.files_hash: canceled");
   asbi_buf tar;
   asbi_buf_init(&tar, UPLOAD_MAX);
   char hex[65];

@@ -254,8 +254,9 @@ asb_template_files_options_init(asb_template_files_options *opts,
 /* The filesHash of a COPY step whose source is src (a path or glob,
  * relative to opts->context_dir): the SHA-256 (64 hex digits, freed with
  * asb_free) of the tar asb_templates_build_steps packs of it, with the same
- * rules (ignore patterns, symlinks). Local only. ASB_EINVAL as for
- * asb_templates_build_steps' COPY sources. */
+ * rules (ignore patterns, symlinks). Local only: opts->timeout_ms is
+ * unused, a cancel already requested fails it (ASB_ECANCELED). ASB_EINVAL
+ * as for asb_templates_build_steps' COPY sources. */
 ASB_API(int)
 asb_templates_files_hash(char **hash, const char *src,
                          const asb_template_files_options *opts);

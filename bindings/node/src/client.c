@@ -914,7 +914,7 @@ enum {
   TBOP_TAGS_ASSIGN,
   TBOP_TAGS_REMOVE,
   TBOP_TAGS_LIST,
-  TBOP_REQUEST,      /* the steps of TBOP_STEPS, one call each */
+  TBOP_REQUEST, /* the steps of TBOP_STEPS, one call each */
   TBOP_FILES_HASH,
   TBOP_FILES_LINK,
   TBOP_FILES_UPLOAD,
@@ -1018,9 +1018,9 @@ static void w_tbuild(anode_call *base) {
     o.timeout_ms = c->l[0];
     o.cancel = base->cancel;
     char *hash = NULL;
-    rc = c->op == TBOP_FILES_HASH ? asb_templates_files_hash(&hash, c->s[0], &o)
-                                  : asb_templates_files_upload(&hash, c->client, c->s[0],
-                                                               c->s[1], &o);
+    rc = c->op == TBOP_FILES_HASH
+             ? asb_templates_files_hash(&hash, c->s[0], &o)
+             : asb_templates_files_upload(&hash, c->client, c->s[0], c->s[1], &o);
     c->out2 = hash;
   } else if (c->op == TBOP_FILES_LINK) {
     int present = 0;
@@ -1060,8 +1060,7 @@ static napi_value r_tbuild(napi_env env, anode_call *base) {
     anode_set(env, o, "url", anode_str(env, c->out2));
     return o;
   }
-  if (c->op == TBOP_TAGS_ASSIGN || c->op == TBOP_TAGS_REMOVE || c->op == TBOP_TRIGGER)
-    return NULL;
+  if (c->op == TBOP_TAGS_ASSIGN || c->op == TBOP_TAGS_REMOVE || c->op == TBOP_TRIGGER) return NULL;
   const asb_template_build *b = c->out;
   if (!b) return NULL;
   napi_value o = anode_obj(env);
@@ -1133,7 +1132,8 @@ static napi_value js_template_builder_op(napi_env env, napi_callback_info info) 
   int two = op == TBOP_STEPS || op == TBOP_STATUS || op == TBOP_FILES_LINK ||
             op == TBOP_FILES_UPLOAD || op == TBOP_TRIGGER;
   int own_opts = op == TBOP_STEPS || op == TBOP_REQUEST || files;
-  if (anode_get_string(env, argv[2], &c->s[0]) || (two && anode_get_string(env, argv[3], &c->s[1])) ||
+  if (anode_get_string(env, argv[2], &c->s[0]) ||
+      (two && anode_get_string(env, argv[3], &c->s[1])) ||
       (op == TBOP_REQUEST && (anode_opt_strv(env, argv[4], "tags", &c->v[0]) ||
                               anode_opt_int(env, argv[4], "cpuCount", &c->i[2]) ||
                               anode_opt_int(env, argv[4], "memoryMB", &c->i[3]) ||
