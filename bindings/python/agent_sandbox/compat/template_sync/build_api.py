@@ -114,6 +114,7 @@ def upload_file(api_client: Dict[str, Any], file_name: str, context_path: str, u
     PUT it to ``url`` (asb_templates_files_upload; ``gzip`` is accepted for
     E2B's signature: the library sends a plain tar)."""
     conn = dict(api_client) if isinstance(api_client, dict) else {}
+    conn.pop("request_timeout", None)  # the upload's own bound, below
     try:
         _T.files_upload_sync(url, file_name, context_dir=context_path,
                              ignore_patterns=ignore_patterns, resolve_symlinks=resolve_symlinks,
