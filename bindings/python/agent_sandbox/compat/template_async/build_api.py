@@ -11,18 +11,14 @@ from typing import Any, Callable, Dict, List, Optional, Sequence
 
 from ... import _native as N
 from ..template.logger import LogEntry
-from ..template.types import BuildInfo, TemplateBuildStatus, TemplateBuildStatusResponse
+from ..template.types import TemplateBuildStatus, TemplateBuildStatusResponse
 from ..template.types import TemplateTag, TemplateTagInfo
 from ..template_sync import build_api as _S
 from ..template_sync.build_api import FileUploadLink, build_failed, build_spec
 
-__all__ = ["build", "get_build_status", "check_alias_exists", "assign_tags", "remove_tags",
+__all__ = ["get_build_status", "check_alias_exists", "assign_tags", "remove_tags",
            "get_template_tags", "request_build", "get_file_upload_link", "upload_file",
            "trigger_build", "wait_for_build_finish", "FileUploadLink", "build_spec"]
-
-
-async def build(api_client: Dict[str, Any], template: Any, name: str, **kw: Any) -> BuildInfo:
-    return await N.run(_S.build, api_client, template, name, **kw)
 
 
 async def request_build(client: Dict[str, Any], name: str, tags: Optional[List[str]],

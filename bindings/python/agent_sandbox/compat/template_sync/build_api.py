@@ -16,11 +16,11 @@ from ...exceptions import (AgentSandboxError, BuildException, FileUploadExceptio
                            NotFoundException, TemplateException)
 from ..template.consts import FILE_UPLOAD_TIMEOUT_SECONDS
 from ..template.logger import LogEntry
-from ..template.types import (BuildInfo, BuildStatusReason, TemplateBuildStatus,
+from ..template.types import (BuildStatusReason, TemplateBuildStatus,
                               TemplateBuildStatusResponse, TemplateTag, TemplateTagInfo)
 from ..template.utils import get_build_step_index
 
-__all__ = ["build", "get_build_status", "check_alias_exists", "assign_tags", "remove_tags",
+__all__ = ["get_build_status", "check_alias_exists", "assign_tags", "remove_tags",
            "get_template_tags", "request_build", "get_file_upload_link", "upload_file",
            "trigger_build", "wait_for_build_finish", "FileUploadLink"]
 
@@ -198,35 +198,6 @@ def build_spec(spec: Dict[str, Any], hashes: Dict[int, str]) -> Dict[str, Any]:
         st.pop("forceUpload", None)
         st["filesHash"] = h
     return spec
-
-
-def build(api_client: Dict[str, Any], template: Any, name: str, *, tags: Optional[List[str]],
-          cpu_count: int, memory_mb: int, skip_cache: bool,
-          on_build_logs: Optional[Callable[[LogEntry], None]], background: bool) -> BuildInfo:
-    """Build (or, ``background``, start building) ``template`` as ``name``
-    in one call of the library (asb_templates_build_steps; E2B's
-    ``Template.build`` goes step by step: template_sync.main)."""
-    t = template._template
-    if skip_cache:
-        t._force = True
-    spec = t._serialize(for_build=True)
-    deliver = (lambda line: on_build_logs(_entry(line))) if on_build_logs else None
-    try:
-        # E2B's order: file_ignore_patterns, then the context's .dockerignore
-        # (which the C library reads itself)
-        st = _T.build_steps_sync(name, spec, context_dir=t._file_context_path, tags=tags,
-                                 ignore_patterns=t._file_ignore_patterns,
-                                 cpu_count=cpu_count, memory_mb=memory_mb,
-                                 skip_cache=bool(t._force), background=background,
-                                 on_log=deliver, **api_client)
-    except BaseException as e:
-        err = _as_e2b_error(e, t._stack_traces)
-        if err is e:
-            raise
-        raise err from None
-    info = get_template_tags_safe(api_client, st.template_id)
-    return BuildInfo(template_id=st.template_id, build_id=st.build_id, name=name, alias=name,
-                     tags=[x.tag for x in info if x.build_id == st.build_id] or list(tags or []))
 
 
 def get_template_tags_safe(api_client: Dict[str, Any], template_id: str) -> List[TemplateTag]:
