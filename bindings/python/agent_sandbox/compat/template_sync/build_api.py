@@ -40,24 +40,26 @@ def _entry(line: Any) -> LogEntry:
                     else "info", message=line.message)
 
 
-def _as_e2b_error(e: BaseException, stack_traces: List[Any]) -> BaseException:
-    """The library's failure as E2B raises it: BuildException (pointing at
-    the line of the step that failed), FileUploadException for uploads."""
+def _step_traceback(step: Optional[str],
+                    stack_traces: Sequence[Optional[TracebackType]]) -> Optional[TracebackType]:
+    """The call site of E2B's step ``step`` (``reason.step``: "base", a
+    number, "finalize"), None if unknown."""
+    if step is None or not stack_traces:
+        return None
+    i = get_build_step_index(step, len(stack_traces))
+    return stack_traces[i] if 0 <= i < len(stack_traces) else None
+
+
+def _as_e2b_error(e: BaseException) -> BaseException:
+    """The library's failure of a step (request, trigger) as E2B raises it:
+    BuildException for a refused request, FileUploadException for uploads;
+    other errors as they are."""
     msg = str(e)
-    state = getattr(e, "state", None)
     if isinstance(e, AgentSandboxError) and "template upload" in msg:
-        out: BaseException = FileUploadException(msg)
-    elif isinstance(e, BuildException) or getattr(e, "status", "") == "ASB_EINVAL":
-        out = BuildException(msg)
-    else:
-        return e
-    tb = None
-    if state is not None and state.error_step is not None and stack_traces:
-        i = get_build_step_index(str(state.error_step), len(stack_traces))
-        if 0 <= i < len(stack_traces):
-            tb = stack_traces[i]
-    out.state = state  # type: ignore[attr-defined]
-    return out.with_traceback(tb) if tb is not None else out
+        return FileUploadException(msg)
+    if isinstance(e, BuildException) or getattr(e, "status", "") == "ASB_EINVAL":
+        return BuildException(msg)
+    return e
 
 
 def _raise_as(e: BaseException, kind: type, stack_trace: Optional[TracebackType]) -> NoReturn:
@@ -75,7 +77,7 @@ def request_build(client: Dict[str, Any], name: str, tags: Optional[List[str]], 
         return _T.request_build_sync(name, tags=tags, cpu_count=cpu_count, memory_mb=memory_mb,
                                      **client)
     except BaseException as e:
-        err = _as_e2b_error(e, [])
+        err = _as_e2b_error(e)
         if err is e:
             raise
         raise err from None
@@ -132,7 +134,7 @@ def trigger_build(client: Dict[str, Any], template_id: str, build_id: str,
     try:
         _T.trigger_build_sync(template_id, build_id, template, **client)
     except BaseException as e:
-        err = _as_e2b_error(e, [])
+        err = _as_e2b_error(e)
         if err is e:
             raise
         raise err from None
@@ -145,11 +147,7 @@ def build_failed(st: Any, template_id: str, build_id: str,
     build's state, as agent_sandbox.templates gives it."""
     reason = st.reason
     step = None if reason is None or reason.step is None else str(reason.step)
-    tb = None
-    if step is not None and stack_traces:
-        i = get_build_step_index(step, len(stack_traces))
-        if 0 <= i < len(stack_traces):
-            tb = stack_traces[i]
+    tb = _step_traceback(step, stack_traces)
     msg = reason.message if reason is not None else "Build failed"
     err = BuildException(msg)
     err.state = _T.BuildState(  # type: ignore[attr-defined]
