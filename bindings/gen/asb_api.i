@@ -37,6 +37,8 @@
 %immutable asb_sandbox_list_options::version;
 %immutable asb_template_build_options::version;
 %immutable asb_template_steps_options::version;
+%immutable asb_template_request_options::version;
+%immutable asb_template_files_options::version;
 %immutable asb_volume_write_options::version;
 
 /* ---- handles: who frees them ------------------------------------------ */
@@ -153,6 +155,14 @@ ASB_OPTIONS(asb_template_steps_options, ASB_TEMPLATE_STEPS_OPTIONS_VERSION,
             %arg({&$self->context_dir}),
             %arg({&$self->tags, &$self->ignore_patterns}),
             ASB_NONE)
+ASB_OPTIONS(asb_template_request_options, ASB_TEMPLATE_REQUEST_OPTIONS_VERSION,
+            ASB_NONE,
+            %arg({&$self->tags}),
+            ASB_NONE)
+ASB_OPTIONS(asb_template_files_options, ASB_TEMPLATE_FILES_OPTIONS_VERSION,
+            %arg({&$self->context_dir}),
+            %arg({&$self->ignore_patterns}),
+            ASB_NONE)
 ASB_OPTIONS(asb_volume_write_options, ASB_VOLUME_WRITE_OPTIONS_VERSION,
             ASB_NONE,
             ASB_NONE,
@@ -264,6 +274,11 @@ ASB_BLOCKING(asb_templates_get)
 ASB_BLOCKING(asb_templates_list)
 ASB_BLOCKING(asb_templates_delete)
 ASB_BLOCKING(asb_templates_build_steps)
+ASB_BLOCKING(asb_templates_request_build)
+ASB_BLOCKING(asb_templates_files_hash)
+ASB_BLOCKING(asb_templates_files_link)
+ASB_BLOCKING(asb_templates_files_upload)
+ASB_BLOCKING(asb_templates_trigger_build)
 ASB_BLOCKING(asb_templates_build_status)
 ASB_BLOCKING(asb_templates_alias_exists)
 ASB_BLOCKING(asb_templates_tags_assign)

@@ -141,6 +141,9 @@ TEST(snapshot) {
 TEST(secrets) {
   run_example("secrets");
 }
+TEST(template_steps) {
+  run_example("template_steps");
+}
 #ifdef ASB_TEMPLATE_DIR
 /* builds the c-hello template, creates a sandbox from it, calls its commands */
 TEST(named_commands) {
@@ -229,6 +232,7 @@ int main(void) {
   RUN(snapshot);
   RUN(sessions);
   RUN(ready_check);
+  RUN(template_steps);
   RUN(checkpoint_without_criu);
   RUN(checkpoint_with_criu);
   RUN(sandbox_lifecycle_with_pause_swap);

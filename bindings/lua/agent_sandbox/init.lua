@@ -1912,6 +1912,102 @@ function templates.build_steps(name, spec, t)
   return state
 end
 
+--- The steps of templates.build_steps, one call each (as E2B's SDKs drive a build).
+--- templates.request_build(name, { tags, cpu_count, memory_mb, timeout_ms }): a
+--- build of name ("app" or "app:tag"): {template_id, build_id, status = "waiting",
+--- tags}.
+function templates.request_build(name, t)
+  check(name, "string", "templates.request_build", "name")
+  t = options(t, with_conn({ "tags", "cpu_count", "memory_mb", "timeout_ms" }),
+              "templates.request_build")
+  local c, err = client_of(t, "templates.request_build")
+  if not c then return nil, err end
+  local o = core.asb_template_request_options()
+  if t.tags ~= nil then o.tags = t.tags end
+  o.cpu_count = t.cpu_count or 0
+  o.memory_mb = t.memory_mb or 0
+  if t.timeout_ms ~= nil then o.timeout_ms = t.timeout_ms end
+  local rc, b = core.asb_templates_request_build(client_handle(c), name, o)
+  if rc < 0 then return fail(rc, "templates.request_build") end
+  local state = template_build(b)
+  state.tags = {}
+  for i = 0, core.asb_template_build_tag_count(b) - 1 do
+    state.tags[#state.tags + 1] = core.asb_template_build_tag(b, i)
+  end
+  return state
+end
+
+local function files_options(t)
+  local o = core.asb_template_files_options()
+  if t.context_dir ~= nil then o.context_dir = t.context_dir end
+  if t.ignore_patterns ~= nil then o.ignore_patterns = t.ignore_patterns end
+  o.resolve_symlinks = flag(t.resolve_symlinks)
+  if t.timeout_ms ~= nil then o.timeout_ms = t.timeout_ms end
+  return o
+end
+
+--- templates.files_hash(src, { context_dir, ignore_patterns, resolve_symlinks }): the
+--- filesHash of a COPY of src (the hash of the tar build_steps packs of it).
+function templates.files_hash(src, t)
+  check(src, "string", "templates.files_hash", "src")
+  t = options(t, set({ "context_dir", "ignore_patterns", "resolve_symlinks" }), "templates.files_hash")
+  local rc, hash = core.asb_templates_files_hash(src, files_options(t))
+  if rc < 0 then return fail(rc, "templates.files_hash") end
+  return hash
+end
+
+--- templates.files_link(template_id, files_hash): whether the engine has those files
+--- (true/false) and the URL to upload them to (nil if none).
+function templates.files_link(template_id, files_hash, t)
+  check(template_id, "string", "templates.files_link", "template_id")
+  check(files_hash, "string", "templates.files_link", "files_hash")
+  t = options(t, with_conn({ "request_timeout_ms" }), "templates.files_link")
+  local c, err = client_of(t, "templates.files_link")
+  if not c then return nil, err end
+  local rc, present, url = core.asb_templates_files_link(client_handle(c), template_id,
+                                                         files_hash,
+                                                         call_options(t.request_timeout_ms))
+  if rc < 0 then return fail(rc, "templates.files_link") end
+  return present ~= 0, url
+end
+
+--- templates.files_upload(url, src, { context_dir, ignore_patterns, resolve_symlinks,
+--- timeout_ms }): pack src's files as files_hash does and upload them to url (from
+--- files_link); returns their hash.
+function templates.files_upload(url, src, t)
+  check(url, "string", "templates.files_upload", "url")
+  check(src, "string", "templates.files_upload", "src")
+  t = options(t, with_conn({ "context_dir", "ignore_patterns", "resolve_symlinks", "timeout_ms" }),
+              "templates.files_upload")
+  local c, err = client_of(t, "templates.files_upload")
+  if not c then return nil, err end
+  local rc, hash = core.asb_templates_files_upload(client_handle(c), url, src, files_options(t))
+  if rc < 0 then return fail(rc, "templates.files_upload") end
+  return hash
+end
+
+--- templates.trigger_build(template_id, build_id, spec): start a requested build with
+--- the builder JSON spec (a table or its text; each COPY step with its filesHash);
+--- follow it with templates.build_status.
+function templates.trigger_build(template_id, build_id, spec, t)
+  check(template_id, "string", "templates.trigger_build", "template_id")
+  check(build_id, "string", "templates.trigger_build", "build_id")
+  t = options(t, with_conn({ "request_timeout_ms" }), "templates.trigger_build")
+  local text = spec
+  if type(spec) == "table" then
+    local jerr
+    text, jerr = M.json_encode(spec)
+    if not text then return nil, jerr end
+  end
+  check(text, "string", "templates.trigger_build", "spec")
+  local c, err = client_of(t, "templates.trigger_build")
+  if not c then return nil, err end
+  local rc = core.asb_templates_trigger_build(client_handle(c), template_id, build_id, text,
+                                              call_options(t.request_timeout_ms))
+  if rc < 0 then return fail(rc, "templates.trigger_build") end
+  return true
+end
+
 --- templates.build_status(template_id, build_id, { logs_offset }): the state of
 --- a build and up to 100 log lines from logs_offset.
 function templates.build_status(template_id, build_id, t)
