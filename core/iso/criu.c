@@ -1105,6 +1105,14 @@ int asbe__criu_restore(asbe_sandbox *sb, const char *criu, int wfd, const char *
   av_add(&a, "--tcp-established");
   av_add(&a, "--network-lock");
   av_add(&a, "skip");
+  /* Our criu's option (scripts/criu/restore-userns-owner.patch): the
+   * sandbox's new user namespace is owned by its slot uid, as a create's
+   * (clone_sandbox), not by root, so its per-user counts (inotify, ...)
+   * are the slot uid's; a criu without it refuses the restore. */
+  char owner[32];
+  snprintf(owner, sizeof owner, "%u:%u", (unsigned)sb->host_uid, (unsigned)sb->host_uid);
+  av_add(&a, "--userns-owner");
+  av_add(&a, owner);
   int r = 0, have_log = 0;
   uint64_t images = 0;
   for (char *save = NULL, *l = strtok_r(ext, "\n", &save); l && r == 0;
@@ -1154,11 +1162,11 @@ int asbe__criu_restore(asbe_sandbox *sb, const char *criu, int wfd, const char *
   }
   if (r == 0) {
     /* The restored tasks read their images themselves: first as the
-     * host's root (before criu writes their user namespace's maps), then
-     * as the sandbox's root (its host uid and gid). So root's files,
-     * readable by the sandbox's gid, in a dir it may search. Still out
-     * of the sandbox's reach: no path of it leads here (the state dir is
-     * root's, 0700), and they go after the restore. */
+     * slot uid and gid (--userns-owner, before criu writes their user
+     * namespace's maps), then as the sandbox's root (the same host ids).
+     * So root's files, readable by the sandbox's gid, in a dir it may
+     * search. Still out of the sandbox's reach: no path of it leads here
+     * (the state dir is root's, 0700), and they go after the restore. */
     int dd = dup(dfd);
     DIR *d = dd >= 0 ? fdopendir(dd) : NULL;
     struct dirent *de;

@@ -21,8 +21,9 @@
  * - a process the sandbox keeps ptrace-stopped makes the dump fail or
  *   succeed, never hang: the pause answers and the sandbox works;
  * - its user namespace's owner, and so whose inotify count its instances
- *   take: the slot uid's when booted, host root's once restored (the
- *   known gap of docs/lifecycle.md, recorded as it is).
+ *   take: the slot uid's when booted and once restored (our criu's
+ *   --userns-owner, which the engine gives the slot uid), never host
+ *   root's.
  * Skips (77, saying why) only when no criu binary is found: $ASB_CRIU,
  * else /var/cache/agent-sandbox/criu/bin/criu. Runs as root; the engine
  * fixture cleans up also when a check fails.
@@ -301,9 +302,10 @@ TEST(ghost_is_the_sandboxs_own_and_images_out_of_reach) {
     CHECK(fs.st_nlink == 0);  /* deleted again */
   }
   CHECK(held);
-  /* its user namespace: criu makes it again as root, so root owns it (the
-   * kernel charges its per-user counts, inotify instances, namespaces, to
-   * root's at the host level): recorded, see docs/lifecycle.md */
+  /* its user namespace: criu makes it again as the slot uid
+   * (--userns-owner), so the slot uid owns it, as a booted one (the kernel
+   * charges its per-user counts to the owner at the host level; see
+   * restored_user_namespace_is_the_slot_uids_and_so_its_counts) */
   if (hp > 0) {
     snprintf(p, sizeof p, "/proc/%d/ns/user", (int)hp);
     int ns = open(p, O_RDONLY | O_CLOEXEC);
@@ -311,6 +313,7 @@ TEST(ghost_is_the_sandboxs_own_and_images_out_of_reach) {
     if (ns >= 0 && ioctl(ns, NS_GET_OWNER_UID, &owner) == 0)
       fprintf(stderr, "restored user namespace owned by host uid %u (the slot's: %lu)\n",
               (unsigned)owner, base);
+    CHECK(owner == (uid_t)base);
     if (ns >= 0) close(ns);
   }
   char *left = run_root(sb, "ls -a /tmp | grep -c 'ghost\\|link_remap' || true");
@@ -456,16 +459,14 @@ static long ns_owner(pid_t hp) {
  * owner at the host level too, against that uid's limit (128 instances
  * here): a booted sandbox's namespace is owned by its slot's host uid, so
  * its instances are that uid's (measured: a host process of the slot uid
- * has 8 fewer while the sandbox holds 8). criu makes the namespace again
- * as root (it refuses a non-root euid without --unprivileged, which drops
- * its cgroup restore): a restored sandbox's namespace is owned by host
- * root and its instances leave the slot uid's count (its 8 closed, the
- * slot uid gains none back): they are host root's (the known gap of
- * docs/lifecycle.md, a denial of service of host root's inotify, not a
- * capability; not played: it would take the shared host's root). This
- * test records it: when criu makes the namespace as the slot uid, its
- * restored half says so and is turned round. */
-TEST(restored_user_namespace_is_host_roots_and_so_its_counts) {
+ * has 8 fewer while the sandbox holds 8). Stock criu made the namespace
+ * again as root, so a restored sandbox's instances were host root's (a
+ * denial of service of host root's inotify, not played: it would take the
+ * shared host's root). Our criu takes the slot uid as its euid for that
+ * clone (--userns-owner, scripts/criu/restore-userns-owner.patch): the
+ * restored namespace is the slot uid's again, and the 8 its process still
+ * holds come back to the slot uid's room when it closes them. */
+TEST(restored_user_namespace_is_the_slot_uids_and_so_its_counts) {
   char id[64];
   asb_sandbox *sb = criu_fixture_sandbox(C, id, 0, 0);
   REQUIRE(sb != NULL);
@@ -509,8 +510,8 @@ TEST(restored_user_namespace_is_host_roots_and_so_its_counts) {
           "restored: namespace owner %ld; slot uid's room %ld with the 8 held, %ld closed\n", owner,
           n2, n3);
   CHECK(n2 >= 0 && n3 >= 0);
-  CHECK_INT(owner, 0);   /* the gap: host root's, not the slot uid's */
-  CHECK_INT(n3 - n2, 0); /* so the 8 were not the slot uid's: root's */
+  CHECK_INT(owner, (long)base); /* the slot uid's, as booted: not host root's */
+  CHECK_INT(n3 - n2, 8);        /* so the 8 it held were the slot uid's */
   free(held);
   free(released);
   asbt_kill(sb);
@@ -525,7 +526,7 @@ int main(void) {
   RUN(ghost_is_the_sandboxs_own_and_images_out_of_reach);
   RUN(restore_keeps_its_privileges_and_filter);
   RUN(ptraced_process_does_not_hang_the_pause);
-  RUN(restored_user_namespace_is_host_roots_and_so_its_counts);
+  RUN(restored_user_namespace_is_the_slot_uids_and_so_its_counts);
   criu_fixture_stop(&F, C);
   TEST_MAIN_END();
 }
