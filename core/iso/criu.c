@@ -1187,6 +1187,7 @@ int asbe__criu_restore(asbe_sandbox *sb, const char *criu, int wfd, const char *
   }
   if (r == 0) {
     unlinkat(dfd, CKPT_PID, 0);
+    unlinkat(dfd, "restore.log", 0); /* a log found below is this run's */
     int64_t limit = criu_limit_ms(e, images);
     int st = run_criu(a.v, dfd, have_log ? sb->log_fd : -1, restore_setup, &p, limit, sb->id);
     if (st == -ETIMEDOUT) {
@@ -1197,10 +1198,16 @@ int asbe__criu_restore(asbe_sandbox *sb, const char *criu, int wfd, const char *
     } else if (st != 0) {
       char why[400];
       log_tail(dfd, "restore.log", why, sizeof why);
+      /* criu parses its options before it opens its log: none written is
+       * (most likely) a criu that does not know --userns-owner */
+      int no_log = faccessat(dfd, "restore.log", F_OK, AT_SYMLINK_NOFOLLOW) != 0;
       r = asbe__fail(-EIO, "sandbox %s: criu restore failed (exit %d): %s", sb->id, st,
                      why[0]                  ? why
                      : st >= 120 && st < 128 ? "setting up its root"
-                                             : "see restore.log");
+                     : no_log
+                         ? "it wrote no restore.log: it refused its options (a criu without our "
+                           "patches? the engine needs --userns-owner: run scripts/build-criu.sh)"
+                         : "see restore.log");
     }
   }
   av_free(&a);
