@@ -465,7 +465,8 @@ static long ns_owner(pid_t hp) {
  * shared host's root). Our criu takes the slot uid as its euid for that
  * clone (--userns-owner, scripts/criu/restore-userns-owner.patch): the
  * restored namespace is the slot uid's again, and the 8 its process still
- * holds come back to the slot uid's room when it closes them. */
+ * holds come back to the slot uid's room when it closes them. A fork (a
+ * restore into a slot of its own) is owned by the fork's slot uid. */
 TEST(restored_user_namespace_is_the_slot_uids_and_so_its_counts) {
   char id[64];
   asb_sandbox *sb = criu_fixture_sandbox(C, id, 0, 0);
@@ -512,6 +513,26 @@ TEST(restored_user_namespace_is_the_slot_uids_and_so_its_counts) {
   CHECK(n2 >= 0 && n3 >= 0);
   CHECK_INT(owner, (long)base); /* the slot uid's, as booted: not host root's */
   CHECK_INT(n3 - n2, 8);        /* so the 8 it held were the slot uid's */
+
+  /* a fork is a restore of the same images into a slot of its own: its
+   * namespace is the fork's slot uid's (not the parent's, not root's) */
+  char p[128], fid[64], *b = NULL;
+  snprintf(p, sizeof p, "/sandboxes/%s/fork", id);
+  CHECK_INT(engine_api(&F, "POST", p, "{}", &b), 201);
+  const char *k = b ? strstr(b, "\"sandboxID\":\"") : NULL;
+  snprintf(fid, sizeof fid, "%.*s", k ? (int)strcspn(k + 13, "\"") : 0, k ? k + 13 : "");
+  free(b);
+  uid_t fbase = fid[0] ? (uid_t)criu_fixture_host_uid(&F, fid) : 0;
+  CHECK(fbase > 0 && fbase != base);
+  pid_t fp = fbase > 0 ? host_pid(fbase, atol(held)) : 0;
+  CHECK(fp > 0); /* the held process, in the fork */
+  long fowner = fp > 0 ? ns_owner(fp) : -1;
+  fprintf(stderr, "fork: namespace owner %ld (its slot %u)\n", fowner, (unsigned)fbase);
+  CHECK_INT(fowner, (long)fbase);
+  if (fid[0]) {
+    snprintf(p, sizeof p, "/sandboxes/%s", fid);
+    CHECK_INT(engine_api(&F, "DELETE", p, NULL, NULL), 204);
+  }
   free(held);
   free(released);
   asbt_kill(sb);
