@@ -454,6 +454,17 @@ static long ns_owner(pid_t hp) {
   return r;
 }
 
+/* Host process hp's cgroups (every hierarchy, the host's view) into out
+ * ("" if unreadable). */
+static void cgroup_of(pid_t hp, char *out, size_t len) {
+  char p[64];
+  snprintf(p, sizeof p, "/proc/%d/cgroup", (int)hp);
+  int fd = open(p, O_RDONLY | O_CLOEXEC);
+  ssize_t n = fd >= 0 ? read(fd, out, len - 1) : -1;
+  out[n > 0 ? n : 0] = 0;
+  if (fd >= 0) close(fd);
+}
+
 /* Who pays for the restored sandbox's per-user counts. The kernel charges
  * what a user namespace's users hold (inotify instances here) to its
  * owner at the host level too, against that uid's limit (128 instances
@@ -496,12 +507,20 @@ TEST(restored_user_namespace_is_the_slot_uids_and_so_its_counts) {
   CHECK(n0 > 8 && n1 >= 0);
   CHECK_INT(n0 - n1, 8); /* the slot uid's */
   if (hp > 0) CHECK_INT(ns_owner(hp), (long)base);
+  char cg0[2048], cg1[2048];
+  cgroup_of(hp, cg0, sizeof cg0);
+  fprintf(stderr, "booted: cgroups %s", cg0);
+  CHECK(strstr(cg0, id) != NULL); /* the sandbox's own */
 
   CHECK_INT(sbx_post(id, "pause", "{}"), 204);
   CHECK_INT(sbx_post(id, "connect", "{\"timeout\": 300}"), 201);
   hp = host_pid(base, atol(held));
   CHECK(hp > 0); /* the same process, restored with its 8 */
   long n2 = inotify_room(base);
+  /* criu still puts it back into its cgroup (--userns-owner changes only
+   * who owns the namespace) */
+  cgroup_of(hp, cg1, sizeof cg1);
+  CHECK_STR(cg1, cg0);
   CHECK_RC(asb_files_write(NULL, sb, "/tmp/release", "", 0, NULL), ASB_OK);
   char *released = asbt_wait_file(sb, "/tmp/released", 0);
   CHECK(released != NULL);
