@@ -53,6 +53,15 @@ int main(void) {
   asb_watch_wait(w, 500);
   asb_watch_free(w);
 
+  /* A polling watch: the sandbox keeps the events, and a poll has every
+   * change made before it, at once. */
+  wo.polling = 1;
+  if (asb_files_watch_dir(&w, sb, "/home/user/project", &wo) == ASB_OK) {
+    asb_files_write(NULL, sb, "/home/user/project/d.txt", "delta", 5, NULL);
+    printf("polled %d events\n", asb_watch_poll(w, NULL));
+    asb_watch_free(w);
+  }
+
   char *url = NULL;
   if (asb_files_download_url(&url, sb, "/home/user/project/b.txt", NULL, 300) == ASB_OK)
     printf("download for 5 minutes: %s\n", url);

@@ -225,6 +225,7 @@
   X(asb_watch_options_init, 0u, 2, 0, "", "") \
   X(asb_files_watch_dir, ASB_API_BLOCKING|ASB_API_CANCELLABLE, 4, 1, "opts", "") \
   X(asb_watch_wait, ASB_API_BLOCKING|ASB_API_CALLBACKS, 2, 0, "", "caller") \
+  X(asb_watch_poll, ASB_API_BLOCKING|ASB_API_CANCELLABLE|ASB_API_CALLBACKS, 2, 0, "call", "caller") \
   X(asb_watch_stop, ASB_API_ANY_THREAD, 1, 0, "", "") \
   X(asb_watch_free, ASB_API_ANY_THREAD|ASB_API_FREES, 1, 0, "", "") \
   X(asb_files_download_url, ASB_API_BLOCKING, 5, 1, "", "") \
@@ -468,6 +469,13 @@
   X(asb_template_free, ASB_API_FREES, 1, 0, "", "") \
   X(asb_template_steps_options_init, 0u, 2, 0, "", "") \
   X(asb_templates_build_steps, ASB_API_BLOCKING|ASB_API_CANCELLABLE|ASB_API_CALLBACKS, 5, 1, "opts", "caller") \
+  X(asb_template_request_options_init, 0u, 2, 0, "", "") \
+  X(asb_templates_request_build, ASB_API_BLOCKING|ASB_API_CANCELLABLE, 4, 1, "opts", "") \
+  X(asb_template_files_options_init, 0u, 2, 0, "", "") \
+  X(asb_templates_files_hash, ASB_API_BLOCKING|ASB_API_CANCELLABLE, 3, 1, "opts", "") \
+  X(asb_templates_files_link, ASB_API_BLOCKING|ASB_API_CANCELLABLE, 6, 2, "call", "") \
+  X(asb_templates_files_upload, ASB_API_BLOCKING|ASB_API_CANCELLABLE, 5, 1, "opts", "") \
+  X(asb_templates_trigger_build, ASB_API_BLOCKING|ASB_API_CANCELLABLE, 5, 0, "call", "") \
   X(asb_templates_build_status, ASB_API_BLOCKING|ASB_API_CANCELLABLE, 6, 1, "call", "") \
   X(asb_templates_alias_exists, ASB_API_BLOCKING|ASB_API_CANCELLABLE, 4, 1, "call", "") \
   X(asb_templates_tags_assign, ASB_API_BLOCKING|ASB_API_CANCELLABLE, 4, 0, "call", "") \
@@ -482,6 +490,8 @@
   X(asb_template_build_log_message, ASB_API_RETURNS_BORROWED, 2, 0, "", "") \
   X(asb_template_build_log_level, ASB_API_RETURNS_BORROWED, 2, 0, "", "") \
   X(asb_template_build_log_timestamp, 0u, 2, 0, "", "") \
+  X(asb_template_build_tag_count, 0u, 1, 0, "", "") \
+  X(asb_template_build_tag, ASB_API_RETURNS_BORROWED, 2, 0, "", "") \
   X(asb_template_build_free, ASB_API_FREES, 1, 0, "", "") \
   X(asb_version, ASB_API_RETURNS_STATIC, 3, 3, "", "") \
   X(asb_version_number, 0u, 0, 0, "", "") \
@@ -610,6 +620,11 @@
   X(asb_templates_get, 0, "out", ASB_API_OUT_HANDLE, asb_template, "asb_template_free", 0) \
   X(asb_templates_list, 0, "out", ASB_API_OUT_HANDLE, asb_template_list, "asb_template_list_free", 0) \
   X(asb_templates_build_steps, 0, "out", ASB_API_OUT_HANDLE, asb_template_build, "asb_template_build_free", 0) \
+  X(asb_templates_request_build, 0, "out", ASB_API_OUT_HANDLE, asb_template_build, "asb_template_build_free", 0) \
+  X(asb_templates_files_hash, 0, "hash", ASB_API_OUT_STRING, char, "asb_free", 0) \
+  X(asb_templates_files_link, 0, "present", ASB_API_OUT_INT, int, "", 0) \
+  X(asb_templates_files_link, 1, "url", ASB_API_OUT_STRING, char, "asb_free", 0) \
+  X(asb_templates_files_upload, 0, "hash", ASB_API_OUT_STRING, char, "asb_free", 1) \
   X(asb_templates_build_status, 0, "out", ASB_API_OUT_HANDLE, asb_template_build, "asb_template_build_free", 0) \
   X(asb_templates_alias_exists, 0, "exists", ASB_API_OUT_INT, int, "", 0) \
   X(asb_templates_tags_list, 0, "json", ASB_API_OUT_STRING, char, "asb_free", 0) \
@@ -693,6 +708,8 @@
   X(asb_server_agents_options, ASB_SERVER_AGENTS_OPTIONS_VERSION, asb_server_agents_options_init) \
   X(asb_template_build_options, ASB_TEMPLATE_BUILD_OPTIONS_VERSION, asb_template_build_options_init) \
   X(asb_template_steps_options, ASB_TEMPLATE_STEPS_OPTIONS_VERSION, asb_template_steps_options_init) \
+  X(asb_template_request_options, ASB_TEMPLATE_REQUEST_OPTIONS_VERSION, asb_template_request_options_init) \
+  X(asb_template_files_options, ASB_TEMPLATE_FILES_OPTIONS_VERSION, asb_template_files_options_init) \
   X(asb_volume_write_options, ASB_VOLUME_WRITE_OPTIONS_VERSION, asb_volume_write_options_init)
 
 /* Which setter of options.h sets an options member. */
@@ -774,6 +791,7 @@
   X(asb_watch_options, on_event, ASB_API_FIELD_POINTER, 1) \
   X(asb_watch_options, userdata, ASB_API_FIELD_POINTER, 1) \
   X(asb_watch_options, cancel, ASB_API_FIELD_POINTER, 1) \
+  X(asb_watch_options, polling, ASB_API_FIELD_INT, 1) \
   X(asb_git_options, envs, ASB_API_FIELD_STRINGS, 1) \
   X(asb_git_options, user, ASB_API_FIELD_STRING, 1) \
   X(asb_git_options, cwd, ASB_API_FIELD_STRING, 1) \
@@ -861,6 +879,16 @@
   X(asb_template_steps_options, on_log, ASB_API_FIELD_POINTER, 1) \
   X(asb_template_steps_options, userdata, ASB_API_FIELD_POINTER, 1) \
   X(asb_template_steps_options, ignore_patterns, ASB_API_FIELD_STRINGS, 2) \
+  X(asb_template_request_options, tags, ASB_API_FIELD_STRINGS, 1) \
+  X(asb_template_request_options, cpu_count, ASB_API_FIELD_INT, 1) \
+  X(asb_template_request_options, memory_mb, ASB_API_FIELD_INT, 1) \
+  X(asb_template_request_options, timeout_ms, ASB_API_FIELD_INT, 1) \
+  X(asb_template_request_options, cancel, ASB_API_FIELD_POINTER, 1) \
+  X(asb_template_files_options, context_dir, ASB_API_FIELD_STRING, 1) \
+  X(asb_template_files_options, ignore_patterns, ASB_API_FIELD_STRINGS, 1) \
+  X(asb_template_files_options, resolve_symlinks, ASB_API_FIELD_INT, 1) \
+  X(asb_template_files_options, timeout_ms, ASB_API_FIELD_INT, 1) \
+  X(asb_template_files_options, cancel, ASB_API_FIELD_POINTER, 1) \
   X(asb_volume_write_options, uid, ASB_API_FIELD_INT, 1) \
   X(asb_volume_write_options, gid, ASB_API_FIELD_INT, 1) \
   X(asb_volume_write_options, mode, ASB_API_FIELD_INT, 1) \
@@ -868,8 +896,8 @@
   X(asb_volume_write_options, timeout_ms, ASB_API_FIELD_INT, 1) \
   X(asb_volume_write_options, cancel, ASB_API_FIELD_POINTER, 1)
 
-#define ASB_API_FUNCTION_COUNT 466
-#define ASB_API_OUTPUT_COUNT 101
+#define ASB_API_FUNCTION_COUNT 476
+#define ASB_API_OUTPUT_COUNT 106
 
 typedef struct asb_api_function_info {
   const char *name;

@@ -38,6 +38,8 @@
 %immutable asb_fork_options::version;
 %immutable asb_template_build_options::version;
 %immutable asb_template_steps_options::version;
+%immutable asb_template_request_options::version;
+%immutable asb_template_files_options::version;
 %immutable asb_volume_write_options::version;
 
 /* ---- handles: who frees them ------------------------------------------ */
@@ -159,6 +161,14 @@ ASB_OPTIONS(asb_template_steps_options, ASB_TEMPLATE_STEPS_OPTIONS_VERSION,
             %arg({&$self->context_dir}),
             %arg({&$self->tags, &$self->ignore_patterns}),
             ASB_NONE)
+ASB_OPTIONS(asb_template_request_options, ASB_TEMPLATE_REQUEST_OPTIONS_VERSION,
+            ASB_NONE,
+            %arg({&$self->tags}),
+            ASB_NONE)
+ASB_OPTIONS(asb_template_files_options, ASB_TEMPLATE_FILES_OPTIONS_VERSION,
+            %arg({&$self->context_dir}),
+            %arg({&$self->ignore_patterns}),
+            ASB_NONE)
 ASB_OPTIONS(asb_volume_write_options, ASB_VOLUME_WRITE_OPTIONS_VERSION,
             ASB_NONE,
             ASB_NONE,
@@ -208,6 +218,7 @@ ASB_BLOCKING(asb_files_rename)
 ASB_BLOCKING(asb_files_make_dir)
 ASB_BLOCKING(asb_files_watch_dir)
 ASB_BLOCKING(asb_watch_wait)
+ASB_BLOCKING(asb_watch_poll)
 ASB_BLOCKING(asb_files_download_url)
 ASB_BLOCKING(asb_files_upload_url)
 ASB_BLOCKING(asb_git_clone)
@@ -271,6 +282,11 @@ ASB_BLOCKING(asb_templates_get)
 ASB_BLOCKING(asb_templates_list)
 ASB_BLOCKING(asb_templates_delete)
 ASB_BLOCKING(asb_templates_build_steps)
+ASB_BLOCKING(asb_templates_request_build)
+ASB_BLOCKING(asb_templates_files_hash)
+ASB_BLOCKING(asb_templates_files_link)
+ASB_BLOCKING(asb_templates_files_upload)
+ASB_BLOCKING(asb_templates_trigger_build)
 ASB_BLOCKING(asb_templates_build_status)
 ASB_BLOCKING(asb_templates_alias_exists)
 ASB_BLOCKING(asb_templates_tags_assign)

@@ -111,11 +111,11 @@ static int asblua_isinteger(lua_State *L, int i) {
 %typemap(in, numinputs=0) char **url (char *tmp = NULL), char **result_json (char *tmp = NULL),
                           char **value (char *tmp = NULL), char **version (char *tmp = NULL),
                           char **json (char *tmp = NULL), char **snapshot_id (char *tmp = NULL),
-                          char **token (char *tmp = NULL) {
+                          char **token (char *tmp = NULL), char **hash (char *tmp = NULL) {
   $1 = &tmp;
 }
 %typemap(argout) char **url, char **result_json, char **value, char **version, char **json,
-                 char **snapshot_id, char **token {
+                 char **snapshot_id, char **token, char **hash {
   if (*$1) {
     lua_pushstring(L, *$1);
   } else {
@@ -124,7 +124,7 @@ static int asblua_isinteger(lua_State *L, int i) {
   SWIG_arg++;
 }
 %typemap(freearg) char **url, char **result_json, char **value, char **version, char **json,
-                  char **snapshot_id, char **token {
+                  char **snapshot_id, char **token, char **hash {
   asb_free(*$1);
 }
 
@@ -143,8 +143,9 @@ static int asblua_isinteger(lua_State *L, int i) {
   }
   SWIG_arg++;
 }
-%typemap(in, numinputs=0) int *kind (int t = 0), int *exists (int t = 0) { $1 = &t; }
-%typemap(argout) int *kind, int *exists {
+%typemap(in, numinputs=0) int *kind (int t = 0), int *exists (int t = 0),
+                          int *present (int t = 0) { $1 = &t; }
+%typemap(argout) int *kind, int *exists, int *present {
   lua_pushinteger(L, *$1);
   SWIG_arg++;
 }

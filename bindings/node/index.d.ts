@@ -9,7 +9,7 @@ export {
   SandboxPage, SandboxSwapInfo, SandboxMetrics, CommandResult, OutputHandler, CommandStartOpts, CommandConnectOpts,
   ProcessInfo, OutputChunk, CommandHandle, Commands, PtyCreateOpts, Pty, FileType, FilesystemEventType,
   WriteInfo, EntryInfo, FilesystemEvent, FilesystemRequestOpts, FilesystemReadOpts, FilesystemWriteOpts,
-  WriteData, WriteEntry, WatchOpts, WatchHandle, Files, JsonValue, Result, ExecutionError, OutputMessage,
+  WriteData, WriteEntry, WatchOpts, WatchHandle, PollingWatchHandle, Files, JsonValue, Result, ExecutionError, OutputMessage,
   Logs, Execution, Context, RunCodeOpts, NamedCommandArg, NamedCommand, RunCommandOpts, SessionInfo,
   Session, TemplateInfo, Template, Volume, VolumeFileType, VolumeInfo, VolumeAndToken, VolumeEntryStat,
   VolumeApiOpts, VolumeMetadataOpts, VolumeWriteOpts, VolumeReadOpts, Secrets, SecretInfo, SecretsListOpts, SandboxedOpts, SandboxedFunction, sandboxed, libraryVersion,

@@ -344,11 +344,20 @@ export interface WatchOpts extends FilesystemRequestOpts {
   /** How long to watch (0 or unset: until stop()). */
   timeoutMs?: number
   onExit?: (err?: unknown) => void | Promise<void>
+  /** A polling watch (a PollingWatchHandle): the sandbox keeps the events
+   * until getNewEvents() fetches them (E2B's sync watcher). */
+  polling?: boolean
 }
 
 export declare class WatchHandle implements AsyncIterable<FilesystemEvent> {
   stop(): Promise<void>
   [Symbol.asyncIterator](): AsyncIterator<FilesystemEvent>
+}
+
+/** A polling watch: each getNewEvents() has every change made before it. */
+export declare class PollingWatchHandle {
+  getNewEvents(): Promise<FilesystemEvent[]>
+  stop(): Promise<void>
 }
 
 export declare class Files {
@@ -365,6 +374,7 @@ export declare class Files {
   remove(path: string, opts?: FilesystemRequestOpts): Promise<void>
   rename(oldPath: string, newPath: string, opts?: FilesystemRequestOpts): Promise<EntryInfo>
   makeDir(path: string, opts?: FilesystemRequestOpts): Promise<boolean>
+  watchDir(path: string, opts: WatchOpts & { polling: true }): Promise<PollingWatchHandle>
   watchDir(path: string, onEvent?: (event: FilesystemEvent) => void | Promise<void>, opts?: WatchOpts): Promise<WatchHandle>
 }
 
@@ -795,6 +805,14 @@ export interface TemplateInfo {
   raw?: JsonValue
 }
 
+/** Where a COPY step's files come from (Template.filesHash / filesUpload). */
+export interface TemplateFilesOpts {
+  contextDir?: string
+  ignorePatterns?: string[]
+  resolveSymlinks?: boolean
+  signal?: AbortSignal
+}
+
 /** A build of E2B's Template builder steps (Template.buildSteps / buildStatus). */
 export interface TemplateBuildState {
   templateId: string
@@ -816,6 +834,12 @@ export declare class Template {
    * its text: fromTemplate/fromImage, steps, startCmd, readyCmd); COPY
    * sources come from contextDir and are uploaded by hash. */
   static buildSteps(name: string, spec: JsonValue | string, opts?: ConnectionOpts & { contextDir?: string; tags?: string[]; ignorePatterns?: string[]; cpuCount?: number; memoryMB?: number; skipCache?: boolean; background?: boolean; timeoutMs?: number; signal?: AbortSignal; onLog?: (line: TemplateBuildLogLine) => void | Promise<void> }): Promise<TemplateBuildState>
+  /** buildSteps one call at a time (asb_templates_request_build, _files_hash, _files_link, _files_upload, _trigger_build). */
+  static requestBuild(name: string, opts?: ConnectionOpts & { tags?: string[]; cpuCount?: number; memoryMB?: number; timeoutMs?: number; signal?: AbortSignal }): Promise<TemplateBuildState & { tags: string[] }>
+  static filesHash(src: string, opts?: ConnectionOpts & TemplateFilesOpts): Promise<string>
+  static filesLink(templateId: string, filesHash: string, opts?: ConnectionOpts & CallOpts): Promise<{ present: boolean; url?: string }>
+  static filesUpload(url: string, src: string, opts?: ConnectionOpts & TemplateFilesOpts & { timeoutMs?: number }): Promise<string>
+  static triggerBuild(templateId: string, buildId: string, spec: JsonValue | string, opts?: ConnectionOpts & CallOpts): Promise<void>
   static buildStatus(templateId: string, buildId: string, opts?: ConnectionOpts & CallOpts & { logsOffset?: number }): Promise<TemplateBuildState>
   static exists(name: string, opts?: ConnectionOpts & CallOpts): Promise<boolean>
   /** Make tags name the build target ("app:v1"; "app": its latest) names. */

@@ -62,11 +62,11 @@
 %typemap(in, numinputs=0) char **url (char *tmp = NULL), char **result_json (char *tmp = NULL),
                           char **value (char *tmp = NULL), char **version (char *tmp = NULL),
                           char **json (char *tmp = NULL), char **snapshot_id (char *tmp = NULL),
-                          char **token (char *tmp = NULL) {
+                          char **token (char *tmp = NULL), char **hash (char *tmp = NULL) {
   $1 = &tmp;
 }
 %typemap(argout) char **url, char **result_json, char **value, char **version, char **json,
-                 char **snapshot_id, char **token {
+                 char **snapshot_id, char **token, char **hash {
   PyObject *o;
   if (*$1) {
     o = PyUnicode_DecodeUTF8(*$1, (Py_ssize_t)strlen(*$1), "replace");
@@ -94,6 +94,7 @@
 %apply int *OUTPUT { int *major, int *minor, int *patch };
 %apply int *OUTPUT { int *kind };
 %apply int *OUTPUT { int *exists };
+%apply int *OUTPUT { int *present };
 
 /* Views (asb_file_reader_read, asb_process_read): the bytes are copied out
  * at once; the library's memory is valid only until the next call. */

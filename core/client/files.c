@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include "proto/multipart.h"
@@ -906,11 +907,18 @@ struct asb_watch {
   pthread_mutex_t smu; /* guards stream, waiting, freed; never held across I/O */
   int waiting;
   int freed;
+  /* a polling watch (E2B's CreateWatcher): its id in envd, whose events
+   * asb_watch_poll fetches (GetWatcherEvents), as user */
+  char *watcher;
+  char *user;
+  long timeout_ms;
 };
 
 static void watch_unref(asb_watch *w) {
   if (!asbi_life_drop(&w->life)) return;
   asbi_envd_stream_close(w->stream);
+  free(w->watcher);
+  free(w->user);
   pthread_mutex_destroy(&w->mu);
   pthread_mutex_destroy(&w->smu);
   asbi_sandbox_unref(w->sb);
@@ -926,6 +934,38 @@ static const asbi_pj_enum EVENT_TYPES[] = {{0, "EVENT_TYPE_UNSPECIFIED"},
                                            {ASB_FS_EVENT_RENAME, "EVENT_TYPE_RENAME"},
                                            {ASB_FS_EVENT_CHMOD, "EVENT_TYPE_CHMOD"},
                                            {0, NULL}};
+
+/* A polling watch: CreateWatcher, whose reply is the watcher's id. */
+static int watcher_create(asb_watch *w, const cJSON *req, const asbi_envd_call *c,
+                          const asb_watch_options *o) {
+  if ((o->user && !(w->user = asbi_strdup(o->user)))) return asbi_oom();
+  w->timeout_ms = o->request_timeout_ms;
+  cJSON *resp = NULL;
+  int rc = asbi_envd_unary(w->sb, "filesystem.Filesystem/CreateWatcher", req, c, "files.watch_dir",
+                           &resp);
+  const char *id = NULL;
+  if (rc == ASB_OK && (asbi_pj_get_str(resp, "watcherId", &id) != 0 || !id || !id[0]))
+    rc = asbi_err(ASB_EPROTOCOL, "files.watch_dir: no watcher id in envd's reply");
+  if (rc == ASB_OK && !(w->watcher = asbi_strdup(id))) rc = asbi_oom();
+  cJSON_Delete(resp);
+  return rc;
+}
+
+/* A call on the watcher: the watch's user, its request timeout or call's;
+ * stop: the watch's (a poll: asb_watch_stop ends it) or NULL (the
+ * sandbox handle's). */
+static int watcher_call(asb_watch *w, const char *method, const asb_call_options *call,
+                        asb_cancel *stop, const char *what, cJSON **out) {
+  cJSON *req = path_req("watcherId", w->watcher);
+  if (!req) return asbi_oom();
+  asbi_envd_call c;
+  asbi_envd_call_from(&c, w->sb, call, w->user);
+  if (!call || !call->timeout_ms) c.timeout_ms = asbi_client_timeout(w->sb->client, w->timeout_ms);
+  if (stop) c.stop = stop;
+  int rc = asbi_envd_unary(w->sb, method, req, &c, what, out);
+  cJSON_Delete(req);
+  return rc;
+}
 
 int asb_files_watch_dir(asb_watch **out, asb_sandbox *sb, const char *path,
                         const asb_watch_options *o) {
@@ -967,6 +1007,16 @@ int asb_files_watch_dir(asb_watch **out, asb_sandbox *sb, const char *path,
   c.timeout_ms = asbi_client_timeout(sb->client, o->request_timeout_ms);
   c.cancel = o->cancel;
   c.stop = sb->life.stop;
+  if (o->version >= 2 && o->polling) {
+    rc = watcher_create(w, req, &c, o);
+    cJSON_Delete(req);
+    if (rc) {
+      asb_watch_free(w);
+      return rc;
+    }
+    *out = w;
+    return ASB_OK;
+  }
   rc = asbi_envd_stream_open(sb, "filesystem.Filesystem/WatchDir", req, &c, 0, "files.watch_dir",
                              &w->stream);
   cJSON_Delete(req);
@@ -1012,7 +1062,23 @@ int asb_watch_wait(asb_watch *w, long timeout_ms) {
   return rc;
 }
 
+static int watch_poll(asb_watch *w, const asb_call_options *call);
+
+/* asb_watch_wait of a polling watch: a poll every 50 ms. */
+static int watcher_wait(asb_watch *w, long timeout_ms) {
+  uint64_t deadline = timeout_ms >= 0 ? asbi_now_ms() + (uint64_t)timeout_ms : 0;
+  for (;;) {
+    int n = watch_poll(w, NULL);
+    if (n != 0) return n;
+    uint64_t now = asbi_now_ms();
+    if (timeout_ms >= 0 && now >= deadline) return 0;
+    uint64_t nap = timeout_ms >= 0 && deadline - now < 50 ? deadline - now : 50;
+    usleep((useconds_t)(nap * 1000));
+  }
+}
+
 static int watch_wait(asb_watch *w, long timeout_ms) {
+  if (w->watcher) return watcher_wait(w, timeout_ms);
   int delivered = 0, rc = ASB_OK;
   uint64_t deadline = timeout_ms >= 0 ? asbi_now_ms() + (uint64_t)timeout_ms : 0;
   while (w->stream) {
@@ -1070,6 +1136,53 @@ static int watch_wait(asb_watch *w, long timeout_ms) {
   return rc ? rc : delivered;
 }
 
+/* Deliver one GetWatcherEvents' events (under mu, a waiter's lock). */
+static int watch_poll(asb_watch *w, const asb_call_options *call) {
+  cJSON *resp = NULL;
+  if (asb_cancel_is_requested(w->stop)) return 0;
+  int rc =
+      watcher_call(w, "filesystem.Filesystem/GetWatcherEvents", call, w->stop, "watch.poll", &resp);
+  if (rc == ASB_ECANCELED && asb_cancel_is_requested(w->stop)) return 0; /* stopped */
+  if (rc) return rc;
+  int delivered = 0;
+  const cJSON *evs = asbi_pj_field(resp, "events"), *fs;
+  if (!cJSON_IsArray(evs)) evs = NULL;
+  cJSON_ArrayForEach(fs, evs) {
+    int type = 0;
+    const char *name = NULL;
+    asbi_pj_get_enum(fs, "type", EVENT_TYPES, &type);
+    asbi_pj_get_str(fs, "name", &name);
+    if (!type) continue;
+    if (asb_cancel_is_requested(w->stop)) break; /* no callback after asb_watch_stop */
+    asb_entry *e = entry_from_json(asbi_pj_field(fs, "entry"));
+    int cb = w->fn((asb_fs_event_type)type, name ? name : "", e, w->ud);
+    asb_entry_free(e);
+    delivered++;
+    if (cb) {
+      rc = cb < 0 ? cb : ASB_EUSER;
+      if (asb_error_last()->code != rc) asbi_err(rc, "watch: event callback aborted");
+      break;
+    }
+  }
+  cJSON_Delete(resp);
+  return rc ? rc : delivered;
+}
+
+int asb_watch_poll(asb_watch *w, const asb_call_options *call) {
+  if (!w) return asbi_err(ASB_EINVAL, "watch.poll: watch is NULL");
+  if (!w->watcher) return asbi_err(ASB_EINVAL, "watch.poll: not a polling watch");
+  ASBI_CHECK_VERSION(call, ASB_CALL_OPTIONS_VERSION, "asb_call_options");
+  asbi_life_hold(&w->life);
+  pthread_mutex_lock(&w->mu);
+  pthread_mutex_lock(&w->smu);
+  int freed = w->freed;
+  pthread_mutex_unlock(&w->smu);
+  int rc = freed ? asbi_err(ASB_ECANCELED, "watch.poll: the watch was freed") : watch_poll(w, call);
+  pthread_mutex_unlock(&w->mu);
+  watch_unref(w);
+  return rc;
+}
+
 void asb_watch_stop(asb_watch *w) {
   if (w) asb_cancel_request(w->stop);
 }
@@ -1087,6 +1200,13 @@ void asb_watch_free(asb_watch *w) {
   }
   pthread_mutex_unlock(&w->smu);
   asbi_envd_stream_close(s);
+  /* a polling watch's watcher goes with it (best effort: a gone sandbox
+   * took it along) */
+  if (w->watcher) {
+    asb_call_options co = ASB_CALL_OPTIONS_INIT;
+    co.timeout_ms = 5000;
+    (void)watcher_call(w, "filesystem.Filesystem/RemoveWatcher", &co, NULL, "watch.free", NULL);
+  }
   watch_unref(w);
 }
 

@@ -40,6 +40,8 @@ struct asb_template_build {
   int error_step;
   build_line *lines;
   size_t n, cap;
+  char **tags; /* from asb_templates_request_build */
+  size_t ntags;
 };
 
 /* Version 1 ended before ignore_patterns. */
@@ -50,6 +52,10 @@ static size_t steps_options_size(unsigned int version) {
 
 ASBI_DEFINE_OPTIONS_INIT_SIZED(asb_template_steps_options, ASB_TEMPLATE_STEPS_OPTIONS_VERSION,
                                ASB_TEMPLATE_STEPS_OPTIONS_INIT, steps_options_size)
+ASBI_DEFINE_OPTIONS_INIT(asb_template_request_options, ASB_TEMPLATE_REQUEST_OPTIONS_VERSION,
+                         ASB_TEMPLATE_REQUEST_OPTIONS_INIT)
+ASBI_DEFINE_OPTIONS_INIT(asb_template_files_options, ASB_TEMPLATE_FILES_OPTIONS_VERSION,
+                         ASB_TEMPLATE_FILES_OPTIONS_INIT)
 
 /* ---- the build object ----------------------------------------------------------- */
 
@@ -64,6 +70,8 @@ void asb_template_build_free(asb_template_build *b) {
     free(b->lines[i].level);
   }
   free(b->lines);
+  for (size_t i = 0; i < b->ntags; i++) free(b->tags[i]);
+  free(b->tags);
   free(b);
 }
 
@@ -93,6 +101,12 @@ const char *asb_template_build_log_level(const asb_template_build *b, size_t i) 
 }
 asb_int64 asb_template_build_log_timestamp(const asb_template_build *b, size_t i) {
   return b && i < b->n ? b->lines[i].ts : 0;
+}
+size_t asb_template_build_tag_count(const asb_template_build *b) {
+  return b ? b->ntags : 0;
+}
+const char *asb_template_build_tag(const asb_template_build *b, size_t i) {
+  return b && i < b->ntags ? b->tags[i] : NULL;
 }
 
 static asb_template_build *build_new(const char *tid, const char *bid) {
@@ -407,9 +421,8 @@ static int note(const asb_template_steps_options *o, const char *fmt, ...) {
 
 /* The patterns of opts and then of ctx/.dockerignore (E2B's SDKs put them
  * in that order) into *out, NULL when there are none. */
-static int load_ignore(const char *ctx, const asb_template_steps_options *o, asbi_ignore **out) {
+static int load_ignore(const char *ctx, const char *const *pats, asbi_ignore **out) {
   *out = NULL;
-  const char *const *pats = ASBI_OPT(o, 2, ignore_patterns, NULL);
   asbi_buf path = ASBI_BUF_INIT, text = ASBI_BUF_INIT;
   asbi_buf_printf(&path, "%s/.dockerignore", ctx);
   if (!path.data) return asbi_oom();
@@ -441,6 +454,70 @@ static int load_ignore(const char *ctx, const asb_template_steps_options *o, asb
   return ASB_OK;
 }
 
+/* Where COPY sources are: dir, else the current directory (into cwd). */
+static const char *context_of(const char *dir, char cwd[4096]) {
+  return dir && *dir ? dir : getcwd(cwd, 4096) ? cwd : ".";
+}
+
+/* GET /templates/{id}/files/{hash}: *present, and *url (allocated) when the
+ * engine gave one. */
+static int files_link(const call_ctx *x, const char *tid, const char *hash, int *present,
+                      char **url) {
+  *present = 0;
+  *url = NULL;
+  asbi_buf p = ASBI_BUF_INIT;
+  cJSON *reply = NULL;
+  int rc = path_of(&p, "/templates/", tid, "/files/", hash, NULL);
+  if (!rc) rc = request(x, "GET", p.data, NULL, ASBI_CP_IDEMPOTENT, "template files", &reply);
+  asbi_buf_free(&p);
+  const char *u = NULL;
+  if (!rc) {
+    asbi_pj_get_bool(reply, "present", present);
+    asbi_pj_get_str(reply, "url", &u);
+    if (u && !(*url = asbi_strdup(u))) rc = asbi_oom();
+  }
+  cJSON_Delete(reply);
+  return rc;
+}
+
+/* One COPY step (steps[idx], E2B's number idx + 1): its files' hash, then
+ * the upload unless the engine has them; fills its filesHash. */
+static int upload_copy(const call_ctx *x, cJSON *st, int idx, const char *ctx, const char *tid,
+                       const asb_template_steps_options *o, const asbi_ignore *ig) {
+  const cJSON *args = cJSON_GetObjectItemCaseSensitive(st, "args");
+  const cJSON *src = cJSON_GetArrayItem(args, 0);
+  const cJSON *res = cJSON_GetArrayItem(args, 4);
+  if (!cJSON_IsString(src))
+    return asbi_err(ASB_EINVAL, "steps[%d] (COPY): args are [src, dest, user?, mode?]", idx);
+  if (cJSON_GetObjectItemCaseSensitive(st, "filesHash")) return ASB_OK;
+  asbi_buf tar;
+  asbi_buf_init(&tar, UPLOAD_MAX);
+  char hash[65];
+  int resolve = cJSON_IsString(res) && !strcmp(res->valuestring, "true");
+  int rc = pack_copy(ctx, src->valuestring, resolve, ig, &tar, hash);
+  if (rc) {
+    asbi_buf_free(&tar);
+    asbi_err_prefix("steps[%d] (COPY)", idx);
+    return rc;
+  }
+  /* E2B's SDKs send [src, dest, user, mode]; the 5th was only for us. */
+  if (cJSON_GetArraySize(args) > 4) cJSON_DeleteItemFromArray((cJSON *)args, 4);
+  char *url = NULL;
+  int present = 0;
+  rc = files_link(x, tid, hash, &present, &url);
+  if (!rc && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(st, "forceUpload"))) present = 0;
+  if (!rc && !present && !url) rc = asbi_err(ASB_EPROTOCOL, "template files: no upload URL");
+  if (!rc && !present) rc = upload(x, url, &tar);
+  if (!rc)
+    rc = present ? note(o, "Skipping upload of '%s', already cached", src->valuestring)
+                 : note(o, "Uploaded '%s'", src->valuestring);
+  free(url);
+  asbi_buf_free(&tar);
+  if (!rc && !cJSON_AddStringToObject(st, "filesHash", hash)) rc = asbi_oom();
+  cJSON_DeleteItemFromObjectCaseSensitive(st, "forceUpload");
+  return rc;
+}
+
 /* Uploads each COPY step's files (filling its filesHash) unless the engine
  * has them. */
 static int upload_copies(const call_ctx *x, cJSON *steps, const char *ctx, const char *tid,
@@ -450,56 +527,75 @@ static int upload_copies(const call_ctx *x, cJSON *steps, const char *ctx, const
   cJSON_ArrayForEach(st, steps) {
     const char *ty = NULL;
     asbi_pj_get_str(st, "type", &ty);
-    if (!ty || strcmp(ty, "COPY")) {
-      idx++;
-      continue;
+    if (ty && !strcmp(ty, "COPY")) {
+      int rc = upload_copy(x, st, idx, ctx, tid, o, ig);
+      if (rc) return rc;
     }
-    const cJSON *args = cJSON_GetObjectItemCaseSensitive(st, "args");
-    const cJSON *src = cJSON_GetArrayItem(args, 0);
-    const cJSON *res = cJSON_GetArrayItem(args, 4);
-    if (!cJSON_IsString(src))
-      return asbi_err(ASB_EINVAL, "steps[%d] (COPY): args are [src, dest, user?, mode?]", idx);
-    if (cJSON_GetObjectItemCaseSensitive(st, "filesHash")) {
-      idx++;
-      continue;
-    }
-    asbi_buf tar;
-    asbi_buf_init(&tar, UPLOAD_MAX);
-    char hash[65];
-    int resolve = cJSON_IsString(res) && !strcmp(res->valuestring, "true");
-    int rc = pack_copy(ctx, src->valuestring, resolve, ig, &tar, hash);
-    if (rc) {
-      asbi_buf_free(&tar);
-      asbi_err_prefix("steps[%d] (COPY)", idx);
-      return rc;
-    }
-    /* E2B's SDKs send [src, dest, user, mode]; the 5th was only for us. */
-    if (cJSON_GetArraySize(args) > 4) cJSON_DeleteItemFromArray((cJSON *)args, 4);
-    asbi_buf p = ASBI_BUF_INIT;
-    cJSON *reply = NULL;
-    rc = path_of(&p, "/templates/", tid, "/files/", hash, NULL);
-    if (!rc) rc = request(x, "GET", p.data, NULL, ASBI_CP_IDEMPOTENT, "template files", &reply);
-    asbi_buf_free(&p);
-    const char *url = NULL;
-    int present = 0;
-    if (!rc) {
-      asbi_pj_get_bool(reply, "present", &present);
-      asbi_pj_get_str(reply, "url", &url);
-      if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(st, "forceUpload"))) present = 0;
-      if (!present && !url) rc = asbi_err(ASB_EPROTOCOL, "template files: no upload URL");
-    }
-    if (!rc && !present) rc = upload(x, url, &tar);
-    if (!rc)
-      rc = present ? note(o, "Skipping upload of '%s', already cached", src->valuestring)
-                   : note(o, "Uploaded '%s'", src->valuestring);
-    cJSON_Delete(reply);
-    asbi_buf_free(&tar);
-    if (!rc && !cJSON_AddStringToObject(st, "filesHash", hash)) rc = asbi_oom();
-    cJSON_DeleteItemFromObjectCaseSensitive(st, "forceUpload");
-    if (rc) return rc;
     idx++;
   }
   return ASB_OK;
+}
+
+/* POST /v3/templates: a new build of name, into *out. */
+static int request_build(const call_ctx *x, const char *name, const char *const *tags, int cpu,
+                         int mem, asb_template_build **out) {
+  *out = NULL;
+  int rc = ASB_OK;
+  cJSON *req = cJSON_CreateObject(), *reply = NULL;
+  if (!req || !cJSON_AddStringToObject(req, "name", name)) rc = asbi_oom();
+  if (!rc && tags) {
+    cJSON *ta = cJSON_AddArrayToObject(req, "tags");
+    for (const char *const *t = tags; ta && *t; t++)
+      cJSON_AddItemToArray(ta, cJSON_CreateString(*t));
+    if (!ta) rc = asbi_oom();
+  }
+  if (!rc && cpu) cJSON_AddNumberToObject(req, "cpuCount", cpu);
+  if (!rc && mem) cJSON_AddNumberToObject(req, "memoryMB", mem);
+  if (!rc) rc = request(x, "POST", "/v3/templates", req, 0, "template.request_build", &reply);
+  cJSON_Delete(req);
+  if (rc) {
+    asb_error *e = (asb_error *)asb_error_last();
+    if (e->http_status == 404 || e->http_status == 405) {
+      e->code = rc = ASB_EUNSUPPORTED;
+      asbi_err_prefix("the engine at %s has no template builder API", asb_client_api_url(x->c));
+    }
+    return rc;
+  }
+  const char *tid = NULL, *bid = NULL;
+  asbi_pj_get_str(reply, "templateID", &tid);
+  asbi_pj_get_str(reply, "buildID", &bid);
+  asb_template_build *b = tid && bid ? build_new(tid, bid) : NULL;
+  if (!b) {
+    cJSON_Delete(reply);
+    return tid && bid ? asbi_oom()
+                      : asbi_err(ASB_EPROTOCOL, "template: malformed /v3/templates reply");
+  }
+  const cJSON *rt = cJSON_GetObjectItemCaseSensitive(reply, "tags"), *t;
+  int nt = cJSON_IsArray(rt) ? cJSON_GetArraySize(rt) : 0;
+  if (nt > 0 && !(b->tags = calloc((size_t)nt, sizeof *b->tags))) rc = asbi_oom();
+  cJSON_ArrayForEach(t, rt) {
+    if (rc || !cJSON_IsString(t)) continue;
+    if (!(b->tags[b->ntags] = asbi_strdup(t->valuestring)))
+      rc = asbi_oom();
+    else
+      b->ntags++;
+  }
+  cJSON_Delete(reply);
+  if (rc) {
+    asb_template_build_free(b);
+    return rc;
+  }
+  *out = b;
+  return ASB_OK;
+}
+
+/* POST /v2/templates/{id}/builds/{buildID} with spec. */
+static int trigger_build(const call_ctx *x, const char *tid, const char *bid, const cJSON *spec) {
+  asbi_buf p = ASBI_BUF_INIT;
+  int rc = path_of(&p, "/v2/templates/", tid, "/builds/", bid, NULL);
+  if (!rc) rc = request(x, "POST", p.data, spec, 0, "template build", NULL);
+  asbi_buf_free(&p);
+  return rc;
 }
 
 static void nap(const call_ctx *x, long ms) {
@@ -572,59 +668,26 @@ int asb_templates_build_steps(asb_template_build **out, asb_client *c, const cha
   long tmo = o->timeout_ms ? (o->timeout_ms < 0 ? 0 : o->timeout_ms) : DEFAULT_TIMEOUT_MS;
   call_ctx x = {c, o->cancel, tmo ? asbi_now_ms() + (uint64_t)tmo : 0};
   char cwd[4096];
-  const char *ctx = o->context_dir && *o->context_dir ? o->context_dir
-                    : getcwd(cwd, sizeof cwd)         ? cwd
-                                                      : ".";
+  const char *ctx = context_of(o->context_dir, cwd);
   int rc = ASB_OK;
   if (o->skip_cache) {
     cJSON_DeleteItemFromObjectCaseSensitive(spec, "force");
     if (!cJSON_AddTrueToObject(spec, "force")) rc = asbi_oom();
   }
-  /* The name and its build id. */
-  cJSON *req = cJSON_CreateObject(), *reply = NULL;
-  if (!req || !cJSON_AddStringToObject(req, "name", name)) rc = asbi_oom();
-  if (!rc && o->tags) {
-    cJSON *tags = cJSON_AddArrayToObject(req, "tags");
-    for (const char *const *t = o->tags; tags && *t; t++)
-      cJSON_AddItemToArray(tags, cJSON_CreateString(*t));
-    if (!tags) rc = asbi_oom();
-  }
-  if (!rc && o->cpu_count) cJSON_AddNumberToObject(req, "cpuCount", o->cpu_count);
-  if (!rc && o->memory_mb) cJSON_AddNumberToObject(req, "memoryMB", o->memory_mb);
-  if (!rc) rc = request(&x, "POST", "/v3/templates", req, 0, "template.build_steps", &reply);
-  cJSON_Delete(req);
+  /* The name and its build id, the files, then the build. */
+  asb_template_build *b = NULL;
+  if (!rc) rc = request_build(&x, name, o->tags, o->cpu_count, o->memory_mb, &b);
   if (rc) {
-    asb_error *e = (asb_error *)asb_error_last();
-    if (e->http_status == 404 || e->http_status == 405) {
-      e->code = rc = ASB_EUNSUPPORTED;
-      asbi_err_prefix("the engine at %s has no template builder API", asb_client_api_url(c));
-    }
     cJSON_Delete(spec);
     return rc;
   }
-  const char *tid = NULL, *bid = NULL;
-  asbi_pj_get_str(reply, "templateID", &tid);
-  asbi_pj_get_str(reply, "buildID", &bid);
-  asb_template_build *b = tid && bid ? build_new(tid, bid) : NULL;
-  cJSON_Delete(reply);
-  if (!b) {
-    cJSON_Delete(spec);
-    return tid && bid ? asbi_oom()
-                      : asbi_err(ASB_EPROTOCOL, "template: malformed /v3/templates reply");
-  }
-  /* The files, then the build. */
   rc = note(o, "Template created with ID: %s, Build ID: %s", b->template_id, b->build_id);
   asbi_ignore *ig = NULL;
-  if (!rc && steps) rc = load_ignore(ctx, o, &ig);
+  if (!rc && steps) rc = load_ignore(ctx, ASBI_OPT(o, 2, ignore_patterns, NULL), &ig);
   if (!rc && steps) rc = upload_copies(&x, steps, ctx, b->template_id, o, ig);
   asbi_ignore_free(ig);
   if (!rc) rc = note(o, "Starting building...");
-  if (!rc) {
-    asbi_buf p = ASBI_BUF_INIT;
-    rc = path_of(&p, "/v2/templates/", b->template_id, "/builds/", b->build_id, NULL);
-    if (!rc) rc = request(&x, "POST", p.data, spec, 0, "template build", NULL);
-    asbi_buf_free(&p);
-  }
+  if (!rc) rc = trigger_build(&x, b->template_id, b->build_id, spec);
   cJSON_Delete(spec);
   int started = !rc;
   if (!rc && o->background) {
@@ -639,6 +702,107 @@ int asb_templates_build_steps(asb_template_build **out, asb_client *c, const cha
     return rc;
   }
   *out = b;
+  return rc;
+}
+
+/* ---- the steps, one call each ---------------------------------------------------- */
+
+static call_ctx ctx_of(asb_client *c, long timeout_ms, asb_cancel *cancel) {
+  long tmo = asbi_client_timeout(c, timeout_ms);
+  call_ctx x = {c, cancel, tmo > 0 ? asbi_now_ms() + (uint64_t)tmo : 0};
+  return x;
+}
+
+int asb_templates_request_build(asb_template_build **out, asb_client *c, const char *name,
+                                const asb_template_request_options *o) {
+  ASBI_CLIENT_CALL(c);
+  if (out) *out = NULL;
+  if (!c || !name || !*name || !out)
+    return asbi_err(ASB_EINVAL, "template.request_build: bad arguments");
+  ASBI_CHECK_VERSION(o, ASB_TEMPLATE_REQUEST_OPTIONS_VERSION, "asb_template_request_options");
+  asb_template_request_options dflt = ASB_TEMPLATE_REQUEST_OPTIONS_INIT;
+  if (!o) o = &dflt;
+  call_ctx x = ctx_of(c, o->timeout_ms, o->cancel);
+  return request_build(&x, name, o->tags, o->cpu_count, o->memory_mb, out);
+}
+
+/* The tar of src under opts' context directory and rules, and its hash. */
+static int files_pack(const char *src, const asb_template_files_options *o, asbi_buf *tar,
+                      char hash[65]) {
+  char cwd[4096];
+  const char *ctx = context_of(o->context_dir, cwd);
+  asbi_ignore *ig = NULL;
+  int rc = load_ignore(ctx, o->ignore_patterns, &ig);
+  if (!rc) rc = pack_copy(ctx, src, o->resolve_symlinks != 0, ig, tar, hash);
+  asbi_ignore_free(ig);
+  return rc;
+}
+
+static int hash_out(char **hash, const char hex[65]) {
+  if (!hash) return ASB_OK;
+  return (*hash = asbi_strdup(hex)) ? ASB_OK : asbi_oom();
+}
+
+int asb_templates_files_hash(char **hash, const char *src, const asb_template_files_options *o) {
+  if (hash) *hash = NULL;
+  if (!hash || !src) return asbi_err(ASB_EINVAL, "template.files_hash: bad arguments");
+  ASBI_CHECK_VERSION(o, ASB_TEMPLATE_FILES_OPTIONS_VERSION, "asb_template_files_options");
+  asb_template_files_options dflt = ASB_TEMPLATE_FILES_OPTIONS_INIT;
+  if (!o) o = &dflt;
+  if (asbi_cancel_requested(o->cancel))
+    return asbi_err(ASB_ECANCELED, "template.files_hash: canceled");
+  asbi_buf tar;
+  asbi_buf_init(&tar, UPLOAD_MAX);
+  char hex[65];
+  int rc = files_pack(src, o, &tar, hex);
+  asbi_buf_free(&tar);
+  return rc ? rc : hash_out(hash, hex);
+}
+
+int asb_templates_files_link(int *present, char **url, asb_client *c, const char *tid,
+                             const char *hash, const asb_call_options *call) {
+  ASBI_CLIENT_CALL(c);
+  if (present) *present = 0;
+  if (url) *url = NULL;
+  if (!present || !url || !c || !tid || !*tid || !hash || !*hash)
+    return asbi_err(ASB_EINVAL, "template.files_link: bad arguments");
+  ASBI_CHECK_VERSION(call, ASB_CALL_OPTIONS_VERSION, "asb_call_options");
+  call_ctx x = ctx_of(c, call ? call->timeout_ms : 0, call ? call->cancel : NULL);
+  return files_link(&x, tid, hash, present, url);
+}
+
+int asb_templates_files_upload(char **hash, asb_client *c, const char *url, const char *src,
+                               const asb_template_files_options *o) {
+  ASBI_CLIENT_CALL(c);
+  if (hash) *hash = NULL;
+  if (!c || !url || !*url || !src)
+    return asbi_err(ASB_EINVAL, "template.files_upload: bad arguments");
+  ASBI_CHECK_VERSION(o, ASB_TEMPLATE_FILES_OPTIONS_VERSION, "asb_template_files_options");
+  asb_template_files_options dflt = ASB_TEMPLATE_FILES_OPTIONS_INIT;
+  if (!o) o = &dflt;
+  call_ctx x = ctx_of(c, o->timeout_ms, o->cancel);
+  asbi_buf tar;
+  asbi_buf_init(&tar, UPLOAD_MAX);
+  char hex[65];
+  int rc = files_pack(src, o, &tar, hex);
+  if (!rc) rc = upload(&x, url, &tar);
+  asbi_buf_free(&tar);
+  return rc ? rc : hash_out(hash, hex);
+}
+
+int asb_templates_trigger_build(asb_client *c, const char *tid, const char *bid,
+                                const char *build_json, const asb_call_options *call) {
+  ASBI_CLIENT_CALL(c);
+  if (!c || !tid || !*tid || !bid || !*bid || !build_json)
+    return asbi_err(ASB_EINVAL, "template.trigger_build: bad arguments");
+  ASBI_CHECK_VERSION(call, ASB_CALL_OPTIONS_VERSION, "asb_call_options");
+  cJSON *spec = cJSON_Parse(build_json);
+  int rc = cJSON_IsObject(spec)
+               ? ASB_OK
+               : asbi_err(ASB_EINVAL, "template.trigger_build: build_json is not a JSON object");
+  call_ctx x = ctx_of(c, call ? call->timeout_ms : 0, call ? call->cancel : NULL);
+  if (!rc) rc = trigger_build(&x, tid, bid, spec);
+  cJSON_Delete(spec);
   return rc;
 }
 

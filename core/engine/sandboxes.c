@@ -45,6 +45,21 @@ static int wait_envd(sbx *s) {
   }
 }
 
+/* A (re)started sandbox's network attached with the default policy, then
+ * its envd answering: what create, a fork's restore and resume all do
+ * before they talk to it. whose names it in the error ("the sandbox's",
+ * "the fork's", "\"<id>\"'s"). 0, or the error set. */
+static int connect_and_wait(engine *e, sbx *s, const char *whose, eng_err *err) {
+  char why[512];
+  if (sbxnet_attach(e, s, why, sizeof why) || sbxnet_apply(e, s, NULL, why, sizeof why))
+    return eng_err_set(err, ENG_EINTERNAL, NULL, "cannot connect %s network: %s", whose, why);
+  int rc = wait_envd(s);
+  if (rc)
+    return eng_err_set(err, ENG_EINTERNAL, NULL, "%s agent did not start: %s", whose,
+                       strerror(-rc));
+  return 0;
+}
+
 /* envd's /init: the sandbox's env vars, its access token, the defaults.
  * The first one (prepare) sets the token: envd has none yet, so it goes
  * without one. A claim's second one carries the claimant's env vars and is
@@ -216,15 +231,7 @@ int sandboxes_prepare_vols(engine *e, template_info *t, const cJSON *env_vars,
    * Its network: attached now (a pooled sandbox too), with the default
    * policy (internet on, as for the template's start command), and the
    * claimant's policy applied in personalise. */
-  char nwhy[512];
-  if (sbxnet_attach(e, s, nwhy, sizeof nwhy) || sbxnet_apply(e, s, NULL, nwhy, sizeof nwhy)) {
-    eng_err_set(err, ENG_EINTERNAL, NULL, "cannot connect the sandbox's network: %s", nwhy);
-    goto undo;
-  }
-  if ((rc = wait_envd(s))) {
-    eng_err_set(err, ENG_EINTERNAL, NULL, "the sandbox's agent did not start: %s", strerror(-rc));
-    goto undo;
-  }
+  if (connect_and_wait(e, s, "the sandbox's", err)) goto undo;
   int st = init_envd(e, s, 0);
   if (st < 200 || st >= 300) {
     eng_err_set(err, ENG_EINTERNAL, NULL, "the sandbox's agent refused /init (%s)",
@@ -398,15 +405,7 @@ int sandboxes_fork_restore(engine *e, const sandboxes_create_req *rq, const char
     goto out;
   }
   s->codei_started = codei_started; /* its interpreter (or not) as the parent's */
-  char nwhy[512];
-  if (sbxnet_attach(e, s, nwhy, sizeof nwhy) || sbxnet_apply(e, s, NULL, nwhy, sizeof nwhy)) {
-    eng_err_set(err, ENG_EINTERNAL, NULL, "cannot connect the fork's network: %s", nwhy);
-    goto undo;
-  }
-  if ((rc = wait_envd(s))) {
-    eng_err_set(err, ENG_EINTERNAL, NULL, "the fork's agent does not answer: %s", strerror(-rc));
-    goto undo;
-  }
+  if (connect_and_wait(e, s, "the fork's", err)) goto undo;
   /* envd came back with the parent's token: the fork's own replaces it,
    * authenticated by the parent's (the only one it takes), before anyone
    * else can reach it; the parent's is refused from here */
@@ -655,16 +654,10 @@ static int boot(engine *e, sbx *s, eng_err *err) {
   s->iso = iso;
   pthread_mutex_unlock(&s->mu);
   if (old) asbe_sandbox_release(old);
+  char whose[ENGINE_ID_LEN + 8];
+  snprintf(whose, sizeof whose, "\"%s\"'s", s->id);
+  if (connect_and_wait(e, s, whose, err)) goto undo;
   char why[4096];
-  if (sbxnet_attach(e, s, why, sizeof why) || sbxnet_apply(e, s, NULL, why, sizeof why)) {
-    eng_err_set(err, ENG_EINTERNAL, NULL, "cannot connect the network of \"%s\": %s", s->id, why);
-    goto undo;
-  }
-  if ((rc = wait_envd(s))) {
-    eng_err_set(err, ENG_EINTERNAL, NULL, "the agent of \"%s\" did not start: %s", s->id,
-                strerror(-rc));
-    goto undo;
-  }
   if (restored) { /* envd, the start command, the code interpreter: as they were */
     templates_put(e, t);
     return 0;

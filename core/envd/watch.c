@@ -15,6 +15,7 @@
 #include <sys/inotify.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "auth.h"
@@ -356,8 +357,12 @@ typedef struct pwatch {
   watch w;
   envd_user user;
   int stopfd;
+  int syncfd; /* GetWatcherEvents asks the reader to drain the queue */
   pthread_t thr;
   pthread_mutex_t lock;
+  pthread_cond_t synced_cv;
+  uint64_t sync_asked, synced; /* drains asked for / done (under lock) */
+  int ended;                   /* the reader is gone (under lock) */
   cJSON *events;
   envd_err err;
   int failed;
@@ -369,14 +374,39 @@ static struct {
   pwatch *list;
 } g_watchers = {PTHREAD_MUTEX_INITIALIZER, NULL};
 
+static void pw_end(pwatch *pw) {
+  pthread_mutex_lock(&pw->lock);
+  pw->ended = 1;
+  pthread_cond_broadcast(&pw->synced_cv);
+  pthread_mutex_unlock(&pw->lock);
+}
+
+/* The reader: inotify's queue into pw->events, as the events come and
+ * whenever GetWatcherEvents asks (syncfd). The reader alone reads the
+ * queue, as the watcher's user (the directories a recursive watch adds are
+ * opened as that user); an ask is answered after a read that started after
+ * it, so a poll holds every change made before it was sent (inotify queues
+ * an event inside the syscall that made the change). */
 static void *pw_main(void *arg) {
   pwatch *pw = arg;
-  if (envd_creds_enter(&pw->user) != 0) return NULL;
+  if (envd_creds_enter(&pw->user) != 0) {
+    pw_end(pw);
+    return NULL;
+  }
   for (;;) {
-    struct pollfd p[2] = {{pw->w.ifd, POLLIN, 0}, {pw->stopfd, POLLIN, 0}};
-    int rc = poll(p, 2, -1);
+    struct pollfd p[3] = {{pw->w.ifd, POLLIN, 0}, {pw->stopfd, POLLIN, 0}, {pw->syncfd, POLLIN, 0}};
+    int rc = poll(p, 3, -1);
     if (rc < 0 && errno == EINTR) continue;
     if (rc < 0 || p[1].revents) break;
+    uint64_t asked = 0;
+    if (p[2].revents) {
+      uint64_t v;
+      if (read(pw->syncfd, &v, sizeof v) < 0) { /* EAGAIN: nothing asked */
+      }
+      pthread_mutex_lock(&pw->lock);
+      asked = pw->sync_asked;
+      pthread_mutex_unlock(&pw->lock);
+    }
     cJSON *arr = cJSON_CreateArray();
     envd_err e = {0};
     int r = watch_read(&pw->w, arr, &e);
@@ -398,12 +428,30 @@ static void *pw_main(void *arg) {
       pw->failed = 1;
       pw->err = e;
     }
+    if (asked > pw->synced) {
+      pw->synced = asked;
+      pthread_cond_broadcast(&pw->synced_cv);
+    }
     pthread_mutex_unlock(&pw->lock);
     cJSON_Delete(arr);
     if (r < 0) break;
   }
   envd_creds_leave();
+  pw_end(pw);
   return NULL;
+}
+
+/* Have the reader drain inotify's queue now, and wait (under pw->lock,
+ * which it releases while waiting) until it has, for up to 5 s (the reader
+ * does a directory scan at worst). */
+static void pw_sync(pwatch *pw) {
+  uint64_t want = ++pw->sync_asked, one = 1;
+  if (write(pw->syncfd, &one, sizeof one) != (ssize_t)sizeof one) return;
+  struct timespec until;
+  clock_gettime(CLOCK_MONOTONIC, &until);
+  until.tv_sec += 5;
+  while (pw->synced < want && !pw->ended)
+    if (pthread_cond_timedwait(&pw->synced_cv, &pw->lock, &until) == ETIMEDOUT) break;
 }
 
 static void pw_free(pwatch *pw) {
@@ -412,8 +460,10 @@ static void pw_free(pwatch *pw) {
   }
   pthread_join(pw->thr, NULL);
   close(pw->stopfd);
+  close(pw->syncfd);
   watch_close(&pw->w);
   cJSON_Delete(pw->events);
+  pthread_cond_destroy(&pw->synced_cv);
   pthread_mutex_destroy(&pw->lock);
   free(pw);
 }
@@ -431,21 +481,33 @@ static int watcher_create(const envd_call *c, const cJSON *req, cJSON **resp, en
   pw->user = *c->user;
   pw->events = cJSON_CreateArray();
   pw->stopfd = eventfd(0, EFD_CLOEXEC);
+  pw->syncfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   pthread_mutex_init(&pw->lock, NULL);
+  pthread_condattr_t ca;
+  pthread_condattr_init(&ca);
+  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+  pthread_cond_init(&pw->synced_cv, &ca);
+  pthread_condattr_destroy(&ca);
   char rnd[21];
   asbi_random_alnum(rnd, 20);
   snprintf(pw->id, sizeof pw->id, "w%s", rnd);
-  pthread_attr_t a;
-  pthread_attr_init(&a);
+  int rc = -1;
+  if (pw->stopfd >= 0 && pw->syncfd >= 0) {
+    pthread_attr_t a;
+    pthread_attr_init(&a);
 #if !defined(__SANITIZE_ADDRESS__)
-  pthread_attr_setstacksize(&a, 256u << 10);
+    pthread_attr_setstacksize(&a, 256u << 10);
 #endif
-  int rc = pthread_create(&pw->thr, &a, pw_main, pw);
-  pthread_attr_destroy(&a);
-  if (pw->stopfd < 0 || rc != 0) {
+    rc = pthread_create(&pw->thr, &a, pw_main, pw);
+    pthread_attr_destroy(&a);
+  }
+  if (rc != 0) {
     if (pw->stopfd >= 0) close(pw->stopfd);
+    if (pw->syncfd >= 0) close(pw->syncfd);
     watch_close(&pw->w);
     cJSON_Delete(pw->events);
+    pthread_cond_destroy(&pw->synced_cv);
+    pthread_mutex_destroy(&pw->lock);
     free(pw);
     envd_err_set(e, "internal", "error creating watcher");
     return -1;
@@ -481,6 +543,7 @@ static int watcher_events(const envd_call *c, const cJSON *req, cJSON **resp, en
     return -1;
   }
   pthread_mutex_lock(&pw->lock);
+  pw_sync(pw);
   int rc = 0;
   if (pw->failed) {
     *e = pw->err;

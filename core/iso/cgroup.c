@@ -622,19 +622,24 @@ void asbe__cg_swap_base(const asbe_cg *cg) {
 
 static uint64_t swap_used(const asbe_cg_hier *h, const char *sb);
 static uint64_t anon_used(const asbe_cg_hier *h, const char *sb);
+static uint64_t read_u64(const char *dir, const char *file);
 
 /* cgroup v2: memory.reclaim on <id> in steps of what is still resident,
  * until its anon+shmem is (nearly) out or a step moves nothing. The
  * swappiness argument (Linux >= 6.13; v1's per-cgroup value, as below)
  * makes it swap even where vm.swappiness is 0; older kernels refuse it and
- * get the plain form. */
+ * get the plain form. A step's progress is memory.current's, a page
+ * counter the kernel updates as each page goes; memory.stat's anon and
+ * shmem (the step's size) are per-cpu figures flushed lazily, which can
+ * be seconds old right after a reclaim (v1's total_swap lagged so: see
+ * swap_used), and would read as no progress. */
 static void v2_reclaim(const char *sb) {
   const asbe_cg_hier h = {.v2 = 1, .ctrl = ASBE_CG_MEMORY};
   char p[PATH_MAX], req[64];
   snprintf(p, sizeof p, "%s/memory.reclaim", sb);
   int plain = 0;
   for (int round = 0; round < 16; round++) {
-    uint64_t left = anon_used(&h, sb);
+    uint64_t left = anon_used(&h, sb), resident = read_u64(sb, "memory.current");
     if (left < (1u << 20)) return;
     snprintf(req, sizeof req, plain ? "%llu" : "%llu swappiness=100", (unsigned long long)left);
     int r = asbe__write_str(p, req);
@@ -644,7 +649,7 @@ static void v2_reclaim(const char *sb) {
     }
     /* -EAGAIN: it reclaimed less than asked; the next round sees how much */
     if (r < 0 && r != -EAGAIN) return;
-    if (anon_used(&h, sb) >= left) return; /* no progress */
+    if (read_u64(sb, "memory.current") >= resident) return; /* no progress */
   }
 }
 

@@ -1105,6 +1105,14 @@ int asbe__criu_restore(asbe_sandbox *sb, const char *criu, int wfd, const char *
   av_add(&a, "--tcp-established");
   av_add(&a, "--network-lock");
   av_add(&a, "skip");
+  /* Our criu's option (scripts/criu/restore-userns-owner.patch): the
+   * sandbox's new user namespace is owned by its slot uid, as a create's
+   * (clone_sandbox), not by root, so its per-user counts (inotify, ...)
+   * are the slot uid's; a criu without it refuses the restore. */
+  char owner[32];
+  snprintf(owner, sizeof owner, "%u:%u", (unsigned)sb->host_uid, (unsigned)sb->host_uid);
+  av_add(&a, "--userns-owner");
+  av_add(&a, owner);
   int r = 0, have_log = 0;
   uint64_t images = 0;
   for (char *save = NULL, *l = strtok_r(ext, "\n", &save); l && r == 0;
@@ -1154,11 +1162,11 @@ int asbe__criu_restore(asbe_sandbox *sb, const char *criu, int wfd, const char *
   }
   if (r == 0) {
     /* The restored tasks read their images themselves: first as the
-     * host's root (before criu writes their user namespace's maps), then
-     * as the sandbox's root (its host uid and gid). So root's files,
-     * readable by the sandbox's gid, in a dir it may search. Still out
-     * of the sandbox's reach: no path of it leads here (the state dir is
-     * root's, 0700), and they go after the restore. */
+     * slot uid and gid (--userns-owner, before criu writes their user
+     * namespace's maps), then as the sandbox's root (the same host ids).
+     * So root's files, readable by the sandbox's gid, in a dir it may
+     * search. Still out of the sandbox's reach: no path of it leads here
+     * (the state dir is root's, 0700), and they go after the restore. */
     int dd = dup(dfd);
     DIR *d = dd >= 0 ? fdopendir(dd) : NULL;
     struct dirent *de;
@@ -1179,6 +1187,7 @@ int asbe__criu_restore(asbe_sandbox *sb, const char *criu, int wfd, const char *
   }
   if (r == 0) {
     unlinkat(dfd, CKPT_PID, 0);
+    unlinkat(dfd, "restore.log", 0); /* a log found below is this run's */
     int64_t limit = criu_limit_ms(e, images);
     int st = run_criu(a.v, dfd, have_log ? sb->log_fd : -1, restore_setup, &p, limit, sb->id);
     if (st == -ETIMEDOUT) {
@@ -1189,10 +1198,16 @@ int asbe__criu_restore(asbe_sandbox *sb, const char *criu, int wfd, const char *
     } else if (st != 0) {
       char why[400];
       log_tail(dfd, "restore.log", why, sizeof why);
+      /* criu parses its options before it opens its log: none written is
+       * (most likely) a criu that does not know --userns-owner */
+      int no_log = faccessat(dfd, "restore.log", F_OK, AT_SYMLINK_NOFOLLOW) != 0;
       r = asbe__fail(-EIO, "sandbox %s: criu restore failed (exit %d): %s", sb->id, st,
                      why[0]                  ? why
                      : st >= 120 && st < 128 ? "setting up its root"
-                                             : "see restore.log");
+                     : no_log
+                         ? "it wrote no restore.log: it refused its options (a criu without our "
+                           "patches? the engine needs --userns-owner: run scripts/build-criu.sh)"
+                         : "see restore.log");
     }
   }
   av_free(&a);

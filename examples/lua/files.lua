@@ -36,3 +36,8 @@ local w <close> = assert(sb.files:watch_dir("/tmp/demo", { on_event = function(e
 end }))
 assert(sb.files:write("/tmp/demo/done", "x"))
 assert(w:wait(1000))
+
+-- A polling watch: each get_new_events() has every change made before it.
+local p <close> = assert(sb.files:watch_dir("/tmp/demo", { polling = true }))
+assert(sb.files:write("/tmp/demo/later", "x"))
+for _, ev in ipairs(assert(p:get_new_events())) do print("polled " .. ev.type .. " " .. ev.name) end

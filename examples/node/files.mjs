@@ -26,6 +26,11 @@ try {
   await sandbox.files.write('/home/user/notes/e.txt', 'e')
   await new Promise((r) => setTimeout(r, 500))
   await watcher.stop()
+  // A polling watch: each getNewEvents() has every change made before it.
+  const polled = await sandbox.files.watchDir('/home/user/notes', { polling: true })
+  await sandbox.files.write('/home/user/notes/f.txt', 'f')
+  console.log('polled', (await polled.getNewEvents()).map((ev) => `${ev.type} ${ev.name}`))
+  await polled.stop()
   console.log(await sandbox.downloadUrl('/home/user/notes/a.txt'))
 } finally {
   await sandbox.kill()

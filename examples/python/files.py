@@ -40,6 +40,12 @@ async def main():
         await sandbox.files.write("/tmp/new/done", "!")
         await asyncio.wait_for(got.wait(), 30)
         await watch.stop()
+
+        # A polling watch (blocking): each poll has every change made before it.
+        polled = sandbox.files.watch_dir_sync("/tmp/new", polling=True)
+        await sandbox.files.write("/tmp/new/later", "!")
+        print("polled", [(e.type.value, e.name) for e in polled.get_new_events()])
+        polled.stop()
         await sandbox.files.remove("/tmp/dir")
 
 

@@ -173,7 +173,7 @@ asb_files_make_dir(asb_sandbox *sandbox, const char *path,
 /* Events (asb_fs_event_type) and the callback (asb_watch_fn) are in
  * types.h. */
 
-#define ASB_WATCH_OPTIONS_VERSION 1
+#define ASB_WATCH_OPTIONS_VERSION 2
 
 typedef struct asb_watch_options {
   unsigned int version; /* ASB_WATCH_OPTIONS_VERSION */
@@ -184,10 +184,13 @@ typedef struct asb_watch_options {
   asb_watch_fn on_event;
   void *userdata;
   asb_cancel *cancel;
+  /* version 2 */
+  int polling; /* a polling watch (E2B's sync SDK's watcher): the sandbox
+                  keeps the events until asb_watch_poll fetches them */
 } asb_watch_options;
 
 #define ASB_WATCH_OPTIONS_INIT \
-  { ASB_WATCH_OPTIONS_VERSION, NULL, 0, 0, 0, NULL, NULL, NULL }
+  { ASB_WATCH_OPTIONS_VERSION, NULL, 0, 0, 0, NULL, NULL, NULL, 0 }
 
 ASB_API(int)
 asb_watch_options_init(asb_watch_options *opts, unsigned int version);
@@ -199,8 +202,18 @@ asb_files_watch_dir(asb_watch **out, asb_sandbox *sandbox, const char *path,
                     const asb_watch_options *opts);
 /* Deliver events to on_event for up to timeout_ms (negative = until stopped
  * or the watch ends). Returns the number of events delivered, or a
- * negative asb_status. */
+ * negative asb_status. A polling watch polls (asb_watch_poll) every 50 ms
+ * until one delivers events or the time is up. */
 ASB_API(int) asb_watch_wait(asb_watch *watch, long timeout_ms);
+/* A polling watch: deliver to on_event, in order, every event the sandbox
+ * recorded since the previous poll, without waiting. The answer holds
+ * every change made before the call (envd reads its inotify queue first),
+ * so a change followed by a poll is always in that poll. Returns the
+ * number delivered, or a negative asb_status: ASB_EINVAL for a streaming
+ * watch; the watch's own failure (an inotify queue overflow, more than
+ * 100000 unread events: ASB_ERROR with envd's message). call: its timeout
+ * and cancel token (NULL = the watch's request timeout). */
+ASB_API(int) asb_watch_poll(asb_watch *watch, const asb_call_options *call);
 /* Make a concurrent asb_watch_wait return; thread-safe. */
 ASB_API(void) asb_watch_stop(asb_watch *watch);
 /* Stop and release. Accepts NULL. */

@@ -188,6 +188,106 @@ asb_templates_build_steps(asb_template_build **out, asb_client *client,
                           const char *name, const char *build_json,
                           const asb_template_steps_options *opts);
 
+/* ---- E2B's Template builder, step by step ---------------------------------
+ * The calls asb_templates_build_steps makes, one by one, for callers that
+ * drive the build themselves (E2B's SDKs do: request_build,
+ * get_file_upload_link, upload_file, trigger_build, get_build_status):
+ *   1. asb_templates_request_build: the name, its template and build ids;
+ *   2. for each COPY step: asb_templates_files_hash (its files' hash),
+ *      asb_templates_files_link (does the engine have them? where to upload
+ *      them) and, unless present, asb_templates_files_upload;
+ *   3. asb_templates_trigger_build with the TemplateBuildStartV2 JSON, each
+ *      COPY step's "filesHash" filled in;
+ *   4. asb_templates_build_status until "ready" or "error".
+ * asb_templates_build_steps is exactly these (the same code). */
+
+#define ASB_TEMPLATE_REQUEST_OPTIONS_VERSION 1
+
+typedef struct asb_template_request_options {
+  unsigned int version;    /* ASB_TEMPLATE_REQUEST_OPTIONS_VERSION */
+  const char *const *tags; /* NULL-ended extra tags of the build, or NULL */
+  int cpu_count;           /* 0 = the engine's default (2) */
+  int memory_mb;           /* 0 = the engine's default (1024) */
+  long timeout_ms;         /* 0 = the client's default */
+  asb_cancel *cancel;
+} asb_template_request_options;
+
+#define ASB_TEMPLATE_REQUEST_OPTIONS_INIT \
+  { ASB_TEMPLATE_REQUEST_OPTIONS_VERSION, NULL, 0, 0, 0, NULL }
+
+ASB_API(int)
+asb_template_request_options_init(asb_template_request_options *opts,
+                                  unsigned int version);
+
+/* Ask for a build of template `name` ("my-app" or "my-app:tag"; POST
+ * /v3/templates). *out has its template id, build id and tags
+ * (asb_template_build_tag_count/_tag), status "waiting". Errors:
+ * ASB_EUNSUPPORTED (the engine has no builder API), ASB_EINVAL (the engine
+ * refused the name or tags), transport errors. */
+ASB_API(int)
+asb_templates_request_build(asb_template_build **out, asb_client *client,
+                            const char *name,
+                            const asb_template_request_options *opts);
+
+#define ASB_TEMPLATE_FILES_OPTIONS_VERSION 1
+
+typedef struct asb_template_files_options {
+  unsigned int version;               /* ASB_TEMPLATE_FILES_OPTIONS_VERSION */
+  const char *context_dir;            /* src is relative to it; NULL = the
+                                         current directory */
+  const char *const *ignore_patterns; /* NULL-ended, applied before the
+                                         context directory's .dockerignore,
+                                         or NULL */
+  int resolve_symlinks;               /* pack what symlinks point to */
+  long timeout_ms;                    /* the upload: 0 = the client's
+                                         default */
+  asb_cancel *cancel;                 /* the upload */
+} asb_template_files_options;
+
+#define ASB_TEMPLATE_FILES_OPTIONS_INIT \
+  { ASB_TEMPLATE_FILES_OPTIONS_VERSION, NULL, NULL, 0, 0, NULL }
+
+ASB_API(int)
+asb_template_files_options_init(asb_template_files_options *opts,
+                                unsigned int version);
+
+/* The filesHash of a COPY step whose source is src (a path or glob,
+ * relative to opts->context_dir): the SHA-256 (64 hex digits, freed with
+ * asb_free) of the tar asb_templates_build_steps packs of it, with the same
+ * rules (ignore patterns, symlinks). Local only: opts->timeout_ms is
+ * unused, a cancel already requested fails it (ASB_ECANCELED). ASB_EINVAL
+ * as for asb_templates_build_steps' COPY sources. */
+ASB_API(int)
+asb_templates_files_hash(char **hash, const char *src,
+                         const asb_template_files_options *opts);
+
+/* Whether the engine has the files of hash files_hash for template_id
+ * (GET /templates/{id}/files/{hash}): *present = 1 or 0, *url where to
+ * upload them (freed with asb_free; NULL if the engine gave none). */
+ASB_API(int)
+asb_templates_files_link(int *present, char **url, asb_client *client,
+                         const char *template_id, const char *files_hash,
+                         const asb_call_options *call);
+
+/* Pack src's files (as asb_templates_files_hash does) and PUT the tar to
+ * url (from asb_templates_files_link: through the client when it is on its
+ * API, else a plain PUT to the signed URL). hash, if not NULL, gets the
+ * hash of what was uploaded (freed with asb_free). */
+ASB_API(int)
+asb_templates_files_upload(char **hash, asb_client *client, const char *url,
+                           const char *src,
+                           const asb_template_files_options *opts);
+
+/* Start the build (POST /v2/templates/{id}/builds/{buildID}) with
+ * build_json, E2B's TemplateBuildStartV2 object as sent (each COPY step
+ * with its "filesHash"; nothing is packed or uploaded here). Then follow it
+ * with asb_templates_build_status. ASB_EINVAL if build_json is not an
+ * object or the engine refused it (400: the step's index and why). */
+ASB_API(int)
+asb_templates_trigger_build(asb_client *client, const char *template_id,
+                            const char *build_id, const char *build_json,
+                            const asb_call_options *call);
+
 /* The status of a build (E2B's getBuildStatus): its state and its log
  * lines from logs_offset on (at most 100 per call), delivered through
  * asb_template_build_log_count/_get. ASB_ENOTFOUND for an unknown build. */
@@ -238,6 +338,11 @@ ASB_API(const char *)
 asb_template_build_log_level(const asb_template_build *b, size_t i);
 ASB_API(asb_int64)
 asb_template_build_log_timestamp(const asb_template_build *b, size_t i);
+/* From asb_templates_request_build: the build's tags; 0 / NULL otherwise
+ * and past the end. */
+ASB_API(size_t) asb_template_build_tag_count(const asb_template_build *b);
+ASB_API(const char *)
+asb_template_build_tag(const asb_template_build *b, size_t i);
 ASB_API(void) asb_template_build_free(asb_template_build *b);
 
 ASB_END_DECL

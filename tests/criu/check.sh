@@ -3,7 +3,10 @@
 # this machine: `criu check` says "Looks good.", and a process of its own
 # session holding 8 MiB of random bytes and a counter is dumped (which ends
 # it) and restored with the same pid, its counter going on and its bytes'
-# SHA-256 unchanged. Needs root.
+# SHA-256 unchanged; and it is a criu of our current patches (it knows
+# --userns-owner, which the engine's restore passes: a cache built before
+# scripts/criu/restore-userns-owner.patch would fail every restore). Needs
+# root.
 #
 # No criu in the cache fails the test (run scripts/build-criu.sh), unless
 # ASB_SKIP_CRIU=1 says the run chose to go without it: then it skips (77).
@@ -27,6 +30,9 @@ echo "== criu check ($criu, $("$criu" --version | awk '/^Version/ {print $2}'))"
 "$criu" check > "$dir/check.log" 2>&1 || { cat "$dir/check.log"; fail "criu check failed"; }
 cat "$dir/check.log"
 grep -qx "Looks good." "$dir/check.log" || fail "criu check did not say 'Looks good.'"
+"$criu" --help > "$dir/help.txt" 2>&1 || true # (a pipe into grep -q: SIGPIPE, pipefail)
+grep -q -- '--userns-owner' "$dir/help.txt" ||
+  fail "$criu has no --userns-owner (scripts/criu/restore-userns-owner.patch), which the engine's restore needs: a criu of older patches, run scripts/build-criu.sh"
 
 echo "== dump and restore a process"
 # The process: its bytes' hash in hash.before at start; a counter in count;

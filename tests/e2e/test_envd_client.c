@@ -735,6 +735,70 @@ TEST(watch_dir_recursive) {
   CHECK_RC(asb_files_watch_dir(&w, SB, path_in("not-there"), &o), ASB_ENOTFOUND);
 }
 
+/* A polling watch (E2B's sync watcher): each poll holds every change made
+ * before it, also the first one in a directory made just before (a
+ * recursive watch's new directory), with no waiting; a poll takes only
+ * what is new; a streaming watch has no poll. */
+TEST(watch_polling_sees_every_change_made_before_the_poll) {
+  REQUIRE(asb_files_make_dir(SB, path_in("pw"), NULL) >= 0);
+  events ev;
+  memset(&ev, 0, sizeof ev);
+  asb_watch_options o = ASB_WATCH_OPTIONS_INIT;
+  o.recursive = 1;
+  o.polling = 1;
+  o.on_event = on_event;
+  o.userdata = &ev;
+  asb_watch *w = NULL;
+  REQUIRE_RC(asb_files_watch_dir(&w, SB, path_in("pw"), &o), ASB_OK);
+  CHECK_INT(asb_watch_poll(w, NULL), 0);
+  for (int i = 0; i < 20; i++) {
+    char rel[64], want[80];
+    snprintf(rel, sizeof rel, "pw/f%d", i);
+    REQUIRE_RC(asb_files_write(NULL, SB, path_in(rel), "a", 1, NULL), ASB_OK);
+    memset(&ev, 0, sizeof ev);
+    CHECK(asb_watch_poll(w, NULL) >= 2);
+    snprintf(want, sizeof want, "f%d,", i);
+    CHECK(ev.create >= 1 && ev.write >= 1);
+    CHECK(strstr(ev.names, want) != NULL);
+  }
+  /* a directory and a file in it, by a command that has ended */
+  char cmd[1024];
+  snprintf(cmd, sizeof cmd, "mkdir %s/pw/sub && echo x > %s/pw/sub/g && rm %s/pw/f0", DIR_, DIR_,
+           DIR_);
+  asb_command_result *r = NULL;
+  CHECK_RC(asb_commands_run(&r, SB, cmd, NULL), ASB_OK);
+  asb_command_result_free(r);
+  memset(&ev, 0, sizeof ev);
+  CHECK(asb_watch_poll(w, NULL) >= 3);
+  CHECK(strstr(ev.names, "sub,") != NULL);
+  CHECK(strstr(ev.names, "sub/g,") != NULL);
+  CHECK_INT(ev.remove, 1);
+  CHECK_INT(asb_watch_poll(w, NULL), 0); /* nothing new */
+  /* a tree of 3000 files moved in: envd scans it as it appears (its files
+   * had no watch), and the poll right after has every one */
+  snprintf(cmd, sizeof cmd,
+           "mkdir %s/big && cd %s/big && seq 3000 | xargs touch && mv %s/big %s/pw/", DIR_, DIR_,
+           DIR_, DIR_);
+  CHECK_RC(asb_commands_run(&r, SB, cmd, NULL), ASB_OK);
+  asb_command_result_free(r);
+  memset(&ev, 0, sizeof ev);
+  CHECK(asb_watch_poll(w, NULL) >= 3001);
+  CHECK(ev.create >= 3001);
+  /* wait on a polling watch polls */
+  REQUIRE_RC(asb_files_write(NULL, SB, path_in("pw/late"), "b", 1, NULL), ASB_OK);
+  memset(&ev, 0, sizeof ev);
+  CHECK(asb_watch_wait(w, ASBT_DEADLINE_MS) >= 1);
+  CHECK(strstr(ev.names, "late,") != NULL);
+  asb_watch_free(w);
+  /* a streaming watch has no poll */
+  o.polling = 0;
+  REQUIRE_RC(asb_files_watch_dir(&w, SB, path_in("pw"), &o), ASB_OK);
+  CHECK_RC(asb_watch_poll(w, NULL), ASB_EINVAL);
+  asb_watch_free(w);
+  o.polling = 1;
+  CHECK_RC(asb_files_watch_dir(&w, SB, path_in("not-there"), &o), ASB_ENOTFOUND);
+}
+
 /* ---- auth, users, signed URLs ---------------------------------------------------- */
 
 static size_t sink(char *p, size_t s, size_t n, void *ud) {
@@ -890,6 +954,7 @@ int main(void) {
   RUN(write_many_and_gzip);
   RUN(streamed_write_and_read_of_256_mib);
   RUN(watch_dir_recursive);
+  RUN(watch_polling_sees_every_change_made_before_the_poll);
   RUN(access_token_and_signed_urls);
   RUN(user_permissions_apply);
   asb_sandbox_free(SB);

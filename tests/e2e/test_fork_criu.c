@@ -29,6 +29,18 @@ static int start_counter(asb_sandbox *sb) {
 }
 
 /* The string value of "key":"..." after from in json into out ("" if none). */
+/* A sandbox of the fixture's engine (its id into id) whose counter has
+ * passed 3 in order: *c0 the count read; NULL if either failed. */
+static asb_sandbox *counting_parent(char *id, long *c0) {
+  asb_sandbox *p = criu_fixture_sandbox(C, id, 0, 0);
+  if (!p) return NULL;
+  int in_order = 0;
+  *c0 = start_counter(p) == ASB_OK ? criu_fixture_count_past(p, 3, &in_order) : -1;
+  if (*c0 > 3 && in_order) return p;
+  asbt_kill(p);
+  return NULL;
+}
+
 static const char *field(const char *json, const char *key, char *out, size_t n) {
   char k[64];
   snprintf(k, sizeof k, "\"%s\":\"", key);
@@ -114,12 +126,10 @@ static void check_files_fork(asb_sandbox *p, const char *pid_, const char *body,
 
 TEST(fork_keeps_the_running_processes) {
   char pid_[64], ptok[128];
-  asb_sandbox *p = criu_fixture_sandbox(C, pid_, 0, 0);
+  long c0;
+  asb_sandbox *p = counting_parent(pid_, &c0);
   REQUIRE(p != NULL);
-  REQUIRE(start_counter(p) == ASB_OK);
   int in_order = 0;
-  long c0 = criu_fixture_count_past(p, 3, &in_order);
-  CHECK(c0 > 3 && in_order);
   token_of(pid_, ptok, sizeof ptok);
   CHECK(ptok[0] != 0);
   forked k;
@@ -159,12 +169,10 @@ TEST(fork_keeps_the_running_processes) {
 
 TEST(two_forks_count_on_their_own) {
   char pid_[64];
-  asb_sandbox *p = criu_fixture_sandbox(C, pid_, 0, 0);
+  long c0;
+  asb_sandbox *p = counting_parent(pid_, &c0);
   REQUIRE(p != NULL);
-  REQUIRE(start_counter(p) == ASB_OK);
   int in_order = 0;
-  long c0 = criu_fixture_count_past(p, 3, &in_order);
-  CHECK(c0 > 3);
   forked k[2];
   CHECK_INT(fork_req(pid_, "{\"count\":2}", k, 2), 201);
   CHECK(k[0].id[0] && k[1].id[0] && strcmp(k[0].id, k[1].id) != 0);
@@ -197,12 +205,9 @@ TEST(two_forks_count_on_their_own) {
 
 TEST(fresh_fork_on_request_and_killed_is_404) {
   char pid_[64];
-  asb_sandbox *p = criu_fixture_sandbox(C, pid_, 0, 0);
+  long c0;
+  asb_sandbox *p = counting_parent(pid_, &c0);
   REQUIRE(p != NULL);
-  REQUIRE(start_counter(p) == ASB_OK);
-  int in_order = 0;
-  long c0 = criu_fixture_count_past(p, 3, &in_order);
-  CHECK(c0 > 3);
   /* keepProcesses false: booted fresh on the files, no counter runs */
   check_files_fork(p, pid_, "{\"keepProcesses\":false}", c0);
   asbt_kill(p);
@@ -332,13 +337,10 @@ TEST(criu_failure_falls_back_to_a_fresh_fork) {
   F.extra_args = k_false;
   REQUIRE(engine_fixture_launch(&F, 1) == 0);
   char pid_[64];
-  asb_sandbox *p = criu_fixture_sandbox(C, pid_, 0, 0);
+  long c0;
+  asb_sandbox *p = counting_parent(pid_, &c0);
   CHECK(p != NULL);
   if (p) {
-    CHECK(start_counter(p) == ASB_OK);
-    int in_order = 0;
-    long c0 = criu_fixture_count_past(p, 3, &in_order);
-    CHECK(c0 > 3);
     check_files_fork(p, pid_, "{}", c0);
     asbt_kill(p);
   }

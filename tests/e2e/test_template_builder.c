@@ -3,7 +3,8 @@
  * COPY files from a local context directory uploaded by hash, a RUN whose
  * output is checked in a sandbox created from the result, the log
  * callback, a failing step's error, step index and log, bad COPY sources,
- * a build in the background followed by its status, aliases and tags.
+ * a build in the background followed by its status, aliases and tags,
+ * and the same build one step per call (asb_templates_request_build...).
  * Runs as root; cleans up the engine, its sandboxes and templates.
  * SPDX-License-Identifier: Apache-2.0 */
 #include <agentsandbox.h>
@@ -346,6 +347,127 @@ TEST(dockerignore) {
   asb_template_build_free(b);
 }
 
+/* The steps asb_templates_build_steps makes, one call each (as E2B's SDKs
+ * drive a build): request the build, hash the COPY's files, ask the engine
+ * for them, upload, start the build with the hash filled in, follow the
+ * status; then asb_templates_build_steps of the same COPY finds the files
+ * already uploaded (the same tar, the same hash). */
+TEST(split_calls) {
+  /* files no other test uploaded (the engine keeps files by their hash) */
+  char p[300], unique[64];
+  snprintf(p, sizeof p, "%s/split", CTX);
+  mkdir(p, 0755);
+  snprintf(p, sizeof p, "%s/split/sub", CTX);
+  mkdir(p, 0755);
+  snprintf(unique, sizeof unique, "one-%d\n", (int)getpid());
+  put("split/one.txt", unique);
+  put("split/sub/two.txt", "two\n");
+  asb_template_files_options fo = ASB_TEMPLATE_FILES_OPTIONS_INIT;
+  fo.context_dir = CTX;
+  char *h1 = NULL, *h2 = NULL;
+  REQUIRE_RC(asb_templates_files_hash(&h1, "split", &fo), ASB_OK);
+  CHECK_INT(strlen(h1), 64);
+  REQUIRE_RC(asb_templates_files_hash(&h2, "split", &fo), ASB_OK);
+  CHECK_STR(h2, h1); /* the same files, the same archive */
+  asb_free(h2);
+  h2 = NULL;
+  CHECK_RC(asb_templates_files_hash(&h2, "nothing-here/*", &fo), ASB_EINVAL);
+  CHECK(h2 == NULL && strstr(asb_error_last()->message, "matches 'nothing-here/*'"));
+  CHECK_RC(asb_templates_files_hash(&h2, "../etc", &fo), ASB_EINVAL);
+  const char *ign[] = {"split/sub", NULL};
+  fo.ignore_patterns = ign;
+  REQUIRE_RC(asb_templates_files_hash(&h2, "split", &fo), ASB_OK);
+  CHECK(strcmp(h2, h1) != 0); /* less what the patterns leave out */
+  asb_free(h2);
+  h2 = NULL;
+  fo.ignore_patterns = NULL;
+
+  asb_template_request_options ro = ASB_TEMPLATE_REQUEST_OPTIONS_INIT;
+  const char *tags[] = {"extra", NULL};
+  ro.tags = tags;
+  ro.cpu_count = 1;
+  ro.memory_mb = 256;
+  asb_template_build *b = NULL;
+  REQUIRE_RC(asb_templates_request_build(&b, C, "steps-split:v1", &ro), ASB_OK);
+  CHECK_STR(asb_template_build_status(b), "waiting");
+  CHECK_INT(strlen(asb_template_build_template_id(b)), 20);
+  int tv1 = 0, textra = 0;
+  for (size_t i = 0; i < asb_template_build_tag_count(b); i++) {
+    tv1 |= !strcmp(asb_template_build_tag(b, i), "v1");
+    textra |= !strcmp(asb_template_build_tag(b, i), "extra");
+  }
+  CHECK(tv1 && textra);
+  CHECK(asb_template_build_tag(b, 100) == NULL);
+  char tid[64], bid[64];
+  snprintf(tid, sizeof tid, "%s", asb_template_build_template_id(b));
+  snprintf(bid, sizeof bid, "%s", asb_template_build_build_id(b));
+  asb_template_build_free(b);
+  b = NULL;
+
+  int present = -1;
+  char *url = NULL;
+  REQUIRE_RC(asb_templates_files_link(&present, &url, C, tid, h1, NULL), ASB_OK);
+  CHECK_INT(present, 0);
+  REQUIRE(url);
+  REQUIRE_RC(asb_templates_files_upload(&h2, C, url, "split", &fo), ASB_OK);
+  CHECK_STR(h2, h1);
+  asb_free(h2);
+  asb_free(url);
+  url = NULL;
+  REQUIRE_RC(asb_templates_files_link(&present, &url, C, tid, h1, NULL), ASB_OK);
+  CHECK_INT(present, 1);
+  asb_free(url);
+
+  char spec[1024];
+  snprintf(spec, sizeof spec,
+           "{\"fromTemplate\": \"base\", \"steps\": ["
+           "{\"type\": \"COPY\", \"args\": [\"split\", \"/opt/split\", \"\", \"\"], "
+           "\"filesHash\": \"%s\"},"
+           "{\"type\": \"RUN\", \"args\": [\"echo split: $(cat /opt/split/one.txt)\"]}]}",
+           h1);
+  CHECK_RC(asb_templates_trigger_build(C, tid, bid, "[1]", NULL), ASB_EINVAL);
+  REQUIRE_RC(asb_templates_trigger_build(C, tid, bid, spec, NULL), ASB_OK);
+  const char *st = "";
+  asb_template_build *s = NULL;
+  WAIT_UNTIL((asb_template_build_free(s), s = NULL,
+              asb_templates_build_status(&s, C, tid, bid, 0, NULL) == ASB_OK &&
+                  (!strcmp(st = asb_template_build_status(s), "ready") || !strcmp(st, "error"))),
+             ASBT_DEADLINE_MS);
+  REQUIRE(s);
+  CHECK_STR(asb_template_build_status(s), "ready");
+  char want[80];
+  snprintf(want, sizeof want, "split: one-%d", (int)getpid());
+  int saw = 0;
+  for (size_t i = 0; i < asb_template_build_log_count(s); i++)
+    saw |= strstr(asb_template_build_log_message(s, i), want) != NULL;
+  CHECK(saw);
+  asb_template_build_free(s);
+
+  /* the one-call build packs the same tar: the engine has it already */
+  logs l;
+  memset(&l, 0, sizeof l);
+  asb_template_steps_options o = ASB_TEMPLATE_STEPS_OPTIONS_INIT;
+  o.context_dir = CTX;
+  o.on_log = on_log;
+  o.userdata = &l;
+  REQUIRE_RC(asb_templates_build_steps(
+                 &b, C, "steps-split:v2",
+                 "{\"fromTemplate\": \"base\", \"steps\": ["
+                 "{\"type\": \"COPY\", \"args\": [\"split\", \"/opt/split\", \"\", \"\"]}]}",
+                 &o),
+             ASB_OK);
+  CHECK_STR(asb_template_build_template_id(b), tid);
+  CHECK(strstr(l.text, "info Skipping upload of 'split', already cached\n"));
+  asb_template_build_free(b);
+  asb_free(h1);
+
+  asb_template_request_options rv = ro;
+  rv.version = 99;
+  CHECK_RC(asb_templates_request_build(&b, C, "steps-split", &rv), ASB_EVERSION);
+  CHECK(b == NULL);
+  CHECK_RC(asb_templates_delete(C, "steps-split", NULL), ASB_OK);
+}
+
 /* The pid of a process in another mount namespace (a sandbox's) whose
  * command line holds marker, 0 if none. */
 static int find_proc(const char *marker) {
@@ -546,6 +668,7 @@ int main(void) {
   RUN(delete_while_rebuilding);
   RUN(dockerignore);
   RUN(ready_cmd_alone);
+  RUN(split_calls);
   asb_client_free(C);
   engine_fixture_stop(&F);
   if (system(cmd) != 0) fprintf(stderr, "cannot remove %s\n", CTX);

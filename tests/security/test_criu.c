@@ -21,8 +21,9 @@
  * - a process the sandbox keeps ptrace-stopped makes the dump fail or
  *   succeed, never hang: the pause answers and the sandbox works;
  * - its user namespace's owner, and so whose inotify count its instances
- *   take: the slot uid's when booted, host root's once restored (the
- *   known gap of docs/lifecycle.md, recorded as it is).
+ *   take: the slot uid's when booted and once restored (our criu's
+ *   --userns-owner, which the engine gives the slot uid), never host
+ *   root's.
  * Skips (77, saying why) only when no criu binary is found: $ASB_CRIU,
  * else /var/cache/agent-sandbox/criu/bin/criu. Runs as root; the engine
  * fixture cleans up also when a check fails.
@@ -301,9 +302,10 @@ TEST(ghost_is_the_sandboxs_own_and_images_out_of_reach) {
     CHECK(fs.st_nlink == 0);  /* deleted again */
   }
   CHECK(held);
-  /* its user namespace: criu makes it again as root, so root owns it (the
-   * kernel charges its per-user counts, inotify instances, namespaces, to
-   * root's at the host level): recorded, see docs/lifecycle.md */
+  /* its user namespace: criu makes it again as the slot uid
+   * (--userns-owner), so the slot uid owns it, as a booted one (the kernel
+   * charges its per-user counts to the owner at the host level; see
+   * restored_user_namespace_is_the_slot_uids_and_so_its_counts) */
   if (hp > 0) {
     snprintf(p, sizeof p, "/proc/%d/ns/user", (int)hp);
     int ns = open(p, O_RDONLY | O_CLOEXEC);
@@ -311,6 +313,7 @@ TEST(ghost_is_the_sandboxs_own_and_images_out_of_reach) {
     if (ns >= 0 && ioctl(ns, NS_GET_OWNER_UID, &owner) == 0)
       fprintf(stderr, "restored user namespace owned by host uid %u (the slot's: %lu)\n",
               (unsigned)owner, base);
+    CHECK(owner == (uid_t)base);
     if (ns >= 0) close(ns);
   }
   char *left = run_root(sb, "ls -a /tmp | grep -c 'ghost\\|link_remap' || true");
@@ -451,21 +454,31 @@ static long ns_owner(pid_t hp) {
   return r;
 }
 
+/* Host process hp's cgroups (every hierarchy, the host's view) into out
+ * ("" if unreadable). */
+static void cgroup_of(pid_t hp, char *out, size_t len) {
+  char p[64];
+  snprintf(p, sizeof p, "/proc/%d/cgroup", (int)hp);
+  int fd = open(p, O_RDONLY | O_CLOEXEC);
+  ssize_t n = fd >= 0 ? read(fd, out, len - 1) : -1;
+  out[n > 0 ? n : 0] = 0;
+  if (fd >= 0) close(fd);
+}
+
 /* Who pays for the restored sandbox's per-user counts. The kernel charges
  * what a user namespace's users hold (inotify instances here) to its
  * owner at the host level too, against that uid's limit (128 instances
  * here): a booted sandbox's namespace is owned by its slot's host uid, so
  * its instances are that uid's (measured: a host process of the slot uid
- * has 8 fewer while the sandbox holds 8). criu makes the namespace again
- * as root (it refuses a non-root euid without --unprivileged, which drops
- * its cgroup restore): a restored sandbox's namespace is owned by host
- * root and its instances leave the slot uid's count (its 8 closed, the
- * slot uid gains none back): they are host root's (the known gap of
- * docs/lifecycle.md, a denial of service of host root's inotify, not a
- * capability; not played: it would take the shared host's root). This
- * test records it: when criu makes the namespace as the slot uid, its
- * restored half says so and is turned round. */
-TEST(restored_user_namespace_is_host_roots_and_so_its_counts) {
+ * has 8 fewer while the sandbox holds 8). Stock criu made the namespace
+ * again as root, so a restored sandbox's instances were host root's (a
+ * denial of service of host root's inotify, not played: it would take the
+ * shared host's root). Our criu takes the slot uid as its euid for that
+ * clone (--userns-owner, scripts/criu/restore-userns-owner.patch): the
+ * restored namespace is the slot uid's again, and the 8 its process still
+ * holds come back to the slot uid's room when it closes them. A fork (a
+ * restore into a slot of its own) is owned by the fork's slot uid. */
+TEST(restored_user_namespace_is_the_slot_uids_and_so_its_counts) {
   char id[64];
   asb_sandbox *sb = criu_fixture_sandbox(C, id, 0, 0);
   REQUIRE(sb != NULL);
@@ -494,12 +507,20 @@ TEST(restored_user_namespace_is_host_roots_and_so_its_counts) {
   CHECK(n0 > 8 && n1 >= 0);
   CHECK_INT(n0 - n1, 8); /* the slot uid's */
   if (hp > 0) CHECK_INT(ns_owner(hp), (long)base);
+  char cg0[2048], cg1[2048];
+  cgroup_of(hp, cg0, sizeof cg0);
+  fprintf(stderr, "booted: cgroups %s", cg0);
+  CHECK(strstr(cg0, id) != NULL); /* the sandbox's own */
 
   CHECK_INT(sbx_post(id, "pause", "{}"), 204);
   CHECK_INT(sbx_post(id, "connect", "{\"timeout\": 300}"), 201);
   hp = host_pid(base, atol(held));
   CHECK(hp > 0); /* the same process, restored with its 8 */
   long n2 = inotify_room(base);
+  /* criu still puts it back into its cgroup (--userns-owner changes only
+   * who owns the namespace) */
+  cgroup_of(hp, cg1, sizeof cg1);
+  CHECK_STR(cg1, cg0);
   CHECK_RC(asb_files_write(NULL, sb, "/tmp/release", "", 0, NULL), ASB_OK);
   char *released = asbt_wait_file(sb, "/tmp/released", 0);
   CHECK(released != NULL);
@@ -509,8 +530,28 @@ TEST(restored_user_namespace_is_host_roots_and_so_its_counts) {
           "restored: namespace owner %ld; slot uid's room %ld with the 8 held, %ld closed\n", owner,
           n2, n3);
   CHECK(n2 >= 0 && n3 >= 0);
-  CHECK_INT(owner, 0);   /* the gap: host root's, not the slot uid's */
-  CHECK_INT(n3 - n2, 0); /* so the 8 were not the slot uid's: root's */
+  CHECK_INT(owner, (long)base); /* the slot uid's, as booted: not host root's */
+  CHECK_INT(n3 - n2, 8);        /* so the 8 it held were the slot uid's */
+
+  /* a fork is a restore of the same images into a slot of its own: its
+   * namespace is the fork's slot uid's (not the parent's, not root's) */
+  char p[128], fid[64], *b = NULL;
+  snprintf(p, sizeof p, "/sandboxes/%s/fork", id);
+  CHECK_INT(engine_api(&F, "POST", p, "{}", &b), 201);
+  const char *k = b ? strstr(b, "\"sandboxID\":\"") : NULL;
+  snprintf(fid, sizeof fid, "%.*s", k ? (int)strcspn(k + 13, "\"") : 0, k ? k + 13 : "");
+  free(b);
+  uid_t fbase = fid[0] ? (uid_t)criu_fixture_host_uid(&F, fid) : 0;
+  CHECK(fbase > 0 && fbase != base);
+  pid_t fp = fbase > 0 ? host_pid(fbase, atol(held)) : 0;
+  CHECK(fp > 0); /* the held process, in the fork */
+  long fowner = fp > 0 ? ns_owner(fp) : -1;
+  fprintf(stderr, "fork: namespace owner %ld (its slot %u)\n", fowner, (unsigned)fbase);
+  CHECK_INT(fowner, (long)fbase);
+  if (fid[0]) {
+    snprintf(p, sizeof p, "/sandboxes/%s", fid);
+    CHECK_INT(engine_api(&F, "DELETE", p, NULL, NULL), 204);
+  }
   free(held);
   free(released);
   asbt_kill(sb);
@@ -525,7 +566,7 @@ int main(void) {
   RUN(ghost_is_the_sandboxs_own_and_images_out_of_reach);
   RUN(restore_keeps_its_privileges_and_filter);
   RUN(ptraced_process_does_not_hang_the_pause);
-  RUN(restored_user_namespace_is_host_roots_and_so_its_counts);
+  RUN(restored_user_namespace_is_the_slot_uids_and_so_its_counts);
   criu_fixture_stop(&F, C);
   TEST_MAIN_END();
 }

@@ -325,11 +325,12 @@ local function files(sb)
     end,
     make_dir = function(path, t) return e2b(f:make_dir(path, known(t, FILE, "files.make_dir"))) end,
     -- E2B: watch_dir(path, on_event, recursive = false); the handle's
-    -- get_new_events() and stop()
+    -- get_new_events() and stop(). Without on_event a polling watch, as
+    -- E2B's sync watcher: get_new_events() has every change made before it.
     watch_dir = function(path, on_event, t)
       t = known(t, keys({ "recursive", "user" }), "files.watch_dir")
       local w, err = f:watch_dir(path, { on_event = on_event, recursive = t.recursive,
-                                         user = t.user })
+                                         user = t.user, polling = on_event == nil })
       if not w then return e2b(w, err, F) end
       return bound("WatchHandle", { __id = path }, {
         get_new_events = function() return e2b(w:get_new_events()) end,

@@ -1481,13 +1481,16 @@ local WatchMT = new_class("Watch", Watch, {
   __gc = watch_release,
 })
 
-local WATCH = set({ "on_event", "recursive", "include_entry", "user", "request_timeout_ms" })
+local WATCH = set({ "on_event", "recursive", "include_entry", "user", "request_timeout_ms",
+                    "polling" })
 
---- files:watch_dir(path, { on_event, recursive, include_entry, user }): a
---- Watch, in place when it returns (every later change is reported). Events
+--- files:watch_dir(path, { on_event, recursive, include_entry, user, polling }):
+--- a Watch, in place when it returns (every later change is reported). Events
 --- {type = "create" | "write" | "remove" | "rename" | "chmod", name, entry}
---- reach on_event(event) while you w:wait(), or come back from
---- w:get_new_events().
+--- reach on_event(event) while you w:wait() (or w:poll()), or come back from
+--- w:get_new_events(). polling: the sandbox keeps the events until w:poll()
+--- or w:get_new_events() fetches them, and a poll has every change made
+--- before it (E2B's sync watcher).
 function Files.watch_dir(f, path, t)
   check(path, "string", "files:watch_dir", "path")
   t = options(t, WATCH, "files:watch_dir")
@@ -1506,6 +1509,7 @@ function Files.watch_dir(f, path, t)
   if t.user ~= nil then o.user = check(t.user, "string", "files:watch_dir", "user") end
   o.recursive = flag(t.recursive)
   o.include_entry = flag(t.include_entry)
+  o.polling = flag(t.polling)
   if t.request_timeout_ms ~= nil then o.request_timeout_ms = t.request_timeout_ms end
   o:bind(cb)
   local rc, w = core.asb_files_watch_dir(h, path, o)
@@ -1513,6 +1517,7 @@ function Files.watch_dir(f, path, t)
   if rc < 0 then return fail(rc, "files:watch_dir") end
   s.w = w
   s.sb = sb
+  s.polling = t.polling and true or false
   return new_object(WatchMT, { path = path, sandbox = sb }, s)
 end
 
@@ -1537,13 +1542,40 @@ function Watch.wait(w, timeout_ms)
   return rc
 end
 
---- w:get_new_events(timeout_ms = 50): the events since the last call
---- (waiting up to timeout_ms for ones in flight), as a list.
+--- w:poll(): a polling watch's events since the last poll, to on_event, at
+--- once; every change made before the call is among them. The number
+--- delivered.
+function Watch.poll(w)
+  local s = private(w)
+  local h = s.w
+  if not h then closed_error("watch", 2) end
+  if s.waiting then error("watch:poll: already waiting (called from on_event?)", 2) end
+  arm(s.cb)
+  s.waiting = true
+  local rc = core.asb_watch_poll(h, nil)
+  s.waiting = false
+  if s.stop_pending then
+    watch_release(w)
+    if rc == core.ASB_ECANCELED then rc = 0 end
+  end
+  reraise(s.cb)
+  if rc < 0 then return fail(rc, "watch:poll") end
+  return rc
+end
+
+--- w:get_new_events(timeout_ms = 50): the events since the last call, as a
+--- list: a polling watch's, every change made before the call; else
+--- waiting up to timeout_ms for ones in flight.
 function Watch.get_new_events(w, timeout_ms)
   local s = private(w)
   local prev = s.on_event
   s.on_event = nil
-  local ok, n, err = pcall(Watch.wait, w, timeout_ms or 50)
+  local ok, n, err
+  if s.polling then
+    ok, n, err = pcall(Watch.poll, w)
+  else
+    ok, n, err = pcall(Watch.wait, w, timeout_ms or 50)
+  end
   s.on_event = prev
   if not ok then error(n, 0) end
   local events = s.pending
@@ -1922,6 +1954,102 @@ function templates.build_steps(name, spec, t)
     return nil, e
   end
   return state
+end
+
+--- The steps of templates.build_steps, one call each (as E2B's SDKs drive a build).
+--- templates.request_build(name, { tags, cpu_count, memory_mb, timeout_ms }): a
+--- build of name ("app" or "app:tag"): {template_id, build_id, status = "waiting",
+--- tags}.
+function templates.request_build(name, t)
+  check(name, "string", "templates.request_build", "name")
+  t = options(t, with_conn({ "tags", "cpu_count", "memory_mb", "timeout_ms" }),
+              "templates.request_build")
+  local c, err = client_of(t, "templates.request_build")
+  if not c then return nil, err end
+  local o = core.asb_template_request_options()
+  if t.tags ~= nil then o.tags = t.tags end
+  o.cpu_count = t.cpu_count or 0
+  o.memory_mb = t.memory_mb or 0
+  if t.timeout_ms ~= nil then o.timeout_ms = t.timeout_ms end
+  local rc, b = core.asb_templates_request_build(client_handle(c), name, o)
+  if rc < 0 then return fail(rc, "templates.request_build") end
+  local state = template_build(b)
+  state.tags = {}
+  for i = 0, core.asb_template_build_tag_count(b) - 1 do
+    state.tags[#state.tags + 1] = core.asb_template_build_tag(b, i)
+  end
+  return state
+end
+
+local function files_options(t)
+  local o = core.asb_template_files_options()
+  if t.context_dir ~= nil then o.context_dir = t.context_dir end
+  if t.ignore_patterns ~= nil then o.ignore_patterns = t.ignore_patterns end
+  o.resolve_symlinks = flag(t.resolve_symlinks)
+  if t.timeout_ms ~= nil then o.timeout_ms = t.timeout_ms end
+  return o
+end
+
+--- templates.files_hash(src, { context_dir, ignore_patterns, resolve_symlinks }): the
+--- filesHash of a COPY of src (the hash of the tar build_steps packs of it).
+function templates.files_hash(src, t)
+  check(src, "string", "templates.files_hash", "src")
+  t = options(t, set({ "context_dir", "ignore_patterns", "resolve_symlinks" }), "templates.files_hash")
+  local rc, hash = core.asb_templates_files_hash(src, files_options(t))
+  if rc < 0 then return fail(rc, "templates.files_hash") end
+  return hash
+end
+
+--- templates.files_link(template_id, files_hash): whether the engine has those files
+--- (true/false) and the URL to upload them to (nil if none).
+function templates.files_link(template_id, files_hash, t)
+  check(template_id, "string", "templates.files_link", "template_id")
+  check(files_hash, "string", "templates.files_link", "files_hash")
+  t = options(t, with_conn({ "request_timeout_ms" }), "templates.files_link")
+  local c, err = client_of(t, "templates.files_link")
+  if not c then return nil, err end
+  local rc, present, url = core.asb_templates_files_link(client_handle(c), template_id,
+                                                         files_hash,
+                                                         call_options(t.request_timeout_ms))
+  if rc < 0 then return fail(rc, "templates.files_link") end
+  return present ~= 0, url
+end
+
+--- templates.files_upload(url, src, { context_dir, ignore_patterns, resolve_symlinks,
+--- timeout_ms }): pack src's files as files_hash does and upload them to url (from
+--- files_link); returns their hash.
+function templates.files_upload(url, src, t)
+  check(url, "string", "templates.files_upload", "url")
+  check(src, "string", "templates.files_upload", "src")
+  t = options(t, with_conn({ "context_dir", "ignore_patterns", "resolve_symlinks", "timeout_ms" }),
+              "templates.files_upload")
+  local c, err = client_of(t, "templates.files_upload")
+  if not c then return nil, err end
+  local rc, hash = core.asb_templates_files_upload(client_handle(c), url, src, files_options(t))
+  if rc < 0 then return fail(rc, "templates.files_upload") end
+  return hash
+end
+
+--- templates.trigger_build(template_id, build_id, spec): start a requested build with
+--- the builder JSON spec (a table or its text; each COPY step with its filesHash);
+--- follow it with templates.build_status.
+function templates.trigger_build(template_id, build_id, spec, t)
+  check(template_id, "string", "templates.trigger_build", "template_id")
+  check(build_id, "string", "templates.trigger_build", "build_id")
+  t = options(t, with_conn({ "request_timeout_ms" }), "templates.trigger_build")
+  local text = spec
+  if type(spec) == "table" then
+    local jerr
+    text, jerr = M.json_encode(spec)
+    if not text then return nil, jerr end
+  end
+  check(text, "string", "templates.trigger_build", "spec")
+  local c, err = client_of(t, "templates.trigger_build")
+  if not c then return nil, err end
+  local rc = core.asb_templates_trigger_build(client_handle(c), template_id, build_id, text,
+                                              call_options(t.request_timeout_ms))
+  if rc < 0 then return fail(rc, "templates.trigger_build") end
+  return true
 end
 
 --- templates.build_status(template_id, build_id, { logs_offset }): the state of

@@ -22,6 +22,7 @@ module.exports = {
   Sandbox: sb.Sandbox,
   CommandHandle: sb.CommandHandle,
   WatchHandle: sb.WatchHandle,
+  PollingWatchHandle: sb.PollingWatchHandle,
   Result: sb.Result,
   Execution: sb.Execution,
   ExecutionError: sb.ExecutionError,

@@ -4,7 +4,7 @@
 import m from './index.js'
 
 export const {
-  Sandbox, CommandHandle, WatchHandle, Result, Execution, ExecutionError, OutputMessage, Agents, AgentSession, Git, Session,
+  Sandbox, CommandHandle, WatchHandle, PollingWatchHandle, Result, Execution, ExecutionError, OutputMessage, Agents, AgentSession, Git, Session,
   SessionInfo, Template, Volume, VolumeFileType, Secrets, sandboxed, libraryVersion, FileType, FilesystemEventType, SandboxError,
   TimeoutError, InvalidArgumentError, NotEnoughSpaceError, NotFoundError, FileNotFoundError,
   SandboxNotFoundError, SandboxGoneError, TemplateError, RateLimitError, PermissionDeniedError,

@@ -458,6 +458,44 @@ class WatchHandle {
   }
 }
 
+/** A polling watch (watchDir(path, {polling: true})): the sandbox keeps
+ * the events until getNewEvents() fetches them, and each call has every
+ * change made before it (E2B's sync watcher). */
+class PollingWatchHandle {
+  constructor(handle) {
+    this._h = handle
+    this._closed = false
+  }
+
+  /** The events since the last call, at once. */
+  async getNewEvents() {
+    if (this._closed) return []
+    const got = []
+    await invoke(N.watchPoll, [this._h, EVENTS], {
+      handlers: {
+        [EV.WATCH]: (ev) => {
+          const e = { name: ev.name, type: ev.type }
+          if (ev.entry) e.entry = entryInfo(ev.entry)
+          got.push(e)
+        }
+      }
+    })
+    return got
+  }
+
+  /** Stop watching (the sandbox drops the watcher). */
+  async stop() {
+    if (!this._closed) {
+      this._closed = true
+      N.close(this._h, KIND.watch)
+    }
+  }
+
+  async [asyncDispose]() {
+    await this.stop()
+  }
+}
+
 function fileOpts(opts) {
   return {
     user: opts.user,
@@ -643,8 +681,10 @@ class Files {
       user: opts.user,
       recursive: !!opts.recursive,
       includeEntry: !!opts.includeEntry,
+      polling: !!opts.polling,
       requestTimeoutMs: opts.requestTimeoutMs === undefined ? 0 : ms(opts.requestTimeoutMs)
     }], { signal: opts.signal, notFound: E.FileNotFoundError })
+    if (opts.polling) return new PollingWatchHandle(h)
     return new WatchHandle(h, onEvent, opts.onExit, opts.timeoutMs)
   }
 }
@@ -1164,6 +1204,7 @@ module.exports = {
   Pty,
   Files,
   WatchHandle,
+  PollingWatchHandle,
   Result,
   Execution,
   ExecutionError,

@@ -26,6 +26,16 @@ function info(t) {
   }
 }
 
+/** The options of the COPY file calls (filesHash, filesUpload). */
+function filesOpts(opts) {
+  return {
+    contextDir: opts.contextDir,
+    ignorePatterns: opts.ignorePatterns && opts.ignorePatterns.length ? opts.ignorePatterns : undefined,
+    resolveSymlinks: !!opts.resolveSymlinks,
+    timeoutMs: ms(opts.timeoutMs)
+  }
+}
+
 class Template {
   /** Build the template of dir (returns once ready; cached by the hash of
    * its inputs unless force). opts: force, timeoutMs (whole build; 0 =
@@ -73,6 +83,42 @@ class Template {
       handlers: onLog ? { [EV.TEMPLATE_LOG]: (line) => onLog(line) } : undefined,
       attach: (err, build) => Object.assign(err, { build })
     })
+  }
+
+  /** buildSteps one call at a time (as E2B's SDKs drive a build): ask for
+   * a build of name ({templateId, buildId, status: 'waiting', tags}). */
+  static async requestBuild(name, opts = {}) {
+    const c = await client(connOf(opts))
+    const o = { tags: opts.tags, cpuCount: opts.cpuCount || 0, memoryMB: opts.memoryMB || 0, timeoutMs: ms(opts.timeoutMs) }
+    return invoke(N.templateBuilderOp, [c.handle, 7, name, undefined, o, undefined], { signal: opts.signal })
+  }
+
+  /** The filesHash of a COPY of src (a path or glob relative to
+   * opts.contextDir): the hash of the tar buildSteps packs of it. */
+  static async filesHash(src, opts = {}) {
+    const c = await client(connOf(opts))
+    return invoke(N.templateBuilderOp, [c.handle, 8, src, undefined, filesOpts(opts), undefined], { signal: opts.signal })
+  }
+
+  /** Whether the engine has the files of filesHash: {present, url}. */
+  static async filesLink(templateId, filesHash, opts = {}) {
+    const c = await client(connOf(opts))
+    return invoke(N.templateBuilderOp, [c.handle, 9, templateId, filesHash, callOpts(opts), undefined], { signal: opts.signal })
+  }
+
+  /** Pack src's files (as filesHash) and upload them to url (from
+   * filesLink); resolves to their hash. */
+  static async filesUpload(url, src, opts = {}) {
+    const c = await client(connOf(opts))
+    return invoke(N.templateBuilderOp, [c.handle, 10, url, src, filesOpts(opts), undefined], { signal: opts.signal })
+  }
+
+  /** Start a requested build with the builder JSON (each COPY step with its
+   * filesHash); follow it with buildStatus. */
+  static async triggerBuild(templateId, buildId, spec, opts = {}) {
+    const c = await client(connOf(opts))
+    const build = typeof spec === 'string' ? spec : JSON.stringify(spec)
+    await invoke(N.templateBuilderOp, [c.handle, 11, templateId, buildId, { ...callOpts(opts), build }, undefined], { signal: opts.signal })
   }
 
   /** The state of a build and up to 100 log lines from opts.logsOffset. */

@@ -917,7 +917,12 @@ enum {
   TBOP_EXISTS,
   TBOP_TAGS_ASSIGN,
   TBOP_TAGS_REMOVE,
-  TBOP_TAGS_LIST
+  TBOP_TAGS_LIST,
+  TBOP_REQUEST, /* the steps of TBOP_STEPS, one call each */
+  TBOP_FILES_HASH,
+  TBOP_FILES_LINK,
+  TBOP_FILES_UPLOAD,
+  TBOP_TRIGGER
 };
 
 /* One build log line as it arrives (EV_TEMPLATE_LOG): {timestampMs, level,
@@ -1001,6 +1006,34 @@ static void w_tbuild(anode_call *base) {
     rc = asb_templates_tags_assign(c->client, c->s[0], (const char *const *)c->v[0], &call);
   } else if (c->op == TBOP_TAGS_REMOVE) {
     rc = asb_templates_tags_remove(c->client, c->s[0], (const char *const *)c->v[0], &call);
+  } else if (c->op == TBOP_REQUEST) {
+    asb_template_request_options o = ASB_TEMPLATE_REQUEST_OPTIONS_INIT;
+    o.tags = (const char *const *)c->v[0];
+    o.cpu_count = c->i[2];
+    o.memory_mb = c->i[3];
+    o.timeout_ms = c->l[0];
+    o.cancel = base->cancel;
+    rc = asb_templates_request_build(&b, c->client, c->s[0], &o);
+  } else if (c->op == TBOP_FILES_HASH || c->op == TBOP_FILES_UPLOAD) {
+    asb_template_files_options o = ASB_TEMPLATE_FILES_OPTIONS_INIT;
+    o.context_dir = c->s[2];
+    o.ignore_patterns = (const char *const *)c->v[1];
+    o.resolve_symlinks = c->i[1];
+    o.timeout_ms = c->l[0];
+    o.cancel = base->cancel;
+    char *hash = NULL;
+    rc = c->op == TBOP_FILES_HASH
+             ? asb_templates_files_hash(&hash, c->s[0], &o)
+             : asb_templates_files_upload(&hash, c->client, c->s[0], c->s[1], &o);
+    c->out2 = hash;
+  } else if (c->op == TBOP_FILES_LINK) {
+    int present = 0;
+    char *url = NULL;
+    rc = asb_templates_files_link(&present, &url, c->client, c->s[0], c->s[1], &call);
+    c->i[0] = present;
+    c->out2 = url;
+  } else if (c->op == TBOP_TRIGGER) {
+    rc = asb_templates_trigger_build(c->client, c->s[0], c->s[1], c->s[2], &call);
   } else {
     char *json = NULL;
     rc = asb_templates_tags_list(&json, c->client, c->s[0], &call);
@@ -1021,8 +1054,17 @@ static napi_value r_tbuild(napi_env env, anode_call *base) {
     napi_get_boolean(env, c->i[0] != 0, &v);
     return v;
   }
-  if (c->op == TBOP_TAGS_LIST) return base->rc < 0 ? NULL : anode_str(env, c->out2);
-  if (c->op == TBOP_TAGS_ASSIGN || c->op == TBOP_TAGS_REMOVE) return NULL;
+  if (c->op == TBOP_TAGS_LIST || c->op == TBOP_FILES_HASH || c->op == TBOP_FILES_UPLOAD)
+    return base->rc < 0 ? NULL : anode_str(env, c->out2);
+  if (c->op == TBOP_FILES_LINK) {
+    if (base->rc < 0) return NULL;
+    napi_value o = anode_obj(env), v;
+    napi_get_boolean(env, c->i[0] != 0, &v);
+    anode_set(env, o, "present", v);
+    anode_set(env, o, "url", anode_str(env, c->out2));
+    return o;
+  }
+  if (c->op == TBOP_TAGS_ASSIGN || c->op == TBOP_TAGS_REMOVE || c->op == TBOP_TRIGGER) return NULL;
   const asb_template_build *b = c->out;
   if (!b) return NULL;
   napi_value o = anode_obj(env);
@@ -1043,6 +1085,14 @@ static napi_value r_tbuild(napi_env env, anode_call *base) {
     napi_set_element(env, a, (uint32_t)i, l);
   }
   anode_set(env, o, "logs", a);
+  if (c->op == TBOP_REQUEST) {
+    size_t nt = asb_template_build_tag_count(b);
+    napi_value ta;
+    napi_create_array_with_length(env, nt, &ta);
+    for (size_t i = 0; i < nt; i++)
+      napi_set_element(env, ta, (uint32_t)i, anode_str(env, asb_template_build_tag(b, i)));
+    anode_set(env, o, "tags", ta);
+  }
   return o;
 }
 
@@ -1062,7 +1112,13 @@ static void c_tbuild(anode_call *base) {
  * that failed), status (2: a = template id, b = build id, opts
  * {logsOffset} + call options), exists (3: a = name), tags assign (4: a =
  * "name:tag", opts {tags}), tags remove (5: a = name, opts {tags}), tags
- * list (6: a = template id; the JSON text). */
+ * list (6: a = template id; the JSON text); the steps of 1 one call each:
+ * request a build (7: a = name, opts {tags, cpuCount, memoryMB, timeoutMs};
+ * the build with its tags), a COPY source's files hash (8: a = src, opts
+ * {contextDir, ignorePatterns, resolveSymlinks}), the engine's upload link
+ * of a hash (9: a = template id, b = hash; {present, url}), pack and upload
+ * (10: a = url, b = src, opts as 8 + timeoutMs; the hash), start the build
+ * (11: a = template id, b = build id, opts {build: the JSON text}). */
 static napi_value js_template_builder_op(napi_env env, napi_callback_info info) {
   GEN_ARGS(7);
   gen_call *c = gen_new(env, argv[6]);
@@ -1071,13 +1127,26 @@ static napi_value js_template_builder_op(napi_env env, napi_callback_info info) 
   int32_t op = 0;
   if (!bx) return gen_discard(env, c);
   napi_get_value_int32(env, argv[1], &op);
-  if (op < TBOP_STEPS || op > TBOP_TAGS_LIST) {
+  if (op < TBOP_STEPS || op > TBOP_TRIGGER) {
     anode_throw(env, "ERR_INVALID_ARG_VALUE", "unknown template builder operation");
     return gen_discard(env, c);
   }
   int tagged = op == TBOP_TAGS_ASSIGN || op == TBOP_TAGS_REMOVE;
+  int files = op == TBOP_FILES_HASH || op == TBOP_FILES_UPLOAD;
+  int two = op == TBOP_STEPS || op == TBOP_STATUS || op == TBOP_FILES_LINK ||
+            op == TBOP_FILES_UPLOAD || op == TBOP_TRIGGER;
+  int own_opts = op == TBOP_STEPS || op == TBOP_REQUEST || files;
   if (anode_get_string(env, argv[2], &c->s[0]) ||
-      ((op == TBOP_STEPS || op == TBOP_STATUS) && anode_get_string(env, argv[3], &c->s[1])) ||
+      (two && anode_get_string(env, argv[3], &c->s[1])) ||
+      (op == TBOP_REQUEST && (anode_opt_strv(env, argv[4], "tags", &c->v[0]) ||
+                              anode_opt_int(env, argv[4], "cpuCount", &c->i[2]) ||
+                              anode_opt_int(env, argv[4], "memoryMB", &c->i[3]) ||
+                              anode_opt_long(env, argv[4], "timeoutMs", &c->l[0]))) ||
+      (files && (anode_opt_string(env, argv[4], "contextDir", &c->s[2]) ||
+                 anode_opt_strv(env, argv[4], "ignorePatterns", &c->v[1]) ||
+                 anode_opt_bool(env, argv[4], "resolveSymlinks", &c->i[1]) ||
+                 anode_opt_long(env, argv[4], "timeoutMs", &c->l[0]))) ||
+      (op == TBOP_TRIGGER && anode_opt_string(env, argv[4], "build", &c->s[2])) ||
       (op == TBOP_STEPS && (anode_opt_string(env, argv[4], "contextDir", &c->s[2]) ||
                             anode_opt_strv(env, argv[4], "tags", &c->v[0]) ||
                             anode_opt_strv(env, argv[4], "ignorePatterns", &c->v[1]) ||
@@ -1089,8 +1158,12 @@ static napi_value js_template_builder_op(napi_env env, napi_callback_info info) 
                             anode_call_on_event(env, &c->base, argv[5]))) ||
       (op == TBOP_STATUS && anode_opt_int(env, argv[4], "logsOffset", &c->i[0])) ||
       (tagged && anode_opt_strv(env, argv[4], "tags", &c->v[0])) ||
-      (op != TBOP_STEPS && gen_read_callopts(env, c, argv[4])))
+      (!own_opts && gen_read_callopts(env, c, argv[4])))
     return gen_discard(env, c);
+  if (op == TBOP_TRIGGER && !c->s[2]) {
+    anode_throw(env, "ERR_INVALID_ARG_VALUE", "build must be the builder JSON text");
+    return gen_discard(env, c);
+  }
 #if ASB_TEMPLATE_STEPS_OPTIONS_VERSION < 2
   if (op == TBOP_STEPS && c->v[1] && c->v[1][0]) {
     anode_throw(env, "ERR_INVALID_ARG_VALUE",

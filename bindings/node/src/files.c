@@ -453,6 +453,7 @@ static void w_watch_dir(anode_call *base) {
   o.user = c->s[5];
   o.recursive = c->i[0];
   o.include_entry = c->i[1];
+  o.polling = c->i[2];
   o.request_timeout_ms = c->call_timeout;
   o.on_event = on_watch;
   o.userdata = c->out2;
@@ -479,7 +480,7 @@ static void c_watch_dir(anode_call *base) {
   gen_cleanup(base);
 }
 
-/* watchDir(sandbox, path, opts {user, recursive, includeEntry,
+/* watchDir(sandbox, path, opts {user, recursive, includeEntry, polling,
  * requestTimeoutMs}, cb) -> watch handle, once the watch is in place */
 static napi_value js_watch_dir(napi_env env, napi_callback_info info) {
   GEN_ARGS(4);
@@ -490,6 +491,7 @@ static napi_value js_watch_dir(napi_env env, napi_callback_info info) {
   if (!b || anode_get_string(env, argv[1], &c->s[0]) ||
       anode_opt_string(env, o, "user", &c->s[5]) || anode_opt_bool(env, o, "recursive", &c->i[0]) ||
       anode_opt_bool(env, o, "includeEntry", &c->i[1]) ||
+      anode_opt_bool(env, o, "polling", &c->i[2]) ||
       anode_opt_long(env, o, "requestTimeoutMs", &c->call_timeout))
     return gen_discard(env, c);
   c->out2 = anode_sink_new();
@@ -534,6 +536,34 @@ static napi_value js_watch_wait(napi_env env, napi_callback_info info) {
   return anode_call_submit(env, &c->base, b);
 }
 
+static void w_watch_poll(anode_call *base) {
+  gen_call *c = (gen_call *)base;
+  anode_sink *s = c->out2;
+  anode_sink_set(s, base);
+  int rc = asb_watch_poll(c->watch, NULL);
+  anode_sink_set(s, NULL);
+  c->out2 = NULL;
+  if (rc < 0)
+    anode_call_fail(base, rc);
+  else
+    base->rc = rc;
+}
+
+/* watchPoll(watch, onEvent, cb) -> events delivered: a polling watch's
+ * events since the last poll (every change made before the call). */
+static napi_value js_watch_poll(napi_env env, napi_callback_info info) {
+  GEN_ARGS(3);
+  gen_call *c = gen_new(env, argv[2]);
+  if (!c) return NULL;
+  anode_box *b = gen_box(env, c, argv[0], BOX_WATCH);
+  if (!b || anode_call_on_event(env, &c->base, argv[1])) return gen_discard(env, c);
+  c->watch = b->ptr;
+  c->out2 = b->sink;
+  c->base.work = w_watch_poll;
+  c->base.result = r_count;
+  return anode_call_submit(env, &c->base, b);
+}
+
 /* watchStop(watch): make a watchWait in progress return (never blocks). */
 static napi_value js_watch_stop(napi_env env, napi_callback_info info) {
   GEN_ARGS(1);
@@ -543,6 +573,10 @@ static napi_value js_watch_stop(napi_env env, napi_callback_info info) {
   return anode_undefined(env);
 }
 
-const anode_fn anode_files_fns[] = {{"files", js_files},          {"feed", js_feed},
-                                    {"watchDir", js_watch_dir},   {"watchWait", js_watch_wait},
-                                    {"watchStop", js_watch_stop}, {NULL, NULL}};
+const anode_fn anode_files_fns[] = {{"files", js_files},
+                                    {"feed", js_feed},
+                                    {"watchDir", js_watch_dir},
+                                    {"watchWait", js_watch_wait},
+                                    {"watchPoll", js_watch_poll},
+                                    {"watchStop", js_watch_stop},
+                                    {NULL, NULL}};

@@ -641,6 +641,7 @@ class WatchHandle:
         self._cb = ll.asbpy_callbacks(None, None, None, None, deliver, None, 0)
         self._w: Any = None
         self._stopped = False
+        self._polling = False
 
     def _attach(self, w: Any) -> None:
         self._w = w
@@ -657,13 +658,31 @@ class WatchHandle:
             scope.link(_WatchStopper(self._w))
         return N.call(ll.asb_watch_wait, self._w, t, cb=self._cb)
 
-    def get_new_events(self, timeout: float = 0.05) -> List[FilesystemEvent]:
-        """The events that happened since the last call (waiting up to
-        ``timeout`` seconds for ones in flight)."""
+    def poll(self, request_timeout: Optional[float] = None) -> int:
+        """A polling watch (``watch_dir(..., polling=True)``): deliver every
+        event since the last poll, without waiting; every change made
+        before the call is in it. Returns how many were delivered."""
+        if self._w is None:
+            return 0
+        co = None
+        if request_timeout is not None:
+            co = ll.asb_call_options()
+            co.timeout_ms = N.ms(request_timeout)
+        return N.call(ll.asb_watch_poll, self._w, co, cb=self._cb)
+
+    def get_new_events(self, timeout: float = 0.05,
+                       request_timeout: Optional[float] = None) -> List[FilesystemEvent]:
+        """The events that happened since the last call: a polling watch's
+        are all the changes made before the call (``timeout`` unused);
+        a streaming watch waits up to ``timeout`` seconds for ones in
+        flight."""
         prev = self._holder["fn"]
         self._holder["fn"] = None
         try:
-            self.wait(timeout)
+            if self._polling:
+                self.poll(request_timeout)
+            else:
+                self.wait(timeout)
         finally:
             self._holder["fn"] = prev
         events, self._pending[:] = list(self._pending), []
@@ -821,16 +840,21 @@ class Files:
 
     def watch_dir(self, path: str, on_event: Optional[Callable[[FilesystemEvent], Any]] = None, *,
                   recursive: bool = False, include_entry: bool = False,
-                  user: Optional[str] = None,
+                  user: Optional[str] = None, polling: bool = False,
                   request_timeout: Optional[float] = None) -> WatchHandle:
         """Watch a directory; returns once the watch is in place, so every
-        change made after it returns is reported."""
+        change made after it returns is reported. ``polling``: the sandbox
+        keeps the events until :meth:`WatchHandle.poll` (or
+        ``get_new_events``) fetches them, and a poll holds every change made
+        before it (E2B's sync watcher)."""
         h = WatchHandle(self._sandbox, N.sync_only(on_event))
+        h._polling = polling
         o = ll.asb_watch_options()
         if user:
             o.user = user
         o.recursive = 1 if recursive else 0
         o.include_entry = 1 if include_entry else 0
+        o.polling = 1 if polling else 0
         if request_timeout is not None:
             o.request_timeout_ms = N.ms(request_timeout)
         o.bind(h._cb)

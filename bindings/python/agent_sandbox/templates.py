@@ -37,7 +37,7 @@ import datetime as _dt
 import json as _json
 import os
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional, Sequence, Union
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from . import _native as N
 from . import lowlevel as ll
@@ -47,7 +47,9 @@ from .models import TemplateInfo
 __all__ = ["build", "get", "list_all", "delete", "build_sync", "get_sync", "list_all_sync",
            "delete_sync", "build_steps", "build_steps_sync", "build_status", "build_status_sync",
            "alias_exists", "alias_exists_sync", "assign_tags", "assign_tags_sync", "remove_tags",
-           "remove_tags_sync", "get_tags", "get_tags_sync", "BuildLine", "BuildState"]
+           "remove_tags_sync", "get_tags", "get_tags_sync", "request_build", "request_build_sync",
+           "files_hash", "files_link", "files_link_sync", "files_upload", "files_upload_sync",
+           "trigger_build", "trigger_build_sync", "BuildLine", "BuildState", "RequestedBuild"]
 
 
 def _info(t: Any) -> TemplateInfo:
@@ -229,6 +231,93 @@ def build_steps_sync(name: str, build: Union[str, Dict[str, Any]], *,
     return state
 
 
+@dataclass
+class RequestedBuild:
+    """A build :func:`request_build` asked for (not started yet)."""
+
+    template_id: str
+    build_id: str
+    tags: List[str] = field(default_factory=list)
+
+
+def request_build_sync(name: str, *, tags: Optional[Sequence[str]] = None, cpu_count: int = 0,
+                       memory_mb: int = 0, request_timeout: Optional[float] = None,
+                       **conn: Any) -> RequestedBuild:
+    """The first step of :func:`build_steps`: a build of template ``name``
+    (``"app"`` or ``"app:tag"``), its template and build ids and tags."""
+    o = ll.asb_template_request_options()
+    if tags:
+        o.tags = list(tags)
+    o.cpu_count = int(cpu_count or 0)
+    o.memory_mb = int(memory_mb or 0)
+    if request_timeout is not None:
+        o.timeout_ms = N.ms(request_timeout)
+    o.cancel = N.current_cancel()
+    b = N.call(ll.asb_templates_request_build, N.client(**conn), name, o)
+    return RequestedBuild(
+        template_id=ll.asb_template_build_template_id(b) or "",
+        build_id=ll.asb_template_build_build_id(b) or "",
+        tags=[ll.asb_template_build_tag(b, i) or ""
+              for i in range(ll.asb_template_build_tag_count(b))])
+
+
+def _files_options(context_dir: Union[None, str, "os.PathLike[str]"],
+                   ignore_patterns: Optional[Sequence[str]], resolve_symlinks: bool,
+                   timeout: Optional[float] = None) -> Any:
+    o = ll.asb_template_files_options()
+    if context_dir is not None:
+        o.context_dir = os.fspath(context_dir)
+    if ignore_patterns:
+        o.ignore_patterns = [str(p) for p in ignore_patterns]
+    o.resolve_symlinks = 1 if resolve_symlinks else 0
+    if timeout is not None:
+        o.timeout_ms = N.ms(timeout)
+    o.cancel = N.current_cancel()
+    return o
+
+
+def files_hash(src: str, *, context_dir: Union[None, str, "os.PathLike[str]"] = None,
+               ignore_patterns: Optional[Sequence[str]] = None,
+               resolve_symlinks: bool = False) -> str:
+    """The ``filesHash`` of a COPY step of ``src`` (a path or glob relative to
+    ``context_dir``): the SHA-256 of the tar :func:`build_steps` packs of it
+    (less ``ignore_patterns`` and ``context_dir``'s ``.dockerignore``). Local."""
+    return str(N.call(ll.asb_templates_files_hash, src,
+                      _files_options(context_dir, ignore_patterns, resolve_symlinks)))
+
+
+def files_link_sync(template_id: str, files_hash: str, *,
+                    request_timeout: Optional[float] = None,
+                    **conn: Any) -> Tuple[bool, Optional[str]]:
+    """Whether the engine has the files of ``files_hash`` for the template,
+    and the URL to upload them to (None if it gave none)."""
+    present, url = N.call(ll.asb_templates_files_link, N.client(**conn), template_id,
+                          files_hash, _call(request_timeout))
+    return bool(present), url
+
+
+def files_upload_sync(url: str, src: str, *,
+                      context_dir: Union[None, str, "os.PathLike[str]"] = None,
+                      ignore_patterns: Optional[Sequence[str]] = None,
+                      resolve_symlinks: bool = False, request_timeout: Optional[float] = None,
+                      **conn: Any) -> str:
+    """Pack ``src``'s files as :func:`files_hash` does and upload them to
+    ``url`` (from :func:`files_link_sync`); returns their hash."""
+    return str(N.call(ll.asb_templates_files_upload, N.client(**conn), url, src,
+                      _files_options(context_dir, ignore_patterns, resolve_symlinks,
+                                     request_timeout)))
+
+
+def trigger_build_sync(template_id: str, build_id: str, build: Union[str, Dict[str, Any]], *,
+                       request_timeout: Optional[float] = None, **conn: Any) -> None:
+    """Start a requested build with E2B's TemplateBuildStartV2 ``build`` (a
+    dict or its JSON text; each COPY step with its ``filesHash``); follow
+    it with :func:`build_status_sync`."""
+    text = build if isinstance(build, str) else _json.dumps(build)
+    N.call(ll.asb_templates_trigger_build, N.client(**conn), template_id, build_id, text,
+           _call(request_timeout))
+
+
 def build_status_sync(template_id: str, build_id: str, logs_offset: int = 0, *,
                       request_timeout: Optional[float] = None, **conn: Any) -> BuildState:
     """The state of a build and its log lines from ``logs_offset`` (at most
@@ -270,6 +359,24 @@ async def build_steps(name: str, build: Union[str, Dict[str, Any]], **kw: Any) -
     return await N.run(build_steps_sync, name, build, **kw)
 
 
+async def request_build(name: str, **kw: Any) -> RequestedBuild:
+    return await N.run(request_build_sync, name, **kw)
+
+
+async def files_link(template_id: str, files_hash: str,
+                     **kw: Any) -> Tuple[bool, Optional[str]]:
+    return await N.run(files_link_sync, template_id, files_hash, **kw)
+
+
+async def files_upload(url: str, src: str, **kw: Any) -> str:
+    return await N.run(files_upload_sync, url, src, **kw)
+
+
+async def trigger_build(template_id: str, build_id: str, build: Union[str, Dict[str, Any]],
+                        **kw: Any) -> None:
+    await N.run(trigger_build_sync, template_id, build_id, build, **kw)
+
+
 async def build_status(template_id: str, build_id: str, logs_offset: int = 0,
                        **kw: Any) -> BuildState:
     return await N.run(build_status_sync, template_id, build_id, logs_offset, **kw)
@@ -292,6 +399,8 @@ async def get_tags(template_id: str, **kw: Any) -> List[Dict[str, Any]]:
 
 
 for _a, _s in ((build_steps, build_steps_sync), (build_status, build_status_sync),
+               (request_build, request_build_sync), (files_link, files_link_sync),
+               (files_upload, files_upload_sync), (trigger_build, trigger_build_sync),
                (alias_exists, alias_exists_sync), (assign_tags, assign_tags_sync),
                (remove_tags, remove_tags_sync), (get_tags, get_tags_sync)):
     _a.__doc__ = _s.__doc__

@@ -168,6 +168,25 @@ describe("watches", function()
     assert.truthy(got.entry and got.entry.name == "deep.txt", "include_entry gives the entry")
   end)
 
+  it("a polling watch's poll has every change made before it, and only the new ones", function()
+    assert(sb.files:make_dir("/tmp/pw"))
+    local w <close> = assert(sb.files:watch_dir("/tmp/pw", { polling = true }))
+    assert.are.equal(0, #assert(w:get_new_events()))
+    for i = 1, 5 do
+      assert(sb.files:write("/tmp/pw/f" .. i, "x"))
+      local kinds = {}
+      for _, ev in ipairs(assert(w:get_new_events())) do kinds[ev.type .. " " .. ev.name] = true end
+      assert.truthy(kinds["create f" .. i] and kinds["write f" .. i])
+    end
+    assert.are.equal(0, #assert(w:get_new_events()))
+    local n = 0
+    local v <close> = assert(sb.files:watch_dir("/tmp/pw", { polling = true,
+                                                             on_event = function() n = n + 1 end }))
+    assert(sb.files:write("/tmp/pw/g", "x"))
+    assert.truthy(assert(v:poll()) >= 2)
+    assert.truthy(n >= 2)
+  end)
+
   it("stop from on_event ends the wait; a raising on_event is raised again", function()
     assert(sb.files:make_dir("/tmp/w2"))
     local w = assert(sb.files:watch_dir("/tmp/w2", { on_event = function() end }))

@@ -59,6 +59,28 @@ describe("templates", function()
     H.fails("ASB_ENOTFOUND", asb.templates.get("no-such-template"))
     H.fails("ASB_EINVAL", asb.templates.delete("base"))
   end)
+  it("the builder's steps one call each (request, hash, link, upload, trigger)", function()
+    local d = dir_with({ ["split.txt"] = ("lua split %d\n"):format(os.time()) })
+    local hash = assert(asb.templates.files_hash("split.txt", { context_dir = d }))
+    assert.are.equal(64, #hash)
+    local r = assert(asb.templates.request_build("lua-split:v1"))
+    assert.are.equal("waiting", r.status)
+    assert.are.equal("v1", r.tags[1])
+    local present, url = asb.templates.files_link(r.template_id, hash)
+    if not present then
+      assert.are.equal(hash, assert(asb.templates.files_upload(url, "split.txt", { context_dir = d })))
+    end
+    assert.are.equal(true, (asb.templates.files_link(r.template_id, hash)))
+    assert(asb.templates.trigger_build(r.template_id, r.build_id, {
+      fromTemplate = "base",
+      steps = { { type = "COPY", args = { "split.txt", "/opt/", "", "" }, filesHash = hash } } }))
+    local st = H.eventually(function()
+      local s = assert(asb.templates.build_status(r.template_id, r.build_id))
+      return (s.status == "ready" or s.status == "error") and s
+    end, 300)
+    assert.are.equal("ready", st and st.status)
+    assert.is_true(assert(asb.templates.delete("lua-split")))
+  end)
   it("build E2B's builder steps (COPY from a context dir, RUN), with status and errors", function()
     local d = dir_with({ ["hello.txt"] = "from lua's context\n" })
     local b = assert(asb.templates.build_steps("lua-steps:v1", {

@@ -94,6 +94,24 @@ test('write many, list, exists, getInfo, rename, makeDir, remove', async () => {
   assert.equal((await sbx.files.getInfo('/tmp/own')).owner, 'root')
 })
 
+test('watchDir polling: each getNewEvents has every change made before it, and only new ones', async () => {
+  await sbx.files.makeDir('/tmp/pw')
+  const h = await sbx.files.watchDir('/tmp/pw', { polling: true, recursive: true })
+  assert.ok(h instanceof lib.PollingWatchHandle)
+  assert.deepEqual(await h.getNewEvents(), [])
+  for (let i = 0; i < 5; i++) {
+    await sbx.files.write(`/tmp/pw/f${i}`, 'x')
+    const kinds = new Set((await h.getNewEvents()).map((e) => `${e.type} ${e.name}`))
+    assert.ok(kinds.has(`${lib.FilesystemEventType.CREATE} f${i}`) && kinds.has(`${lib.FilesystemEventType.WRITE} f${i}`), [...kinds].join())
+  }
+  await sbx.commands.run('mkdir /tmp/pw/d && echo 2 > /tmp/pw/d/two')
+  const names = (await h.getNewEvents()).map((e) => e.name)
+  assert.ok(names.includes('d') && names.includes('d/two'), names.join())
+  assert.deepEqual(await h.getNewEvents(), [])
+  await h.stop()
+  assert.deepEqual(await h.getNewEvents(), [])
+})
+
 test('watchDir: callback, async iteration, entries, stop', async () => {
   await sbx.files.makeDir('/tmp/w')
   const events = []

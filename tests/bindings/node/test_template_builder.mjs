@@ -104,3 +104,32 @@ test('buildSteps: ignorePatterns and the context\'s .dockerignore leave files ou
     fs.rmSync(c, { recursive: true, force: true })
   }
 })
+
+test('the steps one call each: requestBuild, filesHash, filesLink, filesUpload, triggerBuild', async () => {
+  const split = `${name}-split`
+  fs.mkdirSync(path.join(ctx, 'split'), { recursive: true })
+  fs.writeFileSync(path.join(ctx, 'split', 'one.txt'), `split ${process.pid}\n`)
+  const hash = await lib.Template.filesHash('split', { contextDir: ctx })
+  assert.match(hash, /^[0-9a-f]{64}$/)
+  const r = await lib.Template.requestBuild(`${split}:v1`, { tags: ['extra'] })
+  assert.equal(r.status, 'waiting')
+  assert.ok(r.tags.includes('v1') && r.tags.includes('extra'), JSON.stringify(r.tags))
+  const link = await lib.Template.filesLink(r.templateId, hash)
+  assert.equal(link.present, false)
+  assert.equal(await lib.Template.filesUpload(link.url, 'split', { contextDir: ctx }), hash)
+  assert.equal((await lib.Template.filesLink(r.templateId, hash)).present, true)
+  await lib.Template.triggerBuild(r.templateId, r.buildId, {
+    fromTemplate: 'base',
+    steps: [{ type: 'COPY', args: ['split', '/opt/split', '', ''], filesHash: hash },
+      { type: 'RUN', args: ['cat /opt/split/one.txt'] }]
+  })
+  let st
+  for (;;) {
+    st = await lib.Template.buildStatus(r.templateId, r.buildId)
+    if (st.status === 'ready' || st.status === 'error') break
+    await new Promise((resolve) => setTimeout(resolve, 100))
+  }
+  assert.equal(st.status, 'ready', st.error)
+  assert.ok(st.logs.some((l) => l.message === `split ${process.pid}`), JSON.stringify(st.logs))
+  await lib.Template.delete(split)
+})

@@ -446,13 +446,15 @@ async def test_create_goes_through_e2b_api(engine, monkeypatch):
 
 
 def test_sync_watch_handle_polls_collect_every_event(engine):
-    """E2B's sync WatchHandle over the library's stream: a recursive
-    watch reports a directory made under it and a file written in that
-    directory (E2B's test_watch_recursive_directory_after_nested_folder_
-    addition), across polls nothing is lost or repeated, and a stopped
-    handle's poll answers at once with nothing. (The file's event is a
-    WRITE when envd watched the new directory before the write, else the
-    CREATE of envd's scan of it: which one is up to envd's watcher thread.)"""
+    """E2B's sync WatchHandle, a polling watcher in envd as E2B's: one
+    get_new_events() after the changes has them all (a recursive watch
+    reports a directory made under it and a file written in that
+    directory: E2B's test_watch_recursive_directory_after_nested_folder_
+    addition), a second has nothing again (nothing repeated), and a
+    stopped handle's poll answers at once with nothing. (The file's event
+    is a WRITE when envd watched the new directory before the write, else
+    the CREATE of envd's scan of it: which one is up to envd's watcher
+    thread.)"""
     from agent_sandbox.compat import FilesystemEventType
 
     with Sandbox.create() as sbx:
@@ -460,17 +462,13 @@ def test_sync_watch_handle_polls_collect_every_event(engine):
         h = sbx.files.watch_dir("/tmp/w", recursive=True)
         sbx.files.make_dir("/tmp/w/sub")
         sbx.files.write("/tmp/w/sub/f.txt", "x")
-        got = []
-
-        def seen():
-            got.extend(h.get_new_events())
-            kinds = {(e.type, e.name) for e in got}
-            return ((FilesystemEventType.CREATE, "sub") in kinds and
-                    any(e.name == "sub/f.txt" for e in got))
-
-        assert eventually(seen), got
+        got = h.get_new_events()
+        kinds = {(e.type, e.name) for e in got}
+        assert (FilesystemEventType.CREATE, "sub") in kinds, got
+        assert any(e.name == "sub/f.txt" for e in got), got
         assert len([e for e in got if e.type == FilesystemEventType.CREATE
                     and e.name == "sub"]) == 1, got
+        assert h.get_new_events() == []
         h.stop()
         assert h.get_new_events() == []
 

@@ -149,6 +149,27 @@ def test_watch_dir_blocking(sync_sandbox):
     h.stop()
 
 
+def test_watch_dir_polling(sync_sandbox):
+    """A polling watch: each poll has every change made before it, with no
+    waiting, and only what is new."""
+    sync_sandbox.files.make_dir("/tmp/watched-poll")
+    h = sync_sandbox.files.watch_dir("/tmp/watched-poll", recursive=True, polling=True)
+    assert h.get_new_events() == []
+    for i in range(10):
+        sync_sandbox.files.write(f"/tmp/watched-poll/f{i}", "a")
+        got = {(e.type, e.name) for e in h.get_new_events()}
+        assert (FilesystemEventType.CREATE, f"f{i}") in got, got
+        assert (FilesystemEventType.WRITE, f"f{i}") in got, got
+    sync_sandbox.commands.run("mkdir /tmp/watched-poll/d && echo 2 > /tmp/watched-poll/d/two")
+    names = {e.name for e in h.get_new_events()}
+    assert {"d", "d/two"} <= names, names
+    assert h.get_new_events() == []
+    sync_sandbox.files.write("/tmp/watched-poll/late", "b")
+    assert [e.name for e in h.get_new_events()][:1] == ["late"]
+    h.stop()
+    assert h.get_new_events() == []
+
+
 def test_blocking_stream(sync_sandbox):
     sync_sandbox.files.write("/tmp/s.bin", b"x" * 200_000)
     with sync_sandbox.files.read("/tmp/s.bin", format="stream") as s:

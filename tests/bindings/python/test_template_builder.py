@@ -48,12 +48,16 @@ def test_build_copy_run_and_create(engine, context):
          .set_workdir("/home/user/app")
          .set_start_cmd("echo started > /home/user/app/started", wait_for_file(
              "/home/user/app/started")))
-    info = Template.build(t, f"{name}:v1", cpu_count=1, memory_mb=256, on_build_logs=logs.append)
+    # request_timeout: every step's bound, the upload's too (E2B's order of
+    # steps, each its own call of the library)
+    info = Template.build(t, f"{name}:v1", cpu_count=1, memory_mb=256, on_build_logs=logs.append,
+                          request_timeout=120)
     try:
         assert info.name == f"{name}:v1" and len(info.template_id) == 20 and info.build_id
         assert "v1" in info.tags
         assert isinstance(logs[0], LogEntryStart) and isinstance(logs[-1], LogEntryEnd)
         text = "\n".join(e.message for e in logs)
+        assert "\nUploaded 'folder/*'\nAll file uploads completed\nStarting building..." in text
         assert "This is a test file. as user in /home/user" in text
         assert all(e.level in ("debug", "info", "warn", "error") for e in logs)
         assert Template.exists(name) is True

@@ -619,18 +619,6 @@ class Pty:
         self._p.resize(pid, size, request_timeout)
 
 
-# E2B's get_new_events asks envd for what its watcher has collected, so
-# changes made before the call are in the answer; here the events come on a
-# stream (envd -> engine -> library) and can still be on the way. A poll
-# therefore waits up to _WATCH_FIRST for the first event and, once events
-# come, until none came for _WATCH_QUIET (a burst is not cut in two: E2B's
-# tests count a poll's events). A stream has no marker that would say
-# "everything up to now", so these are limits, not guarantees.
-_WATCH_FIRST = 1.0
-_WATCH_QUIET = 0.2
-_WATCH_STEP = 0.05
-
-
 class WatchHandle:
     """E2B's sync WatchHandle: poll with ``get_new_events()``, end with ``stop()``."""
 
@@ -638,20 +626,9 @@ class WatchHandle:
         self._h = h
 
     def get_new_events(self, request_timeout: Optional[float] = None) -> List[FilesystemEvent]:
-        """The events since the last call, waiting for ones on the way
-        (see _WATCH_FIRST above)."""
-        start = time.monotonic()
-        events = self._h.get_new_events(timeout=_WATCH_STEP)
-        last = time.monotonic() if events else None
-        while self._h._w is not None:
-            now = time.monotonic()
-            if (now - start >= _WATCH_FIRST) if last is None else (now - last >= _WATCH_QUIET):
-                break
-            more = self._h.get_new_events(timeout=_WATCH_STEP)
-            if more:
-                events += more
-                last = time.monotonic()
-        return events
+        """The events since the last call: as E2B's, the watcher's in envd
+        (a polling watch), so every change made before the call is in it."""
+        return self._h.get_new_events(request_timeout=request_timeout)
 
     def stop(self, request_timeout: Optional[float] = None) -> None:
         self._h.stop()
@@ -745,7 +722,7 @@ class Filesystem:
                   include_entry: bool = False, allow_network_mounts: bool = False) -> WatchHandle:
         return WatchHandle(self._f.watch_dir(path, recursive=recursive,
                                              include_entry=include_entry, user=user,
-                                             request_timeout=request_timeout))
+                                             polling=True, request_timeout=request_timeout))
 
 
 # ---- sync sandbox ---------------------------------------------------------------------------

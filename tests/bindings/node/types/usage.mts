@@ -66,6 +66,15 @@ async function main(): Promise<void> {
   const md: string | undefined = info.metadata.get('a')
   const tpl = await Template.build('dir', { force: true })
   const cached: boolean | undefined = tpl.cached
+  const req = await Template.requestBuild('app:v1', { tags: ['x'], cpuCount: 1 })
+  const reqTags: string[] = req.tags
+  const hash: string = await Template.filesHash('src', { contextDir: '.', resolveSymlinks: true })
+  const link = await Template.filesLink(req.templateId, hash)
+  const present: boolean = link.present
+  if (link.url) await Template.filesUpload(link.url, 'src', { contextDir: '.', timeoutMs: 1000 })
+  await Template.triggerBuild(req.templateId, req.buildId, { fromTemplate: 'base', steps: [] })
+  // @ts-expect-error: filesHash takes a source path
+  await Template.filesHash(1)
   // @ts-expect-error: no such option
   await Sandbox.create({ tmplate: 'x' })
   // @ts-expect-error: the result of a foreground run has no pid

@@ -2,11 +2,10 @@
 ``TemplateBuilder``, ``TemplateFinal``) over agent-sandbox.
 
 A template is recorded as E2B's builder steps (RUN, COPY, ENV, WORKDIR,
-USER, start and ready commands), which ``Template.build`` hands to the C
-library's ``asb_templates_build_steps`` (through
-:func:`agent_sandbox.templates.build_steps_sync`): it packs and uploads the
-files of COPY steps from the file context directory, starts the build and
-follows its log. docs/templates.md, "E2B's Template builder", says how each
+USER, start and ready commands), which ``Template.build`` builds in E2B's
+steps (``template_sync.main``), each a call of the C library: ask for the
+build, hash and upload the files of COPY steps from the file context
+directory, start the build and follow its log. docs/templates.md, "E2B's Template builder", says how each
 step is built here.
 SPDX-License-Identifier: Apache-2.0"""
 

@@ -1,7 +1,8 @@
 """``e2b.template.utils``: the helpers of E2B's builder that programs and
 its tests use (path checks, build arguments, octal modes, ANSI stripping,
-the caller's directory). Hashing and uploading the files of COPY steps is
-done by the C library (asb_templates_build_steps), not here.
+the caller's directory). Packing, hashing and uploading the files of COPY
+steps is done by the C library (asb_templates_files_hash, _files_upload),
+not here.
 SPDX-License-Identifier: Apache-2.0"""
 
 from __future__ import annotations

@@ -19,8 +19,9 @@ from ..template.main import TemplateBase, TemplateClass
 from ..template.types import BuildInfo, TemplateBuildStatusResponse, TemplateTag
 from ..template.types import TemplateTagInfo
 from ..template.utils import normalize_build_arguments
-from .build_api import assign_tags, build, check_alias_exists, get_build_status
-from .build_api import get_template_tags, remove_tags
+from .build_api import assign_tags, build_spec, check_alias_exists, files_hash
+from .build_api import get_build_status, get_file_upload_link, get_template_tags, remove_tags
+from .build_api import request_build, trigger_build, upload_file, wait_for_build_finish
 
 __all__ = ["Template"]
 
@@ -35,6 +36,10 @@ def get_api_client(config: ConnectionConfig) -> Dict[str, Any]:
 
 def _now() -> datetime:
     return datetime.now()
+
+
+def _info(message: str) -> LogEntry:
+    return LogEntry(timestamp=datetime.now(), level="info", message=message)
 
 
 def _with_timeout(api_client: Any, request_timeout: Optional[float]) -> Any:
@@ -59,18 +64,51 @@ class Template(TemplateBase):
     def _api_client(cls, opts: Dict[str, Any]) -> Any:
         return get_api_client(ConnectionConfig(**cls._resolve_api_params(**opts)))
 
+    _logs_refresh_frequency = 0.2  # seconds between two status polls
+
     @staticmethod
     def _build(api_client: Any, template: TemplateClass, name: str,
                tags: Optional[List[str]] = None, cpu_count: int = 2, memory_mb: int = 1024,
                skip_cache: bool = False,
                on_build_logs: Optional[Callable[[LogEntry], None]] = None,
-               request_timeout: Optional[float] = None, background: bool = True) -> BuildInfo:
-        """Start building (``background``; else build and wait): one call
-        of the C library, which uploads the files, starts the build and
-        follows it."""
-        return build(_with_timeout(api_client, request_timeout), template, name, tags=tags,
-                     cpu_count=cpu_count, memory_mb=memory_mb, skip_cache=skip_cache,
-                     on_build_logs=on_build_logs, background=background)
+               request_timeout: Optional[float] = None) -> BuildInfo:
+        """Request the build, upload each COPY step's files the engine does
+        not have, start the build; E2B's steps, in its order, through this
+        module's names (request_build, get_file_upload_link, upload_file,
+        trigger_build), each a call of the C library."""
+        api_client = _with_timeout(api_client, request_timeout)
+        t = template._template
+        if skip_cache:
+            t._force = True
+        log = on_build_logs or (lambda entry: None)
+        tags_msg = f" with tags: {', '.join(tags)}" if tags else ""
+        log(_info(f"Requesting build for template: {name}{tags_msg}"))
+        response = request_build(api_client, name=name, cpu_count=cpu_count,
+                                 memory_mb=memory_mb, tags=tags)
+        template_id, build_id = response.template_id, response.build_id
+        log(_info(f"Template created with ID: {template_id}, Build ID: {build_id}"))
+        spec = t._serialize(for_build=True)
+        hashes: Dict[int, str] = {}
+        for index, step in enumerate(spec["steps"]):
+            if step["type"] != "COPY" or step.get("filesHash"):
+                continue
+            src = step["args"][0]
+            stack_trace = t._stack_traces[index + 1] if index + 1 < len(t._stack_traces) else None
+            hashes[index] = files_hash(t, step, stack_trace)
+            info = get_file_upload_link(api_client, template_id, hashes[index], stack_trace)
+            if (step.get("forceUpload") and info.url) or (info.present is False and info.url):
+                upload_file(api_client, src, t._file_context_path, info.url,
+                            list(t._file_ignore_patterns),
+                            len(step["args"]) > 4 and step["args"][4] == "true", True,
+                            stack_trace, request_timeout=request_timeout)
+                log(_info(f"Uploaded '{src}'"))
+            else:
+                log(_info(f"Skipping upload of '{src}', already cached"))
+        log(_info("All file uploads completed"))
+        log(_info("Starting building..."))
+        trigger_build(api_client, template_id, build_id, build_spec(spec, hashes))
+        return BuildInfo(template_id=template_id, build_id=build_id, alias=name, name=name,
+                         tags=list(response.tags or []))
 
     @classmethod
     def build(cls, template: TemplateClass, name: Optional[str] = None, *,
@@ -87,10 +125,18 @@ class Template(TemplateBase):
             on_build_logs(LogEntryStart(timestamp=_now(), message="Build started"))
         try:
             params = cls._resolve_api_params(**opts)
-            return cls._build(get_api_client(ConnectionConfig(**params)), template, name,
-                              tags=tags, cpu_count=cpu_count, memory_mb=memory_mb,
-                              skip_cache=skip_cache, on_build_logs=on_build_logs,
-                              request_timeout=params.get("request_timeout"), background=False)
+            api_client = get_api_client(ConnectionConfig(**params))
+            data = cls._build(api_client, template, name, tags=tags, cpu_count=cpu_count,
+                              memory_mb=memory_mb, skip_cache=skip_cache,
+                              on_build_logs=on_build_logs,
+                              request_timeout=params.get("request_timeout"))
+            if on_build_logs:
+                on_build_logs(_info("Waiting for logs..."))
+            wait_for_build_finish(_with_timeout(api_client, params.get("request_timeout")),
+                                  data.template_id, data.build_id, on_build_logs,
+                                  logs_refresh_frequency=cls._logs_refresh_frequency,
+                                  stack_traces=template._template._stack_traces)
+            return data
         finally:
             if on_build_logs:
                 on_build_logs(LogEntryEnd(timestamp=_now(), message="Build finished"))

@@ -9,6 +9,10 @@ from typing import Any, Dict
 
 
 class AuthenticatedClient:
+    # As E2B's (httpx's default): redirects are not followed; the C
+    # library's transport follows none either (an upload answered 307 fails).
+    _follow_redirects = False
+
     def __init__(self, **conn: Any) -> None:
         self.conn: Dict[str, Any] = {k: v for k, v in conn.items() if v is not None}
 
