@@ -1,7 +1,9 @@
 /* Snapshots and fork (docs/snapshots.md): a file written, the sandbox's
  * files snapshotted under a name, a new sandbox started from the snapshot,
- * a fork, the list, and the snapshot deleted. A snapshot keeps files, not
- * processes: sandboxes from it boot fresh.
+ * a fork, two forks in one call booted fresh on the files (the fork
+ * options: count, keep_processes; each fork's mode), the list, and the
+ * snapshot deleted. A snapshot keeps files, not processes: sandboxes from
+ * it boot fresh (a fork keeps them on a --pause-criu engine).
  * SPDX-License-Identifier: Apache-2.0 */
 #include <agentsandbox.h>
 #include <stdio.h>
@@ -31,6 +33,24 @@ int main(void) {
   if (!rc) show(from, "from the snapshot");
   if (!rc) rc = asb_sandbox_fork(&fork, sb, 60000, NULL);
   if (!rc) show(fork, "the fork");
+  if (!rc) printf("its fork mode: %s\n", asb_sandbox_fork_mode(fork));
+  asb_fork_options fo = ASB_FORK_OPTIONS_INIT;
+  fo.timeout_ms = 60000;
+  fo.count = 2;
+  fo.keep_processes = 0; /* boot fresh on the files ("files") */
+  asb_fork_list *forks = NULL;
+  if (!rc) rc = asb_sandbox_fork_many(&forks, sb, &fo, NULL);
+  for (size_t i = 0; !rc && i < asb_fork_list_count(forks); i++) {
+    asb_sandbox *f = NULL;
+    if (asb_fork_list_take(&f, forks, i) != ASB_OK) { /* this fork failed to start */
+      printf("fork %zu: %s\n", i, asb_error_last()->message);
+      continue;
+    }
+    printf("fork %zu: %s, mode %s\n", i, asb_sandbox_id(f), asb_sandbox_fork_mode(f));
+    asb_sandbox_kill(f, NULL);
+    asb_sandbox_free(f);
+  }
+  asb_fork_list_free(forks);
   if (!rc) rc = asb_snapshots_list(&l, client, asb_sandbox_id(sb), NULL, NULL);
   for (size_t i = 0; !rc && i < asb_snapshot_list_count(l); i++)
     printf("listed %s\n", asb_snapshot_list_get(l, i));

@@ -322,6 +322,7 @@
   X(asb_sandbox_info_name, ASB_API_RETURNS_BORROWED, 1, 0, "", "") \
   X(asb_sandbox_info_state, ASB_API_RETURNS_BORROWED, 1, 0, "", "") \
   X(asb_sandbox_info_pause_mode, ASB_API_RETURNS_BORROWED, 1, 0, "", "") \
+  X(asb_sandbox_info_fork_mode, ASB_API_RETURNS_BORROWED, 1, 0, "", "") \
   X(asb_sandbox_info_swapped_bytes, 0u, 1, 0, "", "") \
   X(asb_sandbox_info_resident_bytes, 0u, 1, 0, "", "") \
   X(asb_sandbox_info_resident_before_bytes, 0u, 1, 0, "", "") \
@@ -356,6 +357,13 @@
   X(asb_metrics_free, ASB_API_FREES, 1, 0, "", "") \
   X(asb_sandbox_snapshot, ASB_API_BLOCKING|ASB_API_CANCELLABLE, 4, 1, "call", "") \
   X(asb_sandbox_fork, ASB_API_BLOCKING|ASB_API_CANCELLABLE, 4, 1, "call", "") \
+  X(asb_fork_options_init, 0u, 2, 0, "", "") \
+  X(asb_sandbox_fork_ex, ASB_API_BLOCKING|ASB_API_CANCELLABLE, 4, 1, "call", "") \
+  X(asb_sandbox_fork_many, ASB_API_BLOCKING|ASB_API_CANCELLABLE, 4, 1, "call", "") \
+  X(asb_fork_list_count, 0u, 1, 0, "", "") \
+  X(asb_fork_list_take, 0u, 3, 1, "", "") \
+  X(asb_fork_list_free, ASB_API_FREES, 1, 0, "", "") \
+  X(asb_sandbox_fork_mode, ASB_API_RETURNS_BORROWED, 1, 0, "", "") \
   X(asb_snapshots_list, ASB_API_BLOCKING|ASB_API_CANCELLABLE, 5, 1, "call", "") \
   X(asb_snapshot_list_count, 0u, 1, 0, "", "") \
   X(asb_snapshot_list_get, ASB_API_RETURNS_BORROWED, 2, 0, "", "") \
@@ -591,6 +599,9 @@
   X(asb_sandbox_get_metrics, 0, "out", ASB_API_OUT_HANDLE, asb_metrics, "asb_metrics_free", 0) \
   X(asb_sandbox_snapshot, 0, "snapshot_id", ASB_API_OUT_STRING, char, "asb_free", 0) \
   X(asb_sandbox_fork, 0, "out", ASB_API_OUT_HANDLE, asb_sandbox, "asb_sandbox_free", 0) \
+  X(asb_sandbox_fork_ex, 0, "out", ASB_API_OUT_HANDLE, asb_sandbox, "asb_sandbox_free", 0) \
+  X(asb_sandbox_fork_many, 0, "out", ASB_API_OUT_HANDLE, asb_fork_list, "asb_fork_list_free", 0) \
+  X(asb_fork_list_take, 0, "out", ASB_API_OUT_HANDLE, asb_sandbox, "asb_sandbox_free", 0) \
   X(asb_snapshots_list, 0, "out", ASB_API_OUT_HANDLE, asb_snapshot_list, "asb_snapshot_list_free", 0) \
   X(asb_sandbox_mcp_url, 0, "buf", ASB_API_OUT_CHARS, char, "", 0) \
   X(asb_sandbox_mcp_token, 0, "token", ASB_API_OUT_STRING, char, "asb_free", 0) \
@@ -659,6 +670,7 @@
   X(asb_sandbox, "asb_sandbox_free", "") \
   X(asb_sandbox_info, "asb_sandbox_info_free", "") \
   X(asb_sandbox_page, "asb_sandbox_page_free", "") \
+  X(asb_fork_list, "asb_fork_list_free", "") \
   X(asb_snapshot_list, "asb_snapshot_list_free", "") \
   X(asb_server, "asb_server_free", "") \
   X(asb_server_call, "", "asb_server") \
@@ -691,6 +703,7 @@
   X(asb_sandbox_attach_options, ASB_SANDBOX_ATTACH_OPTIONS_VERSION, asb_sandbox_attach_options_init) \
   X(asb_sandbox_options, ASB_SANDBOX_OPTIONS_VERSION, asb_sandbox_options_init) \
   X(asb_sandbox_list_options, ASB_SANDBOX_LIST_OPTIONS_VERSION, asb_sandbox_list_options_init) \
+  X(asb_fork_options, ASB_FORK_OPTIONS_VERSION, asb_fork_options_init) \
   X(asb_server_options, ASB_SERVER_OPTIONS_VERSION, asb_server_options_init) \
   X(asb_server_agents_options, ASB_SERVER_AGENTS_OPTIONS_VERSION, asb_server_agents_options_init) \
   X(asb_template_build_options, ASB_TEMPLATE_BUILD_OPTIONS_VERSION, asb_template_build_options_init) \
@@ -849,6 +862,9 @@
   X(asb_sandbox_list_options, request_timeout_ms, ASB_API_FIELD_INT, 1) \
   X(asb_sandbox_list_options, cancel, ASB_API_FIELD_POINTER, 1) \
   X(asb_sandbox_list_options, started_after, ASB_API_FIELD_STRING, 2) \
+  X(asb_fork_options, timeout_ms, ASB_API_FIELD_INT, 1) \
+  X(asb_fork_options, keep_processes, ASB_API_FIELD_INT, 1) \
+  X(asb_fork_options, count, ASB_API_FIELD_INT, 1) \
   X(asb_template_build_options, force, ASB_API_FIELD_INT, 1) \
   X(asb_template_build_options, timeout_ms, ASB_API_FIELD_INT, 1) \
   X(asb_template_build_options, cancel, ASB_API_FIELD_POINTER, 1) \
@@ -880,8 +896,8 @@
   X(asb_volume_write_options, timeout_ms, ASB_API_FIELD_INT, 1) \
   X(asb_volume_write_options, cancel, ASB_API_FIELD_POINTER, 1)
 
-#define ASB_API_FUNCTION_COUNT 468
-#define ASB_API_OUTPUT_COUNT 103
+#define ASB_API_FUNCTION_COUNT 476
+#define ASB_API_OUTPUT_COUNT 106
 
 typedef struct asb_api_function_info {
   const char *name;

@@ -35,6 +35,7 @@
 %immutable asb_sandbox_attach_options::version;
 %immutable asb_sandbox_options::version;
 %immutable asb_sandbox_list_options::version;
+%immutable asb_fork_options::version;
 %immutable asb_template_build_options::version;
 %immutable asb_template_steps_options::version;
 %immutable asb_template_request_options::version;
@@ -69,6 +70,7 @@ ASB_OWNED_HANDLE(asb_process_list, asb_process_list_free)
 ASB_OWNED_HANDLE(asb_sandbox, asb_sandbox_free)
 ASB_OWNED_HANDLE(asb_sandbox_info, asb_sandbox_info_free)
 ASB_OWNED_HANDLE(asb_sandbox_page, asb_sandbox_page_free)
+ASB_OWNED_HANDLE(asb_fork_list, asb_fork_list_free)
 ASB_OWNED_HANDLE(asb_snapshot_list, asb_snapshot_list_free)
 ASB_OWNED_HANDLE(asb_session, asb_session_free)
 ASB_OWNED_HANDLE(asb_session_list, asb_session_list_free)
@@ -146,6 +148,10 @@ ASB_OPTIONS(asb_sandbox_options, ASB_SANDBOX_OPTIONS_VERSION,
 ASB_OPTIONS(asb_sandbox_list_options, ASB_SANDBOX_LIST_OPTIONS_VERSION,
             %arg({&$self->template_id, &$self->next_token, &$self->started_after}),
             %arg({&$self->metadata}),
+            ASB_NONE)
+ASB_OPTIONS(asb_fork_options, ASB_FORK_OPTIONS_VERSION,
+            ASB_NONE,
+            ASB_NONE,
             ASB_NONE)
 ASB_OPTIONS(asb_template_build_options, ASB_TEMPLATE_BUILD_OPTIONS_VERSION,
             ASB_NONE,
@@ -255,6 +261,8 @@ ASB_BLOCKING(asb_sandbox_list)
 ASB_BLOCKING(asb_sandbox_get_metrics)
 ASB_BLOCKING(asb_sandbox_snapshot)
 ASB_BLOCKING(asb_sandbox_fork)
+ASB_BLOCKING(asb_sandbox_fork_ex)
+ASB_BLOCKING(asb_sandbox_fork_many)
 ASB_BLOCKING(asb_snapshots_list)
 ASB_BLOCKING(asb_sandbox_mcp_token)
 ASB_BLOCKING(asb_sandbox_update_network)

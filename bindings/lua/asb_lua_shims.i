@@ -211,6 +211,8 @@ static void asblua_push_sandbox_info(lua_State *L, const asb_sandbox_info *info)
   asblua_setstr(L, "state", asb_sandbox_info_state(info));
   if (asb_sandbox_info_pause_mode(info))
     asblua_setstr(L, "pause_mode", asb_sandbox_info_pause_mode(info));
+  if (asb_sandbox_info_fork_mode(info))
+    asblua_setstr(L, "fork_mode", asb_sandbox_info_fork_mode(info));
   /* ours (--pause-swap): swap = { swapped_bytes, resident_bytes,
    * resident_before_bytes (nil: not known) }, or nil */
   if (asb_sandbox_info_swapped_bytes(info) >= 0) {

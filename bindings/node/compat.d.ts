@@ -61,10 +61,12 @@ export declare class Sandbox extends SandboxBase {
   getMcpToken(): Promise<string | undefined>
   static list(opts?: SandboxListOpts): SandboxPaginator
   static createSnapshot(sandboxId: string, opts?: ConnectionOpts & CallOpts & { name?: string }): Promise<SnapshotInfo>
-  static fork(sandboxId: string, opts?: ConnectionOpts & CallOpts & { timeoutMs?: number; count?: number }): Promise<Array<Sandbox | Error>>
+  static fork(sandboxId: string, opts?: ConnectionOpts & CallOpts & { timeoutMs?: number; count?: number; keepProcesses?: boolean }): Promise<Array<Sandbox | Error>>
   static listSnapshots(opts?: ConnectionOpts & CallOpts & { sandboxId?: string; name?: string }): SnapshotPaginator
   createSnapshot(opts?: CallOpts & { name?: string }): Promise<SnapshotInfo>
-  fork(opts?: CallOpts & { timeoutMs?: number; count?: number }): Promise<Array<this | Error>>
+  fork(opts?: CallOpts & { timeoutMs?: number; count?: number; keepProcesses?: boolean }): Promise<Array<this | Error>>
+  /** Ours: a fork's 'processes' or 'files'; undefined when not a fork (docs/snapshots.md). */
+  readonly forkMode: 'processes' | 'files' | undefined
   listSnapshots(opts?: CallOpts & { name?: string }): SnapshotPaginator
   static betaPause(sandboxId: string, opts?: ConnectionOpts & CallOpts): Promise<boolean>
   static getFullInfo(sandboxId: string, opts?: ConnectionOpts & CallOpts): Promise<SandboxInfo>

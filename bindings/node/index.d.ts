@@ -25,6 +25,16 @@ export {
   GitUpstreamError
 } from './types'
 
+/** What a fork got of its parent: its running processes and memory, or its files only. */
+export type ForkMode = 'processes' | 'files'
+/** The fork options (docs/snapshots.md). */
+export interface ForkOpts {
+  /** Each fork's lifetime (default 15 s, E2B's). */
+  timeoutMs?: number
+  /** Undefined: the engine's choice (a --pause-criu engine keeps them); false: boot fresh on the files. */
+  keepProcesses?: boolean
+}
+
 /** A sandbox: create, connect, list, and its parts (commands, files, pty,
  * code, named commands). */
 export declare class Sandbox extends SandboxBase {
@@ -34,8 +44,13 @@ export declare class Sandbox extends SandboxBase {
   static listSnapshots(opts?: ConnectionOpts & CallOpts & { sandboxId?: string; name?: string }): Promise<string[]>
   /** The sandbox's files now as a snapshot: its id, "<name>:default" (files, not processes). */
   createSnapshot(opts?: CallOpts & { name?: string }): Promise<string>
-  /** A new sandbox with this one's files now (timeoutMs: its lifetime, default 15 s). */
-  fork(opts?: CallOpts & { timeoutMs?: number }): Promise<this>
+  /** A new sandbox with this one's files now (timeoutMs: its lifetime, default 15 s); on a
+   * --pause-criu engine its processes too unless keepProcesses is false (docs/snapshots.md). */
+  fork(opts?: CallOpts & ForkOpts): Promise<this>
+  /** count (1..100) forks in one call: a sandbox or the Error that kept each from starting. */
+  forkMany(count: number, opts?: CallOpts & ForkOpts): Promise<Array<this | Error>>
+  /** A fork's 'processes' or 'files' (what it got of its parent); undefined when not a fork. */
+  readonly forkMode: ForkMode | undefined
   /** The token its ports want (e2b-traffic-access-token) with network allowPublicTraffic false. */
   readonly trafficAccessToken: string | undefined
   /** The MCP gateway's URL (port 50005, "/mcp"); no I/O. */

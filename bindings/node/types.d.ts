@@ -149,6 +149,8 @@ export interface SandboxInfo {
   network?: SandboxNetworkInfo
   /** A paused sandbox's pause mode (docs/lifecycle.md). */
   pauseMode?: 'memory' | 'filesystem' | 'checkpoint'
+  /** A fork's 'processes' (it kept its parent's processes) or 'files' (booted fresh on its files). */
+  forkMode?: 'processes' | 'files'
   /** Under the engine's --pause-swap, where a sandbox paused with memory
    * has its RAM (getInfo only; undefined when running, paused without
    * memory, without the option, on E2B's cloud): bytes in the swap file,

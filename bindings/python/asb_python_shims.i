@@ -137,7 +137,7 @@ PyObject *asbpy_sandbox_info_dict(const asb_sandbox_info *info) {
     Py_DECREF(meta);
     return NULL;
   }
-  return Py_BuildValue("{s:N,s:N,s:N,s:N,s:L,s:L,s:i,s:i,s:i,s:N,s:N,s:i,s:N,s:N,s:L,s:L,s:L,s:i,s:N,s:N}",
+  return Py_BuildValue("{s:N,s:N,s:N,s:N,s:L,s:L,s:i,s:i,s:i,s:N,s:N,s:i,s:N,s:N,s:N,s:L,s:L,s:L,s:i,s:N,s:N}",
                        "sandbox_id", asbpy_str(asb_sandbox_info_id(info)),
                        "template_id", asbpy_str(asb_sandbox_info_template_id(info)),
                        "name", asbpy_str(asb_sandbox_info_name(info)),
@@ -152,6 +152,7 @@ PyObject *asbpy_sandbox_info_dict(const asb_sandbox_info *info) {
                        "allow_internet_access", asb_sandbox_info_allow_internet_access(info),
                        "network", asbpy_str(asb_sandbox_info_network_json(info)),
                        "pause_mode", asbpy_str(asb_sandbox_info_pause_mode(info)),
+                       "fork_mode", asbpy_str(asb_sandbox_info_fork_mode(info)),
                        "swapped_bytes", (long long)asb_sandbox_info_swapped_bytes(info),
                        "resident_bytes", (long long)asb_sandbox_info_resident_bytes(info),
                        "resident_before_bytes",

@@ -28,6 +28,7 @@ struct asb_sandbox {
   char *template_id;
   char *alias;
   char *mcp_token; /* the MCP gateway's token made at create, else NULL */
+  char *fork_mode; /* the reply's forkMode ("processes", "files"), else NULL */
 };
 
 /* Phase timers of asb_commands_run (issue 23): off unless ASB_TIMING is

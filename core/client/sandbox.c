@@ -59,6 +59,7 @@ static void sandbox_destroy(asb_sandbox *sb) {
   free(sb->hdr_ua);
   free(sb->template_id);
   free(sb->alias);
+  free(sb->fork_mode);
   free(sb->mcp_token);
   free(sb);
 }

@@ -78,8 +78,11 @@ static int sandbox_from_reply(asb_client *c, const cJSON *j, asb_sandbox **out, 
     return asbi_err(ASB_EPROTOCOL, "%s: the reply lacks sandboxID or envdVersion", what);
   int rc = asbi_sandbox_new(out, c, id, tok, ver, dom && *dom ? dom : NULL, traffic);
   if (rc) return rc;
+  const char *mode = NULL;
+  asbi_pj_get_str(j, "forkMode", &mode);
   (*out)->template_id = asbi_strdup(tmpl);
   (*out)->alias = asbi_strdup(alias);
+  (*out)->fork_mode = mode && *mode ? asbi_strdup(mode) : NULL;
   return ASB_OK;
 }
 
@@ -564,6 +567,7 @@ int asb_sandbox_is_running(asb_sandbox *sb, const asb_call_options *call) {
 struct asb_sandbox_info {
   char *id, *template_id, *name, *state, *envd_version;
   char *pause_mode;                           /* the engine's pauseMode, or NULL */
+  char *fork_mode;                            /* the engine's forkMode, or NULL */
   int auto_resume;                            /* lifecycle.autoResume: 1, 0, -1 not said */
   int64_t swapped, resident, resident_before; /* swap.*: -1 without one */
   char *on_timeout;                           /* lifecycle.onTimeout, or NULL */
@@ -635,6 +639,7 @@ void asb_sandbox_info_free(asb_sandbox_info *i) {
   free(i->state);
   free(i->envd_version);
   free(i->pause_mode);
+  free(i->fork_mode);
   free(i->on_timeout);
   strv_free(i->vm_names, i->nvm);
   strv_free(i->vm_paths, i->nvm);
@@ -667,6 +672,7 @@ static int info_from(const cJSON *j, asb_sandbox_info **out) {
   STR(state, "state");
   STR(envd_version, "envdVersion");
   STR(pause_mode, "pauseMode");
+  STR(fork_mode, "forkMode");
 #undef STR
   const cJSON *lc = cJSON_GetObjectItemCaseSensitive(j, "lifecycle");
   const cJSON *ar = cJSON_IsObject(lc) ? cJSON_GetObjectItemCaseSensitive(lc, "autoResume") : NULL;
@@ -762,6 +768,9 @@ const char *asb_sandbox_info_name(const asb_sandbox_info *i) {
 }
 const char *asb_sandbox_info_state(const asb_sandbox_info *i) {
   return i ? i->state : NULL;
+}
+const char *asb_sandbox_info_fork_mode(const asb_sandbox_info *i) {
+  return i ? i->fork_mode : NULL;
 }
 const char *asb_sandbox_info_pause_mode(const asb_sandbox_info *i) {
   return i ? i->pause_mode : NULL;
@@ -1065,17 +1074,71 @@ int asb_sandbox_snapshot(char **snapshot_id, asb_sandbox *sb, const char *name,
   return rc;
 }
 
-int asb_sandbox_fork(asb_sandbox **out, asb_sandbox *sb, long timeout_ms,
-                     const asb_call_options *call) {
-  ASBI_SANDBOX_CALL(sb);
+ASBI_DEFINE_OPTIONS_INIT(asb_fork_options, ASB_FORK_OPTIONS_VERSION, ASB_FORK_OPTIONS_INIT)
+
+/* One entry of a fork reply: a handle, or the fork's error message. */
+typedef struct fork_entry {
+  asb_sandbox *sb; /* NULL: failed, or taken */
+  char *error;     /* the engine's reason a fork failed, else NULL */
+  int taken;
+} fork_entry;
+
+struct asb_fork_list {
+  fork_entry *v;
+  size_t n;
+};
+
+void asb_fork_list_free(asb_fork_list *l) {
+  if (!l) return;
+  for (size_t i = 0; i < l->n; i++) {
+    asb_sandbox_free(l->v[i].sb);
+    free(l->v[i].error);
+  }
+  free(l->v);
+  free(l);
+}
+
+size_t asb_fork_list_count(const asb_fork_list *l) {
+  return l ? l->n : 0;
+}
+
+int asb_fork_list_take(asb_sandbox **out, asb_fork_list *l, size_t i) {
   if (out) *out = NULL;
-  if (!sb || !out) return asbi_err(ASB_EINVAL, "sandbox.fork: bad arguments");
+  if (!out || !l || i >= l->n) return asbi_err(ASB_EINVAL, "fork_list.take: bad arguments");
+  fork_entry *e = &l->v[i];
+  if (e->taken) return asbi_err(ASB_EINVAL, "fork_list.take: fork %zu taken already", i);
+  if (e->sb) {
+    *out = e->sb;
+    e->sb = NULL;
+    e->taken = 1;
+    return ASB_OK;
+  }
+  return asbi_err(ASB_ERROR, "sandbox.fork: the fork failed to start: %s", e->error);
+}
+
+/* POST /sandboxes/{id}/fork with opts: the forks in *out (count entries at
+ * most: the engine's reply, item by item). */
+static int fork_request(asb_fork_list **out, asb_sandbox *sb, const asb_fork_options *opts,
+                        const asb_call_options *call, int many) {
+  static const asb_fork_options dflt = ASB_FORK_OPTIONS_INIT;
+  if (!opts) opts = &dflt;
+  ASBI_CHECK_VERSION(opts, ASB_FORK_OPTIONS_VERSION, "asb_fork_options");
   ASBI_CHECK_VERSION(call, ASB_CALL_OPTIONS_VERSION, "asb_call_options");
+  int count = opts->count ? opts->count : 1;
+  if (count < 1 || count > 100 || (!many && count != 1))
+    return asbi_err(ASB_EINVAL, "sandbox.fork: count %d (%s)", opts->count,
+                    many ? "1..100" : "asb_sandbox_fork_ex forks one: asb_sandbox_fork_many");
+  if (opts->keep_processes < -1 || opts->keep_processes > 1)
+    return asbi_err(ASB_EINVAL, "sandbox.fork: keep_processes %d (-1, 0 or 1)",
+                    opts->keep_processes);
   char path[256];
   snprintf(path, sizeof path, "/sandboxes/%s/fork", sb->id);
   cJSON *body = cJSON_CreateObject();
-  if (!body || !cJSON_AddNumberToObject(body, "count", 1) ||
-      (timeout_ms > 0 && !cJSON_AddNumberToObject(body, "timeout", seconds(timeout_ms)))) {
+  if (!body || !cJSON_AddNumberToObject(body, "count", count) ||
+      (opts->timeout_ms > 0 &&
+       !cJSON_AddNumberToObject(body, "timeout", seconds(opts->timeout_ms))) ||
+      (opts->keep_processes >= 0 &&
+       !cJSON_AddBoolToObject(body, "keepProcesses", opts->keep_processes))) {
     cJSON_Delete(body);
     return asbi_oom();
   }
@@ -1085,21 +1148,66 @@ int asb_sandbox_fork(asb_sandbox **out, asb_sandbox *sb, long timeout_ms,
   cJSON *reply = NULL;
   int rc = cp_request(sb->client, "POST", path, body, &k, "sandbox.fork", NULL, NULL, &reply, NULL);
   cJSON_Delete(body);
-  const cJSON *first = cJSON_IsArray(reply) ? cJSON_GetArrayItem(reply, 0) : NULL;
-  const cJSON *made = cJSON_GetObjectItemCaseSensitive(first, "sandbox");
-  const cJSON *why = cJSON_GetObjectItemCaseSensitive(first, "error");
-  if (rc) {
-  } else if (cJSON_IsObject(made)) {
-    rc = sandbox_from_reply(sb->client, made, out, "sandbox.fork");
-  } else if (cJSON_IsObject(why)) {
-    const char *msg = NULL;
-    asbi_pj_get_str(why, "message", &msg);
-    rc = asbi_err(ASB_ERROR, "sandbox.fork: the fork failed to start: %s", msg ? msg : "?");
-  } else {
-    rc = asbi_err(ASB_EPROTOCOL, "sandbox.fork: the reply holds no fork");
+  if (rc) return rc;
+  asb_fork_list *l = calloc(1, sizeof *l);
+  int n = cJSON_IsArray(reply) ? cJSON_GetArraySize(reply) : 0;
+  if (n > count) n = count;
+  if (!l || (n && !(l->v = calloc((size_t)n, sizeof *l->v)))) rc = asbi_oom();
+  for (int i = 0; !rc && i < n; i++) {
+    const cJSON *item = cJSON_GetArrayItem(reply, i);
+    const cJSON *made = cJSON_GetObjectItemCaseSensitive(item, "sandbox");
+    const cJSON *why = cJSON_GetObjectItemCaseSensitive(item, "error");
+    fork_entry *e = &l->v[l->n];
+    if (cJSON_IsObject(made)) {
+      rc = sandbox_from_reply(sb->client, made, &e->sb, "sandbox.fork");
+    } else if (cJSON_IsObject(why)) {
+      const char *msg = NULL;
+      asbi_pj_get_str(why, "message", &msg);
+      if (!(e->error = asbi_strdup(msg && *msg ? msg : "?"))) rc = asbi_oom();
+    } else {
+      rc = asbi_err(ASB_EPROTOCOL, "sandbox.fork: reply item %d holds no fork", i);
+    }
+    if (!rc) l->n++;
   }
+  if (!rc && l->n == 0) rc = asbi_err(ASB_EPROTOCOL, "sandbox.fork: the reply holds no fork");
   cJSON_Delete(reply);
+  if (rc) {
+    asb_fork_list_free(l);
+    return rc;
+  }
+  *out = l;
+  return ASB_OK;
+}
+
+int asb_sandbox_fork_many(asb_fork_list **out, asb_sandbox *sb, const asb_fork_options *opts,
+                          const asb_call_options *call) {
+  ASBI_SANDBOX_CALL(sb);
+  if (out) *out = NULL;
+  if (!sb || !out) return asbi_err(ASB_EINVAL, "sandbox.fork: bad arguments");
+  return fork_request(out, sb, opts, call, 1);
+}
+
+int asb_sandbox_fork_ex(asb_sandbox **out, asb_sandbox *sb, const asb_fork_options *opts,
+                        const asb_call_options *call) {
+  ASBI_SANDBOX_CALL(sb);
+  if (out) *out = NULL;
+  if (!sb || !out) return asbi_err(ASB_EINVAL, "sandbox.fork: bad arguments");
+  asb_fork_list *l = NULL;
+  int rc = fork_request(&l, sb, opts, call, 0);
+  if (!rc) rc = asb_fork_list_take(out, l, 0);
+  asb_fork_list_free(l);
   return rc;
+}
+
+int asb_sandbox_fork(asb_sandbox **out, asb_sandbox *sb, long timeout_ms,
+                     const asb_call_options *call) {
+  asb_fork_options o = ASB_FORK_OPTIONS_INIT;
+  o.timeout_ms = timeout_ms;
+  return asb_sandbox_fork_ex(out, sb, &o, call);
+}
+
+const char *asb_sandbox_fork_mode(const asb_sandbox *sb) {
+  return sb ? sb->fork_mode : NULL;
 }
 
 struct asb_snapshot_list {

@@ -4,7 +4,9 @@ gets the parent's files and, on an engine with --pause-criu, its processes
 and memory: the fork's counter goes on from the parent's number (the same
 pid inside), while the parent's counts on too. Against an engine without
 --pause-criu the fork boots fresh on the parent's files: the count file is
-there, no counter runs. SPDX-License-Identifier: Apache-2.0"""
+there, no counter runs. Each fork's fork_mode says which it got; with
+keep_processes=False a fork boots fresh on the files on any engine, and
+fork_many forks several in one call. SPDX-License-Identifier: Apache-2.0"""
 import asyncio
 import time
 
@@ -46,6 +48,7 @@ async def main():
         pid, before = await count(parent, 2)
         print("parent counting: pid", pid, "at", before)
         async with await parent.fork(timeout=300) as fork:
+            print("fork: fork mode", fork.fork_mode)  # "processes" with --pause-criu
             fpid, at = await read_count(fork)  # the parent's number at the fork
             print("fork: its count file says pid", fpid, "at", at)
             # the parent counts 10 more: a counter in the fork counts too
@@ -57,6 +60,13 @@ async def main():
             else:
                 print("fork: no counter runs: it booted fresh on the files")
             print("parent: at", later, ": counts on")
+        # two more in one call, booted fresh on the parent's files
+        for f in await parent.fork_many(2, timeout=300, keep_processes=False):
+            if isinstance(f, Exception):  # that fork failed to start
+                print("fresh fork failed:", f)
+                continue
+            print("fresh fork: fork mode", f.fork_mode)  # "files"
+            await f.kill()
 
 
 asyncio.run(main())

@@ -286,6 +286,10 @@ ASB_API(const char *)
 asb_sandbox_info_volume_mount_name(const asb_sandbox_info *info, size_t i);
 ASB_API(const char *)
 asb_sandbox_info_volume_mount_path(const asb_sandbox_info *info, size_t i);
+/* A fork's mode ("processes" or "files", as asb_sandbox_fork_mode), or
+ * NULL when the sandbox is not a fork. */
+ASB_API(const char *)
+asb_sandbox_info_fork_mode(const asb_sandbox_info *info);
 ASB_API(void) asb_sandbox_info_free(asb_sandbox_info *info);
 
 /* ---- listing
@@ -366,6 +370,64 @@ asb_sandbox_snapshot(char **snapshot_id, asb_sandbox *sandbox, const char *name,
 ASB_API(int)
 asb_sandbox_fork(asb_sandbox **out, asb_sandbox *sandbox, long timeout_ms,
                  const asb_call_options *call);
+
+/* Forks with options (issue 20; docs/snapshots.md). asb_sandbox_fork is
+ * asb_sandbox_fork_ex with timeout_ms and the defaults. Fill the options
+ * with ASB_FORK_OPTIONS_INIT or asb_fork_options_init: in a zeroed struct
+ * keep_processes is 0, which asks for forks booted fresh. */
+#define ASB_FORK_OPTIONS_VERSION 1
+
+typedef struct asb_fork_options {
+  unsigned int version; /* ASB_FORK_OPTIONS_VERSION */
+  long timeout_ms;      /* each new one's lifetime: 0 = 15 s (E2B's) */
+  int keep_processes;   /* -1 (the default): the engine's choice (a
+                           --pause-criu engine keeps the running parent's
+                           processes); 0: boot fresh on the parent's files
+                           (fork mode "files"); 1: keep them (an engine
+                           without --pause-criu, or a failing criu, still
+                           gives "files": see asb_sandbox_fork_mode) */
+  int count;            /* how many forks, 1..100 (E2B's count): 0 = 1;
+                           more than 1 only with asb_sandbox_fork_many */
+} asb_fork_options;
+
+#define ASB_FORK_OPTIONS_INIT \
+  { ASB_FORK_OPTIONS_VERSION, 0, -1, 1 }
+
+ASB_API(int)
+asb_fork_options_init(asb_fork_options *opts, unsigned int version);
+
+/* One fork with opts (NULL = the defaults; opts->count must be 0 or 1).
+ * Errors as asb_sandbox_fork, and ASB_EINVAL (count, keep_processes). */
+ASB_API(int)
+asb_sandbox_fork_ex(asb_sandbox **out, asb_sandbox *sandbox,
+                    const asb_fork_options *opts, const asb_call_options *call);
+
+/* opts->count forks in one call (E2B's fork with count: one snapshot of
+ * the parent, then count sandboxes from it), into *out, one entry per fork
+ * in the engine's order. A fork that failed to start does not fail the
+ * call (as E2B's [{sandbox} or {error}]): asb_fork_list_take gives its
+ * error. The call's own errors as asb_sandbox_fork_ex's. */
+ASB_API(int)
+asb_sandbox_fork_many(asb_fork_list **out, asb_sandbox *sandbox,
+                      const asb_fork_options *opts,
+                      const asb_call_options *call);
+ASB_API(size_t) asb_fork_list_count(const asb_fork_list *list);
+/* Fork i: ASB_OK and *out its handle (the caller's now: asb_sandbox_free),
+ * or that fork's error: ASB_ERROR with the engine's reason in the message
+ * (the fork failed to start), ASB_EINVAL (i past the end, or taken
+ * already). No I/O. */
+ASB_API(int)
+asb_fork_list_take(asb_sandbox **out, asb_fork_list *list, size_t i);
+/* Frees the handles not taken (their sandboxes run on). */
+ASB_API(void) asb_fork_list_free(asb_fork_list *list);
+
+/* What a fork got of its parent, as the engine said when this handle was
+ * made (asb_sandbox_fork*, asb_sandbox_connect): "processes" (it kept the
+ * parent's running processes and memory) or "files" (booted fresh on the
+ * parent's files); NULL when the sandbox is not a fork, or the handle was
+ * attached without a request. */
+ASB_API(const char *) asb_sandbox_fork_mode(const asb_sandbox *sandbox);
+
 /* The snapshots taken of sandbox_id (NULL = of any) that name matches
  * (NULL = any; a name or id, with ":default" or "namespace/" too), every
  * page: their ids (tag-qualified, as asb_sandbox_snapshot gives them). */

@@ -68,6 +68,7 @@ typedef struct asb_secret asb_secret;
 typedef struct asb_secret_page asb_secret_page;
 /* The ids of snapshots (asb_snapshots_list). */
 typedef struct asb_snapshot_list asb_snapshot_list;
+typedef struct asb_fork_list asb_fork_list; /* asb_sandbox_fork_many */
 /* Git in a sandbox (git.h). */
 typedef struct asb_git_status asb_git_status;
 typedef struct asb_git_branch_list asb_git_branch_list;

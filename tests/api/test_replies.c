@@ -25,8 +25,12 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
                                const char *method, const char *version, const char *upload,
                                size_t *upload_len, void **req) {
   (void)cls, (void)method, (void)version, (void)upload, (void)upload_len;
-  if (!*req) { /* headers only; the calls under test send no body */
+  if (!*req) { /* headers only */
     *req = c;
+    return MHD_YES;
+  }
+  if (*upload_len) { /* a request's body (fork's): read and dropped */
+    *upload_len = 0;
     return MHD_YES;
   }
   pthread_mutex_lock(&mu);
@@ -258,6 +262,63 @@ TEST(named_commands) {
   CHECK(l == NULL);
 }
 
+/* A multi-fork reply (E2B's [{sandbox} or {error}]): each entry's handle
+ * or error through asb_fork_list_take, forkMode read; replies without a
+ * fork fail whole, keeping nothing. */
+TEST(fork_list_entries) {
+  static const char good[] =
+      "[{\"sandbox\":{\"sandboxID\":\"f1\",\"envdVersion\":\"0.6.4\","
+      "\"forkMode\":\"processes\"}},"
+      "{\"error\":{\"code\":500,\"message\":\"no room for it\"}},"
+      "{\"sandbox\":{\"sandboxID\":\"f3\",\"envdVersion\":\"0.6.4\"}}]";
+  asb_fork_options o = ASB_FORK_OPTIONS_INIT;
+  o.count = 3;
+  asb_fork_list *l = NULL;
+  asb_sandbox *f = NULL;
+  serve(good, NULL);
+  REQUIRE_RC(asb_sandbox_fork_many(&l, SB, &o, NULL), ASB_OK);
+  CHECK_STR(g_path, "/sandboxes/i0named0test0sandbox/fork");
+  CHECK_INT((int)asb_fork_list_count(l), 3);
+  CHECK_RC(asb_fork_list_take(&f, l, 1), ASB_ERROR); /* that fork's error */
+  CHECK(f == NULL && strstr(asb_error_last()->message, "no room for it"));
+  CHECK_RC(asb_fork_list_take(&f, l, 0), ASB_OK);
+  CHECK_STR(asb_sandbox_id(f), "f1");
+  CHECK_STR(asb_sandbox_fork_mode(f), "processes");
+  asb_sandbox_free(f);
+  asb_fork_list_free(l); /* frees f3's handle, not taken */
+  /* more entries than asked: the first count; asb_sandbox_fork_ex the first */
+  o.count = 1;
+  CHECK_RC(asb_sandbox_fork_ex(&f, SB, &o, NULL), ASB_OK);
+  CHECK_STR(asb_sandbox_id(f), "f1");
+  asb_sandbox_free(f);
+  serve("[{\"error\":{\"code\":500,\"message\":\"no room\"}}]", NULL);
+  CHECK_RC(asb_sandbox_fork_ex(&f, SB, &o, NULL), ASB_ERROR);
+  CHECK(f == NULL);
+  CHECK_RC(asb_sandbox_fork(&f, SB, 0, NULL), ASB_ERROR);
+  /* no fork in the reply, or one without envdVersion after a good one */
+  o.count = 2;
+  static const char *const bad[] = {
+      "[]", "{}", "[{\"other\":1}]",
+      "[{\"sandbox\":{\"sandboxID\":\"f1\",\"envdVersion\":\"0.6.4\"}},"
+      "{\"sandbox\":{\"sandboxID\":\"f2\"}}]"};
+  for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+    serve(bad[k], NULL);
+    CHECK_PROTOCOL(asb_sandbox_fork_many(&l, SB, &o, NULL), "sandbox.fork", "");
+    CHECK(l == NULL);
+  }
+  /* refused before asking */
+  o.count = 101;
+  CHECK_RC(asb_sandbox_fork_many(&l, SB, &o, NULL), ASB_EINVAL);
+  o.count = 2;
+  CHECK_RC(asb_sandbox_fork_ex(&f, SB, &o, NULL), ASB_EINVAL);
+  o.count = 1;
+  o.keep_processes = 2;
+  CHECK_RC(asb_sandbox_fork_ex(&f, SB, &o, NULL), ASB_EINVAL);
+  CHECK_RC(asb_fork_list_take(&f, NULL, 0), ASB_EINVAL);
+  CHECK(asb_fork_list_count(NULL) == 0);
+  CHECK(asb_sandbox_fork_mode(SB) == NULL); /* attached: no reply */
+}
+
 int main(void) {
   D = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION, 0, NULL,
                        NULL, handler, NULL, MHD_OPTION_END);
@@ -281,6 +342,7 @@ int main(void) {
   RUN(templates);
   RUN(code_contexts);
   RUN(named_commands);
+  RUN(fork_list_entries);
   asb_sandbox_free(SB);
   asb_client_free(C);
   MHD_stop_daemon(D);

@@ -10,7 +10,9 @@
  * that count on their own; forking a killed sandbox is 404;
  * keepProcesses:false gives a fork booted
  * fresh on the files (forkMode "files", no counter running), and so does
- * a fork whose criu fails (the fallback; the parent runs on).
+ * a fork whose criu fails (the fallback; the parent runs on). The same
+ * through the C ABI's fork options (asb_sandbox_fork_many, _fork_ex,
+ * asb_sandbox_fork_mode).
  * Skips (77) when no criu binary is found (tests/support/criu_fixture.h).
  * Runs as root; the engine fixture cleans up also when a check fails.
  * SPDX-License-Identifier: Apache-2.0 */
@@ -256,6 +258,76 @@ TEST(fork_keeps_the_code_interpreter_with_its_own_token) {
   asbt_kill(p);
 }
 
+/* The fork options through the C ABI (issue 20): asb_sandbox_fork_many
+ * with the default keep_processes and count 2 gives two sandboxes that
+ * kept the parent's processes (asb_sandbox_fork_mode "processes", their
+ * counters going on, a file of one not in the other); asb_sandbox_fork_ex
+ * with keep_processes 0 one booted fresh ("files", no counter), which
+ * asb_sandbox_connect and asb_sandbox_get_info report too. */
+TEST(fork_options_through_the_abi) {
+  char pid_[64];
+  asb_sandbox *p = criu_fixture_sandbox(C, pid_, 0, 0);
+  REQUIRE(p != NULL);
+  REQUIRE(start_counter(p) == ASB_OK);
+  int in_order = 0;
+  long c0 = criu_fixture_count_past(p, 3, &in_order);
+  CHECK(c0 > 3);
+  CHECK(asb_sandbox_fork_mode(p) == NULL); /* not a fork */
+  asb_fork_options o;
+  CHECK_RC(asb_fork_options_init(&o, ASB_FORK_OPTIONS_VERSION), ASB_OK);
+  CHECK_INT(o.keep_processes, -1);
+  o.count = 2;
+  o.timeout_ms = 300000;
+  asb_sandbox *f[2] = {NULL, NULL}, *one = NULL;
+  CHECK_RC(asb_sandbox_fork_ex(&one, p, &o, NULL), ASB_EINVAL); /* one only */
+  asb_fork_list *l = NULL;
+  CHECK_RC(asb_sandbox_fork_many(&l, p, &o, NULL), ASB_OK);
+  CHECK_INT((int)asb_fork_list_count(l), 2);
+  for (size_t i = 0; i < 2; i++) {
+    CHECK_RC(asb_fork_list_take(&f[i], l, i), ASB_OK);
+    CHECK_STR(asb_sandbox_fork_mode(f[i]), "processes");
+  }
+  CHECK_RC(asb_fork_list_take(&one, l, 0), ASB_EINVAL); /* taken */
+  CHECK_RC(asb_fork_list_take(&one, l, 2), ASB_EINVAL); /* past the end */
+  asb_fork_list_free(l);
+  if (f[0] && f[1]) {
+    CHECK(strcmp(asb_sandbox_id(f[0]), asb_sandbox_id(f[1])) != 0);
+    CHECK_RC(asb_files_write(NULL, f[0], "/tmp/mine", "0", 1, NULL), ASB_OK);
+    for (int i = 0; i < 2; i++) {
+      long a = criu_fixture_last_count(f[i], &in_order);
+      CHECK(a >= c0);
+      CHECK(criu_fixture_count_past(f[i], a + 5, &in_order) > a + 5 && in_order);
+    }
+    char *d = NULL;
+    size_t n = 0;
+    CHECK(asb_files_read(&d, &n, f[1], "/tmp/mine", NULL) != ASB_OK);
+    asb_free(d);
+  }
+  for (int i = 0; i < 2; i++)
+    if (f[i]) asbt_kill(f[i]);
+  /* keep_processes 0: booted fresh on the files */
+  o.count = 1;
+  o.keep_processes = 0;
+  CHECK_RC(asb_sandbox_fork_ex(&one, p, &o, NULL), ASB_OK);
+  CHECK_STR(asb_sandbox_fork_mode(one), "files");
+  asb_sandbox *again = one ? connect_to(asb_sandbox_id(one)) : NULL;
+  CHECK(again != NULL);
+  if (again) {
+    CHECK_STR(asb_sandbox_fork_mode(again), "files");
+    asb_sandbox_info *info = NULL;
+    CHECK_RC(asb_sandbox_get_info(&info, again, NULL), ASB_OK);
+    CHECK_STR(asb_sandbox_info_fork_mode(info), "files");
+    asb_sandbox_info_free(info);
+    long f0 = criu_fixture_last_count(again, &in_order);
+    CHECK(f0 >= c0); /* the parent's file */
+    CHECK(criu_fixture_count_past(p, f0 + 5, &in_order) > f0 + 5);
+    CHECK_INT(criu_fixture_last_count(again, &in_order), f0); /* no counter */
+    asb_sandbox_free(again);
+  }
+  if (one) asbt_kill(one);
+  asbt_kill(p);
+}
+
 /* criu fails (an engine whose --criu is /bin/false): the fork is booted
  * fresh on the parent's files (forkMode "files"), the parent runs on. */
 TEST(criu_failure_falls_back_to_a_fresh_fork) {
@@ -284,6 +356,7 @@ int main(void) {
   RUN(two_forks_count_on_their_own);
   RUN(fork_keeps_the_code_interpreter_with_its_own_token);
   RUN(fresh_fork_on_request_and_killed_is_404);
+  RUN(fork_options_through_the_abi);
   RUN(criu_failure_falls_back_to_a_fresh_fork);
   criu_fixture_stop(&F, C);
   TEST_MAIN_END();

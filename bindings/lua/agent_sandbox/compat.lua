@@ -456,6 +456,7 @@ function wrap(sb, mcp_token)
   local fields = {
     sandbox_id = sb.id, envd_version = sb.envd_version, sandbox_domain = sb.domain,
     traffic_access_token = sb.traffic_access_token, -- E2B's (for allow_public_traffic false)
+    fork_mode = sb.fork_mode, -- ours: a fork's "processes" or "files", else nil
     native = sb, __id = sb.id,
   }
   fields.commands = commands(sb)
@@ -477,16 +478,17 @@ function wrap(sb, mcp_token)
       if not id then return e2b(nil, err) end
       return { snapshot_id = id, names = { id } }
     end,
-    -- E2B: a list, a sandbox or the error of each fork (each its own snapshot here)
+    -- E2B: a list, a sandbox or the error of each fork (one call: one
+    -- snapshot, then count sandboxes); ours: keep_processes = false boots
+    -- them fresh on the files on a --pause-criu engine
     fork = function(t)
       t = t or {}
+      local got, err = sb:fork_many(t.count or 1, { timeout_ms = ms(t.timeout or 300),
+                                                    keep_processes = t.keep_processes })
+      if not got then return e2b(nil, err) end
       local out = {}
-      for i = 1, t.count or 1 do
-        local f, err = sb:fork{ timeout_ms = ms(t.timeout or 300) }
-        if not f and err and (err.code == "ASB_ESANDBOXNOTFOUND" or err.code == "ASB_ESANDBOXGONE") then
-          return e2b(nil, err)
-        end
-        out[i] = f and wrap(f) or select(2, e2b(nil, err))
+      for i, f in ipairs(got) do
+        if getmetatable(f) == asb.Error then out[i] = select(2, e2b(nil, f)) else out[i] = wrap(f) end
       end
       return out
     end,
@@ -703,7 +705,7 @@ local function attached(name, allowed)
     return a, b
   end
 end
-Sandbox.fork = attached("fork", { "count", "timeout" })
+Sandbox.fork = attached("fork", { "count", "timeout", "keep_processes" })
 Sandbox.create_snapshot = attached("create_snapshot", { "name" })
 
 --- Sandbox.list_snapshots{ sandbox_id, name, ... }: E2B's paginator; the

@@ -311,6 +311,9 @@ local function wrap_sandbox(h, client)
     -- what requests to its ports carry (e2b-traffic-access-token) when it
     -- was made with network.allow_public_traffic false, else nil
     traffic_access_token = core.asb_sandbox_traffic_access_token(h),
+    -- a fork's "processes" (it kept its parent's running processes and
+    -- memory) or "files" (booted fresh on its files), else nil
+    fork_mode = core.asb_sandbox_fork_mode(h),
     client = client,
   }
   fields.sandbox_id = fields.id
@@ -640,15 +643,56 @@ function Sandbox.create_snapshot(sb, t)
   return id
 end
 
---- sb:fork{ timeout_ms }: a new sandbox with this one's files now, its
---- metadata, env vars and network policy (timeout_ms: its lifetime, 15 s
---- by default as E2B's); this one runs on.
+local FORK = set({ "timeout_ms", "keep_processes", "request_timeout_ms" })
+
+-- asb_fork_options of t (count forks)
+local function fork_options(t, count, op)
+  local o = core.asb_fork_options()
+  if t.timeout_ms ~= nil then o.timeout_ms = t.timeout_ms end
+  if t.keep_processes ~= nil then
+    o.keep_processes = check(t.keep_processes, "boolean", op, "keep_processes") and 1 or 0
+  end
+  o.count = count
+  return o
+end
+
+--- sb:fork{ timeout_ms, keep_processes }: a new sandbox with this one's
+--- files now, its metadata, env vars and network policy (timeout_ms: its
+--- lifetime, 15 s by default as E2B's); this one runs on. On an engine with
+--- --pause-criu the fork of a running sandbox keeps its processes too,
+--- unless keep_processes is false (boot fresh on the files); the new one's
+--- fork_mode says which it got.
 function Sandbox.fork(sb, t)
-  t = options(t, set({ "timeout_ms", "request_timeout_ms" }), "sandbox:fork")
-  local rc, h = core.asb_sandbox_fork(sandbox_h(sb, 2), t.timeout_ms or 0,
-                                      call_options(t.request_timeout_ms))
+  t = options(t, FORK, "sandbox:fork")
+  local rc, h = core.asb_sandbox_fork_ex(sandbox_h(sb, 2), fork_options(t, 1, "sandbox:fork"),
+                                         call_options(t.request_timeout_ms))
   if rc < 0 then return fail(rc, "sandbox:fork") end
   return wrap_sandbox(h, sb.client)
+end
+
+--- sb:fork_many(count, { timeout_ms, keep_processes }): count forks (1..100)
+--- in one call (E2B's fork with count: one snapshot, then count sandboxes
+--- from it): a list with one entry per fork, a sandbox or the error that
+--- kept that fork from starting. Options as sb:fork.
+function Sandbox.fork_many(sb, count, t)
+  t = options(t, FORK, "sandbox:fork_many")
+  if math.type(count) ~= "integer" or count < 1 or count > 100 then
+    error("sandbox:fork_many: count must be a whole number in 1..100", 2)
+  end
+  local rc, l = core.asb_sandbox_fork_many(sandbox_h(sb, 2),
+                                           fork_options(t, count, "sandbox:fork_many"),
+                                           call_options(t.request_timeout_ms))
+  if rc < 0 then return fail(rc, "sandbox:fork_many") end
+  local out = {}
+  for i = 0, core.asb_fork_list_count(l) - 1 do
+    local trc, h = core.asb_fork_list_take(l, i)
+    if trc < 0 then
+      out[#out + 1] = select(2, fail(trc, "sandbox:fork_many"))
+    else
+      out[#out + 1] = wrap_sandbox(h, sb.client)
+    end
+  end
+  return out
 end
 
 --- Sandbox.list_snapshots{ sandbox_id, name, client | connection keys }: the

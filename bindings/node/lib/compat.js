@@ -157,18 +157,11 @@ class Sandbox extends base.Sandbox {
   }
 
   /** E2B's fork: one entry per fork, a sandbox or the Error that kept it
-   * from starting (each fork is its own snapshot here, one after the other). */
+   * from starting (one call: one snapshot, then count sandboxes from it).
+   * keepProcesses (ours): false boots them fresh on the files on a
+   * --pause-criu engine (docs/snapshots.md). */
   async fork(opts = {}) {
-    const out = []
-    for (let i = 0; i < (opts.count || 1); i++) {
-      try {
-        out.push(await super.fork(opts))
-      } catch (e) {
-        if (e instanceof errors.SandboxNotFoundError) throw e
-        out.push(e)
-      }
-    }
-    return out
+    return this.forkMany(opts.count === undefined ? 1 : opts.count, opts)
   }
 
   static async fork(sandboxId, opts = {}) {

@@ -51,6 +51,7 @@ function sandboxInfo(i) {
     allowInternetAccess: i.allowInternetAccess,
     network: NET.networkInfo(i.networkJson),
     pauseMode: i.pauseMode,
+    forkMode: i.forkMode,
     swap: i.swap,
     autoResume: i.autoResume,
     // E2B's SandboxInfo.lifecycle (getInfo; a list's items have none)
@@ -777,6 +778,13 @@ function contextId(c) {
 
 // ---- the sandbox ----------------------------------------------------------------------------
 
+/** sandboxFork's arguments but the last two: the handle, timeoutMs,
+ * keepProcesses (-1: the engine's choice), count. */
+function forkArgs(h, opts, count) {
+  const keep = opts.keepProcesses === undefined || opts.keepProcesses === null ? -1 : opts.keepProcesses ? 1 : 0
+  return [h, opts.timeoutMs ? Math.round(opts.timeoutMs) : 0, keep, count, callOpts(opts)]
+}
+
 class Sandbox {
   /** Use Sandbox.create / connect. */
   constructor(made, clientObj, conn) {
@@ -786,6 +794,10 @@ class Sandbox {
     this.sandboxId = made.sandboxId
     this.sandboxDomain = made.sandboxDomain
     this.envdVersion = made.envdVersion
+    /** A fork's 'processes' (it kept its parent's running processes and
+     * memory, an engine with --pause-criu) or 'files' (booted fresh on the
+     * parent's files); undefined when it is not a fork (docs/snapshots.md). */
+    this.forkMode = made.forkMode
     this._envdAccessToken = made.envdAccessToken
     this._trafficAccessToken = made.trafficAccessToken
     this.commands = new Commands(this, { throwOnExit: this.constructor._throwOnExit })
@@ -1021,10 +1033,24 @@ class Sandbox {
   }
 
   /** A new sandbox with this one's files now, its metadata, env vars and
-   * network policy (timeoutMs: its lifetime, 15 s by default as E2B's). */
+   * network policy (timeoutMs: its lifetime, 15 s by default as E2B's). On
+   * an engine with --pause-criu the fork of a running sandbox keeps its
+   * processes too, unless keepProcesses is false (boot fresh on the files);
+   * the new one's forkMode says which it got. */
   async fork(opts = {}) {
-    const made = await invoke(N.sandboxFork, [this._h, opts.timeoutMs ? Math.round(opts.timeoutMs) : 0, callOpts(opts)], { signal: opts.signal })
+    const made = await invoke(N.sandboxFork, forkArgs(this._h, opts, 1), { signal: opts.signal })
     return new this.constructor(made, this._client, this._conn)
+  }
+
+  /** count forks (1..100) in one call (E2B's fork with count: one
+   * snapshot, then count sandboxes from it): one entry per fork, a sandbox
+   * or the Error that kept that fork from starting. Options as fork. */
+  async forkMany(count, opts = {}) {
+    if (!Number.isInteger(count) || count < 1 || count > 100) {
+      throw new E.InvalidArgumentError(`count must be a whole number in 1..100, not ${count}`)
+    }
+    const got = await invoke(N.sandboxForkMany, forkArgs(this._h, opts, count), { signal: opts.signal })
+    return got.map((f) => (f.error ? E.fromStatus(f.error[0], f.error[1]) : new this.constructor(f, this._client, this._conn)))
   }
 
   async resume(opts = {}) {

@@ -82,6 +82,8 @@ static napi_value sandbox_value(napi_env env, asb_sandbox *sb) {
   anode_set(env, o, "sandboxDomain", anode_str(env, asb_sandbox_domain(sb)));
   anode_set(env, o, "envdAccessToken", anode_str(env, asb_sandbox_envd_access_token(sb)));
   anode_set(env, o, "trafficAccessToken", anode_str(env, asb_sandbox_traffic_access_token(sb)));
+  /* a fork's "processes" or "files", else undefined */
+  anode_set(env, o, "forkMode", anode_str(env, asb_sandbox_fork_mode(sb)));
   anode_set(env, o, "handle", anode_box_new(env, BOX_SANDBOX, sb, NULL));
   return o;
 }
@@ -420,6 +422,8 @@ static napi_value info_value(napi_env env, const asb_sandbox_info *i) {
   anode_set(env, o, "state", anode_str(env, asb_sandbox_info_state(i)));
   if (asb_sandbox_info_pause_mode(i))
     anode_set(env, o, "pauseMode", anode_str(env, asb_sandbox_info_pause_mode(i)));
+  if (asb_sandbox_info_fork_mode(i))
+    anode_set(env, o, "forkMode", anode_str(env, asb_sandbox_info_fork_mode(i)));
   /* ours (--pause-swap): the swap object, or nothing */
   if (asb_sandbox_info_swapped_bytes(i) >= 0) {
     napi_value sw = anode_obj(env);
@@ -1220,27 +1224,106 @@ static napi_value js_sandbox_snapshot(napi_env env, napi_callback_info info) {
   return anode_call_submit(env, &c->base, b);
 }
 
+/* The fork options of a sandboxFork call: l[0] timeoutMs, l[1]
+ * keepProcesses (-1, 0, 1), l[2] count. */
+static asb_fork_options fork_options(const gen_call *c) {
+  asb_fork_options o = ASB_FORK_OPTIONS_INIT;
+  o.timeout_ms = c->l[0];
+  o.keep_processes = (int)c->l[1];
+  o.count = (int)c->l[2];
+  return o;
+}
+
 static void w_sandbox_fork(anode_call *base) {
   gen_call *c = (gen_call *)base;
   asb_call_options call = gen_callopts(c);
+  asb_fork_options o = fork_options(c);
   asb_sandbox *sb = NULL;
-  int rc = asb_sandbox_fork(&sb, c->sb, c->l[0], &call);
+  int rc = asb_sandbox_fork_ex(&sb, c->sb, &o, &call);
   if (rc < 0) anode_call_fail(base, rc);
   c->out = sb;
 }
 
-/* sandboxFork(sandbox, timeoutMs, callOpts, cb) -> a sandbox */
-static napi_value js_sandbox_fork(napi_env env, napi_callback_info info) {
-  GEN_ARGS(4);
-  gen_call *c = gen_new(env, argv[3]);
+static void w_sandbox_fork_many(anode_call *base) {
+  gen_call *c = (gen_call *)base;
+  asb_call_options call = gen_callopts(c);
+  asb_fork_options o = fork_options(c);
+  asb_fork_list *l = NULL;
+  int rc = asb_sandbox_fork_many(&l, c->sb, &o, &call);
+  if (rc < 0) anode_call_fail(base, rc);
+  c->out = l;
+}
+
+/* One entry per fork: a sandbox value, or {error: [rc, detail]} with the
+ * detail of a failed call (lib/errors.js fromStatus). take has no I/O. */
+static napi_value r_fork_list(napi_env env, anode_call *base) {
+  gen_call *c = (gen_call *)base;
+  asb_fork_list *l = c->out;
+  if (!l) return NULL;
+  size_t n = asb_fork_list_count(l);
+  napi_value arr;
+  if (napi_create_array_with_length(env, n, &arr) != napi_ok) return NULL;
+  for (size_t i = 0; i < n; i++) {
+    asb_sandbox *sb = NULL;
+    int rc = asb_fork_list_take(&sb, l, i);
+    napi_value e;
+    if (rc == ASB_OK) {
+      e = sandbox_value(env, sb);
+    } else {
+      const asb_error *err = asb_error_last();
+      napi_value d, v;
+      napi_create_array_with_length(env, 6, &d);
+      napi_create_int32(env, err->http_status, &v);
+      napi_set_element(env, d, 0, v);
+      napi_set_element(env, d, 1, anode_str(env, err->message ? err->message : asb_strerror(rc)));
+      napi_set_element(env, d, 2, anode_str(env, err->remote_code ? err->remote_code : ""));
+      napi_create_int32(env, err->retry_after, &v);
+      napi_set_element(env, d, 3, v);
+      napi_set_element(env, d, 4, anode_str(env, err->reason ? err->reason : ""));
+      napi_set_element(env, d, 5, anode_str(env, asb_status_name(rc)));
+      napi_value pair;
+      napi_create_array_with_length(env, 2, &pair);
+      napi_create_int32(env, rc, &v);
+      napi_set_element(env, pair, 0, v);
+      napi_set_element(env, pair, 1, d);
+      e = anode_obj(env);
+      anode_set(env, e, "error", pair);
+    }
+    napi_set_element(env, arr, (uint32_t)i, e);
+  }
+  return arr;
+}
+
+static void c_free_out_fork_list(anode_call *base) {
+  gen_call *c = (gen_call *)base;
+  asb_fork_list_free(c->out); /* the forks not taken (their sandboxes run on) */
+  c->out = NULL;
+  gen_cleanup(base);
+}
+
+/* sandboxFork(sandbox, timeoutMs, keepProcesses (-1, 0, 1), count (0 or
+ * 1: one sandbox; more: sandboxForkMany), callOpts, cb) -> a sandbox;
+ * sandboxForkMany(...the same) -> [sandbox or {error: [rc, detail]}] */
+static napi_value fork_submit(napi_env env, napi_callback_info info, int many) {
+  GEN_ARGS(6);
+  gen_call *c = gen_new(env, argv[5]);
   if (!c) return NULL;
   anode_box *b = gen_sandbox(env, c, argv[0]);
-  if (!b || anode_get_long(env, argv[1], &c->l[0]) || gen_read_callopts(env, c, argv[2]))
+  if (!b || anode_get_long(env, argv[1], &c->l[0]) || anode_get_long(env, argv[2], &c->l[1]) ||
+      anode_get_long(env, argv[3], &c->l[2]) || gen_read_callopts(env, c, argv[4]))
     return gen_discard(env, c);
-  c->base.work = w_sandbox_fork;
-  c->base.result = r_sandbox;
-  c->base.cleanup = c_free_out_sandbox;
+  c->base.work = many ? w_sandbox_fork_many : w_sandbox_fork;
+  c->base.result = many ? r_fork_list : r_sandbox;
+  c->base.cleanup = many ? c_free_out_fork_list : c_free_out_sandbox;
   return anode_call_submit(env, &c->base, b);
+}
+
+static napi_value js_sandbox_fork(napi_env env, napi_callback_info info) {
+  return fork_submit(env, info, 0);
+}
+
+static napi_value js_sandbox_fork_many(napi_env env, napi_callback_info info) {
+  return fork_submit(env, info, 1);
 }
 
 static void w_snapshots_list(anode_call *base) {
@@ -1304,6 +1387,7 @@ const anode_fn anode_client_fns[] = {{"clientNew", js_client_new},
                                      {"sandboxUpdateNetwork", js_sandbox_update_network},
                                      {"sandboxSnapshot", js_sandbox_snapshot},
                                      {"sandboxFork", js_sandbox_fork},
+                                     {"sandboxForkMany", js_sandbox_fork_many},
                                      {"snapshotsList", js_snapshots_list},
                                      {"sandboxList", js_sandbox_list},
                                      {"sandboxGetMetrics", js_sandbox_get_metrics},

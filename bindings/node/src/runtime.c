@@ -738,6 +738,7 @@ static const struct {
              {"asb_template_list", "asb_template_list_free"},
              {"asb_template_build", "asb_template_build_free"},
              {"asb_snapshot_list", "asb_snapshot_list_free"},
+             {"asb_fork_list", "asb_fork_list_free"},
              {"asb_agent_list", "asb_agent_list_free"},
              {"asb_agent_session", "asb_agent_session_free"},
              {"asb_agent_turn", "asb_agent_turn_free"},

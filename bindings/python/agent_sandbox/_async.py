@@ -508,6 +508,11 @@ class Sandbox:
         return self._sync.sandbox_domain
 
     @property
+    def fork_mode(self) -> Optional[str]:
+        """See :attr:`agent_sandbox.sync.Sandbox.fork_mode`."""
+        return self._sync.fork_mode
+
+    @property
     def sync(self) -> S.Sandbox:
         """The blocking flavour of this sandbox (:class:`agent_sandbox.sync.Sandbox`)."""
         return self._sync
@@ -625,11 +630,23 @@ class Sandbox:
         return await N.run(self._sync.create_snapshot, name, request_timeout=request_timeout)
 
     async def fork(self, *, timeout: Optional[float] = None,
+                   keep_processes: Optional[bool] = None,
                    request_timeout: Optional[float] = None) -> "Sandbox":
         """A new sandbox with this one's files now (see
         :meth:`agent_sandbox.sync.Sandbox.fork`)."""
         return type(self)(await N.run(self._sync.fork, timeout=timeout,
+                                      keep_processes=keep_processes,
                                       request_timeout=request_timeout))
+
+    async def fork_many(self, count: int, *, timeout: Optional[float] = None,
+                        keep_processes: Optional[bool] = None,
+                        request_timeout: Optional[float] = None) -> List[Any]:
+        """``count`` forks in one call (see
+        :meth:`agent_sandbox.sync.Sandbox.fork_many`): a sandbox or the error
+        of each."""
+        got = await N.run(self._sync.fork_many, count, timeout=timeout,
+                          keep_processes=keep_processes, request_timeout=request_timeout)
+        return [f if isinstance(f, Exception) else type(self)(f) for f in got]
 
     @classmethod
     async def list_snapshots(cls, **kw: Any) -> List[str]:

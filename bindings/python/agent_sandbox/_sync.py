@@ -1063,6 +1063,15 @@ class Sandbox:
         return ll.asb_sandbox_domain(self._h) or ""
 
     @property
+    def fork_mode(self) -> Optional[str]:
+        """What a fork got of its parent, as the engine said when this
+        handle was made (:meth:`fork`, :meth:`connect`): ``"processes"`` (the
+        parent's running processes and memory, an engine with
+        ``--pause-criu``) or ``"files"`` (booted fresh on its files); None
+        when it is not a fork (docs/snapshots.md)."""
+        return ll.asb_sandbox_fork_mode(self._h)
+
+    @property
     def envd_access_token(self) -> Optional[str]:
         return ll.asb_sandbox_envd_access_token(self._h)
 
@@ -1285,14 +1294,50 @@ class Sandbox:
         template. Sandboxes from it boot fresh (files, not processes)."""
         return N.call(ll.asb_sandbox_snapshot, self._h, name, _call_options(request_timeout))
 
-    def fork(self, *, timeout: Optional[float] = None,
+    @staticmethod
+    def _fork_options(timeout: Optional[float], keep_processes: Optional[bool],
+                      count: int) -> Any:
+        o = ll.asb_fork_options()
+        if timeout:
+            o.timeout_ms = N.ms(timeout)
+        if keep_processes is not None:
+            o.keep_processes = 1 if keep_processes else 0
+        o.count = int(count)
+        return o
+
+    def fork(self, *, timeout: Optional[float] = None, keep_processes: Optional[bool] = None,
              request_timeout: Optional[float] = None) -> "Sandbox":
         """A new sandbox with this one's files at this instant, its metadata,
         env vars and network policy (``timeout``: its lifetime, default 15 s
-        as E2B's); this one runs on."""
-        h = N.call(ll.asb_sandbox_fork, self._h, N.ms(timeout) if timeout else 0,
+        as E2B's); this one runs on. On an engine with ``--pause-criu`` the
+        fork of a running sandbox keeps its processes too, unless
+        ``keep_processes=False`` (boot fresh on the files); the new one's
+        :attr:`fork_mode` says which it got."""
+        h = N.call(ll.asb_sandbox_fork_ex, self._h,
+                   self._fork_options(timeout, keep_processes, 1),
                    _call_options(request_timeout))
         return type(self)(h, self._client, self._conn)
+
+    def fork_many(self, count: int, *, timeout: Optional[float] = None,
+                  keep_processes: Optional[bool] = None,
+                  request_timeout: Optional[float] = None) -> List[Any]:
+        """``count`` forks (1..100) in one call (E2B's fork with count: one
+        snapshot, then ``count`` sandboxes from it): one entry per fork, a
+        :class:`Sandbox` or the :class:`~agent_sandbox.exceptions.AgentSandboxError`
+        that kept that fork from starting. Options as :meth:`fork`."""
+        if not 1 <= int(count) <= 100:
+            raise E.InvalidArgumentException(f"count must be in 1..100, not {count}")
+        lst = N.call(ll.asb_sandbox_fork_many, self._h,
+                     self._fork_options(timeout, keep_processes, count),
+                     _call_options(request_timeout))
+        out: List[Any] = []
+        for i in range(ll.asb_fork_list_count(lst)):
+            try:
+                out.append(type(self)(N.call(ll.asb_fork_list_take, lst, i), self._client,
+                                      self._conn))
+            except E.AgentSandboxError as exc:  # this fork's failure, in its entry
+                out.append(exc)
+        return out
 
     @classmethod
     def list_snapshots(cls, *, sandbox_id: Optional[str] = None, name: Optional[str] = None,

@@ -222,6 +222,10 @@ class SandboxInfo:
     ``allow_public_traffic``, ``mask_request_host``), or None."""
     pause_mode: Optional[str] = None
     """A paused sandbox's ``"memory"`` or ``"filesystem"`` (docs/lifecycle.md), else None."""
+    fork_mode: Optional[str] = None
+    """A fork's ``"processes"`` (it kept its parent's running processes and
+    memory) or ``"files"`` (booted fresh on the parent's files), else None
+    (docs/snapshots.md)."""
     auto_resume: Optional[bool] = None
     """E2B's ``lifecycle.autoResume``; None when the engine does not say (lists)."""
     lifecycle: Optional[Dict[str, Any]] = None
@@ -260,6 +264,7 @@ class SandboxInfo:
             allow_internet_access=None if iae is None or iae < 0 else bool(iae),
             network=from_json(d.get("network")),
             pause_mode=d.get("pause_mode"),
+            fork_mode=d.get("fork_mode"),
             auto_resume=None if d.get("auto_resume", -1) < 0 else bool(d.get("auto_resume")),
             lifecycle=None if not d.get("on_timeout") else {
                 "on_timeout": d["on_timeout"],

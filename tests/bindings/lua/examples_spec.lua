@@ -56,6 +56,12 @@ describe("examples/lua", function()
     assert.matches("from bash", out)
   end)
 
+  it("fork.lua", function() -- no --pause-criu here: every fork is booted fresh
+    local out = run("fork.lua")
+    assert.matches("parent fork mode\tnil\nfork\tfiles\tat the fork\none of two\tfiles\tfiles\n"
+                   .. "one of two\tfiles\tfiles\n", out)
+  end)
+
   it("lifecycle.lua", function()
     local out = run("lifecycle.lua")
     assert.matches("state\trunning\towner\tlifecycle.lua", out)

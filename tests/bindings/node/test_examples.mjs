@@ -47,6 +47,8 @@ const expect = {
   'sessions.mjs': [/^true 42$/m, /example-triage/, /^back$/m],
   'sandboxed.mjs': [/2, 3, 5, 7, 11, 13, 17, 19, 23, 29/, /^true RangeError negative$/m, /^1 2$/m],
   'e2b_compat.mjs': [/^2$/m, /^Hello from E2B!$/m],
+  // no --pause-criu here: every fork is booted fresh on the files
+  'fork.mjs': [/^parent fork mode undefined$/m, /^fork files at the fork$/m, /^one of two files files\none of two files files$/m],
   'git.mjs': [/^untracked README$/m, /^push without upstream true$/m, /^pulled news$/m, /^branches main,topic on topic$/m, /^clean true$/m],
   'template_builder.mjs': [/^FROM e2bdev\/base\nCOPY template_builder\.mjs \/home\/user\/app\/\n/m, /\| .* INFO  Template created with ID: /,
     /^built example-builder:v1 tags v1$/m, /^Hello from the build\ntemplate_builder\.mjs\nready$/m,

@@ -27,10 +27,16 @@ test('the files of that instant; a fork writes its own; list; delete', async () 
     const from = await lib.Sandbox.create({ template: id, timeoutMs: 120_000 })
     made.push(from)
     assert.equal((await from.commands.run('cat /home/user/f')).stdout, 'one\n')
-    const fork = await sbx.fork({ timeoutMs: 120_000 })
+    const fork = await sbx.fork({ timeoutMs: 120_000, keepProcesses: false })
     made.push(fork)
     assert.ok(fork instanceof lib.Sandbox)
     assert.notEqual(fork.sandboxId, sbx.sandboxId)
+    // the fork options (issue 20): no --pause-criu, booted fresh on the files
+    assert.equal(fork.forkMode, 'files')
+    assert.equal(sbx.forkMode, undefined)
+    assert.equal((await fork.getInfo()).forkMode, 'files')
+    assert.equal((await lib.Sandbox.connect(fork.sandboxId)).forkMode, 'files')
+    await assert.rejects(sbx.forkMany(101), lib.InvalidArgumentError)
     assert.equal((await fork.commands.run('cat /home/user/f; echo f > /home/user/f')).stdout, 'two\n')
     assert.equal((await sbx.commands.run('cat /home/user/f')).stdout, 'two\n')
     assert.deepEqual(await lib.Sandbox.listSnapshots({ sandboxId: sbx.sandboxId }), [id])
@@ -56,10 +62,12 @@ test('agent-sandbox/compat: E2B\'s names and shapes', async () => {
     const got = []
     while (p.hasNext) got.push(...(await p.nextItems()))
     assert.deepEqual(got.map((s) => s.snapshotId).sort(), [info.snapshotId, byId.snapshotId].sort())
-    const forks = await sbx.fork({ count: 2, timeoutMs: 120_000 })
+    const forks = await sbx.fork({ count: 2, timeoutMs: 120_000, keepProcesses: true })
     assert.equal(forks.length, 2)
+    assert.notEqual(forks[0].sandboxId, forks[1].sandboxId)
     for (const f of forks) {
       assert.ok(f instanceof compat.Sandbox, String(f))
+      assert.equal(f.forkMode, 'files') // no --pause-criu: files, whatever was asked
       assert.equal((await f.commands.run('cat /home/user/c')).stdout, 'c\n')
       await f.kill()
     }

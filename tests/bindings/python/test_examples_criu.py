@@ -2,7 +2,8 @@
 --pause-criu (docs/lifecycle.md): pause_mode "checkpoint", and the restored
 process counts on (test_examples.py runs it without the option); and
 fork_processes.py (docs/snapshots.md): the fork's counter is the parent's
-process counting on. Skips only
+process counting on, its fork_mode "processes", and fork_many with
+keep_processes=False gives two forks of fork_mode "files". Skips only
 when no criu binary is found ($ASB_CRIU, else scripts/build-criu.sh's).
 SPDX-License-Identifier: Apache-2.0"""
 
@@ -48,3 +49,7 @@ def test_fork_keeps_processes_with_criu(criu_engine):
     assert r.returncode == 0, f"fork_processes.py failed:\n{r.stdout}\n{r.stderr}"
     assert ": the parent's process counts on in the fork\n" in r.stdout
     assert ": counts on\n" in r.stdout
+    # the fork options (issue 20): the fork's mode; keep_processes=False
+    # and fork_many give two booted fresh
+    assert "fork: fork mode processes\n" in r.stdout
+    assert r.stdout.count("fresh fork: fork mode files\n") == 2

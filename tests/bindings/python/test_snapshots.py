@@ -5,7 +5,7 @@ SPDX-License-Identifier: Apache-2.0"""
 
 import pytest
 
-from agent_sandbox import Sandbox, SandboxNotFoundException, SandboxSync
+from agent_sandbox import InvalidArgumentException, Sandbox, SandboxNotFoundException, SandboxSync
 from agent_sandbox import compat
 
 
@@ -17,9 +17,13 @@ async def test_native_snapshot_fork_list_delete(engine):
         await sb.commands.run("echo two > /home/user/f")
         async with await Sandbox.create(template=sid, timeout=120) as c:
             assert (await c.commands.run("cat /home/user/f")).stdout == "one\n"
-        f = await sb.fork(timeout=120)
+        f = await sb.fork(timeout=120, keep_processes=False)
         try:
             assert f.sandbox_id != sb.sandbox_id
+            # an engine without --pause-criu: booted fresh on the files
+            assert f.fork_mode == "files" and sb.fork_mode is None
+            assert (await f.get_info()).fork_mode == "files"
+            assert (await sb.get_info()).fork_mode is None
             assert (await f.commands.run("cat /home/user/f; echo fork > /home/user/f")).stdout == "two\n"
             assert (await sb.commands.run("cat /home/user/f")).stdout == "two\n"
         finally:
@@ -35,6 +39,10 @@ def test_blocking_fork_of_a_killed_sandbox(engine):
     sb.kill()
     with pytest.raises(SandboxNotFoundException):
         sb.fork()
+    with pytest.raises(SandboxNotFoundException):
+        sb.fork_many(2)
+    with pytest.raises(InvalidArgumentException):
+        sb.fork_many(101)  # E2B's 1..100, refused before asking
     with pytest.raises(SandboxNotFoundException):
         sb.create_snapshot()
 
@@ -54,9 +62,11 @@ def test_compat_names(engine):
         assert sorted(got) == sorted([info.snapshot_id, by_id.snapshot_id])
         assert [s.snapshot_id for s in sbx.list_snapshots(name="py-compat-snap").next_items()] \
             == [info.snapshot_id]
-        forks = sbx.fork(count=2)
+        forks = sbx.fork(count=2, keep_processes=True)  # one call, two forks
         assert len(forks) == 2 and all(isinstance(f, compat.Sandbox) for f in forks)
+        assert forks[0].sandbox_id != forks[1].sandbox_id
         for f in forks:
+            assert f.fork_mode == "files"  # no --pause-criu: files, whatever was asked
             assert f.commands.run("cat /home/user/c").stdout == "c\n"
             f.kill()
         assert compat.Sandbox.delete_snapshot(info.snapshot_id) is True
@@ -72,6 +82,7 @@ async def test_compat_async(engine):
         info = await sbx.create_snapshot()
         [f] = await sbx.fork()
         assert isinstance(f, compat.AsyncSandbox)
+        assert f.fork_mode == "files" and sbx.fork_mode is None
         await f.kill()
         items = await compat.AsyncSandbox.list_snapshots(name=info.snapshot_id).next_items()
         assert [s.snapshot_id for s in items] == [info.snapshot_id]

@@ -465,22 +465,16 @@ def _snapshot(s: S.Sandbox, name: Optional[str]) -> SnapshotInfo:
     return SnapshotInfo(snapshot_id=sid, names=[sid])
 
 
-def _forks(s: S.Sandbox, timeout: Optional[int], count: Optional[int]) -> List[Any]:
+def _forks(s: S.Sandbox, timeout: Optional[int], count: Optional[int],
+           keep_processes: Optional[bool] = None) -> List[Any]:
     """E2B's fork: one entry per fork, a sandbox or the exception that kept
-    it from starting (each fork is its own snapshot here: the files of
-    consecutive instants). E2B's SDK defaults the lifetime to 300 s and
-    refuses a count below 1 before asking (E2B's message)."""
+    it from starting (one call: one snapshot, then count sandboxes from it).
+    E2B's SDK defaults the lifetime to 300 s and refuses a count below 1
+    before asking (E2B's message). keep_processes (ours): False boots the
+    forks fresh on the files on a --pause-criu engine (docs/snapshots.md)."""
     if count is not None and count < 1:
         raise InvalidArgumentException("count must be at least 1")
-    out: List[Any] = []
-    for _ in range(count or 1):
-        try:
-            out.append(s.fork(timeout=timeout or 300))
-        except SandboxNotFoundException:
-            raise
-        except Exception as exc:  # one fork's failure, reported in its entry
-            out.append(exc)
-    return out
+    return s.fork_many(count or 1, timeout=timeout or 300, keep_processes=keep_processes)
 
 
 # ---- sync: commands, pty, files -------------------------------------------------------------
@@ -863,6 +857,12 @@ class Sandbox:
     def envd_version(self) -> str:
         return self._s.envd_version
 
+    @property
+    def fork_mode(self) -> Optional[str]:
+        """Ours: a fork's ``"processes"`` or ``"files"``, else None
+        (:attr:`agent_sandbox.Sandbox.fork_mode`)."""
+        return self._s.fork_mode
+
     # private in E2B, but its tests and some programs read them
     @property
     def _envd_version(self) -> str:
@@ -969,14 +969,16 @@ class Sandbox:
     create_snapshot = _dual(_create_snapshot_inst, _create_snapshot_cls)
 
     def _fork_inst(self, timeout: Optional[int] = None, count: Optional[int] = None,
-                   **opts: Any) -> List[Any]:
+                   keep_processes: Optional[bool] = None, **opts: Any) -> List[Any]:
         return [f if isinstance(f, Exception) else type(self)(f)
-                for f in _forks(self._s, timeout, count)]
+                for f in _forks(self._s, timeout, count, keep_processes)]
 
     def _fork_cls(cls, sandbox_id: str, timeout: Optional[int] = None,
-                  count: Optional[int] = None, logger: Any = None, **opts: Any) -> List[Any]:
+                  count: Optional[int] = None, logger: Any = None,
+                  keep_processes: Optional[bool] = None, **opts: Any) -> List[Any]:
         return [f if isinstance(f, Exception) else cls(f)
-                for f in _forks(S.Sandbox._attach(sandbox_id, **_conn(opts)), timeout, count)]
+                for f in _forks(S.Sandbox._attach(sandbox_id, **_conn(opts)), timeout, count,
+                                keep_processes)]
 
     fork = _dual(_fork_inst, _fork_cls)
 
@@ -1466,6 +1468,7 @@ class AsyncSandbox:
     sandbox_id = property(lambda self: self._s.sandbox_id)
     sandbox_domain = property(lambda self: self._s.sandbox_domain)
     envd_version = property(lambda self: self._s.envd_version)
+    fork_mode = property(lambda self: self._s.fork_mode)
     # private in E2B, but its tests and some programs read them
     _envd_version = property(lambda self: self._s.envd_version)
     _envd_access_token = property(lambda self: self._s._sync.envd_access_token)
@@ -1573,15 +1576,16 @@ class AsyncSandbox:
     create_snapshot = _dual(_create_snapshot_inst, _create_snapshot_cls)
 
     async def _fork_inst(self, timeout: Optional[int] = None, count: Optional[int] = None,
-                         **opts: Any) -> List[Any]:
-        got = await N.run(_forks, self._s._sync, timeout, count)
+                         keep_processes: Optional[bool] = None, **opts: Any) -> List[Any]:
+        got = await N.run(_forks, self._s._sync, timeout, count, keep_processes)
         return [f if isinstance(f, Exception) else type(self)(A.Sandbox(f)) for f in got]
 
     async def _fork_cls(cls, sandbox_id: str, timeout: Optional[int] = None,
                         count: Optional[int] = None, logger: Any = None,
-                        **opts: Any) -> List[Any]:
+                        keep_processes: Optional[bool] = None, **opts: Any) -> List[Any]:
         conn = _conn(opts)
-        got = await N.run(lambda: _forks(S.Sandbox._attach(sandbox_id, **conn), timeout, count))
+        got = await N.run(lambda: _forks(S.Sandbox._attach(sandbox_id, **conn), timeout, count,
+                                         keep_processes))
         return [f if isinstance(f, Exception) else cls(A.Sandbox(f)) for f in got]
 
     fork = _dual(_fork_inst, _fork_cls)

@@ -58,5 +58,9 @@ async function main(): Promise<void> {
   const onTimeout: 'pause' | 'kill' | undefined = info.lifecycle?.onTimeout
   const mountPaths: string[] = info.volumeMounts.map((m) => m.path)
   void [viaClient, t, isFile, bytes, text, vols, gone, there, onTimeout, mountPaths]
+  // E2B's fork with count in one call; ours: keepProcesses and forkMode
+  const forks: Array<Sandbox | Error> = await sbx.fork({ count: 2, keepProcesses: false })
+  const fm: 'processes' | 'files' | undefined = forks[0] instanceof Error ? undefined : forks[0].forkMode
+  void fm
 }
 void main

@@ -30,6 +30,16 @@ async function main(): Promise<void> {
   const id: string = list[0].sandboxId
   const pinfo = await sbx.getInfo()
   const mode: 'memory' | 'filesystem' | 'checkpoint' | undefined = pinfo.pauseMode
+  // the fork options (issue 20): keepProcesses, forkMany's count, forkMode
+  const fk: Sandbox = await sbx.fork({ timeoutMs: 60_000, keepProcesses: false })
+  const fmode: 'processes' | 'files' | undefined = fk.forkMode
+  const imode: 'processes' | 'files' | undefined = pinfo.forkMode
+  const many: Array<Sandbox | Error> = await sbx.forkMany(2, { keepProcesses: true })
+  // @ts-expect-error keepProcesses is a boolean
+  await sbx.fork({ keepProcesses: 'no' })
+  // @ts-expect-error forkMode is read-only
+  fk.forkMode = 'files'
+  void fmode; void imode; void many
   const sw: SandboxSwapInfo | undefined = pinfo.swap
   const swapped: number | undefined = pinfo.swap?.swappedBytes
   const before: number | undefined = pinfo.swap?.residentBeforeBytes
