@@ -19,6 +19,11 @@
 #include "util/util.h"
 
 #define READY_WAIT_MS 120000
+/* An interrupted cell still running this long after the interrupt gets it
+ * again where that helps (bash loses a SIGINT while it forks a command;
+ * node gets its SIGINT only then: see ci_kernel_interrupt); a late one is
+ * harmless (the kernel settles it before the next cell). */
+#define INTERRUPT_AGAIN_MS 1000
 
 /* IPython as E2B configures it (plain tracebacks, no truncated reprs) and
  * the formatters and hooks of E2B's start-up scripts: startup/. */
@@ -66,6 +71,7 @@ struct ci_ctx {
   int ready_deferred; /* the kernel answered; READY once its start-up cell ran */
   char *notice;       /* the kernel died while idle: tell the next run */
   uint64_t interrupt_deadline;
+  uint64_t interrupt_again; /* when to send the interrupt again (it can be lost) */
   asbi_buf line;
 };
 
@@ -359,7 +365,7 @@ static void finish_running(ci_ctx *c) {
   c->running = NULL;
   c->cancel_running = 0;
   pthread_mutex_unlock(&c->mu);
-  c->interrupt_deadline = 0;
+  c->interrupt_deadline = c->interrupt_again = 0;
   c->step_done = 0;
   if (e && !c->client_closed) ci_queue_close(&e->q);
   ci_exec_unref(e);
@@ -435,7 +441,7 @@ static void start_next(ci_ctx *c) {
     if (c->step == 1) {
       ci_queue_close(&c->running->q);
       c->client_closed = 1;
-      c->interrupt_deadline = 0;
+      c->interrupt_deadline = c->interrupt_again = 0;
     }
     if (c->step == 2) {
       finish_running(c);
@@ -568,6 +574,10 @@ static void *ctx_main(void *arg) {
     if (cancel && c->running && c->step == 1 && c->k && !c->interrupt_deadline) {
       ci_kernel_interrupt(c->k);
       c->interrupt_deadline = asbi_now_ms() + (uint64_t)g_cfg.interrupt_grace_ms;
+      c->interrupt_again = asbi_now_ms() + INTERRUPT_AGAIN_MS;
+    } else if (c->interrupt_again && c->k && c->step == 1 && asbi_now_ms() >= c->interrupt_again) {
+      ci_kernel_interrupt(c->k); /* nothing once the cell has ended */
+      c->interrupt_again = asbi_now_ms() + INTERRUPT_AGAIN_MS;
     }
     start_next(c);
 
@@ -581,6 +591,8 @@ static void *ctx_main(void *arg) {
       uint64_t now = asbi_now_ms();
       long d = c->interrupt_deadline > now ? (long)(c->interrupt_deadline - now) : 0;
       if (to < 0 || d < to) to = d;
+      d = c->interrupt_again > now ? (long)(c->interrupt_again - now) : 0;
+      if (c->interrupt_again && d < to) to = d;
     }
     if (c->step_done) to = 0;
     if (zmq_poll(items, n, to) < 0 && zmq_errno() != EINTR) {

@@ -63,6 +63,17 @@ struct ci_kernel {
   int busy;
   int silent;
   int interrupted;
+  /* An interrupt names its execution: once the interrupted execution has
+   * ended, its DONE waits until the interrupt is known consumed or moot
+   * (settle_*), so it cannot stop the next cell. See settle_start. */
+  int settling;      /* the execution ended; waiting on the barrier */
+  int settle_phase;  /* Jupyter: 0 waits for interrupt_reply, 1 the first
+                        barrier's idle, 2 the second's reply */
+  int settle_status; /* the ended execution's CI_DONE_* */
+  int int_reply_due; /* message mode: interrupt_reply not yet received */
+  int sigint_sent;   /* node: the SIGINT after the named interrupt */
+  char settle_id[33];
+  unsigned settle_first_seq; /* drivers: the first barrier's seq */
   /* Jupyter */
   void *shell, *iopub, *control, *hb;
   ci_hmac *hmac;
@@ -552,15 +563,83 @@ static void emit_error(ci_kernel *k, const cJSON *c, ci_ev_fn fn, void *ud) {
   free(tb);
 }
 
-static void check_done(ci_kernel *k, ci_ev_fn fn, void *ud, int force) {
-  if (!k->busy || !k->got_reply || (!k->got_idle && !force)) return;
+static int write_all(int fd, const char *p, size_t n);
+
+static void end_exec(ci_kernel *k, int status, ci_ev_fn fn, void *ud) {
   k->busy = 0;
-  ci_ev ev = {.kind = CI_EV_DONE, .status = k->reply_status};
+  k->settling = 0;
+  ci_ev ev = {.kind = CI_EV_DONE, .status = status};
   fn(ud, &ev);
+}
+
+/* The interrupted execution has ended (or its kernel went idle without a
+ * reply: a SIGINT that came after the cell's code, in ipykernel's flush
+ * before the reply, ends the handler with no reply). The signal may not
+ * have been taken yet: a Jupyter kernel runs Python's handler at its next
+ * bytecode, a driver may not have been scheduled since. So the next cell
+ * waits for a barrier the kernel handles after the signal:
+ *  - Jupyter: (interrupt_mode message: the interrupt_reply, sent once the
+ *    kernel signalled itself), then a kernel_info_request, whose handling
+ *    runs Python code with ipykernel's SIGINT handler set and reset (a
+ *    pending signal is raised and caught there, or dropped); its idle
+ *    status ends phase 1. Phase 1's reply may be lost to that signal, so a
+ *    second kernel_info_request follows: its reply comes on the shell
+ *    channel after the ended cell's execute_reply, if that was ever sent.
+ *  - drivers: a silent empty cell (bash: sent again if bash reports the
+ *    prompt of an older cell, its answer to a SIGINT that may have dropped
+ *    the barrier's line). */
+static void settle_start(ci_kernel *k, int status) {
+  k->settling = 1;
+  k->settle_status = status;
+  if (k->kind == CI_KIND_JUPYTER) {
+    k->settle_phase = k->int_reply_due ? 0 : 1;
+    if (k->settle_phase == 1) jsend(k, k->shell, "kernel_info_request", "{}", k->settle_id);
+    return;
+  }
+  k->seq++;
+  if (k->kind == CI_KIND_NODE) {
+    asbi_buf b = ASBI_BUF_INIT;
+    asbi_buf_printf(&b, "{\"seq\":%u,\"silent\":true,\"code\":\"\"}\n", k->seq);
+    if (b.data) write_all(k->cmd_fd, b.data, b.len);
+    asbi_buf_free(&b);
+  } else if (k->kind == CI_KIND_JAVA) {
+    char h[32];
+    int n = snprintf(h, sizeof h, "%u 1 0\n", k->seq);
+    write_all(k->cmd_fd, h, (size_t)n);
+  } else {
+    char line[48];
+    int n = snprintf(line, sizeof line, "__asb_n=%u; :\n", k->seq);
+    write_all(k->cmd_fd, line, (size_t)n);
+  }
+}
+
+static void check_done(ci_kernel *k, ci_ev_fn fn, void *ud, int force) {
+  if (!k->busy || k->settling) return;
+  if (k->interrupted && k->got_idle && !k->got_reply) {
+    settle_start(k, CI_DONE_ABORT);
+    return;
+  }
+  if (!k->got_reply || (!k->got_idle && !force)) return;
+  if (k->interrupted) {
+    settle_start(k, k->reply_status);
+    return;
+  }
+  end_exec(k, k->reply_status, fn, ud);
 }
 
 static void on_iopub(ci_kernel *k, ci_jmsg *m, ci_ev_fn fn, void *ud) {
   k->iopub_seen = 1;
+  if (k->settling) {
+    if (k->settle_phase == 1 && m->parent_id && strcmp(m->parent_id, k->settle_id) == 0 &&
+        strcmp(m->msg_type, "status") == 0 && ci_jmsg_content(m) == CI_JMSG_OK) {
+      const char *st = cstr(m->content, "execution_state");
+      if (st && strcmp(st, "idle") == 0) {
+        k->settle_phase = 2;
+        jsend(k, k->shell, "kernel_info_request", "{}", k->settle_id);
+      }
+    }
+    return; /* the ended cell's late output is not its client's any more */
+  }
   if (k->busy && k->got_reply) k->reply_ms = asbi_now_ms();
   if (k->busy && k->probe_id[0] && m->parent_id && strcmp(m->parent_id, k->probe_id) == 0) {
     k->got_idle = 1; /* the barrier: nothing of the cell's is still on its way */
@@ -621,8 +700,12 @@ static void on_iopub(ci_kernel *k, ci_jmsg *m, ci_ev_fn fn, void *ud) {
 static void on_shell(ci_kernel *k, const ci_jmsg *m, ci_ev_fn fn, void *ud) {
   if (strcmp(m->msg_type, "kernel_info_reply") == 0) {
     k->got_info = 1;
+    if (k->settling && k->settle_phase == 2 && m->parent_id &&
+        strcmp(m->parent_id, k->settle_id) == 0)
+      end_exec(k, k->settle_status, fn, ud);
     return;
   }
+  if (k->settling) return;
   if (strcmp(m->msg_type, "execute_reply") != 0 || !k->busy || !m->parent_id ||
       strcmp(m->parent_id, k->cur_id) != 0)
     return;
@@ -676,7 +759,19 @@ static int drain_socket(ci_kernel *k, void *sock, int which, ci_ev_fn fn, void *
     if (rc == 0 && which == 3) {
       k->hb_out = 0;
       k->hb_next_ms = asbi_now_ms() + HB_INTERVAL_MS;
-    } else if (rc == 0 && which != 2) {
+    } else if (rc == 0 && which == 2) {
+      ci_jmsg m;
+      if (ci_jmsg_parse_lazy(k->hmac, frames, n, 0, &m) == CI_JMSG_OK) {
+        if (strcmp(m.msg_type, "interrupt_reply") == 0 && k->int_reply_due) {
+          k->int_reply_due = 0;
+          if (k->settling && k->settle_phase == 0) {
+            k->settle_phase = 1;
+            jsend(k, k->shell, "kernel_info_request", "{}", k->settle_id);
+          }
+        }
+        ci_jmsg_free(&m);
+      }
+    } else if (rc == 0) {
       ci_jmsg m;
       int prc = ci_jmsg_parse_lazy(k->hmac, frames, n, which == 1 ? LAZY_CONTENT : 0, &m);
       if (prc == CI_JMSG_OK && g_trace) {
@@ -714,8 +809,6 @@ static void read_diag(ci_kernel *k) {
 }
 
 /* ---- drivers --------------------------------------------------------------- */
-
-static int write_all(int fd, const char *p, size_t n);
 
 /* The java driver's jar, written for each java kernel (its class path;
  * removed with the kernel). */
@@ -869,6 +962,10 @@ static void read_out(ci_kernel *k, int which, int drain, ci_ev_fn fn, void *ud) 
 }
 
 static void driver_done(ci_kernel *k, int status, ci_ev_fn fn, void *ud) {
+  if (k->settling) { /* the barrier ran: the interrupt is behind us */
+    end_exec(k, k->settle_status, fn, ud);
+    return;
+  }
   /* what the pipes hold was written before the report */
   read_out(k, 0, 1, fn, ud);
   read_out(k, 1, 1, fn, ud);
@@ -897,9 +994,12 @@ static void driver_done(ci_kernel *k, int status, ci_ev_fn fn, void *ud) {
     fn(ud, &ev);
     done_status = k->interrupted ? CI_DONE_ABORT : CI_DONE_ERROR;
   }
-  k->busy = 0;
-  ci_ev ev = {.kind = CI_EV_DONE, .status = done_status};
-  fn(ud, &ev);
+  if (k->interrupted) {
+    k->settle_first_seq = k->seq + 1;
+    settle_start(k, done_status);
+    return;
+  }
+  end_exec(k, done_status, fn, ud);
 }
 
 static void driver_event(ci_kernel *k, const char *line, size_t len, ci_ev_fn fn, void *ud) {
@@ -911,7 +1011,15 @@ static void driver_event(ci_kernel *k, const char *line, size_t len, ci_ev_fn fn
       k->ready = 1;
       return;
     }
-    if (k->busy && seq == k->seq) driver_done(k, status, fn, ud);
+    if (k->busy && seq == k->seq) {
+      driver_done(k, status, fn, ud);
+    } else if (k->settling && seq >= k->settle_first_seq && status == 0) {
+      driver_done(k, status, fn, ud); /* an earlier barrier ran after all */
+    } else if (k->settling && status == 128 + SIGINT) {
+      /* bash's prompt after the late SIGINT, which drops the line it was
+       * reading: the barrier may be gone, send another */
+      settle_start(k, k->settle_status);
+    }
     return;
   }
   cJSON *j = asbi_pj_parse(line, len, NULL);
@@ -1176,6 +1284,9 @@ int ci_kernel_execute(ci_kernel *k, const char *code, int silent) {
   if (!k->ready || k->busy) return -1;
   k->silent = silent;
   k->interrupted = 0;
+  k->settling = 0;
+  k->int_reply_due = 0;
+  k->sigint_sent = 0;
   k->errored = 0;
   k->got_reply = k->got_idle = 0;
   k->probe_id[0] = '\0';
@@ -1225,12 +1336,33 @@ int ci_kernel_execute(ci_kernel *k, const char *code, int silent) {
 }
 
 void ci_kernel_interrupt(ci_kernel *k) {
-  if (!k->busy || k->pid <= 0) return;
-  k->interrupted = 1;
-  if (k->kind == CI_KIND_JUPYTER && k->interrupt_message)
+  /* not once the execution is known to have ended (its reply came, or it
+   * settles an interrupt already) */
+  if (!k->busy || k->pid <= 0 || k->settling) return;
+  if (k->kind == CI_KIND_JUPYTER && k->got_reply) return;
+  /* again only for bash, which loses a SIGINT that comes while it forks a
+   * command, and node (below) */
+  if (k->interrupted && k->kind != CI_KIND_BASH && !(k->kind == CI_KIND_NODE && !k->sigint_sent))
+    return;
+  if (k->kind == CI_KIND_JUPYTER && k->interrupt_message) {
+    k->int_reply_due = 1;
     jsend(k, k->control, "interrupt_request", "{}", NULL);
-  else
+  } else {
+    if (k->kind == CI_KIND_NODE && !k->interrupted) {
+      /* First the interrupt named for this cell, which stops its await (see
+       * drivers.c). A SIGINT only if it runs on (a synchronous loop, which
+       * breakOnSigint breaks): node loses or keeps one that comes as a
+       * breakOnSigint run ends, for the next run to throw. */
+      char line[48];
+      int n = snprintf(line, sizeof line, "{\"interrupt\":%u}\n", k->seq);
+      write_all(k->cmd_fd, line, (size_t)n);
+      k->interrupted = 1;
+      return;
+    }
+    if (k->kind == CI_KIND_NODE) k->sigint_sent = 1;
     kill(-k->pid, SIGINT);
+  }
+  k->interrupted = 1;
 }
 
 void ci_kernel_destroy(ci_kernel *k) {

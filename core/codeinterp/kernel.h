@@ -83,7 +83,14 @@ int ci_kernel_ready(const ci_kernel *k);
 /* Start an execution (the kernel must be ready and idle). Events follow;
  * CI_EV_DONE ends it. silent: no count, no history, no main result. */
 int ci_kernel_execute(ci_kernel *k, const char *code, int silent);
-/* Interrupt the running execution (interrupt_request or SIGINT). */
+/* Interrupt the running execution (interrupt_request or SIGINT). Nothing
+ * once it has ended. Called again while it runs on: bash gets SIGINT again
+ * (it loses one that comes while it forks a command); node gets an
+ * interrupt named for the cell first and SIGINT only when called again;
+ * others get one.
+ * Its DONE comes once the interrupt is
+ * known consumed or moot (a barrier the kernel answers after the signal),
+ * so no interrupt reaches the next execution. */
 void ci_kernel_interrupt(ci_kernel *k);
 pid_t ci_kernel_pid(const ci_kernel *k);
 /* Kill its process group, reap it, remove its files. NULL is fine. */

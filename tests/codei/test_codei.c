@@ -400,6 +400,65 @@ static int kill_on_pid(const char *d, size_t n, void *ud) {
   return 0;
 }
 
+static int abort_on_output(const char *d, size_t n, void *ud) {
+  (void)d, (void)n, (void)ud;
+  return 1; /* the client gives up: the call ends and its connection closes */
+}
+
+/* A client that aborts a cell (hangs up on its first output) and sends the
+ * next one at once: the interpreter's interrupt is for the aborted cell
+ * only. It used to be lost (bash's child between fork and exec, node's cell
+ * between its synchronous part and its await: the kernel was killed 10 s
+ * later and the state lost) or, sent as the cell ended on its own, could
+ * stop the next one. Each language: cells that run on after the hang-up and
+ * cells that end about when it is seen. */
+TEST(an_abort_interrupts_only_its_own_cell) {
+  static const struct {
+    const char *lang, *set, *a, *b, *want;
+    int from_stdout;
+  } L[] = {
+      {"python", "abort_kept = 'state'", "import time\nprint('x', flush=True)\ntime.sleep(%s)",
+       "f'{abort_kept}-%d'", "state-%d", 0},
+      {"javascript", "var abortKept = 'state'",
+       "console.log('x'); await new Promise((r) => setTimeout(r, 1000 * %s))", "`${abortKept}-%d`",
+       "state-%d", 0},
+      {"bash", "abort_kept=state", "echo x; sleep %s", "echo \"$abort_kept-%d\"", "state-%d\n", 1},
+  };
+  for (size_t l = 0; l < sizeof L / sizeof L[0]; l++) {
+    asb_execution *e = run_in(L[l].set, NULL, L[l].lang);
+    REQUIRE(e && !asb_execution_error_name(e));
+    asb_execution_free(e);
+    int bad = 0;
+    for (int i = 0; i < 8; i++) {
+      char a[160], b[96], want[32], got[256];
+      snprintf(a, sizeof a, L[l].a, i % 2 ? "0.005" : "30");
+      snprintf(b, sizeof b, L[l].b, i);
+      snprintf(want, sizeof want, L[l].want, i);
+      asb_code_options o = ASB_CODE_OPTIONS_INIT;
+      o.language = L[l].lang;
+      o.on_stdout = abort_on_output;
+      e = NULL;
+      int rc = asb_code_run(&e, SB, a, &o);
+      if (i % 2 == 0 && rc == ASB_OK) ASBT_FAIL("%s #%d: the aborted cell ended", L[l].lang, i);
+      asb_execution_free(e);
+      e = run_in(b, NULL, L[l].lang);
+      REQUIRE(e);
+      if (L[l].from_stdout)
+        joined_stdout(e, got, sizeof got);
+      else
+        snprintf(got, sizeof got, "%s", asb_execution_text(e) ? asb_execution_text(e) : "");
+      const char *en = asb_execution_error_name(e);
+      if (en || strcmp(got, want) != 0) {
+        bad++;
+        fprintf(stderr, "  %s #%d: %s%s%s%s\n", L[l].lang, i, got, en ? " error " : "",
+                en ? en : "", en ? asb_execution_error_value(e) : "");
+      }
+      asb_execution_free(e);
+    }
+    CHECK_INT(bad, 0);
+  }
+}
+
 TEST(killed_kernel_is_reported_and_recovers) {
   asb_code_context *c = NULL;
   REQUIRE_RC(asb_code_context_create(&c, SB, "python", NULL, NULL), ASB_OK);
@@ -1062,6 +1121,15 @@ int main(int argc, char **argv) {
     codei_stop(&F);
     return 1;
   }
+  if (argc > 1 && strcmp(argv[1], "abort") == 0) { /* by hand: the abort race alone */
+    RUN(an_abort_interrupts_only_its_own_cell);
+    asb_sandbox_free(SB);
+    asb_client_free(C);
+    CHECK_INT(codei_stop(&F), 0);
+    rmdir(TMPD);
+    curl_global_cleanup();
+    TEST_MAIN_END();
+  }
   if (argc > 1 && strcmp(argv[1], "java") == 0) { /* codei.java */
     RUN(java_context);
     asb_sandbox_free(SB);
@@ -1080,6 +1148,7 @@ int main(int argc, char **argv) {
   RUN(stdout_streams_while_the_cell_runs);
   RUN(subprocess_output_is_in_its_cell);
   RUN(timeout_interrupts_and_context_survives);
+  RUN(an_abort_interrupts_only_its_own_cell);
   RUN(killed_kernel_is_reported_and_recovers);
   RUN(huge_output_streams_with_bounded_memory);
   RUN(env_vars_per_call_and_global);

@@ -59,16 +59,11 @@ describe("run_code", function()
                           { on_stdout = function() error("cell out") end })
     assert.is_false(ok)
     assert.matches("code_spec.lua:%d+: cell out", err)
-    -- the interpreter interrupts the kernel when it sees the hang-up, which may
-    -- land on the next cell (a known race, noted in issue 20): the state is
-    -- what must stay, so a cell the late interrupt hit is run again
-    local text
-    for _ = 1, 20 do
-      local ex = assert(sb:run_code("kept"))
-      text = ex.text
-      if text ~= nil or not ex.error then break end
-    end
-    assert.are.equal("state", text, "the kernel and its state stay")
+    -- the interpreter interrupts the aborted cell only: the next one runs
+    -- whole, on the same kernel and state
+    local ex = assert(sb:run_code("kept"))
+    assert.is_nil(ex.error)
+    assert.are.equal("state", ex.text, "the kernel and its state stay")
   end)
 
   it("runs other languages and in contexts", function()
