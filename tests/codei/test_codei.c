@@ -1104,6 +1104,17 @@ TEST(java_context) {
   asb_code_context_free(c);
 }
 
+/* The end of a by-hand mode that ran one test: the handles, the server
+ * (codei_stop's result), the temporary dir, curl. */
+static int stop_alone(void) {
+  asb_sandbox_free(SB);
+  asb_client_free(C);
+  int rc = codei_stop(&F);
+  rmdir(TMPD);
+  curl_global_cleanup();
+  return rc;
+}
+
 int main(int argc, char **argv) {
   setvbuf(stdout, NULL, _IOLBF, 0);
   snprintf(TMPD, sizeof TMPD, "/tmp/asbt-codei-XXXXXX");
@@ -1123,20 +1134,12 @@ int main(int argc, char **argv) {
   }
   if (argc > 1 && strcmp(argv[1], "abort") == 0) { /* by hand: the abort race alone */
     RUN(an_abort_interrupts_only_its_own_cell);
-    asb_sandbox_free(SB);
-    asb_client_free(C);
-    CHECK_INT(codei_stop(&F), 0);
-    rmdir(TMPD);
-    curl_global_cleanup();
+    CHECK_INT(stop_alone(), 0);
     TEST_MAIN_END();
   }
   if (argc > 1 && strcmp(argv[1], "java") == 0) { /* codei.java */
     RUN(java_context);
-    asb_sandbox_free(SB);
-    asb_client_free(C);
-    CHECK_INT(codei_stop(&F), 0);
-    rmdir(TMPD);
-    curl_global_cleanup();
+    CHECK_INT(stop_alone(), 0);
     TEST_MAIN_END();
   }
   RUN(state_persists_in_default_context);

@@ -57,6 +57,18 @@ static char *sh(asb_sandbox *sb, const char *cmd) {
   return out;
 }
 
+/* The status of build bid of tid once it is "ready" or "error" (waiting
+ * for that; past the deadline the last one read, NULL if none was). */
+static asb_template_build *build_finished(const char *tid, const char *bid) {
+  asb_template_build *s = NULL;
+  const char *st = "";
+  WAIT_UNTIL((asb_template_build_free(s), s = NULL,
+              asb_templates_build_status(&s, C, tid, bid, 0, NULL) == ASB_OK &&
+                  (!strcmp(st = asb_template_build_status(s), "ready") || !strcmp(st, "error"))),
+             ASBT_DEADLINE_MS);
+  return s;
+}
+
 static const char BUILD[] =
     "{\"fromTemplate\": \"base\", \"steps\": ["
     "{\"type\": \"ENV\", \"args\": [\"GREETING\", \"hi there\"]},"
@@ -230,12 +242,7 @@ TEST(background_then_status_and_log_abort) {
   snprintf(tid, sizeof tid, "%s", asb_template_build_template_id(b));
   snprintf(bid, sizeof bid, "%s", asb_template_build_build_id(b));
   asb_template_build_free(b);
-  const char *st = "";
-  asb_template_build *s = NULL;
-  WAIT_UNTIL((asb_template_build_free(s), s = NULL,
-              asb_templates_build_status(&s, C, tid, bid, 0, NULL) == ASB_OK &&
-                  (!strcmp(st = asb_template_build_status(s), "ready") || !strcmp(st, "error"))),
-             ASBT_DEADLINE_MS);
+  asb_template_build *s = build_finished(tid, bid);
   REQUIRE(s);
   CHECK_STR(asb_template_build_status(s), "ready");
   asb_template_build_free(s);
@@ -262,10 +269,7 @@ TEST(background_then_status_and_log_abort) {
   snprintf(tid, sizeof tid, "%s", asb_template_build_template_id(b));
   snprintf(bid, sizeof bid, "%s", asb_template_build_build_id(b));
   asb_template_build_free(b);
-  WAIT_UNTIL((asb_template_build_free(s), s = NULL,
-              asb_templates_build_status(&s, C, tid, bid, 0, NULL) == ASB_OK &&
-                  (!strcmp(st = asb_template_build_status(s), "ready") || !strcmp(st, "error"))),
-             ASBT_DEADLINE_MS);
+  s = build_finished(tid, bid);
   REQUIRE(s);
   CHECK_STR(asb_template_build_status(s), "ready");
   asb_template_build_free(s);
@@ -427,12 +431,7 @@ TEST(split_calls) {
            h1);
   CHECK_RC(asb_templates_trigger_build(C, tid, bid, "[1]", NULL), ASB_EINVAL);
   REQUIRE_RC(asb_templates_trigger_build(C, tid, bid, spec, NULL), ASB_OK);
-  const char *st = "";
-  asb_template_build *s = NULL;
-  WAIT_UNTIL((asb_template_build_free(s), s = NULL,
-              asb_templates_build_status(&s, C, tid, bid, 0, NULL) == ASB_OK &&
-                  (!strcmp(st = asb_template_build_status(s), "ready") || !strcmp(st, "error"))),
-             ASBT_DEADLINE_MS);
+  asb_template_build *s = build_finished(tid, bid);
   REQUIRE(s);
   CHECK_STR(asb_template_build_status(s), "ready");
   char want[80];
@@ -560,12 +559,7 @@ TEST(delete_while_rebuilding) {
   int pid = 0;
   WAIT_UNTIL((pid = find_proc("tplb-del-wait")) > 0, ASBT_DEADLINE_MS);
   CHECK(pid > 0 && release(pid, "del-go") == 0);
-  asb_template_build *s = NULL;
-  const char *st = "";
-  WAIT_UNTIL((asb_template_build_free(s), s = NULL,
-              asb_templates_build_status(&s, C, tid, bid, 0, NULL) == ASB_OK &&
-                  (!strcmp(st = asb_template_build_status(s), "ready") || !strcmp(st, "error"))),
-             ASBT_DEADLINE_MS);
+  asb_template_build *s = build_finished(tid, bid);
   CHECK(s && !strcmp(asb_template_build_status(s), "ready"));
   asb_template_build_free(s);
   CHECK_RC(asb_templates_delete(C, "steps-del", NULL), ASB_OK);

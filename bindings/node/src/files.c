@@ -502,11 +502,12 @@ static napi_value js_watch_dir(napi_env env, napi_callback_info info) {
   return anode_call_submit(env, &c->base, b);
 }
 
+/* watchWait's and watchPoll's work: c->i[0] set, one poll */
 static void w_watch_wait(anode_call *base) {
   gen_call *c = (gen_call *)base;
   anode_sink *s = c->out2;
   anode_sink_set(s, base);
-  int rc = asb_watch_wait(c->watch, c->l[0]);
+  int rc = c->i[0] ? asb_watch_poll(c->watch, NULL) : asb_watch_wait(c->watch, c->l[0]);
   anode_sink_set(s, NULL);
   c->out2 = NULL;
   if (rc < 0)
@@ -536,19 +537,6 @@ static napi_value js_watch_wait(napi_env env, napi_callback_info info) {
   return anode_call_submit(env, &c->base, b);
 }
 
-static void w_watch_poll(anode_call *base) {
-  gen_call *c = (gen_call *)base;
-  anode_sink *s = c->out2;
-  anode_sink_set(s, base);
-  int rc = asb_watch_poll(c->watch, NULL);
-  anode_sink_set(s, NULL);
-  c->out2 = NULL;
-  if (rc < 0)
-    anode_call_fail(base, rc);
-  else
-    base->rc = rc;
-}
-
 /* watchPoll(watch, onEvent, cb) -> events delivered: a polling watch's
  * events since the last poll (every change made before the call). */
 static napi_value js_watch_poll(napi_env env, napi_callback_info info) {
@@ -559,7 +547,8 @@ static napi_value js_watch_poll(napi_env env, napi_callback_info info) {
   if (!b || anode_call_on_event(env, &c->base, argv[1])) return gen_discard(env, c);
   c->watch = b->ptr;
   c->out2 = b->sink;
-  c->base.work = w_watch_poll;
+  c->i[0] = 1;
+  c->base.work = w_watch_wait;
   c->base.result = r_count;
   return anode_call_submit(env, &c->base, b);
 }
