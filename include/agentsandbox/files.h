@@ -216,7 +216,8 @@ ASB_API(int) asb_watch_wait(asb_watch *watch, long timeout_ms);
 ASB_API(int) asb_watch_poll(asb_watch *watch, const asb_call_options *call);
 /* Make a concurrent asb_watch_wait return; thread-safe. */
 ASB_API(void) asb_watch_stop(asb_watch *watch);
-/* Stop and release. Accepts NULL. */
+/* Stop and release. Accepts NULL. A polling watch's free also removes its
+ * watcher in envd (one request, at most 5 s). */
 ASB_API(void) asb_watch_free(asb_watch *watch);
 
 /* ---- signed URLs ------------------------------------------------------------
